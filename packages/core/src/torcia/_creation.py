@@ -1,0 +1,426 @@
+"""Tensor creation: from data, filled, ranges, and random."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia._tensor import Tensor, canonical_device
+from torcia.backend import CPU
+from torcia.random import rng_of
+
+
+def _size(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    out = []
+    for s in size:
+        if isinstance(s, Tensor):
+            s = int(s.item())
+        if not isinstance(s, (int, np.integer)) or isinstance(s, bool):
+            raise TypeError(
+                f"size must be a tuple of ints, but got an element of type {type(s).__name__}"
+            )
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {list(size)}")
+        out.append(int(s))
+    return tuple(out)
+
+
+def _finish(arr, dev, requires_grad=False) -> Tensor:
+    t = Tensor._make(arr, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def _create(op, dtype, device, requires_grad=False, **params) -> Tensor:
+    dev = canonical_device(device)
+    kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+    arr = kernels[op](dtype=(dtype or D.get_default_dtype()).to_numpy(), **params)
+    return _finish(arr, dev, requires_grad)
+
+
+def _to_device(arr: np.ndarray, dev):
+    if dev is CPU:
+        return arr
+    return dev.backend.from_host(arr, dev.index)
+
+
+def _infer_array(data):
+    """``data`` as a NumPy array with PyTorch's dtype inference."""
+    if isinstance(data, Tensor):
+        return data.detach().cpu().numpy(), True
+    if isinstance(data, np.ndarray):
+        return data, True
+    if isinstance(data, np.generic):
+        return np.asarray(data), True
+    if hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
+        return np.from_dlpack(data), True
+    if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
+        data = _lists_of(data)
+    arr = np.asarray(data)
+    if arr.dtype == object:
+        raise TypeError(f"Could not infer dtype of {type(data).__name__}: nested sequences must "
+                        "be rectangular and hold numbers")
+    if arr.dtype.kind == "f":
+        arr = arr.astype(D.get_default_dtype().to_numpy())
+    elif arr.dtype.kind in "iu":
+        arr = arr.astype(np.int64)
+    elif arr.dtype.kind not in "b":
+        raise TypeError(f"Could not infer dtype of {arr.dtype}")
+    return arr, False
+
+
+def _flat(data):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _lists_of(data):
+    if isinstance(data, Tensor):
+        return data.tolist()
+    if isinstance(data, (list, tuple)):
+        return [_lists_of(x) for x in data]
+    return data
+
+
+def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False) -> Tensor:
+    """Build a tensor by copying ``data`` (a number, nested sequence, array or tensor).
+
+    Python floats take the default dtype (float32), ints int64, bools bool; NumPy arrays
+    keep their dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([[1, 2], [3, 4]])
+    tensor([[1, 2],
+            [3, 4]])
+    >>> torcia.tensor([1.5, 2.0], dtype=torcia.float64)
+    tensor([1.5000, 2.0000], dtype=torcia.float64)
+    """
+    arr, _ = _infer_array(data)
+    if dtype is not None:
+        arr = arr.astype(_dtype_arg(dtype).to_numpy())
+    arr = np.array(arr, copy=True)
+    if device is None and isinstance(data, Tensor):
+        device = data.device
+    dev = canonical_device(device)
+    return _finish(_to_device(arr, dev), dev, requires_grad)
+
+
+def _dtype_arg(dtype) -> D.dtype:
+    if isinstance(dtype, D.dtype):
+        return dtype
+    if dtype in (float,):
+        return D.float64
+    if dtype in (int,):
+        return D.int64
+    if dtype in (bool,):
+        return D.bool_
+    try:
+        return D.from_numpy_dtype(dtype)
+    except TypeError:
+        raise TypeError(f"expected a torcia.dtype, got {dtype!r}") from None
+
+
+def as_tensor(data, dtype=None, device=None) -> Tensor:
+    """Like :func:`tensor`, but shares memory with ``data`` where it can (a NumPy array or
+    tensor already of the right dtype and device)."""
+    if isinstance(data, Tensor):
+        out = data
+        if dtype is not None and data.dtype is not _dtype_arg(dtype):
+            out = out.to(_dtype_arg(dtype))
+        if device is not None:
+            out = out.to(device)
+        return out
+    if isinstance(data, np.ndarray) and device in (None, "cpu", CPU):
+        arr = data if dtype is None else data.astype(_dtype_arg(dtype).to_numpy(), copy=False)
+        D.from_numpy_dtype(arr.dtype)
+        return Tensor._make(arr, CPU)
+    return tensor(data, dtype=dtype, device=device)
+
+
+asarray = as_tensor
+
+
+def from_numpy(ndarray: np.ndarray) -> Tensor:
+    """A CPU tensor sharing memory with a NumPy array (changes show in both).
+
+    Examples
+    --------
+    >>> import numpy as np, torcia
+    >>> a = np.zeros(2, dtype=np.float32); t = torcia.from_numpy(a); a[0] = 5
+    >>> t
+    tensor([5., 0.])
+    """
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    D.from_numpy_dtype(ndarray.dtype)
+    return Tensor._make(ndarray, CPU)
+
+
+def from_dlpack(ext) -> Tensor:
+    """A tensor sharing memory with any object that implements the DLPack protocol."""
+    if isinstance(ext, Tensor):
+        return ext
+    kind, index = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (1, 0)
+    if int(kind) == 1:
+        return Tensor._make(np.from_dlpack(ext), CPU)
+    from torcia.backend import device
+
+    dev = device("cuda", int(index))
+    return Tensor._make(dev.backend.xp.from_dlpack(ext), dev)
+
+
+def _rebuild(arr, device, requires_grad):
+    t = tensor(arr, device=device)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+# ----- filled ---------------------------------------------------------------------------
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of zeros of the given size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).shape
+    torcia.Size([2, 3])
+    """
+    return _create("zeros", dtype, device, requires_grad, shape=_size(size))
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor of ones of the given size."""
+    return _create("ones", dtype, device, requires_grad, shape=_size(size))
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
+          pin_memory=False) -> Tensor:
+    """An uninitialised tensor of the given size."""
+    return _create("empty", dtype, device, requires_grad, shape=_size(size))
+
+
+def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tensor:
+    """A tensor filled with ``fill_value``; its dtype is inferred from the value.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.full((2,), 7)
+    tensor([7, 7])
+    """
+    if isinstance(fill_value, Tensor):
+        fill_value = fill_value.item()
+    if dtype is None:
+        dtype = D.scalar_dtype(fill_value)
+    return _create("full", _dtype_arg(dtype), device, requires_grad, shape=_size((size,)),
+                   fill_value=fill_value)
+
+
+def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad)
+
+
+def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad)
+
+
+def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,
+              memory_format=None):
+    return full(input.shape, fill_value, dtype=dtype or input.dtype,
+                device=device or input.device, requires_grad=requires_grad)
+
+
+def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                requires_grad=requires_grad, generator=generator)
+
+
+def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device,
+                 requires_grad=requires_grad, generator=generator)
+
+
+def randint_like(input, low=0, high=None, dtype=None, device=None, generator=None):
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, input.shape, dtype=dtype or input.dtype,
+                   device=device or input.device, generator=generator)
+
+
+# ----- ranges ---------------------------------------------------------------------------
+
+
+def _num(x):
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; int64 when all are ints.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.arange(5)
+    tensor([0, 1, 2, 3, 4])
+    >>> torcia.arange(0, 1, 0.25)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500])
+    """
+    start, end, step = _num(start), _num(end), _num(step)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if (end - start) * step < 0:
+        raise RuntimeError(
+            f"upper bound and larger bound inconsistent with step sign (start={start}, "
+            f"end={end}, step={step})"
+        )
+    if dtype is None:
+        is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
+        dtype = D.int64 if is_int else D.get_default_dtype()
+    return _create("arange", _dtype_arg(dtype), device, requires_grad, start=start, end=end,
+                   step=step)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _create("linspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   start=_num(start), end=_num(end), steps=int(steps))
+
+
+def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log."""
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    return _create("logspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   start=_num(start), end=_num(end), steps=int(steps), base=float(base))
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    """The identity matrix (ones on the diagonal) of ``n`` rows and ``m`` columns."""
+    return _create("eye", _dtype_arg(dtype) if dtype else None, device, requires_grad,
+                   n=int(n), m=int(n if m is None else m))
+
+
+# ----- random ---------------------------------------------------------------------------
+
+
+def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Uniform samples on [0, 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.rand(2, 3); bool(((x >= 0) & (x < 1)).all())
+    True
+    """
+    return _create("rand", _float_dtype(dtype, "rand"), device, requires_grad,
+                   shape=_size(size), rng=rng_of(generator))
+
+
+def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
+    """Standard normal samples."""
+    return _create("randn", _float_dtype(dtype, "randn"), device, requires_grad,
+                   shape=_size(size), rng=rng_of(generator))
+
+
+def _float_dtype(dtype, name):
+    d = _dtype_arg(dtype) if dtype is not None else D.get_default_dtype()
+    if not d.is_floating_point:
+        raise RuntimeError(f"{name}(): expected a floating point dtype, got {d}")
+    return d
+
+
+def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    """Integers drawn uniformly from [low, high); int64 unless ``dtype`` says otherwise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.randint(3, 5, (4,)).dtype
+    torcia.int64
+    """
+    if size is None:
+        if high is None or not isinstance(high, (tuple, list)):
+            raise TypeError("randint() missing required argument 'size'")
+        low, high, size = 0, low, high
+    if high is None:
+        low, high = 0, low
+    if low >= high:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
+                           f">= to={high}")
+    return _create("randint", _dtype_arg(dtype) if dtype else D.int64, device, requires_grad,
+                   shape=_size((size,)), low=int(low), high=int(high), rng=rng_of(generator))
+
+
+def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
+    """A random permutation of ``0 .. n-1``."""
+    return _create("randperm", _dtype_arg(dtype) if dtype else D.int64, device,
+                   requires_grad, n=int(n), rng=rng_of(generator))
+
+
+def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
+           requires_grad=False):
+    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers."""
+    if isinstance(mean, Tensor) or isinstance(std, Tensor):
+        ref = mean if isinstance(mean, Tensor) else std
+        shape = np.broadcast_shapes(tuple(np.shape(mean.numpy() if isinstance(mean, Tensor) else mean)),
+                                    tuple(np.shape(std.numpy() if isinstance(std, Tensor) else std)))
+        z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
+        return z * std + mean
+    if size is None:
+        raise TypeError("normal() with scalar mean and std needs a size")
+    if std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
+    return _create("normal", _float_dtype(dtype, "normal"), device, requires_grad,
+                   shape=_size((size,)), mean=float(mean), std=float(std),
+                   rng=rng_of(generator))
+
+
+def bernoulli(input, p=None, *, generator=None):
+    """Draw 0 or 1 with probability ``input`` (or ``p``), elementwise, in input's dtype."""
+    probs = input if p is None else full_like(input, p)
+    pa = probs.detach()._data
+    if pa.size and (pa.min() < 0 or pa.max() > 1):
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
+    kernels = input.device.backend.kernels
+    return Tensor._make(kernels["bernoulli"](pa, rng=rng_of(generator)), input.device)
+
+
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Sample category indices from rows of (unnormalised) non-negative weights."""
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {input.ndim}")
+    w = input.detach()._data
+    if (w < 0).any() or not np.isfinite(w).all():
+        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+    if (w.sum(axis=-1) == 0).any():
+        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement and num_samples > w.shape[-1]:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    kernels = input.device.backend.kernels
+    out = kernels["multinomial"](w, num_samples=int(num_samples), replacement=bool(replacement),
+                                 rng=rng_of(generator))
+    return Tensor._make(out, input.device)

@@ -1,0 +1,205 @@
+"""dtypes and PyTorch's type-promotion rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:
+    """A tensor element type, e.g. ``torcia.float32``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.float32.is_floating_point, torcia.float32.itemsize
+    (True, 4)
+    """
+
+    __slots__ = ("name", "np", "itemsize", "is_floating_point", "is_signed", "category")
+
+    def __init__(self, name, np_dtype, category):
+        self.name = name
+        self.np = np_dtype
+        self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
+        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.is_floating_point = category == 2
+        self.is_signed = category == 2 or (category == 1 and np_dtype.kind == "i")
+
+    @property
+    def is_complex(self) -> bool:
+        return False
+
+    def __repr__(self):
+        return f"torcia.{self.name}"
+
+    def __reduce__(self):
+        return (_by_name, (self.name,))
+
+    def to_numpy(self) -> np.dtype:
+        """The NumPy dtype of arrays holding this dtype (raises for bfloat16 without ml_dtypes)."""
+        if self.np is None:
+            raise RuntimeError(
+                "torcia.bfloat16 needs the ml_dtypes package: pip install 'torcia-core[bfloat16]'"
+            )
+        return self.np
+
+
+def _bfloat16_np():
+    # ml_dtypes is optional so that core depends on numpy and pluggy alone.
+    try:
+        import ml_dtypes
+    except ImportError:
+        return None
+    return np.dtype(ml_dtypes.bfloat16)
+
+
+bool_ = dtype("bool", np.dtype(np.bool_), 0)
+uint8 = dtype("uint8", np.dtype(np.uint8), 1)
+int8 = dtype("int8", np.dtype(np.int8), 1)
+int16 = dtype("int16", np.dtype(np.int16), 1)
+int32 = dtype("int32", np.dtype(np.int32), 1)
+int64 = dtype("int64", np.dtype(np.int64), 1)
+float16 = dtype("float16", np.dtype(np.float16), 2)
+bfloat16 = dtype("bfloat16", _bfloat16_np(), 2)
+float32 = dtype("float32", np.dtype(np.float32), 2)
+float64 = dtype("float64", np.dtype(np.float64), 2)
+
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+_NAMES = {d.name: d for d in ALL}
+_NAMES.update(
+    {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
+     "short": int16}
+)
+FROM_NUMPY = {d.np: d for d in ALL if d.np is not None}
+
+
+def _by_name(name: str) -> dtype:
+    return _NAMES[name]
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    try:
+        return FROM_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
+            "are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+        ) from None
+
+
+_default = [float32]
+
+
+def get_default_dtype() -> dtype:
+    """Return the default floating point dtype (``torcia.float32`` unless changed)."""
+    return _default[0]
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Set the default floating point dtype: what Python floats and ``torcia.tensor`` use.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_default_dtype(torcia.float64); torcia.tensor([1.0]).dtype
+    torcia.float64
+    >>> torcia.set_default_dtype(torcia.float32)
+    """
+    if not isinstance(d, dtype) or not d.is_floating_point:
+        raise TypeError(f"only floating-point types are supported as the default type, got {d}")
+    _default[0] = d
+    _SCALAR_CACHE.clear()
+
+
+# ---------------------------------------------------------------------------------------
+# Promotion
+# ---------------------------------------------------------------------------------------
+
+
+def _promote_pair(a: dtype, b: dtype) -> dtype:
+    if a is b:
+        return a
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    if a.category == 0:
+        return a
+    if a.category == 2:
+        if {a, b} == {float16, bfloat16}:
+            return float32
+        return a if a.itemsize >= b.itemsize else b
+    return FROM_NUMPY[np.promote_types(a.np, b.np)]
+
+
+_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
+
+
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """The smallest dtype both arguments can be cast to, as ``torch.promote_types``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.promote_types(torcia.uint8, torcia.int8)
+    torcia.int16
+    """
+    return _PROMOTE[type1, type2]
+
+
+def _combine(higher, lower):
+    if higher is None:
+        return lower
+    if lower is None or higher.category == 2:
+        return higher
+    if higher.category == 0 or lower.category == 2:
+        return _PROMOTE[higher, lower]
+    return higher
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype a Python scalar takes when it stands alone."""
+    if isinstance(value, bool):
+        return bool_
+    if isinstance(value, int):
+        return int64
+    if isinstance(value, float):
+        return _default[0]
+    raise TypeError(f"expected a Python bool, int or float, got {type(value).__name__}")
+
+
+def result_type_of(dims, zeros, scalars) -> dtype:
+    """Promotion over three priority levels: dimensioned tensors, 0-dim tensors, scalars."""
+    dim = zero = wrapped = None
+    for d in dims:
+        dim = d if dim is None else _PROMOTE[dim, d]
+    for d in zeros:
+        zero = d if zero is None else _PROMOTE[zero, d]
+    for d in scalars:
+        wrapped = d if wrapped is None else _PROMOTE[wrapped, d]
+    return _combine(dim, _combine(zero, wrapped))
+
+
+_SCALAR_CACHE: dict = {}
+
+
+def tensor_scalar_dtype(t: dtype, scalar_type: type) -> dtype:
+    """Result dtype of a tensor of dtype ``t`` combined with a Python scalar (cached)."""
+    key = (t, scalar_type)
+    r = _SCALAR_CACHE.get(key)
+    if r is None:
+        s = {bool: bool_, int: int64, float: _default[0]}.get(scalar_type)
+        if s is None:
+            raise TypeError(f"unsupported operand type {scalar_type.__name__}")
+        r = _SCALAR_CACHE[key] = _combine(t, s)
+    return r
+
+
+def can_cast(from_: dtype, to: dtype) -> bool:
+    """Whether PyTorch's in-place and ``out=`` rules allow casting ``from_`` to ``to``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.can_cast(torcia.float32, torcia.int32)
+    False
+    """
+    return from_.category <= to.category

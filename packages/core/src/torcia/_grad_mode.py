@@ -1,0 +1,110 @@
+"""Gradient-recording mode: ``no_grad``, ``enable_grad``, ``set_grad_enabled``,
+``inference_mode``.
+
+They live in core, not in torcia-autograd, so that inference code written for PyTorch
+(``with torch.no_grad():``) runs where autograd is not installed. The flag is a one-element
+thread-local attribute read on every operation.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+
+
+
+class _State(threading.local):
+    # Per-thread, like PyTorch: a DataLoader thread must not see the trainer's no_grad.
+    enabled = True
+
+
+STATE = _State()
+
+
+def is_grad_enabled() -> bool:
+    """Whether operations are recorded for gradients now."""
+    return STATE.enabled
+
+
+class _Mode:
+    """Base of the context managers; each also works as a decorator."""
+
+    enabled = True
+
+    def __enter__(self):
+        self._prev = STATE.enabled
+        STATE.enabled = self.enabled
+        return self
+
+    def __exit__(self, *exc):
+        STATE.enabled = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__(*self._args()):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+    def _args(self):
+        return ()
+
+
+class no_grad(_Mode):
+    """Context manager and decorator that stops recording operations for gradients.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.no_grad():
+    ...     torcia.is_grad_enabled()
+    False
+    """
+
+    enabled = False
+
+
+class enable_grad(_Mode):
+    """Context manager and decorator that turns recording back on inside ``no_grad``."""
+
+    enabled = True
+
+
+class set_grad_enabled(_Mode):
+    """Turn recording on or off; takes effect at once, and as a context manager until exit.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.set_grad_enabled(False):
+    ...     torcia.is_grad_enabled()
+    False
+    """
+
+    def __init__(self, mode: bool):
+        self.enabled = bool(mode)
+        self._prev = STATE.enabled
+        STATE.enabled = self.enabled
+
+    def __enter__(self):
+        return self
+
+    def _args(self):
+        return (self.enabled,)
+
+
+class inference_mode(_Mode):
+    """Like ``no_grad``: torcia has no separate inference tensors, so this is ``no_grad``
+    with PyTorch's signature (``mode=True``)."""
+
+    def __init__(self, mode: bool = True):
+        self.enabled = not mode
+
+    def _args(self):
+        return (not self.enabled,)
+
+
+def is_inference_mode_enabled() -> bool:
+    return not STATE.enabled

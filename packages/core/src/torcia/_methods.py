@@ -1,0 +1,394 @@
+"""Tensor methods and operators, attached to :class:`torcia.Tensor` at import.
+
+Functions of :mod:`torcia._ops` listed in ``METHODS`` become methods as they are (their
+first argument is the tensor); in-place ``name_`` variants run the out-of-place op and
+write its result back (see :func:`torcia._tensor.inplace`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia import _ops
+from torcia._tensor import AUTOGRAD, Tensor, binary, canonical_device, inplace, load_autograd
+from torcia.backend import CPU
+from torcia.random import rng_of
+
+for _name in _ops.METHODS:
+    setattr(Tensor, _name, getattr(_ops, _name))
+
+
+def _make_inplace(fn):
+    def method(self, *args, **kwargs):
+        return inplace(fn, self, *args, **kwargs)
+
+    method.__name__ = fn.__name__ + "_"
+    method.__doc__ = f"In-place version of :meth:`Tensor.{fn.__name__}`."
+    return method
+
+
+for _name in _ops.INPLACE:
+    setattr(Tensor, _name + "_", _make_inplace(getattr(_ops, _name)))
+
+
+# ----- operators ------------------------------------------------------------------------
+
+
+def _reflected(op, float_op=False):
+    def method(self, other):
+        return binary(op, _scalar_tensor(other, self), self, float_op)
+
+    return method
+
+
+def _scalar_tensor(value, like):
+    """The left operand of a reflected operator as a tensor on ``like``'s device; a Python
+    number becomes a 0-dim tensor of the dtype it would promote to."""
+    if isinstance(value, (int, float, bool)):
+        dt = D.tensor_scalar_dtype(like.dtype, type(value))
+        return C.tensor(value, dtype=dt, device=like.device)
+    return C.tensor(value, device=like.device)
+
+
+Tensor.__add__ = lambda self, other: binary("add", self, other)
+Tensor.__radd__ = lambda self, other: binary("add", self, other)
+Tensor.__sub__ = lambda self, other: _ops.sub(self, other)
+Tensor.__rsub__ = _reflected("sub")
+Tensor.__mul__ = lambda self, other: binary("mul", self, other)
+Tensor.__rmul__ = lambda self, other: binary("mul", self, other)
+Tensor.__truediv__ = lambda self, other: binary("div", self, other, True)
+Tensor.__rtruediv__ = _reflected("div", True)
+Tensor.__floordiv__ = lambda self, other: _ops.div(self, other, rounding_mode="floor")
+Tensor.__rfloordiv__ = lambda self, other: _ops.div(_scalar_tensor(other, self), self,
+                                                    rounding_mode="floor")
+Tensor.__mod__ = lambda self, other: binary("remainder", self, other)
+Tensor.__rmod__ = _reflected("remainder")
+Tensor.__pow__ = lambda self, other: binary("pow", self, other)
+Tensor.__rpow__ = _reflected("pow")
+Tensor.__matmul__ = lambda self, other: _ops.matmul(self, other)
+Tensor.__rmatmul__ = lambda self, other: _ops.matmul(_ops._tensor_arg(other), self)
+Tensor.__neg__ = lambda self: _ops.neg(self)
+Tensor.__pos__ = lambda self: self
+Tensor.__abs__ = lambda self: _ops.abs(self)
+Tensor.__invert__ = lambda self: (_ops.logical_not(self) if self.dtype is D.bool_
+                                  else _ops.bitwise_not(self))
+Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
+Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
+Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
+Tensor.__rand__ = Tensor.__and__
+Tensor.__ror__ = Tensor.__or__
+Tensor.__rxor__ = Tensor.__xor__
+Tensor.__eq__ = lambda self, other: binary("eq", self, other) if _comparable(other) else False
+Tensor.__ne__ = lambda self, other: binary("ne", self, other) if _comparable(other) else True
+Tensor.__lt__ = lambda self, other: binary("lt", self, other)
+Tensor.__le__ = lambda self, other: binary("le", self, other)
+Tensor.__gt__ = lambda self, other: binary("gt", self, other)
+Tensor.__ge__ = lambda self, other: binary("ge", self, other)
+Tensor.__hash__ = lambda self: id(self)
+Tensor.__getitem__ = lambda self, key: _ops.getitem(self, key)
+Tensor.__setitem__ = lambda self, key, value: _ops.setitem(self, key, value)
+
+
+def _comparable(other):
+    return isinstance(other, (Tensor, int, float, bool, np.ndarray, np.generic, list, tuple))
+
+
+def _logical(a, b, logical, bitwise):
+    other_bool = b.dtype is D.bool_ if isinstance(b, Tensor) else isinstance(b, bool)
+    if a.dtype is D.bool_ and other_bool:
+        return binary(logical, a, b)
+    if a.dtype.is_floating_point or (isinstance(b, Tensor) and b.dtype.is_floating_point) or (
+        isinstance(b, float)
+    ):
+        raise TypeError(f"{bitwise} is only supported for integer and bool tensors")
+    return binary(bitwise, a, b)
+
+
+def _iop(op):
+    def method(self, other):
+        return inplace(op, self, other)
+
+    return method
+
+
+Tensor.__iadd__ = _iop(lambda s, o: binary("add", s, o))
+Tensor.__isub__ = _iop(_ops.sub)
+Tensor.__imul__ = _iop(lambda s, o: binary("mul", s, o))
+Tensor.__itruediv__ = _iop(lambda s, o: binary("div", s, o, True))
+Tensor.__ifloordiv__ = _iop(lambda s, o: _ops.div(s, o, rounding_mode="floor"))
+Tensor.__imod__ = _iop(lambda s, o: binary("remainder", s, o))
+Tensor.__ipow__ = _iop(lambda s, o: binary("pow", s, o))
+Tensor.__imatmul__ = _iop(_ops.matmul)
+Tensor.__iand__ = _iop(Tensor.__and__)
+Tensor.__ior__ = _iop(Tensor.__or__)
+Tensor.__ixor__ = _iop(Tensor.__xor__)
+
+
+# ----- conversion -----------------------------------------------------------------------
+
+
+def to(self, *args, **kwargs):
+    """Convert dtype and/or device: ``to(dtype)``, ``to(device)``, ``to(device, dtype)``,
+    ``to(other_tensor)``. Returns ``self`` when nothing changes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1, 2]).to(torcia.float64).dtype
+    torcia.float64
+    """
+    dtype = kwargs.pop("dtype", None)
+    device = kwargs.pop("device", None)
+    copy = kwargs.pop("copy", False)
+    kwargs.pop("non_blocking", None)
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype, device = a.dtype, a.device
+        elif isinstance(a, bool):
+            continue
+        elif a is not None:
+            device = a
+    out = self
+    if device is not None:
+        dev = canonical_device(device)
+        if dev is not self._device:
+            out = _transfer(out, dev)
+    if dtype is not None and out.dtype is not dtype:
+        out = _ops.to_dtype(out, C._dtype_arg(dtype))
+    if copy and out is self:
+        out = _ops.clone(self)
+    return out
+
+
+def _transfer(t: Tensor, dev) -> Tensor:
+    """Copy to another device; recorded for autograd as an op of its own."""
+    src_backend = t._device.backend
+    dst_backend = dev.backend
+    host = src_backend.to_host(t._data)
+    arr = dst_backend.from_host(host, dev.index)
+    out = Tensor._make(arr, dev)
+    if t._requires_grad and AUTOGRAD.engine is not None:
+        from torcia._grad_mode import STATE
+
+        if STATE.enabled:
+            AUTOGRAD.engine.record_transfer(t, out)
+    return out
+
+
+Tensor.to = to
+Tensor.cpu = lambda self, memory_format=None: self.to("cpu")
+Tensor.cuda = lambda self, device=None, non_blocking=False, memory_format=None: self.to(
+    "cuda" if device is None else (f"cuda:{device}" if isinstance(device, int) else device))
+Tensor.float = lambda self, memory_format=None: self.to(D.float32)
+Tensor.double = lambda self, memory_format=None: self.to(D.float64)
+Tensor.half = lambda self, memory_format=None: self.to(D.float16)
+Tensor.bfloat16 = lambda self, memory_format=None: self.to(D.bfloat16)
+Tensor.long = lambda self, memory_format=None: self.to(D.int64)
+Tensor.int = lambda self, memory_format=None: self.to(D.int32)
+Tensor.short = lambda self, memory_format=None: self.to(D.int16)
+Tensor.char = lambda self, memory_format=None: self.to(D.int8)
+Tensor.byte = lambda self, memory_format=None: self.to(D.uint8)
+Tensor.bool = lambda self, memory_format=None: self.to(D.bool_)
+Tensor.type_as = lambda self, other: self.to(other.dtype)
+Tensor.view_as = lambda self, other: _ops.view(self, other.shape)
+Tensor.reshape_as = lambda self, other: _ops.reshape(self, other.shape)
+Tensor.pin_memory = lambda self: self
+Tensor.is_pinned = lambda self: False
+Tensor.share_memory_ = lambda self: self
+Tensor.T = property(lambda self: _ops.permute(self, tuple(reversed(range(self.ndim)))))
+Tensor.mT = property(lambda self: _ops.transpose(self, -2, -1))
+Tensor.H = property(lambda self: _ops.t(self))
+Tensor.mH = property(lambda self: _ops.transpose(self, -2, -1))
+
+
+def _type(self, dtype=None, non_blocking=False):
+    if dtype is None:
+        return f"torcia.{_TYPE_NAMES[self.dtype.name]}Tensor"
+    return self.to(dtype)
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+               "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+Tensor.type = _type
+
+
+# ----- new_* ----------------------------------------------------------------------------
+
+
+def _new_kw(self, dtype, device):
+    return {"dtype": dtype or self.dtype, "device": device or self.device}
+
+
+Tensor.new_zeros = lambda self, *size, dtype=None, device=None, requires_grad=False: C.zeros(
+    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_ones = lambda self, *size, dtype=None, device=None, requires_grad=False: C.ones(
+    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_empty = lambda self, *size, dtype=None, device=None, requires_grad=False: C.empty(
+    *size, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_full = lambda self, size, fill_value, dtype=None, device=None, requires_grad=False: \
+    C.full(size, fill_value, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+Tensor.new_tensor = lambda self, data, dtype=None, device=None, requires_grad=False: C.tensor(
+    data, requires_grad=requires_grad, **_new_kw(self, dtype, device))
+
+
+# ----- in-place fills (what nn.init uses) ----------------------------------------------
+
+
+def _all_true(t):
+    return C.ones(t.shape, dtype=D.bool_, device=t.device)
+
+
+def fill_(self, value):
+    """Fill with ``value`` in place (the old value gets a zero gradient)."""
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
+                               f"{value.ndim} dimensions.")
+        value = value.item()
+    return inplace(lambda s: _ops.masked_fill(s, _all_true(s), value) if s._requires_grad
+                   else C.full_like(s, value), self)
+
+
+def zero_(self):
+    """Fill with zeros in place."""
+    return fill_(self, 0)
+
+
+def copy_(self, src, non_blocking=False):
+    """Copy ``src`` (broadcast, cast, moved across devices) into ``self`` in place;
+    gradients flow to ``src``."""
+    if not isinstance(src, Tensor):
+        src = C.tensor(src)
+    if src.device is not self._device:
+        src = src.to(self._device)
+    if src.dtype is not self.dtype:
+        src = _ops.to_dtype(src, self.dtype)
+    return inplace(lambda s, o: _ops.where(_all_true(s), o, s) if (
+        o._requires_grad or s._requires_grad) else _ops.expand(o, s.shape), self, src)
+
+
+def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
+    """Fill in place with samples uniform on [a, b) (``from``/``to`` accepted too)."""
+    a, b = kw.get("from", a), kw.get("to", b)
+    return _fill_from(self, rng_of(generator).uniform(a, b, tuple(self.shape)))
+
+
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    """Fill in place with normal samples."""
+    return _fill_from(self, rng_of(generator).normal(mean, std, tuple(self.shape)))
+
+
+def bernoulli_(self, p=0.5, *, generator=None):
+    """Fill in place with 0/1 draws of probability ``p`` (a number or tensor)."""
+    p = p.numpy() if isinstance(p, Tensor) else p
+    return _fill_from(self, rng_of(generator).random(tuple(self.shape)) < p)
+
+
+def random_(self, a=0, b=None, *, generator=None, **kw):
+    """Fill in place with integers uniform on [a, b) (or [0, a) with one argument)."""
+    a, b = kw.get("from", a), kw.get("to", b)
+    if b is None:
+        a, b = (0, a) if a else (0, 2 ** 24)
+    return _fill_from(self, rng_of(generator).integers(a, b, tuple(self.shape)))
+
+
+def exponential_(self, lambd=1.0, *, generator=None):
+    """Fill in place with exponential samples of rate ``lambd``."""
+    return _fill_from(self, rng_of(generator).exponential(1.0 / lambd, tuple(self.shape)))
+
+
+def _fill_from(self, arr) -> Tensor:
+    """Overwrite ``self``'s data in place with host samples (not recorded for autograd)."""
+    from torcia._grad_mode import STATE
+
+    if self._requires_grad and self.grad_fn is None and STATE.enabled:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    arr = np.asarray(arr).astype(self.dtype.to_numpy())
+    self._data[...] = arr if self._device is CPU else self._device.backend.from_host(
+        arr, self._device.index)
+    self._vc[0] += 1
+    return self
+
+
+Tensor.fill_ = fill_
+Tensor.zero_ = zero_
+Tensor.copy_ = copy_
+Tensor.uniform_ = uniform_
+Tensor.normal_ = normal_
+Tensor.bernoulli_ = bernoulli_
+Tensor.random_ = random_
+Tensor.exponential_ = exponential_
+
+
+def bernoulli(self, p=None, *, generator=None):
+    return C.bernoulli(self, p, generator=generator)
+
+
+Tensor.bernoulli = bernoulli
+Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=None: \
+    C.multinomial(self, num_samples, replacement, generator=generator)
+
+
+# ----- autograd-facing methods (the engine does the work) --------------------------------
+
+
+def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+    """Compute gradients of this tensor w.r.t. graph leaves (needs torcia-autograd)."""
+    load_autograd().backward(self, gradient, retain_graph, create_graph, inputs)
+
+
+def register_hook(self, hook):
+    """Register ``hook(grad) -> Tensor or None`` called when this tensor's gradient is
+    computed; returns a handle with ``remove()``."""
+    return load_autograd().register_hook(self, hook)
+
+
+def retain_grad(self):
+    """Keep ``.grad`` for this non-leaf tensor after backward."""
+    load_autograd().retain_grad(self)
+
+
+def detach_(self):
+    """Detach from the graph in place (makes this tensor a leaf)."""
+    self.grad_fn = None
+    self._requires_grad = False
+    return self
+
+
+Tensor.backward = backward
+Tensor.register_hook = register_hook
+Tensor.retain_grad = retain_grad
+Tensor.detach_ = detach_
+Tensor.retains_grad = property(lambda self: self._retains_grad)
+Tensor.output_nr = property(lambda self: self._out_nr)
+
+
+def apply_(self, fn):
+    """Apply a Python function to every element in place (CPU tensors only, slow)."""
+    if self._device is not CPU:
+        raise TypeError("apply_ is only implemented on CPU tensors")
+    flat = self._data.reshape(-1)
+    for i, v in enumerate(flat.tolist()):
+        flat[i] = fn(v)
+    self._vc[0] += 1
+    return self
+
+
+Tensor.apply_ = apply_
+Tensor.storage_offset = lambda self: 0
+Tensor.get_device = lambda self: -1 if self._device is CPU else self._device.index
+Tensor.is_shared = lambda self: False
+Tensor.is_sparse = False
+Tensor.is_quantized = False
+Tensor.is_meta = False
+Tensor.layout = "torcia.strided"
+Tensor.names = property(lambda self: (None,) * self.ndim)

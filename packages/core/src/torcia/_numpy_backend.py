@@ -1,0 +1,560 @@
+"""The reference backend: a kernel for every op in :mod:`torcia.ops`, written against an
+array module ``xp``.
+
+These kernels define what each op means. They are plain and obvious rather than fast;
+faster backends (torcia-cpu) override some of them and are tested against them. The same
+class serves CuPy by setting ``xp`` (torcia-cuda subclasses it).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from torcia import ops
+from torcia.backend import Backend
+from torcia.plugins import hookimpl
+
+_UFUNC_NAMES = {
+    # op name -> attribute of xp, for the ops that are one array-module call
+    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+    "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "reciprocal": "reciprocal",
+    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
+    "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
+    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs", "sign": "sign",
+    "square": "square", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
+    "logical_not": "logical_not", "signbit": "signbit",
+    "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
+    "minimum": "minimum", "fmax": "fmax", "fmin": "fmin", "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
+    "hypot": "hypot", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
+    "gt": "greater", "ge": "greater_equal", "logical_and": "logical_and",
+    "logical_or": "logical_or", "logical_xor": "logical_xor", "fmod": "fmod",
+}
+
+
+class Reference:
+    """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them."""
+
+    xp = np
+
+    def table(self) -> dict:
+        xp = self.xp
+        out = {name: getattr(xp, attr) for name, attr in _UFUNC_NAMES.items()}
+        for name in ops.ALL:
+            fn = getattr(self, name, None)
+            if fn is not None and callable(fn):
+                out[name] = fn
+        return out
+
+    # ----- elementwise ---------------------------------------------------------------
+    def rsqrt(self, a):
+        return 1 / self.xp.sqrt(a)
+
+    def sigmoid(self, a):
+        xp = self.xp
+        # NOTE: written through exp(-|a|) so neither branch overflows
+        e = xp.exp(-xp.abs(a))
+        return xp.where(a >= 0, 1 / (1 + e), e / (1 + e)).astype(a.dtype, copy=False)
+
+    def erf(self, a):
+        return _special("erf", self.xp, a)
+
+    def erfc(self, a):
+        return _special("erfc", self.xp, a)
+
+    def erfinv(self, a):
+        return _special("erfinv", self.xp, a)
+
+    def lgamma(self, a):
+        return _special("gammaln", self.xp, a)
+
+    def digamma(self, a):
+        return _special("psi", self.xp, a)
+
+    def frac(self, a):
+        return a - self.xp.trunc(a)
+
+    def relu(self, a):
+        return self.xp.maximum(a, 0).astype(a.dtype, copy=False)
+
+    def floor_divide(self, a, b):
+        return self.xp.floor_divide(a, b)
+
+    def remainder(self, a, b):
+        # Python's sign convention (the divisor's), as PyTorch's remainder
+        return self.xp.remainder(a, b)
+
+    def pow(self, a, b):
+        xp = self.xp
+        if isinstance(b, (int, np.integer)) and xp.asarray(a).dtype.kind in "iu" and b < 0:
+            raise RuntimeError("Integers to negative integer powers are not allowed.")
+        return xp.power(a, b)
+
+    def div(self, a, b, rounding_mode=None):
+        xp = self.xp
+        if rounding_mode is None:
+            return xp.true_divide(a, b)
+        if rounding_mode == "trunc":
+            q = xp.true_divide(a, b)
+            q = xp.trunc(q)
+        elif rounding_mode == "floor":
+            q = xp.floor_divide(a, b)
+        else:
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                             f"'floor' but found '{rounding_mode}'")
+        return q.astype(xp.result_type(a, b), copy=False)
+
+    def xlogy(self, a, b):
+        xp = self.xp
+        return xp.where(a == 0, xp.zeros((), dtype=xp.result_type(a, b)), a * xp.log(b))
+
+    def round(self, a, decimals=0):
+        return self.xp.round(a, decimals)
+
+    def clamp(self, a, lo, hi):
+        xp = self.xp
+        if lo is not None:
+            a = xp.maximum(a, lo)
+        if hi is not None:
+            a = xp.minimum(a, hi)
+        return a
+
+    def where(self, cond, a, b):
+        return self.xp.where(cond, a, b)
+
+    def lerp(self, start, end, weight):
+        return start + weight * (end - start)
+
+    def addcmul(self, a, t1, t2, value=1):
+        return a + value * t1 * t2
+
+    def addcdiv(self, a, t1, t2, value=1):
+        return a + value * t1 / t2
+
+    def cast(self, a, dtype):
+        return a.astype(dtype)
+
+    def masked_fill(self, a, mask, value):
+        return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
+
+    def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
+        return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+    # ----- reductions -------------------------------------------------------------
+    def sum(self, a, dim=None, keepdim=False, dtype=None):
+        return self.xp.sum(a, axis=dim, keepdims=keepdim, dtype=dtype)
+
+    def nansum(self, a, dim=None, keepdim=False, dtype=None):
+        return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
+
+    def mean(self, a, dim=None, keepdim=False, dtype=None):
+        return self.xp.mean(a, axis=dim, keepdims=keepdim, dtype=dtype)
+
+    def prod(self, a, dim=None, keepdim=False, dtype=None):
+        return self.xp.prod(a, axis=dim, keepdims=keepdim, dtype=dtype)
+
+    def amax(self, a, dim=None, keepdim=False):
+        return self.xp.amax(a, axis=dim, keepdims=keepdim)
+
+    def amin(self, a, dim=None, keepdim=False):
+        return self.xp.amin(a, axis=dim, keepdims=keepdim)
+
+    def var(self, a, dim=None, correction=1, keepdim=False):
+        return self.xp.var(a, axis=dim, ddof=correction, keepdims=keepdim)
+
+    def std(self, a, dim=None, correction=1, keepdim=False):
+        return self.xp.std(a, axis=dim, ddof=correction, keepdims=keepdim)
+
+    def norm(self, a, p=2.0, dim=None, keepdim=False):
+        xp = self.xp
+        x = xp.abs(a)
+        if p == math.inf:
+            return xp.amax(x, axis=dim, keepdims=keepdim)
+        if p == -math.inf:
+            return xp.amin(x, axis=dim, keepdims=keepdim)
+        if p == 0:
+            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
+        if p == 1:
+            return xp.sum(x, axis=dim, keepdims=keepdim)
+        if p == 2:
+            return xp.sqrt(xp.sum(x * x, axis=dim, keepdims=keepdim))
+        return xp.sum(x ** p, axis=dim, keepdims=keepdim) ** (1.0 / p)
+
+    def logsumexp(self, a, dim=None, keepdim=False):
+        xp = self.xp
+        m = xp.amax(a, axis=dim, keepdims=True)
+        m = xp.where(xp.isfinite(m), m, 0)
+        out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
+        return out if keepdim else xp.squeeze(out, axis=dim)
+
+    def all(self, a, dim=None, keepdim=False):
+        return self.xp.all(a, axis=dim, keepdims=keepdim)
+
+    def any(self, a, dim=None, keepdim=False):
+        return self.xp.any(a, axis=dim, keepdims=keepdim)
+
+    def count_nonzero(self, a, dim=None):
+        return self.xp.asarray(self.xp.count_nonzero(a, axis=dim), dtype=np.int64)
+
+    def max_dim(self, a, dim, keepdim=False):
+        xp = self.xp
+        idx = xp.argmax(a, axis=dim, keepdims=True)
+        val = xp.take_along_axis(a, idx, axis=dim)
+        if not keepdim:
+            val, idx = xp.squeeze(val, axis=dim), xp.squeeze(idx, axis=dim)
+        return val, idx.astype(np.int64)
+
+    def min_dim(self, a, dim, keepdim=False):
+        xp = self.xp
+        idx = xp.argmin(a, axis=dim, keepdims=True)
+        val = xp.take_along_axis(a, idx, axis=dim)
+        if not keepdim:
+            val, idx = xp.squeeze(val, axis=dim), xp.squeeze(idx, axis=dim)
+        return val, idx.astype(np.int64)
+
+    def argmax(self, a, dim=None, keepdim=False):
+        xp = self.xp
+        if dim is None:
+            out = xp.argmax(a)
+            return xp.asarray(out, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return xp.argmax(a, axis=dim, keepdims=keepdim).astype(np.int64)
+
+    def argmin(self, a, dim=None, keepdim=False):
+        xp = self.xp
+        if dim is None:
+            out = xp.argmin(a)
+            return xp.asarray(out, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
+        return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
+
+    def cumsum(self, a, dim, dtype=None):
+        return self.xp.cumsum(a, axis=dim, dtype=dtype)
+
+    def cumprod(self, a, dim, dtype=None):
+        return self.xp.cumprod(a, axis=dim, dtype=dtype)
+
+    # ----- views and movement -------------------------------------------------------
+    def view(self, a, shape):
+        xp = self.xp
+        try:
+            return xp.reshape(a, shape, copy=False)
+        except ValueError as exc:
+            if "copy" in str(exc) or "view" in str(exc):
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least "
+                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                    "instead."
+                ) from None
+            raise
+
+    def reshape(self, a, shape):
+        return self.xp.reshape(a, shape)
+
+    def permute(self, a, dims):
+        return self.xp.transpose(a, dims)
+
+    def transpose(self, a, dim0, dim1):
+        return self.xp.swapaxes(a, dim0, dim1)
+
+    def squeeze(self, a, dim=None):
+        xp = self.xp
+        if dim is None:
+            return xp.squeeze(a)
+        dims = tuple(d for d in dim if a.shape[d] == 1)
+        return xp.squeeze(a, axis=dims) if dims else a.view()
+
+    def unsqueeze(self, a, dim):
+        return self.xp.expand_dims(a, dim)
+
+    def expand(self, a, shape):
+        return self.xp.broadcast_to(a, shape)
+
+    def narrow(self, a, dim, start, length):
+        idx = [slice(None)] * a.ndim
+        idx[dim] = slice(start, start + length)
+        return a[tuple(idx)]
+
+    def unfold(self, a, dimension, size, step):
+        xp = self.xp
+        n = (a.shape[dimension] - size) // step + 1
+        strides = list(a.strides)
+        shape = list(a.shape)
+        shape[dimension] = n
+        strides[dimension] = a.strides[dimension] * step
+        shape.append(size)
+        strides.append(a.strides[dimension])
+        return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
+
+    def diagonal(self, a, offset=0, dim1=0, dim2=1):
+        return self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
+
+    def as_strided(self, a, size, stride, storage_offset=0):
+        xp = self.xp
+        item = a.itemsize
+        flat = a.reshape(-1)[storage_offset:]
+        return xp.lib.stride_tricks.as_strided(
+            flat, shape=size, strides=tuple(s * item for s in stride)
+        )
+
+    def getitem(self, a, key):
+        return a[key]
+
+    def detach_view(self, a):
+        return a
+
+    def contiguous(self, a):
+        return self.xp.ascontiguousarray(a)
+
+    def clone(self, a):
+        return a.copy()
+
+    def flip(self, a, dims):
+        return self.xp.flip(a, axis=dims)
+
+    def roll(self, a, shifts, dims):
+        return self.xp.roll(a, shifts, axis=dims)
+
+    def repeat(self, a, sizes):
+        xp = self.xp
+        extra = len(sizes) - a.ndim
+        return xp.tile(a.reshape((1,) * extra + a.shape), sizes)
+
+    def tile(self, a, dims):
+        return self.xp.tile(a, dims)
+
+    def tril(self, a, diagonal=0):
+        return self.xp.tril(a, diagonal)
+
+    def triu(self, a, diagonal=0):
+        return self.xp.triu(a, diagonal)
+
+    def cat(self, *arrays, dim=0):
+        return self.xp.concatenate(arrays, axis=dim)
+
+    def stack(self, *arrays, dim=0):
+        return self.xp.stack(arrays, axis=dim)
+
+    def split(self, a, sections, dim=0):
+        # sections: a list of sizes; returns a tuple of views
+        xp = self.xp
+        bounds = list(np.cumsum(sections)[:-1])
+        return tuple(xp.split(a, bounds, axis=dim))
+
+    def gather(self, a, dim, index):
+        return self.xp.take_along_axis(a, index, axis=dim)
+
+    def take_along_dim(self, a, indices, dim=None):
+        xp = self.xp
+        if dim is None:
+            return xp.take_along_axis(a.reshape(-1), indices.reshape(-1), axis=0)
+        return xp.take_along_axis(a, indices, axis=dim)
+
+    def _scatter_index(self, index, dim):
+        xp = self.xp
+        grids = list(xp.indices(index.shape, sparse=True))
+        grids[dim] = index
+        return tuple(grids)
+
+    def scatter(self, a, dim, index, src):
+        out = a.copy()
+        if not isinstance(src, self.xp.ndarray):
+            out[self._scatter_index(index, dim)] = src
+        else:
+            out[self._scatter_index(index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
+        return out
+
+    def scatter_add(self, a, dim, index, src):
+        xp = self.xp
+        out = a.copy()
+        src = src[tuple(slice(0, s) for s in index.shape)]
+        _add_at(xp, out, self._scatter_index(index, dim), src)
+        return out
+
+    def index_select(self, a, dim, index):
+        return self.xp.take(a, index, axis=dim)
+
+    def index_add(self, a, dim, index, source, alpha=1):
+        xp = self.xp
+        out = a.copy()
+        key = (slice(None),) * dim + (index,)
+        _add_at(xp, out, key, source * alpha if alpha != 1 else source)
+        return out
+
+    def index_copy(self, a, dim, index, source):
+        out = a.copy()
+        out[(slice(None),) * dim + (index,)] = source
+        return out
+
+    def index_put(self, a, key, values, accumulate=False):
+        out = a.copy()
+        if accumulate:
+            _add_at(self.xp, out, key, values)
+        else:
+            out[key] = values
+        return out
+
+    # ----- linear algebra -----------------------------------------------------------
+    def matmul(self, a, b):
+        return self.xp.matmul(a, b)
+
+    def mm(self, a, b):
+        return a @ b
+
+    def bmm(self, a, b):
+        return self.xp.matmul(a, b)
+
+    def dot(self, a, b):
+        return self.xp.dot(a, b)
+
+    def outer(self, a, b):
+        return self.xp.outer(a, b)
+
+    def einsum(self, *operands, equation):
+        return self.xp.einsum(equation, *operands, optimize=len(operands) > 2)
+
+    def tensordot(self, a, b, dims):
+        return self.xp.tensordot(a, b, axes=dims)
+
+    def addmm(self, c, a, b, beta=1, alpha=1):
+        prod = a @ b
+        if alpha != 1:
+            prod = prod * alpha
+        if beta == 0:
+            return prod
+        return prod + (c if beta == 1 else beta * c)
+
+    # ----- creation -----------------------------------------------------------------
+    def zeros(self, shape, dtype):
+        return self.xp.zeros(shape, dtype=dtype)
+
+    def ones(self, shape, dtype):
+        return self.xp.ones(shape, dtype=dtype)
+
+    def empty(self, shape, dtype):
+        return self.xp.empty(shape, dtype=dtype)
+
+    def full(self, shape, fill_value, dtype):
+        return self.xp.full(shape, fill_value, dtype=dtype)
+
+    def arange(self, start, end, step, dtype):
+        if np.dtype(dtype).kind in "iu":
+            n = max(0, math.ceil((end - start) / step))
+            return (self.xp.arange(n, dtype=np.int64) * step + start).astype(dtype)
+        return self.xp.arange(start, end, step, dtype=np.float64).astype(dtype)
+
+    def linspace(self, start, end, steps, dtype):
+        return self.xp.linspace(start, end, steps, dtype=np.float64).astype(dtype)
+
+    def logspace(self, start, end, steps, base, dtype):
+        return self.xp.logspace(start, end, steps, base=base, dtype=np.float64).astype(dtype)
+
+    def eye(self, n, m, dtype):
+        return self.xp.eye(n, m, dtype=dtype)
+
+    def _host(self, arr):
+        return self.xp.asarray(arr)
+
+    def rand(self, shape, dtype, rng):
+        return self._host(rng.random(shape, dtype=np.float64).astype(dtype))
+
+    def uniform(self, shape, low, high, dtype, rng):
+        return self._host(rng.uniform(low, high, shape).astype(dtype))
+
+    def randn(self, shape, dtype, rng):
+        return self._host(rng.standard_normal(shape).astype(dtype))
+
+    def normal(self, shape, mean, std, dtype, rng):
+        return self._host(rng.normal(mean, std, shape).astype(dtype))
+
+    def randint(self, shape, low, high, dtype, rng):
+        return self._host(rng.integers(low, high, shape, dtype=np.int64).astype(dtype))
+
+    def randperm(self, n, dtype, rng):
+        return self._host(rng.permutation(n).astype(dtype))
+
+    def bernoulli(self, p, rng):
+        host = np.asarray(p) if self.xp is np else self.xp.asnumpy(p)
+        draw = rng.random(host.shape) < host
+        return self._host(draw.astype(host.dtype))
+
+    def dropout_mask(self, shape, p, dtype, rng):
+        """Inverted-dropout multiplier: 0 with probability p, 1/(1-p) elsewhere."""
+        keep = rng.random(shape) >= p
+        return self._host((keep / (1.0 - p)).astype(dtype))
+
+    def multinomial(self, w, num_samples, replacement, rng):
+        host = np.asarray(w, dtype=np.float64) if self.xp is np else self.xp.asnumpy(w)
+        rows = host.reshape(-1, host.shape[-1])
+        out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+        for i, row in enumerate(rows):
+            out[i] = rng.choice(row.shape[0], size=num_samples, replace=replacement,
+                                p=row / row.sum())
+        return self._host(out.reshape(host.shape[:-1] + (num_samples,)))
+
+
+def _add_at(xp, out, key, values):
+    if xp is np:
+        np.add.at(out, key, values)
+    else:
+        xp.add.at(out, key, values)
+
+
+def _special(name, xp, a):
+    """Special functions through SciPy when present, else a vectorised ``math`` fallback."""
+    try:
+        import scipy.special as sp
+
+        return getattr(sp, name)(a).astype(a.dtype, copy=False)
+    except ImportError:
+        fn = {"erf": math.erf, "erfc": math.erfc, "gammaln": math.lgamma}.get(name)
+        if fn is None:
+            if name == "erfinv":
+                return _erfinv(xp, a)
+            raise NotImplementedError(f"{name} needs SciPy on this backend") from None
+        return np.vectorize(fn, otypes=[a.dtype])(a)
+
+
+def _erfinv(xp, y):
+    # Newton steps from Giles' single-precision start point; exact enough for float64
+    w = -xp.log((1.0 - y) * (1.0 + y))
+    x = xp.where(w < 5, _giles_small(xp, w - 2.5), _giles_large(xp, xp.sqrt(w) - 3.0)) * y
+    for _ in range(3):
+        err = np.vectorize(math.erf, otypes=[np.float64])(x) - y
+        x = x - err / (2 / math.sqrt(math.pi) * xp.exp(-x * x))
+    return x.astype(y.dtype, copy=False)
+
+
+def _giles_small(xp, w):
+    p = 2.81022636e-08
+    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
+              -0.00417768164, 0.246640727, 1.50140941):
+        p = c + p * w
+    return p
+
+
+def _giles_large(xp, w):
+    p = -0.000200214257
+    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
+              0.00943887047, 1.00167406, 2.83297682):
+        p = c + p * w
+    return p
+
+
+# ---------------------------------------------------------------------------------------
+# the built-in plugin: core registers its own backend through the same hooks as others
+# ---------------------------------------------------------------------------------------
+
+
+class NumpyPlugin:
+    """Core's built-in plugin: the "cpu" device on NumPy, with the reference kernels."""
+
+    @hookimpl
+    def torcia_register_backends(self, registry):
+        registry.add(Backend("cpu", np))
+
+    @hookimpl
+    def torcia_register_kernels(self, registry):
+        for name, fn in Reference().table().items():
+            registry.add(name, "cpu", fn, priority=0)

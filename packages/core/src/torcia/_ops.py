@@ -1,0 +1,1308 @@
+"""The public functions of core ops (``torcia.add``, ``torcia.sum``...).
+
+Each function checks and normalises its arguments (dims wrapped, shapes validated, dtypes
+decided by PyTorch's rules) and then calls :func:`torcia._tensor.call` with plain
+parameters, so kernels never see user-facing quirks. Most are also Tensor methods (see
+``METHODS`` at the bottom).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia import ops as _oplist
+from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
+
+# ---------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------
+
+
+def _dims(dim, ndim: int):
+    """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
+    if dim is None:
+        return None
+    if isinstance(dim, (int, np.integer)):
+        return (_wrap_dim(dim, ndim),)
+    out = tuple(_wrap_dim(d, ndim) for d in dim)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
+    if not out:
+        return None
+    return tuple(sorted(out))
+
+
+def _shape_arg(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list, Tensor)) or (
+        len(shape) == 1 and hasattr(shape[0], "__len__")
+    ):
+        shape = tuple(shape[0])
+    return tuple(int(s) for s in shape)
+
+
+def _infer_shape(shape, numel: int, src_shape) -> tuple:
+    shape = list(shape)
+    neg = [i for i, s in enumerate(shape) if s == -1]
+    if len(neg) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = 1
+    for s in shape:
+        if s != -1:
+            if s < 0:
+                raise RuntimeError(f"invalid shape dimension {s}")
+            known *= s
+    if neg:
+        if known == 0 or numel % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+        shape[neg[0]] = numel // known
+    elif known != numel:
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {numel}")
+    return tuple(shape)
+
+
+def _tensor_arg(x, name="input", like=None) -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    if isinstance(x, (int, float, bool)) and like is not None:
+        from torcia._creation import tensor
+
+        return tensor(x, dtype=like.dtype, device=like.device)
+    raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+# ---------------------------------------------------------------------------------------
+# elementwise
+# ---------------------------------------------------------------------------------------
+
+
+def _make_unary(name, to_float):
+    def fn(input):
+        return unary(name, input, to_float)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of ``input``." + (
+        " Integer inputs give the default float dtype." if to_float else ""
+    )
+    return fn
+
+
+def _make_binary(name, float_op):
+    def fn(input, other):
+        return binary(name, input, other, float_op)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+    return fn
+
+
+def _make_compare(name):
+    def fn(input, other):
+        return binary(name, input, other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor."
+    return fn
+
+
+_g = globals()
+for _n in _oplist.UNARY_FLOAT:
+    _g[_n] = _make_unary(_n, True)
+for _n in _oplist.UNARY_SAME + _oplist.UNARY_BOOL:
+    _g[_n] = _make_unary(_n, False)
+for _n in _oplist.BINARY + ("atan2", "hypot", "xlogy"):
+    _g[_n] = _make_binary(_n, _n in _oplist.BINARY_FLOAT)
+for _n in _oplist.COMPARE:
+    _g[_n] = _make_compare(_n)
+
+
+def add(input, other, *, alpha=1):
+    """``input + alpha * other`` with broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.add(torcia.tensor([1, 2]), torcia.tensor([10, 20]), alpha=2)
+    tensor([21, 42])
+    """
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return binary("add", input, other)
+
+
+def sub(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting."""
+    if isinstance(input, Tensor) and input.dtype is D.bool_ and isinstance(other, Tensor) and (
+        other.dtype is D.bool_
+    ):
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return binary("sub", input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """Divide; true division gives floats, ``rounding_mode`` "trunc" or "floor" round.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.div(torcia.tensor([7, -7]), 2)
+    tensor([ 3.5000, -3.5000])
+    >>> torcia.div(torcia.tensor([7, -7]), 2, rounding_mode="floor")
+    tensor([ 3, -4])
+    """
+    if rounding_mode is None:
+        return binary("div", input, other, True)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    if not isinstance(input, Tensor):
+        input = _tensor_arg(input, like=other)
+    if isinstance(other, Tensor):
+        dt = D.result_type_of([t.dtype for t in (input, other) if t.ndim],
+                              [t.dtype for t in (input, other) if not t.ndim], ())
+        if other.dtype is not dt:
+            other = other.to(dt)
+    else:
+        dt = D.tensor_scalar_dtype(input.dtype, type(other))
+    a = input if input.dtype is dt else input.to(dt)
+    return call("div", (a, other), {"rounding_mode": rounding_mode})
+
+
+true_divide = divide = div
+
+
+def pow(input, exponent):
+    """``input ** exponent`` elementwise; either may be a number."""
+    if not isinstance(input, Tensor):
+        return binary("pow", _tensor_arg(input, like=exponent), exponent)
+    return binary("pow", input, exponent)
+
+
+def float_power(input, exponent):
+    return pow(input.to(D.float64), exponent.to(D.float64) if isinstance(exponent, Tensor)
+               else exponent)
+
+
+def round(input, *, decimals=0):
+    """Round half to even, as PyTorch; ``decimals`` places."""
+    return call("round", (input,), {"decimals": int(decimals)})
+
+
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max]; either bound may be None, a number or a tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp(torcia.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = input.dtype
+    for bound in (min, max):
+        if isinstance(bound, float) and dt.category < 2:
+            dt = D.get_default_dtype()
+        elif isinstance(bound, Tensor):
+            dt = D.promote_types(dt, bound.dtype) if bound.ndim else dt
+    x = input if input.dtype is dt else input.to(dt)
+    lo = min.to(dt) if isinstance(min, Tensor) and min.dtype is not dt else min
+    hi = max.to(dt) if isinstance(max, Tensor) and max.dtype is not dt else max
+    return call("clamp", (x, lo, hi), {})
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    return clamp(input, max=max)
+
+
+def where(condition, input=None, other=None):
+    """Choose from ``input`` where ``condition`` holds, else from ``other``.
+
+    With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
+    """
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if condition.dtype is not D.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                           f"tensor with dtype {condition.dtype.name}")
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        ref = condition
+        dt = D.result_type_of((), (), [D.scalar_dtype(input), D.scalar_dtype(other)])
+    else:
+        tens = [t for t in (input, other) if isinstance(t, Tensor)]
+        dt = D.result_type_of(
+            [t.dtype for t in tens if t.ndim], [t.dtype for t in tens if not t.ndim],
+            [D.scalar_dtype(s) for s in (input, other) if not isinstance(s, Tensor)],
+        )
+    a = _cast_operand(input, dt, condition)
+    b = _cast_operand(other, dt, condition)
+    return call("where", (condition, a, b), {})
+
+
+def _cast_operand(x, dt, like):
+    if isinstance(x, Tensor):
+        return x if x.dtype is dt else x.to(dt)
+    from torcia._creation import tensor
+
+    return tensor(x, dtype=dt, device=like.device)
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``."""
+    return call("lerp", (input, end, weight), {})
+
+
+def addcmul(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 * tensor2``."""
+    return call("addcmul", (input, tensor1, tensor2), {"value": value})
+
+
+def addcdiv(input, tensor1, tensor2, *, value=1):
+    """``input + value * tensor1 / tensor2``."""
+    return call("addcdiv", (input, tensor1, tensor2), {"value": value})
+
+
+def masked_fill(input, mask, value):
+    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True."""
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype.name}")
+    if isinstance(value, Tensor):
+        if value.ndim:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        value = value.item()
+    return call("masked_fill", (input, mask), {"value": value})
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
+
+
+def to_dtype(input, dtype) -> Tensor:
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so)."""
+    if input.dtype is dtype:
+        return input
+    return call("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
+# ---------------------------------------------------------------------------------------
+# reductions
+# ---------------------------------------------------------------------------------------
+
+
+def _acc_dtype(input, dtype):
+    if dtype is not None:
+        return dtype.to_numpy()
+    if input.dtype.category < 2:
+        return np.int64
+    return None
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (int, tuple, or all); integer and bool inputs sum in int64.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
+    (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
+    """
+    return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
+                                  "dtype": _acc_dtype(input, dtype)})
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    return call("nansum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
+                                     "dtype": _acc_dtype(input, dtype)})
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over ``dim``; the input must be floating point (or ``dtype`` given)."""
+    if dtype is None and not input.dtype.is_floating_point:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {_tname(input.dtype)}"
+        )
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return call("mean", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def _tname(d):
+    from torcia._tensor import _torch_name
+
+    return _torch_name(d)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None):
+    """Product over one ``dim`` (or all)."""
+    return call("prod", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
+                                   "dtype": _acc_dtype(input, dtype)})
+
+
+def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims when empty)."""
+    _check_nonempty(input, dim, "amax")
+    return call("amax", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
+                                   "keepdim": bool(keepdim)})
+
+
+def amin(input, dim=(), keepdim=False):
+    """Minimum over ``dim`` (all dims when empty)."""
+    _check_nonempty(input, dim, "amin")
+    return call("amin", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
+                                   "keepdim": bool(keepdim)})
+
+
+def _check_nonempty(input, dim, name):
+    if input.numel() == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                         "== 0. Specify the reduction dim with the 'dim' argument.")
+
+
+class _MinMax(tuple):
+    """The (values, indices) result of ``max``/``min``/``sort``... with names."""
+
+    _fields = ("values", "indices")
+
+    def __new__(cls, values, indices):
+        return tuple.__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+    def __repr__(self):
+        return f"torcia.return_types(values={self[0]!r}, indices={self[1]!r})"
+
+
+def max(input, dim=None, keepdim=False, *, other=None):
+    """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
+    as second argument, the elementwise maximum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [7, 2]])
+    >>> torcia.max(x)
+    tensor(7)
+    >>> torcia.max(x, dim=1)
+    torcia.return_types(values=tensor([5, 7]), indices=tensor([1, 0]))
+    """
+    if isinstance(dim, Tensor):
+        return maximum(input, dim)
+    if dim is None:
+        _check_nonempty(input, None, "max")
+        return amax(input)
+    d = _wrap_dim(dim, input.ndim)
+    v, i = call("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _MinMax(v, i)
+
+
+def min(input, dim=None, keepdim=False):
+    """As :func:`max`, for the minimum."""
+    if isinstance(dim, Tensor):
+        return minimum(input, dim)
+    if dim is None:
+        _check_nonempty(input, None, "min")
+        return amin(input)
+    d = _wrap_dim(dim, input.ndim)
+    v, i = call("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _MinMax(v, i)
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum (of the flattened input when ``dim`` is None)."""
+    return call("argmax", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
+                                     "keepdim": bool(keepdim)})
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the minimum (of the flattened input when ``dim`` is None)."""
+    return call("argmin", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
+                                     "keepdim": bool(keepdim)})
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.var(torcia.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.6667)
+    """
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return call("var", (_float_input(input, "var"),),
+                {"dim": _dims(dim, input.ndim), "correction": _correction(unbiased, correction),
+                 "keepdim": bool(keepdim)})
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return call("std", (_float_input(input, "std"),),
+                {"dim": _dims(dim, input.ndim), "correction": _correction(unbiased, correction),
+                 "keepdim": bool(keepdim)})
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def _float_input(input, name):
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}(): input dtype should be floating point, got "
+                           f"{input.dtype.name}")
+    return input
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements)."""
+    if p in ("fro", None):
+        p = 2.0
+    if p == "nuc":
+        from torcia import linalg
+
+        return linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
+                                  keepdim=keepdim)
+    if dtype is not None:
+        input = to_dtype(input, dtype)
+    return call("norm", (_float_input(input, "norm"),),
+                {"p": float(p), "dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(input)))`` over ``dim``, computed stably."""
+    if not input.dtype.is_floating_point:
+        input = to_dtype(input, D.get_default_dtype())
+    return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def all(input, dim=None, keepdim=False):
+    """Whether all elements (along ``dim``) are nonzero."""
+    return call("all", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def any(input, dim=None, keepdim=False):
+    """Whether any element (along ``dim``) is nonzero."""
+    return call("any", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def count_nonzero(input, dim=None):
+    return call("count_nonzero", (input,), {"dim": _dims(dim, input.ndim)})
+
+
+def cumsum(input, dim, *, dtype=None):
+    """Cumulative sum along ``dim``."""
+    return call("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                     "dtype": _acc_dtype(input, dtype)})
+
+
+def cumprod(input, dim, *, dtype=None):
+    """Cumulative product along ``dim``."""
+    return call("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                      "dtype": _acc_dtype(input, dtype)})
+
+
+# ---------------------------------------------------------------------------------------
+# views and shape
+# ---------------------------------------------------------------------------------------
+
+
+def _view_call(op, input, params):
+    return call(op, (input,), params, view_of=input)
+
+
+def view(input, *shape):
+    """The same data with another shape; raises when no view is possible (use reshape).
+
+    A dtype argument reinterprets the bytes instead, as ``Tensor.view(dtype)``.
+    """
+    if len(shape) == 1 and isinstance(shape[0], D.dtype):
+        return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
+    shape = _infer_shape(_shape_arg(shape), input.numel(), input.shape)
+    return _view_call("view", input, {"shape": shape})
+
+
+def reshape(input, *shape):
+    """The same data with another shape: a view when possible, else a copy."""
+    shape = _infer_shape(_shape_arg(shape), input.numel(), input.shape)
+    if tuple(shape) == tuple(input.shape):
+        return _view_call("view", input, {"shape": shape})
+    out = call("reshape", (input,), {"shape": shape})
+    if np.shares_memory(out._data, input._data) if input.device.type == "cpu" else False:
+        out._vc = input._vc
+        out._base = input._base if input._base is not None else input
+    return out
+
+
+def permute(input, *dims):
+    """Reorder dimensions (a view)."""
+    dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
+    if len(dims) != input.ndim or sorted(dims) != list(range(input.ndim)):
+        raise RuntimeError(
+            f"permute(sparse_coo): number of dimensions in the tensor input does not match "
+            f"the length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} "
+            f"is not equal to len(dims) = {len(dims)}" if len(dims) != input.ndim
+            else f"permute(): duplicate dims are not allowed, got {list(dims)}"
+        )
+    return _view_call("permute", input, {"dims": dims})
+
+
+def transpose(input, dim0, dim1):
+    """Swap two dimensions (a view)."""
+    n = input.ndim
+    return _view_call("transpose", input, {"dim0": _wrap_dim(dim0, n), "dim1": _wrap_dim(dim1, n)})
+
+
+swapaxes = swapdims = transpose
+
+
+def t(input):
+    """Transpose of a tensor of at most 2 dimensions."""
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    if input.ndim < 2:
+        return _view_call("view", input, {"shape": tuple(input.shape)})
+    return transpose(input, 0, 1)
+
+
+def squeeze(input, dim=None):
+    """Remove dimensions of size 1 (all, or those in ``dim``)."""
+    if input.ndim == 0:
+        return _view_call("view", input, {"shape": ()})
+    d = None if dim is None else _dims(dim, input.ndim)
+    return _view_call("squeeze", input, {"dim": d})
+
+
+def unsqueeze(input, dim):
+    """Insert a dimension of size 1 at ``dim``."""
+    return _view_call("unsqueeze", input, {"dim": _wrap_dim(dim, input.ndim + 1)})
+
+
+def expand(input, *sizes):
+    """Broadcast to a larger shape without copying (``-1`` keeps a dimension)."""
+    sizes = _shape_arg(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError(
+            f"expand(torcia.{input.dtype.name}{{{list(input.shape)}}}, size={list(sizes)}): the "
+            "number of sizes provided must be greater or equal to the number of dimensions in "
+            "the tensor"
+        )
+    lead = len(sizes) - input.ndim
+    shape = []
+    for i, s in enumerate(sizes):
+        if s == -1:
+            if i < lead:
+                raise RuntimeError("expand: -1 is not allowed in a leading, non-existing dim")
+            s = input.shape[i - lead]
+        elif i >= lead and input.shape[i - lead] not in (1, s):
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size "
+                f"({input.shape[i - lead]}) at non-singleton dimension {i}.  Target sizes: "
+                f"{list(sizes)}.  Tensor sizes: {list(input.shape)}"
+            )
+        shape.append(s)
+    return _view_call("expand", input, {"shape": tuple(shape)})
+
+
+def expand_as(input, other):
+    return expand(input, other.shape)
+
+
+def broadcast_to(input, shape):
+    return expand(input, shape)
+
+
+def broadcast_tensors(*tensors):
+    shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
+    return tuple(expand(t, shape) for t in tensors)
+
+
+def broadcast_shapes(*shapes):
+    from torcia._tensor import Size
+
+    return Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+
+
+def flatten(input, start_dim=0, end_dim=-1):
+    """Merge dims ``start_dim..end_dim`` into one."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    shape = tuple(input.shape[:s]) + (-1,) + tuple(input.shape[e + 1:])
+    if input.numel() == 0:
+        shape = tuple(input.shape[:s]) + (math.prod(input.shape[s:e + 1]),) + tuple(
+            input.shape[e + 1:])
+    return reshape(input, shape)
+
+
+def unflatten(input, dim, sizes):
+    """Split dim ``dim`` into ``sizes``."""
+    d = _wrap_dim(dim, input.ndim)
+    sizes = tuple(sizes)
+    inner = _infer_shape(sizes, input.shape[d], sizes)
+    return view(input, tuple(input.shape[:d]) + inner + tuple(input.shape[d + 1:]))
+
+
+def narrow(input, dim, start, length):
+    """The slice ``start:start+length`` of dim ``dim`` (a view)."""
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(start, Tensor):
+        start = int(start.item())
+    if start < 0:
+        start += size
+    if not 0 <= start <= size or length < 0 or start + length > size:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({size}).")
+    return _view_call("narrow", input, {"dim": d, "start": start, "length": length})
+
+
+def unfold(input, dimension, size, step):
+    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim."""
+    d = _wrap_dim(dimension, input.ndim)
+    if size > (input.shape[d] if input.ndim else 1):
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is "
+                           f"{input.shape[d]} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return _view_call("unfold", input, {"dimension": d, "size": size, "step": step})
+
+
+def movedim(input, source, destination):
+    """Move dims from ``source`` positions to ``destination`` positions."""
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError("movedim: Invalid source or destination dims: source "
+                           f"({src} dims) should contain the same number of dims as "
+                           f"destination ({dst} dims)")
+    n = input.ndim
+    src = [_wrap_dim(s, n) for s in src]
+    dst = [_wrap_dim(s, n) for s in dst]
+    order = [d for d in range(n) if d not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return permute(input, order)
+
+
+moveaxis = movedim
+
+
+def contiguous(input, memory_format=None):
+    """``input`` itself when C-contiguous, else a contiguous copy."""
+    if input.is_contiguous():
+        return input
+    return call("contiguous", (input,), {})
+
+
+def clone(input, *, memory_format=None):
+    """A copy with its own storage (gradients flow back to ``input``)."""
+    return call("clone", (input,), {})
+
+
+def diagonal(input, offset=0, dim1=0, dim2=1):
+    """The diagonal with ``offset`` of the 2-D planes (dim1, dim2), as a view."""
+    n = input.ndim
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _view_call("diagonal", input, {"offset": offset, "dim1": d1, "dim2": d2})
+
+
+def as_strided(input, size, stride, storage_offset=0):
+    return _view_call("as_strided", input, {"size": tuple(size), "stride": tuple(stride),
+                                            "storage_offset": storage_offset})
+
+
+def detach(input):
+    """A tensor sharing storage with ``input`` but outside the graph."""
+    t = Tensor._make(input._data, input._device)
+    t._vc = input._vc
+    return t
+
+
+def select(input, dim, index):
+    d = _wrap_dim(dim, input.ndim)
+    return getitem(input, (slice(None),) * d + (index,))
+
+
+# ----- indexing -------------------------------------------------------------------------
+
+
+def _index_key(input, key):
+    """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    out = []
+    dim = 0
+    advanced = False
+    n_specified = builtins.sum(
+        1 if not (k is None or k is Ellipsis or (isinstance(k, Tensor) and k.dtype is D.bool_))
+        else (k.ndim if isinstance(k, Tensor) else 0)
+        for k in key
+    )
+    if n_specified > input.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
+    for k in key:
+        if k is None:
+            out.append(None)
+            continue
+        if k is Ellipsis:
+            out.append(Ellipsis)
+            dim = input.ndim - (n_specified - dim)
+            continue
+        if isinstance(k, Tensor):
+            if k.device != input.device and k.device.type != "cpu":
+                raise RuntimeError(
+                    f"indices should be either on cpu or on the same device as the indexed "
+                    f"tensor ({input.device})")
+            arr = k._data if k.device == input.device else input.device.backend.from_host(
+                k._data, input.device.index)
+            if k.dtype is D.bool_:
+                for j in range(k.ndim):
+                    if k.shape[j] != input.shape[dim + j]:
+                        raise IndexError(
+                            f"The shape of the mask {list(k.shape)} at index {j} does not match "
+                            f"the shape of the indexed tensor {list(input.shape)} at index "
+                            f"{dim + j}")
+                dim += k.ndim
+            elif k.dtype.category == 1:
+                _check_range(arr, input.shape[dim], dim)
+                dim += 1
+            else:
+                raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                 "tensors")
+            out.append(arr)
+            advanced = True
+            continue
+        if isinstance(k, (list, np.ndarray)):
+            arr = np.asarray(k)
+            if arr.dtype == bool:
+                dim += arr.ndim
+            else:
+                if arr.dtype.kind not in "iu":
+                    raise IndexError("tensors used as indices must be long, int, byte or bool "
+                                     "tensors")
+                _check_range(arr, input.shape[dim], dim)
+                dim += 1
+            out.append(input.device.backend.xp.asarray(arr) if input.device.type != "cpu"
+                       else arr)
+            advanced = True
+            continue
+        if isinstance(k, slice):
+            if k.step is not None and (k.step.item() if isinstance(k.step, Tensor) else k.step) <= 0:
+                raise ValueError("step must be greater than zero")
+            out.append(slice(*(int(v) if isinstance(v, Tensor) else v
+                               for v in (k.start, k.stop, k.step))))
+            dim += 1
+            continue
+        if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
+            size = input.shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
+            out.append(int(k))
+            dim += 1
+            continue
+        if isinstance(k, bool):
+            out.append(k)
+            advanced = True
+            continue
+        raise IndexError(
+            "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
+            f"are valid indices (got {type(k).__name__})"
+        )
+    return tuple(out), advanced
+
+
+def _check_range(arr, size, dim):
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < -size or hi >= size:
+            bad = hi if hi >= size else lo
+            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+
+
+def getitem(input, key):
+    """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
+    key, advanced = _index_key(input, key)
+    return call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
+
+
+def setitem(input, key, value):
+    """``input[key] = value`` in place (recorded for autograd as an ``index_put``)."""
+    k, _ = _index_key(input, key)
+    if not isinstance(value, Tensor):
+        from torcia._creation import tensor
+
+        value = tensor(value, dtype=input.dtype, device=input.device)
+    elif value.dtype is not input.dtype:
+        value = to_dtype(value, input.dtype)
+    inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
+            input, value)
+
+
+def index_put(input, indices, values, accumulate=False):
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    k, _ = _index_key(input, tuple(indices))
+    return call("index_put", (input, values), {"key": k, "accumulate": bool(accumulate)})
+
+
+# ---------------------------------------------------------------------------------------
+# joining, splitting, gathering
+# ---------------------------------------------------------------------------------------
+
+
+def _same_dtype(tensors, op):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
+
+
+def cat(tensors, dim=0):
+    """Concatenate along an existing ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cat([torcia.zeros(1, 2), torcia.ones(2, 2)]).shape
+    torcia.Size([3, 2])
+    """
+    tensors = [t for t in _same_dtype(tensors, "cat") if not (t.ndim == 1 and t.shape[0] == 0)] \
+        or list(tensors)[:1]
+    ref = tensors[0]
+    if ref.ndim == 0:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    d = _wrap_dim(dim, ref.ndim)
+    for i, t in enumerate(tensors):
+        if t.ndim != ref.ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
+        for j in range(ref.ndim):
+            if j != d and t.shape[j] != ref.shape[j]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {d}. Expected size "
+                    f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+    return call("cat", tuple(tensors), {"dim": d})
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    """Join along a new ``dim``; all tensors must have the same shape."""
+    tensors = _same_dtype(tensors, "stack")
+    ref = tensors[0]
+    for i, t in enumerate(tensors):
+        if t.shape != ref.shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref.shape)} at entry "
+                f"0 and {list(t.shape)} at entry {i}")
+    return call("stack", tuple(tensors), {"dim": _wrap_dim(dim, ref.ndim + 1)})
+
+
+def hstack(tensors):
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into chunks of a size (the last may be smaller) or of the listed sizes."""
+    d = _wrap_dim(dim, tensor.ndim)
+    size = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        sections = [step] * (size // step) + ([size % step] if size % step else []) if step else [0]
+    else:
+        sections = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sections) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={sections}")
+    if len(sections) == 1:
+        return (_view_call("view", tensor, {"shape": tuple(tensor.shape)}),)
+    outs = call("split", (tensor,), {"sections": tuple(sections), "dim": d})
+    for o in outs:
+        o._vc = tensor._vc
+        o._base = tensor._base if tensor._base is not None else tensor
+    return outs
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = input.shape[_wrap_dim(dim, input.ndim)]
+    step = -(-size // chunks) if size else 1
+    return split(input, step, dim)
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
+    else:
+        bounds = [0] + [builtins.min(builtins.max(int(i), 0), size)
+                        for i in indices_or_sections] + [size]
+        sections = [builtins.max(b - a, 0) for a, b in zip(bounds, bounds[1:])]
+    return split(input, sections, d)
+
+
+def unbind(input, dim=0):
+    """The slices along ``dim``, each without that dim."""
+    d = _wrap_dim(dim, input.ndim)
+    return tuple(select(input, d, i) for i in range(input.shape[d]))
+
+
+def _index_tensor(index, name="index"):
+    if not isinstance(index, Tensor) or index.dtype is not D.int64:
+        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index, got {got}")
+    return index
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of ``input`` along ``dim`` at positions ``index``."""
+    d = _wrap_dim(dim, input.ndim)
+    _index_tensor(index, "gather")
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i in range(input.ndim):
+        if i != d and index.shape[i] > input.shape[i]:
+            raise RuntimeError(
+                f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
+                f"smaller than self {list(input.shape)} apart from dimension {d}")
+    _check_range(index._data, input.shape[d], d)
+    return call("gather", (input, index), {"dim": d})
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``."""
+    d = _wrap_dim(dim, input.ndim)
+    _index_tensor(index, "scatter")
+    _check_range(index._data, input.shape[d], d)
+    if src is None:
+        src = value
+    if reduce == "add":
+        return scatter_add(input, dim, index, src)
+    if reduce is not None:
+        raise NotImplementedError(f"scatter reduce={reduce!r}; use scatter_reduce")
+    if not isinstance(src, Tensor):
+        return call("scatter", (input, index, src), {"dim": d})
+    return call("scatter", (input, index, src if src.dtype is input.dtype
+                            else to_dtype(src, input.dtype)), {"dim": d})
+
+
+def scatter_add(input, dim, index, src):
+    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``."""
+    d = _wrap_dim(dim, input.ndim)
+    _index_tensor(index, "scatter_add")
+    _check_range(index._data, input.shape[d], d)
+    return call("scatter_add", (input, index, src), {"dim": d})
+
+
+def index_select(input, dim, index):
+    """Rows (along ``dim``) of ``input`` at the 1-D ``index``."""
+    d = _wrap_dim(dim, input.ndim)
+    if index.dtype.category != 1 or index.ndim > 1:
+        raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
+    _check_range(index._data, input.shape[d] if input.ndim else 1, d)
+    return call("index_select", (input, index), {"dim": d})
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``."""
+    d = _wrap_dim(dim, input.ndim)
+    _check_range(index._data, input.shape[d], d)
+    return call("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+
+
+def index_copy(input, dim, index, source):
+    d = _wrap_dim(dim, input.ndim)
+    _check_range(index._data, input.shape[d], d)
+    return call("index_copy", (input, index, source), {"dim": d})
+
+
+def take_along_dim(input, indices, dim=None):
+    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None)."""
+    if dim is None:
+        return call("take_along_dim", (input, indices), {"dim": None})
+    d = _wrap_dim(dim, input.ndim)
+    shape_in = list(input.shape)
+    shape_ix = list(indices.shape)
+    shape_in[d] = shape_ix[d] = 1
+    common = list(np.broadcast_shapes(tuple(shape_in), tuple(shape_ix)))
+    a_shape = common.copy()
+    a_shape[d] = input.shape[d]
+    i_shape = common.copy()
+    i_shape[d] = indices.shape[d]
+    return call("take_along_dim", (expand(input, a_shape), expand(indices, i_shape)), {"dim": d})
+
+
+def flip(input, dims):
+    """Reverse the order along ``dims``."""
+    d = _dims(dims if not isinstance(dims, int) else (dims,), input.ndim)
+    return call("flip", (input,), {"dims": d or ()})
+
+
+def fliplr(input):
+    return flip(input, (1,))
+
+
+def flipud(input):
+    return flip(input, (0,))
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None)."""
+    if dims is None:
+        return call("roll", (input,), {"shifts": shifts, "dims": None})
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return call("roll", (input,), {"shifts": shifts,
+                                   "dims": tuple(_wrap_dim(d, input.ndim) for d in dims)})
+
+
+def repeat(input, *sizes):
+    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``)."""
+    sizes = _shape_arg(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    return call("repeat", (input,), {"sizes": sizes})
+
+
+def tile(input, dims):
+    dims = tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return repeat(input, dims)
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input)."""
+    if isinstance(repeats, Tensor):
+        rep = repeats._data
+    else:
+        rep = int(repeats)
+    d = None if dim is None else _wrap_dim(dim, input.ndim)
+    return call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
+
+
+def tril(input, diagonal=0):
+    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero."""
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return call("tril", (input,), {"diagonal": int(diagonal)})
+
+
+def triu(input, diagonal=0):
+    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero."""
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return call("triu", (input,), {"diagonal": int(diagonal)})
+
+
+# ---------------------------------------------------------------------------------------
+# linear algebra
+# ---------------------------------------------------------------------------------------
+
+
+def _matmul_dtype(a, b, name):
+    if not isinstance(a, Tensor) or not isinstance(b, Tensor):
+        raise TypeError(f"{name}(): arguments must be Tensors")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+
+
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch broadcasting of batch dims.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
+    torcia.Size([2, 4])
+    """
+    _matmul_dtype(input, other, "matmul")
+    if input.ndim == 0 or other.ndim == 0:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{input.ndim}D and {other.ndim}D")
+    k1 = input.shape[-1]
+    k2 = other.shape[-2] if other.ndim > 1 else other.shape[0]
+    if k1 != k2:
+        a_shape = "x".join(map(str, input.shape if input.ndim > 1 else (1,) + tuple(input.shape)))
+        b_shape = "x".join(map(str, other.shape if other.ndim > 1 else tuple(other.shape) + (1,)))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
+    return call("matmul", (input, other), {})
+
+
+def mm(input, mat2):
+    """Product of two 2-D matrices."""
+    _matmul_dtype(input, mat2, "mm")
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"self must be a matrix (got {input.ndim}-D and {mat2.ndim}-D)")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
+                           f"{input.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    return call("mm", (input, mat2), {})
+
+
+def bmm(input, mat2):
+    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p)."""
+    _matmul_dtype(input, mat2, "bmm")
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return call("bmm", (input, mat2), {})
+
+
+def dot(input, other):
+    """Inner product of two 1-D tensors."""
+    _matmul_dtype(input, other, "dot")
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have "
+                           "the same number of elements, but got %d and %d elements respectively"
+                           % (input.shape[0], other.shape[0], input.shape[0], other.shape[0]))
+    return call("dot", (input, other), {})
+
+
+inner = dot
+
+
+def outer(input, vec2):
+    """Outer product of two 1-D tensors."""
+    _matmul_dtype(input, vec2, "outer")
+    return call("outer", (input, vec2), {})
+
+
+ger = outer
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = _same_dtype(operands, "einsum")
+    return call("einsum", tuple(operands), {"equation": equation.replace(" ", "")})
+
+
+def tensordot(a, b, dims=2):
+    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``."""
+    if isinstance(dims, Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        dims = (tuple(range(a.ndim - dims, a.ndim)), tuple(range(dims)))
+    else:
+        dims = (tuple(_wrap_dim(d, a.ndim) for d in dims[0]),
+                tuple(_wrap_dim(d, b.ndim) for d in dims[1]))
+    return call("tensordot", (a, b), {"dims": dims})
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
+
+
+# ---------------------------------------------------------------------------------------
+# methods
+# ---------------------------------------------------------------------------------------
+
+#: Functions that are also Tensor methods under the same name.
+METHODS = (
+    _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY
+    + _oplist.COMPARE
+    + ("div", "divide", "true_divide", "multiply", "subtract", "atan2", "hypot", "xlogy",
+       "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
+       "addcdiv", "masked_fill", "nan_to_num", "sum", "nansum", "mean", "prod", "amax",
+       "amin", "max", "min", "argmax", "argmin", "var", "std", "norm", "logsumexp", "all",
+       "any", "count_nonzero", "cumsum", "cumprod", "view", "reshape", "permute",
+       "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze", "expand", "expand_as",
+       "broadcast_to", "flatten", "unflatten", "narrow", "unfold", "movedim", "moveaxis",
+       "contiguous", "clone", "diagonal", "as_strided", "detach", "select", "split", "chunk",
+       "tensor_split", "unbind", "gather", "scatter", "scatter_add", "index_select",
+       "index_add", "index_copy", "index_put", "take_along_dim", "flip", "fliplr", "flipud",
+       "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "matmul", "mm", "bmm",
+       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean")
+)
+
+#: Methods with an in-place ``name_`` variant (computed out of place, then written back).
+INPLACE = (
+    _oplist.UNARY_FLOAT + ("neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac",
+                           "relu", "bitwise_not", "logical_not")
+    + _oplist.BINARY + _oplist.COMPARE
+    + ("div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min", "clamp_max", "lerp",
+       "addcmul", "addcdiv", "masked_fill", "nan_to_num", "round", "scatter", "scatter_add",
+       "index_add", "index_copy", "index_put", "tril", "triu", "cumsum", "cumprod",
+       "multiply", "subtract", "divide", "true_divide")
+)
+
+
+def multiply(input, other):
+    return binary("mul", input, other)
+
+
+def subtract(input, other, *, alpha=1):
+    return sub(input, other, alpha=alpha)
+
+
+__all__ = [
+    _n for _n, _v in list(globals().items())
+    if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", "") == __name__
+]

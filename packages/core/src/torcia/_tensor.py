@@ -1,0 +1,528 @@
+"""The Tensor and the dispatch path.
+
+The hot path of an operation is: promote dtypes (cached), look the kernel up in the
+device's plain dict, run it on the arrays, wrap the result, and, only when a tensor that
+requires grad took part and grad mode is on, hand the op to the autograd engine. No plugin
+hook is called here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia._grad_mode import STATE as _GRAD
+from torcia.backend import CPU, canonical, device
+
+_ndarray = np.ndarray
+_generic = np.generic
+_FROM_NP = D.FROM_NUMPY
+
+
+class _AutogradHolder:
+    """The autograd engine, once torcia-autograd provides it through its hook."""
+
+    engine = None
+
+
+AUTOGRAD = _AutogradHolder()
+
+
+def load_autograd():
+    """Return the autograd engine, or raise an error naming the distribution to install."""
+    if AUTOGRAD.engine is None:
+        from torcia import plugins
+
+        engine = plugins.manager().hook.torcia_autograd_engine()
+        if engine is None:
+            blocked = [i for i in plugins.blocked_plugins() if i.name == "autograd"]
+            why = f" (the 'autograd' plugin is {blocked[0].reason})" if blocked else ""
+            raise RuntimeError(
+                "gradients need the torcia-autograd distribution, which is not available"
+                f"{why}: pip install torcia-autograd"
+            )
+        AUTOGRAD.engine = engine
+    return AUTOGRAD.engine
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"torcia.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+def _device_error(a, b):
+    return RuntimeError(
+        "Expected all tensors to be on the same device, but found at least two devices, "
+        f"{a} and {b}!"
+    )
+
+
+class Tensor:
+    """A multi-dimensional array on a device, with optional gradient recording.
+
+    Create tensors with :func:`torcia.tensor`, :func:`torcia.zeros` and friends; the
+    constructor ``Tensor(data)`` is kept for PyTorch compatibility and copies ``data``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> (x @ x).sum().item()
+    54.0
+    """
+
+    __slots__ = (
+        "_data", "_device", "_requires_grad", "grad", "grad_fn", "_vc", "_base",
+        "_out_nr", "_hooks", "_retains_grad", "__weakref__",
+    )
+    __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
+
+    def __new__(cls, *args, **kwargs):
+        if cls is Tensor and args and not kwargs.get("_internal"):
+            from torcia._creation import tensor
+
+            return tensor(args[0] if len(args) == 1 else list(args))
+        return object.__new__(cls)
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    # ----- construction -------------------------------------------------------------
+    @staticmethod
+    def _make(arr, dev, base=None):
+        t = _new(Tensor)
+        if arr.__class__ is not _ndarray and isinstance(arr, _generic):
+            arr = np.asarray(arr)
+        t._data = arr
+        t._device = dev
+        t._requires_grad = False
+        t.grad = None
+        t.grad_fn = None
+        if base is None:
+            t._vc = [0]
+            t._base = None
+        else:
+            t._vc = base._vc
+            t._base = base._base if base._base is not None else base
+        t._out_nr = 0
+        t._hooks = None
+        t._retains_grad = False
+        return t
+
+    # ----- basic attributes ---------------------------------------------------------
+    @property
+    def dtype(self):
+        return _FROM_NP[self._data.dtype]
+
+    @property
+    def device(self) -> device:
+        return self._device
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        """The shape, or the length of one dimension."""
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self._data.ndim)]
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def itemsize(self) -> int:
+        return self._data.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return int(self._data.nbytes)
+
+    @property
+    def data(self) -> Tensor:
+        """A tensor sharing storage but detached from the graph."""
+        t = Tensor._make(self._data, self._device)
+        t._vc = self._vc
+        return t
+
+    @data.setter
+    def data(self, value: Tensor):
+        if not isinstance(value, Tensor):
+            raise TypeError(f"data must be a Tensor, got {type(value).__name__}")
+        self._data = value._data
+        self._device = value._device
+
+    @property
+    def is_cuda(self) -> bool:
+        return self._device.type == "cuda"
+
+    @property
+    def is_leaf(self) -> bool:
+        return self.grad_fn is None
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Set whether autograd records operations on this tensor (leaves only)."""
+        if not requires_grad:
+            if self.grad_fn is not None:
+                raise RuntimeError(
+                    "you can only change requires_grad flags of leaf variables. If you want "
+                    "to use a computed variable in a subgraph that doesn't require "
+                    "differentiation use var_no_grad = var.detach()."
+                )
+            self._requires_grad = False
+            return self
+        if not self.dtype.is_floating_point:
+            raise RuntimeError(
+                "only Tensors of floating point dtype can require gradients, "
+                f"got {self.dtype}"
+            )
+        load_autograd()
+        self._requires_grad = True
+        return self
+
+    def is_floating_point(self) -> bool:
+        return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim=None):
+        """Strides in elements, as PyTorch reports them."""
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
+
+    def data_ptr(self) -> int:
+        return self._data.__array_interface__["data"][0] if self._device is CPU else 0
+
+    def untyped_storage_ptr(self):
+        return self.data_ptr()
+
+    # ----- conversion ---------------------------------------------------------------
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        """The data as a NumPy array, sharing memory on the CPU."""
+        if self._requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead."
+            )
+        if self._device is not CPU:
+            if not force:
+                raise TypeError(
+                    f"can't convert {self._device} device type tensor to numpy. Use "
+                    "Tensor.cpu() to copy the tensor to host memory first."
+                )
+            return self._device.backend.to_host(self._data)
+        return self._data
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy(force=True) if self._device is CPU else self.cpu()._data
+        if self._requires_grad:
+            arr = self._data
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
+            )
+        arr = self._data if self._device is CPU else self._device.backend.to_host(self._data)
+        return arr.reshape(()).item()
+
+    def tolist(self):
+        arr = self._data if self._device is CPU else self._device.backend.to_host(self._data)
+        if arr.dtype.kind == "V" or self.dtype is D.bfloat16:
+            arr = arr.astype(np.float32)
+        return arr.tolist()
+
+    def __len__(self):
+        if self._data.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    def __iter__(self):
+        if self._data.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        from torcia import _ops
+
+        return iter(_ops.unbind(self, 0))
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with {self._data.size} elements is ambiguous"
+            )
+        return bool(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __index__(self):
+        if self._data.dtype.kind not in "iub" or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an index")
+        return int(self.item())
+
+    def __hash__(self):
+        return id(self)
+
+    def __repr__(self):
+        from torcia._print import tensor_repr
+
+        return tensor_repr(self)
+
+    def __format__(self, spec):
+        if self._data.ndim == 0 and spec:
+            return format(self.item(), spec)
+        return object.__format__(self, spec) if spec else repr(self)
+
+    def __reduce_ex__(self, protocol):
+        from torcia._creation import _rebuild
+
+        return (_rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
+                           self._requires_grad))
+
+    def __dlpack__(self, stream=None, **kwargs):
+        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
+
+    def __deepcopy__(self, memo):
+        if id(self) in memo:
+            return memo[id(self)]
+        new = Tensor._make(self._data.copy(), self._device)
+        new.__class__ = self.__class__
+        new._requires_grad = self._requires_grad
+        if self.grad is not None:
+            new.grad = self.grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+
+_new = object.__new__
+
+
+def _wrap_dim(dim, ndim: int) -> int:
+    """A dim index made non-negative, or PyTorch's IndexError when it is out of range."""
+    n = max(ndim, 1)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n if ndim else 0
+
+
+# ---------------------------------------------------------------------------------------
+# dispatch
+# ---------------------------------------------------------------------------------------
+
+
+def _record(op, inputs, params, out):
+    AUTOGRAD.engine.record(op, inputs, params, out)
+
+
+def call(op: str, inputs: tuple, params: dict, view_of=None):
+    """Run ``op`` on ``inputs`` (tensors, Python scalars or None) with keyword ``params``.
+
+    The first tensor input decides the device; every tensor must be on it. ``view_of``
+    marks the result as a view sharing that tensor's storage and version counter.
+    """
+    dev = None
+    arrays = []
+    needs_grad = False
+    for x in inputs:
+        if isinstance(x, Tensor):
+            if dev is None:
+                dev = x._device
+            elif x._device is not dev:
+                raise _device_error(dev, x._device)
+            arrays.append(x._data)
+            if x._requires_grad:
+                needs_grad = True
+        else:
+            arrays.append(x)
+    kernels = dev.kernels
+    if kernels is None:
+        dev.backend
+        kernels = dev.kernels
+    try:
+        kernel = kernels[op]
+    except KeyError:
+        raise NotImplementedError(
+            f"op {op!r} has no kernel for device type {dev.type!r} "
+            f"(backend from plugin {dev.backend.plugin!r})"
+        ) from None
+    out = kernel(*arrays, **params)
+    if out.__class__ is tuple:
+        result = tuple(Tensor._make(o, dev) for o in out)
+    else:
+        result = Tensor._make(out, dev, view_of)
+    if needs_grad and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, inputs, params, result)
+    return result
+
+
+def binary(op: str, a, b, float_op: bool = False):
+    """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
+    if a.__class__ is not Tensor and not isinstance(a, Tensor):
+        a = _as_operand(a, b)
+    dt = _FROM_NP[a._data.dtype]
+    if isinstance(b, Tensor):
+        bd = b._data
+        if bd.dtype is not a._data.dtype:
+            bt = _FROM_NP[bd.dtype]
+            dt = D.result_type_of(
+                [x for x, t in ((dt, a), (bt, b)) if t._data.ndim],
+                [x for x, t in ((dt, a), (bt, b)) if not t._data.ndim],
+                (),
+            )
+            if bt is not dt:
+                bd = bd.astype(dt.np)
+        if b._device is not a._device:
+            raise _device_error(a._device, b._device)
+        b_grad = b._requires_grad
+    elif b.__class__ in (float, int, bool):
+        dt = D.tensor_scalar_dtype(dt, b.__class__)
+        bd = b
+        b_grad = False
+    else:
+        return binary(op, a, _as_operand(b, a), float_op)
+    if float_op and dt.category < 2:
+        dt = D._default[0]
+        if bd.__class__ is _ndarray:
+            bd = bd.astype(dt.np)
+    ad = a._data if a._data.dtype is dt.np else a._data.astype(dt.np)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        dev.backend
+        kernels = dev.kernels
+    out = Tensor._make(kernels[op](ad, bd), dev)
+    if (a._requires_grad or b_grad) and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a, b), {}, out)
+    return out
+
+
+def _as_operand(x, like):
+    from torcia._creation import tensor
+
+    if isinstance(x, (np.ndarray, np.generic)):
+        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
+    if isinstance(x, (list, tuple)):
+        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
+    if isinstance(x, (int, float, bool)):
+        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
+    raise TypeError(f"unsupported operand type: {type(x).__name__}")
+
+
+def unary(op: str, a, to_float: bool = False):
+    """An elementwise op of one tensor; ``to_float`` promotes integer inputs."""
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    ad = a._data
+    if to_float and ad.dtype.kind in "biu":
+        ad = ad.astype(D._default[0].np)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        dev.backend
+        kernels = dev.kernels
+    out = Tensor._make(kernels[op](ad), dev)
+    if a._requires_grad and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a,), {}, out)
+    return out
+
+
+def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
+    """Run an out-of-place op and write its result into ``self``, as PyTorch's ``op_``.
+
+    The result is computed out of place, cast back to ``self``'s dtype where PyTorch's
+    rules allow, and copied into ``self``'s storage (so views see it); its version
+    counter is bumped, and autograd rebases ``self`` onto the op's node.
+    """
+    recording = _GRAD.enabled and (
+        self._requires_grad
+        or any(isinstance(x, Tensor) and x._requires_grad for x in args)
+    )
+    if recording:
+        AUTOGRAD.engine.check_inplace(self)
+    out = op_fn(self, *args, **kwargs)
+    _check_writable(self, out)
+    if recording and out._requires_grad:
+        # before the write: the engine snapshots any saved reference to the old value
+        AUTOGRAD.engine.rebase_inplace(self, out)
+    self._data[...] = out._data
+    self._vc[0] += 1
+    return self
+
+
+def _check_writable(self: Tensor, out: Tensor) -> None:
+    sd, od = self._data, out._data
+    if od.dtype is not sd.dtype:
+        src, dst = _FROM_NP[od.dtype], _FROM_NP[sd.dtype]
+        if not D.can_cast(src, dst):
+            raise RuntimeError(f"result type {_torch_name(src)} can't be cast to the desired "
+                               f"output type {_torch_name(dst)}")
+    if od.shape != sd.shape:
+        try:
+            shape = np.broadcast_shapes(od.shape, sd.shape)
+        except ValueError:
+            shape = None
+        if shape != sd.shape:
+            raise RuntimeError(
+                f"output with shape {list(sd.shape)} doesn't match the broadcast shape "
+                f"{list(od.shape)}"
+            )
+    if not sd.flags.writeable:
+        raise RuntimeError(
+            "unsupported operation: the tensor is an expanded view whose elements refer to "
+            "the same memory location; call .clone() before writing to it"
+        )
+
+
+def _torch_name(d) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+            "bool": "Bool"}[d.name]
+
+
+def canonical_device(dev):
+    return CPU if dev is None else canonical(dev)

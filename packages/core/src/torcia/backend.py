@@ -1,0 +1,242 @@
+"""Devices and device backends.
+
+A backend is an array module (``xp``: numpy, cupy...), transfers to and from host memory,
+and a kernel table (op name -> function on arrays) filled through
+:func:`torcia.hookspecs.torcia_register_kernels`. The tables are built once; an operation
+looks its kernel up in ``device.kernels``, a plain dict.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from torcia import plugins
+
+
+class Backend:
+    """A device type: its array module and how its arrays cross to and from the host.
+
+    Parameters
+    ----------
+    name : str
+        The device type, e.g. ``"cpu"`` or ``"cuda"``.
+    xp : module
+        The array module whose arrays this device's tensors hold.
+    to_host, from_host : callable, optional
+        ``to_host(array) -> numpy.ndarray`` and ``from_host(ndarray, index) -> array``;
+        identity for the host itself.
+    is_available, device_count : callable, optional
+        Whether the hardware is there, and how many devices.
+    device_context : callable, optional
+        ``device_context(index)`` returns a context manager that makes ``index`` current.
+    """
+
+    def __init__(self, name, xp, to_host=None, from_host=None, is_available=None,
+                 device_count=None, device_context=None, plugin=None):
+        self.name = name
+        self.xp = xp
+        self.to_host = to_host or (lambda a: a)
+        self.from_host = from_host or (lambda a, index=None: a)
+        self.is_available = is_available or (lambda: True)
+        self.device_count = device_count or (lambda: 1)
+        self.device_context = device_context
+        self.plugin = plugin
+        self.kernels: dict = {}
+        self.kernel_providers: dict = {}
+
+    def __repr__(self):
+        return f"<Backend {self.name!r} xp={self.xp.__name__} from plugin {self.plugin!r}>"
+
+
+class BackendRegistry(plugins.Registry):
+    """Filled by ``torcia_register_backends``; ``registry.add(backend)``."""
+
+    def add(self, backend, obj=None):  # noqa: D401 - keeps Registry.add's shape
+        backend.plugin = self.current_plugin
+        super().add(backend.name, backend)
+
+
+class KernelRegistry:
+    """Filled by ``torcia_register_kernels``: ``registry.add(op, device_type, fn, priority=0)``."""
+
+    def __init__(self, backends: dict):
+        self.backends = backends
+        self.current_plugin = None
+        self._priority: dict = {}
+
+    def add(self, op: str, device_type: str, fn, priority: int = 0) -> None:
+        backend = self.backends.get(device_type)
+        if backend is None:
+            # a plugin may ship kernels for a device whose backend is absent or blocked
+            return
+        key = (op, device_type)
+        if key in self._priority and self._priority[key] > priority:
+            return
+        self._priority[key] = priority
+        backend.kernels[op] = fn
+        backend.kernel_providers[op] = self.current_plugin
+        info = plugins._state.infos.get(self.current_plugin or "")
+        if info is not None:
+            info.provides.append(f"kernel:{op}@{device_type}")
+
+
+backends = BackendRegistry("device backend", "torcia_register_backends")
+_kernels_built = threading.Event()
+_build_lock = threading.Lock()
+
+
+def _build():
+    with _build_lock:
+        if _kernels_built.is_set():
+            return
+        table = backends.build()
+        registry = KernelRegistry(table)
+        plugins.call_each("torcia_register_kernels", registry=registry)
+        _kernels_built.set()
+
+
+def _reset():
+    _kernels_built.clear()
+    for dev in device._interned.values():
+        dev.kernels = None
+
+
+class _KernelTables:
+    """Lets ``plugins.plugin_infos`` and ``plugins._reset`` reach the kernel tables."""
+
+    build = staticmethod(_build)
+    reset = staticmethod(_reset)
+
+
+plugins._state.registries["torcia_register_kernels"] = _KernelTables()
+
+
+def get_backend(device_type: str) -> Backend:
+    """The backend of a device type, or a clear error when no installed plugin provides it."""
+    if not _kernels_built.is_set():
+        _build()
+    table = backends.build()
+    backend = table.get(device_type)
+    if backend is None:
+        hint = {"cuda": "torcia-cuda (and CuPy)"}.get(device_type, f"a plugin for {device_type!r}")
+        msg = plugins.missing_message("device backend", device_type, sorted(table))
+        if "blocked" not in msg.split(";")[0]:
+            msg += f". Install {hint}"
+        raise RuntimeError(msg)
+    return backend
+
+
+# ---------------------------------------------------------------------------------------
+# torcia.device
+# ---------------------------------------------------------------------------------------
+
+
+class device:
+    """A device: a type (``"cpu"``, ``"cuda"``...) and an optional index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.device("cuda:1")
+    device(type='cuda', index=1)
+    >>> torcia.device("cpu") == torcia.device("cpu")
+    True
+    """
+
+    __slots__ = ("type", "index", "kernels", "_backend")
+    _interned: dict = {}
+
+    def __new__(cls, type_or_str, index=None):
+        if isinstance(type_or_str, device):
+            return type_or_str
+        key = (type_or_str, index)
+        dev = cls._interned.get(key)
+        if dev is not None:
+            return dev
+        if isinstance(type_or_str, int):
+            raise ValueError(
+                "a bare integer device is ambiguous without a default device type; "
+                f"use 'cuda:{type_or_str}'"
+            )
+        if not isinstance(type_or_str, str):
+            raise TypeError(f"device() expected a string or device, got {type(type_or_str).__name__}")
+        text = type_or_str.strip()
+        dtype_, _, idx = text.partition(":")
+        if idx:
+            if index is not None:
+                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {text}")
+            if not idx.isdigit():
+                raise RuntimeError(f"Invalid device string: '{text}'")
+            index = int(idx)
+        if not dtype_.isidentifier():
+            raise RuntimeError(f"Invalid device string: '{text}'")
+        if index is not None and index < 0:
+            raise RuntimeError(f"Device index must not be negative, got {index}")
+        canon = (dtype_, index)
+        dev = cls._interned.get(canon)
+        if dev is None:
+            dev = object.__new__(cls)
+            dev.type = dtype_
+            dev.index = index
+            dev.kernels = None
+            dev._backend = None
+            cls._interned[canon] = dev
+        cls._interned[key] = dev
+        return dev
+
+    @property
+    def backend(self) -> Backend:
+        """The backend; building kernel tables on first use."""
+        if self.kernels is None:
+            backend = get_backend(self.type)
+            self._backend = backend
+            self.kernels = backend.kernels
+        return self._backend
+
+    def __repr__(self):
+        if self.index is None:
+            return f"device(type='{self.type}')"
+        return f"device(type='{self.type}', index={self.index})"
+
+    def __str__(self):
+        return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = device(other)
+        if not isinstance(other, device):
+            return NotImplemented
+        return self.type == other.type and self.index == other.index
+
+    def __hash__(self):
+        return hash((self.type, self.index))
+
+    def __reduce__(self):
+        return (device, (str(self),))
+
+
+CPU = device("cpu")
+
+
+def canonical(dev) -> device:
+    """The device tensors live on: ``"cuda"`` means the current CUDA device."""
+    dev = device(dev) if not isinstance(dev, device) else dev
+    if dev.type == "cpu":
+        return CPU
+    if dev.index is None:
+        backend = dev.backend
+        current = getattr(backend, "current_device", None)
+        return device(dev.type, current() if current else 0)
+    return dev
+
+
+def host_array(arr) -> np.ndarray:
+    """Any backend's array as a NumPy array on the host."""
+    if isinstance(arr, np.ndarray):
+        return arr
+    for backend in backends.build().values():
+        if isinstance(arr, backend.xp.ndarray):
+            return backend.to_host(arr)
+    return np.asarray(arr)

@@ -1,0 +1,102 @@
+"""Hook specifications of torcia-core.
+
+Every hook here is called once, lazily, the first time torcia needs the table the hook
+fills; the per-operation path never calls a hook. Call hooks with keyword arguments only.
+
+A plugin is a module (or object) whose functions carry the ``torcia.hookimpl`` marker and
+that is named in the ``torcia`` entry-point group of its distribution::
+
+    # my_plugin.py
+    import torcia
+
+    @torcia.hookimpl
+    def torcia_register_kernels(registry):
+        registry.add("relu", "cpu", my_fast_relu, priority=10)
+
+Other torcia packages add their own hook specifications (losses, optimizers, datasets...)
+from their own ``hookspecs`` module through :func:`torcia.plugins.add_hookspecs`.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("torcia")
+
+# ---------------------------------------------------------------------------------------
+# Devices and kernels
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec
+def torcia_register_backends(registry) -> None:
+    """Add device backends.
+
+    Called once, the first time a device is used (creating a tensor, ``torcia.device(...)``
+    resolution, ``python -m torcia plugins``). A backend names a device type, the array
+    module its tensors hold, and how arrays cross to and from the host.
+
+    :param registry: a :class:`torcia.plugins.BackendRegistry`; call
+        ``registry.add(backend)`` with a :class:`torcia.backend.Backend`.
+    :returns: nothing; the registry is the result.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_register_backends(registry):
+            registry.add(Backend("cuda", xp=cupy, to_host=cupy.asnumpy, from_host=cupy.asarray))
+
+    .. versionadded:: 0.1
+    """
+
+
+@hookspec
+def torcia_register_kernels(registry) -> None:
+    """Add or override the kernels of a device type.
+
+    Called once, after :func:`torcia_register_backends`, to build the kernel table of every
+    backend. A kernel takes the arrays of its tensor arguments positionally and the op's
+    parameters as keywords, and returns an array (or a tuple of arrays for ops with several
+    outputs). For one op and device type the kernel of highest ``priority`` wins; core's
+    NumPy reference kernels have priority 0.
+
+    :param registry: a :class:`torcia.plugins.KernelRegistry`; call
+        ``registry.add(op, device_type, fn, priority=0)``.
+    :returns: nothing.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_register_kernels(registry):
+            registry.add("softmax", "cpu", fast_softmax, priority=10)
+
+    .. versionadded:: 0.1
+    """
+
+
+# ---------------------------------------------------------------------------------------
+# Autograd
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec(firstresult=True)
+def torcia_autograd_engine():
+    """Return the object that records operations for automatic differentiation.
+
+    Called once, the first time a tensor asks for gradients. torcia-autograd implements it;
+    without it installed, ``requires_grad=True`` raises an error naming that distribution.
+    Stops at the first non-None result.
+
+    :returns: an object with ``record(op, inputs, params, outputs)``,
+        ``record_inplace(op, target, inputs, params)``, ``backward(...)`` and ``grad(...)``
+        (see torcia-autograd), or None.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_autograd_engine():
+            from torcia.autograd import _engine
+            return _engine
+
+    .. versionadded:: 0.1
+    """

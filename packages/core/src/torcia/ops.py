@@ -1,0 +1,105 @@
+"""Every core op, named once.
+
+Backends key their kernel tables on these names, the derivative table in torcia-autograd
+keys on them too, and tests iterate over them (an op without a reference kernel, or a
+differentiable op without a derivative and a gradcheck, fails the suite).
+
+A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
+optional tensor, Python scalars as they are) and the op's parameters as keywords.
+"""
+
+# --- elementwise, one input; integer inputs promote to the default float dtype ---------
+UNARY_FLOAT = (
+    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
+    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
+    "atanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma",
+)
+# --- elementwise, one input; dtype preserved ---------------------------------------------
+UNARY_SAME = (
+    "neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu", "bitwise_not",
+)
+# --- elementwise, one input; bool output -------------------------------------------------
+UNARY_BOOL = ("isnan", "isinf", "isfinite", "logical_not", "signbit")
+
+# --- elementwise, two inputs with broadcasting and type promotion -------------------------
+BINARY = (
+    "add", "sub", "mul", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
+    "bitwise_and", "bitwise_or", "bitwise_xor", "fmax", "fmin",
+)
+# two inputs, promoted to floating point
+BINARY_FLOAT = ("div", "atan2", "hypot", "xlogy")
+# two inputs, bool output
+COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+
+# --- elementwise with parameters or three inputs ------------------------------------------
+ELEMENTWISE_OTHER = (
+    "round",  # decimals=
+    "clamp",  # (x, min, max): min/max tensors, scalars or None
+    "where",  # (condition, x, y)
+    "lerp",  # (start, end, weight)
+    "addcmul", "addcdiv",  # (x, t1, t2, value=)
+    "cast",  # dtype=: a change of dtype, differentiable between float types
+    "masked_fill",  # (x, mask, value)
+    "nan_to_num",  # nan=, posinf=, neginf=
+)
+
+# --- reductions: dim is a tuple of non-negative ints or None (all), keepdim a bool -------
+REDUCE = (
+    "sum", "mean", "prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all", "any",
+    "count_nonzero", "nansum",
+)
+# reductions along one dim returning (values, indices), or indices alone
+REDUCE_INDEX = ("max_dim", "min_dim", "argmax", "argmin", "median_dim", "mode_dim")
+SCAN = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+
+# --- shape and movement; these return views where PyTorch does -------------------------
+VIEW = (
+    "view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand", "narrow",
+    "unfold", "diagonal", "as_strided", "getitem", "detach_view",
+)
+MOVEMENT = (
+    "contiguous", "clone", "flip", "roll", "repeat", "tile", "repeat_interleave", "tril",
+    "triu", "cat", "stack", "split", "gather", "scatter", "scatter_add", "scatter_reduce",
+    "index_select", "index_add", "index_copy", "index_put", "take_along_dim", "pad",
+    "diag", "diag_embed", "masked_select",
+)
+SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
+           "histc")
+
+# --- linear algebra -----------------------------------------------------------------------
+LINALG = (
+    "matmul", "mm", "bmm", "dot", "outer", "einsum", "tensordot", "addmm",
+    "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
+    "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
+    "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",
+)
+
+# --- neural-network primitives (the layers of torcia-nn call these) ------------------------
+NN = (
+    "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh",
+    "hardswish", "hardsigmoid", "relu6", "logsigmoid", "softsign", "tanhshrink",
+    "softmax", "log_softmax", "conv", "conv_transpose", "max_pool", "avg_pool",
+    "adaptive_avg_pool", "adaptive_max_pool", "batch_norm", "layer_norm", "group_norm",
+    "embedding", "nll_loss", "cross_entropy", "upsample_nearest", "upsample_bilinear",
+    "im2col", "col2im", "pixel_shuffle", "pixel_unshuffle", "dropout_mask",
+)
+
+# --- creation and randomness (no inputs, not differentiable) ------------------------------
+CREATION = (
+    "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye",
+    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "uniform",
+)
+
+ALL = (
+    UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
+    + ELEMENTWISE_OTHER + REDUCE + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
+    + NN + CREATION
+)
+
+#: Ops whose outputs never carry a gradient (integer or bool results, creation).
+NOT_DIFFERENTIABLE = frozenset(
+    UNARY_BOOL + COMPARE + CREATION
+    + ("sign", "floor", "ceil", "trunc", "round", "bitwise_not", "bitwise_and", "bitwise_or",
+       "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
+       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask")
+)

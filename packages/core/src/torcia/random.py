@@ -1,0 +1,113 @@
+"""Random number generation: ``Generator`` objects and the default generator.
+
+A :class:`Generator` wraps NumPy's PCG64 bit generator, so streams are reproducible for a
+seed on every platform. Backends for other devices draw their seeds from it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class Generator:
+    """A source of random numbers, as ``torch.Generator``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> g = torcia.Generator().manual_seed(0)
+    >>> a = torcia.rand(3, generator=g)
+    >>> b = torcia.rand(3, generator=torcia.Generator().manual_seed(0))
+    >>> bool((a == b).all())
+    True
+    """
+
+    def __init__(self, device="cpu"):
+        from torcia.backend import device as _device
+
+        self.device = _device(device)
+        self._seed = 67280421310721
+        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+
+    def manual_seed(self, seed: int) -> Generator:
+        seed = int(seed)
+        if seed < 0:
+            seed += 1 << 64
+        if not 0 <= seed < (1 << 64):
+            raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
+        self._seed = seed
+        self.rng = np.random.Generator(np.random.PCG64(seed))
+        return self
+
+    def seed(self) -> int:
+        """Seed from fresh entropy and return the seed."""
+        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+        self.manual_seed(seed)
+        return seed
+
+    def initial_seed(self) -> int:
+        return self._seed
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (opaque; for ``set_state``)."""
+        import json
+
+        from torcia._creation import tensor
+
+        blob = json.dumps({"seed": self._seed, "state": self.rng.bit_generator.state})
+        return tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
+
+    def set_state(self, state) -> Generator:
+        import json
+
+        blob = bytes(np.asarray(state.numpy(), dtype=np.uint8).tobytes())
+        data = json.loads(blob.decode())
+        self._seed = data["seed"]
+        self.rng.bit_generator.state = data["state"]
+        return self
+
+    def spawn_seed(self) -> int:
+        """A 63-bit seed drawn from this stream (for workers and other devices)."""
+        return int(self.rng.integers(0, 1 << 63))
+
+
+default_generator = Generator()
+
+
+def manual_seed(seed: int) -> Generator:
+    """Seed the default generator (and every device backend's, through their hooks).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0); a = torcia.randn(2)
+    >>> _ = torcia.manual_seed(0); bool((a == torcia.randn(2)).all())
+    True
+    """
+    default_generator.manual_seed(seed)
+    for fn in _seed_callbacks:
+        fn(int(seed))
+    return default_generator
+
+
+_seed_callbacks: list = []
+
+
+def seed() -> int:
+    return default_generator.seed()
+
+
+def initial_seed() -> int:
+    return default_generator.initial_seed()
+
+
+def get_rng_state():
+    return default_generator.get_state()
+
+
+def set_rng_state(state) -> None:
+    default_generator.set_state(state)
+
+
+def rng_of(generator) -> np.random.Generator:
+    return (generator or default_generator).rng

@@ -1,0 +1,1 @@
+"""Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` under PyTorch's name."""
