@@ -75,6 +75,7 @@ from torcia._ops import *  # noqa: E402,F401,F403
 from torcia._ops import (  # noqa: E402
     abs, all, any, max, min, pow, round, sum,  # noqa: A004 - PyTorch's names
 )
+from torcia._ops_extra import *  # noqa: E402,F401,F403
 
 plugins.register_builtin("core", _NumpyPlugin())
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops
+from torcia import _ops, _ops_extra
 from torcia._tensor import AUTOGRAD, Tensor, binary, canonical_device, inplace, load_autograd
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -31,6 +31,10 @@ def _make_inplace(fn):
 
 for _name in _ops.INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(getattr(_ops, _name)))
+for _name in _ops_extra.METHODS:
+    setattr(Tensor, _name, getattr(_ops_extra, _name))
+for _name in _ops_extra.INPLACE:
+    setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_extra, _name)))
 
 
 # ----- operators ------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from torcia import ops
+from torcia._kernels_extra import ExtraKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -35,8 +36,12 @@ _UFUNC_NAMES = {
 }
 
 
-class Reference:
-    """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them."""
+class Reference(ExtraKernels):
+    """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
+
+    Sorting, scans, gathering extras and linear algebra live in the
+    :class:`~torcia._kernels_extra.ExtraKernels` mixin.
+    """
 
     xp = np
 

@@ -234,6 +234,8 @@ def where(condition, input=None, other=None):
     With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
     """
     if input is None and other is None:
+        from torcia._ops_extra import nonzero
+
         return nonzero(condition, as_tuple=True)
     if condition.dtype is not D.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
@@ -376,19 +378,39 @@ def _check_nonempty(input, dim, name):
                          "== 0. Specify the reduction dim with the 'dim' argument.")
 
 
-class _MinMax(tuple):
-    """The (values, indices) result of ``max``/``min``/``sort``... with names."""
+class _ReturnType(tuple):
+    """Base of the named results of multi-output ops (``values``/``indices``...)."""
 
-    _fields = ("values", "indices")
+    __slots__ = ()
+    _fields: tuple = ()
+    _name = ""
 
-    def __new__(cls, values, indices):
-        return tuple.__new__(cls, (values, indices))
-
-    values = property(lambda self: self[0])
-    indices = property(lambda self: self[1])
+    def __new__(cls, *items):
+        return tuple.__new__(cls, items)
 
     def __repr__(self):
-        return f"torcia.return_types(values={self[0]!r}, indices={self[1]!r})"
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"torcia.return_types.{self._name}(\n{body})"
+
+
+def _return_type(name: str, fields: tuple) -> type:
+    """A tuple subclass named like ``torch.return_types.<name>`` with attributes ``fields``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> r = torcia.max(torcia.tensor([[1, 5], [7, 2]]), dim=1)
+    >>> r.values, r.indices
+    (tensor([5, 7]), tensor([1, 0]))
+    """
+    attrs = {"_fields": fields, "_name": name, "__slots__": ()}
+    for i, f in enumerate(fields):
+        attrs[f] = property(lambda self, i=i: self[i])
+    return type(name, (_ReturnType,), attrs)
+
+
+_Max = _return_type("max", ("values", "indices"))
+_Min = _return_type("min", ("values", "indices"))
 
 
 def max(input, dim=None, keepdim=False, *, other=None):
@@ -402,7 +424,9 @@ def max(input, dim=None, keepdim=False, *, other=None):
     >>> torcia.max(x)
     tensor(7)
     >>> torcia.max(x, dim=1)
-    torcia.return_types(values=tensor([5, 7]), indices=tensor([1, 0]))
+    torcia.return_types.max(
+    values=tensor([5, 7]),
+    indices=tensor([1, 0]))
     """
     if isinstance(dim, Tensor):
         return maximum(input, dim)
@@ -411,7 +435,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
         return amax(input)
     d = _wrap_dim(dim, input.ndim)
     v, i = call("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _MinMax(v, i)
+    return _Max(v, i)
 
 
 def min(input, dim=None, keepdim=False):
@@ -423,7 +447,7 @@ def min(input, dim=None, keepdim=False):
         return amin(input)
     d = _wrap_dim(dim, input.ndim)
     v, i = call("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _MinMax(v, i)
+    return _Min(v, i)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -1131,6 +1155,11 @@ def tile(input, dims):
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input)."""
+    if repeats is None:
+        # repeat_interleave(repeats): each index i repeated repeats[i] times
+        from torcia._creation import arange
+
+        input, repeats = arange(input.shape[0], device=input.device), input
     if isinstance(repeats, Tensor):
         rep = repeats._data
     else:

@@ -1,0 +1,327 @@
+"""Reference kernels for sorting, scans, gathering extras and linear algebra.
+
+A mixin of :class:`torcia._numpy_backend.Reference`: the same conventions hold (arrays of
+``self.xp`` positionally, parameters as keywords, multi-output ops return a tuple). The
+public functions have already wrapped dims and checked shapes and dtypes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
+                 "mean": "add"}
+
+
+class ExtraKernels:
+    """Kernels that are more than one array-module call."""
+
+    xp = np
+
+    # ----- sorting and selection -------------------------------------------------------
+    def sort(self, a, dim=-1, descending=False, stable=False):
+        xp = self.xp
+        if a.ndim == 0:
+            return a.copy(), xp.zeros((), dtype=np.int64)
+        if descending:
+            # a stable ascending sort of the reversed array, reversed again, keeps equal
+            # elements in their original order (as PyTorch's stable descending sort)
+            n = a.shape[dim]
+            rev = xp.flip(a, axis=dim)
+            idx = xp.flip(xp.argsort(rev, axis=dim, kind="stable"), axis=dim)
+            idx = (n - 1) - idx
+        else:
+            idx = xp.argsort(a, axis=dim, kind="stable")
+        return xp.take_along_axis(a, idx, axis=dim), idx.astype(np.int64)
+
+    def topk(self, a, k, dim=-1, largest=True, sorted=True):
+        vals, idx = self.sort(a, dim=dim, descending=largest)
+        key = [slice(None)] * a.ndim
+        key[dim] = slice(0, k)
+        key = tuple(key)
+        return vals[key].copy(), idx[key].copy()
+
+    def kthvalue(self, a, k, dim=-1, keepdim=False):
+        vals, idx = self.sort(a, dim=dim)
+        return _pick(self.xp, vals, idx, k - 1, dim, keepdim)
+
+    def median_dim(self, a, dim=-1, keepdim=False):
+        xp = self.xp
+        n = a.shape[dim] if a.ndim else 1
+        vals, idx = self.sort(a, dim=dim)
+        v, i = _pick(xp, vals, idx, (n - 1) // 2, dim, True)
+        if a.dtype.kind == "f":
+            # NaN sorts last; a row holding one has median NaN at its first NaN
+            nan = xp.isnan(a)
+            has_nan = xp.any(nan, axis=dim, keepdims=True)
+            first_nan = xp.argmax(nan, axis=dim, keepdims=True)
+            v = xp.where(has_nan, xp.asarray(np.nan, dtype=a.dtype), v)
+            i = xp.where(has_nan, first_nan, i)
+        if not keepdim:
+            v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
+        return v, i.astype(np.int64)
+
+    def mode_dim(self, a, dim=-1, keepdim=False):
+        xp = self.xp
+        moved = xp.moveaxis(a, dim, -1)
+        rows = moved.reshape(-1, moved.shape[-1])
+        vals = xp.empty(rows.shape[0], dtype=a.dtype)
+        idx = xp.empty(rows.shape[0], dtype=np.int64)
+        for r in range(rows.shape[0]):
+            uniq, counts = xp.unique(rows[r], return_counts=True)
+            # the most frequent value; the smallest among ties, at its last occurrence
+            best = uniq[int(xp.argmax(counts))]
+            vals[r] = best
+            idx[r] = int(xp.nonzero(rows[r] == best)[0][-1])
+        shape = moved.shape[:-1]
+        vals, idx = vals.reshape(shape), idx.reshape(shape)
+        if keepdim:
+            vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
+        return vals, idx
+
+    def unique(self, a, dim=None):
+        """Sorted unique values (or slices along ``dim``), the inverse and the counts."""
+        xp = self.xp
+        vals, inverse, counts = xp.unique(a, return_inverse=True, return_counts=True, axis=dim)
+        inverse = inverse.reshape(a.shape) if dim is None else inverse.reshape(-1)
+        return vals, inverse.astype(np.int64), counts.astype(np.int64)
+
+    def nonzero(self, a):
+        return self.xp.argwhere(a).astype(np.int64)
+
+    def searchsorted(self, seq, values, right=False, out_int32=False):
+        xp = self.xp
+        side = "right" if right else "left"
+        dtype = np.int32 if out_int32 else np.int64
+        if seq.ndim == 1:
+            return xp.asarray(xp.searchsorted(seq, values, side=side), dtype=dtype)
+        rows = seq.reshape(-1, seq.shape[-1])
+        vrows = values.reshape(-1, values.shape[-1])
+        out = xp.stack([xp.searchsorted(s, v, side=side) for s, v in zip(rows, vrows)])
+        return out.reshape(values.shape).astype(dtype)
+
+    def bincount(self, a, weights=None, minlength=0):
+        xp = self.xp
+        out = xp.bincount(a, weights=weights, minlength=minlength)
+        if weights is None:
+            return out.astype(np.int64)
+        return out.astype(weights.dtype if weights.dtype == np.float32 else np.float64)
+
+    def histc(self, a, bins=100, min=0.0, max=0.0):
+        xp = self.xp
+        lo, hi = float(min), float(max)
+        if lo == hi and a.size:
+            lo, hi = float(a.min()), float(a.max())
+        if lo == hi:
+            lo, hi = lo - 1, hi + 1
+        counts, _ = xp.histogram(a, bins=bins, range=(lo, hi))
+        return counts.astype(a.dtype)
+
+    # ----- scans -------------------------------------------------------------------------
+    def cummax(self, a, dim):
+        return _cum_extreme(self.xp, a, dim, self.xp.maximum)
+
+    def cummin(self, a, dim):
+        return _cum_extreme(self.xp, a, dim, self.xp.minimum)
+
+    def logcumsumexp(self, a, dim):
+        return self.xp.logaddexp.accumulate(a, axis=dim)
+
+    # ----- gathering and shaping ---------------------------------------------------------
+    def repeat_interleave(self, a, repeats, dim=None):
+        if dim is None:
+            return self.xp.repeat(a.reshape(-1), repeats)
+        return self.xp.repeat(a, repeats, axis=dim)
+
+    def scatter_reduce(self, a, dim, index, src, reduce, include_self=True):
+        xp = self.xp
+        key = self._scatter_index(index, dim)
+        src = src[tuple(slice(0, s) for s in index.shape)]
+        ufunc = getattr(xp, _REDUCE_UFUNC[reduce])
+        out = a.copy()
+        count = xp.ones(a.shape, dtype=np.int64) if include_self else xp.zeros(a.shape, np.int64)
+        if not include_self:
+            # the scattered-to places start from the reduction's identity
+            out[key] = _identity(xp, reduce, a.dtype)
+        ufunc.at(out, key, src)
+        if reduce == "mean":
+            xp.add.at(count, key, 1)
+            count = xp.maximum(count, 1)
+            hit = xp.zeros(a.shape, dtype=bool)
+            hit[key] = True
+            if a.dtype.kind == "f":
+                mean = out / count
+            else:
+                mean = xp.floor_divide(out, count)
+            out = xp.where(hit, mean, out).astype(a.dtype, copy=False)
+        return out
+
+    def pad(self, a, pad, mode="constant", value=0.0):
+        xp = self.xp
+        widths = [(0, 0)] * a.ndim
+        crop = [slice(None)] * a.ndim
+        for i in range(len(pad) // 2):
+            d = a.ndim - 1 - i
+            lo, hi = pad[2 * i], pad[2 * i + 1]
+            # negative padding crops (constant mode only, checked by F.pad)
+            crop[d] = slice(-lo if lo < 0 else 0, a.shape[d] + hi if hi < 0 else None)
+            widths[d] = (max(lo, 0), max(hi, 0))
+        a = a[tuple(crop)]
+        if mode == "constant":
+            return xp.pad(a, widths, mode="constant", constant_values=value)
+        np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+        return xp.pad(a, widths, mode=np_mode)
+
+    def diag(self, a, diagonal=0):
+        xp = self.xp
+        if a.ndim == 1:
+            return xp.diag(a, diagonal)
+        return xp.diagonal(a, offset=diagonal).copy()
+
+    def diag_embed(self, a, offset=0, dim1=-2, dim2=-1):
+        xp = self.xp
+        n = a.shape[-1] + abs(offset)
+        out = xp.zeros(a.shape[:-1] + (n, n), dtype=a.dtype)
+        i = xp.arange(a.shape[-1])
+        rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+        out[..., rows, cols] = a
+        return xp.moveaxis(out, (-2, -1), (dim1, dim2))
+
+    def masked_select(self, a, mask):
+        xp = self.xp
+        shape = xp.broadcast_shapes(a.shape, mask.shape)
+        return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
+
+    # ----- linear algebra ----------------------------------------------------------------
+    def linalg_inv(self, a):
+        return _linalg(self.xp, "inv", a)
+
+    def linalg_solve(self, a, b, left=True):
+        xp = self.xp
+        if not left:
+            # X A = B  <=>  A^T X^T = B^T
+            return xp.swapaxes(_linalg(xp, "solve", xp.swapaxes(a, -1, -2),
+                                       xp.swapaxes(b, -1, -2)), -1, -2)
+        return _linalg(xp, "solve", a, b)
+
+    def linalg_det(self, a):
+        return self.xp.linalg.det(a)
+
+    def linalg_slogdet(self, a):
+        sign, logabs = self.xp.linalg.slogdet(a)
+        return sign.astype(a.dtype, copy=False), logabs
+
+    def linalg_svd(self, a, full_matrices=True):
+        u, s, vh = self.xp.linalg.svd(a, full_matrices=full_matrices)
+        return u, s, vh
+
+    def linalg_qr(self, a, mode="reduced"):
+        q, r = self.xp.linalg.qr(a, mode=mode)
+        if mode == "r":
+            return self.xp.zeros((0,), dtype=a.dtype), r
+        return q, r
+
+    def linalg_cholesky(self, a, upper=False):
+        xp = self.xp
+        low = _linalg(xp, "cholesky", a)
+        return xp.swapaxes(low, -1, -2) if upper else low
+
+    def linalg_eigh(self, a, UPLO="L"):
+        return tuple(self.xp.linalg.eigh(a, UPLO=UPLO))
+
+    def linalg_eigvalsh(self, a, UPLO="L"):
+        return self.xp.linalg.eigvalsh(a, UPLO=UPLO)
+
+    def linalg_pinv(self, a, rtol=None, hermitian=False):
+        xp = self.xp
+        if rtol is None:
+            rtol = max(a.shape[-2:]) * np.finfo(a.dtype).eps
+        return xp.linalg.pinv(a, rcond=rtol, hermitian=hermitian)
+
+    def linalg_vector_norm(self, a, ord=2.0, dim=None, keepdim=False):
+        return self.norm(a, p=ord, dim=dim, keepdim=keepdim)
+
+    def linalg_matrix_norm(self, a, ord="fro", dim=(-2, -1), keepdim=False):
+        xp = self.xp
+        d0, d1 = dim
+        if ord == "fro":
+            return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+        if ord in ("nuc", 2, -2):
+            s = xp.linalg.svd(xp.moveaxis(a, (d0, d1), (-2, -1)), compute_uv=False)
+            out = {"nuc": s.sum(-1), 2: s.max(-1, initial=0), -2: s.min(-1, initial=np.inf)}[ord]
+            return _keep(xp, out.astype(a.dtype, copy=False), (d0, d1), keepdim)
+        # 1 / -1: max/min over columns of the column sums; inf / -inf: over rows
+        sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+        sums = xp.sum(xp.abs(a), axis=sum_dim, keepdims=True)
+        pick = xp.amax if ord in (1, np.inf) else xp.amin
+        out = pick(sums, axis=pick_dim, keepdims=True)
+        return out if keepdim else xp.squeeze(out, axis=(d0, d1))
+
+    def linalg_norm(self, a, ord=None, dim=None, keepdim=False):
+        if ord is None and dim is None:
+            return self.norm(a, p=2.0, dim=None, keepdim=keepdim)
+        if dim is not None and len(dim) == 2:
+            return self.linalg_matrix_norm(a, ord="fro" if ord is None else ord, dim=dim,
+                                           keepdim=keepdim)
+        return self.norm(a, p=2.0 if ord is None else ord, dim=dim, keepdim=keepdim)
+
+
+def _pick(xp, vals, idx, k, dim, keepdim):
+    """Element ``k`` along ``dim`` of sorted values and their indices."""
+    key = [slice(None)] * vals.ndim
+    key[dim] = slice(k, k + 1)
+    v, i = vals[tuple(key)], idx[tuple(key)]
+    if not keepdim:
+        v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
+    return v.copy(), i.astype(np.int64)
+
+
+def _cum_extreme(xp, a, dim, ufunc):
+    vals = ufunc.accumulate(a, axis=dim)
+    shape = [1] * a.ndim
+    shape[dim] = a.shape[dim]
+    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
+    # the running index moves to the latest element equal to the running extreme (or NaN)
+    hit = a == vals
+    if a.dtype.kind == "f":
+        hit = hit | xp.isnan(a)
+    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim)
+    return vals, idx.astype(np.int64)
+
+
+def _identity(xp, reduce, dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else (
+        None if np.dtype(dtype).kind == "b" else np.iinfo(dtype))
+    if info is None:
+        return reduce == "amin"
+    if np.dtype(dtype).kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    return info.min if reduce == "amax" else info.max
+
+
+def _keep(xp, out, dims, keepdim):
+    if not keepdim:
+        return out
+    for d in sorted(d % (out.ndim + 2) for d in dims):
+        out = xp.expand_dims(out, d)
+    return out
+
+
+def _linalg(xp, name, *arrays):
+    """A ``xp.linalg`` call whose singular-matrix error reads as PyTorch's."""
+    try:
+        return getattr(xp.linalg, name)(*arrays)
+    except xp.linalg.LinAlgError as exc:
+        if name == "cholesky":
+            raise RuntimeError(
+                "linalg.cholesky: The factorization could not be completed because the input "
+                "is not positive-definite."
+            ) from None
+        raise RuntimeError(
+            f"linalg.{name}: The diagonal element is zero, the {name} could not be completed "
+            f"because the input matrix is singular ({exc})."
+        ) from None

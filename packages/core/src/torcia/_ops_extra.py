@@ -1,0 +1,399 @@
+"""Public functions for sorting, selection, scans, counting and shaping extras.
+
+As in :mod:`torcia._ops`: arguments are checked and normalised here, in PyTorch's words,
+and the kernel runs through :func:`torcia._tensor.call` so that autograd sees every op.
+Multi-output ops return named tuples (``values``/``indices``...).
+"""
+
+from __future__ import annotations
+
+from torcia import _dtype as D
+from torcia._ops import _check_range, _index_tensor, _return_type, reshape, take_along_dim, to_dtype
+from torcia._tensor import Tensor, _wrap_dim, call
+
+_Sort = _return_type("sort", ("values", "indices"))
+_Topk = _return_type("topk", ("values", "indices"))
+_Kth = _return_type("kthvalue", ("values", "indices"))
+_Median = _return_type("median", ("values", "indices"))
+_Mode = _return_type("mode", ("values", "indices"))
+_Cummax = _return_type("cummax", ("values", "indices"))
+_Cummin = _return_type("cummin", ("values", "indices"))
+
+
+def _size_at(input, d):
+    return input.shape[d] if input.ndim else 1
+
+
+def _nonempty_dim(input, d, name):
+    if _size_at(input, d) == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+# ----- sorting and selection -------------------------------------------------------------
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Sort along ``dim``; returns ``(values, indices)``. Equal elements keep their order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sort(torcia.tensor([3, 1, 2])).values
+    tensor([1, 2, 3])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    v, i = call("sort", (input,), {"dim": d, "descending": bool(descending),
+                                   "stable": bool(stable)})
+    return _Sort(v, i)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.argsort(torcia.tensor([3, 1, 2]), descending=True)
+    tensor([0, 2, 1])
+    """
+    return sort(input, dim, descending, stable).indices
+
+
+def msort(input):
+    """Sort along the first dim."""
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) elements along ``dim``, with their indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.topk(torcia.tensor([1.0, 5.0, 3.0]), 2).indices
+    tensor([1, 2])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    if not 0 <= k <= _size_at(input, d):
+        raise RuntimeError("selected index k out of range")
+    v, i = call("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
+                                   "sorted": bool(sorted)})
+    return _Topk(v, i)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element (1-based) along ``dim``, with its index."""
+    d = _wrap_dim(dim, input.ndim)
+    if not 1 <= k <= _size_at(input, d):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    v, i = call("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    return _Kth(v, i)
+
+
+def median(input, dim=None, keepdim=False):
+    """The lower median of all elements, or ``(values, indices)`` along ``dim``.
+
+    NaN propagates: a row holding NaN has median NaN.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
+    tensor(2.)
+    """
+    if dim is None:
+        if input.numel() == 0:
+            from torcia._creation import full
+
+            return full((), float("nan"), dtype=input.dtype, device=input.device)
+        flat = reshape(input, (-1,))
+        return call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+    d = _wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "median")
+    v, i = call("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Median(v, i)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest among ties) and its last index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mode(torcia.tensor([1, 3, 3, 1, 2])).values
+    tensor(1)
+    """
+    d = _wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "mode")
+    v, i = call("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Mode(v, i)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The sorted unique elements (or slices along ``dim``), optionally with the inverse
+    indices and the counts.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unique(torcia.tensor([3, 1, 3]), return_counts=True)
+    (tensor([1, 3]), tensor([1, 2]))
+    """
+    d = None if dim is None else _wrap_dim(dim, input.ndim)
+    values, inverse, counts = call("unique", (input,), {"dim": d})
+    out = (values,) + ((inverse,) if return_inverse else ()) + (
+        (counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
+def nonzero(input, *, as_tuple=False):
+    """Indices of the nonzero elements: an ``(n, ndim)`` int64 tensor, or one index tensor
+    per dim with ``as_tuple``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nonzero(torcia.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    idx = call("nonzero", (input,), {})
+    if not as_tuple:
+        return idx
+    if input.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx[:, j] for j in range(input.ndim))
+
+
+def argwhere(input):
+    """As ``nonzero(input)``."""
+    return nonzero(input)
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` (broadcast) is True, as 1-D."""
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype.name}")
+    _broadcast_check(input.shape, mask.shape)
+    return call("masked_select", (input, mask), {})
+
+
+def _broadcast_check(a, b):
+    for i, (x, y) in enumerate(zip(reversed(a), reversed(b))):
+        if x != y and x != 1 and y != 1:
+            dim = max(len(a), len(b)) - 1 - i
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {dim}")
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Indices where ``input`` would be inserted into the innermost dim of
+    ``sorted_sequence`` to keep it sorted (``right`` or ``side="right"``: after equals).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.searchsorted(torcia.tensor([1, 3, 5]), torcia.tensor([3, 4]))
+    tensor([1, 2])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"we got '{side}'")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
+        right = side == "right"
+    if not isinstance(input, Tensor):
+        from torcia._creation import tensor
+
+        input = tensor(input, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+    if sorter is not None:
+        sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
+    seq_shape, val_shape = tuple(sorted_sequence.shape), tuple(input.shape)
+    if len(seq_shape) > 1 and seq_shape[:-1] != val_shape[:-1]:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq_shape)} and input value tensor {list(val_shape)}")
+    dt = D.promote_types(sorted_sequence.dtype, input.dtype)
+    return call("searchsorted", (to_dtype(sorted_sequence, dt), to_dtype(input, dt)),
+                {"right": bool(right), "out_int32": bool(out_int32)})
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each element of ``input`` among the 1-D sorted ``boundaries``."""
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def bincount(input, weights=None, minlength=0):
+    """Count the occurrences of each value in a 1-D tensor of non-negative integers
+    (summing ``weights`` instead when given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bincount(torcia.tensor([0, 2, 2]))
+    tensor([1, 0, 2])
+    """
+    if input.ndim != 1 or input.dtype.category != 1 or (
+        input.numel() and int(input._data.min()) < 0
+    ):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and tuple(weights.shape) != tuple(input.shape):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    return call("bincount", (input, weights), {"minlength": int(minlength)})
+
+
+def histc(input, bins=100, min=0, max=0):
+    """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored."""
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} "
+                           f"max {max}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histc: input tensor must be of floating point dtype, got "
+                           f"{input.dtype.name}")
+    return call("histc", (input,), {"bins": int(bins), "min": float(min), "max": float(max)})
+
+
+# ----- scans ------------------------------------------------------------------------------
+
+
+def cummax(input, dim):
+    """Running maximum along ``dim`` and the index where it was reached."""
+    d = _wrap_dim(dim, input.ndim)
+    v, i = call("cummax", (_at_least_1d(input),), {"dim": d})
+    return _Cummax(*_back_to_0d(input, v, i))
+
+
+def cummin(input, dim):
+    """Running minimum along ``dim`` and the index where it was reached."""
+    d = _wrap_dim(dim, input.ndim)
+    v, i = call("cummin", (_at_least_1d(input),), {"dim": d})
+    return _Cummin(*_back_to_0d(input, v, i))
+
+
+def _at_least_1d(input):
+    return input if input.ndim else reshape(input, (1,))
+
+
+def _back_to_0d(input, *outs):
+    return tuple(reshape(o, ()) for o in outs) if input.ndim == 0 else outs
+
+
+def logcumsumexp(input, dim):
+    """``log(cumsum(exp(input)))`` along ``dim``, without overflow."""
+    if not input.dtype.is_floating_point:
+        input = to_dtype(input, D.get_default_dtype())
+    d = _wrap_dim(dim, input.ndim)
+    out = call("logcumsumexp", (_at_least_1d(input),), {"dim": d})
+    return _back_to_0d(input, out)[0]
+
+
+# ----- scatter, pad, diagonals -------------------------------------------------------------
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` with ``reduce``
+    ("sum", "prod", "mean", "amax" or "amin"); ``include_self`` counts input's own values.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.scatter_reduce(torcia.zeros(2), 0, torcia.tensor([0, 0, 1]),
+    ...                       torcia.tensor([1.0, 2.0, 3.0]), "amax")
+    tensor([2., 3.])
+    """
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _wrap_dim(dim, input.ndim)
+    _index_tensor(index, "scatter_reduce")
+    _check_range(index._data, _size_at(input, d), d)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{input.dtype.name} and {src.dtype.name}")
+    return call("scatter_reduce", (input, index, src),
+                {"dim": d, "reduce": reduce, "include_self": bool(include_self)})
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad ``input`` as ``torch.nn.functional.pad``: ``pad`` lists (left, right) amounts
+    from the last dim backwards; ``mode`` is "constant" (with ``value``, negative amounts
+    crop), "reflect", "replicate" or "circular".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia._ops_extra import pad
+    >>> pad(torcia.tensor([[1, 2]]), (1, 0), value=9)
+    tensor([[9, 1, 2]])
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant":
+        if value not in (None, 0):
+            raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+        for i in range(len(pad) // 2):
+            d = input.ndim - 1 - i
+            size, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
+            too_big = (lo >= size or hi >= size) if mode == "reflect" else (
+                (lo > size or hi > size) if mode == "circular" else size == 0)
+            if too_big or min(lo, hi) < 0:
+                raise RuntimeError(
+                    f"Argument #4: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                    f"{list(input.shape)}")
+    return call("pad", (input,), {"pad": pad, "mode": mode,
+                                  "value": 0 if value is None else value})
+
+
+def diag(input, diagonal=0):
+    """A 1-D input as the ``diagonal``-th diagonal of a square matrix; a 2-D input's
+    ``diagonal``-th diagonal as 1-D.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diag(torcia.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
+    return call("diag", (input,), {"diagonal": int(diagonal)})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Put the last dim of ``input`` on the ``offset`` diagonals of new 2-D planes
+    spanning dims ``dim1`` and ``dim2`` of the result."""
+    n = input.ndim + 1
+    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return call("diag_embed", (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+
+METHODS = ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",
+           "nonzero", "argwhere", "masked_select", "bincount", "histc", "cummax", "cummin",
+           "logcumsumexp", "scatter_reduce", "diag", "diag_embed")
+INPLACE = ("scatter_reduce",)
+
+__all__ = list(METHODS) + ["searchsorted", "bucketize"]
