@@ -1,0 +1,108 @@
+"""Command line: ``python -m torcia plugins`` (also installed as the ``torcia`` script).
+
+``plugins`` lists every plugin found in the ``torcia`` entry-point group, torcia's own parts
+included: its distribution and version, the hooks it implements, whether it is loaded,
+blocked or failed (and why), and what it registered, grouped by kind and device. ``--json``
+prints the same as one JSON document for scripts and audits.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import warnings
+
+import torcia
+from torcia import plugins
+
+#: How many names of one group the text listing shows before eliding (``-v`` shows all).
+_SHOWN = 8
+
+
+def _groups(provides: list[str]) -> dict[str, list[str]]:
+    """Group ``"kind:name"`` entries by kind; kernels (``"kernel:op@device"``) by device."""
+    groups: dict[str, list[str]] = {}
+    for entry in provides:
+        kind, _, name = entry.partition(":")
+        if kind == "kernel":
+            op, _, dev = name.rpartition("@")
+            kind, name = f"kernels on {dev}", op
+        groups.setdefault(kind, []).append(name)
+    return {kind: sorted(names) for kind, names in sorted(groups.items())}
+
+
+def _policy_lines(policy: plugins.Policy) -> list[str]:
+    lines = []
+    for label, table in (("allowlist", policy.allow), ("blocklist", policy.block)):
+        if table:
+            entries = ", ".join(f"{name} ({source})" for name, source in sorted(table.items()))
+            lines.append(f"{label}: {entries}")
+    return lines or ["no allowlist or blocklist in force"]
+
+
+def _print_text(infos, policy, verbose: bool) -> None:
+    print(f"torcia {torcia.__version__}: {len(infos)} plugin(s) found")
+    for line in _policy_lines(policy):
+        print(f"  {line}")
+    for info in infos:
+        status = info.status + (f": {info.reason}" if info.reason else "")
+        print(f"\n{info.name}  [{info.distribution} {info.version}]  {status}")
+        if info.hooks:
+            print(f"  hooks: {', '.join(info.hooks)}")
+        for kind, names in _groups(info.provides).items():
+            shown = names if verbose or len(names) <= _SHOWN else names[:_SHOWN] + ["..."]
+            print(f"  {kind} ({len(names)}): {', '.join(shown)}")
+
+
+def _print_json(infos, policy) -> None:
+    doc = {
+        "torcia": torcia.__version__,
+        "policy": {"allow": policy.allow, "block": policy.block},
+        "plugins": [
+            dataclasses.asdict(info) | {"provides_by_kind": _groups(info.provides)}
+            for info in infos
+        ],
+    }
+    json.dump(doc, sys.stdout, indent=2)
+    print()
+
+
+def _plugins_command(args) -> int:
+    # A plugin that fails warns as it loads; the listing reports the same failure with its
+    # reason, so the warning would only say it twice.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", plugins.PluginWarning)
+        infos = plugins.plugin_infos()
+    policy = plugins.Policy()
+    if args.json:
+        _print_json(infos, policy)
+    else:
+        _print_text(infos, policy, args.verbose)
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="torcia", description=__doc__.split("\n")[0])
+    parser.add_argument("--version", action="version", version=f"torcia {torcia.__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+    listing = sub.add_parser(
+        "plugins", help="list every plugin found, its status and what it provides"
+    )
+    listing.add_argument("--json", action="store_true", help="print one JSON document")
+    listing.add_argument(
+        "-v", "--verbose", action="store_true", help="list every name a plugin provides"
+    )
+    listing.set_defaults(run=_plugins_command)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m torcia`` and of the ``torcia`` console script."""
+    args = _parser().parse_args(argv)
+    return args.run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""How to test a torcia plugin: check that the installed distribution is discovered and
+loaded, then use what it registered through torcia's public API."""
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia_example
+
+
+def test_the_installed_plugin_is_discovered_and_loaded():
+    infos = {info.name: info for info in torcia.plugins.plugin_infos()}
+    info = infos["example"]
+    assert (info.distribution, info.status) == ("torcia-example-plugin", "loaded")
+    assert info.hooks == ["torcia_register_backends", "torcia_register_kernels"]
+    assert "device backend:example" in info.provides
+    assert {f"kernel:{op}@example" for op in torcia_example.KERNELS} <= set(info.provides)
+
+
+def test_kernels_compute_on_the_device():
+    x = torcia.tensor([1.0, -2.0, 3.0], device="example")
+    y = (x * x + x).relu()
+    assert y.device.type == "example"
+    np.testing.assert_array_equal(y.to("cpu").numpy(), [2.0, 2.0, 12.0])
+
+
+def test_relu_keeps_the_dtype():
+    y = torcia.tensor([-1, 2], dtype=torcia.int32, device="example").relu()
+    assert y.dtype == torcia.int32
+    np.testing.assert_array_equal(y.to("cpu").numpy(), [0, 2])
+
+
+def test_moving_to_the_device_copies():
+    host = torcia.tensor([1.0, 2.0])
+    on_device = host.to("example")
+    host.numpy()[0] = 5.0
+    assert on_device.to("cpu").tolist() == [1.0, 2.0]
+
+
+def test_mixing_devices_is_an_error():
+    with pytest.raises(RuntimeError, match="example"):
+        torcia.tensor([1.0], device="example") + torcia.tensor([1.0])
