@@ -1,0 +1,108 @@
+"""The developer tools: tools/parts.py, tools/install_parts.py and tools/check_deps.py."""
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import check_deps  # noqa: E402
+import install_parts  # noqa: E402
+import parts  # noqa: E402
+
+
+def write_part(root, family, short, name, deps=(), modules=None, version="0.1.0"):
+    folder = root / family / short
+    folder.mkdir(parents=True)
+    listed = "".join(f'    "{d}",\n' for d in deps)
+    (folder / "pyproject.toml").write_text(
+        f'[build-system]\nrequires = ["setuptools>=77"]\n\n'
+        f'[project]\nname = "{name}"\nversion = "{version}"\ndependencies = [\n{listed}]\n'
+    )
+    for rel, source in (modules or {}).items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(source))
+
+
+@pytest.fixture
+def fake_repo(tmp_path):
+    write_part(tmp_path, "packages", "core", "torcia-core",
+               modules={"src/torcia/__init__.py": "", "src/torcia/ops.py": ""})
+    write_part(tmp_path, "packages", "autograd", "torcia-autograd", ["torcia-core>=0.1,<0.2"],
+               modules={"src/torcia/autograd/__init__.py": "import torcia.ops\n"})
+    write_part(tmp_path, "packages", "nn", "torcia_nn",
+               ["torcia-core>=0.1,<0.2", "torcia-autograd>=0.1,<0.2", "numpy>=1.26"],
+               modules={"src/torcia/nn/__init__.py": "from torcia import autograd\n"})
+    return tmp_path
+
+
+def test_the_repository_passes_its_dependency_check():
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "check_deps.py")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 problem(s)" in result.stdout
+
+
+def test_a_clean_fake_repository_has_no_problems(fake_repo):
+    assert check_deps.check(fake_repo) == []
+
+
+def test_check_deps_finds_each_kind_of_problem(fake_repo):
+    write_part(fake_repo, "plugins", "bad", "torcia-bad", [
+        "torcia-core>=0.1",          # no upper bound
+        "torcia-autograd>=0.2,<0.3",  # excludes 0.1.0
+        "torcia-missing>=0.1,<0.2",   # not in the repository
+    ], modules={
+        "src/torcia_bad/__init__.py": "import torcia\nfrom torcia.nn import Linear\n",
+        "tests/test_bad.py": "from torcia import nn\n",
+    })
+    problems = check_deps.check(fake_repo)
+    assert problems == [
+        "torcia-bad: 'torcia-core>=0.1' needs a lower and an upper bound, "
+        "e.g. 'torcia-core>=0.1,<0.2'",
+        "torcia-bad: 'torcia-autograd>=0.2,<0.3' excludes torcia-autograd 0.1.0, "
+        "the version here",
+        "torcia-bad: 'torcia-missing>=0.1,<0.2' names a distribution that is not in this "
+        "repository",
+        "plugins/bad/src/torcia_bad/__init__.py imports torcia.nn from torcia-nn, which "
+        "torcia-bad does not list in its dependencies",
+        "plugins/bad/tests/test_bad.py imports torcia.nn from torcia-nn, which torcia-bad "
+        "does not list in its dependencies",
+    ]
+
+
+def test_closure_puts_dependencies_first(fake_repo):
+    found = parts.discover(fake_repo)
+    nn = parts.lookup(found, "torcia-nn")
+    assert [p.short for p in parts.closure(found, nn)] == ["core", "autograd", "nn"]
+
+
+@pytest.mark.parametrize("key", ["nn", "torcia-nn", "torcia_nn", "packages/nn"])
+def test_lookup_accepts_folder_distribution_and_path(fake_repo, monkeypatch, key):
+    monkeypatch.chdir(fake_repo)
+    assert [p.name for p in parts.lookup(parts.discover(fake_repo), key)] == ["torcia-nn"]
+
+
+def test_lookup_of_a_family_and_of_an_unknown_name(fake_repo):
+    found = parts.discover(fake_repo)
+    assert {p.short for p in parts.lookup(found, "packages")} == {"core", "autograd", "nn"}
+    with pytest.raises(SystemExit, match="'vision' is not a part of this repository"):
+        parts.lookup(found, "vision")
+
+
+def test_pip_commands_install_build_requirements_then_the_parts(fake_repo):
+    found = parts.discover(fake_repo)
+    selected = parts.closure(found, parts.lookup(found, "autograd"))
+    core, autograd = (str(fake_repo / "packages" / p) for p in ("core", "autograd"))
+    assert install_parts.pip_commands(selected, "py", editable=True) == [
+        ["py", "-m", "pip", "install", "setuptools>=77"],
+        ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
+    ]
+    assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"]) == [
+        ["py", "-m", "pip", "install", "-q", core, autograd],
+    ]

@@ -1,0 +1,131 @@
+"""Check the dependencies between torcia's parts.
+
+1. Every requirement on a torcia distribution names one in this repository, is an explicit
+   range with a lower and an upper bound (``torcia-core>=0.1,<0.2``), and admits the version
+   the repository holds.
+2. No part imports another part that it does not list in its dependencies: the modules of
+   each part's ``src`` and ``tests`` are read with ``ast`` and every ``import torcia.<x>``
+   (or ``from torcia.<x> import ...``, or a plugin's top-level module) is matched with the
+   part that ships it.
+
+Run ``python tools/check_deps.py``; it prints each problem and exits 1 if there is one.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import parts as repo
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+_LOWER = {">=", ">", "~=", "=="}
+_UPPER = {"<", "<=", "~=", "=="}
+
+
+def range_problems(part: repo.Part, parts: dict[str, repo.Part]) -> list[str]:
+    """What is wrong with ``part``'s requirements on other torcia distributions."""
+    problems = []
+    for requirement in part.torcia_requires:
+        name = repo.requirement_name(requirement)
+        where = f"{part.name}: {requirement!r}"
+        if name not in parts:
+            problems.append(f"{where} names a distribution that is not in this repository")
+            continue
+        try:
+            spec = SpecifierSet(requirement[len(name):].split(";")[0].strip())
+        except InvalidSpecifier as exc:
+            problems.append(f"{where} cannot be read: {exc}")
+            continue
+        operators = {s.operator for s in spec}
+        if not (operators & _LOWER and operators & _UPPER):
+            problems.append(f"{where} needs a lower and an upper bound, e.g. '{name}>=0.1,<0.2'")
+        elif not spec.contains(parts[name].version, prereleases=True):
+            problems.append(f"{where} excludes {name} {parts[name].version}, the version here")
+    return problems
+
+
+def module_owners(parts: dict[str, repo.Part]) -> dict[str, str]:
+    """Top-level import path -> distribution: ``torcia.nn`` -> ``torcia-nn``, ``torcia`` and
+    core's own modules -> ``torcia-core``, ``torcia_example`` -> ``torcia-example-plugin``."""
+    owners = {}
+    for part in parts.values():
+        src = part.path / "src"
+        for entry in src.glob("*"):
+            if entry.name == "torcia":
+                if (entry / "__init__.py").exists():
+                    owners["torcia"] = part.name
+                for sub in entry.iterdir():
+                    if sub.name != "__init__.py" and (sub.suffix == ".py" or sub.is_dir()):
+                        owners[f"torcia.{sub.name.removesuffix('.py')}"] = part.name
+            elif (entry / "__init__.py").exists() or entry.suffix == ".py":
+                owners[entry.name.removesuffix(".py")] = part.name
+    return owners
+
+
+def imported_modules(path: Path) -> set[str]:
+    """The absolute module names a Python file imports."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+            # ``from torcia import nn`` imports the part torcia.nn
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
+def owner_of(module: str, owners: dict[str, str]) -> str | None:
+    parts = module.split(".")
+    for n in (2, 1):
+        owner = owners.get(".".join(parts[:n]))
+        if owner is not None:
+            return owner
+    return None
+
+
+def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
+    """Imports in ``part`` of torcia distributions it does not depend on."""
+    allowed = {part.name} | {repo.requirement_name(r) for r in part.torcia_requires}
+    problems = []
+    for folder in ("src", "tests"):
+        for path in sorted((part.path / folder).rglob("*.py")):
+            reported = set()
+            # sorted, so that ``torcia.nn`` is named rather than ``torcia.nn.Linear``
+            for module in sorted(imported_modules(path)):
+                owner = owner_of(module, owners)
+                if owner is None or owner in allowed or owner in reported:
+                    continue
+                reported.add(owner)
+                rel = path.relative_to(part.path.parent.parent)
+                problems.append(
+                    f"{rel} imports {module} from {owner}, which {part.name} does not "
+                    f"list in its dependencies"
+                )
+    return problems
+
+
+def check(root: Path = repo.ROOT) -> list[str]:
+    """Every problem found in the repository at ``root``."""
+    parts = repo.discover(root)
+    owners = module_owners(parts)
+    problems = []
+    for part in parts.values():
+        problems += range_problems(part, parts)
+        problems += import_problems(part, owners)
+    return problems
+
+
+def main() -> int:
+    problems = check()
+    for problem in problems:
+        print(problem)
+    count = len(repo.discover())
+    print(f"check_deps: {count} distributions, {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,73 @@
+"""Install torcia parts from this checkout, each with the torcia parts it depends on.
+
+The parts are not on a package index, so pip must be given the local folder of every torcia
+distribution a part needs; this tool reads each part's ``pyproject.toml`` to find them and
+hands pip one command. Third-party dependencies (numpy, pluggy, pillow...) come from the
+index or the pip cache as usual.
+
+Examples
+--------
+Install torcia-nn into the running Python, with torcia-core and torcia-autograd::
+
+    python tools/install_parts.py nn
+
+Every package and plugin, editable, into another environment::
+
+    python tools/install_parts.py --editable --python .venv-test/bin/python packages plugins
+
+To be quick, the build requirements of the selected parts (setuptools, pybind11...) are
+installed into the target environment first and the parts are then built without build
+isolation; ``--isolated`` builds each part in pip's own isolated environment instead.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import subprocess
+import sys
+
+import parts as repo
+
+
+def pip_commands(selected, python, editable=False, isolated=False, pip_args=()) -> list[list]:
+    """The pip commands that install ``selected`` (and nothing else) with ``python``."""
+    pip = [python, "-m", "pip", "install", *pip_args]
+    commands = []
+    if not isolated:
+        build_requires = sorted({r for part in selected for r in part.build_requires})
+        if build_requires:
+            commands.append(pip + build_requires)
+        pip.append("--no-build-isolation")
+    targets = []
+    for part in selected:
+        targets += ["-e", str(part.path)] if editable else [str(part.path)]
+    commands.append(pip + targets)
+    return commands
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "parts", nargs="+",
+        help="a folder name (nn, cpu), distribution (torcia-nn), path, or 'packages'/'plugins'",
+    )
+    parser.add_argument("--editable", "-e", action="store_true", help="editable installs")
+    parser.add_argument("--python", default=sys.executable, help="the environment's Python")
+    parser.add_argument("--isolated", action="store_true", help="keep pip's build isolation")
+    parser.add_argument("--dry-run", action="store_true", help="print the pip commands only")
+    parser.add_argument("--pip-arg", action="append", default=[], help="passed on to pip")
+    args = parser.parse_args(argv)
+
+    parts = repo.discover()
+    selected = repo.closure(parts, [p for key in args.parts for p in repo.lookup(parts, key)])
+    commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg)
+    for command in commands:
+        print("+", shlex.join(map(str, command)), flush=True)
+        if not args.dry_run:
+            subprocess.run(command, check=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The repository's distributions: every ``packages/*`` and ``plugins/*`` folder that has a
+``pyproject.toml``, with its name, version and the torcia distributions it depends on.
+
+Standard library only, so that the tools built on it run with a bare Python 3.11.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import tomllib
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FAMILIES = ("packages", "plugins")
+
+_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def requirement_name(requirement: str) -> str:
+    """The normalized distribution name a PEP 508 requirement string starts with."""
+    match = _NAME.match(requirement)
+    if match is None:
+        raise ValueError(f"not a requirement: {requirement!r}")
+    return re.sub(r"[-_.]+", "-", match.group(1)).lower()
+
+
+@dataclasses.dataclass
+class Part:
+    """One distribution of the repository."""
+
+    name: str  # the distribution name, e.g. "torcia-nn"
+    version: str
+    path: Path  # its folder, e.g. ROOT / "packages" / "nn"
+    requires: list[str]  # every requirement string of [project].dependencies
+    build_requires: list[str]
+
+    @property
+    def short(self) -> str:
+        """The folder name, e.g. ``nn`` or ``cpu``."""
+        return self.path.name
+
+    @property
+    def torcia_requires(self) -> list[str]:
+        """The requirement strings on other torcia distributions."""
+        return [r for r in self.requires if requirement_name(r).startswith("torcia")]
+
+
+def discover(root: Path = ROOT) -> dict[str, Part]:
+    """Every distribution under ``root``'s families, by distribution name."""
+    parts = {}
+    for family in FAMILIES:
+        for pyproject in sorted((root / family).glob("*/pyproject.toml")):
+            data = tomllib.loads(pyproject.read_text())
+            project = data["project"]
+            part = Part(
+                name=requirement_name(project["name"]),
+                version=project["version"],
+                path=pyproject.parent,
+                requires=list(project.get("dependencies", [])),
+                build_requires=list(data.get("build-system", {}).get("requires", [])),
+            )
+            parts[part.name] = part
+    return parts
+
+
+def lookup(parts: dict[str, Part], key: str) -> list[Part]:
+    """The parts a command-line name means: a distribution (``torcia-nn``), a folder name
+    (``nn``), a path (``packages/nn``), or a whole family (``packages``, ``plugins``)."""
+    if key in FAMILIES:
+        return [p for p in parts.values() if p.path.parent.name == key]
+    path = (Path.cwd() / key).resolve()
+    found = [
+        p for p in parts.values()
+        if key in (p.name, p.short) or requirement_name(key) == p.name or p.path == path
+    ]
+    if len(found) != 1:
+        known = ", ".join(sorted(p.short for p in parts.values()))
+        what = "is ambiguous" if found else "is not a part of this repository"
+        raise SystemExit(f"{key!r} {what}; parts: {known}")
+    return found
+
+
+def closure(parts: dict[str, Part], selected: list[Part]) -> list[Part]:
+    """``selected`` and every torcia distribution they need, each after its dependencies."""
+    order: list[Part] = []
+    visiting: set[str] = set()
+
+    def visit(part: Part) -> None:
+        if part in order:
+            return
+        if part.name in visiting:
+            raise SystemExit(f"dependency cycle through {part.name}")
+        visiting.add(part.name)
+        for requirement in part.torcia_requires:
+            name = requirement_name(requirement)
+            if name not in parts:
+                raise SystemExit(f"{part.name} requires {name}, which is not in this repository")
+            visit(parts[name])
+        visiting.discard(part.name)
+        order.append(part)
+
+    for part in selected:
+        visit(part)
+    return order
