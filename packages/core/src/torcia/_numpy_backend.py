@@ -149,23 +149,25 @@ class Reference(ExtraKernels):
         return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
     # ----- reductions -------------------------------------------------------------
+    # NOTE: reductions call the array's method: xp.sum's Python wrapper costs more than
+    # the reduction itself on small tensors
     def sum(self, a, dim=None, keepdim=False, dtype=None):
-        return self.xp.sum(a, axis=dim, keepdims=keepdim, dtype=dtype)
+        return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def nansum(self, a, dim=None, keepdim=False, dtype=None):
         return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, a, dim=None, keepdim=False, dtype=None):
-        return self.xp.mean(a, axis=dim, keepdims=keepdim, dtype=dtype)
+        return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def prod(self, a, dim=None, keepdim=False, dtype=None):
-        return self.xp.prod(a, axis=dim, keepdims=keepdim, dtype=dtype)
+        return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def amax(self, a, dim=None, keepdim=False):
-        return self.xp.amax(a, axis=dim, keepdims=keepdim)
+        return a.max(axis=dim, keepdims=keepdim)
 
     def amin(self, a, dim=None, keepdim=False):
-        return self.xp.amin(a, axis=dim, keepdims=keepdim)
+        return a.min(axis=dim, keepdims=keepdim)
 
     def var(self, a, dim=None, correction=1, keepdim=False):
         return self.xp.var(a, axis=dim, ddof=correction, keepdims=keepdim)
@@ -196,10 +198,10 @@ class Reference(ExtraKernels):
         return out if keepdim else xp.squeeze(out, axis=dim)
 
     def all(self, a, dim=None, keepdim=False):
-        return self.xp.all(a, axis=dim, keepdims=keepdim)
+        return a.all(axis=dim, keepdims=keepdim)
 
     def any(self, a, dim=None, keepdim=False):
-        return self.xp.any(a, axis=dim, keepdims=keepdim)
+        return a.any(axis=dim, keepdims=keepdim)
 
     def count_nonzero(self, a, dim=None):
         return self.xp.asarray(self.xp.count_nonzero(a, axis=dim), dtype=np.int64)
@@ -347,7 +349,7 @@ class Reference(ExtraKernels):
         bounds = list(np.cumsum(sections)[:-1])
         return tuple(xp.split(a, bounds, axis=dim))
 
-    def gather(self, a, dim, index):
+    def gather(self, a, index, dim):
         return self.xp.take_along_axis(a, index, axis=dim)
 
     def take_along_dim(self, a, indices, dim=None):
@@ -362,7 +364,7 @@ class Reference(ExtraKernels):
         grids[dim] = index
         return tuple(grids)
 
-    def scatter(self, a, dim, index, src):
+    def scatter(self, a, index, src, dim):
         out = a.copy()
         if not isinstance(src, self.xp.ndarray):
             out[self._scatter_index(index, dim)] = src
@@ -370,29 +372,29 @@ class Reference(ExtraKernels):
             out[self._scatter_index(index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
         return out
 
-    def scatter_add(self, a, dim, index, src):
+    def scatter_add(self, a, index, src, dim):
         xp = self.xp
         out = a.copy()
         src = src[tuple(slice(0, s) for s in index.shape)]
         _add_at(xp, out, self._scatter_index(index, dim), src)
         return out
 
-    def index_select(self, a, dim, index):
+    def index_select(self, a, index, dim):
         return self.xp.take(a, index, axis=dim)
 
-    def index_add(self, a, dim, index, source, alpha=1):
+    def index_add(self, a, index, source, dim, alpha=1):
         xp = self.xp
         out = a.copy()
         key = (slice(None),) * dim + (index,)
         _add_at(xp, out, key, source * alpha if alpha != 1 else source)
         return out
 
-    def index_copy(self, a, dim, index, source):
+    def index_copy(self, a, index, source, dim):
         out = a.copy()
         out[(slice(None),) * dim + (index,)] = source
         return out
 
-    def index_put(self, a, key, values, accumulate=False):
+    def index_put(self, a, values, key, accumulate=False):
         out = a.copy()
         if accumulate:
             _add_at(self.xp, out, key, values)

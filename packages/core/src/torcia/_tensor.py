@@ -336,6 +336,7 @@ class Tensor:
 
 
 _new = object.__new__
+_make = Tensor._make
 
 
 def _wrap_dim(dim, ndim: int) -> int:
@@ -404,7 +405,19 @@ def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a = _as_operand(a, b)
-    dt = _FROM_NP[a._data.dtype]
+    ad = a._data
+    dev = a._device
+    if b.__class__ is Tensor and b._data.dtype is ad.dtype and b._device is dev and (
+        not float_op or ad.dtype.kind == "f"
+    ):
+        # fast path: same dtype and device, nothing to promote
+        kernels = dev.kernels
+        if kernels is not None:
+            out = _make(_run2(kernels[op], ad, b._data), dev)
+            if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
+                AUTOGRAD.engine.record(op, (a, b), {}, out)
+            return out
+    dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
         bd = b._data
         if bd.dtype is not a._data.dtype:
@@ -429,16 +442,34 @@ def binary(op: str, a, b, float_op: bool = False):
         dt = D._default[0]
         if bd.__class__ is _ndarray:
             bd = bd.astype(dt.np)
-    ad = a._data if a._data.dtype is dt.np else a._data.astype(dt.np)
-    dev = a._device
+    if ad.dtype is not dt.np:
+        ad = ad.astype(dt.np)
     kernels = dev.kernels
     if kernels is None:
         dev.backend
         kernels = dev.kernels
-    out = Tensor._make(kernels[op](ad, bd), dev)
+    out = _make(_run2(kernels[op], ad, bd), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
     return out
+
+
+def _run2(kernel, ad, bd):
+    try:
+        return kernel(ad, bd)
+    except ValueError:
+        # NumPy's broadcasting error, in PyTorch's words
+        a_shape, b_shape = np.shape(ad), np.shape(bd)
+        n = max(len(a_shape), len(b_shape))
+        for i in range(1, n + 1):
+            x = a_shape[-i] if i <= len(a_shape) else 1
+            y = b_shape[-i] if i <= len(b_shape) else 1
+            if x != y and x != 1 and y != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
+                    f"non-singleton dimension {n - i}"
+                ) from None
+        raise
 
 
 def _as_operand(x, like):
