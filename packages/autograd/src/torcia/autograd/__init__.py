@@ -1,1 +1,77 @@
-"""placeholder"""
+"""torcia.autograd: define-by-run automatic differentiation for torcia tensors.
+
+With this distribution installed, ``requires_grad=True`` makes operations record a graph;
+``backward()`` and :func:`grad` run it in reverse. Derivatives live in one table,
+:mod:`torcia.autograd.derivatives`.
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.tensor([1.0, 2.0, 3.0], requires_grad=True)
+>>> y = (x ** 2).sum()
+>>> y.backward()
+>>> x.grad
+tensor([2., 4., 6.])
+"""
+
+from __future__ import annotations
+
+from torcia._grad_mode import (
+    enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+)
+from torcia._tensor import AUTOGRAD as _AUTOGRAD
+from torcia.autograd import engine as _engine
+from torcia.autograd import graph
+from torcia.autograd.engine import backward, grad
+from torcia.autograd.function import Function, FunctionCtx, once_differentiable
+from torcia.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
+
+__all__ = [
+    "Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly",
+    "enable_grad", "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode",
+    "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
+    "set_detect_anomaly", "set_grad_enabled",
+]
+
+# importing the package is enough to make gradients available, plugin lookup or not
+if _AUTOGRAD.engine is None:
+    _AUTOGRAD.engine = _engine
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether anomaly detection is on."""
+    return _engine.ANOMALY.enabled
+
+
+class set_detect_anomaly:
+    """Turn anomaly detection on or off: each node remembers the stack of the forward call
+    that made it, and a backward producing NaN raises naming that forward op.
+
+    Works as a function call and as a context manager.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.autograd.set_detect_anomaly(True):
+    ...     torcia.autograd.is_anomaly_enabled()
+    True
+    """
+
+    def __init__(self, mode: bool, check_nan: bool = True):
+        self._prev = _engine.ANOMALY.enabled
+        _engine.ANOMALY.enabled = bool(mode)
+        _engine.ANOMALY.check_nan = check_nan
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        _engine.ANOMALY.enabled = self._prev
+        return False
+
+
+class detect_anomaly(set_detect_anomaly):
+    """Context manager: anomaly detection on inside the block."""
+
+    def __init__(self, check_nan: bool = True):
+        super().__init__(True, check_nan)

@@ -1,0 +1,550 @@
+"""Recording ops into the graph, and running it backwards.
+
+Core calls :func:`record` for every op where a tensor that requires grad took part and
+grad mode is on. :func:`run_backward` walks the graph iteratively (no recursion, so a
+10,000-op chain is fine) in dependency order: a node runs once every node that feeds its
+gradient has run.
+"""
+
+from __future__ import annotations
+
+import traceback
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia import ops as _oplist
+from torcia._grad_mode import STATE as _GRAD
+from torcia._tensor import Tensor
+from torcia.autograd import derivatives as _derivs
+from torcia.autograd.graph import AccumulateGrad, Node, accumulator_of, meta_of
+
+_NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
+_TABLE = _derivs.TABLE
+
+
+class _Anomaly:
+    enabled = False
+    check_nan = True
+
+
+ANOMALY = _Anomaly()
+
+
+# ---------------------------------------------------------------------------------------
+# recording
+# ---------------------------------------------------------------------------------------
+
+
+def _edge(x):
+    if x.__class__ is not Tensor and not isinstance(x, Tensor):
+        return None
+    if not x._requires_grad:
+        return None
+    fn = x.grad_fn
+    if fn is None:
+        return (accumulator_of(x), 0)
+    return (fn, x._out_nr)
+
+
+def record(op: str, inputs: tuple, params: dict, out) -> None:
+    """Attach a backward node for ``op`` to its output(s)."""
+    entry = _TABLE.get(op)
+    if entry is None:
+        if op in _NOT_DIFF:
+            return
+        raise RuntimeError(
+            f"the derivative for '{op}' is not implemented: add a row to "
+            "torcia/autograd/derivatives.py, or call it under torcia.no_grad()"
+        )
+    if entry.fn is None:
+        return
+    next_functions = tuple(_edge(x) for x in inputs)
+    args, versions, metas = entry.pack(inputs)
+    multi = out.__class__ is tuple
+    node = Node(op, entry, args, versions, params, next_functions, metas,
+                len(out) if multi else 1)
+    if entry.uses_result:
+        # aliases without grad_fn: saving the outputs themselves would make a reference cycle
+        outs = out if multi else (out,)
+        aliases = []
+        for k, o in enumerate(outs):
+            alias = Tensor._make(o._data, o._device)
+            alias._vc = o._vc
+            aliases.append(alias)
+            versions += ((len(args) + k, o._vc[0]),)
+        node.args = args + tuple(aliases)
+        node.versions = versions
+    if ANOMALY.enabled:
+        node.trace = "".join(traceback.format_stack()[:-3])
+    if multi:
+        for i, o in enumerate(out):
+            if o._data.dtype.kind == "f" or o.dtype is D.bfloat16:
+                o._requires_grad = True
+                o.grad_fn = node
+                o._out_nr = i
+    else:
+        out._requires_grad = True
+        out.grad_fn = node
+
+
+def record_custom(node, outputs) -> None:
+    """Attach a node built elsewhere (custom Functions, device transfers) to outputs."""
+    for i, o in enumerate(outputs):
+        if o is not None and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
+            o._requires_grad = True
+            o.grad_fn = node
+            o._out_nr = i
+
+
+def record_transfer(src: Tensor, out: Tensor) -> None:
+    """A copy to another device: the gradient goes back to the source's device."""
+    record("to_device", (src,), {"device": src._device}, out)
+
+
+def check_inplace(t: Tensor) -> None:
+    """Raise PyTorch's errors for in-place writes that would corrupt gradients."""
+    if t._requires_grad and t.grad_fn is None:
+        raise RuntimeError(
+            "a leaf Variable that requires grad is being used in an in-place operation."
+        )
+    base = t._base
+    if base is not None and base._requires_grad and base.grad_fn is None:
+        raise RuntimeError(
+            "a view of a leaf Variable that requires grad is being used in an in-place "
+            "operation."
+        )
+
+
+def rebase_inplace(t: Tensor, out: Tensor) -> None:
+    """Make ``t`` (about to be overwritten with ``out``'s values) carry ``out``'s history.
+
+    Nodes that saved ``t`` itself would see it change: they get a snapshot of the old
+    value instead. A view's base gets a CopySlices node, so gradients through the base
+    see the write too.
+    """
+    node = out.grad_fn
+    if isinstance(node, Node) and node.args is not None and any(a is t for a in node.args):
+        snapshot = Tensor._make(t._data.copy(), t._device)
+        snapshot._requires_grad = t._requires_grad
+        snapshot.grad_fn = t.grad_fn
+        snapshot._out_nr = t._out_nr
+        node.args = tuple(snapshot if a is t else a for a in node.args)
+        node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
+    base = t._base
+    if base is not None and (base._requires_grad or out._requires_grad):
+        _copy_slices(base, t, out)
+        return
+    t.grad_fn = out.grad_fn
+    t._out_nr = out._out_nr
+    t._requires_grad = True
+
+
+def _copy_slices(base: Tensor, view: Tensor, out: Tensor) -> None:
+    offset, strides = _view_geometry(base, view)
+    params = {"size": tuple(view.shape), "stride": strides, "storage_offset": offset}
+    base_meta = (base._data.shape, base._data.dtype, base._device)
+    out_meta = (out._data.shape, out._data.dtype, out._device)
+    node = Node("copy_slices", _TABLE["copy_slices"], (None, None), (), params,
+                (_edge(base), _edge(out)), (base_meta, out_meta), 1)
+    base._requires_grad = True
+    base.grad_fn = node
+    base._out_nr = 0
+    view_node = Node("as_strided", _TABLE["as_strided"], (None,), (), params,
+                     ((node, 0),), (base_meta,), 1)
+    view.grad_fn = view_node
+    view._out_nr = 0
+    view._requires_grad = True
+
+
+def _view_geometry(base: Tensor, view: Tensor):
+    """The view's storage offset and strides, in elements of the base's contiguous layout."""
+    b, v = base._data, view._data
+    if not b.flags.c_contiguous:
+        raise RuntimeError(
+            "in-place operation on a view of a non-contiguous tensor that requires grad is "
+            "not supported; call .contiguous() on the base first"
+        )
+    item = b.itemsize
+    if hasattr(b, "__array_interface__"):
+        start = b.__array_interface__["data"][0]
+        here = v.__array_interface__["data"][0]
+    else:
+        start, here = b.data.ptr, v.data.ptr
+    return (here - start) // item, tuple(s // item for s in v.strides)
+
+
+def register_hook(t: Tensor, hook):
+    """A hook on the gradient of ``t``; returns a handle with ``remove()``."""
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    node = t.grad_fn
+    if node is None:
+        hooks = meta_of(t).hooks
+        hooks.append(hook)
+        return _ListHandle(hooks, hook)
+    if node.pre_hooks is None:
+        node.pre_hooks = {}
+    lst = node.pre_hooks.setdefault(t._out_nr, [])
+    lst.append(hook)
+    return _ListHandle(lst, hook)
+
+
+class _ListHandle:
+    def __init__(self, lst, item):
+        self._lst, self._item = lst, item
+
+    def remove(self):
+        if self._item in self._lst:
+            self._lst.remove(self._item)
+
+
+def retain_grad(t: Tensor) -> None:
+    """Keep ``t.grad`` after backward for a non-leaf (a no-op for leaves)."""
+    if t.grad_fn is None:
+        if not t._requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        return
+    if t._retains_grad:
+        return
+    import weakref
+
+    ref = weakref.ref(t)
+
+    def keep(grad):
+        target = ref()
+        if target is not None:
+            g = grad.detach()
+            target.grad = g.clone() if target.grad is None else target.grad + g
+        return None
+
+    register_hook(t, keep)
+    t._retains_grad = True
+
+
+# ---------------------------------------------------------------------------------------
+# running backward
+# ---------------------------------------------------------------------------------------
+
+
+def _sum_to(g: Tensor, shape) -> Tensor:
+    """Reduce a broadcast gradient back to ``shape``."""
+    gs = g._data.shape
+    if gs == tuple(shape):
+        return g
+    lead = len(gs) - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1
+    )
+    if dims:
+        g = g.sum(dims, keepdim=True)
+    if lead:
+        g = g.reshape(tuple(shape))
+    if tuple(g._data.shape) != tuple(shape):
+        g = g.expand(tuple(shape))
+    return g
+
+
+def _fit(g, meta) -> Tensor:
+    """A formula's gradient made to match its input's shape and dtype."""
+    if g is None:
+        return None
+    shape, dtype = meta
+    if tuple(g._data.shape) != shape:
+        g = _sum_to(g, shape)
+    if g._data.dtype is not dtype:
+        g = g.to(D.FROM_NUMPY[dtype])
+    return g
+
+
+def _call_hooks(hooks, grad):
+    for hook in list(hooks):
+        r = hook(grad)
+        if r is not None:
+            grad = r
+    return grad
+
+
+def _check_nan(node, grads):
+    for i, g in enumerate(grads):
+        if g is not None and g._data.dtype.kind == "f" and bool(np.isnan(
+                g._data if isinstance(g._data, np.ndarray) else g.cpu()._data).any()):
+            where = f"\nThe forward op was called at:\n{node.trace}" if node.trace else ""
+            raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
+                               f"output.{where}")
+
+
+def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
+                 accumulate=True, targets=None):
+    """Propagate ``root_grads`` from ``roots`` (pairs of node and output number).
+
+    ``capture`` maps (node, output_nr) of wanted tensors to slots in the returned list
+    (``autograd.grad``); ``accumulate`` says whether leaves' ``.grad`` is written;
+    ``targets`` restricts accumulation to these AccumulateGrad nodes (``inputs=``).
+    """
+    # count, for each node, how many edges feed it
+    deps: dict = {}
+    order = []
+    stack = [n for n, _ in roots]
+    seen = set(stack)
+    while stack:
+        node = stack.pop()
+        order.append(node)
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            deps[nxt] = deps.get(nxt, 0) + 1
+            if nxt not in seen:
+                seen.add(nxt)
+                stack.append(nxt)
+
+    needed = None
+    if capture is not None or targets is not None:
+        needed = _needed(order, deps, capture, targets)
+
+    buffers: dict = {}
+    for (node, nr), g in zip(roots, root_grads):
+        buf = buffers.get(node)
+        if buf is None:
+            buf = buffers[node] = [None] * node.n_outputs
+        buf[nr] = g if buf[nr] is None else buf[nr] + g
+    results = [None] * (len(capture) if capture else 0)
+    ready = [n for n, _ in roots if deps.get(n, 0) == 0]
+    ready = list(dict.fromkeys(ready))
+    grad_mode_before = _GRAD.enabled
+    _GRAD.enabled = create_graph
+    try:
+        while ready:
+            node = ready.pop()
+            grads = buffers.pop(node, None)
+            if grads is None:
+                grads = [None] * node.n_outputs
+            if node.pre_hooks:
+                for nr, hooks in node.pre_hooks.items():
+                    if nr >= 0 and grads[nr] is not None:
+                        grads[nr] = _call_hooks(hooks, grads[nr])
+            if capture:
+                for nr in range(node.n_outputs):
+                    slot = capture.get((node, nr))
+                    if slot is not None:
+                        results[slot] = grads[nr]
+            if node.__class__ is AccumulateGrad:
+                if accumulate and grads[0] is not None and (targets is None or node in targets):
+                    _accumulate(node, grads[0], create_graph)
+                continue
+            if needed is not None and node not in needed:
+                grad_inputs = (None,) * len(node.next_functions)
+            elif all(g is None for g in grads):
+                grad_inputs = (None,) * len(node.next_functions)
+            else:
+                grad_inputs = node.apply(grads, create_graph)
+                if ANOMALY.enabled:
+                    _check_nan(node, grad_inputs)
+                if node.post_hooks:
+                    for hook in node.post_hooks:
+                        hook(grad_inputs, tuple(grads))
+                if not retain_graph:
+                    node.release()
+            for edge, g in zip(node.next_functions, grad_inputs):
+                if edge is None:
+                    continue
+                nxt, nr = edge
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.n_outputs
+                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    ready.append(nxt)
+    finally:
+        _GRAD.enabled = grad_mode_before
+    return results
+
+
+def _needed(order, deps, capture, targets):
+    """Nodes from which a captured or targeted node can be reached."""
+    wanted = set()
+    if capture:
+        wanted.update(node for node, _ in capture)
+    if targets:
+        wanted.update(targets)
+    # Kahn's order (parents before children), then children-first membership
+    pending = dict(deps)
+    topo = []
+    frontier = [n for n in order if pending.get(n, 0) == 0]
+    while frontier:
+        node = frontier.pop()
+        topo.append(node)
+        for edge in node.next_functions:
+            if edge is None:
+                continue
+            nxt = edge[0]
+            pending[nxt] -= 1
+            if pending[nxt] == 0:
+                frontier.append(nxt)
+    needed = set()
+    for node in reversed(topo):
+        if node in wanted or any(e is not None and e[0] in needed for e in node.next_functions):
+            needed.add(node)
+    return needed
+
+
+def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
+    leaf = acc.variable
+    meta = leaf._hooks
+    if meta is not None and meta.hooks:
+        grad = _call_hooks(meta.hooks, grad)
+    if not create_graph:
+        grad = grad.detach()
+    if leaf.grad is None:
+        # a fresh copy: one gradient tensor may flow to several leaves
+        leaf.grad = grad if create_graph else Tensor._make(grad._data.copy(), grad._device)
+    elif create_graph or leaf.grad._requires_grad:
+        leaf.grad = leaf.grad + grad
+    else:
+        leaf.grad._data += grad._data
+        leaf.grad._vc[0] += 1
+    if acc.post_hooks:
+        for hook in acc.post_hooks:
+            hook(leaf)
+
+
+def _root(t: Tensor):
+    if not t._requires_grad:
+        raise RuntimeError("element 0 of tensors does not require grad and does not have a "
+                           "grad_fn")
+    if t.grad_fn is None:
+        return (accumulator_of(t), 0)
+    return (t.grad_fn, t._out_nr)
+
+
+def _root_grads(outputs, grad_outputs):
+    from torcia._creation import ones_like
+
+    grads = []
+    for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
+        if g is None:
+            if t.numel() != 1:
+                raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            g = ones_like(t)
+        elif not isinstance(g, Tensor):
+            g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)
+        elif tuple(g.shape) != tuple(t.shape):
+            raise RuntimeError(
+                f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
+                f"has a shape of {t.shape}."
+            )
+        grads.append(g)
+    return grads
+
+
+def _as_tuple(x):
+    if isinstance(x, Tensor):
+        return (x,)
+    return tuple(x)
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into the ``.grad`` of graph leaves.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> (x * x).sum().backward(); x.grad
+    tensor([2., 4.])
+    """
+    tensors = _as_tuple(tensors)
+    if grad_tensors is None:
+        grad_tensors = (None,) * len(tensors)
+    else:
+        grad_tensors = _as_tuple(grad_tensors) if not isinstance(grad_tensors, (list, tuple)) \
+            else tuple(grad_tensors)
+    if retain_graph is None:
+        retain_graph = create_graph
+    roots = [_root(t) for t in tensors]
+    grads = _root_grads(tensors, grad_tensors)
+    targets = None
+    capture = None
+    if inputs is not None:
+        inputs = _as_tuple(inputs)
+        if not inputs:
+            raise RuntimeError("'inputs' argument to backward() cannot be empty.")
+        targets = set()
+        capture = {}
+        non_leaf = []
+        for i, t in enumerate(inputs):
+            if not t._requires_grad:
+                raise RuntimeError("One of the differentiated Tensors does not require grad")
+            if t.grad_fn is None:
+                targets.add(accumulator_of(t))
+            else:
+                capture[(t.grad_fn, t._out_nr)] = len(non_leaf)
+                non_leaf.append(t)
+        results = run_backward(roots, grads, retain_graph, create_graph, capture or None,
+                               True, targets)
+        for t, g in zip(non_leaf, results):
+            if g is not None:
+                g = g if create_graph else g.detach()
+                t.grad = g if t.grad is None else t.grad + g
+        return
+    run_backward(roots, grads, retain_graph, create_graph)
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (not accumulated).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor(3.0, requires_grad=True)
+    >>> (dx,) = torcia.autograd.grad(x ** 3, x, create_graph=True)
+    >>> dx, torcia.autograd.grad(dx, x)[0]
+    (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
+    """
+    outputs = _as_tuple(outputs)
+    single = isinstance(inputs, Tensor)
+    inputs = _as_tuple(inputs)
+    if grad_outputs is None:
+        grad_outputs = (None,) * len(outputs)
+    else:
+        grad_outputs = _as_tuple(grad_outputs)
+        if len(grad_outputs) != len(outputs):
+            raise RuntimeError(f"grad requires one grad_output per output: got "
+                               f"{len(grad_outputs)} grad_outputs and {len(outputs)} outputs")
+    if retain_graph is None:
+        retain_graph = create_graph
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    capture = {}
+    keys = []
+    for t in inputs:
+        if not isinstance(t, Tensor) or not t._requires_grad:
+            raise RuntimeError("One of the differentiated Tensors does not require grad")
+        key = (accumulator_of(t), 0) if t.grad_fn is None else (t.grad_fn, t._out_nr)
+        keys.append(key)
+        capture.setdefault(key, len(capture))
+    roots = [_root(t) for t in outputs]
+    grads = _root_grads(outputs, grad_outputs)
+    got = run_backward(roots, grads, retain_graph, create_graph, capture, accumulate=False)
+    result = []
+    for t, key in zip(inputs, keys):
+        g = got[capture[key]]
+        if g is None:
+            if materialize_grads:
+                from torcia._creation import zeros_like
+
+                g = zeros_like(t)
+            elif not allow_unused:
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior."
+                )
+        elif not create_graph:
+            g = g.detach()
+        result.append(g)
+    return tuple(result)

@@ -1,0 +1,152 @@
+"""Checking analytical gradients against finite differences."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia._grad_mode import enable_grad, no_grad
+from torcia._tensor import Tensor
+
+
+class GradcheckError(RuntimeError):
+    """The analytical and numerical Jacobians disagree."""
+
+
+def _outputs(fn, inputs):
+    out = fn(*inputs)
+    return (out,) if isinstance(out, Tensor) else tuple(out)
+
+
+def _numerical_jacobian(fn, inputs, wrt, eps):
+    """Central differences: column j is d outputs / d (flat input element j)."""
+    columns = []
+    for i in wrt:
+        x = inputs[i]
+        flat = x._data.reshape(-1)  # a view: the inputs were made contiguous
+        cols = []
+        for j in range(flat.size):
+            orig = flat[j].item()
+            flat[j] = orig + eps
+            with no_grad():
+                plus = [o.detach()._data.astype(np.float64).reshape(-1).copy()
+                        for o in _outputs(fn, inputs)]
+            flat[j] = orig - eps
+            with no_grad():
+                minus = [o.detach()._data.astype(np.float64).reshape(-1).copy()
+                         for o in _outputs(fn, inputs)]
+            flat[j] = orig
+            cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)]))
+        columns.append(np.stack(cols, axis=1) if cols else None)
+    return columns
+
+
+def _analytical_jacobian(fn, inputs, wrt):
+    from torcia.autograd.engine import grad as autograd_grad
+
+    outputs = _outputs(fn, inputs)
+    sizes = [o.numel() for o in outputs]
+    rows = sum(sizes)
+    jac = [np.zeros((rows, inputs[i].numel())) for i in wrt]
+    row = 0
+    for o, n in zip(outputs, sizes):
+        if not o.requires_grad:
+            row += n
+            continue
+        for k in range(n):
+            seed = np.zeros(n, dtype=o._data.dtype)
+            seed[k] = 1
+            g_out = Tensor._make(seed.reshape(o._data.shape), o._device)
+            grads = autograd_grad(o, [inputs[i] for i in wrt], g_out, retain_graph=True,
+                                  allow_unused=True)
+            for c, g in enumerate(grads):
+                if g is not None:
+                    jac[c][row + k] = g.detach()._data.astype(np.float64).reshape(-1)
+        row += n
+    return jac
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, fast_mode=False):
+    """Compare gradients from autograd with central finite differences.
+
+    Inputs that require grad should be float64 for the default tolerances.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.randn(3, dtype=torcia.float64, requires_grad=True)
+    >>> torcia.autograd.gradcheck(lambda t: (t * t.sin()).sum(), (x,))
+    True
+    """
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    if not wrt:
+        raise ValueError("gradcheck expects at least one input tensor to require gradient, "
+                         "but none of them have requires_grad=True.")
+    for i in wrt:
+        if inputs[i].dtype.name != "float64":
+            import warnings
+
+            warnings.warn(f"Input #{i} requires gradient and is not a double precision "
+                          "floating point. This check will likely fail.", stacklevel=2)
+    # perturb private contiguous copies so the caller's tensors are untouched
+    work = list(inputs)
+    for i in wrt:
+        t = Tensor._make(np.array(inputs[i]._data, order="C", copy=True), inputs[i]._device)
+        t.requires_grad_(True)
+        work[i] = t
+    numerical = _numerical_jacobian(func, work, wrt, eps)
+    analytical = _analytical_jacobian(func, work, wrt)
+    for c, i in enumerate(wrt):
+        a, n = analytical[c], numerical[c]
+        if n is None:
+            continue
+        if not np.allclose(a, n, rtol=rtol, atol=atol):
+            bad = np.unravel_index(np.argmax(np.abs(a - n) - rtol * np.abs(n)), a.shape)
+            msg = (f"Jacobian mismatch for output {bad[0]} with respect to input {i},\n"
+                   f"numerical:\n{n}\nanalytical:\n{a}\n")
+            if raise_exception:
+                raise GradcheckError(msg)
+            return False
+    return True
+
+
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True):
+    """Check second derivatives: gradcheck of the first gradient as a function of the
+    inputs and the output gradients.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.randn(3, dtype=torcia.float64, requires_grad=True)
+    >>> torcia.autograd.gradgradcheck(lambda t: (t ** 3).sum(), (x,))
+    True
+    """
+    from torcia._creation import randn
+    from torcia.autograd.engine import grad as autograd_grad
+
+    inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
+    outputs = _outputs(func, inputs)
+    if grad_outputs is None:
+        grad_outputs = tuple(
+            randn(o.shape, dtype=o.dtype, device=o.device).requires_grad_(True)
+            for o in outputs if o.requires_grad
+        )
+    else:
+        grad_outputs = (grad_outputs,) if isinstance(grad_outputs, Tensor) else tuple(
+            grad_outputs)
+    n_in = len(inputs)
+    wrt = [i for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+
+    def first_grads(*args):
+        xs, gos = args[:n_in], args[n_in:]
+        # finite differences evaluate this under no_grad; the first gradient still needs a graph
+        with enable_grad():
+            outs = [o for o in _outputs(func, xs) if o.requires_grad]
+            gs = autograd_grad(outs, [xs[i] for i in wrt], gos, create_graph=True,
+                               allow_unused=True)
+        return tuple(g for g in gs if g is not None)
+
+    return gradcheck(first_grads, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception)

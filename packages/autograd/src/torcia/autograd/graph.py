@@ -1,0 +1,198 @@
+"""Graph nodes: what recording an op leaves behind.
+
+A :class:`Node` is the backward of one forward op. It holds the op's derivative formula
+(from :mod:`torcia.autograd.derivatives`), what the formula needs (saved tensors with their
+versions, metadata of the others, the op's parameters) and ``next_functions``: for each
+input, the node its gradient flows to and which of that node's outputs it belongs to.
+"""
+
+from __future__ import annotations
+
+import weakref
+
+from torcia._tensor import Tensor
+
+_FREED = (
+    "Trying to backward through the graph a second time (or directly access saved tensors "
+    "after they have already been freed). Saved intermediate values of the graph are freed "
+    "when you call .backward() or autograd.grad(). Specify retain_graph=True if you need to "
+    "backward through the graph a second time or if you need to access saved tensors after "
+    "calling backward."
+)
+
+
+class Meta:
+    """Shape, dtype and device of an input whose value the formula does not need."""
+
+    __slots__ = ("shape", "dtype", "device", "ndim")
+
+    def __init__(self, t: Tensor):
+        self.shape = t.shape
+        self.dtype = t.dtype
+        self.device = t._device
+        self.ndim = len(self.shape)
+
+    def numel(self) -> int:
+        return self.shape.numel()
+
+    def size(self, dim=None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def dim(self) -> int:
+        return self.ndim
+
+
+class Node:
+    """The backward of one recorded op. ``name()`` is PyTorch-style (``MulBackward0``)."""
+
+    __slots__ = (
+        "op", "entry", "args", "versions", "params", "next_functions", "metas",
+        "n_outputs", "pre_hooks", "post_hooks", "released", "trace", "result_ref",
+        "__weakref__",
+    )
+
+    def __init__(self, op, entry, args, versions, params, next_functions, metas, n_outputs):
+        self.op = op
+        self.entry = entry
+        self.args = args
+        self.versions = versions
+        self.params = params
+        self.next_functions = next_functions
+        self.metas = metas
+        self.n_outputs = n_outputs
+        self.pre_hooks = None
+        self.post_hooks = None
+        self.released = False
+        self.trace = None
+        self.result_ref = None
+
+    def name(self) -> str:
+        return "".join(p.capitalize() for p in self.op.split("_")) + "Backward0"
+
+    def __repr__(self):
+        return f"<{self.name()} object at {id(self):#x}>"
+
+    def register_hook(self, fn):
+        """``fn(grad_inputs, grad_outputs)`` after this node runs."""
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(fn)
+        return _Handle(self.post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before this node runs; may return replacement grads."""
+        if self.pre_hooks is None:
+            self.pre_hooks = {}
+        self.pre_hooks.setdefault(-1, []).append(fn)
+        return _Handle(self.pre_hooks[-1], fn)
+
+    def release(self):
+        self.args = None
+        self.released = True
+
+    def unpack(self, create_graph: bool):
+        """The formula's arguments, checking that no saved tensor changed since."""
+        if self.released:
+            raise RuntimeError(_FREED)
+        args = self.args
+        for i, v in self.versions:
+            t = args[i]
+            if t._vc[0] != v:
+                raise RuntimeError(_modified_message(t, v, self))
+        return args
+
+    @property
+    def saved_tensors(self):
+        if self.released:
+            raise RuntimeError(_FREED)
+        return tuple(self.args[i] for i, _ in self.versions)
+
+    def apply(self, grads, create_graph: bool):
+        return self.entry.backward(self, grads, create_graph)
+
+
+def _modified_message(t, expected, node):
+    return (
+        "one of the variables needed for gradient computation has been modified by an "
+        f"inplace operation: [torcia.{t.dtype.name} {list(t.shape)}], which is an input or "
+        f"output of {node.name()}, is at version {t._vc[0]}; expected version {expected} "
+        "instead. Hint: enable anomaly detection to find the operation that failed to compute "
+        "its gradient, with torcia.autograd.set_detect_anomaly(True)."
+    )
+
+
+class AccumulateGrad:
+    """The sink of a leaf: adds incoming gradients into ``leaf.grad``."""
+
+    __slots__ = ("variable", "next_functions", "pre_hooks", "post_hooks", "__weakref__")
+    n_outputs = 1
+
+    def __init__(self, variable: Tensor):
+        self.variable = variable
+        self.next_functions = ()
+        self.pre_hooks = None
+        self.post_hooks = None
+
+    def name(self) -> str:
+        return "AccumulateGrad"
+
+    def __repr__(self):
+        return f"<AccumulateGrad object at {id(self):#x}>"
+
+    def register_hook(self, fn):
+        if self.post_hooks is None:
+            self.post_hooks = []
+        self.post_hooks.append(fn)
+        return _Handle(self.post_hooks, fn)
+
+
+class _Handle:
+    """Returned by hook registrations; ``remove()`` unregisters."""
+
+    _next_id = 0
+
+    def __init__(self, container, item):
+        self._container = weakref.ref(container) if not isinstance(container, list) else None
+        self._list = container
+        self._item = item
+        _Handle._next_id += 1
+        self.id = _Handle._next_id
+
+    def remove(self):
+        try:
+            self._list.remove(self._item)
+        except ValueError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
+class TensorMeta:
+    """Autograd state a tensor carries only once it needs it (kept in ``Tensor._hooks``)."""
+
+    __slots__ = ("hooks", "accumulator")
+
+    def __init__(self):
+        self.hooks = []
+        self.accumulator = None
+
+
+def meta_of(t: Tensor) -> TensorMeta:
+    m = t._hooks
+    if m is None:
+        m = t._hooks = TensorMeta()
+    return m
+
+
+def accumulator_of(t: Tensor) -> AccumulateGrad:
+    """The one AccumulateGrad of a leaf (weakly cached so leaf hooks fire once per pass)."""
+    m = meta_of(t)
+    acc = m.accumulator() if m.accumulator is not None else None
+    if acc is None:
+        acc = AccumulateGrad(t)
+        m.accumulator = weakref.ref(acc)
+    return acc
