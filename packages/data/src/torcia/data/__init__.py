@@ -1,0 +1,42 @@
+"""torcia-data: datasets, samplers and a multi-process ``DataLoader``, with PyTorch's names
+and semantics. Also importable as ``torcia.utils.data``.
+
+Examples
+--------
+>>> import torcia
+>>> from torcia.utils.data import DataLoader, TensorDataset
+>>> ds = TensorDataset(torcia.arange(6).float(), torcia.tensor([0, 1, 0, 1, 0, 1]))
+>>> loader = DataLoader(ds, batch_size=4, shuffle=True, generator=torcia.Generator().manual_seed(0))
+>>> [len(y) for _, y in loader]
+[4, 2]
+"""
+
+from torcia.data._collate import default_collate, default_convert
+from torcia.data._worker import WorkerInfo, get_worker_info
+from torcia.data.dataloader import DataLoader
+from torcia.data.dataset import (
+    ChainDataset,
+    ConcatDataset,
+    Dataset,
+    IterableDataset,
+    StackDataset,
+    Subset,
+    TensorDataset,
+    random_split,
+)
+from torcia.data.distributed import DistributedSampler
+from torcia.data.sampler import (
+    BatchSampler,
+    RandomSampler,
+    Sampler,
+    SequentialSampler,
+    SubsetRandomSampler,
+    WeightedRandomSampler,
+)
+
+__all__ = [
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
+    "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler",
+    "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
+    "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
+]
