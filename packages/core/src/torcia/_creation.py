@@ -47,8 +47,9 @@ def _to_device(arr: np.ndarray, dev):
     return dev.backend.from_host(arr, dev.index)
 
 
-def _infer_array(data):
-    """``data`` as a NumPy array with PyTorch's dtype inference."""
+def _infer_array(data, dtype=None):
+    """``data`` as a NumPy array with PyTorch's dtype inference (or in ``dtype``, converted
+    once from the values as given, so that float64 data keeps its precision)."""
     if isinstance(data, Tensor):
         return data.detach().cpu().numpy(), True
     if isinstance(data, np.ndarray):
@@ -60,6 +61,9 @@ def _infer_array(data):
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _lists_of(data)
     arr = np.asarray(data)
+    if dtype is not None and arr.dtype != object:
+        with np.errstate(over="ignore"):  # out-of-range floats become inf, as in PyTorch
+            return arr.astype(dtype.to_numpy()), False
     if arr.dtype == object:
         raise TypeError(f"Could not infer dtype of {type(data).__name__}: nested sequences must "
                         "be rectangular and hold numbers")
@@ -103,9 +107,10 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     >>> torcia.tensor([1.5, 2.0], dtype=torcia.float64)
     tensor([1.5000, 2.0000], dtype=torcia.float64)
     """
-    arr, _ = _infer_array(data)
+    dtype = None if dtype is None else _dtype_arg(dtype)
+    arr, _ = _infer_array(data, dtype)
     if dtype is not None:
-        arr = arr.astype(_dtype_arg(dtype).to_numpy())
+        arr = arr.astype(dtype.to_numpy(), copy=False)
     arr = np.array(arr, copy=True)
     if device is None and isinstance(data, Tensor):
         device = data.device

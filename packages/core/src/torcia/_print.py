@@ -87,6 +87,9 @@ def _format_array(arr: np.ndarray, indent: int) -> str:
     if arr.ndim == 0:
         return fmt(sample.item())
     values = _summary_values(sample, edge) if summarize else sample.reshape(-1)
+    if kind not in "biu":
+        # as PyTorch: the column width comes from the finite nonzero values only
+        values = values[np.isfinite(values) & (values != 0)]
     width = max((len(fmt(v)) for v in values.tolist()), default=1)
     return _nest(sample, fmt, width, indent, summarize, edge)
 
@@ -107,7 +110,7 @@ def _nest(arr, fmt, width, indent, summarize, edge):
     if arr.ndim == 1:
         items = arr.tolist()
         if summarize and len(items) > 2 * edge:
-            cells = [fmt(v).rjust(width) for v in items[:edge]] + ["..."] + [
+            cells = [fmt(v).rjust(width) for v in items[:edge]] + [" ..."] + [
                 fmt(v).rjust(width) for v in items[-edge:]]
         else:
             cells = [fmt(v).rjust(width) for v in items]
@@ -141,7 +144,9 @@ def tensor_repr(t) -> str:
             extras.append(f"size={tuple(arr.shape)}")
     else:
         body = _format_array(arr, len(prefix))
-    default_dtypes = (D.get_default_dtype(), D.int64, D.bool_)
+    # an empty tensor shows any dtype but the default float one, as PyTorch does
+    default_dtypes = (D.get_default_dtype(),) if arr.size == 0 else (
+        D.get_default_dtype(), D.int64, D.bool_)
     if t.dtype not in default_dtypes:
         extras.append(f"dtype=torcia.{t.dtype.name}")
     if t.grad_fn is not None:
