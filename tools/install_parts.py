@@ -11,6 +11,10 @@ Install torcia-nn into the running Python, with torcia-core and torcia-autograd:
 
     python tools/install_parts.py nn
 
+Every package, and the C++ plugin where the checkout has it::
+
+    python tools/install_parts.py packages --optional cpu
+
 Every package and plugin, editable, into another environment::
 
     python tools/install_parts.py --editable --python .venv-test/bin/python packages plugins
@@ -49,8 +53,12 @@ def pip_commands(selected, python, editable=False, isolated=False, pip_args=()) 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
-        "parts", nargs="+",
+        "parts", nargs="*",
         help="a folder name (nn, cpu), distribution (torcia-nn), path, or 'packages'/'plugins'",
+    )
+    parser.add_argument(
+        "--optional", action="append", default=[], metavar="PART",
+        help="also install PART, if this checkout has it (e.g. the C++ plugin 'cpu')",
     )
     parser.add_argument("--editable", "-e", action="store_true", help="editable installs")
     parser.add_argument("--python", default=sys.executable, help="the environment's Python")
@@ -60,7 +68,8 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     parts = repo.discover()
-    selected = repo.closure(parts, [p for key in args.parts for p in repo.lookup(parts, key)])
+    keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
+    selected = repo.closure(parts, [p for key in keys for p in repo.lookup(parts, key)])
     commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg)
     for command in commands:
         print("+", shlex.join(map(str, command)), flush=True)

@@ -81,6 +81,15 @@ def lookup(parts: dict[str, Part], key: str) -> list[Part]:
     return found
 
 
+def has(parts: dict[str, Part], key: str) -> bool:
+    """Whether ``key`` names a part of this checkout (see :func:`lookup`)."""
+    try:
+        lookup(parts, key)
+    except SystemExit:
+        return False
+    return True
+
+
 def closure(parts: dict[str, Part], selected: list[Part]) -> list[Part]:
     """``selected`` and every torcia distribution they need, each after its dependencies."""
     order: list[Part] = []

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The README's test command: run every test of the repository in a fresh environment.
+#
+# Creates .venv-test (once), installs every package and plugin of the checkout (editable)
+# with the test requirements, runs the fast tests, then the slow ones within a time bound.
+# Needs Python 3.11+ (set PYTHON to pick one) and, for the C++ plugin, a C++ compiler.
+# Arguments are passed to both pytest runs, e.g. `./tools/test.sh -x packages/nn`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=${TORCIA_TEST_VENV:-.venv-test}
+SLOW_TIMEOUT=${TORCIA_SLOW_TIMEOUT:-900}
+export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=${PIP_QUIET:-1}
+
+"$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "torcia needs Python 3.11+"'
+[ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
+py="$VENV/bin/python"
+
+"$py" -m pip install -r tools/requirements-test.txt
+# the MPI backend is tested against the MPI that pip installs, not a system one
+if [ -d plugins/mpi ]; then "$py" -m pip install mpich mpi4py; fi
+"$py" tools/install_parts.py --editable packages plugins >/dev/null
+
+# pytest exits 5 when it collects no test: an error here, never a pass
+run_pytest() {
+    local rc=0
+    "$@" || rc=$?
+    if [ "$rc" -eq 5 ]; then
+        echo "test.sh: no tests were collected by: $*" >&2
+        return 1
+    fi
+    return "$rc"
+}
+
+echo "== fast tests"
+run_pytest "$py" -m pytest -q -m "not slow" "$@"
+echo "== slow tests (at most ${SLOW_TIMEOUT}s)"
+if [ "$#" -gt 0 ]; then
+    # paths given on the command line may hold no slow test, and that is fine
+    timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow "$@" || [ "$?" -eq 5 ]
+else
+    run_pytest timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow
+fi
