@@ -434,7 +434,8 @@ def binary(op: str, a, b, float_op: bool = False):
         b_grad = b._requires_grad
     elif b.__class__ in (float, int, bool):
         dt = D.tensor_scalar_dtype(dt, b.__class__)
-        bd = b
+        # NumPy would take a bfloat16 array with a Python float to float32
+        bd = b if dt is not D.bfloat16 else dt.np.type(b)
         b_grad = False
     else:
         return binary(op, a, _as_operand(b, a), float_op)
@@ -457,6 +458,11 @@ def binary(op: str, a, b, float_op: bool = False):
 def _run2(kernel, ad, bd):
     try:
         return kernel(ad, bd)
+    except OverflowError:
+        # a Python int out of the tensor's integer range wraps around, as in PyTorch
+        if bd.__class__ is not int:
+            raise
+        return kernel(ad, np.array(bd, dtype=np.int64).astype(ad.dtype)[()])
     except ValueError:
         # NumPy's broadcasting error, in PyTorch's words
         a_shape, b_shape = np.shape(ad), np.shape(bd)
