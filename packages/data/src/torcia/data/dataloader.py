@@ -37,7 +37,7 @@ from torcia.random import default_generator
 __all__ = ["DataLoader"]
 
 #: How long a worker told to stop may take to finish its batch before it is terminated.
-SHUTDOWN_GRACE = 2.0
+SHUTDOWN_GRACE = 1.0
 
 
 class DataLoader:
