@@ -282,12 +282,16 @@ def copy_(self, src, non_blocking=False):
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
     """Fill in place with samples uniform on [a, b) (``from``/``to`` accepted too)."""
     a, b = kw.get("from", a), kw.get("to", b)
-    return _fill_from(self, rng_of(generator).uniform(a, b, tuple(self.shape)))
+    kernel = self._device.backend.kernels["uniform"]
+    return _fill_from(self, kernel(tuple(self.shape), float(a), float(b),
+                                   self.dtype.to_numpy(), rng_of(generator)))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with normal samples."""
-    return _fill_from(self, rng_of(generator).normal(mean, std, tuple(self.shape)))
+    kernel = self._device.backend.kernels["normal"]
+    return _fill_from(self, kernel(tuple(self.shape), float(mean), float(std),
+                                   self.dtype.to_numpy(), rng_of(generator)))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -310,15 +314,18 @@ def exponential_(self, lambd=1.0, *, generator=None):
 
 
 def _fill_from(self, arr) -> Tensor:
-    """Overwrite ``self``'s data in place with host samples (not recorded for autograd)."""
+    """Overwrite ``self``'s data in place with samples, host arrays or the device's own
+    (not recorded for autograd)."""
     from torcia._grad_mode import STATE
 
     if self._requires_grad and self.grad_fn is None and STATE.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
-    arr = np.asarray(arr).astype(self.dtype.to_numpy())
-    self._data[...] = arr if self._device is CPU else self._device.backend.from_host(
-        arr, self._device.index)
+    if isinstance(arr, np.ndarray) or self._device is CPU:
+        arr = np.asarray(arr).astype(self.dtype.to_numpy())
+        if self._device is not CPU:
+            arr = self._device.backend.from_host(arr, self._device.index)
+    self._data[...] = arr
     self._vc[0] += 1
     return self
 

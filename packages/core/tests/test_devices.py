@@ -1,0 +1,126 @@
+"""Devices: parsing, moving tensors, and the errors when devices meet.
+
+A second device, "meta", is a test plugin registered through ``torcia_register_backends``
+and ``torcia_register_kernels`` like any third-party backend: it holds NumPy arrays (copied
+on every transfer) and reuses the reference kernels.
+"""
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import plugins
+from torcia._numpy_backend import Reference
+from torcia.backend import Backend
+
+
+class MetaPlugin:
+    """A fake device backed by NumPy."""
+
+    @torcia.hookimpl
+    def torcia_register_backends(self, registry):
+        registry.add(Backend("meta", np, to_host=np.array,
+                             from_host=lambda a, index=None: np.array(a)))
+
+    @torcia.hookimpl
+    def torcia_register_kernels(self, registry):
+        for name, fn in Reference().table().items():
+            registry.add(name, "meta", fn)
+
+
+def _reset_tables():
+    for registry in list(plugins._state.registries.values()):
+        registry.reset()
+
+
+@pytest.fixture
+def meta():
+    pm = plugins.manager()
+    plugin = MetaPlugin()
+    pm.register(plugin, name="test-meta-device")
+    _reset_tables()
+    # like "cuda", a tensor's device carries an index
+    yield torcia.device("meta:0")
+    pm.unregister(plugin)
+    plugins._reset()
+
+
+@pytest.mark.parametrize("text, type_, index", [
+    ("cpu", "cpu", None), ("cuda:0", "cuda", 0), ("cuda:1", "cuda", 1), ("meta", "meta", None),
+])
+def test_device_parsing(text, type_, index):
+    d = torcia.device(text)
+    assert (d.type, d.index) == (type_, index)
+    assert str(d) == text
+    assert d == text
+    assert torcia.device(type_, index) == d
+
+
+def test_device_repr_and_errors():
+    assert repr(torcia.device("cuda:1")) == "device(type='cuda', index=1)"
+    assert repr(torcia.device("cpu")) == "device(type='cpu')"
+    assert torcia.device(torcia.device("cpu")) is torcia.device("cpu")
+    with pytest.raises(RuntimeError, match="Invalid device string: 'cuda:x'"):
+        torcia.device("cuda:x")
+    with pytest.raises(RuntimeError, match="Invalid device string"):
+        torcia.device("1cuda")
+    with pytest.raises(RuntimeError, match="must not include an index"):
+        torcia.device("cuda:0", 1)
+
+
+def test_missing_backend_is_named():
+    with pytest.raises(RuntimeError, match="no device backend named 'nosuch'"):
+        torcia.zeros(2, device="nosuch")
+
+
+def test_cpu_tensor_device():
+    x = torcia.ones(2)
+    assert x.device == torcia.device("cpu")
+    assert x.cpu() is x
+    assert x.to("cpu") is x
+    assert x.to(torcia.float64).dtype is torcia.float64
+    assert not x.is_cuda and x.get_device() == -1
+
+
+def test_to_and_back(meta):
+    x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    y = x.to("meta")
+    assert y.device == meta and y.device.type == "meta"
+    assert not np.shares_memory(y._data, x._data)
+    z = y.to("meta", torcia.float64)
+    assert z.device == meta and z.dtype is torcia.float64
+    back = (y * 2).cpu()
+    assert back.device.type == "cpu"
+    assert back.tolist() == [[2.0, 4.0], [6.0, 8.0]]
+    assert x.to(y).device == meta
+    assert torcia.zeros(3, device="meta").device == meta
+    assert "device='meta:0'" in repr(y)
+    assert y.sum().item() == 10.0
+
+
+def test_devices_meeting_raise_naming_both(meta):
+    x = torcia.ones(2)
+    y = torcia.ones(2, device="meta")
+    message = ("Expected all tensors to be on the same device, but found at least two "
+               "devices, cpu and meta:0!")
+    with pytest.raises(RuntimeError, match=message):
+        x + y
+    with pytest.raises(RuntimeError, match="devices, meta:0 and cpu!"):
+        y * x
+    with pytest.raises(RuntimeError, match="at least two devices"):
+        torcia.cat([x, y])
+    with pytest.raises(RuntimeError, match="at least two devices"):
+        torcia.where(x > 0, x, y)
+
+
+def test_numpy_of_other_device_raises(meta):
+    y = torcia.ones(2, device="meta")
+    with pytest.raises(TypeError, match="can't convert meta:0 device type tensor to numpy"):
+        y.numpy()
+    assert np.asarray(y).tolist() == [1.0, 1.0]
+
+
+def test_copy_across_devices(meta):
+    x = torcia.zeros(2)
+    x.copy_(torcia.tensor([1.0, 2.0], device="meta"))
+    assert x.tolist() == [1.0, 2.0]
