@@ -112,3 +112,8 @@ def closure(parts: dict[str, Part], selected: list[Part]) -> list[Part]:
     for part in selected:
         visit(part)
     return order
+
+
+if __name__ == "__main__":
+    # one folder name a line: what .ci/run gives tox as its per-part environments
+    print("\n".join(part.short for part in discover().values()))
