@@ -60,7 +60,10 @@ def _infer_array(data, dtype=None):
         return np.from_dlpack(data), True
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _lists_of(data)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:
+        raise ValueError(_ragged_message(data)) from None
     if dtype is not None and arr.dtype != object:
         with np.errstate(over="ignore"):  # out-of-range floats become inf, as in PyTorch
             return arr.astype(dtype.to_numpy()), False
@@ -74,6 +77,19 @@ def _infer_array(data, dtype=None):
     elif arr.dtype.kind not in "b":
         raise TypeError(f"Could not infer dtype of {arr.dtype}")
     return arr, False
+
+
+def _ragged_message(data, dim=0):
+    """PyTorch's message for nested sequences of unequal lengths."""
+    level = [data]
+    while level and all(isinstance(x, (list, tuple)) for x in level):
+        lengths = [len(x) for x in level]
+        for n in lengths[1:]:
+            if n != lengths[0]:
+                return f"expected sequence of length {lengths[0]} at dim {dim} (got {n})"
+        level = [y for x in level for y in x]
+        dim += 1
+    return "nested sequences must be rectangular and hold numbers"
 
 
 def _flat(data):
