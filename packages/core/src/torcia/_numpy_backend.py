@@ -295,7 +295,11 @@ class Reference(ExtraKernels):
         return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
     def diagonal(self, a, offset=0, dim1=0, dim2=1):
-        return self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
+        d = self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
+        if not d.flags.writeable and a.flags.writeable:
+            # NumPy hands out the diagonal read-only; PyTorch's is a writable view
+            d.flags.writeable = True
+        return d
 
     def as_strided(self, a, size, stride, storage_offset=0):
         xp = self.xp
