@@ -31,10 +31,17 @@ class Backend:
         Whether the hardware is there, and how many devices.
     device_context : callable, optional
         ``device_context(index)`` returns a context manager that makes ``index`` current.
+    runtime : object, optional
+        Device-specific services behind ``torcia.<name>`` (streams, memory statistics,
+        seeding), e.g. what ``torcia.cuda`` delegates to.
+    unavailable_reason : str, optional
+        Why the hardware cannot be used, when ``is_available()`` is False; tensors on the
+        device then raise an error quoting it.
     """
 
     def __init__(self, name, xp, to_host=None, from_host=None, is_available=None,
-                 device_count=None, device_context=None, plugin=None):
+                 device_count=None, device_context=None, plugin=None, runtime=None,
+                 unavailable_reason=None):
         self.name = name
         self.xp = xp
         self.to_host = to_host or (lambda a: a)
@@ -43,6 +50,8 @@ class Backend:
         self.device_count = device_count or (lambda: 1)
         self.device_context = device_context
         self.plugin = plugin
+        self.runtime = runtime
+        self.unavailable_reason = unavailable_reason
         self.kernels: dict = {}
         self.kernel_providers: dict = {}
 
@@ -191,6 +200,15 @@ class device:
         """The backend; building kernel tables on first use."""
         if self.kernels is None:
             backend = get_backend(self.type)
+            if not backend.is_available():
+                raise RuntimeError(
+                    f"device '{self}' is not available: {backend.unavailable_reason or 'no device'}"
+                )
+            if self.index is not None and self.index >= backend.device_count():
+                raise RuntimeError(
+                    f"invalid device ordinal: {self} requested, but {backend.device_count()} "
+                    f"{self.type} device(s) are available"
+                )
             self._backend = backend
             self.kernels = backend.kernels
         return self._backend
@@ -226,9 +244,8 @@ def canonical(dev) -> device:
     if dev.type == "cpu":
         return CPU
     if dev.index is None:
-        backend = dev.backend
-        current = getattr(backend, "current_device", None)
-        return device(dev.type, current() if current else 0)
+        runtime = dev.backend.runtime
+        return device(dev.type, runtime.current_device() if runtime is not None else 0)
     return dev
 
 

@@ -1,0 +1,48 @@
+"""On a machine with a GPU and CuPy: the real device against the CPU reference."""
+
+import numpy as np
+import pytest
+import torcia
+
+cupy = pytest.importorskip("cupy")
+if not torcia.cuda.is_available():
+    pytest.skip("no usable CUDA GPU", allow_module_level=True)
+
+
+def test_ops_and_gradients_match_the_cpu():
+    torcia.manual_seed(0)
+    a = torcia.randn(8, 5, dtype=torcia.float64, requires_grad=True)
+    b = torcia.randn(5, 3, dtype=torcia.float64, requires_grad=True)
+    ga, gb = a.detach().cuda().requires_grad_(), b.detach().cuda().requires_grad_()
+    out_cpu = (a @ b).tanh().sum(1).logsumexp(0)
+    out_gpu = (ga @ gb).tanh().sum(1).logsumexp(0)
+    out_cpu.backward()
+    out_gpu.backward()
+    assert isinstance(ga._data, cupy.ndarray)
+    torcia.testing.assert_close(out_gpu.cpu(), out_cpu)
+    torcia.testing.assert_close(ga.grad.cpu(), a.grad)
+    torcia.testing.assert_close(gb.grad.cpu(), b.grad)
+
+
+def test_memory_statistics_and_events():
+    torcia.cuda.reset_peak_memory_stats()
+    before = torcia.cuda.memory_allocated()
+    x = torcia.empty(1 << 20, device="cuda")
+    assert torcia.cuda.memory_allocated() >= before + 4 * (1 << 20)
+    assert torcia.cuda.max_memory_allocated() >= torcia.cuda.memory_allocated()
+    start, end = torcia.cuda.Event(enable_timing=True), torcia.cuda.Event(enable_timing=True)
+    start.record()
+    (x * 2).sum()
+    end.record()
+    torcia.cuda.synchronize()
+    assert start.elapsed_time(end) >= 0
+    del x
+    torcia.cuda.empty_cache()
+
+
+def test_dlpack_with_cupy():
+    c = cupy.arange(4, dtype=cupy.float32)
+    t = torcia.from_dlpack(c)
+    assert t.device.type == "cuda"
+    t += 1
+    assert np.array_equal(cupy.asnumpy(c), [1, 2, 3, 4])
