@@ -83,7 +83,8 @@ def test_unsupported_elements(bad):
 
 
 def test_default_convert():
-    out = default_convert({"x": np.arange(3), "t": (np.float32(1.0), "s"), "p": Point(np.ones(1), 2)})
+    sample = {"x": np.arange(3), "t": (np.float32(1.0), "s"), "p": Point(np.ones(1), 2)}
+    out = default_convert(sample)
     assert out["x"].tolist() == [0, 1, 2] and isinstance(out["x"], torcia.Tensor)
     assert isinstance(out["t"], list) and out["t"][0].dtype is torcia.float32
     assert out["t"][1] == "s"
@@ -94,7 +95,7 @@ def test_default_convert():
 
 @pytest.mark.torch
 def test_matches_pytorch_default_collate():
-    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch")
     from torch.utils.data import default_collate as torch_collate
 
     batch = [{"a": np.full((2, 3), i, np.float32), "b": (i, 0.5 * i), "c": "x"} for i in range(4)]

@@ -200,7 +200,7 @@ def test_distributed_sampler_shuffle_is_uniform_over_epochs():
 
 
 def test_distributed_sampler_rank_and_world_size():
-    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"Invalid rank 2, rank should be in the interval \[0, 1"):
         DistributedSampler(range(4), num_replicas=2, rank=2)
 
 

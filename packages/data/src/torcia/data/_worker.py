@@ -116,8 +116,13 @@ class ExceptionWrapper:
         try:
             exc = exc_type(msg)
         except Exception:  # noqa: BLE001 - the constructor takes other arguments
-            raise RuntimeError(msg) from None
-        raise exc
+            exc = RuntimeError(msg)
+        try:
+            raise exc
+        finally:
+            # exc -> traceback -> this frame -> exc would be a cycle, keeping the
+            # DataLoader iterator (and its workers) alive until the garbage collector runs
+            del exc
 
 
 class _KeyErrorMessage(str):

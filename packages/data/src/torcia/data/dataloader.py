@@ -222,6 +222,7 @@ def _context(choice):
 
 
 def _death_message(worker_id: int, proc) -> str:
+    proc.join(1.0)  # the sentinel fires on exit, a moment before the exit code can be read
     code = proc.exitcode
     if code is not None and code < 0:
         try:
@@ -418,7 +419,6 @@ class _MultiProcessIter:
         try:
             epoch, idx, payload = self._workers.readers[w].recv()
         except (EOFError, OSError):
-            self._workers.procs[w].join(1.0)
             self._fail(RuntimeError(_death_message(w, self._workers.procs[w])))
         if epoch is None:  # worker_init_fn or the dataset's setup failed
             self._finalizer()
@@ -438,4 +438,7 @@ class _MultiProcessIter:
 
     def _fail(self, error: Exception):
         self._finalizer()
-        raise error
+        try:
+            raise error
+        finally:
+            del error  # see ExceptionWrapper.reraise: no cycle through this frame

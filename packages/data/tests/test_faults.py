@@ -1,0 +1,193 @@
+"""Faults in workers: each raises a clear error in the main process within seconds, and
+none leaves a worker process or a shared-memory segment behind."""
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from torcia.data import DataLoader, Dataset, _worker
+
+pytestmark = pytest.mark.usefixtures("no_leaks")
+
+
+class Faulty(Dataset):
+    """Samples 0..n-1 as 1 KiB arrays; at index ``at`` it does ``what``."""
+
+    def __init__(self, what, at=5, n=12):
+        self.what, self.at, self.n = what, at, n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        if i == self.at:
+            if self.what == "raise":
+                raise ValueError(f"sample {i} is corrupt")
+            if self.what == "keyerror":
+                raise KeyError("missing 'label'")
+            if self.what == "odd-exception":
+                raise OddError(1, 2)
+            if self.what == "kill":
+                os.kill(os.getpid(), signal.SIGKILL)
+            if self.what == "exit":
+                os._exit(3)
+            if self.what == "hang":
+                time.sleep(30)
+        return np.full(256, i, np.float32)
+
+
+class OddError(Exception):
+    def __init__(self, a, b):  # cannot be rebuilt from a message alone
+        super().__init__(a, b)
+
+
+def test_exception_in_worker_is_reraised_with_worker_id_and_traceback():
+    loader = DataLoader(Faulty("raise"), batch_size=2, num_workers=2)
+    it = iter(loader)
+    assert next(it)[:, 0].tolist() == [0, 1]
+    assert next(it)[:, 0].tolist() == [2, 3]
+    with pytest.raises(ValueError) as info:
+        next(it)
+    msg = str(info.value)
+    del info  # its traceback holds the iterator, and with it the workers
+    # the batch [4, 5] is the third task: round robin gives it to worker 0
+    assert "Caught ValueError in DataLoader worker process 0" in msg
+    assert "Original Traceback (most recent call last)" in msg
+    assert "in __getitem__" in msg and 'raise ValueError(f"sample {i} is corrupt")' in msg
+    assert "sample 5 is corrupt" in msg
+    # the loader goes on with the next batch, as PyTorch's does
+    assert next(it)[:, 0].tolist() == [6, 7]
+    del it
+
+
+def test_key_error_message_is_readable():
+    with pytest.raises(KeyError) as info:
+        list(DataLoader(Faulty("keyerror"), batch_size=2, num_workers=1))
+    msg = str(info.value)
+    del info  # its traceback holds the iterator, and with it the workers
+    assert "\\n" not in msg and "missing 'label'" in msg
+
+
+def test_exception_that_cannot_be_rebuilt_becomes_runtime_error():
+    with pytest.raises(RuntimeError, match="Caught OddError in DataLoader worker process 0"):
+        list(DataLoader(Faulty("odd-exception"), batch_size=2, num_workers=1))
+
+
+def test_exception_in_the_main_process_is_the_original():
+    with pytest.raises(ValueError, match="^sample 5 is corrupt$"):
+        list(DataLoader(Faulty("raise"), batch_size=2, num_workers=0))
+
+
+def test_worker_killed_by_a_signal_raises_quickly():
+    loader = DataLoader(Faulty("kill", at=6), batch_size=2, num_workers=2)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"DataLoader worker 1 \(pid \d+\) exited "
+                                           r"unexpectedly \(killed by signal SIGKILL\)"):
+        list(loader)
+    assert time.monotonic() - start < 5
+
+
+def test_worker_that_exits_raises():
+    with pytest.raises(RuntimeError, match=r"exited unexpectedly \(exit code 3\)"):
+        list(DataLoader(Faulty("exit"), batch_size=2, num_workers=2))
+
+
+def test_timeout_raises():
+    loader = DataLoader(Faulty("hang", at=0), batch_size=2, num_workers=1, timeout=0.3)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="DataLoader timed out after 0.3 seconds"):
+        next(iter(loader))
+    # the hung worker is terminated after the grace period, not waited for
+    assert time.monotonic() - start < 0.3 + 2 * _worker.POLL_INTERVAL + 2
+
+
+def test_worker_init_fn_failure_names_the_worker():
+    def init(worker_id):
+        if worker_id == 1:
+            raise OSError("no GPU for worker 1")
+
+    loader = DataLoader(Faulty("none"), batch_size=2, num_workers=2, worker_init_fn=init)
+    with pytest.raises(OSError, match="(?s)worker process 1.*no GPU for worker 1"):
+        list(loader)
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_breaking_out_early_leaves_nothing_behind(persistent):
+    # 1 MiB batches, eight in flight when the loop is left
+    class Big(Dataset):
+        def __len__(self):
+            return 64
+
+        def __getitem__(self, i):
+            return np.full(1 << 16, i, np.float32)
+
+    loader = DataLoader(Big(), batch_size=4, num_workers=2, prefetch_factor=4,
+                        persistent_workers=persistent)
+    for k, batch in enumerate(loader):
+        if k == 1:
+            break
+    time.sleep(0.2)  # let the workers fill their pipes with batches nobody will take
+    del batch, loader  # the no_leaks fixture then checks processes and /dev/shm
+
+
+def test_breaking_out_of_a_slow_epoch_is_quick():
+    loader = DataLoader(Faulty("hang", at=3), batch_size=1, num_workers=2)
+    start = time.monotonic()
+    for k, _ in enumerate(loader):
+        if k == 1:
+            break
+    assert time.monotonic() - start < 5
+
+
+def test_batches_in_flight_are_in_shared_memory_until_taken():
+    loader = DataLoader(Faulty("none", n=40), batch_size=4, num_workers=2, prefetch_factor=2)
+    it = iter(loader)
+    next(it)
+    prefix = f"tc{os.getpid()}_"
+    deadline = time.monotonic() + 5
+    while not os.listdir("/dev/shm") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
+    rest = list(it)
+    assert len(rest) == 9
+    assert not any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
+
+
+def test_workers_exit_when_the_main_process_is_killed(tmp_path):
+    script = textwrap.dedent("""
+        import os, sys, numpy as np
+        from torcia.data import DataLoader, Dataset
+
+        class D(Dataset):
+            def __len__(self):
+                return 100
+            def __getitem__(self, i):
+                return np.full(4, os.getpid())
+
+        loader = DataLoader(D(), batch_size=2, num_workers=2, persistent_workers=True)
+        pids = {int(p) for b in loader for p in b[:, 0].tolist()}
+        print(" ".join(map(str, pids)), flush=True)
+        os.kill(os.getpid(), 9)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60)
+    pids = [int(p) for p in out.stdout.split()]
+    assert len(pids) == 2, out.stderr
+    deadline = time.monotonic() + 3 * _worker.POLL_INTERVAL + 2
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
