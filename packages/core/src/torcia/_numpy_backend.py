@@ -14,6 +14,7 @@ import numpy as np
 
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
+from torcia._kernels_nn import NNKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -36,7 +37,7 @@ _UFUNC_NAMES = {
 }
 
 
-class Reference(ExtraKernels):
+class Reference(NNKernels, ExtraKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
@@ -194,7 +195,8 @@ class Reference(ExtraKernels):
         xp = self.xp
         m = xp.amax(a, axis=dim, keepdims=True)
         m = xp.where(xp.isfinite(m), m, 0)
-        out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
+        with np.errstate(divide="ignore"):  # all -inf: log(0) is the right answer
+            out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
         return out if keepdim else xp.squeeze(out, axis=dim)
 
     def all(self, a, dim=None, keepdim=False):
