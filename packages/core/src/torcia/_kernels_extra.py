@@ -133,7 +133,7 @@ class ExtraKernels:
             return self.xp.repeat(a.reshape(-1), repeats)
         return self.xp.repeat(a, repeats, axis=dim)
 
-    def scatter_reduce(self, a, dim, index, src, reduce, include_self=True):
+    def scatter_reduce(self, a, index, src, dim, reduce, include_self=True):
         xp = self.xp
         key = self._scatter_index(index, dim)
         src = src[tuple(slice(0, s) for s in index.shape)]
