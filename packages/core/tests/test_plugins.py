@@ -40,9 +40,17 @@ def site(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("TORCIA_CONFIG", str(tmp_path / "absent.toml"))
     monkeypatch.syspath_prepend(str(tmp_path))
+    specs, registries = list(plugins._state.spec_modules), dict(plugins._state.registries)
     plugins._reset()
     yield tmp_path
     monkeypatch.undo()
+    # forget what the fake distributions added: their modules, hook specs and registries
+    for name, module in list(sys.modules.items()):
+        if str(getattr(module, "__file__", None) or "").startswith(str(tmp_path)):
+            del sys.modules[name]
+    plugins._state.spec_modules[:] = specs
+    plugins._state.registries.clear()
+    plugins._state.registries.update(registries)
     plugins._reset()
 
 
@@ -54,7 +62,9 @@ def install(site, dist, entry_points: dict[str, str], modules: dict[str, str]):
     lines = "".join(f"{name} = {target}\n" for name, target in entry_points.items())
     (info / "entry_points.txt").write_text(f"[torcia]\n{lines}")
     for module, source in modules.items():
-        (site / f"{module}.py").write_text(textwrap.dedent(source))
+        path = site / f"{module}.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(textwrap.dedent(source))
     importlib.invalidate_caches()
 
 
@@ -206,6 +216,37 @@ def test_listing_shows_each_plugin_its_status_and_what_it_provides(fakedev, monk
     assert "kernels on fakedev (1): neg" in out
     assert "broken  [broken-dist 1.0]  failed: ImportError: needs libfoo" in out
     assert f"core  [torcia-core {torcia.__version__}]  loaded" in out
+
+
+def test_listing_imports_the_package_that_creates_a_registry(site, capsys):
+    # the entry point loads widgetpkg._plugin; the registry lives in widgetpkg itself
+    install(site, "widget-dist", {"widgets": "widgetpkg._plugin"}, {
+        "widgetpkg/__init__": """
+            from torcia import plugins
+            from widgetpkg import hookspecs
+
+            plugins.add_hookspecs(hookspecs)
+            widgets = plugins.Registry("widget", "torcia_register_widgets")
+        """,
+        "widgetpkg/hookspecs": """
+            import pluggy
+
+            @pluggy.HookspecMarker("torcia")
+            def torcia_register_widgets(registry):
+                "Add widgets."
+        """,
+        "widgetpkg/_plugin": """
+            import torcia
+
+            @torcia.hookimpl
+            def torcia_register_widgets(registry):
+                registry.add("spinner", object())
+        """,
+    })
+    cli.main(["plugins"])
+    out = capsys.readouterr().out
+    assert "widgets  [widget-dist 1.0]  loaded\n  hooks: torcia_register_widgets\n" \
+           "  widget (1): spinner\n" in out
 
 
 def test_listing_elides_long_groups_unless_verbose(site, capsys):

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
+import importlib.metadata
 import json
 import sys
 import warnings
@@ -69,11 +71,28 @@ def _print_json(infos, policy) -> None:
     print()
 
 
+def _import_packages(infos) -> None:
+    """Import the package of each loaded plugin's entry point (``torcia.vision`` for
+    ``torcia.vision._plugin``): a part may create its registries there rather than in the
+    module the entry point loads, and only a registry that exists can list what it holds."""
+    loaded = {info.name for info in infos if info.status == "loaded"}
+    for ep in importlib.metadata.entry_points(group=plugins.ENTRY_POINT_GROUP):
+        package = ep.module.rpartition(".")[0] or ep.module
+        if ep.name in loaded and package != "torcia":
+            try:
+                importlib.import_module(package)
+            except Exception as exc:  # noqa: BLE001 - the listing goes on without it
+                print(f"torcia: importing {package} failed, so what plugin {ep.name!r} "
+                      f"registers there is not listed: {type(exc).__name__}: {exc}",
+                      file=sys.stderr)
+
+
 def _plugins_command(args) -> int:
     # A plugin that fails warns as it loads; the listing reports the same failure with its
     # reason, so the warning would only say it twice.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", plugins.PluginWarning)
+        _import_packages(plugins.plugin_infos())
         infos = plugins.plugin_infos()
     policy = plugins.Policy()
     if args.json:
