@@ -87,15 +87,21 @@ def pack(obj, name: str) -> Packed:
     fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
     try:
         os.ftruncate(fd, size)
-        with mmap.mmap(fd, size) as region:
-            for arr, off in zip(pickler.arrays, offsets):
-                dst = np.ndarray(arr.shape, arr.dtype, buffer=region, offset=off)
-                np.copyto(dst, arr)
-                del dst  # the mapping cannot close while a view of it exists
+        for arr, off in zip(pickler.arrays, offsets):
+            _write(fd, arr, off)
     finally:
         os.close(fd)
     layout = [(off, *m) for off, m in zip(offsets, pickler.metas)]
     return Packed(buf.getvalue(), (name, size), layout)
+
+
+def _write(fd: int, arr: np.ndarray, offset: int) -> None:
+    # pwrite rather than a copy into a mapping: the kernel fills the new pages itself,
+    # about twice as fast as faulting them in one by one from user space
+    data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+    while data:
+        written = os.pwrite(fd, data, offset)
+        data, offset = data[written:], offset + written
 
 
 class _ArrayUnpickler(pickle.Unpickler):

@@ -248,7 +248,8 @@ class _Workers:
 
     def __init__(self, loader, base_seed: int):
         ctx = _context(loader.multiprocessing_context)
-        self.prefix = f"tc{os.getpid()}_{next(_prefixes)}_"
+        self.owner = os.getpid()
+        self.prefix = f"tc{self.owner}_{next(_prefixes)}_"
         self.done = False
         self.procs, self.tasks, self.readers = [], [], []
         try:
@@ -274,7 +275,8 @@ class _Workers:
 
     def shutdown(self) -> None:
         """Stop every worker, then remove every shared-memory segment they left."""
-        if self.done:
+        # a forked worker inherits its parent's iterators: never let it stop their workers
+        if self.done or os.getpid() != self.owner:
             return
         self.done = True
         for tasks, proc in zip(self.tasks, self.procs):

@@ -1,0 +1,121 @@
+"""Batches per second through torcia's DataLoader, beside PyTorch's where torch is installed.
+
+Two workloads, each with 0 and 2 workers:
+
+- ``transform``: every sample is a 3x136x136 uint8 image that ``__getitem__`` crops at random
+  to 128x128, flips half the time, blurs (3x3 box) and normalises per channel: real work in
+  the workers, batches of 32 x 192 KiB.
+- ``large``: every sample is a 3x224x224 float32 array copied out of memory: little work,
+  large batches (32 x 588 KiB), so the cost of moving batches between processes shows.
+
+Each row times whole epochs, worker start-up included, and the best of ``--repeat`` runs
+counts. The same dataset object (which returns numpy arrays) feeds both libraries, so the
+ratio compares the loaders, not the datasets. Run::
+
+    python benchmarks/bench_dataloader.py [--epochs 3] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+import torcia.data
+
+MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1) * 255
+STD = np.array([0.229, 0.224, 0.225], np.float32).reshape(3, 1, 1) * 255
+
+
+class Transformed:
+    """Random crop, random flip, a 3x3 box blur and normalisation of stored uint8 images."""
+
+    def __init__(self, n=1024, size=136, crop=128):
+        rng = np.random.default_rng(0)
+        self.images = rng.integers(0, 256, (n, 3, size, size), dtype=np.uint8)
+        self.labels = rng.integers(0, 10, n)
+        self.crop = crop
+
+    def __len__(self):
+        return len(self.images)
+
+    def __getitem__(self, i):
+        # a per-sample stream: the same augmentation whichever worker loads sample i
+        rng = np.random.default_rng(i)
+        img = self.images[i]
+        top, left = rng.integers(0, img.shape[1] - self.crop - 1, 2)
+        # crop two pixels wider than the output, for the blur's border
+        img = img[:, top:top + self.crop + 2, left:left + self.crop + 2].astype(np.float32)
+        if rng.random() < 0.5:
+            img = img[:, :, ::-1]
+        rows = img[:, :-2] + img[:, 1:-1] + img[:, 2:]
+        blurred = (rows[:, :, :-2] + rows[:, :, 1:-1] + rows[:, :, 2:]) / 9
+        return (blurred - MEAN) / STD, int(self.labels[i])
+
+
+class Large:
+    """Large float32 samples, copied from memory."""
+
+    def __init__(self, n=512):
+        self.data = np.random.default_rng(0).standard_normal((8, 3, 224, 224), np.float32)
+        self.n = n
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        return self.data[i % len(self.data)].copy(), i
+
+
+WORKLOADS = {"transform": (Transformed, 32), "large": (Large, 32)}
+
+
+def batches_per_second(make_loader, epochs: int, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        count = 0
+        for _ in range(epochs):
+            for _batch in make_loader():
+                count += 1
+        best = min(best, (time.perf_counter() - start) / count)
+    return 1.0 / best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+    try:
+        import torch
+        import torch.utils.data
+    except ImportError:
+        torch = None
+
+    libraries = {"torcia": torcia.data.DataLoader}
+    if torch is not None:
+        torch.set_num_threads(1)
+        libraries["torch"] = torch.utils.data.DataLoader
+
+    print(f"{'workload':<10} {'workers':>7} {'torcia b/s':>11} {'torch b/s':>10} {'ratio':>6}")
+    for name, (make_dataset, batch_size) in WORKLOADS.items():
+        dataset = make_dataset()
+        for workers in (0, 2):
+            rates = {}
+            for lib, loader_cls in libraries.items():
+                def make_loader(cls=loader_cls):
+                    return cls(dataset, batch_size=batch_size, shuffle=True,
+                               num_workers=workers)
+
+                rates[lib] = batches_per_second(make_loader, args.epochs, args.repeat)
+            torch_rate = rates.get("torch")
+            ratio = f"{rates['torcia'] / torch_rate:6.2f}" if torch_rate else f"{'-':>6}"
+            torch_col = f"{torch_rate:10.1f}" if torch_rate else f"{'-':>10}"
+            print(f"{name:<10} {workers:>7} {rates['torcia']:11.1f} {torch_col} {ratio}")
+    print("ratio = torcia / torch batches per second (above 1: torcia is faster)")
+
+
+if __name__ == "__main__":
+    main()
