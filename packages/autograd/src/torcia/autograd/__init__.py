@@ -17,7 +17,11 @@ tensor([2., 4., 6.])
 from __future__ import annotations
 
 from torcia._grad_mode import (
-    enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    no_grad,
+    set_grad_enabled,
 )
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia.autograd import engine as _engine

@@ -32,11 +32,13 @@ class Entry:
     """A formula with what it needs, read once from its signature."""
 
     __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "meta_positions",
-                 "param_names", "uses_result", "wants_needs", "n_positional")
+                 "param_names", "uses_result", "wants_needs", "n_positional",
+                 "differentiable_outputs")
 
-    def __init__(self, op, fn):
+    def __init__(self, op, fn, differentiable_outputs=None):
         self.op = op
         self.fn = fn
+        self.differentiable_outputs = differentiable_outputs
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         self.multi = params[0].name == "grads"
@@ -97,12 +99,12 @@ class Entry:
                 result = tuple(_reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
-            kwargs["needs_input_grad"] = tuple(e is not None for e in node.next_functions)
+            kwargs["needs_input_grad"] = tuple(e[0] is not None for e in node.next_functions)
         out = self.fn(grads if self.multi else grads[0], *inputs, **kwargs)
         if not isinstance(out, tuple):
             out = (out,)
         return tuple(
-            _fit(g, m) if g is not None and e is not None else None
+            _fit(g, m) if g is not None and e[0] is not None else None
             for g, m, e in zip(out, node.metas, node.next_functions)
         )
 
@@ -155,13 +157,17 @@ def _fit(g, meta) -> Tensor:
 TABLE: dict[str, Entry] = {}
 
 
-def derivative(op: str):
-    """Register the backward formula of ``op`` (see the module docstring)."""
+def derivative(op: str, *, differentiable_outputs=None):
+    """Register the backward formula of ``op`` (see the module docstring).
+
+    ``differentiable_outputs`` (a tuple of bools, one per output of a multi-output op)
+    marks float outputs that never carry a gradient, such as the sign of ``slogdet``.
+    """
 
     def register(fn):
         if op in TABLE:
             raise ValueError(f"a derivative for {op!r} is already registered")
-        TABLE[op] = Entry(op, fn)
+        TABLE[op] = Entry(op, fn, differentiable_outputs)
         return fn
 
     return register
@@ -344,6 +350,27 @@ def _(grad, _x, *, result):
 @derivative("lgamma")
 def _(grad, x):
     return grad * x.digamma()
+
+
+@derivative("digamma")
+def _(grad, x):
+    return grad * _trigamma(x)
+
+
+def _trigamma(x):
+    """psi'(x) from differentiable ops: the recurrence psi'(z) = psi'(z + 1) + 1/z^2 up to
+    z + 10, then the asymptotic series; negative x by reflection."""
+    neg = x < 0.5
+    z = torcia.where(neg, 1 - x, x)
+    total = torcia.zeros_like(z)
+    for k in range(10):
+        total = total + 1 / ((z + k) * (z + k))
+    w = 1 / (z + 10)
+    w2 = w * w
+    total = total + w + w2 / 2 + w * w2 * (1 / 6 - w2 * (1 / 30 - w2 * (1 / 42 - w2 / 30)))
+    # psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x)
+    reflected = (math.pi / (math.pi * x).sin()) ** 2 - total
+    return torcia.where(neg, reflected, total)
 
 
 @derivative("frac")
@@ -614,19 +641,7 @@ def _(grad, x, *, dim, correction, keepdim, result):
 
 @derivative("norm")
 def _(grad, x, *, p, dim, keepdim, result):
-    g = _restore_dims(grad, dim, keepdim, x.ndim)
-    r = _restore_dims(result, dim, keepdim, x.ndim)
-    if p == 0:
-        return x * 0
-    if p == 1:
-        return g * x.sign()
-    if p == 2:
-        # NOTE: a zero norm gives a zero gradient, as PyTorch's subgradient choice
-        return g * x / r.masked_fill(r == 0, 1)
-    if math.isinf(p):
-        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * x.sign()
-    safe = r.masked_fill(r == 0, 1)
-    return g * x * x.abs() ** (p - 2) / safe ** (p - 1)
+    return _norm_backward(grad, x, p, dim, keepdim, result)
 
 
 @derivative("logsumexp")
@@ -810,7 +825,9 @@ def _(grad, _x, *, sizes):
 
 @derivative("tile")
 def _(grad, _x, *, dims):
-    return TABLE["repeat"].fn(grad, _x, sizes=tuple(dims))
+    # tile pads short ``dims`` with leading ones; then it is repeat
+    sizes = (1,) * (_x.ndim - len(dims)) + tuple(dims)
+    return TABLE["repeat"].fn(grad, _x, sizes=sizes)
 
 
 @derivative("tril")
@@ -853,13 +870,13 @@ def _(grad, _x, index, *, dim):
 
 @derivative("scatter")
 def _(grad, _x, index, src, *, dim):
-    gsrc = grad.gather(dim, index) if isinstance(src, Tensor) else None
+    gsrc = _embed(grad.gather(dim, index), src.shape) if isinstance(src, Tensor) else None
     return grad.scatter(dim, index, 0.0), None, gsrc
 
 
 @derivative("scatter_add")
 def _(grad, _x, index, _src, *, dim):
-    return grad, None, grad.gather(dim, index)
+    return grad, None, _embed(grad.gather(dim, index), _src.shape)
 
 
 @derivative("index_select")
@@ -896,6 +913,8 @@ def _(grad, _x, indices, *, dim):
 
 @derivative("matmul")
 def _(grad, a, b, *, needs_input_grad):
+    if a.ndim == 1 and b.ndim == 1:
+        return grad * b, grad * a
     a2 = a.unsqueeze(0) if a.ndim == 1 else a
     b2 = b.unsqueeze(-1) if b.ndim == 1 else b
     g = grad
@@ -948,38 +967,90 @@ def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
 
 @derivative("einsum")
 def _(grad, *operands, equation):
-    lhs, out = equation.split("->") if "->" in equation else (equation, None)
-    subs = lhs.split(",")
-    if out is None:
-        letters = "".join(subs)
-        out = "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c != "."))
-    if "." in equation:
-        raise NotImplementedError("einsum backward with '...' is not supported yet")
+    subs, out = _einsum_letters(equation, [o.shape for o in operands])
+    sizes = {}
+    for sub, o in zip(subs, operands):
+        sizes.update(zip(sub, o.shape))
     grads = []
     for i, sub in enumerate(subs):
         others = [s for j, s in enumerate(subs) if j != i]
         ops = [o for j, o in enumerate(operands) if j != i]
-        missing = [c for c in dict.fromkeys(sub) if c not in out and all(c not in s for s in others)]
-        target = "".join(c for c in dict.fromkeys(sub) if c not in missing)
+        unique = list(dict.fromkeys(sub))
+        elsewhere = set(out).union(*others)
+        target = "".join(c for c in unique if c in elsewhere)
         g = torcia.einsum(",".join([out] + others) + "->" + target, grad, *ops)
-        if missing or len(set(sub)) != len(sub):
-            g = _einsum_expand(g, target, sub, operands[i])
-        grads.append(g)
+        # letters summed inside this operand alone: the gradient is constant along them
+        for c in unique:
+            if c not in elsewhere:
+                g = g.unsqueeze(-1).expand(*g.shape, sizes[c])
+                target += c
+        grads.append(_einsum_place(g, target, sub, sizes))
     return tuple(grads)
 
 
-def _einsum_expand(g, target, sub, x):
-    """Broadcast ``g`` (indexed by ``target``) back to operand ``x`` (indexed by ``sub``)."""
-    if len(set(sub)) != len(sub):
-        raise NotImplementedError(
-            "einsum backward for a subscript repeated within one operand (a diagonal) is not "
-            "supported"
-        )
+_FRESH = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _einsum_letters(equation, shapes):
+    """Operand and output subscripts with '...' spelled out as fresh letters and the
+    implicit output made explicit. A broadcast (size-1) ellipsis dim gets a letter of its
+    own, so that its gradient is summed."""
+    equation = equation.replace(" ", "")
+    lhs, out = equation.split("->") if "->" in equation else (equation, None)
+    subs = lhs.split(",")
+    used = set(equation)
+    fresh = iter(c for c in _FRESH if c not in used)
+    n_ell = max((len(shape) - len(s.replace("...", ""))
+                 for s, shape in zip(subs, shapes) if "..." in s), default=0)
+    ell = [next(fresh) for _ in range(n_ell)]
+    ell_size = [1] * n_ell
+    for s, shape in zip(subs, shapes):
+        if "..." in s:
+            k = len(shape) - len(s.replace("...", ""))
+            for j in range(k):
+                ell_size[n_ell - k + j] = max(ell_size[n_ell - k + j], shape[s.index("...") + j])
+    spelled = []
+    for s, shape in zip(subs, shapes):
+        if "..." in s:
+            k = len(shape) - len(s.replace("...", ""))
+            at = s.index("...")
+            mine = ""
+            for j in range(k):
+                pos = n_ell - k + j
+                broadcast = shape[at + j] == 1 and ell_size[pos] != 1
+                mine += next(fresh) if broadcast else ell[pos]
+            s = s.replace("...", mine)
+        spelled.append(s)
+    if out is None:
+        letters = "".join(subs)
+        out = "".join(ell) + "".join(
+            sorted(c for c in set(letters) if letters.count(c) == 1 and c != "."))
+    else:
+        out = out.replace("...", "".join(ell))
+    return spelled, out
+
+
+def _einsum_place(g, target, sub, sizes):
+    """Arrange ``g`` (indexed by the distinct letters ``target``) as an operand indexed by
+    ``sub``; a letter repeated in ``sub`` (a diagonal) puts ``g`` on that diagonal."""
+    renamed = ""
+    eyes = []
+    seen = set()
+    used = set(target) | set(sub)
+    fresh = iter(c for c in _FRESH + "abcdefghijklmnopqrstuvwxyz" if c not in used)
     for c in sub:
-        if c not in target:
-            g = g.unsqueeze(-1)
-            target += c
-    return g.permute([target.index(c) for c in sub]).expand(x.shape)
+        if c in seen:
+            d = next(fresh)
+            eyes.append((c, d))
+            renamed += d
+        else:
+            seen.add(c)
+            renamed += c
+    if not eyes:
+        return g.permute([target.index(c) for c in sub])
+    eye_ops = [torcia.eye(sizes[c], dtype=g.dtype, device=g.device) for c, _ in eyes]
+    spec = ",".join([target] + [c + d for c, d in eyes]) + "->" + renamed
+    return torcia.einsum(spec, g, *eye_ops)
 
 
 @derivative("tensordot")
@@ -989,11 +1060,730 @@ def _(grad, a, b, *, dims):
     free_b = [d for d in range(b.ndim) if d not in db]
     na = len(free_a)
     # grad has dims free_a + free_b
+    # ga's dims: free_a, then b's contracted dims in b's order (each paired with a dim of a)
     ga = torcia.tensordot(grad, b, (tuple(range(na, grad.ndim)), tuple(free_b)))
-    # ga dims: free_a + db order -> permute to a's order
-    order_a = free_a + list(da)
+    order_a = free_a + [da[list(db).index(d)] for d in sorted(db)]
     ga = ga.permute([order_a.index(d) for d in range(a.ndim)])
     gb = torcia.tensordot(a, grad, (tuple(free_a), tuple(range(na))))
-    order_b = list(db) + free_b
+    order_b = [db[list(da).index(d)] for d in sorted(da)] + free_b
     gb = gb.permute([order_b.index(d) for d in range(b.ndim)])
     return ga, gb
+
+
+def _embed(g, shape):
+    """``g`` placed at the start of a zero tensor of ``shape`` (a ``src`` larger than its
+    index gets no gradient past the index's extent)."""
+    if tuple(g.shape) == tuple(shape):
+        return g
+    key = tuple(slice(0, s) for s in g.shape)
+    zeros = torcia.zeros(shape, dtype=g.dtype, device=g.device)
+    return call("index_put", (zeros, g), {"key": key, "accumulate": True})
+
+
+def _backward_by_map(grad, meta, op, params):
+    """Backward of an op that only moves, repeats or pads elements: run ``op`` on the
+    numbers 1..n (0 marks padding) and scatter-add ``grad`` back by that map."""
+    with torcia.no_grad():
+        ids = torcia.arange(1, meta.numel() + 1, device=meta.device).reshape(meta.shape)
+        idx = call(op, (ids,), params).reshape(-1)
+    # slot 0 collects the gradient of padding, then is dropped
+    flat = torcia.zeros(meta.numel() + 1, dtype=grad.dtype, device=grad.device)
+    flat = call("index_put", (flat, grad.reshape(-1)), {"key": (idx._data,), "accumulate": True})
+    return flat[1:].reshape(meta.shape)
+
+
+# =======================================================================================
+# sorting, selection and scans
+# =======================================================================================
+
+
+def _scatter_values_grad(grads, x, dim, indices):
+    """sort/topk: each value's gradient goes back to where it was taken from."""
+    g = grads[0]
+    if g is None:
+        return None
+    if x.ndim == 0:
+        return g
+    return torcia.zeros(x.shape, dtype=g.dtype, device=g.device).scatter_add(dim, indices, g)
+
+
+@derivative("sort")
+def _(grads, _x, *, dim, result, descending=False, stable=False):
+    return _scatter_values_grad(grads, _x, dim, result[1])
+
+
+@derivative("topk")
+def _(grads, _x, *, dim, result, k=None, largest=True, sorted=True):
+    return _scatter_values_grad(grads, _x, dim, result[1])
+
+
+@derivative("kthvalue")
+def _(grads, x, *, dim, keepdim, result, k=None):
+    return _index_grad(grads, x, dim, keepdim, result[1])
+
+
+@derivative("median_dim")
+def _(grads, x, *, dim, keepdim, result):
+    return _index_grad(grads, x, dim, keepdim, result[1])
+
+
+@derivative("mode_dim")
+def _(grads, x, *, dim, keepdim, result):
+    return _index_grad(grads, x, dim, keepdim, result[1])
+
+
+@derivative("cummax")
+def _(grads, _x, *, dim, result):
+    return _scatter_values_grad(grads, _x, dim, result[1])
+
+
+@derivative("cummin")
+def _(grads, _x, *, dim, result):
+    return _scatter_values_grad(grads, _x, dim, result[1])
+
+
+@derivative("logcumsumexp")
+def _(grad, x, *, dim, result):
+    # d r_j / d x_i = exp(x_i - r_j) for i <= j; shifted by the total so exp stays small
+    n = x.shape[dim]
+    total = result.narrow(dim, n - 1, 1)
+    tail = (grad * (total - result).exp()).flip((dim,)).cumsum(dim).flip((dim,))
+    return tail * (x - total).exp()
+
+
+# =======================================================================================
+# gathering, padding, diagonals
+# =======================================================================================
+
+
+@derivative("repeat_interleave")
+def _(grad, _x, *, repeats, dim):
+    return _backward_by_map(grad, _x, "repeat_interleave", {"repeats": repeats, "dim": dim})
+
+
+@derivative("pad")
+def _(grad, _x, *, pad, mode, value):
+    return _backward_by_map(grad, _x, "pad", {"pad": pad, "mode": mode, "value": 0})
+
+
+@derivative("diag")
+def _(grad, _x, *, diagonal):
+    return _backward_by_map(grad, _x, "diag", {"diagonal": diagonal})
+
+
+@derivative("diag_embed")
+def _(grad, _x, *, offset, dim1, dim2):
+    return _backward_by_map(grad, _x, "diag_embed", {"offset": offset, "dim1": dim1,
+                                                     "dim2": dim2})
+
+
+@derivative("masked_select")
+def _(grad, _x, mask):
+    shape = torcia.broadcast_shapes(_x.shape, mask.shape)
+    zeros = torcia.zeros(shape, dtype=grad.dtype, device=grad.device)
+    key = (mask.expand(shape)._data,)
+    return call("index_put", (zeros, grad), {"key": key, "accumulate": True}), None
+
+
+@derivative("scatter_reduce")
+def _(grad, x, index, src, *, dim, reduce, include_self, result):
+    idx_src = src[tuple(slice(0, s) for s in index.shape)]
+    hit = torcia.zeros(x.shape, dtype=torcia.bool, device=x.device).scatter(dim, index, True)
+    if reduce == "sum":
+        gx = grad if include_self else grad.masked_fill(hit, 0)
+        gsrc = grad.gather(dim, index)
+    elif reduce == "mean":
+        count = torcia.zeros(x.shape, dtype=grad.dtype, device=grad.device).scatter_add(
+            dim, index, torcia.ones_like(idx_src)) + int(include_self)
+        share = grad / count.clamp(min=1)
+        gx = share if include_self else share.masked_fill(hit, 0)
+        gsrc = share.gather(dim, index)
+    elif reduce in ("amax", "amin"):
+        # ties share the gradient evenly, as in PyTorch
+        x_wins = x == result if include_self else torcia.zeros_like(hit)
+        src_wins = idx_src == result.gather(dim, index)
+        count = x_wins.to(grad.dtype).scatter_add(dim, index, src_wins.to(grad.dtype))
+        share = grad / count.clamp(min=1)
+        gx = torcia.where(hit, share * x_wins, grad) if include_self else grad.masked_fill(
+            hit, 0)
+        gsrc = share.gather(dim, index) * src_wins
+    else:  # prod
+        gx, gsrc = _scatter_prod_grad(grad, x, index, idx_src, dim, include_self, hit, result)
+    return gx, None, _embed(gsrc, src.shape)
+
+
+def _scatter_prod_grad(grad, x, index, src, dim, include_self, hit, result):
+    """Gradient of a scatter product, exact where factors are zero: a factor's gradient is
+    the product of the other factors, which is the product of the nonzero ones when it is
+    the only zero, and 0 when there is another zero."""
+    ones = torcia.ones_like(x)
+    base = x.masked_fill(x == 0, 1) if include_self else ones
+    nonzero_prod = base.scatter_reduce(dim, index, src.masked_fill(src == 0, 1), "prod")
+    zeros_x = (x == 0).to(grad.dtype) if include_self else torcia.zeros_like(x)
+    n_zero = zeros_x.scatter_add(dim, index, (src == 0).to(grad.dtype))
+
+    def others(value, is_zero, n_zero_here, prod_nz, res):
+        safe = value.masked_fill(is_zero, 1)
+        return torcia.where(n_zero_here == 0, res / safe,
+                            torcia.where(is_zero & (n_zero_here == 1), prod_nz,
+                                         torcia.zeros_like(res)))
+
+    gsrc = grad.gather(dim, index) * others(src, src == 0, n_zero.gather(dim, index),
+                                            nonzero_prod.gather(dim, index),
+                                            result.gather(dim, index))
+    if include_self:
+        gx = torcia.where(hit, grad * others(x, x == 0, n_zero, nonzero_prod, result), grad)
+    else:
+        gx = grad.masked_fill(hit, 0)
+    return gx, gsrc
+
+
+# =======================================================================================
+# linear algebra: inverses, determinants, decompositions, norms
+# =======================================================================================
+
+
+def _eye_like(n, like):
+    return torcia.eye(n, dtype=like.dtype, device=like.device)
+
+
+@derivative("linalg_inv")
+def _(grad, _a, *, result):
+    return -(result.mT @ grad @ result.mT)
+
+
+@derivative("linalg_solve")
+def _(grad, a, _b, *, left, result, needs_input_grad):
+    # left: A X = B, so gB = A^-T g and gA = -gB X^T; right: X A = B, gB = g A^-T
+    gb = torcia.linalg.solve(a.mT, grad, left=left)
+    ga = None
+    if needs_input_grad[0]:
+        ga = -(gb @ result.mT) if left else -(result.mT @ gb)
+    return ga, gb
+
+
+@derivative("linalg_det")
+def _(grad, a, *, result):
+    # NOTE: well defined for invertible matrices only; a singular one raises in inv
+    return (grad * result).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
+
+
+@derivative("linalg_slogdet", differentiable_outputs=(False, True))
+def _(grads, a):
+    g = grads[1]
+    if g is None:
+        return None
+    return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
+
+
+def _sym(m):
+    return (m + m.mT) / 2
+
+
+@derivative("linalg_cholesky")
+def _(grad, _a, *, upper, result):
+    # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
+    # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal); transposed:
+    low, g = (result.mT, grad.mT) if upper else (result, grad)
+    p = (low.mT @ g).tril()
+    p = p - 0.5 * torcia.diag_embed(p.diagonal(0, -2, -1))
+    linv = torcia.linalg.inv(low)
+    return linv.mT @ _sym(p) @ linv
+
+
+@derivative("linalg_qr")
+def _(grads, _a, *, mode, result):
+    q, r = result
+    m, n = q.shape[-2], r.shape[-1]
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                           "going to differentiate through linalg.qr.")
+    if m < n:
+        raise NotImplementedError("The derivative of linalg.qr is not implemented when "
+                                  "the input has more columns than rows")
+    gq = grads[0] if grads[0] is not None else torcia.zeros_like(q)
+    gr = grads[1] if grads[1] is not None else torcia.zeros_like(r)
+    if mode == "complete" and m > n:
+        q, gq = q.narrow(-1, 0, n), gq.narrow(-1, 0, n)
+        r, gr = r.narrow(-2, 0, n), gr.narrow(-2, 0, n)
+    # M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T, copyltu mirrors M's lower part
+    big_m = r @ gr.mT - gq.mT @ q
+    low = big_m.tril(-1)
+    copyltu = low + low.mT + torcia.diag_embed(big_m.diagonal(0, -2, -1))
+    rhs = gq + q @ copyltu
+    return torcia.linalg.solve(r.mT, rhs, left=False)
+
+
+def _gap_inverse(values):
+    """F[i, j] = 1 / (values[j] - values[i]) off the diagonal, 0 on it."""
+    diff = values.unsqueeze(-2) - values.unsqueeze(-1)
+    n = values.shape[-1]
+    eye = _eye_like(n, values).to(torcia.bool)
+    return torcia.where(eye, torcia.zeros_like(diff), 1 / diff.masked_fill(eye, 1))
+
+
+@derivative("linalg_eigh")
+def _(grads, _a, *, result, UPLO="L"):
+    vals, vecs = result
+    gl, gv = grads
+    inner = torcia.zeros_like(vecs) if gv is None else (
+        _gap_inverse(vals) * (vecs.mT @ gv - gv.mT @ vecs) / 2)
+    if gl is not None:
+        inner = inner + torcia.diag_embed(gl)
+    return vecs @ inner @ vecs.mT
+
+
+@derivative("linalg_eigvalsh")
+def _(grad, a, *, UPLO="L"):
+    vecs = torcia.linalg.eigh(a, UPLO=UPLO).eigenvectors
+    return (vecs * grad.unsqueeze(-2)) @ vecs.mT
+
+
+@derivative("linalg_svd")
+def _(grads, a, *, full_matrices, result):
+    u, s, vh = result
+    k = s.shape[-1]
+    if full_matrices:
+        # the extra singular vectors are arbitrary: only the first k carry a gradient
+        u, vh = u.narrow(-1, 0, k), vh.narrow(-2, 0, k)
+    gu, gs, gvh = grads
+    if gu is not None and full_matrices:
+        gu = gu.narrow(-1, 0, k)
+    if gvh is not None and full_matrices:
+        gvh = gvh.narrow(-2, 0, k)
+    return _svd_backward(a, u, s, vh, gu, gs, gvh)
+
+
+def _svd_backward(a, u, s, vh, gu, gs, gvh):
+    """Real SVD backward for distinct nonzero singular values (Townsend's formula)."""
+    m, n = a.shape[-2], a.shape[-1]
+    v = vh.mT
+    inner = torcia.diag_embed(gs) if gs is not None else torcia.zeros_like(
+        torcia.diag_embed(s))
+    out = None
+    if gu is not None or gvh is not None:
+        f = _gap_inverse(s * s)
+        s_mat = torcia.diag_embed(s)
+        s_inv = torcia.diag_embed(1 / s)
+        if gu is not None:
+            utgu = u.mT @ gu
+            inner = inner + (f * (utgu - utgu.mT)) @ s_mat
+            if m > s.shape[-1]:
+                out = (gu - u @ utgu) @ s_inv @ vh
+        if gvh is not None:
+            gv = gvh.mT
+            vtgv = v.mT @ gv
+            inner = inner + s_mat @ (f * (vtgv - vtgv.mT))
+            if n > s.shape[-1]:
+                extra = u @ s_inv @ (gv.mT - vtgv.mT @ v.mT)
+                out = extra if out is None else out + extra
+    core = u @ inner @ vh
+    return core if out is None else core + out
+
+
+@derivative("linalg_pinv")
+def _(grad, a, *, rtol, hermitian, result):
+    # constant rank: dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
+    p = result
+    eye_m = _eye_like(a.shape[-2], grad)
+    eye_n = _eye_like(a.shape[-1], grad)
+    return (-(p.mT @ grad @ p.mT) + (eye_m - a @ p) @ grad.mT @ p @ p.mT
+            + p.mT @ p @ grad.mT @ (eye_n - p @ a))
+
+
+def _norm_backward(grad, x, p, dim, keepdim, result):
+    """Gradient of the vector p-norm (p = 0 has none; +-inf goes to the extreme entries)."""
+    g = _restore_dims(grad, dim, keepdim, x.ndim)
+    r = _restore_dims(result, dim, keepdim, x.ndim)
+    if p == 0:
+        return x * 0
+    if p == 1:
+        return g * x.sign()
+    if p == 2:
+        # NOTE: a zero norm gives a zero gradient, as PyTorch's subgradient choice
+        return g * x / r.masked_fill(r == 0, 1)
+    if math.isinf(p):
+        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * x.sign()
+    safe = r.masked_fill(r == 0, 1)
+    return g * x * x.abs() ** (p - 2) / safe ** (p - 1)
+
+
+@derivative("linalg_vector_norm")
+def _(grad, x, *, ord, dim, keepdim, result):
+    return _norm_backward(grad, x, ord, dim, keepdim, result)
+
+
+def _matrix_norm_backward(grad, a, ord, dim, keepdim, result):
+    d0, d1 = dim
+    g = _restore_dims(grad, tuple(sorted(dim)), keepdim, a.ndim)
+    if ord == "fro":
+        r = _restore_dims(result, tuple(sorted(dim)), keepdim, a.ndim)
+        return g * a / r.masked_fill(r == 0, 1)
+    if ord in ("nuc", 2, -2):
+        moved = a.movedim((d0, d1), (-2, -1))
+        u, s, vh = torcia.linalg.svd(moved, full_matrices=False)
+        if ord == "nuc":
+            d = u @ vh
+        else:
+            j = 0 if ord == 2 else s.shape[-1] - 1
+            d = u.narrow(-1, j, 1) @ vh.narrow(-2, j, 1)
+        return g * d.movedim((-2, -1), (d0, d1))
+    # 1 / -1: extreme column of the column sums; inf / -inf: extreme row of the row sums
+    sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+    sums = a.abs().sum(sum_dim, keepdim=True)
+    pick = _restore_dims(result, tuple(sorted(dim)), keepdim, a.ndim)
+    mask = sums == pick
+    share = g * mask / mask.sum(pick_dim, keepdim=True)
+    return share * a.sign()
+
+
+@derivative("linalg_matrix_norm")
+def _(grad, a, *, ord, dim, keepdim, result):
+    return _matrix_norm_backward(grad, a, ord, dim, keepdim, result)
+
+
+@derivative("linalg_norm")
+def _(grad, a, *, ord, dim, keepdim, result):
+    if dim is not None and len(dim) == 2:
+        return _matrix_norm_backward(grad, a, "fro" if ord is None else ord, dim, keepdim,
+                                     result)
+    return _norm_backward(grad, a, 2.0 if ord is None else ord, dim, keepdim, result)
+
+
+# =======================================================================================
+# === neural-network primitives ===
+# =======================================================================================
+# Activation formulas are written with torcia ops on the input (or the result), so they
+# are twice differentiable. The window ops (conv, conv_transpose, conv_weight; avg_pool
+# and avg_pool_backward; im2col and col2im) are each other's adjoints, so their rows close
+# over those ops and any order of derivative works.
+
+
+@derivative("leaky_relu")
+def _(grad, x, *, negative_slope):
+    return torcia.where(x > 0, grad, grad * negative_slope)
+
+
+@derivative("elu")
+def _(grad, x, *, alpha):
+    return torcia.where(x > 0, grad, grad * alpha * x.exp())
+
+
+@derivative("selu")
+def _(grad, x):
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return torcia.where(x > 0, grad * scale, grad * (scale * alpha) * x.exp())
+
+
+@derivative("celu")
+def _(grad, x, *, alpha):
+    return torcia.where(x > 0, grad, grad * (x / alpha).exp())
+
+
+@derivative("gelu")
+def _(grad, x, *, approximate):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        t = (k * (x + 0.044715 * x * x * x)).tanh()
+        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x))
+    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
+    pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+    return grad * (cdf + x * pdf)
+
+
+@derivative("silu")
+def _(grad, x):
+    s = x.sigmoid()
+    return grad * s * (1 + x * (1 - s))
+
+
+@derivative("mish")
+def _(grad, x):
+    t = call("softplus", (x,), {"beta": 1.0, "threshold": 20.0}).tanh()
+    return grad * (t + x * (1 - t * t) * x.sigmoid())
+
+
+@derivative("softplus")
+def _(grad, x, *, beta, threshold):
+    z = x * beta
+    return torcia.where(z > threshold, grad, grad * z.sigmoid())
+
+
+@derivative("hardtanh")
+def _(grad, x, *, min_val, max_val):
+    # NOTE: strict bounds, as PyTorch: no gradient at the clipping points themselves
+    return grad * ((x > min_val) & (x < max_val))
+
+
+@derivative("hardswish")
+def _(grad, x):
+    mid = torcia.where(x < -3, torcia.zeros_like(x), x / 3 + 0.5)
+    return grad * torcia.where(x > 3, torcia.ones_like(x), mid)
+
+
+@derivative("hardsigmoid")
+def _(grad, x):
+    return grad * ((x > -3) & (x < 3)) / 6
+
+
+@derivative("logsigmoid")
+def _(grad, x):
+    return grad * (-x).sigmoid()
+
+
+@derivative("softsign")
+def _(grad, x):
+    d = 1 + x.abs()
+    return grad / (d * d)
+
+
+@derivative("tanhshrink")
+def _(grad, x):
+    t = x.tanh()
+    return grad * t * t
+
+
+@derivative("softmax")
+def _(grad, _x, *, dim, result):
+    return result * (grad - (grad * result).sum(dim, keepdim=True))
+
+
+@derivative("log_softmax")
+def _(grad, _x, *, dim, result):
+    return grad - result.exp() * grad.sum(dim, keepdim=True)
+
+
+def _conv_params(stride, padding, dilation, groups):
+    return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
+
+
+def _conv_input_grad(grad, weight, input_shape, stride, padding, dilation, groups):
+    """conv's gradient for its input: conv_transpose with the output padding that gives
+    back the input's size (the rows and columns the strides skipped)."""
+    out_pad = tuple(
+        i - ((o - 1) * s - lo - hi + d * (k - 1) + 1)
+        for i, o, s, (lo, hi), d, k in zip(input_shape[2:], grad.shape[2:], stride, padding,
+                                           dilation, weight.shape[2:])
+    )
+    return call("conv_transpose", (grad, weight, None),
+                {**_conv_params(stride, padding, dilation, groups),
+                 "output_padding": out_pad})
+
+
+def _crop_to(t, shape):
+    """``t`` narrowed to ``shape`` in its spatial dims (a conv may see more positions
+    than a conv_transpose's input had)."""
+    for d in range(2, t.ndim):
+        if t.shape[d] != shape[d]:
+            t = t.narrow(d, 0, shape[d])
+    return t
+
+
+@derivative("conv")
+def _(grad, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
+    params = _conv_params(stride, padding, dilation, groups)
+    gx = _conv_input_grad(grad, w, x.shape, stride, padding, dilation,
+                          groups) if needs_input_grad[0] else None
+    gw = call("conv_weight", (x, grad), {"weight_shape": tuple(w.shape),
+                                         **params}) if needs_input_grad[1] else None
+    gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if needs_input_grad[2] else None
+    return gx, gw, gb
+
+
+@derivative("conv_transpose")
+def _(grad, x, w, _b, *, stride, padding, output_padding, dilation, groups,
+      needs_input_grad):
+    params = _conv_params(stride, padding, dilation, groups)
+    gx = _crop_to(call("conv", (grad, w, None), params),
+                  x.shape) if needs_input_grad[0] else None
+    gw = call("conv_weight", (grad, x), {"weight_shape": tuple(w.shape),
+                                         **params}) if needs_input_grad[1] else None
+    gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if needs_input_grad[2] else None
+    return gx, gw, gb
+
+
+@derivative("conv_weight")
+def _(grad, x, g, *, weight_shape, stride, padding, dilation, groups, needs_input_grad):
+    # conv_weight is bilinear in (x, g): each gradient is conv's other derivative with
+    # ``grad`` as the weight
+    params = _conv_params(stride, padding, dilation, groups)
+    gx = _conv_input_grad(g, grad, x.shape, stride, padding, dilation,
+                          groups) if needs_input_grad[0] else None
+    gg = _crop_to(call("conv", (x, grad, None), params), g.shape) if needs_input_grad[1] \
+        else None
+    return gx, gg
+
+
+@derivative("im2col")
+def _(grad, _x, *, kernel_size, dilation, padding, stride):
+    return call("col2im", (grad,), {"output_size": tuple(_x.shape[2:]),
+                                    "kernel_size": kernel_size, "dilation": dilation,
+                                    "padding": padding, "stride": stride})
+
+
+@derivative("col2im")
+def _(grad, _cols, *, output_size, kernel_size, dilation, padding, stride):
+    return call("im2col", (grad,), {"kernel_size": kernel_size, "dilation": dilation,
+                                    "padding": padding, "stride": stride})
+
+
+def _max_pool_grad(grads, x, result):
+    g = grads[0]
+    if g is None:
+        return None
+    return call("max_pool_backward", (g, result[1]), {"input_shape": tuple(x.shape[2:])})
+
+
+@derivative("max_pool")
+def _(grads, _x, *, kernel_size, stride, padding, dilation, ceil_mode, result):
+    return _max_pool_grad(grads, _x, result)
+
+
+@derivative("adaptive_max_pool")
+def _(grads, _x, *, output_size, result):
+    return _max_pool_grad(grads, _x, result)
+
+
+@derivative("max_pool_backward")
+def _(grad, _g, indices, *, input_shape):
+    # the adjoint of a scatter by indices is a gather by the same indices
+    n, c = grad.shape[:2]
+    flat = grad.reshape(n, c, -1).gather(2, indices.reshape(n, c, -1))
+    return flat.reshape(_g.shape), None
+
+
+def _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                divisor_override):
+    return {"kernel_size": kernel_size, "stride": stride, "padding": padding,
+            "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
+            "divisor_override": divisor_override}
+
+
+@derivative("avg_pool")
+def _(grad, _x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
+      divisor_override):
+    params = _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+    return call("avg_pool_backward", (grad,), {"input_shape": tuple(_x.shape[2:]), **params})
+
+
+@derivative("avg_pool_backward")
+def _(grad, _g, *, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
+      divisor_override):
+    params = _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
+                         divisor_override)
+    return call("avg_pool", (grad,), params)
+
+
+def _normalized(x, dims, eps):
+    """(x - mean) / sqrt(var + eps) over ``dims``, recomputed with ops so that second
+    derivatives flow through the statistics."""
+    mean = x.mean(dims, keepdim=True)
+    centred = x - mean
+    invstd = ((centred * centred).mean(dims, keepdim=True) + eps).rsqrt()
+    return centred * invstd, invstd
+
+
+def _norm_input_grad(gxhat, xhat, invstd, dims):
+    """The gradient through (x - mean(x)) * invstd(x), given the one for its output."""
+    return invstd * (gxhat - gxhat.mean(dims, keepdim=True)
+                     - xhat * (gxhat * xhat).mean(dims, keepdim=True))
+
+
+@derivative("batch_norm")
+def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
+      needs_input_grad):
+    g = grads[0]
+    if g is None:
+        return None, None, None, None, None
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if training:
+        xhat, invstd = _normalized(x, dims, eps)
+    else:
+        invstd = (running_var + eps).rsqrt().reshape(shape)
+        xhat = (x - running_mean.reshape(shape)) * invstd
+    gxhat = g if weight is None else g * weight.reshape(shape)
+    gx = gw = gb = None
+    if needs_input_grad[0]:
+        gx = _norm_input_grad(gxhat, xhat, invstd, dims) if training else gxhat * invstd
+    if needs_input_grad[1]:
+        gw = (g * xhat).sum(dims)
+    if needs_input_grad[2]:
+        gb = g.sum(dims)
+    return gx, gw, gb, None, None
+
+
+@derivative("layer_norm")
+def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
+    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    lead = tuple(range(x.ndim - normalized_ndim))
+    xhat, invstd = _normalized(x, dims, eps)
+    gxhat = grad if weight is None else grad * weight
+    gx = _norm_input_grad(gxhat, xhat, invstd, dims) if needs_input_grad[0] else None
+    gw = (grad * xhat).sum(lead) if needs_input_grad[1] and lead else (
+        grad * xhat if needs_input_grad[1] else None)
+    gb = (grad.sum(lead) if lead else grad) if needs_input_grad[2] else None
+    return gx, gw, gb
+
+
+@derivative("embedding")
+def _(grad, _weight, indices, *, padding_idx):
+    return call("embedding_backward", (grad, indices),
+                {"num_weights": _weight.shape[0], "padding_idx": padding_idx}), None
+
+
+@derivative("embedding_backward")
+def _(grad, _g, indices, *, num_weights, padding_idx):
+    if padding_idx is not None:
+        keep = torcia.ones(num_weights, dtype=grad.dtype, device=grad.device)
+        keep[padding_idx] = 0
+        grad = grad * keep.unsqueeze(1)
+    return call("embedding", (grad, indices), {"padding_idx": padding_idx}), None
+
+
+def _loss_coefficients(grad, target, weight, reduction, ignore_index, dtype):
+    """Per-sample factors of a class-index loss's gradient: the output gradient, the
+    target's class weight, zero for ignored targets, over the mean's denominator.
+    Returns them with the targets made safe to index with."""
+    keep = target != ignore_index
+    safe = target.masked_fill(keep.logical_not(), 0)
+    w = keep.to(dtype)
+    if weight is not None:
+        w = w * weight.detach()[safe]
+    scale = grad
+    if reduction == "mean":
+        scale = grad / w.sum()
+    return scale * w, safe
+
+
+@derivative("nll_loss")
+def _(grad, _logp, target, weight, *, reduction, ignore_index):
+    coef, safe = _loss_coefficients(grad, target, weight, reduction, ignore_index,
+                                    _logp.dtype)
+    gx = torcia.zeros(_logp.shape, dtype=grad.dtype, device=grad.device)
+    return gx.scatter(1, safe.unsqueeze(1), (-coef).unsqueeze(1)), None, None
+
+
+@derivative("cross_entropy")
+def _(grad, x, target, weight, *, reduction, ignore_index, label_smoothing):
+    n, c = x.shape
+    keep = (target != ignore_index).to(x.dtype)
+    safe = target.masked_fill(target == ignore_index, 0)
+    w_t = keep if weight is None else keep * weight.detach()[safe]
+    scale = grad / w_t.sum() if reduction == "mean" else grad
+    scale = (scale * keep).unsqueeze(1)
+    p = call("softmax", (x,), {"dim": 1})
+    eps = label_smoothing
+    onehot = torcia.zeros((n, c), dtype=x.dtype, device=x.device).scatter(
+        1, safe.unsqueeze(1), 1.0)
+    wt = w_t.unsqueeze(1)
+    if eps:
+        wc = torcia.ones(c, dtype=x.dtype, device=x.device) if weight is None \
+            else weight.detach()
+        # d/dx of -(1-eps) w_t log p_t - eps/C sum_c w_c log p_c
+        target_dist = (1 - eps) * wt * onehot + (eps / c) * wc
+        mass = (1 - eps) * wt + (eps / c) * wc.sum()
+        return scale * (mass * p - target_dist), None, None
+    return scale * wt * (p - onehot), None, None

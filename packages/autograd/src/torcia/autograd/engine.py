@@ -36,11 +36,15 @@ ANOMALY = _Anomaly()
 # ---------------------------------------------------------------------------------------
 
 
+# PyTorch's form for an input that gets no gradient: ``(None, 0)``
+NO_EDGE = (None, 0)
+
+
 def _edge(x):
     if x.__class__ is not Tensor and not isinstance(x, Tensor):
-        return None
+        return NO_EDGE
     if not x._requires_grad:
-        return None
+        return NO_EDGE
     fn = x.grad_fn
     if fn is None:
         return (accumulator_of(x), 0)
@@ -78,8 +82,9 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     if ANOMALY.enabled:
         node.trace = "".join(traceback.format_stack()[:-3])
     if multi:
+        mask = entry.differentiable_outputs
         for i, o in enumerate(out):
-            if o._data.dtype.kind == "f" or o.dtype is D.bfloat16:
+            if (mask is None or mask[i]) and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
                 o._requires_grad = True
                 o.grad_fn = node
                 o._out_nr = i
@@ -285,15 +290,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     # count, for each node, how many edges feed it
     deps: dict = {}
     order = []
-    stack = [n for n, _ in roots]
+    # one entry per node: two roots on one node (outputs of one op) must count edges once
+    stack = list(dict.fromkeys(n for n, _ in roots))
     seen = set(stack)
     while stack:
         node = stack.pop()
         order.append(node)
-        for edge in node.next_functions:
-            if edge is None:
+        for nxt, _ in node.next_functions:
+            if nxt is None:
                 continue
-            nxt = edge[0]
             deps[nxt] = deps.get(nxt, 0) + 1
             if nxt not in seen:
                 seen.add(nxt)
@@ -346,10 +351,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                         hook(grad_inputs, tuple(grads))
                 if not retain_graph:
                     node.release()
-            for edge, g in zip(node.next_functions, grad_inputs):
-                if edge is None:
+            for (nxt, nr), g in zip(node.next_functions, grad_inputs):
+                if nxt is None:
                     continue
-                nxt, nr = edge
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
@@ -359,9 +363,23 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 deps[nxt] = left
                 if left == 0:
                     ready.append(nxt)
+    except BaseException:
+        _CALLBACKS.clear()
+        raise
     finally:
         _GRAD.enabled = grad_mode_before
+    while _CALLBACKS:
+        _CALLBACKS.pop(0)()
     return results
+
+
+_CALLBACKS: list = []
+
+
+def queue_callback(fn) -> None:
+    """Run ``fn()`` once the backward pass under way has finished (DDP waits for its
+    gradient reductions there)."""
+    _CALLBACKS.append(fn)
 
 
 def _needed(order, deps, capture, targets):
@@ -378,16 +396,15 @@ def _needed(order, deps, capture, targets):
     while frontier:
         node = frontier.pop()
         topo.append(node)
-        for edge in node.next_functions:
-            if edge is None:
+        for nxt, _ in node.next_functions:
+            if nxt is None:
                 continue
-            nxt = edge[0]
             pending[nxt] -= 1
             if pending[nxt] == 0:
                 frontier.append(nxt)
     needed = set()
     for node in reversed(topo):
-        if node in wanted or any(e is not None and e[0] in needed for e in node.next_functions):
+        if node in wanted or any(e[0] in needed for e in node.next_functions):
             needed.add(node)
     return needed
 
@@ -476,7 +493,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         targets = set()
         capture = {}
         non_leaf = []
-        for i, t in enumerate(inputs):
+        for t in inputs:
             if not t._requires_grad:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             if t.grad_fn is None:
@@ -507,7 +524,6 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
     """
     outputs = _as_tuple(outputs)
-    single = isinstance(inputs, Tensor)
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
         grad_outputs = (None,) * len(outputs)

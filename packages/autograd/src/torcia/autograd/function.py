@@ -87,7 +87,7 @@ class BackwardCFunction(_Node):
             )
         fitted = []
         for i, (g, edge) in enumerate(zip(out[:n], self.next_functions)):
-            if g is None or edge is None:
+            if g is None or edge[0] is None:
                 fitted.append(None)
                 continue
             if not isinstance(g, Tensor):

@@ -1,0 +1,392 @@
+"""First and second derivatives of every row of the derivative table, by finite differences.
+
+``SAMPLES`` maps each differentiable op to cases ``(fn, inputs, check_kwargs)``: ``fn``
+calls the op (often on a transposed or sliced view, or with broadcasting), ``inputs`` are
+float64 tensors in the op's valid domain. A completeness test fails when an op of the table
+or of :data:`torcia.ops.ALL` (differentiable, not a neural-network primitive) has no case.
+
+Neural-network primitives (:data:`torcia.ops.NN`) are checked by torcia-nn's own
+``test_functional*`` files; here we only require that every NN op with a table row is named
+in one of them.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import ops
+from torcia._ops_extra import pad
+from torcia._tensor import call
+from torcia.autograd import derivatives, engine, gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(0)
+F64 = torcia.float64
+
+
+def t(array):
+    return torcia.tensor(np.asarray(array, dtype=np.float64), requires_grad=True)
+
+
+def r(*shape):
+    """Standard normal."""
+    return t(RNG.standard_normal(shape))
+
+
+def pos(*shape):
+    """In [0.5, 2)."""
+    return t(RNG.uniform(0.5, 2.0, shape))
+
+
+def unit(*shape):
+    """In (-0.8, 0.8): inside the domain of asin, acos, atanh, erfinv."""
+    return t(RNG.uniform(-0.8, 0.8, shape))
+
+
+def distinct(*shape):
+    """A permutation of well-separated values: no ties for max, sort, median, mode."""
+    n = int(np.prod(shape))
+    return t(RNG.permutation(np.linspace(-2.0, 2.0, n)).reshape(shape))
+
+
+def distinct2(*shape):
+    """Like :func:`distinct`, shifted so that it never ties with it."""
+    return t(distinct(*shape).detach().numpy() + 0.1)
+
+
+def spd(n):
+    """A symmetric positive-definite matrix, well conditioned."""
+    a = RNG.standard_normal((n, n))
+    return t(a @ a.T + n * np.eye(n))
+
+
+def idx(values):
+    return torcia.tensor(values, dtype=torcia.int64)
+
+
+def mask(values):
+    return torcia.tensor(values, dtype=torcia.bool)
+
+
+def case(fn, *inputs, **kwargs):
+    return (fn, inputs, kwargs)
+
+
+def unary(fn, make=r):
+    """A contiguous case, a transposed one and a sliced one."""
+    return [case(fn, make(2, 3)), case(lambda x: fn(x.mT), make(2, 3)),
+            case(lambda x: fn(x[:, ::2]), make(3, 4))]
+
+
+def binary(fn, make_a=r, make_b=r):
+    """Same shapes, broadcasting both ways, and a transposed operand."""
+    return [case(fn, make_a(2, 3), make_b(2, 3)), case(fn, make_a(2, 1, 3), make_b(4, 1)),
+            case(lambda a, b: fn(a.mT, b), make_a(3, 2), make_b(2, 3))]
+
+
+def _transfer(x):
+    out = torcia._tensor.Tensor._make(x._data.copy(), x._device)
+    engine.record_transfer(x, out)
+    return out
+
+
+def _copy_slices(x, y):
+    z = x * 1
+    z[1:, ::2].mul_(y)  # a write through a strided view of a non-leaf
+    return z
+
+
+def _setitem(x, v):
+    z = x * 1
+    z[idx([0, 2])] = v
+    return z
+
+
+INF = float("inf")
+
+SAMPLES = {
+    # ----- elementwise, one input ---------------------------------------------------------
+    "neg": unary(torcia.neg), "abs": unary(torcia.abs), "square": unary(torcia.square),
+    "relu": unary(torcia.relu), "exp": unary(torcia.exp), "exp2": unary(torcia.exp2),
+    "expm1": unary(torcia.expm1), "log": unary(torcia.log, pos), "log2": unary(torcia.log2, pos),
+    "log10": unary(torcia.log10, pos), "log1p": unary(torcia.log1p, pos),
+    "sqrt": unary(torcia.sqrt, pos), "rsqrt": unary(torcia.rsqrt, pos),
+    "reciprocal": unary(torcia.reciprocal, pos), "sin": unary(torcia.sin),
+    "cos": unary(torcia.cos), "tan": unary(torcia.tan, unit), "asin": unary(torcia.asin, unit),
+    "acos": unary(torcia.acos, unit), "atan": unary(torcia.atan), "sinh": unary(torcia.sinh),
+    "cosh": unary(torcia.cosh), "tanh": unary(torcia.tanh), "asinh": unary(torcia.asinh),
+    "acosh": unary(lambda x: torcia.acosh(x + 1), pos), "atanh": unary(torcia.atanh, unit),
+    "sigmoid": unary(torcia.sigmoid), "erf": unary(torcia.erf), "erfc": unary(torcia.erfc),
+    "erfinv": unary(torcia.erfinv, unit), "lgamma": unary(torcia.lgamma, pos),
+    "digamma": unary(torcia.digamma, pos) + [case(torcia.digamma, t([-0.7, -2.4, 0.2]))],
+    "frac": unary(lambda x: torcia.frac(x * 0.9)),
+    # ----- elementwise, two or more inputs ------------------------------------------------
+    "add": binary(torcia.add) + [case(lambda a: a + 2.5, r(3))],
+    "sub": binary(torcia.sub) + [case(lambda a: 1 - a, r(3))],
+    "mul": binary(torcia.mul) + [case(lambda a: a * 3, r(3))],
+    "div": binary(torcia.div, r, pos) + [case(lambda a: 2 / a, pos(3))],
+    "pow": binary(torcia.pow, pos, r) + [case(lambda a: a ** 3, r(4)),
+                                         case(lambda a: a ** 0.5, pos(3)),
+                                         case(lambda b: 2.0 ** b, r(3))],
+    "maximum": binary(torcia.maximum, distinct, distinct2),
+    "minimum": binary(torcia.minimum, distinct, distinct2),
+    "fmax": binary(torcia.fmax, distinct, distinct2),
+    "fmin": binary(torcia.fmin, distinct, distinct2),
+    "remainder": binary(lambda a, b: torcia.remainder(a, b + 3), pos, pos),
+    "fmod": binary(lambda a, b: torcia.fmod(a, b + 3), pos, pos),
+    "atan2": binary(torcia.atan2, pos, pos), "hypot": binary(torcia.hypot, pos, pos),
+    "xlogy": binary(torcia.xlogy, r, pos),
+    "clamp": [case(lambda x, lo, hi: torcia.clamp(x, lo - 1, hi + 1), distinct(2, 3), r(3),
+                   r(2, 1)),
+              case(lambda x: torcia.clamp(x, -0.5, 0.6), distinct(2, 3)),
+              case(lambda x: torcia.clamp(x.mT, max=0.3), distinct(3, 2))],
+    "where": [case(lambda a, b: torcia.where(mask([[True, False, True]]), a, b), r(2, 3),
+                   r(2, 1))],
+    "lerp": [case(torcia.lerp, r(2, 3), r(3), r(2, 1)),
+             case(lambda a, b: torcia.lerp(a, b, 0.3), r(2, 3), r(2, 3))],
+    "addcmul": [case(lambda x, a, b: torcia.addcmul(x, a, b, value=0.5), r(3), r(2, 3),
+                     r(2, 1))],
+    "addcdiv": [case(lambda x, a, b: torcia.addcdiv(x, a, b, value=2.0), r(3), r(2, 3),
+                     pos(2, 1))],
+    "masked_fill": [case(lambda x: x.masked_fill(mask([True, False, True]), 2.0), r(2, 3))],
+    "cast": [case(lambda x: x.to(torcia.float32).to(F64), r(2, 3), eps=1e-3, atol=1e-3)],
+    "to_device": [case(_transfer, r(2, 3))],
+    "nan_to_num": [case(torcia.nan_to_num, r(2, 3))],
+    # ----- reductions ---------------------------------------------------------------------
+    "sum": [case(torcia.sum, r(2, 3)), case(lambda x: x.sum(0), r(2, 3)),
+            case(lambda x: x.mT.sum((0, 2), keepdim=True), r(2, 3, 2))],
+    "nansum": [case(lambda x: x.nansum(1), r(2, 3))],
+    "mean": [case(torcia.mean, r(2, 3)), case(lambda x: x[:, ::2].mean(1, keepdim=True),
+                                               r(2, 4))],
+    "prod": [case(torcia.prod, r(2, 3)), case(lambda x: x.prod(1), r(2, 3)),
+             case(lambda x: x.prod(0), t([[0.0, 2.0], [3.0, 0.0], [0.5, 0.0]]))],
+    "amax": [case(lambda x: x.amax(1), distinct(2, 3)), case(torcia.amax, distinct(2, 3))],
+    "amin": [case(lambda x: x.amin((0, 1)), distinct(2, 3))],
+    "var": [case(torcia.var, r(2, 3)), case(lambda x: x.var(1, correction=0), r(2, 3))],
+    "std": [case(torcia.std, r(2, 3)), case(lambda x: x.mT.std(1, keepdim=True), r(2, 3))],
+    "norm": [case(lambda x, p=p: x.norm(p), r(2, 3)) for p in (1, 2, 3, INF)]
+    + [case(lambda x: x.norm(2, dim=1), r(2, 3))],
+    "logsumexp": [case(lambda x: x.logsumexp(1), r(2, 3))],
+    "max_dim": [case(lambda x: torcia.max(x, 1).values, distinct(2, 3)),
+                case(lambda x: torcia.max(x.mT, 0, keepdim=True).values, distinct(2, 3))],
+    "min_dim": [case(lambda x: torcia.min(x, 0).values, distinct(2, 3))],
+    "median_dim": [case(lambda x: torcia.median(x, 1).values, distinct(2, 3)),
+                   case(torcia.median, distinct(2, 3))],
+    "mode_dim": [case(lambda x: torcia.mode(x, 1).values, distinct(2, 3))],
+    "cumsum": [case(lambda x: x.cumsum(1), r(2, 3))],
+    "cumprod": [case(lambda x: x.cumprod(0), r(3, 2)),
+                case(lambda x: x.cumprod(0), t([1.5, 0.0, 2.0, -1.0]))],
+    "cummax": [case(lambda x: torcia.cummax(x, 1).values, distinct(2, 4))],
+    "cummin": [case(lambda x: torcia.cummin(x.mT, 0).values, distinct(2, 4))],
+    "logcumsumexp": [case(lambda x: torcia.logcumsumexp(x, 1), r(2, 3))],
+    # ----- views and movement -------------------------------------------------------------
+    "view": [case(lambda x: x.view(3, 2) * 1, r(2, 3))],
+    "reshape": [case(lambda x: x.mT.reshape(-1), r(2, 3))],
+    "permute": [case(lambda x: x.permute(2, 0, 1), r(2, 3, 2))],
+    "transpose": [case(lambda x: x.transpose(0, 1), r(2, 3))],
+    "squeeze": [case(lambda x: x.squeeze(1), r(2, 1, 3)), case(torcia.squeeze, r(1, 3))],
+    "unsqueeze": [case(lambda x: x.unsqueeze(1), r(2, 3))],
+    "expand": [case(lambda x: x.expand(2, 3, 2), r(3, 1))],
+    "narrow": [case(lambda x: x.narrow(1, 1, 2), r(2, 4))],
+    "unfold": [case(lambda x: x.unfold(1, 2, 1), r(2, 4))],
+    "diagonal": [case(lambda x: x.diagonal(1), r(3, 4)), case(torcia.diagonal, r(3, 3))],
+    "as_strided": [case(lambda x: x.as_strided((2, 2), (1, 2)), r(6))],
+    "getitem": [case(lambda x: x[1], r(2, 3)), case(lambda x: x[:, ::2], r(2, 5)),
+                case(lambda x: x[idx([0, 2, 0])], r(3, 2)),
+                case(lambda x: x[mask([[True, False], [True, True]])], r(2, 2))],
+    "detach_view": [case(lambda x: call("detach_view", (x,), {}), r(2, 3))],
+    "contiguous": [case(lambda x: x.mT.contiguous(), r(2, 3))],
+    "clone": [case(torcia.clone, r(2, 3))],
+    "flip": [case(lambda x: x.flip((0, 1)), r(2, 3))],
+    "roll": [case(lambda x: x.roll(1, 1), r(2, 3)), case(lambda x: x.roll(2), r(2, 3))],
+    "repeat": [case(lambda x: x.repeat(2, 1, 2), r(2, 3))],
+    "tile": [case(lambda x: call("tile", (x,), {"dims": (2,)}), r(2, 3))],
+    "repeat_interleave": [case(lambda x: x.repeat_interleave(2, dim=1), r(2, 3)),
+                          case(lambda x: x.repeat_interleave(idx([1, 0, 2]), dim=1), r(2, 3)),
+                          case(lambda x: x.repeat_interleave(2), r(2, 2))],
+    "tril": [case(lambda x: x.tril(), r(3, 3))], "triu": [case(lambda x: x.triu(1), r(3, 3))],
+    "cat": [case(lambda a, b: torcia.cat([a, b.mT], 1), r(2, 3), r(1, 2))],
+    "stack": [case(lambda a, b: torcia.stack([a, b], 1), r(2, 3), r(2, 3))],
+    "split": [case(lambda x: x.split([1, 2], 1)[1], r(2, 3)),
+              case(lambda x: torcia.chunk(x, 2, 0), r(4, 2))],
+    "gather": [case(lambda x: x.gather(1, idx([[0, 0], [2, 1]])), r(2, 3))],
+    "scatter": [case(lambda x, s: x.scatter(1, idx([[0], [2]]), s), r(2, 3), r(2, 2)),
+                case(lambda x: x.scatter(0, idx([[1, 0, 1]]), 0.5), r(2, 3))],
+    "scatter_add": [case(lambda x, s: x.scatter_add(1, idx([[0, 0], [2, 1]]), s), r(2, 3),
+                         r(2, 2))],
+    "scatter_reduce": [
+        case(lambda x, s, red=red, inc=inc: x.scatter_reduce(0, idx([0, 2, 0, 1]), s, red,
+                                                           include_self=inc),
+             distinct(3) if red in ("amax", "amin") else r(3),
+             distinct(4) if red in ("amax", "amin") else r(4))
+        for red in ("sum", "mean", "amax", "amin", "prod") for inc in (True, False)
+    ] + [case(lambda x, s: x.scatter_reduce(0, idx([0, 0, 1]), s, "prod"), r(2),
+              t([0.0, 2.0, 3.0]), gradgrad="exact zero factor: first order only")],
+    "index_select": [case(lambda x: x.index_select(1, idx([2, 0, 2])), r(2, 3))],
+    "index_add": [case(lambda x, s: x.index_add(0, idx([1, 1]), s, alpha=2.0), r(2, 3),
+                       r(2, 3))],
+    "index_copy": [case(lambda x, s: x.index_copy(1, idx([2, 0]), s), r(2, 3), r(2, 2))],
+    "index_put": [case(_setitem, r(3, 2), r(2, 2)),
+                  case(lambda x, v: torcia.index_put(x, (idx([0, 0]),), v, accumulate=True),
+                       r(2, 3), r(3))],
+    "copy_slices": [case(_copy_slices, r(3, 4), r(2, 2))],
+    "take_along_dim": [case(lambda x: torcia.take_along_dim(x, idx([[1], [0]]), 1), r(2, 3)),
+                       case(lambda x: torcia.take_along_dim(x, idx([4, 0, 4])), r(2, 3))],
+    "pad": [case(lambda x: pad(x, (1, 2)), r(2, 3)),
+            case(lambda x: pad(x, (-1, 1, 1, 0), value=2.0), r(2, 3)),
+            case(lambda x: pad(x, (2, 1), mode="reflect"), r(2, 4)),
+            case(lambda x: pad(x, (1, 2, 1, 1), mode="replicate"), r(2, 3)),
+            case(lambda x: pad(x, (2, 1), mode="circular"), r(2, 3))],
+    "diag": [case(torcia.diag, r(3)), case(lambda x: torcia.diag(x, -1), r(3, 3))],
+    "diag_embed": [case(lambda x: torcia.diag_embed(x, 1), r(2, 2)),
+                   case(lambda x: torcia.diag_embed(x, 0, 0, 2), r(2, 2))],
+    "masked_select": [case(lambda x: x.masked_select(mask([True, False, True])), r(2, 3))],
+    # ----- sorting --------------------------------------------------------------------------
+    "sort": [case(lambda x: torcia.sort(x, 1).values, distinct(2, 3)),
+             case(lambda x: torcia.sort(x.mT, 0, descending=True).values, distinct(2, 3))],
+    "topk": [case(lambda x: torcia.topk(x, 2).values, distinct(2, 4)),
+             case(lambda x: torcia.topk(x, 2, 0, largest=False).values, distinct(3, 2))],
+    "kthvalue": [case(lambda x: torcia.kthvalue(x, 2, 1).values, distinct(2, 3)),
+                 case(lambda x: torcia.kthvalue(x, 1, 0, keepdim=True).values, distinct(2, 3))],
+    # ----- linear algebra -------------------------------------------------------------------
+    "matmul": [case(torcia.matmul, r(2, 3), r(3, 2)), case(torcia.matmul, r(3), r(3)),
+               case(torcia.matmul, r(3), r(2, 3, 2)), case(torcia.matmul, r(2, 2, 3), r(3)),
+               case(lambda a, b: a.mT @ b, r(3, 2, 2), r(1, 2, 3))],
+    "mm": [case(torcia.mm, r(2, 3), r(3, 2)), case(lambda a, b: a.mm(b.mT), r(2, 3), r(2, 3))],
+    "bmm": [case(torcia.bmm, r(2, 2, 3), r(2, 3, 2))],
+    "dot": [case(torcia.dot, r(3), r(3))],
+    "outer": [case(torcia.outer, r(3), r(2))],
+    "addmm": [case(lambda c, a, b: torcia.addmm(c, a, b, beta=0.5, alpha=2.0), r(2), r(2, 3),
+                   r(3, 2))],
+    "einsum": [case(lambda a, b: torcia.einsum("ij,jk->ik", a, b), r(2, 3), r(3, 2)),
+               case(lambda a: torcia.einsum("ii->i", a), r(3, 3)),
+               case(lambda a: torcia.einsum("ii", a), r(3, 3)),
+               case(lambda a, b: torcia.einsum("...ij,...jk->...ik", a, b), r(2, 1, 2, 3),
+                    r(2, 3, 2)),
+               case(lambda a, b: torcia.einsum("...i,i", a, b), r(2, 3), r(3)),
+               case(lambda a, b: torcia.einsum("ij,ik->i", a, b), r(2, 3), r(2, 2))],
+    "tensordot": [case(lambda a, b: torcia.tensordot(a, b, ([0, 2], [2, 0])), r(2, 3, 2),
+                       r(2, 2, 2))],
+    "linalg_inv": [case(torcia.linalg.inv, spd(3)), case(torcia.linalg.inv, spd(2).expand(
+        2, 2, 2))],
+    "linalg_solve": [case(torcia.linalg.solve, spd(3), r(3, 2)),
+                     case(torcia.linalg.solve, spd(3), r(3)),
+                     case(lambda a, b: torcia.linalg.solve(a, b, left=False), spd(3), r(2, 3))],
+    "linalg_det": [case(torcia.linalg.det, spd(3)), case(torcia.linalg.det, r(2, 2, 2))],
+    "linalg_slogdet": [case(lambda a: torcia.linalg.slogdet(a).logabsdet, r(3, 3))],
+    "linalg_cholesky": [case(lambda a: torcia.linalg.cholesky(a @ a.mT + torcia.eye(3, dtype=F64)),
+                             r(3, 3)),
+                        case(lambda a: torcia.linalg.cholesky(a @ a.mT + torcia.eye(2, dtype=F64),
+                                                              upper=True), r(2, 2))],
+    "linalg_qr": [case(lambda a: torcia.linalg.qr(a), r(3, 2)),
+                  case(lambda a: torcia.linalg.qr(a), r(3, 3)),
+                  case(lambda a: torcia.linalg.qr(a, mode="complete"), r(3, 3))],
+    "linalg_eigh": [case(lambda a: _eigh_invariant(a + a.mT), r(3, 3))],
+    "linalg_eigvalsh": [case(lambda a: torcia.linalg.eigvalsh(a + a.mT), r(3, 3))],
+    "linalg_svd": [case(lambda a: _svd_invariant(a, False), r(3, 2)),
+                   case(lambda a: _svd_invariant(a, False), r(2, 3)),
+                   case(lambda a: _svd_invariant(a, True), r(3, 3))],
+    "linalg_pinv": [case(torcia.linalg.pinv, r(3, 2)), case(torcia.linalg.pinv, r(2, 3))],
+    "linalg_vector_norm": [case(lambda x, o=o: torcia.linalg.vector_norm(x, o), r(2, 3))
+                           for o in (1, 2, 3, INF, -INF)]
+    + [case(lambda x: torcia.linalg.vector_norm(x, 2, dim=0, keepdim=True), r(2, 3))],
+    "linalg_matrix_norm": [case(lambda x, o=o: torcia.linalg.matrix_norm(x, o), r(3, 2))
+                           for o in ("fro", "nuc", 2, -2, 1, -1, INF, -INF)]
+    + [case(lambda x: torcia.linalg.matrix_norm(x, "fro", dim=(0, 2)), r(2, 2, 3))],
+    "linalg_norm": [case(lambda x: call("linalg_norm", (x,), {"ord": None, "dim": None,
+                                                              "keepdim": False}), r(2, 3)),
+                    case(lambda x: call("linalg_norm", (x,), {"ord": 1, "dim": (0, 1),
+                                                              "keepdim": False}), r(2, 3))],
+}
+
+
+def _eigh_invariant(a):
+    # eigenvectors are defined up to sign: V * V is not
+    vals, vecs = torcia.linalg.eigh(a)
+    return vals, vecs * vecs
+
+
+def _svd_invariant(a, full):
+    # singular vectors are defined up to a shared sign: U diag(S) Vh and U * U are not
+    u, s, vh = torcia.linalg.svd(a, full_matrices=full)
+    k = s.shape[-1]
+    u, vh = u[:, :k], vh[:k]
+    return s, u @ vh, u * u
+
+
+# ----- completeness -----------------------------------------------------------------------
+
+NN = set(ops.NN)
+
+
+def test_every_table_row_has_samples():
+    missing = sorted(op for op in derivatives.TABLE if op not in NN and op not in SAMPLES)
+    assert not missing, f"derivative rows without gradcheck samples: {missing}"
+
+
+def test_every_differentiable_core_op_has_a_row_and_samples():
+    differentiable = [op for op in ops.ALL if op not in ops.NOT_DIFFERENTIABLE and op not in NN]
+    assert not [op for op in differentiable if op not in derivatives.TABLE]
+    assert not [op for op in differentiable if op not in SAMPLES]
+
+
+def test_samples_name_only_real_rows():
+    assert not [op for op in SAMPLES if op not in derivatives.TABLE]
+
+
+def test_nn_rows_are_covered_by_nn_functional_tests():
+    nn_tests = pathlib.Path(__file__).resolve().parents[2] / "nn" / "tests"
+    files = sorted(nn_tests.glob("test_functional*.py"))
+    rows = sorted(op for op in derivatives.TABLE if op in NN)
+    if not rows:
+        pytest.skip("no neural-network rows in the table yet")
+    if not files:
+        pytest.skip("torcia-nn's tests are not in this checkout")
+    text = "\n".join(f.read_text() for f in files)
+    uncovered = [op for op in rows if f'"{op}"' not in text and f"'{op}'" not in text]
+    assert not uncovered, f"NN rows that no torcia-nn test_functional* names: {uncovered}"
+
+
+# ----- the checks ---------------------------------------------------------------------------
+
+CASES = [pytest.param(op, i, id=f"{op}-{i}") for op, cs in SAMPLES.items()
+         for i in range(len(cs))]
+
+
+def _ops_in_graph(outputs):
+    outs = outputs if isinstance(outputs, tuple) else (outputs,)
+    seen, stack, names = set(), [o.grad_fn for o in outs if o.grad_fn is not None], set()
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        names.add(getattr(node, "op", None))
+        stack.extend(n for n, _ in node.next_functions)
+    return names
+
+
+def _fresh(inputs):
+    return tuple(x.detach().clone().requires_grad_(True) for x in inputs)
+
+
+@pytest.mark.parametrize("op, i", CASES)
+def test_gradcheck(op, i):
+    fn, inputs, kwargs = SAMPLES[op][i]
+    kwargs = {k: v for k, v in kwargs.items() if k != "gradgrad"}
+    inputs = _fresh(inputs)
+    assert op in _ops_in_graph(fn(*inputs)), f"the sample does not record {op!r}"
+    assert gradcheck(fn, inputs, **kwargs)
+
+
+@pytest.mark.parametrize("op, i", CASES)
+def test_gradgradcheck(op, i):
+    fn, inputs, kwargs = SAMPLES[op][i]
+    kwargs = dict(kwargs)
+    why_not = kwargs.pop("gradgrad", None)
+    if why_not:
+        pytest.skip(f"second derivative not checked here: {why_not}")
+    assert gradgradcheck(fn, _fresh(inputs), **kwargs)
