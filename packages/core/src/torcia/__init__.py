@@ -76,6 +76,10 @@ from torcia._ops import (  # noqa: E402
     abs, all, any, max, min, pow, round, sum,  # noqa: A004 - PyTorch's names
 )
 from torcia._ops_extra import *  # noqa: E402,F401,F403
+from torcia._ops_nn import *  # noqa: E402,F401,F403
+from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
+
+globals().update(_NN_TOP_LEVEL)
 
 plugins.register_builtin("core", _NumpyPlugin())
 
@@ -152,7 +156,8 @@ class _PartFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if fullname in _ALIASES:
             return importlib.util.spec_from_loader(fullname, self)
         head = fullname.split(".")
-        if len(head) >= 2 and head[0] == "torcia" and head[1] in _PARTS:
+        # only the part itself: a missing submodule of an installed part is a plain error
+        if len(head) == 2 and head[0] == "torcia" and head[1] in _PARTS:
             dist = _PARTS[head[1]]
             raise ModuleNotFoundError(
                 f"No module named {fullname!r}: it is part of the {dist} distribution, which "

@@ -1,0 +1,503 @@
+"""Reference kernels for the neural-network primitives (:data:`torcia.ops.NN`).
+
+A mixin of :class:`torcia._numpy_backend.Reference`: arrays of ``self.xp`` positionally,
+parameters as keywords, multi-output ops return a tuple. The public functions in
+:mod:`torcia._ops_nn` have already checked shapes and normalised every parameter: inputs
+are batched (``N, C, *spatial``), and ``kernel_size``, ``stride``, ``dilation`` are tuples
+with one int per spatial dim; convolution ``padding`` is a tuple of ``(low, high)`` pairs,
+pooling ``padding`` a tuple of ints (the same on both sides).
+
+Windows are taken with ``sliding_window_view`` and contracted with one batched matmul
+(im2col); their adjoint (col2im) adds strided slices, one per kernel offset. No kernel
+loops over pixels.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _windows(xp, x, kernel, stride, dilation, padding, value=0):
+    """A strided view of ``x`` (``N, C, *spatial``) as ``(N, C, *out, *kernel)``.
+
+    ``padding`` holds one ``(low, high)`` pair per spatial dim, filled with ``value``.
+    """
+    nd = len(kernel)
+    if any(lo or hi for lo, hi in padding):
+        x = xp.pad(x, ((0, 0), (0, 0)) + tuple(padding), constant_values=value)
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    win = xp.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd)))
+    key = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride) + tuple(
+        slice(None, None, d) for d in dilation)
+    return win[key]
+
+
+def _add_windows(xp, cols, size, stride, dilation):
+    """The adjoint of :func:`_windows` without padding: ``cols`` is ``(N, C, *kernel,
+    *positions)``; each kernel offset's values are added at their strided positions of a
+    zero array of spatial ``size``."""
+    nd = len(size)
+    kernel = cols.shape[2:2 + nd]
+    pos = cols.shape[2 + nd:]
+    out = xp.zeros(cols.shape[:2] + tuple(size), dtype=cols.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        key = tuple(slice(o * d, o * d + (p - 1) * s + 1, s)
+                    for o, d, p, s in zip(offset, dilation, pos, stride))
+        out[(slice(None), slice(None)) + key] += cols[(slice(None), slice(None)) + offset]
+    return out
+
+
+def _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
+    """Output sizes of a pooling window and the extra high-side padding ``ceil_mode``
+    needs so the last (partial) window exists."""
+    out, extra = [], []
+    for i, k, s, p, d in zip(size, kernel, stride, padding, dilation):
+        span = d * (k - 1) + 1
+        num = i + 2 * p - span
+        o = (-(-num // s) if ceil_mode else num // s) + 1
+        if ceil_mode and (o - 1) * s >= i + p:
+            # the last window would start in the padding only
+            o -= 1
+        out.append(o)
+        extra.append(max(0, (o - 1) * s + span - (i + 2 * p)))
+    return tuple(out), tuple(extra)
+
+
+def _lowest(xp, dtype):
+    return -xp.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+
+
+class NNKernels:
+    """Kernels of the neural-network ops."""
+
+    xp = np
+
+    # ----- activations (elementwise) ------------------------------------------------
+    def leaky_relu(self, a, negative_slope=0.01):
+        """leaky_relu(a, negative_slope): a where a > 0, else a * negative_slope."""
+        return self.xp.where(a > 0, a, a * a.dtype.type(negative_slope))
+
+    def elu(self, a, alpha=1.0):
+        """elu(a, alpha): a where a > 0, else alpha * (exp(a) - 1)."""
+        xp = self.xp
+        neg = xp.expm1(xp.minimum(a, 0)) * a.dtype.type(alpha)
+        return xp.where(a > 0, a, neg)
+
+    def selu(self, a):
+        """selu(a): scale * elu(a, alpha) with the self-normalising constants."""
+        return self.elu(a, alpha=_SELU_ALPHA) * a.dtype.type(_SELU_SCALE)
+
+    def celu(self, a, alpha=1.0):
+        """celu(a, alpha): max(0, a) + min(0, alpha * (exp(a / alpha) - 1))."""
+        xp = self.xp
+        al = a.dtype.type(alpha)
+        return xp.where(a > 0, a, xp.expm1(xp.minimum(a, 0) / al) * al)
+
+    def gelu(self, a, approximate="none"):
+        """gelu(a, approximate): a * Phi(a), or its tanh approximation."""
+        xp = self.xp
+        if approximate == "tanh":
+            inner = a.dtype.type(_SQRT_2_OVER_PI) * (a + a.dtype.type(0.044715) * a * a * a)
+            return 0.5 * a * (1 + xp.tanh(inner))
+        return (0.5 * a * (1 + self.erf(a * a.dtype.type(1 / math.sqrt(2))))).astype(
+            a.dtype, copy=False)
+
+    def silu(self, a):
+        """silu(a): a * sigmoid(a)."""
+        return a * self.sigmoid(a)
+
+    def softplus(self, a, beta=1.0, threshold=20.0):
+        """softplus(a, beta, threshold): log(1 + exp(beta * a)) / beta; a where
+        beta * a > threshold."""
+        xp = self.xp
+        b = a * a.dtype.type(beta)
+        return xp.where(b > threshold, a, xp.logaddexp(0, b) / a.dtype.type(beta))
+
+    def mish(self, a):
+        """mish(a): a * tanh(softplus(a))."""
+        return a * self.xp.tanh(self.xp.logaddexp(0, a))
+
+    def hardtanh(self, a, min_val=-1.0, max_val=1.0):
+        """hardtanh(a, min_val, max_val): a clipped to [min_val, max_val]."""
+        return self.xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val))
+
+    def hardswish(self, a):
+        """hardswish(a): a * clip(a + 3, 0, 6) / 6."""
+        return a * self.xp.clip(a + 3, 0, 6) / 6
+
+    def hardsigmoid(self, a):
+        """hardsigmoid(a): clip(a + 3, 0, 6) / 6."""
+        return self.xp.clip(a + 3, 0, 6) / 6
+
+    def logsigmoid(self, a):
+        """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
+        return -self.xp.logaddexp(0, -a)
+
+    def softsign(self, a):
+        """softsign(a): a / (1 + |a|)."""
+        return a / (1 + self.xp.abs(a))
+
+    def tanhshrink(self, a):
+        """tanhshrink(a): a - tanh(a)."""
+        return a - self.xp.tanh(a)
+
+    # ----- softmax ------------------------------------------------------------------
+    def softmax(self, a, dim):
+        """softmax(a, dim): exp(a) normalised along ``dim``."""
+        xp = self.xp
+        e = xp.exp(a - a.max(axis=dim, keepdims=True))
+        e /= e.sum(axis=dim, keepdims=True)
+        return e
+
+    def log_softmax(self, a, dim):
+        """log_softmax(a, dim): a - logsumexp(a) along ``dim``."""
+        xp = self.xp
+        shifted = a - a.max(axis=dim, keepdims=True)
+        return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+    # ----- convolution --------------------------------------------------------------
+    def conv(self, x, w, b, stride, padding, dilation, groups):
+        """conv(x (N, C, *in), w (O, C/groups, *k), b (O,) or None) -> (N, O, *out):
+        cross-correlation; ``padding`` is per-dim (low, high) pairs."""
+        xp = self.xp
+        n, c = x.shape[:2]
+        o = w.shape[0]
+        kernel = w.shape[2:]
+        win = _windows(xp, x, kernel, stride, dilation, padding)
+        out_sp = win.shape[2:2 + len(kernel)]
+        cols = _group_cols(xp, win, groups)  # (g, N*P, C/g*K)
+        wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
+        out = cols @ wm  # (g, N*P, O/g)
+        out = _ungroup(xp, out, n, out_sp)
+        if b is not None:
+            out += b.reshape((1, o) + (1,) * len(kernel))
+        return out
+
+    def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
+        """conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
+        -> (N, Cout, *out), out = (in - 1) * stride - low - high + dilation * (k - 1) +
+        output_padding + 1: the adjoint of ``conv`` with the same geometry."""
+        xp = self.xp
+        n, cin = x.shape[:2]
+        in_sp = x.shape[2:]
+        kernel = w.shape[2:]
+        nd = len(kernel)
+        og = w.shape[1]
+        cig = cin // groups
+        p = math.prod(in_sp)
+        xm = x.reshape(n, groups, cig, p).transpose(1, 0, 3, 2)  # (g, N, P, Cin/g)
+        wm = w.reshape(groups, cig, og * math.prod(kernel))
+        cols = (xm @ wm[:, None]).reshape((groups, n) + in_sp + (og,) + kernel)
+        # (N, g, O/g, *k, *in) -> (N, O, *k, *in)
+        perm = (1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd))
+        cols = cols.transpose(perm).reshape((n, groups * og) + kernel + in_sp)
+        full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
+                     for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                         output_padding, padding))
+        out = _add_windows(xp, cols, full, stride, dilation)
+        size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
+                     for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                         output_padding, padding))
+        out = out[(slice(None), slice(None)) + tuple(
+            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))]
+        if b is not None:
+            out = out + b.reshape((1, -1) + (1,) * nd)
+        return xp.ascontiguousarray(out)
+
+    def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
+        """conv_weight(x (N, C, *in), g (N, O, *out)) -> (O, C/groups, *k): the gradient
+        of ``conv`` with respect to its weight, given the output gradient ``g``."""
+        xp = self.xp
+        kernel = tuple(weight_shape[2:])
+        o = weight_shape[0]
+        n = x.shape[0]
+        out_sp = g.shape[2:]
+        win = _windows(xp, x, kernel, stride, dilation, padding)
+        win = win[(slice(None), slice(None)) + tuple(slice(0, s) for s in out_sp)]
+        cols = _group_cols(xp, win, groups)  # (g, N*P, C/g*K)
+        gm = g.reshape((n, groups, o // groups, -1)).transpose(1, 2, 0, 3).reshape(
+            groups, o // groups, -1)  # (g, O/g, N*P)
+        return (gm @ cols).reshape(weight_shape)
+
+    def im2col(self, x, kernel_size, dilation, padding, stride):
+        """im2col(x (N, C, H, W)) -> (N, C*kh*kw, L): every sliding block as a column."""
+        xp = self.xp
+        n, c = x.shape[:2]
+        win = _windows(xp, x, kernel_size, stride, dilation, tuple((p, p) for p in padding))
+        nd = len(kernel_size)
+        # (N, C, *L, *k) -> (N, C, *k, *L)
+        perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
+        return xp.ascontiguousarray(win.transpose(perm)).reshape(
+            n, c * math.prod(kernel_size), -1)
+
+    def col2im(self, cols, output_size, kernel_size, dilation, padding, stride):
+        """col2im(cols (N, C*kh*kw, L)) -> (N, C, H, W): overlapping blocks summed."""
+        n = cols.shape[0]
+        k = math.prod(kernel_size)
+        c = cols.shape[1] // k
+        blocks = tuple((o + 2 * p - d * (kk - 1) - 1) // s + 1 for o, p, d, kk, s in zip(
+            output_size, padding, dilation, kernel_size, stride))
+        cols = cols.reshape((n, c) + tuple(kernel_size) + blocks)
+        full = tuple(o + 2 * p for o, p in zip(output_size, padding))
+        out = _add_windows(self.xp, cols, full, stride, dilation)
+        return out[(slice(None), slice(None)) + tuple(
+            slice(p, p + o) for p, o in zip(padding, output_size))]
+
+    # ----- pooling ------------------------------------------------------------------
+    def max_pool(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        """max_pool(x (N, C, *in)) -> (values, indices): indices are flat positions in
+        each input plane, as PyTorch's ``return_indices``."""
+        xp = self.xp
+        nd = len(kernel_size)
+        in_sp = x.shape[2:]
+        out_sp, extra = _pool_geometry(in_sp, kernel_size, stride, padding, dilation,
+                                       ceil_mode)
+        pads = tuple((p, p + e) for p, e in zip(padding, extra))
+        win = _windows(xp, x, kernel_size, stride, dilation, pads, _lowest(xp, x.dtype))
+        win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
+        flat = win.reshape(x.shape[:2] + out_sp + (-1,))
+        arg = flat.argmax(axis=-1)
+        values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+        # window offset -> input coordinate, per dim, then a flat index into the plane
+        offsets = xp.unravel_index(arg, kernel_size)
+        index = xp.zeros(arg.shape, dtype=np.int64)
+        for dim in range(nd):
+            shape = [1] * (2 + nd)
+            shape[2 + dim] = out_sp[dim]
+            start = (xp.arange(out_sp[dim]) * stride[dim] - padding[dim]).reshape(shape)
+            coord = start + offsets[dim] * dilation[dim]
+            index = index * in_sp[dim] + coord
+        return values, index
+
+    def max_pool_backward(self, g, indices, input_shape):
+        """max_pool_backward(g (N, C, *out), indices) -> (N, C, *input_shape): each
+        gradient added at the input position its window's maximum came from."""
+        xp = self.xp
+        n, c = g.shape[:2]
+        plane = math.prod(input_shape)
+        rows = (xp.arange(n * c, dtype=np.int64) * plane)[:, None]
+        flat = (indices.reshape(n * c, -1) + rows).reshape(-1)
+        out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        return out.astype(g.dtype, copy=False).reshape((n, c) + tuple(input_shape))
+
+    def adaptive_max_pool(self, x, output_size):
+        """adaptive_max_pool(x (N, C, *in)) -> (values, indices): window i of a dim of
+        size I spans [floor(i*I/O), ceil((i+1)*I/O))."""
+        xp = self.xp
+        nd = len(output_size)
+        in_sp = x.shape[2:]
+        # each dim gathers a fixed-width window; short windows repeat their last element,
+        # which cannot change a maximum
+        idx = []
+        for i, o in zip(in_sp, output_size):
+            start = (np.arange(o) * i) // o
+            end = -((-(np.arange(o) + 1) * i) // o)
+            width = int((end - start).max())
+            pos = np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
+            idx.append(pos)
+        g = x
+        for dim, pos in enumerate(idx):
+            g = xp.take(g, xp.asarray(pos.reshape(-1)), axis=2 + 2 * dim)
+            g = g.reshape(g.shape[:2 + 2 * dim] + pos.shape + g.shape[3 + 2 * dim:])
+        # g: (N, C, O1, W1, O2, W2, ...) -> (N, C, O1, O2, ..., W1*W2*...)
+        perm = (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2))
+        flat = g.transpose(perm).reshape(x.shape[:2] + tuple(output_size) + (-1,))
+        arg = flat.argmax(axis=-1)
+        values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+        widths = tuple(p.shape[1] for p in idx)
+        offsets = xp.unravel_index(arg, widths)
+        index = xp.zeros(arg.shape, dtype=np.int64)
+        for dim in range(nd):
+            shape = [1] * (2 + nd)
+            shape[2 + dim] = output_size[dim]
+            table = xp.asarray(idx[dim])  # (O, W): input coordinate of each window slot
+            rows = xp.broadcast_to(xp.arange(output_size[dim]).reshape(shape), arg.shape)
+            coord = table[rows, offsets[dim]]
+            index = index * in_sp[dim] + coord
+        return values, index
+
+    def avg_pool(self, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                 divisor_override):
+        """avg_pool(x (N, C, *in)) -> (N, C, *out): window sums over a divisor
+        (``divisor_override``, or the window's size within the padded or unpadded input)."""
+        xp = self.xp
+        nd = len(kernel_size)
+        ones = (1,) * nd
+        out_sp, extra = _pool_geometry(x.shape[2:], kernel_size, stride, padding, ones,
+                                       ceil_mode)
+        pads = tuple((p, p + e) for p, e in zip(padding, extra))
+        win = _windows(xp, x, kernel_size, stride, ones, pads)
+        win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
+        total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
+        div = _avg_divisor(xp, x.shape[2:], out_sp, kernel_size, stride, padding,
+                           count_include_pad, divisor_override)
+        return (total / div).astype(x.dtype, copy=False)
+
+    def avg_pool_backward(self, g, input_shape, kernel_size, stride, padding, ceil_mode,
+                          count_include_pad, divisor_override):
+        """avg_pool_backward(g (N, C, *out)) -> (N, C, *input_shape): the adjoint of
+        ``avg_pool``; each gradient spread over its window over the divisor."""
+        xp = self.xp
+        nd = len(kernel_size)
+        ones = (1,) * nd
+        out_sp = g.shape[2:]
+        div = _avg_divisor(xp, input_shape, out_sp, kernel_size, stride, padding,
+                           count_include_pad, divisor_override)
+        share = (g / div).astype(g.dtype, copy=False)
+        cols = xp.broadcast_to(share[(slice(None), slice(None)) + (None,) * nd],
+                               g.shape[:2] + tuple(kernel_size) + out_sp)
+        full = tuple(max(i + 2 * p, (o - 1) * s + k) for i, p, o, s, k in zip(
+            input_shape, padding, out_sp, stride, kernel_size))
+        out = _add_windows(xp, cols, full, stride, ones)
+        return xp.ascontiguousarray(out[(slice(None), slice(None)) + tuple(
+            slice(p, p + i) for p, i in zip(padding, input_shape))])
+
+    # ----- normalisation ------------------------------------------------------------
+    def batch_norm(self, x, weight, bias, running_mean, running_var, training, eps):
+        """batch_norm(x (N, C, *), weight, bias, running_mean, running_var) ->
+        (out, mean, var): normalised per channel with the batch statistics (training)
+        or the running ones; ``mean`` and the biased ``var`` are the statistics used."""
+        xp = self.xp
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        if training:
+            axes = (0,) + tuple(range(2, x.ndim))
+            mean = x.mean(axis=axes)
+            centred = x - mean.reshape(shape)
+            var = (centred * centred).mean(axis=axes)
+        else:
+            mean, var = running_mean, running_var
+            centred = x - mean.reshape(shape)
+        scale = 1 / xp.sqrt(var + eps)
+        if weight is not None:
+            scale = scale * weight
+        out = centred * scale.reshape(shape).astype(x.dtype, copy=False)
+        if bias is not None:
+            out += bias.reshape(shape)
+        return out, mean, var
+
+    def layer_norm(self, x, weight, bias, normalized_ndim, eps):
+        """layer_norm(x, weight, bias) -> out: normalised over the last
+        ``normalized_ndim`` dims, then scaled and shifted elementwise."""
+        xp = self.xp
+        axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+        mean = x.mean(axis=axes, keepdims=True)
+        centred = x - mean
+        var = (centred * centred).mean(axis=axes, keepdims=True)
+        out = centred / xp.sqrt(var + eps)
+        if weight is not None:
+            out *= weight
+        if bias is not None:
+            out += bias
+        return out
+
+    # ----- embedding ----------------------------------------------------------------
+    def embedding(self, weight, indices, padding_idx=None):
+        """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``
+        (``padding_idx`` only matters to the gradient)."""
+        return self.xp.take(weight, indices, axis=0)
+
+    def embedding_backward(self, g, indices, num_weights, padding_idx):
+        """embedding_backward(g (*indices.shape, D), indices) -> (num_weights, D): rows of
+        ``g`` summed into the rows they were taken from; ``padding_idx`` gets none."""
+        xp = self.xp
+        d = g.shape[-1]
+        flat = indices.reshape(-1)
+        rows = g.reshape(-1, d)
+        if padding_idx is not None:
+            keep = flat != padding_idx
+            flat, rows = flat[keep], rows[keep]
+        # sort once, sum each run of equal indices: add.at without its per-element cost
+        order = xp.argsort(flat, kind="stable")
+        flat, rows = flat[order], rows[order]
+        out = xp.zeros((num_weights, d), dtype=g.dtype)
+        if flat.size:
+            starts = xp.concatenate([xp.asarray([0]), xp.nonzero(flat[1:] != flat[:-1])[0] + 1])
+            out[flat[starts]] = xp.add.reduceat(rows, starts, axis=0)
+        return out
+
+    # ----- losses -------------------------------------------------------------------
+    def nll_loss(self, logp, target, weight, reduction, ignore_index):
+        """nll_loss(logp (N, C), target (N,), weight (C,) or None) -> loss:
+        -weight[t] * logp[n, t], reduced; 'mean' divides by the summed weights."""
+        xp = self.xp
+        keep = target != ignore_index
+        safe = xp.where(keep, target, 0)
+        picked = xp.take_along_axis(logp, safe[:, None], axis=1)[:, 0]
+        w = _target_weights(xp, weight, safe, keep, logp.dtype)
+        losses = -picked * w
+        return _reduce(xp, losses, reduction, w.sum())
+
+    def cross_entropy(self, x, target, weight, reduction, ignore_index, label_smoothing):
+        """cross_entropy(x (N, C) logits, target (N,) class indices, weight (C,) or None)
+        -> loss: log_softmax and nll_loss fused, with label smoothing as PyTorch's."""
+        xp = self.xp
+        logp = self.log_softmax(x, 1)
+        keep = target != ignore_index
+        safe = xp.where(keep, target, 0)
+        picked = xp.take_along_axis(logp, safe[:, None], axis=1)[:, 0]
+        w = _target_weights(xp, weight, safe, keep, x.dtype)
+        losses = -picked * w
+        if label_smoothing:
+            c = x.shape[1]
+            full = logp if weight is None else logp * weight
+            smooth = -full.sum(axis=1) * keep
+            losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth
+        return _reduce(xp, losses.astype(x.dtype, copy=False), reduction, w.sum())
+
+
+def _group_cols(xp, win, groups):
+    """Windows ``(N, C, *out, *k)`` as im2col matrices ``(groups, N*P, C/groups*K)``."""
+    n, c = win.shape[:2]
+    nd = (win.ndim - 2) // 2
+    cg = c // groups
+    win = win.reshape((n, groups, cg) + win.shape[2:])
+    # (N, g, C/g, *out, *k) -> (g, N, *out, C/g, *k)
+    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
+    p = math.prod(win.shape[3:3 + nd])
+    return xp.ascontiguousarray(win.transpose(perm)).reshape(groups, n * p, -1)
+
+
+def _ungroup(xp, out, n, out_sp):
+    """``(g, N*P, O/g)`` matmul output as a contiguous ``(N, O, *out)``."""
+    groups, _, og = out.shape
+    nd = len(out_sp)
+    out = out.reshape((groups, n) + tuple(out_sp) + (og,))
+    # (g, N, *out, O/g) -> (N, g, O/g, *out)
+    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd))
+    return xp.ascontiguousarray(out.transpose(perm)).reshape((n, groups * og) + tuple(out_sp))
+
+
+def _avg_divisor(xp, in_sp, out_sp, kernel, stride, padding, count_include_pad,
+                 divisor_override):
+    """The divisor of each average-pooling window, broadcastable to ``(N, C, *out)``."""
+    if divisor_override:
+        return divisor_override
+    div = np.ones((), dtype=np.float64)
+    for i, o, k, s, p in zip(in_sp, out_sp, kernel, stride, padding):
+        start = np.arange(o) * s - p
+        end = np.minimum(start + k, i + p)
+        if not count_include_pad:
+            start, end = np.maximum(start, 0), np.minimum(end, i)
+        div = np.multiply.outer(div, end - start)
+    return xp.asarray(div)
+
+
+def _target_weights(xp, weight, safe, keep, dtype):
+    w = xp.ones(safe.shape, dtype=dtype) if weight is None else xp.take(weight, safe)
+    return w * keep
+
+
+def _reduce(xp, losses, reduction, weight_sum):
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return xp.asarray(losses.sum() / weight_sum, dtype=losses.dtype)

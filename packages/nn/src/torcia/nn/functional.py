@@ -1,0 +1,880 @@
+"""``torcia.nn.functional``: layers and losses as functions, with PyTorch's signatures.
+
+The heavy primitives (convolution, pooling, softmax, normalisation, embedding, the fused
+cross-entropy) are core ops with kernels a backend can replace; they live in
+:mod:`torcia._ops_nn` and are re-exported here. What is defined here is a composition of
+differentiable ops: its gradient comes from theirs.
+
+Loss functions raise on input and target shapes that differ (PyTorch warns and
+broadcasts, which silently computes something else).
+
+Examples
+--------
+>>> import torcia
+>>> import torcia.nn.functional as F
+>>> x = torcia.tensor([[2.0, 0.0, 0.0]])
+>>> round(F.cross_entropy(x, torcia.tensor([0])).item(), 4)
+0.2395
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import torcia
+from torcia import _dtype as D
+from torcia._ops_extra import pad as _pad
+from torcia._ops_nn import (  # noqa: F401  (re-exported)
+    _batched,
+    _ntuple,
+    _unbatch,
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    alpha_dropout,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    batch_norm,
+    celu,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_similarity,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    elu,
+    embedding,
+    gelu,
+    group_norm,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    instance_norm,
+    layer_norm,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    mish,
+    pairwise_distance,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softsign,
+    tanhshrink,
+)
+from torcia._tensor import Tensor, call, inplace
+
+# ---------------------------------------------------------------------------------------
+# linear maps and simple activations
+# ---------------------------------------------------------------------------------------
+
+
+def linear(input, weight, bias=None):
+    """``input @ weight.T + bias``; ``weight`` is (out_features, in_features).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.linear(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[1.0, 1.0]]), torcia.tensor([0.5]))
+    tensor([[3.5000]])
+    """
+    if input.shape[-1] != weight.shape[-1]:
+        rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
+                           f"{input.shape[-1]} and {weight.shape[-1]}x{weight.shape[0]})")
+    if bias is not None and input.ndim == 2 and weight.ndim == 2:
+        return torcia.addmm(bias, input, weight.t())
+    out = input @ weight.t() if weight.ndim == 2 else input @ weight
+    return out if bias is None else out + bias
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``out[..., o] = input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.bilinear(torcia.ones(1, 2), torcia.ones(1, 3), torcia.ones(4, 2, 3)).shape
+    torcia.Size([1, 4])
+    """
+    if input1.shape[:-1] != input2.shape[:-1]:
+        raise RuntimeError(f"bilinear(): input batch dimensions do not match: got "
+                           f"{list(input1.shape[:-1])} and {list(input2.shape[:-1])}")
+    if weight.ndim != 3 or weight.shape[1] != input1.shape[-1] or \
+            weight.shape[2] != input2.shape[-1]:
+        raise RuntimeError(f"bilinear(): weight of size {list(weight.shape)} does not match "
+                           f"inputs of sizes {list(input1.shape)} and {list(input2.shape)}")
+    lead = input1.shape[:-1]
+    a = input1.reshape(-1, input1.shape[-1])
+    b = input2.reshape(-1, input2.shape[-1])
+    # (B, i) @ (i, o*j) -> (B, o, j), then contract j with input2
+    t = (a @ weight.permute(1, 0, 2).reshape(weight.shape[1], -1)).reshape(
+        a.shape[0], weight.shape[0], weight.shape[2])
+    out = (t @ b.unsqueeze(-1)).squeeze(-1)
+    if bias is not None:
+        out = out + bias
+    return out.reshape(*lead, weight.shape[0])
+
+
+def relu(input, inplace=False):
+    """``max(input, 0)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.relu(torcia.tensor([-1.0, 2.0]))
+    tensor([0., 2.])
+    """
+    return input.relu_() if inplace else torcia.relu(input)
+
+
+def relu_(input):
+    """In-place :func:`relu`."""
+    return input.relu_()
+
+
+def sigmoid(input):
+    """``1 / (1 + exp(-input))``."""
+    return torcia.sigmoid(input)
+
+
+def tanh(input):
+    """Hyperbolic tangent."""
+    return torcia.tanh(input)
+
+
+def threshold(input, threshold, value, inplace=False):
+    """``input`` where greater than ``threshold``, else ``value``."""
+    out = torcia.where(input > threshold, input, torcia.full_like(input, value))
+    return _maybe_inplace(input, out, inplace)
+
+
+def hardshrink(input, lambd=0.5):
+    """``input`` where ``|input| > lambd``, else 0."""
+    return input * (input.abs() > lambd)
+
+
+def softshrink(input, lambd=0.5):
+    """``input`` moved ``lambd`` towards 0, and 0 within ``[-lambd, lambd]``."""
+    return torcia.where(input > lambd, input - lambd,
+                        torcia.where(input < -lambd, input + lambd, torcia.zeros_like(input)))
+
+
+def glu(input, dim=-1):
+    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    n = input.shape[dim]
+    if n % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {n}")
+    a, b = input.split(n // 2, dim)
+    return a * b.sigmoid()
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
+    """Randomized leaky ReLU: the negative slope is drawn from U(lower, upper) per
+    element in training, and is ``(lower + upper) / 2`` in evaluation."""
+    if not training:
+        return leaky_relu(input, (lower + upper) / 2, inplace)
+    with torcia.no_grad():
+        slope = torcia.empty_like(input).uniform_(lower, upper) if hasattr(
+            Tensor, "uniform_") else torcia.rand_like(input) * (upper - lower) + lower
+    out = torcia.where(input >= 0, input, input * slope)
+    return _maybe_inplace(input, out, inplace)
+
+
+def _maybe_inplace(input, out, inplace_):
+    return inplace(lambda t: out, input) if inplace_ else out
+
+
+# ---------------------------------------------------------------------------------------
+# padding, resizing, patches
+# ---------------------------------------------------------------------------------------
+
+
+def pad(input, pad, mode="constant", value=None):
+    """Pad ``input``: ``pad`` holds (left, right) amounts for the last dim, then the one
+    before, ...; ``mode`` is "constant", "reflect", "replicate" or "circular".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.pad(torcia.tensor([[1.0, 2.0]]), (1, 1), value=0.5)
+    tensor([[0.5000, 1.0000, 2.0000, 0.5000]])
+    """
+    return _pad(input, pad, mode, value)
+
+
+def one_hot(tensor, num_classes=-1):
+    """Integer class indices as int64 rows of zeros with a one at each index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.one_hot(torcia.tensor([0, 2]), 3)
+    tensor([[1, 0, 0],
+            [0, 0, 1]])
+    """
+    if tensor.dtype is not D.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    data = tensor._data
+    if num_classes == -1:
+        if data.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(data.max()) + 1
+    if data.size and data.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if data.size and data.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    out = torcia.zeros(*tensor.shape, num_classes, dtype=torcia.int64, device=tensor.device)
+    return out.scatter(-1, tensor.unsqueeze(-1), 1)
+
+
+def _interp_sizes(input, size, scale_factor, nd, recompute_scale_factor):
+    """Output sizes and the scale used to map output to input coordinates per dim."""
+    in_sp = tuple(input.shape[2:])
+    if (size is None) == (scale_factor is None):
+        raise ValueError("only one of size or scale_factor should be defined")
+    if size is not None:
+        out = _ntuple(size, nd, "size")
+        return out, tuple(i / o for i, o in zip(in_sp, out))
+    scales = tuple(float(s) for s in scale_factor) if isinstance(scale_factor, (list, tuple)) \
+        else (float(scale_factor),) * nd
+    if len(scales) != nd:
+        raise ValueError(f"Input and scale_factor must have the same number of spatial "
+                         f"dimensions, but got input with spatial dimensions of "
+                         f"{list(in_sp)} and scale_factor of shape {list(scales)}.")
+    out = tuple(int(math.floor(i * s)) for i, s in zip(in_sp, scales))
+    if recompute_scale_factor:
+        return out, tuple(i / o for i, o in zip(in_sp, out))
+    return out, tuple(1.0 / s for s in scales)
+
+
+def _linear_weights(i, o, scale, align_corners, like):
+    """(o, i) matrix of 1-D linear interpolation from ``i`` points to ``o``."""
+    dst = np.arange(o, dtype=np.float64)
+    if align_corners:
+        src = dst * ((i - 1) / (o - 1)) if o > 1 else np.zeros(o)
+    else:
+        src = np.maximum((dst + 0.5) * scale - 0.5, 0.0)
+    lo = np.minimum(np.floor(src).astype(np.int64), i - 1)
+    hi = np.minimum(lo + 1, i - 1)
+    frac = src - lo
+    m = np.zeros((o, i))
+    np.add.at(m, (np.arange(o), lo), 1 - frac)
+    np.add.at(m, (np.arange(o), hi), frac)
+    return Tensor._make(m.astype(like._data.dtype), like.device)
+
+
+def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
+                recompute_scale_factor=None, antialias=False):
+    """Resize the spatial dims of ``input`` (N, C, *spatial) to ``size`` or by
+    ``scale_factor``; ``mode`` is "nearest", "linear" (3-D input), "bilinear" (4-D) or
+    "trilinear" (5-D); ``align_corners`` maps corner pixel centres onto each other.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.interpolate(torcia.tensor([[[1.0, 2.0]]]), scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    >>> F.interpolate(torcia.tensor([[[1.0, 2.0]]]), size=3, mode="linear", align_corners=True)
+    tensor([[[1.0000, 1.5000, 2.0000]]])
+    """
+    nd = input.ndim - 2
+    if nd < 1:
+        raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
+                         f"{input.ndim}D) for the modes: nearest | linear | bilinear | "
+                         f"bicubic | trilinear | area | nearest-exact (got {mode})")
+    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    if mode in linear_modes:
+        if linear_modes[mode] != nd:
+            raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                      f"{linear_modes[mode] + 2}D input")
+    elif mode not in ("nearest", "nearest-exact"):
+        raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
+    elif align_corners is not None:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate: antialias is not supported")
+    out_sp, scales = _interp_sizes(input, size, scale_factor, nd, recompute_scale_factor)
+    out = input
+    for k in range(nd):
+        dim = 2 + k
+        i, o = input.shape[dim], out_sp[k]
+        if mode in ("nearest", "nearest-exact"):
+            shift = 0.5 if mode == "nearest-exact" else 0.0
+            src = np.minimum(np.floor((np.arange(o) + shift) * scales[k]).astype(np.int64),
+                             i - 1)
+            index = Tensor._make(src, input.device)
+            out = out.index_select(dim, index)
+        else:
+            w = _linear_weights(i, o, scales[k], bool(align_corners), input)
+            out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
+    return out
+
+
+def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
+    """Deprecated alias of :func:`interpolate`."""
+    return interpolate(input, size, scale_factor, mode, align_corners)
+
+
+def upsample_nearest(input, size=None, scale_factor=None):
+    """:func:`interpolate` with mode "nearest"."""
+    return interpolate(input, size, scale_factor, mode="nearest")
+
+
+def upsample_bilinear(input, size=None, scale_factor=None):
+    """:func:`interpolate` with mode "bilinear" and ``align_corners=True``."""
+    return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
+
+
+def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
+    """Sliding blocks of ``input`` (N, C, H, W) as columns: (N, C * kh * kw, L) (im2col).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.unfold(torcia.arange(4.0).reshape(1, 1, 2, 2), 1)
+    tensor([[[0., 1., 2., 3.]]])
+    """
+    input, added = _batched(input, 2, "unfold")
+    k = _ntuple(kernel_size, 2, "kernel_size")
+    params = {"kernel_size": k, "dilation": _ntuple(dilation, 2, "dilation"),
+              "padding": _ntuple(padding, 2, "padding"),
+              "stride": _ntuple(stride, 2, "stride")}
+    blocks = [(i + 2 * p - d * (kk - 1) - 1) // s + 1 for i, p, d, kk, s in zip(
+        input.shape[2:], params["padding"], params["dilation"], k, params["stride"])]
+    if any(b <= 0 for b in blocks):
+        raise RuntimeError(f"Given input with spatial size {list(input.shape[2:])}, "
+                           f"kernel_size={list(k)}, dilation={list(params['dilation'])}, "
+                           f"padding={list(params['padding'])}, calculated shape of the array "
+                           f"of sliding blocks as {blocks}, but its components must be at "
+                           "least one.")
+    return _unbatch(call("im2col", (input,), params), added)
+
+
+def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
+    """Columns (N, C * kh * kw, L) summed back into (N, C, *output_size) (col2im), the
+    adjoint of :func:`unfold`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.fold(torcia.ones(1, 4, 4), (3, 3), 2)[0, 0]
+    tensor([[1., 2., 1.],
+            [2., 4., 2.],
+            [1., 2., 1.]])
+    """
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2D (unbatched) or 3D (batched) input to fold, but got "
+                           f"input of size: {list(input.shape)}")
+    added = input.ndim == 2
+    if added:
+        input = input.unsqueeze(0)
+    k = _ntuple(kernel_size, 2, "kernel_size")
+    params = {"output_size": _ntuple(output_size, 2, "output_size"), "kernel_size": k,
+              "dilation": _ntuple(dilation, 2, "dilation"),
+              "padding": _ntuple(padding, 2, "padding"), "stride": _ntuple(stride, 2, "stride")}
+    kk = k[0] * k[1]
+    if input.shape[1] % kk:
+        raise RuntimeError(f"Expected size of input's dimension 1 to be divisible by the "
+                           f"product of kernel_size, but got input.size(1)={input.shape[1]} "
+                           f"and kernel_size={list(k)}")
+    blocks = [(o + 2 * p - d * (kx - 1) - 1) // s + 1 for o, p, d, kx, s in zip(
+        params["output_size"], params["padding"], params["dilation"], k, params["stride"])]
+    if blocks[0] * blocks[1] != input.shape[2]:
+        raise RuntimeError(f"Given output_size={list(params['output_size'])}, "
+                           f"kernel_size={list(k)}, dilation={list(params['dilation'])}, "
+                           f"padding={list(params['padding'])}, "
+                           f"stride={list(params['stride'])}, expected size of input's "
+                           f"dimension 2 to match the calculated number of sliding blocks "
+                           f"{blocks[0]} * {blocks[1]} = {blocks[0] * blocks[1]}, but got "
+                           f"input.size(2)={input.shape[2]}.")
+    return _unbatch(call("col2im", (input,), params), added)
+
+
+# ---------------------------------------------------------------------------------------
+# distances and attention
+# ---------------------------------------------------------------------------------------
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """``input`` divided by its ``p``-norm along ``dim`` (at least ``eps``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.normalize(torcia.tensor([[3.0, 4.0]]))
+    tensor([[0.6000, 0.8000]])
+    """
+    norm = input.norm(p, dim=dim, keepdim=True).clamp(min=eps)
+    return input / norm
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """``softmax(query @ key.T * scale + mask) @ value`` over the last two dims; a bool
+    ``attn_mask`` marks the positions that may attend, a float one is added;
+    ``is_causal`` masks the future; ``scale`` defaults to ``1 / sqrt(E)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> q = k = v = torcia.eye(2).unsqueeze(0)
+    >>> F.scaled_dot_product_attention(q, k, v, is_causal=True)[0, 0]
+    tensor([1., 0.])
+    """
+    e = query.shape[-1]
+    lq, lk = query.shape[-2], key.shape[-2]
+    scale = 1.0 / math.sqrt(e) if scale is None else scale
+    if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        rep = query.shape[-3] // key.shape[-3]
+        key = key.repeat_interleave(rep, dim=-3)
+        value = value.repeat_interleave(rep, dim=-3)
+    scores = (query @ key.transpose(-2, -1)) * scale
+    if is_causal:
+        if attn_mask is not None:
+            raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not "
+                               "be set when is_causal=True")
+        allowed = torcia.ones(lq, lk, dtype=torcia.bool, device=query.device).tril()
+        scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
+    elif attn_mask is not None:
+        if attn_mask.dtype is D.bool_:
+            scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            scores = scores + attn_mask
+    weights = softmax(scores, dim=-1)
+    if dropout_p > 0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights @ value
+
+
+# ---------------------------------------------------------------------------------------
+# losses
+# ---------------------------------------------------------------------------------------
+
+
+def _reduction(size_average, reduce, reduction):
+    """The legacy ``size_average``/``reduce`` pair mapped to a reduction, as PyTorch."""
+    if size_average is None and reduce is None:
+        if reduction not in ("none", "mean", "sum"):
+            raise ValueError(f"{reduction} is not a valid value for reduction")
+        return reduction
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    if not reduce:
+        return "none"
+    return "mean" if size_average else "sum"
+
+
+def _reduce(loss, reduction):
+    if reduction == "mean":
+        return loss.mean()
+    if reduction == "sum":
+        return loss.sum()
+    return loss
+
+
+def _same_shape(input, target, fn):
+    if input.shape != target.shape:
+        raise ValueError(f"{fn}: target size ({list(target.shape)}) must be the same as input "
+                         f"size ({list(input.shape)}); broadcasting them would compute a "
+                         "different loss")
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean squared error ``(input - target) ** 2``, reduced.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.mse_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 4.0]))
+    tensor(2.)
+    """
+    _same_shape(input, target, "mse_loss")
+    d = input - target
+    loss = d * d
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
+    """Mean absolute error ``|input - target|``, reduced."""
+    _same_shape(input, target, "l1_loss")
+    loss = (input - target).abs()
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
+                   beta=1.0):
+    """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
+    (``d = input - target``); ``beta=0`` is the L1 loss."""
+    _same_shape(input, target, "smooth_l1_loss")
+    if beta < 0:
+        raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    d = (input - target).abs()
+    if beta == 0:
+        loss = d
+    else:
+        loss = torcia.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
+    """``0.5 * d**2`` where ``|d| <= delta``, else ``delta * (|d| - 0.5 * delta)``."""
+    _same_shape(input, target, "huber_loss")
+    d = (input - target).abs()
+    loss = torcia.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(None, None, reduction))
+
+
+def _class_target(input, target, fn):
+    """Class-index form of (input, target): input as (rows, C), target as (rows,), and
+    the shape the 'none' loss has."""
+    if target.dtype not in (D.int64, D.int32, D.uint8, D.int16, D.int8):
+        raise RuntimeError(f"expected scalar type Long but found {_scalar(target.dtype)}")
+    if input.ndim == 0:
+        raise RuntimeError(f"{fn}: input must have at least 1 dimension, got a 0-d tensor")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise RuntimeError(f"0D or 1D target tensor expected, multi-target not supported "
+                               f"(got target of size {list(target.shape)} for input of size "
+                               f"{list(input.shape)})")
+        return input.unsqueeze(0), target.reshape(1), ()
+    if target.shape[:1] != input.shape[:1]:
+        raise ValueError(f"Expected input batch_size ({input.shape[0]}) to match target "
+                         f"batch_size ({target.shape[0] if target.ndim else 0}).")
+    expected = (input.shape[0],) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise RuntimeError(f"Expected target size {list(expected)}, got "
+                           f"{list(target.shape)}")
+    c = input.shape[1]
+    if input.ndim > 2:
+        input = input.movedim(1, -1).reshape(-1, c)
+    return input, target.reshape(-1).to(torcia.int64), expected
+
+
+def _scalar(d) -> str:
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+            "bool": "Bool"}.get(d.name, d.name)
+
+
+def _check_targets(target, c, ignore_index):
+    t = target._data
+    bad = (t != ignore_index) & ((t < 0) | (t >= c))
+    if bad.any():
+        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+
+
+def _check_class_weight(weight, c):
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != c):
+        raise RuntimeError(f"weight tensor should be defined either for all {c} classes or no "
+                           f"classes but got weight tensor of shape: {list(weight.shape)}")
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log likelihood of log-probabilities ``input`` (N, C, *) or (C,) at the
+    class indices ``target``, weighted per class; 'mean' divides by the summed weights
+    of the non-ignored targets.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.nll_loss(torcia.tensor([[-1.0, -2.0], [-3.0, -4.0]]), torcia.tensor([1, 0]))
+    tensor(2.5000)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    rows, tgt, shape = _class_target(input, target, "nll_loss")
+    c = rows.shape[1]
+    _check_targets(tgt, c, ignore_index)
+    _check_class_weight(weight, c)
+    out = call("nll_loss", (rows, tgt, weight), {"reduction": reduction,
+                                                 "ignore_index": int(ignore_index)})
+    return out.reshape(shape) if reduction == "none" else out
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy between logits ``input`` (N, C, *) or (C,) and ``target``: class
+    indices (N, *) (fused log_softmax and nll_loss, with ``weight``, ``ignore_index`` and
+    ``label_smoothing``), or class probabilities of ``input``'s shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[0.0, 0.0]])
+    >>> F.cross_entropy(x, torcia.tensor([1]))
+    tensor(0.6931)
+    >>> F.cross_entropy(x, torcia.tensor([[0.5, 0.5]]))
+    tensor(0.6931)
+    """
+    reduction = _reduction(size_average, reduce, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: "
+                         f"{label_smoothing}")
+    if target.is_floating_point():
+        return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
+    rows, tgt, shape = _class_target(input, target, "cross_entropy")
+    c = rows.shape[1]
+    _check_targets(tgt, c, ignore_index)
+    _check_class_weight(weight, c)
+    out = call("cross_entropy", (rows, tgt, weight), {
+        "reduction": reduction, "ignore_index": int(ignore_index),
+        "label_smoothing": float(label_smoothing)})
+    return out.reshape(shape) if reduction == "none" else out
+
+
+def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
+    if input.shape != target.shape:
+        raise RuntimeError(f"Expected target size {list(input.shape)}, got "
+                           f"{list(target.shape)}")
+    dim = 0 if input.ndim == 1 else 1
+    c = input.shape[dim]
+    _check_class_weight(weight, c)
+    if label_smoothing:
+        target = target * (1 - label_smoothing) + label_smoothing / c
+    terms = log_softmax(input, dim) * target
+    if weight is not None:
+        terms = terms * weight.reshape((c,) + (1,) * (input.ndim - dim - 1))
+    loss = -terms.sum(dim)
+    if reduction == "mean":
+        # per element of the batch (and positions), whatever the weights
+        return loss.sum() / (input.numel() // c) if input.numel() else loss.sum() * math.nan
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``-(target * log(input) + (1 - target) * log(1 - input))`` with the logs clamped
+    at -100, as PyTorch, so that probabilities of exactly 0 or 1 give finite losses.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.binary_cross_entropy(torcia.tensor([0.5]), torcia.tensor([1.0]))
+    tensor(0.6931)
+    """
+    _same_shape(input, target, "binary_cross_entropy")
+    data = input._data
+    if data.size and (data.min() < 0 or data.max() > 1):
+        raise RuntimeError("all elements of input should be between 0 and 1")
+    log_p = input.log().clamp(min=-100)
+    log_q = (1 - input).log().clamp(min=-100)
+    loss = -(target * log_p + (1 - target) * log_q)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
+                                     reduce=None, reduction="mean", pos_weight=None):
+    """Binary cross-entropy of ``sigmoid(input)``, computed from the logits without
+    overflow: ``(1 - t) * x - (1 + (pos_weight - 1) * t) * logsigmoid(x)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.binary_cross_entropy_with_logits(torcia.tensor([0.0]), torcia.tensor([1.0]))
+    tensor(0.6931)
+    """
+    _same_shape(input, target, "binary_cross_entropy_with_logits")
+    log_sig = logsigmoid(input)
+    if pos_weight is not None:
+        coef = 1 + (pos_weight - 1) * target
+        loss = (1 - target) * input - coef * log_sig
+    else:
+        loss = (1 - target) * input - log_sig
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
+    """Kullback-Leibler divergence ``target * (log(target) - input)`` of log-probabilities
+    ``input``; ``log_target`` means ``target`` holds log-probabilities too; 'batchmean'
+    divides the sum by the batch size (the mathematically correct KL).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> p = torcia.tensor([[0.5, 0.5]])
+    >>> F.kl_div(p.log(), p, reduction="batchmean")
+    tensor(0.)
+    """
+    if reduction not in ("none", "mean", "sum", "batchmean"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    _same_shape(input, target, "kl_div")
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        loss = torcia.xlogy(target, target) - target * input
+    if reduction == "batchmean":
+        return loss.sum() / (input.shape[0] if input.ndim else 1)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
+                     reduce=None, reduction="mean"):
+    """Negative log likelihood of ``target`` under Poisson(``input``) (or
+    Poisson(exp(input)) with ``log_input``); ``full`` adds Stirling's term."""
+    _same_shape(input, target, "poisson_nll_loss")
+    loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
+    if full:
+        stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
+        loss = loss + stirling.masked_fill(target <= 1, 0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                          reduction="mean"):
+    """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where
+    it is -1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[1.0, 0.0]])
+    >>> F.cosine_embedding_loss(x, x, torcia.tensor([1.0]))
+    tensor(0.)
+    """
+    if input1.ndim not in (1, 2) or input1.shape != input2.shape:
+        raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of equal size, "
+                           f"got {list(input1.shape)} and {list(input2.shape)}")
+    dim = input1.ndim - 1
+    eps = 1e-12
+    dot = (input1 * input2).sum(dim)
+    m1 = (input1 * input1).sum(dim) + eps
+    m2 = (input2 * input2).sum(dim) + eps
+    cos = dot / (m1 * m2).sqrt()
+    zero = torcia.zeros_like(cos)
+    loss = torcia.where(target == 1, 1 - cos, zero) + torcia.where(
+        target == -1, (cos - margin).clamp(min=0), zero)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
+                        reduction="mean"):
+    """``max(0, -target * (input1 - input2) + margin)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.margin_ranking_loss(torcia.tensor([1.0]), torcia.tensor([2.0]), torcia.tensor([1.0]))
+    tensor(1.)
+    """
+    if not (input1.shape == input2.shape == target.shape):
+        raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
+                           f"dimension but got sizes: input1: {list(input1.shape)}, input2: "
+                           f"{list(input2.shape)}, target: {list(target.shape)} ")
+    loss = (-target * (input1 - input2) + margin).clamp(min=0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
+                         reduction="mean"):
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1."""
+    zero = torcia.zeros_like(input)
+    loss = torcia.where(target == 1, input, zero) + torcia.where(
+        target == -1, (margin - input).clamp(min=0), zero)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """``log(1 + exp(-target * input))``."""
+    _same_shape(input, target, "soft_margin_loss")
+    loss = softplus(-target * input)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        size_average=None, reduce=None, reduction="mean"):
+    """``max(0, d(anchor, positive) - d(anchor, negative) + margin)`` with ``d`` the
+    ``p``-norm :func:`pairwise_distance`; ``swap`` uses the smaller of d(a, n), d(p, n).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> a = torcia.tensor([[0.0, 0.0]])
+    >>> F.triplet_margin_loss(a, a, a + 3, eps=0.0)
+    tensor(0.)
+    """
+    if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
+        raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
+                           f"the same number of dimensions (1 or 2), but got: anchor "
+                           f"{anchor.ndim}D, positive {positive.ndim}D, and negative "
+                           f"{negative.ndim}D inputs")
+    d_ap = pairwise_distance(anchor, positive, p, eps)
+    d_an = pairwise_distance(anchor, negative, p, eps)
+    if swap:
+        d_an = torcia.minimum(d_an, pairwise_distance(positive, negative, p, eps))
+    loss = (margin + d_ap - d_an).clamp(min=0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
+                      reduce=None, reduction="mean"):
+    """Multi-class hinge loss: the mean over classes ``i != y`` of
+    ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``)."""
+    if p not in (1, 2):
+        raise ValueError("only p == 1 and p == 2 supported")
+    rows = input if input.ndim == 2 else input.unsqueeze(0)
+    t = target.reshape(-1, 1)
+    picked = rows.gather(1, t)
+    terms = (margin - picked + rows).clamp(min=0)
+    if p == 2:
+        terms = terms * terms
+    if weight is not None:
+        terms = terms * weight[t.reshape(-1)].unsqueeze(1)
+    terms = terms.scatter(1, t, 0.0)
+    loss = terms.sum(1) / rows.shape[1]
+    if input.ndim != 2:
+        loss = loss.reshape(())
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+__all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
+           and n not in ("Tensor", "call", "inplace", "annotations")
+           and not isinstance(v, type) and getattr(v, "__module__", "").startswith("torcia")]
+
