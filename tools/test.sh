@@ -4,6 +4,8 @@
 # Creates .venv-test (once), installs every package and plugin of the checkout (editable)
 # with the test requirements, runs the fast tests, then the slow ones within a time bound.
 # Needs Python 3.11+ (set PYTHON to pick one) and, for the C++ plugin, a C++ compiler.
+# The parity checks against PyTorch run when TORCIA_TORCH names the torch to install
+# (e.g. TORCIA_TORCH="torch==2.13.*"); without it they are skipped.
 # Arguments are passed to both pytest runs, e.g. `./tools/test.sh -x packages/nn`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,6 +22,7 @@ py="$VENV/bin/python"
 "$py" -m pip install -r tools/requirements-test.txt
 # the MPI backend is tested against the MPI that pip installs, not a system one
 if [ -d plugins/mpi ]; then "$py" -m pip install mpich mpi4py; fi
+if [ -n "${TORCIA_TORCH:-}" ]; then "$py" -m pip install "$TORCIA_TORCH"; fi
 "$py" tools/install_parts.py --editable packages plugins >/dev/null
 
 # pytest exits 5 when it collects no test: an error here, never a pass
