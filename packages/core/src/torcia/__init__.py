@@ -68,6 +68,7 @@ from torcia.random import (  # noqa: E402
     Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
     set_rng_state,
 )
+from torcia.serialization import load, save  # noqa: E402
 
 from torcia import _methods  # noqa: E402,F401  (attaches Tensor methods)
 from torcia import _ops  # noqa: E402

@@ -1,0 +1,28 @@
+"""torcia-nn's built-in plugin: registers its losses through its own hook, the way any
+plugin distribution does (entry point ``nn`` in torcia-nn's ``pyproject.toml``)."""
+
+from __future__ import annotations
+
+import torcia
+from torcia.nn.modules import loss as _loss
+
+LOSSES = {
+    "mse": _loss.MSELoss,
+    "l1": _loss.L1Loss,
+    "smooth_l1": _loss.SmoothL1Loss,
+    "huber": _loss.HuberLoss,
+    "cross_entropy": _loss.CrossEntropyLoss,
+    "nll": _loss.NLLLoss,
+    "bce": _loss.BCELoss,
+    "bce_with_logits": _loss.BCEWithLogitsLoss,
+    "kl_div": _loss.KLDivLoss,
+    "cosine_embedding": _loss.CosineEmbeddingLoss,
+    "margin_ranking": _loss.MarginRankingLoss,
+    "triplet_margin": _loss.TripletMarginLoss,
+}
+
+
+@torcia.hookimpl
+def torcia_register_losses(registry):
+    for name, cls in LOSSES.items():
+        registry.add(name, cls)

@@ -1,0 +1,261 @@
+"""Convolutions: ``Conv1d``, ``Conv2d``, ``ConvTranspose2d``."""
+
+from __future__ import annotations
+
+from torcia._creation import empty
+from torcia.nn import functional as F
+from torcia.nn.modules._utils import (
+    _pair,
+    _reverse_repeat_tuple,
+    _single,
+    reset_weight_and_bias,
+    shape_error,
+)
+from torcia.nn.modules.module import Module
+from torcia.nn.parameter import Parameter
+
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+
+_PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+_PADDING_STRINGS = ("same", "valid")
+
+
+class _ConvNd(Module):
+    """What every convolution shares: argument checks, parameters, initialisation and the
+    printed form."""
+
+    _n = 2
+    _layout = "N, C, H, W"
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride, padding, dilation,
+                 transposed, output_padding, groups, bias, padding_mode, device=None,
+                 dtype=None):
+        super().__init__()
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        if isinstance(padding, str):
+            if padding not in _PADDING_STRINGS:
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of {_PADDING_STRINGS}"
+                )
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        if padding_mode not in _PADDING_MODES:
+            raise ValueError(
+                f"padding_mode must be one of {_PADDING_MODES}, but got "
+                f"padding_mode='{padding_mode}'"
+            )
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.transposed = transposed
+        self.output_padding = output_padding
+        self.groups = groups
+        self.padding_mode = padding_mode
+        if isinstance(padding, str):
+            # F.pad's order (last dimension first); "same" puts the odd pixel on the right
+            pads = []
+            for d, k in zip(reversed(dilation), reversed(kernel_size)):
+                total = d * (k - 1)
+                pads += [total // 2, total - total // 2]
+            self._reversed_padding_repeated_twice = pads if padding == "same" else [0] * len(pads)
+        else:
+            self._reversed_padding_repeated_twice = list(_reverse_repeat_tuple(padding, 2))
+        if transposed:
+            shape = (in_channels, out_channels // groups, *kernel_size)
+        else:
+            shape = (out_channels, in_channels // groups, *kernel_size)
+        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
+        if bias:
+            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        reset_weight_and_bias(self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        s = (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+             f"stride={self.stride}")
+        if self.padding != (0,) * len(self.dilation):
+            s += f", padding={self.padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += f", dilation={self.dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += f", output_padding={self.output_padding}"
+        if self.groups != 1:
+            s += f", groups={self.groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += f", padding_mode={self.padding_mode}"
+        return s
+
+    def _check_input(self, input) -> None:
+        n = self._n
+        channels = self.out_channels if self.transposed else self.in_channels
+        shape = input.shape
+        if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != channels:
+            spatial = self._layout.split(", ", 2)[2]
+            raise shape_error(
+                self,
+                f"input of shape [N, {self.in_channels}, {spatial}] or "
+                f"[{self.in_channels}, {spatial}]",
+                input,
+            )
+
+    def _conv_padding(self, input):
+        """The input padded as ``padding_mode``/``padding`` ask, and the padding left for the
+        convolution kernel itself."""
+        pads = self._reversed_padding_repeated_twice
+        if self.padding_mode != "zeros":
+            return F.pad(input, pads, mode=self.padding_mode), (0,) * self._n
+        if isinstance(self.padding, str):
+            before, after = pads[0::2], pads[1::2]
+            if before == after:
+                return input, tuple(reversed(before))
+            return F.pad(input, pads), (0,) * self._n
+        return input, self.padding
+
+
+class Conv1d(_ConvNd):
+    """1-D convolution over an input of shape ``(N, C_in, L)`` or ``(C_in, L)``.
+
+    Arguments, defaults and initialisation are PyTorch's; ``padding`` may be an int, a
+    tuple, ``"valid"`` or ``"same"``, and ``padding_mode`` one of ``"zeros"``,
+    ``"reflect"``, ``"replicate"``, ``"circular"``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> conv = torcia.nn.Conv1d(2, 4, 3, padding="same")
+    >>> conv(torcia.randn(1, 2, 10)).shape
+    torcia.Size([1, 4, 10])
+    """
+
+    _n = 1
+    _layout = "N, C, L"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
+                         padding if isinstance(padding, str) else _single(padding),
+                         _single(dilation), False, _single(0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input):
+        self._check_input(input)
+        input, padding = self._conv_padding(input)
+        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-D convolution over an input of shape ``(N, C_in, H, W)`` or ``(C_in, H, W)``.
+
+    Arguments, defaults and initialisation are PyTorch's: ``kernel_size``, ``stride``,
+    ``padding`` (int, pair, ``"valid"`` or ``"same"``), ``dilation``, ``groups``, ``bias``,
+    ``padding_mode`` (``"zeros"``, ``"reflect"``, ``"replicate"``, ``"circular"``). The
+    weight has shape ``(out_channels, in_channels // groups, kH, kW)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> conv = torcia.nn.Conv2d(3, 8, 3, stride=2, padding=1)
+    >>> conv
+    Conv2d(3, 8, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))
+    >>> conv(torcia.randn(2, 3, 16, 16)).shape
+    torcia.Size([2, 8, 8, 8])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                         padding if isinstance(padding, str) else _pair(padding),
+                         _pair(dilation), False, _pair(0), groups, bias, padding_mode,
+                         device, dtype)
+
+    def forward(self, input):
+        self._check_input(input)
+        input, padding = self._conv_padding(input)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
+                        self.groups)
+
+
+class ConvTranspose2d(_ConvNd):
+    """2-D transposed convolution (the gradient of ``Conv2d`` with respect to its input).
+
+    The weight has shape ``(in_channels, out_channels // groups, kH, kW)``. ``forward``
+    takes an optional ``output_size`` that picks ``output_padding`` when a stride makes the
+    output size ambiguous.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> up = torcia.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)
+    >>> up(torcia.randn(1, 4, 5, 5)).shape
+    torcia.Size([1, 2, 10, 10])
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
+                 padding_mode: str = "zeros", device=None, dtype=None):
+        if padding_mode != "zeros":
+            raise ValueError(
+                f'Only "zeros" padding mode is supported for {type(self).__name__}'
+            )
+        if isinstance(padding, str):
+            raise ValueError(f"{type(self).__name__} does not support string padding, got "
+                             f"padding={padding!r}")
+        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
+                         _pair(padding), _pair(dilation), True, _pair(output_padding), groups,
+                         bias, padding_mode, device, dtype)
+
+    def _check_input(self, input) -> None:
+        shape = input.shape
+        if len(shape) not in (3, 4) or shape[-3] != self.in_channels:
+            raise shape_error(self, f"input of shape [N, {self.in_channels}, H, W] or "
+                                    f"[{self.in_channels}, H, W]", input)
+
+    def _output_padding(self, input, output_size) -> tuple:
+        if output_size is None:
+            return self.output_padding
+        n = self._n
+        non_spatial = 2 if input.dim() == n + 2 else 1
+        output_size = list(output_size)
+        if len(output_size) == non_spatial + n:
+            output_size = output_size[non_spatial:]
+        if len(output_size) != n:
+            raise ValueError(
+                f"ConvTranspose{n}D: for {input.dim()}D input, output_size must have {n} or "
+                f"{non_spatial + n} elements (got {len(output_size)})"
+            )
+        min_sizes, max_sizes = [], []
+        for d in range(n):
+            size = ((input.size(d + non_spatial) - 1) * self.stride[d] - 2 * self.padding[d]
+                    + self.dilation[d] * (self.kernel_size[d] - 1) + 1)
+            min_sizes.append(size)
+            max_sizes.append(size + self.stride[d] - 1)
+        for d in range(n):
+            if not min_sizes[d] <= output_size[d] <= max_sizes[d]:
+                raise ValueError(
+                    f"requested an output size of {output_size}, but valid sizes range from "
+                    f"{min_sizes} to {max_sizes} (for an input of {list(input.shape)[2:]})"
+                )
+        return tuple(output_size[d] - min_sizes[d] for d in range(n))
+
+    def forward(self, input, output_size=None):
+        self._check_input(input)
+        output_padding = self._output_padding(input, output_size)
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  output_padding, self.groups, self.dilation)

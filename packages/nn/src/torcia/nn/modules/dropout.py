@@ -1,0 +1,53 @@
+"""``Dropout`` and ``Dropout2d``: active in training mode, the identity in eval mode."""
+
+from __future__ import annotations
+
+from torcia.nn import functional as F
+from torcia.nn.modules.module import Module
+
+__all__ = ["Dropout", "Dropout2d"]
+
+
+class _DropoutNd(Module):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        if p < 0 or p > 1:
+            raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+        self.p = p
+        self.inplace = inplace
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}, inplace={self.inplace}"
+
+
+class Dropout(_DropoutNd):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> drop = torcia.nn.Dropout(0.5)
+    >>> y = drop(torcia.ones(1000))
+    >>> sorted(set(y.tolist()))
+    [0.0, 2.0]
+    >>> drop.eval()(torcia.ones(3))
+    tensor([1., 1., 1.])
+    """
+
+    def forward(self, input):
+        return F.dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout2d(_DropoutNd):
+    """Zero whole channels of ``(N, C, H, W)`` inputs with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.nn.Dropout2d(0.5)(torcia.ones(1, 64, 2, 2))
+    >>> bool(((y.sum((2, 3)) == 0) | (y.sum((2, 3)) == 8)).all())
+    True
+    """
+
+    def forward(self, input):
+        return F.dropout2d(input, self.p, self.training, self.inplace)

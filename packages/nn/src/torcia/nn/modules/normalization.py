@@ -1,0 +1,230 @@
+"""Normalisation layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``."""
+
+from __future__ import annotations
+
+import numbers
+
+from torcia import _dtype as D
+from torcia._creation import empty, ones, tensor, zeros
+from torcia.nn import functional as F
+from torcia.nn import init
+from torcia.nn.modules._utils import shape_error
+from torcia.nn.modules.module import Module
+from torcia.nn.parameter import Parameter
+
+__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+
+
+def _affine_parameters(module, shape, weight: bool, bias: bool, device, dtype) -> None:
+    """Register ``weight`` and ``bias`` of ``shape`` (None where absent), uninitialised."""
+    for name, wanted in (("weight", weight), ("bias", bias)):
+        if wanted:
+            module.register_parameter(name, Parameter(empty(shape, device=device, dtype=dtype)))
+        else:
+            module.register_parameter(name, None)
+
+
+def _reset_affine(module) -> None:
+    """Scale by one and shift by zero: the normalisation layers' initial affine map."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if module.bias is not None:
+        init.zeros_(module.bias)
+
+
+class _BatchNorm(Module):
+    """Batch normalisation over dimension 1, with running statistics.
+
+    In training mode each batch is normalised with its own mean and (biased) variance, and
+    the running estimates are updated with the unbiased variance:
+    ``running = (1 - momentum) * running + momentum * batch``; ``momentum=None`` makes it a
+    cumulative average over ``num_batches_tracked`` batches. In eval mode the running
+    estimates are used (the batch's own when ``track_running_stats=False``).
+    """
+
+    _dims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = True, track_running_stats: bool = True, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__()
+        self.num_features = num_features
+        self.eps = eps
+        self.momentum = momentum
+        self.affine = affine
+        self.track_running_stats = track_running_stats
+        self._bias = affine and bias
+        _affine_parameters(self, num_features, affine, self._bias, device, dtype)
+        if track_running_stats:
+            self.register_buffer("running_mean", zeros(num_features, device=device,
+                                                       dtype=dtype))
+            self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=D.int64,
+                                                               device=device))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
+        self.reset_parameters()
+
+    def reset_running_stats(self) -> None:
+        if self.track_running_stats:
+            init.zeros_(self.running_mean)
+            init.ones_(self.running_var)
+            init.zeros_(self.num_batches_tracked)
+
+    def reset_parameters(self) -> None:
+        self.reset_running_stats()
+        _reset_affine(self)
+
+    def _check_input_dim(self, input) -> None:
+        dims = input.dim()
+        if dims not in self._dims:
+            allowed = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {allowed} input (got {dims}D input)")
+        if input.shape[1] != self.num_features:
+            raise shape_error(self, f"input with {self.num_features} channels in dimension 1",
+                              input)
+
+    def forward(self, input):
+        self._check_input_dim(input)
+        factor = 0.0 if self.momentum is None else self.momentum
+        if self.training and self.track_running_stats and self.num_batches_tracked is not None:
+            self.num_batches_tracked.add_(1)
+            if self.momentum is None:
+                factor = 1.0 / float(self.num_batches_tracked)
+        use_batch_stats = self.training or (self.running_mean is None
+                                            and self.running_var is None)
+        keep = not self.training or self.track_running_stats
+        return F.batch_norm(input, self.running_mean if keep else None,
+                            self.running_var if keep else None, self.weight, self.bias,
+                            use_batch_stats, factor, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, bias={self._bias}, "
+                f"track_running_stats={self.track_running_stats}")
+
+
+class BatchNorm1d(_BatchNorm):
+    """Batch normalisation of ``(N, C)`` or ``(N, C, L)`` inputs over each channel.
+
+    Parameters
+    ----------
+    num_features : int
+        ``C``.
+    eps : float
+        Added to the variance. Default: 1e-5.
+    momentum : float or None
+        Weight of the new batch in the running estimates; None for a cumulative average.
+        Default: 0.1.
+    affine : bool
+        Learnable scale (ones) and shift (zeros). Default: True.
+    track_running_stats : bool
+        Keep running estimates for eval mode. Default: True.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> bn = torcia.nn.BatchNorm1d(2)
+    >>> y = bn(torcia.tensor([[1.0, 10.0], [3.0, 30.0]]))
+    >>> y.detach().round(decimals=3)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    >>> bn.running_mean
+    tensor([0.2000, 2.0000])
+    """
+
+    _dims = (2, 3)
+
+
+class BatchNorm2d(_BatchNorm):
+    """Batch normalisation of ``(N, C, H, W)`` inputs over each channel (see
+    :class:`BatchNorm1d` for the arguments).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.BatchNorm2d(3)(torcia.randn(4, 3, 5, 5)).shape
+    torcia.Size([4, 3, 5, 5])
+    """
+
+    _dims = (4,)
+
+
+class LayerNorm(Module):
+    """Normalise over the trailing ``normalized_shape`` dimensions of each sample, then
+    scale (ones) and shift (zeros) elementwise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> ln = torcia.nn.LayerNorm(4)
+    >>> ln
+    LayerNorm((4,), eps=1e-05, elementwise_affine=True, bias=True)
+    >>> y = ln(torcia.tensor([[1.0, 2.0, 3.0, 4.0]]))
+    >>> round(float(y.mean()), 6), round(float(y.pow(2).mean()), 3)
+    (0.0, 1.0)
+    """
+
+    def __init__(self, normalized_shape, eps: float = 1e-5, elementwise_affine: bool = True,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, numbers.Integral):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        _affine_parameters(self, self.normalized_shape, elementwise_affine,
+                           elementwise_affine and bias, device, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _reset_affine(self)
+
+    def forward(self, input):
+        n = len(self.normalized_shape)
+        if tuple(input.shape[input.dim() - n:]) != self.normalized_shape or input.dim() < n:
+            dims = ", ".join(map(str, self.normalized_shape))
+            raise shape_error(self, f"input of shape [*, {dims}]", input)
+        return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class GroupNorm(Module):
+    """Normalise ``(N, C, *)`` inputs over groups of ``C // num_groups`` channels (and every
+    other dimension), then scale and shift per channel.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.GroupNorm(2, 4)(torcia.randn(3, 4, 5)).shape
+    torcia.Size([3, 4, 5])
+    """
+
+    def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
+        super().__init__()
+        if num_channels % num_groups != 0:
+            raise ValueError("num_channels must be divisible by num_groups")
+        self.num_groups = num_groups
+        self.num_channels = num_channels
+        self.eps = eps
+        self.affine = affine
+        _affine_parameters(self, num_channels, affine, affine and bias, device, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        _reset_affine(self)
+
+    def forward(self, input):
+        if input.dim() < 2 or input.shape[1] != self.num_channels:
+            raise shape_error(self, f"input of shape [N, {self.num_channels}, *]", input)
+        return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
+                f"affine={self.affine}, bias={self.bias is not None}")
