@@ -200,6 +200,7 @@ def manager() -> pluggy.PluginManager:
             pm.add_hookspecs(module)
         for name, plugin in _state.builtins:
             _register(pm, name, plugin, "torcia-core", _core_version())
+        specs_added = list(_state.spec_modules)
         policy = Policy()
         for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
             dist = ep.dist.name if ep.dist else "unknown"
@@ -223,6 +224,10 @@ def manager() -> pluggy.PluginManager:
                 )
                 continue
             _register(pm, ep.name, plugin, dist, version)
+        # a part imported by loading its plugin (torcia.optim) added its specs meanwhile
+        for module in _state.spec_modules:
+            if module not in specs_added:
+                pm.add_hookspecs(module)
         _state.pm = pm
         return pm
 

@@ -1,0 +1,82 @@
+"""The step shared by optimizers whose update is elementwise per parameter.
+
+A subclass names its multi-tensor kernel (:mod:`torcia.optim.kernels`), the state buffers
+the kernel takes in order, how a parameter's state starts, the kernel's keywords for a
+group, and a per-parameter reference update written with Tensor ops. ``step`` runs the
+kernel of the parameters' device over the whole group when there is one (and ``foreach``
+is not False), and the reference update parameter by parameter otherwise.
+"""
+
+from __future__ import annotations
+
+import torcia
+from torcia import Tensor
+from torcia.optim.optimizer import Optimizer, arrays, bump_steps, bump_versions
+
+
+class ElementwiseOptimizer(Optimizer):
+    #: the multi-tensor kernel's op name
+    kernel_op: str = ""
+    #: state keys whose arrays the kernel takes after params and grads, in order
+    buffers: tuple[str, ...] = ()
+    #: whether the state counts steps, and whether the kernel is given the counts
+    has_step = True
+    kernel_takes_steps = True
+
+    def init_state(self, p: Tensor, group: dict) -> dict:
+        raise NotImplementedError
+
+    def hyper(self, group: dict) -> dict:
+        """The kernel's keyword arguments for ``group``."""
+        raise NotImplementedError
+
+    @staticmethod
+    def reference(p: Tensor, grad: Tensor, state: dict, step, **hyper) -> None:
+        """Update one parameter in place with Tensor ops (the ``foreach=False`` path)."""
+        raise NotImplementedError
+
+    def step(self, closure=None):
+        """Perform a single optimization step.
+
+        Parameters
+        ----------
+        closure : callable, optional
+            Re-evaluates the model and returns the loss.
+        """
+        loss = None
+        if closure is not None:
+            with torcia.enable_grad():
+                loss = closure()
+        with torcia.no_grad():
+            for group in self.param_groups:
+                self._step_group(group)
+        return loss
+
+    def _step_group(self, group: dict) -> None:
+        params = self._with_grads(group)
+        if not params:
+            return
+        states = []
+        for p in params:
+            state = self.state[p]
+            if not state:
+                state.update(self.init_state(p, group))
+            states.append(state)
+        steps = bump_steps(states) if self.has_step else [None] * len(params)
+        hyper = self.hyper(group)
+        kernel = self._kernel(self.kernel_op, params, group["foreach"])
+        if kernel is None:
+            for p, state, step in zip(params, states, steps):
+                self.reference(p, p.grad, state, step, **hyper)
+            return
+        lists = [
+            [None if s.get(key) is None else s[key]._data for s in states] for key in self.buffers
+        ]
+        extra = [steps] if self.kernel_takes_steps else []
+        kernel(arrays(params), [p.grad._data for p in params], *lists, *extra, **hyper)
+        bump_versions(params)
+        for key, values in zip(self.buffers, lists):
+            for p, state, arr in zip(params, states, values):
+                if arr is not None and state.get(key) is None:
+                    # a buffer the kernel made on this step (SGD's momentum)
+                    state[key] = Tensor._make(arr, p.device)

@@ -1,0 +1,260 @@
+"""Multi-tensor update kernels: one call updates every parameter of a group.
+
+Optimizers look these ops up in the kernel table of their parameters' device
+(``device.backend.kernels``) and call them on lists of arrays under ``no_grad``, then bump
+each parameter's version counter. torcia-optim's plugin registers the NumPy versions below
+for the ``"cpu"`` device with priority 0; a backend overrides one by registering the same op
+name with a higher priority::
+
+    @torcia.hookimpl
+    def torcia_register_kernels(registry):
+        registry.add("adam_step", "cpu", my_fused_adam, priority=10)
+
+Every kernel has the same shape: lists of arrays positionally (parameters, gradients, state
+buffers; all of one length, in the same order), hyperparameters as keywords; it updates
+parameters and buffers in place and returns None. ``steps`` are the step counts after this
+step's increment, as Python floats (the optimizer owns the step tensors). Gradients are
+never written to. A device without a kernel falls back to the optimizer's per-parameter
+path, which defines the results: a kernel must match it (the tests check bit equality for
+these NumPy kernels).
+
+========================  ====================================================================
+op                        positional arrays
+========================  ====================================================================
+``sgd_step``              params, grads, momentum_buffers (a None entry is a buffer yet to be
+                          made: the kernel puts a copy of the gradient there)
+``adam_step``             params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs (None
+                          entries unless amsgrad), steps
+``adamax_step``           params, grads, exp_avgs, exp_infs, steps
+``nadam_step``            params, grads, exp_avgs, exp_avg_sqs, mu_products (0-d), steps
+``radam_step``            params, grads, exp_avgs, exp_avg_sqs, steps
+``rmsprop_step``          params, grads, square_avgs, grad_avgs (None entries unless
+                          centered), momentum_buffers (None entries unless momentum > 0)
+``adagrad_step``          params, grads, state_sums, steps
+``adadelta_step``         params, grads, square_avgs, acc_deltas
+========================  ====================================================================
+
+The keywords of each are the optimizer's hyperparameters, named as in the optimizer (Adam's
+``betas`` arrive as ``beta1`` and ``beta2``). The operations below follow the order of the
+per-parameter path step for step, so both round alike.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _grad(g, p, maximize, weight_decay):
+    """The gradient to use: negated when maximizing, plus the L2 term (new arrays only)."""
+    if maximize:
+        g = np.negative(g)
+    if weight_decay != 0:
+        g = g + p * weight_decay
+    return g
+
+
+def _lerp_(a, b, weight, tmp):
+    """``a += weight * (b - a)`` in place, as ``lerp_`` computes it."""
+    np.subtract(b, a, out=tmp)
+    tmp *= weight
+    a += tmp
+
+
+def _addcmul_(a, t1, t2, value, tmp):
+    """``a += value * t1 * t2`` in place."""
+    np.multiply(t1, value, out=tmp)
+    tmp *= t2
+    a += tmp
+
+
+def _addcdiv_(a, t1, t2, value, tmp):
+    """``a += value * t1 / t2`` in place."""
+    np.multiply(t1, value, out=tmp)
+    tmp /= t2
+    a += tmp
+
+
+def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
+             nesterov, maximize):
+    for i, (p, g) in enumerate(zip(params, grads)):
+        g = _grad(g, p, maximize, weight_decay)
+        if momentum != 0:
+            buf = momentum_buffers[i]
+            if buf is None:
+                buf = momentum_buffers[i] = g.copy()
+            else:
+                buf *= momentum
+                buf += g if dampening == 0 else g * (1 - dampening)
+            g = g + buf * momentum if nesterov else buf
+        p += g * -lr
+
+
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
+              beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay):
+    for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
+        g = _grad(g, p, maximize, 0)
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + p * weight_decay
+        tmp = np.empty_like(p)
+        _lerp_(m, g, 1 - beta1, tmp)
+        v *= beta2
+        _addcmul_(v, g, g, 1 - beta2, tmp)
+        step = steps[i]
+        bias_correction1 = 1 - beta1**step
+        bias_correction2_sqrt = (1 - beta2**step) ** 0.5
+        if amsgrad:
+            np.maximum(max_exp_avg_sqs[i], v, out=max_exp_avg_sqs[i])
+            v = max_exp_avg_sqs[i]
+        denom = np.sqrt(v)
+        denom /= bias_correction2_sqrt
+        denom += eps
+        _addcdiv_(p, m, denom, -(lr / bias_correction1), tmp)
+
+
+def adamax_step(params, grads, exp_avgs, exp_infs, steps, *, lr, beta1, beta2, eps,
+                weight_decay, maximize):
+    for i, (p, g, m, u) in enumerate(zip(params, grads, exp_avgs, exp_infs)):
+        g = _grad(g, p, maximize, weight_decay)
+        tmp = np.empty_like(p)
+        _lerp_(m, g, 1 - beta1, tmp)
+        u *= beta2
+        np.abs(g, out=tmp)
+        tmp += eps
+        np.maximum(u, tmp, out=u)
+        clr = lr / (1 - beta1 ** steps[i])
+        _addcdiv_(p, m, u, -clr, tmp)
+
+
+def nadam_step(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, beta1, beta2,
+               eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize):
+    for i, (p, g, m, v, mu_product) in enumerate(
+        zip(params, grads, exp_avgs, exp_avg_sqs, mu_products)
+    ):
+        g = _grad(g, p, maximize, 0)
+        step = steps[i]
+        bias_correction2 = 1 - beta2**step
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + p * weight_decay
+        mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
+        mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
+        mu_product *= mu
+        tmp = np.empty_like(p)
+        _lerp_(m, g, 1 - beta1, tmp)
+        v *= beta2
+        _addcmul_(v, g, g, 1 - beta2, tmp)
+        denom = v / bias_correction2
+        np.sqrt(denom, out=denom)
+        denom += eps
+        product = float(mu_product)
+        _addcdiv_(p, g, denom, -lr * (1.0 - mu) / (1.0 - product), tmp)
+        _addcdiv_(p, m, denom, (-lr * mu_next) / (1.0 - product * mu_next), tmp)
+
+
+def radam_step(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2, eps,
+               weight_decay, decoupled_weight_decay, maximize):
+    rho_inf = 2 / (1 - beta2) - 1
+    for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
+        g = _grad(g, p, maximize, 0)
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                p *= 1 - lr * weight_decay
+            else:
+                g = g + p * weight_decay
+        tmp = np.empty_like(p)
+        _lerp_(m, g, 1 - beta1, tmp)
+        v *= beta2
+        _addcmul_(v, g, g, 1 - beta2, tmp)
+        step = steps[i]
+        bias_correction2 = 1 - beta2**step
+        update = m / (1 - beta1**step)
+        update *= lr
+        rho_t = rho_inf - 2 * step * (beta2**step) / bias_correction2
+        if rho_t > 5.0:
+            np.sqrt(v, out=tmp)
+            tmp += eps
+            np.divide(p.dtype.type(bias_correction2**0.5), tmp, out=tmp)
+            update *= tmp
+            update *= _rectification(rho_t, rho_inf)
+        update *= -1.0
+        p += update
+
+
+def _rectification(rho_t, rho_inf):
+    """RAdam's variance rectification term r_t."""
+    return (
+        (rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t)
+    ) ** 0.5
+
+
+def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, *, lr, alpha, eps,
+                 weight_decay, momentum, centered, maximize):
+    for i, (p, g, v) in enumerate(zip(params, grads, square_avgs)):
+        g = _grad(g, p, maximize, weight_decay)
+        tmp = np.empty_like(p)
+        v *= alpha
+        _addcmul_(v, g, g, 1 - alpha, tmp)
+        if centered:
+            mean = grad_avgs[i]
+            _lerp_(mean, g, 1 - alpha, tmp)
+            avg = v.copy()
+            _addcmul_(avg, mean, mean, -1, tmp)
+            np.sqrt(avg, out=avg)
+        else:
+            avg = np.sqrt(v)
+        avg += eps
+        if momentum > 0:
+            buf = momentum_buffers[i]
+            buf *= momentum
+            _addcdiv_(buf, g, avg, 1, tmp)
+            p += buf * -lr
+        else:
+            _addcdiv_(p, g, avg, -lr, tmp)
+
+
+def adagrad_step(params, grads, state_sums, steps, *, lr, lr_decay, weight_decay, eps,
+                 maximize):
+    for i, (p, g, s) in enumerate(zip(params, grads, state_sums)):
+        g = _grad(g, p, maximize, weight_decay)
+        clr = lr / (1 + (steps[i] - 1) * lr_decay)
+        tmp = np.empty_like(p)
+        _addcmul_(s, g, g, 1, tmp)
+        std = np.sqrt(s)
+        std += eps
+        _addcdiv_(p, g, std, -clr, tmp)
+
+
+def adadelta_step(params, grads, square_avgs, acc_deltas, *, lr, rho, eps, weight_decay,
+                  maximize):
+    for p, g, v, u in zip(params, grads, square_avgs, acc_deltas):
+        g = _grad(g, p, maximize, weight_decay)
+        tmp = np.empty_like(p)
+        v *= rho
+        _addcmul_(v, g, g, 1 - rho, tmp)
+        std = v + eps
+        np.sqrt(std, out=std)
+        delta = u + eps
+        np.sqrt(delta, out=delta)
+        delta /= std
+        delta *= g
+        u *= rho
+        _addcmul_(u, delta, delta, 1 - rho, tmp)
+        p += delta * -lr
+
+
+#: op name -> NumPy kernel, registered for "cpu" by torcia-optim's plugin
+KERNELS = {
+    "sgd_step": sgd_step,
+    "adam_step": adam_step,
+    "adamax_step": adamax_step,
+    "nadam_step": nadam_step,
+    "radam_step": radam_step,
+    "rmsprop_step": rmsprop_step,
+    "adagrad_step": adagrad_step,
+    "adadelta_step": adadelta_step,
+}

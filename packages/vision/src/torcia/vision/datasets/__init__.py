@@ -1,0 +1,35 @@
+"""Image datasets. Nothing is downloaded: each reads files the user provides, except
+:class:`Digits`, which is embedded in the package.
+
+Examples
+--------
+>>> from torcia.vision import datasets
+>>> ds = datasets.get_dataset("digits", None, train=False)
+>>> len(ds), "mnist" in datasets.list_datasets()
+(360, True)
+"""
+
+from torcia.vision import _registry
+from torcia.vision.datasets.cifar import CIFAR10, CIFAR100
+from torcia.vision.datasets.digits import Digits
+from torcia.vision.datasets.fakedata import FakeData
+from torcia.vision.datasets.folder import IMG_EXTENSIONS, DatasetFolder, ImageFolder
+from torcia.vision.datasets.mnist import KMNIST, MNIST, FashionMNIST, read_idx
+from torcia.vision.datasets.vision import VisionDataset
+
+
+def list_datasets() -> list[str]:
+    """The names of every registered dataset, torcia-vision's and plugins' alike."""
+    return _registry.datasets.names()
+
+
+def get_dataset(name: str, root, **kwargs):
+    """Build the dataset registered as ``name`` (see :func:`list_datasets`)."""
+    return _registry.datasets.get(name)(root, **kwargs)
+
+
+__all__ = [
+    "CIFAR10", "CIFAR100", "DatasetFolder", "Digits", "FakeData", "FashionMNIST",
+    "IMG_EXTENSIONS", "ImageFolder", "KMNIST", "MNIST", "VisionDataset", "get_dataset",
+    "list_datasets", "read_idx",
+]
