@@ -21,7 +21,7 @@ Examples
 ...     opt.step()
 ...     sched.step()
 >>> [round(v, 3) for v in w.tolist()]
-[0.703, -1.705]
+[0.711, -1.707]
 """
 
 from __future__ import annotations
