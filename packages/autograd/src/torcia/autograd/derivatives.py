@@ -1758,8 +1758,14 @@ def _loss_coefficients(grad, target, weight, reduction, ignore_index, dtype):
     return scale * w, safe
 
 
+def _no_weight_grad(needs_input_grad):
+    if needs_input_grad[2]:
+        raise RuntimeError("the derivative for 'weight' is not implemented.")
+
+
 @derivative("nll_loss")
-def _(grad, _logp, target, weight, *, reduction, ignore_index):
+def _(grad, _logp, target, weight, *, reduction, ignore_index, needs_input_grad):
+    _no_weight_grad(needs_input_grad)
     coef, safe = _loss_coefficients(grad, target, weight, reduction, ignore_index,
                                     _logp.dtype)
     gx = torcia.zeros(_logp.shape, dtype=grad.dtype, device=grad.device)
@@ -1767,7 +1773,9 @@ def _(grad, _logp, target, weight, *, reduction, ignore_index):
 
 
 @derivative("cross_entropy")
-def _(grad, x, target, weight, *, reduction, ignore_index, label_smoothing):
+def _(grad, x, target, weight, *, reduction, ignore_index, label_smoothing,
+      needs_input_grad):
+    _no_weight_grad(needs_input_grad)
     n, c = x.shape
     keep = (target != ignore_index).to(x.dtype)
     safe = target.masked_fill(target == ignore_index, 0)
