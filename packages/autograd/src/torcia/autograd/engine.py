@@ -270,6 +270,19 @@ def _call_hooks(hooks, grad):
     return grad
 
 
+def _run_pre_hooks(pre_hooks, grads):
+    """Tensor hooks (keyed by output number) first, then the node's own (key -1), which see
+    and may replace all output gradients at once, as in PyTorch."""
+    for nr, hooks in pre_hooks.items():
+        if nr >= 0 and grads[nr] is not None:
+            grads[nr] = _call_hooks(hooks, grads[nr])
+    for hook in list(pre_hooks.get(-1, ())):
+        r = hook(tuple(grads))
+        if r is not None:
+            grads = list(r)
+    return grads
+
+
 def _check_nan(node, grads):
     for i, g in enumerate(grads):
         if g is not None and g._data.dtype.kind == "f" and bool(np.isnan(
@@ -326,9 +339,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             if grads is None:
                 grads = [None] * node.n_outputs
             if node.pre_hooks:
-                for nr, hooks in node.pre_hooks.items():
-                    if nr >= 0 and grads[nr] is not None:
-                        grads[nr] = _call_hooks(hooks, grads[nr])
+                grads = _run_pre_hooks(node.pre_hooks, grads)
             if capture:
                 for nr in range(node.n_outputs):
                     slot = capture.get((node, nr))
@@ -347,8 +358,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 if ANOMALY.enabled:
                     _check_nan(node, grad_inputs)
                 if node.post_hooks:
-                    for hook in node.post_hooks:
-                        hook(grad_inputs, tuple(grads))
+                    for hook in list(node.post_hooks):
+                        r = hook(grad_inputs, tuple(grads))
+                        if r is not None:
+                            grad_inputs = tuple(r)
                 if not retain_graph:
                     node.release()
             for (nxt, nr), g in zip(node.next_functions, grad_inputs):

@@ -1,0 +1,493 @@
+"""Process groups and collectives on tensors, as ``torch.distributed``.
+
+The work is done by a process-group backend from a plugin ("mpi" from torcia-mpi); this
+module keeps the default group, checks arguments, and moves tensors' arrays in and out.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+
+import numpy as np
+
+from torcia import plugins
+from torcia._tensor import Tensor
+from torcia.distributed import _objects, hookspecs
+from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+
+plugins.add_hookspecs(hookspecs)
+backends = plugins.Registry("process group backend", "torcia_register_process_group_backends")
+
+default_pg_timeout = datetime.timedelta(minutes=30)
+
+
+class _World:
+    default: ProcessGroup | None = None
+    groups: dict = {}  # GroupHandle -> (ProcessGroup or None, global ranks)
+
+
+class GroupMember:
+    """Sentinels: ``WORLD`` is the default group; ``NON_GROUP_MEMBER`` is what
+    :func:`new_group` returns on processes outside the new group."""
+
+    WORLD = None
+    NON_GROUP_MEMBER = object()
+
+
+class ProcessGroupHandle:
+    """What :func:`new_group` returns: a sub-group, identified by its global ranks."""
+
+    def __init__(self, pg: ProcessGroup, ranks):
+        self.pg = pg
+        self.ranks = list(ranks)
+
+    def rank(self) -> int:
+        return self.pg.rank
+
+    def size(self) -> int:
+        return self.pg.size
+
+    def __repr__(self):
+        return f"<ProcessGroup {self.pg.backend_name} ranks={self.ranks}>"
+
+
+def is_available() -> bool:
+    """Whether torcia.distributed can be used (always, once installed)."""
+    return True
+
+
+def is_backend_available(backend: str) -> bool:
+    """Whether an installed, allowed plugin provides ``backend``."""
+    return backend.lower() in backends
+
+
+def is_mpi_available() -> bool:
+    return is_backend_available("mpi")
+
+
+def is_nccl_available() -> bool:
+    return is_backend_available("nccl")
+
+
+def is_initialized() -> bool:
+    """Whether :func:`init_process_group` has run (and not been destroyed)."""
+    return _World.default is not None
+
+
+def _pg(group=None) -> ProcessGroup:
+    if _World.default is None:
+        raise RuntimeError("Default process group has not been initialized, please make sure "
+                           "to call init_process_group.")
+    if group is None:
+        return _World.default
+    if group is GroupMember.NON_GROUP_MEMBER:
+        raise RuntimeError("this process is not a member of the group")
+    return group.pg
+
+
+def init_process_group(backend=None, init_method=None, timeout=None, world_size=-1, rank=-1,
+                       store=None, group_name="", pg_options=None, device_id=None):
+    """Join the default process group.
+
+    ``backend`` names a registered process-group backend ("mpi"). Under ``mpiexec`` (or
+    ``torcia-run``) the rank and world size come from MPI; ``init_method="env://"`` reads
+    ``RANK`` and ``WORLD_SIZE`` for backends that need them. ``timeout`` bounds every
+    blocking collective: a peer that died gives an error, not a hang.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.is_initialized()
+    False
+    """
+    if _World.default is not None:
+        raise RuntimeError("trying to initialize the default process group twice!")
+    if backend is None:
+        backend = "mpi"
+    name = str(backend).lower()
+    if name not in backends:
+        hint = {"mpi": "torcia-mpi (pip install torcia-mpi mpich)",
+                "nccl": "torcia-cuda with NCCL"}.get(name, f"a plugin providing {name!r}")
+        msg = plugins.missing_message("process group backend", name, backends.names())
+        if "blocked" not in msg:
+            msg += f". Install {hint}"
+        raise RuntimeError(msg)
+    if init_method in (None, "env://"):
+        if rank < 0 and "RANK" in os.environ:
+            rank = int(os.environ["RANK"])
+        if world_size < 0 and "WORLD_SIZE" in os.environ:
+            world_size = int(os.environ["WORLD_SIZE"])
+    pg = backends.get(name)(rank=rank, world_size=world_size,
+                            timeout=timeout or default_pg_timeout,
+                            init_method=init_method or "env://")
+    _World.default = pg
+    return None
+
+
+def destroy_process_group(group=None) -> None:
+    """Leave the group (the default one: the whole distributed state)."""
+    if group is None or group is GroupMember.WORLD:
+        if _World.default is not None:
+            _World.default.destroy()
+        _World.default = None
+        _World.groups.clear()
+    elif group is not GroupMember.NON_GROUP_MEMBER:
+        group.pg.destroy()
+
+
+def get_rank(group=None) -> int:
+    """This process's rank in ``group`` (the default group when None)."""
+    return _pg(group).rank
+
+
+def get_world_size(group=None) -> int:
+    """The number of processes in ``group``."""
+    return _pg(group).size
+
+
+def get_backend(group=None) -> str:
+    return _pg(group).backend_name
+
+
+def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
+    """A sub-group of the given global ranks (all when None). Every process must call
+    it; processes outside get ``GroupMember.NON_GROUP_MEMBER``."""
+    world = _pg()
+    ranks = sorted(range(world.size) if ranks is None else set(ranks))
+    for r in ranks:
+        if not 0 <= r < world.size:
+            raise ValueError(f"new_group: rank {r} is out of range for world size {world.size}")
+    pg = world.subgroup(ranks)
+    if pg is None:
+        return GroupMember.NON_GROUP_MEMBER
+    return ProcessGroupHandle(pg, ranks)
+
+
+def get_process_group_ranks(group) -> list[int]:
+    if group is None:
+        return list(range(_pg().size))
+    return list(group.ranks)
+
+
+def _group_rank(group, global_rank: int) -> int:
+    """A global rank (as PyTorch's APIs take) as a rank within ``group``."""
+    if group is None or group is GroupMember.WORLD:
+        return global_rank
+    try:
+        return group.ranks.index(global_rank)
+    except ValueError:
+        raise ValueError(f"global rank {global_rank} is not part of group {group}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# tensors in and out
+# ---------------------------------------------------------------------------------------
+
+
+def _array(t: Tensor, name="tensor"):
+    if not isinstance(t, Tensor):
+        raise TypeError(f"{name} must be a Tensor, got {type(t).__name__}")
+    if t.device.type != "cpu":
+        raise RuntimeError(f"{name} is on {t.device}; the MPI backend handles CPU tensors "
+                           "(move it with .cpu(), or use a GPU backend such as nccl)")
+    return t._data
+
+
+class _InPlace:
+    """A contiguous buffer for a tensor; written back (and the version bumped) after."""
+
+    def __init__(self, t: Tensor, name="tensor"):
+        arr = _array(t, name)
+        self.t = t
+        self.contiguous = arr.flags.c_contiguous
+        self.buf = arr if self.contiguous else np.ascontiguousarray(arr)
+
+    def done(self):
+        if not self.contiguous:
+            self.t._data[...] = self.buf
+        self.t._vc[0] += 1
+
+
+def _spread(tensors, out):
+    """A callback copying slice i of the received array ``out`` into ``tensors[i]``."""
+
+    def spread():
+        for t, part in zip(tensors, out):
+            t._data[...] = part
+            t._vc[0] += 1
+
+    return spread
+
+
+def _finish(work: Work, async_op: bool, *after):
+    """Run ``after`` callbacks once the work completes; wait unless ``async_op``."""
+    inner = work._finish
+
+    def finish():
+        if inner is not None:
+            inner()
+        for fn in after:
+            if fn is not None:
+                fn()
+
+    work._finish = finish
+    if async_op:
+        return work
+    work.wait()
+    return None
+
+
+def _check_op(op):
+    if op not in ReduceOp.ALL:
+        raise ValueError(f"unknown reduce op {op!r}; use torcia.distributed.ReduceOp")
+    return op
+
+
+def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` across the group, in place on every process.
+
+    Examples
+    --------
+    Under ``torcia-run --nproc-per-node 2`` each rank holding ``[rank]`` gets ``[1]``::
+
+        t = torcia.tensor([float(dist.get_rank())]); dist.all_reduce(t)
+    """
+    buf = _InPlace(tensor)
+    work = _pg(group).allreduce(buf.buf, _check_op(op))
+    return _finish(work, async_op, buf.done)
+
+
+def broadcast(tensor, src, group=None, async_op=False):
+    """Copy ``tensor`` from global rank ``src`` to every process of the group."""
+    buf = _InPlace(tensor)
+    work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
+    return _finish(work, async_op, buf.done)
+
+
+def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``tensor`` across the group into the copy on global rank ``dst``."""
+    buf = _InPlace(tensor)
+    work = _pg(group).reduce(buf.buf, _group_rank(group, dst), _check_op(op))
+    return _finish(work, async_op, buf.done)
+
+
+def _same_shape(tensors, ref, what):
+    for i, t in enumerate(tensors):
+        if tuple(t.shape) != tuple(ref.shape) or t.dtype is not ref.dtype:
+            raise ValueError(f"{what}: tensor {i} has shape {list(t.shape)} and dtype "
+                             f"{t.dtype}, expected {list(ref.shape)} and {ref.dtype}")
+
+
+def all_gather(tensor_list, tensor, group=None, async_op=False):
+    """Fill ``tensor_list`` (one tensor per rank) with every rank's ``tensor``."""
+    pg = _pg(group)
+    if len(tensor_list) != pg.size:
+        raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the group "
+                         f"has {pg.size} ranks")
+    _same_shape(tensor_list, tensor, "all_gather")
+    src = np.ascontiguousarray(_array(tensor))
+    out = np.empty((pg.size,) + src.shape, dtype=src.dtype)
+    work = pg.allgather(out, src)
+    return _finish(work, async_op, _spread(tensor_list, out))
+
+
+def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
+    """Gather every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``."""
+    pg = _pg(group)
+    src = np.ascontiguousarray(_array(input_tensor, "input_tensor"))
+    n = src.shape[0] if src.ndim else 1
+    want = (pg.size * n,) + src.shape[1:] if src.ndim else (pg.size,)
+    if tuple(output_tensor.shape) != want:
+        raise ValueError(f"all_gather_into_tensor: output_tensor has shape "
+                         f"{list(output_tensor.shape)}, expected {list(want)}")
+    buf = _InPlace(output_tensor, "output_tensor")
+    work = pg.allgather(buf.buf.reshape((pg.size,) + src.shape), src)
+    return _finish(work, async_op, buf.done)
+
+
+def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
+    """Collect every rank's ``tensor`` into ``gather_list`` on global rank ``dst``."""
+    pg = _pg(group)
+    root = _group_rank(group, dst)
+    src = np.ascontiguousarray(_array(tensor))
+    out = None
+    if pg.rank == root:
+        if gather_list is None or len(gather_list) != pg.size:
+            raise ValueError(f"gather: the destination needs a gather_list of {pg.size} tensors")
+        _same_shape(gather_list, tensor, "gather")
+        out = np.empty((pg.size,) + src.shape, dtype=src.dtype)
+    elif gather_list:
+        raise ValueError("gather: Argument ``gather_list`` must NOT be specified on "
+                         "non-destination ranks.")
+    work = pg.gather(out, src, root)
+    return _finish(work, async_op, _spread(gather_list, out) if out is not None else None)
+
+
+def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
+    """Send ``scatter_list[i]`` from global rank ``src`` into ``tensor`` on rank i."""
+    pg = _pg(group)
+    root = _group_rank(group, src)
+    buf = _InPlace(tensor)
+    send = None
+    if pg.rank == root:
+        if scatter_list is None or len(scatter_list) != pg.size:
+            raise ValueError(f"scatter: the source needs a scatter_list of {pg.size} tensors")
+        _same_shape(scatter_list, tensor, "scatter")
+        send = np.stack([_array(t) for t in scatter_list])
+    elif scatter_list:
+        raise ValueError("scatter: Argument ``scatter_list`` must NOT be specified on "
+                         "non-source ranks.")
+    work = pg.scatter(buf.buf, send, root)
+    return _finish(work, async_op, buf.done)
+
+
+def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
+    """Reduce ``input_list`` across ranks; rank i keeps the reduction of entry i."""
+    pg = _pg(group)
+    if len(input_list) != pg.size:
+        raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the "
+                         f"group has {pg.size} ranks")
+    _same_shape(input_list, output, "reduce_scatter")
+    buf = _InPlace(output, "output")
+    send = np.stack([_array(t) for t in input_list])
+    work = pg.reduce_scatter(buf.buf, send, _check_op(op))
+    return _finish(work, async_op, buf.done)
+
+
+def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
+    """As :func:`reduce_scatter`, with the inputs concatenated along dim 0 in ``input``."""
+    pg = _pg(group)
+    buf = _InPlace(output, "output")
+    send = np.ascontiguousarray(_array(input, "input")).reshape((pg.size,) + buf.buf.shape)
+    work = pg.reduce_scatter(buf.buf, send, _check_op(op))
+    return _finish(work, async_op, buf.done)
+
+
+def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
+    """Rank i sends ``input_tensor_list[j]`` to rank j's ``output_tensor_list[i]``."""
+    pg = _pg(group)
+    for name, lst in (("output_tensor_list", output_tensor_list),
+                      ("input_tensor_list", input_tensor_list)):
+        if len(lst) != pg.size:
+            raise ValueError(f"all_to_all: {name} has {len(lst)} tensors, the group has "
+                             f"{pg.size} ranks")
+    _same_shape(output_tensor_list + input_tensor_list, input_tensor_list[0], "all_to_all")
+    send = np.stack([_array(t) for t in input_tensor_list])
+    out = np.empty_like(send)
+    work = pg.alltoall(out, send)
+    return _finish(work, async_op, _spread(output_tensor_list, out))
+
+
+def all_to_all_single(output, input, group=None, async_op=False):
+    pg = _pg(group)
+    send = np.ascontiguousarray(_array(input, "input")).reshape((pg.size, -1))
+    buf = _InPlace(output, "output")
+    work = pg.alltoall(buf.buf.reshape(send.shape), send)
+    return _finish(work, async_op, buf.done)
+
+
+def isend(tensor, dst, group=None, tag=0) -> Work:
+    """Send ``tensor`` to global rank ``dst`` without waiting; ``wait()`` the handle."""
+    return _pg(group).send(np.ascontiguousarray(_array(tensor)), _group_rank(group, dst), tag)
+
+
+def irecv(tensor, src=None, group=None, tag=0) -> Work:
+    """Receive into ``tensor`` from global rank ``src`` (any when None), without waiting."""
+    buf = _InPlace(tensor)
+    work = _pg(group).recv(buf.buf, None if src is None else _group_rank(group, src), tag)
+    _finish(work, True, buf.done)
+    return work
+
+
+def send(tensor, dst, group=None, tag=0) -> None:
+    """Send ``tensor`` to global rank ``dst`` and wait until it is sent."""
+    isend(tensor, dst, group, tag).wait()
+
+
+def recv(tensor, src=None, group=None, tag=0) -> int:
+    """Receive into ``tensor``; returns the sender's rank."""
+    work = irecv(tensor, src, group, tag)
+    work.wait()
+    return getattr(work, "source", src)
+
+
+def barrier(group=None, async_op=False, device_ids=None):
+    """Wait until every process of the group reaches this call."""
+    return _finish(_pg(group).barrier(), async_op)
+
+
+def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    work = _pg(group).barrier()
+    work.wait(timeout)
+
+
+# ---------------------------------------------------------------------------------------
+# objects, through a serializer that cannot run code on load
+# ---------------------------------------------------------------------------------------
+
+
+def _gather_bytes(payload: bytes, group) -> list[bytes]:
+    pg = _pg(group)
+    size = np.array([len(payload)], dtype=np.int64)
+    sizes = np.empty((pg.size, 1), dtype=np.int64)
+    pg.allgather(sizes, size).wait()
+    width = int(sizes.max())
+    mine = np.zeros(width, dtype=np.uint8)
+    mine[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
+    out = np.empty((pg.size, width), dtype=np.uint8)
+    pg.allgather(out, mine).wait()
+    return [out[i, : int(sizes[i, 0])].tobytes() for i in range(pg.size)]
+
+
+def all_gather_object(object_list, obj, group=None) -> None:
+    """Fill ``object_list`` with every rank's ``obj`` (tensors, numbers, strings, lists,
+    tuples, dicts; no arbitrary classes, since nothing is unpickled)."""
+    payloads = _gather_bytes(_objects.dumps(obj), group)
+    if len(object_list) != len(payloads):
+        raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries, the "
+                         f"group has {len(payloads)} ranks")
+    for i, p in enumerate(payloads):
+        object_list[i] = _objects.loads(p)
+
+
+def gather_object(obj, object_gather_list=None, dst=0, group=None) -> None:
+    payloads = _gather_bytes(_objects.dumps(obj), group)
+    if _pg(group).rank == _group_rank(group, dst):
+        for i, p in enumerate(payloads):
+            object_gather_list[i] = _objects.loads(p)
+
+
+def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:
+    """Replace ``object_list``'s entries on every rank with those of global rank ``src``."""
+    pg = _pg(group)
+    root = _group_rank(group, src)
+    payload = _objects.dumps(list(object_list)) if pg.rank == root else b""
+    size = np.array([len(payload)], dtype=np.int64)
+    pg.broadcast(size, root).wait()
+    buf = np.zeros(int(size[0]), dtype=np.uint8)
+    if pg.rank == root:
+        buf[:] = np.frombuffer(payload, dtype=np.uint8)
+    pg.broadcast(buf, root).wait()
+    values = _objects.loads(buf.tobytes())
+    object_list[:] = values
+
+
+def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=0,
+                        group=None) -> None:
+    objs = [scatter_object_input_list]
+    broadcast_object_list(objs, src, group)
+    scatter_object_output_list[0] = objs[0][_pg(group).rank]
+
+
+__all__ = [
+    "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor",
+    "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
+    "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object",
+    "get_backend", "get_process_group_ranks", "get_rank", "get_world_size",
+    "init_process_group", "irecv", "is_available", "is_backend_available", "is_initialized",
+    "is_mpi_available", "is_nccl_available", "isend", "monitored_barrier", "new_group", "recv",
+    "reduce", "reduce_scatter", "reduce_scatter_tensor", "scatter", "scatter_object_list",
+    "send",
+]
+

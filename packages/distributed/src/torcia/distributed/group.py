@@ -1,0 +1,139 @@
+"""What a process-group backend implements, and the handles its operations return."""
+
+from __future__ import annotations
+
+import time
+
+
+class ReduceOp:
+    """Reduction operations for collectives (``torcia.distributed.ReduceOp.SUM``...)."""
+
+    SUM = "sum"
+    AVG = "avg"
+    PRODUCT = "product"
+    MIN = "min"
+    MAX = "max"
+    ALL = (SUM, AVG, PRODUCT, MIN, MAX)
+
+
+class Work:
+    """The handle of an operation (``async_op=True`` returns it).
+
+    A backend subclasses it or passes ``test`` (returns True once done) and ``finish``
+    (runs once, after completion, e.g. to divide a sum for AVG).
+    """
+
+    def __init__(self, test, finish=None, what="collective", timeout=None, rank=-1):
+        self._test = test
+        self._finish = finish
+        self._done = False
+        self._what = what
+        self._timeout = timeout
+        self._rank = rank
+
+    def is_completed(self) -> bool:
+        if not self._done and self._test():
+            self._complete()
+        return self._done
+
+    def _complete(self):
+        self._done = True
+        if self._finish is not None:
+            self._finish()
+
+    def wait(self, timeout=None) -> bool:
+        """Block until the operation completes; raise if it takes longer than the timeout.
+
+        The wait polls (with backoff up to a millisecond) rather than blocking in the
+        backend, so that a peer that died or never joined gives an error, not a hang.
+        """
+        if self._done:
+            return True
+        limit = timeout if timeout is not None else self._timeout
+        deadline = None if limit is None else time.monotonic() + _seconds(limit)
+        pause = 0.0
+        while not self._test():
+            if deadline is not None and time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{self._what} on rank {self._rank} timed out after "
+                    f"{_seconds(limit):g} s: a peer may have died or not called it"
+                )
+            time.sleep(pause)
+            pause = min(0.001, pause * 2 + 1e-5)
+        self._complete()
+        return True
+
+    def result(self):
+        self.wait()
+        return None
+
+
+def _seconds(t) -> float:
+    return t.total_seconds() if hasattr(t, "total_seconds") else float(t)
+
+
+class ProcessGroup:
+    """A set of processes that run collectives together; backends subclass it.
+
+    Every method works on NumPy arrays (contiguous; the caller guarantees it), in place
+    where the collective writes into its input, and returns a :class:`Work`. ``rank`` and
+    ``size`` are this process's rank in the group and the group's size. Ranks passed to
+    the methods (``src``, ``dst``, ``peer``) are ranks within this group.
+    """
+
+    backend_name = "base"
+
+    def __init__(self, rank: int, size: int, timeout):
+        self.rank = rank
+        self.size = size
+        self.timeout = timeout
+
+    def _unsupported(self, what):
+        raise NotImplementedError(f"the {self.backend_name!r} process group does not "
+                                  f"implement {what}")
+
+    def allreduce(self, array, op) -> Work:
+        self._unsupported("all_reduce")
+
+    def broadcast(self, array, src) -> Work:
+        self._unsupported("broadcast")
+
+    def reduce(self, array, dst, op) -> Work:
+        self._unsupported("reduce")
+
+    def allgather(self, out, array) -> Work:
+        """``out`` has shape ``(size, *array.shape)``."""
+        self._unsupported("all_gather")
+
+    def gather(self, out, array, dst) -> Work:
+        """``out`` (only on ``dst``) has shape ``(size, *array.shape)``."""
+        self._unsupported("gather")
+
+    def scatter(self, out, array, src) -> Work:
+        """``array`` (only on ``src``) has shape ``(size, *out.shape)``."""
+        self._unsupported("scatter")
+
+    def reduce_scatter(self, out, array, op) -> Work:
+        """``array`` has shape ``(size, *out.shape)``."""
+        self._unsupported("reduce_scatter")
+
+    def alltoall(self, out, array) -> Work:
+        """Both have shape ``(size, ...)``: slice i goes to rank i."""
+        self._unsupported("all_to_all")
+
+    def send(self, array, dst, tag) -> Work:
+        self._unsupported("send")
+
+    def recv(self, array, src, tag) -> Work:
+        """``src`` None receives from any rank; ``Work.source`` tells which."""
+        self._unsupported("recv")
+
+    def barrier(self) -> Work:
+        self._unsupported("barrier")
+
+    def subgroup(self, ranks):
+        """A group of the given ranks (of this group); None on processes not in it."""
+        self._unsupported("new_group")
+
+    def destroy(self) -> None:
+        return None

@@ -1,0 +1,235 @@
+"""DistributedDataParallel: one model replica per process, gradients averaged in buckets
+whose all-reduce starts during backward as soon as the bucket's gradients are ready."""
+
+from __future__ import annotations
+
+import contextlib
+
+import numpy as np
+
+import torcia
+from torcia.autograd import engine
+from torcia.autograd.graph import AccumulateGrad, accumulator_of
+from torcia.distributed import collectives as C
+from torcia.distributed.group import ReduceOp
+from torcia.nn import Module
+
+
+class _Bucket:
+    __slots__ = ("params", "names", "ready", "work", "flat")
+
+    def __init__(self, params, names):
+        self.params = params
+        self.names = names
+        self.ready = set()
+        self.work = None
+        self.flat = None
+
+
+class DistributedDataParallel(Module):
+    """Wrap ``module`` so that ``backward()`` averages gradients over the process group.
+
+    At construction the parameters and buffers of rank 0 are broadcast to every rank.
+    Parameters are grouped in buckets of about ``bucket_cap_mb`` (in reverse order of
+    registration, roughly the order their gradients arrive); each bucket's all-reduce is
+    started, asynchronously, the moment its last gradient is accumulated, and the pass
+    waits for them at its end.
+
+    Parameters
+    ----------
+    module : Module
+    broadcast_buffers : bool
+        Copy rank 0's buffers (e.g. BatchNorm statistics) to all ranks at each forward.
+    process_group : optional
+        A group from :func:`torcia.distributed.new_group`; the default group when None.
+    bucket_cap_mb : float
+    find_unused_parameters : bool
+        Walk the graph after forward and count parameters it does not reach as ready
+        (with a zero gradient); without it, an unused parameter raises at the end of
+        backward, naming it.
+
+    Examples
+    --------
+    Inside a script launched with ``torcia-run --nproc-per-node 2``::
+
+        dist.init_process_group("mpi")
+        model = DistributedDataParallel(torcia.nn.Linear(4, 2))
+        model(x).sum().backward()       # gradients now averaged over both ranks
+    """
+
+    def __init__(self, module, device_ids=None, output_device=None, dim=0,
+                 broadcast_buffers=True, process_group=None, bucket_cap_mb=25,
+                 find_unused_parameters=False, gradient_as_bucket_view=False,
+                 static_graph=False):
+        super().__init__()
+        if not isinstance(module, Module):
+            raise TypeError(f"DistributedDataParallel expects an nn.Module, got "
+                            f"{type(module).__name__}")
+        self.module = module
+        self.process_group = process_group
+        self.broadcast_buffers = broadcast_buffers
+        self.find_unused_parameters = find_unused_parameters
+        self.require_backward_grad_sync = True
+        self._pg = C._pg(process_group)
+        self._sync_from_rank0()
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        self._buckets = self._make_buckets(named, bucket_cap_mb * 1024 * 1024)
+        self._bucket_of = {}
+        # strong references: the autograd engine caches accumulators only weakly
+        self._accumulators = []
+        for b, bucket in enumerate(self._buckets):
+            for p in bucket.params:
+                self._bucket_of[id(p)] = b
+                acc = accumulator_of(p)
+                acc.register_hook(self._grad_ready)
+                self._accumulators.append(acc)
+        self._callback_queued = False
+
+    # ----- setup ----------------------------------------------------------------------
+    def _sync_from_rank0(self):
+        if self._pg.size == 1:
+            return
+        with torcia.no_grad():
+            for t in list(self.module.parameters()) + list(self.module.buffers()):
+                C.broadcast(t, src=self._global(0), group=self.process_group)
+
+    def _global(self, group_rank):
+        return group_rank if self.process_group is None else self.process_group.ranks[group_rank]
+
+    @staticmethod
+    def _make_buckets(named, cap_bytes):
+        buckets = []
+        params, names, size, dtype = [], [], 0, None
+        for name, p in reversed(named):
+            if params and (size + p.nbytes > cap_bytes or p.dtype is not dtype):
+                buckets.append(_Bucket(params, names))
+                params, names, size = [], [], 0
+            params.append(p)
+            names.append(name)
+            size += p.nbytes
+            dtype = p.dtype
+        if params:
+            buckets.append(_Bucket(params, names))
+        return buckets
+
+    # ----- forward and backward ---------------------------------------------------------
+    def forward(self, *inputs, **kwargs):
+        if self.broadcast_buffers and self._pg.size > 1:
+            with torcia.no_grad():
+                for buf in self.module.buffers():
+                    C.broadcast(buf, src=self._global(0), group=self.process_group)
+        out = self.module(*inputs, **kwargs)
+        if torcia.is_grad_enabled() and self.require_backward_grad_sync:
+            self._prepare(out)
+        return out
+
+    def _prepare(self, out):
+        for bucket in self._buckets:
+            bucket.ready = set()
+            bucket.work = None
+            bucket.flat = None
+        self._callback_queued = False
+        if self.find_unused_parameters:
+            reached = _reached_accumulators(out)
+            for acc in self._accumulators:
+                if id(acc) not in reached:
+                    self._mark(acc.variable, launch=False)
+
+    def _grad_ready(self, param):
+        if not self.require_backward_grad_sync:
+            return
+        if not self._callback_queued:
+            engine.queue_callback(self._finish)
+            self._callback_queued = True
+        self._mark(param, launch=True)
+
+    def _mark(self, param, launch):
+        bucket = self._buckets[self._bucket_of[id(param)]]
+        bucket.ready.add(id(param))
+        if launch and len(bucket.ready) == len(bucket.params):
+            self._launch(bucket)
+
+    def _launch(self, bucket):
+        parts = []
+        for p in bucket.params:
+            g = p.grad
+            parts.append(np.zeros(p._data.size, dtype=p._data.dtype) if g is None
+                         else np.ascontiguousarray(g._data).reshape(-1))
+        bucket.flat = np.concatenate(parts)
+        bucket.work = self._pg.allreduce(bucket.flat, ReduceOp.SUM)
+
+    def _finish(self):
+        self._callback_queued = False
+        for bucket in self._buckets:
+            if bucket.work is None:
+                missing = [n for n, p in zip(bucket.names, bucket.params)
+                           if id(p) not in bucket.ready]
+                if missing:
+                    raise RuntimeError(
+                        "Expected to have finished reduction in the prior iteration before "
+                        "starting a new one. This error indicates that your module has "
+                        "parameters that were not used in producing loss. You can enable "
+                        "unused parameter detection by passing the keyword argument "
+                        "`find_unused_parameters=True` to DistributedDataParallel. "
+                        f"Parameters which did not receive grad for rank {self._pg.rank}: "
+                        + ", ".join(missing)
+                    )
+                self._launch(bucket)
+        for bucket in self._buckets:
+            bucket.work.wait()
+            bucket.flat /= self._pg.size
+            offset = 0
+            for p in bucket.params:
+                n = p._data.size
+                avg = bucket.flat[offset:offset + n].reshape(p._data.shape)
+                offset += n
+                if p.grad is None:
+                    p.grad = torcia.from_numpy(avg.copy())
+                else:
+                    p.grad._data[...] = avg
+                    p.grad._vc[0] += 1
+            bucket.work = None
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Inside, backward accumulates gradients locally without communicating; the
+        first backward after it averages the accumulated gradients."""
+        previous = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = previous
+
+
+def _reached_accumulators(out) -> set:
+    """ids of the AccumulateGrad nodes reachable from the tensors in ``out``."""
+    stack = [t.grad_fn for t in _tensors(out) if t.grad_fn is not None]
+    seen = set()
+    reached = set()
+    for t in _tensors(out):
+        if t.grad_fn is None and t.requires_grad:
+            reached.add(id(accumulator_of(t)))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            reached.add(id(node))
+            continue
+        for edge in node.next_functions:
+            if edge is not None and edge[0] is not None:
+                stack.append(edge[0])
+    return reached
+
+
+def _tensors(obj):
+    if isinstance(obj, torcia.Tensor):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for x in obj:
+            yield from _tensors(x)
+    elif isinstance(obj, dict):
+        for x in obj.values():
+            yield from _tensors(x)
