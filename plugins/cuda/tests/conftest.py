@@ -9,10 +9,11 @@ import contextlib
 
 import numpy as np
 import pytest
+from torcia_cuda import CupyKernels, make_backend
+
 import torcia
 from torcia import plugins
 from torcia.plugins import hookimpl
-from torcia_cuda import CupyKernels, make_backend
 
 
 class FakeRuntime:

@@ -7,6 +7,7 @@ Only what NumPy and CuPy spell differently is overridden here.
 from __future__ import annotations
 
 import numpy as np
+
 from torcia._numpy_backend import Reference
 
 

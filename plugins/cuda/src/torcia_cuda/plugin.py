@@ -8,10 +8,10 @@ tensor raises an error that says why (rather than "no such device").
 from __future__ import annotations
 
 import numpy as np
+
 import torcia
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
-
 from torcia_cuda.kernels import CupyKernels
 
 
