@@ -786,8 +786,35 @@ def select(input, dim, index):
 # ----- indexing -------------------------------------------------------------------------
 
 
+def _basic_key(shape, key):
+    """``key`` as a tuple when it is only in-range ints and slices of ints (the common case,
+    checked without the general walk), else None.
+
+    Keys end in an Ellipsis: NumPy then gives a 0-d view for all-int keys, not a scalar
+    copy, as PyTorch does."""
+    if key.__class__ is not tuple:
+        key = (key,)
+    if len(key) > len(shape):
+        return None
+    for k, size in zip(key, shape):
+        cls = k.__class__
+        if cls is int:
+            if not -size <= k < size:
+                return None
+        elif cls is not slice or not (
+            (k.start is None or k.start.__class__ is int)
+            and (k.stop is None or k.stop.__class__ is int)
+            and (k.step is None or (k.step.__class__ is int and k.step > 0))
+        ):
+            return None
+    return key + (Ellipsis,)
+
+
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
+    basic = _basic_key(input._data.shape, key)
+    if basic is not None:
+        return basic, False
     if not isinstance(key, tuple):
         key = (key,)
     out = []
@@ -868,6 +895,8 @@ def _index_key(input, key):
             "only integers, slices (`:`), ellipsis (`...`), None and long or byte Variables "
             f"are valid indices (got {type(k).__name__})"
         )
+    if not builtins.any(k is Ellipsis for k in out):
+        out.append(Ellipsis)  # all-int keys then give a 0-d view, as in _basic_key
     return tuple(out), advanced
 
 
