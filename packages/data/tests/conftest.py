@@ -45,6 +45,12 @@ def my_segments() -> list[str]:
 
 
 @pytest.fixture
+def segments():
+    """A function listing this process's shared-memory segments."""
+    return my_segments
+
+
+@pytest.fixture
 def no_leaks():
     """Fail the test if it leaves a worker process or a shared-memory segment behind."""
     if not os.path.isdir("/proc") or not os.path.isdir(_shm.SHM_DIR):

@@ -202,6 +202,13 @@ def test_no_automatic_batching(workers):
 
 
 @pytest.mark.parametrize("workers", WORKERS)
+def test_iterable_dataset_without_automatic_batching(workers):
+    # samples one by one, Python ints kept as they are (default_convert); with two workers
+    # the streams 0 2 4 and 1 3 interleave back into order
+    assert list(DataLoader(Sharded(5), batch_size=None, num_workers=workers)) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("workers", WORKERS)
 def test_batch_sampler_and_collate_fn(workers):
     def collate(samples):
         return np.stack([s["x"] for s in samples]), [s["i"] for s in samples]
@@ -288,8 +295,11 @@ def test_prefetch_factor_bounds_the_work_ahead():
     loader = DataLoader(Counting(), batch_size=1, num_workers=2, prefetch_factor=2)
     it = iter(loader)
     next(it)
-    time.sleep(0.5)
     # 2 workers x 2 batches in flight, plus the one handed out after the first was taken
+    deadline = time.monotonic() + 5
+    while fetched.value < 5 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.3)  # time enough to load more, if anything asked for more
     assert fetched.value == 5
     del it
 
@@ -313,6 +323,7 @@ def test_pin_memory_is_accepted_on_cpu():
      ({"num_workers": 1, "prefetch_factor": 0}, "prefetch_factor should be a positive integer"),
      ({"persistent_workers": True}, "persistent_workers option needs num_workers > 0"),
      ({"multiprocessing_context": "spawn"}, "multiprocessing_context can only be used"),
+     ({"num_workers": 1, "multiprocessing_context": "bogus"}, "cannot find context for 'bogus'"),
      ({"sampler": [0], "shuffle": True}, "sampler option is mutually exclusive with shuffle"),
      ({"batch_sampler": [[0]], "batch_size": 2}, "batch_sampler option is mutually exclusive"),
      ({"batch_sampler": [[0]], "drop_last": True}, "batch_sampler option is mutually exclusive"),

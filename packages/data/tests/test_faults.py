@@ -30,6 +30,8 @@ class Faulty(Dataset):
         if i == self.at:
             if self.what == "raise":
                 raise ValueError(f"sample {i} is corrupt")
+            if self.what == "stop":
+                raise StopIteration
             if self.what == "keyerror":
                 raise KeyError("missing 'label'")
             if self.what == "odd-exception":
@@ -73,6 +75,11 @@ def test_key_error_message_is_readable():
     msg = str(info.value)
     del info  # its traceback holds the iterator, and with it the workers
     assert "\\n" not in msg and "missing 'label'" in msg
+
+
+def test_stop_iteration_from_a_map_style_dataset_is_an_error_not_the_end():
+    with pytest.raises(RuntimeError, match="Caught StopIteration in DataLoader worker process"):
+        list(DataLoader(Faulty("stop"), batch_size=2, num_workers=2))
 
 
 def test_exception_that_cannot_be_rebuilt_becomes_runtime_error():
@@ -154,18 +161,16 @@ def test_breaking_out_of_a_slow_epoch_is_quick():
     assert time.monotonic() - start < 5
 
 
-def test_batches_in_flight_are_in_shared_memory_until_taken():
+def test_batches_in_flight_are_in_shared_memory_until_taken(segments):
     loader = DataLoader(Faulty("none", n=40), batch_size=4, num_workers=2, prefetch_factor=2)
     it = iter(loader)
     next(it)
-    prefix = f"tc{os.getpid()}_"
     deadline = time.monotonic() + 5
-    while not os.listdir("/dev/shm") and time.monotonic() < deadline:
+    while not segments() and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
-    rest = list(it)
-    assert len(rest) == 9
-    assert not any(n.startswith(prefix) for n in os.listdir("/dev/shm"))
+    assert segments()  # the batches prefetched after the first one
+    assert len(list(it)) == 9
+    assert segments() == []
 
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path):

@@ -92,7 +92,8 @@ class IterableEnd:
 class ExceptionWrapper:
     """An exception raised in a worker, with its traceback as text."""
 
-    exc_type: bytes  # the pickled class; an unpicklable class is re-raised as RuntimeError
+    name: str  # the exception's class name
+    exc_type: bytes | None  # the pickled class; None when it cannot be pickled
     where: str
     text: str
 
@@ -102,15 +103,18 @@ class ExceptionWrapper:
         try:
             pickled = pickle.dumps(exc_type)
         except Exception:  # noqa: BLE001 - a class defined in a closure cannot be pickled
-            pickled = pickle.dumps(RuntimeError)
-        return cls(pickled, where, "".join(traceback.format_exception(exc_type, exc, tb)))
+            pickled = None
+        text = "".join(traceback.format_exception(exc_type, exc, tb))
+        return cls(exc_type.__name__, pickled, where, text)
 
     def reraise(self):
+        msg = f"Caught {self.name} {self.where}.\nOriginal {self.text}"
         try:
             exc_type = pickle.loads(self.exc_type)
-        except Exception:  # noqa: BLE001 - the class is not importable in this process
+        except Exception:  # noqa: BLE001 - None, or a class this process cannot import
             exc_type = RuntimeError
-        msg = f"Caught {exc_type.__name__} {self.where}.\nOriginal {self.text}"
+        if issubclass(exc_type, StopIteration):  # raised from __next__ it would end the epoch
+            exc_type = RuntimeError
         if exc_type is KeyError:  # KeyError shows its argument's repr, which garbles text
             msg = _KeyErrorMessage(msg)
         try:
@@ -196,10 +200,9 @@ def _serve(fetcher, tasks, results, where, shm_prefix, main_pid):
             if use_shm:
                 count += 1
                 batch = _shm.pack(batch, f"{shm_prefix}{count}")
-        except StopIteration:
-            exhausted = True
-            batch = IterableEnd()
-        except Exception:  # noqa: BLE001 - every failure goes back to the main process
-            batch = ExceptionWrapper.capture(where)
+        except Exception as exc:  # noqa: BLE001 - every failure goes back to the main process
+            # StopIteration ends an iterable dataset; from a map-style one it is a bug to report
+            exhausted = isinstance(exc, StopIteration) and fetcher.iterable
+            batch = IterableEnd() if exhausted else ExceptionWrapper.capture(where)
         results.send((task.epoch, task.index, batch))
         del batch  # free this batch's arrays before waiting for the next task

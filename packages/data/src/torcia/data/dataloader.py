@@ -155,7 +155,7 @@ class DataLoader:
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
-        self.multiprocessing_context = multiprocessing_context
+        self.multiprocessing_context = _context(multiprocessing_context)
         self.generator = generator
         self.persistent_workers = persistent_workers
         self._auto_collation = batch_sampler is not None or (self._iterable and
@@ -214,6 +214,7 @@ class _SingleProcessIter:
 
 
 def _context(choice):
+    """The multiprocessing context for ``multiprocessing_context=choice``."""
     if choice is None:
         return mp.get_context("fork" if sys.platform == "linux" else None)
     if isinstance(choice, str):
@@ -247,7 +248,7 @@ class _Workers:
     """
 
     def __init__(self, loader, base_seed: int):
-        ctx = _context(loader.multiprocessing_context)
+        ctx = loader.multiprocessing_context
         self.owner = os.getpid()
         self.prefix = f"tc{self.owner}_{next(_prefixes)}_"
         self.done = False
