@@ -5,7 +5,7 @@ almost all framework overhead: argument handling, dtype promotion, kernel lookup
 wrapping. All libraries are timed in this one run, best of several repeats, and printed
 as a table with torcia's ratio to each.
 
-    python benchmarks/bench_overhead.py [--number 20000] [--repeat 7]
+    python benchmarks/bench_overhead.py [--number 5000] [--repeat 20]
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def _best_ns(fn, number, repeat):
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e9
 
 
-def measure(number=20000, repeat=7):
+def measure(number=5000, repeat=20):
     """Best time per call in ns: ``{op: {library: ns}}``."""
     libs = ["torcia", "numpy"] + (["torch"] if torch is not None else [])
     if torch is not None:
@@ -105,8 +105,8 @@ def render(table) -> str:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--number", type=int, default=20000, help="calls per repeat")
-    parser.add_argument("--repeat", type=int, default=7, help="repeats; the best is kept")
+    parser.add_argument("--number", type=int, default=5000, help="calls per repeat")
+    parser.add_argument("--repeat", type=int, default=20, help="repeats; the best is kept")
     args = parser.parse_args(argv)
     print(render(measure(args.number, args.repeat)))
 

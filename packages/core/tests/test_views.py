@@ -37,6 +37,8 @@ VIEWS = {
     "select": lambda x: x.select(1, 2),
     "basic_index": lambda x: x[1:, ::2],
     "int_index": lambda x: x[1],
+    "scalar_index": lambda x: x[1, 2],
+    "negative_scalar_index": lambda x: x[-1][-2],
     "none_ellipsis": lambda x: x[None, ..., 0],
     "split": lambda x: x.split(1)[1],
     "chunk": lambda x: x.chunk(2, dim=1)[0],
@@ -58,7 +60,8 @@ def test_views_share_memory_and_version(name):
 
 
 @pytest.mark.parametrize("name", ["view", "permute", "narrow", "basic_index", "unflatten",
-                                  "select", "diagonal", "int_index", "split"])
+                                  "select", "diagonal", "int_index", "split", "scalar_index",
+                                  "negative_scalar_index"])
 def test_writes_through_views_reach_the_base(name):
     x = grid()
     v = VIEWS[name](x)

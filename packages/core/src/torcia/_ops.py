@@ -812,65 +812,57 @@ def _basic_key(shape, key):
 
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
-    basic = _basic_key(input._data.shape, key)
+    shape = input._data.shape
+    basic = _basic_key(shape, key)
     if basic is not None:
         return basic, False
     if not isinstance(key, tuple):
         key = (key,)
+    ndim = len(shape)
+    dev = input._device
     out = []
     dim = 0
     advanced = False
-    n_specified = builtins.sum(
-        1 if not (k is None or k is Ellipsis or (isinstance(k, Tensor) and k.dtype is D.bool_))
-        else (k.ndim if isinstance(k, Tensor) else 0)
-        for k in key
-    )
-    if n_specified > input.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {input.ndim}")
+    n_specified = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        is_mask = (isinstance(k, Tensor) and k._data.dtype.kind == "b") or (
+            isinstance(k, (list, np.ndarray)) and np.asarray(k).dtype.kind == "b")
+        n_specified += np.ndim(k._data if isinstance(k, Tensor) else k) if is_mask else 1
+    if n_specified > ndim:
+        raise IndexError(f"too many indices for tensor of dimension {ndim}")
     for k in key:
         if k is None:
             out.append(None)
             continue
         if k is Ellipsis:
             out.append(Ellipsis)
-            dim = input.ndim - (n_specified - dim)
+            dim = ndim - (n_specified - dim)
             continue
-        if isinstance(k, Tensor):
-            if k.device != input.device and k.device.type != "cpu":
-                raise RuntimeError(
-                    f"indices should be either on cpu or on the same device as the indexed "
-                    f"tensor ({input.device})")
-            arr = k._data if k.device == input.device else input.device.backend.from_host(
-                k._data, input.device.index)
-            if k.dtype is D.bool_:
-                for j in range(k.ndim):
-                    if k.shape[j] != input.shape[dim + j]:
-                        raise IndexError(
-                            f"The shape of the mask {list(k.shape)} at index {j} does not match "
-                            f"the shape of the indexed tensor {list(input.shape)} at index "
-                            f"{dim + j}")
-                dim += k.ndim
-            elif k.dtype.category == 1:
-                _check_range(arr, input.shape[dim], dim)
+        if isinstance(k, (Tensor, list, np.ndarray)):
+            if isinstance(k, Tensor):
+                if k._device is not dev and k._device.type != "cpu":
+                    raise RuntimeError(
+                        f"indices should be either on cpu or on the same device as the indexed "
+                        f"tensor ({dev})")
+                host = k._data if k._device.type == "cpu" else None
+                arr = k._data if k._device is dev else dev.backend.from_host(k._data, dev.index)
+            else:
+                host = arr = np.asarray(k)
+                if dev.type != "cpu":
+                    arr = dev.backend.xp.asarray(arr)
+            kind = arr.dtype.kind
+            if kind == "b":
+                _check_mask(arr.shape, shape, dim)
+                dim += arr.ndim
+            elif kind in "iu":
+                _check_range(host if host is not None else arr, shape[dim], dim)
                 dim += 1
             else:
                 raise IndexError("tensors used as indices must be long, int, byte or bool "
                                  "tensors")
             out.append(arr)
-            advanced = True
-            continue
-        if isinstance(k, (list, np.ndarray)):
-            arr = np.asarray(k)
-            if arr.dtype == bool:
-                dim += arr.ndim
-            else:
-                if arr.dtype.kind not in "iu":
-                    raise IndexError("tensors used as indices must be long, int, byte or bool "
-                                     "tensors")
-                _check_range(arr, input.shape[dim], dim)
-                dim += 1
-            out.append(input.device.backend.xp.asarray(arr) if input.device.type != "cpu"
-                       else arr)
             advanced = True
             continue
         if isinstance(k, slice):
@@ -881,7 +873,7 @@ def _index_key(input, key):
             dim += 1
             continue
         if isinstance(k, (int, np.integer)) and not isinstance(k, bool):
-            size = input.shape[dim]
+            size = shape[dim]
             if not -size <= k < size:
                 raise IndexError(f"index {k} is out of bounds for dimension {dim} with size {size}")
             out.append(int(k))
@@ -898,6 +890,14 @@ def _index_key(input, key):
     if not builtins.any(k is Ellipsis for k in out):
         out.append(Ellipsis)  # all-int keys then give a 0-d view, as in _basic_key
     return tuple(out), advanced
+
+
+def _check_mask(mask_shape, shape, dim):
+    for j, m in enumerate(mask_shape):
+        if m != shape[dim + j]:
+            raise IndexError(
+                f"The shape of the mask {list(mask_shape)} at index {j} does not match the "
+                f"shape of the indexed tensor {list(shape)} at index {dim + j}")
 
 
 def _check_range(arr, size, dim):
@@ -945,6 +945,9 @@ def _same_dtype(tensors, op):
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
+    first = tensors[0]._data.dtype
+    if builtins.all(t._data.dtype is first for t in tensors):
+        return tensors
     dt = tensors[0].dtype
     for t in tensors[1:]:
         dt = D.promote_types(dt, t.dtype)
@@ -960,21 +963,23 @@ def cat(tensors, dim=0):
     >>> torcia.cat([torcia.zeros(1, 2), torcia.ones(2, 2)]).shape
     torcia.Size([3, 2])
     """
-    tensors = [t for t in _same_dtype(tensors, "cat") if not (t.ndim == 1 and t.shape[0] == 0)] \
+    # legacy: 1-D empty tensors are skipped whatever the others' shapes
+    tensors = [t for t in _same_dtype(tensors, "cat") if t._data.shape != (0,)] \
         or list(tensors)[:1]
-    ref = tensors[0]
-    if ref.ndim == 0:
+    ref = tensors[0]._data.shape
+    if not ref:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _wrap_dim(dim, ref.ndim)
+    d = _wrap_dim(dim, len(ref))
     for i, t in enumerate(tensors):
-        if t.ndim != ref.ndim:
+        shape = t._data.shape
+        if len(shape) != len(ref):
             raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {ref.ndim} and {t.ndim}")
-        for j in range(ref.ndim):
-            if j != d and t.shape[j] != ref.shape[j]:
+                f"Tensors must have same number of dimensions: got {len(ref)} and {len(shape)}")
+        for j in range(len(ref)):
+            if j != d and shape[j] != ref[j]:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {d}. Expected size "
-                    f"{ref.shape[j]} but got size {t.shape[j]} for tensor number {i} in the list.")
+                    f"{ref[j]} but got size {shape[j]} for tensor number {i} in the list.")
     return call("cat", tuple(tensors), {"dim": d})
 
 
@@ -1219,7 +1224,7 @@ def triu(input, diagonal=0):
 def _matmul_dtype(a, b, name):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{name}(): arguments must be Tensors")
-    if a.dtype is not b.dtype:
+    if a._data.dtype != b._data.dtype:
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{a.dtype.name} != {b.dtype.name}")
 
@@ -1234,14 +1239,13 @@ def matmul(input, other):
     torcia.Size([2, 4])
     """
     _matmul_dtype(input, other, "matmul")
-    if input.ndim == 0 or other.ndim == 0:
+    a, b = input._data.shape, other._data.shape
+    if not a or not b:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{input.ndim}D and {other.ndim}D")
-    k1 = input.shape[-1]
-    k2 = other.shape[-2] if other.ndim > 1 else other.shape[0]
-    if k1 != k2:
-        a_shape = "x".join(map(str, input.shape if input.ndim > 1 else (1,) + tuple(input.shape)))
-        b_shape = "x".join(map(str, other.shape if other.ndim > 1 else tuple(other.shape) + (1,)))
+                           f"{len(a)}D and {len(b)}D")
+    if a[-1] != (b[-2] if len(b) > 1 else b[0]):
+        a_shape = "x".join(map(str, a if len(a) > 1 else (1,) + a))
+        b_shape = "x".join(map(str, b if len(b) > 1 else b + (1,)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
     return call("matmul", (input, other), {})
 

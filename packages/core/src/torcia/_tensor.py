@@ -515,10 +515,13 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     rules allow, and copied into ``self``'s storage (so views see it); its version
     counter is bumped, and autograd rebases ``self`` onto the op's node.
     """
-    recording = _GRAD.enabled and (
-        self._requires_grad
-        or any(isinstance(x, Tensor) and x._requires_grad for x in args)
-    )
+    recording = self._requires_grad
+    if not recording:
+        for x in args:
+            if isinstance(x, Tensor) and x._requires_grad:
+                recording = True
+                break
+    recording = recording and _GRAD.enabled
     if recording:
         AUTOGRAD.engine.check_inplace(self)
     out = op_fn(self, *args, **kwargs)
