@@ -336,7 +336,8 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): {_param_line(p)}" for k, p in enumerate(self))
+        return "\n".join(f"  ({k}): {_param_line(p, repr(p.dtype))}"
+                         for k, p in enumerate(self))
 
 
 class ParameterDict(Module):
@@ -402,16 +403,20 @@ class ParameterDict(Module):
             self[key] = value
 
     def extra_repr(self) -> str:
-        return "\n".join(f"({k}): {_param_line(p)}" for k, p in self.items())
+        return "\n".join(f"  ({k}): {_param_line(p, _type_name(p))}" for k, p in self.items())
 
 
-def _param_line(p) -> str:
+def _type_name(p) -> str:
+    """The legacy type name PyTorch prints for a tensor: ``torcia.FloatTensor``."""
+    return p.type() if isinstance(p, Tensor) else type(p).__name__
+
+
+def _param_line(p, type_name: str) -> str:
+    # PyTorch prints ParameterList entries with their dtype and ParameterDict entries with
+    # their legacy type name; both are kept so that printed models match
     if not isinstance(p, Tensor):
         return f"Object of type: {type(p).__name__}"
     kind = "Parameter" if isinstance(p, Parameter) else "Tensor"
     device = "" if p.device.type == "cpu" else f" ({p.device})"
-    dtype_name = {"float32": "Float", "float64": "Double", "float16": "Half",
-                  "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-                  "int8": "Char", "uint8": "Byte", "bool": "Bool"}[p.dtype.name]
     size = "x".join(str(s) for s in p.shape)
-    return f"{kind} containing: [torcia.{dtype_name}Tensor of size {size}{device}]"
+    return f"{kind} containing: [{type_name} of size {size}{device}]"

@@ -745,6 +745,8 @@ def _check_name(name, what: str, module) -> None:
 
 
 def _type_name(obj) -> str:
+    if type(obj) is Tensor:
+        return "torcia.Tensor"
     t = type(obj)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
 
