@@ -97,7 +97,8 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
     Examples
     --------
     >>> import torcia
-    >>> torcia.nn.functional.leaky_relu(torcia.tensor([-2.0, 3.0]), 0.5)
+    >>> from torcia._ops_nn import leaky_relu
+    >>> leaky_relu(torcia.tensor([-2.0, 3.0]), 0.5)
     tensor([-1.,  3.])
     """
     return _activation("leaky_relu", input, "leaky_relu", inplace,
@@ -661,7 +662,8 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
     Examples
     --------
     >>> import torcia
-    >>> torcia.adaptive_max_pool2d(torcia.arange(9.0).reshape(1, 3, 3), 1)
+    >>> from torcia._ops_nn import adaptive_max_pool2d
+    >>> adaptive_max_pool2d(torcia.arange(9.0).reshape(1, 3, 3), 1)
     tensor([[[8.]]])
     """
     return _adaptive_max_pool(2, input, output_size, return_indices, "adaptive_max_pool2d")
@@ -692,7 +694,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     >>> import torcia
     >>> x = torcia.tensor([[1.0], [3.0]])
     >>> rm, rv = torcia.zeros(1), torcia.ones(1)
-    >>> torcia.nn.functional.batch_norm(x, rm, rv, training=True, eps=0.0)
+    >>> from torcia._ops_nn import batch_norm
+    >>> batch_norm(x, rm, rv, training=True, eps=0.0)
     tensor([[-1.],
             [ 1.]])
     >>> rm, rv
@@ -816,7 +819,8 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     Examples
     --------
     >>> import torcia
-    >>> torcia.nn.functional.instance_norm(torcia.tensor([[[1.0, 3.0]]]), eps=0.0)
+    >>> from torcia._ops_nn import instance_norm
+    >>> instance_norm(torcia.tensor([[[1.0, 3.0]]]), eps=0.0)
     tensor([[[-1.,  1.]]])
     """
     _check_tensor(input, "input", "instance_norm")
@@ -854,7 +858,8 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
     --------
     >>> import torcia
     >>> w = torcia.tensor([[0.0, 0.0], [1.0, 2.0]])
-    >>> torcia.nn.functional.embedding(torcia.tensor([1, 0, 1]), w)
+    >>> from torcia._ops_nn import embedding
+    >>> embedding(torcia.tensor([1, 0, 1]), w)
     tensor([[1., 2.],
             [0., 0.],
             [1., 2.]])
@@ -926,7 +931,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
     --------
     >>> import torcia
     >>> x = torcia.ones(4)
-    >>> torcia.nn.functional.dropout(x, 0.5, training=False)
+    >>> from torcia._ops_nn import dropout
+    >>> dropout(x, 0.5, training=False)
     tensor([1., 1., 1., 1.])
     """
     _check_p(p)
