@@ -1,3 +1,6 @@
+import subprocess
+import sys
+
 import pytest
 
 import torcia
@@ -41,6 +44,21 @@ def test_utils_data_is_the_same_module():
 
     assert torcia.utils.data is torcia.data
     assert torcia.utils.data.DataLoader is torcia.data.DataLoader
+
+
+@pytest.mark.parametrize("first, second", [("torcia.utils.data", "torcia.data"),
+                                           ("torcia.data", "torcia.utils.data")])
+def test_utils_data_submodules_are_the_same_modules_whichever_comes_first(first, second):
+    # a fresh interpreter: which name is imported first is the point
+    script = (
+        f"import importlib, torcia\n"
+        f"a = importlib.import_module('{first}.sampler')\n"
+        f"b = importlib.import_module('{second}.sampler')\n"
+        f"from {second}.distributed import DistributedSampler\n"
+        f"assert a is b and DistributedSampler is torcia.data.DistributedSampler\n"
+        f"assert torcia.utils.data is torcia.data\n"
+    )
+    subprocess.run([sys.executable, "-c", script], check=True)
 
 
 def test_dataset_base_class_asks_for_getitem():

@@ -11,6 +11,9 @@ Examples
 [4, 2]
 """
 
+import sys
+
+from torcia import utils
 from torcia.data._collate import default_collate, default_convert
 from torcia.data._worker import WorkerInfo, get_worker_info
 from torcia.data.dataloader import DataLoader
@@ -40,3 +43,13 @@ __all__ = [
     "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
     "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
 ]
+
+# Core aliases ``torcia.utils.data`` to this package, but not its submodules: without these
+# entries ``import torcia.utils.data.sampler`` would load sampler.py a second time, with
+# classes that are not this package's (and rebind ``torcia.data.sampler`` to that copy).
+# The package itself is registered too, so that the alias works whichever is imported first.
+utils.data = sys.modules[__name__]
+for _name, _module in list(sys.modules.items()):
+    if _name == __name__ or _name.startswith(__name__ + "."):
+        sys.modules.setdefault("torcia.utils" + _name[len("torcia"):], _module)
+del _name, _module
