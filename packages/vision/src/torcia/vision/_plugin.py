@@ -10,16 +10,13 @@ from torcia.plugins import hookimpl
 
 @hookimpl
 def torcia_register_models(registry):
-    from torcia.vision.models import lenet, mobilenetv2, resnet, small, vgg
+    from torcia.vision import models as m
 
     builders = {
-        "lenet": lenet.lenet,
-        "small_cnn": small.small_cnn,
-        "vgg11": vgg.vgg11, "vgg11_bn": vgg.vgg11_bn,
-        "vgg16": vgg.vgg16, "vgg16_bn": vgg.vgg16_bn,
-        "resnet18": resnet.resnet18, "resnet34": resnet.resnet34,
-        "resnet50": resnet.resnet50,
-        "mobilenet_v2": mobilenetv2.mobilenet_v2,
+        "lenet": m.lenet, "small_cnn": m.small_cnn,
+        "vgg11": m.vgg11, "vgg11_bn": m.vgg11_bn, "vgg16": m.vgg16, "vgg16_bn": m.vgg16_bn,
+        "resnet18": m.resnet18, "resnet34": m.resnet34, "resnet50": m.resnet50,
+        "mobilenet_v2": m.mobilenet_v2,
     }
     for name, builder in builders.items():
         registry.add(name, builder)

@@ -1,0 +1,41 @@
+"""Image models with torchvision's architectures and state-dict keys, found by name.
+
+Models come from a registry that plugins fill through the ``torcia_register_models`` hook
+(:mod:`torcia.vision.hookspecs`); torcia-vision's own are registered the same way, so a
+model from another installed distribution is listed and built like the built-in ones.
+
+Examples
+--------
+>>> from torcia.vision import models
+>>> model = models.get_model("lenet", num_classes=10)
+>>> "mobilenet_v2" in models.list_models()
+True
+"""
+
+from torcia.vision import _registry
+from torcia.vision.models.lenet import LeNet, lenet
+from torcia.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
+from torcia.vision.models.resnet import ResNet, resnet18, resnet34, resnet50
+from torcia.vision.models.small import SmallCNN, small_cnn
+from torcia.vision.models.vgg import VGG, vgg11, vgg11_bn, vgg16, vgg16_bn
+
+
+def list_models() -> list[str]:
+    """The names of every registered model, sorted."""
+    return _registry.models.names()
+
+
+def get_model(name: str, **kwargs):
+    """Build the model registered as ``name`` with the given keyword arguments.
+
+    Raises ``KeyError`` listing the known names (and any blocked plugin that may provide
+    it) when there is no such model.
+    """
+    return _registry.models.get(name)(**kwargs)
+
+
+__all__ = [
+    "LeNet", "MobileNetV2", "ResNet", "SmallCNN", "VGG", "get_model", "lenet",
+    "list_models", "mobilenet_v2", "resnet18", "resnet34", "resnet50", "small_cnn", "vgg11",
+    "vgg11_bn", "vgg16", "vgg16_bn",
+]

@@ -1,0 +1,68 @@
+"""Building blocks shared by the models."""
+
+from __future__ import annotations
+
+from torcia import nn
+
+
+def make_divisible(value: float, divisor: int, min_value: int | None = None) -> int:
+    """``value`` rounded to the nearest multiple of ``divisor`` (at least ``min_value``),
+    never more than 10% below ``value``; MobileNet's channel widths are made so."""
+    min_value = divisor if min_value is None else min_value
+    new = max(min_value, int(value + divisor / 2) // divisor * divisor)
+    if new < 0.9 * value:
+        new += divisor
+    return new
+
+
+class Conv2dNormActivation(nn.Sequential):
+    """Conv2d (no bias), BatchNorm2d, activation: keys ``0.*``, ``1.*`` as torchvision's
+    ``ops.Conv2dNormActivation``; ``padding`` defaults to keep the size at stride 1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models._utils import Conv2dNormActivation
+    >>> block = Conv2dNormActivation(3, 8, kernel_size=3, stride=2)
+    >>> block(torcia.randn(1, 3, 8, 8)).shape
+    torcia.Size([1, 8, 4, 4])
+    """
+
+    def __init__(self, in_channels, out_channels, kernel_size=3, stride=1, padding=None,
+                 groups=1, activation_layer=nn.ReLU):
+        if padding is None:
+            padding = (kernel_size - 1) // 2
+        layers = [
+            nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding, groups=groups,
+                      bias=False),
+            nn.BatchNorm2d(out_channels),
+        ]
+        if activation_layer is not None:
+            layers.append(activation_layer(inplace=True))
+        super().__init__(*layers)
+        self.out_channels = out_channels
+
+
+def init_conv_bn_linear(model, linear_std: float | None = None,
+                        conv_nonlinearity: str = "relu") -> None:
+    """torchvision's initialisation: convolutions He-normal (fan out), batch norms 1 and 0,
+    linear layers N(0, ``linear_std``) with zero bias when ``linear_std`` is given."""
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity=conv_nonlinearity)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif isinstance(m, nn.Linear) and linear_std is not None:
+            nn.init.normal_(m.weight, 0, linear_std)
+            nn.init.zeros_(m.bias)
+
+
+def check_no_weights(weights) -> None:
+    """torcia ships no pretrained weights; ``weights`` is accepted for torchvision's
+    signature and must be None."""
+    if weights is not None:
+        raise ValueError("torcia ships no pretrained weights and never downloads: build the "
+                         "model with weights=None and load a state dict with torcia.load")
