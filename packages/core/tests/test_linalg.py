@@ -144,8 +144,7 @@ def test_linalg_errors():
 
 
 @pytest.mark.torch
-def test_linalg_matches_torch():
-    torch = pytest.importorskip("torch")
+def test_linalg_matches_torch(torch_parity):
     a = spd(4, (2,)).numpy()
     b = RNG.normal(size=(2, 4, 3))
     g = RNG.normal(size=(3, 5))
@@ -166,10 +165,4 @@ def test_linalg_matches_torch():
         lambda m, a, b, g: m.einsum("bij,bjk->bik", a, b),
         lambda m, a, b, g: m.tensordot(a, b, dims=([2], [1])),
     ]
-    for case in cases:
-        ours = case(torcia, torcia.from_numpy(a), torcia.from_numpy(b), torcia.from_numpy(g))
-        theirs = case(torch, torch.from_numpy(a), torch.from_numpy(b), torch.from_numpy(g))
-        ours = ours if isinstance(ours, tuple) else (ours,)
-        theirs = theirs if isinstance(theirs, tuple) else (theirs,)
-        for o, t in zip(ours, theirs):
-            np.testing.assert_allclose(o.numpy(), t.numpy(), rtol=1e-9, atol=1e-12)
+    torch_parity(cases, a, b, g, rtol=1e-9, atol=1e-12)

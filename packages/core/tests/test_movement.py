@@ -176,8 +176,7 @@ def test_pad_matches_torch():
 
 
 @pytest.mark.torch
-def test_movement_matches_torch():
-    torch = pytest.importorskip("torch")
+def test_movement_matches_torch(torch_parity):
     rng = np.random.default_rng(1)
     data = rng.normal(size=(4, 5)).astype(np.float32)
     index = rng.integers(0, 4, size=(3, 5))
@@ -193,7 +192,4 @@ def test_movement_matches_torch():
         lambda m, x, i: m.tril(x, -1),
         lambda m, x, i: m.take_along_dim(x, i, 0),
     ]
-    for case in cases:
-        ours = case(torcia, torcia.from_numpy(data.copy()), torcia.from_numpy(index))
-        theirs = case(torch, torch.from_numpy(data.copy()), torch.from_numpy(index))
-        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    torch_parity(cases, data, index)

@@ -406,8 +406,8 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers."""
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
-        shape = np.broadcast_shapes(tuple(np.shape(mean.numpy() if isinstance(mean, Tensor) else mean)),
-                                    tuple(np.shape(std.numpy() if isinstance(std, Tensor) else std)))
+        shape = np.broadcast_shapes(*(tuple(x.shape) if isinstance(x, Tensor) else ()
+                                      for x in (mean, std)))
         z = randn(shape, generator=generator, dtype=ref.dtype, device=ref.device)
         return z * std + mean
     if size is None:

@@ -117,6 +117,8 @@ for _n in _oplist.BINARY + ("atan2", "hypot", "xlogy"):
     _g[_n] = _make_binary(_n, _n in _oplist.BINARY_FLOAT)
 for _n in _oplist.COMPARE:
     _g[_n] = _make_compare(_n)
+# named here for the functions below (and for linters); the loops above made them
+mul, maximum, minimum = _g["mul"], _g["maximum"], _g["minimum"]
 
 
 def add(input, other, *, alpha=1):
@@ -866,7 +868,8 @@ def _index_key(input, key):
             advanced = True
             continue
         if isinstance(k, slice):
-            if k.step is not None and (k.step.item() if isinstance(k.step, Tensor) else k.step) <= 0:
+            step = k.step.item() if isinstance(k.step, Tensor) else k.step
+            if step is not None and step <= 0:
                 raise ValueError("step must be greater than zero")
             out.append(slice(*(int(v) if isinstance(v, Tensor) else v
                                for v in (k.start, k.stop, k.step))))
@@ -1279,9 +1282,10 @@ def dot(input, other):
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
     if input.shape[0] != other.shape[0]:
-        raise RuntimeError("inconsistent tensor size, expected tensor [%d] and src [%d] to have "
-                           "the same number of elements, but got %d and %d elements respectively"
-                           % (input.shape[0], other.shape[0], input.shape[0], other.shape[0]))
+        n, m = input.shape[0], other.shape[0]
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
+                           f"have the same number of elements, but got {n} and {m} elements "
+                           f"respectively")
     return call("dot", (input, other), {})
 
 

@@ -35,10 +35,7 @@ def _float(A, name):
 
 
 def _square(A, name):
-    _float(A, name)
-    if A.ndim < 2:
-        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
-                           f"dimensions.")
+    _matrix(A, name)
     if A.shape[-1] != A.shape[-2]:
         raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
