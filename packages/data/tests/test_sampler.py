@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import torcia
 from torcia.data import (
@@ -231,3 +233,27 @@ def test_orders_match_pytorch_where_deterministic():
 def test_numpy_weights_accepted():
     s = WeightedRandomSampler(np.array([0.0, 5.0]), 3, generator=gen(0))
     assert list(s) == [1, 1, 1]
+
+
+@given(n=st.integers(0, 60), size=st.integers(1, 10), drop_last=st.booleans())
+def test_batch_sampler_partitions_the_order(n, size, drop_last):
+    batches = list(BatchSampler(range(n), size, drop_last))
+    assert len(batches) == len(BatchSampler(range(n), size, drop_last))
+    assert all(len(b) == size for b in batches[:-1])
+    flat = [i for b in batches for i in b]
+    assert flat == list(range(len(flat)))
+    assert len(flat) == (n - n % size if drop_last else n)
+
+
+@given(n=st.integers(1, 50), replicas=st.integers(1, 8), drop_last=st.booleans(),
+       seed=st.integers(0, 100))
+def test_distributed_shards_are_equal_and_cover_the_data(n, replicas, drop_last, seed):
+    shards = [list(DistributedSampler(range(n), replicas, r, seed=seed, drop_last=drop_last))
+              for r in range(replicas)]
+    sizes = {len(s) for s in shards}
+    assert sizes == {len(DistributedSampler(range(n), replicas, 0, drop_last=drop_last))}
+    seen = [i for s in shards for i in s]
+    if drop_last:
+        assert len(seen) == len(set(seen)) == n - n % replicas  # disjoint, the tail dropped
+    else:
+        assert set(seen) == set(range(n))  # everything, a few padded twice
