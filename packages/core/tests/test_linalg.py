@@ -166,3 +166,16 @@ def test_linalg_matches_torch(torch_parity):
         lambda m, a, b, g: m.tensordot(a, b, dims=([2], [1])),
     ]
     torch_parity(cases, a, b, g, rtol=1e-9, atol=1e-12)
+
+
+def test_top_level_aliases():
+    m = torcia.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=torcia.float64)
+    assert torcia.det(m).item() == pytest.approx(-2.0)
+    assert m.det().item() == pytest.approx(-2.0)
+    assert math.isnan(torcia.logdet(m).item())
+    assert torcia.logdet(torcia.eye(2, dtype=torcia.float64) * 3).item() == \
+        pytest.approx(2 * math.log(3))
+    assert torcia.logdet(torcia.zeros(2, 2)).item() == -math.inf
+    assert_close(m.inverse() @ m, torcia.eye(2, dtype=torcia.float64))
+    assert_close(torcia.pinverse(m), torcia.linalg.inv(m))
+    assert torcia.slogdet(m).sign.item() == -1.0

@@ -391,9 +391,56 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     return call("diag_embed", (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
 
 
+# ----- the top-level linear algebra names of PyTorch -----------------------------------------
+
+
+def det(input):
+    """The determinant of each square matrix (as :func:`torcia.linalg.det`)."""
+    from torcia import linalg
+
+    return linalg.det(input)
+
+
+def slogdet(input):
+    """``(sign, logabsdet)`` of the determinant (as :func:`torcia.linalg.slogdet`)."""
+    from torcia import linalg
+
+    return linalg.slogdet(input)
+
+
+def logdet(input):
+    """``log(det(input))``: NaN for a negative determinant, -inf for a zero one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logdet(torcia.eye(2) * 3)
+    tensor(2.1972)
+    """
+    from torcia._ops import log
+
+    sign, logabs = slogdet(input)
+    return logabs + log(sign)
+
+
+def inverse(input):
+    """The inverse of each square matrix (as :func:`torcia.linalg.inv`)."""
+    from torcia import linalg
+
+    return linalg.inv(input)
+
+
+def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse, singular values below ``rcond * max`` dropped."""
+    from torcia import linalg
+
+    return linalg.pinv(input, rtol=rcond)
+
+
 METHODS = ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",
            "nonzero", "argwhere", "masked_select", "bincount", "histc", "cummax", "cummin",
-           "logcumsumexp", "scatter_reduce", "diag", "diag_embed")
+           "logcumsumexp", "scatter_reduce", "diag", "diag_embed", "det", "slogdet", "logdet",
+           "inverse", "pinverse")
 INPLACE = ("scatter_reduce",)
 
 __all__ = list(METHODS) + ["searchsorted", "bucketize"]
