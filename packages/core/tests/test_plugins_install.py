@@ -42,9 +42,11 @@ def run(args, env=None, check=True):
 
 @pytest.fixture(scope="module")
 def wheels(tmp_path_factory):
-    """Wheels of every package and of the example plugin, by folder name."""
+    """Wheels of core, of every other package whose source is written, and of the example
+    plugin, by folder name."""
     sources, out = tmp_path_factory.mktemp("src"), tmp_path_factory.mktemp("wheels")
-    folders = [ROOT / "packages" / name for name in PACKAGES] + [ROOT / "plugins" / "example"]
+    folders = [ROOT / "packages" / name for name in ["core", *PARTS]]
+    folders.append(ROOT / "plugins" / "example")
     ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__", "tests")
     copies = [shutil.copytree(folder, sources / folder.name, ignore=ignore) for folder in folders]
     run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation",
@@ -56,11 +58,15 @@ def wheels(tmp_path_factory):
     return built
 
 
-def make_venv(path: Path, *wheels) -> Path:
-    """A new virtual environment with ``wheels`` and their dependencies; returns its bin/."""
+def make_venv(path: Path, core_wheel: Path, *more_wheels: Path) -> Path:
+    """A new virtual environment with torcia-core and what pip resolves for it, then
+    ``more_wheels`` without their dependencies (torcia's parts are never looked up on an
+    index); returns the environment's bin/ folder."""
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", path], check=True)
-    python = path / "bin" / "python"
-    run([sys.executable, "-m", "pip", "--python", python, "install", "-q", *wheels])
+    pip = [sys.executable, "-m", "pip", "--python", path / "bin" / "python", "install", "-q"]
+    run([*pip, core_wheel])
+    if more_wheels:
+        run([*pip, "--no-deps", *more_wheels])
     return path / "bin"
 
 
@@ -72,8 +78,9 @@ def bare(tmp_path_factory, wheels):
 
 @pytest.fixture(scope="module")
 def full(tmp_path_factory, wheels):
-    """Every package and the example plugin."""
-    return make_venv(tmp_path_factory.mktemp("full") / "venv", *wheels.values())
+    """torcia-core, every other package built by ``wheels`` and the example plugin."""
+    others = [wheel for name, wheel in wheels.items() if name != "core"]
+    return make_venv(tmp_path_factory.mktemp("full") / "venv", wheels["core"], *others)
 
 
 @pytest.fixture
