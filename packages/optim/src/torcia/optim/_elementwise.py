@@ -68,7 +68,13 @@ class ElementwiseOptimizer(Optimizer):
         if kernel is None:
             for p, state, step in zip(params, states, steps):
                 self.reference(p, p.grad, state, step, **hyper)
-            return
+        else:
+            self._run_kernel(kernel, params, states, steps, hyper)
+        for p in params:
+            if not self.state[p]:
+                del self.state[p]  # plain SGD keeps no state, as in PyTorch
+
+    def _run_kernel(self, kernel, params, states, steps, hyper) -> None:
         lists = [
             [None if s.get(key) is None else s[key]._data for s in states] for key in self.buffers
         ]

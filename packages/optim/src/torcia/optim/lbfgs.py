@@ -3,12 +3,13 @@ follows it)."""
 
 from __future__ import annotations
 
+import math
+
 import torcia
 from torcia.optim.optimizer import Optimizer
 
 # constants of the strong Wolfe conditions: sufficient decrease and curvature
 _C1, _C2 = 1e-4, 0.9
-_MAX_LINE_SEARCH = 25
 _LINE_SEARCH_TOLERANCE = 1e-9
 
 
@@ -21,7 +22,7 @@ def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
     d2_square = d1 * d1 - g1 * g2
     if d2_square < 0:
         return (lo + hi) / 2.0
-    d2 = d2_square**0.5
+    d2 = math.sqrt(d2_square)
     if x1 <= x2:
         x = x2 - (x2 - x1) * ((g2 + d2 - d1) / (g2 - g1 + 2 * d2))
     else:
@@ -29,10 +30,11 @@ def _cubic_minimum(x1, f1, g1, x2, f2, g2, bounds=None):
     return min(max(x, lo), hi)
 
 
-def _strong_wolfe(evaluate, t, d, f, g, gtd):
+def _strong_wolfe(evaluate, t, d, f, g, gtd, max_ls):
     """Find a step ``t`` along ``d`` meeting the strong Wolfe conditions.
 
-    ``evaluate(t)`` returns the loss and flat gradient at ``x + t d``. Returns the loss,
+    ``evaluate(t)`` returns the loss and flat gradient at ``x + t d``; at most ``max_ls``
+    iterations follow the first evaluation. Returns the loss,
     gradient and step found, and how many evaluations it took. First brackets an interval
     holding a point that satisfies the conditions, then zooms into it by cubic
     interpolation.
@@ -45,7 +47,7 @@ def _strong_wolfe(evaluate, t, d, f, g, gtd):
     done = False
     ls_iter = 0
     bracket = bracket_f = bracket_g = bracket_gtd = None
-    while ls_iter < _MAX_LINE_SEARCH:
+    while ls_iter < max_ls:
         if f_new > f + _C1 * t * gtd or (ls_iter > 1 and f_new >= f_prev):
             bracket, bracket_f = [t_prev, t], [f_prev, f_new]
             bracket_g, bracket_gtd = [g_prev, g_new], [gtd_prev, gtd_new]
@@ -67,12 +69,12 @@ def _strong_wolfe(evaluate, t, d, f, g, gtd):
         evals += 1
         gtd_new = float(g_new.dot(d))
         ls_iter += 1
-    if ls_iter == _MAX_LINE_SEARCH:
+    if ls_iter == max_ls:
         bracket, bracket_f, bracket_g = [0.0, t], [f, f_new], [g, g_new]
 
     insufficient_progress = False
     low, high = (0, 1) if bracket_f[0] <= bracket_f[-1] else (1, 0)
-    while not done and ls_iter < _MAX_LINE_SEARCH:
+    while not done and ls_iter < max_ls:
         if abs(bracket[1] - bracket[0]) * d_norm < _LINE_SEARCH_TOLERANCE:
             break
         t = _cubic_minimum(bracket[0], bracket_f[0], bracket_gtd[0],
@@ -261,7 +263,7 @@ class LBFGS(Optimizer):
                     x_init = [p.clone() for p in self._params]
                     loss, flat_grad, t, evals = _strong_wolfe(
                         lambda step: self._evaluate_at(evaluate, x_init, step, d),
-                        t, d, loss, flat_grad, gtd,
+                        t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals,
                     )
                     self._move(t, d)
                     converged = float(flat_grad.abs().max()) <= tolerance_grad
