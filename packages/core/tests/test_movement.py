@@ -57,10 +57,13 @@ def test_gather_scatter_family():
         == [0.0, 0.0, 9.0]
     assert torcia.take_along_dim(x, torcia.tensor([[1], [0]]), 1).tolist() == [[2], [3]]
     assert torcia.take_along_dim(x, torcia.tensor([3, 0])).tolist() == [4, 1]
-    with pytest.raises(IndexError, match="index 2 is out of bounds for dimension 1 with size 2"):
+    with pytest.raises(RuntimeError, match="index 2 is out of bounds for dimension 1 with "
+                                           "size 2"):
         torcia.gather(x, 1, torcia.tensor([[2, 0], [0, 0]]))
-    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int64 for index"):
+    with pytest.raises(RuntimeError, match="gather\\(\\): Expected dtype int32/int64 for "
+                                           "index"):
         torcia.gather(x, 1, torcia.tensor([[0.0]]))
+    assert torcia.gather(x, 1, idx.int()).tolist() == [[1, 1], [4, 3]]
     y = torcia.zeros(2)
     y.scatter_(0, torcia.tensor([1]), torcia.tensor([4.0]))
     assert y.tolist() == [0.0, 4.0] and y._version == 1

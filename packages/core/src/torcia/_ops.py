@@ -903,12 +903,14 @@ def _check_mask(mask_shape, shape, dim):
                 f"shape of the indexed tensor {list(shape)} at index {dim + j}")
 
 
-def _check_range(arr, size, dim):
+def _check_range(arr, size, dim, exc=IndexError):
+    """Raise ``exc`` (IndexError for indexing; gather and scatter raise RuntimeError in
+    PyTorch) naming the first out-of-range index."""
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if lo < -size or hi >= size:
             bad = hi if hi >= size else lo
-            raise IndexError(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+            raise exc(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
 def getitem(input, key):
@@ -1063,9 +1065,9 @@ def unbind(input, dim=0):
 
 
 def _index_tensor(index, name="index"):
-    if not isinstance(index, Tensor) or index.dtype is not D.int64:
+    if not isinstance(index, Tensor) or index.dtype not in (D.int64, D.int32):
         got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index, got {got}")
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index, got {got}")
     return index
 
 
@@ -1080,7 +1082,7 @@ def gather(input, dim, index, *, sparse_grad=False):
             raise RuntimeError(
                 f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {d}")
-    _check_range(index._data, input.shape[d], d)
+    _check_range(index._data, input.shape[d], d, RuntimeError)
     return call("gather", (input, index), {"dim": d})
 
 
@@ -1088,7 +1090,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
-    _check_range(index._data, input.shape[d], d)
+    _check_range(index._data, input.shape[d], d, RuntimeError)
     if src is None:
         src = value
     if reduce == "add":
@@ -1105,7 +1107,7 @@ def scatter_add(input, dim, index, src):
     """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
-    _check_range(index._data, input.shape[d], d)
+    _check_range(index._data, input.shape[d], d, RuntimeError)
     return call("scatter_add", (input, index, src), {"dim": d})
 
 
@@ -1114,20 +1116,20 @@ def index_select(input, dim, index):
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
-    _check_range(index._data, input.shape[d] if input.ndim else 1, d)
+    _check_range(index._data, input.shape[d] if input.ndim else 1, d, RuntimeError)
     return call("index_select", (input, index), {"dim": d})
 
 
 def index_add(input, dim, index, source, *, alpha=1):
     """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d)
+    _check_range(index._data, input.shape[d], d, RuntimeError)
     return call("index_add", (input, index, source), {"dim": d, "alpha": alpha})
 
 
 def index_copy(input, dim, index, source):
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d)
+    _check_range(index._data, input.shape[d], d, RuntimeError)
     return call("index_copy", (input, index, source), {"dim": d})
 
 

@@ -319,7 +319,7 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
                            f"{reduce}")
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_reduce")
-    _check_range(index._data, _size_at(input, d), d)
+    _check_range(index._data, _size_at(input, d), d, RuntimeError)
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
                            f"{input.dtype.name} and {src.dtype.name}")
