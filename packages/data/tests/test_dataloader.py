@@ -334,6 +334,15 @@ def test_bad_arguments(kwargs, match):
         DataLoader(Items(2), **kwargs)
 
 
+def test_sampling_attributes_are_fixed_after_construction():
+    loader = DataLoader(Items(4), batch_size=2)
+    with pytest.raises(ValueError, match="batch_size attribute should not be set after "
+                                         "DataLoader is initialized"):
+        loader.batch_size = 3
+    loader.num_workers = 2  # others may change, as in PyTorch
+    assert [b["i"].tolist() for b in loader] == [[0, 1], [2, 3]]
+
+
 @pytest.mark.parametrize("name", ["shuffle", "sampler", "batch_sampler"])
 def test_iterable_dataset_rejects_sampling_options(name):
     value = {"shuffle": True, "sampler": [0], "batch_sampler": [[0]]}[name]

@@ -36,6 +36,11 @@ from torcia.random import default_generator
 
 __all__ = ["DataLoader"]
 
+#: DataLoader attributes that cannot change after construction.
+_FROZEN = frozenset(("dataset", "batch_size", "batch_sampler", "sampler", "drop_last",
+                     "persistent_workers"))
+#: Batches each worker loads ahead when prefetch_factor is not given.
+DEFAULT_PREFETCH = 2
 #: How long a worker told to stop may take to finish its batch before it is terminated.
 SHUTDOWN_GRACE = 1.0
 
@@ -107,7 +112,7 @@ class DataLoader:
                              "multiprocessing. Let num_workers > 0 to enable multiprocessing, "
                              "otherwise set prefetch_factor to None.")
         if num_workers > 0 and prefetch_factor is None:
-            prefetch_factor = 2
+            prefetch_factor = DEFAULT_PREFETCH
         if prefetch_factor is not None and (not isinstance(prefetch_factor, int)
                                             or prefetch_factor < 1):
             raise ValueError(f"prefetch_factor should be a positive integer, got "
@@ -164,6 +169,15 @@ class DataLoader:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self._iterator = None
+        self._initialized = True
+
+    def __setattr__(self, name, value):
+        # the batch sampler and iterators are built from these: a later change would be
+        # silently ignored
+        if name in _FROZEN and self.__dict__.get("_initialized"):
+            raise ValueError(f"{name} attribute should not be set after "
+                             f"{type(self).__name__} is initialized")
+        super().__setattr__(name, value)
 
     @property
     def _index_sampler(self):
@@ -328,7 +342,8 @@ class _MultiProcessIter:
     def __init__(self, loader):
         self._num_workers = loader.num_workers
         self._iterable = loader._iterable
-        self._prefetch = loader.prefetch_factor * loader.num_workers
+        # num_workers may be set after construction, leaving prefetch_factor None
+        self._prefetch = (loader.prefetch_factor or DEFAULT_PREFETCH) * loader.num_workers
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
         self._workers = _Workers(loader, _base_seed(loader))
