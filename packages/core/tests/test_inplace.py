@@ -1,0 +1,70 @@
+"""In-place ``name_`` methods: each equals its out-of-place op, writes into the same
+storage (seen through views), bumps the shared version counter and keeps self's dtype."""
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import _ops, ops
+
+UNARY = sorted(set(_ops.INPLACE) & set(ops.UNARY_FLOAT + ops.UNARY_SAME) - {"bitwise_not"})
+BINARY = sorted(set(_ops.INPLACE) & set(ops.BINARY + ops.BINARY_FLOAT + ("div",))
+                - {"bitwise_and", "bitwise_or", "bitwise_xor"})
+
+
+def _positive():
+    return torcia.tensor([[0.2, 0.5], [0.7, 0.9]], dtype=torcia.float64)
+
+
+@pytest.mark.parametrize("name", UNARY)
+def test_unary_in_place_matches_out_of_place(name):
+    base = _positive() + 1 if name == "acosh" else _positive()  # in every op's domain
+    view = base[1]
+    expected = getattr(base, name)()
+    out = getattr(base, name + "_")()
+    assert out is base
+    np.testing.assert_allclose(base.numpy(), expected.numpy())
+    np.testing.assert_allclose(view.numpy(), expected.numpy()[1])
+    assert base._version == view._version == 1
+
+
+@pytest.mark.parametrize("name", BINARY)
+def test_binary_in_place_matches_out_of_place(name):
+    base = _positive()
+    other = torcia.tensor([0.3, 0.6], dtype=torcia.float64)  # broadcast over rows
+    expected = getattr(torcia, name)(base, other)
+    getattr(base, name + "_")(other)
+    np.testing.assert_allclose(base.numpy(), expected.numpy())
+    assert base._version == 1
+
+
+def test_in_place_keeps_dtype_and_casts_within_category():
+    x = torcia.tensor([1, 2, 3], dtype=torcia.int32)
+    x.mul_(torcia.tensor([2, 2, 2]))  # int64 other: same category, cast back to int32
+    assert x.dtype is torcia.int32 and x.tolist() == [2, 4, 6]
+    h = torcia.ones(2, dtype=torcia.float16)
+    h.add_(torcia.tensor([0.5, 1.5], dtype=torcia.float64))
+    assert h.dtype is torcia.float16 and h.tolist() == [1.5, 2.5]
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Int"):
+        x.div_(2)
+    x.div_(2, rounding_mode="floor")
+    assert x.tolist() == [1, 2, 3]
+
+
+def test_other_in_place_methods():
+    x = torcia.arange(6.0).reshape(2, 3)
+    x.clamp_(1, 4)
+    assert x.tolist() == [[1, 1, 2], [3, 4, 4]]
+    x.masked_fill_(x > 3, 0)
+    x.index_add_(0, torcia.tensor([1]), torcia.ones(1, 3))
+    x.tril_()
+    assert x.tolist() == [[1, 0, 0], [4, 1, 0]]
+    x.scatter_reduce_(1, torcia.tensor([[2], [2]]), torcia.tensor([[5.0], [6.0]]), "amax")
+    assert x.tolist() == [[1, 0, 5], [4, 1, 6]]
+    x.cumsum_(1)
+    assert x.tolist() == [[1, 1, 6], [4, 5, 11]]
+    x.copy_(torcia.tensor([7, 8, 9]))
+    assert x.tolist() == [[7, 8, 9], [7, 8, 9]] and x.dtype is torcia.float32
+    x.zero_()
+    assert x.sum().item() == 0 and x._version == 8
