@@ -77,7 +77,7 @@ VALUES = [
     [100.0, 0.001], [1.23456789], [-0.5, 1e3], [1e8, 1.0], [1e9], [0.0001], [0.00001, 2.0],
     [12345.678], [nan], [-inf, inf], [-0.0, 0.0], [[-1e-3, 5.0], [2.0, 3.0]],
 ]
-DTYPES = [None, "float64", "float16", "int32", "int64", "uint8", "bool"]
+DTYPES = [None, "float64", "float16", "bfloat16", "int32", "int64", "uint8", "bool"]
 
 
 def _both(torch, value, dtype):

@@ -3,6 +3,9 @@ through views, indexing and index assignment, and the errors PyTorch raises."""
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
 
 import torcia
 
@@ -206,3 +209,24 @@ def test_indexing_matches_torch():
     mask = base > 30
     np.testing.assert_array_equal(torcia.from_numpy(base)[torcia.from_numpy(mask)].numpy(),
                                   torch.from_numpy(base)[torch.from_numpy(mask)].numpy())
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_permute_reshape_property(data):
+    shape = data.draw(hnp.array_shapes(min_dims=1, max_dims=4, max_side=4))
+    arr = np.arange(int(np.prod(shape)), dtype=np.int64).reshape(shape)
+    order = data.draw(st.permutations(range(len(shape))))
+    x = torcia.from_numpy(arr).permute(*order)
+    expected = arr.transpose(order)
+    np.testing.assert_array_equal(x.numpy(), expected)
+    assert shares(x, torcia.from_numpy(arr))
+    flat = x.reshape(-1)
+    np.testing.assert_array_equal(flat.numpy(), expected.reshape(-1))
+    # a reshape shares memory exactly when NumPy can do it without a copy
+    assert shares(flat, x) == np.shares_memory(expected.reshape(-1), arr)
+    if x.is_contiguous():
+        np.testing.assert_array_equal(x.view(-1).numpy(), expected.reshape(-1))
+    else:
+        with pytest.raises(RuntimeError, match="view size is not compatible"):
+            x.view(-1)
