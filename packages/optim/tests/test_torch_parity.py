@@ -75,7 +75,7 @@ def test_lbfgs_matches_pytorch_on_rosenbrock(options):
             return loss
 
         for _ in range(6):
-            losses.append(float(opt.step(closure)))
+            losses.append(float(opt.step(closure).detach()))
         return x.detach().numpy().copy(), losses, opt.state[x]["func_evals"]
 
     ours = run(torcia, torcia.float64)
