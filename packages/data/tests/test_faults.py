@@ -18,10 +18,10 @@ pytestmark = pytest.mark.usefixtures("no_leaks")
 
 
 class Faulty(Dataset):
-    """Samples 0..n-1 as 1 KiB arrays; at index ``at`` it does ``what``."""
+    """Samples 0..n-1 as float32 arrays of ``size``; at index ``at`` it does ``what``."""
 
-    def __init__(self, what, at=5, n=12):
-        self.what, self.at, self.n = what, at, n
+    def __init__(self, what, at=5, n=12, size=256):
+        self.what, self.at, self.n, self.size = what, at, n, size
 
     def __len__(self):
         return self.n
@@ -42,7 +42,7 @@ class Faulty(Dataset):
                 os._exit(3)
             if self.what == "hang":
                 time.sleep(30)
-        return np.full(256, i, np.float32)
+        return np.full(self.size, i, np.float32)
 
 
 class OddError(Exception):
@@ -162,7 +162,9 @@ def test_breaking_out_of_a_slow_epoch_is_quick():
 
 
 def test_batches_in_flight_are_in_shared_memory_until_taken(segments):
-    loader = DataLoader(Faulty("none", n=40), batch_size=4, num_workers=2, prefetch_factor=2)
+    # 4 x 16 KiB samples: 64 KiB batches, large enough to travel in shared memory
+    loader = DataLoader(Faulty("none", n=40, size=1 << 12), batch_size=4, num_workers=2,
+                        prefetch_factor=2)
     it = iter(loader)
     next(it)
     deadline = time.monotonic() + 5

@@ -1,12 +1,17 @@
 """How a batch crosses from a worker process to the main process.
 
-The batch is pickled with every CPU tensor and numpy array left out of the pickle: a
-``persistent_id`` records each array, the arrays are then copied once into one new POSIX
-shared-memory segment, and the message carries only the pickle of the structure, the
-segment's name and each array's offset, dtype and shape. The main process maps the segment,
-unlinks its name at once (so nothing is left in ``/dev/shm`` even if the main process dies
-later), and rebuilds the batch with tensors that are views of the mapping; the memory is
-freed when the last of those tensors is.
+The batch is pickled with its large arrays left out: a pickle ``persistent_id`` picks out
+every CPU tensor and numpy array of at least :data:`MIN_SHARED_BYTES`, and each is written
+once into a new POSIX shared-memory segment of its own. The message carries the pickle of
+the rest, and each array's segment name, dtype and shape. The main process maps each
+segment, unlinks its name at once (so nothing is left in ``/dev/shm`` even if the main
+process dies later), and rebuilds the batch with tensors that are views of the mappings.
+
+A segment per array, not per batch, so that each tensor frees its own memory: keeping the
+labels of every batch must not keep every batch's images. Smaller arrays travel inside the
+pickle, where a copy costs less than a segment, and so hold no mapping at all. Each live
+mapping holds a file descriptor (``mmap`` keeps one), so a program that keeps thousands of
+large batch tensors alive needs a matching ``ulimit -n``.
 
 Segments are made with ``_posixshmem``, the module ``multiprocessing.shared_memory`` is built
 on, rather than with ``SharedMemory``: in Python 3.11 that class registers every segment with
@@ -36,7 +41,8 @@ except ImportError:  # Windows: batches travel inside the pickle instead
 
 #: Where Linux keeps POSIX shared memory; used to find a dead worker's leftovers.
 SHM_DIR = "/dev/shm"
-_ALIGN = 64
+#: Arrays smaller than this travel inside the pickle.
+MIN_SHARED_BYTES = 64 * 1024
 
 
 def available() -> bool:
@@ -44,20 +50,20 @@ def available() -> bool:
 
 
 class Packed(NamedTuple):
-    """A batch on its way: the pickle without its arrays, their segment and layout."""
+    """A batch on its way: the pickle without its large arrays, and where they are."""
 
     data: bytes
-    segment: tuple[str, int] | None  # (name, size); None when there are no array bytes
-    layout: list[tuple]  # per array: (offset, dtype, shape, "tensor"|"ndarray", *flags)
+    layout: list[tuple]  # per array: (segment name, dtype, shape, "tensor"|"ndarray", *flags)
 
 
 class _ArrayPickler(pickle.Pickler):
-    """Pickles everything but CPU tensors and plain numpy arrays, which it collects."""
+    """Pickles everything but large CPU tensors and numpy arrays, which it writes to
+    shared memory."""
 
-    def __init__(self, file):
+    def __init__(self, file, prefix: str):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
-        self.arrays: list[np.ndarray] = []
-        self.metas: list[tuple] = []
+        self.prefix = prefix
+        self.layout: list[tuple] = []
 
     def persistent_id(self, obj):
         if isinstance(obj, torcia.Tensor):
@@ -68,54 +74,70 @@ class _ArrayPickler(pickle.Pickler):
             arr, kind = obj, ("ndarray",)
         else:
             return None
-        self.arrays.append(arr)
-        self.metas.append((arr.dtype.str, arr.shape) + kind)
-        return len(self.arrays) - 1
+        if arr.nbytes < MIN_SHARED_BYTES:
+            return None
+        name = f"{self.prefix}_{len(self.layout)}"
+        _write_segment(name, arr)
+        self.layout.append((name, arr.dtype.str, arr.shape) + kind)
+        return len(self.layout) - 1
 
 
-def pack(obj, name: str) -> Packed:
-    """The message that carries ``obj`` out of a worker, its arrays in segment ``name``."""
-    buf = io.BytesIO()
-    pickler = _ArrayPickler(buf)
-    pickler.dump(obj)
-    offsets, size = [], 0
-    for arr in pickler.arrays:
-        offsets.append(size)
-        size += -(-arr.nbytes // _ALIGN) * _ALIGN
-    if size == 0:
-        return Packed(buf.getvalue(), None, [(0, *m) for m in pickler.metas])
-    fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+def _write_segment(name: str, arr: np.ndarray) -> None:
     try:
-        os.ftruncate(fd, size)
-        for arr, off in zip(pickler.arrays, offsets):
-            _write(fd, arr, off)
+        fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+    except OSError as exc:
+        raise _no_space(arr.nbytes, exc) from None
+    try:
+        os.ftruncate(fd, arr.nbytes)
+        # pwrite rather than a copy into a mapping: the kernel fills the new pages itself,
+        # about twice as fast as faulting them in one by one from user space
+        data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
+        offset = 0
+        while data:
+            written = os.pwrite(fd, data, offset)
+            data, offset = data[written:], offset + written
+    except OSError as exc:
+        unlink(name)
+        raise _no_space(arr.nbytes, exc) from None
     finally:
         os.close(fd)
-    layout = [(off, *m) for off, m in zip(offsets, pickler.metas)]
-    return Packed(buf.getvalue(), (name, size), layout)
 
 
-def _write(fd: int, arr: np.ndarray, offset: int) -> None:
-    # pwrite rather than a copy into a mapping: the kernel fills the new pages itself,
-    # about twice as fast as faulting them in one by one from user space
-    data = memoryview(np.ascontiguousarray(arr).reshape(-1).view(np.uint8))
-    while data:
-        written = os.pwrite(fd, data, offset)
-        data, offset = data[written:], offset + written
+def _no_space(nbytes: int, exc: OSError) -> RuntimeError:
+    return RuntimeError(
+        f"DataLoader worker could not put a {nbytes}-byte array of its batch in shared "
+        f"memory ({exc}). {SHM_DIR} may be too small: in a container, give it more "
+        "(docker run --shm-size=...), or use fewer workers or a smaller batch_size."
+    )
+
+
+def pack(obj, prefix: str) -> Packed:
+    """The message that carries ``obj`` out of a worker; its segments are named
+    ``prefix_0``, ``prefix_1``, ..."""
+    buf = io.BytesIO()
+    pickler = _ArrayPickler(buf, prefix)
+    try:
+        pickler.dump(obj)
+    except BaseException:
+        discard(Packed(b"", pickler.layout))
+        raise
+    return Packed(buf.getvalue(), pickler.layout)
 
 
 class _ArrayUnpickler(pickle.Unpickler):
-    def __init__(self, file, region, layout):
+    def __init__(self, file, layout):
         super().__init__(file)
-        self.region = region
         self.layout = layout
 
     def persistent_load(self, pid):
-        offset, dtype, shape, kind, *flags = self.layout[pid]
-        if self.region is None:  # only empty arrays travel without a segment
-            arr = np.empty(shape, dtype)
-        else:
-            arr = np.ndarray(shape, dtype, buffer=self.region, offset=offset)
+        name, dtype, shape, kind, *flags = self.layout[pid]
+        fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
+        try:
+            region = mmap.mmap(fd, np.dtype(dtype).itemsize * int(np.prod(shape)))
+        finally:
+            os.close(fd)
+            _posixshmem.shm_unlink("/" + name)
+        arr = np.ndarray(shape, dtype, buffer=region)
         if kind == "ndarray":
             return arr
         t = torcia.from_numpy(arr)
@@ -123,24 +145,18 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 
 def unpack(message: Packed):
-    """Rebuild the object :func:`pack` sent, unlinking its segment."""
-    data, segment, layout = message
-    region = None
-    if segment is not None:
-        name, size = segment
-        fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
-        try:
-            region = mmap.mmap(fd, size)
-        finally:
-            os.close(fd)
-            _posixshmem.shm_unlink("/" + name)
-    return _ArrayUnpickler(io.BytesIO(data), region, layout).load()
+    """Rebuild the object :func:`pack` sent, unlinking its segments."""
+    try:
+        return _ArrayUnpickler(io.BytesIO(message.data), message.layout).load()
+    except BaseException:
+        discard(message)  # the segments not reached yet
+        raise
 
 
 def discard(message: Packed) -> None:
-    """Unlink the segment of a message that will not be unpacked."""
-    if message.segment is not None:
-        unlink(message.segment[0])
+    """Unlink the segments of a message that will not be unpacked."""
+    for name, *_ in message.layout:
+        unlink(name)
 
 
 def unlink(name: str) -> None:
