@@ -8,7 +8,10 @@ import pytest
 import torcia
 from torcia import nn
 from torcia.nn.utils import (
-    clip_grad_norm_, clip_grad_value_, parameters_to_vector, vector_to_parameters,
+    clip_grad_norm_,
+    clip_grad_value_,
+    parameters_to_vector,
+    vector_to_parameters,
 )
 
 
