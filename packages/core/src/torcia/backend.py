@@ -54,6 +54,20 @@ class Backend:
         self.unavailable_reason = unavailable_reason
         self.kernels: dict = {}
         self.kernel_providers: dict = {}
+        self._ranked: dict = {}  # op -> [(priority, order, fn)], best first
+
+    def overridden(self, op: str, fn):
+        """The kernel that ``fn`` (registered for ``op``) overrides, for delegating the
+        cases it does not handle; None when ``fn`` is the lowest.
+
+        Example: a native ``adam_step`` calls ``backend.overridden("adam_step", me)``
+        for dtypes it does not support.
+        """
+        ranked = self._ranked.get(op, ())
+        for i, (_, _, kernel) in enumerate(ranked):
+            if kernel == fn:  # bound methods compare equal, not identical
+                return ranked[i + 1][2] if i + 1 < len(ranked) else None
+        return None
 
     def __repr__(self):
         return f"<Backend {self.name!r} xp={self.xp.__name__} from plugin {self.plugin!r}>"
@@ -73,17 +87,18 @@ class KernelRegistry:
     def __init__(self, backends: dict):
         self.backends = backends
         self.current_plugin = None
-        self._priority: dict = {}
 
     def add(self, op: str, device_type: str, fn, priority: int = 0) -> None:
         backend = self.backends.get(device_type)
         if backend is None:
             # a plugin may ship kernels for a device whose backend is absent or blocked
             return
-        key = (op, device_type)
-        if key in self._priority and self._priority[key] > priority:
+        ranked = backend._ranked.setdefault(op, [])
+        # among equal priorities the later registration wins, as before
+        ranked.append((priority, len(ranked), fn))
+        ranked.sort(key=lambda r: (-r[0], -r[1]))
+        if ranked[0][2] is not fn:
             return
-        self._priority[key] = priority
         backend.kernels[op] = fn
         backend.kernel_providers[op] = self.current_plugin
         info = plugins._state.infos.get(self.current_plugin or "")

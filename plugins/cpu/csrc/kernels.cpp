@@ -1,0 +1,352 @@
+// torcia-cpu: native kernels for torcia's "cpu" device.
+//
+// Only the work NumPy does poorly lives here: gathering and scattering convolution
+// windows (im2col/col2im), pooling, row-wise softmax, embedding scatter-add, and fused
+// optimizer updates over many arrays. Matrix products stay on NumPy's BLAS.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+namespace py = pybind11;
+using std::int64_t;
+
+template <typename T>
+using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
+
+static int num_threads = 1;
+
+void set_num_threads(int n) {
+  num_threads = std::max(1, n);
+#ifdef _OPENMP
+  omp_set_num_threads(num_threads);
+#endif
+}
+
+int get_num_threads() { return num_threads; }
+
+struct Geometry {
+  int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+};
+
+// x (N, C, H, W) -> cols (N, C*kh*kw, OH*OW); positions outside the input read 0.
+template <typename T>
+py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
+                      int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow) {
+  auto in = x.template unchecked<4>();
+  const int64_t n = in.shape(0), c = in.shape(1), h = in.shape(2), w = in.shape(3);
+  py::array_t<T> out({n, c * kh * kw, oh * ow});
+  T* dst = out.mutable_data();
+  const T* src = x.data();
+  const int64_t rows = c * kh * kw, p = oh * ow;
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t ch = r / (kh * kw), ki = (r / kw) % kh, kj = r % kw;
+        const T* plane = src + (b * c + ch) * h * w;
+        T* row = dst + (b * rows + r) * p;
+        for (int64_t i = 0; i < oh; ++i) {
+          const int64_t y = i * sh - ph + ki * dh;
+          T* o = row + i * ow;
+          if (y < 0 || y >= h) {
+            std::fill(o, o + ow, T(0));
+            continue;
+          }
+          const T* line = plane + y * w;
+          for (int64_t j = 0; j < ow; ++j) {
+            const int64_t xx = j * sw - pw + kj * dw;
+            o[j] = (xx >= 0 && xx < w) ? line[xx] : T(0);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// The adjoint of im2col: cols (N, C*kh*kw, OH*OW) summed back into (N, C, H, W).
+template <typename T>
+py::array_t<T> col2im(carray<T> cols, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
+                      int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
+                      int64_t oh, int64_t ow) {
+  const int64_t n = cols.shape(0);
+  py::array_t<T> out({n, c, h, w});
+  T* dst = out.mutable_data();
+  const T* src = cols.data();
+  const int64_t rows = c * kh * kw, p = oh * ow;
+  {
+    py::gil_scoped_release release;
+    // one (batch, channel) plane per task: no two tasks write the same element
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t ch = 0; ch < c; ++ch) {
+        T* plane = dst + (b * c + ch) * h * w;
+        std::fill(plane, plane + h * w, T(0));
+        for (int64_t ki = 0; ki < kh; ++ki) {
+          for (int64_t kj = 0; kj < kw; ++kj) {
+            const T* row = src + (b * rows + (ch * kh + ki) * kw + kj) * p;
+            for (int64_t i = 0; i < oh; ++i) {
+              const int64_t y = i * sh - ph + ki * dh;
+              if (y < 0 || y >= h) continue;
+              T* line = plane + y * w;
+              const T* r = row + i * ow;
+              for (int64_t j = 0; j < ow; ++j) {
+                const int64_t xx = j * sw - pw + kj * dw;
+                if (xx >= 0 && xx < w) line[xx] += r[j];
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// Max pooling of (N, C, H, W) into (N, C, OH, OW) values and flat in-plane indices.
+// Padding (ph, pw) is on both sides; windows may run past the high side (ceil_mode).
+template <typename T>
+py::tuple max_pool2d(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
+                     int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow) {
+  const int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), w = x.shape(3);
+  py::array_t<T> values({n, c, oh, ow});
+  py::array_t<int64_t> indices({n, c, oh, ow});
+  T* vo = values.mutable_data();
+  int64_t* io = indices.mutable_data();
+  const T* src = x.data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static)
+    for (int64_t pl = 0; pl < n * c; ++pl) {
+      const T* plane = src + pl * h * w;
+      for (int64_t i = 0; i < oh; ++i) {
+        for (int64_t j = 0; j < ow; ++j) {
+          T best = -std::numeric_limits<T>::infinity();
+          int64_t where = -1;
+          for (int64_t ki = 0; ki < kh; ++ki) {
+            const int64_t y = i * sh - ph + ki * dh;
+            if (y < 0 || y >= h) continue;
+            for (int64_t kj = 0; kj < kw; ++kj) {
+              const int64_t xx = j * sw - pw + kj * dw;
+              if (xx < 0 || xx >= w) continue;
+              const T v = plane[y * w + xx];
+              // NaN wins, as in PyTorch; otherwise the first maximum
+              if (where < 0 || v > best || std::isnan(v)) {
+                best = v;
+                where = y * w + xx;
+                if (std::isnan(v)) break;
+              }
+            }
+          }
+          vo[(pl * oh + i) * ow + j] = best;
+          io[(pl * oh + i) * ow + j] = where;
+        }
+      }
+    }
+  }
+  return py::make_tuple(values, indices);
+}
+
+// Gradients (N, C, OH, OW) added at their recorded input positions of (N, C, H, W).
+template <typename T>
+py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t h, int64_t w) {
+  const int64_t n = g.shape(0), c = g.shape(1), p = g.shape(2) * g.shape(3);
+  py::array_t<T> out({n, c, h, w});
+  T* dst = out.mutable_data();
+  const T* src = g.data();
+  const int64_t* idx = indices.data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static)
+    for (int64_t pl = 0; pl < n * c; ++pl) {
+      T* plane = dst + pl * h * w;
+      std::fill(plane, plane + h * w, T(0));
+      for (int64_t k = 0; k < p; ++k) plane[idx[pl * p + k]] += src[pl * p + k];
+    }
+  }
+  return out;
+}
+
+// softmax or log_softmax over the last axis of a (rows, cols) array.
+template <typename T>
+py::array_t<T> softmax_rows(carray<T> x, bool log) {
+  const int64_t rows = x.shape(0), cols = x.shape(1);
+  py::array_t<T> out({rows, cols});
+  T* dst = out.mutable_data();
+  const T* src = x.data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* in = src + r * cols;
+      T* o = dst + r * cols;
+      T m = -std::numeric_limits<T>::infinity();
+      for (int64_t k = 0; k < cols; ++k) m = std::max(m, in[k]);
+      if (!std::isfinite(m)) m = 0;
+      double total = 0;
+      for (int64_t k = 0; k < cols; ++k) total += std::exp(double(in[k] - m));
+      if (log) {
+        const T lse = T(std::log(total)) + m;
+        for (int64_t k = 0; k < cols; ++k) o[k] = in[k] - lse;
+      } else {
+        const T inv = T(1.0 / total);
+        for (int64_t k = 0; k < cols; ++k) o[k] = T(std::exp(double(in[k] - m))) * inv;
+      }
+    }
+  }
+  return out;
+}
+
+// Rows of g (M, D) summed into the rows of a (V, D) result named by indices (M,).
+template <typename T>
+py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t num_weights,
+                                  int64_t padding_idx) {
+  const int64_t m = g.shape(0), d = g.shape(1);
+  py::array_t<T> out({num_weights, d});
+  T* dst = out.mutable_data();
+  const T* src = g.data();
+  const int64_t* idx = indices.data();
+  {
+    py::gil_scoped_release release;
+    std::fill(dst, dst + num_weights * d, T(0));
+    // split the embedding dimension among threads: each owns whole columns
+#pragma omp parallel for schedule(static)
+    for (int64_t col = 0; col < d; ++col) {
+      for (int64_t r = 0; r < m; ++r) {
+        const int64_t row = idx[r];
+        if (row == padding_idx) continue;
+        dst[row * d + col] += src[r * d + col];
+      }
+    }
+  }
+  return out;
+}
+
+// ----- optimizer updates over many arrays at once --------------------------------------
+
+template <typename T>
+static T* ptr(py::handle a) {
+  return static_cast<T*>(py::array(py::reinterpret_borrow<py::object>(a)).mutable_data());
+}
+
+// SGD with momentum, dampening, nesterov, weight decay and maximize, as torch.optim.SGD.
+// bufs[i] is read only when has_buffers; otherwise it is initialised to the gradient.
+template <typename T>
+void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double momentum,
+              double dampening, double weight_decay, bool nesterov, bool maximize,
+              bool has_buffers) {
+  const size_t count = params.size();
+  std::vector<T*> p(count), g(count), b(count);
+  std::vector<int64_t> sizes(count);
+  for (size_t i = 0; i < count; ++i) {
+    p[i] = ptr<T>(params[i]);
+    g[i] = ptr<T>(grads[i]);
+    b[i] = momentum != 0 ? ptr<T>(bufs[i]) : nullptr;
+    sizes[i] = py::array(params[i]).size();
+  }
+  py::gil_scoped_release release;
+  for (size_t i = 0; i < count; ++i) {
+    T* pi = p[i];
+    const T* gi = g[i];
+    T* bi = b[i];
+#pragma omp parallel for schedule(static) if (sizes[i] > 32768)
+    for (int64_t k = 0; k < sizes[i]; ++k) {
+      T d = maximize ? -gi[k] : gi[k];
+      if (weight_decay != 0) d += T(weight_decay) * pi[k];
+      if (momentum != 0) {
+        T buf = has_buffers ? T(momentum) * bi[k] + T(1 - dampening) * d : d;
+        bi[k] = buf;
+        d = nesterov ? d + T(momentum) * buf : buf;
+      }
+      pi[k] -= T(lr) * d;
+    }
+  }
+}
+
+// Adam / AdamW (decoupled weight decay), amsgrad and maximize, as torch.optim.Adam(W).
+template <typename T>
+void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_avg_sqs,
+               py::list max_exp_avg_sqs, py::list steps, double lr, double beta1, double beta2,
+               double eps, double weight_decay, bool amsgrad, bool maximize, bool decoupled) {
+  const size_t count = params.size();
+  std::vector<T*> p(count), g(count), m(count), v(count), vmax(count);
+  std::vector<double> step(count);
+  std::vector<int64_t> sizes(count);
+  for (size_t i = 0; i < count; ++i) {
+    p[i] = ptr<T>(params[i]);
+    g[i] = ptr<T>(grads[i]);
+    m[i] = ptr<T>(exp_avgs[i]);
+    v[i] = ptr<T>(exp_avg_sqs[i]);
+    vmax[i] = amsgrad ? ptr<T>(max_exp_avg_sqs[i]) : nullptr;
+    step[i] = steps[i].cast<double>();
+    sizes[i] = py::array(params[i]).size();
+  }
+  py::gil_scoped_release release;
+  for (size_t i = 0; i < count; ++i) {
+    const double bc1 = 1 - std::pow(beta1, step[i]);
+    const double bc2 = 1 - std::pow(beta2, step[i]);
+    const T step_size = T(lr / bc1);
+    // pow(x, 0.5) rather than sqrt: the reference computes it with Python's float power
+    const T bc2_sqrt = T(std::pow(bc2, 0.5));
+    T* pi = p[i];
+    const T* gi = g[i];
+    T* mi = m[i];
+    T* vi = v[i];
+    T* vmi = vmax[i];
+#pragma omp parallel for schedule(static) if (sizes[i] > 32768)
+    for (int64_t k = 0; k < sizes[i]; ++k) {
+      T d = maximize ? -gi[k] : gi[k];
+      if (weight_decay != 0) {
+        if (decoupled) pi[k] *= T(1 - lr * weight_decay);
+        else d += T(weight_decay) * pi[k];
+      }
+      mi[k] += (d - mi[k]) * T(1 - beta1);
+      vi[k] = T(beta2) * vi[k] + T(1 - beta2) * d * d;
+      T denom_v = vi[k];
+      if (amsgrad) {
+        vmi[k] = std::max(vmi[k], vi[k]);
+        denom_v = vmi[k];
+      }
+      const T denom = std::sqrt(denom_v) / bc2_sqrt + T(eps);
+      pi[k] -= step_size * mi[k] / denom;
+    }
+  }
+}
+
+template <typename T>
+void define(py::module_& m) {
+  m.def("im2col", &im2col<T>);
+  m.def("col2im", &col2im<T>);
+  m.def("max_pool2d", &max_pool2d<T>);
+  m.def("max_pool2d_backward", &max_pool2d_backward<T>);
+  m.def("softmax_rows", &softmax_rows<T>);
+  m.def("embedding_backward", &embedding_backward<T>);
+}
+
+PYBIND11_MODULE(_native, m) {
+  m.doc() = "Native kernels of torcia-cpu (float32 and float64).";
+  define<float>(m);
+  define<double>(m);
+  m.def("sgd_step_f32", &sgd_step<float>);
+  m.def("sgd_step_f64", &sgd_step<double>);
+  m.def("adam_step_f32", &adam_step<float>);
+  m.def("adam_step_f64", &adam_step<double>);
+  m.def("set_num_threads", &set_num_threads);
+  m.def("get_num_threads", &get_num_threads);
+#ifdef _OPENMP
+  m.attr("openmp") = true;
+#else
+  m.attr("openmp") = false;
+#endif
+}

@@ -1,0 +1,179 @@
+"""The plugin's kernels: the reference kernels with the hot ones done natively.
+
+:class:`NativeKernels` subclasses core's reference kernels, so each override has the
+reference's signature and falls back to it (``super()``) for what the native code does
+not cover: ranks other than 2-D images, dtypes other than float32/float64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia._kernels_nn import _pool_geometry
+from torcia._numpy_backend import Reference
+from torcia_cpu import _native
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def _native_ok(*arrays) -> bool:
+    """All arrays float32, or all float64."""
+    dt = arrays[0].dtype
+    return dt in _FLOATS and all(a.dtype == dt for a in arrays)
+
+
+def _c(a):
+    return np.ascontiguousarray(a)
+
+
+class NativeKernels(Reference):
+    """Reference kernels, with native overrides (listed in :data:`OVERRIDES`)."""
+
+    # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS ---------
+    def conv(self, x, w, b, stride, padding, dilation, groups):
+        if x.ndim != 4 or not _native_ok(x, w):
+            return super().conv(x, w, b, stride, padding, dilation, groups)
+        n, _, h, wd = x.shape
+        o, cg, kh, kw = w.shape
+        (plo, phi), (qlo, qhi) = padding
+        oh = (h + plo + phi - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+        ow = (wd + qlo + qhi - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+        cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
+                              dilation[1], oh, ow)
+        if groups == 1:
+            out = np.matmul(w.reshape(o, -1), cols)
+        else:
+            cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
+            out = np.matmul(w.reshape(groups, o // groups, -1), cols)
+        out = out.reshape(n, o, oh, ow)
+        if b is not None:
+            out += b.reshape(1, o, 1, 1)
+        return out
+
+    def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
+        if x.ndim != 4 or not _native_ok(x, g):
+            return super().conv_weight(x, g, weight_shape, stride, padding, dilation, groups)
+        n = x.shape[0]
+        o, cg, kh, kw = weight_shape
+        oh, ow = g.shape[2:]
+        (plo, _), (qlo, _) = padding
+        cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
+                              dilation[1], oh, ow)
+        # one GEMM over all batch positions: (O, N*P) @ (N*P, C*K); batched matmul with a
+        # transposed operand would leave BLAS
+        p = oh * ow
+        gm = g.reshape(n, groups, o // groups, p).transpose(1, 2, 0, 3).reshape(
+            groups, o // groups, n * p)
+        cm = cols.reshape(n, groups, cg * kh * kw, p).transpose(1, 2, 0, 3).reshape(
+            groups, cg * kh * kw, n * p)
+        out = np.stack([gm[i] @ cm[i].T for i in range(groups)])
+        return out.reshape(weight_shape)
+
+    def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
+        if x.ndim != 4 or not _native_ok(x, w):
+            return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
+                                          groups)
+        n, cin, ih, iw = x.shape
+        _, og, kh, kw = w.shape
+        (plo, phi), (qlo, qhi) = padding
+        h = (ih - 1) * stride[0] - plo - phi + dilation[0] * (kh - 1) + output_padding[0] + 1
+        wd = (iw - 1) * stride[1] - qlo - qhi + dilation[1] * (kw - 1) + output_padding[1] + 1
+        cig = cin // groups
+        wm = w.reshape(groups, cig, og * kh * kw).transpose(0, 2, 1)
+        cols = np.matmul(wm, x.reshape(n, groups, cig, ih * iw))
+        out = _native.col2im(_c(cols.reshape(n, groups * og * kh * kw, ih * iw)), groups * og,
+                             h, wd, kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
+                             dilation[1], ih, iw)
+        if b is not None:
+            out += b.reshape(1, -1, 1, 1)
+        return out
+
+    # ----- pooling ------------------------------------------------------------------
+    def max_pool(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        if x.ndim != 4 or not _native_ok(x):
+            return super().max_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
+        (oh, ow), _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation,
+                                     ceil_mode)
+        return tuple(_native.max_pool2d(_c(x), kernel_size[0], kernel_size[1], stride[0],
+                                        stride[1], padding[0], padding[1], dilation[0],
+                                        dilation[1], oh, ow))
+
+    def max_pool_backward(self, g, indices, input_shape):
+        if g.ndim != 4 or not _native_ok(g):
+            return super().max_pool_backward(g, indices, input_shape)
+        return _native.max_pool2d_backward(_c(g), _c(indices), input_shape[0], input_shape[1])
+
+    # ----- softmax over the last dim ------------------------------------------------
+    def _rows(self, a, dim, log):
+        rows = _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), log)
+        return rows.reshape(a.shape)
+
+    def softmax(self, a, dim):
+        if dim not in (-1, a.ndim - 1) or not _native_ok(a) or a.size == 0:
+            return super().softmax(a, dim)
+        return self._rows(a, dim, False)
+
+    def log_softmax(self, a, dim):
+        if dim not in (-1, a.ndim - 1) or not _native_ok(a) or a.size == 0:
+            return super().log_softmax(a, dim)
+        return self._rows(a, dim, True)
+
+    # ----- embedding ------------------------------------------------------------------
+    def embedding_backward(self, g, indices, num_weights, padding_idx):
+        if not _native_ok(g):
+            return super().embedding_backward(g, indices, num_weights, padding_idx)
+        d = g.shape[-1]
+        return _native.embedding_backward(_c(g).reshape(-1, d),
+                                          _c(indices.astype(np.int64, copy=False)).reshape(-1),
+                                          num_weights, -1 if padding_idx is None else padding_idx)
+
+
+def _same_float(arrays):
+    return bool(arrays) and _native_ok(*arrays) and all(a.flags.c_contiguous for a in arrays)
+
+
+def _delegate(op, fn, *args, **kwargs):
+    """Run the kernel this plugin's ``fn`` overrides (torcia-optim's NumPy one)."""
+    from torcia.backend import get_backend
+
+    return get_backend("cpu").overridden(op, fn)(*args, **kwargs)
+
+
+def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
+             nesterov, maximize):
+    """torcia-optim's ``sgd_step`` for all parameters in one native call."""
+    kw = dict(lr=lr, weight_decay=weight_decay, momentum=momentum, dampening=dampening,
+              nesterov=nesterov, maximize=maximize)
+    if not _same_float(params):
+        return _delegate("sgd_step", sgd_step, params, grads, momentum_buffers, **kw)
+    step = _native.sgd_step_f32 if params[0].dtype == np.float32 else _native.sgd_step_f64
+    # a parameter's first step makes its buffer, which the update fills with the gradient
+    fresh = [i for i, b in enumerate(momentum_buffers) if b is None] if momentum != 0 else []
+    for i in fresh:
+        momentum_buffers[i] = np.empty_like(params[i])
+    for subset, has_buffers in ((fresh, False),
+                                (sorted(set(range(len(params))) - set(fresh)), True)):
+        if subset:
+            step([params[i] for i in subset], [_c(grads[i]) for i in subset],
+                 [momentum_buffers[i] for i in subset], lr, momentum, dampening, weight_decay,
+                 nesterov, maximize, has_buffers)
+
+
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
+              beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay):
+    """torcia-optim's ``adam_step`` (Adam and AdamW) for all parameters in one native call."""
+    if not _same_float(params + exp_avgs + exp_avg_sqs):
+        return _delegate("adam_step", adam_step, params, grads, exp_avgs, exp_avg_sqs,
+                         max_exp_avg_sqs, steps, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
+                         weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                         decoupled_weight_decay=decoupled_weight_decay)
+    step = _native.adam_step_f32 if params[0].dtype == np.float32 else _native.adam_step_f64
+    step(list(params), [_c(g) for g in grads], list(exp_avgs), list(exp_avg_sqs),
+         list(max_exp_avg_sqs) if amsgrad else [], [float(s) for s in steps], lr, beta1, beta2,
+         eps, weight_decay, amsgrad, maximize, decoupled_weight_decay)
+
+
+#: The ops whose reference kernel this plugin replaces on "cpu".
+OVERRIDES = ("conv", "conv_weight", "conv_transpose", "max_pool", "max_pool_backward",
+             "softmax", "log_softmax", "cross_entropy", "embedding_backward")
+OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

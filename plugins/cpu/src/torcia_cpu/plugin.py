@@ -1,0 +1,24 @@
+"""torcia-cpu's plugin: native kernels for "cpu", registered at priority 10 through the
+same hook as any plugin, so that blocking it (``TORCIA_DISABLE_PLUGINS=cpu``) leaves
+core's NumPy kernels in place."""
+
+from __future__ import annotations
+
+import torcia
+from torcia.plugins import hookimpl
+from torcia_cpu import _native
+from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
+
+PRIORITY = 10
+
+_native.set_num_threads(torcia.get_num_threads())
+torcia._thread_callbacks.append(_native.set_num_threads)
+
+
+@hookimpl
+def torcia_register_kernels(registry):
+    kernels = NativeKernels()
+    for op in OVERRIDES:
+        registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY)
+    for op, fn in OPTIMIZER_STEPS.items():
+        registry.add(op, "cpu", fn, priority=PRIORITY)

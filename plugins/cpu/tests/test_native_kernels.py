@@ -1,0 +1,109 @@
+"""Every kernel the plugin overrides, against core's reference kernel."""
+
+import numpy as np
+import pytest
+from torcia_cpu.kernels import OVERRIDES, NativeKernels
+
+from torcia._numpy_backend import Reference
+
+REF, NAT = Reference(), NativeKernels()
+RNG = np.random.default_rng(0)
+TOL = {np.float32: dict(rtol=2e-5, atol=2e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+
+
+def _rand(shape, dtype, contiguous=True):
+    a = RNG.standard_normal(shape).astype(dtype)
+    if not contiguous:
+        # the same values seen through a transposed copy: strides differ, values do not
+        a = np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return a
+
+
+def _same(a, b, dtype):
+    if isinstance(a, tuple):
+        for x, y in zip(a, b):
+            _same(x, y, dtype)
+        return
+    assert a.shape == b.shape and a.dtype == b.dtype
+    if a.dtype.kind == "i":
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, **TOL[dtype])
+
+
+DTYPES = [np.float32, np.float64]
+CONVS = [  # (N, C, H, W), (O, C/g, kh, kw), stride, padding pairs, dilation, groups
+    ((2, 3, 7, 5), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    ((1, 4, 9, 8), (6, 2, 3, 2), (2, 3), ((0, 1), (2, 0)), (1, 2), 2),
+    ((3, 2, 6, 6), (2, 2, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    ((2, 6, 11, 13), (6, 1, 5, 3), (3, 2), ((2, 2), (1, 1)), (2, 1), 6),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("contiguous", [True, False])
+@pytest.mark.parametrize("xs, ws, stride, padding, dilation, groups", CONVS)
+def test_conv_and_its_gradients(dtype, contiguous, xs, ws, stride, padding, dilation, groups):
+    x, w, b = _rand(xs, dtype, contiguous), _rand(ws, dtype), _rand(ws[:1], dtype)
+    args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    out = REF.conv(x, w, b, **args)
+    _same(NAT.conv(x, w, b, **args), out, dtype)
+    _same(NAT.conv(x, w, None, **args), REF.conv(x, w, None, **args), dtype)
+    g = _rand(out.shape, dtype, contiguous)
+    _same(NAT.conv_weight(x, g, weight_shape=ws, **args),
+          REF.conv_weight(x, g, weight_shape=ws, **args), dtype)
+    for output_padding in ((0, 0), (stride[0] - 1, 0)):
+        t_args = dict(args, output_padding=output_padding)
+        _same(NAT.conv_transpose(g, w, None, **t_args), REF.conv_transpose(g, w, None, **t_args),
+              dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", [
+    ((2, 2), (2, 2), (0, 0), (1, 1), False),
+    ((3, 3), (2, 2), (1, 1), (1, 1), True),
+    ((3, 2), (1, 2), (1, 0), (2, 1), False),
+    ((2, 3), (3, 2), (0, 1), (1, 1), True),
+])
+def test_max_pool_and_backward(dtype, kernel, stride, padding, dilation, ceil_mode):
+    x = _rand((2, 3, 9, 7), dtype, contiguous=False)
+    args = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                ceil_mode=ceil_mode)
+    values, indices = REF.max_pool(x, **args)
+    _same(NAT.max_pool(x, **args), (values, indices), dtype)
+    g = _rand(values.shape, dtype)
+    _same(NAT.max_pool_backward(g, indices, input_shape=(9, 7)),
+          REF.max_pool_backward(g, indices, input_shape=(9, 7)), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_log_softmax_and_cross_entropy(dtype):
+    x = _rand((5, 7), dtype) * 30
+    x[0, 3] = -np.inf
+    for dim in (-1, 1, 0):
+        _same(NAT.softmax(x, dim=dim), REF.softmax(x, dim=dim), dtype)
+        _same(NAT.log_softmax(x[1:], dim=dim), REF.log_softmax(x[1:], dim=dim), dtype)
+    y = _rand((2, 3, 4), dtype, contiguous=False)
+    _same(NAT.softmax(y, dim=2), REF.softmax(y, dim=2), dtype)
+    target = RNG.integers(0, 7, 5)
+    target[2] = -100
+    args = dict(weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.1)
+    _same(NAT.cross_entropy(x[1:] / 30, target[1:], **args),
+          REF.cross_entropy(x[1:] / 30, target[1:], **args), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("padding_idx", [None, 2])
+def test_embedding_backward(dtype, padding_idx):
+    idx = RNG.integers(0, 6, (4, 5))
+    g = _rand((4, 5, 3), dtype)
+    _same(NAT.embedding_backward(g, idx, num_weights=6, padding_idx=padding_idx),
+          REF.embedding_backward(g, idx, num_weights=6, padding_idx=padding_idx), dtype)
+
+
+def test_unsupported_cases_fall_back_to_the_reference():
+    x = RNG.standard_normal((2, 3, 8)).astype(np.float16)  # 1-D conv in half precision
+    w = RNG.standard_normal((4, 3, 3)).astype(np.float16)
+    args = dict(stride=(1,), padding=((1, 1),), dilation=(1,), groups=1)
+    np.testing.assert_array_equal(NAT.conv(x, w, None, **args), REF.conv(x, w, None, **args))
+    assert set(OVERRIDES) <= set(dir(NAT))

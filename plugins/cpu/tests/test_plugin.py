@@ -1,0 +1,117 @@
+"""The plugin as a plugin: registration, optimizer steps, gradients, the blocklist."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia.nn.functional as F
+from torcia.autograd import gradcheck
+from torcia.backend import get_backend
+
+
+def test_registered_over_the_reference_kernels():
+    cpu = get_backend("cpu")
+    for op in ("conv", "conv_weight", "max_pool", "log_softmax", "embedding_backward"):
+        assert cpu.kernel_providers[op] == "cpu", op
+        assert cpu.overridden(op, cpu.kernels[op]) is not None, op
+
+
+def test_listing_shows_the_plugin_and_its_kernels():
+    out = subprocess.run([sys.executable, "-m", "torcia", "plugins", "--json"],
+                         capture_output=True, text=True, check=True).stdout
+    info = {p["name"]: p for p in json.loads(out)["plugins"]}["cpu"]
+    assert info["distribution"] == "torcia-cpu" and info["status"] == "loaded"
+    assert "kernel:conv@cpu" in info["provides"]
+
+
+def test_gradients_through_native_kernels_pass_gradcheck():
+    x = torcia.randn(2, 3, 6, 5, dtype=torcia.float64, requires_grad=True)
+    w = torcia.randn(4, 3, 3, 3, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda x, w: F.max_pool2d(F.conv2d(x, w, stride=1, padding=1), 2), (x, w))
+    z = torcia.randn(3, 5, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda z: F.log_softmax(z, dim=1).sin(), (z,))
+
+
+def _optim_kernels():
+    return pytest.importorskip("torcia.optim.kernels")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", [
+    dict(momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0, maximize=False),
+    dict(momentum=0.9, dampening=0.0, nesterov=True, weight_decay=1e-2, maximize=False),
+    dict(momentum=0.5, dampening=0.1, nesterov=False, weight_decay=0.0, maximize=True),
+    dict(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=1e-3, maximize=False),
+])
+def test_sgd_step_matches_torcia_optim_bit_for_bit(dtype, options):
+    reference = _optim_kernels()
+    from torcia_cpu.kernels import sgd_step
+
+    rng = np.random.default_rng(1)
+    shapes = [(3, 4), (5,), (2, 2, 3)]
+    a = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    b = [x.copy() for x in a]
+    bufs_a, bufs_b = [None] * 3, [None] * 3
+    for _ in range(3):
+        grads = [rng.standard_normal(s).astype(dtype) for s in shapes]
+        sgd_step(a, grads, bufs_a, lr=0.1, **options)
+        reference.sgd_step(b, grads, bufs_b, lr=0.1, **options)
+    for x, y in zip(a + bufs_a, b + bufs_b):
+        if x is not None:
+            np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("amsgrad, decoupled, weight_decay, maximize", [
+    (False, False, 0.0, False), (True, False, 1e-2, False), (False, True, 1e-2, True)])
+def test_adam_step_matches_torcia_optim_bit_for_bit(dtype, amsgrad, decoupled, weight_decay,
+                                                    maximize):
+    reference = _optim_kernels()
+    from torcia_cpu.kernels import adam_step
+
+    rng = np.random.default_rng(2)
+    shapes = [(4, 3), (7,)]
+    a = [rng.standard_normal(s).astype(dtype) for s in shapes]
+    b = [x.copy() for x in a]
+    state_a = [[np.zeros(s, dtype) for s in shapes] for _ in range(3)]
+    state_b = [[np.zeros(s, dtype) for s in shapes] for _ in range(3)]
+    kw = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay,
+              amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled)
+    for step in range(1, 4):
+        grads = [rng.standard_normal(s).astype(dtype) for s in shapes]
+        adam_step(a, grads, *state_a, [float(step)] * 2, **kw)
+        reference.adam_step(b, grads, *state_b, [float(step)] * 2, **kw)
+    for x, y in zip(a + sum(state_a, []), b + sum(state_b, [])):
+        np.testing.assert_array_equal(x, y)
+
+
+_SCRIPT = """
+import numpy as np, torcia, torcia.nn.functional as F
+from torcia.backend import get_backend
+torcia.manual_seed(0)
+x = torcia.randn(2, 3, 8, 8, requires_grad=True)
+w = torcia.randn(5, 3, 3, 3, requires_grad=True)
+y = torcia.tensor([1, 4])
+loss = F.cross_entropy(F.max_pool2d(F.conv2d(x, w, padding=1), 2).mean((2, 3)), y)
+loss.backward()
+np.save({out!r}, np.concatenate([loss.detach().numpy().reshape(1), x.grad.numpy().ravel(),
+                                 w.grad.numpy().ravel()]))
+print(get_backend("cpu").kernel_providers["conv"])
+"""
+
+
+def test_blocking_the_plugin_falls_back_to_numpy_with_the_same_results(tmp_path):
+    results = {}
+    for label, env in (("native", {}), ("numpy", {"TORCIA_DISABLE_PLUGINS": "cpu"})):
+        out = tmp_path / f"{label}.npy"
+        proc = subprocess.run([sys.executable, "-c", _SCRIPT.format(out=str(out))],
+                              capture_output=True, text=True, env={**os.environ, **env})
+        assert proc.returncode == 0, proc.stderr
+        results[label] = (proc.stdout.strip(), np.load(out))
+    assert results["native"][0] == "cpu" and results["numpy"][0] == "core"
+    np.testing.assert_allclose(results["native"][1], results["numpy"][1], rtol=1e-5, atol=1e-6)
