@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from torcia.data import DataLoader, Dataset, _worker
+from torcia.data import DataLoader, Dataset, IterableDataset, _worker
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -207,3 +207,21 @@ def _alive(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_iterable_dataset_whose_iter_fails_on_a_later_epoch():
+    class Once(IterableDataset):
+        def __init__(self):
+            self.started = 0
+
+        def __iter__(self):
+            self.started += 1
+            if self.started > 1:
+                raise OSError("stream closed")
+            return iter(range(4))
+
+    loader = DataLoader(Once(), batch_size=2, num_workers=1, persistent_workers=True)
+    assert [b.tolist() for b in loader] == [[0, 1], [2, 3]]
+    with pytest.raises(OSError, match="(?s)worker process 0.*stream closed"):
+        list(loader)
+    del loader

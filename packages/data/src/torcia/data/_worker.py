@@ -151,7 +151,8 @@ def worker_loop(dataset, iterable, auto_collation, collate_fn, drop_last, batch_
     """Serve tasks from ``tasks`` until a None arrives, sending each batch on ``results``.
 
     Errors in fetching a batch go back as :class:`ExceptionWrapper` and the worker goes on;
-    an error in ``init_fn`` is sent and ends the worker. The worker also ends when the main
+    an error in ``init_fn`` or in starting an iterable dataset's iterator is sent with no
+    epoch and ends the worker. The worker also ends when the main
     process is gone, so a killed main process leaves no orphans.
     """
     global _worker_info
@@ -189,7 +190,11 @@ def _serve(fetcher, tasks, results, where, shm_prefix, main_pid):
         if task is None:
             return
         if isinstance(task, Reset):
-            fetcher.restart()
+            try:
+                fetcher.restart()
+            except Exception:  # noqa: BLE001 - the dataset's __iter__ failed: as at start-up
+                results.send((None, None, ExceptionWrapper.capture(where)))
+                return
             exhausted = False
             continue
         if exhausted:  # tasks queued before the main process learnt of the end
