@@ -41,10 +41,12 @@ def _shape_arg(shape) -> tuple:
         len(shape) == 1 and hasattr(shape[0], "__len__")
     ):
         shape = tuple(shape[0])
-    return tuple(int(s) for s in shape)
+    return tuple(map(int, shape))
 
 
 def _infer_shape(shape, numel: int, src_shape) -> tuple:
+    if -1 not in shape and math.prod(shape) == numel and builtins.min(shape, default=0) >= 0:
+        return shape  # nothing to infer (the common case)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -576,8 +578,8 @@ def view(input, *shape):
     """
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
-    shape = _infer_shape(_shape_arg(shape), input.numel(), input.shape)
-    return _view_call("view", input, {"shape": shape})
+    shape = _infer_shape(_shape_arg(shape), input._data.size, input._data.shape)
+    return call("view", (input,), {"shape": shape}, input)
 
 
 def reshape(input, *shape):
