@@ -367,3 +367,15 @@ def test_loader_iterated_twice_gives_two_epochs():
     loader = DataLoader(Items(4), batch_size=2, num_workers=2)
     counts = collections.Counter(i for _ in range(2) for b in loader for i in b["i"].tolist())
     assert counts == {0: 2, 1: 2, 2: 2, 3: 2}
+
+
+@pytest.mark.parametrize("options", [{"num_workers": 2},
+                                     {"num_workers": 2, "persistent_workers": True}])
+def test_shuffled_epochs_do_not_depend_on_workers_or_persistence(options):
+    def epochs(**kwargs):
+        loader = DataLoader(Items(9), batch_size=3, shuffle=True, generator=gen(4), **kwargs)
+        return [[b["i"].tolist() for b in loader] for _ in range(3)]
+
+    expected = epochs()
+    assert expected[0] != expected[1]
+    assert epochs(**options) == expected

@@ -276,7 +276,7 @@ class _Workers:
                     args=(loader.dataset, loader._iterable, loader._auto_collation,
                           loader.collate_fn, loader.drop_last, loader.batch_size, tasks, writer,
                           i, loader.num_workers, base_seed, loader.worker_init_fn,
-                          self.prefix, os.getpid()),
+                          self.prefix, self.owner),
                     daemon=True,
                 )
                 proc.start()
@@ -353,7 +353,7 @@ class _MultiProcessIter:
 
     def _reset(self, loader) -> None:
         """Start another epoch on the same (persistent) workers."""
-        _base_seed(loader)
+        _base_seed(loader)  # unused, but drawn so the order does not depend on persistence
         self._epoch += 1
         for tasks in self._workers.tasks:
             tasks.put(Reset(self._epoch))
