@@ -72,18 +72,27 @@ class Large:
 WORKLOADS = {"transform": (Transformed, 32), "large": (Large, 32)}
 
 
-def batches_per_second(loader_cls, dataset, options: dict, epochs: int, repeat: int) -> float:
-    best = float("inf")
+def seconds_per_batch(loader_cls, dataset, options: dict, epochs: int) -> float:
+    loader = loader_cls(dataset, shuffle=True, **options)
+    start = time.perf_counter()
+    count = 0
+    for _ in range(epochs):
+        for _batch in loader:
+            count += 1
+    elapsed = time.perf_counter() - start
+    del loader  # persistent workers stop here, outside the timing
+    return elapsed / count
+
+
+def batches_per_second(libraries: dict, dataset, options: dict, epochs: int,
+                       repeat: int) -> dict:
+    """Best rate of each library; runs alternate between libraries, so that a change in the
+    machine's load during the measurement falls on both alike."""
+    best = dict.fromkeys(libraries, float("inf"))
     for _ in range(repeat):
-        loader = loader_cls(dataset, shuffle=True, **options)
-        start = time.perf_counter()
-        count = 0
-        for _ in range(epochs):
-            for _batch in loader:
-                count += 1
-        best = min(best, (time.perf_counter() - start) / count)
-        del loader  # persistent workers stop here, outside the timing
-    return 1.0 / best
+        for lib, loader_cls in libraries.items():
+            best[lib] = min(best[lib], seconds_per_batch(loader_cls, dataset, options, epochs))
+    return {lib: 1.0 / t for lib, t in best.items()}
 
 
 #: (label, DataLoader options): in the main process, workers started each epoch, and
@@ -116,8 +125,7 @@ def main() -> None:
         dataset = make_dataset()
         for label, options in CONFIGS:
             options = {"batch_size": batch_size, **options}
-            rates = {lib: batches_per_second(cls, dataset, options, args.epochs, args.repeat)
-                     for lib, cls in libraries.items()}
+            rates = batches_per_second(libraries, dataset, options, args.epochs, args.repeat)
             torch_rate = rates.get("torch")
             ratio = f"{rates['torcia'] / torch_rate:6.2f}" if torch_rate else f"{'-':>6}"
             torch_col = f"{torch_rate:10.1f}" if torch_rate else f"{'-':>10}"
