@@ -144,9 +144,11 @@ class Optimizer:
             param_group["params"] = list(params)
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
+                kind = type(p).__qualname__
+                if type(p).__module__ not in ("", "builtins"):
+                    kind = f"{type(p).__module__}.{kind}"
                 raise TypeError(
-                    "optimizer can only optimize Tensors, but one of the params is "
-                    f"{type(p).__module__}.{type(p).__name__}"
+                    f"optimizer can only optimize Tensors, but one of the params is {kind}"
                 )
             if not p.is_leaf:
                 raise ValueError("can't optimize a non-leaf Tensor")
@@ -159,6 +161,8 @@ class Optimizer:
             param_group.setdefault(name, default)
         ids = [id(p) for p in param_group["params"]]
         if len(set(ids)) != len(ids):
+            # PyTorch only warns ("in future, this will cause an error"); a parameter
+            # updated twice per step is never what was meant
             raise ValueError("optimizer contains a parameter group with duplicate parameters")
         seen = {id(p) for group in self.param_groups for p in group["params"]}
         if seen & set(ids):
