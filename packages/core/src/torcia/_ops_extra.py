@@ -417,10 +417,13 @@ def logdet(input):
     >>> torcia.logdet(torcia.eye(2) * 3)
     tensor(2.1972)
     """
+    import numpy as np
+
     from torcia._ops import log
 
     sign, logabs = slogdet(input)
-    return logabs + log(sign)
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) and log(-1) are the point
+        return logabs + log(sign)
 
 
 def inverse(input):
