@@ -166,8 +166,8 @@ def det(A):
     Examples
     --------
     >>> import torcia
-    >>> torcia.linalg.det(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    tensor(-2.0000)
+    >>> torcia.linalg.det(torcia.tensor([[2.0, 1.0], [0.0, 3.0]]))
+    tensor(6.)
     """
     _square(A, "det")
     return call("linalg_det", (A,), {})
