@@ -167,15 +167,15 @@ class NNKernels:
         """conv(x (N, C, *in), w (O, C/groups, *k), b (O,) or None) -> (N, O, *out):
         cross-correlation; ``padding`` is per-dim (low, high) pairs."""
         xp = self.xp
-        n, c = x.shape[:2]
+        n = x.shape[0]
         o = w.shape[0]
         kernel = w.shape[2:]
-        win = _windows(xp, x, kernel, stride, dilation, padding)
-        out_sp = win.shape[2:2 + len(kernel)]
-        cols = _group_cols(xp, win, groups)  # (g, N*P, C/g*K)
-        wm = w.reshape(groups, o // groups, -1).transpose(0, 2, 1)
-        out = cols @ wm  # (g, N*P, O/g)
-        out = _ungroup(xp, out, n, out_sp)
+        out_sp = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, (lo, hi), d, k, s in zip(
+            x.shape[2:], padding, dilation, kernel, stride))
+        cols = _columns(xp, x, kernel, stride, dilation, padding, out_sp)
+        cols = cols.reshape(groups, -1, n * math.prod(out_sp))  # (g, C/g*K, N*P)
+        out = w.reshape(groups, o // groups, -1) @ cols  # (g, O/g, N*P)
+        out = _batch_first(xp, out.reshape((o, n) + out_sp))
         if b is not None:
             out += b.reshape((1, o) + (1,) * len(kernel))
         return out
@@ -188,28 +188,22 @@ class NNKernels:
         n, cin = x.shape[:2]
         in_sp = x.shape[2:]
         kernel = w.shape[2:]
-        nd = len(kernel)
         og = w.shape[1]
-        cig = cin // groups
-        p = math.prod(in_sp)
-        xm = x.reshape(n, groups, cig, p).transpose(1, 0, 3, 2)  # (g, N, P, Cin/g)
-        wm = w.reshape(groups, cig, og * math.prod(kernel))
-        cols = (xm @ wm[:, None]).reshape((groups, n) + in_sp + (og,) + kernel)
-        # (N, g, O/g, *k, *in) -> (N, O, *k, *in)
-        perm = (1, 0, 2 + nd) + tuple(range(3 + nd, 3 + 2 * nd)) + tuple(range(2, 2 + nd))
-        cols = cols.transpose(perm).reshape((n, groups * og) + kernel + in_sp)
+        xm = _channels_first(xp, x).reshape(groups, cin // groups, -1)  # (g, Cin/g, N*P)
+        wm = w.reshape(groups, cin // groups, -1).transpose(0, 2, 1)  # (g, O/g*K, Cin/g)
+        cols = (wm @ xm).reshape((groups * og,) + kernel + (n,) + in_sp)
         full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
                      for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
                                                          output_padding, padding))
-        out = _add_windows(xp, cols, full, stride, dilation)
+        out = _add_columns(xp, cols, full, stride, dilation)  # (Cout, N, *full)
         size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
                      for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
                                                          output_padding, padding))
-        out = out[(slice(None), slice(None)) + tuple(
-            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))]
+        out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
+            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))])
         if b is not None:
-            out = out + b.reshape((1, -1) + (1,) * nd)
-        return xp.ascontiguousarray(out)
+            out += b.reshape((1, -1) + (1,) * len(kernel))
+        return out
 
     def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
         """conv_weight(x (N, C, *in), g (N, O, *out)) -> (O, C/groups, *k): the gradient
@@ -217,14 +211,10 @@ class NNKernels:
         xp = self.xp
         kernel = tuple(weight_shape[2:])
         o = weight_shape[0]
-        n = x.shape[0]
-        out_sp = g.shape[2:]
-        win = _windows(xp, x, kernel, stride, dilation, padding)
-        win = win[(slice(None), slice(None)) + tuple(slice(0, s) for s in out_sp)]
-        cols = _group_cols(xp, win, groups)  # (g, N*P, C/g*K)
-        gm = g.reshape((n, groups, o // groups, -1)).transpose(1, 2, 0, 3).reshape(
-            groups, o // groups, -1)  # (g, O/g, N*P)
-        return (gm @ cols).reshape(weight_shape)
+        cols = _columns(xp, x, kernel, stride, dilation, padding, g.shape[2:])
+        cols = cols.reshape(groups, -1, x.shape[0] * math.prod(g.shape[2:]))  # (g, C/g*K, N*P)
+        gm = _channels_first(xp, g).reshape(groups, o // groups, -1)  # (g, O/g, N*P)
+        return (gm @ cols.transpose(0, 2, 1)).reshape(weight_shape)
 
     def im2col(self, x, kernel_size, dilation, padding, stride):
         """im2col(x (N, C, H, W)) -> (N, C*kh*kw, L): every sliding block as a column."""
@@ -452,26 +442,43 @@ class NNKernels:
         return _reduce(xp, losses.astype(x.dtype, copy=False), reduction, w.sum())
 
 
-def _group_cols(xp, win, groups):
-    """Windows ``(N, C, *out, *k)`` as im2col matrices ``(groups, N*P, C/groups*K)``."""
-    n, c = win.shape[:2]
-    nd = (win.ndim - 2) // 2
-    cg = c // groups
-    win = win.reshape((n, groups, cg) + win.shape[2:])
-    # (N, g, C/g, *out, *k) -> (g, N, *out, C/g, *k)
-    perm = (1, 0) + tuple(range(3, 3 + nd)) + (2,) + tuple(range(3 + nd, 3 + 2 * nd))
-    p = math.prod(win.shape[3:3 + nd])
-    return xp.ascontiguousarray(win.transpose(perm)).reshape(groups, n * p, -1)
+def _channels_first(xp, x):
+    """(N, C, *sp) as a contiguous (C, N, *sp): the layout the column matrices use."""
+    return xp.ascontiguousarray(xp.moveaxis(x, 1, 0))
 
 
-def _ungroup(xp, out, n, out_sp):
-    """``(g, N*P, O/g)`` matmul output as a contiguous ``(N, O, *out)``."""
-    groups, _, og = out.shape
-    nd = len(out_sp)
-    out = out.reshape((groups, n) + tuple(out_sp) + (og,))
-    # (g, N, *out, O/g) -> (N, g, O/g, *out)
-    perm = (1, 0, 2 + nd) + tuple(range(2, 2 + nd))
-    return xp.ascontiguousarray(out.transpose(perm)).reshape((n, groups * og) + tuple(out_sp))
+def _batch_first(xp, x):
+    """(C, N, *sp) back to a contiguous (N, C, *sp)."""
+    return xp.ascontiguousarray(xp.moveaxis(x, 1, 0))
+
+
+def _columns(xp, x, kernel, stride, dilation, padding, out_sp):
+    """im2col: (N, C, *in) -> contiguous (C, *kernel, N, *out) (a (C*K, N*P) matrix), one
+    strided block copy per kernel offset. Only the first ``out_sp`` windows are taken."""
+    xt = _channels_first(xp, x)
+    if any(lo or hi for lo, hi in padding):
+        xt = xp.pad(xt, ((0, 0), (0, 0)) + tuple(padding))
+    c, n = xt.shape[:2]
+    cols = xp.empty((c,) + tuple(kernel) + (n,) + tuple(out_sp), dtype=x.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        key = tuple(slice(o * d, o * d + (p - 1) * s + 1, s)
+                    for o, d, p, s in zip(offset, dilation, out_sp, stride))
+        cols[(slice(None),) + offset] = xt[(slice(None), slice(None)) + key]
+    return cols
+
+
+def _add_columns(xp, cols, size, stride, dilation):
+    """col2im, the adjoint of :func:`_columns` without padding: (C, *kernel, N, *pos)
+    -> (C, N, *size), each offset's block added at its strided positions."""
+    nd = len(size)
+    kernel = cols.shape[1:1 + nd]
+    pos = cols.shape[2 + nd:]
+    out = xp.zeros((cols.shape[0], cols.shape[1 + nd]) + tuple(size), dtype=cols.dtype)
+    for offset in itertools.product(*(range(k) for k in kernel)):
+        key = tuple(slice(o * d, o * d + (p - 1) * s + 1, s)
+                    for o, d, p, s in zip(offset, dilation, pos, stride))
+        out[(slice(None), slice(None)) + key] += cols[(slice(None),) + offset]
+    return out
 
 
 def _avg_divisor(xp, in_sp, out_sp, kernel, stride, padding, count_include_pad,
