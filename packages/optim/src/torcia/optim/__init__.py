@@ -37,6 +37,7 @@ from torcia.optim.adadelta import Adadelta  # noqa: E402
 from torcia.optim.adagrad import Adagrad  # noqa: E402
 from torcia.optim.adam import Adam, AdamW  # noqa: E402
 from torcia.optim.adamax import Adamax  # noqa: E402
+from torcia.optim.elementwise import ElementwiseOptimizer  # noqa: E402
 from torcia.optim.lbfgs import LBFGS  # noqa: E402
 from torcia.optim.nadam import NAdam  # noqa: E402
 from torcia.optim.optimizer import Optimizer  # noqa: E402
@@ -45,7 +46,8 @@ from torcia.optim.rmsprop import RMSprop  # noqa: E402
 from torcia.optim.sgd import SGD  # noqa: E402
 
 __all__ = [
-    "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "LBFGS", "NAdam", "Optimizer",
+    "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "ElementwiseOptimizer", "LBFGS",
+    "NAdam", "Optimizer",
     "RAdam", "RMSprop", "create", "hookimpl", "lr_scheduler", "optimizers",
 ]
 

@@ -1,10 +1,12 @@
-"""The step shared by optimizers whose update is elementwise per parameter.
+"""The step shared by optimizers whose update is elementwise per parameter, and the base a
+plugin's optimizer can build on (torcia-lion does).
 
 A subclass names its multi-tensor kernel (:mod:`torcia.optim.kernels`), the state buffers
 the kernel takes in order, how a parameter's state starts, the kernel's keywords for a
 group, and a per-parameter reference update written with Tensor ops. ``step`` runs the
 kernel of the parameters' device over the whole group when there is one (and ``foreach``
-is not False), and the reference update parameter by parameter otherwise.
+is not False), and the reference update parameter by parameter otherwise. Every group
+needs a ``"foreach"`` entry (None by default).
 """
 
 from __future__ import annotations
@@ -15,6 +17,32 @@ from torcia.optim.optimizer import Optimizer, arrays, bump_steps, bump_versions
 
 
 class ElementwiseOptimizer(Optimizer):
+    """An optimizer defined by an elementwise update; see the module docstring.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.optim import ElementwiseOptimizer
+    >>> class SignSGD(ElementwiseOptimizer):
+    ...     kernel_op = "signsgd_step"  # no such kernel: the per-parameter path runs
+    ...     has_step = False
+    ...     def __init__(self, params, lr=0.01):
+    ...         super().__init__(params, dict(lr=lr, foreach=None))
+    ...     def init_state(self, p, group):
+    ...         return {}
+    ...     def hyper(self, group):
+    ...         return {"lr": group["lr"]}
+    ...     @staticmethod
+    ...     def reference(p, grad, state, step, *, lr):
+    ...         p.add_(grad.sign(), alpha=-lr)
+    >>> w = torcia.tensor([1.0, -2.0], requires_grad=True)
+    >>> opt = SignSGD([w], lr=0.5)
+    >>> (w * w).sum().backward()
+    >>> opt.step()
+    >>> w
+    tensor([ 0.5000, -1.5000], requires_grad=True)
+    """
+
     #: the multi-tensor kernel's op name
     kernel_op: str = ""
     #: state keys whose arrays the kernel takes after params and grads, in order

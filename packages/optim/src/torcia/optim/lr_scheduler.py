@@ -284,6 +284,11 @@ class MultiStepLR(LRScheduler):
         factor = self.gamma ** self.milestones[self.last_epoch]
         return [group["lr"] * factor for group in self.optimizer.param_groups]
 
+    def load_state_dict(self, state_dict: dict) -> None:
+        super().load_state_dict(state_dict)
+        # an archive hands the milestone counts back as a plain dict
+        self.milestones = Counter(self.milestones)
+
     def _get_closed_form_lr(self):
         milestones = sorted(self.milestones.elements())
         return [

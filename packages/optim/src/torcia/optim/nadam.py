@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torcia
-from torcia.optim._elementwise import ElementwiseOptimizer
+from torcia.optim.elementwise import ElementwiseOptimizer
 from torcia.optim.optimizer import check_betas, check_value, step_tensor
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torcia.optim._elementwise import ElementwiseOptimizer
+from torcia.optim.elementwise import ElementwiseOptimizer
 from torcia.optim.optimizer import check_value
 
 
