@@ -124,6 +124,12 @@ def test_inplace_refuses_a_lossy_category_change():
     assert y.dtype is torcia.float16 and y.tolist() == [2.0, 3.0]
 
 
+def test_promote_types_names_a_bad_argument():
+    with pytest.raises(TypeError, match="promote_types\\(\\): argument 'type2' \\(position 2\\) "
+                                        "must be torcia.dtype, not str"):
+        torcia.promote_types(torcia.float32, "float64")
+
+
 def test_dtype_attributes():
     assert torcia.float16.is_floating_point and torcia.bfloat16.is_floating_point
     assert not torcia.int8.is_floating_point and torcia.int8.is_signed

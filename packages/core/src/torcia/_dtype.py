@@ -142,7 +142,13 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     >>> torcia.promote_types(torcia.uint8, torcia.int8)
     torcia.int16
     """
-    return _PROMOTE[type1, type2]
+    try:
+        return _PROMOTE[type1, type2]
+    except (KeyError, TypeError):
+        name, pos, bad = ("type1", 1, type1) if not isinstance(type1, dtype) else (
+            "type2", 2, type2)
+        raise TypeError(f"promote_types(): argument '{name}' (position {pos}) must be "
+                        f"torcia.dtype, not {type(bad).__name__}") from None
 
 
 def _combine(higher, lower):
