@@ -180,7 +180,7 @@ def test_saved_tensors_freed_after_backward():
     y = Cube.apply(x)
     y.sum().backward()
     with pytest.raises(RuntimeError, match="second time"):
-        y.grad_fn.ctx.saved_tensors
+        _ = y.grad_fn.ctx.saved_tensors
 
 
 def test_once_differentiable_blocks_double_backward():

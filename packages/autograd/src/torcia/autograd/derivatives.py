@@ -31,9 +31,8 @@ from torcia.autograd.graph import Meta
 class Entry:
     """A formula with what it needs, read once from its signature."""
 
-    __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "meta_positions",
-                 "param_names", "uses_result", "wants_needs", "n_positional",
-                 "differentiable_outputs")
+    __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "param_names",
+                 "uses_result", "wants_needs", "differentiable_outputs")
 
     def __init__(self, op, fn, differentiable_outputs=None):
         self.op = op
@@ -43,7 +42,7 @@ class Entry:
         params = list(sig.parameters.values())
         self.multi = params[0].name == "grads"
         flags = []
-        self.variadic_saved = None
+        self.variadic_saved = False
         self.param_names = []
         self.uses_result = False
         self.wants_needs = False
@@ -51,6 +50,7 @@ class Entry:
             if p.kind is p.POSITIONAL_OR_KEYWORD or p.kind is p.POSITIONAL_ONLY:
                 flags.append(not p.name.startswith("_"))
             elif p.kind is p.VAR_POSITIONAL:
+                # a variadic parameter stands for all remaining inputs
                 self.variadic_saved = not p.name.startswith("_")
             elif p.kind is p.KEYWORD_ONLY:
                 if p.name == "result":
@@ -60,62 +60,41 @@ class Entry:
                 else:
                     self.param_names.append(p.name)
         self.saved_flags = tuple(flags)
-        self.n_positional = len(flags)
-
-    def _saves(self, i):
-        if i < self.n_positional:
-            return self.saved_flags[i]
-        return bool(self.variadic_saved)
-
-    def pack(self, inputs):
-        """What the graph keeps of the inputs: saved tensors with versions, metadata."""
-        args = []
-        versions = []
-        metas = []
-        for i, x in enumerate(inputs):
-            if isinstance(x, Tensor):
-                metas.append((x._data.shape, x._data.dtype, x._device))
-                if self._saves(i):
-                    args.append(x)
-                    versions.append((i, x._vc[0]))
-                else:
-                    args.append(None)
-            else:
-                metas.append(None)
-                args.append(x)
-        return tuple(args), tuple(versions), tuple(metas)
 
     def backward(self, node, grads, create_graph):
         args = node.unpack(create_graph)
-        n = len(node.next_functions)
-        inputs = list(args[:n])
-        for i, m in enumerate(node.metas):
+        metas = node.metas
+        edges = node.next_functions
+        n = len(edges)
+        inputs = list(args[:n]) if len(args) != n else list(args)
+        for i, m in enumerate(metas):
             if m is not None and inputs[i] is None:
-                inputs[i] = _meta(m)
-        kwargs = {name: node.params[name] for name in self.param_names if name in node.params}
+                inputs[i] = Meta(m)
+        kwargs = {}
+        if self.param_names:
+            params = node.params
+            for name in self.param_names:
+                if name in params:
+                    kwargs[name] = params[name]
         if self.uses_result:
             result = args[n:]
             if create_graph:
                 result = tuple(_reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
-            kwargs["needs_input_grad"] = tuple(e[0] is not None for e in node.next_functions)
+            kwargs["needs_input_grad"] = tuple(e[0] is not None for e in edges)
         out = self.fn(grads if self.multi else grads[0], *inputs, **kwargs)
-        if not isinstance(out, tuple):
+        if out.__class__ is not tuple:
             out = (out,)
-        return tuple(
-            _fit(g, m) if g is not None and e[0] is not None else None
-            for g, m, e in zip(out, node.metas, node.next_functions)
-        )
-
-
-def _meta(m):
-    meta = Meta.__new__(Meta)
-    meta.shape = torcia.Size(m[0])
-    meta.dtype = torcia._dtype.FROM_NUMPY[m[1]]
-    meta.device = m[2]
-    meta.ndim = len(m[0])
-    return meta
+        fitted = []
+        for g, m, e in zip(out, metas, edges):
+            if g is None or e[0] is None:
+                fitted.append(None)
+            elif g.__class__ is Tensor and g._data.shape == m[0] and g._data.dtype is m[1]:
+                fitted.append(g)
+            else:
+                fitted.append(_fit(g, m))
+        return fitted
 
 
 def _reattach(alias, node, i):
@@ -1483,19 +1462,38 @@ def _(grad, x, *, alpha):
 
 @derivative("gelu")
 def _(grad, x, *, approximate):
+    return call("gelu_backward", (grad, x), {"approximate": approximate})
+
+
+@derivative("gelu_backward")
+def _(grad, g, x, *, approximate, needs_input_grad):
+    gg = call("gelu_backward", (grad, x), {"approximate": approximate}) \
+        if needs_input_grad[0] else None
+    if not needs_input_grad[1]:
+        return gg, None
     if approximate == "tanh":
-        k = math.sqrt(2 / math.pi)
-        t = (k * (x + 0.044715 * x * x * x)).tanh()
-        return grad * (0.5 * (1 + t) + 0.5 * x * (1 - t * t) * k * (1 + 3 * 0.044715 * x * x))
-    cdf = 0.5 * (1 + (x * (1 / math.sqrt(2))).erf())
-    pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
-    return grad * (cdf + x * pdf)
+        k, c = math.sqrt(2 / math.pi), 0.044715
+        t = (k * (x + c * x * x * x)).tanh()
+        du = k * (1 + 3 * c * x * x)
+        second = (1 - t * t) * (du - x * t * du * du + 3 * k * c * x * x)
+    else:
+        pdf = (-0.5 * x * x).exp() * (1 / math.sqrt(2 * math.pi))
+        second = pdf * (2 - x * x)
+    return gg, grad * g * second
 
 
 @derivative("silu")
 def _(grad, x):
+    return call("silu_backward", (grad, x), {})
+
+
+@derivative("silu_backward")
+def _(grad, g, x, *, needs_input_grad):
+    gg = call("silu_backward", (grad, x), {}) if needs_input_grad[0] else None
+    if not needs_input_grad[1]:
+        return gg, None
     s = x.sigmoid()
-    return grad * s * (1 + x * (1 - s))
+    return gg, grad * g * s * (1 - s) * (2 + x * (1 - 2 * s))
 
 
 @derivative("mish")
@@ -1776,22 +1774,35 @@ def _(grad, _logp, target, weight, *, reduction, ignore_index, needs_input_grad)
 def _(grad, x, target, weight, *, reduction, ignore_index, label_smoothing,
       needs_input_grad):
     _no_weight_grad(needs_input_grad)
+    return call("cross_entropy_backward", (grad, x, target, weight), {
+        "reduction": reduction, "ignore_index": ignore_index,
+        "label_smoothing": label_smoothing}), None, None
+
+
+@derivative("cross_entropy_backward")
+def _(grad, g, x, target, weight, *, reduction, ignore_index, label_smoothing,
+      needs_input_grad):
+    # the first gradient is scale_n(g) * (mass_n * softmax(x)_n - T_n), linear in g;
+    # written here with differentiable ops so that further orders come free
     n, c = x.shape
     keep = (target != ignore_index).to(x.dtype)
     safe = target.masked_fill(target == ignore_index, 0)
     w_t = keep if weight is None else keep * weight.detach()[safe]
-    scale = grad / w_t.sum() if reduction == "mean" else grad
-    scale = (scale * keep).unsqueeze(1)
-    p = call("softmax", (x,), {"dim": 1})
+    per_row = keep / w_t.sum() if reduction == "mean" else keep
     eps = label_smoothing
     onehot = torcia.zeros((n, c), dtype=x.dtype, device=x.device).scatter(
         1, safe.unsqueeze(1), 1.0)
-    wt = w_t.unsqueeze(1)
-    if eps:
-        wc = torcia.ones(c, dtype=x.dtype, device=x.device) if weight is None \
-            else weight.detach()
-        # d/dx of -(1-eps) w_t log p_t - eps/C sum_c w_c log p_c
-        target_dist = (1 - eps) * wt * onehot + (eps / c) * wc
-        mass = (1 - eps) * wt + (eps / c) * wc.sum()
-        return scale * (mass * p - target_dist), None, None
-    return scale * wt * (p - onehot), None, None
+    wc = torcia.ones(c, dtype=x.dtype, device=x.device) if weight is None \
+        else weight.detach()
+    mass = ((1 - eps) * w_t + (eps / c) * wc.sum()).unsqueeze(1)
+    target_dist = (1 - eps) * w_t.unsqueeze(1) * onehot + (eps / c) * wc
+    p = call("softmax", (x,), {"dim": 1})
+    gg = gx = None
+    if needs_input_grad[0]:
+        h = ((mass * p - target_dist) * grad).sum(1) * per_row
+        gg = h if reduction == "none" else h.sum()
+    if needs_input_grad[1]:
+        scale = (g * per_row).unsqueeze(1)
+        v = scale * mass * grad
+        gx = p * (v - (v * p).sum(1, keepdim=True))
+    return gg, gx, None, None

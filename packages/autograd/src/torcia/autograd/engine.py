@@ -63,10 +63,35 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         )
     if entry.fn is None:
         return
-    next_functions = tuple(_edge(x) for x in inputs)
-    args, versions, metas = entry.pack(inputs)
+    # one pass over the inputs: edges, what the formula keeps, versions, metadata
+    edges = []
+    args = []
+    versions = []
+    metas = []
+    flags = entry.saved_flags
+    n_flags = len(flags)
+    for i, x in enumerate(inputs):
+        if x.__class__ is Tensor or isinstance(x, Tensor):
+            if x._requires_grad:
+                fn = x.grad_fn
+                edges.append((accumulator_of(x), 0) if fn is None else (fn, x._out_nr))
+            else:
+                edges.append(NO_EDGE)
+            data = x._data
+            metas.append((data.shape, data.dtype, x._device))
+            if flags[i] if i < n_flags else entry.variadic_saved:
+                args.append(x)
+                versions.append((i, x._vc[0]))
+            else:
+                args.append(None)
+        else:
+            edges.append(NO_EDGE)
+            metas.append(None)
+            args.append(x)
+    args = tuple(args)
+    versions = tuple(versions)
     multi = out.__class__ is tuple
-    node = Node(op, entry, args, versions, params, next_functions, metas,
+    node = Node(op, entry, args, versions, params, tuple(edges), tuple(metas),
                 len(out) if multi else 1)
     if entry.uses_result:
         # aliases without grad_fn: saving the outputs themselves would make a reference cycle
@@ -300,26 +325,29 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     (``autograd.grad``); ``accumulate`` says whether leaves' ``.grad`` is written;
     ``targets`` restricts accumulation to these AccumulateGrad nodes (``inputs=``).
     """
-    # count, for each node, how many edges feed it
+    # count, for each node, how many edges feed it; a node is pushed when first reached
     deps: dict = {}
-    order = []
     # one entry per node: two roots on one node (outputs of one op) must count edges once
     stack = list(dict.fromkeys(n for n, _ in roots))
-    seen = set(stack)
+    root_set = set(stack)
+    pruning = capture is not None or targets is not None
+    parents: dict = {}
     while stack:
         node = stack.pop()
-        order.append(node)
         for nxt, _ in node.next_functions:
             if nxt is None:
                 continue
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
+            count = deps.get(nxt)
+            if count is None:
+                deps[nxt] = 1
+                if nxt not in root_set:
+                    stack.append(nxt)
+            else:
+                deps[nxt] = count + 1
+            if pruning:
+                parents.setdefault(nxt, []).append(node)
 
-    needed = None
-    if capture is not None or targets is not None:
-        needed = _needed(order, deps, capture, targets)
+    needed = _needed(parents, capture, targets) if pruning else None
 
     buffers: dict = {}
     for (node, nr), g in zip(roots, root_grads):
@@ -328,8 +356,8 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             buf = buffers[node] = [None] * node.n_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     results = [None] * (len(capture) if capture else 0)
-    ready = [n for n, _ in roots if deps.get(n, 0) == 0]
-    ready = list(dict.fromkeys(ready))
+    ready = list(dict.fromkeys(n for n, _ in roots if n not in deps))
+    anomaly = ANOMALY.enabled
     grad_mode_before = _GRAD.enabled
     _GRAD.enabled = create_graph
     try:
@@ -349,13 +377,12 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 if accumulate and grads[0] is not None and (targets is None or node in targets):
                     _accumulate(node, grads[0], create_graph)
                 continue
-            if needed is not None and node not in needed:
-                grad_inputs = (None,) * len(node.next_functions)
-            elif all(g is None for g in grads):
-                grad_inputs = (None,) * len(node.next_functions)
+            edges = node.next_functions
+            if grads.count(None) == len(grads) or (needed is not None and node not in needed):
+                grad_inputs = (None,) * len(edges)
             else:
                 grad_inputs = node.apply(grads, create_graph)
-                if ANOMALY.enabled:
+                if anomaly:
                     _check_nan(node, grad_inputs)
                 if node.post_hooks:
                     for hook in list(node.post_hooks):
@@ -364,17 +391,20 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                             grad_inputs = tuple(r)
                 if not retain_graph:
                     node.release()
-            for (nxt, nr), g in zip(node.next_functions, grad_inputs):
+            for (nxt, nr), g in zip(edges, grad_inputs):
                 if nxt is None:
                     continue
                 if g is not None:
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt.n_outputs
-                    buf[nr] = g if buf[nr] is None else buf[nr] + g
+                        buf[nr] = g
+                    else:
+                        old = buf[nr]
+                        buf[nr] = g if old is None else old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
-                if left == 0:
+                if not left:
                     ready.append(nxt)
     except BaseException:
         _CALLBACKS.clear()
@@ -395,30 +425,21 @@ def queue_callback(fn) -> None:
     _CALLBACKS.append(fn)
 
 
-def _needed(order, deps, capture, targets):
-    """Nodes from which a captured or targeted node can be reached."""
-    wanted = set()
+def _needed(parents, capture, targets):
+    """Nodes from which a captured or targeted node can be reached: walk the edges
+    backwards from the wanted nodes."""
+    wanted = []
     if capture:
-        wanted.update(node for node, _ in capture)
+        wanted.extend(node for node, _ in capture)
     if targets:
-        wanted.update(targets)
-    # Kahn's order (parents before children), then children-first membership
-    pending = dict(deps)
-    topo = []
-    frontier = [n for n in order if pending.get(n, 0) == 0]
-    while frontier:
-        node = frontier.pop()
-        topo.append(node)
-        for nxt, _ in node.next_functions:
-            if nxt is None:
-                continue
-            pending[nxt] -= 1
-            if pending[nxt] == 0:
-                frontier.append(nxt)
-    needed = set()
-    for node in reversed(topo):
-        if node in wanted or any(e[0] in needed for e in node.next_functions):
-            needed.add(node)
+        wanted.extend(targets)
+    needed = set(wanted)
+    stack = list(needed)
+    while stack:
+        for parent in parents.get(stack.pop(), ()):
+            if parent not in needed:
+                needed.add(parent)
+                stack.append(parent)
     return needed
 
 
@@ -452,14 +473,12 @@ def _root(t: Tensor):
 
 
 def _root_grads(outputs, grad_outputs):
-    from torcia._creation import ones_like
-
     grads = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if t.numel() != 1:
+            if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            g = ones_like(t)
+            g = Tensor._make(t._device.backend.xp.ones(t._data.shape, t._data.dtype), t._device)
         elif not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)
         elif tuple(g.shape) != tuple(t.shape):

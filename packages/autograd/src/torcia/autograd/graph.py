@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import weakref
 
-from torcia._tensor import Tensor
+from torcia._dtype import FROM_NUMPY
+from torcia._tensor import Size, Tensor
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -21,25 +22,40 @@ _FREED = (
 )
 
 
-class Meta:
-    """Shape, dtype and device of an input whose value the formula does not need."""
+class Meta(tuple):
+    """Shape, dtype and device of an input whose value the formula does not need.
 
-    __slots__ = ("shape", "dtype", "device", "ndim")
+    The graph keeps the plain tuple ``(array shape, array dtype, device)``; a formula sees
+    it through this class, whose attributes are computed only when read (most formulas
+    never look).
+    """
 
-    def __init__(self, t: Tensor):
-        self.shape = t.shape
-        self.dtype = t.dtype
-        self.device = t._device
-        self.ndim = len(self.shape)
+    __slots__ = ()
+
+    @property
+    def shape(self):
+        return Size(self[0])
+
+    @property
+    def dtype(self):
+        return FROM_NUMPY[self[1]]
+
+    @property
+    def device(self):
+        return self[2]
+
+    @property
+    def ndim(self) -> int:
+        return len(self[0])
 
     def numel(self) -> int:
-        return self.shape.numel()
+        return Size(self[0]).numel()
 
     def size(self, dim=None):
-        return self.shape if dim is None else self.shape[dim]
+        return self.shape if dim is None else self[0][dim]
 
     def dim(self) -> int:
-        return self.ndim
+        return len(self[0])
 
 
 class Node:
