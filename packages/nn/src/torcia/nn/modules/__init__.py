@@ -46,6 +46,15 @@ from torcia.nn.modules.loss import (
 from torcia.nn.modules.module import Module
 from torcia.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from torcia.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
+from torcia.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
+from torcia.nn.modules.transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from torcia.nn.modules.pooling import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
@@ -67,5 +76,7 @@ __all__ = [
     "ModuleList", "NLLLoss", "PReLU", "ParameterDict", "ParameterList", "PixelShuffle",
     "PixelUnshuffle", "ReLU", "ReLU6", "SELU", "Sequential", "SiLU", "Sigmoid",
     "SmoothL1Loss", "Softmax", "Softplus", "Tanh", "TripletMarginLoss", "Unflatten",
-    "Upsample",
+    "Upsample", "RNNBase", "RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell",
+    "MultiheadAttention", "Transformer", "TransformerEncoder", "TransformerEncoderLayer",
+    "TransformerDecoder", "TransformerDecoderLayer",
 ]
