@@ -139,7 +139,7 @@ SCHEDULERS = {
 @pytest.mark.parametrize("name", SCHEDULERS)
 def test_scheduler_state_survives_torcia_save(name, tmp_path):
     def run(sched, steps):
-        for e in range(steps):
+        for _ in range(steps):
             sched.step(*([1.0] if name == "plateau" else []))
         return sched.get_last_lr()
 

@@ -131,12 +131,10 @@ def test_one_cycle_follows_its_phases(strategy, three_phase):
     else:
         phases = [(rise, low, top, 0.95, 0.85), (total - 1, top, floor, 0.85, 0.95)]
     for e in range(total):
-        start = 0.0
-        for end, lr0, lr1, m0, m1 in phases:
-            if e <= end or end == total - 1:
-                pct = (e - start) / (end - start)
-                break
-            start = end
+        i = next(i for i, phase in enumerate(phases) if e <= phase[0] or i == len(phases) - 1)
+        start = phases[i - 1][0] if i else 0.0
+        end, lr0, lr1, m0, m1 = phases[i]
+        pct = (e - start) / (end - start)
         assert sched.get_last_lr()[0] == pytest.approx(anneal(lr0, lr1, pct))
         assert opt.param_groups[0]["momentum"] == pytest.approx(anneal(m0, m1, pct))
         if e < total - 1:
@@ -245,7 +243,8 @@ PARITY = {
     "cyclic_exp": lambda M, o: M.CyclicLR(o, 0.01, 0.1, step_size_up=3, mode="exp_range",
                                           gamma=0.95),
     "cyclic_custom": lambda M, o: M.CyclicLR(o, 0.01, 0.1, step_size_up=2,
-                                             scale_fn=lambda x: 1 / (1 + x), scale_mode="iterations"),
+                                             scale_fn=lambda x: 1 / (1 + x),
+                                             scale_mode="iterations"),
     "one_cycle": lambda M, o: M.OneCycleLR(o, max_lr=[1.0, 0.5], total_steps=30),
     "one_cycle_3": lambda M, o: M.OneCycleLR(o, max_lr=1.0, epochs=5, steps_per_epoch=6,
                                              three_phase=True, anneal_strategy="linear",

@@ -3,9 +3,9 @@ per-parameter path, and its registration through the installed plugin."""
 
 import numpy as np
 import pytest
+import torcia_lion
 
 import torcia
-import torcia_lion
 
 RNG = np.random.default_rng(7)
 INIT = [RNG.normal(size=4), RNG.normal(size=(3, 2))]

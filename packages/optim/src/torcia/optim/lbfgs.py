@@ -3,6 +3,7 @@ follows it)."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import torcia
@@ -262,7 +263,7 @@ class LBFGS(Optimizer):
                 if line_search_fn is not None:
                     x_init = [p.clone() for p in self._params]
                     loss, flat_grad, t, evals = _strong_wolfe(
-                        lambda step: self._evaluate_at(evaluate, x_init, step, d),
+                        functools.partial(self._evaluate_at, evaluate, x_init, d=d),
                         t, d, loss, flat_grad, gtd, max_ls=max_eval - current_evals,
                     )
                     self._move(t, d)
