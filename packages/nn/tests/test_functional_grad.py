@@ -30,6 +30,13 @@ def away_from(x, points, gap=0.05):
     return x
 
 
+def first_grad(fn, x, g):
+    """d fn(x) / dx contracted with ``g``, kept differentiable (double backward); grad
+    mode is forced on because finite differences evaluate this under no_grad."""
+    with torcia.enable_grad():
+        return torcia.autograd.grad(fn(x), x, g, create_graph=True)[0]
+
+
 IDX = torcia.tensor([2, 0, 1])
 IDX4 = torcia.tensor([[0, 3], [3, 1]])
 CLASS_W = torcia.tensor([0.5, 2.0, 1.0, 1.5], dtype=torcia.float64)
@@ -171,6 +178,18 @@ CASES = [
     ("hinge_embedding_loss", lambda x: F.hinge_embedding_loss(
         x, torcia.tensor([1.0, -1.0, -1.0])), [away_from(r(3), [1.0])], True),
     ("multi_margin_loss", lambda x: F.multi_margin_loss(x, IDX, p=2), [r(3, 4)], True),
+    # first derivatives that are ops of their own, checked as functions (x, output grad)
+    ("gelu_backward", lambda x, g: first_grad(F.gelu, x, g), [r(3, 4), r(3, 4)], True),
+    ("gelu_backward", lambda x, g: first_grad(lambda t: F.gelu(t, approximate="tanh"), x, g),
+     [r(3, 4), r(3, 4)], True),
+    ("silu_backward", lambda x, g: first_grad(F.silu, x, g), [r(3, 4), r(3, 4)], True),
+    ("cross_entropy_backward", lambda x, g: first_grad(
+        lambda t: F.cross_entropy(t, torcia.tensor([2, -100, 1]), CLASS_W, label_smoothing=0.3,
+                                  reduction="none"), x, g), [r(3, 4), r(3)], True),
+    ("cross_entropy_backward", lambda x, g: first_grad(
+        lambda t: F.cross_entropy(t, IDX, reduction="sum"), x, g), [r(3, 4), r()], True),
+    ("cross_entropy_backward", lambda x, g: first_grad(
+        lambda t: F.cross_entropy(t, IDX, CLASS_W), x, g), [r(3, 4), r()], True),
     ("dropout", lambda x: F.dropout(x, 0.3, training=False) * F.alpha_dropout(x, 0.3),
      [r(3, 2)], True),
 ]

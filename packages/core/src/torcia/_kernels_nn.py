@@ -109,9 +109,25 @@ class NNKernels:
         return (0.5 * a * (1 + self.erf(a * a.dtype.type(1 / math.sqrt(2))))).astype(
             a.dtype, copy=False)
 
+    def gelu_backward(self, g, a, approximate="none"):
+        """gelu_backward(g, a, approximate): g * gelu'(a)."""
+        xp = self.xp
+        if approximate == "tanh":
+            k, c = a.dtype.type(_SQRT_2_OVER_PI), a.dtype.type(0.044715)
+            t = xp.tanh(k * (a + c * a * a * a))
+            return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * k * (1 + 3 * c * a * a))
+        cdf = 0.5 * (1 + self.erf(a * a.dtype.type(1 / math.sqrt(2))))
+        pdf = xp.exp(-0.5 * a * a) * a.dtype.type(1 / math.sqrt(2 * math.pi))
+        return (g * (cdf + a * pdf)).astype(g.dtype, copy=False)
+
     def silu(self, a):
         """silu(a): a * sigmoid(a)."""
         return a * self.sigmoid(a)
+
+    def silu_backward(self, g, a):
+        """silu_backward(g, a): g * silu'(a) = g * s * (1 + a * (1 - s)), s = sigmoid(a)."""
+        s = self.sigmoid(a)
+        return g * s * (1 + a * (1 - s))
 
     def softplus(self, a, beta=1.0, threshold=20.0):
         """softplus(a, beta, threshold): log(1 + exp(beta * a)) / beta; a where
@@ -440,6 +456,31 @@ class NNKernels:
             smooth = -full.sum(axis=1) * keep
             losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth
         return _reduce(xp, losses.astype(x.dtype, copy=False), reduction, w.sum())
+
+    def cross_entropy_backward(self, g, x, target, weight, reduction, ignore_index,
+                               label_smoothing):
+        """cross_entropy_backward(g, x (N, C), target (N,), weight) -> (N, C): the
+        gradient of ``cross_entropy`` with respect to the logits, given the loss
+        gradient ``g`` (a scalar, or (N,) for reduction 'none')."""
+        xp = self.xp
+        n, c = x.shape
+        keep = target != ignore_index
+        safe = xp.where(keep, target, 0)
+        w = _target_weights(xp, weight, safe, keep, x.dtype)
+        scale = g * keep if reduction != "mean" else (g / w.sum()) * keep
+        rows = xp.arange(n)
+        eps = label_smoothing
+        out = self.softmax(x, 1)
+        if eps:
+            wc = xp.ones(c, dtype=x.dtype) if weight is None else weight
+            out *= ((1 - eps) * w + (eps / c) * wc.sum())[:, None]
+            out -= (eps / c) * wc
+            out[rows, safe] -= (1 - eps) * w
+        else:
+            out *= w[:, None]
+            out[rows, safe] -= w
+        out *= scale[:, None].astype(x.dtype, copy=False)
+        return out
 
 
 def _channels_first(xp, x):

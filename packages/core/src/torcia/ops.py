@@ -76,17 +76,17 @@ LINALG = (
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = (
-    # activations
+    # activations; the two most used have their derivative as an op too
     "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh",
     "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
-    "softmax", "log_softmax",
+    "gelu_backward", "silu_backward", "softmax", "log_softmax",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
     "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
     # normalisation, lookup, losses, randomness
     "batch_norm", "layer_norm", "embedding", "embedding_backward", "nll_loss",
-    "cross_entropy", "dropout_mask",
+    "cross_entropy", "cross_entropy_backward", "dropout_mask",
 )
 
 # --- creation and randomness (no inputs, not differentiable) ------------------------------
