@@ -37,11 +37,12 @@ def _operands(lib):
 def _cases(lib):
     """op name -> zero-argument callable, for one library."""
     v, w, m, idx = _operands(lib)
+    acc = v.copy() if lib == "numpy" else v.clone()  # the in-place op's own target
     if lib == "numpy":
         return {
             "a + b": lambda: v + w,
             "a * 2.0": lambda: v * 2.0,
-            "a += b": lambda: v.__iadd__(w),
+            "a += b": lambda: acc.__iadd__(w),
             "exp(a)": lambda: np.exp(v),
             "a.sum()": lambda: v.sum(),
             "sum(dim=0)": lambda: m.sum(axis=0),
@@ -56,7 +57,7 @@ def _cases(lib):
     return {
         "a + b": lambda: v + w,
         "a * 2.0": lambda: v * 2.0,
-        "a += b": lambda: v.__iadd__(w),
+        "a += b": lambda: acc.__iadd__(w),
         "exp(a)": lambda: mod.exp(v),
         "a.sum()": lambda: v.sum(),
         "sum(dim=0)": lambda: m.sum(0),
@@ -69,20 +70,26 @@ def _cases(lib):
     }
 
 
-def _best_ns(fn, number, repeat):
-    fn()  # warm-up: the first call builds kernel tables
-    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e9
-
-
 def measure(number=5000, repeat=20):
-    """Best time per call in ns: ``{op: {library: ns}}``."""
+    """Best time per call in ns: ``{op: {library: ns}}``.
+
+    The libraries take turns within each repeat, so a change in machine load falls on all
+    of them alike and the ratios stay meaningful on a busy machine.
+    """
     libs = ["torcia", "numpy"] + (["torch"] if torch is not None else [])
     if torch is not None:
         torch.set_num_threads(1)
+    cases = {lib: _cases(lib) for lib in libs}
     table: dict = {}
-    for lib in libs:
-        for op, fn in _cases(lib).items():
-            table.setdefault(op, {})[lib] = _best_ns(fn, number, repeat)
+    for op in cases["torcia"]:
+        fns = {lib: cases[lib][op] for lib in libs}
+        for fn in fns.values():
+            fn()  # warm-up: the first call builds kernel tables
+        best = dict.fromkeys(libs, float("inf"))
+        for _ in range(repeat):
+            for lib, fn in fns.items():
+                best[lib] = min(best[lib], timeit.timeit(fn, number=number) / number * 1e9)
+        table[op] = best
     return table
 
 

@@ -13,6 +13,11 @@ from torcia.random import rng_of
 def _size(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = tuple(size[0])
+    for s in size:
+        if s.__class__ is not int or s < 0:
+            break
+    else:
+        return size  # plain non-negative ints: nothing to convert or report
     out = []
     for s in size:
         if isinstance(s, Tensor):
@@ -35,10 +40,10 @@ def _finish(arr, dev, requires_grad=False) -> Tensor:
 
 
 def _create(op, dtype, device, requires_grad=False, **params) -> Tensor:
-    dev = canonical_device(device)
+    dev = CPU if device is None else canonical_device(device)
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
-    arr = kernels[op](dtype=(dtype or D.get_default_dtype()).to_numpy(), **params)
-    return _finish(arr, dev, requires_grad)
+    arr = kernels[op](dtype=(dtype or D._default[0]).to_numpy(), **params)
+    return _finish(arr, dev, requires_grad) if requires_grad else Tensor._make(arr, dev)
 
 
 def _to_device(arr: np.ndarray, dev):

@@ -820,10 +820,15 @@ def _index_key(input, key):
     basic = _basic_key(shape, key)
     if basic is not None:
         return basic, False
+    dev = input._device
+    if key.__class__ is Tensor and key._device is dev and key._data.dtype.kind in "iu" and (
+        shape and dev.backend.xp is np
+    ):
+        # one integer index tensor on NumPy: NumPy checks the range itself (see getitem)
+        return (key._data, Ellipsis), True
     if not isinstance(key, tuple):
         key = (key,)
     ndim = len(shape)
-    dev = input._device
     out = []
     dim = 0
     advanced = False
@@ -918,7 +923,11 @@ def _check_range(arr, size, dim, exc=IndexError):
 def getitem(input, key):
     """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
     key, advanced = _index_key(input, key)
-    return call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
+    try:
+        return call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
+    except IndexError as exc:
+        # NumPy's range error, in PyTorch's words
+        raise IndexError(str(exc).replace(" for axis ", " for dimension ")) from None
 
 
 def setitem(input, key, value):
@@ -949,11 +958,16 @@ def _same_dtype(tensors, op):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    first = None
+    same = True
     for t in tensors:
         if not isinstance(t, Tensor):
             raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
-    first = tensors[0]._data.dtype
-    if builtins.all(t._data.dtype is first for t in tensors):
+        if first is None:
+            first = t._data.dtype
+        elif t._data.dtype is not first:
+            same = False
+    if same:
         return tensors
     dt = tensors[0].dtype
     for t in tensors[1:]:
@@ -970,24 +984,31 @@ def cat(tensors, dim=0):
     >>> torcia.cat([torcia.zeros(1, 2), torcia.ones(2, 2)]).shape
     torcia.Size([3, 2])
     """
+    tensors = _same_dtype(tensors, "cat")
     # legacy: 1-D empty tensors are skipped whatever the others' shapes
-    tensors = [t for t in _same_dtype(tensors, "cat") if t._data.shape != (0,)] \
-        or list(tensors)[:1]
-    ref = tensors[0]._data.shape
+    kept = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+    ref = kept[0]._data.shape
     if not ref:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    d = _wrap_dim(dim, len(ref))
-    for i, t in enumerate(tensors):
+    n = len(ref)
+    d = dim if dim.__class__ is int and 0 <= dim < n else _wrap_dim(dim, n)
+    rest = ref[:d] + ref[d + 1:]
+    for i, t in enumerate(kept):
         shape = t._data.shape
-        if len(shape) != len(ref):
+        if shape[:d] + shape[d + 1:] != rest or len(shape) != n:
+            _cat_mismatch(ref, shape, d, i)
+    return call("cat", tuple(kept), {"dim": d})
+
+
+def _cat_mismatch(ref, shape, d, i):
+    if len(shape) != len(ref):
+        raise RuntimeError(
+            f"Tensors must have same number of dimensions: got {len(ref)} and {len(shape)}")
+    for j in range(len(ref)):
+        if j != d and shape[j] != ref[j]:
             raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {len(ref)} and {len(shape)}")
-        for j in range(len(ref)):
-            if j != d and shape[j] != ref[j]:
-                raise RuntimeError(
-                    f"Sizes of tensors must match except in dimension {d}. Expected size "
-                    f"{ref[j]} but got size {shape[j]} for tensor number {i} in the list.")
-    return call("cat", tuple(tensors), {"dim": d})
+                f"Sizes of tensors must match except in dimension {d}. Expected size "
+                f"{ref[j]} but got size {shape[j]} for tensor number {i} in the list.")
 
 
 concat = concatenate = cat
