@@ -8,10 +8,13 @@ Two workloads, each loaded in the main process, with 2 workers started each epoc
   the workers, batches of 32 x 192 KiB.
 - ``large``: every sample is a 3x224x224 float32 array copied out of memory: little work,
   large batches (32 x 588 KiB), so the cost of moving batches between processes shows.
+- ``tensors``: rows of in-memory tensors (10000 x 784 float32 and int64 labels), each library
+  with its own ``TensorDataset``: the per-sample overhead of the framework itself.
 
 Each row times ``--epochs`` whole epochs, worker start-up included, and the best of
-``--repeat`` runs counts. The same dataset object (which returns numpy arrays) feeds both
-libraries, so the ratio compares the loaders, not the datasets. Run::
+``--repeat`` runs counts. In the first two workloads the same dataset object (which returns
+numpy arrays) feeds both libraries, so the ratio compares the loaders, not the datasets.
+Run::
 
     python benchmarks/bench_dataloader.py [--epochs 3] [--repeat 3]
 """
@@ -23,6 +26,7 @@ import time
 
 import numpy as np
 
+import torcia
 import torcia.data
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32).reshape(3, 1, 1) * 255
@@ -69,7 +73,16 @@ class Large:
         return self.data[i % len(self.data)].copy(), i
 
 
-WORKLOADS = {"transform": (Transformed, 32), "large": (Large, 32)}
+def tensors(library):
+    """Rows of in-memory tensors: ``library``'s own TensorDataset."""
+    rng = np.random.default_rng(0)
+    x, y = rng.random((10000, 784), dtype=np.float32), rng.integers(0, 10, 10000)
+    return library.utils.data.TensorDataset(library.from_numpy(x), library.from_numpy(y))
+
+
+# name: (dataset factory, batch size, whether the factory takes the library)
+WORKLOADS = {"transform": (Transformed, 32, False), "large": (Large, 32, False),
+             "tensors": (tensors, 64, True)}
 
 
 def seconds_per_batch(loader_cls, dataset, options: dict, epochs: int) -> float:
@@ -84,14 +97,15 @@ def seconds_per_batch(loader_cls, dataset, options: dict, epochs: int) -> float:
     return elapsed / count
 
 
-def batches_per_second(libraries: dict, dataset, options: dict, epochs: int,
+def batches_per_second(libraries: dict, datasets: dict, options: dict, epochs: int,
                        repeat: int) -> dict:
     """Best rate of each library; runs alternate between libraries, so that a change in the
     machine's load during the measurement falls on both alike."""
     best = dict.fromkeys(libraries, float("inf"))
     for _ in range(repeat):
         for lib, loader_cls in libraries.items():
-            best[lib] = min(best[lib], seconds_per_batch(loader_cls, dataset, options, epochs))
+            seconds = seconds_per_batch(loader_cls, datasets[lib], options, epochs)
+            best[lib] = min(best[lib], seconds)
     return {lib: 1.0 / t for lib, t in best.items()}
 
 
@@ -116,16 +130,21 @@ def main() -> None:
         torch = None
 
     libraries = {"torcia": torcia.data.DataLoader}
+    modules = {"torcia": torcia}
     if torch is not None:
         torch.set_num_threads(1)
         libraries["torch"] = torch.utils.data.DataLoader
+        modules["torch"] = torch
 
     print(f"{'workload':<10} {'workers':>10} {'torcia b/s':>11} {'torch b/s':>10} {'ratio':>6}")
-    for name, (make_dataset, batch_size) in WORKLOADS.items():
-        dataset = make_dataset()
+    for name, (make_dataset, batch_size, per_library) in WORKLOADS.items():
+        if per_library:
+            datasets = {lib: make_dataset(modules[lib]) for lib in libraries}
+        else:
+            datasets = dict.fromkeys(libraries, make_dataset())
         for label, options in CONFIGS:
             options = {"batch_size": batch_size, **options}
-            rates = batches_per_second(libraries, dataset, options, args.epochs, args.repeat)
+            rates = batches_per_second(libraries, datasets, options, args.epochs, args.repeat)
             torch_rate = rates.get("torch")
             ratio = f"{rates['torcia'] / torch_rate:6.2f}" if torch_rate else f"{'-':>6}"
             torch_col = f"{torch_rate:10.1f}" if torch_rate else f"{'-':>10}"

@@ -77,6 +77,26 @@ def test_tensor_dataset_rows():
     assert row.tolist() == [6, 7, 8] and label.item() == 1
 
 
+def test_tensor_dataset_batched_fetch_matches_single_fetches():
+    x = torcia.randn(10, 2, 3)
+    y = torcia.arange(10)
+    ds = TensorDataset(x, y)
+    indices = [7, 0, 7, -1]
+    batch = ds.__getitems__(indices)
+    assert len(batch) == 4
+    for (bx, by), i in zip(batch, indices):
+        sx, sy = ds[i]
+        assert bx.shape == sx.shape and by.shape == sy.shape == ()
+        assert bx.tolist() == sx.tolist() and by.item() == sy.item()
+
+
+def test_tensor_dataset_batched_fetch_of_tensors_that_require_grad():
+    pytest.importorskip("torcia.autograd")
+    w = torcia.ones(4, 2, requires_grad=True)
+    rows = TensorDataset(w).__getitems__([1, 2])
+    assert all(r[0].requires_grad for r in rows)
+
+
 def test_tensor_dataset_size_mismatch():
     with pytest.raises(ValueError, match="Size mismatch between tensors"):
         TensorDataset(torcia.zeros(3), torcia.zeros(4))

@@ -8,6 +8,8 @@ import itertools
 import math
 import warnings
 
+import numpy as np
+
 import torcia
 from torcia.random import default_generator
 
@@ -100,6 +102,19 @@ class TensorDataset(Dataset):
 
     def __getitem__(self, index):
         return tuple(t[index] for t in self.tensors)
+
+    def __getitems__(self, indices: list) -> list:
+        # One numpy gather per tensor, its rows wrapped as tensors, instead of a tensor
+        # indexing op per sample and tensor: several times faster for a batch. Tensors that
+        # record gradients or live on another device take the general path.
+        if any(t.requires_grad or t.device.type != "cpu" for t in self.tensors):
+            return [self[i] for i in indices]
+        index = np.asarray(indices, dtype=np.int64)
+        columns = []
+        for t in self.tensors:
+            rows = t.numpy()[index]
+            columns.append([torcia.from_numpy(rows[k, ...]) for k in range(len(rows))])
+        return list(zip(*columns))
 
     def __len__(self):
         return self.tensors[0].size(0)
