@@ -24,6 +24,7 @@ prefix when it shuts its workers down (a worker killed half-way through a batch)
 from __future__ import annotations
 
 import io
+import math
 import mmap
 import os
 import pickle
@@ -133,7 +134,7 @@ class _ArrayUnpickler(pickle.Unpickler):
         name, dtype, shape, kind, *flags = self.layout[pid]
         fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
         try:
-            region = mmap.mmap(fd, np.dtype(dtype).itemsize * int(np.prod(shape)))
+            region = mmap.mmap(fd, np.dtype(dtype).itemsize * math.prod(shape))
         finally:
             os.close(fd)
             _posixshmem.shm_unlink("/" + name)
