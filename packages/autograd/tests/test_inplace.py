@@ -170,6 +170,13 @@ def _transpose_write_saved(lib, x, w):
     return (base * x).sum()
 
 
+def _noncontiguous_base_write(lib, x, w):
+    base = x.mT * 2  # a computed tensor whose memory is column-major
+    base[0].mul_(3)
+    base[1:3, 1:3].mul_(w)
+    return (base * base).sum()
+
+
 def _view_then_base_op(lib, x, w):
     base = x * 3
     v = base.view(-1)
@@ -178,7 +185,8 @@ def _view_then_base_op(lib, x, w):
 
 
 @pytest.mark.parametrize("build", [_view_write, _transpose_write, _transpose_write_saved,
-                                   _setitem_advanced, _view_then_base_op])
+                                   _setitem_advanced, _noncontiguous_base_write,
+                                   _view_then_base_op])
 def test_writes_through_views_match_torch(build):
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(3)

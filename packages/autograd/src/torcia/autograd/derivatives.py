@@ -758,15 +758,14 @@ def _(grad, _x, *, size, stride, storage_offset):
 
 
 @derivative("copy_slices")
-def _(grad, _base, _src, *, size, stride, storage_offset):
-    """An in-place write into a view of ``base``: the written region's gradient goes to
-    the written value, the rest to the base's old value."""
-    params = {"size": size, "stride": stride, "storage_offset": storage_offset}
-    idx = _index_map(_base, "as_strided", params).reshape(-1)
+def _(grad, _base, _src, *, index):
+    """An in-place write into a view of ``base``: the written region (``index``: flat
+    positions in the base, shaped as the view) sends its gradient to the written value,
+    the rest to the base's old value."""
     flat = grad.reshape(-1)
-    g_src = flat[idx].reshape(size)
+    g_src = flat[index]
     keep = torcia.ones(_base.numel(), dtype=torcia.bool, device=grad.device)
-    keep[idx] = False
+    keep[index] = False
     return (flat * keep).reshape(_base.shape), g_src
 
 

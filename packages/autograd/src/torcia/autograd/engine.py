@@ -171,37 +171,52 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
 
 
 def _copy_slices(base: Tensor, view: Tensor, out: Tensor) -> None:
-    offset, strides = _view_geometry(base, view)
-    params = {"size": tuple(view.shape), "stride": strides, "storage_offset": offset}
+    """Give ``base`` a CopySlices node (the write lands in the region ``view`` covers) and
+    ``view`` a node that reads that region back out of the base's new history."""
+    flat = _view_index(base, view)
+    xp = base._device.backend.xp
+    index = Tensor._make(xp.asarray(flat), base._device)
     base_meta = (base._data.shape, base._data.dtype, base._device)
     out_meta = (out._data.shape, out._data.dtype, out._device)
-    node = Node("copy_slices", _TABLE["copy_slices"], (None, None), (), params,
+    node = Node("copy_slices", _TABLE["copy_slices"], (None, None), (), {"index": index},
                 (_edge(base), _edge(out)), (base_meta, out_meta), 1)
     base._requires_grad = True
     base.grad_fn = node
     base._out_nr = 0
-    view_node = Node("as_strided", _TABLE["as_strided"], (None,), (), params,
+    key = tuple(xp.asarray(k) for k in np.unravel_index(flat, base._data.shape))
+    view_node = Node("getitem", _TABLE["getitem"], (None,), (), {"key": key},
                      ((node, 0),), (base_meta,), 1)
     view.grad_fn = view_node
     view._out_nr = 0
     view._requires_grad = True
 
 
-def _view_geometry(base: Tensor, view: Tensor):
-    """The view's storage offset and strides, in elements of the base's contiguous layout."""
+def _view_index(base: Tensor, view: Tensor) -> np.ndarray:
+    """For each element of ``view``, its flat (row-major) index in ``base``, found from
+    memory offsets, so any layout of either works."""
     b, v = base._data, view._data
-    if not b.flags.c_contiguous:
-        raise RuntimeError(
-            "in-place operation on a view of a non-contiguous tensor that requires grad is "
-            "not supported; call .contiguous() on the base first"
-        )
-    item = b.itemsize
     if hasattr(b, "__array_interface__"):
-        start = b.__array_interface__["data"][0]
-        here = v.__array_interface__["data"][0]
+        start, here = b.__array_interface__["data"][0], v.__array_interface__["data"][0]
     else:
         start, here = b.data.ptr, v.data.ptr
-    return (here - start) // item, tuple(s // item for s in v.strides)
+    base_off = _byte_offsets(b.shape, b.strides).reshape(-1)
+    view_off = _byte_offsets(v.shape, v.strides) + (here - start)
+    order = np.argsort(base_off, kind="stable")
+    pos = np.searchsorted(base_off[order], view_off).clip(0, max(base_off.size - 1, 0))
+    found = order[pos]
+    if base_off.size == 0 or not np.array_equal(base_off[found], view_off):
+        raise RuntimeError("in-place write through a view whose elements are not all in "
+                           "its base; call .clone() on the view first")
+    return found
+
+
+def _byte_offsets(shape, strides) -> np.ndarray:
+    off = np.zeros(shape, dtype=np.int64)
+    for d, (n, st) in enumerate(zip(shape, strides)):
+        axis = [1] * len(shape)
+        axis[d] = n
+        off = off + (np.arange(n, dtype=np.int64) * st).reshape(axis)
+    return off
 
 
 def register_hook(t: Tensor, hook):
