@@ -140,6 +140,17 @@ def _set_structure(members, structure):
     members["structure.json"] = json.dumps(structure).encode()
 
 
+def _replace_array(members, arr):
+    """Put ``arr`` in place of tensor 0 with a matching sha256, as a deliberate forger
+    would."""
+    buf = io.BytesIO()
+    np.save(buf, arr, allow_pickle=arr.dtype == object)
+    members["tensors/0.npy"] = buf.getvalue()
+    structure = _structure(members)
+    structure["tensors"]["0"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
+    _set_structure(members, structure)
+
+
 def test_a_truncated_file_is_a_clear_error(tmp_path):
     path = tmp_path / "ckpt.tca"
     torcia.save({"w": torcia.arange(100.0)}, path)
@@ -163,12 +174,7 @@ def test_a_modified_array_fails_its_checksum():
 
 def test_a_consistently_rewritten_array_is_still_checked_against_its_description():
     def tamper(members):
-        buf = io.BytesIO()
-        np.save(buf, np.arange(5.0, dtype=np.float32))
-        members["tensors/0.npy"] = buf.getvalue()
-        structure = _structure(members)
-        structure["tensors"]["0"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-        _set_structure(members, structure)
+        _replace_array(members, np.arange(5.0, dtype=np.float32))
 
     with pytest.raises(RuntimeError, match=r"has shape \[5\], but structure.json says \[4\]"):
         torcia.load(io.BytesIO(_archive_with(tamper)))
@@ -176,12 +182,7 @@ def test_a_consistently_rewritten_array_is_still_checked_against_its_description
 
 def test_pickled_arrays_are_refused():
     def tamper(members):
-        buf = io.BytesIO()
-        np.save(buf, np.array([{"x": 1}], dtype=object), allow_pickle=True)
-        members["tensors/0.npy"] = buf.getvalue()
-        structure = _structure(members)
-        structure["tensors"]["0"]["sha256"] = hashlib.sha256(buf.getvalue()).hexdigest()
-        _set_structure(members, structure)
+        _replace_array(members, np.array([{"x": 1}], dtype=object))
 
     with pytest.raises(RuntimeError, match=r"tensors/0.npy is not a plain .npy array"):
         torcia.load(io.BytesIO(_archive_with(tamper)))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 
+from torcia._creation import empty
 from torcia._tensor import Tensor
 from torcia.nn import init
+from torcia.nn.parameter import Parameter
 
 
 def _ntuple(n: int, name: str):
@@ -43,3 +45,14 @@ def reset_weight_and_bias(weight: Tensor, bias: Tensor | None) -> None:
         fan_in, _ = init._calculate_fan_in_and_fan_out(weight)
         bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
         init.uniform_(bias, -bound, bound)
+
+
+def add_weight_and_bias(module, weight_shape: tuple, bias_size: int, bias: bool, device,
+                        dtype) -> None:
+    """Register an uninitialised ``weight`` of ``weight_shape`` and ``bias`` of
+    ``(bias_size,)``, or ``bias = None`` when it is turned off."""
+    module.weight = Parameter(empty(weight_shape, device=device, dtype=dtype))
+    if bias:
+        module.bias = Parameter(empty(bias_size, device=device, dtype=dtype))
+    else:
+        module.register_parameter("bias", None)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from torcia._creation import empty
 from torcia.nn import functional as F
 from torcia.nn.modules._utils import (
     _pair,
     _reverse_repeat_tuple,
     _single,
+    add_weight_and_bias,
     reset_weight_and_bias,
     shape_error,
 )
 from torcia.nn.modules.module import Module
-from torcia.nn.parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
 
@@ -72,11 +71,7 @@ class _ConvNd(Module):
             shape = (in_channels, out_channels // groups, *kernel_size)
         else:
             shape = (out_channels, in_channels // groups, *kernel_size)
-        self.weight = Parameter(empty(shape, device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_channels, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        add_weight_and_bias(self, shape, out_channels, bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 
-from torcia._creation import empty
 from torcia.nn import functional as F
 from torcia.nn import init
-from torcia.nn.modules._utils import reset_weight_and_bias
+from torcia.nn.modules._utils import add_weight_and_bias, reset_weight_and_bias
 from torcia.nn.modules.module import Module
-from torcia.nn.parameter import Parameter
 
 __all__ = ["Bilinear", "Identity", "Linear"]
 
@@ -60,11 +58,8 @@ class Linear(Module):
         super().__init__()
         self.in_features = in_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in_features), device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        add_weight_and_bias(self, (out_features, in_features), out_features, bias, device,
+                            dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -105,12 +100,8 @@ class Bilinear(Module):
         self.in1_features = in1_features
         self.in2_features = in2_features
         self.out_features = out_features
-        self.weight = Parameter(empty((out_features, in1_features, in2_features),
-                                      device=device, dtype=dtype))
-        if bias:
-            self.bias = Parameter(empty(out_features, device=device, dtype=dtype))
-        else:
-            self.register_parameter("bias", None)
+        add_weight_and_bias(self, (out_features, in1_features, in2_features), out_features,
+                            bias, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
