@@ -46,15 +46,6 @@ from torcia.nn.modules.loss import (
 from torcia.nn.modules.module import Module
 from torcia.nn.modules.normalization import BatchNorm1d, BatchNorm2d, GroupNorm, LayerNorm
 from torcia.nn.modules.pixelshuffle import PixelShuffle, PixelUnshuffle
-from torcia.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
-from torcia.nn.modules.transformer import (
-    MultiheadAttention,
-    Transformer,
-    TransformerDecoder,
-    TransformerDecoderLayer,
-    TransformerEncoder,
-    TransformerEncoderLayer,
-)
 from torcia.nn.modules.pooling import (
     AdaptiveAvgPool2d,
     AdaptiveMaxPool2d,
@@ -63,7 +54,16 @@ from torcia.nn.modules.pooling import (
     MaxPool1d,
     MaxPool2d,
 )
+from torcia.nn.modules.rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell
 from torcia.nn.modules.sparse import Embedding
+from torcia.nn.modules.transformer import (
+    MultiheadAttention,
+    Transformer,
+    TransformerDecoder,
+    TransformerDecoderLayer,
+    TransformerEncoder,
+    TransformerEncoderLayer,
+)
 from torcia.nn.modules.upsampling import Upsample
 
 __all__ = [
