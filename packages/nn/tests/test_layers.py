@@ -389,6 +389,7 @@ def test_embedding_norm_and_prelu_defaults():
     np.testing.assert_array_equal(value(nn.PReLU(3).weight), [0.25] * 3)
 
 
+@pytest.mark.torch
 def test_parameters_have_pytorchs_state_dict_keys():
     torch = pytest.importorskip("torch")
     for name, args, kwargs, _ in LAYERS:

@@ -308,6 +308,7 @@ def test_full_backward_hook_on_inputs_without_grad():
     assert lin.weight.grad is not None
 
 
+@pytest.mark.torch
 def test_full_backward_hook_matches_torch():
     torch = pytest.importorskip("torch")
     ours, theirs = nn.Linear(3, 2), torch.nn.Linear(3, 2)
@@ -382,6 +383,7 @@ def test_printed_tree_nests_and_indents():
     )
 
 
+@pytest.mark.torch
 def test_printed_trees_match_torch():
     torch = pytest.importorskip("torch")
 
@@ -458,6 +460,7 @@ def test_parameter_list_and_dict():
     assert list(pdict.state_dict()) == ["w", "b"]
 
 
+@pytest.mark.torch
 def test_parameter_containers_print_like_torch():
     torch = pytest.importorskip("torch")
     ours = nn.ParameterList([torcia.zeros(2, 3), torcia.zeros(4, dtype=torcia.float64)])
@@ -466,3 +469,17 @@ def test_parameter_containers_print_like_torch():
     ours = nn.ParameterDict({"a": torcia.zeros(1)})
     theirs = torch.nn.ParameterDict({"a": torch.zeros(1)})
     assert repr(ours) == repr(theirs).replace("torch.", "torcia.")
+
+
+def test_always_call_forward_hook_runs_when_forward_raises():
+    class Broken(nn.Module):
+        def forward(self, x):
+            raise ValueError("bad input")
+
+    m = Broken()
+    seen = []
+    m.register_forward_hook(lambda mod, a, out: seen.append(("always", out)), always_call=True)
+    m.register_forward_hook(lambda mod, a, out: seen.append("normal"))
+    with pytest.raises(ValueError, match="bad input"):
+        m(torcia.ones(1))
+    assert seen == [("always", None)]

@@ -54,6 +54,7 @@ def test_clip_grad_norm_non_finite():
     assert math.isinf(clip_grad_norm_(ps, 1.0).item())
 
 
+@pytest.mark.torch
 def test_clip_grad_norm_matches_torch():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(0)

@@ -112,6 +112,7 @@ class Module:
         setter(self, "_forward_pre_hooks_with_kwargs", set())
         setter(self, "_forward_hooks", OrderedDict())
         setter(self, "_forward_hooks_with_kwargs", set())
+        setter(self, "_forward_hooks_always_called", set())
         setter(self, "_backward_hooks", OrderedDict())
         setter(self, "_backward_pre_hooks", OrderedDict())
 
@@ -275,18 +276,27 @@ class Module:
 
             backward_hook = BackwardHook(self)
             args = backward_hook.setup_input_hook(args)
-        output = self.forward(*args, **kwargs)
+        try:
+            output = self.forward(*args, **kwargs)
+        except BaseException:
+            # hooks registered with always_call=True still see the call, with output None
+            for hook_id, hook in self._forward_hooks.items():
+                if hook_id in self._forward_hooks_always_called:
+                    self._run_forward_hook(hook_id, hook, args, kwargs, None)
+            raise
         for hook_id, hook in itertools.chain(_GLOBAL_TABLES["forward"].items(),
                                              self._forward_hooks.items()):
-            if hook_id in self._forward_hooks_with_kwargs:
-                result = hook(self, args, kwargs, output)
-            else:
-                result = hook(self, args, output)
+            result = self._run_forward_hook(hook_id, hook, args, kwargs, output)
             if result is not None:
                 output = result
         if backward_hook is not None:
             output = backward_hook.setup_output_hook(output)
         return output
+
+    def _run_forward_hook(self, hook_id, hook, args, kwargs, output):
+        if hook_id in self._forward_hooks_with_kwargs:
+            return hook(self, args, kwargs, output)
+        return hook(self, args, output)
 
     # ----- hooks --------------------------------------------------------------------
     def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
@@ -305,12 +315,16 @@ class Module:
                               always_call=False):
         """Call ``hook(module, args, output)`` after ``forward``; it may return a new output.
 
-        With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs, output)``.
+        With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs, output)``; with
+        ``always_call=True`` it also runs, with output None, when ``forward`` raises.
         """
-        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs)
+        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
+                                 self._forward_hooks_always_called)
         _insert(self._forward_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
+        if always_call:
+            self._forward_hooks_always_called.add(handle.id)
         return handle
 
     def register_full_backward_hook(self, hook, prepend=False):
