@@ -74,7 +74,9 @@ def main(argv=None) -> int:
     for command in commands:
         print("+", shlex.join(map(str, command)), flush=True)
         if not args.dry_run:
-            subprocess.run(command, check=True)
+            returncode = subprocess.run(command).returncode
+            if returncode:
+                return returncode
     return 0
 
 
