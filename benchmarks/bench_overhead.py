@@ -11,6 +11,7 @@ as a table with torcia's ratio to each.
 from __future__ import annotations
 
 import argparse
+import time
 import timeit
 
 import numpy as np
@@ -73,8 +74,10 @@ def _cases(lib):
 def measure(number=5000, repeat=20):
     """Best time per call in ns: ``{op: {library: ns}}``.
 
-    The libraries take turns within each repeat, so a change in machine load falls on all
-    of them alike and the ratios stay meaningful on a busy machine.
+    Time is this thread's CPU time (PyTorch is held to one thread, so its work stays on
+    it): other processes on a busy machine do not count, waiting for a core does not
+    either. The libraries take turns within each repeat, so what load remains (caches,
+    frequency) falls on all of them alike.
     """
     libs = ["torcia", "numpy"] + (["torch"] if torch is not None else [])
     if torch is not None:
@@ -88,7 +91,8 @@ def measure(number=5000, repeat=20):
         best = dict.fromkeys(libs, float("inf"))
         for _ in range(repeat):
             for lib, fn in fns.items():
-                best[lib] = min(best[lib], timeit.timeit(fn, number=number) / number * 1e9)
+                t = timeit.Timer(fn, timer=time.thread_time).timeit(number)
+                best[lib] = min(best[lib], t / number * 1e9)
         table[op] = best
     return table
 

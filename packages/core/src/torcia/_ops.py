@@ -37,6 +37,11 @@ def _dims(dim, ndim: int):
 
 
 def _shape_arg(shape) -> tuple:
+    for s in shape:
+        if s.__class__ is not int:
+            break
+    else:
+        return shape  # already a tuple of ints (the common case)
     if len(shape) == 1 and isinstance(shape[0], (tuple, list, Tensor)) or (
         len(shape) == 1 and hasattr(shape[0], "__len__")
     ):
@@ -45,8 +50,14 @@ def _shape_arg(shape) -> tuple:
 
 
 def _infer_shape(shape, numel: int, src_shape) -> tuple:
-    if -1 not in shape and math.prod(shape) == numel and builtins.min(shape, default=0) >= 0:
-        return shape  # nothing to infer (the common case)
+    known = 1
+    for s in shape:
+        if s < 0:
+            break
+        known *= s
+    else:
+        if known == numel:
+            return shape  # nothing to infer (the common case)
     shape = list(shape)
     neg = [i for i, s in enumerate(shape) if s == -1]
     if len(neg) > 1:
@@ -314,7 +325,7 @@ def to_dtype(input, dtype) -> Tensor:
 def _acc_dtype(input, dtype):
     if dtype is not None:
         return dtype.to_numpy()
-    if input.dtype.category < 2:
+    if input._data.dtype.kind in "biu":
         return np.int64
     return None
 
@@ -796,6 +807,8 @@ def _basic_key(shape, key):
 
     Keys end in an Ellipsis: NumPy then gives a 0-d view for all-int keys, not a scalar
     copy, as PyTorch does."""
+    if key.__class__ is int:
+        return (key, Ellipsis) if shape and -shape[0] <= key < shape[0] else None
     if key.__class__ is not tuple:
         key = (key,)
     if len(key) > len(shape):

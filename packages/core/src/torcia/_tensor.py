@@ -366,6 +366,20 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     The first tensor input decides the device; every tensor must be on it. ``view_of``
     marks the result as a view sharing that tensor's storage and version counter.
     """
+    if len(inputs) == 1 and inputs[0].__class__ is Tensor:
+        # one plain tensor (most ops): no device agreement to check
+        x = inputs[0]
+        dev = x._device
+        kernel = dev.kernels.get(op) if dev.kernels is not None else None
+        if kernel is not None:
+            out = kernel(x._data, **params)
+            if out.__class__ is tuple:
+                result = tuple(_make(o, dev) for o in out)
+            else:
+                result = _make(out, dev, view_of)
+            if x._requires_grad and _GRAD.enabled:
+                AUTOGRAD.engine.record(op, inputs, params, result)
+            return result
     dev = None
     arrays = []
     needs_grad = False
@@ -382,8 +396,7 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             arrays.append(x)
     kernels = dev.kernels
     if kernels is None:
-        dev.backend
-        kernels = dev.kernels
+        kernels = dev.backend.kernels  # builds the tables on first use
     try:
         kernel = kernels[op]
     except KeyError:
@@ -447,8 +460,7 @@ def binary(op: str, a, b, float_op: bool = False):
         ad = ad.astype(dt.np)
     kernels = dev.kernels
     if kernels is None:
-        dev.backend
-        kernels = dev.kernels
+        kernels = dev.backend.kernels  # builds the tables on first use
     out = _make(_run2(kernels[op], ad, bd), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
@@ -500,8 +512,7 @@ def unary(op: str, a, to_float: bool = False):
     dev = a._device
     kernels = dev.kernels
     if kernels is None:
-        dev.backend
-        kernels = dev.kernels
+        kernels = dev.backend.kernels  # builds the tables on first use
     out = Tensor._make(kernels[op](ad), dev)
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a,), {}, out)
@@ -525,16 +536,20 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     if recording:
         AUTOGRAD.engine.check_inplace(self)
     out = op_fn(self, *args, **kwargs)
-    _check_writable(self, out)
+    # when recording, a refused write must be known before autograd rebases self
+    _check_writable(self, out, recording)
     if recording and out._requires_grad:
         # before the write: the engine snapshots any saved reference to the old value
         AUTOGRAD.engine.rebase_inplace(self, out)
-    self._data[...] = out._data
+    try:
+        self._data[...] = out._data
+    except ValueError:  # NumPy's read-only destination: an expanded view
+        raise _expanded_write_error() from None
     self._vc[0] += 1
     return self
 
 
-def _check_writable(self: Tensor, out: Tensor) -> None:
+def _check_writable(self: Tensor, out: Tensor, check_flags: bool = True) -> None:
     sd, od = self._data, out._data
     if od.dtype is not sd.dtype:
         src, dst = _FROM_NP[od.dtype], _FROM_NP[sd.dtype]
@@ -551,11 +566,15 @@ def _check_writable(self: Tensor, out: Tensor) -> None:
                 f"output with shape {list(sd.shape)} doesn't match the broadcast shape "
                 f"{list(od.shape)}"
             )
-    if not sd.flags.writeable:
-        raise RuntimeError(
-            "unsupported operation: the tensor is an expanded view whose elements refer to "
-            "the same memory location; call .clone() before writing to it"
-        )
+    if check_flags and not getattr(sd.flags, "writeable", True):
+        raise _expanded_write_error()
+
+
+def _expanded_write_error():
+    return RuntimeError(
+        "unsupported operation: the tensor is an expanded view whose elements refer to "
+        "the same memory location; call .clone() before writing to it"
+    )
 
 
 def _torch_name(d) -> str:
