@@ -79,3 +79,11 @@ def test_a_failed_pack_leaves_no_segment():
 
     with pytest.raises(TypeError, match="cannot pickle this"):
         _shm.pack([np.ones(BIG, np.float32), Unpicklable()], prefix())
+
+
+def test_bfloat16_keeps_its_dtype():
+    pytest.importorskip("ml_dtypes")
+    t = torcia.ones(2 * BIG, dtype=torcia.bfloat16)  # 2 bytes an element
+    (out,) = _shm.unpack(_shm.pack([t], prefix()))
+    assert mapped(out.numpy())
+    assert out.dtype is torcia.bfloat16 and out.tolist() == t.tolist()

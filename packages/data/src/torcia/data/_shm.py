@@ -79,7 +79,8 @@ class _ArrayPickler(pickle.Pickler):
             return None
         name = f"{self.prefix}_{len(self.layout)}"
         _write_segment(name, arr)
-        self.layout.append((name, arr.dtype.str, arr.shape) + kind)
+        # the dtype itself, not its string: bfloat16's string ("<V2") would lose the type
+        self.layout.append((name, arr.dtype, arr.shape) + kind)
         return len(self.layout) - 1
 
 
@@ -134,7 +135,7 @@ class _ArrayUnpickler(pickle.Unpickler):
         name, dtype, shape, kind, *flags = self.layout[pid]
         fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
         try:
-            region = mmap.mmap(fd, np.dtype(dtype).itemsize * math.prod(shape))
+            region = mmap.mmap(fd, dtype.itemsize * math.prod(shape))
         finally:
             os.close(fd)
             _posixshmem.shm_unlink("/" + name)
