@@ -998,6 +998,12 @@ def cat(tensors, dim=0):
     torcia.Size([3, 2])
     """
     tensors = _same_dtype(tensors, "cat")
+    n = tensors[0]._data.ndim
+    if dim.__class__ is int and -n <= dim < n:
+        try:
+            return call("cat", tuple(tensors), {"dim": dim % n})
+        except ValueError:
+            pass  # the array module refused: find PyTorch's reason below
     # legacy: 1-D empty tensors are skipped whatever the others' shapes
     kept = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
     ref = kept[0]._data.shape

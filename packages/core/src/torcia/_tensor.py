@@ -536,13 +536,15 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     if recording:
         AUTOGRAD.engine.check_inplace(self)
     out = op_fn(self, *args, **kwargs)
-    # when recording, a refused write must be known before autograd rebases self
-    _check_writable(self, out, recording)
+    sd, od = self._data, out._data
+    if recording or od.dtype is not sd.dtype or od.shape != sd.shape:
+        # when recording, a refused write must be known before autograd rebases self
+        _check_writable(self, out, recording)
     if recording and out._requires_grad:
         # before the write: the engine snapshots any saved reference to the old value
         AUTOGRAD.engine.rebase_inplace(self, out)
     try:
-        self._data[...] = out._data
+        self._data[...] = od
     except ValueError:  # NumPy's read-only destination: an expanded view
         raise _expanded_write_error() from None
     self._vc[0] += 1
