@@ -221,3 +221,4 @@ def test_a_backend_kernel_of_higher_priority_replaces_the_numpy_one():
     finally:
         pm.unregister(plugin)
         torcia.backend._reset()
+    assert torcia.device("cpu").backend.kernel_providers["adam_step"] != "test-fused-adam"

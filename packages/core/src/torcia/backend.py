@@ -123,6 +123,11 @@ def _build():
 
 def _reset():
     _kernels_built.clear()
+    # forget every registration, so that a plugin unregistered since is not ranked again
+    for backend in (backends._entries or {}).values():
+        backend._ranked.clear()
+        backend.kernels.clear()
+        backend.kernel_providers.clear()
     for dev in device._interned.values():
         dev.kernels = None
 
