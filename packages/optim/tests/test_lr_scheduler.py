@@ -290,3 +290,28 @@ def test_reduce_on_plateau_matches_pytorch():
         return [list(sched.get_last_lr()) for m in metrics if sched.step(m) is None]
 
     assert run(torcia, S) == run(torch, torch.optim.lr_scheduler)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("make", [
+    lambda M, o: M.OneCycleLR(o, max_lr=0.01, total_steps=30, base_momentum=0.8),
+    lambda M, o: M.CyclicLR(o, 0.001, 0.01, step_size_up=4, base_momentum=0.7,
+                            max_momentum=0.95),
+], ids=["one_cycle", "cyclic"])
+def test_adams_beta1_cycles_like_pytorch(make):
+    torch = pytest.importorskip("torch")
+
+    def run(lib, module):
+        opt = lib.optim.Adam([lib.zeros(2, requires_grad=True)], lr=0.01, betas=(0.9, 0.99))
+        sched = make(module, opt)
+        out = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            for _ in range(30):
+                betas = opt.param_groups[0]["betas"]
+                out.append([sched.get_last_lr()[0], betas[0], betas[1]])
+                sched.step()
+        return np.array(out, dtype=float)
+
+    np.testing.assert_allclose(run(torcia, S), run(torch, torch.optim.lr_scheduler),
+                               rtol=1e-12, atol=1e-15)

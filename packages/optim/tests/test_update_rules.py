@@ -26,16 +26,24 @@ def sgd(theta, g, s, t, lr, momentum=0, dampening=0, weight_decay=0, nesterov=Fa
     return theta - lr * g
 
 
-def adam(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
-         maximize=False, decoupled_weight_decay=False):
+def moments(theta, g, s, lr, betas, weight_decay, decoupled, maximize):
+    """The Adam family's first lines: sign, weight decay (L2 or decoupled), and the two
+    moment averages in ``s``; returns the decayed theta and the gradient used."""
     b1, b2 = betas
     g = -g if maximize else g
-    if decoupled_weight_decay:
+    if decoupled:
         theta = theta * (1 - lr * weight_decay)
     else:
         g = g + weight_decay * theta
     s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
     s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    return theta, g
+
+
+def adam(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, amsgrad=False,
+         maximize=False, decoupled_weight_decay=False):
+    b1, b2 = betas
+    theta, g = moments(theta, g, s, lr, betas, weight_decay, decoupled_weight_decay, maximize)
     m_hat = s["m"] / (1 - b1**t)
     if amsgrad:
         s["vmax"] = np.maximum(s.get("vmax", 0), s["v"])
@@ -61,18 +69,12 @@ def adamax(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, max
 def nadam(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
           momentum_decay=4e-3, decoupled_weight_decay=False, maximize=False):
     b1, b2 = betas
-    g = -g if maximize else g
-    if decoupled_weight_decay:
-        theta = theta * (1 - lr * weight_decay)
-    else:
-        g = g + weight_decay * theta
+    theta, g = moments(theta, g, s, lr, betas, weight_decay, decoupled_weight_decay, maximize)
 
     def mu(i):
         return b1 * (1 - 0.5 * 0.96 ** (i * momentum_decay))
 
     prod_t = math.prod(mu(i) for i in range(1, t + 1))
-    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
-    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
     m_hat = mu(t + 1) * s["m"] / (1 - prod_t * mu(t + 1)) + (1 - mu(t)) * g / (1 - prod_t)
     v_hat = s["v"] / (1 - b2**t)
     return theta - lr * m_hat / (np.sqrt(v_hat) + eps)
@@ -81,13 +83,7 @@ def nadam(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
 def radam(theta, g, s, t, lr, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
           decoupled_weight_decay=False, maximize=False):
     b1, b2 = betas
-    g = -g if maximize else g
-    if decoupled_weight_decay:
-        theta = theta * (1 - lr * weight_decay)
-    else:
-        g = g + weight_decay * theta
-    s["m"] = b1 * s.get("m", 0) + (1 - b1) * g
-    s["v"] = b2 * s.get("v", 0) + (1 - b2) * g * g
+    theta, g = moments(theta, g, s, lr, betas, weight_decay, decoupled_weight_decay, maximize)
     m_hat = s["m"] / (1 - b1**t)
     rho_inf = 2 / (1 - b2) - 1
     rho_t = rho_inf - 2 * t * b2**t / (1 - b2**t)
