@@ -90,6 +90,35 @@ def test_error_names_the_node_and_versions():
         y.sum().backward()
 
 
+def test_leaf_modified_under_no_grad_after_use_raises():
+    x = leaf([1.0, 2.0])
+    y = (x * x).sum()  # saves x
+    with torcia.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        y.backward()
+
+
+def test_modifying_a_detached_alias_raises():
+    # detach() shares storage and version counter with the saved tensor, as in PyTorch
+    x = leaf([1.0, 2.0])
+    a = x * 1
+    y = a.exp() * a
+    a.detach().zero_()
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        y.sum().backward()
+
+
+def test_retain_graph_then_modify_raises_on_the_second_pass():
+    x = leaf([1.0, 2.0])
+    a = x * 1
+    y = (a * a).sum()
+    y.backward(retain_graph=True)
+    a.add_(1)
+    with pytest.raises(RuntimeError, match=MODIFIED):
+        y.backward()
+
+
 def test_unsaved_tensor_may_be_modified():
     # add does not save its inputs: changing one afterwards is harmless, as in PyTorch
     x = leaf([1.0, 2.0])

@@ -1191,26 +1191,36 @@ def _(grad, x, index, src, *, dim, reduce, include_self, result):
 
 
 def _scatter_prod_grad(grad, x, index, src, dim, include_self, hit, result):
-    """Gradient of a scatter product, exact where factors are zero: a factor's gradient is
-    the product of the other factors, which is the product of the nonzero ones when it is
-    the only zero, and 0 when there is another zero."""
-    ones = torcia.ones_like(x)
-    base = x.masked_fill(x == 0, 1) if include_self else ones
-    nonzero_prod = base.scatter_reduce(dim, index, src.masked_fill(src == 0, 1), "prod")
-    zeros_x = (x == 0).to(grad.dtype) if include_self else torcia.zeros_like(x)
-    n_zero = zeros_x.scatter_add(dim, index, (src == 0).to(grad.dtype))
+    """Gradient of a scatter product, exact where factors are zero and differentiable
+    again: a factor's gradient is the product of the other factors. With ``n`` zero
+    factors at a place, a nonzero factor gets ``result / f`` (n = 0) or the product of the
+    nonzero ones, divided by f, times the zero one (n = 1); a zero factor gets the product
+    of the nonzero ones (n = 1) times the other zero (n = 2). The zero values are kept as
+    factors so that the second derivative sees them."""
+    x_zero = x == 0 if include_self else torcia.zeros_like(hit)
+    src_zero = src == 0
+    base = x.masked_fill(x_zero, 1) if include_self else torcia.ones_like(x)
+    nonzero_prod = base.scatter_reduce(dim, index, src.masked_fill(src_zero, 1), "prod")
+    n_zero = x_zero.to(grad.dtype).scatter_add(dim, index, src_zero.to(grad.dtype))
+    zero_sum = (x * x_zero).scatter_add(dim, index, src * src_zero)
 
-    def others(value, is_zero, n_zero_here, prod_nz, res):
+    def others(value, is_zero, n, prod_nz, zsum, res):
+        none = torcia.zeros_like(res)
         safe = value.masked_fill(is_zero, 1)
-        return torcia.where(n_zero_here == 0, res / safe,
-                            torcia.where(is_zero & (n_zero_here == 1), prod_nz,
-                                         torcia.zeros_like(res)))
+        if_nonzero = torcia.where(n == 0, res / safe,
+                                  torcia.where(n == 1, prod_nz / safe * zsum, none))
+        if_zero = torcia.where(n == 1, prod_nz,
+                               torcia.where(n == 2, prod_nz * (zsum - value), none))
+        return torcia.where(is_zero, if_zero, if_nonzero)
 
-    gsrc = grad.gather(dim, index) * others(src, src == 0, n_zero.gather(dim, index),
-                                            nonzero_prod.gather(dim, index),
-                                            result.gather(dim, index))
+    def at_src(t):
+        return t.gather(dim, index)
+
+    gsrc = at_src(grad) * others(src, src_zero, at_src(n_zero), at_src(nonzero_prod),
+                                 at_src(zero_sum), at_src(result))
     if include_self:
-        gx = torcia.where(hit, grad * others(x, x == 0, n_zero, nonzero_prod, result), grad)
+        gx = torcia.where(hit, grad * others(x, x_zero, n_zero, nonzero_prod, zero_sum, result),
+                          grad)
     else:
         gx = grad.masked_fill(hit, 0)
     return gx, gsrc
