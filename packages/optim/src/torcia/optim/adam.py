@@ -7,6 +7,21 @@ from torcia.optim.elementwise import ElementwiseOptimizer
 from torcia.optim.optimizer import check_betas, check_value, step_tensor
 
 
+def adam_moments(p, grad, state, *, lr, beta1, beta2, weight_decay, decoupled, maximize):
+    """The Adam family's first half: sign, weight decay (L2 into the gradient, or decoupled
+    into the parameter) and both moment averages in ``state``; returns the gradient used."""
+    if maximize:
+        grad = -grad
+    if weight_decay != 0:
+        if decoupled:
+            p.mul_(1 - lr * weight_decay)
+        else:
+            grad = grad.add(p, alpha=weight_decay)
+    state["exp_avg"].lerp_(grad, 1 - beta1)
+    state["exp_avg_sq"].mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
+    return grad
+
+
 class Adam(ElementwiseOptimizer):
     r"""Adam (Kingma & Ba, 2015), with the AMSGrad variant and optional decoupled weight
     decay.
@@ -83,16 +98,10 @@ class Adam(ElementwiseOptimizer):
     @staticmethod
     def reference(p, grad, state, step, *, lr, beta1, beta2, eps, weight_decay, amsgrad,
                   maximize, decoupled_weight_decay):
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        adam_moments(p, grad, state, lr=lr, beta1=beta1, beta2=beta2,
+                     weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                     maximize=maximize)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction1 = 1 - beta1**step
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
         if amsgrad:

@@ -74,6 +74,21 @@ def _addcdiv_(a, t1, t2, value, tmp):
     a += tmp
 
 
+def _adam_moments(p, g, m, v, tmp, *, lr, beta1, beta2, weight_decay, decoupled, maximize):
+    """The Adam family's first half: sign, weight decay (L2 into the gradient, or decoupled
+    into the parameter) and both moment averages; returns the gradient used."""
+    g = _grad(g, p, maximize, 0)
+    if weight_decay != 0:
+        if decoupled:
+            p *= 1 - lr * weight_decay
+        else:
+            g = g + p * weight_decay
+    _lerp_(m, g, 1 - beta1, tmp)
+    v *= beta2
+    _addcmul_(v, g, g, 1 - beta2, tmp)
+    return g
+
+
 def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
              nesterov, maximize):
     for i, (p, g) in enumerate(zip(params, grads)):
@@ -92,16 +107,10 @@ def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dam
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
               beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay):
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
-        g = _grad(g, p, maximize, 0)
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p *= 1 - lr * weight_decay
-            else:
-                g = g + p * weight_decay
         tmp = np.empty_like(p)
-        _lerp_(m, g, 1 - beta1, tmp)
-        v *= beta2
-        _addcmul_(v, g, g, 1 - beta2, tmp)
+        _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+                      weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                      maximize=maximize)
         step = steps[i]
         bias_correction1 = 1 - beta1**step
         bias_correction2_sqrt = (1 - beta2**step) ** 0.5
@@ -133,22 +142,15 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, 
     for i, (p, g, m, v, mu_product) in enumerate(
         zip(params, grads, exp_avgs, exp_avg_sqs, mu_products)
     ):
-        g = _grad(g, p, maximize, 0)
+        tmp = np.empty_like(p)
+        g = _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+                          weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                          maximize=maximize)
         step = steps[i]
-        bias_correction2 = 1 - beta2**step
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p *= 1 - lr * weight_decay
-            else:
-                g = g + p * weight_decay
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         mu_product *= mu
-        tmp = np.empty_like(p)
-        _lerp_(m, g, 1 - beta1, tmp)
-        v *= beta2
-        _addcmul_(v, g, g, 1 - beta2, tmp)
-        denom = v / bias_correction2
+        denom = v / (1 - beta2**step)
         np.sqrt(denom, out=denom)
         denom += eps
         product = float(mu_product)
@@ -160,16 +162,10 @@ def radam_step(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2,
                weight_decay, decoupled_weight_decay, maximize):
     rho_inf = 2 / (1 - beta2) - 1
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
-        g = _grad(g, p, maximize, 0)
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p *= 1 - lr * weight_decay
-            else:
-                g = g + p * weight_decay
         tmp = np.empty_like(p)
-        _lerp_(m, g, 1 - beta1, tmp)
-        v *= beta2
-        _addcmul_(v, g, g, 1 - beta2, tmp)
+        _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
+                      weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                      maximize=maximize)
         step = steps[i]
         bias_correction2 = 1 - beta2**step
         update = m / (1 - beta1**step)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torcia
+from torcia.optim.adam import adam_moments
 from torcia.optim.elementwise import ElementwiseOptimizer
 from torcia.optim.optimizer import check_betas, check_value, step_tensor
 
@@ -76,21 +77,14 @@ class NAdam(ElementwiseOptimizer):
     @staticmethod
     def reference(p, grad, state, step, *, lr, beta1, beta2, eps, weight_decay, momentum_decay,
                   decoupled_weight_decay, maximize):
-        if maximize:
-            grad = -grad
-        bias_correction2 = 1 - beta2**step
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        grad = adam_moments(p, grad, state, lr=lr, beta1=beta1, beta2=beta2,
+                            weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                            maximize=maximize)
         mu = beta1 * (1.0 - 0.5 * (0.96 ** (step * momentum_decay)))
         mu_next = beta1 * (1.0 - 0.5 * (0.96 ** ((step + 1) * momentum_decay)))
         # the running product is a float32 tensor, rounded each step as PyTorch keeps it
         mu_product = state["mu_product"].mul_(mu).item()
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
-        denom = exp_avg_sq.div(bias_correction2).sqrt().add_(eps)
+        denom = exp_avg_sq.div(1 - beta2**step).sqrt().add_(eps)
         p.addcdiv_(grad, denom, value=-lr * (1.0 - mu) / (1.0 - mu_product))
         p.addcdiv_(exp_avg, denom, value=(-lr * mu_next) / (1.0 - mu_product * mu_next))

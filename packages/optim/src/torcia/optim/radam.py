@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import torcia
+from torcia.optim.adam import adam_moments
 from torcia.optim.elementwise import ElementwiseOptimizer
 from torcia.optim.kernels import _rectification
 from torcia.optim.optimizer import check_betas, check_value, step_tensor
@@ -72,16 +73,10 @@ class RAdam(ElementwiseOptimizer):
     @staticmethod
     def reference(p, grad, state, step, *, lr, beta1, beta2, eps, weight_decay,
                   decoupled_weight_decay, maximize):
-        if maximize:
-            grad = -grad
-        if weight_decay != 0:
-            if decoupled_weight_decay:
-                p.mul_(1 - lr * weight_decay)
-            else:
-                grad = grad.add(p, alpha=weight_decay)
+        adam_moments(p, grad, state, lr=lr, beta1=beta1, beta2=beta2,
+                     weight_decay=weight_decay, decoupled=decoupled_weight_decay,
+                     maximize=maximize)
         exp_avg, exp_avg_sq = state["exp_avg"], state["exp_avg_sq"]
-        exp_avg.lerp_(grad, 1 - beta1)
-        exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2)
         bias_correction2 = 1 - beta2**step
         update = exp_avg / (1 - beta1**step) * lr
         rho_inf = 2 / (1 - beta2) - 1
