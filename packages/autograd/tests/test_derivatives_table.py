@@ -131,14 +131,20 @@ SAMPLES = {
     "pow": binary(torcia.pow, pos, r) + [case(lambda a: a ** 3, r(4)),
                                          case(lambda a: a ** 0.5, pos(3)),
                                          case(lambda b: 2.0 ** b, r(3))],
-    "maximum": binary(torcia.maximum, distinct, distinct2),
-    "minimum": binary(torcia.minimum, distinct, distinct2),
-    "fmax": binary(torcia.fmax, distinct, distinct2),
-    "fmin": binary(torcia.fmin, distinct, distinct2),
-    "remainder": binary(lambda a, b: torcia.remainder(a, b + 3), pos, pos),
-    "fmod": binary(lambda a, b: torcia.fmod(a, b + 3), pos, pos),
-    "atan2": binary(torcia.atan2, pos, pos), "hypot": binary(torcia.hypot, pos, pos),
-    "xlogy": binary(torcia.xlogy, r, pos),
+    "maximum": binary(torcia.maximum, distinct, distinct2)
+    + [case(lambda a: torcia.maximum(a, 0.05), distinct(3))],
+    "minimum": binary(torcia.minimum, distinct, distinct2)
+    + [case(lambda a: torcia.minimum(a, 0.05), distinct(3))],
+    "fmax": binary(torcia.fmax, distinct, distinct2) + [case(lambda a: torcia.fmax(a, 0.05), r(3))],
+    "fmin": binary(torcia.fmin, distinct, distinct2) + [case(lambda a: torcia.fmin(a, 0.05), r(3))],
+    "remainder": binary(lambda a, b: torcia.remainder(a, b + 3), pos, pos)
+    + [case(lambda a: torcia.remainder(a, 1.5), pos(3))],
+    "fmod": binary(lambda a, b: torcia.fmod(a, b + 3), pos, pos)
+    + [case(lambda a: torcia.fmod(a, 1.5), pos(3))],
+    "atan2": binary(torcia.atan2, pos, pos) + [case(lambda a: torcia.atan2(a, 1.5), r(3))],
+    "hypot": binary(torcia.hypot, pos, pos) + [case(lambda a: torcia.hypot(a, 1.5), r(3))],
+    "xlogy": binary(torcia.xlogy, r, pos) + [case(lambda a: torcia.xlogy(a, 1.5), r(3)),
+                                             case(lambda b: torcia.xlogy(2.0, b), pos(3))],
     "clamp": [case(lambda x, lo, hi: torcia.clamp(x, lo - 1, hi + 1), distinct(2, 3), r(3),
                    r(2, 1)),
               case(lambda x: torcia.clamp(x, -0.5, 0.6), distinct(2, 3)),

@@ -425,12 +425,14 @@ def _(grad, a, b):
 
 @derivative("fmax")
 def _(grad, a, b):
-    return _minmax_grad(grad, a, b, (a > b) | b.isnan())
+    nan_b = b.isnan() if isinstance(b, Tensor) else math.isnan(b)
+    return _minmax_grad(grad, a, b, (a > b) | nan_b)
 
 
 @derivative("fmin")
 def _(grad, a, b):
-    return _minmax_grad(grad, a, b, (a < b) | b.isnan())
+    nan_b = b.isnan() if isinstance(b, Tensor) else math.isnan(b)
+    return _minmax_grad(grad, a, b, (a < b) | nan_b)
 
 
 @derivative("remainder")
@@ -447,7 +449,9 @@ def _(grad, a, b):
 
 @derivative("atan2")
 def _(grad, a, b):
+    # NOTE: at a = b = 0 PyTorch's gradient is 0, not 0/0
     denom = a * a + b * b
+    denom = denom.masked_fill(denom == 0, 1)
     return grad * b / denom, -grad * a / denom
 
 
@@ -458,8 +462,9 @@ def _(grad, a, b, *, result):
 
 @derivative("xlogy")
 def _(grad, a, b):
-    ga = grad * torcia.where(a == 0, torcia.zeros_like(b), b.log())
-    return ga, grad * a / b
+    log_b = b.log() if isinstance(b, Tensor) else torcia.full_like(a, b).log()
+    ga = grad * torcia.where(a == 0, torcia.zeros_like(log_b), log_b)
+    return ga, grad * a / b if isinstance(b, Tensor) else None
 
 
 @derivative("clamp")
@@ -1699,11 +1704,17 @@ def _norm_input_grad(gxhat, xhat, invstd, dims):
 
 
 @derivative("batch_norm")
-def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
+def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps, result,
       needs_input_grad):
     g = grads[0]
     if g is None:
         return None, None, None, None, None
+    if not torcia.is_grad_enabled():
+        # first order only: one fused kernel on the statistics the forward used
+        gx, gw, gb = call("batch_norm_backward", (g, x, weight, result[1], result[2]),
+                          {"training": training, "eps": eps})
+        return (gx if needs_input_grad[0] else None, gw if needs_input_grad[1] else None,
+                gb if needs_input_grad[2] else None, None, None)
     dims = (0,) + tuple(range(2, x.ndim))
     shape = (1, -1) + (1,) * (x.ndim - 2)
     if training:
@@ -1724,6 +1735,11 @@ def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
 
 @derivative("layer_norm")
 def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
+    if not torcia.is_grad_enabled():
+        gx, gw, gb = call("layer_norm_backward", (grad, x, weight),
+                          {"normalized_ndim": normalized_ndim, "eps": eps})
+        return (gx if needs_input_grad[0] else None, gw if needs_input_grad[1] else None,
+                gb if needs_input_grad[2] else None)
     dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
     lead = tuple(range(x.ndim - normalized_ndim))
     xhat, invstd = _normalized(x, dims, eps)
