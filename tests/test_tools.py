@@ -72,8 +72,24 @@ def test_check_deps_finds_each_kind_of_problem(fake_repo):
         "plugins/bad/src/torcia_bad/__init__.py imports torcia.nn from torcia-nn, which "
         "torcia-bad does not list in its dependencies",
         "plugins/bad/tests/test_bad.py imports torcia.nn from torcia-nn, which torcia-bad "
-        "does not list in its dependencies",
+        "does not list in its dependencies or its 'test' extra",
     ]
+
+
+def test_tests_may_import_the_parts_of_the_test_extra(fake_repo):
+    write_part(fake_repo, "plugins", "kern", "torcia-kern", ["torcia-core>=0.1,<0.2"], modules={
+        "src/torcia_kern/__init__.py": "import torcia\n",
+        "tests/test_kern.py": "from torcia.autograd import gradcheck\n",
+    })
+    pyproject = fake_repo / "plugins" / "kern" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + \
+        '[project.optional-dependencies]\ntest = ["torcia-autograd>=0.1,<0.2"]\n')
+    assert check_deps.check(fake_repo) == []
+    found = parts.discover(fake_repo)
+    kern = parts.lookup(found, "kern")
+    assert [p.short for p in parts.closure(found, kern)] == ["core", "kern"]
+    assert [p.short for p in parts.closure(found, kern, tests=True)] == [
+        "core", "kern", "autograd"]
 
 
 def test_closure_puts_dependencies_first(fake_repo):
@@ -105,4 +121,20 @@ def test_pip_commands_install_build_requirements_then_the_parts(fake_repo):
     ]
     assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"]) == [
         ["py", "-m", "pip", "install", "-q", core, autograd],
+    ]
+
+
+def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake_repo):
+    write_part(fake_repo, "plugins", "native", "torcia-native", ["torcia-core>=0.1,<0.2"])
+    pyproject = fake_repo / "plugins" / "native" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        'requires = ["setuptools>=77"]',
+        'requires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"'))
+    found = parts.discover(fake_repo)
+    selected = parts.closure(found, parts.lookup(found, "native"))
+    core, native = (str(fake_repo / p) for p in ("packages/core", "plugins/native"))
+    assert install_parts.pip_commands(selected, "py") == [
+        ["py", "-m", "pip", "install", "setuptools>=77"],
+        ["py", "-m", "pip", "install", "--no-build-isolation", core],
+        ["py", "-m", "pip", "install", native],
     ]

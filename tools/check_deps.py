@@ -6,7 +6,9 @@
 2. No part imports another part that it does not list in its dependencies: the modules of
    each part's ``src`` and ``tests`` are read with ``ast`` and every ``import torcia.<x>``
    (or ``from torcia.<x> import ...``, or a plugin's top-level module) is matched with the
-   part that ships it.
+   part that ships it. Tests may also import the parts of the ``test`` extra
+   (``[project.optional-dependencies] test = ["torcia-autograd>=0.1,<0.2"]``), which
+   ``tools/install_parts.py --with-tests`` installs beside the part.
 
 Run ``python tools/check_deps.py``; it prints each problem and exits 1 if there is one.
 """
@@ -27,7 +29,7 @@ _UPPER = {"<", "<=", "~=", "=="}
 def range_problems(part: repo.Part, parts: dict[str, repo.Part]) -> list[str]:
     """What is wrong with ``part``'s requirements on other torcia distributions."""
     problems = []
-    for requirement in part.torcia_requires:
+    for requirement in part.torcia_requires + part.torcia_test_requires:
         name = repo.requirement_name(requirement)
         where = f"{part.name}: {requirement!r}"
         if name not in parts:
@@ -88,9 +90,11 @@ def owner_of(module: str, owners: dict[str, str]) -> str | None:
 
 def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
     """Imports in ``part`` of torcia distributions it does not depend on."""
-    allowed = {part.name} | {repo.requirement_name(r) for r in part.torcia_requires}
+    deps = {part.name} | {repo.requirement_name(r) for r in part.torcia_requires}
+    test_deps = deps | {repo.requirement_name(r) for r in part.torcia_test_requires}
     problems = []
-    for folder in ("src", "tests"):
+    for folder, allowed, where in (("src", deps, "dependencies"),
+                                   ("tests", test_deps, "dependencies or its 'test' extra")):
         for path in sorted((part.path / folder).rglob("*.py")):
             reported = set()
             # sorted, so that ``torcia.nn`` is named rather than ``torcia.nn.Linear``
@@ -102,7 +106,7 @@ def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
                 rel = path.relative_to(part.path.parent.parent)
                 problems.append(
                     f"{rel} imports {module} from {owner}, which {part.name} does not "
-                    f"list in its dependencies"
+                    f"list in its {where}"
                 )
     return problems
 

@@ -19,9 +19,9 @@ Every package and plugin, editable, into another environment::
 
     python tools/install_parts.py --editable --python .venv-test/bin/python packages plugins
 
-To be quick, the build requirements of the selected parts (setuptools, pybind11...) are
-installed into the target environment first and the parts are then built without build
-isolation; ``--isolated`` builds each part in pip's own isolated environment instead.
+To be quick, parts built with setuptools are built without build isolation, after
+setuptools is installed into the target environment; ``--isolated`` builds every part in
+pip's own isolated environment instead.
 """
 
 from __future__ import annotations
@@ -35,18 +35,28 @@ import parts as repo
 
 
 def pip_commands(selected, python, editable=False, isolated=False, pip_args=()) -> list[list]:
-    """The pip commands that install ``selected`` (and nothing else) with ``python``."""
+    """The pip commands that install ``selected`` (and nothing else) with ``python``.
+
+    Parts built with setuptools are built without isolation, after their build requirements
+    are installed; the others (the C++ plugin's scikit-build-core) keep pip's isolation,
+    which also brings what their backend asks for on the fly (CMake, Ninja). They are
+    installed last: they are plugins, and what they depend on is installed by then.
+    """
     pip = [python, "-m", "pip", "install", *pip_args]
+
+    def targets(parts):
+        return [arg for p in parts for arg in (["-e", str(p.path)] if editable else [str(p.path)])]
+
+    if isolated:
+        return [pip + targets(selected)]
+    quick = [p for p in selected if p.build_backend.startswith("setuptools.build_meta")]
+    rest = [p for p in selected if p not in quick]
     commands = []
-    if not isolated:
-        build_requires = sorted({r for part in selected for r in part.build_requires})
-        if build_requires:
-            commands.append(pip + build_requires)
-        pip.append("--no-build-isolation")
-    targets = []
-    for part in selected:
-        targets += ["-e", str(part.path)] if editable else [str(part.path)]
-    commands.append(pip + targets)
+    if quick:
+        commands.append(pip + sorted({r for part in quick for r in part.build_requires}))
+        commands.append(pip + ["--no-build-isolation"] + targets(quick))
+    if rest:
+        commands.append(pip + targets(rest))
     return commands
 
 
@@ -60,6 +70,10 @@ def main(argv=None) -> int:
         "--optional", action="append", default=[], metavar="PART",
         help="also install PART, if this checkout has it (e.g. the C++ plugin 'cpu')",
     )
+    parser.add_argument(
+        "--with-tests", action="store_true",
+        help="also install the torcia parts named in the parts' 'test' extra",
+    )
     parser.add_argument("--editable", "-e", action="store_true", help="editable installs")
     parser.add_argument("--python", default=sys.executable, help="the environment's Python")
     parser.add_argument("--isolated", action="store_true", help="keep pip's build isolation")
@@ -69,7 +83,9 @@ def main(argv=None) -> int:
 
     parts = repo.discover()
     keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
-    selected = repo.closure(parts, [p for key in keys for p in repo.lookup(parts, key)])
+    selected = repo.closure(
+        parts, [p for key in keys for p in repo.lookup(parts, key)], tests=args.with_tests
+    )
     commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg)
     for command in commands:
         print("+", shlex.join(map(str, command)), flush=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import sys
 import tomllib
 from pathlib import Path
 
@@ -34,7 +33,9 @@ class Part:
     version: str
     path: Path  # its folder, e.g. ROOT / "packages" / "nn"
     requires: list[str]  # every requirement string of [project].dependencies
+    test_requires: list[str]  # the "test" extra: what the part's tests need beyond it
     build_requires: list[str]
+    build_backend: str
 
     @property
     def short(self) -> str:
@@ -44,7 +45,17 @@ class Part:
     @property
     def torcia_requires(self) -> list[str]:
         """The requirement strings on other torcia distributions."""
-        return [r for r in self.requires if requirement_name(r).startswith("torcia")]
+        return _torcia(self.requires)
+
+    @property
+    def torcia_test_requires(self) -> list[str]:
+        """The torcia distributions the part's tests need beyond its dependencies (declared
+        in its ``test`` extra, e.g. torcia-autograd to gradcheck a plugin's kernels)."""
+        return _torcia(self.test_requires)
+
+
+def _torcia(requirements: list[str]) -> list[str]:
+    return [r for r in requirements if requirement_name(r).startswith("torcia")]
 
 
 def discover(root: Path = ROOT) -> dict[str, Part]:
@@ -53,13 +64,15 @@ def discover(root: Path = ROOT) -> dict[str, Part]:
     for family in FAMILIES:
         for pyproject in sorted((root / family).glob("*/pyproject.toml")):
             data = tomllib.loads(pyproject.read_text())
-            project = data["project"]
+            project, build = data["project"], data.get("build-system", {})
             part = Part(
                 name=requirement_name(project["name"]),
                 version=project["version"],
                 path=pyproject.parent,
                 requires=list(project.get("dependencies", [])),
-                build_requires=list(data.get("build-system", {}).get("requires", [])),
+                test_requires=list(project.get("optional-dependencies", {}).get("test", [])),
+                build_requires=list(build.get("requires", [])),
+                build_backend=build.get("build-backend", "setuptools.build_meta:__legacy__"),
             )
             parts[part.name] = part
     return parts
@@ -82,6 +95,11 @@ def lookup(parts: dict[str, Part], key: str) -> list[Part]:
     return found
 
 
+def has_source(part: Part) -> bool:
+    """Whether the part has any Python source yet (a declared part may not)."""
+    return any((part.path / "src").rglob("*.py"))
+
+
 def has(parts: dict[str, Part], key: str) -> bool:
     """Whether ``key`` names a part of this checkout (see :func:`lookup`)."""
     try:
@@ -91,8 +109,12 @@ def has(parts: dict[str, Part], key: str) -> bool:
     return True
 
 
-def closure(parts: dict[str, Part], selected: list[Part]) -> list[Part]:
-    """``selected`` and every torcia distribution they need, each after its dependencies."""
+def closure(parts: dict[str, Part], selected: list[Part], tests=False) -> list[Part]:
+    """``selected`` and every torcia distribution they need, each after its dependencies;
+    with ``tests``, also what the tests of ``selected`` need."""
+    if tests:
+        wanted = {requirement_name(r) for part in selected for r in part.torcia_test_requires}
+        selected = selected + [parts[name] for name in sorted(wanted) if name in parts]
     order: list[Part] = []
     visiting: set[str] = set()
 
@@ -114,12 +136,3 @@ def closure(parts: dict[str, Part], selected: list[Part]) -> list[Part]:
         visit(part)
     return order
 
-
-if __name__ == "__main__":
-    # One folder name a line: the per-part tox environments .ci/run runs. A declared part
-    # with no source yet has nothing to test alone; it is named on stderr, not hidden.
-    for part in discover().values():
-        if any((part.path / "src").rglob("*.py")):
-            print(part.short)
-        else:
-            print(f"parts.py: {part.name} has no source yet; skipped", file=sys.stderr)
