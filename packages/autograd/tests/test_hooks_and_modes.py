@@ -40,6 +40,16 @@ def test_non_leaf_hook_changes_what_flows_on():
     assert x.grad.tolist() == [4.0, 8.0]  # 2 * (2 * 2x) * 0.5
 
 
+def test_handle_as_context_manager_and_double_remove():
+    x = leaf([1.0])
+    calls = []
+    with x.register_hook(lambda g: calls.append(1)) as handle:
+        (x * 2).sum().backward()
+    (x * 2).sum().backward()
+    handle.remove()
+    assert calls == [1]
+
+
 def test_hook_on_tensor_without_grad_raises():
     with pytest.raises(RuntimeError, match="doesn't require gradient"):
         torcia.tensor([1.0]).register_hook(lambda g: g)

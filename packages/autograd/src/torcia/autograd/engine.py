@@ -17,7 +17,13 @@ from torcia import ops as _oplist
 from torcia._grad_mode import STATE as _GRAD
 from torcia._tensor import Tensor
 from torcia.autograd import derivatives as _derivs
-from torcia.autograd.graph import AccumulateGrad, Node, accumulator_of, meta_of
+from torcia.autograd.graph import (
+    AccumulateGrad,
+    Node,
+    RemovableHandle,
+    accumulator_of,
+    meta_of,
+)
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
@@ -227,21 +233,12 @@ def register_hook(t: Tensor, hook):
     if node is None:
         hooks = meta_of(t).hooks
         hooks.append(hook)
-        return _ListHandle(hooks, hook)
+        return RemovableHandle(hooks, hook)
     if node.pre_hooks is None:
         node.pre_hooks = {}
     lst = node.pre_hooks.setdefault(t._out_nr, [])
     lst.append(hook)
-    return _ListHandle(lst, hook)
-
-
-class _ListHandle:
-    def __init__(self, lst, item):
-        self._lst, self._item = lst, item
-
-    def remove(self):
-        if self._item in self._lst:
-            self._lst.remove(self._item)
+    return RemovableHandle(lst, hook)
 
 
 def retain_grad(t: Tensor) -> None:
@@ -270,36 +267,6 @@ def retain_grad(t: Tensor) -> None:
 # ---------------------------------------------------------------------------------------
 # running backward
 # ---------------------------------------------------------------------------------------
-
-
-def _sum_to(g: Tensor, shape) -> Tensor:
-    """Reduce a broadcast gradient back to ``shape``."""
-    gs = g._data.shape
-    if gs == tuple(shape):
-        return g
-    lead = len(gs) - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1
-    )
-    if dims:
-        g = g.sum(dims, keepdim=True)
-    if lead:
-        g = g.reshape(tuple(shape))
-    if tuple(g._data.shape) != tuple(shape):
-        g = g.expand(tuple(shape))
-    return g
-
-
-def _fit(g, meta) -> Tensor:
-    """A formula's gradient made to match its input's shape and dtype."""
-    if g is None:
-        return None
-    shape, dtype = meta
-    if tuple(g._data.shape) != shape:
-        g = _sum_to(g, shape)
-    if g._data.dtype is not dtype:
-        g = g.to(D.FROM_NUMPY[dtype])
-    return g
 
 
 def _call_hooks(hooks, grad):

@@ -8,6 +8,7 @@ input, the node its gradient flows to and which of that node's outputs it belong
 
 from __future__ import annotations
 
+import itertools
 import weakref
 
 from torcia._dtype import FROM_NUMPY
@@ -63,7 +64,7 @@ class Node:
 
     __slots__ = (
         "op", "entry", "args", "versions", "params", "next_functions", "metas",
-        "n_outputs", "pre_hooks", "post_hooks", "released", "trace", "result_ref",
+        "n_outputs", "pre_hooks", "post_hooks", "released", "trace",
         "__weakref__",
     )
 
@@ -80,7 +81,6 @@ class Node:
         self.post_hooks = None
         self.released = False
         self.trace = None
-        self.result_ref = None
 
     def name(self) -> str:
         return "".join(p.capitalize() for p in self.op.split("_")) + "Backward0"
@@ -93,14 +93,14 @@ class Node:
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(fn)
-        return _Handle(self.post_hooks, fn)
+        return RemovableHandle(self.post_hooks, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return replacement grads."""
         if self.pre_hooks is None:
             self.pre_hooks = {}
         self.pre_hooks.setdefault(-1, []).append(fn)
-        return _Handle(self.pre_hooks[-1], fn)
+        return RemovableHandle(self.pre_hooks[-1], fn)
 
     def release(self):
         self.args = None
@@ -159,24 +159,23 @@ class AccumulateGrad:
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(fn)
-        return _Handle(self.post_hooks, fn)
+        return RemovableHandle(self.post_hooks, fn)
 
 
-class _Handle:
-    """Returned by hook registrations; ``remove()`` unregisters."""
+class RemovableHandle:
+    """Returned by hook registrations: ``remove()`` unregisters the hook (a second call does
+    nothing); as a context manager, the hook is removed on exit."""
 
-    _next_id = 0
+    _ids = itertools.count()
 
-    def __init__(self, container, item):
-        self._container = weakref.ref(container) if not isinstance(container, list) else None
-        self._list = container
-        self._item = item
-        _Handle._next_id += 1
-        self.id = _Handle._next_id
+    def __init__(self, hooks: list, hook):
+        self._hooks = hooks
+        self._hook = hook
+        self.id = next(RemovableHandle._ids)
 
     def remove(self):
         try:
-            self._list.remove(self._item)
+            self._hooks.remove(self._hook)
         except ValueError:
             pass
 
