@@ -277,6 +277,57 @@ def test_batch_norm_and_layer_norm_closed_form():
                                / flat.std(1, keepdims=True), rtol=1e-12)
 
 
+def _numerical_vjp(f, x, g, h=1e-6):
+    """sum(g * df/dx) by central differences, element by element."""
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        out[i] = ((f(x + e) - f(x - e)) * g).sum() / (2 * h)
+    return out
+
+
+@pytest.mark.parametrize("training", [True, False])
+def test_batch_norm_backward_by_finite_differences(training):
+    x = rng.standard_normal((3, 2, 2))
+    w, b = rng.standard_normal(2), rng.standard_normal(2)
+    rm, rv = rng.standard_normal(2), rng.random(2) + 0.5
+    g = rng.standard_normal(x.shape)
+
+    def f(x_, w_=w, b_=b):
+        return K.batch_norm(x_, w_, b_, rm, rv, training=training, eps=1e-3)[0]
+
+    _, mean, var = K.batch_norm(x, w, b, rm, rv, training=training, eps=1e-3)
+    gx, gw, gb = K.batch_norm_backward(g, x, w, mean, var, training=training, eps=1e-3)
+    np.testing.assert_allclose(gx, _numerical_vjp(f, x, g), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, _numerical_vjp(lambda w_: f(x, w_), w, g), rtol=1e-6)
+    np.testing.assert_allclose(gb, _numerical_vjp(lambda b_: f(x, w, b_), b, g), rtol=1e-6)
+
+
+def test_layer_norm_backward_by_finite_differences():
+    x = rng.standard_normal((2, 3, 4))
+    w, b = rng.standard_normal((3, 4)), rng.standard_normal((3, 4))
+    g = rng.standard_normal(x.shape)
+
+    def f(x_, w_=w, b_=b):
+        return K.layer_norm(x_, w_, b_, normalized_ndim=2, eps=1e-5)
+
+    gx, gw, gb = K.layer_norm_backward(g, x, w, normalized_ndim=2, eps=1e-5)
+    np.testing.assert_allclose(gx, _numerical_vjp(f, x, g), rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(gw, _numerical_vjp(lambda w_: f(x, w_), w, g), rtol=1e-6)
+    np.testing.assert_allclose(gb, _numerical_vjp(lambda b_: f(x, w, b_), b, g), rtol=1e-6)
+
+
+def test_cross_entropy_backward_by_finite_differences():
+    x = rng.standard_normal((4, 3))
+    t = np.array([0, 2, -100, 1])
+    w = np.array([1.0, 2.0, 0.5])
+    params = dict(reduction="mean", ignore_index=-100, label_smoothing=0.2)
+    got = K.cross_entropy_backward(np.float64(1.5), x, t, w, **params)
+    np.testing.assert_allclose(
+        got, _numerical_vjp(lambda x_: K.cross_entropy(x_, t, w, **params), x, 1.5), rtol=1e-6)
+
+
 def test_cross_entropy_closed_form():
     x = rng.standard_normal((5, 4))
     t = np.array([0, 3, 1, 3, 2])

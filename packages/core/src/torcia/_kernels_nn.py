@@ -378,7 +378,8 @@ class NNKernels:
             centred = x - mean.reshape(shape)
             var = (centred * centred).mean(axis=axes)
         else:
-            mean, var = running_mean, running_var
+            # copies: outputs must not alias the running buffers, which training updates
+            mean, var = running_mean.copy(), running_var.copy()
             centred = x - mean.reshape(shape)
         scale = 1 / xp.sqrt(var + eps)
         if weight is not None:
@@ -387,6 +388,44 @@ class NNKernels:
         if bias is not None:
             out += bias.reshape(shape)
         return out, mean, var
+
+    def batch_norm_backward(self, g, x, weight, mean, var, training, eps):
+        """batch_norm_backward(g, x, weight, mean, var) -> (grad_input, grad_weight,
+        grad_bias) of ``batch_norm``, given the statistics it used (first order: second
+        derivatives go through differentiable ops)."""
+        xp = self.xp
+        shape = (1, -1) + (1,) * (x.ndim - 2)
+        axes = (0,) + tuple(range(2, x.ndim))
+        invstd = (1 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
+        xhat = (x - mean.reshape(shape)) * invstd.reshape(shape)
+        gb = g.sum(axis=axes)
+        gw = (g * xhat).sum(axis=axes)
+        scale = invstd if weight is None else invstd * weight
+        if not training:
+            return g * scale.reshape(shape), gw, gb
+        n = x.size // x.shape[1]
+        xhat *= (gw / n).reshape(shape)
+        gx = g - (gb / n).reshape(shape)
+        gx -= xhat
+        gx *= scale.reshape(shape)
+        return gx, gw, gb
+
+    def layer_norm_backward(self, g, x, weight, normalized_ndim, eps):
+        """layer_norm_backward(g, x, weight) -> (grad_input, grad_weight, grad_bias) of
+        ``layer_norm`` (first order)."""
+        xp = self.xp
+        axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+        lead = tuple(range(x.ndim - normalized_ndim))
+        centred = x - x.mean(axis=axes, keepdims=True)
+        invstd = 1 / xp.sqrt((centred * centred).mean(axis=axes, keepdims=True) + eps)
+        xhat = centred * invstd
+        gb = g.sum(axis=lead)
+        gw = (g * xhat).sum(axis=lead)
+        gxhat = g if weight is None else g * weight
+        gx = gxhat - gxhat.mean(axis=axes, keepdims=True)
+        gx -= xhat * (gxhat * xhat).mean(axis=axes, keepdims=True)
+        gx *= invstd
+        return gx, gw, gb
 
     def layer_norm(self, x, weight, bias, normalized_ndim, eps):
         """layer_norm(x, weight, bias) -> out: normalised over the last

@@ -84,9 +84,11 @@ NN = (
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
     "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
-    # normalisation, lookup, losses, randomness
-    "batch_norm", "layer_norm", "embedding", "embedding_backward", "nll_loss",
-    "cross_entropy", "cross_entropy_backward", "dropout_mask",
+    # normalisation, lookup, losses, randomness; the *_norm_backward ops are the fused first
+    # derivatives (higher orders go through differentiable ops, so they have no row)
+    "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward", "embedding",
+    "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
+    "dropout_mask",
 )
 
 # --- creation and randomness (no inputs, not differentiable) ------------------------------
