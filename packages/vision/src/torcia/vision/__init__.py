@@ -18,10 +18,9 @@ True
 
 import importlib
 
-from torcia import plugins
-from torcia.vision import hookspecs
-
-plugins.add_hookspecs(hookspecs)
+# adds vision's hook specifications and creates its registries, so that the plugin listing
+# (python -m torcia plugins) can build them
+from torcia.vision import _registry  # noqa: F401
 
 __version__ = "0.1.0"
 

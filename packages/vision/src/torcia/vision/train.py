@@ -5,8 +5,8 @@ By default a small CNN on the embedded ``Digits`` (1,437 training and 360 test i
 epoch shows a progress bar, then the loss and accuracy on both splits; a checkpoint
 (model, optimizer, scheduler, epoch, random-generator states and the history so far) is
 written after every epoch, and ``--resume`` (with the same settings) continues from one
-exactly as if the run had not stopped. At the end ``OUT/report.png`` shows the curves and test images with the
-model's predictions.
+exactly as if the run had not stopped. At the end ``OUT/report.png`` shows the curves and
+test images with the model's predictions.
 
 Examples
 --------
