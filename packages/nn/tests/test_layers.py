@@ -164,6 +164,17 @@ def test_dropout_scales_survivors_and_is_identity_in_eval():
     assert np.all((per_channel == 0).all(-1) | (per_channel == 2).all(-1))
     with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
         nn.Dropout(1.5)
+    rows = value(nn.Dropout1d(0.5)(torcia.ones(4, 50, 3)))
+    assert np.all((rows == 0).all(-1) | (rows == 2).all(-1))
+
+
+def test_alpha_dropout_keeps_zero_mean_and_unit_variance():
+    torcia.manual_seed(0)
+    x = torcia.randn(200000)
+    y = value(nn.AlphaDropout(0.3)(x))
+    assert abs(y.mean()) < 0.01 and abs(y.std() - 1) < 0.01
+    assert (y != value(x)).mean() > 0.25
+    np.testing.assert_array_equal(value(nn.AlphaDropout(0.3).eval()(x)), value(x))
 
 
 def test_embedding_lookup_and_padding_gradient():
@@ -241,6 +252,8 @@ LAYERS = [
     ("Linear", (5, 3), {}, (4, 5)),
     ("Linear", (5, 3), {"bias": False}, (2, 4, 5)),
     ("Bilinear", (3, 4, 2), {}, None),
+    ("CosineSimilarity", (), {"dim": 1}, "pair"),
+    ("PairwiseDistance", (), {"p": 1.5, "keepdim": True}, "pair"),
     ("Conv1d", (3, 4, 3), {"stride": 2, "padding": 1}, (2, 3, 9)),
     ("Conv1d", (4, 4, 3), {"padding": "same", "dilation": 2, "groups": 2}, (2, 4, 9)),
     ("Conv2d", (3, 4, 3), {}, (2, 3, 7, 7)),
@@ -280,6 +293,34 @@ LAYERS = [
     ("Hardswish", (), {}, (3, 4)),
     ("Mish", (), {}, (3, 4)),
     ("LogSoftmax", (), {"dim": 0}, (3, 4)),
+    ("Conv3d", (2, 4, (3, 2, 2)), {"stride": (1, 2, 1), "padding": 1}, (1, 2, 5, 6, 4)),
+    ("ConvTranspose1d", (3, 4, 3), {"stride": 3, "padding": 1, "output_padding": 2},
+     (2, 3, 5)),
+    ("MaxPool3d", (2,), {"stride": 1}, (1, 2, 4, 4, 3)),
+    ("AvgPool3d", ((2, 2, 1),), {}, (1, 2, 4, 4, 3)),
+    ("AdaptiveAvgPool1d", (4,), {}, (2, 3, 10)),
+    ("AdaptiveMaxPool1d", (3,), {}, (2, 3, 10)),
+    ("BatchNorm3d", (2,), {}, (3, 2, 2, 3, 2)),
+    ("InstanceNorm1d", (3,), {}, (2, 3, 6)),
+    ("InstanceNorm2d", (3,), {"affine": True, "track_running_stats": True}, (2, 3, 4, 4)),
+    ("ZeroPad2d", ((1, 2, 0, 3),), {}, (1, 2, 3, 3)),
+    ("ConstantPad1d", ((2, 1), 3.5), {}, (2, 3, 4)),
+    ("ReflectionPad1d", (2,), {}, (2, 3, 4)),
+    ("ReflectionPad2d", ((1, 1, 2, 0),), {}, (1, 2, 4, 4)),
+    ("ReplicationPad2d", (2,), {}, (1, 2, 3, 3)),
+    ("CircularPad1d", ((1, 2),), {}, (2, 3, 4)),
+    ("Unfold", (2,), {"stride": 2, "padding": 1}, (2, 3, 5, 5)),
+    ("Fold", ((4, 5), 2), {}, (2, 8, 12)),
+    ("Threshold", (0.1, -2.0), {}, (3, 4)),
+    ("Hardsigmoid", (), {}, (3, 4)),
+    ("CELU", (0.5,), {}, (3, 4)),
+    ("LogSigmoid", (), {}, (3, 4)),
+    ("Softsign", (), {}, (3, 4)),
+    ("Tanhshrink", (), {}, (3, 4)),
+    ("GLU", (0,), {}, (4, 3)),
+    ("Softmin", (1,), {}, (3, 4)),
+    ("Hardshrink", (0.3,), {}, (3, 4)),
+    ("Softshrink", (), {}, (3, 4)),
 ]
 
 
@@ -300,6 +341,8 @@ def test_layer_matches_torch(name, args, kwargs, shape):
     torch, ours, theirs = _pair_of(name, args, kwargs)
     if name == "Bilinear":
         xs = [RNG.normal(size=(5, n)).astype(np.float32) for n in args[:2]]
+    elif shape == "pair":
+        xs = [RNG.normal(size=(5, 3)).astype(np.float32) for _ in range(2)]
     elif shape == "index":
         xs = [RNG.integers(0, args[0], size=(3, 4))]
     else:

@@ -27,7 +27,9 @@ BUILTIN = {
     "cross_entropy": "CrossEntropyLoss", "nll": "NLLLoss", "bce": "BCELoss",
     "bce_with_logits": "BCEWithLogitsLoss", "kl_div": "KLDivLoss",
     "cosine_embedding": "CosineEmbeddingLoss", "margin_ranking": "MarginRankingLoss",
-    "triplet_margin": "TripletMarginLoss",
+    "triplet_margin": "TripletMarginLoss", "hinge_embedding": "HingeEmbeddingLoss",
+    "soft_margin": "SoftMarginLoss", "poisson_nll": "PoissonNLLLoss",
+    "multi_margin": "MultiMarginLoss",
 }
 
 
@@ -119,6 +121,11 @@ def _pairs(torch):
             ("MarginRankingLoss", {"reduction": red, "margin": 0.3},
              [x[:, 0], y[:, 0], signs.astype(np.float64)]),
             ("TripletMarginLoss", {"reduction": red, "swap": True}, [x, y, x[::-1].copy()]),
+            ("HingeEmbeddingLoss", {"reduction": red, "margin": 0.5},
+             [x, np.sign(y)]),
+            ("SoftMarginLoss", {"reduction": red}, [x, np.sign(y)]),
+            ("PoissonNLLLoss", {"reduction": red}, [x, np.abs(y)]),
+            ("MultiMarginLoss", {"reduction": red, "weight": weight}, [logits, classes]),
         ]
     cases += [
         ("CrossEntropyLoss", {"weight": weight, "ignore_index": 2, "label_smoothing": 0.1},
@@ -129,6 +136,8 @@ def _pairs(torch):
          [np.log(probs), np.log(probs[::-1].copy())]),
         ("BCEWithLogitsLoss", {"weight": weight}, [x, labels]),
         ("TripletMarginLoss", {"p": 1.0, "margin": 2.0}, [x, y, x[::-1].copy()]),
+        ("PoissonNLLLoss", {"log_input": False, "full": True}, [unit, np.abs(y) * 3]),
+        ("MultiMarginLoss", {"p": 2, "margin": 0.7}, [logits, classes]),
     ]
     return cases
 
@@ -142,8 +151,12 @@ def test_every_loss_matches_torch_with_gradients():
                    for k, v in kwargs.items()}
         theirs_kw = {k: torch.tensor(v) if isinstance(v, np.ndarray) else v
                      for k, v in kwargs.items()}
-        ours_in = [torcia.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
-        theirs_in = [torch.tensor(a, requires_grad=a.dtype.kind == "f") for a in arrays]
+        # torch refuses gradients for the targets of these losses
+        fixed_target = name in ("SoftMarginLoss", "HingeEmbeddingLoss")
+        grad = [a.dtype.kind == "f" and not (fixed_target and i == len(arrays) - 1)
+                for i, a in enumerate(arrays)]
+        ours_in = [torcia.tensor(a, requires_grad=g) for a, g in zip(arrays, grad)]
+        theirs_in = [torch.tensor(a, requires_grad=g) for a, g in zip(arrays, grad)]
         mine = getattr(nn, name)(**ours_kw)(*ours_in)
         ref = getattr(torch.nn, name)(**theirs_kw)(*theirs_in)
         label = f"{name}({kwargs})"

@@ -19,6 +19,10 @@ LOSSES = {
     "cosine_embedding": _loss.CosineEmbeddingLoss,
     "margin_ranking": _loss.MarginRankingLoss,
     "triplet_margin": _loss.TripletMarginLoss,
+    "hinge_embedding": _loss.HingeEmbeddingLoss,
+    "soft_margin": _loss.SoftMarginLoss,
+    "poisson_nll": _loss.PoissonNLLLoss,
+    "multi_margin": _loss.MultiMarginLoss,
 }
 
 

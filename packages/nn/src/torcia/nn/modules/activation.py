@@ -10,8 +10,10 @@ from torcia.nn import init
 from torcia.nn.modules.module import Module
 from torcia.nn.parameter import Parameter
 
-__all__ = ["ELU", "GELU", "Hardswish", "Hardtanh", "LeakyReLU", "LogSoftmax", "Mish", "PReLU",
-           "ReLU", "ReLU6", "SELU", "SiLU", "Sigmoid", "Softmax", "Softplus", "Tanh"]
+__all__ = ["CELU", "ELU", "GELU", "GLU", "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh",
+           "LeakyReLU", "LogSigmoid", "LogSoftmax", "Mish", "PReLU", "ReLU", "ReLU6", "SELU",
+           "SiLU", "Sigmoid", "Softmax", "Softmin", "Softplus", "Softshrink", "Softsign",
+           "Tanh", "Tanhshrink", "Threshold"]
 
 
 class _Inplace(Module):
@@ -343,3 +345,190 @@ class LogSoftmax(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Threshold(Module):
+    """``x`` where ``x > threshold``, ``value`` elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Threshold(0.5, -1.0)(torcia.tensor([0.2, 0.9]))
+    tensor([-1.0000,  0.9000])
+    """
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__()
+        self.threshold = threshold
+        self.value = value
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.threshold(input, self.threshold, self.value, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"threshold={self.threshold}, value={self.value}{inplace}"
+
+
+class Hardsigmoid(Module):
+    """``relu6(x + 3) / 6``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Hardsigmoid()(torcia.tensor([-3.0, 0.0, 3.0]))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.hardsigmoid(input, self.inplace)
+
+
+class CELU(Module):
+    """``max(0, x) + min(0, alpha * (exp(x / alpha) - 1))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.CELU(2.0)(torcia.tensor([1.0]))
+    tensor([1.])
+    """
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha = alpha
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.celu(input, self.alpha, self.inplace)
+
+    def extra_repr(self) -> str:
+        inplace = ", inplace=True" if self.inplace else ""
+        return f"alpha={self.alpha}{inplace}"
+
+
+class LogSigmoid(Module):
+    """``log(sigmoid(x))``, computed stably.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LogSigmoid()(torcia.tensor([0.0]))
+    tensor([-0.6931])
+    """
+
+    def forward(self, input):
+        return F.logsigmoid(input)
+
+
+class Softsign(Module):
+    """``x / (1 + |x|)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Softsign()(torcia.tensor([1.0, -3.0]))
+    tensor([ 0.5000, -0.7500])
+    """
+
+    def forward(self, input):
+        return F.softsign(input)
+
+
+class Tanhshrink(Module):
+    """``x - tanh(x)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Tanhshrink()(torcia.tensor([0.0]))
+    tensor([0.])
+    """
+
+    def forward(self, input):
+        return F.tanhshrink(input)
+
+
+class GLU(Module):
+    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second half.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.GLU()(torcia.tensor([[2.0, 0.0]]))
+    tensor([[1.]])
+    """
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        return F.glu(input, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Softmin(Module):
+    """``softmax(-x)`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Softmin(dim=0)(torcia.tensor([0.0, 0.0]))
+    tensor([0.5000, 0.5000])
+    """
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, input):
+        dim = self.dim if self.dim is not None else _implicit_dim("softmin", input.dim())
+        return F.softmin(input, dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class _Shrink(Module):
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Hardshrink(_Shrink):
+    """``x`` where ``|x| > lambd``, 0 elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Hardshrink()(torcia.tensor([0.2, -1.0]))
+    tensor([ 0., -1.])
+    """
+
+    def forward(self, input):
+        return F.hardshrink(input, self.lambd)
+
+
+class Softshrink(_Shrink):
+    """``x - lambd * sign(x)`` where ``|x| > lambd``, 0 elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Softshrink()(torcia.tensor([0.2, -1.0]))
+    tensor([ 0.0000, -0.5000])
+    """
+
+    def forward(self, input):
+        return F.softshrink(input, self.lambd)

@@ -1,4 +1,4 @@
-"""Convolutions: ``Conv1d``, ``Conv2d``, ``ConvTranspose2d``."""
+"""Convolutions: ``Conv1d/2d/3d`` and ``ConvTranspose1d/2d``."""
 
 from __future__ import annotations
 
@@ -7,13 +7,14 @@ from torcia.nn.modules._utils import (
     _pair,
     _reverse_repeat_tuple,
     _single,
+    _triple,
     add_weight_and_bias,
     reset_weight_and_bias,
     shape_error,
 )
 from torcia.nn.modules.module import Module
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 _PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 _PADDING_STRINGS = ("same", "valid")
@@ -96,9 +97,8 @@ class _ConvNd(Module):
 
     def _check_input(self, input) -> None:
         n = self._n
-        channels = self.out_channels if self.transposed else self.in_channels
         shape = input.shape
-        if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != channels:
+        if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != self.in_channels:
             spatial = self._layout.split(", ", 2)[2]
             raise shape_error(
                 self,
@@ -121,7 +121,27 @@ class _ConvNd(Module):
         return input, self.padding
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """A convolution of ``_n`` spatial dimensions computed by ``F.<_function>``."""
+
+    _function = "conv2d"
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
+                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device=None, dtype=None):
+        nt = _TUPLES[self._n]
+        super().__init__(in_channels, out_channels, nt(kernel_size), nt(stride),
+                         padding if isinstance(padding, str) else nt(padding), nt(dilation),
+                         False, nt(0), groups, bias, padding_mode, device, dtype)
+
+    def forward(self, input):
+        self._check_input(input)
+        input, padding = self._conv_padding(input)
+        return getattr(F, self._function)(input, self.weight, self.bias, self.stride, padding,
+                                          self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-D convolution over an input of shape ``(N, C_in, L)`` or ``(C_in, L)``.
 
     Arguments, defaults and initialisation are PyTorch's; ``padding`` may be an int, a
@@ -138,23 +158,10 @@ class Conv1d(_ConvNd):
 
     _n = 1
     _layout = "N, C, L"
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _single(kernel_size), _single(stride),
-                         padding if isinstance(padding, str) else _single(padding),
-                         _single(dilation), False, _single(0), groups, bias, padding_mode,
-                         device, dtype)
-
-    def forward(self, input):
-        self._check_input(input)
-        input, padding = self._conv_padding(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+    _function = "conv1d"
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over an input of shape ``(N, C_in, H, W)`` or ``(C_in, H, W)``.
 
     Arguments, defaults and initialisation are PyTorch's: ``kernel_size``, ``stride``,
@@ -172,35 +179,32 @@ class Conv2d(_ConvNd):
     torcia.Size([2, 8, 8, 8])
     """
 
-    def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
-                 dilation=1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device=None, dtype=None):
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
-                         padding if isinstance(padding, str) else _pair(padding),
-                         _pair(dilation), False, _pair(0), groups, bias, padding_mode,
-                         device, dtype)
 
-    def forward(self, input):
-        self._check_input(input)
-        input, padding = self._conv_padding(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
-
-
-class ConvTranspose2d(_ConvNd):
-    """2-D transposed convolution (the gradient of ``Conv2d`` with respect to its input).
-
-    The weight has shape ``(in_channels, out_channels // groups, kH, kW)``. ``forward``
-    takes an optional ``output_size`` that picks ``output_padding`` when a stride makes the
-    output size ambiguous.
+class Conv3d(_Conv):
+    """3-D convolution over an input of shape ``(N, C_in, D, H, W)`` or
+    ``(C_in, D, H, W)`` (see :class:`Conv2d` for the arguments).
 
     Examples
     --------
     >>> import torcia
-    >>> up = torcia.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)
-    >>> up(torcia.randn(1, 4, 5, 5)).shape
-    torcia.Size([1, 2, 10, 10])
+    >>> torcia.nn.Conv3d(2, 4, 3)(torcia.randn(1, 2, 5, 5, 5)).shape
+    torcia.Size([1, 4, 3, 3, 3])
     """
+
+    _n = 3
+    _layout = "N, C, D, H, W"
+    _function = "conv3d"
+
+
+class _ConvTranspose(_ConvNd):
+    """A transposed convolution (the gradient of a convolution with respect to its input).
+
+    The weight has shape ``(in_channels, out_channels // groups, *kernel_size)``.
+    ``forward`` takes an optional ``output_size`` that picks ``output_padding`` when a
+    stride makes the output size ambiguous.
+    """
+
+    _function = "conv_transpose2d"
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size, stride=1, padding=0,
                  output_padding=0, groups: int = 1, bias: bool = True, dilation=1,
@@ -212,15 +216,10 @@ class ConvTranspose2d(_ConvNd):
         if isinstance(padding, str):
             raise ValueError(f"{type(self).__name__} does not support string padding, got "
                              f"padding={padding!r}")
-        super().__init__(in_channels, out_channels, _pair(kernel_size), _pair(stride),
-                         _pair(padding), _pair(dilation), True, _pair(output_padding), groups,
-                         bias, padding_mode, device, dtype)
-
-    def _check_input(self, input) -> None:
-        shape = input.shape
-        if len(shape) not in (3, 4) or shape[-3] != self.in_channels:
-            raise shape_error(self, f"input of shape [N, {self.in_channels}, H, W] or "
-                                    f"[{self.in_channels}, H, W]", input)
+        nt = _TUPLES[self._n]
+        super().__init__(in_channels, out_channels, nt(kernel_size), nt(stride), nt(padding),
+                         nt(dilation), True, nt(output_padding), groups, bias, padding_mode,
+                         device, dtype)
 
     def _output_padding(self, input, output_size) -> tuple:
         if output_size is None:
@@ -252,5 +251,41 @@ class ConvTranspose2d(_ConvNd):
     def forward(self, input, output_size=None):
         self._check_input(input)
         output_padding = self._output_padding(input, output_size)
-        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
-                                  output_padding, self.groups, self.dilation)
+        return getattr(F, self._function)(input, self.weight, self.bias, self.stride,
+                                          self.padding, output_padding, self.groups,
+                                          self.dilation)
+
+
+class ConvTranspose1d(_ConvTranspose):
+    """1-D transposed convolution over ``(N, C_in, L)`` or ``(C_in, L)`` (see
+    :class:`ConvTranspose2d`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ConvTranspose1d(4, 2, 3, stride=2)(torcia.randn(1, 4, 5)).shape
+    torcia.Size([1, 2, 11])
+    """
+
+    _n = 1
+    _layout = "N, C, L"
+    _function = "conv_transpose1d"
+
+
+class ConvTranspose2d(_ConvTranspose):
+    """2-D transposed convolution (the gradient of ``Conv2d`` with respect to its input).
+
+    The weight has shape ``(in_channels, out_channels // groups, kH, kW)``. ``forward``
+    takes an optional ``output_size`` that picks ``output_padding`` when a stride makes the
+    output size ambiguous.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> up = torcia.nn.ConvTranspose2d(4, 2, 3, stride=2, padding=1, output_padding=1)
+    >>> up(torcia.randn(1, 4, 5, 5)).shape
+    torcia.Size([1, 2, 10, 10])
+    """
+
+
+_TUPLES = {1: _single, 2: _pair, 3: _triple}

@@ -1,11 +1,11 @@
-"""``Dropout`` and ``Dropout2d``: active in training mode, the identity in eval mode."""
+"""Dropout layers: active in training mode, the identity in eval mode."""
 
 from __future__ import annotations
 
 from torcia.nn import functional as F
 from torcia.nn.modules.module import Module
 
-__all__ = ["Dropout", "Dropout2d"]
+__all__ = ["AlphaDropout", "Dropout", "Dropout1d", "Dropout2d"]
 
 
 class _DropoutNd(Module):
@@ -51,3 +51,32 @@ class Dropout2d(_DropoutNd):
 
     def forward(self, input):
         return F.dropout2d(input, self.p, self.training, self.inplace)
+
+
+class Dropout1d(_DropoutNd):
+    """Zero whole channels of ``(N, C, L)`` inputs with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.nn.Dropout1d(0.5)(torcia.ones(1, 64, 3))
+    >>> bool(((y.sum(2) == 0) | (y.sum(2) == 6)).all())
+    True
+    """
+
+    def forward(self, input):
+        return F.dropout1d(input, self.p, self.training, self.inplace)
+
+
+class AlphaDropout(_DropoutNd):
+    """Dropout for SELU networks: keeps the mean and variance of a standard normal input.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AlphaDropout(0.2).eval()(torcia.ones(2))
+    tensor([1., 1.])
+    """
+
+    def forward(self, input):
+        return F.alpha_dropout(input, self.p, self.training, self.inplace)

@@ -9,8 +9,9 @@ from torcia.nn import functional as F
 from torcia.nn.modules.module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CosineEmbeddingLoss", "CrossEntropyLoss",
-           "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss", "MarginRankingLoss", "NLLLoss",
-           "SmoothL1Loss", "TripletMarginLoss"]
+           "HingeEmbeddingLoss", "HuberLoss", "KLDivLoss", "L1Loss", "MSELoss",
+           "MarginRankingLoss", "MultiMarginLoss", "NLLLoss", "PoissonNLLLoss",
+           "SmoothL1Loss", "SoftMarginLoss", "TripletMarginLoss"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -296,3 +297,84 @@ class TripletMarginLoss(_Loss):
     def forward(self, anchor, positive, negative):
         return F.triplet_margin_loss(anchor, positive, negative, margin=self.margin, p=self.p,
                                      eps=self.eps, swap=self.swap, reduction=self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    """``x`` for ``y = 1``, ``max(0, margin - x)`` for ``y = -1``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.HingeEmbeddingLoss()(torcia.tensor([0.3, 0.4]), torcia.tensor([1.0, -1.0]))
+    tensor(0.4500)
+    """
+
+    def __init__(self, margin: float = 1.0, size_average=None, reduce=None,
+                 reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.hinge_embedding_loss(input, target, margin=self.margin,
+                                      reduction=self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    """``log(1 + exp(-y * x))`` for labels ``y`` in {-1, 1}.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.SoftMarginLoss()(torcia.tensor([0.0]), torcia.tensor([1.0]))
+    tensor(0.6931)
+    """
+
+    def forward(self, input, target):
+        return F.soft_margin_loss(input, target, reduction=self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    """Negative log-likelihood of a Poisson ``target`` with rate ``exp(input)``
+    (``log_input=True``) or ``input``; ``full`` adds Stirling's term.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.PoissonNLLLoss()(torcia.tensor([0.0]), torcia.tensor([1.0]))
+    tensor(1.)
+    """
+
+    def __init__(self, log_input: bool = True, full: bool = False, size_average=None,
+                 eps: float = 1e-8, reduce=None, reduction: str = "mean"):
+        super().__init__(size_average, reduce, reduction)
+        self.log_input = log_input
+        self.full = full
+        self.eps = eps
+
+    def forward(self, log_input, target):
+        return F.poisson_nll_loss(log_input, target, log_input=self.log_input, full=self.full,
+                                  eps=self.eps, reduction=self.reduction)
+
+
+class MultiMarginLoss(_WeightedLoss):
+    """Multi-class hinge loss: the mean over classes ``i != y`` of
+    ``max(0, margin - x[y] + x[i]) ** p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.MultiMarginLoss()(torcia.tensor([[0.1, 0.2, 0.4, 0.8]]), torcia.tensor([3]))
+    tensor(0.3250)
+    """
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight=None, size_average=None,
+                 reduce=None, reduction: str = "mean"):
+        super().__init__(weight, size_average, reduce, reduction)
+        if p not in (1, 2):
+            raise ValueError("only p == 1 and p == 2 supported")
+        self.p = p
+        self.margin = margin
+
+    def forward(self, input, target):
+        return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
+                                   weight=self.weight, reduction=self.reduction)

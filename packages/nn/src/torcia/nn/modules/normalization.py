@@ -1,4 +1,5 @@
-"""Normalisation layers: ``BatchNorm1d/2d``, ``LayerNorm``, ``GroupNorm``."""
+"""Normalisation layers: ``BatchNorm1d/2d/3d``, ``InstanceNorm1d/2d``, ``LayerNorm``,
+``GroupNorm``."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from torcia.nn.modules._utils import shape_error
 from torcia.nn.modules.module import Module
 from torcia.nn.parameter import Parameter
 
-__all__ = ["BatchNorm1d", "BatchNorm2d", "GroupNorm", "LayerNorm"]
+__all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "GroupNorm", "InstanceNorm1d",
+           "InstanceNorm2d", "LayerNorm"]
 
 
 def _affine_parameters(module, shape, weight: bool, bias: bool, device, dtype) -> None:
@@ -150,6 +152,77 @@ class BatchNorm2d(_BatchNorm):
     """
 
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    """Batch normalisation of ``(N, C, D, H, W)`` inputs over each channel (see
+    :class:`BatchNorm1d` for the arguments).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.BatchNorm3d(3)(torcia.randn(2, 3, 2, 2, 2)).shape
+    torcia.Size([2, 3, 2, 2, 2])
+    """
+
+    _dims = (5,)
+
+
+class _InstanceNorm(_BatchNorm):
+    """Normalisation of each sample and channel over its spatial dimensions; by default
+    without affine parameters or running statistics (``track_running_stats=True`` keeps
+    them for eval mode, as in :class:`BatchNorm1d`)."""
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None, *, bias: bool = True):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device,
+                         dtype, bias=bias)
+
+    def forward(self, input):
+        dims = input.dim()
+        if dims not in self._dims:
+            allowed = " or ".join(f"{d}D" for d in self._dims)
+            raise ValueError(f"expected {allowed} input (got {dims}D input)")
+        unbatched = dims == self._dims[0]
+        if unbatched:
+            input = input.unsqueeze(0)
+        if self.affine and input.shape[1] != self.num_features:
+            raise shape_error(self, f"input with {self.num_features} channels in the channel "
+                                    "dimension", input)
+        use_input_stats = self.training or not self.track_running_stats
+        momentum = 0.0 if self.momentum is None else self.momentum
+        out = F.instance_norm(input, self.running_mean, self.running_var, self.weight,
+                              self.bias, use_input_stats, momentum, self.eps)
+        return out.squeeze(0) if unbatched else out
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, L)`` or ``(C, L)`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.nn.InstanceNorm1d(2)(torcia.tensor([[[1.0, 3.0], [0.0, 10.0]]]))
+    >>> y.round(decimals=3)
+    tensor([[[-1.,  1.],
+             [-1.,  1.]]])
+    """
+
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, H, W)`` or ``(C, H, W)`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.InstanceNorm2d(3, affine=True)(torcia.randn(2, 3, 4, 4)).shape
+    torcia.Size([2, 3, 4, 4])
+    """
+
+    _dims = (3, 4)
 
 
 class LayerNorm(Module):

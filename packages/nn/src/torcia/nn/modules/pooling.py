@@ -1,5 +1,8 @@
-"""Pooling: ``MaxPool1d/2d``, ``AvgPool1d/2d``, ``AdaptiveAvgPool2d``,
-``AdaptiveMaxPool2d``."""
+"""Pooling: ``MaxPool1d/2d/3d``, ``AvgPool1d/2d/3d``, ``AdaptiveAvgPool1d/2d``,
+``AdaptiveMaxPool1d/2d``.
+
+Each class names its functional op and its number of spatial dimensions; the shared bases
+check the input's rank and call the op."""
 
 from __future__ import annotations
 
@@ -7,16 +10,24 @@ from torcia.nn import functional as F
 from torcia.nn.modules._utils import _single, shape_error
 from torcia.nn.modules.module import Module
 
-__all__ = ["AdaptiveAvgPool2d", "AdaptiveMaxPool2d", "AvgPool1d", "AvgPool2d", "MaxPool1d",
-           "MaxPool2d"]
+__all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+           "AvgPool1d", "AvgPool2d", "AvgPool3d", "MaxPool1d", "MaxPool2d", "MaxPool3d"]
+
+_LAYOUTS = {1: "[N, C, L] or [C, L]", 2: "[N, C, H, W] or [C, H, W]",
+            3: "[N, C, D, H, W] or [C, D, H, W]"}
 
 
-def _check_dims(module, input, n: int, layout: str) -> None:
-    if input.dim() not in (n + 1, n + 2):
-        raise shape_error(module, f"a {n + 1}-D or {n + 2}-D input ({layout})", input)
+class _Pool(Module):
+    _n = 2
+    _function = "max_pool2d"
+
+    def _check_dims(self, input) -> None:
+        n = self._n
+        if input.dim() not in (n + 1, n + 2):
+            raise shape_error(self, f"a {n + 1}-D or {n + 2}-D input ({_LAYOUTS[n]})", input)
 
 
-class _MaxPoolNd(Module):
+class _MaxPoolNd(_Pool):
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1,
                  return_indices: bool = False, ceil_mode: bool = False):
         super().__init__()
@@ -26,6 +37,12 @@ class _MaxPoolNd(Module):
         self.dilation = dilation
         self.return_indices = return_indices
         self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        self._check_dims(input)
+        return getattr(F, self._function)(input, self.kernel_size, self.stride, self.padding,
+                                          self.dilation, ceil_mode=self.ceil_mode,
+                                          return_indices=self.return_indices)
 
     def extra_repr(self) -> str:
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}, "
@@ -42,10 +59,8 @@ class MaxPool1d(_MaxPoolNd):
     tensor([[[3., 2.]]])
     """
 
-    def forward(self, input):
-        _check_dims(self, input, 1, "[N, C, L] or [C, L]")
-        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
+    _n = 1
+    _function = "max_pool1d"
 
 
 class MaxPool2d(_MaxPoolNd):
@@ -61,52 +76,22 @@ class MaxPool2d(_MaxPoolNd):
               [13., 15.]]]])
     """
 
-    def forward(self, input):
-        _check_dims(self, input, 2, "[N, C, H, W] or [C, H, W]")
-        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation,
-                            ceil_mode=self.ceil_mode, return_indices=self.return_indices)
 
-
-class AvgPool1d(Module):
-    """1-D average pooling over ``(N, C, L)`` or ``(C, L)``.
+class MaxPool3d(_MaxPoolNd):
+    """3-D max pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
 
     Examples
     --------
     >>> import torcia
-    >>> torcia.nn.AvgPool1d(2)(torcia.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
-    tensor([[[2., 1.]]])
+    >>> torcia.nn.MaxPool3d(2)(torcia.ones(1, 2, 4, 4, 4)).shape
+    torcia.Size([1, 2, 2, 2, 2])
     """
 
-    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
-                 count_include_pad: bool = True):
-        super().__init__()
-        self.kernel_size = _single(kernel_size)
-        self.stride = _single(stride if stride is not None else kernel_size)
-        self.padding = _single(padding)
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-
-    def forward(self, input):
-        _check_dims(self, input, 1, "[N, C, L] or [C, L]")
-        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    _n = 3
+    _function = "max_pool3d"
 
 
-class AvgPool2d(Module):
-    """2-D average pooling over ``(N, C, H, W)`` or ``(C, H, W)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.arange(16.0).reshape(1, 1, 4, 4)
-    >>> torcia.nn.AvgPool2d(2)(x)
-    tensor([[[[ 2.5000,  4.5000],
-              [10.5000, 12.5000]]]])
-    """
-
+class _AvgPoolNd(_Pool):
     def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
                  count_include_pad: bool = True, divisor_override=None):
         super().__init__()
@@ -118,15 +103,110 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input):
-        _check_dims(self, input, 2, "[N, C, H, W] or [C, H, W]")
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        self._check_dims(input)
+        return getattr(F, self._function)(input, self.kernel_size, self.stride, self.padding,
+                                          self.ceil_mode, self.count_include_pad,
+                                          self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
+class AvgPool1d(_AvgPoolNd):
+    """1-D average pooling over ``(N, C, L)`` or ``(C, L)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AvgPool1d(2)(torcia.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+    tensor([[[2., 1.]]])
+    """
+
+    _n = 1
+    _function = "avg_pool1d"
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True):
+        # PyTorch keeps AvgPool1d's sizes as 1-tuples (and prints them so)
+        super().__init__(_single(kernel_size),
+                         _single(stride if stride is not None else kernel_size),
+                         _single(padding), ceil_mode, count_include_pad)
+
+    def forward(self, input):
+        self._check_dims(input)
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+                            self.count_include_pad)
+
+
+class AvgPool2d(_AvgPoolNd):
+    """2-D average pooling over ``(N, C, H, W)`` or ``(C, H, W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(16.0).reshape(1, 1, 4, 4)
+    >>> torcia.nn.AvgPool2d(2)(x)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
+
+    _function = "avg_pool2d"
+
+
+class AvgPool3d(_AvgPoolNd):
+    """3-D average pooling over ``(N, C, D, H, W)`` or ``(C, D, H, W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AvgPool3d(2)(torcia.ones(1, 2, 4, 4, 4)).shape
+    torcia.Size([1, 2, 2, 2, 2])
+    """
+
+    _n = 3
+    _function = "avg_pool3d"
+
+
+class _AdaptivePool(_Pool):
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size = output_size
+        self.return_indices = return_indices
+
+    def forward(self, input):
+        self._check_dims(input)
+        return getattr(F, self._function)(input, self.output_size, *self._extra())
+
+    def _extra(self) -> tuple:
+        return (self.return_indices,)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class _AdaptiveAvgPool(_AdaptivePool):
+    def __init__(self, output_size):
+        super().__init__(output_size)
+
+    def _extra(self) -> tuple:
+        return ()
+
+
+class AdaptiveAvgPool1d(_AdaptiveAvgPool):
+    """Average pooling of ``(N, C, L)`` to a fixed length.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AdaptiveAvgPool1d(2)(torcia.tensor([[[1.0, 3.0, 5.0, 7.0]]]))
+    tensor([[[2., 6.]]])
+    """
+
+    _n = 1
+    _function = "adaptive_avg_pool1d"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPool):
     """Average pooling to a fixed output size ``(H_out, W_out)`` (None keeps that size).
 
     Examples
@@ -136,19 +216,24 @@ class AdaptiveAvgPool2d(Module):
     torcia.Size([2, 3, 1, 1])
     """
 
-    def __init__(self, output_size):
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input):
-        _check_dims(self, input, 2, "[N, C, H, W] or [C, H, W]")
-        return F.adaptive_avg_pool2d(input, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
+    _function = "adaptive_avg_pool2d"
 
 
-class AdaptiveMaxPool2d(Module):
+class AdaptiveMaxPool1d(_AdaptivePool):
+    """Max pooling of ``(N, C, L)`` to a fixed length.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AdaptiveMaxPool1d(2)(torcia.tensor([[[1.0, 3.0, 5.0, 7.0]]]))
+    tensor([[[3., 7.]]])
+    """
+
+    _n = 1
+    _function = "adaptive_max_pool1d"
+
+
+class AdaptiveMaxPool2d(_AdaptivePool):
     """Max pooling to a fixed output size ``(H_out, W_out)``.
 
     Examples
@@ -158,14 +243,4 @@ class AdaptiveMaxPool2d(Module):
     torcia.Size([1, 3, 2, 2])
     """
 
-    def __init__(self, output_size, return_indices: bool = False):
-        super().__init__()
-        self.output_size = output_size
-        self.return_indices = return_indices
-
-    def forward(self, input):
-        _check_dims(self, input, 2, "[N, C, H, W] or [C, H, W]")
-        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
+    _function = "adaptive_max_pool2d"
