@@ -71,7 +71,8 @@ class LanguageModelDataset(Dataset):
             raise ValueError(f"block_size must be positive, got {block_size}")
         self.tokens = torcia.as_tensor(tokens, dtype=torcia.int64)
         if self.tokens.ndim != 1:
-            raise ValueError(f"tokens must be one stream (1-D), got shape {list(self.tokens.shape)}")
+            raise ValueError("tokens must be one stream (1-D), got shape "
+                             f"{list(self.tokens.shape)}")
         self.block_size = block_size
         self.stride = stride or block_size
         usable = self.tokens.shape[0] - 1 - block_size
