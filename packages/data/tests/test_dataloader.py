@@ -6,6 +6,7 @@ import multiprocessing as mp
 import os
 import random
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -379,3 +380,15 @@ def test_shuffled_epochs_do_not_depend_on_workers_or_persistence(options):
     expected = epochs()
     assert expected[0] != expected[1]
     assert epochs(**options) == expected
+
+
+def test_more_workers_than_cpus_warns_once(monkeypatch):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    loader = DataLoader(Items(4), batch_size=2, num_workers=2, persistent_workers=True)
+    with pytest.warns(UserWarning, match="create 2 worker processes in total, but this "
+                                         "process may only use 1 CPUs"):
+        assert len(list(loader)) == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(list(loader)) == 2
+    del loader

@@ -24,6 +24,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 import weakref
 
 from torcia.data import _shm
@@ -169,6 +170,7 @@ class DataLoader:
             collate_fn = default_collate if self._auto_collation else default_convert
         self.collate_fn = collate_fn
         self._iterator = None
+        self._checked_workers = False
         self._initialized = True
 
     def __setattr__(self, name, value):
@@ -194,6 +196,9 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
+        if not self._checked_workers:
+            _check_worker_number(self.num_workers)
+            self._checked_workers = True
         if not self.persistent_workers:
             return _MultiProcessIter(self)
         if self._iterator is None or self._iterator._workers.done:
@@ -205,6 +210,23 @@ class DataLoader:
     def _fetcher(self) -> Fetcher:
         return Fetcher(self.dataset, self._iterable, self._auto_collation, self.collate_fn,
                        self.drop_last, self.batch_size)
+
+
+def _check_worker_number(num_workers: int) -> None:
+    """Warn when there are more workers than CPUs this process may run on: they would
+    only take turns, each holding its batches in memory."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        cpus = os.cpu_count() or 1
+    if num_workers > cpus:
+        warnings.warn(
+            f"This DataLoader will create {num_workers} worker processes in total, but this "
+            f"process may only use {cpus} CPUs; more workers than that are likely to slow "
+            "loading down. Lower num_workers if loading is slow.",
+            UserWarning,
+            stacklevel=3,
+        )
 
 
 def _base_seed(loader) -> int:
