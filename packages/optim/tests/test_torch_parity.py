@@ -87,3 +87,34 @@ def test_lbfgs_matches_pytorch_on_rosenbrock(options):
     assert ours[2] == theirs[2]
     if "line_search_fn" in options and options.get("max_iter", 20) == 20:
         np.testing.assert_allclose(ours[0], [1.0, 1.0], atol=1e-5)
+
+
+def to_torcia(value):
+    """A PyTorch state dict's values as torcia's (tensors through NumPy)."""
+    if isinstance(value, torch.Tensor):
+        return torcia.tensor(value.detach().numpy())
+    if isinstance(value, dict):
+        return {k: to_torcia(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(to_torcia(v) for v in value)
+    return value
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c[0] in ("SGD", "Adam", "RMSprop",
+                                                                  "NAdam", "Adagrad")],
+                         ids=case_id)
+def test_a_pytorch_state_dict_loads_and_training_continues_alike(case):
+    name, options = case
+    theirs_params, theirs = run_torch(name, options, steps=5)
+    params = [torcia.tensor(p, requires_grad=True) for p in theirs_params]
+    ours = getattr(torcia.optim, name)(params, **options)
+    ours.load_state_dict(to_torcia(theirs.state_dict()))
+    c = [torcia.tensor(x, dtype=torcia.float32) for x in CURVATURE]
+    d = [torcia.tensor(x, dtype=torcia.float32) for x in SHIFT]
+    for _ in range(4):
+        ours.zero_grad()
+        sum((0.5 * ci * p * p + di * p).sum() for p, ci, di in zip(params, c, d)).backward()
+        ours.step()
+    expected, _ = run_torch(name, options, steps=9)
+    for p, e in zip(params, expected):
+        np.testing.assert_allclose(p.detach().numpy(), e, rtol=2e-6, atol=2e-6)
