@@ -483,3 +483,30 @@ def test_always_call_forward_hook_runs_when_forward_raises():
     with pytest.raises(ValueError, match="bad input"):
         m(torcia.ones(1))
     assert seen == [("always", None)]
+
+
+def test_extra_state_is_saved_and_restored():
+    class Counter(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(1, 1)
+            self.seen = 0
+
+        def get_extra_state(self):
+            return {"seen": self.seen}
+
+        def set_extra_state(self, state):
+            self.seen = state["seen"]
+
+    a = nn.Sequential(Counter())
+    a[0].seen = 7
+    sd = a.state_dict()
+    assert list(sd) == ["0._extra_state", "0.fc.weight", "0.fc.bias"]  # own state first
+    b = nn.Sequential(Counter())
+    b.load_state_dict(sd)
+    assert b[0].seen == 7
+    del sd["0._extra_state"]
+    with pytest.raises(RuntimeError, match='Missing key.*"0._extra_state"'):
+        b.load_state_dict(sd)
+    with pytest.raises(RuntimeError, match='Unexpected key.*"_extra_state"'):
+        nn.Linear(1, 1).load_state_dict({**nn.Linear(1, 1).state_dict(), "_extra_state": 1})

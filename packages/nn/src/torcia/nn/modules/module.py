@@ -549,6 +549,25 @@ class Module:
         return self._apply(lambda t: t.to(target) if t.is_floating_point() else t)
 
     # ----- state dict ---------------------------------------------------------------
+    def get_extra_state(self):
+        """State beyond parameters and buffers to put in ``state_dict`` under
+        ``_extra_state`` (override it together with :meth:`set_extra_state`; it must be
+        something :func:`torcia.save` can store)."""
+        raise RuntimeError(
+            "Reached a code path in Module.get_extra_state() that should never be called. "
+            "Override get_extra_state() in the module to return its extra state."
+        )
+
+    def set_extra_state(self, state) -> None:
+        """Restore what :meth:`get_extra_state` returned."""
+        raise RuntimeError(
+            "Reached a code path in Module.set_extra_state() that should never be called. "
+            "Override set_extra_state() in the module to restore its extra state."
+        )
+
+    def _has_extra_state(self, method: str) -> bool:
+        return getattr(type(self), method) is not getattr(Module, method)
+
     def _save_to_state_dict(self, destination, prefix, keep_vars):
         for name, param in self._parameters.items():
             if param is not None:
@@ -556,6 +575,8 @@ class Module:
         for name, buf in self._buffers.items():
             if buf is not None and name not in self._non_persistent_buffers_set:
                 destination[prefix + name] = buf if keep_vars else buf.detach()
+        if self._has_extra_state("get_extra_state"):
+            destination[prefix + _EXTRA_STATE] = self.get_extra_state()
 
     def state_dict(self, *args, destination=None, prefix: str = "", keep_vars: bool = False):
         """An ordered dict from dotted names to the parameters and persistent buffers.
@@ -617,13 +638,20 @@ class Module:
                     f"are {current.shape} and whose dimensions in the checkpoint are "
                     f"{value.shape}, an exception occurred : {exc.args}."
                 )
+        extra = self._has_extra_state("set_extra_state")
+        if extra:
+            if prefix + _EXTRA_STATE in state_dict:
+                self.set_extra_state(state_dict[prefix + _EXTRA_STATE])
+            elif strict:
+                missing_keys.append(prefix + _EXTRA_STATE)
         if strict:
             for key in state_dict:
                 if not key.startswith(prefix):
                     continue
                 rest = key[len(prefix):]
                 head = rest.split(".", 1)[0]
-                if head not in self._modules and rest not in local_state:
+                known = rest in local_state or (extra and rest == _EXTRA_STATE)
+                if head not in self._modules and not known:
                     unexpected_keys.append(key)
 
     def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False):
@@ -731,6 +759,9 @@ _STORES = (
      lambda self, name, value: self.register_buffer(name, value, value.persistent)),
 )
 _STORE_NAMES = tuple(entry[0] for entry in _STORES)
+
+
+_EXTRA_STATE = "_extra_state"
 
 
 def _insert(hooks: OrderedDict, key, hook, prepend: bool) -> None:
