@@ -510,3 +510,23 @@ def test_extra_state_is_saved_and_restored():
         b.load_state_dict(sd)
     with pytest.raises(RuntimeError, match='Unexpected key.*"_extra_state"'):
         nn.Linear(1, 1).load_state_dict({**nn.Linear(1, 1).state_dict(), "_extra_state": 1})
+
+
+def test_full_backward_hook_with_two_inputs_and_tuple_outputs():
+    class Split(nn.Module):
+        def forward(self, a, scale, b):
+            return a * scale, a + b
+
+    m = Split()
+    a = torcia.randn(3, requires_grad=True)
+    b = torcia.randn(3)  # needs no gradient: its grad_input entry is None
+    seen = {}
+    m.register_full_backward_hook(lambda mod, gi, go: seen.update(gi=gi, go=go))
+    p, q = m(a, 2.0, b)
+    (p.sum() * 3 + q.sum()).backward()
+    assert len(seen["gi"]) == 2 and seen["gi"][1] is None
+    np.testing.assert_allclose(seen["go"][0].numpy(), [3.0] * 3)
+    np.testing.assert_allclose(seen["go"][1].numpy(), [1.0] * 3)
+    # d/da (3 * 2a + a) = 7
+    np.testing.assert_allclose(seen["gi"][0].numpy(), [7.0] * 3)
+    np.testing.assert_allclose(a.grad.numpy(), [7.0] * 3)
