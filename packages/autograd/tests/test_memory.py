@@ -118,3 +118,38 @@ def test_retain_grad_and_hooks_make_no_cycles():
         assert ref() is None
     finally:
         gc.enable()
+
+
+class _ExpSavingOutput(torcia.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        y = x.exp()
+        ctx.save_for_backward(y)
+        return y
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return grad * y
+
+
+def test_custom_function_nodes_make_no_cycles():
+    gc.disable()
+    try:
+        x = torcia.randn(3, requires_grad=True)
+        y = _ExpSavingOutput.apply(x)
+        node = weakref.ref(y.grad_fn)
+        del y
+        assert node() is None  # without backward
+        y = _ExpSavingOutput.apply(x)
+        node = weakref.ref(y.grad_fn)
+        y.sum().backward()
+        del y
+        assert node() is None  # after backward
+    finally:
+        gc.enable()
+
+
+def test_saved_output_of_a_custom_function_is_differentiable_again():
+    x = torcia.randn(3, dtype=torcia.float64, requires_grad=True)
+    assert torcia.autograd.gradgradcheck(_ExpSavingOutput.apply, (x,))

@@ -1447,30 +1447,52 @@ def _(grad, a, *, ord, dim, keepdim, result):
 # =======================================================================================
 # === neural-network primitives ===
 # =======================================================================================
-# Activation formulas are written with torcia ops on the input (or the result), so they
-# are twice differentiable. The window ops (conv, conv_transpose, conv_weight; avg_pool
+# Activation, softmax and norm formulas are written with torcia ops on the input (or the
+# result), so they are twice differentiable; for a first derivative alone (grad mode off
+# in the backward pass, i.e. no create_graph) the rows call one fused kernel instead
+# (activation_backward, softmax_backward, batch_norm_backward...). The window ops (conv, conv_transpose, conv_weight; avg_pool
 # and avg_pool_backward; im2col and col2im) are each other's adjoints, so their rows close
 # over those ops and any order of derivative works.
 
 
+def _fused(name, grad, x, **params):
+    """The first derivative of an activation in one kernel, or None when a graph of the
+    gradient is being built (the formulas below then keep it differentiable)."""
+    if torcia.is_grad_enabled():
+        return None
+    return call("activation_backward", (grad, x), {"activation": name, **params})
+
+
 @derivative("leaky_relu")
 def _(grad, x, *, negative_slope):
+    fused = _fused("leaky_relu", grad, x, negative_slope=negative_slope)
+    if fused is not None:
+        return fused
     return torcia.where(x > 0, grad, grad * negative_slope)
 
 
 @derivative("elu")
 def _(grad, x, *, alpha):
+    fused = _fused("elu", grad, x, alpha=alpha)
+    if fused is not None:
+        return fused
     return torcia.where(x > 0, grad, grad * alpha * x.exp())
 
 
 @derivative("selu")
 def _(grad, x):
+    fused = _fused("selu", grad, x)
+    if fused is not None:
+        return fused
     alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
     return torcia.where(x > 0, grad * scale, grad * (scale * alpha) * x.exp())
 
 
 @derivative("celu")
 def _(grad, x, *, alpha):
+    fused = _fused("celu", grad, x, alpha=alpha)
+    if fused is not None:
+        return fused
     return torcia.where(x > 0, grad, grad * (x / alpha).exp())
 
 
@@ -1512,57 +1534,85 @@ def _(grad, g, x, *, needs_input_grad):
 
 @derivative("mish")
 def _(grad, x):
+    fused = _fused("mish", grad, x)
+    if fused is not None:
+        return fused
     t = call("softplus", (x,), {"beta": 1.0, "threshold": 20.0}).tanh()
     return grad * (t + x * (1 - t * t) * x.sigmoid())
 
 
 @derivative("softplus")
 def _(grad, x, *, beta, threshold):
+    fused = _fused("softplus", grad, x, beta=beta, threshold=threshold)
+    if fused is not None:
+        return fused
     z = x * beta
     return torcia.where(z > threshold, grad, grad * z.sigmoid())
 
 
 @derivative("hardtanh")
 def _(grad, x, *, min_val, max_val):
+    fused = _fused("hardtanh", grad, x, min_val=min_val, max_val=max_val)
+    if fused is not None:
+        return fused
     # NOTE: strict bounds, as PyTorch: no gradient at the clipping points themselves
     return grad * ((x > min_val) & (x < max_val))
 
 
 @derivative("hardswish")
 def _(grad, x):
+    fused = _fused("hardswish", grad, x)
+    if fused is not None:
+        return fused
     mid = torcia.where(x < -3, torcia.zeros_like(x), x / 3 + 0.5)
     return grad * torcia.where(x > 3, torcia.ones_like(x), mid)
 
 
 @derivative("hardsigmoid")
 def _(grad, x):
+    fused = _fused("hardsigmoid", grad, x)
+    if fused is not None:
+        return fused
     return grad * ((x > -3) & (x < 3)) / 6
 
 
 @derivative("logsigmoid")
 def _(grad, x):
+    fused = _fused("logsigmoid", grad, x)
+    if fused is not None:
+        return fused
     return grad * (-x).sigmoid()
 
 
 @derivative("softsign")
 def _(grad, x):
+    fused = _fused("softsign", grad, x)
+    if fused is not None:
+        return fused
     d = 1 + x.abs()
     return grad / (d * d)
 
 
 @derivative("tanhshrink")
 def _(grad, x):
+    fused = _fused("tanhshrink", grad, x)
+    if fused is not None:
+        return fused
     t = x.tanh()
     return grad * t * t
 
 
 @derivative("softmax")
 def _(grad, _x, *, dim, result):
+    if not torcia.is_grad_enabled():
+        return call("softmax_backward", (grad, result), {"dim": dim})
     return result * (grad - (grad * result).sum(dim, keepdim=True))
 
 
 @derivative("log_softmax")
 def _(grad, _x, *, dim, result):
+    if not torcia.is_grad_enabled():
+        return call("log_softmax_backward", (grad, result), {"dim": dim})
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import weakref
 
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor
 from torcia.autograd import engine
+from torcia.autograd.derivatives import _reattach
 from torcia.autograd.graph import _FREED, _modified_message
 from torcia.autograd.graph import Node as _Node
 
@@ -18,6 +20,8 @@ class FunctionCtx:
     def __init__(self):
         self._saved = ()
         self._versions = ()
+        self._output_slots = {}
+        self._node = None
         self._released = False
         self.needs_input_grad = ()
         self.non_differentiable = set()
@@ -37,10 +41,31 @@ class FunctionCtx:
     def saved_tensors(self):
         if self._released:
             raise RuntimeError(_FREED)
+        node = self._node() if self._node is not None else None
         for t, v in zip(self._saved, self._versions):
             if t is not None and t._vc[0] != v:
-                raise RuntimeError(_modified_message(t, v, self._node))
-        return self._saved
+                raise RuntimeError(_modified_message(
+                    t, v, node.name() if node is not None else "a custom Function"))
+        if not self._output_slots or node is None:
+            return self._saved
+        saved = list(self._saved)
+        for i, k in self._output_slots.items():
+            saved[i] = _reattach(saved[i], node, k)
+        return tuple(saved)
+
+    def _keep_outputs_weakly(self, outputs):
+        """Saved outputs become aliases without ``grad_fn``: the node holds its context,
+        and an output holding the node would close a reference cycle. They are seen as
+        the node's outputs again when unpacked."""
+        saved = list(self._saved)
+        for i, t in enumerate(saved):
+            for k, o in enumerate(outputs):
+                if t is not None and t is o:
+                    alias = Tensor._make(o._data, o._device)
+                    alias._vc = o._vc
+                    saved[i] = alias
+                    self._output_slots[i] = k
+        self._saved = tuple(saved)
 
     def mark_non_differentiable(self, *tensors):
         """Outputs that never need a gradient (e.g. indices)."""
@@ -65,6 +90,7 @@ class BackwardCFunction(_Node):
 
     def release(self):
         self.ctx._released = True
+        self.ctx._saved = ()
         self.released = True
 
     def apply(self, grads, create_graph):
@@ -156,7 +182,7 @@ class Function:
             node.output_metas = tuple(
                 (o._data.shape, o.dtype, o._device) if isinstance(o, Tensor) else None
                 for o in outs)
-            ctx._node = node
+            ctx._node = weakref.ref(node)
             fixed = []
             for o in outs:
                 if isinstance(o, Tensor) and any(o is a for a in args) and id(o) not in ctx.dirty:
@@ -164,6 +190,7 @@ class Function:
                     o = o.detach()
                 fixed.append(o)
             outs = tuple(fixed)
+            ctx._keep_outputs_weakly(outs)
             engine.record_custom(node, [
                 o if isinstance(o, Tensor) and id(o) not in ctx.non_differentiable else None
                 for o in outs

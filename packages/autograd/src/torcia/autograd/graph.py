@@ -114,7 +114,7 @@ class Node:
         for i, v in self.versions:
             t = args[i]
             if t._vc[0] != v:
-                raise RuntimeError(_modified_message(t, v, self))
+                raise RuntimeError(_modified_message(t, v, self.name()))
         return args
 
     @property
@@ -127,11 +127,11 @@ class Node:
         return self.entry.backward(self, grads, create_graph)
 
 
-def _modified_message(t, expected, node):
+def _modified_message(t, expected, node_name):
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: [torcia.{t.dtype.name} {list(t.shape)}], which is an input or "
-        f"output of {node.name()}, is at version {t._vc[0]}; expected version {expected} "
+        f"output of {node_name}, is at version {t._vc[0]}; expected version {expected} "
         "instead. Hint: enable anomaly detection to find the operation that failed to compute "
         "its gradient, with torcia.autograd.set_detect_anomaly(True)."
     )
