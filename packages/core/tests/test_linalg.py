@@ -46,6 +46,9 @@ def test_product_errors():
     with pytest.raises(RuntimeError, match="expected m1 and m2 to have the same dtype, but got: "
                                            "float32 != float64"):
         torcia.ones(2, 2) @ torcia.ones(2, 2, dtype=torcia.float64)
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(2\) must match the size of "
+                                           r"tensor b \(3\) at non-singleton dimension 0"):
+        torcia.ones(2, 2, 3) @ torcia.ones(3, 3, 2)
     with pytest.raises(RuntimeError, match="both arguments to matmul need to be at least 1D"):
         torcia.tensor(1.0) @ torcia.ones(2)
     with pytest.raises(RuntimeError, match="1D tensors expected, but got 2D and 1D tensors"):

@@ -1286,6 +1286,10 @@ def matmul(input, other):
     torcia.Size([2, 4])
     """
     _matmul_dtype(input, other, "matmul")
+    try:
+        return call("matmul", (input, other), {})
+    except ValueError:
+        pass  # the array module refused the shapes: say why in PyTorch's words
     a, b = input._data.shape, other._data.shape
     if not a or not b:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -1294,7 +1298,15 @@ def matmul(input, other):
         a_shape = "x".join(map(str, a if len(a) > 1 else (1,) + a))
         b_shape = "x".join(map(str, b if len(b) > 1 else b + (1,)))
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
-    return call("matmul", (input, other), {})
+    ba, bb = a[:-2], b[:-2]
+    n = builtins.max(len(ba), len(bb))
+    for i in range(1, n + 1):
+        x = ba[-i] if i <= len(ba) else 1
+        y = bb[-i] if i <= len(bb) else 1
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {n - i}")
+    raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
 
 
 def mm(input, mat2):
