@@ -240,3 +240,25 @@ def test_version_counter_is_shared_by_views():
     before = x._version
     v.add_(1)
     assert x._version == v._version == before + 1
+
+
+def _retained_after_write(lib, x, w):
+    y = x * 2
+    y.retain_grad()
+    y.mul_(3)  # retain_grad follows the new value; y.grad is the gradient of that
+    z = x * 1
+    z.retain_grad()
+    z[1:].mul_(w[0, 0])  # a write through a view moves the base's retained grad too
+    loss = (y * y).sum() + (z * z).sum()
+    loss.backward()
+    return y.grad, z.grad
+
+
+def test_retain_grad_follows_in_place_writes_as_in_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    arrays = [rng.standard_normal((2, 3)), rng.standard_normal((2, 2))]
+    theirs = _retained_after_write(torch, *[torch.tensor(a, requires_grad=True) for a in arrays])
+    ours = _retained_after_write(torcia, *[torcia.tensor(a, requires_grad=True) for a in arrays])
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)

@@ -9,6 +9,7 @@ gradient has run.
 from __future__ import annotations
 
 import traceback
+import weakref
 
 import numpy as np
 
@@ -168,12 +169,26 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
         node.args = tuple(snapshot if a is t else a for a in node.args)
         node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
     base = t._base
+    before = [(x, x.grad_fn, x._out_nr) for x in (t, base) if x is not None and x._retains_grad]
     if base is not None and (base._requires_grad or out._requires_grad):
         _copy_slices(base, t, out)
-        return
-    t.grad_fn = out.grad_fn
-    t._out_nr = out._out_nr
-    t._requires_grad = True
+    else:
+        t.grad_fn = out.grad_fn
+        t._out_nr = out._out_nr
+        t._requires_grad = True
+    for x, old_fn, old_nr in before:
+        _follow_retained(x, old_fn, old_nr)
+
+
+def _follow_retained(t: Tensor, old_fn, old_nr: int) -> None:
+    """``retain_grad`` keeps the gradient of the tensor's current value, so after an
+    in-place write its hook moves to the new node (other hooks stay with the old value,
+    as in PyTorch)."""
+    keep = t._hooks.retain_hook
+    hooks = old_fn.pre_hooks.get(old_nr) if old_fn.pre_hooks else None
+    if hooks and keep in hooks:
+        hooks.remove(keep)
+    _add_pre_hook(t, keep)
 
 
 def _copy_slices(base: Tensor, view: Tensor, out: Tensor) -> None:
@@ -229,16 +244,21 @@ def register_hook(t: Tensor, hook):
     """A hook on the gradient of ``t``; returns a handle with ``remove()``."""
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    return RemovableHandle(_add_pre_hook(t, hook), hook)
+
+
+def _add_pre_hook(t: Tensor, hook) -> list:
+    """Append ``hook`` where ``t``'s gradient passes: its leaf hooks, or the pre-hooks of its
+    node for its output number; returns that list."""
     node = t.grad_fn
     if node is None:
         hooks = meta_of(t).hooks
-        hooks.append(hook)
-        return RemovableHandle(hooks, hook)
-    if node.pre_hooks is None:
-        node.pre_hooks = {}
-    lst = node.pre_hooks.setdefault(t._out_nr, [])
-    lst.append(hook)
-    return RemovableHandle(lst, hook)
+    else:
+        if node.pre_hooks is None:
+            node.pre_hooks = {}
+        hooks = node.pre_hooks.setdefault(t._out_nr, [])
+    hooks.append(hook)
+    return hooks
 
 
 def retain_grad(t: Tensor) -> None:
@@ -249,8 +269,6 @@ def retain_grad(t: Tensor) -> None:
         return
     if t._retains_grad:
         return
-    import weakref
-
     ref = weakref.ref(t)
 
     def keep(grad):
@@ -260,7 +278,8 @@ def retain_grad(t: Tensor) -> None:
             target.grad = g.clone() if target.grad is None else target.grad + g
         return None
 
-    register_hook(t, keep)
+    _add_pre_hook(t, keep)
+    meta_of(t).retain_hook = keep
     t._retains_grad = True
 
 
@@ -537,6 +556,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     >>> dx, torcia.autograd.grad(dx, x)[0]
     (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
     """
+    if is_grads_batched:
+        raise NotImplementedError("torcia.autograd.grad: is_grads_batched=True is not "
+                                  "supported; call grad once per grad_outputs instead")
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if grad_outputs is None:

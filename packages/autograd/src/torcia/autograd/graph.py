@@ -189,11 +189,12 @@ class RemovableHandle:
 class TensorMeta:
     """Autograd state a tensor carries only once it needs it (kept in ``Tensor._hooks``)."""
 
-    __slots__ = ("hooks", "accumulator")
+    __slots__ = ("hooks", "accumulator", "retain_hook")
 
     def __init__(self):
         self.hooks = []
         self.accumulator = None
+        self.retain_hook = None
 
 
 def meta_of(t: Tensor) -> TensorMeta:
