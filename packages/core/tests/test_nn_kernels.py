@@ -248,6 +248,32 @@ def test_activation_closed_forms(op, params, expected):
     np.testing.assert_allclose(getattr(K, op)(X, **params), expected, rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("op, params", [
+    ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 2.0}), ("selu", {}),
+    ("celu", {"alpha": 0.5}), ("softplus", {"beta": 2.0, "threshold": 4.0}), ("mish", {}),
+    ("hardtanh", {"min_val": -2.0, "max_val": 1.0}), ("hardswish", {}), ("hardsigmoid", {}),
+    ("logsigmoid", {}), ("softsign", {}), ("tanhshrink", {}),
+])
+def test_activation_backward_by_finite_differences(op, params):
+    # points off the kinks (0, +-3, the clip bounds, beta * x = threshold)
+    x = np.linspace(-5.05, 5.05, 36)
+    g = rng.standard_normal(x.shape)
+    got = K.activation_backward(g, x, activation=op, **params)
+    h = 1e-6
+    numeric = g * (getattr(K, op)(x + h, **params) - getattr(K, op)(x - h, **params)) / (2 * h)
+    np.testing.assert_allclose(got, numeric, rtol=1e-6, atol=1e-8)
+
+
+def test_softmax_backward_kernels_by_finite_differences():
+    x = rng.standard_normal((3, 4))
+    g = rng.standard_normal((3, 4))
+    for fwd, bwd in (("softmax", "softmax_backward"), ("log_softmax", "log_softmax_backward")):
+        f = getattr(K, fwd)
+        got = getattr(K, bwd)(g, f(x, dim=1), dim=1)
+        np.testing.assert_allclose(got, _numerical_vjp(lambda x_: f(x_, dim=1), x, g),
+                                   rtol=1e-6, atol=1e-9)
+
+
 def test_logsigmoid_and_softplus_do_not_overflow():
     big = np.array([-1000.0, 1000.0])
     np.testing.assert_array_equal(K.logsigmoid(big), [-1000.0, 0.0])

@@ -164,6 +164,43 @@ class NNKernels:
         """tanhshrink(a): a - tanh(a)."""
         return a - self.xp.tanh(a)
 
+    def activation_backward(self, g, a, activation, **params):
+        """activation_backward(g, a, activation, **params): g * f'(a) for the activation
+        named ``activation`` with its parameters (first derivatives; second ones go
+        through differentiable ops)."""
+        xp = self.xp
+        one = a.dtype.type(1)
+        if activation == "leaky_relu":
+            return xp.where(a > 0, g, g * a.dtype.type(params["negative_slope"]))
+        if activation in ("elu", "selu"):
+            alpha = params.get("alpha", _SELU_ALPHA)
+            d = xp.where(a > 0, one, a.dtype.type(alpha) * xp.exp(xp.minimum(a, 0)))
+            return g * d * a.dtype.type(_SELU_SCALE) if activation == "selu" else g * d
+        if activation == "celu":
+            alpha = a.dtype.type(params["alpha"])
+            return g * xp.where(a > 0, one, xp.exp(xp.minimum(a, 0) / alpha))
+        if activation == "softplus":
+            z = a * a.dtype.type(params["beta"])
+            return xp.where(z > params["threshold"], g, g * self.sigmoid(z))
+        if activation == "mish":
+            t = xp.tanh(xp.logaddexp(0, a))
+            return g * (t + a * (1 - t * t) * self.sigmoid(a))
+        if activation == "hardtanh":
+            return g * ((a > params["min_val"]) & (a < params["max_val"]))
+        if activation == "hardswish":
+            return xp.where(a < -3, 0, xp.where(a > 3, g, g * (a / 3 + a.dtype.type(0.5))))
+        if activation == "hardsigmoid":
+            return g * ((a > -3) & (a < 3)) / 6
+        if activation == "logsigmoid":
+            return g * self.sigmoid(-a)
+        if activation == "softsign":
+            d = 1 + xp.abs(a)
+            return g / (d * d)
+        if activation == "tanhshrink":
+            t = xp.tanh(a)
+            return g * t * t
+        raise ValueError(f"activation_backward: unknown activation {activation!r}")
+
     # ----- softmax ------------------------------------------------------------------
     def softmax(self, a, dim):
         """softmax(a, dim): exp(a) normalised along ``dim``."""
@@ -178,6 +215,18 @@ class NNKernels:
         shifted = a - a.max(axis=dim, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
+    def softmax_backward(self, g, y, dim):
+        """softmax_backward(g, y, dim): y * (g - sum(g * y, dim)) for y = softmax(x)
+        (first order)."""
+        gy = g * y
+        gy -= y * gy.sum(axis=dim, keepdims=True)
+        return gy
+
+    def log_softmax_backward(self, g, y, dim):
+        """log_softmax_backward(g, y, dim): g - exp(y) * sum(g, dim) for
+        y = log_softmax(x) (first order)."""
+        return g - self.xp.exp(y) * g.sum(axis=dim, keepdims=True)
+
     # ----- convolution --------------------------------------------------------------
     def conv(self, x, w, b, stride, padding, dilation, groups):
         """conv(x (N, C, *in), w (O, C/groups, *k), b (O,) or None) -> (N, O, *out):
@@ -191,7 +240,7 @@ class NNKernels:
         cols = _columns(xp, x, kernel, stride, dilation, padding, out_sp)
         cols = cols.reshape(groups, -1, n * math.prod(out_sp))  # (g, C/g*K, N*P)
         out = w.reshape(groups, o // groups, -1) @ cols  # (g, O/g, N*P)
-        out = _batch_first(xp, out.reshape((o, n) + out_sp))
+        out = _batch_first(xp, out.reshape((o, n) + out_sp)).astype(x.dtype, copy=False)
         if b is not None:
             out += b.reshape((1, o) + (1,) * len(kernel))
         return out

@@ -76,10 +76,13 @@ LINALG = (
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = (
-    # activations; the two most used have their derivative as an op too
+    # activations; gelu_backward and silu_backward are differentiable ops of their own,
+    # activation_backward and the softmax ones fused first derivatives only (higher
+    # orders go through differentiable ops, so they have no derivative row)
     "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh",
     "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
-    "gelu_backward", "silu_backward", "softmax", "log_softmax",
+    "gelu_backward", "silu_backward", "activation_backward",
+    "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
