@@ -121,7 +121,7 @@ class Module:
         """Add a parameter (or None, a declared but absent one, like a disabled bias)."""
         if "_parameters" not in self.__dict__:
             raise AttributeError("cannot assign parameter before Module.__init__() call")
-        _check_name(name, "parameter", self)
+        _check_name(name, "parameter")
         if hasattr(self, name) and name not in self._parameters:
             raise KeyError(f"attribute '{name}' already exists")
         if param is not None and not isinstance(param, Parameter):
@@ -132,7 +132,7 @@ class Module:
         if param is not None and param.grad_fn is not None:
             raise ValueError(
                 f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must "
-                "be created explicitly. To express '{name}' as a function of another Tensor, "
+                f"be created explicitly. To express '{name}' as a function of another Tensor, "
                 "compute the value in the forward() method."
             )
         self._parameters[name] = param
@@ -145,7 +145,7 @@ class Module:
         """
         if "_buffers" not in self.__dict__:
             raise AttributeError("cannot assign buffer before Module.__init__() call")
-        _check_name(name, "buffer", self)
+        _check_name(name, "buffer")
         if hasattr(self, name) and name not in self._buffers:
             raise KeyError(f"attribute '{name}' already exists")
         if tensor is not None and not isinstance(tensor, Tensor):
@@ -165,7 +165,7 @@ class Module:
         """Add a child module, reachable as the attribute ``name``."""
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{_type_name(module)} is not a Module subclass")
-        _check_name(name, "module", self)
+        _check_name(name, "module")
         if hasattr(self, name) and name not in self._modules:
             raise KeyError(f"attribute '{name}' already exists")
         self._modules[name] = module
@@ -780,7 +780,7 @@ def _discard(d: dict, name: str, *stores: str) -> None:
         nonpersistent.discard(name)
 
 
-def _check_name(name, what: str, module) -> None:
+def _check_name(name, what: str) -> None:
     if not isinstance(name, str):
         raise TypeError(f"{what} name should be a string. Got {_type_name(name)}")
     if name == "":
