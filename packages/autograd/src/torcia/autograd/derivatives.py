@@ -1450,9 +1450,9 @@ def _(grad, a, *, ord, dim, keepdim, result):
 # Activation, softmax and norm formulas are written with torcia ops on the input (or the
 # result), so they are twice differentiable; for a first derivative alone (grad mode off
 # in the backward pass, i.e. no create_graph) the rows call one fused kernel instead
-# (activation_backward, softmax_backward, batch_norm_backward...). The window ops (conv, conv_transpose, conv_weight; avg_pool
-# and avg_pool_backward; im2col and col2im) are each other's adjoints, so their rows close
-# over those ops and any order of derivative works.
+# (activation_backward, softmax_backward, batch_norm_backward...). The window ops (conv,
+# conv_transpose, conv_weight; avg_pool and avg_pool_backward; im2col and col2im) are each
+# other's adjoints, so their rows close over those ops and any order of derivative works.
 
 
 def _fused(name, grad, x, **params):
