@@ -3,7 +3,8 @@ declares (with those its ``test`` extra names), and the test tools: a part whose
 here does not lean on a part it fails to declare.
 
 For each part, ``.venv-iso/<part>`` is created afresh (so nothing stays from an earlier
-run), the part is installed with :mod:`install_parts` and its fast tests are run. It is what
+run), the part is installed with :mod:`install_parts` and its fast tests are run. The test
+tools are installed once, into ``.venv-iso/_tools``, which each part's environment sees. It is what
 ``tox -e <part>`` does, for every part whatever its name (tox cannot take every folder name
 as an environment name: ``focal-loss`` would be read as two factors).
 
@@ -29,18 +30,39 @@ TOOLS = Path(__file__).resolve().parent
 VENVS = repo.ROOT / ".venv-iso"
 
 
-def run_part(part: repo.Part, python: str) -> tuple[int, float]:
-    """Create the part's environment, install it and run its tests: (exit status, seconds)."""
+def site_packages(python: Path) -> Path:
+    """The site-packages folder of the environment whose interpreter is ``python``."""
+    code = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    return Path(subprocess.run([python, "-c", code], capture_output=True, text=True,
+                               check=True).stdout.strip())
+
+
+def make_tools_env(python: str) -> Path:
+    """A fresh environment with the test tools only (pytest, hypothesis..., pip); returns
+    its site-packages, which every part's environment sees through a ``.pth`` file."""
+    venv = VENVS / "_tools"
+    subprocess.run([python, "-m", "venv", "--clear", venv], check=True)
+    subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-r",
+                    TOOLS / "requirements-test.txt"], check=True)
+    return site_packages(venv / "bin" / "python")
+
+
+def run_part(part: repo.Part, python: str, tools_site: Path) -> tuple[int, float]:
+    """Create the part's environment, install it and run its tests: (exit status, seconds).
+
+    The environment is new each time and holds only the part and what it needs; the test
+    tools come from the shared tools environment, so that they are installed once per run
+    rather than once per part.
+    """
     start = time.monotonic()
     venv = VENVS / part.short
+    subprocess.run([python, "-m", "venv", "--clear", "--without-pip", venv], check=True)
+    venv_python = venv / "bin" / "python"
+    (site_packages(venv_python) / "_torcia_test_tools.pth").write_text(f"{tools_site}\n")
     steps = [
-        [python, "-m", "venv", "--clear", str(venv)],
-        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q",
-         "-r", str(TOOLS / "requirements-test.txt")],
-        [str(venv / "bin" / "python"), str(TOOLS / "install_parts.py"), "--editable",
-         "--with-tests", "--pip-arg=-q", part.short],
-        [str(venv / "bin" / "python"), "-m", "pytest", "-q", "-m", "not slow",
-         str(part.path / "tests")],
+        [venv_python, TOOLS / "install_parts.py", "--editable", "--with-tests",
+         "--pip-arg=-q", part.short],
+        [venv_python, "-m", "pytest", "-q", "-m", "not slow", part.path / "tests"],
     ]
     for step in steps:
         returncode = subprocess.run(step, cwd=repo.ROOT).returncode
@@ -66,10 +88,11 @@ def main(argv=None) -> int:
             else:
                 print(f"test_isolated: {part.name} has no source yet; skipped", flush=True)
 
+    tools_site = make_tools_env(args.python)
     results = {}
     for part in selected:
         print(f"\n== {part.name} alone", flush=True)
-        results[part.name] = run_part(part, args.python)
+        results[part.name] = run_part(part, args.python, tools_site)
 
     print("\n== each part alone")
     for name, (returncode, seconds) in results.items():
