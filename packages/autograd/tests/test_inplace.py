@@ -262,3 +262,40 @@ def test_retain_grad_follows_in_place_writes_as_in_torch():
     ours = _retained_after_write(torcia, *[torcia.tensor(a, requires_grad=True) for a in arrays])
     for a, b in zip(ours, theirs):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+IN_PLACE_METHODS = {
+    "add_": lambda L, y, w: y.add_(w), "sub_": lambda L, y, w: y.sub_(w, alpha=2),
+    "mul_": lambda L, y, w: y.mul_(w), "div_": lambda L, y, w: y.div_(w),
+    "pow_": lambda L, y, w: y.pow_(2), "exp_": lambda L, y, w: y.exp_(),
+    "sigmoid_": lambda L, y, w: y.sigmoid_(), "tanh_": lambda L, y, w: y.tanh_(),
+    "clamp_": lambda L, y, w: y.clamp_(-0.5, 0.5), "copy_": lambda L, y, w: y.copy_(w),
+    "fill_": lambda L, y, w: y.fill_(2.0), "zero_": lambda L, y, w: y.zero_(),
+    "masked_fill_": lambda L, y, w: y.masked_fill_(y > 0, 1.0),
+    "relu_": lambda L, y, w: y.relu_(), "sqrt_": lambda L, y, w: y.abs_().sqrt_(),
+    "neg_": lambda L, y, w: y.neg_(), "addcmul_": lambda L, y, w: y.addcmul_(w, w, value=0.5),
+    "lerp_": lambda L, y, w: y.lerp_(w, 0.3),
+    "index_add_": lambda L, y, w: y.index_add_(0, L.tensor([1, 0]), w),
+    "scatter_": lambda L, y, w: y.scatter_(1, L.tensor([[0], [1]]), w[:, :1]),
+    "square_": lambda L, y, w: y.square_(), "reciprocal_": lambda L, y, w: y.reciprocal_(),
+    "setitem": lambda L, y, w: y.__setitem__((slice(None), 0), w[:, 0] * 2),
+    "+=": lambda L, y, w: y.__iadd__(w), "*=": lambda L, y, w: y.__imul__(w),
+}
+
+
+def _in_place_grads(lib, method, a, b):
+    x, w = lib.tensor(a, requires_grad=True), lib.tensor(b, requires_grad=True)
+    y = x * 1.5
+    IN_PLACE_METHODS[method](lib, y, w)
+    (y * y).sum().backward()
+    return x.grad.numpy(), (np.zeros_like(b) if w.grad is None else w.grad.numpy())
+
+
+@pytest.mark.parametrize("method", IN_PLACE_METHODS)
+def test_in_place_methods_on_non_leaves_match_torch(method):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((2, 2)) + 2, rng.standard_normal((2, 2)) + 2
+    for ours, theirs in zip(_in_place_grads(torcia, method, a, b),
+                            _in_place_grads(torch, method, a, b)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-12)
