@@ -486,3 +486,13 @@ def test_bad_constructor_arguments():
         nn.GroupNorm(3, 4)
     with pytest.raises(ValueError, match="approximate argument"):
         nn.GELU("fast")
+
+
+@pytest.mark.parametrize("layer,function", [
+    (nn.Linear(2, 2), "linear"), (nn.Conv2d(1, 1, 1), "conv2d"), (nn.MaxPool1d(2), "max_pool1d"),
+    (nn.BatchNorm1d(2), "batch_norm"), (nn.LayerNorm(2), "layer_norm"),
+    (nn.GroupNorm(1, 2), "group_norm"), (nn.InstanceNorm1d(2), "instance_norm")])
+def test_a_non_tensor_input_is_a_type_error_in_pytorchs_words(layer, function):
+    with pytest.raises(TypeError, match=rf"^{function}\(\): argument 'input' \(position 1\) "
+                                        r"must be Tensor, not list$"):
+        layer([[1.0, 2.0]])

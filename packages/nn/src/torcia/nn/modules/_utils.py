@@ -31,6 +31,15 @@ def _reverse_repeat_tuple(t, n: int) -> tuple:
     return tuple(x for x in reversed(t) for _ in range(n))
 
 
+def shape_of(input, function: str):
+    """``input.shape``, or PyTorch's TypeError when ``input`` is not a tensor."""
+    try:
+        return input.shape
+    except AttributeError:
+        raise TypeError(f"{function}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(input).__name__}") from None
+
+
 def shape_error(module, expected: str, input: Tensor) -> RuntimeError:
     """The error for a bad input shape: names the layer, what it expects and what it got."""
     return RuntimeError(f"{module!r}: expected {expected}, got shape {list(input.shape)}")

@@ -11,6 +11,7 @@ from torcia.nn.modules._utils import (
     add_weight_and_bias,
     reset_weight_and_bias,
     shape_error,
+    shape_of,
 )
 from torcia.nn.modules.module import Module
 
@@ -97,7 +98,7 @@ class _ConvNd(Module):
 
     def _check_input(self, input) -> None:
         n = self._n
-        shape = input.shape
+        shape = shape_of(input, self._function)
         if len(shape) not in (n + 1, n + 2) or shape[-n - 1] != self.in_channels:
             spatial = self._layout.split(", ", 2)[2]
             raise shape_error(

@@ -6,7 +6,7 @@ import math
 
 from torcia.nn import functional as F
 from torcia.nn import init
-from torcia.nn.modules._utils import add_weight_and_bias, reset_weight_and_bias
+from torcia.nn.modules._utils import add_weight_and_bias, reset_weight_and_bias, shape_of
 from torcia.nn.modules.module import Module
 
 __all__ = ["Bilinear", "Identity", "Linear"]
@@ -66,7 +66,7 @@ class Linear(Module):
         reset_weight_and_bias(self.weight, self.bias)
 
     def forward(self, input):
-        shape = input.shape
+        shape = shape_of(input, "linear")
         if not shape or shape[-1] != self.in_features:
             raise RuntimeError(
                 f"Linear(in_features={self.in_features}, out_features={self.out_features}): "

@@ -9,7 +9,7 @@ from torcia import _dtype as D
 from torcia._creation import empty, ones, tensor, zeros
 from torcia.nn import functional as F
 from torcia.nn import init
-from torcia.nn.modules._utils import shape_error
+from torcia.nn.modules._utils import shape_error, shape_of
 from torcia.nn.modules.module import Module
 from torcia.nn.parameter import Parameter
 
@@ -80,7 +80,7 @@ class _BatchNorm(Module):
         _reset_affine(self)
 
     def _check_input_dim(self, input) -> None:
-        dims = input.dim()
+        dims = len(shape_of(input, "batch_norm"))
         if dims not in self._dims:
             allowed = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {allowed} input (got {dims}D input)")
@@ -180,7 +180,7 @@ class _InstanceNorm(_BatchNorm):
                          dtype, bias=bias)
 
     def forward(self, input):
-        dims = input.dim()
+        dims = len(shape_of(input, "instance_norm"))
         if dims not in self._dims:
             allowed = " or ".join(f"{d}D" for d in self._dims)
             raise ValueError(f"expected {allowed} input (got {dims}D input)")
@@ -257,6 +257,7 @@ class LayerNorm(Module):
 
     def forward(self, input):
         n = len(self.normalized_shape)
+        shape_of(input, "layer_norm")
         if tuple(input.shape[input.dim() - n:]) != self.normalized_shape or input.dim() < n:
             dims = ", ".join(map(str, self.normalized_shape))
             raise shape_error(self, f"input of shape [*, {dims}]", input)
@@ -294,7 +295,7 @@ class GroupNorm(Module):
         _reset_affine(self)
 
     def forward(self, input):
-        if input.dim() < 2 or input.shape[1] != self.num_channels:
+        if len(shape_of(input, "group_norm")) < 2 or input.shape[1] != self.num_channels:
             raise shape_error(self, f"input of shape [N, {self.num_channels}, *]", input)
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
 

@@ -7,7 +7,7 @@ check the input's rank and call the op."""
 from __future__ import annotations
 
 from torcia.nn import functional as F
-from torcia.nn.modules._utils import _single, shape_error
+from torcia.nn.modules._utils import _single, shape_error, shape_of
 from torcia.nn.modules.module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
@@ -23,7 +23,7 @@ class _Pool(Module):
 
     def _check_dims(self, input) -> None:
         n = self._n
-        if input.dim() not in (n + 1, n + 2):
+        if len(shape_of(input, self._function)) not in (n + 1, n + 2):
             raise shape_error(self, f"a {n + 1}-D or {n + 2}-D input ({_LAYOUTS[n]})", input)
 
 
