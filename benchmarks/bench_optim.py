@@ -5,7 +5,7 @@ Two parameter sets: an MLP's (784-256-128-10, six tensors, ~235k floats) and man
 tensors (200 of 64 floats, where per-parameter overhead dominates). Gradients are set once;
 each timing is ``optimizer.step()`` alone, best of several repeats.
 
-    python benchmarks/bench_optim.py [--number 50] [--repeat 5]
+    python benchmarks/bench_optim.py [--number 50] [--repeat 5] [--threads 1]
 
 With torcia-cpu installed its native ``sgd_step`` and ``adam_step`` are timed; run with
 ``TORCIA_DISABLE_PLUGINS=cpu`` for torcia-optim's NumPy kernels.
@@ -57,7 +57,11 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--number", type=int, default=50)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="PyTorch's intra-op threads (NumPy's ufuncs use one)")
     args = parser.parse_args(argv)
+    if torch is not None:
+        torch.set_num_threads(args.threads)
     columns = ["torcia kernel", "torcia per-param"]
     if torch is not None:
         columns += ["torch foreach", "torch single", "ratio kernel/foreach"]
