@@ -199,6 +199,17 @@ def test_anomaly_off_lets_nan_through():
     assert y.grad.isnan().all()
 
 
+def test_anomaly_adds_the_forward_call_to_backward_errors():
+    x = leaf([1.0, 2.0])
+    with torcia.autograd.set_detect_anomaly(True):
+        a = x * 1
+        y = a.sin()
+        a.add_(1)
+        with pytest.raises(RuntimeError, match="modified by an inplace operation") as info:
+            y.sum().backward()
+    assert any("y = a.sin()" in note for note in info.value.__notes__)
+
+
 def test_set_detect_anomaly_as_call():
     torcia.autograd.set_detect_anomaly(True)
     try:

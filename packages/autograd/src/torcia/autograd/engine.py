@@ -382,7 +382,12 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             if grads.count(None) == len(grads) or (needed is not None and node not in needed):
                 grad_inputs = (None,) * len(edges)
             else:
-                grad_inputs = node.apply(grads, create_graph)
+                try:
+                    grad_inputs = node.apply(grads, create_graph)
+                except Exception as exc:
+                    if anomaly and node.trace:
+                        exc.add_note(f"The forward call of {node.name()} was:\n{node.trace}")
+                    raise
                 if anomaly:
                     _check_nan(node, grad_inputs)
                 if node.post_hooks:
