@@ -6,6 +6,8 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from optim_problem import CASES, INIT, STEPS, case_id, gradient, run_torcia
 
 import torcia
@@ -218,3 +220,47 @@ def test_a_backend_kernel_of_higher_priority_replaces_the_numpy_one():
         pm.unregister(plugin)
         torcia.backend._reset()
     assert torcia.device("cpu").backend.kernel_providers["adam_step"] != "test-fused-adam"
+
+
+OPTIONS = {
+    "SGD": st.fixed_dictionaries({
+        "lr": st.floats(1e-4, 1.0), "momentum": st.sampled_from([0.0, 0.5, 0.9]),
+        "weight_decay": st.sampled_from([0.0, 0.1]), "maximize": st.booleans()}),
+    "Adam": st.fixed_dictionaries({
+        "lr": st.floats(1e-4, 1.0), "betas": st.tuples(st.floats(0.0, 0.99), st.floats(0.0, 0.999)),
+        "eps": st.floats(1e-10, 1e-2), "weight_decay": st.sampled_from([0.0, 0.1]),
+        "amsgrad": st.booleans(), "decoupled_weight_decay": st.booleans()}),
+    "RMSprop": st.fixed_dictionaries({
+        "lr": st.floats(1e-4, 0.1), "alpha": st.floats(0.5, 0.999),
+        "momentum": st.sampled_from([0.0, 0.9]), "centered": st.booleans()}),
+}
+
+
+@settings(max_examples=15, deadline=None)
+@given(name=st.sampled_from(sorted(OPTIONS)), data=st.data(),
+       shapes=st.lists(st.lists(st.integers(1, 4), min_size=0, max_size=3), min_size=1,
+                       max_size=4),
+       dtype=st.sampled_from([torcia.float32, torcia.float64]))
+def test_kernel_and_per_parameter_path_agree_for_any_shapes_and_options(name, data, shapes,
+                                                                         dtype):
+    options = data.draw(OPTIONS[name])
+    rng = np.random.default_rng(0)
+    init = [rng.normal(size=shape) for shape in shapes]
+    grads = [[rng.normal(size=shape) for shape in shapes] for _ in range(3)]
+    kernels = torcia.device("cpu").backend.kernels
+    saved = {op: kernels[op] for op in KERNELS}
+    kernels.update(KERNELS)  # the NumPy kernels, even where a native plugin overrides them
+    try:
+        results = []
+        for foreach in (True, False):
+            params = [torcia.tensor(p, dtype=dtype, requires_grad=True) for p in init]
+            opt = getattr(torcia.optim, name)(params, foreach=foreach, **options)
+            for step_grads in grads:
+                for p, g in zip(params, step_grads):
+                    p.grad = torcia.tensor(g, dtype=dtype)
+                opt.step()
+            results.append([p.detach().numpy().copy() for p in params])
+    finally:
+        kernels.update(saved)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
