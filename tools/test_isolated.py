@@ -4,9 +4,10 @@ here does not lean on a part it fails to declare.
 
 For each part, ``.venv-iso/<part>`` is created afresh (so nothing stays from an earlier
 run), the part is installed with :mod:`install_parts` and its fast tests are run. The test
-tools are installed once, into ``.venv-iso/_tools``, which each part's environment sees. It is what
-``tox -e <part>`` does, for every part whatever its name (tox cannot take every folder name
-as an environment name: ``focal-loss`` would be read as two factors).
+tools are installed once, into ``.venv-iso/_tools``, which each part's environment sees.
+
+It is what ``tox -e <part>`` does, for every part found: tox knows only the environments
+tox.ini names, so a new plugin is tested alone here before anyone adds it there.
 
 Examples
 --------
