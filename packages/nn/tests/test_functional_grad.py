@@ -102,6 +102,13 @@ CASES = [
      [r(1, 2, 3)], True),
     ("pad", lambda x: F.pad(x, (1, 2, 0, 1), mode="reflect"), [r(1, 1, 3, 4)], True),
     ("pad", lambda x: F.pad(x, (1, 1), mode="circular"), [r(1, 2, 3)], True),
+    ("interpolate", lambda x: F.interpolate(x, size=(2, 3), mode="area"), [r(1, 1, 3, 5)],
+     True),
+    ("local_response_norm", lambda x: F.local_response_norm(x, 3, alpha=0.5), [r(1, 4, 3)],
+     True),
+    ("channel_shuffle", lambda x: F.channel_shuffle(x, 2), [r(1, 4, 2)], True),
+    ("lp_pool2d", lambda x: F.lp_pool2d(x, 2, 2), [r(1, 1, 4, 4, lo=0.2)], True),
+    ("lp_pool1d", lambda x: F.lp_pool1d(x, 3, 2), [r(1, 2, 4, lo=0.2)], True),
     ("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), [r(1, 4, 2, 2)], True),
     ("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), [r(1, 1, 4, 2)], True),
     # pooling
@@ -173,6 +180,10 @@ CASES = [
                                                                    swap=True),
      [r(3, 4), r(3, 4), r(3, 4)], True),
     ("poisson_nll_loss", F.poisson_nll_loss, [r(3, 2), r(3, 2, lo=0.0)], True),
+    ("gaussian_nll_loss", lambda x, y, v: F.gaussian_nll_loss(x, y, v), [r(3, 2), r(3, 2),
+                                                                        r(3, 2, lo=0.2)], True),
+    ("multilabel_soft_margin_loss", lambda x: F.multilabel_soft_margin_loss(
+        x, torcia.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])), [r(3, 2)], True),
     ("soft_margin_loss", lambda x: F.soft_margin_loss(x, torcia.tensor([1.0, -1.0])), [r(2)],
      True),
     ("hinge_embedding_loss", lambda x: F.hinge_embedding_loss(

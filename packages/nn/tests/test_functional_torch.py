@@ -156,6 +156,13 @@ CASES = [
         x, scale_factor=(2, 1.5), mode="bilinear", align_corners=True), [(1, 2, 3, 4)]),
     ("interpolate-linear", lambda lib, F, x: F.interpolate(x, size=9, mode="linear"),
      [(2, 2, 4)]),
+    ("interpolate-area", lambda lib, F, x: F.interpolate(x, size=(2, 3), mode="area"),
+     [(1, 2, 5, 7)]),
+    ("local_response_norm", lambda lib, F, x: F.local_response_norm(x, 3, alpha=0.1),
+     [(2, 6, 3, 2)]),
+    ("channel_shuffle", lambda lib, F, x: F.channel_shuffle(x, 3), [(2, 6, 2, 2)]),
+    ("lp_pool2d", lambda lib, F, x: F.lp_pool2d(x.abs() + 0.1, 2, 2), [(1, 2, 4, 5)]),
+    ("lp_pool1d", lambda lib, F, x: F.lp_pool1d(x.abs() + 0.1, 3, 3, 2), [(2, 2, 7)]),
     ("pixel_shuffle", lambda lib, F, x: F.pixel_shuffle(x, 2), [(2, 8, 3, 2)]),
     ("pixel_unshuffle", lambda lib, F, x: F.pixel_unshuffle(x, 2), [(2, 2, 4, 6)]),
     ("one_hot", lambda lib, F, x: F.one_hot(t(lib, [[0, 3], [2, 2]]), 5) * x.sum(), [(1,)]),
@@ -227,6 +234,13 @@ CASES = [
         a, p, n, margin=3.0, p=1, swap=True, reduction="none"), [(3, 4), (3, 4), (3, 4)]),
     ("poisson_nll_loss", lambda lib, F, x, y: F.poisson_nll_loss(x, y.abs() * 3, full=True),
      [(3, 4), (3, 4)]),
+    ("gaussian_nll_loss", lambda lib, F, x, y, v: F.gaussian_nll_loss(x, y, v.abs() + 0.1,
+                                                                       full=True),
+     [(3, 4), (3, 4), (3, 4)]),
+    ("gaussian_nll_loss-per-sample-var", lambda lib, F, x, y, v: F.gaussian_nll_loss(
+        x, y, v.abs(), reduction="none"), [(3, 4), (3, 4), (3,)]),
+    ("multilabel_soft_margin_loss", lambda lib, F, x, y: F.multilabel_soft_margin_loss(
+        x, (y > 0).to(x.dtype)), [(3, 4), (3, 4)]),
     ("hinge_embedding_loss", lambda lib, F, x: F.hinge_embedding_loss(
         x, t(lib, [[1.0, -1.0], [-1.0, -1.0]])), [(2, 2)]),
     ("soft_margin_loss", lambda lib, F, x: F.soft_margin_loss(x, t(lib, [1.0, -1.0, 1.0])),

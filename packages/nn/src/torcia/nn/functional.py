@@ -290,8 +290,9 @@ def _linear_weights(i, o, scale, align_corners, like):
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of ``input`` (N, C, *spatial) to ``size`` or by
-    ``scale_factor``; ``mode`` is "nearest", "linear" (3-D input), "bilinear" (4-D) or
-    "trilinear" (5-D); ``align_corners`` maps corner pixel centres onto each other.
+    ``scale_factor``; ``mode`` is "nearest", "nearest-exact", "area" (adaptive average
+    pooling), "linear" (3-D input), "bilinear" (4-D) or "trilinear" (5-D);
+    ``align_corners`` maps corner pixel centres onto each other.
 
     Examples
     --------
@@ -312,7 +313,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         if linear_modes[mode] != nd:
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                       f"{linear_modes[mode] + 2}D input")
-    elif mode not in ("nearest", "nearest-exact"):
+    elif mode not in ("nearest", "nearest-exact", "area"):
         raise NotImplementedError(f"interpolate: mode '{mode}' is not supported")
     elif align_corners is not None:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
@@ -320,6 +321,9 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if antialias:
         raise NotImplementedError("interpolate: antialias is not supported")
     out_sp, scales = _interp_sizes(input, size, scale_factor, nd, recompute_scale_factor)
+    if mode == "area":
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, _adaptive_avg_pool3d)[nd - 1](
+            input, out_sp)
     out = input
     for k in range(nd):
         dim = 2 + k
@@ -334,6 +338,12 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             w = _linear_weights(i, o, scales[k], bool(align_corners), input)
             out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
     return out
+
+
+def _adaptive_avg_pool3d(input, output_size):
+    from torcia._ops_nn import _adaptive_avg_pool
+
+    return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -872,6 +882,80 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     if input.ndim != 2:
         loss = loss.reshape(())
     return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
+    """Negative log likelihood of ``target`` under N(``input``, ``var``):
+    ``0.5 * (log(max(var, eps)) + (input - target)**2 / max(var, eps))`` (plus
+    ``0.5 * log(2 pi)`` with ``full``); ``var`` may have one fewer trailing dim or a last
+    dim of 1 (one variance per sample).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.gaussian_nll_loss(torcia.tensor([1.0]), torcia.tensor([3.0]), torcia.tensor([4.0]))
+    tensor(1.1931)
+    """
+    if var.shape != input.shape:
+        if input.shape[:-1] == var.shape:
+            var = var.unsqueeze(-1)
+        elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
+            raise ValueError("var is of incorrect size")
+    if (var._data < 0).any():
+        raise ValueError("var has negative entry/entries")
+    with torcia.no_grad():
+        clamped = var.clamp(min=eps)
+    # the clamp is invisible to the gradient, as PyTorch's in-place clamp under no_grad
+    var = var + (clamped - var).detach()
+    loss = 0.5 * (var.log() + (input - target) ** 2 / var)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, _reduction(None, None, reduction))
+
+
+def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
+                                reduction="mean"):
+    """Mean over classes of the binary cross-entropy of ``sigmoid(input)`` against the
+    0/1 ``target``, per sample."""
+    loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
+    if weight is not None:
+        loss = loss * weight
+    loss = loss.mean(input.ndim - 1)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
+    """Divide each element by ``(k + alpha / size * sum of squares of the ``size``
+    neighbouring channels) ** beta`` (AlexNet's normalisation)."""
+    if input.ndim < 3:
+        raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
+                         "dimensions)")
+    n, c = input.shape[:2]
+    sq = (input * input).reshape(n, 1, c, -1)
+    sq = pad(sq, (0, 0, size // 2, (size - 1) // 2))
+    div = avg_pool2d(sq, (size, 1), stride=1).reshape(input.shape)
+    return input / (div * alpha + k) ** beta
+
+
+def channel_shuffle(input, groups):
+    """(N, g * c, *) -> (N, c * g, *): channels regrouped so each group mixes."""
+    n, c = input.shape[:2]
+    rest = tuple(input.shape[2:])
+    return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
+
+
+def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)``."""
+    out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * kernel_size) ** (1.0 / norm_type)
+
+
+def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over 2-D windows."""
+    kh, kw = _ntuple(kernel_size, 2, "kernel_size")
+    out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * (kh * kw)) ** (1.0 / norm_type)
 
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
