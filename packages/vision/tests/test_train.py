@@ -85,9 +85,14 @@ def test_bad_arguments():
         main(["--epochs", "0"])
 
 
-def test_mnist_needs_its_files(tmp_path):
-    with pytest.raises(FileNotFoundError, match="train-images-idx3-ubyte"):
-        main(["--dataset", "mnist", "--root", str(tmp_path), "--no-progress"])
+def test_missing_files_and_unknown_names_are_clean_errors(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--dataset", "mnist", "--root", str(tmp_path), "--out", str(tmp_path)])
+    assert info.value.code == 2
+    assert "train-images-idx3-ubyte" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["--model", "resnet1000", "--out", str(tmp_path)])
+    assert "no model named 'resnet1000'" in capsys.readouterr().err
 
 
 @pytest.mark.slow

@@ -257,12 +257,17 @@ class _StepPerBatch:
 
 def main(argv=None) -> int:
     """Entry point of the ``torcia-train`` console script."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or not math.isfinite(args.lr) or args.lr <= 0:
-        build_parser().error("--epochs and --batch-size must be positive, --lr a positive "
-                             "number")
-    with threadpool_limits(limits=args.blas_threads, user_api="blas"):
-        train(args)
+        parser.error("--epochs and --batch-size must be positive, --lr a positive number")
+    try:
+        with threadpool_limits(limits=args.blas_threads, user_api="blas"):
+            train(args)
+    except (FileNotFoundError, KeyError) as exc:
+        # a missing dataset file or an unknown name: the message says it all
+        message = exc.args[0] if isinstance(exc, KeyError) else exc
+        parser.exit(2, f"torcia-train: error: {message}\n")
     return 0
 
 

@@ -53,8 +53,8 @@ class MobileNetV2(nn.Module):
     >>> import torcia
     >>> from torcia.vision.models import mobilenet_v2
     >>> model = mobilenet_v2(num_classes=5, width_mult=0.25)
-    >>> model(torcia.randn(1, 3, 32, 32)).shape
-    torcia.Size([1, 5])
+    >>> model(torcia.randn(2, 3, 32, 32)).shape
+    torcia.Size([2, 5])
     """
 
     def __init__(self, num_classes: int = 1000, width_mult: float = 1.0,

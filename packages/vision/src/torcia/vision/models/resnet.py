@@ -81,8 +81,8 @@ class ResNet(nn.Module):
     >>> import torcia
     >>> from torcia.vision.models import resnet18
     >>> model = resnet18(num_classes=4)
-    >>> model(torcia.randn(1, 3, 32, 32)).shape
-    torcia.Size([1, 4])
+    >>> model(torcia.randn(2, 3, 32, 32)).shape
+    torcia.Size([2, 4])
     """
 
     def __init__(self, block, layers, num_classes: int = 1000,

@@ -35,10 +35,10 @@ class VGG(nn.Module):
     Examples
     --------
     >>> import torcia
-    >>> from torcia.vision.models import vgg11
-    >>> model = vgg11(num_classes=3)
-    >>> model.classifier[-1].out_features
-    3
+    >>> from torcia.vision.models.vgg import CONFIGS, make_layers
+    >>> features = make_layers(CONFIGS["A"], batch_norm=True)  # vgg11_bn's
+    >>> features(torcia.randn(1, 3, 32, 32)).shape
+    torcia.Size([1, 512, 1, 1])
     """
 
     def __init__(self, features, num_classes: int = 1000, init_weights: bool = True,
