@@ -61,6 +61,7 @@ from torcia._grad_mode import (  # noqa: E402
 )
 from torcia._numpy_backend import NumpyPlugin as _NumpyPlugin  # noqa: E402
 from torcia._print import set_printoptions  # noqa: E402
+from torcia.amp import autocast  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia.backend import device  # noqa: E402
 from torcia.plugins import hookimpl  # noqa: E402
@@ -180,6 +181,7 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
-    if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends"):
+    if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
+                                  "profiler"):
         return importlib.import_module(f"torcia.{name}")
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

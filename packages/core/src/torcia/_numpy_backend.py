@@ -34,7 +34,7 @@ _UFUNC_NAMES = {
     "hypot": "hypot", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
     "gt": "greater", "ge": "greater_equal", "logical_and": "logical_and",
     "logical_or": "logical_or", "logical_xor": "logical_xor", "fmod": "fmod",
-    "matmul": "matmul", "mm": "matmul", "bmm": "matmul",
+
 }
 
 
@@ -409,20 +409,27 @@ class Reference(NNKernels, ExtraKernels):
         return out
 
     # ----- linear algebra -----------------------------------------------------------
+    # NOTE: ml_dtypes' bfloat16 products come back as float32; PyTorch keeps the dtype
+    def matmul(self, a, b):
+        return _keep(self.xp.matmul(a, b), a)
+
+    mm = bmm = matmul
+
     def dot(self, a, b):
-        return self.xp.dot(a, b)
+        return _keep(self.xp.dot(a, b), a)
 
     def outer(self, a, b):
-        return self.xp.outer(a, b)
+        return _keep(self.xp.outer(a, b), a)
 
     def einsum(self, *operands, equation):
-        return self.xp.einsum(equation, *operands, optimize=len(operands) > 2)
+        return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2),
+                     operands[0])
 
     def tensordot(self, a, b, dims):
-        return self.xp.tensordot(a, b, axes=dims)
+        return _keep(self.xp.tensordot(a, b, axes=dims), a)
 
     def addmm(self, c, a, b, beta=1, alpha=1):
-        prod = a @ b
+        prod = _keep(a @ b, a)
         if alpha != 1:
             prod = prod * alpha
         if beta == 0:
@@ -496,6 +503,11 @@ class Reference(NNKernels, ExtraKernels):
             out[i] = rng.choice(row.shape[0], size=num_samples, replace=replacement,
                                 p=row / row.sum())
         return self._host(out.reshape(host.shape[:-1] + (num_samples,)))
+
+
+def _keep(out, like):
+    """``out`` in ``like``'s dtype (a no-op unless a library widened it)."""
+    return out if out.dtype == like.dtype else out.astype(like.dtype)
 
 
 def _add_at(xp, out, key, values):

@@ -8,6 +8,8 @@ hook is called here.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from torcia import _dtype as D
@@ -26,6 +28,17 @@ class _AutogradHolder:
 
 
 AUTOGRAD = _AutogradHolder()
+
+
+class _AutocastState(threading.local):
+    """Set by :mod:`torcia.amp` inside ``autocast``: ``cast(op, inputs)`` returns the
+    inputs in the dtype the op runs in there."""
+
+    enabled = False
+    cast = None
+
+
+AUTOCAST = _AutocastState()
 
 
 def load_autograd():
@@ -366,6 +379,8 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     The first tensor input decides the device; every tensor must be on it. ``view_of``
     marks the result as a view sharing that tensor's storage and version counter.
     """
+    if AUTOCAST.enabled:
+        inputs = AUTOCAST.cast(op, inputs)
     if len(inputs) == 1 and inputs[0].__class__ is Tensor:
         # one plain tensor (most ops): no device agreement to check
         x = inputs[0]

@@ -1,0 +1,269 @@
+"""Mixed precision: ``autocast`` and ``GradScaler``, as ``torch.amp``.
+
+Inside ``autocast(device_type, dtype)``, ops on that device's tensors run in the dtype
+PyTorch's lists give them: matrix products and convolutions in the low-precision dtype,
+losses, reductions that lose accuracy and linear algebra in float32, and ops that combine
+several tensors (``cat``, ``stack``...) in the widest of their dtypes. The casts are
+ordinary recorded ops, so gradients flow back to the parameters in their own dtype.
+
+On the CPU, NumPy has no fast float16/bfloat16 matrix products: autocast there gives
+PyTorch's numerics, not speed.
+
+Examples
+--------
+>>> import torcia
+>>> a = torcia.randn(4, 4)
+>>> with torcia.autocast("cpu", dtype=torcia.bfloat16):
+...     (a @ a).dtype, (a @ a).sum().dtype
+(torcia.bfloat16, torcia.bfloat16)
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from torcia import _dtype as D
+from torcia._tensor import AUTOCAST, Tensor
+
+#: Ops run in the low-precision dtype.
+LOWER_PRECISION = frozenset({
+    "matmul", "mm", "bmm", "addmm", "dot", "conv", "conv_transpose", "einsum", "tensordot",
+    "outer",
+})
+#: Ops run in float32, per device type (PyTorch's CPU and CUDA lists, for torcia's ops).
+FLOAT32 = {
+    "cpu": frozenset({
+        "nll_loss", "cross_entropy", "prod", "cumprod", "linalg_inv", "linalg_solve",
+        "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr", "linalg_cholesky",
+        "linalg_eigh", "linalg_eigvalsh", "linalg_pinv", "linalg_norm", "linalg_vector_norm",
+        "linalg_matrix_norm", "adaptive_avg_pool", "pad",
+    }),
+    "cuda": frozenset({
+        "nll_loss", "cross_entropy", "prod", "cumprod", "cumsum", "sum", "norm", "logsumexp",
+        "softmax", "log_softmax", "layer_norm", "group_norm", "batch_norm", "exp", "log",
+        "log1p", "log2", "log10", "pow", "reciprocal", "rsqrt", "acos", "asin", "cosh",
+        "sinh", "tan", "erfinv", "expm1", "softplus", "linalg_inv", "linalg_solve",
+        "linalg_det", "linalg_svd", "linalg_qr", "linalg_cholesky", "linalg_eigh",
+        "linalg_pinv", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
+    }),
+}
+#: Ops run in the widest floating dtype among their inputs.
+PROMOTE = frozenset({"cat", "stack", "addcmul", "addcdiv", "atan2", "index_copy",
+                     "index_put", "scatter_add", "lerp", "where"})
+
+_DEFAULTS = {"cpu": D.bfloat16, "cuda": D.float16}
+
+
+class _Region:
+    __slots__ = ("device_type", "dtype")
+
+    def __init__(self, device_type, dtype):
+        self.device_type = device_type
+        self.dtype = dtype
+
+
+def _cast_inputs(op, inputs):
+    region = AUTOCAST.region
+    if op in LOWER_PRECISION:
+        target = region.dtype
+    elif op in FLOAT32.get(region.device_type, ()):
+        target = D.float32
+    elif op in PROMOTE:
+        floats = [x.dtype for x in inputs if isinstance(x, Tensor) and x.dtype.is_floating_point]
+        if len(set(floats)) < 2:
+            return inputs
+        target = functools.reduce(D.promote_types, floats)
+    else:
+        return inputs
+    return tuple(_cast(x, target, region.device_type) for x in inputs)
+
+
+def _cast(x, dtype, device_type):
+    if (isinstance(x, Tensor) and x.dtype is not dtype and x.dtype.is_floating_point
+            and x.device.type == device_type):
+        from torcia._ops import to_dtype
+
+        return to_dtype(x, dtype)
+    return x
+
+
+class autocast:
+    """Context manager and decorator running ops of ``device_type`` in mixed precision.
+
+    Parameters
+    ----------
+    device_type : str
+        "cpu" or "cuda": only tensors on that device are cast.
+    dtype : torcia.dtype, optional
+        The low-precision dtype: bfloat16 on "cpu", float16 on "cuda" by default.
+    enabled : bool
+        False makes the region a no-op (and turns autocast off inside an outer one).
+    """
+
+    def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
+        if device_type not in _DEFAULTS:
+            raise ValueError(f"autocast: device_type must be 'cpu' or 'cuda', got "
+                             f"{device_type!r}")
+        self.device_type = device_type
+        self.dtype = dtype or _DEFAULTS[device_type]
+        if self.dtype not in (D.float16, D.bfloat16):
+            raise ValueError(f"autocast: dtype must be torcia.float16 or torcia.bfloat16, got "
+                             f"{self.dtype}")
+        self.enabled = bool(enabled)
+
+    def __enter__(self):
+        self._prev = (AUTOCAST.enabled, getattr(AUTOCAST, "region", None))
+        AUTOCAST.enabled = self.enabled
+        AUTOCAST.region = _Region(self.device_type, self.dtype)
+        AUTOCAST.cast = _cast_inputs
+        return self
+
+    def __exit__(self, *exc):
+        AUTOCAST.enabled, AUTOCAST.region = self._prev
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with autocast(self.device_type, self.dtype, self.enabled):
+                return fn(*args, **kwargs)
+
+        return wrapper
+
+
+def is_autocast_enabled(device_type=None) -> bool:
+    if not AUTOCAST.enabled:
+        return False
+    return device_type is None or AUTOCAST.region.device_type == device_type
+
+
+def get_autocast_dtype(device_type="cpu"):
+    region = getattr(AUTOCAST, "region", None)
+    if region is not None and region.device_type == device_type:
+        return region.dtype
+    return _DEFAULTS[device_type]
+
+
+class GradScaler:
+    """Scale the loss so that small float16 gradients do not underflow, and skip the
+    optimizer steps whose gradients overflowed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([1.0], requires_grad=True)
+    >>> scaler = torcia.amp.GradScaler(init_scale=4.0)
+    >>> scaler.scale((w * 2).sum()).backward(); w.grad
+    tensor([8.])
+    """
+
+    def __init__(self, device="cpu", init_scale=2.0 ** 16, growth_factor=2.0,
+                 backoff_factor=0.5, growth_interval=2000, enabled=True):
+        if growth_factor <= 1.0:
+            raise ValueError("The growth factor must be > 1.0.")
+        if not 0.0 < backoff_factor < 1.0:
+            raise ValueError("The backoff factor must be < 1.0.")
+        self.device = device
+        self._enabled = enabled
+        self._scale = float(init_scale)
+        self._growth_factor = growth_factor
+        self._backoff_factor = backoff_factor
+        self._growth_interval = growth_interval
+        self._growth_tracker = 0
+        self._per_optimizer: dict = {}
+
+    def is_enabled(self) -> bool:
+        return self._enabled
+
+    def get_scale(self) -> float:
+        return self._scale if self._enabled else 1.0
+
+    def scale(self, outputs):
+        """``outputs`` (a tensor, or lists/tuples/dicts of them) times the scale."""
+        if not self._enabled:
+            return outputs
+        if isinstance(outputs, Tensor):
+            return outputs * self._scale
+        if isinstance(outputs, (list, tuple)):
+            return type(outputs)(self.scale(o) for o in outputs)
+        if isinstance(outputs, dict):
+            return {k: self.scale(v) for k, v in outputs.items()}
+        raise ValueError("outputs must be a Tensor or an iterable of Tensors")
+
+    def unscale_(self, optimizer) -> None:
+        """Divide the optimizer's gradients by the scale, in place, noting any inf/NaN."""
+        if not self._enabled:
+            return
+        state = self._per_optimizer.setdefault(id(optimizer), {"unscaled": False,
+                                                               "found_inf": False})
+        if state["unscaled"]:
+            raise RuntimeError("unscale_() has already been called on this optimizer since "
+                               "the last update().")
+        inv = 1.0 / self._scale
+        found = False
+        for group in optimizer.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                data = p.grad._data
+                if not bool(_finite(data)):
+                    found = True
+                data *= inv
+                p.grad._vc[0] += 1
+        state["unscaled"] = True
+        state["found_inf"] = found
+
+    def step(self, optimizer, *args, **kwargs):
+        """``optimizer.step()`` unless the (unscaled) gradients hold inf or NaN."""
+        if not self._enabled:
+            return optimizer.step(*args, **kwargs)
+        state = self._per_optimizer.get(id(optimizer))
+        if state is None or not state["unscaled"]:
+            self.unscale_(optimizer)
+            state = self._per_optimizer[id(optimizer)]
+        if state["found_inf"]:
+            return None
+        return optimizer.step(*args, **kwargs)
+
+    def update(self, new_scale=None) -> None:
+        """Lower the scale after a skipped step; raise it after ``growth_interval`` good
+        steps in a row."""
+        if not self._enabled:
+            return
+        if new_scale is not None:
+            self._scale = float(new_scale.item() if isinstance(new_scale, Tensor) else new_scale)
+        elif any(s["found_inf"] for s in self._per_optimizer.values()):
+            self._scale *= self._backoff_factor
+            self._growth_tracker = 0
+        else:
+            self._growth_tracker += 1
+            if self._growth_tracker == self._growth_interval:
+                self._scale *= self._growth_factor
+                self._growth_tracker = 0
+        self._per_optimizer.clear()
+
+    def state_dict(self) -> dict:
+        if not self._enabled:
+            return {}
+        return {"scale": self._scale, "growth_factor": self._growth_factor,
+                "backoff_factor": self._backoff_factor,
+                "growth_interval": self._growth_interval,
+                "_growth_tracker": self._growth_tracker}
+
+    def load_state_dict(self, state: dict) -> None:
+        if not self._enabled:
+            return
+        if not state:
+            raise RuntimeError("The source state dict is empty, possibly because it was saved "
+                               "from a disabled instance of GradScaler.")
+        self._scale = float(state["scale"])
+        self._growth_factor = float(state["growth_factor"])
+        self._backoff_factor = float(state["backoff_factor"])
+        self._growth_interval = int(state["growth_interval"])
+        self._growth_tracker = int(state["_growth_tracker"])
+
+
+def _finite(arr) -> bool:
+    total = arr.sum(dtype="float64") if arr.dtype.kind == "f" else arr.sum()
+    return math.isfinite(float(total))
