@@ -285,3 +285,25 @@ def test_gradient_dtype_and_shape_follow_the_input():
     (x * b).sum().backward()
     assert x.grad.dtype is torcia.float32 and x.grad.tolist() == [3.0, 3.0]
     assert b.grad.dtype is F64 and b.grad.shape == (2, 1)
+
+
+def _node_names(lib):
+    x = lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    v = lib.tensor([1.0, -1.0], requires_grad=True)
+    exprs = [
+        lambda: lib.max(x, 1).values, lambda: x.to(lib.float64), lambda: x.sum(0),
+        lambda: x.sum(), lambda: x.mean(0), lambda: x[0], lambda: x[1:],
+        lambda: x[lib.tensor([0, 1])], lambda: x[0, 1:], lambda: lib.linalg.inv(x),
+        lambda: x @ x, lambda: x @ v, lambda: v @ v, lambda: x.reshape(4), lambda: x ** x,
+        lambda: x ** 2, lambda: x.prod(0), lambda: x.narrow(0, 0, 1), lambda: x.norm(),
+        lambda: x[None].squeeze(0), lambda: x.mT.contiguous(), lambda: x.exp(),
+        lambda: lib.cat([x, x]), lambda: (lambda y: (y[0].mul_(2), y)[1])(x * 1),
+    ]
+    return [f().grad_fn for f in exprs]
+
+
+def test_node_names_match_torch():
+    torch = pytest.importorskip("torch")
+    ours = [n.name() for n in _node_names(torcia)]
+    theirs = [type(n).__name__ for n in _node_names(torch)]
+    assert ours == theirs

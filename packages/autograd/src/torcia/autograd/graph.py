@@ -83,7 +83,7 @@ class Node:
         self.trace = None
 
     def name(self) -> str:
-        return "".join(p.capitalize() for p in self.op.split("_")) + "Backward0"
+        return node_name(self.op, self.params, self.metas)
 
     def __repr__(self):
         return f"<{self.name()} object at {id(self):#x}>"
@@ -125,6 +125,51 @@ class Node:
 
     def apply(self, grads, create_graph: bool):
         return self.entry.backward(self, grads, create_graph)
+
+
+# PyTorch's node names where they are not the op's name in CamelCase + "Backward0"
+_NAMES = {
+    "max_dim": "MaxBackward0", "min_dim": "MinBackward0", "median_dim": "MedianBackward1",
+    "mode_dim": "ModeBackward0", "cast": "ToCopyBackward0", "to_device": "ToCopyBackward0",
+    "copy_slices": "CopySlices", "contiguous": "CloneBackward0", "reshape": "ViewBackward0",
+    "narrow": "SliceBackward0", "take_along_dim": "GatherBackward0", "tile": "RepeatBackward0",
+    "square": "PowBackward0", "norm": "LinalgVectorNormBackward0", "detach_view":
+    "AliasBackward0", "linalg_inv": "LinalgInvExBackward0", "linalg_solve":
+    "LinalgSolveExBackward0", "linalg_cholesky": "LinalgCholeskyExBackward0",
+}
+_SECOND_FORM = ("sum", "mean", "prod", "squeeze")  # "...Backward1" when given a dim
+
+
+def node_name(op: str, params: dict, metas) -> str:
+    """The name PyTorch gives the backward node of ``op`` (``MulBackward0``...)."""
+    if op in _NAMES:
+        return _NAMES[op]
+    if op in _SECOND_FORM and params.get("dim") is not None:
+        return "".join(p.capitalize() for p in op.split("_")) + "Backward1"
+    if op == "getitem":
+        return _getitem_name(params["key"])
+    if op == "pow" and metas and metas[1] is not None:
+        return "PowBackward1"
+    if op == "matmul" and metas and metas[0] is not None and metas[1] is not None:
+        ranks = (len(metas[0][0]), len(metas[1][0]))
+        return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
+            ranks, "MatmulBackward0")
+    return "".join(p.capitalize() for p in op.split("_")) + "Backward0"
+
+
+def _getitem_name(key) -> str:
+    """Index (any array in the key), else the last selecting entry: Select or Slice."""
+    if any(k is not None and k is not Ellipsis and not isinstance(k, (int, slice))
+           for k in key):
+        return "IndexBackward0"
+    for k in reversed(key):
+        if isinstance(k, int):
+            return "SelectBackward0"
+        if isinstance(k, slice) and k != slice(None):
+            return "SliceBackward0"
+        if k is None:
+            return "UnsqueezeBackward0"
+    return "AliasBackward0"
 
 
 def _modified_message(t, expected, node_name):
