@@ -167,7 +167,10 @@ class LBFGS(Optimizer):
             raise ValueError(
                 "LBFGS doesn't support per-parameter options (parameter groups)"
             )
-        self._params = self.param_groups[0]["params"]
+
+    @property
+    def _params(self):
+        return self.param_groups[0]["params"]
 
     # ----- the parameters as one flat vector --------------------------------------------
     def _flat_grad(self):
