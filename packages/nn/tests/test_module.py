@@ -83,6 +83,10 @@ def test_shared_parameters_are_listed_once():
     assert len(list(seq.parameters())) == 2
     assert len(list(seq.named_parameters(remove_duplicate=False))) == 4
     assert len(list(seq.modules())) == 2
+    shared = nn.Linear(1, 1)
+    tree = nn.Sequential(nn.Sequential(shared, nn.ReLU()), shared, nn.Sequential(shared))
+    assert list(tree.modules()) == [m for _, m in tree.named_modules()]
+    assert list(tree.parameters()) == [p for _, p in tree.named_parameters()]
 
 
 def test_get_submodule_parameter_buffer():

@@ -372,8 +372,13 @@ class Module:
     def parameters(self, recurse: bool = True):
         """Iterate over the parameters (of submodules too unless ``recurse=False``), each
         once even when shared."""
-        for _, param in self.named_parameters(recurse=recurse):
-            yield param
+        # the optimizer's loop calls this every step: no dotted names are built here
+        seen = set()
+        for module in (self.modules() if recurse else (self,)):
+            for param in module._parameters.values():
+                if param is not None and id(param) not in seen:
+                    seen.add(id(param))
+                    yield param
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True):
@@ -407,8 +412,17 @@ class Module:
 
     def modules(self):
         """Iterate over every module of the tree, this one first, each once."""
-        for _, module in self.named_modules():
+        seen = {id(self)}
+        stack = [self]
+        while stack:
+            module = stack.pop()
             yield module
+            children = []
+            for child in module._modules.values():
+                if child is not None and id(child) not in seen:
+                    seen.add(id(child))
+                    children.append(child)
+            stack.extend(reversed(children))
 
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
         """Iterate over ``(dotted_name, module)`` of the tree in depth-first order."""
