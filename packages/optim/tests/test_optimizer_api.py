@@ -220,3 +220,12 @@ def test_hyperparameter_changes_take_effect_at_the_next_step():
     (w * 3).sum().backward()
     opt.step()
     np.testing.assert_array_equal(w.detach().numpy(), [1.0])
+
+
+def test_named_parameters_keep_their_names():
+    a, b = leaf(), leaf()
+    opt = optim.SGD([("w", a), ("b", b)], lr=0.1)
+    assert opt.param_groups[0]["params"] == [a, b]
+    assert opt.state_dict()["param_groups"][0]["param_names"] == ["w", "b"]
+    with pytest.raises(ValueError, match="Some param names are missing"):
+        optim.SGD([("w", leaf()), leaf()], lr=0.1)

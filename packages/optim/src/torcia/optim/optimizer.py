@@ -71,8 +71,9 @@ class Optimizer:
 
     Parameters
     ----------
-    params : iterable of Tensor or dict
-        The tensors to optimize, or parameter groups: dicts with a ``"params"`` entry and
+    params : iterable of Tensor, of (name, Tensor) or of dict
+        The tensors to optimize (``named_parameters()`` too: the names are kept in the
+        group's ``"param_names"``), or parameter groups: dicts with a ``"params"`` entry and
         per-group hyperparameters overriding ``defaults``.
     defaults : dict
         Hyperparameter defaults of every group.
@@ -142,6 +143,7 @@ class Optimizer:
             )
         else:
             param_group["params"] = list(params)
+        _split_names(param_group)
         for p in param_group["params"]:
             if not isinstance(p, Tensor):
                 kind = type(p).__qualname__
@@ -294,6 +296,20 @@ class Optimizer:
                 f"{dev.type!r} and all parameters of a group on one device"
             )
         return kernel
+
+
+def _split_names(param_group: dict) -> None:
+    """Accept ``named_parameters()``: (name, tensor) pairs become the tensors, and the names
+    go to the group's ``"param_names"``."""
+    names = [p[0] for p in param_group["params"] if isinstance(p, tuple)]
+    if not names:
+        return
+    if len(names) != len(param_group["params"]):
+        raise ValueError(
+            "all optimizer params should be with/without names. Some param names are missing"
+        )
+    param_group["params"] = [p[1] for p in param_group["params"]]
+    param_group["param_names"] = names
 
 
 def step_tensor() -> Tensor:
