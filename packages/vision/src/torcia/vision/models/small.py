@@ -26,7 +26,7 @@ class SmallCNN(nn.Module):
 
         def block(cin, cout):
             return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout),
-                    nn.ReLU(inplace=True)]
+                    nn.ReLU()]
 
         self.features = nn.Sequential(
             *block(in_channels, 32), *block(32, 32), nn.MaxPool2d(2),
