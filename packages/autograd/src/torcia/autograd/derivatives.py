@@ -32,14 +32,18 @@ class Entry:
     """A formula with what it needs, read once from its signature."""
 
     __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "param_names",
-                 "uses_result", "wants_needs", "differentiable_outputs")
+                 "uses_result", "wants_needs", "differentiable_outputs", "only_for")
 
-    def __init__(self, op, fn, differentiable_outputs=None):
+    def __init__(self, op, fn, differentiable_outputs=None, saved_only_for=None):
         self.op = op
         self.fn = fn
         self.differentiable_outputs = differentiable_outputs
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
+        positional = [p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD]
+        # input i is kept only when input j wants a gradient: {i: j}
+        self.only_for = {positional.index(k): positional.index(v)
+                         for k, v in (saved_only_for or {}).items()} or None
         self.multi = params[0].name == "grads"
         flags = []
         self.variadic_saved = False
@@ -136,17 +140,20 @@ def _fit(g, meta) -> Tensor:
 TABLE: dict[str, Entry] = {}
 
 
-def derivative(op: str, *, differentiable_outputs=None):
+def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None):
     """Register the backward formula of ``op`` (see the module docstring).
 
     ``differentiable_outputs`` (a tuple of bools, one per output of a multi-output op)
     marks float outputs that never carry a gradient, such as the sign of ``slogdet``.
+    ``saved_only_for`` maps an input's name to the input whose gradient alone needs it
+    (``{"a": "b"}``: keep ``a`` only when ``b`` requires grad); otherwise the formula gets
+    its :class:`Meta` and must not read its value.
     """
 
     def register(fn):
         if op in TABLE:
             raise ValueError(f"a derivative for {op!r} is already registered")
-        TABLE[op] = Entry(op, fn, differentiable_outputs)
+        TABLE[op] = Entry(op, fn, differentiable_outputs, saved_only_for)
         return fn
 
     return register
@@ -372,13 +379,13 @@ def _(grad, _a, _b):
     return grad, -grad
 
 
-@derivative("mul")
+@derivative("mul", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad * b if needs_input_grad[0] else None,
             grad * a if needs_input_grad[1] else None)
 
 
-@derivative("div")
+@derivative("div", saved_only_for={"a": "b"})
 def _(grad, a, b, *, needs_input_grad, rounding_mode=None):
     if rounding_mode is not None:
         return None, None
@@ -894,53 +901,62 @@ def _(grad, _x, indices, *, dim):
 # =======================================================================================
 
 
-@derivative("matmul")
+@derivative("matmul", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
+    ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
-        return grad * b, grad * a
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-    g = grad
-    if a.ndim == 1:
-        g = g.unsqueeze(-2)
-    if b.ndim == 1:
-        g = g.unsqueeze(-1)
-    ga = g @ b2.mT if needs_input_grad[0] else None
-    gb = a2.mT @ g if needs_input_grad[1] else None
-    if ga is not None and a.ndim == 1:
-        ga = ga.squeeze(-2)
-        if ga.ndim > 1:
-            ga = ga.reshape(-1, a.shape[0]).sum(0)
-    if gb is not None and b.ndim == 1:
-        gb = gb.squeeze(-1)
-        if gb.ndim > 1:
-            gb = gb.reshape(-1, b.shape[0]).sum(0)
+        if needs_input_grad[0]:
+            ga = grad * b
+        if needs_input_grad[1]:
+            gb = grad * a
+        return ga, gb
+    # vectors act as matrices: a row on the left, a column on the right
+    g = grad.unsqueeze(-2) if a.ndim == 1 else grad
+    g = g.unsqueeze(-1) if b.ndim == 1 else g
+    if needs_input_grad[0]:
+        ga = g @ (b.unsqueeze(-1) if b.ndim == 1 else b).mT
+        if a.ndim == 1:
+            ga = ga.squeeze(-2)
+            if ga.ndim > 1:
+                ga = ga.reshape(-1, a.shape[0]).sum(0)
+    if needs_input_grad[1] and b.ndim == 2 and a.ndim > 2:
+        # a weight shared across a batch: one product over all rows, rather than a
+        # product per batch entry summed afterwards
+        gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+    elif needs_input_grad[1]:
+        gb = (a.unsqueeze(0) if a.ndim == 1 else a).mT @ g
+        if b.ndim == 1:
+            gb = gb.squeeze(-1)
+            if gb.ndim > 1:
+                gb = gb.reshape(-1, b.shape[0]).sum(0)
     return ga, gb
 
 
-@derivative("mm")
+@derivative("mm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ b.mT if needs_input_grad[0] else None,
             a.mT @ grad if needs_input_grad[1] else None)
 
 
-@derivative("bmm")
+@derivative("bmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ b.mT if needs_input_grad[0] else None,
             a.mT @ grad if needs_input_grad[1] else None)
 
 
-@derivative("dot")
-def _(grad, a, b):
-    return grad * b, grad * a
+@derivative("dot", saved_only_for={"a": "b", "b": "a"})
+def _(grad, a, b, *, needs_input_grad):
+    return (grad * b if needs_input_grad[0] else None,
+            grad * a if needs_input_grad[1] else None)
 
 
-@derivative("outer")
-def _(grad, a, b):
-    return grad @ b, grad.mT @ a
+@derivative("outer", saved_only_for={"a": "b", "b": "a"})
+def _(grad, a, b, *, needs_input_grad):
+    return (grad @ b if needs_input_grad[0] else None,
+            grad.mT @ a if needs_input_grad[1] else None)
 
 
-@derivative("addmm")
+@derivative("addmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
     gc = grad * beta if needs_input_grad[0] else None
     ga = (grad @ b.mT) * alpha if needs_input_grad[1] else None
