@@ -412,17 +412,16 @@ class Module:
 
     def modules(self):
         """Iterate over every module of the tree, this one first, each once."""
-        seen = {id(self)}
+        seen = set()
         stack = [self]
         while stack:
             module = stack.pop()
+            # marked when visited, not when pushed: the order is named_modules' depth-first
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
             yield module
-            children = []
-            for child in module._modules.values():
-                if child is not None and id(child) not in seen:
-                    seen.add(id(child))
-                    children.append(child)
-            stack.extend(reversed(children))
+            stack.extend(m for m in reversed(module._modules.values()) if m is not None)
 
     def named_modules(self, memo=None, prefix: str = "", remove_duplicate: bool = True):
         """Iterate over ``(dotted_name, module)`` of the tree in depth-first order."""
