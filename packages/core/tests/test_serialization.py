@@ -214,3 +214,14 @@ def test_objects_that_are_not_data_cannot_be_saved():
         torcia.save({"opt": object()}, io.BytesIO())
     with pytest.raises(TypeError, match="cannot store an object of type function"):
         torcia.save([lambda: 0], io.BytesIO())
+
+
+def test_pickle_options_are_refused_by_name():
+    buf = io.BytesIO()
+    torcia.save([1], buf)
+    with pytest.raises(TypeError, match=r"unexpected keyword arguments \['encoding'\]"):
+        torcia.load(io.BytesIO(buf.getvalue()), encoding="latin1")
+    with pytest.raises(ValueError, match="mmap=True is not supported"):
+        torcia.load(io.BytesIO(buf.getvalue()), mmap=True)
+    with pytest.raises(ValueError, match="does not unpickle"):
+        torcia.load(io.BytesIO(buf.getvalue()), pickle_module=object())

@@ -125,6 +125,9 @@ def save(obj, f, pickle_module=None, pickle_protocol=None, _use_new_zipfile_seri
         What to save.
     f : str, os.PathLike or binary file object
         Where to write.
+    pickle_module, pickle_protocol
+        Accepted so that PyTorch calls run; nothing is pickled, so ``pickle_protocol`` has
+        no effect and a ``pickle_module`` is an error.
 
     Examples
     --------
@@ -305,6 +308,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=True, mmap=No
     """
     if pickle_module is not None:
         raise ValueError("torcia.load does not unpickle: pickle_module is not supported")
+    if mmap:
+        raise ValueError("torcia.load does not memory-map archives: mmap=True is not supported")
+    if kwargs:
+        raise TypeError(f"torcia.load got unexpected keyword arguments {sorted(kwargs)}: a "
+                        "torcia archive is not a pickle, so unpickling options do not apply")
     source = _open(f, "rb")
     name = source.name
     try:
