@@ -136,6 +136,7 @@ SCHEDULERS = {
 }
 
 
+@pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step")
 @pytest.mark.parametrize("name", SCHEDULERS)
 def test_scheduler_state_survives_torcia_save(name, tmp_path):
     def run(sched, steps):

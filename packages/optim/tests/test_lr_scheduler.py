@@ -10,6 +10,9 @@ import pytest
 import torcia
 from torcia.optim import lr_scheduler as S
 
+# the schedules here are stepped without optimizer steps
+pytestmark = pytest.mark.filterwarnings("ignore:Detected call of `lr_scheduler.step")
+
 BASE = [0.1, 0.05]  # two parameter groups with different rates
 EPOCHS = 25
 
@@ -315,3 +318,15 @@ def test_adams_beta1_cycles_like_pytorch(make):
 
     np.testing.assert_allclose(run(torcia, S), run(torch, torch.optim.lr_scheduler),
                                rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.filterwarnings("error")
+def test_stepping_the_scheduler_before_the_optimizer_warns():
+    opt = optimizer()
+    sched = S.StepLR(opt, step_size=1)
+    with pytest.warns(UserWarning, match="before `optimizer.step\\(\\)`"):
+        sched.step()
+    opt = optimizer()
+    sched = S.StepLR(opt, step_size=1)
+    opt.step()
+    sched.step()  # the right order: no warning

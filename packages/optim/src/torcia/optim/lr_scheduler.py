@@ -34,6 +34,12 @@ _EPOCH_DEPRECATION = (
     "new chainable form, where available."
 )
 
+_STEP_ORDER = (
+    "Detected call of `lr_scheduler.step()` before `optimizer.step()`. Call them in the "
+    "opposite order: `optimizer.step()` before `lr_scheduler.step()`. Otherwise the first "
+    "value of the learning rate schedule is skipped."
+)
+
 schedulers = plugins.Registry("lr scheduler", "torcia_register_lr_schedulers")
 
 
@@ -124,6 +130,8 @@ class LRScheduler:
 
     def step(self, epoch=None) -> None:
         """Advance one epoch (or, deprecated, jump to ``epoch``) and set the new rates."""
+        if self._step_count == 1 and not getattr(self.optimizer, "_opt_called", False):
+            warnings.warn(_STEP_ORDER, UserWarning, stacklevel=2)
         self._step_count += 1
         if epoch is not None:
             warnings.warn(_EPOCH_DEPRECATION, UserWarning, stacklevel=2)
@@ -164,7 +172,7 @@ class LambdaLR(LRScheduler):
     >>> import torcia
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.LambdaLR(opt, lambda e: 0.5 ** e)
-    >>> sched.step(); sched.step()
+    >>> opt.step(); sched.step(); opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.25]
     """
@@ -216,7 +224,7 @@ class MultiplicativeLR(LambdaLR):
     >>> import torcia
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.MultiplicativeLR(opt, lambda e: 0.5)
-    >>> sched.step(); sched.step()
+    >>> opt.step(); sched.step(); opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.25]
     """
@@ -240,7 +248,7 @@ class StepLR(LRScheduler):
     >>> sched = torcia.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.1)
     >>> lrs = []
     >>> for _ in range(4):
-    ...     lrs.append(round(sched.get_last_lr()[0], 6)); sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 6)); opt.step(); sched.step()
     >>> lrs
     [1.0, 1.0, 0.1, 0.1]
     """
@@ -268,7 +276,7 @@ class MultiStepLR(LRScheduler):
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.MultiStepLR(opt, milestones=[1, 3], gamma=0.5)
     >>> for _ in range(3):
-    ...     sched.step()
+    ...     opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.25]
     """
@@ -307,7 +315,7 @@ class ConstantLR(LRScheduler):
     >>> sched = torcia.optim.lr_scheduler.ConstantLR(opt, factor=0.5, total_iters=2)
     >>> lrs = []
     >>> for _ in range(3):
-    ...     lrs.append(sched.get_last_lr()[0]); sched.step()
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
     >>> lrs
     [0.5, 0.5, 1.0]
     """
@@ -345,7 +353,7 @@ class LinearLR(LRScheduler):
     >>> sched = torcia.optim.lr_scheduler.LinearLR(opt, start_factor=0.5, total_iters=2)
     >>> lrs = []
     >>> for _ in range(3):
-    ...     lrs.append(sched.get_last_lr()[0]); sched.step()
+    ...     lrs.append(sched.get_last_lr()[0]); opt.step(); sched.step()
     >>> lrs
     [0.5, 0.75, 1.0]
     """
@@ -393,7 +401,7 @@ class ExponentialLR(LRScheduler):
     >>> import torcia
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.ExponentialLR(opt, gamma=0.5)
-    >>> sched.step(); sched.step()
+    >>> opt.step(); sched.step(); opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.25]
     """
@@ -419,7 +427,7 @@ class PolynomialLR(LRScheduler):
     >>> import torcia
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.PolynomialLR(opt, total_iters=4, power=1.0)
-    >>> sched.step(); sched.step()
+    >>> opt.step(); sched.step(); opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.5]
     """
@@ -461,7 +469,7 @@ class CosineAnnealingLR(LRScheduler):
     >>> import torcia
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = torcia.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=2)
-    >>> sched.step()
+    >>> opt.step(); sched.step()
     >>> round(sched.get_last_lr()[0], 6)
     0.5
     """
@@ -506,7 +514,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
     >>> sched = torcia.optim.lr_scheduler.CosineAnnealingWarmRestarts(opt, T_0=2)
     >>> lrs = []
     >>> for _ in range(4):
-    ...     lrs.append(round(sched.get_last_lr()[0], 6)); sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 6)); opt.step(); sched.step()
     >>> lrs
     [1.0, 0.5, 1.0, 0.5]
     """
@@ -599,7 +607,7 @@ class CyclicLR(LRScheduler):
     >>> sched = torcia.optim.lr_scheduler.CyclicLR(opt, 0.1, 1.0, step_size_up=2)
     >>> lrs = []
     >>> for _ in range(5):
-    ...     lrs.append(round(sched.get_last_lr()[0], 6)); sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 6)); opt.step(); sched.step()
     >>> lrs
     [0.1, 0.55, 1.0, 0.55, 0.1]
     """
@@ -718,7 +726,7 @@ class OneCycleLR(LRScheduler):
     >>> round(sched.get_last_lr()[0], 6)
     0.04
     >>> for _ in range(2):
-    ...     sched.step()
+    ...     opt.step(); sched.step()
     >>> round(sched.get_last_lr()[0], 6)
     1.0
     """
@@ -869,7 +877,7 @@ class SequentialLR(_Composite):
     >>> sched = S.SequentialLR(opt, [warmup, decay], milestones=[2])
     >>> lrs = []
     >>> for _ in range(4):
-    ...     lrs.append(round(sched.get_last_lr()[0], 6)); sched.step()
+    ...     lrs.append(round(sched.get_last_lr()[0], 6)); opt.step(); sched.step()
     >>> lrs
     [0.1, 0.1, 1.0, 0.5]
     """
@@ -927,7 +935,7 @@ class ChainedScheduler(_Composite):
     >>> opt = torcia.optim.SGD([torcia.tensor([1.0], requires_grad=True)], lr=1.0)
     >>> sched = S.ChainedScheduler([S.ConstantLR(opt, factor=0.5, total_iters=1),
     ...                             S.ExponentialLR(opt, gamma=0.5)])
-    >>> sched.step()
+    >>> opt.step(); sched.step()
     >>> sched.get_last_lr()
     [0.5]
     """

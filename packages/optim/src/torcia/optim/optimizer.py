@@ -58,6 +58,7 @@ def _with_step_hooks(step):
                     )
                 args, kwargs = result
         out = step(self, *args, **kwargs)
+        self._opt_called = True  # lets a scheduler tell whether it is stepped too early
         for hook in list(self._step_post_hooks.values()):
             hook(self, args, kwargs)
         return out
