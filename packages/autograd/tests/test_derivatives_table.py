@@ -106,6 +106,10 @@ def _setitem(x, v):
 
 
 INF = float("inf")
+# constants (no grad): the other operand's formula must not need what was not kept
+C23 = torcia.tensor(RNG.uniform(0.5, 2.0, (2, 3)))
+C3 = torcia.tensor(RNG.uniform(0.5, 2.0, 3))
+C32 = torcia.tensor(RNG.standard_normal((3, 2)))
 
 SAMPLES = {
     # ----- elementwise, one input ---------------------------------------------------------
@@ -126,8 +130,11 @@ SAMPLES = {
     # ----- elementwise, two or more inputs ------------------------------------------------
     "add": binary(torcia.add) + [case(lambda a: a + 2.5, r(3))],
     "sub": binary(torcia.sub) + [case(lambda a: 1 - a, r(3))],
-    "mul": binary(torcia.mul) + [case(lambda a: a * 3, r(3))],
-    "div": binary(torcia.div, r, pos) + [case(lambda a: 2 / a, pos(3))],
+    "mul": binary(torcia.mul) + [case(lambda a: a * 3, r(3)), case(lambda a: a * C23, r(2, 3)),
+                                  case(lambda b: C3 * b, r(2, 3))],
+    "div": binary(torcia.div, r, pos) + [case(lambda a: 2 / a, pos(3)),
+                                         case(lambda a: a / C3, r(3)),
+                                         case(lambda b: C3 / b, pos(3))],
     "pow": binary(torcia.pow, pos, r) + [case(lambda a: a ** 3, r(4)),
                                          case(lambda a: a ** 0.5, pos(3)),
                                          case(lambda b: 2.0 ** b, r(3))],
@@ -227,7 +234,7 @@ SAMPLES = {
         case(lambda x, s, red=red, inc=inc: x.scatter_reduce(0, idx([0, 2, 0, 1]), s, red,
                                                            include_self=inc),
              distinct(3) if red in ("amax", "amin") else r(3),
-             distinct(4) if red in ("amax", "amin") else r(4))
+             distinct2(4) if red in ("amax", "amin") else r(4))
         for red in ("sum", "mean", "amax", "amin", "prod") for inc in (True, False)
     ] + [case(lambda x, s: x.scatter_reduce(0, idx([0, 0, 1, 1, 1]), s, "prod"), r(2),
               t([0.0, 2.0, 3.0, 0.0, 0.0])),
@@ -264,13 +271,18 @@ SAMPLES = {
     # ----- linear algebra -------------------------------------------------------------------
     "matmul": [case(torcia.matmul, r(2, 3), r(3, 2)), case(torcia.matmul, r(3), r(3)),
                case(torcia.matmul, r(3), r(2, 3, 2)), case(torcia.matmul, r(2, 2, 3), r(3)),
-               case(lambda a, b: a.mT @ b, r(3, 2, 2), r(1, 2, 3))],
-    "mm": [case(torcia.mm, r(2, 3), r(3, 2)), case(lambda a, b: a.mm(b.mT), r(2, 3), r(2, 3))],
-    "bmm": [case(torcia.bmm, r(2, 2, 3), r(2, 3, 2))],
-    "dot": [case(torcia.dot, r(3), r(3))],
-    "outer": [case(torcia.outer, r(3), r(2))],
+               case(lambda a, b: a.mT @ b, r(3, 2, 2), r(1, 2, 3)),
+               case(lambda a: a @ C3, r(2, 3)), case(lambda b: C3 @ b, r(3, 2)),
+               case(lambda b: C3 @ b, r(3)), case(lambda a: a @ C32, r(2, 2, 3))],
+    "mm": [case(torcia.mm, r(2, 3), r(3, 2)), case(lambda a, b: a.mm(b.mT), r(2, 3), r(2, 3)),
+           case(lambda a: a.mm(C32), r(2, 3)), case(lambda b: C23.mm(b), r(3, 2))],
+    "bmm": [case(torcia.bmm, r(2, 2, 3), r(2, 3, 2)),
+            case(lambda a: torcia.bmm(a, C32.expand(2, 3, 2)), r(2, 2, 3))],
+    "dot": [case(torcia.dot, r(3), r(3)), case(lambda a: torcia.dot(a, C3), r(3))],
+    "outer": [case(torcia.outer, r(3), r(2)), case(lambda b: torcia.outer(C3, b), r(2))],
     "addmm": [case(lambda c, a, b: torcia.addmm(c, a, b, beta=0.5, alpha=2.0), r(2), r(2, 3),
-                   r(3, 2))],
+                   r(3, 2)),
+              case(lambda c, a: torcia.addmm(c, a, C32), r(2), r(2, 3))],
     "einsum": [case(lambda a, b: torcia.einsum("ij,jk->ik", a, b), r(2, 3), r(3, 2)),
                case(lambda a: torcia.einsum("ii->i", a), r(3, 3)),
                case(lambda a: torcia.einsum("ii", a), r(3, 3)),

@@ -114,6 +114,26 @@ def test_backward_twice_needs_retain_graph():
         y.backward()
 
 
+def _second_backward(lib, build):
+    x = lib.tensor([1.0, 2.0], requires_grad=True)
+    w = lib.tensor([3.0, 4.0], requires_grad=True)
+    y = build(x, w).sum()
+    y.backward()
+    try:
+        y.backward()
+    except RuntimeError:
+        return "raises"
+    return x.grad.tolist()
+
+
+@pytest.mark.parametrize("build", [lambda x, w: x + 1, lambda x, w: x * 2,
+                                   lambda x, w: x * w.detach(), lambda x, w: x * w,
+                                   lambda x, w: x.exp(), lambda x, w: (x * 3).reshape(2, 1)])
+def test_nodes_without_saved_tensors_run_again_as_in_torch(build):
+    torch = pytest.importorskip("torch")
+    assert _second_backward(torcia, build) == _second_backward(torch, build)
+
+
 def test_backward_on_non_grad_tensor_raises():
     with pytest.raises(RuntimeError, match="does not require grad and does not have a grad_fn"):
         torcia.tensor(1.0).backward()

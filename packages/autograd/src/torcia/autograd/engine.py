@@ -77,6 +77,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     metas = []
     flags = entry.saved_flags
     n_flags = len(flags)
+    only_for = entry.only_for
+    scalar_saved = False
     for i, x in enumerate(inputs):
         if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._requires_grad:
@@ -86,7 +88,11 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
                 edges.append(NO_EDGE)
             data = x._data
             metas.append((data.shape, data.dtype, x._device))
-            if flags[i] if i < n_flags else entry.variadic_saved:
+            keep = flags[i] if i < n_flags else entry.variadic_saved
+            if keep and only_for is not None and i in only_for:
+                other = inputs[only_for[i]]
+                keep = isinstance(other, Tensor) and other._requires_grad
+            if keep:
                 args.append(x)
                 versions.append((i, x._vc[0]))
             else:
@@ -95,11 +101,16 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             edges.append(NO_EDGE)
             metas.append(None)
             args.append(x)
+            # a number in a saved slot counts as saved, as PyTorch's wrapped scalars do
+            if x is not None and (flags[i] if i < n_flags else entry.variadic_saved):
+                scalar_saved = True
     args = tuple(args)
     versions = tuple(versions)
     multi = out.__class__ is tuple
     node = Node(op, entry, args, versions, params, tuple(edges), tuple(metas),
                 len(out) if multi else 1)
+    if scalar_saved:
+        node.holds_saved = True
     if entry.uses_result:
         # aliases without grad_fn: saving the outputs themselves would make a reference cycle
         outs = out if multi else (out,)
@@ -111,6 +122,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             versions += ((len(args) + k, o._vc[0]),)
         node.args = args + tuple(aliases)
         node.versions = versions
+        node.holds_saved = True
     if ANOMALY.enabled:
         node.trace = "".join(traceback.format_stack()[:-3])
     if multi:

@@ -89,9 +89,10 @@ class BackwardCFunction(_Node):
         return f"{self.fn_cls.__name__}Backward"
 
     def release(self):
-        self.ctx._released = True
-        self.ctx._saved = ()
-        self.released = True
+        if self.ctx._saved:
+            self.ctx._released = True
+            self.ctx._saved = ()
+            self.released = True
 
     def apply(self, grads, create_graph):
         from torcia._creation import zeros

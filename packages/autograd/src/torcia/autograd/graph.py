@@ -64,7 +64,7 @@ class Node:
 
     __slots__ = (
         "op", "entry", "args", "versions", "params", "next_functions", "metas",
-        "n_outputs", "pre_hooks", "post_hooks", "released", "trace",
+        "n_outputs", "pre_hooks", "post_hooks", "released", "trace", "holds_saved",
         "__weakref__",
     )
 
@@ -81,6 +81,8 @@ class Node:
         self.post_hooks = None
         self.released = False
         self.trace = None
+        # whether backward frees something; PyTorch lets a node that saved nothing run again
+        self.holds_saved = bool(versions)
 
     def name(self) -> str:
         return node_name(self.op, self.params, self.metas)
@@ -103,8 +105,11 @@ class Node:
         return RemovableHandle(self.pre_hooks[-1], fn)
 
     def release(self):
-        self.args = None
-        self.released = True
+        """Free what backward needed; a node that saved no tensor can run again, as in
+        PyTorch."""
+        if self.holds_saved:
+            self.args = None
+            self.released = True
 
     def unpack(self, create_graph: bool):
         """The formula's arguments, checking that no saved tensor changed since."""
