@@ -534,3 +534,15 @@ def test_full_backward_hook_with_two_inputs_and_tuple_outputs():
     # d/da (3 * 2a + a) = 7
     np.testing.assert_allclose(seen["gi"][0].numpy(), [7.0] * 3)
     np.testing.assert_allclose(a.grad.numpy(), [7.0] * 3)
+
+
+def test_gradients_through_a_hooked_module_pass_finite_differences():
+    torcia.manual_seed(0)
+    net = nn.Sequential(nn.Linear(3, 4), nn.Tanh(), nn.Linear(4, 2)).double()
+    calls = []
+    net[0].register_full_backward_hook(lambda m, gi, go: calls.append(1))
+    net.register_full_backward_pre_hook(lambda m, go: None)
+    x = torcia.randn(5, 3, dtype=torcia.float64, requires_grad=True)
+    assert torcia.autograd.gradcheck(net, (x,))
+    assert torcia.autograd.gradgradcheck(net, (x,))
+    assert calls
