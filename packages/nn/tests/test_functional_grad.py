@@ -109,6 +109,11 @@ CASES = [
     ("channel_shuffle", lambda x: F.channel_shuffle(x, 2), [r(1, 4, 2)], True),
     ("lp_pool2d", lambda x: F.lp_pool2d(x, 2, 2), [r(1, 1, 4, 4, lo=0.2)], True),
     ("lp_pool1d", lambda x: F.lp_pool1d(x, 3, 2), [r(1, 2, 4, lo=0.2)], True),
+    ("max_unpool2d", lambda x: F.max_unpool2d(x, torcia.tensor([[[[0, 3], [10, 15]]]]), 2),
+     [r(1, 1, 2, 2)], True),
+    ("rms_norm", lambda x, w: F.rms_norm(x, (3,), w), [r(2, 3), r(3)], True),
+    ("pdist", F.pdist, [r(4, 3)], True),
+    ("adaptive_max_pool", lambda x: F.adaptive_max_pool3d(x, 2), [r(1, 1, 3, 3, 3)], True),
     ("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), [r(1, 4, 2, 2)], True),
     ("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), [r(1, 1, 4, 2)], True),
     # pooling
@@ -184,6 +189,10 @@ CASES = [
                                                                         r(3, 2, lo=0.2)], True),
     ("multilabel_soft_margin_loss", lambda x: F.multilabel_soft_margin_loss(
         x, torcia.tensor([[1.0, 0.0], [0.0, 0.0], [1.0, 1.0]])), [r(3, 2)], True),
+    ("triplet_margin_with_distance_loss", lambda a, p, n: F.triplet_margin_with_distance_loss(
+        a, p, n, margin=3.0), [r(3, 4), r(3, 4), r(3, 4)], True),
+    ("multilabel_margin_loss", lambda x: F.multilabel_margin_loss(
+        x, torcia.tensor([[3, 0, -1, 1], [1, -1, 3, 0]])), [r(2, 4)], True),
     ("soft_margin_loss", lambda x: F.soft_margin_loss(x, torcia.tensor([1.0, -1.0])), [r(2)],
      True),
     ("hinge_embedding_loss", lambda x: F.hinge_embedding_loss(

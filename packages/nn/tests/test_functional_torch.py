@@ -163,6 +163,19 @@ CASES = [
     ("channel_shuffle", lambda lib, F, x: F.channel_shuffle(x, 3), [(2, 6, 2, 2)]),
     ("lp_pool2d", lambda lib, F, x: F.lp_pool2d(x.abs() + 0.1, 2, 2), [(1, 2, 4, 5)]),
     ("lp_pool1d", lambda lib, F, x: F.lp_pool1d(x.abs() + 0.1, 3, 3, 2), [(2, 2, 7)]),
+    ("adaptive_avg_pool3d", lambda lib, F, x: F.adaptive_avg_pool3d(x, (2, 3, 2)),
+     [(1, 2, 3, 5, 4)]),
+    ("adaptive_max_pool3d", lambda lib, F, x: F.adaptive_max_pool3d(x, (2, 3, 2)),
+     [(1, 2, 3, 5, 4)]),
+    ("max_pool3d", lambda lib, F, x: F.max_pool3d(x, 2, padding=1, ceil_mode=True),
+     [(1, 2, 3, 5, 4)]),
+    ("max_unpool2d", lambda lib, F, x: F.max_unpool2d(*F.max_pool2d(x, 2, return_indices=True),
+                                                      2, output_size=(5, 5)), [(1, 2, 5, 5)]),
+    ("max_unpool1d", lambda lib, F, x: F.max_unpool1d(*F.max_pool1d_with_indices(x, 2, 2), 2),
+     [(2, 3, 6)]),
+    ("rms_norm", lambda lib, F, x, w: F.rms_norm(x, (3, 4), w), [(2, 3, 4), (3, 4)]),
+    ("rms_norm-default-eps", lambda lib, F, x: F.rms_norm(x * 1e-5, (4,)), [(2, 4)]),
+    ("pdist", lambda lib, F, x: F.pdist(x, p=3), [(4, 3)]),
     ("pixel_shuffle", lambda lib, F, x: F.pixel_shuffle(x, 2), [(2, 8, 3, 2)]),
     ("pixel_unshuffle", lambda lib, F, x: F.pixel_unshuffle(x, 2), [(2, 2, 4, 6)]),
     ("one_hot", lambda lib, F, x: F.one_hot(t(lib, [[0, 3], [2, 2]]), 5) * x.sum(), [(1,)]),
@@ -241,6 +254,11 @@ CASES = [
         x, y, v.abs(), reduction="none"), [(3, 4), (3, 4), (3,)]),
     ("multilabel_soft_margin_loss", lambda lib, F, x, y: F.multilabel_soft_margin_loss(
         x, (y > 0).to(x.dtype)), [(3, 4), (3, 4)]),
+    ("triplet_margin_with_distance_loss", lambda lib, F, a, p, n:
+     F.triplet_margin_with_distance_loss(a, p, n, distance_function=lambda u, v: (u - v).abs()
+                                         .sum(-1), margin=2.0, swap=True), [(3, 4)] * 3),
+    ("multilabel_margin_loss", lambda lib, F, x: F.multilabel_margin_loss(
+        x, t(lib, [[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 0, 0]])), [(3, 4)]),
     ("hinge_embedding_loss", lambda lib, F, x: F.hinge_embedding_loss(
         x, t(lib, [[1.0, -1.0], [-1.0, -1.0]])), [(2, 2)]),
     ("soft_margin_loss", lambda lib, F, x: F.soft_margin_loss(x, t(lib, [1.0, -1.0, 1.0])),
@@ -349,6 +367,46 @@ def test_dropout2d_zeroes_whole_channels():
     y = TF.dropout2d(torcia.ones(4, 8, 3, 3), 0.5)
     per_channel = y.reshape(4, 8, 9)
     assert ((per_channel == 0).all(-1) | (per_channel == 2).all(-1)).all()
+
+
+@pytest.mark.parametrize("name", sorted(n for n in dir(TorchF) if not n.startswith("_")
+                                         and hasattr(TF, n) and callable(getattr(TF, n))))
+def test_signature_matches_torch(name):
+    import inspect
+
+    try:
+        theirs = inspect.signature(getattr(TorchF, name))
+    except (TypeError, ValueError):
+        pytest.skip("no Python signature on PyTorch's side")
+    params = list(theirs.parameters.values())
+    if params and params[0].kind is params[0].VAR_POSITIONAL:
+        pytest.skip("PyTorch dispatches through *args")
+    ours = inspect.signature(getattr(TF, name))
+    assert [(p.name, p.default, p.kind) for p in ours.parameters.values()] == [
+        (p.name, p.default, p.kind) for p in params]
+
+
+def test_gumbel_softmax_hard_is_one_hot_with_soft_gradient():
+    torcia.manual_seed(0)
+    logits = torcia.randn(4, 5, requires_grad=True)
+    y = TF.gumbel_softmax(logits, tau=0.5, hard=True)
+    assert (y.sum(-1) == 1).all() and ((y == 0) | (y == 1)).all()
+    (y * torcia.arange(5.0)).sum().backward()
+    assert logits.grad.abs().sum().item() > 0
+
+
+def test_gumbel_softmax_samples_follow_the_softmax():
+    torcia.manual_seed(0)
+    logits = torcia.tensor([[0.0, 1.0, 2.0]]).expand(20000, 3)
+    counts = TF.gumbel_softmax(logits, hard=True).sum(0).numpy() / 20000
+    np.testing.assert_allclose(counts, np.exp([0, 1, 2]) / np.exp([0, 1, 2]).sum(), atol=0.015)
+
+
+def test_feature_alpha_dropout_drops_whole_channels():
+    torcia.manual_seed(0)
+    y = TF.feature_alpha_dropout(torcia.ones(8, 16, 3), 0.5, training=True).numpy()
+    assert (np.ptp(y, axis=-1) == 0).all()
+    assert len(np.unique(y)) == 2
 
 
 def test_alpha_dropout_keeps_mean_and_variance():

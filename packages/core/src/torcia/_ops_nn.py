@@ -600,7 +600,10 @@ def _adaptive_weights(i: int, o: int, like: Tensor) -> Tensor:
     start, end = (r * i) // o, -((-(r + 1) * i) // o)
     pos = np.arange(i)
     m = ((pos >= start[:, None]) & (pos < end[:, None])) / (end - start)[:, None]
-    return Tensor._make(m.astype(like._data.dtype), like.device)
+    # built on the host, then moved: ``like`` may live on another device
+    from torcia._creation import tensor
+
+    return tensor(m, dtype=like.dtype, device=like.device)
 
 
 def _adaptive_avg_pool(nd, input, output_size, fn):
@@ -651,9 +654,19 @@ def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
     return values
 
 
+def adaptive_avg_pool3d(input, output_size):
+    """Means over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
+
+
 def adaptive_max_pool1d(input, output_size, return_indices=False):
     """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L)."""
     return _adaptive_max_pool(1, input, output_size, return_indices, "adaptive_max_pool1d")
+
+
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    return _adaptive_max_pool(3, input, output_size, return_indices, "adaptive_max_pool3d")
 
 
 def adaptive_max_pool2d(input, output_size, return_indices=False):
@@ -980,21 +993,31 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
 
 
-def alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
-    SELU's negative saturation value, then an affine map restores the statistics."""
+def _alpha_dropout(input, p, training, inplace_, shape):
     _check_p(p)
     if not training or p == 0:
         return input
     if p == 1:
         out = input * 0
-        return _write(input, out) if inplace else out
+        return _write(input, out) if inplace_ else out
     neg = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
-    keep = _dropout_mask(input, input.shape, p) * (1 - p)  # 0 or 1
+    keep = _dropout_mask(input, shape, p) * (1 - p)  # 0 or 1
     a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
     b = -a * neg * p
     out = (input * keep + neg * (1 - keep)) * a + b
-    return _write(input, out) if inplace else out
+    return _write(input, out) if inplace_ else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
+    SELU's negative saturation value, then an affine map restores the statistics."""
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` (N, C, *)."""
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout(input, p, training, inplace, shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1080,9 +1103,9 @@ def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "alpha_dropout", "avg_pool1d", "celu",
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
-    "cosine_similarity", "dropout", "instance_norm", "log_softmax", "max_pool1d",
-    "max_pool2d", "max_pool3d", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
-    "prelu", "selu", "softmax",
+    "cosine_similarity", "dropout", "feature_alpha_dropout", "instance_norm", "log_softmax",
+    "max_pool1d", "max_pool2d", "max_pool3d", "pairwise_distance", "pixel_shuffle",
+    "pixel_unshuffle", "prelu", "selu", "softmax",
 ]
 #: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s.
 TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,

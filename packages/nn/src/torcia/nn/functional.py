@@ -32,8 +32,10 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     _unbatch,
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
     adaptive_max_pool1d,
     adaptive_max_pool2d,
+    adaptive_max_pool3d,
     alpha_dropout,
     avg_pool1d,
     avg_pool2d,
@@ -53,6 +55,7 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     dropout3d,
     elu,
     embedding,
+    feature_alpha_dropout,
     gelu,
     group_norm,
     hardsigmoid,
@@ -202,6 +205,64 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     return _maybe_inplace(input, out, inplace)
 
 
+def elu_(input, alpha=1.0):
+    """In-place :func:`elu`."""
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input, alpha=1.0):
+    """In-place :func:`celu`."""
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input):
+    """In-place :func:`selu`."""
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input, negative_slope=0.01):
+    """In-place :func:`leaky_relu`."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input, min_val=-1.0, max_val=1.0):
+    """In-place :func:`hardtanh`."""
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input, threshold_, value):
+    """In-place :func:`threshold`."""
+    return threshold(input, threshold_, value, inplace=True)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
+    """In-place :func:`rrelu`."""
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+def gumbel_softmax(logits, tau=1, hard=False, eps=1e-10, dim=-1):
+    """A sample of the Gumbel-softmax (relaxed categorical) distribution over ``dim``:
+    ``softmax((logits + g) / tau)`` with standard Gumbel noise ``g``; ``hard`` returns
+    one-hot vectors whose gradient is the soft sample's (straight-through).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.gumbel_softmax(torcia.zeros(2, 3), hard=True).sum(-1)
+    tensor([1., 1.])
+    """
+    with torcia.no_grad():
+        u = torcia.rand(logits.shape, dtype=logits.dtype, device=logits.device)
+        gumbels = -(-(u.clamp(min=eps)).log()).log()
+    soft = softmax((logits + gumbels) / tau, dim)
+    if not hard:
+        return soft
+    index = soft.argmax(dim, keepdim=True)
+    one = torcia.zeros_like(soft).scatter(dim, index, 1.0)
+    return one - soft.detach() + soft
+
+
 def _maybe_inplace(input, out, inplace_):
     return inplace(lambda t: out, input) if inplace_ else out
 
@@ -209,6 +270,39 @@ def _maybe_inplace(input, out, inplace_):
 # ---------------------------------------------------------------------------------------
 # padding, resizing, patches
 # ---------------------------------------------------------------------------------------
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool1d` returning ``(values, indices)``."""
+    return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool2d` returning ``(values, indices)``."""
+    return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False, return_indices=False):
+    """:func:`max_pool3d` returning ``(values, indices)``."""
+    return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
+
+
+def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
+    return adaptive_max_pool1d(input, output_size, True)
+
+
+def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
+    return adaptive_max_pool2d(input, output_size, True)
+
+
+def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
+    return adaptive_max_pool3d(input, output_size, True)
 
 
 def pad(input, pad, mode="constant", value=None):
@@ -284,7 +378,7 @@ def _linear_weights(i, o, scale, align_corners, like):
     m = np.zeros((o, i))
     np.add.at(m, (np.arange(o), lo), 1 - frac)
     np.add.at(m, (np.arange(o), hi), frac)
-    return Tensor._make(m.astype(like._data.dtype), like.device)
+    return torcia.tensor(m, dtype=like.dtype, device=like.device)
 
 
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
@@ -322,7 +416,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise NotImplementedError("interpolate: antialias is not supported")
     out_sp, scales = _interp_sizes(input, size, scale_factor, nd, recompute_scale_factor)
     if mode == "area":
-        return (adaptive_avg_pool1d, adaptive_avg_pool2d, _adaptive_avg_pool3d)[nd - 1](
+        return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](
             input, out_sp)
     out = input
     for k in range(nd):
@@ -332,7 +426,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             shift = 0.5 if mode == "nearest-exact" else 0.0
             src = np.minimum(np.floor((np.arange(o) + shift) * scales[k]).astype(np.int64),
                              i - 1)
-            index = Tensor._make(src, input.device)
+            index = torcia.tensor(src, device=input.device)
             out = out.index_select(dim, index)
         else:
             w = _linear_weights(i, o, scales[k], bool(align_corners), input)
@@ -340,10 +434,49 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     return out
 
 
-def _adaptive_avg_pool3d(input, output_size):
-    from torcia._ops_nn import _adaptive_avg_pool
+def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool1d`: each value put back at its index,
+    zeros elsewhere."""
+    return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
 
-    return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
+
+def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool2d`: each value put back at the flat plane
+    position ``indices`` holds, zeros elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[[1.0, 4.0], [3.0, 2.0]]]])
+    >>> y, i = F.max_pool2d(x, 2, return_indices=True)
+    >>> F.max_unpool2d(y, i, 2)
+    tensor([[[[0., 4.],
+              [0., 0.]]]])
+    """
+    return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
+    input, added = _batched(input, nd, f"max_unpool{nd}d")
+    if indices.ndim == input.ndim - 1:
+        indices = indices.unsqueeze(0)
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    s = k if stride is None else _ntuple(stride, nd, "stride")
+    p = _ntuple(padding, nd, "padding")
+    if output_size is None:
+        size = tuple((i - 1) * ss - 2 * pp + kk for i, ss, pp, kk in zip(
+            input.shape[2:], s, p, k))
+    else:
+        size = tuple(int(o) for o in tuple(output_size)[-nd:])
+    n, c = input.shape[:2]
+    plane = math.prod(size)
+    if indices.numel() and (int(indices._data.min()) < 0 or int(indices._data.max()) >= plane):
+        raise RuntimeError(f"Found an invalid max index: {int(indices._data.max())} (output "
+                           f"volumes are of size {'x'.join(map(str, size))}")
+    flat = torcia.zeros(n, c, plane, dtype=input.dtype, device=input.device)
+    out = flat.scatter(2, indices.reshape(n, c, -1), input.reshape(n, c, -1))
+    return _unbatch(out.reshape(n, c, *size), added)
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -431,6 +564,49 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # ---------------------------------------------------------------------------------------
 # distances and attention
 # ---------------------------------------------------------------------------------------
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``input / sqrt(mean(input**2) + eps) * weight`` over the last
+    ``len(normalized_shape)`` dims; ``eps`` defaults to the dtype's machine epsilon.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.rms_norm(torcia.tensor([[3.0, 4.0]]), (2,), eps=0.0) ** 2
+    tensor([[0.7200, 1.2800]])
+    """
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, int) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if eps is None:
+        eps = 2.0 ** -7 if input.dtype is D.bfloat16 else float(np.finfo(input._data.dtype).eps)
+    dims = tuple(range(input.ndim - k, input.ndim))
+    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
+    return out if weight is None else out * weight
+
+
+def pdist(input, p=2):
+    """The ``p``-norm distances between every pair of rows ``i < j`` of ``input`` (N, M),
+    in row-major order of the pairs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.pdist(torcia.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    i, j = np.triu_indices(input.shape[0], 1)
+    rows = torcia.tensor(i, device=input.device), torcia.tensor(j, device=input.device)
+    return (input.index_select(0, rows[0]) - input.index_select(0, rows[1])).norm(p, dim=1)
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
@@ -860,6 +1036,45 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_an = torcia.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     loss = (margin + d_ap - d_an).clamp(min=0)
+    return _reduce(loss, _reduction(size_average, reduce, reduction))
+
+
+def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
+                                      margin=1.0, swap=False, reduction="mean"):
+    """:func:`triplet_margin_loss` with any ``distance_function`` (default
+    :func:`pairwise_distance`)."""
+    dist = pairwise_distance if distance_function is None else distance_function
+    d_ap = dist(anchor, positive)
+    d_an = dist(anchor, negative)
+    if swap:
+        d_an = torcia.minimum(d_an, dist(positive, negative))
+    loss = (margin + d_ap - d_an).clamp(min=0)
+    return _reduce(loss, _reduction(None, None, reduction))
+
+
+def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """Multi-label hinge loss: for each sample, the sum over its target classes ``j``
+    (``target`` lists them, ending at the first -1) and non-target classes ``i`` of
+    ``max(0, 1 - (x[j] - x[i]))``, over the number of classes."""
+    if input.shape != target.shape or input.ndim not in (1, 2):
+        raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
+                           f"{list(input.shape)}")
+    x = input if input.ndim == 2 else input.unsqueeze(0)
+    t = target._data.reshape(x.shape)
+    c = x.shape[1]
+    # slots before the first -1 name targets
+    valid = np.cumprod(t != -1, axis=1).astype(bool)
+    safe = np.where(valid, t, 0)
+    is_target = np.zeros(x.shape, dtype=bool)
+    rows = np.nonzero(valid)[0]
+    is_target[rows, safe[valid]] = True
+    dev = input.device
+    picked = x.gather(1, torcia.tensor(safe, device=dev))  # (N, slots)
+    hinge = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)
+    mask = torcia.tensor(valid[:, :, None] & ~is_target[:, None, :], device=dev)
+    loss = (hinge * mask).sum((1, 2)) / c
+    if input.ndim == 1:
+        loss = loss.reshape(())
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
