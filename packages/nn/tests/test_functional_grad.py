@@ -146,6 +146,14 @@ CASES = [
     # (padding_idx is left out: its row is read but, by design, gets no gradient)
     ("embedding_backward", lambda w: F.embedding(torcia.tensor([1, 1, 0]), w), [r(2, 3)],
      True),
+    ("embedding_bag", lambda w, psw: F.embedding_bag(
+        torcia.tensor([1, 3, 2, 0, 3]), w, torcia.tensor([0, 2, 2]), mode="sum",
+        per_sample_weights=psw), [r(4, 2), r(5)], True),
+    ("embedding_bag", lambda w: F.embedding_bag(torcia.tensor([[1, 3], [2, 2]]), w),
+     [r(4, 2)], True),
+    ("embedding_bag", lambda w: F.embedding_bag(torcia.tensor([1, 3, 2, 0]), w,
+                                                torcia.tensor([0, 3]), mode="max"),
+     [r(4, 2)], True),
     # distances and attention
     ("cosine_similarity", F.cosine_similarity, [r(3, 4), r(3, 4)], True),
     ("pairwise_distance", F.pairwise_distance, [r(3, 4), r(3, 4)], True),

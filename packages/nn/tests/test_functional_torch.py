@@ -136,6 +136,13 @@ CASES = [
     # embedding
     ("embedding", lambda lib, F, w: F.embedding(t(lib, [[1, 4], [4, 0]]), w, padding_idx=4),
      [(5, 3)]),
+    ("embedding_bag-2d-mean", lambda lib, F, w: F.embedding_bag(
+        t(lib, [[1, 4, 2], [4, 4, 0]]), w, padding_idx=4), [(5, 3)]),
+    ("embedding_bag-offsets-sum", lambda lib, F, w, psw: F.embedding_bag(
+        t(lib, [1, 3, 2, 0, 3]), w, t(lib, [0, 2, 2, 5]), mode="sum",
+        per_sample_weights=psw, include_last_offset=True), [(5, 3), (5,)]),
+    ("embedding_bag-offsets-max", lambda lib, F, w: F.embedding_bag(
+        t(lib, [1, 3, 2, 0, 3]), w, t(lib, [0, 2, 2]), mode="max"), [(5, 3)]),
     # patches, resizing, shuffles
     ("unfold", lambda lib, F, x: F.unfold(x, (2, 3), dilation=(2, 1), padding=1, stride=2),
      [(2, 3, 5, 6)]),

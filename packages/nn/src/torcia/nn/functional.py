@@ -305,6 +305,72 @@ def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
     return adaptive_max_pool3d(input, output_size, True)
 
 
+def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
+                  scale_grad_by_freq=False, mode="mean", sparse=False,
+                  per_sample_weights=None, include_last_offset=False, padding_idx=None):
+    """Sums, means or maxima of bags of embedding rows: ``input`` (B, L) is B bags of L
+    indices, or 1-D with ``offsets`` marking where each bag starts; ``per_sample_weights``
+    scale the rows (mode "sum"); indices equal to ``padding_idx`` are left out; an empty
+    bag gives zeros.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> w = torcia.tensor([[1.0, 0.0], [0.0, 2.0], [4.0, 4.0]])
+    >>> F.embedding_bag(torcia.tensor([0, 1, 2]), w, torcia.tensor([0, 2]), mode="sum")
+    tensor([[1., 2.],
+            [4., 4.]])
+    """
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError(f"mode has to be one of sum, mean or max, got {mode}")
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(f"embedding_bag: per_sample_weights was not None. "
+                                  f"per_sample_weights is only supported for mode='sum' "
+                                  f"(got mode='{mode}'). Please open a feature request on "
+                                  "GitHub.")
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is "
+                             "treated is a mini-batch of fixed length sequences.")
+        bags, length = input.shape
+        bag_of = np.repeat(np.arange(bags), length)
+        flat = input.reshape(-1)
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None or offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
+                             else f"offsets has to be a 1D Tensor but got {offsets.ndim}D")
+        starts = offsets._data.astype(np.int64)
+        if include_last_offset:
+            starts = starts[:-1]
+        bags = len(starts)
+        bag_of = np.searchsorted(starts, np.arange(input.shape[0]), side="right") - 1
+        flat = input
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
+    keep = np.ones(flat.shape[0], dtype=bool) if padding_idx is None else (
+        flat._data != padding_idx % weight.shape[0])
+    dev = weight.device
+    if per_sample_weights is not None:
+        rows = rows * per_sample_weights.unsqueeze(1)
+    index = torcia.tensor(bag_of[keep], device=dev)
+    rows = rows[torcia.tensor(np.nonzero(keep)[0], device=dev)]
+    out = torcia.zeros(bags, weight.shape[1], dtype=weight.dtype, device=dev)
+    if mode == "max":
+        lowest = torcia.full_like(out, float("-inf"))
+        out = lowest.scatter_reduce(0, index.unsqueeze(1).expand(rows.shape), rows, "amax")
+        return out.masked_fill(out == float("-inf"), 0.0)
+    out = out.index_add(0, index, rows)
+    if mode == "mean":
+        counts = np.bincount(bag_of[keep], minlength=bags).astype(np.float64)
+        out = out / torcia.tensor(np.maximum(counts, 1), dtype=out.dtype, device=dev).unsqueeze(1)
+    return out
+
+
 def pad(input, pad, mode="constant", value=None):
     """Pad ``input``: ``pad`` holds (left, right) amounts for the last dim, then the one
     before, ...; ``mode`` is "constant", "reflect", "replicate" or "circular".
