@@ -114,3 +114,14 @@ def test_two_epochs_write_the_report(tmp_path):
     # the curves' colours and the green/red labels are drawn
     assert (np.abs(pixels - [31, 119, 180]).sum(axis=2) == 0).any()
     assert (pixels[:, :, 1] > 100).any()
+
+
+@pytest.mark.slow
+def test_workers_do_not_change_the_result(tmp_path):
+    runs = []
+    for workers in (0, 2):
+        out = tmp_path / str(workers)
+        main([*QUICK, "--epochs", "2", "--workers", str(workers), "--out", str(out)])
+        runs.append(torcia.load(out / "checkpoint.pt"))
+    assert_same(runs[0]["model"], runs[1]["model"])
+    assert runs[0]["history"] == runs[1]["history"]

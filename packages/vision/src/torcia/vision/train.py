@@ -161,6 +161,11 @@ def save_checkpoint(path, model, optimizer, scheduler, epoch, loader_gen, histor
 def train(args) -> dict:
     """Run the training that ``args`` (from :func:`build_parser`) describes; returns the
     history (per-epoch losses and accuracies) and where the outputs went."""
+    with threadpool_limits(limits=args.blas_threads, user_api="blas"):
+        return _train(args)
+
+
+def _train(args) -> dict:
     if args.dataset not in PRESETS and args.model is None:
         raise SystemExit(f"torcia-train: --model is required for dataset {args.dataset!r}")
     mean, std, channels, default_model = PRESETS.get(args.dataset, ((0.5,), (0.5,), 1, None))
@@ -262,8 +267,7 @@ def main(argv=None) -> int:
     if args.epochs < 1 or args.batch_size < 1 or not math.isfinite(args.lr) or args.lr <= 0:
         parser.error("--epochs and --batch-size must be positive, --lr a positive number")
     try:
-        with threadpool_limits(limits=args.blas_threads, user_api="blas"):
-            train(args)
+        train(args)
     except (FileNotFoundError, KeyError) as exc:
         # a missing dataset file or an unknown name: the message says it all
         message = exc.args[0] if isinstance(exc, KeyError) else exc
