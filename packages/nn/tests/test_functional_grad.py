@@ -114,6 +114,11 @@ CASES = [
     ("rms_norm", lambda x, w: F.rms_norm(x, (3,), w), [r(2, 3), r(3)], True),
     ("pdist", F.pdist, [r(4, 3)], True),
     ("adaptive_max_pool", lambda x: F.adaptive_max_pool3d(x, 2), [r(1, 1, 3, 3, 3)], True),
+    ("affine_grid", lambda th: F.affine_grid(th, (1, 1, 2, 3), align_corners=False),
+     [r(1, 2, 3)], True),
+    ("grid_sample", lambda x, g: F.grid_sample(x, g, align_corners=False),
+     [r(1, 2, 3, 3), torcia.tensor([[[[0.31, -0.52], [0.77, 0.13]]]], dtype=torcia.float64)
+      .requires_grad_()], True),
     ("pixel_shuffle", lambda x: F.pixel_shuffle(x, 2), [r(1, 4, 2, 2)], True),
     ("pixel_unshuffle", lambda x: F.pixel_unshuffle(x, 2), [r(1, 1, 4, 2)], True),
     # pooling

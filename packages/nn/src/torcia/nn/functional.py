@@ -545,6 +545,89 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     return _unbatch(out.reshape(n, c, *size), added)
 
 
+def affine_grid(theta, size, align_corners=None):
+    """The sampling grid (N, H, W, 2) of the 2-D affine maps ``theta`` (N, 2, 3) for an
+    output of ``size`` (N, C, H, W), in [-1, 1] coordinates (x first).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> theta = torcia.tensor([[[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]])
+    >>> F.affine_grid(theta, (1, 1, 1, 2), align_corners=True)
+    tensor([[[[-1.,  0.],
+              [ 1.,  0.]]]])
+    """
+    if len(size) != 4 or theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
+        raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                         f"{list(size)}. Got {list(theta.shape)}.")
+    n, _, h, w = (int(v) for v in size)
+
+    def axis(k):
+        pts = np.linspace(-1.0, 1.0, k) if k > 1 else np.zeros(1)
+        return pts if align_corners else pts * (k - 1) / k
+
+    xs, ys = np.meshgrid(axis(w), axis(h))
+    base = np.stack([xs, ys, np.ones_like(xs)], axis=-1).reshape(1, h * w, 3)
+    base = torcia.tensor(base, dtype=theta.dtype, device=theta.device)
+    return (base @ theta.transpose(1, 2)).reshape(n, h, w, 2)
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Sample ``input`` (N, C, H, W) at the points of ``grid`` (N, Ho, Wo, 2), given in
+    [-1, 1] coordinates (x, y); ``mode`` "bilinear" or "nearest", ``padding_mode``
+    "zeros" or "border" for points outside. Differentiable in both arguments
+    (bilinear).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[[1.0, 2.0], [3.0, 4.0]]]])
+    >>> F.grid_sample(x, torcia.tensor([[[[0.0, 0.0]]]]), align_corners=True)
+    tensor([[[[2.5000]]]])
+    """
+    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or \
+            grid.shape[0] != input.shape[0]:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same batch size "
+                           f"and grid of shape [N, H, W, 2], but got input of size "
+                           f"{list(input.shape)} and grid of size {list(grid.shape)}")
+    if mode not in ("bilinear", "nearest"):
+        raise NotImplementedError(f"grid_sample: mode '{mode}' is not supported")
+    if padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample: padding_mode '{padding_mode}' is not "
+                                  "supported")
+    n, c, h, w = input.shape
+    ho, wo = grid.shape[1:3]
+
+    def unnormalize(coord, size):
+        pos = (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
+        return pos.clamp(0, size - 1) if padding_mode == "border" else pos
+
+    ix, iy = unnormalize(grid[..., 0], w), unnormalize(grid[..., 1], h)
+    flat = input.reshape(n, c, h * w)
+
+    def corner(xc, yc):
+        """Values at integer corners (N, C, Ho*Wo), zero outside the input."""
+        inside = (xc >= 0) & (xc <= w - 1) & (yc >= 0) & (yc <= h - 1)
+        idx = (yc.clamp(0, h - 1) * w + xc.clamp(0, w - 1)).to(torcia.int64)
+        idx = idx.reshape(n, 1, ho * wo).expand(n, c, ho * wo)
+        return flat.gather(2, idx) * inside.reshape(n, 1, ho * wo)
+
+    if mode == "nearest":
+        with torcia.no_grad():
+            # round half to even, as PyTorch's nearbyint
+            xn, yn = ix.detach().round(), iy.detach().round()
+        return corner(xn, yn).reshape(n, c, ho, wo)
+    with torcia.no_grad():
+        x0, y0 = ix.detach().floor(), iy.detach().floor()
+    wx1, wy1 = (ix - x0).reshape(n, 1, -1), (iy - y0).reshape(n, 1, -1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    out = (corner(x0, y0) * wx0 * wy0 + corner(x0 + 1, y0) * wx1 * wy0
+           + corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
+    return out.reshape(n, c, ho, wo)
+
+
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
     """Deprecated alias of :func:`interpolate`."""
     return interpolate(input, size, scale_factor, mode, align_corners)
