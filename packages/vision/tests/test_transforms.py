@@ -148,6 +148,7 @@ def test_resize_sizes():
     assert tuple(T.Resize(2)(torcia.zeros(4, 3, 4, 8)).shape) == (4, 3, 2, 4)
 
 
+@pytest.mark.torch
 def test_resize_matches_torch():
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(0).random((2, 3, 10, 13)).astype(np.float32)
