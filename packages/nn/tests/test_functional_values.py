@@ -71,6 +71,16 @@ def test_softmax_and_cross_entropy_closed_forms():
     assert math.isnan(F.cross_entropy(x, torcia.tensor([-100])).item())
 
 
+def test_softmax_without_dim_warns_and_picks_pytorchs_dim():
+    x = torcia.tensor([[0.0, 1.0], [2.0, 3.0]])
+    with pytest.warns(UserWarning, match="Implicit dimension choice for softmin"):
+        out = F.softmin(x)
+    close(out.sum(1), [1.0, 1.0])
+    with pytest.warns(UserWarning, match="Implicit dimension choice for log_softmax"):
+        out = F.log_softmax(torcia.zeros(3, 2, 2))
+    close(out.exp().sum(0), np.ones((2, 2)))
+
+
 def test_cross_entropy_gradient_is_softmax_minus_onehot():
     x = torcia.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 0.0]], requires_grad=True)
     F.cross_entropy(x, torcia.tensor([0, 1])).backward()

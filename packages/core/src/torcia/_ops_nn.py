@@ -9,6 +9,7 @@ that are compositions of ops (losses, interpolation, attention).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -221,10 +222,12 @@ def _softmax_dim(ndim: int) -> int:
     return 0 if ndim in (0, 1, 3) else 1
 
 
-def _softmax(op, input, dim, dtype):
-    _check_tensor(input, "input", op)
+def _softmax(op, input, dim, dtype, name=None):
+    _check_tensor(input, "input", name or op)
     if dim is None:
         dim = _softmax_dim(input.ndim)
+        warnings.warn(f"Implicit dimension choice for {name or op} has been deprecated. "
+                      "Change the call to include dim=X as an argument.", stacklevel=4)
     if dtype is not None:
         input = input.to(dtype)
     elif not input.is_floating_point():
@@ -261,7 +264,7 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
     """``softmax(-input, dim)``."""
-    return softmax(-input, dim, dtype=dtype)
+    return _softmax("softmax", -input, dim, dtype, name="softmin")
 
 
 # ---------------------------------------------------------------------------------------
