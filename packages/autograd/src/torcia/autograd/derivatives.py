@@ -7,6 +7,8 @@ Convention. A formula is registered with ``@derivative("op")`` and receives:
 - the op's inputs, positionally, in the op's order. An input named with a leading
   underscore is not kept alive by the graph: the formula gets its :class:`Meta` (shape,
   dtype, device) instead of its value. A ``*args`` parameter takes variadic inputs.
+  ``saved_only_for={"a": "b"}`` keeps ``a`` only when ``b`` wants a gradient (the
+  formula then reads ``a`` only under ``needs_input_grad``).
 - keyword-only: the op's parameters by name, ``result`` (the output, or the tuple of
   outputs), and ``needs_input_grad`` (which inputs want a gradient).
 

@@ -132,7 +132,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
                 o._requires_grad = True
                 o.grad_fn = node
                 o._out_nr = i
-    else:
+    elif out._data.dtype.kind == "f" or out.dtype is D.bfloat16:
         out._requires_grad = True
         out.grad_fn = node
 
