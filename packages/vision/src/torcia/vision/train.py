@@ -39,7 +39,7 @@ from tqdm import tqdm
 import torcia
 from torcia import nn
 from torcia.data import DataLoader, Subset
-from torcia.vision import datasets, models
+from torcia.vision import _registry, datasets, models
 from torcia.vision import transforms as T
 from torcia.vision._report import draw_report
 
@@ -266,12 +266,16 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.epochs < 1 or args.batch_size < 1 or not math.isfinite(args.lr) or args.lr <= 0:
         parser.error("--epochs and --batch-size must be positive, --lr a positive number")
+    for registry, name in ((_registry.datasets, args.dataset), (_registry.models, args.model)):
+        if name is not None:
+            try:
+                registry.get(name)
+            except KeyError as exc:  # the message lists the known names
+                parser.error(exc.args[0])
     try:
         train(args)
-    except (FileNotFoundError, KeyError) as exc:
-        # a missing dataset file or an unknown name: the message says it all
-        message = exc.args[0] if isinstance(exc, KeyError) else exc
-        parser.exit(2, f"torcia-train: error: {message}\n")
+    except FileNotFoundError as exc:  # a dataset file: the message says which and where
+        parser.exit(2, f"torcia-train: error: {exc}\n")
     return 0
 
 
