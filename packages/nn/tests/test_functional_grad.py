@@ -37,6 +37,14 @@ def first_grad(fn, x, g):
         return torcia.autograd.grad(fn(x), x, g, create_graph=True)[0]
 
 
+def seeded(fn):
+    def run(*xs):
+        torcia.manual_seed(1234)
+        return fn(*xs)
+
+    return run
+
+
 IDX = torcia.tensor([2, 0, 1])
 IDX4 = torcia.tensor([[0, 3], [3, 1]])
 CLASS_W = torcia.tensor([0.5, 2.0, 1.0, 1.5], dtype=torcia.float64)
@@ -223,8 +231,17 @@ CASES = [
         lambda t: F.cross_entropy(t, IDX, reduction="sum"), x, g), [r(3, 4), r()], True),
     ("cross_entropy_backward", lambda x, g: first_grad(
         lambda t: F.cross_entropy(t, IDX, CLASS_W), x, g), [r(3, 4), r()], True),
-    ("dropout", lambda x: F.dropout(x, 0.3, training=False) * F.alpha_dropout(x, 0.3),
-     [r(3, 2)], True),
+    # random ops reseed on every call, so finite differences see one fixed mask
+    ("dropout", seeded(lambda x: F.dropout(x, 0.3)), [r(3, 4)], True),
+    ("dropout", seeded(lambda x: F.dropout2d(x, 0.5)), [r(2, 3, 2, 2)], True),
+    ("dropout", seeded(lambda x: F.dropout1d(x, 0.5)), [r(2, 3, 2)], True),
+    ("alpha_dropout", seeded(lambda x: F.alpha_dropout(x, 0.3, training=True)), [r(3, 4)],
+     True),
+    ("feature_alpha_dropout", seeded(lambda x: F.feature_alpha_dropout(x, 0.5, training=True)),
+     [r(2, 3, 2)], True),
+    ("rrelu", seeded(lambda x: F.rrelu(x, training=True)), [away_from(r(3, 4), [0])], True),
+    ("gumbel_softmax", seeded(lambda x: F.gumbel_softmax(x, tau=0.7)), [r(2, 3)], True),
+    ("embedding", lambda w: F.embedding(IDX4, w, max_norm=10.0), [r(4, 3)], True),
 ]
 
 
