@@ -56,3 +56,30 @@ def torcia_register_losses(registry) -> None:
 
     .. versionadded:: 0.1
     """
+
+
+# ---------------------------------------------------------------------------------------
+# Exporters
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec
+def torcia_register_exporters(registry) -> None:
+    """Add model exporters by format name ("onnx", ...).
+
+    Called once, the first time :func:`torcia.nn.export` or
+    ``torcia.nn.exporters.names()`` needs the table. An exporter is a callable
+    ``export(model, args, path, **options)`` that writes ``model`` traced on the example
+    ``args`` to ``path``.
+
+    :param registry: a :class:`torcia.plugins.Registry`; call ``registry.add(name, fn)``.
+    :returns: nothing; the registry is the result.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_register_exporters(registry):
+            registry.add("onnx", export_onnx)
+
+    .. versionadded:: 0.1
+    """

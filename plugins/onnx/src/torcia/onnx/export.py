@@ -1,0 +1,757 @@
+"""Tracing a model into an ONNX graph."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+import onnx
+import torcia
+from onnx import helper, numpy_helper
+from torcia import nn
+from torcia._tensor import AUTOGRAD, Tensor
+from torcia.backend import get_backend
+
+_INT_MAX = np.iinfo(np.int64).max
+
+
+class UnsupportedOperatorError(RuntimeError):
+    """An op of the traced forward pass has no ONNX translation."""
+
+
+class _Unsupported:
+    """Stands for a traced value ONNX cannot represent (e.g. max-pool indices)."""
+
+    def __init__(self, what):
+        self.what = what
+
+
+class Graph:
+    """The ONNX graph under construction: nodes, initializers, and the ONNX value name of
+    every array the trace has seen (by object identity; the arrays are kept alive)."""
+
+    def __init__(self, opset):
+        self.opset = opset
+        self.nodes = []
+        self.initializers = []
+        self.names: dict[int, object] = {}
+        self.keep = []
+        self.module_path = ["<model>"]
+        self._count = 0
+
+    def fresh(self, base):
+        self._count += 1
+        return f"{base}_{self._count}"
+
+    def bind(self, arr, name):
+        self.names[id(arr)] = name
+        self.keep.append(arr)
+
+    def const(self, value, dtype=None, base="const"):
+        arr = np.asarray(value, dtype=dtype)
+        name = self.fresh(base)
+        self.initializers.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def ints(self, values):
+        return self.const(np.asarray(list(values), dtype=np.int64), base="shape")
+
+    def value(self, x, like=None):
+        """The ONNX name of an input: a traced array, a constant array, or a scalar (made
+        a constant of ``like``'s dtype)."""
+        if isinstance(x, np.ndarray):
+            name = self.names.get(id(x))
+            if isinstance(name, _Unsupported):
+                raise UnsupportedOperatorError(
+                    f"{name.what} cannot be exported to ONNX (used in module "
+                    f"'{self.module_path[-1]}')")
+            if name is None:
+                name = self.const(x)
+                self.bind(x, name)
+            return name
+        dtype = like.dtype if isinstance(like, np.ndarray) else None
+        return self.const(np.asarray(x, dtype=dtype))
+
+    def node(self, op_type, inputs, n_out=1, **attrs):
+        outs = [self.fresh(op_type.lower()) for _ in range(n_out)]
+        self.nodes.append(helper.make_node(op_type, list(inputs), outs,
+                                           name=self.fresh(op_type), **attrs))
+        return outs if n_out > 1 else outs[0]
+
+
+# ---------------------------------------------------------------------------------------
+# op -> ONNX
+# ---------------------------------------------------------------------------------------
+
+CONVERTERS = {}
+
+
+def converts(*ops):
+    def register(fn):
+        for op in ops:
+            CONVERTERS[op] = fn
+        return fn
+
+    return register
+
+
+_UNARY = {"neg": "Neg", "abs": "Abs", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
+          "reciprocal": "Reciprocal", "sin": "Sin", "cos": "Cos", "tan": "Tan", "asin": "Asin",
+          "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh", "tanh": "Tanh",
+          "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "sigmoid": "Sigmoid",
+          "erf": "Erf", "floor": "Floor", "ceil": "Ceil", "relu": "Relu", "sign": "Sign",
+          "isnan": "IsNaN", "logical_not": "Not", "softsign": "Softsign",
+          "hardswish": "HardSwish", "bitwise_not": "BitwiseNot"}
+_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "pow": "Pow", "maximum": "Max",
+           "minimum": "Min", "eq": "Equal", "lt": "Less", "gt": "Greater",
+           "le": "LessOrEqual", "ge": "GreaterOrEqual", "logical_and": "And",
+           "logical_or": "Or", "logical_xor": "Xor", "matmul": "MatMul", "mm": "MatMul",
+           "bmm": "MatMul", "dot": "MatMul"}
+
+
+@converts(*_UNARY)
+def _unary(g, op, args, p, out):
+    return g.node(_UNARY[op], [g.value(args[0])])
+
+
+@converts(*_BINARY)
+def _binary(g, op, args, p, out):
+    a, b = args
+    like = a if isinstance(a, np.ndarray) else b
+    return g.node(_BINARY[op], [g.value(a, like), g.value(b, like)])
+
+
+@converts("div")
+def _div(g, op, args, p, out):
+    if p.get("rounding_mode") is not None:
+        raise UnsupportedOperatorError("div with rounding_mode")
+    a, b = args
+    like = a if isinstance(a, np.ndarray) else b
+    return g.node("Div", [g.value(a, like), g.value(b, like)])
+
+
+@converts("ne")
+def _ne(g, op, args, p, out):
+    return g.node("Not", [_binary(g, "eq", args, p, out)])
+
+
+@converts("rsqrt")
+def _rsqrt(g, op, args, p, out):
+    return g.node("Reciprocal", [g.node("Sqrt", [g.value(args[0])])])
+
+
+@converts("square")
+def _square(g, op, args, p, out):
+    x = g.value(args[0])
+    return g.node("Mul", [x, x])
+
+
+@converts("contiguous", "clone", "detach_view")
+def _identity(g, op, args, p, out):
+    return g.node("Identity", [g.value(args[0])])
+
+
+@converts("cast")
+def _cast(g, op, args, p, out):
+    return g.node("Cast", [g.value(args[0])],
+                  to=helper.np_dtype_to_tensor_dtype(np.dtype(p["dtype"])))
+
+
+@converts("where")
+def _where(g, op, args, p, out):
+    cond, a, b = args
+    like = a if isinstance(a, np.ndarray) else b
+    return g.node("Where", [g.value(cond), g.value(a, like), g.value(b, like)])
+
+
+@converts("masked_fill")
+def _masked_fill(g, op, args, p, out):
+    x, mask = args
+    return g.node("Where", [g.value(mask), g.value(p["value"], x), g.value(x)])
+
+
+@converts("clamp")
+def _clamp(g, op, args, p, out):
+    x, lo, hi = args
+    y = g.value(x)
+    if lo is not None:
+        y = g.node("Max", [y, g.value(lo, x)])
+    if hi is not None:
+        y = g.node("Min", [y, g.value(hi, x)])
+    return y
+
+
+@converts("addmm")
+def _addmm(g, op, args, p, out):
+    c, a, b = args
+    return g.node("Gemm", [g.value(a), g.value(b), g.value(c)], alpha=float(p["alpha"]),
+                  beta=float(p["beta"]))
+
+
+@converts("einsum")
+def _einsum(g, op, args, p, out):
+    return g.node("Einsum", [g.value(a) for a in args], equation=p["equation"])
+
+
+@converts("outer")
+def _outer(g, op, args, p, out):
+    a = g.node("Unsqueeze", [g.value(args[0]), g.ints([1])])
+    b = g.node("Unsqueeze", [g.value(args[1]), g.ints([0])])
+    return g.node("Mul", [a, b])
+
+
+# ----- shape --------------------------------------------------------------------------
+
+
+@converts("view", "reshape")
+def _reshape(g, op, args, p, out):
+    x = args[0]
+    shape = list(out.shape)
+    # a leading dim equal to the input's is copied (0), so a dynamic batch survives
+    if x.ndim and shape and shape[0] == x.shape[0]:
+        shape[0] = 0
+    return g.node("Reshape", [g.value(x), g.ints(shape)])
+
+
+@converts("permute")
+def _permute(g, op, args, p, out):
+    return g.node("Transpose", [g.value(args[0])], perm=list(p["dims"]))
+
+
+@converts("transpose")
+def _transpose(g, op, args, p, out):
+    perm = list(range(args[0].ndim))
+    perm[p["dim0"]], perm[p["dim1"]] = perm[p["dim1"]], perm[p["dim0"]]
+    return g.node("Transpose", [g.value(args[0])], perm=perm)
+
+
+@converts("squeeze")
+def _squeeze(g, op, args, p, out):
+    x = args[0]
+    dims = p.get("dim")
+    axes = [d for d in (dims if dims is not None else range(x.ndim)) if x.shape[d] == 1]
+    return g.node("Squeeze", [g.value(x), g.ints(axes)]) if axes else _identity(g, op, args,
+                                                                              p, out)
+
+
+@converts("unsqueeze")
+def _unsqueeze(g, op, args, p, out):
+    return g.node("Unsqueeze", [g.value(args[0]), g.ints([p["dim"]])])
+
+
+@converts("expand")
+def _expand(g, op, args, p, out):
+    x = args[0]
+    shape = list(p["shape"])
+    lead = len(shape) - x.ndim
+    # dims the input already has stay 1: Expand keeps them, whatever their size at run time
+    for i in range(x.ndim):
+        if x.shape[i] == shape[lead + i]:
+            shape[lead + i] = 1
+    return g.node("Expand", [g.value(x), g.ints(shape)])
+
+
+def _slice(g, x, axis, start, stop, step):
+    return g.node("Slice", [x, g.ints([start]), g.ints([stop]), g.ints([axis]), g.ints([step])])
+
+
+@converts("narrow")
+def _narrow(g, op, args, p, out):
+    return _slice(g, g.value(args[0]), p["dim"], p["start"], p["start"] + p["length"], 1)
+
+
+@converts("getitem")
+def _getitem(g, op, args, p, out):
+    x = args[0]
+    key = p["key"]
+    if Ellipsis in key:
+        i = key.index(Ellipsis)
+        used = sum(1 for k in key if k is not None and k is not Ellipsis)
+        key = key[:i] + (slice(None),) * (x.ndim - used) + key[i + 1:]
+    y = g.value(x)
+    axis = 0
+    for k in key:
+        if k is None:
+            y = g.node("Unsqueeze", [y, g.ints([axis])])
+            axis += 1
+        elif isinstance(k, slice):
+            start, stop, step = k.start, k.stop, k.step or 1
+            if (start, stop, step) != (None, None, 1):
+                if step < 0:
+                    raise UnsupportedOperatorError("indexing with a negative step")
+                y = _slice(g, y, axis, start or 0, _INT_MAX if stop is None else stop, step)
+            axis += 1
+        elif isinstance(k, (int, np.integer)):
+            y = g.node("Gather", [y, g.const(np.int64(k))], axis=axis)
+        elif isinstance(k, np.ndarray) and k.dtype.kind in "iu" and k.ndim <= 1:
+            y = g.node("Gather", [y, g.value(k.astype(np.int64))], axis=axis)
+            axis += k.ndim
+        else:
+            raise UnsupportedOperatorError(f"indexing with {type(k).__name__} keys")
+    return y
+
+
+@converts("cat")
+def _cat(g, op, args, p, out):
+    return g.node("Concat", [g.value(a) for a in args], axis=p["dim"])
+
+
+@converts("stack")
+def _stack(g, op, args, p, out):
+    parts = [g.node("Unsqueeze", [g.value(a), g.ints([p["dim"]])]) for a in args]
+    return g.node("Concat", parts, axis=p["dim"])
+
+
+@converts("split")
+def _split(g, op, args, p, out):
+    names = g.node("Split", [g.value(args[0]), g.ints(p["sections"])], n_out=len(out),
+                   axis=p["dim"])
+    return names if isinstance(names, list) else [names]
+
+
+@converts("flip")
+def _flip(g, op, args, p, out):
+    y = g.value(args[0])
+    for d in p["dims"]:
+        y = _slice(g, y, d, -1, -_INT_MAX, -1)
+    return y
+
+
+@converts("tril", "triu")
+def _trilu(g, op, args, p, out):
+    return g.node("Trilu", [g.value(args[0]), g.const(np.int64(p["diagonal"]))],
+                  upper=int(op == "triu"))
+
+
+@converts("index_select")
+def _index_select(g, op, args, p, out):
+    return g.node("Gather", [g.value(args[0]), g.value(args[1])], axis=p["dim"])
+
+
+@converts("gather")
+def _gather(g, op, args, p, out):
+    return g.node("GatherElements", [g.value(args[0]), g.value(args[1])], axis=p["dim"])
+
+
+@converts("repeat")
+def _repeat(g, op, args, p, out):
+    x = args[0]
+    sizes = list(p["sizes"])
+    y = g.value(x)
+    extra = len(sizes) - x.ndim
+    if extra:
+        y = g.node("Unsqueeze", [y, g.ints(range(extra))])
+    return g.node("Tile", [y, g.ints(sizes)])
+
+
+# ----- reductions ---------------------------------------------------------------------
+
+
+def _axes(p, x):
+    return list(range(x.ndim)) if p.get("dim") is None else list(p["dim"])
+
+
+def _reduce(g, onnx_op, x, axes, keepdim):
+    # ReduceSum takes axes as an input since opset 13, the others since 18
+    if onnx_op == "ReduceSum" or g.opset >= 18:
+        return g.node(onnx_op, [g.value(x), g.ints(axes)], keepdims=int(keepdim))
+    return g.node(onnx_op, [g.value(x)], axes=axes, keepdims=int(keepdim))
+
+
+@converts("sum", "mean", "amax", "amin", "logsumexp", "prod")
+def _reduction(g, op, args, p, out):
+    onnx_op = {"sum": "ReduceSum", "mean": "ReduceMean", "amax": "ReduceMax",
+               "amin": "ReduceMin", "logsumexp": "ReduceLogSumExp", "prod": "ReduceProd"}[op]
+    y = _reduce(g, onnx_op, args[0], _axes(p, args[0]), p.get("keepdim", False))
+    if p.get("dtype") is not None:
+        y = g.node("Cast", [y], to=helper.np_dtype_to_tensor_dtype(np.dtype(p["dtype"])))
+    return y
+
+
+@converts("max_dim", "min_dim")
+def _max_dim(g, op, args, p, out):
+    kind = "Max" if op == "max_dim" else "Min"
+    values = _reduce(g, f"Reduce{kind}", args[0], [p["dim"]], p["keepdim"])
+    indices = g.node(f"Arg{kind}", [g.value(args[0])], axis=p["dim"],
+                     keepdims=int(p["keepdim"]))
+    return [values, indices]
+
+
+@converts("argmax", "argmin")
+def _argmax(g, op, args, p, out):
+    x = args[0]
+    y = g.value(x)
+    if p["dim"] is None:
+        y = g.node("Reshape", [y, g.ints([-1])])
+        return g.node("ArgMax" if op == "argmax" else "ArgMin", [y], axis=0, keepdims=0)
+    return g.node("ArgMax" if op == "argmax" else "ArgMin", [y], axis=p["dim"],
+                  keepdims=int(p["keepdim"]))
+
+
+@converts("var", "std")
+def _var(g, op, args, p, out):
+    x = args[0]
+    axes = _axes(p, x)
+    n = math.prod(x.shape[a] for a in axes)
+    centred = g.node("Sub", [g.value(x), _reduce(g, "ReduceMean", x, axes, True)])
+    squared = g.node("Mul", [centred, centred])
+    total = g.node("ReduceSum", [squared, g.ints(axes)], keepdims=int(p["keepdim"]))
+    y = g.node("Div", [total, g.const(np.asarray(max(n - p["correction"], 0), x.dtype))])
+    return g.node("Sqrt", [y]) if op == "std" else y
+
+
+@converts("norm")
+def _norm(g, op, args, p, out):
+    onnx_op = {1.0: "ReduceL1", 2.0: "ReduceL2"}.get(float(p["p"]))
+    if onnx_op is None:
+        raise UnsupportedOperatorError(f"norm with p={p['p']}")
+    return _reduce(g, onnx_op, args[0], _axes(p, args[0]), p["keepdim"])
+
+
+@converts("softmax", "log_softmax")
+def _softmax(g, op, args, p, out):
+    return g.node("Softmax" if op == "softmax" else "LogSoftmax", [g.value(args[0])],
+                  axis=p["dim"])
+
+
+# ----- layers -------------------------------------------------------------------------
+
+
+def _pads(padding):
+    return [lo for lo, _ in padding] + [hi for _, hi in padding]
+
+
+@converts("conv")
+def _conv(g, op, args, p, out):
+    x, w, b = args
+    inputs = [g.value(x), g.value(w)] + ([g.value(b)] if b is not None else [])
+    return g.node("Conv", inputs, strides=list(p["stride"]), pads=_pads(p["padding"]),
+                  dilations=list(p["dilation"]), group=p["groups"],
+                  kernel_shape=list(w.shape[2:]))
+
+
+@converts("conv_transpose")
+def _conv_transpose(g, op, args, p, out):
+    x, w, b = args
+    inputs = [g.value(x), g.value(w)] + ([g.value(b)] if b is not None else [])
+    return g.node("ConvTranspose", inputs, strides=list(p["stride"]),
+                  pads=_pads(p["padding"]), dilations=list(p["dilation"]),
+                  group=p["groups"], output_padding=list(p["output_padding"]),
+                  kernel_shape=list(w.shape[2:]))
+
+
+@converts("max_pool")
+def _max_pool(g, op, args, p, out):
+    values = g.node("MaxPool", [g.value(args[0])], kernel_shape=list(p["kernel_size"]),
+                    strides=list(p["stride"]), pads=list(p["padding"]) * 2,
+                    dilations=list(p["dilation"]), ceil_mode=int(p["ceil_mode"]))
+    return [values, _Unsupported("max_pool's indices (return_indices=True)")]
+
+
+@converts("avg_pool")
+def _avg_pool(g, op, args, p, out):
+    if p.get("divisor_override"):
+        raise UnsupportedOperatorError("avg_pool with divisor_override")
+    return g.node("AveragePool", [g.value(args[0])], kernel_shape=list(p["kernel_size"]),
+                  strides=list(p["stride"]), pads=list(p["padding"]) * 2,
+                  ceil_mode=int(p["ceil_mode"]),
+                  count_include_pad=int(p["count_include_pad"]))
+
+
+@converts("adaptive_avg_pool", "adaptive_max_pool")
+def _adaptive(g, op, args, p, out):
+    x = args[0]
+    size = list(p["output_size"])
+    kind = "Average" if op == "adaptive_avg_pool" else "Max"
+    if all(s == 1 for s in size):
+        y = g.node(f"Global{kind}Pool", [g.value(x)])
+    elif all(i % o == 0 for i, o in zip(x.shape[2:], size)):
+        k = [i // o for i, o in zip(x.shape[2:], size)]
+        y = g.node(f"{kind}Pool", [g.value(x)], kernel_shape=k, strides=k)
+    else:
+        raise UnsupportedOperatorError(f"{op} to {size} from {list(x.shape[2:])} (input "
+                                       "sizes must be multiples of the output sizes)")
+    return y if op == "adaptive_avg_pool" else [y, _Unsupported(f"{op}'s indices")]
+
+
+@converts("batch_norm")
+def _batch_norm(g, op, args, p, out):
+    x, w, b, mean, var = args
+    if p["training"]:
+        raise UnsupportedOperatorError("batch_norm in training mode (export calls "
+                                       "model.eval(); a module forcing batch statistics "
+                                       "cannot be exported)")
+    c = x.shape[1]
+    scale = g.value(w) if w is not None else g.const(np.ones(c, x.dtype))
+    bias = g.value(b) if b is not None else g.const(np.zeros(c, x.dtype))
+    y = g.node("BatchNormalization", [g.value(x), scale, bias, g.value(mean), g.value(var)],
+               epsilon=float(p["eps"]))
+    return [y, _Unsupported("batch statistics"), _Unsupported("batch statistics")]
+
+
+@converts("layer_norm")
+def _layer_norm(g, op, args, p, out):
+    x, w, b = args
+    shape = x.shape[x.ndim - p["normalized_ndim"]:]
+    scale = g.value(w) if w is not None else g.const(np.ones(shape, x.dtype))
+    inputs = [g.value(x), scale] + ([g.value(b)] if b is not None else [])
+    return g.node("LayerNormalization", inputs, axis=-p["normalized_ndim"],
+                  epsilon=float(p["eps"]))
+
+
+@converts("embedding")
+def _embedding(g, op, args, p, out):
+    weight, indices = args
+    return g.node("Gather", [g.value(weight), g.value(indices)], axis=0)
+
+
+@converts("leaky_relu")
+def _leaky_relu(g, op, args, p, out):
+    return g.node("LeakyRelu", [g.value(args[0])], alpha=float(p.get("negative_slope", 0.01)))
+
+
+@converts("elu", "celu")
+def _elu(g, op, args, p, out):
+    return g.node("Elu" if op == "elu" else "Celu", [g.value(args[0])],
+                  alpha=float(p.get("alpha", 1.0)))
+
+
+@converts("selu")
+def _selu(g, op, args, p, out):
+    return g.node("Selu", [g.value(args[0])])
+
+
+@converts("hardtanh", "relu6")
+def _hardtanh(g, op, args, p, out):
+    x = args[0]
+    lo, hi = (0.0, 6.0) if op == "relu6" else (p.get("min_val", -1.0), p.get("max_val", 1.0))
+    return g.node("Clip", [g.value(x), g.value(lo, x), g.value(hi, x)])
+
+
+@converts("hardsigmoid")
+def _hardsigmoid(g, op, args, p, out):
+    return g.node("HardSigmoid", [g.value(args[0])], alpha=1.0 / 6, beta=0.5)
+
+
+@converts("softplus")
+def _softplus(g, op, args, p, out):
+    x = args[0]
+    beta = float(p.get("beta", 1.0))
+    if beta == 1.0:
+        return g.node("Softplus", [g.value(x)])
+    scaled = g.node("Mul", [g.value(x), g.value(beta, x)])
+    return g.node("Div", [g.node("Softplus", [scaled]), g.value(beta, x)])
+
+
+@converts("silu")
+def _silu(g, op, args, p, out):
+    x = g.value(args[0])
+    return g.node("Mul", [x, g.node("Sigmoid", [x])])
+
+
+@converts("mish")
+def _mish(g, op, args, p, out):
+    x = g.value(args[0])
+    return g.node("Mul", [x, g.node("Tanh", [g.node("Softplus", [x])])])
+
+
+@converts("logsigmoid")
+def _logsigmoid(g, op, args, p, out):
+    return g.node("Neg", [g.node("Softplus", [g.node("Neg", [g.value(args[0])])])])
+
+
+@converts("tanhshrink")
+def _tanhshrink(g, op, args, p, out):
+    x = g.value(args[0])
+    return g.node("Sub", [x, g.node("Tanh", [x])])
+
+
+@converts("gelu")
+def _gelu(g, op, args, p, out):
+    x = args[0]
+    xn = g.value(x)
+    half = g.node("Mul", [xn, g.value(0.5, x)])
+    if p.get("approximate", "none") == "tanh":
+        cube = g.node("Mul", [g.node("Mul", [xn, xn]), xn])
+        inner = g.node("Add", [xn, g.node("Mul", [cube, g.value(0.044715, x)])])
+        t = g.node("Tanh", [g.node("Mul", [inner, g.value(math.sqrt(2 / math.pi), x)])])
+    else:
+        t = g.node("Erf", [g.node("Div", [xn, g.value(math.sqrt(2.0), x)])])
+    return g.node("Mul", [half, g.node("Add", [t, g.value(1.0, x)])])
+
+
+@converts("pixel_shuffle")
+def _pixel_shuffle(g, op, args, p, out):
+    return g.node("DepthToSpace", [g.value(args[0])], blocksize=int(p["upscale_factor"]),
+                  mode="CRD")
+
+
+_CREATION = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye")
+
+
+# ---------------------------------------------------------------------------------------
+# tracing
+# ---------------------------------------------------------------------------------------
+
+
+class _Trace:
+    """Wraps the "cpu" kernels and module forwards while the model runs once."""
+
+    def __init__(self, graph, names_of_modules):
+        self.graph = graph
+        self.module_names = names_of_modules
+        self.patched = []
+        self.handles = []
+
+    def __enter__(self):
+        table = get_backend("cpu").kernels
+        for op, fn in list(table.items()):
+            table[op] = self._wrap(op, fn)
+            self.patched.append((table, op, fn))
+        engine = AUTOGRAD.engine
+        original = engine.rebase_inplace
+
+        def rebase_inplace(t, out):
+            # an in-place op: the written tensor now holds the op's result
+            name = self.graph.names.get(id(out._data))
+            if name is not None:
+                self.graph.bind(t._data, name)
+            return original(t, out)
+
+        engine.rebase_inplace = rebase_inplace
+        self.patched.append((engine, "rebase_inplace", original))
+        path = self.graph.module_path
+
+        def enter(module, args):
+            path.append(self.module_names.get(id(module), type(module).__name__))
+
+        def leave(module, args, output):
+            path.pop()  # returns None: a forward hook's result would replace the output
+
+        self.handles.append(nn.modules.module.register_module_forward_pre_hook(enter))
+        self.handles.append(nn.modules.module.register_module_forward_hook(leave))
+        return self
+
+    def __exit__(self, *exc):
+        for owner, key, original in reversed(self.patched):
+            if isinstance(owner, dict):
+                owner[key] = original
+            else:
+                setattr(owner, key, original)
+        for h in self.handles:
+            h.remove()
+        return False
+
+    def _wrap(self, op, fn):
+        graph = self.graph
+
+        def kernel(*args, **params):
+            out = fn(*args, **params)
+            if op in _CREATION:
+                return out  # baked in as a constant where it is used
+            convert = CONVERTERS.get(op)
+            if convert is None:
+                raise UnsupportedOperatorError(
+                    f"ONNX export does not support the op '{op}' (used in module "
+                    f"'{graph.module_path[-1]}')")
+            try:
+                names = convert(graph, op, args, params, out)
+            except UnsupportedOperatorError as exc:
+                raise UnsupportedOperatorError(
+                    f"ONNX export does not support {exc} (op '{op}' in module "
+                    f"'{graph.module_path[-1]}')") from None
+            outs = out if isinstance(out, tuple) else (out,)
+            names = names if isinstance(names, list) else [names]
+            for arr, name in zip(outs, names):
+                graph.bind(arr, name)
+            return out
+
+        return kernel
+
+
+def _flatten(obj):
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [t for x in obj for t in _flatten(x)]
+    if isinstance(obj, dict):
+        return [t for x in obj.values() for t in _flatten(x)]
+    return []
+
+
+def _value_info(name, t, dynamic):
+    shape = [dynamic.get(i, d) for i, d in enumerate(t.shape)]
+    return helper.make_tensor_value_info(
+        name, helper.np_dtype_to_tensor_dtype(t._data.dtype), shape)
+
+
+def export(model, args, f, export_params=True, verbose=False, input_names=None,
+           output_names=None, opset_version=17, dynamic_axes=None, do_constant_folding=True,
+           training=None, keep_initializers_as_inputs=None):
+    """Export ``model`` run on the example inputs ``args`` to the ONNX file ``f``.
+
+    Parameters
+    ----------
+    model : torcia.nn.Module
+        Traced in eval mode (restored afterwards).
+    args : Tensor or tuple of Tensors
+        Example inputs; shapes in the graph are theirs except ``dynamic_axes``.
+    f : str or path
+        Where the ``.onnx`` file is written.
+    input_names, output_names : list of str, optional
+        Names of the graph's inputs and outputs (default ``input_0``, ``output_0``...).
+    opset_version : int
+        The ONNX opset (17 by default; 17 or later for LayerNormalization).
+    dynamic_axes : dict, optional
+        ``{name: {axis: "symbolic_name"}}`` (or a list of axes) for sizes that vary.
+
+    Raises
+    ------
+    UnsupportedOperatorError
+        Naming the op without an ONNX translation and the module that used it.
+    """
+    if opset_version < 13:
+        raise ValueError(f"opset_version {opset_version} is not supported: use 13 or later")
+    args = (args,) if isinstance(args, Tensor) else tuple(args)
+    inputs = [a for a in args if isinstance(a, Tensor)]
+    input_names = list(input_names or [f"input_{i}" for i in range(len(inputs))])
+    dynamic = {}
+    for name, axes in (dynamic_axes or {}).items():
+        dynamic[name] = axes if isinstance(axes, dict) else {a: f"{name}_dim{a}" for a in axes}
+    graph = Graph(opset_version)
+    named = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
+    for n, p in model.state_dict().items():
+        graph.initializers.append(numpy_helper.from_array(np.ascontiguousarray(p.numpy()), n))
+        graph.bind(p._data, n)
+    for name, t in zip(input_names, inputs):
+        graph.bind(t._data, name)
+    was_training = model.training
+    model.eval()
+    try:
+        with torcia.enable_grad(), _Trace(graph, named):
+            # intermediates that require grad make in-place writes visible to the trace
+            traced_inputs = [t.detach().requires_grad_(t.dtype.is_floating_point)
+                             if isinstance(t, Tensor) else t for t in args]
+            for t, orig in zip(traced_inputs, args):
+                if isinstance(t, Tensor):
+                    graph.bind(t._data, graph.names[id(orig._data)])
+            result = model(*traced_inputs)
+    finally:
+        model.train(was_training)
+    outputs = _flatten(result)
+    output_names = list(output_names or [f"output_{i}" for i in range(len(outputs))])
+    for name, t in zip(output_names, outputs):
+        source = graph.value(t._data)
+        graph.nodes.append(helper.make_node("Identity", [source], [name]))
+    used = {i for n in graph.nodes for i in n.input}
+    onnx_graph = helper.make_graph(
+        graph.nodes, type(model).__name__,
+        [_value_info(n, t, dynamic.get(n, {})) for n, t in zip(input_names, inputs)],
+        [_value_info(n, t, dynamic.get(n, {})) for n, t in zip(output_names, outputs)],
+        [init for init in graph.initializers if init.name in used])
+    proto = helper.make_model(onnx_graph, producer_name="torcia",
+                              opset_imports=[helper.make_opsetid("", opset_version)])
+    proto.ir_version = min(proto.ir_version, 9)
+    onnx.checker.check_model(proto)
+    onnx.save(proto, str(f))

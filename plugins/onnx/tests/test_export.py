@@ -1,0 +1,103 @@
+"""Exported models pass onnx.checker (export runs it) and agree with torcia in
+onnxruntime, dynamic batch included."""
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import nn
+
+ort = pytest.importorskip("onnxruntime")
+
+
+def _run(path, feeds):
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    return session.run(None, feeds)
+
+
+def _check(model, example, path, other=None, dynamic=True, atol=1e-5):
+    names = [f"in{i}" for i in range(len(example))]
+    axes = {n: {0: "batch"} for n in names} if dynamic else None
+    if dynamic:
+        axes["out0"] = {0: "batch"}
+    torcia.onnx.export(model, example, path, input_names=names, output_names=["out0"],
+                       dynamic_axes=axes)
+    for inputs in [example] + ([other] if other is not None else []):
+        expected = model.eval()(*inputs)
+        expected = expected[0] if isinstance(expected, tuple) else expected
+        got = _run(path, {n: t.numpy() for n, t in zip(names, inputs)})[0]
+        np.testing.assert_allclose(got, expected.detach().numpy(), rtol=1e-4, atol=atol)
+
+
+def test_mlp_and_cnn_with_a_dynamic_batch(tmp_path):
+    torcia.manual_seed(0)
+    mlp = nn.Sequential(nn.Linear(6, 16), nn.GELU(), nn.Dropout(0.3), nn.Linear(16, 3),
+                        nn.Softmax(dim=1))
+    _check(mlp, (torcia.randn(2, 6),), tmp_path / "mlp.onnx", (torcia.randn(7, 6),))
+    cnn = nn.Sequential(nn.Conv2d(3, 8, 3, stride=2, padding=1), nn.BatchNorm2d(8),
+                        nn.ReLU6(), nn.Conv2d(8, 8, 3, padding=1, groups=2), nn.SiLU(),
+                        nn.MaxPool2d(2), nn.AvgPool2d(2), nn.AdaptiveAvgPool2d(1),
+                        nn.Flatten(), nn.LayerNorm(8), nn.Linear(8, 4))
+    cnn.eval()
+    _check(cnn, (torcia.randn(2, 3, 16, 16),), tmp_path / "cnn.onnx",
+           (torcia.randn(5, 3, 16, 16),))
+
+
+def test_residual_in_place_add_is_traced(tmp_path):
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(2, 2, 3, padding=1)
+
+        def forward(self, x):
+            out = self.conv(x)
+            out += x
+            return torcia.relu(out)
+
+    _check(Block(), (torcia.randn(1, 2, 5, 5),), tmp_path / "res.onnx",
+           (torcia.randn(3, 2, 5, 5),))
+
+
+def test_embedding_lstm_and_attention(tmp_path):
+    torcia.manual_seed(1)
+
+    class Text(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(20, 8)
+            self.lstm = nn.LSTM(8, 8, batch_first=True, bidirectional=True)
+            self.attn = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+            self.head = nn.Linear(16, 3)
+
+        def forward(self, ids):
+            x, _ = self.lstm(self.embed(ids))
+            return self.head(self.attn(x)[:, -1])
+
+    ids = torcia.randint(0, 20, (2, 6))
+    _check(Text(), (ids,), tmp_path / "text.onnx", dynamic=False, atol=1e-4)
+
+
+def test_vision_models(tmp_path):
+    models = pytest.importorskip("torcia.vision.models")
+    for name in ("resnet18", "mobilenet_v2"):
+        model = models.get_model(name, num_classes=5)
+        _check(model, (torcia.randn(1, 3, 32, 32),), tmp_path / f"{name}.onnx",
+               (torcia.randn(2, 3, 32, 32),), atol=1e-4)
+
+
+def test_unsupported_op_names_the_op_and_the_module(tmp_path):
+    class Odd(nn.Module):
+        def forward(self, x):
+            return x.cumsum(1)
+
+    model = nn.Sequential(nn.Linear(3, 3), Odd())
+    with pytest.raises(torcia.onnx.UnsupportedOperatorError,
+                       match=r"op 'cumsum' \(used in module '1'\)"):
+        torcia.onnx.export(model, (torcia.randn(2, 3),), tmp_path / "odd.onnx")
+
+
+def test_registered_as_the_onnx_exporter(tmp_path):
+    assert "onnx" in torcia.nn.exporters.names()
+    torcia.nn.export(nn.Linear(2, 2), (torcia.randn(1, 2),), tmp_path / "l.onnx",
+                     format="onnx")
+    assert (tmp_path / "l.onnx").stat().st_size > 0
