@@ -607,14 +607,13 @@ def _index_grad(grads, x, dim, keepdim, indices):
     return torcia.zeros_like(x).scatter(dim, indices, g)
 
 
-@derivative("max_dim")
-def _(grads, x, *, dim, keepdim, result):
+def _picked_row(grads, x, *, dim, keepdim, result):
     return _index_grad(grads, x, dim, keepdim, result[1])
 
 
-@derivative("min_dim")
-def _(grads, x, *, dim, keepdim, result):
-    return _index_grad(grads, x, dim, keepdim, result[1])
+# one element chosen along ``dim``, its index the second output
+for _op in ("max_dim", "min_dim", "median_dim", "mode_dim", "kthvalue"):
+    derivative(_op)(_picked_row)
 
 
 @derivative("var")
@@ -1108,39 +1107,13 @@ def _scatter_values_grad(grads, x, dim, indices):
     return torcia.zeros(x.shape, dtype=g.dtype, device=g.device).scatter_add(dim, indices, g)
 
 
-@derivative("sort")
-def _(grads, _x, *, dim, result, descending=False, stable=False):
+def _gathered_row(grads, _x, *, dim, result):
     return _scatter_values_grad(grads, _x, dim, result[1])
 
 
-@derivative("topk")
-def _(grads, _x, *, dim, result, k=None, largest=True, sorted=True):
-    return _scatter_values_grad(grads, _x, dim, result[1])
-
-
-@derivative("kthvalue")
-def _(grads, x, *, dim, keepdim, result, k=None):
-    return _index_grad(grads, x, dim, keepdim, result[1])
-
-
-@derivative("median_dim")
-def _(grads, x, *, dim, keepdim, result):
-    return _index_grad(grads, x, dim, keepdim, result[1])
-
-
-@derivative("mode_dim")
-def _(grads, x, *, dim, keepdim, result):
-    return _index_grad(grads, x, dim, keepdim, result[1])
-
-
-@derivative("cummax")
-def _(grads, _x, *, dim, result):
-    return _scatter_values_grad(grads, _x, dim, result[1])
-
-
-@derivative("cummin")
-def _(grads, _x, *, dim, result):
-    return _scatter_values_grad(grads, _x, dim, result[1])
+# values taken from positions along ``dim``, the positions the second output
+for _op in ("sort", "topk", "cummax", "cummin"):
+    derivative(_op)(_gathered_row)
 
 
 @derivative("logcumsumexp")
