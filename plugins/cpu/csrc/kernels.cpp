@@ -25,6 +25,10 @@ using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
 static int num_threads = 1;
 
+// Below this many elements a loop runs on the calling thread: waking the team costs more
+// than it saves, and much more when the machine is loaded.
+constexpr int64_t kParallelWork = 1 << 16;
+
 void set_num_threads(int n) {
   num_threads = std::max(1, n);
 #ifdef _OPENMP
@@ -50,7 +54,7 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
   const int64_t rows = c * kh * kw, p = oh * ow;
   {
     py::gil_scoped_release release;
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t ch = r / (kh * kw), ki = (r / kw) % kh, kj = r % kw;
@@ -88,7 +92,7 @@ py::array_t<T> col2im(carray<T> cols, int64_t c, int64_t h, int64_t w, int64_t k
   {
     py::gil_scoped_release release;
     // one (batch, channel) plane per task: no two tasks write the same element
-#pragma omp parallel for collapse(2) schedule(static)
+#pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t ch = 0; ch < c; ++ch) {
         T* plane = dst + (b * c + ch) * h * w;
@@ -127,7 +131,7 @@ py::tuple max_pool2d(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw
   const T* src = x.data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * c * oh * ow * kh * kw > kParallelWork)
     for (int64_t pl = 0; pl < n * c; ++pl) {
       const T* plane = src + pl * h * w;
       for (int64_t i = 0; i < oh; ++i) {
@@ -168,7 +172,7 @@ py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t
   const int64_t* idx = indices.data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n * c * h * w > kParallelWork)
     for (int64_t pl = 0; pl < n * c; ++pl) {
       T* plane = dst + pl * h * w;
       std::fill(plane, plane + h * w, T(0));
@@ -187,7 +191,7 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
   const T* src = x.data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols > kParallelWork)
     for (int64_t r = 0; r < rows; ++r) {
       const T* in = src + r * cols;
       T* o = dst + r * cols;
@@ -221,7 +225,7 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
     py::gil_scoped_release release;
     std::fill(dst, dst + num_weights * d, T(0));
     // split the embedding dimension among threads: each owns whole columns
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (m * d > kParallelWork)
     for (int64_t col = 0; col < d; ++col) {
       for (int64_t r = 0; r < m; ++r) {
         const int64_t row = idx[r];
@@ -260,7 +264,7 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
     T* pi = p[i];
     const T* gi = g[i];
     T* bi = b[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > 32768)
+#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
     for (int64_t k = 0; k < sizes[i]; ++k) {
       T d = maximize ? -gi[k] : gi[k];
       if (weight_decay != 0) d += T(weight_decay) * pi[k];
@@ -304,7 +308,7 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
     T* mi = m[i];
     T* vi = v[i];
     T* vmi = vmax[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > 32768)
+#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
     for (int64_t k = 0; k < sizes[i]; ++k) {
       T d = maximize ? -gi[k] : gi[k];
       if (weight_decay != 0) {

@@ -6,3 +6,9 @@ optimizer updates), through the same ``torcia_register_kernels`` hook as any plu
 Matrix products stay on NumPy's BLAS. Results agree with the reference kernels to float
 tolerance; blocking the plugin (``TORCIA_DISABLE_PLUGINS=cpu``) falls back to them.
 """
+
+import os
+
+# OpenMP threads that spin while waiting steal the core from the Python thread on a busy
+# machine; passive waiting must be chosen before the runtime loads with the extension
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
