@@ -87,6 +87,15 @@ def test_node_hook_and_prehook():
     assert x.grad.tolist() == pytest.approx([2 * 2.718281828459045, 2 * 7.38905609893065])
 
 
+def test_accumulate_grad_prehook_replaces_the_gradient():
+    x = leaf([1.0, 2.0])
+    y = x * 3
+    acc = y.grad_fn.next_functions[0][0]
+    acc.register_prehook(lambda grads: (grads[0] * 2,))
+    y.sum().backward()
+    assert x.grad.tolist() == [6.0, 6.0]
+
+
 def test_accumulate_grad_post_hook():
     x = leaf([1.0])
     y = x * 2

@@ -1872,3 +1872,10 @@ def _(grad, g, x, target, weight, *, reduction, ignore_index, label_smoothing,
         v = scale * mass * grad
         gx = p * (v - (v * p).sum(1, keepdim=True))
     return gg, gx, None, None
+
+
+@derivative("ctc_loss")
+def _(grad, log_probs, targets, input_lengths, target_lengths, *, blank, result):
+    # first order only: ctc_loss_backward (the forward-backward recursion) has no row
+    return call("ctc_loss_backward", (grad, log_probs, targets, input_lengths, target_lengths,
+                                      result), {"blank": blank}), None, None, None

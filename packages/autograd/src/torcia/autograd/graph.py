@@ -99,10 +99,7 @@ class Node:
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return replacement grads."""
-        if self.pre_hooks is None:
-            self.pre_hooks = {}
-        self.pre_hooks.setdefault(-1, []).append(fn)
-        return RemovableHandle(self.pre_hooks[-1], fn)
+        return _add_prehook(self, fn)
 
     def release(self):
         """Free what backward needed; a node that saved no tensor can run again, as in
@@ -206,10 +203,25 @@ class AccumulateGrad:
         return f"<AccumulateGrad object at {id(self):#x}>"
 
     def register_hook(self, fn):
+        """``fn(variable)`` after the gradient has been accumulated into ``variable.grad``."""
         if self.post_hooks is None:
             self.post_hooks = []
         self.post_hooks.append(fn)
         return RemovableHandle(self.post_hooks, fn)
+
+    def register_prehook(self, fn):
+        """``fn(grad_outputs)`` before accumulation; may return replacement grads."""
+        return _add_prehook(self, fn)
+
+
+def _add_prehook(node, fn):
+    """A node hook on all output gradients at once, kept under key -1 of ``pre_hooks``
+    (tensor hooks are under their output number)."""
+    if node.pre_hooks is None:
+        node.pre_hooks = {}
+    hooks = node.pre_hooks.setdefault(-1, [])
+    hooks.append(fn)
+    return RemovableHandle(hooks, fn)
 
 
 class RemovableHandle:
