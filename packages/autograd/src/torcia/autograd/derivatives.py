@@ -1267,7 +1267,8 @@ def _sym(m):
 @derivative("linalg_cholesky")
 def _(grad, _a, *, upper, result):
     # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
-    # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal); transposed:
+    # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal). An upper factor is
+    # the transpose of the lower one, and so is its gradient.
     low, g = (result.mT, grad.mT) if upper else (result, grad)
     p = (low.mT @ g).tril()
     p = p - 0.5 * torcia.diag_embed(p.diagonal(0, -2, -1))
@@ -1286,11 +1287,12 @@ def _(grads, _a, *, mode, result):
     if m < n:
         raise NotImplementedError("The derivative of linalg.qr is not implemented when "
                                   "the input has more columns than rows")
+    if mode == "complete" and m > n:
+        # the extra columns of Q are arbitrary: no gradient is defined through them
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                           "and nrows > ncols.")
     gq = grads[0] if grads[0] is not None else torcia.zeros_like(q)
     gr = grads[1] if grads[1] is not None else torcia.zeros_like(r)
-    if mode == "complete" and m > n:
-        q, gq = q.narrow(-1, 0, n), gq.narrow(-1, 0, n)
-        r, gr = r.narrow(-2, 0, n), gr.narrow(-2, 0, n)
     # M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T, copyltu mirrors M's lower part
     big_m = r @ gr.mT - gq.mT @ q
     low = big_m.tril(-1)
