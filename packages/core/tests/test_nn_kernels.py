@@ -370,6 +370,33 @@ def test_cross_entropy_closed_form():
                         nll[t != 3].sum(), rel_tol=1e-12)
 
 
+def _collapse(path, blank):
+    out = []
+    for i, c in enumerate(path):
+        if c != blank and (i == 0 or c != path[i - 1]):
+            out.append(c)
+    return out
+
+
+def test_ctc_loss_by_enumerating_alignments():
+    t_max, c, blank = 5, 3, 0
+    lp = special.log_softmax(rng.standard_normal((t_max, 2, c)), axis=2)
+    targets = np.array([[1, 2], [2, 2]])
+    lengths_in, lengths_t = np.array([5, 4]), np.array([2, 2])
+    got = K.ctc_loss(lp, targets, lengths_in, lengths_t, blank=blank)
+    for n in range(2):
+        total = 0.0
+        for path in itertools.product(range(c), repeat=int(lengths_in[n])):
+            if _collapse(path, blank) == list(targets[n, :lengths_t[n]]):
+                total += math.exp(sum(lp[t, n, k] for t, k in enumerate(path)))
+        assert math.isclose(got[n], -math.log(total), rel_tol=1e-12)
+    g = rng.standard_normal(2)
+    grad = K.ctc_loss_backward(g, lp, targets, lengths_in, lengths_t, got, blank=blank)
+    numeric = _numerical_vjp(
+        lambda x_: K.ctc_loss(x_, targets, lengths_in, lengths_t, blank=blank), lp, g)
+    np.testing.assert_allclose(grad, numeric, rtol=1e-6, atol=1e-9)
+
+
 def test_embedding_backward_sums_repeated_rows():
     g = np.arange(12.0).reshape(2, 2, 3)
     idx = np.array([[1, 3], [1, 0]])

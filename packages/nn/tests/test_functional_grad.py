@@ -205,6 +205,11 @@ CASES = [
     ("triplet_margin_loss", lambda a, p, n: F.triplet_margin_loss(a, p, n, margin=3.0,
                                                                    swap=True),
      [r(3, 4), r(3, 4), r(3, 4)], True),
+    # the true derivative in log_probs (PyTorch's differs by exp(log_probs), see ctc_loss)
+    ("ctc_loss", lambda lp: F.ctc_loss(lp, torcia.tensor([[1, 2], [2, 2]]), [4, 5], [2, 2],
+                                       reduction="sum"), [r(5, 2, 3)], False),
+    ("ctc_loss", lambda x: F.ctc_loss(x.log_softmax(2), torcia.tensor([[1], [2]]), [3, 2],
+                                      [1, 1]), [r(3, 2, 3)], False),
     ("poisson_nll_loss", F.poisson_nll_loss, [r(3, 2), r(3, 2, lo=0.0)], True),
     ("gaussian_nll_loss", lambda x, y, v: F.gaussian_nll_loss(x, y, v), [r(3, 2), r(3, 2),
                                                                         r(3, 2, lo=0.2)], True),

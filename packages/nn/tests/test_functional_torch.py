@@ -292,6 +292,17 @@ CASES = [
                                          .sum(-1), margin=2.0, swap=True), [(3, 4)] * 3),
     ("multilabel_margin_loss", lambda lib, F, x: F.multilabel_margin_loss(
         x, t(lib, [[3, 0, -1, 1], [1, 2, 3, 0], [-1, 1, 0, 0]])), [(3, 4)]),
+    ("ctc_loss", lambda lib, F, x: F.ctc_loss(
+        x.log_softmax(2), t(lib, [[1, 2, 2], [3, 1, 0], [4, 4, 4]]), t(lib, [7, 5, 6]),
+        t(lib, [3, 2, 1])), [(7, 3, 5)]),
+    ("ctc_loss-concatenated-none", lambda lib, F, x: F.ctc_loss(
+        x.log_softmax(2), t(lib, [1, 2, 2, 3, 1]), [6, 4], [3, 2], blank=4, reduction="none"),
+     [(6, 2, 5)]),
+    ("ctc_loss-unbatched-sum", lambda lib, F, x: F.ctc_loss(
+        x.log_softmax(1), t(lib, [2, 1]), [5], [2], reduction="sum"), [(5, 3)]),
+    ("ctc_loss-zero-infinity", lambda lib, F, x: F.ctc_loss(
+        x.log_softmax(2), t(lib, [[1, 1, 1], [2, 3, 0]]), [3, 4], [3, 2], zero_infinity=True),
+     [(4, 2, 4)]),
     ("hinge_embedding_loss", lambda lib, F, x: F.hinge_embedding_loss(
         x, t(lib, [[1.0, -1.0], [-1.0, -1.0]])), [(2, 2)]),
     ("soft_margin_loss", lambda lib, F, x: F.soft_margin_loss(x, t(lib, [1.0, -1.0, 1.0])),

@@ -177,6 +177,26 @@ def test_inplace_activations_write_into_the_input():
     assert x.tolist() == [0.0, 2.0]
 
 
+def test_ctc_loss_by_hand():
+    # two steps, classes (blank, a) with p = 1/2 each: target "a" has alignments "aa",
+    # "_a", "a_" (probability 3/4); target "aa" needs "a_a": impossible in two steps
+    lp = torcia.full((2, 2, 2), math.log(0.5))
+    loss = F.ctc_loss(lp, torcia.tensor([[1, 1], [1, 0]]), [2, 2], [2, 1], reduction="none")
+    assert math.isinf(loss[0].item())
+    close(loss[1], -math.log(0.75))
+    zeroed = F.ctc_loss(lp, torcia.tensor([[1, 1], [1, 0]]), [2, 2], [2, 1], reduction="none",
+                        zero_infinity=True)
+    close(zeroed, [0.0, -math.log(0.75)])
+
+
+def test_ctc_loss_second_derivative_is_not_supported():
+    lp = torcia.randn(3, 1, 3, dtype=torcia.float64, requires_grad=True)
+    loss = F.ctc_loss(lp, torcia.tensor([[1]]), [3], [1])
+    with pytest.raises(RuntimeError, match="derivative for 'ctc_loss_backward' is not "
+                                           "implemented"):
+        torcia.autograd.grad(loss, lp, create_graph=True)
+
+
 # ----- errors -------------------------------------------------------------------------------
 
 

@@ -570,6 +570,113 @@ class NNKernels:
         out *= scale[:, None].astype(x.dtype, copy=False)
         return out
 
+    def ctc_loss(self, log_probs, targets, input_lengths, target_lengths, blank):
+        """ctc_loss(log_probs (T, N, C), targets (N, S), input_lengths (N,),
+        target_lengths (N,), blank) -> (N,): the negative log likelihood of each target
+        over all its alignments (forward recursion over time, in log space)."""
+        alpha, _, _ = _ctc_alpha(self.xp, log_probs, targets, input_lengths,
+                                 target_lengths, blank)
+        nll = _ctc_nll(self.xp, alpha, input_lengths, target_lengths)
+        return nll.astype(log_probs.dtype, copy=False)
+
+    def ctc_loss_backward(self, g, log_probs, targets, input_lengths, target_lengths, nll,
+                          blank):
+        """ctc_loss_backward(g (N,), log_probs, targets, input_lengths, target_lengths,
+        nll) -> (T, N, C): g times the derivative of each sample's loss with respect to
+        its log-probabilities: minus the share of alignments through each (t, class)."""
+        xp = self.xp
+        t_max, n, c = log_probs.shape
+        alpha, ext, lp_ext = _ctc_alpha(xp, log_probs, targets, input_lengths,
+                                        target_lengths, blank)
+        beta = _ctc_beta(xp, lp_ext, ext, input_lengths, target_lengths, blank)
+        ab = alpha + beta  # (T, N, L'): log of paths through (t, s), y[t, s] counted twice
+        grad = xp.zeros((t_max, n, c), dtype=np.float64)
+        finite = xp.isfinite(nll)
+        with np.errstate(invalid="ignore", over="ignore"):
+            share = xp.exp(ab - lp_ext + nll[None, :, None])
+        share = xp.where(xp.isfinite(share), share, 0.0)
+        # positions of the extended label sequence name classes; sum shares per class
+        rows = xp.broadcast_to(xp.arange(n)[None, :, None], share.shape)
+        times = xp.broadcast_to(xp.arange(t_max)[:, None, None], share.shape)
+        cls = xp.broadcast_to(ext[None], share.shape)
+        _add_at_flat(xp, grad, (times, rows, cls), share)
+        grad = -grad * (g * finite)[None, :, None]
+        return grad.astype(log_probs.dtype, copy=False)
+
+
+def _ctc_extended(xp, targets, target_lengths, blank):
+    """Targets with blanks around every label: (N, 2S+1), and whether position s may be
+    reached from s - 2 (a label differing from the one two back)."""
+    n, s = targets.shape
+    ext = xp.full((n, 2 * s + 1), blank, dtype=np.int64)
+    ext[:, 1::2] = targets
+    skip = xp.zeros(ext.shape, dtype=bool)
+    skip[:, 2:] = (ext[:, 2:] != blank) & (ext[:, 2:] != ext[:, :-2])
+    return ext, skip
+
+
+def _logaddexp3(xp, a, b, c):
+    with np.errstate(invalid="ignore"):
+        return xp.logaddexp(xp.logaddexp(a, b), c)
+
+
+def _ctc_alpha(xp, log_probs, targets, input_lengths, target_lengths, blank):
+    t_max, n, _ = log_probs.shape
+    lp = log_probs.astype(np.float64)
+    ext, skip = _ctc_extended(xp, targets, target_lengths, blank)
+    width = ext.shape[1]
+    lp_ext = xp.take_along_axis(lp, xp.broadcast_to(ext[None], (t_max, n, width)), axis=2)
+    valid = xp.arange(width)[None, :] < (2 * target_lengths[:, None] + 1)
+    neg = -np.inf
+    alpha = xp.full((t_max, n, width), neg)
+    alpha[0, :, 0] = lp_ext[0, :, 0]
+    alpha[0, :, 1] = xp.where(target_lengths > 0, lp_ext[0, :, 1], neg)
+    for t in range(1, t_max):
+        prev = alpha[t - 1]
+        one = xp.concatenate([xp.full((n, 1), neg), prev[:, :-1]], axis=1)
+        two = xp.concatenate([xp.full((n, 2), neg), prev[:, :-2]], axis=1)
+        alpha[t] = _logaddexp3(xp, prev, one, xp.where(skip, two, neg)) + lp_ext[t]
+    alpha = xp.where(valid[None], alpha, neg)
+    return alpha, ext, lp_ext
+
+
+def _ctc_nll(xp, alpha, input_lengths, target_lengths):
+    n = alpha.shape[1]
+    last = alpha[input_lengths - 1, xp.arange(n)]  # (N, L')
+    end = 2 * target_lengths
+    a = last[xp.arange(n), end]
+    b = xp.where(target_lengths > 0, last[xp.arange(n), xp.maximum(end - 1, 0)], -np.inf)
+    return -xp.logaddexp(a, b)
+
+
+def _ctc_beta(xp, lp_ext, ext, input_lengths, target_lengths, blank):
+    t_max, n, width = lp_ext.shape
+    _, skip = _ctc_extended(xp, ext[:, 1::2], target_lengths, blank)
+    # s + 2 reachable from s when s + 2 may skip back to s
+    skip_ahead = xp.concatenate([skip[:, 2:], xp.zeros((n, 2), dtype=bool)], axis=1)
+    neg = -np.inf
+    end = 2 * target_lengths
+    pos = xp.arange(width)[None, :]
+    start = (pos == end[:, None]) | ((pos == end[:, None] - 1) & (target_lengths[:, None] > 0))
+    beta = xp.full((t_max, n, width), neg)
+    nxt = xp.full((n, width), neg)
+    for t in range(t_max - 1, -1, -1):
+        one = xp.concatenate([nxt[:, 1:], xp.full((n, 1), neg)], axis=1)
+        two = xp.concatenate([nxt[:, 2:], xp.full((n, 2), neg)], axis=1)
+        rec = _logaddexp3(xp, nxt, one, xp.where(skip_ahead, two, neg)) + lp_ext[t]
+        last = (t == input_lengths - 1)[:, None]
+        cur = xp.where(last, xp.where(start, lp_ext[t], neg), rec)
+        cur = xp.where((t < input_lengths)[:, None], cur, neg)
+        beta[t] = cur
+        nxt = cur
+    return beta
+
+
+def _add_at_flat(xp, out, key, values):
+    """``out[key] += values`` with repeated keys summed."""
+    flat = xp.ravel_multi_index(tuple(k.reshape(-1) for k in key), out.shape)
+    out.reshape(-1)[...] += xp.bincount(flat, weights=values.reshape(-1), minlength=out.size)
+
 
 def _channels_first(xp, x):
     """(N, C, *sp) as a contiguous (C, N, *sp): the layout the column matrices use."""

@@ -91,6 +91,7 @@ NN = (
     # derivatives (higher orders go through differentiable ops, so they have no row)
     "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward", "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
+    "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
     "dropout_mask",
 )
 

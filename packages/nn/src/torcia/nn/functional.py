@@ -1087,6 +1087,77 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
+             zero_infinity=False):
+    """Connectionist temporal classification loss: minus the log of the total probability
+    of all alignments of each target to its input. ``log_probs`` (T, N, C) or (T, C)
+    holds log-probabilities; ``targets`` is (N, S) padded or 1-D concatenated; 'mean'
+    divides each loss by its target length, then averages. First derivatives only.
+
+    The gradient is the true derivative with respect to ``log_probs`` (PyTorch's own
+    adds ``exp(log_probs)``, which cancels when ``log_probs`` comes from log_softmax).
+
+    Examples
+    --------
+    >>> import math, torcia
+    >>> import torcia.nn.functional as F
+    >>> lp = torcia.full((2, 1, 2), math.log(0.5))
+    >>> # target [1] over two steps: alignments "1 1", "_ 1", "1 _", each 1/4
+    >>> round(F.ctc_loss(lp, torcia.tensor([[1]]), [2], [1], reduction="sum").item(), 4)
+    0.2877
+    """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    added = log_probs.ndim == 2
+    if added:
+        log_probs = log_probs.unsqueeze(1)
+        targets = targets.reshape(1, -1)
+    if log_probs.ndim != 3:
+        raise RuntimeError(f"ctc_loss: expected log_probs of 2 or 3 dimensions, got "
+                           f"{log_probs.ndim}")
+    t_max, n, c = log_probs.shape
+    il = np.asarray(input_lengths._data if isinstance(input_lengths, Tensor)
+                    else input_lengths, dtype=np.int64).reshape(-1)
+    tl = np.asarray(target_lengths._data if isinstance(target_lengths, Tensor)
+                    else target_lengths, dtype=np.int64).reshape(-1)
+    if il.shape != (n,) or tl.shape != (n,):
+        raise RuntimeError(f"ctc_loss: expected input_lengths and target_lengths of size {n}, "
+                           f"got {list(il.shape)} and {list(tl.shape)}")
+    if (il > t_max).any() or (il < 1).any():
+        raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
+                           f"value {int(il.max())} (while checking arguments for ctc_loss_cpu)")
+    tgt = np.asarray(targets._data, dtype=np.int64)
+    if tgt.ndim == 1 and n > 1 or tgt.ndim == 1 and not added and tgt.shape[0] != tl[0]:
+        # concatenated targets: split by target_lengths into padded rows
+        starts = np.concatenate([[0], np.cumsum(tl)[:-1]])
+        padded = np.full((n, max(int(tl.max()), 1)), blank, dtype=np.int64)
+        for k in range(n):
+            padded[k, :tl[k]] = tgt[starts[k]:starts[k] + tl[k]]
+        tgt = padded
+    tgt = tgt.reshape(n, -1)
+    if (tl > tgt.shape[1]).any():
+        raise RuntimeError(f"Expected tensor to have size at least {int(tl.max())} at "
+                           f"dimension 1, but got size {tgt.shape[1]} for argument #2 "
+                           "'targets' (while checking arguments for ctc_loss_cpu)")
+    inside = np.arange(tgt.shape[1])[None, :] < tl[:, None]
+    if ((tgt < 0) | (tgt >= c) | (tgt == blank))[inside].any():
+        raise RuntimeError(f"ctc_loss: targets must be class indices in [0, {c}) other than "
+                           f"the blank {blank}")
+    tgt = np.where(inside, tgt, blank)
+    dev = log_probs.device
+    nll = call("ctc_loss", (log_probs, torcia.tensor(tgt, device=dev),
+                            torcia.tensor(il, device=dev), torcia.tensor(tl, device=dev)),
+               {"blank": int(blank)})
+    if zero_infinity:
+        nll = torcia.where(nll.isinf(), torcia.zeros_like(nll), nll)
+    if reduction == "mean":
+        lengths = torcia.tensor(np.maximum(tl, 1), dtype=nll.dtype, device=dev)
+        return (nll / lengths).mean()
+    if reduction == "sum":
+        return nll.sum()
+    return nll.reshape(()) if added else nll
+
+
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log likelihood of ``target`` under Poisson(``input``) (or
