@@ -12,9 +12,10 @@ Two workloads, each loaded in the main process, with 2 workers started each epoc
   with its own ``TensorDataset``: the per-sample overhead of the framework itself.
 
 Each row times ``--epochs`` whole epochs, worker start-up included, and the best of
-``--repeat`` runs counts. In the first two workloads the same dataset object (which returns
-numpy arrays) feeds both libraries, so the ratio compares the loaders, not the datasets.
-Run::
+``--repeat`` runs counts. Beside the wall-clock rate it reports the CPU time per batch of
+all processes together (main and workers), which a busy machine disturbs far less. In the
+first two workloads the same dataset object (which returns numpy arrays) feeds both
+libraries, so the ratio compares the loaders, not the datasets. Run::
 
     python benchmarks/bench_dataloader.py [--epochs 3] [--repeat 3]
 """
@@ -22,6 +23,7 @@ Run::
 from __future__ import annotations
 
 import argparse
+import os
 import time
 
 import numpy as np
@@ -85,28 +87,36 @@ WORKLOADS = {"transform": (Transformed, 32, False), "large": (Large, 32, False),
              "tensors": (tensors, 64, True)}
 
 
-def seconds_per_batch(loader_cls, dataset, options: dict, epochs: int) -> float:
+def _cpu_seconds() -> float:
+    """CPU time of this process and of its children that have been waited for (workers,
+    once joined)."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def cost_per_batch(loader_cls, dataset, options: dict, epochs: int) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of all processes) per batch."""
     loader = loader_cls(dataset, shuffle=True, **options)
+    cpu = _cpu_seconds()
     start = time.perf_counter()
     count = 0
     for _ in range(epochs):
         for _batch in loader:
             count += 1
     elapsed = time.perf_counter() - start
-    del loader  # persistent workers stop here, outside the timing
-    return elapsed / count
+    del loader  # persistent workers stop here: outside the wall time, inside the CPU time
+    return elapsed / count, (_cpu_seconds() - cpu) / count
 
 
-def batches_per_second(libraries: dict, datasets: dict, options: dict, epochs: int,
-                       repeat: int) -> dict:
-    """Best rate of each library; runs alternate between libraries, so that a change in the
-    machine's load during the measurement falls on both alike."""
-    best = dict.fromkeys(libraries, float("inf"))
+def measure(libraries: dict, datasets: dict, options: dict, epochs: int, repeat: int) -> dict:
+    """Best (wall, CPU) seconds per batch of each library. Runs alternate between libraries,
+    so that a change in the machine's load falls on both alike."""
+    best = {lib: (float("inf"), float("inf")) for lib in libraries}
     for _ in range(repeat):
         for lib, loader_cls in libraries.items():
-            seconds = seconds_per_batch(loader_cls, datasets[lib], options, epochs)
-            best[lib] = min(best[lib], seconds)
-    return {lib: 1.0 / t for lib, t in best.items()}
+            wall, cpu = cost_per_batch(loader_cls, datasets[lib], options, epochs)
+            best[lib] = (min(best[lib][0], wall), min(best[lib][1], cpu))
+    return best
 
 
 #: (label, DataLoader options): in the main process, workers started each epoch, and
@@ -131,25 +141,38 @@ def main() -> None:
 
     libraries = {"torcia": torcia.data.DataLoader}
     modules = {"torcia": torcia}
+    # One thread each, set after torcia's plugins load: a native plugin may set the thread
+    # count of an OpenMP runtime that torch shares, which made torch's loading 10x slower.
+    torcia.plugins.manager()
+    torcia.set_num_threads(1)
     if torch is not None:
         torch.set_num_threads(1)
         libraries["torch"] = torch.utils.data.DataLoader
         modules["torch"] = torch
 
-    print(f"{'workload':<10} {'workers':>10} {'torcia b/s':>11} {'torch b/s':>10} {'ratio':>6}")
+    print(f"{'workload':<10} {'workers':>9} | {'torcia b/s':>10} {'torch b/s':>9} {'ratio':>5} |"
+          f" {'torcia cpu':>10} {'torch cpu':>9} {'ratio':>5}")
     for name, (make_dataset, batch_size, per_library) in WORKLOADS.items():
         if per_library:
             datasets = {lib: make_dataset(modules[lib]) for lib in libraries}
         else:
             datasets = dict.fromkeys(libraries, make_dataset())
+        for lib, loader_cls in libraries.items():  # first-use costs (imports, plugins)
+            next(iter(loader_cls(datasets[lib], batch_size=batch_size)))
         for label, options in CONFIGS:
             options = {"batch_size": batch_size, **options}
-            rates = batches_per_second(libraries, datasets, options, args.epochs, args.repeat)
-            torch_rate = rates.get("torch")
-            ratio = f"{rates['torcia'] / torch_rate:6.2f}" if torch_rate else f"{'-':>6}"
-            torch_col = f"{torch_rate:10.1f}" if torch_rate else f"{'-':>10}"
-            print(f"{name:<10} {label:>10} {rates['torcia']:11.1f} {torch_col} {ratio}")
-    print("ratio = torcia / torch batches per second (above 1: torcia is faster)")
+            best = measure(libraries, datasets, options, args.epochs, args.repeat)
+            (wall, cpu), theirs = best["torcia"], best.get("torch")
+            row = f"{name:<10} {label:>9} | {1 / wall:10.1f} "
+            if theirs:
+                row += f"{1 / theirs[0]:9.1f} {theirs[0] / wall:5.2f} | "
+                row += f"{1e3 * cpu:10.2f} {1e3 * theirs[1]:9.2f} {theirs[1] / cpu:5.2f}"
+            else:
+                row += f"{'-':>9} {'-':>5} | {1e3 * cpu:10.2f} {'-':>9} {'-':>5}"
+            print(row)
+    print("b/s: batches per second (wall clock); cpu: CPU milliseconds per batch, all "
+          "processes together;\nratio: torcia's advantage (torch's time / torcia's time; "
+          "above 1: torcia is faster or cheaper)")
 
 
 if __name__ == "__main__":
