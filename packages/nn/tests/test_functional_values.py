@@ -197,6 +197,17 @@ def test_ctc_loss_second_derivative_is_not_supported():
         torcia.autograd.grad(loss, lp, create_graph=True)
 
 
+def test_in_place_relu_after_batch_norm_and_max_pool_keeps_backward_valid():
+    # a common pattern (ResNet): the outputs are not saved for backward, the inputs are
+    x = torcia.randn(4, 3, 4, 4, requires_grad=True)
+    y = F.batch_norm(x, None, None, torcia.ones(3), None, training=True)
+    F.relu(y, inplace=True)
+    z = F.max_pool2d(y, 2)
+    F.relu(z, inplace=True)
+    z.sum().backward()
+    assert x.grad.shape == x.shape
+
+
 # ----- errors -------------------------------------------------------------------------------
 
 

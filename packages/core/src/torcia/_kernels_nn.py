@@ -438,13 +438,19 @@ class NNKernels:
             out += bias.reshape(shape)
         return out, mean, var
 
-    def batch_norm_backward(self, g, x, weight, mean, var, training, eps):
-        """batch_norm_backward(g, x, weight, mean, var) -> (grad_input, grad_weight,
-        grad_bias) of ``batch_norm``, given the statistics it used (first order: second
-        derivatives go through differentiable ops)."""
+    def batch_norm_backward(self, g, x, weight, running_mean, running_var, training, eps):
+        """batch_norm_backward(g, x, weight, running_mean, running_var) -> (grad_input,
+        grad_weight, grad_bias) of ``batch_norm``: batch statistics recomputed in
+        training, the running ones otherwise (first order: second derivatives go through
+        differentiable ops)."""
         xp = self.xp
         shape = (1, -1) + (1,) * (x.ndim - 2)
         axes = (0,) + tuple(range(2, x.ndim))
+        if training:
+            mean = x.mean(axis=axes)
+            var = x.var(axis=axes)
+        else:
+            mean, var = running_mean, running_var
         invstd = (1 / xp.sqrt(var + eps)).astype(x.dtype, copy=False)
         xhat = (x - mean.reshape(shape)) * invstd.reshape(shape)
         gb = g.sum(axis=axes)

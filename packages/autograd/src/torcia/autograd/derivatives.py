@@ -1683,21 +1683,28 @@ def _(grad, _cols, *, output_size, kernel_size, dilation, padding, stride):
                                     "padding": padding, "stride": stride})
 
 
-def _max_pool_grad(grads, x, result):
+def _max_pool_grad(grads, x, op, params):
+    """Scatter the gradient to where each window's maximum came from. The indices are
+    recomputed from the input rather than saved with the outputs, so that writing into
+    the pooled values in place (a ReLU after pooling) leaves backward valid."""
     g = grads[0]
     if g is None:
         return None
-    return call("max_pool_backward", (g, result[1]), {"input_shape": tuple(x.shape[2:])})
+    with torcia.no_grad():
+        _, indices = call(op, (x.detach(),), params)
+    return call("max_pool_backward", (g, indices), {"input_shape": tuple(x.shape[2:])})
 
 
 @derivative("max_pool")
-def _(grads, _x, *, kernel_size, stride, padding, dilation, ceil_mode, result):
-    return _max_pool_grad(grads, _x, result)
+def _(grads, x, *, kernel_size, stride, padding, dilation, ceil_mode):
+    return _max_pool_grad(grads, x, "max_pool", {
+        "kernel_size": kernel_size, "stride": stride, "padding": padding,
+        "dilation": dilation, "ceil_mode": ceil_mode})
 
 
 @derivative("adaptive_max_pool")
-def _(grads, _x, *, output_size, result):
-    return _max_pool_grad(grads, _x, result)
+def _(grads, x, *, output_size):
+    return _max_pool_grad(grads, x, "adaptive_max_pool", {"output_size": output_size})
 
 
 @derivative("max_pool_backward")
@@ -1747,14 +1754,15 @@ def _norm_input_grad(gxhat, xhat, invstd, dims):
 
 
 @derivative("batch_norm")
-def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps, result,
+def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
       needs_input_grad):
     g = grads[0]
     if g is None:
         return None, None, None, None, None
     if not torcia.is_grad_enabled():
-        # first order only: one fused kernel on the statistics the forward used
-        gx, gw, gb = call("batch_norm_backward", (g, x, weight, result[1], result[2]),
+        # first order only: one fused kernel (it recomputes the batch statistics: saving
+        # the outputs would forbid an in-place ReLU on the normalised values)
+        gx, gw, gb = call("batch_norm_backward", (g, x, weight, running_mean, running_var),
                           {"training": training, "eps": eps})
         return (gx if needs_input_grad[0] else None, gw if needs_input_grad[1] else None,
                 gb if needs_input_grad[2] else None, None, None)
