@@ -302,6 +302,9 @@ def masked_fill(input, mask, value):
         if value.ndim:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
+        if value._requires_grad:
+            # a value that wants a gradient stays in the graph: where() differentiates both
+            return where(mask, to_dtype(value, input.dtype), input)
         value = value.item()
     return call("masked_fill", (input, mask), {"value": value})
 
