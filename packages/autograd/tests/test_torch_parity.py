@@ -50,6 +50,8 @@ CASES = {
     "masked_fill": (lambda L, x: x.masked_fill(x > 1, 0.0), [[0.5, 2.0]]),
     "masked_fill tensor value": (lambda L, x, v: x.masked_fill(x > 1, v[0] * 2),
                                  [[0.5, 2.0, 3.0], [1.5]]),
+    "fill_ tensor value": (lambda L, x, v: (x * 1)[1:].fill_(v[0] * 2) * x[1:],
+                           [[0.5, 2.0, 3.0], [1.5]]),
     "scatter_reduce amax ties": (
         lambda L, x, s: x.scatter_reduce(0, L.tensor([0, 0, 1]), s, "amax"),
         [[2.0, 0.0], [2.0, 1.0, 5.0]]),

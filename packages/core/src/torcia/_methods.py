@@ -258,6 +258,9 @@ def fill_(self, value):
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
+        if value._requires_grad:
+            # the value's gradient is the sum of the filled tensor's
+            return inplace(lambda s, v: _ops.masked_fill(s, _all_true(s), v), self, value)
         value = value.item()
     return inplace(lambda s: _ops.masked_fill(s, _all_true(s), value) if s._requires_grad
                    else C.full_like(s, value), self)
