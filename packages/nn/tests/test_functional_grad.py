@@ -82,6 +82,8 @@ CASES = [
     ("log_softmax", lambda x: F.log_softmax(x, dim=-1), [r(2, 3, 4)], True),
     # linear maps
     ("linear", F.linear, [r(2, 3), r(4, 3), r(4)], True),
+    ("linear", F.linear, [r(2, 2, 3), r(4, 3), r(4)], True),
+    ("linear", F.linear, [r(3), r(4, 3)], True),
     ("bilinear", F.bilinear, [r(2, 3), r(2, 2), r(4, 3, 2), r(4)], True),
     # convolution
     ("conv", lambda x, w, b: F.conv2d(x, w, b), [r(1, 2, 4, 4), r(3, 2, 2, 2), r(3)], True),

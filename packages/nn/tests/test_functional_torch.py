@@ -53,6 +53,7 @@ CASES = [
     # linear maps
     ("linear", lambda lib, F, x, w, b: F.linear(x, w, b), [(4, 3), (5, 3), (5,)]),
     ("linear-3d", lambda lib, F, x, w: F.linear(x, w), [(2, 4, 3), (5, 3)]),
+    ("linear-1d", lambda lib, F, x, w, b: F.linear(x, w, b), [(3,), (5, 3), (5,)]),
     ("bilinear", lambda lib, F, a, b, w, c: F.bilinear(a, b, w, c),
      [(4, 3), (4, 2), (5, 3, 2), (5,)]),
     # convolution

@@ -243,6 +243,9 @@ def test_layer_errors():
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied "
                                            r"\(2x3 and 4x5\)"):
         F.linear(torcia.zeros(2, 3), torcia.zeros(5, 4))
+    with pytest.raises(RuntimeError, match="mat1 and mat2 must have the same dtype, but got "
+                                           "Float and Double"):
+        F.linear(torcia.zeros(2, 3), torcia.zeros(4, 3, dtype=torcia.float64))
     with pytest.raises(RuntimeError, match=r"Given transposed=1, weight of size \[3, 2, 2, 2\], "
                                            r"expected input\[1, 4, 3, 3\] to have 3 channels"):
         F.conv_transpose2d(torcia.zeros(1, 4, 3, 3), torcia.zeros(3, 2, 2, 2))

@@ -227,7 +227,14 @@ class NNKernels:
         y = log_softmax(x) (first order)."""
         return g - self.xp.exp(y) * g.sum(axis=dim, keepdims=True)
 
-    # ----- convolution --------------------------------------------------------------
+    # ----- linear and convolution ---------------------------------------------------
+    def linear(self, x, w, b):
+        """linear(x (*, in), w (out, in), b (out,) or None) -> (*, out): x @ w.T + b."""
+        out = x @ w.T
+        if b is not None:
+            out += b
+        return out
+
     def conv(self, x, w, b, stride, padding, dilation, groups):
         """conv(x (N, C, *in), w (O, C/groups, *k), b (O,) or None) -> (N, O, *out):
         cross-correlation; ``padding`` is per-dim (low, high) pairs."""

@@ -83,6 +83,7 @@ NN = (
     "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
     "gelu_backward", "silu_backward", "activation_backward",
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
+    "linear",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",

@@ -1609,6 +1609,19 @@ def _(grad, _x, *, dim, result):
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 
+@derivative("linear")
+def _(grad, x, w, _b, *, needs_input_grad):
+    gx = gw = gb = None
+    rows = grad.reshape(-1, w.shape[0])
+    if needs_input_grad[0]:
+        gx = grad @ w
+    if needs_input_grad[1]:
+        gw = rows.mT @ x.reshape(-1, w.shape[1])
+    if needs_input_grad[2]:
+        gb = rows.sum(0)
+    return gx, gw, gb
+
+
 def _conv_params(stride, padding, dilation, groups):
     return {"stride": stride, "padding": padding, "dilation": dilation, "groups": groups}
 

@@ -104,10 +104,17 @@ def linear(input, weight, bias=None):
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
                            f"{input.shape[-1]} and {weight.shape[-1]}x{weight.shape[0]})")
-    if bias is not None and input.ndim == 2 and weight.ndim == 2:
-        return torcia.addmm(bias, input, weight.t())
-    out = input @ weight.t() if weight.ndim == 2 else input @ weight
-    return out if bias is None else out + bias
+    if weight.ndim != 2 or input.ndim == 0:
+        out = input @ (weight.t() if weight.ndim == 2 else weight)
+        return out if bias is None else out + bias
+    if input.dtype is not weight.dtype or bias is not None and bias.dtype is not input.dtype:
+        other = weight if weight.dtype is not input.dtype else bias
+        raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
+                           f"{_scalar(input.dtype)} and {_scalar(other.dtype)}")
+    if bias is not None and bias.shape not in ((weight.shape[0],), ()):
+        raise RuntimeError(f"linear(): bias of size {list(bias.shape)} does not match "
+                           f"out_features={weight.shape[0]}")
+    return call("linear", (input, weight, bias), {})
 
 
 def bilinear(input1, input2, weight, bias=None):
