@@ -392,3 +392,17 @@ def test_more_workers_than_cpus_warns_once(monkeypatch):
         warnings.simplefilter("error")
         assert len(list(loader)) == 2
     del loader
+
+
+def test_batches_that_arrive_early_wait_for_their_turn():
+    class SlowFirst(Dataset):
+        def __len__(self):
+            return 6
+
+        def __getitem__(self, i):
+            if i == 0:
+                time.sleep(0.3)  # worker 1 finishes batches 1 and 3 before batch 0 is done
+            return i
+
+    got = [b.item() for b in DataLoader(SlowFirst(), batch_size=1, num_workers=2)]
+    assert got == [0, 1, 2, 3, 4, 5]
