@@ -44,6 +44,16 @@ def test_to_tensor_scales_uint8():
     assert T.ToTensor()(hwc).tolist() == [[[1.0], [0.0]], [[0.0], [1.0]]]
 
 
+def test_to_tensor_other_pil_modes():
+    img16 = Image.fromarray(np.array([[0, 40000]], np.uint16))
+    assert img16.mode.startswith("I;16")
+    t = T.PILToTensor()(img16)
+    assert t.dtype == torcia.int32 and t.tolist() == [[[0, 40000]]]
+    bilevel = Image.fromarray(np.array([[True, False]]))
+    assert T.ToTensor()(bilevel).tolist() == [[[1.0, 0.0]]]
+    assert T.PILToTensor()(bilevel).tolist() == [[[1, 0]]]
+
+
 def test_to_tensor_keeps_float_arrays():
     arr = np.full((2, 2), 3.5, np.float32)
     assert T.ToTensor()(arr).tolist() == [[[3.5, 3.5], [3.5, 3.5]]]

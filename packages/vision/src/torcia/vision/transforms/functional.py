@@ -110,6 +110,17 @@ def _cast_like(values: np.ndarray, dtype, round_ints: bool) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 
 
+def _pil_array(pic) -> np.ndarray:
+    """A PIL image's pixels in a dtype torcia has: bilevel images as uint8 0/1, 16-bit
+    ones as int32 (torchvision's int16 would wrap values above 32767)."""
+    arr = np.array(pic)
+    if arr.dtype == np.bool_:
+        return arr.astype(np.uint8)
+    if arr.dtype.kind == "u" and arr.dtype.itemsize > 1:
+        return arr.astype(np.int32)
+    return arr
+
+
 def to_tensor(pic) -> torcia.Tensor:
     """A PIL image or HWC array as a CHW tensor; uint8 data becomes float in [0, 1].
 
@@ -121,9 +132,9 @@ def to_tensor(pic) -> torcia.Tensor:
     [[[0.0]], [[1.0]]]
     """
     if isinstance(pic, Image.Image):
-        arr = np.array(pic)
+        arr = _pil_array(pic)
         if pic.mode == "1":
-            arr = arr.astype(np.uint8) * 255
+            arr = arr * 255
     elif isinstance(pic, np.ndarray):
         if pic.ndim not in (2, 3):
             raise ValueError(f"pic should be 2/3 dimensional. Got {pic.ndim} dimensions.")
@@ -151,9 +162,7 @@ def pil_to_tensor(pic) -> torcia.Tensor:
     """
     if not isinstance(pic, Image.Image):
         raise TypeError(f"pic should be PIL Image. Got {type(pic)}")
-    arr = np.array(pic)
-    if pic.mode == "1":
-        arr = arr.astype(np.uint8)
+    arr = _pil_array(pic)
     if arr.ndim == 2:
         arr = arr[:, :, None]
     return torcia.from_numpy(np.ascontiguousarray(arr.transpose(2, 0, 1)))
