@@ -140,6 +140,27 @@ def test_modes_as_decorators():
     assert torcia.is_grad_enabled()
 
 
+def test_modes_as_bare_decorators():
+    x = leaf([1.0])
+
+    @torcia.no_grad
+    def off():
+        return x * 2
+
+    @torcia.inference_mode
+    def infer():
+        return x * 2
+
+    @torcia.enable_grad
+    def on():
+        return x * 2
+
+    assert not off().requires_grad and not infer().requires_grad
+    with torcia.no_grad():
+        assert on().requires_grad
+    assert off.__name__ == "off" and torcia.is_grad_enabled()
+
+
 def test_set_grad_enabled_as_call_and_context():
     x = leaf([1.0])
     with torcia.set_grad_enabled(False):

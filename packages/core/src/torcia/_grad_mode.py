@@ -52,7 +52,16 @@ class _Mode:
         return ()
 
 
-class no_grad(_Mode):
+class _BareDecorator(_Mode):
+    """A mode that also decorates without parentheses (``@no_grad``), as in PyTorch."""
+
+    def __new__(cls, *args):
+        if len(args) == 1 and callable(args[0]):
+            return cls()(args[0])
+        return super().__new__(cls)
+
+
+class no_grad(_BareDecorator):
     """Context manager and decorator that stops recording operations for gradients.
 
     Examples
@@ -66,7 +75,7 @@ class no_grad(_Mode):
     enabled = False
 
 
-class enable_grad(_Mode):
+class enable_grad(_BareDecorator):
     """Context manager and decorator that turns recording back on inside ``no_grad``."""
 
     enabled = True
@@ -95,7 +104,7 @@ class set_grad_enabled(_Mode):
         return (self.enabled,)
 
 
-class inference_mode(_Mode):
+class inference_mode(_BareDecorator):
     """Like ``no_grad``: torcia has no separate inference tensors, so this is ``no_grad``
     with PyTorch's signature (``mode=True``)."""
 
