@@ -12,7 +12,6 @@ import functools
 import threading
 
 
-
 class _State(threading.local):
     # Per-thread, like PyTorch: a DataLoader thread must not see the trainer's no_grad.
     enabled = True
