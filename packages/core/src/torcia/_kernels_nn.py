@@ -545,17 +545,19 @@ class NNKernels:
         """cross_entropy(x (N, C) logits, target (N,) class indices, weight (C,) or None)
         -> loss: log_softmax and nll_loss fused, with label smoothing as PyTorch's."""
         xp = self.xp
-        logp = self.log_softmax(x, 1)
+        rows = xp.arange(x.shape[0])
+        m = x.max(axis=1, keepdims=True)
+        lse = xp.log(xp.exp(x - m).sum(axis=1)) + m[:, 0]
         keep = target != ignore_index
         safe = xp.where(keep, target, 0)
-        picked = xp.take_along_axis(logp, safe[:, None], axis=1)[:, 0]
         w = _target_weights(xp, weight, safe, keep, x.dtype)
-        losses = -picked * w
+        # only the picked log-probabilities are needed: x[n, t] - logsumexp(x[n])
+        losses = (lse - x[rows, safe]) * w
         if label_smoothing:
             c = x.shape[1]
-            full = logp if weight is None else logp * weight
-            smooth = -full.sum(axis=1) * keep
-            losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth
+            logp = x - lse[:, None]  # the full log-probabilities, for -sum_c w_c log p_c
+            smooth = -(logp.sum(axis=1) if weight is None else logp @ weight)
+            losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth * keep
         return _reduce(xp, losses.astype(x.dtype, copy=False), reduction, w.sum())
 
     def cross_entropy_backward(self, g, x, target, weight, reduction, ignore_index,

@@ -926,7 +926,11 @@ def _class_target(input, target, fn):
     c = input.shape[1]
     if input.ndim > 2:
         input = input.movedim(1, -1).reshape(-1, c)
-    return input, target.reshape(-1).to(torcia.int64), expected
+    if target.ndim != 1:
+        target = target.reshape(-1)
+    if target.dtype is not D.int64:
+        target = target.to(torcia.int64)
+    return input, target, expected
 
 
 def _scalar(d) -> str:
