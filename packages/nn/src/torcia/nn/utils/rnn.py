@@ -16,7 +16,7 @@ from torcia import Tensor
 
 
 class PackedSequence(NamedTuple):
-    """``data`` (sum of lengths, *), ``batch_sizes`` (max length,) int64, and the
+    """``data`` ``(sum of lengths, *)``, ``batch_sizes`` ``(max length,)`` int64, and the
     permutation that sorted the batch by decreasing length (and its inverse)."""
 
     data: Tensor
