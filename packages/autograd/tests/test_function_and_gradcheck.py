@@ -62,6 +62,27 @@ def test_function_gradcheck_and_double_backward():
     assert gradgradcheck(Cube.apply, (x,))
 
 
+def test_forward_without_ctx_and_setup_context():
+    class Mul(Function):
+        @staticmethod
+        def forward(x, y):
+            return x * y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            ctx.save_for_backward(*inputs)
+
+        @staticmethod
+        def backward(ctx, grad):
+            x, y = ctx.saved_tensors
+            return grad * y, grad * x
+
+    x, y = leaf([2.0, 3.0]), leaf([5.0, 7.0])
+    Mul.apply(x, y).sum().backward()
+    assert x.grad.tolist() == [5.0, 7.0] and y.grad.tolist() == [2.0, 3.0]
+    assert gradgradcheck(Mul.apply, (leaf([0.5, 1.5]), leaf([2.0, -1.0])))
+
+
 def test_needs_input_grad_and_non_tensor_arguments():
     seen = {}
 

@@ -162,13 +162,24 @@ class Function:
         raise NotImplementedError("a custom Function must implement backward to be "
                                   "differentiated")
 
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        """Override to write ``forward(*args)`` without ``ctx``: called after it with the
+        inputs and the output, to save what backward needs."""
+        raise NotImplementedError("setup_context is not overridden")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
         recording = _GRAD.enabled and any(ctx.needs_input_grad)
         with no_grad():
-            outputs = cls.forward(ctx, *args, **kwargs)
+            if cls.setup_context is Function.setup_context:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            else:
+                # PyTorch 2's split style: forward without ctx, then setup_context
+                outputs = cls.forward(*args, **kwargs)
+                cls.setup_context(ctx, args, outputs)
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if recording:
