@@ -360,8 +360,10 @@ def test_random_sampler_instance_with_workers():
 
 @pytest.mark.parametrize("method", ["spawn", "forkserver"])
 def test_other_start_methods(method):
-    loader = DataLoader(Items(7), batch_size=3, num_workers=2, multiprocessing_context=method)
-    assert [b["i"].tolist() for b in loader] == [[0, 1, 2], [3, 4, 5], [6]]
+    # a dataset class the fresh interpreter can import by name, wherever pytest runs from
+    ds = TensorDataset(torcia.arange(7))
+    loader = DataLoader(ds, batch_size=3, num_workers=2, multiprocessing_context=method)
+    assert [b[0].tolist() for b in loader] == [[0, 1, 2], [3, 4, 5], [6]]
 
 
 def test_loader_iterated_twice_gives_two_epochs():
