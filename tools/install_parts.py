@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     )
     parser.add_argument(
         "--with-tests", action="store_true",
-        help="also install the torcia parts named in the parts' 'test' extra",
+        help="also install what the parts' 'test' extra names: torcia parts, and others",
     )
     parser.add_argument("--editable", "-e", action="store_true", help="editable installs")
     parser.add_argument("--python", default=sys.executable, help="the environment's Python")
@@ -83,10 +83,14 @@ def main(argv=None) -> int:
 
     parts = repo.discover()
     keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
-    selected = repo.closure(
-        parts, [p for key in keys for p in repo.lookup(parts, key)], tests=args.with_tests
-    )
+    named = [p for key in keys for p in repo.lookup(parts, key)]
+    selected = repo.closure(parts, named, tests=args.with_tests)
     commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg)
+    if args.with_tests:
+        # the third-party test requirements (mpich, onnxruntime...), from the index
+        others = sorted({r for part in named for r in part.other_test_requires})
+        if others:
+            commands.insert(0, [args.python, "-m", "pip", "install", *args.pip_arg, *others])
     for command in commands:
         print("+", shlex.join(map(str, command)), flush=True)
         if not args.dry_run:

@@ -53,6 +53,12 @@ class Part:
         in its ``test`` extra, e.g. torcia-autograd to gradcheck a plugin's kernels)."""
         return _torcia(self.test_requires)
 
+    @property
+    def other_test_requires(self) -> list[str]:
+        """The rest of the ``test`` extra: third-party requirements of the part's tests
+        (``mpich`` for torcia-mpi's ``mpiexec``, ``onnxruntime`` for torcia-onnx's)."""
+        return [r for r in self.test_requires if r not in self.torcia_test_requires]
+
 
 def _torcia(requirements: list[str]) -> list[str]:
     return [r for r in requirements if requirement_name(r).startswith("torcia")]

@@ -38,17 +38,18 @@ def site_packages(python: Path) -> Path:
                                check=True).stdout.strip())
 
 
-def make_tools_env(python: str) -> Path:
+def make_tools_env(python: str, venvs: Path = VENVS) -> Path:
     """A fresh environment with the test tools only (pytest, hypothesis..., pip); returns
     its site-packages, which every part's environment sees through a ``.pth`` file."""
-    venv = VENVS / "_tools"
+    venv = venvs / "_tools"
     subprocess.run([python, "-m", "venv", "--clear", venv], check=True)
     subprocess.run([venv / "bin" / "python", "-m", "pip", "install", "-q", "-r",
                     TOOLS / "requirements-test.txt"], check=True)
     return site_packages(venv / "bin" / "python")
 
 
-def run_part(part: repo.Part, python: str, tools_site: Path) -> tuple[int, float]:
+def run_part(part: repo.Part, python: str, tools_site: Path,
+             venvs: Path = VENVS) -> tuple[int, float]:
     """Create the part's environment, install it and run its tests: (exit status, seconds).
 
     The environment is new each time and holds only the part and what it needs; the test
@@ -56,7 +57,7 @@ def run_part(part: repo.Part, python: str, tools_site: Path) -> tuple[int, float
     rather than once per part.
     """
     start = time.monotonic()
-    venv = VENVS / part.short
+    venv = venvs / part.short
     subprocess.run([python, "-m", "venv", "--clear", "--without-pip", venv], check=True)
     venv_python = venv / "bin" / "python"
     (site_packages(venv_python) / "_torcia_test_tools.pth").write_text(f"{tools_site}\n")
@@ -76,6 +77,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("parts", nargs="*", help="folder or distribution names (default: all)")
     parser.add_argument("--python", default=sys.executable, help="the Python to create venvs")
+    parser.add_argument(
+        "--venvs", type=Path, default=VENVS,
+        help="where the environments go (default: .venv-iso); two runs at once need two",
+    )
     args = parser.parse_args(argv)
 
     found = repo.discover()
@@ -89,11 +94,11 @@ def main(argv=None) -> int:
             else:
                 print(f"test_isolated: {part.name} has no source yet; skipped", flush=True)
 
-    tools_site = make_tools_env(args.python)
+    tools_site = make_tools_env(args.python, args.venvs)
     results = {}
     for part in selected:
         print(f"\n== {part.name} alone", flush=True)
-        results[part.name] = run_part(part, args.python, tools_site)
+        results[part.name] = run_part(part, args.python, tools_site, args.venvs)
 
     print("\n== each part alone")
     for name, (returncode, seconds) in results.items():
