@@ -2,8 +2,10 @@
 
 import numpy as np
 import pytest
+from torcia_cpu import _blas
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
+import torcia
 from torcia._numpy_backend import Reference
 
 REF, NAT = Reference(), NativeKernels()
@@ -107,3 +109,25 @@ def test_unsupported_cases_fall_back_to_the_reference():
     args = dict(stride=(1,), padding=((1, 1),), dilation=(1,), groups=1)
     np.testing.assert_array_equal(NAT.conv(x, w, None, **args), REF.conv(x, w, None, **args))
     assert set(OVERRIDES) <= set(dir(NAT))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", [((5, 7), (7, 3)), ((2, 5, 7), (7, 3)), ((7,), (7, 3)),
+                                    ((3, 40, 30), (3, 30, 20))])
+def test_matrix_products_on_one_or_several_blas_threads(dtype, shapes, monkeypatch):
+    # the threshold lowered to 0 runs every product through the threaded path too
+    for threshold in (_blas.PARALLEL_WORK, 0):
+        monkeypatch.setattr(_blas, "PARALLEL_WORK", threshold)
+        a, b = _rand(shapes[0], dtype), _rand(shapes[1], dtype)
+        _same(NAT.matmul(a, b), REF.matmul(a, b), dtype)
+        if a.ndim == 2:
+            c = _rand(shapes[1][-1:], dtype)
+            _same(NAT.addmm(c, a, b, 0.5, 2.0), REF.addmm(c, a, b, 0.5, 2.0), dtype)
+            _same(NAT.linear(a, b.T, c), REF.linear(a, b.T, c), dtype)
+
+
+def test_only_large_products_ask_blas_for_threads():
+    small, large = np.empty((128, 784)), np.empty((784, 512))
+    assert not _blas.wide(small, large)
+    assert _blas.wide(np.empty((1024, 1024)), np.empty((1024, 1024))) == (
+        _blas._setter is not None and torcia.get_num_threads() > 1)

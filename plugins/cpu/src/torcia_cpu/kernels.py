@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia._kernels_nn import _pool_geometry
 from torcia._numpy_backend import Reference
-from torcia_cpu import _native
+from torcia_cpu import _blas, _native
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
@@ -28,6 +28,27 @@ def _c(a):
 
 class NativeKernels(Reference):
     """Reference kernels, with native overrides (listed in :data:`OVERRIDES`)."""
+
+    # ----- matrix products: NumPy's BLAS, on several threads only when large ----------
+    def matmul(self, a, b):
+        if not _blas.wide(a, b):
+            return super().matmul(a, b)
+        with _blas.parallel():
+            return super().matmul(a, b)
+
+    mm = bmm = matmul
+
+    def addmm(self, c, a, b, beta=1, alpha=1):
+        if not _blas.wide(a, b):
+            return super().addmm(c, a, b, beta, alpha)
+        with _blas.parallel():
+            return super().addmm(c, a, b, beta, alpha)
+
+    def linear(self, x, w, b):
+        if not _blas.wide(x, w.T):
+            return super().linear(x, w, b)
+        with _blas.parallel():
+            return super().linear(x, w, b)
 
     # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS ---------
     def conv(self, x, w, b, stride, padding, dilation, groups):
@@ -174,6 +195,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
 
 
 #: The ops whose reference kernel this plugin replaces on "cpu".
-OVERRIDES = ("conv", "conv_weight", "conv_transpose", "max_pool", "max_pool_backward",
-             "softmax", "log_softmax", "cross_entropy", "embedding_backward")
+OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
+             "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
+             "cross_entropy", "embedding_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

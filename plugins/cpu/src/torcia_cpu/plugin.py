@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import torcia
 from torcia.plugins import hookimpl
-from torcia_cpu import _native
+from torcia_cpu import _blas, _native
 from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
 
 _native.set_num_threads(torcia.get_num_threads())
 torcia._thread_callbacks.append(_native.set_num_threads)
+# products start on one BLAS thread; large ones ask for more (see _blas)
+_blas.set_threads(1)
 
 
 @hookimpl
