@@ -408,3 +408,36 @@ def test_batches_that_arrive_early_wait_for_their_turn():
 
     got = [b.item() for b in DataLoader(SlowFirst(), batch_size=1, num_workers=2)]
     assert got == [0, 1, 2, 3, 4, 5]
+
+
+class Wide(Dataset):
+    """Samples large enough to travel in shared memory, with their index."""
+
+    def __len__(self):
+        return 57
+
+    def __getitem__(self, i):
+        return np.full(1 << 14, i, np.float32), i
+
+
+@pytest.mark.slow
+def test_random_configurations_with_early_breaks():
+    rng = random.Random(0)
+    for trial in range(30):
+        iterable = rng.random() < 0.3
+        loader = DataLoader(
+            Sharded(41) if iterable else Wide(), batch_size=rng.choice([1, 4, 7]),
+            num_workers=rng.choice([1, 2]), persistent_workers=rng.random() < 0.5,
+            prefetch_factor=rng.choice([1, 2, 4]), shuffle=None if iterable else True,
+            generator=gen(trial),
+        )
+        for _ in range(3):
+            stop = rng.choice([None, 0, 2, 5])
+            seen = []
+            for k, batch in enumerate(loader):
+                seen += batch.tolist() if iterable else batch[1].tolist()
+                if k == stop:
+                    break
+            if stop is None:
+                assert sorted(seen) == list(range(41 if iterable else 57)), trial
+        del loader, batch
