@@ -175,6 +175,10 @@ CASES = [
     ("interpolate-nearest-exact", lambda lib, F, x: F.interpolate(x, size=(5, 3),
                                                                   mode="nearest-exact"),
      [(1, 2, 3, 4)]),
+    ("interpolate-bilinear-fractional-scales", lambda lib, F, x: F.interpolate(
+        x, scale_factor=(2.3, 0.6), mode="bilinear"), [(1, 2, 3, 5)]),
+    ("interpolate-bilinear-recompute", lambda lib, F, x: F.interpolate(
+        x, scale_factor=1.7, mode="bilinear", recompute_scale_factor=True), [(1, 2, 3, 5)]),
     ("interpolate-linear", lambda lib, F, x: F.interpolate(x, size=9, mode="linear"),
      [(2, 2, 4)]),
     ("interpolate-area", lambda lib, F, x: F.interpolate(x, size=(2, 3), mode="area"),
