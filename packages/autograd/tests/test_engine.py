@@ -226,6 +226,21 @@ def test_grad_outputs_and_errors():
         torcia.autograd.grad((x * 2).sum(), torcia.tensor([1.0]))
 
 
+def test_grad_batched_gives_one_vjp_per_row():
+    x = leaf([1.0, 2.0, 3.0])
+    y = x ** 2
+    seeds = torcia.eye(3, dtype=F64)
+    (jac,) = torcia.autograd.grad(y, x, seeds, is_grads_batched=True)
+    assert jac.tolist() == [[2.0, 0.0, 0.0], [0.0, 4.0, 0.0], [0.0, 0.0, 6.0]]
+    with pytest.raises(RuntimeError, match="second time"):
+        y.sum().backward()  # the graph was freed by the last row's pass
+    u = leaf([1.0])
+    z = x * 2
+    gx, gu = torcia.autograd.grad(z, [x, u], seeds, is_grads_batched=True,
+                                  materialize_grads=True)
+    assert gu.tolist() == [[0.0]] * 3 and gx.tolist() == (seeds * 2).tolist()
+
+
 def test_grad_matches_torch_on_a_small_network():
     torch = pytest.importorskip("torch")
     import numpy as np

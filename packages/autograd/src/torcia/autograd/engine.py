@@ -574,8 +574,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     (tensor(27., grad_fn=<MulBackward0>), tensor(18.))
     """
     if is_grads_batched:
-        raise NotImplementedError("torcia.autograd.grad: is_grads_batched=True is not "
-                                  "supported; call grad once per grad_outputs instead")
+        return _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     outputs = _as_tuple(outputs)
     inputs = _as_tuple(inputs)
     if grad_outputs is None:
@@ -617,3 +617,39 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
             g = g.detach()
         result.append(g)
     return tuple(result)
+
+
+def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad`` for each slice along the first dim of every grad_output, stacked: one
+    vector-Jacobian product per row (a loop where PyTorch vectorizes)."""
+    from torcia._creation import zeros_like
+    from torcia._ops import stack
+
+    if grad_outputs is None:
+        raise RuntimeError("grad_outputs must be given when is_grads_batched=True")
+    seeds = _as_tuple(grad_outputs)
+    n = seeds[0].shape[0] if seeds[0].ndim else 0
+    if not n or any(s.ndim == 0 or s.shape[0] != n for s in seeds):
+        raise RuntimeError("with is_grads_batched=True every grad_output needs the same "
+                           "leading batch dim")
+    keep = create_graph if retain_graph is None else retain_graph
+    # every pass but the last keeps the graph for the next one
+    rows = [grad(outputs, inputs, tuple(s[b] for s in seeds), retain_graph=keep or b < n - 1,
+                 create_graph=create_graph, allow_unused=True)
+            for b in range(n)]
+    result = []
+    for i, x in enumerate(_as_tuple(inputs)):
+        column = [row[i] for row in rows]
+        if any(g is None for g in column):
+            if not (allow_unused or materialize_grads):
+                raise RuntimeError(
+                    "One of the differentiated Tensors appears to not have been used in the "
+                    "graph. Set allow_unused=True if this is the desired behavior.")
+            if not materialize_grads:
+                result.append(None)
+                continue
+            column = [zeros_like(x) if g is None else g for g in column]
+        result.append(stack(column))
+    return tuple(result)
+
