@@ -136,6 +136,8 @@ def test_mark_dirty():
         def backward(ctx, grad):
             return grad
 
+    with pytest.raises(RuntimeError, match="leaf Variable that requires grad"):
+        AddOneInPlace.apply(leaf([1.0]))
     x = leaf([1.0, 2.0])
     a = x * 2
     b = AddOneInPlace.apply(a)

@@ -183,6 +183,10 @@ class Function:
         single = not isinstance(outputs, tuple)
         outs = (outputs,) if single else outputs
         if recording:
+            for a in args:
+                if id(a) in ctx.dirty and a._requires_grad and a.grad_fn is None:
+                    raise RuntimeError("a leaf Variable that requires grad has been used in an "
+                                       "in-place operation.")
             next_functions = tuple(engine._edge(a) for a in args)
             metas = tuple((a._data.shape, a._data.dtype, a._device) if isinstance(a, Tensor)
                           else None for a in args)
