@@ -125,3 +125,11 @@ def test_workers_do_not_change_the_result(tmp_path):
         runs.append(torcia.load(out / "checkpoint.pt"))
     assert_same(runs[0]["model"], runs[1]["model"])
     assert runs[0]["history"] == runs[1]["history"]
+
+
+def test_a_last_batch_of_one_is_dropped(tmp_path):
+    # 17 images in batches of 16 would leave one image, which batch norm cannot train on
+    main(["--limit", "17", "--batch-size", "16", "--epochs", "1", "--no-progress",
+          "--out", str(tmp_path)])
+    history = torcia.load(tmp_path / "checkpoint.pt")["history"]
+    assert len(history["train_loss"]) == 1

@@ -178,9 +178,11 @@ def _train(args) -> dict:
     train_ds, test_ds = make_datasets(args, mean, std)
     classes = classes_of(test_ds)
     loader_gen = torcia.Generator().manual_seed(args.seed)
+    # a last batch of one image cannot be batch-normalised in training: drop it then only
     train_loader = DataLoader(train_ds, batch_size=args.batch_size, shuffle=True,
                               num_workers=args.workers, generator=loader_gen,
-                              persistent_workers=args.workers > 0)
+                              persistent_workers=args.workers > 0,
+                              drop_last=len(train_ds) % args.batch_size == 1)
     test_loader = DataLoader(test_ds, batch_size=256, num_workers=args.workers,
                              persistent_workers=args.workers > 0)
 
