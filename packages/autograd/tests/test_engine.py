@@ -285,6 +285,17 @@ def test_wide_graph():
     assert x.grad.tolist() == [expected, expected]
 
 
+def test_unbind_slices_share_one_backward_node():
+    # a sequence stepped through slice by slice (an RNN) must not scatter each slice's
+    # gradient into a tensor of the whole sequence's size
+    x = leaf([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    rows = x.unbind(0)
+    nodes = {r.grad_fn.next_functions[0][0] for r in rows}
+    assert len(nodes) == 1 and nodes.pop().name() == "SplitBackward0"
+    (rows[0] * 2 + rows[2]).sum().backward()
+    assert x.grad.tolist() == [[2.0, 2.0], [0.0, 0.0], [1.0, 1.0]]
+
+
 def test_diamond_sums_both_paths():
     x = leaf([3.0])
     a = x * 2

@@ -1106,7 +1106,11 @@ def tensor_split(input, indices_or_sections, dim=0):
 def unbind(input, dim=0):
     """The slices along ``dim``, each without that dim."""
     d = _wrap_dim(dim, input.ndim)
-    return tuple(select(input, d, i) for i in range(input.shape[d]))
+    if input.shape[d] == 0:
+        return ()
+    # one split node: its backward concatenates the slices' gradients once, where a select
+    # per slice would scatter each into a zero tensor of the input's size
+    return tuple(squeeze(t, d) for t in split(input, 1, d))
 
 
 def _index_tensor(index, name="index"):

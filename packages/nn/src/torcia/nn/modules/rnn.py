@@ -216,7 +216,8 @@ class RNNBase(Module):
         steps = x.shape[0]
         if reverse:
             x = _reverse_padded(x, lengths)
-        x_gates = F.linear(x, w_ih, b_ih)  # the whole sequence in one product
+        # the whole sequence in one product, unbound once (one backward node for all steps)
+        x_gates = F.linear(x, w_ih, b_ih).unbind(0)
         mask = None
         if lengths is not None:
             mask = (torcia.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).unsqueeze(-1)
