@@ -9,6 +9,7 @@ import pytest
 
 import torcia
 import torcia.nn.functional as F
+from torcia._tensor import call
 from torcia.autograd import gradcheck, gradgradcheck
 
 torcia.manual_seed(0)
@@ -169,6 +170,11 @@ CASES = [
     ("embedding_bag", lambda w: F.embedding_bag(torcia.tensor([1, 3, 2, 0]), w,
                                                 torcia.tensor([0, 3]), mode="max"),
      [r(4, 2)], True),
+    # the fused LSTM step of torcia.nn.LSTM; with one output alone, the other's gradient
+    # is None
+    ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {}), [r(3, 8), r(3, 2)], True),
+    ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {})[0], [r(3, 8), r(3, 2)], True),
+    ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {})[1], [r(3, 8), r(1, 2)], True),
     # distances and attention
     ("cosine_similarity", F.cosine_similarity, [r(3, 4), r(3, 4)], True),
     ("pairwise_distance", F.pairwise_distance, [r(3, 4), r(3, 4)], True),

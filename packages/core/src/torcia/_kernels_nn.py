@@ -529,6 +529,44 @@ class NNKernels:
             out[flat[starts]] = xp.add.reduceat(rows, starts, axis=0)
         return out
 
+    # ----- recurrent cells ----------------------------------------------------------
+    def _lstm_gates(self, gates):
+        """The activated gates i, f, g, o of pre-activations (*, 4H) in PyTorch's order."""
+        hidden = gates.shape[-1] // 4
+        act = self.sigmoid(gates)  # one pass for all four; g's quarter is redone with tanh
+        g = self.xp.tanh(gates[..., 2 * hidden:3 * hidden])
+        return (act[..., :hidden], act[..., hidden:2 * hidden], g,
+                act[..., 3 * hidden:])
+
+    def lstm_cell(self, gates, c):
+        """lstm_cell(gates (*, 4H), c (*, H)) -> (h, c'): one LSTM step from its gate
+        pre-activations (i, f, g, o): c' = sigmoid(f) c + sigmoid(i) tanh(g),
+        h = sigmoid(o) tanh(c')."""
+        i, f, g, o = self._lstm_gates(gates)
+        c_new = f * c + i * g
+        return o * self.xp.tanh(c_new), c_new
+
+    def lstm_cell_backward(self, gh, gc, gates, c):
+        """lstm_cell_backward(gh, gc, gates, c) -> (grad_gates, grad_c) of ``lstm_cell``
+        (first order); ``gh`` or ``gc`` may be None (no gradient reached that output)."""
+        xp = self.xp
+        i, f, g, o = self._lstm_gates(gates)
+        c_new = f * c + i * g
+        tc = xp.tanh(c_new)
+        dc = xp.zeros_like(c_new) if gc is None else gc
+        out = xp.empty(c_new.shape[:-1] + gates.shape[-1:], dtype=gates.dtype)
+        hidden = c_new.shape[-1]
+        if gh is None:
+            out[..., 3 * hidden:] = 0
+        else:
+            gho = gh * o
+            dc = dc + gho * (1 - tc * tc)
+            out[..., 3 * hidden:] = gho * tc * (1 - o)
+        out[..., :hidden] = dc * g * i * (1 - i)
+        out[..., hidden:2 * hidden] = dc * c * f * (1 - f)
+        out[..., 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
+        return out, dc * f
+
     # ----- losses -------------------------------------------------------------------
     def nll_loss(self, logp, target, weight, reduction, ignore_index):
         """nll_loss(logp (N, C), target (N,), weight (C,) or None) -> loss:

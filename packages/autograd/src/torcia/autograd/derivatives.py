@@ -959,9 +959,13 @@ def _(grad, a, b, *, needs_input_grad):
 
 @derivative("addmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
-    gc = grad * beta if needs_input_grad[0] else None
-    ga = (grad @ b.mT) * alpha if needs_input_grad[1] else None
-    gb = (a.mT @ grad) * alpha if needs_input_grad[2] else None
+    # scaling by 1 would cost a full pass (and a node under create_graph)
+    gc = (grad if beta == 1 else grad * beta) if needs_input_grad[0] else None
+    ga = grad @ b.mT if needs_input_grad[1] else None
+    gb = a.mT @ grad if needs_input_grad[2] else None
+    if alpha != 1:
+        ga = ga * alpha if ga is not None else None
+        gb = gb * alpha if gb is not None else None
     return gc, ga, gb
 
 
@@ -1828,6 +1832,25 @@ def _(grad, _g, indices, *, num_weights, padding_idx):
         keep[padding_idx] = 0
         grad = grad * keep.unsqueeze(1)
     return call("embedding", (grad, indices), {"padding_idx": padding_idx}), None
+
+
+@derivative("lstm_cell")
+def _(grads, gates, c):
+    gh, gc = grads
+    if not torcia.is_grad_enabled():
+        return call("lstm_cell_backward", (gh, gc, gates, c), {})
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    tc = (f * c + i * g).tanh()
+    dc = gc if gc is not None else torcia.zeros_like(tc)
+    if gh is not None:
+        dc = dc + gh * o * (1 - tc * tc)
+        go = gh * tc * o * (1 - o)
+    else:
+        go = torcia.zeros_like(tc)
+    g_gates = torcia.cat([dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g), go],
+                         -1)
+    return g_gates, dc * f
 
 
 def _loss_coefficients(grad, target, weight, reduction, ignore_index, dtype):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 
 import torcia
+from torcia._tensor import call
 from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules.module import Module
@@ -19,11 +20,10 @@ from torcia.nn.parameter import Parameter
 from torcia.nn.utils.rnn import PackedSequence, pad_packed_sequence
 
 
-def _lstm_step(x_gates, h, c, w_hh, b_hh, w_hr):
-    gates = x_gates + F.linear(h, w_hh, b_hh)
-    i, f, g, o = gates.chunk(4, -1)
-    c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-    h = o.sigmoid() * c.tanh()
+def _lstm_step(x_gates, h, c, w_hh_t, w_hr):
+    """One step; ``x_gates`` holds the input projection and both biases."""
+    # two recorded ops a step (product, fused cell) instead of a dozen elementwise ones
+    h, c = call("lstm_cell", (torcia.addmm(x_gates, h, w_hh_t), c), {})
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
@@ -216,8 +216,14 @@ class RNNBase(Module):
         steps = x.shape[0]
         if reverse:
             x = _reverse_padded(x, lengths)
-        # the whole sequence in one product, unbound once (one backward node for all steps)
-        x_gates = F.linear(x, w_ih, b_ih).unbind(0)
+        x_gates = F.linear(x, w_ih, b_ih)  # the whole sequence in one product
+        if self.mode == "LSTM":
+            # the recurrent bias joins the projection once, not at every step
+            if b_hh is not None:
+                x_gates = x_gates + b_hh
+            w_hh_t = w_hh.t()
+        # unbound once: one backward node for all steps
+        x_gates = x_gates.unbind(0)
         mask = None
         if lengths is not None:
             mask = (torcia.arange(steps).unsqueeze(1) < lengths.unsqueeze(0)).unsqueeze(-1)
@@ -225,7 +231,7 @@ class RNNBase(Module):
         outs = []
         for t in range(steps):
             if self.mode == "LSTM":
-                h_new, c_new = _lstm_step(x_gates[t], h, c, w_hh, b_hh, w_hr)
+                h_new, c_new = _lstm_step(x_gates[t], h, c, w_hh_t, w_hr)
             elif self.mode == "GRU":
                 h_new, c_new = _gru_step(x_gates[t], h, w_hh, b_hh), None
             else:
@@ -388,8 +394,10 @@ class LSTMCell(RNNCellBase):
             h = c = self._zeros(x)
         else:
             h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
-        h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
-                          self.bias_hh, None)
+        x_gates = F.linear(x, self.weight_ih, self.bias_ih)
+        if self.bias_hh is not None:
+            x_gates = x_gates + self.bias_hh
+        h, c = _lstm_step(x_gates, h, c, self.weight_hh.t(), None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
