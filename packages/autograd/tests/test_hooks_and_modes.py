@@ -87,6 +87,20 @@ def test_node_hook_and_prehook():
     assert x.grad.tolist() == pytest.approx([2 * 2.718281828459045, 2 * 7.38905609893065])
 
 
+def test_post_accumulate_grad_hook():
+    x = leaf([1.0, 2.0])
+    seen = []
+    handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.tolist()))
+    (x * 2).sum().backward()
+    (x * 3).sum().backward()
+    assert seen == [[2.0, 2.0], [5.0, 5.0]]
+    handle.remove()
+    (x * 3).sum().backward()
+    assert len(seen) == 2
+    with pytest.raises(RuntimeError, match="non-leaf"):
+        (x * 2).register_post_accumulate_grad_hook(lambda t: None)
+
+
 def test_accumulate_grad_prehook_replaces_the_gradient():
     x = leaf([1.0, 2.0])
     y = x * 3

@@ -368,6 +368,12 @@ def register_hook(self, hook):
     return load_autograd().register_hook(self, hook)
 
 
+def register_post_accumulate_grad_hook(self, hook):
+    """Register ``hook(tensor)`` called after a gradient is accumulated into this leaf's
+    ``.grad``; returns a handle with ``remove()``."""
+    return load_autograd().register_post_accumulate_grad_hook(self, hook)
+
+
 def retain_grad(self):
     """Keep ``.grad`` for this non-leaf tensor after backward."""
     load_autograd().retain_grad(self)
@@ -382,6 +388,7 @@ def detach_(self):
 
 Tensor.backward = backward
 Tensor.register_hook = register_hook
+Tensor.register_post_accumulate_grad_hook = register_post_accumulate_grad_hook
 Tensor.retain_grad = retain_grad
 Tensor.detach_ = detach_
 Tensor.retains_grad = property(lambda self: self._retains_grad)

@@ -259,6 +259,18 @@ def register_hook(t: Tensor, hook):
     return RemovableHandle(_add_pre_hook(t, hook), hook)
 
 
+def register_post_accumulate_grad_hook(t: Tensor, hook):
+    """``hook(t)`` after each accumulation into the leaf ``t``'s ``.grad``."""
+    if t.grad_fn is not None:
+        raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                           "tensors")
+    if not t._requires_grad:
+        raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
+    hooks = meta_of(t).post_accumulate_hooks
+    hooks.append(hook)
+    return RemovableHandle(hooks, hook)
+
+
 def _add_pre_hook(t: Tensor, hook) -> list:
     """Append ``hook`` where ``t``'s gradient passes: its leaf hooks, or the pre-hooks of its
     node for its output number; returns that list."""
@@ -476,6 +488,9 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
     else:
         leaf.grad._data += grad._data
         leaf.grad._vc[0] += 1
+    if meta is not None and meta.post_accumulate_hooks:
+        for hook in list(meta.post_accumulate_hooks):
+            hook(leaf)
     if acc.post_hooks:
         for hook in acc.post_hooks:
             hook(leaf)

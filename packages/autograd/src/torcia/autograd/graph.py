@@ -251,12 +251,13 @@ class RemovableHandle:
 class TensorMeta:
     """Autograd state a tensor carries only once it needs it (kept in ``Tensor._hooks``)."""
 
-    __slots__ = ("hooks", "accumulator", "retain_hook")
+    __slots__ = ("hooks", "accumulator", "retain_hook", "post_accumulate_hooks")
 
     def __init__(self):
         self.hooks = []
         self.accumulator = None
         self.retain_hook = None
+        self.post_accumulate_hooks = []
 
 
 def meta_of(t: Tensor) -> TensorMeta:
