@@ -354,3 +354,23 @@ def test_node_names_match_torch():
     ours = [n.name() for n in _node_names(torcia)]
     theirs = [type(n).__name__ for n in _node_names(torch)]
     assert ours == theirs
+
+
+def _third_order(lib, xs, ws):
+    x, w = lib.tensor(xs, requires_grad=True), lib.tensor(ws, requires_grad=True)
+    h = lib.tanh(x @ w)
+    y = (lib.sigmoid(h).log() * h.exp()).sum() + (x.sin() ** 3).mean() + h.logsumexp(1).sum()
+    g1 = lib.autograd.grad(y, (x, w), create_graph=True)
+    g2 = lib.autograd.grad(sum((g * g).sum() for g in g1), (x, w), create_graph=True)
+    g3 = lib.autograd.grad(sum(g.sin().sum() for g in g2), (x, w))
+    return [g.detach().numpy() for g in g1 + g2 + g3]
+
+
+def test_third_order_gradients_match_torch():
+    torch = pytest.importorskip("torch")
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    xs, ws = rng.standard_normal((3, 4)), rng.standard_normal((4, 2))
+    for a, b in zip(_third_order(torcia, xs, ws), _third_order(torch, xs, ws)):
+        np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
