@@ -230,7 +230,12 @@ class NNKernels:
     # ----- linear and convolution ---------------------------------------------------
     def linear(self, x, w, b):
         """linear(x (*, in), w (out, in), b (out,) or None) -> (*, out): x @ w.T + b."""
-        out = x @ w.T
+        if x.ndim > 2:
+            # one GEMM over all rows: a batch against a transposed 2-D operand runs in
+            # NumPy's slow loop, worse still when x is a transposed view (batch_first RNNs)
+            out = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(x.shape[:-1] + w.shape[:1])
+        else:
+            out = x @ w.T
         if b is not None:
             out += b
         return out

@@ -216,12 +216,14 @@ class RNNBase(Module):
         steps = x.shape[0]
         if reverse:
             x = _reverse_padded(x, lengths)
+        if self.mode == "LSTM" and b_hh is not None:
+            # the recurrent bias joins the projection's, not every step's product
+            b_ih = b_ih + b_hh
         x_gates = F.linear(x, w_ih, b_ih)  # the whole sequence in one product
         if self.mode == "LSTM":
-            # the recurrent bias joins the projection once, not at every step
-            if b_hh is not None:
-                x_gates = x_gates + b_hh
-            w_hh_t = w_hh.t()
+            # row-major once: BLAS runs the small per-step products ~1.5x slower on a
+            # transposed operand
+            w_hh_t = w_hh.t().contiguous()
         # unbound once: one backward node for all steps
         x_gates = x_gates.unbind(0)
         mask = None
@@ -394,10 +396,8 @@ class LSTMCell(RNNCellBase):
             h = c = self._zeros(x)
         else:
             h, c = hx if batched else (hx[0].unsqueeze(0), hx[1].unsqueeze(0))
-        x_gates = F.linear(x, self.weight_ih, self.bias_ih)
-        if self.bias_hh is not None:
-            x_gates = x_gates + self.bias_hh
-        h, c = _lstm_step(x_gates, h, c, self.weight_hh.t(), None)
+        bias = self.bias_ih if self.bias_hh is None else self.bias_ih + self.bias_hh
+        h, c = _lstm_step(F.linear(x, self.weight_ih, bias), h, c, self.weight_hh.t(), None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))
 
 
