@@ -60,6 +60,7 @@ def test_launcher_command(tmp_path, monkeypatch):
     fake.write_text("#!/bin/sh\nexit 0\n")
     fake.chmod(0o755)
     args = type("A", (), {"mpiexec": str(fake), "nproc_per_node": 3, "module": False,
+                          "no_prefix": False,
                           "script": "train.py", "script_args": ["--lr", "0.1"]})()
     assert build_command(args) == [str(fake), "-n", "3", sys.executable, "-u", "train.py",
                                    "--lr", "0.1"]

@@ -4,6 +4,8 @@ Each scenario asserts on every rank with values computed by hand; any failure ex
 non-zero, which the pytest side reports with the output.
 """
 
+import os
+import signal
 import sys
 import time
 
@@ -14,48 +16,50 @@ import torcia.distributed as dist
 
 
 def collectives(rank, size):
+    ranks = np.arange(size, dtype=np.float64)
     t = torcia.tensor([float(rank + 1), 10.0 * (rank + 1)])
     dist.all_reduce(t)
-    assert t.tolist() == [3.0, 30.0], t
-    for op, want in ((dist.ReduceOp.AVG, [1.5, 15.0]), (dist.ReduceOp.MAX, [2.0, 20.0]),
-                     (dist.ReduceOp.MIN, [1.0, 10.0]), (dist.ReduceOp.PRODUCT, [2.0, 200.0])):
-        t = torcia.tensor([float(rank + 1), 10.0 * (rank + 1)])
+    total = (ranks + 1).sum()
+    assert t.tolist() == [total, 10 * total], t
+    for op, want in ((dist.ReduceOp.AVG, (ranks + 1).mean()), (dist.ReduceOp.MAX, size),
+                     (dist.ReduceOp.MIN, 1.0), (dist.ReduceOp.PRODUCT, np.prod(ranks + 1))):
+        t = torcia.tensor([float(rank + 1)])
         dist.all_reduce(t, op=op)
-        assert t.tolist() == want, (op, t)
+        assert t.item() == want, (op, t)
     h = torcia.tensor([rank + 1.0], dtype=torcia.float16)
     dist.all_reduce(h)
-    assert h.dtype is torcia.float16 and h.item() == 3.0
+    assert h.dtype is torcia.float16 and h.item() == total
     i = torcia.tensor([rank + 1])
     dist.all_reduce(i, op=dist.ReduceOp.AVG)
-    assert i.tolist() == [1]
+    assert i.tolist() == [int(total) // size]
     b = torcia.arange(4.0) if rank == 0 else torcia.zeros(4)
     dist.broadcast(b, src=0)
     assert b.tolist() == [0.0, 1.0, 2.0, 3.0]
     r = torcia.tensor([float(rank + 1)])
     dist.reduce(r, dst=1)
     if rank == 1:
-        assert r.item() == 3.0
+        assert r.item() == total
     outs = [torcia.zeros(2) for _ in range(size)]
     dist.all_gather(outs, torcia.full((2,), float(rank)))
-    assert [o.tolist() for o in outs] == [[0.0, 0.0], [1.0, 1.0]]
-    cat = torcia.zeros(4)
+    assert [o.tolist() for o in outs] == [[float(k)] * 2 for k in range(size)]
+    cat = torcia.zeros(2 * size)
     dist.all_gather_into_tensor(cat, torcia.full((2,), float(rank)))
-    assert cat.tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert cat.tolist() == list(np.repeat(ranks, 2))
     g = [torcia.zeros(1) for _ in range(size)] if rank == 0 else None
     dist.gather(torcia.tensor([rank * 5.0]), g, dst=0)
     if rank == 0:
-        assert [x.item() for x in g] == [0.0, 5.0]
+        assert [x.item() for x in g] == list(ranks * 5)
     s = torcia.zeros(2)
-    dist.scatter(s, [torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])] if rank == 0
-                 else None, src=0)
-    assert s.tolist() == ([1.0, 2.0] if rank == 0 else [3.0, 4.0])
+    dist.scatter(s, [torcia.tensor([2.0 * k, 2.0 * k + 1]) for k in range(size)]
+                 if rank == 0 else None, src=0)
+    assert s.tolist() == [2.0 * rank, 2.0 * rank + 1]
     rs = torcia.zeros(1)
-    dist.reduce_scatter(rs, [torcia.tensor([1.0 + rank]), torcia.tensor([10.0 + rank])])
-    assert rs.item() == (3.0 if rank == 0 else 21.0)
+    dist.reduce_scatter(rs, [torcia.tensor([100.0 * k + rank]) for k in range(size)])
+    assert rs.item() == 100.0 * rank * size + ranks.sum()
     ins = [torcia.tensor([rank * 10.0 + j]) for j in range(size)]
     outs = [torcia.zeros(1) for _ in range(size)]
     dist.all_to_all(outs, ins)
-    assert [o.item() for o in outs] == [0.0 + rank, 10.0 + rank]
+    assert [o.item() for o in outs] == list(ranks * 10 + rank)
     nc = torcia.zeros(3, 2).t()  # a non-contiguous tensor is written back correctly
     if rank == 0:
         nc += torcia.arange(6.0).reshape(2, 3)
@@ -64,6 +68,27 @@ def collectives(rank, size):
     work = dist.all_reduce(torcia.ones(3), async_op=True)
     assert work.wait() is True and work.is_completed()
     dist.barrier()
+
+
+def mismatch(rank, size):
+    try:
+        dist.all_reduce(torcia.ones(3 if rank == 0 else 4))
+    except RuntimeError as exc:
+        assert "rank 0: [3] float32" in str(exc) and "rank 1: [4] float32" in str(exc), exc
+    else:
+        raise AssertionError("mismatched shapes went unnoticed")
+
+
+def dies(rank, size):
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    dist.all_reduce(torcia.ones(2))
+
+
+def raises(rank, size):
+    if rank == 1:
+        raise ValueError("rank 1 fails on purpose")
+    dist.all_reduce(torcia.ones(2))  # never completes: rank 1 is gone
 
 
 def point_to_point(rank, size):
@@ -144,6 +169,31 @@ def ddp(rank, size):
         np.testing.assert_allclose(p.grad.numpy(), 2 * q.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def ddp_steps(rank, size):
+    from torcia.distributed import DistributedDataParallel as DDP
+
+    x = torcia.randn(8, 4, generator=torcia.Generator().manual_seed(1))
+    y = torcia.randn(8, 1, generator=torcia.Generator().manual_seed(2))
+    for make in (lambda p: torcia.optim.SGD(p, lr=0.1, momentum=0.9),
+                 lambda p: torcia.optim.Adam(p, lr=0.01)):
+        reference = _model()
+        ref_opt = make(reference.parameters())
+        model = DDP(_model(seed=rank))
+        opt = make(model.parameters())
+        share = 8 // size
+        part = slice(share * rank, share * (rank + 1))
+        for _ in range(4):
+            ref_opt.zero_grad()
+            ((reference(x) - y) ** 2).mean().backward()
+            ref_opt.step()
+            opt.zero_grad()
+            ((model(x[part]) - y[part]) ** 2).mean().backward()
+            opt.step()
+        for p, q in zip(model.module.parameters(), reference.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+
+
 def unused(rank, size):
     from torcia.distributed import DistributedDataParallel as DDP
 
@@ -170,12 +220,11 @@ def unused(rank, size):
 
 
 SCENARIOS = {f.__name__: f for f in (collectives, point_to_point, objects, groups, timeout,
-                                     ddp, unused)}
+                                     ddp, ddp_steps, unused, mismatch, raises, dies)}
 
 if __name__ == "__main__":
     dist.init_process_group("mpi")
     rank, size = dist.get_rank(), dist.get_world_size()
-    assert size == 2, size
     SCENARIOS[sys.argv[1]](rank, size)
     print(f"PASS {sys.argv[1]} rank {rank}", flush=True)
     if sys.argv[1] != "timeout":

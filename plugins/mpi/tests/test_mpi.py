@@ -17,19 +17,42 @@ def _mpiexec():
     return local if os.access(local, os.X_OK) else shutil.which("mpiexec")
 
 
-@pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec: pip install mpich")
-@pytest.mark.parametrize("scenario", ["collectives", "point_to_point", "objects", "groups",
-                                      "timeout", "ddp", "unused"])
-def test_two_processes(scenario):
-    cmd = [_mpiexec(), "-n", "2", sys.executable, os.path.join(HERE, "mpi_worker.py"),
+def _launch(n, scenario):
+    cmd = [_mpiexec(), "-n", str(n), sys.executable, os.path.join(HERE, "mpi_worker.py"),
            scenario]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    out = proc.stdout + proc.stderr
-    assert proc.returncode == 0, out
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+needs_mpiexec = pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec: pip install mpich")
+
+
+@needs_mpiexec
+@pytest.mark.parametrize("n, scenario", [
+    (2, "collectives"), (4, "collectives"), (2, "point_to_point"), (2, "objects"),
+    (2, "groups"), (2, "timeout"), (2, "ddp"), (2, "ddp_steps"), (4, "ddp_steps"),
+    (2, "unused"), (2, "mismatch"),
+])
+def test_processes(n, scenario):
+    rc, out = _launch(n, scenario)
+    assert rc == 0, out
     if scenario == "timeout":
         assert "PASS timeout raised" in out, out
     else:
-        assert out.count(f"PASS {scenario} rank") == 2, out
+        assert out.count(f"PASS {scenario} rank") == n, out
+
+
+@needs_mpiexec
+def test_a_rank_that_raises_ends_the_job_naming_it():
+    rc, out = _launch(2, "raises")
+    assert rc != 0
+    assert "rank 1 fails on purpose" in out and "rank 1 raised ValueError" in out, out
+
+
+@needs_mpiexec
+def test_a_rank_killed_by_a_signal_ends_the_job():
+    rc, out = _launch(2, "dies")
+    assert rc != 0 and "KILLED" in out.upper(), out
 
 
 def test_launcher_runs_the_script_in_n_processes(tmp_path):

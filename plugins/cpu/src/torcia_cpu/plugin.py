@@ -11,7 +11,8 @@ from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
 
-_native.set_num_threads(torcia.get_num_threads())
+# only an explicit torcia.set_num_threads sets OpenMP's thread count: the runtime may be
+# shared with other libraries in the process (PyTorch's), whose defaults stay untouched
 torcia._thread_callbacks.append(_native.set_num_threads)
 # products start on one BLAS thread; large ones ask for more (see _blas)
 _blas.set_threads(1)

@@ -8,6 +8,8 @@ is only moved travels as raw bytes.
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 from mpi4py import MPI
 
@@ -41,6 +43,22 @@ def _reducible(arr, op):
     return arr, _OPS[op], None
 
 
+def _abort_peers_on_uncaught_error(rank):
+    """An exception escaping one rank aborts every rank (as ``python -m mpi4py`` does):
+    otherwise the others would wait in their next collective, and a finalizing rank can
+    block too."""
+    previous = sys.excepthook
+
+    def abort(exc_type, exc, tb):
+        previous(exc_type, exc, tb)
+        sys.stderr.write(f"torcia-mpi: rank {rank} raised {exc_type.__name__}; aborting "
+                         "every rank\n")
+        sys.stderr.flush()
+        MPI.COMM_WORLD.Abort(1)
+
+    sys.excepthook = abort
+
+
 class MPIProcessGroup(ProcessGroup):
     """A process group over an MPI communicator (COMM_WORLD for the default group)."""
 
@@ -59,6 +77,8 @@ class MPIProcessGroup(ProcessGroup):
         if world_size >= 0 and world_size != comm.Get_size():
             raise ValueError(f"init_process_group: world_size={world_size} was given, but MPI "
                              f"started {comm.Get_size()} processes")
+        if comm.Get_size() > 1:
+            _abort_peers_on_uncaught_error(comm.Get_rank())
         return cls(comm.Dup(), timeout)
 
     def _work(self, request, what, finish=None, status=None):

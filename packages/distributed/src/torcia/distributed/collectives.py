@@ -244,6 +244,32 @@ def _check_op(op):
     return op
 
 
+_DTYPE_CODES = {}
+
+
+def _agree(pg, array, what):
+    """Raise on every rank, naming each rank's shape and dtype, when the ranks disagree.
+
+    MPI itself would truncate, read past a buffer or wait forever; one small all-gather
+    of (dtype, shape) first turns that into an error.
+    """
+    if pg.size == 1:
+        return
+    code = _DTYPE_CODES.setdefault(array.dtype.str, len(_DTYPE_CODES) + 1)
+    mine = np.zeros(10, dtype=np.int64)
+    mine[0], mine[1] = code, array.ndim
+    mine[2:2 + min(array.ndim, 8)] = array.shape[:8]
+    table = np.empty((pg.size, 10), dtype=np.int64)
+    pg.allgather(table, mine).wait()
+    if (table != table[0]).any():
+        names = {c: d for d, c in _DTYPE_CODES.items()}
+        parts = [f"rank {r}: {row[2:2 + row[1]].tolist()} "
+                 f"{np.dtype(names[row[0]]) if row[0] in names else 'another dtype'}"
+                 for r, row in enumerate(table)]
+        raise RuntimeError(f"{what}: the tensors differ in shape or dtype across ranks ("
+                           + "; ".join(parts) + ")")
+
+
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group, in place on every process.
 
@@ -254,6 +280,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         t = torcia.tensor([float(dist.get_rank())]); dist.all_reduce(t)
     """
     buf = _InPlace(tensor)
+    _agree(_pg(group), buf.buf, "all_reduce")
     work = _pg(group).allreduce(buf.buf, _check_op(op))
     return _finish(work, async_op, buf.done)
 
@@ -261,6 +288,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 def broadcast(tensor, src, group=None, async_op=False):
     """Copy ``tensor`` from global rank ``src`` to every process of the group."""
     buf = _InPlace(tensor)
+    _agree(_pg(group), buf.buf, "broadcast")
     work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
     return _finish(work, async_op, buf.done)
 
@@ -268,6 +296,7 @@ def broadcast(tensor, src, group=None, async_op=False):
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group into the copy on global rank ``dst``."""
     buf = _InPlace(tensor)
+    _agree(_pg(group), buf.buf, "reduce")
     work = _pg(group).reduce(buf.buf, _group_rank(group, dst), _check_op(op))
     return _finish(work, async_op, buf.done)
 
@@ -287,6 +316,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
                          f"has {pg.size} ranks")
     _same_shape(tensor_list, tensor, "all_gather")
     src = np.ascontiguousarray(_array(tensor))
+    _agree(pg, src, "all_gather")
     out = np.empty((pg.size,) + src.shape, dtype=src.dtype)
     work = pg.allgather(out, src)
     return _finish(work, async_op, _spread(tensor_list, out))

