@@ -535,32 +535,27 @@ class NNKernels:
         return out
 
     # ----- recurrent cells ----------------------------------------------------------
-    def _lstm_gates(self, gates):
-        """The activated gates i, f, g, o of pre-activations (*, 4H) in PyTorch's order."""
+    def lstm_cell(self, gates, c):
+        """lstm_cell(gates (*, 4H), c (*, H)) -> (h, c', act): one LSTM step from its gate
+        pre-activations (i, f, g, o): c' = sigmoid(f) c + sigmoid(i) tanh(g),
+        h = sigmoid(o) tanh(c'); ``act`` holds the activated gates, for the backward."""
         hidden = gates.shape[-1] // 4
         act = self.sigmoid(gates)  # one pass for all four; g's quarter is redone with tanh
-        g = self.xp.tanh(gates[..., 2 * hidden:3 * hidden])
-        return (act[..., :hidden], act[..., hidden:2 * hidden], g,
-                act[..., 3 * hidden:])
-
-    def lstm_cell(self, gates, c):
-        """lstm_cell(gates (*, 4H), c (*, H)) -> (h, c'): one LSTM step from its gate
-        pre-activations (i, f, g, o): c' = sigmoid(f) c + sigmoid(i) tanh(g),
-        h = sigmoid(o) tanh(c')."""
-        i, f, g, o = self._lstm_gates(gates)
+        act[..., 2 * hidden:3 * hidden] = self.xp.tanh(gates[..., 2 * hidden:3 * hidden])
+        i, f, g, o = _quarters(act)
         c_new = f * c + i * g
-        return o * self.xp.tanh(c_new), c_new
+        return o * self.xp.tanh(c_new), c_new, act
 
-    def lstm_cell_backward(self, gh, gc, gates, c):
-        """lstm_cell_backward(gh, gc, gates, c) -> (grad_gates, grad_c) of ``lstm_cell``
-        (first order); ``gh`` or ``gc`` may be None (no gradient reached that output)."""
+    def lstm_cell_backward(self, gh, gc, act, c, c_new):
+        """lstm_cell_backward(gh, gc, act, c, c') -> (grad_gates, grad_c) of ``lstm_cell``
+        (first order) from its saved outputs; ``gh`` or ``gc`` may be None (no gradient
+        reached that output)."""
         xp = self.xp
-        i, f, g, o = self._lstm_gates(gates)
-        c_new = f * c + i * g
+        i, f, g, o = _quarters(act)
+        hidden = c_new.shape[-1]
         tc = xp.tanh(c_new)
         dc = xp.zeros_like(c_new) if gc is None else gc
-        out = xp.empty(c_new.shape[:-1] + gates.shape[-1:], dtype=gates.dtype)
-        hidden = c_new.shape[-1]
+        out = xp.empty(c_new.shape[:-1] + act.shape[-1:], dtype=act.dtype)
         if gh is None:
             out[..., 3 * hidden:] = 0
         else:
@@ -788,6 +783,12 @@ def _avg_divisor(xp, in_sp, out_sp, kernel, stride, padding, count_include_pad,
             start, end = np.maximum(start, 0), np.minimum(end, i)
         div = np.multiply.outer(div, end - start)
     return xp.asarray(div)
+
+
+def _quarters(act):
+    """The four gates of an LSTM's (*, 4H) array, as views."""
+    hidden = act.shape[-1] // 4
+    return tuple(act[..., k * hidden:(k + 1) * hidden] for k in range(4))
 
 
 def _target_weights(xp, weight, safe, keep, dtype):

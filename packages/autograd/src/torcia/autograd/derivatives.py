@@ -1834,11 +1834,12 @@ def _(grad, _g, indices, *, num_weights, padding_idx):
     return call("embedding", (grad, indices), {"padding_idx": padding_idx}), None
 
 
-@derivative("lstm_cell")
-def _(grads, gates, c):
-    gh, gc = grads
+@derivative("lstm_cell", differentiable_outputs=(True, True, False))
+def _(grads, gates, c, *, result):
+    gh, gc, _ = grads
     if not torcia.is_grad_enabled():
-        return call("lstm_cell_backward", (gh, gc, gates, c), {})
+        _, c_new, act = result
+        return call("lstm_cell_backward", (gh, gc, act, c, c_new), {})
     i, f, g, o = gates.chunk(4, -1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     tc = (f * c + i * g).tanh()

@@ -23,7 +23,7 @@ from torcia.nn.utils.rnn import PackedSequence, pad_packed_sequence
 def _lstm_step(x_gates, h, c, w_hh_t, w_hr):
     """One step; ``x_gates`` holds the input projection and both biases."""
     # two recorded ops a step (product, fused cell) instead of a dozen elementwise ones
-    h, c = call("lstm_cell", (torcia.addmm(x_gates, h, w_hh_t), c), {})
+    h, c, _ = call("lstm_cell", (torcia.addmm(x_gates, h, w_hh_t), c), {})
     if w_hr is not None:
         h = F.linear(h, w_hr)
     return h, c
