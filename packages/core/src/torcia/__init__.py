@@ -37,8 +37,20 @@ __version__ = "0.1.0"
 
 from torcia import _dtype  # noqa: E402
 from torcia._dtype import (  # noqa: E402
-    bfloat16, can_cast, dtype, float16, float32, float64, get_default_dtype, int8, int16,
-    int32, int64, promote_types, set_default_dtype, uint8,
+    bfloat16,
+    can_cast,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    int8,
+    int16,
+    int32,
+    int64,
+    promote_types,
+    set_default_dtype,
+    uint8,
 )
 from torcia._dtype import bool_ as bool  # noqa: E402,A001
 
@@ -49,37 +61,78 @@ long = int64
 int = int32  # noqa: A001
 short = int16
 
-from torcia import plugins  # noqa: E402
+from torcia import (  # noqa: E402
+    _methods,  # attaches the Tensor methods
+    _ops,
+    plugins,
+)
 from torcia._creation import (  # noqa: E402
-    arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_dlpack, from_numpy,
-    full, full_like, linspace, logspace, multinomial, normal, ones, ones_like, rand,
-    rand_like, randint, randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like,
+    arange,
+    as_tensor,
+    asarray,
+    bernoulli,
+    empty,
+    empty_like,
+    eye,
+    from_dlpack,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    multinomial,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
 )
 from torcia._grad_mode import (  # noqa: E402
-    enable_grad, inference_mode, is_grad_enabled, is_inference_mode_enabled, no_grad,
+    enable_grad,
+    inference_mode,
+    is_grad_enabled,
+    is_inference_mode_enabled,
+    no_grad,
     set_grad_enabled,
 )
 from torcia._numpy_backend import NumpyPlugin as _NumpyPlugin  # noqa: E402
-from torcia._print import set_printoptions  # noqa: E402
-from torcia.amp import autocast  # noqa: E402
-from torcia._tensor import Size, Tensor  # noqa: E402
-from torcia.backend import device  # noqa: E402
-from torcia.plugins import hookimpl  # noqa: E402
-from torcia.random import (  # noqa: E402
-    Generator, default_generator, get_rng_state, initial_seed, manual_seed, seed,
-    set_rng_state,
-)
-from torcia.serialization import load, save  # noqa: E402
-
-from torcia import _methods  # noqa: E402,F401  (attaches Tensor methods)
-from torcia import _ops  # noqa: E402
 from torcia._ops import *  # noqa: E402,F401,F403
 from torcia._ops import (  # noqa: E402
-    abs, all, any, max, min, pow, round, sum,  # noqa: A004 - PyTorch's names
+    abs,  # noqa: A004 - PyTorch's names
+    all,
+    any,
+    max,
+    min,
+    pow,
+    round,
+    sum,
 )
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403
 from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
+from torcia._print import set_printoptions  # noqa: E402
+from torcia._tensor import Size, Tensor  # noqa: E402
+from torcia.amp import autocast  # noqa: E402
+from torcia.backend import device  # noqa: E402
+from torcia.plugins import hookimpl  # noqa: E402
+from torcia.random import (  # noqa: E402
+    Generator,
+    default_generator,
+    get_rng_state,
+    initial_seed,
+    manual_seed,
+    seed,
+    set_rng_state,
+)
+from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
 

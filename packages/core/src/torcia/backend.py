@@ -190,12 +190,14 @@ class device:
                 f"use 'cuda:{type_or_str}'"
             )
         if not isinstance(type_or_str, str):
-            raise TypeError(f"device() expected a string or device, got {type(type_or_str).__name__}")
+            raise TypeError("device() expected a string or device, got "
+                            f"{type(type_or_str).__name__}")
         text = type_or_str.strip()
         dtype_, _, idx = text.partition(":")
         if idx:
             if index is not None:
-                raise RuntimeError(f"type (string) must not include an index because index was passed explicitly: {text}")
+                raise RuntimeError("type (string) must not include an index because index was "
+                                   f"passed explicitly: {text}")
             if not idx.isdigit():
                 raise RuntimeError(f"Invalid device string: '{text}'")
             index = int(idx)

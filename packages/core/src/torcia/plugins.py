@@ -137,7 +137,7 @@ class _State:
         self.infos: dict[str, PluginInfo] = {}
         self.spec_modules: list = [hookspecs]
         self.builtins: list[tuple[str, object]] = []
-        self.registries: dict[str, "Registry"] = {}
+        self.registries: dict[str, Registry] = {}
 
 
 _state = _State()
