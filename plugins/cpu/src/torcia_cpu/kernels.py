@@ -80,15 +80,14 @@ class NativeKernels(Reference):
         (plo, _), (qlo, _) = padding
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
                               dilation[1], oh, ow)
-        # one GEMM over all batch positions: (O, N*P) @ (N*P, C*K); batched matmul with a
-        # transposed operand would leave BLAS
+        # a product per sample, summed: the columns are read in place (each sample's matrix
+        # transposed is column-major, which BLAS takes), where one GEMM over all samples
+        # would first copy them into (C*K, N*P): measured 5.3 ms against 13 ms (N=64,
+        # C=32, O=64, 14x14), most of it that copy and the page faults of its buffer
         p = oh * ow
-        gm = g.reshape(n, groups, o // groups, p).transpose(1, 2, 0, 3).reshape(
-            groups, o // groups, n * p)
-        cm = cols.reshape(n, groups, cg * kh * kw, p).transpose(1, 2, 0, 3).reshape(
-            groups, cg * kh * kw, n * p)
-        out = np.stack([gm[i] @ cm[i].T for i in range(groups)])
-        return out.reshape(weight_shape)
+        gm = _c(g).reshape(n, groups, o // groups, p)
+        cm = cols.reshape(n, groups, cg * kh * kw, p)
+        return np.matmul(gm, cm.transpose(0, 1, 3, 2)).sum(0).reshape(weight_shape)
 
     def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
