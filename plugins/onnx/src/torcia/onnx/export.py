@@ -189,6 +189,15 @@ def _addmm(g, op, args, p, out):
                   beta=float(p["beta"]))
 
 
+@converts("linear")
+def _linear(g, op, args, p, out):
+    x, w, b = args
+    if x.ndim == 2 and b is not None:
+        return g.node("Gemm", [g.value(x), g.value(w), g.value(b)], transB=1)
+    y = g.node("MatMul", [g.value(x), g.node("Transpose", [g.value(w)], perm=[1, 0])])
+    return g.node("Add", [y, g.value(b)]) if b is not None else y
+
+
 @converts("einsum")
 def _einsum(g, op, args, p, out):
     return g.node("Einsum", [g.value(a) for a in args], equation=p["equation"])
@@ -504,6 +513,17 @@ def _layer_norm(g, op, args, p, out):
 def _embedding(g, op, args, p, out):
     weight, indices = args
     return g.node("Gather", [g.value(weight), g.value(indices)], axis=0)
+
+
+@converts("lstm_cell")
+def _lstm_cell(g, op, args, p, out):
+    gates, c = args
+    hidden = gates.shape[-1] // 4
+    i, f, gg, o = g.node("Split", [g.value(gates), g.ints([hidden] * 4)], n_out=4, axis=-1)
+    c_new = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), g.value(c)]),
+                           g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+    h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c_new])])
+    return [h, c_new, _Unsupported("lstm_cell's saved activations")]
 
 
 @converts("leaky_relu")
