@@ -40,3 +40,10 @@ def test_moving_to_the_device_copies():
 def test_mixing_devices_is_an_error():
     with pytest.raises(RuntimeError, match="example"):
         torcia.tensor([1.0], device="example") + torcia.tensor([1.0])
+
+
+def test_an_op_the_device_lacks_names_the_device():
+    x = torcia.tensor([1.0, 2.0], device="example")
+    for op in (torcia.exp, lambda t: t - t, lambda t: t.sum()):
+        with pytest.raises(NotImplementedError, match="no kernel for device type 'example'"):
+            op(x)

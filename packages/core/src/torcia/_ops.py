@@ -243,6 +243,43 @@ def clamp_max(input, max):
     return clamp(input, max=max)
 
 
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.equal(torcia.tensor([1, 2]), torcia.tensor([1, 2])), torcia.equal(
+    ...     torcia.tensor([1, 2]), torcia.tensor([1]))
+    (True, False)
+    """
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(binary("eq", input, other).all().item())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked)."""
+    # infinities are close only to themselves: inf - x <= inf would say otherwise
+    finite = input.isfinite() & other.isfinite()
+    close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
+    if equal_nan:
+        close = close | (input.isnan() & other.isnan())
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every element of ``input`` is close to ``other`` (see :func:`isclose`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.allclose(torcia.tensor([1.0]), torcia.tensor([1.0 + 1e-9]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
 def where(condition, input=None, other=None):
     """Choose from ``input`` where ``condition`` holds, else from ``other``.
 
@@ -1397,6 +1434,7 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
 METHODS = (
     _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY
     + _oplist.COMPARE
+    + ("equal", "isclose", "allclose")
     + ("div", "divide", "true_divide", "multiply", "subtract", "atan2", "hypot", "xlogy",
        "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
        "addcdiv", "masked_fill", "nan_to_num", "sum", "nansum", "mean", "prod", "amax",

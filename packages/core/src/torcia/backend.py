@@ -15,6 +15,20 @@ import numpy as np
 from torcia import plugins
 
 
+class KernelTable(dict):
+    """A device's op -> kernel dict; a missing op raises an error naming the device."""
+
+    def __init__(self, device_type):
+        super().__init__()
+        self.device_type = device_type
+
+    def __missing__(self, op):
+        raise NotImplementedError(
+            f"op {op!r} has no kernel for device type {self.device_type!r}: no installed "
+            "plugin registers one"
+        )
+
+
 class Backend:
     """A device type: its array module and how its arrays cross to and from the host.
 
@@ -52,7 +66,7 @@ class Backend:
         self.plugin = plugin
         self.runtime = runtime
         self.unavailable_reason = unavailable_reason
-        self.kernels: dict = {}
+        self.kernels = KernelTable(name)
         self.kernel_providers: dict = {}
         self._ranked: dict = {}  # op -> [(priority, order, fn)], best first
 
