@@ -1,7 +1,7 @@
 // torcia-cpu: native kernels for torcia's "cpu" device.
 //
 // Only the work NumPy does poorly lives here: gathering and scattering convolution
-// windows (im2col/col2im), pooling, row-wise softmax, embedding scatter-add, and fused
+// windows (im2col/col2im), pooling, embedding scatter-add, and fused
 // optimizer updates over many arrays. Matrix products stay on NumPy's BLAS.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -182,36 +182,6 @@ py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t
   return out;
 }
 
-// softmax or log_softmax over the last axis of a (rows, cols) array.
-template <typename T>
-py::array_t<T> softmax_rows(carray<T> x, bool log) {
-  const int64_t rows = x.shape(0), cols = x.shape(1);
-  py::array_t<T> out({rows, cols});
-  T* dst = out.mutable_data();
-  const T* src = x.data();
-  {
-    py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (rows * cols > kParallelWork)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* in = src + r * cols;
-      T* o = dst + r * cols;
-      T m = -std::numeric_limits<T>::infinity();
-      for (int64_t k = 0; k < cols; ++k) m = std::max(m, in[k]);
-      if (!std::isfinite(m)) m = 0;
-      double total = 0;
-      for (int64_t k = 0; k < cols; ++k) total += std::exp(double(in[k] - m));
-      if (log) {
-        const T lse = T(std::log(total)) + m;
-        for (int64_t k = 0; k < cols; ++k) o[k] = in[k] - lse;
-      } else {
-        const T inv = T(1.0 / total);
-        for (int64_t k = 0; k < cols; ++k) o[k] = T(std::exp(double(in[k] - m))) * inv;
-      }
-    }
-  }
-  return out;
-}
-
 // Rows of g (M, D) summed into the rows of a (V, D) result named by indices (M,).
 template <typename T>
 py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t num_weights,
@@ -334,7 +304,6 @@ void define(py::module_& m) {
   m.def("col2im", &col2im<T>);
   m.def("max_pool2d", &max_pool2d<T>);
   m.def("max_pool2d_backward", &max_pool2d_backward<T>);
-  m.def("softmax_rows", &softmax_rows<T>);
   m.def("embedding_backward", &embedding_backward<T>);
 }
 

@@ -79,14 +79,8 @@ def test_max_pool_and_backward(dtype, kernel, stride, padding, dilation, ceil_mo
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_softmax_log_softmax_and_cross_entropy(dtype):
+def test_cross_entropy(dtype):
     x = _rand((5, 7), dtype) * 30
-    x[0, 3] = -np.inf
-    for dim in (-1, 1, 0):
-        _same(NAT.softmax(x, dim=dim), REF.softmax(x, dim=dim), dtype)
-        _same(NAT.log_softmax(x[1:], dim=dim), REF.log_softmax(x[1:], dim=dim), dtype)
-    y = _rand((2, 3, 4), dtype, contiguous=False)
-    _same(NAT.softmax(y, dim=2), REF.softmax(y, dim=2), dtype)
     target = RNG.integers(0, 7, 5)
     target[2] = -100
     args = dict(weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.1)

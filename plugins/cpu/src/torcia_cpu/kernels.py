@@ -123,21 +123,6 @@ class NativeKernels(Reference):
             return super().max_pool_backward(g, indices, input_shape)
         return _native.max_pool2d_backward(_c(g), _c(indices), input_shape[0], input_shape[1])
 
-    # ----- softmax over the last dim ------------------------------------------------
-    def _rows(self, a, dim, log):
-        rows = _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), log)
-        return rows.reshape(a.shape)
-
-    def softmax(self, a, dim):
-        if dim not in (-1, a.ndim - 1) or not _native_ok(a) or a.size == 0:
-            return super().softmax(a, dim)
-        return self._rows(a, dim, False)
-
-    def log_softmax(self, a, dim):
-        if dim not in (-1, a.ndim - 1) or not _native_ok(a) or a.size == 0:
-            return super().log_softmax(a, dim)
-        return self._rows(a, dim, True)
-
     # ----- embedding ------------------------------------------------------------------
     def embedding_backward(self, g, indices, num_weights, padding_idx):
         if not _native_ok(g):
@@ -195,6 +180,6 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
 
 #: The ops whose reference kernel this plugin replaces on "cpu".
 OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
-             "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
-             "cross_entropy", "embedding_backward")
+             "conv_transpose", "max_pool", "max_pool_backward", "cross_entropy",
+             "embedding_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}
