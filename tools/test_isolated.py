@@ -15,17 +15,13 @@ Examples
 
     python tools/test_isolated.py               # every part that has source
     python tools/test_isolated.py nn example    # those two
-    python tools/test_isolated.py -j 2          # two parts at once (what CI does)
 """
 
 from __future__ import annotations
 
 import argparse
-import concurrent.futures
-import contextlib
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -52,65 +48,29 @@ def make_tools_env(python: str, venvs: Path = VENVS) -> Path:
     return site_packages(venv / "bin" / "python")
 
 
-def run_part(part: repo.Part, python: str, tools_site: Path, venvs: Path = VENVS,
-             install_lock=None, out=None) -> tuple[int, float, float]:
+def run_part(part: repo.Part, python: str, tools_site: Path,
+             venvs: Path = VENVS) -> tuple[int, float, float]:
     """Create the part's environment, install it and run its tests: (exit status, seconds
     installing, seconds testing).
 
     The environment is new each time and holds only the part and what it needs; the test
     tools come from the shared tools environment, so that they are installed once per run
-    rather than once per part. The installation holds ``install_lock``: editable installs
-    write into the parts' source folders (``*.egg-info``), so two must not run at once,
-    while one part's tests may run beside another part's installation. The output goes to
-    the file ``out`` (default: this process's output).
+    rather than once per part.
     """
     start = time.monotonic()
     venv = venvs / part.short
+    subprocess.run([python, "-m", "venv", "--clear", "--without-pip", venv], check=True)
     venv_python = venv / "bin" / "python"
+    (site_packages(venv_python) / "_torcia_test_tools.pth").write_text(f"{tools_site}\n")
     install = [venv_python, TOOLS / "install_parts.py", "--editable", "--with-tests",
                "--pip-arg=-q", part.short]
-    # no cache provider: parts tested at once would write the same .pytest_cache
-    test = [venv_python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow",
-            part.path / "tests"]
-    with install_lock or contextlib.nullcontext():
-        subprocess.run([python, "-m", "venv", "--clear", "--without-pip", venv], check=True)
-        (site_packages(venv_python) / "_torcia_test_tools.pth").write_text(f"{tools_site}\n")
-        returncode = subprocess.run(install, cwd=repo.ROOT, stdout=out,
-                                    stderr=subprocess.STDOUT if out else None).returncode
+    returncode = subprocess.run(install, cwd=repo.ROOT).returncode
     installed = time.monotonic()
     if returncode:
         return returncode, installed - start, 0.0
-    returncode = subprocess.run(test, cwd=repo.ROOT, stdout=out,
-                                stderr=subprocess.STDOUT if out else None).returncode
+    test = [venv_python, "-m", "pytest", "-q", "-m", "not slow", part.path / "tests"]
+    returncode = subprocess.run(test, cwd=repo.ROOT).returncode
     return returncode, installed - start, time.monotonic() - installed
-
-
-def run_parts(parts: list[repo.Part], python: str, tools_site: Path, venvs: Path,
-              jobs: int) -> dict[str, tuple[int, float, float]]:
-    """:func:`run_part` for each part, ``jobs`` at a time; each part's output is printed
-    whole when it is done (as it comes, with one job)."""
-    if jobs == 1:
-        results = {}
-        for part in parts:
-            print(f"\n== {part.name} alone", flush=True)
-            results[part.name] = run_part(part, python, tools_site, venvs)
-        return results
-
-    lock = threading.Lock()
-
-    def one(part):
-        log = venvs / f"{part.short}.log"
-        with open(log, "w") as out:
-            result = run_part(part, python, tools_site, venvs, lock, out)
-        return part, result, log.read_text()
-
-    results = {}
-    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for future in concurrent.futures.as_completed([pool.submit(one, p) for p in parts]):
-            part, result, output = future.result()
-            print(f"\n== {part.name} alone\n{output}", end="", flush=True)
-            results[part.name] = result
-    return {part.name: results[part.name] for part in parts}
 
 
 def main(argv=None) -> int:
@@ -120,10 +80,6 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--venvs", type=Path, default=VENVS,
         help="where the environments go (default: .venv-iso); two runs at once need two",
-    )
-    parser.add_argument(
-        "--jobs", "-j", type=int, default=1,
-        help="parts tested at once (installations still run one at a time)",
     )
     args = parser.parse_args(argv)
 
@@ -141,7 +97,10 @@ def main(argv=None) -> int:
     start = time.monotonic()
     tools_site = make_tools_env(args.python, args.venvs)
     tools_seconds = time.monotonic() - start
-    results = run_parts(selected, args.python, tools_site, args.venvs, args.jobs)
+    results = {}
+    for part in selected:
+        print(f"\n== {part.name} alone", flush=True)
+        results[part.name] = run_part(part, args.python, tools_site, args.venvs)
 
     print("\n== each part alone (seconds installing, testing)")
     print(f"{'the test tools':28} {'':20} {tools_seconds:6.1f}s")
@@ -149,7 +108,7 @@ def main(argv=None) -> int:
         # pytest's 5 means it collected no test, which counts as a failure here
         verdict = "ok" if returncode == 0 else f"FAILED (exit {returncode})"
         print(f"{name:28} {verdict:20} {install_seconds:6.1f}s {test_seconds:6.1f}s")
-    print(f"{'in all':28} {'':20} {time.monotonic() - start:6.1f}s, {args.jobs} at a time")
+    print(f"{'in all':28} {'':20} {time.monotonic() - start:6.1f}s")
     failed = [name for name, (returncode, *_) in results.items() if returncode]
     return 1 if failed else 0
 
