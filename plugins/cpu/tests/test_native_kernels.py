@@ -1,5 +1,9 @@
 """Every kernel the plugin overrides, against core's reference kernel."""
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 from torcia_cpu import _blas
@@ -125,3 +129,11 @@ def test_only_large_products_ask_blas_for_threads():
     assert not _blas.wide(small, large)
     assert _blas.wide(np.empty((1024, 1024)), np.empty((1024, 1024))) == (
         _blas._setter is not None and torcia.get_num_threads() > 1)
+
+
+def test_an_explicit_openblas_thread_count_is_left_alone():
+    code = "from torcia_cpu import _blas; print(_blas._setter is None)"
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout
+    assert out.strip() == "True"

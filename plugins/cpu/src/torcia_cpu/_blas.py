@@ -8,14 +8,17 @@ cost tens of times their single-thread time. The plugin therefore keeps BLAS on 
 thread and gives torcia's thread count (``torcia.set_num_threads``) only to products of
 at least :data:`PARALLEL_WORK` multiply-adds, whose work per hand-off is large.
 
-Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), the
-functions do nothing and BLAS keeps its own policy.
+Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), or
+``OPENBLAS_NUM_THREADS`` is set (the user chose), the functions do nothing and BLAS keeps
+its own policy. The setting is process-wide: NumPy products outside torcia run on one
+thread too once the plugin has loaded.
 """
 
 from __future__ import annotations
 
 import ctypes
 import math
+import os
 from contextlib import contextmanager
 
 import torcia
@@ -30,6 +33,8 @@ _SETTERS = ("openblas_set_num_threads", "openblas_set_num_threads64_",
 
 
 def _find_setter():
+    if "OPENBLAS_NUM_THREADS" in os.environ:
+        return None
     try:
         with open("/proc/self/maps") as maps:
             paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
