@@ -20,10 +20,10 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=${PIP_QUIET:-1}
 py="$VENV/bin/python"
 
 "$py" -m pip install -r tools/requirements-test.txt
-# the MPI backend is tested against the MPI that pip installs, not a system one
-if [ -d plugins/mpi ]; then "$py" -m pip install mpich mpi4py; fi
 if [ -n "${TORCIA_TORCH:-}" ]; then "$py" -m pip install "$TORCIA_TORCH"; fi
-"$py" tools/install_parts.py --editable packages plugins >/dev/null
+# --with-tests: what the parts' test extras name too, e.g. the MPI that pip installs (mpich),
+# which the MPI backend is tested against rather than a system one
+"$py" tools/install_parts.py --editable --with-tests packages plugins >/dev/null
 
 # pytest exits 5 when it collects no test: an error here, never a pass
 run_pytest() {
