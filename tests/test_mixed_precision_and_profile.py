@@ -32,7 +32,10 @@ def _train(mixed):
     x, y = _blobs(512, 1)
     for _ in range(60):
         with torcia.autocast("cpu", enabled=mixed):
-            loss = nn.functional.cross_entropy(model(x), y)
+            logits = model(x)
+            assert logits.dtype is (torcia.bfloat16 if mixed else torcia.float32)
+            loss = nn.functional.cross_entropy(logits, y)
+            assert loss.dtype is torcia.float32
         opt.zero_grad()
         scaler.scale(loss).backward()
         scaler.step(opt)

@@ -12,6 +12,10 @@ def test_op_output_dtypes_follow_the_cpu_lists():
     with torcia.autocast("cpu"):
         assert (a @ a).dtype is torcia.bfloat16  # lower precision
         assert torcia.mm(a, a).dtype is torcia.bfloat16
+        if hasattr(torcia, "linear") or "linear" in torcia.ops.NN:
+            from torcia._tensor import call
+
+            assert call("linear", (a, a, None), {}).dtype is torcia.bfloat16
         assert (a + a).dtype is torcia.float32  # untouched ops keep their inputs' dtype
         low = a.bfloat16()
         assert torcia.cat([a, low]).dtype is torcia.float32  # widest input

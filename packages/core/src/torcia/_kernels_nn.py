@@ -236,6 +236,8 @@ class NNKernels:
             out = (x.reshape(-1, x.shape[-1]) @ w.T).reshape(x.shape[:-1] + w.shape[:1])
         else:
             out = x @ w.T
+        # NOTE: ml_dtypes' bfloat16 products come back as float32; PyTorch keeps the dtype
+        out = out.astype(x.dtype, copy=False)
         if b is not None:
             out += b
         return out

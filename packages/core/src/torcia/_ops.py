@@ -1315,9 +1315,16 @@ def triu(input, diagonal=0):
 def _matmul_dtype(a, b, name):
     if not isinstance(a, Tensor) or not isinstance(b, Tensor):
         raise TypeError(f"{name}(): arguments must be Tensors")
-    if a._data.dtype != b._data.dtype:
+    if a._data.dtype != b._data.dtype and not _autocasting(a):
         raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
                            f"{a.dtype.name} != {b.dtype.name}")
+
+
+def _autocasting(t) -> bool:
+    """Whether autocast will give ``t``'s op one dtype (so a mismatch now is fine)."""
+    from torcia._tensor import AUTOCAST
+
+    return AUTOCAST.enabled and AUTOCAST.region.device_type == t.device.type
 
 
 def matmul(input, other):

@@ -28,8 +28,8 @@ from torcia._tensor import AUTOCAST, Tensor
 
 #: Ops run in the low-precision dtype.
 LOWER_PRECISION = frozenset({
-    "matmul", "mm", "bmm", "addmm", "dot", "conv", "conv_transpose", "einsum", "tensordot",
-    "outer",
+    "matmul", "mm", "bmm", "addmm", "linear", "dot", "conv", "conv_transpose", "einsum",
+    "tensordot", "outer",
 })
 #: Ops run in float32, per device type (PyTorch's CPU and CUDA lists, for torcia's ops).
 FLOAT32 = {

@@ -107,7 +107,10 @@ def linear(input, weight, bias=None):
     if weight.ndim != 2 or input.ndim == 0:
         out = input @ (weight.t() if weight.ndim == 2 else weight)
         return out if bias is None else out + bias
-    if input.dtype is not weight.dtype or bias is not None and bias.dtype is not input.dtype:
+    mismatch = input.dtype is not weight.dtype or (bias is not None
+                                                   and bias.dtype is not input.dtype)
+    if mismatch and not torcia.amp.is_autocast_enabled(input.device.type):
+        # under autocast the op's inputs are cast to one dtype when it runs
         other = weight if weight.dtype is not input.dtype else bias
         raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "
                            f"{_scalar(input.dtype)} and {_scalar(other.dtype)}")
