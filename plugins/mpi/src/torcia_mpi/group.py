@@ -9,6 +9,7 @@ is only moved travels as raw bytes.
 from __future__ import annotations
 
 import sys
+import time
 
 import numpy as np
 from mpi4py import MPI
@@ -54,6 +55,9 @@ def _abort_peers_on_uncaught_error(rank):
         sys.stderr.write(f"torcia-mpi: rank {rank} raised {exc_type.__name__}; aborting "
                          "every rank\n")
         sys.stderr.flush()
+        # the launcher forwards output asynchronously: give it the traceback before the
+        # abort tears the job down
+        time.sleep(0.5)
         MPI.COMM_WORLD.Abort(1)
 
     sys.excepthook = abort
