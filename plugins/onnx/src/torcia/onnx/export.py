@@ -147,6 +147,83 @@ def _square(g, op, args, p, out):
     return g.node("Mul", [x, x])
 
 
+@converts("log1p", "expm1", "log2", "log10")
+def _log_exp(g, op, args, p, out):
+    x = args[0]
+    xn = g.value(x)
+    if op == "log1p":
+        return g.node("Log", [g.node("Add", [xn, g.value(1.0, x)])])
+    if op == "expm1":
+        return g.node("Sub", [g.node("Exp", [xn]), g.value(1.0, x)])
+    base = 2.0 if op == "log2" else 10.0
+    return g.node("Div", [g.node("Log", [xn]), g.value(math.log(base), x)])
+
+
+@converts("isinf")
+def _isinf(g, op, args, p, out):
+    return g.node("IsInf", [g.value(args[0])])
+
+
+@converts("round")
+def _round(g, op, args, p, out):
+    if p.get("decimals", 0):
+        raise UnsupportedOperatorError("round with decimals")
+    return g.node("Round", [g.value(args[0])])  # half to even, as torcia's
+
+
+@converts("addcmul", "addcdiv")
+def _addc(g, op, args, p, out):
+    x, t1, t2 = args
+    combine = g.node("Mul" if op == "addcmul" else "Div", [g.value(t1, x), g.value(t2, x)])
+    scaled = g.node("Mul", [combine, g.value(p.get("value", 1), x)])
+    return g.node("Add", [g.value(x), scaled])
+
+
+@converts("lerp")
+def _lerp(g, op, args, p, out):
+    start, end, weight = args
+    diff = g.node("Sub", [g.value(end, start), g.value(start)])
+    return g.node("Add", [g.value(start), g.node("Mul", [diff, g.value(weight, start)])])
+
+
+@converts("cumsum")
+def _cumsum(g, op, args, p, out):
+    y = g.node("CumSum", [g.value(args[0]), g.const(np.int64(p["dim"]))])
+    if p.get("dtype") is not None:
+        y = g.node("Cast", [y], to=helper.np_dtype_to_tensor_dtype(np.dtype(p["dtype"])))
+    return y
+
+
+@converts("topk")
+def _topk(g, op, args, p, out):
+    values, indices = g.node("TopK", [g.value(args[0]), g.ints([p["k"]])], n_out=2,
+                             axis=p.get("dim", -1), largest=int(p.get("largest", True)),
+                             sorted=int(p.get("sorted", True)))
+    return [values, indices]
+
+
+@converts("pad")
+def _pad(g, op, args, p, out):
+    x = args[0]
+    pad = list(p["pad"])
+    begins, ends = [0] * x.ndim, [0] * x.ndim
+    for i in range(len(pad) // 2):  # torcia's pad runs from the last dim backwards
+        begins[x.ndim - 1 - i], ends[x.ndim - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    mode = {"constant": "constant", "reflect": "reflect", "replicate": "edge"}.get(
+        p.get("mode", "constant"))
+    if mode is None:
+        raise UnsupportedOperatorError(f"pad with mode={p.get('mode')!r}")
+    inputs = [g.value(x), g.ints(begins + ends)]
+    if mode == "constant":
+        inputs.append(g.value(p.get("value") or 0.0, x))
+    return g.node("Pad", inputs, mode=mode)
+
+
+@converts("tile")
+def _tile(g, op, args, p, out):
+    return g.node("Tile", [g.value(args[0]), g.ints(p["dims"])])
+
+
 @converts("contiguous", "clone", "detach_view")
 def _identity(g, op, args, p, out):
     return g.node("Identity", [g.value(args[0])])
