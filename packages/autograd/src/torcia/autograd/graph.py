@@ -92,10 +92,7 @@ class Node:
 
     def register_hook(self, fn):
         """``fn(grad_inputs, grad_outputs)`` after this node runs."""
-        if self.post_hooks is None:
-            self.post_hooks = []
-        self.post_hooks.append(fn)
-        return RemovableHandle(self.post_hooks, fn)
+        return _add_posthook(self, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before this node runs; may return replacement grads."""
@@ -204,14 +201,19 @@ class AccumulateGrad:
 
     def register_hook(self, fn):
         """``fn(variable)`` after the gradient has been accumulated into ``variable.grad``."""
-        if self.post_hooks is None:
-            self.post_hooks = []
-        self.post_hooks.append(fn)
-        return RemovableHandle(self.post_hooks, fn)
+        return _add_posthook(self, fn)
 
     def register_prehook(self, fn):
         """``fn(grad_outputs)`` before accumulation; may return replacement grads."""
         return _add_prehook(self, fn)
+
+
+def _add_posthook(node, fn):
+    """A hook run after ``node`` (a Node or an AccumulateGrad)."""
+    if node.post_hooks is None:
+        node.post_hooks = []
+    node.post_hooks.append(fn)
+    return RemovableHandle(node.post_hooks, fn)
 
 
 def _add_prehook(node, fn):

@@ -9,6 +9,7 @@ from collections import OrderedDict, defaultdict
 
 import torcia
 from torcia import Tensor
+from torcia.nn.utils.clip_grad import zero_grad
 
 
 class _RequiredParameter:
@@ -174,18 +175,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of all parameters: to None (the default), or to zeros."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    if p.grad.grad_fn is not None:
-                        p.grad.detach_()
-                    else:
-                        p.grad.requires_grad_(False)
-                    p.grad.zero_()
+        zero_grad((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def step(self, closure=None):
         """Update the parameters once; ``closure`` re-evaluates the model and returns the

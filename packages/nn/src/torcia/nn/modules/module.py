@@ -15,6 +15,7 @@ from collections import OrderedDict, namedtuple
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor
 from torcia.nn.parameter import Buffer, Parameter
+from torcia.nn.utils.clip_grad import zero_grad
 
 __all__ = ["Module", "RemovableHandle"]
 
@@ -460,17 +461,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Reset the gradients of every parameter: to None by default, else to zeros."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                if p.grad.grad_fn is not None:
-                    p.grad.detach_()
-                else:
-                    p.grad.requires_grad_(False)
-                p.grad.zero_()
+        zero_grad(self.parameters(), set_to_none)
 
     # ----- conversion ---------------------------------------------------------------
     def _apply(self, fn, recurse: bool = True) -> Module:
