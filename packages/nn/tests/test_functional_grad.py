@@ -175,6 +175,13 @@ CASES = [
     ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {})[:2], [r(3, 8), r(3, 2)], True),
     ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {})[0], [r(3, 8), r(3, 2)], True),
     ("lstm_cell", lambda g, c: call("lstm_cell", (g, c), {})[1], [r(3, 8), r(1, 2)], True),
+    # a whole LSTM layer (time, batch, 4 * hidden), as torcia.nn.LSTM runs it
+    ("lstm_layer", lambda x, h, c, w: call("lstm_layer", (x, h, c, w), {})[:2],
+     [r(3, 2, 8), r(2, 2), r(2, 2), r(2, 8)], True),
+    ("lstm_layer", lambda x, h, c, w: call("lstm_layer", (x, h, c, w), {})[0][-1],
+     [r(2, 1, 4), r(1, 1), r(1, 1), r(1, 4)], True),
+    ("lstm_layer", lambda x, h, c, w: call("lstm_layer", (x.mT, h, c, w), {})[1][-1],
+     [r(2, 12, 3), r(3, 3), r(3, 3), r(3, 12)], True),
     # distances and attention
     ("cosine_similarity", F.cosine_similarity, [r(3, 4), r(3, 4)], True),
     ("pairwise_distance", F.pairwise_distance, [r(3, 4), r(3, 4)], True),

@@ -137,3 +137,41 @@ def test_an_explicit_openblas_thread_count_is_left_alone():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout
     assert out.strip() == "True"
+
+
+LSTM_SHAPES = [(1, 1), (3, 5), (4, 128)]  # (rows, hidden): odd sizes leave vector tails
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows, hidden", LSTM_SHAPES)
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_lstm_cell_and_backward(dtype, rows, hidden, contiguous):
+    # large pre-activations reach the clamped ends of the native exp
+    gates = _rand((rows, 4 * hidden), dtype, contiguous) * 6
+    gates[0, 0] = 200
+    c = _rand((rows, hidden), dtype, contiguous)
+    _same(NAT.lstm_cell(gates, c), REF.lstm_cell(gates, c), dtype)
+    _, c_new, act = REF.lstm_cell(gates, c)
+    gh, gc = _rand((rows, hidden), dtype, contiguous), _rand((rows, hidden), dtype)
+    for a, b in ((gh, gc), (None, gc), (gh, None)):
+        _same(NAT.lstm_cell_backward(a, b, act, c, c_new),
+              REF.lstm_cell_backward(a, b, act, c, c_new), dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_lstm_layer_and_backward(dtype):
+    steps, rows, hidden = 5, 3, 7
+    x_gates = _rand((steps, rows, 4 * hidden), dtype)
+    h0, c0 = _rand((rows, hidden), dtype), _rand((rows, hidden), dtype, contiguous=False)
+    w = _rand((hidden, 4 * hidden), dtype) * 0.3
+    out, cs, acts = NAT.lstm_layer(x_gates, h0, c0, w)
+    _same((out, cs, acts), REF.lstm_layer(x_gates, h0, c0, w), dtype)
+    g_out, g_cs = _rand(out.shape, dtype), _rand(cs.shape, dtype)
+    for a, b in ((g_out, g_cs), (g_out, None), (None, g_cs)):
+        _same(NAT.lstm_layer_backward(a, b, acts, cs, out, h0, c0, w),
+              REF.lstm_layer_backward(a, b, acts, cs, out, h0, c0, w), dtype)
+
+
+def test_lstm_cell_in_other_dtypes_falls_back_to_the_reference():
+    gates, c = _rand((2, 8), np.float16), _rand((2, 2), np.float16)
+    _same(NAT.lstm_cell(gates, c), REF.lstm_cell(gates, c), np.float32)

@@ -569,6 +569,43 @@ class NNKernels:
         out[..., 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
         return out, dc * f
 
+    def lstm_layer(self, x_gates, h0, c0, w_hh_t):
+        """lstm_layer(x_gates (L, N, 4H), h0 (N, H), c0 (N, H), w_hh_t (H, 4H)) ->
+        (out (L, N, H), cs (L, N, H), acts (L, N, 4H)): a one-direction LSTM layer over a
+        whole sequence; ``x_gates`` holds the input projection with both biases, ``cs``
+        every step's cell state and ``acts`` its activated gates, for the backward."""
+        steps = x_gates.shape[0]
+        out = self.xp.empty(x_gates.shape[:-1] + h0.shape[-1:], dtype=x_gates.dtype)
+        cs = self.xp.empty_like(out)
+        acts = self.xp.empty_like(x_gates)
+        h, c = h0, c0
+        for t in range(steps):
+            h, c, acts[t] = self.lstm_cell(x_gates[t] + h @ w_hh_t, c)
+            out[t], cs[t] = h, c
+        return out, cs, acts
+
+    def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+        """lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t) ->
+        (grad_x_gates, grad_h0, grad_c0, grad_w_hh_t) of ``lstm_layer`` (first order),
+        back through time; ``g_out`` or ``g_cs`` may be None. The recurrent weight's
+        gradient is one product over all steps rather than one a step."""
+        xp = self.xp
+        steps = acts.shape[0]
+        g_gates = xp.empty_like(acts)
+        dh = xp.zeros_like(h0)
+        dc = xp.zeros_like(c0)
+        w_t = w_hh_t.T
+        for t in range(steps - 1, -1, -1):
+            gh = dh if g_out is None else dh + g_out[t]
+            gc = dc if g_cs is None else dc + g_cs[t]
+            g_gates[t], dc = self.lstm_cell_backward(gh, gc, acts[t],
+                                                     c0 if t == 0 else cs[t - 1], cs[t])
+            dh = g_gates[t] @ w_t
+        hidden = h0.shape[-1]
+        h_prev = xp.concatenate([h0[None], out[:-1]]).reshape(-1, hidden)
+        g_w = h_prev.T @ g_gates.reshape(-1, g_gates.shape[-1])
+        return g_gates, dh, dc, g_w
+
     # ----- losses -------------------------------------------------------------------
     def nll_loss(self, logp, target, weight, reduction, ignore_index):
         """nll_loss(logp (N, C), target (N,), weight (C,) or None) -> loss:

@@ -94,9 +94,10 @@ NN = (
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
     "dropout_mask",
-    # recurrent cells: one LSTM step from its gate pre-activations, and its fused first
-    # derivative (higher orders go through differentiable ops, so it has no row)
-    "lstm_cell", "lstm_cell_backward",
+    # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
+    # layer, and their fused first derivatives (higher orders go through differentiable
+    # ops, so the *_backward ops have no row)
+    "lstm_cell", "lstm_cell_backward", "lstm_layer", "lstm_layer_backward",
 )
 
 # --- creation and randomness (no inputs, not differentiable) ------------------------------

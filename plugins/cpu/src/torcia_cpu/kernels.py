@@ -132,6 +132,29 @@ class NativeKernels(Reference):
                                           _c(indices.astype(np.int64, copy=False)).reshape(-1),
                                           num_weights, -1 if padding_idx is None else padding_idx)
 
+    # ----- recurrent cells: the whole-layer ops are the reference's, overridden so that
+    # their steps run the native cell -------------------------------------------------
+    def lstm_cell(self, gates, c):
+        hidden = gates.shape[-1] // 4
+        if not _native_ok(gates, c) or c.shape != gates.shape[:-1] + (hidden,):
+            return super().lstm_cell(gates, c)
+        lead = c.shape[:-1]
+        h, c_new, act = _native.lstm_cell(_c(gates).reshape(-1, 4 * hidden),
+                                          _c(c).reshape(-1, hidden))
+        return h.reshape(c.shape), c_new.reshape(c.shape), act.reshape(lead + (4 * hidden,))
+
+    def lstm_cell_backward(self, gh, gc, act, c, c_new):
+        shape = c_new.shape
+        gh = np.zeros_like(c_new) if gh is None else gh
+        gc = np.zeros_like(c_new) if gc is None else gc
+        if not _native_ok(gh, gc, act, c, c_new) or not gh.shape == gc.shape == c.shape == shape:
+            return super().lstm_cell_backward(gh, gc, act, c, c_new)
+        hidden = shape[-1]
+        g_gates, g_c = _native.lstm_cell_backward(
+            *(_c(a).reshape(-1, hidden) for a in (gh, gc)), _c(act).reshape(-1, 4 * hidden),
+            *(_c(a).reshape(-1, hidden) for a in (c, c_new)))
+        return g_gates.reshape(act.shape), g_c.reshape(shape)
+
 
 def _same_float(arrays):
     return bool(arrays) and _native_ok(*arrays) and all(a.flags.c_contiguous for a in arrays)
@@ -181,5 +204,6 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
 #: The ops whose reference kernel this plugin replaces on "cpu".
 OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "conv_transpose", "max_pool", "max_pool_backward", "cross_entropy",
-             "embedding_backward")
+             "embedding_backward", "lstm_cell", "lstm_cell_backward", "lstm_layer",
+             "lstm_layer_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

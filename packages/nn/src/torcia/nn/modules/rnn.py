@@ -224,6 +224,14 @@ class RNNBase(Module):
             # row-major once: BLAS runs the small per-step products ~1.5x slower on a
             # transposed operand
             w_hh_t = w_hh.t().contiguous()
+            if w_hr is None and lengths is None and steps:
+                # one recorded op for the whole sequence: its backward makes one weight
+                # gradient product rather than one a step
+                out, cs, _ = call("lstm_layer", (x_gates, h, c, w_hh_t), {})
+                if reverse:
+                    out = _reverse_padded(out, lengths)
+                    return out, out[0], cs[-1]
+                return out, out[-1], cs[-1]
         # unbound once: one backward node for all steps
         x_gates = x_gates.unbind(0)
         mask = None
