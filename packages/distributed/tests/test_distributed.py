@@ -89,3 +89,20 @@ def test_single_process_world_and_ddp():
         np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-6)
     with pytest.raises(TypeError, match="expects an nn.Module"):
         dist.DistributedDataParallel(lambda x: x)
+
+
+def test_a_tensor_on_another_device_than_the_group_moves_is_refused():
+    from torcia.distributed import collectives as C
+    from torcia.distributed.group import ProcessGroup
+
+    class GPUGroup(ProcessGroup):
+        backend_name = "gpu"
+        device_type = "cuda"
+
+    with pytest.raises(RuntimeError, match=r"tensor is on cpu; the 'gpu' process group handles "
+                       r"cuda tensors \(move it with .cuda\(\), or use the mpi backend\)"):
+        C._array(torcia.ones(2), GPUGroup(0, 1, 1.0))
+    pinned = GPUGroup(0, 1, 1.0)
+    pinned.device_type, pinned.device_index = "cpu", 0
+    with pytest.raises(RuntimeError, match=r"handles cpu:0 tensors \(move it with .to\('cpu:0'\)"):
+        C._array(torcia.ones(2), pinned)

@@ -1,20 +1,25 @@
 """Process groups and collectives on tensors, as ``torch.distributed``.
 
-The work is done by a process-group backend from a plugin ("mpi" from torcia-mpi); this
-module keeps the default group, checks arguments, and moves tensors' arrays in and out.
+The work is done by a process-group backend from a plugin ("mpi" from torcia-mpi for CPU
+tensors, "nccl" from torcia-cuda for CUDA tensors); this module keeps the default group,
+checks arguments, and moves tensors' arrays (NumPy or CuPy) in and out.
 """
 
 from __future__ import annotations
 
 import datetime
+import inspect
 import os
+import urllib.parse
 
 import numpy as np
 
 from torcia import plugins
 from torcia._tensor import Tensor
+from torcia.backend import host_array
 from torcia.distributed import _objects, hookspecs
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+from torcia.distributed.store import DistStoreError, TCPStore
 
 plugins.add_hookspecs(hookspecs)
 backends = plugins.Registry("process group backend", "torcia_register_process_group_backends")
@@ -58,8 +63,10 @@ def is_available() -> bool:
 
 
 def is_backend_available(backend: str) -> bool:
-    """Whether an installed, allowed plugin provides ``backend``."""
-    return backend.lower() in backends
+    """Whether an installed, allowed plugin provides ``backend`` and it can run here (the
+    "nccl" backend needs CuPy, NCCL and a GPU)."""
+    name = backend.lower()
+    return name in backends and not getattr(backends.get(name), "unavailable_reason", None)
 
 
 def is_mpi_available() -> bool:
@@ -90,22 +97,66 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                        store=None, group_name="", pg_options=None, device_id=None):
     """Join the default process group.
 
-    ``backend`` names a registered process-group backend ("mpi"). Under ``mpiexec`` (or
-    ``torcia-run``) the rank and world size come from MPI; ``init_method="env://"`` reads
-    ``RANK`` and ``WORLD_SIZE`` for backends that need them. ``timeout`` bounds every
-    blocking collective: a peer that died gives an error, not a hang.
+    ``backend`` names a registered process-group backend: "mpi" (torcia-mpi, CPU tensors)
+    or "nccl" (torcia-cuda, CUDA tensors). ``timeout`` bounds every blocking collective:
+    a peer that died gives an error, not a hang.
+
+    Under MPI (``mpiexec``, ``torcia-run``) the "mpi" backend takes the rank and world
+    size from MPI. A backend that meets its peers through a store ("nccl") takes them from
+    ``rank`` and ``world_size``, else from the environment: ``RANK``/``WORLD_SIZE`` (as
+    torchrun sets them), ``PMI_RANK``/``PMI_SIZE`` (MPICH's mpiexec, so torcia-run),
+    ``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE`` (Open MPI) or
+    ``SLURM_PROCID``/``SLURM_NTASKS`` (srun). Its store is ``store`` when given, else a
+    :class:`~torcia.distributed.TCPStore` served by rank 0 at the address that
+    ``init_method`` names: ``"env://"`` (the default) reads ``MASTER_ADDR`` and
+    ``MASTER_PORT``; ``"tcp://HOST:PORT"`` gives them.
 
     Examples
     --------
     >>> import torcia.distributed as dist
     >>> dist.is_initialized()
     False
+
+    Two processes started by torchrun-style variables (``MASTER_ADDR=127.0.0.1
+    MASTER_PORT=29500 WORLD_SIZE=2 RANK=0|1 python train.py``)::
+
+        dist.init_process_group("nccl")
     """
     if _World.default is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
-    if backend is None:
-        backend = "mpi"
-    name = str(backend).lower()
+    name = str(backend or "mpi").lower()
+    factory = _factory(name)
+    timeout = timeout or default_pg_timeout
+    init_method = init_method or "env://"
+    if not _takes_store(factory):
+        if init_method == "env://":
+            rank = _from_env(rank, _RANK_VARS[:1])
+            world_size = _from_env(world_size, _SIZE_VARS[:1])
+        _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
+                                 init_method=init_method)
+        return None
+    rank = _from_env(rank, _RANK_VARS)
+    world_size = _from_env(world_size, _SIZE_VARS)
+    if not 0 <= rank < world_size:
+        raise ValueError(
+            f"init_process_group({name!r}) needs this process's rank and the world size; "
+            f"got rank={rank}, world_size={world_size}. Pass rank= and world_size=, or set "
+            "RANK and WORLD_SIZE (torchrun does), or start the processes with torcia-run, "
+            "mpiexec or srun")
+    if store is None:
+        store = _rendezvous(init_method, rank, world_size, timeout)
+    _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
+                             init_method=init_method, store=store)
+    return None
+
+
+_RANK_VARS = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
+_SIZE_VARS = ("WORLD_SIZE", "PMI_SIZE", "OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS")
+
+
+def _factory(name):
+    """The registered factory of backend ``name``, or an error saying what to install, or
+    why the backend cannot run here."""
     if name not in backends:
         hint = {"mpi": "torcia-mpi (pip install torcia-mpi mpich)",
                 "nccl": "torcia-cuda with NCCL"}.get(name, f"a plugin providing {name!r}")
@@ -113,16 +164,50 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         if "blocked" not in msg:
             msg += f". Install {hint}"
         raise RuntimeError(msg)
-    if init_method in (None, "env://"):
-        if rank < 0 and "RANK" in os.environ:
-            rank = int(os.environ["RANK"])
-        if world_size < 0 and "WORLD_SIZE" in os.environ:
-            world_size = int(os.environ["WORLD_SIZE"])
-    pg = backends.get(name)(rank=rank, world_size=world_size,
-                            timeout=timeout or default_pg_timeout,
-                            init_method=init_method or "env://")
-    _World.default = pg
-    return None
+    factory = backends.get(name)
+    reason = getattr(factory, "unavailable_reason", None)
+    if reason:
+        raise RuntimeError(f"the {name!r} process group backend cannot be used here: {reason}")
+    return factory
+
+
+def _takes_store(factory) -> bool:
+    """Whether ``factory`` takes a ``store`` (factories written before it existed do not)."""
+    params = inspect.signature(factory).parameters.values()
+    return any(p.name == "store" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _from_env(value: int, names) -> int:
+    """``value`` when it is set (not negative), else the first of the variables ``names``
+    in the environment."""
+    if value >= 0:
+        return value
+    for var in names:
+        if var in os.environ:
+            return int(os.environ[var])
+    return value
+
+
+def _rendezvous(init_method: str, rank: int, world_size: int, timeout) -> TCPStore:
+    """The store that ``init_method`` names, served by rank 0."""
+    if init_method.startswith("env://"):
+        missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
+        if missing:
+            raise ValueError(
+                f"init_method='env://' needs {' and '.join(missing)} in the environment "
+                "(torchrun and torcia-run set them); or pass init_method='tcp://HOST:PORT' "
+                "or store=")
+        host, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
+    elif init_method.startswith("tcp://"):
+        url = urllib.parse.urlsplit(init_method)
+        if not url.hostname or url.port is None:
+            raise ValueError(f"init_method {init_method!r} should be tcp://HOST:PORT")
+        host, port = url.hostname, url.port
+    else:
+        raise ValueError(f"init_method {init_method!r} is not supported; use 'env://', "
+                         "'tcp://HOST:PORT' or pass store=")
+    return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout,
+                    wait_for_workers=False)
 
 
 def destroy_process_group(group=None) -> None:
@@ -185,23 +270,39 @@ def _group_rank(group, global_rank: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _array(t: Tensor, name="tensor"):
+_MOVE_HINTS = {"cpu": "move it with .cpu(), or use the nccl backend",
+               "cuda": "move it with .cuda(), or use the mpi backend"}
+
+
+def _array(t: Tensor, pg: ProcessGroup, name="tensor"):
+    """``t``'s array, once ``t`` is on the device that ``pg`` moves."""
     if not isinstance(t, Tensor):
         raise TypeError(f"{name} must be a Tensor, got {type(t).__name__}")
-    if t.device.type != "cpu":
-        raise RuntimeError(f"{name} is on {t.device}; the MPI backend handles CPU tensors "
-                           "(move it with .cpu(), or use a GPU backend such as nccl)")
+    dev = t.device
+    if dev.type != pg.device_type or pg.device_index not in (None, dev.index):
+        where = pg.device_type
+        if pg.device_index is not None:
+            where += f":{pg.device_index}"
+        hint = f"move it with .to({where!r})"
+        if dev.type != pg.device_type:
+            hint = _MOVE_HINTS.get(where, hint)
+        raise RuntimeError(f"{name} is on {dev}; the {pg.backend_name!r} process group handles "
+                           f"{where} tensors ({hint})")
     return t._data
+
+
+def _contiguous(t: Tensor, pg: ProcessGroup, name="tensor"):
+    return pg.xp.ascontiguousarray(_array(t, pg, name))
 
 
 class _InPlace:
     """A contiguous buffer for a tensor; written back (and the version bumped) after."""
 
-    def __init__(self, t: Tensor, name="tensor"):
-        arr = _array(t, name)
+    def __init__(self, t: Tensor, pg: ProcessGroup, name="tensor"):
+        arr = _array(t, pg, name)
         self.t = t
         self.contiguous = arr.flags.c_contiguous
-        self.buf = arr if self.contiguous else np.ascontiguousarray(arr)
+        self.buf = arr if self.contiguous else pg.xp.ascontiguousarray(arr)
 
     def done(self):
         if not self.contiguous:
@@ -250,8 +351,8 @@ _DTYPE_CODES = {}
 def _agree(pg, array, what):
     """Raise on every rank, naming each rank's shape and dtype, when the ranks disagree.
 
-    MPI itself would truncate, read past a buffer or wait forever; one small all-gather
-    of (dtype, shape) first turns that into an error.
+    MPI and NCCL themselves would truncate, read past a buffer or wait forever; one small
+    all-gather of (dtype, shape) first turns that into an error.
     """
     if pg.size == 1:
         return
@@ -259,8 +360,7 @@ def _agree(pg, array, what):
     mine = np.zeros(10, dtype=np.int64)
     mine[0], mine[1] = code, array.ndim
     mine[2:2 + min(array.ndim, 8)] = array.shape[:8]
-    table = np.empty((pg.size, 10), dtype=np.int64)
-    pg.allgather(table, mine).wait()
+    table = _all_gather_host(pg, mine)
     if (table != table[0]).any():
         names = {c: d for d, c in _DTYPE_CODES.items()}
         parts = [f"rank {r}: {row[2:2 + row[1]].tolist()} "
@@ -279,7 +379,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
         t = torcia.tensor([float(dist.get_rank())]); dist.all_reduce(t)
     """
-    buf = _InPlace(tensor)
+    buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "all_reduce")
     work = _pg(group).allreduce(buf.buf, _check_op(op))
     return _finish(work, async_op, buf.done)
@@ -287,7 +387,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 def broadcast(tensor, src, group=None, async_op=False):
     """Copy ``tensor`` from global rank ``src`` to every process of the group."""
-    buf = _InPlace(tensor)
+    buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "broadcast")
     work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
     return _finish(work, async_op, buf.done)
@@ -295,7 +395,7 @@ def broadcast(tensor, src, group=None, async_op=False):
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group into the copy on global rank ``dst``."""
-    buf = _InPlace(tensor)
+    buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "reduce")
     work = _pg(group).reduce(buf.buf, _group_rank(group, dst), _check_op(op))
     return _finish(work, async_op, buf.done)
@@ -315,9 +415,9 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the group "
                          f"has {pg.size} ranks")
     _same_shape(tensor_list, tensor, "all_gather")
-    src = np.ascontiguousarray(_array(tensor))
+    src = _contiguous(tensor, pg)
     _agree(pg, src, "all_gather")
-    out = np.empty((pg.size,) + src.shape, dtype=src.dtype)
+    out = pg.xp.empty((pg.size,) + src.shape, dtype=src.dtype)
     work = pg.allgather(out, src)
     return _finish(work, async_op, _spread(tensor_list, out))
 
@@ -325,13 +425,13 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
     """Gather every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``."""
     pg = _pg(group)
-    src = np.ascontiguousarray(_array(input_tensor, "input_tensor"))
+    src = _contiguous(input_tensor, pg, "input_tensor")
     n = src.shape[0] if src.ndim else 1
     want = (pg.size * n,) + src.shape[1:] if src.ndim else (pg.size,)
     if tuple(output_tensor.shape) != want:
         raise ValueError(f"all_gather_into_tensor: output_tensor has shape "
                          f"{list(output_tensor.shape)}, expected {list(want)}")
-    buf = _InPlace(output_tensor, "output_tensor")
+    buf = _InPlace(output_tensor, pg, "output_tensor")
     work = pg.allgather(buf.buf.reshape((pg.size,) + src.shape), src)
     return _finish(work, async_op, buf.done)
 
@@ -340,13 +440,13 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
     """Collect every rank's ``tensor`` into ``gather_list`` on global rank ``dst``."""
     pg = _pg(group)
     root = _group_rank(group, dst)
-    src = np.ascontiguousarray(_array(tensor))
+    src = _contiguous(tensor, pg)
     out = None
     if pg.rank == root:
         if gather_list is None or len(gather_list) != pg.size:
             raise ValueError(f"gather: the destination needs a gather_list of {pg.size} tensors")
         _same_shape(gather_list, tensor, "gather")
-        out = np.empty((pg.size,) + src.shape, dtype=src.dtype)
+        out = pg.xp.empty((pg.size,) + src.shape, dtype=src.dtype)
     elif gather_list:
         raise ValueError("gather: Argument ``gather_list`` must NOT be specified on "
                          "non-destination ranks.")
@@ -358,13 +458,13 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
     """Send ``scatter_list[i]`` from global rank ``src`` into ``tensor`` on rank i."""
     pg = _pg(group)
     root = _group_rank(group, src)
-    buf = _InPlace(tensor)
+    buf = _InPlace(tensor, pg)
     send = None
     if pg.rank == root:
         if scatter_list is None or len(scatter_list) != pg.size:
             raise ValueError(f"scatter: the source needs a scatter_list of {pg.size} tensors")
         _same_shape(scatter_list, tensor, "scatter")
-        send = np.stack([_array(t) for t in scatter_list])
+        send = pg.xp.stack([_array(t, pg) for t in scatter_list])
     elif scatter_list:
         raise ValueError("scatter: Argument ``scatter_list`` must NOT be specified on "
                          "non-source ranks.")
@@ -379,8 +479,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the "
                          f"group has {pg.size} ranks")
     _same_shape(input_list, output, "reduce_scatter")
-    buf = _InPlace(output, "output")
-    send = np.stack([_array(t) for t in input_list])
+    buf = _InPlace(output, pg, "output")
+    send = pg.xp.stack([_array(t, pg) for t in input_list])
     work = pg.reduce_scatter(buf.buf, send, _check_op(op))
     return _finish(work, async_op, buf.done)
 
@@ -388,8 +488,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
     """As :func:`reduce_scatter`, with the inputs concatenated along dim 0 in ``input``."""
     pg = _pg(group)
-    buf = _InPlace(output, "output")
-    send = np.ascontiguousarray(_array(input, "input")).reshape((pg.size,) + buf.buf.shape)
+    buf = _InPlace(output, pg, "output")
+    send = _contiguous(input, pg, "input").reshape((pg.size,) + buf.buf.shape)
     work = pg.reduce_scatter(buf.buf, send, _check_op(op))
     return _finish(work, async_op, buf.done)
 
@@ -403,28 +503,29 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
             raise ValueError(f"all_to_all: {name} has {len(lst)} tensors, the group has "
                              f"{pg.size} ranks")
     _same_shape(output_tensor_list + input_tensor_list, input_tensor_list[0], "all_to_all")
-    send = np.stack([_array(t) for t in input_tensor_list])
-    out = np.empty_like(send)
+    send = pg.xp.stack([_array(t, pg) for t in input_tensor_list])
+    out = pg.xp.empty_like(send)
     work = pg.alltoall(out, send)
     return _finish(work, async_op, _spread(output_tensor_list, out))
 
 
 def all_to_all_single(output, input, group=None, async_op=False):
     pg = _pg(group)
-    send = np.ascontiguousarray(_array(input, "input")).reshape((pg.size, -1))
-    buf = _InPlace(output, "output")
+    send = _contiguous(input, pg, "input").reshape((pg.size, -1))
+    buf = _InPlace(output, pg, "output")
     work = pg.alltoall(buf.buf.reshape(send.shape), send)
     return _finish(work, async_op, buf.done)
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
     """Send ``tensor`` to global rank ``dst`` without waiting; ``wait()`` the handle."""
-    return _pg(group).send(np.ascontiguousarray(_array(tensor)), _group_rank(group, dst), tag)
+    pg = _pg(group)
+    return pg.send(_contiguous(tensor, pg), _group_rank(group, dst), tag)
 
 
 def irecv(tensor, src=None, group=None, tag=0) -> Work:
     """Receive into ``tensor`` from global rank ``src`` (any when None), without waiting."""
-    buf = _InPlace(tensor)
+    buf = _InPlace(tensor, _pg(group))
     work = _pg(group).recv(buf.buf, None if src is None else _group_rank(group, src), tag)
     _finish(work, True, buf.done)
     return work
@@ -457,16 +558,26 @@ def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
 # ---------------------------------------------------------------------------------------
 
 
+def _all_gather_host(pg, mine: np.ndarray) -> np.ndarray:
+    """Every rank's ``mine`` (a host array), through the group's device."""
+    out = pg.xp.empty((pg.size,) + mine.shape, dtype=mine.dtype)
+    pg.allgather(out, pg.xp.asarray(mine)).wait()
+    return host_array(out)
+
+
+def _broadcast_host(pg, mine: np.ndarray, root: int) -> np.ndarray:
+    """Rank ``root``'s ``mine`` (a host array), through the group's device."""
+    buf = pg.xp.asarray(mine)
+    pg.broadcast(buf, root).wait()
+    return host_array(buf)
+
+
 def _gather_bytes(payload: bytes, group) -> list[bytes]:
     pg = _pg(group)
-    size = np.array([len(payload)], dtype=np.int64)
-    sizes = np.empty((pg.size, 1), dtype=np.int64)
-    pg.allgather(sizes, size).wait()
-    width = int(sizes.max())
-    mine = np.zeros(width, dtype=np.uint8)
+    sizes = _all_gather_host(pg, np.array([len(payload)], dtype=np.int64))
+    mine = np.zeros(int(sizes.max()), dtype=np.uint8)
     mine[: len(payload)] = np.frombuffer(payload, dtype=np.uint8)
-    out = np.empty((pg.size, width), dtype=np.uint8)
-    pg.allgather(out, mine).wait()
+    out = _all_gather_host(pg, mine)
     return [out[i, : int(sizes[i, 0])].tobytes() for i in range(pg.size)]
 
 
@@ -493,13 +604,11 @@ def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:
     pg = _pg(group)
     root = _group_rank(group, src)
     payload = _objects.dumps(list(object_list)) if pg.rank == root else b""
-    size = np.array([len(payload)], dtype=np.int64)
-    pg.broadcast(size, root).wait()
+    size = _broadcast_host(pg, np.array([len(payload)], dtype=np.int64), root)
     buf = np.zeros(int(size[0]), dtype=np.uint8)
     if pg.rank == root:
         buf[:] = np.frombuffer(payload, dtype=np.uint8)
-    pg.broadcast(buf, root).wait()
-    values = _objects.loads(buf.tobytes())
+    values = _objects.loads(_broadcast_host(pg, buf, root).tobytes())
     object_list[:] = values
 
 
@@ -511,8 +620,9 @@ def scatter_object_list(scatter_object_output_list, scatter_object_input_list=No
 
 
 __all__ = [
-    "GroupMember", "ProcessGroup", "ReduceOp", "Work", "all_gather", "all_gather_into_tensor",
-    "all_gather_object", "all_reduce", "all_to_all", "all_to_all_single", "barrier",
+    "DistStoreError", "GroupMember", "ProcessGroup", "ReduceOp", "TCPStore", "Work",
+    "all_gather", "all_gather_into_tensor", "all_gather_object", "all_reduce", "all_to_all",
+    "all_to_all_single", "barrier",
     "broadcast", "broadcast_object_list", "destroy_process_group", "gather", "gather_object",
     "get_backend", "get_process_group_ranks", "get_rank", "get_world_size",
     "init_process_group", "irecv", "is_available", "is_backend_available", "is_initialized",

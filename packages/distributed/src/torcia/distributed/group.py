@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import time
+
+from torcia.backend import device
 
 
 class ReduceOp:
@@ -20,16 +23,20 @@ class Work:
     """The handle of an operation (``async_op=True`` returns it).
 
     A backend subclasses it or passes ``test`` (returns True once done) and ``finish``
-    (runs once, after completion, e.g. to divide a sum for AVG).
+    (runs once, after completion, e.g. to divide a sum for AVG). ``on_timeout``, when
+    given, runs when a wait times out and returns what the error should say happened
+    (which peer died, say); it may also clean up, e.g. abort a communicator.
     """
 
-    def __init__(self, test, finish=None, what="collective", timeout=None, rank=-1):
+    def __init__(self, test, finish=None, what="collective", timeout=None, rank=-1,
+                 on_timeout=None):
         self._test = test
         self._finish = finish
         self._done = False
         self._what = what
         self._timeout = timeout
         self._rank = rank
+        self._on_timeout = on_timeout
 
     def is_completed(self) -> bool:
         if not self._done and self._test():
@@ -54,10 +61,10 @@ class Work:
         pause = 0.0
         while not self._test():
             if deadline is not None and time.monotonic() > deadline:
-                raise RuntimeError(
-                    f"{self._what} on rank {self._rank} timed out after "
-                    f"{_seconds(limit):g} s: a peer may have died or not called it"
-                )
+                why = (self._on_timeout() if self._on_timeout is not None
+                       else "a peer may have died or not called it")
+                raise RuntimeError(f"{self._what} on rank {self._rank} timed out after "
+                                   f"{_seconds(limit):g} s: {why}")
             time.sleep(pause)
             pause = min(0.001, pause * 2 + 1e-5)
         self._complete()
@@ -75,18 +82,28 @@ def _seconds(t) -> float:
 class ProcessGroup:
     """A set of processes that run collectives together; backends subclass it.
 
-    Every method works on NumPy arrays (contiguous; the caller guarantees it), in place
-    where the collective writes into its input, and returns a :class:`Work`. ``rank`` and
-    ``size`` are this process's rank in the group and the group's size. Ranks passed to
-    the methods (``src``, ``dst``, ``peer``) are ranks within this group.
+    A group moves the tensors of one device type, ``device_type`` ("cpu" for MPI, "cuda"
+    for NCCL; with ``device_index`` set, only that device's). Every method works on
+    arrays of that device's array module (:attr:`xp`: NumPy, CuPy), contiguous (the caller
+    guarantees it), in place where the collective writes into its input, and returns a
+    :class:`Work`. ``rank`` and ``size`` are this process's rank in the group and the
+    group's size. Ranks passed to the methods (``src``, ``dst``, ``peer``) are ranks
+    within this group.
     """
 
     backend_name = "base"
+    device_type = "cpu"
+    device_index = None
 
     def __init__(self, rank: int, size: int, timeout):
         self.rank = rank
         self.size = size
         self.timeout = timeout
+
+    @functools.cached_property
+    def xp(self):
+        """The array module of the group's device (numpy for "cpu", cupy for "cuda")."""
+        return device(self.device_type).backend.xp
 
     def _unsupported(self, what):
         raise NotImplementedError(f"the {self.backend_name!r} process group does not "

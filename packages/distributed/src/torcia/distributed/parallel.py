@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import contextlib
 
-import numpy as np
-
 import torcia
+from torcia._tensor import Tensor
 from torcia.autograd import engine
 from torcia.autograd.graph import AccumulateGrad, accumulator_of
 from torcia.distributed import collectives as C
@@ -150,12 +149,13 @@ class DistributedDataParallel(Module):
             self._launch(bucket)
 
     def _launch(self, bucket):
+        xp = self._pg.xp
         parts = []
         for p in bucket.params:
             g = p.grad
-            parts.append(np.zeros(p._data.size, dtype=p._data.dtype) if g is None
-                         else np.ascontiguousarray(g._data).reshape(-1))
-        bucket.flat = np.concatenate(parts)
+            parts.append(xp.zeros(p._data.size, dtype=p._data.dtype) if g is None
+                         else xp.ascontiguousarray(g._data).reshape(-1))
+        bucket.flat = xp.concatenate(parts)
         bucket.work = self._pg.allreduce(bucket.flat, ReduceOp.SUM)
 
     def _finish(self):
@@ -184,7 +184,7 @@ class DistributedDataParallel(Module):
                 avg = bucket.flat[offset:offset + n].reshape(p._data.shape)
                 offset += n
                 if p.grad is None:
-                    p.grad = torcia.from_numpy(avg.copy())
+                    p.grad = Tensor._make(avg.copy(), p.device)
                 else:
                     p.grad._data[...] = avg
                     p.grad._vc[0] += 1

