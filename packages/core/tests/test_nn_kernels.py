@@ -168,6 +168,26 @@ def test_max_pool_by_loops(k, s, p, d, ceil_mode):
     np.testing.assert_array_equal(index, _pool_loops(x, k, s, p, d, ceil_mode, where))
 
 
+
+def test_max_pool_ties_and_minus_infinity_name_the_first_real_element():
+    # PyTorch's rule: the first maximum in window order; padding never wins, even
+    # against a window of -inf only
+    x = rng.integers(-2, 2, (1, 2, 7, 8)).astype(np.float64)
+    x[0, 0, :3, :4] = -np.inf
+    k, s, p, d = (2, 3), (2, 2), (1, 1), (1, 1)
+    values, index = K.max_pool(x, kernel_size=k, stride=s, padding=p, dilation=d,
+                               ceil_mode=True)
+
+    def first_max(window):
+        real = [(v, i) for v, i, _ in window if v is not None]
+        top = max(v for v, _ in real)
+        return next((v, i) for v, i in real if v == top)
+
+    np.testing.assert_array_equal(
+        values, _pool_loops(x, k, s, p, d, True, lambda w: first_max(w)[0]))
+    np.testing.assert_array_equal(
+        index, _pool_loops(x, k, s, p, d, True, lambda w: first_max(w)[1]))
+
 @pytest.mark.parametrize("k, s, p, ceil_mode, include, override", [
     ((2, 2), (2, 2), (0, 0), False, True, None),
     ((3, 3), (2, 2), (1, 1), True, True, None),

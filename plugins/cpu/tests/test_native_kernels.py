@@ -83,6 +83,21 @@ def test_max_pool_and_backward(dtype, kernel, stride, padding, dilation, ceil_mo
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_max_pool_ties_nan_and_minus_infinity_pick_what_the_reference_picks(dtype):
+    # few distinct values: ties everywhere, where the first maximum wins
+    x = RNG.integers(-2, 2, (2, 2, 8, 9)).astype(dtype)
+    x[0, 0, 1, 1] = x[0, 1, 4, 5] = np.nan
+    x[0, 0, 0, 0] = x[0, 1, 4, 4] = np.nan  # two NaNs in one window: the first stays
+    x[1, 0, :4, :4] = -np.inf  # windows of -inf only still name an element
+    for padding in ((0, 0), (1, 1)):
+        args = dict(kernel_size=(2, 3), stride=(2, 2), padding=padding, dilation=(1, 1),
+                    ceil_mode=True)
+        values, indices = NAT.max_pool(x, **args)
+        ref_values, ref_indices = REF.max_pool(x, **args)
+        np.testing.assert_array_equal(values, ref_values)
+        np.testing.assert_array_equal(indices, ref_indices)
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_cross_entropy(dtype):
     x = _rand((5, 7), dtype) * 30
     target = RNG.integers(0, 7, 5)
@@ -124,11 +139,41 @@ def test_matrix_products_on_one_or_several_blas_threads(dtype, shapes, monkeypat
             _same(NAT.linear(a, b.T, c), REF.linear(a, b.T, c), dtype)
 
 
-def test_only_large_products_ask_blas_for_threads():
-    small, large = np.empty((128, 784)), np.empty((784, 512))
-    assert not _blas.wide(small, large)
-    assert _blas.wide(np.empty((1024, 1024)), np.empty((1024, 1024))) == (
-        _blas._setter is not None and torcia.get_num_threads() > 1)
+def test_only_large_products_ask_blas_for_threads(monkeypatch):
+    if _blas._setter is None or torcia.get_num_threads() == 1:
+        pytest.skip("no OpenBLAS thread control here, or one thread: products never go wide")
+    small, mid = (np.empty((32, 128)), np.empty((128, 512))), (np.empty((128, 784)),
+                                                                  np.empty((784, 512)))
+    large = (np.empty((1024, 1024)), np.empty((1024, 1024)))
+    monkeypatch.setattr(_blas, "crowded", lambda: False)
+    assert [_blas.wide(*p) for p in (small, mid, large)] == [False, True, True]
+    # on a crowded machine only products long enough to amortise a stalled thread
+    monkeypatch.setattr(_blas, "crowded", lambda: True)
+    assert [_blas.wide(*p) for p in (small, mid, large)] == [False, False, True]
+
+
+def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch):
+    clock = {"now": 100.0, "busy": 0.0, "own": 0.0}
+    monkeypatch.setattr(_blas, "_load", {"checked": -np.inf, "crowded": False, "busy": None,
+                                         "own": 0.0})
+    monkeypatch.setattr(_blas.time, "monotonic", lambda: clock["now"])
+    monkeypatch.setattr(_blas, "_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(_blas.os, "times", lambda: (clock["own"], 0.0))
+    monkeypatch.setattr(_blas.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+
+    def second(busy, own):
+        clock["now"] += 1.0
+        clock["busy"] += busy
+        clock["own"] += own
+        return _blas.crowded()
+
+    assert not _blas.crowded()  # no earlier sample yet
+    assert not second(busy=2.0, own=1.9)  # the busy cores were this process's own
+    assert second(busy=2.0, own=1.0)  # another process took a core
+    clock["now"] += 0.5
+    assert _blas.crowded()  # within the second: the last answer, without a new sample
+    assert not second(busy=0.2, own=0.0)
 
 
 def test_an_explicit_openblas_thread_count_is_left_alone():

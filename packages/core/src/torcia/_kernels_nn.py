@@ -329,11 +329,19 @@ class NNKernels:
         out_sp, extra = _pool_geometry(in_sp, kernel_size, stride, padding, dilation,
                                        ceil_mode)
         pads = tuple((p, p + e) for p, e in zip(padding, extra))
-        win = _windows(xp, x, kernel_size, stride, dilation, pads, _lowest(xp, x.dtype))
-        win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
+        lowest = _lowest(xp, x.dtype)
+        keep = (slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)
+        win = _windows(xp, x, kernel_size, stride, dilation, pads, lowest)[keep]
         flat = win.reshape(x.shape[:2] + out_sp + (-1,))
         arg = flat.argmax(axis=-1)
         values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
+        if any(lo or hi for lo, hi in pads) and (values == lowest).any():
+            # a window of the lowest value only names its first real element, as PyTorch
+            # does, never the padding, which holds the same value
+            real = xp.ones((1, 1) + tuple(in_sp), dtype=np.int8)
+            real = _windows(xp, real, kernel_size, stride, dilation, pads)[keep]
+            first_real = real.reshape((1, 1) + out_sp + (-1,)).argmax(axis=-1)
+            arg = xp.where(values == lowest, first_real, arg)
         # window offset -> input coordinate, per dim, then a flat index into the plane
         offsets = xp.unravel_index(arg, kernel_size)
         index = xp.zeros(arg.shape, dtype=np.int64)

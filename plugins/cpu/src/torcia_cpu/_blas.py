@@ -1,12 +1,16 @@
 """How many threads NumPy's BLAS (OpenBLAS) runs a matrix product on.
 
 OpenBLAS splits every product above a small size over all its threads, whose hand-offs
-spin until the other thread arrives. When the machine has more runnable threads than
-cores, a descheduled BLAS thread stalls its partner for a scheduler slice per hand-off, so
-the mid-sized products of a training step (an MLP layer, a transformer's projections)
-cost tens of times their single-thread time. The plugin therefore keeps BLAS on one
-thread and gives torcia's thread count (``torcia.set_num_threads``) only to products of
-at least :data:`PARALLEL_WORK` multiply-adds, whose work per hand-off is large.
+spin until the other thread arrives. That pays on an idle machine for products of a few
+million multiply-adds up (an MLP layer, a transformer's projections), and costs little
+below. On a crowded machine, where other processes keep cores busy, a descheduled BLAS
+thread stalls its partner for a scheduler slice per hand-off, so the same mid-sized
+products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
+one thread and gives torcia's thread count (``torcia.set_num_threads``) to products of at
+least :data:`PARALLEL_WORK` multiply-adds, or of :data:`CROWDED_WORK` while the machine
+is crowded: while other processes use more than :data:`SPARE_CORES` of the cores
+torcia's threads would need (measured from ``/proc/stat`` at most once a second, less
+this process's own CPU time; elsewhere from the load average).
 
 Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), or
 ``OPENBLAS_NUM_THREADS`` is set (the user chose), the functions do nothing and BLAS keeps
@@ -19,12 +23,17 @@ from __future__ import annotations
 import ctypes
 import math
 import os
+import time
 from contextlib import contextmanager
 
 import torcia
 
-#: Multiply-adds from which a product runs on torcia's thread count (a 645^3 GEMM).
-PARALLEL_WORK = 1 << 28
+#: Multiply-adds from which a product runs on torcia's thread count (a 161^3 GEMM).
+PARALLEL_WORK = 1 << 22
+#: The same on a crowded machine, where only long products amortise a stall (645^3).
+CROWDED_WORK = 1 << 28
+#: Cores that other processes may keep busy before torcia's threads count as crowded.
+SPARE_CORES = 0.5
 
 # the symbol's name depends on how OpenBLAS was built: plain, with 64-bit integers, or
 # prefixed as in the wheels of NumPy and SciPy
@@ -62,6 +71,40 @@ def set_threads(n: int) -> None:
         _setter(n)
 
 
+def _busy_seconds():
+    """CPU seconds all cores have spent busy since boot (steal included: another guest
+    on our core is as bad as another process), or None where /proc/stat is missing."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(v) for v in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+_load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0}
+
+
+def crowded() -> bool:
+    """Whether other processes use the cores torcia's threads would run on (checked at
+    most once a second, over the time since the previous check)."""
+    now = time.monotonic()
+    elapsed = now - _load["checked"]
+    if elapsed < 1.0:
+        return _load["crowded"]
+    cores = os.cpu_count() or 1
+    threads = torcia.get_num_threads()
+    busy, own = _busy_seconds(), sum(os.times()[:2])
+    if busy is None:
+        _load["crowded"] = os.getloadavg()[0] > cores + SPARE_CORES
+    elif _load["busy"] is not None and elapsed < 10.0:
+        others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
+        _load["crowded"] = others > cores - threads + SPARE_CORES
+    _load.update(checked=now, busy=busy, own=own)
+    return _load["crowded"]
+
+
 def wide(a, b) -> bool:
     """Whether ``a @ b`` (NumPy matmul shapes) is worth BLAS's threads."""
     if _setter is None or torcia.get_num_threads() == 1:
@@ -69,7 +112,7 @@ def wide(a, b) -> bool:
     if a.ndim == 1 or b.ndim == 1:
         return False
     work = max(a.size * b.shape[-1], b.size * a.shape[-2] * math.prod(a.shape[:-2]))
-    return work >= PARALLEL_WORK
+    return work >= PARALLEL_WORK and (work >= CROWDED_WORK or not crowded())
 
 
 @contextmanager

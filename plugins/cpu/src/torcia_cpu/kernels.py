@@ -50,7 +50,8 @@ class NativeKernels(Reference):
         with _blas.parallel():
             return super().linear(x, w, b)
 
-    # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS ---------
+    # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS (through
+    # matmul above, for its thread policy) ---------------------------------------------
     def conv(self, x, w, b, stride, padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
             return super().conv(x, w, b, stride, padding, dilation, groups)
@@ -62,10 +63,10 @@ class NativeKernels(Reference):
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
                               dilation[1], oh, ow)
         if groups == 1:
-            out = np.matmul(w.reshape(o, -1), cols)
+            out = self.matmul(w.reshape(o, -1), cols)
         else:
             cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
-            out = np.matmul(w.reshape(groups, o // groups, -1), cols)
+            out = self.matmul(w.reshape(groups, o // groups, -1), cols)
         out = out.reshape(n, o, oh, ow)
         if b is not None:
             out += b.reshape(1, o, 1, 1)
@@ -87,7 +88,7 @@ class NativeKernels(Reference):
         p = oh * ow
         gm = _c(g).reshape(n, groups, o // groups, p)
         cm = cols.reshape(n, groups, cg * kh * kw, p)
-        return np.matmul(gm, cm.transpose(0, 1, 3, 2)).sum(0).reshape(weight_shape)
+        return self.matmul(gm, cm.transpose(0, 1, 3, 2)).sum(0).reshape(weight_shape)
 
     def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
@@ -100,7 +101,7 @@ class NativeKernels(Reference):
         wd = (iw - 1) * stride[1] - qlo - qhi + dilation[1] * (kw - 1) + output_padding[1] + 1
         cig = cin // groups
         wm = w.reshape(groups, cig, og * kh * kw).transpose(0, 2, 1)
-        cols = np.matmul(wm, x.reshape(n, groups, cig, ih * iw))
+        cols = self.matmul(wm, x.reshape(n, groups, cig, ih * iw))
         out = _native.col2im(_c(cols.reshape(n, groups * og * kh * kw, ih * iw)), groups * og,
                              h, wd, kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
                              dilation[1], ih, iw)

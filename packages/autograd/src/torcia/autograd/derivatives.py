@@ -34,12 +34,15 @@ class Entry:
     """A formula with what it needs, read once from its signature."""
 
     __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "param_names",
-                 "uses_result", "wants_needs", "differentiable_outputs", "only_for")
+                 "uses_result", "wants_needs", "differentiable_outputs", "only_for",
+                 "saved_outputs")
 
-    def __init__(self, op, fn, differentiable_outputs=None, saved_only_for=None):
+    def __init__(self, op, fn, differentiable_outputs=None, saved_only_for=None,
+                 saved_outputs=None):
         self.op = op
         self.fn = fn
         self.differentiable_outputs = differentiable_outputs
+        self.saved_outputs = saved_outputs
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         positional = [p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -85,7 +88,8 @@ class Entry:
         if self.uses_result:
             result = args[n:]
             if create_graph:
-                result = tuple(_reattach(r, node, i) for i, r in enumerate(result))
+                result = tuple(r if r is None or not r.is_floating_point() else
+                               _reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
             kwargs["needs_input_grad"] = tuple(e[0] is not None for e in edges)
@@ -142,20 +146,23 @@ def _fit(g, meta) -> Tensor:
 TABLE: dict[str, Entry] = {}
 
 
-def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None):
+def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None,
+               saved_outputs=None):
     """Register the backward formula of ``op`` (see the module docstring).
 
     ``differentiable_outputs`` (a tuple of bools, one per output of a multi-output op)
     marks float outputs that never carry a gradient, such as the sign of ``slogdet``.
     ``saved_only_for`` maps an input's name to the input whose gradient alone needs it
     (``{"a": "b"}``: keep ``a`` only when ``b`` requires grad); otherwise the formula gets
-    its :class:`Meta` and must not read its value.
+    its :class:`Meta` and must not read its value. ``saved_outputs`` (indices) keeps only
+    those outputs for ``result``, the others reading None: an output that is not kept
+    may be written in place before backward.
     """
 
     def register(fn):
         if op in TABLE:
             raise ValueError(f"a derivative for {op!r} is already registered")
-        TABLE[op] = Entry(op, fn, differentiable_outputs, saved_only_for)
+        TABLE[op] = Entry(op, fn, differentiable_outputs, saved_only_for, saved_outputs)
         return fn
 
     return register
@@ -1700,28 +1707,24 @@ def _(grad, _cols, *, output_size, kernel_size, dilation, padding, stride):
                                     "padding": padding, "stride": stride})
 
 
-def _max_pool_grad(grads, x, op, params):
-    """Scatter the gradient to where each window's maximum came from. The indices are
-    recomputed from the input rather than saved with the outputs, so that writing into
-    the pooled values in place (a ReLU after pooling) leaves backward valid."""
+def _max_pool_grad(grads, x, result):
+    """Scatter the gradient to where each window's maximum came from. Only the indices
+    are kept (``saved_outputs``), as PyTorch keeps them, so that writing into the pooled
+    values in place (a ReLU after pooling) leaves backward valid."""
     g = grads[0]
     if g is None:
         return None
-    with torcia.no_grad():
-        _, indices = call(op, (x.detach(),), params)
-    return call("max_pool_backward", (g, indices), {"input_shape": tuple(x.shape[2:])})
+    return call("max_pool_backward", (g, result[1]), {"input_shape": tuple(x.shape[2:])})
 
 
-@derivative("max_pool")
-def _(grads, x, *, kernel_size, stride, padding, dilation, ceil_mode):
-    return _max_pool_grad(grads, x, "max_pool", {
-        "kernel_size": kernel_size, "stride": stride, "padding": padding,
-        "dilation": dilation, "ceil_mode": ceil_mode})
+@derivative("max_pool", saved_outputs=(1,))
+def _(grads, _x, *, result):
+    return _max_pool_grad(grads, _x, result)
 
 
-@derivative("adaptive_max_pool")
-def _(grads, x, *, output_size):
-    return _max_pool_grad(grads, x, "adaptive_max_pool", {"output_size": output_size})
+@derivative("adaptive_max_pool", saved_outputs=(1,))
+def _(grads, _x, *, result):
+    return _max_pool_grad(grads, _x, result)
 
 
 @derivative("max_pool_backward")

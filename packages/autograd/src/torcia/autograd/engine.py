@@ -115,7 +115,11 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         # aliases without grad_fn: saving the outputs themselves would make a reference cycle
         outs = out if multi else (out,)
         aliases = []
+        kept = entry.saved_outputs
         for k, o in enumerate(outs):
+            if kept is not None and k not in kept:
+                aliases.append(None)
+                continue
             alias = Tensor._make(o._data, o._device)
             alias._vc = o._vc
             aliases.append(alias)
