@@ -3,12 +3,26 @@
 
 Device memory is emulated by copying on every transfer; the memory pool counts the bytes of
 the arrays made through ``asarray`` while they are alive.
+
+``cupy.cuda.nccl`` is there too, with communicators that really exchange data between
+processes (through a TCPStore that ``get_unique_id`` starts, as NCCL's bootstrap does).
+Their operations run in order on one worker thread, this fake device's stream, and read
+and write the arrays through their addresses, as NCCL does device memory; events recorded
+after them are done when the worker has got there, so a peer that never answers leaves
+them pending, as on a GPU.
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
+import itertools
+import queue
+import struct
 import sys
+import threading
+import traceback
 import types
 import weakref
 
@@ -60,9 +74,47 @@ class _Runtime:
         return {"name": f"Fake GPU {index}".encode()}
 
 
+class _DeviceQueue:
+    """The fake device's stream: jobs run in order on a worker thread."""
+
+    def __init__(self):
+        self.jobs = queue.Queue()
+        self.enqueued = 0
+        self.completed = 0
+        self.lock = threading.Lock()
+        self.thread = None
+
+    def submit(self, job):
+        with self.lock:
+            if self.thread is None:
+                self.thread = threading.Thread(target=self._run, name="fake-stream", daemon=True)
+                self.thread.start()
+            self.enqueued += 1
+        self.jobs.put(job)
+
+    def _run(self):
+        while True:
+            job = self.jobs.get()
+            try:
+                job()
+            except Exception:  # noqa: BLE001 - a failed job stalls the stream, as a hung kernel
+                traceback.print_exc()
+                return
+            self.completed += 1
+
+
+_DEVICE = _DeviceQueue()
+
+
 class _Stream:
+    ptr = 0
+
     def __init__(self, non_blocking=False, priority=0):
-        self.done = True
+        pass
+
+    @property
+    def done(self):
+        return _DEVICE.completed >= _DEVICE.enqueued
 
     def synchronize(self):
         return None
@@ -79,12 +131,17 @@ class _Stream:
 
 class _Event:
     def __init__(self, block=False, disable_timing=False):
-        self.done = True
+        self.mark = 0
         self.time = 0.0
+
+    @property
+    def done(self):
+        return _DEVICE.completed >= self.mark
 
     def record(self, stream=None):
         import time
 
+        self.mark = _DEVICE.enqueued
         self.time = time.perf_counter()
 
     def synchronize(self):
@@ -109,7 +166,7 @@ def make(count=2):
         runtime=runtime, set_allocator=lambda fn: None, Stream=_Stream, Event=_Event,
         Device=lambda index: contextlib.nullcontext(),
         get_current_stream=lambda: _Stream(),
-        get_elapsed_time=lambda a, b: (b.time - a.time) * 1e3,
+        get_elapsed_time=lambda a, b: (b.time - a.time) * 1e3, nccl=_nccl_module(),
     )
     for name in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                  "full_like", "arange", "eye", "linspace"):
@@ -127,18 +184,190 @@ def _tracked(pool, fn):
     return allocate
 
 
-def install(monkeypatch, count=2):
-    """Put a fake ``cupy`` (and ``cupyx.scipy.special`` as SciPy's) in ``sys.modules``."""
+def install(monkeypatch=None, count=2):
+    """Put a fake ``cupy`` (with ``cupy.cuda.nccl``, and ``cupyx.scipy.special`` as
+    SciPy's) in ``sys.modules``: through ``monkeypatch`` in tests, for good in a worker
+    process."""
+    setitem = monkeypatch.setitem if monkeypatch is not None else dict.__setitem__
     cp = make(count)
-    monkeypatch.setitem(sys.modules, "cupy", cp)
+    setitem(sys.modules, "cupy", cp)
+    setitem(sys.modules, "cupy.cuda", cp.cuda)
+    setitem(sys.modules, "cupy.cuda.nccl", cp.cuda.nccl)
     try:
         import scipy.special as special
 
         cupyx = types.ModuleType("cupyx")
         cupyx.scipy = types.SimpleNamespace(special=special)
-        monkeypatch.setitem(sys.modules, "cupyx", cupyx)
-        monkeypatch.setitem(sys.modules, "cupyx.scipy", cupyx.scipy)
-        monkeypatch.setitem(sys.modules, "cupyx.scipy.special", special)
+        setitem(sys.modules, "cupyx", cupyx)
+        setitem(sys.modules, "cupyx.scipy", cupyx.scipy)
+        setitem(sys.modules, "cupyx.scipy.special", special)
     except ImportError:
         pass
     return cp
+
+
+# ---------------------------------------------------------------------------------------
+# cupy.cuda.nccl
+# ---------------------------------------------------------------------------------------
+
+_OPS = {0: np.add, 1: np.multiply, 2: np.maximum, 3: np.minimum}
+_TYPE_NAMES = ("int8", "uint8", "int32", "uint32", "int64", "uint64", "float16", "float32",
+               "float64", "bfloat16")
+_STORES = []  # the bootstrap stores this process serves, kept alive
+_GROUP = {"depth": 0, "jobs": []}  # the jobs of open groupStart()s, as (phase, job)
+
+
+def _dtype(code):
+    if _TYPE_NAMES[code] == "bfloat16":
+        import torcia
+
+        return torcia.bfloat16.to_numpy()
+    return np.dtype(_TYPE_NAMES[code])
+
+
+def _read(ptr, count, code):
+    dtype = _dtype(code)
+    return np.frombuffer(ctypes.string_at(ptr, count * dtype.itemsize), dtype=dtype)
+
+
+def _write(ptr, arr):
+    data = np.ascontiguousarray(arr).tobytes()
+    ctypes.memmove(ptr, data, len(data))
+
+
+def _get_unique_id():
+    from torcia.distributed import TCPStore
+
+    store = TCPStore("127.0.0.1", 0, is_master=True, timeout=60)
+    _STORES.append(store)
+    return struct.unpack("128b", f"127.0.0.1:{store.port}".encode().ljust(128, b"\0"))
+
+
+def _group_start():
+    _GROUP["depth"] += 1
+
+
+def _group_end():
+    _GROUP["depth"] -= 1
+    if _GROUP["depth"]:
+        return
+    # NCCL runs a group's calls together; one stream can by posting every send, then
+    # receiving, then waiting for the sends to be taken (sorted is stable within a phase)
+    jobs = [job for _, job in sorted(_GROUP["jobs"], key=lambda j: j[0])]
+    _GROUP["jobs"] = []
+    _DEVICE.submit(lambda: [job() for job in jobs])
+
+
+class _Communicator:
+    """NCCL's communicator, over a TCPStore: each rank posts its data under the
+    operation's sequence number and reads the others'. The process that serves the store
+    finishes an operation only once every rank has read, so that it cannot exit (taking
+    the store along) while a peer still needs it, as NCCL's peers cannot lose data that
+    a finished rank has sent."""
+
+    def __init__(self, ndev, commId, rank):  # noqa: N803 - CuPy's names
+        from torcia.distributed import TCPStore
+
+        host, port = struct.pack("128b", *commId).rstrip(b"\0").decode().rsplit(":", 1)
+        self.store = TCPStore(host, int(port), timeout=60)
+        self.serves = any(s.port == int(port) for s in _STORES)
+        self.rank, self.size = rank, ndev
+        self.calls = itertools.count()
+        self.messages = {}
+        self.aborted = False
+
+    def _submit(self, job, phase=1):
+        if _GROUP["depth"]:
+            _GROUP["jobs"].append((phase, job))
+        else:
+            _DEVICE.submit(job)
+
+    def _exchange(self, payload, combine):
+        """Post ``payload()`` and hand every rank's to ``combine``, when the job runs."""
+        seq = next(self.calls)
+
+        def job():
+            self.store.set(f"{seq}/{self.rank}", payload())
+            combine([self.store.get(f"{seq}/{r}") for r in range(self.size)])
+            if self.store.add(f"{seq}/read", 1) == self.size:
+                self.store.set(f"{seq}/all read", b"")
+            if self.serves:
+                self.store.get(f"{seq}/all read")
+
+        self._submit(job)
+
+    def _reduced(self, parts, code, op):
+        return functools.reduce(_OPS[op], [np.frombuffer(p, dtype=_dtype(code)) for p in parts])
+
+    def allReduce(self, sendbuf, recvbuf, count, datatype, op, stream):  # noqa: N802
+        self._exchange(lambda: _read(sendbuf, count, datatype).tobytes(),
+                       lambda parts: _write(recvbuf, self._reduced(parts, datatype, op)))
+
+    def reduce(self, sendbuf, recvbuf, count, datatype, op, root, stream):
+        def combine(parts):
+            if self.rank == root:
+                _write(recvbuf, self._reduced(parts, datatype, op))
+
+        self._exchange(lambda: _read(sendbuf, count, datatype).tobytes(), combine)
+
+    def bcast(self, buff, count, datatype, root, stream):
+        self.broadcast(buff, buff, count, datatype, root, stream)
+
+    def broadcast(self, sendbuff, recvbuff, count, datatype, root, stream):
+        self._exchange(
+            lambda: _read(sendbuff, count, datatype).tobytes() if self.rank == root else b"",
+            lambda parts: ctypes.memmove(recvbuff, parts[root], len(parts[root])))
+
+    def allGather(self, sendbuf, recvbuf, count, datatype, stream):  # noqa: N802
+        def combine(parts):
+            data = b"".join(parts)
+            ctypes.memmove(recvbuf, data, len(data))
+
+        self._exchange(lambda: _read(sendbuf, count, datatype).tobytes(), combine)
+
+    def reduceScatter(self, sendbuf, recvbuf, recvcount, datatype, op, stream):  # noqa: N802
+        mine = slice(self.rank * recvcount, (self.rank + 1) * recvcount)
+        self._exchange(
+            lambda: _read(sendbuf, recvcount * self.size, datatype).tobytes(),
+            lambda parts: _write(recvbuf, self._reduced(parts, datatype, op)[mine]))
+
+    def _key(self, src, dst):
+        n = self.messages.get((src, dst), 0)
+        self.messages[(src, dst)] = n + 1
+        return f"p2p/{src}/{dst}/{n}"
+
+    def send(self, sendbuf, count, datatype, peer, stream):
+        # as NCCL's, a send is done when its receiver has the data
+        key = self._key(self.rank, peer)
+        self._submit(lambda: self.store.set(key, _read(sendbuf, count, datatype).tobytes()),
+                     phase=0)
+        self._submit(lambda: self.store.get(f"{key}/taken"), phase=2)
+
+    def recv(self, recvbuf, count, datatype, peer, stream):
+        key = self._key(peer, self.rank)
+
+        def job():
+            ctypes.memmove(recvbuf, self.store.get(key), count * _dtype(datatype).itemsize)
+            self.store.set(f"{key}/taken", b"")
+
+        self._submit(job)
+
+    def abort(self):
+        self.aborted = True
+
+    def destroy(self):
+        return None
+
+
+def _nccl_module():
+    nccl = types.ModuleType("cupy.cuda.nccl")
+    nccl.available = True
+    for code, name in enumerate(("SUM", "PROD", "MAX", "MIN", "AVG")):
+        setattr(nccl, f"NCCL_{name}", code)
+    for code, name in enumerate(_TYPE_NAMES):
+        setattr(nccl, f"NCCL_{name.upper()}", code)
+    nccl.get_unique_id = _get_unique_id
+    nccl.groupStart = _group_start
+    nccl.groupEnd = _group_end
+    nccl.NcclCommunicator = _Communicator
+    return nccl

@@ -1,8 +1,11 @@
-"""torcia-cuda's plugin: registers the "cuda" backend and its kernels.
+"""torcia-cuda's plugin: registers the "cuda" backend and its kernels, and the "nccl"
+process-group backend of torcia.distributed.
 
 Without CuPy, or without a GPU, the backend is still registered but reports itself
 unavailable with the reason, so ``torcia.cuda.is_available()`` is False and a "cuda"
-tensor raises an error that says why (rather than "no such device").
+tensor raises an error that says why (rather than "no such device"); likewise "nccl"
+(``torcia.distributed.is_nccl_available()`` is False, ``init_process_group("nccl")`` says
+why).
 """
 
 from __future__ import annotations
@@ -75,3 +78,12 @@ def torcia_register_kernels(registry):
         return
     for op, fn in CupyKernels(cupy).table().items():
         registry.add(op, "cuda", fn)
+
+
+@hookimpl
+def torcia_register_process_group_backends(registry):
+    # only torcia-distributed calls this hook, so it is installed whenever this runs;
+    # torcia-cuda itself works without it
+    from torcia_cuda.nccl import backend_factory
+
+    registry.add("nccl", backend_factory(_probe))

@@ -285,7 +285,7 @@ def _array(t: Tensor, pg: ProcessGroup, name="tensor"):
             where += f":{pg.device_index}"
         hint = f"move it with .to({where!r})"
         if dev.type != pg.device_type:
-            hint = _MOVE_HINTS.get(where, hint)
+            hint = _MOVE_HINTS.get(pg.device_type, hint)
         raise RuntimeError(f"{name} is on {dev}; the {pg.backend_name!r} process group handles "
                            f"{where} tensors ({hint})")
     return t._data
