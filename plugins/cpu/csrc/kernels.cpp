@@ -1,7 +1,7 @@
 // torcia-cpu: native kernels for torcia's "cpu" device.
 //
 // Only the work NumPy does poorly lives here: gathering and scattering convolution
-// windows (im2col/col2im), pooling, embedding scatter-add, the LSTM cell, and fused
+// windows (im2col/col2im), pooling, embedding scatter-add, softmax, the LSTM cell, fused
 // optimizer updates over many arrays. Matrix products stay on NumPy's BLAS.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -258,12 +258,13 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
 // that the loops below vectorize: a call to the C library's expf or tanhf would keep them
 // scalar, at several times NumPy's (SIMD) cost. double keeps std::exp.
 static inline float exp_approx(float x) {
-  x = std::min(88.37f, std::max(-87.33f, x));
-  const float v = x * 1.44269504088896341f + 0.5f;
+  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
+  const float c = std::min(std::max(x, -87.33f), 88.37f);
+  const float v = c * 1.44269504088896341f + 0.5f;
   int32_t k = static_cast<int32_t>(v);
   k -= static_cast<float>(k) > v;  // floor, for negative v too
   const float n = static_cast<float>(k);
-  float r = x - n * 0.693359375f;
+  float r = c - n * 0.693359375f;
   r -= n * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
@@ -275,7 +276,9 @@ static inline float exp_approx(float x) {
   int32_t bits = (k + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
-  return y * scale;
+  // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
+  // would keep the loops around it scalar (and NaN * 0 stays NaN)
+  return y * scale * static_cast<float>(x >= -87.33f);
 }
 
 static inline double exp_approx(double x) { return std::exp(x); }
@@ -368,6 +371,119 @@ py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T
     }
   }
   return py::make_tuple(g_gates, g_c);
+}
+
+// ----- softmax over the last dimension ------------------------------------------------
+
+// Sum with eight accumulators: the additions are independent, so they overlap rather
+// than wait on each other (and the compiler may not reorder float sums itself).
+template <typename T>
+static inline T sum8(const T* __restrict__ x, int64_t n) {
+  T acc[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += x[k + u];
+  T total = 0;
+  for (; k < n; ++k) total += x[k];
+  for (int u = 0; u < 8; ++u) total += acc[u];
+  return total;
+}
+
+// One row: out = exp(x - max) and its sum; NaN propagates through the sum to the row.
+template <typename T>
+TORCIA_CLONES static T exp_shifted_row(const T* __restrict__ x, T* __restrict__ out,
+                                       int64_t n, T* max_out) {
+  // eight running maxima, like sum8's sums: a single one would be a chain of selects
+  T lanes[8];
+  for (int u = 0; u < 8; ++u) lanes[u] = -std::numeric_limits<T>::infinity();
+  int64_t k = 0;
+  for (; k + 8 <= n; k += 8)
+    for (int u = 0; u < 8; ++u) lanes[u] = x[k + u] > lanes[u] ? x[k + u] : lanes[u];
+  T m = -std::numeric_limits<T>::infinity();
+  for (; k < n; ++k) m = x[k] > m ? x[k] : m;
+  for (int u = 0; u < 8; ++u) m = lanes[u] > m ? lanes[u] : m;
+  for (k = 0; k < n; ++k) out[k] = exp_approx(x[k] - m);
+  *max_out = m;
+  return sum8(out, n);
+}
+
+// softmax (log = false) or log_softmax (log = true) of each row of x (R, C).
+template <typename T>
+py::array_t<T> softmax_rows(carray<T> x, bool log) {
+  const int64_t r = x.shape(0), n = x.shape(1);
+  py::array_t<T> out({r, n});
+  const T* src = x.data();
+  T* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+    for (int64_t i = 0; i < r; ++i) {
+      const T* xi = src + i * n;
+      T* oi = dst + i * n;
+      T m;
+      const T total = exp_shifted_row(xi, oi, n, &m);
+      if (log) {
+        const T lse = m + std::log(total);
+        for (int64_t k = 0; k < n; ++k) oi[k] = xi[k] - lse;
+      } else {
+        const T inv = T(1) / total;
+        for (int64_t k = 0; k < n; ++k) oi[k] *= inv;
+      }
+    }
+  }
+  return out;
+}
+
+// logsumexp of each row of x (R, C): cross-entropy needs only it and the picked logits.
+template <typename T>
+py::array_t<T> logsumexp_rows(carray<T> x) {
+  const int64_t r = x.shape(0), n = x.shape(1);
+  py::array_t<T> out(r);
+  const T* src = x.data();
+  T* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel if (r * n > kParallelWork)
+    {
+      std::vector<T> buf(n);
+#pragma omp for schedule(static)
+      for (int64_t i = 0; i < r; ++i) {
+        T m;
+        const T total = exp_shifted_row(src + i * n, buf.data(), n, &m);
+        dst[i] = m + std::log(total);
+      }
+    }
+  }
+  return out;
+}
+
+// The first derivative of softmax (log = false: y (g - sum(g y))) or log_softmax
+// (log = true: g - exp(y) sum(g)) along the rows, from the output y.
+template <typename T>
+py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
+  const int64_t r = y.shape(0), n = y.shape(1);
+  py::array_t<T> out({r, n});
+  const T* gp = g.data();
+  const T* yp = y.data();
+  T* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+    for (int64_t i = 0; i < r; ++i) {
+      const T* gi = gp + i * n;
+      const T* yi = yp + i * n;
+      T* oi = dst + i * n;
+      if (log) {
+        const T s = sum8(gi, n);
+        for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] - exp_approx(yi[k]) * s;
+      } else {
+        for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] * yi[k];
+        const T s = sum8(oi, n);
+        for (int64_t k = 0; k < n; ++k) oi[k] -= yi[k] * s;
+      }
+    }
+  }
+  return out;
 }
 
 // ----- optimizer updates over many arrays at once --------------------------------------
@@ -469,6 +585,9 @@ void define(py::module_& m) {
   m.def("max_pool2d_backward", &max_pool2d_backward<T>);
   m.def("embedding_backward", &embedding_backward<T>);
   m.def("lstm_cell", &lstm_cell<T>);
+  m.def("softmax_rows", &softmax_rows<T>);
+  m.def("logsumexp_rows", &logsumexp_rows<T>);
+  m.def("softmax_backward_rows", &softmax_backward_rows<T>);
   m.def("lstm_cell_backward", &lstm_cell_backward<T>);
 }
 

@@ -98,13 +98,46 @@ def test_max_pool_ties_nan_and_minus_infinity_pick_what_the_reference_picks(dtyp
         np.testing.assert_array_equal(indices, ref_indices)
 
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_cross_entropy(dtype):
-    x = _rand((5, 7), dtype) * 30
-    target = RNG.integers(0, 7, 5)
+@pytest.mark.parametrize("shape, dim", [((5, 7), 1), ((2, 3, 33), -1), ((1,), 0),
+                                        ((4, 6), 0)])  # the last: not rows, the reference
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_softmax_log_softmax_and_their_backward(dtype, shape, dim, contiguous):
+    x = _rand(shape, dtype, contiguous or len(shape) == 1) * 10
+    g = _rand(shape, dtype)
+    for op in ("softmax", "log_softmax"):
+        y = getattr(REF, op)(x, dim)
+        _same(getattr(NAT, op)(x, dim), y, dtype)
+        _same(getattr(NAT, op + "_backward")(g, y, dim),
+              getattr(REF, op + "_backward")(g, y, dim), dtype)
+
+
+def test_softmax_of_masked_and_nan_rows():
+    x = RNG.standard_normal((3, 9)).astype(np.float32)
+    x[0, 4:] = -np.inf  # masked attention scores: exactly zero probability
+    x[1, 2] = np.nan  # a NaN makes its row NaN, as in PyTorch
+    x[2, :] = -np.inf  # nothing unmasked: NaN, as in PyTorch
+    y = NAT.softmax(x, 1)
+    assert (y[0, 4:] == 0).all()
+    np.testing.assert_allclose(y[0, :4].sum(), 1, rtol=1e-6)
+    assert np.isnan(y[1]).all() and np.isnan(y[2]).all()
+    assert (NAT.log_softmax(x, 1)[0, 4:] == -np.inf).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("reduction, smoothing", [("mean", 0.0), ("mean", 0.1), ("sum", 0.2),
+                                                  ("none", 0.0)])
+def test_cross_entropy_and_backward(dtype, weighted, reduction, smoothing):
+    x = _rand((6, 7), dtype) * 5
+    target = RNG.integers(0, 7, 6)
     target[2] = -100
-    args = dict(weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.1)
-    _same(NAT.cross_entropy(x[1:] / 30, target[1:], **args),
-          REF.cross_entropy(x[1:] / 30, target[1:], **args), dtype)
+    weight = RNG.uniform(0.5, 2, 7).astype(dtype) if weighted else None
+    args = dict(weight=weight, reduction=reduction, ignore_index=-100,
+                label_smoothing=smoothing)
+    _same(NAT.cross_entropy(x, target, **args), REF.cross_entropy(x, target, **args), dtype)
+    g = np.asarray(1.5, dtype) if reduction != "none" else _rand((6,), dtype)
+    _same(NAT.cross_entropy_backward(g, x, target, **args),
+          REF.cross_entropy_backward(g, x, target, **args), dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

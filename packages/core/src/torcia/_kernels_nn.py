@@ -626,13 +626,18 @@ class NNKernels:
         losses = -picked * w
         return _reduce(xp, losses, reduction, w.sum())
 
+    def logsumexp_rows(self, x):
+        """log(sum(exp(x), 1)) of each row of x (N, C), computed stably (a helper of
+        the cross-entropy kernels, not an op)."""
+        m = x.max(axis=1, keepdims=True)
+        return self.xp.log(self.xp.exp(x - m).sum(axis=1)) + m[:, 0]
+
     def cross_entropy(self, x, target, weight, reduction, ignore_index, label_smoothing):
         """cross_entropy(x (N, C) logits, target (N,) class indices, weight (C,) or None)
         -> loss: log_softmax and nll_loss fused, with label smoothing as PyTorch's."""
         xp = self.xp
         rows = xp.arange(x.shape[0])
-        m = x.max(axis=1, keepdims=True)
-        lse = xp.log(xp.exp(x - m).sum(axis=1)) + m[:, 0]
+        lse = self.logsumexp_rows(x)
         keep = target != ignore_index
         safe = xp.where(keep, target, 0)
         w = _target_weights(xp, weight, safe, keep, x.dtype)
@@ -659,15 +664,16 @@ class NNKernels:
         rows = xp.arange(n)
         eps = label_smoothing
         out = self.softmax(x, 1)
+        # the loss gradient's scale folded into each row's factors: one pass over (N, C)
+        ws = (w * scale).astype(x.dtype, copy=False)
         if eps:
             wc = xp.ones(c, dtype=x.dtype) if weight is None else weight
-            out *= ((1 - eps) * w + (eps / c) * wc.sum())[:, None]
-            out -= (eps / c) * wc
-            out[rows, safe] -= (1 - eps) * w
+            out *= ((1 - eps) * ws + (eps / c) * wc.sum() * scale)[:, None]
+            out -= (eps / c) * wc * scale[:, None]
+            out[rows, safe] -= (1 - eps) * ws
         else:
-            out *= w[:, None]
-            out[rows, safe] -= w
-        out *= scale[:, None].astype(x.dtype, copy=False)
+            out *= ws[:, None]
+            out[rows, safe] -= ws
         return out
 
     def ctc_loss(self, log_probs, targets, input_lengths, target_lengths, blank):

@@ -133,6 +133,32 @@ class NativeKernels(Reference):
                                           _c(indices.astype(np.int64, copy=False)).reshape(-1),
                                           num_weights, -1 if padding_idx is None else padding_idx)
 
+    # ----- softmax and cross-entropy over the last dimension --------------------------
+    def softmax(self, a, dim):
+        if not _last_dim_rows(a, dim):
+            return super().softmax(a, dim)
+        return _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), False).reshape(a.shape)
+
+    def log_softmax(self, a, dim):
+        if not _last_dim_rows(a, dim):
+            return super().log_softmax(a, dim)
+        return _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), True).reshape(a.shape)
+
+    def softmax_backward(self, g, y, dim):
+        if not _last_dim_rows(y, dim, g):
+            return super().softmax_backward(g, y, dim)
+        return _native.softmax_backward_rows(*_rows(g, y), False).reshape(y.shape)
+
+    def log_softmax_backward(self, g, y, dim):
+        if not _last_dim_rows(y, dim, g):
+            return super().log_softmax_backward(g, y, dim)
+        return _native.softmax_backward_rows(*_rows(g, y), True).reshape(y.shape)
+
+    def logsumexp_rows(self, x):
+        if not _native_ok(x):
+            return super().logsumexp_rows(x)
+        return _native.logsumexp_rows(_c(x))
+
     # ----- recurrent cells: the whole-layer ops are the reference's, overridden so that
     # their steps run the native cell -------------------------------------------------
     def lstm_cell(self, gates, c):
@@ -155,6 +181,18 @@ class NativeKernels(Reference):
             *(_c(a).reshape(-1, hidden) for a in (gh, gc)), _c(act).reshape(-1, 4 * hidden),
             *(_c(a).reshape(-1, hidden) for a in (c, c_new)))
         return g_gates.reshape(act.shape), g_c.reshape(shape)
+
+
+def _last_dim_rows(a, dim, g=None) -> bool:
+    """Whether a softmax-like op along ``dim`` of ``a`` (and ``g``, of its shape) runs as
+    rows: along the last dimension, in float32 or float64."""
+    if a.ndim == 0 or dim % a.ndim != a.ndim - 1 or a.shape[-1] == 0:
+        return False
+    return _native_ok(a) if g is None else (_native_ok(a, g) and g.shape == a.shape)
+
+
+def _rows(*arrays):
+    return [_c(a).reshape(-1, a.shape[-1]) for a in arrays]
 
 
 def _same_float(arrays):
@@ -204,7 +242,8 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
 
 #: The ops whose reference kernel this plugin replaces on "cpu".
 OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
-             "conv_transpose", "max_pool", "max_pool_backward", "cross_entropy",
-             "embedding_backward", "lstm_cell", "lstm_cell_backward", "lstm_layer",
-             "lstm_layer_backward")
+             "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
+             "softmax_backward", "log_softmax_backward", "cross_entropy",
+             "cross_entropy_backward", "embedding_backward", "lstm_cell",
+             "lstm_cell_backward", "lstm_layer", "lstm_layer_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}
