@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #ifdef _OPENMP
@@ -53,16 +55,26 @@ struct Geometry {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 };
 
-// x (N, C, H, W) -> cols (N, C*kh*kw, OH*OW); positions outside the input read 0.
+// The outputs [lo, hi) of a row whose input column j * stride + off falls inside [0, w).
+static inline void inside(int64_t off, int64_t stride, int64_t w, int64_t ow, int64_t& lo,
+                          int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  hi = off >= w ? 0 : std::min(ow, (w - off + stride - 1) / stride);
+  lo = std::min(lo, hi);
+}
+
+// x (N, C, H, W) -> cols (N, C*kh*kw, OH*OW), or (C*kh*kw, N, OH*OW) when batch_inner
+// (the layout of one product over the whole batch); positions outside the input read 0.
 template <typename T>
 py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
-                      int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow) {
+                      int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow,
+                      bool batch_inner) {
   auto in = x.template unchecked<4>();
   const int64_t n = in.shape(0), c = in.shape(1), h = in.shape(2), w = in.shape(3);
-  py::array_t<T> out({n, c * kh * kw, oh * ow});
+  const int64_t rows = c * kh * kw, p = oh * ow;
+  py::array_t<T> out = batch_inner ? py::array_t<T>({rows, n, p}) : py::array_t<T>({n, rows, p});
   T* dst = out.mutable_data();
   const T* src = x.data();
-  const int64_t rows = c * kh * kw, p = oh * ow;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
@@ -70,7 +82,11 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t ch = r / (kh * kw), ki = (r / kw) % kh, kj = r % kw;
         const T* plane = src + (b * c + ch) * h * w;
-        T* row = dst + (b * rows + r) * p;
+        T* row = dst + (batch_inner ? r * n + b : b * rows + r) * p;
+        // the columns inside the input are the same for every output row
+        const int64_t off = kj * dw - pw;
+        int64_t lo, hi;
+        inside(off, sw, w, ow, lo, hi);
         for (int64_t i = 0; i < oh; ++i) {
           const int64_t y = i * sh - ph + ki * dh;
           T* o = row + i * ow;
@@ -78,11 +94,14 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
             std::fill(o, o + ow, T(0));
             continue;
           }
-          const T* line = plane + y * w;
-          for (int64_t j = 0; j < ow; ++j) {
-            const int64_t xx = j * sw - pw + kj * dw;
-            o[j] = (xx >= 0 && xx < w) ? line[xx] : T(0);
+          const T* line = plane + y * w + off;
+          std::fill(o, o + lo, T(0));
+          if (sw == 1) {
+            std::copy(line + lo, line + hi, o + lo);
+          } else {
+            for (int64_t j = lo; j < hi; ++j) o[j] = line[j * sw];
           }
+          std::fill(o + hi, o + ow, T(0));
         }
       }
     }
@@ -90,16 +109,19 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
   return out;
 }
 
-// The adjoint of im2col: cols (N, C*kh*kw, OH*OW) summed back into (N, C, H, W).
+// The adjoint of im2col: cols (N, C*kh*kw, OH*OW), or (C*kh*kw, N, OH*OW) when
+// batch_inner, summed back into (N, C, H, W).
 template <typename T>
-py::array_t<T> col2im(carray<T> cols, int64_t c, int64_t h, int64_t w, int64_t kh, int64_t kw,
-                      int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh, int64_t dw,
-                      int64_t oh, int64_t ow) {
-  const int64_t n = cols.shape(0);
+py::array_t<T> col2im(carray<T> cols, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
+                      int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,
+                      int64_t dw, int64_t oh, int64_t ow, bool batch_inner) {
+  const int64_t rows = c * kh * kw, p = oh * ow;
+  if (cols.size() != n * rows * p)
+    throw std::invalid_argument("col2im: cols has " + std::to_string(cols.size()) +
+                                " elements, the geometry needs " + std::to_string(n * rows * p));
   py::array_t<T> out({n, c, h, w});
   T* dst = out.mutable_data();
   const T* src = cols.data();
-  const int64_t rows = c * kh * kw, p = oh * ow;
   {
     py::gil_scoped_release release;
     // one (batch, channel) plane per task: no two tasks write the same element
@@ -110,16 +132,17 @@ py::array_t<T> col2im(carray<T> cols, int64_t c, int64_t h, int64_t w, int64_t k
         std::fill(plane, plane + h * w, T(0));
         for (int64_t ki = 0; ki < kh; ++ki) {
           for (int64_t kj = 0; kj < kw; ++kj) {
-            const T* row = src + (b * rows + (ch * kh + ki) * kw + kj) * p;
+            const int64_t r = (ch * kh + ki) * kw + kj;
+            const T* row = src + (batch_inner ? r * n + b : b * rows + r) * p;
+            const int64_t off = kj * dw - pw;
+            int64_t lo, hi;
+            inside(off, sw, w, ow, lo, hi);
             for (int64_t i = 0; i < oh; ++i) {
               const int64_t y = i * sh - ph + ki * dh;
               if (y < 0 || y >= h) continue;
-              T* line = plane + y * w;
-              const T* r = row + i * ow;
-              for (int64_t j = 0; j < ow; ++j) {
-                const int64_t xx = j * sw - pw + kj * dw;
-                if (xx >= 0 && xx < w) line[xx] += r[j];
-              }
+              T* line = plane + y * w + off;
+              const T* rr = row + i * ow;
+              for (int64_t j = lo; j < hi; ++j) line[j * sw] += rr[j];
             }
           }
         }

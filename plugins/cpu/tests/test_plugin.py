@@ -115,3 +115,34 @@ def test_blocking_the_plugin_falls_back_to_numpy_with_the_same_results(tmp_path)
         results[label] = (proc.stdout.strip(), np.load(out))
     assert results["native"][0] == "cpu" and results["numpy"][0] == "core"
     np.testing.assert_allclose(results["native"][1], results["numpy"][1], rtol=1e-5, atol=1e-6)
+
+
+class _FakeLibc:
+    def __init__(self):
+        self.calls = []
+
+    def mallopt(self, option, value):
+        self.calls.append((option, value))
+        return 1
+
+
+def test_malloc_keeps_freed_memory_unless_the_user_tuned_it(monkeypatch):
+    from torcia_cpu import _memory
+
+    for name in _memory._USER_SETTINGS:
+        monkeypatch.delenv(name, raising=False)
+    libc = _FakeLibc()
+    assert _memory.keep_freed_memory(libc)
+    assert libc.calls == [(-3, _memory.MMAP_THRESHOLD), (-1, _memory.KEEP_FREED)]
+    monkeypatch.setenv("MALLOC_TRIM_THRESHOLD_", "0")
+    libc = _FakeLibc()
+    assert not _memory.keep_freed_memory(libc)
+    assert libc.calls == []
+
+
+def test_malloc_tuning_finds_glibc_where_python_runs_on_it():
+    import platform
+
+    from torcia_cpu import _memory
+
+    assert (_memory._glibc() is not None) == (platform.libc_ver()[0] == "glibc")

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import torcia
 from torcia.plugins import hookimpl
-from torcia_cpu import _blas, _native
+from torcia_cpu import _blas, _memory, _native
 from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
@@ -16,6 +16,8 @@ PRIORITY = 10
 torcia._thread_callbacks.append(_native.set_num_threads)
 # products start on one BLAS thread; large ones ask for more (see _blas)
 _blas.set_threads(1)
+# freed buffers stay mapped for the next step's (see _memory)
+_memory.keep_freed_memory()
 
 
 @hookimpl
