@@ -175,7 +175,7 @@ def test_matrix_products_on_one_or_several_blas_threads(dtype, shapes, monkeypat
 def test_only_large_products_ask_blas_for_threads(monkeypatch):
     if _blas._setter is None or torcia.get_num_threads() == 1:
         pytest.skip("no OpenBLAS thread control here, or one thread: products never go wide")
-    small, mid = (np.empty((32, 128)), np.empty((128, 512))), (np.empty((128, 784)),
+    small, mid = (np.empty((16, 64)), np.empty((64, 256))), (np.empty((128, 784)),
                                                                   np.empty((784, 512)))
     large = (np.empty((1024, 1024)), np.empty((1024, 1024)))
     monkeypatch.setattr(_blas, "crowded", lambda: False)

@@ -588,7 +588,8 @@ class NNKernels:
         acts = self.xp.empty_like(x_gates)
         h, c = h0, c0
         for t in range(steps):
-            h, c, acts[t] = self.lstm_cell(x_gates[t] + h @ w_hh_t, c)
+            # self.matmul, not @: a backend's matmul may pick its threads per product
+            h, c, acts[t] = self.lstm_cell(x_gates[t] + self.matmul(h, w_hh_t), c)
             out[t], cs[t] = h, c
         return out, cs, acts
 
@@ -608,10 +609,10 @@ class NNKernels:
             gc = dc if g_cs is None else dc + g_cs[t]
             g_gates[t], dc = self.lstm_cell_backward(gh, gc, acts[t],
                                                      c0 if t == 0 else cs[t - 1], cs[t])
-            dh = g_gates[t] @ w_t
+            dh = self.matmul(g_gates[t], w_t)
         hidden = h0.shape[-1]
         h_prev = xp.concatenate([h0[None], out[:-1]]).reshape(-1, hidden)
-        g_w = h_prev.T @ g_gates.reshape(-1, g_gates.shape[-1])
+        g_w = self.matmul(h_prev.T, g_gates.reshape(-1, g_gates.shape[-1]))
         return g_gates, dh, dc, g_w
 
     # ----- losses -------------------------------------------------------------------

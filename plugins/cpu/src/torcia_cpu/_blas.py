@@ -1,9 +1,9 @@
 """How many threads NumPy's BLAS (OpenBLAS) runs a matrix product on.
 
 OpenBLAS splits every product above a small size over all its threads, whose hand-offs
-spin until the other thread arrives. That pays on an idle machine for products of a few
-million multiply-adds up (an MLP layer, a transformer's projections), and costs little
-below. On a crowded machine, where other processes keep cores busy, a descheduled BLAS
+spin until the other thread arrives. That pays on an idle machine for products of a
+million multiply-adds up (an MLP layer, a transformer's projections, an LSTM step), and
+costs little below. On a crowded machine, where other processes keep cores busy, a descheduled BLAS
 thread stalls its partner for a scheduler slice per hand-off, so the same mid-sized
 products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
 one thread and gives torcia's thread count (``torcia.set_num_threads``) to products of at
@@ -28,8 +28,9 @@ from contextlib import contextmanager
 
 import torcia
 
-#: Multiply-adds from which a product runs on torcia's thread count (a 161^3 GEMM).
-PARALLEL_WORK = 1 << 22
+#: Multiply-adds from which a product runs on torcia's thread count (a 102^3 GEMM; an
+#: LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two threads).
+PARALLEL_WORK = 1 << 20
 #: The same on a crowded machine, where only long products amortise a stall (645^3).
 CROWDED_WORK = 1 << 28
 #: Cores that other processes may keep busy before torcia's threads count as crowded.
