@@ -197,7 +197,8 @@ def _cell(v, unit="ms"):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", default=",".join(WORKLOADS))
+    parser.add_argument("--only", default=",".join([*WORKLOADS, "gemm"]),
+                        help="comma-separated workloads (default: all, and gemm)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time the wall clock (default) or the process's CPU time")
     parser.add_argument("--child", help=argparse.SUPPRESS)
