@@ -124,3 +124,13 @@ def test_copy_across_devices(meta):
     x = torcia.zeros(2)
     x.copy_(torcia.tensor([1.0, 2.0], device="meta"))
     assert x.tolist() == [1.0, 2.0]
+
+
+def test_pinning_memory_needs_cuda():
+    import torcia
+
+    x = torcia.ones(2)
+    assert not x.is_pinned()
+    if not torcia.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            x.pin_memory()

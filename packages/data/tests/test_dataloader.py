@@ -311,9 +311,25 @@ def test_len_of_iterable_dataset_loader():
     assert len(DataLoader(Sharded(10), batch_size=None)) == 10
 
 
-def test_pin_memory_is_accepted_on_cpu():
+def test_pin_memory_without_cuda_warns_and_loads_as_usual():
+    if torcia.cuda.is_available():
+        pytest.skip("CUDA is available here: batches are pinned")
     loader = DataLoader(Items(2), batch_size=2, pin_memory=True, pin_memory_device="cpu")
-    assert next(iter(loader))["i"].tolist() == [0, 1]
+    with pytest.warns(UserWarning, match="CUDA is not available"):
+        batch = next(iter(loader))
+    assert batch["i"].tolist() == [0, 1] and not batch["i"].is_pinned()
+
+
+def test_pinning_reaches_every_tensor_of_a_batch(monkeypatch):
+    from collections import namedtuple
+
+    from torcia.data.dataloader import _pin_batch
+
+    monkeypatch.setattr(torcia.Tensor, "pin_memory", lambda self: ("pinned", self.item()))
+    pair = namedtuple("Pair", "a b")
+    batch = {"x": [torcia.tensor(1), (torcia.tensor(2), "label")], "p": pair(torcia.tensor(3), 4)}
+    assert _pin_batch(batch) == {"x": [("pinned", 1), (("pinned", 2), "label")],
+                                 "p": pair(("pinned", 3), 4)}
 
 
 @pytest.mark.parametrize(

@@ -167,12 +167,25 @@ def make(count=2):
         Device=lambda index: contextlib.nullcontext(),
         get_current_stream=lambda: _Stream(),
         get_elapsed_time=lambda a, b: (b.time - a.time) * 1e3, nccl=_nccl_module(),
+        PinnedMemoryPointer=PinnedMemoryPointer,
     )
     for name in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                  "full_like", "arange", "eye", "linspace"):
         setattr(cp, name, _tracked(pool, getattr(np, name)))
     cp.__getattr__ = lambda name: getattr(np, name)  # the rest of the array API is NumPy's
     return cp
+
+
+class PinnedMemoryPointer(bytearray):
+    """Page-locked host memory: here ordinary memory, owned as CuPy's is by an object of
+    this type at the end of the array's ``base`` chain."""
+
+
+def empty_pinned(shape, dtype=np.float64):
+    """``cupyx.empty_pinned``: a NumPy array over a :class:`PinnedMemoryPointer`."""
+    dtype = np.dtype(dtype)
+    mem = PinnedMemoryPointer(int(np.prod(shape)) * dtype.itemsize)
+    return np.ndarray(shape, dtype, mem)  # as CuPy makes it: the memory is the base
 
 
 def _tracked(pool, fn):
@@ -185,20 +198,21 @@ def _tracked(pool, fn):
 
 
 def install(monkeypatch=None, count=2):
-    """Put a fake ``cupy`` (with ``cupy.cuda.nccl``, and ``cupyx.scipy.special`` as
-    SciPy's) in ``sys.modules``: through ``monkeypatch`` in tests, for good in a worker
-    process."""
+    """Put a fake ``cupy`` (with ``cupy.cuda.nccl``), and ``cupyx`` (``empty_pinned``, and
+    ``cupyx.scipy.special`` as SciPy's) in ``sys.modules``: through ``monkeypatch`` in
+    tests, for good in a worker process."""
     setitem = monkeypatch.setitem if monkeypatch is not None else dict.__setitem__
     cp = make(count)
     setitem(sys.modules, "cupy", cp)
     setitem(sys.modules, "cupy.cuda", cp.cuda)
     setitem(sys.modules, "cupy.cuda.nccl", cp.cuda.nccl)
+    cupyx = types.ModuleType("cupyx")
+    cupyx.empty_pinned = empty_pinned
+    setitem(sys.modules, "cupyx", cupyx)
     try:
         import scipy.special as special
 
-        cupyx = types.ModuleType("cupyx")
         cupyx.scipy = types.SimpleNamespace(special=special)
-        setitem(sys.modules, "cupyx", cupyx)
         setitem(sys.modules, "cupyx.scipy", cupyx.scipy)
         setitem(sys.modules, "cupyx.scipy.special", special)
     except ImportError:

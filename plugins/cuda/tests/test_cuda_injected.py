@@ -85,3 +85,25 @@ def test_ops_and_gradients_match_the_cpu(cupy, name):
         results.append([t.detach().cpu().numpy() for t in (out, a.grad, b.grad)])
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_pinned_memory(cupy):
+    x = torcia.arange(6.0).reshape(2, 3)
+    assert not x.is_pinned()
+    p = x.pin_memory()
+    assert p.is_pinned() and p[1:].is_pinned()  # a view of pinned memory is pinned too
+    assert torcia.equal(p, x) and p.data_ptr() != x.data_ptr()
+    assert torcia.equal(p.to("cuda", non_blocking=True).cpu(), x)
+    w = torcia.ones(3, requires_grad=True)
+    (w.pin_memory() * 2).sum().backward()  # pinning keeps the graph, as a copy does
+    assert torcia.equal(w.grad, torcia.full((3,), 2.0))
+    with pytest.raises(RuntimeError, match="only dense CPU tensors can be pinned"):
+        p.cuda().pin_memory()
+
+
+def test_a_data_loader_pins_its_batches(cupy):
+    data = pytest.importorskip("torcia.data")
+    loader = data.DataLoader(data.TensorDataset(torcia.arange(4.0)), batch_size=2,
+                             pin_memory=True)
+    (batch,) = next(iter(loader))
+    assert batch.is_pinned() and batch.tolist() == [0.0, 1.0]

@@ -205,8 +205,36 @@ Tensor.bool = lambda self, memory_format=None: self.to(D.bool_)
 Tensor.type_as = lambda self, other: self.to(other.dtype)
 Tensor.view_as = lambda self, other: _ops.view(self, other.shape)
 Tensor.reshape_as = lambda self, other: _ops.reshape(self, other.shape)
-Tensor.pin_memory = lambda self: self
-Tensor.is_pinned = lambda self: False
+
+
+def _pin_memory(self, device=None):
+    """A copy of this CPU tensor in page-locked (pinned) host memory, from which copies
+    to the GPU run asynchronously (``.to("cuda", non_blocking=True)``). Needs CUDA, as
+    in PyTorch."""
+    if self.device.type != "cpu":
+        raise RuntimeError(f"cannot pin a tensor on {self.device}: only dense CPU tensors "
+                           "can be pinned")
+    from torcia.cuda import _runtime
+
+    pinned = _runtime().pin(self._data)
+    if not self.requires_grad:
+        return Tensor._make(pinned, self._device)
+    out = self.clone()  # the graph's copy, then its storage swapped for the pinned one
+    out._data = pinned
+    return out
+
+
+def _is_pinned(self, device=None):
+    from torcia.cuda import _cuda_backend
+
+    if self.device.type != "cpu":
+        return False
+    b = _cuda_backend()
+    return b is not None and bool(b.is_available()) and b.runtime.is_pinned(self._data)
+
+
+Tensor.pin_memory = _pin_memory
+Tensor.is_pinned = _is_pinned
 Tensor.share_memory_ = lambda self: self
 Tensor.T = property(lambda self: _ops.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: _ops.transpose(self, -2, -1))

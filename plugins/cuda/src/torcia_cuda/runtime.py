@@ -65,6 +65,23 @@ class CupyRuntime:
     def empty_cache(self) -> None:
         self._pool.free_all_blocks()
 
+    def pin(self, arr):
+        """A copy of NumPy array ``arr`` in page-locked host memory."""
+        import cupyx
+
+        out = cupyx.empty_pinned(arr.shape, dtype=arr.dtype)
+        out[...] = arr
+        return out
+
+    def is_pinned(self, arr) -> bool:
+        """Whether NumPy array ``arr`` lies in page-locked memory from :meth:`pin`."""
+        base = arr
+        while base is not None:
+            if isinstance(base, self.cp.cuda.PinnedMemoryPointer):
+                return True
+            base = getattr(base, "base", None)
+        return False
+
     def get_device_name(self, index=None) -> str:
         dev = self.current_device() if index is None else index
         return self.cp.cuda.runtime.getDeviceProperties(dev)["name"].decode()

@@ -68,7 +68,9 @@ class DataLoader:
     collate_fn : callable, optional
         Turns a list of samples into a batch (default :func:`default_collate`).
     pin_memory : bool
-        Accepted for compatibility; CPU memory needs no pinning, so it does nothing.
+        Put each batch's tensors in page-locked memory (:meth:`Tensor.pin_memory`), from
+        which copies to the GPU run asynchronously. Without CUDA it warns once and
+        batches stay in ordinary memory, as PyTorch does.
     drop_last : bool
         Drop the last batch when it is smaller than ``batch_size``.
     timeout : float
@@ -158,6 +160,7 @@ class DataLoader:
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
         self.pin_memory = pin_memory
+        self._pin = None  # what pins a batch, chosen at the first iteration
         self.pin_memory_device = pin_memory_device
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
@@ -194,6 +197,8 @@ class DataLoader:
         return n // self.batch_size if self.drop_last else -(-n // self.batch_size)
 
     def __iter__(self):
+        if self.pin_memory and self._pin is None:
+            self._pin = _batch_pinner()
         if self.num_workers == 0:
             return _SingleProcessIter(self)
         if not self._checked_workers:
@@ -235,18 +240,46 @@ def _base_seed(loader) -> int:
     return (loader.generator or default_generator).spawn_seed()
 
 
+def _batch_pinner():
+    """What pins a batch: :func:`_pin_batch` with CUDA, else (after a warning) None."""
+    import torcia
+
+    if torcia.cuda.is_available():
+        return _pin_batch
+    warnings.warn("pin_memory=True, but CUDA is not available: batches stay in ordinary "
+                  "memory", stacklevel=3)
+    return None
+
+
+def _pin_batch(batch):
+    """``batch`` with every tensor in it pinned (through lists, tuples and mappings)."""
+    import torcia
+
+    if isinstance(batch, torcia.Tensor):
+        return batch.pin_memory()
+    if isinstance(batch, dict):
+        return type(batch)((k, _pin_batch(v)) for k, v in batch.items())
+    if isinstance(batch, tuple) and hasattr(batch, "_fields"):  # a namedtuple
+        return type(batch)(*(_pin_batch(v) for v in batch))
+    if isinstance(batch, (list, tuple)):
+        return type(batch)(_pin_batch(v) for v in batch)
+    return batch
+
+
 class _SingleProcessIter:
     def __init__(self, loader):
         _base_seed(loader)
         self._sampler_iter = None if loader._iterable else iter(loader._index_sampler)
         self._fetcher = loader._fetcher()
+        self._pin = loader._pin
 
     def __iter__(self):
         return self
 
     def __next__(self):
         indices = None if self._sampler_iter is None else next(self._sampler_iter)
-        return self._fetcher.fetch(indices)
+        batch = self._fetcher.fetch(indices)
+        return batch if self._pin is None else self._pin(batch)
 
 
 def _context(choice):
@@ -368,6 +401,7 @@ class _MultiProcessIter:
         self._prefetch = (loader.prefetch_factor or DEFAULT_PREFETCH) * loader.num_workers
         self._timeout = loader.timeout
         self._persistent = loader.persistent_workers
+        self._pin = loader._pin
         self._workers = _Workers(loader, _base_seed(loader))
         self._finalizer = weakref.finalize(self, self._workers.shutdown)
         self._epoch = 0
@@ -431,7 +465,7 @@ class _MultiProcessIter:
                 self._dispatch()
                 if isinstance(batch, ExceptionWrapper):
                     batch.reraise()
-                return batch
+                return batch if self._pin is None else self._pin(batch)
             self._receive()
 
     def _receive(self) -> None:
