@@ -59,8 +59,12 @@ def test_profile_of_a_training_step(tmp_path):
         opt.zero_grad()
         nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
-    top = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=10)
+    # which ops rank first depends on the kernels' speed: look for them in the whole table
+    every = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=-1)
     for name in ("conv", "ConvBackward0", "max_pool"):
-        assert name in top, top
+        assert name in every, every
+    top = prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=3)
+    assert len(top.splitlines()) == len(every.splitlines()) - (
+        len(prof.key_averages()) - 3)
     prof.export_chrome_trace(tmp_path / "step.json")
     assert json.loads((tmp_path / "step.json").read_text())["traceEvents"]

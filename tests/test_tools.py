@@ -70,7 +70,7 @@ def test_check_deps_finds_each_kind_of_problem(fake_repo):
         "torcia-bad: 'torcia-missing>=0.1,<0.2' names a distribution that is not in this "
         "repository",
         "plugins/bad/src/torcia_bad/__init__.py imports torcia.nn from torcia-nn, which "
-        "torcia-bad does not list in its dependencies",
+        "torcia-bad does not list in its dependencies or extras",
         "plugins/bad/tests/test_bad.py imports torcia.nn from torcia-nn, which torcia-bad "
         "does not list in its dependencies or its 'test' extra",
     ]
@@ -91,6 +91,25 @@ def test_tests_may_import_the_parts_of_the_test_extra(fake_repo):
     assert [p.short for p in parts.closure(found, kern, tests=True)] == [
         "core", "kern", "autograd"]
 
+
+def test_code_may_import_the_parts_of_its_other_extras(fake_repo):
+    write_part(fake_repo, "plugins", "gpu", "torcia-gpu", ["torcia-core>=0.1,<0.2"], modules={
+        "src/torcia_gpu/group.py": "from torcia.nn import Module\n",
+    })
+    pyproject = fake_repo / "plugins" / "gpu" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + \
+        '[project.optional-dependencies]\nlayers = ["torcia-nn>=0.1"]\n')
+    # the extra is checked as a dependency is: here, for its missing upper bound
+    assert check_deps.check(fake_repo) == [
+        "torcia-gpu: 'torcia-nn>=0.1' needs a lower and an upper bound, e.g. "
+        "'torcia-nn>=0.1,<0.2'"]
+    pyproject.write_text(pyproject.read_text().replace('"torcia-nn>=0.1"',
+                                                       '"torcia-nn>=0.1,<0.2"'))
+    assert check_deps.check(fake_repo) == []
+    # an optional feature is not installed with the part
+    found = parts.discover(fake_repo)
+    assert [p.short for p in parts.closure(found, parts.lookup(found, "gpu"))] == [
+        "core", "gpu"]
 
 def test_closure_puts_dependencies_first(fake_repo):
     found = parts.discover(fake_repo)

@@ -8,7 +8,10 @@
    (or ``from torcia.<x> import ...``, or a plugin's top-level module) is matched with the
    part that ships it. Tests may also import the parts of the ``test`` extra
    (``[project.optional-dependencies] test = ["torcia-autograd>=0.1,<0.2"]``), which
-   ``tools/install_parts.py --with-tests`` installs beside the part.
+   ``tools/install_parts.py --with-tests`` installs beside the part; the code may import
+   the parts of its other extras, the optional features they name (torcia-cuda's
+   ``nccl = ["torcia-distributed>=0.1,<0.2"]``), which it must import only where they are
+   installed (from the optional part's own hook, or after a guarded import).
 
 Run ``python tools/check_deps.py``; it prints each problem and exits 1 if there is one.
 """
@@ -29,7 +32,8 @@ _UPPER = {"<", "<=", "~=", "=="}
 def range_problems(part: repo.Part, parts: dict[str, repo.Part]) -> list[str]:
     """What is wrong with ``part``'s requirements on other torcia distributions."""
     problems = []
-    for requirement in part.torcia_requires + part.torcia_test_requires:
+    for requirement in (part.torcia_requires + part.torcia_feature_requires
+                        + part.torcia_test_requires):
         name = repo.requirement_name(requirement)
         where = f"{part.name}: {requirement!r}"
         if name not in parts:
@@ -90,10 +94,11 @@ def owner_of(module: str, owners: dict[str, str]) -> str | None:
 
 def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
     """Imports in ``part`` of torcia distributions it does not depend on."""
-    deps = {part.name} | {repo.requirement_name(r) for r in part.torcia_requires}
+    deps = {part.name} | {repo.requirement_name(r)
+                          for r in part.torcia_requires + part.torcia_feature_requires}
     test_deps = deps | {repo.requirement_name(r) for r in part.torcia_test_requires}
     problems = []
-    for folder, allowed, where in (("src", deps, "dependencies"),
+    for folder, allowed, where in (("src", deps, "dependencies or extras"),
                                    ("tests", test_deps, "dependencies or its 'test' extra")):
         for path in sorted((part.path / folder).rglob("*.py")):
             reported = set()

@@ -36,6 +36,8 @@ class Part:
     test_requires: list[str]  # the "test" extra: what the part's tests need beyond it
     build_requires: list[str]
     build_backend: str
+    # the other extras: optional features, e.g. torcia-cuda's "nccl" = torcia-distributed
+    feature_requires: list[str] = dataclasses.field(default_factory=list)
 
     @property
     def short(self) -> str:
@@ -46,6 +48,12 @@ class Part:
     def torcia_requires(self) -> list[str]:
         """The requirement strings on other torcia distributions."""
         return _torcia(self.requires)
+
+    @property
+    def torcia_feature_requires(self) -> list[str]:
+        """The torcia distributions the part's optional features use (its extras other
+        than ``test``): imported only when installed, e.g. from a hook of theirs."""
+        return _torcia(self.feature_requires)
 
     @property
     def torcia_test_requires(self) -> list[str]:
@@ -71,12 +79,15 @@ def discover(root: Path = ROOT) -> dict[str, Part]:
         for pyproject in sorted((root / family).glob("*/pyproject.toml")):
             data = tomllib.loads(pyproject.read_text())
             project, build = data["project"], data.get("build-system", {})
+            extras = project.get("optional-dependencies", {})
             part = Part(
                 name=requirement_name(project["name"]),
                 version=project["version"],
                 path=pyproject.parent,
                 requires=list(project.get("dependencies", [])),
-                test_requires=list(project.get("optional-dependencies", {}).get("test", [])),
+                test_requires=list(extras.get("test", [])),
+                feature_requires=[r for name, reqs in extras.items() if name != "test"
+                                  for r in reqs],
                 build_requires=list(build.get("requires", [])),
                 build_backend=build.get("build-backend", "setuptools.build_meta:__legacy__"),
             )

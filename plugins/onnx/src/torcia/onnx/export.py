@@ -592,15 +592,38 @@ def _embedding(g, op, args, p, out):
     return g.node("Gather", [g.value(weight), g.value(indices)], axis=0)
 
 
+def _lstm_step(g, gates, c, hidden):
+    """(h, c') of one LSTM step from the ONNX names of its gate pre-activations and cell
+    state."""
+    i, f, gg, o = g.node("Split", [gates, g.ints([hidden] * 4)], n_out=4, axis=-1)
+    c_new = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), c]),
+                           g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
+    return g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c_new])]), c_new
+
+
 @converts("lstm_cell")
 def _lstm_cell(g, op, args, p, out):
     gates, c = args
-    hidden = gates.shape[-1] // 4
-    i, f, gg, o = g.node("Split", [g.value(gates), g.ints([hidden] * 4)], n_out=4, axis=-1)
-    c_new = g.node("Add", [g.node("Mul", [g.node("Sigmoid", [f]), g.value(c)]),
-                           g.node("Mul", [g.node("Sigmoid", [i]), g.node("Tanh", [gg])])])
-    h = g.node("Mul", [g.node("Sigmoid", [o]), g.node("Tanh", [c_new])])
+    h, c_new = _lstm_step(g, g.value(gates), g.value(c), gates.shape[-1] // 4)
     return [h, c_new, _Unsupported("lstm_cell's saved activations")]
+
+
+@converts("lstm_layer")
+def _lstm_layer(g, op, args, p, out):
+    # unrolled over the traced sequence length, a step as lstm_cell's, rather than ONNX's
+    # LSTM operator, which gives no cell state but the last
+    x_gates, h0, c0, w_hh_t = args
+    x, w = g.value(x_gates), g.value(w_hh_t)
+    h, c = g.value(h0), g.value(c0)
+    hs, cs = [], []
+    for t in range(x_gates.shape[0]):
+        step = g.node("Gather", [x, g.const(np.int64(t))], axis=0)
+        h, c = _lstm_step(g, g.node("Add", [step, g.node("MatMul", [h, w])]), c,
+                          h0.shape[-1])
+        hs.append(g.node("Unsqueeze", [h, g.ints([0])]))
+        cs.append(g.node("Unsqueeze", [c, g.ints([0])]))
+    return [g.node("Concat", hs, axis=0), g.node("Concat", cs, axis=0),
+            _Unsupported("lstm_layer's saved activations")]
 
 
 @converts("leaky_relu")
