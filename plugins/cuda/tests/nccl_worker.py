@@ -194,6 +194,18 @@ def cpu_tensor(rank, size):
         raise AssertionError("a CPU tensor went to NCCL")
 
 
+def _leave_after_the_others(rank, survivors):
+    """Exit, rank 0 (whose process serves the store the others read) last."""
+    store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
+                          timeout=10)
+    store.add("survivors", 1)
+    deadline = time.monotonic() + 10
+    while rank == 0 and store.add("survivors", 0) < survivors:
+        assert time.monotonic() < deadline, "the other survivors did not report"
+        time.sleep(0.05)
+    os._exit(0)  # the group is aborted; skip the final barrier
+
+
 def dies(rank, size):
     if rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -204,20 +216,27 @@ def dies(rank, size):
         took = time.monotonic() - start
         assert "rank 1 stopped responding" in str(exc) and took < TIMEOUT + 5, (took, exc)
         print(f"PASS dies rank {rank}: {exc}", flush=True)
-        # rank 0 serves the store the others read to find the dead: it leaves last
-        store = dist.TCPStore(os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]),
-                              timeout=10)
-        store.add("survivors", 1)
-        deadline = time.monotonic() + 10
-        while rank == 0 and store.add("survivors", 0) < size - 1:
-            assert time.monotonic() < deadline, "the other survivors did not report"
-            time.sleep(0.05)
-        os._exit(0)  # the group is aborted; skip the final barrier
+        _leave_after_the_others(rank, size - 1)
     raise AssertionError("an all_reduce with a dead peer returned")
 
 
+def raises(rank, size):
+    if rank == 1:
+        raise ValueError("bad batch")  # uncaught: the process exits
+    start = time.monotonic()
+    try:
+        dist.all_reduce(torcia.ones(2, device="cuda"))
+    except RuntimeError as exc:
+        took = time.monotonic() - start
+        # within a beat or two, well before the timeout
+        assert "rank 1 raised ValueError: bad batch" in str(exc) and took < 5, (took, exc)
+        print(f"PASS raises rank {rank}: {exc}", flush=True)
+        _leave_after_the_others(rank, size - 1)
+    raise AssertionError("an all_reduce with a failed peer returned")
+
+
 SCENARIOS = {f.__name__: f for f in (collectives, point_to_point, objects, groups, ddp,
-                                     mismatch, cpu_tensor, dies)}
+                                     mismatch, cpu_tensor, dies, raises)}
 
 if __name__ == "__main__":
     dist.init_process_group("nccl", timeout=datetime.timedelta(seconds=TIMEOUT))

@@ -93,6 +93,18 @@ def test_a_rank_that_dies_is_named_by_the_others_within_the_timeout(world_size):
             assert "rank 1 stopped responding" in out and "communicator was aborted" in out
 
 
+def test_a_rank_that_raises_is_named_by_the_others_before_the_timeout():
+    start = time.monotonic()
+    results = _launch("raises", 3, timeout_s=30.0, limit=60)
+    assert time.monotonic() - start < 25  # the error came from the store, not the timeout
+    for rank, (code, out) in enumerate(results):
+        if rank == 1:
+            assert code == 1 and "ValueError: bad batch" in out, out
+        else:
+            assert code == 0 and f"PASS raises rank {rank}" in out, f"rank {rank}:\n{out}"
+            assert "rank 1 raised ValueError: bad batch" in out, out
+
+
 def test_a_rank_that_never_joins_is_named():
     [(code, out)] = _launch("collectives", 2, ranks=[0], timeout_s=1.0, limit=60)
     assert code != 0 and "rank(s) [1] did not join within 1 s" in out, out

@@ -8,7 +8,9 @@ so a timeout turns a dead peer into an error instead of a hang.
 
 To say *which* peer died, every process bumps a counter in the store twice a second from
 a background thread; when an operation times out, the ranks whose counter stood still are
-named, and the communicator is aborted (its kernels would otherwise wait forever).
+named, and the communicator is aborted (its kernels would otherwise wait forever). A rank
+whose exception goes uncaught says so in the store before it exits, and the others' next
+wait raises with its message within a beat, rather than at the timeout.
 
 NCCL has no bool type: bools reduce as uint8, with MAX for "or" (SUM, MAX) and MIN for
 "and" (MIN, PRODUCT). AVG is a SUM divided afterwards, as NCCL's own AVG is for floating
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import struct
+import sys
 import threading
 import time
 
@@ -33,6 +36,7 @@ _TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
           "float64": "NCCL_FLOAT64"}
 _OPS = {ReduceOp.SUM: "NCCL_SUM", ReduceOp.AVG: "NCCL_SUM", ReduceOp.PRODUCT: "NCCL_PROD",
         ReduceOp.MIN: "NCCL_MIN", ReduceOp.MAX: "NCCL_MAX"}
+_FAILED = "nccl/failed"  # the store key of the first uncaught error's message
 _BOOL_OPS = {ReduceOp.SUM: "NCCL_MAX", ReduceOp.MAX: "NCCL_MAX", ReduceOp.MIN: "NCCL_MIN",
              ReduceOp.PRODUCT: "NCCL_MIN"}
 
@@ -88,6 +92,7 @@ class _Liveness:
         self.store = store.clone() if hasattr(store, "clone") else store
         self.rank = rank
         self.groups = 0
+        self.failed = None  # what a rank that raised said, once one has
         self._stop = threading.Event()
         threading.Thread(target=self._beat, name="nccl-liveness", daemon=True).start()
 
@@ -95,9 +100,31 @@ class _Liveness:
         while not self._stop.is_set():
             try:
                 self.store.add(f"nccl/alive/{self.rank}", 1)
+                if self.failed is None and self.store.check([_FAILED]):
+                    self.failed = self.store.get(_FAILED).decode()
             except (OSError, DistStoreError):
                 return  # the store went away: a timeout will say so
             self._stop.wait(self.interval)
+
+    def report_uncaught_errors(self):
+        """Make an uncaught exception in this process tell the other ranks, through the
+        store, before the process exits."""
+        previous = sys.excepthook
+
+        def report(exc_type, exc, tb):
+            previous(exc_type, exc, tb)
+            try:
+                # its own connection: the beating thread may be using the other
+                store = self.store.clone() if hasattr(self.store, "clone") else self.store
+                store.set(_FAILED, f"rank {self.rank} raised {exc_type.__name__}: "
+                                   f"{exc}".encode())
+                if self.rank == 0:
+                    # its process serves the store: give the others a beat to read it
+                    time.sleep(3 * self.interval)
+            except (OSError, DistStoreError):
+                pass
+
+        sys.excepthook = report
 
     def silent(self, ranks) -> list[int]:
         """The ranks among ``ranks`` that beat no more (takes a few intervals)."""
@@ -164,6 +191,8 @@ class NCCLProcessGroup(ProcessGroup):
         ranks = list(range(world_size))
         liveness = _Liveness(store, rank)
         comm = _communicator(nccl, store, "nccl/0", rank, ranks, timeout)
+        if world_size > 1:
+            liveness.report_uncaught_errors()
         return cls(comm, rank, world_size, timeout, cupy, liveness, ranks, world=True)
 
     # ----- plumbing -----------------------------------------------------------------
@@ -176,8 +205,18 @@ class NCCLProcessGroup(ProcessGroup):
     def _work(self, what, *buffers, finish=None):
         event = self.cp.cuda.Event(block=False, disable_timing=True)
         event.record()
-        work = Work(lambda: event.done, finish, what, self.timeout, self.rank,
-                    on_timeout=self._on_timeout)
+
+        def test():
+            if event.done:
+                return True
+            if self._liveness.failed is not None:
+                self.comm.abort()
+                self._aborted = self._liveness.failed
+                raise RuntimeError(f"{what} on rank {self.rank}: {self._aborted}; the NCCL "
+                                   "communicator was aborted")
+            return False
+
+        work = Work(test, finish, what, self.timeout, self.rank, on_timeout=self._on_timeout)
         work.buffers = buffers  # NCCL reads and writes them until the event
         return work
 
