@@ -1,0 +1,88 @@
+"""``cupy.ElementwiseKernel`` on the host: the kernel's C body compiled by the host's C++
+compiler into a loop over NumPy arrays, so that the fused kernels' source runs (and is
+checked) without a GPU.
+
+As in CuPy, an argument is a scalar or an array by what the call passes; input arrays bind
+their element by value, output arrays by reference; ``T`` is the arrays' element type.
+Arrays must be contiguous and of one size (the fused kernels never broadcast).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import pathlib
+import shutil
+import subprocess
+import tempfile
+
+import numpy as np
+
+CXX = shutil.which("c++") or shutil.which("g++")
+_C_TYPES = {"float64": ("double", ctypes.c_double), "float32": ("float", ctypes.c_float),
+            "bool": ("bool", ctypes.c_bool), "int64": ("long long", ctypes.c_longlong),
+            "int32": ("int", ctypes.c_int)}
+_BUILD = pathlib.Path(tempfile.mkdtemp(prefix="torcia-host-kernels-"))
+
+_PRELUDE = """
+#include <cmath>
+using std::sqrt;
+template <typename U> static inline U max(U a, U b) { return a > b ? a : b; }
+template <typename U> static inline U min(U a, U b) { return a < b ? a : b; }
+"""
+
+
+def _params(text):
+    return [tuple(p.split()) for p in text.split(",") if p.strip()]
+
+
+class ElementwiseKernel:
+    def __init__(self, in_params, out_params, operation, name="kernel", **options):
+        self.inputs, self.outputs = _params(in_params), _params(out_params)
+        self.operation, self.name = operation, name
+        self._built = {}
+
+    def __call__(self, *args):
+        params = self.inputs + self.outputs
+        if len(args) != len(params):
+            raise TypeError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        dtype, size = arrays[0].dtype, arrays[0].size
+        for a in arrays:
+            if a.dtype != dtype or a.size != size or not a.flags.c_contiguous:
+                raise ValueError(f"{self.name}: arrays must be contiguous, of one dtype and "
+                                 "size")
+        kinds = tuple(isinstance(a, np.ndarray) for a in args)
+        run = self._build(_C_TYPES[dtype.name][0], kinds)
+        c_args = [ctypes.c_longlong(size)]
+        for (ptype, _), arg, is_array in zip(params, args, kinds):
+            if is_array:
+                c_args.append(ctypes.c_void_p(arg.ctypes.data))
+            else:
+                ctype = _C_TYPES[dtype.name if ptype == "T" else ptype][1]
+                c_args.append(ctype(arg))
+        run(*c_args)
+
+    def _build(self, t, kinds):
+        key = (t, kinds)
+        if key not in self._built:
+            n_in = len(self.inputs)
+            signature, binds = ["long long n"], []
+            for k, ((ptype, name), is_array) in enumerate(zip(self.inputs + self.outputs,
+                                                                kinds)):
+                ctype = t if ptype == "T" else _C_TYPES[ptype][0]
+                if is_array:
+                    signature.append(f"{ctype}* {name}_")
+                    binds.append(f"{ctype}{'&' if k >= n_in else ''} {name} = {name}_[i];")
+                else:
+                    signature.append(f"{ctype} {name}")
+            source = (f"{_PRELUDE}\ntypedef {t} T;\nextern \"C\" void run("
+                      + ", ".join(signature) + ") {\n  for (long long i = 0; i < n; ++i) {\n"
+                      + "\n".join(binds) + "\n" + self.operation + "\n  }\n}\n")
+            digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+            cpp, lib = _BUILD / f"{digest}.cpp", _BUILD / f"{digest}.so"
+            cpp.write_text(source)
+            subprocess.run([CXX, "-O2", "-shared", "-fPIC", "-std=c++17", str(cpp), "-o",
+                            str(lib)], check=True, capture_output=True, text=True)
+            self._built[key] = ctypes.CDLL(str(lib)).run
+        return self._built[key]

@@ -1,0 +1,134 @@
+"""The fused optimizer kernels' C bodies, compiled for the host (host_kernels.py), against
+torcia-optim's NumPy kernels; and an optimizer on "cuda" running them through the plugin.
+
+On a GPU, tools/gpu_check runs tests/test_cupy.py, which checks the same kernels compiled
+by CuPy.
+"""
+
+import importlib.util
+import pathlib
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import plugins
+
+pytest.importorskip("torcia_cuda")
+reference = pytest.importorskip("torcia.optim.kernels")
+HERE = pathlib.Path(__file__).parent
+
+
+def _load(name):
+    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+host_kernels = _load("host_kernels")
+fake_cupy = _load("fake_cupy")
+if host_kernels.CXX is None:
+    pytest.skip("no C++ compiler to build the kernels for the host", allow_module_level=True)
+
+from torcia_cuda import fused  # noqa: E402
+
+
+class HostCupy:
+    """What the fused steps use of CuPy, on the host."""
+
+    ElementwiseKernel = host_kernels.ElementwiseKernel
+    empty_like = staticmethod(np.empty_like)
+
+
+STEPS = fused.optimizer_steps(HostCupy)
+RNG = np.random.default_rng(0)
+SHAPES = [(3, 4), (5,), (2, 2, 3)]
+
+
+def _same(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", [
+    dict(momentum=0.9, dampening=0.0, nesterov=False, weight_decay=0.0, maximize=False),
+    dict(momentum=0.9, dampening=0.0, nesterov=True, weight_decay=1e-2, maximize=False),
+    dict(momentum=0.5, dampening=0.1, nesterov=False, weight_decay=0.0, maximize=True),
+    dict(momentum=0.0, dampening=0.0, nesterov=False, weight_decay=1e-3, maximize=False),
+])
+def test_sgd_kernel_matches_torcia_optim(dtype, options):
+    ours = [RNG.standard_normal(s).astype(dtype) for s in SHAPES]
+    theirs = [p.copy() for p in ours]
+    bufs_ours, bufs_theirs = [None] * 3, [None] * 3
+    for _ in range(3):  # the first step makes the momentum buffers, the next use them
+        grads = [RNG.standard_normal(s).astype(dtype) for s in SHAPES]
+        STEPS["sgd_step"](ours, grads, bufs_ours, lr=0.1, **options)
+        reference.sgd_step(theirs, grads, bufs_theirs, lr=0.1, **options)
+        _same(ours, theirs)
+        if options["momentum"]:
+            _same(bufs_ours, bufs_theirs)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("amsgrad, decoupled, weight_decay, maximize", [
+    (False, False, 0.0, False), (True, False, 1e-2, False), (False, True, 1e-2, True),
+    (True, True, 0.0, False)])
+def test_adam_kernel_matches_torcia_optim(dtype, amsgrad, decoupled, weight_decay, maximize):
+    state = {}
+    for side in ("ours", "theirs"):
+        state[side] = [[RNG.standard_normal(s).astype(dtype) for s in SHAPES]]
+    state["theirs"] = [[p.copy() for p in state["ours"][0]]]
+    for side in state:
+        state[side] += [[np.zeros(s, dtype) for s in SHAPES] for _ in range(3)]
+    options = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=weight_decay,
+                   amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=decoupled)
+    for step in (1.0, 2.0, 3.0):
+        grads = [RNG.standard_normal(s).astype(dtype) for s in SHAPES]
+        p, m, v, vmax = state["ours"]
+        STEPS["adam_step"](p, grads, m, v, vmax, [step] * 3, **options)
+        p, m, v, vmax = state["theirs"]
+        reference.adam_step(p, grads, m, v, vmax, [step] * 3, **options)
+        for ours, theirs in zip(state["ours"], state["theirs"]):
+            # float32: the host compiler may keep a product in more precision
+            np.testing.assert_allclose(np.concatenate([a.ravel() for a in ours]),
+                                       np.concatenate([a.ravel() for a in theirs]),
+                                       rtol=1e-6 if dtype == np.float32 else 1e-15, atol=0)
+
+
+@pytest.fixture
+def cupy_with_kernels(monkeypatch):
+    cp = fake_cupy.install(monkeypatch, count=1)
+    cp.ElementwiseKernel = host_kernels.ElementwiseKernel
+    fused.kernels.cache_clear()
+    plugins._reset()
+    torcia.device("cuda").kernels = None
+    yield cp
+    monkeypatch.undo()
+    fused.kernels.cache_clear()
+    plugins._reset()
+    torcia.device("cuda").kernels = None
+
+
+@pytest.mark.parametrize("make", [
+    lambda ps: torcia.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True),
+    lambda ps: torcia.optim.AdamW(ps, lr=1e-2, weight_decay=0.1, amsgrad=True)])
+def test_an_optimizer_on_cuda_runs_the_fused_kernels(cupy_with_kernels, make):
+    pytest.importorskip("torcia.optim")
+    from torcia.backend import get_backend
+
+    assert "optimizer_steps" in get_backend("cuda").kernels["adam_step"].__qualname__
+    torcia.manual_seed(0)
+    cpu = torcia.nn.Linear(4, 3)
+    gpu = torcia.nn.Linear(4, 3).to("cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    x = torcia.randn(8, 4)
+    for model, inputs in ((cpu, x), (gpu, x.cuda())):
+        opt = make(list(model.parameters()))
+        for _ in range(3):
+            opt.zero_grad()
+            model(inputs).square().sum().backward()
+            opt.step()
+    for a, b in zip(cpu.parameters(), gpu.parameters()):
+        torcia.testing.assert_close(b.cpu(), a, rtol=1e-5, atol=1e-6)
