@@ -3,8 +3,9 @@ compiler into a loop over NumPy arrays, so that the fused kernels' source runs (
 checked) without a GPU.
 
 As in CuPy, an argument is a scalar or an array by what the call passes; input arrays bind
-their element by value, output arrays by reference; ``T`` is the arrays' element type.
-Arrays must be contiguous and of one size (the fused kernels never broadcast).
+their element by value, output arrays by reference, ``raw`` arrays are indexed by the body
+(with the loop index ``i``); ``T`` is the arrays' element type. Arrays must be contiguous,
+and those not raw of one size, which is the loop's (the fused kernels never broadcast).
 """
 
 from __future__ import annotations
@@ -26,14 +27,22 @@ _BUILD = pathlib.Path(tempfile.mkdtemp(prefix="torcia-host-kernels-"))
 
 _PRELUDE = """
 #include <cmath>
+using std::exp;
 using std::sqrt;
+using std::tanh;
 template <typename U> static inline U max(U a, U b) { return a > b ? a : b; }
 template <typename U> static inline U min(U a, U b) { return a < b ? a : b; }
 """
 
 
 def _params(text):
-    return [tuple(p.split()) for p in text.split(",") if p.strip()]
+    """``[(raw, type, name)]`` of a CuPy parameter string."""
+    params = []
+    for p in text.split(","):
+        words = p.split()
+        if words:
+            params.append((words[0] == "raw", *words[-2:]))
+    return params
 
 
 class ElementwiseKernel:
@@ -46,16 +55,19 @@ class ElementwiseKernel:
         params = self.inputs + self.outputs
         if len(args) != len(params):
             raise TypeError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
-        arrays = [a for a in args if isinstance(a, np.ndarray)]
-        dtype, size = arrays[0].dtype, arrays[0].size
-        for a in arrays:
-            if a.dtype != dtype or a.size != size or not a.flags.c_contiguous:
-                raise ValueError(f"{self.name}: arrays must be contiguous, of one dtype and "
-                                 "size")
         kinds = tuple(isinstance(a, np.ndarray) for a in args)
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        looped = [a for a, (raw, _, _) in zip(args, params) if isinstance(a, np.ndarray)
+                  and not raw]
+        dtype, size = arrays[0].dtype, looped[0].size
+        for a in arrays:
+            if a.dtype != dtype or not a.flags.c_contiguous:
+                raise ValueError(f"{self.name}: arrays must be contiguous and of one dtype")
+        if any(a.size != size for a in looped):
+            raise ValueError(f"{self.name}: the arrays that are not raw differ in size")
         run = self._build(_C_TYPES[dtype.name][0], kinds)
         c_args = [ctypes.c_longlong(size)]
-        for (ptype, _), arg, is_array in zip(params, args, kinds):
+        for (_, ptype, _), arg, is_array in zip(params, args, kinds):
             if is_array:
                 c_args.append(ctypes.c_void_p(arg.ctypes.data))
             else:
@@ -68,10 +80,12 @@ class ElementwiseKernel:
         if key not in self._built:
             n_in = len(self.inputs)
             signature, binds = ["long long n"], []
-            for k, ((ptype, name), is_array) in enumerate(zip(self.inputs + self.outputs,
-                                                                kinds)):
+            for k, ((raw, ptype, name), is_array) in enumerate(zip(self.inputs + self.outputs,
+                                                                     kinds)):
                 ctype = t if ptype == "T" else _C_TYPES[ptype][0]
-                if is_array:
+                if is_array and raw:
+                    signature.append(f"{'const ' if k < n_in else ''}{ctype}* {name}")
+                elif is_array:
                     signature.append(f"{ctype}* {name}_")
                     binds.append(f"{ctype}{'&' if k >= n_in else ''} {name} = {name}_[i];")
                 else:

@@ -80,3 +80,21 @@ def test_fused_optimizer_kernels_match_torcia_optim(dtype):
                           maximize=False)
     for a, b in zip(device, host):
         np.testing.assert_allclose(cupy.asnumpy(a), b, rtol=1e-5 if dtype == "float32" else 1e-12)
+
+
+def test_an_lstm_runs_the_fused_cell_on_the_device():
+    from torcia_cuda.fused import FusedKernels
+
+    from torcia.backend import get_backend
+
+    assert isinstance(get_backend("cuda").kernels["lstm_layer"].__self__, FusedKernels)
+    torcia.manual_seed(0)
+    cpu = torcia.nn.LSTM(16, 32, num_layers=2, batch_first=True, dtype=torcia.float64)
+    gpu = torcia.nn.LSTM(16, 32, num_layers=2, batch_first=True, dtype=torcia.float64).cuda()
+    gpu.load_state_dict(cpu.state_dict())
+    x = torcia.randn(4, 7, 16, dtype=torcia.float64)
+    for model, inputs in ((cpu, x), (gpu, x.cuda())):
+        out, (h, c) = model(inputs)
+        (out.square().sum() + c.sum()).backward()
+    for a, b in zip(cpu.parameters(), gpu.parameters()):
+        torcia.testing.assert_close(b.grad.cpu(), a.grad)

@@ -132,3 +132,37 @@ def test_an_optimizer_on_cuda_runs_the_fused_kernels(cupy_with_kernels, make):
             opt.step()
     for a, b in zip(cpu.parameters(), gpu.parameters()):
         torcia.testing.assert_close(b.cpu(), a, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("rows, hidden", [(1, 1), (3, 5), (4, 32)])
+def test_lstm_cell_kernels_match_the_reference(cupy_with_kernels, dtype, rows, hidden):
+    from torcia._numpy_backend import Reference
+
+    ours, ref = fused.FusedKernels(cupy_with_kernels), Reference()
+    gates = (RNG.standard_normal((2, rows, 4 * hidden)) * 4).astype(dtype)
+    c = RNG.standard_normal((2, rows, hidden)).astype(dtype)
+    tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-14)
+    for a, b in zip(ours.lstm_cell(gates, c), ref.lstm_cell(gates, c)):
+        np.testing.assert_allclose(a, b, **tol)
+    _, c_new, act = ref.lstm_cell(gates, c)
+    gh, gc = RNG.standard_normal(c.shape).astype(dtype), RNG.standard_normal(c.shape).astype(dtype)
+    for pair in ((gh, gc), (None, gc), (gh, None)):
+        for a, b in zip(ours.lstm_cell_backward(*pair, act, c, c_new),
+                        ref.lstm_cell_backward(*pair, act, c, c_new)):
+            np.testing.assert_allclose(a, b, **tol)
+
+
+def test_an_lstm_on_cuda_runs_the_fused_cell(cupy_with_kernels):
+    from torcia.backend import get_backend
+
+    assert isinstance(get_backend("cuda").kernels["lstm_layer"].__self__, fused.FusedKernels)
+    torcia.manual_seed(0)
+    cpu = torcia.nn.LSTM(3, 4, batch_first=True)
+    gpu = torcia.nn.LSTM(3, 4, batch_first=True).to("cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    x = torcia.randn(2, 5, 3)
+    for model, inputs in ((cpu, x), (gpu, x.cuda())):
+        out, _ = model(inputs)
+        out.square().sum().backward()
+    torcia.testing.assert_close(gpu.weight_hh_l0.grad.cpu(), cpu.weight_hh_l0.grad)

@@ -1,12 +1,13 @@
-"""Fused CUDA kernels for the optimizer updates: one launch per parameter.
+"""Fused CUDA kernels: the optimizer updates (one launch per parameter) and the LSTM cell.
 
 torcia-optim's per-parameter path updates a parameter in about ten elementwise operations
-(each a kernel launch and a pass over memory on the GPU); these kernels do the whole update
-in one. Each is a :class:`cupy.ElementwiseKernel` whose body is plain C (arithmetic,
-``sqrt``, ``max``), so the tests compile the very same body with the host's C++ compiler
-and check it against torcia-optim's NumPy kernels on the CPU; ``tools/gpu_check`` checks
-it on a GPU. The operations follow the per-parameter path step for step, as torcia-optim
-asks of a kernel.
+(each a kernel launch and a pass over memory on the GPU), as core's reference LSTM cell
+takes about ten for one step; these kernels do each in one. Each is a
+:class:`cupy.ElementwiseKernel` whose body is plain C (arithmetic, ``sqrt``, ``exp``,
+``tanh``, ``max``), so the tests compile the very same body with the host's C++ compiler
+and check it against the NumPy kernels on the CPU; ``tools/gpu_check`` checks it on a GPU.
+The optimizer updates follow torcia-optim's per-parameter path step for step, as
+torcia-optim asks of a kernel.
 
 A kernel is described by :class:`Spec` (array and scalar parameters apart, which CuPy's
 parameter string does not say) and built once per process by :func:`kernels`.
@@ -17,12 +18,15 @@ from __future__ import annotations
 import dataclasses
 import functools
 
+from torcia_cuda.kernels import CupyKernels
+
 
 @dataclasses.dataclass(frozen=True)
 class Spec:
     """One elementwise kernel: ``inputs`` (arrays read), ``scalars`` (``"type name"``,
     per call), ``outputs`` (arrays read and written in place) and the C body, run for
-    each element with the arrays' elements bound to their names (``T`` is their type)."""
+    each element ``i`` with the arrays' elements bound to their names (``T`` is their
+    type). An array named ``"raw name"`` is not bound to an element: the body indexes it."""
 
     name: str
     inputs: tuple[str, ...]
@@ -32,8 +36,12 @@ class Spec:
 
     def params(self):
         """CuPy's ``(in_params, out_params)`` strings."""
-        ins = [f"T {a}" for a in self.inputs] + list(self.scalars)
-        return ", ".join(ins), ", ".join(f"T {a}" for a in self.outputs)
+        ins = [_array(a) for a in self.inputs] + list(self.scalars)
+        return ", ".join(ins), ", ".join(_array(a) for a in self.outputs)
+
+
+def _array(name):
+    return f"raw T {name.split()[1]}" if name.startswith("raw ") else f"T {name}"
 
 
 _SGD_BODY = """
@@ -66,6 +74,35 @@ _ADAM_SCALARS = ("float64 lr", "float64 beta1", "float64 beta2", "float64 eps",
                  "float64 weight_decay", "bool decoupled", "bool maximize",
                  "float64 step_size", "float64 bias_correction2_sqrt")
 
+# the LSTM cell over (M, H) elements; the gates (M, 4H) are indexed: [i f g o] quarters
+_LSTM_INDEX = """
+const long long row = i / hidden, k = i % hidden;
+const long long at = row * 4 * hidden + k;
+"""
+_LSTM_BODY = _LSTM_INDEX + """
+const T ig = 1 / (1 + exp(-gates[at]));
+const T fg = 1 / (1 + exp(-gates[at + hidden]));
+const T gg = tanh(gates[at + 2 * hidden]);
+const T og = 1 / (1 + exp(-gates[at + 3 * hidden]));
+c_new = fg * c + ig * gg;
+h = og * tanh(c_new);
+act[at] = ig;
+act[at + hidden] = fg;
+act[at + 2 * hidden] = gg;
+act[at + 3 * hidden] = og;
+"""
+_LSTM_BACKWARD_BODY = _LSTM_INDEX + """
+const T ig = act[at], fg = act[at + hidden], gg = act[at + 2 * hidden];
+const T og = act[at + 3 * hidden];
+const T tc = tanh(c_new);
+const T dc = gc + gh * og * (1 - tc * tc);
+g_gates[at] = dc * gg * ig * (1 - ig);
+g_gates[at + hidden] = dc * c * fg * (1 - fg);
+g_gates[at + 2 * hidden] = dc * ig * (1 - gg * gg);
+g_gates[at + 3 * hidden] = gh * tc * og * (1 - og);
+g_c = dc * fg;
+"""
+
 SPECS = {
     "sgd": Spec("torcia_sgd", ("g",), _SGD_SCALARS, ("p",),
                 _SGD_BODY.replace("MOMENTUM", "")),
@@ -75,6 +112,10 @@ SPECS = {
                  _ADAM_BODY.replace("AMSGRAD", "")),
     "adam_amsgrad": Spec("torcia_adam_amsgrad", ("g",), _ADAM_SCALARS, ("p", "m", "v", "vmax"),
                          _ADAM_BODY.replace("AMSGRAD", "vmax = max(vmax, v);\nsecond = vmax;")),
+    "lstm_cell": Spec("torcia_lstm_cell", ("raw gates", "c"), ("int64 hidden",),
+                      ("h", "c_new", "raw act"), _LSTM_BODY),
+    "lstm_cell_backward": Spec("torcia_lstm_cell_backward", ("gh", "gc", "raw act", "c", "c_new"),
+                               ("int64 hidden",), ("raw g_gates", "g_c"), _LSTM_BACKWARD_BODY),
 }
 
 
@@ -114,3 +155,37 @@ def optimizer_steps(cupy) -> dict:
                 made["adam"](g, *scalars, p, m, v)
 
     return {"sgd_step": sgd_step, "adam_step": adam_step}
+
+
+class FusedKernels(CupyKernels):
+    """:class:`CupyKernels` with the LSTM cell fused (so the whole-layer ``lstm_layer``,
+    which calls it each step, runs it too); other shapes and dtypes take the reference."""
+
+    def __init__(self, xp):
+        super().__init__(xp)
+        self._made = kernels(xp)
+
+    def _cell_rows(self, *arrays) -> bool:
+        dt = arrays[0].dtype
+        return dt.kind == "f" and dt.itemsize >= 4 and all(
+            a.dtype == dt and a.flags.c_contiguous for a in arrays)
+
+    def lstm_cell(self, gates, c):
+        hidden = gates.shape[-1] // 4
+        if c.shape != gates.shape[:-1] + (hidden,) or not self._cell_rows(gates, c):
+            return super().lstm_cell(gates, c)
+        xp = self.xp
+        h, c_new, act = xp.empty_like(c), xp.empty_like(c), xp.empty_like(gates)
+        self._made["lstm_cell"](gates, c, hidden, h, c_new, act)
+        return h, c_new, act
+
+    def lstm_cell_backward(self, gh, gc, act, c, c_new):
+        xp = self.xp
+        gh = xp.zeros_like(c_new) if gh is None else gh
+        gc = xp.zeros_like(c_new) if gc is None else gc
+        if (not gh.shape == gc.shape == c.shape == c_new.shape
+                or not self._cell_rows(gh, gc, act, c, c_new)):
+            return super().lstm_cell_backward(gh, gc, act, c, c_new)
+        g_gates, g_c = xp.empty_like(act), xp.empty_like(c_new)
+        self._made["lstm_cell_backward"](gh, gc, act, c, c_new, c_new.shape[-1], g_gates, g_c)
+        return g_gates, g_c

@@ -15,7 +15,7 @@ import numpy as np
 import torcia
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
-from torcia_cuda.fused import optimizer_steps
+from torcia_cuda.fused import FusedKernels, optimizer_steps
 from torcia_cuda.kernels import CupyKernels
 
 
@@ -77,9 +77,11 @@ def torcia_register_kernels(registry):
     cupy = _STATE.get("cupy")
     if cupy is None:
         return
-    for op, fn in CupyKernels(cupy).table().items():
+    # the NumPy stand-in of the tests has no ElementwiseKernel: the reference kernels only
+    fused = hasattr(cupy, "ElementwiseKernel")
+    for op, fn in (FusedKernels if fused else CupyKernels)(cupy).table().items():
         registry.add(op, "cuda", fn)
-    if hasattr(cupy, "ElementwiseKernel"):  # the NumPy stand-in of the tests has none
+    if fused:
         for op, fn in optimizer_steps(cupy).items():
             registry.add(op, "cuda", fn, priority=10)
 
