@@ -35,6 +35,13 @@ def test_gradients_through_native_kernels_pass_gradcheck():
     gradcheck(lambda x, w: F.max_pool2d(F.conv2d(x, w, stride=1, padding=1), 2), (x, w))
     z = torcia.randn(3, 5, dtype=torcia.float64, requires_grad=True)
     gradcheck(lambda z: F.log_softmax(z, dim=1).sin(), (z,))
+    gradcheck(lambda z: F.softmax(z, dim=-1).cos(), (z,))
+    gradcheck(lambda z: F.cross_entropy(z, torcia.tensor([0, 4, 2]), label_smoothing=0.1),
+              (z,))
+    lstm = torcia.nn.LSTM(2, 3, dtype=torcia.float64)
+    seq = torcia.randn(4, 2, 2, dtype=torcia.float64, requires_grad=True)
+    weight = lstm.weight_hh_l0
+    gradcheck(lambda seq, weight: lstm(seq)[0].tanh(), (seq, weight))
 
 
 def _optim_kernels():
