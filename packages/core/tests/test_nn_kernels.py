@@ -168,7 +168,6 @@ def test_max_pool_by_loops(k, s, p, d, ceil_mode):
     np.testing.assert_array_equal(index, _pool_loops(x, k, s, p, d, ceil_mode, where))
 
 
-
 def test_max_pool_ties_and_minus_infinity_name_the_first_real_element():
     # PyTorch's rule: the first maximum in window order; padding never wins, even
     # against a window of -inf only
@@ -187,6 +186,7 @@ def test_max_pool_ties_and_minus_infinity_name_the_first_real_element():
         values, _pool_loops(x, k, s, p, d, True, lambda w: first_max(w)[0]))
     np.testing.assert_array_equal(
         index, _pool_loops(x, k, s, p, d, True, lambda w: first_max(w)[1]))
+
 
 @pytest.mark.parametrize("k, s, p, ceil_mode, include, override", [
     ((2, 2), (2, 2), (0, 0), False, True, None),

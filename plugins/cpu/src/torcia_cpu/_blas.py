@@ -3,9 +3,9 @@
 OpenBLAS splits every product above a small size over all its threads, whose hand-offs
 spin until the other thread arrives. That pays on an idle machine for products of a
 million multiply-adds up (an MLP layer, a transformer's projections, an LSTM step), and
-costs little below. On a crowded machine, where other processes keep cores busy, a descheduled BLAS
-thread stalls its partner for a scheduler slice per hand-off, so the same mid-sized
-products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
+costs little below. On a crowded machine, where other processes keep cores busy, a
+descheduled BLAS thread stalls its partner for a scheduler slice per hand-off, so the same
+mid-sized products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
 one thread and gives torcia's thread count (``torcia.set_num_threads``) to products of at
 least :data:`PARALLEL_WORK` multiply-adds, or of :data:`CROWDED_WORK` while the machine
 is crowded: while other processes use more than :data:`SPARE_CORES` of the cores

@@ -174,10 +174,8 @@ class NativeKernels(Reference):
         hidden = gates.shape[-1] // 4
         if not _native_ok(gates, c) or c.shape != gates.shape[:-1] + (hidden,):
             return super().lstm_cell(gates, c)
-        lead = c.shape[:-1]
-        h, c_new, act = _native.lstm_cell(_c(gates).reshape(-1, 4 * hidden),
-                                          _c(c).reshape(-1, hidden))
-        return h.reshape(c.shape), c_new.reshape(c.shape), act.reshape(lead + (4 * hidden,))
+        h, c_new, act = _native.lstm_cell(*_rows(gates, c))
+        return h.reshape(c.shape), c_new.reshape(c.shape), act.reshape(gates.shape)
 
     def lstm_cell_backward(self, gh, gc, act, c, c_new):
         shape = c_new.shape
@@ -185,10 +183,7 @@ class NativeKernels(Reference):
         gc = np.zeros_like(c_new) if gc is None else gc
         if not _native_ok(gh, gc, act, c, c_new) or not gh.shape == gc.shape == c.shape == shape:
             return super().lstm_cell_backward(gh, gc, act, c, c_new)
-        hidden = shape[-1]
-        g_gates, g_c = _native.lstm_cell_backward(
-            *(_c(a).reshape(-1, hidden) for a in (gh, gc)), _c(act).reshape(-1, 4 * hidden),
-            *(_c(a).reshape(-1, hidden) for a in (c, c_new)))
+        g_gates, g_c = _native.lstm_cell_backward(*_rows(gh, gc, act, c, c_new))
         return g_gates.reshape(act.shape), g_c.reshape(shape)
 
 

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+from torcia.distributed.group import ProcessGroup, ReduceOp, Work, _seconds
 from torcia.distributed.store import DistStoreError
 
 _TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
@@ -36,9 +36,9 @@ _TYPES = {"int8": "NCCL_INT8", "uint8": "NCCL_UINT8", "int32": "NCCL_INT32",
           "float64": "NCCL_FLOAT64"}
 _OPS = {ReduceOp.SUM: "NCCL_SUM", ReduceOp.AVG: "NCCL_SUM", ReduceOp.PRODUCT: "NCCL_PROD",
         ReduceOp.MIN: "NCCL_MIN", ReduceOp.MAX: "NCCL_MAX"}
-_FAILED = "nccl/failed"  # the store key of the first uncaught error's message
 _BOOL_OPS = {ReduceOp.SUM: "NCCL_MAX", ReduceOp.MAX: "NCCL_MAX", ReduceOp.MIN: "NCCL_MIN",
              ReduceOp.PRODUCT: "NCCL_MIN"}
+_FAILED = "nccl/failed"  # the store key of the first uncaught error's message
 
 
 def _ptr(arr) -> int:
@@ -114,10 +114,8 @@ class _Liveness:
         def report(exc_type, exc, tb):
             previous(exc_type, exc, tb)
             try:
-                # its own connection: the beating thread may be using the other
-                store = self.store.clone() if hasattr(self.store, "clone") else self.store
-                store.set(_FAILED, f"rank {self.rank} raised {exc_type.__name__}: "
-                                   f"{exc}".encode())
+                self.store.set(_FAILED, f"rank {self.rank} raised {exc_type.__name__}: "
+                                        f"{exc}".encode())
                 if self.rank == 0:
                     # its process serves the store: give the others a beat to read it
                     time.sleep(3 * self.interval)
@@ -152,9 +150,8 @@ def _communicator(nccl, store, key, rank, ranks, timeout):
         store.wait([f"{key}/joined/{r}" for r in range(len(ranks))], timeout)
     except DistStoreError:
         missing = [g for r, g in enumerate(ranks) if not store.check([f"{key}/joined/{r}"])]
-        seconds = timeout.total_seconds() if hasattr(timeout, "total_seconds") else timeout
         raise RuntimeError(f"nccl process group: rank(s) {missing} did not join within "
-                           f"{seconds:g} s") from None
+                           f"{_seconds(timeout):g} s") from None
     uid = struct.unpack("128b", store.get(f"{key}/id"))
     return nccl.NcclCommunicator(len(ranks), uid, rank)
 
@@ -198,9 +195,15 @@ class NCCLProcessGroup(ProcessGroup):
     # ----- plumbing -----------------------------------------------------------------
     def _stream(self) -> int:
         if self._aborted is not None:
-            raise RuntimeError(f"the nccl process group was aborted after a timeout "
-                               f"({self._aborted}); destroy it and make a new one")
+            raise RuntimeError(f"the nccl process group was aborted ({self._aborted}); "
+                               "destroy it and make a new one")
         return self.cp.cuda.get_current_stream().ptr
+
+    def _abort(self, why: str) -> str:
+        """Abort the communicator (its kernels would wait forever); returns the message."""
+        self.comm.abort()
+        self._aborted = why
+        return why + "; the NCCL communicator was aborted"
 
     def _work(self, what, *buffers, finish=None):
         event = self.cp.cuda.Event(block=False, disable_timing=True)
@@ -210,10 +213,8 @@ class NCCLProcessGroup(ProcessGroup):
             if event.done:
                 return True
             if self._liveness.failed is not None:
-                self.comm.abort()
-                self._aborted = self._liveness.failed
-                raise RuntimeError(f"{what} on rank {self.rank}: {self._aborted}; the NCCL "
-                                   "communicator was aborted")
+                raise RuntimeError(f"{what} on rank {self.rank}: "
+                                   + self._abort(self._liveness.failed))
             return False
 
         work = Work(test, finish, what, self.timeout, self.rank, on_timeout=self._on_timeout)
@@ -229,9 +230,7 @@ class NCCLProcessGroup(ProcessGroup):
                    "called it, or called another collective")
         except (OSError, DistStoreError) as exc:
             why = f"the store on rank 0 is unreachable, so rank 0 has likely died ({exc})"
-        self.comm.abort()
-        self._aborted = why
-        return why + "; the NCCL communicator was aborted"
+        return self._abort(why)
 
     def _average(self, arr, op):
         if op != ReduceOp.AVG:

@@ -26,6 +26,8 @@ import struct
 import threading
 import time
 
+from torcia.distributed.group import _seconds
+
 __all__ = ["DistStoreError", "TCPStore"]
 
 _HEADER = struct.Struct("!I")
@@ -36,10 +38,6 @@ _GRACE = 5.0
 
 class DistStoreError(RuntimeError):
     """A store operation failed: a key was not set in time, or the master is unreachable."""
-
-
-def _seconds(timeout) -> float:
-    return timeout.total_seconds() if isinstance(timeout, datetime.timedelta) else float(timeout)
 
 
 def _bytes(value) -> bytes:
