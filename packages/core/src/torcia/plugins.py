@@ -50,7 +50,8 @@ ENTRY_POINT_GROUP = "torcia"
 #: Distributions that make up torcia itself; their plugins pass any allowlist.
 PARTS = frozenset(
     "torcia-" + p
-    for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text")
+    for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text",
+              "distributions")
 )
 
 
