@@ -33,6 +33,33 @@ from torcia.plugins import hookimpl
 plugins.add_hookspecs(hookspecs)
 
 from torcia.distributions import constraints, transforms  # noqa: E402
+from torcia.distributions._more import (  # noqa: E402
+    Cauchy,
+    ContinuousBernoulli,
+    FisherSnedecor,
+    GeneralizedPareto,
+    Geometric,
+    Gumbel,
+    HalfCauchy,
+    HalfNormal,
+    InverseGamma,
+    Kumaraswamy,
+    NegativeBinomial,
+    Pareto,
+    StudentT,
+    VonMises,
+    Weibull,
+)
+from torcia.distributions._multivariate import (  # noqa: E402
+    LKJCholesky,
+    LogisticNormal,
+    LowRankMultivariateNormal,
+    MixtureSameFamily,
+    Multinomial,
+    RelaxedBernoulli,
+    RelaxedOneHotCategorical,
+    Wishart,
+)
 from torcia.distributions.bernoulli import Bernoulli  # noqa: E402
 from torcia.distributions.binomial import Binomial  # noqa: E402
 from torcia.distributions.categorical import (  # noqa: E402
@@ -61,19 +88,20 @@ from torcia.distributions.uniform import Uniform  # noqa: E402
 BUILTIN = {
     cls.__name__.lower(): cls
     for cls in (
-        Bernoulli, Beta, Binomial, Categorical, Chi2, Dirichlet, Exponential, Gamma,
-        Independent, Laplace, LogNormal, MultivariateNormal, Normal, OneHotCategorical,
-        OneHotCategoricalStraightThrough, Poisson, TransformedDistribution, Uniform,
+        Bernoulli, Beta, Binomial, Categorical, Cauchy, Chi2, ContinuousBernoulli, Dirichlet,
+        Exponential, FisherSnedecor, Gamma, GeneralizedPareto, Geometric, Gumbel, HalfCauchy,
+        HalfNormal, Independent, InverseGamma, Kumaraswamy, Laplace, LKJCholesky, LogNormal,
+        LogisticNormal, LowRankMultivariateNormal, MixtureSameFamily, Multinomial,
+        MultivariateNormal, NegativeBinomial, Normal, OneHotCategorical,
+        OneHotCategoricalStraightThrough, Pareto, Poisson, RelaxedBernoulli,
+        RelaxedOneHotCategorical, StudentT, TransformedDistribution, Uniform, VonMises,
+        Weibull, Wishart,
     )
 }
 
-__all__ = [
-    "Bernoulli", "Beta", "Binomial", "Categorical", "Chi2", "Dirichlet", "Distribution",
-    "DistributionRegistry", "Exponential", "ExponentialFamily", "Gamma", "Independent",
-    "Laplace", "LogNormal", "MultivariateNormal", "Normal", "OneHotCategorical",
-    "OneHotCategoricalStraightThrough", "Poisson", "TransformedDistribution", "Uniform",
-    "constraints", "create", "distributions", "hookimpl", "kl_divergence", "register_kl",
-    "transforms",
+__all__ = [cls.__name__ for cls in BUILTIN.values()] + [
+    "Distribution", "DistributionRegistry", "ExponentialFamily", "constraints", "create",
+    "distributions", "hookimpl", "kl_divergence", "register_kl", "transforms",
 ] + transforms.__all__
 
 

@@ -14,6 +14,20 @@ import math
 import warnings
 
 import torcia
+from torcia.distributions._more import (
+    EULER_GAMMA,
+    Cauchy,
+    ContinuousBernoulli,
+    Geometric,
+    Gumbel,
+    HalfNormal,
+    Pareto,
+)
+from torcia.distributions._multivariate import (
+    LowRankMultivariateNormal,
+    _batch_lowrank_logdet,
+    _batch_lowrank_mahalanobis,
+)
 from torcia.distributions.bernoulli import Bernoulli
 from torcia.distributions.binomial import Binomial
 from torcia.distributions.categorical import Categorical, OneHotCategorical
@@ -369,11 +383,9 @@ def _kl_beta_uniform(p, q):
 def _kl_exponential_gamma(p, q):
     ratio = q.rate / p.rate
     t1 = -q.concentration * torcia.log(ratio)
-    return (t1 + ratio + q.concentration.lgamma() + q.concentration * _EULER_GAMMA
-            - (1 + _EULER_GAMMA))
+    return (t1 + ratio + q.concentration.lgamma() + q.concentration * EULER_GAMMA
+            - (1 + EULER_GAMMA))
 
-
-_EULER_GAMMA = 0.57721566490153286060
 
 
 @_builtin(Exponential, Normal)
@@ -468,3 +480,265 @@ def _kl_uniform_normal(p, q):
     t3 = ((p.high + p.low - 2 * q.loc) / 2).pow(2)
     return t1 + 0.5 * (t2 + t3) / q.scale.pow(2)
 
+
+
+# ---------------------------------------------------------------------------------------
+# The remaining families
+# ---------------------------------------------------------------------------------------
+
+
+def _inf_where(mask, result):
+    return torcia.where(mask, _infinite_like(result), result)
+
+
+def _solve_tril(L, B):
+    shape = torcia.broadcast_shapes(tuple(L.shape[:-2]), tuple(B.shape[:-2]))
+    return torcia.linalg.solve(L.expand(tuple(shape) + tuple(L.shape[-2:])),
+                               B.expand(tuple(shape) + tuple(B.shape[-2:])))
+
+
+@_builtin(Cauchy, Cauchy)
+def _kl_cauchy_cauchy(p, q):
+    t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
+    t2 = (4 * p.scale * q.scale).log()
+    return t1 - t2
+
+
+@_builtin(ContinuousBernoulli, ContinuousBernoulli)
+def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+    t1 = p.mean * (p.logits - q.logits)
+    t2 = p._cont_bern_log_norm() + torcia.log1p(-p.probs)
+    t3 = -q._cont_bern_log_norm() - torcia.log1p(-q.probs)
+    return t1 + t2 + t3
+
+
+@_builtin(Gumbel, Gumbel)
+def _kl_gumbel_gumbel(p, q):
+    ct1 = p.scale / q.scale
+    ct2 = q.loc / q.scale
+    ct3 = p.loc / q.scale
+    t1 = -ct1.log() - ct2 + ct3
+    t2 = ct1 * EULER_GAMMA
+    t3 = torcia.exp(ct2 + (1 + ct1).lgamma() - ct3)
+    return t1 + t2 + t3 - (1 + EULER_GAMMA)
+
+
+@_builtin(Geometric, Geometric)
+def _kl_geometric_geometric(p, q):
+    return -p.entropy() - torcia.log1p(-q.probs) / p.probs - q.logits
+
+
+@_builtin(HalfNormal, HalfNormal)
+def _kl_halfnormal_halfnormal(p, q):
+    return _kl_normal_normal(p.base_dist, q.base_dist)
+
+
+@_builtin(LowRankMultivariateNormal, LowRankMultivariateNormal)
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two Low Rank Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    term1 = (_batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                   q._capacitance_tril)
+             - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
+                                     p._capacitance_tril))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    A = _solve_tril(q._capacitance_tril, qWt_qDinv)
+    term21 = (p._unbroadcasted_cov_diag / q._unbroadcasted_cov_diag).sum(-1)
+    term22 = _batch_trace_XXT(p._unbroadcasted_cov_factor
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term23 = _batch_trace_XXT(A * p._unbroadcasted_cov_diag.sqrt().unsqueeze(-2))
+    term24 = _batch_trace_XXT(A.matmul(p._unbroadcasted_cov_factor))
+    term2 = term21 + term22 - term23 - term24
+    return 0.5 * (term1 + term2 + term3 - p.event_shape[0])
+
+
+@_builtin(MultivariateNormal, LowRankMultivariateNormal)
+def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    term1 = (_batch_lowrank_logdet(q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag,
+                                   q._capacitance_tril)
+             - 2 * p._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))
+    term3 = _batch_lowrank_mahalanobis(q._unbroadcasted_cov_factor,
+                                       q._unbroadcasted_cov_diag, q.loc - p.loc,
+                                       q._capacitance_tril)
+    qWt_qDinv = q._unbroadcasted_cov_factor.mT / q._unbroadcasted_cov_diag.unsqueeze(-2)
+    A = _solve_tril(q._capacitance_tril, qWt_qDinv)
+    term21 = _batch_trace_XXT(p._unbroadcasted_scale_tril
+                              * q._unbroadcasted_cov_diag.rsqrt().unsqueeze(-1))
+    term22 = _batch_trace_XXT(A.matmul(p._unbroadcasted_scale_tril))
+    return 0.5 * (term1 + term21 - term22 + term3 - p.event_shape[0])
+
+
+@_builtin(LowRankMultivariateNormal, MultivariateNormal)
+def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+    if p.event_shape != q.event_shape:
+        raise ValueError("KL-divergence between two (Low Rank) Multivariate Normals with "
+                         "different event shapes cannot be computed")
+    term1 = (2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
+             - _batch_lowrank_logdet(p._unbroadcasted_cov_factor, p._unbroadcasted_cov_diag,
+                                     p._capacitance_tril))
+    term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
+    p_cov_diag = torcia.diag_embed(p._unbroadcasted_cov_diag.sqrt())
+    term21 = _batch_trace_XXT(_solve_tril(q._unbroadcasted_scale_tril,
+                                          p._unbroadcasted_cov_factor))
+    term22 = _batch_trace_XXT(_solve_tril(q._unbroadcasted_scale_tril, p_cov_diag))
+    return 0.5 * (term1 + term21 + term22 + term3 - p.event_shape[0])
+
+
+@_builtin(Pareto, Pareto)
+def _kl_pareto_pareto(p, q):
+    scale_ratio = p.scale / q.scale
+    alpha_ratio = q.alpha / p.alpha
+    t1 = q.alpha * scale_ratio.log()
+    t2 = -alpha_ratio.log()
+    result = t1 + t2 + alpha_ratio - 1
+    return _inf_where(p.support.lower_bound < q.support.lower_bound, result)
+
+
+@_builtin(Beta, ContinuousBernoulli)
+def _kl_beta_continuous_bernoulli(p, q):
+    return -p.entropy() - p.mean * q.logits - torcia.log1p(-q.probs) - q._cont_bern_log_norm()
+
+
+@_builtin(ContinuousBernoulli, Exponential)
+def _kl_continuous_bernoulli_exponential(p, q):
+    return -p.entropy() - torcia.log(q.rate) + q.rate * p.mean
+
+
+@_builtin(ContinuousBernoulli, Normal)
+def _kl_continuous_bernoulli_normal(p, q):
+    t1 = -p.entropy()
+    t2 = 0.5 * (math.log(2.0 * math.pi) + torcia.square(q.loc / q.scale)) + torcia.log(q.scale)
+    t3 = (p.variance + torcia.square(p.mean) - 2.0 * q.loc * p.mean) / (
+        2.0 * torcia.square(q.scale))
+    return t1 + t2 + t3
+
+
+@_builtin(ContinuousBernoulli, Uniform)
+def _kl_continuous_bernoulli_uniform(p, q):
+    result = -p.entropy() + (q.high - q.low).log()
+    return _inf_where(torcia.ge(q.low, p.support.lower_bound)
+                      | torcia.le(q.high, p.support.upper_bound), result)
+
+
+@_builtin(Exponential, Gumbel)
+def _kl_exponential_gumbel(p, q):
+    scale_rate_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = scale_rate_prod.log() - 1
+    t2 = torcia.exp(loc_scale_ratio) * scale_rate_prod / (scale_rate_prod + 1)
+    t3 = scale_rate_prod.reciprocal()
+    return t1 - loc_scale_ratio + t2 + t3
+
+
+@_builtin(Gamma, Gumbel)
+def _kl_gamma_gumbel(p, q):
+    beta_scale_prod = p.rate * q.scale
+    loc_scale_ratio = q.loc / q.scale
+    t1 = ((p.concentration - 1) * p.concentration.digamma() - p.concentration.lgamma()
+          - p.concentration)
+    t2 = beta_scale_prod.log() + p.concentration / beta_scale_prod
+    t3 = (torcia.exp(loc_scale_ratio)
+          * (1 + beta_scale_prod.reciprocal()).pow(-p.concentration) - loc_scale_ratio)
+    return t1 + t2 + t3
+
+
+@_builtin(Gumbel, Normal)
+def _kl_gumbel_normal(p, q):
+    param_ratio = p.scale / q.scale
+    t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
+    t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
+    t3 = ((p.loc + p.scale * EULER_GAMMA - q.loc) / q.scale).pow(2) * 0.5
+    return -t1 + t2 + t3 - (EULER_GAMMA + 1)
+
+
+@_builtin(Normal, Gumbel)
+def _kl_normal_gumbel(p, q):
+    mean_scale_ratio = p.loc / q.scale
+    var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
+    loc_scale_ratio = q.loc / q.scale
+    t1 = var_scale_sqr_ratio.log() * 0.5
+    t2 = mean_scale_ratio - loc_scale_ratio
+    t3 = torcia.exp(-mean_scale_ratio + 0.5 * var_scale_sqr_ratio + loc_scale_ratio)
+    return -t1 + t2 + t3 - (0.5 * (1 + math.log(2 * math.pi)))
+
+
+@_builtin(Pareto, Exponential)
+def _kl_pareto_exponential(p, q):
+    scale_rate_prod = p.scale * q.rate
+    t1 = (p.alpha / scale_rate_prod).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * scale_rate_prod / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 - t2 + t3 - 1)
+
+
+@_builtin(Pareto, Gamma)
+def _kl_pareto_gamma(p, q):
+    common_term = p.scale.log() + p.alpha.reciprocal()
+    t1 = p.alpha.log() - common_term
+    t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
+    t3 = (1 - q.concentration) * common_term
+    t4 = q.rate * p.alpha * p.scale / (p.alpha - 1)
+    return _inf_where(p.alpha <= 1, t1 + t2 + t3 + t4 - 1)
+
+
+@_builtin(Pareto, Normal)
+def _kl_pareto_normal(p, q):
+    var_normal = 2 * q.scale.pow(2)
+    common_term = p.scale / (p.alpha - 1)
+    t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
+    t2 = p.alpha.reciprocal()
+    t3 = p.alpha * common_term.pow(2) / (p.alpha - 2)
+    t4 = (p.alpha * common_term - q.loc).pow(2)
+    return _inf_where(p.alpha <= 2, t1 - t2 + (t3 + t4) / var_normal - 1)
+
+
+@_builtin(Uniform, ContinuousBernoulli)
+def _kl_uniform_continuous_bernoulli(p, q):
+    result = -p.entropy() - p.mean * q.logits - torcia.log1p(-q.probs) - q._cont_bern_log_norm()
+    return _inf_where(torcia.ge(p.high, q.support.upper_bound)
+                      | torcia.le(p.low, q.support.lower_bound), result)
+
+
+@_builtin(Uniform, Gumbel)
+def _kl_uniform_gumbel(p, q):
+    common_term = q.scale / (p.high - p.low)
+    high_loc_diff = (p.high - q.loc) / q.scale
+    low_loc_diff = (p.low - q.loc) / q.scale
+    t1 = common_term.log() + 0.5 * (high_loc_diff + low_loc_diff)
+    t2 = common_term * (torcia.exp(-high_loc_diff) - torcia.exp(-low_loc_diff))
+    return t1 - t2
+
+
+@_builtin(Uniform, Pareto)
+def _kl_uniform_pareto(p, q):
+    support_uniform = p.high - p.low
+    t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
+    t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform
+    return _inf_where(p.low < q.support.lower_bound, t2 * (q.alpha + 1) - t1)
+
+
+# pairs whose KL is infinite: p's support reaches where q has no density
+def _kl_infinity(p, q):
+    return _infinite_like(p.mean if not isinstance(p, (Gumbel, Laplace, Normal)) else p.loc)
+
+
+for _p, _qs in (
+    (Beta, (Pareto,)),
+    (ContinuousBernoulli, (Pareto,)),
+    (Exponential, (Beta, ContinuousBernoulli, Pareto, Uniform)),
+    (Gamma, (Beta, ContinuousBernoulli, Pareto, Uniform)),
+    (Gumbel, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform)),
+    (Laplace, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform)),
+    (Normal, (Beta, ContinuousBernoulli, Exponential, Gamma, Pareto, Uniform)),
+    (Pareto, (Beta, ContinuousBernoulli, Uniform)),
+    (Poisson, (Bernoulli, Binomial)),
+):
+    for _q in _qs:
+        BUILTIN[_p, _q] = _kl_infinity
