@@ -32,7 +32,7 @@ from torcia.plugins import hookimpl
 
 plugins.add_hookspecs(hookspecs)
 
-from torcia.distributions import constraints, transforms  # noqa: E402
+from torcia.distributions import constraint_registry, constraints, transforms  # noqa: E402
 from torcia.distributions._more import (  # noqa: E402
     Cauchy,
     ContinuousBernoulli,
@@ -67,6 +67,7 @@ from torcia.distributions.categorical import (  # noqa: E402
     OneHotCategorical,
     OneHotCategoricalStraightThrough,
 )
+from torcia.distributions.constraint_registry import biject_to, transform_to  # noqa: E402
 from torcia.distributions.dirichlet import Beta, Dirichlet  # noqa: E402
 from torcia.distributions.distribution import Distribution  # noqa: E402
 from torcia.distributions.exp_family import ExponentialFamily  # noqa: E402
@@ -100,7 +101,8 @@ BUILTIN = {
 }
 
 __all__ = [cls.__name__ for cls in BUILTIN.values()] + [
-    "Distribution", "DistributionRegistry", "ExponentialFamily", "constraints", "create",
+    "Distribution", "DistributionRegistry", "ExponentialFamily", "biject_to",
+    "constraint_registry", "constraints", "create", "transform_to",
     "distributions", "hookimpl", "kl_divergence", "register_kl", "transforms",
 ] + transforms.__all__
 

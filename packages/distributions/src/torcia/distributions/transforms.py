@@ -46,12 +46,13 @@ def _softplus(x):
     return x.clamp(min=0) + torcia.log1p(torcia.exp(-x.abs()))
 
 
-def _pad_left_one(x):
-    """``F.pad(x, [1, 0], value=0)`` on the last dimension."""
-    return torcia.cat([x.new_zeros(tuple(x.shape[:-1]) + (1,)), x], -1)
+def _pad_left(x, value):
+    """One ``value`` prepended along the last dimension (``F.pad(x, [1, 0], value=...)``)."""
+    return torcia.cat([x.new_full(tuple(x.shape[:-1]) + (1,), value), x], -1)
 
 
-def _pad_right_one(x, value):
+def _pad_right(x, value):
+    """One ``value`` appended along the last dimension (``F.pad(x, [0, 1], value=...)``)."""
     return torcia.cat([x, x.new_full(tuple(x.shape[:-1]) + (1,), value)], -1)
 
 
@@ -710,12 +711,12 @@ class CorrCholeskyTransform(Transform):
         n = r.shape[-1]
         eye = torcia.eye(n, dtype=x.dtype, device=x.device)
         r = r + eye
-        y = r * _pad_left_one(z1m_cumprod_sqrt[..., :-1])
+        y = r * _pad_left(z1m_cumprod_sqrt[..., :-1], 1)
         return y
 
     def _inverse(self, y):
         y_cumsum = 1 - torcia.cumsum(y * y, dim=-1)
-        y_cumsum_shifted = _pad_left_one(y_cumsum[..., :-1])
+        y_cumsum_shifted = _pad_left(y_cumsum[..., :-1], 1)
         y_vec = tril_matrix_to_vec(y, diag=-1)
         y_cumsum_vec = tril_matrix_to_vec(y_cumsum_shifted, diag=-1)
         t = y_vec / y_cumsum_vec.sqrt()
@@ -798,7 +799,7 @@ class StickBreakingTransform(Transform):
                                                device=x.device).cumsum(-1)
         z = _clipped_sigmoid(x - offset.log())
         z_cumprod = (1 - z).cumprod(-1)
-        y = _pad_right_one(z, 1) * _pad_left_one_value(z_cumprod, 1)
+        y = _pad_right(z, 1) * _pad_left(z_cumprod, 1)
         return y
 
     def _inverse(self, y):
@@ -826,10 +827,6 @@ class StickBreakingTransform(Transform):
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return torcia.Size(tuple(shape[:-1]) + (shape[-1] - 1,))
-
-
-def _pad_left_one_value(x, value):
-    return torcia.cat([x.new_full(tuple(x.shape[:-1]) + (1,), value), x], -1)
 
 
 class LowerCholeskyTransform(Transform):
