@@ -986,7 +986,7 @@ class VonMises(Distribution):
     >>> import torcia
     >>> from torcia.distributions import VonMises
     >>> round(VonMises(torcia.tensor(0.0), torcia.tensor(1.0)).variance.item(), 6)
-    0.553610
+    0.55361
     """
 
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}

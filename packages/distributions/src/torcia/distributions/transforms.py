@@ -11,7 +11,8 @@ Examples
 >>> from torcia.distributions.transforms import ExpTransform
 >>> t = ExpTransform()
 >>> x = torcia.tensor([0.0, 1.0])
->>> t.inv(t(x)).tolist(), t.log_abs_det_jacobian(x, t(x)).tolist()
+>>> y = t(x)
+>>> [round(v, 6) for v in t.inv(y).tolist()], t.log_abs_det_jacobian(x, y).tolist()
 ([0.0, 1.0], [0.0, 1.0])
 """
 
