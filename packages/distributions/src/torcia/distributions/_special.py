@@ -43,6 +43,9 @@ def _gammainc_np(a, x):
     Legendre's continued fraction (modified Lentz) above, as in Numerical Recipes."""
     a, x = np.broadcast_arrays(np.asarray(a, np.float64), np.asarray(x, np.float64))
     out = np.zeros(a.shape)
+    # both expansions need O(sqrt(a)) terms where x is near a
+    finite = a[np.isfinite(a)]
+    max_iter = _MAX_ITER + int(10 * np.sqrt(finite.max())) if finite.size else _MAX_ITER
     with np.errstate(all="ignore"):
         log_prefix = a * np.log(x) - x - _lgamma_np(a)
         series = (x < a + 1) & (x > 0)
@@ -51,7 +54,7 @@ def _gammainc_np(a, x):
             term = 1.0 / aa
             total = term.copy()
             ap = aa.copy()
-            for _ in range(_MAX_ITER):
+            for _ in range(max_iter):
                 ap = ap + 1
                 term = term * xx / ap
                 total = total + term
@@ -66,7 +69,7 @@ def _gammainc_np(a, x):
             c = np.full(aa.shape, 1 / tiny)
             d = 1 / b
             h = d.copy()
-            for i in range(1, _MAX_ITER):
+            for i in range(1, max_iter):
                 an = -i * (i - aa)
                 b = b + 2
                 d = an * d + b
