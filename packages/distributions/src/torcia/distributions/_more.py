@@ -123,7 +123,7 @@ class Cauchy(Distribution):
 
 
 class HalfCauchy(TransformedDistribution):
-    """|x| for x ~ Cauchy(0, scale).
+    """The absolute value of x ~ Cauchy(0, scale).
 
     Examples
     --------
@@ -183,7 +183,7 @@ class HalfCauchy(TransformedDistribution):
 
 
 class HalfNormal(TransformedDistribution):
-    """|x| for x ~ Normal(0, scale).
+    """The absolute value of x ~ Normal(0, scale).
 
     Examples
     --------
