@@ -178,3 +178,14 @@ def test_categorical_frequencies():
     assert np.all(np.abs(freq - p) <= Z * np.sqrt(p * (1 - p) / N))
     assert math.isclose(D.Categorical(ours(p)).perplexity().item(),
                         math.exp(-(p * np.log(p)).sum()), rel_tol=1e-9)
+
+
+def test_wishart_redraws_singular_samples():
+    torcia.manual_seed(9)
+    # df just above dim - 1: about half the float32 draws are singular
+    with pytest.warns(UserWarning, match="Low df values detected"):
+        w = D.Wishart(torcia.tensor(2.001), torcia.eye(3) * 1e-3)
+    with pytest.warns(UserWarning, match="Singular sample detected"):
+        w.rsample((200,), max_try_correction=0)
+    samples = w.rsample((20,), max_try_correction=30)
+    assert bool(D.constraints.positive_definite.check(samples).all())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
@@ -773,6 +774,9 @@ class Wishart(ExponentialFamily):
             self.covariance_matrix = param.expand(tuple(batch_shape) + (-1, -1))
         else:
             self.precision_matrix = param.expand(tuple(batch_shape) + (-1, -1))
+        if bool(self.df.lt(event_shape[-1]).any()):
+            warnings.warn("Low df values detected. Singular samples are highly likely to occur "
+                          "for ndim - 1 < df < ndim.", stacklevel=2)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
         if scale_tril is not None:
             self._unbroadcasted_scale_tril = scale_tril
@@ -836,8 +840,7 @@ class Wishart(ExponentialFamily):
         return self.df.view(tuple(self._batch_shape) + (1, 1)) * (
             V.pow(2) + diag_V.unsqueeze(-1) * diag_V.unsqueeze(-2))
 
-    def rsample(self, sample_shape=()):
-        sample_shape = torcia.Size(sample_shape)
+    def _bartlett_sampling(self, sample_shape):
         p = self._event_shape[-1]
         chi = self._dist_chi2.rsample(sample_shape).sqrt()
         chi = chi.clamp(min=finfo(chi.dtype).eps)
@@ -850,6 +853,27 @@ class Wishart(ExponentialFamily):
         noise = torcia.diag_embed(chi) + lower.reshape(tuple(below.shape[:-1]) + (p, p))
         chol = self._unbroadcasted_scale_tril @ noise
         return chol @ chol.mT
+
+    def rsample(self, sample_shape=(), max_try_correction=None):
+        """Draw by the Bartlett decomposition; a singular draw (likely when df is close to
+        the dimension) is redrawn up to ``max_try_correction`` times (10 by default)."""
+        sample_shape = torcia.Size(sample_shape)
+        if max_try_correction is None:
+            max_try_correction = 10
+        sample = self._bartlett_sampling(sample_shape)
+        is_singular = ~self.support.check(sample)
+        for _ in range(max_try_correction):
+            if not bool(is_singular.any()):
+                break
+            sample = torcia.where(is_singular.unsqueeze(-1).unsqueeze(-1),
+                                  self._bartlett_sampling(sample_shape), sample)
+            is_singular = ~self.support.check(sample)
+        else:
+            if bool(is_singular.any()):
+                warnings.warn(f"Singular sample detected: {int(is_singular.sum())} of "
+                              f"{is_singular.numel()} draws are not positive definite after "
+                              f"{max_try_correction} redraws.", stacklevel=2)
+        return sample
 
     def log_prob(self, value):
         if self._validate_args:
