@@ -471,9 +471,11 @@ class Kumaraswamy(TransformedDistribution):
 
     @property
     def mode(self):
-        log_mode = (self.concentration0.reciprocal() * (-self.concentration0).log1p()
-                    - (-self.concentration0 * self.concentration1).log1p())
-        bad = (self.concentration0 < 1) | (self.concentration1 < 1)
+        # ((a - 1) / (a b - 1)) ** (1 / a); PyTorch's log-space form takes log1p(-b) and is
+        # NaN for every b > 1, so this one differs from it there
+        a, b = self.concentration1, self.concentration0
+        log_mode = (torcia.log(a - 1) - torcia.log(a * b - 1)) / a
+        bad = (b < 1) | (a < 1)
         return torcia.where(bad, torcia.full_like(log_mode, math.nan), log_mode).exp()
 
     @property
