@@ -143,3 +143,37 @@ def test_implicit_gamma_gradient_agrees_with_pytorch():
     # PyTorch's is an approximation (series, asymptotic expansions and a rational fit)
     theirs = torch._standard_gamma_grad(torch.tensor(alpha), torch.tensor(x)).numpy()
     np.testing.assert_allclose(ours, theirs, rtol=5e-4)
+
+
+def test_student_t_rsample_gradient_in_df():
+    torcia.manual_seed(5)
+    df = leaf([10.0, 16.0])
+    (D.StudentT(df).rsample((200_000,)) ** 2).mean(0).sum().backward()
+    # E[x^2] = df / (df - 2)
+    d = df.detach().numpy()
+    np.testing.assert_allclose(df.grad.numpy(), -2 / (d - 2) ** 2, rtol=0.15)
+
+
+def test_straight_through_gradient_is_the_probabilities_gradient():
+    logits = leaf([0.2, -0.3, 0.5])
+    w = torcia.tensor([1.0, 2.0, -1.0], dtype=torcia.float64)
+    s = D.OneHotCategoricalStraightThrough(logits=logits).rsample()
+    assert sorted(s.detach().tolist()) == [0.0, 0.0, 1.0]
+    (s * w).sum().backward()
+    expected = leaf([0.2, -0.3, 0.5])
+    (torcia.softmax(expected, -1) * w).sum().backward()
+    np.testing.assert_allclose(logits.grad.numpy(), expected.grad.numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("make", [
+    lambda z: D.RelaxedOneHotCategorical(torcia.tensor(0.5, dtype=torcia.float64), logits=z),
+    lambda z: D.RelaxedBernoulli(torcia.tensor(0.5, dtype=torcia.float64), logits=z),
+    lambda z: D.LogisticNormal(z, torcia.ones(3, dtype=torcia.float64)),
+    lambda z: D.Gumbel(z, torcia.ones(3, dtype=torcia.float64)),
+], ids=["RelaxedOneHotCategorical", "RelaxedBernoulli", "LogisticNormal", "Gumbel"])
+def test_gradcheck_rsample_with_fixed_noise(make):
+    def draw(z):
+        torcia.manual_seed(0)
+        return make(z).rsample((2,))
+
+    assert gradcheck(draw, (leaf([0.1, -0.4, 0.3]),))
