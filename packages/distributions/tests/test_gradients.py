@@ -148,10 +148,10 @@ def test_implicit_gamma_gradient_agrees_with_pytorch():
 def test_student_t_rsample_gradient_in_df():
     torcia.manual_seed(5)
     df = leaf([10.0, 16.0])
-    (D.StudentT(df).rsample((200_000,)) ** 2).mean(0).sum().backward()
+    (D.StudentT(df).rsample((60_000,)) ** 2).mean(0).sum().backward()
     # E[x^2] = df / (df - 2)
     d = df.detach().numpy()
-    np.testing.assert_allclose(df.grad.numpy(), -2 / (d - 2) ** 2, rtol=0.15)
+    np.testing.assert_allclose(df.grad.numpy(), -2 / (d - 2) ** 2, rtol=0.08)
 
 
 def test_straight_through_gradient_is_the_probabilities_gradient():
