@@ -189,3 +189,37 @@ def test_wishart_redraws_singular_samples():
         w.rsample((200,), max_try_correction=0)
     samples = w.rsample((20,), max_try_correction=30)
     assert bool(D.constraints.positive_definite.check(samples).all())
+
+
+def test_kolmogorov_smirnov_of_the_other_continuous_distributions():
+    """The continuous distributions without a cdf, through a statistic whose law is known:
+    projections of (low-rank) multivariate normals, the logits of relaxed Bernoulli and of
+    logistic-normal draws, and von Mises draws against SciPy's."""
+    stats = pytest.importorskip("scipy.stats")
+    torcia.manual_seed(10)
+    u = np.array([0.6, -0.8])
+    for name in ("MultivariateNormal", "LowRankMultivariateNormal"):
+        d = build(name)
+        x = d.sample((N,)).numpy() @ u
+        mean, cov = d.mean.numpy() @ u, d.covariance_matrix.numpy()
+        sd = np.sqrt(np.einsum("i,bij,j->b", u, cov, u))
+        for j in range(3):
+            assert stats.kstest(x[:, j], stats.norm(mean[j], sd[j]).cdf).pvalue > 1e-4
+    temperature, probs = CASES["RelaxedBernoulli"][1]
+    y = build("RelaxedBernoulli").sample((N,)).numpy()
+    logit = np.log(y) - np.log1p(-y)
+    for j in range(3):
+        # (Logistic(0, 1) + logit(p)) / temperature
+        ref = stats.logistic(np.log(probs[j] / (1 - probs[j])) / temperature, 1 / temperature)
+        assert stats.kstest(logit[:, j], ref.cdf).pvalue > 1e-4
+    loc, scale = CASES["LogisticNormal"][1]
+    z = build("LogisticNormal").sample((N,))
+    x = D.StickBreakingTransform().inv(z).numpy()
+    for j in range(3):
+        for k in range(2):
+            assert stats.kstest(x[:, j, k], stats.norm(loc[j, k], scale[j, k]).cdf).pvalue > 1e-4
+    loc, kappa = CASES["VonMises"][1]
+    v = build("VonMises").sample((N,)).numpy()
+    for j in range(3):
+        wrapped = (v[:, j] - loc[j] + np.pi) % (2 * np.pi) - np.pi
+        assert stats.kstest(wrapped, stats.vonmises(kappa[j]).cdf).pvalue > 1e-4
