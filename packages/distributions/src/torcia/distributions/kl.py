@@ -60,12 +60,14 @@ def register_kl(type_p, type_q):
 
     Examples
     --------
-    >>> from torcia.distributions import Normal, register_kl
+    >>> from torcia.distributions import Normal, kl_divergence, register_kl
     >>> class MyNormal(Normal):
-    ...     pass
+    ...     "A Normal with its own KL."
     >>> @register_kl(MyNormal, MyNormal)
     ... def kl_my(p, q):
     ...     return (p.loc - q.loc) ** 2 / 2
+    >>> kl_divergence(MyNormal(0.0, 1.0), MyNormal(2.0, 1.0)).item()
+    2.0
     """
     if not isinstance(type_p, type) or not issubclass(type_p, Distribution):
         raise TypeError(f"Expected type_p to be a Distribution subclass but got {type_p}")

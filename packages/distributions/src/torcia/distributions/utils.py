@@ -121,7 +121,7 @@ def vec_to_tril_matrix(vec, diag: int = 0):
     if not round(n) - n < eps:
         raise ValueError(f"The size of last dimension is {vec.shape[-1]} which cannot be "
                          "expressed as the lower triangular part of a square D x D matrix.")
-    n = round(n.item()) if isinstance(n, torcia.Tensor) else round(n)
+    n = round(n)
     rows, cols = np.tril_indices(n, k=diag)
     flat = rows * n + cols
     mat = vec.new_zeros(tuple(vec.shape[:-1]) + (n * n,))
