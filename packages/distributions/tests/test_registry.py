@@ -3,6 +3,7 @@ the built-in plugin, a plugin registered in process, and ``python -m torcia plug
 (An installed plugin distribution: plugins/example-distribution/tests.)"""
 
 import json
+import os
 import subprocess
 import sys
 import types
@@ -115,3 +116,14 @@ def test_missing_install_names_the_distribution():
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stderr
     assert ("it is part of the torcia-distributions distribution, which is not installed "
             "(pip install torcia-distributions)") in err
+
+
+def test_blocking_the_builtin_plugin_is_named_in_the_kl_error():
+    code = ("import torcia.distributions as D\n"
+            "try:\n    D.kl_divergence(D.Normal(0.0, 1.0), D.Normal(1.0, 1.0))\n"
+            "except NotImplementedError as e:\n    print(e)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "TORCIA_DISABLE_PLUGINS": "distributions"}).stdout
+    assert "No KL(p || q) is implemented for p type Normal and q type Normal" in out
+    assert ("Blocked plugins that may provide it: distributions (torcia-distributions, "
+            "blocked by TORCIA_DISABLE_PLUGINS)") in out

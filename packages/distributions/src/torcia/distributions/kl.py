@@ -14,6 +14,7 @@ import math
 import warnings
 
 import torcia
+from torcia import plugins
 from torcia.distributions._more import (
     EULER_GAMMA,
     Cauchy,
@@ -166,9 +167,13 @@ def kl_divergence(p, q):
         fun = _dispatch_kl(type(p), type(q))
         _KL_MEMOIZE[type(p), type(q)] = fun
     if fun is NotImplemented:
-        raise NotImplementedError(
-            f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
-            f"{q.__class__.__name__}")
+        msg = (f"No KL(p || q) is implemented for p type {p.__class__.__name__} and q type "
+               f"{q.__class__.__name__}")
+        blocked = plugins.blocked_plugins()
+        if blocked:
+            msg += ". Blocked plugins that may provide it: " + ", ".join(
+                f"{i.name} ({i.distribution}, {i.reason})" for i in blocked)
+        raise NotImplementedError(msg)
     return fun(p, q)
 
 
