@@ -356,9 +356,14 @@ def test_a_decompression_bomb_is_refused_before_it_expands():
         torcia.load(io.BytesIO(out.getvalue()))
 
 
-def test_a_legacy_pytorch_pickle_is_named():
-    with pytest.raises(RuntimeError, match="PyTorch's legacy"):
-        torcia.load(io.BytesIO(b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02M\xe9\x03."))
+def test_a_truncated_or_foreign_legacy_pickle_is_named():
+    magic_and_protocol = b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19.\x80\x02M\xe9\x03."
+    with pytest.raises(RuntimeError, match="the header cannot be unpickled"):
+        torcia.load(io.BytesIO(magic_and_protocol))
+    with pytest.raises(RuntimeError, match="magic number or protocol version is wrong"):
+        torcia.load(io.BytesIO(__import__("pickle").dumps([1, 2, 3])))
+    with pytest.raises(RuntimeError, match="neither a zip archive nor PyTorch's legacy"):
+        torcia.load(io.BytesIO(b"GIF89a"))
 
 
 # --------------------------------------------------------------------------------------

@@ -39,9 +39,9 @@ def _same(ours, theirs):
     assert ours.tolist() == theirs.tolist()
 
 
-def _torch_to_torcia(obj, **kw):
+def _torch_to_torcia(obj, legacy=False, **kw):
     buf = io.BytesIO()
-    torch.save(obj, buf)
+    torch.save(obj, buf, _use_new_zipfile_serialization=not legacy)
     buf.seek(0)
     return torcia.load(buf, **kw)
 
@@ -53,10 +53,11 @@ def _torcia_to_torch(obj):
     return torch.load(buf, weights_only=True)
 
 
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
 @pytest.mark.parametrize("name", DTYPES)
-def test_every_dtype_from_torch(name):
+def test_every_dtype_from_torch(name, legacy):
     t = _torch(name)
-    out = _torch_to_torcia({"t": t, "view": t.T, "row": t[1, 1:]})
+    out = _torch_to_torcia({"t": t, "view": t.T, "row": t[1, 1:]}, legacy=legacy)
     for key, theirs in [("t", t), ("view", t.T), ("row", t[1, 1:])]:
         _same(out[key], theirs)
 
@@ -68,6 +69,16 @@ def test_every_dtype_to_torch(name):
     for key, ours in [("t", t), ("view", t.T), ("row", t[1, 1:])]:
         _same(ours, out[key])
     assert out["t"].untyped_storage().data_ptr() == out["view"].untyped_storage().data_ptr()
+
+
+def test_legacy_files_with_map_location_and_damage():
+    state = {"w": torch.arange(6.0).reshape(2, 3), "n": 3}
+    out = _torch_to_torcia(state, legacy=True, map_location=lambda t, loc: t + 1)
+    assert out["w"].tolist() == [[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]] and out["n"] == 3
+    buf = io.BytesIO()
+    torch.save(state, buf, _use_new_zipfile_serialization=False)
+    with pytest.raises(RuntimeError, match=r"storage \d+ is truncated"):
+        torcia.load(io.BytesIO(buf.getvalue()[:-4]))
 
 
 def test_nested_containers_both_ways():
@@ -113,7 +124,8 @@ def test_a_modules_state_dict_both_ways_gives_equal_outputs():
     assert isinstance(params["0.weight"], torch.nn.Parameter)
 
 
-def test_a_code_running_torch_pickle_is_refused_without_running(tmp_path):
+@pytest.mark.parametrize("legacy", [False, True], ids=["zip", "legacy"])
+def test_a_code_running_torch_pickle_is_refused_without_running(tmp_path, legacy):
     target = tmp_path / "made-by-the-pickle"
 
     class RunsCode:
@@ -122,7 +134,8 @@ def test_a_code_running_torch_pickle_is_refused_without_running(tmp_path):
             return (os.mkdir, (str(target),))
 
     buf = io.BytesIO()
-    torch.save({"w": torch.ones(1), "x": RunsCode()}, buf)
+    torch.save({"w": torch.ones(1), "x": RunsCode()}, buf,
+               _use_new_zipfile_serialization=not legacy)
     with pytest.raises(pickle.UnpicklingError, match="GLOBAL posix.mkdir was not an allowed"):
         torcia.load(io.BytesIO(buf.getvalue()))
     assert not target.exists()

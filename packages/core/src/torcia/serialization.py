@@ -29,8 +29,9 @@ tensor rebuild functions, storages, dtypes, ``torch.Size``, ``torch.device``,
 ``OrderedDict`` and the primitive containers) and refuses anything else *without calling
 it*. The allowlist is extended with :func:`add_safe_globals` or :func:`safe_globals`.
 
-Files written by earlier torcia versions (the ``torcia-archive`` format: ``structure.json``
-and ``.npy`` arrays) still load.
+:func:`load` also reads PyTorch's legacy format (before PyTorch 1.6, still the format of
+many published checkpoints) with the same allowlist, and the files written by earlier torcia
+versions (the ``torcia-archive`` format: ``structure.json`` and ``.npy`` arrays).
 
 Safe writes
 -----------
@@ -843,10 +844,14 @@ def _load_zip(loader: _ZipLoader, archive: zipfile.ZipFile, weights_only: bool, 
         if order in loader.records else "little"
     if loader.byteorder not in ("little", "big"):
         raise loader.fail(f"unknown byte order {loader.byteorder!r:.20}")
-    unpickler = _Unpickler(io.BytesIO(loader.read("data.pkl")), loader, weights_only,
-                           encoding)
+    return _unpickle(loader, io.BytesIO(loader.read("data.pkl")), weights_only, encoding,
+                     "data.pkl")
+
+
+def _unpickle(loader, file, weights_only: bool, encoding, what: str):
+    """One pickle from ``file``, every failure but a refusal a RuntimeError naming it."""
     try:
-        return unpickler.load()
+        return _Unpickler(file, loader, weights_only, encoding).load()
     except _Refused as exc:
         raise _refusal(exc.full_name) from None
     except RuntimeError as exc:
@@ -854,10 +859,90 @@ def _load_zip(loader: _ZipLoader, archive: zipfile.ZipFile, weights_only: bool, 
             raise
         raise loader.fail(str(exc)) from None
     except RecursionError:
-        raise loader.fail("data.pkl is nested too deeply") from None
+        raise loader.fail(f"{what} is nested too deeply") from None
     except Exception as exc:  # noqa: BLE001 - any failure to unpickle is a malformed file
-        raise loader.fail(f"data.pkl cannot be unpickled ({type(exc).__name__}: {exc})") \
+        raise loader.fail(f"{what} cannot be unpickled ({type(exc).__name__}: {exc})") \
             from exc
+
+
+# ---------------------------------------------------------------------------------------
+# loading PyTorch's legacy format (before PyTorch 1.6): pickles and raw storages in a row
+# ---------------------------------------------------------------------------------------
+
+_LEGACY_MAGIC = 0x1950A86A20F9469CFC6C
+_LEGACY_PROTOCOL = 1001
+
+
+class _LegacyTorchLoader(_ZipLoader):
+    """The storages of a legacy file come after the pickle that refers to them: they are
+    created empty while unpickling and filled afterwards."""
+
+    def storage(self, pid):
+        if not (isinstance(pid, tuple) and len(pid) == 6 and pid[0] == "storage"):
+            raise self.fail(f"the pickle holds an unknown persistent id {pid!r:.80}")
+        _, kind, key, location, numel, view = pid
+        if type(kind) is not _StorageType or not isinstance(key, str) or \
+                not isinstance(location, str) or type(numel) is not int or numel < 0:
+            raise self.fail(f"the pickle holds a malformed storage reference {pid!r:.120}")
+        root = self.storages.get(key)
+        if root is None:
+            dtype = _torcia_dtype(kind.dtype_name)
+            if dtype is None:
+                raise self.fail(f"storage {key} is a torch.{kind.torch_name}, a dtype torcia "
+                                "does not have")
+            if numel * dtype.itemsize > len(self.data):
+                raise self.fail(f"storage {key} declares {numel} elements, more than the file "
+                                "holds")
+            root = _LoadedStorage(np.zeros(numel, dtype.to_numpy()), location, self, False)
+            self.storages[key] = root
+        if view is None:
+            return root
+        if not (isinstance(view, tuple) and len(view) == 3 and isinstance(view[0], str)
+                and all(type(v) is int and v >= 0 for v in view[1:])
+                and view[1] + view[2] <= root.array.size):
+            raise self.fail(f"storage {key} has a malformed view {view!r:.80}")
+        found = self.storages.get(view[0])
+        if found is None:
+            found = _LoadedStorage(root.array[view[1]:view[1] + view[2]], location, self,
+                                   False)
+            self.storages[view[0]] = found
+        return found
+
+
+def _load_legacy_torch(data: bytes, name: str, map_location, weights_only, encoding):
+    loader = _LegacyTorchLoader(data, name, "cpu", copy=True)
+    stream = io.BytesIO(data)
+    for expected in (_LEGACY_MAGIC, _LEGACY_PROTOCOL):
+        if _unpickle(loader, stream, True, encoding, "the header") != expected:
+            raise loader.fail("not a PyTorch checkpoint (the legacy format's magic number or "
+                              "protocol version is wrong)")
+    sys_info = _unpickle(loader, stream, True, encoding, "the header")
+    if not isinstance(sys_info, dict):
+        raise loader.fail("the legacy header's system information is malformed")
+    swap = sys_info.get("little_endian", True) != (sys.byteorder == "little")
+    start = stream.tell()
+    result = _unpickle(loader, stream, weights_only, encoding, "the pickle")
+    end = stream.tell()
+    keys = _unpickle(loader, stream, True, encoding, "the storage list")
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
+        raise loader.fail("the storage list is malformed")
+    for key in keys:
+        storage = loader.storages.get(key)
+        if storage is None:
+            raise loader.fail(f"storage {key} is listed but never used")
+        arr = storage.array
+        count = int.from_bytes(stream.read(8), "little", signed=True)
+        raw = stream.read(arr.nbytes)
+        if count != arr.size or len(raw) != arr.nbytes:
+            raise loader.fail(f"storage {key} is truncated or does not match its size")
+        values = np.frombuffer(raw, dtype=arr.dtype)
+        arr[...] = values.byteswap() if swap else values
+    if str(map_location) == "cpu" or (map_location is None and all(
+            s.location == "cpu" for s in loader.storages.values())):
+        return result
+    # the tensors go elsewhere: build them again from the now filled storages
+    loader.map_location = map_location
+    return _unpickle(loader, io.BytesIO(data[start:end]), weights_only, encoding, "the pickle")
 
 
 def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
@@ -924,11 +1009,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         raise TypeError(f"torcia.load got unexpected keyword arguments "
                         f"{sorted(pickle_load_args)}")
     data, name = _read_all(f, mmap)
+    if data[:1] == b"\x80":  # a pickle: PyTorch's format before 1.6
+        return _load_legacy_torch(bytes(data), name, map_location, weights_only, encoding)
     if data[:4] != b"PK\x03\x04" and data[:4] != b"PK\x05\x06":
-        hint = (" It looks like PyTorch's legacy (pre-1.6) format, which torcia does not "
-                "read: re-save it with torch.save in a current PyTorch." if data[:1] == b"\x80"
-                else "")
-        raise RuntimeError(f"torcia.load: {name}: not a checkpoint (not a zip archive).{hint}")
+        raise RuntimeError(f"torcia.load: {name}: not a checkpoint (neither a zip archive nor "
+                           "PyTorch's legacy format)")
     try:
         archive = zipfile.ZipFile(io.BytesIO(data) if isinstance(data, bytes) else data)
     except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
