@@ -1,10 +1,8 @@
 """``torcia.save`` and ``torcia.load``: PyTorch's checkpoint format, loaded safely.
 
-The format
-----------
-:func:`save` writes PyTorch's zip format, so ``torch.load(path, weights_only=True)`` reads a
-torcia checkpoint and :func:`load` reads one written by ``torch.save``, without importing
-torch. The archive holds, under ``archive/``:
+**The format.** :func:`save` writes PyTorch's zip format, so ``torch.load(path,
+weights_only=True)`` reads a torcia checkpoint and :func:`load` reads one written by
+``torch.save``, without importing torch. The archive holds, under ``archive/``:
 
 - ``data.pkl``: the object, pickled with protocol 2 by default. A tensor pickles as
   ``torch._utils._rebuild_tensor_v2(storage, offset, size, stride, requires_grad, hooks)``
@@ -20,26 +18,23 @@ unpickles anything, so a flipped bit anywhere in the file is a :class:`RuntimeEr
 (PyTorch's own format detects few: a flipped bit in tensor data goes unnoticed). Files from
 ``torch.save`` have no manifest; for them the zip's CRC-32 of each record is verified.
 
-Why PyTorch's format is the default
------------------------------------
-Checkpoints travel: people bring weights saved by PyTorch and take torcia's to PyTorch. The
-risk of a pickle is in *loading* it, and :func:`load` removes that risk the way PyTorch 2.6
-does: ``weights_only=True`` (the default) unpickles through an allowlist of globals (the
-tensor rebuild functions, storages, dtypes, ``torch.Size``, ``torch.device``,
-``OrderedDict`` and the primitive containers) and refuses anything else *without calling
-it*. The allowlist is extended with :func:`add_safe_globals` or :func:`safe_globals`.
+**Why PyTorch's format is the default.** Checkpoints travel: people bring weights saved by
+PyTorch and take torcia's to PyTorch. The risk of a pickle is in *loading* it, and
+:func:`load` removes that risk the way PyTorch 2.6 does: ``weights_only=True`` (the default)
+unpickles through an allowlist of globals (the tensor rebuild functions, storages, dtypes,
+``torch.Size``, ``torch.device``, ``OrderedDict`` and the primitive containers) and refuses
+anything else *without calling it*. The allowlist is extended with :func:`add_safe_globals`
+or :func:`safe_globals`.
 
 :func:`load` also reads PyTorch's legacy format (before PyTorch 1.6, still the format of
 many published checkpoints) with the same allowlist, and the files written by earlier torcia
 versions (the ``torcia-archive`` format: ``structure.json`` and ``.npy`` arrays).
 
-Safe writes
------------
-The whole object is pickled in memory before the file is touched: an unsavable object
-found late leaves the previous file as it was. A path is written to a temporary file in the
-same directory, flushed and fsynced, then renamed over the target with :func:`os.replace`,
-so a full disk, a killed process or two processes saving at once never leave a corrupt
-checkpoint.
+**Safe writes.** The whole object is pickled in memory before the file is touched: an
+unsavable object found late leaves the previous file as it was. A path is written to a
+temporary file in the same directory, flushed and fsynced, then renamed over the target with
+:func:`os.replace`, so a full disk, a killed process or two processes saving at once never
+leave a corrupt checkpoint (a killed process may leave its ``.<name>.*.tmp`` file behind).
 """
 
 from __future__ import annotations
@@ -436,20 +431,21 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
         f.flush()
 
 
-_umask = None
+def _read_umask() -> int:
+    # read once, at import: os.umask can only be read by setting it, which would race
+    # with other threads creating files
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
-def _file_mode() -> int:
-    # mkstemp creates 0600 files; a checkpoint gets the mode open() would give it
-    global _umask
-    if _umask is None:
-        _umask = os.umask(0o022)
-        os.umask(_umask)
-    return 0o666 & ~_umask
+# mkstemp creates 0600 files; a checkpoint gets the mode open() would give it
+_FILE_MODE = 0o666 & ~_read_umask()
 
 
 def _replace_atomically(path: str, data: bytes) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
+    path = os.path.realpath(path)  # through a symlink to its target, as open() writes
+    folder = os.path.dirname(path)
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                    dir=folder)
@@ -460,7 +456,7 @@ def _replace_atomically(path: str, data: bytes) -> None:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(tmp, _file_mode())
+        os.chmod(tmp, _FILE_MODE)
         os.replace(tmp, path)
     except BaseException as exc:
         with contextlib.suppress(OSError):
