@@ -50,6 +50,7 @@ import math
 import mmap as _mmap
 import os
 import pickle
+import pickletools
 import sys
 import tempfile
 import threading
@@ -844,8 +845,38 @@ def _load_zip(loader: _ZipLoader, archive: zipfile.ZipFile, weights_only: bool, 
                      "data.pkl")
 
 
+# The opcodes PyTorch's weights-only unpickler accepts (protocol 2, what torch.save writes),
+# and the harmless ones of protocols 3 and 4. Out-of-band buffers (protocol 5), the text
+# opcodes of protocol 0 and the copyreg extension registry are refused before unpickling.
+_WEIGHTS_ONLY_OPCODES = frozenset({
+    "PROTO", "STOP", "MARK", "GLOBAL", "STACK_GLOBAL", "NEWOBJ", "REDUCE", "BUILD",
+    "BINPERSID", "APPEND", "APPENDS", "SETITEM", "SETITEMS", "ADDITEMS", "TUPLE", "TUPLE1",
+    "TUPLE2", "TUPLE3", "EMPTY_TUPLE", "EMPTY_LIST", "EMPTY_DICT", "EMPTY_SET", "FROZENSET",
+    "NONE", "NEWTRUE", "NEWFALSE", "BININT", "BININT1", "BININT2", "LONG1", "LONG4",
+    "BINFLOAT", "BINUNICODE", "SHORT_BINUNICODE", "BINUNICODE8", "SHORT_BINSTRING",
+    "BINSTRING", "SHORT_BINBYTES", "BINBYTES", "BINBYTES8", "BINGET", "LONG_BINGET",
+    "BINPUT", "LONG_BINPUT", "MEMOIZE", "FRAME",
+})
+
+
+def _check_opcodes(loader, file, what: str) -> None:
+    """Refuse a pickle using an opcode outside the weights-only set, before running it."""
+    start = file.tell()
+    try:
+        for op, _, _ in pickletools.genops(file):
+            if op.name not in _WEIGHTS_ONLY_OPCODES:
+                raise pickle.UnpicklingError(
+                    f"Weights only load failed. {_UNSAFE_MESSAGE}\n\tWeightsUnpickler error: "
+                    f"Unsupported operand {op.code.encode('latin-1')[0]} ({op.name})")
+    except (ValueError, EOFError) as exc:
+        raise loader.fail(f"{what} is not a valid pickle ({exc})") from None
+    file.seek(start)
+
+
 def _unpickle(loader, file, weights_only: bool, encoding, what: str):
     """One pickle from ``file``, every failure but a refusal a RuntimeError naming it."""
+    if weights_only:
+        _check_opcodes(loader, file, what)
     try:
         return _Unpickler(file, loader, weights_only, encoding).load()
     except _Refused as exc:
