@@ -134,16 +134,21 @@ def test_the_archive_is_pytorchs_layout_with_a_manifest_and_a_digest():
     manifest = json.loads(members["archive/.data/torcia_manifest.json"])
     assert manifest["sha256"]["data/0"] == hashlib.sha256(members["archive/data/0"]).hexdigest()
     assert len(manifest["sha256"]) == len(members) - 1
-    # the zip comment is the sha256 of every byte before its 2-byte length field
-    comment = archive.comment
-    assert comment == b"torcia-sha256:" + hashlib.sha256(
-        data[:len(data) - len(comment) - 2]).hexdigest().encode()
-    for info in archive.infolist():  # storages start on 64-byte boundaries, as PyTorch's
+    # the zip comment is the sha256 of every byte before its 2-byte length field, but the
+    # data of the records the manifest covers
+    frame, position = hashlib.sha256(), 0
+    for info in archive.infolist():
+        header = data[info.header_offset:info.header_offset + 30]
+        start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") \
+            + int.from_bytes(header[28:30], "little")
         if info.filename.startswith("archive/data/"):
-            header = data[info.header_offset:info.header_offset + 30]
-            start = info.header_offset + 30 + int.from_bytes(header[26:28], "little") \
-                + int.from_bytes(header[28:30], "little")
-            assert start % 64 == 0
+            assert start % 64 == 0  # storages are aligned as PyTorch aligns them
+        if not info.filename.endswith("torcia_manifest.json"):
+            frame.update(data[position:start])
+            position = start + info.file_size
+    comment = archive.comment
+    frame.update(data[position:len(data) - len(comment) - 2])
+    assert comment == b"torcia-sha256:" + frame.hexdigest().encode()
 
 
 def test_a_truncated_file_is_a_clear_error(tmp_path):

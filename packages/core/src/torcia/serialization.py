@@ -12,11 +12,12 @@ weights_only=True)`` reads a torcia checkpoint and :func:`load` reads one writte
 - ``byteorder``, ``version``, ``.format_version``, ``.storage_alignment``: PyTorch's records.
 - ``.data/torcia_manifest.json``: the sha256 of every other record, which PyTorch ignores.
 
-The zip comment holds ``torcia-sha256:<hex>``, the sha256 of every byte before it. Loading a
-torcia-written file checks that digest, the manifest and every record's CRC-32 before it
-unpickles anything, so a flipped bit anywhere in the file is a :class:`RuntimeError`
-(PyTorch's own format detects few: a flipped bit in tensor data goes unnoticed). Files from
-``torch.save`` have no manifest; for them the zip's CRC-32 of each record is verified.
+The zip comment holds ``torcia-sha256:<hex>``, the sha256 of every byte before it but the
+records' data, which the manifest covers. Loading a torcia-written file checks that digest,
+the manifest and every record's CRC-32 before it unpickles anything, so a flipped bit
+anywhere in the file is a :class:`RuntimeError` (``torch.load`` notices about a third of
+random bit flips in its own files). Files from ``torch.save`` have no manifest; for them the
+zip's CRC-32 of each record is verified.
 
 **Why PyTorch's format is the default.** Checkpoints travel: people bring weights saved by
 PyTorch and take torcia's to PyTorch. The risk of a pickle is in *loading* it, and
@@ -349,7 +350,24 @@ def _rebuild_subclass(cls, data, requires_grad):
     return t
 
 
-def _archive(obj, protocol: int) -> bytes:
+def _frame_digest(buffer, skipped, end: int) -> bytes:
+    """The sha256 of ``buffer[:end]`` without the byte ranges ``skipped``: the zip's
+    headers, directory and small records, while the storages have their own sha256 in the
+    manifest (so that no byte is hashed twice)."""
+    digest = hashlib.sha256()
+    view = memoryview(buffer)
+    position = 0
+    for start, stop in sorted(skipped):
+        if not position <= start <= stop <= end:
+            return b""
+        digest.update(view[position:start])
+        position = stop
+    digest.update(view[position:end])
+    return digest.hexdigest().encode()
+
+
+def _archive(obj, protocol: int) -> list:
+    """The checkpoint's bytes, as a list of chunks to write in order."""
     pkl = io.BytesIO()
     pickler = _Pickler(pkl, protocol)
     pickler.dump(obj)
@@ -364,6 +382,7 @@ def _archive(obj, protocol: int) -> bytes:
     records.append((_MANIFEST, json.dumps(manifest, sort_keys=True).encode()))
 
     out = io.BytesIO()
+    hashed = []  # where each record's data lies, but the manifest's
     with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as archive:
         for name, data in records:
             full = f"archive/{name}".encode()
@@ -374,11 +393,12 @@ def _archive(obj, protocol: int) -> bytes:
             info = zipfile.ZipInfo(f"archive/{name}", date_time=(1980, 1, 1, 0, 0, 0))
             info.extra = b"FB" + pad.to_bytes(2, "little") + b"Z" * pad
             archive.writestr(info, data)
-    data = out.getvalue()
-    # The end record closes with a 2-byte comment length: digest everything before it
-    digest = hashlib.sha256(data[:-2]).hexdigest().encode()
-    comment = _COMMENT_TAG + digest
-    return data[:-2] + len(comment).to_bytes(2, "little") + comment
+            if name != _MANIFEST:
+                hashed.append((out.tell() - len(data), out.tell()))
+    # The end record closes with a 2-byte comment length: the digest covers what precedes
+    buffer = out.getbuffer()
+    comment = _COMMENT_TAG + _frame_digest(buffer, hashed, len(buffer) - 2)
+    return [buffer[:-2], len(comment).to_bytes(2, "little") + comment]
 
 
 def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
@@ -427,7 +447,8 @@ def save(obj, f, pickle_module=None, pickle_protocol=DEFAULT_PROTOCOL,
     if not hasattr(f, "write"):
         raise TypeError(f"torcia.save expects a path or a binary file object, got "
                         f"{type(f).__name__}")
-    f.write(_archive(obj, pickle_protocol))
+    for chunk in _archive(obj, pickle_protocol):
+        f.write(chunk)
     if hasattr(f, "flush"):
         f.flush()
 
@@ -444,7 +465,7 @@ def _read_umask() -> int:
 _FILE_MODE = 0o666 & ~_read_umask()
 
 
-def _replace_atomically(path: str, data: bytes) -> None:
+def _replace_atomically(path: str, chunks: list) -> None:
     path = os.path.realpath(path)  # through a symlink to its target, as open() writes
     folder = os.path.dirname(path)
     try:
@@ -454,7 +475,8 @@ def _replace_atomically(path: str, data: bytes) -> None:
         raise type(exc)(exc.errno, f"torcia.save: {exc.strerror}", path) from None
     try:
         with os.fdopen(fd, "wb") as out:
-            out.write(data)
+            for chunk in chunks:
+                out.write(chunk)
             out.flush()
             os.fsync(out.fileno())
         os.chmod(tmp, _FILE_MODE)
@@ -722,7 +744,8 @@ class _ZipLoader:
             raise self.fail(f"{info.filename} cannot be read ({exc})") from None
 
     def verify_manifest(self):
-        """A torcia-written file: every byte is covered by the comment's sha256."""
+        """A torcia-written file: every byte is covered by the comment's sha256 or, for
+        the records, by their sha256 in the manifest."""
         key = f"{self.prefix}{_MANIFEST}"
         comment = self.archive.comment
         if key not in self.records:
@@ -735,8 +758,9 @@ class _ZipLoader:
             raise self.fail("the zip comment does not hold the archive's sha256 (the file was "
                             "modified or corrupted)")
         end = len(self.data) - len(comment) - 2
-        if hashlib.sha256(memoryview(self.data)[:max(end, 0)]).hexdigest().encode() != \
-                comment[len(_COMMENT_TAG):]:
+        hashed = [(start, start + info.file_size) for name, (start, info)
+                  in self.records.items() if name != key and start is not None]
+        if _frame_digest(self.data, hashed, end) != comment[len(_COMMENT_TAG):]:
             raise self.fail("the archive does not match its sha256 (the file was modified or "
                             "corrupted)")
         try:

@@ -103,7 +103,7 @@ def save_file(tensors: dict, filename, metadata: dict | None = None) -> None:
     >>> safetensors.load_file(path)
     {'w': tensor([0, 0], dtype=torcia.int8)}
     """
-    _replace_atomically(os.fspath(filename), save(tensors, metadata))
+    _replace_atomically(os.fspath(filename), [save(tensors, metadata)])
 
 
 def _tensors(entries, device) -> dict:
