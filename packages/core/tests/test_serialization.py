@@ -355,6 +355,9 @@ def test_crafted_archives_are_runtime_errors_naming_the_problem():
     with pytest.raises(RuntimeError, match="the archive lacks archive/data/0"):
         torcia.load(io.BytesIO(_rezip({k: v for k, v in members.items()
                                        if k != "archive/data/0"})))
+    gigabyte = b"\x80\x02c__builtin__\nbytearray\nJ\x00\xca\x9a;\x85R."  # bytearray(10**9)
+    with pytest.raises(RuntimeError, match="a bytearray by size"):
+        load_with(**{"archive/data.pkl": gigabyte})
     with pytest.raises(RuntimeError, match="no single <archive>/data.pkl"):
         torcia.load(io.BytesIO(_rezip({"x/y": b""})))
 

@@ -511,11 +511,10 @@ class _StorageType:
 
 
 class _LoadedStorage:
-    __slots__ = ("array", "location", "loader", "untyped")
+    __slots__ = ("array", "location", "loader")
 
-    def __init__(self, array, location, loader, untyped):
-        self.array, self.location, self.loader, self.untyped = (array, location, loader,
-                                                                untyped)
+    def __init__(self, array, location, loader):
+        self.array, self.location, self.loader = array, location, loader
 
 
 def _torcia_dtype(name: str):
@@ -582,8 +581,12 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return ret
 
 
-def _torch_device(kind, index=None):
-    return _device(kind, index)
+def _bytearray(source=b"", *args):
+    # bytearray(n) would allocate n bytes that the file never held: a pickle can only
+    # rebuild a bytearray from its contents, as pickle writes them
+    if isinstance(source, int):
+        raise RuntimeError("the checkpoint asks for a bytearray by size, not by contents")
+    return bytearray(source, *args)
 
 
 def _get_layout(name):
@@ -597,9 +600,9 @@ def _torch_globals() -> dict:
     """What torch's ``weights_only`` allowlist names, as torcia objects."""
     table = {
         "collections.OrderedDict": OrderedDict, "collections.Counter": Counter,
-        "builtins.set": set, "builtins.bytearray": bytearray, "builtins.complex": complex,
+        "builtins.set": set, "builtins.bytearray": _bytearray, "builtins.complex": complex,
         "_codecs.encode": codecs.encode,
-        "torch.Size": Size, "torch.device": _torch_device, "torch.Tensor": Tensor,
+        "torch.Size": Size, "torch.device": _device, "torch.Tensor": Tensor,
         "torch.nn.parameter.Parameter": _parameter,
         "torch.serialization._get_layout": _get_layout,
         "torch._utils._rebuild_tensor": _rebuild_tensor,
@@ -801,7 +804,7 @@ class _ZipLoader:
             arr = arr.byteswap()
         elif self.copy or not arr.flags.writeable:
             arr = arr.copy()
-        found = _LoadedStorage(arr, location, self, kind.torch_name == "UntypedStorage")
+        found = _LoadedStorage(arr, location, self)
         self.storages[key] = found
         return found
 
@@ -944,7 +947,7 @@ class _LegacyTorchLoader(_ZipLoader):
             if numel * dtype.itemsize > len(self.data):
                 raise self.fail(f"storage {key} declares {numel} elements, more than the file "
                                 "holds")
-            root = _LoadedStorage(np.zeros(numel, dtype.to_numpy()), location, self, False)
+            root = _LoadedStorage(np.zeros(numel, dtype.to_numpy()), location, self)
             self.storages[key] = root
         if view is None:
             return root
@@ -954,8 +957,7 @@ class _LegacyTorchLoader(_ZipLoader):
             raise self.fail(f"storage {key} has a malformed view {view!r:.80}")
         found = self.storages.get(view[0])
         if found is None:
-            found = _LoadedStorage(root.array[view[1]:view[1] + view[2]], location, self,
-                                   False)
+            found = _LoadedStorage(root.array[view[1]:view[1] + view[2]], location, self)
             self.storages[view[0]] = found
         return found
 
