@@ -33,6 +33,18 @@ def test_save_pretrained_writes_hugging_faces_names_and_layout(tmp_path):
     assert again.lm_head.weight is again.transformer.wte.weight
 
 
+def test_gpt2_is_registered_and_checks_its_configuration():
+    from torcia.text.models import get_model
+
+    assert isinstance(get_model("gpt2", **SMALL), GPT2LMHeadModel)
+    with pytest.raises(TypeError, match=r"unknown configuration \['n_embed'\]"):
+        GPT2LMHeadModel(n_embed=8)
+    with pytest.raises(ValueError, match="n_embd 10 is not a multiple of n_head 4"):
+        GPT2LMHeadModel(n_embd=10, n_head=4)
+    with pytest.raises(ValueError, match="activation_function 'swish2'"):
+        GPT2LMHeadModel(activation_function="swish2")
+
+
 def test_a_folder_of_the_published_kind_loads(tmp_path):
     """openai-community/gpt2's file has no 'transformer.' prefix and, from older
     transformers, attention-mask buffers."""
