@@ -3,6 +3,7 @@ and state-dict keys; plugins add models through the registry hook."""
 
 import types
 
+import numpy as np
 import pytest
 
 import torcia
@@ -104,9 +105,68 @@ def test_resnet_zero_init_residual():
     assert float(model.layer1[0].bn1.weight.sum()) == 64.0
 
 
-def test_pretrained_weights_are_refused():
-    with pytest.raises(ValueError, match="never downloads"):
-        models.resnet18(weights="IMAGENET1K_V1")
+def test_unknown_weights_are_named():
+    with pytest.raises(ValueError, match="no weights 'IMAGENET9K' for resnet18; known: "
+                                         "DEFAULT, IMAGENET1K_V1"):
+        models.resnet18(weights="IMAGENET9K")
+    with pytest.raises(ValueError, match="have 1000 classes, not num_classes=10"):
+        models.resnet18(weights="DEFAULT", num_classes=10)
+
+
+@pytest.fixture
+def weights_server(tmp_path, monkeypatch):
+    """A folder served on 127.0.0.1, with the hub cache under tmp_path."""
+    import functools
+    import http.server
+    import threading
+
+    monkeypatch.setenv("TORCIA_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("TORCIA_HUB_OFFLINE", raising=False)
+    root = tmp_path / "served"
+    root.mkdir()
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0),
+                                            functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_weights_load_from_the_url_table(weights_server, monkeypatch):
+    import hashlib
+    import io
+
+    from torcia.vision.models import _weights
+
+    root, base = weights_server
+    source = models.mobilenet_v2(num_classes=10).eval()
+    buf = io.BytesIO()
+    torcia.save(source.state_dict(), buf)
+    name = f"mobilenet_v2-{hashlib.sha256(buf.getvalue()).hexdigest()[:8]}.pth"
+    (root / name).write_bytes(buf.getvalue())
+    monkeypatch.setitem(_weights.URLS, "mobilenet_v2", {"TEST_V1": f"{base}/{name}"})
+    monkeypatch.setitem(_weights.NUM_CLASSES, "TEST_V1", 10)
+
+    x = torcia.randn(2, 3, 32, 32)
+    expected = source(x).detach().numpy()
+    loaded = models.mobilenet_v2(weights="TEST_V1", progress=False).eval()
+    np.testing.assert_array_equal(loaded(x).detach().numpy(), expected)
+    with pytest.warns(UserWarning, match="'pretrained' is deprecated"):
+        legacy = models.mobilenet_v2(pretrained=True, progress=False).eval()
+    np.testing.assert_array_equal(legacy(x).detach().numpy(), expected)
+    with pytest.warns(UserWarning, match="'pretrained' is deprecated"):
+        models.mobilenet_v2(pretrained=False, num_classes=10)
+
+    (root / name).write_bytes(buf.getvalue()[:-1] + b"!")  # a corrupted copy
+    for cached in (root.parent / "home" / "hub" / "checkpoints").iterdir():
+        cached.unlink()
+    with pytest.raises(RuntimeError, match="invalid hash value"):
+        models.mobilenet_v2(weights="DEFAULT", progress=False)
 
 
 def test_unknown_model():

@@ -235,6 +235,6 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler"):
+                                  "profiler", "hub"):
         return importlib.import_module(f"torcia.{name}")
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

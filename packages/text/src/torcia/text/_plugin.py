@@ -14,7 +14,8 @@ def torcia_register_tokenizers(registry):
 
 @hookimpl
 def torcia_register_text_models(registry):
-    from torcia.text.models import GPT, LSTMClassifier
+    from torcia.text.models import GPT, GPT2LMHeadModel, LSTMClassifier
 
     registry.add("lstm_classifier", LSTMClassifier)
     registry.add("gpt", GPT)
+    registry.add("gpt2", GPT2LMHeadModel)

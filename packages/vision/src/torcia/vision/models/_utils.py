@@ -59,10 +59,3 @@ def init_conv_bn_linear(model, linear_std: float | None = None,
             nn.init.normal_(m.weight, 0, linear_std)
             nn.init.zeros_(m.bias)
 
-
-def check_no_weights(weights) -> None:
-    """torcia ships no pretrained weights; ``weights`` is accepted for torchvision's
-    signature and must be None."""
-    if weights is not None:
-        raise ValueError("torcia ships no pretrained weights and never downloads: build the "
-                         "model with weights=None and load a state dict with torcia.load")

@@ -54,5 +54,5 @@ class LeNet(nn.Module):
 
 
 def lenet(**kwargs) -> LeNet:
-    """Build a :class:`LeNet` (no pretrained weights exist: torcia never downloads)."""
+    """Build a :class:`LeNet` (no published weights exist for it)."""
     return LeNet(**kwargs)

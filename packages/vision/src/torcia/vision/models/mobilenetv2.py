@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import torcia
 from torcia import nn
+from torcia.vision.models import _weights
 from torcia.vision.models._utils import (
     Conv2dNormActivation,
-    check_no_weights,
     init_conv_bn_linear,
     make_divisible,
 )
@@ -82,7 +82,8 @@ class MobileNetV2(nn.Module):
         return self.classifier(torcia.flatten(x, 1))
 
 
-def mobilenet_v2(*, weights=None, **kwargs) -> MobileNetV2:
-    """MobileNetV2: 3,504,872 parameters with 1000 classes and ``width_mult=1``."""
-    check_no_weights(weights)
-    return MobileNetV2(**kwargs)
+def mobilenet_v2(*, weights=None, progress: bool = True, pretrained=None,
+                 **kwargs) -> MobileNetV2:
+    """MobileNetV2: 3,504,872 parameters with 1000 classes and ``width_mult=1``;
+    ``weights="DEFAULT"`` loads torchvision's ImageNet weights (IMAGENET1K_V2)."""
+    return _weights.build("mobilenet_v2", MobileNetV2, weights, pretrained, progress, kwargs)

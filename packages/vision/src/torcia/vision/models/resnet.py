@@ -3,9 +3,12 @@ convolution (the "v1.5" layout torchvision uses)."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import torcia
 from torcia import nn
-from torcia.vision.models._utils import check_no_weights, init_conv_bn_linear
+from torcia.vision.models import _weights
+from torcia.vision.models._utils import init_conv_bn_linear
 
 
 def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1) -> nn.Conv2d:
@@ -124,19 +127,22 @@ class ResNet(nn.Module):
         return self.fc(x)
 
 
-def resnet18(*, weights=None, **kwargs) -> ResNet:
-    """ResNet-18: 11,689,512 parameters with 1000 classes."""
-    check_no_weights(weights)
-    return ResNet(BasicBlock, [2, 2, 2, 2], **kwargs)
+def resnet18(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
+    """ResNet-18: 11,689,512 parameters with 1000 classes; ``weights="DEFAULT"`` loads
+    torchvision's ImageNet weights (see :mod:`torcia.vision.models`)."""
+    return _weights.build("resnet18", partial(ResNet, BasicBlock, [2, 2, 2, 2]), weights,
+                          pretrained, progress, kwargs)
 
 
-def resnet34(*, weights=None, **kwargs) -> ResNet:
-    """ResNet-34: 21,797,672 parameters with 1000 classes."""
-    check_no_weights(weights)
-    return ResNet(BasicBlock, [3, 4, 6, 3], **kwargs)
+def resnet34(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
+    """ResNet-34: 21,797,672 parameters with 1000 classes; ``weights="DEFAULT"`` loads
+    torchvision's ImageNet weights."""
+    return _weights.build("resnet34", partial(ResNet, BasicBlock, [3, 4, 6, 3]), weights,
+                          pretrained, progress, kwargs)
 
 
-def resnet50(*, weights=None, **kwargs) -> ResNet:
-    """ResNet-50: 25,557,032 parameters with 1000 classes."""
-    check_no_weights(weights)
-    return ResNet(Bottleneck, [3, 4, 6, 3], **kwargs)
+def resnet50(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
+    """ResNet-50: 25,557,032 parameters with 1000 classes; ``weights="DEFAULT"`` loads
+    torchvision's ImageNet weights (IMAGENET1K_V2)."""
+    return _weights.build("resnet50", partial(ResNet, Bottleneck, [3, 4, 6, 3]), weights,
+                          pretrained, progress, kwargs)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import torcia
 from torcia import nn
-from torcia.vision.models._utils import check_no_weights, init_conv_bn_linear
+from torcia.vision.models import _weights
+from torcia.vision.models._utils import init_conv_bn_linear
 
 # output channels of each 3x3 convolution; "M" is a 2x2 max pool
 CONFIGS = {
@@ -59,26 +60,29 @@ class VGG(nn.Module):
         return self.classifier(torcia.flatten(x, 1))
 
 
-def _vgg(config: str, batch_norm: bool, weights, kwargs) -> VGG:
-    check_no_weights(weights)
-    return VGG(make_layers(CONFIGS[config], batch_norm), **kwargs)
+def _vgg(arch: str, config: str, batch_norm: bool, weights, pretrained, progress,
+         kwargs) -> VGG:
+    def builder(**kw):
+        return VGG(make_layers(CONFIGS[config], batch_norm), **kw)
+
+    return _weights.build(arch, builder, weights, pretrained, progress, kwargs)
 
 
-def vgg11(*, weights=None, **kwargs) -> VGG:
+def vgg11(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> VGG:
     """VGG-11 (configuration "A"): 132,863,336 parameters with 1000 classes."""
-    return _vgg("A", False, weights, kwargs)
+    return _vgg("vgg11", "A", False, weights, pretrained, progress, kwargs)
 
 
-def vgg11_bn(*, weights=None, **kwargs) -> VGG:
+def vgg11_bn(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> VGG:
     """VGG-11 with batch norm: 132,868,840 parameters with 1000 classes."""
-    return _vgg("A", True, weights, kwargs)
+    return _vgg("vgg11_bn", "A", True, weights, pretrained, progress, kwargs)
 
 
-def vgg16(*, weights=None, **kwargs) -> VGG:
+def vgg16(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> VGG:
     """VGG-16 (configuration "D"): 138,357,544 parameters with 1000 classes."""
-    return _vgg("D", False, weights, kwargs)
+    return _vgg("vgg16", "D", False, weights, pretrained, progress, kwargs)
 
 
-def vgg16_bn(*, weights=None, **kwargs) -> VGG:
+def vgg16_bn(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> VGG:
     """VGG-16 with batch norm: 138,365,992 parameters with 1000 classes."""
-    return _vgg("D", True, weights, kwargs)
+    return _vgg("vgg16_bn", "D", True, weights, pretrained, progress, kwargs)
