@@ -99,9 +99,23 @@ def _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
         if ceil_mode and (o - 1) * s >= i + p:
             # the last window would start in the padding only
             o -= 1
+        if d > 1 and o > 0:
+            _check_windows_reach_input(i, k, s, p, d, o)
         out.append(o)
         extra.append(max(0, (o - 1) * s + span - (i + 2 * p)))
     return tuple(out), tuple(extra)
+
+
+def _check_windows_reach_input(size, k, s, p, d, out):
+    """Raise when a dilated window falls on padding only (kernel 2, dilation 3, padding 1
+    over 2 elements: positions -1 and 2): it has no element to pick, and its index would
+    point outside the plane. Undilated windows within the padding limit always reach it."""
+    pos = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
+    empty = ~((pos >= 0) & (pos < size)).any(axis=1)
+    if empty.any():
+        raise RuntimeError(f"max_pool: window {int(empty.argmax())} of a dimension of size "
+                           f"{size} holds padding only (kernel_size={k}, stride={s}, "
+                           f"padding={p}, dilation={d}); reduce the padding or the dilation")
 
 
 def _lowest(xp, dtype):
@@ -321,6 +335,10 @@ class NNKernels:
         size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
                      for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
                                                          output_padding, padding))
+        if any(sz <= 0 for sz in size):
+            raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
+                               f"output size per channel: {list(size)}. Output size is too "
+                               "small")
         out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
             slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))])
         if b is not None:
