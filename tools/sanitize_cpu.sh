@@ -23,6 +23,9 @@ if [ ! -e "$asan" ]; then
     echo "sanitize_cpu.sh: $CXX has no libasan.so (install the compiler's sanitizer runtime)" >&2
     exit 1
 fi
+# the C++ runtime preloaded too: Python does not link it, and ASan must find its
+# __cxa_throw at start-up to intercept the exceptions the kernels raise
+preload="$asan $("$CXX" -print-file-name=libstdc++.so)"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/torcia-sanitize.XXXXXX")
 trap 'rm -rf "$work"' EXIT
@@ -38,7 +41,7 @@ flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
     -C "build-dir=$work/build" \
     -C "cmake.define.CMAKE_CXX_FLAGS=$flags" \
     -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
-LD_PRELOAD="$asan" ASAN_OPTIONS=detect_leaks=0 "$py" - <<'EOF'
+LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 "$py" - <<'EOF'
 import torcia_cpu._native as n
 with open(n.__file__, "rb") as f:
     assert b"__asan_init" in f.read(), f"{n.__file__} is not built with AddressSanitizer"
@@ -53,7 +56,7 @@ export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$work/ubsan
 export OMP_WAIT_POLICY=PASSIVE
 start=$SECONDS
 rc=0
-LD_PRELOAD="$asan" timeout "$LIMIT" "$py" -m pytest -q -p no:cacheprovider plugins/cpu/tests \
+LD_PRELOAD="$preload" timeout "$LIMIT" "$py" -m pytest -q -p no:cacheprovider plugins/cpu/tests \
     "$@" || rc=$?
 reports=$(find "$work" -maxdepth 1 -name 'asan.*' -o -maxdepth 1 -name 'ubsan.*')
 if [ -n "$reports" ]; then

@@ -434,7 +434,9 @@ static inline float exp_approx(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  int32_t bits = (k + 127) << 23;
+  // shifted as unsigned: for NaN, k is INT_MIN on x86, and a signed shift of the negative
+  // k + 127 would be undefined (the bits do not matter then: y is NaN already)
+  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
