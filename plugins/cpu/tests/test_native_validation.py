@@ -9,7 +9,9 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+from torcia_cpu.kernels import NativeKernels
 
 BIG = 1 << 20
 F4 = "np.float32"
@@ -134,3 +136,21 @@ def test_bad_arguments_raise_runtime_error(case):
                        timeout=60)
     assert r.returncode == 3, (r.returncode, r.stdout, r.stderr[-2000:])
     assert message in r.stdout, r.stdout
+
+
+def test_bfloat16_max_pool_runs_in_the_plugin():
+    # issue #20: the plugin handed bfloat16 to the reference, which failed on it; now the
+    # native kernel runs on float32 copies (exact: every bfloat16 is a float32)
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    x = np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)[:, :, ::-1].astype(
+        ml_dtypes.bfloat16)
+    args = dict(kernel_size=(2, 2), stride=(2, 2), padding=(1, 1), dilation=(1, 1),
+                ceil_mode=False)
+    values, indices = NativeKernels().max_pool(x, **args)
+    want, want_idx = NativeKernels().max_pool(x.astype(np.float32), **args)
+    assert values.dtype == x.dtype
+    np.testing.assert_array_equal(values.astype(np.float32), want)
+    np.testing.assert_array_equal(indices, want_idx)
+    g = np.ones(values.shape, ml_dtypes.bfloat16)
+    back = NativeKernels().max_pool_backward(g, indices, input_shape=(4, 4))
+    assert back.dtype == x.dtype and back.astype(np.float32).sum() == g.size
