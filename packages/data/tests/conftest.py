@@ -41,7 +41,18 @@ def _is_helper(pid: str) -> bool:
 
 
 def my_segments() -> list[str]:
-    return _shm.leftovers(f"tc{os.getpid()}_")
+    """This process's segments: named ones in /dev/shm (none should ever be there), and
+    the anonymous ones it holds descriptors of."""
+    prefix = f"tc{os.getpid()}_"
+    found = _shm.leftovers(prefix)
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith(f"/memfd:{prefix}"):
+            found.append(target)
+    return found
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ import time
 import numpy as np
 import pytest
 
-from torcia.data import DataLoader, Dataset, IterableDataset, _worker
+from torcia.data import DataLoader, Dataset, IterableDataset, _shm, _worker
 
 pytestmark = pytest.mark.usefixtures("no_leaks")
 
@@ -161,18 +161,61 @@ def test_breaking_out_of_a_slow_epoch_is_quick():
     assert time.monotonic() - start < 5
 
 
-def test_batches_in_flight_are_in_shared_memory_until_taken(segments):
-    # 4 x 16 KiB samples: 64 KiB batches, large enough to travel in shared memory
+def test_batches_in_flight_leave_nothing_in_dev_shm(segments):
+    # 4 x 16 KiB samples: 64 KiB batches, large enough to travel in shared memory, which
+    # has no name while in flight: only descriptors, in the worker and then on the socket
     loader = DataLoader(Faulty("none", n=40, size=1 << 12), batch_size=4, num_workers=2,
                         prefetch_factor=2)
     it = iter(loader)
-    next(it)
-    deadline = time.monotonic() + 5
-    while not segments() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert segments()  # the batches prefetched after the first one
-    assert len(list(it)) == 9
+    first = next(it)
+    time.sleep(0.2)  # the workers fill the sockets with the prefetched batches
+    assert [n for n in os.listdir(_shm.SHM_DIR) if n.startswith(f"tc{os.getpid()}_")] == []
+    rest = list(it)
+    assert len(rest) == 9 and first.shape == (4, 1 << 12)
+    del first, rest  # each mapping keeps a descriptor of its segment
     assert segments() == []
+
+
+LOADS_AND_WAITS = """
+import os, sys, time, numpy as np
+from torcia.data import DataLoader, Dataset
+
+class Big(Dataset):
+    def __len__(self):
+        return 1000
+    def __getitem__(self, i):
+        return np.full(1 << 16, i, np.float32)  # 256 KiB samples: 1 MiB batches
+
+loader = DataLoader(Big(), batch_size=4, num_workers=2, prefetch_factor=4)
+it = iter(loader)
+next(it)
+time.sleep(0.5)  # batches in flight: written by the workers, not taken
+print(os.getpid(), flush=True)
+time.sleep(600)
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_a_killed_main_process_leaves_nothing_in_dev_shm(sig):
+    # issue #20: named segments of batches in flight stayed in /dev/shm when the main
+    # process died by a signal (PyTorch leaves none)
+    if not os.path.isdir(_shm.SHM_DIR):
+        pytest.skip("no /dev/shm here")
+    proc = subprocess.Popen([sys.executable, "-c", LOADS_AND_WAITS], stdout=subprocess.PIPE,
+                            text=True)
+    try:
+        pid = int(proc.stdout.readline())
+        os.kill(pid, sig)
+        proc.wait(30)
+    finally:
+        proc.kill()
+        proc.wait()
+    mine = f"tc{pid}_"
+    deadline = time.monotonic() + 3 * _worker.POLL_INTERVAL + 2
+    while time.monotonic() < deadline and any(n.startswith(mine)
+                                              for n in os.listdir(_shm.SHM_DIR)):
+        time.sleep(0.1)
+    assert [n for n in os.listdir(_shm.SHM_DIR) if n.startswith(mine)] == []
 
 
 def test_workers_exit_when_the_main_process_is_killed(tmp_path):

@@ -51,9 +51,102 @@ void set_num_threads(int n) {
 
 int get_num_threads() { return num_threads; }
 
-struct Geometry {
-  int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
-};
+// ----- argument checks ------------------------------------------------------------------
+// Every entry point checks what it is given before it touches memory: the kernels index
+// raw pointers, so a size or geometry the caller got wrong (an optimizer state from a
+// checkpoint, a hand-built call) would read or write out of bounds instead of failing.
+// std::runtime_error reaches Python as RuntimeError.
+
+[[noreturn]] static void fail(const std::string& fn, const std::string& what) {
+  throw std::runtime_error(fn + ": " + what);
+}
+
+static std::string shape_of(const py::array& a) {
+  std::string s = "[";
+  for (py::ssize_t d = 0; d < a.ndim(); ++d) s += (d ? ", " : "") + std::to_string(a.shape(d));
+  return s + "]";
+}
+
+static void check_ndim(const std::string& fn, const char* name, const py::array& a, int nd) {
+  if (a.ndim() != nd)
+    fail(fn, std::string(name) + " must be " + std::to_string(nd) + "-D, got shape " +
+                 shape_of(a));
+}
+
+static void check_dim(const std::string& fn, const char* name, const py::array& a, int d,
+                      int64_t want) {
+  if (a.shape(d) != want)
+    fail(fn, std::string(name) + " has size " + std::to_string(a.shape(d)) + " at dimension " +
+                 std::to_string(d) + ", expected " + std::to_string(want) + " (shape " +
+                 shape_of(a) + ")");
+}
+
+static void check_at_least(const std::string& fn, const char* name, int64_t v, int64_t lo) {
+  if (v < lo)
+    fail(fn, std::string(name) + " must be at least " + std::to_string(lo) + ", got " +
+                 std::to_string(v));
+}
+
+// a * b, or an error where it overflows int64 (a huge stride or size would wrap around)
+static int64_t mul(const std::string& fn, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_mul_overflow(a, b, &r)) fail(fn, "sizes overflow 64-bit integers");
+  return r;
+}
+
+static int64_t add(const std::string& fn, int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) fail(fn, "sizes overflow 64-bit integers");
+  return r;
+}
+
+// One spatial axis of a window geometry: kernel k >= 1, stride s >= 1, dilation d >= 1,
+// padding p >= 0, out >= 0 windows, and the farthest position a window reaches,
+// (out - 1) * s + (k - 1) * d, representable.
+static void check_axis(const std::string& fn, const char* axis, int64_t k, int64_t s, int64_t p,
+                       int64_t d, int64_t out) {
+  const std::string a(axis);
+  check_at_least(fn, ("kernel size " + a).c_str(), k, 1);
+  check_at_least(fn, ("stride " + a).c_str(), s, 1);
+  check_at_least(fn, ("dilation " + a).c_str(), d, 1);
+  check_at_least(fn, ("padding " + a).c_str(), p, 0);
+  check_at_least(fn, ("output size " + a).c_str(), out, 0);
+  if (out > 0) add(fn, add(fn, mul(fn, out - 1, s), mul(fn, k - 1, d)), p);
+}
+
+// Pooling windows must each hold an input element, as PyTorch requires: otherwise a max
+// has no index to record and the backward would write before the plane.
+static void check_pool_padding(const std::string& fn, int64_t p, int64_t k, int64_t d) {
+  if (p > (d * (k - 1) + 1) / 2)
+    fail(fn, "pad should be at most half of effective kernel size, but got pad=" +
+                 std::to_string(p) + ", kernel_size=" + std::to_string(k) +
+                 " and dilation=" + std::to_string(d));
+}
+
+// The arrays of one fused optimizer update: numpy arrays of T, C-contiguous, writeable
+// where the update writes, each of its parameter's size.
+template <typename T>
+static T* checked_ptr(const std::string& fn, const char* name, size_t i, py::handle h,
+                      int64_t size, bool write) {
+  const std::string what = std::string(name) + "[" + std::to_string(i) + "]";
+  if (!py::isinstance<py::array>(h)) fail(fn, what + " is not a numpy array");
+  py::array a = py::reinterpret_borrow<py::array>(h);
+  if (!a.dtype().is(py::dtype::of<T>()))
+    fail(fn, what + " has dtype " + std::string(py::str(a.dtype())) + ", expected " +
+                 std::string(py::str(py::dtype::of<T>())));
+  if (!(a.flags() & py::array::c_style)) fail(fn, what + " is not C-contiguous");
+  if (write && !a.writeable()) fail(fn, what + " is read-only");
+  if (size >= 0 && a.size() != size)
+    fail(fn, what + " has " + std::to_string(a.size()) + " elements (shape " + shape_of(a) +
+                 "), its parameter " + std::to_string(size));
+  return static_cast<T*>(write ? a.mutable_data() : const_cast<void*>(a.data()));
+}
+
+static void check_count(const std::string& fn, const char* name, size_t have, size_t want) {
+  if (have != want)
+    fail(fn, std::string(name) + " has " + std::to_string(have) + " entries, params " +
+                 std::to_string(want));
+}
 
 // The outputs [lo, hi) of a row whose input column j * stride + off falls inside [0, w).
 static inline void inside(int64_t off, int64_t stride, int64_t w, int64_t ow, int64_t& lo,
@@ -69,9 +162,13 @@ template <typename T>
 py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw,
                       int64_t ph, int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow,
                       bool batch_inner) {
-  auto in = x.template unchecked<4>();
-  const int64_t n = in.shape(0), c = in.shape(1), h = in.shape(2), w = in.shape(3);
-  const int64_t rows = c * kh * kw, p = oh * ow;
+  const std::string fn = "im2col";
+  check_ndim(fn, "x", x, 4);
+  check_axis(fn, "(height)", kh, sh, ph, dh, oh);
+  check_axis(fn, "(width)", kw, sw, pw, dw, ow);
+  const int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), w = x.shape(3);
+  const int64_t rows = mul(fn, c, mul(fn, kh, kw)), p = mul(fn, oh, ow);
+  mul(fn, mul(fn, rows, n), p);
   py::array_t<T> out = batch_inner ? py::array_t<T>({rows, n, p}) : py::array_t<T>({n, rows, p});
   T* dst = out.mutable_data();
   const T* src = x.data();
@@ -115,10 +212,18 @@ template <typename T>
 py::array_t<T> col2im(carray<T> cols, int64_t n, int64_t c, int64_t h, int64_t w, int64_t kh,
                       int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw, int64_t dh,
                       int64_t dw, int64_t oh, int64_t ow, bool batch_inner) {
-  const int64_t rows = c * kh * kw, p = oh * ow;
-  if (cols.size() != n * rows * p)
-    throw std::invalid_argument("col2im: cols has " + std::to_string(cols.size()) +
-                                " elements, the geometry needs " + std::to_string(n * rows * p));
+  const std::string fn = "col2im";
+  check_axis(fn, "(height)", kh, sh, ph, dh, oh);
+  check_axis(fn, "(width)", kw, sw, pw, dw, ow);
+  check_at_least(fn, "n", n, 0);
+  check_at_least(fn, "channels", c, 0);
+  check_at_least(fn, "height", h, 0);
+  check_at_least(fn, "width", w, 0);
+  mul(fn, mul(fn, n, c), mul(fn, h, w));
+  const int64_t rows = mul(fn, c, mul(fn, kh, kw)), p = mul(fn, oh, ow);
+  if (cols.size() != mul(fn, mul(fn, n, rows), p))
+    fail(fn, "cols has " + std::to_string(cols.size()) + " elements, the geometry needs " +
+                 std::to_string(n * rows * p));
   py::array_t<T> out({n, c, h, w});
   T* dst = out.mutable_data();
   const T* src = cols.data();
@@ -207,7 +312,18 @@ TORCIA_CLONES static void max_pool2d_row(const T* __restrict__ plane, T* __restr
 template <typename T>
 py::tuple max_pool2d(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph,
                      int64_t pw, int64_t dh, int64_t dw, int64_t oh, int64_t ow) {
+  const std::string fn = "max_pool2d";
+  check_ndim(fn, "x", x, 4);
+  check_axis(fn, "(height)", kh, sh, ph, dh, oh);
+  check_axis(fn, "(width)", kw, sw, pw, dw, ow);
+  check_pool_padding(fn, ph, kh, dh);
+  check_pool_padding(fn, pw, kw, dw);
   const int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), w = x.shape(3);
+  // every window must start inside the padded input (the last one may run past it)
+  if ((oh > 0 && (oh - 1) * sh >= h + ph) || (ow > 0 && (ow - 1) * sw >= w + pw))
+    fail(fn, "output size (" + std::to_string(oh) + ", " + std::to_string(ow) +
+                 ") has windows starting past the padded input " + shape_of(x));
+  mul(fn, mul(fn, mul(fn, n, c), mul(fn, oh, ow)), mul(fn, kh, kw));
   py::array_t<T> values({n, c, oh, ow});
   py::array_t<int64_t> indices({n, c, oh, ow});
   T* vo = values.mutable_data();
@@ -233,11 +349,23 @@ py::tuple max_pool2d(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw
 // Gradients (N, C, OH, OW) added at their recorded input positions of (N, C, H, W).
 template <typename T>
 py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t h, int64_t w) {
+  const std::string fn = "max_pool2d_backward";
+  check_ndim(fn, "g", g, 4);
+  check_ndim(fn, "indices", indices, 4);
+  for (int d = 0; d < 4; ++d) check_dim(fn, "indices", indices, d, g.shape(d));
+  check_at_least(fn, "height", h, 0);
+  check_at_least(fn, "width", w, 0);
   const int64_t n = g.shape(0), c = g.shape(1), p = g.shape(2) * g.shape(3);
+  const int64_t plane_size = mul(fn, h, w);
+  mul(fn, mul(fn, n, c), plane_size);
+  const int64_t* idx = indices.data();
+  for (int64_t k = 0; k < indices.size(); ++k)
+    if (idx[k] < 0 || idx[k] >= plane_size)
+      fail(fn, "indices holds " + std::to_string(idx[k]) + ", outside a plane of " +
+                   std::to_string(plane_size) + " elements");
   py::array_t<T> out({n, c, h, w});
   T* dst = out.mutable_data();
   const T* src = g.data();
-  const int64_t* idx = indices.data();
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n * c * h * w > kParallelWork)
@@ -254,11 +382,21 @@ py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t
 template <typename T>
 py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t num_weights,
                                   int64_t padding_idx) {
+  const std::string fn = "embedding_backward";
+  check_ndim(fn, "g", g, 2);
+  check_ndim(fn, "indices", indices, 1);
+  check_dim(fn, "indices", indices, 0, g.shape(0));
+  check_at_least(fn, "num_weights", num_weights, 0);
   const int64_t m = g.shape(0), d = g.shape(1);
+  mul(fn, num_weights, d);
+  const int64_t* idx = indices.data();
+  for (int64_t r = 0; r < m; ++r)
+    if (idx[r] != padding_idx && (idx[r] < 0 || idx[r] >= num_weights))
+      fail(fn, "indices holds " + std::to_string(idx[r]) + ", out of range for " +
+                   std::to_string(num_weights) + " embeddings");
   py::array_t<T> out({num_weights, d});
   T* dst = out.mutable_data();
   const T* src = g.data();
-  const int64_t* idx = indices.data();
   {
     py::gil_scoped_release release;
     std::fill(dst, dst + num_weights * d, T(0));
@@ -296,7 +434,9 @@ static inline float exp_approx(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  int32_t bits = (k + 127) << 23;
+  // shifted as unsigned: for NaN, k is INT_MIN on x86, and a signed shift of the negative
+  // k + 127 would be undefined (the bits do not matter then: y is NaN already)
+  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
@@ -340,7 +480,12 @@ TORCIA_CLONES static void lstm_cell_row(const T* __restrict__ gates, const T* __
 // the activated gates for the backward.
 template <typename T>
 py::tuple lstm_cell(carray<T> gates, carray<T> c) {
+  const std::string fn = "lstm_cell";
+  check_ndim(fn, "c", c, 2);
+  check_ndim(fn, "gates", gates, 2);
   const int64_t m = c.shape(0), hd = c.shape(1);
+  check_dim(fn, "gates", gates, 0, m);
+  check_dim(fn, "gates", gates, 1, mul(fn, 4, hd));
   py::array_t<T> h({m, hd}), c_new({m, hd}), act({m, 4 * hd});
   const T* gp = gates.data();
   const T* cp = c.data();
@@ -376,7 +521,18 @@ TORCIA_CLONES static void lstm_cell_backward_row(const T* __restrict__ gh, const
 template <typename T>
 py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T> c,
                              carray<T> c_new) {
+  const std::string fn = "lstm_cell_backward";
+  check_ndim(fn, "c", c, 2);
   const int64_t m = c.shape(0), hd = c.shape(1);
+  for (auto [name, a] : {std::pair<const char*, const py::array*>{"gh", &gh}, {"gc", &gc},
+                         {"c_new", &c_new}}) {
+    check_ndim(fn, name, *a, 2);
+    check_dim(fn, name, *a, 0, m);
+    check_dim(fn, name, *a, 1, hd);
+  }
+  check_ndim(fn, "act", act, 2);
+  check_dim(fn, "act", act, 0, m);
+  check_dim(fn, "act", act, 1, mul(fn, 4, hd));
   py::array_t<T> g_gates({m, 4 * hd}), g_c({m, hd});
   const T* ghp = gh.data();
   const T* gcp = gc.data();
@@ -433,6 +589,7 @@ TORCIA_CLONES static T exp_shifted_row(const T* __restrict__ x, T* __restrict__ 
 // softmax (log = false) or log_softmax (log = true) of each row of x (R, C).
 template <typename T>
 py::array_t<T> softmax_rows(carray<T> x, bool log) {
+  check_ndim("softmax_rows", "x", x, 2);
   const int64_t r = x.shape(0), n = x.shape(1);
   py::array_t<T> out({r, n});
   const T* src = x.data();
@@ -460,6 +617,7 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
 // logsumexp of each row of x (R, C): cross-entropy needs only it and the picked logits.
 template <typename T>
 py::array_t<T> logsumexp_rows(carray<T> x) {
+  check_ndim("logsumexp_rows", "x", x, 2);
   const int64_t r = x.shape(0), n = x.shape(1);
   py::array_t<T> out(r);
   const T* src = x.data();
@@ -484,7 +642,12 @@ py::array_t<T> logsumexp_rows(carray<T> x) {
 // (log = true: g - exp(y) sum(g)) along the rows, from the output y.
 template <typename T>
 py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
+  const std::string fn = "softmax_backward_rows";
+  check_ndim(fn, "y", y, 2);
+  check_ndim(fn, "g", g, 2);
   const int64_t r = y.shape(0), n = y.shape(1);
+  check_dim(fn, "g", g, 0, r);
+  check_dim(fn, "g", g, 1, n);
   py::array_t<T> out({r, n});
   const T* gp = g.data();
   const T* yp = y.data();
@@ -511,25 +674,24 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
 
 // ----- optimizer updates over many arrays at once --------------------------------------
 
-template <typename T>
-static T* ptr(py::handle a) {
-  return static_cast<T*>(py::array(py::reinterpret_borrow<py::object>(a)).mutable_data());
-}
-
 // SGD with momentum, dampening, nesterov, weight decay and maximize, as torch.optim.SGD.
 // bufs[i] is read only when has_buffers; otherwise it is initialised to the gradient.
 template <typename T>
 void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double momentum,
               double dampening, double weight_decay, bool nesterov, bool maximize,
               bool has_buffers) {
+  const std::string fn = "sgd_step";
   const size_t count = params.size();
+  check_count(fn, "grads", grads.size(), count);
+  if (momentum != 0) check_count(fn, "momentum_buffers", bufs.size(), count);
   std::vector<T*> p(count), g(count), b(count);
   std::vector<int64_t> sizes(count);
   for (size_t i = 0; i < count; ++i) {
-    p[i] = ptr<T>(params[i]);
-    g[i] = ptr<T>(grads[i]);
-    b[i] = momentum != 0 ? ptr<T>(bufs[i]) : nullptr;
-    sizes[i] = py::array(params[i]).size();
+    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
+    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
+    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    b[i] = momentum != 0 ? checked_ptr<T>(fn, "momentum_buffers", i, bufs[i], sizes[i], true)
+                         : nullptr;
   }
   py::gil_scoped_release release;
   for (size_t i = 0; i < count; ++i) {
@@ -555,18 +717,26 @@ template <typename T>
 void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_avg_sqs,
                py::list max_exp_avg_sqs, py::list steps, double lr, double beta1, double beta2,
                double eps, double weight_decay, bool amsgrad, bool maximize, bool decoupled) {
+  const std::string fn = "adam_step";
   const size_t count = params.size();
+  check_count(fn, "grads", grads.size(), count);
+  check_count(fn, "exp_avgs", exp_avgs.size(), count);
+  check_count(fn, "exp_avg_sqs", exp_avg_sqs.size(), count);
+  if (amsgrad) check_count(fn, "max_exp_avg_sqs", max_exp_avg_sqs.size(), count);
+  check_count(fn, "steps", steps.size(), count);
   std::vector<T*> p(count), g(count), m(count), v(count), vmax(count);
   std::vector<double> step(count);
   std::vector<int64_t> sizes(count);
   for (size_t i = 0; i < count; ++i) {
-    p[i] = ptr<T>(params[i]);
-    g[i] = ptr<T>(grads[i]);
-    m[i] = ptr<T>(exp_avgs[i]);
-    v[i] = ptr<T>(exp_avg_sqs[i]);
-    vmax[i] = amsgrad ? ptr<T>(max_exp_avg_sqs[i]) : nullptr;
+    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
+    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
+    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    m[i] = checked_ptr<T>(fn, "exp_avgs", i, exp_avgs[i], sizes[i], true);
+    v[i] = checked_ptr<T>(fn, "exp_avg_sqs", i, exp_avg_sqs[i], sizes[i], true);
+    vmax[i] = amsgrad ? checked_ptr<T>(fn, "max_exp_avg_sqs", i, max_exp_avg_sqs[i], sizes[i],
+                                       true)
+                      : nullptr;
     step[i] = steps[i].cast<double>();
-    sizes[i] = py::array(params[i]).size();
   }
   py::gil_scoped_release release;
   for (size_t i = 0; i < count; ++i) {

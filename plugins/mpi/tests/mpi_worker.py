@@ -79,6 +79,24 @@ def mismatch(rank, size):
         raise AssertionError("mismatched shapes went unnoticed")
 
 
+def mixed_dtypes(rank, size):
+    # float32 on rank 0, float64 elsewhere: each rank must see the disagreement
+    try:
+        dist.all_reduce(torcia.ones(3, dtype=torcia.float32 if rank == 0 else torcia.float64))
+    except RuntimeError as exc:
+        assert "rank 0: [3] float32 sum" in str(exc) and "rank 1: [3] float64 sum" in str(exc), \
+            exc
+    else:
+        raise AssertionError("float32 and float64 were reduced together")
+    try:
+        dist.all_reduce(torcia.ones(2), op=dist.ReduceOp.SUM if rank else dist.ReduceOp.MAX)
+    except RuntimeError as exc:
+        assert "rank 0: [2] float32 max" in str(exc) and "rank 1: [2] float32 sum" in str(exc), \
+            exc
+    else:
+        raise AssertionError("different reductions went unnoticed")
+
+
 def dies(rank, size):
     if rank == 1:
         os.kill(os.getpid(), signal.SIGKILL)
@@ -220,7 +238,8 @@ def unused(rank, size):
 
 
 SCENARIOS = {f.__name__: f for f in (collectives, point_to_point, objects, groups, timeout,
-                                     ddp, ddp_steps, unused, mismatch, raises, dies)}
+                                     ddp, ddp_steps, unused, mismatch, mixed_dtypes, raises,
+                                     dies)}
 
 if __name__ == "__main__":
     dist.init_process_group("mpi")

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -31,14 +32,15 @@ needs_mpiexec = pytest.mark.skipif(_mpiexec() is None, reason="no mpiexec: pip i
 @pytest.mark.parametrize("n, scenario", [
     (2, "collectives"), (4, "collectives"), (2, "point_to_point"), (2, "objects"),
     (2, "groups"), (2, "timeout"), (2, "ddp"), (2, "ddp_steps"), (4, "ddp_steps"),
-    (2, "unused"), (2, "mismatch"),
+    (2, "unused"), (2, "mismatch"), (2, "mixed_dtypes"), (4, "mixed_dtypes"),
 ])
 def test_processes(n, scenario):
     rc, out = _launch(n, scenario)
-    assert rc == 0, out
     if scenario == "timeout":
-        assert "PASS timeout raised" in out, out
+        # the rank that timed out ends with status 1 even though it caught the error
+        assert rc != 0 and "PASS timeout raised" in out, out
     else:
+        assert rc == 0, out
         assert out.count(f"PASS {scenario} rank") == n, out
 
 
@@ -73,3 +75,38 @@ def test_launcher_runs_the_script_in_n_processes(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "rank0").read_text() == "2 2.0"
     assert (tmp_path / "rank1").read_text() == "2 2.0"
+
+
+HANGS = """
+import sys, time, pathlib
+import torcia, torcia.distributed as dist
+dist.init_process_group("mpi", timeout={timeout})
+if dist.get_rank() == 1:
+    while True:
+        time.sleep(60)  # never joins, never ends by itself
+pathlib.Path(sys.argv[1]).write_text(str(time.time()))
+try:
+    dist.all_reduce(torcia.ones(2))
+except RuntimeError as exc:
+    print("rank 0:", exc, flush=True)
+    sys.exit(1)
+"""
+
+
+@needs_mpiexec
+def test_a_hung_rank_ends_the_job_within_the_timeout(tmp_path):
+    # issue #20: the rank that timed out stayed alive in MPI's finalisation and the
+    # launcher waited forever; torchrun ends such a job in seconds
+    timeout = 2.0
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS.format(timeout=timeout))
+    started = tmp_path / "started"
+    cmd = [sys.executable, "-m", "torcia.distributed.run", "--nproc-per-node", "2",
+           str(script), str(started)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    ended = time.time()
+    assert proc.returncode != 0, proc.stdout + proc.stderr
+    assert ended - float(started.read_text()) < timeout + 5, proc.stdout + proc.stderr
+    # (the all-gather that checks the ranks agree is the collective that times out)
+    assert "torcia-run: rank 0 failed (all_gather on rank 0 timed out" in proc.stderr, \
+        proc.stderr

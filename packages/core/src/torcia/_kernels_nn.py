@@ -54,9 +54,43 @@ def _add_windows(xp, cols, size, stride, dilation):
     return out
 
 
+_INT_MAX = 2**31 - 1
+
+
+def _check_geometry(kernel, stride, padding, dilation, output_padding=None, pool=False):
+    """Raise PyTorch's error for a window geometry no kernel can run: a size that does not
+    fit a C int, a stride or dilation below one, negative (output) padding, or, for pooling,
+    padding over half the window (a window in the padding only has no element to pick).
+
+    Every kernel taking a geometry calls it, NumPy's and native ones alike, so both refuse
+    the same input with the same error. ``padding`` holds ints or (low, high) pairs.
+    """
+    pads = [p for pair in padding for p in (pair if isinstance(pair, tuple) else (pair,))]
+    values = [*kernel, *stride, *pads, *dilation, *(output_padding or ())]
+    if any(abs(v) > _INT_MAX for v in values):
+        raise RuntimeError("value cannot be converted to type int without overflow")
+    if any(s < 1 for s in stride):
+        raise RuntimeError("stride should not be zero" if pool and 0 in stride else
+                           "non-positive stride is not supported")
+    if any(d < 1 for d in dilation):
+        raise RuntimeError(f"dilation should be greater than zero, but got dilation: "
+                           f"{list(dilation)}")
+    if any(p < 0 for p in pads):
+        raise RuntimeError(f"pad must be non-negative, but got pad: {min(pads)}" if pool else
+                           "negative padding is not supported")
+    if output_padding is not None and any(p < 0 for p in output_padding):
+        raise RuntimeError("negative output_padding is not supported")
+    if pool:
+        for p, k, d in zip(padding, kernel, dilation):
+            if p > (d * (k - 1) + 1) // 2:
+                raise RuntimeError(f"pad should be at most half of effective kernel size, but "
+                                   f"got pad={p}, kernel_size={k} and dilation={d}")
+
+
 def _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
     """Output sizes of a pooling window and the extra high-side padding ``ceil_mode``
     needs so the last (partial) window exists."""
+    _check_geometry(kernel, stride, padding, dilation, pool=True)
     out, extra = [], []
     for i, k, s, p, d in zip(size, kernel, stride, padding, dilation):
         span = d * (k - 1) + 1
@@ -65,13 +99,30 @@ def _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
         if ceil_mode and (o - 1) * s >= i + p:
             # the last window would start in the padding only
             o -= 1
+        if d > 1 and o > 0:
+            _check_windows_reach_input(i, k, s, p, d, o)
         out.append(o)
         extra.append(max(0, (o - 1) * s + span - (i + 2 * p)))
     return tuple(out), tuple(extra)
 
 
+def _check_windows_reach_input(size, k, s, p, d, out):
+    """Raise when a dilated window falls on padding only (kernel 2, dilation 3, padding 1
+    over 2 elements: positions -1 and 2): it has no element to pick, and its index would
+    point outside the plane. Undilated windows within the padding limit always reach it."""
+    pos = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
+    empty = ~((pos >= 0) & (pos < size)).any(axis=1)
+    if empty.any():
+        raise RuntimeError(f"max_pool: window {int(empty.argmax())} of a dimension of size "
+                           f"{size} holds padding only (kernel_size={k}, stride={s}, "
+                           f"padding={p}, dilation={d}); reduce the padding or the dilation")
+
+
 def _lowest(xp, dtype):
-    return -xp.inf if np.dtype(dtype).kind == "f" else np.iinfo(dtype).min
+    # ml_dtypes' bfloat16 is a NumPy dtype of kind "V" (void), a float all the same
+    if np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16":
+        return -xp.inf
+    return np.iinfo(dtype).min
 
 
 class NNKernels:
@@ -205,6 +256,8 @@ class NNKernels:
     def softmax(self, a, dim):
         """softmax(a, dim): exp(a) normalised along ``dim``."""
         xp = self.xp
+        if a.shape[dim] == 0:
+            return a.copy()  # nothing to normalise; max would have no identity
         e = xp.exp(a - a.max(axis=dim, keepdims=True))
         e /= e.sum(axis=dim, keepdims=True)
         return e
@@ -212,6 +265,8 @@ class NNKernels:
     def log_softmax(self, a, dim):
         """log_softmax(a, dim): a - logsumexp(a) along ``dim``."""
         xp = self.xp
+        if a.shape[dim] == 0:
+            return a.copy()
         shifted = a - a.max(axis=dim, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
 
@@ -245,6 +300,7 @@ class NNKernels:
     def conv(self, x, w, b, stride, padding, dilation, groups):
         """conv(x (N, C, *in), w (O, C/groups, *k), b (O,) or None) -> (N, O, *out):
         cross-correlation; ``padding`` is per-dim (low, high) pairs."""
+        _check_geometry(w.shape[2:], stride, padding, dilation)
         xp = self.xp
         n = x.shape[0]
         o = w.shape[0]
@@ -263,6 +319,7 @@ class NNKernels:
         """conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
         -> (N, Cout, *out), out = (in - 1) * stride - low - high + dilation * (k - 1) +
         output_padding + 1: the adjoint of ``conv`` with the same geometry."""
+        _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         xp = self.xp
         n, cin = x.shape[:2]
         in_sp = x.shape[2:]
@@ -278,6 +335,10 @@ class NNKernels:
         size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
                      for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
                                                          output_padding, padding))
+        if any(sz <= 0 for sz in size):
+            raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
+                               f"output size per channel: {list(size)}. Output size is too "
+                               "small")
         out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
             slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))])
         if b is not None:
@@ -287,6 +348,7 @@ class NNKernels:
     def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
         """conv_weight(x (N, C, *in), g (N, O, *out)) -> (O, C/groups, *k): the gradient
         of ``conv`` with respect to its weight, given the output gradient ``g``."""
+        _check_geometry(weight_shape[2:], stride, padding, dilation)
         xp = self.xp
         kernel = tuple(weight_shape[2:])
         o = weight_shape[0]

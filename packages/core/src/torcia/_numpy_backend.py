@@ -33,9 +33,21 @@ _UFUNC_NAMES = {
     "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
     "hypot": "hypot", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
     "gt": "greater", "ge": "greater_equal", "logical_and": "logical_and",
-    "logical_or": "logical_or", "logical_xor": "logical_xor", "fmod": "fmod",
+    "logical_or": "logical_or", "logical_xor": "logical_xor",
 
 }
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """An integer division by zero: PyTorch raises RuntimeError("ZeroDivisionError"), and
+    Python code expects ZeroDivisionError; this is both."""
+
+
+def _check_divisor(xp, a, b) -> None:
+    # NumPy returns 0 for an integer division by zero (with a warning at most); PyTorch's
+    # CPU kernels raise
+    if xp.result_type(a, b).kind in "iub" and not xp.all(b):
+        raise IntegerDivisionByZero("ZeroDivisionError")
 
 
 class Reference(NNKernels, ExtraKernels):
@@ -98,11 +110,17 @@ class Reference(NNKernels, ExtraKernels):
         return self.xp.maximum(a, 0).astype(a.dtype, copy=False)
 
     def floor_divide(self, a, b):
+        _check_divisor(self.xp, a, b)
         return self.xp.floor_divide(a, b)
 
     def remainder(self, a, b):
+        _check_divisor(self.xp, a, b)
         # Python's sign convention (the divisor's), as PyTorch's remainder
         return self.xp.remainder(a, b)
+
+    def fmod(self, a, b):
+        _check_divisor(self.xp, a, b)
+        return self.xp.fmod(a, b)
 
     def pow(self, a, b):
         xp = self.xp
@@ -114,6 +132,8 @@ class Reference(NNKernels, ExtraKernels):
         xp = self.xp
         if rounding_mode is None:
             return xp.true_divide(a, b)
+        if rounding_mode in ("trunc", "floor"):
+            _check_divisor(xp, a, b)
         if rounding_mode == "trunc":
             q = xp.true_divide(a, b)
             q = xp.trunc(q)

@@ -963,14 +963,17 @@ def _check_mask(mask_shape, shape, dim):
                 f"shape of the indexed tensor {list(shape)} at index {dim + j}")
 
 
-def _check_range(arr, size, dim, exc=IndexError):
+def _check_range(arr, size, dim, exc=IndexError, negative=True, message=None):
     """Raise ``exc`` (IndexError for indexing; gather and scatter raise RuntimeError in
-    PyTorch) naming the first out-of-range index."""
+    PyTorch) naming the first out-of-range index. ``negative``: whether an index may count
+    from the end, as in ``t[-1]``; gather, scatter and the index_* ops refuse it, as
+    PyTorch does, instead of wrapping around. ``message`` replaces the default text."""
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
-        if lo < -size or hi >= size:
+        if lo < (-size if negative else 0) or hi >= size:
             bad = hi if hi >= size else lo
-            raise exc(f"index {bad} is out of bounds for dimension {dim} with size {size}")
+            raise exc(message or f"index {bad} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
 
 
 def getitem(input, key):
@@ -1168,7 +1171,7 @@ def gather(input, dim, index, *, sparse_grad=False):
             raise RuntimeError(
                 f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {d}")
-    _check_range(index._data, input.shape[d], d, RuntimeError)
+    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
     return call("gather", (input, index), {"dim": d})
 
 
@@ -1176,7 +1179,7 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
-    _check_range(index._data, input.shape[d], d, RuntimeError)
+    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
     if src is None:
         src = value
     if reduce == "add":
@@ -1193,7 +1196,7 @@ def scatter_add(input, dim, index, src):
     """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
-    _check_range(index._data, input.shape[d], d, RuntimeError)
+    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
     return call("scatter_add", (input, index, src), {"dim": d})
 
 
@@ -1202,20 +1205,25 @@ def index_select(input, dim, index):
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
-    _check_range(index._data, input.shape[d] if input.ndim else 1, d, RuntimeError)
+    _check_range(index._data, input.shape[d] if input.ndim else 1, d, IndexError,
+                 negative=False, message="index out of range in self")
     return call("index_select", (input, index), {"dim": d})
 
 
 def index_add(input, dim, index, source, *, alpha=1):
     """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``."""
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d, RuntimeError)
+    _check_range(index._data, input.shape[d], d, IndexError, negative=False,
+                 message="index out of range in self")
     return call("index_add", (input, index, source), {"dim": d, "alpha": alpha})
 
 
 def index_copy(input, dim, index, source):
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d, RuntimeError)
+    bad = index._data[(index._data < 0) | (index._data >= input.shape[d])]
+    if bad.size:
+        raise IndexError(f"index_copy_(): index {int(bad[0])} is out of bounds for dimension "
+                         f"{d} with size {input.shape[d]}")
     return call("index_copy", (input, index, source), {"dim": d})
 
 

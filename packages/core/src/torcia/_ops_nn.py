@@ -231,8 +231,9 @@ def _softmax(op, input, dim, dtype, name=None):
     if dtype is not None:
         input = input.to(dtype)
     elif not input.is_floating_point():
-        raise RuntimeError(f"\"{op}_lastdim_kernel_impl\" not implemented for "
-                           f"'{_scalar_name(input.dtype)}'")
+        last = input.ndim <= 1 or _wrap_dim(dim, input.ndim) == input.ndim - 1
+        raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
+                                  f"implemented for '{_scalar_name(input.dtype)}'")
     if input.ndim == 0:
         return call(op, (input.reshape(1),), {"dim": 0}).reshape(())
     return call(op, (input,), {"dim": _wrap_dim(dim, input.ndim)})
@@ -335,6 +336,11 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups, fn):
                            f"({' x '.join(map(str, padded))}). Kernel size: "
                            f"({' x '.join(map(str, span))}). Kernel size can't be greater "
                            "than actual input size")
+    if c == 0:
+        # PyTorch hands an input without channels back as an empty (N, 0, *out) batch
+        out_sp = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+        empty = input.sum(dim=tuple(range(2, 2 + nd)), keepdim=True)
+        return _unbatch(empty.expand((input.shape[0], 0) + out_sp).clone(), added)
     out = call("conv", (input, weight, bias), {"stride": stride, "padding": pads,
                                                "dilation": dilation, "groups": groups})
     return _unbatch(out, added)
@@ -393,6 +399,9 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     dilation = _ntuple(dilation, nd, "dilation")
     pad = _ntuple(padding, nd, "padding")
     out_pad = _ntuple(output_padding, nd, "output_padding")
+    from torcia._kernels_nn import _check_geometry
+
+    _check_geometry(weight.shape[2:], stride, pad, dilation, out_pad)
     for op, s, d in zip(out_pad, stride, dilation):
         if op >= s and op >= d:
             raise RuntimeError(f"output padding must be smaller than either stride or "
@@ -468,10 +477,9 @@ def _pool_args(nd, input, kernel_size, stride, padding, dilation, fn):
                            f"{list(kernel)}")
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"{fn}(): stride must be greater than zero, but got {list(stride)}")
-    for p, k, d in zip(pad, kernel, dilation):
-        if p > (d * (k - 1) + 1) // 2:
-            raise RuntimeError(f"pad should be at most half of effective kernel size, but "
-                               f"got pad={p}, kernel_size={k} and dilation={d}")
+    from torcia._kernels_nn import _check_geometry
+
+    _check_geometry(kernel, stride, pad, dilation, pool=True)
     return input, added, kernel, stride, pad, dilation
 
 
@@ -725,10 +733,21 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
                     ("weight", weight), ("bias", bias)):
         _check_channel_param(t, name, c)
     if training:
-        count = input.numel() // c
-        if count <= 1:
+        count = input.numel() // c if c else 0
+        if count == 1:
             raise ValueError(f"Expected more than 1 value per channel when training, got "
                              f"input size {list(input.shape)}")
+        if count == 0:
+            # an empty batch has no statistics: PyTorch returns it (scaled and shifted,
+            # so that weight and bias get their zero gradients) and leaves the running
+            # statistics as they are
+            shape = (1, c) + (1,) * (input.ndim - 2)
+            out = input.clone()
+            if weight is not None:
+                out = out * weight.reshape(shape)
+            if bias is not None:
+                out = out + bias.reshape(shape)
+            return out
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
     stats = (None, None) if training else (running_mean, running_var)

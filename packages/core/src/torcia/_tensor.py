@@ -78,6 +78,47 @@ def _device_error(a, b):
     )
 
 
+# the C++ type names PyTorch's message shows for a gradient's dtype
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool"}
+
+
+def _check_grad(t, g) -> None:
+    """PyTorch's checks on ``t.grad = g``, with its messages."""
+    if not isinstance(g, Tensor):
+        raise TypeError(
+            f"assigned grad expected to be a Tensor or None but got grad of type "
+            f"{type(g).__name__}"
+        )
+    if g.dtype is not t.dtype:
+        raise RuntimeError(
+            f"attempting to assign a gradient with dtype '{_CPP_NAMES[g.dtype.name]}' to a "
+            f"tensor with grad_dtype '{_torch_name(t.dtype)}'. The gradient must match the "
+            "tensor's grad_dtype (defaults to the tensor's dtype)."
+        )
+    if g._device.type != t._device.type:
+        raise RuntimeError(
+            f"attempting to assign a gradient with device type '{g._device.type}' to a "
+            f"tensor with device type '{t._device.type}'. Please ensure that the gradient "
+            "and the tensor are on the same device"
+        )
+    if g._device != t._device:
+        raise RuntimeError(
+            f"attempting to assign a gradient located on device with index "
+            f"'{g._device.index}' to a tensor located on device with index "
+            f"'{t._device.index}'. Please ensure that the gradient and the tensor are on the "
+            "same device"
+        )
+    if g._data.shape != t._data.shape:
+        raise RuntimeError(
+            f"attempting to assign a gradient of size '{list(g._data.shape)}' to a tensor of "
+            f"size '{list(t._data.shape)}'. Please ensure that the gradient and the tensor are "
+            "the same size"
+        )
+
+
 class Tensor:
     """A multi-dimensional array on a device, with optional gradient recording.
 
@@ -93,7 +134,7 @@ class Tensor:
     """
 
     __slots__ = (
-        "_data", "_device", "_requires_grad", "grad", "grad_fn", "_vc", "_base",
+        "_data", "_device", "_requires_grad", "_grad", "grad_fn", "_vc", "_base",
         "_out_nr", "_hooks", "_retains_grad", "__weakref__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
@@ -117,7 +158,7 @@ class Tensor:
         t._data = arr
         t._device = dev
         t._requires_grad = False
-        t.grad = None
+        t._grad = None
         t.grad_fn = None
         if base is None:
             t._vc = [0]
@@ -197,6 +238,30 @@ class Tensor:
     @property
     def _version(self) -> int:
         return self._vc[0]
+
+    @property
+    def grad(self) -> Tensor | None:
+        """The gradient accumulated by ``backward``, or None.
+
+        Assigning checks what PyTorch checks: a Tensor (or None) of this tensor's dtype,
+        device type and size; a gradient of another shape would otherwise reach an
+        optimizer's native update, which trusts the sizes it is given.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> w = torcia.zeros(3, requires_grad=True)
+        >>> w.grad = torcia.ones(3)
+        >>> w.grad
+        tensor([1., 1., 1.])
+        """
+        return self._grad
+
+    @grad.setter
+    def grad(self, value):
+        if value is not None:
+            _check_grad(self, value)
+        self._grad = value
 
     @property
     def requires_grad(self) -> bool:

@@ -323,7 +323,10 @@ class Registry:
         self._providers[name] = plugin
         info = _state.infos.get(plugin)
         if info is not None:
-            info.provides.append(f"{self.kind}:{name}")
+            # an entry that cannot run here (no GPU, no MPI library) says so in the listing
+            why = getattr(obj, "unavailable_reason", None)
+            info.provides.append(f"{self.kind}:{name}" + (f" (unavailable: {why})" if why
+                                                           else ""))
 
     def build(self) -> dict:
         if self._entries is None:

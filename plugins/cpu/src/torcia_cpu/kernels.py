@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia._kernels_nn import _pool_geometry
+from torcia._kernels_nn import _check_geometry, _pool_geometry
 from torcia._numpy_backend import Reference
 from torcia_cpu import _blas, _native
 
@@ -57,6 +57,7 @@ class NativeKernels(Reference):
     def conv(self, x, w, b, stride, padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
             return super().conv(x, w, b, stride, padding, dilation, groups)
+        _check_geometry(w.shape[2:], stride, padding, dilation)
         n, _, h, wd = x.shape
         o, cg, kh, kw = w.shape
         (plo, phi), (qlo, qhi) = padding
@@ -79,6 +80,7 @@ class NativeKernels(Reference):
     def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, g):
             return super().conv_weight(x, g, weight_shape, stride, padding, dilation, groups)
+        _check_geometry(weight_shape[2:], stride, padding, dilation)
         n = x.shape[0]
         o, cg, kh, kw = weight_shape
         oh, ow = g.shape[2:]
@@ -99,11 +101,15 @@ class NativeKernels(Reference):
         if x.ndim != 4 or not _native_ok(x, w):
             return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
                                           groups)
+        _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         n, cin, ih, iw = x.shape
         _, og, kh, kw = w.shape
         (plo, phi), (qlo, qhi) = padding
         h = (ih - 1) * stride[0] - plo - phi + dilation[0] * (kh - 1) + output_padding[0] + 1
         wd = (iw - 1) * stride[1] - qlo - qhi + dilation[1] * (kw - 1) + output_padding[1] + 1
+        if h <= 0 or wd <= 0:  # the reference's error
+            return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
+                                          groups)
         whole = groups == 1
         if whole:
             xm = _c(x.reshape(n, cin, ih * iw).transpose(1, 0, 2)).reshape(cin, -1)
@@ -120,6 +126,12 @@ class NativeKernels(Reference):
 
     # ----- pooling ------------------------------------------------------------------
     def max_pool(self, x, kernel_size, stride, padding, dilation, ceil_mode):
+        if x.ndim == 4 and x.dtype.name == "bfloat16":
+            # every bfloat16 is a float32: the maximum, taken in float32, converts back
+            # exactly
+            values, indices = self.max_pool(x.astype(np.float32), kernel_size, stride,
+                                            padding, dilation, ceil_mode)
+            return values.astype(x.dtype), indices
         if x.ndim != 4 or not _native_ok(x):
             return super().max_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
         (oh, ow), _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation,
@@ -129,6 +141,10 @@ class NativeKernels(Reference):
                                         dilation[1], oh, ow))
 
     def max_pool_backward(self, g, indices, input_shape):
+        if g.ndim == 4 and g.dtype.name == "bfloat16":
+            # the gradients added up in float32 and rounded once
+            return self.max_pool_backward(g.astype(np.float32), indices,
+                                          input_shape).astype(g.dtype)
         if g.ndim != 4 or not _native_ok(g):
             return super().max_pool_backward(g, indices, input_shape)
         return _native.max_pool2d_backward(_c(g), _c(indices), input_shape[0], input_shape[1])

@@ -14,7 +14,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+from torcia.distributed.group import ProcessGroup, ReduceOp, Work, report_failure
 
 _OPS = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
         ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}
@@ -52,6 +52,7 @@ def _abort_peers_on_uncaught_error(rank):
 
     def abort(exc_type, exc, tb):
         previous(exc_type, exc, tb)
+        report_failure(rank, f"raised {exc_type.__name__}: {exc}")
         sys.stderr.write(f"torcia-mpi: rank {rank} raised {exc_type.__name__}; aborting "
                          "every rank\n")
         sys.stderr.flush()

@@ -2,10 +2,18 @@
 
 The batch is pickled with its large arrays left out: a pickle ``persistent_id`` picks out
 every CPU tensor and numpy array of at least :data:`MIN_SHARED_BYTES`, and each is written
-once into a new POSIX shared-memory segment of its own. The message carries the pickle of
-the rest, and each array's segment name, dtype and shape. The main process maps each
-segment, unlinks its name at once (so nothing is left in ``/dev/shm`` even if the main
-process dies later), and rebuilds the batch with tensors that are views of the mappings.
+once into a shared-memory segment of its own. The message carries the pickle of the rest
+and each array's dtype and shape; the segments themselves follow it as file descriptors
+over the same Unix socket (``SCM_RIGHTS``). The main process maps each one, closes the
+descriptor, and rebuilds the batch with tensors that are views of the mappings.
+
+The segments never have a name anyone could leave behind: on Linux they are anonymous
+(``memfd_create``); elsewhere a POSIX segment is unlinked the moment it is opened, and
+only its descriptor travels. So whatever ends the main process, SIGTERM or SIGKILL with
+batches in flight, the kernel frees each segment with the last descriptor or mapping of
+it, and nothing stays in ``/dev/shm``. Passing descriptors was chosen over a tracker
+process that removes named segments when the main process dies: a tracker can itself be
+killed (a signal to the whole process group), and it is one more process per loader.
 
 A segment per array, not per batch, so that each tensor frees its own memory: keeping the
 labels of every batch must not keep every batch's images. Smaller arrays travel inside the
@@ -13,12 +21,9 @@ pickle, where a copy costs less than a segment, and so hold no mapping at all. E
 mapping holds a file descriptor (``mmap`` keeps one), so a program that keeps thousands of
 large batch tensors alive needs a matching ``ulimit -n``.
 
-Segments are made with ``_posixshmem``, the module ``multiprocessing.shared_memory`` is built
-on, rather than with ``SharedMemory``: in Python 3.11 that class registers every segment with
-the resource tracker, which under fork starts a tracker process per worker and warns about
-each segment another process unlinks. Leaks are handled here instead: every segment name
-starts with a prefix owned by one DataLoader iterator, which removes what is left under that
-prefix when it shuts its workers down (a worker killed half-way through a batch).
+POSIX segments are made with ``_posixshmem``, the module ``multiprocessing.shared_memory``
+is built on, rather than with ``SharedMemory``: in Python 3.11 that class registers every
+segment with the resource tracker, which under fork starts a tracker process per worker.
 """
 
 from __future__ import annotations
@@ -28,6 +33,8 @@ import math
 import mmap
 import os
 import pickle
+import socket
+from multiprocessing import reduction
 from typing import NamedTuple
 
 import numpy as np
@@ -40,21 +47,27 @@ try:
 except ImportError:  # Windows: batches travel inside the pickle instead
     _posixshmem = None
 
-#: Where Linux keeps POSIX shared memory; used to find a dead worker's leftovers.
+#: Where Linux keeps POSIX shared memory (named segments; this module leaves none there).
 SHM_DIR = "/dev/shm"
+#: At most this many descriptors go in one message (Linux takes up to 253).
+_FDS_PER_MESSAGE = 250
 #: Arrays smaller than this travel inside the pickle.
 MIN_SHARED_BYTES = 64 * 1024
 
 
 def available() -> bool:
-    return _posixshmem is not None
+    return hasattr(os, "memfd_create") or (_posixshmem is not None
+                                           and hasattr(socket, "CMSG_SPACE"))
 
 
 class Packed(NamedTuple):
-    """A batch on its way: the pickle without its large arrays, and where they are."""
+    """A batch on its way: the pickle without its large arrays, their layout, and the
+    descriptors of their segments (this process's: :func:`send` and :func:`receive` move
+    them across)."""
 
     data: bytes
-    layout: list[tuple]  # per array: (segment name, dtype, shape, "tensor"|"ndarray", *flags)
+    layout: list[tuple]  # per array: (dtype, shape, "tensor"|"ndarray", *flags)
+    fds: list[int]
 
 
 class _ArrayPickler(pickle.Pickler):
@@ -65,6 +78,7 @@ class _ArrayPickler(pickle.Pickler):
         super().__init__(file, protocol=pickle.HIGHEST_PROTOCOL)
         self.prefix = prefix
         self.layout: list[tuple] = []
+        self.fds: list[int] = []
 
     def persistent_id(self, obj):
         if isinstance(obj, torcia.Tensor):
@@ -77,16 +91,24 @@ class _ArrayPickler(pickle.Pickler):
             return None
         if arr.nbytes < MIN_SHARED_BYTES:
             return None
-        name = f"{self.prefix}_{len(self.layout)}"
-        _write_segment(name, arr)
+        self.fds.append(_write_segment(f"{self.prefix}_{len(self.layout)}", arr))
         # the dtype itself, not its string: bfloat16's string ("<V2") would lose the type
-        self.layout.append((name, arr.dtype, arr.shape) + kind)
+        self.layout.append((arr.dtype, arr.shape) + kind)
         return len(self.layout) - 1
 
 
-def _write_segment(name: str, arr: np.ndarray) -> None:
+def _new_segment(name: str) -> int:
+    """A descriptor of a new shared-memory segment that has no name in the file system."""
+    if hasattr(os, "memfd_create"):
+        return os.memfd_create(name, os.MFD_CLOEXEC)
+    fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+    _posixshmem.shm_unlink("/" + name)  # the descriptor keeps the memory
+    return fd
+
+
+def _write_segment(name: str, arr: np.ndarray) -> int:
     try:
-        fd = _posixshmem.shm_open("/" + name, os.O_CREAT | os.O_EXCL | os.O_RDWR, mode=0o600)
+        fd = _new_segment(name)
     except OSError as exc:
         raise _no_space(arr.nbytes, exc) from None
     try:
@@ -99,10 +121,9 @@ def _write_segment(name: str, arr: np.ndarray) -> None:
             written = os.pwrite(fd, data, offset)
             data, offset = data[written:], offset + written
     except OSError as exc:
-        unlink(name)
-        raise _no_space(arr.nbytes, exc) from None
-    finally:
         os.close(fd)
+        raise _no_space(arr.nbytes, exc) from None
+    return fd
 
 
 def _no_space(nbytes: int, exc: OSError) -> RuntimeError:
@@ -121,24 +142,56 @@ def pack(obj, prefix: str) -> Packed:
     try:
         pickler.dump(obj)
     except BaseException:
-        discard(Packed(b"", pickler.layout))
+        discard(Packed(b"", pickler.layout, pickler.fds))
         raise
-    return Packed(buf.getvalue(), pickler.layout)
+    return Packed(buf.getvalue(), pickler.layout, pickler.fds)
+
+
+def send(conn, item, message: Packed) -> None:
+    """Send ``item`` (which holds ``message`` without its descriptors: see
+    :meth:`Packed._replace`) on the socket connection ``conn``, then the descriptors, then
+    close them here (the receiver holds its own copies from then on)."""
+    try:
+        conn.send(item)
+        if message.fds:
+            with socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                for i in range(0, len(message.fds), _FDS_PER_MESSAGE):
+                    reduction.sendfds(sock, message.fds[i:i + _FDS_PER_MESSAGE])
+    finally:
+        discard(message)
+
+
+def receive(conn, message: Packed) -> Packed:
+    """``message`` as :func:`send` sent it on ``conn``, with the descriptors that follow
+    it; EOFError when the sender died before they came."""
+    fds: list[int] = []
+    if message.layout:
+        with socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+            while len(fds) < len(message.layout):
+                want = min(_FDS_PER_MESSAGE, len(message.layout) - len(fds))
+                try:
+                    fds += reduction.recvfds(sock, want)
+                except (RuntimeError, OSError) as exc:
+                    discard(message._replace(fds=fds))
+                    raise EOFError(f"the sender of a batch ended before its arrays came: "
+                                   f"{exc}") from None
+    return message._replace(fds=fds)
 
 
 class _ArrayUnpickler(pickle.Unpickler):
-    def __init__(self, file, layout):
+    def __init__(self, file, layout, fds):
         super().__init__(file)
         self.layout = layout
+        self.fds = fds
 
     def persistent_load(self, pid):
-        name, dtype, shape, kind, *flags = self.layout[pid]
-        fd = _posixshmem.shm_open("/" + name, os.O_RDWR, mode=0o600)
+        dtype, shape, kind, *flags = self.layout[pid]
+        fd = self.fds[pid]
+        self.fds[pid] = -1
         try:
             region = mmap.mmap(fd, dtype.itemsize * math.prod(shape))
         finally:
             os.close(fd)
-            _posixshmem.shm_unlink("/" + name)
         arr = np.ndarray(shape, dtype, buffer=region)
         if kind == "ndarray":
             return arr
@@ -147,18 +200,21 @@ class _ArrayUnpickler(pickle.Unpickler):
 
 
 def unpack(message: Packed):
-    """Rebuild the object :func:`pack` sent, unlinking its segments."""
+    """Rebuild the object :func:`pack` made, closing the segments' descriptors (each
+    mapping keeps its segment)."""
+    fds = list(message.fds)
     try:
-        return _ArrayUnpickler(io.BytesIO(message.data), message.layout).load()
-    except BaseException:
-        discard(message)  # the segments not reached yet
-        raise
+        return _ArrayUnpickler(io.BytesIO(message.data), message.layout, fds).load()
+    finally:
+        discard(message._replace(fds=fds))  # the descriptors not reached
 
 
 def discard(message: Packed) -> None:
-    """Unlink the segments of a message that will not be unpacked."""
-    for name, *_ in message.layout:
-        unlink(name)
+    """Close the descriptors of a message that will not be unpacked: the kernel frees
+    each segment with its last descriptor."""
+    for fd in message.fds:
+        if fd >= 0:
+            os.close(fd)
 
 
 def unlink(name: str) -> None:

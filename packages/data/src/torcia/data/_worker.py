@@ -209,5 +209,9 @@ def _serve(fetcher, tasks, results, where, shm_prefix, main_pid):
             # StopIteration ends an iterable dataset; from a map-style one it is a bug to report
             exhausted = isinstance(exc, StopIteration) and fetcher.iterable
             batch = IterableEnd() if exhausted else ExceptionWrapper.capture(where)
-        results.send((task.epoch, task.index, batch))
+        if isinstance(batch, _shm.Packed):
+            # the descriptors follow the message; this process's copies close either way
+            _shm.send(results, (task.epoch, task.index, batch._replace(fds=[])), batch)
+        else:
+            results.send((task.epoch, task.index, batch))
         del batch  # free this batch's arrays before waiting for the next task

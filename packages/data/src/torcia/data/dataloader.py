@@ -325,7 +325,8 @@ class _Workers:
         try:
             for i in range(loader.num_workers):
                 tasks = ctx.Queue()
-                reader, writer = ctx.Pipe(duplex=False)
+                # a socket pair, not a pipe: batches' segments travel as descriptors
+                reader, writer = ctx.Pipe(duplex=True)
                 proc = ctx.Process(
                     target=worker_loop,
                     args=(loader.dataset, loader._iterable, loader._auto_collation,
@@ -386,6 +387,8 @@ class _Workers:
             if not reader.poll():
                 return False
             payload = reader.recv()[2]
+            if isinstance(payload, _shm.Packed):
+                payload = _shm.receive(reader, payload)
         except (EOFError, OSError):
             return False
         if isinstance(payload, _shm.Packed):
@@ -490,8 +493,11 @@ class _MultiProcessIter:
 
     def _read(self, w: int) -> bool:
         """File one message from worker ``w``; False when it was stale or none came."""
+        reader = self._workers.readers[w]
         try:
-            epoch, idx, payload = self._workers.readers[w].recv()
+            epoch, idx, payload = reader.recv()
+            if isinstance(payload, _shm.Packed):
+                payload = _shm.receive(reader, payload)
         except (EOFError, OSError):
             self._fail(RuntimeError(_death_message(w, self._workers.procs[w])))
         if epoch is None:  # worker_init_fn or the dataset's setup failed

@@ -11,6 +11,7 @@ import datetime
 import inspect
 import os
 import urllib.parse
+import zlib
 
 import numpy as np
 
@@ -345,29 +346,40 @@ def _check_op(op):
     return op
 
 
-_DTYPE_CODES = {}
+def _code(name: str) -> int:
+    """A number for ``name`` that is the same in every process (Python's own ``hash`` of
+    a string is salted per process; a first-seen numbering differs between ranks)."""
+    return zlib.crc32(name.encode())
 
 
-def _agree(pg, array, what):
-    """Raise on every rank, naming each rank's shape and dtype, when the ranks disagree.
+# the names a disagreement message can spell out: the dtypes a rank may send
+_NAMES = {_code(n): n for n in ("bool", "uint8", "int8", "int16", "int32", "int64",
+                                "float16", "bfloat16", "float32", "float64", "complex64",
+                                "complex128")}
+_NAMES.update({_code(op): op for op in ReduceOp.ALL})
 
-    MPI and NCCL themselves would truncate, read past a buffer or wait forever; one small
-    all-gather of (dtype, shape) first turns that into an error.
+
+def _agree(pg, array, what, op=None):
+    """Raise on every rank, naming each rank's shape, dtype and reduction, when the ranks
+    disagree.
+
+    MPI and NCCL themselves would truncate, read past a buffer, reduce float32 bits as
+    float64 or wait forever; one small all-gather of (dtype, op, shape) first turns that
+    into an error, on every rank since every rank sees the whole table.
     """
     if pg.size == 1:
         return
-    code = _DTYPE_CODES.setdefault(array.dtype.str, len(_DTYPE_CODES) + 1)
-    mine = np.zeros(10, dtype=np.int64)
-    mine[0], mine[1] = code, array.ndim
-    mine[2:2 + min(array.ndim, 8)] = array.shape[:8]
+    mine = np.zeros(11, dtype=np.int64)
+    mine[0], mine[1], mine[2] = _code(array.dtype.name), _code(op or ""), array.ndim
+    mine[3:3 + min(array.ndim, 8)] = array.shape[:8]
     table = _all_gather_host(pg, mine)
     if (table != table[0]).any():
-        names = {c: d for d, c in _DTYPE_CODES.items()}
-        parts = [f"rank {r}: {row[2:2 + row[1]].tolist()} "
-                 f"{np.dtype(names[row[0]]) if row[0] in names else 'another dtype'}"
+        parts = [f"rank {r}: {row[3:3 + row[2]].tolist()} "
+                 f"{_NAMES.get(int(row[0]), 'another dtype')}"
+                 + (f" {_NAMES.get(int(row[1]), 'another op')}" if op is not None else "")
                  for r, row in enumerate(table)]
-        raise RuntimeError(f"{what}: the tensors differ in shape or dtype across ranks ("
-                           + "; ".join(parts) + ")")
+        raise RuntimeError(f"{what}: the tensors differ in shape, dtype or reduction across "
+                           "ranks (" + "; ".join(parts) + ")")
 
 
 def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
@@ -380,8 +392,8 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
         t = torcia.tensor([float(dist.get_rank())]); dist.all_reduce(t)
     """
     buf = _InPlace(tensor, _pg(group))
-    _agree(_pg(group), buf.buf, "all_reduce")
-    work = _pg(group).allreduce(buf.buf, _check_op(op))
+    _agree(_pg(group), buf.buf, "all_reduce", _check_op(op))
+    work = _pg(group).allreduce(buf.buf, op)
     return _finish(work, async_op, buf.done)
 
 
@@ -396,8 +408,8 @@ def broadcast(tensor, src, group=None, async_op=False):
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     """Reduce ``tensor`` across the group into the copy on global rank ``dst``."""
     buf = _InPlace(tensor, _pg(group))
-    _agree(_pg(group), buf.buf, "reduce")
-    work = _pg(group).reduce(buf.buf, _group_rank(group, dst), _check_op(op))
+    _agree(_pg(group), buf.buf, "reduce", _check_op(op))
+    work = _pg(group).reduce(buf.buf, _group_rank(group, dst), op)
     return _finish(work, async_op, buf.done)
 
 
@@ -481,7 +493,8 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
     _same_shape(input_list, output, "reduce_scatter")
     buf = _InPlace(output, pg, "output")
     send = pg.xp.stack([_array(t, pg) for t in input_list])
-    work = pg.reduce_scatter(buf.buf, send, _check_op(op))
+    _agree(pg, send, "reduce_scatter", _check_op(op))
+    work = pg.reduce_scatter(buf.buf, send, op)
     return _finish(work, async_op, buf.done)
 
 
@@ -490,7 +503,8 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     pg = _pg(group)
     buf = _InPlace(output, pg, "output")
     send = _contiguous(input, pg, "input").reshape((pg.size,) + buf.buf.shape)
-    work = pg.reduce_scatter(buf.buf, send, _check_op(op))
+    _agree(pg, send, "reduce_scatter_tensor", _check_op(op))
+    work = pg.reduce_scatter(buf.buf, send, op)
     return _finish(work, async_op, buf.done)
 
 

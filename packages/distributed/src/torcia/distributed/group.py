@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
+import os
+import sys
 import time
 
 from torcia.backend import device
@@ -17,6 +20,60 @@ class ReduceOp:
     MIN = "min"
     MAX = "max"
     ALL = (SUM, AVG, PRODUCT, MIN, MAX)
+
+
+#: The environment variable ``torcia-run`` sets to a folder where a failing rank leaves a
+#: note (file ``rank<N>``, holding why), so that the launcher can end the whole job at once
+#: and name the rank, instead of waiting for peers that wait for it.
+FAILURES_ENV = "TORCIA_RUN_FAILURES"
+
+_failures: list[str] = []
+
+
+def report_failure(rank: int, message: str) -> None:
+    """Record that a collective of this process failed (timed out, or a rank raised).
+
+    The process then ends with exit status 1 when the interpreter exits, whatever ended
+    it (even ``sys.exit(0)`` after catching the error), without the backend's finalisation:
+    MPI's ``Finalize`` waits for the peer that stopped answering, which kept the process,
+    and so the job, alive forever. Under ``torcia-run``, the note it leaves makes the
+    launcher end the job within seconds.
+
+    Parameters
+    ----------
+    rank : int
+        The failing process's rank.
+    message : str
+        What went wrong, for the launcher's report.
+
+    Examples
+    --------
+    A backend whose communicator broke::
+
+        from torcia.distributed.group import report_failure
+        report_failure(rank, "the NCCL communicator was aborted")
+    """
+    if not _failures:
+        atexit.register(_exit_failed)
+    _failures.append(message)
+    folder = os.environ.get(FAILURES_ENV)
+    if folder:
+        try:
+            with open(os.path.join(folder, f"rank{rank}"), "a") as f:
+                f.write(message.replace("\n", " ") + "\n")
+        except OSError:
+            pass  # the launcher is gone: the exit status still tells
+
+
+def _exit_failed():
+    # registered at the first failure, so it runs before the handlers registered at import
+    # (MPI's finalisation among them, which would block)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(1)
 
 
 class Work:
@@ -63,8 +120,10 @@ class Work:
             if deadline is not None and time.monotonic() > deadline:
                 why = (self._on_timeout() if self._on_timeout is not None
                        else "a peer may have died or not called it")
-                raise RuntimeError(f"{self._what} on rank {self._rank} timed out after "
-                                   f"{_seconds(limit):g} s: {why}")
+                message = (f"{self._what} on rank {self._rank} timed out after "
+                           f"{_seconds(limit):g} s: {why}")
+                report_failure(self._rank, message)
+                raise RuntimeError(message)
             time.sleep(pause)
             pause = min(0.001, pause * 2 + 1e-5)
         self._complete()

@@ -906,6 +906,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     return _reduce(loss, _reduction(None, None, reduction))
 
 
+def _check_float_input(input, kernel):
+    """PyTorch's error for a loss on integer scores: its kernel has no integer version."""
+    if isinstance(input, Tensor) and not input.is_floating_point():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_scalar(input.dtype)}'")
+
+
 def _class_target(input, target, fn):
     """Class-index form of (input, target): input as (rows, C), target as (rows,), and
     the shape the 'none' loss has."""
@@ -937,7 +944,8 @@ def _class_target(input, target, fn):
 
 
 def _scalar(d) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "int32": "Int",
+    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
             "bool": "Bool"}.get(d.name, d.name)
 
 
@@ -968,6 +976,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     tensor(2.5000)
     """
     reduction = _reduction(size_average, reduce, reduction)
+    _check_float_input(input, "nll_loss_out_frame" if input.ndim <= 2 else
+                       "nll_loss2d_forward_out_frame")
     rows, tgt, shape = _class_target(input, target, "nll_loss")
     c = rows.shape[1]
     _check_targets(tgt, c, ignore_index)
@@ -997,6 +1007,9 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"label_smoothing must be between 0.0 and 1.0. Got: "
                          f"{label_smoothing}")
+    # without it, integer logits gave an integer loss
+    _check_float_input(input, "log_softmax_lastdim_kernel_impl" if input.ndim <= 2 else
+                       "log_softmax_kernel_impl")
     if target.is_floating_point():
         return _cross_entropy_probs(input, target, weight, reduction, label_smoothing)
     rows, tgt, shape = _class_target(input, target, "cross_entropy")

@@ -63,6 +63,20 @@ class ElementwiseOptimizer(Optimizer):
         """Update one parameter in place with Tensor ops (the ``foreach=False`` path)."""
         raise NotImplementedError
 
+    def _check_loaded_state(self, index, param, group, state) -> None:
+        # each buffer must have the size a fresh state gives it (0-d for NAdam's
+        # mu_product), or the parameter's where the state starts without it (SGD's momentum
+        # buffer); PyTorch finds a wrong one only at the step
+        fresh = self.init_state(param, group)
+        for key in self.buffers:
+            have, want = state.get(key), fresh.get(key)
+            size = want.shape if isinstance(want, Tensor) else param.shape
+            if isinstance(have, Tensor) and have.shape != size:
+                raise RuntimeError(
+                    f"loaded state dict has {key!r} of size {list(have.shape)} for parameter "
+                    f"{index}, whose state needs size {list(size)}"
+                )
+
     def step(self, closure=None):
         """Perform a single optimization step.
 

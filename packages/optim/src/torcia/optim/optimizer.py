@@ -230,7 +230,7 @@ class Optimizer:
                     "of optimizer's group"
                 )
         by_index = {
-            i: p
+            i: (p, group)
             for group, saved in zip(self.param_groups, saved_groups)
             for i, p in zip(saved["params"], group["params"])
         }
@@ -239,8 +239,9 @@ class Optimizer:
             # a JSON-based archive may hand the indices back as strings
             key = int(key) if isinstance(key, str) and key.isdigit() else key
             if key in by_index:
-                param = by_index[key]
+                param, group = by_index[key]
                 state[param] = {k: _cast(param, v, k) for k, v in value.items()}
+                self._check_loaded_state(key, param, group, state[param])
             else:
                 state[key] = value
         self.state = state
@@ -250,6 +251,12 @@ class Optimizer:
             updated["params"] = group["params"]
             new_groups.append(updated)
         self.param_groups = new_groups
+
+    def _check_loaded_state(self, index, param: Tensor, group: dict, state: dict) -> None:
+        """Raise if a loaded state cannot serve ``param`` (called by :meth:`load_state_dict`
+        after the cast to the parameter's dtype and device). The base class checks nothing;
+        an optimizer whose update reads its buffers element by element checks their sizes,
+        since a checkpoint is untrusted input and a native update trusts the sizes."""
 
     def __getstate__(self):
         return {"defaults": self.defaults, "state": self.state, "param_groups": self.param_groups}

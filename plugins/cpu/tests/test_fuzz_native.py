@@ -1,0 +1,269 @@
+"""Differential fuzzing: every op the plugin overrides, native kernel against core's NumPy
+reference, over random shapes, memory layouts, dtypes and window geometries (hypothesis).
+
+Valid inputs must agree to float tolerance (indices exactly); invalid ones (bad geometry,
+mismatched shapes) must raise the same error class from both. The example counts are fixed
+and derandomized, so a run is reproducible and bounded: TORCIA_FUZZ_EXAMPLES (default 40)
+examples per test; tools/sanitize_cpu.sh runs this file under ASan and UBSan too.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+from torcia_cpu.kernels import OVERRIDES, NativeKernels
+
+from torcia._kernels_nn import _pool_geometry
+from torcia._numpy_backend import Reference
+
+REF, NAT = Reference(), NativeKernels()
+EXAMPLES = int(os.environ.get("TORCIA_FUZZ_EXAMPLES", "40"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+TOL = {np.dtype(np.float32): dict(rtol=1e-4, atol=1e-4),
+       np.dtype(np.float64): dict(rtol=1e-10, atol=1e-10)}
+
+dtypes = st.sampled_from([np.float32, np.float64])
+
+
+@st.composite
+def arrays(draw, shape, dtype):
+    """Normal values in one of three layouts: C order, Fortran order, or every other
+    element of a wider array (a strided view)."""
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    layout = draw(st.sampled_from(["c", "f", "step"]))
+    if layout == "step" and shape:
+        return rng.standard_normal(tuple(shape[:-1]) + (2 * shape[-1],)).astype(dtype)[..., ::2]
+    a = rng.standard_normal(shape).astype(dtype)
+    return np.asfortranarray(a) if layout == "f" else a
+
+
+def _same(native, reference):
+    if isinstance(reference, tuple):
+        assert len(native) == len(reference)
+        for a, b in zip(native, reference):
+            _same(a, b)
+        return
+    assert native.shape == reference.shape and native.dtype == reference.dtype
+    if reference.dtype.kind in "iu":
+        np.testing.assert_array_equal(native, reference)
+    else:
+        np.testing.assert_allclose(native, reference, **TOL[reference.dtype])
+
+
+def _both(op, *args, **kwargs):
+    """Run ``op`` natively and by the reference: equal results, or the same error class."""
+    outcomes = []
+    for kernels in (NAT, REF):
+        try:
+            outcomes.append(getattr(kernels, op)(*args, **kwargs))
+        except Exception as e:  # noqa: BLE001 - the class is what is compared
+            outcomes.append(e)
+    native, reference = outcomes
+    if isinstance(reference, Exception) or isinstance(native, Exception):
+        assert type(native) is type(reference), (op, native, reference)
+        return None
+    _same(native, reference)
+    return reference
+
+
+# ----- convolution ----------------------------------------------------------------------
+
+@st.composite
+def conv_cases(draw):
+    groups = draw(st.integers(1, 3))
+    cg, og = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    n, h, w = draw(st.integers(1, 3)), draw(st.integers(1, 9)), draw(st.integers(1, 9))
+    kh, kw = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = tuple((draw(st.integers(0, 2)), draw(st.integers(0, 2))) for _ in range(2))
+    for size, k, d, (lo, hi) in zip((h, w), (kh, kw), dilation, padding):
+        assume(size + lo + hi >= d * (k - 1) + 1)
+    dtype = draw(dtypes)
+    x = draw(arrays((n, cg * groups, h, w), dtype))
+    weight = draw(arrays((og * groups, cg, kh, kw), dtype))
+    bias = draw(st.none() | arrays((og * groups,), dtype))
+    return x, weight, bias, dict(stride=stride, padding=padding, dilation=dilation,
+                                 groups=groups)
+
+
+@FUZZ
+@given(conv_cases(), st.data())
+def test_conv_weight_gradient_and_transpose(case, data):
+    x, w, b, args = case
+    out = _both("conv", x, w, b, **args)
+    g = data.draw(arrays(out.shape, x.dtype))
+    _both("conv_weight", x, g, weight_shape=w.shape, **args)
+    # the transpose with the same weight maps conv's output back to its input's channels
+    op = tuple(data.draw(st.integers(0, max(s, d) - 1))
+               for s, d in zip(args["stride"], args["dilation"]))
+    sym = tuple((lo, lo) for lo, _ in args["padding"])
+    _both("conv_transpose", g, w, None, stride=args["stride"], padding=sym,
+          output_padding=op, dilation=args["dilation"], groups=args["groups"])
+
+
+BAD_GEOMETRY = st.sampled_from([
+    dict(stride=(0, 1)), dict(stride=(1, -2)), dict(stride=(2**62, 1)),
+    dict(padding=((-1, -1), (0, 0))), dict(dilation=(0, 1)), dict(output_padding=(-1, 0)),
+])
+
+
+@FUZZ
+@given(conv_cases(), BAD_GEOMETRY)
+def test_invalid_conv_geometry_fails_alike(case, bad):
+    x, w, b, args = case
+    conv_args = {**args, **{k: v for k, v in bad.items() if k != "output_padding"}}
+    if "output_padding" not in bad:
+        _both("conv", x, w, b, **conv_args)
+        with pytest.raises(RuntimeError):
+            NAT.conv(x, w, b, **conv_args)
+    t_args = dict(conv_args, padding=tuple((lo, lo) for lo, _ in conv_args["padding"]),
+                  output_padding=bad.get("output_padding", (0, 0)))
+    g = np.ones((x.shape[0], w.shape[0], 3, 3), x.dtype)
+    _both("conv_transpose", g, w, None, **t_args)
+    with pytest.raises(RuntimeError):
+        NAT.conv_transpose(g, w, None, **t_args)
+
+
+# ----- pooling ----------------------------------------------------------------------------
+
+@st.composite
+def pool_geometries(draw, valid=True):
+    kernel = (draw(st.integers(1, 4)), draw(st.integers(1, 4)))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = tuple(draw(st.integers(0, (d * (k - 1) + 1) // 2))
+                    for k, d in zip(kernel, dilation))
+    geometry = dict(kernel_size=kernel, stride=stride, padding=padding, dilation=dilation,
+                    ceil_mode=draw(st.booleans()))
+    if not valid:
+        geometry.update(draw(st.sampled_from([
+            dict(padding=(-1, 0)), dict(stride=(0, 1)), dict(stride=(1, 2**62)),
+            dict(dilation=(0, 1)), dict(padding=(kernel[0] + 1, 0)),
+        ])))
+    return geometry
+
+
+@FUZZ
+@given(pool_geometries(), st.integers(1, 2), st.integers(1, 3), st.integers(1, 10),
+       st.integers(1, 10), dtypes, st.data())
+def test_max_pool_and_backward(geometry, n, c, h, w, dtype, data):
+    x = data.draw(arrays((n, c, h, w), dtype))
+    try:
+        out, _ = _pool_geometry((h, w), geometry["kernel_size"], geometry["stride"],
+                                geometry["padding"], geometry["dilation"],
+                                geometry["ceil_mode"])
+    except RuntimeError:
+        # a dilated window on padding only: refused by both
+        with pytest.raises(RuntimeError):
+            NAT.max_pool(x, **geometry)
+        assert _both("max_pool", x, **geometry) is None
+        return
+    assume(min(out) > 0)
+    if data.draw(st.booleans()):
+        x = np.round(x)  # ties: the first maximum must win in both
+    values, indices = _both("max_pool", x, **geometry)
+    g = data.draw(arrays(values.shape, dtype))
+    _both("max_pool_backward", g, indices, input_shape=(h, w))
+
+
+@FUZZ
+@given(pool_geometries(valid=False), dtypes)
+def test_invalid_pool_geometry_fails_alike(geometry, dtype):
+    x = np.ones((1, 2, 8, 8), dtype)
+    _both("max_pool", x, **geometry)
+    with pytest.raises(RuntimeError):
+        NAT.max_pool(x, **geometry)
+
+
+# ----- softmax, cross-entropy, embedding ----------------------------------------------
+
+@FUZZ
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=3), dtypes, st.data())
+def test_softmax_family(shape, dtype, data):
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1))
+    x = data.draw(arrays(tuple(shape), dtype)) * 8
+    g = data.draw(arrays(tuple(shape), dtype))
+    for op in ("softmax", "log_softmax"):
+        y = _both(op, x, dim)
+        _both(op + "_backward", g, y, dim)
+    # a gradient of another shape is refused by both
+    _both("softmax_backward", np.ones(tuple(shape) + (2,), dtype), y, dim)
+
+
+@FUZZ
+@given(st.integers(1, 12), st.integers(1, 12), dtypes, st.booleans(),
+       st.sampled_from(["mean", "sum", "none"]), st.sampled_from([0.0, 0.1]), st.data())
+def test_cross_entropy_and_backward(rows, classes, dtype, weighted, reduction, smoothing,
+                                    data):
+    x = data.draw(arrays((rows, classes), dtype)) * 4
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    target = rng.integers(0, classes, rows)
+    target[rng.random(rows) < 0.2] = -100
+    assume(reduction != "mean" or (target != -100).any())
+    weight = rng.uniform(0.5, 2, classes).astype(dtype) if weighted else None
+    args = dict(weight=weight, reduction=reduction, ignore_index=-100,
+                label_smoothing=smoothing)
+    _both("cross_entropy", x, target, **args)
+    g = np.asarray(1.5, dtype) if reduction != "none" else rng.standard_normal(rows).astype(
+        dtype)
+    _both("cross_entropy_backward", g, x, target, **args)
+
+
+@FUZZ
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=2), st.integers(1, 8),
+       st.integers(1, 9), st.sampled_from([None, 0, 3]), dtypes, st.data())
+def test_embedding_backward(index_shape, dim, num_weights, padding_idx, dtype, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    idx = rng.integers(0, num_weights, index_shape)
+    g = data.draw(arrays(tuple(index_shape) + (dim,), dtype))
+    _both("embedding_backward", g, idx, num_weights=num_weights, padding_idx=padding_idx)
+
+
+# ----- LSTM -------------------------------------------------------------------------------
+
+@FUZZ
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 9), dtypes, st.data())
+def test_lstm_cell_and_layer(steps, batch, hidden, dtype, data):
+    gates = data.draw(arrays((batch, 4 * hidden), dtype))
+    c = data.draw(arrays((batch, hidden), dtype))
+    h, c_new, act = _both("lstm_cell", gates, c)
+    gh, gc = (data.draw(st.none() | arrays((batch, hidden), dtype)) for _ in range(2))
+    _both("lstm_cell_backward", gh, gc, act, c, c_new)
+    # a cell state that does not match the gates: both refuse it
+    _both("lstm_cell", gates, np.ones((batch + 1, hidden), dtype))
+    x_gates = data.draw(arrays((steps, batch, 4 * hidden), dtype))
+    h0, c0 = (data.draw(arrays((batch, hidden), dtype)) for _ in range(2))
+    w_hh_t = data.draw(arrays((hidden, 4 * hidden), dtype)) * 0.5
+    out, cs, acts = _both("lstm_layer", x_gates, h0, c0, w_hh_t)
+    g_out = data.draw(st.none() | arrays(out.shape, dtype))
+    g_cs = data.draw(st.none() | arrays(cs.shape, dtype))
+    assume(g_out is not None or g_cs is not None)
+    _both("lstm_layer_backward", g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
+
+
+# ----- matrix products --------------------------------------------------------------------
+
+@FUZZ
+@given(st.integers(1, 9), st.integers(1, 9), st.integers(1, 9), dtypes, st.data())
+def test_matrix_products(m, k, n, dtype, data):
+    a, b = data.draw(arrays((m, k), dtype)), data.draw(arrays((k, n), dtype))
+    c = data.draw(arrays((n,), dtype))
+    for op in ("matmul", "mm"):
+        _both(op, a, b)
+    _both("bmm", a[None], b[None])
+    _both("addmm", c, a, b, 0.5, 2.0)
+    _both("linear", a, np.ascontiguousarray(b.T), c)
+    _both("matmul", a, np.ones((k + 1, n), dtype))  # mismatched: both refuse
+
+
+def test_every_override_is_fuzzed():
+    fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
+              "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
+              "softmax_backward", "log_softmax_backward", "cross_entropy",
+              "cross_entropy_backward", "embedding_backward", "lstm_cell",
+              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward"}
+    assert set(OVERRIDES) == fuzzed
