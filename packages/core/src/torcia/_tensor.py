@@ -602,3 +602,40 @@ def _torch_name(d) -> str:
 
 def canonical_device(dev):
     return CPU if dev is None else canonical(dev)
+
+
+def parse_to(*args, **kwargs):
+    """The arguments of ``Tensor.to`` and ``Module.to`` read once, as PyTorch reads them.
+
+    Returns ``(device, dtype, non_blocking, copy)``; ``to(other_tensor)`` takes the
+    other tensor's device and dtype. Unknown keywords raise a TypeError naming them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.library import parse_to
+    >>> parse_to("cpu", torcia.float64)
+    ('cpu', torcia.float64, False, False)
+    """
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
+    copy = bool(kwargs.pop("copy", False))
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    positional_bools = []
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, bool):
+            positional_bools.append(a)
+        elif a is not None:
+            device = a
+    if positional_bools:
+        non_blocking = positional_bools[0]
+        if len(positional_bools) > 1:
+            copy = positional_bools[1]
+    return device, dtype, non_blocking, copy

@@ -13,10 +13,8 @@ import weakref
 
 import numpy as np
 
-from torcia import _dtype as D
+import torcia
 from torcia import ops as _oplist
-from torcia._grad_mode import STATE as _GRAD
-from torcia._tensor import Tensor
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd.graph import (
     AccumulateGrad,
@@ -25,9 +23,23 @@ from torcia.autograd.graph import (
     accumulator_of,
     meta_of,
 )
+from torcia.library import GRAD_MODE as _GRAD
+from torcia.library import Tensor
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
+
+
+def derivative(op: str):
+    """The backward formula of ``op``, or None when the table has none."""
+    entry = _TABLE.get(op)
+    return None if entry is None else entry.fn
+
+
+def define_derivative(op: str, fn, **options) -> None:
+    """Add the backward formula of an op a plugin defines (the options of
+    :func:`torcia.autograd.derivatives.derivative`)."""
+    _derivs.derivative(op, **options)(fn)
 
 
 class _Anomaly:
@@ -132,11 +144,13 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     if multi:
         mask = entry.differentiable_outputs
         for i, o in enumerate(out):
-            if (mask is None or mask[i]) and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
+            if (mask is None or mask[i]) and (
+                o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16
+            ):
                 o._requires_grad = True
                 o.grad_fn = node
                 o._out_nr = i
-    elif out._data.dtype.kind == "f" or out.dtype is D.bfloat16:
+    elif out._data.dtype.kind == "f" or out.dtype is torcia.bfloat16:
         out._requires_grad = True
         out.grad_fn = node
 
@@ -144,7 +158,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
 def record_custom(node, outputs) -> None:
     """Attach a node built elsewhere (custom Functions, device transfers) to outputs."""
     for i, o in enumerate(outputs):
-        if o is not None and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
+        if o is not None and (o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16):
             o._requires_grad = True
             o.grad_fn = node
             o._out_nr = i
@@ -260,7 +274,7 @@ def register_hook(t: Tensor, hook):
     """A hook on the gradient of ``t``; returns a handle with ``remove()``."""
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    return RemovableHandle(_add_pre_hook(t, hook), hook)
+    return RemovableHandle(_add_pre_hook(t, hook), hook=hook)
 
 
 def register_post_accumulate_grad_hook(t: Tensor, hook):
@@ -272,7 +286,7 @@ def register_post_accumulate_grad_hook(t: Tensor, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     hooks = meta_of(t).post_accumulate_hooks
     hooks.append(hook)
-    return RemovableHandle(hooks, hook)
+    return RemovableHandle(hooks, hook=hook)
 
 
 def _add_pre_hook(t: Tensor, hook) -> list:
@@ -624,9 +638,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = got[capture[key]]
         if g is None:
             if materialize_grads:
-                from torcia._creation import zeros_like
-
-                g = zeros_like(t)
+                g = torcia.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(
                     "One of the differentiated Tensors appears to not have been used in the "
@@ -642,8 +654,7 @@ def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                   materialize_grads):
     """``grad`` for each slice along the first dim of every grad_output, stacked: one
     vector-Jacobian product per row (a loop where PyTorch vectorizes)."""
-    from torcia._creation import zeros_like
-    from torcia._ops import stack
+    from torcia import stack, zeros_like
 
     if grad_outputs is None:
         raise RuntimeError("grad_outputs must be given when is_grads_batched=True")

@@ -10,8 +10,7 @@ import onnx
 import torcia
 from onnx import helper, numpy_helper
 from torcia import nn
-from torcia._tensor import AUTOGRAD, Tensor
-from torcia.backend import get_backend
+from torcia.library import Tensor, autograd_engine, get_backend
 
 _INT_MAX = np.iinfo(np.int64).max
 
@@ -729,7 +728,7 @@ class _Trace:
         for op, fn in list(table.items()):
             table[op] = self._wrap(op, fn)
             self.patched.append((table, op, fn))
-        engine = AUTOGRAD.engine
+        engine = autograd_engine()
         original = engine.rebase_inplace
 
         def rebase_inplace(t, out):

@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor
+from torcia import Tensor, no_grad
 
 
 def _grads(parameters) -> list[Tensor]:
