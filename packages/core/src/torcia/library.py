@@ -119,7 +119,7 @@ __all__ = [
     "Size", "Tensor", "add_thread_callback", "autograd_engine", "batched", "binary", "call",
     "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl", "host_array",
     "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to", "pool_geometry",
-    "unary", "unbatch", "wrap_dim",
+    "unary", "unbatch", "wrap_dim", "zero_grad",
 ]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
@@ -391,6 +391,30 @@ def dtype_by_name(name: str) -> torcia.dtype:
     except KeyError:
         known = ", ".join(sorted(_dtype._NAMES))
         raise KeyError(f"no dtype named {name!r}; known: {known}") from None
+
+
+def zero_grad(parameters, set_to_none: bool = True) -> None:
+    """Reset the gradients of ``parameters``: to None (the default), or to zeros in place
+    (detached from any graph first), as ``Module.zero_grad`` and ``Optimizer.zero_grad``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.ones(2, requires_grad=True); w.sum().backward()
+    >>> torcia.library.zero_grad([w], set_to_none=False); w.grad
+    tensor([0., 0.])
+    """
+    for p in parameters:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
 
 
 # ---------------------------------------------------------------------------------------

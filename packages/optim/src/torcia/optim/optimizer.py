@@ -8,8 +8,7 @@ from collections import OrderedDict, defaultdict
 
 import torcia
 from torcia import Tensor
-from torcia.library import RemovableHandle
-from torcia.nn.utils.clip_grad import zero_grad
+from torcia.library import RemovableHandle, zero_grad
 
 
 class _RequiredParameter:
