@@ -31,11 +31,10 @@ AUTOGRAD = _AutogradHolder()
 
 
 class _AutocastState(threading.local):
-    """Set by :mod:`torcia.amp` inside ``autocast``: ``cast(op, inputs)`` returns the
-    inputs in the dtype the op runs in there."""
+    """Set by :mod:`torcia.amp` inside ``autocast``: whether it casts, and its region."""
 
     enabled = False
-    cast = None
+    region = None
 
 
 AUTOCAST = _AutocastState()
@@ -369,8 +368,96 @@ def _wrap_dim(dim, ndim: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _record(op, inputs, params, out):
-    AUTOGRAD.engine.record(op, inputs, params, out)
+# ----- modes ----------------------------------------------------------------------------
+#
+# A mode is a feature that joins every op's dispatch while it is entered, in the thread
+# that entered it. Modes run in a fixed order, lowest first (see DispatchMode.order):
+# AUTOCAST rewrites an op's inputs, then PROFILE and TRACE wrap its kernel (PROFILE
+# outermost), the kernel runs, and autograd records the op last. No mode replaces entries
+# of the shared kernel tables or functions of the engine; without an entered mode in any
+# thread an op pays one test of a module global.
+
+#: The fixed order of the built-in modes (lower runs first, outermost around the kernel).
+AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER = 100, 200, 300
+
+
+class _ModeStack(threading.local):
+    modes = ()  # the modes entered in this thread, sorted by order
+
+
+MODES = _ModeStack()
+_modes_on = 0  # modes entered in all threads together: 0 keeps every op on the fast path
+_modes_lock = threading.Lock()
+
+
+class DispatchMode:
+    """Base class of a dispatch mode (PyTorch's ``TorchDispatchMode``).
+
+    Subclasses set ``order`` (see :data:`AUTOCAST_ORDER`, :data:`PROFILE_ORDER`,
+    :data:`TRACE_ORDER`) and override what they need; ``with mode:`` enters it for the
+    current thread only. Other threads keep dispatching without it.
+    """
+
+    order = 1000
+
+    def on_inputs(self, op: str, inputs: tuple) -> tuple:
+        """The inputs ``op`` runs on (autocast casts them); the default keeps them."""
+        return inputs
+
+    def around_kernel(self, op: str, kernel, device):
+        """The kernel to run for ``op`` on ``device`` (a wrapper of ``kernel``)."""
+        return kernel
+
+    def on_inplace(self, target, out) -> None:
+        """``target`` was overwritten in place with the value of ``out``."""
+        return None
+
+    def around_backward(self, node, run):
+        """Run the backward of graph node ``node``: ``run()`` computes it."""
+        return run()
+
+    def __enter__(self):
+        global _modes_on
+        modes = MODES.modes
+        if self in modes:
+            raise RuntimeError(f"{type(self).__name__} is already entered in this thread")
+        MODES.modes = tuple(sorted(modes + (self,), key=lambda m: m.order))
+        with _modes_lock:
+            _modes_on += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _modes_on
+        MODES.modes = tuple(m for m in MODES.modes if m is not self)
+        with _modes_lock:
+            _modes_on -= 1
+        return False
+
+
+def active_modes() -> tuple:
+    """The dispatch modes entered in the current thread, in dispatch order."""
+    return MODES.modes if _modes_on else ()
+
+
+def composite(name: str, inputs: tuple, body):
+    """Run ``body(*inputs)``, a function made of several ops, as the one op ``name`` for
+    the modes: autocast casts ``inputs`` as its lists say for ``name`` and is off inside
+    (PyTorch excludes its Autocast key within an op it handled)."""
+    if not (_modes_on and AUTOCAST.enabled):
+        return body(*inputs)
+    for mode in MODES.modes:
+        inputs = mode.on_inputs(name, inputs)
+    AUTOCAST.enabled = False
+    try:
+        return body(*inputs)
+    finally:
+        AUTOCAST.enabled = True
+
+
+def _in_modes(modes, op, kernel, dev):
+    for mode in reversed(modes):
+        kernel = mode.around_kernel(op, kernel, dev)
+    return kernel
 
 
 def call(op: str, inputs: tuple, params: dict, view_of=None):
@@ -379,8 +466,12 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     The first tensor input decides the device; every tensor must be on it. ``view_of``
     marks the result as a view sharing that tensor's storage and version counter.
     """
-    if AUTOCAST.enabled:
-        inputs = AUTOCAST.cast(op, inputs)
+    if _modes_on:
+        modes = MODES.modes
+        if modes:
+            for mode in modes:
+                inputs = mode.on_inputs(op, inputs)
+            return _call(op, inputs, params, view_of, modes)
     if len(inputs) == 1 and inputs[0].__class__ is Tensor:
         # one plain tensor (most ops): no device agreement to check
         x = inputs[0]
@@ -395,6 +486,10 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             if x._requires_grad and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, inputs, params, result)
             return result
+    return _call(op, inputs, params, view_of, None)
+
+
+def _call(op, inputs, params, view_of, modes):
     dev = None
     arrays = []
     needs_grad = False
@@ -419,6 +514,8 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             f"op {op!r} has no kernel for device type {dev.type!r} "
             f"(backend from plugin {dev.backend.plugin!r})"
         ) from None
+    if modes:
+        kernel = _in_modes(modes, op, kernel, dev)
     out = kernel(*arrays, **params)
     if out.__class__ is tuple:
         result = tuple(Tensor._make(o, dev) for o in out)
@@ -433,6 +530,10 @@ def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a = _as_operand(a, b)
+    if _modes_on:
+        modes = MODES.modes
+        if modes:
+            return _binary_in_modes(modes, op, a, b, float_op)
     ad = a._data
     dev = a._device
     if b.__class__ is Tensor and b._data.dtype is ad.dtype and b._device is dev and (
@@ -445,6 +546,23 @@ def binary(op: str, a, b, float_op: bool = False):
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, (a, b), {}, out)
             return out
+    return _binary(op, a, b, float_op, None)
+
+
+def _binary_in_modes(modes, op, a, b, float_op):
+    if b.__class__ is not Tensor and not isinstance(b, Tensor) and (
+            b.__class__ not in (float, int, bool)):
+        b = _as_operand(b, a)
+    for mode in modes:
+        a, b = mode.on_inputs(op, (a, b))
+    if not isinstance(a, Tensor):
+        a = _as_operand(a, b)
+    return _binary(op, a, b, float_op, modes)
+
+
+def _binary(op, a, b, float_op, modes):
+    ad = a._data
+    dev = a._device
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
         bd = b._data
@@ -466,7 +584,7 @@ def binary(op: str, a, b, float_op: bool = False):
         bd = b if dt is not D.bfloat16 else dt.np.type(b)
         b_grad = False
     else:
-        return binary(op, a, _as_operand(b, a), float_op)
+        return _binary(op, a, _as_operand(b, a), float_op, modes)
     if float_op and dt.category < 2:
         dt = D._default[0]
         if bd.__class__ is _ndarray:
@@ -476,7 +594,10 @@ def binary(op: str, a, b, float_op: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = _make(_run2(kernels[op], ad, bd), dev)
+    kernel = kernels[op]
+    if modes:
+        kernel = _in_modes(modes, op, kernel, dev)
+    out = _make(_run2(kernel, ad, bd), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
     return out
@@ -519,6 +640,11 @@ def _as_operand(x, like):
 
 def unary(op: str, a, to_float: bool = False):
     """An elementwise op of one tensor; ``to_float`` promotes integer inputs."""
+    modes = None
+    if _modes_on:
+        modes = MODES.modes
+        for mode in modes:
+            (a,) = mode.on_inputs(op, (a,))
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     ad = a._data
@@ -528,7 +654,10 @@ def unary(op: str, a, to_float: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = Tensor._make(kernels[op](ad), dev)
+    kernel = kernels[op]
+    if modes:
+        kernel = _in_modes(modes, op, kernel, dev)
+    out = Tensor._make(kernel(ad), dev)
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a,), {}, out)
     return out
@@ -563,6 +692,9 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     except ValueError:  # NumPy's read-only destination: an expanded view
         raise _expanded_write_error() from None
     self._vc[0] += 1
+    if _modes_on:
+        for mode in MODES.modes:
+            mode.on_inplace(self, out)
     return self
 
 

@@ -18,6 +18,10 @@ What is here:
 - **Typed contracts**: :class:`AutogradEngine`, :class:`BackendProtocol` and
   :class:`KernelRegistryProtocol` (``typing.Protocol``), one :class:`Registry` base, one
   :class:`~torcia.utils.hooks.RemovableHandle`.
+- **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
+  every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
+  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`; the kernel, then autograd recording, last);
+  autocast, the profiler and the ONNX exporter are modes.
 - **One host fallback** for device plugins: :func:`host_fallback` runs an op's reference
   kernel on the host and copies the result back (PyTorch's boxed CPU fallback).
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
@@ -105,8 +109,21 @@ from torcia._ops_nn import (
     softsign,
     tanhshrink,
 )
+from torcia._tensor import (
+    AUTOCAST_ORDER,
+    PROFILE_ORDER,
+    TRACE_ORDER,
+    DispatchMode,
+    Size,
+    Tensor,
+    active_modes,
+    binary,
+    call,
+    inplace,
+    parse_to,
+    unary,
+)
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
-from torcia._tensor import Size, Tensor, binary, call, inplace, parse_to, unary
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.backend import Backend, KernelRegistry, get_backend, host_array
@@ -114,7 +131,8 @@ from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
 __all__ = [
-    "AutogradEngine", "Backend", "BackendProtocol", "GRAD_MODE", "KernelRegistry",
+    "AUTOCAST_ORDER", "AutogradEngine", "Backend", "DispatchMode", "PROFILE_ORDER", "TRACE_ORDER",
+    "active_modes", "BackendProtocol", "GRAD_MODE", "KernelRegistry",
     "KernelRegistryProtocol", "OpDef", "ReferenceKernels", "Registry", "RemovableHandle",
     "Size", "Tensor", "add_thread_callback", "autograd_engine", "batched", "binary", "call",
     "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl", "host_array",

@@ -8,6 +8,7 @@ gradient has run.
 
 from __future__ import annotations
 
+import functools
 import traceback
 import weakref
 
@@ -24,7 +25,7 @@ from torcia.autograd.graph import (
     meta_of,
 )
 from torcia.library import GRAD_MODE as _GRAD
-from torcia.library import Tensor
+from torcia.library import Tensor, active_modes
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
@@ -401,6 +402,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     results = [None] * (len(capture) if capture else 0)
     ready = list(dict.fromkeys(n for n, _ in roots if n not in deps))
     anomaly = ANOMALY.enabled
+    modes = active_modes()  # e.g. the profiler, timing each node
     grad_mode_before = _GRAD.enabled
     _GRAD.enabled = create_graph
     try:
@@ -425,7 +427,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 grad_inputs = (None,) * len(edges)
             else:
                 try:
-                    grad_inputs = node.apply(grads, create_graph)
+                    if modes:
+                        grad_inputs = _apply_in_modes(modes, node, grads, create_graph)
+                    else:
+                        grad_inputs = node.apply(grads, create_graph)
                 except Exception as exc:
                     if anomaly and node.trace:
                         exc.add_note(f"The forward call of {node.name()} was:\n{node.trace}")
@@ -465,6 +470,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
 
 
 _CALLBACKS: list = []
+
+
+def _apply_in_modes(modes, node, grads, create_graph):
+    def run():
+        return node.apply(grads, create_graph)
+
+    for mode in reversed(modes):
+        run = functools.partial(mode.around_backward, node, run)
+    return run()
 
 
 def queue_callback(fn) -> None:
