@@ -54,6 +54,10 @@ def load_autograd():
                 f"{why}: pip install torcia-autograd"
             )
         AUTOGRAD.engine = engine
+        from torcia import library
+
+        if library.plugin_ops._entries is not None:
+            library._install_derivatives(engine)
     return AUTOGRAD.engine
 
 

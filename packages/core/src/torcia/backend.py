@@ -170,6 +170,11 @@ def _build():
             return
         table = backends.build()
         registry = KernelRegistry(table)
+        from torcia import library
+
+        # first the kernels of the ops plugins define, so that any plugin can override them
+        library._plugin_op_kernels(registry)
+        registry.current_plugin = None
         plugins.call_each("torcia_register_kernels", registry=registry)
         _kernels_built.set()
 
@@ -319,6 +324,8 @@ def canonical(dev) -> device:
     dev = device(dev) if not isinstance(dev, device) else dev
     if dev.type == "cpu":
         return CPU
+    if dev.type == "meta":
+        return dev  # no data, so no device to pick, as PyTorch's meta device
     if dev.index is None:
         runtime = dev.backend.runtime
         return device(dev.type, runtime.current_device() if runtime is not None else 0)

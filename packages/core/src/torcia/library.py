@@ -47,7 +47,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torcia
-from torcia import _dtype, ops
+from torcia import _dtype, _meta, ops
 from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
@@ -131,13 +131,13 @@ from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
 __all__ = [
-    "AUTOCAST_ORDER", "AutogradEngine", "Backend", "DispatchMode", "PROFILE_ORDER", "TRACE_ORDER",
-    "active_modes", "BackendProtocol", "GRAD_MODE", "KernelRegistry",
-    "KernelRegistryProtocol", "OpDef", "ReferenceKernels", "Registry", "RemovableHandle",
-    "Size", "Tensor", "add_thread_callback", "autograd_engine", "batched", "binary", "call",
-    "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl", "host_array",
-    "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to", "pool_geometry",
-    "unary", "unbatch", "wrap_dim", "zero_grad",
+    "AUTOCAST_ORDER", "AutogradEngine", "Backend", "BackendProtocol", "DispatchMode",
+    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
+    "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
+    "Tensor", "active_modes", "add_thread_callback", "autograd_engine", "batched", "binary",
+    "call", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl",
+    "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to",
+    "plugin_ops", "pool_geometry", "unary", "unbatch", "wrap_dim", "zero_grad",
 ]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
@@ -306,7 +306,7 @@ class _Records:
     def __init__(self):
         self.lock = threading.Lock()
         self.builtin: dict[str, OpDef] | None = None
-        self.extra: dict[str, OpDef] = {}
+        self.derivatives: set[str] = set()  # plugin ops whose formula the engine has
         self.with_engine = False  # whether ``builtin`` has the engine's formulas
 
 
@@ -332,11 +332,89 @@ def _build_builtin() -> dict[str, OpDef]:
                 doc = fn.__doc__.strip()
             records[name] = OpDef(
                 name=name, group=group, inputs=inputs, params=params, kernel=kernel,
+                shape=_meta.SHAPES.get(name),
                 backward=engine.derivative(name) if engine is not None and differentiable
                 else None,
                 differentiable=differentiable, doc=doc,
             )
     return records
+
+
+class OpRegistry(Registry):
+    """What ``torcia_register_ops`` fills: ``registry.define(name, kernel, ...)``."""
+
+    def define(self, name: str, kernel: Callable, *, backward: Callable | None = None,
+               shape: Callable | None = None, jvp: Callable | None = None,
+               differentiable: bool | None = None, group: str = "plugin",
+               doc: str | None = None) -> OpDef:
+        """Define the op ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A new op name (a built-in one cannot be redefined; override its kernel through
+            ``torcia_register_kernels`` instead).
+        kernel : callable
+            The reference kernel on NumPy arrays: the tensor inputs positionally, the
+            parameters as keywords (with their defaults); it runs on "cpu", and on other
+            devices through :func:`host_fallback` until a plugin registers a kernel there.
+        backward : callable, optional
+            The backward formula, in the convention of ``torcia.autograd.derivatives``:
+            ``backward(grad, *inputs, **params)`` returning one gradient per input.
+        shape : callable, optional
+            ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta"
+            device; without it the meta device runs ``kernel`` on zero stand-ins.
+        jvp : callable, optional
+            The forward-mode formula.
+        differentiable : bool, optional
+            Whether the op has gradients; by default, whether ``backward`` is given.
+        group : str
+            The op's kind, as the groups of :mod:`torcia.ops`.
+        doc : str, optional
+            What it computes; the kernel's docstring by default.
+        """
+        if name in ops.ALL:
+            raise ValueError(f"op {name!r} is a built-in op; register a kernel for it with "
+                             "torcia_register_kernels instead of defining it again")
+        if not callable(kernel):
+            raise TypeError(f"the kernel of op {name!r} must be callable, got "
+                            f"{type(kernel).__name__}")
+        inputs, params = _signature(kernel, group)
+        record = OpDef(
+            name=name, group=group, inputs=inputs, params=params, kernel=kernel,
+            backward=backward, jvp=jvp, shape=shape,
+            differentiable=backward is not None if differentiable is None else differentiable,
+            doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(),
+        )
+        self.add(name, record)
+        return record
+
+
+#: The ops plugins define through ``torcia_register_ops``.
+plugin_ops = OpRegistry("op", "torcia_register_ops")
+
+
+def _install_derivatives(engine) -> None:
+    """Give the engine the formulas of the ops plugins define (once each)."""
+    for name, record in plugin_ops.build().items():
+        if engine.derivative(name) is None and name not in _records.derivatives:
+            engine.define_derivative(name, record.backward)
+            _records.derivatives.add(name)
+
+
+def _plugin_op_kernels(registry) -> None:
+    """Put the reference kernels of the ops plugins define in every backend's table:
+    on "cpu" as they are, elsewhere through the host fallback (at priority -10, so that
+    a device plugin's own kernel wins); the "meta" device gets its own from the record."""
+    for name, record in plugin_ops.build().items():
+        for device_type in registry.backends:
+            if device_type == "cpu":
+                registry.add(name, "cpu", record.kernel, priority=0)
+            elif device_type != "meta":
+                registry.add(name, device_type, host_fallback(name, device_type,
+                                                              record.kernel), priority=-10)
+    if _AUTOGRAD.engine is not None:
+        _install_derivatives(_AUTOGRAD.engine)
 
 
 def op_records() -> dict[str, OpDef]:
@@ -359,9 +437,10 @@ def op_records() -> dict[str, OpDef]:
                     pass  # without autograd the records have no backward formulas
             _records.builtin = built = _build_builtin()
             _records.with_engine = _AUTOGRAD.engine is not None
-    if not _records.extra:
+    extra = plugin_ops.build()
+    if not extra:
         return built
-    return {**built, **_records.extra}
+    return {**built, **extra}
 
 
 def get_op(name: str) -> OpDef:
@@ -440,12 +519,13 @@ def zero_grad(parameters, set_to_none: bool = True) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def host_fallback(op: str, device_type: str) -> Callable:
+def host_fallback(op: str, device_type: str, kernel: Callable | None = None) -> Callable:
     """A kernel for ``device_type`` that runs ``op``'s reference kernel on the host.
 
     The arrays of the device are copied to host memory, the NumPy reference kernel runs,
     and its result is copied back: a device plugin registers it for the ops it has no
     kernel of its own for (PyTorch's boxed CPU fallback), at a priority below its own.
+    ``kernel`` replaces the reference kernel (an op a plugin defines).
 
     Examples
     --------
@@ -455,11 +535,12 @@ def host_fallback(op: str, device_type: str) -> Callable:
     >>> float(kernel(np.array([0.0]))[0])
     0.0
     """
-    reference = ReferenceKernels().table()
-    try:
-        fn = reference[op]
-    except KeyError:
-        raise KeyError(f"op {op!r} has no reference kernel to fall back to") from None
+    fn = kernel
+    if fn is None:
+        try:
+            fn = ReferenceKernels().table()[op]
+        except KeyError:
+            raise KeyError(f"op {op!r} has no reference kernel to fall back to") from None
 
     def to_host(backend, x):
         if isinstance(x, (list, tuple)):
@@ -468,13 +549,13 @@ def host_fallback(op: str, device_type: str) -> Callable:
             return backend.to_host(x)
         return x
 
-    def kernel(*args, **params):
+    def fallback(*args, **params):
         backend = get_backend(device_type)
         out = fn(*(to_host(backend, a) for a in args), **params)
         if isinstance(out, tuple):
             return tuple(backend.from_host(o) for o in out)
         return backend.from_host(out)
 
-    kernel.__name__ = f"{op}_host_fallback"
-    kernel.__qualname__ = kernel.__name__
-    return kernel
+    fallback.__name__ = f"{op}_host_fallback"
+    fallback.__qualname__ = fallback.__name__
+    return fallback

@@ -37,9 +37,25 @@ def derivative(op: str):
     return None if entry is None else entry.fn
 
 
+class _NoDerivative:
+    """The table's entry of an op a plugin defines without gradients."""
+
+    __slots__ = ("op", "fn")
+
+    def __init__(self, op):
+        self.op = op
+        self.fn = None
+
+
 def define_derivative(op: str, fn, **options) -> None:
     """Add the backward formula of an op a plugin defines (the options of
-    :func:`torcia.autograd.derivatives.derivative`)."""
+    :func:`torcia.autograd.derivatives.derivative`); ``fn=None`` marks the op as having
+    no gradient."""
+    if fn is None:
+        if op in _TABLE:
+            raise ValueError(f"a derivative for {op!r} is already registered")
+        _TABLE[op] = _NoDerivative(op)
+        return
     _derivs.derivative(op, **options)(fn)
 
 
@@ -79,7 +95,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             return
         raise RuntimeError(
             f"the derivative for '{op}' is not implemented: add a row to "
-            "torcia/autograd/derivatives.py, or call it under torcia.no_grad()"
+            "torcia/autograd/derivatives.py (a plugin's op: give it a backward in "
+            "torcia_register_ops), or call it under torcia.no_grad()"
         )
     if entry.fn is None:
         return
