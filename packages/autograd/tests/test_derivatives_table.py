@@ -346,7 +346,9 @@ NN = set(ops.NN)
 
 
 def test_every_table_row_has_samples():
-    missing = sorted(op for op in derivatives.TABLE if op not in NN and op not in SAMPLES)
+    # core's rows; installed plugins add rows for their own ops (torcia_register_ops)
+    missing = sorted(op for op in derivatives.TABLE
+                     if op in ops.ALL and op not in NN and op not in SAMPLES)
     assert not missing, f"derivative rows without gradcheck samples: {missing}"
 
 

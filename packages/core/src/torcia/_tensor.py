@@ -511,13 +511,16 @@ def _call(op, inputs, params, view_of, modes):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    try:
-        kernel = kernels[op]
-    except KeyError:
-        raise NotImplementedError(
-            f"op {op!r} has no kernel for device type {dev.type!r} "
-            f"(backend from plugin {dev.backend.plugin!r})"
-        ) from None
+    kernel = kernels.get(op)
+    if kernel is None:
+        decomposition = _DECOMPOSITIONS.get(op)
+        if decomposition is None:
+            raise NotImplementedError(
+                f"op {op!r} has no kernel for device type {dev.type!r} "
+                f"(backend from plugin {dev.backend.plugin!r}) and no decomposition"
+            )
+        # a composite op the device lacks: its ops run (and are recorded) one by one
+        return decomposition(*inputs, **params)
     if modes:
         kernel = _in_modes(modes, op, kernel, dev)
     out = kernel(*arrays, **params)
@@ -775,3 +778,6 @@ def parse_to(*args, **kwargs):
         if len(positional_bools) > 1:
             copy = positional_bools[1]
     return device, dtype, non_blocking, copy
+
+
+from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402

@@ -13,6 +13,9 @@ What is here:
   the NumPy reference kernels and the derivative table of the autograd engine, so an op
   added the old way (a name in ``ops.py``, a kernel, a derivative row) is a record at
   once.
+- **Primitives and composites** (:func:`primitives`, :attr:`OpDef.decomposition`): a
+  device backend owes the primitives only; composites run through their decomposition
+  where it has no kernel of its own.
 - **The dispatch entry points** ops are written with: :func:`call`, :func:`binary`,
   :func:`unary`, :func:`inplace`, and the :class:`Tensor` they return.
 - **Typed contracts**: :class:`AutogradEngine`, :class:`BackendProtocol` and
@@ -48,6 +51,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import torcia
 from torcia import _dtype, _meta, ops
+from torcia._decompositions import DECOMPOSITIONS
 from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
@@ -137,7 +141,7 @@ __all__ = [
     "Tensor", "active_modes", "add_thread_callback", "autograd_engine", "batched", "binary",
     "call", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl",
     "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to",
-    "plugin_ops", "pool_geometry", "unary", "unbatch", "wrap_dim", "zero_grad",
+    "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch", "wrap_dim", "zero_grad",
 ]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
@@ -333,6 +337,8 @@ def _build_builtin() -> dict[str, OpDef]:
             records[name] = OpDef(
                 name=name, group=group, inputs=inputs, params=params, kernel=kernel,
                 shape=_meta.SHAPES.get(name),
+                primitive=name not in DECOMPOSITIONS,
+                decomposition=DECOMPOSITIONS.get(name),
                 backward=engine.derivative(name) if engine is not None and differentiable
                 else None,
                 differentiable=differentiable, doc=doc,
@@ -441,6 +447,12 @@ def op_records() -> dict[str, OpDef]:
     if not extra:
         return built
     return {**built, **extra}
+
+
+def primitives() -> list[str]:
+    """The names of the primitive ops: what a device backend must implement (every other
+    built-in op has a default decomposition into these)."""
+    return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
 
 
 def get_op(name: str) -> OpDef:
