@@ -26,3 +26,12 @@ def test_blocking_autograd_disables_gradients_even_when_imported():
                          check=True, env=env).stdout
     assert "blocked by TORCIA_DISABLE_PLUGINS" in out
     assert "torcia-autograd" in out
+
+
+def test_records_read_inputs_and_parameters_from_the_formulas():
+    conv = library.get_op("conv")
+    assert conv.inputs == ("x", "w", "b")
+    assert set(conv.params) == {"stride", "padding", "dilation", "groups"}
+    assert library.get_op("sum").params == {"dim": None, "keepdim": False, "dtype": None}
+    assert library.get_op("cat").inputs == ("*xs",)
+    assert library.get_op("add").inputs == ("input", "other")

@@ -306,6 +306,34 @@ def _signature(fn, group: str) -> tuple[tuple, dict]:
     return tuple(inputs), params
 
 
+def _schema_from_formula(formula, inputs, params):
+    """The inputs and parameters an op's backward formula names: its positional
+    parameters after the gradient are the op's inputs, its keyword-only ones (but
+    ``result`` and ``needs_input_grad``) the op's parameters, with the kernel's defaults.
+    The kernel alone cannot tell a tensor input from a parameter without a default."""
+    try:
+        sig = inspect.signature(formula)
+    except (TypeError, ValueError):
+        return inputs, params
+    found_inputs, found_params = [], {}
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind is p.VAR_POSITIONAL:
+            found_inputs.append("*" + p.name.lstrip("_"))
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            found_inputs.append(p.name.lstrip("_"))
+        elif p.kind is p.KEYWORD_ONLY and p.name not in ("result", "needs_input_grad"):
+            found_params[p.name] = params.get(p.name)
+    if len(found_inputs) > len(inputs) + len(params) or not found_inputs:
+        return inputs, params
+    # the kernel's other arguments are parameters the formula does not need
+    named = {n.lstrip("*") for n in found_inputs}
+    kernel_args = [n for n in inputs if not n.startswith("*")] + list(params)
+    for offset, name in enumerate(kernel_args):
+        if offset >= len(found_inputs) and name not in named and name not in found_params:
+            found_params[name] = params.get(name)
+    return tuple(found_inputs), found_params
+
+
 class _Records:
     def __init__(self):
         self.lock = threading.Lock()
@@ -330,6 +358,10 @@ def _build_builtin() -> dict[str, OpDef]:
             kernel = reference.get(name)
             inputs, params = _signature(kernel, group)
             differentiable = name not in ops.NOT_DIFFERENTIABLE
+            backward = engine.derivative(name) if engine is not None and differentiable \
+                else None
+            if backward is not None and group not in _ARITY:
+                inputs, params = _schema_from_formula(backward, inputs, params)
             doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
             fn = getattr(torcia, name, None)
             if callable(fn) and getattr(fn, "__doc__", None):
@@ -339,9 +371,7 @@ def _build_builtin() -> dict[str, OpDef]:
                 shape=_meta.SHAPES.get(name),
                 primitive=name not in DECOMPOSITIONS,
                 decomposition=DECOMPOSITIONS.get(name),
-                backward=engine.derivative(name) if engine is not None and differentiable
-                else None,
-                differentiable=differentiable, doc=doc,
+                backward=backward, differentiable=differentiable, doc=doc,
             )
     return records
 
