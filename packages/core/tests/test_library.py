@@ -121,3 +121,15 @@ def test_meta_device_shapes_without_data():
         torcia.empty(1, device="meta").item()
     with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied"):
         a @ a
+
+
+def test_registry_lookup_by_name_or_class():
+    from torcia.backend import backends
+
+    cpu = backends.get("cpu")
+    assert backends.get(type(cpu)) is not None
+    assert backends.name_of(cpu) == "cpu"
+    with pytest.raises(KeyError, match="no device backend of class RemovableHandle"):
+        backends.get(RemovableHandle)
+    with pytest.raises(KeyError, match="is not a registered device backend"):
+        backends.name_of(object())
