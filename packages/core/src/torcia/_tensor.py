@@ -470,13 +470,12 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     The first tensor input decides the device; every tensor must be on it. ``view_of``
     marks the result as a view sharing that tensor's storage and version counter.
     """
+    modes = None
     if _modes_on:
         modes = MODES.modes
-        if modes:
-            for mode in modes:
-                inputs = mode.on_inputs(op, inputs)
-            return _call(op, inputs, params, view_of, modes)
-    if len(inputs) == 1 and inputs[0].__class__ is Tensor:
+        for mode in modes:
+            inputs = mode.on_inputs(op, inputs)
+    if not modes and len(inputs) == 1 and inputs[0].__class__ is Tensor:
         # one plain tensor (most ops): no device agreement to check
         x = inputs[0]
         dev = x._device
@@ -490,10 +489,6 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             if x._requires_grad and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, inputs, params, result)
             return result
-    return _call(op, inputs, params, view_of, None)
-
-
-def _call(op, inputs, params, view_of, modes):
     dev = None
     arrays = []
     needs_grad = False
@@ -511,14 +506,15 @@ def _call(op, inputs, params, view_of, modes):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    kernel = kernels.get(op)
-    if kernel is None:
+    try:
+        kernel = kernels[op]
+    except (KeyError, NotImplementedError):  # a KernelTable raises the latter
         decomposition = _DECOMPOSITIONS.get(op)
         if decomposition is None:
             raise NotImplementedError(
                 f"op {op!r} has no kernel for device type {dev.type!r} "
                 f"(backend from plugin {dev.backend.plugin!r}) and no decomposition"
-            )
+            ) from None
         # a composite op the device lacks: its ops run (and are recorded) one by one
         return decomposition(*inputs, **params)
     if modes:
@@ -537,10 +533,8 @@ def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a = _as_operand(a, b)
-    if _modes_on:
-        modes = MODES.modes
-        if modes:
-            return _binary_in_modes(modes, op, a, b, float_op)
+    if _modes_on and MODES.modes:
+        return _binary_in_modes(MODES.modes, op, a, b, float_op)
     ad = a._data
     dev = a._device
     if b.__class__ is Tensor and b._data.dtype is ad.dtype and b._device is dev and (
@@ -553,23 +547,8 @@ def binary(op: str, a, b, float_op: bool = False):
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, (a, b), {}, out)
             return out
-    return _binary(op, a, b, float_op, None)
-
-
-def _binary_in_modes(modes, op, a, b, float_op):
-    if b.__class__ is not Tensor and not isinstance(b, Tensor) and (
-            b.__class__ not in (float, int, bool)):
-        b = _as_operand(b, a)
-    for mode in modes:
-        a, b = mode.on_inputs(op, (a, b))
-    if not isinstance(a, Tensor):
-        a = _as_operand(a, b)
-    return _binary(op, a, b, float_op, modes)
-
-
-def _binary(op, a, b, float_op, modes):
-    ad = a._data
-    dev = a._device
+    # NOTE: _promoted repeats these lines for the modes' path; calling it from here would
+    # cost every promoting op (a * 2.0) one more Python call
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
         bd = b._data
@@ -591,7 +570,7 @@ def _binary(op, a, b, float_op, modes):
         bd = b if dt is not D.bfloat16 else dt.np.type(b)
         b_grad = False
     else:
-        return _binary(op, a, _as_operand(b, a), float_op, modes)
+        return binary(op, a, _as_operand(b, a), float_op)
     if float_op and dt.category < 2:
         dt = D._default[0]
         if bd.__class__ is _ndarray:
@@ -601,13 +580,60 @@ def _binary(op, a, b, float_op, modes):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    kernel = kernels[op]
-    if modes:
-        kernel = _in_modes(modes, op, kernel, dev)
-    out = _make(_run2(kernel, ad, bd), dev)
+    out = _make(_run2(kernels[op], ad, bd), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
     return out
+
+
+def _binary_in_modes(modes, op, a, b, float_op):
+    if not isinstance(b, Tensor) and b.__class__ not in (float, int, bool):
+        b = _as_operand(b, a)
+    for mode in modes:
+        a, b = mode.on_inputs(op, (a, b))
+    if not isinstance(a, Tensor):
+        a = _as_operand(a, b)
+    ad, bd, b_grad = _promoted(a, b, float_op)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        kernels = dev.backend.kernels  # builds the tables on first use
+    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd), dev)
+    if (a._requires_grad or b_grad) and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a, b), {}, out)
+    return out
+
+
+def _promoted(a, b, float_op):
+    """The arrays of ``a`` and ``b`` (a tensor or a Python number) in their promoted
+    dtype, and whether ``b`` requires grad: ``binary``'s promotion, for the modes' path."""
+    ad = a._data
+    dt = _FROM_NP[ad.dtype]
+    if isinstance(b, Tensor):
+        bd = b._data
+        if bd.dtype is not ad.dtype:
+            bt = _FROM_NP[bd.dtype]
+            dt = D.result_type_of(
+                [x for x, t in ((dt, a), (bt, b)) if t._data.ndim],
+                [x for x, t in ((dt, a), (bt, b)) if not t._data.ndim],
+                (),
+            )
+            if bt is not dt:
+                bd = bd.astype(dt.np)
+        if b._device is not a._device:
+            raise _device_error(a._device, b._device)
+        b_grad = b._requires_grad
+    else:
+        dt = D.tensor_scalar_dtype(dt, b.__class__)
+        bd = b if dt is not D.bfloat16 else dt.np.type(b)
+        b_grad = False
+    if float_op and dt.category < 2:
+        dt = D._default[0]
+        if bd.__class__ is _ndarray:
+            bd = bd.astype(dt.np)
+    if ad.dtype is not dt.np:
+        ad = ad.astype(dt.np)
+    return ad, bd, b_grad
 
 
 def _run2(kernel, ad, bd):
@@ -647,11 +673,8 @@ def _as_operand(x, like):
 
 def unary(op: str, a, to_float: bool = False):
     """An elementwise op of one tensor; ``to_float`` promotes integer inputs."""
-    modes = None
-    if _modes_on:
-        modes = MODES.modes
-        for mode in modes:
-            (a,) = mode.on_inputs(op, (a,))
+    if _modes_on and MODES.modes:
+        return _unary_in_modes(MODES.modes, op, a, to_float)
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     ad = a._data
@@ -661,10 +684,25 @@ def unary(op: str, a, to_float: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    kernel = kernels[op]
-    if modes:
-        kernel = _in_modes(modes, op, kernel, dev)
-    out = Tensor._make(kernel(ad), dev)
+    out = Tensor._make(kernels[op](ad), dev)
+    if a._requires_grad and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a,), {}, out)
+    return out
+
+
+def _unary_in_modes(modes, op, a, to_float):
+    for mode in modes:
+        (a,) = mode.on_inputs(op, (a,))
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    ad = a._data
+    if to_float and ad.dtype.kind in "biu":
+        ad = ad.astype(D._default[0].np)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        kernels = dev.backend.kernels  # builds the tables on first use
+    out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a,), {}, out)
     return out
