@@ -3,7 +3,8 @@
 torcia attaches most Tensor methods with ``setattr`` when ``torcia`` is imported, so IDEs and
 type checkers reading ``_tensor.py`` see none of them. The stub lists every attribute of the
 class after ``import torcia`` (methods with their signatures, properties, slots), and the
-module's other names, so that ``torcia.Tensor`` is complete for them.
+module's other public names (its private helpers through a module __getattr__), so that
+``torcia.Tensor`` is complete for them.
 
     python tools/gen_stubs.py           # rewrite the stub
     python tools/gen_stubs.py --check   # exit 1 if the stub differs from the runtime
@@ -125,7 +126,9 @@ def generate() -> str:
     lines = [HEADER.rstrip("\n"), ""]
     tensor = _tensor.Tensor
     for name in sorted(vars(_tensor)):
-        if name.startswith("__") or name == "annotations":
+        # the module's private helpers are left to __getattr__ below: they change often
+        # and nobody outside core may use them
+        if name.startswith("_") or name == "annotations":
             continue
         obj = vars(_tensor)[name]
         if inspect.ismodule(obj):
@@ -145,6 +148,7 @@ def generate() -> str:
             lines += _def("", name, _params(obj, False), _returns(obj))
         else:
             lines.append(f"{name}: Any")
+    lines += ["", "def __getattr__(name: str) -> Any: ..."]
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
