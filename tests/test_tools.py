@@ -157,3 +157,44 @@ def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake
         ["py", "-m", "pip", "install", "--no-build-isolation", core],
         ["py", "-m", "pip", "install", native],
     ]
+
+
+def test_a_private_core_import_outside_core_fails_the_check(fake_repo):
+    write_part(fake_repo, "plugins", "sneaky", "torcia-sneaky", ["torcia-core>=0.1,<0.2"],
+               modules={
+                   "src/torcia_sneaky/__init__.py": (
+                       "import torcia\nfrom torcia._tensor import call\n"
+                       "from torcia import _dtype\ntorcia._thread_callbacks.append(print)\n"
+                       "from torcia.library import call as ok\n"),
+               })
+    # core itself may use its private modules
+    (fake_repo / "packages" / "core" / "src" / "torcia" / "ops.py").write_text(
+        "from torcia import _dtype\n")
+    assert check_deps.check(fake_repo) == [
+        f"plugins/sneaky/src/torcia_sneaky/__init__.py uses {name}, which is private to "
+        "torcia-core: use torcia.library or the public API"
+        for name in ("torcia._dtype", "torcia._tensor", "torcia._thread_callbacks")
+    ]
+
+
+def test_dependencies_must_follow_the_architecture_arrows(fake_repo):
+    (fake_repo / "architecture.toml").write_text(
+        '[parts.torcia-core]\nuses = []\n[parts.torcia-autograd]\nuses = ["torcia-core"]\n'
+        '[parts.torcia-nn]\nuses = ["torcia-autograd"]\n'
+        '[parts.torcia-opt]\nuses = ["torcia-core"]\n')
+    assert check_deps.check(fake_repo) == []  # nn reaches core through autograd
+    write_part(fake_repo, "packages", "opt", "torcia-opt",
+               ["torcia-core>=0.1,<0.2", "torcia-nn>=0.1,<0.2"],
+               modules={"src/torcia/opt/__init__.py": "import torcia.nn\n"})
+    write_part(fake_repo, "plugins", "stray", "torcia-stray", ["torcia-core>=0.1,<0.2"])
+    assert check_deps.check(fake_repo) == [
+        "torcia-opt depends on torcia-nn, which architecture.toml does not allow "
+        "(allowed: torcia-core)",
+        "torcia-stray is not in architecture.toml: add the parts it may use there",
+    ]
+
+
+def test_the_repository_lists_every_part_in_its_architecture():
+    arrows = check_deps.load_arrows(ROOT)
+    assert arrows is not None
+    assert set(arrows) == set(parts.discover())

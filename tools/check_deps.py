@@ -13,6 +13,13 @@
    ``nccl = ["torcia-distributed>=0.1,<0.2"]``), which it must import only where they are
    installed (from the optional part's own hook, or after a guarded import).
 
+3. The arrows of ``architecture.toml`` (the one place the allowed dependencies between
+   parts are written) hold: every part is listed there, and each torcia distribution it
+   depends on (or uses in an optional feature) is reachable through its arrows.
+4. Nothing outside torcia-core imports or reaches into one of core's private modules
+   (``torcia._tensor``, ``from torcia import _dtype``, ``torcia._thread_callbacks``):
+   other parts use ``torcia.library`` and the user API.
+
 Run ``python tools/check_deps.py``; it prints each problem and exits 1 if there is one.
 """
 
@@ -20,6 +27,7 @@ from __future__ import annotations
 
 import ast
 import sys
+import tomllib
 from pathlib import Path
 
 import parts as repo
@@ -116,14 +124,97 @@ def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
     return problems
 
 
+ARCHITECTURE = "architecture.toml"
+
+
+def load_arrows(root: Path) -> dict[str, dict] | None:
+    """``architecture.toml``'s parts table (distribution -> {"uses": [...], "optional":
+    [...]}), or None where the repository has no such file."""
+    path = root / ARCHITECTURE
+    if not path.is_file():
+        return None
+    return tomllib.loads(path.read_text()).get("parts", {})
+
+
+def reachable(arrows: dict[str, dict], start: list[str]) -> set[str]:
+    """The parts ``start`` names and everything their ``uses`` arrows lead to."""
+    seen: set[str] = set()
+    todo = list(start)
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(arrows.get(name, {}).get("uses", []))
+    return seen
+
+
+def arrow_problems(part: repo.Part, arrows: dict[str, dict]) -> list[str]:
+    """Dependencies of ``part`` that the arrows of ``architecture.toml`` do not allow."""
+    entry = arrows.get(part.name)
+    if entry is None:
+        return [f"{part.name} is not in {ARCHITECTURE}: add the parts it may use there"]
+    allowed = reachable(arrows, entry.get("uses", []))
+    optional = allowed | reachable(arrows, entry.get("optional", []))
+    problems = []
+    for requirements, may, what in ((part.torcia_requires, allowed, "depends on"),
+                                    (part.torcia_feature_requires, optional,
+                                     "has an optional feature using")):
+        for requirement in requirements:
+            name = repo.requirement_name(requirement)
+            if name not in may:
+                problems.append(
+                    f"{part.name} {what} {name}, which {ARCHITECTURE} does not allow "
+                    f"(allowed: {', '.join(sorted(may)) or 'nothing'})"
+                )
+    return problems
+
+
+def _private(module: str) -> bool:
+    head = module.split(".")
+    return (len(head) > 1 and head[0] == "torcia" and head[1].startswith("_")
+            and not head[1].startswith("__"))
+
+
+def private_uses(path: Path) -> set[str]:
+    """The private core names a file imports or reaches as ``torcia._x``."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = {".".join(m.split(".")[:2]) for m in imported_modules(path) if _private(m)}
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "torcia" and _private(f"torcia.{node.attr}")):
+            found.add(f"torcia.{node.attr}")
+    return found
+
+
+def private_problems(part: repo.Part, core: str | None) -> list[str]:
+    """Uses of core's private modules in a part other than core."""
+    if part.name == core:
+        return []
+    problems = []
+    for folder in ("src", "tests"):
+        for path in sorted((part.path / folder).rglob("*.py")):
+            for name in sorted(private_uses(path)):
+                rel = path.relative_to(part.path.parent.parent)
+                problems.append(
+                    f"{rel} uses {name}, which is private to torcia-core: use "
+                    "torcia.library or the public API"
+                )
+    return problems
+
+
 def check(root: Path = repo.ROOT) -> list[str]:
     """Every problem found in the repository at ``root``."""
     parts = repo.discover(root)
     owners = module_owners(parts)
+    arrows = load_arrows(root)
     problems = []
     for part in parts.values():
         problems += range_problems(part, parts)
+        if arrows is not None:
+            problems += arrow_problems(part, arrows)
         problems += import_problems(part, owners)
+        problems += private_problems(part, owners.get("torcia"))
     return problems
 
 

@@ -19,9 +19,8 @@ import pytest
 
 import torcia
 from torcia import ops
-from torcia._ops_extra import pad
-from torcia._tensor import call
 from torcia.autograd import derivatives, engine, gradcheck, gradgradcheck
+from torcia.library import call, pad
 
 RNG = np.random.default_rng(0)
 F64 = torcia.float64
@@ -88,7 +87,7 @@ def binary(fn, make_a=r, make_b=r):
 
 
 def _transfer(x):
-    out = torcia._tensor.Tensor._make(x._data.copy(), x._device)
+    out = torcia.library.Tensor._make(x._data.copy(), x._device)
     engine.record_transfer(x, out)
     return out
 
@@ -347,7 +346,9 @@ NN = set(ops.NN)
 
 
 def test_every_table_row_has_samples():
-    missing = sorted(op for op in derivatives.TABLE if op not in NN and op not in SAMPLES)
+    # core's rows; installed plugins add rows for their own ops (torcia_register_ops)
+    missing = sorted(op for op in derivatives.TABLE
+                     if op in ops.ALL and op not in NN and op not in SAMPLES)
     assert not missing, f"derivative rows without gradcheck samples: {missing}"
 
 

@@ -1,6 +1,6 @@
 """Devices: parsing, moving tensors, and the errors when devices meet.
 
-A second device, "meta", is a test plugin registered through ``torcia_register_backends``
+A second device, "alt", is a test plugin registered through ``torcia_register_backends``
 and ``torcia_register_kernels`` like any third-party backend: it holds NumPy arrays (copied
 on every transfer) and reuses the reference kernels.
 """
@@ -14,18 +14,18 @@ from torcia._numpy_backend import Reference
 from torcia.backend import Backend
 
 
-class MetaPlugin:
+class AltPlugin:
     """A fake device backed by NumPy."""
 
     @torcia.hookimpl
     def torcia_register_backends(self, registry):
-        registry.add(Backend("meta", np, to_host=np.array,
+        registry.add(Backend("alt", np, to_host=np.array,
                              from_host=lambda a, index=None: np.array(a)))
 
     @torcia.hookimpl
     def torcia_register_kernels(self, registry):
         for name, fn in Reference().table().items():
-            registry.add(name, "meta", fn)
+            registry.add(name, "alt", fn)
 
 
 def _reset_tables():
@@ -34,19 +34,19 @@ def _reset_tables():
 
 
 @pytest.fixture
-def meta():
+def alt():
     pm = plugins.manager()
-    plugin = MetaPlugin()
-    pm.register(plugin, name="test-meta-device")
+    plugin = AltPlugin()
+    pm.register(plugin, name="test-alt-device")
     _reset_tables()
     # like "cuda", a tensor's device carries an index
-    yield torcia.device("meta:0")
+    yield torcia.device("alt:0")
     pm.unregister(plugin)
     plugins._reset()
 
 
 @pytest.mark.parametrize("text, type_, index", [
-    ("cpu", "cpu", None), ("cuda:0", "cuda", 0), ("cuda:1", "cuda", 1), ("meta", "meta", None),
+    ("cpu", "cpu", None), ("cuda:0", "cuda", 0), ("cuda:1", "cuda", 1), ("alt", "alt", None),
 ])
 def test_device_parsing(text, type_, index):
     d = torcia.device(text)
@@ -82,30 +82,30 @@ def test_cpu_tensor_device():
     assert not x.is_cuda and x.get_device() == -1
 
 
-def test_to_and_back(meta):
+def test_to_and_back(alt):
     x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
-    y = x.to("meta")
-    assert y.device == meta and y.device.type == "meta"
+    y = x.to("alt")
+    assert y.device == alt and y.device.type == "alt"
     assert not np.shares_memory(y._data, x._data)
-    z = y.to("meta", torcia.float64)
-    assert z.device == meta and z.dtype is torcia.float64
+    z = y.to("alt", torcia.float64)
+    assert z.device == alt and z.dtype is torcia.float64
     back = (y * 2).cpu()
     assert back.device.type == "cpu"
     assert back.tolist() == [[2.0, 4.0], [6.0, 8.0]]
-    assert x.to(y).device == meta
-    assert torcia.zeros(3, device="meta").device == meta
-    assert "device='meta:0'" in repr(y)
+    assert x.to(y).device == alt
+    assert torcia.zeros(3, device="alt").device == alt
+    assert "device='alt:0'" in repr(y)
     assert y.sum().item() == 10.0
 
 
-def test_devices_meeting_raise_naming_both(meta):
+def test_devices_meeting_raise_naming_both(alt):
     x = torcia.ones(2)
-    y = torcia.ones(2, device="meta")
+    y = torcia.ones(2, device="alt")
     message = ("Expected all tensors to be on the same device, but found at least two "
-               "devices, cpu and meta:0!")
+               "devices, cpu and alt:0!")
     with pytest.raises(RuntimeError, match=message):
         x + y
-    with pytest.raises(RuntimeError, match="devices, meta:0 and cpu!"):
+    with pytest.raises(RuntimeError, match="devices, alt:0 and cpu!"):
         y * x
     with pytest.raises(RuntimeError, match="at least two devices"):
         torcia.cat([x, y])
@@ -113,16 +113,16 @@ def test_devices_meeting_raise_naming_both(meta):
         torcia.where(x > 0, x, y)
 
 
-def test_numpy_of_other_device_raises(meta):
-    y = torcia.ones(2, device="meta")
-    with pytest.raises(TypeError, match="can't convert meta:0 device type tensor to numpy"):
+def test_numpy_of_other_device_raises(alt):
+    y = torcia.ones(2, device="alt")
+    with pytest.raises(TypeError, match="can't convert alt:0 device type tensor to numpy"):
         y.numpy()
     assert np.asarray(y).tolist() == [1.0, 1.0]
 
 
-def test_copy_across_devices(meta):
+def test_copy_across_devices(alt):
     x = torcia.zeros(2)
-    x.copy_(torcia.tensor([1.0, 2.0], device="meta"))
+    x.copy_(torcia.tensor([1.0, 2.0], device="alt"))
     assert x.tolist() == [1.0, 2.0]
 
 

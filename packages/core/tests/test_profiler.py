@@ -1,4 +1,5 @@
 import json
+import threading
 
 import pytest
 
@@ -46,12 +47,39 @@ def test_chrome_trace_is_json_in_the_trace_format(tmp_path):
     assert "test_profiler.py" in mul["args"]["stack"]
 
 
-def test_off_leaves_the_kernel_tables_untouched():
+def test_the_kernel_tables_stay_untouched():
     cpu = get_backend("cpu")
     before = dict(cpu.kernels)
     with profile():
-        assert cpu.kernels["add"] is not before["add"]
+        torcia.ones(2) + torcia.ones(2)
+        assert all(cpu.kernels[k] is v for k, v in before.items())
     assert all(cpu.kernels[k] is v for k, v in before.items())
     with profile(), pytest.raises(RuntimeError, match="already active"):
         with profile():
             pass
+
+
+def test_another_thread_runs_unprofiled_meanwhile():
+    started, done = threading.Event(), threading.Event()
+    counts = []
+
+    def worker():
+        started.wait()
+        with profile() as other:
+            for _ in range(50):
+                torcia.ones(3).exp()
+        counts.append(sum(e.count for e in other.key_averages() if e.key == "exp"))
+        for _ in range(50):  # after its own profile: runs unprofiled again
+            torcia.ones(3).cos()
+        done.set()
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    with profile() as prof:
+        started.set()
+        while not done.is_set():
+            torcia.ones(3).sin()
+    thread.join()
+    keys = {e.key for e in prof.key_averages()}
+    assert "sin" in keys and not {"exp", "cos"} & keys
+    assert counts == [50]

@@ -9,8 +9,8 @@ import pytest
 
 import torcia
 import torcia.nn.functional as F
-from torcia._tensor import call
 from torcia.autograd import gradcheck, gradgradcheck
+from torcia.library import call
 
 torcia.manual_seed(0)
 

@@ -10,7 +10,7 @@ from torcia_cpu import _blas
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
 import torcia
-from torcia._numpy_backend import Reference
+from torcia.library import ReferenceKernels as Reference
 
 REF, NAT = Reference(), NativeKernels()
 RNG = np.random.default_rng(0)

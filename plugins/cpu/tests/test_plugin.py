@@ -29,6 +29,31 @@ def test_listing_shows_the_plugin_and_its_kernels():
     assert "kernel:conv@cpu" in info["provides"]
 
 
+def test_policy_waits_for_the_first_kernel_call():
+    # listing the plugins builds the kernel tables but runs no kernel: nothing is set
+    code = ("import torcia, torcia_cpu.plugin as p; torcia.plugins.plugin_infos(); "
+            "before = p.policy_applied(); torcia.ones(2, 2) @ torcia.ones(2, 2); "
+            "print(before, p.policy_applied())")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out == ["False", "True"]
+
+
+def test_policy_opt_out_leaves_blas_and_malloc_alone():
+    code = ("import torcia, torcia_cpu._memory as m, torcia_cpu._blas as b; "
+            "calls = []; m.keep_freed_memory = lambda *a: calls.append('malloc'); "
+            "b.set_threads = lambda n: calls.append('blas'); "
+            "torcia.ones(2, 2) @ torcia.ones(2, 2); print(calls)")
+    env = dict(os.environ, TORCIA_CPU_KEEP_DEFAULTS="1")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip()
+    assert out == "[]"
+    del env["TORCIA_CPU_KEEP_DEFAULTS"]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, env=env).stdout.strip()
+    assert out == "['blas', 'malloc']"
+
+
 def test_gradients_through_native_kernels_pass_gradcheck():
     x = torcia.randn(2, 3, 6, 5, dtype=torcia.float64, requires_grad=True)
     w = torcia.randn(4, 3, 3, 3, dtype=torcia.float64, requires_grad=True)

@@ -137,7 +137,7 @@ def test_an_optimizer_on_cuda_runs_the_fused_kernels(cupy_with_kernels, make):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("rows, hidden", [(1, 1), (3, 5), (4, 32)])
 def test_lstm_cell_kernels_match_the_reference(cupy_with_kernels, dtype, rows, hidden):
-    from torcia._numpy_backend import Reference
+    from torcia.library import ReferenceKernels as Reference
 
     ours, ref = fused.FusedKernels(cupy_with_kernels), Reference()
     gates = (RNG.standard_normal((2, rows, 4 * hidden)) * 4).astype(dtype)

@@ -12,7 +12,9 @@ def test_the_installed_plugin_is_discovered_and_loaded():
     infos = {info.name: info for info in torcia.plugins.plugin_infos()}
     info = infos["example"]
     assert (info.distribution, info.status) == ("torcia-example-plugin", "loaded")
-    assert info.hooks == ["torcia_register_backends", "torcia_register_kernels"]
+    assert info.hooks == ["torcia_register_backends", "torcia_register_kernels",
+                          "torcia_register_ops"]
+    assert "op:logcosh" in info.provides
     assert "device backend:example" in info.provides
     assert {f"kernel:{op}@example" for op in torcia_example.KERNELS} <= set(info.provides)
 
@@ -47,3 +49,37 @@ def test_an_op_the_device_lacks_names_the_device():
     for op in (torcia.exp, lambda t: t - t, lambda t: t.sum()):
         with pytest.raises(NotImplementedError, match="no kernel for device type 'example'"):
             op(x)
+
+
+def test_logcosh_matches_numpy_and_stays_finite():
+    x = np.array([-300.0, -1.5, 0.0, 2.0, 300.0])
+    got = torcia_example.logcosh(torcia.tensor(x, dtype=torcia.float64)).numpy()
+    with np.errstate(over="ignore"):
+        naive = np.log(np.cosh(x))
+    np.testing.assert_allclose(got[1:4], naive[1:4], rtol=1e-12)
+    np.testing.assert_allclose(got[[0, 4]], 300.0 - np.log(2.0), rtol=1e-12)
+    with pytest.raises(TypeError, match="must be Tensor"):
+        torcia_example.logcosh([1.0])
+
+
+def test_logcosh_passes_gradcheck_and_gradgradcheck():
+    autograd = pytest.importorskip("torcia.autograd")
+    x = torcia.randn(5, dtype=torcia.float64, requires_grad=True)
+    assert autograd.gradcheck(torcia_example.logcosh, (x,))
+    assert autograd.gradgradcheck(torcia_example.logcosh, (x,))
+
+
+def test_logcosh_on_the_meta_device_and_on_the_example_device():
+    out = torcia_example.logcosh(torcia.empty(3, 4, device="meta"))
+    assert out.shape == (3, 4) and out.device.type == "meta"
+    y = torcia_example.logcosh(torcia.tensor([1.0, -2.0]).to(torcia_example.DEVICE))
+    assert y.device.type == "example"  # through the host fallback
+    np.testing.assert_allclose(y.to("cpu").numpy(), np.log(np.cosh([1.0, -2.0])), rtol=1e-6)
+
+
+def test_logcosh_record():
+    from torcia import library
+
+    record = library.get_op("logcosh")
+    assert record.group == "unary_float" and record.differentiable
+    assert record.shape is not None and record.backward is not None

@@ -117,3 +117,33 @@ def test_padding_cumulative_and_topk_ops(tmp_path):
 
     _check(Mixed(), (torcia.randn(2, 2, 5, 5),), tmp_path / "mixed.onnx",
            (torcia.randn(3, 2, 5, 5),), atol=1e-4)
+
+
+def test_export_traces_only_its_own_thread(tmp_path):
+    # the exporter is a dispatch mode of the exporting thread: a model running meanwhile in
+    # another thread (ops the exporter does not support, modules of its own) is untouched
+    import threading
+
+    stop = threading.Event()
+    errors = []
+
+    def busy():
+        other = nn.Sequential(nn.Linear(4, 4), nn.Tanh())
+        try:
+            while not stop.is_set():
+                torcia.linalg.det(torcia.eye(3))  # not exportable: would fail a trace
+                other(torcia.randn(2, 4)).sum()
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    thread = threading.Thread(target=busy)
+    thread.start()
+    try:
+        torcia.manual_seed(0)
+        mlp = nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+        for _ in range(3):
+            _check(mlp, (torcia.randn(2, 6),), tmp_path / "mlp.onnx", (torcia.randn(5, 6),))
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []

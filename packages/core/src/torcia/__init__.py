@@ -103,6 +103,7 @@ from torcia._grad_mode import (  # noqa: E402
     no_grad,
     set_grad_enabled,
 )
+from torcia._meta import MetaPlugin as _MetaPlugin  # noqa: E402
 from torcia._numpy_backend import NumpyPlugin as _NumpyPlugin  # noqa: E402
 from torcia._ops import *  # noqa: E402,F401,F403
 from torcia._ops import (  # noqa: E402
@@ -137,6 +138,7 @@ from torcia.serialization import load, save  # noqa: E402
 globals().update(_NN_TOP_LEVEL)
 
 plugins.register_builtin("core", _NumpyPlugin())
+plugins.register_builtin("meta", _MetaPlugin())
 
 FloatTensor = DoubleTensor = LongTensor = IntTensor = BoolTensor = Tensor
 

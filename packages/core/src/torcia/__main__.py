@@ -44,6 +44,27 @@ def _policy_lines(policy: plugins.Policy) -> list[str]:
     return lines or ["no allowlist or blocklist in force"]
 
 
+def _devices() -> dict[str, dict[str, list[str]]]:
+    """Per device type, the ops it runs with a kernel of its own (``native``), those it
+    runs through their default decomposition (``decomposed``), and the primitives it has
+    no kernel for (``missing``)."""
+    from torcia import library
+    from torcia.backend import backends, get_backend
+
+    records = library.op_records()
+    out = {}
+    for name in sorted(backends.build()):
+        kernels = get_backend(name).kernels
+        out[name] = {
+            "native": sorted(op for op in records if op in kernels),
+            "decomposed": sorted(op for op, r in records.items()
+                                 if op not in kernels and r.decomposition is not None),
+            "missing": sorted(op for op, r in records.items()
+                              if op not in kernels and r.decomposition is None),
+        }
+    return out
+
+
 def _print_text(infos, policy, verbose: bool) -> None:
     print(f"torcia {torcia.__version__}: {len(infos)} plugin(s) found")
     for line in _policy_lines(policy):
@@ -56,6 +77,15 @@ def _print_text(infos, policy, verbose: bool) -> None:
         for kind, names in _groups(info.provides).items():
             shown = names if verbose or len(names) <= _SHOWN else names[:_SHOWN] + ["..."]
             print(f"  {kind} ({len(names)}): {', '.join(shown)}")
+    from torcia import library
+
+    print(f"\ndevices ({len(library.primitives())} primitive ops; the others decompose "
+          "into them):")
+    for name, ops in _devices().items():
+        print(f"  {name}")
+        for kind, names in ops.items():
+            shown = names if verbose or len(names) <= _SHOWN else names[:_SHOWN] + ["..."]
+            print(f"    {kind} ({len(names)}): {', '.join(shown)}")
 
 
 def _print_json(infos, policy) -> None:
@@ -66,6 +96,7 @@ def _print_json(infos, policy) -> None:
             dataclasses.asdict(info) | {"provides_by_kind": _groups(info.provides)}
             for info in infos
         ],
+        "devices": _devices(),
     }
     json.dump(doc, sys.stdout, indent=2)
     print()

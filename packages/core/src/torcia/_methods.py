@@ -12,7 +12,15 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _ops, _ops_extra, _ops_nn
-from torcia._tensor import AUTOGRAD, Tensor, binary, canonical_device, inplace, load_autograd
+from torcia._tensor import (
+    AUTOGRAD,
+    Tensor,
+    binary,
+    canonical_device,
+    inplace,
+    load_autograd,
+    parse_to,
+)
 from torcia.backend import CPU
 from torcia.random import rng_of
 
@@ -145,22 +153,7 @@ def to(self, *args, **kwargs):
     >>> torcia.tensor([1, 2]).to(torcia.float64).dtype
     torcia.float64
     """
-    dtype = kwargs.pop("dtype", None)
-    device = kwargs.pop("device", None)
-    copy = kwargs.pop("copy", False)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, D.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            dtype, device = a.dtype, a.device
-        elif isinstance(a, bool):
-            continue
-        elif a is not None:
-            device = a
+    device, dtype, _, copy = parse_to(*args, **kwargs)
     out = self
     if device is not None:
         dev = canonical_device(device)

@@ -131,6 +131,12 @@ def _nest(arr, fmt, width, indent, summarize, edge):
 
 
 def tensor_repr(t) -> str:
+    if t.device.type == "meta":
+        # no data to show, as PyTorch prints it
+        extras = [f"size={tuple(t.shape)}"]
+        if t.dtype is not D.get_default_dtype():
+            extras.append(f"dtype=torcia.{t.dtype.name}")
+        return f"tensor(..., device='meta', {', '.join(extras)})"
     arr = t._data if t.device.type == "cpu" else t.device.backend.to_host(t._data)
     if t.dtype is D.bfloat16:
         arr = arr.astype(np.float32)

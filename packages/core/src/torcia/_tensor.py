@@ -31,11 +31,10 @@ AUTOGRAD = _AutogradHolder()
 
 
 class _AutocastState(threading.local):
-    """Set by :mod:`torcia.amp` inside ``autocast``: ``cast(op, inputs)`` returns the
-    inputs in the dtype the op runs in there."""
+    """Set by :mod:`torcia.amp` inside ``autocast``: whether it casts, and its region."""
 
     enabled = False
-    cast = None
+    region = None
 
 
 AUTOCAST = _AutocastState()
@@ -55,6 +54,10 @@ def load_autograd():
                 f"{why}: pip install torcia-autograd"
             )
         AUTOGRAD.engine = engine
+        from torcia import library
+
+        if library.plugin_ops._entries is not None:
+            library._install_derivatives(engine)
     return AUTOGRAD.engine
 
 
@@ -434,8 +437,96 @@ def _wrap_dim(dim, ndim: int) -> int:
 # ---------------------------------------------------------------------------------------
 
 
-def _record(op, inputs, params, out):
-    AUTOGRAD.engine.record(op, inputs, params, out)
+# ----- modes ----------------------------------------------------------------------------
+#
+# A mode is a feature that joins every op's dispatch while it is entered, in the thread
+# that entered it. Modes run in a fixed order, lowest first (see DispatchMode.order):
+# AUTOCAST rewrites an op's inputs, then PROFILE and TRACE wrap its kernel (PROFILE
+# outermost), the kernel runs, and autograd records the op last. No mode replaces entries
+# of the shared kernel tables or functions of the engine; without an entered mode in any
+# thread an op pays one test of a module global.
+
+#: The fixed order of the built-in modes (lower runs first, outermost around the kernel).
+AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER = 100, 200, 300
+
+
+class _ModeStack(threading.local):
+    modes = ()  # the modes entered in this thread, sorted by order
+
+
+MODES = _ModeStack()
+_modes_on = 0  # modes entered in all threads together: 0 keeps every op on the fast path
+_modes_lock = threading.Lock()
+
+
+class DispatchMode:
+    """Base class of a dispatch mode (PyTorch's ``TorchDispatchMode``).
+
+    Subclasses set ``order`` (see :data:`AUTOCAST_ORDER`, :data:`PROFILE_ORDER`,
+    :data:`TRACE_ORDER`) and override what they need; ``with mode:`` enters it for the
+    current thread only. Other threads keep dispatching without it.
+    """
+
+    order = 1000
+
+    def on_inputs(self, op: str, inputs: tuple) -> tuple:
+        """The inputs ``op`` runs on (autocast casts them); the default keeps them."""
+        return inputs
+
+    def around_kernel(self, op: str, kernel, device):
+        """The kernel to run for ``op`` on ``device`` (a wrapper of ``kernel``)."""
+        return kernel
+
+    def on_inplace(self, target, out) -> None:
+        """``target`` was overwritten in place with the value of ``out``."""
+        return None
+
+    def around_backward(self, node, run):
+        """Run the backward of graph node ``node``: ``run()`` computes it."""
+        return run()
+
+    def __enter__(self):
+        global _modes_on
+        modes = MODES.modes
+        if self in modes:
+            raise RuntimeError(f"{type(self).__name__} is already entered in this thread")
+        MODES.modes = tuple(sorted(modes + (self,), key=lambda m: m.order))
+        with _modes_lock:
+            _modes_on += 1
+        return self
+
+    def __exit__(self, *exc):
+        global _modes_on
+        MODES.modes = tuple(m for m in MODES.modes if m is not self)
+        with _modes_lock:
+            _modes_on -= 1
+        return False
+
+
+def active_modes() -> tuple:
+    """The dispatch modes entered in the current thread, in dispatch order."""
+    return MODES.modes if _modes_on else ()
+
+
+def composite(name: str, inputs: tuple, body):
+    """Run ``body(*inputs)``, a function made of several ops, as the one op ``name`` for
+    the modes: autocast casts ``inputs`` as its lists say for ``name`` and is off inside
+    (PyTorch excludes its Autocast key within an op it handled)."""
+    if not (_modes_on and AUTOCAST.enabled):
+        return body(*inputs)
+    for mode in MODES.modes:
+        inputs = mode.on_inputs(name, inputs)
+    AUTOCAST.enabled = False
+    try:
+        return body(*inputs)
+    finally:
+        AUTOCAST.enabled = True
+
+
+def _in_modes(modes, op, kernel, dev):
+    for mode in reversed(modes):
+        kernel = mode.around_kernel(op, kernel, dev)
+    return kernel
 
 
 def call(op: str, inputs: tuple, params: dict, view_of=None):
@@ -444,9 +535,12 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     The first tensor input decides the device; every tensor must be on it. ``view_of``
     marks the result as a view sharing that tensor's storage and version counter.
     """
-    if AUTOCAST.enabled:
-        inputs = AUTOCAST.cast(op, inputs)
-    if len(inputs) == 1 and inputs[0].__class__ is Tensor:
+    modes = None
+    if _modes_on:
+        modes = MODES.modes
+        for mode in modes:
+            inputs = mode.on_inputs(op, inputs)
+    if not modes and len(inputs) == 1 and inputs[0].__class__ is Tensor:
         # one plain tensor (most ops): no device agreement to check
         x = inputs[0]
         dev = x._device
@@ -479,11 +573,17 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         kernels = dev.backend.kernels  # builds the tables on first use
     try:
         kernel = kernels[op]
-    except KeyError:
-        raise NotImplementedError(
-            f"op {op!r} has no kernel for device type {dev.type!r} "
-            f"(backend from plugin {dev.backend.plugin!r})"
-        ) from None
+    except (KeyError, NotImplementedError):  # a KernelTable raises the latter
+        decomposition = _DECOMPOSITIONS.get(op)
+        if decomposition is None:
+            raise NotImplementedError(
+                f"op {op!r} has no kernel for device type {dev.type!r} "
+                f"(backend from plugin {dev.backend.plugin!r}) and no decomposition"
+            ) from None
+        # a composite op the device lacks: its ops run (and are recorded) one by one
+        return decomposition(*inputs, **params)
+    if modes:
+        kernel = _in_modes(modes, op, kernel, dev)
     out = kernel(*arrays, **params)
     if out.__class__ is tuple:
         result = tuple(Tensor._make(o, dev) for o in out)
@@ -498,6 +598,8 @@ def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
     if a.__class__ is not Tensor and not isinstance(a, Tensor):
         a = _as_operand(a, b)
+    if _modes_on and MODES.modes:
+        return _binary_in_modes(MODES.modes, op, a, b, float_op)
     ad = a._data
     dev = a._device
     if b.__class__ is Tensor and b._data.dtype is ad.dtype and b._device is dev and (
@@ -510,6 +612,8 @@ def binary(op: str, a, b, float_op: bool = False):
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, (a, b), {}, out)
             return out
+    # NOTE: _promoted repeats these lines for the modes' path; calling it from here would
+    # cost every promoting op (a * 2.0) one more Python call
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
         bd = b._data
@@ -545,6 +649,56 @@ def binary(op: str, a, b, float_op: bool = False):
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
     return out
+
+
+def _binary_in_modes(modes, op, a, b, float_op):
+    if not isinstance(b, Tensor) and b.__class__ not in (float, int, bool):
+        b = _as_operand(b, a)
+    for mode in modes:
+        a, b = mode.on_inputs(op, (a, b))
+    if not isinstance(a, Tensor):
+        a = _as_operand(a, b)
+    ad, bd, b_grad = _promoted(a, b, float_op)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        kernels = dev.backend.kernels  # builds the tables on first use
+    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd), dev)
+    if (a._requires_grad or b_grad) and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a, b), {}, out)
+    return out
+
+
+def _promoted(a, b, float_op):
+    """The arrays of ``a`` and ``b`` (a tensor or a Python number) in their promoted
+    dtype, and whether ``b`` requires grad: ``binary``'s promotion, for the modes' path."""
+    ad = a._data
+    dt = _FROM_NP[ad.dtype]
+    if isinstance(b, Tensor):
+        bd = b._data
+        if bd.dtype is not ad.dtype:
+            bt = _FROM_NP[bd.dtype]
+            dt = D.result_type_of(
+                [x for x, t in ((dt, a), (bt, b)) if t._data.ndim],
+                [x for x, t in ((dt, a), (bt, b)) if not t._data.ndim],
+                (),
+            )
+            if bt is not dt:
+                bd = bd.astype(dt.np)
+        if b._device is not a._device:
+            raise _device_error(a._device, b._device)
+        b_grad = b._requires_grad
+    else:
+        dt = D.tensor_scalar_dtype(dt, b.__class__)
+        bd = b if dt is not D.bfloat16 else dt.np.type(b)
+        b_grad = False
+    if float_op and dt.category < 2:
+        dt = D._default[0]
+        if bd.__class__ is _ndarray:
+            bd = bd.astype(dt.np)
+    if ad.dtype is not dt.np:
+        ad = ad.astype(dt.np)
+    return ad, bd, b_grad
 
 
 def _run2(kernel, ad, bd):
@@ -584,6 +738,8 @@ def _as_operand(x, like):
 
 def unary(op: str, a, to_float: bool = False):
     """An elementwise op of one tensor; ``to_float`` promotes integer inputs."""
+    if _modes_on and MODES.modes:
+        return _unary_in_modes(MODES.modes, op, a, to_float)
     if not isinstance(a, Tensor):
         raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
     ad = a._data
@@ -594,6 +750,24 @@ def unary(op: str, a, to_float: bool = False):
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
     out = Tensor._make(kernels[op](ad), dev)
+    if a._requires_grad and _GRAD.enabled:
+        AUTOGRAD.engine.record(op, (a,), {}, out)
+    return out
+
+
+def _unary_in_modes(modes, op, a, to_float):
+    for mode in modes:
+        (a,) = mode.on_inputs(op, (a,))
+    if not isinstance(a, Tensor):
+        raise TypeError(f"{op}(): argument 'input' must be Tensor, not {type(a).__name__}")
+    ad = a._data
+    if to_float and ad.dtype.kind in "biu":
+        ad = ad.astype(D._default[0].np)
+    dev = a._device
+    kernels = dev.kernels
+    if kernels is None:
+        kernels = dev.backend.kernels  # builds the tables on first use
+    out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a,), {}, out)
     return out
@@ -628,6 +802,9 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     except ValueError:  # NumPy's read-only destination: an expanded view
         raise _expanded_write_error() from None
     self._vc[0] += 1
+    if _modes_on:
+        for mode in MODES.modes:
+            mode.on_inplace(self, out)
     return self
 
 
@@ -667,3 +844,43 @@ def _torch_name(d) -> str:
 
 def canonical_device(dev):
     return CPU if dev is None else canonical(dev)
+
+
+def parse_to(*args, **kwargs):
+    """The arguments of ``Tensor.to`` and ``Module.to`` read once, as PyTorch reads them.
+
+    Returns ``(device, dtype, non_blocking, copy)``; ``to(other_tensor)`` takes the
+    other tensor's device and dtype. Unknown keywords raise a TypeError naming them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.library import parse_to
+    >>> parse_to("cpu", torcia.float64)
+    ('cpu', torcia.float64, False, False)
+    """
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
+    copy = bool(kwargs.pop("copy", False))
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    positional_bools = []
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, bool):
+            positional_bools.append(a)
+        elif a is not None:
+            device = a
+    if positional_bools:
+        non_blocking = positional_bools[0]
+        if len(positional_bools) > 1:
+            copy = positional_bools[1]
+    return device, dtype, non_blocking, copy
+
+
+from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402

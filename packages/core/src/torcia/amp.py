@@ -24,7 +24,7 @@ import functools
 import math
 
 from torcia import _dtype as D
-from torcia._tensor import AUTOCAST, Tensor
+from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor
 
 #: Ops run in the low-precision dtype.
 LOWER_PRECISION = frozenset({
@@ -88,6 +88,17 @@ def _cast(x, dtype, device_type):
     return x
 
 
+class _AutocastMode(DispatchMode):
+    """Casts the inputs of the ops on autocast's lists; first among the dispatch modes."""
+
+    order = AUTOCAST_ORDER
+
+    def on_inputs(self, op, inputs):
+        if not AUTOCAST.enabled:
+            return inputs
+        return _cast_inputs(op, inputs)
+
+
 class autocast:
     """Context manager and decorator running ops of ``device_type`` in mixed precision.
 
@@ -116,11 +127,16 @@ class autocast:
         self._prev = (AUTOCAST.enabled, getattr(AUTOCAST, "region", None))
         AUTOCAST.enabled = self.enabled
         AUTOCAST.region = _Region(self.device_type, self.dtype)
-        AUTOCAST.cast = _cast_inputs
+        # the outermost region of the thread enters the mode; inner ones change its state
+        self._mode = None
+        if self._prev[1] is None:
+            self._mode = _AutocastMode().__enter__()
         return self
 
     def __exit__(self, *exc):
         AUTOCAST.enabled, AUTOCAST.region = self._prev
+        if self._mode is not None:
+            self._mode.__exit__(*exc)
         return False
 
     def __call__(self, fn):

@@ -69,6 +69,7 @@ class Backend:
         self.kernels = KernelTable(name)
         self.kernel_providers: dict = {}
         self._ranked: dict = {}  # op -> [(priority, order, fn)], best first
+        self._first_use: dict = {}  # op -> (stand-in, kernel) until its setup has run
 
     def overridden(self, op: str, fn):
         """The kernel that ``fn`` (registered for ``op``) overrides, for delegating the
@@ -78,6 +79,9 @@ class Backend:
         for dtypes it does not support.
         """
         ranked = self._ranked.get(op, ())
+        waiting = self._first_use.get(op)
+        if waiting is not None and fn is waiting[0]:
+            fn = waiting[1]
         for i, (_, _, kernel) in enumerate(ranked):
             if kernel == fn:  # bound methods compare equal, not identical
                 return ranked[i + 1][2] if i + 1 < len(ranked) else None
@@ -102,7 +106,15 @@ class KernelRegistry:
         self.backends = backends
         self.current_plugin = None
 
-    def add(self, op: str, device_type: str, fn, priority: int = 0) -> None:
+    def add(self, op: str, device_type: str, fn, priority: int = 0, *, setup=None) -> None:
+        """Make ``fn`` the kernel of ``op`` on ``device_type`` unless a higher ``priority``
+        one is registered.
+
+        ``setup``, a callable without arguments, runs once before the first call of any
+        kernel registered with it, not at registration: a native library applies its
+        process-wide settings (threads, allocator) there, so that discovering a plugin
+        (``python -m torcia plugins``) changes nothing.
+        """
         backend = self.backends.get(device_type)
         if backend is None:
             # a plugin may ship kernels for a device whose backend is absent or blocked
@@ -113,11 +125,38 @@ class KernelRegistry:
         ranked.sort(key=lambda r: (-r[0], -r[1]))
         if ranked[0][2] is not fn:
             return
-        backend.kernels[op] = fn
+        backend.kernels[op] = fn if setup is None or setup in _SETUP_DONE else _first_use(
+            backend, op, fn, setup)
         backend.kernel_providers[op] = self.current_plugin
         info = plugins._state.infos.get(self.current_plugin or "")
         if info is not None:
             info.provides.append(f"kernel:{op}@{device_type}")
+
+
+_SETUP_DONE: set = set()
+_setup_lock = threading.Lock()
+
+
+def _first_use(backend, op, fn, setup):
+    """A stand-in for ``fn`` that runs ``setup`` on its first call and then puts every
+    kernel waiting for that setup in its place, so later calls cost nothing extra."""
+
+    def kernel(*args, **params):
+        with _setup_lock:
+            if setup not in _SETUP_DONE:
+                setup()
+                _SETUP_DONE.add(setup)
+                for b in backends.build().values():
+                    for name, (waiting, real) in list(b._first_use.items()):
+                        if waiting.setup is setup:
+                            if b.kernels.get(name) is waiting:
+                                b.kernels[name] = real
+                            del b._first_use[name]
+        return fn(*args, **params)
+
+    kernel.setup = setup
+    backend._first_use[op] = (kernel, fn)
+    return kernel
 
 
 backends = BackendRegistry("device backend", "torcia_register_backends")
@@ -131,6 +170,11 @@ def _build():
             return
         table = backends.build()
         registry = KernelRegistry(table)
+        from torcia import library
+
+        # first the kernels of the ops plugins define, so that any plugin can override them
+        library._plugin_op_kernels(registry)
+        registry.current_plugin = None
         plugins.call_each("torcia_register_kernels", registry=registry)
         _kernels_built.set()
 
@@ -140,6 +184,7 @@ def _reset():
     # forget every registration, so that a plugin unregistered since is not ranked again
     for backend in (backends._entries or {}).values():
         backend._ranked.clear()
+        backend._first_use.clear()
         backend.kernels.clear()
         backend.kernel_providers.clear()
     for dev in device._interned.values():
@@ -279,6 +324,8 @@ def canonical(dev) -> device:
     dev = device(dev) if not isinstance(dev, device) else dev
     if dev.type == "cpu":
         return CPU
+    if dev.type == "meta":
+        return dev  # no data, so no device to pick, as PyTorch's meta device
     if dev.index is None:
         runtime = dev.backend.runtime
         return device(dev.type, runtime.current_device() if runtime is not None else 0)

@@ -75,6 +75,36 @@ def torcia_register_kernels(registry) -> None:
 
 
 # ---------------------------------------------------------------------------------------
+# Ops
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec
+def torcia_register_ops(registry) -> None:
+    """Define new ops, differentiable ones included.
+
+    Called once, the first time torcia needs the op records or the kernel tables (the first
+    tensor operation, :func:`torcia.library.op_records`, ``python -m torcia plugins``).
+    Each op gets a reference kernel on NumPy arrays (run on "cpu", and on other devices
+    through the host fallback until a device plugin registers its own kernel), optionally
+    a backward formula (so the op is differentiable) and a shape function (for the "meta"
+    device). Call the op with :func:`torcia.library.call`.
+
+    :param registry: a :class:`torcia.library.OpRegistry`; call
+        ``registry.define(name, kernel, backward=..., shape=...)``.
+    :returns: nothing; the registry is the result.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_register_ops(registry):
+            registry.define("cube", lambda a: a ** 3, backward=lambda grad, x: 3 * x * x * grad)
+
+    .. versionadded:: 0.2
+    """
+
+
+# ---------------------------------------------------------------------------------------
 # Autograd
 # ---------------------------------------------------------------------------------------
 
@@ -87,16 +117,17 @@ def torcia_autograd_engine():
     without it installed, ``requires_grad=True`` raises an error naming that distribution.
     Stops at the first non-None result.
 
-    :returns: an object with ``record(op, inputs, params, outputs)``,
-        ``record_inplace(op, target, inputs, params)``, ``backward(...)`` and ``grad(...)``
-        (see torcia-autograd), or None.
+    :returns: an object implementing :class:`torcia.library.AutogradEngine` (``record``,
+        ``check_inplace``, ``rebase_inplace``, ``backward``, ``grad``, ``derivative``,
+        ``define_derivative``...), or None. This hook is the only way the engine reaches
+        core: blocking the plugin that implements it disables gradients.
 
     Example::
 
         @torcia.hookimpl
         def torcia_autograd_engine():
-            from torcia.autograd import _engine
-            return _engine
+            from torcia.autograd import engine
+            return engine
 
     .. versionadded:: 0.1
     """

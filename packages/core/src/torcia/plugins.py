@@ -47,6 +47,10 @@ from torcia import hookspecs
 hookimpl = pluggy.HookimplMarker("torcia")
 
 ENTRY_POINT_GROUP = "torcia"
+#: The version of torcia-core's hook API (its hook specifications and the registries they
+#: receive), apart from the distribution's version. 0.2 added ``torcia_register_ops``,
+#: ``KernelRegistry.add(..., setup=)`` and :mod:`torcia.library`.
+HOOK_API_VERSION = "0.2"
 #: Distributions that make up torcia itself; their plugins pass any allowlist.
 PARTS = frozenset(
     "torcia-" + p
@@ -343,12 +347,27 @@ class Registry:
         self.build()
         return self._providers.get(name)
 
-    def get(self, name: str):
+    def get(self, name):
+        """The entry named ``name``; or, given a class, the entry that is that class or an
+        instance of it (``optimizers.get(Adam)``)."""
         entries = self.build()
+        if isinstance(name, type):
+            for obj in entries.values():
+                if obj is name or isinstance(obj, name):
+                    return obj
+            raise KeyError(f"no {self.kind} of class {name.__qualname__}; known: "
+                           f"{', '.join(sorted(entries)) or 'none'}")
         try:
             return entries[name]
         except KeyError:
             raise KeyError(missing_message(self.kind, name, sorted(entries))) from None
+
+    def name_of(self, obj) -> str:
+        """The name ``obj`` (an entry, or the class of one) is registered under."""
+        for name, entry in self.build().items():
+            if entry is obj or (isinstance(obj, type) and isinstance(entry, obj)):
+                return name
+        raise KeyError(f"{obj!r} is not a registered {self.kind}")
 
     def __contains__(self, name) -> bool:
         return name in self.build()

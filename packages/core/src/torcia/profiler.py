@@ -1,9 +1,8 @@
 """``torcia.profiler``: where the time of a piece of code goes, per op and backward node.
 
-While a :class:`profile` is active, every kernel in the device tables is replaced by a
-timing wrapper (and, with torcia-autograd loaded, so is the backward of graph nodes); on
-exit the original kernels are put back. Nothing on the dispatch path checks for a
-profiler, so when none is active it costs nothing.
+A :class:`profile` is a dispatch mode (:class:`torcia.library.DispatchMode`, at
+``PROFILE_ORDER``): while it is entered, the ops and backward nodes of *its thread* are
+timed; the kernel tables stay untouched, and other threads run unprofiled.
 
 Examples
 --------
@@ -25,7 +24,7 @@ import time
 import traceback
 from contextlib import contextmanager
 
-from torcia import backend as _backend
+from torcia._tensor import PROFILE_ORDER, DispatchMode
 
 
 class ProfilerActivity:
@@ -131,7 +130,6 @@ class _Recorder(threading.local):
 
 
 _REC = _Recorder()
-_lock = threading.Lock()
 
 
 class profile:
@@ -152,54 +150,21 @@ class profile:
         self.record_shapes = record_shapes
         self.with_stack = with_stack
         self.events: list[Event] = []
-        self._patched = []
 
-    # ----- switching the wrappers in and out ------------------------------------------
+    # ----- the mode ---------------------------------------------------------------------
     def __enter__(self):
-        with _lock:
-            if _REC.active is not None:
-                raise RuntimeError("a torcia profiler is already active in this thread")
-            _REC.active = self
-            _REC.stack = []
-            self._start = time.perf_counter_ns()
-            self._wrap_kernels()
-            self._wrap_backward()
+        if _REC.active is not None:
+            raise RuntimeError("a torcia profiler is already active in this thread")
+        _REC.active = self
+        _REC.stack = []
+        self._start = time.perf_counter_ns()
+        self._mode = _ProfileMode().__enter__()
         return self
 
     def __exit__(self, *exc):
-        with _lock:
-            for table, key, original in reversed(self._patched):
-                if isinstance(table, dict):
-                    table[key] = original
-                else:
-                    setattr(table, key, original)
-            self._patched.clear()
-            _REC.active = None
+        self._mode.__exit__(*exc)
+        _REC.active = None
         return False
-
-    def _wrap_kernels(self):
-        for name, b in _backend.backends.build().items():
-            if not b.is_available():
-                continue
-            for op, fn in list(b.kernels.items()):
-                b.kernels[op] = _timed_kernel(op, name, b.kernel_providers.get(op), fn)
-                self._patched.append((b.kernels, op, fn))
-
-    def _wrap_backward(self):
-        from torcia._tensor import AUTOGRAD
-
-        engine = AUTOGRAD.engine
-        if engine is None:
-            return
-        node_cls = engine.Node
-        original = node_cls.apply
-
-        def apply(node, grads, create_graph):
-            with _span(node.name(), "backward", None, None):
-                return original(node, grads, create_graph)
-
-        node_cls.apply = apply
-        self._patched.append((node_cls, "apply", original))
 
     # ----- results --------------------------------------------------------------------
     def key_averages(self, group_by_input_shape=False) -> EventList:
@@ -243,7 +208,7 @@ def _span(name, kind, device, provider, shapes=None):
     if prof is None:
         yield
         return
-    stack = "".join(traceback.format_stack(limit=8)[:-3]) if prof.with_stack else None
+    stack = "".join(traceback.format_stack(limit=12)[:-3]) if prof.with_stack else None
     event = Event(name, kind, device, provider, time.perf_counter_ns(), shapes, stack)
     _REC.stack.append(event)
     try:
@@ -256,11 +221,23 @@ def _span(name, kind, device, provider, shapes=None):
         prof.events.append(event)
 
 
+class _ProfileMode(DispatchMode):
+    """Times each kernel and backward node of the profiling thread."""
+
+    order = PROFILE_ORDER
+
+    def around_kernel(self, op, kernel, device):
+        backend = device.backend
+        return _timed_kernel(op, device.type, backend.kernel_providers.get(op), kernel)
+
+    def around_backward(self, node, run):
+        with _span(node.name(), "backward", None, None):
+            return run()
+
+
 def _timed_kernel(op, device, provider, fn):
     def kernel(*args, **params):
         prof = _REC.active
-        if prof is None:  # a kernel called from another thread while profiling
-            return fn(*args, **params)
         shapes = [list(getattr(a, "shape", ())) for a in args] if prof.record_shapes else None
         with _span(op, "op", device, provider, shapes):
             return fn(*args, **params)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia._kernels_nn import _check_geometry, _pool_geometry
-from torcia._numpy_backend import Reference
+from torcia.library import ReferenceKernels as Reference
+from torcia.library import check_geometry as _check_geometry
+from torcia.library import pool_geometry as _pool_geometry
 from torcia_cpu import _blas, _native
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

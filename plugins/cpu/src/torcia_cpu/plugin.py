@@ -1,29 +1,51 @@
 """torcia-cpu's plugin: native kernels for "cpu", registered at priority 10 through the
 same hook as any plugin, so that blocking it (``TORCIA_DISABLE_PLUGINS=cpu``) leaves
-core's NumPy kernels in place."""
+core's NumPy kernels in place.
+
+The plugin's process-wide settings (:func:`apply_policy`) are made when one of its kernels
+first runs, not when the plugin is discovered: ``python -m torcia plugins`` changes
+nothing. Setting ``TORCIA_CPU_KEEP_DEFAULTS=1`` leaves BLAS threads and malloc alone.
+"""
 
 from __future__ import annotations
 
+import os
+
 import torcia
-from torcia.plugins import hookimpl
+from torcia.library import add_thread_callback, hookimpl
 from torcia_cpu import _blas, _memory, _native
 from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
+_applied = []
 
-# only an explicit torcia.set_num_threads sets OpenMP's thread count: the runtime may be
-# shared with other libraries in the process (PyTorch's), whose defaults stay untouched
-torcia._thread_callbacks.append(_native.set_num_threads)
-# products start on one BLAS thread; large ones ask for more (see _blas)
-_blas.set_threads(1)
-# freed buffers stay mapped for the next step's (see _memory)
-_memory.keep_freed_memory()
+
+def policy_applied() -> bool:
+    """Whether :func:`apply_policy` has run (a kernel of the plugin was used)."""
+    return bool(_applied)
+
+
+def apply_policy() -> None:
+    """Follow torcia's thread count, start products on one BLAS thread and keep freed
+    memory mapped (each explained in ``_blas`` and ``_memory``), unless
+    ``TORCIA_CPU_KEEP_DEFAULTS`` is set to a non-empty value other than ``0``."""
+    # only an explicit torcia.set_num_threads sets OpenMP's thread count: the runtime may
+    # be shared with other libraries in the process (PyTorch's), whose defaults stay
+    # untouched
+    add_thread_callback(_native.set_num_threads)
+    if torcia.get_num_threads() != (os.cpu_count() or 1):
+        _native.set_num_threads(torcia.get_num_threads())  # set before the first kernel ran
+    _applied.append(True)
+    if os.environ.get("TORCIA_CPU_KEEP_DEFAULTS", "0") not in ("", "0"):
+        return
+    _blas.set_threads(1)
+    _memory.keep_freed_memory()
 
 
 @hookimpl
 def torcia_register_kernels(registry):
     kernels = NativeKernels()
     for op in OVERRIDES:
-        registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY)
+        registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY, setup=apply_policy)
     for op, fn in OPTIMIZER_STEPS.items():
-        registry.add(op, "cpu", fn, priority=PRIORITY)
+        registry.add(op, "cpu", fn, priority=PRIORITY, setup=apply_policy)

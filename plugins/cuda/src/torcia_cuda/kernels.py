@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia._numpy_backend import Reference
+from torcia.library import ReferenceKernels as Reference
 
 
 class CupyKernels(Reference):

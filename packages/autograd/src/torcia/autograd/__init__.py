@@ -16,14 +16,13 @@ tensor([2., 4., 6.])
 
 from __future__ import annotations
 
-from torcia._grad_mode import (
+from torcia import (
     enable_grad,
     inference_mode,
     is_grad_enabled,
     no_grad,
     set_grad_enabled,
 )
-from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia.autograd import engine as _engine
 from torcia.autograd import functional, graph
 from torcia.autograd.engine import backward, grad
@@ -37,11 +36,6 @@ __all__ = [
     "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
     "set_detect_anomaly", "set_grad_enabled",
 ]
-
-# importing the package is enough to make gradients available, plugin lookup or not
-if _AUTOGRAD.engine is None:
-    _AUTOGRAD.engine = _engine
-
 
 def is_anomaly_enabled() -> bool:
     """Whether anomaly detection is on."""

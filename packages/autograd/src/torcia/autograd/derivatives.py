@@ -26,8 +26,8 @@ import inspect
 import math
 
 import torcia
-from torcia._tensor import Tensor, call
 from torcia.autograd.graph import Meta
+from torcia.library import Tensor, call, dtype_from_numpy
 
 
 class Entry:
@@ -139,7 +139,7 @@ def _fit(g, meta) -> Tensor:
     if g._data.shape != shape:
         g = _sum_to(g, shape)
     if g._data.dtype is not dtype:
-        g = g.to(torcia._dtype.FROM_NUMPY[dtype])
+        g = g.to(dtype_from_numpy(dtype))
     return g
 
 

@@ -8,15 +8,14 @@ gradient has run.
 
 from __future__ import annotations
 
+import functools
 import traceback
 import weakref
 
 import numpy as np
 
-from torcia import _dtype as D
+import torcia
 from torcia import ops as _oplist
-from torcia._grad_mode import STATE as _GRAD
-from torcia._tensor import Tensor
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd.graph import (
     AccumulateGrad,
@@ -25,9 +24,39 @@ from torcia.autograd.graph import (
     accumulator_of,
     meta_of,
 )
+from torcia.library import GRAD_MODE as _GRAD
+from torcia.library import Tensor, active_modes
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
+
+
+def derivative(op: str):
+    """The backward formula of ``op``, or None when the table has none."""
+    entry = _TABLE.get(op)
+    return None if entry is None else entry.fn
+
+
+class _NoDerivative:
+    """The table's entry of an op a plugin defines without gradients."""
+
+    __slots__ = ("op", "fn")
+
+    def __init__(self, op):
+        self.op = op
+        self.fn = None
+
+
+def define_derivative(op: str, fn, **options) -> None:
+    """Add the backward formula of an op a plugin defines (the options of
+    :func:`torcia.autograd.derivatives.derivative`); ``fn=None`` marks the op as having
+    no gradient."""
+    if fn is None:
+        if op in _TABLE:
+            raise ValueError(f"a derivative for {op!r} is already registered")
+        _TABLE[op] = _NoDerivative(op)
+        return
+    _derivs.derivative(op, **options)(fn)
 
 
 class _Anomaly:
@@ -66,7 +95,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             return
         raise RuntimeError(
             f"the derivative for '{op}' is not implemented: add a row to "
-            "torcia/autograd/derivatives.py, or call it under torcia.no_grad()"
+            "torcia/autograd/derivatives.py (a plugin's op: give it a backward in "
+            "torcia_register_ops), or call it under torcia.no_grad()"
         )
     if entry.fn is None:
         return
@@ -132,11 +162,13 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     if multi:
         mask = entry.differentiable_outputs
         for i, o in enumerate(out):
-            if (mask is None or mask[i]) and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
+            if (mask is None or mask[i]) and (
+                o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16
+            ):
                 o._requires_grad = True
                 o.grad_fn = node
                 o._out_nr = i
-    elif out._data.dtype.kind == "f" or out.dtype is D.bfloat16:
+    elif out._data.dtype.kind == "f" or out.dtype is torcia.bfloat16:
         out._requires_grad = True
         out.grad_fn = node
 
@@ -144,7 +176,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
 def record_custom(node, outputs) -> None:
     """Attach a node built elsewhere (custom Functions, device transfers) to outputs."""
     for i, o in enumerate(outputs):
-        if o is not None and (o._data.dtype.kind == "f" or o.dtype is D.bfloat16):
+        if o is not None and (o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16):
             o._requires_grad = True
             o.grad_fn = node
             o._out_nr = i
@@ -260,7 +292,7 @@ def register_hook(t: Tensor, hook):
     """A hook on the gradient of ``t``; returns a handle with ``remove()``."""
     if not t._requires_grad:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
-    return RemovableHandle(_add_pre_hook(t, hook), hook)
+    return RemovableHandle(_add_pre_hook(t, hook), hook=hook)
 
 
 def register_post_accumulate_grad_hook(t: Tensor, hook):
@@ -272,7 +304,7 @@ def register_post_accumulate_grad_hook(t: Tensor, hook):
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     hooks = meta_of(t).post_accumulate_hooks
     hooks.append(hook)
-    return RemovableHandle(hooks, hook)
+    return RemovableHandle(hooks, hook=hook)
 
 
 def _add_pre_hook(t: Tensor, hook) -> list:
@@ -387,6 +419,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     results = [None] * (len(capture) if capture else 0)
     ready = list(dict.fromkeys(n for n, _ in roots if n not in deps))
     anomaly = ANOMALY.enabled
+    modes = active_modes()  # e.g. the profiler, timing each node
     grad_mode_before = _GRAD.enabled
     _GRAD.enabled = create_graph
     try:
@@ -411,7 +444,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 grad_inputs = (None,) * len(edges)
             else:
                 try:
-                    grad_inputs = node.apply(grads, create_graph)
+                    if modes:
+                        grad_inputs = _apply_in_modes(modes, node, grads, create_graph)
+                    else:
+                        grad_inputs = node.apply(grads, create_graph)
                 except Exception as exc:
                     if anomaly and node.trace:
                         exc.add_note(f"The forward call of {node.name()} was:\n{node.trace}")
@@ -451,6 +487,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
 
 
 _CALLBACKS: list = []
+
+
+def _apply_in_modes(modes, node, grads, create_graph):
+    def run():
+        return node.apply(grads, create_graph)
+
+    for mode in reversed(modes):
+        run = functools.partial(mode.around_backward, node, run)
+    return run()
 
 
 def queue_callback(fn) -> None:
@@ -624,9 +669,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         g = got[capture[key]]
         if g is None:
             if materialize_grads:
-                from torcia._creation import zeros_like
-
-                g = zeros_like(t)
+                g = torcia.zeros_like(t)
             elif not allow_unused:
                 raise RuntimeError(
                     "One of the differentiated Tensors appears to not have been used in the "
@@ -642,8 +685,7 @@ def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, all
                   materialize_grads):
     """``grad`` for each slice along the first dim of every grad_output, stacked: one
     vector-Jacobian product per row (a loop where PyTorch vectorizes)."""
-    from torcia._creation import zeros_like
-    from torcia._ops import stack
+    from torcia import stack, zeros_like
 
     if grad_outputs is None:
         raise RuntimeError("grad_outputs must be given when is_grads_batched=True")

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 import weakref
 
-from torcia._grad_mode import STATE as _GRAD
-from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor
+from torcia import no_grad
 from torcia.autograd import engine
 from torcia.autograd.derivatives import _reattach
 from torcia.autograd.graph import _FREED, _modified_message
 from torcia.autograd.graph import Node as _Node
+from torcia.library import GRAD_MODE as _GRAD
+from torcia.library import Tensor
 
 
 class FunctionCtx:
@@ -95,7 +95,7 @@ class BackwardCFunction(_Node):
             self.released = True
 
     def apply(self, grads, create_graph):
-        from torcia._creation import zeros
+        from torcia import zeros
 
         ctx = self.ctx
         if ctx.materialize_grads:

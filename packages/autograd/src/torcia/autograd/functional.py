@@ -9,10 +9,7 @@ tensors; results follow the same nesting. Everything is built on :func:`grad`, s
 
 from __future__ import annotations
 
-from torcia._creation import ones_like, zeros, zeros_like
-from torcia._grad_mode import enable_grad
-from torcia._ops import stack
-from torcia._tensor import Tensor
+from torcia import Tensor, enable_grad, ones_like, stack, zeros, zeros_like
 from torcia.autograd.engine import grad
 
 __all__ = ["hessian", "hvp", "jacobian", "jvp", "vhp", "vjp"]

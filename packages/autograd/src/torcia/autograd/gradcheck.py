@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia._grad_mode import enable_grad, no_grad
-from torcia._tensor import Tensor
+from torcia import Tensor, enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -123,7 +122,7 @@ def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=
     >>> torcia.autograd.gradgradcheck(lambda t: (t ** 3).sum(), (x,))
     True
     """
-    from torcia._creation import randn
+    from torcia import randn
     from torcia.autograd.engine import grad as autograd_grad
 
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)

@@ -8,11 +8,9 @@ input, the node its gradient flows to and which of that node's outputs it belong
 
 from __future__ import annotations
 
-import itertools
 import weakref
 
-from torcia._dtype import FROM_NUMPY
-from torcia._tensor import Size, Tensor
+from torcia.library import RemovableHandle, Size, Tensor, dtype_from_numpy
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -39,7 +37,7 @@ class Meta(tuple):
 
     @property
     def dtype(self):
-        return FROM_NUMPY[self[1]]
+        return dtype_from_numpy(self[1])
 
     @property
     def device(self):
@@ -213,7 +211,7 @@ def _add_posthook(node, fn):
     if node.post_hooks is None:
         node.post_hooks = []
     node.post_hooks.append(fn)
-    return RemovableHandle(node.post_hooks, fn)
+    return RemovableHandle(node.post_hooks, hook=fn)
 
 
 def _add_prehook(node, fn):
@@ -223,31 +221,7 @@ def _add_prehook(node, fn):
         node.pre_hooks = {}
     hooks = node.pre_hooks.setdefault(-1, [])
     hooks.append(fn)
-    return RemovableHandle(hooks, fn)
-
-
-class RemovableHandle:
-    """Returned by hook registrations: ``remove()`` unregisters the hook (a second call does
-    nothing); as a context manager, the hook is removed on exit."""
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: list, hook):
-        self._hooks = hooks
-        self._hook = hook
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self):
-        try:
-            self._hooks.remove(self._hook)
-        except ValueError:
-            pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
+    return RemovableHandle(hooks, hook=fn)
 
 
 class TensorMeta:

@@ -13,7 +13,9 @@ import json
 
 import numpy as np
 
-from torcia._tensor import Tensor
+import torcia
+from torcia import Tensor
+from torcia.library import dtype_by_name
 
 
 def _encode(obj):
@@ -49,10 +51,11 @@ def _array(arr):
 
 
 def _decode_array(d):
-    from torcia import _dtype
-
     name = d["dtype"]
-    dtype = _dtype._NAMES[name].to_numpy() if name in _dtype._NAMES else np.dtype(name)
+    try:
+        dtype = dtype_by_name(name).to_numpy()
+    except KeyError:
+        dtype = np.dtype(name)
     if dtype.hasobject:
         raise ValueError("object arrays are not accepted")
     return np.frombuffer(base64.b64decode(d["data"]), dtype=dtype).reshape(d["shape"]).copy()
@@ -64,9 +67,7 @@ def _decode(obj):
     if not isinstance(obj, dict):
         return obj
     if "__tensor__" in obj:
-        from torcia._creation import from_numpy
-
-        t = from_numpy(_decode_array(obj["__tensor__"]))
+        t = torcia.from_numpy(_decode_array(obj["__tensor__"]))
         return t.requires_grad_(True) if obj.get("requires_grad") else t
     if "__ndarray__" in obj:
         return _decode_array(obj["__ndarray__"])

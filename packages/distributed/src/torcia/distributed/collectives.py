@@ -16,11 +16,10 @@ import zlib
 import numpy as np
 
 from torcia import plugins
-from torcia._tensor import Tensor
-from torcia.backend import host_array
 from torcia.distributed import _objects, hookspecs
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work
 from torcia.distributed.store import DistStoreError, TCPStore
+from torcia.library import Tensor, host_array
 
 plugins.add_hookspecs(hookspecs)
 backends = plugins.Registry("process group backend", "torcia_register_process_group_backends")

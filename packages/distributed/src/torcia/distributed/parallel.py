@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 
 import torcia
-from torcia._tensor import Tensor
+from torcia import Tensor
 from torcia.autograd import engine
 from torcia.autograd.graph import AccumulateGrad, accumulator_of
 from torcia.distributed import collectives as C

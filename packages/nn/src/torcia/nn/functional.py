@@ -1,9 +1,9 @@
 """``torcia.nn.functional``: layers and losses as functions, with PyTorch's signatures.
 
 The heavy primitives (convolution, pooling, softmax, normalisation, embedding, the fused
-cross-entropy) are core ops with kernels a backend can replace; they live in
-:mod:`torcia._ops_nn` and are re-exported here. What is defined here is a composition of
-differentiable ops: its gradient comes from theirs.
+cross-entropy) are core ops with kernels a backend can replace; they live in torcia-core
+(reached through :mod:`torcia.library`) and are re-exported here. What is defined here is
+a composition of differentiable ops: its gradient comes from theirs.
 
 Loss functions raise on input and target shapes that differ (PyTorch warns and
 broadcasts, which silently computes something else).
@@ -24,12 +24,8 @@ import math
 import numpy as np
 
 import torcia
-from torcia import _dtype as D
-from torcia._ops_extra import pad as _pad
-from torcia._ops_nn import (  # noqa: F401  (re-exported)
-    _batched,
-    _ntuple,
-    _unbatch,
+from torcia.library import (  # noqa: F401  (re-exported)
+    Tensor,
     adaptive_avg_pool1d,
     adaptive_avg_pool2d,
     adaptive_avg_pool3d,
@@ -41,6 +37,7 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     avg_pool2d,
     avg_pool3d,
     batch_norm,
+    call,
     celu,
     conv1d,
     conv2d,
@@ -61,6 +58,7 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     hardsigmoid,
     hardswish,
     hardtanh,
+    inplace,
     instance_norm,
     layer_norm,
     leaky_relu,
@@ -83,7 +81,12 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     softsign,
     tanhshrink,
 )
-from torcia._tensor import Tensor, call, inplace
+from torcia.library import (  # noqa: F401  (re-exported)
+    batched as _batched,
+)
+from torcia.library import ntuple as _ntuple
+from torcia.library import pad as _pad
+from torcia.library import unbatch as _unbatch
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
@@ -406,7 +409,7 @@ def one_hot(tensor, num_classes=-1):
     tensor([[1, 0, 0],
             [0, 0, 1]])
     """
-    if tensor.dtype is not D.int64:
+    if tensor.dtype is not torcia.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     data = tensor._data
     if num_classes == -1:
@@ -744,7 +747,8 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
                            f"[*, {', '.join(map(str, shape))}], but got input of size"
                            f"{list(input.shape)}")
     if eps is None:
-        eps = 2.0 ** -7 if input.dtype is D.bfloat16 else float(np.finfo(input._data.dtype).eps)
+        eps = (2.0 ** -7 if input.dtype is torcia.bfloat16
+               else float(np.finfo(input._data.dtype).eps))
     dims = tuple(range(input.ndim - k, input.ndim))
     out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
     return out if weight is None else out * weight
@@ -811,7 +815,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         allowed = torcia.ones(lq, lk, dtype=torcia.bool, device=query.device).tril()
         scores = scores.masked_fill(allowed.logical_not(), float("-inf"))
     elif attn_mask is not None:
-        if attn_mask.dtype is D.bool_:
+        if attn_mask.dtype is torcia.bool:
             scores = scores.masked_fill(attn_mask.logical_not(), float("-inf"))
         else:
             scores = scores + attn_mask
@@ -916,7 +920,7 @@ def _check_float_input(input, kernel):
 def _class_target(input, target, fn):
     """Class-index form of (input, target): input as (rows, C), target as (rows,), and
     the shape the 'none' loss has."""
-    if target.dtype not in (D.int64, D.int32, D.uint8, D.int16, D.int8):
+    if target.dtype not in (torcia.int64, torcia.int32, torcia.uint8, torcia.int16, torcia.int8):
         raise RuntimeError(f"expected scalar type Long but found {_scalar(target.dtype)}")
     if input.ndim == 0:
         raise RuntimeError(f"{fn}: input must have at least 1 dimension, got a 0-d tensor")
@@ -938,7 +942,7 @@ def _class_target(input, target, fn):
         input = input.movedim(1, -1).reshape(-1, c)
     if target.ndim != 1:
         target = target.reshape(-1)
-    if target.dtype is not D.int64:
+    if target.dtype is not torcia.int64:
         target = target.to(torcia.int64)
     return input, target, expected
 

@@ -12,9 +12,8 @@ import math
 
 import numpy as np
 
-from torcia._creation import tensor as _tensor
-from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor
+from torcia import Tensor, no_grad
+from torcia import tensor as _tensor
 from torcia.random import rng_of
 
 __all__ = [

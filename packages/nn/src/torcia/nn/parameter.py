@@ -3,8 +3,7 @@ they are assigned as attributes."""
 
 from __future__ import annotations
 
-from torcia._creation import empty
-from torcia._tensor import Tensor
+from torcia import Tensor, empty
 
 
 def _alias(cls, data: Tensor) -> Tensor:

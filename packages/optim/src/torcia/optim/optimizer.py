@@ -4,12 +4,11 @@ choice between a device's multi-tensor kernel and the per-parameter reference pa
 from __future__ import annotations
 
 import functools
-import itertools
 from collections import OrderedDict, defaultdict
 
 import torcia
 from torcia import Tensor
-from torcia.nn.utils.clip_grad import zero_grad
+from torcia.library import RemovableHandle, zero_grad
 
 
 class _RequiredParameter:
@@ -20,19 +19,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-class RemovableHandle:
-    """What ``register_step_*_hook`` returns: ``handle.remove()`` unregisters the hook."""
-
-    _next_id = itertools.count()
-
-    def __init__(self, hooks: dict):
-        self._hooks = hooks
-        self.id = next(RemovableHandle._next_id)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
 
 
 def check_value(ok: bool, what: str, value) -> None:

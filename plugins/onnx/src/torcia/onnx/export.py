@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -10,8 +11,7 @@ import onnx
 import torcia
 from onnx import helper, numpy_helper
 from torcia import nn
-from torcia._tensor import AUTOGRAD, Tensor
-from torcia.backend import get_backend
+from torcia.library import TRACE_ORDER, DispatchMode, Tensor
 
 _INT_MAX = np.iinfo(np.int64).max
 
@@ -715,50 +715,46 @@ _CREATION = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
 # ---------------------------------------------------------------------------------------
 
 
-class _Trace:
-    """Wraps the "cpu" kernels and module forwards while the model runs once."""
+class _Trace(DispatchMode):
+    """A dispatch mode (at ``TRACE_ORDER``) that turns each kernel the exporting thread
+    runs into graph nodes, and follows module forwards to name them."""
+
+    order = TRACE_ORDER
 
     def __init__(self, graph, names_of_modules):
         self.graph = graph
         self.module_names = names_of_modules
-        self.patched = []
         self.handles = []
+        self.thread = threading.get_ident()
+
+    def around_kernel(self, op, kernel, device):
+        return self._wrap(op, kernel)
+
+    def on_inplace(self, target, out):
+        # an in-place op: the written tensor now holds the op's result
+        name = self.graph.names.get(id(out._data))
+        if name is not None:
+            self.graph.bind(target._data, name)
 
     def __enter__(self):
-        table = get_backend("cpu").kernels
-        for op, fn in list(table.items()):
-            table[op] = self._wrap(op, fn)
-            self.patched.append((table, op, fn))
-        engine = AUTOGRAD.engine
-        original = engine.rebase_inplace
-
-        def rebase_inplace(t, out):
-            # an in-place op: the written tensor now holds the op's result
-            name = self.graph.names.get(id(out._data))
-            if name is not None:
-                self.graph.bind(t._data, name)
-            return original(t, out)
-
-        engine.rebase_inplace = rebase_inplace
-        self.patched.append((engine, "rebase_inplace", original))
         path = self.graph.module_path
+        thread = self.thread
 
+        # module hooks are process-wide: only the exporting thread's modules are named
         def enter(module, args):
-            path.append(self.module_names.get(id(module), type(module).__name__))
+            if threading.get_ident() == thread:
+                path.append(self.module_names.get(id(module), type(module).__name__))
 
         def leave(module, args, output):
-            path.pop()  # returns None: a forward hook's result would replace the output
+            if threading.get_ident() == thread:
+                path.pop()  # returns None: a forward hook's result would replace the output
 
         self.handles.append(nn.modules.module.register_module_forward_pre_hook(enter))
         self.handles.append(nn.modules.module.register_module_forward_hook(leave))
-        return self
+        return super().__enter__()
 
     def __exit__(self, *exc):
-        for owner, key, original in reversed(self.patched):
-            if isinstance(owner, dict):
-                owner[key] = original
-            else:
-                setattr(owner, key, original)
+        super().__exit__(*exc)
         for h in self.handles:
             h.remove()
         return False

@@ -9,7 +9,7 @@ need no gradient gets its hooks called from the output side with ``grad_input`` 
 
 from __future__ import annotations
 
-from torcia._tensor import Tensor
+from torcia import Tensor
 from torcia.autograd import Function
 
 

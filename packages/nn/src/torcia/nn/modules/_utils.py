@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 
-from torcia._creation import empty
-from torcia._tensor import Tensor
+from torcia import Tensor, empty
 from torcia.nn import init
 from torcia.nn.parameter import Parameter
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import warnings
 
-from torcia._creation import empty
+from torcia import empty
 from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules.module import Module

@@ -6,7 +6,7 @@ from __future__ import annotations
 import operator
 from collections import OrderedDict
 
-from torcia._tensor import Tensor
+from torcia import Tensor
 from torcia.nn.modules.module import Module, _addindent
 from torcia.nn.parameter import Parameter
 

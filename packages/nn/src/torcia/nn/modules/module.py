@@ -12,37 +12,12 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict, namedtuple
 
-from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor
+from torcia import Tensor, no_grad
+from torcia.library import RemovableHandle, dtype_by_name, parse_to
 from torcia.nn.parameter import Buffer, Parameter
 from torcia.nn.utils.clip_grad import zero_grad
 
 __all__ = ["Module", "RemovableHandle"]
-
-
-class RemovableHandle:
-    """What ``register_*_hook`` returns: ``remove()`` takes the hook out again.
-
-    Also a context manager that removes the hook on exit.
-    """
-
-    _ids = itertools.count()
-
-    def __init__(self, hooks: dict, *extra: set):
-        self._hooks = hooks
-        self._extra = extra
-        self.id = next(RemovableHandle._ids)
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-        for ids in self._extra:
-            ids.discard(self.id)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.remove()
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -306,7 +281,8 @@ class Module:
         With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs)`` and may return
         ``(args, kwargs)``.
         """
-        handle = RemovableHandle(self._forward_pre_hooks, self._forward_pre_hooks_with_kwargs)
+        handle = RemovableHandle(self._forward_pre_hooks,
+                                 extra_dict=self._forward_pre_hooks_with_kwargs)
         _insert(self._forward_pre_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_pre_hooks_with_kwargs.add(handle.id)
@@ -319,8 +295,8 @@ class Module:
         With ``with_kwargs=True`` the hook is ``hook(module, args, kwargs, output)``; with
         ``always_call=True`` it also runs, with output None, when ``forward`` raises.
         """
-        handle = RemovableHandle(self._forward_hooks, self._forward_hooks_with_kwargs,
-                                 self._forward_hooks_always_called)
+        handle = RemovableHandle(self._forward_hooks, extra_dict=(
+            self._forward_hooks_with_kwargs, self._forward_hooks_always_called))
         _insert(self._forward_hooks, handle.id, hook, prepend)
         if with_kwargs:
             self._forward_hooks_with_kwargs.add(handle.id)
@@ -509,7 +485,7 @@ class Module:
         """Move and/or cast parameters and buffers: ``to(device)``, ``to(dtype)``,
         ``to(device, dtype)``, ``to(tensor)``. Only floating-point tensors change dtype.
         Works in place and returns the module."""
-        device, dtype = _parse_to(args, kwargs)
+        device, dtype, _, _ = parse_to(*args, **kwargs)
         if dtype is not None and not dtype.is_floating_point:
             raise TypeError(
                 "nn.Module.to only accepts floating point or complex dtypes, but got desired "
@@ -547,9 +523,7 @@ class Module:
         return self._cast("bfloat16")
 
     def _cast(self, name):
-        from torcia import _dtype
-
-        target = _dtype._by_name(name)
+        target = dtype_by_name(name)
         return self._apply(lambda t: t.to(target) if t.is_floating_point() else t)
 
     # ----- state dict ---------------------------------------------------------------
@@ -798,27 +772,6 @@ def _type_name(obj) -> str:
         return "torcia.Tensor"
     t = type(obj)
     return t.__name__ if t.__module__ == "builtins" else f"{t.__module__}.{t.__qualname__}"
-
-
-def _parse_to(args, kwargs):
-    from torcia._dtype import dtype as _dtype_cls
-
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    kwargs.pop("non_blocking", None)
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() received an invalid combination of arguments: {sorted(kwargs)}")
-    for a in args:
-        if isinstance(a, _dtype_cls):
-            dtype = a
-        elif isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, bool):
-            continue
-        elif a is not None:
-            device = a
-    return device, dtype
 
 
 # Hooks registered for every module (register_module_forward_hook and friends);

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import numbers
 
-from torcia import _dtype as D
-from torcia._creation import empty, ones, tensor, zeros
+import torcia
+from torcia import empty, ones, tensor, zeros
 from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules._utils import shape_error, shape_of
@@ -61,7 +61,7 @@ class _BatchNorm(Module):
             self.register_buffer("running_mean", zeros(num_features, device=device,
                                                        dtype=dtype))
             self.register_buffer("running_var", ones(num_features, device=device, dtype=dtype))
-            self.register_buffer("num_batches_tracked", tensor(0, dtype=D.int64,
+            self.register_buffer("num_batches_tracked", tensor(0, dtype=torcia.int64,
                                                                device=device))
         else:
             self.register_buffer("running_mean", None)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia._tensor import call
+from torcia.library import call
 from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules.module import Module

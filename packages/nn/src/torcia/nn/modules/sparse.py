@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from torcia._creation import empty
-from torcia._grad_mode import no_grad
+from torcia import empty, no_grad
 from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules.module import Module

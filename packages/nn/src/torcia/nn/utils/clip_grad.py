@@ -5,38 +5,16 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor
+from torcia import Tensor, no_grad
+from torcia.library import zero_grad
+
+__all__ = ["clip_grad_norm_", "clip_grad_value_", "zero_grad"]
 
 
 def _grads(parameters) -> list[Tensor]:
     if isinstance(parameters, Tensor):
         parameters = [parameters]
     return [p.grad for p in parameters if p.grad is not None]
-
-
-def zero_grad(parameters, set_to_none: bool = True) -> None:
-    """Reset the gradients of ``parameters``: to None (the default), or to zeros in place
-    (detached from any graph first), as ``Module.zero_grad`` and ``Optimizer.zero_grad``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> w = torcia.ones(2, requires_grad=True); w.sum().backward()
-    >>> torcia.nn.utils.zero_grad([w], set_to_none=False); w.grad
-    tensor([0., 0.])
-    """
-    for p in parameters:
-        if p.grad is None:
-            continue
-        if set_to_none:
-            p.grad = None
-        else:
-            if p.grad.grad_fn is not None:
-                p.grad.detach_()
-            else:
-                p.grad.requires_grad_(False)
-            p.grad.zero_()
 
 
 @no_grad()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from torcia._tensor import Tensor
+from torcia import Tensor
 
 
 def _check_device(param: Tensor, device):

@@ -1,0 +1,96 @@
+"""An out-of-tree plugin distribution defines a differentiable op through
+``torcia_register_ops``: it is found from its installed entry point, passes gradcheck and
+gradgradcheck, runs on the meta device from its shape function, and is listed.
+
+The distribution is a ``*.dist-info`` folder (METADATA + entry_points.txt) and a module in a
+temporary directory, used from a fresh interpreter with that directory on its path, as an
+installed distribution would be.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+PLUGIN = '''
+import numpy as np
+import torcia
+from torcia import library
+
+
+def _softclip(a, limit=1.0):
+    """limit * tanh(a / limit): a smooth clip to (-limit, limit)."""
+    return (limit * np.tanh(a / limit)).astype(a.dtype, copy=False)
+
+
+def _softclip_backward(grad, x, *, limit=1.0):
+    t = (x / limit).tanh()
+    return grad * (1 - t * t)
+
+
+def _softclip_shape(x, limit=1.0):
+    return x.shape, x.dtype
+
+
+def softclip(x, limit=1.0):
+    return library.call("softclip", (x,), {"limit": float(limit)})
+
+
+@torcia.hookimpl
+def torcia_register_ops(registry):
+    registry.define("softclip", _softclip, backward=_softclip_backward,
+                    shape=_softclip_shape)
+'''
+
+CHECK = '''
+import json
+import numpy as np
+import torcia
+from torcia import library
+from torcia.autograd import gradcheck, gradgradcheck
+import softclip_plugin as p
+
+x = torcia.randn(3, 4, dtype=torcia.float64, requires_grad=True)
+ok = gradcheck(lambda x: p.softclip(x, 2.0), (x,))
+ok2 = gradgradcheck(lambda x: p.softclip(x, 2.0), (x,))
+values = p.softclip(torcia.tensor([0.0, 100.0]), 2.0).tolist()
+meta = p.softclip(torcia.empty(5, 6, device="meta"))
+record = library.get_op("softclip")
+print(json.dumps({"gradcheck": ok, "gradgradcheck": ok2, "values": values,
+                  "meta": [list(meta.shape), str(meta.device)],
+                  "params": record.params, "group": record.group,
+                  "differentiable": record.differentiable}))
+'''
+
+
+def _install(site):
+    info = site / "torcia_softclip-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torcia-softclip\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text("[torcia]\nsoftclip = softclip_plugin\n")
+    (site / "softclip_plugin.py").write_text(textwrap.dedent(PLUGIN))
+
+
+def _run(site, *args):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]))
+    env.pop("TORCIA_PLUGINS", None)
+    env.pop("TORCIA_DISABLE_PLUGINS", None)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, env=env,
+                          check=True).stdout
+
+
+def test_an_out_of_tree_plugin_defines_a_differentiable_op(tmp_path):
+    _install(tmp_path)
+    got = json.loads(_run(tmp_path, "-c", CHECK))
+    assert got["gradcheck"] and got["gradgradcheck"]
+    assert got["values"][0] == 0.0 and abs(got["values"][1] - 2.0) < 1e-6
+    assert got["meta"] == [[5, 6], "meta"]
+    assert got["params"] == {"limit": 1.0} and got["group"] == "plugin"
+    assert got["differentiable"]
+    listing = json.loads(_run(tmp_path, "-m", "torcia", "plugins", "--json"))
+    info = {p["name"]: p for p in listing["plugins"]}["softclip"]
+    assert info["distribution"] == "torcia-softclip" and info["status"] == "loaded"
+    assert "op:softclip" in info["provides"]

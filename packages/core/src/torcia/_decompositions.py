@@ -1,0 +1,224 @@
+"""Default decompositions: composite ops written with other ops.
+
+An op with a decomposition here is *composite*; every other op is a *primitive*. A device
+backend must implement the primitives; where it has no kernel for a composite op, the
+dispatcher runs the op's decomposition on tensors instead (PyTorch's
+CompositeImplicitAutograd): its ops are dispatched one by one, so autograd records them
+and the composite's own derivative (and fused ``*_backward`` op) is not needed.
+
+A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
+parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
+It is written with torcia ops only: it runs on any device.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from torcia._tensor import call
+
+# ----- linear algebra -------------------------------------------------------------------
+
+
+def linear(x, w, b):
+    out = x.matmul(w.transpose(0, 1))
+    return out if b is None else out + b
+
+
+def mm(a, b):
+    return a.matmul(b)
+
+
+def dot(a, b):
+    return a.matmul(b)
+
+
+def outer(a, b):
+    return a.unsqueeze(1) * b.unsqueeze(0)
+
+
+def addmm(c, a, b, beta=1, alpha=1):
+    prod = a.matmul(b)
+    if alpha != 1:
+        prod = prod * alpha
+    if beta == 0:  # c is ignored, NaN included, as in PyTorch
+        return prod
+    return prod + (c if beta == 1 else c * beta)
+
+
+# ----- softmax and cross-entropy ---------------------------------------------------------
+
+
+def softmax(a, dim):
+    e = (a - a.amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def log_softmax(a, dim):
+    shifted = a - a.amax(dim, keepdim=True)
+    return shifted - shifted.exp().sum(dim, keepdim=True).log()
+
+
+def softmax_backward(g, y, dim):
+    return y * (g - (g * y).sum(dim, keepdim=True))
+
+
+def log_softmax_backward(g, y, dim):
+    return g - y.exp() * g.sum(dim, keepdim=True)
+
+
+def _target_weights(x, target, weight, ignore_index):
+    """(keep, safe target, per-sample weight) for x (N, C) and target (N,)."""
+    keep = target != ignore_index
+    safe = target * keep.to(target.dtype)
+    w = keep.to(x.dtype)
+    if weight is not None:
+        w = w * weight.index_select(0, safe)
+    return keep, safe, w
+
+
+def cross_entropy(x, target, weight, reduction, ignore_index, label_smoothing):
+    logp = call("log_softmax", (x,), {"dim": 1})
+    losses = call("nll_loss", (logp, target, weight),
+                  {"reduction": "none", "ignore_index": ignore_index})
+    keep, _, w = _target_weights(x, target, weight, ignore_index)
+    if label_smoothing:
+        c = x.shape[1]
+        smooth = -(logp.sum(1) if weight is None else logp.matmul(weight))
+        losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth * keep.to(
+            x.dtype)
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
+
+
+def cross_entropy_backward(g, x, target, weight, reduction, ignore_index, label_smoothing):
+    import torcia
+
+    n, c = x.shape
+    keep, safe, w = _target_weights(x, target, weight, ignore_index)
+    keep_f = keep.to(x.dtype)
+    scale = g * keep_f if reduction != "mean" else (g / w.sum()) * keep_f
+    ws = w * scale
+    eps = label_smoothing
+    p = call("softmax", (x,), {"dim": 1})
+    onehot = (torcia.arange(c, device=x.device).unsqueeze(0) == safe.unsqueeze(1)).to(x.dtype)
+    if not eps:
+        return p * ws.unsqueeze(1) - onehot * ws.unsqueeze(1)
+    wc = torcia.ones(c, dtype=x.dtype, device=x.device) if weight is None else weight
+    out = p * ((1 - eps) * ws + (eps / c) * wc.sum() * scale).unsqueeze(1)
+    out = out - (eps / c) * wc * scale.unsqueeze(1)
+    return out - onehot * ((1 - eps) * ws).unsqueeze(1)
+
+
+# ----- convolution and pooling (1-D and 2-D, through im2col) -------------------------------
+
+
+def _as_2d(x, nd, what):
+    if nd == 2:
+        return x
+    if nd == 1:
+        return x.unsqueeze(-2)
+    raise NotImplementedError(f"the default decomposition of {what} covers 1-D and 2-D "
+                              f"windows, not {nd}-D: the device needs a {what} kernel")
+
+
+def _pairs(values, nd, fill):
+    return ((fill,) + tuple(values)) if nd == 1 else tuple(values)
+
+
+def _columns(x, kernel, stride, padding, dilation, value=0.0):
+    """im2col of x (N, C, H, W) after padding it by ``padding`` ((lo, hi) per dim) with
+    ``value``: (N, C*kh*kw, L)."""
+    (plo, phi), (qlo, qhi) = padding
+    if plo or phi or qlo or qhi:
+        x = call("pad", (x,), {"pad": (qlo, qhi, plo, phi), "mode": "constant",
+                               "value": value})
+    return call("im2col", (x,), {"kernel_size": tuple(kernel), "dilation": tuple(dilation),
+                                  "padding": (0, 0), "stride": tuple(stride)})
+
+
+def conv(x, w, b, stride, padding, dilation, groups):
+    nd = x.ndim - 2
+    x2, w2 = _as_2d(x, nd, "conv"), _as_2d(w, nd, "conv")
+    stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
+    padding = _pairs(padding, nd, (0, 0))
+    n, o = x2.shape[0], w2.shape[0]
+    kh, kw = w2.shape[2:]
+    (plo, phi), (qlo, qhi) = padding
+    oh = (x2.shape[2] + plo + phi - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (x2.shape[3] + qlo + qhi - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    cols = _columns(x2, (kh, kw), stride, padding, dilation)  # (N, C*K, L)
+    cols = cols.reshape(n, groups, -1, oh * ow)
+    out = w2.reshape(groups, o // groups, -1).matmul(cols)  # (N, g, O/g, L)
+    out = out.reshape(n, o, oh, ow)
+    if b is not None:
+        out = out + b.reshape(1, o, 1, 1)
+    return out.squeeze(-2) if nd == 1 else out
+
+
+def conv_weight(x, g, weight_shape, stride, padding, dilation, groups):
+    nd = x.ndim - 2
+    x2, g2 = _as_2d(x, nd, "conv_weight"), _as_2d(g, nd, "conv_weight")
+    shape2 = tuple(weight_shape) if nd == 2 else tuple(weight_shape[:2]) + (1,) + tuple(
+        weight_shape[2:])
+    stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
+    padding = _pairs(padding, nd, (0, 0))
+    n, o = x2.shape[0], shape2[0]
+    cols = _columns(x2, shape2[2:], stride, padding, dilation)  # (N, C*K, L)
+    cols = cols.reshape(n, groups, -1, cols.shape[-1])
+    gm = g2.reshape(n, groups, o // groups, -1)  # (N, g, O/g, L)
+    return gm.matmul(cols.transpose(2, 3)).sum(0).reshape(tuple(weight_shape))
+
+
+def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
+    import torcia
+    from torcia._kernels_nn import _pool_geometry
+
+    nd = x.ndim - 2
+    x2 = _as_2d(x, nd, "max_pool")
+    kernel, stride = _pairs(kernel_size, nd, 1), _pairs(stride, nd, 1)
+    padding, dilation = _pairs(padding, nd, 0), _pairs(dilation, nd, 1)
+    n, c, h, w = x2.shape
+    (oh, ow), extra = _pool_geometry((h, w), kernel, stride, padding, dilation, ceil_mode)
+    pads = tuple((p, p + e) for p, e in zip(padding, extra))
+    lowest = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.to_numpy()).min)
+    cols = _columns(x2, kernel, stride, pads, dilation, lowest)  # (N, C*K, L')
+    k = kernel[0] * kernel[1]
+    full_w = (w + pads[1][0] + pads[1][1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
+    cols = cols.reshape(n, c, k, -1, full_w)[:, :, :, :oh, :ow]
+    arg = cols.argmax(2, keepdim=True)  # the first maximum, as PyTorch
+    values = cols.take_along_dim(arg, 2).squeeze(2)
+    arg = arg.squeeze(2)
+    dev = x.device
+    row = (torcia.arange(oh, device=dev) * stride[0] - padding[0]).reshape(1, 1, oh, 1)
+    col = (torcia.arange(ow, device=dev) * stride[1] - padding[1]).reshape(1, 1, 1, ow)
+    row = row + torcia.div(arg, kernel[1], rounding_mode="floor") * dilation[0]
+    col = col + torcia.remainder(arg, kernel[1]) * dilation[1]
+    index = row * w + col
+    if nd == 1:
+        return values.squeeze(-2), index.squeeze(-2)
+    return values, index
+
+
+def max_pool_backward(g, indices, input_shape):
+    import torcia
+
+    n, c = g.shape[:2]
+    plane = math.prod(input_shape)
+    out = torcia.zeros(n * c, plane, dtype=g.dtype, device=g.device)
+    out = out.scatter_add(1, indices.reshape(n * c, -1), g.reshape(n * c, -1))
+    return out.reshape((n, c) + tuple(input_shape))
+
+
+DECOMPOSITIONS = {
+    "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
+    "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
+    "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,
+    "cross_entropy_backward": cross_entropy_backward, "conv": conv,
+    "conv_weight": conv_weight, "max_pool": max_pool, "max_pool_backward": max_pool_backward,
+}

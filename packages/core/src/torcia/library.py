@@ -1,0 +1,605 @@
+"""torcia.library: the one interface between torcia-core and everything built on it.
+
+Other torcia distributions (autograd, nn, optim, the device plugins...) and third-party
+plugins import from core only the user API (``torcia.tensor``, ``torcia.no_grad``...) and
+this module; core's underscored modules are private and ``tools/check_deps.py`` rejects
+any import of them from outside torcia-core.
+
+What is here:
+
+- **Op records** (:class:`OpDef`, :func:`op_records`, :func:`get_op`): one record per op
+  with its group, inputs and parameters, reference kernel, backward formula and
+  docstring. The built-in records are *derived* from the op lists of :mod:`torcia.ops`,
+  the NumPy reference kernels and the derivative table of the autograd engine, so an op
+  added the old way (a name in ``ops.py``, a kernel, a derivative row) is a record at
+  once.
+- **Primitives and composites** (:func:`primitives`, :attr:`OpDef.decomposition`): a
+  device backend owes the primitives only; composites run through their decomposition
+  where it has no kernel of its own.
+- **The dispatch entry points** ops are written with: :func:`call`, :func:`binary`,
+  :func:`unary`, :func:`inplace`, and the :class:`Tensor` they return.
+- **Typed contracts**: :class:`AutogradEngine`, :class:`BackendProtocol` and
+  :class:`KernelRegistryProtocol` (``typing.Protocol``), one :class:`Registry` base, one
+  :class:`~torcia.utils.hooks.RemovableHandle`.
+- **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
+  every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
+  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`; the kernel, then autograd recording, last);
+  autocast, the profiler and the ONNX exporter are modes.
+- **One host fallback** for device plugins: :func:`host_fallback` runs an op's reference
+  kernel on the host and copies the result back (PyTorch's boxed CPU fallback).
+- Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
+  :func:`dtype_from_numpy`, :func:`pool_geometry`, :func:`check_geometry`,
+  :func:`add_thread_callback`.
+
+Examples
+--------
+>>> import torcia
+>>> from torcia import library
+>>> rec = library.get_op("mul")
+>>> rec.group, rec.inputs
+('binary', ('input', 'other'))
+>>> library.call("exp", (torcia.zeros(2),), {})
+tensor([1., 1.])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
+
+import torcia
+from torcia import _dtype, _meta, ops
+from torcia._decompositions import DECOMPOSITIONS
+from torcia._grad_mode import STATE as GRAD_MODE
+from torcia._kernels_nn import _check_geometry as check_geometry
+from torcia._kernels_nn import _pool_geometry as pool_geometry
+from torcia._numpy_backend import Reference as ReferenceKernels
+from torcia._ops_extra import pad
+from torcia._ops_nn import _batched as batched
+from torcia._ops_nn import _ntuple as ntuple
+from torcia._ops_nn import _unbatch as unbatch
+from torcia._ops_nn import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    alpha_dropout,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    batch_norm,
+    celu,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    cosine_similarity,
+    dropout,
+    dropout1d,
+    dropout2d,
+    dropout3d,
+    elu,
+    embedding,
+    feature_alpha_dropout,
+    gelu,
+    group_norm,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    instance_norm,
+    layer_norm,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+    mish,
+    pairwise_distance,
+    pixel_shuffle,
+    pixel_unshuffle,
+    prelu,
+    relu6,
+    selu,
+    silu,
+    softmax,
+    softmin,
+    softplus,
+    softsign,
+    tanhshrink,
+)
+from torcia._tensor import (
+    AUTOCAST_ORDER,
+    PROFILE_ORDER,
+    TRACE_ORDER,
+    DispatchMode,
+    Size,
+    Tensor,
+    active_modes,
+    binary,
+    call,
+    inplace,
+    parse_to,
+    unary,
+)
+from torcia._tensor import AUTOGRAD as _AUTOGRAD
+from torcia._tensor import _wrap_dim as wrap_dim
+from torcia._tensor import load_autograd as _load_autograd
+from torcia.backend import Backend, KernelRegistry, get_backend, host_array
+from torcia.plugins import Registry, hookimpl
+from torcia.utils.hooks import RemovableHandle
+
+__all__ = [
+    "AUTOCAST_ORDER", "AutogradEngine", "Backend", "BackendProtocol", "DispatchMode",
+    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
+    "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
+    "Tensor", "active_modes", "add_thread_callback", "autograd_engine", "batched", "binary",
+    "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl",
+    "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to",
+    "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch", "wrap_dim", "zero_grad",
+]
+
+# the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
+__all__ += [
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "alpha_dropout", "avg_pool1d", "avg_pool2d",
+    "avg_pool3d", "batch_norm", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
+    "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d",
+    "dropout2d", "dropout3d", "elu", "embedding", "feature_alpha_dropout", "gelu", "group_norm",
+    "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "layer_norm", "leaky_relu",
+    "log_softmax", "logsigmoid", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
+    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu6", "selu", "silu",
+    "softmax", "softmin", "softplus", "softsign", "tanhshrink",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# typed contracts
+# ---------------------------------------------------------------------------------------
+
+
+@runtime_checkable
+class AutogradEngine(Protocol):
+    """What the object returned by ``torcia_autograd_engine`` provides to core.
+
+    Core calls ``record`` after an op ran on a tensor that requires grad (grad mode on),
+    ``check_inplace``/``rebase_inplace`` around an in-place op, ``record_transfer`` for a
+    device copy, and forwards ``Tensor.backward``, ``register_hook`` and friends.
+    ``derivative(op)`` returns the backward formula of an op (None when it has none),
+    ``define_derivative(op, fn)`` adds one for an op defined by a plugin.
+    """
+
+    def record(self, op: str, inputs: tuple, params: dict, out) -> None: ...
+
+    def record_transfer(self, src: Tensor, out: Tensor) -> None: ...
+
+    def check_inplace(self, t: Tensor) -> None: ...
+
+    def rebase_inplace(self, t: Tensor, out: Tensor) -> None: ...
+
+    def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+                 inputs=None) -> None: ...
+
+    def grad(self, outputs, inputs, grad_outputs=None, retain_graph=None,
+             create_graph=False, allow_unused=None): ...
+
+    def derivative(self, op: str) -> Callable | None: ...
+
+    def define_derivative(self, op: str, fn: Callable) -> None: ...
+
+
+@runtime_checkable
+class BackendProtocol(Protocol):
+    """A device type as core uses it (:class:`torcia.library.Backend` implements it)."""
+
+    name: str
+    xp: Any
+    kernels: dict
+
+    def to_host(self, array): ...
+
+    def from_host(self, array, index=None): ...
+
+    def is_available(self) -> bool: ...
+
+    def device_count(self) -> int: ...
+
+
+@runtime_checkable
+class KernelRegistryProtocol(Protocol):
+    """What ``torcia_register_kernels`` receives."""
+
+    def add(self, op: str, device_type: str, fn: Callable, priority: int = 0) -> None: ...
+
+
+# ---------------------------------------------------------------------------------------
+# op records
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class OpDef:
+    """Everything known about one op.
+
+    Attributes
+    ----------
+    name : str
+        The op's name, the key of every kernel table.
+    group : str
+        Its kind, the lower-cased name of its list in :mod:`torcia.ops` (``"binary"``,
+        ``"reduce"``, ``"nn"``...), or the group a plugin gave it.
+    inputs : tuple of str
+        The positional (tensor) arguments of its kernel.
+    params : dict
+        Its keyword parameters with their defaults.
+    kernel : callable or None
+        The reference kernel (NumPy arrays in, arrays out), which defines what the op means.
+    backward : callable or None
+        The backward formula (see ``torcia.autograd.derivatives``); None when the op is
+        not differentiable or no autograd engine is available.
+    jvp : callable or None
+        The forward-mode formula, where one is defined.
+    shape : callable or None
+        ``shape(*input_metas, **params)`` -> the output's ``(shape, dtype)`` without data.
+    primitive : bool
+        Whether a backend must implement it; a composite has a ``decomposition`` into
+        primitives that runs where a backend has no kernel of its own.
+    decomposition : callable or None
+        ``decomposition(*inputs, **params)`` on tensors, for composites.
+    differentiable : bool
+        Whether its float outputs carry gradients.
+    doc : str
+        What the op computes.
+    """
+
+    name: str
+    group: str
+    inputs: tuple = ()
+    params: dict = dataclasses.field(default_factory=dict)
+    kernel: Callable | None = None
+    backward: Callable | None = None
+    jvp: Callable | None = None
+    shape: Callable | None = None
+    primitive: bool = True
+    decomposition: Callable | None = None
+    differentiable: bool = True
+    doc: str = ""
+
+
+_ARITY = {"unary_float": ("input",), "unary_same": ("input",), "unary_bool": ("input",),
+          "binary": ("input", "other"), "binary_float": ("input", "other"),
+          "compare": ("input", "other")}
+
+
+def op_groups() -> dict[str, tuple[str, ...]]:
+    """Group name -> op names, read from the upper-case tuples of :mod:`torcia.ops`."""
+    groups = {}
+    for name, value in vars(ops).items():
+        if (name.isupper() and name != "ALL" and isinstance(value, tuple) and value
+                and all(isinstance(v, str) for v in value)):
+            groups[name.lower()] = value
+    return groups
+
+
+def _signature(fn, group: str) -> tuple[tuple, dict]:
+    if group in _ARITY:
+        return _ARITY[group], {}
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):  # a NumPy ufunc
+        return (), {}
+    inputs, params = [], {}
+    for p in sig.parameters.values():
+        if p.kind is p.VAR_POSITIONAL:
+            inputs.append("*" + p.name)
+        elif p.kind is p.VAR_KEYWORD:
+            continue
+        elif p.default is p.empty and p.kind is not p.KEYWORD_ONLY:
+            inputs.append(p.name)
+        else:
+            params[p.name] = None if p.default is p.empty else p.default
+    return tuple(inputs), params
+
+
+def _schema_from_formula(formula, inputs, params):
+    """The inputs and parameters an op's backward formula names: its positional
+    parameters after the gradient are the op's inputs, its keyword-only ones (but
+    ``result`` and ``needs_input_grad``) the op's parameters, with the kernel's defaults.
+    The kernel alone cannot tell a tensor input from a parameter without a default."""
+    try:
+        sig = inspect.signature(formula)
+    except (TypeError, ValueError):
+        return inputs, params
+    found_inputs, found_params = [], {}
+    for p in list(sig.parameters.values())[1:]:
+        if p.kind is p.VAR_POSITIONAL:
+            found_inputs.append("*" + p.name.lstrip("_"))
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            found_inputs.append(p.name.lstrip("_"))
+        elif p.kind is p.KEYWORD_ONLY and p.name not in ("result", "needs_input_grad"):
+            found_params[p.name] = params.get(p.name)
+    if len(found_inputs) > len(inputs) + len(params) or not found_inputs:
+        return inputs, params
+    # the kernel's other arguments are parameters the formula does not need
+    named = {n.lstrip("*") for n in found_inputs}
+    kernel_args = [n for n in inputs if not n.startswith("*")] + list(params)
+    for offset, name in enumerate(kernel_args):
+        if offset >= len(found_inputs) and name not in named and name not in found_params:
+            found_params[name] = params.get(name)
+    return tuple(found_inputs), found_params
+
+
+class _Records:
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.builtin: dict[str, OpDef] | None = None
+        self.derivatives: set[str] = set()  # plugin ops whose formula the engine has
+        self.with_engine = False  # whether ``builtin`` has the engine's formulas
+
+
+_records = _Records()
+
+
+def _build_builtin() -> dict[str, OpDef]:
+    reference = ReferenceKernels().table()
+    engine = _AUTOGRAD.engine
+    records = {}
+    for group, names in op_groups().items():
+        if group == "not_differentiable":
+            continue
+        for name in names:
+            if name in records:
+                continue
+            kernel = reference.get(name)
+            inputs, params = _signature(kernel, group)
+            differentiable = name not in ops.NOT_DIFFERENTIABLE
+            backward = engine.derivative(name) if engine is not None and differentiable \
+                else None
+            if backward is not None and group not in _ARITY:
+                inputs, params = _schema_from_formula(backward, inputs, params)
+            doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
+            fn = getattr(torcia, name, None)
+            if callable(fn) and getattr(fn, "__doc__", None):
+                doc = fn.__doc__.strip()
+            records[name] = OpDef(
+                name=name, group=group, inputs=inputs, params=params, kernel=kernel,
+                shape=_meta.SHAPES.get(name),
+                primitive=name not in DECOMPOSITIONS,
+                decomposition=DECOMPOSITIONS.get(name),
+                backward=backward, differentiable=differentiable, doc=doc,
+            )
+    return records
+
+
+class OpRegistry(Registry):
+    """What ``torcia_register_ops`` fills: ``registry.define(name, kernel, ...)``."""
+
+    def define(self, name: str, kernel: Callable, *, backward: Callable | None = None,
+               shape: Callable | None = None, jvp: Callable | None = None,
+               differentiable: bool | None = None, group: str = "plugin",
+               doc: str | None = None) -> OpDef:
+        """Define the op ``name``.
+
+        Parameters
+        ----------
+        name : str
+            A new op name (a built-in one cannot be redefined; override its kernel through
+            ``torcia_register_kernels`` instead).
+        kernel : callable
+            The reference kernel on NumPy arrays: the tensor inputs positionally, the
+            parameters as keywords (with their defaults); it runs on "cpu", and on other
+            devices through :func:`host_fallback` until a plugin registers a kernel there.
+        backward : callable, optional
+            The backward formula, in the convention of ``torcia.autograd.derivatives``:
+            ``backward(grad, *inputs, **params)`` returning one gradient per input.
+        shape : callable, optional
+            ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta"
+            device; without it the meta device runs ``kernel`` on zero stand-ins.
+        jvp : callable, optional
+            The forward-mode formula.
+        differentiable : bool, optional
+            Whether the op has gradients; by default, whether ``backward`` is given.
+        group : str
+            The op's kind, as the groups of :mod:`torcia.ops`.
+        doc : str, optional
+            What it computes; the kernel's docstring by default.
+        """
+        if name in ops.ALL:
+            raise ValueError(f"op {name!r} is a built-in op; register a kernel for it with "
+                             "torcia_register_kernels instead of defining it again")
+        if not callable(kernel):
+            raise TypeError(f"the kernel of op {name!r} must be callable, got "
+                            f"{type(kernel).__name__}")
+        inputs, params = _signature(kernel, group)
+        record = OpDef(
+            name=name, group=group, inputs=inputs, params=params, kernel=kernel,
+            backward=backward, jvp=jvp, shape=shape,
+            differentiable=backward is not None if differentiable is None else differentiable,
+            doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(),
+        )
+        self.add(name, record)
+        return record
+
+
+#: The ops plugins define through ``torcia_register_ops``.
+plugin_ops = OpRegistry("op", "torcia_register_ops")
+
+
+def _install_derivatives(engine) -> None:
+    """Give the engine the formulas of the ops plugins define (once each)."""
+    for name, record in plugin_ops.build().items():
+        if engine.derivative(name) is None and name not in _records.derivatives:
+            engine.define_derivative(name, record.backward)
+            _records.derivatives.add(name)
+
+
+def _plugin_op_kernels(registry) -> None:
+    """Put the reference kernels of the ops plugins define in every backend's table:
+    on "cpu" as they are, elsewhere through the host fallback (at priority -10, so that
+    a device plugin's own kernel wins); the "meta" device gets its own from the record."""
+    for name, record in plugin_ops.build().items():
+        for device_type in registry.backends:
+            if device_type == "cpu":
+                registry.add(name, "cpu", record.kernel, priority=0)
+            elif device_type != "meta":
+                registry.add(name, device_type, host_fallback(name, device_type,
+                                                              record.kernel), priority=-10)
+    if _AUTOGRAD.engine is not None:
+        _install_derivatives(_AUTOGRAD.engine)
+
+
+def op_records() -> dict[str, OpDef]:
+    """Every op: the built-in ones, derived from :mod:`torcia.ops`, the reference kernels
+    and the derivative table, then those defined by plugins.
+
+    Examples
+    --------
+    >>> from torcia import library
+    >>> "matmul" in library.op_records()
+    True
+    """
+    built = _records.builtin
+    if built is None or (not _records.with_engine and _AUTOGRAD.engine is not None):
+        with _records.lock:
+            if _AUTOGRAD.engine is None:
+                try:
+                    _load_autograd()
+                except RuntimeError:
+                    pass  # without autograd the records have no backward formulas
+            _records.builtin = built = _build_builtin()
+            _records.with_engine = _AUTOGRAD.engine is not None
+    extra = plugin_ops.build()
+    if not extra:
+        return built
+    return {**built, **extra}
+
+
+def primitives() -> list[str]:
+    """The names of the primitive ops: what a device backend must implement (every other
+    built-in op has a default decomposition into these)."""
+    return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
+
+
+def get_op(name: str) -> OpDef:
+    """The record of one op, or a KeyError listing close names."""
+    records = op_records()
+    try:
+        return records[name]
+    except KeyError:
+        close = sorted(n for n in records if n.startswith(name[:3]))[:8]
+        raise KeyError(f"no op named {name!r}; similar: {', '.join(close) or 'none'}") from None
+
+
+# ---------------------------------------------------------------------------------------
+# autograd, threads, dtypes, helpers
+# ---------------------------------------------------------------------------------------
+
+
+def autograd_engine() -> AutogradEngine:
+    """The autograd engine (provided by a plugin through ``torcia_autograd_engine``), or a
+    RuntimeError naming the distribution to install or the blocklist that blocks it."""
+    return _load_autograd()
+
+
+def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
+    """Call ``fn(n)`` whenever :func:`torcia.set_num_threads` sets ``n`` threads.
+
+    Example: a native backend follows torcia's thread count with
+    ``library.add_thread_callback(native.set_num_threads)``.
+    """
+    callbacks = torcia._thread_callbacks
+    callbacks.append(fn)
+    return RemovableHandle(callbacks, hook=fn)
+
+
+def dtype_from_numpy(np_dtype) -> torcia.dtype:
+    """The torcia dtype of a NumPy dtype (``numpy.dtype("float32")`` -> ``torcia.float32``)."""
+    return _dtype.from_numpy_dtype(np_dtype)
+
+
+def dtype_by_name(name: str) -> torcia.dtype:
+    """A dtype by its name: ``"float32"``, ``"float"``, ``"bfloat16"``...; a KeyError
+    naming the known names otherwise."""
+    try:
+        return _dtype._by_name(name)
+    except KeyError:
+        known = ", ".join(sorted(_dtype._NAMES))
+        raise KeyError(f"no dtype named {name!r}; known: {known}") from None
+
+
+def zero_grad(parameters, set_to_none: bool = True) -> None:
+    """Reset the gradients of ``parameters``: to None (the default), or to zeros in place
+    (detached from any graph first), as ``Module.zero_grad`` and ``Optimizer.zero_grad``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.ones(2, requires_grad=True); w.sum().backward()
+    >>> torcia.library.zero_grad([w], set_to_none=False); w.grad
+    tensor([0., 0.])
+    """
+    for p in parameters:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            if p.grad.grad_fn is not None:
+                p.grad.detach_()
+            else:
+                p.grad.requires_grad_(False)
+            p.grad.zero_()
+
+
+# ---------------------------------------------------------------------------------------
+# the host fallback
+# ---------------------------------------------------------------------------------------
+
+
+def host_fallback(op: str, device_type: str, kernel: Callable | None = None) -> Callable:
+    """A kernel for ``device_type`` that runs ``op``'s reference kernel on the host.
+
+    The arrays of the device are copied to host memory, the NumPy reference kernel runs,
+    and its result is copied back: a device plugin registers it for the ops it has no
+    kernel of its own for (PyTorch's boxed CPU fallback), at a priority below its own.
+    ``kernel`` replaces the reference kernel (an op a plugin defines).
+
+    Examples
+    --------
+    >>> from torcia import library
+    >>> kernel = library.host_fallback("erfinv", "cpu")
+    >>> import numpy as np
+    >>> float(kernel(np.array([0.0]))[0])
+    0.0
+    """
+    fn = kernel
+    if fn is None:
+        try:
+            fn = ReferenceKernels().table()[op]
+        except KeyError:
+            raise KeyError(f"op {op!r} has no reference kernel to fall back to") from None
+
+    def to_host(backend, x):
+        if isinstance(x, (list, tuple)):
+            return type(x)(to_host(backend, v) for v in x)
+        if backend.xp is not None and isinstance(x, getattr(backend.xp, "ndarray", ())):
+            return backend.to_host(x)
+        return x
+
+    def fallback(*args, **params):
+        backend = get_backend(device_type)
+        out = fn(*(to_host(backend, a) for a in args), **params)
+        if isinstance(out, tuple):
+            return tuple(backend.from_host(o) for o in out)
+        return backend.from_host(out)
+
+    fallback.__name__ = f"{op}_host_fallback"
+    fallback.__qualname__ = fallback.__name__
+    return fallback

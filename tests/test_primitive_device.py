@@ -1,0 +1,133 @@
+"""A device backend that implements only the primitive ops runs whole training steps:
+the composite ops (linear, cross_entropy, conv, max_pool and their fused backward ops)
+run through their default decompositions, and autograd records the ops they decompose
+into. The results match the "cpu" device's.
+
+The device "prims" is a test plugin holding NumPy arrays in memory of its own (transfers
+copy), with the reference kernels of the primitives only.
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia.nn.functional as F
+from torcia import library, nn, plugins
+from torcia.library import Backend
+
+
+def _copy(array, index=None):
+    return np.array(array, copy=True)
+
+
+class PrimitivesOnly:
+    @torcia.hookimpl
+    def torcia_register_backends(self, registry):
+        registry.add(Backend("prims", np, to_host=_copy, from_host=_copy))
+
+    @torcia.hookimpl
+    def torcia_register_kernels(self, registry):
+        reference = library.ReferenceKernels().table()
+        for name in library.primitives():
+            if name in reference:
+                registry.add(name, "prims", reference[name])
+
+
+@pytest.fixture
+def prims():
+    pm = plugins.manager()
+    plugin = PrimitivesOnly()
+    pm.register(plugin, name="test-primitives-only")
+    for registry in list(plugins._state.registries.values()):
+        registry.reset()
+    yield "prims"
+    pm.unregister(plugin)
+    plugins._reset()
+
+
+def _train_step(model, x, y, device):
+    model = model.to(device)
+    opt = torcia.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+    loss = F.cross_entropy(model(x.to(device)), y.to(device), label_smoothing=0.1)
+    opt.zero_grad()
+    loss.backward()
+    opt.step()
+    return loss.item(), [p.detach().to("cpu").numpy().copy() for p in model.parameters()]
+
+
+def _compare(make, x, y, device):
+    torcia.manual_seed(0)
+    ref_model = make()
+    torcia.manual_seed(0)
+    model = make()
+    ref_loss, ref_params = _train_step(ref_model, x, y, "cpu")
+    loss, params = _train_step(model, x, y, device)
+    assert loss == pytest.approx(ref_loss, rel=1e-5)
+    for got, want in zip(params, ref_params):
+        np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-6)
+
+
+def test_the_device_lacks_every_composite(prims):
+    kernels = library.get_backend(prims).kernels
+    composites = [n for n, r in library.op_records().items() if not r.primitive]
+    assert composites and not [n for n in composites if n in kernels]
+    assert len(library.primitives()) == len(torcia.ops.ALL) - len(composites)
+
+
+def test_mlp_training_step_through_decompositions(prims):
+    torcia.manual_seed(1)
+    x, y = torcia.randn(6, 8), torcia.tensor([0, 1, 2, 0, 1, 2])
+    _compare(lambda: nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 3)), x, y,
+             prims)
+
+
+def test_cnn_training_step_through_decompositions(prims):
+    torcia.manual_seed(2)
+    x, y = torcia.randn(2, 2, 9, 9), torcia.tensor([1, 3])
+
+    def make():
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.ReLU(),
+                             nn.Conv2d(4, 4, 3, stride=2, padding=1, groups=2),
+                             nn.MaxPool2d(2, ceil_mode=True), nn.Flatten(),
+                             nn.Linear(4 * 3 * 3, 5))
+
+    _compare(make, x, y, prims)
+
+
+def test_decomposed_forward_matches_the_reference_kernels(prims):
+    torcia.manual_seed(3)
+    x = torcia.randn(2, 3, 7, 6)
+    w = torcia.randn(4, 3, 3, 2)
+    params = {"stride": (2, 1), "padding": ((1, 0), (0, 1)), "dilation": (1, 2), "groups": 1}
+    want = library.call("conv", (x, w, None), params)
+    got = library.call("conv", (x.to(prims), w.to(prims), None), params)
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+    pool = {"kernel_size": (3, 2), "stride": (2, 2), "padding": (1, 1), "dilation": (1, 1),
+            "ceil_mode": True}
+    values, index = library.call("max_pool", (x,), pool)
+    got_values, got_index = library.call("max_pool", (x.to(prims),), pool)
+    np.testing.assert_array_equal(got_values.to("cpu").numpy(), values.numpy())
+    np.testing.assert_array_equal(got_index.to("cpu").numpy(), index.numpy())
+
+
+def test_listing_names_native_and_decomposed_ops():
+    here = str(Path(__file__).parent)
+    code = (
+        "import json, sys, torcia\n"
+        f"sys.path.insert(0, {here!r})\n"
+        "import test_primitive_device as t\n"
+        "torcia.plugins.manager().register(t.PrimitivesOnly(), name='prims')\n"
+        "from torcia import __main__ as cli\n"
+        "cli.main(['plugins', '--json'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    device = json.loads(out)["devices"]["prims"]
+    assert {"linear", "conv", "cross_entropy", "max_pool"} <= set(device["decomposed"])
+    assert "matmul" in device["native"] and "conv" not in device["native"]
+    assert device["missing"] == []
