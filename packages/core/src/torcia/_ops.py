@@ -973,25 +973,118 @@ def _check_range(arr, size, dim, exc=IndexError):
             raise exc(f"index {bad} is out of bounds for dimension {dim} with size {size}")
 
 
+def _is_array_key(k):
+    return not (k is None or k is Ellipsis or isinstance(k, (slice, int, np.integer)))
+
+
+def _consumed(key):
+    """How many dimensions of the indexed tensor ``key`` uses (``...`` takes the rest)."""
+    return builtins.sum(
+        (k.ndim if k.dtype.kind == "b" else 1) if _is_array_key(k) else 1
+        for k in key if k is not None and k is not Ellipsis)
+
+
+def _torch_placement(key, shape):
+    """Where PyTorch puts the broadcast dimensions when NumPy would put them elsewhere.
+
+    NumPy counts an integer beside an index array as one more advanced index, so
+    ``x[1, :, [0, 4]]`` has its advanced indices apart and the broadcast dimensions go
+    first; PyTorch selects with the integer first and only the list is advanced, so they
+    stay in place. Returns ``(nb, p)`` (``nb`` broadcast dimensions that NumPy puts first
+    and PyTorch at output position ``p``), or None when both rules agree.
+    """
+    if builtins.any(isinstance(k, bool) for k in key):
+        return None
+    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))]
+    arrays = [i for i, k in enumerate(key) if _is_array_key(k)]
+    if not ints or not arrays:
+        return None
+    numpy_adv = sorted(ints + arrays)
+    if numpy_adv[-1] - numpy_adv[0] == len(numpy_adv) - 1:
+        return None  # adjacent in NumPy, hence in PyTorch too, at the same place
+    rest = [k for k in key if not isinstance(k, (int, np.integer))]
+    torch_adv = [i for i, k in enumerate(rest) if _is_array_key(k)]
+    if torch_adv[-1] - torch_adv[0] != len(torch_adv) - 1:
+        return None  # apart in both: the broadcast dimensions go first in both
+    consumed = _consumed(key)
+    p = 0
+    for k in rest[:torch_adv[0]]:
+        p += len(shape) - consumed if k is Ellipsis else 1
+    nb = len(np.broadcast_shapes(*(
+        (1,) if k.dtype.kind == "b" else k.shape for k in key if _is_array_key(k))))
+    return nb, p
+
+
+def _indexed_shape(key, shape, placement):
+    """The shape of ``input[key]`` under PyTorch's rule (``placement`` from above)."""
+    nb, p = placement
+    arrays = []
+    rest = []
+    dim = 0
+    consumed = _consumed(key)
+    for k in key:
+        if k is None:
+            rest.append(1)
+        elif k is Ellipsis:
+            n = len(shape) - consumed
+            rest.extend(shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            rest.append(len(range(*k.indices(shape[dim]))))
+            dim += 1
+        elif isinstance(k, (int, np.integer)):
+            dim += 1
+        elif k.dtype.kind == "b":
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        else:
+            arrays.append(k.shape)
+            dim += 1
+    return tuple(rest[:p]) + tuple(np.broadcast_shapes(*arrays)) + tuple(rest[p:])
+
+
+def _moved(nb, p, n, to_torch):
+    """The permutation between NumPy's layout (broadcast dimensions first) and PyTorch's."""
+    if to_torch:
+        return list(range(nb, nb + p)) + list(range(nb)) + list(range(nb + p, n))
+    return list(range(p, p + nb)) + list(range(p)) + list(range(p + nb, n))
+
+
 def getitem(input, key):
     """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
     key, advanced = _index_key(input, key)
     try:
-        return call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
+        out = call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
     except IndexError as exc:
         # NumPy's range error, in PyTorch's words
         raise IndexError(str(exc).replace(" for axis ", " for dimension ")) from None
+    placement = _torch_placement(key, input._data.shape) if advanced else None
+    if placement is not None:
+        out = contiguous(permute(out, _moved(*placement, out.ndim, True)))
+    return out
 
 
 def setitem(input, key, value):
     """``input[key] = value`` in place (recorded for autograd as an ``index_put``)."""
-    k, _ = _index_key(input, key)
+    k, advanced = _index_key(input, key)
     if not isinstance(value, Tensor):
         from torcia._creation import tensor
 
         value = tensor(value, dtype=input.dtype, device=input.device)
     elif value.dtype is not input.dtype:
         value = to_dtype(value, input.dtype)
+    placement = _torch_placement(k, input._data.shape) if advanced else None
+    if placement is not None and value.ndim:
+        target = _indexed_shape(k, input._data.shape, placement)
+        try:
+            np.broadcast_shapes(tuple(value.shape), target)
+            if value.ndim > len(target):
+                raise ValueError
+        except ValueError:
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                f"broadcast to indexing result of shape {list(target)}") from None
+        value = permute(expand(value, *target), _moved(*placement, len(target), False))
     inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
             input, value)
 
