@@ -16,6 +16,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
+from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
 # helpers
@@ -1526,6 +1527,171 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
 
 
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product``; with ``beta == 0`` ``input`` is ignored, NaN
+    and infinity included, as PyTorch's BLAS-style ops do."""
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        if input.requires_grad:
+            from torcia._creation import ones
+
+            # still in the graph, with a zero gradient, as PyTorch
+            keep = ones(tuple(product.shape), dtype=D.bool_, device=product.device)
+            return where(keep, product, input)
+        return product  # the shapes were checked: input broadcasts to the product's
+    return (input if beta == 1 else input * beta) + product
+
+
+def _check_out_shape(input, shape, name):
+    try:
+        ok = np.broadcast_shapes(tuple(input.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{name}: the input of shape {list(input.shape)} cannot be "
+                           f"broadcast to the result's shape {list(shape)}")
+
+
+@autocast_as("mv")
+def mv(input, vec):
+    """Matrix-vector product: ``input`` (n, m) times ``vec`` (m,) gives (n,).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mv(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]), torcia.tensor([1.0, -1.0]))
+    tensor([-1., -1.])
+    """
+    _matmul_dtype(input, vec, "mv")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, "
+                           f"{vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    return matmul(input, vec)
+
+
+@autocast_as("addmv")
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` (n, m) and a vector
+    ``vec`` (m,); ``input`` broadcasts to (n,) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addmv(torcia.ones(2), torcia.eye(2), torcia.tensor([2.0, 3.0]), alpha=2)
+    tensor([5., 7.])
+    """
+    product = mv(mat, vec)
+    _check_out_shape(input, tuple(product.shape), "addmv")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addr")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``; ``input`` broadcasts to
+    (len(vec1), len(vec2)) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addr(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor([[3., 4.],
+            [6., 8.]])
+    """
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    product = outer(vec1, vec2)
+    _check_out_shape(input, tuple(product.shape), "addr")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * bmm(batch1, batch2)``: (b, n, m) and (b, m, p) give
+    (b, n, p); ``input`` broadcasts to that shape and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.baddbmm(torcia.ones(1, 1, 1), torcia.ones(1, 1, 3), torcia.ones(1, 3, 1))
+    tensor([[[4.]]])
+    """
+    product = bmm(batch1, batch2)
+    _check_out_shape(input, tuple(product.shape), "baddbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``: the batch of products
+    (b, n, m) @ (b, m, p) summed into one (n, p) matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addbmm(torcia.zeros(1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1))
+    tensor([[6.]])
+    """
+    product = bmm(batch1, batch2).sum(0)
+    _check_out_shape(input, tuple(product.shape), "addbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("dist")
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast), as one 0-d tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    from torcia.linalg import vector_norm
+
+    return vector_norm(input - other, float(p))
+
+
+@autocast_as("cdist")
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (B, P, M) and each row of
+    ``x2`` (B, R, M): a (B, P, R) result; batch dimensions broadcast.
+
+    Computed from the differences for every ``compute_mode``: the matrix-product form that
+    PyTorch may use for ``p = 2`` loses accuracy for nearby points.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cdist(torcia.tensor([[0.0, 0.0]]), torcia.tensor([[3.0, 4.0], [0.0, 1.0]]))
+    tensor([[5., 1.]])
+    """
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
+                               f"{x.ndim}D")
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{x.dtype.name}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    from torcia.linalg import vector_norm
+
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
+    return vector_norm(diff, float(p), dim=-1)
+
+
 # ---------------------------------------------------------------------------------------
 # methods
 # ---------------------------------------------------------------------------------------
@@ -1546,7 +1712,8 @@ METHODS = (
        "tensor_split", "unbind", "gather", "scatter", "scatter_add", "index_select",
        "index_add", "index_copy", "index_put", "take_along_dim", "flip", "fliplr", "flipud",
        "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "matmul", "mm", "bmm",
-       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean")
+       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean", "mv",
+       "addmv", "addr", "addbmm", "baddbmm", "dist")
 )
 
 #: Methods with an in-place ``name_`` variant (computed out of place, then written back).
@@ -1557,7 +1724,8 @@ INPLACE = (
     + ("div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min", "clamp_max", "lerp",
        "addcmul", "addcdiv", "masked_fill", "nan_to_num", "round", "scatter", "scatter_add",
        "index_add", "index_copy", "index_put", "tril", "triu", "cumsum", "cumprod",
-       "multiply", "subtract", "divide", "true_divide")
+       "multiply", "subtract", "divide", "true_divide", "addmv", "addr", "addbmm",
+       "baddbmm")
 )
 
 
