@@ -279,7 +279,8 @@ class NNKernels:
                      for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
                                                          output_padding, padding))
         out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
-            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))])
+            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))]).astype(x.dtype,
+                                                                              copy=False)
         if b is not None:
             out += b.reshape((1, -1) + (1,) * len(kernel))
         return out

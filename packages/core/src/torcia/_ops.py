@@ -1519,6 +1519,14 @@ def tensordot(a, b, dims=2):
     else:
         dims = (tuple(_wrap_dim(d, a.ndim) for d in dims[0]),
                 tuple(_wrap_dim(d, b.ndim) for d in dims[1]))
+    if len(dims[0]) == a.ndim and len(dims[1]) == b.ndim:
+        return _full_contraction(a, b, dims)
+    return call("tensordot", (a, b), {"dims": dims})
+
+
+@autocast_as("dot")
+def _full_contraction(a, b, dims):
+    # PyTorch contracts every dimension through dot, which its CPU autocast leaves alone
     return call("tensordot", (a, b), {"dims": dims})
 
 
