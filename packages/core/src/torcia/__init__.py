@@ -24,8 +24,7 @@ See :mod:`torcia.hookspecs` for the hooks and :mod:`torcia.plugins` for allow/bl
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
+import importlib
 import sys
 
 # Parts ship as separate distributions into this package: let Python find ``torcia.<part>``
@@ -202,13 +201,16 @@ _PARTS = {
 _ALIASES = {"torcia.utils.data": "torcia.data"}
 
 
-class _PartFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _PartFinder:
     """Last on ``sys.meta_path``: reached only when no installed distribution provides a
     part. It serves aliases (``torcia.utils.data``) and turns a missing part into an error
-    that names the distribution to install."""
+    that names the distribution to install. (A finder and loader by protocol: subclassing
+    ``importlib.abc``'s would import ``importlib.resources`` with every ``import torcia``.)"""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in _ALIASES:
+            import importlib.util
+
             return importlib.util.spec_from_loader(fullname, self)
         head = fullname.split(".")
         # only the part itself: a missing submodule of an installed part is a plain error

@@ -33,10 +33,8 @@ Example of a whole plugin distribution (its ``pyproject.toml`` names the module)
 from __future__ import annotations
 
 import dataclasses
-import importlib.metadata
 import os
 import threading
-import tomllib
 import warnings
 from pathlib import Path
 
@@ -100,6 +98,8 @@ class Policy:
         self.block: dict[str, str] = {}
         path = _config_path()
         if path.is_file():
+            import tomllib
+
             try:
                 data = tomllib.loads(path.read_text())
             except (OSError, tomllib.TOMLDecodeError) as exc:
@@ -165,6 +165,8 @@ def register_builtin(name: str, plugin) -> None:
 
 
 def _core_version() -> str:
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("torcia-core")
     except importlib.metadata.PackageNotFoundError:
@@ -195,6 +197,9 @@ def manager() -> pluggy.PluginManager:
     with _state.lock:
         if _state.pm is not None:
             return _state.pm
+        # imported here, not at the top: ``import torcia`` discovers nothing and stays fast
+        import importlib.metadata
+
         pm = pluggy.PluginManager("torcia")
         for module in _state.spec_modules:
             pm.add_hookspecs(module)
