@@ -87,7 +87,7 @@ def full(tmp_path_factory, wheels):
 def env(tmp_path):
     """A clean environment for the subprocesses: no policy, no config file."""
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-            "TORCIA_CONFIG": str(tmp_path / "absent.toml")}
+            "XDG_CONFIG_HOME": str(tmp_path)}
 
 
 def listing(bin_dir, env) -> dict:

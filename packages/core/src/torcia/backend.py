@@ -68,7 +68,7 @@ class Backend:
         self.unavailable_reason = unavailable_reason
         self.kernels = KernelTable(name)
         self.kernel_providers: dict = {}
-        self._ranked: dict = {}  # op -> [(priority, order, fn)], best first
+        self._ranked: dict = {}  # op -> [(priority, order, fn, plugin)], best first
 
     def overridden(self, op: str, fn):
         """The kernel that ``fn`` (registered for ``op``) overrides, for delegating the
@@ -78,7 +78,7 @@ class Backend:
         for dtypes it does not support.
         """
         ranked = self._ranked.get(op, ())
-        for i, (_, _, kernel) in enumerate(ranked):
+        for i, (_, _, kernel, _) in enumerate(ranked):
             if kernel == fn:  # bound methods compare equal, not identical
                 return ranked[i + 1][2] if i + 1 < len(ranked) else None
         return None
@@ -96,7 +96,12 @@ class BackendRegistry(plugins.Registry):
 
 
 class KernelRegistry:
-    """Filled by ``torcia_register_kernels``: ``registry.add(op, device_type, fn, priority=0)``."""
+    """Filled by ``torcia_register_kernels``: ``registry.add(op, device_type, fn, priority=0)``.
+
+    A kernel from a plugin that is not one of torcia's own is checked as it runs: the
+    shape and dtype of its result must be those of the kernel it overrides (computed once
+    per input signature), or the op raises instead of returning a wrong answer.
+    """
 
     def __init__(self, backends: dict):
         self.backends = backends
@@ -105,27 +110,109 @@ class KernelRegistry:
     def add(self, op: str, device_type: str, fn, priority: int = 0) -> None:
         backend = self.backends.get(device_type)
         if backend is None:
+            known = {name.lower(): name for name in self.backends}
+            if device_type.lower() in known:
+                raise ValueError(f"kernel {op!r} is for device type {device_type!r}, which "
+                                 f"does not exist; device types are lower case: "
+                                 f"{known[device_type.lower()]!r}")
             # a plugin may ship kernels for a device whose backend is absent or blocked
+            info = plugins._state.infos.get(self.current_plugin or "")
+            if info is not None:
+                note = f"kernels for device type {device_type!r} ignored: no such backend"
+                if note not in info.notes:
+                    info.notes.append(note)
             return
         ranked = backend._ranked.setdefault(op, [])
         # among equal priorities the later registration wins, as before
-        ranked.append((priority, len(ranked), fn))
+        ranked.append((priority, len(ranked), fn, self.current_plugin))
         ranked.sort(key=lambda r: (-r[0], -r[1]))
         if ranked[0][2] is not fn:
             return
-        backend.kernels[op] = fn
-        backend.kernel_providers[op] = self.current_plugin
+        self._install(backend, op)
         info = plugins._state.infos.get(self.current_plugin or "")
         if info is not None:
             info.provides.append(f"kernel:{op}@{device_type}")
 
+    @staticmethod
+    def _install(backend, op):
+        ranked = backend._ranked.get(op)
+        if not ranked:
+            backend.kernels.pop(op, None)
+            backend.kernel_providers.pop(op, None)
+            return
+        _, _, fn, plugin = ranked[0]
+        info = plugins._state.infos.get(plugin or "")
+        below = ranked[1][2] if len(ranked) > 1 else None
+        if info is not None and not info.own and below is not None:
+            fn = _checked(op, backend.name, plugin, fn, below)
+        backend.kernels[op] = fn
+        backend.kernel_providers[op] = plugin
+
+    def rollback(self, plugin: str) -> None:
+        """Forget the kernels of ``plugin`` (it failed), restoring those it overrode."""
+        for backend in self.backends.values():
+            for op, ranked in list(backend._ranked.items()):
+                kept = [r for r in ranked if r[3] != plugin]
+                if len(kept) != len(ranked):
+                    backend._ranked[op] = kept
+                    self._install(backend, op)
+
+
+def _signature(args, params):
+    key = []
+    for a in args:
+        shape = getattr(a, "shape", None)
+        key.append((shape, str(a.dtype)) if shape is not None else a)
+    return (tuple(key), tuple(sorted(params.items())))
+
+
+def _meta(out):
+    if isinstance(out, tuple):
+        return tuple(_meta(o) for o in out)
+    shape = getattr(out, "shape", None)
+    return (tuple(shape), str(out.dtype)) if shape is not None else None
+
+
+def _checked(op, device_type, plugin, fn, reference):
+    """``fn`` checked against ``reference``: same result shapes and dtypes."""
+    expected: dict = {}
+
+    def kernel(*args, **params):
+        out = fn(*args, **params)
+        try:
+            key = _signature(args, params)
+            hash(key)
+        except TypeError:
+            return out  # unhashable parameters: nothing to remember the answer by
+        want = expected.get(key)
+        if want is None:
+            want = expected[key] = _meta(reference(*args, **params))
+        got = _meta(out)
+        if got != want:
+            raise RuntimeError(
+                f"the {op!r} kernel of plugin {plugin!r} on {device_type!r} returned "
+                f"{_describe(got)} where torcia expects {_describe(want)}: the plugin's "
+                "kernel is wrong (block the plugin to fall back to the kernel it overrides)")
+        return out
+
+    kernel.__wrapped__ = fn
+    return kernel
+
+
+def _describe(meta):
+    if isinstance(meta, tuple) and meta and isinstance(meta[0], tuple) and len(meta) == 2 \
+            and isinstance(meta[1], str):
+        return f"shape {meta[0]} of {meta[1]}"
+    return repr(meta)
+
 
 backends = BackendRegistry("device backend", "torcia_register_backends")
 _kernels_built = threading.Event()
-_build_lock = threading.Lock()
+_build_lock = threading.RLock()
 
 
 def _build():
+    plugins.check_reentry("the device and kernel tables")
     with _build_lock:
         if _kernels_built.is_set():
             return
@@ -151,6 +238,10 @@ class _KernelTables:
 
     build = staticmethod(_build)
     reset = staticmethod(_reset)
+
+    @staticmethod
+    def rollback(plugin):
+        KernelRegistry(backends._entries or {}).rollback(plugin)
 
 
 plugins._state.registries["torcia_register_kernels"] = _KernelTables()
