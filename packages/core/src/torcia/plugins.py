@@ -545,7 +545,9 @@ def _check_hook_names(pm) -> None:
         for hook in info.hooks:
             if hook in known:
                 continue
-            close = difflib.get_close_matches(hook, sorted(known), n=1, cutoff=0.85)
+            # close enough to be a typo, not another part's hook (0.95: a missing or
+            # extra letter, as torcia_register_loss for torcia_register_losses)
+            close = difflib.get_close_matches(hook, sorted(known), n=1, cutoff=0.95)
             if close:
                 _fail(info, f"implements {hook}, which no part defines (did you mean "
                             f"{close[0]}?)")
@@ -624,7 +626,7 @@ def _discover(pm, policy) -> None:
                 continue
         try:
             plugin = ep.load()
-        except Exception as exc:  # noqa: BLE001
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() at import too
             _state.infos[ep.name] = info
             _fail(info, f"{type(exc).__name__}: {exc}")
             continue
