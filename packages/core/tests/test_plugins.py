@@ -302,21 +302,18 @@ def _quiet(fn, *args):
 
 
 def test_a_wrong_parameter_name_fails_that_plugin_only(fakedev):
-    pytest.importorskip("torcia.nn")
-    import torcia.nn as nn
-
     install(fakedev, "reg-dist", {"wrongparam": "wrongparam_mod"}, {"wrongparam_mod": """
         import torcia
 
         @torcia.hookimpl
-        def torcia_register_losses(reg):
-            reg.add("mine", object())
+        def torcia_register_kernels(reg):
+            reg.add("neg", "cpu", None, priority=10)
     """})
-    with pytest.warns(plugins.PluginWarning, match="(?s)'wrongparam'.*torcia_register_losses"
+    with pytest.warns(plugins.PluginWarning, match="(?s)'wrongparam'.*torcia_register_kernels"
                                                    ".*reg"):
         assert torcia.ones(2).tolist() == [1.0, 1.0]
     assert infos_by_name()["wrongparam"].status == "failed"
-    assert nn.losses.get("cross_entropy") is not None
+    assert (-torcia.tensor([1.0], device="fakedev")).tolist() == [-1.0]
     assert cli.main(["plugins"]) == 0
 
 
@@ -433,24 +430,26 @@ def test_a_kernel_returning_the_wrong_shape_is_an_error(site):
 
 
 def test_built_in_names_win_a_clash(site):
-    pytest.importorskip("torcia.nn")
-    import torcia.nn as nn
-
     install(site, "hijack-dist", {"hijack": "hijack_mod"}, {"hijack_mod": """
+        import numpy as np
         import torcia
+        from torcia.backend import Backend
 
         @torcia.hookimpl
-        def torcia_register_losses(registry):
-            registry.add("mse", lambda **kwargs: "hijacked")
-            registry.add("hijack_loss", lambda **kwargs: "mine")
+        def torcia_register_backends(registry):
+            registry.add(Backend("cpu", np))  # core's name
+            registry.add(Backend("hijackdev", np))
     """})
-    with pytest.warns(plugins.PluginWarning, match=r"loss 'mse' of plugin 'hijack' "
+    with pytest.warns(plugins.PluginWarning, match=r"device backend 'cpu' of plugin 'hijack' "
                                                    r"\(hijack-dist\) was refused: plugin "
-                                                   r"'nn' \(torcia-nn\)"):
-        assert nn.losses.get("mse") != "hijacked"
-    assert nn.losses.get("cross_entropy") is not None
-    assert nn.losses.get("hijack_loss") == "mine"  # the rest of the plugin works
-    assert infos_by_name()["hijack"].status == "loaded"
+                                                   r"'core' \(torcia-core\)"):
+        assert torcia.device("cpu").backend.plugin == "core"
+    # the rest of the plugin works, and its listing says what was refused
+    assert torcia.device("hijackdev").backend.plugin == "hijack"
+    info = infos_by_name()["hijack"]
+    assert info.status == "loaded"
+    assert info.notes == ["device backend 'cpu' refused: already registered by core "
+                          "(torcia-core)"]
 
 
 def test_two_distributions_with_one_plugin_name_are_reported(fakedev):
