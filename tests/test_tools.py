@@ -161,3 +161,14 @@ def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake
         ["py", "-m", "pip", "install", "--no-build-isolation", core],
         ["py", "-m", "pip", "install", native],
     ]
+
+
+def test_every_distribution_ships_the_license():
+    # setuptools and scikit-build-core put a LICENSE next to pyproject.toml into the wheel
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License")
+    folders = [ROOT] + [part.path for part in parts.discover(ROOT).values()]
+    assert len(folders) > 10
+    for folder in folders:
+        assert (folder / "LICENSE").read_text() == text, folder
+        assert 'license = "BSD-3-Clause"' in (folder / "pyproject.toml").read_text(), folder
