@@ -643,3 +643,38 @@ def test_the_json_listing_names_module_file_and_hash(fakedev, capsys):
 
     assert entry["sha256"] == hashlib.sha256((fakedev / "fakedev_mod.py").read_bytes()
                                              ).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# A part that is not installed
+# ---------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def absent_part(monkeypatch):
+    """``torcia.gadgets``: a part of distribution torcia-gadgets, not installed."""
+    monkeypatch.setitem(torcia._PARTS, "gadgets", "torcia-gadgets")
+    monkeypatch.delitem(sys.modules, "torcia.gadgets", raising=False)
+    return "torcia.gadgets"
+
+
+def test_importing_an_absent_part_says_what_works(absent_part):
+    with pytest.raises(ModuleNotFoundError) as err:
+        importlib.import_module(absent_part)
+    message = str(err.value)
+    assert "part of the torcia-gadgets distribution, which is not installed" in message
+    assert "--find-links WHEELHOUSE torcia-gadgets" in message
+    assert "python tools/install_parts.py gadgets" in message
+    assert "not published on PyPI" in message
+    assert err.value.name == "torcia.gadgets"
+
+
+def test_asking_for_an_absent_part_answers_no(absent_part):
+    import importlib.util
+
+    assert importlib.util.find_spec(absent_part) is None
+    assert not hasattr(torcia, "gadgets")
+    with pytest.raises(AttributeError, match="torcia-gadgets distribution"):
+        torcia.gadgets  # noqa: B018
+    # an installed part still answers yes
+    assert importlib.util.find_spec("torcia.amp") is not None

@@ -125,6 +125,24 @@ class PluginInfo:
         return f"{self.distribution}:{self.name}"
 
 
+def install_hint(dist: str) -> str:
+    """How to install torcia distribution ``dist`` until the parts are published.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> hint = plugins.install_hint("torcia-optim")
+    >>> "--find-links WHEELHOUSE torcia-optim" in hint, "install_parts.py optim" in hint
+    (True, True)
+    """
+    short = dist[len("torcia-"):] if dist.startswith("torcia-") else dist
+    return (f"install {dist} from a wheelhouse of the parts (pip install --no-index "
+            f"--find-links WHEELHOUSE {dist}, the wheelhouse built with "
+            f"tools/build_wheels.py) or from a source checkout (python tools/install_parts.py "
+            f"{short}); torcia's parts are not published on PyPI, where a package of that "
+            "name would not be torcia's")
+
+
 def normalize(name: str) -> str:
     """A distribution name as PEP 503 compares them: ``Torcia_Evil`` -> ``torcia-evil``."""
     return re.sub(r"[-_.]+", "-", name).lower()
