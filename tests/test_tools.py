@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import build_wheels  # noqa: E402
 import check_deps  # noqa: E402
 import install_parts  # noqa: E402
 import parts  # noqa: E402
@@ -172,3 +173,26 @@ def test_every_distribution_ships_the_license():
     for folder in folders:
         assert (folder / "LICENSE").read_text() == text, folder
         assert 'license = "BSD-3-Clause"' in (folder / "pyproject.toml").read_text(), folder
+
+
+def test_build_wheels_builds_the_closure_and_downloads_third_party_wheels(fake_repo):
+    found = parts.discover(fake_repo)
+    selected = parts.closure(found, parts.lookup(found, "nn"))
+    paths = [str(fake_repo / "packages" / p) for p in ("core", "autograd", "nn")]
+    assert build_wheels.wheel_commands(selected, "wh", "py", with_deps=True) == [
+        ["py", "-m", "pip", "wheel", "--no-deps", "-w", "wh", *paths],
+        ["py", "-m", "pip", "download", "--only-binary", ":all:", "-d", "wh", "numpy>=1.26"],
+    ]
+
+
+def test_build_wheels_pins_each_wheel_by_sha256(tmp_path):
+    import hashlib
+
+    core = tmp_path / "torcia_core-0.1.0-py3-none-any.whl"
+    core.write_bytes(b"core wheel")
+    numpy = tmp_path / "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    numpy.write_bytes(b"numpy wheel")
+    text = build_wheels.requirements([core, numpy])
+    assert text == (
+        f"numpy==2.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'numpy wheel').hexdigest()}\n"
+        f"torcia-core==0.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'core wheel').hexdigest()}\n")

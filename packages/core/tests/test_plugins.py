@@ -590,7 +590,9 @@ def _locked(site, monkeypatch):
     config = site / "config.toml"
     config.write_text('[plugins]\nallow = ["pinned-dist"]\nlock = "plugins.lock"\n')
     monkeypatch.setenv("TORCIA_CONFIG", str(config))
-    monkeypatch.setattr(plugins, "is_own", lambda dist: False)  # lock the fake one alone
+    # lock the fake one alone: this checkout's editable installs are not pristine
+    monkeypatch.setattr(plugins, "is_own", lambda dist: False)
+    monkeypatch.setattr(plugins, "_core_dist", lambda: None)
     assert cli.main(["plugins", "lock", str(lock)]) == 0
     doc = json.loads(lock.read_text())
     assert [d["distribution"] for d in doc["distributions"]] == ["pinned-dist"]

@@ -445,6 +445,13 @@ def write_lock(path: Path) -> dict:
             "distribution": name, "version": ep.dist.version, "entry_points": {},
             "files": installed_files(ep.dist)})
         entry["entry_points"][ep.name] = ep.value
+    core = _core_dist()
+    if core is not None:
+        # the host itself: its files are checked too (they are imported before any lock
+        # is read, so a difference is an error rather than a refusal)
+        dists.setdefault("torcia-core", {
+            "distribution": "torcia-core", "version": core.version, "entry_points": {},
+            "files": installed_files(core)})
     doc = {"format": LOCK_FORMAT, "distributions": sorted(dists.values(),
                                                           key=lambda d: d["distribution"])}
     Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -615,6 +622,11 @@ def _discover(pm, policy) -> None:
     import importlib.metadata
 
     lock = read_lock(policy.lock[0]) if policy.lock is not None else None
+    core = _core_dist()
+    if lock is not None and core is not None and "torcia-core" in lock:
+        reason = _lock_check(lock["torcia-core"], core, core.version)
+        if reason:
+            raise PluginError(f"plugin lock {policy.lock[0]}: torcia-core: {reason}")
     seen: dict[str, PluginInfo] = {}
     for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
         dist = normalize(ep.dist.metadata["Name"]) if ep.dist else "unknown"
