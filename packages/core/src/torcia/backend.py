@@ -212,13 +212,13 @@ _build_lock = threading.RLock()
 
 
 def _build():
-    plugins.check_reentry("the device and kernel tables")
     with _build_lock:
         if _kernels_built.is_set():
             return
-        table = backends.build()
-        registry = KernelRegistry(table)
-        plugins.call_each("torcia_register_kernels", registry=registry)
+        with plugins.building("the device and kernel tables"):
+            table = backends.build()
+            registry = KernelRegistry(table)
+            plugins.call_each("torcia_register_kernels", registry=registry)
         _kernels_built.set()
 
 

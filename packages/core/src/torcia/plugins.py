@@ -330,8 +330,10 @@ def is_own(dist) -> bool:
     installed in the same place as torcia-core."""
     if dist is None or normalize(dist.metadata["Name"] or "") not in OWN:
         return False
-    core = _core_dist()
-    return core is not None and _base(core) is not None and _base(core) == _base(dist)
+    if _state.core_base is None:
+        core = _core_dist()
+        _state.core_base = (_base(core) if core is not None else None) or False
+    return bool(_state.core_base) and _state.core_base == _base(dist)
 
 
 def _b64_sha256(data: bytes) -> str:
@@ -472,6 +474,7 @@ class _State:
         self.builtins: list[tuple[str, object]] = []
         self.registries: dict[str, object] = {}
         self.policy: Policy | None = None
+        self.core_base = None  # where torcia-core is installed (False: nowhere known)
         self.local = threading.local()  # .hook: (plugin, hook name) while a hook runs
 
 
@@ -533,7 +536,7 @@ def _fail(info: PluginInfo, reason: str, status: str = "failed") -> None:
     what = "was refused" if status == "refused" else "was skipped"
     message = f"torcia plugin {info.name!r} ({info.distribution} {info.version}) {what}: {reason}"
     policy = _state.policy
-    if policy is not None and policy.strict and not info.own:
+    if policy is not None and policy.strict:
         raise PluginError(f"{message} (strict mode, set by {policy.strict})")
     warnings.warn(message, PluginWarning, stacklevel=3)
 
@@ -582,7 +585,7 @@ def _check_hook_names(pm) -> None:
 def check_unknown_hooks() -> list[PluginInfo]:
     """Fail every loaded plugin implementing a hook no installed part defines; call it
     once every part is imported (the listing and ``--check`` do). Returns those failed."""
-    pm = manager()
+    manager()
     known = set()
     for module in _state.spec_modules:
         known.update(_specs(module))
@@ -594,7 +597,6 @@ def check_unknown_hooks() -> list[PluginInfo]:
             _fail(info, f"implements {unknown[0]}, which no installed part defines"
                   + (f" (did you mean {close[0]}?)" if close else ""))
             failed.append(info)
-    del pm
     return failed
 
 
@@ -720,12 +722,38 @@ def current_hook() -> tuple[str, str] | None:
 
 def check_reentry(what: str) -> None:
     """Raise :class:`PluginReentryError` when a registration hook running on this thread
-    asks for ``what`` (a table still being built): waiting would hang for ever."""
-    running = current_hook()
-    if running is not None:
+    asks for ``what`` while ``what`` is being built: waiting for it would hang for ever,
+    and building it again would recurse."""
+    if what in _building():
+        running = current_hook()
+        who = f"plugin {running[0]!r}" if running else "a plugin"
+        hook = f"its {running[1]} hook" if running else "a registration hook"
         raise PluginReentryError(
-            f"plugin {running[0]!r} called into torcia ({what}) from its {running[1]} hook; "
-            "registration hooks must only register")
+            f"{who} called into torcia, which needs {what}, from {hook}; registration "
+            "hooks must only register")
+
+
+def _building() -> set:
+    tables = getattr(_state.local, "tables", None)
+    if tables is None:
+        tables = _state.local.tables = set()
+    return tables
+
+
+class building:
+    """Marks ``what`` as being built on this thread (see :func:`check_reentry`)."""
+
+    def __init__(self, what: str):
+        self.what = what
+
+    def __enter__(self):
+        check_reentry(self.what)
+        _building().add(self.what)
+        return self
+
+    def __exit__(self, *exc):
+        _building().discard(self.what)
+        return False
 
 
 def call_each(hook_name: str, **kwargs) -> None:
@@ -755,11 +783,10 @@ def call_each(hook_name: str, **kwargs) -> None:
             _state.local.hook = previous
             info = _state.infos.get(impl.plugin_name)
             reason = f"raised in {hook_name}: {type(exc).__name__}: {exc}"
-            if info is not None and not info.own:
+            if info is not None:
                 _fail(info, reason)
             else:
-                if info is not None:
-                    info.status, info.reason = "failed", reason
+                pm.unregister(name=impl.plugin_name)
                 warnings.warn(f"torcia plugin {impl.plugin_name!r} {reason}", PluginWarning,
                               stacklevel=2)
         finally:
@@ -778,6 +805,7 @@ def _reset() -> None:
     with _state.lock:
         _state.pm = None
         _state.policy = None
+        _state.core_base = None
         _state.infos.clear()
         for registry in _state.registries.values():
             registry.reset()
@@ -848,13 +876,13 @@ class Registry:
         if self._entries is None:
             with _state.lock:
                 if self._entries is None:
-                    check_reentry(f"the {self.kind} table")
-                    self._entries = {}
-                    try:
-                        call_each(self.hook_name, registry=self)
-                    except BaseException:
-                        self._entries = None
-                        raise
+                    with building(f"the {self.kind} table"):
+                        self._entries = {}
+                        try:
+                            call_each(self.hook_name, registry=self)
+                        except BaseException:
+                            self._entries = None
+                            raise
         return self._entries
 
     def names(self) -> list[str]:
