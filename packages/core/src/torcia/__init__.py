@@ -196,7 +196,7 @@ _thread_callbacks: list = []
 _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
-    "text": "torcia-text", "onnx": "torcia-onnx",
+    "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
 }
 _ALIASES = {"torcia.utils.data": "torcia.data"}
 

@@ -74,7 +74,8 @@ ENTRY_POINT_GROUP = "torcia"
 #: Distributions that make up torcia itself; their plugins pass any allowlist.
 PARTS = frozenset(
     "torcia-" + p
-    for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text")
+    for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text",
+              "distributions")
 )
 #: Every distribution of the torcia project (the parts and the project's own plugins):
 #: recognised as torcia's own when installed next to torcia-core.
