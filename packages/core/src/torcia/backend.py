@@ -8,6 +8,7 @@ looks its kernel up in ``device.kernels``, a plain dict.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -143,7 +144,7 @@ class KernelRegistry:
         _, _, fn, plugin = ranked[0]
         info = plugins._state.infos.get(plugin or "")
         below = ranked[1][2] if len(ranked) > 1 else None
-        if info is not None and not info.own and below is not None:
+        if info is not None and not info.own and below is not None and op in _checkable():
             fn = _checked(op, backend.name, plugin, fn, below)
         backend.kernels[op] = fn
         backend.kernel_providers[op] = plugin
@@ -156,6 +157,16 @@ class KernelRegistry:
                 if len(kept) != len(ranked):
                     backend._ranked[op] = kept
                     self._install(backend, op)
+
+
+@functools.cache
+def _checkable() -> frozenset:
+    """The ops whose overriding kernels are checked: core's pure ops. Running the
+    overridden kernel once more must change nothing, so random ops (they would draw from
+    the generator) and ops outside core's list (optimizer steps update in place) are not."""
+    from torcia import ops
+
+    return frozenset(ops.ALL) - frozenset(ops.CREATION) - {"dropout_mask"}
 
 
 def _signature(args, params):
