@@ -6,6 +6,7 @@ finds installed ones. ``test_plugins_install.py`` does the same with real instal
 """
 
 import importlib
+import importlib.metadata
 import json
 import sys
 import textwrap
@@ -477,6 +478,18 @@ def test_the_allowlist_names_distributions_not_entry_points(site, monkeypatch):
     infos = infos_by_name()
     assert infos["torcia-cpu"].status == "blocked"
     assert infos["lion"].status == "blocked"
+    assert "spoof_mod" not in sys.modules
+
+
+def test_a_third_party_plugin_cannot_take_the_name_of_one_of_torcias(site):
+    if not importlib.metadata.entry_points(group="torcia", name="cpu"):
+        pytest.skip("torcia-cpu is not installed")
+    # found first on sys.path, and still the one refused
+    install(site, "spoof-dist", {"cpu": "spoof_mod"},
+            {"spoof_mod": "raise SystemExit('spoof ran')"})
+    infos = infos_by_name()
+    assert infos["cpu"].distribution == "torcia-cpu" and infos["cpu"].status == "loaded"
+    assert infos["spoof-dist:cpu"].status == "refused"
     assert "spoof_mod" not in sys.modules
 
 

@@ -631,11 +631,15 @@ def _discover(pm, policy) -> None:
         if reason:
             raise PluginError(f"plugin lock {policy.lock[0]}: torcia-core: {reason}")
     seen: dict[str, PluginInfo] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+    # torcia's own first: a third-party plugin taking one of their names (found first on
+    # an earlier sys.path entry) is the one refused
+    found = [(ep, is_own(ep.dist)) for ep in importlib.metadata.entry_points(
+        group=ENTRY_POINT_GROUP)]
+    found.sort(key=lambda pair: not pair[1])
+    for ep, own in found:
         dist = normalize(ep.dist.metadata["Name"]) if ep.dist else "unknown"
         version = ep.dist.version if ep.dist else "unknown"
-        info = PluginInfo(ep.name, dist, version, "loaded", module=ep.value,
-                          own=is_own(ep.dist))
+        info = PluginInfo(ep.name, dist, version, "loaded", module=ep.value, own=own)
         if ep.name in _state.infos or ep.name in seen:
             first = _state.infos.get(ep.name) or seen[ep.name]
             info.name = f"{dist}:{ep.name}"
