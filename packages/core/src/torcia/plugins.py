@@ -504,8 +504,17 @@ def register_builtin(name: str, plugin) -> None:
     with _state.lock:
         _state.builtins.append((name, plugin))
         if _state.pm is not None:
-            _register(_state.pm, PluginInfo(name, "torcia-core", _core_version(), "loaded",
-                                            own=True), plugin)
+            _register(_state.pm, _builtin_info(name, plugin), plugin)
+
+
+def _builtin_info(name, plugin) -> PluginInfo:
+    import sys
+
+    module = getattr(plugin, "__module__", None) or getattr(plugin, "__name__", "")
+    path = getattr(sys.modules.get(module), "__file__", None) or ""
+    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""
+    return PluginInfo(name, "torcia-core", _core_version(), "loaded", module=module,
+                      file=path, sha256=digest, own=True)
 
 
 def _core_version() -> str:
@@ -692,8 +701,7 @@ def manager() -> pluggy.PluginManager:
             for module in _state.spec_modules:
                 pm.add_hookspecs(module)
             for name, plugin in _state.builtins:
-                _register(pm, PluginInfo(name, "torcia-core", _core_version(), "loaded",
-                                         own=True), plugin)
+                _register(pm, _builtin_info(name, plugin), plugin)
             specs_added = list(_state.spec_modules)
             _discover(pm, policy)
             # a part imported by loading its plugin (torcia.optim) added its specs meanwhile
