@@ -481,6 +481,17 @@ def test_the_allowlist_names_distributions_not_entry_points(site, monkeypatch):
     assert "spoof_mod" not in sys.modules
 
 
+def test_an_allowlist_naming_an_entry_point_says_which_distribution_to_name(fakedev,
+                                                                          monkeypatch):
+    monkeypatch.setenv("TORCIA_PLUGINS", "fakedev")
+    with pytest.warns(plugins.PluginWarning, match="allowlist entry 'fakedev' "
+                                                   r"\(TORCIA_PLUGINS\) is an entry-point "
+                                                   "name; allowlists name distributions: "
+                                                   "fake-dist"):
+        plugins.manager()
+    assert infos_by_name()["fakedev"].status == "blocked"
+
+
 def test_a_third_party_plugin_cannot_take_the_name_of_one_of_torcias(site):
     if not importlib.metadata.entry_points(group="torcia", name="cpu"):
         pytest.skip("torcia-cpu is not installed")

@@ -645,6 +645,7 @@ def _discover(pm, policy) -> None:
     found = [(ep, is_own(ep.dist)) for ep in importlib.metadata.entry_points(
         group=ENTRY_POINT_GROUP)]
     found.sort(key=lambda pair: not pair[1])
+    _warn_entry_point_allowlist(policy, found)
     for ep, own in found:
         dist = normalize(ep.dist.metadata["Name"]) if ep.dist else "unknown"
         version = ep.dist.version if ep.dist else "unknown"
@@ -680,6 +681,20 @@ def _discover(pm, policy) -> None:
         if info.file:
             info.sha256 = hashlib.sha256(Path(info.file).read_bytes()).hexdigest()
         _register(pm, info, plugin)
+
+
+def _warn_entry_point_allowlist(policy, found) -> None:
+    """An allowlist entry that names an entry point rather than a distribution admits
+    nothing (any distribution could choose that name): say which distribution to name."""
+    dists = {normalize(ep.dist.metadata["Name"]) for ep, _ in found if ep.dist}
+    for source, entries in policy.allowlists:
+        for entry in sorted(entries - dists):
+            owners = sorted({normalize(ep.dist.metadata["Name"]) for ep, _ in found
+                             if ep.dist and ep.name == entry})
+            if owners and ":" not in entry:
+                warnings.warn(f"allowlist entry {entry!r} ({source}) is an entry-point name; "
+                              f"allowlists name distributions: {', '.join(owners)}",
+                              PluginWarning, stacklevel=4)
 
 
 def manager() -> pluggy.PluginManager:
