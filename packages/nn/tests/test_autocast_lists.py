@@ -194,6 +194,19 @@ def _cpu_cases(L, F_):
         "norm": lambda t: t(4).norm(),
         "linalg_vector_norm": lambda t: L.linalg.vector_norm(t(4)),
         "linalg_inv": lambda t: L.linalg.inv(t(3, 3) + 3 * L.eye(3)),
+        "linalg_det": lambda t: L.linalg.det(t(3, 3)),
+        "linalg_slogdet": lambda t: L.linalg.slogdet(t(3, 3))[1],
+        "linalg_solve": lambda t: L.linalg.solve(t(3, 3) + 3 * L.eye(3), t(3)),
+        "linalg_svd": lambda t: L.linalg.svd(t(3, 3))[1],
+        "linalg_svdvals": lambda t: L.linalg.svdvals(t(3, 3)),
+        "linalg_qr": lambda t: L.linalg.qr(t(3, 3))[0],
+        "linalg_cholesky": lambda t: L.linalg.cholesky(L.eye(3) * 2 + 0 * t(3, 3)),
+        "linalg_eigh": lambda t: L.linalg.eigh(t(3, 3) + t(3, 3).mT)[0],
+        "linalg_eigvalsh": lambda t: L.linalg.eigvalsh(t(3, 3) + t(3, 3).mT),
+        "linalg_pinv": lambda t: L.linalg.pinv(t(3, 3)),
+        "linalg_matrix_norm": lambda t: L.linalg.matrix_norm(t(3, 3)),
+        "inverse": lambda t: L.inverse(t(3, 3) + 3 * L.eye(3)),
+        "det": lambda t: L.det(t(3, 3)),
         "max_pool3d": lambda t: F_.max_pool3d(t(1, 1, 4, 4, 4), 2),
         "avg_pool2d": lambda t: F_.avg_pool2d(t(1, 1, 4, 4), 2),
         "adaptive_avg_pool2d": lambda t: F_.adaptive_avg_pool2d(t(1, 1, 4, 4), 2),
@@ -209,6 +222,13 @@ def _cpu_cases(L, F_):
         "grid_sample": lambda t: F_.grid_sample(t(1, 1, 4, 4), t(1, 2, 2, 2).tanh(),
                                                 align_corners=False),
     }
+
+
+# where torcia's dtype under CPU autocast is not PyTorch's, and why (checked to still differ)
+KNOWN_DIFFERENCES = {
+    ("linalg_pinv", "float32"): "PyTorch's pinv is a composite whose matrix products run in "
+                                "bfloat16; torcia's is one op, on the float32 list",
+}
 
 
 @pytest.mark.torch
@@ -243,6 +263,9 @@ def test_cpu_autocast_dtypes_match_torch_op_by_op(low):
 
         with torcia.autocast("cpu", dtype=torcia.bfloat16):
             got = ours_cases[name](torcia_t).dtype
-        if str(got).replace("torcia.", "") != str(expected).replace("torch.", ""):
+        same = str(got).replace("torcia.", "") == str(expected).replace("torch.", "")
+        if (name, low) in KNOWN_DIFFERENCES:
+            assert not same, f"{name} now matches PyTorch: drop it from KNOWN_DIFFERENCES"
+        elif not same:
             differ[name] = (str(expected), str(got))
     assert not differ, f"PyTorch's dtype vs torcia's under CPU autocast: {differ}"
