@@ -10,6 +10,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import build_wheels  # noqa: E402
 import check_deps  # noqa: E402
 import install_parts  # noqa: E402
 import parts  # noqa: E402
@@ -130,13 +131,18 @@ def test_lookup_of_a_family_and_of_an_unknown_name(fake_repo):
         parts.lookup(found, "vision")
 
 
-def test_pip_commands_install_build_requirements_then_the_parts(fake_repo):
+def test_pip_commands_install_the_parts_and_no_build_tool(fake_repo):
     found = parts.discover(fake_repo)
     selected = parts.closure(found, parts.lookup(found, "autograd"))
     core, autograd = (str(fake_repo / "packages" / p) for p in ("core", "autograd"))
-    assert install_parts.pip_commands(selected, "py", editable=True) == [
-        ["py", "-m", "pip", "install", "setuptools>=77"],
+    # setuptools already there: built in place, quickly
+    assert install_parts.pip_commands(selected, "py", editable=True,
+                                      present={"setuptools"}) == [
         ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
+    ]
+    # not there: pip's isolated build brings it, and the environment does not get it
+    assert install_parts.pip_commands(selected, "py", editable=True) == [
+        ["py", "-m", "pip", "install", "-e", core, "-e", autograd],
     ]
     assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"]) == [
         ["py", "-m", "pip", "install", "-q", core, autograd],
@@ -152,8 +158,7 @@ def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake
     found = parts.discover(fake_repo)
     selected = parts.closure(found, parts.lookup(found, "native"))
     core, native = (str(fake_repo / p) for p in ("packages/core", "plugins/native"))
-    assert install_parts.pip_commands(selected, "py") == [
-        ["py", "-m", "pip", "install", "setuptools>=77"],
+    assert install_parts.pip_commands(selected, "py", present={"setuptools"}) == [
         ["py", "-m", "pip", "install", "--no-build-isolation", core],
         ["py", "-m", "pip", "install", native],
     ]
@@ -198,3 +203,37 @@ def test_the_repository_lists_every_part_in_its_architecture():
     arrows = check_deps.load_arrows(ROOT)
     assert arrows is not None
     assert set(arrows) == set(parts.discover())
+
+
+def test_every_distribution_ships_the_license():
+    # setuptools and scikit-build-core put a LICENSE next to pyproject.toml into the wheel
+    text = (ROOT / "LICENSE").read_text()
+    assert text.startswith("BSD 3-Clause License")
+    folders = [ROOT] + [part.path for part in parts.discover(ROOT).values()]
+    assert len(folders) > 10
+    for folder in folders:
+        assert (folder / "LICENSE").read_text() == text, folder
+        assert 'license = "BSD-3-Clause"' in (folder / "pyproject.toml").read_text(), folder
+
+
+def test_build_wheels_builds_the_closure_and_downloads_third_party_wheels(fake_repo):
+    found = parts.discover(fake_repo)
+    selected = parts.closure(found, parts.lookup(found, "nn"))
+    paths = [str(fake_repo / "packages" / p) for p in ("core", "autograd", "nn")]
+    assert build_wheels.wheel_commands(selected, "wh", "py", with_deps=True) == [
+        ["py", "-m", "pip", "wheel", "--no-deps", "-w", "wh", *paths],
+        ["py", "-m", "pip", "download", "--only-binary", ":all:", "-d", "wh", "numpy>=1.26"],
+    ]
+
+
+def test_build_wheels_pins_each_wheel_by_sha256(tmp_path):
+    import hashlib
+
+    core = tmp_path / "torcia_core-0.1.0-py3-none-any.whl"
+    core.write_bytes(b"core wheel")
+    numpy = tmp_path / "numpy-2.1.0-cp311-cp311-manylinux_2_17_x86_64.whl"
+    numpy.write_bytes(b"numpy wheel")
+    text = build_wheels.requirements([core, numpy])
+    assert text == (
+        f"numpy==2.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'numpy wheel').hexdigest()}\n"
+        f"torcia-core==0.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'core wheel').hexdigest()}\n")

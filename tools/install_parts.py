@@ -19,14 +19,17 @@ Every package and plugin, editable, into another environment::
 
     python tools/install_parts.py --editable --python .venv-test/bin/python packages plugins
 
-To be quick, parts built with setuptools are built without build isolation, after
-setuptools is installed into the target environment; ``--isolated`` builds every part in
-pip's own isolated environment instead.
+The target environment gets the parts and their dependencies, nothing else: a part whose
+build requirements (setuptools) the environment already has is built there without
+build isolation, which is quick; the others are built in pip's isolated build environment,
+so no build tool is installed as a side effect. ``--isolated`` isolates every build.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shlex
 import subprocess
 import sys
@@ -34,13 +37,28 @@ import sys
 import parts as repo
 
 
-def pip_commands(selected, python, editable=False, isolated=False, pip_args=()) -> list[list]:
+def _name(requirement: str) -> str:
+    return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def installed(python) -> set[str]:
+    """The normalised names of the distributions installed in ``python``'s environment."""
+    script = ("import importlib.metadata as m, json; "
+              "print(json.dumps(sorted({d.metadata['Name'] for d in m.distributions() "
+              "if d.metadata['Name']})))")
+    out = subprocess.run([python, "-c", script], capture_output=True, text=True, check=True)
+    return {_name(n) for n in json.loads(out.stdout)}
+
+
+def pip_commands(selected, python, editable=False, isolated=False, pip_args=(),
+                 present=frozenset()) -> list[list]:
     """The pip commands that install ``selected`` (and nothing else) with ``python``.
 
-    Parts built with setuptools are built without isolation, after their build requirements
-    are installed; the others (the C++ plugin's scikit-build-core) keep pip's isolation,
-    which also brings what their backend asks for on the fly (CMake, Ninja). They are
-    installed last: they are plugins, and what they depend on is installed by then.
+    Parts built with setuptools whose build requirements are ``present`` in the target
+    environment are built there without isolation; the others (and the C++ plugin's
+    scikit-build-core) keep pip's isolation, which brings what their backend asks for
+    into a throw-away environment. The isolated ones are installed last: they are
+    plugins, and what they depend on is installed by then.
     """
     pip = [python, "-m", "pip", "install", *pip_args]
 
@@ -49,11 +67,11 @@ def pip_commands(selected, python, editable=False, isolated=False, pip_args=()) 
 
     if isolated:
         return [pip + targets(selected)]
-    quick = [p for p in selected if p.build_backend.startswith("setuptools.build_meta")]
+    quick = [p for p in selected if p.build_backend.startswith("setuptools.build_meta")
+             and all(_name(r) in present for r in p.build_requires)]
     rest = [p for p in selected if p not in quick]
     commands = []
     if quick:
-        commands.append(pip + sorted({r for part in quick for r in part.build_requires}))
         commands.append(pip + ["--no-build-isolation"] + targets(quick))
     if rest:
         commands.append(pip + targets(rest))
@@ -85,7 +103,9 @@ def main(argv=None) -> int:
     keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
     named = [p for key in keys for p in repo.lookup(parts, key)]
     selected = repo.closure(parts, named, tests=args.with_tests)
-    commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg)
+    present = frozenset() if args.isolated else installed(args.python)
+    commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg,
+                            present)
     if args.with_tests:
         # the third-party test requirements (mpich, onnxruntime...), from the index
         others = sorted({r for part in named for r in part.other_test_requires})

@@ -87,7 +87,7 @@ def full(tmp_path_factory, wheels):
 def env(tmp_path):
     """A clean environment for the subprocesses: no policy, no config file."""
     return {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-            "TORCIA_CONFIG": str(tmp_path / "absent.toml")}
+            "XDG_CONFIG_HOME": str(tmp_path)}
 
 
 def listing(bin_dir, env) -> dict:
@@ -180,7 +180,31 @@ def test_a_plugin_failing_to_load_is_named_and_the_rest_works(full, env, tmp_pat
 
     result = run([full / "python", "-c", USE_DEVICE], env)
     assert result.stdout.strip() == "[1.0, 0.0]"
-    assert "PluginWarning: torcia plugin 'broken' (torcia-broken 1.0) failed to load" in (
-        result.stderr)
+    assert ("PluginWarning: torcia plugin 'broken' (torcia-broken 1.0) was skipped: "
+            "RuntimeError: no licence") in result.stderr
     broken = listing(full, env)["broken"]
     assert (broken["status"], broken["reason"]) == ("failed", "RuntimeError: no licence")
+
+
+def test_a_lock_pins_the_installed_plugins_and_refuses_a_modified_one(full, env, tmp_path):
+    # torcia-vision's dataset hook needs pillow, which this environment lacks: --check
+    # would rightly report it as failed
+    env["TORCIA_DISABLE_PLUGINS"] = "torcia-vision"
+    lock = tmp_path / "plugins.lock"
+    run([full / "torcia", "plugins", "lock", lock], env)
+    env["TORCIA_PLUGIN_LOCK"] = str(lock)
+    assert run([full / "torcia", "plugins", "--check"], env, check=False).returncode == 0
+    assert run([full / "python", "-c", USE_DEVICE], env).stdout.strip() == "[1.0, 0.0]"
+    module = next((full.parent / "lib").glob("python3*/site-packages/torcia_example/"
+                                             "__init__.py"))
+    original = module.read_bytes()
+    module.write_bytes(original + b"\nprint('modified code ran')\n")
+    try:
+        check = run([full / "torcia", "plugins", "--check"], env, check=False)
+        assert check.returncode == 1
+        assert "torcia_example/__init__.py was modified after locking" in check.stdout
+        result = run([full / "python", "-c", USE_DEVICE], env, check=False)
+        assert "modified code ran" not in result.stdout  # refused before it was imported
+        assert "which is refused (plugin lock" in result.stderr
+    finally:
+        module.write_bytes(original)

@@ -230,3 +230,58 @@ def test_permute_reshape_property(data):
     else:
         with pytest.raises(RuntimeError, match="view size is not compatible"):
             x.view(-1)
+
+
+# An integer beside an index list is a basic index in PyTorch: it selects first, and only
+# the lists decide where the broadcast dimensions go (NumPy would count it as advanced).
+INT_BESIDE_LIST = [
+    (1, slice(None), [0, 4]), (1, [0, 1], 2), (1, None, [0, 3]),
+    (1, Ellipsis, [0, 4]), (1, [[0], [2]], [0, 4]), ([0, 1], 1, [0, 4]), (2, None, slice(1), [1]),
+    ([0, 2], slice(None), 1), (slice(None), 1, [0, 4]), (Ellipsis, 1, [[1, 2]]),
+]
+
+
+def test_integer_beside_a_list_selects_first():
+    base = np.arange(60.0).reshape(3, 4, 5)
+    x = torcia.from_numpy(base.copy())
+    out = x[1, :, [0, 4]]
+    assert out.shape == (4, 2)
+    np.testing.assert_array_equal(out.numpy(), base[1][:, [0, 4]])
+    # the same rule for assignment: the value has the shape of the result, (4, 2)
+    value = np.arange(8.0).reshape(4, 2) + 100
+    x[1, :, [0, 4]] = torcia.from_numpy(value)
+    expected = base.copy()
+    expected[1][:, [0, 4]] = value
+    np.testing.assert_array_equal(x.numpy(), expected)
+    with pytest.raises(RuntimeError, match=r"indexing result of shape \[4, 2\]"):
+        x[1, :, [0, 4]] = torcia.zeros(2, 4)
+
+
+def test_integer_beside_a_list_gradient():
+    x = torcia.arange(60.0, dtype=torcia.float64).reshape(3, 4, 5).requires_grad_()
+    w = torcia.arange(8.0, dtype=torcia.float64).reshape(4, 2)
+    (x[1, :, [0, 4]] * w).sum().backward()
+    expected = np.zeros((3, 4, 5))
+    expected[1][:, [0, 4]] = w.numpy()
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    # assigned: the value's gradient comes back in the value's (4, 2) layout
+    value = torcia.arange(8.0, dtype=torcia.float64).reshape(4, 2).requires_grad_()
+    y = torcia.zeros(3, 4, 5, dtype=torcia.float64)
+    y[1, :, [0, 4]] = value
+    weight = np.arange(60.0).reshape(3, 4, 5)
+    (y * torcia.from_numpy(weight)).sum().backward()
+    np.testing.assert_array_equal(value.grad.numpy(), weight[1][:, [0, 4]])
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("key", INT_BESIDE_LIST, ids=str)
+def test_integer_beside_a_list_matches_torch(key):
+    torch = pytest.importorskip("torch")
+    base = np.arange(60.0).reshape(3, 4, 5)
+    ours, theirs = torcia.from_numpy(base.copy()), torch.from_numpy(base.copy())
+    assert tuple(ours[key].shape) == tuple(theirs[key].shape)
+    np.testing.assert_array_equal(ours[key].numpy(), theirs[key].numpy())
+    value = np.random.default_rng(0).random(tuple(theirs[key].shape))
+    ours[key] = torcia.from_numpy(value)
+    theirs[key] = torch.from_numpy(value)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

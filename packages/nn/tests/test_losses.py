@@ -237,7 +237,8 @@ def fake_loss_dist(tmp_path, monkeypatch):
     plugins are rediscovered before and after."""
     for var in ("TORCIA_PLUGINS", "TORCIA_DISABLE_PLUGINS"):
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("TORCIA_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.delenv("TORCIA_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file there
     info = tmp_path / "fake_losses-1.0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: fake-losses\nVersion: 1.0\n")
@@ -309,7 +310,7 @@ def test_the_focal_loss_distribution_pip_installed_into_a_fresh_venv(tmp_path):
     _run(pip + ["numpy", "pluggy", "setuptools"])  # setuptools: the build backend
     _run(pip + ["--no-deps", "--no-build-isolation", *sources])
     env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path),
-           "TORCIA_CONFIG": str(tmp_path / "absent.toml")}
+           "XDG_CONFIG_HOME": str(tmp_path)}
     script = textwrap.dedent("""
         import torcia, torcia.nn as nn
         print(nn.losses.provider("focal"), nn.FocalLoss.__module__)

@@ -52,7 +52,7 @@ def run_in(venv, **env):
     python, home = venv
     environ = {k: v for k, v in os.environ.items()
                if not k.startswith(("TORCIA_", "PYTHON", "VIRTUAL_ENV"))}
-    environ["TORCIA_CONFIG"] = str(home / "absent.toml")
+    environ["XDG_CONFIG_HOME"] = str(home)  # no config file there
     environ.update(env)
     done = subprocess.run([python, "-c", SCRIPT], cwd=home, env=environ, check=True,
                           capture_output=True, text=True)

@@ -48,7 +48,8 @@ def blocked(monkeypatch, tmp_path):
         pytest.skip("torcia-lion is not installed (pip install plugins/lion)")
     monkeypatch.delenv("TORCIA_PLUGINS", raising=False)
     monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "lion")
-    monkeypatch.setenv("TORCIA_CONFIG", str(tmp_path / "absent.toml"))
+    monkeypatch.delenv("TORCIA_CONFIG", raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file there
     plugins._reset()
     yield
     monkeypatch.undo()

@@ -24,8 +24,7 @@ See :mod:`torcia.hookspecs` for the hooks and :mod:`torcia.plugins` for allow/bl
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
+import importlib
 import sys
 
 # Parts ship as separate distributions into this package: let Python find ``torcia.<part>``
@@ -204,23 +203,23 @@ _PARTS = {
 _ALIASES = {"torcia.utils.data": "torcia.data"}
 
 
-class _PartFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+class _PartFinder:
     """Last on ``sys.meta_path``: reached only when no installed distribution provides a
-    part. It serves aliases (``torcia.utils.data``) and turns a missing part into an error
-    that names the distribution to install."""
+    part. It serves aliases (``torcia.utils.data``) and turns the import of a missing part
+    into an error that says how to install it; asked by ``importlib.util.find_spec`` it
+    answers None, as for any module that is not there. (A finder and loader by protocol:
+    subclassing ``importlib.abc``'s would import ``importlib.resources`` with every
+    ``import torcia``.)"""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname in _ALIASES:
+            import importlib.util
+
             return importlib.util.spec_from_loader(fullname, self)
         head = fullname.split(".")
         # only the part itself: a missing submodule of an installed part is a plain error
-        if len(head) == 2 and head[0] == "torcia" and head[1] in _PARTS:
-            dist = _PARTS[head[1]]
-            raise ModuleNotFoundError(
-                f"No module named {fullname!r}: it is part of the {dist} distribution, which "
-                f"is not installed (pip install {dist})",
-                name=fullname,
-            )
+        if len(head) == 2 and head[0] == "torcia" and head[1] in _PARTS and _importing():
+            raise ModuleNotFoundError(_missing_part(fullname), name=fullname)
         return None
 
     def create_module(self, spec):
@@ -228,6 +227,25 @@ class _PartFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def exec_module(self, module):
         return None
+
+
+def _importing() -> bool:
+    # importlib.util.find_spec and pkgutil ask the same finders as an import statement
+    # does; only an import should raise, a query answers None
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if (code.co_name == "find_spec" and "importlib" in code.co_filename
+                and "util" in code.co_filename) or code.co_filename.endswith("pkgutil.py"):
+            return False
+        frame = frame.f_back
+    return True
+
+
+def _missing_part(fullname) -> str:
+    dist = _PARTS[fullname.split(".")[1]]
+    return (f"No module named {fullname!r}: it is part of the {dist} distribution, which is "
+            f"not installed; {plugins.install_hint(dist)}")
 
 
 if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_path):
@@ -238,5 +256,11 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub"):
-        return importlib.import_module(f"torcia.{name}")
+        try:
+            return importlib.import_module(f"torcia.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"torcia.{name}":
+                raise  # a part that is there but misses something of its own
+            # an AttributeError, so that hasattr(torcia, "optim") answers False
+            raise AttributeError(_missing_part(f"torcia.{name}")) from None
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

@@ -2,8 +2,14 @@
 
 ``plugins`` lists every plugin found in the ``torcia`` entry-point group, torcia's own parts
 included: its distribution and version, the hooks it implements, whether it is loaded,
-blocked or failed (and why), and what it registered, grouped by kind and device. ``--json``
-prints the same as one JSON document for scripts and audits.
+blocked, refused or failed (and why), and what it registered, grouped by kind and device.
+``--json`` prints the same as one JSON document for scripts and audits (with each plugin's
+module, file and the file's sha256). ``--check`` exits with status 1 when any plugin failed
+or was refused, or when no plugin lock is in force (everything is then unpinned).
+
+``plugins lock [PATH]`` writes a lock file of the plugins the policy lets load (see
+:mod:`torcia.plugins`); with ``lock = PATH`` in the config (or ``TORCIA_PLUGIN_LOCK``), a
+plugin that differs from it is refused before its code is imported.
 """
 
 from __future__ import annotations
@@ -41,7 +47,14 @@ def _policy_lines(policy: plugins.Policy) -> list[str]:
         if table:
             entries = ", ".join(f"{name} ({source})" for name, source in sorted(table.items()))
             lines.append(f"{label}: {entries}")
-    return lines or ["no allowlist or blocklist in force"]
+    lines = lines or ["no allowlist or blocklist in force"]
+    if policy.lock is not None:
+        lines.append(f"plugin lock: {policy.lock[0]} ({policy.lock[1]})")
+    if policy.strict:
+        lines.append(f"strict mode ({policy.strict})")
+    if policy.locked_by:
+        lines.append(f"policy locked by the {policy.locked_by}")
+    return lines
 
 
 def _devices() -> dict[str, dict[str, list[str]]]:
@@ -74,6 +87,8 @@ def _print_text(infos, policy, verbose: bool) -> None:
         print(f"\n{info.name}  [{info.distribution} {info.version}]  {status}")
         if info.hooks:
             print(f"  hooks: {', '.join(info.hooks)}")
+        for note in info.notes:
+            print(f"  note: {note}")
         for kind, names in _groups(info.provides).items():
             shown = names if verbose or len(names) <= _SHOWN else names[:_SHOWN] + ["..."]
             print(f"  {kind} ({len(names)}): {', '.join(shown)}")
@@ -91,7 +106,9 @@ def _print_text(infos, policy, verbose: bool) -> None:
 def _print_json(infos, policy) -> None:
     doc = {
         "torcia": torcia.__version__,
-        "policy": {"allow": policy.allow, "block": policy.block},
+        "policy": {"allow": policy.allow, "block": policy.block,
+                   "lock": str(policy.lock[0]) if policy.lock else None,
+                   "strict": bool(policy.strict), "locked_by": policy.locked_by},
         "plugins": [
             dataclasses.asdict(info) | {"provides_by_kind": _groups(info.provides)}
             for info in infos
@@ -119,17 +136,49 @@ def _import_packages(infos) -> None:
 
 
 def _plugins_command(args) -> int:
+    if args.action == "lock":
+        return _lock_command(args)
     # A plugin that fails warns as it loads; the listing reports the same failure with its
     # reason, so the warning would only say it twice.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", plugins.PluginWarning)
-        _import_packages(plugins.plugin_infos())
-        infos = plugins.plugin_infos()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", plugins.PluginWarning)
+            _import_packages(plugins.plugin_infos())
+            # every installed part has added its hook specifications by now
+            plugins.check_unknown_hooks()
+            infos = plugins.plugin_infos()
+    except (plugins.PluginConfigError, plugins.PluginError) as exc:
+        print(f"torcia: {exc}", file=sys.stderr)
+        return 1
     policy = plugins.Policy()
     if args.json:
         _print_json(infos, policy)
     else:
         _print_text(infos, policy, args.verbose)
+    if args.check:
+        return _check(infos, policy)
+    return 0
+
+
+def _check(infos, policy) -> int:
+    problems = [f"{i.ident}: {i.status}: {i.reason}" for i in infos
+                if i.status in ("failed", "refused")]
+    if policy.lock is None:
+        problems.append("no plugin lock in force: every plugin is unpinned (write one with "
+                        "'torcia plugins lock PATH' and name it as lock = PATH in the config)")
+    for line in problems:
+        print(f"torcia plugins --check: {line}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def _lock_command(args) -> int:
+    try:
+        doc = plugins.write_lock(args.path)
+    except (plugins.PluginConfigError, plugins.PluginError, OSError) as exc:
+        print(f"torcia: cannot write the plugin lock: {exc}", file=sys.stderr)
+        return 1
+    count = sum(len(d["files"]) for d in doc["distributions"])
+    print(f"wrote {args.path}: {len(doc['distributions'])} distribution(s), {count} file(s)")
     return 0
 
 
@@ -144,6 +193,13 @@ def _parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "-v", "--verbose", action="store_true", help="list every name a plugin provides"
     )
+    listing.add_argument("--check", action="store_true",
+                         help="exit with status 1 when a plugin failed, was refused or is "
+                              "unpinned")
+    listing.add_argument("action", nargs="?", choices=["lock"],
+                         help="lock: write a lock file of the plugins that load")
+    listing.add_argument("path", nargs="?", default="torcia-plugins.lock",
+                         help="the lock file to write (default: torcia-plugins.lock)")
     listing.set_defaults(run=_plugins_command)
     return parser
 

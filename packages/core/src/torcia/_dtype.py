@@ -53,6 +53,43 @@ def _bfloat16_np():
     return np.dtype(ml_dtypes.bfloat16)
 
 
+class _LazyDtype(dtype):
+    """A dtype whose NumPy dtype comes from an optional library, imported on first use:
+    ml_dtypes takes most of a second to import, which every ``import torcia`` (each
+    DataLoader worker, each ``torcia-run`` rank) would otherwise pay."""
+
+    __slots__ = ("_load", "_np")
+
+    def __init__(self, name, load, itemsize):
+        # a floating dtype (the only kind an optional library provides here)
+        self.name = name
+        self.itemsize = itemsize
+        self.category = 2
+        self.is_floating_point = self.is_signed = True
+        self._load = load
+
+    @property
+    def np(self):
+        try:
+            return self._np
+        except AttributeError:
+            self._np = self._load()
+            if self._np is not None:
+                FROM_NUMPY[self._np] = self
+            return self._np
+
+
+class _FromNumpy(dict):
+    """NumPy dtype -> torcia dtype; a lazy dtype's entry is added when first asked for."""
+
+    def __missing__(self, key):
+        for d in ALL:
+            if isinstance(d, _LazyDtype) and d.name == getattr(key, "name", None) and (
+                    d.np == key):
+                return d
+        raise KeyError(key)
+
+
 bool_ = dtype("bool", np.dtype(np.bool_), 0)
 uint8 = dtype("uint8", np.dtype(np.uint8), 1)
 int8 = dtype("int8", np.dtype(np.int8), 1)
@@ -60,7 +97,7 @@ int16 = dtype("int16", np.dtype(np.int16), 1)
 int32 = dtype("int32", np.dtype(np.int32), 1)
 int64 = dtype("int64", np.dtype(np.int64), 1)
 float16 = dtype("float16", np.dtype(np.float16), 2)
-bfloat16 = dtype("bfloat16", _bfloat16_np(), 2)
+bfloat16 = _LazyDtype("bfloat16", _bfloat16_np, 2)
 float32 = dtype("float32", np.dtype(np.float32), 2)
 float64 = dtype("float64", np.dtype(np.float64), 2)
 
@@ -70,7 +107,8 @@ _NAMES.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
      "short": int16}
 )
-FROM_NUMPY = {d.np: d for d in ALL if d.np is not None}
+FROM_NUMPY = _FromNumpy(
+    (d.np, d) for d in ALL if not isinstance(d, _LazyDtype))
 
 
 def _by_name(name: str) -> dtype:

@@ -340,7 +340,8 @@ class NNKernels:
                                f"output size per channel: {list(size)}. Output size is too "
                                "small")
         out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
-            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))])
+            slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))]).astype(x.dtype,
+                                                                              copy=False)
         if b is not None:
             out += b.reshape((1, -1) + (1,) * len(kernel))
         return out

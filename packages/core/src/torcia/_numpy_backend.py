@@ -459,8 +459,11 @@ class Reference(NNKernels, ExtraKernels):
         return _keep(self.xp.outer(a, b), a)
 
     def einsum(self, *operands, equation):
-        return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2),
-                     operands[0])
+        like = operands[0]
+        if like.dtype.name == "bfloat16":
+            # NumPy's einsum refuses ml_dtypes' bfloat16: sum in float32, round once
+            operands = tuple(o.astype(np.float32) for o in operands)
+        return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2), like)
 
     def tensordot(self, a, b, dims):
         return _keep(self.xp.tensordot(a, b, axes=dims), a)

@@ -16,6 +16,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
+from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
 # helpers
@@ -976,25 +977,118 @@ def _check_range(arr, size, dim, exc=IndexError, negative=True, message=None):
                                  f"{size}")
 
 
+def _is_array_key(k):
+    return not (k is None or k is Ellipsis or isinstance(k, (slice, int, np.integer)))
+
+
+def _consumed(key):
+    """How many dimensions of the indexed tensor ``key`` uses (``...`` takes the rest)."""
+    return builtins.sum(
+        (k.ndim if k.dtype.kind == "b" else 1) if _is_array_key(k) else 1
+        for k in key if k is not None and k is not Ellipsis)
+
+
+def _torch_placement(key, shape):
+    """Where PyTorch puts the broadcast dimensions when NumPy would put them elsewhere.
+
+    NumPy counts an integer beside an index array as one more advanced index, so
+    ``x[1, :, [0, 4]]`` has its advanced indices apart and the broadcast dimensions go
+    first; PyTorch selects with the integer first and only the list is advanced, so they
+    stay in place. Returns ``(nb, p)`` (``nb`` broadcast dimensions that NumPy puts first
+    and PyTorch at output position ``p``), or None when both rules agree.
+    """
+    if builtins.any(isinstance(k, bool) for k in key):
+        return None
+    ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))]
+    arrays = [i for i, k in enumerate(key) if _is_array_key(k)]
+    if not ints or not arrays:
+        return None
+    numpy_adv = sorted(ints + arrays)
+    if numpy_adv[-1] - numpy_adv[0] == len(numpy_adv) - 1:
+        return None  # adjacent in NumPy, hence in PyTorch too, at the same place
+    rest = [k for k in key if not isinstance(k, (int, np.integer))]
+    torch_adv = [i for i, k in enumerate(rest) if _is_array_key(k)]
+    if torch_adv[-1] - torch_adv[0] != len(torch_adv) - 1:
+        return None  # apart in both: the broadcast dimensions go first in both
+    consumed = _consumed(key)
+    p = 0
+    for k in rest[:torch_adv[0]]:
+        p += len(shape) - consumed if k is Ellipsis else 1
+    nb = len(np.broadcast_shapes(*(
+        (1,) if k.dtype.kind == "b" else k.shape for k in key if _is_array_key(k))))
+    return nb, p
+
+
+def _indexed_shape(key, shape, placement):
+    """The shape of ``input[key]`` under PyTorch's rule (``placement`` from above)."""
+    nb, p = placement
+    arrays = []
+    rest = []
+    dim = 0
+    consumed = _consumed(key)
+    for k in key:
+        if k is None:
+            rest.append(1)
+        elif k is Ellipsis:
+            n = len(shape) - consumed
+            rest.extend(shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            rest.append(len(range(*k.indices(shape[dim]))))
+            dim += 1
+        elif isinstance(k, (int, np.integer)):
+            dim += 1
+        elif k.dtype.kind == "b":
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        else:
+            arrays.append(k.shape)
+            dim += 1
+    return tuple(rest[:p]) + tuple(np.broadcast_shapes(*arrays)) + tuple(rest[p:])
+
+
+def _moved(nb, p, n, to_torch):
+    """The permutation between NumPy's layout (broadcast dimensions first) and PyTorch's."""
+    if to_torch:
+        return list(range(nb, nb + p)) + list(range(nb)) + list(range(nb + p, n))
+    return list(range(p, p + nb)) + list(range(p)) + list(range(p + nb, n))
+
+
 def getitem(input, key):
     """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
     key, advanced = _index_key(input, key)
     try:
-        return call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
+        out = call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
     except IndexError as exc:
         # NumPy's range error, in PyTorch's words
         raise IndexError(str(exc).replace(" for axis ", " for dimension ")) from None
+    placement = _torch_placement(key, input._data.shape) if advanced else None
+    if placement is not None:
+        out = contiguous(permute(out, _moved(*placement, out.ndim, True)))
+    return out
 
 
 def setitem(input, key, value):
     """``input[key] = value`` in place (recorded for autograd as an ``index_put``)."""
-    k, _ = _index_key(input, key)
+    k, advanced = _index_key(input, key)
     if not isinstance(value, Tensor):
         from torcia._creation import tensor
 
         value = tensor(value, dtype=input.dtype, device=input.device)
     elif value.dtype is not input.dtype:
         value = to_dtype(value, input.dtype)
+    placement = _torch_placement(k, input._data.shape) if advanced else None
+    if placement is not None and value.ndim:
+        target = _indexed_shape(k, input._data.shape, placement)
+        try:
+            np.broadcast_shapes(tuple(value.shape), target)
+            if value.ndim > len(target):
+                raise ValueError
+        except ValueError:
+            raise RuntimeError(
+                f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
+                f"broadcast to indexing result of shape {list(target)}") from None
+        value = permute(expand(value, *target), _moved(*placement, len(target), False))
     inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
             input, value)
 
@@ -1433,12 +1527,185 @@ def tensordot(a, b, dims=2):
     else:
         dims = (tuple(_wrap_dim(d, a.ndim) for d in dims[0]),
                 tuple(_wrap_dim(d, b.ndim) for d in dims[1]))
+    if len(dims[0]) == a.ndim and len(dims[1]) == b.ndim:
+        return _full_contraction(a, b, dims)
+    return call("tensordot", (a, b), {"dims": dims})
+
+
+@autocast_as("dot")
+def _full_contraction(a, b, dims):
+    # PyTorch contracts every dimension through dot, which its CPU autocast leaves alone
     return call("tensordot", (a, b), {"dims": dims})
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)``."""
     return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product``; with ``beta == 0`` ``input`` is ignored, NaN
+    and infinity included, as PyTorch's BLAS-style ops do."""
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        if input.requires_grad:
+            from torcia._creation import ones
+
+            # still in the graph, with a zero gradient, as PyTorch
+            keep = ones(tuple(product.shape), dtype=D.bool_, device=product.device)
+            return where(keep, product, input)
+        return product  # the shapes were checked: input broadcasts to the product's
+    return (input if beta == 1 else input * beta) + product
+
+
+def _check_out_shape(input, shape, name):
+    try:
+        ok = np.broadcast_shapes(tuple(input.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{name}: the input of shape {list(input.shape)} cannot be "
+                           f"broadcast to the result's shape {list(shape)}")
+
+
+@autocast_as("mv")
+def mv(input, vec):
+    """Matrix-vector product: ``input`` (n, m) times ``vec`` (m,) gives (n,).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mv(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]), torcia.tensor([1.0, -1.0]))
+    tensor([-1., -1.])
+    """
+    _matmul_dtype(input, vec, "mv")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, "
+                           f"{vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    return matmul(input, vec)
+
+
+@autocast_as("addmv")
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` (n, m) and a vector
+    ``vec`` (m,); ``input`` broadcasts to (n,) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addmv(torcia.ones(2), torcia.eye(2), torcia.tensor([2.0, 3.0]), alpha=2)
+    tensor([5., 7.])
+    """
+    product = mv(mat, vec)
+    _check_out_shape(input, tuple(product.shape), "addmv")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addr")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``; ``input`` broadcasts to
+    (len(vec1), len(vec2)) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addr(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor([[3., 4.],
+            [6., 8.]])
+    """
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    product = outer(vec1, vec2)
+    _check_out_shape(input, tuple(product.shape), "addr")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * bmm(batch1, batch2)``: (b, n, m) and (b, m, p) give
+    (b, n, p); ``input`` broadcasts to that shape and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.baddbmm(torcia.ones(1, 1, 1), torcia.ones(1, 1, 3), torcia.ones(1, 3, 1))
+    tensor([[[4.]]])
+    """
+    product = bmm(batch1, batch2)
+    _check_out_shape(input, tuple(product.shape), "baddbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``: the batch of products
+    (b, n, m) @ (b, m, p) summed into one (n, p) matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addbmm(torcia.zeros(1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1))
+    tensor([[6.]])
+    """
+    product = bmm(batch1, batch2).sum(0)
+    _check_out_shape(input, tuple(product.shape), "addbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("dist")
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast), as one 0-d tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    from torcia.linalg import vector_norm
+
+    return vector_norm(input - other, float(p))
+
+
+@autocast_as("cdist")
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (B, P, M) and each row of
+    ``x2`` (B, R, M): a (B, P, R) result; batch dimensions broadcast.
+
+    Computed from the differences for every ``compute_mode``: the matrix-product form that
+    PyTorch may use for ``p = 2`` loses accuracy for nearby points.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cdist(torcia.tensor([[0.0, 0.0]]), torcia.tensor([[3.0, 4.0], [0.0, 1.0]]))
+    tensor([[5., 1.]])
+    """
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
+                               f"{x.ndim}D")
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{x.dtype.name}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    from torcia.linalg import vector_norm
+
+    diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
+    return vector_norm(diff, float(p), dim=-1)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1461,7 +1728,8 @@ METHODS = (
        "tensor_split", "unbind", "gather", "scatter", "scatter_add", "index_select",
        "index_add", "index_copy", "index_put", "take_along_dim", "flip", "fliplr", "flipud",
        "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "matmul", "mm", "bmm",
-       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean")
+       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean", "mv",
+       "addmv", "addr", "addbmm", "baddbmm", "dist")
 )
 
 #: Methods with an in-place ``name_`` variant (computed out of place, then written back).
@@ -1472,7 +1740,8 @@ INPLACE = (
     + ("div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min", "clamp_max", "lerp",
        "addcmul", "addcdiv", "masked_fill", "nan_to_num", "round", "scatter", "scatter_add",
        "index_add", "index_copy", "index_put", "tril", "triu", "cumsum", "cumprod",
-       "multiply", "subtract", "divide", "true_divide")
+       "multiply", "subtract", "divide", "true_divide", "addmv", "addr", "addbmm",
+       "baddbmm")
 )
 
 

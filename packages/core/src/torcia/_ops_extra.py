@@ -10,6 +10,7 @@ from __future__ import annotations
 from torcia import _dtype as D
 from torcia._ops import _check_range, _index_tensor, _return_type, reshape, take_along_dim, to_dtype
 from torcia._tensor import Tensor, _wrap_dim, call
+from torcia.amp import autocast_as
 
 _Sort = _return_type("sort", ("values", "indices"))
 _Topk = _return_type("topk", ("values", "indices"))
@@ -361,8 +362,20 @@ def pad(input, pad, mode="constant", value=None):
                     f"Argument #4: Padding size should be less than the corresponding input "
                     f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
                     f"{list(input.shape)}")
-    return call("pad", (input,), {"pad": pad, "mode": mode,
-                                  "value": 0 if value is None else value})
+    params = {"pad": pad, "mode": mode, "value": 0 if value is None else value}
+    if mode in _PAD_AUTOCAST:
+        return _PAD_AUTOCAST[mode](input, params)
+    return call("pad", (input,), params)
+
+
+def _pad(input, params):
+    return call("pad", (input,), params)
+
+
+# PyTorch's autocast runs reflection and replication padding in float32, constant and
+# circular padding (composites there) in the input's dtype
+_PAD_AUTOCAST = {"reflect": autocast_as("reflection_pad")(_pad),
+                 "replicate": autocast_as("replication_pad")(_pad)}
 
 
 def diag(input, diagonal=0):

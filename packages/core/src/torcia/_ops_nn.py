@@ -16,6 +16,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, _wrap_dim, call, composite, inplace
+from torcia.amp import autocast_as
 from torcia.random import rng_of
 
 # ---------------------------------------------------------------------------------------
@@ -186,6 +187,7 @@ def tanhshrink(input):
     return _activation("tanhshrink", input, "tanhshrink", False)
 
 
+@autocast_as("prelu")
 def prelu(input, weight):
     """``input`` where positive, else ``weight * input``; ``weight`` has one element or
     one per channel (dim 1).
@@ -540,6 +542,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
                      return_indices, "max_pool2d")
 
 
+@autocast_as("max_pool3d")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     """The maximum of each window of ``input`` (N, C, D, H, W)."""
@@ -587,6 +590,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                      divisor_override, "avg_pool2d")
 
 
+@autocast_as("avg_pool3d")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each window of ``input`` (N, C, D, H, W)."""
@@ -636,6 +640,7 @@ def _adaptive_avg_pool(nd, input, output_size, fn):
     return composite("adaptive_avg_pool", (input,), pool)
 
 
+@autocast_as("adaptive_avg_pool1d")
 def adaptive_avg_pool1d(input, output_size):
     """Means over ``output_size`` nearly equal windows covering ``input`` (N, C, L).
 
@@ -648,6 +653,7 @@ def adaptive_avg_pool1d(input, output_size):
     return _adaptive_avg_pool(1, input, output_size, "adaptive_avg_pool1d")
 
 
+@autocast_as("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input, output_size):
     """Means over nearly equal windows of ``input`` (N, C, H, W) giving ``output_size``
     (an int, a pair, or a pair with None for "keep")."""
@@ -669,6 +675,7 @@ def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
     return values
 
 
+@autocast_as("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input, output_size):
     """Means over nearly equal windows of ``input`` (N, C, D, H, W)."""
     return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
@@ -679,6 +686,7 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
     return _adaptive_max_pool(1, input, output_size, return_indices, "adaptive_max_pool1d")
 
 
+@autocast_as("adaptive_max_pool3d")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
     """Maxima over nearly equal windows of ``input`` (N, C, D, H, W)."""
     return _adaptive_max_pool(3, input, output_size, return_indices, "adaptive_max_pool3d")
@@ -808,6 +816,7 @@ def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05
     return layer_norm(input, normalized_shape, weight, bias, eps)
 
 
+@autocast_as("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     """Normalise each of ``num_groups`` groups of channels of ``input`` (N, C, *) over
     its channels and positions, then scale and shift per channel.
@@ -1098,6 +1107,7 @@ def pixel_unshuffle(input, downscale_factor):
     return x.reshape(*lead, c * r * r, h // r, w // r)
 
 
+@autocast_as("cosine_similarity")
 def cosine_similarity(x1, x2, dim=1, eps=1e-8):
     """``x1 . x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (broadcasting).
 

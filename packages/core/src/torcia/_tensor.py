@@ -51,7 +51,7 @@ def load_autograd():
             why = f" (the 'autograd' plugin is {blocked[0].reason})" if blocked else ""
             raise RuntimeError(
                 "gradients need the torcia-autograd distribution, which is not available"
-                f"{why}: pip install torcia-autograd"
+                f"{why}: {plugins.install_hint('torcia-autograd')}"
             )
         AUTOGRAD.engine = engine
         from torcia import library

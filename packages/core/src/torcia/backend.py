@@ -8,6 +8,7 @@ looks its kernel up in ``device.kernels``, a plain dict.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 import numpy as np
@@ -68,7 +69,7 @@ class Backend:
         self.unavailable_reason = unavailable_reason
         self.kernels = KernelTable(name)
         self.kernel_providers: dict = {}
-        self._ranked: dict = {}  # op -> [(priority, order, fn)], best first
+        self._ranked: dict = {}  # op -> [(priority, order, fn, plugin, setup)], best first
         self._first_use: dict = {}  # op -> (stand-in, kernel) until its setup has run
 
     def overridden(self, op: str, fn):
@@ -82,7 +83,7 @@ class Backend:
         waiting = self._first_use.get(op)
         if waiting is not None and fn is waiting[0]:
             fn = waiting[1]
-        for i, (_, _, kernel) in enumerate(ranked):
+        for i, (_, _, kernel, _, _) in enumerate(ranked):
             if kernel == fn:  # bound methods compare equal, not identical
                 return ranked[i + 1][2] if i + 1 < len(ranked) else None
         return None
@@ -100,7 +101,12 @@ class BackendRegistry(plugins.Registry):
 
 
 class KernelRegistry:
-    """Filled by ``torcia_register_kernels``: ``registry.add(op, device_type, fn, priority=0)``."""
+    """Filled by ``torcia_register_kernels``: ``registry.add(op, device_type, fn, priority=0)``.
+
+    A kernel from a plugin that is not one of torcia's own is checked as it runs: the
+    shape and dtype of its result must be those of the kernel it overrides (computed once
+    per input signature), or the op raises instead of returning a wrong answer.
+    """
 
     def __init__(self, backends: dict):
         self.backends = backends
@@ -117,20 +123,112 @@ class KernelRegistry:
         """
         backend = self.backends.get(device_type)
         if backend is None:
+            known = {name.lower(): name for name in self.backends}
+            if device_type.lower() in known:
+                raise ValueError(f"kernel {op!r} is for device type {device_type!r}, which "
+                                 f"does not exist; device types are lower case: "
+                                 f"{known[device_type.lower()]!r}")
             # a plugin may ship kernels for a device whose backend is absent or blocked
+            info = plugins._state.infos.get(self.current_plugin or "")
+            if info is not None:
+                note = f"kernels for device type {device_type!r} ignored: no such backend"
+                if note not in info.notes:
+                    info.notes.append(note)
             return
         ranked = backend._ranked.setdefault(op, [])
         # among equal priorities the later registration wins, as before
-        ranked.append((priority, len(ranked), fn))
+        ranked.append((priority, len(ranked), fn, self.current_plugin, setup))
         ranked.sort(key=lambda r: (-r[0], -r[1]))
         if ranked[0][2] is not fn:
             return
-        backend.kernels[op] = fn if setup is None or setup in _SETUP_DONE else _first_use(
-            backend, op, fn, setup)
-        backend.kernel_providers[op] = self.current_plugin
+        self._install(backend, op)
         info = plugins._state.infos.get(self.current_plugin or "")
         if info is not None:
             info.provides.append(f"kernel:{op}@{device_type}")
+
+    @staticmethod
+    def _install(backend, op):
+        ranked = backend._ranked.get(op)
+        if not ranked:
+            backend.kernels.pop(op, None)
+            backend.kernel_providers.pop(op, None)
+            return
+        _, _, fn, plugin, setup = ranked[0]
+        info = plugins._state.infos.get(plugin or "")
+        below = ranked[1][2] if len(ranked) > 1 else None
+        if info is not None and not info.own and below is not None and op in _checkable():
+            fn = _checked(op, backend.name, plugin, fn, below)
+        backend._first_use.pop(op, None)
+        backend.kernels[op] = fn if setup is None or setup in _SETUP_DONE else _first_use(
+            backend, op, fn, setup)
+        backend.kernel_providers[op] = plugin
+
+    def rollback(self, plugin: str) -> None:
+        """Forget the kernels of ``plugin`` (it failed), restoring those it overrode."""
+        for backend in self.backends.values():
+            for op, ranked in list(backend._ranked.items()):
+                kept = [r for r in ranked if r[3] != plugin]
+                if len(kept) != len(ranked):
+                    backend._ranked[op] = kept
+                    self._install(backend, op)
+
+
+@functools.cache
+def _checkable() -> frozenset:
+    """The ops whose overriding kernels are checked: core's pure ops. Running the
+    overridden kernel once more must change nothing, so random ops (they would draw from
+    the generator) and ops outside core's list (optimizer steps update in place) are not."""
+    from torcia import ops
+
+    return frozenset(ops.ALL) - frozenset(ops.CREATION) - {"dropout_mask"}
+
+
+def _signature(args, params):
+    key = []
+    for a in args:
+        shape = getattr(a, "shape", None)
+        key.append((shape, str(a.dtype)) if shape is not None else a)
+    return (tuple(key), tuple(sorted(params.items())))
+
+
+def _meta(out):
+    if isinstance(out, tuple):
+        return tuple(_meta(o) for o in out)
+    shape = getattr(out, "shape", None)
+    return (tuple(shape), str(out.dtype)) if shape is not None else None
+
+
+def _checked(op, device_type, plugin, fn, reference):
+    """``fn`` checked against ``reference``: same result shapes and dtypes."""
+    expected: dict = {}
+
+    def kernel(*args, **params):
+        out = fn(*args, **params)
+        try:
+            key = _signature(args, params)
+            hash(key)
+        except TypeError:
+            return out  # unhashable parameters: nothing to remember the answer by
+        want = expected.get(key)
+        if want is None:
+            want = expected[key] = _meta(reference(*args, **params))
+        got = _meta(out)
+        if got != want:
+            raise RuntimeError(
+                f"the {op!r} kernel of plugin {plugin!r} on {device_type!r} returned "
+                f"{_describe(got)} where torcia expects {_describe(want)}: the plugin's "
+                "kernel is wrong (block the plugin to fall back to the kernel it overrides)")
+        return out
+
+    kernel.__wrapped__ = fn
+    return kernel
+
+
+def _describe(meta):
+    if isinstance(meta, tuple) and meta and isinstance(meta[0], tuple) and len(meta) == 2 \
+            and isinstance(meta[1], str):
+        return f"shape {meta[0]} of {meta[1]}"
+    return repr(meta)
 
 
 _SETUP_DONE: set = set()
@@ -161,21 +259,23 @@ def _first_use(backend, op, fn, setup):
 
 backends = BackendRegistry("device backend", "torcia_register_backends")
 _kernels_built = threading.Event()
-_build_lock = threading.Lock()
+_build_lock = threading.RLock()
 
 
 def _build():
     with _build_lock:
         if _kernels_built.is_set():
             return
-        table = backends.build()
-        registry = KernelRegistry(table)
-        from torcia import library
+        with plugins.building("the device and kernel tables"):
+            table = backends.build()
+            registry = KernelRegistry(table)
+            from torcia import library
 
-        # first the kernels of the ops plugins define, so that any plugin can override them
-        library._plugin_op_kernels(registry)
-        registry.current_plugin = None
-        plugins.call_each("torcia_register_kernels", registry=registry)
+            # first the kernels of the ops plugins define, so that any plugin can
+            # override them
+            library._plugin_op_kernels(registry)
+            registry.current_plugin = None
+            plugins.call_each("torcia_register_kernels", registry=registry)
         _kernels_built.set()
 
 
@@ -196,6 +296,10 @@ class _KernelTables:
 
     build = staticmethod(_build)
     reset = staticmethod(_reset)
+
+    @staticmethod
+    def rollback(plugin):
+        KernelRegistry(backends._entries or {}).rollback(plugin)
 
 
 plugins._state.registries["torcia_register_kernels"] = _KernelTables()

@@ -19,6 +19,7 @@ import math
 
 from torcia._ops import _dims, _return_type, matmul, to_dtype
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
+from torcia.amp import autocast_as
 
 _Slogdet = _return_type("linalg_slogdet", ("sign", "logabsdet"))
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
@@ -127,6 +128,7 @@ def inv(A):
     return call("linalg_inv", (A,), {})
 
 
+@autocast_as("linalg_solve")  # cast before the same-dtype check, as PyTorch
 def solve(A, B, *, left=True):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left`` is False).
 

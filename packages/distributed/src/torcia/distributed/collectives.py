@@ -158,7 +158,8 @@ def _factory(name):
     """The registered factory of backend ``name``, or an error saying what to install, or
     why the backend cannot run here."""
     if name not in backends:
-        hint = {"mpi": "torcia-mpi (pip install torcia-mpi mpich)",
+        hint = {"mpi": f"torcia-mpi with an MPI library such as mpich: "
+                       f"{plugins.install_hint('torcia-mpi')}",
                 "nccl": "torcia-cuda with NCCL"}.get(name, f"a plugin providing {name!r}")
         msg = plugins.missing_message("process group backend", name, backends.names())
         if "blocked" not in msg:

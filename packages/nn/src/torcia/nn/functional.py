@@ -87,6 +87,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
+from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
@@ -123,6 +124,7 @@ def linear(input, weight, bias=None):
     return call("linear", (input, weight, bias), {})
 
 
+@autocast_as("bilinear")
 def bilinear(input1, input2, weight, bias=None):
     """``out[..., o] = input1[..., i] * weight[o, i, j] * input2[..., j] + bias[o]``.
 
@@ -460,6 +462,7 @@ def _linear_weights(i, o, scale, align_corners, like):
     return torcia.tensor(m, dtype=like.dtype, device=like.device)
 
 
+@autocast_as("interpolate")
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of ``input`` (N, C, *spatial) to ``size`` or by
@@ -586,6 +589,7 @@ def affine_grid(theta, size, align_corners=None):
     return (base @ theta.transpose(1, 2)).reshape(n, h, w, 2)
 
 
+@autocast_as("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
     """Sample ``input`` (N, C, H, W) at the points of ``grid`` (N, Ho, Wo, 2), given in
     [-1, 1] coordinates (x, y); ``mode`` "bilinear" or "nearest", ``padding_mode``
@@ -728,6 +732,7 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # ---------------------------------------------------------------------------------------
 
 
+@autocast_as("rms_norm")
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """``input / sqrt(mean(input**2) + eps) * weight`` over the last
     ``len(normalized_shape)`` dims; ``eps`` defaults to the dtype's machine epsilon.
@@ -754,6 +759,7 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
     return out if weight is None else out * weight
 
 
+@autocast_as("pdist")
 def pdist(input, p=2):
     """The ``p``-norm distances between every pair of rows ``i < j`` of ``input`` (N, M),
     in row-major order of the pairs.
@@ -786,6 +792,7 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / norm
 
 
+@autocast_as("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
     """``softmax(query @ key.T * scale + mask) @ value`` over the last two dims; a bool
@@ -858,6 +865,7 @@ def _same_shape(input, target, fn):
                          "different loss")
 
 
+@autocast_as("mse_loss")
 def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean squared error ``(input - target) ** 2``, reduced.
 
@@ -876,6 +884,7 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
     """Mean absolute error ``|input - target|``, reduced."""
     _same_shape(input, target, "l1_loss")
@@ -885,6 +894,7 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("smooth_l1_loss")
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
                    beta=1.0):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
@@ -900,6 +910,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """``0.5 * d**2`` where ``|d| <= delta``, else ``delta * (|d| - 0.5 * delta)``."""
     _same_shape(input, target, "huber_loss")
@@ -966,6 +977,7 @@ def _check_class_weight(weight, c):
                            f"classes but got weight tensor of shape: {list(weight.shape)}")
 
 
+@autocast_as("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
     """Negative log likelihood of log-probabilities ``input`` (N, C, *) or (C,) at the
@@ -991,6 +1003,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     return out.reshape(shape) if reduction == "none" else out
 
 
+@autocast_as("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits ``input`` (N, C, *) or (C,) and ``target``: class
@@ -1045,6 +1058,7 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
     return _reduce(loss, reduction)
 
 
+@autocast_as("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """``-(target * log(input) + (1 - target) * log(1 - input))`` with the logs clamped
@@ -1069,6 +1083,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("binary_cross_entropy_with_logits")
 def binary_cross_entropy_with_logits(input, target, weight=None, size_average=None,
                                      reduce=None, reduction="mean", pos_weight=None):
     """Binary cross-entropy of ``sigmoid(input)``, computed from the logits without
@@ -1093,6 +1108,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("kl_div")
 def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_target=False):
     """Kullback-Leibler divergence ``target * (log(target) - input)`` of log-probabilities
     ``input``; ``log_target`` means ``target`` holds log-probabilities too; 'batchmean'
@@ -1118,6 +1134,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("ctc_loss")
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction="mean",
              zero_infinity=False):
     """Connectionist temporal classification loss: minus the log of the total probability
@@ -1189,6 +1206,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     return nll.reshape(()) if added else nll
 
 
+@autocast_as("poisson_nll_loss")
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log likelihood of ``target`` under Poisson(``input``) (or
@@ -1201,6 +1219,7 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("cosine_embedding_loss")
 def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                           reduction="mean"):
     """``1 - cos(x1, x2)`` where ``target`` is 1, ``max(0, cos(x1, x2) - margin)`` where
@@ -1229,6 +1248,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("margin_ranking_loss")
 def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, reduce=None,
                         reduction="mean"):
     """``max(0, -target * (input1 - input2) + margin)``.
@@ -1248,6 +1268,7 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
     """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1."""
@@ -1257,6 +1278,7 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """``log(1 + exp(-target * input))``."""
     _same_shape(input, target, "soft_margin_loss")
@@ -1264,6 +1286,7 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("triplet_margin_loss")
 def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
                         size_average=None, reduce=None, reduction="mean"):
     """``max(0, d(anchor, positive) - d(anchor, negative) + margin)`` with ``d`` the
@@ -1303,6 +1326,7 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     return _reduce(loss, _reduction(None, None, reduction))
 
 
+@autocast_as("multilabel_margin_loss")
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge loss: for each sample, the sum over its target classes ``j``
     (``target`` lists them, ending at the first -1) and non-target classes ``i`` of
@@ -1329,6 +1353,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
+@autocast_as("multi_margin_loss")
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: the mean over classes ``i != y`` of

@@ -1,0 +1,127 @@
+"""mv, addmv, addr, addbmm, baddbmm, dist and cdist: values written out by hand, torch
+parity over shapes and coefficients, PyTorch's errors, and PyTorch's autocast dtypes."""
+
+import math
+
+import numpy as np
+import pytest
+
+import torcia
+
+RNG = np.random.default_rng(0)
+
+
+def t(*shape):
+    return RNG.standard_normal(shape)
+
+
+def test_values_by_hand():
+    m = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    v = torcia.tensor([1.0, -1.0])
+    assert torcia.mv(m, v).tolist() == [-1.0, -1.0]
+    assert m.mv(v).tolist() == [-1.0, -1.0]
+    # 0.5 * [1, 1] + 2 * [-1, -1]
+    assert torcia.addmv(torcia.ones(2), m, v, beta=0.5, alpha=2).tolist() == [-1.5, -1.5]
+    # 1 * zeros + outer([1, 2], [3, 4])
+    assert torcia.addr(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]),
+                       torcia.tensor([3.0, 4.0])).tolist() == [[3.0, 4.0], [6.0, 8.0]]
+    # two batches of ones(1, 3) @ ones(3, 1) = 3 each, summed: 6, plus input 1
+    assert torcia.addbmm(torcia.ones(1, 1), torcia.ones(2, 1, 3),
+                         torcia.ones(2, 3, 1)).tolist() == [[7.0]]
+    assert torcia.baddbmm(torcia.ones(2, 1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1),
+                          alpha=2).tolist() == [[[7.0]], [[7.0]]]
+    # a 3-4-5 triangle; |3| + |4|; max(3, 4); two non-zero differences
+    a, b = torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0])
+    assert torcia.dist(a, b).item() == 5.0
+    assert a.dist(b, 1).item() == 7.0
+    assert torcia.dist(a, b, math.inf).item() == 4.0
+    assert torcia.dist(a, b, 0).item() == 2.0
+    d = torcia.cdist(torcia.tensor([[0.0, 0.0], [1.0, 1.0]]),
+                     torcia.tensor([[3.0, 4.0], [0.0, 1.0], [1.0, 1.0]]))
+    np.testing.assert_allclose(d.numpy(), [[5.0, 1.0, math.sqrt(2)],
+                                           [math.sqrt(13), 1.0, 0.0]], rtol=1e-6)
+
+
+def test_beta_zero_ignores_nan_in_input():
+    out = torcia.addmv(torcia.full((2,), math.nan), torcia.eye(2), torcia.ones(2), beta=0)
+    assert out.tolist() == [1.0, 1.0]
+    out = torcia.baddbmm(torcia.full((1, 1, 1), math.inf), torcia.ones(1, 1, 2),
+                         torcia.ones(1, 2, 1), beta=0)
+    assert out.tolist() == [[[2.0]]]
+
+
+def test_in_place_variants():
+    x = torcia.zeros(2, 2)
+    assert x.addr_(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0])) is x
+    assert x.tolist() == [[1.0, 1.0], [2.0, 2.0]]
+    y = torcia.ones(2)
+    y.addmv_(torcia.eye(2), torcia.tensor([2.0, 3.0]))
+    assert y.tolist() == [3.0, 4.0]
+
+
+def test_errors_name_the_problem():
+    with pytest.raises(RuntimeError, match="vector \\+ matrix @ vector expected, got 1, 3, 1"):
+        torcia.mv(torcia.ones(2, 2, 2), torcia.ones(2))
+    with pytest.raises(RuntimeError, match=r"size mismatch, got input \(2\), mat \(2x3\), "
+                                           r"vec \(2\)"):
+        torcia.mv(torcia.ones(2, 3), torcia.ones(2))
+    with pytest.raises(RuntimeError, match="cannot be broadcast"):
+        torcia.addmv(torcia.ones(3), torcia.ones(2, 2), torcia.ones(2))
+    with pytest.raises(RuntimeError, match="Expected 1-D argument vec1"):
+        torcia.addr(torcia.ones(2, 2), torcia.ones(2, 1), torcia.ones(2))
+    with pytest.raises(RuntimeError, match="cdist only supports at least 2D tensors, X1 got"):
+        torcia.cdist(torcia.ones(3), torcia.ones(2, 3))
+    with pytest.raises(RuntimeError, match="same number of columns. X1: 3 X2: 4"):
+        torcia.cdist(torcia.ones(2, 3), torcia.ones(2, 4))
+    with pytest.raises(RuntimeError, match="non-negative p"):
+        torcia.cdist(torcia.ones(2, 3), torcia.ones(2, 3), p=-1)
+
+
+CASES = [
+    ("mv", (t(3, 4), t(4)), {}),
+    ("addmv", (t(3), t(3, 4), t(4)), {"beta": 0.5, "alpha": 2}),
+    ("addmv", (t(1), t(3, 4), t(4)), {}),
+    ("addr", (t(3, 4), t(3), t(4)), {"beta": 2, "alpha": -1}),
+    ("addr", (t(4), t(3), t(4)), {}),
+    ("addbmm", (t(3, 5), t(2, 3, 4), t(2, 4, 5)), {"alpha": 0.3}),
+    ("baddbmm", (t(2, 3, 5), t(2, 3, 4), t(2, 4, 5)), {"beta": 0.0}),
+    ("baddbmm", (t(3, 5), t(2, 3, 4), t(2, 4, 5)), {"beta": 1.5}),
+    ("dist", (t(3, 4), t(4)), {}),
+    ("dist", (t(3), t(3)), {"p": 1}),
+    ("dist", (t(3), t(3)), {"p": math.inf}),
+    ("dist", (t(3), t(3)), {"p": 3.5}),
+    ("cdist", (t(3, 4), t(5, 4)), {}),
+    ("cdist", (t(2, 3, 4), t(5, 4)), {"p": 1.0}),
+    ("cdist", (t(3, 4), t(5, 4)), {"p": 0.0}),
+    ("cdist", (t(3, 4), t(5, 4)), {"p": math.inf}),
+    ("cdist", (t(30, 4), t(35, 4)), {"compute_mode": "use_mm_for_euclid_dist"}),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name, args, kwargs", CASES)
+def test_matches_torch(name, args, kwargs):
+    torch = pytest.importorskip("torch")
+    ours = getattr(torcia, name)(*[torcia.tensor(a) for a in args], **kwargs)
+    theirs = getattr(torch, name)(*[torch.tensor(a) for a in args], **kwargs)
+    assert tuple(ours.shape) == tuple(theirs.shape)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+def test_autocast_dtypes_as_pytorch_on_cpu():
+    pytest.importorskip("ml_dtypes")
+    m, v = torcia.randn(3, 4), torcia.randn(4)
+    b1, b2 = torcia.randn(2, 3, 4), torcia.randn(2, 4, 5)
+    with torcia.autocast("cpu", dtype=torcia.bfloat16):
+        # not on PyTorch's CPU lists: they run in their inputs' dtype (no inner cast)
+        assert torcia.mv(m, v).dtype is torcia.float32
+        assert torcia.addmv(torcia.zeros(3), m, v).dtype is torcia.float32
+        assert torcia.addr(torcia.zeros(3, 4), torcia.ones(3), v).dtype is torcia.float32
+        assert torcia.dist(v, v).dtype is torcia.float32
+        assert torcia.dist(v.bfloat16(), v.bfloat16()).dtype is torcia.bfloat16
+        # on its lower-precision list
+        assert torcia.baddbmm(torcia.zeros(2, 3, 5), b1, b2).dtype is torcia.bfloat16
+        assert torcia.addbmm(torcia.zeros(3, 5), b1, b2).dtype is torcia.bfloat16
+        # on its float32 list
+        low = m.bfloat16()
+        assert torcia.cdist(low, low).dtype is torcia.float32

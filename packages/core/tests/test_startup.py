@@ -1,0 +1,63 @@
+"""Start-up cost: ``import torcia`` imports no optional library and no plugin; bfloat16
+brings in ml_dtypes (most of a second to import) on first use, and discovery happens when
+a registry or a device is first needed. Each check runs in a fresh interpreter."""
+
+import importlib.metadata
+import json
+import subprocess
+import sys
+
+import pytest
+
+
+def _fresh(code):
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _plugin_modules():
+    return sorted({ep.module for ep in importlib.metadata.entry_points(group="torcia")})
+
+
+def test_import_loads_no_optional_library_and_no_plugin():
+    plugins = _plugin_modules()
+    state = _fresh(f"""
+import json, sys
+import torcia
+plugins = {plugins!r}
+print(json.dumps({{"ml_dtypes": "ml_dtypes" in sys.modules,
+                   "metadata": "importlib.metadata" in sys.modules,
+                   "plugins": [m for m in plugins if m in sys.modules],
+                   "dtype": repr(torcia.bfloat16)}}))
+""")
+    # naming the dtype is not using it
+    assert state == {"ml_dtypes": False, "metadata": False, "plugins": [],
+                     "dtype": "torcia.bfloat16"}
+
+
+def test_bfloat16_loads_ml_dtypes_on_first_use():
+    pytest.importorskip("ml_dtypes")
+    state = _fresh("""
+import json, sys
+import torcia
+before = "ml_dtypes" in sys.modules
+x = torcia.ones(2, dtype=torcia.bfloat16)
+print(json.dumps({"before": before, "after": "ml_dtypes" in sys.modules,
+                  "dtype": repr(x.dtype), "sum": (x + x).tolist()}))
+""")
+    assert state == {"before": False, "after": True, "dtype": "torcia.bfloat16",
+                     "sum": [2.0, 2.0]}
+
+
+def test_bfloat16_array_from_a_user_who_imported_ml_dtypes_first():
+    pytest.importorskip("ml_dtypes")
+    state = _fresh("""
+import json
+import ml_dtypes, numpy as np
+import torcia
+t = torcia.from_numpy(np.ones(3, dtype=ml_dtypes.bfloat16))
+print(json.dumps({"dtype": repr(t.dtype), "float": t.float().tolist()}))
+""")
+    assert state == {"dtype": "torcia.bfloat16", "float": [1.0, 1.0, 1.0]}
