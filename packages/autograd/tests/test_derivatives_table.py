@@ -46,6 +46,11 @@ def unit(*shape):
     return t(RNG.uniform(-0.8, 0.8, shape))
 
 
+def prob(*shape):
+    """In (0.1, 0.9): inside the domain of ndtri."""
+    return t(RNG.uniform(0.1, 0.9, shape))
+
+
 def distinct(*shape):
     """A permutation of well-separated values: no ties for max, sort, median, mode."""
     n = int(np.prod(shape))
@@ -127,6 +132,23 @@ SAMPLES = {
     "erfinv": unary(torcia.erfinv, unit), "lgamma": unary(torcia.lgamma, pos),
     "digamma": unary(torcia.digamma, pos) + [case(torcia.digamma, t([-0.7, -2.4, 0.2]))],
     "frac": unary(lambda x: torcia.frac(x * 0.9)),
+    # ----- special functions -------------------------------------------------------------
+    "i0": unary(torcia.special.i0), "i0e": unary(torcia.special.i0e),
+    "i1": unary(torcia.special.i1) + [case(torcia.special.i1, t([0.0, 1.3]))],
+    "i1e": unary(torcia.special.i1e, pos) + [case(torcia.special.i1e, t([-0.4, -1.3]))],
+    "ndtr": unary(torcia.special.ndtr), "ndtri": unary(torcia.special.ndtri, prob),
+    "log_ndtr": unary(torcia.special.log_ndtr), "erfcx": unary(torcia.special.erfcx),
+    "sinc": unary(torcia.special.sinc) + [case(torcia.special.sinc, t([0.0, 0.4]))],
+    "entr": unary(torcia.special.entr, pos),
+    "polygamma": unary(lambda x: torcia.special.polygamma(1, x), pos)
+    + [case(lambda x: torcia.polygamma(2, x), pos(3))],
+    "xlog1py": binary(torcia.special.xlog1py, r, pos)
+    + [case(lambda a: torcia.special.xlog1py(a, 1.5), r(3)),
+       case(lambda b: torcia.special.xlog1py(2.0, b), pos(3))],
+    "zeta": [case(lambda b: torcia.special.zeta(C23 + 1, b), pos(2, 3)),
+             case(lambda b: torcia.special.zeta(3.0, b), pos(3))],
+    "gammainc": [case(lambda b: torcia.special.gammainc(C23, b), pos(2, 3))],
+    "gammaincc": [case(lambda b: torcia.special.gammaincc(C3, b), pos(2, 3))],
     # ----- elementwise, two or more inputs ------------------------------------------------
     "add": binary(torcia.add) + [case(lambda a: a + 2.5, r(3))],
     "sub": binary(torcia.sub) + [case(lambda a: 1 - a, r(3))],

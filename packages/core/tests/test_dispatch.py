@@ -50,6 +50,8 @@ def test_every_core_op_has_a_public_function(op):
         fn = PUBLIC_NAMES[op]()
     elif op.startswith("linalg_"):
         fn = getattr(torcia.linalg, op[len("linalg_"):], None)
+    elif op in ops.SPECIAL_UNARY + ops.SPECIAL_BINARY + ops.SPECIAL_OTHER:
+        fn = getattr(torcia.special, op, None)
     else:
         fn = getattr(torcia, op, None) or getattr(torcia.Tensor, op, None)
     assert callable(fn), op

@@ -65,6 +65,7 @@ from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
     _ops,
     plugins,
+    special,
 )
 from torcia._creation import (  # noqa: E402
     arange,
@@ -135,6 +136,7 @@ from torcia.random import (  # noqa: E402
 from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
+globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
 
 plugins.register_builtin("core", _NumpyPlugin())
 

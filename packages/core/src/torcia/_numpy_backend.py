@@ -15,6 +15,7 @@ import numpy as np
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_nn import NNKernels
+from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -38,11 +39,12 @@ _UFUNC_NAMES = {
 }
 
 
-class Reference(NNKernels, ExtraKernels):
+class Reference(NNKernels, ExtraKernels, SpecialKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin.
+    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the special functions in
+    :class:`~torcia._kernels_special.SpecialKernels`.
     """
 
     xp = np

@@ -31,6 +31,30 @@ BINARY_FLOAT = ("div", "atan2", "hypot", "xlogy")
 # two inputs, bool output
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
 
+# --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
+SPECIAL_UNARY = (
+    "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "sinc", "entr",
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
+)
+SPECIAL_BINARY = (
+    "xlog1py", "zeta", "gammainc", "gammaincc",
+    # orthogonal polynomials (x, n): degree n truncated to an integer, 0 where n < 0
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p",
+)
+SPECIAL_OTHER = ("polygamma",)  # n=: the order, an int >= 1 (n = 0 is digamma)
+#: Special functions PyTorch gives no derivative: their results never require grad.
+SPECIAL_NOT_DIFFERENTIABLE = (
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
+) + SPECIAL_BINARY[4:]
+
 # --- elementwise with parameters or three inputs ------------------------------------------
 ELEMENTWISE_OTHER = (
     "round",  # decimals=
@@ -108,13 +132,14 @@ CREATION = (
 
 ALL = (
     UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
-    + ELEMENTWISE_OTHER + REDUCE + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
+    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + ELEMENTWISE_OTHER + REDUCE
+    + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
     + NN + CREATION
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    UNARY_BOOL + COMPARE + CREATION
+    UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
     + ("sign", "floor", "ceil", "trunc", "round", "bitwise_not", "bitwise_and", "bitwise_or",
        "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
        "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask")
