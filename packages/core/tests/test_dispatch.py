@@ -25,6 +25,7 @@ PUBLIC_NAMES = {
     "index_put": lambda: torcia.Tensor.__setitem__,
     "uniform": lambda: torcia.Tensor.uniform_,
     "pad": lambda: torcia._ops_extra.pad,  # torcia.nn.functional.pad in torcia-nn
+    "linalg_lu_permutation": lambda: torcia.lu_unpack,
 }
 
 

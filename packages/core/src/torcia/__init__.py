@@ -64,6 +64,7 @@ short = int16
 from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
     _ops,
+    linalg,
     plugins,
     special,
 )
@@ -137,6 +138,7 @@ from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
 globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
+globals().update(linalg.TOP_LEVEL)
 
 plugins.register_builtin("core", _NumpyPlugin())
 

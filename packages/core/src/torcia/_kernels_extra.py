@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia._kernels_linalg import LinAlgError, lu_factor
+
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
                  "mean": "add"}
 
@@ -312,16 +314,36 @@ def _keep(xp, out, dims, keepdim):
 
 
 def _linalg(xp, name, *arrays):
-    """A ``xp.linalg`` call whose singular-matrix error reads as PyTorch's."""
+    """A ``xp.linalg`` call whose failure raises :class:`LinAlgError` in PyTorch's words."""
     try:
         return getattr(xp.linalg, name)(*arrays)
-    except xp.linalg.LinAlgError as exc:
-        if name == "cholesky":
-            raise RuntimeError(
-                "linalg.cholesky: The factorization could not be completed because the input "
-                "is not positive-definite."
-            ) from None
-        raise RuntimeError(
-            f"linalg.{name}: The diagonal element is zero, the {name} could not be completed "
-            f"because the input matrix is singular ({exc})."
-        ) from None
+    except xp.linalg.LinAlgError:
+        raise singular_error(xp, name, arrays[0]) from None
+
+
+def singular_error(xp, name, a):
+    """PyTorch's error for a singular (or, for cholesky, not positive-definite) input,
+    naming the first failing batch element and pivot or leading minor."""
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    if name == "cholesky":
+        for b, mat in enumerate(flat):
+            for k in range(1, n + 1):
+                try:
+                    xp.linalg.cholesky(mat[:k, :k])
+                except xp.linalg.LinAlgError:
+                    where = f"(Batch element {b}): " if a.ndim > 2 else ""
+                    return LinAlgError(
+                        f"linalg.cholesky: {where}The factorization could not be completed "
+                        f"because the input is not positive-definite (the leading minor of "
+                        f"order {k} is not positive-definite).")
+    _, _, info = lu_factor(xp, flat)
+    bad = xp.nonzero(info)[0]
+    b = int(bad[0]) if bad.size else 0
+    where = f"(Batch element {b}): " if a.ndim > 2 else ""
+    if name == "solve":
+        return LinAlgError(f"torcia.linalg.solve: {where}The solver failed because the input "
+                           f"matrix is singular.")
+    return LinAlgError(f"linalg.{name}: {where}The diagonal element {int(info[b])} is zero, "
+                       f"the inversion could not be completed because the input matrix is "
+                       f"singular.")

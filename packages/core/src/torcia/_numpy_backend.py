@@ -14,6 +14,7 @@ import numpy as np
 
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
+from torcia._kernels_linalg import LinalgKernels
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
@@ -39,12 +40,13 @@ _UFUNC_NAMES = {
 }
 
 
-class Reference(NNKernels, ExtraKernels, SpecialKernels):
+class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the special functions in
-    :class:`~torcia._kernels_special.SpecialKernels`.
+    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
+    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
+    functions in :class:`~torcia._kernels_special.SpecialKernels`.
     """
 
     xp = np

@@ -96,6 +96,11 @@ LINALG = (
     "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
     "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
     "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",
+    # LU with partial pivoting -> (LU, pivots, info), the permutation of pivots, triangular
+    # solves, the matrix exponential, least squares -> (solution, residuals, rank,
+    # singular_values), and LDL (SciPy's LAPACK) -> (LD, pivots, info) and its solve
+    "linalg_lu_factor", "linalg_lu_permutation", "linalg_solve_triangular",
+    "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
@@ -142,5 +147,6 @@ NOT_DIFFERENTIABLE = frozenset(
     UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
     + ("sign", "floor", "ceil", "trunc", "round", "bitwise_not", "bitwise_and", "bitwise_or",
        "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
-       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask")
+       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
+       "linalg_lu_permutation")
 )

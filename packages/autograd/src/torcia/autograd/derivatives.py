@@ -1496,12 +1496,84 @@ def _svd_backward(a, u, s, vh, gu, gs, gvh):
 
 @derivative("linalg_pinv")
 def _(grad, a, *, rtol, hermitian, result):
-    # constant rank: dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
-    p = result
+    return _pinv_backward(grad, a, result)
+
+
+def _pinv_backward(grad, a, p):
+    """The gradient through ``p = pinv(a)`` at constant rank:
+    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
     eye_m = _eye_like(a.shape[-2], grad)
     eye_n = _eye_like(a.shape[-1], grad)
     return (-(p.mT @ grad @ p.mT) + (eye_m - a @ p) @ grad.mT @ p @ p.mT
             + p.mT @ p @ grad.mT @ (eye_n - p @ a))
+
+
+@derivative("linalg_lu_factor", differentiable_outputs=(True, False, False))
+def _(grads, a, *, result):
+    # A = P L U (square): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H, with gL and gU
+    # the strictly lower and upper parts of the packed factors' gradient
+    if a.shape[-1] != a.shape[-2]:
+        raise NotImplementedError("the derivative of linalg.lu_factor is implemented for "
+                                  "square matrices only")
+    lu, pivots, _ = result
+    g = grads[0]
+    p, low, up = torcia.linalg.lu_unpack(lu, pivots)
+    phi = (low.mT @ g.tril(-1)).tril(-1) + (g.triu() @ up.mT).triu()
+    x = torcia.linalg.solve_triangular(low.mT, phi, upper=True, unitriangular=True)
+    return p @ torcia.linalg.solve_triangular(up.mT, x, upper=False, left=False)
+
+
+@derivative("linalg_solve_triangular")
+def _(grad, a, _b, *, upper, left, unitriangular, result, needs_input_grad):
+    # left: A X = B gives gB = A^-T g, gA = -gB X^T; right: X A = B, gB = g A^-T,
+    # gA = -X^T gB; gA keeps A's triangle (strictly, for a unit diagonal)
+    gb = torcia.linalg.solve_triangular(a.mT, grad, upper=not upper, left=left,
+                                        unitriangular=unitriangular)
+    ga = None
+    if needs_input_grad[0]:
+        ga = -(gb @ result.mT) if left else -(result.mT @ gb)
+        shift = 1 if unitriangular else 0
+        ga = ga.triu(shift) if upper else ga.tril(-shift)
+    return ga, gb
+
+
+@derivative("linalg_matrix_exp")
+def _(grad, a):
+    # the Frechet derivative's adjoint: the upper-right block of exp([[A^T, G], [0, A^T]])
+    n = a.shape[-1]
+    at = a.mT
+    top = torcia.cat([at, grad], -1)
+    bottom = torcia.cat([torcia.zeros_like(at), at], -1)
+    block = torcia.linalg.matrix_exp(torcia.cat([top, bottom], -2))
+    return block[..., :n, n:]
+
+
+@derivative("linalg_lstsq", differentiable_outputs=(True, True, False, False))
+def _(grads, a, b, *, rcond, driver, result):
+    # solution = pinv(A) B; residuals = min ||A X - B||^2, whose gradients need only the
+    # residual A X - B at the optimum
+    gx, gres = grads[0], grads[1]
+    x = result[0]
+    p = torcia.linalg.pinv(a)
+    ga = gb = None
+    if gx is not None:
+        gb = p.mT @ gx
+        ga = _pinv_backward(gx @ b.mT, a, p)
+    if gres is not None and gres.numel():
+        r = (a @ x - b) * gres.unsqueeze(-2)
+        ga = 2 * r @ x.mT if ga is None else ga + 2 * r @ x.mT
+        gb = -2 * r if gb is None else gb - 2 * r
+    return ga, gb
+
+
+@derivative("linalg_ldl_factor", differentiable_outputs=(True, False, False))
+def _(grads, _a, *, hermitian):
+    raise NotImplementedError("the derivative for 'linalg_ldl_factor_ex' is not implemented.")
+
+
+@derivative("linalg_ldl_solve")
+def _(grad, _ld, _pivots, _b, *, hermitian):
+    raise NotImplementedError("the derivative for 'linalg_ldl_solve' is not implemented.")
 
 
 def _norm_backward(grad, x, p, dim, keepdim, result):
