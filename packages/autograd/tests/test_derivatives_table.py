@@ -365,6 +365,48 @@ SAMPLES = {
                                                               "keepdim": False}), r(2, 3))],
 }
 
+# ----- complex inputs (complex128): PyTorch's conjugate-Wirtinger convention -------------------
+
+
+def cr(*shape):
+    """Standard complex normal."""
+    return torcia.tensor(RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape),
+                         requires_grad=True)
+
+
+def cpos(*shape):
+    """Complex values away from 0 and the negative real axis (log and sqrt are smooth)."""
+    return torcia.tensor(RNG.uniform(0.5, 2.0, shape) + 1j * RNG.uniform(-1.0, 1.0, shape),
+                         requires_grad=True)
+
+
+SAMPLES.update({
+    "real": [case(torcia.real, cr(2, 3))], "imag": [case(torcia.imag, cr(2, 3))],
+    "view_as_real": [case(torcia.view_as_real, cr(2, 3)),
+                     case(lambda z: torcia.view_as_real(z[:, ::2]), cr(2, 3))],
+    "view_as_complex": [case(torcia.view_as_complex, r(2, 3, 2))],
+    "conj": [case(torcia.conj, cr(2, 3))],
+    "angle": [case(torcia.angle, cr(2, 3)), case(torcia.angle, r(3))],
+    "complex": [case(torcia.complex, r(2, 3), r(2, 3)), case(torcia.complex, r(2, 1), r(3))],
+})
+for _op, _cases in {
+    "mul": [case(torcia.mul, cr(2, 3), cr(2, 3)), case(torcia.mul, cr(3), r(2, 3))],
+    "div": [case(torcia.div, cr(2, 3), cpos(2, 3)), case(lambda z: z / (1 + 2j), cr(3))],
+    "add": [case(torcia.add, cr(3), r(3))], "sub": [case(torcia.sub, r(3), cr(3))],
+    "pow": [case(lambda z: z ** 3, cr(3)), case(lambda z: z ** 2.5, cpos(3))],
+    "exp": [case(torcia.exp, cr(3))], "log": [case(torcia.log, cpos(3))],
+    "sqrt": [case(torcia.sqrt, cpos(3))], "reciprocal": [case(torcia.reciprocal, cpos(3))],
+    "sin": [case(torcia.sin, cr(3))], "cos": [case(torcia.cos, cr(3))],
+    "tanh": [case(torcia.tanh, cr(3))], "square": [case(torcia.square, cr(3))],
+    "abs": [case(torcia.abs, cr(2, 3))], "neg": [case(torcia.neg, cr(3))],
+    "matmul": [case(torcia.matmul, cr(2, 3), cr(3, 2)), case(torcia.matmul, cr(3), cr(3))],
+    "mm": [case(torcia.mm, cr(2, 3), cr(3, 2))], "dot": [case(torcia.dot, cr(3), cr(3))],
+    "outer": [case(torcia.outer, cr(3), cr(2))],
+    "sum": [case(lambda z: z.sum(), cr(2, 3))], "mean": [case(lambda z: z.mean(0), cr(2, 3))],
+}.items():
+    SAMPLES[_op] = SAMPLES[_op] + _cases
+
+
 
 def _eigh_invariant(a):
     # eigenvectors are defined up to sign: V * V is not

@@ -39,6 +39,8 @@ from torcia import _dtype  # noqa: E402
 from torcia._dtype import (  # noqa: E402
     bfloat16,
     can_cast,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -60,6 +62,8 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
@@ -116,6 +120,21 @@ from torcia._ops import (  # noqa: E402
     pow,
     round,
     sum,
+)
+from torcia._ops_complex import (  # noqa: E402
+    angle,
+    complex,  # noqa: A004 - PyTorch's name
+    conj,
+    conj_physical,
+    imag,
+    is_complex,
+    polar,
+    real,
+    resolve_conj,
+    resolve_neg,
+    sgn,
+    view_as_complex,
+    view_as_real,
 )
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403

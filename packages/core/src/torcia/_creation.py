@@ -79,6 +79,8 @@ def _infer_array(data, dtype=None):
         arr = arr.astype(D.get_default_dtype().to_numpy())
     elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "c":
+        arr = arr.astype(D.default_complex().to_numpy())
     elif arr.dtype.kind not in "b":
         raise TypeError(f"Could not infer dtype of {arr.dtype}")
     return arr, False
@@ -365,7 +367,16 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples."""
+    """Standard normal samples; for a complex dtype, real and imaginary parts each of
+    variance 1/2 (so that E|z|^2 = 1, as PyTorch)."""
+    d = _dtype_arg(dtype) if dtype is not None else None
+    if d is not None and d.is_complex:
+        parts = [_create("randn", d.to_real(), device, shape=_size(size),
+                         rng=rng_of(generator)) * 0.5 ** 0.5 for _ in range(2)]
+        from torcia._ops_complex import complex as make_complex
+
+        out = make_complex(*parts)
+        return out.requires_grad_() if requires_grad else out
     return _create("randn", _float_dtype(dtype, "randn"), device, requires_grad,
                    shape=_size(size), rng=rng_of(generator))
 

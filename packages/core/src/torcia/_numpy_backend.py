@@ -95,6 +95,40 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels):
     def digamma(self, a):
         return _special("psi", self.xp, a)
 
+    # ----- complex numbers ----------------------------------------------------------------
+    def real(self, a):
+        return a.real
+
+    def imag(self, a):
+        return a.imag
+
+    def view_as_real(self, a):
+        real = a.real.dtype
+        return self.xp.expand_dims(a, -1).view(real)
+
+    def view_as_complex(self, a):
+        xp = self.xp
+        cplx = np.complex128 if a.dtype == np.float64 else np.complex64
+        return a.view(cplx)[..., 0] if a.ndim > 1 else xp.squeeze(a.view(cplx), -1)
+
+    def conj(self, a):
+        return self.xp.conj(a)
+
+    def angle(self, a):
+        xp = self.xp
+        out = xp.angle(a)
+        if a.dtype.kind != "c":
+            out = xp.where(xp.isnan(a), a, out)
+        return out.astype(a.real.dtype, copy=False)
+
+    def complex(self, re, im):
+        xp = self.xp
+        shape = xp.broadcast_shapes(re.shape, im.shape)
+        out = xp.empty(shape, dtype=np.complex128 if re.dtype == np.float64 else np.complex64)
+        out.real = re
+        out.imag = im
+        return out
+
     def frac(self, a):
         return a - self.xp.trunc(a)
 

@@ -46,7 +46,7 @@ _TriangularSolve = _return_type("triangular_solve", ("solution", "cloned_coeffic
 def _float(A, name):
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{name}(): argument 'A' must be Tensor, not {type(A).__name__}")
-    if not A.dtype.is_floating_point:
+    if A.dtype.category < 2:
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
                            f"input. Got {_torch_name(A.dtype)}")
 

@@ -55,6 +55,9 @@ SPECIAL_NOT_DIFFERENTIABLE = (
     "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
 ) + SPECIAL_BINARY[4:]
 
+# --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
+COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
+
 # --- elementwise with parameters or three inputs ------------------------------------------
 ELEMENTWISE_OTHER = (
     "round",  # decimals=
@@ -137,7 +140,7 @@ CREATION = (
 
 ALL = (
     UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
-    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + ELEMENTWISE_OTHER + REDUCE
+    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + ELEMENTWISE_OTHER + REDUCE
     + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
     + NN + CREATION
 )

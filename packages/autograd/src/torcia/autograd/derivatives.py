@@ -88,7 +88,7 @@ class Entry:
         if self.uses_result:
             result = args[n:]
             if create_graph:
-                result = tuple(r if r is None or not r.is_floating_point() else
+                result = tuple(r if r is None or r.dtype.category < 2 else
                                _reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
@@ -139,6 +139,9 @@ def _fit(g, meta) -> Tensor:
     if g._data.shape != shape:
         g = _sum_to(g, shape)
     if g._data.dtype is not dtype:
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            # a real input's gradient is the real part (PyTorch's convention)
+            g = g.real
         g = g.to(torcia._dtype.FROM_NUMPY[dtype])
     return g
 
@@ -166,6 +169,15 @@ def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None,
         return fn
 
     return register
+
+
+def _c(x):
+    """The conjugate of a complex tensor or number, anything else itself. PyTorch's
+    convention (conjugate Wirtinger derivatives) makes a holomorphic ``f``'s input
+    gradient ``grad * conj(f'(z))``; for real inputs this is the usual chain rule."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._data.dtype.kind == "c" else x
+    return x.conjugate() if isinstance(x, complex) else x
 
 
 def _zeros(meta):
@@ -199,12 +211,12 @@ def _(grad, _x):
 
 @derivative("abs")
 def _(grad, x):
-    return grad * x.sign()
+    return grad * torcia.sgn(x)
 
 
 @derivative("square")
 def _(grad, x):
-    return grad * 2 * x
+    return grad * 2 * _c(x)
 
 
 @derivative("relu")
@@ -214,7 +226,7 @@ def _(grad, _x, *, result):
 
 @derivative("exp")
 def _(grad, _x, *, result):
-    return grad * result
+    return grad * _c(result)
 
 
 @derivative("exp2")
@@ -229,7 +241,7 @@ def _(grad, _x, *, result):
 
 @derivative("log")
 def _(grad, x):
-    return grad / x
+    return grad / _c(x)
 
 
 @derivative("log2")
@@ -249,7 +261,7 @@ def _(grad, x):
 
 @derivative("sqrt")
 def _(grad, _x, *, result):
-    return grad / (2 * result)
+    return grad / (2 * _c(result))
 
 
 @derivative("rsqrt")
@@ -259,17 +271,17 @@ def _(grad, _x, *, result):
 
 @derivative("reciprocal")
 def _(grad, _x, *, result):
-    return -grad * result * result
+    return -grad * _c(result * result)
 
 
 @derivative("sin")
 def _(grad, x):
-    return grad * x.cos()
+    return grad * _c(x.cos())
 
 
 @derivative("cos")
 def _(grad, x):
-    return -grad * x.sin()
+    return -grad * _c(x.sin())
 
 
 @derivative("tan")
@@ -304,7 +316,7 @@ def _(grad, x):
 
 @derivative("tanh")
 def _(grad, _x, *, result):
-    return grad * (1 - result * result)
+    return grad * _c(1 - result * result)
 
 
 @derivative("asinh")
@@ -488,6 +500,50 @@ def _(grad, a, b, *, needs_input_grad):
     return None, -_gammainc_other(grad, a, b)
 
 
+# ----- complex numbers ----------------------------------------------------------------------
+
+
+@derivative("real")
+def _(grad, _x):
+    return grad
+
+
+@derivative("imag")
+def _(grad, _x):
+    # x = a + ib: d imag / db = 1, and the gradient holds d/da + i d/db
+    return grad * 1j
+
+
+@derivative("view_as_real")
+def _(grad, _x):
+    return torcia.view_as_complex(grad.contiguous())
+
+
+@derivative("view_as_complex")
+def _(grad, _x):
+    return torcia.view_as_real(grad)
+
+
+@derivative("conj")
+def _(grad, _x):
+    return grad.conj()
+
+
+@derivative("angle")
+def _(grad, x):
+    if not x.is_complex():
+        return torcia.zeros_like(x)
+    # angle = atan2(b, a): d/da = -b / |x|^2, d/db = a / |x|^2, so the gradient is
+    # grad * i x / |x|^2 (0 at 0)
+    size2 = (x * x.conj()).real
+    return torcia.where(size2 == 0, torcia.zeros_like(x), grad * 1j * x / size2)
+
+
+@derivative("complex")
+def _(grad, _re, _im):
+    return grad.real, grad.imag
+
+
 # =======================================================================================
 # elementwise, two or more inputs
 # =======================================================================================
@@ -505,16 +561,16 @@ def _(grad, _a, _b):
 
 @derivative("mul", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad * b if needs_input_grad[0] else None,
-            grad * a if needs_input_grad[1] else None)
+    return (grad * _c(b) if needs_input_grad[0] else None,
+            grad * _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("div", saved_only_for={"a": "b"})
 def _(grad, a, b, *, needs_input_grad, rounding_mode=None):
     if rounding_mode is not None:
         return None, None
-    ga = grad / b if needs_input_grad[0] else None
-    gb = -grad * a / (b * b) if needs_input_grad[1] else None
+    ga = grad / _c(b) if needs_input_grad[0] else None
+    gb = -grad * _c(a / (b * b)) if needs_input_grad[1] else None
     return ga, gb
 
 
@@ -523,14 +579,14 @@ def _(grad, a, b, *, result, needs_input_grad):
     ga = gb = None
     if needs_input_grad[0]:
         if isinstance(b, Tensor):
-            ga = grad * b * torcia.where(b == 0, torcia.ones_like(a), a) ** (b - 1)
+            ga = grad * _c(b * torcia.where(b == 0, torcia.ones_like(a), a) ** (b - 1))
         elif b == 0:
             ga = grad * 0
         else:
-            ga = grad * b * a ** (b - 1)
+            ga = grad * _c(b * a ** (b - 1))
     if needs_input_grad[1]:
         # NOTE: the a == 0 branch keeps 0 * log(0) from becoming nan where b > 0
-        gb = grad * torcia.where(a == 0, torcia.zeros_like(result), result * a.log())
+        gb = grad * _c(torcia.where(a == 0, torcia.zeros_like(result), result * a.log()))
     return ga, gb
 
 
@@ -1029,15 +1085,15 @@ def _(grad, a, b, *, needs_input_grad):
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
         if needs_input_grad[0]:
-            ga = grad * b
+            ga = grad * _c(b)
         if needs_input_grad[1]:
-            gb = grad * a
+            gb = grad * _c(a)
         return ga, gb
     # vectors act as matrices: a row on the left, a column on the right
     g = grad.unsqueeze(-2) if a.ndim == 1 else grad
     g = g.unsqueeze(-1) if b.ndim == 1 else g
     if needs_input_grad[0]:
-        ga = g @ (b.unsqueeze(-1) if b.ndim == 1 else b).mT
+        ga = g @ (b.unsqueeze(-1) if b.ndim == 1 else b).mH
         if a.ndim == 1:
             ga = ga.squeeze(-2)
             if ga.ndim > 1:
@@ -1045,9 +1101,9 @@ def _(grad, a, b, *, needs_input_grad):
     if needs_input_grad[1] and b.ndim == 2 and a.ndim > 2:
         # a weight shared across a batch: one product over all rows, rather than a
         # product per batch entry summed afterwards
-        gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+        gb = a.reshape(-1, a.shape[-1]).mH @ g.reshape(-1, g.shape[-1])
     elif needs_input_grad[1]:
-        gb = (a.unsqueeze(0) if a.ndim == 1 else a).mT @ g
+        gb = (a.unsqueeze(0) if a.ndim == 1 else a).mH @ g
         if b.ndim == 1:
             gb = gb.squeeze(-1)
             if gb.ndim > 1:
@@ -1057,34 +1113,34 @@ def _(grad, a, b, *, needs_input_grad):
 
 @derivative("mm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b.mT if needs_input_grad[0] else None,
-            a.mT @ grad if needs_input_grad[1] else None)
+    return (grad @ b.mH if needs_input_grad[0] else None,
+            a.mH @ grad if needs_input_grad[1] else None)
 
 
 @derivative("bmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b.mT if needs_input_grad[0] else None,
-            a.mT @ grad if needs_input_grad[1] else None)
+    return (grad @ b.mH if needs_input_grad[0] else None,
+            a.mH @ grad if needs_input_grad[1] else None)
 
 
 @derivative("dot", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad * b if needs_input_grad[0] else None,
-            grad * a if needs_input_grad[1] else None)
+    return (grad * _c(b) if needs_input_grad[0] else None,
+            grad * _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("outer", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b if needs_input_grad[0] else None,
-            grad.mT @ a if needs_input_grad[1] else None)
+    return (grad @ _c(b) if needs_input_grad[0] else None,
+            grad.mT @ _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("addmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
     # scaling by 1 would cost a full pass (and a node under create_graph)
     gc = (grad if beta == 1 else grad * beta) if needs_input_grad[0] else None
-    ga = grad @ b.mT if needs_input_grad[1] else None
-    gb = a.mT @ grad if needs_input_grad[2] else None
+    ga = grad @ b.mH if needs_input_grad[1] else None
+    gb = a.mH @ grad if needs_input_grad[2] else None
     if alpha != 1:
         ga = ga * alpha if ga is not None else None
         gb = gb * alpha if gb is not None else None
