@@ -389,6 +389,20 @@ SAMPLES.update({
     "angle": [case(torcia.angle, cr(2, 3)), case(torcia.angle, r(3))],
     "complex": [case(torcia.complex, r(2, 3), r(2, 3)), case(torcia.complex, r(2, 1), r(3))],
 })
+SAMPLES.update({
+    "fft_c2c": [case(lambda z, m=m: torcia.fft.fft(z, norm=m), cr(2, 5)) for m in
+                ("backward", "ortho", "forward")]
+    + [case(lambda z: torcia.fft.ifftn(z, s=(3, 4)), cr(2, 3)),
+       case(lambda x: torcia.fft.fft2(x, norm="ortho"), r(3, 4))],
+    "fft_r2c": [case(lambda x, m=m: torcia.fft.rfft(x, norm=m), r(2, 5)) for m in
+                ("backward", "ortho", "forward")]
+    + [case(lambda x: torcia.fft.rfftn(x, s=(3, 6)), r(2, 4)),
+       case(lambda x: torcia.fft.ihfft(x, dim=0), r(4, 2))],
+    "fft_c2r": [case(lambda z, m=m, n=n: torcia.fft.irfft(z, n=n, norm=m), cr(2, 4))
+                for m in ("backward", "ortho", "forward") for n in (6, 7)]
+    + [case(lambda z: torcia.fft.irfft2(z, s=(3, 4)), cr(3, 3)),
+       case(lambda z: torcia.fft.hfft(z, n=5), cr(3))],
+})
 for _op, _cases in {
     "mul": [case(torcia.mul, cr(2, 3), cr(2, 3)), case(torcia.mul, cr(3), r(2, 3))],
     "div": [case(torcia.div, cr(2, 3), cpos(2, 3)), case(lambda z: z / (1 + 2j), cr(3))],
@@ -402,7 +416,18 @@ for _op, _cases in {
     "matmul": [case(torcia.matmul, cr(2, 3), cr(3, 2)), case(torcia.matmul, cr(3), cr(3))],
     "mm": [case(torcia.mm, cr(2, 3), cr(3, 2))], "dot": [case(torcia.dot, cr(3), cr(3))],
     "outer": [case(torcia.outer, cr(3), cr(2))],
+    "einsum": [case(lambda a, b: torcia.einsum("bim,iom->bom", a, b), cr(2, 3, 2),
+                    cr(3, 2, 2))],
+    "tensordot": [case(lambda a, b: torcia.tensordot(a, b, 1), cr(2, 3), cr(3, 2))],
     "sum": [case(lambda z: z.sum(), cr(2, 3))], "mean": [case(lambda z: z.mean(0), cr(2, 3))],
+    "prod": [case(lambda z: z.prod(1), cr(2, 3)), case(lambda z: z.prod(), cr(3))],
+    "cumprod": [case(lambda z: z.cumprod(1), cr(2, 3))],
+    "lerp": [case(torcia.lerp, cr(3), cr(3), cr(3))],
+    "addcmul": [case(lambda x, a, b: torcia.addcmul(x, a, b, value=2), cr(3), cr(3), cr(3))],
+    "addcdiv": [case(lambda x, a, b: torcia.addcdiv(x, a, b, value=2), cr(3), cr(3), cpos(3))],
+    "var": [case(lambda z: z.var(1), cr(2, 3))], "std": [case(lambda z: z.std(), cr(2, 3))],
+    "linalg_vector_norm": [case(lambda z, o=o: torcia.linalg.vector_norm(z, o), cr(2, 3))
+                           for o in (1, 2, 3, INF)],
 }.items():
     SAMPLES[_op] = SAMPLES[_op] + _cases
 

@@ -68,6 +68,7 @@ cdouble = complex128
 from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
     _ops,
+    _ops_spectral,
     linalg,
     plugins,
     special,
@@ -158,6 +159,7 @@ from torcia.serialization import load, save  # noqa: E402
 globals().update(_NN_TOP_LEVEL)
 globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
 globals().update(linalg.TOP_LEVEL)
+globals().update({_n: getattr(_ops_spectral, _n) for _n in _ops_spectral.TOP_LEVEL})
 
 plugins.register_builtin("core", _NumpyPlugin())
 
@@ -257,7 +259,7 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
-    if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
+    if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler"):
         return importlib.import_module(f"torcia.{name}")
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

@@ -14,6 +14,7 @@ import numpy as np
 
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
+from torcia._kernels_fft import FFTKernels
 from torcia._kernels_linalg import LinalgKernels
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_special import SpecialKernels
@@ -40,13 +41,14 @@ _UFUNC_NAMES = {
 }
 
 
-class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels):
+class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
-    functions in :class:`~torcia._kernels_special.SpecialKernels`.
+    functions in :class:`~torcia._kernels_special.SpecialKernels`, the Fourier transforms
+    in :class:`~torcia._kernels_fft.FFTKernels`.
     """
 
     xp = np

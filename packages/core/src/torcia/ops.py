@@ -58,6 +58,11 @@ SPECIAL_NOT_DIFFERENTIABLE = (
 # --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
 COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
 
+# --- discrete Fourier transforms over dims= with norm= ("backward", "ortho", "forward"):
+# complex-to-complex (forward= the direction), real-to-complex (onesided=), and
+# complex-to-real of a one-sided spectrum (last_dim_size= the real signal's length)
+FFT = ("fft_c2c", "fft_r2c", "fft_c2r")
+
 # --- elementwise with parameters or three inputs ------------------------------------------
 ELEMENTWISE_OTHER = (
     "round",  # decimals=
@@ -140,7 +145,8 @@ CREATION = (
 
 ALL = (
     UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
-    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + ELEMENTWISE_OTHER + REDUCE
+    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + FFT + ELEMENTWISE_OTHER
+    + REDUCE
     + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
     + NN + CREATION
 )

@@ -544,6 +544,49 @@ def _(grad, _re, _im):
     return grad.real, grad.imag
 
 
+# ----- discrete Fourier transforms ---------------------------------------------------------
+
+# The adjoint of a transform scaled by s is the opposite-direction transform scaled by s:
+# the norm mode whose scale in the other direction is the same one
+_ADJOINT_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+@derivative("fft_c2c")
+def _(grad, _x, *, dims, norm, forward):
+    return call("fft_c2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                     "forward": not forward})
+
+
+@derivative("fft_r2c")
+def _(grad, _x, *, dims, norm, onesided):
+    # the half spectrum is the full one cut short: pad it back with zeros, then adjoin
+    if onesided:
+        last = dims[-1]
+        missing = _x.shape[last] - grad.shape[last]
+        if missing:
+            zeros = torcia.zeros(*grad.shape[:last], missing, *grad.shape[last + 1:],
+                                 dtype=grad.dtype, device=grad.device)
+            grad = torcia.cat([grad, zeros], last)
+    full = call("fft_c2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                     "forward": False})
+    return full.real
+
+
+@derivative("fft_c2r")
+def _(grad, _x, *, dims, norm, last_dim_size):
+    # as PyTorch: the one-sided transform of the gradient, its bins that stand for two
+    # (conjugate) bins of the full spectrum doubled
+    gx = call("fft_r2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                   "onesided": True})
+    last = dims[-1]
+    double = last_dim_size - gx.shape[last]
+    if double > 0:
+        scale = torcia.ones(gx.shape[last], dtype=gx.real.dtype, device=gx.device)
+        scale[1:1 + double] = 2
+        gx = gx * scale.reshape((-1,) + (1,) * (gx.ndim - 1 - last))
+    return gx
+
+
 # =======================================================================================
 # elementwise, two or more inputs
 # =======================================================================================
@@ -680,18 +723,18 @@ def _(grad, cond, _a, _b):
 
 @derivative("lerp")
 def _(grad, start, end, weight):
-    gw = grad * (end - start) if isinstance(weight, Tensor) else None
-    return grad * (1 - weight), grad * weight, gw
+    gw = grad * _c(end - start) if isinstance(weight, Tensor) else None
+    return grad * _c(1 - weight), grad * _c(weight), gw
 
 
 @derivative("addcmul")
 def _(grad, _x, t1, t2, *, value):
-    return grad, grad * value * t2, grad * value * t1
+    return grad, grad * _c(value * t2), grad * _c(value * t1)
 
 
 @derivative("addcdiv")
 def _(grad, _x, t1, t2, *, value):
-    return grad, grad * value / t2, -grad * value * t1 / (t2 * t2)
+    return grad, grad * _c(value / t2), -grad * _c(value * t1 / (t2 * t2))
 
 
 @derivative("masked_fill")
@@ -740,9 +783,9 @@ def _(grad, _x, *, dim, keepdim):
 def _(grad, x, *, dim, keepdim):
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     if dim is None:
-        return g * _prod_others(x.reshape(-1), 0).reshape(x.shape)
+        return g * _c(_prod_others(x.reshape(-1), 0).reshape(x.shape))
     (d,) = dim
-    return g * _prod_others(x, d)
+    return g * _c(_prod_others(x, d))
 
 
 def _prod_others(x, d):
@@ -835,7 +878,7 @@ def _(grad, x, *, dim, result, dtype=None):
         xi = x.narrow(dim, i, 1)
         others = torcia.cat([x.narrow(dim, 0, i), torcia.ones_like(xi),
                              x.narrow(dim, i + 1, n - i - 1)], dim).cumprod(dim)
-        out.append((grad.narrow(dim, i, n - i) * others.narrow(dim, i, n - i)).sum(
+        out.append((grad.narrow(dim, i, n - i) * _c(others.narrow(dim, i, n - i))).sum(
             dim, keepdim=True))
     return torcia.cat(out, dim)
 
@@ -1156,7 +1199,7 @@ def _(grad, *operands, equation):
     grads = []
     for i, sub in enumerate(subs):
         others = [s for j, s in enumerate(subs) if j != i]
-        ops = [o for j, o in enumerate(operands) if j != i]
+        ops = [_c(o) for j, o in enumerate(operands) if j != i]
         unique = list(dict.fromkeys(sub))
         elsewhere = set(out).union(*others)
         target = "".join(c for c in unique if c in elsewhere)
@@ -1243,10 +1286,10 @@ def _(grad, a, b, *, dims):
     na = len(free_a)
     # grad has dims free_a + free_b
     # ga's dims: free_a, then b's contracted dims in b's order (each paired with a dim of a)
-    ga = torcia.tensordot(grad, b, (tuple(range(na, grad.ndim)), tuple(free_b)))
+    ga = torcia.tensordot(grad, _c(b), (tuple(range(na, grad.ndim)), tuple(free_b)))
     order_a = free_a + [da[list(db).index(d)] for d in sorted(db)]
     ga = ga.permute([order_a.index(d) for d in range(a.ndim)])
-    gb = torcia.tensordot(a, grad, (tuple(free_a), tuple(range(na))))
+    gb = torcia.tensordot(_c(a), grad, (tuple(free_a), tuple(range(na))))
     order_b = [db[list(da).index(d)] for d in sorted(da)] + free_b
     gb = gb.permute([order_b.index(d) for d in range(b.ndim)])
     return ga, gb
@@ -1639,12 +1682,12 @@ def _norm_backward(grad, x, p, dim, keepdim, result):
     if p == 0:
         return x * 0
     if p == 1:
-        return g * x.sign()
+        return g * torcia.sgn(x)
     if p == 2:
         # NOTE: a zero norm gives a zero gradient, as PyTorch's subgradient choice
         return g * x / r.masked_fill(r == 0, 1)
     if math.isinf(p):
-        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * x.sign()
+        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * torcia.sgn(x)
     safe = r.masked_fill(r == 0, 1)
     return g * x * x.abs() ** (p - 2) / safe ** (p - 1)
 
@@ -1868,9 +1911,9 @@ def _(grad, x, w, _b, *, needs_input_grad):
     gx = gw = gb = None
     rows = grad.reshape(-1, w.shape[0])
     if needs_input_grad[0]:
-        gx = grad @ w
+        gx = grad @ _c(w)
     if needs_input_grad[1]:
-        gw = rows.mT @ x.reshape(-1, w.shape[1])
+        gw = rows.mT @ _c(x.reshape(-1, w.shape[1]))
     if needs_input_grad[2]:
         gb = rows.sum(0)
     return gx, gw, gb
