@@ -80,3 +80,57 @@ def test_real_input_gets_real_gradient_and_complex_loss_is_refused():
     np.testing.assert_allclose(x.grad.numpy(), 2 * 5 * np.array([1.0, 2.0]))
     with pytest.raises(RuntimeError, match="only for real scalar outputs"):
         (x * 1j).sum().backward()
+
+
+def _cmat(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+_G = _cmat(4, 3)
+_A = (lambda g: g @ g.conj().T + 3 * np.eye(3))(_cmat(3, 3))
+_B = _cmat(3, 2)
+LINALG = {
+    "inv": lambda L, a, b, g: L.linalg.inv(a),
+    "solve": lambda L, a, b, g: L.linalg.solve(a, b),
+    "det": lambda L, a, b, g: L.linalg.det(a),
+    "slogdet": lambda L, a, b, g: L.linalg.slogdet(a).logabsdet,
+    "cholesky": lambda L, a, b, g: L.linalg.cholesky(a, upper=True),
+    "qr": lambda L, a, b, g: tuple(x.abs() for x in L.linalg.qr(g)),
+    "eigh": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(a)),
+    "svd": lambda L, a, b, g: (lambda u, s, vh: (u.abs(), s, vh.abs()))(
+        *L.linalg.svd(g, full_matrices=False)),
+    "pinv": lambda L, a, b, g: L.linalg.pinv(g),
+    "lu": lambda L, a, b, g: L.linalg.lu(a)[1:],
+    "lu_solve": lambda L, a, b, g: L.linalg.lu_solve(*L.linalg.lu_factor(a), b),
+    "solve_triangular": lambda L, a, b, g: L.linalg.solve_triangular(a, b, upper=True),
+    "matrix_exp": lambda L, a, b, g: L.linalg.matrix_exp(a / 3),
+    "lstsq": lambda L, a, b, g: L.linalg.lstsq(g, g[:, :2], driver="gelsd").solution,
+    "eig": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eig(a)),
+    "eigvals": lambda L, a, b, g: L.linalg.eigvals(g[:3]),
+    "matrix_norms": lambda L, a, b, g: tuple(L.linalg.matrix_norm(g, o)
+                                             for o in ("fro", "nuc", 2, 1)),
+}
+
+
+def _weighted(L, out):
+    outs = out if isinstance(out, tuple) else (out,)
+    total = 0
+    for o in outs:
+        w = 1 + L.arange(o.numel(), dtype=L.float64).reshape(o.shape)
+        total = total + ((o.abs() ** 2 if o.is_complex() else o) * w).sum()
+    return total
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_complex_linalg_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    ours = [torcia.tensor(x, requires_grad=True) for x in (_A, _B, _G)]
+    theirs = [torch.tensor(x, requires_grad=True) for x in (_A, _B, _G)]
+    _weighted(torcia, LINALG[name](torcia, *ours)).backward()
+    _weighted(torch, LINALG[name](torch, *theirs)).backward()
+    for o, t in zip(ours, theirs):
+        assert (o.grad is None) == (t.grad is None)
+        if o.grad is not None:
+            np.testing.assert_allclose(o.grad.numpy(), t.grad.resolve_conj().numpy(),
+                                       rtol=1e-8, atol=1e-9)

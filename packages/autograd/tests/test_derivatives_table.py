@@ -332,6 +332,9 @@ SAMPLES = {
                   case(lambda a: torcia.linalg.qr(a, mode="complete"), r(3, 3))],
     "linalg_eigh": [case(lambda a: _eigh_invariant(a + a.mT), r(3, 3))],
     "linalg_eigvalsh": [case(lambda a: torcia.linalg.eigvalsh(a + a.mT), r(3, 3))],
+    "linalg_eig": [case(lambda a: _eig_invariant(a), r(3, 3)),
+                   case(lambda a: _eig_invariant(a), r(2, 2, 2))],
+    "linalg_eigvals": [case(torcia.linalg.eigvals, r(3, 3))],
     "linalg_svd": [case(lambda a: _svd_invariant(a, False), r(3, 2)),
                    case(lambda a: _svd_invariant(a, False), r(2, 3)),
                    case(lambda a: _svd_invariant(a, True), r(3, 3))],
@@ -380,6 +383,17 @@ def cpos(*shape):
                          requires_grad=True)
 
 
+def _hpd(a):
+    """A Hermitian positive-definite matrix made from ``a``."""
+    return a @ a.mH + 3 * torcia.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _qr_invariant(a):
+    # Q's columns and R's rows share phases: |Q| and |R| do not depend on them
+    q, r = torcia.linalg.qr(a)
+    return q.abs(), r.abs()
+
+
 SAMPLES.update({
     "real": [case(torcia.real, cr(2, 3))], "imag": [case(torcia.imag, cr(2, 3))],
     "view_as_real": [case(torcia.view_as_real, cr(2, 3)),
@@ -426,6 +440,26 @@ for _op, _cases in {
     "addcmul": [case(lambda x, a, b: torcia.addcmul(x, a, b, value=2), cr(3), cr(3), cr(3))],
     "addcdiv": [case(lambda x, a, b: torcia.addcdiv(x, a, b, value=2), cr(3), cr(3), cpos(3))],
     "var": [case(lambda z: z.var(1), cr(2, 3))], "std": [case(lambda z: z.std(), cr(2, 3))],
+    "linalg_inv": [case(lambda a: torcia.linalg.inv(_hpd(a)), cr(3, 3))],
+    "linalg_solve": [case(torcia.linalg.solve, cr(3, 3), cr(3, 2))],
+    "linalg_det": [case(torcia.linalg.det, cr(3, 3))],
+    "linalg_slogdet": [case(lambda a: torcia.linalg.slogdet(a).logabsdet, cr(3, 3))],
+    "linalg_cholesky": [case(lambda a: torcia.linalg.cholesky(_hpd(a)), cr(3, 3)),
+                        case(lambda a: torcia.linalg.cholesky(_hpd(a), upper=True), cr(2, 2))],
+    "linalg_qr": [case(lambda a: _qr_invariant(a), cr(3, 2))],
+    "linalg_eigh": [case(lambda a: _eigh_invariant(_hpd(a)), cr(3, 3))],
+    "linalg_eigvalsh": [case(lambda a: torcia.linalg.eigvalsh(_hpd(a)), cr(3, 3))],
+    "linalg_svd": [case(lambda a: _svd_invariant(a, False), cr(3, 2)),
+                   case(lambda a: _svd_invariant(a, True), cr(2, 3))],
+    "linalg_pinv": [case(torcia.linalg.pinv, cr(3, 2))],
+    "linalg_lu_factor": [case(lambda a: torcia.linalg.lu(a)[1:], cr(3, 3))],
+    "linalg_solve_triangular": [case(lambda a, b: torcia.linalg.solve_triangular(
+        a, b, upper=True), _hpd(cr(3, 3)).detach().requires_grad_(), cr(3, 2))],
+    "linalg_matrix_exp": [case(torcia.linalg.matrix_exp, cr(3, 3))],
+    "linalg_lstsq": [case(lambda a, b: torcia.linalg.lstsq(a, b, driver="gelsd")[:2], cr(4, 2),
+                          cr(4, 2))],
+    "linalg_matrix_norm": [case(lambda a, o=o: torcia.linalg.matrix_norm(a, o), cr(3, 2))
+                           for o in ("fro", "nuc", 2, 1)],
     "linalg_vector_norm": [case(lambda z, o=o: torcia.linalg.vector_norm(z, o), cr(2, 3))
                            for o in (1, 2, 3, INF)],
 }.items():
@@ -434,17 +468,22 @@ for _op, _cases in {
 
 
 def _eigh_invariant(a):
-    # eigenvectors are defined up to sign: V * V is not
+    # eigenvectors are defined up to a sign (a phase, when complex): |V|^2 is not
     vals, vecs = torcia.linalg.eigh(a)
-    return vals, vecs * vecs
+    return vals, vecs * vecs.conj()
+
+
+def _eig_invariant(a):
+    vals, vecs = torcia.linalg.eig(a)
+    return vals, vecs * vecs.conj()
 
 
 def _svd_invariant(a, full):
-    # singular vectors are defined up to a shared sign: U diag(S) Vh and U * U are not
+    # singular vectors are defined up to a shared sign (phase): U Vh and |U|^2 are not
     u, s, vh = torcia.linalg.svd(a, full_matrices=full)
     k = s.shape[-1]
     u, vh = u[:, :k], vh[:k]
-    return s, u @ vh, u * u
+    return s, u @ vh, u * u.conj()
 
 
 # ----- completeness -----------------------------------------------------------------------

@@ -226,7 +226,7 @@ class ExtraKernels:
     def linalg_cholesky(self, a, upper=False):
         xp = self.xp
         low = _linalg(xp, "cholesky", a)
-        return xp.swapaxes(low, -1, -2) if upper else low
+        return xp.conj(xp.swapaxes(low, -1, -2)) if upper else low
 
     def linalg_eigh(self, a, UPLO="L"):
         return tuple(self.xp.linalg.eigh(a, UPLO=UPLO))
@@ -247,11 +247,12 @@ class ExtraKernels:
         xp = self.xp
         d0, d1 = dim
         if ord == "fro":
-            return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+            squares = (a * a.conj()).real if a.dtype.kind == "c" else a * a
+            return xp.sqrt(xp.sum(squares, axis=dim, keepdims=keepdim))
         if ord in ("nuc", 2, -2):
             s = xp.linalg.svd(xp.moveaxis(a, (d0, d1), (-2, -1)), compute_uv=False)
             out = {"nuc": s.sum(-1), 2: s.max(-1, initial=0), -2: s.min(-1, initial=np.inf)}[ord]
-            return _keep(xp, out.astype(a.dtype, copy=False), (d0, d1), keepdim)
+            return _keep(xp, out.astype(a.real.dtype, copy=False), (d0, d1), keepdim)
         # 1 / -1: max/min over columns of the column sums; inf / -inf: over rows
         sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = xp.sum(xp.abs(a), axis=sum_dim, keepdims=True)

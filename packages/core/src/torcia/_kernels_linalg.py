@@ -39,7 +39,10 @@ def lu_factor(xp, a):
     piv = xp.empty((count, k), dtype=np.int32)
     info = xp.zeros(count, dtype=np.int32)
     for j in range(k):
-        p = j + xp.argmax(xp.abs(lu[:, j:, j]), axis=1)
+        col = lu[:, j:, j]
+        # LAPACK's pivot: the largest |re| + |im| (izamax), |x| for real numbers
+        size = xp.abs(col.real) + xp.abs(col.imag) if col.dtype.kind == "c" else xp.abs(col)
+        p = j + xp.argmax(size, axis=1)
         piv[:, j] = p + 1
         top, low = lu[rows, j, :].copy(), lu[rows, p, :].copy()
         lu[rows, p, :] = top
@@ -130,6 +133,18 @@ class LinalgKernels:
             r = xp.where((k < s)[:, None, None], r @ r, r)
         return r.reshape(a.shape).astype(a.dtype, copy=False)
 
+    def linalg_eig(self, a):
+        xp = self.xp
+        cplx = np.result_type(a.dtype, np.complex64)
+        if not hasattr(xp.linalg, "eig"):  # CuPy before v14: on the host
+            w, v = np.linalg.eig(_host(xp, a))
+            return xp.asarray(w.astype(cplx)), xp.asarray(v.astype(cplx))
+        w, v = xp.linalg.eig(a)
+        return w.astype(cplx, copy=False), v.astype(cplx, copy=False)
+
+    def linalg_eigvals(self, a):
+        return self.linalg_eig(a)[0]
+
     def linalg_lstsq(self, a, b, rcond=None, driver="gelsy"):
         xp = self.xp
         m, n = a.shape[-2:]
@@ -148,13 +163,13 @@ class LinalgKernels:
         solution = xp.stack(sols).reshape(batch + (n, k)) if sols else xp.zeros(
             batch + (n, k), dtype=a.dtype)
         rank = xp.asarray(ranks, dtype=np.int64).reshape(batch)
-        empty = xp.zeros((0,), dtype=a.dtype)
+        empty = xp.zeros((0,), dtype=a.real.dtype)
         singular = xp.stack(svals).reshape(batch + (min(m, n),)) if (
             driver in ("gelsd", "gelss") and svals) else empty
         residuals = empty
         if driver != "gelsy" and m > n and all(r == n for r in ranks):
             res = b - a @ solution.reshape((-1, n, k))
-            residuals = (res * res).sum(axis=-2).reshape(batch + (k,))
+            residuals = (res * res.conj()).real.sum(axis=-2).reshape(batch + (k,))
         return solution.astype(a.dtype, copy=False), residuals, rank, singular
 
     def linalg_ldl_factor(self, a, hermitian=False):

@@ -28,6 +28,7 @@ _Slogdet = _return_type("linalg_slogdet", ("sign", "logabsdet"))
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
 _Qr = _return_type("linalg_qr", ("Q", "R"))
 _Eigh = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_Eig = _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))
 _CholeskyEx = _return_type("linalg_cholesky_ex", ("L", "info"))
 _InvEx = _return_type("linalg_inv_ex", ("inverse", "info"))
 _SolveEx = _return_type("linalg_solve_ex", ("result", "info"))
@@ -231,6 +232,33 @@ def eigh(A, UPLO="L"):
     _square(A, "eigh")
     _uplo(UPLO)
     return _Eigh(*call("linalg_eigh", (A,), {"UPLO": UPLO}))
+
+
+def eig(A):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (as LAPACK's geev:
+    each eigenvector of unit norm, its largest component real).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.eig(torcia.tensor([[0.0, -1.0], [1.0, 0.0]])).eigenvalues
+    tensor([0.+1.j, 0.-1.j])
+    """
+    _square(A, "eig")
+    return _Eig(*call("linalg_eig", (A,), {}))
+
+
+def eigvals(A):
+    """Eigenvalues of a general square matrix, complex.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.eigvals(torcia.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor([2.+0.j, 3.+0.j])
+    """
+    _square(A, "eigvals")
+    return call("linalg_eigvals", (A,), {})
 
 
 def eigvalsh(A, UPLO="L"):
@@ -826,7 +854,8 @@ def vander(x, *, N=None):
 
 
 def vecdot(x, y, *, dim=-1):
-    """The dot product of ``x`` and ``y`` over ``dim``, with broadcasting.
+    """The dot product of ``x`` and ``y`` over ``dim`` (``x`` conjugated when complex), with
+    broadcasting.
 
     Examples
     --------
@@ -838,7 +867,7 @@ def vecdot(x, y, *, dim=-1):
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
                            f"found x of type {_torch_name(x.dtype)} and y of type "
                            f"{_torch_name(y.dtype)} instead")
-    return (x * y).sum(dim)
+    return (x.conj() * y).sum(dim)
 
 
 def cross(input, other, *, dim=-1):
@@ -978,7 +1007,8 @@ METHODS = {
 
 
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "solve", "pinv", "det", "slogdet",
-           "svd", "svdvals", "qr", "cholesky", "eigh", "eigvalsh", "matmul", "LinAlgError",
+           "svd", "svdvals", "qr", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "matmul",
+           "LinAlgError",
            "inv_ex", "solve_ex", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
            "solve_triangular", "lstsq", "ldl_factor", "ldl_factor_ex", "ldl_solve",
            "householder_product", "matrix_exp", "matrix_power", "matrix_rank", "cond",

@@ -109,6 +109,8 @@ LINALG = (
     # singular_values), and LDL (SciPy's LAPACK) -> (LD, pivots, info) and its solve
     "linalg_lu_factor", "linalg_lu_permutation", "linalg_solve_triangular",
     "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
+    # the eigendecomposition of a general matrix: complex (eigenvalues, eigenvectors)
+    "linalg_eig", "linalg_eigvals",
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------

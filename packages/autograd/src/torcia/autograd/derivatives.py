@@ -1458,23 +1458,23 @@ def _eye_like(n, like):
 
 @derivative("linalg_inv")
 def _(grad, _a, *, result):
-    return -(result.mT @ grad @ result.mT)
+    return -(result.mH @ grad @ result.mH)
 
 
 @derivative("linalg_solve")
 def _(grad, a, _b, *, left, result, needs_input_grad):
     # left: A X = B, so gB = A^-T g and gA = -gB X^T; right: X A = B, gB = g A^-T
-    gb = torcia.linalg.solve(a.mT, grad, left=left)
+    gb = torcia.linalg.solve(a.mH, grad, left=left)
     ga = None
     if needs_input_grad[0]:
-        ga = -(gb @ result.mT) if left else -(result.mT @ gb)
+        ga = -(gb @ result.mH) if left else -(result.mH @ gb)
     return ga, gb
 
 
 @derivative("linalg_det")
 def _(grad, a, *, result):
     # NOTE: well defined for invertible matrices only; a singular one raises in inv
-    return (grad * result).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
+    return (grad * _c(result)).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
 @derivative("linalg_slogdet", differentiable_outputs=(False, True))
@@ -1482,11 +1482,7 @@ def _(grads, a):
     g = grads[1]
     if g is None:
         return None
-    return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
-
-
-def _sym(m):
-    return (m + m.mT) / 2
+    return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
 @derivative("linalg_cholesky")
@@ -1494,11 +1490,11 @@ def _(grad, _a, *, upper, result):
     # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
     # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal). An upper factor is
     # the transpose of the lower one, and so is its gradient.
-    low, g = (result.mT, grad.mT) if upper else (result, grad)
-    p = (low.mT @ g).tril()
+    low, g = (result.mH, grad.mH) if upper else (result, grad)
+    p = (low.mH @ g).tril()
     p = p - 0.5 * torcia.diag_embed(p.diagonal(0, -2, -1))
     linv = torcia.linalg.inv(low)
-    return linv.mT @ _sym(p) @ linv
+    return linv.mH @ ((p + p.mH) / 2) @ linv
 
 
 @derivative("linalg_qr")
@@ -1519,11 +1515,12 @@ def _(grads, _a, *, mode, result):
     gq = grads[0] if grads[0] is not None else torcia.zeros_like(q)
     gr = grads[1] if grads[1] is not None else torcia.zeros_like(r)
     # M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T, copyltu mirrors M's lower part
-    big_m = r @ gr.mT - gq.mT @ q
+    big_m = r @ gr.mH - gq.mH @ q
     low = big_m.tril(-1)
-    copyltu = low + low.mT + torcia.diag_embed(big_m.diagonal(0, -2, -1))
+    diag = big_m.diagonal(0, -2, -1)
+    copyltu = low + low.mH + torcia.diag_embed(diag.real if diag.is_complex() else diag)
     rhs = gq + q @ copyltu
-    return torcia.linalg.solve(r.mT, rhs, left=False)
+    return torcia.linalg.solve(r.mH, rhs, left=False)
 
 
 def _gap_inverse(values):
@@ -1539,16 +1536,43 @@ def _(grads, _a, *, result, UPLO="L"):
     vals, vecs = result
     gl, gv = grads
     inner = torcia.zeros_like(vecs) if gv is None else (
-        _gap_inverse(vals) * (vecs.mT @ gv - gv.mT @ vecs) / 2)
+        _gap_inverse(vals) * (vecs.mH @ gv - gv.mH @ vecs) / 2)
     if gl is not None:
         inner = inner + torcia.diag_embed(gl)
-    return vecs @ inner @ vecs.mT
+    return vecs @ inner @ vecs.mH
+
+
+@derivative("linalg_eig")
+def _(grads, _a, *, result):
+    # A = V diag(L) V^-1 with unit eigenvectors (PyTorch's formula): the gradient is
+    # V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H; the removed
+    # diagonal is the part a loss that depends on the eigenvectors' phases would see
+    vals, vecs = result
+    gl, gv = grads
+    n = vals.shape[-1]
+    eye = _eye_like(n, vals.real).to(torcia.bool)
+    if gv is None:
+        inner = torcia.diag_embed(gl)
+    else:
+        vhgv = vecs.mH @ gv
+        inner = vhgv - vecs.mH @ (vecs * vhgv.diagonal(0, -2, -1).real.unsqueeze(-2))
+        gaps = (vals.unsqueeze(-2) - vals.unsqueeze(-1)).conj()
+        inner = torcia.where(eye, torcia.zeros_like(inner), inner / gaps.masked_fill(eye, 1))
+        if gl is not None:
+            inner = inner + torcia.diag_embed(gl)
+    return torcia.linalg.solve(vecs.mH, inner @ vecs.mH)
+
+
+@derivative("linalg_eigvals")
+def _(grad, a):
+    vecs = torcia.linalg.eig(a).eigenvectors
+    return torcia.linalg.solve(vecs.mH, torcia.diag_embed(grad) @ vecs.mH)
 
 
 @derivative("linalg_eigvalsh")
 def _(grad, a, *, UPLO="L"):
     vecs = torcia.linalg.eigh(a, UPLO=UPLO).eigenvectors
-    return (vecs * grad.unsqueeze(-2)) @ vecs.mT
+    return (vecs * grad.unsqueeze(-2)) @ vecs.mH
 
 
 @derivative("linalg_svd")
@@ -1567,27 +1591,34 @@ def _(grads, a, *, full_matrices, result):
 
 
 def _svd_backward(a, u, s, vh, gu, gs, gvh):
-    """Real SVD backward for distinct nonzero singular values (Townsend's formula)."""
+    """SVD backward for distinct nonzero singular values (Townsend's formula; for complex
+    input, with the term of the singular vectors' phases as PyTorch's)."""
     m, n = a.shape[-2], a.shape[-1]
-    v = vh.mT
+    v = vh.mH
     inner = torcia.diag_embed(gs) if gs is not None else torcia.zeros_like(
         torcia.diag_embed(s))
+    if u.is_complex():
+        inner = inner.to(u.dtype)
     out = None
     if gu is not None or gvh is not None:
         f = _gap_inverse(s * s)
-        s_mat = torcia.diag_embed(s)
-        s_inv = torcia.diag_embed(1 / s)
+        s_mat = torcia.diag_embed(s).to(u.dtype)
+        s_inv = torcia.diag_embed(1 / s).to(u.dtype)
         if gu is not None:
-            utgu = u.mT @ gu
-            inner = inner + (f * (utgu - utgu.mT)) @ s_mat
+            utgu = u.mH @ gu
+            inner = inner + (f * (utgu - utgu.mH)) @ s_mat
+            if utgu.is_complex():
+                inner = inner + torcia.diag_embed(1j * utgu.diagonal(0, -2, -1).imag / s)
             if m > s.shape[-1]:
                 out = (gu - u @ utgu) @ s_inv @ vh
         if gvh is not None:
-            gv = gvh.mT
-            vtgv = v.mT @ gv
-            inner = inner + s_mat @ (f * (vtgv - vtgv.mT))
+            gv = gvh.mH
+            vtgv = v.mH @ gv
+            inner = inner + s_mat @ (f * (vtgv - vtgv.mH))
+            if vtgv.is_complex() and gu is None:
+                inner = inner - torcia.diag_embed(1j * vtgv.diagonal(0, -2, -1).imag / s)
             if n > s.shape[-1]:
-                extra = u @ s_inv @ (gv.mT - vtgv.mT @ v.mT)
+                extra = u @ s_inv @ (gv.mH - vtgv.mH @ v.mH)
                 out = extra if out is None else out + extra
     core = u @ inner @ vh
     return core if out is None else core + out
@@ -1603,8 +1634,8 @@ def _pinv_backward(grad, a, p):
     dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
     eye_m = _eye_like(a.shape[-2], grad)
     eye_n = _eye_like(a.shape[-1], grad)
-    return (-(p.mT @ grad @ p.mT) + (eye_m - a @ p) @ grad.mT @ p @ p.mT
-            + p.mT @ p @ grad.mT @ (eye_n - p @ a))
+    return (-(p.mH @ grad @ p.mH) + (eye_m - a @ p) @ grad.mH @ p @ p.mH
+            + p.mH @ p @ grad.mH @ (eye_n - p @ a))
 
 
 @derivative("linalg_lu_factor", differentiable_outputs=(True, False, False))
@@ -1617,20 +1648,20 @@ def _(grads, a, *, result):
     lu, pivots, _ = result
     g = grads[0]
     p, low, up = torcia.linalg.lu_unpack(lu, pivots)
-    phi = (low.mT @ g.tril(-1)).tril(-1) + (g.triu() @ up.mT).triu()
-    x = torcia.linalg.solve_triangular(low.mT, phi, upper=True, unitriangular=True)
-    return p @ torcia.linalg.solve_triangular(up.mT, x, upper=False, left=False)
+    phi = (low.mH @ g.tril(-1)).tril(-1) + (g.triu() @ up.mH).triu()
+    x = torcia.linalg.solve_triangular(low.mH, phi, upper=True, unitriangular=True)
+    return p @ torcia.linalg.solve_triangular(up.mH, x, upper=False, left=False)
 
 
 @derivative("linalg_solve_triangular")
 def _(grad, a, _b, *, upper, left, unitriangular, result, needs_input_grad):
     # left: A X = B gives gB = A^-T g, gA = -gB X^T; right: X A = B, gB = g A^-T,
     # gA = -X^T gB; gA keeps A's triangle (strictly, for a unit diagonal)
-    gb = torcia.linalg.solve_triangular(a.mT, grad, upper=not upper, left=left,
+    gb = torcia.linalg.solve_triangular(a.mH, grad, upper=not upper, left=left,
                                         unitriangular=unitriangular)
     ga = None
     if needs_input_grad[0]:
-        ga = -(gb @ result.mT) if left else -(result.mT @ gb)
+        ga = -(gb @ result.mH) if left else -(result.mH @ gb)
         shift = 1 if unitriangular else 0
         ga = ga.triu(shift) if upper else ga.tril(-shift)
     return ga, gb
@@ -1640,7 +1671,7 @@ def _(grad, a, _b, *, upper, left, unitriangular, result, needs_input_grad):
 def _(grad, a):
     # the Frechet derivative's adjoint: the upper-right block of exp([[A^T, G], [0, A^T]])
     n = a.shape[-1]
-    at = a.mT
+    at = a.mH
     top = torcia.cat([at, grad], -1)
     bottom = torcia.cat([torcia.zeros_like(at), at], -1)
     block = torcia.linalg.matrix_exp(torcia.cat([top, bottom], -2))
@@ -1656,11 +1687,11 @@ def _(grads, a, b, *, rcond, driver, result):
     p = torcia.linalg.pinv(a)
     ga = gb = None
     if gx is not None:
-        gb = p.mT @ gx
-        ga = _pinv_backward(gx @ b.mT, a, p)
+        gb = p.mH @ gx
+        ga = _pinv_backward(gx @ b.mH, a, p)
     if gres is not None and gres.numel():
         r = (a @ x - b) * gres.unsqueeze(-2)
-        ga = 2 * r @ x.mT if ga is None else ga + 2 * r @ x.mT
+        ga = 2 * r @ x.mH if ga is None else ga + 2 * r @ x.mH
         gb = -2 * r if gb is None else gb - 2 * r
     return ga, gb
 
@@ -1718,7 +1749,7 @@ def _matrix_norm_backward(grad, a, ord, dim, keepdim, result):
     pick = _restore_dims(result, tuple(sorted(dim)), keepdim, a.ndim)
     mask = sums == pick
     share = g * mask / mask.sum(pick_dim, keepdim=True)
-    return share * a.sign()
+    return share * torcia.sgn(a)
 
 
 @derivative("linalg_matrix_norm")
