@@ -184,3 +184,31 @@ def test_core_without_scipy_names_the_extra():
     assert out.returncode == 0, out.stderr
     assert "torcia.special.i0e needs SciPy" in out.stdout
     assert "pip install 'torcia-core[scipy]'" in out.stdout
+
+
+def test_functions_cupyx_lacks_run_on_the_host(monkeypatch):
+    # a stand-in for CuPy whose cupyx.scipy.special has no airy: that one runs in SciPy
+    import types
+
+    import scipy.special
+
+    from torcia._kernels_special import special_call
+
+    class DeviceArray(np.ndarray):
+        device = "fake"
+
+    fake_xp = types.SimpleNamespace(__name__="cupy", asarray=lambda a: a.view(DeviceArray),
+                                    asnumpy=lambda a: np.asarray(a))
+    device_special = types.ModuleType("cupyx.scipy.special")
+    device_special.i0 = lambda a: scipy.special.i0(a) + 0  # present on the device
+    for name, module in (("cupyx", types.ModuleType("cupyx")),
+                         ("cupyx.scipy", types.ModuleType("cupyx.scipy")),
+                         ("cupyx.scipy.special", device_special)):
+        monkeypatch.setitem(sys.modules, name, module)
+    sys.modules["cupyx"].scipy = sys.modules["cupyx.scipy"]
+    sys.modules["cupyx.scipy"].special = device_special
+    x = np.array([0.5, 1.5]).view(DeviceArray)
+    out = special_call(fake_xp, "airy_ai", "airy", x)
+    np.testing.assert_allclose(out[0], scipy.special.airy(np.asarray(x))[0])
+    assert isinstance(out[0], DeviceArray)
+    np.testing.assert_allclose(special_call(fake_xp, "i0", "i0", x), scipy.special.i0(x))

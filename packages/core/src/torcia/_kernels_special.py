@@ -36,6 +36,17 @@ def scipy_special(xp, op: str):
     return sp
 
 
+def special_call(xp, op, fn_name, *args):
+    """``fn_name`` of the special-function module serving ``xp`` on ``args``; a function
+    that ``cupyx.scipy.special`` lacks (``airy``...) runs in SciPy on the host."""
+    fn = getattr(scipy_special(xp, op), fn_name, None)
+    if fn is not None:
+        return fn(*args)
+    host = getattr(scipy_special(np, op), fn_name)
+    out = host(*[xp.asnumpy(a) if hasattr(a, "device") else a for a in args])
+    return tuple(xp.asarray(o) for o in out) if isinstance(out, tuple) else xp.asarray(out)
+
+
 def _same(out, like):
     """``out`` in the floating dtype of ``like`` (SciPy may compute in float64)."""
     dt = like.dtype
@@ -44,7 +55,7 @@ def _same(out, like):
 
 def _make_scipy_unary(op, fn_name):
     def kernel(self, a):
-        return _same(getattr(scipy_special(self.xp, op), fn_name)(a), a)
+        return _same(special_call(self.xp, op, fn_name, a), a)
 
     kernel.__name__ = op
     return kernel
@@ -66,7 +77,7 @@ class SpecialKernels:
         return _same(xp.where(xp.isnan(a), a, out), a)
 
     def airy_ai(self, a):
-        return _same(scipy_special(self.xp, "airy_ai").airy(a)[0], a)
+        return _same(special_call(self.xp, "airy_ai", "airy", a)[0], a)
 
     def spherical_bessel_j0(self, a):
         xp = self.xp
@@ -82,20 +93,20 @@ class SpecialKernels:
 
     def zeta(self, a, b):
         xp = self.xp
-        return scipy_special(xp, "zeta").zeta(a, b).astype(xp.result_type(a, b), copy=False)
+        return special_call(xp, "zeta", "zeta", a, b).astype(xp.result_type(a, b), copy=False)
 
     def gammainc(self, a, b):
         xp = self.xp
-        out = scipy_special(xp, "gammainc").gammainc(a, b)
+        out = special_call(xp, "gammainc", "gammainc", a, b)
         return out.astype(xp.result_type(a, b), copy=False)
 
     def gammaincc(self, a, b):
         xp = self.xp
-        out = scipy_special(xp, "gammaincc").gammaincc(a, b)
+        out = special_call(xp, "gammaincc", "gammaincc", a, b)
         return out.astype(xp.result_type(a, b), copy=False)
 
     def polygamma(self, a, n=1):
-        return _same(scipy_special(self.xp, "polygamma").polygamma(n, a), a)
+        return _same(special_call(self.xp, "polygamma", "polygamma", n, a), a)
 
     # ----- orthogonal polynomials: p_{k+1} = step(k, x, p_k, p_{k-1}) ------------------
     def _recurrence(self, x, n, p0, p1, step):
