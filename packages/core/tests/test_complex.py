@@ -149,3 +149,13 @@ def test_printing_matches_torch():
         assert ours == theirs
     assert repr(torcia.tensor([1j], dtype=torcia.complex128)) == \
         "tensor([0.+1.j], dtype=torcia.complex128)"
+
+
+def test_assert_close_compares_both_parts():
+    from torcia.testing import assert_close
+
+    z = torcia.tensor([1 + 1j, 2 - 3j])
+    assert_close(z, z + 1e-7)
+    assert_close(torcia.tensor(1 + 2j), torcia.tensor(1 + 2j))
+    with pytest.raises(AssertionError, match="not close"):
+        assert_close(z, z + 1e-3j)
