@@ -493,6 +493,7 @@ NN = set(ops.NN)
 
 #: rows that raise PyTorch's "not implemented" error, with a call that reaches them
 NO_FORMULA = {
+    "linalg_geqrf": lambda a: torcia.geqrf(a).a,
     "linalg_ldl_factor": lambda a: torcia.linalg.ldl_factor(a + a.mT).LD,
     "linalg_ldl_solve": lambda a: torcia.linalg.ldl_solve(
         *torcia.linalg.ldl_factor(torcia.eye(3, dtype=F64)), a),

@@ -28,6 +28,8 @@ def _pd(a):
 
 CASES = {
     "householder_product": (lambda a, tau: L.householder_product(a, tau), (r(4, 3), r(3))),
+    "ormqr": (lambda a, tau, c: torcia.ormqr(a, tau, c, transpose=True), (r(4, 3), r(3),
+                                                                         r(4, 2))),
     "lu_solve_adjoint": (lambda a, b: L.lu_solve(*L.lu_factor(a), b, adjoint=True, left=False),
                          (spd(3), r(2, 3))),
     "solve_ex": (lambda a, b: L.solve_ex(a, b).result, (spd(3), r(3, 2))),

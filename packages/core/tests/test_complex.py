@@ -159,3 +159,16 @@ def test_assert_close_compares_both_parts():
     assert_close(torcia.tensor(1 + 2j), torcia.tensor(1 + 2j))
     with pytest.raises(AssertionError, match="not close"):
         assert_close(z, z + 1e-3j)
+
+
+@pytest.mark.torch
+def test_vdot_sgn_and_methods_match_torch():
+    torch = pytest.importorskip("torch")
+    ours = torcia.vdot(torcia.tensor(W), torcia.tensor(W[::-1].copy()))
+    theirs = torch.vdot(torch.tensor(W), torch.tensor(W[::-1].copy()))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
+    z = torcia.tensor(W)
+    z.sgn_()
+    np.testing.assert_allclose(z.numpy(), torch.tensor(W).sgn().numpy(), rtol=1e-6)
+    with pytest.raises(RuntimeError, match="1D tensors expected"):
+        torcia.vdot(torcia.ones(2, 2), torcia.ones(2))

@@ -26,6 +26,7 @@ PUBLIC_NAMES = {
     "uniform": lambda: torcia.Tensor.uniform_,
     "pad": lambda: torcia._ops_extra.pad,  # torcia.nn.functional.pad in torcia-nn
     "linalg_lu_permutation": lambda: torcia.lu_unpack,
+    "linalg_geqrf": lambda: torcia.geqrf,
     "fft_c2c": lambda: torcia.fft.fft, "fft_r2c": lambda: torcia.fft.rfft,
     "fft_c2r": lambda: torcia.fft.irfft,
 }

@@ -231,6 +231,10 @@ def _cases():
         lambda m, a, b, g, v: m.lu_unpack(*m.linalg.lu_factor(a)),
         lambda m, a, b, g, v: m.vander(v[0], increasing=False),
         lambda m, a, b, g, v: m.svd(g, compute_uv=False)[1],
+        lambda m, a, b, g, v: m.geqrf(g),
+        lambda m, a, b, g, v: m.ormqr(*m.geqrf(g), b[..., :1, :].expand(2, 5, 3)),
+        lambda m, a, b, g, v: m.ormqr(*m.geqrf(g), g.mT, left=False, transpose=True),
+        lambda m, a, b, g, v: m.vdot(v[0], v[1]),
     ]
 
 

@@ -134,6 +134,7 @@ from torcia._ops_complex import (  # noqa: E402
     resolve_conj,
     resolve_neg,
     sgn,
+    vdot,
     view_as_complex,
     view_as_real,
 )

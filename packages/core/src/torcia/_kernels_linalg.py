@@ -90,6 +90,39 @@ def solve_triangular(xp, a, b, upper, unitriangular=False):
     return x
 
 
+def geqrf(xp, a):
+    """Batched Householder QR as LAPACK's geqrf: ``R`` on and above the diagonal, the
+    reflectors' vectors (unit first entry implied) below it, and their scalars ``tau``;
+    ``H_j = I - tau_j v_j v_j^H`` with ``H_j^H`` applied to the trailing columns."""
+    m, n = a.shape[-2:]
+    k = min(m, n)
+    batch = a.shape[:-2]
+    qr = xp.array(a.reshape((-1, m, n)), copy=True)
+    tau = xp.zeros((qr.shape[0], k), dtype=a.dtype)
+    for j in range(k):
+        alpha = qr[:, j, j].copy()
+        x = qr[:, j + 1:, j]
+        xnorm = xp.sqrt((xp.abs(x) ** 2).sum(axis=1))
+        skip = (xnorm == 0) & (alpha.imag == 0 if a.dtype.kind == "c" else True)
+        size = xp.sqrt(xp.abs(alpha) ** 2 + xnorm ** 2)
+        beta = -xp.where(alpha.real >= 0, 1.0, -1.0) * size
+        beta = xp.where(skip, alpha.real, beta)
+        safe = xp.where(skip, 1, beta)
+        t = xp.where(skip, 0, (beta - alpha) / safe).astype(a.dtype)
+        scale = xp.where(skip, 0, 1 / xp.where(skip, 1, alpha - beta)).astype(a.dtype)
+        qr[:, j + 1:, j] = x * scale[:, None]
+        qr[:, j, j] = xp.where(skip, alpha, beta)
+        tau[:, j] = t
+        if j + 1 < n:
+            v = qr[:, j:, j].copy()
+            v[:, 0] = 1
+            rest = qr[:, j:, j + 1:]
+            # H^H = I - conj(tau) v v^H on the trailing columns
+            w = (v.conj()[:, :, None] * rest).sum(axis=1)
+            qr[:, j:, j + 1:] = rest - (t.conj()[:, None, None] * v[:, :, None]) * w[:, None, :]
+    return qr.reshape(a.shape), tau.reshape(batch + (k,))
+
+
 class LinalgKernels:
     """Kernels of the ``linalg_*`` factorizations and solvers beyond ``xp.linalg``."""
 
@@ -132,6 +165,9 @@ class LinalgKernels:
         for k in range(int(s.max()) if s.size else 0):
             r = xp.where((k < s)[:, None, None], r @ r, r)
         return r.reshape(a.shape).astype(a.dtype, copy=False)
+
+    def linalg_geqrf(self, a):
+        return geqrf(self.xp, a)
 
     def linalg_eig(self, a):
         xp = self.xp

@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_complex, _ops_extra, _ops_nn, linalg, special
+from torcia import _ops, _ops_complex, _ops_extra, _ops_nn, _ops_spectral, linalg, special
 from torcia._tensor import AUTOGRAD, Tensor, binary, canonical_device, inplace, load_autograd
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -39,6 +39,9 @@ for _name in _ops_nn.METHODS:
     setattr(Tensor, _name, getattr(_ops_nn, _name))
 for _name in _ops_complex.METHODS:
     setattr(Tensor, _name, getattr(_ops_complex, _name))
+Tensor.sgn_ = _make_inplace(_ops_complex.sgn)
+Tensor.stft = _ops_spectral.stft
+Tensor.istft = _ops_spectral.istft
 for _name, _fn in linalg.METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in special.METHODS.items():

@@ -179,6 +179,28 @@ def complex(real, imag):
     return call("complex", (real, imag), {})
 
 
+def vdot(input, other):
+    """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1]))
+    tensor(3.+0.j)
+    """
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_torch_name(input.dtype)} and {_torch_name(other.dtype)}")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
+    return (conj(input) * other).sum()
+
+
 def polar(abs, angle):
     """The complex tensor with modulus ``abs`` and argument ``angle``.
 
@@ -192,4 +214,4 @@ def polar(abs, angle):
 
 
 #: Tensor methods under the same name
-METHODS = ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn")
+METHODS = ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot")

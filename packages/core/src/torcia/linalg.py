@@ -41,6 +41,7 @@ _LdlFactor = _return_type("linalg_ldl_factor", ("LD", "pivots"))
 _LdlFactorEx = _return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
 _SvdOld = _return_type("svd", ("U", "S", "V"))
 _QrOld = _return_type("qr", ("Q", "R"))
+_Geqrf = _return_type("geqrf", ("a", "tau"))
 _TriangularSolve = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
 
@@ -988,13 +989,55 @@ def _cross_top(input, other, dim=None):
     return cross(input, other, dim=dim)
 
 
+def geqrf(input):
+    """``(a, tau)``: the QR factorization as LAPACK's geqrf packs it (``R`` on and above
+    the diagonal, Householder vectors below it, their scalars in ``tau``). Not
+    differentiable, as in PyTorch; :func:`householder_product` rebuilds ``Q``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, tau = torcia.geqrf(torcia.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> a[0, 0]
+    tensor(-5.)
+    """
+    _matrix(input, "geqrf")
+    return _Geqrf(*call("linalg_geqrf", (input,), {}))
+
+
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """``Q @ input3`` (``input3 @ Q`` when not ``left``; ``Q^H`` when ``transpose``) for the
+    ``Q`` of :func:`geqrf`'s ``(input, input2)``, without forming it outside.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[3.0, 1.0], [4.0, 2.0]])
+    >>> Q, _ = torcia.linalg.qr(A)
+    >>> torcia.allclose(torcia.ormqr(*torcia.geqrf(A), torcia.eye(2)).abs(), Q.abs())
+    True
+    """
+    m, n = input.shape[-2], input.shape[-1]
+    other_rows = input3.shape[-2] if left else input3.shape[-1]
+    if other_rows != m:
+        raise RuntimeError(f"torcia.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    if m > n:  # reflectors beyond tau's count are the identity: pad to a square Q
+        input = cat([input, input.new_zeros((*input.shape[:-1], m - n))], -1)
+    Q = householder_product(input[..., :, :m], input2)
+    if transpose:
+        Q = Q.mH
+    return Q @ input3 if left else input3 @ Q
+
+
 #: torcia.<name> -> function, as torch.<name>
 TOP_LEVEL = {
     "cholesky": _cholesky_top, "cholesky_solve": cholesky_solve,
     "cholesky_inverse": cholesky_inverse, "lu": _lu_top, "lu_solve": _lu_solve_top,
     "lu_unpack": lu_unpack, "matrix_exp": matrix_exp, "matrix_power": matrix_power,
     "cross": _cross_top, "triangular_solve": triangular_solve, "svd": _svd_top,
-    "qr": _qr_top, "vander": _vander_top, "orgqr": householder_product,
+    "qr": _qr_top, "vander": _vander_top, "orgqr": householder_product, "geqrf": geqrf,
+    "ormqr": ormqr,
 }
 #: Tensor.<name>, with the tensor as first argument (as PyTorch's methods)
 METHODS = {
@@ -1002,7 +1045,7 @@ METHODS = {
     "cholesky_inverse": cholesky_inverse, "lu": _lu_top, "lu_solve": _lu_solve_top,
     "matrix_exp": matrix_exp, "matrix_power": matrix_power, "cross": _cross_top,
     "triangular_solve": triangular_solve, "svd": _svd_top, "qr": _qr_top,
-    "orgqr": householder_product,
+    "orgqr": householder_product, "geqrf": geqrf, "ormqr": ormqr,
 }
 
 

@@ -111,6 +111,7 @@ LINALG = (
     "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
     # the eigendecomposition of a general matrix: complex (eigenvalues, eigenvectors)
     "linalg_eig", "linalg_eigvals",
+    "linalg_geqrf",  # LAPACK's packed Householder QR -> (a, tau)
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------

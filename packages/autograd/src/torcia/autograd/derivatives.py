@@ -1706,6 +1706,11 @@ def _(grads, _a, *, hermitian):
     raise NotImplementedError("the derivative for 'linalg_ldl_factor_ex' is not implemented.")
 
 
+@derivative("linalg_geqrf", differentiable_outputs=(True, True))
+def _(grads, _a):
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
 @derivative("linalg_ldl_solve")
 def _(grad, _ld, _pivots, _b, *, hermitian):
     raise NotImplementedError("the derivative for 'linalg_ldl_solve' is not implemented.")
