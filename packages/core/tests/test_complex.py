@@ -172,3 +172,22 @@ def test_vdot_sgn_and_methods_match_torch():
     np.testing.assert_allclose(z.numpy(), torch.tensor(W).sgn().numpy(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="1D tensors expected"):
         torcia.vdot(torcia.ones(2, 2), torcia.ones(2))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["lt", "sign", "amax", "argmax", "sort", "clamp", "maximum",
+                                  "floor", "relu", "max_dim", "topk", "cummax"])
+def test_ordering_ops_refuse_complex_as_torch(name):
+    torch = pytest.importorskip("torch")
+    calls = {"lt": lambda z: z < 1, "sign": lambda z: z.sign(), "amax": lambda z: z.amax(),
+             "argmax": lambda z: z.argmax(), "sort": lambda z: z.sort(),
+             "clamp": lambda z: z.clamp(0, 1), "maximum": lambda z: z.maximum(z),
+             "floor": lambda z: z.floor(), "relu": lambda z: z.relu(),
+             "max_dim": lambda z: z.max(0), "topk": lambda z: z.topk(1),
+             "cummax": lambda z: z.cummax(0)}
+    with pytest.raises(Exception) as ours:
+        calls[name](torcia.tensor([1j, 2]))
+    with pytest.raises(Exception) as theirs:
+        calls[name](torch.tensor([1j, 2]))
+    assert type(ours.value) is type(theirs.value)
+    assert str(ours.value) == str(theirs.value).strip()

@@ -41,6 +41,47 @@ _UFUNC_NAMES = {
 }
 
 
+# Ops PyTorch refuses for complex numbers (NumPy would order them lexicographically)
+_REAL_ONLY = {
+    **{op: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')
+       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
+                  "floor_divide", "kthvalue", "median_dim", "mode_dim")},
+    "amax": (NotImplementedError, '"max_values_cpu" not implemented for \'{}\''),
+    "amin": (NotImplementedError, '"min_values_cpu" not implemented for \'{}\''),
+    "max_dim": (RuntimeError, "max(): does not support complex input"),
+    "min_dim": (RuntimeError, "min(): does not support complex input"),
+    "argmax": (RuntimeError, "argmax(): does not support complex input"),
+    "argmin": (RuntimeError, "argmin(): does not support complex input"),
+    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
+    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
+    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
+    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
+    "sort": (RuntimeError, "Sort does not support complex dtypes on CPU"),
+    "topk": (RuntimeError, "topk does not support complex dtypes on CPU"),
+    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
+    "relu": (NotImplementedError, "clamp is not supported for complex types"),
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support "
+             "complex numbers. Please use torch.sgn instead."),
+    **{op: (NotImplementedError, f"{op} is not supported for complex inputs")
+       for op in ("floor", "ceil", "trunc", "frac")},
+}
+
+
+def _real_only(kernel, error, message):
+    """``kernel`` refusing complex operands with PyTorch's error."""
+    def run(*args, **params):
+        for a in args:
+            dt = getattr(a, "dtype", None)
+            if (dt is not None and dt.kind == "c") or a.__class__ is complex:
+                name = "ComplexDouble" if dt is not None and dt.itemsize == 16 else (
+                    "ComplexFloat")
+                raise error(message.format(name))
+        return kernel(*args, **params)
+
+    run.__name__ = getattr(kernel, "__name__", "kernel")
+    return run
+
+
 class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
@@ -60,6 +101,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
                 out[name] = fn
+        for name, (error, message) in _REAL_ONLY.items():
+            out[name] = _real_only(out[name], error, message)
         return out
 
     # ----- elementwise ---------------------------------------------------------------
