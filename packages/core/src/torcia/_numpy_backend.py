@@ -67,18 +67,32 @@ _REAL_ONLY = {
 }
 
 
-def _real_only(kernel, error, message):
-    """``kernel`` refusing complex operands with PyTorch's error."""
-    def run(*args, **params):
-        for a in args:
-            dt = getattr(a, "dtype", None)
-            if (dt is not None and dt.kind == "c") or a.__class__ is complex:
-                name = "ComplexDouble" if dt is not None and dt.itemsize == 16 else (
-                    "ComplexFloat")
-                raise error(message.format(name))
-        return kernel(*args, **params)
+def _real_only(name, kernel, error, message):
+    """``kernel`` refusing complex operands with PyTorch's error. The array-module ufuncs
+    get a wrapper of their exact arity, so the check costs a few attribute reads a call."""
+    def refuse(dt):
+        raise error(message.format("ComplexDouble" if dt is not None and dt.itemsize == 16
+                                   else "ComplexFloat"))
 
-    run.__name__ = getattr(kernel, "__name__", "kernel")
+    if name in _UFUNC_NAMES and name in ("sign", "floor", "ceil", "trunc"):
+        def run(a):
+            if a.dtype.kind == "c":
+                refuse(a.dtype)
+            return kernel(a)
+    elif name in _UFUNC_NAMES:
+        def run(a, b):
+            if a.dtype.kind == "c" or b.__class__ is complex:
+                refuse(a.dtype if a.dtype.kind == "c" else None)
+            if b.__class__ is np.ndarray and b.dtype.kind == "c":
+                refuse(b.dtype)
+            return kernel(a, b)
+    else:
+        def run(a, *rest, **params):
+            if a.dtype.kind == "c":
+                refuse(a.dtype)
+            return kernel(a, *rest, **params)
+
+    run.__name__ = name
     return run
 
 
@@ -102,7 +116,7 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             if fn is not None and callable(fn):
                 out[name] = fn
         for name, (error, message) in _REAL_ONLY.items():
-            out[name] = _real_only(out[name], error, message)
+            out[name] = _real_only(name, out[name], error, message)
         return out
 
     # ----- elementwise ---------------------------------------------------------------
