@@ -18,7 +18,7 @@ engine reduces and casts them to each input's shape and dtype. Formulas are writ
 differentiable torcia ops, so second derivatives come free (``create_graph=True``).
 
 Complex numbers follow PyTorch's convention: for an input ``z = a + ib`` the gradient is
-``dL/da + i dL/db``, so a holomorphic ``f`` gives ``grad * conj(f'(z))`` (:func:`_c`
+``dL/da + i dL/db``, so a holomorphic ``f`` gives ``grad * conj(f'(z))`` (``_c``
 conjugates complex factors and leaves real ones alone), and a real input's gradient is the
 real part of a complex one.
 

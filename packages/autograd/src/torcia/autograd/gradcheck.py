@@ -93,7 +93,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
 
     Inputs that require grad should be float64 (or complex128) for the default tolerances.
     Complex inputs and outputs are checked through their real and imaginary parts, with
-    PyTorch's convention for complex gradients (see :func:`_analytical_jacobian`).
+    PyTorch's convention for complex gradients (see ``_analytical_jacobian``).
 
     Examples
     --------
