@@ -134,3 +134,17 @@ def test_complex_linalg_gradients_match_torch(name):
         if o.grad is not None:
             np.testing.assert_allclose(o.grad.numpy(), t.grad.resolve_conj().numpy(),
                                        rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss, message", [
+    (lambda a: torcia.linalg.eig(a).eigenvectors.real.sum(), "linalg_eig_backward"),
+    (lambda a: torcia.linalg.eigh(a @ a.mH).eigenvectors.real.sum(), "linalg_eigh_backward"),
+    (lambda a: torcia.linalg.svd(a).U.real.sum(), "svd_backward"),
+])
+def test_losses_depending_on_vector_phases_are_refused(loss, message):
+    # as PyTorch: complex eigen-/singular vectors are defined up to a phase, so a loss that
+    # sees it has no gradient
+    a = torcia.tensor(_cmat(3, 3), requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"{message}: The .* in the complex case are "
+                                           f"specified up to multiplication by e\\^{{i phi}}"):
+        loss(a).backward()

@@ -1528,6 +1528,16 @@ def _(grads, _a, *, mode, result):
     return torcia.linalg.solve(r.mH, rhs, left=False)
 
 
+def _check_gauge(phases, what, op, scale):
+    """PyTorch's error for a loss that depends on the arbitrary phases of complex
+    eigen-/singular vectors (``phases``: d loss / d phase of each vector)."""
+    if bool((phases.abs() > 1e-6 * (1 + scale)).any()):
+        raise RuntimeError(
+            f"{op}: The {what} in the complex case are specified up to multiplication by "
+            f"e^{{i phi}}. The specified loss function depends on this quantity, so it is "
+            f"ill-defined.")
+
+
 def _gap_inverse(values):
     """F[i, j] = 1 / (values[j] - values[i]) off the diagonal, 0 on it."""
     diff = values.unsqueeze(-2) - values.unsqueeze(-1)
@@ -1540,6 +1550,9 @@ def _gap_inverse(values):
 def _(grads, _a, *, result, UPLO="L"):
     vals, vecs = result
     gl, gv = grads
+    if gv is not None and gv.is_complex():
+        _check_gauge((vecs.mH @ gv).diagonal(0, -2, -1).imag, "eigenvectors",
+                     "linalg_eigh_backward", float(gv.abs().max()) if gv.numel() else 0.0)
     inner = torcia.zeros_like(vecs) if gv is None else (
         _gap_inverse(vals) * (vecs.mH @ gv - gv.mH @ vecs) / 2)
     if gl is not None:
@@ -1560,6 +1573,8 @@ def _(grads, _a, *, result):
         inner = torcia.diag_embed(gl)
     else:
         vhgv = vecs.mH @ gv
+        _check_gauge(vhgv.diagonal(0, -2, -1).imag, "eigenvectors", "linalg_eig_backward",
+                     float(gv.abs().max()) if gv.numel() else 0.0)
         inner = vhgv - vecs.mH @ (vecs * vhgv.diagonal(0, -2, -1).real.unsqueeze(-2))
         gaps = (vals.unsqueeze(-2) - vals.unsqueeze(-1)).conj()
         inner = torcia.where(eye, torcia.zeros_like(inner), inner / gaps.masked_fill(eye, 1))
@@ -1592,6 +1607,15 @@ def _(grads, a, *, full_matrices, result):
         gu = gu.narrow(-1, 0, k)
     if gvh is not None and full_matrices:
         gvh = gvh.narrow(-2, 0, k)
+    if u.is_complex() and (gu is not None or gvh is not None):
+        # the phase shared by u_i and v_i: d loss / d phase must vanish
+        phases = 0
+        if gu is not None:
+            phases = phases + (u.mH @ gu).diagonal(0, -2, -1).imag
+        if gvh is not None:
+            phases = phases + (vh @ gvh.mH).diagonal(0, -2, -1).imag
+        scale = max(float(g.abs().max()) for g in (gu, gvh) if g is not None and g.numel())
+        _check_gauge(phases, "singular vectors", "svd_backward", scale)
     return _svd_backward(a, u, s, vh, gu, gs, gvh)
 
 
