@@ -29,6 +29,9 @@ def test_dtypes_and_creation():
     z = torcia.randn(2000, dtype=torcia.complex128)
     assert z.dtype is torcia.complex128
     assert abs((z.abs() ** 2).mean().item() - 1) < 0.1
+    u = torcia.rand(100, dtype=torcia.cfloat)
+    assert u.dtype is torcia.complex64
+    assert bool(((u.real >= 0) & (u.real < 1) & (u.imag >= 0) & (u.imag < 1)).all())
 
 
 def test_real_imag_are_views_and_conj_is_a_copy():

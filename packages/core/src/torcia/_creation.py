@@ -354,7 +354,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform samples on [0, 1).
+    """Uniform samples on [0, 1) (for a complex dtype, real and imaginary parts each).
 
     Examples
     --------
@@ -362,23 +362,26 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     >>> x = torcia.rand(2, 3); bool(((x >= 0) & (x < 1)).all())
     True
     """
-    return _create("rand", _float_dtype(dtype, "rand"), device, requires_grad,
-                   shape=_size(size), rng=rng_of(generator))
+    return _sample("rand", size, generator, dtype, device, requires_grad, 1.0)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
     """Standard normal samples; for a complex dtype, real and imaginary parts each of
     variance 1/2 (so that E|z|^2 = 1, as PyTorch)."""
+    return _sample("randn", size, generator, dtype, device, requires_grad, 0.5 ** 0.5)
+
+
+def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
     d = _dtype_arg(dtype) if dtype is not None else None
     if d is not None and d.is_complex:
-        parts = [_create("randn", d.to_real(), device, shape=_size(size),
-                         rng=rng_of(generator)) * 0.5 ** 0.5 for _ in range(2)]
+        parts = [_create(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
+                 * complex_scale for _ in range(2)]
         from torcia._ops_complex import complex as make_complex
 
         out = make_complex(*parts)
         return out.requires_grad_() if requires_grad else out
-    return _create("randn", _float_dtype(dtype, "randn"), device, requires_grad,
-                   shape=_size(size), rng=rng_of(generator))
+    return _create(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
+                   rng=rng_of(generator))
 
 
 def _float_dtype(dtype, name):
