@@ -45,6 +45,11 @@ def unit(*shape):
     return t(RNG.uniform(-0.8, 0.8, shape))
 
 
+def prob(*shape):
+    """In (0.1, 0.9): inside the domain of ndtri."""
+    return t(RNG.uniform(0.1, 0.9, shape))
+
+
 def distinct(*shape):
     """A permutation of well-separated values: no ties for max, sort, median, mode."""
     n = int(np.prod(shape))
@@ -126,6 +131,23 @@ SAMPLES = {
     "erfinv": unary(torcia.erfinv, unit), "lgamma": unary(torcia.lgamma, pos),
     "digamma": unary(torcia.digamma, pos) + [case(torcia.digamma, t([-0.7, -2.4, 0.2]))],
     "frac": unary(lambda x: torcia.frac(x * 0.9)),
+    # ----- special functions -------------------------------------------------------------
+    "i0": unary(torcia.special.i0), "i0e": unary(torcia.special.i0e),
+    "i1": unary(torcia.special.i1) + [case(torcia.special.i1, t([0.0, 1.3]))],
+    "i1e": unary(torcia.special.i1e, pos) + [case(torcia.special.i1e, t([-0.4, -1.3]))],
+    "ndtr": unary(torcia.special.ndtr), "ndtri": unary(torcia.special.ndtri, prob),
+    "log_ndtr": unary(torcia.special.log_ndtr), "erfcx": unary(torcia.special.erfcx),
+    "sinc": unary(torcia.special.sinc) + [case(torcia.special.sinc, t([0.0, 0.4]))],
+    "entr": unary(torcia.special.entr, pos),
+    "polygamma": unary(lambda x: torcia.special.polygamma(1, x), pos)
+    + [case(lambda x: torcia.polygamma(2, x), pos(3))],
+    "xlog1py": binary(torcia.special.xlog1py, r, pos)
+    + [case(lambda a: torcia.special.xlog1py(a, 1.5), r(3)),
+       case(lambda b: torcia.special.xlog1py(2.0, b), pos(3))],
+    "zeta": [case(lambda b: torcia.special.zeta(C23 + 1, b), pos(2, 3)),
+             case(lambda b: torcia.special.zeta(3.0, b), pos(3))],
+    "gammainc": [case(lambda b: torcia.special.gammainc(C23, b), pos(2, 3))],
+    "gammaincc": [case(lambda b: torcia.special.gammaincc(C3, b), pos(2, 3))],
     # ----- elementwise, two or more inputs ------------------------------------------------
     "add": binary(torcia.add) + [case(lambda a: a + 2.5, r(3))],
     "sub": binary(torcia.sub) + [case(lambda a: 1 - a, r(3))],
@@ -309,10 +331,30 @@ SAMPLES = {
                   case(lambda a: torcia.linalg.qr(a, mode="complete"), r(3, 3))],
     "linalg_eigh": [case(lambda a: _eigh_invariant(a + a.mT), r(3, 3))],
     "linalg_eigvalsh": [case(lambda a: torcia.linalg.eigvalsh(a + a.mT), r(3, 3))],
+    "linalg_eig": [case(lambda a: _eig_invariant(a), r(3, 3)),
+                   case(lambda a: _eig_invariant(a), r(2, 2, 2))],
+    "linalg_eigvals": [case(torcia.linalg.eigvals, r(3, 3))],
     "linalg_svd": [case(lambda a: _svd_invariant(a, False), r(3, 2)),
                    case(lambda a: _svd_invariant(a, False), r(2, 3)),
                    case(lambda a: _svd_invariant(a, True), r(3, 3))],
     "linalg_pinv": [case(torcia.linalg.pinv, r(3, 2)), case(torcia.linalg.pinv, r(2, 3))],
+    "linalg_lu_factor": [case(lambda a: torcia.linalg.lu_factor(a).LU, r(3, 3)),
+                         case(lambda a: torcia.linalg.lu(a)[1:], r(2, 3, 3)),
+                         case(lambda a, b: torcia.linalg.lu_solve(*torcia.linalg.lu_factor(a), b),
+                              r(3, 3), r(3, 2))],
+    "linalg_solve_triangular": [
+        case(lambda a, b, u=u, l_=l_, d=d: torcia.linalg.solve_triangular(
+            a, b, upper=u, left=l_, unitriangular=d), spd(3), r(3, 3))
+        for u in (True, False) for l_ in (True, False) for d in (True, False)]
+    + [case(lambda a, b: torcia.linalg.solve_triangular(a, b, upper=False), spd(3),
+            r(2, 3, 2))],
+    "linalg_matrix_exp": [case(torcia.linalg.matrix_exp, r(3, 3)),
+                          case(torcia.linalg.matrix_exp, r(2, 2, 2)),
+                          case(lambda a: torcia.linalg.matrix_exp(6 * a), r(3, 3))],
+    "linalg_lstsq": [case(lambda a, b: torcia.linalg.lstsq(a, b).solution, r(4, 3), r(4, 2)),
+                     case(lambda a, b: torcia.linalg.lstsq(a, b).solution, r(2, 3), r(2)),
+                     case(lambda a, b: torcia.linalg.lstsq(a, b, driver="gelsd")[:2], r(4, 2),
+                          r(4, 3))],
     "linalg_vector_norm": [case(lambda x, o=o: torcia.linalg.vector_norm(x, o), r(2, 3))
                            for o in (1, 2, 3, INF, -INF)]
     + [case(lambda x: torcia.linalg.vector_norm(x, 2, dim=0, keepdim=True), r(2, 3))],
@@ -325,19 +367,122 @@ SAMPLES = {
                                                               "keepdim": False}), r(2, 3))],
 }
 
+# ----- complex inputs (complex128): PyTorch's conjugate-Wirtinger convention -------------------
+
+
+def cr(*shape):
+    """Standard complex normal."""
+    return torcia.tensor(RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape),
+                         requires_grad=True)
+
+
+def cpos(*shape):
+    """Complex values away from 0 and the negative real axis (log and sqrt are smooth)."""
+    return torcia.tensor(RNG.uniform(0.5, 2.0, shape) + 1j * RNG.uniform(-1.0, 1.0, shape),
+                         requires_grad=True)
+
+
+def _hpd(a):
+    """A Hermitian positive-definite matrix made from ``a``."""
+    return a @ a.mH + 3 * torcia.eye(a.shape[-1], dtype=a.dtype)
+
+
+def _qr_invariant(a):
+    # Q's columns and R's rows share phases: |Q| and |R| do not depend on them
+    q, r = torcia.linalg.qr(a)
+    return q.abs(), r.abs()
+
+
+SAMPLES.update({
+    "real": [case(torcia.real, cr(2, 3))], "imag": [case(torcia.imag, cr(2, 3))],
+    "view_as_real": [case(torcia.view_as_real, cr(2, 3)),
+                     case(lambda z: torcia.view_as_real(z[:, ::2]), cr(2, 3))],
+    "view_as_complex": [case(torcia.view_as_complex, r(2, 3, 2))],
+    "conj": [case(torcia.conj, cr(2, 3))],
+    "angle": [case(torcia.angle, cr(2, 3)), case(torcia.angle, r(3))],
+    "complex": [case(torcia.complex, r(2, 3), r(2, 3)), case(torcia.complex, r(2, 1), r(3))],
+})
+SAMPLES.update({
+    "fft_c2c": [case(lambda z, m=m: torcia.fft.fft(z, norm=m), cr(2, 5)) for m in
+                ("backward", "ortho", "forward")]
+    + [case(lambda z: torcia.fft.ifftn(z, s=(3, 4)), cr(2, 3)),
+       case(lambda x: torcia.fft.fft2(x, norm="ortho"), r(3, 4))],
+    "fft_r2c": [case(lambda x, m=m: torcia.fft.rfft(x, norm=m), r(2, 5)) for m in
+                ("backward", "ortho", "forward")]
+    + [case(lambda x: torcia.fft.rfftn(x, s=(3, 6)), r(2, 4)),
+       case(lambda x: torcia.fft.ihfft(x, dim=0), r(4, 2))],
+    "fft_c2r": [case(lambda z, m=m, n=n: torcia.fft.irfft(z, n=n, norm=m), cr(2, 4))
+                for m in ("backward", "ortho", "forward") for n in (6, 7)]
+    + [case(lambda z: torcia.fft.irfft2(z, s=(3, 4)), cr(3, 3)),
+       case(lambda z: torcia.fft.hfft(z, n=5), cr(3))],
+})
+for _op, _cases in {
+    "mul": [case(torcia.mul, cr(2, 3), cr(2, 3)), case(torcia.mul, cr(3), r(2, 3))],
+    "div": [case(torcia.div, cr(2, 3), cpos(2, 3)), case(lambda z: z / (1 + 2j), cr(3))],
+    "add": [case(torcia.add, cr(3), r(3))], "sub": [case(torcia.sub, r(3), cr(3))],
+    "pow": [case(lambda z: z ** 3, cr(3)), case(lambda z: z ** 2.5, cpos(3))],
+    "exp": [case(torcia.exp, cr(3))], "log": [case(torcia.log, cpos(3))],
+    "sqrt": [case(torcia.sqrt, cpos(3))], "reciprocal": [case(torcia.reciprocal, cpos(3))],
+    "sin": [case(torcia.sin, cr(3))], "cos": [case(torcia.cos, cr(3))],
+    "tanh": [case(torcia.tanh, cr(3))], "square": [case(torcia.square, cr(3))],
+    "abs": [case(torcia.abs, cr(2, 3))], "neg": [case(torcia.neg, cr(3))],
+    "matmul": [case(torcia.matmul, cr(2, 3), cr(3, 2)), case(torcia.matmul, cr(3), cr(3))],
+    "mm": [case(torcia.mm, cr(2, 3), cr(3, 2))], "dot": [case(torcia.dot, cr(3), cr(3))],
+    "outer": [case(torcia.outer, cr(3), cr(2))],
+    "einsum": [case(lambda a, b: torcia.einsum("bim,iom->bom", a, b), cr(2, 3, 2),
+                    cr(3, 2, 2))],
+    "tensordot": [case(lambda a, b: torcia.tensordot(a, b, 1), cr(2, 3), cr(3, 2))],
+    "sum": [case(lambda z: z.sum(), cr(2, 3))], "mean": [case(lambda z: z.mean(0), cr(2, 3))],
+    "prod": [case(lambda z: z.prod(1), cr(2, 3)), case(lambda z: z.prod(), cr(3))],
+    "cumprod": [case(lambda z: z.cumprod(1), cr(2, 3))],
+    "lerp": [case(torcia.lerp, cr(3), cr(3), cr(3))],
+    "addcmul": [case(lambda x, a, b: torcia.addcmul(x, a, b, value=2), cr(3), cr(3), cr(3))],
+    "addcdiv": [case(lambda x, a, b: torcia.addcdiv(x, a, b, value=2), cr(3), cr(3), cpos(3))],
+    "var": [case(lambda z: z.var(1), cr(2, 3))], "std": [case(lambda z: z.std(), cr(2, 3))],
+    "linalg_inv": [case(lambda a: torcia.linalg.inv(_hpd(a)), cr(3, 3))],
+    "linalg_solve": [case(torcia.linalg.solve, cr(3, 3), cr(3, 2))],
+    "linalg_det": [case(torcia.linalg.det, cr(3, 3))],
+    "linalg_slogdet": [case(lambda a: torcia.linalg.slogdet(a).logabsdet, cr(3, 3))],
+    "linalg_cholesky": [case(lambda a: torcia.linalg.cholesky(_hpd(a)), cr(3, 3)),
+                        case(lambda a: torcia.linalg.cholesky(_hpd(a), upper=True), cr(2, 2))],
+    "linalg_qr": [case(lambda a: _qr_invariant(a), cr(3, 2))],
+    "linalg_eigh": [case(lambda a: _eigh_invariant(_hpd(a)), cr(3, 3))],
+    "linalg_eigvalsh": [case(lambda a: torcia.linalg.eigvalsh(_hpd(a)), cr(3, 3))],
+    "linalg_svd": [case(lambda a: _svd_invariant(a, False), cr(3, 2)),
+                   case(lambda a: _svd_invariant(a, True), cr(2, 3))],
+    "linalg_pinv": [case(torcia.linalg.pinv, cr(3, 2))],
+    "linalg_lu_factor": [case(lambda a: torcia.linalg.lu(a)[1:], cr(3, 3))],
+    "linalg_solve_triangular": [case(lambda a, b: torcia.linalg.solve_triangular(
+        a, b, upper=True), _hpd(cr(3, 3)).detach().requires_grad_(), cr(3, 2))],
+    "linalg_matrix_exp": [case(torcia.linalg.matrix_exp, cr(3, 3))],
+    "linalg_lstsq": [case(lambda a, b: torcia.linalg.lstsq(a, b, driver="gelsd")[:2], cr(4, 2),
+                          cr(4, 2))],
+    "linalg_matrix_norm": [case(lambda a, o=o: torcia.linalg.matrix_norm(a, o), cr(3, 2))
+                           for o in ("fro", "nuc", 2, 1)],
+    "linalg_vector_norm": [case(lambda z, o=o: torcia.linalg.vector_norm(z, o), cr(2, 3))
+                           for o in (1, 2, 3, INF)],
+}.items():
+    SAMPLES[_op] = SAMPLES[_op] + _cases
+
+
 
 def _eigh_invariant(a):
-    # eigenvectors are defined up to sign: V * V is not
+    # eigenvectors are defined up to a sign (a phase, when complex): |V|^2 is not
     vals, vecs = torcia.linalg.eigh(a)
-    return vals, vecs * vecs
+    return vals, vecs * vecs.conj()
+
+
+def _eig_invariant(a):
+    vals, vecs = torcia.linalg.eig(a)
+    return vals, vecs * vecs.conj()
 
 
 def _svd_invariant(a, full):
-    # singular vectors are defined up to a shared sign: U diag(S) Vh and U * U are not
+    # singular vectors are defined up to a shared sign (phase): U Vh and |U|^2 are not
     u, s, vh = torcia.linalg.svd(a, full_matrices=full)
     k = s.shape[-1]
     u, vh = u[:, :k], vh[:k]
-    return s, u @ vh, u * u
+    return s, u @ vh, u * u.conj()
 
 
 # ----- completeness -----------------------------------------------------------------------
@@ -345,17 +490,35 @@ def _svd_invariant(a, full):
 NN = set(ops.NN)
 
 
+#: rows that raise PyTorch's "not implemented" error, with a call that reaches them
+NO_FORMULA = {
+    "linalg_geqrf": lambda a: torcia.geqrf(a).a,
+    "linalg_ldl_factor": lambda a: torcia.linalg.ldl_factor(a + a.mT).LD,
+    "linalg_ldl_solve": lambda a: torcia.linalg.ldl_solve(
+        *torcia.linalg.ldl_factor(torcia.eye(3, dtype=F64)), a),
+}
+
+
 def test_every_table_row_has_samples():
     # core's rows; installed plugins add rows for their own ops (torcia_register_ops)
     missing = sorted(op for op in derivatives.TABLE
-                     if op in ops.ALL and op not in NN and op not in SAMPLES)
+                     if op in ops.ALL and op not in NN and op not in SAMPLES
+                     and op not in NO_FORMULA)
     assert not missing, f"derivative rows without gradcheck samples: {missing}"
 
 
 def test_every_differentiable_core_op_has_a_row_and_samples():
     differentiable = [op for op in ops.ALL if op not in ops.NOT_DIFFERENTIABLE and op not in NN]
     assert not [op for op in differentiable if op not in derivatives.TABLE]
-    assert not [op for op in differentiable if op not in SAMPLES]
+    assert not [op for op in differentiable if op not in SAMPLES and op not in NO_FORMULA]
+
+
+@pytest.mark.parametrize("op", sorted(NO_FORMULA))
+def test_rows_without_a_formula_raise_on_backward(op):
+    out = NO_FORMULA[op](r(3, 3))
+    assert op in _ops_in_graph(out)
+    with pytest.raises(NotImplementedError, match="the derivative for .* is not implemented"):
+        out.sum().backward()
 
 
 def test_samples_name_only_real_rows():

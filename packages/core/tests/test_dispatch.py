@@ -25,6 +25,10 @@ PUBLIC_NAMES = {
     "index_put": lambda: torcia.Tensor.__setitem__,
     "uniform": lambda: torcia.Tensor.uniform_,
     "pad": lambda: torcia._ops_extra.pad,  # torcia.nn.functional.pad in torcia-nn
+    "linalg_lu_permutation": lambda: torcia.lu_unpack,
+    "linalg_geqrf": lambda: torcia.geqrf,
+    "fft_c2c": lambda: torcia.fft.fft, "fft_r2c": lambda: torcia.fft.rfft,
+    "fft_c2r": lambda: torcia.fft.irfft,
 }
 
 
@@ -50,6 +54,8 @@ def test_every_core_op_has_a_public_function(op):
         fn = PUBLIC_NAMES[op]()
     elif op.startswith("linalg_"):
         fn = getattr(torcia.linalg, op[len("linalg_"):], None)
+    elif op in ops.SPECIAL_UNARY + ops.SPECIAL_BINARY + ops.SPECIAL_OTHER:
+        fn = getattr(torcia.special, op, None)
     else:
         fn = getattr(torcia, op, None) or getattr(torcia.Tensor, op, None)
     assert callable(fn), op

@@ -38,6 +38,8 @@ from torcia import _dtype  # noqa: E402
 from torcia._dtype import (  # noqa: E402
     bfloat16,
     can_cast,
+    complex64,
+    complex128,
     dtype,
     float16,
     float32,
@@ -59,11 +61,16 @@ half = float16
 long = int64
 int = int32  # noqa: A001
 short = int16
+cfloat = complex64
+cdouble = complex128
 
 from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
     _ops,
+    _ops_spectral,
+    linalg,
     plugins,
+    special,
 )
 from torcia._creation import (  # noqa: E402
     arange,
@@ -115,6 +122,22 @@ from torcia._ops import (  # noqa: E402
     round,
     sum,
 )
+from torcia._ops_complex import (  # noqa: E402
+    angle,
+    complex,  # noqa: A004 - PyTorch's name
+    conj,
+    conj_physical,
+    imag,
+    is_complex,
+    polar,
+    real,
+    resolve_conj,
+    resolve_neg,
+    sgn,
+    vdot,
+    view_as_complex,
+    view_as_real,
+)
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403
 from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
@@ -135,6 +158,9 @@ from torcia.random import (  # noqa: E402
 from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
+globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
+globals().update(linalg.TOP_LEVEL)
+globals().update({_n: getattr(_ops_spectral, _n) for _n in _ops_spectral.TOP_LEVEL})
 
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
@@ -254,7 +280,7 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
-    if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
+    if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub"):
         try:
             return importlib.import_module(f"torcia.{name}")

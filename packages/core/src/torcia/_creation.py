@@ -79,6 +79,8 @@ def _infer_array(data, dtype=None):
         arr = arr.astype(D.get_default_dtype().to_numpy())
     elif arr.dtype.kind in "iu":
         arr = arr.astype(np.int64)
+    elif arr.dtype.kind == "c":
+        arr = arr.astype(D.default_complex().to_numpy())
     elif arr.dtype.kind not in "b":
         raise TypeError(f"Could not infer dtype of {arr.dtype}")
     return arr, False
@@ -352,7 +354,7 @@ def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
 
 
 def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Uniform samples on [0, 1).
+    """Uniform samples on [0, 1) (for a complex dtype, real and imaginary parts each).
 
     Examples
     --------
@@ -360,14 +362,26 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
     >>> x = torcia.rand(2, 3); bool(((x >= 0) & (x < 1)).all())
     True
     """
-    return _create("rand", _float_dtype(dtype, "rand"), device, requires_grad,
-                   shape=_size(size), rng=rng_of(generator))
+    return _sample("rand", size, generator, dtype, device, requires_grad, 1.0)
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples."""
-    return _create("randn", _float_dtype(dtype, "randn"), device, requires_grad,
-                   shape=_size(size), rng=rng_of(generator))
+    """Standard normal samples; for a complex dtype, real and imaginary parts each of
+    variance 1/2 (so that E|z|^2 = 1, as PyTorch)."""
+    return _sample("randn", size, generator, dtype, device, requires_grad, 0.5 ** 0.5)
+
+
+def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
+    d = _dtype_arg(dtype) if dtype is not None else None
+    if d is not None and d.is_complex:
+        parts = [_create(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
+                 * complex_scale for _ in range(2)]
+        from torcia._ops_complex import complex as make_complex
+
+        out = make_complex(*parts)
+        return out.requires_grad_() if requires_grad else out
+    return _create(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
+                   rng=rng_of(generator))
 
 
 def _float_dtype(dtype, name):

@@ -21,13 +21,23 @@ class dtype:
         self.name = name
         self.np = np_dtype
         self.itemsize = np_dtype.itemsize if np_dtype is not None else 2
-        self.category = category  # 0 bool, 1 integer, 2 floating
+        self.category = category  # 0 bool, 1 integer, 2 floating, 3 complex
         self.is_floating_point = category == 2
-        self.is_signed = category == 2 or (category == 1 and np_dtype.kind == "i")
+        self.is_signed = category >= 2 or (category == 1 and np_dtype.kind == "i")
 
     @property
     def is_complex(self) -> bool:
-        return False
+        return self.category == 3
+
+    def to_real(self) -> dtype:
+        """The real dtype of a complex one's parts (itself for a real dtype)."""
+        return _REAL_OF.get(self, self)
+
+    def to_complex(self) -> dtype:
+        """The complex dtype whose parts are this float dtype (itself when complex)."""
+        if self.category == 3:
+            return self
+        return complex128 if self is float64 else complex64
 
     def __repr__(self):
         return f"torcia.{self.name}"
@@ -100,12 +110,16 @@ float16 = dtype("float16", np.dtype(np.float16), 2)
 bfloat16 = _LazyDtype("bfloat16", _bfloat16_np, 2)
 float32 = dtype("float32", np.dtype(np.float32), 2)
 float64 = dtype("float64", np.dtype(np.float64), 2)
+complex64 = dtype("complex64", np.dtype(np.complex64), 3)
+complex128 = dtype("complex128", np.dtype(np.complex128), 3)
+_REAL_OF = {complex64: float32, complex128: float64}
 
-ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+       complex64, complex128)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
-     "short": int16}
+     "short": int16, "cfloat": complex64, "cdouble": complex128}
 )
 FROM_NUMPY = _FromNumpy(
     (d.np, d) for d in ALL if not isinstance(d, _LazyDtype))
@@ -121,7 +135,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     except KeyError:
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
-            "are: float64, float32, float16, bfloat16, int64, int32, int16, int8, uint8, and bool."
+            "are: float64, float32, float16, complex64, complex128, bfloat16, int64, int32, "
+            "int16, int8, uint8, and bool."
         ) from None
 
 
@@ -157,6 +172,11 @@ def set_default_dtype(d: dtype) -> None:
 def _promote_pair(a: dtype, b: dtype) -> dtype:
     if a is b:
         return a
+    if a.category == 3 or b.category == 3:
+        # complex with anything: complex, with parts as wide as the widest float involved
+        parts = [d.to_real() for d in (a, b) if d.category >= 2]
+        wide = parts[0] if len(parts) == 1 else _promote_pair(*parts)
+        return complex128 if wide is float64 else complex64
     if a.category != b.category:
         return a if a.category > b.category else b
     if a.category == 0:
@@ -192,7 +212,13 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
 def _combine(higher, lower):
     if higher is None:
         return lower
-    if lower is None or higher.category == 2:
+    if lower is None or higher.category == 3:
+        return higher
+    if lower.category == 3:
+        # a complex operand of lower priority: complex, at the float precision of the other
+        # (float64 tensor * 1j is complex128; int tensor * 1j the default complex)
+        return higher.to_complex() if higher.category == 2 else lower
+    if higher.category == 2:
         return higher
     if higher.category == 0 or lower.category == 2:
         return _PROMOTE[higher, lower]
@@ -207,7 +233,16 @@ def scalar_dtype(value) -> dtype:
         return int64
     if isinstance(value, float):
         return _default[0]
-    raise TypeError(f"expected a Python bool, int or float, got {type(value).__name__}")
+    if isinstance(value, complex):
+        return default_complex()
+    raise TypeError(f"expected a Python bool, int, float or complex, got "
+                    f"{type(value).__name__}")
+
+
+def default_complex() -> dtype:
+    """The complex dtype Python complex numbers take: complex128 when the default float
+    dtype is float64, else complex64."""
+    return complex128 if _default[0] is float64 else complex64
 
 
 def result_type_of(dims, zeros, scalars) -> dtype:
@@ -230,7 +265,8 @@ def tensor_scalar_dtype(t: dtype, scalar_type: type) -> dtype:
     key = (t, scalar_type)
     r = _SCALAR_CACHE.get(key)
     if r is None:
-        s = {bool: bool_, int: int64, float: _default[0]}.get(scalar_type)
+        s = {bool: bool_, int: int64, float: _default[0],
+             complex: default_complex()}.get(scalar_type)
         if s is None:
             raise TypeError(f"unsupported operand type {scalar_type.__name__}")
         r = _SCALAR_CACHE[key] = _combine(t, s)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia._kernels_linalg import LinAlgError, lu_factor
+
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
                  "mean": "add"}
 
@@ -224,7 +226,7 @@ class ExtraKernels:
     def linalg_cholesky(self, a, upper=False):
         xp = self.xp
         low = _linalg(xp, "cholesky", a)
-        return xp.swapaxes(low, -1, -2) if upper else low
+        return xp.conj(xp.swapaxes(low, -1, -2)) if upper else low
 
     def linalg_eigh(self, a, UPLO="L"):
         return tuple(self.xp.linalg.eigh(a, UPLO=UPLO))
@@ -245,11 +247,12 @@ class ExtraKernels:
         xp = self.xp
         d0, d1 = dim
         if ord == "fro":
-            return xp.sqrt(xp.sum(a * a, axis=dim, keepdims=keepdim))
+            squares = (a * a.conj()).real if a.dtype.kind == "c" else a * a
+            return xp.sqrt(xp.sum(squares, axis=dim, keepdims=keepdim))
         if ord in ("nuc", 2, -2):
             s = xp.linalg.svd(xp.moveaxis(a, (d0, d1), (-2, -1)), compute_uv=False)
             out = {"nuc": s.sum(-1), 2: s.max(-1, initial=0), -2: s.min(-1, initial=np.inf)}[ord]
-            return _keep(xp, out.astype(a.dtype, copy=False), (d0, d1), keepdim)
+            return _keep(xp, out.astype(a.real.dtype, copy=False), (d0, d1), keepdim)
         # 1 / -1: max/min over columns of the column sums; inf / -inf: over rows
         sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
         sums = xp.sum(xp.abs(a), axis=sum_dim, keepdims=True)
@@ -312,16 +315,36 @@ def _keep(xp, out, dims, keepdim):
 
 
 def _linalg(xp, name, *arrays):
-    """A ``xp.linalg`` call whose singular-matrix error reads as PyTorch's."""
+    """A ``xp.linalg`` call whose failure raises :class:`LinAlgError` in PyTorch's words."""
     try:
         return getattr(xp.linalg, name)(*arrays)
-    except xp.linalg.LinAlgError as exc:
-        if name == "cholesky":
-            raise RuntimeError(
-                "linalg.cholesky: The factorization could not be completed because the input "
-                "is not positive-definite."
-            ) from None
-        raise RuntimeError(
-            f"linalg.{name}: The diagonal element is zero, the {name} could not be completed "
-            f"because the input matrix is singular ({exc})."
-        ) from None
+    except xp.linalg.LinAlgError:
+        raise singular_error(xp, name, arrays[0]) from None
+
+
+def singular_error(xp, name, a):
+    """PyTorch's error for a singular (or, for cholesky, not positive-definite) input,
+    naming the first failing batch element and pivot or leading minor."""
+    n = a.shape[-1]
+    flat = a.reshape((-1, n, n))
+    if name == "cholesky":
+        for b, mat in enumerate(flat):
+            for k in range(1, n + 1):
+                try:
+                    xp.linalg.cholesky(mat[:k, :k])
+                except xp.linalg.LinAlgError:
+                    where = f"(Batch element {b}): " if a.ndim > 2 else ""
+                    return LinAlgError(
+                        f"linalg.cholesky: {where}The factorization could not be completed "
+                        f"because the input is not positive-definite (the leading minor of "
+                        f"order {k} is not positive-definite).")
+    _, _, info = lu_factor(xp, flat)
+    bad = xp.nonzero(info)[0]
+    b = int(bad[0]) if bad.size else 0
+    where = f"(Batch element {b}): " if a.ndim > 2 else ""
+    if name == "solve":
+        return LinAlgError(f"torcia.linalg.solve: {where}The solver failed because the input "
+                           f"matrix is singular.")
+    return LinAlgError(f"linalg.{name}: {where}The diagonal element {int(info[b])} is zero, "
+                       f"the inversion could not be completed because the input matrix is "
+                       f"singular.")

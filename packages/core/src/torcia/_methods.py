@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_extra, _ops_nn
+from torcia import _ops, _ops_complex, _ops_extra, _ops_nn, _ops_spectral, linalg, special
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -45,6 +45,16 @@ for _name in _ops_extra.INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_extra, _name)))
 for _name in _ops_nn.METHODS:
     setattr(Tensor, _name, getattr(_ops_nn, _name))
+for _name in _ops_complex.METHODS:
+    setattr(Tensor, _name, getattr(_ops_complex, _name))
+Tensor.sgn_ = _make_inplace(_ops_complex.sgn)
+Tensor.stft = _ops_spectral.stft
+Tensor.istft = _ops_spectral.istft
+for _name, _fn in linalg.METHODS.items():
+    setattr(Tensor, _name, _fn)
+for _name, _fn in special.METHODS.items():
+    setattr(Tensor, _name, _fn)
+    setattr(Tensor, _name + "_", _make_inplace(_fn))
 
 
 # ----- operators ------------------------------------------------------------------------
@@ -231,8 +241,21 @@ Tensor.is_pinned = _is_pinned
 Tensor.share_memory_ = lambda self: self
 Tensor.T = property(lambda self: _ops.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: _ops.transpose(self, -2, -1))
-Tensor.H = property(lambda self: _ops.t(self))
-Tensor.mH = property(lambda self: _ops.transpose(self, -2, -1))
+Tensor.mH = property(lambda self: _ops_complex.conj(_ops.transpose(self, -2, -1)))
+Tensor.H = property(lambda self: _ops_complex.conj(_ops.t(self)))
+Tensor.adjoint = lambda self: _ops_complex.conj(_ops.transpose(self, -2, -1))
+
+
+def _set_part(part):
+    def setter(self, value):
+        getattr(_ops_complex, part)(self).copy_(value)
+
+    return setter
+
+
+# x.real and x.imag are views (writable: x.imag = 0 writes into x)
+Tensor.real = property(_ops_complex.real, _set_part("real"))
+Tensor.imag = property(_ops_complex.imag, _set_part("imag"))
 
 
 def _type(self, dtype=None, non_blocking=False):

@@ -14,7 +14,10 @@ import numpy as np
 
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
+from torcia._kernels_fft import FFTKernels
+from torcia._kernels_linalg import LinalgKernels
 from torcia._kernels_nn import NNKernels
+from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -50,11 +53,69 @@ def _check_divisor(xp, a, b) -> None:
         raise IntegerDivisionByZero("ZeroDivisionError")
 
 
-class Reference(NNKernels, ExtraKernels):
+# Ops PyTorch refuses for complex numbers (NumPy would order them lexicographically)
+_REAL_ONLY = {
+    **{op: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')
+       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
+                  "floor_divide", "kthvalue", "median_dim", "mode_dim")},
+    "amax": (NotImplementedError, '"max_values_cpu" not implemented for \'{}\''),
+    "amin": (NotImplementedError, '"min_values_cpu" not implemented for \'{}\''),
+    "max_dim": (RuntimeError, "max(): does not support complex input"),
+    "min_dim": (RuntimeError, "min(): does not support complex input"),
+    "argmax": (RuntimeError, "argmax(): does not support complex input"),
+    "argmin": (RuntimeError, "argmin(): does not support complex input"),
+    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
+    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
+    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
+    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
+    "sort": (RuntimeError, "Sort does not support complex dtypes on CPU"),
+    "topk": (RuntimeError, "topk does not support complex dtypes on CPU"),
+    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
+    "relu": (NotImplementedError, "clamp is not supported for complex types"),
+    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support "
+             "complex numbers. Please use torch.sgn instead."),
+    **{op: (NotImplementedError, f"{op} is not supported for complex inputs")
+       for op in ("floor", "ceil", "trunc", "frac")},
+}
+
+
+def _real_only(name, kernel, error, message):
+    """``kernel`` refusing complex operands with PyTorch's error. The array-module ufuncs
+    get a wrapper of their exact arity, so the check costs a few attribute reads a call."""
+    def refuse(dt):
+        raise error(message.format("ComplexDouble" if dt is not None and dt.itemsize == 16
+                                   else "ComplexFloat"))
+
+    if name in _UFUNC_NAMES and name in ("sign", "floor", "ceil", "trunc"):
+        def run(a):
+            if a.dtype.kind == "c":
+                refuse(a.dtype)
+            return kernel(a)
+    elif name in _UFUNC_NAMES:
+        def run(a, b):
+            if a.dtype.kind == "c" or b.__class__ is complex:
+                refuse(a.dtype if a.dtype.kind == "c" else None)
+            if b.__class__ is np.ndarray and b.dtype.kind == "c":
+                refuse(b.dtype)
+            return kernel(a, b)
+    else:
+        def run(a, *rest, **params):
+            if a.dtype.kind == "c":
+                refuse(a.dtype)
+            return kernel(a, *rest, **params)
+
+    run.__name__ = name
+    return run
+
+
+class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin.
+    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
+    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
+    functions in :class:`~torcia._kernels_special.SpecialKernels`, the Fourier transforms
+    in :class:`~torcia._kernels_fft.FFTKernels`.
     """
 
     xp = np
@@ -66,6 +127,8 @@ class Reference(NNKernels, ExtraKernels):
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
                 out[name] = fn
+        for name, (error, message) in _REAL_ONLY.items():
+            out[name] = _real_only(name, out[name], error, message)
         return out
 
     # ----- elementwise ---------------------------------------------------------------
@@ -102,6 +165,40 @@ class Reference(NNKernels, ExtraKernels):
 
     def digamma(self, a):
         return _special("psi", self.xp, a)
+
+    # ----- complex numbers ----------------------------------------------------------------
+    def real(self, a):
+        return a.real
+
+    def imag(self, a):
+        return a.imag
+
+    def view_as_real(self, a):
+        real = a.real.dtype
+        return self.xp.expand_dims(a, -1).view(real)
+
+    def view_as_complex(self, a):
+        xp = self.xp
+        cplx = np.complex128 if a.dtype == np.float64 else np.complex64
+        return a.view(cplx)[..., 0] if a.ndim > 1 else xp.squeeze(a.view(cplx), -1)
+
+    def conj(self, a):
+        return self.xp.conj(a)
+
+    def angle(self, a):
+        xp = self.xp
+        out = xp.angle(a)
+        if a.dtype.kind != "c":
+            out = xp.where(xp.isnan(a), a, out)
+        return out.astype(a.real.dtype, copy=False)
+
+    def complex(self, re, im):
+        xp = self.xp
+        shape = xp.broadcast_shapes(re.shape, im.shape)
+        out = xp.empty(shape, dtype=np.complex128 if re.dtype == np.float64 else np.complex64)
+        out.real = re
+        out.imag = im
+        return out
 
     def frac(self, a):
         return a - self.xp.trunc(a)

@@ -392,7 +392,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over ``dim``; the input must be floating point (or ``dtype`` given)."""
-    if dtype is None and not input.dtype.is_floating_point:
+    if dtype is None and input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
             f"or complex dtype. Got: {_tname(input.dtype)}"
@@ -560,7 +560,7 @@ def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def _float_input(input, name):
-    if not input.dtype.is_floating_point:
+    if input.dtype.category < 2:
         raise RuntimeError(f"{name}(): input dtype should be floating point, got "
                            f"{input.dtype.name}")
     return input

@@ -61,6 +61,23 @@ def _float_formatter(values: np.ndarray):
     return fmt
 
 
+def _complex_formatter(values: np.ndarray):
+    """``real+imagj``: each part formatted as a float tensor of those parts would be, the
+    real part padded to the widest one, the imaginary part with its sign."""
+    parts = []
+    for part in (values.real, values.imag):
+        fmt = _float_formatter(part)
+        shown = part[np.isfinite(part) & (part != 0)]
+        parts.append((fmt, max((len(fmt(v)) for v in shown.tolist()), default=1)))
+    (real_fmt, width), (imag_fmt, _) = parts
+
+    def fmt(v):
+        imag = imag_fmt(v.imag)
+        return real_fmt(v.real).rjust(width) + ("" if imag[0] == "-" else "+") + imag + "j"
+
+    return fmt
+
+
 def _special(v):
     if np.isnan(v):
         return "nan"
@@ -81,11 +98,18 @@ def _format_array(arr: np.ndarray, indent: int) -> str:
         def fmt(v):
             return str(int(v))
         sample = arr
+    elif kind == "c":
+        sample = arr.astype(np.complex128)
+        fmt = _complex_formatter(_summary_values(sample, edge) if summarize
+                                 else sample.reshape(-1))
     else:
         sample = arr.astype(np.float64)
         fmt = _float_formatter(_summary_values(sample, edge) if summarize else sample.reshape(-1))
     if arr.ndim == 0:
         return fmt(sample.item())
+    if kind == "c":
+        # each part is padded by its own formatter already, as PyTorch does
+        return _nest(sample, fmt, 1, indent, summarize, edge)
     values = _summary_values(sample, edge) if summarize else sample.reshape(-1)
     if kind not in "biu":
         # as PyTorch: the column width comes from the finite nonzero values only
@@ -152,7 +176,7 @@ def tensor_repr(t) -> str:
         body = _format_array(arr, len(prefix))
     # an empty tensor shows any dtype but the default float one, as PyTorch does
     default_dtypes = (D.get_default_dtype(),) if arr.size == 0 else (
-        D.get_default_dtype(), D.int64, D.bool_)
+        D.get_default_dtype(), D.int64, D.bool_, D.default_complex())
     if t.dtype not in default_dtypes:
         extras.append(f"dtype=torcia.{t.dtype.name}")
     if t.grad_fn is not None:

@@ -285,9 +285,9 @@ class Tensor:
                 )
             self._requires_grad = False
             return self
-        if not self.dtype.is_floating_point:
+        if self.dtype.category < 2:
             raise RuntimeError(
-                "only Tensors of floating point dtype can require gradients, "
+                "only Tensors of floating point and complex dtype can require gradients, "
                 f"got {self.dtype}"
             )
         load_autograd()
@@ -296,6 +296,13 @@ class Tensor:
 
     def is_floating_point(self) -> bool:
         return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+
+    def is_complex(self) -> bool:
+        return self._data.dtype.kind == "c"
+
+    def is_conj(self) -> bool:
+        """Always False: :meth:`conj` returns a conjugated copy, never a lazy view."""
+        return False
 
     def is_contiguous(self, memory_format=None) -> bool:
         return bool(self._data.flags.c_contiguous)
@@ -629,7 +636,7 @@ def binary(op: str, a, b, float_op: bool = False):
         if b._device is not a._device:
             raise _device_error(a._device, b._device)
         b_grad = b._requires_grad
-    elif b.__class__ in (float, int, bool):
+    elif b.__class__ in (float, int, bool, complex):
         dt = D.tensor_scalar_dtype(dt, b.__class__)
         # NumPy would take a bfloat16 array with a Python float to float32
         bd = b if dt is not D.bfloat16 else dt.np.type(b)
@@ -839,7 +846,7 @@ def _expanded_write_error():
 def _torch_name(d) -> str:
     return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
             "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool"}[d.name]
+            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
 def canonical_device(dev):

@@ -17,7 +17,11 @@ from __future__ import annotations
 
 import math
 
-from torcia._ops import _dims, _return_type, matmul, to_dtype
+import numpy as np
+
+from torcia import _dtype as D
+from torcia._kernels_linalg import LinAlgError
+from torcia._ops import _dims, _return_type, cat, matmul, to_dtype
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -25,12 +29,27 @@ _Slogdet = _return_type("linalg_slogdet", ("sign", "logabsdet"))
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
 _Qr = _return_type("linalg_qr", ("Q", "R"))
 _Eigh = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
+_Eig = _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))
+_CholeskyEx = _return_type("linalg_cholesky_ex", ("L", "info"))
+_InvEx = _return_type("linalg_inv_ex", ("inverse", "info"))
+_SolveEx = _return_type("linalg_solve_ex", ("result", "info"))
+_LuFactor = _return_type("linalg_lu_factor", ("LU", "pivots"))
+_LuFactorEx = _return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
+_Lu = _return_type("linalg_lu", ("P", "L", "U"))
+_LuUnpack = _return_type("lu_unpack", ("P", "L", "U"))
+_Lstsq = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
+_LdlFactor = _return_type("linalg_ldl_factor", ("LD", "pivots"))
+_LdlFactorEx = _return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
+_SvdOld = _return_type("svd", ("U", "S", "V"))
+_QrOld = _return_type("qr", ("Q", "R"))
+_Geqrf = _return_type("geqrf", ("a", "tau"))
+_TriangularSolve = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
 
 def _float(A, name):
     if not isinstance(A, Tensor):
         raise TypeError(f"linalg.{name}(): argument 'A' must be Tensor, not {type(A).__name__}")
-    if not A.dtype.is_floating_point:
+    if A.dtype.category < 2:
         raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
                            f"input. Got {_torch_name(A.dtype)}")
 
@@ -218,6 +237,33 @@ def eigh(A, UPLO="L"):
     return _Eigh(*call("linalg_eigh", (A,), {"UPLO": UPLO}))
 
 
+def eig(A):
+    """Eigenvalues and eigenvectors of a general square matrix, complex (as LAPACK's geev:
+    each eigenvector of unit norm, its largest component real).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.eig(torcia.tensor([[0.0, -1.0], [1.0, 0.0]])).eigenvalues
+    tensor([0.+1.j, 0.-1.j])
+    """
+    _square(A, "eig")
+    return _Eig(*call("linalg_eig", (A,), {}))
+
+
+def eigvals(A):
+    """Eigenvalues of a general square matrix, complex.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.eigvals(torcia.tensor([[2.0, 0.0], [0.0, 3.0]]))
+    tensor([2.+0.j, 3.+0.j])
+    """
+    _square(A, "eigvals")
+    return call("linalg_eigvals", (A,), {})
+
+
 def eigvalsh(A, UPLO="L"):
     """Eigenvalues (ascending) of a symmetric matrix."""
     _square(A, "eigvalsh")
@@ -230,5 +276,785 @@ def _uplo(UPLO):
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
 
 
+# ----- the "_ex" variants: an info tensor instead of an error -------------------------------
+
+
+def _info_check(info, name, message):
+    if bool((info != 0).any()):
+        bad = info.reshape(-1).nonzero()[0, 0].item() if info.ndim else 0
+        where = f"(Batch element {bad}): " if info.ndim else ""
+        value = info.reshape(-1)[bad].item()
+        raise LinAlgError(f"{name}: {where}{message(value)}")
+
+
+def inv_ex(A, *, check_errors=False):
+    """``(inverse, info)``: info is 0 for an invertible matrix, else the 1-based index of the
+    first zero pivot of its LU factorization (whose inverse then holds inf or nan).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.inv_ex(torcia.zeros(2, 2)).info
+    tensor(1, dtype=torcia.int32)
+    """
+    _square(A, "inv_ex")
+    LU, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _info_check(info, "linalg.inv_ex", lambda k: (
+            f"The diagonal element {k} is zero, the inversion could not be completed because "
+            f"the input matrix is singular."))
+    if not bool((info != 0).any()):
+        return _InvEx(inv(A), info)
+    eye = _eye(A.shape[-1], A).expand(A.shape)
+    return _InvEx(lu_solve(LU, pivots, eye), info)
+
+
+def solve_ex(A, B, *, left=True, check_errors=False):
+    """``(result, info)`` of :func:`solve`; info as in :func:`inv_ex`."""
+    _square(A, "solve_ex")
+    LU, pivots, info = lu_factor_ex(A)
+    if check_errors:
+        _info_check(info, "torcia.linalg.solve_ex",
+                    lambda k: "The solver failed because the input matrix is singular.")
+    if not bool((info != 0).any()):
+        return _SolveEx(solve(A, B, left=left), info)
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    X = lu_solve(LU, pivots, B.unsqueeze(-1) if vector else B, left=left)
+    return _SolveEx(X.squeeze(-1) if vector else X, info)
+
+
+def cholesky_ex(A, *, upper=False, check_errors=False):
+    """``(L, info)``: info is 0 where the factorization succeeded, else the order of the
+    first leading minor that is not positive-definite. The factor of such a matrix is nan
+    (PyTorch leaves LAPACK's partial result there).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.cholesky_ex(-torcia.eye(2)).info
+    tensor(1, dtype=torcia.int32)
+    """
+    _square(A, "cholesky_ex")
+    info = _cholesky_info(A)
+    if check_errors:
+        _info_check(info, "linalg.cholesky_ex", lambda k: (
+            f"The factorization could not be completed because the input is not "
+            f"positive-definite (the leading minor of order {k} is not positive-definite)."))
+    if not bool((info != 0).any()):
+        return _CholeskyEx(cholesky(A, upper=upper), info)
+    bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
+    eye = _eye(A.shape[-1], A)
+    L = cholesky(A.masked_fill(bad, 0) + eye * bad, upper=upper)
+    return _CholeskyEx(L.masked_fill(bad, math.nan), info)
+
+
+def _cholesky_info(A):
+    from torcia._creation import tensor
+
+    a = A.detach().cpu().numpy()
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    info = []
+    for mat in flat:
+        order = 0
+        try:
+            np.linalg.cholesky(mat)
+        except np.linalg.LinAlgError:
+            order = next(k for k in range(1, n + 1) if not _is_pd(mat[:k, :k]))
+        info.append(order)
+    return tensor(np.asarray(info, dtype=np.int32).reshape(a.shape[:-2]), device=A.device)
+
+
+def _is_pd(mat):
+    try:
+        np.linalg.cholesky(mat)
+    except np.linalg.LinAlgError:
+        return False
+    return True
+
+
+def _eye(n, like):
+    from torcia._creation import eye
+
+    return eye(n, dtype=like.dtype, device=like.device)
+
+
+# ----- LU ---------------------------------------------------------------------------------
+
+
+def _zero_pivot(k):
+    return (f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. "
+            f"If you still want to perform the factorization, consider calling "
+            f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
+
+
+def lu_factor_ex(A, *, pivot=True, check_errors=False):
+    """``(LU, pivots, info)``: the LU factorization with partial pivoting of each matrix,
+    packed as LAPACK's getrf (``L`` below the unit diagonal, ``U`` on and above it), the
+    1-based row swaps (int32), and info (0, or the index of the first zero pivot).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> LU, pivots, info = torcia.linalg.lu_factor_ex(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> pivots, info
+    (tensor([2, 2], dtype=torcia.int32), tensor(0, dtype=torcia.int32))
+    """
+    _matrix(A, "lu_factor_ex")
+    if not pivot:
+        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
+                           "CPU")
+    LU, pivots, info = call("linalg_lu_factor", (A,), {})
+    if check_errors:
+        _info_check(info, "torcia.linalg.lu_factor_ex", _zero_pivot)
+    return _LuFactorEx(LU, pivots, info)
+
+
+def lu_factor(A, *, pivot=True):
+    """``(LU, pivots)`` as :func:`lu_factor_ex`; raises for a singular matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> LU, pivots = torcia.linalg.lu_factor(A)
+    >>> torcia.linalg.lu_solve(LU, pivots, torcia.tensor([[5.0], [6.0]]))
+    tensor([[-4.0000],
+            [ 4.5000]])
+    """
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    if A.shape[-1] == A.shape[-2]:
+        _info_check(info, "torcia.linalg.lu_factor", _zero_pivot)
+    return _LuFactor(LU, pivots)
+
+
+def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
+    """``(P, L, U)`` from the packed factors and pivots of :func:`lu_factor`, with
+    ``A = P @ L @ U`` (``L`` m x k unit lower, ``U`` k x n upper, k = min(m, n))."""
+    m, n = LU_data.shape[-2], LU_data.shape[-1]
+    k = min(m, n)
+    P = L = U = None
+    if unpack_pivots:
+        P = call("linalg_lu_permutation", (LU_pivots,),
+                 {"m": m, "dtype": LU_data.dtype.to_numpy()})
+    if unpack_data:
+        L = LU_data.narrow(-1, 0, k).tril(-1) + _eye(max(m, k), LU_data)[:m, :k]
+        U = LU_data.narrow(-2, 0, k).triu()
+    empty = LU_data.new_zeros((0,))
+    return _LuUnpack(empty if P is None else P, empty if L is None else L,
+                     empty if U is None else U)
+
+
+def lu(A, *, pivot=True):
+    """``(P, L, U)`` with ``A = P @ L @ U``: ``P`` a permutation, ``L`` unit lower
+    triangular, ``U`` upper triangular (rectangular and singular ``A`` allowed).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> P, L, U = torcia.linalg.lu(A)
+    >>> torcia.allclose(P @ L @ U, A)
+    True
+    """
+    LU, pivots, _ = lu_factor_ex(A, pivot=pivot)
+    return _Lu(*lu_unpack(LU, pivots))
+
+
+def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
+    """The solution of ``A X = B`` (``X A = B`` when not ``left``; ``A^H`` for ``adjoint``)
+    from the factors of :func:`lu_factor`."""
+    _square(LU, "lu_solve")
+    _float(B, "lu_solve")
+    if B.ndim < 2:
+        raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
+                           "dimensions.")
+    n = LU.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    P, L, U = lu_unpack(LU, pivots)
+    if left and not adjoint:  # X = U^-1 L^-1 P^T B
+        Y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)
+        return solve_triangular(U, Y, upper=True)
+    if left:  # A^H X = B: X = P L^-H U^-H B
+        Y = solve_triangular(U.mT, B, upper=False)
+        return P @ solve_triangular(L.mT, Y, upper=True, unitriangular=True)
+    if not adjoint:  # X = B U^-1 L^-1 P^T
+        Y = solve_triangular(U, B, upper=True, left=False)
+        return solve_triangular(L, Y, upper=False, left=False, unitriangular=True) @ P.mT
+    # X A^H = B: X = B P L^-H U^-H
+    Y = solve_triangular(L.mT, B @ P, upper=True, left=False, unitriangular=True)
+    return solve_triangular(U.mT, Y, upper=False, left=False)
+
+
+def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
+    """The solution of ``A X = B`` (``X A = B`` when not ``left``) for triangular ``A``,
+    reading only its ``upper`` or lower triangle (and a unit diagonal when
+    ``unitriangular``). Batch dims broadcast.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> torcia.linalg.solve_triangular(A, torcia.tensor([[3.0], [4.0]]), upper=True)
+    tensor([[1.],
+            [1.]])
+    """
+    _square(A, "solve_triangular")
+    _float(B, "solve_triangular")
+    if B.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
+                           f"but found A of type {_torch_name(A.dtype)} and B of type "
+                           f"{_torch_name(B.dtype)} instead")
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+    return call("linalg_solve_triangular", (A, B), {"upper": bool(upper), "left": bool(left),
+                                                    "unitriangular": bool(unitriangular)})
+
+
+# ----- least squares, LDL, Householder -------------------------------------------------------
+
+
+def lstsq(A, B, rcond=None, *, driver=None):
+    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||``.
+
+    The solution is the minimum-norm one; ``rank`` counts singular values above
+    ``rcond * max``; ``singular_values`` come with the "gelsd" and "gelss" drivers, and
+    ``residuals`` (squared column norms of ``A X - B``) when ``A`` is tall and of full rank
+    with a driver other than the default "gelsy", as in PyTorch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
+    >>> torcia.linalg.lstsq(A, torcia.tensor([[1.0], [2.0], [3.0]])).solution
+    tensor([[1.],
+            [2.]])
+    """
+    _matrix(A, "lstsq")
+    _float(B, "lstsq")
+    if driver is None:
+        driver = "gelsy"
+    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
+        raise RuntimeError("torcia.linalg.lstsq: parameter `driver` should be one of "
+                           "(gels, gelsy, gelsd, gelss)")
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"torcia.linalg.lstsq: Expected input and other to have the same "
+                           f"dtype, but got input's dtype {_torch_name(A.dtype)} and other's "
+                           f"dtype {_torch_name(B.dtype)}")
+    vector = B.ndim == A.ndim - 1
+    Bm = B.unsqueeze(-1) if vector else B
+    if Bm.shape[-2] != A.shape[-2]:
+        raise RuntimeError(f"torcia.linalg.lstsq: input.size(-2) should match other.size(-2) "
+                           f"when other is a matrix (got {A.shape[-2]} and {Bm.shape[-2]})")
+    X, res, rank, sv = call("linalg_lstsq", (A, Bm), {"rcond": rcond, "driver": driver})
+    return _Lstsq(X.squeeze(-1) if vector else X, res, rank, sv)
+
+
+def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
+    """``(LD, pivots, info)``: the Bunch-Kaufman LDL factorization of a symmetric matrix as
+    LAPACK's sytrf packs it (needs SciPy: ``torcia-core[scipy]``). Not differentiable."""
+    _square(A, "ldl_factor_ex")
+    LD, pivots, info = call("linalg_ldl_factor", (A,), {"hermitian": bool(hermitian)})
+    if check_errors:
+        _info_check(info, "torcia.linalg.ldl_factor_ex", lambda k: (
+            f"The factorization could not be completed because the input is singular "
+            f"(D[{k},{k}] is zero)."))
+    return _LdlFactorEx(LD, pivots, info)
+
+
+def ldl_factor(A, *, hermitian=False):
+    """``(LD, pivots)`` as :func:`ldl_factor_ex`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
+    >>> LD, pivots = torcia.linalg.ldl_factor(A)
+    >>> torcia.linalg.ldl_solve(LD, pivots, torcia.tensor([[6.0], [5.0]]))
+    tensor([[1.],
+            [1.]])
+    """
+    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian)
+    return _LdlFactor(LD, pivots)
+
+
+def ldl_solve(LD, pivots, B, *, hermitian=False):
+    """The solution of ``A X = B`` from the factors of :func:`ldl_factor` (SciPy's
+    LAPACK). Not differentiable."""
+    _square(LD, "ldl_solve")
+    _float(B, "ldl_solve")
+    if B.ndim < 2:
+        raise RuntimeError("torcia.linalg.ldl_solve: Expected B to have at least 2 dimensions")
+    return call("linalg_ldl_solve", (LD, pivots, B), {"hermitian": bool(hermitian)})
+
+
+def householder_product(A, tau):
+    """The first n columns of the product of Householder reflectors
+    ``H_i = I - tau_i v_i v_i^H`` whose vectors ``v_i`` are the columns of ``A`` below the
+    diagonal (with a 1 on it), as LAPACK's orgqr.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.householder_product(torcia.zeros(2, 2), torcia.zeros(2))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    _matrix(A, "householder_product")
+    m, n = A.shape[-2], A.shape[-1]
+    k = tau.shape[-1]
+    if m < n:
+        raise RuntimeError("torcia.linalg.householder_product: input.shape[-2] must be greater "
+                           "than or equal to input.shape[-1]")
+    if k > n:
+        raise RuntimeError("torcia.linalg.householder_product: input.shape[-1] must be greater "
+                           "than or equal to tau.shape[-1]")
+    if tuple(tau.shape[:-1]) != tuple(A.shape[:-2]):
+        raise RuntimeError(f"torcia.linalg.householder_product: Expected batch dimensions of "
+                           f"tau to be equal to input.shape[:-2], but got "
+                           f"{list(tau.shape[:-1])}")
+    eye = _eye(m, A)
+    V = A.tril(-1) + eye[:, :n]
+    Q = eye.expand(*A.shape[:-2], m, m)
+    for i in range(k):
+        v = V[..., :, i:i + 1]
+        Q = Q - (Q @ v) @ (tau[..., i:i + 1].unsqueeze(-1) * v.mT)
+    return Q[..., :, :n]
+
+
+# ----- functions of matrices ----------------------------------------------------------------
+
+
+def matrix_exp(A):
+    """The matrix exponential ``sum_k A^k / k!`` of each square matrix (Pade approximation
+    of degree 13 with scaling and squaring, as PyTorch and SciPy).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.matrix_exp(torcia.tensor([[0.0, 1.0], [0.0, 0.0]]))
+    tensor([[1., 1.],
+            [0., 1.]])
+    """
+    _square(A, "matrix_exp")
+    return call("linalg_matrix_exp", (A,), {})
+
+
+def matrix_power(A, n):
+    """``A`` multiplied by itself ``n`` times (the inverse's power for negative ``n``, the
+    identity for 0), by repeated squaring.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.matrix_power(torcia.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
+    tensor([[1., 3.],
+            [0., 1.]])
+    """
+    if A.ndim < 2 or A.shape[-1] != A.shape[-2]:
+        raise RuntimeError(f"linalg.matrix_power: A must be batches of square matrices, but "
+                           f"they are {A.shape[-2] if A.ndim > 1 else 1} by "
+                           f"{A.shape[-1] if A.ndim else 1} matrices")
+    if not isinstance(n, int) or isinstance(n, bool):
+        raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
+    if n == 0:
+        return _eye(A.shape[-1], A).expand(A.shape).clone()
+    if n < 0:
+        A, n = inv(A), -n
+    result = None
+    base = A
+    while n:
+        if n & 1:
+            result = base if result is None else result @ base
+        n >>= 1
+        if n:
+            base = base @ base
+    return result
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
+    """The number of singular values above ``max(atol, rtol * largest)`` (int64).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.matrix_rank(torcia.tensor([[1.0, 2.0], [2.0, 4.0]]))
+    tensor(1)
+    """
+    _matrix(A, "matrix_rank")
+    if tol is not None:
+        atol, rtol = tol, 0.0
+    S = eigvalsh(A).abs() if hermitian else svdvals(A)
+    if rtol is None:
+        rtol = 0.0 if atol is not None and atol > 0 else (
+            max(A.shape[-2:]) * float(np.finfo(A.dtype.to_numpy()).eps))
+    largest = S.amax(-1, keepdim=True) if S.shape[-1] else S.sum(-1, keepdim=True)
+    threshold = largest * rtol
+    if atol is not None:
+        threshold = threshold.clamp(min=atol)
+    return (S > threshold).sum(-1)
+
+
+def cond(A, p=None):
+    """The condition number ``norm(A, p) * norm(inv(A), p)``; for ``p`` None or +-2 the ratio
+    of the extreme singular values.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.cond(torcia.tensor([[2.0, 0.0], [0.0, 0.5]]))
+    tensor(4.)
+    """
+    _matrix(A, "cond")
+    if p in (None, 2, -2):
+        S = svdvals(A)
+        big, small = S.narrow(-1, 0, 1).squeeze(-1), S.narrow(-1, S.shape[-1] - 1, 1).squeeze(-1)
+        return small / big if p == -2 else big / small
+    _square(A, "cond")
+    return matrix_norm(A, p) * matrix_norm(inv(A), p)
+
+
+def multi_dot(tensors):
+    """The product of a chain of matrices, in the order of fewest multiplications (the
+    first may be a vector, taken as a row, and the last a column vector).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b, c = torcia.ones(2, 3), torcia.ones(3, 4), torcia.ones(4)
+    >>> torcia.linalg.multi_dot([a, b, c])
+    tensor([12., 12.])
+    """
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    first_vec, last_vec = tensors[0].ndim == 1, tensors[-1].ndim == 1
+    mats = list(tensors)
+    if first_vec:
+        mats[0] = mats[0].unsqueeze(0)
+    if last_vec:
+        mats[-1] = mats[-1].unsqueeze(-1)
+    for i, t in enumerate(mats):
+        if t.ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {t.ndim}D")
+    for i in range(len(mats) - 1):
+        if mats[i].shape[1] != mats[i + 1].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i} and {i + 1} with shapes {list(mats[i].shape)} and "
+                f"{list(mats[i + 1].shape)} cannot be multiplied")
+    out = _chain(mats)
+    if first_vec:
+        out = out.squeeze(0)
+    if last_vec:
+        out = out.squeeze(-1)
+    return out
+
+
+def _chain(mats):
+    """The matrix-chain product in the cheapest order (dynamic programming over splits)."""
+    dims = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    n = len(mats)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = math.inf
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def product(i, j):
+        if i == j:
+            return mats[i]
+        k = split[i][j]
+        return product(i, k) @ product(k + 1, j)
+
+    return product(0, n - 1)
+
+
+def tensorinv(A, ind=2):
+    """The inverse of ``A`` seen as a map from its last dims to its first ``ind`` dims:
+    ``tensordot(tensorinv(A), A, ind)`` is the identity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.tensorinv(torcia.eye(4).reshape(4, 2, 2), ind=1).shape
+    torcia.Size([2, 2, 4])
+    """
+    if ind <= 0:
+        raise RuntimeError(f"Expected a strictly positive integer for 'ind', but got {ind}")
+    out_shape = tuple(A.shape[ind:])
+    rows = math.prod(A.shape[:ind])
+    cols = math.prod(out_shape)
+    if rows != cols:
+        raise RuntimeError(f"Expected self to satisfy the requirement prod(self.shape[ind:]) "
+                           f"== prod(self.shape[:ind]), but got {cols} != {rows}")
+    return inv(A.reshape(rows, cols)).reshape(out_shape + tuple(A.shape[:ind]))
+
+
+def tensorsolve(A, B, dims=None):
+    """The ``X`` with ``tensordot(A, X, X.ndim) == B``; ``dims`` first moves those dims of
+    ``A`` to the end.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.eye(6).reshape(2, 3, 6)
+    >>> torcia.linalg.tensorsolve(A, torcia.ones(2, 3)).shape
+    torcia.Size([6])
+    """
+    if dims is not None:
+        dims = [d % A.ndim for d in dims]
+        rest = [d for d in range(A.ndim) if d not in dims]
+        A = A.permute(*(rest + dims))
+    result_shape = tuple(A.shape[B.ndim:])
+    rows = B.numel()
+    cols = math.prod(result_shape)
+    if rows != cols or tuple(A.shape[:B.ndim]) != tuple(B.shape):
+        raise RuntimeError(f"Expected self to satisfy the requirement "
+                           f"prod(self.shape[other.ndim:]) == prod(self.shape[:other.ndim]), "
+                           f"but got {cols} != {math.prod(A.shape[:B.ndim])}")
+    return solve(A.reshape(rows, cols), B.reshape(rows)).reshape(result_shape)
+
+
+# ----- vectors ------------------------------------------------------------------------------
+
+
+def vander(x, *, N=None):
+    """The Vandermonde matrix with columns ``x**0, x**1, ..., x**(N-1)`` (batched over the
+    leading dims of ``x``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.vander(torcia.tensor([1, 2, 3]))
+    tensor([[1, 1, 1],
+            [1, 2, 4],
+            [1, 3, 9]])
+    """
+    if x.ndim < 1:
+        raise RuntimeError("linalg.vander: x must have at least one dimension.")
+    n = x.shape[-1] if N is None else N
+    if n <= 1:
+        if n < 0:
+            raise RuntimeError(f"linalg.vander: N must be greater than 1. Got {n}")
+        return x.unsqueeze(-1).new_ones(tuple(x.shape) + (n,))
+    x = x if x.dtype is not D.bool_ else to_dtype(x, D.int64)
+    cols = x.unsqueeze(-1).expand(*x.shape, n - 1)
+    return cat([x.unsqueeze(-1).new_ones(tuple(x.shape) + (1,)), cols], -1).cumprod(-1)
+
+
+def vecdot(x, y, *, dim=-1):
+    """The dot product of ``x`` and ``y`` over ``dim`` (``x`` conjugated when complex), with
+    broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.vecdot(torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    if x.dtype is not y.dtype:
+        raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but "
+                           f"found x of type {_torch_name(x.dtype)} and y of type "
+                           f"{_torch_name(y.dtype)} instead")
+    return (x.conj() * y).sum(dim)
+
+
+def cross(input, other, *, dim=-1):
+    """The cross product of 3-vectors along ``dim``, with broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.cross(torcia.tensor([1.0, 0.0, 0.0]), torcia.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
+    shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    d = _wrap_dim(dim, len(shape))
+    if input.shape[dim] != 3 or other.shape[dim] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[dim]} and {other.shape[dim]}")
+    a, b = input.expand(*shape), other.expand(*shape)
+    a0, a1, a2 = (a.narrow(d, i, 1) for i in range(3))
+    b0, b1, b2 = (b.narrow(d, i, 1) for i in range(3))
+    return cat([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0], d)
+
+
+def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
+    """The diagonal of each matrix (a view), as :func:`torcia.diagonal` with batch-last
+    defaults.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.diagonal(torcia.eye(2))
+    tensor([1., 1.])
+    """
+    return A.diagonal(offset, dim1, dim2)
+
+
+# ----- PyTorch's top-level (torch.*) and Tensor-method names --------------------------------
+
+
+def _cholesky_top(input, upper=False):
+    """``torch.cholesky``: as :func:`cholesky` with ``upper`` positional."""
+    return cholesky(input, upper=upper)
+
+
+def cholesky_solve(B, L, upper=False):
+    """The solution of ``A X = B`` from the Cholesky factor ``L`` of ``A`` (``U`` when
+    ``upper``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> L = torcia.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> torcia.cholesky_solve(torcia.tensor([[4.0], [3.0]]), L)  # A = L L^T = [[4, 2], [2, 2]]
+    tensor([[0.5000],
+            [1.0000]])
+    """
+    if upper:
+        return solve_triangular(L, solve_triangular(L.mT, B, upper=False), upper=True)
+    return solve_triangular(L.mT, solve_triangular(L, B, upper=False), upper=True)
+
+
+def cholesky_inverse(L, upper=False):
+    """The inverse of ``A`` from its Cholesky factor ``L`` (``U`` when ``upper``)."""
+    return cholesky_solve(_eye(L.shape[-1], L).expand(L.shape), L, upper)
+
+
+def _lu_top(A, pivot=True, get_infos=False):
+    """``torch.lu``: ``(LU, pivots)``, and ``infos`` when ``get_infos``."""
+    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
+    return (LU, pivots, info) if get_infos else (LU, pivots)
+
+
+def _lu_solve_top(b, LU_data, LU_pivots):
+    """``torch.lu_solve(b, LU_data, LU_pivots)``."""
+    return lu_solve(LU_data, LU_pivots, b)
+
+
+def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
+    """``torch.triangular_solve``: ``(solution, cloned_coefficient)`` of ``A X = b`` (``A^T``
+    when ``transpose``)."""
+    coeff = A.mT if transpose else A
+    X = solve_triangular(coeff, b, upper=upper != transpose, unitriangular=unitriangular)
+    return _TriangularSolve(X, A.clone())
+
+
+def _svd_top(input, some=True, compute_uv=True):
+    """``torch.svd``: ``(U, S, V)`` (V, not its transpose); zero U and V without
+    ``compute_uv``."""
+    if not compute_uv:
+        m, n = input.shape[-2], input.shape[-1]
+        S = svdvals(input)
+        return _SvdOld(input.new_zeros((*input.shape[:-2], m, m)), S,
+                       input.new_zeros((*input.shape[:-2], n, n)))
+    U, S, Vh = svd(input, full_matrices=not some)
+    return _SvdOld(U, S, Vh.mT)
+
+
+def _qr_top(input, some=True):
+    """``torch.qr``: reduced (``some``) or complete ``(Q, R)``."""
+    return _QrOld(*qr(input, mode="reduced" if some else "complete"))
+
+
+def _vander_top(x, N=None, increasing=False):
+    """``torch.vander``: powers of a 1-D ``x``, decreasing unless ``increasing``."""
+    if x.ndim != 1:
+        raise RuntimeError("x must be a one-dimensional tensor.")
+    V = vander(x, N=N)
+    return V if increasing else V.flip(-1)
+
+
+def _cross_top(input, other, dim=None):
+    """``torch.cross``: along ``dim``, or the first dim of size 3 when None."""
+    if dim is None:
+        shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        sizes = [i for i, s in enumerate(shape) if s == 3]
+        if not sizes:
+            raise RuntimeError("no dimension of size 3 in input")
+        dim = sizes[0]
+    return cross(input, other, dim=dim)
+
+
+def geqrf(input):
+    """``(a, tau)``: the QR factorization as LAPACK's geqrf packs it (``R`` on and above
+    the diagonal, Householder vectors below it, their scalars in ``tau``). Not
+    differentiable, as in PyTorch; :func:`householder_product` rebuilds ``Q``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, tau = torcia.geqrf(torcia.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> a[0, 0]
+    tensor(-5.)
+    """
+    _matrix(input, "geqrf")
+    return _Geqrf(*call("linalg_geqrf", (input,), {}))
+
+
+def ormqr(input, input2, input3, left=True, transpose=False):
+    """``Q @ input3`` (``input3 @ Q`` when not ``left``; ``Q^H`` when ``transpose``) for the
+    ``Q`` of :func:`geqrf`'s ``(input, input2)``, without forming it outside.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[3.0, 1.0], [4.0, 2.0]])
+    >>> Q, _ = torcia.linalg.qr(A)
+    >>> torcia.allclose(torcia.ormqr(*torcia.geqrf(A), torcia.eye(2)).abs(), Q.abs())
+    True
+    """
+    m, n = input.shape[-2], input.shape[-1]
+    other_rows = input3.shape[-2] if left else input3.shape[-1]
+    if other_rows != m:
+        raise RuntimeError(f"torcia.ormqr: other.shape[{-2 if left else -1}] must be equal to "
+                           f"input.shape[-2]")
+    if m > n:  # reflectors beyond tau's count are the identity: pad to a square Q
+        input = cat([input, input.new_zeros((*input.shape[:-1], m - n))], -1)
+    Q = householder_product(input[..., :, :m], input2)
+    if transpose:
+        Q = Q.mH
+    return Q @ input3 if left else input3 @ Q
+
+
+#: torcia.<name> -> function, as torch.<name>
+TOP_LEVEL = {
+    "cholesky": _cholesky_top, "cholesky_solve": cholesky_solve,
+    "cholesky_inverse": cholesky_inverse, "lu": _lu_top, "lu_solve": _lu_solve_top,
+    "lu_unpack": lu_unpack, "matrix_exp": matrix_exp, "matrix_power": matrix_power,
+    "cross": _cross_top, "triangular_solve": triangular_solve, "svd": _svd_top,
+    "qr": _qr_top, "vander": _vander_top, "orgqr": householder_product, "geqrf": geqrf,
+    "ormqr": ormqr,
+}
+#: Tensor.<name>, with the tensor as first argument (as PyTorch's methods)
+METHODS = {
+    "cholesky": _cholesky_top, "cholesky_solve": cholesky_solve,
+    "cholesky_inverse": cholesky_inverse, "lu": _lu_top, "lu_solve": _lu_solve_top,
+    "matrix_exp": matrix_exp, "matrix_power": matrix_power, "cross": _cross_top,
+    "triangular_solve": triangular_solve, "svd": _svd_top, "qr": _qr_top,
+    "orgqr": householder_product, "geqrf": geqrf, "ormqr": ormqr,
+}
+
+
 __all__ = ["vector_norm", "matrix_norm", "norm", "inv", "solve", "pinv", "det", "slogdet",
-           "svd", "svdvals", "qr", "cholesky", "eigh", "eigvalsh", "matmul"]
+           "svd", "svdvals", "qr", "cholesky", "eigh", "eigvalsh", "eig", "eigvals", "matmul",
+           "LinAlgError",
+           "inv_ex", "solve_ex", "cholesky_ex", "lu_factor", "lu_factor_ex", "lu", "lu_solve",
+           "solve_triangular", "lstsq", "ldl_factor", "ldl_factor_ex", "ldl_solve",
+           "householder_product", "matrix_exp", "matrix_power", "matrix_rank", "cond",
+           "multi_dot", "tensorinv", "tensorsolve", "vander", "vecdot", "cross", "diagonal"]

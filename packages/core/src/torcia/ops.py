@@ -31,6 +31,38 @@ BINARY_FLOAT = ("div", "atan2", "hypot", "xlogy")
 # two inputs, bool output
 COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
 
+# --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
+SPECIAL_UNARY = (
+    "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "sinc", "entr",
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
+)
+SPECIAL_BINARY = (
+    "xlog1py", "zeta", "gammainc", "gammaincc",
+    # orthogonal polynomials (x, n): degree n truncated to an integer, 0 where n < 0
+    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
+    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
+    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
+    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
+    "laguerre_polynomial_l", "legendre_polynomial_p",
+)
+SPECIAL_OTHER = ("polygamma",)  # n=: the order, an int >= 1 (n = 0 is digamma)
+#: Special functions PyTorch gives no derivative: their results never require grad.
+SPECIAL_NOT_DIFFERENTIABLE = (
+    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
+    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
+    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
+) + SPECIAL_BINARY[4:]
+
+# --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
+COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
+
+# --- discrete Fourier transforms over dims= with norm= ("backward", "ortho", "forward"):
+# complex-to-complex (forward= the direction), real-to-complex (onesided=), and
+# complex-to-real of a one-sided spectrum (last_dim_size= the real signal's length)
+FFT = ("fft_c2c", "fft_r2c", "fft_c2r")
+
 # --- elementwise with parameters or three inputs ------------------------------------------
 ELEMENTWISE_OTHER = (
     "round",  # decimals=
@@ -72,6 +104,14 @@ LINALG = (
     "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
     "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
     "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",
+    # LU with partial pivoting -> (LU, pivots, info), the permutation of pivots, triangular
+    # solves, the matrix exponential, least squares -> (solution, residuals, rank,
+    # singular_values), and LDL (SciPy's LAPACK) -> (LD, pivots, info) and its solve
+    "linalg_lu_factor", "linalg_lu_permutation", "linalg_solve_triangular",
+    "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
+    # the eigendecomposition of a general matrix: complex (eigenvalues, eigenvectors)
+    "linalg_eig", "linalg_eigvals",
+    "linalg_geqrf",  # LAPACK's packed Householder QR -> (a, tau)
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
@@ -108,14 +148,17 @@ CREATION = (
 
 ALL = (
     UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
-    + ELEMENTWISE_OTHER + REDUCE + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
+    + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + FFT + ELEMENTWISE_OTHER
+    + REDUCE
+    + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
     + NN + CREATION
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    UNARY_BOOL + COMPARE + CREATION
+    UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
     + ("sign", "floor", "ceil", "trunc", "round", "bitwise_not", "bitwise_and", "bitwise_or",
        "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
-       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask")
+       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
+       "linalg_lu_permutation")
 )

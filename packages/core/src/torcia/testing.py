@@ -22,6 +22,8 @@ _TOLERANCES = {
     D.bfloat16: (1.6e-2, 1e-5),
     D.float32: (1.3e-6, 1e-5),
     D.float64: (1e-7, 1e-7),
+    D.complex64: (1.3e-6, 1e-5),
+    D.complex128: (1e-7, 1e-7),
 }
 
 
@@ -177,6 +179,13 @@ def _compare_arrays(actual, expected, options):
     if options["check_dtype"] and adt is not edt:
         raise _Mismatch(f"The values for attribute 'dtype' do not match: {adt} != {edt}.")
     rtol, atol = _tolerances(options, adt, edt)
+    if adt.is_complex or edt.is_complex:
+        # as PyTorch: complex values compare by their real and imaginary parts
+        a, e = (np.stack([x.real, x.imag], -1) if x.dtype.kind == "c" else
+                np.stack([x, np.zeros_like(x)], -1) for x in (a, e))
+        adt, edt = adt.to_real(), edt.to_real()
+        if not adt.is_floating_point:
+            adt = edt
     exact = not (adt.is_floating_point or edt.is_floating_point)
     if a.ndim == 0:
         a_item = a.item() if exact else float(a.astype(np.float64))

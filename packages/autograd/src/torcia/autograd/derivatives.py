@@ -17,6 +17,11 @@ inputs that get none. Gradients may have the broadcast shape or a promoted dtype
 engine reduces and casts them to each input's shape and dtype. Formulas are written with
 differentiable torcia ops, so second derivatives come free (``create_graph=True``).
 
+Complex numbers follow PyTorch's convention: for an input ``z = a + ib`` the gradient is
+``dL/da + i dL/db``, so a holomorphic ``f`` gives ``grad * conj(f'(z))`` (``_c``
+conjugates complex factors and leaves real ones alone), and a real input's gradient is the
+real part of a complex one.
+
 Ops that are not differentiable are listed in :data:`torcia.ops.NOT_DIFFERENTIABLE`.
 """
 
@@ -88,7 +93,7 @@ class Entry:
         if self.uses_result:
             result = args[n:]
             if create_graph:
-                result = tuple(r if r is None or not r.is_floating_point() else
+                result = tuple(r if r is None or r.dtype.category < 2 else
                                _reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
@@ -139,6 +144,9 @@ def _fit(g, meta) -> Tensor:
     if g._data.shape != shape:
         g = _sum_to(g, shape)
     if g._data.dtype is not dtype:
+        if g._data.dtype.kind == "c" and dtype.kind != "c":
+            # a real input's gradient is the real part (PyTorch's convention)
+            g = g.real
         g = g.to(dtype_from_numpy(dtype))
     return g
 
@@ -166,6 +174,15 @@ def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None,
         return fn
 
     return register
+
+
+def _c(x):
+    """The conjugate of a complex tensor or number, anything else itself. PyTorch's
+    convention (conjugate Wirtinger derivatives) makes a holomorphic ``f``'s input
+    gradient ``grad * conj(f'(z))``; for real inputs this is the usual chain rule."""
+    if isinstance(x, Tensor):
+        return x.conj() if x._data.dtype.kind == "c" else x
+    return x.conjugate() if isinstance(x, complex) else x
 
 
 def _zeros(meta):
@@ -199,12 +216,12 @@ def _(grad, _x):
 
 @derivative("abs")
 def _(grad, x):
-    return grad * x.sign()
+    return grad * torcia.sgn(x)
 
 
 @derivative("square")
 def _(grad, x):
-    return grad * 2 * x
+    return grad * 2 * _c(x)
 
 
 @derivative("relu")
@@ -214,7 +231,7 @@ def _(grad, _x, *, result):
 
 @derivative("exp")
 def _(grad, _x, *, result):
-    return grad * result
+    return grad * _c(result)
 
 
 @derivative("exp2")
@@ -229,7 +246,7 @@ def _(grad, _x, *, result):
 
 @derivative("log")
 def _(grad, x):
-    return grad / x
+    return grad / _c(x)
 
 
 @derivative("log2")
@@ -249,7 +266,7 @@ def _(grad, x):
 
 @derivative("sqrt")
 def _(grad, _x, *, result):
-    return grad / (2 * result)
+    return grad / (2 * _c(result))
 
 
 @derivative("rsqrt")
@@ -259,17 +276,17 @@ def _(grad, _x, *, result):
 
 @derivative("reciprocal")
 def _(grad, _x, *, result):
-    return -grad * result * result
+    return -grad * _c(result * result)
 
 
 @derivative("sin")
 def _(grad, x):
-    return grad * x.cos()
+    return grad * _c(x.cos())
 
 
 @derivative("cos")
 def _(grad, x):
-    return -grad * x.sin()
+    return -grad * _c(x.sin())
 
 
 @derivative("tan")
@@ -304,7 +321,7 @@ def _(grad, x):
 
 @derivative("tanh")
 def _(grad, _x, *, result):
-    return grad * (1 - result * result)
+    return grad * _c(1 - result * result)
 
 
 @derivative("asinh")
@@ -373,6 +390,208 @@ def _(grad, _x):
     return grad
 
 
+# ----- special functions (torcia.special) ---------------------------------------------------
+
+
+def _nonzero(x):
+    """``x`` with its zeros replaced by 1, so a formula's 0/0 branch stays finite."""
+    return x.masked_fill(x == 0, 1)
+
+
+@derivative("i0")
+def _(grad, x):
+    return grad * torcia.special.i1(x)
+
+
+@derivative("i0e")
+def _(grad, x, *, result):
+    return grad * (torcia.special.i1e(x) - x.sign() * result)
+
+
+@derivative("i1")
+def _(grad, x, *, result):
+    # i1'(x) = i0(x) - i1(x) / x, with the limit 1/2 at 0
+    return grad * torcia.where(x == 0, torcia.full_like(x, 0.5),
+                               torcia.special.i0(x) - result / _nonzero(x))
+
+
+@derivative("i1e")
+def _(grad, x, *, result):
+    return grad * torcia.where(
+        x == 0, torcia.full_like(x, 0.5),
+        torcia.special.i0e(x) - result * (x.sign() + 1 / _nonzero(x)))
+
+
+@derivative("ndtr")
+def _(grad, x):
+    return grad * (-0.5 * x * x).exp() / math.sqrt(2 * math.pi)
+
+
+@derivative("ndtri")
+def _(grad, _x, *, result):
+    return grad * math.sqrt(2 * math.pi) * (0.5 * result * result).exp()
+
+
+@derivative("log_ndtr")
+def _(grad, x, *, result):
+    return grad * (-0.5 * x * x - result).exp() / math.sqrt(2 * math.pi)
+
+
+@derivative("erfcx")
+def _(grad, x, *, result):
+    return grad * (2 * x * result - 2 / math.sqrt(math.pi))
+
+
+@derivative("sinc")
+def _(grad, x, *, result):
+    # sinc'(x) = (cos(pi x) - sinc(x)) / x; at 0 its linear term, 0 with slope -pi^2/3, so
+    # that the second derivative holds there too
+    safe = _nonzero(x)
+    return grad * torcia.where(x == 0, -(math.pi ** 2 / 3) * x,
+                               ((math.pi * safe).cos() - result) / safe)
+
+
+@derivative("entr")
+def _(grad, x):
+    return grad * -(x.log() + 1)
+
+
+@derivative("polygamma")
+def _(grad, x, *, n):
+    return grad * torcia.special.polygamma(n + 1, x)
+
+
+@derivative("xlog1py")
+def _(grad, a, b, *, needs_input_grad):
+    ga = gb = None
+    if needs_input_grad[0]:
+        # PyTorch's rule: log1p(b), except 0 where a == 0 and log1p(b) is not finite
+        b_t = b if isinstance(b, Tensor) else torcia.full_like(a, b)
+        log1p_b = b_t.log1p()
+        ga = grad * torcia.where((a == 0) & (b_t <= -1), torcia.zeros_like(log1p_b), log1p_b)
+    if needs_input_grad[1]:
+        gb = grad * a / (b + 1)
+    return ga, gb
+
+
+def _no_derivative(name):
+    return NotImplementedError(f"the derivative for '{name}' is not implemented.")
+
+
+@derivative("zeta")
+def _(grad, a, b, *, needs_input_grad):
+    if needs_input_grad[0]:
+        raise _no_derivative("zeta")
+    return None, grad * -a * torcia.special.zeta(a + 1, b)
+
+
+def _gammainc_other(grad, a, b):
+    # dP(a, x)/dx = x^(a - 1) e^-x / Gamma(a)
+    a = a if isinstance(a, Tensor) else torcia.full_like(b, a)
+    return grad * ((a - 1) * b.log() - b - a.lgamma()).exp()
+
+
+@derivative("gammainc")
+def _(grad, a, b, *, needs_input_grad):
+    if needs_input_grad[0]:
+        raise _no_derivative("igamma: input")
+    return None, _gammainc_other(grad, a, b)
+
+
+@derivative("gammaincc")
+def _(grad, a, b, *, needs_input_grad):
+    if needs_input_grad[0]:
+        raise _no_derivative("igammac: input")
+    return None, -_gammainc_other(grad, a, b)
+
+
+# ----- complex numbers ----------------------------------------------------------------------
+
+
+@derivative("real")
+def _(grad, _x):
+    return grad
+
+
+@derivative("imag")
+def _(grad, _x):
+    # x = a + ib: d imag / db = 1, and the gradient holds d/da + i d/db
+    return grad * 1j
+
+
+@derivative("view_as_real")
+def _(grad, _x):
+    return torcia.view_as_complex(grad.contiguous())
+
+
+@derivative("view_as_complex")
+def _(grad, _x):
+    return torcia.view_as_real(grad)
+
+
+@derivative("conj")
+def _(grad, _x):
+    return grad.conj()
+
+
+@derivative("angle")
+def _(grad, x):
+    if not x.is_complex():
+        return torcia.zeros_like(x)
+    # angle = atan2(b, a): d/da = -b / |x|^2, d/db = a / |x|^2, so the gradient is
+    # grad * i x / |x|^2 (0 at 0)
+    size2 = (x * x.conj()).real
+    return torcia.where(size2 == 0, torcia.zeros_like(x), grad * 1j * x / size2)
+
+
+@derivative("complex")
+def _(grad, _re, _im):
+    return grad.real, grad.imag
+
+
+# ----- discrete Fourier transforms ---------------------------------------------------------
+
+# The adjoint of a transform scaled by s is the opposite-direction transform scaled by s:
+# the norm mode whose scale in the other direction is the same one
+_ADJOINT_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+@derivative("fft_c2c")
+def _(grad, _x, *, dims, norm, forward):
+    return call("fft_c2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                     "forward": not forward})
+
+
+@derivative("fft_r2c")
+def _(grad, _x, *, dims, norm, onesided):
+    # the half spectrum is the full one cut short: pad it back with zeros, then adjoin
+    if onesided:
+        last = dims[-1]
+        missing = _x.shape[last] - grad.shape[last]
+        if missing:
+            zeros = torcia.zeros(*grad.shape[:last], missing, *grad.shape[last + 1:],
+                                 dtype=grad.dtype, device=grad.device)
+            grad = torcia.cat([grad, zeros], last)
+    full = call("fft_c2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                     "forward": False})
+    return full.real
+
+
+@derivative("fft_c2r")
+def _(grad, _x, *, dims, norm, last_dim_size):
+    # as PyTorch: the one-sided transform of the gradient, its bins that stand for two
+    # (conjugate) bins of the full spectrum doubled
+    gx = call("fft_r2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
+                                   "onesided": True})
+    last = dims[-1]
+    double = last_dim_size - gx.shape[last]
+    if double > 0:
+        scale = torcia.ones(gx.shape[last], dtype=gx.real.dtype, device=gx.device)
+        scale[1:1 + double] = 2
+        gx = gx * scale.reshape((-1,) + (1,) * (gx.ndim - 1 - last))
+    return gx
+
+
 # =======================================================================================
 # elementwise, two or more inputs
 # =======================================================================================
@@ -390,16 +609,16 @@ def _(grad, _a, _b):
 
 @derivative("mul", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad * b if needs_input_grad[0] else None,
-            grad * a if needs_input_grad[1] else None)
+    return (grad * _c(b) if needs_input_grad[0] else None,
+            grad * _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("div", saved_only_for={"a": "b"})
 def _(grad, a, b, *, needs_input_grad, rounding_mode=None):
     if rounding_mode is not None:
         return None, None
-    ga = grad / b if needs_input_grad[0] else None
-    gb = -grad * a / (b * b) if needs_input_grad[1] else None
+    ga = grad / _c(b) if needs_input_grad[0] else None
+    gb = -grad * _c(a / (b * b)) if needs_input_grad[1] else None
     return ga, gb
 
 
@@ -408,14 +627,14 @@ def _(grad, a, b, *, result, needs_input_grad):
     ga = gb = None
     if needs_input_grad[0]:
         if isinstance(b, Tensor):
-            ga = grad * b * torcia.where(b == 0, torcia.ones_like(a), a) ** (b - 1)
+            ga = grad * _c(b * torcia.where(b == 0, torcia.ones_like(a), a) ** (b - 1))
         elif b == 0:
             ga = grad * 0
         else:
-            ga = grad * b * a ** (b - 1)
+            ga = grad * _c(b * a ** (b - 1))
     if needs_input_grad[1]:
         # NOTE: the a == 0 branch keeps 0 * log(0) from becoming nan where b > 0
-        gb = grad * torcia.where(a == 0, torcia.zeros_like(result), result * a.log())
+        gb = grad * _c(torcia.where(a == 0, torcia.zeros_like(result), result * a.log()))
     return ga, gb
 
 
@@ -509,18 +728,18 @@ def _(grad, cond, _a, _b):
 
 @derivative("lerp")
 def _(grad, start, end, weight):
-    gw = grad * (end - start) if isinstance(weight, Tensor) else None
-    return grad * (1 - weight), grad * weight, gw
+    gw = grad * _c(end - start) if isinstance(weight, Tensor) else None
+    return grad * _c(1 - weight), grad * _c(weight), gw
 
 
 @derivative("addcmul")
 def _(grad, _x, t1, t2, *, value):
-    return grad, grad * value * t2, grad * value * t1
+    return grad, grad * _c(value * t2), grad * _c(value * t1)
 
 
 @derivative("addcdiv")
 def _(grad, _x, t1, t2, *, value):
-    return grad, grad * value / t2, -grad * value * t1 / (t2 * t2)
+    return grad, grad * _c(value / t2), -grad * _c(value * t1 / (t2 * t2))
 
 
 @derivative("masked_fill")
@@ -569,9 +788,9 @@ def _(grad, _x, *, dim, keepdim):
 def _(grad, x, *, dim, keepdim):
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     if dim is None:
-        return g * _prod_others(x.reshape(-1), 0).reshape(x.shape)
+        return g * _c(_prod_others(x.reshape(-1), 0).reshape(x.shape))
     (d,) = dim
-    return g * _prod_others(x, d)
+    return g * _c(_prod_others(x, d))
 
 
 def _prod_others(x, d):
@@ -664,7 +883,7 @@ def _(grad, x, *, dim, result, dtype=None):
         xi = x.narrow(dim, i, 1)
         others = torcia.cat([x.narrow(dim, 0, i), torcia.ones_like(xi),
                              x.narrow(dim, i + 1, n - i - 1)], dim).cumprod(dim)
-        out.append((grad.narrow(dim, i, n - i) * others.narrow(dim, i, n - i)).sum(
+        out.append((grad.narrow(dim, i, n - i) * _c(others.narrow(dim, i, n - i))).sum(
             dim, keepdim=True))
     return torcia.cat(out, dim)
 
@@ -914,15 +1133,15 @@ def _(grad, a, b, *, needs_input_grad):
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
         if needs_input_grad[0]:
-            ga = grad * b
+            ga = grad * _c(b)
         if needs_input_grad[1]:
-            gb = grad * a
+            gb = grad * _c(a)
         return ga, gb
     # vectors act as matrices: a row on the left, a column on the right
     g = grad.unsqueeze(-2) if a.ndim == 1 else grad
     g = g.unsqueeze(-1) if b.ndim == 1 else g
     if needs_input_grad[0]:
-        ga = g @ (b.unsqueeze(-1) if b.ndim == 1 else b).mT
+        ga = g @ (b.unsqueeze(-1) if b.ndim == 1 else b).mH
         if a.ndim == 1:
             ga = ga.squeeze(-2)
             if ga.ndim > 1:
@@ -930,9 +1149,9 @@ def _(grad, a, b, *, needs_input_grad):
     if needs_input_grad[1] and b.ndim == 2 and a.ndim > 2:
         # a weight shared across a batch: one product over all rows, rather than a
         # product per batch entry summed afterwards
-        gb = a.reshape(-1, a.shape[-1]).mT @ g.reshape(-1, g.shape[-1])
+        gb = a.reshape(-1, a.shape[-1]).mH @ g.reshape(-1, g.shape[-1])
     elif needs_input_grad[1]:
-        gb = (a.unsqueeze(0) if a.ndim == 1 else a).mT @ g
+        gb = (a.unsqueeze(0) if a.ndim == 1 else a).mH @ g
         if b.ndim == 1:
             gb = gb.squeeze(-1)
             if gb.ndim > 1:
@@ -942,34 +1161,34 @@ def _(grad, a, b, *, needs_input_grad):
 
 @derivative("mm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b.mT if needs_input_grad[0] else None,
-            a.mT @ grad if needs_input_grad[1] else None)
+    return (grad @ b.mH if needs_input_grad[0] else None,
+            a.mH @ grad if needs_input_grad[1] else None)
 
 
 @derivative("bmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b.mT if needs_input_grad[0] else None,
-            a.mT @ grad if needs_input_grad[1] else None)
+    return (grad @ b.mH if needs_input_grad[0] else None,
+            a.mH @ grad if needs_input_grad[1] else None)
 
 
 @derivative("dot", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad * b if needs_input_grad[0] else None,
-            grad * a if needs_input_grad[1] else None)
+    return (grad * _c(b) if needs_input_grad[0] else None,
+            grad * _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("outer", saved_only_for={"a": "b", "b": "a"})
 def _(grad, a, b, *, needs_input_grad):
-    return (grad @ b if needs_input_grad[0] else None,
-            grad.mT @ a if needs_input_grad[1] else None)
+    return (grad @ _c(b) if needs_input_grad[0] else None,
+            grad.mT @ _c(a) if needs_input_grad[1] else None)
 
 
 @derivative("addmm", saved_only_for={"a": "b", "b": "a"})
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
     # scaling by 1 would cost a full pass (and a node under create_graph)
     gc = (grad if beta == 1 else grad * beta) if needs_input_grad[0] else None
-    ga = grad @ b.mT if needs_input_grad[1] else None
-    gb = a.mT @ grad if needs_input_grad[2] else None
+    ga = grad @ b.mH if needs_input_grad[1] else None
+    gb = a.mH @ grad if needs_input_grad[2] else None
     if alpha != 1:
         ga = ga * alpha if ga is not None else None
         gb = gb * alpha if gb is not None else None
@@ -985,7 +1204,7 @@ def _(grad, *operands, equation):
     grads = []
     for i, sub in enumerate(subs):
         others = [s for j, s in enumerate(subs) if j != i]
-        ops = [o for j, o in enumerate(operands) if j != i]
+        ops = [_c(o) for j, o in enumerate(operands) if j != i]
         unique = list(dict.fromkeys(sub))
         elsewhere = set(out).union(*others)
         target = "".join(c for c in unique if c in elsewhere)
@@ -1072,10 +1291,10 @@ def _(grad, a, b, *, dims):
     na = len(free_a)
     # grad has dims free_a + free_b
     # ga's dims: free_a, then b's contracted dims in b's order (each paired with a dim of a)
-    ga = torcia.tensordot(grad, b, (tuple(range(na, grad.ndim)), tuple(free_b)))
+    ga = torcia.tensordot(grad, _c(b), (tuple(range(na, grad.ndim)), tuple(free_b)))
     order_a = free_a + [da[list(db).index(d)] for d in sorted(db)]
     ga = ga.permute([order_a.index(d) for d in range(a.ndim)])
-    gb = torcia.tensordot(a, grad, (tuple(free_a), tuple(range(na))))
+    gb = torcia.tensordot(_c(a), grad, (tuple(free_a), tuple(range(na))))
     order_b = [db[list(da).index(d)] for d in sorted(da)] + free_b
     gb = gb.permute([order_b.index(d) for d in range(b.ndim)])
     return ga, gb
@@ -1244,23 +1463,23 @@ def _eye_like(n, like):
 
 @derivative("linalg_inv")
 def _(grad, _a, *, result):
-    return -(result.mT @ grad @ result.mT)
+    return -(result.mH @ grad @ result.mH)
 
 
 @derivative("linalg_solve")
 def _(grad, a, _b, *, left, result, needs_input_grad):
     # left: A X = B, so gB = A^-T g and gA = -gB X^T; right: X A = B, gB = g A^-T
-    gb = torcia.linalg.solve(a.mT, grad, left=left)
+    gb = torcia.linalg.solve(a.mH, grad, left=left)
     ga = None
     if needs_input_grad[0]:
-        ga = -(gb @ result.mT) if left else -(result.mT @ gb)
+        ga = -(gb @ result.mH) if left else -(result.mH @ gb)
     return ga, gb
 
 
 @derivative("linalg_det")
 def _(grad, a, *, result):
     # NOTE: well defined for invertible matrices only; a singular one raises in inv
-    return (grad * result).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
+    return (grad * _c(result)).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
 @derivative("linalg_slogdet", differentiable_outputs=(False, True))
@@ -1268,11 +1487,7 @@ def _(grads, a):
     g = grads[1]
     if g is None:
         return None
-    return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mT
-
-
-def _sym(m):
-    return (m + m.mT) / 2
+    return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
 @derivative("linalg_cholesky")
@@ -1280,11 +1495,11 @@ def _(grad, _a, *, upper, result):
     # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
     # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal). An upper factor is
     # the transpose of the lower one, and so is its gradient.
-    low, g = (result.mT, grad.mT) if upper else (result, grad)
-    p = (low.mT @ g).tril()
+    low, g = (result.mH, grad.mH) if upper else (result, grad)
+    p = (low.mH @ g).tril()
     p = p - 0.5 * torcia.diag_embed(p.diagonal(0, -2, -1))
     linv = torcia.linalg.inv(low)
-    return linv.mT @ _sym(p) @ linv
+    return linv.mH @ ((p + p.mH) / 2) @ linv
 
 
 @derivative("linalg_qr")
@@ -1305,11 +1520,22 @@ def _(grads, _a, *, mode, result):
     gq = grads[0] if grads[0] is not None else torcia.zeros_like(q)
     gr = grads[1] if grads[1] is not None else torcia.zeros_like(r)
     # M = R gR^T - gQ^T Q; gA = (gQ + Q copyltu(M)) R^-T, copyltu mirrors M's lower part
-    big_m = r @ gr.mT - gq.mT @ q
+    big_m = r @ gr.mH - gq.mH @ q
     low = big_m.tril(-1)
-    copyltu = low + low.mT + torcia.diag_embed(big_m.diagonal(0, -2, -1))
+    diag = big_m.diagonal(0, -2, -1)
+    copyltu = low + low.mH + torcia.diag_embed(diag.real if diag.is_complex() else diag)
     rhs = gq + q @ copyltu
-    return torcia.linalg.solve(r.mT, rhs, left=False)
+    return torcia.linalg.solve(r.mH, rhs, left=False)
+
+
+def _check_gauge(phases, what, op, scale):
+    """PyTorch's error for a loss that depends on the arbitrary phases of complex
+    eigen-/singular vectors (``phases``: d loss / d phase of each vector)."""
+    if bool((phases.abs() > 1e-6 * (1 + scale)).any()):
+        raise RuntimeError(
+            f"{op}: The {what} in the complex case are specified up to multiplication by "
+            f"e^{{i phi}}. The specified loss function depends on this quantity, so it is "
+            f"ill-defined.")
 
 
 def _gap_inverse(values):
@@ -1324,17 +1550,49 @@ def _gap_inverse(values):
 def _(grads, _a, *, result, UPLO="L"):
     vals, vecs = result
     gl, gv = grads
+    if gv is not None and gv.is_complex():
+        _check_gauge((vecs.mH @ gv).diagonal(0, -2, -1).imag, "eigenvectors",
+                     "linalg_eigh_backward", float(gv.abs().max()) if gv.numel() else 0.0)
     inner = torcia.zeros_like(vecs) if gv is None else (
-        _gap_inverse(vals) * (vecs.mT @ gv - gv.mT @ vecs) / 2)
+        _gap_inverse(vals) * (vecs.mH @ gv - gv.mH @ vecs) / 2)
     if gl is not None:
         inner = inner + torcia.diag_embed(gl)
-    return vecs @ inner @ vecs.mT
+    return vecs @ inner @ vecs.mH
+
+
+@derivative("linalg_eig")
+def _(grads, _a, *, result):
+    # A = V diag(L) V^-1 with unit eigenvectors (PyTorch's formula): the gradient is
+    # V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H; the removed
+    # diagonal is the part a loss that depends on the eigenvectors' phases would see
+    vals, vecs = result
+    gl, gv = grads
+    n = vals.shape[-1]
+    eye = _eye_like(n, vals.real).to(torcia.bool)
+    if gv is None:
+        inner = torcia.diag_embed(gl)
+    else:
+        vhgv = vecs.mH @ gv
+        _check_gauge(vhgv.diagonal(0, -2, -1).imag, "eigenvectors", "linalg_eig_backward",
+                     float(gv.abs().max()) if gv.numel() else 0.0)
+        inner = vhgv - vecs.mH @ (vecs * vhgv.diagonal(0, -2, -1).real.unsqueeze(-2))
+        gaps = (vals.unsqueeze(-2) - vals.unsqueeze(-1)).conj()
+        inner = torcia.where(eye, torcia.zeros_like(inner), inner / gaps.masked_fill(eye, 1))
+        if gl is not None:
+            inner = inner + torcia.diag_embed(gl)
+    return torcia.linalg.solve(vecs.mH, inner @ vecs.mH)
+
+
+@derivative("linalg_eigvals")
+def _(grad, a):
+    vecs = torcia.linalg.eig(a).eigenvectors
+    return torcia.linalg.solve(vecs.mH, torcia.diag_embed(grad) @ vecs.mH)
 
 
 @derivative("linalg_eigvalsh")
 def _(grad, a, *, UPLO="L"):
     vecs = torcia.linalg.eigh(a, UPLO=UPLO).eigenvectors
-    return (vecs * grad.unsqueeze(-2)) @ vecs.mT
+    return (vecs * grad.unsqueeze(-2)) @ vecs.mH
 
 
 @derivative("linalg_svd")
@@ -1349,31 +1607,47 @@ def _(grads, a, *, full_matrices, result):
         gu = gu.narrow(-1, 0, k)
     if gvh is not None and full_matrices:
         gvh = gvh.narrow(-2, 0, k)
+    if u.is_complex() and (gu is not None or gvh is not None):
+        # the phase shared by u_i and v_i: d loss / d phase must vanish
+        phases = 0
+        if gu is not None:
+            phases = phases + (u.mH @ gu).diagonal(0, -2, -1).imag
+        if gvh is not None:
+            phases = phases + (vh @ gvh.mH).diagonal(0, -2, -1).imag
+        scale = max(float(g.abs().max()) for g in (gu, gvh) if g is not None and g.numel())
+        _check_gauge(phases, "singular vectors", "svd_backward", scale)
     return _svd_backward(a, u, s, vh, gu, gs, gvh)
 
 
 def _svd_backward(a, u, s, vh, gu, gs, gvh):
-    """Real SVD backward for distinct nonzero singular values (Townsend's formula)."""
+    """SVD backward for distinct nonzero singular values (Townsend's formula; for complex
+    input, with the term of the singular vectors' phases as PyTorch's)."""
     m, n = a.shape[-2], a.shape[-1]
-    v = vh.mT
+    v = vh.mH
     inner = torcia.diag_embed(gs) if gs is not None else torcia.zeros_like(
         torcia.diag_embed(s))
+    if u.is_complex():
+        inner = inner.to(u.dtype)
     out = None
     if gu is not None or gvh is not None:
         f = _gap_inverse(s * s)
-        s_mat = torcia.diag_embed(s)
-        s_inv = torcia.diag_embed(1 / s)
+        s_mat = torcia.diag_embed(s).to(u.dtype)
+        s_inv = torcia.diag_embed(1 / s).to(u.dtype)
         if gu is not None:
-            utgu = u.mT @ gu
-            inner = inner + (f * (utgu - utgu.mT)) @ s_mat
+            utgu = u.mH @ gu
+            inner = inner + (f * (utgu - utgu.mH)) @ s_mat
+            if utgu.is_complex():
+                inner = inner + torcia.diag_embed(1j * utgu.diagonal(0, -2, -1).imag / s)
             if m > s.shape[-1]:
                 out = (gu - u @ utgu) @ s_inv @ vh
         if gvh is not None:
-            gv = gvh.mT
-            vtgv = v.mT @ gv
-            inner = inner + s_mat @ (f * (vtgv - vtgv.mT))
+            gv = gvh.mH
+            vtgv = v.mH @ gv
+            inner = inner + s_mat @ (f * (vtgv - vtgv.mH))
+            if vtgv.is_complex() and gu is None:
+                inner = inner - torcia.diag_embed(1j * vtgv.diagonal(0, -2, -1).imag / s)
             if n > s.shape[-1]:
-                extra = u @ s_inv @ (gv.mT - vtgv.mT @ v.mT)
+                extra = u @ s_inv @ (gv.mH - vtgv.mH @ v.mH)
                 out = extra if out is None else out + extra
     core = u @ inner @ vh
     return core if out is None else core + out
@@ -1381,12 +1655,89 @@ def _svd_backward(a, u, s, vh, gu, gs, gvh):
 
 @derivative("linalg_pinv")
 def _(grad, a, *, rtol, hermitian, result):
-    # constant rank: dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P
-    p = result
+    return _pinv_backward(grad, a, result)
+
+
+def _pinv_backward(grad, a, p):
+    """The gradient through ``p = pinv(a)`` at constant rank:
+    dP = -P dA P + P P^T dA^T (I - A P) + (I - P A) dA^T P^T P."""
     eye_m = _eye_like(a.shape[-2], grad)
     eye_n = _eye_like(a.shape[-1], grad)
-    return (-(p.mT @ grad @ p.mT) + (eye_m - a @ p) @ grad.mT @ p @ p.mT
-            + p.mT @ p @ grad.mT @ (eye_n - p @ a))
+    return (-(p.mH @ grad @ p.mH) + (eye_m - a @ p) @ grad.mH @ p @ p.mH
+            + p.mH @ p @ grad.mH @ (eye_n - p @ a))
+
+
+@derivative("linalg_lu_factor", differentiable_outputs=(True, False, False))
+def _(grads, a, *, result):
+    # A = P L U (square): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H, with gL and gU
+    # the strictly lower and upper parts of the packed factors' gradient
+    if a.shape[-1] != a.shape[-2]:
+        raise NotImplementedError("the derivative of linalg.lu_factor is implemented for "
+                                  "square matrices only")
+    lu, pivots, _ = result
+    g = grads[0]
+    p, low, up = torcia.linalg.lu_unpack(lu, pivots)
+    phi = (low.mH @ g.tril(-1)).tril(-1) + (g.triu() @ up.mH).triu()
+    x = torcia.linalg.solve_triangular(low.mH, phi, upper=True, unitriangular=True)
+    return p @ torcia.linalg.solve_triangular(up.mH, x, upper=False, left=False)
+
+
+@derivative("linalg_solve_triangular")
+def _(grad, a, _b, *, upper, left, unitriangular, result, needs_input_grad):
+    # left: A X = B gives gB = A^-T g, gA = -gB X^T; right: X A = B, gB = g A^-T,
+    # gA = -X^T gB; gA keeps A's triangle (strictly, for a unit diagonal)
+    gb = torcia.linalg.solve_triangular(a.mH, grad, upper=not upper, left=left,
+                                        unitriangular=unitriangular)
+    ga = None
+    if needs_input_grad[0]:
+        ga = -(gb @ result.mH) if left else -(result.mH @ gb)
+        shift = 1 if unitriangular else 0
+        ga = ga.triu(shift) if upper else ga.tril(-shift)
+    return ga, gb
+
+
+@derivative("linalg_matrix_exp")
+def _(grad, a):
+    # the Frechet derivative's adjoint: the upper-right block of exp([[A^T, G], [0, A^T]])
+    n = a.shape[-1]
+    at = a.mH
+    top = torcia.cat([at, grad], -1)
+    bottom = torcia.cat([torcia.zeros_like(at), at], -1)
+    block = torcia.linalg.matrix_exp(torcia.cat([top, bottom], -2))
+    return block[..., :n, n:]
+
+
+@derivative("linalg_lstsq", differentiable_outputs=(True, True, False, False))
+def _(grads, a, b, *, rcond, driver, result):
+    # solution = pinv(A) B; residuals = min ||A X - B||^2, whose gradients need only the
+    # residual A X - B at the optimum
+    gx, gres = grads[0], grads[1]
+    x = result[0]
+    p = torcia.linalg.pinv(a)
+    ga = gb = None
+    if gx is not None:
+        gb = p.mH @ gx
+        ga = _pinv_backward(gx @ b.mH, a, p)
+    if gres is not None and gres.numel():
+        r = (a @ x - b) * gres.unsqueeze(-2)
+        ga = 2 * r @ x.mH if ga is None else ga + 2 * r @ x.mH
+        gb = -2 * r if gb is None else gb - 2 * r
+    return ga, gb
+
+
+@derivative("linalg_ldl_factor", differentiable_outputs=(True, False, False))
+def _(grads, _a, *, hermitian):
+    raise NotImplementedError("the derivative for 'linalg_ldl_factor_ex' is not implemented.")
+
+
+@derivative("linalg_geqrf", differentiable_outputs=(True, True))
+def _(grads, _a):
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+@derivative("linalg_ldl_solve")
+def _(grad, _ld, _pivots, _b, *, hermitian):
+    raise NotImplementedError("the derivative for 'linalg_ldl_solve' is not implemented.")
 
 
 def _norm_backward(grad, x, p, dim, keepdim, result):
@@ -1396,12 +1747,12 @@ def _norm_backward(grad, x, p, dim, keepdim, result):
     if p == 0:
         return x * 0
     if p == 1:
-        return g * x.sign()
+        return g * torcia.sgn(x)
     if p == 2:
         # NOTE: a zero norm gives a zero gradient, as PyTorch's subgradient choice
         return g * x / r.masked_fill(r == 0, 1)
     if math.isinf(p):
-        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * x.sign()
+        return _extreme_grad(grad, x.abs(), dim, keepdim, result) * torcia.sgn(x)
     safe = r.masked_fill(r == 0, 1)
     return g * x * x.abs() ** (p - 2) / safe ** (p - 1)
 
@@ -1432,7 +1783,7 @@ def _matrix_norm_backward(grad, a, ord, dim, keepdim, result):
     pick = _restore_dims(result, tuple(sorted(dim)), keepdim, a.ndim)
     mask = sums == pick
     share = g * mask / mask.sum(pick_dim, keepdim=True)
-    return share * a.sign()
+    return share * torcia.sgn(a)
 
 
 @derivative("linalg_matrix_norm")
@@ -1625,9 +1976,9 @@ def _(grad, x, w, _b, *, needs_input_grad):
     gx = gw = gb = None
     rows = grad.reshape(-1, w.shape[0])
     if needs_input_grad[0]:
-        gx = grad @ w
+        gx = grad @ _c(w)
     if needs_input_grad[1]:
-        gw = rows.mT @ x.reshape(-1, w.shape[1])
+        gw = rows.mT @ _c(x.reshape(-1, w.shape[1]))
     if needs_input_grad[2]:
         gb = rows.sum(0)
     return gx, gw, gb

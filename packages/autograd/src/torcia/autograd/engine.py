@@ -163,12 +163,12 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         mask = entry.differentiable_outputs
         for i, o in enumerate(out):
             if (mask is None or mask[i]) and (
-                o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16
+                o._data.dtype.kind in "fc" or o.dtype is torcia.bfloat16
             ):
                 o._requires_grad = True
                 o.grad_fn = node
                 o._out_nr = i
-    elif out._data.dtype.kind == "f" or out.dtype is torcia.bfloat16:
+    elif out._data.dtype.kind in "fc" or out.dtype is torcia.bfloat16:
         out._requires_grad = True
         out.grad_fn = node
 
@@ -176,7 +176,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
 def record_custom(node, outputs) -> None:
     """Attach a node built elsewhere (custom Functions, device transfers) to outputs."""
     for i, o in enumerate(outputs):
-        if o is not None and (o._data.dtype.kind == "f" or o.dtype is torcia.bfloat16):
+        if o is not None and (o._data.dtype.kind in "fc" or o.dtype is torcia.bfloat16):
             o._requires_grad = True
             o.grad_fn = node
             o._out_nr = i
@@ -371,7 +371,7 @@ def _run_pre_hooks(pre_hooks, grads):
 
 def _check_nan(node, grads):
     for i, g in enumerate(grads):
-        if g is not None and g._data.dtype.kind == "f" and bool(np.isnan(
+        if g is not None and g._data.dtype.kind in "fc" and bool(np.isnan(
                 g._data if isinstance(g._data, np.ndarray) else g.cpu()._data).any()):
             where = f"\nThe forward op was called at:\n{node.trace}" if node.trace else ""
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
@@ -560,6 +560,8 @@ def _root_grads(outputs, grad_outputs):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
+            if t._data.dtype.kind == "c":
+                raise RuntimeError("grad can be implicitly created only for real scalar outputs")
             g = Tensor._make(t._device.backend.xp.ones(t._data.shape, t._data.dtype), t._device)
         elif not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)

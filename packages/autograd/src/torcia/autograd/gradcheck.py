@@ -16,51 +16,73 @@ def _outputs(fn, inputs):
     return (out,) if isinstance(out, Tensor) else tuple(out)
 
 
+def _flat_real(outputs):
+    """The outputs as one float64 vector: real outputs as they are, complex ones as their
+    real parts followed by their imaginary parts."""
+    parts = []
+    for o in outputs:
+        d = o.detach()._data.reshape(-1)
+        if d.dtype.kind == "c":
+            parts += [d.real.astype(np.float64), d.imag.astype(np.float64)]
+        else:
+            parts.append(d.astype(np.float64))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _numerical_jacobian(fn, inputs, wrt, eps):
-    """Central differences: column j is d outputs / d (flat input element j)."""
+    """Central differences of the real-embedded outputs (see :func:`_flat_real`); column j
+    is the derivative by the flat input element j, and for a complex input the real parts'
+    columns come first, then the imaginary parts' (each perturbed on its own)."""
     columns = []
     for i in wrt:
         x = inputs[i]
         flat = x._data.reshape(-1)  # a view: the inputs were made contiguous
+        steps = (eps, eps * 1j) if flat.dtype.kind == "c" else (eps,)
         cols = []
-        for j in range(flat.size):
-            orig = flat[j].item()
-            flat[j] = orig + eps
-            with no_grad():
-                plus = [o.detach()._data.astype(np.float64).reshape(-1).copy()
-                        for o in _outputs(fn, inputs)]
-            flat[j] = orig - eps
-            with no_grad():
-                minus = [o.detach()._data.astype(np.float64).reshape(-1).copy()
-                         for o in _outputs(fn, inputs)]
-            flat[j] = orig
-            cols.append(np.concatenate([(p - m) / (2 * eps) for p, m in zip(plus, minus)]))
+        for step in steps:
+            for j in range(flat.size):
+                orig = flat[j].item()
+                flat[j] = orig + step
+                with no_grad():
+                    plus = _flat_real(_outputs(fn, inputs)).copy()
+                flat[j] = orig - step
+                with no_grad():
+                    minus = _flat_real(_outputs(fn, inputs)).copy()
+                flat[j] = orig
+                cols.append((plus - minus) / (2 * eps))
         columns.append(np.stack(cols, axis=1) if cols else None)
     return columns
 
 
 def _analytical_jacobian(fn, inputs, wrt):
+    """Rows from backward passes, one per real-embedded output: a complex output's real part
+    seeds its gradient with 1, its imaginary part with 1j (PyTorch's convention makes the
+    input gradient then d/da + i d/db of that part, for an input a + ib)."""
     from torcia.autograd.engine import grad as autograd_grad
 
     outputs = _outputs(fn, inputs)
-    sizes = [o.numel() for o in outputs]
-    rows = sum(sizes)
-    jac = [np.zeros((rows, inputs[i].numel())) for i in wrt]
+    sizes = [o.numel() * (2 if o.is_complex() else 1) for o in outputs]
+    widths = [inputs[i].numel() * (2 if inputs[i].is_complex() else 1) for i in wrt]
+    jac = [np.zeros((sum(sizes), w)) for w in widths]
     row = 0
-    for o, n in zip(outputs, sizes):
+    for o, rows in zip(outputs, sizes):
         if not o.requires_grad:
-            row += n
+            row += rows
             continue
-        for k in range(n):
-            seed = np.zeros(n, dtype=o._data.dtype)
-            seed[k] = 1
-            g_out = Tensor._make(seed.reshape(o._data.shape), o._device)
-            grads = autograd_grad(o, [inputs[i] for i in wrt], g_out, retain_graph=True,
-                                  allow_unused=True)
-            for c, g in enumerate(grads):
-                if g is not None:
-                    jac[c][row + k] = g.detach()._data.astype(np.float64).reshape(-1)
-        row += n
+        n = o.numel()
+        for part, unit in enumerate((1, 1j) if o.is_complex() else (1,)):
+            for k in range(n):
+                seed = np.zeros(n, dtype=o._data.dtype)
+                seed[k] = unit
+                g_out = Tensor._make(seed.reshape(o._data.shape), o._device)
+                grads = autograd_grad(o, [inputs[i] for i in wrt], g_out, retain_graph=True,
+                                      allow_unused=True)
+                for c, g in enumerate(grads):
+                    if g is not None:
+                        d = g.detach()._data.reshape(-1)
+                        jac[c][row + part * n + k] = (
+                            np.concatenate([d.real, d.imag]) if d.dtype.kind == "c" else d)
+        row += rows
     return jac
 
 
@@ -68,7 +90,9 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
               nondet_tol=0.0, check_undefined_grad=True, fast_mode=False):
     """Compare gradients from autograd with central finite differences.
 
-    Inputs that require grad should be float64 for the default tolerances.
+    Inputs that require grad should be float64 (or complex128) for the default tolerances.
+    Complex inputs and outputs are checked through their real and imaginary parts, with
+    PyTorch's convention for complex gradients (see ``_analytical_jacobian``).
 
     Examples
     --------
@@ -83,7 +107,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         raise ValueError("gradcheck expects at least one input tensor to require gradient, "
                          "but none of them have requires_grad=True.")
     for i in wrt:
-        if inputs[i].dtype.name != "float64":
+        if inputs[i].dtype.name not in ("float64", "complex128"):
             import warnings
 
             warnings.warn(f"Input #{i} requires gradient and is not a double precision "

@@ -1,0 +1,150 @@
+"""Autograd over complex numbers: z.grad for a real loss equals PyTorch's (conjugate
+Wirtinger convention), and gradcheck/gradgradcheck check complex inputs and outputs."""
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia.autograd import GradcheckError, gradcheck, gradgradcheck
+
+RNG = np.random.default_rng(2)
+A = RNG.standard_normal(4) + 1j * RNG.standard_normal(4)
+B = RNG.standard_normal(4) + 1j * RNG.standard_normal(4)
+
+LOSSES = {
+    "abs_of_product": lambda L, z, w: (z * w).abs().sum(),
+    "exp_times_conj": lambda L, z, w: (z.exp() * w.conj()).real.sum(),
+    "angle_of_quotient": lambda L, z, w: (z / w).angle().sum(),
+    "view_as_real": lambda L, z, w: L.view_as_real(z * z).pow(2).sum(),
+    "sqrt_log_imag": lambda L, z, w: (z.sqrt() + w.log()).imag.sum(),
+    "sin_tanh": lambda L, z, w: (z.sin() * w.tanh()).abs().sum(),
+    "matmul_mH": lambda L, z, w: (z.reshape(2, 2) @ w.reshape(2, 2).mH).abs().sum(),
+    "polar": lambda L, z, w: L.polar(z.abs(), w.real).imag.sum(),
+    "pow_reciprocal": lambda L, z, w: (z ** 3 * w.reciprocal()).real.sum(),
+    "complex": lambda L, z, w: L.complex(z.real, w.imag).abs().sum(),
+    "sgn_of_view": lambda L, z, w: L.view_as_complex(L.view_as_real(z) * 2).sgn().real.sum(),
+    "mean_sum": lambda L, z, w: (z.mean() * w.sum()).abs(),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_complex_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    z1, w1 = torcia.tensor(A, requires_grad=True), torcia.tensor(B, requires_grad=True)
+    LOSSES[name](torcia, z1, w1).backward()
+    z2, w2 = torch.tensor(A, requires_grad=True), torch.tensor(B, requires_grad=True)
+    LOSSES[name](torch, z2, w2).backward()
+    for ours, theirs in ((z1.grad, z2.grad), (w1.grad, w2.grad)):
+        assert (ours is None) == (theirs is None)
+        if ours is not None:
+            assert ours.dtype is torcia.complex128
+            np.testing.assert_allclose(ours.numpy(), theirs.resolve_conj().numpy(),
+                                       rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(LOSSES))
+def test_complex_gradcheck_and_gradgradcheck(name):
+    z = torcia.tensor(A, requires_grad=True)
+    w = torcia.tensor(B, requires_grad=True)
+    fn = LOSSES[name]
+    assert gradcheck(lambda a, b: fn(torcia, a, b), (z, w))
+    assert gradgradcheck(lambda a, b: fn(torcia, a, b), (z, w))
+
+
+def test_gradcheck_sees_complex_outputs_and_wrong_conventions():
+    z = torcia.tensor(A, requires_grad=True)
+    assert gradcheck(lambda t: t * t.conj().exp(), (z,))
+
+    class NoConj(torcia.autograd.Function):
+        # d(z^2)/dz without the conjugate: right for real inputs, wrong for complex ones
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, grad):
+            (x,) = ctx.saved_tensors
+            return grad * 2 * x
+
+    assert gradcheck(NoConj.apply, (torcia.tensor(A.real, requires_grad=True),))
+    with pytest.raises(GradcheckError):
+        gradcheck(NoConj.apply, (z,))
+
+
+def test_real_input_gets_real_gradient_and_complex_loss_is_refused():
+    x = torcia.tensor([1.0, 2.0], dtype=torcia.float64, requires_grad=True)
+    ((x * (1 + 2j)).abs() ** 2).sum().backward()
+    assert x.grad.dtype is torcia.float64
+    np.testing.assert_allclose(x.grad.numpy(), 2 * 5 * np.array([1.0, 2.0]))
+    with pytest.raises(RuntimeError, match="only for real scalar outputs"):
+        (x * 1j).sum().backward()
+
+
+def _cmat(*shape):
+    return RNG.standard_normal(shape) + 1j * RNG.standard_normal(shape)
+
+
+_G = _cmat(4, 3)
+_A = (lambda g: g @ g.conj().T + 3 * np.eye(3))(_cmat(3, 3))
+_B = _cmat(3, 2)
+LINALG = {
+    "inv": lambda L, a, b, g: L.linalg.inv(a),
+    "solve": lambda L, a, b, g: L.linalg.solve(a, b),
+    "det": lambda L, a, b, g: L.linalg.det(a),
+    "slogdet": lambda L, a, b, g: L.linalg.slogdet(a).logabsdet,
+    "cholesky": lambda L, a, b, g: L.linalg.cholesky(a, upper=True),
+    "qr": lambda L, a, b, g: tuple(x.abs() for x in L.linalg.qr(g)),
+    "eigh": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(a)),
+    "svd": lambda L, a, b, g: (lambda u, s, vh: (u.abs(), s, vh.abs()))(
+        *L.linalg.svd(g, full_matrices=False)),
+    "pinv": lambda L, a, b, g: L.linalg.pinv(g),
+    "lu": lambda L, a, b, g: L.linalg.lu(a)[1:],
+    "lu_solve": lambda L, a, b, g: L.linalg.lu_solve(*L.linalg.lu_factor(a), b),
+    "solve_triangular": lambda L, a, b, g: L.linalg.solve_triangular(a, b, upper=True),
+    "matrix_exp": lambda L, a, b, g: L.linalg.matrix_exp(a / 3),
+    "lstsq": lambda L, a, b, g: L.linalg.lstsq(g, g[:, :2], driver="gelsd").solution,
+    "eig": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eig(a)),
+    "eigvals": lambda L, a, b, g: L.linalg.eigvals(g[:3]),
+    "matrix_norms": lambda L, a, b, g: tuple(L.linalg.matrix_norm(g, o)
+                                             for o in ("fro", "nuc", 2, 1)),
+}
+
+
+def _weighted(L, out):
+    outs = out if isinstance(out, tuple) else (out,)
+    total = 0
+    for o in outs:
+        w = 1 + L.arange(o.numel(), dtype=L.float64).reshape(o.shape)
+        total = total + ((o.abs() ** 2 if o.is_complex() else o) * w).sum()
+    return total
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_complex_linalg_gradients_match_torch(name):
+    torch = pytest.importorskip("torch")
+    ours = [torcia.tensor(x, requires_grad=True) for x in (_A, _B, _G)]
+    theirs = [torch.tensor(x, requires_grad=True) for x in (_A, _B, _G)]
+    _weighted(torcia, LINALG[name](torcia, *ours)).backward()
+    _weighted(torch, LINALG[name](torch, *theirs)).backward()
+    for o, t in zip(ours, theirs):
+        assert (o.grad is None) == (t.grad is None)
+        if o.grad is not None:
+            np.testing.assert_allclose(o.grad.numpy(), t.grad.resolve_conj().numpy(),
+                                       rtol=1e-8, atol=1e-9)
+
+
+@pytest.mark.parametrize("loss, message", [
+    (lambda a: torcia.linalg.eig(a).eigenvectors.real.sum(), "linalg_eig_backward"),
+    (lambda a: torcia.linalg.eigh(a @ a.mH).eigenvectors.real.sum(), "linalg_eigh_backward"),
+    (lambda a: torcia.linalg.svd(a).U.real.sum(), "svd_backward"),
+])
+def test_losses_depending_on_vector_phases_are_refused(loss, message):
+    # as PyTorch: complex eigen-/singular vectors are defined up to a phase, so a loss that
+    # sees it has no gradient
+    a = torcia.tensor(_cmat(3, 3), requires_grad=True)
+    with pytest.raises(RuntimeError, match=f"{message}: The .* in the complex case are "
+                                           f"specified up to multiplication by e\\^{{i phi}}"):
+        loss(a).backward()

@@ -1,0 +1,217 @@
+"""The public functions of complex numbers (``torcia.real``, ``torcia.view_as_real``...).
+
+``real``, ``imag``, ``view_as_real`` and ``view_as_complex`` are views sharing storage, as in
+PyTorch. ``conj`` returns a conjugated copy rather than PyTorch's lazy conjugate view: there
+is no conjugate bit, so ``is_conj()`` is always False and ``resolve_conj()`` a no-op, and
+writing into ``x.conj()`` does not change ``x`` (it would in PyTorch).
+"""
+
+from __future__ import annotations
+
+from torcia import _dtype as D
+from torcia._tensor import Tensor, _torch_name, call
+
+
+def _tensor(x, name):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def is_complex(input) -> bool:
+    """Whether ``input`` has a complex dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_complex(torcia.tensor([1j])), torcia.is_complex(torcia.tensor([1.0]))
+    (True, False)
+    """
+    return input.is_complex()
+
+
+def real(input):
+    """The real parts of a complex tensor, as a view (``input`` itself when real).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.real(torcia.tensor([1 + 2j, 3 - 1j]))
+    tensor([1., 3.])
+    """
+    _tensor(input, "real")
+    if not input.is_complex():
+        return input
+    return call("real", (input,), {}, view_of=input)
+
+
+def imag(input):
+    """The imaginary parts of a complex tensor, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.imag(torcia.tensor([1 + 2j, 3 - 1j]))
+    tensor([ 2., -1.])
+    """
+    _tensor(input, "imag")
+    if not input.is_complex():
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return call("imag", (input,), {}, view_of=input)
+
+
+def view_as_real(input):
+    """A complex tensor as a real one with a last dim of size 2 (real, imaginary): a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view_as_real(torcia.tensor([1 + 2j]))
+    tensor([[1., 2.]])
+    """
+    _tensor(input, "view_as_real")
+    if not input.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return call("view_as_real", (input,), {}, view_of=input)
+
+
+def view_as_complex(input):
+    """A float tensor whose last dim (size 2, stride 1) holds real and imaginary parts, as a
+    complex view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view_as_complex(torcia.tensor([[1.0, 2.0], [3.0, -1.0]]))
+    tensor([1.+2.j, 3.-1.j])
+    """
+    _tensor(input, "view_as_complex")
+    if input.dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
+                           f"but got a tensor of scalar type: {_torch_name(input.dtype)}")
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    if input.stride(-1) != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in input.stride()[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
+                           "dimension")
+    return call("view_as_complex", (input,), {}, view_of=input)
+
+
+def conj(input):
+    """The complex conjugate: a copy for a complex tensor (see the module notes), ``input``
+    itself for a real one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conj(torcia.tensor([1 + 2j]))
+    tensor([1.-2.j])
+    """
+    _tensor(input, "conj")
+    if not input.is_complex():
+        return input
+    return call("conj", (input,), {})
+
+
+def conj_physical(input):
+    """The complex conjugate as a new tensor (as :func:`conj` here)."""
+    return conj(input)
+
+
+def resolve_conj(input):
+    """``input`` itself: conjugation is never lazy here."""
+    return input
+
+
+def resolve_neg(input):
+    """``input`` itself: negation is never lazy here."""
+    return input
+
+
+def angle(input):
+    """The argument of each element in radians (0 or pi for real numbers).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.angle(torcia.tensor([1j, -1.0 + 0j]))
+    tensor([1.5708, 3.1416])
+    """
+    _tensor(input, "angle")
+    if input.dtype.category < 2:
+        input = input.to(D.get_default_dtype())
+    return call("angle", (input,), {})
+
+
+def sgn(input):
+    """``input / |input|`` for complex tensors (0 at 0), :func:`torcia.sign` for real ones.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sgn(torcia.tensor([3 + 4j, 0j]))
+    tensor([0.6000+0.8000j, 0.0000+0.0000j])
+    """
+    if not input.is_complex():
+        return input.sign()
+    size = input.abs()
+    return (input / size.masked_fill(size == 0, 1)).masked_fill(size == 0, 0)
+
+
+def complex(real, imag):
+    """The complex tensor ``real + 1j * imag`` from two float tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.complex(torcia.tensor([1.0]), torcia.tensor([2.0]))
+    tensor([1.+2.j])
+    """
+    for name, x in (("real", real), ("imag", imag)):
+        if not isinstance(x, Tensor):
+            raise TypeError(f"complex(): argument '{name}' must be Tensor, not "
+                            f"{type(x).__name__}")
+    if real.dtype not in (D.float32, D.float64) or imag.dtype is not real.dtype:
+        raise RuntimeError(f"Expected both inputs to be Float or Double tensors but got "
+                           f"{_torch_name(real.dtype)} and {_torch_name(imag.dtype)}")
+    return call("complex", (real, imag), {})
+
+
+def vdot(input, other):
+    """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1]))
+    tensor(3.+0.j)
+    """
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_torch_name(input.dtype)} and {_torch_name(other.dtype)}")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
+    return (conj(input) * other).sum()
+
+
+def polar(abs, angle):
+    """The complex tensor with modulus ``abs`` and argument ``angle``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.polar(torcia.tensor([2.0]), torcia.tensor([0.0]))
+    tensor([2.+0.j])
+    """
+    return complex(abs * angle.cos(), abs * angle.sin())
+
+
+#: Tensor methods under the same name
+METHODS = ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot")

@@ -1,0 +1,220 @@
+"""Window functions and the short-time Fourier transform (``torcia.stft``/``istft``).
+
+The windows are computed on the host in float64 and cast (they are constants, never
+differentiated); ``stft`` and ``istft`` are built from differentiable ops (framing,
+:mod:`torcia.fft`, overlap-add), so gradients flow through them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
+from torcia._ops import cat
+from torcia._tensor import canonical_device
+
+
+def _window(name, window_length, periodic, dtype, device, requires_grad, values):
+    if window_length < 0:
+        raise RuntimeError(f"{name} requires non-negative window_length, got "
+                           f"window_length={window_length}")
+    d = _dtype_arg(dtype) if dtype is not None else D.get_default_dtype()
+    if not d.is_floating_point:
+        raise RuntimeError(f"{name} expects floating point dtypes, got: {d}")
+    if window_length <= 1:
+        w = np.ones(window_length)
+    else:
+        n = window_length + 1 if periodic else window_length
+        w = values(np.arange(n, dtype=np.float64), n)[:window_length]
+    out = tensor(w, dtype=d, device=canonical_device(device))
+    return out.requires_grad_() if requires_grad else out
+
+
+def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                requires_grad=False):
+    """The Hann window ``0.5 - 0.5 cos(2 pi k / (N - 1))`` (``N = window_length + 1`` when
+    ``periodic``, for spectral analysis).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hann_window(4)
+    tensor([0.0000, 0.5000, 1.0000, 0.5000])
+    """
+    return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, n: 0.5 - 0.5 * np.cos(2 * math.pi * k / (n - 1)))
+
+
+def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
+                   layout=None, device=None, requires_grad=False):
+    """The Hamming window ``alpha - beta cos(2 pi k / (N - 1))``."""
+    return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, n: alpha - beta * np.cos(2 * math.pi * k / (n - 1)))
+
+
+def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    """The Blackman window ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))``."""
+    return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, n: 0.42 - 0.5 * np.cos(2 * math.pi * k / (n - 1))
+                   + 0.08 * np.cos(4 * math.pi * k / (n - 1)))
+
+
+def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
+                    requires_grad=False):
+    """The triangular Bartlett window ``1 - |2 k / (N - 1) - 1|``."""
+    return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1))
+
+
+def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
+                  device=None, requires_grad=False):
+    """The Kaiser window ``I0(beta sqrt(1 - (2 k / (N - 1) - 1)^2)) / I0(beta)``."""
+    return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
+                   lambda k, n: np.i0(beta * np.sqrt(np.clip(
+                       1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta))
+
+
+def _padded_window(window, win_length, n_fft, like):
+    """The window (ones by default), zero-padded on both sides to ``n_fft``."""
+    if window is None:
+        window = ones(win_length, dtype=like.dtype.to_real(), device=like.device)
+    if window.ndim != 1 or window.shape[0] != win_length:
+        raise RuntimeError(f"stft: expected a 1D window tensor of size equal to win_length="
+                           f"{win_length}, but got window with size {list(window.shape)}")
+    if win_length < n_fft:
+        left = (n_fft - win_length) // 2
+        window = cat([zeros(left, dtype=window.dtype, device=window.device), window,
+                      zeros(n_fft - win_length - left, dtype=window.dtype,
+                            device=window.device)])
+    return window
+
+
+def _stft_sizes(n_fft, hop_length, win_length, name):
+    hop = n_fft // 4 if hop_length is None else hop_length
+    win = n_fft if win_length is None else win_length
+    if n_fft <= 0:
+        raise RuntimeError(f"{name}: expected 0 < n_fft, but got n_fft={n_fft}")
+    if hop <= 0:
+        raise RuntimeError(f"{name}: expected hop_length > 0, but got hop_length={hop}")
+    if win <= 0 or win > n_fft:
+        raise RuntimeError(f"{name}: expected 0 < win_length <= n_fft, but got "
+                           f"win_length={win}")
+    return hop, win
+
+
+def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+         pad_mode="reflect", normalized=False, onesided=None, return_complex=None):
+    """The short-time Fourier transform: the FFT of windowed frames of ``input`` (1-D, or
+    2-D with a batch dim), as ``(*, n_fft // 2 + 1 or n_fft, n_frames)`` complex values.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> spec = torcia.stft(torcia.ones(16), 8, hop_length=2, window=torcia.hann_window(8),
+    ...                    return_complex=True)
+    >>> spec.shape
+    torcia.Size([5, 9])
+    """
+    from torcia import fft as F
+    from torcia._ops_extra import pad
+
+    if return_complex is None:
+        if not input.is_complex() and (window is None or not window.is_complex()):
+            raise RuntimeError("stft requires the return_complex parameter be given for real "
+                               "inputs, and will further require that return_complex=True in "
+                               "a future PyTorch release.")
+        return_complex = True
+    if input.ndim not in (1, 2):
+        raise RuntimeError(f"stft: expected a 1D or 2D tensor, but got {input.ndim}D tensor")
+    hop, win = _stft_sizes(n_fft, hop_length, win_length, "stft")
+    batched = input.ndim == 2
+    x = input if batched else input.unsqueeze(0)
+    if center:
+        half = n_fft // 2
+        x = pad(x.unsqueeze(1), (half, half), mode=pad_mode).squeeze(1)
+    if x.shape[-1] < n_fft:
+        raise RuntimeError(f"stft: expected 0 < n_fft <= {x.shape[-1]}, but got "
+                           f"n_fft={n_fft}")
+    w = _padded_window(window, win, n_fft, x)
+    frames = x.unfold(-1, n_fft, hop) * w  # (B, n_frames, n_fft)
+    one = (not x.is_complex() and not w.is_complex()) if onesided is None else onesided
+    norm = "ortho" if normalized else "backward"
+    spec = F.rfft(frames, dim=-1, norm=norm) if one else F.fft(frames, dim=-1, norm=norm)
+    spec = spec.transpose(-2, -1)
+    if not batched:
+        spec = spec.squeeze(0)
+    if not return_complex:
+        from torcia._ops_complex import view_as_real
+
+        return view_as_real(spec.contiguous())
+    return spec
+
+
+def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=True,
+          normalized=False, onesided=None, length=None, return_complex=False):
+    """The inverse of :func:`stft` by windowed overlap-add: ``input`` is
+    ``(*, freq, n_frames)`` complex.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.randn(64)
+    >>> w = torcia.hann_window(16)
+    >>> spec = torcia.stft(x, 16, hop_length=4, window=w, return_complex=True)
+    >>> torcia.allclose(torcia.istft(spec, 16, hop_length=4, window=w, length=64), x,
+    ...                 atol=1e-5)
+    True
+    """
+    from torcia import fft as F
+
+    if not input.is_complex():
+        raise RuntimeError("istft requires a complex-valued input tensor")
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"istft: expected a tensor with 2 or 3 dimensions of complex "
+                           f"values, but got {input.ndim}D")
+    hop, win = _stft_sizes(n_fft, hop_length, win_length, "istft")
+    batched = input.ndim == 3
+    spec = input if batched else input.unsqueeze(0)
+    one = (spec.shape[-2] != n_fft) if onesided is None else onesided
+    expected = n_fft // 2 + 1 if one else n_fft
+    if spec.shape[-2] != expected:
+        raise RuntimeError(f"istft: expected the frequency dimension (3rd to the last) of the "
+                           f"input tensor to match n_fft / 2 + 1 when onesided=True, but got "
+                           f"{spec.shape[-2]}")
+    norm = "ortho" if normalized else "backward"
+    cols = spec.transpose(-2, -1)  # (B, n_frames, freq)
+    frames = F.irfft(cols, n=n_fft, dim=-1, norm=norm) if one and not return_complex else (
+        F.ifft(cols, n=n_fft, dim=-1, norm=norm))
+    if not return_complex and frames.is_complex():
+        frames = frames.real
+    w = _padded_window(window, win, n_fft, frames if not frames.is_complex() else
+                       frames.real)
+    frames = frames * w
+    n_frames = frames.shape[-2]
+    total = n_fft + hop * (n_frames - 1)
+    positions = (arange(n_frames, device=frames.device) * hop).unsqueeze(-1) + arange(
+        n_fft, device=frames.device)
+    flat = positions.reshape(-1)
+    y = zeros(frames.shape[0], total, dtype=frames.dtype, device=frames.device).index_add(
+        -1, flat, frames.reshape(frames.shape[0], -1))
+    envelope = zeros(total, dtype=w.dtype, device=w.device).index_add(
+        0, flat, (w * w).expand(n_frames, n_fft).reshape(-1))
+    start = n_fft // 2 if center else 0
+    end = total - (n_fft // 2 if center else 0) if length is None else start + length
+    y, envelope = y[..., start:min(end, total)], envelope[start:min(end, total)]
+    if bool((envelope.abs() < 1e-11).any()):
+        raise RuntimeError("istft: window overlap add min: 1e-11")
+    y = y / envelope
+    if length is not None and y.shape[-1] < length:
+        y = cat([y, zeros(y.shape[0], length - y.shape[-1], dtype=y.dtype, device=y.device)],
+                -1)
+    return y if batched else y.squeeze(0)
+
+
+#: torcia.<name> for these
+TOP_LEVEL = ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
+             "kaiser_window", "stft", "istft")

@@ -1,0 +1,295 @@
+"""``torcia.fft``: discrete Fourier transforms, as ``torch.fft``.
+
+Every transform takes the signal sizes (``n`` or ``s``: the input is zero-padded or cut to
+them), the ``dim`` it runs over and a ``norm``: "backward" (the default: no scaling forward,
+``1/n`` back), "ortho" (``1/sqrt(n)`` both ways) or "forward" (``1/n`` forward). Real inputs
+of the complex transforms are made complex; integer inputs take the default float dtype;
+float16 and bfloat16 are refused as on PyTorch's CPU. All are differentiable, complex
+gradients following PyTorch's convention.
+
+Examples
+--------
+>>> import torcia
+>>> torcia.fft.fft(torcia.tensor([1.0, 0.0, 0.0, 0.0]))
+tensor([1.+0.j, 1.+0.j, 1.+0.j, 1.+0.j])
+>>> torcia.fft.irfft(torcia.fft.rfft(torcia.tensor([1.0, 2.0, 3.0])), n=3)
+tensor([1., 2., 3.])
+"""
+
+from __future__ import annotations
+
+from torcia import _dtype as D
+from torcia._creation import arange, zeros
+from torcia._ops import cat, roll
+from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
+
+_NORMS = ("backward", "ortho", "forward")
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _norm(norm):
+    if norm is None:
+        return "backward"
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid normalization mode: "{norm}"')
+    return norm
+
+
+def _prepare(x, name, want_complex):
+    if not isinstance(x, Tensor):
+        raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.dtype in (D.float16, D.bfloat16):
+        raise RuntimeError(f"Unsupported dtype {_torch_name(x.dtype)}")
+    if x.dtype.category < 2:
+        x = x.to(D.get_default_dtype())
+    if want_complex and not x.is_complex():
+        x = x.to(x.dtype.to_complex())
+    return x
+
+
+def _dims_sizes(x, s, dim, default_all, name):
+    """The dims transformed (non-negative) and the signal size along each (None: as is)."""
+    if dim is None:
+        if s is not None:
+            dims = list(range(x.ndim - len(s), x.ndim))
+        else:
+            dims = list(range(x.ndim)) if default_all else [x.ndim - 1]
+    else:
+        dims = [_wrap_dim(d, x.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"fft_{name} dims must be unique")
+    if s is not None:
+        s = [s] if isinstance(s, int) else list(s)
+        if len(s) != len(dims):
+            raise RuntimeError("When given, dim and shape arguments must have the same "
+                               "length")
+        sizes = [None if n == -1 else n for n in s]
+    else:
+        sizes = [None] * len(dims)
+    for n in sizes:
+        if n is not None and n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return dims, sizes
+
+
+def _resize(x, dims, sizes):
+    """Zero-pad or cut ``x`` to ``sizes`` along ``dims`` (differentiably)."""
+    for d, n in zip(dims, sizes):
+        have = x.shape[d]
+        if n is None or n == have:
+            continue
+        if n < have:
+            x = x.narrow(d, 0, n)
+        else:
+            shape = list(x.shape)
+            shape[d] = n - have
+            x = cat([x, zeros(*shape, dtype=x.dtype, device=x.device)], d)
+    return x
+
+
+def _c2c(x, s, dim, norm, forward, name, default_all):
+    x = _prepare(x, name, True)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    x = _resize(x, dims, sizes)
+    return call("fft_c2c", (x,), {"dims": tuple(dims), "norm": _norm(norm),
+                                  "forward": forward})
+
+
+def _r2c(x, s, dim, norm, name, default_all, conj=False):
+    if isinstance(x, Tensor) and x.is_complex():
+        raise RuntimeError(f"{name} expects a real input tensor, but got "
+                           f"{_torch_name(x.dtype)}")
+    x = _prepare(x, name, False)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    x = _resize(x, dims, sizes)
+    out = call("fft_r2c", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
+                                 else _SWAP[_norm(norm)], "onesided": True})
+    return out.conj() if conj else out
+
+
+def _c2r(x, s, dim, norm, name, default_all, conj=False):
+    x = _prepare(x, name, True)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    last = sizes[-1]
+    if last is None:
+        last = 2 * (x.shape[dims[-1]] - 1)
+    if last < 1:
+        raise RuntimeError(f"Invalid number of data points ({last}) specified")
+    x = _resize(x, dims, sizes[:-1] + [last // 2 + 1])
+    if conj:
+        x = x.conj()
+    return call("fft_c2r", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
+                                  else _SWAP[_norm(norm)], "last_dim_size": last})
+
+
+# ----- one dim ------------------------------------------------------------------------------
+
+
+def fft(input, n=None, dim=-1, norm=None):
+    """The one-dimensional discrete Fourier transform along ``dim``."""
+    return _c2c(input, None if n is None else [n], [dim], norm, True, "fft", False)
+
+
+def ifft(input, n=None, dim=-1, norm=None):
+    """The inverse of :func:`fft`."""
+    return _c2c(input, None if n is None else [n], [dim], norm, False, "ifft", False)
+
+
+def rfft(input, n=None, dim=-1, norm=None):
+    """The transform of a real signal: its ``n // 2 + 1`` non-negative frequencies."""
+    return _r2c(input, None if n is None else [n], [dim], norm, "rfft", False)
+
+
+def irfft(input, n=None, dim=-1, norm=None):
+    """The inverse of :func:`rfft`: a real signal of length ``n`` (default
+    ``2 * (input.size(dim) - 1)``)."""
+    return _c2r(input, None if n is None else [n], [dim], norm, "irfft", False)
+
+
+def hfft(input, n=None, dim=-1, norm=None):
+    """The transform of a Hermitian-symmetric signal given by its first half: real."""
+    return _c2r(input, None if n is None else [n], [dim], norm, "hfft", False, conj=True)
+
+
+def ihfft(input, n=None, dim=-1, norm=None):
+    """The inverse of :func:`hfft`: the half spectrum of a real signal's inverse
+    transform."""
+    return _r2c(input, None if n is None else [n], [dim], norm, "ihfft", False, conj=True)
+
+
+# ----- two dims -----------------------------------------------------------------------------
+
+
+def fft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-D transform over ``dim``."""
+    return _c2c(input, s, dim, norm, True, "fft2", False)
+
+
+def ifft2(input, s=None, dim=(-2, -1), norm=None):
+    """The inverse of :func:`fft2`."""
+    return _c2c(input, s, dim, norm, False, "ifft2", False)
+
+
+def rfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-D transform of a real signal, one-sided in the last of ``dim``."""
+    return _r2c(input, s, dim, norm, "rfft2", False)
+
+
+def irfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The inverse of :func:`rfft2`."""
+    return _c2r(input, s, dim, norm, "irfft2", False)
+
+
+def hfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The 2-D transform of a Hermitian-symmetric signal given by its half."""
+    return _c2r(input, s, dim, norm, "hfft2", False, conj=True)
+
+
+def ihfft2(input, s=None, dim=(-2, -1), norm=None):
+    """The inverse of :func:`hfft2`."""
+    return _r2c(input, s, dim, norm, "ihfft2", False, conj=True)
+
+
+# ----- n dims -------------------------------------------------------------------------------
+
+
+def fftn(input, s=None, dim=None, norm=None):
+    """The N-D transform over ``dim`` (all dims, or the last ``len(s)``, by default).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fft.fftn(torcia.ones(2, 2)).real
+    tensor([[4., 0.],
+            [0., 0.]])
+    """
+    return _c2c(input, s, dim, norm, True, "fftn", True)
+
+
+def ifftn(input, s=None, dim=None, norm=None):
+    """The inverse of :func:`fftn`."""
+    return _c2c(input, s, dim, norm, False, "ifftn", True)
+
+
+def rfftn(input, s=None, dim=None, norm=None):
+    """The N-D transform of a real signal, one-sided in the last of ``dim``."""
+    return _r2c(input, s, dim, norm, "rfftn", True)
+
+
+def irfftn(input, s=None, dim=None, norm=None):
+    """The inverse of :func:`rfftn`."""
+    return _c2r(input, s, dim, norm, "irfftn", True)
+
+
+def hfftn(input, s=None, dim=None, norm=None):
+    """The N-D transform of a Hermitian-symmetric signal given by its half."""
+    return _c2r(input, s, dim, norm, "hfftn", True, conj=True)
+
+
+def ihfftn(input, s=None, dim=None, norm=None):
+    """The inverse of :func:`hfftn`."""
+    return _r2c(input, s, dim, norm, "ihfftn", True, conj=True)
+
+
+# ----- frequencies and shifts ---------------------------------------------------------------
+
+
+def fftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The sample frequencies of :func:`fft` for a signal of ``n`` samples spaced ``d``:
+    ``[0, 1, ..., (n - 1) // 2, -(n // 2), ..., -1] / (d * n)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fft.fftfreq(4)
+    tensor([ 0.0000,  0.2500, -0.5000, -0.2500])
+    """
+    k = arange(n, dtype=dtype or D.get_default_dtype(), device=device)
+    k = roll(k - n // 2, -(n // 2) if n else 0) if n else k
+    out = k / (d * n) if n else k
+    return out.requires_grad_() if requires_grad else out
+
+
+def rfftfreq(n, d=1.0, *, dtype=None, layout=None, device=None, requires_grad=False):
+    """The sample frequencies of :func:`rfft`: ``[0, 1, ..., n // 2] / (d * n)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fft.rfftfreq(4)
+    tensor([0.0000, 0.2500, 0.5000])
+    """
+    k = arange(n // 2 + 1, dtype=dtype or D.get_default_dtype(), device=device)
+    out = k / (d * n)
+    return out.requires_grad_() if requires_grad else out
+
+
+def _shift_dims(input, dim):
+    if dim is None:
+        return list(range(input.ndim))
+    return [dim] if isinstance(dim, int) else list(dim)
+
+
+def fftshift(input, dim=None):
+    """Move the zero frequency to the middle of ``dim`` (all dims by default).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fft.fftshift(torcia.fft.fftfreq(4))
+    tensor([-0.5000, -0.2500,  0.0000,  0.2500])
+    """
+    dims = _shift_dims(input, dim)
+    return roll(input, [input.shape[d] // 2 for d in dims], dims)
+
+
+def ifftshift(input, dim=None):
+    """The inverse of :func:`fftshift`."""
+    dims = _shift_dims(input, dim)
+    return roll(input, [-(input.shape[d] // 2) for d in dims], dims)
+
+
+__all__ = ["fft", "ifft", "fft2", "ifft2", "fftn", "ifftn", "rfft", "irfft", "rfft2",
+           "irfft2", "rfftn", "irfftn", "hfft", "ihfft", "hfft2", "ihfft2", "hfftn", "ihfftn",
+           "fftfreq", "rfftfreq", "fftshift", "ifftshift"]

@@ -1,0 +1,206 @@
+"""``torcia.special``: PyTorch's special functions.
+
+The Bessel, error-function, gamma-family and zeta functions run on SciPy's
+``scipy.special`` (``cupyx.scipy.special`` on CUDA), the optional ``torcia-core[scipy]``
+extra; without SciPy they raise an error naming it. ``sinc``, ``entr``, ``xlog1py``,
+``logit``, ``spherical_bessel_j0`` and the orthogonal polynomials need NumPy only. Integer
+inputs give the default float dtype. Gradients follow PyTorch: the Bessel functions of the
+``bessel_*``/``modified_bessel_*`` family, ``airy_ai`` and the polynomials give results that
+do not require grad, ``zeta`` differentiates in ``other`` only and ``gammainc``/``gammaincc``
+in ``other`` only.
+
+Examples
+--------
+>>> import torcia
+>>> torcia.special.ndtr(torcia.tensor([0.0]))
+tensor([0.5000])
+>>> torcia.special.hermite_polynomial_h(torcia.tensor([0.5]), 3)
+tensor([-5.])
+"""
+
+from __future__ import annotations
+
+import math
+
+from torcia import _dtype, _ops
+from torcia import ops as _oplist
+
+# re-exported under torch.special's names (``x as x`` marks a re-export)
+from torcia._ops import digamma, lgamma, sigmoid
+from torcia._ops import erf as erf
+from torcia._ops import erfc as erfc
+from torcia._ops import erfinv as erfinv
+from torcia._ops import exp2 as exp2
+from torcia._ops import expm1 as expm1
+from torcia._ops import log1p as log1p
+from torcia._ops import logsumexp as logsumexp
+from torcia._ops import round as round  # noqa: A004 - PyTorch's name
+from torcia._ops import xlogy as xlogy
+from torcia._ops_nn import log_softmax as _log_softmax
+from torcia._ops_nn import softmax as _softmax
+from torcia._tensor import Tensor, binary, call, unary
+
+psi = digamma
+gammaln = lgamma
+expit = sigmoid
+
+
+def _make_unary(name):
+    def fn(input):
+        return unary(name, input, True)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` (as ``torch.special.{name}``); integer inputs give "
+                  f"the default float dtype.")
+    return fn
+
+
+def _make_binary(name):
+    def fn(input, other):
+        return binary(name, input, other, True)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}(input, other)`` (as ``torch.special.{name}``), "
+                  f"with broadcasting; either argument may be a number.")
+    return fn
+
+
+_g = globals()
+for _n in _oplist.SPECIAL_UNARY:
+    _g[_n] = _make_unary(_n)
+for _n in _oplist.SPECIAL_BINARY:
+    _g[_n] = _make_binary(_n)
+# named here for the functions below (and for linters); the loops above made them
+i0, sinc, gammainc, gammaincc = _g["i0"], _g["sinc"], _g["gammainc"], _g["gammaincc"]
+
+_DOCS = {
+    "i0": "The modified Bessel function of the first kind, order 0.",
+    "i0e": "``i0(x) * exp(-|x|)``, the exponentially scaled ``i0``.",
+    "i1": "The modified Bessel function of the first kind, order 1.",
+    "i1e": "``i1(x) * exp(-|x|)``, the exponentially scaled ``i1``.",
+    "ndtr": "The standard normal cumulative distribution function.",
+    "ndtri": "The inverse of :func:`ndtr` (the normal quantile function).",
+    "log_ndtr": "``log(ndtr(x))``, accurate far in the lower tail.",
+    "erfcx": "The scaled complementary error function ``exp(x**2) * erfc(x)``.",
+    "sinc": "The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0.",
+    "entr": "The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative x.",
+    "xlog1py": "``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN).",
+    "zeta": "The Hurwitz zeta function ``sum_k (k + other) ** -input``.",
+    "gammainc": "The regularized lower incomplete gamma function ``P(input, other)``.",
+    "gammaincc": "The regularized upper incomplete gamma function ``Q(input, other)``.",
+}
+for _n, _doc in _DOCS.items():
+    _g[_n].__doc__ = _doc + "\n\n" + _g[_n].__doc__
+i0.__doc__ += """
+
+Examples
+--------
+>>> import torcia
+>>> torcia.special.i0(torcia.tensor([0.0, 1.0]))
+tensor([1.0000, 1.2661])
+"""
+
+
+def logit(input, eps=None):
+    """``log(p / (1 - p))``, with ``input`` first clamped to ``[eps, 1 - eps]`` when ``eps``
+    is given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.special.logit(torcia.tensor([0.0, 0.5, 1.0]), eps=0.1)
+    tensor([-2.1972,  0.0000,  2.1972])
+    """
+    x = input if input.dtype.is_floating_point else _ops.to_dtype(
+        input, _dtype.get_default_dtype())
+    if eps is not None:
+        x = x.clamp(eps, 1 - eps)
+    return x.log() - (-x).log1p()
+
+
+def multigammaln(input, p):
+    """The multivariate log-gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_{i < p} lgamma(input - i / 2)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.special.multigammaln(torcia.tensor([2.5]), 3)
+    tensor([1.8810])
+    """
+    if not isinstance(p, int) or p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, but got {p}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"mvlgamma is not implemented for {input.dtype.name}")
+    from torcia._creation import arange
+
+    steps = arange(p, dtype=input.dtype, device=input.device) / 2
+    terms = (input.unsqueeze(-1) - steps).lgamma().sum(-1)
+    return terms + p * (p - 1) / 4 * math.log(math.pi)
+
+
+def polygamma(n, input):
+    """The ``n``-th derivative of the digamma function (``n = 0`` is :func:`digamma`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.special.polygamma(1, torcia.tensor([1.0]))  # pi ** 2 / 6
+    tensor([1.6449])
+    """
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise RuntimeError(f"polygamma(n, x) does not support negative n, got n={n}")
+    if not isinstance(input, Tensor):
+        raise TypeError(f"polygamma(): argument 'input' must be Tensor, not "
+                        f"{type(input).__name__}")
+    if n == 0:
+        return digamma(input)
+    x = input if input.dtype.is_floating_point else _ops.to_dtype(
+        input, _dtype.get_default_dtype())
+    return call("polygamma", (x,), {"n": n})
+
+
+def softmax(input, dim, *, dtype=None):
+    """Softmax over ``dim`` (as :func:`torcia.softmax`)."""
+    return _softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input, dim, *, dtype=None):
+    """Log-softmax over ``dim`` (as :func:`torcia.log_softmax`)."""
+    return _log_softmax(input, dim, dtype=dtype)
+
+
+# ----- PyTorch's top-level and Tensor-method names for some of these ------------------------
+
+
+def mvlgamma(input, p):
+    """As :func:`multigammaln` (``torch.mvlgamma``)."""
+    return multigammaln(input, p)
+
+
+def _polygamma_method(input, n):
+    return polygamma(n, input)
+
+
+def igamma(input, other):
+    """As :func:`gammainc` (``torch.igamma``)."""
+    return gammainc(input, other)
+
+
+def igammac(input, other):
+    """As :func:`gammaincc` (``torch.igammac``)."""
+    return gammaincc(input, other)
+
+
+#: torcia.<name> for these (PyTorch's top-level aliases)
+TOP_LEVEL = ("i0", "sinc", "logit", "polygamma", "mvlgamma", "igamma", "igammac")
+#: Tensor.<name> (and an in-place ``name_``) for these; polygamma takes (n) as a method
+METHODS = {"i0": i0, "sinc": sinc, "logit": logit, "mvlgamma": mvlgamma,
+           "igamma": igamma, "igammac": igammac, "polygamma": _polygamma_method}
+
+__all__ = sorted(
+    _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY
+    + ("digamma", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p",
+       "log_softmax", "logit", "logsumexp", "multigammaln", "polygamma", "psi", "round",
+       "softmax", "xlogy")
+)
