@@ -141,8 +141,9 @@ __all__ = [
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autograd_engine", "batched", "binary",
-    "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op", "hookimpl",
-    "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad", "parse_to",
+    "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op",
+    "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad",
+    "parse_to",
     "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch", "wrap_dim", "zero_grad",
 ]
 

@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 import torcia
+from torcia.amp import autocast_as
 from torcia.library import (  # noqa: F401  (re-exported)
     Tensor,
     adaptive_avg_pool1d,
@@ -87,7 +88,6 @@ from torcia.library import (  # noqa: F401  (re-exported)
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
-from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
