@@ -20,6 +20,12 @@
 #include <omp.h>
 #endif
 
+#include "vecmath.h"
+
+// defined in activations.cpp and norm.cpp
+void define_activations(pybind11::module_& m);
+void define_norm(pybind11::module_& m);
+
 namespace py = pybind11;
 using std::int64_t;
 
@@ -31,16 +37,6 @@ static int num_threads = 1;
 // Below this many elements a loop runs on the calling thread: waking the team costs more
 // than it saves, and much more when the machine is loaded.
 constexpr int64_t kParallelWork = 1 << 16;
-
-// The row loops are compiled twice on x86-64, for AVX2+FMA and for the baseline, and
-// the loader picks one for the CPU at hand: AVX2 doubles the lanes and has the 64-bit
-// integer compares and blends the pooling selects need (the LSTM cell: 2x faster,
-// max pooling: 3.4x).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TORCIA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TORCIA_CLONES
-#endif
 
 void set_num_threads(int n) {
   num_threads = std::max(1, n);
@@ -276,35 +272,6 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
 }
 
 // ----- LSTM cell ------------------------------------------------------------------------
-
-// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), so
-// that the loops below vectorize: a call to the C library's expf or tanhf would keep them
-// scalar, at several times NumPy's (SIMD) cost. double keeps std::exp.
-static inline float exp_approx(float x) {
-  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
-  const float c = std::min(std::max(x, -87.33f), 88.37f);
-  const float v = c * 1.44269504088896341f + 0.5f;
-  int32_t k = static_cast<int32_t>(v);
-  k -= static_cast<float>(k) > v;  // floor, for negative v too
-  const float n = static_cast<float>(k);
-  float r = c - n * 0.693359375f;
-  r -= n * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  int32_t bits = (k + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
-  // would keep the loops around it scalar (and NaN * 0 stays NaN)
-  return y * scale * static_cast<float>(x >= -87.33f);
-}
-
-static inline double exp_approx(double x) { return std::exp(x); }
 
 template <typename T>
 static inline T sigmoid(T x) {
@@ -624,6 +591,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("adam_step_f64", &adam_step<double>);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
+  define_activations(m);
+  define_norm(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

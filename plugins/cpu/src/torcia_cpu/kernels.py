@@ -26,6 +26,11 @@ def _c(a):
     return np.ascontiguousarray(a)
 
 
+def _cc(a):
+    """``a`` C-contiguous, its shape kept (``ascontiguousarray`` makes a 0-d array 1-d)."""
+    return a if a.flags.c_contiguous else a.copy()
+
+
 class NativeKernels(Reference):
     """Reference kernels, with native overrides (listed in :data:`OVERRIDES`)."""
 
@@ -168,6 +173,76 @@ class NativeKernels(Reference):
             return super().logsumexp_rows(x)
         return _native.logsumexp_rows(_c(x))
 
+    # ----- activations: one native pass each, where NumPy makes several (GELU's erf
+    # through SciPy) --------------------------------------------------------------------
+    def gelu(self, a, approximate="none"):
+        if not _native_ok(a):
+            return super().gelu(a, approximate)
+        return _native.activation("gelu_tanh" if approximate == "tanh" else "gelu", _cc(a))
+
+    def gelu_backward(self, g, a, approximate="none"):
+        if not _same_shape_float(g, a):
+            return super().gelu_backward(g, a, approximate)
+        name = "gelu_tanh" if approximate == "tanh" else "gelu"
+        return _native.activation_backward(name, _cc(g), _cc(a))
+
+    def silu(self, a):
+        if not _native_ok(a):
+            return super().silu(a)
+        return _native.activation("silu", _cc(a))
+
+    def silu_backward(self, g, a):
+        if not _same_shape_float(g, a):
+            return super().silu_backward(g, a)
+        return _native.activation_backward("silu", _cc(g), _cc(a))
+
+    def sigmoid(self, a):
+        if not _native_ok(a):
+            return super().sigmoid(a)
+        return _native.activation("sigmoid", _cc(a))
+
+    def tanh(self, a):
+        if not _native_ok(a):
+            return self.xp.tanh(a)
+        return _native.activation("tanh", _cc(a))
+
+    def softplus(self, a, beta=1.0, threshold=20.0):
+        if not _native_ok(a) or beta == 0:
+            return super().softplus(a, beta, threshold)
+        return _native.activation("softplus", _cc(a), beta, threshold)
+
+    def elu(self, a, alpha=1.0):
+        if not _native_ok(a):
+            return super().elu(a, alpha)
+        return _native.activation("elu", _cc(a), alpha)
+
+    def leaky_relu(self, a, negative_slope=0.01):
+        if not _native_ok(a):
+            return super().leaky_relu(a, negative_slope)
+        return _native.activation("leaky_relu", _cc(a), negative_slope)
+
+    def activation_backward(self, g, a, activation, **params):
+        native = _NATIVE_BACKWARD.get(activation)
+        if native is None or not _same_shape_float(g, a) or params.get("beta") == 0:
+            return super().activation_backward(g, a, activation, **params)
+        return _native.activation_backward(activation, _cc(g), _cc(a),
+                                           *(params[k] for k in native))
+
+    # ----- layer normalisation over the trailing dimensions ----------------------------
+    def layer_norm(self, x, weight, bias, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or not _norm_params_ok(x, d, weight, bias):
+            return super().layer_norm(x, weight, bias, normalized_ndim, eps)
+        return _native.layer_norm(_cc(x), _opt_c(weight), _opt_c(bias), d, eps)
+
+    def layer_norm_backward(self, g, x, weight, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or g.shape != x.shape or not _norm_params_ok(x, d, weight, g):
+            return super().layer_norm_backward(g, x, weight, normalized_ndim, eps)
+        gx, gw, gb = _native.layer_norm_backward(_cc(g), _cc(x), _opt_c(weight), d, eps)
+        shape = x.shape[x.ndim - normalized_ndim:]
+        return gx, gw.reshape(shape), gb.reshape(shape)
+
     # ----- recurrent cells: the whole-layer ops are the reference's, overridden so that
     # their steps run the native cell -------------------------------------------------
     def lstm_cell(self, gates, c):
@@ -197,6 +272,33 @@ def _last_dim_rows(a, dim, g=None) -> bool:
 
 def _rows(*arrays):
     return [_c(a).reshape(-1, a.shape[-1]) for a in arrays]
+
+
+#: activation_backward's activations done natively, with the parameters they take.
+_NATIVE_BACKWARD = {"leaky_relu": ("negative_slope",), "elu": ("alpha",),
+                    "softplus": ("beta", "threshold")}
+
+
+def _same_shape_float(g, a) -> bool:
+    return g.shape == a.shape and _native_ok(g, a)
+
+
+def _trailing(x, ndim) -> int:
+    """The number of elements in the last ``ndim`` dims of ``x`` (0 when there are none)."""
+    if ndim < 1 or ndim > x.ndim:
+        return 0
+    return int(np.prod(x.shape[x.ndim - ndim:]))
+
+
+def _norm_params_ok(x, d, *params) -> bool:
+    """x float32/float64 and each non-None parameter of its dtype with ``d`` elements."""
+    given = [p for p in params if p is not None]
+    return _native_ok(x, *given) and all(
+        p.size == d and p.shape == x.shape[x.ndim - p.ndim:] for p in given)
+
+
+def _opt_c(a):
+    return None if a is None else _cc(a)
 
 
 def _same_float(arrays):
@@ -249,5 +351,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
              "softmax_backward", "log_softmax_backward", "cross_entropy",
              "cross_entropy_backward", "embedding_backward", "lstm_cell",
-             "lstm_cell_backward", "lstm_layer", "lstm_layer_backward")
+             "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
+             "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
+             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

@@ -1,0 +1,189 @@
+// LayerNorm forward and backward over the rows of a (R, D) array, float32 and float64.
+//
+// NumPy's version makes about ten passes over the activations (mean, centring, variance,
+// scaling, their gradients); here each row is read twice forward and three times backward,
+// with sums in double precision, rows split among OpenMP threads.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "checks.h"
+#include "vecmath.h"
+
+namespace py = pybind11;
+using std::int64_t;
+
+namespace {
+
+// Rows are split among threads from this many elements.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// mean and 1/sqrt(var + eps) of one row (two passes: the centred sum of squares does not
+// lose digits the way E[x^2] - E[x]^2 does)
+template <typename T>
+TORCIA_CLONES void row_stats(const T* __restrict__ x, int64_t d, double eps, double* mean,
+                             double* rstd) {
+  double s = 0;
+  for (int64_t k = 0; k < d; ++k) s += x[k];
+  const double m = s / d;
+  double v = 0;
+  for (int64_t k = 0; k < d; ++k) {
+    const double c = x[k] - m;
+    v += c * c;
+  }
+  *mean = m;
+  *rstd = 1.0 / std::sqrt(v / d + eps);
+}
+
+template <typename T>
+TORCIA_CLONES void forward_row(const T* __restrict__ x, const T* __restrict__ w,
+                               const T* __restrict__ b, T* __restrict__ y, int64_t d,
+                               double eps) {
+  double mean, rstd;
+  row_stats(x, d, eps, &mean, &rstd);
+  const T m = T(mean), r = T(rstd);
+  for (int64_t k = 0; k < d; ++k) {
+    T v = (x[k] - m) * r;
+    if (w) v *= w[k];
+    if (b) v += b[k];
+    y[k] = v;
+  }
+}
+
+// gx of one row, and its terms of gw (g xhat) and gb (g) added to the thread's sums
+template <typename T>
+TORCIA_CLONES void backward_row(const T* __restrict__ g, const T* __restrict__ x,
+                                const T* __restrict__ w, T* __restrict__ gx,
+                                double* __restrict__ gw, double* __restrict__ gb, int64_t d,
+                                double eps) {
+  double mean, rstd;
+  row_stats(x, d, eps, &mean, &rstd);
+  // the means of gxhat = g w and of gxhat * xhat over the row
+  double s1 = 0, s2 = 0;
+  for (int64_t k = 0; k < d; ++k) {
+    const double xhat = (x[k] - mean) * rstd;
+    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
+    s1 += gh;
+    s2 += gh * xhat;
+    gw[k] += double(g[k]) * xhat;
+    gb[k] += g[k];
+  }
+  const double a = s1 / d, c = s2 / d;
+  for (int64_t k = 0; k < d; ++k) {
+    const double xhat = (x[k] - mean) * rstd;
+    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
+    gx[k] = T((gh - a - xhat * c) * rstd);
+  }
+}
+
+const std::string kForward = "layer_norm", kBackward = "layer_norm_backward";
+
+// x as (rows, d): d > 0 and dividing x's size
+int64_t rows_of(const std::string& fn, const py::array& x, int64_t d) {
+  if (d <= 0) throw std::runtime_error(fn + ": d must be positive, got " + std::to_string(d));
+  if (x.size() % d != 0)
+    throw std::runtime_error(fn + ": x has " + std::to_string(x.size()) +
+                             " elements, not a multiple of d = " + std::to_string(d));
+  return x.size() / d;
+}
+
+// an optional (d,) parameter of x's dtype; nullptr for None
+const void* param(const std::string& fn, const std::string& name, const py::object& p,
+                  const py::array& x, int64_t d) {
+  if (p.is_none()) return nullptr;
+  if (!py::isinstance<py::array>(p))
+    throw std::runtime_error(fn + ": " + name + " must be an array or None");
+  const py::array a = py::reinterpret_borrow<py::array>(p);
+  torcia_checks::like(fn, name, a, "x", x);
+  if (a.size() != d)
+    throw std::runtime_error(fn + ": " + name + " has " + std::to_string(a.size()) +
+                             " elements, d is " + std::to_string(d));
+  return a.data();
+}
+
+template <typename T>
+void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, double eps) {
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) forward_row(x + r * d, w, b, y + r * d, d, eps);
+}
+
+template <typename T>
+void backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb, int64_t rows, int64_t d,
+              double eps) {
+  py::gil_scoped_release release;
+  std::vector<double> total(2 * d, 0.0);
+#pragma omp parallel if (rows * d > kParallelElements && rows > 1)
+  {
+    std::vector<double> sums(2 * d, 0.0);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      backward_row(g + r * d, x + r * d, w, gx + r * d, sums.data(), sums.data() + d, d, eps);
+#pragma omp critical
+    for (int64_t k = 0; k < 2 * d; ++k) total[k] += sums[k];
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    gw[k] = T(total[k]);
+    gb[k] = T(total[d + k]);
+  }
+}
+
+// layer_norm(x, weight, bias, d, eps): each run of d elements of x normalised, then
+// scaled by weight and shifted by bias (each (d,) or None).
+py::array layer_norm(const py::array& x, const py::object& weight, const py::object& bias,
+                     int64_t d, double eps) {
+  torcia_checks::float_array(kForward, "x", x);
+  const int64_t rows = rows_of(kForward, x, d);
+  const void* w = param(kForward, "weight", weight, x, d);
+  const void* b = param(kForward, "bias", bias, x, d);
+  py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  if (x.dtype().is(py::dtype::of<float>()))
+    forward(static_cast<const float*>(x.data()), static_cast<const float*>(w),
+            static_cast<const float*>(b), static_cast<float*>(y.mutable_data()), rows, d, eps);
+  else
+    forward(static_cast<const double*>(x.data()), static_cast<const double*>(w),
+            static_cast<const double*>(b), static_cast<double*>(y.mutable_data()), rows, d, eps);
+  return y;
+}
+
+// layer_norm_backward(g, x, weight, d, eps) -> (grad_x, grad_weight, grad_bias), the
+// parameter gradients of shape (d,) whether or not the layer has them.
+py::tuple layer_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
+                              int64_t d, double eps) {
+  torcia_checks::float_array(kBackward, "x", x);
+  torcia_checks::same(kBackward, "g", g, "x", x);
+  const int64_t rows = rows_of(kBackward, x, d);
+  const void* w = param(kBackward, "weight", weight, x, d);
+  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array gw(x.dtype(), std::vector<py::ssize_t>{d}), gb(x.dtype(), std::vector<py::ssize_t>{d});
+  if (x.dtype().is(py::dtype::of<float>()))
+    backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
+             static_cast<const float*>(w), static_cast<float*>(gx.mutable_data()),
+             static_cast<float*>(gw.mutable_data()), static_cast<float*>(gb.mutable_data()),
+             rows, d, eps);
+  else
+    backward(static_cast<const double*>(g.data()), static_cast<const double*>(x.data()),
+             static_cast<const double*>(w), static_cast<double*>(gx.mutable_data()),
+             static_cast<double*>(gw.mutable_data()), static_cast<double*>(gb.mutable_data()),
+             rows, d, eps);
+  return py::make_tuple(gx, gw, gb);
+}
+
+}  // namespace
+
+void define_norm(py::module_& m) {
+  m.def("layer_norm", &layer_norm, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("d"), py::arg("eps"));
+  m.def("layer_norm_backward", &layer_norm_backward, py::arg("g"), py::arg("x"),
+        py::arg("weight"), py::arg("d"), py::arg("eps"));
+}
