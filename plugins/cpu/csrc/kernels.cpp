@@ -22,9 +22,10 @@
 
 #include "vecmath.h"
 
-// defined in activations.cpp and norm.cpp
+// defined in activations.cpp, norm.cpp and blas.cpp
 void define_activations(pybind11::module_& m);
 void define_norm(pybind11::module_& m);
+void define_blas(pybind11::module_& m);
 
 namespace py = pybind11;
 using std::int64_t;
@@ -593,6 +594,7 @@ PYBIND11_MODULE(_native, m) {
   m.def("get_num_threads", &get_num_threads);
   define_activations(m);
   define_norm(m);
+  define_blas(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

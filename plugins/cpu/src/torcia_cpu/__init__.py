@@ -13,3 +13,6 @@ import os
 # OpenMP threads that spin while waiting steal the core from the Python thread on a busy
 # machine; passive waiting must be chosen before the runtime loads with the extension
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# the OpenBLAS the extension calls: loaded (and its symbols made global) before the extension
+import scipy_openblas32  # noqa: E402, F401

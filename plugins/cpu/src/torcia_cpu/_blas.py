@@ -47,7 +47,9 @@ def _find_setter():
         return None
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+            # NumPy's OpenBLAS; the extension's own (scipy_openblas32) stays on one thread
+            paths = {line.split()[-1] for line in maps
+                     if "openblas" in line.lower() and "scipy_openblas32" not in line}
     except OSError:
         return None
     for path in sorted(paths):

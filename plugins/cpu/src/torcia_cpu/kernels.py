@@ -36,6 +36,12 @@ class NativeKernels(Reference):
 
     # ----- matrix products: NumPy's BLAS, on several threads only when large ----------
     def matmul(self, a, b):
+        if _small_batch(a, b):
+            # threads over the batch, one single-threaded GEMM per matrix, in C++: the
+            # attention products of a transformer (64 matrices of 64x64x32 a step)
+            lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            return _native.matmul_batched(_gemm_ready(np.broadcast_to(a, lead + a.shape[-2:])),
+                                          _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
         if not _blas.wide(a, b):
             return super().matmul(a, b)
         with _blas.parallel():
@@ -260,6 +266,26 @@ class NativeKernels(Reference):
             return super().lstm_cell_backward(gh, gc, act, c, c_new)
         g_gates, g_c = _native.lstm_cell_backward(*_rows(gh, gc, act, c, c_new))
         return g_gates.reshape(act.shape), g_c.reshape(shape)
+
+
+def _small_batch(a, b) -> bool:
+    """A batch of float products, each below the size BLAS threads pay for."""
+    if a.ndim < 3 or b.ndim < 3 or not _native_ok(a, b):
+        return False
+    return a.shape[-2] * a.shape[-1] * b.shape[-1] < _blas.PARALLEL_WORK
+
+
+def _gemm_ready(a):
+    """``a`` itself where GEMM can read its matrices in place (a unit stride along one of
+    the last two dims, none negative), else a C-contiguous copy."""
+    item = a.itemsize
+    rows, cols = a.shape[-2:]
+    rs, cs = a.strides[-2:]
+    if all(s >= 0 and s % item == 0 for s in a.strides) and (
+            (cs == item or cols == 1) and (rows == 1 or rs // item >= cols)
+            or (rs == item or rows == 1) and (cols == 1 or cs // item >= rows)):
+        return a
+    return _c(a)
 
 
 def _last_dim_rows(a, dim, g=None) -> bool:

@@ -1,0 +1,63 @@
+"""Products on the extension's own OpenBLAS (scipy-openblas32), against NumPy's."""
+
+import numpy as np
+import pytest
+from torcia_cpu import _native
+from torcia_cpu.kernels import NativeKernels
+
+REF_TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+NAT = NativeKernels()
+RNG = np.random.default_rng(0)
+
+
+def _views(dtype):
+    """(a, b) pairs in the layouts attention and users make."""
+    qkv = RNG.standard_normal((3, 17, 3 * 20)).astype(dtype)
+    q = qkv[..., :20].reshape(3, 17, 4, 5).transpose(0, 2, 1, 3)
+    k = qkv[..., 20:40].reshape(3, 17, 4, 5).transpose(0, 2, 1, 3)
+    yield q, k.swapaxes(-1, -2)                                       # q @ k^T, no copy
+    yield RNG.standard_normal((6, 7, 9)).astype(dtype), RNG.standard_normal((6, 9, 5)).astype(dtype)
+    yield (RNG.standard_normal((2, 3, 1, 4)).astype(dtype),           # a row per matrix
+           RNG.standard_normal((2, 3, 4, 1)).astype(dtype))           # and a column
+    yield (RNG.standard_normal((5, 8, 3)).astype(dtype)[:, ::2],      # strided rows
+           RNG.standard_normal((5, 3, 6)).astype(dtype))
+    yield (RNG.standard_normal((4, 6, 8)).astype(dtype)[..., ::2],    # no unit stride: copied
+           RNG.standard_normal((4, 4, 3)).astype(dtype))
+    yield (RNG.standard_normal((2, 1, 3, 4)).astype(dtype),           # broadcast batch
+           RNG.standard_normal((5, 4, 2)).astype(dtype))
+    yield np.ones((0, 3, 4), dtype), np.ones((0, 4, 2), dtype)        # empty batch
+    yield np.ones((2, 3, 0), dtype), np.ones((2, 0, 2), dtype)        # empty sum: zeros
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_match_numpy(dtype):
+    for a, b in _views(dtype):
+        got = NAT.matmul(a, b)
+        want = np.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, **REF_TOL[dtype])
+
+
+def test_the_native_product_reads_transposed_views_in_place():
+    a = RNG.standard_normal((3, 5, 4)).astype(np.float32)
+    b = RNG.standard_normal((3, 6, 4)).astype(np.float32).swapaxes(-1, -2)
+    np.testing.assert_allclose(_native.matmul_batched(a.swapaxes(-1, -2).swapaxes(-1, -2), b),
+                               a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_native.matmul_batched(b.swapaxes(-1, -2), a.swapaxes(-1, -2)),
+                               np.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2)), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("a, b, message", [
+    (np.ones(3, np.float32), np.ones(3, np.float32), "a must have at least 2 dims"),
+    (np.ones((2, 3, 4)), np.ones((4, 5)), "b has 2 dims, a has 3"),
+    (np.ones((2, 3, 4), np.int64), np.ones((2, 4, 5), np.int64), "a must be float32 or float64"),
+    (np.ones((2, 3, 4)), np.ones((2, 4, 5), np.float32), "b has dtype float32, a has float64"),
+    (np.ones((2, 3, 4)), np.ones((3, 4, 5)), "leading dims must be equal"),
+    (np.ones((2, 3, 4)), np.ones((2, 5, 5)), "a's last dim must be b's second last"),
+    (np.ones((2, 3, 8))[..., ::2], np.ones((2, 4, 5)), "a has no unit stride"),
+    (np.ones((2, 3, 4))[::-1], np.ones((2, 4, 5)), "a has a negative or unaligned stride"),
+])
+def test_batched_product_checks_its_arguments(a, b, message):
+    with pytest.raises(RuntimeError, match=message):
+        _native.matmul_batched(a, b)
