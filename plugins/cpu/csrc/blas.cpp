@@ -8,8 +8,6 @@
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <stdexcept>
@@ -17,6 +15,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "gemm.h"
 
 namespace py = pybind11;
 using std::int64_t;
@@ -60,24 +59,6 @@ int64_t batch_offset(const py::array& a, const std::vector<int64_t>& lead, int64
 }
 
 template <typename T>
-void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const T* a,
-          blasint lda, const T* b, blasint ldb, T* c, blasint ldc);
-
-template <>
-void gemm<float>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
-                 const float* a, blasint lda, const float* b, blasint ldb, float* c,
-                 blasint ldc) {
-  scipy_cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc);
-}
-
-template <>
-void gemm<double>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
-                  const double* a, blasint lda, const double* b, blasint ldb, double* c,
-                  blasint ldc) {
-  scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
-}
-
-template <typename T>
 void run_batched(const py::array& a, const py::array& b, py::array& out, Layout la, Layout lb,
                  const std::vector<int64_t>& lead, int64_t batch, int64_t m, int64_t k,
                  int64_t n) {
@@ -92,7 +73,7 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
   py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (batch > 1 && batch * m * n * k > kParallelMacs)
   for (int64_t i = 0; i < batch; ++i)
-    gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld,
+    gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld, T(0),
             cp + i * m * n, n);
 }
 
@@ -151,7 +132,10 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
 }  // namespace
 
 void define_blas(py::module_& m) {
-  // torcia's threads go over the batch; each product stays on the calling thread
+  // torcia's threads go over the batch, each product on one; the LSTM layer asks for more
+  // for the duration of a large one (set_blas_threads)
   scipy_openblas_set_num_threads(1);
   m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"));
+  m.def("set_blas_threads", [](int n) { scipy_openblas_set_num_threads(std::max(1, n)); },
+        py::arg("n"));
 }

@@ -20,12 +20,14 @@
 #include <omp.h>
 #endif
 
+#include "lstm_rows.h"
 #include "vecmath.h"
 
-// defined in activations.cpp, norm.cpp and blas.cpp
+// defined in activations.cpp, norm.cpp, blas.cpp and lstm.cpp
 void define_activations(pybind11::module_& m);
 void define_norm(pybind11::module_& m);
 void define_blas(pybind11::module_& m);
+void define_lstm(pybind11::module_& m);
 
 namespace py = pybind11;
 using std::int64_t;
@@ -272,36 +274,7 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
   return out;
 }
 
-// ----- LSTM cell ------------------------------------------------------------------------
-
-template <typename T>
-static inline T sigmoid(T x) {
-  return T(1) / (T(1) + exp_approx(-x));
-}
-
-template <typename T>
-static inline T tanh_(T x) {
-  return T(2) * sigmoid(T(2) * x) - T(1);
-}
-
-// One row of lstm_cell; restrict lets the compiler vectorize the loop without a runtime
-// overlap check it gives up on.
-template <typename T>
-TORCIA_CLONES static void lstm_cell_row(const T* __restrict__ gates, const T* __restrict__ c,
-                          T* __restrict__ act, T* __restrict__ h, T* __restrict__ c_new,
-                          int64_t hd) {
-  for (int64_t k = 0; k < hd; ++k) {
-    const T i = sigmoid(gates[k]), f = sigmoid(gates[hd + k]);
-    const T g = tanh_(gates[2 * hd + k]), o = sigmoid(gates[3 * hd + k]);
-    const T cv = f * c[k] + i * g;
-    act[k] = i;
-    act[hd + k] = f;
-    act[2 * hd + k] = g;
-    act[3 * hd + k] = o;
-    c_new[k] = cv;
-    h[k] = o * tanh_(cv);
-  }
-}
+// ----- LSTM cell (its rows in lstm_rows.h) ---------------------------------------------
 
 // One step from the gate pre-activations gates (M, 4H) = [i f g o] and the cell state
 // c (M, H): h = o tanh(c'), c' = f c + i g, with i, f, o sigmoids and g a tanh; act holds
@@ -321,23 +294,6 @@ py::tuple lstm_cell(carray<T> gates, carray<T> c) {
       lstm_cell_row(gp + r * 4 * hd, cp + r * hd, ap + r * 4 * hd, hp + r * hd, cn + r * hd, hd);
   }
   return py::make_tuple(h, c_new, act);
-}
-
-template <typename T>
-TORCIA_CLONES static void lstm_cell_backward_row(const T* __restrict__ gh, const T* __restrict__ gc,
-                                   const T* __restrict__ act, const T* __restrict__ c,
-                                   const T* __restrict__ c_new, T* __restrict__ g_gates,
-                                   T* __restrict__ g_c, int64_t hd) {
-  for (int64_t k = 0; k < hd; ++k) {
-    const T i = act[k], f = act[hd + k], g = act[2 * hd + k], o = act[3 * hd + k];
-    const T tc = tanh_(c_new[k]);
-    const T dc = gc[k] + gh[k] * o * (T(1) - tc * tc);
-    g_gates[k] = dc * g * i * (T(1) - i);
-    g_gates[hd + k] = dc * c[k] * f * (T(1) - f);
-    g_gates[2 * hd + k] = dc * i * (T(1) - g * g);
-    g_gates[3 * hd + k] = gh[k] * tc * o * (T(1) - o);
-    g_c[k] = dc * f;
-  }
 }
 
 // lstm_cell's first derivative from its saved activations: (grad_gates, grad_c).
@@ -595,6 +551,7 @@ PYBIND11_MODULE(_native, m) {
   define_activations(m);
   define_norm(m);
   define_blas(m);
+  define_lstm(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

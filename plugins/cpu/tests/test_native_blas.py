@@ -1,9 +1,12 @@
-"""Products on the extension's own OpenBLAS (scipy-openblas32), against NumPy's."""
+"""Products on the extension's own OpenBLAS (scipy-openblas32): batched matmul against
+NumPy's, the LSTM layer's loop against core's reference kernels."""
 
 import numpy as np
 import pytest
 from torcia_cpu import _native
 from torcia_cpu.kernels import NativeKernels
+
+from torcia._numpy_backend import Reference
 
 REF_TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
 NAT = NativeKernels()
@@ -61,3 +64,64 @@ def test_the_native_product_reads_transposed_views_in_place():
 def test_batched_product_checks_its_arguments(a, b, message):
     with pytest.raises(RuntimeError, match=message):
         _native.matmul_batched(a, b)
+
+
+LSTM_SIZES = [(7, 5, 6), (1, 1, 1), (3, 2, 33), (12, 9, 17)]  # (steps, batch, hidden)
+
+
+def _lstm_inputs(dtype, steps, batch, hidden):
+    xg = RNG.standard_normal((steps, batch, 4 * hidden)).astype(dtype)
+    h0, c0 = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
+    w = (RNG.standard_normal((4 * hidden, hidden)) * 0.5).astype(dtype).T  # as nn.LSTM's
+    return xg, h0, c0, w
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", LSTM_SIZES)
+def test_lstm_layer_and_backward_match_the_reference(dtype, sizes):
+    ref = Reference()
+    xg, h0, c0, w = _lstm_inputs(dtype, *sizes)
+    want = ref.lstm_layer(xg, h0, c0, w)
+    got = NAT.lstm_layer(xg, h0, c0, w)
+    for g, r in zip(got, want):
+        assert g.shape == r.shape and g.dtype == r.dtype
+        np.testing.assert_allclose(g, r, **REF_TOL[dtype])
+    out, cs, acts = want
+    g_out, g_cs = (RNG.standard_normal(out.shape).astype(dtype) for _ in range(2))
+    for grads in ((g_out, g_cs), (g_out, None), (None, g_cs), (g_out[::-1], None)):
+        expected = ref.lstm_layer_backward(*grads, acts, cs, out, h0, c0, w)
+        for g, r in zip(NAT.lstm_layer_backward(*grads, acts, cs, out, h0, c0, w), expected):
+            assert g.shape == r.shape and g.dtype == r.dtype
+            np.testing.assert_allclose(g, r, **REF_TOL[dtype])
+
+
+def _lstm_call(**change):
+    xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
+    args = dict(x_gates=xg, h0=h0, c0=c0, w_hh_t=w)
+    args.update(change)
+    return lambda: _native.lstm_layer(**args)
+
+
+def _lstm_backward_call(**change):
+    xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
+    out, cs, acts = _native.lstm_layer(xg, h0, c0, w)
+    args = dict(g_out=np.ones_like(out), g_cs=None, acts=acts, cs=cs, out=out, h0=h0, c0=c0,
+                w_hh_t=w)
+    args.update(change)
+    return lambda: _native.lstm_layer_backward(**args)
+
+
+@pytest.mark.parametrize("call, message", [
+    (_lstm_call(x_gates=np.ones((3, 2, 15))), r"x_gates must be \(L, N, 4H\)"),
+    (_lstm_call(x_gates=np.ones((3, 2, 16), np.int32)), "x_gates must be float32 or float64"),
+    (_lstm_call(h0=np.ones((2, 4), np.float32)), "h0 has dtype float32"),
+    (_lstm_call(c0=np.ones((3, 4))), r"c0 has shape \(3, 4\), expected \(2, 4\)"),
+    (_lstm_call(w_hh_t=np.ones((16, 4))), r"w_hh_t has shape \(16, 4\), expected \(4, 16\)"),
+    (_lstm_call(w_hh_t=np.ones((16, 4)).T), "w_hh_t must be C-contiguous"),
+    (_lstm_backward_call(g_out=np.ones((3, 2, 5))), r"g_out has shape \(3, 2, 5\)"),
+    (_lstm_backward_call(g_cs=[1.0]), "g_cs must be an array or None"),
+    (_lstm_backward_call(cs=np.ones((3, 2, 5))), r"cs has shape \(3, 2, 5\), expected"),
+])
+def test_lstm_layer_checks_its_arguments(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()

@@ -7,8 +7,11 @@ not cover: ranks other than 2-D images, dtypes other than float32/float64.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
+import torcia
 from torcia._kernels_nn import _pool_geometry
 from torcia._numpy_backend import Reference
 from torcia_cpu import _blas, _native
@@ -249,8 +252,24 @@ class NativeKernels(Reference):
         shape = x.shape[x.ndim - normalized_ndim:]
         return gx, gw.reshape(shape), gb.reshape(shape)
 
-    # ----- recurrent cells: the whole-layer ops are the reference's, overridden so that
-    # their steps run the native cell -------------------------------------------------
+    # ----- recurrent layers: the time loop in C++, the cells natively -------------------
+    def lstm_layer(self, x_gates, h0, c0, w_hh_t):
+        if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
+            return super().lstm_layer(x_gates, h0, c0, w_hh_t)
+        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
+            return tuple(_native.lstm_layer(_c(x_gates), _c(h0), _c(c0), _c(w_hh_t)))
+
+    def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+        grads = [g for g in (g_out, g_cs) if g is not None]
+        if not _lstm_layer_ok(acts, h0, c0, w_hh_t, cs, out, *grads) or any(
+                a.shape != acts.shape[:-1] + h0.shape[-1:] for a in (cs, out, *grads)):
+            return super().lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
+        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
+            return tuple(_native.lstm_layer_backward(
+                None if g_out is None else _c(g_out), None if g_cs is None else _c(g_cs),
+                _c(acts), _c(cs), _c(out), _c(h0), _c(c0), _c(w_hh_t)))
+
+    # ----- recurrent cells ----------------------------------------------------------
     def lstm_cell(self, gates, c):
         hidden = gates.shape[-1] // 4
         if not _native_ok(gates, c) or c.shape != gates.shape[:-1] + (hidden,):
@@ -266,6 +285,30 @@ class NativeKernels(Reference):
             return super().lstm_cell_backward(gh, gc, act, c, c_new)
         g_gates, g_c = _native.lstm_cell_backward(*_rows(gh, gc, act, c, c_new))
         return g_gates.reshape(act.shape), g_c.reshape(shape)
+
+
+def _lstm_layer_ok(x_gates, h0, c0, w_hh_t, *others) -> bool:
+    """The reference lstm_layer's shapes (L, N, 4H), (N, H), (N, H), (H, 4H) in one float
+    dtype (``others`` in it too)."""
+    if x_gates.ndim != 3 or h0.ndim != 2 or not _native_ok(x_gates, h0, c0, w_hh_t, *others):
+        return False
+    n, hidden = h0.shape
+    return (x_gates.shape[1:] == (n, 4 * hidden) and c0.shape == h0.shape
+            and w_hh_t.shape == (hidden, 4 * hidden))
+
+
+@contextmanager
+def _own_blas_threads(work):
+    """The extension's OpenBLAS on torcia's threads for products of ``work`` multiply-adds
+    inside the block where they pay (see ``_blas``), on one thread after it."""
+    if not _blas.worth_threads(work):
+        yield
+        return
+    _native.set_blas_threads(torcia.get_num_threads())
+    try:
+        yield
+    finally:
+        _native.set_blas_threads(1)
 
 
 def _small_batch(a, b) -> bool:
