@@ -8,10 +8,13 @@ table shows each framework's median time per step over the rounds, the ratio of 
 medians, and each child's peak resident memory (its whole process: interpreter, the
 framework and the workload).
 
-    python benchmarks/bench_training.py [--rounds 5] [--only gpt,lstm_lm] [--numpy]
+    python benchmarks/bench_training.py [--rounds 5] [--only gpt,lstm_lm] [--threads 1]
     python benchmarks/bench_training.py --profile gpt     # cProfile of torcia's step
 
-``--numpy`` adds a column for torcia with its plugin blocked (``TORCIA_DISABLE_PLUGINS=cpu``).
+``--threads`` sets both frameworks' thread count (default: the CPU count); on a machine
+shared with other jobs, one thread compares the work each does without measuring how
+their threads wait for each other. ``--numpy`` adds a column for torcia with its plugin
+blocked (``TORCIA_DISABLE_PLUGINS=cpu``).
 ``--clock cpu`` times the child's CPU time (all its threads) instead of the wall clock.
 
 Workloads:
@@ -54,11 +57,12 @@ import sys
 import time
 
 
-def _lib(name):
+def _lib(name, threads=None):
+    threads = threads or os.cpu_count() or 1
     if name == "torch":
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(threads)
         return torch
     if name == "numpy":
         import numpy
@@ -66,6 +70,7 @@ def _lib(name):
         return numpy
     import torcia
 
+    torcia.set_num_threads(threads)
     return torcia
 
 
@@ -343,12 +348,12 @@ WORKLOADS = {
 ROUND_SECONDS = 0.25
 
 
-def _child(lib_name, name, clock_name):
+def _child(lib_name, name, clock_name, threads):
     """Serve rounds of one workload over stdin/stdout: a line "round" times one round and
     answers its seconds per step; end of input answers the peak RSS in bytes."""
     clock = CLOCKS[clock_name]
     try:
-        step = WORKLOADS[name](_lib(lib_name))
+        step = WORKLOADS[name](_lib(lib_name, threads))
     except (AttributeError, ImportError, NotImplementedError, TypeError) as exc:
         print(json.dumps({"skip": f"{type(exc).__name__}: {exc}"[:90]}), flush=True)
         return
@@ -368,14 +373,15 @@ def _child(lib_name, name, clock_name):
           flush=True)
 
 
-def _spawn(lib_name, name, clock_name):
+def _spawn(lib_name, name, clock_name, threads):
     env = dict(os.environ)
     child = lib_name
     if lib_name == "torcia-numpy":
         child = "torcia"
         env["TORCIA_DISABLE_PLUGINS"] = ",".join(
             filter(None, [env.get("TORCIA_DISABLE_PLUGINS"), "cpu"]))
-    cmd = [sys.executable, __file__, "--child", child, "--only", name, "--clock", clock_name]
+    cmd = [sys.executable, __file__, "--child", child, "--only", name, "--clock", clock_name,
+           "--threads", str(threads)]
     return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
                             env=env)
 
@@ -387,9 +393,9 @@ def _answer(proc):
     return json.loads(line)
 
 
-def measure(name, libs, rounds, clock_name):
+def measure(name, libs, rounds, clock_name, threads):
     """{lib: {"median": s, "rss": bytes} or {"skip": reason}} for one workload."""
-    procs = {lib: _spawn(lib, name, clock_name) for lib in libs}
+    procs = {lib: _spawn(lib, name, clock_name, threads) for lib in libs}
     out, live = {}, {}
     for lib, proc in procs.items():
         first = _answer(proc)
@@ -411,9 +417,9 @@ def measure(name, libs, rounds, clock_name):
     return out
 
 
-def profile(name, steps=20, top=25):
+def profile(name, threads, steps=20, top=25):
     """Print cProfile's top functions (by own time) over ``steps`` torcia steps."""
-    step = WORKLOADS[name](_lib("torcia"))
+    step = WORKLOADS[name](_lib("torcia", threads))
     step()
     prof = cProfile.Profile()
     prof.enable()
@@ -440,6 +446,8 @@ def main(argv=None):
                         help="comma-separated workloads (default: all)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time the wall clock (default) or the process's CPU time")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for both frameworks (default: the CPU count)")
     parser.add_argument("--numpy", action="store_true",
                         help="add torcia with its plugin blocked")
     parser.add_argument("--profile", metavar="WORKLOAD",
@@ -451,10 +459,10 @@ def main(argv=None):
     if unknown:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
     if args.child:
-        _child(args.child, names[0], args.clock)
+        _child(args.child, names[0], args.clock, args.threads)
         return 0
     if args.profile:
-        profile(args.profile)
+        profile(args.profile, args.threads)
         return 0
     libs = ["torcia", "torch"] + (["torcia-numpy"] if args.numpy else [])
     header = (f"{'workload':<12}{'torcia':>13}{'pytorch':>13}{'ratio':>8}"
@@ -464,7 +472,7 @@ def main(argv=None):
     print(header + "   (median of rounds; RSS in MiB)", flush=True)
     for name in names:
         extra = ["numpy"] if name.startswith("gemm") else []
-        res = measure(name, libs + extra, args.rounds, args.clock)
+        res = measure(name, libs + extra, args.rounds, args.clock, args.threads)
         ours, theirs = res["torcia"], res["torch"]
         ratio = ""
         if "median" in ours and "median" in theirs:
@@ -484,7 +492,8 @@ def main(argv=None):
             if "skip" in entry:
                 print(f"{'':<12}  {lib}: skipped: {entry['skip']}", flush=True)
     print("ratio: torcia's median time / PyTorch's; below 1 means torcia is faster. "
-          f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each.")
+          f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each, "
+          f"{args.threads} thread(s) for both.")
     return 0
 
 
