@@ -28,19 +28,31 @@ namespace {
 // Rows are split among threads from this many elements.
 constexpr int64_t kParallelElements = 1 << 15;
 
+// sum over k < d of f(k) in double, with eight independent accumulators: one would be a
+// chain of dependent additions (the compiler may not reorder them itself), four times
+// slower than the vectorised lanes
+template <typename F>
+TORCIA_INLINE double lanes_sum(int64_t d, F f) {
+  double acc[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= d; k += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += f(k + u);
+  double total = 0;
+  for (; k < d; ++k) total += f(k);
+  for (int u = 0; u < 8; ++u) total += acc[u];
+  return total;
+}
+
 // mean and 1/sqrt(var + eps) of one row (two passes: the centred sum of squares does not
 // lose digits the way E[x^2] - E[x]^2 does)
 template <typename T>
-TORCIA_CLONES void row_stats(const T* __restrict__ x, int64_t d, double eps, double* mean,
+TORCIA_INLINE void row_stats(const T* __restrict__ x, int64_t d, double eps, double* mean,
                              double* rstd) {
-  double s = 0;
-  for (int64_t k = 0; k < d; ++k) s += x[k];
-  const double m = s / d;
-  double v = 0;
-  for (int64_t k = 0; k < d; ++k) {
+  const double m = lanes_sum(d, [&](int64_t k) { return double(x[k]); }) / d;
+  const double v = lanes_sum(d, [&](int64_t k) {
     const double c = x[k] - m;
-    v += c * c;
-  }
+    return c * c;
+  });
   *mean = m;
   *rstd = 1.0 / std::sqrt(v / d + eps);
 }
@@ -69,20 +81,14 @@ TORCIA_CLONES void backward_row(const T* __restrict__ g, const T* __restrict__ x
   double mean, rstd;
   row_stats(x, d, eps, &mean, &rstd);
   // the means of gxhat = g w and of gxhat * xhat over the row
-  double s1 = 0, s2 = 0;
+  auto gh = [&](int64_t k) { return w ? double(g[k]) * w[k] : double(g[k]); };
+  const double a = lanes_sum(d, gh) / d;
+  const double c = lanes_sum(d, [&](int64_t k) { return gh(k) * (x[k] - mean) * rstd; }) / d;
   for (int64_t k = 0; k < d; ++k) {
     const double xhat = (x[k] - mean) * rstd;
-    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
-    s1 += gh;
-    s2 += gh * xhat;
     gw[k] += double(g[k]) * xhat;
     gb[k] += g[k];
-  }
-  const double a = s1 / d, c = s2 / d;
-  for (int64_t k = 0; k < d; ++k) {
-    const double xhat = (x[k] - mean) * rstd;
-    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
-    gx[k] = T((gh - a - xhat * c) * rstd);
+    gx[k] = T((gh(k) - a - xhat * c) * rstd);
   }
 }
 

@@ -202,3 +202,20 @@ def test_blocking_the_plugin_gives_the_same_activations_and_norms(with_and_witho
     results = with_and_without_plugin(_SCRIPT)
     assert results["native"][0] == "cpu" and results["numpy"][0] == "core"
     np.testing.assert_allclose(results["native"][1], results["numpy"][1], rtol=1e-5, atol=1e-5)
+
+
+def test_supported_cases_take_the_native_path(monkeypatch):
+    """The overrides above must not quietly fall back to the reference for their own case."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("fell back to the reference kernel")
+
+    for name in ("gelu", "gelu_backward", "silu", "silu_backward", "sigmoid", "softplus", "elu",
+                 "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward"):
+        monkeypatch.setattr(Reference, name, refuse)
+    x = RNG.standard_normal((6, 10)).astype(np.float32)
+    w, b = np.ones(10, np.float32), np.zeros(10, np.float32)
+    NAT.gelu(x), NAT.gelu(x, approximate="tanh"), NAT.gelu_backward(x, x)
+    NAT.silu(x), NAT.silu_backward(x, x), NAT.sigmoid(x), NAT.softplus(x), NAT.elu(x)
+    NAT.leaky_relu(x), NAT.activation_backward(x, x, "elu", alpha=1.0)
+    NAT.layer_norm(x, w, b, 1, 1e-5), NAT.layer_norm_backward(x, x, w, 1, 1e-5)
+    NAT.layer_norm(x, None, None, 1, 1e-5), NAT.layer_norm_backward(x, x, None, 1, 1e-5)

@@ -125,3 +125,15 @@ def _lstm_backward_call(**change):
 def test_lstm_layer_checks_its_arguments(call, message):
     with pytest.raises(RuntimeError, match=message):
         call()
+
+
+def test_lstm_layer_takes_the_native_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("fell back to the reference kernel")
+
+    monkeypatch.setattr(Reference, "lstm_layer", refuse)
+    monkeypatch.setattr(Reference, "lstm_layer_backward", refuse)
+    xg, h0, c0, w = _lstm_inputs(np.float32, 3, 2, 4)
+    out, cs, acts = NAT.lstm_layer(xg, h0, c0, w)
+    NAT.lstm_layer_backward(out, None, acts, cs, out, h0, c0, w)
+    NAT.lstm_layer_backward(None, cs, acts, cs, out, h0, c0, w)

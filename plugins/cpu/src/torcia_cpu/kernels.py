@@ -246,7 +246,8 @@ class NativeKernels(Reference):
 
     def layer_norm_backward(self, g, x, weight, normalized_ndim, eps):
         d = _trailing(x, normalized_ndim)
-        if not d or g.shape != x.shape or not _norm_params_ok(x, d, weight, g):
+        if not d or g.shape != x.shape or not _native_ok(x, g) or not _norm_params_ok(
+                x, d, weight):
             return super().layer_norm_backward(g, x, weight, normalized_ndim, eps)
         gx, gw, gb = _native.layer_norm_backward(_cc(g), _cc(x), _opt_c(weight), d, eps)
         shape = x.shape[x.ndim - normalized_ndim:]
