@@ -51,11 +51,12 @@ constexpr int64_t kChunk = 1 << 15;
 
 // y = f(x) over one span. p0, p1: softplus's beta and threshold, ELU's alpha, LeakyReLU's
 // negative slope. Both sides of a select are computed before it: a select with work in
-// one arm is a branch, which keeps the loop scalar. GELU-tanh is x sigmoid(2u), u = sqrt(2/pi)(x + c x^3), which is
-// 0.5 x (1 + tanh u) without the cancellation of 1 + tanh u for negative x.
+// one arm is a branch, which keeps the loop scalar. GELU-tanh is x sigmoid(2u), with
+// u = sqrt(2/pi)(x + c x^3): 0.5 x (1 + tanh u) without the cancellation of 1 + tanh u
+// for negative x.
 template <typename T>
-TORCIA_CLONES void forward_span(Act act, const T* __restrict__ x, T* __restrict__ y, int64_t n,
-                                T p0, T p1) {
+TORCIA_CLONES_WIDE void forward_span(Act act, const T* __restrict__ x, T* __restrict__ y,
+                                     int64_t n, T p0, T p1) {
   const T half(0.5);
   switch (act) {
     case Act::gelu:
@@ -99,8 +100,9 @@ TORCIA_CLONES void forward_span(Act act, const T* __restrict__ x, T* __restrict_
 
 // out = g f'(x) over one span, parameters as forward_span's.
 template <typename T>
-TORCIA_CLONES void backward_span(Act act, const T* __restrict__ g, const T* __restrict__ x,
-                                 T* __restrict__ out, int64_t n, T p0, T p1) {
+TORCIA_CLONES_WIDE void backward_span(Act act, const T* __restrict__ g,
+                                      const T* __restrict__ x, T* __restrict__ out, int64_t n,
+                                      T p0, T p1) {
   const T half(0.5), one(1);
   switch (act) {
     case Act::gelu:

@@ -108,7 +108,8 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
   const int64_t m = a.shape(nd - 2), k = a.shape(nd - 1), n = b.shape(nd - 1);
   if (b.shape(nd - 2) != k)
     throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
-                             torcia_checks::shape_of(b) + " (a's last dim must be b's second last)");
+                             torcia_checks::shape_of(b) +
+                             " (a's last dim must be b's second last)");
   constexpr int64_t kMax = (int64_t(1) << 31) - 1;
   if (m > kMax || n > kMax || k > kMax)
     throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");

@@ -14,8 +14,12 @@
 // max pooling: 3.4x).
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TORCIA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+// the elementwise activations also for AVX-512, whose sixteen float lanes they fill
+#define TORCIA_CLONES_WIDE \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define TORCIA_CLONES
+#define TORCIA_CLONES_WIDE
 #endif
 
 // The functions below are inlined whatever the inliner's size budget: a loop that calls
