@@ -65,6 +65,8 @@ def _lib(name, threads=None):
         torch.set_num_threads(threads)
         return torch
     if name == "numpy":
+        # the BLAS ceiling on the same thread count (read when NumPy loads its OpenBLAS)
+        os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
         import numpy
 
         return numpy
