@@ -1,4 +1,4 @@
-"""The native activations and LayerNorm, against core's reference kernels."""
+"""The native activations, LayerNorm and BatchNorm, against core's reference kernels."""
 
 
 import numpy as np
@@ -129,6 +129,33 @@ def test_layer_norm_and_backward(dtype, shape, ndim, affine):
         np.testing.assert_allclose(got, want, **tol)
 
 
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:Degrees of freedom")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (2, 5), (3, 2, 9), (1, 4, 1, 1), (0, 3, 2)])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_and_backward(dtype, shape, training, affine):
+    x = (RNG.standard_normal(shape) * 2 + 0.5).astype(dtype)
+    if len(shape) > 2:
+        x = np.ascontiguousarray(x.swapaxes(0, -1)).swapaxes(0, -1)  # non-contiguous
+    c = shape[1]
+    w = RNG.standard_normal(c).astype(dtype) if affine else None
+    b = RNG.standard_normal(c).astype(dtype) if affine else None
+    rm, rv = RNG.standard_normal(c).astype(dtype), RNG.random(c).astype(dtype) + 0.5
+    g = RNG.standard_normal(shape).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    args = (rm, rv, training, 1e-5)
+    with np.errstate(all="ignore"):
+        want = REF.batch_norm(x, w, b, *args)
+        want_g = REF.batch_norm_backward(g, x, w, *args)
+    for got, ref in zip(NAT.batch_norm(x, w, b, *args), want):
+        assert got.shape == ref.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, ref, **tol)
+    for got, ref in zip(NAT.batch_norm_backward(g, x, w, *args), want_g):
+        assert got.shape == ref.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, ref, **tol)
+
+
 def test_layer_norm_of_constant_rows_and_nan():
     x = np.array([[2.0, 2.0, 2.0], [1.0, np.nan, 3.0]], dtype=np.float32)
     with np.errstate(all="ignore"):
@@ -150,13 +177,24 @@ def test_layer_norm_of_constant_rows_and_nan():
      "not a multiple of d = 4"),
     (lambda: _native.layer_norm(np.ones((2, 3)), None, None, 0, 1e-5), "d must be positive"),
     (lambda: _native.layer_norm(np.ones((2, 3)), np.ones(2), None, 3, 1e-5),
-     "weight has 2 elements, d is 3"),
+     "weight has 2 elements, expected 3"),
     (lambda: _native.layer_norm(np.ones((2, 3)), None, np.ones(3, np.float32), 3, 1e-5),
      "bias has dtype float32"),
     (lambda: _native.layer_norm(np.ones((2, 3)), [1.0, 2.0, 3.0], None, 3, 1e-5),
      "weight must be an array or None"),
     (lambda: _native.layer_norm_backward(np.ones((3, 2)), np.ones((2, 3)), None, 3, 1e-5),
      r"g has shape \(3, 2\), x has \(2, 3\)"),
+    (lambda: _native.batch_norm(np.ones(3), None, None, None, None, 1e-5),
+     r"x must be \(N, C, \*\)"),
+    (lambda: _native.batch_norm(np.ones((2, 3)), None, None, np.ones(3), None, 1e-5),
+     "mean and var must both be given"),
+    (lambda: _native.batch_norm(np.ones((2, 3)), np.ones(4), None, None, None, 1e-5),
+     "weight has 4 elements, expected 3"),
+    (lambda: _native.batch_norm_backward(np.ones((2, 3)), np.ones((2, 3)), None,
+                                         np.ones(3, np.float32), np.ones(3), 1e-5),
+     "mean has dtype float32"),
+    (lambda: _native.batch_norm_backward(np.ones((2, 4)), np.ones((2, 3)), None, None, None,
+                                         1e-5), r"g has shape \(2, 4\)"),
 ])
 def test_native_entry_points_check_their_arguments(call, message):
     with pytest.raises(RuntimeError, match=message):
@@ -172,6 +210,7 @@ def test_gradients_through_native_activations_and_layer_norm_pass_gradcheck():
     w = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
     b = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
     gradcheck(lambda x, w, b: F.layer_norm(x, (7,), w, b).sin(), (x, w, b))
+    gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True).sin(), (x, w, b))
     # through the backward too: gelu_backward and silu_backward are differentiable ops
     for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):
         gradgradcheck(fn, (x,))
@@ -210,7 +249,8 @@ def test_supported_cases_take_the_native_path(monkeypatch):
         raise AssertionError("fell back to the reference kernel")
 
     for name in ("gelu", "gelu_backward", "silu", "silu_backward", "sigmoid", "softplus", "elu",
-                 "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward"):
+                 "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
+                 "batch_norm", "batch_norm_backward"):
         monkeypatch.setattr(Reference, name, refuse)
     x = RNG.standard_normal((6, 10)).astype(np.float32)
     w, b = np.ones(10, np.float32), np.zeros(10, np.float32)
@@ -219,3 +259,6 @@ def test_supported_cases_take_the_native_path(monkeypatch):
     NAT.leaky_relu(x), NAT.activation_backward(x, x, "elu", alpha=1.0)
     NAT.layer_norm(x, w, b, 1, 1e-5), NAT.layer_norm_backward(x, x, w, 1, 1e-5)
     NAT.layer_norm(x, None, None, 1, 1e-5), NAT.layer_norm_backward(x, x, None, 1, 1e-5)
+    for training in (True, False):
+        NAT.batch_norm(x, w, b, w, w, training, 1e-5)
+        NAT.batch_norm_backward(x, x, w, w, w, training, 1e-5)

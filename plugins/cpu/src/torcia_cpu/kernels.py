@@ -253,6 +253,21 @@ class NativeKernels(Reference):
         shape = x.shape[x.ndim - normalized_ndim:]
         return gx, gw.reshape(shape), gb.reshape(shape)
 
+    def batch_norm(self, x, weight, bias, running_mean, running_var, training, eps):
+        stats = None if training else (running_mean, running_var)
+        if not _batch_norm_ok(x, stats, weight, bias):
+            return super().batch_norm(x, weight, bias, running_mean, running_var, training, eps)
+        stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
+        return tuple(_native.batch_norm(_cc(x), _opt_c(weight), _opt_c(bias), *stats, eps))
+
+    def batch_norm_backward(self, g, x, weight, running_mean, running_var, training, eps):
+        stats = None if training else (running_mean, running_var)
+        if g.shape != x.shape or not _native_ok(x, g) or not _batch_norm_ok(x, stats, weight):
+            return super().batch_norm_backward(g, x, weight, running_mean, running_var,
+                                               training, eps)
+        stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
+        return tuple(_native.batch_norm_backward(_cc(g), _cc(x), _opt_c(weight), *stats, eps))
+
     # ----- recurrent layers: the time loop in C++, the cells natively -------------------
     def lstm_layer(self, x_gates, h0, c0, w_hh_t):
         if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
@@ -367,6 +382,15 @@ def _norm_params_ok(x, d, *params) -> bool:
         p.size == d and p.shape == x.shape[x.ndim - p.ndim:] for p in given)
 
 
+def _batch_norm_ok(x, stats, *params) -> bool:
+    """x (N, C, *) float32/float64, the running statistics (when used) and each non-None
+    parameter (C,) in its dtype."""
+    if x.ndim < 2 or (stats is not None and any(s is None for s in stats)):
+        return False
+    given = [p for p in (*params, *(stats or ())) if p is not None]
+    return _native_ok(x, *given) and all(p.shape == (x.shape[1],) for p in given)
+
+
 def _opt_c(a):
     return None if a is None else _cc(a)
 
@@ -423,5 +447,6 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "cross_entropy_backward", "embedding_backward", "lstm_cell",
              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
-             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward")
+             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
+             "batch_norm", "batch_norm_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}
