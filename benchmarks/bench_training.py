@@ -1,62 +1,91 @@
-"""Training-step workloads: torcia with the C++ plugin, torcia on NumPy alone, and PyTorch.
+"""Training-step workloads, torcia (with its C++ plugin) against PyTorch, in one run.
 
 The same code builds each workload for both frameworks (their APIs match), so what is
-timed is the framework. torcia without its plugin runs in a child process started with
-``TORCIA_DISABLE_PLUGINS=cpu``; everything is measured in this one run and printed as a
-table with the ratio of torcia (with the plugin) to PyTorch.
+timed is the framework. Each workload runs in two child processes of its own, one per
+framework, started together and then driven in alternating rounds (torcia's round, then
+PyTorch's, ``--rounds`` times), so that load from other jobs falls on both alike; the
+table shows each framework's median time per step over the rounds, the ratio of the
+medians, and each child's peak resident memory (its whole process: interpreter, the
+framework and the workload).
 
-    python benchmarks/bench_training.py [--repeat 5] [--only cnn,mlp] [--clock cpu]
+    python benchmarks/bench_training.py [--rounds 5] [--only gpt,lstm_lm] [--threads 1]
+    python benchmarks/bench_training.py --profile gpt     # cProfile of torcia's step
 
-``--clock cpu`` times the process's CPU time (all its threads) instead of the wall clock:
-on a machine shared with other jobs the wall clock mostly measures the others, while CPU
-time still compares the work each framework does (a framework that keeps two threads
-busy pays for both).
+``--threads`` sets both frameworks' thread count (default: the CPU count); on a machine
+shared with other jobs, one thread compares the work each does without measuring how
+their threads wait for each other. ``--numpy`` adds a column for torcia with its plugin
+blocked (``TORCIA_DISABLE_PLUGINS=cpu``).
+``--clock cpu`` times the child's CPU time (all its threads) instead of the wall clock.
 
-Workloads (from the torcia-cpu issue): per-op overhead (forward+backward of
-``(a*b + a).sum()`` on tiny tensors), an MLP 784-512-512-10 step (batch 128, SGD
-momentum), a CNN step (conv 1->32, pool, conv 32->64, pool, linear 3136->128->10, batch
-64, Adam), a 2-layer pre-norm transformer step (d=128, 4 heads, seq 64, batch 16, vocab
-1000, AdamW), an LSTM step (input 64, hidden 128, seq 32, batch 32, SGD), and float32
-GEMM at 1024 and 2048 in GFLOP/s beside NumPy's.
+Workloads:
+
+- ``overhead``: forward+backward of ``(a*b + a).sum()`` on tiny tensors;
+- ``mlp``: 784-512-512-10, batch 128, SGD with momentum;
+- ``cnn``: conv 1->32, pool, conv 32->64, pool, linear 3136->128->10, batch 64, Adam;
+- ``transformer``: 2 ``nn.TransformerEncoderLayer`` (d=128, 4 heads, ReLU, seq 64,
+  batch 16), vocab 1000, AdamW;
+- ``gpt``: a GPT-style language model as small ones are written: token and position
+  embeddings, 2 pre-norm blocks (d=128, 4 heads, seq 64, batch 16: 64 attention matrices
+  of 64x64x32 per step) with LayerNorm, causal attention through batched matmuls and a
+  masked softmax, a GELU MLP (d -> 4d -> d), AdamW;
+- ``lstm``: ``nn.LSTM(64, 128)``, seq 32, batch 32, SGD;
+- ``lstm_lm``: a word language model as in Zaremba et al.'s small setup: embedding 1000x200,
+  2-layer ``nn.LSTM(200, 200)``, seq 35, batch 20, linear decoder, SGD;
+- ``sdpa``: ``F.scaled_dot_product_attention`` forward+backward, causal, (16, 4, 64, 32);
+- ``resnet18``: a ResNet-18 (BatchNorm, basic blocks) step, batch 32 of 3x64x64, 100
+  classes, SGD with momentum;
+- ``textcls``: ``nn.EmbeddingBag`` (vocab 20000, d 64, mean) then a linear classifier
+  over 4 classes, 64 bags of about 50 tokens, Adam;
+- ``gelu``, ``gelu_tanh``, ``tanh``, ``sigmoid``, ``silu``: forward+backward of the
+  activation on 1M float32 elements;
+- ``gemm1024``, ``gemm2048``: float32 square products; also timed on NumPy (the BLAS
+  ceiling), printed as GFLOP/s.
 """
 
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
+import math
 import os
+import pstats
+import resource
+import statistics
 import subprocess
 import sys
 import time
 
-import numpy as np
 
-
-def _lib(name):
+def _lib(name, threads=None):
+    threads = threads or os.cpu_count() or 1
     if name == "torch":
         import torch
 
-        torch.set_num_threads(os.cpu_count() or 1)
+        torch.set_num_threads(threads)
         return torch
+    if name == "numpy":
+        # the BLAS ceiling on the same thread count (read when NumPy loads its OpenBLAS)
+        os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
+        import numpy
+
+        return numpy
     import torcia
 
+    torcia.set_num_threads(threads)
     return torcia
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
-_clock = [time.perf_counter]
 
 
-def _best(fn, repeat, number=1):
-    clock = _clock[0]
-    fn()
-    times = []
-    for _ in range(repeat):
-        start = clock()
-        for _ in range(number):
-            fn()
-        times.append((clock() - start) / number)
-    return min(times)
+def _train_step(model, opt, inputs, target, loss_fn):
+    def step():
+        opt.zero_grad()
+        loss_fn(model(inputs), target).backward()
+        opt.step()
+
+    return step
 
 
 def overhead(lib):
@@ -65,15 +94,6 @@ def overhead(lib):
 
     def step():
         (a * b + a).sum().backward()
-
-    return step, 200
-
-
-def _train_step(lib, model, opt, inputs, target, loss_fn):
-    def step():
-        opt.zero_grad()
-        loss_fn(model(inputs), target).backward()
-        opt.step()
 
     return step
 
@@ -85,7 +105,7 @@ def mlp(lib):
                           nn.Linear(512, 10))
     opt = lib.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     x, y = lib.randn(128, 784), lib.randint(0, 10, (128,))
-    return _train_step(lib, model, opt, x, y, nn.functional.cross_entropy), 1
+    return _train_step(model, opt, x, y, nn.functional.cross_entropy)
 
 
 def cnn(lib):
@@ -96,7 +116,7 @@ def cnn(lib):
                           nn.Flatten(), nn.Linear(3136, 128), nn.ReLU(), nn.Linear(128, 10))
     opt = lib.optim.Adam(model.parameters(), lr=1e-3)
     x, y = lib.randn(64, 1, 28, 28), lib.randint(0, 10, (64,))
-    return _train_step(lib, model, opt, x, y, nn.functional.cross_entropy), 1
+    return _train_step(model, opt, x, y, nn.functional.cross_entropy)
 
 
 def transformer(lib):
@@ -119,19 +139,69 @@ def transformer(lib):
     opt = lib.optim.AdamW(model.parameters(), lr=1e-3)
     tokens = lib.randint(0, 1000, (16, 64))
     target = lib.randint(0, 1000, (16 * 64,))
-    return _train_step(lib, model, opt, tokens, target, nn.functional.cross_entropy), 1
+    return _train_step(model, opt, tokens, target, nn.functional.cross_entropy)
+
+
+def gpt(lib):
+    nn, F = lib.nn, lib.nn.functional
+    lib.manual_seed(0)
+    vocab, d, heads, seq, batch, layers = 1000, 128, 4, 64, 16, 2
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv = nn.Linear(d, 3 * d)
+            self.proj = nn.Linear(d, d)
+            mask = lib.ones(seq, seq, dtype=lib.bool).tril()
+            self.register_buffer("mask", mask.logical_not())
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).split(d, dim=2)
+            q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // heads))
+            att = att.masked_fill(self.mask[:t, :t], float("-inf")).softmax(dim=-1)
+            y = (att @ v).transpose(1, 2).reshape(b, t, d)
+            return self.proj(y)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = Attention()
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln1(x))
+            return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+    class GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(seq, d)
+            self.blocks = nn.Sequential(*[Block() for _ in range(layers)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab)
+            self.register_buffer("positions", lib.arange(seq))
+
+        def forward(self, tokens):
+            x = self.tok(tokens) + self.pos(self.positions[:tokens.shape[1]])
+            return self.head(self.ln(self.blocks(x))).reshape(-1, vocab)
+
+    model = GPT()
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    tokens = lib.randint(0, vocab, (batch, seq))
+    target = lib.randint(0, vocab, (batch * seq,))
+    return _train_step(model, opt, tokens, target, F.cross_entropy)
 
 
 def lstm(lib):
     nn = lib.nn
     lib.manual_seed(0)
-    rnn = nn.LSTM(64, 128, batch_first=True)
-    head = nn.Linear(128, 10)
 
     class Model(nn.Module):
         def __init__(self):
             super().__init__()
-            self.rnn, self.head = rnn, head
+            self.rnn, self.head = nn.LSTM(64, 128, batch_first=True), nn.Linear(128, 10)
 
         def forward(self, x):
             out, _ = self.rnn(x)
@@ -140,103 +210,292 @@ def lstm(lib):
     model = Model()
     opt = lib.optim.SGD(model.parameters(), lr=0.1)
     x, y = lib.randn(32, 32, 64), lib.randint(0, 10, (32,))
-    return _train_step(lib, model, opt, x, y, nn.functional.cross_entropy), 1
+    return _train_step(model, opt, x, y, nn.functional.cross_entropy)
 
 
-WORKLOADS = {"overhead": overhead, "mlp": mlp, "cnn": cnn, "transformer": transformer,
-             "lstm": lstm}
+def lstm_lm(lib):
+    nn = lib.nn
+    lib.manual_seed(0)
+    vocab, d, seq, batch = 1000, 200, 35, 20
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(vocab, d)
+            self.rnn = nn.LSTM(d, d, num_layers=2)
+            self.head = nn.Linear(d, vocab)
+
+        def forward(self, tokens):
+            out, _ = self.rnn(self.embed(tokens))
+            return self.head(out).reshape(-1, vocab)
+
+    model = Model()
+    opt = lib.optim.SGD(model.parameters(), lr=1.0)
+    tokens = lib.randint(0, vocab, (seq, batch))
+    target = lib.randint(0, vocab, (seq * batch,))
+    return _train_step(model, opt, tokens, target, nn.functional.cross_entropy)
 
 
-def time_workloads(lib_name, names, repeat):
-    """Seconds per step for each workload (None where the framework lacks a piece)."""
-    lib = _lib(lib_name)
-    out = {}
-    for name in names:
-        try:
-            step, number = WORKLOADS[name](lib)
-        except (AttributeError, ImportError, NotImplementedError) as exc:
-            out[name] = f"n/a: {type(exc).__name__}: {exc}"[:70]
-            continue
-        out[name] = _best(step, repeat, number)
-    return out
+def sdpa(lib):
+    lib.manual_seed(0)
+    q, k, v = (lib.randn(16, 4, 64, 32, requires_grad=True) for _ in range(3))
+    g = lib.randn(16, 4, 64, 32)
+
+    def step():
+        out = lib.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        out.backward(g)
+        for t in (q, k, v):
+            t.grad = None
+
+    return step
 
 
-def gemm(lib_name, repeat):
-    lib = np if lib_name == "numpy" else _lib(lib_name)
-    out = {}
-    for n in (1024, 2048):
-        if lib is np:
-            a = np.random.default_rng(0).random((n, n), dtype=np.float32)
-            b = a.copy()
+def resnet18(lib):
+    nn = lib.nn
+
+    class Basic(nn.Module):
+        def __init__(self, cin, cout, stride):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False),
+                                          nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = self.bn1(self.conv1(x)).relu()
+            y = self.bn2(self.conv2(y))
+            return (y + (x if self.down is None else self.down(x))).relu()
+
+    lib.manual_seed(0)
+    stages, cin = [], 64
+    for cout, stride in ((64, 1), (128, 2), (256, 2), (512, 2)):
+        stages += [Basic(cin, cout, stride), Basic(cout, cout, 1)]
+        cin = cout
+    model = nn.Sequential(nn.Conv2d(3, 64, 7, 2, 3, bias=False), nn.BatchNorm2d(64), nn.ReLU(),
+                          nn.MaxPool2d(3, 2, 1), *stages, nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                          nn.Linear(512, 100))
+    opt = lib.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=5e-4)
+    x, y = lib.randn(32, 3, 64, 64), lib.randint(0, 100, (32,))
+    return _train_step(model, opt, x, y, nn.functional.cross_entropy)
+
+
+def textcls(lib):
+    nn = lib.nn
+    if not hasattr(nn, "EmbeddingBag"):
+        raise NotImplementedError("this torcia has no nn.EmbeddingBag yet")
+    lib.manual_seed(0)
+    vocab, d, bags, length = 20000, 64, 64, 50
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bag = nn.EmbeddingBag(vocab, d, mode="mean")
+            self.head = nn.Linear(d, 4)
+
+        def forward(self, batch):
+            tokens, offsets = batch
+            return self.head(self.bag(tokens, offsets))
+
+    model = Model()
+    opt = lib.optim.Adam(model.parameters(), lr=1e-3)
+    tokens = lib.randint(0, vocab, (bags * length,))
+    offsets = lib.arange(0, bags * length, length)
+    target = lib.randint(0, 4, (bags,))
+    return _train_step(model, opt, (tokens, offsets), target, nn.functional.cross_entropy)
+
+
+def _activation(fn):
+    def workload(lib):
+        lib.manual_seed(0)
+        x = lib.randn(1 << 20, requires_grad=True)
+        g = lib.randn(1 << 20)
+
+        def step():
+            fn(lib, x).backward(g)
+            x.grad = None
+
+        return step
+
+    return workload
+
+
+def _gemm(n):
+    def workload(lib):
+        if lib.__name__ == "numpy":
+            a = lib.random.default_rng(0).random((n, n), dtype=lib.float32)
         else:
-            a, b = lib.rand(n, n), lib.rand(n, n)
-        seconds = _best(lambda a=a, b=b: a @ b, repeat)
-        out[f"gemm{n}"] = 2 * n ** 3 / seconds / 1e9
-    return out
+            a = lib.rand(n, n)
+        b = a.copy() if lib.__name__ == "numpy" else a.clone()
+        return lambda: a @ b
+
+    return workload
 
 
-def _child(lib_name, names, repeat, clock):
+WORKLOADS = {
+    "overhead": overhead, "mlp": mlp, "cnn": cnn, "transformer": transformer, "gpt": gpt,
+    "lstm": lstm, "lstm_lm": lstm_lm, "sdpa": sdpa, "resnet18": resnet18,
+    "textcls": textcls,
+    "gelu": _activation(lambda lib, x: lib.nn.functional.gelu(x)),
+    "gelu_tanh": _activation(lambda lib, x: lib.nn.functional.gelu(x, approximate="tanh")),
+    "tanh": _activation(lambda lib, x: x.tanh()),
+    "sigmoid": _activation(lambda lib, x: x.sigmoid()),
+    "silu": _activation(lambda lib, x: lib.nn.functional.silu(x)),
+    "gemm1024": _gemm(1024), "gemm2048": _gemm(2048),
+}
+#: Each round runs a workload's step for at least this long.
+ROUND_SECONDS = 0.25
+
+
+def _child(lib_name, name, clock_name, threads):
+    """Serve rounds of one workload over stdin/stdout: a line "round" times one round and
+    answers its seconds per step; end of input answers the peak RSS in bytes."""
+    clock = CLOCKS[clock_name]
+    try:
+        step = WORKLOADS[name](_lib(lib_name, threads))
+    except (AttributeError, ImportError, NotImplementedError, TypeError) as exc:
+        print(json.dumps({"skip": f"{type(exc).__name__}: {exc}"[:90]}), flush=True)
+        return
+    start = clock()
+    step()
+    step()
+    number = max(1, int(ROUND_SECONDS / max((clock() - start) / 2, 1e-7)))
+    print(json.dumps({"ready": number}), flush=True)
+    for line in sys.stdin:
+        if line.strip() != "round":
+            break
+        start = clock()
+        for _ in range(number):
+            step()
+        print(json.dumps({"seconds": (clock() - start) / number}), flush=True)
+    print(json.dumps({"rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}),
+          flush=True)
+
+
+def _spawn(lib_name, name, clock_name, threads):
     env = dict(os.environ)
+    child = lib_name
     if lib_name == "torcia-numpy":
+        child = "torcia"
         env["TORCIA_DISABLE_PLUGINS"] = ",".join(
             filter(None, [env.get("TORCIA_DISABLE_PLUGINS"), "cpu"]))
-    cmd = [sys.executable, __file__, "--child", "torcia", "--only", ",".join(names),
-           "--repeat", str(repeat), "--clock", clock]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if proc.returncode:
-        raise SystemExit(f"{lib_name} run failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    cmd = [sys.executable, __file__, "--child", child, "--only", name, "--clock", clock_name,
+           "--threads", str(threads)]
+    return subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env=env)
 
 
-def _cell(v, unit="ms"):
-    if isinstance(v, str) or v is None:
+def _answer(proc):
+    line = proc.stdout.readline()
+    if not line:
+        raise SystemExit(f"benchmark child {proc.args[3:]} failed")
+    return json.loads(line)
+
+
+def measure(name, libs, rounds, clock_name, threads):
+    """{lib: {"median": s, "rss": bytes} or {"skip": reason}} for one workload."""
+    procs = {lib: _spawn(lib, name, clock_name, threads) for lib in libs}
+    out, live = {}, {}
+    for lib, proc in procs.items():
+        first = _answer(proc)
+        if "skip" in first:
+            out[lib] = first
+        else:
+            live[lib], out[lib] = proc, {"times": []}
+    for _ in range(rounds):
+        for lib, proc in live.items():
+            proc.stdin.write("round\n")
+            proc.stdin.flush()
+            out[lib]["times"].append(_answer(proc)["seconds"])
+    for lib, proc in live.items():
+        proc.stdin.close()
+        out[lib]["rss"] = _answer(proc)["rss"]
+        out[lib]["median"] = statistics.median(out[lib]["times"])
+    for proc in procs.values():
+        proc.wait()
+    return out
+
+
+def profile(name, threads, steps=20, top=25):
+    """Print cProfile's top functions (by own time) over ``steps`` torcia steps."""
+    step = WORKLOADS[name](_lib("torcia", threads))
+    step()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(steps):
+        step()
+    prof.disable()
+    pstats.Stats(prof).sort_stats("tottime").print_stats(top)
+
+
+def _ms(entry):
+    if "skip" in entry:
         return "n/a"
-    return f"{v * 1e3:9.2f} ms" if unit == "ms" else f"{v:9.1f} GF/s"
+    return f"{entry['median'] * 1e3:.3f} ms"
+
+
+def _mib(entry):
+    return "" if "rss" not in entry else f"{entry['rss'] / 2 ** 20:.0f}"
 
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--repeat", type=int, default=5)
-    parser.add_argument("--only", default=",".join([*WORKLOADS, "gemm"]),
-                        help="comma-separated workloads (default: all, and gemm)")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default=",".join(WORKLOADS),
+                        help="comma-separated workloads (default: all)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time the wall clock (default) or the process's CPU time")
+    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                        help="threads for both frameworks (default: the CPU count)")
+    parser.add_argument("--numpy", action="store_true",
+                        help="add torcia with its plugin blocked")
+    parser.add_argument("--profile", metavar="WORKLOAD",
+                        help="print a cProfile of torcia's step instead of the table")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    _clock[0] = CLOCKS[args.clock]
-    names = [n for n in args.only.split(",") if n in WORKLOADS or n == "gemm"]
-    workloads = [n for n in names if n in WORKLOADS]
+    names = [n for n in args.only.split(",") if n]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
     if args.child:
-        result = time_workloads(args.child, workloads, args.repeat)
-        if "gemm" in names:
-            result.update(gemm(args.child, args.repeat))
-        print(json.dumps(result))
+        _child(args.child, names[0], args.clock, args.threads)
         return 0
-    columns = {"torcia+cpu": _child("torcia", names, args.repeat, args.clock),
-               "torcia (numpy)": _child("torcia-numpy", names, args.repeat, args.clock)}
-    try:
-        columns["pytorch"] = time_workloads("torch", workloads, args.repeat)
-        if "gemm" in names:
-            columns["pytorch"].update(gemm("torch", args.repeat))
-    except ImportError:
-        columns["pytorch"] = {}
-    if "gemm" in names:
-        columns["numpy"] = gemm("numpy", args.repeat)
-    print(f"{'workload':<12}" + "".join(f"{c:>16}" for c in columns) + f"{'ratio':>10}")
-    rows = workloads + ([k for k in ("gemm1024", "gemm2048")] if "gemm" in names else [])
-    for name in rows:
-        unit = "gf" if name.startswith("gemm") else "ms"
-        cells = [columns[c].get(name) for c in columns]
-        ours, theirs = cells[0], columns["pytorch"].get(name)
+    if args.profile:
+        profile(args.profile, args.threads)
+        return 0
+    libs = ["torcia", "torch"] + (["torcia-numpy"] if args.numpy else [])
+    header = (f"{'workload':<12}{'torcia':>13}{'pytorch':>13}{'ratio':>8}"
+              f"{'rss torcia':>12}{'rss torch':>11}")
+    if args.numpy:
+        header += f"{'torcia (numpy)':>16}"
+    print(header + "   (median of rounds; RSS in MiB)", flush=True)
+    for name in names:
+        extra = ["numpy"] if name.startswith("gemm") else []
+        res = measure(name, libs + extra, args.rounds, args.clock, args.threads)
+        ours, theirs = res["torcia"], res["torch"]
         ratio = ""
-        if isinstance(ours, float) and isinstance(theirs, float):
-            ratio = f"{(ours / theirs if unit == 'ms' else theirs / ours):9.2f}x"
-        print(f"{name:<12}" + "".join(f"{_cell(v, unit):>16}" for v in cells) + f"{ratio:>10}")
-        for c, v in zip(columns, cells):
-            if isinstance(v, str):
-                print(f"{'':<12}  {c}: {v}")
-    print("ratio: torcia+cpu time / PyTorch time (for GEMM: PyTorch GFLOP/s / torcia's); "
-          "below 1 means torcia is faster")
+        if "median" in ours and "median" in theirs:
+            ratio = f"{ours['median'] / theirs['median']:.2f}x"
+        row = (f"{name:<12}{_ms(ours):>13}{_ms(theirs):>13}{ratio:>8}{_mib(ours):>12}"
+               f"{_mib(theirs):>11}")
+        if args.numpy:
+            row += f"{_ms(res['torcia-numpy']):>16}"
+        if extra and "median" in ours:
+            n = int(name[4:])
+            flops = {lib: 2 * n ** 3 / res[lib]["median"] / 1e9 for lib in res
+                     if "median" in res[lib]}
+            row += "   GFLOP/s " + ", ".join(f"{lib} {v:.0f}" for lib, v in flops.items())
+            row += f"; torcia at {flops['torcia'] / flops['numpy']:.0%} of NumPy's BLAS"
+        print(row, flush=True)
+        for lib, entry in res.items():
+            if "skip" in entry:
+                print(f"{'':<12}  {lib}: skipped: {entry['skip']}", flush=True)
+    print("ratio: torcia's median time / PyTorch's; below 1 means torcia is faster. "
+          f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each, "
+          f"{args.threads} thread(s) for both.")
     return 0
 
 

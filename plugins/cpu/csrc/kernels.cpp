@@ -2,7 +2,8 @@
 //
 // Only the work NumPy does poorly lives here: gathering and scattering convolution
 // windows (im2col/col2im), pooling, embedding scatter-add, softmax, the LSTM cell, fused
-// optimizer updates over many arrays. Matrix products stay on NumPy's BLAS.
+// optimizer updates over many arrays; activations, normalisation and the products run on
+// the extension's own OpenBLAS are in the other files of csrc/, registered at the end.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
@@ -20,6 +21,15 @@
 #include <omp.h>
 #endif
 
+#include "lstm_rows.h"
+#include "vecmath.h"
+
+// defined in activations.cpp, norm.cpp, blas.cpp and lstm.cpp
+void define_activations(pybind11::module_& m);
+void define_norm(pybind11::module_& m);
+void define_blas(pybind11::module_& m);
+void define_lstm(pybind11::module_& m);
+
 namespace py = pybind11;
 using std::int64_t;
 
@@ -31,16 +41,6 @@ static int num_threads = 1;
 // Below this many elements a loop runs on the calling thread: waking the team costs more
 // than it saves, and much more when the machine is loaded.
 constexpr int64_t kParallelWork = 1 << 16;
-
-// The row loops are compiled twice on x86-64, for AVX2+FMA and for the baseline, and
-// the loader picks one for the CPU at hand: AVX2 doubles the lanes and has the 64-bit
-// integer compares and blends the pooling selects need (the LSTM cell: 2x faster,
-// max pooling: 3.4x).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TORCIA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TORCIA_CLONES
-#endif
 
 void set_num_threads(int n) {
   num_threads = std::max(1, n);
@@ -413,67 +413,7 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
   return out;
 }
 
-// ----- LSTM cell ------------------------------------------------------------------------
-
-// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), so
-// that the loops below vectorize: a call to the C library's expf or tanhf would keep them
-// scalar, at several times NumPy's (SIMD) cost. double keeps std::exp.
-static inline float exp_approx(float x) {
-  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
-  const float c = std::min(std::max(x, -87.33f), 88.37f);
-  const float v = c * 1.44269504088896341f + 0.5f;
-  int32_t k = static_cast<int32_t>(v);
-  k -= static_cast<float>(k) > v;  // floor, for negative v too
-  const float n = static_cast<float>(k);
-  float r = c - n * 0.693359375f;
-  r -= n * -2.12194440e-4f;
-  float y = 1.9875691500e-4f;
-  y = y * r + 1.3981999507e-3f;
-  y = y * r + 8.3334519073e-3f;
-  y = y * r + 4.1665795894e-2f;
-  y = y * r + 1.6666665459e-1f;
-  y = y * r + 5.0000001201e-1f;
-  y = y * r * r + r + 1.0f;
-  // shifted as unsigned: for NaN, k is INT_MIN on x86, and a signed shift of the negative
-  // k + 127 would be undefined (the bits do not matter then: y is NaN already)
-  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
-  float scale;
-  std::memcpy(&scale, &bits, sizeof scale);
-  // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
-  // would keep the loops around it scalar (and NaN * 0 stays NaN)
-  return y * scale * static_cast<float>(x >= -87.33f);
-}
-
-static inline double exp_approx(double x) { return std::exp(x); }
-
-template <typename T>
-static inline T sigmoid(T x) {
-  return T(1) / (T(1) + exp_approx(-x));
-}
-
-template <typename T>
-static inline T tanh_(T x) {
-  return T(2) * sigmoid(T(2) * x) - T(1);
-}
-
-// One row of lstm_cell; restrict lets the compiler vectorize the loop without a runtime
-// overlap check it gives up on.
-template <typename T>
-TORCIA_CLONES static void lstm_cell_row(const T* __restrict__ gates, const T* __restrict__ c,
-                          T* __restrict__ act, T* __restrict__ h, T* __restrict__ c_new,
-                          int64_t hd) {
-  for (int64_t k = 0; k < hd; ++k) {
-    const T i = sigmoid(gates[k]), f = sigmoid(gates[hd + k]);
-    const T g = tanh_(gates[2 * hd + k]), o = sigmoid(gates[3 * hd + k]);
-    const T cv = f * c[k] + i * g;
-    act[k] = i;
-    act[hd + k] = f;
-    act[2 * hd + k] = g;
-    act[3 * hd + k] = o;
-    c_new[k] = cv;
-    h[k] = o * tanh_(cv);
-  }
-}
+// ----- LSTM cell (its rows in lstm_rows.h) ---------------------------------------------
 
 // One step from the gate pre-activations gates (M, 4H) = [i f g o] and the cell state
 // c (M, H): h = o tanh(c'), c' = f c + i g, with i, f, o sigmoids and g a tanh; act holds
@@ -498,23 +438,6 @@ py::tuple lstm_cell(carray<T> gates, carray<T> c) {
       lstm_cell_row(gp + r * 4 * hd, cp + r * hd, ap + r * 4 * hd, hp + r * hd, cn + r * hd, hd);
   }
   return py::make_tuple(h, c_new, act);
-}
-
-template <typename T>
-TORCIA_CLONES static void lstm_cell_backward_row(const T* __restrict__ gh, const T* __restrict__ gc,
-                                   const T* __restrict__ act, const T* __restrict__ c,
-                                   const T* __restrict__ c_new, T* __restrict__ g_gates,
-                                   T* __restrict__ g_c, int64_t hd) {
-  for (int64_t k = 0; k < hd; ++k) {
-    const T i = act[k], f = act[hd + k], g = act[2 * hd + k], o = act[3 * hd + k];
-    const T tc = tanh_(c_new[k]);
-    const T dc = gc[k] + gh[k] * o * (T(1) - tc * tc);
-    g_gates[k] = dc * g * i * (T(1) - i);
-    g_gates[hd + k] = dc * c[k] * f * (T(1) - f);
-    g_gates[2 * hd + k] = dc * i * (T(1) - g * g);
-    g_gates[3 * hd + k] = gh[k] * tc * o * (T(1) - o);
-    g_c[k] = dc * f;
-  }
 }
 
 // lstm_cell's first derivative from its saved activations: (grad_gates, grad_c).
@@ -794,6 +717,10 @@ PYBIND11_MODULE(_native, m) {
   m.def("adam_step_f64", &adam_step<double>);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
+  define_activations(m);
+  define_norm(m);
+  define_blas(m);
+  define_lstm(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

@@ -137,14 +137,8 @@ print(get_backend("cpu").kernel_providers["conv"])
 """
 
 
-def test_blocking_the_plugin_falls_back_to_numpy_with_the_same_results(tmp_path):
-    results = {}
-    for label, env in (("native", {}), ("numpy", {"TORCIA_DISABLE_PLUGINS": "cpu"})):
-        out = tmp_path / f"{label}.npy"
-        proc = subprocess.run([sys.executable, "-c", _SCRIPT.format(out=str(out))],
-                              capture_output=True, text=True, env={**os.environ, **env})
-        assert proc.returncode == 0, proc.stderr
-        results[label] = (proc.stdout.strip(), np.load(out))
+def test_blocking_the_plugin_falls_back_to_numpy_with_the_same_results(with_and_without_plugin):
+    results = with_and_without_plugin(_SCRIPT)
     assert results["native"][0] == "cpu" and results["numpy"][0] == "core"
     np.testing.assert_allclose(results["native"][1], results["numpy"][1], rtol=1e-5, atol=1e-6)
 

@@ -1,9 +1,10 @@
 """torcia-cpu: native kernels for torcia's "cpu" device.
 
 The plugin overrides core's NumPy reference kernels where native code is faster
-(convolution window gathering, pooling, embedding backward, multi-tensor
+(convolution window gathering, pooling, embedding backward, activations, LayerNorm and
+BatchNorm, the LSTM layer's time loop, batches of small products, multi-tensor
 optimizer updates), through the same ``torcia_register_kernels`` hook as any plugin.
-Matrix products stay on NumPy's BLAS, on one thread unless large (see ``_blas``).
+Other matrix products stay on NumPy's BLAS, on one thread unless large (see ``_blas``).
 Results agree with the reference kernels to float tolerance; blocking the plugin
 (``TORCIA_DISABLE_PLUGINS=cpu``) falls back to them.
 """
@@ -13,3 +14,6 @@ import os
 # OpenMP threads that spin while waiting steal the core from the Python thread on a busy
 # machine; passive waiting must be chosen before the runtime loads with the extension
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+# the OpenBLAS the extension calls: loaded (and its symbols made global) before the extension
+import scipy_openblas32  # noqa: E402, F401

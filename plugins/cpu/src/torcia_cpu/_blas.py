@@ -47,7 +47,9 @@ def _find_setter():
         return None
     try:
         with open("/proc/self/maps") as maps:
-            paths = {line.split()[-1] for line in maps if "openblas" in line.lower()}
+            # NumPy's OpenBLAS; the extension's own (scipy_openblas32) stays on one thread
+            paths = {line.split()[-1] for line in maps
+                     if "openblas" in line.lower() and "scipy_openblas32" not in line}
     except OSError:
         return None
     for path in sorted(paths):
@@ -106,14 +108,19 @@ def crowded() -> bool:
     return _load["crowded"]
 
 
+def worth_threads(work: int) -> bool:
+    """Whether a product of ``work`` multiply-adds is worth torcia's threads now."""
+    if torcia.get_num_threads() == 1:
+        return False
+    return work >= PARALLEL_WORK and (work >= CROWDED_WORK or not crowded())
+
+
 def wide(a, b) -> bool:
     """Whether ``a @ b`` (NumPy matmul shapes) is worth BLAS's threads."""
-    if _setter is None or torcia.get_num_threads() == 1:
+    if _setter is None or a.ndim == 1 or b.ndim == 1:
         return False
-    if a.ndim == 1 or b.ndim == 1:
-        return False
-    work = max(a.size * b.shape[-1], b.size * a.shape[-2] * math.prod(a.shape[:-2]))
-    return work >= PARALLEL_WORK and (work >= CROWDED_WORK or not crowded())
+    return worth_threads(max(a.size * b.shape[-1],
+                             b.size * a.shape[-2] * math.prod(a.shape[:-2])))
 
 
 @contextmanager

@@ -7,8 +7,11 @@ not cover: ranks other than 2-D images, dtypes other than float32/float64.
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 
+import torcia
 from torcia.library import ReferenceKernels as Reference
 from torcia.library import check_geometry as _check_geometry
 from torcia.library import pool_geometry as _pool_geometry
@@ -27,11 +30,22 @@ def _c(a):
     return np.ascontiguousarray(a)
 
 
+def _cc(a):
+    """``a`` C-contiguous, its shape kept (``ascontiguousarray`` makes a 0-d array 1-d)."""
+    return a if a.flags.c_contiguous else a.copy()
+
+
 class NativeKernels(Reference):
     """Reference kernels, with native overrides (listed in :data:`OVERRIDES`)."""
 
     # ----- matrix products: NumPy's BLAS, on several threads only when large ----------
     def matmul(self, a, b):
+        if _small_batch(a, b):
+            # threads over the batch, one single-threaded GEMM per matrix, in C++: the
+            # attention products of a transformer (64 matrices of 64x64x32 a step)
+            lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+            return _native.matmul_batched(_gemm_ready(np.broadcast_to(a, lead + a.shape[-2:])),
+                                          _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
         if not _blas.wide(a, b):
             return super().matmul(a, b)
         with _blas.parallel():
@@ -185,8 +199,110 @@ class NativeKernels(Reference):
             return super().logsumexp_rows(x)
         return _native.logsumexp_rows(_c(x))
 
-    # ----- recurrent cells: the whole-layer ops are the reference's, overridden so that
-    # their steps run the native cell -------------------------------------------------
+    # ----- activations: one native pass each, where NumPy makes several (GELU's erf
+    # through SciPy) --------------------------------------------------------------------
+    def gelu(self, a, approximate="none"):
+        if not _native_ok(a):
+            return super().gelu(a, approximate)
+        return _native.activation("gelu_tanh" if approximate == "tanh" else "gelu", _cc(a))
+
+    def gelu_backward(self, g, a, approximate="none"):
+        if not _same_shape_float(g, a):
+            return super().gelu_backward(g, a, approximate)
+        name = "gelu_tanh" if approximate == "tanh" else "gelu"
+        return _native.activation_backward(name, _cc(g), _cc(a))
+
+    def silu(self, a):
+        if not _native_ok(a):
+            return super().silu(a)
+        return _native.activation("silu", _cc(a))
+
+    def silu_backward(self, g, a):
+        if not _same_shape_float(g, a):
+            return super().silu_backward(g, a)
+        return _native.activation_backward("silu", _cc(g), _cc(a))
+
+    def sigmoid(self, a):
+        if not _native_ok(a):
+            return super().sigmoid(a)
+        return _native.activation("sigmoid", _cc(a))
+
+    def tanh(self, a):
+        if not _native_ok(a):
+            return self.xp.tanh(a)
+        return _native.activation("tanh", _cc(a))
+
+    def softplus(self, a, beta=1.0, threshold=20.0):
+        if not _native_ok(a) or beta == 0:
+            return super().softplus(a, beta, threshold)
+        return _native.activation("softplus", _cc(a), beta, threshold)
+
+    def elu(self, a, alpha=1.0):
+        if not _native_ok(a):
+            return super().elu(a, alpha)
+        return _native.activation("elu", _cc(a), alpha)
+
+    def leaky_relu(self, a, negative_slope=0.01):
+        if not _native_ok(a):
+            return super().leaky_relu(a, negative_slope)
+        return _native.activation("leaky_relu", _cc(a), negative_slope)
+
+    def activation_backward(self, g, a, activation, **params):
+        native = _NATIVE_BACKWARD.get(activation)
+        if native is None or not _same_shape_float(g, a) or params.get("beta") == 0:
+            return super().activation_backward(g, a, activation, **params)
+        return _native.activation_backward(activation, _cc(g), _cc(a),
+                                           *(params[k] for k in native))
+
+    # ----- layer normalisation over the trailing dimensions ----------------------------
+    def layer_norm(self, x, weight, bias, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or not _norm_params_ok(x, d, weight, bias):
+            return super().layer_norm(x, weight, bias, normalized_ndim, eps)
+        return _native.layer_norm(_cc(x), _opt_c(weight), _opt_c(bias), d, eps)
+
+    def layer_norm_backward(self, g, x, weight, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or g.shape != x.shape or not _native_ok(x, g) or not _norm_params_ok(
+                x, d, weight):
+            return super().layer_norm_backward(g, x, weight, normalized_ndim, eps)
+        gx, gw, gb = _native.layer_norm_backward(_cc(g), _cc(x), _opt_c(weight), d, eps)
+        shape = x.shape[x.ndim - normalized_ndim:]
+        return gx, gw.reshape(shape), gb.reshape(shape)
+
+    def batch_norm(self, x, weight, bias, running_mean, running_var, training, eps):
+        stats = None if training else (running_mean, running_var)
+        if not _batch_norm_ok(x, stats, weight, bias):
+            return super().batch_norm(x, weight, bias, running_mean, running_var, training, eps)
+        stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
+        return tuple(_native.batch_norm(_cc(x), _opt_c(weight), _opt_c(bias), *stats, eps))
+
+    def batch_norm_backward(self, g, x, weight, running_mean, running_var, training, eps):
+        stats = None if training else (running_mean, running_var)
+        if g.shape != x.shape or not _native_ok(x, g) or not _batch_norm_ok(x, stats, weight):
+            return super().batch_norm_backward(g, x, weight, running_mean, running_var,
+                                               training, eps)
+        stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
+        return tuple(_native.batch_norm_backward(_cc(g), _cc(x), _opt_c(weight), *stats, eps))
+
+    # ----- recurrent layers: the time loop in C++, the cells natively -------------------
+    def lstm_layer(self, x_gates, h0, c0, w_hh_t):
+        if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
+            return super().lstm_layer(x_gates, h0, c0, w_hh_t)
+        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
+            return tuple(_native.lstm_layer(_c(x_gates), _c(h0), _c(c0), _c(w_hh_t)))
+
+    def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+        grads = [g for g in (g_out, g_cs) if g is not None]
+        if not _lstm_layer_ok(acts, h0, c0, w_hh_t, cs, out, *grads) or any(
+                a.shape != acts.shape[:-1] + h0.shape[-1:] for a in (cs, out, *grads)):
+            return super().lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
+        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
+            return tuple(_native.lstm_layer_backward(
+                None if g_out is None else _c(g_out), None if g_cs is None else _c(g_cs),
+                _c(acts), _c(cs), _c(out), _c(h0), _c(c0), _c(w_hh_t)))
+
+    # ----- recurrent cells ----------------------------------------------------------
     def lstm_cell(self, gates, c):
         hidden = gates.shape[-1] // 4
         if not _native_ok(gates, c) or c.shape != gates.shape[:-1] + (hidden,):
@@ -204,6 +320,50 @@ class NativeKernels(Reference):
         return g_gates.reshape(act.shape), g_c.reshape(shape)
 
 
+def _lstm_layer_ok(x_gates, h0, c0, w_hh_t, *others) -> bool:
+    """The reference lstm_layer's shapes (L, N, 4H), (N, H), (N, H), (H, 4H) in one float
+    dtype (``others`` in it too)."""
+    if x_gates.ndim != 3 or h0.ndim != 2 or not _native_ok(x_gates, h0, c0, w_hh_t, *others):
+        return False
+    n, hidden = h0.shape
+    return (x_gates.shape[1:] == (n, 4 * hidden) and c0.shape == h0.shape
+            and w_hh_t.shape == (hidden, 4 * hidden))
+
+
+@contextmanager
+def _own_blas_threads(work):
+    """The extension's OpenBLAS on torcia's threads for products of ``work`` multiply-adds
+    inside the block where they pay (see ``_blas``), on one thread after it."""
+    if not _blas.worth_threads(work):
+        yield
+        return
+    _native.set_blas_threads(torcia.get_num_threads())
+    try:
+        yield
+    finally:
+        _native.set_blas_threads(1)
+
+
+def _small_batch(a, b) -> bool:
+    """A batch of float products, each below the size BLAS threads pay for."""
+    if a.ndim < 3 or b.ndim < 3 or not _native_ok(a, b):
+        return False
+    return a.shape[-2] * a.shape[-1] * b.shape[-1] < _blas.PARALLEL_WORK
+
+
+def _gemm_ready(a):
+    """``a`` itself where GEMM can read its matrices in place (a unit stride along one of
+    the last two dims, none negative), else a C-contiguous copy."""
+    item = a.itemsize
+    rows, cols = a.shape[-2:]
+    rs, cs = a.strides[-2:]
+    if all(s >= 0 and s % item == 0 for s in a.strides) and (
+            (cs == item or cols == 1) and (rows == 1 or rs // item >= cols)
+            or (rs == item or rows == 1) and (cols == 1 or cs // item >= rows)):
+        return a
+    return _c(a)
+
+
 def _last_dim_rows(a, dim, g=None) -> bool:
     """Whether a softmax-like op along ``dim`` of ``a`` (and ``g``, of its shape) runs as
     rows: along the last dimension, in float32 or float64."""
@@ -214,6 +374,42 @@ def _last_dim_rows(a, dim, g=None) -> bool:
 
 def _rows(*arrays):
     return [_c(a).reshape(-1, a.shape[-1]) for a in arrays]
+
+
+#: activation_backward's activations done natively, with the parameters they take.
+_NATIVE_BACKWARD = {"leaky_relu": ("negative_slope",), "elu": ("alpha",),
+                    "softplus": ("beta", "threshold")}
+
+
+def _same_shape_float(g, a) -> bool:
+    return g.shape == a.shape and _native_ok(g, a)
+
+
+def _trailing(x, ndim) -> int:
+    """The number of elements in the last ``ndim`` dims of ``x`` (0 when there are none)."""
+    if ndim < 1 or ndim > x.ndim:
+        return 0
+    return int(np.prod(x.shape[x.ndim - ndim:]))
+
+
+def _norm_params_ok(x, d, *params) -> bool:
+    """x float32/float64 and each non-None parameter of its dtype with ``d`` elements."""
+    given = [p for p in params if p is not None]
+    return _native_ok(x, *given) and all(
+        p.size == d and p.shape == x.shape[x.ndim - p.ndim:] for p in given)
+
+
+def _batch_norm_ok(x, stats, *params) -> bool:
+    """x (N, C, *) float32/float64, the running statistics (when used) and each non-None
+    parameter (C,) in its dtype."""
+    if x.ndim < 2 or (stats is not None and any(s is None for s in stats)):
+        return False
+    given = [p for p in (*params, *(stats or ())) if p is not None]
+    return _native_ok(x, *given) and all(p.shape == (x.shape[1],) for p in given)
+
+
+def _opt_c(a):
+    return None if a is None else _cc(a)
 
 
 def _same_float(arrays):
@@ -266,5 +462,8 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
              "softmax_backward", "log_softmax_backward", "cross_entropy",
              "cross_entropy_backward", "embedding_backward", "lstm_cell",
-             "lstm_cell_backward", "lstm_layer", "lstm_layer_backward")
+             "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
+             "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
+             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
+             "batch_norm", "batch_norm_backward")
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

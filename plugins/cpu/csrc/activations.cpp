@@ -1,0 +1,233 @@
+// Elementwise activations and their first derivatives: GELU (exact and tanh), SiLU,
+// sigmoid, tanh, softplus, ELU and LeakyReLU, in float32 and float64.
+//
+// NumPy runs each of these as several passes over memory (GELU: an erf from SciPy and five
+// arithmetic passes); here each is one vectorised pass, on OpenMP threads when large.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "checks.h"
+#include "vecmath.h"
+
+namespace py = pybind11;
+using std::int64_t;
+
+namespace {
+
+enum class Act { gelu, gelu_tanh, silu, sigmoid, tanh, softplus, elu, leaky_relu };
+
+Act parse(const std::string& fn, const std::string& name) {
+  if (name == "gelu") return Act::gelu;
+  if (name == "gelu_tanh") return Act::gelu_tanh;
+  if (name == "silu") return Act::silu;
+  if (name == "sigmoid") return Act::sigmoid;
+  if (name == "tanh") return Act::tanh;
+  if (name == "softplus") return Act::softplus;
+  if (name == "elu") return Act::elu;
+  if (name == "leaky_relu") return Act::leaky_relu;
+  throw std::runtime_error(fn + ": unknown activation '" + name + "'");
+}
+
+constexpr double kSqrt1_2 = 0.70710678118654752440;
+constexpr double kInvSqrt2Pi = 0.39894228040143267794;
+constexpr double kSqrt2OverPi = 0.79788456080286535588;
+constexpr double kGeluTanhC = 0.044715;
+
+// min(x, 0), NaN kept (as NumPy's minimum): the exponentials of ELU's unused branch stay
+// finite, and NaN reaches the output as in the reference kernel
+template <typename T>
+TORCIA_INLINE T nonpositive(T x) {
+  return x > T(0) ? T(0) : x;
+}
+
+// Elements per span (an OpenMP task); a single span stays on the calling thread.
+constexpr int64_t kChunk = 1 << 15;
+
+// y = f(x) over one span. p0, p1: softplus's beta and threshold, ELU's alpha, LeakyReLU's
+// negative slope. Both sides of a select are computed before it: a select with work in
+// one arm is a branch, which keeps the loop scalar. GELU-tanh is x sigmoid(2u), with
+// u = sqrt(2/pi)(x + c x^3): 0.5 x (1 + tanh u) without the cancellation of 1 + tanh u
+// for negative x.
+template <typename T>
+TORCIA_CLONES_WIDE void forward_span(Act act, const T* __restrict__ x, T* __restrict__ y,
+                                     int64_t n, T p0, T p1) {
+  const T half(0.5);
+  switch (act) {
+    case Act::gelu:
+      for (int64_t k = 0; k < n; ++k) y[k] = half * x[k] * erfc_approx(-x[k] * T(kSqrt1_2));
+      break;
+    case Act::gelu_tanh:
+      for (int64_t k = 0; k < n; ++k) {
+        const T u = T(2 * kSqrt2OverPi) * (x[k] + T(kGeluTanhC) * x[k] * x[k] * x[k]);
+        y[k] = x[k] * sigmoid_approx(u);
+      }
+      break;
+    case Act::silu:
+      for (int64_t k = 0; k < n; ++k) y[k] = x[k] * sigmoid_approx(x[k]);
+      break;
+    case Act::sigmoid:
+      for (int64_t k = 0; k < n; ++k) y[k] = sigmoid_approx(x[k]);
+      break;
+    case Act::tanh:
+      for (int64_t k = 0; k < n; ++k) y[k] = tanh_approx(x[k]);
+      break;
+    case Act::softplus:
+      // log(1 + e^b) = max(b, 0) + log1p(e^-|b|); x itself above the threshold
+      for (int64_t k = 0; k < n; ++k) {
+        const T b = x[k] * p0;
+        const T pos = b > T(0) ? b : T(0);
+        const T soft = (pos + std::log1p(exp_approx(-std::fabs(b)))) / p0;
+        y[k] = b > p1 ? x[k] : soft;
+      }
+      break;
+    case Act::elu:
+      for (int64_t k = 0; k < n; ++k) {
+        const T neg = p0 * expm1_approx(nonpositive(x[k]));
+        y[k] = x[k] > T(0) ? x[k] : neg;
+      }
+      break;
+    case Act::leaky_relu:
+      for (int64_t k = 0; k < n; ++k) y[k] = x[k] > T(0) ? x[k] : x[k] * p0;
+      break;
+  }
+}
+
+// out = g f'(x) over one span, parameters as forward_span's.
+template <typename T>
+TORCIA_CLONES_WIDE void backward_span(Act act, const T* __restrict__ g,
+                                      const T* __restrict__ x, T* __restrict__ out, int64_t n,
+                                      T p0, T p1) {
+  const T half(0.5), one(1);
+  switch (act) {
+    case Act::gelu:
+      for (int64_t k = 0; k < n; ++k) {
+        const T cdf = half * erfc_approx(-x[k] * T(kSqrt1_2));
+        const T pdf = exp_approx(-half * x[k] * x[k]) * T(kInvSqrt2Pi);
+        out[k] = g[k] * (cdf + x[k] * pdf);
+      }
+      break;
+    case Act::gelu_tanh:
+      // with s = sigmoid(2u): 0.5 (1 + tanh u) = s and 1 - tanh^2 u = 4 s (1 - s)
+      for (int64_t k = 0; k < n; ++k) {
+        const T xx = x[k] * x[k];
+        const T u = T(kSqrt2OverPi) * (x[k] + T(kGeluTanhC) * xx * x[k]);
+        const T s = sigmoid_approx(T(2) * u);
+        const T du = T(kSqrt2OverPi) * (one + T(3 * kGeluTanhC) * xx);
+        out[k] = g[k] * (s + T(2) * x[k] * s * (one - s) * du);
+      }
+      break;
+    case Act::silu:
+      for (int64_t k = 0; k < n; ++k) {
+        const T s = sigmoid_approx(x[k]);
+        out[k] = g[k] * s * (one + x[k] * (one - s));
+      }
+      break;
+    case Act::sigmoid:
+      for (int64_t k = 0; k < n; ++k) {
+        const T s = sigmoid_approx(x[k]);
+        out[k] = g[k] * s * (one - s);
+      }
+      break;
+    case Act::tanh:
+      for (int64_t k = 0; k < n; ++k) {
+        const T t = tanh_approx(x[k]);
+        out[k] = g[k] * (one - t * t);
+      }
+      break;
+    case Act::softplus:
+      for (int64_t k = 0; k < n; ++k) {
+        const T z = x[k] * p0;
+        const T soft = g[k] * sigmoid_approx(z);
+        out[k] = z > p1 ? g[k] : soft;
+      }
+      break;
+    case Act::elu:
+      for (int64_t k = 0; k < n; ++k) {
+        const T neg = g[k] * p0 * exp_approx(nonpositive(x[k]));
+        out[k] = x[k] > T(0) ? g[k] : neg;
+      }
+      break;
+    case Act::leaky_relu:
+      for (int64_t k = 0; k < n; ++k) out[k] = x[k] > T(0) ? g[k] : g[k] * p0;
+      break;
+  }
+}
+
+// body(lo, len) over the spans of [0, n), on OpenMP threads when there are several
+template <typename Body>
+void chunked(int64_t n, Body body) {
+  py::gil_scoped_release release;
+  const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (chunks > 1)
+  for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(kChunk, n - c * kChunk));
+}
+
+template <typename T>
+void run_forward(Act act, const py::array& x, py::array& y, double p0, double p1) {
+  const T* xp = static_cast<const T*>(x.data());
+  T* yp = static_cast<T*>(y.mutable_data());
+  chunked(x.size(), [&](int64_t lo, int64_t len) {
+    forward_span<T>(act, xp + lo, yp + lo, len, T(p0), T(p1));
+  });
+}
+
+template <typename T>
+void run_backward(Act act, const py::array& g, const py::array& x, py::array& out, double p0,
+                  double p1) {
+  const T* gp = static_cast<const T*>(g.data());
+  const T* xp = static_cast<const T*>(x.data());
+  T* op = static_cast<T*>(out.mutable_data());
+  chunked(x.size(), [&](int64_t lo, int64_t len) {
+    backward_span<T>(act, gp + lo, xp + lo, op + lo, len, T(p0), T(p1));
+  });
+}
+
+void check_params(const std::string& fn, Act act, double p0) {
+  if (act == Act::softplus && p0 == 0)
+    throw std::runtime_error(fn + ": softplus's beta must not be 0");
+}
+
+// activation(name, x, p0, p1) -> f(x), a new array of x's shape and dtype.
+py::array activation(const std::string& name, const py::array& x, double p0, double p1) {
+  const std::string fn = "activation";
+  const Act act = parse(fn, name);
+  torcia_checks::float_array(fn, "x", x);
+  check_params(fn, act, p0);
+  py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  if (x.dtype().is(py::dtype::of<float>()))
+    run_forward<float>(act, x, y, p0, p1);
+  else
+    run_forward<double>(act, x, y, p0, p1);
+  return y;
+}
+
+// activation_backward(name, g, x, p0, p1) -> g f'(x); g has x's shape and dtype.
+py::array activation_backward(const std::string& name, const py::array& g, const py::array& x,
+                              double p0, double p1) {
+  const std::string fn = "activation_backward";
+  const Act act = parse(fn, name);
+  torcia_checks::float_array(fn, "x", x);
+  torcia_checks::same(fn, "g", g, "x", x);
+  check_params(fn, act, p0);
+  py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  if (x.dtype().is(py::dtype::of<float>()))
+    run_backward<float>(act, g, x, out, p0, p1);
+  else
+    run_backward<double>(act, g, x, out, p0, p1);
+  return out;
+}
+
+}  // namespace
+
+void define_activations(py::module_& m) {
+  m.def("activation", &activation, py::arg("name"), py::arg("x"), py::arg("p0") = 0.0,
+        py::arg("p1") = 0.0);
+  m.def("activation_backward", &activation_backward, py::arg("name"), py::arg("g"),
+        py::arg("x"), py::arg("p0") = 0.0, py::arg("p1") = 0.0);
+}

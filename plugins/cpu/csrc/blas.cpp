@@ -1,0 +1,142 @@
+// Matrix products on the OpenBLAS of the scipy-openblas32 wheel, called from C++: a batch of
+// small products with OpenMP threads over the batch, one single-threaded GEMM per matrix,
+// without a return to Python between them.
+//
+// The library is loaded by importing scipy_openblas32 (torcia_cpu/__init__.py) before this
+// extension; its functions carry the wheel's scipy_ prefix, so they never clash with
+// NumPy's own OpenBLAS in the same process.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "checks.h"
+#include "gemm.h"
+
+namespace py = pybind11;
+using std::int64_t;
+
+namespace {
+
+// Below this many multiply-adds in all, a batch runs on the calling thread.
+constexpr int64_t kParallelMacs = 1 << 18;
+
+// How one matrix operand (its last two dims) is laid out for GEMM: row-major (unit stride
+// along the row) or transposed (unit stride down the column), with its leading dimension.
+struct Layout {
+  CBLAS_TRANSPOSE trans;
+  blasint ld;
+};
+
+Layout layout_of(const std::string& fn, const std::string& name, const py::array& a) {
+  const int64_t item = a.itemsize(), nd = a.ndim();
+  const int64_t rows = a.shape(nd - 2), cols = a.shape(nd - 1);
+  const int64_t rs = a.strides(nd - 2), cs = a.strides(nd - 1);
+  for (int64_t d = 0; d < nd; ++d)
+    if (a.strides(d) < 0 || a.strides(d) % item != 0)
+      throw std::runtime_error(fn + ": " + name + " has a negative or unaligned stride");
+  // a dimension of size 1 may have any stride: the other one decides
+  if ((cs == item || cols == 1) && (rows == 1 || rs / item >= cols))
+    return {CblasNoTrans, static_cast<blasint>(rows == 1 ? std::max<int64_t>(cols, 1) : rs / item)};
+  if ((rs == item || rows == 1) && (cols == 1 || cs / item >= rows))
+    return {CblasTrans, static_cast<blasint>(cols == 1 ? std::max<int64_t>(rows, 1) : cs / item)};
+  throw std::runtime_error(fn + ": " + name +
+                           " has no unit stride along either of its last two dims");
+}
+
+// element offset of batch index i (over the leading dims of shape) in a
+int64_t batch_offset(const py::array& a, const std::vector<int64_t>& lead, int64_t i) {
+  int64_t off = 0;
+  for (int64_t d = static_cast<int64_t>(lead.size()) - 1; d >= 0; --d) {
+    off += (i % lead[d]) * (a.strides(d) / a.itemsize());
+    i /= lead[d];
+  }
+  return off;
+}
+
+template <typename T>
+void run_batched(const py::array& a, const py::array& b, py::array& out, Layout la, Layout lb,
+                 const std::vector<int64_t>& lead, int64_t batch, int64_t m, int64_t k,
+                 int64_t n) {
+  const T* ap = static_cast<const T*>(a.data());
+  const T* bp = static_cast<const T*>(b.data());
+  T* cp = static_cast<T*>(out.mutable_data());
+  std::vector<int64_t> aoff(batch), boff(batch);
+  for (int64_t i = 0; i < batch; ++i) {
+    aoff[i] = batch_offset(a, lead, i);
+    boff[i] = batch_offset(b, lead, i);
+  }
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (batch > 1 && batch * m * n * k > kParallelMacs)
+  for (int64_t i = 0; i < batch; ++i)
+    gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld, T(0),
+            cp + i * m * n, n);
+}
+
+// matmul_batched(a (*, M, K), b (*, K, N)) -> (*, M, N), C-contiguous; the leading dims of
+// a and b are equal (broadcast by the caller: stride 0 is fine), each operand's last two
+// dims row-major or transposed, with any strides elsewhere.
+py::array matmul_batched(const py::array& a, const py::array& b) {
+  const std::string fn = "matmul_batched";
+  if (a.ndim() < 2) throw std::runtime_error(fn + ": a must have at least 2 dims");
+  if (b.ndim() != a.ndim())
+    throw std::runtime_error(fn + ": b has " + std::to_string(b.ndim()) + " dims, a has " +
+                             std::to_string(a.ndim()));
+  const py::dtype dt = a.dtype();
+  if (!dt.is(py::dtype::of<float>()) && !dt.is(py::dtype::of<double>()))
+    throw std::runtime_error(fn + ": a must be float32 or float64, got " +
+                             std::string(py::str(dt)));
+  if (!b.dtype().is(dt))
+    throw std::runtime_error(fn + ": b has dtype " + std::string(py::str(b.dtype())) +
+                             ", a has " + std::string(py::str(dt)));
+  const int64_t nd = a.ndim();
+  std::vector<int64_t> lead;
+  std::vector<py::ssize_t> shape;
+  int64_t batch = 1;
+  for (int64_t d = 0; d < nd - 2; ++d) {
+    if (a.shape(d) != b.shape(d))
+      throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
+                               torcia_checks::shape_of(b) + " (leading dims must be equal)");
+    lead.push_back(a.shape(d));
+    shape.push_back(a.shape(d));
+    batch *= a.shape(d);
+  }
+  const int64_t m = a.shape(nd - 2), k = a.shape(nd - 1), n = b.shape(nd - 1);
+  if (b.shape(nd - 2) != k)
+    throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
+                             torcia_checks::shape_of(b) +
+                             " (a's last dim must be b's second last)");
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  if (m > kMax || n > kMax || k > kMax)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");
+  shape.push_back(m);
+  shape.push_back(n);
+  py::array out(dt, shape);
+  // empty operands (whose strides NumPy leaves at 0) need no product: an empty sum is 0
+  if (out.size() == 0) return out;
+  if (k == 0) {
+    std::fill_n(static_cast<char*>(out.mutable_data()), out.nbytes(), 0);
+    return out;
+  }
+  const Layout la = layout_of(fn, "a", a), lb = layout_of(fn, "b", b);
+  if (dt.is(py::dtype::of<float>()))
+    run_batched<float>(a, b, out, la, lb, lead, batch, m, k, n);
+  else
+    run_batched<double>(a, b, out, la, lb, lead, batch, m, k, n);
+  return out;
+}
+
+}  // namespace
+
+void define_blas(py::module_& m) {
+  // torcia's threads go over the batch, each product on one; the LSTM layer asks for more
+  // for the duration of a large one (set_blas_threads)
+  scipy_openblas_set_num_threads(1);
+  m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"));
+  m.def("set_blas_threads", [](int n) { scipy_openblas_set_num_threads(std::max(1, n)); },
+        py::arg("n"));
+}

@@ -1,0 +1,360 @@
+// LayerNorm over the rows of a (R, D) array and BatchNorm over the channels of an
+// (N, C, *) one, forward and backward, float32 and float64.
+//
+// NumPy's version makes about ten passes over the activations (mean, centring, variance,
+// scaling, their gradients); here each row is read twice forward and three times backward,
+// with sums in double precision, rows split among OpenMP threads.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include "checks.h"
+#include "vecmath.h"
+
+namespace py = pybind11;
+using std::int64_t;
+
+namespace {
+
+// Rows are split among threads from this many elements.
+constexpr int64_t kParallelElements = 1 << 15;
+
+// sum over k < d of f(k) in double, with eight independent accumulators: one would be a
+// chain of dependent additions (the compiler may not reorder them itself), four times
+// slower than the vectorised lanes
+template <typename F>
+TORCIA_INLINE double lanes_sum(int64_t d, F f) {
+  double acc[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= d; k += 8)
+    for (int u = 0; u < 8; ++u) acc[u] += f(k + u);
+  double total = 0;
+  for (; k < d; ++k) total += f(k);
+  for (int u = 0; u < 8; ++u) total += acc[u];
+  return total;
+}
+
+// mean and 1/sqrt(var + eps) of one row (two passes: the centred sum of squares does not
+// lose digits the way E[x^2] - E[x]^2 does)
+template <typename T>
+TORCIA_INLINE void row_stats(const T* __restrict__ x, int64_t d, double eps, double* mean,
+                             double* rstd) {
+  const double m = lanes_sum(d, [&](int64_t k) { return double(x[k]); }) / d;
+  const double v = lanes_sum(d, [&](int64_t k) {
+    const double c = x[k] - m;
+    return c * c;
+  });
+  *mean = m;
+  *rstd = 1.0 / std::sqrt(v / d + eps);
+}
+
+template <typename T>
+TORCIA_CLONES void forward_row(const T* __restrict__ x, const T* __restrict__ w,
+                               const T* __restrict__ b, T* __restrict__ y, int64_t d,
+                               double eps) {
+  double mean, rstd;
+  row_stats(x, d, eps, &mean, &rstd);
+  const T m = T(mean), r = T(rstd);
+  for (int64_t k = 0; k < d; ++k) {
+    T v = (x[k] - m) * r;
+    if (w) v *= w[k];
+    if (b) v += b[k];
+    y[k] = v;
+  }
+}
+
+// gx of one row, and its terms of gw (g xhat) and gb (g) added to the thread's sums
+template <typename T>
+TORCIA_CLONES void backward_row(const T* __restrict__ g, const T* __restrict__ x,
+                                const T* __restrict__ w, T* __restrict__ gx,
+                                double* __restrict__ gw, double* __restrict__ gb, int64_t d,
+                                double eps) {
+  double mean, rstd;
+  row_stats(x, d, eps, &mean, &rstd);
+  // the means of gxhat = g w and of gxhat * xhat over the row
+  auto gh = [&](int64_t k) { return w ? double(g[k]) * w[k] : double(g[k]); };
+  const double a = lanes_sum(d, gh) / d;
+  const double c = lanes_sum(d, [&](int64_t k) { return gh(k) * (x[k] - mean) * rstd; }) / d;
+  for (int64_t k = 0; k < d; ++k) {
+    const double xhat = (x[k] - mean) * rstd;
+    gw[k] += double(g[k]) * xhat;
+    gb[k] += g[k];
+    gx[k] = T((gh(k) - a - xhat * c) * rstd);
+  }
+}
+
+const std::string kForward = "layer_norm", kBackward = "layer_norm_backward";
+
+// x as (rows, d): d > 0 and dividing x's size
+int64_t rows_of(const std::string& fn, const py::array& x, int64_t d) {
+  if (d <= 0) throw std::runtime_error(fn + ": d must be positive, got " + std::to_string(d));
+  if (x.size() % d != 0)
+    throw std::runtime_error(fn + ": x has " + std::to_string(x.size()) +
+                             " elements, not a multiple of d = " + std::to_string(d));
+  return x.size() / d;
+}
+
+// an optional parameter of d elements and x's dtype; nullptr for None
+const void* param(const std::string& fn, const std::string& name, const py::object& p,
+                  const py::array& x, int64_t d) {
+  if (p.is_none()) return nullptr;
+  if (!py::isinstance<py::array>(p))
+    throw std::runtime_error(fn + ": " + name + " must be an array or None");
+  const py::array a = py::reinterpret_borrow<py::array>(p);
+  torcia_checks::like(fn, name, a, "x", x);
+  if (a.size() != d)
+    throw std::runtime_error(fn + ": " + name + " has " + std::to_string(a.size()) +
+                             " elements, expected " + std::to_string(d));
+  return a.data();
+}
+
+template <typename T>
+void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, double eps) {
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) forward_row(x + r * d, w, b, y + r * d, d, eps);
+}
+
+template <typename T>
+void backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb, int64_t rows, int64_t d,
+              double eps) {
+  py::gil_scoped_release release;
+  std::vector<double> total(2 * d, 0.0);
+#pragma omp parallel if (rows * d > kParallelElements && rows > 1)
+  {
+    std::vector<double> sums(2 * d, 0.0);
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      backward_row(g + r * d, x + r * d, w, gx + r * d, sums.data(), sums.data() + d, d, eps);
+#pragma omp critical
+    for (int64_t k = 0; k < 2 * d; ++k) total[k] += sums[k];
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    gw[k] = T(total[k]);
+    gb[k] = T(total[d + k]);
+  }
+}
+
+// layer_norm(x, weight, bias, d, eps): each run of d elements of x normalised, then
+// scaled by weight and shifted by bias (each (d,) or None).
+py::array layer_norm(const py::array& x, const py::object& weight, const py::object& bias,
+                     int64_t d, double eps) {
+  torcia_checks::float_array(kForward, "x", x);
+  const int64_t rows = rows_of(kForward, x, d);
+  const void* w = param(kForward, "weight", weight, x, d);
+  const void* b = param(kForward, "bias", bias, x, d);
+  py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  if (x.dtype().is(py::dtype::of<float>()))
+    forward(static_cast<const float*>(x.data()), static_cast<const float*>(w),
+            static_cast<const float*>(b), static_cast<float*>(y.mutable_data()), rows, d, eps);
+  else
+    forward(static_cast<const double*>(x.data()), static_cast<const double*>(w),
+            static_cast<const double*>(b), static_cast<double*>(y.mutable_data()), rows, d, eps);
+  return y;
+}
+
+// layer_norm_backward(g, x, weight, d, eps) -> (grad_x, grad_weight, grad_bias), the
+// parameter gradients of shape (d,) whether or not the layer has them.
+py::tuple layer_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
+                              int64_t d, double eps) {
+  torcia_checks::float_array(kBackward, "x", x);
+  torcia_checks::same(kBackward, "g", g, "x", x);
+  const int64_t rows = rows_of(kBackward, x, d);
+  const void* w = param(kBackward, "weight", weight, x, d);
+  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array gw(x.dtype(), std::vector<py::ssize_t>{d}), gb(x.dtype(), std::vector<py::ssize_t>{d});
+  if (x.dtype().is(py::dtype::of<float>()))
+    backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
+             static_cast<const float*>(w), static_cast<float*>(gx.mutable_data()),
+             static_cast<float*>(gw.mutable_data()), static_cast<float*>(gb.mutable_data()),
+             rows, d, eps);
+  else
+    backward(static_cast<const double*>(g.data()), static_cast<const double*>(x.data()),
+             static_cast<const double*>(w), static_cast<double*>(gx.mutable_data()),
+             static_cast<double*>(gw.mutable_data()), static_cast<double*>(gb.mutable_data()),
+             rows, d, eps);
+  return py::make_tuple(gx, gw, gb);
+}
+
+// ----- BatchNorm: per channel of (N, C, S) ------------------------------------------
+
+// sum over the N segments of length S of channel c of f(segment, k)
+template <typename F>
+TORCIA_INLINE double channel_sum(int64_t n, int64_t s, F f) {
+  double total = 0;
+  for (int64_t b = 0; b < n; ++b) total += lanes_sum(s, [&](int64_t k) { return f(b, k); });
+  return total;
+}
+
+// (N, C, S) sizes of x (N, C, *), after checking it and the optional (C,) parameters
+struct Channels {
+  int64_t n, c, s;
+};
+
+Channels channels_of(const std::string& fn, const py::array& x) {
+  torcia_checks::float_array(fn, "x", x);
+  if (x.ndim() < 2)
+    throw std::runtime_error(fn + ": x must be (N, C, *), got " + torcia_checks::shape_of(x));
+  int64_t s = 1;
+  for (py::ssize_t d = 2; d < x.ndim(); ++d) s *= x.shape(d);
+  return {x.shape(0), x.shape(1), s};
+}
+
+// mean and biased variance of channel c: the given ones (eval), else the batch's (two
+// passes, as row_stats)
+template <typename T>
+void channel_stats(const T* x, const Channels& d, int64_t c, const T* mean_in, const T* var_in,
+                   double* mean, double* var) {
+  if (mean_in) {
+    *mean = mean_in[c];
+    *var = var_in[c];
+    return;
+  }
+  auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
+  const double count = double(d.n * d.s);
+  const double m =
+      channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(x[at(b, k)]); }) / count;
+  *mean = m;
+  *var = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
+           const double v = x[at(b, k)] - m;
+           return v * v;
+         }) / count;
+}
+
+template <typename T>
+void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* var_in, T* out,
+                T* mean_out, T* var_out, const Channels& d, double eps) {
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
+  for (int64_t c = 0; c < d.c; ++c) {
+    auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
+    double mean, var;
+    channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+    mean_out[c] = T(mean);
+    var_out[c] = T(var);
+    const T scale = T((w ? double(w[c]) : 1.0) / std::sqrt(var + eps));
+    const T shift = b ? b[c] : T(0);
+    const T m = T(mean);
+    for (int64_t bb = 0; bb < d.n; ++bb) {
+      const T* xi = x + at(bb, 0);
+      T* oi = out + at(bb, 0);
+      for (int64_t k = 0; k < d.s; ++k) oi[k] = (xi[k] - m) * scale + shift;
+    }
+  }
+}
+
+template <typename T>
+void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* var_in, T* gx,
+                 T* gw, T* gb, const Channels& d, double eps) {
+  py::gil_scoped_release release;
+  const int64_t count = d.n * d.s;
+#pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
+  for (int64_t c = 0; c < d.c; ++c) {
+    auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
+    double mean, var;
+    channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+    const double rstd = 1.0 / std::sqrt(var + eps);
+    const double sum_g =
+        channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
+    const double sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
+      return double(g[at(b, k)]) * (x[at(b, k)] - mean) * rstd;
+    });
+    gb[c] = T(sum_g);
+    gw[c] = T(sum_gx);
+    const double scale = rstd * (w ? double(w[c]) : 1.0);
+    // training: g - mean(g) - xhat mean(g xhat), times the scale; eval: g times it
+    const double a = mean_in ? 0.0 : sum_g / count, k2 = mean_in ? 0.0 : sum_gx / count;
+    const T ts = T(scale), ta = T(a), tk = T(k2 * rstd), tm = T(mean);
+    for (int64_t bb = 0; bb < d.n; ++bb) {
+      const T* gi = g + at(bb, 0);
+      const T* xi = x + at(bb, 0);
+      T* oi = gx + at(bb, 0);
+      for (int64_t k = 0; k < d.s; ++k) oi[k] = (gi[k] - ta - (xi[k] - tm) * tk) * ts;
+    }
+  }
+}
+
+// batch_norm(x (N, C, *), weight, bias, mean, var, eps) -> (out, mean, var): normalised per
+// channel with the batch's statistics when mean and var are None (training), else with
+// them; weight, bias (C,) or None; the statistics used come back (var biased).
+py::tuple batch_norm(const py::array& x, const py::object& weight, const py::object& bias,
+                     const py::object& mean, const py::object& var, double eps) {
+  const std::string fn = "batch_norm";
+  const Channels d = channels_of(fn, x);
+  const void* w = param(fn, "weight", weight, x, d.c);
+  const void* b = param(fn, "bias", bias, x, d.c);
+  if (mean.is_none() != var.is_none())
+    throw std::runtime_error(fn + ": mean and var must both be given or both be None");
+  const void* m = param(fn, "mean", mean, x, d.c);
+  const void* v = param(fn, "var", var, x, d.c);
+  py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array mean_out(x.dtype(), std::vector<py::ssize_t>{d.c});
+  py::array var_out(x.dtype(), std::vector<py::ssize_t>{d.c});
+  if (x.dtype().is(py::dtype::of<float>()))
+    bn_forward<float>(static_cast<const float*>(x.data()), static_cast<const float*>(w),
+                      static_cast<const float*>(b), static_cast<const float*>(m),
+                      static_cast<const float*>(v), static_cast<float*>(out.mutable_data()),
+                      static_cast<float*>(mean_out.mutable_data()),
+                      static_cast<float*>(var_out.mutable_data()), d, eps);
+  else
+    bn_forward<double>(static_cast<const double*>(x.data()), static_cast<const double*>(w),
+                       static_cast<const double*>(b), static_cast<const double*>(m),
+                       static_cast<const double*>(v), static_cast<double*>(out.mutable_data()),
+                       static_cast<double*>(mean_out.mutable_data()),
+                       static_cast<double*>(var_out.mutable_data()), d, eps);
+  return py::make_tuple(out, mean_out, var_out);
+}
+
+// batch_norm_backward(g, x, weight, mean, var, eps) -> (grad_x, grad_weight, grad_bias):
+// batch statistics recomputed when mean and var are None (training), else those.
+py::tuple batch_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
+                              const py::object& mean, const py::object& var, double eps) {
+  const std::string fn = "batch_norm_backward";
+  const Channels d = channels_of(fn, x);
+  torcia_checks::same(fn, "g", g, "x", x);
+  const void* w = param(fn, "weight", weight, x, d.c);
+  if (mean.is_none() != var.is_none())
+    throw std::runtime_error(fn + ": mean and var must both be given or both be None");
+  const void* m = param(fn, "mean", mean, x, d.c);
+  const void* v = param(fn, "var", var, x, d.c);
+  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array gw(x.dtype(), std::vector<py::ssize_t>{d.c});
+  py::array gb(x.dtype(), std::vector<py::ssize_t>{d.c});
+  if (x.dtype().is(py::dtype::of<float>()))
+    bn_backward<float>(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
+                       static_cast<const float*>(w), static_cast<const float*>(m),
+                       static_cast<const float*>(v), static_cast<float*>(gx.mutable_data()),
+                       static_cast<float*>(gw.mutable_data()),
+                       static_cast<float*>(gb.mutable_data()), d, eps);
+  else
+    bn_backward<double>(static_cast<const double*>(g.data()),
+                        static_cast<const double*>(x.data()), static_cast<const double*>(w),
+                        static_cast<const double*>(m), static_cast<const double*>(v),
+                        static_cast<double*>(gx.mutable_data()),
+                        static_cast<double*>(gw.mutable_data()),
+                        static_cast<double*>(gb.mutable_data()), d, eps);
+  return py::make_tuple(gx, gw, gb);
+}
+
+}  // namespace
+
+void define_norm(py::module_& m) {
+  m.def("layer_norm", &layer_norm, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("d"), py::arg("eps"));
+  m.def("layer_norm_backward", &layer_norm_backward, py::arg("g"), py::arg("x"),
+        py::arg("weight"), py::arg("d"), py::arg("eps"));
+  m.def("batch_norm", &batch_norm, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("mean"), py::arg("var"), py::arg("eps"));
+  m.def("batch_norm_backward", &batch_norm_backward, py::arg("g"), py::arg("x"),
+        py::arg("weight"), py::arg("mean"), py::arg("var"), py::arg("eps"));
+}

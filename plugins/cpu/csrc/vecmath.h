@@ -1,0 +1,126 @@
+// Vectorisable math shared by torcia-cpu's native kernels: the clone attribute that
+// compiles a loop for AVX2+FMA and the baseline, and functions written in plain arithmetic
+// (no calls into the C library, which would keep the loops around them scalar).
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+// The row loops are compiled twice on x86-64, for AVX2+FMA and for the baseline, and
+// the loader picks one for the CPU at hand: AVX2 doubles the lanes and has the 64-bit
+// integer compares and blends the pooling selects need (the LSTM cell: 2x faster,
+// max pooling: 3.4x).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TORCIA_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+// the elementwise activations also for AVX-512, whose sixteen float lanes they fill
+#define TORCIA_CLONES_WIDE \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TORCIA_CLONES
+#define TORCIA_CLONES_WIDE
+#endif
+
+// The functions below are inlined whatever the inliner's size budget: a loop that calls
+// them out of line (several in one kernel exceed the budget) stays scalar.
+#if defined(__GNUC__)
+#define TORCIA_INLINE inline __attribute__((always_inline))
+#else
+#define TORCIA_INLINE inline
+#endif
+
+// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), so
+// that the loops calling it vectorize: a call to the C library's expf or tanhf would keep them
+// scalar, at several times NumPy's (SIMD) cost. double keeps std::exp.
+static TORCIA_INLINE float exp_approx(float x) {
+  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
+  const float c = std::min(std::max(x, -87.33f), 88.37f);
+  const float v = c * 1.44269504088896341f + 0.5f;
+  int32_t k = static_cast<int32_t>(v);
+  k -= static_cast<float>(k) > v;  // floor, for negative v too
+  const float n = static_cast<float>(k);
+  float r = c - n * 0.693359375f;
+  r -= n * -2.12194440e-4f;
+  float y = 1.9875691500e-4f;
+  y = y * r + 1.3981999507e-3f;
+  y = y * r + 8.3334519073e-3f;
+  y = y * r + 4.1665795894e-2f;
+  y = y * r + 1.6666665459e-1f;
+  y = y * r + 5.0000001201e-1f;
+  y = y * r * r + r + 1.0f;
+  // shifted as unsigned: for NaN, k is INT_MIN on x86, and a signed shift of the negative
+  // k + 127 would be undefined (the bits do not matter then: y is NaN already)
+  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
+  float scale;
+  std::memcpy(&scale, &bits, sizeof scale);
+  // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
+  // would keep the loops around it scalar (and NaN * 0 stays NaN)
+  return y * scale * static_cast<float>(x >= -87.33f);
+}
+
+static TORCIA_INLINE double exp_approx(double x) { return std::exp(x); }
+
+// erfc for float: Numerical Recipes' Chebyshev fit t exp(-z^2 + P(t)), t = 1 / (1 + z/2),
+// relative error below 1.2e-7 for every z >= 0 (so GELU's tail, 0.5 x erfc(-x/sqrt 2) for
+// x < 0, keeps its relative accuracy), mirrored for negative arguments.
+static TORCIA_INLINE float erfc_approx(float x) {
+  const float z = std::fabs(x);
+  const float t = 1.0f / (1.0f + 0.5f * z);
+  float p = 0.17087277f;
+  p = p * t - 0.82215223f;
+  p = p * t + 1.48851587f;
+  p = p * t - 1.13520398f;
+  p = p * t + 0.27886807f;
+  p = p * t - 0.18628806f;
+  p = p * t + 0.09678418f;
+  p = p * t + 0.37409196f;
+  p = p * t + 1.00002368f;
+  p = p * t - 1.26551223f;
+  const float r = t * exp_approx(p - z * z);
+  return x >= 0.0f ? r : 2.0f - r;
+}
+
+static TORCIA_INLINE double erfc_approx(double x) { return std::erfc(x); }
+
+// tanh for float: Cephes' odd polynomial below |x| = 0.625 (where 1 - 2 / (e^2x + 1)
+// would lose digits to cancellation), that expression above; both are computed and one
+// picked, so that the loop stays vectorised.
+static TORCIA_INLINE float tanh_approx(float x) {
+  const float z = std::fabs(x);
+  const float s = x * x;
+  float p = -5.70498872745e-3f;
+  p = p * s + 2.06390887954e-2f;
+  p = p * s - 5.37397155531e-2f;
+  p = p * s + 1.33314422036e-1f;
+  p = p * s - 3.33332819422e-1f;
+  const float small = p * s * x + x;
+  const float large = std::copysign(1.0f - 2.0f / (exp_approx(2.0f * z) + 1.0f), x);
+  return z < 0.625f ? small : large;
+}
+
+static TORCIA_INLINE double tanh_approx(double x) { return std::tanh(x); }
+
+// expm1 for float: its Taylor polynomial below |x| = 0.5 (relative error under 3e-7),
+// exp(x) - 1 above, where the subtraction no longer cancels digits.
+static TORCIA_INLINE float expm1_approx(float x) {
+  float p = 1.0f / 5040;
+  p = p * x + 1.0f / 720;
+  p = p * x + 1.0f / 120;
+  p = p * x + 1.0f / 24;
+  p = p * x + 1.0f / 6;
+  p = p * x + 0.5f;
+  const float small = (p * x) * x + x;
+  const float large = exp_approx(x) - 1.0f;
+  return std::fabs(x) < 0.5f ? small : large;
+}
+
+static TORCIA_INLINE double expm1_approx(double x) { return std::expm1(x); }
+
+// sigmoid through exp(-|x|), which never overflows: 1 / (1 + e) for x >= 0, e / (1 + e)
+// below.
+template <typename T>
+static TORCIA_INLINE T sigmoid_approx(T x) {
+  const T e = exp_approx(-std::fabs(x));
+  return (x >= T(0) ? T(1) : e) / (T(1) + e);
+}

@@ -1,0 +1,264 @@
+"""The native activations, LayerNorm and BatchNorm, against core's reference kernels."""
+
+
+import numpy as np
+import pytest
+from torcia_cpu import _native
+from torcia_cpu.kernels import NativeKernels
+
+import torcia
+import torcia.nn.functional as F
+from torcia.autograd import gradcheck, gradgradcheck
+from torcia.library import ReferenceKernels as Reference
+
+REF, NAT = Reference(), NativeKernels()
+RNG = np.random.default_rng(0)
+DTYPES = [np.float32, np.float64]
+# float32: the native kernels are closer to the truth than the reference in the tails
+# (GELU's 1 + erf(x) cancels there), so both are compared with the float64 reference
+TOL = {np.float32: dict(rtol=1e-5, atol=2e-6), np.float64: dict(rtol=1e-9, atol=1e-12)}
+EDGES = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 1e-4, -1e-4, 0.6, -0.6, 15.0,
+         -15.0, 60.0, -60.0, 100.0, -100.0, 1e30, -1e30]
+
+FORWARD = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("sigmoid", {}),
+           ("tanh", {}), ("softplus", {"beta": 1.0, "threshold": 20.0}),
+           ("softplus", {"beta": 2.5, "threshold": 3.0}), ("elu", {"alpha": 1.0}),
+           ("elu", {"alpha": 0.3}), ("leaky_relu", {"negative_slope": 0.01}),
+           ("leaky_relu", {"negative_slope": 2.0})]
+BACKWARD = [("gelu_backward", {}), ("gelu_backward", {"approximate": "tanh"}),
+            ("silu_backward", {})]
+FUSED = [("elu", {"alpha": 1.0}), ("elu", {"alpha": 0.3}),
+         ("softplus", {"beta": 1.0, "threshold": 20.0}),
+         ("softplus", {"beta": 0.5, "threshold": 2.0}), ("leaky_relu", {"negative_slope": 0.2})]
+
+
+def _ref(op, *arrays, **kw):
+    if op == "tanh":
+        return np.tanh(*arrays)
+    return getattr(REF, op)(*arrays, **kw)
+
+
+def _inputs(shape, dtype, contiguous):
+    x = np.asarray(RNG.standard_normal(shape) * 4, dtype=dtype)
+    flat = x.reshape(-1)
+    k = min(len(EDGES), flat.size)
+    flat[:k] = EDGES[:k]
+    if not contiguous:
+        x = np.ascontiguousarray(x.swapaxes(-1, -2)).swapaxes(-1, -2)
+    return x
+
+
+def _close(got, x_dtype, op, *arrays, **kw):
+    """got against the reference in the same dtype and in float64."""
+    with np.errstate(all="ignore"):
+        same = _ref(op, *arrays, **kw)
+        wide = _ref(op, *(a.astype(np.float64) for a in arrays), **kw)
+    assert got.shape == same.shape and got.dtype == same.dtype
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(same))
+    # where the input's dtype overflows (x^3 of 1e30 in float32), float64 does not
+    finite = ~np.isnan(same)
+    np.testing.assert_allclose(got[finite], wide.astype(x_dtype)[finite], **TOL[x_dtype])
+    if x_dtype == np.float32:
+        np.testing.assert_allclose(got, same, rtol=1e-5, atol=1e-5)
+
+
+SHAPES = [(), (1,), (7,), (3, 33, 17), (5, 70001)]
+# (shape, contiguous): 0-d, tiny, odd, several OpenMP chunks, transposed views
+LAYOUTS = [(s, True) for s in SHAPES] + [((3, 33, 17), False), ((70001, 5), False)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, contiguous", LAYOUTS)
+@pytest.mark.parametrize("op, kw", FORWARD)
+def test_activation_forward(dtype, shape, contiguous, op, kw):
+    x = _inputs(shape, dtype, contiguous)
+    with np.errstate(all="ignore"):
+        got = getattr(NAT, op)(x, **kw)
+    _close(got, dtype, op, x, **kw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("op, kw", BACKWARD)
+def test_activation_backward(dtype, shape, op, kw):
+    x = _inputs(shape, dtype, contiguous=len(shape) < 2)
+    g = np.asarray(RNG.standard_normal(shape), dtype=dtype)
+    _close(getattr(NAT, op)(g, x, **kw), dtype, op, g, x, **kw)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("activation, kw", FUSED)
+def test_fused_activation_backward(dtype, activation, kw):
+    x = _inputs((4, 1001), dtype, contiguous=False)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    got = NAT.activation_backward(g, x, activation, **kw)
+    _close(got, dtype, "activation_backward", g, x, activation=activation, **kw)
+
+
+def test_other_dtypes_and_activations_fall_back_to_the_reference():
+    x = RNG.standard_normal((3, 4)).astype(np.float16)
+    np.testing.assert_array_equal(NAT.gelu(x), REF.gelu(x))
+    np.testing.assert_array_equal(NAT.tanh(x), np.tanh(x))
+    g = np.ones((3, 4))
+    y = RNG.standard_normal((3, 4))
+    np.testing.assert_array_equal(NAT.activation_backward(g, y, "selu"),
+                                  REF.activation_backward(g, y, "selu"))
+    # a broadcast gradient is not the native kernels' case
+    ones = np.ones(4)
+    np.testing.assert_array_equal(NAT.silu_backward(ones, y), REF.silu_backward(ones, y))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, ndim", [((7, 33), 1), ((3, 5, 129), 2), ((2, 3, 4, 5), 3),
+                                         ((1, 1), 1), ((0, 8), 1), ((4, 2049), 1)])
+@pytest.mark.parametrize("affine", ["both", "weight", "none"])
+def test_layer_norm_and_backward(dtype, shape, ndim, affine):
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(dtype)
+    x = np.ascontiguousarray(x.swapaxes(0, -1)).swapaxes(0, -1)  # non-contiguous
+    norm = shape[len(shape) - ndim:]
+    w = RNG.standard_normal(norm).astype(dtype) if affine != "none" else None
+    b = RNG.standard_normal(norm).astype(dtype) if affine == "both" else None
+    g = RNG.standard_normal(shape).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    out = NAT.layer_norm(x, w, b, ndim, 1e-5)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, REF.layer_norm(x, w, b, ndim, 1e-5), **tol)
+    for got, want in zip(NAT.layer_norm_backward(g, x, w, ndim, 1e-5),
+                         REF.layer_norm_backward(g, x, w, ndim, 1e-5)):
+        assert got.shape == want.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:Degrees of freedom")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (2, 5), (3, 2, 9), (1, 4, 1, 1), (0, 3, 2)])
+@pytest.mark.parametrize("training", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_and_backward(dtype, shape, training, affine):
+    x = (RNG.standard_normal(shape) * 2 + 0.5).astype(dtype)
+    if len(shape) > 2:
+        x = np.ascontiguousarray(x.swapaxes(0, -1)).swapaxes(0, -1)  # non-contiguous
+    c = shape[1]
+    w = RNG.standard_normal(c).astype(dtype) if affine else None
+    b = RNG.standard_normal(c).astype(dtype) if affine else None
+    rm, rv = RNG.standard_normal(c).astype(dtype), RNG.random(c).astype(dtype) + 0.5
+    g = RNG.standard_normal(shape).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    args = (rm, rv, training, 1e-5)
+    with np.errstate(all="ignore"):
+        want = REF.batch_norm(x, w, b, *args)
+        want_g = REF.batch_norm_backward(g, x, w, *args)
+    for got, ref in zip(NAT.batch_norm(x, w, b, *args), want):
+        assert got.shape == ref.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, ref, **tol)
+    for got, ref in zip(NAT.batch_norm_backward(g, x, w, *args), want_g):
+        assert got.shape == ref.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, ref, **tol)
+
+
+def test_layer_norm_of_constant_rows_and_nan():
+    x = np.array([[2.0, 2.0, 2.0], [1.0, np.nan, 3.0]], dtype=np.float32)
+    with np.errstate(all="ignore"):
+        want = REF.layer_norm(x, None, None, 1, 1e-5)
+    np.testing.assert_allclose(NAT.layer_norm(x, None, None, 1, 1e-5), want)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: _native.activation("gelu", np.ones(3, np.int64)), "x must be float32 or float64"),
+    (lambda: _native.activation("gelu", np.ones((3, 4), np.float32).T),
+     "x must be C-contiguous"),
+    (lambda: _native.activation("swish", np.ones(3, np.float32)), "unknown activation"),
+    (lambda: _native.activation("softplus", np.ones(3), 0.0, 20.0), "beta must not be 0"),
+    (lambda: _native.activation_backward("silu", np.ones(4), np.ones(3)),
+     r"g has shape \(4,\), x has \(3,\)"),
+    (lambda: _native.activation_backward("silu", np.ones(3, np.float32), np.ones(3)),
+     "g has dtype float32, x has float64"),
+    (lambda: _native.layer_norm(np.ones((2, 3)), None, None, 4, 1e-5),
+     "not a multiple of d = 4"),
+    (lambda: _native.layer_norm(np.ones((2, 3)), None, None, 0, 1e-5), "d must be positive"),
+    (lambda: _native.layer_norm(np.ones((2, 3)), np.ones(2), None, 3, 1e-5),
+     "weight has 2 elements, expected 3"),
+    (lambda: _native.layer_norm(np.ones((2, 3)), None, np.ones(3, np.float32), 3, 1e-5),
+     "bias has dtype float32"),
+    (lambda: _native.layer_norm(np.ones((2, 3)), [1.0, 2.0, 3.0], None, 3, 1e-5),
+     "weight must be an array or None"),
+    (lambda: _native.layer_norm_backward(np.ones((3, 2)), np.ones((2, 3)), None, 3, 1e-5),
+     r"g has shape \(3, 2\), x has \(2, 3\)"),
+    (lambda: _native.batch_norm(np.ones(3), None, None, None, None, 1e-5),
+     r"x must be \(N, C, \*\)"),
+    (lambda: _native.batch_norm(np.ones((2, 3)), None, None, np.ones(3), None, 1e-5),
+     "mean and var must both be given"),
+    (lambda: _native.batch_norm(np.ones((2, 3)), np.ones(4), None, None, None, 1e-5),
+     "weight has 4 elements, expected 3"),
+    (lambda: _native.batch_norm_backward(np.ones((2, 3)), np.ones((2, 3)), None,
+                                         np.ones(3, np.float32), np.ones(3), 1e-5),
+     "mean has dtype float32"),
+    (lambda: _native.batch_norm_backward(np.ones((2, 4)), np.ones((2, 3)), None, None, None,
+                                         1e-5), r"g has shape \(2, 4\)"),
+])
+def test_native_entry_points_check_their_arguments(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
+
+
+def test_gradients_through_native_activations_and_layer_norm_pass_gradcheck():
+    x = torcia.randn(3, 7, dtype=torcia.float64, requires_grad=True)
+    for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu, torcia.sigmoid,
+               torcia.tanh, lambda z: F.softplus(z, beta=2.0, threshold=1.0),
+               lambda z: F.elu(z, alpha=0.7), lambda z: F.leaky_relu(z, 0.2)):
+        gradcheck(fn, (x,))
+    w = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
+    b = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda x, w, b: F.layer_norm(x, (7,), w, b).sin(), (x, w, b))
+    gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True).sin(), (x, w, b))
+    # through the backward too: gelu_backward and silu_backward are differentiable ops
+    for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):
+        gradgradcheck(fn, (x,))
+
+
+_SCRIPT = """
+import numpy as np
+import torcia
+import torcia.nn.functional as F
+from torcia.backend import get_backend
+
+print(get_backend("cpu").kernel_providers["gelu"])
+torcia.manual_seed(0)
+outs = []
+for dtype in (torcia.float32, torcia.float64):
+    x = (torcia.randn(5, 300, dtype=dtype) * 3).requires_grad_()
+    w = torcia.randn(300, dtype=dtype, requires_grad=True)
+    y = F.layer_norm(x, (300,), w, None)
+    y = (F.gelu(y) + F.gelu(y, approximate="tanh") + F.silu(y) + y.sigmoid() + y.tanh()
+         + F.softplus(y) + F.elu(y) + F.leaky_relu(y))
+    y.sum().backward()
+    outs += [y.detach().numpy().ravel(), x.grad.numpy().ravel(), w.grad.numpy().ravel()]
+np.save({out!r}, np.concatenate([o.astype(np.float64) for o in outs]))
+"""
+
+
+def test_blocking_the_plugin_gives_the_same_activations_and_norms(with_and_without_plugin):
+    results = with_and_without_plugin(_SCRIPT)
+    assert results["native"][0] == "cpu" and results["numpy"][0] == "core"
+    np.testing.assert_allclose(results["native"][1], results["numpy"][1], rtol=1e-5, atol=1e-5)
+
+
+def test_supported_cases_take_the_native_path(monkeypatch):
+    """The overrides above must not quietly fall back to the reference for their own case."""
+    def refuse(*args, **kwargs):
+        raise AssertionError("fell back to the reference kernel")
+
+    for name in ("gelu", "gelu_backward", "silu", "silu_backward", "sigmoid", "softplus", "elu",
+                 "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
+                 "batch_norm", "batch_norm_backward"):
+        monkeypatch.setattr(Reference, name, refuse)
+    x = RNG.standard_normal((6, 10)).astype(np.float32)
+    w, b = np.ones(10, np.float32), np.zeros(10, np.float32)
+    NAT.gelu(x), NAT.gelu(x, approximate="tanh"), NAT.gelu_backward(x, x)
+    NAT.silu(x), NAT.silu_backward(x, x), NAT.sigmoid(x), NAT.softplus(x), NAT.elu(x)
+    NAT.leaky_relu(x), NAT.activation_backward(x, x, "elu", alpha=1.0)
+    NAT.layer_norm(x, w, b, 1, 1e-5), NAT.layer_norm_backward(x, x, w, 1, 1e-5)
+    NAT.layer_norm(x, None, None, 1, 1e-5), NAT.layer_norm_backward(x, x, None, 1, 1e-5)
+    for training in (True, False):
+        NAT.batch_norm(x, w, b, w, w, training, 1e-5)
+        NAT.batch_norm_backward(x, x, w, w, w, training, 1e-5)

@@ -1,0 +1,139 @@
+"""Products on the extension's own OpenBLAS (scipy-openblas32): batched matmul against
+NumPy's, the LSTM layer's loop against core's reference kernels."""
+
+import numpy as np
+import pytest
+from torcia_cpu import _native
+from torcia_cpu.kernels import NativeKernels
+
+from torcia.library import ReferenceKernels as Reference
+
+REF_TOL = {np.float32: dict(rtol=1e-5, atol=1e-5), np.float64: dict(rtol=1e-12, atol=1e-12)}
+NAT = NativeKernels()
+RNG = np.random.default_rng(0)
+
+
+def _views(dtype):
+    """(a, b) pairs in the layouts attention and users make."""
+    qkv = RNG.standard_normal((3, 17, 3 * 20)).astype(dtype)
+    q = qkv[..., :20].reshape(3, 17, 4, 5).transpose(0, 2, 1, 3)
+    k = qkv[..., 20:40].reshape(3, 17, 4, 5).transpose(0, 2, 1, 3)
+    yield q, k.swapaxes(-1, -2)                                       # q @ k^T, no copy
+    yield RNG.standard_normal((6, 7, 9)).astype(dtype), RNG.standard_normal((6, 9, 5)).astype(dtype)
+    yield (RNG.standard_normal((2, 3, 1, 4)).astype(dtype),           # a row per matrix
+           RNG.standard_normal((2, 3, 4, 1)).astype(dtype))           # and a column
+    yield (RNG.standard_normal((5, 8, 3)).astype(dtype)[:, ::2],      # strided rows
+           RNG.standard_normal((5, 3, 6)).astype(dtype))
+    yield (RNG.standard_normal((4, 6, 8)).astype(dtype)[..., ::2],    # no unit stride: copied
+           RNG.standard_normal((4, 4, 3)).astype(dtype))
+    yield (RNG.standard_normal((2, 1, 3, 4)).astype(dtype),           # broadcast batch
+           RNG.standard_normal((5, 4, 2)).astype(dtype))
+    yield np.ones((0, 3, 4), dtype), np.ones((0, 4, 2), dtype)        # empty batch
+    yield np.ones((2, 3, 0), dtype), np.ones((2, 0, 2), dtype)        # empty sum: zeros
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_batched_products_match_numpy(dtype):
+    for a, b in _views(dtype):
+        got = NAT.matmul(a, b)
+        want = np.matmul(a, b)
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_allclose(got, want, **REF_TOL[dtype])
+
+
+def test_the_native_product_reads_transposed_views_in_place():
+    a = RNG.standard_normal((3, 5, 4)).astype(np.float32)
+    b = RNG.standard_normal((3, 6, 4)).astype(np.float32).swapaxes(-1, -2)
+    np.testing.assert_allclose(_native.matmul_batched(a.swapaxes(-1, -2).swapaxes(-1, -2), b),
+                               a @ b, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(_native.matmul_batched(b.swapaxes(-1, -2), a.swapaxes(-1, -2)),
+                               np.matmul(b.swapaxes(-1, -2), a.swapaxes(-1, -2)), rtol=1e-5,
+                               atol=1e-5)
+
+
+@pytest.mark.parametrize("a, b, message", [
+    (np.ones(3, np.float32), np.ones(3, np.float32), "a must have at least 2 dims"),
+    (np.ones((2, 3, 4)), np.ones((4, 5)), "b has 2 dims, a has 3"),
+    (np.ones((2, 3, 4), np.int64), np.ones((2, 4, 5), np.int64), "a must be float32 or float64"),
+    (np.ones((2, 3, 4)), np.ones((2, 4, 5), np.float32), "b has dtype float32, a has float64"),
+    (np.ones((2, 3, 4)), np.ones((3, 4, 5)), "leading dims must be equal"),
+    (np.ones((2, 3, 4)), np.ones((2, 5, 5)), "a's last dim must be b's second last"),
+    (np.ones((2, 3, 8))[..., ::2], np.ones((2, 4, 5)), "a has no unit stride"),
+    (np.ones((2, 3, 4))[::-1], np.ones((2, 4, 5)), "a has a negative or unaligned stride"),
+])
+def test_batched_product_checks_its_arguments(a, b, message):
+    with pytest.raises(RuntimeError, match=message):
+        _native.matmul_batched(a, b)
+
+
+LSTM_SIZES = [(7, 5, 6), (1, 1, 1), (3, 2, 33), (12, 9, 17)]  # (steps, batch, hidden)
+
+
+def _lstm_inputs(dtype, steps, batch, hidden):
+    xg = RNG.standard_normal((steps, batch, 4 * hidden)).astype(dtype)
+    h0, c0 = (RNG.standard_normal((batch, hidden)).astype(dtype) for _ in range(2))
+    w = (RNG.standard_normal((4 * hidden, hidden)) * 0.5).astype(dtype).T  # as nn.LSTM's
+    return xg, h0, c0, w
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", LSTM_SIZES)
+def test_lstm_layer_and_backward_match_the_reference(dtype, sizes):
+    ref = Reference()
+    xg, h0, c0, w = _lstm_inputs(dtype, *sizes)
+    want = ref.lstm_layer(xg, h0, c0, w)
+    got = NAT.lstm_layer(xg, h0, c0, w)
+    for g, r in zip(got, want):
+        assert g.shape == r.shape and g.dtype == r.dtype
+        np.testing.assert_allclose(g, r, **REF_TOL[dtype])
+    out, cs, acts = want
+    g_out, g_cs = (RNG.standard_normal(out.shape).astype(dtype) for _ in range(2))
+    for grads in ((g_out, g_cs), (g_out, None), (None, g_cs), (g_out[::-1], None)):
+        expected = ref.lstm_layer_backward(*grads, acts, cs, out, h0, c0, w)
+        for g, r in zip(NAT.lstm_layer_backward(*grads, acts, cs, out, h0, c0, w), expected):
+            assert g.shape == r.shape and g.dtype == r.dtype
+            np.testing.assert_allclose(g, r, **REF_TOL[dtype])
+
+
+def _lstm_call(**change):
+    xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
+    args = dict(x_gates=xg, h0=h0, c0=c0, w_hh_t=w)
+    args.update(change)
+    return lambda: _native.lstm_layer(**args)
+
+
+def _lstm_backward_call(**change):
+    xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
+    out, cs, acts = _native.lstm_layer(xg, h0, c0, w)
+    args = dict(g_out=np.ones_like(out), g_cs=None, acts=acts, cs=cs, out=out, h0=h0, c0=c0,
+                w_hh_t=w)
+    args.update(change)
+    return lambda: _native.lstm_layer_backward(**args)
+
+
+@pytest.mark.parametrize("call, message", [
+    (_lstm_call(x_gates=np.ones((3, 2, 15))), r"x_gates must be \(L, N, 4H\)"),
+    (_lstm_call(x_gates=np.ones((3, 2, 16), np.int32)), "x_gates must be float32 or float64"),
+    (_lstm_call(h0=np.ones((2, 4), np.float32)), "h0 has dtype float32"),
+    (_lstm_call(c0=np.ones((3, 4))), r"c0 has shape \(3, 4\), expected \(2, 4\)"),
+    (_lstm_call(w_hh_t=np.ones((16, 4))), r"w_hh_t has shape \(16, 4\), expected \(4, 16\)"),
+    (_lstm_call(w_hh_t=np.ones((16, 4)).T), "w_hh_t must be C-contiguous"),
+    (_lstm_backward_call(g_out=np.ones((3, 2, 5))), r"g_out has shape \(3, 2, 5\)"),
+    (_lstm_backward_call(g_cs=[1.0]), "g_cs must be an array or None"),
+    (_lstm_backward_call(cs=np.ones((3, 2, 5))), r"cs has shape \(3, 2, 5\), expected"),
+])
+def test_lstm_layer_checks_its_arguments(call, message):
+    with pytest.raises(RuntimeError, match=message):
+        call()
+
+
+def test_lstm_layer_takes_the_native_path(monkeypatch):
+    def refuse(*args, **kwargs):
+        raise AssertionError("fell back to the reference kernel")
+
+    monkeypatch.setattr(Reference, "lstm_layer", refuse)
+    monkeypatch.setattr(Reference, "lstm_layer_backward", refuse)
+    xg, h0, c0, w = _lstm_inputs(np.float32, 3, 2, 4)
+    out, cs, acts = NAT.lstm_layer(xg, h0, c0, w)
+    NAT.lstm_layer_backward(out, None, acts, cs, out, h0, c0, w)
+    NAT.lstm_layer_backward(None, cs, acts, cs, out, h0, c0, w)
