@@ -33,6 +33,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
     adaptive_max_pool2d,
     adaptive_max_pool3d,
     alpha_dropout,
+    autocast_as,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
@@ -87,7 +88,6 @@ from torcia.library import (  # noqa: F401  (re-exported)
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
-from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
