@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
-from torcia.library import pool_geometry as _pool_geometry
 from torcia.library import ReferenceKernels as Reference
+from torcia.library import pool_geometry as _pool_geometry
 
 REF, NAT = Reference(), NativeKernels()
 EXAMPLES = int(os.environ.get("TORCIA_FUZZ_EXAMPLES", "40"))
