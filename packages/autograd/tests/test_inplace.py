@@ -299,3 +299,20 @@ def test_in_place_methods_on_non_leaves_match_torch(method):
     for ours, theirs in zip(_in_place_grads(torcia, method, a, b),
                             _in_place_grads(torch, method, a, b)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-12)
+
+
+def test_integer_beside_a_list_gradient():
+    # x[1, :, [0, 4]] has shape (4, 2): the integer beside the list selects first
+    x = torcia.arange(60.0, dtype=torcia.float64).reshape(3, 4, 5).requires_grad_()
+    w = torcia.arange(8.0, dtype=torcia.float64).reshape(4, 2)
+    (x[1, :, [0, 4]] * w).sum().backward()
+    expected = np.zeros((3, 4, 5))
+    expected[1][:, [0, 4]] = w.numpy()
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
+    # assigned: the value's gradient comes back in the value's (4, 2) layout
+    value = torcia.arange(8.0, dtype=torcia.float64).reshape(4, 2).requires_grad_()
+    y = torcia.zeros(3, 4, 5, dtype=torcia.float64)
+    y[1, :, [0, 4]] = value
+    weight = np.arange(60.0).reshape(3, 4, 5)
+    (y * torcia.from_numpy(weight)).sum().backward()
+    np.testing.assert_array_equal(value.grad.numpy(), weight[1][:, [0, 4]])

@@ -46,11 +46,6 @@ def test_conv_transpose_runs_in_bfloat16_under_cpu_autocast():
     assert F.conv_transpose1d(x.bfloat16(), w.bfloat16()).dtype is torcia.bfloat16
 
 
-def test_binary_cross_entropy_is_banned_under_cuda_autocast_only():
-    assert torcia.amp.op_policy("cuda", "binary_cross_entropy") == "banned"
-    assert torcia.amp.op_policy("cpu", "binary_cross_entropy") == "float32"
-
-
 # ----- PyTorch's lists ----------------------------------------------------------------------
 
 # PyTorch's name -> torcia's op name where they differ

@@ -15,7 +15,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._grad_mode import no_grad
-from torcia._tensor import Tensor, _wrap_dim, call, composite, inplace
+from torcia._tensor import Tensor, _wrap_dim, call, inplace
 from torcia.amp import autocast_as
 from torcia.random import rng_of
 
@@ -627,17 +627,13 @@ def _adaptive_avg_pool(nd, input, output_size, fn):
     size = _adaptive_size(output_size, input, nd)
     if any(s < 0 for s in size):
         raise RuntimeError(f"{fn}(): output_size must be non-negative, got {list(size)}")
-
-    def pool(input):
-        # separable and linear: one small matmul per spatial dim
-        out = input
-        for k in range(nd):
-            dim = input.ndim - nd + k
-            w = _adaptive_weights(input.shape[dim], size[k], input)
-            out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
-        return out
-
-    return composite("adaptive_avg_pool", (input,), pool)
+    # separable and linear: one small matmul per spatial dim
+    out = input
+    for k in range(nd):
+        dim = input.ndim - nd + k
+        w = _adaptive_weights(input.shape[dim], size[k], input)
+        out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
+    return out
 
 
 @autocast_as("adaptive_avg_pool1d")
@@ -841,20 +837,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
             raise RuntimeError(f"Expected {name} to be a vector of size equal to the number "
                                f"of channels in input, but got {name} of shape "
                                f"{list(t.shape)} and input of shape {list(input.shape)}")
-
-    def norm(input, weight, bias):
-        grouped = input.reshape(n, num_groups, -1)
-        out = call("layer_norm", (grouped, None, None),
-                   {"normalized_ndim": 1, "eps": float(eps)})
-        out = out.reshape(input.shape)
-        shape = (1, c) + (1,) * (input.ndim - 2)
-        if weight is not None:
-            out = out * weight.reshape(shape)
-        if bias is not None:
-            out = out + bias.reshape(shape)
-        return out
-
-    return composite("group_norm", (input, weight, bias), norm)
+    grouped = input.reshape(n, num_groups, -1)
+    out = call("layer_norm", (grouped, None, None), {"normalized_ndim": 1, "eps": float(eps)})
+    out = out.reshape(input.shape)
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
 
 
 def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05,

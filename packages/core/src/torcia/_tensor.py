@@ -515,21 +515,6 @@ def active_modes() -> tuple:
     return MODES.modes if _modes_on else ()
 
 
-def composite(name: str, inputs: tuple, body):
-    """Run ``body(*inputs)``, a function made of several ops, as the one op ``name`` for
-    the modes: autocast casts ``inputs`` as its lists say for ``name`` and is off inside
-    (PyTorch excludes its Autocast key within an op it handled)."""
-    if not (_modes_on and AUTOCAST.enabled):
-        return body(*inputs)
-    for mode in MODES.modes:
-        inputs = mode.on_inputs(name, inputs)
-    AUTOCAST.enabled = False
-    try:
-        return body(*inputs)
-    finally:
-        AUTOCAST.enabled = True
-
-
 def _in_modes(modes, op, kernel, dev):
     for mode in reversed(modes):
         kernel = mode.around_kernel(op, kernel, dev)

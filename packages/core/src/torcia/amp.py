@@ -24,7 +24,7 @@ import functools
 import math
 
 from torcia import _dtype as D
-from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor
+from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
 
 # The lists follow PyTorch 2.13's autocast_mode.cpp, as observed op by op on the CPU and as
 # its CUDA test lists name them (packages/nn/tests/test_autocast_lists.py compares both).
@@ -150,10 +150,10 @@ def _cast_inputs(op, inputs):
 
 
 def autocast_as(name):
-    """Make a function built from other ops behave under :class:`autocast` as PyTorch's op
-    ``name``: its tensor arguments are cast as the lists say for ``name``, then its body
-    runs with autocast off, so the ops inside keep that dtype (as PyTorch's autocast
-    kernels run the op below autocast).
+    """Make a function built from other ops one op ``name`` for the dispatch modes: each
+    entered mode sees its tensor arguments as the inputs of ``name`` (autocast casts them
+    as its lists say for ``name``), then its body runs with autocast off, so the ops inside
+    keep that dtype (as PyTorch's autocast kernels run the op below autocast).
 
     Parameters
     ----------
@@ -175,15 +175,20 @@ def autocast_as(name):
     def decorate(fn):
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):
+            # autocast on implies its mode is entered in this thread (the outermost region
+            # enters it), so the other modes alone never pay for the wrapper
             if not AUTOCAST.enabled:
                 return fn(*args, **kwargs)
-            region = AUTOCAST.region
-            args = _cast_inputs(name, args)
-            if kwargs:
-                keys = tuple(kwargs)
-                kwargs = dict(zip(keys, _cast_inputs(name, tuple(kwargs.values()))))
-            with autocast(region.device_type, region.dtype, enabled=False):
+            for mode in active_modes():
+                args = mode.on_inputs(name, args)
+                if kwargs:
+                    kwargs = dict(zip(kwargs, mode.on_inputs(name, tuple(kwargs.values()))))
+            # PyTorch excludes its Autocast key within an op it handled
+            AUTOCAST.enabled = False
+            try:
                 return fn(*args, **kwargs)
+            finally:
+                AUTOCAST.enabled = True
 
         return wrapper
 

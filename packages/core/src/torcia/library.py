@@ -24,7 +24,8 @@ What is here:
 - **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
   every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
   :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`; the kernel, then autograd recording, last);
-  autocast, the profiler and the ONNX exporter are modes.
+  autocast, the profiler and the ONNX exporter are modes. :func:`autocast_as` makes a
+  function written with several ops one op for the modes (its autocast policy).
 - **One host fallback** for device plugins: :func:`host_fallback` runs an op's reference
   kernel on the host and copies the result back (PyTorch's boxed CPU fallback).
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
@@ -132,6 +133,7 @@ from torcia._tensor import (
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
+from torcia.amp import autocast_as
 from torcia.backend import Backend, KernelRegistry, get_backend, host_array
 from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
@@ -140,11 +142,11 @@ __all__ = [
     "AUTOCAST_ORDER", "AutogradEngine", "Backend", "BackendProtocol", "DispatchMode",
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
-    "Tensor", "active_modes", "add_thread_callback", "autograd_engine", "batched", "binary",
-    "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend", "get_op",
-    "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records", "pad",
-    "parse_to",
-    "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch", "wrap_dim", "zero_grad",
+    "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
+    "binary", "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend",
+    "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
+    "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch",
+    "wrap_dim", "zero_grad",
 ]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports

@@ -34,6 +34,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
     adaptive_max_pool2d,
     adaptive_max_pool3d,
     alpha_dropout,
+    autocast_as,
     avg_pool1d,
     avg_pool2d,
     avg_pool3d,
