@@ -24,7 +24,6 @@ import math
 import numpy as np
 
 import torcia
-from torcia.amp import autocast_as
 from torcia.library import (  # noqa: F401  (re-exported)
     Tensor,
     adaptive_avg_pool1d,
