@@ -532,3 +532,7 @@ class Softshrink(_Shrink):
 
     def forward(self, input):
         return F.softshrink(input, self.lambd)
+
+
+# PyTorch defines MultiheadAttention in its activation module; code imports it from there
+from torcia.nn.modules.transformer import MultiheadAttention  # noqa: E402,F401
