@@ -101,3 +101,15 @@ def test_usage_without_script():
     result = subprocess.run([sys.executable, "-m", "torcia.compat"], capture_output=True,
                             text=True, timeout=60)
     assert result.returncode == 2 and "usage" in result.stdout
+
+
+def test_a_real_torch_comes_back_after_uninstall():
+    torch = pytest.importorskip("torch")
+    compat.install()
+    import torch as aliased
+
+    assert aliased is not torch and aliased.Tensor is torcia.Tensor
+    compat.uninstall()
+    import torch as again
+
+    assert again is torch

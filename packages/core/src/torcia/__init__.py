@@ -138,7 +138,10 @@ globals().update(_NN_TOP_LEVEL)
 
 plugins.register_builtin("core", _NumpyPlugin())
 
-FloatTensor = DoubleTensor = LongTensor = IntTensor = BoolTensor = Tensor
+from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+
+# FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
+globals().update(_LEGACY_TYPES)
 
 
 def is_tensor(obj) -> bool:
@@ -187,6 +190,36 @@ def set_num_threads(n: int) -> None:
 
 
 _threads = [__import__("os").cpu_count() or 1]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``"highest"``, ``"high"`` or ``"medium"``: sets
+    ``torcia.backends.cuda.matmul.allow_tf32`` as PyTorch does (torcia's kernels compute
+    float32 matmuls in float32 at every setting).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_float32_matmul_precision("high")
+    >>> torcia.get_float32_matmul_precision()
+    'high'
+    >>> torcia.set_float32_matmul_precision("highest")
+    """
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or "
+                           "'medium'")
+    from torcia.backends import cuda
+
+    cuda.matmul.allow_tf32 = precision != "highest"
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to :func:`set_float32_matmul_precision` (``"highest"``)."""
+    return _matmul_precision[0]
+
+
+_matmul_precision = ["highest"]
 _thread_callbacks: list = []
 
 
@@ -235,6 +268,6 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler"):
+                                  "profiler", "accelerator", "compat"):
         return importlib.import_module(f"torcia.{name}")
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

@@ -178,8 +178,8 @@ _finder = _TorchFinder()
 def install() -> None:
     """Make ``import torch`` (and ``torchvision``, ``torchtext``) import torcia.
 
-    Modules already imported under those names (a real PyTorch) are dropped from
-    ``sys.modules`` so later imports see torcia. Idempotent.
+    Modules already imported under those names (a real PyTorch) are set aside, and
+    :func:`uninstall` puts them back. Idempotent.
 
     Examples
     --------
@@ -191,15 +191,18 @@ def install() -> None:
     >>> torcia.compat.uninstall()
     """
     if _finder not in sys.meta_path:
-        _drop_torch_modules()
+        _set_aside.update(_take_torch_modules())
         sys.meta_path.insert(0, _finder)
 
 
 def uninstall() -> None:
-    """Undo :func:`install`: drop the hook and the ``torch`` modules it made."""
+    """Undo :func:`install`: drop the hook and the ``torch`` modules it made, and restore
+    the modules it set aside."""
     if _finder in sys.meta_path:
         sys.meta_path.remove(_finder)
-        _drop_torch_modules()
+        _take_torch_modules()
+        sys.modules.update(_set_aside)
+        _set_aside.clear()
 
 
 def installed() -> bool:
@@ -207,7 +210,14 @@ def installed() -> bool:
     return _finder in sys.meta_path
 
 
-def _drop_torch_modules() -> None:
+#: A real PyTorch's modules, out of ``sys.modules`` while the hook is installed (a C
+#: extension cannot be imported twice in one process).
+_set_aside: dict = {}
+
+
+def _take_torch_modules() -> dict:
+    taken = {}
     for name in list(sys.modules):
         if name.split(".")[0] in _ROOTS:
-            del sys.modules[name]
+            taken[name] = sys.modules.pop(name)
+    return taken

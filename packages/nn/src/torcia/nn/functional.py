@@ -84,6 +84,7 @@ from torcia._ops_nn import (  # noqa: F401  (re-exported)
     tanhshrink,
 )
 from torcia._tensor import Tensor, call, inplace
+from torcia.autograd import Function
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
@@ -1028,6 +1029,36 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
     return _reduce(loss, reduction)
 
 
+def _clamped_log(x):
+    """``log(x)`` clamped at -100 without evaluating ``log(0)``."""
+    positive = x > 0
+    return torcia.where(positive, torcia.where(positive, x, 1).log(), -100.0).clamp(min=-100)
+
+
+class _BinaryCrossEntropy(Function):
+    """Elementwise binary cross-entropy with PyTorch's gradient.
+
+    The logs are clamped at -100, and the input gradient is
+    ``(input - target) / max(input * (1 - input), 1e-12)`` as PyTorch computes it: the
+    gradient of the clamped expression would be 0 * inf = NaN at input 0 or 1.
+    """
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        return -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad * (input - target) / ((1 - input) * input).clamp(min=1e-12)
+        if ctx.needs_input_grad[1]:
+            grad_target = grad * ((1 - input).log() - input.log())
+        return grad_input, grad_target
+
+
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
     """``-(target * log(input) + (1 - target) * log(1 - input))`` with the logs clamped
@@ -1044,9 +1075,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     data = input._data
     if data.size and (data.min() < 0 or data.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_p = input.log().clamp(min=-100)
-    log_q = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, _reduction(size_average, reduce, reduction))
