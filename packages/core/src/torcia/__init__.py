@@ -138,7 +138,17 @@ globals().update(_NN_TOP_LEVEL)
 
 plugins.register_builtin("core", _NumpyPlugin())
 
+from torcia import sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+from torcia.sparse import sparse_coo_tensor  # noqa: E402
+
+Tensor.to_sparse = sparse.to_sparse
+Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
+    self if dtype is None else self.to(dtype))
+spmm = sparse.spmm
+sparse_coo = "torcia.sparse_coo"
+strided = "torcia.strided"
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)

@@ -1341,6 +1341,8 @@ def matmul(input, other):
     >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
     torcia.Size([2, 4])
     """
+    if input.is_sparse or other.is_sparse:
+        return _sparse_mm(input, other)
     _matmul_dtype(input, other, "matmul")
     try:
         return call("matmul", (input, other), {})
@@ -1365,8 +1367,16 @@ def matmul(input, other):
     raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
 
 
+def _sparse_mm(a, b):
+    from torcia import sparse
+
+    return sparse.mm(a, b)
+
+
 def mm(input, mat2):
-    """Product of two 2-D matrices."""
+    """Product of two 2-D matrices (one may be a sparse COO matrix)."""
+    if input.is_sparse or mat2.is_sparse:
+        return _sparse_mm(input, mat2)
     _matmul_dtype(input, mat2, "mm")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"self must be a matrix (got {input.ndim}-D and {mat2.ndim}-D)")
