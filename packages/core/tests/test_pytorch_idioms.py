@@ -115,3 +115,33 @@ def test_device_predicates():
     assert not (x.is_xpu or x.is_mps or x.is_meta or x.is_ipu or x.is_hpu or x.is_mtia
                 or x.is_vulkan or x.is_xla or x.is_sparse or x.is_quantized or x.is_mkldnn
                 or x.is_nested)
+
+
+@pytest.mark.parametrize("shape", [(3, 7), (7,), (1, 5)])
+def test_cov_corrcoef_match_torch(shape):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal(shape)
+    fw = rng.integers(1, 4, shape[-1])
+    aw = rng.random(shape[-1])
+    cases = [{}, {"correction": 0}, {"fweights": fw}, {"aweights": aw},
+             {"fweights": fw, "aweights": aw, "correction": 2}]
+    for kw in cases:
+        ours = {k: torcia.from_numpy(v) if isinstance(v, np.ndarray) else v
+                for k, v in kw.items()}
+        theirs = {k: torch.from_numpy(v) if isinstance(v, np.ndarray) else v
+                  for k, v in kw.items()}
+        np.testing.assert_allclose(torcia.cov(torcia.from_numpy(x), **ours).numpy(),
+                                   torch.cov(torch.from_numpy(x), **theirs).numpy(),
+                                   rtol=1e-10)
+    np.testing.assert_allclose(torcia.from_numpy(x).corrcoef().numpy(),
+                               torch.corrcoef(torch.from_numpy(x)).numpy(), rtol=1e-10)
+
+
+def test_cov_gradcheck():
+    gradcheck = pytest.importorskip("torcia.autograd").gradcheck
+    x = torcia.randn(3, 6, dtype=torcia.float64, requires_grad=True)
+    assert gradcheck(lambda t: torcia.cov(t), (x,))
+    assert gradcheck(lambda t: torcia.corrcoef(t), (x,))
+    with pytest.raises(RuntimeError, match="integral"):
+        torcia.cov(x, fweights=torcia.ones(6))

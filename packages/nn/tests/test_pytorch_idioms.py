@@ -125,3 +125,21 @@ def test_pytorch_module_paths():
     mha = nn.MultiheadAttention(8, 2)
     assert isinstance(mha.out_proj, NonDynamicallyQuantizableLinear)
     assert isinstance(mha.out_proj, nn.Linear)
+
+
+@pytest.mark.parametrize("align_corners", [False, True])
+@pytest.mark.parametrize("kw", [{"scale_factor": 2}, {"scale_factor": 0.5}, {"size": (5, 7)}])
+def test_bicubic_interpolate_matches_torch(kw, align_corners):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 6, 8))
+    want = torch.nn.functional.interpolate(torch.from_numpy(x), mode="bicubic",
+                                           align_corners=align_corners, **kw).numpy()
+    got = F.interpolate(torcia.from_numpy(x), mode="bicubic", align_corners=align_corners,
+                        **kw).numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+def test_bicubic_interpolate_gradcheck():
+    x = torcia.randn(1, 2, 3, 4, dtype=torcia.float64, requires_grad=True)
+    assert gradcheck(lambda t: F.interpolate(t, scale_factor=1.5, mode="bicubic"), (x,))
+    assert nn.Upsample(scale_factor=2, mode="bicubic")(x).shape == (1, 2, 6, 8)
