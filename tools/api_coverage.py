@@ -45,13 +45,21 @@ NAMESPACES = [
     "torch.distributions", "torch.distributed",
 ]
 
-#: Left out by the issue's rules: JIT/TorchScript, quantization, MKLDNN, XPU/MPS
-#: internals, sparse CSR/BSR/CSC/BSC layouts, symbolic shapes (the compiler's machinery).
+#: Left out by the issue's rules: JIT/TorchScript (and its IR: fork/wait, parse_ir...),
+#: quantization, MKLDNN and the other vendor kernels (cuDNN, MIOpen), XPU/MPS/IPU/XLA
+#: internals, sparse CSR/BSR/CSC/BSC layouts, symbolic shapes and the functionalization
+#: ``*_copy`` variants (the compiler's machinery).
 EXCLUDE = re.compile(
     r"jit|script|Script|quantiz|qint|quint|qscheme|^q_|_q_|int_repr|dequantize|fake_quant|"
-    r"mkldnn|xpu|mps|csr|csc|bsr|bsc|crow_|ccol_|col_indices|row_indices|^Sym|^sym_|"
-    r"fbgemm|qnnpack|vulkan|^unsafe_|^has_|^is_vulkan"
+    r"mkldnn|xpu|mps|ipu|xla|csr|csc|bsr|bsc|crow_|ccol_|col_indices|row_indices|^Sym|"
+    r"^sym_|fbgemm|qnnpack|vulkan|^unsafe_|^has_|cudnn_|miopen_|_copy$|^native_|"
+    r"^import_ir|parse_ir|parse_schema|type_comment|unify_type|^fork$|^wait$"
 )
+
+#: Classes torch re-exports from its C++ core that are not part of the tensor library
+#: (JIT IR nodes and types, dispatch keys, benchmark and serialisation internals).
+_C_KEPT = {"Generator", "Size", "Tensor", "device", "dtype", "finfo", "iinfo", "layout",
+           "memory_format", "Stream", "Event"}
 
 #: Never auto-called: they change process-wide state, wait, or need real resources.
 NOT_CALLED = re.compile(
@@ -85,6 +93,9 @@ def public_names(torch, ns: str) -> list[str]:
             continue
         value = getattr(obj, n, None)
         if isinstance(value, types.ModuleType):
+            continue
+        if (ns == "torch" and isinstance(value, type) and n not in _C_KEPT
+                and (value.__module__ or "").startswith("torch._C")):
             continue
         out.append(n)
     return out

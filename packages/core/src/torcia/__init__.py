@@ -115,6 +115,7 @@ from torcia._ops import (  # noqa: E402
     round,
     sum,
 )
+from torcia._ops_compat import *  # noqa: E402,F401,F403
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403
 from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
