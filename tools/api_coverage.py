@@ -200,8 +200,12 @@ def call_with(lib, holder, name, key):
         signal.alarm(0)
 
 
-def _candidate_keys(ns, is_method):
-    return [k for k, (recv, _) in ARGSETS.items() if (recv is not None) == is_method]
+def _candidate_keys(is_method, is_class):
+    keys = [k for k, (recv, _) in ARGSETS.items() if (recv is not None) == is_method]
+    if is_class:
+        # layers and losses are built from sizes: try those before tensors
+        keys.sort(key=lambda k: not all(isinstance(t, int) for t in ARGSETS[k][1]))
+    return keys
 
 
 def smoke(torch, torcia_obj, ns, name):
@@ -214,7 +218,7 @@ def smoke(torch, torcia_obj, ns, name):
         return ("ok", "attr")
     import torcia
 
-    for key in _candidate_keys(ns, ns == "torch.Tensor"):
+    for key in _candidate_keys(ns == "torch.Tensor", isinstance(value, type)):
         try:
             call_with(torch, torch_holder, name, key)
         except BaseException:  # noqa: BLE001 - any failure means: not this argument set
