@@ -51,6 +51,7 @@ CASES = {
     "index_fill": ((A, 1, np.array([0, 2]), -1.0), {}),
     "masked_scatter": ((A, A > 0.5, B), {}), "isin": ((I1, np.array([8, 27, 0])), {}),
     "meshgrid": ((V[:2], V[:3]), {"indexing": "xy"}),
+    "inner": ((A, B), {}), "tile": ((A, (2,)), {}),
     "select_scatter": ((A, V, 0, 1), {}), "slice_scatter": ((A, B[:, :2], 1, 0, 4, 2), {}),
     "diagonal_scatter": ((Q, V, 0), {}), "tril_indices": ((3, 4, 1), {}),
     "triu_indices": ((4, 3, -1), {}), "unravel_index": ((np.array([4, 7, 11]), (3, 4)), {}),
@@ -61,7 +62,7 @@ DIFFERENTIABLE = {
     "logaddexp2": (A, B), "deg2rad": (B,), "quantile": (A, 0.3), "dist": (A, B),
     "renorm": (B, 2, 0, 0.5), "rot90": (A,), "diff": (A,), "kron": (A[:2, :2], B[:2]),
     "cross": (A[:, :3], B[:, :3]), "trace": (Q,), "diagflat": (V,), "vdot": (V, V),
-    "matrix_power": (Q, -2), "block_diag": (A[:2], V[:2]), "vander": (V,),
+    "matrix_power": (Q, -2), "block_diag": (A[:2], V[:2]), "vander": (V,), "inner": (A, B),
     "copysign": (A, B), "ldexp": (A, np.array([1, 2, 3, -1])),
     "masked_scatter": (A, A > 0.5, B), "take": (A, np.array([1, 4])),
 }

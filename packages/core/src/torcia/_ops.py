@@ -1277,7 +1277,8 @@ def repeat(input, *sizes):
 
 
 def tile(input, dims):
-    dims = tuple(dims)
+    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -1411,7 +1412,26 @@ def dot(input, other):
     return call("dot", (input, other), {})
 
 
-inner = dot
+def inner(input, other):
+    """Sum of products over the last dimension: ``dot`` for vectors, and for N-D inputs a
+    result of shape ``input.shape[:-1] + other.shape[:-1]``; a 0-d operand scales.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.inner(torcia.ones(2, 3), torcia.ones(4, 3)).shape
+    torcia.Size([2, 4])
+    """
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    a = input.reshape(-1, input.shape[-1])
+    b = other.reshape(-1, other.shape[-1])
+    return (a @ b.mT).reshape(*input.shape[:-1], *other.shape[:-1])
 
 
 def outer(input, vec2):

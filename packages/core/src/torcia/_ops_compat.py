@@ -661,6 +661,8 @@ def chain_matmul(*matrices):
 
 def block_diag(*tensors):
     """A block-diagonal matrix of the (0-, 1- or 2-D) inputs."""
+    if not tensors:
+        return C.empty(0, 0)
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
     if any(m.ndim != 2 for m in mats):
         raise RuntimeError("torcia.block_diag: Input tensors must have 2 or fewer dimensions")

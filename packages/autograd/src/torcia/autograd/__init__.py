@@ -103,7 +103,9 @@ class Variable(metaclass=_VariableMeta):
     (True, True)
     """
 
-    def __new__(cls, data, requires_grad=False, volatile=False):
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if data is None:
+            return torcia.empty(0).requires_grad_(requires_grad)
         if not isinstance(data, torcia.Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         return data.detach().requires_grad_(requires_grad)
