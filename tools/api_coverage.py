@@ -56,8 +56,9 @@ EXCLUDE = re.compile(
     r"^import_ir|parse_ir|parse_schema|type_comment|unify_type|^fork$|^wait$"
 )
 
-#: Classes torch re-exports from its C++ core that are not part of the tensor library
-#: (JIT IR nodes and types, dispatch keys, benchmark and serialisation internals).
+#: Classes torch re-exports from its C++ core (pybind11 bindings) that are not part of the
+#: tensor library: JIT IR nodes and types, dispatch keys, benchmark and serialisation
+#: internals; only these few of them are.
 _C_KEPT = {"Generator", "Size", "Tensor", "device", "dtype", "finfo", "iinfo", "layout",
            "memory_format", "Stream", "Event"}
 
@@ -94,8 +95,10 @@ def public_names(torch, ns: str) -> list[str]:
         value = getattr(obj, n, None)
         if isinstance(value, types.ModuleType):
             continue
-        if (ns == "torch" and isinstance(value, type) and n not in _C_KEPT
-                and (value.__module__ or "").startswith("torch._C")):
+        if ns == "torch" and n not in _C_KEPT and (
+                (isinstance(value, type) and (value.__module__ or "").startswith("torch._C"))
+                or type(value if isinstance(value, type) else type(value)).__name__
+                == "pybind11_type"):
             continue
         out.append(n)
     return out

@@ -52,6 +52,14 @@ CASES = {
     "masked_scatter": ((A, A > 0.5, B), {}), "isin": ((I1, np.array([8, 27, 0])), {}),
     "meshgrid": ((V[:2], V[:3]), {"indexing": "xy"}),
     "inner": ((A, B), {}), "tile": ((A, (2,)), {}),
+    "split_with_sizes": ((A, [1, 3], 1), {}), "nextafter": ((A, B), {}),
+    "bitwise_left_shift": ((I1 % 7, np.array([1, 2, 0, 3])), {}),
+    "bitwise_right_shift": ((I1, np.array([1, 2, 0, 3])), {}), "frexp": ((B * 9,), {}),
+    "histogram": ((V,), {"bins": 3}), "trapezoid": ((A,), {"dx": 0.5}),
+    "trapz": ((A, V), {}), "cumulative_trapezoid": ((A, V), {"dim": 1}),
+    "pdist": ((A,), {"p": 3.0}), "norm_except_dim": ((A, 2, 1), {}),
+    "frobenius_norm": ((A,), {"dim": (0, 1)}), "constant_pad_nd": ((A, [1, 2], 0.5), {}),
+    "range": ((1, 3, 0.5), {}),
     "select_scatter": ((A, V, 0, 1), {}), "slice_scatter": ((A, B[:, :2], 1, 0, 4, 2), {}),
     "diagonal_scatter": ((Q, V, 0), {}), "tril_indices": ((3, 4, 1), {}),
     "triu_indices": ((4, 3, -1), {}), "unravel_index": ((np.array([4, 7, 11]), (3, 4)), {}),
@@ -65,6 +73,8 @@ DIFFERENTIABLE = {
     "matrix_power": (Q, -2), "block_diag": (A[:2], V[:2]), "vander": (V,), "inner": (A, B),
     "copysign": (A, B), "ldexp": (A, np.array([1, 2, 3, -1])),
     "masked_scatter": (A, A > 0.5, B), "take": (A, np.array([1, 4])),
+    "trapezoid": (A, V), "cumulative_trapezoid": (A,), "pdist": (A,),
+    "frobenius_norm": (A,), "norm_except_dim": (A,),
 }
 
 
@@ -105,10 +115,12 @@ def test_method_form_matches_function(name):
     if not isinstance(first, np.ndarray) or not hasattr(torcia.Tensor, name):
         pytest.skip("no method form")
     conv = [_to(torcia, a) for a in args]
-    np.testing.assert_array_equal(np.asarray(_np(getattr(conv[0], name)(*conv[1:], **kwargs)),
-                                             dtype=object).shape,
-                                  np.asarray(_np(getattr(torcia, name)(*conv, **kwargs)),
-                                             dtype=object).shape)
+    method = _np(getattr(conv[0], name)(*conv[1:], **kwargs))
+    function = _np(getattr(torcia, name)(*conv, **kwargs))
+    if isinstance(function, list):
+        assert [np.shape(v) for v in method] == [np.shape(v) for v in function]
+    else:
+        np.testing.assert_array_equal(method, function)
 
 
 @pytest.mark.parametrize("name", sorted(DIFFERENTIABLE))
@@ -172,3 +184,35 @@ def test_errors_name_the_problem():
         torcia.quantile(torcia.ones(3), 1.5)
     with pytest.raises(RuntimeError, match="more than one value"):
         torcia.is_nonzero(torcia.ones(2))
+
+
+def test_switches_random_fills_and_fill_diagonal():
+    torch = pytest.importorskip("torch")
+    x = torcia.zeros(4, 3)
+    assert x.fill_diagonal_(5.0, wrap=True) is x
+    want = torch.zeros(4, 3).fill_diagonal_(5.0, wrap=True)
+    np.testing.assert_array_equal(x.numpy(), want.numpy())
+    cond = torcia.tensor([True, False])
+    assert torcia.ones(2).where(cond, torcia.zeros(2)).tolist() == [1.0, 0.0]
+    torcia.manual_seed(0)
+    assert (torcia.empty(1000).log_normal_(0.0, 0.5) > 0).all()
+    g = torcia.empty(1000).geometric_(0.5)
+    assert g.min().item() >= 1 and float(g.mean()) == pytest.approx(2.0, rel=0.2)
+    assert torcia.empty(5).cauchy_(median=1.0).shape == (5,)
+    w = torcia.zeros(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="leaf Variable"):
+        w.cauchy_()
+    assert torcia.poisson(torcia.full((1000,), 3.0)).mean().item() == pytest.approx(3.0,
+                                                                                   rel=0.15)
+    draws = torcia.binomial(torcia.full((500,), 10.0), torcia.full((500,), 0.5))
+    assert draws.max().item() <= 10 and draws.mean().item() == pytest.approx(5.0, rel=0.15)
+    torcia.use_deterministic_algorithms(True, warn_only=True)
+    try:
+        assert torcia.are_deterministic_algorithms_enabled()
+        assert torcia.get_deterministic_debug_mode() == 1
+    finally:
+        torcia.use_deterministic_algorithms(False)
+    assert torcia.get_deterministic_debug_mode() == 0
+    assert torcia.set_flush_denormal(True) is False
+    with pytest.raises(RuntimeError, match="sum exactly"):
+        torcia.split_with_sizes(torcia.ones(4), [1, 2])

@@ -66,6 +66,7 @@ from torcia import (  # noqa: E402
     _ops,
     plugins,
 )
+from torcia import _ops_compat as _ops_compat_module  # noqa: E402
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,
@@ -136,6 +137,9 @@ from torcia.random import (  # noqa: E402
 from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
+# PyTorch's deprecated inclusive ``torch.range``; bound here, where no code calls the
+# builtin, so that no module of torcia shadows Python's ``range``
+range = _ops_compat_module.inclusive_range  # noqa: A001
 
 plugins.register_builtin("core", _NumpyPlugin())
 

@@ -43,6 +43,9 @@ for _name in _ops_compat.METHODS:
 for _name in _ops_compat.INPLACE:
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_compat, _name)))
+for _name, _fn in _ops_compat.EXTRA_METHODS.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)
 
 
 # ----- operators ------------------------------------------------------------------------

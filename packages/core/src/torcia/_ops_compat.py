@@ -875,6 +875,295 @@ def new(self, *args, **kwargs):
 
 
 # ---------------------------------------------------------------------------------------
+# more functions real code calls
+# ---------------------------------------------------------------------------------------
+
+
+def fill_diagonal(input, fill_value, wrap=False):
+    """A copy of ``input`` (2-D, or N-D with equal sizes) with its main diagonal set to
+    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's."""
+    if input.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if input.ndim > 2 and len(set(input.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(tuple(input.shape), dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    return _ops.where(C.tensor(mask, device=input.device),
+                      C.full_like(input, fill_value), input)
+
+
+def where_method(self, condition, y):
+    """``Tensor.where(condition, y)``: ``torcia.where(condition, self, y)``."""
+    return _ops.where(condition, self, y)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Split into pieces of the given sizes along ``dim`` (which must add up to it)."""
+    if builtins.sum(split_sizes) != input.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[dim]} (input tensor's size at dimension {dim}), "
+                           f"but got split_sizes={list(split_sizes)}")
+    return _ops.split(input, list(split_sizes), dim)
+
+
+def _host_binary(fn, input, other, dtype=None):
+    a = input.detach().cpu().numpy()
+    b = other.detach().cpu().numpy() if isinstance(other, Tensor) else other
+    return C.tensor(np.asarray(fn(a, b)), dtype=dtype, device=input.device)
+
+
+def nextafter(input, other):
+    """The next representable float after ``input`` towards ``other`` (no gradient)."""
+    return _host_binary(np.nextafter, input, other)
+
+
+def bitwise_left_shift(input, other):
+    """``input << other`` on integer tensors."""
+    return _host_binary(np.left_shift, input, other)
+
+
+def bitwise_right_shift(input, other):
+    """``input >> other`` on integer tensors (arithmetic for signed ones)."""
+    return _host_binary(np.right_shift, input, other)
+
+
+_Frexp = _ops._return_type("frexp", ("mantissa", "exponent"))
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent`` and
+    ``0.5 <= |mantissa| < 1``; the exponent is int32.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.frexp(torcia.tensor([8.0])).exponent
+    tensor([4], dtype=torcia.int32)
+    """
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(input.detach().cpu().numpy())
+    return _Frexp(C.tensor(m, device=input.device),
+                  C.tensor(e.astype(np.int32), device=input.device))
+
+
+_Histogram = _ops._return_type("histogram", ("hist", "bin_edges"))
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    """Histogram of ``input``'s values: ``bins`` equal bins over ``range`` (default the
+    data's extent) or explicit edges; returns ``(hist, bin_edges)``, as NumPy's."""
+    data = input.detach().cpu().numpy().reshape(-1)
+    edges = bins.detach().cpu().numpy() if isinstance(bins, Tensor) else bins
+    w = None if weight is None else weight.detach().cpu().numpy().reshape(-1)
+    hist, out_edges = np.histogram(data, edges, range=range, weights=w, density=density)
+    return _Histogram(C.tensor(hist.astype(data.dtype), device=input.device),
+                      C.tensor(out_edges.astype(data.dtype), device=input.device))
+
+
+def trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The trapezoidal-rule integral of ``y`` along ``dim`` (spacing ``dx``, default 1, or
+    sample points ``x``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.trapezoid(torcia.tensor([1.0, 2.0, 3.0]))
+    tensor(4.)
+    """
+    n = y.shape[dim]
+    left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
+    if x is None:
+        return (left + right).sum(dim) * ((1.0 if dx is None else dx) / 2)
+    spacing = diff(x, dim=dim if x.ndim > 1 else -1)
+    if x.ndim == 1 and y.ndim > 1:
+        shape = [1] * y.ndim
+        shape[dim] = n - 1
+        spacing = spacing.reshape(shape)
+    return ((left + right) * spacing).sum(dim) / 2
+
+
+def trapz(y, x=None, *, dx=None, dim=-1):
+    """Alias of :func:`trapezoid`."""
+    return trapezoid(y, x, dx=dx, dim=dim)
+
+
+def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
+    """The running trapezoidal-rule integral of ``y`` along ``dim``."""
+    n = y.shape[dim]
+    pieces = y.narrow(dim, 0, n - 1) + y.narrow(dim, 1, n - 1)
+    if x is None:
+        pieces = pieces * ((1.0 if dx is None else dx) / 2)
+    else:
+        spacing = diff(x, dim=dim if x.ndim > 1 else -1)
+        if x.ndim == 1 and y.ndim > 1:
+            shape = [1] * y.ndim
+            shape[dim] = n - 1
+            spacing = spacing.reshape(shape)
+        pieces = pieces * spacing / 2
+    return pieces.cumsum(dim)
+
+
+def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None,
+                    requires_grad=False):
+    """PyTorch's deprecated inclusive ``range``: ``start, start + step, ..., end``
+    (float by default)."""
+    if end is None:
+        start, end = 0, start
+    count = int(math.floor((end - start) / step)) + 1
+    values = [start + k * step for k in builtins.range(max(count, 0))]
+    return C.tensor(values, dtype=dtype or D.get_default_dtype(), device=device,
+                    requires_grad=requires_grad)
+
+
+def pdist(input, p=2.0):
+    """The ``p``-norm distances between every pair of rows ``i < j`` of a 2-D ``input``,
+    in row-major order of the upper triangle."""
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    diffs = input[C.tensor(rows, device=input.device)] - input[C.tensor(cols,
+                                                                         device=input.device)]
+    if p == 0:
+        return (diffs != 0).sum(-1).to(input.dtype)
+    if p == math.inf:
+        return diffs.abs().amax(-1)
+    return diffs.abs().pow(p).sum(-1).pow(1.0 / p)
+
+
+def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's argument name
+    """The ``pow``-norm of ``v`` over every dimension but ``dim`` (all, for ``dim=-1``)."""
+    if dim == -1:
+        return v.norm(pow)
+    dims = tuple(d for d in builtins.range(v.ndim) if d != dim)
+    return v.abs().pow(pow).sum(dim=dims, keepdim=True).pow(1.0 / pow)
+
+
+def frobenius_norm(input, dim=(-2, -1), keepdim=False):
+    """The Frobenius norm over ``dim``."""
+    return input.pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
+
+
+def constant_pad_nd(input, pad, value=0):
+    """Pad with ``value`` (``F.pad``'s constant mode)."""
+    return _ops_extra.pad(input, pad, "constant", value)
+
+
+def poisson(input, generator=None):
+    """Samples of Poisson distributions with rates ``input``."""
+    from torcia.random import rng_of
+
+    draws = rng_of(generator).poisson(input.detach().cpu().numpy())
+    return C.tensor(draws.astype(input.detach().cpu().numpy().dtype), device=input.device)
+
+
+def binomial(count, prob, generator=None):
+    """Samples of binomial distributions with ``count`` trials of probability ``prob``."""
+    from torcia.random import rng_of
+
+    n = count.detach().cpu().numpy()
+    draws = rng_of(generator).binomial(n.astype(np.int64), prob.detach().cpu().numpy())
+    return C.tensor(draws.astype(n.dtype), device=count.device)
+
+
+def get_device(input) -> int:
+    """The tensor's device index (-1 on the CPU)."""
+    return input.get_device()
+
+
+def is_distributed(input) -> bool:
+    """Whether the tensor is a distributed tensor: torcia's never are."""
+    return False
+
+
+# process-wide switches PyTorch offers; torcia's kernels are deterministic already, so the
+# determinism switches are recorded and reported back
+_SWITCHES = {"deterministic": False, "warn_only": False, "warn_always": False,
+             "interop_threads": 1}
+
+
+def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
+    """Record the determinism switch (torcia's kernels are deterministic either way)."""
+    _SWITCHES["deterministic"] = bool(mode)
+    _SWITCHES["warn_only"] = bool(warn_only)
+
+
+def are_deterministic_algorithms_enabled() -> bool:
+    """The switch set by :func:`use_deterministic_algorithms`."""
+    return _SWITCHES["deterministic"]
+
+
+def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    return _SWITCHES["warn_only"]
+
+
+def set_deterministic_debug_mode(debug_mode) -> None:
+    """0/"default", 1/"warn", 2/"error", as PyTorch: sets the determinism switch."""
+    modes = {"default": 0, "warn": 1, "error": 2}
+    level = modes[debug_mode] if isinstance(debug_mode, str) else int(debug_mode)
+    if level not in (0, 1, 2):
+        raise RuntimeError(f"invalid value of debug_mode, expected 0, 1, or 2, but got "
+                           f"{debug_mode}")
+    use_deterministic_algorithms(level > 0, warn_only=level == 1)
+
+
+def get_deterministic_debug_mode() -> int:
+    if not _SWITCHES["deterministic"]:
+        return 0
+    return 1 if _SWITCHES["warn_only"] else 2
+
+
+def set_warn_always(b: bool) -> None:
+    """Record whether warnings that PyTorch issues once should repeat."""
+    _SWITCHES["warn_always"] = bool(b)
+
+
+def is_warn_always_enabled() -> bool:
+    return _SWITCHES["warn_always"]
+
+
+def get_num_interop_threads() -> int:
+    """Threads for inter-op parallelism: torcia runs ops one at a time, so 1 unless set."""
+    return _SWITCHES["interop_threads"]
+
+
+def set_num_interop_threads(n: int) -> None:
+    if n < 1:
+        raise RuntimeError(f"Expected positive number of threads, got {n}")
+    _SWITCHES["interop_threads"] = int(n)
+
+
+def set_flush_denormal(mode: bool) -> bool:
+    """Flushing denormals to zero is not supported (NumPy computes them): returns False,
+    as PyTorch does on CPUs without the feature."""
+    return False
+
+
+def _random_fill(sample):
+    def fill(self, *args, generator=None, **kwargs):
+        from torcia.random import rng_of
+
+        values = sample(rng_of(generator), tuple(self.shape), *args, **kwargs)
+        with_grad = self._requires_grad
+        if with_grad and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        self.copy_(C.tensor(values.astype(self.detach().cpu().numpy().dtype),
+                            device=self.device))
+        return self
+
+    return fill
+
+
+cauchy_ = _random_fill(lambda rng, shape, median=0.0, sigma=1.0:
+                       median + sigma * rng.standard_cauchy(shape))
+geometric_ = _random_fill(lambda rng, shape, p: rng.geometric(p, shape))
+log_normal_ = _random_fill(lambda rng, shape, mean=1.0, std=2.0:
+                           rng.lognormal(mean, std, shape))
+
+
+# ---------------------------------------------------------------------------------------
 # top-level in-place functions: torch.abs_(x) is x.abs_()
 # ---------------------------------------------------------------------------------------
 
@@ -907,24 +1196,37 @@ METHODS = ALIAS_METHODS + (
     "diff", "kron", "cross", "trace", "diagflat", "vdot", "matrix_power", "index_fill",
     "masked_scatter", "put", "select_scatter", "slice_scatter", "diagonal_scatter",
     "sum_to_size", "ndimension", "new", "hsplit", "vsplit", "dsplit", "isin",
+    "split_with_sizes", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "frexp",
+    "histogram", "fill_diagonal", "get_device",
 )
 #: Methods that also get an in-place ``op_`` (PyTorch has them for these).
 INPLACE = tuple(n for n in ALIAS_METHODS if n != "row_stack") + (
     "deg2rad", "rad2deg", "copysign", "ldexp", "gcd", "lcm", "heaviside", "renorm",
-    "index_fill", "masked_scatter", "put", "sgn",
+    "index_fill", "masked_scatter", "put", "sgn", "fill_diagonal", "nextafter",
+    "bitwise_left_shift", "bitwise_right_shift",
 )
 
 _FUNCTIONS = (
     "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "typename", "is_storage",
     "scalar_tensor", "rsub", "nan_to_num_", "atleast_1d", "atleast_2d", "atleast_3d",
     "column_stack", "dstack", "chain_matmul", "meshgrid", "block_diag", "cartesian_prod",
-    "combinations", "tril_indices", "triu_indices", "vander", "unravel_index", "fill", "adjoint",
+    "combinations", "tril_indices", "triu_indices", "vander", "unravel_index", "fill",
+    "adjoint", "trapezoid", "trapz", "cumulative_trapezoid", "pdist", "norm_except_dim",
+    "frobenius_norm", "constant_pad_nd", "poisson", "binomial", "is_distributed",
+    "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
+    "is_deterministic_algorithms_warn_only_enabled", "set_deterministic_debug_mode",
+    "get_deterministic_debug_mode", "set_warn_always", "is_warn_always_enabled",
+    "get_num_interop_threads", "set_num_interop_threads", "set_flush_denormal",
     *_TOP_INPLACE,
 )
 for _name in _TOP_INPLACE:
     globals()[_name] = _top_inplace(_name)
 
-__all__ = sorted(set(METHODS) - {"new", "ndimension", "sum_to_size"} | set(_FUNCTIONS))
+__all__ = sorted(set(METHODS) - {"new", "ndimension", "sum_to_size", "fill_diagonal"}
+                 | set(_FUNCTIONS))
+#: Tensor methods with no function of the same name at top level
+EXTRA_METHODS = {"where": where_method, "cauchy_": cauchy_, "geometric_": geometric_,
+                 "log_normal_": log_normal_}
 
 
 def make_inplace(fn):
