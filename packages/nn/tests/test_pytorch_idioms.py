@@ -143,3 +143,48 @@ def test_bicubic_interpolate_gradcheck():
     x = torcia.randn(1, 2, 3, 4, dtype=torcia.float64, requires_grad=True)
     assert gradcheck(lambda t: F.interpolate(t, scale_factor=1.5, mode="bicubic"), (x,))
     assert nn.Upsample(scale_factor=2, mode="bicubic")(x).shape == (1, 2, 6, 8)
+
+
+TOP_LEVEL = {
+    "kl_div": lambda lib, a, b, c: lib.kl_div(a.log_softmax(1), b.softmax(1), 2),
+    "hinge_embedding_loss": lambda lib, a, b, c: lib.hinge_embedding_loss(a, c.sign(), 0.5, 0),
+    "cosine_embedding_loss": lambda lib, a, b, c: lib.cosine_embedding_loss(
+        a, b, c[:, 0].sign(), 0.1, 1),
+    "margin_ranking_loss": lambda lib, a, b, c: lib.margin_ranking_loss(a, b, c.sign(), 0.2),
+    "poisson_nll_loss": lambda lib, a, b, c: lib.poisson_nll_loss(a, b.abs(), True, False,
+                                                                  1e-8, 1),
+    "triplet_margin_loss": lambda lib, a, b, c: lib.triplet_margin_loss(a, b, c, 0.5),
+    "binary_cross_entropy_with_logits": lambda lib, a, b, c:
+        lib.binary_cross_entropy_with_logits(a, b.sigmoid(), None, c.abs(), 2),
+    "threshold": lambda lib, a, b, c: lib.threshold(a, 0.1, -1.0),
+    "hardshrink": lambda lib, a, b, c: lib.hardshrink(a, 0.3),
+    "hardshrink_method": lambda lib, a, b, c: a.hardshrink(0.3),
+    "prelu_method": lambda lib, a, b, c: a.prelu(lib.tensor([0.2], dtype=a.dtype)),
+    "rrelu_eval": lambda lib, a, b, c: lib.rrelu(a, 0.1, 0.3, False),
+    "rms_norm": lambda lib, a, b, c: lib.rms_norm(a, (4,)),
+    "channel_shuffle": lambda lib, a, b, c: lib.channel_shuffle(a.reshape(1, 12, 1, 1), 3),
+    "max_pool1d_with_indices": lambda lib, a, b, c: lib.max_pool1d_with_indices(
+        a.unsqueeze(0), 2)[0],
+}
+
+
+@pytest.mark.parametrize("name", sorted(TOP_LEVEL))
+def test_top_level_nn_functions_match_torch(name):
+    torch = pytest.importorskip("torch")
+    arrays = [np.random.default_rng(k).standard_normal((3, 4)) for k in range(3)]
+    ours = TOP_LEVEL[name](torcia, *[torcia.from_numpy(a.copy()) for a in arrays])
+    theirs = TOP_LEVEL[name](torch, *[torch.from_numpy(a.copy()) for a in arrays])
+    np.testing.assert_allclose(ours.detach().numpy(), theirs.detach().numpy(), rtol=1e-10,
+                               atol=1e-12)
+
+
+def test_top_level_losses_default_to_no_reduction_as_torch():
+    torch = pytest.importorskip("torch")
+    a, b, c = (np.random.default_rng(k).standard_normal((3, 4)) for k in range(3))
+    for name, args in [("kl_div", (a, b)), ("hinge_embedding_loss", (a, np.sign(c))),
+                       ("margin_ranking_loss", (a, b, np.sign(c))),
+                       ("triplet_margin_loss", (a, b, c)),
+                       ("binary_cross_entropy_with_logits", (a, 1 / (1 + np.exp(-b))))]:
+        ours = getattr(torcia, name)(*[torcia.from_numpy(x) for x in args])
+        theirs = getattr(torch, name)(*[torch.from_numpy(x) for x in args])
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)

@@ -120,6 +120,7 @@ from torcia._ops_compat import *  # noqa: E402,F401,F403
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403
 from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
+from torcia._ops_nn_top import *  # noqa: E402,F401,F403
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia.amp import autocast  # noqa: E402

@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_compat, _ops_extra, _ops_nn
+from torcia import _ops, _ops_compat, _ops_extra, _ops_nn, _ops_nn_top
 from torcia._tensor import AUTOGRAD, Tensor, binary, canonical_device, inplace, load_autograd
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -43,7 +43,7 @@ for _name in _ops_compat.METHODS:
 for _name in _ops_compat.INPLACE:
     if not hasattr(Tensor, _name + "_"):
         setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_compat, _name)))
-for _name, _fn in _ops_compat.EXTRA_METHODS.items():
+for _name, _fn in {**_ops_compat.EXTRA_METHODS, **_ops_nn_top.METHODS}.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)
 
