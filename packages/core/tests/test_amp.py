@@ -107,3 +107,14 @@ def test_custom_fwd_casts_and_custom_bwd_replays_the_state():
     assert is_autocast_available("cpu") and not is_autocast_available("xpu")
     with pytest.raises(ValueError, match="device_type"):
         custom_fwd(device_type="tpu")
+
+
+def test_top_level_autocast_queries():
+    assert not torcia.is_autocast_enabled() and not torcia.is_autocast_cpu_enabled()
+    with autocast("cpu"):
+        assert torcia.is_autocast_enabled("cpu") and torcia.is_autocast_cpu_enabled()
+        assert torcia.get_autocast_cpu_dtype() is torcia.bfloat16
+        assert torcia.get_autocast_dtype("cpu") is torcia.bfloat16
+    assert torcia.get_autocast_gpu_dtype() is torcia.float16
+    assert torcia.is_autocast_cache_enabled() is False
+    assert torcia.clear_autocast_cache() is None

@@ -123,7 +123,16 @@ from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._ops_nn_top import *  # noqa: E402,F401,F403
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
-from torcia.amp import autocast  # noqa: E402
+from torcia.amp import (  # noqa: E402
+    autocast,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from torcia.backend import device  # noqa: E402
 from torcia.plugins import hookimpl  # noqa: E402
 from torcia.random import (  # noqa: E402

@@ -154,6 +154,31 @@ def _cast_all(value, dtype, device_type):
     return _cast(value, dtype, device_type)
 
 
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")`` (PyTorch's older name)."""
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """``get_autocast_dtype("cpu")`` (PyTorch's older name)."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``get_autocast_dtype("cuda")`` (PyTorch's older name)."""
+    return get_autocast_dtype("cuda")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """torcia's autocast casts at each op and keeps no cache of cast weights: False."""
+    return False
+
+
+def clear_autocast_cache() -> None:
+    """Nothing to clear: torcia's autocast keeps no cache (see
+    :func:`is_autocast_cache_enabled`)."""
+
+
 def is_autocast_available(device_type: str) -> bool:
     """Whether ``autocast`` supports ``device_type`` ("cpu" and "cuda").
 
