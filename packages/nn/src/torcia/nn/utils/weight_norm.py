@@ -5,7 +5,7 @@ its factors and rebuilt before each forward."""
 from __future__ import annotations
 
 import torcia
-from torcia._grad_mode import no_grad
+from torcia import no_grad
 from torcia.nn.parameter import Parameter
 
 
