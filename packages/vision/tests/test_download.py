@@ -6,6 +6,7 @@ import functools
 import gzip
 import hashlib
 import http.server
+import pathlib
 import struct
 import threading
 
@@ -110,3 +111,36 @@ def test_check_integrity_and_real_checksums():
                                            "f68b3c2dcbeaaa9fbdd348bbdeb94873")
     assert {n for n, _ in datasets.FashionMNIST.resources} == {
         n for n, _ in datasets.KMNIST.resources}
+
+
+def test_cifar10_tarball_is_downloaded_checked_and_unpacked(tmp_path, capsys):
+    import sys
+    import tarfile
+
+    sys.path.insert(0, str(pathlib.Path(__file__).parent))
+    from test_datasets import make_cifar10
+
+    site = tmp_path / "site"
+    make_cifar10(site / "cifar-10-batches-py")
+    archive = tmp_path / "cifar-10-python.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(site / "cifar-10-batches-py", arcname="cifar-10-batches-py")
+    (site / "cifar-10-python.tar.gz").write_bytes(archive.read_bytes())
+    md5 = hashlib.md5(archive.read_bytes()).hexdigest()
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler.log_message = lambda *args: None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/cifar-10-python.tar.gz"
+        local = type("LocalCIFAR10", (datasets.CIFAR10,), {"url": url, "tgz_md5": md5})
+        root = tmp_path / "data"
+        train = local(root, train=True, download=True)
+        assert len(train) == 10 and (root / "cifar-10-batches-py" / "test_batch").is_file()
+        assert "Downloading " + url in capsys.readouterr().err
+        bad = type("BadCIFAR10", (datasets.CIFAR10,), {"url": url, "tgz_md5": "0" * 32})
+        with pytest.raises(RuntimeError, match="expected MD5"):
+            bad(tmp_path / "other", download=True)
+    finally:
+        server.shutdown()
+        server.server_close()
