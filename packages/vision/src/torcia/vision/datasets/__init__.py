@@ -1,5 +1,5 @@
 """Image datasets. Each reads files the user provides (:class:`Digits` is embedded in the
-package); the MNIST family also downloads them with ``download=True`` (see
+package); the MNIST family and CIFAR also download them with ``download=True`` (see
 :mod:`torcia.vision.datasets.utils`).
 
 Examples
