@@ -283,3 +283,22 @@ def test_gradcheck_warns_on_float32():
     x = torcia.randn(2, requires_grad=True)
     with pytest.warns(UserWarning, match="not a double precision"):
         gradcheck(lambda t: t * 2, (x,), eps=1e-2, atol=1e-2, raise_exception=False)
+
+
+def test_variable_is_every_tensor():
+    import torcia
+    from torcia.autograd import Variable
+
+    t = torcia.ones(2)
+    v = Variable(t, requires_grad=True)
+    assert v.requires_grad and not t.requires_grad
+    assert isinstance(t, Variable) and isinstance(v, Variable)
+    assert not isinstance([1.0], Variable)
+    (v * 2).sum().backward()
+    assert v.grad.tolist() == [2.0, 2.0]
+    try:
+        Variable([1.0])
+    except TypeError as exc:
+        assert "has to be a tensor" in str(exc)
+    else:
+        raise AssertionError("Variable accepted a list")

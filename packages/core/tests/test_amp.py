@@ -78,3 +78,43 @@ def test_grad_scaler_skips_inf_steps_and_adapts_the_scale():
     scaler.unscale_(opt)
     with pytest.raises(RuntimeError, match="already been called"):
         scaler.unscale_(opt)
+
+
+def test_custom_fwd_casts_and_custom_bwd_replays_the_state():
+    pytest.importorskip("torcia.autograd")
+    from torcia.amp import custom_bwd, custom_fwd, is_autocast_available
+
+    seen = {}
+
+    class Scale(torcia.autograd.Function):
+        @staticmethod
+        @custom_fwd(device_type="cpu", cast_inputs=torcia.float32)
+        def forward(ctx, x):
+            seen["forward"] = (x.dtype, torcia.amp.is_autocast_enabled("cpu"))
+            return x * 3
+
+        @staticmethod
+        @custom_bwd(device_type="cpu")
+        def backward(ctx, grad):
+            seen["backward"] = torcia.amp.is_autocast_enabled("cpu")
+            return grad * 3
+
+    x = torcia.ones(2, dtype=torcia.bfloat16, requires_grad=True)
+    with torcia.autocast("cpu"):
+        y = Scale.apply(x)
+    y.sum().backward()
+    assert seen == {"forward": (torcia.float32, False), "backward": False}
+    assert is_autocast_available("cpu") and not is_autocast_available("xpu")
+    with pytest.raises(ValueError, match="device_type"):
+        custom_fwd(device_type="tpu")
+
+
+def test_top_level_autocast_queries():
+    assert not torcia.is_autocast_enabled() and not torcia.is_autocast_cpu_enabled()
+    with autocast("cpu"):
+        assert torcia.is_autocast_enabled("cpu") and torcia.is_autocast_cpu_enabled()
+        assert torcia.get_autocast_cpu_dtype() is torcia.bfloat16
+        assert torcia.get_autocast_dtype("cpu") is torcia.bfloat16
+    assert torcia.get_autocast_gpu_dtype() is torcia.float16
+    assert torcia.is_autocast_cache_enabled() is False
+    assert torcia.clear_autocast_cache() is None

@@ -257,3 +257,17 @@ def test_distributed_shards_are_equal_and_cover_the_data(n, replicas, drop_last,
         assert len(seen) == len(set(seen)) == n - n % replicas  # disjoint, the tail dropped
     else:
         assert set(seen) == set(range(n))  # everything, a few padded twice
+
+
+def test_random_sampler_with_replacement_draws_lazily():
+    import itertools
+
+    import torcia
+    from torcia.data import RandomSampler
+
+    sampler = RandomSampler(range(5), replacement=True, num_samples=10**10,
+                            generator=torcia.Generator().manual_seed(0))
+    assert len(sampler) == 10**10
+    first = list(itertools.islice(iter(sampler), 100))
+    assert len(first) == 100 and set(first) <= set(range(5)) and len(set(first)) > 1
+    assert len(list(RandomSampler(range(5), replacement=True, num_samples=70))) == 70

@@ -72,6 +72,7 @@ from torcia import (  # noqa: E402
     plugins,
     special,
 )
+from torcia import _ops_compat as _ops_compat_module  # noqa: E402
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,
@@ -122,6 +123,7 @@ from torcia._ops import (  # noqa: E402
     round,
     sum,
 )
+from torcia._ops_compat import *  # noqa: E402,F401,F403
 from torcia._ops_complex import (  # noqa: E402
     angle,
     complex,  # noqa: A004 - PyTorch's name
@@ -141,9 +143,19 @@ from torcia._ops_complex import (  # noqa: E402
 from torcia._ops_extra import *  # noqa: E402,F401,F403
 from torcia._ops_nn import *  # noqa: E402,F401,F403
 from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
+from torcia._ops_nn_top import *  # noqa: E402,F401,F403
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
-from torcia.amp import autocast  # noqa: E402
+from torcia.amp import (  # noqa: E402
+    autocast,
+    clear_autocast_cache,
+    get_autocast_cpu_dtype,
+    get_autocast_dtype,
+    get_autocast_gpu_dtype,
+    is_autocast_cache_enabled,
+    is_autocast_cpu_enabled,
+    is_autocast_enabled,
+)
 from torcia.backend import device  # noqa: E402
 from torcia.plugins import hookimpl  # noqa: E402
 from torcia.random import (  # noqa: E402
@@ -161,11 +173,27 @@ globals().update(_NN_TOP_LEVEL)
 globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
 globals().update(linalg.TOP_LEVEL)
 globals().update({_n: getattr(_ops_spectral, _n) for _n in _ops_spectral.TOP_LEVEL})
+# PyTorch's deprecated inclusive ``torch.range``; bound here, where no code calls the
+# builtin, so that no module of torcia shadows Python's ``range``
+range = _ops_compat_module.inclusive_range  # noqa: A001
 
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
 
-FloatTensor = DoubleTensor = LongTensor = IntTensor = BoolTensor = Tensor
+from torcia import sparse  # noqa: E402
+from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+from torcia.sparse import sparse_coo_tensor  # noqa: E402
+
+Tensor.to_sparse = sparse.to_sparse
+Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
+    self if dtype is None else self.to(dtype))
+spmm = sparse.spmm
+sparse_coo = "torcia.sparse_coo"
+strided = "torcia.strided"
+
+# FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
+globals().update(_LEGACY_TYPES)
 
 
 def is_tensor(obj) -> bool:
@@ -214,6 +242,36 @@ def set_num_threads(n: int) -> None:
 
 
 _threads = [__import__("os").cpu_count() or 1]
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """``"highest"``, ``"high"`` or ``"medium"``: sets
+    ``torcia.backends.cuda.matmul.allow_tf32`` as PyTorch does (torcia's kernels compute
+    float32 matmuls in float32 at every setting).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_float32_matmul_precision("high")
+    >>> torcia.get_float32_matmul_precision()
+    'high'
+    >>> torcia.set_float32_matmul_precision("highest")
+    """
+    if precision not in ("highest", "high", "medium"):
+        raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or "
+                           "'medium'")
+    from torcia.backends import cuda
+
+    cuda.matmul.allow_tf32 = precision != "highest"
+    _matmul_precision[0] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value last given to :func:`set_float32_matmul_precision` (``"highest"``)."""
+    return _matmul_precision[0]
+
+
+_matmul_precision = ["highest"]
 _thread_callbacks: list = []
 
 
@@ -281,7 +339,7 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler", "hub"):
+                                  "profiler", "hub", "accelerator", "compat"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

@@ -11,7 +11,17 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_complex, _ops_extra, _ops_nn, _ops_spectral, linalg, special
+from torcia import (
+    _ops,
+    _ops_compat,
+    _ops_complex,
+    _ops_extra,
+    _ops_nn,
+    _ops_nn_top,
+    _ops_spectral,
+    linalg,
+    special,
+)
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -55,6 +65,15 @@ for _name, _fn in linalg.METHODS.items():
 for _name, _fn in special.METHODS.items():
     setattr(Tensor, _name, _fn)
     setattr(Tensor, _name + "_", _make_inplace(_fn))
+for _name in _ops_compat.METHODS:
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, getattr(_ops_compat, _name))
+for _name in _ops_compat.INPLACE:
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_compat, _name)))
+for _name, _fn in {**_ops_compat.EXTRA_METHODS, **_ops_nn_top.METHODS}.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)
 
 
 # ----- operators ------------------------------------------------------------------------
@@ -260,7 +279,18 @@ Tensor.imag = property(_ops_complex.imag, _set_part("imag"))
 
 def _type(self, dtype=None, non_blocking=False):
     if dtype is None:
-        return f"torcia.{_TYPE_NAMES[self.dtype.name]}Tensor"
+        cuda = "cuda." if self.device.type == "cuda" else ""
+        return f"torcia.{cuda}{_TYPE_NAMES[self.dtype.name]}Tensor"
+    if isinstance(dtype, str):
+        # "torch.FloatTensor" / "torcia.cuda.LongTensor": PyTorch's type strings
+        *prefix, name = dtype.split(".")
+        names = {f"{v}Tensor": k for k, v in _TYPE_NAMES.items()}
+        if name not in names or prefix[:1] not in (["torch"], ["torcia"]):
+            raise ValueError(f"invalid type: '{dtype}'")
+        device = "cuda" if prefix[1:] == ["cuda"] else "cpu"
+        return self.to(device=device, dtype=getattr(D, names[name].replace("bool", "bool_")))
+    if hasattr(dtype, "device_type"):  # a legacy type such as torcia.LongTensor
+        return self.to(device=dtype.device_type, dtype=dtype.dtype)
     return self.to(dtype)
 
 
@@ -455,7 +485,21 @@ Tensor.storage_offset = lambda self: 0
 Tensor.get_device = lambda self: -1 if self._device is CPU else self._device.index
 Tensor.is_shared = lambda self: False
 Tensor.is_sparse = False
+Tensor.is_sparse_csr = False
 Tensor.is_quantized = False
 Tensor.is_meta = False
+Tensor.is_mkldnn = False
+Tensor.is_nested = False
+
+
+def _on(device_type):
+    return property(lambda self: self._device.type == device_type,
+                    doc=f"Whether the tensor is on a {device_type!r} device.")
+
+
+# PyTorch's device predicates; a plugin's device answers for its own type name
+for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"):
+    setattr(Tensor, f"is_{_name}", _on(_name))
+del _name
 Tensor.layout = "torcia.strided"
 Tensor.names = property(lambda self: (None,) * self.ndim)

@@ -871,6 +871,11 @@ def _basic_key(shape, key):
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
     shape = input._data.shape
+    # a Python range indexes as the list of its ints, as in PyTorch
+    if isinstance(key, range):
+        key = list(key)
+    elif isinstance(key, tuple) and builtins.any(isinstance(k, range) for k in key):
+        key = tuple(list(k) if isinstance(k, range) else k for k in key)
     basic = _basic_key(shape, key)
     if basic is not None:
         return basic, False
@@ -1374,7 +1379,8 @@ def repeat(input, *sizes):
 
 
 def tile(input, dims):
-    dims = tuple(dims)
+    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one)."""
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
     return repeat(input, dims)
@@ -1438,6 +1444,8 @@ def matmul(input, other):
     >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
     torcia.Size([2, 4])
     """
+    if input.is_sparse or other.is_sparse:
+        return _sparse_mm(input, other)
     _matmul_dtype(input, other, "matmul")
     try:
         return call("matmul", (input, other), {})
@@ -1462,8 +1470,16 @@ def matmul(input, other):
     raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
 
 
+def _sparse_mm(a, b):
+    from torcia import sparse
+
+    return sparse.mm(a, b)
+
+
 def mm(input, mat2):
-    """Product of two 2-D matrices."""
+    """Product of two 2-D matrices (one may be a sparse COO matrix)."""
+    if input.is_sparse or mat2.is_sparse:
+        return _sparse_mm(input, mat2)
     _matmul_dtype(input, mat2, "mm")
     if input.ndim != 2 or mat2.ndim != 2:
         raise RuntimeError(f"self must be a matrix (got {input.ndim}-D and {mat2.ndim}-D)")
@@ -1498,7 +1514,26 @@ def dot(input, other):
     return call("dot", (input, other), {})
 
 
-inner = dot
+def inner(input, other):
+    """Sum of products over the last dimension: ``dot`` for vectors, and for N-D inputs a
+    result of shape ``input.shape[:-1] + other.shape[:-1]``; a 0-d operand scales.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.inner(torcia.ones(2, 3), torcia.ones(4, 3)).shape
+    torcia.Size([2, 4])
+    """
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    a = input.reshape(-1, input.shape[-1])
+    b = other.reshape(-1, other.shape[-1])
+    return (a @ b.mT).reshape(*input.shape[:-1], *other.shape[:-1])
 
 
 def outer(input, vec2):

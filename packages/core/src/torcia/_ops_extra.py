@@ -453,10 +453,80 @@ def pinverse(input, rcond=1e-15):
     return linalg.pinv(input, rtol=rcond)
 
 
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows of ``input`` (variables x observations; a 1-D input is one
+    variable), with optional integer frequency and float observation weights, as
+    ``numpy.cov``/PyTorch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cov(torcia.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if input.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {input.ndim} dimensions")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if not x.is_floating_point():
+        x = x.to(D.get_default_dtype())
+    n = x.shape[1]
+    w = None
+    for name, weights in (("fweights", fweights), ("aweights", aweights)):
+        if weights is None:
+            continue
+        if weights.ndim > 1 or weights.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have one dimension and the same "
+                               f"number of elements as the observations ({n}), but got "
+                               f"{list(weights.shape)}")
+        if name == "fweights" and weights.is_floating_point():
+            raise RuntimeError("cov(): expected fweights to have integral dtype")
+        if bool((weights < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        weights = weights.to(x.dtype)
+        w = weights if w is None else w * weights
+    if w is None:
+        avg = x.mean(1, keepdim=True)
+        norm = n - correction
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1, keepdim=True) / w_sum
+        if aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    xm = x - avg
+    weighted = xm if w is None else xm * w
+    if isinstance(norm, (int, float)):
+        norm = max(norm, 0)
+    else:
+        norm = norm.clamp(min=0)
+    out = (weighted @ xm.mT) / norm
+    return out.reshape(()) if input.ndim < 2 else out
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1].
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.corrcoef(torcia.tensor([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]]))
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    return (c / std.unsqueeze(1) / std.unsqueeze(0)).clamp(-1, 1)
+
+
 METHODS = ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",
            "nonzero", "argwhere", "masked_select", "bincount", "histc", "cummax", "cummin",
            "logcumsumexp", "scatter_reduce", "diag", "diag_embed", "det", "slogdet", "logdet",
-           "inverse", "pinverse")
+           "inverse", "pinverse", "cov", "corrcoef")
 INPLACE = ("scatter_reduce",)
 
 __all__ = list(METHODS) + ["searchsorted", "bucketize"]

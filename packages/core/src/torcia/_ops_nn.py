@@ -1014,9 +1014,40 @@ def dropout1d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout2d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, H, W) or (C, H, W) with probability
-    ``p``, scaling the rest by ``1 / (1 - p)``."""
-    return _feature_dropout(input, p, training, inplace, 4, "dropout2d")
+    """Zero whole channels of ``input`` (N, C, H, W) with probability ``p``, scaling the
+    rest by ``1 / (1 - p)``.
+
+    Other ranks behave as in PyTorch, with its warnings: a 3-D input is read as (N, C, L)
+    (channel-wise 1-D dropout, not an unbatched image), a 2-D one as (N, C), which drops
+    single elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
+    18.0
+    """
+    ndim = input.ndim
+    if ndim not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {ndim}-D input to dropout2d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
+            "and an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret "
+            "the input as one without a batch dimension, i.e. shape (C, H, W). To maintain "
+            "the 1D channel-wise dropout behavior, please switch to using dropout1d "
+            "instead.", stacklevel=2)
+    if ndim < 2:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, "
+                           f"got {ndim}")
+    # PyTorch's feature dropout: one draw per (dim 0, dim 1) entry, whatever the rank
+    return _feature_dropout(input, p, training, inplace, ndim, "dropout2d")
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):

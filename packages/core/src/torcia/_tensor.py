@@ -143,10 +143,8 @@ class Tensor:
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
 
     def __new__(cls, *args, **kwargs):
-        if cls is Tensor and args and not kwargs.get("_internal"):
-            from torcia._creation import tensor
-
-            return tensor(args[0] if len(args) == 1 else list(args))
+        if cls is Tensor and not kwargs.get("_internal"):
+            return _legacy_new(D.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
 
     def __init__(self, *args, **kwargs):
@@ -873,6 +871,31 @@ def parse_to(*args, **kwargs):
         if len(positional_bools) > 1:
             copy = positional_bools[1]
     return device, dtype, non_blocking, copy
+
+
+def _legacy_new(dtype, args, device_=None):
+    """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
+    ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
+    from torcia import _creation
+
+    if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
+                           for a in args):
+        return _creation.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
+    if len(args) > 1:
+        raise TypeError(f"new() received an invalid combination of arguments: expected sizes "
+                        f"(ints) or one sequence of data, got "
+                        f"({', '.join(type(a).__name__ for a in args)})")
+    data = args[0]
+    if isinstance(data, Size):
+        return _creation.empty(*data, dtype=dtype, device=device_)
+    if isinstance(data, Tensor):
+        if data.dtype is not dtype:
+            raise TypeError(f"expected a {dtype} tensor (got {data.dtype}); convert it with "
+                            f".to({dtype})")
+        return data
+    if isinstance(data, (int, float, bool, np.generic)):
+        raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
+    return _creation.tensor(data, dtype=dtype, device=device_)
 
 
 from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402

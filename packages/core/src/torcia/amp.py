@@ -277,6 +277,122 @@ def get_autocast_dtype(device_type="cpu"):
     return _DEFAULTS[device_type]
 
 
+def _cast_all(value, dtype, device_type):
+    """``value`` with every floating tensor in it (through tuples, lists and dicts) cast."""
+    if isinstance(value, (tuple, list)):
+        return type(value)(_cast_all(v, dtype, device_type) for v in value)
+    if isinstance(value, dict):
+        return {k: _cast_all(v, dtype, device_type) for k, v in value.items()}
+    return _cast(value, dtype, device_type)
+
+
+def is_autocast_cpu_enabled() -> bool:
+    """``is_autocast_enabled("cpu")`` (PyTorch's older name)."""
+    return is_autocast_enabled("cpu")
+
+
+def get_autocast_cpu_dtype():
+    """``get_autocast_dtype("cpu")`` (PyTorch's older name)."""
+    return get_autocast_dtype("cpu")
+
+
+def get_autocast_gpu_dtype():
+    """``get_autocast_dtype("cuda")`` (PyTorch's older name)."""
+    return get_autocast_dtype("cuda")
+
+
+def is_autocast_cache_enabled() -> bool:
+    """torcia's autocast casts at each op and keeps no cache of cast weights: False."""
+    return False
+
+
+def clear_autocast_cache() -> None:
+    """Nothing to clear: torcia's autocast keeps no cache (see
+    :func:`is_autocast_cache_enabled`)."""
+
+
+def is_autocast_available(device_type: str) -> bool:
+    """Whether ``autocast`` supports ``device_type`` ("cpu" and "cuda").
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.amp.is_autocast_available("cpu"), torcia.amp.is_autocast_available("mps")
+    (True, False)
+    """
+    return device_type in _DEFAULTS
+
+
+def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
+    """Decorator for a custom autograd Function's ``forward`` under autocast.
+
+    With ``cast_inputs`` None the forward runs in the caller's autocast state, which is
+    recorded on ``ctx`` for :func:`custom_bwd`; with a dtype, inside an enabled autocast
+    region the floating-point tensor arguments are cast to it and the forward runs with
+    autocast off.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.amp import custom_bwd, custom_fwd
+    >>> class Twice(torcia.autograd.Function):
+    ...     @staticmethod
+    ...     @custom_fwd(device_type="cpu", cast_inputs=torcia.float32)
+    ...     def forward(ctx, x):
+    ...         return x * 2
+    ...     @staticmethod
+    ...     @custom_bwd(device_type="cpu")
+    ...     def backward(ctx, grad):
+    ...         return grad * 2
+    >>> with torcia.autocast("cpu"):
+    ...     Twice.apply(torcia.ones(2, dtype=torcia.bfloat16)).dtype
+    torcia.float32
+    """
+    if device_type not in _DEFAULTS:
+        raise ValueError(f"custom_fwd: device_type must be 'cpu' or 'cuda', got "
+                         f"{device_type!r}")
+    if fwd is None:
+        return functools.partial(custom_fwd, device_type=device_type,
+                                 cast_inputs=cast_inputs)
+
+    @functools.wraps(fwd)
+    def decorate_fwd(*args, **kwargs):
+        ctx = args[0]
+        ctx._dtype = get_autocast_dtype(device_type)
+        if cast_inputs is None:
+            ctx._fwd_used_autocast = is_autocast_enabled(device_type)
+            return fwd(*args, **kwargs)
+        autocast_context = is_autocast_enabled(device_type)
+        ctx._fwd_used_autocast = False
+        if autocast_context:
+            with autocast(device_type=device_type, enabled=False):
+                return fwd(*_cast_all(args, cast_inputs, device_type),
+                           **_cast_all(kwargs, cast_inputs, device_type))
+        return fwd(*args, **kwargs)
+
+    return decorate_fwd
+
+
+def custom_bwd(bwd=None, *, device_type: str):
+    """Decorator for a custom autograd Function's ``backward``: it runs in the autocast
+    state its forward ran in (see :func:`custom_fwd`)."""
+    if device_type not in _DEFAULTS:
+        raise ValueError(f"custom_bwd: device_type must be 'cpu' or 'cuda', got "
+                         f"{device_type!r}")
+    if bwd is None:
+        return functools.partial(custom_bwd, device_type=device_type)
+
+    @functools.wraps(bwd)
+    def decorate_bwd(*args, **kwargs):
+        ctx = args[0]
+        enabled = getattr(ctx, "_fwd_used_autocast", False)
+        dtype = getattr(ctx, "_dtype", _DEFAULTS[device_type])
+        with autocast(device_type=device_type, enabled=enabled, dtype=dtype):
+            return bwd(*args, **kwargs)
+
+    return decorate_bwd
+
+
 class GradScaler:
     """Scale the loss so that small float16 gradients do not underflow, and skip the
     optimizer steps whose gradients overflowed.

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 
 from torcia import backend as _backend
+from torcia._legacy import CUDA_TYPES as _LEGACY_TYPES
 
 
 def _cuda_backend():
@@ -141,3 +142,6 @@ def device(device):
         yield
     finally:
         rt.set_device(prev)
+
+# torcia.cuda.FloatTensor, ...: the legacy typed constructors of CUDA tensors
+globals().update(_LEGACY_TYPES)

@@ -16,6 +16,7 @@ tensor([2., 4., 6.])
 
 from __future__ import annotations
 
+import torcia
 from torcia import (
     enable_grad,
     inference_mode,
@@ -30,7 +31,7 @@ from torcia.autograd.function import Function, FunctionCtx, once_differentiable
 from torcia.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
-    "Function", "FunctionCtx", "GradcheckError", "backward", "detect_anomaly",
+    "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
     "enable_grad", "functional", "grad", "gradcheck", "gradgradcheck", "graph",
     "inference_mode",
     "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
@@ -74,3 +75,31 @@ class detect_anomaly(set_detect_anomaly):
 
     def __init__(self, check_nan: bool = True):
         super().__init__(True, check_nan)
+
+
+class _VariableMeta(type):
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torcia.Tensor)
+
+
+class Variable(metaclass=_VariableMeta):
+    """PyTorch's pre-0.4 wrapper, kept for old code: every tensor is a Variable.
+
+    ``Variable(tensor, requires_grad=False)`` returns a tensor sharing ``tensor``'s data
+    with ``requires_grad`` set (``volatile`` is accepted and ignored, as in PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd import Variable
+    >>> v = Variable(torcia.ones(2), requires_grad=True)
+    >>> v.requires_grad, isinstance(v, Variable)
+    (True, True)
+    """
+
+    def __new__(cls, data=None, requires_grad=False, volatile=False):
+        if data is None:
+            return torcia.empty(0).requires_grad_(requires_grad)
+        if not isinstance(data, torcia.Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        return data.detach().requires_grad_(requires_grad)

@@ -123,7 +123,10 @@ class RandomSampler(Sampler):
         n = len(self.data_source)
         g = _generator_for_epoch(self.generator)
         if self.replacement:
-            yield from torcia.randint(n, (self.num_samples,), generator=g).tolist()
+            # in blocks of 32 as PyTorch draws them: num_samples may be far beyond memory
+            for _ in range(self.num_samples // 32):
+                yield from torcia.randint(n, (32,), generator=g).tolist()
+            yield from torcia.randint(n, (self.num_samples % 32,), generator=g).tolist()
             return
         for _ in range(self.num_samples // n):
             yield from torcia.randperm(n, generator=g).tolist()

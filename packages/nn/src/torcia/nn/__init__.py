@@ -27,7 +27,7 @@ from torcia.nn import hookspecs as _hookspecs
 
 _plugins.add_hookspecs(_hookspecs)
 
-from torcia.nn import exporters, functional, init, losses, utils  # noqa: E402
+from torcia.nn import exporters, functional, init, losses, parallel, utils  # noqa: E402
 from torcia.nn.exporters import export  # noqa: E402
 from torcia.nn.modules import *  # noqa: E402,F401,F403
 from torcia.nn.modules import __all__ as _modules_all  # noqa: E402
@@ -35,11 +35,12 @@ from torcia.nn.modules.module import (  # noqa: E402
     register_module_forward_hook,
     register_module_forward_pre_hook,
 )
+from torcia.nn.parallel import DataParallel  # noqa: E402
 from torcia.nn.parameter import Buffer, Parameter  # noqa: E402
 
 __all__ = [
-    "Buffer", "Parameter", "export", "exporters", "functional", "init", "losses",
-    "register_module_forward_hook", "register_module_forward_pre_hook", "utils",
+    "Buffer", "DataParallel", "Parameter", "export", "exporters", "functional", "init", "losses",
+    "register_module_forward_hook", "register_module_forward_pre_hook", "parallel", "utils",
     *_modules_all,
 ]
 

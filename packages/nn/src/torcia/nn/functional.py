@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 import torcia
+from torcia.autograd import Function
 from torcia.library import (  # noqa: F401  (re-exported)
     Tensor,
     adaptive_avg_pool1d,
@@ -462,12 +463,37 @@ def _linear_weights(i, o, scale, align_corners, like):
     return torcia.tensor(m, dtype=like.dtype, device=like.device)
 
 
+def _cubic_weights(i, o, scale, align_corners, like):
+    """(o, i) matrix of PyTorch's 1-D cubic convolution (A = -0.75) from ``i`` points to
+    ``o``; taps beyond the edges read the edge pixel, as PyTorch's do."""
+    a = -0.75
+    dst = np.arange(o, dtype=np.float64)
+    if align_corners:
+        src = dst * ((i - 1) / (o - 1)) if o > 1 else np.zeros(o)
+    else:
+        src = (dst + 0.5) * scale - 0.5
+    base = np.floor(src).astype(np.int64)
+    t = src - base
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    m = np.zeros((o, i))
+    rows = np.arange(o)
+    for tap, w in zip((-1, 0, 1, 2), (far(t + 1), near(t), near(1 - t), far(2 - t))):
+        np.add.at(m, (rows, np.clip(base + tap, 0, i - 1)), w)
+    return torcia.tensor(m, dtype=like.dtype, device=like.device)
+
+
 @autocast_as("interpolate")
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
     """Resize the spatial dims of ``input`` (N, C, *spatial) to ``size`` or by
     ``scale_factor``; ``mode`` is "nearest", "nearest-exact", "area" (adaptive average
-    pooling), "linear" (3-D input), "bilinear" (4-D) or "trilinear" (5-D);
+    pooling), "linear" (3-D input), "bilinear" or "bicubic" (4-D) or "trilinear" (5-D);
     ``align_corners`` maps corner pixel centres onto each other.
 
     Examples
@@ -484,7 +510,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
         raise ValueError(f"Input Error: Only 3D, 4D and 5D input Tensors supported (got "
                          f"{input.ndim}D) for the modes: nearest | linear | bilinear | "
                          f"bicubic | trilinear | area | nearest-exact (got {mode})")
-    linear_modes = {"linear": 1, "bilinear": 2, "trilinear": 3}
+    linear_modes = {"linear": 1, "bilinear": 2, "bicubic": 2, "trilinear": 3}
     if mode in linear_modes:
         if linear_modes[mode] != nd:
             raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
@@ -511,7 +537,8 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             index = torcia.tensor(src, device=input.device)
             out = out.index_select(dim, index)
         else:
-            w = _linear_weights(i, o, scales[k], bool(align_corners), input)
+            weights = _cubic_weights if mode == "bicubic" else _linear_weights
+            w = weights(i, o, scales[k], bool(align_corners), input)
             out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
     return out
 
@@ -1058,6 +1085,36 @@ def _cross_entropy_probs(input, target, weight, reduction, label_smoothing):
     return _reduce(loss, reduction)
 
 
+def _clamped_log(x):
+    """``log(x)`` clamped at -100 without evaluating ``log(0)``."""
+    positive = x > 0
+    return torcia.where(positive, torcia.where(positive, x, 1).log(), -100.0).clamp(min=-100)
+
+
+class _BinaryCrossEntropy(Function):
+    """Elementwise binary cross-entropy with PyTorch's gradient.
+
+    The logs are clamped at -100, and the input gradient is
+    ``(input - target) / max(input * (1 - input), 1e-12)`` as PyTorch computes it: the
+    gradient of the clamped expression would be 0 * inf = NaN at input 0 or 1.
+    """
+
+    @staticmethod
+    def forward(ctx, input, target):
+        ctx.save_for_backward(input, target)
+        return -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
+
+    @staticmethod
+    def backward(ctx, grad):
+        input, target = ctx.saved_tensors
+        grad_input = grad_target = None
+        if ctx.needs_input_grad[0]:
+            grad_input = grad * (input - target) / ((1 - input) * input).clamp(min=1e-12)
+        if ctx.needs_input_grad[1]:
+            grad_target = grad * ((1 - input).log() - input.log())
+        return grad_input, grad_target
+
+
 @autocast_as("binary_cross_entropy")
 def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=None,
                          reduction="mean"):
@@ -1075,9 +1132,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     data = input._data
     if data.size and (data.min() < 0 or data.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
-    log_p = input.log().clamp(min=-100)
-    log_q = (1 - input).log().clamp(min=-100)
-    loss = -(target * log_p + (1 - target) * log_q)
+    loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
     return _reduce(loss, _reduction(size_average, reduce, reduction))

@@ -9,6 +9,7 @@ counterpart (not the same values: the random streams differ).
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 
@@ -19,7 +20,9 @@ from torcia.random import rng_of
 __all__ = [
     "calculate_gain", "constant_", "dirac_", "eye_", "kaiming_normal_", "kaiming_uniform_",
     "normal_", "ones_", "orthogonal_", "trunc_normal_", "uniform_", "xavier_normal_",
-    "xavier_uniform_", "zeros_",
+    "xavier_uniform_", "zeros_", "sparse_", "uniform", "normal", "constant", "eye", "dirac",
+    "xavier_uniform", "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal",
+    "sparse",
 ]
 
 _LINEAR_LIKE = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
@@ -321,3 +324,51 @@ def orthogonal_(tensor: Tensor, gain: float = 1, generator=None) -> Tensor:
     if rows < cols:
         q = q.T
     return _write(tensor, gain * q.reshape(tuple(tensor.shape)))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D ``tensor`` from ``N(0, std)`` and zero a ``sparsity`` fraction of each
+    column (Martens, 2010).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.nn.init.sparse_(torcia.empty(10, 3), sparsity=0.3)
+    >>> [int((w[:, j] == 0).sum()) for j in range(3)]
+    [3, 3, 3]
+    """
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = int(math.ceil(sparsity * rows))
+    normal_(tensor, 0.0, std, generator=generator)
+    with no_grad():
+        for col in range(cols):
+            zero_rows = rng_of(generator).permutation(rows)[:num_zeros].tolist()
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
+def _deprecated(name, new):
+    def old(*args, **kwargs):
+        warnings.warn(f"`nn.init.{name}` is now deprecated in favor of "
+                      f"`nn.init.{new.__name__}`.", FutureWarning, stacklevel=2)
+        return new(*args, **kwargs)
+
+    old.__name__ = name
+    old.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (warns), as in PyTorch."
+    return old
+
+
+# PyTorch's pre-0.4 names, kept as deprecated aliases so old code runs
+uniform = _deprecated("uniform", uniform_)
+normal = _deprecated("normal", normal_)
+constant = _deprecated("constant", constant_)
+eye = _deprecated("eye", eye_)
+dirac = _deprecated("dirac", dirac_)
+xavier_uniform = _deprecated("xavier_uniform", xavier_uniform_)
+xavier_normal = _deprecated("xavier_normal", xavier_normal_)
+kaiming_uniform = _deprecated("kaiming_uniform", kaiming_uniform_)
+kaiming_normal = _deprecated("kaiming_normal", kaiming_normal_)
+orthogonal = _deprecated("orthogonal", orthogonal_)
+sparse = _deprecated("sparse", sparse_)

@@ -34,28 +34,31 @@ plugins.add_hookspecs(hookspecs)
 
 from torcia.optim import lr_scheduler  # noqa: E402
 from torcia.optim.adadelta import Adadelta  # noqa: E402
+from torcia.optim.adafactor import Adafactor  # noqa: E402
 from torcia.optim.adagrad import Adagrad  # noqa: E402
 from torcia.optim.adam import Adam, AdamW  # noqa: E402
 from torcia.optim.adamax import Adamax  # noqa: E402
+from torcia.optim.asgd import ASGD  # noqa: E402
 from torcia.optim.elementwise import ElementwiseOptimizer  # noqa: E402
 from torcia.optim.lbfgs import LBFGS  # noqa: E402
 from torcia.optim.nadam import NAdam  # noqa: E402
 from torcia.optim.optimizer import Optimizer  # noqa: E402
 from torcia.optim.radam import RAdam  # noqa: E402
 from torcia.optim.rmsprop import RMSprop  # noqa: E402
+from torcia.optim.rprop import Rprop  # noqa: E402
 from torcia.optim.sgd import SGD  # noqa: E402
 
 __all__ = [
-    "SGD", "Adadelta", "Adagrad", "Adam", "AdamW", "Adamax", "ElementwiseOptimizer", "LBFGS",
-    "NAdam", "Optimizer",
-    "RAdam", "RMSprop", "create", "hookimpl", "lr_scheduler", "optimizers",
+    "ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax",
+    "ElementwiseOptimizer", "LBFGS", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop",
+    "create", "hookimpl", "lr_scheduler", "optimizers",
 ]
 
 #: the names torcia-optim's own plugin registers
 BUILTIN = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "adamax": Adamax, "nadam": NAdam,
     "radam": RAdam, "rmsprop": RMSprop, "adagrad": Adagrad, "adadelta": Adadelta,
-    "lbfgs": LBFGS,
+    "lbfgs": LBFGS, "asgd": ASGD, "rprop": Rprop, "adafactor": Adafactor,
 }
 
 optimizers = plugins.Registry("optimizer", "torcia_register_optimizers")

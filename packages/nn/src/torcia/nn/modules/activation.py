@@ -532,3 +532,46 @@ class Softshrink(_Shrink):
 
     def forward(self, input):
         return F.softshrink(input, self.lambd)
+
+
+# PyTorch defines MultiheadAttention in its activation module; code imports it from there
+from torcia.nn.modules.transformer import MultiheadAttention  # noqa: E402,F401
+
+
+class RReLU(Module):
+    """Randomised leaky ReLU: negative slopes drawn from ``U(lower, upper)`` in training,
+    their mean in evaluation.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.RReLU(0.1, 0.3).eval()(torcia.tensor([-1.0, 2.0]))
+    tensor([-0.2000,  2.0000])
+    """
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__()
+        self.lower, self.upper, self.inplace = lower, upper, inplace
+
+    def forward(self, input):
+        return F.rrelu(input, self.lower, self.upper, self.training, self.inplace)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{', inplace=True' if self.inplace else ''}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of ``(N, C, H, W)`` or ``(C, H, W)`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Softmax2d()(torcia.zeros(1, 2, 1, 1)).flatten()
+    tensor([0.5000, 0.5000])
+    """
+
+    def forward(self, input):
+        if input.dim() not in (3, 4):
+            raise ValueError(f"Softmax2d: expected input to be 3D or 4D, got {input.dim()}D "
+                             "instead")
+        return F.softmax(input, -3)

@@ -290,3 +290,19 @@ class ConvTranspose2d(_ConvTranspose):
 
 
 _TUPLES = {1: _single, 2: _pair, 3: _triple}
+
+
+class ConvTranspose3d(_ConvTranspose):
+    """3-D transposed convolution over ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)`` (see
+    :class:`ConvTranspose2d`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ConvTranspose3d(2, 1, 2, stride=2)(torcia.randn(1, 2, 2, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4, 4])
+    """
+
+    _n = 3
+    _layout = "N, C, D, H, W"
+    _function = "conv_transpose3d"

@@ -80,3 +80,31 @@ class AlphaDropout(_DropoutNd):
 
     def forward(self, input):
         return F.alpha_dropout(input, self.p, self.training, self.inplace)
+
+
+class Dropout3d(_DropoutNd):
+    """Zero whole channels of ``(N, C, D, H, W)`` inputs with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.Dropout3d(0.5).eval()(torcia.ones(1, 2, 1, 1, 1)).sum().item()
+    2.0
+    """
+
+    def forward(self, input):
+        return F.dropout3d(input, self.p, self.training, self.inplace)
+
+
+class FeatureAlphaDropout(_DropoutNd):
+    """Alpha dropout of whole channels (keeps SELU's statistics).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.FeatureAlphaDropout(0.2)(torcia.ones(2, 3, 4)).shape
+    torcia.Size([2, 3, 4])
+    """
+
+    def forward(self, input):
+        return F.feature_alpha_dropout(input, self.p, self.training)

@@ -80,6 +80,23 @@ class Linear(Module):
                 f"bias={self.bias is not None}")
 
 
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """A :class:`Linear` under the name PyTorch gives ``MultiheadAttention.out_proj``.
+
+    PyTorch keeps it apart so its quantization passes skip that layer; torcia has no
+    quantization, so it is a plain Linear that code importing the name (and checkpoints
+    naming the class) can use.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.modules.linear import NonDynamicallyQuantizableLinear
+    >>> NonDynamicallyQuantizableLinear(4, 2)(torcia.ones(3, 4)).shape
+    torcia.Size([3, 2])
+    """
+
+
 class Bilinear(Module):
     """``y = x1 @ weight @ x2 + bias`` for each output feature.
 

@@ -378,3 +378,114 @@ class MultiMarginLoss(_WeightedLoss):
     def forward(self, input, target):
         return F.multi_margin_loss(input, target, p=self.p, margin=self.margin,
                                    weight=self.weight, reduction=self.reduction)
+
+
+class NLLLoss2d(NLLLoss):
+    """PyTorch's deprecated name for :class:`NLLLoss` on ``(N, C, H, W)`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.NLLLoss2d()(torcia.zeros(1, 2, 1, 1), torcia.zeros(1, 1, 1).long())
+    tensor(0.)
+    """
+
+
+class MultiLabelMarginLoss(_Loss):
+    """Multi-class multi-label hinge loss; ``target`` lists the true classes of each
+    sample, ended by -1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> torcia.nn.MultiLabelMarginLoss()(x, torcia.tensor([[3, 0, -1, 1]]))
+    tensor(0.8500)
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_margin_loss(input, target, reduction=self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_WeightedLoss):
+    """Multi-label one-versus-all logistic loss, averaged over the classes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> loss = torcia.nn.MultiLabelSoftMarginLoss()
+    >>> loss(torcia.zeros(1, 2), torcia.tensor([[1.0, 0.0]])).round(decimals=4)
+    tensor(0.6931)
+    """
+
+    def forward(self, input, target):
+        return F.multilabel_soft_margin_loss(input, target, weight=self.weight,
+                                             reduction=self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    """Negative log-likelihood of ``target`` under Gaussians with mean ``input`` and
+    variance ``var`` (clamped at ``eps``; ``full`` adds the constant).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.GaussianNLLLoss()(torcia.zeros(2), torcia.zeros(2), torcia.ones(2))
+    tensor(0.)
+    """
+
+    def __init__(self, *, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input, target, var):
+        return F.gaussian_nll_loss(input, target, var, full=self.full, eps=self.eps,
+                                   reduction=self.reduction)
+
+
+class TripletMarginWithDistanceLoss(_Loss):
+    """Triplet loss with any ``distance_function`` (default pairwise L2 distance).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> loss = torcia.nn.TripletMarginWithDistanceLoss(margin=1.0)
+    >>> a = torcia.zeros(1, 2)
+    >>> loss(a, a, a + 3.0).item()
+    0.0
+    """
+
+    def __init__(self, *, distance_function=None, margin: float = 1.0, swap: bool = False,
+                 reduction: str = "mean"):
+        super().__init__(None, None, reduction)
+        if margin <= 0:
+            raise ValueError(f"TripletMarginWithDistanceLoss: expected margin to be greater "
+                             f"than 0, got {margin} instead")
+        self.distance_function, self.margin, self.swap = distance_function, margin, swap
+
+    def forward(self, anchor, positive, negative):
+        return F.triplet_margin_with_distance_loss(
+            anchor, positive, negative, distance_function=self.distance_function,
+            margin=self.margin, swap=self.swap, reduction=self.reduction)
+
+
+class CTCLoss(_Loss):
+    """Connectionist temporal classification loss of log-probabilities ``(T, N, C)``
+    against unaligned target sequences.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> log_probs = torcia.randn(5, 1, 3).log_softmax(2)
+    >>> loss = torcia.nn.CTCLoss()(log_probs, torcia.tensor([[1, 2]]), [5], [2])
+    >>> bool(loss > 0)
+    True
+    """
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(None, None, reduction)
+        self.blank, self.zero_infinity = blank, zero_infinity
+
+    def forward(self, log_probs, targets, input_lengths, target_lengths):
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                          self.reduction, self.zero_infinity)

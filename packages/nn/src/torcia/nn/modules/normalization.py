@@ -302,3 +302,74 @@ class GroupNorm(Module):
     def extra_repr(self) -> str:
         return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, "
                 f"affine={self.affine}, bias={self.bias is not None}")
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Instance normalisation of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.InstanceNorm3d(2)(torcia.randn(1, 2, 3, 3, 3)).shape
+    torcia.Size([1, 2, 3, 3, 3])
+    """
+
+    _dims = (4, 5)
+
+
+class RMSNorm(Module):
+    """Root-mean-square normalisation over the trailing ``normalized_shape`` dimensions:
+    ``x / sqrt(mean(x**2) + eps) * weight``; ``eps`` None means the dtype's ``finfo.eps``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.RMSNorm(2)(torcia.tensor([[3.0, 4.0]])).round(decimals=4)
+    tensor([[0.8485, 1.1314]])
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine: bool = True,
+                 device=None, dtype=None):
+        super().__init__()
+        if isinstance(normalized_shape, int):
+            normalized_shape = (normalized_shape,)
+        self.normalized_shape = tuple(normalized_shape)
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(*self.normalized_shape, device=device,
+                                         dtype=dtype))
+        else:
+            self.register_parameter("weight", None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, x):
+        return F.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self) -> str:
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")
+
+
+class LocalResponseNorm(Module):
+    """Normalise each channel by the summed squares of its ``size`` neighbouring channels.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LocalResponseNorm(2)(torcia.ones(1, 4, 2, 2)).shape
+    torcia.Size([1, 4, 2, 2])
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -173,3 +173,72 @@ class CircularPad2d(_Pad):
     """
 
     _mode = "circular"
+
+
+class ZeroPad3d(_Pad):
+    """Pad the last three dimensions with zeros; ``padding`` is an int or
+    ``(left, right, top, bottom, front, back)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ZeroPad3d(1)(torcia.ones(1, 1, 2, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4, 4])
+    """
+
+    _n = 3
+
+
+class ConstantPad3d(_ConstantPad):
+    """Pad the last three dimensions with ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ConstantPad3d(1, 2.0)(torcia.zeros(1, 1, 1, 1)).sum().item()
+    52.0
+    """
+
+    _n = 3
+
+
+class ReflectionPad3d(_Pad):
+    """Pad the last three dimensions by reflecting at the edges.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ReflectionPad3d(1)(torcia.ones(1, 1, 2, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4, 4])
+    """
+
+    _n = 3
+    _mode = "reflect"
+
+
+class ReplicationPad3d(_Pad):
+    """Pad the last three dimensions by repeating their edge values.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.ReplicationPad3d(1)(torcia.ones(1, 1, 2, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4, 4])
+    """
+
+    _n = 3
+    _mode = "replicate"
+
+
+class CircularPad3d(_Pad):
+    """Pad the last three dimensions by wrapping around.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.CircularPad3d(1)(torcia.ones(1, 1, 2, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4, 4])
+    """
+
+    _n = 3
+    _mode = "circular"

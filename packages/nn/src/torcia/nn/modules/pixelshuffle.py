@@ -49,3 +49,25 @@ class PixelUnshuffle(Module):
 
     def extra_repr(self) -> str:
         return f"downscale_factor={self.downscale_factor}"
+
+
+class ChannelShuffle(Module):
+    """Shuffle the channels of ``(N, C, *)`` inputs in ``groups`` (ShuffleNet).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(4.0).reshape(1, 4, 1, 1)
+    >>> torcia.nn.ChannelShuffle(2)(x).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = groups
+
+    def forward(self, input):
+        return F.channel_shuffle(input, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"

@@ -244,3 +244,122 @@ class AdaptiveMaxPool2d(_AdaptivePool):
     """
 
     _function = "adaptive_max_pool2d"
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPool):
+    """Average pooling of ``(N, C, D, H, W)`` to a fixed output size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AdaptiveAvgPool3d(1)(torcia.ones(2, 3, 4, 4, 4)).shape
+    torcia.Size([2, 3, 1, 1, 1])
+    """
+
+    _n = 3
+    _function = "adaptive_avg_pool3d"
+
+
+class AdaptiveMaxPool3d(_AdaptivePool):
+    """Max pooling of ``(N, C, D, H, W)`` to a fixed output size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.AdaptiveMaxPool3d((1, 2, 2))(torcia.ones(1, 1, 4, 4, 4)).shape
+    torcia.Size([1, 1, 1, 2, 2])
+    """
+
+    _n = 3
+    _function = "adaptive_max_pool3d"
+
+
+class _LPPool(_Pool):
+    def __init__(self, norm_type: float, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type = norm_type
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.ceil_mode = ceil_mode
+
+    def forward(self, input):
+        self._check_dims(input)
+        return getattr(F, self._function)(input, float(self.norm_type), self.kernel_size,
+                                          self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPool):
+    """Power-average pooling ``(sum x**p)**(1/p)`` over windows of ``(N, C, L)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LPPool1d(2, 2)(torcia.tensor([[[3.0, 4.0]]]))
+    tensor([[[5.]]])
+    """
+
+    _n = 1
+    _function = "lp_pool1d"
+
+
+class LPPool2d(_LPPool):
+    """Power-average pooling over windows of ``(N, C, H, W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LPPool2d(1, 2)(torcia.ones(1, 1, 4, 4)).shape
+    torcia.Size([1, 1, 2, 2])
+    """
+
+    _function = "lp_pool2d"
+
+
+class _MaxUnpool(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+
+    def forward(self, input, indices, output_size=None):
+        return getattr(F, self._function)(input, indices, self.kernel_size, self.stride,
+                                          self.padding, output_size)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class MaxUnpool1d(_MaxUnpool):
+    """The partial inverse of :class:`MaxPool1d`: values back at their argmax positions,
+    zeros elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> pool = torcia.nn.MaxPool1d(2, return_indices=True)
+    >>> out, idx = pool(torcia.tensor([[[1.0, 3.0, 2.0, 0.0]]]))
+    >>> torcia.nn.MaxUnpool1d(2)(out, idx)
+    tensor([[[0., 3., 2., 0.]]])
+    """
+
+    _n = 1
+    _function = "max_unpool1d"
+
+
+class MaxUnpool2d(_MaxUnpool):
+    """The partial inverse of :class:`MaxPool2d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> out, idx = torcia.nn.MaxPool2d(2, return_indices=True)(torcia.ones(1, 1, 4, 4))
+    >>> torcia.nn.MaxUnpool2d(2)(out, idx).shape
+    torcia.Size([1, 1, 4, 4])
+    """
+
+    _function = "max_unpool2d"

@@ -123,6 +123,15 @@ class RNNBase(Module):
                 get("weight_hr"))
 
     # ----- forward ------------------------------------------------------------------
+    def flatten_parameters(self) -> None:
+        """Kept for PyTorch code that calls it after ``.to()`` or under ``DataParallel``.
+
+        PyTorch repacks the weights into one cuDNN buffer here; torcia's RNN kernels read
+        the per-layer parameters directly, so there is nothing to repack and the call
+        leaves the module unchanged.
+        """
+        return None
+
     def forward(self, input, hx=None):
         packed = isinstance(input, PackedSequence)
         if packed:

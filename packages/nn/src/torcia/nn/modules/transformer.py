@@ -15,7 +15,7 @@ from torcia.nn import functional as F
 from torcia.nn import init
 from torcia.nn.modules.container import ModuleList
 from torcia.nn.modules.dropout import Dropout
-from torcia.nn.modules.linear import Linear
+from torcia.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
 from torcia.nn.modules.module import Module
 from torcia.nn.modules.normalization import LayerNorm
 from torcia.nn.parameter import Parameter
@@ -78,7 +78,7 @@ class MultiheadAttention(Module):
             self.in_proj_bias = Parameter(torcia.empty(3 * embed_dim, **kw))
         else:
             self.register_parameter("in_proj_bias", None)
-        self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
         if add_bias_kv:
             self.bias_k = Parameter(torcia.empty(1, 1, embed_dim, **kw))
             self.bias_v = Parameter(torcia.empty(1, 1, embed_dim, **kw))

@@ -46,3 +46,31 @@ class Upsample(Module):
         else:
             info = f"size={self.size!r}"
         return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """Nearest-neighbour 2-D upsampling (``Upsample(mode="nearest")``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.UpsamplingNearest2d(scale_factor=2)(torcia.ones(1, 1, 2, 2)).shape
+    torcia.Size([1, 1, 4, 4])
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """Bilinear 2-D upsampling with ``align_corners=True``, as PyTorch's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.UpsamplingBilinear2d(size=3)(torcia.tensor([[[[0.0, 2.0]]]]))[0, 0, 0]
+    tensor([0., 1., 2.])
+    """
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)

@@ -1,5 +1,6 @@
-"""Image datasets. Nothing is downloaded: each reads files the user provides, except
-:class:`Digits`, which is embedded in the package.
+"""Image datasets. Each reads files the user provides (:class:`Digits` is embedded in the
+package); the MNIST family and CIFAR also download them with ``download=True`` (see
+:mod:`torcia.vision.datasets.utils`).
 
 Examples
 --------
@@ -10,6 +11,7 @@ Examples
 """
 
 from torcia.vision import _registry
+from torcia.vision.datasets import utils
 from torcia.vision.datasets.cifar import CIFAR10, CIFAR100
 from torcia.vision.datasets.digits import Digits
 from torcia.vision.datasets.fakedata import FakeData
@@ -31,5 +33,5 @@ def get_dataset(name: str, root, **kwargs):
 __all__ = [
     "CIFAR10", "CIFAR100", "DatasetFolder", "Digits", "FakeData", "FashionMNIST",
     "IMG_EXTENSIONS", "ImageFolder", "KMNIST", "MNIST", "VisionDataset", "get_dataset",
-    "list_datasets", "read_idx",
+    "list_datasets", "read_idx", "utils",
 ]

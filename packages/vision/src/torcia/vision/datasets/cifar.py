@@ -11,7 +11,8 @@ import pickle
 
 import numpy as np
 
-from torcia.vision.datasets.vision import ArrayImages, find_file, no_download
+from torcia.vision.datasets.utils import download_and_extract_archive
+from torcia.vision.datasets.vision import ArrayImages, find_file
 
 
 def _latin1_encode(text: str, encoding: str) -> bytes:
@@ -90,7 +91,9 @@ class CIFAR10(ArrayImages):
     """CIFAR-10: 50,000 training and 10,000 test colour images, 32x32, ten classes.
 
     Reads the python batches from ``root/cifar-10-batches-py`` (the folder the official
-    tarball unpacks to) or ``root`` itself. Nothing is downloaded.
+    tarball unpacks to) or ``root`` itself. With ``download=True`` and batches missing,
+    the tarball ``url`` is downloaded into ``root`` (with a progress bar), checked against
+    ``tgz_md5`` and unpacked.
 
     Parameters
     ----------
@@ -101,14 +104,14 @@ class CIFAR10(ArrayImages):
     transform, target_transform : callable, optional
         Applied to the PIL image (mode ``"RGB"``) and to the integer label.
     download : bool
-        Must be False: torcia never downloads; the error says where to get the files.
+        Download and unpack the tarball when batches are missing (see above).
 
     Examples
     --------
     >>> from torcia.vision.datasets import CIFAR10
-    >>> CIFAR10("/nonexistent", download=True)  # doctest: +ELLIPSIS
+    >>> CIFAR10("/nonexistent")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
-    RuntimeError: CIFAR10: download=True is not supported: torcia never downloads ...
+    FileNotFoundError: CIFAR10: file data_batch_1 not found; ...
     """
 
     base_folder = "cifar-10-batches-py"
@@ -117,12 +120,15 @@ class CIFAR10(ArrayImages):
     meta = ("batches.meta", "label_names")
     labels_key = "labels"
     source = "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-10-python.tar.gz)"
+    url = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
+    filename = "cifar-10-python.tar.gz"
+    tgz_md5 = "c58f30108f718f92721af3b95e74349a"
 
     def __init__(self, root, train=True, transform=None, target_transform=None,
                  download=False):
         super().__init__(root, transform=transform, target_transform=target_transform)
         if download:
-            raise no_download(type(self).__name__, self.source)
+            self.download()
         self.train = train
         images, labels = [], []
         for name in self.train_list if train else self.test_list:
@@ -142,9 +148,18 @@ class CIFAR10(ArrayImages):
         self._labels = np.asarray(labels, dtype=np.int64)
         self.classes = list(load_batch(self._find(self.meta[0]))[self.meta[1]])
 
+    def download(self) -> None:
+        """Download and unpack the tarball into ``root`` unless every batch is there."""
+        try:
+            for name in [*self.train_list, *self.test_list, self.meta[0]]:
+                self._find(name)
+        except FileNotFoundError:
+            download_and_extract_archive(self.url, self.root, filename=self.filename,
+                                         md5=self.tgz_md5)
+
     def _find(self, name):
         return find_file(type(self).__name__, [self.root / self.base_folder, self.root],
-                         [name], self.source)
+                         [name], self.source, downloadable=True)
 
     @property
     def data(self) -> np.ndarray:
@@ -174,4 +189,7 @@ class CIFAR100(CIFAR10):
     meta = ("meta", "fine_label_names")
     labels_key = "fine_labels"
     source = "https://www.cs.toronto.edu/~kriz/cifar.html (cifar-100-python.tar.gz)"
+    url = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
+    filename = "cifar-100-python.tar.gz"
+    tgz_md5 = "eb9058c3a382ffc7106e4002c42a8d85"
 

@@ -7,7 +7,8 @@ import zlib
 
 import numpy as np
 
-from torcia.vision.datasets.vision import ArrayImages, find_file, no_download
+from torcia.vision.datasets.utils import download_resources
+from torcia.vision.datasets.vision import ArrayImages, find_file
 
 # IDX type codes (the third byte of the magic number) and their big-endian dtypes
 _IDX_TYPES = {
@@ -62,7 +63,9 @@ class MNIST(ArrayImages):
     """The MNIST handwritten digits: 60,000 training and 10,000 test images, 28x28 grey.
 
     Reads the four IDX files, gzip-compressed or not, from ``root/MNIST/raw`` (torchvision's
-    layout), ``root/MNIST`` or ``root`` itself. Nothing is downloaded.
+    layout), ``root/MNIST`` or ``root`` itself. With ``download=True``, files missing there
+    are downloaded into ``root/MNIST/raw`` from ``mirrors`` (with a progress bar) and
+    checked against the MD5 sums in ``resources``.
 
     Parameters
     ----------
@@ -73,7 +76,7 @@ class MNIST(ArrayImages):
     transform, target_transform : callable, optional
         Applied to the PIL image (mode ``"L"``) and to the integer label.
     download : bool
-        Must be False: torcia never downloads; the error says where to get the files.
+        Download the files that are not there yet (see above).
 
     Examples
     --------
@@ -84,6 +87,14 @@ class MNIST(ArrayImages):
     """
 
     source = "https://ossci-datasets.s3.amazonaws.com/mnist/ (or http://yann.lecun.com/exdb/mnist/)"
+    mirrors = ["https://ossci-datasets.s3.amazonaws.com/mnist/",
+               "http://yann.lecun.com/exdb/mnist/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+        ("t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
+    ]
     classes = ["0 - zero", "1 - one", "2 - two", "3 - three", "4 - four", "5 - five",
                "6 - six", "7 - seven", "8 - eight", "9 - nine"]
 
@@ -91,7 +102,7 @@ class MNIST(ArrayImages):
                  download=False):
         super().__init__(root, transform=transform, target_transform=target_transform)
         if download:
-            raise no_download(type(self).__name__, self.source)
+            self.download()
         self.train = train
         prefix = "train" if train else "t10k"
         images = read_idx(self._find(f"{prefix}-images-idx3-ubyte"))
@@ -103,11 +114,27 @@ class MNIST(ArrayImages):
         self._images = images.astype(np.uint8)
         self._labels = labels.astype(np.int64)
 
+    @property
+    def raw_folder(self):
+        return self.root / type(self).__name__ / "raw"
+
+    def download(self) -> None:
+        """Download into :attr:`raw_folder` the files that are in none of the folders
+        searched."""
+        missing = []
+        for filename, md5 in self.resources:
+            try:
+                self._find(filename.removesuffix(".gz"))
+            except FileNotFoundError:
+                missing.append((filename, md5))
+        if missing:
+            download_resources(type(self).__name__, self.raw_folder, self.mirrors, missing)
+
     def _find(self, name):
         folder = type(self).__name__
         return find_file(type(self).__name__,
                          [self.root / folder / "raw", self.root / folder, self.root],
-                         [name, name + ".gz"], self.source)
+                         [name, name + ".gz"], self.source, downloadable=True)
 
 
 class FashionMNIST(MNIST):
@@ -123,6 +150,13 @@ class FashionMNIST(MNIST):
     """
 
     source = "https://github.com/zalandoresearch/fashion-mnist"
+    mirrors = ["http://fashion-mnist.s3-website.eu-central-1.amazonaws.com/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "8d4fb7e6c68d591d4c3dfef9ec88bf0d"),
+        ("train-labels-idx1-ubyte.gz", "25c81989df183df01b3e8a0aad5dffbe"),
+        ("t10k-images-idx3-ubyte.gz", "bef4ecab320f06d8554ea6380940ec79"),
+        ("t10k-labels-idx1-ubyte.gz", "bb300cfdad3c16e7a12a480ee83cd310"),
+    ]
     classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt",
                "Sneaker", "Bag", "Ankle boot"]
 
@@ -140,4 +174,11 @@ class KMNIST(MNIST):
     """
 
     source = "https://github.com/rois-codh/kmnist"
+    mirrors = ["http://codh.rois.ac.jp/kmnist/dataset/kmnist/"]
+    resources = [
+        ("train-images-idx3-ubyte.gz", "bdb82020997e1d708af4cf47b453dcf7"),
+        ("train-labels-idx1-ubyte.gz", "e144d726b3acfaa3e44228e80efcd344"),
+        ("t10k-images-idx3-ubyte.gz", "5c965bf0a639b31b8f53240b1b52f4d7"),
+        ("t10k-labels-idx1-ubyte.gz", "7320c461ea6c1c855c0b718fb2a4b134"),
+    ]
     classes = ["o", "ki", "su", "tsu", "na", "ha", "ma", "ya", "re", "wo"]

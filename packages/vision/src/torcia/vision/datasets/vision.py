@@ -100,9 +100,11 @@ def no_download(name: str, source: str) -> RuntimeError:
     )
 
 
-def find_file(name: str, folders, candidates, source: str) -> Path:
+def find_file(name: str, folders, candidates, source: str,
+              downloadable: bool = False) -> Path:
     """The first of ``folders`` x ``candidates`` (file names) that exists, or a
-    FileNotFoundError that says which file, where it was looked for, and where to get it."""
+    FileNotFoundError that says which file, where it was looked for, and where to get it
+    (``downloadable``: that ``download=True`` fetches it)."""
     folders = list(folders)
     for folder in folders:
         for candidate in candidates:
@@ -112,5 +114,6 @@ def find_file(name: str, folders, candidates, source: str) -> Path:
     looked = ", ".join(str(f) for f in folders)
     raise FileNotFoundError(
         f"{name}: file {' or '.join(candidates)} not found; looked in {looked}. "
-        f"torcia never downloads: get it from {source}"
+        + (f"Pass download=True to fetch it, or get it from {source}" if downloadable
+           else f"torcia never downloads it: get it from {source}")
     )

@@ -1,0 +1,46 @@
+"""PyTorch's legacy tensor types: ``torcia.FloatTensor(2, 3)``, ``torcia.LongTensor(data)``,
+``isinstance(x, torcia.FloatTensor)``.
+
+Each type is a constructor for its dtype (sizes give an uninitialised tensor, data is
+converted) and an ``isinstance`` check on dtype and device, as in PyTorch; tensors are all
+of class :class:`torcia.Tensor`.
+"""
+
+from __future__ import annotations
+
+from torcia import _dtype as D
+from torcia._tensor import Tensor, _legacy_new
+
+
+class _LegacyTensorType(type):
+    """The metaclass: calling a type builds a tensor, ``isinstance`` checks the dtype."""
+
+    def __call__(cls, *args, device=None):
+        dev = device if device is not None else cls.device_type
+        return _legacy_new(cls.dtype, args, None if dev == "cpu" else dev)
+
+    def __instancecheck__(cls, obj):
+        return (isinstance(obj, Tensor) and obj.dtype is cls.dtype
+                and obj.device.type == cls.device_type)
+
+    def __repr__(cls):
+        return f"<class 'torcia.{'cuda.' if cls.device_type == 'cuda' else ''}{cls.__name__}'>"
+
+
+_TYPES = {
+    "FloatTensor": D.float32, "DoubleTensor": D.float64, "HalfTensor": D.float16,
+    "BFloat16Tensor": D.bfloat16, "ByteTensor": D.uint8, "CharTensor": D.int8,
+    "ShortTensor": D.int16, "IntTensor": D.int32, "LongTensor": D.int64,
+    "BoolTensor": D.bool_,
+}
+
+
+def _make(name, dtype, device_type):
+    doc = (f"Legacy constructor of {dtype} tensors on {device_type!r}: "
+           f"``{name}(*sizes)`` (uninitialised) or ``{name}(data)``.")
+    return _LegacyTensorType(name, (), {"dtype": dtype, "device_type": device_type,
+                                        "__doc__": doc, "__module__": "torcia"})
+
+
+CPU_TYPES = {name: _make(name, dt, "cpu") for name, dt in _TYPES.items()}
+CUDA_TYPES = {name: _make(name, dt, "cuda") for name, dt in _TYPES.items()}

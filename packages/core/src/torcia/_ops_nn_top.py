@@ -1,0 +1,150 @@
+"""The ``torch.*`` functions PyTorch backs with its neural-network functional API
+(``torch.kl_div``, ``torch.triplet_margin_loss``, ``torch.rrelu``...), with the signatures
+PyTorch gives them there: ``reduction`` is an int (0 none, 1 mean, 2 sum) or a string, and
+for the losses it defaults to 0 (no reduction), unlike ``torch.nn.functional``.
+
+They live in torcia-nn, a separate distribution: each call imports
+``torcia.nn.functional`` by name, so without torcia-nn the error names the distribution.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _F():  # noqa: N802 - the usual name of the functional module
+    return importlib.import_module("torcia.nn.functional")
+
+
+def _reduction(value) -> str:
+    if isinstance(value, str):
+        return value
+    if value not in _REDUCTIONS:
+        raise ValueError(f"{value} is not a valid value for reduction")
+    return _REDUCTIONS[value]
+
+
+def kl_div(input, target, reduction=0, log_target=False):
+    """``torch.kl_div``: :func:`torcia.nn.functional.kl_div`."""
+    return _F().kl_div(input, target, reduction=_reduction(reduction), log_target=log_target)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """``torch.hinge_embedding_loss``."""
+    return _F().hinge_embedding_loss(input, target, margin=margin,
+                                     reduction=_reduction(reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """``torch.cosine_embedding_loss``."""
+    return _F().cosine_embedding_loss(input1, input2, target, margin=margin,
+                                      reduction=_reduction(reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """``torch.margin_ranking_loss``."""
+    return _F().margin_ranking_loss(input1, input2, target, margin=margin,
+                                    reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """``torch.poisson_nll_loss`` (every argument required, as ATen's)."""
+    return _F().poisson_nll_loss(input, target, log_input=log_input, full=full, eps=eps,
+                                 reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        reduction=0):
+    """``torch.triplet_margin_loss``."""
+    return _F().triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps,
+                                    swap=swap, reduction=_reduction(reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
+                                     reduction=0):
+    """``torch.binary_cross_entropy_with_logits`` (``pos_weight`` before ``reduction``)."""
+    return _F().binary_cross_entropy_with_logits(input, target, weight=weight,
+                                                 reduction=_reduction(reduction),
+                                                 pos_weight=pos_weight)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
+             zero_infinity=False):
+    """``torch.ctc_loss``."""
+    return _F().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=blank,
+                         reduction=_reduction(reduction), zero_infinity=zero_infinity)
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``torch.bilinear``: ``x1^T W x2 + b``."""
+    return _F().bilinear(input1, input2, weight, bias)
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu``."""
+    return _F().rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu_``: in place."""
+    return _F().rrelu_(input, lower, upper, training)
+
+
+def threshold(input, threshold, value):
+    """``torch.threshold``: ``value`` where ``input <= threshold``."""
+    return _F().threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """``torch.threshold_``: in place."""
+    return _F().threshold_(input, threshold, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """``torch.hardshrink``."""
+    return _F().hardshrink(input, lambd)
+
+
+def celu_(input, alpha=1.0):
+    """``torch.celu_``: in place."""
+    return _F().celu_(input, alpha)
+
+
+def selu_(input):
+    """``torch.selu_``: in place."""
+    return _F().selu_(input)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """``torch.rms_norm``."""
+    return _F().rms_norm(input, normalized_shape, weight, eps)
+
+
+def channel_shuffle(input, groups):
+    """``torch.channel_shuffle``."""
+    return _F().channel_shuffle(input, groups)
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False):
+    """``torch.max_pool1d_with_indices``: ``(values, indices)``."""
+    return _F().max_pool1d_with_indices(input, kernel_size, stride, padding, dilation,
+                                        ceil_mode)
+
+
+def prelu_method(self, weight):
+    """``Tensor.prelu(weight)``."""
+    return _F().prelu(self, weight)
+
+
+__all__ = [
+    "bilinear", "binary_cross_entropy_with_logits", "celu_", "channel_shuffle",
+    "cosine_embedding_loss", "ctc_loss", "hardshrink", "hinge_embedding_loss", "kl_div",
+    "margin_ranking_loss", "max_pool1d_with_indices", "poisson_nll_loss", "rms_norm",
+    "rrelu", "rrelu_", "selu_", "threshold", "threshold_", "triplet_margin_loss",
+]
+
+#: Tensor methods PyTorch has for some of these
+METHODS = {"hardshrink": hardshrink, "prelu": prelu_method}

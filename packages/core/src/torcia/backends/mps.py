@@ -1,0 +1,23 @@
+"""``torcia.backends.mps``: torcia has no Metal device, so both answers are False.
+
+Examples
+--------
+>>> import torcia
+>>> torcia.backends.mps.is_available(), torcia.backends.mps.is_built()
+(False, False)
+"""
+
+
+def is_available() -> bool:
+    """Whether an Apple MPS device can be used: no (no torcia plugin provides one)."""
+    from torcia import backend
+
+    b = backend.backends.build().get("mps")
+    return b is not None and bool(b.is_available())
+
+
+def is_built() -> bool:
+    """Whether an MPS device plugin is installed."""
+    from torcia import backend
+
+    return "mps" in backend.backends.build()

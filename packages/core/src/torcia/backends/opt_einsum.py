@@ -1,0 +1,28 @@
+"""``torcia.backends.opt_einsum``: torcia's einsum contracts through NumPy's optimiser;
+the flags are accepted and inert.
+
+Examples
+--------
+>>> import torcia
+>>> torcia.backends.opt_einsum.strategy
+'auto'
+"""
+
+enabled = True
+strategy = "auto"
+
+
+def is_available() -> bool:
+    """Whether the opt_einsum package is importable."""
+    import importlib.util
+
+    return importlib.util.find_spec("opt_einsum") is not None
+
+
+def get_opt_einsum():
+    """The opt_einsum module, or None when it is not installed."""
+    if not is_available():
+        return None
+    import importlib
+
+    return importlib.import_module("opt_einsum")
