@@ -199,7 +199,11 @@ _PARTS = {
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
 }
-_ALIASES = {"torcia.utils.data": "torcia.data"}
+_ALIASES = {
+    "torcia.utils.data": "torcia.data",
+    # checkpointing needs the autograd engine, so torcia-autograd owns it
+    "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
+}
 
 
 class _PartFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):

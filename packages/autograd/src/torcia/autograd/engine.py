@@ -18,7 +18,9 @@ from torcia import ops as _oplist
 from torcia._grad_mode import STATE as _GRAD
 from torcia._tensor import Tensor
 from torcia.autograd import derivatives as _derivs
+from torcia.autograd import graph as _graph
 from torcia.autograd.graph import (
+    SAVED_HOOKS,
     AccumulateGrad,
     Node,
     RemovableHandle,
@@ -127,6 +129,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         node.args = args + tuple(aliases)
         node.versions = versions
         node.holds_saved = True
+    if SAVED_HOOKS and node.versions:
+        _graph.pack_node(node)
     if ANOMALY.enabled:
         node.trace = "".join(traceback.format_stack()[:-3])
     if multi:

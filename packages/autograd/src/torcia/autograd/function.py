@@ -10,7 +10,7 @@ from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor
 from torcia.autograd import engine
 from torcia.autograd.derivatives import _reattach
-from torcia.autograd.graph import _FREED, _modified_message
+from torcia.autograd.graph import _FREED, SAVED_HOOKS, Packed, _modified_message
 from torcia.autograd.graph import Node as _Node
 
 
@@ -34,14 +34,22 @@ class FunctionCtx:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
                                 f"{len(self._saved)} is of type {type(t).__name__}")
-        self._saved = tensors
         self._versions = tuple(t._vc[0] if t is not None else None for t in tensors)
+        if SAVED_HOOKS:
+            pack_hook, unpack_hook, check = SAVED_HOOKS[-1]
+            tensors = tuple(None if t is None else Packed(t, pack_hook, unpack_hook, check)
+                            for t in tensors)
+        self._saved = tensors
 
     @property
     def saved_tensors(self):
         if self._released:
             raise RuntimeError(_FREED)
         node = self._node() if self._node is not None else None
+        if self._saved and any(t.__class__ is Packed for t in self._saved):
+            name = node.name() if node is not None else "a custom Function"
+            return tuple(t if t is None else t.unpack(v, name)
+                         for t, v in zip(self._saved, self._versions))
         for t, v in zip(self._saved, self._versions):
             if t is not None and t._vc[0] != v:
                 raise RuntimeError(_modified_message(

@@ -1,10 +1,12 @@
-"""Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` under PyTorch's name."""
+"""Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` and
+``torcia.utils.checkpoint`` torcia-autograd's ``torcia.autograd.checkpoint``, under PyTorch's
+names."""
 
 
 def __getattr__(name):
     # ``torcia.utils.data`` without an explicit import, as ``torch.utils.data`` works
-    if name == "data":
+    if name in ("data", "checkpoint"):
         import importlib
 
-        return importlib.import_module("torcia.utils.data")
+        return importlib.import_module(f"torcia.utils.{name}")
     raise AttributeError(f"module 'torcia.utils' has no attribute {name!r}")
