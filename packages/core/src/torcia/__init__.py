@@ -203,6 +203,8 @@ _ALIASES = {
     "torcia.utils.data": "torcia.data",
     # checkpointing needs the autograd engine, so torcia-autograd owns it
     "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
+    # function transforms need modules (functional_call), so torcia-nn owns them
+    "torcia.func": "torcia.nn._func",
 }
 
 
@@ -239,6 +241,8 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler"):
+                                  "profiler", "func"):
         return importlib.import_module(f"torcia.{name}")
+    if name == "vmap":
+        return importlib.import_module("torcia.func").vmap
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")
