@@ -105,3 +105,40 @@ def test_matches_torch_forward_ad():
         cy = f(torcia, fwAD.make_dual(torcia.tensor(xv), torcia.tensor(tv)), torcia.tensor(wv))
         got = fwAD.unpack_dual(cy).tangent.numpy()
     np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_custom_function_jvp():
+    class Cube(torcia.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+
+    class NoJvp(torcia.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torcia.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        y = Cube.apply(fwAD.make_dual(x, torcia.ones(2)))
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), [3.0, 12.0])
+        assert not y.requires_grad
+        with pytest.raises(NotImplementedError, match="implement the jvp function"):
+            NoJvp.apply(fwAD.make_dual(x, torcia.ones(2)))
+    assert x.grad is None

@@ -8,8 +8,8 @@ How it rides on the engine: a dual tensor is marked as needing grad internally (
 hands each op on it to :func:`torcia.autograd.engine.record`), while its public
 ``requires_grad`` stays what it was; the engine computes the tangents, then records a
 backward node only where some input really requires grad. Known limits: ops run under
-``torcia.no_grad()`` do not propagate tangents, nor do custom ``Function``s (which have no
-``jvp`` method yet); tangents are not themselves differentiable (no forward-over-reverse).
+``torcia.no_grad()`` do not propagate tangents; tangents are not themselves differentiable
+(no forward-over-reverse). Custom ``Function``s take part through their ``jvp`` method.
 """
 
 from __future__ import annotations
@@ -120,6 +120,31 @@ def propagate(op: str, inputs: tuple, params: dict, out):
     graph_inputs = tuple(x if not isinstance(x, Tensor) or x.__class__ is not _Dual
                          or _really(x) else plain[i] for i, x in enumerate(inputs))
     return graph_inputs, really
+
+
+def tangents_of(args):
+    """For a custom Function: the tangent of each argument (zeros for tensors without one,
+    None for the rest), or None when no argument is dual."""
+    if not STATE.duals or not any(a.__class__ is _Dual for a in args):
+        return None
+    out = []
+    for a in args:
+        if not isinstance(a, Tensor):
+            out.append(None)
+            continue
+        t = _tangent(a)
+        out.append(t if t is not None else torcia.zeros(a.shape, dtype=a.dtype, device=a.device))
+    return out
+
+
+def give_tangents(outputs, tangents, really: bool) -> None:
+    """Attach a custom Function's ``jvp`` results to its outputs."""
+    for o, t in zip(outputs, tangents):
+        if o is not None and t is not None and o.is_floating_point():
+            if tuple(t.shape) != tuple(o.shape):
+                raise RuntimeError(f"jvp returned a tangent of shape {list(t.shape)} for an "
+                                   f"output of shape {list(o.shape)}")
+            _mark(o, t.detach().to(o.dtype), really)
 
 
 def rebase_inplace(t: Tensor, out: Tensor) -> bool:
