@@ -245,3 +245,23 @@ def test_saved_tensors_hooks_pack_counts_match_torch():
         (y + z).backward()
         counts.append((len(n), x.grad.tolist()))
     assert counts[0] == counts[1]
+
+
+@pytest.mark.parametrize("reentrant", [False, True])
+def test_in_place_ops_inside_the_checkpointed_function(reentrant):
+    rng = np.random.default_rng(3)
+    x = torcia.tensor(rng.standard_normal(4), requires_grad=True)
+    w = torcia.tensor(rng.standard_normal(4), requires_grad=True)
+
+    def f(a):
+        h = a * 1
+        h.mul_(w)
+        h.sin_()
+        return (h * h).sum()
+
+    f(x).backward()
+    ref = [x.grad.clone(), w.grad.clone()]
+    x.grad = w.grad = None
+    checkpoint(f, x, use_reentrant=reentrant).backward()
+    np.testing.assert_array_equal(ref[0].numpy(), x.grad.numpy())
+    np.testing.assert_array_equal(ref[1].numpy(), w.grad.numpy())

@@ -63,12 +63,14 @@ class _Frame:
         values = []
 
         def keep(t):
+            # the alias itself is the packed value: an in-place op later in the function
+            # then gives it a copy of the old values (see graph.snapshot_packed)
             values.append(t.detach())
-            return len(values) - 1
+            return values[-1]
 
         _, recompute_ctx = self.context_fn()
         with _rng_restored(self.rng_state), torcia.enable_grad(), recompute_ctx, \
-                _Recomputing(keep, lambda i: values[i]):
+                _Recomputing(keep, lambda v: v):
             self.fn(*self.args, **self.kwargs)
         if len(values) < len(self.metadata):
             raise CheckpointError(

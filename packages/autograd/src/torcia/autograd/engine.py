@@ -190,6 +190,8 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
     see the write too.
     """
     node = out.grad_fn
+    if isinstance(node, Node) and node.packed and node.args is not None:
+        _graph.snapshot_packed(node, t)
     if isinstance(node, Node) and node.args is not None and any(a is t for a in node.args):
         snapshot = Tensor._make(t._data.copy(), t._device)
         snapshot._requires_grad = t._requires_grad

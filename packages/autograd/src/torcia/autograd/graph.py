@@ -340,6 +340,24 @@ class Packed:
         return out
 
 
+def snapshot_packed(node: Node, t: Tensor) -> None:
+    """``t`` is about to be written in place by the op ``node`` records: a packed tensor
+    that is another tensor object over ``t``'s memory (a detached alias, as checkpointing
+    keeps) gets its own copy of the old values first. One that is ``t`` itself is left to
+    the version check, as in PyTorch."""
+    import numpy as np
+
+    for i, _ in node.versions:
+        packed = node.args[i]
+        value = getattr(packed, "value", None)
+        if isinstance(value, Tensor) and value is not t and np.shares_memory(value._data,
+                                                                              t._data):
+            value._data = value._data.copy()
+            if packed.vc is not None:
+                value._vc = [packed.vc[0]]
+                packed.vc = value._vc
+
+
 def pack_node(node: Node) -> None:
     """Run the innermost pack hook over everything ``node`` saved."""
     pack_hook, unpack_hook, check_version = SAVED_HOOKS[-1]
