@@ -267,3 +267,23 @@ def test_transforms_match_torch_func():
     for expected, got in pairs:
         np.testing.assert_allclose(got.numpy(), expected.detach().numpy(), rtol=1e-10,
                                    atol=1e-12)
+
+
+NN_FORWARD_CASES = [
+    ("conv2d", lambda x, w: F.conv2d(x, w, padding=1), [(1, 2, 4, 4), (3, 2, 3, 3)]),
+    ("linear", lambda x, w: F.linear(x, w), [(2, 3), (4, 3)]),
+    ("layer_norm", lambda x, w: F.layer_norm(x, (3,), w), [(2, 3), (3,)]),
+    ("batch_norm", lambda x, w: F.batch_norm(x, None, None, w, training=True), [(4, 3), (3,)]),
+    ("cross_entropy", lambda x, w: F.cross_entropy(x * w, torcia.tensor([0, 2])),
+     [(2, 3), (3,)]),
+    ("max_pool2d", lambda x, w: F.max_pool2d(x * w.sum(), 2), [(1, 1, 4, 4), (2,)]),
+    ("gelu", lambda x, w: F.gelu(x) * w, [(2, 3), (3,)]),
+    ("scaled_dot_product_attention",
+     lambda x, w: F.scaled_dot_product_attention(x, x * w, x), [(1, 3, 2), (2,)]),
+]
+
+
+@pytest.mark.parametrize("name,fn,shapes", NN_FORWARD_CASES, ids=[c[0] for c in NN_FORWARD_CASES])
+def test_forward_mode_of_nn_ops_agrees_with_backward(name, fn, shapes):
+    inputs = [_rand(*s, seed=k + 10).requires_grad_(True) for k, s in enumerate(shapes)]
+    assert torcia.autograd.gradcheck(fn, inputs, check_forward_ad=True)
