@@ -573,3 +573,9 @@ def test_gradcheck(op, i):
 def test_gradgradcheck(op, i):
     fn, inputs, kwargs = SAMPLES[op][i]
     assert gradgradcheck(fn, _fresh(inputs), **kwargs)
+
+
+@pytest.mark.parametrize("op, i", CASES)
+def test_forward_ad_agrees_with_backward(op, i):
+    fn, inputs, kwargs = SAMPLES[op][i]
+    assert gradcheck(fn, _fresh(inputs), check_forward_ad=True, **kwargs)

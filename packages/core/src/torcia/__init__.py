@@ -284,7 +284,13 @@ _PARTS = {
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
 }
-_ALIASES = {"torcia.utils.data": "torcia.data"}
+_ALIASES = {
+    "torcia.utils.data": "torcia.data",
+    # checkpointing needs the autograd engine, so torcia-autograd owns it
+    "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
+    # function transforms need modules (functional_call), so torcia-nn owns them
+    "torcia.func": "torcia.nn._func",
+}
 
 
 class _PartFinder:
@@ -339,7 +345,8 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler", "hub", "accelerator", "compat"):
+                                  "profiler", "hub", "accelerator", "compat",
+                                  "func"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:
@@ -347,4 +354,6 @@ def __getattr__(name):
                 raise  # a part that is there but misses something of its own
             # an AttributeError, so that hasattr(torcia, "optim") answers False
             raise AttributeError(_missing_part(f"torcia.{name}")) from None
+    if name == "vmap":
+        return importlib.import_module("torcia.func").vmap
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

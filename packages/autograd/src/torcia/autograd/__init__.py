@@ -25,14 +25,14 @@ from torcia import (
     set_grad_enabled,
 )
 from torcia.autograd import engine as _engine
-from torcia.autograd import functional, graph
+from torcia.autograd import forward_ad, functional, graph
 from torcia.autograd.engine import backward, grad
 from torcia.autograd.function import Function, FunctionCtx, once_differentiable
 from torcia.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
     "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
-    "enable_grad", "functional", "grad", "gradcheck", "gradgradcheck", "graph",
+    "enable_grad", "forward_ad", "functional", "grad", "gradcheck", "gradgradcheck", "graph",
     "inference_mode",
     "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
     "set_detect_anomaly", "set_grad_enabled",

@@ -17,7 +17,12 @@ import numpy as np
 import torcia
 from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
+from torcia.autograd import forward_ad as _forward_ad
+from torcia.autograd import graph as _graph
+from torcia.autograd.forward_ad import STATE as _FORWARD
+from torcia.autograd.forward_ad import _Dual
 from torcia.autograd.graph import (
+    SAVED_HOOKS,
     AccumulateGrad,
     Node,
     RemovableHandle,
@@ -100,6 +105,10 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         )
     if entry.fn is None:
         return
+    if _FORWARD.duals and any(x.__class__ is _Dual for x in inputs):
+        inputs, really = _forward_ad.propagate(op, inputs, params, out)
+        if not really:
+            return
     # one pass over the inputs: edges, what the formula keeps, versions, metadata
     edges = []
     args = []
@@ -157,6 +166,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         node.args = args + tuple(aliases)
         node.versions = versions
         node.holds_saved = True
+    if SAVED_HOOKS and node.versions:
+        _graph.pack_node(node)
     if ANOMALY.enabled:
         node.trace = "".join(traceback.format_stack()[:-3])
     if multi:
@@ -189,6 +200,8 @@ def record_transfer(src: Tensor, out: Tensor) -> None:
 
 def check_inplace(t: Tensor) -> None:
     """Raise PyTorch's errors for in-place writes that would corrupt gradients."""
+    if t.__class__ is _Dual and not _forward_ad.check_inplace(t):
+        return
     if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
@@ -209,6 +222,8 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
     see the write too.
     """
     node = out.grad_fn
+    if isinstance(node, Node) and node.packed and node.args is not None:
+        _graph.snapshot_packed(node, t)
     if isinstance(node, Node) and node.args is not None and any(a is t for a in node.args):
         snapshot = Tensor._make(t._data.copy(), t._device)
         snapshot._requires_grad = t._requires_grad
@@ -217,6 +232,8 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
         node.args = tuple(snapshot if a is t else a for a in node.args)
         node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
     base = t._base
+    if (t.__class__ is _Dual or out.__class__ is _Dual) and _forward_ad.rebase_inplace(t, out):
+        return
     before = [(x, x.grad_fn, x._out_nr) for x in (t, base) if x is not None and x._retains_grad]
     if base is not None and (base._requires_grad or out._requires_grad):
         _copy_slices(base, t, out)

@@ -7,8 +7,9 @@ import weakref
 
 from torcia import no_grad
 from torcia.autograd import engine
+from torcia.autograd import forward_ad as _forward_ad
 from torcia.autograd.derivatives import _reattach
-from torcia.autograd.graph import _FREED, _modified_message
+from torcia.autograd.graph import _FREED, SAVED_HOOKS, Packed, _modified_message
 from torcia.autograd.graph import Node as _Node
 from torcia.library import GRAD_MODE as _GRAD
 from torcia.library import Tensor
@@ -27,6 +28,12 @@ class FunctionCtx:
         self.non_differentiable = set()
         self.dirty = set()
         self.materialize_grads = True
+        self._forward_saved = ()
+        self._in_jvp = False
+
+    def save_for_forward(self, *tensors):
+        """Keep tensors for ``jvp`` (forward mode), read back through ``saved_tensors``."""
+        self._forward_saved = tensors
 
     def save_for_backward(self, *tensors):
         """Keep tensors for backward; changing them in place before then is an error."""
@@ -34,14 +41,24 @@ class FunctionCtx:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
                                 f"{len(self._saved)} is of type {type(t).__name__}")
-        self._saved = tensors
         self._versions = tuple(t._vc[0] if t is not None else None for t in tensors)
+        if SAVED_HOOKS:
+            pack_hook, unpack_hook, check = SAVED_HOOKS[-1]
+            tensors = tuple(None if t is None else Packed(t, pack_hook, unpack_hook, check)
+                            for t in tensors)
+        self._saved = tensors
 
     @property
     def saved_tensors(self):
+        if self._in_jvp:
+            return self._forward_saved
         if self._released:
             raise RuntimeError(_FREED)
         node = self._node() if self._node is not None else None
+        if self._saved and any(t.__class__ is Packed for t in self._saved):
+            name = node.name() if node is not None else "a custom Function"
+            return tuple(t if t is None else t.unpack(v, name)
+                         for t, v in zip(self._saved, self._versions))
         for t, v in zip(self._saved, self._versions):
             if t is not None and t._vc[0] != v:
                 raise RuntimeError(_modified_message(
@@ -168,11 +185,18 @@ class Function:
         inputs and the output, to save what backward needs."""
         raise NotImplementedError("setup_context is not overridden")
 
+    @staticmethod
+    def jvp(ctx, *grad_inputs):
+        raise NotImplementedError("You must implement the jvp function for custom "
+                                  "autograd.Function to use it with forward mode AD.")
+
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = FunctionCtx()
-        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a._requires_grad for a in args)
+        # ``requires_grad``, not ``_requires_grad``: a dual tensor's real flag
+        ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         recording = _GRAD.enabled and any(ctx.needs_input_grad)
+        tangents = _forward_ad.tangents_of(args)
         with no_grad():
             if cls.setup_context is Function.setup_context:
                 outputs = cls.forward(ctx, *args, **kwargs)
@@ -187,7 +211,8 @@ class Function:
                 if id(a) in ctx.dirty and a._requires_grad and a.grad_fn is None:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
-            next_functions = tuple(engine._edge(a) for a in args)
+            next_functions = tuple(engine._edge(a) if need else engine.NO_EDGE
+                                   for a, need in zip(args, ctx.needs_input_grad))
             metas = tuple((a._data.shape, a._data.dtype, a._device) if isinstance(a, Tensor)
                           else None for a in args)
             node = BackwardCFunction.__new__(BackwardCFunction)
@@ -211,6 +236,17 @@ class Function:
                 o if isinstance(o, Tensor) and id(o) not in ctx.non_differentiable else None
                 for o in outs
             ])
+        if tangents is not None:
+            ctx._in_jvp = True
+            try:
+                with no_grad():
+                    found = cls.jvp(ctx, *tangents)
+            finally:
+                ctx._in_jvp = False
+            found = found if isinstance(found, tuple) else (found,)
+            _forward_ad.give_tangents(
+                [o if isinstance(o, Tensor) and id(o) not in ctx.non_differentiable else None
+                 for o in outs], found, recording)
         return outs[0] if single else outs
 
 

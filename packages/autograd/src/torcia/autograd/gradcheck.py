@@ -86,9 +86,57 @@ def _analytical_jacobian(fn, inputs, wrt):
     return jac
 
 
+def _forward_jacobian(fn, inputs, wrt):
+    """Columns from forward mode: one dual pass per input element, a one-hot tangent."""
+    from torcia.autograd import forward_ad as fwAD
+
+    columns = []
+    for i in wrt:
+        x = inputs[i]
+        cols = []
+        for j in range(x.numel()):
+            seed = np.zeros(x.numel(), dtype=x._data.dtype)
+            seed[j] = 1
+            tangent = Tensor._make(seed.reshape(x._data.shape), x._device)
+            with fwAD.dual_level():
+                args = list(inputs)
+                for k in wrt:
+                    args[k] = inputs[k].detach()
+                args[i] = fwAD.make_dual(inputs[i].detach(), tangent)
+                outs = _outputs(fn, args)
+                parts = []
+                for o in outs:
+                    t = fwAD.unpack_dual(o).tangent
+                    parts.append(np.zeros(o.numel()) if t is None else
+                                 t._data.astype(np.float64).reshape(-1).copy())
+            cols.append(np.concatenate(parts) if parts else np.zeros(0))
+        columns.append(np.stack(cols, axis=1) if cols else None)
+    return columns
+
+
+def _compare(reference, got, wrt, rtol, atol, what, raise_exception):
+    for c, i in enumerate(wrt):
+        a, n = got[c], reference[c]
+        if n is None:
+            continue
+        if not np.allclose(a, n, rtol=rtol, atol=atol):
+            bad = np.unravel_index(np.argmax(np.abs(a - n) - rtol * np.abs(n)), a.shape)
+            msg = (f"Jacobian mismatch for output {bad[0]} with respect to input {i},\n"
+                   f"{what[0]}:\n{n}\n{what[1]}:\n{a}\n")
+            if raise_exception:
+                raise GradcheckError(msg)
+            return False
+    return True
+
+
 def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              nondet_tol=0.0, check_undefined_grad=True, fast_mode=False):
+              nondet_tol=0.0, check_undefined_grad=True, fast_mode=False,
+              check_forward_ad=False, check_backward_ad=True):
     """Compare gradients from autograd with central finite differences.
+
+    With ``check_forward_ad=True`` the Jacobian from forward mode
+    (:mod:`torcia.autograd.forward_ad`) must also agree with the one from backward mode
+    (and with finite differences).
 
     Inputs that require grad should be float64 (or complex128) for the default tolerances.
     Complex inputs and outputs are checked through their real and imaginary parts, with
@@ -98,7 +146,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     --------
     >>> import torcia
     >>> x = torcia.randn(3, dtype=torcia.float64, requires_grad=True)
-    >>> torcia.autograd.gradcheck(lambda t: (t * t.sin()).sum(), (x,))
+    >>> torcia.autograd.gradcheck(lambda t: (t * t.sin()).sum(), (x,), check_forward_ad=True)
     True
     """
     inputs = (inputs,) if isinstance(inputs, Tensor) else tuple(inputs)
@@ -120,16 +168,15 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
         work[i] = t
     numerical = _numerical_jacobian(func, work, wrt, eps)
     analytical = _analytical_jacobian(func, work, wrt)
-    for c, i in enumerate(wrt):
-        a, n = analytical[c], numerical[c]
-        if n is None:
-            continue
-        if not np.allclose(a, n, rtol=rtol, atol=atol):
-            bad = np.unravel_index(np.argmax(np.abs(a - n) - rtol * np.abs(n)), a.shape)
-            msg = (f"Jacobian mismatch for output {bad[0]} with respect to input {i},\n"
-                   f"numerical:\n{n}\nanalytical:\n{a}\n")
-            if raise_exception:
-                raise GradcheckError(msg)
+    if check_backward_ad and not _compare(numerical, analytical, wrt, rtol, atol,
+                                          ("numerical", "analytical"), raise_exception):
+        return False
+    if check_forward_ad:
+        forward = _forward_jacobian(func, work, wrt)
+        reference = analytical if check_backward_ad else numerical
+        if not _compare(reference, forward, wrt, rtol, atol,
+                        ("backward mode" if check_backward_ad else "numerical",
+                         "forward mode"), raise_exception):
             return False
     return True
 

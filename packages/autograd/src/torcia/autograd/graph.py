@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import weakref
 
+import torcia
 from torcia.library import RemovableHandle, Size, Tensor, dtype_from_numpy
 
 _FREED = (
@@ -63,7 +64,7 @@ class Node:
     __slots__ = (
         "op", "entry", "args", "versions", "params", "next_functions", "metas",
         "n_outputs", "pre_hooks", "post_hooks", "released", "trace", "holds_saved",
-        "__weakref__",
+        "packed", "__weakref__",
     )
 
     def __init__(self, op, entry, args, versions, params, next_functions, metas, n_outputs):
@@ -81,6 +82,8 @@ class Node:
         self.trace = None
         # whether backward frees something; PyTorch lets a node that saved nothing run again
         self.holds_saved = bool(versions)
+        # whether saved_tensors_hooks packed the saved tensors
+        self.packed = False
 
     def name(self) -> str:
         return node_name(self.op, self.params, self.metas)
@@ -108,6 +111,11 @@ class Node:
         if self.released:
             raise RuntimeError(_FREED)
         args = self.args
+        if self.packed:
+            args = list(args)
+            for i, v in self.versions:
+                args[i] = args[i].unpack(v, self.name())
+            return tuple(args)
         for i, v in self.versions:
             t = args[i]
             if t._vc[0] != v:
@@ -116,9 +124,8 @@ class Node:
 
     @property
     def saved_tensors(self):
-        if self.released:
-            raise RuntimeError(_FREED)
-        return tuple(self.args[i] for i, _ in self.versions)
+        args = self.unpack(False)
+        return tuple(args[i] for i, _ in self.versions)
 
     def apply(self, grads, create_graph: bool):
         return self.entry.backward(self, grads, create_graph)
@@ -251,3 +258,171 @@ def accumulator_of(t: Tensor) -> AccumulateGrad:
         acc = AccumulateGrad(t)
         m.accumulator = weakref.ref(acc)
     return acc
+
+
+# ---------------------------------------------------------------------------------------
+# saved-tensor hooks
+# ---------------------------------------------------------------------------------------
+
+# the active (pack_hook, unpack_hook) pairs, innermost last; only the innermost applies
+SAVED_HOOKS: list = []
+
+
+class Packed:
+    """A saved tensor as the pack hook left it, with what is needed to make the unpacked
+    tensor carry the original's history again (so double backward still reaches it)."""
+
+    __slots__ = ("value", "unpack_hook", "vc", "requires_grad", "grad_fn", "out_nr",
+                 "leaf_meta", "dtype", "shape")
+
+    def __init__(self, t: Tensor, pack_hook, unpack_hook, check_version: bool = True):
+        self.unpack_hook = unpack_hook
+        # the version counter (a one-item list), not the data: in-place changes stay caught
+        self.vc = t._vc if check_version else None
+        self.dtype = t.dtype
+        self.shape = t.shape
+        self.requires_grad = t._requires_grad
+        self.grad_fn = t.grad_fn
+        self.out_nr = t._out_nr
+        self.leaf_meta = meta_of(t) if t._requires_grad and t.grad_fn is None else None
+        self.value = pack_hook(t)
+
+    @property
+    def _vc(self):
+        return self.vc
+
+    def unpack(self, version: int, node_name: str) -> Tensor:
+        if self.vc is not None and self.vc[0] != version:
+            raise RuntimeError(_modified_message(self, version, node_name))
+        t = self.unpack_hook(self.value)
+        if not isinstance(t, Tensor):
+            raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                            f"got result of type {type(t).__name__}")
+        if not self.requires_grad:
+            return t
+        if (t._requires_grad and t.grad_fn is self.grad_fn
+                and (self.grad_fn is not None or t._hooks is self.leaf_meta)):
+            return t
+        out = Tensor._make(t._data, t._device)
+        out._vc = t._vc
+        out._requires_grad = True
+        out.grad_fn = self.grad_fn
+        out._out_nr = self.out_nr
+        if self.grad_fn is None:
+            # a saved leaf: gradients reach the original leaf's accumulator
+            out._hooks = self.leaf_meta
+        return out
+
+
+def snapshot_packed(node: Node, t: Tensor) -> None:
+    """``t`` is about to be written in place by the op ``node`` records: a packed tensor
+    that is another tensor object over ``t``'s memory (a detached alias, as checkpointing
+    keeps) gets its own copy of the old values first. One that is ``t`` itself is left to
+    the version check, as in PyTorch."""
+    import numpy as np
+
+    for i, _ in node.versions:
+        packed = node.args[i]
+        value = getattr(packed, "value", None)
+        if isinstance(value, Tensor) and value is not t and np.shares_memory(value._data,
+                                                                              t._data):
+            value._data = value._data.copy()
+            if packed.vc is not None:
+                value._vc = [packed.vc[0]]
+                packed.vc = value._vc
+
+
+def pack_node(node: Node) -> None:
+    """Run the innermost pack hook over everything ``node`` saved."""
+    pack_hook, unpack_hook, check_version = SAVED_HOOKS[-1]
+    args = list(node.args)
+    for i, _ in node.versions:
+        args[i] = Packed(args[i], pack_hook, unpack_hook, check_version)
+    node.args = tuple(args)
+    node.packed = True
+
+
+class saved_tensors_hooks:
+    """Context manager: every tensor an op saves for backward inside the block goes through
+    ``pack_hook``, and what it returns comes back through ``unpack_hook`` when backward needs
+    the tensor.
+
+    Parameters
+    ----------
+    pack_hook : callable
+        ``pack_hook(tensor) -> object``; must not modify its input in place.
+    unpack_hook : callable
+        ``unpack_hook(object) -> Tensor`` with the value of the packed tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> seen = []
+    >>> def pack(t):
+    ...     seen.append(tuple(t.shape))
+    ...     return t
+    >>> x = torcia.ones(3, requires_grad=True)
+    >>> with torcia.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+    ...     y = (x * x).sum()
+    >>> y.backward()
+    >>> seen
+    [(3,), (3,)]
+    >>> x.grad
+    tensor([2., 2., 2.])
+    """
+
+    def __init__(self, pack_hook, unpack_hook):
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("saved_tensors_hooks expects two callables (pack_hook, unpack_hook)")
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    # checkpointing recomputes what it saved, so an in-place change after saving is harmless
+    _check_version = True
+
+    def __enter__(self):
+        SAVED_HOOKS.append((self.pack_hook, self.unpack_hook, self._check_version))
+        return self
+
+    def __exit__(self, *exc):
+        SAVED_HOOKS.pop()
+        return False
+
+
+class save_on_cpu(saved_tensors_hooks):
+    """Saved tensors live in host memory until backward, which copies them back to the
+    device they came from.
+
+    Parameters
+    ----------
+    pin_memory : bool
+        Ask for page-locked host memory where the device supports it (ignored on CPU).
+    device_type : str
+        The device type whose tensors are moved (PyTorch's default, ``"cuda"``); tensors
+        of other devices are kept as they are.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> with torcia.autograd.graph.save_on_cpu():
+    ...     y = (x.exp() * x).sum()
+    >>> y.backward()
+    >>> x.grad
+    tensor([5.4366, 5.4366])
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda"):
+        def pack(t):
+            if t.device.type != device_type:
+                return (None, t)
+            host = t.detach().to("cpu")
+            if pin_memory and torcia.cuda.is_available():
+                host = host.pin_memory()
+            return (t.device, host)
+
+        def unpack(packed):
+            device, t = packed
+            return t if device is None else t.to(device)
+
+        super().__init__(pack, unpack)

@@ -1,10 +1,11 @@
-"""Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` under PyTorch's name,
-``torcia.utils.safetensors`` reads and writes safetensors files."""
+"""Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` and
+``torcia.utils.checkpoint`` torcia-autograd's ``torcia.autograd.checkpoint``, under PyTorch's
+names; ``torcia.utils.safetensors`` reads and writes safetensors files."""
 
 
 def __getattr__(name):
     # ``torcia.utils.data`` without an explicit import, as ``torch.utils.data`` works
-    if name in ("data", "safetensors"):
+    if name in ("data", "checkpoint", "safetensors"):
         import importlib
 
         return importlib.import_module(f"torcia.utils.{name}")

@@ -1,0 +1,303 @@
+"""Forward-mode automatic differentiation: dual tensors carry a tangent through every op.
+
+Inside ``with dual_level():``, :func:`make_dual` pairs a tensor with a tangent; each op
+on a dual tensor computes its output's tangent from :mod:`torcia.autograd.forward_derivatives`
+as it runs, and :func:`unpack_dual` reads it back. One level at a time, as in PyTorch.
+
+How it rides on the engine: a dual tensor is marked as needing grad internally (so core
+hands each op on it to :func:`torcia.autograd.engine.record`), while its public
+``requires_grad`` stays what it was; the engine computes the tangents, then records a
+backward node only where some input really requires grad. Known limits: ops run under
+``torcia.no_grad()`` do not propagate tangents; tangents are not themselves differentiable
+(no forward-over-reverse). Custom ``Function``s take part through their ``jvp`` method.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections import namedtuple
+
+import torcia
+from torcia import no_grad
+from torcia.autograd import forward_derivatives as _fwd
+from torcia.library import Tensor
+
+__all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
+           "make_dual", "unpack_dual"]
+
+
+class _State:
+    level = None  # the current level number, or None outside dual_level
+    next_level = 0
+    # id(tensor) -> [weakref to it, tangent, whether it really requires grad]
+    duals: dict = {}
+
+
+STATE = _State()
+
+
+class _Dual(Tensor):
+    """A tensor with a tangent at the current level (the class is set back on exit)."""
+
+    __slots__ = ()
+
+    @property
+    def requires_grad(self) -> bool:
+        entry = STATE.duals.get(id(self))
+        return entry[2] if entry is not None else self._requires_grad
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool):
+        self.requires_grad_(value)
+
+    def requires_grad_(self, requires_grad: bool = True):
+        entry = STATE.duals.get(id(self))
+        if entry is None:
+            return Tensor.requires_grad_(self, requires_grad)
+        if self.grad_fn is None:
+            entry[2] = bool(requires_grad)
+        elif not requires_grad:
+            Tensor.requires_grad_(self, requires_grad)  # PyTorch's non-leaf error
+        return self
+
+
+def _forget(key):
+    def drop(_ref):
+        STATE.duals.pop(key, None)
+    return drop
+
+
+def _mark(t: Tensor, tangent: Tensor, really: bool) -> None:
+    key = id(t)
+    STATE.duals[key] = [weakref.ref(t, _forget(key)), tangent, really]
+    t.__class__ = _Dual
+    t._requires_grad = True
+
+
+def _really(x) -> bool:
+    entry = STATE.duals.get(id(x)) if x.__class__ is _Dual else None
+    return entry[2] if entry is not None else x._requires_grad
+
+
+def _tangent(x):
+    entry = STATE.duals.get(id(x)) if x.__class__ is _Dual else None
+    return entry[1] if entry is not None else None
+
+
+def _plain(x: Tensor) -> Tensor:
+    """``x`` without its tangent, keeping its real history (so formulas do not recurse)."""
+    alias = Tensor._make(x._data, x._device)
+    alias._vc = x._vc
+    if _really(x) and x.grad_fn is not None:
+        alias._requires_grad = True
+        alias.grad_fn = x.grad_fn
+        alias._out_nr = x._out_nr
+    elif _really(x):
+        # a leaf: gradients must reach its own accumulator
+        return x
+    return alias
+
+
+def propagate(op: str, inputs: tuple, params: dict, out):
+    """Called by the engine for an op with a dual input: give the outputs their tangents.
+
+    Returns the inputs as the backward graph should see them (duals that do not really
+    require grad replaced by plain aliases) and whether any of them really requires grad.
+    """
+    tangents = [(_tangent(x) if isinstance(x, Tensor) else None) for x in inputs]
+    plain = tuple(_plain(x) if x.__class__ is _Dual else x for x in inputs)
+    really = any(isinstance(x, Tensor) and _really(x) for x in inputs)
+    if any(t is not None for t in tangents):
+        with no_grad():
+            found = _fwd.output_tangents(op, plain, tangents, params, out)
+        outs = out if isinstance(out, tuple) else (out,)
+        found = found if isinstance(found, tuple) else (found,)
+        for o, t in zip(outs, found):
+            if t is not None and o.is_floating_point():
+                if t.shape != o.shape:
+                    t = t.expand(o.shape)
+                _mark(o, t.to(o.dtype).detach(), really)
+    graph_inputs = tuple(x if not isinstance(x, Tensor) or x.__class__ is not _Dual
+                         or _really(x) else plain[i] for i, x in enumerate(inputs))
+    return graph_inputs, really
+
+
+def tangents_of(args):
+    """For a custom Function: the tangent of each argument (zeros for tensors without one,
+    None for the rest), or None when no argument is dual."""
+    if not STATE.duals or not any(a.__class__ is _Dual for a in args):
+        return None
+    out = []
+    for a in args:
+        if not isinstance(a, Tensor):
+            out.append(None)
+            continue
+        t = _tangent(a)
+        out.append(t if t is not None else torcia.zeros(a.shape, dtype=a.dtype, device=a.device))
+    return out
+
+
+def give_tangents(outputs, tangents, really: bool) -> None:
+    """Attach a custom Function's ``jvp`` results to its outputs."""
+    for o, t in zip(outputs, tangents):
+        if o is not None and t is not None and o.is_floating_point():
+            if tuple(t.shape) != tuple(o.shape):
+                raise RuntimeError(f"jvp returned a tangent of shape {list(t.shape)} for an "
+                                   f"output of shape {list(o.shape)}")
+            _mark(o, t.detach().to(o.dtype), really)
+
+
+def rebase_inplace(t: Tensor, out: Tensor) -> bool:
+    """An in-place op on ``t`` produced ``out``: ``t`` takes ``out``'s tangent. Returns
+    True when no real gradient is involved (the engine has nothing more to do)."""
+    tangent = _tangent(out)
+    really_t, really_out = _really(t), _really(out)
+    if tangent is not None:
+        _mark(t, tangent, really_t or really_out)
+        base = t._base
+        if base is not None:
+            # the write lands in the base too: so does the tangent
+            from torcia.autograd.engine import _view_index
+
+            flat = _view_index(base, t)
+            old = _tangent(base)
+            with no_grad():
+                new = (torcia.zeros(base.shape, dtype=base.dtype) if old is None
+                       else old.clone()).reshape(-1)
+                new[Tensor._make(flat, base._device)] = tangent.to(base.dtype)
+            _mark(base, new.reshape(base.shape), _really(base) or really_out)
+    return not (really_t or really_out or (t._base is not None and _really(t._base)))
+
+
+def check_inplace(t: Tensor) -> bool:
+    """Whether the in-place checks apply to ``t`` (a dual leaf that does not really
+    require grad may be written in place)."""
+    return _really(t)
+
+
+def enter_dual_level() -> int:
+    """Open a forward-AD level (prefer ``with dual_level():``)."""
+    if STATE.level is not None:
+        raise RuntimeError("Nested forward mode AD is not supported at the moment")
+    STATE.level = STATE.next_level
+    STATE.next_level += 1
+    return STATE.level
+
+
+def exit_dual_level(*, level: int | None = None) -> None:
+    """Close the level: every dual tensor loses its tangent."""
+    if STATE.level is None or (level is not None and level != STATE.level):
+        raise RuntimeError("Trying to exit a forward AD level that was not the last one "
+                           "that was created. This is not supported.")
+    for ref, _tangent_value, really in list(STATE.duals.values()):
+        t = ref()
+        if t is not None:
+            t.__class__ = Tensor
+            t._requires_grad = really
+    STATE.duals.clear()
+    STATE.level = None
+
+
+class dual_level:
+    """Context manager for a forward-AD level: dual tensors made inside lose their tangents
+    on exit.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.autograd.forward_ad as fwAD
+    >>> x = torcia.tensor([0.0, 1.0])
+    >>> with fwAD.dual_level():
+    ...     y = fwAD.make_dual(x, torcia.ones(2)).sin() * 2
+    ...     fwAD.unpack_dual(y).tangent
+    tensor([2.0000, 1.0806])
+    """
+
+    def __enter__(self):
+        return enter_dual_level()
+
+    def __exit__(self, *exc):
+        exit_dual_level()
+        return False
+
+
+UnpackedDualTensor = namedtuple("UnpackedDualTensor", ["primal", "tangent"])
+UnpackedDualTensor.__doc__ = """A dual tensor split into its value and its tangent
+(``None`` when it has none)."""
+
+
+def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> Tensor:
+    """A view of ``tensor`` whose tangent (forward gradient) is ``tangent``.
+
+    Parameters
+    ----------
+    tensor : Tensor
+        The primal value (floating point).
+    tangent : Tensor
+        Same shape; the direction to differentiate along.
+    level : int, optional
+        Must be the current level when given.
+
+    Returns
+    -------
+    Tensor
+        The dual tensor; gradients still flow back to ``tensor`` when it requires grad.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.autograd.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     d = fwAD.make_dual(torcia.tensor([3.0]), torcia.tensor([1.0]))
+    ...     fwAD.unpack_dual(d * d).tangent
+    tensor([6.])
+    """
+    if STATE.level is None:
+        raise RuntimeError("make_dual must be called within a forward AD level context "
+                           "(with torcia.autograd.forward_ad.dual_level():)")
+    if level is not None and level != STATE.level:
+        raise RuntimeError(f"make_dual got level {level}, but the current level is "
+                           f"{STATE.level}")
+    if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
+        raise TypeError("make_dual expects two tensors")
+    if not tensor.is_floating_point():
+        raise ValueError("Expected primal to be floating point or complex, but got: "
+                         f"{tensor.dtype}")
+    if not tangent.is_floating_point():
+        raise ValueError("Expected tangent to be floating point or complex, but got: "
+                         f"{tangent.dtype}")
+    if tuple(tangent.shape) != tuple(tensor.shape):
+        raise RuntimeError(
+            "Trying to set a forward gradient that has a different size than that of the "
+            f"original Tensor, this is not supported. Tensor is of size {list(tensor.shape)} "
+            f"while the given forward gradient is of size {list(tangent.shape)}.")
+    if tensor.device != tangent.device:
+        raise RuntimeError("Expected tangent to be on the same device as the primal, got "
+                           f"{tangent.device} and {tensor.device}")
+    really = _really(tensor)
+    if really:
+        # a recorded view, so backward reaches ``tensor``
+        dual = (_plain(tensor) if tensor.__class__ is _Dual else tensor).view_as(tensor)
+    else:
+        dual = Tensor._make(tensor._data, tensor._device)
+        dual._vc = tensor._vc
+    _mark(dual, tangent.detach().to(tensor.dtype), really)
+    return dual
+
+
+def unpack_dual(tensor: Tensor, *, level: int | None = None) -> UnpackedDualTensor:
+    """``(primal, tangent)`` of a dual tensor; the tangent is ``None`` for a tensor without
+    one (or outside a level).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.autograd.forward_ad as fwAD
+    >>> with fwAD.dual_level():
+    ...     fwAD.unpack_dual(torcia.ones(1)).tangent is None
+    True
+    """
+    tangent = _tangent(tensor) if isinstance(tensor, Tensor) else None
+    if tangent is None:
+        return UnpackedDualTensor(tensor, None)
+    return UnpackedDualTensor(_plain(tensor), tangent)

@@ -1,0 +1,144 @@
+"""Forward-mode AD: dual tensors, where each op's JVP comes from, and parity with
+PyTorch's forward_ad."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia.autograd.forward_ad as fwAD
+from torcia.autograd import derivatives, forward_derivatives
+
+
+def test_tangent_flows_and_the_level_cleans_up():
+    x = torcia.tensor([0.5, 1.0, 2.0], dtype=torcia.float64)
+    v = torcia.tensor([1.0, 0.0, -1.0], dtype=torcia.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, v)
+        y = (d.exp() * d).sum()
+        primal, tangent = fwAD.unpack_dual(y)
+        assert not d.requires_grad and not y.requires_grad
+    xv = x.numpy()
+    np.testing.assert_allclose(tangent.numpy(), (np.exp(xv) * (1 + xv) * v.numpy()).sum())
+    np.testing.assert_allclose(primal.numpy(), (np.exp(xv) * xv).sum())
+    assert type(d) is torcia.Tensor and not d.requires_grad
+    assert fwAD.unpack_dual(y).tangent is None
+
+
+def test_dual_of_a_tensor_that_requires_grad_still_backpropagates():
+    x = torcia.tensor([1.0, 2.0], dtype=torcia.float64, requires_grad=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torcia.ones(2, dtype=torcia.float64))
+        y = (d * d).sum()
+        assert y.requires_grad
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), 6.0)
+        y.backward()
+    np.testing.assert_allclose(x.grad.numpy(), [2.0, 4.0])
+
+
+def test_in_place_ops_on_duals_carry_the_tangent():
+    with fwAD.dual_level():
+        d = fwAD.make_dual(torcia.tensor([1.0, 2.0, 3.0]), torcia.ones(3))
+        z = d * 1
+        z[1:].mul_(z[1:])
+        np.testing.assert_allclose(fwAD.unpack_dual(z).tangent.numpy(), [1.0, 4.0, 6.0])
+        w = fwAD.make_dual(torcia.zeros(2), torcia.ones(2))
+        w.add_(1)
+        np.testing.assert_allclose(fwAD.unpack_dual(w).tangent.numpy(), [1.0, 1.0])
+
+
+def test_errors():
+    with pytest.raises(RuntimeError, match="within a forward AD level"):
+        fwAD.make_dual(torcia.ones(2), torcia.ones(2))
+    with fwAD.dual_level():
+        with pytest.raises(RuntimeError, match="different size"):
+            fwAD.make_dual(torcia.ones(2), torcia.ones(3))
+        with pytest.raises(ValueError, match="floating point"):
+            fwAD.make_dual(torcia.ones(2, dtype=torcia.int64), torcia.ones(2))
+        with pytest.raises(RuntimeError, match="Nested forward mode AD"):
+            fwAD.enter_dual_level()
+
+
+def test_every_row_has_a_jvp_and_the_kinds_are_sensible():
+    kinds = {op: forward_derivatives.kind(op) for op in derivatives.TABLE
+             if derivatives.TABLE[op].fn is not None}
+    assert set(kinds.values()) <= {"formula", "linear", "transposed-vjp"}
+    for op in ("add", "sub", "neg", "sum", "reshape", "permute", "getitem", "cat"):
+        assert kinds[op] == "linear", op
+    for op in ("sign", "floor", "copy_slices"):
+        assert kinds.get(op, "transposed-vjp") == "transposed-vjp"
+
+
+@pytest.mark.parametrize("op", sorted(forward_derivatives.JVP))
+def test_written_formulas_match_the_transposed_vjp(op):
+    rng = np.random.default_rng(0)
+    shapes = {"matmul": [(3, 4), (4, 2)], "mul": [(3, 4), (3, 4)], "div": [(3, 4), (3, 4)],
+              "pad": [(3, 4)]}.get(op, [(3, 4)])
+    primals = [torcia.tensor(rng.uniform(0.5, 2.0, s)) for s in shapes]
+    tangents = [torcia.tensor(rng.standard_normal(s)) for s in shapes]
+    params = {"pad": {"pad": (1, 2), "mode": "constant", "value": 3.0},
+              "div": {"rounding_mode": None}}.get(op, {})
+    result = torcia.library.call(op, tuple(primals), params)
+    written = forward_derivatives.JVP[op](tangents, *primals, result=result, **params)
+    derived = forward_derivatives._transposed_vjp(op, tuple(primals), tangents, params, result)
+    np.testing.assert_allclose(written.numpy(), derived.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.torch
+def test_matches_torch_forward_ad():
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfwAD
+
+    rng = np.random.default_rng(1)
+    xv, tv = rng.uniform(0.5, 2.0, (3, 4)), rng.standard_normal((3, 4))
+    wv = rng.standard_normal((4, 2))
+
+    def f(lib, x, w):
+        h = (x @ w).tanh() * x[:, :2].log() + x.sum(0)[:2]
+        return (h.softmax(-1) * h.sigmoid()).cumsum(0)
+
+    with tfwAD.dual_level():
+        ty = f(torch, tfwAD.make_dual(torch.tensor(xv), torch.tensor(tv)), torch.tensor(wv))
+        expected = tfwAD.unpack_dual(ty).tangent.numpy()
+    with fwAD.dual_level():
+        cy = f(torcia, fwAD.make_dual(torcia.tensor(xv), torcia.tensor(tv)), torcia.tensor(wv))
+        got = fwAD.unpack_dual(cy).tangent.numpy()
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_custom_function_jvp():
+    class Cube(torcia.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            ctx.save_for_forward(x)
+            return x ** 3
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * g
+
+        @staticmethod
+        def jvp(ctx, t):
+            (x,) = ctx.saved_tensors
+            return 3 * x * x * t
+
+    class NoJvp(torcia.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return g * 2
+
+    x = torcia.tensor([1.0, 2.0])
+    with fwAD.dual_level():
+        y = Cube.apply(fwAD.make_dual(x, torcia.ones(2)))
+        np.testing.assert_allclose(fwAD.unpack_dual(y).tangent.numpy(), [3.0, 12.0])
+        assert not y.requires_grad
+        with pytest.raises(NotImplementedError, match="implement the jvp function"):
+            NoJvp.apply(fwAD.make_dual(x, torcia.ones(2)))
+    assert x.grad is None

@@ -1,0 +1,641 @@
+"""Function transforms, served as ``torcia.func`` (PyTorch's ``torch.func``): ``grad``,
+``grad_and_value``, ``vjp``, ``jvp``, ``linearize``, ``jacrev``, ``jacfwd``, ``hessian``,
+``vmap``, ``functional_call``, ``stack_module_state``, ``replace_all_batch_norm_modules_``.
+
+torcia-nn owns it because ``functional_call`` and the module helpers need modules; core
+aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))``).
+
+``vmap`` runs the function once per batch entry and stacks the results: every op is
+supported and the semantics (``in_dims``, ``out_dims``, nesting, ``randomness``,
+``chunk_size``) are PyTorch's, but there are no batching rules yet, so it is no faster
+than a Python loop; it says so once per process with a performance warning.
+"""
+
+from __future__ import annotations
+
+import functools
+import warnings
+
+import torcia
+import torcia.autograd.forward_ad as fwAD
+from torcia.nn.modules.module import Module
+from torcia.nn.utils.stateless import functional_call as _functional_call
+
+__all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
+           "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp",
+           "vmap"]
+
+
+# ---------------------------------------------------------------------------------------
+# pytrees: nested tuples, lists and dicts with tensors (or anything) at the leaves
+# ---------------------------------------------------------------------------------------
+
+
+def _flatten(tree):
+    """``(leaves, rebuild)`` with ``rebuild(leaves) == tree``."""
+    if isinstance(tree, (tuple, list)):
+        parts = [_flatten(x) for x in tree]
+        sizes = [len(p[0]) for p in parts]
+        kind = type(tree)
+
+        def rebuild(leaves):
+            out, i = [], 0
+            for (_, sub), n in zip(parts, sizes):
+                out.append(sub(leaves[i:i + n]))
+                i += n
+            return kind(out) if kind in (tuple, list) else kind(*out)
+        return [leaf for p in parts for leaf in p[0]], rebuild
+    if isinstance(tree, dict):
+        keys = list(tree)
+        inner, sub = _flatten([tree[k] for k in keys])
+        return inner, lambda leaves: dict(zip(keys, sub(leaves)))
+    return [tree], lambda leaves: leaves[0]
+
+
+def _tensors_only(tree, what):
+    leaves, _ = _flatten(tree)
+    for leaf in leaves:
+        if not isinstance(leaf, torcia.Tensor):
+            raise RuntimeError(f"{what}: Expected f(*args) to return only tensors, got "
+                               f"unsupported type {type(leaf).__name__}")
+    return leaves
+
+
+# ---------------------------------------------------------------------------------------
+# reverse mode
+# ---------------------------------------------------------------------------------------
+
+
+def _argnums_tuple(argnums, nargs, name):
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    if not nums:
+        raise RuntimeError(f"{name}: argnums must be non-empty")
+    for a in nums:
+        if not isinstance(a, int):
+            raise RuntimeError(f"{name}: argnums must be int or Tuple[int, ...], got: "
+                               f"{type(a).__name__}")
+        if not -nargs <= a < nargs:
+            raise RuntimeError(f"Got argnums={a}, but only {nargs} positional inputs")
+    return tuple(a % nargs for a in nums)
+
+
+# how many transforms are running their function: inside one, results must stay
+# differentiable for the outer transform; at the top they are plain tensors, as in PyTorch
+_DEPTH = [0]
+
+
+def _call_inside(func, *args, **kwargs):
+    _DEPTH[0] += 1
+    try:
+        return func(*args, **kwargs)
+    finally:
+        _DEPTH[0] -= 1
+
+
+def _needs_graph(tree) -> bool:
+    return _DEPTH[0] > 0 or any(isinstance(x, torcia.Tensor) and x.requires_grad
+                                for x in _flatten(tree)[0])
+
+
+def _finish(tree, keep_graph: bool):
+    if keep_graph:
+        return tree
+    leaves, rebuild = _flatten(tree)
+    return rebuild([x.detach() if isinstance(x, torcia.Tensor) else x for x in leaves])
+
+
+def _fresh_leaves(tree):
+    """A copy of ``tree`` whose tensors are new leaves that require grad (kept attached,
+    so an outer transform still differentiates through them)."""
+    leaves, rebuild = _flatten(tree)
+    fresh = []
+    for leaf in leaves:
+        if not isinstance(leaf, torcia.Tensor):
+            raise RuntimeError("grad: expected the differentiated inputs to be tensors, got "
+                               f"{type(leaf).__name__}")
+        if not leaf.is_floating_point():
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
+        fresh.append(leaf.view_as(leaf) if leaf.requires_grad
+                     else leaf.detach().requires_grad_(True))
+    return rebuild(fresh), fresh
+
+
+def grad_and_value(func, argnums=0, has_aux=False):
+    """``func``'s gradient with respect to the ``argnums`` inputs, and its value.
+
+    Parameters
+    ----------
+    func : callable
+        Returns a one-element tensor (or ``(output, aux)`` with ``has_aux=True``).
+    argnums : int or tuple of int
+        Which positional inputs to differentiate (each may be a pytree of tensors).
+    has_aux : bool
+        ``func`` returns ``(output, aux)``; ``aux`` is passed through undifferentiated.
+
+    Returns
+    -------
+    callable
+        Returns ``(grad, value)``, or ``(grad, (value, aux))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import grad_and_value
+    >>> g, v = grad_and_value(lambda x: (x ** 2).sum())(torcia.tensor([1.0, 2.0]))
+    >>> g, v
+    (tensor([2., 4.]), tensor(5.))
+    """
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        nums = _argnums_tuple(argnums, len(args), "grad_and_value")
+        keep = _needs_graph(args)
+        args = list(args)
+        fresh = []
+        with torcia.enable_grad():
+            for a in nums:
+                args[a], leaves = _fresh_leaves(args[a])
+                fresh.append(leaves)
+            out = _call_inside(func, *args, **kwargs)
+            aux = None
+            if has_aux:
+                if not (isinstance(out, tuple) and len(out) == 2):
+                    raise RuntimeError("grad_and_value(f)(*args): output of function f "
+                                       "should be a tuple: (output, aux) if has_aux is True")
+                out, aux = out
+            if not isinstance(out, torcia.Tensor):
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   f"Tensor, got {type(out).__name__}")
+            if out.numel() != 1:
+                raise RuntimeError("grad_and_value(f)(*args): Expected f(*args) to return a "
+                                   "scalar Tensor, got tensor with "
+                                   f"{out.ndim} dims. Maybe you wanted to use the vjp or "
+                                   "jacrev APIs instead?")
+            flat = [leaf for leaves in fresh for leaf in leaves]
+            if out.requires_grad:
+                got = torcia.autograd.grad(out, flat, create_graph=keep, allow_unused=True)
+            else:
+                got = (None,) * len(flat)
+        got = [torcia.zeros_like(x) if g is None else g for g, x in zip(got, flat)]
+        grads, i = [], 0
+        for a, leaves in zip(nums, fresh):
+            _, rebuild = _flatten(args[a])
+            grads.append(rebuild(got[i:i + len(leaves)]))
+            i += len(leaves)
+        result = _finish(grads[0] if isinstance(argnums, int) else tuple(grads), keep)
+        out = _finish(out, keep)
+        return result, ((out, aux) if has_aux else out)
+
+    return wrapper
+
+
+def grad(func, argnums=0, has_aux=False):
+    """The gradient of ``func`` (a function returning one number) with respect to the
+    ``argnums`` inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import grad
+    >>> grad(lambda x: x.sin().sum())(torcia.tensor([0.0]))
+    tensor([1.])
+    >>> grad(grad(lambda x: x.cos().sum()))(torcia.tensor([0.0]))
+    tensor([-1.])
+    """
+    inner = grad_and_value(func, argnums, has_aux)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        g, value = inner(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    return wrapper
+
+
+def vjp(func, *primals, has_aux=False):
+    """``func(*primals)`` and a function mapping output cotangents to input cotangents.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import vjp
+    >>> out, fn = vjp(torcia.sin, torcia.tensor([0.0, 1.0]))
+    >>> fn(torcia.ones(2))
+    (tensor([1.0000, 0.5403]),)
+    """
+    keep = _needs_graph(primals)
+    with torcia.enable_grad():
+        fresh_args, fresh = _fresh_leaves(primals)
+        out = _call_inside(func, *fresh_args)
+        aux = None
+        if has_aux:
+            out, aux = out
+    outputs = _tensors_only(out, "vjp(f, *primals)")
+
+    def vjp_fn(*cotangents):
+        cots = _tensors_only(cotangents[0] if len(cotangents) == 1 else cotangents,
+                             "vjp_fn")
+        if len(cots) != len(outputs):
+            raise RuntimeError("Expected pytree structure of cotangents to be the same as "
+                               "pytree structure of outputs to the function")
+        pairs = [(o, c) for o, c in zip(outputs, cots) if o.requires_grad]
+        with torcia.enable_grad():
+            got = (torcia.autograd.grad([o for o, _ in pairs], fresh, [c for _, c in pairs],
+                                        retain_graph=True, create_graph=keep,
+                                        allow_unused=True)
+                   if pairs else (None,) * len(fresh))
+        got = [torcia.zeros_like(x) if g is None else g for g, x in zip(got, fresh)]
+        _, rebuild = _flatten(primals)
+        return _finish(tuple(rebuild(got)), keep)
+
+    out = _finish(out, keep)
+    return (out, vjp_fn, aux) if has_aux else (out, vjp_fn)
+
+
+# ---------------------------------------------------------------------------------------
+# forward mode
+# ---------------------------------------------------------------------------------------
+
+
+def jvp(func, primals, tangents, *, strict=False, has_aux=False):
+    """``func(*primals)`` and its Jacobian-vector product with ``tangents``, in forward
+    mode (:mod:`torcia.autograd.forward_ad`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import jvp
+    >>> jvp(lambda x: x ** 3, (torcia.tensor([2.0]),), (torcia.tensor([1.0]),))
+    (tensor([8.]), tensor([12.]))
+    """
+    if not isinstance(primals, tuple) or not isinstance(tangents, tuple):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to be "
+                           "tuples")
+    p_leaves, rebuild = _flatten(primals)
+    t_leaves, _ = _flatten(tangents)
+    if len(p_leaves) != len(t_leaves):
+        raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
+                           "the same python structure")
+    with fwAD.dual_level():
+        duals = [fwAD.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+        out = func(*rebuild(duals))
+        aux = None
+        if has_aux:
+            out, aux = out
+        leaves, rebuild_out = _flatten(out)
+        _tensors_only(out, "jvp(f, primals, tangents)")
+        pairs = [fwAD.unpack_dual(o) for o in leaves]
+        primal_out = rebuild_out([p.detach() if p is not None else p for p, _ in pairs])
+        tangent_out = rebuild_out([torcia.zeros_like(o) if t is None else t
+                                   for o, (_, t) in zip(leaves, pairs)])
+    return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
+
+
+def linearize(func, *primals):
+    """``func(*primals)`` and a function computing its Jacobian-vector product at those
+    primals.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import linearize
+    >>> out, jvp_fn = linearize(torcia.sin, torcia.tensor([0.0]))
+    >>> jvp_fn(torcia.tensor([2.0]))
+    tensor([2.])
+    """
+    out = func(*primals)
+
+    def jvp_fn(*tangents):
+        return jvp(func, primals, tangents)[1]
+
+    return out, jvp_fn
+
+
+def _jacobian(func, argnums, has_aux, forward, name):
+    @functools.wraps(func)
+    def wrapper(*args):
+        nums = _argnums_tuple(argnums, len(args), name)
+        aux = None
+        if forward:
+            out = func(*args)
+        else:
+            out, pull, *rest = vjp(lambda *xs: func(*[xs[nums.index(i)] if i in nums else a
+                                                      for i, a in enumerate(args)]),
+                                   *[args[i] for i in nums], has_aux=has_aux)
+            aux = rest[0] if rest else None
+        if forward and has_aux:
+            out, aux = out
+        out_leaves, out_rebuild = _flatten(out)
+        per_arg = []
+        for k, i in enumerate(nums):
+            in_leaves, in_rebuild = _flatten(args[i])
+            blocks = [[None] * len(in_leaves) for _ in out_leaves]
+            for j, x in enumerate(in_leaves):
+                if forward:
+                    cols = []
+                    for e in range(x.numel()):
+                        t = torcia.zeros(x.numel(), dtype=x.dtype)
+                        t[e] = 1
+                        tangents = [torcia.zeros_like(v) for v in in_leaves]
+                        tangents[j] = t.reshape(x.shape)
+                        call_args = list(args)
+
+                        def fixed(*xs, i=i, call_args=call_args, in_rebuild=in_rebuild):
+                            call_args[i] = in_rebuild(list(xs))
+                            res = func(*call_args)
+                            return res[0] if has_aux else res
+                        _, tan = jvp(fixed, tuple(in_leaves), tuple(tangents))
+                        cols.append(_flatten(tan)[0])
+                    for o, out_leaf in enumerate(out_leaves):
+                        stacked = (torcia.stack([c[o] for c in cols], dim=-1) if cols else
+                                   torcia.zeros(*out_leaf.shape, 0, dtype=out_leaf.dtype))
+                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
+            if not forward:
+                for o, out_leaf in enumerate(out_leaves):
+                    rows = []
+                    for e in range(out_leaf.numel()):
+                        seed = [torcia.zeros_like(v) for v in out_leaves]
+                        flat = torcia.zeros(out_leaf.numel(), dtype=out_leaf.dtype)
+                        flat[e] = 1
+                        seed[o] = flat.reshape(out_leaf.shape)
+                        rows.append(_flatten(pull(out_rebuild(seed))[k])[0])
+                    for j, x in enumerate(in_leaves):
+                        stacked = (torcia.stack([r[j] for r in rows]) if rows else
+                                   torcia.zeros(0, *x.shape, dtype=x.dtype))
+                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
+            per_arg.append([in_rebuild(row) for row in blocks])
+        result = [out_rebuild([per_arg[k][o] for o in range(len(out_leaves))])
+                  for k in range(len(nums))]
+        jac = result[0] if isinstance(argnums, int) else tuple(result)
+        return (jac, aux) if has_aux else jac
+
+    return wrapper
+
+
+def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
+    """The Jacobian of ``func`` with respect to the ``argnums`` inputs, one reverse pass
+    per output element. Shape: output shape + input shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import jacrev
+    >>> jacrev(lambda x: x ** 2)(torcia.tensor([1.0, 2.0]))
+    tensor([[2., 0.],
+            [0., 4.]])
+    """
+    _check_chunk_size(chunk_size)
+    return _jacobian(func, argnums, has_aux, False, "jacrev")
+
+
+def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
+    """The Jacobian of ``func`` with respect to the ``argnums`` inputs, one forward-mode
+    pass per input element. Shape: output shape + input shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import jacfwd
+    >>> jacfwd(lambda x: x.sin())(torcia.tensor([0.0, 0.0]))
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
+    _check_randomness(randomness)
+    return _jacobian(func, argnums, has_aux, True, "jacfwd")
+
+
+def hessian(func, argnums=0):
+    """The Hessian of ``func`` (a function returning one number): the Jacobian of its
+    gradient. PyTorch computes it forward-over-reverse; torcia's tangents are not yet
+    differentiable, so this is reverse-over-reverse, with the same result.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import hessian
+    >>> hessian(lambda x: (x ** 3).sum())(torcia.tensor([1.0, 2.0]))
+    tensor([[ 6.,  0.],
+            [ 0., 12.]])
+    """
+    return jacrev(jacrev(func, argnums), argnums)
+
+
+# ---------------------------------------------------------------------------------------
+# vmap
+# ---------------------------------------------------------------------------------------
+
+_warned = [False]
+
+
+def _check_randomness(randomness):
+    if randomness not in ("error", "different", "same"):
+        raise RuntimeError(f"Only allowed values for randomness are 'error', 'different', or "
+                           f"'same'. Got {randomness}")
+
+
+def _check_chunk_size(chunk_size):
+    if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
+        raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got "
+                         f"{chunk_size})")
+
+
+def _broadcast_dims(dims, tree, what):
+    """``dims`` (an int/None or a tree prefix of ``tree``) expanded to one per leaf."""
+    if dims is None or isinstance(dims, int):
+        return [dims] * len(_flatten(tree)[0])
+    if isinstance(tree, (tuple, list)) and isinstance(dims, (tuple, list)):
+        if len(dims) != len(tree):
+            raise ValueError(f"vmap: {what} is not compatible with the structure of the "
+                             f"inputs: expected {len(tree)} entries, got {len(dims)}")
+        return [d for sub_d, sub_t in zip(dims, tree) for d in
+                _broadcast_dims(sub_d, sub_t, what)]
+    if isinstance(tree, dict) and isinstance(dims, dict):
+        if set(dims) != set(tree):
+            raise ValueError(f"vmap: {what} is not compatible with the structure of the "
+                             "inputs: the dict keys differ")
+        return [d for k in tree for d in _broadcast_dims(dims[k], tree[k], what)]
+    raise ValueError(f"vmap: {what} is not compatible with the structure of the inputs "
+                     f"({type(dims).__name__} against {type(tree).__name__})")
+
+
+def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
+    """Map ``func`` over a dimension of its inputs: ``vmap(f)(x)[i] == f(x[i])``.
+
+    Parameters
+    ----------
+    func : callable
+    in_dims : int, None or pytree
+        The mapped dim of each input (``None``: not mapped, passed whole); a tuple gives one
+        per positional argument and may nest like the arguments.
+    out_dims : int or tuple
+        Where the mapped dim goes in each output.
+    randomness : {"error", "different", "same"}
+        ``"error"`` rejects random ops inside ``func``; ``"different"`` draws independently
+        per entry; ``"same"`` draws the same numbers for every entry.
+    chunk_size : int, optional
+        Entries per chunk (a memory knob in PyTorch; accepted and checked here).
+
+    Returns
+    -------
+    callable
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import vmap
+    >>> vmap(torcia.dot)(torcia.ones(3, 2), torcia.ones(3, 2))
+    tensor([2., 2., 2.])
+    >>> vmap(lambda x, y: x * y, in_dims=(0, None))(torcia.arange(3.0), torcia.tensor(2.0))
+    tensor([0., 2., 4.])
+    """
+    _check_randomness(randomness)
+    _check_chunk_size(chunk_size)
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        if not args:
+            raise ValueError(f"vmap({getattr(func, '__name__', func)})(<inputs>): got no "
+                             "inputs. Maybe you forgot to add inputs, or you are trying to "
+                             "vmap over a function with no inputs.")
+        dims = in_dims
+        if isinstance(dims, list):
+            dims = tuple(dims)
+        if not (dims is None or isinstance(dims, (int, tuple))):
+            raise ValueError(f"vmap(...): Expected in_dims to be int or a (potentially "
+                             f"nested) tuple matching the structure of inputs, got: "
+                             f"{type(dims).__name__}.")
+        leaves, rebuild = _flatten(args)
+        per_leaf = _broadcast_dims(dims if isinstance(dims, tuple) else dims, args, "in_dims")
+        size = None
+        for leaf, d in zip(leaves, per_leaf):
+            if d is None:
+                continue
+            if not isinstance(leaf, torcia.Tensor):
+                raise ValueError(f"vmap: Got in_dim={d} for an input but the input is of type "
+                                 f"{type(leaf).__name__}. We cannot vmap over non-Tensor "
+                                 "arguments, please use None as the respective in_dim")
+            if not -leaf.ndim <= d < max(leaf.ndim, 1) or leaf.ndim == 0:
+                raise ValueError(f"vmap: Tried to map over dim {d} for a tensor of dim "
+                                 f"{leaf.ndim}, but that is out of bounds")
+            n = leaf.shape[d]
+            if size is not None and n != size:
+                sizes = [x.shape[e] for x, e in zip(leaves, per_leaf) if e is not None]
+                raise ValueError("vmap: Expected all tensors to have the same size in the "
+                                 f"mapped dimension, got sizes {sizes} for the mapped "
+                                 "dimension")
+            size = n
+        if size is None:
+            raise ValueError("vmap: at least one input must be mapped (in_dims all None)")
+        if not _warned[0]:
+            _warned[0] = True
+            warnings.warn("torcia.vmap has no batching rules yet: it runs the function once "
+                          "per batch entry (a loop), which is correct but no faster than "
+                          "a Python loop.", UserWarning, stacklevel=2)
+        start_state = torcia.random.get_rng_state()
+        results = []
+        for b in range(size):
+            if randomness == "same":
+                torcia.random.set_rng_state(start_state)
+            before = torcia.random.get_rng_state() if randomness == "error" else None
+            sample = rebuild([leaf.select(d, b) if d is not None else leaf
+                              for leaf, d in zip(leaves, per_leaf)])
+            results.append(func(*sample, **kwargs))
+            if before is not None and not torcia.equal(before,
+                                                       torcia.random.get_rng_state()):
+                raise RuntimeError("vmap: called random operation while in randomness error "
+                                   "mode. Please either use the 'same' or 'different' "
+                                   "randomness flags on vmap or perform the randomness "
+                                   "operation out of vmap")
+        out_leaves = [_flatten(r)[0] for r in results]
+        _, out_rebuild = _flatten(results[0])
+        per_out = _broadcast_dims(out_dims if not isinstance(out_dims, list)
+                                  else tuple(out_dims), results[0], "out_dims")
+        stacked = []
+        for k, d in enumerate(per_out):
+            column = [leaves_b[k] for leaves_b in out_leaves]
+            if not isinstance(column[0], torcia.Tensor):
+                raise ValueError(f"vmap: `{getattr(func, '__name__', func)}` must only "
+                                 "return Tensors, got type "
+                                 f"{type(column[0]).__name__}.")
+            if d is None:
+                stacked.append(column[0])
+            else:
+                stacked.append(torcia.stack(column, dim=d))
+        return out_rebuild(stacked)
+
+    return wrapper
+
+
+# ---------------------------------------------------------------------------------------
+# modules
+# ---------------------------------------------------------------------------------------
+
+
+def functional_call(module: Module, parameter_and_buffer_dicts, args=None, kwargs=None, *,
+                    tie_weights: bool = True, strict: bool = False):
+    """:func:`torcia.nn.utils.stateless.functional_call`, under ``torcia.func``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import functional_call
+    >>> m = torcia.nn.Linear(1, 1)
+    >>> functional_call(m, {"weight": torcia.ones(1, 1), "bias": torcia.ones(1)},
+    ...                 (torcia.ones(1, 1),))
+    tensor([[2.]])
+    """
+    return _functional_call(module, parameter_and_buffer_dicts, args, kwargs,
+                            tie_weights=tie_weights, strict=strict)
+
+
+def stack_module_state(models):
+    """Stack the parameters and buffers of same-shaped models into dicts of tensors with a
+    leading model dimension (the parameters as new leaves), for ``vmap`` over an ensemble.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import stack_module_state
+    >>> params, buffers = stack_module_state([torcia.nn.Linear(3, 2) for _ in range(4)])
+    >>> params["weight"].shape, params["weight"].requires_grad
+    (torcia.Size([4, 2, 3]), True)
+    """
+    models = list(models)
+    if not models:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError("stack_module_state: Expected all models to have the same "
+                           "training/eval mode.")
+    first = type(models[0])
+    if not all(type(m) is first for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+    params = {name: torcia.stack([dict(m.named_parameters())[name].detach() for m in models])
+              .requires_grad_(any(p.requires_grad for p in
+                                  [dict(m.named_parameters())[name] for m in models]))
+              for name, _ in models[0].named_parameters()}
+    buffers = {name: torcia.stack([dict(m.named_buffers())[name] for m in models])
+               for name, _ in models[0].named_buffers()}
+    return params, buffers
+
+
+def replace_all_batch_norm_modules_(root: Module) -> Module:
+    """Make every batch norm in ``root`` stop tracking running statistics (in place), so
+    it normalizes with the batch's own statistics under ``vmap``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.func import replace_all_batch_norm_modules_
+    >>> m = replace_all_batch_norm_modules_(torcia.nn.Sequential(torcia.nn.BatchNorm1d(3)))
+    >>> m[0].track_running_stats, m[0].running_mean is None
+    (False, True)
+    """
+    from torcia.nn.modules.normalization import _BatchNorm
+
+    for module in root.modules():
+        if isinstance(module, _BatchNorm):
+            module.running_mean = None
+            module.running_var = None
+            module.num_batches_tracked = None
+            module.track_running_stats = False
+    return root
