@@ -199,7 +199,7 @@ _thread_callbacks: list = []
 _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
-    "text": "torcia-text", "onnx": "torcia-onnx",
+    "text": "torcia-text", "onnx": "torcia-onnx", "compiler": "torcia-compiler",
 }
 _ALIASES = {"torcia.utils.data": "torcia.data"}
 
@@ -235,6 +235,8 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 
 def __getattr__(name):
+    if name == "compile":  # torch.compile's place; torcia-compiler provides it
+        return importlib.import_module("torcia.compiler").compile
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler"):

@@ -1,0 +1,349 @@
+"""The "inductor" backend: graph passes and generated C++ kernels.
+
+Passes, in order: common subexpressions (a pure op on the same arguments as an earlier one
+reuses its result), constant folding (a pure op whose arguments are all constants runs at
+compile time), dead-code elimination (results nothing reads; random and in-place ops
+stay), and fusion: chains of elementwise ops over arrays of one shape and float dtype
+become one generated C++ loop (OpenMP threads, ``omp simd`` vectorisation) compiled by the
+system compiler (``$CXX``, else ``g++``) and cached on disk under the hash of its code, the
+flags and the compiler's version (``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
+Without a compiler, fusion is skipped and the graph replays unfused.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from torcia.compiler.graph import Graph, Node
+
+#: elementwise ops fusion knows: C++ expressions over ``a`` (and ``b``)
+UNARY = {
+    "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})", "sqrt": "std::sqrt({a})",
+    "rsqrt": "(T(1) / std::sqrt({a}))", "tanh": "std::tanh({a})", "sin": "std::sin({a})",
+    "cos": "std::cos({a})", "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
+    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "({a} > T(0) ? {a} : T(0))",
+    "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
+    "expm1": "std::expm1({a})", "erf": "std::erf({a})", "sign": "T(({a} > T(0)) - ({a} < T(0)))",
+}
+BINARY = {
+    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+    "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
+    "pow": "std::pow({a}, {b})",
+}
+_IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
+           "exponential", "cauchy", "geometric", "poisson")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
+
+
+def inductor(graph: Graph, example_inputs, **options) -> Graph:
+    """The "inductor" backend: CSE, constant folding, DCE, then elementwise fusion."""
+    cse(graph)
+    fold_constants(graph)
+    eliminate_dead_code(graph)
+    if options.get("fusion", True) and compiler() is not None:
+        fuse(graph)
+    return graph
+
+
+def _pure(node: Node) -> bool:
+    return node.kind in ("call", "cast") and not any(w in node.op for w in _IMPURE)
+
+
+def _rename(graph: Graph, subst: dict) -> None:
+    def fix(ref):
+        if ref[0] == "v" and ref[1] in subst:
+            new = subst[ref[1]]
+            return new if isinstance(new, tuple) else ("v", new)
+        if ref[0] == "l":
+            return ("l", [fix(r) for r in ref[1]])
+        return ref
+
+    for node in graph.nodes:
+        node.args = [fix(r) for r in node.args]
+        node.params = {k: fix(r) for k, r in node.params.items()}
+
+
+def _const_key(ref):
+    if ref[0] == "v":
+        return ref
+    if ref[0] == "l":
+        return ("l", tuple(_const_key(r) for r in ref[1]))
+    c = ref[1]
+    try:
+        hash(c)
+        return ("c", type(c), c)
+    except TypeError:
+        return ("c", id(c))
+
+
+def cse(graph: Graph) -> None:
+    """Common-subexpression elimination over pure nodes."""
+    seen: dict = {}
+    subst: dict = {}
+    kept = []
+    protected = graph.output_values()
+    for node in graph.nodes:
+        if subst:
+            _rename(graph_one(node), subst)
+        if _pure(node):
+            key = (node.kind, node.op, id(node.fn), tuple(_const_key(r) for r in node.args),
+                   tuple((k, _const_key(r)) for k, r in sorted(node.params.items())))
+            prev = seen.get(key)
+            if prev is not None and not any(o in protected for o in node.outs):
+                for o, p in zip(node.outs, prev.outs):
+                    subst[o] = p
+                continue
+            seen[key] = node
+        kept.append(node)
+    graph.nodes = kept
+
+
+def graph_one(node: Node) -> Graph:
+    g = Graph()
+    g.nodes = [node]
+    return g
+
+
+def fold_constants(graph: Graph) -> None:
+    """Run pure nodes whose arguments are all constants now."""
+    protected = graph.output_values()
+    subst: dict = {}
+    kept = []
+    for node in graph.nodes:
+        if subst:
+            _rename(graph_one(node), subst)
+        if (_pure(node) and node.kind == "call" and not node.value_args()
+                and not any(o in protected for o in node.outs)
+                and all(r[0] == "c" for r in node.args)):
+            out = node.fn(*[r[1] for r in node.args],
+                          **{k: r[1] for k, r in node.params.items()})
+            for o, arr in zip(node.outs, out if node.tuple_out else (out,)):
+                subst[o] = ("c", arr)
+            continue
+        kept.append(node)
+    graph.nodes = kept
+
+
+def eliminate_dead_code(graph: Graph) -> None:
+    """Drop pure nodes whose results nothing reads."""
+    live = set(graph.output_values())
+    kept = []
+    for node in reversed(graph.nodes):
+        if not _pure(node) or any(o in live for o in node.outs):
+            kept.append(node)
+            live.update(node.value_args())
+    graph.nodes = kept[::-1]
+
+
+# ---------------------------------------------------------------------------------------
+# fusion
+# ---------------------------------------------------------------------------------------
+
+
+def _fusible(graph: Graph, node: Node) -> bool:
+    if node.kind != "call" or node.params or len(node.outs) != 1:
+        return False
+    table = UNARY if node.op in UNARY else BINARY if node.op in BINARY else None
+    if table is None or len(node.args) != (1 if table is UNARY else 2):
+        return False
+    shape, dtype = graph.meta[node.outs[0]]
+    if dtype not in _FLOATS:
+        return False
+    for r in node.args:
+        if r[0] == "v":
+            if graph.meta[r[1]] != (shape, dtype):
+                return False
+        elif r[0] != "c" or not (isinstance(r[1], (int, float)) and not isinstance(
+                r[1], bool) or (hasattr(r[1], "ndim") and r[1].ndim == 0
+                                and r[1].dtype.kind in "fiu")):
+            return False
+    return True
+
+
+def fuse(graph: Graph) -> None:
+    """Merge chains of fusible elementwise nodes into ``"fused"`` nodes."""
+    users: dict[int, int] = {}
+    for node in graph.nodes:
+        for v in node.value_args():
+            users[v] = users.get(v, 0) + 1
+    outputs = graph.output_values()
+    producer: dict[int, Node] = {}
+    group_of: dict[int, list] = {}  # id(node) -> the group (list of nodes) it ends
+    absorbed: set[int] = set()
+    for node in graph.nodes:
+        if not _fusible(graph, node):
+            continue
+        group = []
+        for r in node.args:
+            if r[0] != "v":
+                continue
+            p = producer.get(r[1])
+            if p is not None and users.get(r[1]) == 1 and r[1] not in outputs \
+                    and id(p) in group_of and id(p) not in absorbed:
+                group += group_of[id(p)]
+                absorbed.add(id(p))
+        group.append(node)
+        group_of[id(node)] = group
+        producer[node.outs[0]] = node
+    nodes = []
+    for node in graph.nodes:
+        if id(node) in absorbed:
+            continue
+        group = group_of.get(id(node))
+        if group is not None and len(group) > 1:
+            nodes.append(_fused_node(graph, group))
+        else:
+            nodes.append(node)
+    graph.nodes = nodes
+
+
+def _fused_node(graph: Graph, group: list) -> Node:
+    out = group[-1].outs[0]
+    shape, dtype = graph.meta[out]
+    inside = {n.outs[0] for n in group}
+    inputs: list[int] = []
+    lines = []
+    for n in group:
+        operands = []
+        for r in n.args:
+            if r[0] == "v":
+                if r[1] in inside:
+                    operands.append(f"t{r[1]}")
+                else:
+                    if r[1] not in inputs:
+                        inputs.append(r[1])
+                    operands.append(f"x{inputs.index(r[1])}[i]")
+            else:
+                operands.append(f"T({float(r[1])!r})")
+        table = UNARY if n.op in UNARY else BINARY
+        expr = table[n.op].format(a=operands[0], b=operands[-1])
+        lines.append(f"        const T t{n.outs[0]} = {expr};  // {n.op}")
+    ctype = _CTYPE[dtype]
+    params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
+    source = (
+        "#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
+        f"typedef {ctype} T;\n"
+        f'extern "C" void kernel({params}T* __restrict out, int64_t n) {{\n'
+        "    #pragma omp parallel for simd schedule(static) if(n > 65536)\n"
+        "    for (int64_t i = 0; i < n; ++i) {\n"
+        + "\n".join(lines) + "\n"
+        f"        out[i] = t{out};\n"
+        "    }\n}\n")
+    ops = "+".join(n.op for n in group)
+    fn = FusedKernel(source, len(inputs), shape, dtype, ops)
+    from torcia.compiler import log
+
+    log("fusion", f"fused {ops} -> {fn.path.name}:\n{source}")
+    return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
+
+
+def cuda_source(node: Node) -> tuple[str, str, str]:
+    """The ``cupy.ElementwiseKernel(in_params, out_params, operation)`` arguments for a
+    fused node (the same expressions as its C++ loop, over CuPy's per-element names)."""
+    n_in = len(node.args)
+    ctype = node.source.split("typedef ", 1)[1].split(" ", 1)[0]
+    body = [line.strip() for line in node.source.splitlines() if line.strip().startswith(
+        "const T t")]
+    body = [line.replace("const T", ctype).replace("T(", f"({ctype})(") for line in body]
+    operation = "\n".join(body)
+    for i in range(n_in):
+        operation = operation.replace(f"x{i}[i]", f"x{i}")
+    result = node.source.split("out[i] = ", 1)[1].split(";", 1)[0]
+    operation = operation.replace("std::", "") + f"\nout = {result};"
+    return ", ".join(f"{ctype} x{i}" for i in range(n_in)), f"{ctype} out", operation
+
+
+# ---------------------------------------------------------------------------------------
+# building and loading
+# ---------------------------------------------------------------------------------------
+
+
+def compiler() -> str | None:
+    """The C++ compiler fusion uses (``$CXX``, else ``g++``), or None."""
+    return shutil.which(os.environ.get("CXX", "g++"))
+
+
+_versions: dict[str, str] = {}
+
+
+def _version(cxx: str) -> str:
+    if cxx not in _versions:
+        _versions[cxx] = subprocess.run([cxx, "--version"], capture_output=True,
+                                        text=True).stdout
+    return _versions[cxx]
+
+
+def cache_dir() -> Path:
+    """Where built kernels are kept: ``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``."""
+    env = os.environ.get("TORCIA_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "torcia" / "compile"
+
+
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def build(source: str) -> Path:
+    """The shared library of ``source``, built unless the cache has it."""
+    cxx = compiler()
+    if cxx is None:
+        raise RuntimeError("torcia.compile's inductor backend needs a C++ compiler (set CXX)")
+    digest = hashlib.sha256("\0".join([source, " ".join(FLAGS), _version(cxx)]).encode())
+    path = cache_dir() / f"k{digest.hexdigest()[:24]}.so"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            src = Path(tmp) / "kernel.cpp"
+            src.write_text(source)
+            obj = Path(tmp) / "kernel.so"
+            done = subprocess.run([cxx, *FLAGS, str(src), "-o", str(obj)], capture_output=True,
+                                  text=True)
+            if done.returncode != 0:
+                raise RuntimeError(f"compiling a fused kernel failed:\n{done.stderr}")
+            os.replace(obj, path)  # atomic: a concurrent build sees a whole file or none
+    return path
+
+
+class FusedKernel:
+    """A generated elementwise kernel: called with its input arrays, returns the result."""
+
+    def __init__(self, source, n_inputs, shape, dtype, ops):
+        self.path = build(source)
+        key = str(self.path)
+        if key not in _loaded:
+            _loaded[key] = ctypes.CDLL(key)
+        self.fn = _loaded[key].kernel
+        self.fn.restype = None
+        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + 1) + [ctypes.c_int64]
+        self.n_inputs = n_inputs
+        self.shape = shape
+        self.dtype = dtype
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.ops = ops
+
+    def __call__(self, *arrays):
+        if len(arrays) != self.n_inputs:
+            raise ValueError(f"fused kernel {self.ops} takes {self.n_inputs} arrays, got "
+                             f"{len(arrays)}")
+        ptrs = []
+        keep = []
+        for a in arrays:
+            if a.shape != self.shape or a.dtype != self.dtype:
+                raise ValueError(f"fused kernel {self.ops} expects {self.shape} {self.dtype} "
+                                 f"arrays, got {a.shape} {a.dtype}")
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            keep.append(a)
+            ptrs.append(a.ctypes.data)
+        out = np.empty(self.shape, self.dtype)
+        self.fn(*ptrs, out.ctypes.data, self.size)
+        return out
