@@ -41,6 +41,8 @@ import functools
 import os
 import sys
 
+import numpy as np
+
 import torcia
 from torcia import nn, plugins
 from torcia.compiler import hookspecs
@@ -378,10 +380,14 @@ class _CompiledFunction:
         for leaf, vid in graph.grads:
             g = values[vid]
             if leaf.grad is None:
-                leaf.grad = torcia.from_numpy(g.copy())
+                leaf.grad = torcia.from_numpy(np.array(g))
             else:
                 leaf.grad._data += g
-        return _rebuild(graph.outputs, values.__getitem__, wrap=torcia.from_numpy)
+        return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+def _wrap(arr):
+    return torcia.from_numpy(np.asarray(arr))
 
 
 def _source_array(src, flat):
@@ -434,7 +440,7 @@ def _replay_autograd(graph: Graph, flat):
 
     for node in graph.nodes:
         if node.kind == "cast":
-            env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"]))
+            env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"][1]))
             continue
         out = _call(node.op, tuple(arg(r) for r in node.args),
                     {k: arg(r) for k, r in node.params.items()})

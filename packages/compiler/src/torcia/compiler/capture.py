@@ -25,7 +25,9 @@ class Unsupported(RuntimeError):
 
 
 def _is_array(x) -> bool:
-    return hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x)
+    # NumPy reductions to 0-d hand back NumPy scalars: values like any array
+    return isinstance(x, np.generic) or (
+        hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x))
 
 
 def _root(arr):
@@ -122,7 +124,7 @@ class Tracer(DispatchMode):
             if src is not None and cand._data.shape == x.shape:
                 out = self._bind(x)
                 self.graph.nodes.append(Node("cast", "cast", None, [("v", src)],
-                                             {"dtype": x.dtype}, [out]))
+                                             {"dtype": ("c", x.dtype)}, [out]))
                 return ("v", out)
         if id(_root(x)) in self.roots:
             self.fail("a kernel argument is a view of a traced array made outside the "

@@ -100,7 +100,7 @@ class Graph:
             what = src[0] if src[0] != "arg" else f"arg{src[1]}"
             rows.append(("placeholder", f"v{vid}", what, "", f"{list(shape)} {dtype}"))
         for node in self.nodes:
-            target = node.op if node.kind != "cast" else f"cast:{node.params['dtype']}"
+            target = node.op if node.kind != "cast" else f"cast:{node.params['dtype'][1]}"
             names = ", ".join(f"v{o}" for o in node.outs)
             shape, dtype = self.meta[node.outs[0]] if node.outs else ((), "")
             rows.append((node.kind if node.kind != "call" else "call_function", names, target,

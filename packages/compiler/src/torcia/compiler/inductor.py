@@ -174,7 +174,7 @@ def fuse(graph: Graph) -> None:
     """Merge chains of fusible elementwise nodes into ``"fused"`` nodes."""
     users: dict[int, int] = {}
     for node in graph.nodes:
-        for v in node.value_args():
+        for v in set(node.value_args()):  # consumers, not reads: a * a is one consumer
             users[v] = users.get(v, 0) + 1
     outputs = graph.output_values()
     producer: dict[int, Node] = {}

@@ -56,7 +56,7 @@ def generate(graph: Graph, results: list):
     for i, node in enumerate(graph.nodes):
         if node.kind == "cast":
             lines.append(f"    v{node.outs[0]} = {expr(node.args[0])}.astype("
-                         f"{const(node.params['dtype'])})")
+                         f"{const(node.params['dtype'][1])})")
         elif node.kind == "copy_":
             lines.append(f"    {expr(node.args[0])}[...] = {expr(node.args[1])}")
         else:
