@@ -261,3 +261,61 @@ def test_backends_registry_and_reset():
     assert seen == [2, 2]
     with pytest.raises(RuntimeError, match="Unrecognized mode"):
         torcia.compile(lambda x: x, mode="fast")
+
+
+def test_fusion_of_masks_and_scalars_not_of_mixed_dtypes():
+    w = torcia.randn(32, 16, requires_grad=True)
+
+    def step(x, s):
+        loss = ((x * w).relu() * s - 1.0).tanh().sum()
+        loss.backward()
+        return loss
+
+    compiled = torcia.compile(step)
+    x, s = torcia.randn(32, 16), torcia.tensor(0.5)
+    for _ in range(2):
+        w.grad = None
+        got = compiled(x, s)
+        g = w.grad.clone()
+        w.grad = None
+        want = step(x, s)
+        np.testing.assert_allclose(g.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    ops = [n.op for n in compiled._entries[0].graph.nodes if n.kind == "fused"]
+    assert any("gt" in op and "cast" in op for op in ops), ops  # relu's backward mask
+
+    def mixed(a, b):
+        return (a.double() * b).exp() + 1
+
+    a, b = torcia.randn(8), torcia.randn(8, dtype=torcia.float64)
+    f = torcia.compile(mixed)
+    f(a, b)
+    np.testing.assert_allclose(f(a, b).numpy(), mixed(a, b).numpy(), rtol=1e-12)
+    graph = f._entries[0].graph
+    assert all(graph.meta[v][1] == np.float64 for n in graph.nodes if n.kind == "fused"
+               for v in n.value_args())
+
+
+def test_a_function_with_an_optimizer_step_runs_eagerly(capsys):
+    opt_mod = pytest.importorskip("torcia.optim")
+    w = torcia.ones(2, requires_grad=True)
+    opt = opt_mod.Adam([w], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (x * w).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = torcia.compile(step)
+    for _ in range(3):
+        compiled(torcia.ones(2))
+    ref = torcia.ones(2, requires_grad=True)
+    ref_opt = opt_mod.Adam([ref], lr=0.1)
+    for _ in range(3):
+        ref_opt.zero_grad()
+        (torcia.ones(2) * ref).sum().backward()
+        ref_opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    assert "optimizer" in capsys.readouterr().err

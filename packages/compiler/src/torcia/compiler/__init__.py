@@ -206,12 +206,19 @@ def _tensor_key(t: Tensor):
     return (t._data.shape, t._data.dtype, t._device, t._requires_grad)
 
 
-def _modules_of(fn) -> list:
-    """The modules a function reaches through its closure, globals or ``self``."""
+def _is_optimizer(obj) -> bool:
+    # by name: torcia-compiler does not depend on torcia-optim
+    return any(c.__name__ == "Optimizer" for c in type(obj).__mro__)
+
+
+def _modules_of(fn, kind) -> list:
+    """The objects of ``kind`` (a class or a predicate) a function reaches through its
+    closure, globals or ``self``."""
+    match = (lambda v: isinstance(v, kind)) if isinstance(kind, type) else kind
     found = []
     target = getattr(fn, "__func__", fn)
     owner = getattr(fn, "__self__", None)
-    if isinstance(owner, nn.Module):
+    if owner is not None and match(owner):
         found.append(owner)
     code = getattr(target, "__code__", None)
     if code is None:
@@ -221,12 +228,12 @@ def _modules_of(fn) -> list:
             value = cell.cell_contents
         except ValueError:
             continue
-        if isinstance(value, nn.Module):
+        if match(value):
             found.append(value)
     glob = getattr(target, "__globals__", {})
     for name in code.co_names:
         value = glob.get(name)
-        if isinstance(value, nn.Module):
+        if value is not None and match(value):
             found.append(value)
     return found
 
@@ -299,7 +306,8 @@ class _CompiledFunction:
         self._fullgraph = fullgraph
         self._backend = backend
         self._options = options or {}
-        self._modules = modules if modules is not None else _modules_of(fn)
+        self._modules = modules if modules is not None else _modules_of(fn, nn.Module)
+        self._optimizers = [] if modules is not None else _modules_of(fn, _is_optimizer)
         self._entries: list[_Entry] = []
         self._warned_limit = False
         functools.update_wrapper(self, fn)
@@ -333,6 +341,10 @@ class _CompiledFunction:
 
     def _trace(self, key, flat, args, kwargs):
         tracer = Tracer(self._fullgraph)
+        if self._optimizers:
+            # its step count and learning rate are Python numbers the graph would bake in
+            tracer.fail("the function reaches an optimizer; capturing opt.step() is not "
+                        "supported: call it outside the compiled function")
         for i, t in enumerate(flat):
             tracer.register(t, ("arg", i))
         with tracer:

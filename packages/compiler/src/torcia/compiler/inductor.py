@@ -150,24 +150,58 @@ def eliminate_dead_code(graph: Graph) -> None:
 # ---------------------------------------------------------------------------------------
 
 
-def _fusible(graph: Graph, node: Node) -> bool:
-    if node.kind != "call" or node.params or len(node.outs) != 1:
+COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+_BOOL = np.dtype(bool)
+
+
+def _scalar_const(c) -> bool:
+    if isinstance(c, bool):
         return False
-    table = UNARY if node.op in UNARY else BINARY if node.op in BINARY else None
-    if table is None or len(node.args) != (1 if table is UNARY else 2):
+    return isinstance(c, (int, float)) or (
+        hasattr(c, "ndim") and c.ndim == 0 and c.dtype.kind in "fiu")
+
+
+def _fusible(graph: Graph, node: Node) -> bool:
+    """Whether ``node`` is an elementwise op fusion can write: float inputs of its output's
+    shape (0-d ones broadcast), Python or 0-d constants; comparisons (to bool) and casts
+    (bool or float to float) join as the masks of a backward (relu's ``gt``, ``cast``,
+    ``mul``)."""
+    if len(node.outs) != 1:
         return False
     shape, dtype = graph.meta[node.outs[0]]
-    if dtype not in _FLOATS:
+    values = [r for r in node.args if r[0] == "v"]
+    if node.kind == "cast" or (node.kind == "call" and node.op == "cast"):
+        if node.kind == "call" and (set(node.params) != {"dtype"} or len(node.args) != 1):
+            return False
+        return (len(values) == 1 and dtype in _FLOATS
+                and graph.meta[values[0][1]][1] in (*_FLOATS, _BOOL)
+                and graph.meta[values[0][1]][0] == shape)
+    if node.kind != "call" or node.params:
         return False
+    if node.op in COMPARE:
+        n_args, want = 2, _BOOL
+    elif node.op in UNARY:
+        n_args, want = 1, None
+    elif node.op in BINARY:
+        n_args, want = 2, None
+    else:
+        return False
+    if len(node.args) != n_args:
+        return False
+    if want is None and dtype not in _FLOATS or want is not None and dtype != want:
+        return False
+    operand_dtype = None
     for r in node.args:
         if r[0] == "v":
-            if graph.meta[r[1]] != (shape, dtype):
+            vshape, vdtype = graph.meta[r[1]]
+            if vdtype not in _FLOATS or vshape not in (shape, ()):
                 return False
-        elif r[0] != "c" or not (isinstance(r[1], (int, float)) and not isinstance(
-                r[1], bool) or (hasattr(r[1], "ndim") and r[1].ndim == 0
-                                and r[1].dtype.kind in "fiu")):
+            if operand_dtype not in (None, vdtype) or (want is None and vdtype != dtype):
+                return False
+            operand_dtype = vdtype
+        elif r[0] != "c" or not _scalar_const(r[1]):
             return False
-    return True
+    return operand_dtype is not None
 
 
 def fuse(graph: Graph) -> None:
@@ -189,22 +223,28 @@ def fuse(graph: Graph) -> None:
                 continue
             p = producer.get(r[1])
             if p is not None and users.get(r[1]) == 1 and r[1] not in outputs \
-                    and id(p) in group_of and id(p) not in absorbed:
+                    and id(p) not in absorbed \
+                    and graph.meta[r[1]][0] == graph.meta[node.outs[0]][0]:
                 group += group_of[id(p)]
                 absorbed.add(id(p))
         group.append(node)
         group_of[id(node)] = group
         producer[node.outs[0]] = node
-    nodes = []
+    fused_at: dict[int, list] = {}
+    skip: set[int] = set()
     for node in graph.nodes:
-        if id(node) in absorbed:
-            continue
         group = group_of.get(id(node))
-        if group is not None and len(group) > 1:
-            nodes.append(_fused_node(graph, group))
-        else:
-            nodes.append(node)
-    graph.nodes = nodes
+        if id(node) in absorbed or group is None or len(group) < 2:
+            continue
+        dtype = graph.meta[node.outs[0]][1]
+        inside = {n.outs[0] for n in group}
+        if dtype not in _FLOATS or any(graph.meta[v][1] != dtype for n in group
+                                       for v in n.value_args() if v not in inside):
+            continue  # a group ending in a mask, or reading another dtype: runs unfused
+        fused_at[id(node)] = group
+        skip.update(id(n) for n in group[:-1])
+    graph.nodes = [_fused_node(graph, fused_at[id(n)]) if id(n) in fused_at else n
+                   for n in graph.nodes if id(n) not in skip]
 
 
 def _fused_node(graph: Graph, group: list) -> Node:
@@ -222,12 +262,19 @@ def _fused_node(graph: Graph, group: list) -> Node:
                 else:
                     if r[1] not in inputs:
                         inputs.append(r[1])
-                    operands.append(f"x{inputs.index(r[1])}[i]")
+                    k = inputs.index(r[1])
+                    operands.append(f"x{k}[0]" if graph.meta[r[1]][0] == () != shape
+                                    else f"x{k}[i]")
             else:
                 operands.append(f"T({float(r[1])!r})")
-        table = UNARY if n.op in UNARY else BINARY
-        expr = table[n.op].format(a=operands[0], b=operands[-1])
-        lines.append(f"        const T t{n.outs[0]} = {expr};  // {n.op}")
+        if n.kind == "cast" or n.op == "cast":
+            expr, ctype = f"T({operands[0]})", "T"
+        elif n.op in COMPARE:
+            expr, ctype = f"({operands[0]} {COMPARE[n.op]} {operands[1]})", "bool"
+        else:
+            table = UNARY if n.op in UNARY else BINARY
+            expr, ctype = table[n.op].format(a=operands[0], b=operands[-1]), "T"
+        lines.append(f"        const {ctype} t{n.outs[0]} = {expr};  // {n.op}")
     ctype = _CTYPE[dtype]
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
     source = (
@@ -240,7 +287,7 @@ def _fused_node(graph: Graph, group: list) -> Node:
         f"        out[i] = t{out};\n"
         "    }\n}\n")
     ops = "+".join(n.op for n in group)
-    fn = FusedKernel(source, len(inputs), shape, dtype, ops)
+    fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], shape, dtype, ops)
     from torcia.compiler import log
 
     log("fusion", f"fused {ops} -> {fn.path.name}:\n{source}")
@@ -253,11 +300,12 @@ def cuda_source(node: Node) -> tuple[str, str, str]:
     n_in = len(node.args)
     ctype = node.source.split("typedef ", 1)[1].split(" ", 1)[0]
     body = [line.strip() for line in node.source.splitlines() if line.strip().startswith(
-        "const T t")]
-    body = [line.replace("const T", ctype).replace("T(", f"({ctype})(") for line in body]
+        ("const T t", "const bool t"))]
+    body = [line.replace("const T ", f"{ctype} ").replace("const bool ", "bool ")
+            .replace("T(", f"({ctype})(") for line in body]
     operation = "\n".join(body)
     for i in range(n_in):
-        operation = operation.replace(f"x{i}[i]", f"x{i}")
+        operation = operation.replace(f"x{i}[i]", f"x{i}").replace(f"x{i}[0]", f"x{i}")
     result = node.source.split("out[i] = ", 1)[1].split(";", 1)[0]
     operation = operation.replace("std::", "") + f"\nout = {result};"
     return ", ".join(f"{ctype} x{i}" for i in range(n_in)), f"{ctype} out", operation
@@ -316,7 +364,9 @@ def build(source: str) -> Path:
 class FusedKernel:
     """A generated elementwise kernel: called with its input arrays, returns the result."""
 
-    def __init__(self, source, n_inputs, shape, dtype, ops):
+    def __init__(self, source, shapes, shape, dtype, ops):
+        n_inputs = len(shapes)
+        self.shapes = [tuple(s) for s in shapes]
         self.path = build(source)
         key = str(self.path)
         if key not in _loaded:
@@ -336,10 +386,10 @@ class FusedKernel:
                              f"{len(arrays)}")
         ptrs = []
         keep = []
-        for a in arrays:
-            if a.shape != self.shape or a.dtype != self.dtype:
-                raise ValueError(f"fused kernel {self.ops} expects {self.shape} {self.dtype} "
-                                 f"arrays, got {a.shape} {a.dtype}")
+        for a, shape in zip(arrays, self.shapes):
+            if a.shape != shape or a.dtype != self.dtype:
+                raise ValueError(f"fused kernel {self.ops} expects a {shape} {self.dtype} "
+                                 f"array, got {a.shape} {a.dtype}")
             if not a.flags.c_contiguous:
                 a = np.ascontiguousarray(a)
             keep.append(a)
