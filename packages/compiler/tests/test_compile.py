@@ -319,3 +319,23 @@ def test_a_function_with_an_optimizer_step_runs_eagerly(capsys):
         ref_opt.step()
     np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
     assert "optimizer" in capsys.readouterr().err
+
+
+def test_a_third_party_backend_from_a_plugin(capsys):
+    example = pytest.importorskip("torcia_example")
+    assert "example_print" in torcia.compiler.list_backends()
+    assert torcia.compiler.backends.provider("example_print") == "example"
+    f = torcia.compile(lambda x: x.exp() + 1, backend="example_print")
+    assert f(torcia.zeros(2)).tolist() == [2.0, 2.0]
+    assert f(torcia.zeros(2)).tolist() == [2.0, 2.0]
+    assert "call_function" in capsys.readouterr().out
+    assert example.COMPILED_GRAPHS[-1].nodes[0].op == "exp"
+
+
+def test_plugins_command_lists_the_backends():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "torcia", "plugins"], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert "compile backend (2): eager, inductor" in out
