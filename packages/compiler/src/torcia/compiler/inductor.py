@@ -42,7 +42,13 @@ _IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "
            "exponential", "cauchy", "geometric", "poisson")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
-FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17"]
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno"]
+# glibc declares the SIMD variants of exp, tanh, log... (libmvec, within 4 ulp) only under
+# __FAST_MATH__; defining it alone, without -ffast-math's other rewrites, lets the loops
+# call them (a scalar tanhf is 30x slower than NumPy's). Where libmvec is missing the plain
+# source is built instead.
+VECTOR_MATH = ("#define __FAST_MATH__ 1  // only for glibc's SIMD math declarations\n",
+               ["-lmvec"])
 
 
 def inductor(graph: Graph, example_inputs, **options) -> Graph:
@@ -278,10 +284,12 @@ def _fused_node(graph: Graph, group: list) -> Node:
     ctype = _CTYPE[dtype]
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
     source = (
+        # threads only for big arrays: on few shared cores a team spinning beside the
+        # BLAS threads costs more than it gains
         "#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
         f"typedef {ctype} T;\n"
         f'extern "C" void kernel({params}T* __restrict out, int64_t n) {{\n'
-        "    #pragma omp parallel for simd schedule(static) if(n > 65536)\n"
+        "    #pragma omp parallel for simd schedule(static) if(n > 1048576)\n"
         "    for (int64_t i = 0; i < n; ++i) {\n"
         + "\n".join(lines) + "\n"
         f"        out[i] = t{out};\n"
@@ -345,20 +353,25 @@ def build(source: str) -> Path:
     cxx = compiler()
     if cxx is None:
         raise RuntimeError("torcia.compile's inductor backend needs a C++ compiler (set CXX)")
-    digest = hashlib.sha256("\0".join([source, " ".join(FLAGS), _version(cxx)]).encode())
+    digest = hashlib.sha256("\0".join([source, " ".join(FLAGS), str(VECTOR_MATH),
+                                        _version(cxx)]).encode())
     path = cache_dir() / f"k{digest.hexdigest()[:24]}.so"
-    if not path.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    errors = ""
+    for prefix, libs in (VECTOR_MATH, ("", [])):
         with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
             src = Path(tmp) / "kernel.cpp"
-            src.write_text(source)
+            src.write_text(prefix + source)
             obj = Path(tmp) / "kernel.so"
-            done = subprocess.run([cxx, *FLAGS, str(src), "-o", str(obj)], capture_output=True,
-                                  text=True)
-            if done.returncode != 0:
-                raise RuntimeError(f"compiling a fused kernel failed:\n{done.stderr}")
-            os.replace(obj, path)  # atomic: a concurrent build sees a whole file or none
-    return path
+            done = subprocess.run([cxx, *FLAGS, str(src), "-o", str(obj), *libs],
+                                  capture_output=True, text=True)
+            if done.returncode == 0:
+                os.replace(obj, path)  # atomic: a concurrent build sees a whole file or none
+                return path
+            errors = done.stderr
+    raise RuntimeError(f"compiling a fused kernel failed:\n{errors}")
 
 
 class FusedKernel:
