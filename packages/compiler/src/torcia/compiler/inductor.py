@@ -393,7 +393,7 @@ class FusedKernel:
         self.size = int(np.prod(shape, dtype=np.int64))
         self.ops = ops
 
-    def __call__(self, *arrays):
+    def __call__(self, *arrays, out=None):
         if len(arrays) != self.n_inputs:
             raise ValueError(f"fused kernel {self.ops} takes {self.n_inputs} arrays, got "
                              f"{len(arrays)}")
@@ -407,6 +407,11 @@ class FusedKernel:
                 a = np.ascontiguousarray(a)
             keep.append(a)
             ptrs.append(a.ctypes.data)
-        out = np.empty(self.shape, self.dtype)
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous \
+                or not out.flags.writeable:
+            raise ValueError(f"fused kernel {self.ops} writes a contiguous {self.shape} "
+                             f"{self.dtype} array, got out of {out.shape} {out.dtype}")
         self.fn(*ptrs, out.ctypes.data, self.size)
         return out

@@ -26,6 +26,17 @@ def last_uses(graph: Graph, keep: set) -> dict:
     return by_node
 
 
+def reusable_buffers(graph: Graph, keep: set) -> set:
+    """Values a later fused kernel may overwrite once they are dead: made by a fused
+    kernel (a fresh array nobody else holds) and read only by fused kernels (which
+    return no views of their inputs), never handed back."""
+    made = {n.outs[0] for n in graph.nodes if n.kind == "fused"} - keep
+    for node in graph.nodes:
+        if node.kind != "fused":
+            made.difference_update(node.value_args())
+    return made
+
+
 def generate(graph: Graph, results: list):
     """Compile ``graph`` to ``run(inputs) -> tuple of arrays`` (those of ``results``).
 
@@ -50,6 +61,9 @@ def generate(graph: Graph, results: list):
         return const(c)
 
     drops = last_uses(graph, set(results) | {v for v, _ in graph.inputs})
+    poolable = reusable_buffers(graph, set(results))
+    pool: dict[tuple, list] = {}  # (shape, dtype) -> dead buffers to write into
+    reused = 0
     lines = ["def run(I, K, C):"]
     for i, (vid, _) in enumerate(graph.inputs):
         lines.append(f"    v{vid} = I[{i}]")
@@ -63,14 +77,22 @@ def generate(graph: Graph, results: list):
             fns.append(node.fn)
             args = [expr(r) for r in node.args]
             args += [f"{k}={expr(r)}" for k, r in node.params.items()]
+            free = pool.get(graph.meta[node.outs[0]]) if node.kind == "fused" else None
+            if free:
+                args.append(f"out=v{free.pop()}")
+                reused += 1
             lhs = ", ".join(f"v{o}" for o in node.outs)
             if node.tuple_out:
                 lhs += ","
             lines.append(f"    {lhs} = K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
-        dead = drops.get(i)
+        dead = [v for v in drops.get(i, ()) if v not in poolable]
+        for v in drops.get(i, ()):
+            if v in poolable:
+                pool.setdefault(graph.meta[v], []).append(v)
         if dead:
             lines.append(f"    del {', '.join(f'v{v}' for v in sorted(dead))}")
     lines.append("    return (" + "".join(f"v{v}, " for v in results) + ")")
+    lines.insert(1, f"    # {reused} fused kernel(s) write into a dead buffer")
     source = "\n".join(lines) + "\n"
     namespace: dict = {}
     exec(compile(source, "<torcia.compile replay>", "exec"), namespace)
