@@ -374,3 +374,15 @@ def test_kernels_come_from_the_disk_cache(monkeypatch):
     g = torcia.compile(lambda x: (x * 3).exp() - x)
     g(x)
     np.testing.assert_allclose(g(x).numpy(), ((x * 3).exp() - x).numpy(), rtol=1e-6)
+
+
+def test_freezing_a_parameter_retraces(capsys):
+    model = _mlp()
+    step = torcia.compile(_step_of(model, _ce))
+    x, y = torcia.randn(4, 8), torcia.tensor([0, 1, 2, 3])
+    step(x, y)
+    model[0].weight.requires_grad_(False)
+    model.zero_grad(set_to_none=True)
+    step(x, y)
+    assert model[0].weight.grad is None and model[2].weight.grad is not None
+    assert "changed shape, dtype or requires_grad" in capsys.readouterr().err
