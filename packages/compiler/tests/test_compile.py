@@ -54,7 +54,8 @@ def _step_of(model, loss_fn):
 def _parity(model, step, batches, backend):
     compiled = torcia.compile(step, backend=backend)
     for x, y in batches:
-        for _ in range(2):  # the first call traces, the second replays
+        # the first call traces, the second replays on other values of the same shapes
+        for x, y in ((x, y), (x * 0.5 + 1, y.flip(0))):
             for p in model.parameters():
                 p.grad = None
             got = compiled(x, y)
@@ -207,7 +208,9 @@ def test_ops_parity_forward_and_grad(name, fn):
         return out.detach()
 
     compiled = torcia.compile(step)
-    for _ in range(2):
+    for scale in (1.0, 0.7):  # trace, then replay on other values
+        x.data.mul_(scale)
+        y.data.mul_(scale)
         x.grad = y.grad = None
         got = compiled(x, y)
         gx = x.grad.clone()

@@ -161,6 +161,10 @@ class Tracer(DispatchMode):
                     for i, a in enumerate(args)]
             prefs = {k: self.ref(v) for k, v in params.items()}
             outs = out if isinstance(out, tuple) else (out,)
+            if any(isinstance(o, np.generic) for o in outs):
+                # the tensor would hold np.asarray of it: bind that array, not the scalar
+                outs = tuple(np.asarray(o) if isinstance(o, np.generic) else o for o in outs)
+                out = outs if isinstance(out, tuple) else outs[0]
             if not all(_is_array(o) for o in outs):
                 self.fail(f"op {op!r} returned a non-array")
                 return out

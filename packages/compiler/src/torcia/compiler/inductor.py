@@ -400,6 +400,8 @@ class FusedKernel:
         ptrs = []
         keep = []
         for a, shape in zip(arrays, self.shapes):
+            if isinstance(a, np.generic):  # a reduction's 0-d result
+                a = np.asarray(a)
             if a.shape != shape or a.dtype != self.dtype:
                 raise ValueError(f"fused kernel {self.ops} expects a {shape} {self.dtype} "
                                  f"array, got {a.shape} {a.dtype}")
