@@ -53,9 +53,9 @@ def _step_of(model, loss_fn):
 
 def _parity(model, step, batches, backend):
     compiled = torcia.compile(step, backend=backend)
-    for x, y in batches:
+    for x0, y0 in batches:
         # the first call traces, the second replays on other values of the same shapes
-        for x, y in ((x, y), (x * 0.5 + 1, y.flip(0))):
+        for x, y in ((x0, y0), (x0 * 0.5 + 1, y0.flip(0))):
             for p in model.parameters():
                 p.grad = None
             got = compiled(x, y)
@@ -389,3 +389,19 @@ def test_freezing_a_parameter_retraces(capsys):
     step(x, y)
     assert model[0].weight.grad is None and model[2].weight.grad is not None
     assert "changed shape, dtype or requires_grad" in capsys.readouterr().err
+
+
+def test_a_value_made_outside_dispatch_is_caught_on_the_first_replay(capsys):
+    from torcia.library import Tensor
+
+    def f(x):
+        # a tensor built from x's array without any op: capture sees a constant
+        y = Tensor._make(x._data * 2, x.device)
+        return (y + 1).exp()
+
+    g = torcia.compile(f)
+    g(torcia.zeros(3))
+    x = torcia.ones(3)
+    np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
+    np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
+    assert "first replay differed from eager" in capsys.readouterr().err

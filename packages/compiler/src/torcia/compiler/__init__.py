@@ -289,6 +289,7 @@ class _Entry:
         self.eager_reason = reason  # not None: this signature runs eagerly
         self.sources: list = []  # (source, shape, dtype) of the graph's non-argument inputs
         self.autograd = False
+        self.checked = False  # the first replay runs beside eager (see _check)
 
     def inputs_ok(self) -> bool:
         for src, shape, dtype, requires_grad in self.sources:
@@ -326,6 +327,8 @@ class _CompiledFunction:
             if entry.key == key and entry.inputs_ok():
                 if entry.eager_reason is not None:
                     return self._fn(*args, **kwargs)
+                if not entry.checked:
+                    return self._check(entry, flat, args, kwargs)
                 return self._replay(entry, flat)
         if self._entries:
             if len(self._entries) >= recompile_limit:
@@ -385,6 +388,39 @@ class _CompiledFunction:
         self._entries.append(entry)
         return out
 
+    def _check(self, entry, flat, args, kwargs):
+        """The first replay, on new values: run eagerly too and compare, so that a value
+        capture took for a constant (made outside the dispatched ops) sends this signature
+        to eager instead of giving a wrong answer."""
+        entry.checked = True
+        graph = entry.graph
+        if entry.autograd or any(n.kind == "copy_" for n in graph.nodes):
+            # in-place writes cannot run twice; an autograd replay is dispatch itself
+            return self._replay(entry, flat)
+        leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
+        saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
+                 for leaf in leaves]
+        rng = torcia.get_rng_state()
+        want = self._fn(*args, **kwargs)
+        want_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
+                      for leaf in leaves]
+        for leaf, grad, data in saved:
+            leaf.grad = grad
+            if grad is not None:
+                grad._data[...] = data
+        torcia.set_rng_state(rng)
+        got = self._replay(entry, flat)
+        got_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
+        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads):
+            return got
+        entry.eager_reason = ("its first replay differed from eager (a value was computed "
+                              "outside the dispatched ops); this signature runs eagerly")
+        entry.graph = entry.run = None
+        log("guards", f"{self._name()}: {entry.eager_reason}")
+        for leaf, grad in zip(leaves, want_grads):
+            leaf.grad = None if grad is None else torcia.from_numpy(grad)
+        return want
+
     def _replay(self, entry, flat):
         graph = entry.graph
         if entry.autograd:
@@ -403,6 +439,33 @@ class _CompiledFunction:
 
 def _wrap(arr):
     return torcia.from_numpy(np.asarray(arr))
+
+
+def _tensors(obj) -> list:
+    out: list = []
+    _flatten(obj, out)
+    return [t._data for t in out]
+
+
+def _same(got, want) -> bool:
+    if len(got) != len(want):
+        return False
+    for a, b in zip(got, want):
+        if a is None or b is None:
+            if a is not b:
+                return False
+            continue
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc":
+            # fused kernels round differently: only a gross difference is a wrong answer
+            scale = float(np.nanmax(np.abs(b))) if b.size else 0.0
+            if not np.allclose(a, b, rtol=1e-3, atol=1e-5 * scale + 1e-6, equal_nan=True):
+                return False
+        elif not np.array_equal(a, b):
+            return False
+    return True
 
 
 def _source_array(src, flat):
