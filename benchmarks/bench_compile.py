@@ -11,8 +11,9 @@ LSTM 64->128 seq 32 batch 32 SGD), built by the same code for both frameworks. A
 
 Rounds alternate between the variants and the table shows each one's median step time
 (the machine is shared: single runs are noisy, alternating rounds spread the noise). Compile
-times: torcia cold (an empty kernel cache) and from the cache (a fresh process would see the
-same: the kernels are loaded from disk), and torch.compile's first call.
+times (the first call, which also runs the step): torcia cold (an empty kernel cache) and
+from the cache (a fresh process would see the same: the kernels are loaded from disk), and
+torch.compile's first call with an empty inductor cache.
 
     python benchmarks/bench_compile.py [--rounds 7] [--only mlp,lstm] [--no-torch-compile]
 """
@@ -178,10 +179,10 @@ def run(name, rounds, number, torch_compile):
             if torch_compile:
                 try:
                     tstep = _torch_compiled(torch, *WORKLOADS[name](torch))
-                    compile_times["torch.compile"] = _first_call(tstep)
+                    compile_times["torch.compile cold"] = _first_call(tstep)
                     variants["torch.compile"] = tstep
                 except Exception as exc:  # no compiler, an unsupported op: say so
-                    compile_times["torch.compile"] = f"n/a ({type(exc).__name__})"
+                    compile_times["torch.compile cold"] = f"n/a ({type(exc).__name__})"
         times = {k: [] for k in variants}
         for v in variants.values():
             v()  # warm up
@@ -201,6 +202,9 @@ def main(argv=None):
     parser.add_argument("--only", default=",".join(WORKLOADS))
     parser.add_argument("--no-torch-compile", action="store_true")
     args = parser.parse_args(argv)
+    # torch.compile's first call, cold too: an empty inductor cache (read at torch's import)
+    torch_cache = tempfile.TemporaryDirectory()
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", torch_cache.name)
     cols = ["torcia eager", "torcia compiled", "torch eager", "torch.compile"]
     print(f"median step time of {args.rounds} alternating rounds x {args.number} steps "
           f"(wall clock, {os.cpu_count()} cores, shared: noisy)")
