@@ -40,6 +40,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
+import weakref
 
 import numpy as np
 
@@ -67,7 +68,7 @@ backends = plugins.Registry("compile backend", "torcia_register_compile_backends
 _MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 _LOG_NAMES = ("graph", "fusion", "guards")
 _logs: set[str] | None = None
-_compiled: list = []  # every compiled function (weakly: reset() clears their caches)
+_compiled = weakref.WeakSet()  # every live compiled function, for reset()
 
 
 def set_logs(*, graph: bool = False, fusion: bool = False, guards: bool = False) -> None:
@@ -313,7 +314,7 @@ class _CompiledFunction:
         self._entries: list[_Entry] = []
         self._warned_limit = False
         functools.update_wrapper(self, fn)
-        _compiled.append(self)
+        _compiled.add(self)
 
     def _key(self, args, kwargs, flat):
         sig = _flatten((args, kwargs), flat)
