@@ -405,3 +405,19 @@ def test_a_value_made_outside_dispatch_is_caught_on_the_first_replay(capsys):
     np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
     np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
     assert "first replay differed from eager" in capsys.readouterr().err
+
+
+def test_torcia_logs_environment_variable(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torcia\n"
+            "f = torcia.compile(lambda x: (x * 2).exp() + 1)\n"
+            "f(torcia.ones(3)); f(torcia.ones(4))\n")
+    env = dict(os.environ, TORCIA_LOGS="graph,fusion,guards", TORCIA_CACHE_DIR=str(tmp_path))
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120).stderr
+    assert "[torcia.compile:graph] captured" in err and "placeholder" in err
+    assert "[torcia.compile:fusion] fused mul+exp+add" in err and "omp parallel for simd" in err
+    assert "[torcia.compile:guards] recompiling" in err and "shape changed" in err
