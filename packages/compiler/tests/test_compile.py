@@ -421,3 +421,24 @@ def test_torcia_logs_environment_variable(tmp_path):
     assert "[torcia.compile:graph] captured" in err and "placeholder" in err
     assert "[torcia.compile:fusion] fused mul+exp+add" in err and "omp parallel for simd" in err
     assert "[torcia.compile:guards] recompiling" in err and "shape changed" in err
+
+
+def test_compiled_step_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    model = _mlp()
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), ref.parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy().copy()))
+    step = torcia.compile(_step_of(model, _ce))
+    for seed in (0, 1):  # trace, then replay
+        rng = np.random.default_rng(seed)
+        x, y = rng.standard_normal((6, 8)).astype(np.float32), rng.integers(0, 4, 6)
+        model.zero_grad(set_to_none=True)
+        ref.zero_grad(set_to_none=True)
+        loss = step(torcia.from_numpy(x), torcia.from_numpy(y))
+        want = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y))
+        want.backward()
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
