@@ -442,3 +442,12 @@ def test_compiled_step_matches_pytorch():
         np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
         for p, q in zip(model.parameters(), ref.parameters()):
             np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_another_device_runs_eagerly(capsys):
+    pytest.importorskip("torcia_example")
+    f = torcia.compile(lambda x: (x * 3).relu())
+    x = torcia.tensor([1.0, -2.0], device="example")
+    assert f(x).tolist() == [3.0, 0.0]
+    assert f(x * 2).tolist() == [6.0, 0.0]
+    assert "capture runs on the 'cpu' device only (got 'example')" in capsys.readouterr().err
