@@ -451,3 +451,17 @@ def test_another_device_runs_eagerly(capsys):
     assert f(x).tolist() == [3.0, 0.0]
     assert f(x * 2).tolist() == [6.0, 0.0]
     assert "capture runs on the 'cpu' device only (got 'example')" in capsys.readouterr().err
+
+
+def test_in_place_writes_are_replayed():
+    def f(x, buf):
+        buf.mul_(0.5).add_(x)
+        return buf * 2
+
+    g = torcia.compile(f)
+    buf, ref = torcia.ones(4), torcia.ones(4)
+    for k in range(3):
+        x = torcia.full((4,), float(k))
+        np.testing.assert_allclose(g(x, buf).numpy(), f(x, ref).numpy())
+        np.testing.assert_allclose(buf.numpy(), ref.numpy())
+    assert [n.kind for n in g._entries[0].graph.nodes].count("copy_") == 2

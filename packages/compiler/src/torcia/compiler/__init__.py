@@ -395,9 +395,8 @@ class _CompiledFunction:
         to eager instead of giving a wrong answer."""
         entry.checked = True
         graph = entry.graph
-        if entry.autograd or any(n.kind == "copy_" for n in graph.nodes):
-            # in-place writes cannot run twice; an autograd replay is dispatch itself
-            return self._replay(entry, flat)
+        if any(n.kind == "copy_" for n in graph.nodes):
+            return self._replay(entry, flat)  # in-place writes cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
         saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
                  for leaf in leaves]
