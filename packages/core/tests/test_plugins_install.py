@@ -128,8 +128,9 @@ def test_every_package_is_found_under_one_torcia_package(full, env):
 def test_the_installed_example_plugin_is_discovered_and_works(full, env):
     example = listing(full, env)["example"]
     assert (example["distribution"], example["status"]) == ("torcia-example-plugin", "loaded")
-    assert example["hooks"] == ["torcia_register_backends", "torcia_register_kernels",
-                                "torcia_register_ops"]
+    # torcia_register_compile_backends is listed where torcia-compiler defines it
+    assert [h for h in example["hooks"] if h != "torcia_register_compile_backends"] == [
+        "torcia_register_backends", "torcia_register_kernels", "torcia_register_ops"]
     assert example["provides_by_kind"]["device backend"] == ["example"]
     assert example["provides_by_kind"]["kernels on example"] == ["add", "mul", "relu"]
     assert run([full / "python", "-c", USE_DEVICE], env).stdout.strip() == "[1.0, 0.0]"

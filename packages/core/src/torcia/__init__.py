@@ -283,6 +283,7 @@ _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
+    "compiler": "torcia-compiler",
 }
 _ALIASES = {
     "torcia.utils.data": "torcia.data",
@@ -343,6 +344,8 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 
 def __getattr__(name):
+    if name == "compile":  # torch.compile's place; torcia-compiler provides it
+        return importlib.import_module("torcia.compiler").compile
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat",

@@ -319,6 +319,9 @@ class Tensor:
     # ----- conversion ---------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
         """The data as a NumPy array, sharing memory on the CPU."""
+        if _modes_on:
+            for mode in MODES.modes:
+                mode.on_read(self, "numpy")
         if self._requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -345,10 +348,16 @@ class Tensor:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
             )
+        if _modes_on:
+            for mode in MODES.modes:
+                mode.on_read(self, "item")
         arr = self._data if self._device is CPU else self._device.backend.to_host(self._data)
         return arr.reshape(()).item()
 
     def tolist(self):
+        if _modes_on:
+            for mode in MODES.modes:
+                mode.on_read(self, "tolist")
         arr = self._data if self._device is CPU else self._device.backend.to_host(self._data)
         if arr.dtype.kind == "V" or self.dtype is D.bfloat16:
             arr = arr.astype(np.float32)
@@ -489,6 +498,11 @@ class DispatchMode:
     def around_backward(self, node, run):
         """Run the backward of graph node ``node``: ``run()`` computes it."""
         return run()
+
+    def on_read(self, tensor, how: str) -> None:
+        """Python reads the values of ``tensor`` (``how``: "item", "tolist" or "numpy");
+        a tracer breaks its graph here, since what follows may depend on them."""
+        return None
 
     def __enter__(self):
         global _modes_on

@@ -79,7 +79,7 @@ HOOK_API_VERSION = "0.2"
 PARTS = frozenset(
     "torcia-" + p
     for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text",
-              "distributions")
+              "distributions", "compiler")
 )
 #: Every distribution of the torcia project (the parts and the project's own plugins):
 #: recognised as torcia's own when installed next to torcia-core.

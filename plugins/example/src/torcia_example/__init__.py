@@ -90,3 +90,30 @@ def torcia_register_backends(registry):
 def torcia_register_kernels(registry):
     for op, kernel in KERNELS.items():
         registry.add(op, DEVICE, kernel, priority=10)
+
+
+#: the graphs compiled with ``backend="example_print"``, newest last
+COMPILED_GRAPHS = []
+
+
+def print_graph(graph, example_inputs, **options):
+    """A ``torcia.compile`` backend, like PyTorch's custom-backend example: print the
+    captured graph as a table and run it as captured.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compile(lambda x: x.exp() + 1, backend="example_print")
+    >>> f(torcia.zeros(1)).tolist()  # doctest: +ELLIPSIS
+    opcode ...
+    [2.0]
+    """
+    print(graph.tabular())
+    COMPILED_GRAPHS.append(graph)
+    return graph
+
+
+@torcia.hookimpl
+def torcia_register_compile_backends(registry):
+    # torcia-compiler's hook: called only where torcia-compiler is installed
+    registry.add("example_print", print_graph)

@@ -1,0 +1,562 @@
+"""torcia.compile: capture a function or module once, replay it as one generated program.
+
+:func:`compile` (also ``torcia.compile``) wraps a function or a :class:`torcia.nn.Module`.
+Its first call runs the function eagerly under a tracing dispatch mode that records every
+kernel, the forward and, when the function calls ``loss.backward()``, the backward too
+(the joint graph AOTAutograd builds) into a :class:`~torcia.compiler.graph.Graph`. A
+backend (``"eager"``: replay only; ``"inductor"``: dead-code elimination, CSE, constant
+folding and elementwise fusion into generated C++/OpenMP kernels) turns the graph into the
+program later calls run, with no per-op dispatch.
+
+The program is guarded: tensor arguments' shapes, dtypes, devices and ``requires_grad``,
+the other arguments' values, grad mode, and the plain attributes, parameters and buffers
+of the modules involved. A call that fails a guard retraces (up to
+:data:`recompile_limit` programs per function, then eager), with the reason in the
+``guards`` log. Python reading a tensor's values (``if t > 0``, ``.item()``, ``.tolist()``)
+breaks the graph: that signature runs eagerly, with the reason logged (``fullgraph=True``
+raises :class:`Unsupported` instead). Anything else capture cannot reproduce falls back to
+eager the same way, never to a wrong answer.
+
+Logs: ``TORCIA_LOGS=graph,fusion,guards`` (or :func:`set_logs`) prints the captured
+graphs, the fused kernels' source and the guard failures to stderr.
+
+Examples
+--------
+>>> import torcia
+>>> w = torcia.ones(3, requires_grad=True)
+>>> @torcia.compile(backend="eager")
+... def step(x):
+...     loss = ((x * w).tanh() ** 2).sum()
+...     loss.backward()
+...     return loss
+>>> round(step(torcia.ones(3)).item(), 4)  # traced (and run eagerly)
+1.7401
+>>> round(step(torcia.ones(3)).item(), 4), [round(g, 4) for g in w.grad.tolist()]
+(1.7401, [1.2794, 1.2794, 1.2794])
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import weakref
+
+import numpy as np
+
+import torcia
+from torcia import nn, plugins
+from torcia.compiler import hookspecs
+from torcia.compiler.capture import Tracer, Unsupported
+from torcia.compiler.graph import Graph, Node
+from torcia.compiler.replay import generate
+from torcia.library import Tensor, dtype_from_numpy
+from torcia.library import call as _call
+from torcia.plugins import hookimpl
+
+plugins.add_hookspecs(hookspecs)
+
+__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "backends", "compile",
+           "hookimpl", "list_backends", "recompile_limit", "reset", "set_logs"]
+
+#: programs kept per compiled function before it runs eagerly (torch._dynamo's
+#: ``recompile_limit``)
+recompile_limit = 8
+
+backends = plugins.Registry("compile backend", "torcia_register_compile_backends")
+
+_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_LOG_NAMES = ("graph", "fusion", "guards")
+_logs: set[str] | None = None
+_compiled = weakref.WeakSet()  # every live compiled function, for reset()
+
+
+def set_logs(*, graph: bool = False, fusion: bool = False, guards: bool = False) -> None:
+    """Turn on the compiler's logs (``TORCIA_LOGS=graph,fusion,guards`` does the same).
+
+    Examples
+    --------
+    >>> import torcia.compiler
+    >>> torcia.compiler.set_logs(guards=True)
+    >>> torcia.compiler.set_logs()
+    """
+    global _logs
+    _logs = {n for n, on in (("graph", graph), ("fusion", fusion), ("guards", guards)) if on}
+
+
+def logging_on(name: str) -> bool:
+    """Whether log ``name`` ("graph", "fusion" or "guards") is on."""
+    global _logs
+    if _logs is None:
+        env = os.environ.get("TORCIA_LOGS", "")
+        _logs = {n.strip() for n in env.split(",") if n.strip() in _LOG_NAMES}
+    return name in _logs
+
+
+def log(name: str, text: str) -> None:
+    if logging_on(name):
+        print(f"[torcia.compile:{name}] {text}", file=sys.stderr)
+
+
+def list_backends() -> list[str]:
+    """The names ``backend=`` accepts (``torch._dynamo.list_backends()``).
+
+    Examples
+    --------
+    >>> import torcia.compiler
+    >>> {"eager", "inductor"} <= set(torcia.compiler.list_backends())
+    True
+    """
+    return backends.names()
+
+
+def reset() -> None:
+    """Forget every captured program (``torch.compiler.reset()``); the next call of a
+    compiled function traces again.
+
+    Examples
+    --------
+    >>> import torcia.compiler
+    >>> torcia.compiler.reset()
+    """
+    for c in _compiled:
+        c._entries.clear()
+
+
+def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
+            backend="inductor", mode: str | None = None, options: dict | None = None,
+            disable: bool = False):
+    """Compile a function or module: ``torch.compile``'s signature.
+
+    Parameters
+    ----------
+    model : callable or Module, optional
+        What to compile; omitted, ``compile`` returns a decorator.
+    fullgraph : bool
+        Raise :class:`Unsupported` where capture would break the graph.
+    dynamic : bool or None
+        Accepted for PyTorch compatibility; programs are always specialised to shapes, a
+        new shape retraces (``dynamic=False``'s behaviour).
+    backend : str or callable
+        A registered backend name (:func:`list_backends`) or a callable
+        ``backend(graph, example_inputs) -> Graph``.
+    mode, options
+        PyTorch's modes are accepted (they select nothing else here); ``options`` is
+        handed to the backend.
+    disable : bool
+        Return ``model`` unchanged.
+
+    Returns
+    -------
+    A callable with ``model``'s signature (an :class:`OptimizedModule` for a module).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compile(lambda x: (x.sin() * 2 + 1).relu())
+    >>> f(torcia.zeros(2)).tolist()
+    [1.0, 1.0]
+    """
+    if mode not in _MODES:
+        raise RuntimeError(f"Unrecognized mode={mode}, should be one of: "
+                           f"{', '.join(m for m in _MODES if m)}")
+    if mode is not None and options is not None:
+        raise RuntimeError("Either mode or options can be specified, but both can't be "
+                           "specified at the same time.")
+    if dynamic not in (None, True, False):
+        raise TypeError(f"dynamic must be None or a bool, got {dynamic!r}")
+    if isinstance(backend, str):
+        backends.get(backend)  # an unknown name fails here, as torch.compile does
+    elif not callable(backend):
+        raise TypeError(f"backend must be a name or a callable, got {type(backend).__name__}")
+
+    def wrap(m):
+        if disable:
+            return m
+        if isinstance(m, nn.Module):
+            return OptimizedModule(m, fullgraph, backend, options)
+        if not callable(m):
+            raise RuntimeError(f"torcia.compile expects a callable or a Module, got "
+                               f"{type(m).__name__}")
+        return _CompiledFunction(m, fullgraph, backend, options)
+
+    return wrap if model is None else wrap(model)
+
+
+# ---------------------------------------------------------------------------------------
+# guards
+# ---------------------------------------------------------------------------------------
+
+
+def _flatten(obj, out):
+    if isinstance(obj, Tensor):
+        out.append(obj)
+        return ("T",)
+    if isinstance(obj, (list, tuple)):
+        return (type(obj).__name__, tuple(_flatten(x, out) for x in obj))
+    if isinstance(obj, dict):
+        return ("dict", tuple((k, _flatten(v, out)) for k, v in sorted(obj.items())))
+    try:
+        hash(obj)
+    except TypeError:
+        return ("id", id(obj))
+    return ("=", type(obj), obj)
+
+
+def _tensor_key(t: Tensor):
+    return (t._data.shape, t._data.dtype, t._device, t._requires_grad)
+
+
+def _is_optimizer(obj) -> bool:
+    # by name: torcia-compiler does not depend on torcia-optim
+    return any(c.__name__ == "Optimizer" for c in type(obj).__mro__)
+
+
+def _modules_of(fn, kind) -> list:
+    """The objects of ``kind`` (a class or a predicate) a function reaches through its
+    closure, globals or ``self``."""
+    match = (lambda v: isinstance(v, kind)) if isinstance(kind, type) else kind
+    found = []
+    target = getattr(fn, "__func__", fn)
+    owner = getattr(fn, "__self__", None)
+    if owner is not None and match(owner):
+        found.append(owner)
+    code = getattr(target, "__code__", None)
+    if code is None:
+        return found
+    for cell in getattr(target, "__closure__", None) or ():
+        try:
+            value = cell.cell_contents
+        except ValueError:
+            continue
+        if match(value):
+            found.append(value)
+    glob = getattr(target, "__globals__", {})
+    for name in code.co_names:
+        value = glob.get(name)
+        if value is not None and match(value):
+            found.append(value)
+    return found
+
+
+def _module_state(modules) -> tuple:
+    """What a program assumes of ``modules``: each submodule's plain attributes and the
+    identity of its parameters and buffers."""
+    state = []
+    for root in modules:
+        for name, m in root.named_modules():
+            attrs = tuple((k, v) for k, v in vars(m).items()
+                          if v is None or isinstance(v, (bool, int, float, str)))
+            tensors = tuple((k, id(v)) for d in (m._parameters, m._buffers)
+                            for k, v in d.items())
+            state.append((name, attrs, tensors))
+    return tuple(state)
+
+
+def _why(old, new) -> str:
+    """The first difference between two guard keys, in words."""
+    (osig, otensors, ograd, ostate), (nsig, ntensors, ngrad, nstate) = old, new
+    if ograd != ngrad:
+        return f"grad mode changed ({ograd} -> {ngrad})"
+    if len(otensors) != len(ntensors):
+        return f"number of tensor arguments changed ({len(otensors)} -> {len(ntensors)})"
+    for i, (a, b) in enumerate(zip(otensors, ntensors)):
+        for what, x, y in zip(("shape", "dtype", "device", "requires_grad"), a, b):
+            if x != y:
+                if what == "dtype":
+                    x, y = dtype_from_numpy(x), dtype_from_numpy(y)
+                return f"tensor argument {i}: {what} changed ({x} -> {y})"
+    if osig != nsig:
+        return "a non-tensor argument changed"
+    for (name, oattrs, oten), (_, nattrs, nten) in zip(ostate, nstate):
+        where = name or "the module"
+        for (k, x), (_, y) in zip(oattrs, nattrs):
+            if x != y:
+                return f"attribute {where}.{k} changed ({x!r} -> {y!r})"
+        if oattrs != nattrs:
+            return f"attributes of {where} were added or removed"
+        if oten != nten:
+            return f"a parameter or buffer of {where} was replaced"
+    return "a tensor the function read changed shape, dtype or requires_grad"
+
+
+class _Entry:
+    """One captured program and what it assumes."""
+
+    def __init__(self, key, graph=None, run=None, reason=None):
+        self.key = key
+        self.graph = graph
+        self.run = run
+        self.eager_reason = reason  # not None: this signature runs eagerly
+        self.sources: list = []  # (source, shape, dtype) of the graph's non-argument inputs
+        self.autograd = False
+        self.checked = False  # the first replay runs beside eager (see _check)
+
+    def inputs_ok(self) -> bool:
+        for src, shape, dtype, requires_grad in self.sources:
+            t = src[1]
+            data = t._data if src[0] == "tensor" else (t.grad._data if t.grad is not None
+                                                       else None)
+            if data is None or data.shape != shape or data.dtype != dtype or \
+                    t._requires_grad != requires_grad:
+                return False
+        return True
+
+
+class _CompiledFunction:
+    def __init__(self, fn, fullgraph, backend, options, modules=None):
+        self._fn = fn
+        self._fullgraph = fullgraph
+        self._backend = backend
+        self._options = options or {}
+        self._modules = modules if modules is not None else _modules_of(fn, nn.Module)
+        self._optimizers = [] if modules is not None else _modules_of(fn, _is_optimizer)
+        self._entries: list[_Entry] = []
+        self._warned_limit = False
+        functools.update_wrapper(self, fn)
+        _compiled.add(self)
+
+    def _key(self, args, kwargs, flat):
+        sig = _flatten((args, kwargs), flat)
+        return (sig, tuple(_tensor_key(t) for t in flat), torcia.is_grad_enabled(),
+                _module_state(self._modules))
+
+    def __call__(self, *args, **kwargs):
+        flat: list = []
+        key = self._key(args, kwargs, flat)
+        for entry in self._entries:
+            if entry.key == key and entry.inputs_ok():
+                if entry.eager_reason is not None:
+                    return self._fn(*args, **kwargs)
+                if not entry.checked:
+                    return self._check(entry, flat, args, kwargs)
+                return self._replay(entry, flat)
+        if self._entries:
+            if len(self._entries) >= recompile_limit:
+                if not self._warned_limit:
+                    self._warned_limit = True
+                    log("guards", f"{self._name()}: hit recompile_limit ({recompile_limit}); "
+                        "running eagerly from now on")
+                return self._fn(*args, **kwargs)
+            why = _why(self._entries[-1].key, key) if self._entries[-1].key != key else \
+                "a tensor the function read changed shape, dtype or requires_grad"
+            log("guards", f"recompiling {self._name()}: {why}")
+        return self._trace(key, flat, args, kwargs)
+
+    def _name(self) -> str:
+        return getattr(self._fn, "__qualname__", type(self._fn).__name__)
+
+    def _trace(self, key, flat, args, kwargs):
+        tracer = Tracer(self._fullgraph)
+        if self._optimizers:
+            # its step count and learning rate are Python numbers the graph would bake in
+            tracer.fail("the function reaches an optimizer; capturing opt.step() is not "
+                        "supported: call it outside the compiled function")
+        for i, t in enumerate(flat):
+            tracer.register(t, ("arg", i))
+        with tracer:
+            out = self._fn(*args, **kwargs)
+        graph = tracer.graph
+        graph.outputs = tracer.output(out)
+        if tracer.broken is not None:
+            log("guards", f"{self._name()}: {tracer.broken}")
+            self._entries.append(_Entry(key, reason=tracer.broken))
+            return out
+        entry = _Entry(key, graph)
+        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
+                         for v, src in graph.inputs if src[0] != "arg"]
+        entry.autograd = torcia.is_grad_enabled() and not graph.grads and \
+            graph.outputs_require_grad()
+        if entry.autograd and not all(
+                n.kind in ("call", "cast") and all(r[0] != "l" for r in n.args)
+                and all(r[0] == "c" for r in n.params.values()) for n in graph.nodes):
+            reason = "a forward-only graph with in-place writes or list arguments whose " \
+                "outputs require grad: running eagerly"
+            log("guards", f"{self._name()}: {reason}")
+            self._entries.append(_Entry(key, reason=reason))
+            return out
+        log("graph", f"captured {self._name()} ({len(graph.nodes)} ops):\n{graph.tabular()}")
+        if not entry.autograd:
+            backend = backends.get(self._backend) if isinstance(self._backend, str) \
+                else self._backend
+            examples = [_source_array(src, flat) for _, src in graph.inputs]
+            graph = backend(graph, examples, **self._options)
+            entry.graph = graph
+            results = sorted(graph.output_values())
+            run, source = generate(graph, results)
+            log("graph", f"program of {self._name()}:\n{source}")
+            entry.run = (run, results)
+        self._entries.append(entry)
+        return out
+
+    def _check(self, entry, flat, args, kwargs):
+        """The first replay, on new values: run eagerly too and compare, so that a value
+        capture took for a constant (made outside the dispatched ops) sends this signature
+        to eager instead of giving a wrong answer."""
+        entry.checked = True
+        graph = entry.graph
+        if any(n.kind == "copy_" for n in graph.nodes):
+            return self._replay(entry, flat)  # in-place writes cannot run twice
+        leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
+        saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
+                 for leaf in leaves]
+        rng = torcia.get_rng_state()
+        want = self._fn(*args, **kwargs)
+        want_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
+                      for leaf in leaves]
+        for leaf, grad, data in saved:
+            leaf.grad = grad
+            if grad is not None:
+                grad._data[...] = data
+        torcia.set_rng_state(rng)
+        got = self._replay(entry, flat)
+        got_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
+        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads):
+            return got
+        entry.eager_reason = ("its first replay differed from eager (a value was computed "
+                              "outside the dispatched ops); this signature runs eagerly")
+        entry.graph = entry.run = None
+        log("guards", f"{self._name()}: {entry.eager_reason}")
+        for leaf, grad in zip(leaves, want_grads):
+            leaf.grad = None if grad is None else torcia.from_numpy(grad)
+        return want
+
+    def _replay(self, entry, flat):
+        graph = entry.graph
+        if entry.autograd:
+            return _replay_autograd(graph, flat)
+        run, results = entry.run
+        arrays = run([_source_array(src, flat) for _, src in graph.inputs])
+        values = dict(zip(results, arrays))
+        for leaf, vid in graph.grads:
+            g = values[vid]
+            if leaf.grad is None:
+                leaf.grad = torcia.from_numpy(np.array(g))
+            else:
+                leaf.grad._data += g
+        return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+def _wrap(arr):
+    return torcia.from_numpy(np.asarray(arr))
+
+
+def _tensors(obj) -> list:
+    out: list = []
+    _flatten(obj, out)
+    return [t._data for t in out]
+
+
+def _same(got, want) -> bool:
+    if len(got) != len(want):
+        return False
+    for a, b in zip(got, want):
+        if a is None or b is None:
+            if a is not b:
+                return False
+            continue
+        a, b = np.asarray(a), np.asarray(b)
+        if a.shape != b.shape:
+            return False
+        if a.dtype.kind in "fc":
+            # fused kernels round differently: only a gross difference is a wrong answer
+            scale = float(np.nanmax(np.abs(b))) if b.size else 0.0
+            if not np.allclose(a, b, rtol=1e-3, atol=1e-5 * scale + 1e-6, equal_nan=True):
+                return False
+        elif not np.array_equal(a, b):
+            return False
+    return True
+
+
+def _source_array(src, flat):
+    kind, what = src
+    if kind == "arg":
+        return flat[what]._data
+    if kind == "tensor":
+        return what._data
+    return what.grad._data
+
+
+def _outputs_require_grad(self) -> bool:
+    found = []
+
+    def walk(obj):
+        if isinstance(obj, tuple) and len(obj) == 3 and obj[0] == "v":
+            found.append(obj[2])
+        elif isinstance(obj, tuple) and len(obj) == 2 and obj[0] != "c":
+            for x in (obj[1].values() if isinstance(obj[1], dict) else obj[1]):
+                walk(x)
+
+    walk(self.outputs)
+    return any(found)
+
+
+Graph.outputs_require_grad = _outputs_require_grad
+
+
+def _rebuild(obj, value, wrap):
+    tag = obj[0]
+    if tag == "v":
+        return wrap(value(obj[1]))
+    if tag == "c":
+        return obj[1]
+    if tag == "dict":
+        return {k: _rebuild(v, value, wrap) for k, v in obj[1].items()}
+    items = [_rebuild(x, value, wrap) for x in obj[1]]
+    return tuple(items) if tag == "tuple" else items
+
+
+def _replay_autograd(graph: Graph, flat):
+    """Replay a forward-only graph op by op through dispatch, so that autograd records it
+    (the outputs require grad and their backward runs later, outside the program)."""
+    env: dict[int, Tensor] = {}
+    for vid, (kind, what) in graph.inputs:
+        env[vid] = flat[what] if kind == "arg" else what if kind == "tensor" else what.grad
+
+    def arg(ref):
+        return env[ref[1]] if ref[0] == "v" else ref[1]
+
+    for node in graph.nodes:
+        if node.kind == "cast":
+            env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"][1]))
+            continue
+        out = _call(node.op, tuple(arg(r) for r in node.args),
+                    {k: arg(r) for k, r in node.params.items()})
+        for vid, o in zip(node.outs, out if node.tuple_out else (out,)):
+            env[vid] = o
+    return _rebuild(graph.outputs, env.__getitem__, wrap=lambda t: t)
+
+
+class OptimizedModule(nn.Module):
+    """A compiled module (``torch._dynamo.eval_frame.OptimizedModule``): calls run the
+    compiled forward, ``_orig_mod`` is the original module, whose parameters and state
+    dict this one shares.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.compile(torcia.nn.Linear(2, 1))
+    >>> type(m._orig_mod).__name__, m(torcia.ones(1, 2)).shape
+    ('Linear', torcia.Size([1, 1]))
+    """
+
+    def __init__(self, mod, fullgraph=False, backend="inductor", options=None):
+        super().__init__()
+        self._orig_mod = mod
+        self._compiled_forward = _CompiledFunction(mod.__call__, fullgraph, backend, options,
+                                                   modules=[mod])
+
+    def forward(self, *args, **kwargs):
+        return self._compiled_forward(*args, **kwargs)
+
+    def state_dict(self, *args, **kwargs):
+        return self._orig_mod.state_dict(*args, **kwargs)
+
+    def load_state_dict(self, *args, **kwargs):
+        return self._orig_mod.load_state_dict(*args, **kwargs)
+
+    def __getattr__(self, name):
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            return getattr(self._modules["_orig_mod"], name)

@@ -1,0 +1,211 @@
+"""Capture: a dispatch mode that records every kernel the tracing thread runs.
+
+The function runs eagerly once under :class:`Tracer` (so its first results are eager's);
+each kernel call becomes a :class:`~torcia.compiler.graph.Node` over numbered values.
+Backward formulas dispatch through the same kernels, so a ``loss.backward()`` inside the
+function lands in the same graph; hooks on the leaves it read record the gradients the
+engine accumulates. Anything the graph cannot replay faithfully (Python reading tensor
+values, an array of unknown origin that aliases a traced one) marks the trace broken, and
+the caller runs that signature eagerly.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+
+from torcia.compiler.graph import Graph, Node
+from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+
+
+class Unsupported(RuntimeError):
+    """What torcia.compile cannot capture (PyTorch's ``torch._dynamo.exc.Unsupported``);
+    raised with ``fullgraph=True``, a logged graph break otherwise."""
+
+
+def _is_array(x) -> bool:
+    # NumPy reductions to 0-d hand back NumPy scalars: values like any array
+    return isinstance(x, np.generic) or (
+        hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x))
+
+
+def _root(arr):
+    while getattr(arr, "base", None) is not None:
+        arr = arr.base
+    return arr
+
+
+class Tracer(DispatchMode):
+    """The tracing mode (just inside ONNX's tracer, around the kernel)."""
+
+    order = TRACE_ORDER + 1
+
+    def __init__(self, fullgraph: bool = False):
+        self.graph = Graph()
+        self.fullgraph = fullgraph
+        self.ids: dict[int, int] = {}  # id(array) -> value id
+        self.alive: list = []  # the traced arrays, so that their ids stay unique
+        self.roots: set[int] = set()
+        self.pending: tuple = ()
+        self.hooked: dict[int, object] = {}
+        self.handles: list = []
+        self.broken: str | None = None
+        self.read_tensors: dict[int, Tensor] = {}
+        self.thread = threading.get_ident()
+
+    # -- breaking -----------------------------------------------------------------------
+
+    def fail(self, reason: str) -> None:
+        if self.fullgraph:
+            raise Unsupported(f"torcia.compile(fullgraph=True): {reason}")
+        if self.broken is None:
+            self.broken = reason
+
+    def on_read(self, tensor, how):
+        self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), so "
+                  "what follows may depend on data (data-dependent control flow); this "
+                  "signature runs eagerly")
+
+    # -- values -------------------------------------------------------------------------
+
+    def _bind(self, arr) -> int:
+        vid = self.graph.new_value(arr)
+        self.ids[id(arr)] = vid
+        self.alive.append(arr)
+        self.roots.add(id(_root(arr)))
+        return vid
+
+    def _input(self, arr, source) -> int:
+        if getattr(arr, "base", None) is not None and id(_root(arr)) in self.roots:
+            self.fail("a tensor made outside the dispatched ops aliases a traced one (an "
+                      "untraced view)")
+        vid = self._bind(arr)
+        self.graph.inputs.append((vid, source))
+        return vid
+
+    def register(self, t: Tensor, source=None) -> None:
+        """Make ``t``'s array a graph input if it is not a traced value yet."""
+        if id(t._data) not in self.ids:
+            self._input(t._data, source or ("tensor", t))
+            self.read_tensors[id(t)] = t
+        if t._requires_grad and t.is_leaf and id(t) not in self.hooked:
+            self.hooked[id(t)] = t
+            if t.grad is not None and id(t.grad._data) not in self.ids:
+                self._input(t.grad._data, ("grad", t))
+            self.handles.append(t.register_hook(self._grad_hook(t)))
+
+    def _grad_hook(self, leaf):
+        def hook(grad):
+            if threading.get_ident() == self.thread and self.broken is None:
+                vid = self.ids.get(id(grad._data))
+                if vid is None:
+                    self.fail("a gradient was computed outside the dispatched ops")
+                else:
+                    self.graph.grads.append((leaf, vid))
+            return None
+
+        return hook
+
+    def ref(self, x, cand=None):
+        """The reference to kernel argument ``x``; ``cand`` is the dispatched input it came
+        from (to see the dtype promotion dispatch applied)."""
+        if isinstance(x, (list, tuple)) and any(_is_array(e) for e in x):
+            cands = cand if isinstance(cand, (list, tuple)) and len(cand) == len(x) else \
+                [None] * len(x)
+            return ("l", [self.ref(e, c) for e, c in zip(x, cands)])
+        if not _is_array(x):
+            return ("c", x)
+        vid = self.ids.get(id(x))
+        if vid is not None:
+            return ("v", vid)
+        if isinstance(cand, Tensor) and cand._data is not x:
+            src = self.ids.get(id(cand._data))
+            if src is not None and cand._data.shape == x.shape:
+                out = self._bind(x)
+                self.graph.nodes.append(Node("cast", "cast", None, [("v", src)],
+                                             {"dtype": ("c", x.dtype)}, [out]))
+                return ("v", out)
+        if id(_root(x)) in self.roots:
+            self.fail("a kernel argument is a view of a traced array made outside the "
+                      "dispatched ops")
+        # an array made without a kernel (a Python scalar promoted by dispatch): a constant
+        return ("c", x.copy())
+
+    # -- the mode -----------------------------------------------------------------------
+
+    def on_inputs(self, op, inputs):
+        if threading.get_ident() == self.thread:
+            for x in inputs:
+                if isinstance(x, Tensor):
+                    self.register(x)
+                elif isinstance(x, (list, tuple)):
+                    for e in x:
+                        if isinstance(e, Tensor):
+                            self.register(e)
+            self.pending = inputs
+        return inputs
+
+    def around_kernel(self, op, kernel, device):
+        if threading.get_ident() != self.thread:
+            return kernel
+        if device.type != "cpu":
+            self.fail(f"capture runs on the 'cpu' device only (got {device.type!r})")
+
+        def traced(*args, **params):
+            pending, self.pending = self.pending, ()
+            out = kernel(*args, **params)
+            if self.broken is not None:
+                return out
+            refs = [self.ref(a, pending[i] if i < len(pending) else None)
+                    for i, a in enumerate(args)]
+            prefs = {k: self.ref(v) for k, v in params.items()}
+            outs = out if isinstance(out, tuple) else (out,)
+            if any(isinstance(o, np.generic) for o in outs):
+                # the tensor would hold np.asarray of it: bind that array, not the scalar
+                outs = tuple(np.asarray(o) if isinstance(o, np.generic) else o for o in outs)
+                out = outs if isinstance(out, tuple) else outs[0]
+            if not all(_is_array(o) for o in outs):
+                self.fail(f"op {op!r} returned a non-array")
+                return out
+            vids = [self._bind(o) for o in outs]
+            self.graph.nodes.append(Node("call", op, kernel, refs, prefs, vids,
+                                         isinstance(out, tuple)))
+            return out
+
+        return traced
+
+    def on_inplace(self, target, out):
+        if threading.get_ident() != self.thread or self.broken is not None:
+            return
+        if id(target._data) not in self.ids:
+            self.register(target)
+        src = self.ids.get(id(out._data))
+        if src is None:
+            self.fail("an in-place write of a value computed outside the dispatched ops")
+            return
+        self.graph.nodes.append(Node("copy_", "copy_", None,
+                                     [("v", self.ids[id(target._data)]), ("v", src)], {}, []))
+
+    def __exit__(self, *exc):
+        super().__exit__(*exc)
+        for h in self.handles:
+            h.remove()
+        self.handles = []
+        return False
+
+    def output(self, obj):
+        """The returned structure with its tensors as value references."""
+        if isinstance(obj, Tensor):
+            if id(obj._data) not in self.ids:
+                self.register(obj)
+            return ("v", self.ids[id(obj._data)], obj._requires_grad)
+        if isinstance(obj, (list, tuple)):
+            return (type(obj).__name__, [self.output(x) for x in obj])
+        if isinstance(obj, dict):
+            return ("dict", {k: self.output(v) for k, v in obj.items()})
+        if obj is None or isinstance(obj, (int, float, bool, str)):
+            return ("c", obj)
+        self.fail(f"the function returned a {type(obj).__name__}, which capture does not "
+                  "rebuild")
+        return ("c", obj)

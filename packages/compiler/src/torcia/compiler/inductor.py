@@ -1,0 +1,419 @@
+"""The "inductor" backend: graph passes and generated C++ kernels.
+
+Passes, in order: common subexpressions (a pure op on the same arguments as an earlier one
+reuses its result), constant folding (a pure op whose arguments are all constants runs at
+compile time), dead-code elimination (results nothing reads; random and in-place ops
+stay), and fusion: chains of elementwise ops over arrays of one shape and float dtype
+become one generated C++ loop (OpenMP threads, ``omp simd`` vectorisation) compiled by the
+system compiler (``$CXX``, else ``g++``) and cached on disk under the hash of its code, the
+flags and the compiler's version (``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
+Without a compiler, fusion is skipped and the graph replays unfused.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from torcia.compiler.graph import Graph, Node
+
+#: elementwise ops fusion knows: C++ expressions over ``a`` (and ``b``)
+UNARY = {
+    "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})", "sqrt": "std::sqrt({a})",
+    "rsqrt": "(T(1) / std::sqrt({a}))", "tanh": "std::tanh({a})", "sin": "std::sin({a})",
+    "cos": "std::cos({a})", "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
+    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "({a} > T(0) ? {a} : T(0))",
+    "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
+    "expm1": "std::expm1({a})", "erf": "std::erf({a})", "sign": "T(({a} > T(0)) - ({a} < T(0)))",
+}
+BINARY = {
+    "add": "({a} + {b})", "sub": "({a} - {b})", "mul": "({a} * {b})", "div": "({a} / {b})",
+    "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
+    "pow": "std::pow({a}, {b})",
+}
+_IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
+           "exponential", "cauchy", "geometric", "poisson")
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno"]
+# glibc declares the SIMD variants of exp, tanh, log... (libmvec, within 4 ulp) only under
+# __FAST_MATH__; defining it alone, without -ffast-math's other rewrites, lets the loops
+# call them (a scalar tanhf is 30x slower than NumPy's). Where libmvec is missing the plain
+# source is built instead.
+VECTOR_MATH = ("#define __FAST_MATH__ 1  // only for glibc's SIMD math declarations\n",
+               ["-lmvec"])
+
+
+def inductor(graph: Graph, example_inputs, **options) -> Graph:
+    """The "inductor" backend: CSE, constant folding, DCE, then elementwise fusion."""
+    cse(graph)
+    fold_constants(graph)
+    eliminate_dead_code(graph)
+    if options.get("fusion", True) and compiler() is not None:
+        fuse(graph)
+    return graph
+
+
+def _pure(node: Node) -> bool:
+    return node.kind in ("call", "cast") and not any(w in node.op for w in _IMPURE)
+
+
+def _rename(graph: Graph, subst: dict) -> None:
+    def fix(ref):
+        if ref[0] == "v" and ref[1] in subst:
+            new = subst[ref[1]]
+            return new if isinstance(new, tuple) else ("v", new)
+        if ref[0] == "l":
+            return ("l", [fix(r) for r in ref[1]])
+        return ref
+
+    for node in graph.nodes:
+        node.args = [fix(r) for r in node.args]
+        node.params = {k: fix(r) for k, r in node.params.items()}
+
+
+def _const_key(ref):
+    if ref[0] == "v":
+        return ref
+    if ref[0] == "l":
+        return ("l", tuple(_const_key(r) for r in ref[1]))
+    c = ref[1]
+    try:
+        hash(c)
+        return ("c", type(c), c)
+    except TypeError:
+        return ("c", id(c))
+
+
+def cse(graph: Graph) -> None:
+    """Common-subexpression elimination over pure nodes."""
+    seen: dict = {}
+    subst: dict = {}
+    kept = []
+    protected = graph.output_values()
+    for node in graph.nodes:
+        if subst:
+            _rename(graph_one(node), subst)
+        if _pure(node):
+            key = (node.kind, node.op, id(node.fn), tuple(_const_key(r) for r in node.args),
+                   tuple((k, _const_key(r)) for k, r in sorted(node.params.items())))
+            prev = seen.get(key)
+            if prev is not None and not any(o in protected for o in node.outs):
+                for o, p in zip(node.outs, prev.outs):
+                    subst[o] = p
+                continue
+            seen[key] = node
+        kept.append(node)
+    graph.nodes = kept
+
+
+def graph_one(node: Node) -> Graph:
+    g = Graph()
+    g.nodes = [node]
+    return g
+
+
+def fold_constants(graph: Graph) -> None:
+    """Run pure nodes whose arguments are all constants now."""
+    protected = graph.output_values()
+    subst: dict = {}
+    kept = []
+    for node in graph.nodes:
+        if subst:
+            _rename(graph_one(node), subst)
+        if (_pure(node) and node.kind == "call" and not node.value_args()
+                and not any(o in protected for o in node.outs)
+                and all(r[0] == "c" for r in node.args)):
+            out = node.fn(*[r[1] for r in node.args],
+                          **{k: r[1] for k, r in node.params.items()})
+            for o, arr in zip(node.outs, out if node.tuple_out else (out,)):
+                subst[o] = ("c", arr)
+            continue
+        kept.append(node)
+    graph.nodes = kept
+
+
+def eliminate_dead_code(graph: Graph) -> None:
+    """Drop pure nodes whose results nothing reads."""
+    live = set(graph.output_values())
+    kept = []
+    for node in reversed(graph.nodes):
+        if not _pure(node) or any(o in live for o in node.outs):
+            kept.append(node)
+            live.update(node.value_args())
+    graph.nodes = kept[::-1]
+
+
+# ---------------------------------------------------------------------------------------
+# fusion
+# ---------------------------------------------------------------------------------------
+
+
+COMPARE = {"gt": ">", "lt": "<", "ge": ">=", "le": "<=", "eq": "==", "ne": "!="}
+_BOOL = np.dtype(bool)
+
+
+def _scalar_const(c) -> bool:
+    if isinstance(c, bool):
+        return False
+    return isinstance(c, (int, float)) or (
+        hasattr(c, "ndim") and c.ndim == 0 and c.dtype.kind in "fiu")
+
+
+def _fusible(graph: Graph, node: Node) -> bool:
+    """Whether ``node`` is an elementwise op fusion can write: float inputs of its output's
+    shape (0-d ones broadcast), Python or 0-d constants; comparisons (to bool) and casts
+    (bool or float to float) join as the masks of a backward (relu's ``gt``, ``cast``,
+    ``mul``)."""
+    if len(node.outs) != 1:
+        return False
+    shape, dtype = graph.meta[node.outs[0]]
+    values = [r for r in node.args if r[0] == "v"]
+    if node.kind == "cast" or (node.kind == "call" and node.op == "cast"):
+        if node.kind == "call" and (set(node.params) != {"dtype"} or len(node.args) != 1):
+            return False
+        return (len(values) == 1 and dtype in _FLOATS
+                and graph.meta[values[0][1]][1] in (*_FLOATS, _BOOL)
+                and graph.meta[values[0][1]][0] == shape)
+    if node.kind != "call" or node.params:
+        return False
+    if node.op in COMPARE:
+        n_args, want = 2, _BOOL
+    elif node.op in UNARY:
+        n_args, want = 1, None
+    elif node.op in BINARY:
+        n_args, want = 2, None
+    else:
+        return False
+    if len(node.args) != n_args:
+        return False
+    if want is None and dtype not in _FLOATS or want is not None and dtype != want:
+        return False
+    operand_dtype = None
+    for r in node.args:
+        if r[0] == "v":
+            vshape, vdtype = graph.meta[r[1]]
+            if vdtype not in _FLOATS or vshape not in (shape, ()):
+                return False
+            if operand_dtype not in (None, vdtype) or (want is None and vdtype != dtype):
+                return False
+            operand_dtype = vdtype
+        elif r[0] != "c" or not _scalar_const(r[1]):
+            return False
+    return operand_dtype is not None
+
+
+def fuse(graph: Graph) -> None:
+    """Merge chains of fusible elementwise nodes into ``"fused"`` nodes."""
+    users: dict[int, int] = {}
+    for node in graph.nodes:
+        for v in set(node.value_args()):  # consumers, not reads: a * a is one consumer
+            users[v] = users.get(v, 0) + 1
+    outputs = graph.output_values()
+    producer: dict[int, Node] = {}
+    group_of: dict[int, list] = {}  # id(node) -> the group (list of nodes) it ends
+    absorbed: set[int] = set()
+    for node in graph.nodes:
+        if not _fusible(graph, node):
+            continue
+        group = []
+        for r in node.args:
+            if r[0] != "v":
+                continue
+            p = producer.get(r[1])
+            if p is not None and users.get(r[1]) == 1 and r[1] not in outputs \
+                    and id(p) not in absorbed \
+                    and graph.meta[r[1]][0] == graph.meta[node.outs[0]][0]:
+                group += group_of[id(p)]
+                absorbed.add(id(p))
+        group.append(node)
+        group_of[id(node)] = group
+        producer[node.outs[0]] = node
+    fused_at: dict[int, list] = {}
+    skip: set[int] = set()
+    for node in graph.nodes:
+        group = group_of.get(id(node))
+        if id(node) in absorbed or group is None or len(group) < 2:
+            continue
+        dtype = graph.meta[node.outs[0]][1]
+        inside = {n.outs[0] for n in group}
+        if dtype not in _FLOATS or any(graph.meta[v][1] != dtype for n in group
+                                       for v in n.value_args() if v not in inside):
+            continue  # a group ending in a mask, or reading another dtype: runs unfused
+        fused_at[id(node)] = group
+        skip.update(id(n) for n in group[:-1])
+    graph.nodes = [_fused_node(graph, fused_at[id(n)]) if id(n) in fused_at else n
+                   for n in graph.nodes if id(n) not in skip]
+
+
+def _fused_node(graph: Graph, group: list) -> Node:
+    out = group[-1].outs[0]
+    shape, dtype = graph.meta[out]
+    inside = {n.outs[0] for n in group}
+    inputs: list[int] = []
+    lines = []
+    for n in group:
+        operands = []
+        for r in n.args:
+            if r[0] == "v":
+                if r[1] in inside:
+                    operands.append(f"t{r[1]}")
+                else:
+                    if r[1] not in inputs:
+                        inputs.append(r[1])
+                    k = inputs.index(r[1])
+                    operands.append(f"x{k}[0]" if graph.meta[r[1]][0] == () != shape
+                                    else f"x{k}[i]")
+            else:
+                operands.append(f"T({float(r[1])!r})")
+        if n.kind == "cast" or n.op == "cast":
+            expr, ctype = f"T({operands[0]})", "T"
+        elif n.op in COMPARE:
+            expr, ctype = f"({operands[0]} {COMPARE[n.op]} {operands[1]})", "bool"
+        else:
+            table = UNARY if n.op in UNARY else BINARY
+            expr, ctype = table[n.op].format(a=operands[0], b=operands[-1]), "T"
+        lines.append(f"        const {ctype} t{n.outs[0]} = {expr};  // {n.op}")
+    ctype = _CTYPE[dtype]
+    params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
+    source = (
+        # threads only for big arrays: on few shared cores a team spinning beside the
+        # BLAS threads costs more than it gains
+        "#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
+        f"typedef {ctype} T;\n"
+        f'extern "C" void kernel({params}T* __restrict out, int64_t n) {{\n'
+        "    #pragma omp parallel for simd schedule(static) if(n > 1048576)\n"
+        "    for (int64_t i = 0; i < n; ++i) {\n"
+        + "\n".join(lines) + "\n"
+        f"        out[i] = t{out};\n"
+        "    }\n}\n")
+    ops = "+".join(n.op for n in group)
+    fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], shape, dtype, ops)
+    from torcia.compiler import log
+
+    log("fusion", f"fused {ops} -> {fn.path.name}:\n{source}")
+    return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
+
+
+def cuda_source(node: Node) -> tuple[str, str, str]:
+    """The ``cupy.ElementwiseKernel(in_params, out_params, operation)`` arguments for a
+    fused node (the same expressions as its C++ loop, over CuPy's per-element names)."""
+    n_in = len(node.args)
+    ctype = node.source.split("typedef ", 1)[1].split(" ", 1)[0]
+    body = [line.strip() for line in node.source.splitlines() if line.strip().startswith(
+        ("const T t", "const bool t"))]
+    body = [line.replace("const T ", f"{ctype} ").replace("const bool ", "bool ")
+            .replace("T(", f"({ctype})(") for line in body]
+    operation = "\n".join(body)
+    for i in range(n_in):
+        operation = operation.replace(f"x{i}[i]", f"x{i}").replace(f"x{i}[0]", f"x{i}")
+    result = node.source.split("out[i] = ", 1)[1].split(";", 1)[0]
+    operation = operation.replace("std::", "") + f"\nout = {result};"
+    return ", ".join(f"{ctype} x{i}" for i in range(n_in)), f"{ctype} out", operation
+
+
+# ---------------------------------------------------------------------------------------
+# building and loading
+# ---------------------------------------------------------------------------------------
+
+
+def compiler() -> str | None:
+    """The C++ compiler fusion uses (``$CXX``, else ``g++``), or None."""
+    return shutil.which(os.environ.get("CXX", "g++"))
+
+
+_versions: dict[str, str] = {}
+
+
+def _version(cxx: str) -> str:
+    if cxx not in _versions:
+        _versions[cxx] = subprocess.run([cxx, "--version"], capture_output=True,
+                                        text=True).stdout
+    return _versions[cxx]
+
+
+def cache_dir() -> Path:
+    """Where built kernels are kept: ``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``."""
+    env = os.environ.get("TORCIA_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "torcia" / "compile"
+
+
+_loaded: dict[str, ctypes.CDLL] = {}
+
+
+def build(source: str) -> Path:
+    """The shared library of ``source``, built unless the cache has it."""
+    cxx = compiler()
+    if cxx is None:
+        raise RuntimeError("torcia.compile's inductor backend needs a C++ compiler (set CXX)")
+    digest = hashlib.sha256("\0".join([source, " ".join(FLAGS), str(VECTOR_MATH),
+                                        _version(cxx)]).encode())
+    path = cache_dir() / f"k{digest.hexdigest()[:24]}.so"
+    if path.exists():
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    errors = ""
+    for prefix, libs in (VECTOR_MATH, ("", [])):
+        with tempfile.TemporaryDirectory(dir=path.parent) as tmp:
+            src = Path(tmp) / "kernel.cpp"
+            src.write_text(prefix + source)
+            obj = Path(tmp) / "kernel.so"
+            done = subprocess.run([cxx, *FLAGS, str(src), "-o", str(obj), *libs],
+                                  capture_output=True, text=True)
+            if done.returncode == 0:
+                os.replace(obj, path)  # atomic: a concurrent build sees a whole file or none
+                return path
+            errors = done.stderr
+    raise RuntimeError(f"compiling a fused kernel failed:\n{errors}")
+
+
+class FusedKernel:
+    """A generated elementwise kernel: called with its input arrays, returns the result."""
+
+    def __init__(self, source, shapes, shape, dtype, ops):
+        n_inputs = len(shapes)
+        self.shapes = [tuple(s) for s in shapes]
+        self.path = build(source)
+        key = str(self.path)
+        if key not in _loaded:
+            _loaded[key] = ctypes.CDLL(key)
+        self.fn = _loaded[key].kernel
+        self.fn.restype = None
+        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + 1) + [ctypes.c_int64]
+        self.n_inputs = n_inputs
+        self.shape = shape
+        self.dtype = dtype
+        self.size = int(np.prod(shape, dtype=np.int64))
+        self.ops = ops
+
+    def __call__(self, *arrays, out=None):
+        if len(arrays) != self.n_inputs:
+            raise ValueError(f"fused kernel {self.ops} takes {self.n_inputs} arrays, got "
+                             f"{len(arrays)}")
+        ptrs = []
+        keep = []
+        for a, shape in zip(arrays, self.shapes):
+            if isinstance(a, np.generic):  # a reduction's 0-d result
+                a = np.asarray(a)
+            if a.shape != shape or a.dtype != self.dtype:
+                raise ValueError(f"fused kernel {self.ops} expects a {shape} {self.dtype} "
+                                 f"array, got {a.shape} {a.dtype}")
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            keep.append(a)
+            ptrs.append(a.ctypes.data)
+        if out is None:
+            out = np.empty(self.shape, self.dtype)
+        elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous \
+                or not out.flags.writeable:
+            raise ValueError(f"fused kernel {self.ops} writes a contiguous {self.shape} "
+                             f"{self.dtype} array, got out of {out.shape} {out.dtype}")
+        self.fn(*ptrs, out.ctypes.data, self.size)
+        return out

@@ -1,0 +1,105 @@
+"""Replay: a graph turned into one generated Python function over arrays.
+
+The generated function runs the kernels in order with no dispatch, no tensor objects and
+no autograd recording (the backward is already in the graph), and drops each
+intermediate array after its last use so that NumPy's allocator reuses its memory for the
+next one. ``source`` is kept for the ``graph`` log.
+"""
+
+from __future__ import annotations
+
+import math
+
+from torcia.compiler.graph import Graph
+
+
+def last_uses(graph: Graph, keep: set) -> dict:
+    """node index -> the value ids whose last reader it is (never ``keep``'s)."""
+    last = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.value_args():
+            last[v] = i
+    by_node: dict[int, list] = {}
+    for v, i in last.items():
+        if v not in keep:
+            by_node.setdefault(i, []).append(v)
+    return by_node
+
+
+def reusable_buffers(graph: Graph, keep: set) -> set:
+    """Values a later fused kernel may overwrite once they are dead: made by a fused
+    kernel (a fresh array nobody else holds) and read only by fused kernels (which
+    return no views of their inputs), never handed back."""
+    made = {n.outs[0] for n in graph.nodes if n.kind == "fused"} - keep
+    for node in graph.nodes:
+        if node.kind != "fused":
+            made.difference_update(node.value_args())
+    return made
+
+
+def generate(graph: Graph, results: list):
+    """Compile ``graph`` to ``run(inputs) -> tuple of arrays`` (those of ``results``).
+
+    Returns ``(run, source)``.
+    """
+    consts: list = []
+    fns: list = []
+
+    def const(obj) -> str:
+        consts.append(obj)
+        return f"C[{len(consts) - 1}]"
+
+    def expr(ref) -> str:
+        if ref[0] == "v":
+            return f"v{ref[1]}"
+        if ref[0] == "l":
+            return "[" + ", ".join(expr(r) for r in ref[1]) + "]"
+        c = ref[1]
+        if c is None or isinstance(c, (bool, int, str)) or (
+                isinstance(c, float) and math.isfinite(c)):
+            return repr(c)
+        return const(c)
+
+    drops = last_uses(graph, set(results) | {v for v, _ in graph.inputs})
+    poolable = reusable_buffers(graph, set(results))
+    pool: dict[tuple, list] = {}  # (shape, dtype) -> dead buffers to write into
+    reused = 0
+    lines = ["def run(I, K, C):"]
+    for i, (vid, _) in enumerate(graph.inputs):
+        lines.append(f"    v{vid} = I[{i}]")
+    for i, node in enumerate(graph.nodes):
+        if node.kind == "cast":
+            lines.append(f"    v{node.outs[0]} = {expr(node.args[0])}.astype("
+                         f"{const(node.params['dtype'][1])})")
+        elif node.kind == "copy_":
+            lines.append(f"    {expr(node.args[0])}[...] = {expr(node.args[1])}")
+        else:
+            fns.append(node.fn)
+            args = [expr(r) for r in node.args]
+            args += [f"{k}={expr(r)}" for k, r in node.params.items()]
+            free = pool.get(graph.meta[node.outs[0]]) if node.kind == "fused" else None
+            if free:
+                args.append(f"out=v{free.pop()}")
+                reused += 1
+            lhs = ", ".join(f"v{o}" for o in node.outs)
+            if node.tuple_out:
+                lhs += ","
+            lines.append(f"    {lhs} = K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
+        dead = [v for v in drops.get(i, ()) if v not in poolable]
+        for v in drops.get(i, ()):
+            if v in poolable:
+                pool.setdefault(graph.meta[v], []).append(v)
+        if dead:
+            lines.append(f"    del {', '.join(f'v{v}' for v in sorted(dead))}")
+    lines.append("    return (" + "".join(f"v{v}, " for v in results) + ")")
+    lines.insert(1, f"    # {reused} fused kernel(s) write into a dead buffer")
+    source = "\n".join(lines) + "\n"
+    namespace: dict = {}
+    exec(compile(source, "<torcia.compile replay>", "exec"), namespace)
+    fn = namespace["run"]
+    consts_t, fns_t = tuple(consts), tuple(fns)
+
+    def run(inputs):
+        return fn(inputs, fns_t, consts_t)
+
+    return run, source

@@ -1,0 +1,467 @@
+import numpy as np
+import pytest
+
+import torcia
+import torcia.compiler
+from torcia import nn
+from torcia.compiler import inductor
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TORCIA_CACHE_DIR", str(tmp_path / "cache"))
+    torcia.compiler.set_logs(guards=True, fusion=True)
+    yield
+    torcia.compiler.set_logs()
+
+
+def _mlp():
+    torcia.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.Tanh(), nn.Linear(16, 4))
+
+
+def _cnn():
+    torcia.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+                         nn.Flatten(), nn.Linear(4 * 4 * 4, 4))
+
+
+class _LSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(6, 8, batch_first=True)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x):
+        out, _ = self.lstm(x)
+        return self.head(out[:, -1])
+
+
+def _gpt():
+    torcia.manual_seed(0)
+    return nn.TransformerEncoderLayer(16, 2, dim_feedforward=32, dropout=0.0,
+                                      batch_first=True)
+
+
+def _step_of(model, loss_fn):
+    def step(x, y):
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return loss
+    return step
+
+
+def _parity(model, step, batches, backend):
+    compiled = torcia.compile(step, backend=backend)
+    for x0, y0 in batches:
+        # the first call traces, the second replays on other values of the same shapes
+        for x, y in ((x0, y0), (x0 * 0.5 + 1, y0.flip(0))):
+            for p in model.parameters():
+                p.grad = None
+            got = compiled(x, y)
+            got_grads = [p.grad.clone() for p in model.parameters()]
+            for p in model.parameters():
+                p.grad = None
+            want = step(x, y)
+            for g, p in zip(got_grads, model.parameters()):
+                np.testing.assert_allclose(g.numpy(), p.grad.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+    return compiled
+
+
+def _ce(out, y):
+    return nn.functional.cross_entropy(out, y)
+
+
+def _mse(out, y):
+    return ((out - y) ** 2).mean()
+
+
+@pytest.mark.parametrize("backend", ["eager", "inductor"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "lstm", "gpt"])
+def test_training_step_parity_with_retrace(name, backend):
+    if name == "mlp":
+        model, shape, loss = _mlp(), (8,), _ce
+    elif name == "cnn":
+        model, shape, loss = _cnn(), (1, 8, 8), _ce
+    elif name == "lstm":
+        torcia.manual_seed(0)
+        model, shape, loss = _LSTM(), (5, 6), _ce
+    else:
+        model, shape, loss = _gpt(), (5, 16), _mse
+    batches = []
+    for n in (4, 6):  # a new batch size retraces
+        x = torcia.randn(n, *shape)
+        y = torcia.randn(n, 5, 16) if name == "gpt" else torcia.randint(0, 4, (n,))
+        batches.append((x, y))
+    compiled = _parity(model, _step_of(model, loss), batches, backend)
+    assert len(compiled._entries) == 2
+    assert all(e.eager_reason is None for e in compiled._entries)
+
+
+def test_graph_is_printable_and_holds_the_backward():
+    model = _mlp()
+    step = torcia.compile(_step_of(model, _ce), backend="eager")
+    step(torcia.randn(3, 8), torcia.tensor([0, 1, 2]))
+    text = step._entries[0].graph.tabular()
+    assert "placeholder" in text and "cross_entropy_backward" in text and "output" in text
+
+
+def test_data_dependent_control_flow_breaks_the_graph(capsys):
+    w = torcia.ones(3, requires_grad=True)
+
+    def f(x):
+        if (x.sum() > 0):
+            return (x * w).sum()
+        return (x - w).sum()
+
+    g = torcia.compile(f)
+    assert g(torcia.ones(3)).item() == 3.0
+    assert g(-torcia.ones(3)).item() == -6.0  # eager: the other branch, no wrong answer
+    assert "graph break" in capsys.readouterr().err
+    with pytest.raises(torcia.compiler.Unsupported, match="Tensor.item"):
+        torcia.compile(f, fullgraph=True)(torcia.ones(3))
+
+
+def test_changed_dtype_retraces(capsys):
+    f = torcia.compile(lambda x: (x * 2).exp())
+    np.testing.assert_allclose(f(torcia.ones(2)).numpy(), np.exp(2.0) * np.ones(2), rtol=1e-6)
+    out = f(torcia.ones(2, dtype=torcia.float64))
+    assert out.dtype == torcia.float64
+    assert "dtype changed (torcia.float32 -> torcia.float64)" in capsys.readouterr().err
+
+
+def test_module_attribute_change_retraces(capsys):
+    class Scale(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.factor = 2.0
+
+        def forward(self, x):
+            return x * self.factor
+
+    m = Scale()
+    cm = torcia.compile(m)
+    assert isinstance(cm, torcia.compiler.OptimizedModule) and cm._orig_mod is m
+    assert cm(torcia.ones(2)).tolist() == [2.0, 2.0]
+    m.factor = 3.0
+    assert cm(torcia.ones(2)).tolist() == [3.0, 3.0]
+    assert "attribute the module.factor changed (2.0 -> 3.0)" in capsys.readouterr().err
+
+
+def test_compiled_module_forward_backpropagates():
+    model = _mlp()
+    cm = torcia.compile(model)
+    x, y = torcia.randn(4, 8), torcia.tensor([0, 1, 2, 3])
+    for _ in range(2):
+        model.zero_grad()
+        _ce(cm(x), y).backward()
+        got = [p.grad.clone() for p in model.parameters()]
+        model.zero_grad()
+        _ce(model(x), y).backward()
+        for g, p in zip(got, model.parameters()):
+            np.testing.assert_allclose(g.numpy(), p.grad.numpy(), rtol=1e-6)
+
+
+def test_recompile_limit(monkeypatch):
+    monkeypatch.setattr(torcia.compiler, "recompile_limit", 2)
+    f = torcia.compile(lambda x: x + 1)
+    for n in range(1, 5):
+        assert f(torcia.zeros(n)).tolist() == [1.0] * n
+    assert len(f._entries) == 2
+
+
+OPS = [
+    ("exp", lambda x, y: x.exp()), ("log", lambda x, y: (x.abs() + 1).log()),
+    ("tanh", lambda x, y: x.tanh()), ("sigmoid", lambda x, y: x.sigmoid()),
+    ("relu", lambda x, y: x.relu()), ("sin", lambda x, y: x.sin()),
+    ("cos", lambda x, y: x.cos()), ("sqrt", lambda x, y: (x * x + 1).sqrt()),
+    ("neg", lambda x, y: -x), ("abs", lambda x, y: x.abs()),
+    ("add", lambda x, y: x + y), ("sub", lambda x, y: x - y), ("mul", lambda x, y: x * y),
+    ("div", lambda x, y: x / (y.abs() + 1)), ("pow", lambda x, y: x ** 2),
+    ("maximum", lambda x, y: torcia.maximum(x, y)),
+    ("minimum", lambda x, y: torcia.minimum(x, y)),
+    ("sum", lambda x, y: x.sum(dim=1)), ("mean", lambda x, y: x.mean()),
+    ("matmul", lambda x, y: x @ y.T), ("softmax", lambda x, y: x.softmax(-1)),
+    ("log_softmax", lambda x, y: x.log_softmax(-1)),
+    ("gelu", lambda x, y: nn.functional.gelu(x)),
+    ("silu", lambda x, y: nn.functional.silu(x)),
+    ("layer_norm", lambda x, y: nn.functional.layer_norm(x, (5,))),
+    ("transpose", lambda x, y: x.transpose(0, 1) * 2),
+    ("reshape", lambda x, y: x.reshape(5, 4) + 1),
+    ("cat", lambda x, y: torcia.cat([x, y], 0)),
+    ("where", lambda x, y: torcia.where(x > y, x, y)),
+    ("clamp", lambda x, y: x.clamp(-0.5, 0.5)),
+    ("chain", lambda x, y: ((x * y + 1).tanh() * 0.5 - y).exp()),
+]
+
+
+@pytest.mark.parametrize("name,fn", OPS, ids=[o[0] for o in OPS])
+def test_ops_parity_forward_and_grad(name, fn):
+    torcia.manual_seed(1)
+    x = torcia.randn(4, 5, dtype=torcia.float64, requires_grad=True)
+    y = torcia.randn(4, 5, dtype=torcia.float64, requires_grad=True)
+
+    def step(a, b):
+        out = fn(a, b)
+        (out * out).sum().backward()
+        return out.detach()
+
+    compiled = torcia.compile(step)
+    for scale in (1.0, 0.7):  # trace, then replay on other values
+        x.data.mul_(scale)
+        y.data.mul_(scale)
+        x.grad = y.grad = None
+        got = compiled(x, y)
+        gx = x.grad.clone()
+        gy = None if y.grad is None else y.grad.clone()
+        x.grad = y.grad = None
+        want = step(x, y)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(gx.numpy(), x.grad.numpy(), rtol=1e-12, atol=1e-12)
+        if gy is not None:
+            np.testing.assert_allclose(gy.numpy(), y.grad.numpy(), rtol=1e-12, atol=1e-12)
+    assert compiled._entries[0].eager_reason is None
+
+
+def test_passes_and_fusion(capsys):
+    def f(x, y):
+        a = (x * y).tanh()
+        b = (x * y).tanh()  # CSE
+        dead = x.exp()  # noqa: F841 -- DCE
+        return (a + b).sigmoid() * 2.0
+
+    compiled = torcia.compile(f)
+    x, y = torcia.randn(64, 32), torcia.randn(64, 32)
+    compiled(x, y)
+    got = compiled(x, y)
+    np.testing.assert_allclose(got.numpy(), f(x, y).numpy(), rtol=1e-5)
+    graph = compiled._entries[0].graph
+    assert [n.kind for n in graph.nodes] == ["fused"]
+    assert "#pragma omp parallel for simd" in graph.nodes[0].source
+    assert "fused mul+tanh+add+sigmoid+mul" in capsys.readouterr().err
+    assert list(inductor.cache_dir().glob("k*.so"))
+    ins, outs, op = inductor.cuda_source(graph.nodes[0])
+    assert ins == "float x0, float x1" and outs == "float out" and "tanh(" in op
+    with pytest.raises(ValueError, match="expects"):
+        graph.nodes[0].fn(np.zeros(3, np.float32), np.zeros(3, np.float32))
+
+
+def test_backends_registry_and_reset():
+    assert {"eager", "inductor"} <= set(torcia.compiler.list_backends())
+    with pytest.raises(KeyError, match="nope"):
+        torcia.compile(lambda x: x, backend="nope")
+    seen = []
+
+    def counting(graph, example_inputs):
+        seen.append(len(graph.nodes))
+        return graph
+
+    f = torcia.compile(lambda x: x.exp() + 1, backend=counting)
+    f(torcia.ones(2))
+    torcia.compiler.reset()
+    f(torcia.ones(2))
+    assert seen == [2, 2]
+    with pytest.raises(RuntimeError, match="Unrecognized mode"):
+        torcia.compile(lambda x: x, mode="fast")
+
+
+def test_fusion_of_masks_and_scalars_not_of_mixed_dtypes():
+    w = torcia.randn(32, 16, requires_grad=True)
+
+    def step(x, s):
+        loss = ((x * w).relu() * s - 1.0).tanh().sum()
+        loss.backward()
+        return loss
+
+    compiled = torcia.compile(step)
+    x, s = torcia.randn(32, 16), torcia.tensor(0.5)
+    for _ in range(2):
+        w.grad = None
+        got = compiled(x, s)
+        g = w.grad.clone()
+        w.grad = None
+        want = step(x, s)
+        np.testing.assert_allclose(g.numpy(), w.grad.numpy(), rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+    ops = [n.op for n in compiled._entries[0].graph.nodes if n.kind == "fused"]
+    assert any("gt" in op and "cast" in op for op in ops), ops  # relu's backward mask
+
+    def mixed(a, b):
+        return (a.double() * b).exp() + 1
+
+    a, b = torcia.randn(8), torcia.randn(8, dtype=torcia.float64)
+    f = torcia.compile(mixed)
+    f(a, b)
+    np.testing.assert_allclose(f(a, b).numpy(), mixed(a, b).numpy(), rtol=1e-12)
+    graph = f._entries[0].graph
+    assert all(graph.meta[v][1] == np.float64 for n in graph.nodes if n.kind == "fused"
+               for v in n.value_args())
+
+
+def test_a_function_with_an_optimizer_step_runs_eagerly(capsys):
+    opt_mod = pytest.importorskip("torcia.optim")
+    w = torcia.ones(2, requires_grad=True)
+    opt = opt_mod.Adam([w], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = (x * w).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = torcia.compile(step)
+    for _ in range(3):
+        compiled(torcia.ones(2))
+    ref = torcia.ones(2, requires_grad=True)
+    ref_opt = opt_mod.Adam([ref], lr=0.1)
+    for _ in range(3):
+        ref_opt.zero_grad()
+        (torcia.ones(2) * ref).sum().backward()
+        ref_opt.step()
+    np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    assert "optimizer" in capsys.readouterr().err
+
+
+def test_a_third_party_backend_from_a_plugin(capsys):
+    example = pytest.importorskip("torcia_example")
+    assert "example_print" in torcia.compiler.list_backends()
+    assert torcia.compiler.backends.provider("example_print") == "example"
+    f = torcia.compile(lambda x: x.exp() + 1, backend="example_print")
+    assert f(torcia.zeros(2)).tolist() == [2.0, 2.0]
+    assert f(torcia.zeros(2)).tolist() == [2.0, 2.0]
+    assert "call_function" in capsys.readouterr().out
+    assert example.COMPILED_GRAPHS[-1].nodes[0].op == "exp"
+
+
+def test_plugins_command_lists_the_backends():
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "torcia", "plugins"], capture_output=True,
+                         text=True, timeout=120).stdout
+    assert "compile backend (2): eager, inductor" in out
+
+
+def test_memory_planning_reuses_dead_fused_buffers():
+    def f(x, y, z):
+        a = (x * y).exp() + 1  # a fused kernel; a has two readers, so it is a buffer
+        b = (a * 2).tanh() + a  # the fused kernel a dies in
+        return ((b @ z) * 3).sin() + 1  # this fused kernel may write into a's buffer
+
+    g = torcia.compile(f)
+    x, y, z = torcia.randn(16, 16), torcia.randn(16, 16), torcia.randn(16, 16)
+    g(x, y, z)
+    np.testing.assert_allclose(g(x, y, z).numpy(), f(x, y, z).numpy(), rtol=1e-4, atol=1e-4)
+    from torcia.compiler.replay import generate, reusable_buffers
+
+    graph = g._entries[0].graph
+    results = sorted(graph.output_values())
+    assert reusable_buffers(graph, set(results))
+    _, source = generate(graph, results)
+    assert "out=v" in source and "# 1 fused kernel(s) write into a dead buffer" in source
+
+
+def test_kernels_come_from_the_disk_cache(monkeypatch):
+    f = torcia.compile(lambda x: (x * 3).exp() - x)
+    x = torcia.randn(8)
+    f(x)
+    torcia.compiler.reset()
+    inductor._loaded.clear()
+
+    def no_compiler(*args, **kwargs):
+        raise AssertionError("the compiler ran for a cached kernel")
+
+    monkeypatch.setattr(inductor.subprocess, "run", no_compiler)
+    g = torcia.compile(lambda x: (x * 3).exp() - x)
+    g(x)
+    np.testing.assert_allclose(g(x).numpy(), ((x * 3).exp() - x).numpy(), rtol=1e-6)
+
+
+def test_freezing_a_parameter_retraces(capsys):
+    model = _mlp()
+    step = torcia.compile(_step_of(model, _ce))
+    x, y = torcia.randn(4, 8), torcia.tensor([0, 1, 2, 3])
+    step(x, y)
+    model[0].weight.requires_grad_(False)
+    model.zero_grad(set_to_none=True)
+    step(x, y)
+    assert model[0].weight.grad is None and model[2].weight.grad is not None
+    assert "changed shape, dtype or requires_grad" in capsys.readouterr().err
+
+
+def test_a_value_made_outside_dispatch_is_caught_on_the_first_replay(capsys):
+    from torcia.library import Tensor
+
+    def f(x):
+        # a tensor built from x's array without any op: capture sees a constant
+        y = Tensor._make(x._data * 2, x.device)
+        return (y + 1).exp()
+
+    g = torcia.compile(f)
+    g(torcia.zeros(3))
+    x = torcia.ones(3)
+    np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
+    np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
+    assert "first replay differed from eager" in capsys.readouterr().err
+
+
+def test_torcia_logs_environment_variable(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = ("import torcia\n"
+            "f = torcia.compile(lambda x: (x * 2).exp() + 1)\n"
+            "f(torcia.ones(3)); f(torcia.ones(4))\n")
+    env = dict(os.environ, TORCIA_LOGS="graph,fusion,guards", TORCIA_CACHE_DIR=str(tmp_path))
+    err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120).stderr
+    assert "[torcia.compile:graph] captured" in err and "placeholder" in err
+    assert "[torcia.compile:fusion] fused mul+exp+add" in err and "omp parallel for simd" in err
+    assert "[torcia.compile:guards] recompiling" in err and "shape changed" in err
+
+
+def test_compiled_step_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    model = _mlp()
+    ref = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 4))
+    with torch.no_grad():
+        for p, q in zip(model.parameters(), ref.parameters()):
+            q.copy_(torch.from_numpy(p.detach().numpy().copy()))
+    step = torcia.compile(_step_of(model, _ce))
+    for seed in (0, 1):  # trace, then replay
+        rng = np.random.default_rng(seed)
+        x, y = rng.standard_normal((6, 8)).astype(np.float32), rng.integers(0, 4, 6)
+        model.zero_grad(set_to_none=True)
+        ref.zero_grad(set_to_none=True)
+        loss = step(torcia.from_numpy(x), torcia.from_numpy(y))
+        want = torch.nn.functional.cross_entropy(ref(torch.from_numpy(x)), torch.from_numpy(y))
+        want.backward()
+        np.testing.assert_allclose(loss.item(), want.item(), rtol=1e-5)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(p.grad.numpy(), q.grad.numpy(), rtol=1e-4, atol=1e-6)
+
+
+def test_another_device_runs_eagerly(capsys):
+    pytest.importorskip("torcia_example")
+    f = torcia.compile(lambda x: (x * 3).relu())
+    x = torcia.tensor([1.0, -2.0], device="example")
+    assert f(x).tolist() == [3.0, 0.0]
+    assert f(x * 2).tolist() == [6.0, 0.0]
+    assert "capture runs on the 'cpu' device only (got 'example')" in capsys.readouterr().err
+
+
+def test_in_place_writes_are_replayed():
+    def f(x, buf):
+        buf.mul_(0.5).add_(x)
+        return buf * 2
+
+    g = torcia.compile(f)
+    buf, ref = torcia.ones(4), torcia.ones(4)
+    for k in range(3):
+        x = torcia.full((4,), float(k))
+        np.testing.assert_allclose(g(x, buf).numpy(), f(x, ref).numpy())
+        np.testing.assert_allclose(buf.numpy(), ref.numpy())
+    assert [n.kind for n in g._entries[0].graph.nodes].count("copy_") == 2
