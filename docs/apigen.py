@@ -9,7 +9,8 @@ A *part* is an installed distribution named ``torcia-*``. Its root module comes 
 ``torcia_lion``); torcia-core's root is ``torcia``. Every module under a root whose dotted
 path has no component starting with ``_`` is public. A module's public names are its
 ``__all__`` where it has one, otherwise the classes, functions and instances of its own
-part's classes bound to a name without a leading underscore. Each object is documented
+part's classes and
+its UPPER_CASE constants bound to a name without a leading underscore. Each object is documented
 once, under the shortest public path that reaches it: ``torcia.nn.Module``, not
 ``torcia.nn.modules.module.Module``.
 """
@@ -117,7 +118,8 @@ def public_names(module: types.ModuleType, root: str = "", other_roots=frozenset
             if inspect.isclass(obj) or callable(obj):
                 if not _own(obj, top, other_roots):
                     continue
-            elif not _own(type(obj), top, other_roots):
+            elif not _own(type(obj), top, other_roots) and not name.isupper():
+                # a module's own UPPER_CASE constants (torcia.ops.NOT_DIFFERENTIABLE) count
                 continue
         out[name] = obj
     return out
@@ -199,7 +201,11 @@ def _object_directive(entry: Entry) -> list[str]:
         return [f".. py:data:: {short}", "", f"   Another name for :obj:`{entry.target}`.", ""]
     module_name = entry.name.rsplit(".", 1)[0]
     value = getattr(sys.modules[module_name], short)
-    return [f".. py:data:: {short}", f"   :value: {value!r}", ""]
+    text = repr(value)
+    if len(text) > 80 or "\n" in text:
+        # a table (torcia.autograd.derivatives.TABLE) is summarised by its type
+        return [f".. py:data:: {short}", f"   :type: {type(value).__name__}", ""]
+    return [f".. py:data:: {short}", f"   :value: {text}", ""]
 
 
 def _module_section(module: Module) -> str:
