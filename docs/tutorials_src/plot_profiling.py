@@ -47,11 +47,19 @@ print(len(events), "events; the first:", {k: events[0][k] for k in ("name", "ts"
 start = min(e["ts"] for e in events)
 regions = [e for e in events if e["name"] in ("forward", "backward", "step")]
 ops = [e for e in events if e not in regions]
-fig, ax = plt.subplots(figsize=(9, 2.6))
+colour = {name: f"C{i % 10}" for i, name in enumerate(dict.fromkeys(e["name"] for e in events))}
+fig, ax = plt.subplots(figsize=(9, 2.8))
 for row, group in ((1, regions), (0, ops)):
     ax.broken_barh([(e["ts"] - start, max(e["dur"], 1)) for e in group], (row - 0.4, 0.8),
-                   facecolors=[f"C{hash(e['name']) % 10}" for e in group])
-for e in regions:
-    ax.text(e["ts"] - start + e["dur"] / 2, 1, e["name"], ha="center", va="center", fontsize=8)
+                   facecolors=[colour[e["name"]] for e in group])
+span = max(e["ts"] + e["dur"] for e in events) - start
+for row, group in ((1, regions), (0, ops)):
+    labelled_to = 0.0
+    for e in sorted(group, key=lambda e: e["ts"]):
+        # label the bars wide enough to hold a name and not inside one already labelled
+        if e["dur"] > 0.04 * span and e["ts"] >= labelled_to:
+            labelled_to = e["ts"] + e["dur"]
+            ax.text(e["ts"] - start + e["dur"] / 2, row, e["name"], ha="center", va="center",
+                    fontsize=8 if row else 6.5, rotation=0 if row else 90)
 ax.set(yticks=[0, 1], yticklabels=["ops", "regions"], xlabel="time (µs)")
 fig.tight_layout()
