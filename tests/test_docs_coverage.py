@@ -127,3 +127,19 @@ def test_write_puts_every_name_on_its_part_page(tmp_path, plan):
     assert ".. autoclass:: Tensor\n   :members:\n   :undoc-members:" in core
     index = (tmp_path / "index.rst").read_text()
     assert all(f"   {part.dist.removeprefix('torcia-')}\n" in index for part in plan)
+
+
+def test_a_name_added_later_gets_documented(monkeypatch):
+    """A function a part adds (here to torcia.random, which has no ``__all__``) is planned
+    without anyone editing the docs; one it imports from elsewhere is not its API."""
+    import torcia.random
+
+    def fresh_function():
+        """A function that landed after the docs were written."""
+
+    fresh_function.__module__ = "torcia.random"
+    monkeypatch.setattr(torcia.random, "fresh_function", fresh_function, raising=False)
+    monkeypatch.setattr(torcia.random, "imported_helper", inspect.getdoc, raising=False)
+    names = apigen.documented_names()
+    assert "torcia.random.fresh_function" in names
+    assert "torcia.random.imported_helper" not in names
