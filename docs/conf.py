@@ -106,6 +106,9 @@ def _resolve_by_suffix(app, env, node, contnode):
     target = node["reftarget"].lstrip(".~")
     module = node.get("py:module") or ""
     matches = domain.find_obj(env, module, node.get("py:class"), target, node["reftype"], 1)
+    # a callable instance (torcia.distributions.biject_to) is documented as a function but
+    # named with :data:; any kind of object will do
+    matches = matches or domain.find_obj(env, module, node.get("py:class"), target, None, 1)
     if not matches:
         return None
 
