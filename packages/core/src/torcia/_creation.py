@@ -158,7 +158,16 @@ def _dtype_arg(dtype) -> D.dtype:
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:
     """Like :func:`tensor`, but shares memory with ``data`` where it can (a NumPy array or
-    tensor already of the right dtype and device)."""
+    tensor already of the right dtype and device).
+
+    Examples
+    --------
+    >>> import numpy as np, torcia
+    >>> a = np.array([1.0, 2.0])
+    >>> t = torcia.as_tensor(a); a[0] = 9.0
+    >>> t
+    tensor([9., 2.], dtype=torcia.float64)
+    """
     if isinstance(data, Tensor):
         out = data
         if dtype is not None and data.dtype is not _dtype_arg(dtype):
@@ -228,13 +237,28 @@ def zeros(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False) -> Tensor:
-    """A tensor of ones of the given size."""
+    """A tensor of ones of the given size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones(2, 2, dtype=torcia.int64)
+    tensor([[1, 1],
+            [1, 1]])
+    """
     return _create("ones", dtype, device, requires_grad, shape=_size(size))
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False, memory_format=None,
           pin_memory=False) -> Tensor:
-    """An uninitialised tensor of the given size."""
+    """An uninitialised tensor of the given size: its values are whatever the memory held.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.empty(3, 2).shape
+    torcia.Size([3, 2])
+    """
     return _create("empty", dtype, device, requires_grad, shape=_size(size))
 
 
@@ -256,37 +280,96 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Zeros of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros_like(torcia.tensor([[1, 2, 3]]))
+    tensor([[0, 0, 0]])
+    """
     return zeros(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def ones_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """Ones of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones_like(torcia.zeros(2), dtype=torcia.int64)
+    tensor([1, 1])
+    """
     return ones(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad)
 
 
 def empty_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):
+    """An uninitialised tensor of ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.empty_like(torcia.zeros(2, 5)).shape
+    torcia.Size([2, 5])
+    """
     return empty(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad)
 
 
 def full_like(input, fill_value, dtype=None, device=None, requires_grad=False,
               memory_format=None):
+    """``fill_value`` in ``input``'s shape, and of its dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.full_like(torcia.zeros(3), 0.5)
+    tensor([0.5000, 0.5000, 0.5000])
+    """
     return full(input.shape, fill_value, dtype=dtype or input.dtype,
                 device=device or input.device, requires_grad=requires_grad)
 
 
 def rand_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    """:func:`rand` samples in ``input``'s shape, dtype and device (unless given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.rand_like(torcia.zeros(4, dtype=torcia.float64))
+    >>> x.dtype, bool(((x >= 0) & (x < 1)).all())
+    (torcia.float64, True)
+    """
     return rand(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                 requires_grad=requires_grad, generator=generator)
 
 
 def randn_like(input, dtype=None, device=None, requires_grad=False, generator=None):
+    """:func:`randn` samples in ``input``'s shape, dtype and device (unless given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.randn_like(torcia.zeros(2, 3)).shape
+    torcia.Size([2, 3])
+    """
     return randn(input.shape, dtype=dtype or input.dtype, device=device or input.device,
                  requires_grad=requires_grad, generator=generator)
 
 
 def randint_like(input, low=0, high=None, dtype=None, device=None, generator=None):
+    """:func:`randint` samples from [low, high) in ``input``'s shape, dtype and device
+    (unless given); with one bound, it is ``high`` and ``low`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.randint_like(torcia.zeros(6), 3)
+    >>> x.dtype, bool(((x >= 0) & (x < 3)).all())
+    (torcia.float32, True)
+    """
     if high is None:
         low, high = 0, low
     return randint(low, high, input.shape, dtype=dtype or input.dtype,
@@ -329,7 +412,14 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
 
 
 def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
-    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive."""
+    """``steps`` evenly spaced values from ``start`` to ``end`` inclusive.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linspace(0, 1, 5)
+    tensor([0.0000, 0.2500, 0.5000, 0.7500, 1.0000])
+    """
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     return _create("linspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
@@ -337,7 +427,14 @@ def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False)
 
 
 def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_grad=False):
-    """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log."""
+    """``steps`` values from ``base**start`` to ``base**end``, evenly spaced in log.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logspace(0, 3, 4)
+    tensor([   1.,   10.,  100., 1000.])
+    """
     if steps < 0:
         raise RuntimeError("number of steps must be non-negative")
     return _create("logspace", _dtype_arg(dtype) if dtype else None, device, requires_grad,
@@ -345,7 +442,15 @@ def logspace(start, end, steps, base=10.0, *, dtype=None, device=None, requires_
 
 
 def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
-    """The identity matrix (ones on the diagonal) of ``n`` rows and ``m`` columns."""
+    """The identity matrix (ones on the diagonal) of ``n`` rows and ``m`` columns.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.eye(2, 3)
+    tensor([[1., 0., 0.],
+            [0., 1., 0.]])
+    """
     return _create("eye", _dtype_arg(dtype) if dtype else None, device, requires_grad,
                    n=int(n), m=int(n if m is None else m))
 
@@ -366,8 +471,17 @@ def rand(*size, generator=None, dtype=None, device=None, requires_grad=False):
 
 
 def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
-    """Standard normal samples; for a complex dtype, real and imaginary parts each of
-    variance 1/2 (so that E|z|^2 = 1, as PyTorch)."""
+    """Standard normal samples (mean 0, variance 1); for a complex dtype, real and imaginary
+    parts each of variance 1/2 (so that ``E[|z|**2] = 1``, as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> x = torcia.randn(10_000)
+    >>> abs(x.mean().item()) < 0.05, abs(x.std().item() - 1) < 0.05
+    (True, True)
+    """
     return _sample("randn", size, generator, dtype, device, requires_grad, 0.5 ** 0.5)
 
 
@@ -415,14 +529,30 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
-    """A random permutation of ``0 .. n-1``."""
+    """A random permutation of ``0 .. n-1``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.randperm(5).sort().values
+    tensor([0, 1, 2, 3, 4])
+    """
     return _create("randperm", _dtype_arg(dtype) if dtype else D.int64, device,
                    requires_grad, n=int(n), rng=rng_of(generator))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
            requires_grad=False):
-    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers."""
+    """Normal samples; ``mean`` and ``std`` may be tensors (broadcast) or numbers.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.normal(torcia.tensor([0.0, 100.0]), 0.01).round().abs()
+    tensor([  0., 100.])
+    >>> torcia.normal(2.0, 3.0, size=(2, 2)).shape
+    torcia.Size([2, 2])
+    """
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(*(tuple(x.shape) if isinstance(x, Tensor) else ()

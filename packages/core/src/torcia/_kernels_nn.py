@@ -316,9 +316,9 @@ class NNKernels:
         return out
 
     def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
-        """conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
-        -> (N, Cout, *out), out = (in - 1) * stride - low - high + dilation * (k - 1) +
-        output_padding + 1: the adjoint of ``conv`` with the same geometry."""
+        """``conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
+        -> (N, Cout, *out)``, ``out = (in - 1) * stride - low - high + dilation * (k - 1) +
+        output_padding + 1``: the adjoint of ``conv`` with the same geometry."""
         _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         xp = self.xp
         n, cin = x.shape[:2]

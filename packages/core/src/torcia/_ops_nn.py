@@ -814,7 +814,7 @@ def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05
 
 @autocast_as("group_norm")
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
-    """Normalise each of ``num_groups`` groups of channels of ``input`` (N, C, *) over
+    """Normalise each of ``num_groups`` groups of channels of ``input`` ``(N, C, *)`` over
     its channels and positions, then scale and shift per channel.
 
     Examples
@@ -856,7 +856,7 @@ def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05,
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
                   use_input_stats=True, momentum=0.1, eps=1e-05):
-    """Normalise each channel of each sample of ``input`` (N, C, *) over its positions;
+    """Normalise each channel of each sample of ``input`` ``(N, C, *)`` over its positions;
     with running statistics, they are updated from the per-instance means and variances
     averaged over the batch, and used when ``use_input_stats`` is False.
 
@@ -1077,7 +1077,7 @@ def alpha_dropout(input, p=0.5, training=False, inplace=False):
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` (N, C, *)."""
+    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``."""
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return _alpha_dropout(input, p, training, inplace, shape)
 

@@ -175,14 +175,38 @@ class Tensor:
     # ----- basic attributes ---------------------------------------------------------
     @property
     def dtype(self):
+        """The data type of the elements.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([1, 2]).dtype, torcia.tensor([1.0]).dtype
+        (torcia.int64, torcia.float32)
+        """
         return _FROM_NP[self._data.dtype]
 
     @property
     def device(self) -> device:
+        """The device the data lives on.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2).device
+        device(type='cpu')
+        """
         return self._device
 
     @property
     def shape(self) -> Size:
+        """The size of each dimension, as a :class:`torcia.Size` (a tuple).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, 3).shape
+        torcia.Size([2, 3])
+        """
         return Size(self._data.shape)
 
     def size(self, dim=None):
@@ -193,25 +217,73 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, 3).ndim
+        2
+        """
         return self._data.ndim
 
     def dim(self) -> int:
+        """The number of dimensions (as :attr:`ndim`).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor(1.0).dim()
+        0
+        """
         return self._data.ndim
 
     def numel(self) -> int:
+        """The number of elements.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, 3).numel()
+        6
+        """
         return int(self._data.size)
 
     nelement = numel
 
     def element_size(self) -> int:
+        """The size of one element in bytes.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, dtype=torcia.float64).element_size()
+        8
+        """
         return self._data.itemsize
 
     @property
     def itemsize(self) -> int:
+        """The size of one element in bytes (as :meth:`element_size`).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, dtype=torcia.int16).itemsize
+        2
+        """
         return self._data.itemsize
 
     @property
     def nbytes(self) -> int:
+        """The size of the elements in bytes.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(2, 3).nbytes
+        24
+        """
         return int(self._data.nbytes)
 
     @property
@@ -230,10 +302,29 @@ class Tensor:
 
     @property
     def is_cuda(self) -> bool:
+        """Whether the tensor is on a "cuda" device.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.zeros(1).is_cuda
+        False
+        """
         return self._device.type == "cuda"
 
     @property
     def is_leaf(self) -> bool:
+        """Whether no recorded operation made this tensor (its ``grad_fn`` is None).
+
+        Only leaves that require grad get ``.grad`` filled by backward.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> w = torcia.ones(2, requires_grad=True)
+        >>> w.is_leaf, (w * 2).is_leaf
+        (True, False)
+        """
         return self.grad_fn is None
 
     @property
@@ -266,6 +357,16 @@ class Tensor:
 
     @property
     def requires_grad(self) -> bool:
+        """Whether autograd records operations on this tensor; settable on leaves.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> w = torcia.zeros(2)
+        >>> w.requires_grad = True
+        >>> (w + 1).requires_grad
+        True
+        """
         return self._requires_grad
 
     @requires_grad.setter
@@ -355,6 +456,14 @@ class Tensor:
         return arr.reshape(()).item()
 
     def tolist(self):
+        """The elements as (nested) Python lists of numbers.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([[1, 2], [3, 4]]).tolist()
+        [[1, 2], [3, 4]]
+        """
         if _modes_on:
             for mode in MODES.modes:
                 mode.on_read(self, "tolist")

@@ -36,7 +36,7 @@ def torcia_register_backends(registry) -> None:
     resolution, ``python -m torcia plugins``). A backend names a device type, the array
     module its tensors hold, and how arrays cross to and from the host.
 
-    :param registry: a :class:`torcia.plugins.BackendRegistry`; call
+    :param registry: a :class:`torcia.backend.BackendRegistry`; call
         ``registry.add(backend)`` with a :class:`torcia.backend.Backend`.
     :returns: nothing; the registry is the result.
 
@@ -60,7 +60,7 @@ def torcia_register_kernels(registry) -> None:
     outputs). For one op and device type the kernel of highest ``priority`` wins; core's
     NumPy reference kernels have priority 0.
 
-    :param registry: a :class:`torcia.plugins.KernelRegistry`; call
+    :param registry: a :class:`torcia.backend.KernelRegistry`; call
         ``registry.add(op, device_type, fn, priority=0)``.
     :returns: nothing.
 

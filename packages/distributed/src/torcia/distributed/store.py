@@ -154,7 +154,7 @@ class TCPStore:
         as PyTorch's does, so that the name others use for it need not be its own.
     port : int
         The master's port (``MASTER_PORT``); 0 on the master picks a free one (read it back
-        from :attr:`port`).
+        from ``port``).
     world_size : int, optional
         How many processes use the store; with ``wait_for_workers`` the master's
         constructor returns only once that many have connected.

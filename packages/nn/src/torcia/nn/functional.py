@@ -491,7 +491,7 @@ def _cubic_weights(i, o, scale, align_corners, like):
 @autocast_as("interpolate")
 def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corners=None,
                 recompute_scale_factor=None, antialias=False):
-    """Resize the spatial dims of ``input`` (N, C, *spatial) to ``size`` or by
+    """Resize the spatial dims of ``input`` ``(N, C, *spatial)`` to ``size`` or by
     ``scale_factor``; ``mode`` is "nearest", "nearest-exact", "area" (adaptive average
     pooling), "linear" (3-D input), "bilinear" or "bicubic" (4-D) or "trilinear" (5-D);
     ``align_corners`` maps corner pixel centres onto each other.
@@ -714,7 +714,7 @@ def unfold(input, kernel_size, dilation=1, padding=0, stride=1):
 
 
 def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
-    """Columns (N, C * kh * kw, L) summed back into (N, C, *output_size) (col2im), the
+    """Columns (N, C * kh * kw, L) summed back into ``(N, C, *output_size)`` (col2im), the
     adjoint of :func:`unfold`.
 
     Examples
@@ -1007,7 +1007,7 @@ def _check_class_weight(weight, c):
 @autocast_as("nll_loss")
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
              reduction="mean"):
-    """Negative log likelihood of log-probabilities ``input`` (N, C, *) or (C,) at the
+    """Negative log likelihood of log-probabilities ``input`` ``(N, C, *)`` or ``(C,)`` at the
     class indices ``target``, weighted per class; 'mean' divides by the summed weights
     of the non-ignored targets.
 
@@ -1033,8 +1033,8 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
 @autocast_as("cross_entropy")
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
-    """Cross-entropy between logits ``input`` (N, C, *) or (C,) and ``target``: class
-    indices (N, *) (fused log_softmax and nll_loss, with ``weight``, ``ignore_index`` and
+    """Cross-entropy between logits ``input`` ``(N, C, *)`` or ``(C,)`` and ``target``: class
+    indices ``(N, *)`` (fused log_softmax and nll_loss, with ``weight``, ``ignore_index`` and
     ``label_smoothing``), or class probabilities of ``input``'s shape.
 
     Examples
@@ -1485,7 +1485,7 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def channel_shuffle(input, groups):
-    """(N, g * c, *) -> (N, c * g, *): channels regrouped so each group mixes."""
+    """``(N, g * c, *)`` -> ``(N, c * g, *)``: channels regrouped so each group mixes."""
     n, c = input.shape[:2]
     rest = tuple(input.shape[2:])
     return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)

@@ -59,7 +59,7 @@ class Optimizer:
 
     Parameters
     ----------
-    params : iterable of Tensor, of (name, Tensor) or of dict
+    params : iterable of Tensor, of (str, Tensor) or of dict
         The tensors to optimize (``named_parameters()`` too: the names are kept in the
         group's ``"param_names"``), or parameter groups: dicts with a ``"params"`` entry and
         per-group hyperparameters overriding ``defaults``.
