@@ -41,20 +41,31 @@ def _name(requirement: str) -> str:
     return re.split(r"[\s<>=!~;\[]", requirement, maxsplit=1)[0].lower().replace("_", "-")
 
 
-def installed(python) -> set[str]:
-    """The normalised names of the distributions installed in ``python``'s environment."""
-    script = ("import importlib.metadata as m, json; "
-              "print(json.dumps(sorted({d.metadata['Name'] for d in m.distributions() "
-              "if d.metadata['Name']})))")
-    out = subprocess.run([python, "-c", script], capture_output=True, text=True, check=True)
-    return {_name(n) for n in json.loads(out.stdout)}
+def satisfied(python, requirements) -> set[str]:
+    """The normalised names of those ``requirements`` that ``python``'s environment meets,
+    version included: a venv's bundled setuptools 65 is present but cannot build a
+    pyproject with a PEP 639 license string, which needs setuptools 77."""
+    script = (
+        "import importlib.metadata as m, json, sys\n"
+        "try:\n    from packaging.requirements import Requirement\n"
+        "except ImportError:\n    from pip._vendor.packaging.requirements import Requirement\n"
+        "ok = []\n"
+        "for text in json.loads(sys.argv[1]):\n"
+        "    r = Requirement(text)\n"
+        "    try:\n        version = m.version(r.name)\n"
+        "    except m.PackageNotFoundError:\n        continue\n"
+        "    if r.specifier.contains(version, prereleases=True):\n        ok.append(text)\n"
+        "print(json.dumps(ok))\n")
+    out = subprocess.run([python, "-c", script, json.dumps(sorted(requirements))],
+                         capture_output=True, text=True, check=True)
+    return {_name(r) for r in json.loads(out.stdout)}
 
 
 def pip_commands(selected, python, editable=False, isolated=False, pip_args=(),
                  present=frozenset()) -> list[list]:
     """The pip commands that install ``selected`` (and nothing else) with ``python``.
 
-    Parts built with setuptools whose build requirements are ``present`` in the target
+    Parts built with setuptools whose build requirements are ``present`` (met) in the target
     environment are built there without isolation; the others (and the C++ plugin's
     scikit-build-core) keep pip's isolation, which brings what their backend asks for
     into a throw-away environment. The isolated ones are installed last: they are
@@ -103,7 +114,8 @@ def main(argv=None) -> int:
     keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
     named = [p for key in keys for p in repo.lookup(parts, key)]
     selected = repo.closure(parts, named, tests=args.with_tests)
-    present = frozenset() if args.isolated else installed(args.python)
+    present = frozenset() if args.isolated else satisfied(
+        args.python, {r for p in selected for r in p.build_requires})
     commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg,
                             present)
     if args.with_tests:

@@ -13,9 +13,8 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from torcia import Tensor, no_grad
-from torcia.library import RemovableHandle, dtype_by_name, parse_to
+from torcia.library import RemovableHandle, dtype_by_name, parse_to, zero_grad
 from torcia.nn.parameter import Buffer, Parameter
-from torcia.nn.utils.clip_grad import zero_grad
 
 __all__ = ["Module", "RemovableHandle"]
 
