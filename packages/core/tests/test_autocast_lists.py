@@ -198,6 +198,10 @@ CASES = {
     # the fused LSTM cell op (gates, c) -> (h, c, gates), as torcia.nn.LSTMCell runs it
     "lstm_cell": lambda d, t: library.call("lstm_cell", (_x(d, t, 2, 8), _x(d, t, 2, 2)),
                                            {})[0],
+    "chain_matmul": lambda d, t: torcia.chain_matmul(_x(d, t, 2, 3), _x(d, t, 3, 2)),
+    "linalg_multi_dot": lambda d, t: torcia.linalg.multi_dot([_x(d, t, 2, 3), _x(d, t, 3, 2)]),
+    "linalg_vecdot": lambda d, t: torcia.linalg.vecdot(_x(d, t, 2, 3), _x(d, t, 2, 3)),
+    "renorm": lambda d, t: torcia.renorm(_x(d, t, 2, 3), 2, 0, 1.0),
 }
 
 
@@ -244,6 +248,8 @@ PROMOTE_CASES = {
     "scatter_add": lambda a, b: a.scatter_add(0, _idx(a.device, 0, 1), b),
     "bilinear": lambda a, b: _nn().bilinear(a.reshape(1, 2), b.reshape(1, 2),
                                             b.reshape(1, 1, 2).expand(3, 2, 2)),
+    "cross": lambda a, b: torcia.cross(torcia.cat([a, a[:1]]), torcia.cat([b, b[:1]])),
+    "vdot": lambda a, b: torcia.vdot(a, b),
     "grid_sample": lambda a, b: _nn().grid_sample(a.reshape(1, 1, 1, 2),
                                                   (b - 0.5).reshape(1, 1, 1, 2),
                                                   align_corners=False),

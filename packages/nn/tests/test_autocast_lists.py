@@ -59,8 +59,7 @@ ALIASES = {
 }
 # ops of PyTorch's lists that torcia does not have (checked below to be still missing)
 MISSING = {
-    "conv_tbc", "chain_matmul", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
-    "linalg_vecdot", "linalg_multi_dot", "renorm", "cross", "vdot", "_addmm_activation",
+    "conv_tbc", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "_addmm_activation",
     "_native_multi_head_attention",
 }
 # list -> policy; the *_expect_builtin_promote lists are type promotion, not autocast

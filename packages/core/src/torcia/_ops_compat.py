@@ -19,6 +19,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _ops, _ops_extra
 from torcia._tensor import Tensor, inplace
+from torcia.amp import autocast_as
 
 inf = math.inf
 nan = math.nan
@@ -409,6 +410,7 @@ def dist(input, other, p=2):
     return (input - other).norm(p=p)
 
 
+@autocast_as("renorm")
 def renorm(input, p, dim, maxnorm):
     """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm."""
     others = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
@@ -588,21 +590,6 @@ def kron(input, other):
     return out.reshape([a.shape[k] * b.shape[k] for k in range(nd)])
 
 
-def cross(input, other, dim=None):
-    """Cross product of 3-vectors along ``dim`` (the first dimension of size 3 if None)."""
-    if dim is None:
-        dim = next((k for k, s in enumerate(input.shape) if s == 3), None)
-        if dim is None:
-            raise RuntimeError("no dimension of size 3 in input")
-    if input.shape[dim] != 3 or other.shape[dim] != 3:
-        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
-                           f"{input.shape[dim]} and {other.shape[dim]}")
-    a = [input.select(dim, k) for k in range(3)]
-    b = [other.select(dim, k) for k in range(3)]
-    return _ops.stack([a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2],
-                       a[0] * b[1] - a[1] * b[0]], dim)
-
-
 def trace(input):
     """The sum of the main diagonal of a matrix."""
     if input.ndim != 2:
@@ -613,14 +600,6 @@ def trace(input):
 def diagflat(input, offset=0):
     """A matrix with the flattened ``input`` on diagonal ``offset``."""
     return _ops_extra.diag(input.reshape(-1), offset)
-
-
-def vdot(input, other):
-    """The dot product of two 1-D tensors (conjugating the first, for complex ones)."""
-    if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
-                           "tensors")
-    return (input * other).sum()
 
 
 def matrix_power(input, n):
@@ -650,6 +629,7 @@ def matrix_power(input, n):
     return result
 
 
+@autocast_as("chain_matmul")
 def chain_matmul(*matrices):
     """The product of 2-D matrices, left to right (deprecated in PyTorch for
     ``linalg.multi_dot``)."""
@@ -1193,7 +1173,7 @@ METHODS = ALIAS_METHODS + (
     "copysign", "ldexp", "gcd", "lcm", "isneginf", "isposinf", "isreal", "is_signed",
     "is_nonzero", "is_same_size", "is_inference", "nanmean", "quantile", "nanquantile",
     "nanmedian", "aminmax", "dist", "renorm", "unique_consecutive", "ravel", "rot90", "take",
-    "diff", "kron", "cross", "trace", "diagflat", "vdot", "matrix_power", "index_fill",
+    "diff", "kron", "trace", "diagflat", "matrix_power", "index_fill",
     "masked_scatter", "put", "select_scatter", "slice_scatter", "diagonal_scatter",
     "sum_to_size", "ndimension", "new", "hsplit", "vsplit", "dsplit", "isin",
     "split_with_sizes", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "frexp",

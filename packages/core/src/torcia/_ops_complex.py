@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from torcia import _dtype as D
 from torcia._tensor import Tensor, _torch_name, call
+from torcia.amp import autocast_as
 
 
 def _tensor(x, name):
@@ -179,6 +180,7 @@ def complex(real, imag):
     return call("complex", (real, imag), {})
 
 
+@autocast_as("vdot")
 def vdot(input, other):
     """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
 

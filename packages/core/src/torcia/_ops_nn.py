@@ -1024,7 +1024,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     Examples
     --------
     >>> import torcia
-    >>> torcia.dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
+    >>> from torcia.library import dropout2d
+    >>> dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
     18.0
     """
     ndim = input.ndim

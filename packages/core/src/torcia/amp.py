@@ -52,7 +52,7 @@ LOWER_PRECISION = {
     "cuda": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
         "conv", "conv_transpose", "einsum", "prelu", "scaled_dot_product_attention",
-        "lstm_cell",
+        "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot",
     }),
 }
 #: Ops run in float32, per device type.
@@ -66,7 +66,7 @@ FLOAT32 = {
         "layer_norm", "group_norm", "rms_norm", "exp", "log", "log1p", "log2", "log10", "pow",
         "reciprocal", "rsqrt", "acos", "asin", "cosh", "sinh", "tan", "erfinv", "expm1",
         "softplus", "dist", "cdist", "pdist", "cosine_similarity", "linalg_norm",
-        "linalg_vector_norm", "linalg_matrix_norm",
+        "linalg_vector_norm", "linalg_matrix_norm", "renorm",
     },
 }
 #: Ops that raise inside autocast, per device type (PyTorch's reason: unsafe in float16).
@@ -86,7 +86,7 @@ PROMOTE = {
     "cpu": frozenset({"cat", "stack"}),
     "cuda": frozenset({
         "cat", "stack", "addcmul", "addcdiv", "atan2", "index_put", "scatter_add", "dot",
-        "tensordot", "bilinear", "grid_sample",
+        "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }
 
@@ -179,10 +179,12 @@ def autocast_as(name):
             # enters it), so the other modes alone never pay for the wrapper
             if not AUTOCAST.enabled:
                 return fn(*args, **kwargs)
+            flat, spec = _flatten(args)
             for mode in active_modes():
-                args = mode.on_inputs(name, args)
+                flat = mode.on_inputs(name, flat)
                 if kwargs:
                     kwargs = dict(zip(kwargs, mode.on_inputs(name, tuple(kwargs.values()))))
+            args = _unflatten(flat, spec)
             # PyTorch excludes its Autocast key within an op it handled
             AUTOCAST.enabled = False
             try:
@@ -193,6 +195,32 @@ def autocast_as(name):
         return wrapper
 
     return decorate
+
+
+def _flatten(args):
+    """``args`` with lists and tuples of tensors (``multi_dot([a, b])``) spread out, so that
+    the casts see every tensor together, and how to put them back."""
+    flat, spec = [], []
+    for a in args:
+        if isinstance(a, (list, tuple)) and a and all(isinstance(x, Tensor) for x in a):
+            spec.append((type(a), len(a)))
+            flat.extend(a)
+        else:
+            spec.append(None)
+            flat.append(a)
+    return tuple(flat), spec
+
+
+def _unflatten(flat, spec):
+    out, i = [], 0
+    for s in spec:
+        if s is None:
+            out.append(flat[i])
+            i += 1
+        else:
+            out.append(s[0](flat[i:i + s[1]]))
+            i += s[1]
+    return tuple(out)
 
 
 def _cast(x, dtype, device_type):

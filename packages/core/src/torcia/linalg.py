@@ -723,6 +723,7 @@ def cond(A, p=None):
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
+@autocast_as("linalg_multi_dot")
 def multi_dot(tensors):
     """The product of a chain of matrices, in the order of fewest multiplications (the
     first may be a vector, taken as a row, and the last a column vector).
@@ -856,6 +857,7 @@ def vander(x, *, N=None):
     return cat([x.unsqueeze(-1).new_ones(tuple(x.shape) + (1,)), cols], -1).cumprod(-1)
 
 
+@autocast_as("linalg_vecdot")
 def vecdot(x, y, *, dim=-1):
     """The dot product of ``x`` and ``y`` over ``dim`` (``x`` conjugated when complex), with
     broadcasting.
@@ -980,6 +982,7 @@ def _vander_top(x, N=None, increasing=False):
     return V if increasing else V.flip(-1)
 
 
+@autocast_as("cross")
 def _cross_top(input, other, dim=None):
     """``torch.cross``: along ``dim``, or the first dim of size 3 when None."""
     if dim is None:

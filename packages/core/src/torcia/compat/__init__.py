@@ -60,6 +60,7 @@ def torcia_name(name: str) -> str | None:
 
     Examples
     --------
+    >>> from torcia.compat import torcia_name
     >>> torcia_name("torch.utils.data.sampler")
     'torcia.data.sampler'
     >>> torcia_name("torchvision.transforms")
