@@ -107,6 +107,41 @@ def test_matches_torch_forward_ad():
     np.testing.assert_allclose(got, expected, rtol=1e-10)
 
 
+@pytest.mark.torch
+def test_complex_matches_torch_forward_ad():
+    # holomorphic formulas, the real-linear ops and the non-holomorphic ones (abs, angle),
+    # which come through the transposed backward formula
+    torch = pytest.importorskip("torch")
+    import torch.autograd.forward_ad as tfwAD
+
+    rng = np.random.default_rng(2)
+    zv = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+    tv = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+
+    def f(z):
+        w = (z * z).exp() / z.conj() + z.abs() * z.angle()
+        return w.sin() + w.real * w.imag
+
+    with tfwAD.dual_level():
+        ty = f(tfwAD.make_dual(torch.tensor(zv), torch.tensor(tv)))
+        expected = tfwAD.unpack_dual(ty).tangent.numpy()
+    with fwAD.dual_level():
+        cy = f(fwAD.make_dual(torcia.tensor(zv), torcia.tensor(tv)))
+        got = fwAD.unpack_dual(cy).tangent
+    assert got.dtype == torcia.complex128
+    np.testing.assert_allclose(got.numpy(), expected, rtol=1e-10)
+
+
+def test_complex_abs_tangent_is_real():
+    with fwAD.dual_level():
+        z = fwAD.make_dual(torcia.tensor([3 + 4j], dtype=torcia.complex128),
+                           torcia.tensor([1j], dtype=torcia.complex128))
+        t = fwAD.unpack_dual(z.abs()).tangent
+    # d|z| along t is Re(conj(z) t) / |z|
+    assert t.dtype == torcia.float64
+    np.testing.assert_allclose(t.numpy(), [0.8])
+
+
 def test_custom_function_jvp():
     class Cube(torcia.autograd.Function):
         @staticmethod

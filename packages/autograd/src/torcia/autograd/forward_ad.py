@@ -74,6 +74,19 @@ def _mark(t: Tensor, tangent: Tensor, really: bool) -> None:
     t._requires_grad = True
 
 
+def _differentiable(x: Tensor) -> bool:
+    return x.is_floating_point() or x.is_complex()
+
+
+def _as_tangent(t: Tensor, like: Tensor) -> Tensor:
+    """``t`` detached, in ``like``'s dtype. A real output's tangent is the real part of a
+    complex one: the tangent of ``Re`` of the output (a cast would discard it silently)."""
+    t = t.detach()
+    if t.is_complex() and not like.is_complex():
+        t = t.real
+    return t.to(like.dtype)
+
+
 def _really(x) -> bool:
     entry = STATE.duals.get(id(x)) if x.__class__ is _Dual else None
     return entry[2] if entry is not None else x._requires_grad
@@ -113,10 +126,10 @@ def propagate(op: str, inputs: tuple, params: dict, out):
         outs = out if isinstance(out, tuple) else (out,)
         found = found if isinstance(found, tuple) else (found,)
         for o, t in zip(outs, found):
-            if t is not None and o.is_floating_point():
+            if t is not None and _differentiable(o):
                 if t.shape != o.shape:
                     t = t.expand(o.shape)
-                _mark(o, t.to(o.dtype).detach(), really)
+                _mark(o, _as_tangent(t, o), really)
     graph_inputs = tuple(x if not isinstance(x, Tensor) or x.__class__ is not _Dual
                          or _really(x) else plain[i] for i, x in enumerate(inputs))
     return graph_inputs, really
@@ -140,11 +153,11 @@ def tangents_of(args):
 def give_tangents(outputs, tangents, really: bool) -> None:
     """Attach a custom Function's ``jvp`` results to its outputs."""
     for o, t in zip(outputs, tangents):
-        if o is not None and t is not None and o.is_floating_point():
+        if o is not None and t is not None and _differentiable(o):
             if tuple(t.shape) != tuple(o.shape):
                 raise RuntimeError(f"jvp returned a tangent of shape {list(t.shape)} for an "
                                    f"output of shape {list(o.shape)}")
-            _mark(o, t.detach().to(o.dtype), really)
+            _mark(o, _as_tangent(t, o), really)
 
 
 def rebase_inplace(t: Tensor, out: Tensor) -> bool:
@@ -232,7 +245,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     Parameters
     ----------
     tensor : Tensor
-        The primal value (floating point).
+        The primal value (floating point or complex).
     tangent : Tensor
         Same shape; the direction to differentiate along.
     level : int, optional
@@ -260,10 +273,10 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
                            f"{STATE.level}")
     if not isinstance(tensor, Tensor) or not isinstance(tangent, Tensor):
         raise TypeError("make_dual expects two tensors")
-    if not tensor.is_floating_point():
+    if not _differentiable(tensor):
         raise ValueError("Expected primal to be floating point or complex, but got: "
                          f"{tensor.dtype}")
-    if not tangent.is_floating_point():
+    if not _differentiable(tangent):
         raise ValueError("Expected tangent to be floating point or complex, but got: "
                          f"{tangent.dtype}")
     if tuple(tangent.shape) != tuple(tensor.shape):

@@ -14,6 +14,12 @@ Every op with a backward formula has a JVP, found in this order:
 3. Otherwise, the transpose of the backward formula: the vjp ``u -> J^T u`` is linear in
    ``u`` and written with differentiable ops, so ``J t = d/du <J^T u, t>``, one reverse pass
    over the formula's own small graph.
+
+Complex tensors: a JVP is the real-linear map on real and imaginary parts, as in PyTorch.
+Holomorphic formulas (``exp``, ``mul``, ``matmul``, ...) hold unchanged; linear ops
+(``real``, ``conj``, FFTs) are real-linear, so applying them to tangents is right too. The
+transposed path reads PyTorch's backward convention as the adjoint in the real inner
+product ``<a, b> = Re(sum(conj(a) * b))``, whose gradient in ``u`` is then ``J t`` itself.
 """
 
 from __future__ import annotations
@@ -88,7 +94,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
     with enable_grad():
         seeds = [Tensor._make(torcia.zeros(o.shape, dtype=o.dtype)._data, o._device)
                  .requires_grad_(True)
-                 if o.is_floating_point() and (mask is None or mask[k]) else None
+                 if (o.is_floating_point() or o.is_complex()) and (mask is None or mask[k])
+                 else None
                  for k, o in enumerate(outs)]
         inputs = []
         for i, x in enumerate(primals):
@@ -113,7 +120,13 @@ def _transposed_vjp(op, primals, tangents, params, result):
             if g is None or t is None:
                 continue
             meta = (x._data.shape, x._data.dtype, x._device)
-            term = (_derivs._fit(g, meta) * t).sum()
+            g = _derivs._fit(g, meta)
+            if g.is_complex() or t.is_complex():
+                # the adjoint is taken in the real inner product Re(sum(conj(a) * b)),
+                # which PyTorch's convention for complex gradients uses
+                term = (g.conj() * t).real.sum()
+            else:
+                term = (g * t).sum()
             total = term if total is None else total + term
         live = [s for s in seeds if s is not None]
         if total is None or not total.requires_grad:

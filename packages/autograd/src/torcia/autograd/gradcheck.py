@@ -87,29 +87,33 @@ def _analytical_jacobian(fn, inputs, wrt):
 
 
 def _forward_jacobian(fn, inputs, wrt):
-    """Columns from forward mode: one dual pass per input element, a one-hot tangent."""
+    """Columns from forward mode: one dual pass per input element with a one-hot tangent,
+    laid out as :func:`_numerical_jacobian` does (a complex input's tangents 1 first, then
+    1j; a complex output's tangent as its real parts, then its imaginary parts)."""
     from torcia.autograd import forward_ad as fwAD
 
     columns = []
     for i in wrt:
         x = inputs[i]
+        units = (1, 1j) if x.is_complex() else (1,)
         cols = []
-        for j in range(x.numel()):
-            seed = np.zeros(x.numel(), dtype=x._data.dtype)
-            seed[j] = 1
-            tangent = Tensor._make(seed.reshape(x._data.shape), x._device)
-            with fwAD.dual_level():
-                args = list(inputs)
-                for k in wrt:
-                    args[k] = inputs[k].detach()
-                args[i] = fwAD.make_dual(inputs[i].detach(), tangent)
-                outs = _outputs(fn, args)
-                parts = []
-                for o in outs:
-                    t = fwAD.unpack_dual(o).tangent
-                    parts.append(np.zeros(o.numel()) if t is None else
-                                 t._data.astype(np.float64).reshape(-1).copy())
-            cols.append(np.concatenate(parts) if parts else np.zeros(0))
+        for unit in units:
+            for j in range(x.numel()):
+                seed = np.zeros(x.numel(), dtype=x._data.dtype)
+                seed[j] = unit
+                tangent = Tensor._make(seed.reshape(x._data.shape), x._device)
+                with fwAD.dual_level():
+                    args = list(inputs)
+                    for k in wrt:
+                        args[k] = inputs[k].detach()
+                    args[i] = fwAD.make_dual(inputs[i].detach(), tangent)
+                    outs = _outputs(fn, args)
+                    parts = []
+                    for o in outs:
+                        t = fwAD.unpack_dual(o).tangent
+                        width = o.numel() * (2 if o.is_complex() else 1)
+                        parts.append(np.zeros(width) if t is None else _flat_real((t,)))
+                cols.append(np.concatenate(parts) if parts else np.zeros(0))
         columns.append(np.stack(cols, axis=1) if cols else None)
     return columns
 
