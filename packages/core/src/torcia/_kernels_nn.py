@@ -216,7 +216,7 @@ class NNKernels:
         return a - self.xp.tanh(a)
 
     def activation_backward(self, g, a, activation, **params):
-        """activation_backward(g, a, activation, **params): g * f'(a) for the activation
+        """``activation_backward(g, a, activation, **params)``: ``g * f'(a)`` for the activation
         named ``activation`` with its parameters (first derivatives; second ones go
         through differentiable ops)."""
         xp = self.xp

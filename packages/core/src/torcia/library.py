@@ -200,7 +200,7 @@ class AutogradEngine(Protocol):
 
 @runtime_checkable
 class BackendProtocol(Protocol):
-    """A device type as core uses it (:class:`torcia.library.Backend` implements it)."""
+    """A device type as core uses it (``torcia.library.Backend`` implements it)."""
 
     name: str
     xp: Any

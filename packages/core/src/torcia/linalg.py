@@ -997,7 +997,7 @@ def _cross_top(input, other, dim=None):
 def geqrf(input):
     """``(a, tau)``: the QR factorization as LAPACK's geqrf packs it (``R`` on and above
     the diagonal, Householder vectors below it, their scalars in ``tau``). Not
-    differentiable, as in PyTorch; :func:`householder_product` rebuilds ``Q``.
+    differentiable, as in PyTorch; ``torcia.linalg.householder_product`` rebuilds ``Q``.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """``torcia.profiler``: where the time of a piece of code goes, per op and backward node.
 
-A :class:`profile` is a dispatch mode (:class:`torcia.library.DispatchMode`, at
+A :class:`profile` is a dispatch mode (``torcia.library.DispatchMode``, at
 ``PROFILE_ORDER``): while it is entered, the ops and backward nodes of *its thread* are
 timed; the kernel tables stay untouched, and other threads run unprofiled.
 

@@ -48,7 +48,7 @@ def initialized_mpi():
 
 
 def create(rank, world_size, timeout, init_method):
-    """:meth:`torcia_mpi.group.MPIProcessGroup.create`, MPI started first."""
+    """``torcia_mpi.group.MPIProcessGroup.create``, MPI started first."""
     initialized_mpi()
     from torcia_mpi.group import MPIProcessGroup
 

@@ -12,7 +12,7 @@ hookspec = pluggy.HookspecMarker("torcia")
 
 @hookspec
 def torcia_register_compile_backends(registry) -> None:
-    """Add backends for :func:`torcia.compile` by name.
+    """Add backends for ``torcia.compile`` by name.
 
     Called once, the first time a backend is looked up (``torcia.compile(...)``,
     :func:`torcia.compiler.list_backends`, ``python -m torcia plugins``). A backend is a

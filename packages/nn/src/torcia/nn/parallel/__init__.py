@@ -66,7 +66,7 @@ class DataParallel(Module):
     ----------
     module : Module
         The module to run; reachable as ``self.module``.
-    device_ids : list of int or devices, optional
+    device_ids : list of int or device, optional
         At most one device (default: CUDA device 0 when CUDA is available, else the
         module's own device). More than one raises NotImplementedError.
     output_device : int or device, optional

@@ -86,7 +86,7 @@ def functional_call(module: Module, parameter_and_buffer_dicts, args=None, kwarg
     Parameters
     ----------
     module : Module
-    parameter_and_buffer_dicts : dict or sequence of dicts
+    parameter_and_buffer_dicts : dict or sequence of dict
         Name -> tensor; several dicts are merged (a name in two of them is an error).
     args : tuple or object, optional
         Positional arguments (a single non-tuple is one argument).
