@@ -198,6 +198,28 @@ def test_wrong_number_or_shape_of_gradients():
         BadShape.apply(leaf([1.0, 2.0])).sum().backward()
 
 
+def test_gradient_takes_the_input_dtype_as_in_pytorch():
+    # PyTorch's validate_outputs casts a backward's gradient to its input's dtype, so a
+    # leaf's .grad keeps the leaf's dtype through backward and autograd.grad alike
+    class Widen(Function):
+        @staticmethod
+        def forward(ctx, x):
+            return x.double()
+
+        @staticmethod
+        def backward(ctx, grad):
+            return grad * 2
+
+    x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    Widen.apply(x).sum().backward()
+    assert x.grad.dtype is torcia.float32 and x.grad.tolist() == [2.0, 2.0]
+    (g,) = torcia.autograd.grad(Widen.apply(x).sum(), x)
+    assert g.dtype is torcia.float32
+    b = torcia.ones(2, dtype=torcia.bfloat16, requires_grad=True)
+    Widen.apply(b).sum().backward()
+    assert b.grad.dtype is torcia.bfloat16
+
+
 def test_saved_tensors_freed_after_backward():
     x = leaf([1.0])
     y = Cube.apply(x)

@@ -23,7 +23,8 @@ EXAMPLES = int(os.environ.get("TORCIA_FUZZ_EXAMPLES", "40"))
 FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 TOL = {np.dtype(np.float32): dict(rtol=1e-4, atol=1e-4),
-       np.dtype(np.float64): dict(rtol=1e-10, atol=1e-10)}
+       np.dtype(np.float64): dict(rtol=1e-10, atol=1e-10),
+       np.dtype(np.float16): dict(rtol=1e-3, atol=1e-3)}  # the reference on both sides
 
 dtypes = st.sampled_from([np.float32, np.float64])
 
@@ -260,10 +261,133 @@ def test_matrix_products(m, k, n, dtype, data):
     _both("matmul", a, np.ones((k + 1, n), dtype))  # mismatched: both refuse
 
 
+@FUZZ
+@given(st.integers(1, 4), st.booleans(), st.integers(1, 9), st.integers(1, 9),
+       st.integers(1, 9), dtypes, st.data())
+def test_batched_matrix_products(batch, broadcast, m, k, n, dtype, data):
+    # a batch of small products: the native batched GEMM, with a broadcast batch of one
+    a = data.draw(arrays((batch, m, k), dtype))
+    b = data.draw(arrays((1 if broadcast else batch, k, n), dtype))
+    for op in ("matmul", "bmm"):
+        _both(op, a, b)
+    _both("matmul", a[None], b)
+    _both("matmul", a, np.ones((batch, k + 1, n), dtype))  # mismatched: both refuse
+    _both("matmul", a, np.ones((batch + 1, k, n), dtype))  # batches that do not broadcast
+
+
+# ----- activations ------------------------------------------------------------------------
+
+# name: (forward op, its keyword parameters, the activation_backward name or the backward op)
+ACTIVATIONS = {
+    "gelu": dict(approximate=st.just("none")),
+    "gelu(tanh)": dict(approximate=st.just("tanh")),
+    "silu": {}, "sigmoid": {}, "tanh": {},
+    "softplus": dict(beta=st.sampled_from([0.5, 1.0, 2.0, -1.0, 0.0]),
+                     threshold=st.sampled_from([20.0, 1.0, -2.0])),
+    "elu": dict(alpha=st.sampled_from([1.0, 0.3, 2.5, 0.0])),
+    "leaky_relu": dict(negative_slope=st.sampled_from([0.01, 0.2, -0.5, 0.0])),
+}
+
+
+@FUZZ
+@given(st.sampled_from(sorted(ACTIVATIONS)), st.lists(st.integers(0, 9), max_size=3), dtypes,
+       st.sampled_from([1, 8]), st.data())
+def test_activations_and_backward(name, shape, dtype, scale, data):
+    # softplus with beta 0 divides by it, in the reference on both sides
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _activation_case(name, shape, dtype, scale, data)
+
+
+def _activation_case(name, shape, dtype, scale, data):
+    op = name.split("(")[0]
+    params = {k: data.draw(v) for k, v in ACTIVATIONS[name].items()}
+    # scaled by 8 too: the tails, where exp under- and overflows
+    x = np.asarray(data.draw(arrays(tuple(shape), dtype)) * dtype(scale))
+    g = data.draw(arrays(tuple(shape), dtype))
+    if op == "tanh":
+        # core has no tanh kernel (it is the backend's ufunc): NumPy's is the reference
+        _same(NAT.tanh(x), np.tanh(x))
+        _same(NAT.tanh(x.astype(np.float16)), np.tanh(x.astype(np.float16)))
+        return
+    _both(op, x, **params)
+    if op in ("gelu", "silu"):
+        _both(op + "_backward", g, x, **params)
+        # a gradient of another shape: both refuse it
+        _both(op + "_backward", np.ones(tuple(shape) + (2,), dtype), x, **params)
+    elif op in ("softplus", "elu", "leaky_relu"):
+        _both("activation_backward", g, x, op, **params)
+        _both("activation_backward", np.ones(tuple(shape) + (2,), dtype), x, op, **params)
+    # another dtype than float32/float64: the native code falls back to the reference
+    _both(op, x.astype(np.float16), **params)
+
+
+def test_activation_special_values():
+    # NaN and the infinities through every native activation, both dtypes
+    x = np.array([np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-30, -1e-30, 90.0, -90.0, 800.0,
+                  -800.0])
+    for dtype in (np.float32, np.float64):
+        a = x.astype(dtype)
+        for op, params in (("gelu", {}), ("gelu", dict(approximate="tanh")), ("silu", {}),
+                           ("sigmoid", {}), ("tanh", {}), ("softplus", {}), ("elu", {}),
+                           ("leaky_relu", {})):
+            reference = np.tanh if op == "tanh" else getattr(REF, op)
+            with np.errstate(all="ignore"):
+                native, reference = getattr(NAT, op)(a, **params), reference(a, **params)
+            np.testing.assert_allclose(native, reference, **TOL[np.dtype(dtype)],
+                                       err_msg=f"{op} {params} {dtype}")
+
+
+# ----- normalisation ----------------------------------------------------------------------
+
+@FUZZ
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), dtypes, st.booleans(),
+       st.booleans(), st.data())
+def test_layer_norm_and_backward(shape, dtype, weighted, biased, data):
+    nd = data.draw(st.integers(1, len(shape)))
+    trailing = tuple(shape[len(shape) - nd:])
+    x = data.draw(arrays(tuple(shape), dtype)) * dtype(3) + dtype(data.draw(
+        st.sampled_from([0, 5])))
+    weight = data.draw(arrays(trailing, dtype)) if weighted else None
+    bias = data.draw(arrays(trailing, dtype)) if biased else None
+    eps = data.draw(st.sampled_from([1e-5, 1e-2]))
+    _both("layer_norm", x, weight, bias, nd, eps)
+    g = data.draw(arrays(tuple(shape), dtype))
+    _both("layer_norm_backward", g, x, weight, nd, eps)
+    # a weight of the wrong shape: both refuse it
+    bad = np.ones(trailing[:-1] + (trailing[-1] + 1,), dtype)
+    _both("layer_norm", x, bad, None, nd, eps)
+    _both("layer_norm_backward", g, x, bad, nd, eps)
+
+
+@FUZZ
+@given(st.integers(1, 5), st.integers(1, 4), st.lists(st.integers(1, 5), max_size=2), dtypes,
+       st.booleans(), st.booleans(), st.data())
+def test_batch_norm_and_backward(n, c, spatial, dtype, training, affine, data):
+    shape = (n, c, *spatial)
+    assume(not training or np.prod(shape) // c > 1)
+    x = data.draw(arrays(shape, dtype)) * dtype(2) + dtype(1)
+    weight, bias = ((data.draw(arrays((c,), dtype)), data.draw(arrays((c,), dtype)))
+                    if affine else (None, None))
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    mean = rng.standard_normal(c).astype(dtype)
+    var = rng.uniform(0.2, 3, c).astype(dtype)
+    eps = data.draw(st.sampled_from([1e-5, 1e-1]))
+    _both("batch_norm", x, weight, bias, mean, var, training, eps)
+    g = data.draw(arrays(shape, dtype))
+    _both("batch_norm_backward", g, x, weight, mean, var, training, eps)
+    # channel parameters of the wrong length: both refuse them
+    bad = np.ones(c + 1, dtype)
+    _both("batch_norm", x, bad, None, mean, var, training, eps)
+    _both("batch_norm_backward", g, x, bad, mean, var, training, eps)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
               "softmax_backward", "log_softmax_backward", "cross_entropy",
               "cross_entropy_backward", "embedding_backward", "lstm_cell",
-              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward"}
+              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
+              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
+              "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
+              "batch_norm", "batch_norm_backward"}
     assert set(OVERRIDES) == fuzzed

@@ -21,9 +21,10 @@ _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 def _native_ok(*arrays) -> bool:
-    """All arrays float32, or all float64."""
+    """All arrays float32, or all float64 (arrays: the reference's formulas pass NumPy
+    scalars too, where a 0-d operand meets an operator, and pybind11 refuses them)."""
     dt = arrays[0].dtype
-    return dt in _FLOATS and all(a.dtype == dt for a in arrays)
+    return dt in _FLOATS and all(isinstance(a, np.ndarray) and a.dtype == dt for a in arrays)
 
 
 def _c(a):
@@ -346,7 +347,8 @@ def _own_blas_threads(work):
 
 def _small_batch(a, b) -> bool:
     """A batch of float products, each below the size BLAS threads pay for."""
-    if a.ndim < 3 or b.ndim < 3 or not _native_ok(a, b):
+    # mismatched inner dimensions go to the reference, for its error (a ValueError)
+    if a.ndim < 3 or b.ndim < 3 or not _native_ok(a, b) or a.shape[-1] != b.shape[-2]:
         return False
     return a.shape[-2] * a.shape[-1] * b.shape[-1] < _blas.PARALLEL_WORK
 

@@ -143,6 +143,10 @@ class BackwardCFunction(_Node):
                     f"Function {self.name()} returned an invalid gradient at index {i} - got "
                     f"{list(g.shape)} but expected shape compatible with {list(meta[0])}"
                 )
+            if g.dtype is not meta[1]:
+                # as PyTorch's validate_outputs: the gradient takes its input's dtype (a
+                # custom_fwd(cast_inputs=...) forward ran in float32 on a bfloat16 input)
+                g = g.to(meta[1])
             fitted.append(g)
         return tuple(fitted)
 
@@ -213,7 +217,7 @@ class Function:
                                        "in-place operation.")
             next_functions = tuple(engine._edge(a) if need else engine.NO_EDGE
                                    for a, need in zip(args, ctx.needs_input_grad))
-            metas = tuple((a._data.shape, a._data.dtype, a._device) if isinstance(a, Tensor)
+            metas = tuple((a._data.shape, a.dtype, a._device) if isinstance(a, Tensor)
                           else None for a in args)
             node = BackwardCFunction.__new__(BackwardCFunction)
             _Node.__init__(node, cls.__name__, None, None, (), {}, next_functions, metas,
