@@ -150,11 +150,6 @@ def positive(input):
     return input
 
 
-def sgn(input):
-    """``sign`` for real tensors (``x / |x|`` for complex ones in PyTorch)."""
-    return _ops.sign(input)
-
-
 def deg2rad(input):
     """Degrees to radians."""
     return _float(input) * (math.pi / 180.0)
@@ -602,33 +597,6 @@ def diagflat(input, offset=0):
     return _ops_extra.diag(input.reshape(-1), offset)
 
 
-def matrix_power(input, n):
-    """``input`` (square, batched) multiplied by itself ``n`` times; negative ``n`` inverts.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.matrix_power(torcia.tensor([[1.0, 1.0], [0.0, 1.0]]), 3)
-    tensor([[1., 3.],
-            [0., 1.]])
-    """
-    if input.ndim < 2 or input.shape[-1] != input.shape[-2]:
-        raise RuntimeError("linalg.matrix_power: A must be batches of square matrices, but "
-                           f"they are {input.shape[-2]} by {input.shape[-1]} matrices")
-    if n == 0:
-        return C.eye(input.shape[-1], dtype=input.dtype, device=input.device).expand(
-            *input.shape).clone()
-    base = _ops_extra.inverse(input) if n < 0 else input
-    result, power, k = None, base, abs(n)
-    while k:
-        if k & 1:
-            result = power if result is None else result @ power
-        k >>= 1
-        if k:
-            power = power @ power
-    return result
-
-
 @autocast_as("chain_matmul")
 def chain_matmul(*matrices):
     """The product of 2-D matrices, left to right (deprecated in PyTorch for
@@ -732,15 +700,6 @@ def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
     """Row and column indices of the upper triangle of a ``row x col`` matrix."""
     return _tri_indices(np.triu_indices, row, col, offset, dtype, device)
-
-
-def vander(x, N=None, increasing=False):  # noqa: N803 - PyTorch's argument name
-    """The Vandermonde matrix of a 1-D tensor (powers decreasing unless ``increasing``)."""
-    n = x.shape[0] if N is None else N
-    powers = C.arange(n, device=x.device)
-    if not increasing:
-        powers = powers.flip([0])
-    return x.unsqueeze(1) ** powers.unsqueeze(0)
 
 
 def unravel_index(indices, shape):
@@ -1169,11 +1128,11 @@ def _top_inplace(name):
 
 ALIAS_METHODS = tuple(ALIASES)
 METHODS = ALIAS_METHODS + (
-    "positive", "sgn", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "heaviside",
+    "positive", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "heaviside",
     "copysign", "ldexp", "gcd", "lcm", "isneginf", "isposinf", "isreal", "is_signed",
     "is_nonzero", "is_same_size", "is_inference", "nanmean", "quantile", "nanquantile",
     "nanmedian", "aminmax", "dist", "renorm", "unique_consecutive", "ravel", "rot90", "take",
-    "diff", "kron", "trace", "diagflat", "matrix_power", "index_fill",
+    "diff", "kron", "trace", "diagflat", "index_fill",
     "masked_scatter", "put", "select_scatter", "slice_scatter", "diagonal_scatter",
     "sum_to_size", "ndimension", "new", "hsplit", "vsplit", "dsplit", "isin",
     "split_with_sizes", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "frexp",
@@ -1182,7 +1141,7 @@ METHODS = ALIAS_METHODS + (
 #: Methods that also get an in-place ``op_`` (PyTorch has them for these).
 INPLACE = tuple(n for n in ALIAS_METHODS if n != "row_stack") + (
     "deg2rad", "rad2deg", "copysign", "ldexp", "gcd", "lcm", "heaviside", "renorm",
-    "index_fill", "masked_scatter", "put", "sgn", "fill_diagonal", "nextafter",
+    "index_fill", "masked_scatter", "put", "fill_diagonal", "nextafter",
     "bitwise_left_shift", "bitwise_right_shift",
 )
 
@@ -1190,7 +1149,7 @@ _FUNCTIONS = (
     "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "typename", "is_storage",
     "scalar_tensor", "rsub", "nan_to_num_", "atleast_1d", "atleast_2d", "atleast_3d",
     "column_stack", "dstack", "chain_matmul", "meshgrid", "block_diag", "cartesian_prod",
-    "combinations", "tril_indices", "triu_indices", "vander", "unravel_index", "fill",
+    "combinations", "tril_indices", "triu_indices", "unravel_index", "fill",
     "adjoint", "trapezoid", "trapz", "cumulative_trapezoid", "pdist", "norm_except_dim",
     "frobenius_norm", "constant_pad_nd", "poisson", "binomial", "is_distributed",
     "use_deterministic_algorithms", "are_deterministic_algorithms_enabled",
