@@ -122,7 +122,50 @@ class Cauchy(Distribution):
         return math.log(4 * math.pi) + self.scale.log()
 
 
-class HalfCauchy(TransformedDistribution):
+class _Folded(TransformedDistribution):
+    """The absolute value of a draw from ``_base(0, scale)``, a distribution symmetric about
+    0: its density is twice the base's on [0, inf)."""
+
+    arg_constraints = {"scale": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _base = None
+
+    def __init__(self, scale, validate_args=None):
+        base_dist = self._base(0, scale, validate_args=False)
+        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(type(self), _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def scale(self):
+        return self.base_dist.scale
+
+    @property
+    def mode(self):
+        return torcia.zeros_like(self.scale)
+
+    def log_prob(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        log_prob = self.base_dist.log_prob(value) + math.log(2)
+        return torcia.where(value >= 0, log_prob, torcia.full_like(log_prob, -math.inf))
+
+    def cdf(self, value):
+        if self._validate_args:
+            self._validate_sample(value)
+        return 2 * self.base_dist.cdf(value) - 1
+
+    def icdf(self, prob):
+        return self.base_dist.icdf((prob + 1) / 2)
+
+    def entropy(self):
+        return self.base_dist.entropy() - math.log(2)
+
+
+class HalfCauchy(_Folded):
     """The absolute value of x ~ Cauchy(0, scale).
 
     Examples
@@ -133,21 +176,7 @@ class HalfCauchy(TransformedDistribution):
     0.5
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Cauchy(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfCauchy, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    _base = Cauchy
 
     @property
     def mean(self):
@@ -155,34 +184,16 @@ class HalfCauchy(TransformedDistribution):
                            device=self.scale.device)
 
     @property
-    def mode(self):
-        return torcia.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.base_dist.variance
 
     def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
         value = torcia.as_tensor(value, dtype=self.base_dist.scale.dtype,
                                  device=self.base_dist.scale.device)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return torcia.where(value >= 0, log_prob, torcia.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
+        return super().log_prob(value)
 
 
-class HalfNormal(TransformedDistribution):
+class HalfNormal(_Folded):
     """The absolute value of x ~ Normal(0, scale).
 
     Examples
@@ -193,50 +204,15 @@ class HalfNormal(TransformedDistribution):
     0.797885
     """
 
-    arg_constraints = {"scale": constraints.positive}
-    support = constraints.nonnegative
-    has_rsample = True
-
-    def __init__(self, scale, validate_args=None):
-        base_dist = Normal(0, scale, validate_args=False)
-        super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
-
-    def expand(self, batch_shape, _instance=None):
-        new = self._get_checked_instance(HalfNormal, _instance)
-        return super().expand(batch_shape, _instance=new)
-
-    @property
-    def scale(self):
-        return self.base_dist.scale
+    _base = Normal
 
     @property
     def mean(self):
         return self.scale * math.sqrt(2 / math.pi)
 
     @property
-    def mode(self):
-        return torcia.zeros_like(self.scale)
-
-    @property
     def variance(self):
         return self.scale.pow(2) * (1 - 2 / math.pi)
-
-    def log_prob(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        log_prob = self.base_dist.log_prob(value) + math.log(2)
-        return torcia.where(value >= 0, log_prob, torcia.full_like(log_prob, -math.inf))
-
-    def cdf(self, value):
-        if self._validate_args:
-            self._validate_sample(value)
-        return 2 * self.base_dist.cdf(value) - 1
-
-    def icdf(self, prob):
-        return self.base_dist.icdf((prob + 1) / 2)
-
-    def entropy(self):
-        return self.base_dist.entropy() - math.log(2)
 
 
 class Geometric(Distribution):
