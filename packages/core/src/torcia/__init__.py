@@ -124,6 +124,7 @@ from torcia._ops import (  # noqa: E402
     sum,
 )
 from torcia._ops_compat import *  # noqa: E402,F401,F403
+from torcia._ops_compat_more import *  # noqa: E402,F401,F403
 from torcia._ops_complex import (  # noqa: E402
     angle,
     complex,  # noqa: A004 - PyTorch's name
@@ -147,7 +148,10 @@ from torcia._ops_nn_top import *  # noqa: E402,F401,F403
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia.amp import (  # noqa: E402
+    GradScaler,
     autocast,
+    autocast_decrement_nesting,
+    autocast_increment_nesting,
     clear_autocast_cache,
     get_autocast_cpu_dtype,
     get_autocast_dtype,
@@ -155,6 +159,12 @@ from torcia.amp import (  # noqa: E402
     is_autocast_cache_enabled,
     is_autocast_cpu_enabled,
     is_autocast_enabled,
+    set_autocast_cache_enabled,
+    set_autocast_cpu_dtype,
+    set_autocast_cpu_enabled,
+    set_autocast_dtype,
+    set_autocast_enabled,
+    set_autocast_gpu_dtype,
 )
 from torcia.backend import device  # noqa: E402
 from torcia.plugins import hookimpl  # noqa: E402
@@ -182,6 +192,8 @@ plugins.register_builtin("meta", _MetaPlugin())
 
 from torcia import sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+from torcia._storage import LEGACY_CLASSES as _LEGACY_STORAGES  # noqa: E402
+from torcia._storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
 from torcia.sparse import sparse_coo_tensor  # noqa: E402
 
 Tensor.to_sparse = sparse.to_sparse
@@ -194,6 +206,8 @@ strided = "torcia.strided"
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
+# FloatStorage, LongStorage, ...: the legacy typed storages
+globals().update(_LEGACY_STORAGES)
 
 
 def is_tensor(obj) -> bool:

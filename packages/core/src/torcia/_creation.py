@@ -40,7 +40,7 @@ def _finish(arr, dev, requires_grad=False) -> Tensor:
 
 
 def _create(op, dtype, device, requires_grad=False, **params) -> Tensor:
-    dev = CPU if device is None else canonical_device(device)
+    dev = canonical_device(device)
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
     arr = kernels[op](dtype=(dtype or D._default[0]).to_numpy(), **params)
     return _finish(arr, dev, requires_grad) if requires_grad else Tensor._make(arr, dev)
@@ -175,7 +175,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
         if device is not None:
             out = out.to(device)
         return out
-    if isinstance(data, np.ndarray) and device in (None, "cpu", CPU):
+    if isinstance(data, np.ndarray) and canonical_device(device) is CPU:
         arr = data if dtype is None else data.astype(_dtype_arg(dtype).to_numpy(), copy=False)
         D.from_numpy_dtype(arr.dtype)
         return Tensor._make(arr, CPU)

@@ -14,11 +14,13 @@ from torcia import _dtype as D
 from torcia import (
     _ops,
     _ops_compat,
+    _ops_compat_more,
     _ops_complex,
     _ops_extra,
     _ops_nn,
     _ops_nn_top,
     _ops_spectral,
+    _storage,
     linalg,
     special,
 )
@@ -55,6 +57,10 @@ for _name in _ops_extra.INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_extra, _name)))
 for _name in _ops_nn.METHODS:
     setattr(Tensor, _name, getattr(_ops_nn, _name))
+for _name, _fn in {**_ops_compat_more.METHODS, **_storage.METHODS}.items():
+    setattr(Tensor, _name, _fn)
+Tensor.is_distributed = _ops_compat.is_distributed
+Tensor.const_data_ptr = Tensor.data_ptr
 for _name in _ops_complex.METHODS:
     setattr(Tensor, _name, getattr(_ops_complex, _name))
 Tensor.sgn_ = _make_inplace(_ops_complex.sgn)

@@ -127,11 +127,6 @@ def typename(obj) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def is_storage(obj) -> bool:
-    """Whether ``obj`` is a storage object: torcia exposes none, so always False."""
-    return False
-
-
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
     """A 0-d tensor holding the number ``s`` (default dtype float)."""
     return C.tensor(s, dtype=dtype or D.get_default_dtype(), device=device,
@@ -1146,7 +1141,7 @@ INPLACE = tuple(n for n in ALIAS_METHODS if n != "row_stack") + (
 )
 
 _FUNCTIONS = (
-    "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "typename", "is_storage",
+    "inf", "nan", "pi", "e", "newaxis", "finfo", "iinfo", "typename",
     "scalar_tensor", "rsub", "nan_to_num_", "atleast_1d", "atleast_2d", "atleast_3d",
     "column_stack", "dstack", "chain_matmul", "meshgrid", "block_diag", "cartesian_prod",
     "combinations", "tril_indices", "triu_indices", "unravel_index", "fill",

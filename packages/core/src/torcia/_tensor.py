@@ -955,8 +955,12 @@ def _torch_name(d) -> str:
             "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
 
 
+#: The device factory functions use when given none (``torcia.set_default_device``).
+DEFAULT_DEVICE = [CPU]
+
+
 def canonical_device(dev):
-    return CPU if dev is None else canonical(dev)
+    return DEFAULT_DEVICE[0] if dev is None else canonical(dev)
 
 
 def parse_to(*args, **kwargs):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 
 from torcia import _dtype as D
 from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
@@ -261,7 +262,7 @@ class autocast:
             raise ValueError(f"autocast: device_type must be 'cpu' or 'cuda', got "
                              f"{device_type!r}")
         self.device_type = device_type
-        self.dtype = dtype or _DEFAULTS[device_type]
+        self.dtype = dtype or _SWITCHES.dtypes[device_type]
         if self.dtype not in (D.float16, D.bfloat16):
             raise ValueError(f"autocast: dtype must be torcia.float16 or torcia.bfloat16, got "
                              f"{self.dtype}")
@@ -302,7 +303,7 @@ def get_autocast_dtype(device_type="cpu"):
     region = getattr(AUTOCAST, "region", None)
     if region is not None and region.device_type == device_type:
         return region.dtype
-    return _DEFAULTS[device_type]
+    return _SWITCHES.dtypes[device_type]
 
 
 def _cast_all(value, dtype, device_type):
@@ -337,6 +338,111 @@ def is_autocast_cache_enabled() -> bool:
 def clear_autocast_cache() -> None:
     """Nothing to clear: torcia's autocast keeps no cache (see
     :func:`is_autocast_cache_enabled`)."""
+
+
+class _Switches(threading.local):
+    """What the setter functions (``set_autocast_enabled``...) changed on this thread:
+    the dtype per device type, the autocast mode they entered, and the nesting count."""
+
+    def __init__(self):
+        self.dtypes = dict(_DEFAULTS)
+        self.mode = None
+        self.nesting = 0
+        self.cache_enabled = True
+
+
+_SWITCHES = _Switches()
+
+
+def _device_type_arg(device_type, fn):
+    if device_type not in _DEFAULTS:
+        raise RuntimeError(f"{fn}(): unsupported device type {device_type!r}: torcia's "
+                           "autocast supports 'cpu' and 'cuda'")
+    return device_type
+
+
+def set_autocast_enabled(device_type, enabled=None) -> None:
+    """Turn autocast on or off for ``device_type`` on this thread, outside any ``with
+    autocast(...)`` block, as PyTorch's function (``set_autocast_enabled(enabled)`` alone
+    means "cuda"). On, ops on that device run in the dtype of
+    :func:`set_autocast_dtype` (bfloat16 on "cpu", float16 on "cuda" by default).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_autocast_enabled("cpu", True)
+    >>> (torcia.ones(2, 2) @ torcia.ones(2, 2)).dtype
+    torcia.bfloat16
+    >>> torcia.set_autocast_enabled("cpu", False)
+    >>> torcia.is_autocast_enabled("cpu")
+    False
+    """
+    if enabled is None:
+        device_type, enabled = "cuda", device_type
+    _device_type_arg(device_type, "set_autocast_enabled")
+    if enabled:
+        AUTOCAST.region = _Region(device_type, _SWITCHES.dtypes[device_type])
+        AUTOCAST.enabled = True
+        if _SWITCHES.mode is None and not any(isinstance(m, _AutocastMode)
+                                              for m in active_modes()):
+            _SWITCHES.mode = _AutocastMode().__enter__()
+        return
+    region = getattr(AUTOCAST, "region", None)
+    if region is not None and region.device_type == device_type:
+        AUTOCAST.enabled = False
+    if _SWITCHES.mode is not None:
+        _SWITCHES.mode.__exit__(None, None, None)
+        _SWITCHES.mode = None
+        AUTOCAST.region = None
+
+
+def set_autocast_dtype(device_type, dtype) -> None:
+    """The dtype autocast uses for ``device_type`` when none is given (float16 or
+    bfloat16), on this thread."""
+    _device_type_arg(device_type, "set_autocast_dtype")
+    if dtype not in (D.float16, D.bfloat16):
+        raise ValueError(f"autocast: dtype must be torcia.float16 or torcia.bfloat16, got "
+                         f"{dtype}")
+    _SWITCHES.dtypes[device_type] = dtype
+    region = getattr(AUTOCAST, "region", None)
+    if region is not None and region.device_type == device_type and _SWITCHES.mode:
+        region.dtype = dtype
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """``set_autocast_enabled("cpu", enabled)`` (PyTorch's older name)."""
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype) -> None:
+    """``set_autocast_dtype("cpu", dtype)`` (PyTorch's older name)."""
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype) -> None:
+    """``set_autocast_dtype("cuda", dtype)`` (PyTorch's older name)."""
+    set_autocast_dtype("cuda", dtype)
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Accepted and inert: torcia's autocast casts at each op and keeps no cache of cast
+    weights (see :func:`is_autocast_cache_enabled`), so there is nothing to switch."""
+    _SWITCHES.cache_enabled = bool(enabled)
+
+
+def autocast_increment_nesting() -> int:
+    """Count one more nested autocast region on this thread; returns the new depth."""
+    _SWITCHES.nesting += 1
+    return _SWITCHES.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """Count one autocast region less; at depth 0 the (empty) cast cache is cleared, as
+    PyTorch does. Returns the new depth."""
+    _SWITCHES.nesting -= 1
+    if _SWITCHES.nesting == 0:
+        clear_autocast_cache()
+    return _SWITCHES.nesting
 
 
 def is_autocast_available(device_type: str) -> bool:
