@@ -176,6 +176,7 @@ from torcia.random import (  # noqa: E402
     manual_seed,
     seed,
     set_rng_state,
+    thread_safe_generator,
 )
 from torcia.serialization import load, save  # noqa: E402
 
@@ -201,8 +202,6 @@ Tensor.to_sparse_coo = sparse.to_sparse
 Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
-sparse_coo = "torcia.sparse_coo"
-strided = "torcia.strided"
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)

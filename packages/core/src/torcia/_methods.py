@@ -507,5 +507,5 @@ def _on(device_type):
 for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"):
     setattr(Tensor, f"is_{_name}", _on(_name))
 del _name
-Tensor.layout = "torcia.strided"
+Tensor.layout = _ops_compat_more.strided
 Tensor.names = property(lambda self: (None,) * self.ndim)

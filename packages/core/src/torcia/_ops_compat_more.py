@@ -1282,6 +1282,81 @@ def set_default_tensor_type(t) -> None:
     set_default_device(t.device_type)
 
 
+class layout(str):  # noqa: N801 - PyTorch's name
+    """A tensor memory layout: :data:`torcia.strided` (dense) or
+    :data:`torcia.sparse_coo`. Equal to its name string (``"torcia.strided"``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(1).layout is torcia.strided, isinstance(torcia.strided, torcia.layout)
+    (True, True)
+    """
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
+
+
+strided = layout("torcia.strided")
+sparse_coo = layout("torcia.sparse_coo")
+
+
+class memory_format(str):  # noqa: N801 - PyTorch's name
+    """How a dense tensor asks to be laid out (``memory_format=`` of ``contiguous``,
+    ``empty_like``, ``to``...): :data:`torcia.contiguous_format`,
+    :data:`torcia.channels_last`, :data:`torcia.channels_last_3d` or
+    :data:`torcia.preserve_format`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.channels_last
+    torcia.channels_last
+    """
+
+    __slots__ = ()
+
+    def __repr__(self):
+        return str.__str__(self)
+
+
+contiguous_format = memory_format("torcia.contiguous_format")
+channels_last = memory_format("torcia.channels_last")
+channels_last_3d = memory_format("torcia.channels_last_3d")
+preserve_format = memory_format("torcia.preserve_format")
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale, in place, the rows of ``weight`` named in ``indices`` whose ``norm_type``
+    norm exceeds ``max_norm`` to norm ``max_norm`` (as ``nn.Embedding(max_norm=...)``);
+    not recorded by autograd.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.embedding_renorm_(w, torcia.tensor([0, 1]), 1.0, 2.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_(): expected weight to be a 2-D tensor, got "
+                           f"{weight.ndim}-D")
+    if indices.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"embedding_renorm_(): Expected dtype int32/int64 for indices but "
+                           f"got: {indices.dtype}")
+    with _no_grad():
+        rows = C.tensor(np.unique(indices.cpu().numpy().reshape(-1)), device=weight.device)
+        picked = weight.index_select(0, rows)
+        norms = linalg.vector_norm(picked, norm_type, dim=1)
+        scale = _ops.where(norms > max_norm, max_norm / (norms + 1e-7),
+                           C.ones_like(norms))
+        weight.index_copy_(0, rows, picked * scale.unsqueeze(1))
+    return weight
+
+
 class OutOfMemoryError(RuntimeError):
     """A device ran out of memory (PyTorch's ``torch.OutOfMemoryError``, also
     ``torch.cuda.OutOfMemoryError``)."""
@@ -1331,5 +1406,7 @@ __all__ = [
     "batch_norm_update_stats", "batch_norm_backward_reduce", "batch_norm_backward_elemt",
     "dsmm", "hspmm", "hsmm", "sspaddmm", "saddmm", "smm", "is_conj", "is_neg",
     "init_num_threads", "set_default_device", "get_default_device", "set_default_tensor_type",
-    "OutOfMemoryError", "AcceleratorError",
+    "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo",
+    "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
+    "preserve_format", "embedding_renorm_",
 ]

@@ -111,3 +111,17 @@ def set_rng_state(state) -> None:
 
 def rng_of(generator) -> np.random.Generator:
     return (generator or default_generator).rng
+
+
+def thread_safe_generator():
+    """The generator a DataLoader thread worker should draw from, or None: the default
+    generator. torcia's DataLoader runs its workers as processes, each with its own
+    seeded default generator, so this is always None (as PyTorch outside thread workers).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rand(2, generator=torcia.thread_safe_generator()).shape
+    torcia.Size([2])
+    """
+    return None

@@ -26,6 +26,7 @@ import numpy as np
 
 from torcia import _creation
 from torcia import _dtype as D
+from torcia._ops_compat_more import sparse_coo as _layout_coo
 from torcia._tensor import Size, Tensor
 
 __all__ = ["SparseCooTensor", "addmm", "mm", "spmm", "sum"]
@@ -50,7 +51,7 @@ class SparseCooTensor:
     is_sparse_csr = False
     is_quantized = False
     is_meta = False
-    layout = "torcia.sparse_coo"
+    layout = _layout_coo
 
     def __init__(self, indices: Tensor, values: Tensor, size, is_coalesced: bool = False):
         self._indices_t = indices
@@ -279,7 +280,7 @@ def _cat(tensors, dim):
     return cat(tensors, dim)
 
 
-def sparse_coo_tensor(indices, values, size=None, dtype=None, device=None,
+def sparse_coo_tensor(indices, values=None, size=None, dtype=None, device=None,
                       requires_grad=False, check_invariants=None, is_coalesced=None):
     """A sparse COO tensor from ``indices`` (``sparse_dim x nnz``) and ``values``.
 
@@ -304,7 +305,21 @@ def sparse_coo_tensor(indices, values, size=None, dtype=None, device=None,
     >>> s = torcia.sparse_coo_tensor([[0, 0], [1, 1]], [2.0, 3.0], (2, 2))
     >>> s.coalesce().values()
     tensor([5.])
+
+    ``sparse_coo_tensor(size)`` alone is an empty sparse tensor of that size:
+
+    >>> torcia.sparse_coo_tensor((2, 3))._nnz()
+    0
     """
+    if values is None:
+        if size is not None:
+            raise TypeError("sparse_coo_tensor() missing 1 required positional argument: "
+                            "'values'")
+        shape = (indices,) if isinstance(indices, int) else tuple(int(s) for s in indices)
+        return sparse_coo_tensor(_creation.zeros(len(shape), 0, dtype=D.int64, device=device),
+                                 _creation.zeros(0, dtype=dtype or D.get_default_dtype(),
+                                                 device=device),
+                                 shape, requires_grad=requires_grad, is_coalesced=True)
     idx = indices if isinstance(indices, Tensor) else _creation.tensor(indices)
     if idx.dtype.is_floating_point:
         raise RuntimeError(f"indices must be an int64 tensor, got {idx.dtype}")
