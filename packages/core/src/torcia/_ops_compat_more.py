@@ -1357,6 +1357,153 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     return weight
 
 
+class Stream:
+    """A device-generic stream, as ``torch.Stream``. The CPU runs each op to completion
+    before the next starts, so a CPU stream is always idle (``query()`` is True) and
+    waiting on it returns at once; ``Stream(device="cuda")`` gives the CUDA plugin's
+    stream (:func:`torcia.cuda.Stream`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.Stream()
+    >>> s.query(), s.device_type
+    (True, 'cpu')
+    """
+
+    def __new__(cls, device=None, *, priority=0, **kwargs):
+        from torcia.backend import canonical
+
+        dev = canonical(device) if device is not None else get_default_device()
+        if dev.type == "cuda":
+            from torcia import cuda
+
+            return cuda.Stream(dev, priority)
+        if dev.type not in ("cpu", "meta"):
+            raise RuntimeError(f"torcia.Stream: no stream for device type {dev.type!r}")
+        self = object.__new__(cls)
+        self.device = dev
+        self.device_type = dev.type
+        self.device_index = -1 if dev.index is None else dev.index
+        self.stream_id = 0
+        self.priority = priority
+        return self
+
+    def query(self) -> bool:
+        """Whether all work on the stream is done: always, on the CPU."""
+        return True
+
+    def synchronize(self) -> None:
+        """Wait for the stream's work: none is pending on the CPU."""
+
+    def wait_event(self, event) -> None:
+        """Make later work wait for ``event``: CPU events complete when recorded."""
+
+    def wait_stream(self, stream) -> None:
+        """Make later work wait for ``stream``'s current work (done at once on the CPU)."""
+
+    def record_event(self, event=None):
+        """Record ``event`` (a new one by default) on this stream; returns it."""
+        event = Event(self.device) if event is None else event
+        event.record(self)
+        return event
+
+    def __eq__(self, other):
+        return isinstance(other, Stream) and (self.device, self.stream_id) == (
+            other.device, other.stream_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_index, self.stream_id))
+
+    def __repr__(self):
+        return (f"torcia.Stream device_type={self.device_type}, "
+                f"device_index={self.device_index}, stream_id={self.stream_id}")
+
+
+class Event:
+    """A device-generic event, as ``torch.Event``: on the CPU an event completes when it
+    is recorded, and with ``enable_timing=True`` it keeps the time it was recorded, for
+    :meth:`elapsed_time` (milliseconds).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.Event(enable_timing=True), torcia.Event(enable_timing=True)
+    >>> a.record(); b.record()
+    >>> a.elapsed_time(b) >= 0.0
+    True
+    """
+
+    def __init__(self, device=None, *, enable_timing=False, blocking=False, interprocess=False):
+        from torcia.backend import canonical
+
+        self.device = canonical(device) if device is not None else get_default_device()
+        if self.device.type not in ("cpu", "meta"):
+            raise RuntimeError(f"torcia.Event: use the {self.device.type} plugin's events "
+                               f"(torcia.{self.device.type}.Event) for that device")
+        self.device_type = self.device.type
+        self.enable_timing = enable_timing
+        self._time = None
+
+    def record(self, stream=None) -> None:
+        """Mark the point reached on ``stream``: now, on the CPU."""
+        import time
+
+        self._time = time.perf_counter()
+
+    def query(self) -> bool:
+        """Whether the work before the record is done: always, on the CPU."""
+        return True
+
+    def synchronize(self) -> None:
+        """Wait until the event completes (it has, on the CPU)."""
+
+    def wait(self, stream=None) -> None:
+        """Make ``stream`` wait for this event (nothing to wait for on the CPU)."""
+
+    def elapsed_time(self, end_event) -> float:
+        """Milliseconds from this event's record to ``end_event``'s."""
+        if not (self.enable_timing and end_event.enable_timing):
+            raise RuntimeError("Both events must be created with argument 'enable_timing=True'.")
+        if self._time is None or end_event._time is None:
+            raise RuntimeError("Both events must be recorded before calculating elapsed time.")
+        return (end_event._time - self._time) * 1000.0
+
+    def __repr__(self):
+        return f"torcia.Event device_type={self.device_type}"
+
+
+def is_anomaly_enabled() -> bool:
+    """Whether autograd's anomaly detection is on (``torcia.autograd.set_detect_anomaly``);
+    False while no autograd engine is loaded.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_anomaly_enabled()
+    False
+    """
+    engine = AUTOGRAD.engine
+    return bool(engine is not None and engine.ANOMALY.enabled)
+
+
+def is_anomaly_check_nan_enabled() -> bool:
+    """Whether anomaly detection also checks backward results for NaN (the default when
+    it is on)."""
+    engine = AUTOGRAD.engine
+    return bool(engine is not None and engine.ANOMALY.enabled and engine.ANOMALY.check_nan)
+
+
+def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
+    """Turn autograd's anomaly detection on or off (the function form of
+    ``torcia.autograd.set_detect_anomaly``); needs torcia-autograd."""
+    from torcia._tensor import load_autograd
+
+    anomaly = load_autograd().ANOMALY
+    anomaly.enabled = bool(enabled)
+    anomaly.check_nan = bool(check_nan)
+
+
 class OutOfMemoryError(RuntimeError):
     """A device ran out of memory (PyTorch's ``torch.OutOfMemoryError``, also
     ``torch.cuda.OutOfMemoryError``)."""
@@ -1408,5 +1555,6 @@ __all__ = [
     "init_num_threads", "set_default_device", "get_default_device", "set_default_tensor_type",
     "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-    "preserve_format", "embedding_renorm_",
+    "preserve_format", "embedding_renorm_", "Stream", "Event", "is_anomaly_enabled",
+    "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
 ]
