@@ -176,8 +176,7 @@ def _top_inplace(name):
     return fn
 
 
-_TOP_INPLACE = ("addmv_", "conj_physical_", "i0_", "logit_", "sinc_", "xlogy_",
-                "as_strided_")
+_TOP_INPLACE = ("addmv_", "i0_", "logit_", "sinc_", "xlogy_")
 for _name in _TOP_INPLACE:
     globals()[_name] = _top_inplace(_name)
 
@@ -289,12 +288,12 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
         raise IndexError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
                          f"equal to source.size(dim) ({src.shape[d]})")
     if input.ndim == 0:
-        return _ops.scatter_reduce(input.reshape(1), 0, index.reshape(-1).long(), src,
-                                   reduce, include_self=include_self).reshape(())
+        return input.reshape(1).scatter_reduce(0, index.reshape(-1).long(), src, reduce,
+                                               include_self=include_self).reshape(())
     shape = [1] * input.ndim
     shape[d] = -1
     idx = index.reshape(-1).long().reshape(shape).expand(*src.shape)
-    return _ops.scatter_reduce(input, d, idx, src, reduce, include_self=include_self)
+    return input.scatter_reduce(d, idx, src, reduce, include_self=include_self)
 
 
 def nonzero_static(input, *, size, fill_value=-1):
@@ -312,7 +311,7 @@ def nonzero_static(input, *, size, fill_value=-1):
     if size < 0:
         raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got "
                            f"{size}")
-    nz = _ops.nonzero(input)
+    nz = input.nonzero()
     n = nz.shape[0]
     if n >= size:
         return nz[:size]
@@ -1016,7 +1015,7 @@ def hspmm(mat1, mat2):
     """
     sp = _sparse()
     dense = sp.mm(mat1, mat2)
-    rows = C.tensor(np.unique(mat1.indices().cpu().numpy()[0]) if mat1._nnz()
+    rows = C.tensor(np.unique(mat1._indices_t.cpu().numpy()[0]) if mat1._nnz()
                     else np.zeros(0, dtype=np.int64), device=dense.device)
     return sp.SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
                               dense.shape, is_coalesced=True)
@@ -1544,7 +1543,7 @@ METHODS["index_reduce_"].__name__ = "index_reduce_"
 METHODS["index_reduce_"].__doc__ = "In-place :meth:`Tensor.index_reduce`."
 
 __all__ = [
-    *_TOP_INPLACE, "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
+    *_TOP_INPLACE, "as_strided_", "conj_physical_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
     "feature_dropout_", "index_reduce", "nonzero_static", "empty_strided", "empty_permuted",
     "as_strided_scatter", "frombuffer", "from_file", "gradient", "histogramdd",
     "nuclear_norm", "cond", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "lstm",
