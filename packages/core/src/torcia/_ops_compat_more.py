@@ -1543,8 +1543,9 @@ METHODS["index_reduce_"].__name__ = "index_reduce_"
 METHODS["index_reduce_"].__doc__ = "In-place :meth:`Tensor.index_reduce`."
 
 __all__ = [
-    *_TOP_INPLACE, "as_strided_", "conj_physical_", "dropout_", "alpha_dropout_", "feature_alpha_dropout_", "feature_dropout",
-    "feature_dropout_", "index_reduce", "nonzero_static", "empty_strided", "empty_permuted",
+    *_TOP_INPLACE, "as_strided_", "conj_physical_", "dropout_", "alpha_dropout_",
+    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_",
+    "index_reduce", "nonzero_static", "empty_strided", "empty_permuted",
     "as_strided_scatter", "frombuffer", "from_file", "gradient", "histogramdd",
     "nuclear_norm", "cond", "rnn_tanh_cell", "rnn_relu_cell", "lstm_cell", "gru_cell", "lstm",
     "gru", "rnn_tanh", "rnn_relu", "convolution", "conv_tbc", "batch_norm_stats",
