@@ -603,7 +603,7 @@ def cond(pred, true_fn, false_fn, operands=()):
     >>> import torcia
     >>> x = torcia.tensor([1.0, -2.0])
     >>> torcia.cond(x.sum() > 0, lambda v: v.cos(), lambda v: v.sin(), (x,))
-    tensor([-0.8415, -0.9093])
+    tensor([ 0.8415, -0.9093])
     """
     if isinstance(pred, Tensor):
         if pred.numel() != 1:
@@ -1192,8 +1192,9 @@ def sparse_mask(self, mask):
     --------
     >>> import torcia
     >>> m = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
-    >>> torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).sparse_mask(m).values()
-    tensor([2., 3.])
+    >>> torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).sparse_mask(m).to_dense()
+    tensor([[0., 2.],
+            [3., 0.]])
     """
     sp = _sparse()
     if not isinstance(mask, sp.SparseCooTensor):
