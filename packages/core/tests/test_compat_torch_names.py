@@ -515,3 +515,26 @@ def test_errors_name_the_problem():
         torcia.gradient(torcia.ones(3), edge_order=3)
     with pytest.raises(RuntimeError, match="2 dimensions"):
         torcia.nuclear_norm(torcia.ones(2, 2, 2))
+
+
+def test_device_modules():
+    assert torcia.get_device_module("cpu") is torcia.cpu
+    assert torcia.get_device_module(torcia.device("cpu")) is torcia.cpu
+    assert torcia.get_device_module() is (torcia.cuda if torcia.cuda.is_available()
+                                          else torcia.cpu)
+    with pytest.raises(RuntimeError, match="does not have a corresponding module"):
+        torcia.get_device_module("meta")
+    assert torcia.cpu.is_available() and torcia.cpu.device_count() == 1
+    assert torcia.cpu.current_device() == "cpu" and torcia.cpu.current_stream().query()
+    with torcia.cpu.stream(torcia.cpu.current_stream()) as s:
+        assert s.device_type == "cpu"
+    torcia.cpu.synchronize()
+    with pytest.raises(ValueError, match="expected a CPU device"):
+        torcia.cpu.set_device("cuda:0")
+
+
+def test_device_modules_match_torch():
+    torch = pytest.importorskip("torch")
+    for name in ("is_available", "device_count", "current_device"):
+        assert getattr(torcia.cpu, name)() == getattr(torch.cpu, name)()
+    assert torch.get_device_module("cpu") is torch.cpu

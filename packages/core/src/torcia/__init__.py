@@ -361,7 +361,7 @@ def __getattr__(name):
         return importlib.import_module("torcia.compiler").compile
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
-                                  "profiler", "hub", "accelerator", "compat",
+                                  "profiler", "hub", "accelerator", "compat", "cpu",
                                   "func"):
         try:
             return importlib.import_module(f"torcia.{name}")

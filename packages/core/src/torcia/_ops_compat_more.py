@@ -1473,6 +1473,34 @@ class Event:
         return f"torcia.Event device_type={self.device_type}"
 
 
+def get_device_module(device=None):
+    """The module of a device type's services: ``torcia.cuda`` for "cuda", ``torcia.cpu``
+    for "cpu"; without ``device``, the current accelerator's (CUDA when available) or the
+    CPU's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_device_module("cpu").device_count()
+    1
+    """
+    import importlib
+
+    from torcia.backend import device as _device
+
+    if device is None:
+        from torcia import cuda
+
+        name = "cuda" if cuda.is_available() else "cpu"
+    else:
+        name = device if isinstance(device, str) else _device(device).type
+        name = name.split(":")[0]
+    if name not in ("cpu", "cuda"):
+        raise RuntimeError(f"Device '{name}' does not have a corresponding module registered "
+                           f"as 'torcia.{name}'.")
+    return importlib.import_module(f"torcia.{name}")
+
+
 def is_anomaly_enabled() -> bool:
     """Whether autograd's anomaly detection is on (``torcia.autograd.set_detect_anomaly``);
     False while no autograd engine is loaded.
@@ -1556,6 +1584,6 @@ __all__ = [
     "init_num_threads", "set_default_device", "get_default_device", "set_default_tensor_type",
     "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
-    "preserve_format", "embedding_renorm_", "Stream", "Event", "is_anomaly_enabled",
-    "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
+    "preserve_format", "embedding_renorm_", "Stream", "Event", "get_device_module",
+    "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",
 ]
