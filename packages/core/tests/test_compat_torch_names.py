@@ -452,11 +452,25 @@ def test_queries_and_small_methods():
     m = x.as_subclass(Mine)
     assert type(m) is Mine and m.tolist() == [1.0, 2.0] and m.data_ptr() == x.data_ptr()
     assert x.new_empty_strided((2, 2), (1, 2)).stride() == (1, 2)
+    if _has_autograd():
+        w = torcia.ones(2, requires_grad=True)
+        alias = w.as_subclass(Mine)
+        assert type(alias) is Mine and not alias.is_leaf and alias.requires_grad
+        (alias * 2).sum().backward()
+        assert w.grad.tolist() == [2.0, 2.0]
     assert torcia.zeros(1).layout is torcia.strided and isinstance(torcia.strided,
                                                                    torcia.layout)
     assert isinstance(torcia.channels_last, torcia.memory_format)
     assert torcia.thread_safe_generator() is None
     torcia.init_num_threads()
+
+
+def _has_autograd():
+    try:
+        import torcia.autograd  # noqa: F401
+    except ImportError:
+        return False
+    return True
 
 
 def test_cond_and_feature_dropout():

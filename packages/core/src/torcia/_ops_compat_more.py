@@ -1143,7 +1143,7 @@ def module_load(self, other, assign=False):
 
 def as_subclass(self, cls):
     """A tensor of class ``cls`` (a subclass of :class:`torcia.Tensor`) sharing ``self``'s
-    data, without history.
+    data and attached to its graph (an alias: gradients flow back to ``self``).
 
     Examples
     --------
@@ -1155,12 +1155,11 @@ def as_subclass(self, cls):
     """
     if not (isinstance(cls, type) and issubclass(cls, Tensor)):
         raise TypeError(f"as_subclass: expected a subclass of torcia.Tensor, got {cls!r}")
-    out = cls.__new__(cls, _internal=True)
-    src = Tensor._make(self._data, self._device, base=self)
+    alias = _ops.view(self, tuple(self.shape))
+    out = object.__new__(cls)
     for slot in Tensor.__slots__:
         if slot != "__weakref__":
-            setattr(out, slot, getattr(src, slot))
-    out._requires_grad = self._requires_grad
+            setattr(out, slot, getattr(alias, slot))
     return out
 
 
