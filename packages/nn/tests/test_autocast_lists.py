@@ -58,10 +58,7 @@ ALIASES = {
     "reflection_pad1d": "reflection_pad",
 }
 # ops of PyTorch's lists that torcia does not have (checked below to be still missing)
-MISSING = {
-    "conv_tbc", "gru_cell", "rnn_tanh_cell", "rnn_relu_cell", "_addmm_activation",
-    "_native_multi_head_attention",
-}
+MISSING = {"_addmm_activation", "_native_multi_head_attention"}
 # list -> policy; the *_expect_builtin_promote lists are type promotion, not autocast
 CATEGORY = {
     "torch_fp16": "lower", "torch_16": "lower", "nn_fp16": "lower", "nn_16": "lower",
@@ -134,6 +131,9 @@ def _cpu_cases(L, F_):
         "addmm": lambda t: L.addmm(t(3, 5), t(3, 4), t(4, 5)),
         "addbmm": lambda t: L.addbmm(t(3, 5), t(2, 3, 4), t(2, 4, 5)),
         "prelu": lambda t: F_.prelu(t(2, 3), t(1)),
+        "conv_tbc": lambda t: L.conv_tbc(t(4, 1, 2), t(2, 2, 3), t(3), 1),
+        "gru_cell": lambda t: L.gru_cell(t(2, 3), t(2, 4), t(12, 3), t(12, 4)),
+        "lstm_cell": lambda t: L.lstm_cell(t(2, 3), (t(2, 4), t(2, 4)), t(16, 3), t(16, 4))[1],
         "linear": lambda t: F_.linear(t(2, 3), t(4, 3)),
         "poisson_nll_loss": lambda t: F_.poisson_nll_loss(t(4, 4), t(4, 4)),
         "cosine_embedding_loss": lambda t: F_.cosine_embedding_loss(

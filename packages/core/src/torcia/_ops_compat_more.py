@@ -12,6 +12,7 @@ gradients come from the ops it uses.
 from __future__ import annotations
 
 import builtins
+import functools
 import operator
 import warnings
 from functools import reduce
@@ -22,7 +23,8 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _ops, _ops_complex, _ops_nn, linalg
 from torcia._grad_mode import STATE as _GRAD
-from torcia._tensor import AUTOGRAD, Tensor, inplace
+from torcia._tensor import AUTOCAST, AUTOGRAD, Tensor, inplace
+from torcia.amp import autocast_as, op_policy
 
 # ---------------------------------------------------------------------------------------
 # in-place view ops: the tensor itself becomes the view
@@ -625,11 +627,31 @@ def cond(pred, true_fn, false_fn, operands=()):
 # ---------------------------------------------------------------------------------------
 
 
+def _listed_where_listed(name):
+    """Autocast for a composite op that PyTorch lists on some devices only: where the
+    region's device lists ``name``, the op is one op for autocast (:func:`autocast_as`);
+    elsewhere its inner ops meet autocast one by one, as PyTorch's composite kernels."""
+    def decorate(fn):
+        listed = autocast_as(name)(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            region = AUTOCAST.region
+            if AUTOCAST.enabled and region is not None and op_policy(region.device_type, name):
+                return listed(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
 def _lin(x, w, b):
     out = _ops.matmul(x, w.transpose(-1, -2))
     return out if b is None else out + b
 
 
+@_listed_where_listed("rnn_tanh_cell")
 def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One Elman RNN step: ``tanh(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
 
@@ -643,11 +665,13 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return (_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh)).tanh()
 
 
+@_listed_where_listed("rnn_relu_cell")
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``."""
     return _ops.relu(_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh))
 
 
+@_listed_where_listed("lstm_cell")
 def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One LSTM step: ``hx`` is ``(h, c)``, gates ordered input, forget, cell, output as
     PyTorch's; returns ``(h', c')``.
@@ -667,6 +691,7 @@ def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     return o.sigmoid() * cy.tanh(), cy
 
 
+@_listed_where_listed("gru_cell")
 def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
     """One GRU step, PyTorch's formulation: ``r`` and ``z`` gates, ``n = tanh(i_n + r *
     h_n)``, ``h' = (1 - z) * n + z * h``.
@@ -846,6 +871,7 @@ def convolution(input, weight, bias, stride, padding, dilation, transposed, outp
                                          groups)
 
 
+@autocast_as("conv_tbc")
 def conv_tbc(input, weight, bias, pad=0):
     """1-D convolution over a ``(time, batch, channels)`` input with a ``(kernel,
     in_channels, out_channels)`` weight, ``pad`` zeros at each end of time.

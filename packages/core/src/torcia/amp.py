@@ -49,11 +49,13 @@ LOWER_PRECISION = {
     "cpu": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv",
         "conv_transpose", "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
+        "conv_tbc",
     }),
     "cuda": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
         "conv", "conv_transpose", "einsum", "prelu", "scaled_dot_product_attention",
-        "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot",
+        "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
+        "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),
 }
 #: Ops run in float32, per device type.
