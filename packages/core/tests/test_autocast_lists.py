@@ -202,6 +202,15 @@ CASES = {
     "linalg_multi_dot": lambda d, t: torcia.linalg.multi_dot([_x(d, t, 2, 3), _x(d, t, 3, 2)]),
     "linalg_vecdot": lambda d, t: torcia.linalg.vecdot(_x(d, t, 2, 3), _x(d, t, 2, 3)),
     "renorm": lambda d, t: torcia.renorm(_x(d, t, 2, 3), 2, 0, 1.0),
+    "conv_tbc": lambda d, t: torcia.conv_tbc(_x(d, t, 4, 1, 2), _x(d, t, 2, 2, 3),
+                                             _x(d, t, 3)),
+    # the RNN cells of torch's level (hx cast too, so the result is in the low dtype)
+    "gru_cell": lambda d, t: torcia.gru_cell(_x(d, t, 2, 3), _x(d, t, 2, 4), _x(d, t, 12, 3),
+                                             _x(d, t, 12, 4)),
+    "rnn_tanh_cell": lambda d, t: torcia.rnn_tanh_cell(_x(d, t, 2, 3), _x(d, t, 2, 4),
+                                                       _x(d, t, 4, 3), _x(d, t, 4, 4)),
+    "rnn_relu_cell": lambda d, t: torcia.rnn_relu_cell(_x(d, t, 2, 3), _x(d, t, 2, 4),
+                                                       _x(d, t, 4, 3), _x(d, t, 4, 4)),
 }
 
 
