@@ -15,7 +15,6 @@ import builtins
 import functools
 import operator
 import warnings
-from functools import reduce
 
 import numpy as np
 
@@ -23,7 +22,8 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _ops, _ops_complex, _ops_nn, linalg
 from torcia._grad_mode import STATE as _GRAD
-from torcia._tensor import AUTOCAST, AUTOGRAD, Tensor, inplace
+from torcia._grad_mode import no_grad as _no_grad
+from torcia._tensor import AUTOCAST, AUTOGRAD, Tensor, _torch_name, inplace
 from torcia.amp import autocast_as, op_policy
 
 # ---------------------------------------------------------------------------------------
@@ -124,7 +124,7 @@ def resize_(self, *sizes, memory_format=None):
     shape = _size_arg(sizes)
     if shape == tuple(self._data.shape):
         return self
-    n = reduce(operator.mul, shape, 1)
+    n = functools.reduce(operator.mul, shape, 1)
     arr = self._data
     flat = arr.reshape(-1) if arr.flags.c_contiguous else arr.ravel(order="K")
     if n <= flat.size:
@@ -146,7 +146,7 @@ def resize(self, *sizes):
     as many elements as ``self`` (differentiable)."""
     warnings.warn("non-inplace resize is deprecated", stacklevel=2)
     shape = _size_arg(sizes)
-    n = reduce(operator.mul, shape, 1)
+    n = functools.reduce(operator.mul, shape, 1)
     if n != self.numel():
         raise RuntimeError(
             f"requested resize to {'x'.join(map(str, shape))} ({n} elements in total), but "
@@ -201,15 +201,9 @@ def float_power_(self, exponent):
                             or isinstance(exponent, complex)) else D.float64
     if self.dtype is not want:
         raise RuntimeError(f"the base given to float_power_ has dtype "
-                           f"{_torch_type_name(self.dtype)} but the operation's result "
-                           f"requires dtype {_torch_type_name(want)}")
+                           f"{_torch_name(self.dtype)} but the operation's result "
+                           f"requires dtype {_torch_name(want)}")
     return inplace(_ops.float_power, self, exponent)
-
-
-def _torch_type_name(d) -> str:
-    from torcia._tensor import _torch_name
-
-    return _torch_name(d)
 
 
 def dropout_(input, p=0.5, train=True):
@@ -1006,18 +1000,13 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
     return out if weight is None else out * _per_channel(weight, input)
 
 
-def _no_grad():
-    from torcia._grad_mode import no_grad
-
-    return no_grad()
-
-
 # ---------------------------------------------------------------------------------------
 # legacy sparse products (torch.hspmm, sspaddmm...) on torcia.sparse's COO tensors
 # ---------------------------------------------------------------------------------------
 
 
 def _sparse():
+    # torcia.sparse imports this module (for its layout), so it is reached at call time
     from torcia import sparse
 
     return sparse
