@@ -397,17 +397,21 @@ def test_default_device_and_tensor_type():
 
 
 def test_autocast_setters():
+    # float16 on the CPU, as PyTorch allows: bfloat16 needs the optional ml_dtypes
     a = torcia.ones(2, 2)
+    torcia.set_autocast_dtype("cpu", torcia.float16)
     torcia.set_autocast_enabled("cpu", True)
     try:
-        assert torcia.is_autocast_enabled("cpu") and (a @ a).dtype is torcia.bfloat16
-        torcia.set_autocast_dtype("cpu", torcia.float16)
+        assert torcia.is_autocast_enabled("cpu") and (a @ a).dtype is torcia.float16
         assert torcia.get_autocast_dtype("cpu") is torcia.float16
+        with torcia.autocast("cpu", enabled=False):
+            assert (a @ a).dtype is torcia.float32
         assert (a @ a).dtype is torcia.float16
     finally:
         torcia.set_autocast_enabled("cpu", False)
         torcia.set_autocast_cpu_dtype(torcia.bfloat16)
     assert not torcia.is_autocast_enabled("cpu") and (a @ a).dtype is torcia.float32
+    assert torcia.get_autocast_cpu_dtype() is torcia.bfloat16
     torcia.set_autocast_cpu_enabled(True)
     assert torcia.is_autocast_cpu_enabled()
     torcia.set_autocast_cpu_enabled(False)
