@@ -28,7 +28,6 @@ from torcia.func import (
     vmap,
 )
 
-warnings.filterwarnings("ignore", message="torcia.vmap has no batching rules")
 F64 = torcia.float64
 
 
@@ -189,7 +188,9 @@ def test_per_sample_gradients_of_a_cnn_equal_the_loop():
         return F.cross_entropy(out, y.unsqueeze(0))
 
     start = time.perf_counter()
-    batched = vmap(grad(loss), in_dims=(None, 0, 0))(params, data, targets)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # every op on its batching rule
+        batched = vmap(grad(loss), in_dims=(None, 0, 0))(params, data, targets)
     vmap_seconds = time.perf_counter() - start
     start = time.perf_counter()
     for i in range(16):
@@ -215,7 +216,9 @@ def test_ensemble_of_eight_mlps_matches_separate_training():
         return (functional_call(base, (p, b), (xb,)) - yb).pow(2).mean()
 
     for _ in range(3):
-        grads = vmap(grad(loss), in_dims=(0, 0, None, None))(params, buffers, x, y)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UserWarning)  # every op on its batching rule
+            grads = vmap(grad(loss), in_dims=(0, 0, None, None))(params, buffers, x, y)
         params = {k: (v - 0.1 * grads[k]).detach() for k, v in params.items()}
         for m in separate:
             m.zero_grad()

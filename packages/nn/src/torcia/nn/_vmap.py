@@ -144,6 +144,15 @@ class BatchedArray:
     def all(self):
         return bool(self.value.all())
 
+    def min(self):
+        return self.value.min()
+
+    def max(self):
+        return self.value.max()
+
+    def item(self):
+        self.__bool__()
+
     def __len__(self):
         return self.shape[0]
 
@@ -260,10 +269,11 @@ class _Ctx:
     """What a rule gets: the batch size, the op's kernel at the lower levels
     (:meth:`inner`), and other ops' kernels (:meth:`run`)."""
 
-    __slots__ = ("op", "kernel", "device", "size")
+    __slots__ = ("op", "kernel", "device", "size", "level")
 
-    def __init__(self, op, kernel, device, size):
+    def __init__(self, op, kernel, device, size, level):
         self.op, self.kernel, self.device, self.size = op, kernel, device, size
+        self.level = level
 
     def inner(self, *args, **params):
         return dispatch(self.op, self.kernel, self.device, args, params)
@@ -286,6 +296,11 @@ def dispatch(op, kernel, device, args, params):
     for a in args:
         if a.__class__ is BatchedArray and a.level > level:
             level = a.level
+    key = params.get("key") if op in _KEYED else None
+    if key is not None:
+        for k in key if isinstance(key, tuple) else (key,):
+            if k.__class__ is BatchedArray and k.level > level:
+                level = k.level
     if level < 0:
         return kernel(*args, **params)
     vals, bats = [], []
@@ -298,19 +313,27 @@ def dispatch(op, kernel, device, args, params):
         else:
             vals.append(a)
             bats.append(False)
-    ctx = _Ctx(op, kernel, device, size)
+    if key is not None:
+        for k in key if isinstance(key, tuple) else (key,):
+            if k.__class__ is BatchedArray and k.level == level:
+                size = k.value.shape[0]
+    ctx = _Ctx(op, kernel, device, size, level)
     rule = RULES.get(op)
     out = NotImplemented
     if rule is not None:
         out = rule[1](ctx, vals, bats, params)
     if out is NotImplemented:
-        out = _loop(ctx, vals, bats, params)
+        out = _loop(ctx, vals, bats, params, level)
     if isinstance(out, tuple):
         return tuple(BatchedArray(o, level) for o in out)
     return BatchedArray(out, level)
 
 
-def _loop(ctx, vals, bats, params):
+# ops with index arrays inside their ``key`` parameter
+_KEYED = frozenset({"getitem", "index_put"})
+
+
+def _loop(ctx, vals, bats, params, level):
     """The fallback: the kernel once per sample, the results stacked."""
     if ctx.op not in _warned_ops:
         _warned_ops.add(ctx.op)
@@ -318,13 +341,23 @@ def _loop(ctx, vals, bats, params):
             f"There is a performance drop because we have not yet implemented the batching "
             f"rule for {ctx.op}. It runs once per sample in vmap (see "
             f"torcia.func's list of ops with batching rules).", UserWarning, stacklevel=4)
+    key = params.get("key") if ctx.op in _KEYED else None
     results = []
     for b in range(ctx.size):
+        if key is not None:
+            params = {**params, "key": _key_sample(key, level, b)}
         results.append(ctx.inner(*[v[b] if bat else v for v, bat in zip(vals, bats)],
                                  **params))
     if isinstance(results[0], tuple):
         return tuple(_stack([r[k] for r in results]) for k in range(len(results[0])))
     return _stack(results)
+
+
+def _key_sample(key, level, b):
+    if not isinstance(key, tuple):
+        return _key_sample((key,), level, b)[0]
+    return tuple(k.value[b] if k.__class__ is BatchedArray and k.level == level else k
+                 for k in key)
 
 
 # ---------------------------------------------------------------------------------------
@@ -431,12 +464,14 @@ _INT_DIM = {"max_dim", "min_dim", "median_dim", "mode_dim", "argmax", "argmin", 
 
 def _positional_dim(ctx, vals, bats, params):
     """``softmax_backward(g, y, dim)`` and friends: two samples-aligned arrays and a dim."""
-    g, y, dim = vals
-    if bats[2]:
+    g, y = vals[:2]
+    if any(bats[2:]):
         return NotImplemented
     ndim = max(_lndim(g, bats[0]), _lndim(y, bats[1]))
-    return ctx.inner(_full(g, bats[0], ctx.size), _full(y, bats[1], ctx.size),
-                     _wrap(dim, ndim) + 1, **params)
+    full = (_full(g, bats[0], ctx.size), _full(y, bats[1], ctx.size))
+    if "dim" in params:
+        return ctx.inner(*full, **{**params, "dim": _wrap(params["dim"], ndim) + 1})
+    return ctx.inner(*full, _wrap(vals[2], ndim) + 1, **params)
 
 
 def _view_rule(ctx, vals, bats, params):
@@ -473,14 +508,10 @@ def _view_rule(ctx, vals, bats, params):
     elif op == "diagonal":
         p["dim1"], p["dim2"] = _shift(params["dim1"], ndim), _shift(params["dim2"], ndim)
     elif op == "getitem":
-        key = params["key"]
-        key = key if isinstance(key, tuple) else (key,)
-        advanced = [k for k in key if hasattr(k, "ndim") or isinstance(k, (list, bool))]
-        if any(isinstance(k, BatchedArray) for k in advanced) or len(advanced) > 1:
+        key = _batched_key(_unwrap_key(params["key"], ctx), ctx, bats[0])
+        if key is None:
             return NotImplemented
-        if advanced and any(k is None for k in key):
-            return NotImplemented
-        p["key"] = (slice(None),) + key
+        p["key"] = key
     elif op in ("flip",):
         p["dims"] = _shift(tuple(params["dims"]), ndim)
     elif op == "roll":
@@ -495,6 +526,58 @@ def _view_rule(ctx, vals, bats, params):
     elif op == "split":
         p["dim"] = _shift(params["dim"], ndim)
     return ctx.inner(x, **p)
+
+
+def _batched_key(key, ctx=None, x_batched=True):
+    """An index key with the samples' dim in front, or None where NumPy would move the
+    advanced-index dims elsewhere (several advanced indices, or one beside a None). A
+    batched index array (of this level: already unwrapped by the caller) must come first:
+    it picks per sample, beside an ``arange`` over the samples when ``x`` is batched."""
+    key = key if isinstance(key, tuple) else (key,)
+    advanced = [k for k in key if hasattr(k, "ndim") or isinstance(k, (list, bool))]
+    mine = [i for i, k in enumerate(key) if isinstance(k, _Mine)]
+    if mine:
+        if mine != [0] or len(advanced) > 1 or any(k is None for k in key):
+            return None
+        idx = key[0].value
+        if not x_batched:
+            return (idx,) + key[1:]
+        rows = ctx.xp.arange(ctx.size).reshape((ctx.size,) + (1,) * (idx.ndim - 1))
+        return (rows, idx) + key[1:]
+    if any(isinstance(k, BatchedArray) for k in advanced) or len(advanced) > 1:
+        return None
+    if advanced and any(k is None for k in key):
+        return None
+    return (slice(None),) + key
+
+
+class _Mine:
+    """A batched index array of the level being handled, marked inside a key."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _unwrap_key(key, ctx):
+    """The key with this level's batched index arrays marked (see :class:`_Mine`)."""
+    key = key if isinstance(key, tuple) else (key,)
+    return tuple(_Mine(k.value) if k.__class__ is BatchedArray and k.level == ctx.level
+                 else k for k in key)
+
+
+def _index_put(ctx, vals, bats, params):
+    """``x[key] = values`` (the backward of indexing): both broadcast over the samples."""
+    x, values = vals
+    key = _batched_key(_unwrap_key(params["key"], ctx), ctx)
+    if key is None:
+        return NotImplemented
+    xs = _full(x, bats[0], ctx.size).copy()
+    if bats[1]:
+        target = ctx.run("getitem", xs, key=key).ndim - 1
+        values = _pad_front(values, target - _lndim(values, True))
+    return ctx.inner(xs, values, **{**params, "key": key})
 
 
 _VIEW_OPS = ("view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand",
@@ -534,9 +617,8 @@ def _indexed(ctx, vals, bats, params):
     if op.startswith("index_"):
         if bats[1]:
             return NotImplemented
-        vals = [vals[0] if i == 1 else _full(v, b, ctx.size) for i, (v, b) in
+        vals = [v if i == 1 else _full(v, b, ctx.size) for i, (v, b) in
                 enumerate(zip(vals, bats))]
-        vals[0] = _full(vals[0], bats[0], ctx.size)
     else:
         vals = [_full(v, b, ctx.size) for v, b in zip(vals, bats)]
     if op in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy"):
@@ -550,31 +632,32 @@ def _indexed(ctx, vals, bats, params):
 
 
 def _matmul(ctx, vals, bats, params):
+    """Vectors become matrices (their extra dim dropped after), batched operands get
+    size-1 dims up to the other's rank, and the samples ride as a matmul batch dim."""
     a, b = vals
     ba, bb = bats
     la, lb = _lndim(a, ba), _lndim(b, bb)
     if la == 0 or lb == 0:
         return NotImplemented
-    squeeze = []
+    row = col = False
     if ba and la == 1:
         a = a.reshape((ctx.size, 1) + tuple(a.shape[1:]))
-        la = 2
-        squeeze.append(-2)
-    if bb and lb == 1:
+        la, row = 2, True
+    if lb == 1 and (bb or row):
         b = b.reshape(tuple(b.shape) + (1,))
-        lb = 2
-        squeeze.append(-1)
+        lb, col = 2, True
     top = max(la, lb)
     if ba:
         a = _pad_front(a, top - la)
     if bb:
         b = _pad_front(b, top - lb)
-    kernels = ctx.op if ctx.op == "matmul" else "matmul"
-    out = ctx.run(kernels, a, b) if ctx.op != "matmul" else ctx.inner(a, b)
-    if squeeze:
+    out = ctx.run("matmul", a, b) if ctx.op != "matmul" else ctx.inner(a, b)
+    if row or col:
         shape = list(out.shape)
-        for d in sorted(squeeze):
-            del shape[d]
+        if col:
+            shape.pop(-1)
+        if row:
+            shape.pop(-1 if col else -2)
         out = out.reshape(tuple(shape))
     return out
 
@@ -654,7 +737,7 @@ def _conv(ctx, vals, bats, params):
     x, w, b = vals
     bx, bw, bb = bats
     nd = _spatial(params)
-    if _lndim(x, bx) != nd + 2 or not _plain(vals):
+    if _lndim(x, bx) != nd + 2:
         return NotImplemented
     n = ctx.size
     if not (bw or bb):
@@ -665,7 +748,7 @@ def _conv(ctx, vals, bats, params):
     xg = _merge(_swap01(xs), 1, 2)  # (N, B*C, *sp)
     wg = _merge(_full(w, bw, n), 0, 1)  # (B*O, ...) or (B*Cin, ...) for the transpose
     bg = None if b is None else _merge(_full(b, bb, n), 0, 1)
-    out = ctx.inner(xg, ctx.xp.ascontiguousarray(wg), bg,
+    out = ctx.inner(xg, wg, bg,
                     **{**params, "groups": groups * n})
     return _swap01(_split(out, 1, n))  # (N, B*O, *) -> (B, N, O, *)
 
@@ -674,7 +757,7 @@ def _conv_weight(ctx, vals, bats, params):
     """The per-sample weight gradient: the samples become groups."""
     x, g = vals
     nd = _spatial(params)
-    if _lndim(x, bats[0]) != nd + 2 or not _plain(vals):
+    if _lndim(x, bats[0]) != nd + 2:
         return NotImplemented
     n = ctx.size
     xg = _merge(_swap01(_full(x, bats[0], n)), 1, 2)
@@ -716,7 +799,6 @@ def _adaptive(ctx, vals, bats, params):
 
 def _per_sample_loss(ctx, losses, counts, reduction):
     """Per-sample 'none' losses (B, N) reduced as ``reduction``."""
-    xp = ctx.xp
     if reduction == "sum":
         return losses.sum(axis=1)
     return (losses.sum(axis=1) / counts).astype(losses.dtype, copy=False)
@@ -810,10 +892,10 @@ def _layer_norm(ctx, vals, bats, params):
         # per-sample affine parameters: normalise, then scale and shift with broadcasting
         out = ctx.inner(_full(x, bats[0], ctx.size), None, None, **params)
         if weight is not None:
-            out = _elementwise(_Ctx("mul", _kernel(ctx, "mul"), ctx.device, ctx.size),
+            out = _elementwise(_Ctx("mul", _kernel(ctx, "mul"), ctx.device, ctx.size, ctx.level),
                                [out, weight], [True, bats[1]], {})
         if bias is not None:
-            out = _elementwise(_Ctx("add", _kernel(ctx, "add"), ctx.device, ctx.size),
+            out = _elementwise(_Ctx("add", _kernel(ctx, "add"), ctx.device, ctx.size, ctx.level),
                                [out, bias], [True, bats[2]], {})
         return out
     return ctx.inner(x, weight, bias, **params)
@@ -829,12 +911,13 @@ def _kernel(ctx, op):
 def _layer_norm_backward(ctx, vals, bats, params):
     """(grad_input, grad_weight, grad_bias): the input gradient is per row already;
     the parameter gradients are summed over each sample's rows only."""
-    g, x, weight, normalized_ndim, eps = vals
+    g, x, weight = vals
     if bats[2] or not _plain(vals):
         return NotImplemented
     n = ctx.size
+    normalized_ndim, eps = params["normalized_ndim"], params["eps"]
     gs, xs = _full(g, bats[0], n), _full(x, bats[1], n)
-    gx, _, _ = ctx.inner(gs, xs, weight, normalized_ndim, eps, **params)
+    gx, _, _ = ctx.inner(gs, xs, weight, **params)
     axes = tuple(range(xs.ndim - normalized_ndim, xs.ndim))
     lead = tuple(range(1, xs.ndim - normalized_ndim))
     centred = xs - xs.mean(axis=axes, keepdims=True)
@@ -852,8 +935,9 @@ def _batch_norm(ctx, vals, bats, params):
     n = ctx.size
     training = params["training"]
     if not training and not (bats[1] or bats[2]):
-        return _split_all(ctx.inner(_merge(x, 0, 1), weight, bias, rmean, rvar, **params),
-                          n, channels=False)
+        # running statistics: every sample normalised alike, the samples folded into N
+        out, mean, var = ctx.inner(_merge(x, 0, 1), weight, bias, rmean, rvar, **params)
+        return _split(out, 0, n), _expand_dim(mean, 0, n), _expand_dim(var, 0, n)
     if not training:
         return NotImplemented
     xs = _merge(_swap01(_full(x, bats[0], n)), 1, 2)  # (N, B*C, *)
@@ -863,20 +947,16 @@ def _batch_norm(ctx, vals, bats, params):
     return (_swap01(_split(out, 1, n)), mean.reshape((n, -1)), var.reshape((n, -1)))
 
 
-def _split_all(out, n, channels):
-    out, mean, var = out
-    return _split(out, 0, n), _expand_dim(mean, 0, n), _expand_dim(var, 0, n)
-
-
 def _batch_norm_backward(ctx, vals, bats, params):
-    g, x, weight, rmean, rvar, training, eps = vals
-    if bats[3] or bats[4] or not _plain(vals) or not training:
+    g, x, weight, rmean, rvar = vals[:5]
+    training = params["training"] if "training" in params else vals[5]
+    if any(bats[3:]) or not _plain(vals) or not training:
         return NotImplemented
     n = ctx.size
     gs = _merge(_swap01(_full(g, bats[0], n)), 1, 2)
     xs = _merge(_swap01(_full(x, bats[1], n)), 1, 2)
     w = None if weight is None else _merge(_full(weight, bats[2], n), 0, 1)
-    gx, gw, gb = ctx.inner(gs, xs, w, None, None, training, eps, **params)
+    gx, gw, gb = ctx.inner(gs, xs, w, None, None, *vals[5:], **params)
     return _swap01(_split(gx, 1, n)), gw.reshape((n, -1)), gb.reshape((n, -1))
 
 
@@ -919,6 +999,7 @@ def _build() -> dict:
         "softmax_backward": ("dim", _positional_dim),
         "log_softmax_backward": ("dim", _positional_dim),
         "cat": ("movement", _concat), "stack": ("movement", _concat),
+        "index_put": ("movement", _index_put),
         "gather": ("movement", _indexed), "scatter": ("movement", _indexed),
         "scatter_add": ("movement", _indexed), "take_along_dim": ("movement", _indexed),
         "index_select": ("movement", _indexed), "index_add": ("movement", _indexed),
@@ -1007,6 +1088,15 @@ class _Rules(dict):
 
     def all(self):
         return bool(self.value.all())
+
+    def min(self):
+        return self.value.min()
+
+    def max(self):
+        return self.value.max()
+
+    def item(self):
+        self.__bool__()
 
     def __len__(self):
         self._fill()
