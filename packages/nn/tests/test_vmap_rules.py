@@ -260,3 +260,45 @@ def test_coverage_list_groups_the_native_rules():
     assert "conv_weight" in kinds["nn"] and "matmul" in kinds["linear algebra"]
     assert "exp" in kinds["elementwise"] and "sum" in kinds["dim"]
     assert "view" in kinds["view"]
+
+
+def test_the_docs_coverage_page_is_current():
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "vmap_coverage.rst"
+    if not page.exists():
+        pytest.skip("no docs/ beside this package (an installed copy)")
+    assert page.read_text() == _vmap.coverage_rst(), \
+        "docs/vmap_coverage.rst is stale: run python tools/gen_vmap_coverage.py"
+
+
+def _generic_cases():
+    from torcia import library
+
+    groups = {"unary_float": 1, "unary_same": 1, "special_unary": 1, "binary": 2,
+              "binary_float": 2, "compare": 2, "special_binary": 2}
+    return [(name, groups[rec.group]) for name, rec in sorted(library.op_records().items())
+            if rec.group in groups]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # acosh's NaNs, alike in both runs
+@pytest.mark.parametrize("name,arity", _generic_cases(), ids=[c[0] for c in _generic_cases()])
+def test_every_generic_elementwise_rule_against_the_loop(name, arity):
+    from torcia import library
+
+    x = torcia.tensor(np.random.default_rng(0).uniform(0.2, 0.9, (3, 2, 4)), dtype=F64)
+    y = torcia.tensor(np.random.default_rng(1).uniform(0.2, 0.9, (4,)), dtype=F64)
+    if name.startswith("bitwise"):
+        x, y = (x * 10).long(), (y * 10).long()
+    args = (x,) if arity == 1 else (x, y)
+
+    def f(*a):
+        return library.call(name, a, {})
+
+    try:
+        _loop(f, args, (1,) + (None,) * (arity - 1))
+    except (TypeError, RuntimeError, NotImplementedError) as e:
+        pytest.skip(f"{name} does not take these inputs: {e}")
+    check(f, *args, in_dims=(1,) + (None,) * (arity - 1), rtol=1e-12)
+    if arity == 2:
+        check(lambda a, b: library.call(name, (b, a), {}), x, y, in_dims=(1, None), rtol=1e-12)

@@ -5,10 +5,14 @@
 torcia-nn owns it because ``functional_call`` and the module helpers need modules; core
 aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))``).
 
-``vmap`` runs the function once per batch entry and stacks the results: every op is
-supported and the semantics (``in_dims``, ``out_dims``, nesting, ``randomness``,
-``chunk_size``) are PyTorch's, but there are no batching rules yet, so it is no faster
-than a Python loop; it says so once per process with a performance warning.
+``vmap`` runs the function once on batched tensors (a dispatch mode, see
+``torcia.nn._vmap``): each op runs once for the whole batch through its batching rule, or
+once per sample where it has none (with a one-time performance warning naming the op).
+Two cases run the whole function once per sample instead, with the same results:
+``randomness="same"``/``"different"`` (each sample draws as PyTorch's), and mapped inputs
+or outputs that autograd tracks across the call (``grad(vmap(f))``), since the batched
+graph does not outlive the call. The ops with rules are listed in the docs
+(``docs/vmap_coverage.rst``).
 """
 
 from __future__ import annotations
@@ -471,7 +475,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         ``"error"`` rejects random ops inside ``func``; ``"different"`` draws independently
         per entry; ``"same"`` draws the same numbers for every entry.
     chunk_size : int, optional
-        Entries per chunk (a memory knob in PyTorch; accepted and checked here).
+        Run the batched function on this many entries at a time (less memory, more
+        calls), concatenating the results.
 
     Returns
     -------
