@@ -290,3 +290,27 @@ NN_FORWARD_CASES = [
 def test_forward_mode_of_nn_ops_agrees_with_backward(name, fn, shapes):
     inputs = [_rand(*s, seed=k + 10).requires_grad_(True) for k, s in enumerate(shapes)]
     assert torcia.autograd.gradcheck(fn, inputs, check_forward_ad=True)
+
+
+FORWARD_OVER_REVERSE = [
+    ("softmax-tanh", lambda x: (torcia.softmax(x, 0) * x.tanh()).sum()),
+    ("log_softmax", lambda x: F.log_softmax(x.reshape(2, 3), 1)[:, 0].sum()),
+    ("layer_norm", lambda x: F.layer_norm(x.reshape(2, 3), (3,)).pow(3).sum()),
+    ("gelu-silu", lambda x: (F.gelu(x) * F.silu(x)).sum()),
+    ("cross_entropy", lambda x: F.cross_entropy(x.reshape(2, 3), torcia.tensor([0, 2]))),
+    ("conv1d", lambda x: F.conv1d(x.reshape(1, 1, 6), x[:3].reshape(1, 1, 3)).pow(2).sum()),
+    ("matmul-exp", lambda x: (x.reshape(2, 3) @ x.reshape(3, 2).exp()).sum()),
+]
+
+
+@pytest.mark.parametrize("name,f", FORWARD_OVER_REVERSE, ids=[c[0] for c in FORWARD_OVER_REVERSE])
+def test_forward_over_reverse_matches_finite_differences(name, f):
+    x = _rand(6, seed=11) * 0.5
+    h = jacfwd(jacrev(f))(x).numpy()
+    fd = _fd_jacobian(lambda v: grad(f)(v), x)
+    np.testing.assert_allclose(h, fd, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(hessian(f)(x).numpy(), h, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(jacrev(jacrev(f))(x).numpy(), h, rtol=1e-10, atol=1e-10)
+    v = _rand(6, seed=12)
+    _, hvp = jvp(grad(f), (x,), (v,))
+    np.testing.assert_allclose(hvp.numpy(), h @ v.numpy(), rtol=1e-10, atol=1e-10)

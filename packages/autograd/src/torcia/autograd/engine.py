@@ -19,8 +19,6 @@ from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_ad as _forward_ad
 from torcia.autograd import graph as _graph
-from torcia.autograd.forward_ad import STATE as _FORWARD
-from torcia.autograd.forward_ad import _Dual
 from torcia.autograd.graph import (
     SAVED_HOOKS,
     AccumulateGrad,
@@ -105,10 +103,6 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         )
     if entry.fn is None:
         return
-    if _FORWARD.duals and any(x.__class__ is _Dual for x in inputs):
-        inputs, really = _forward_ad.propagate(op, inputs, params, out)
-        if not really:
-            return
     # one pass over the inputs: edges, what the formula keeps, versions, metadata
     edges = []
     args = []
@@ -161,6 +155,9 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
                 continue
             alias = Tensor._make(o._data, o._device)
             alias._vc = o._vc
+            if o.__class__ is not Tensor:
+                # a dual output: formulas reading it see its tangent (forward-over-reverse)
+                _forward_ad.share_tangent(o, alias)
             aliases.append(alias)
             versions += ((len(args) + k, o._vc[0]),)
         node.args = args + tuple(aliases)
@@ -200,8 +197,6 @@ def record_transfer(src: Tensor, out: Tensor) -> None:
 
 def check_inplace(t: Tensor) -> None:
     """Raise PyTorch's errors for in-place writes that would corrupt gradients."""
-    if t.__class__ is _Dual and not _forward_ad.check_inplace(t):
-        return
     if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
@@ -232,8 +227,6 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
         node.args = tuple(snapshot if a is t else a for a in node.args)
         node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
     base = t._base
-    if (t.__class__ is _Dual or out.__class__ is _Dual) and _forward_ad.rebase_inplace(t, out):
-        return
     before = [(x, x.grad_fn, x._out_nr) for x in (t, base) if x is not None and x._retains_grad]
     if base is not None and (base._requires_grad or out._requires_grad):
         _copy_slices(base, t, out)
@@ -695,7 +688,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
         elif not create_graph:
-            g = g.detach()
+            g = _forward_ad.detach_keeping_tangent(g)
         result.append(g)
     return tuple(result)
 

@@ -106,7 +106,16 @@ def _finish(tree, keep_graph: bool):
     if keep_graph:
         return tree
     leaves, rebuild = _flatten(tree)
-    return rebuild([x.detach() if isinstance(x, torcia.Tensor) else x for x in leaves])
+    return rebuild([_detach(x) if isinstance(x, torcia.Tensor) else x for x in leaves])
+
+
+def _detach(x):
+    """``x`` cut from the reverse graph, keeping its forward-mode tangent: inside an
+    outer ``jvp``/``jacfwd`` (forward-over-reverse) the tangent is what it reads."""
+    tangent = fwAD.unpack_dual(x).tangent
+    if tangent is None:
+        return x.detach()
+    return fwAD.make_dual(x.detach(), tangent)
 
 
 def _fresh_leaves(tree):
@@ -120,8 +129,13 @@ def _fresh_leaves(tree):
                                f"{type(leaf).__name__}")
         if not leaf.is_floating_point():
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        fresh.append(leaf.view_as(leaf) if leaf.requires_grad
-                     else leaf.detach().requires_grad_(True))
+        if leaf.requires_grad:
+            fresh.append(leaf.view_as(leaf))
+            continue
+        new = leaf.detach().requires_grad_(True)
+        tangent = fwAD.unpack_dual(leaf).tangent
+        # a dual input (an outer jvp): the new leaf carries its tangent on
+        fresh.append(new if tangent is None else fwAD.make_dual(new, tangent))
     return rebuild(fresh), fresh
 
 
@@ -411,8 +425,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 def hessian(func, argnums=0):
     """The Hessian of ``func`` (a function returning one number): the Jacobian of its
-    gradient. PyTorch computes it forward-over-reverse; torcia's tangents are not yet
-    differentiable, so this is reverse-over-reverse, with the same result.
+    gradient, forward-over-reverse (``jacfwd(jacrev(func))``) as PyTorch's.
 
     Examples
     --------
@@ -422,7 +435,7 @@ def hessian(func, argnums=0):
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return jacrev(jacrev(func, argnums), argnums)
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 # ---------------------------------------------------------------------------------------
