@@ -231,3 +231,15 @@ def test_gradients_computed_inside_a_level_carry_hessian_vector_products():
         hvp = fwAD.unpack_dual(g).tangent
     np.testing.assert_allclose(hvp.numpy(), _fd(grad_of, x) @ v.numpy(), rtol=1e-6,
                                atol=1e-8)
+
+
+def test_op_records_read_their_jvp_from_the_one_forward_table():
+    from torcia import library
+
+    x = torcia.tensor([0.5, 1.5], dtype=torcia.float64)
+    t = torcia.tensor([1.0, -2.0], dtype=torcia.float64)
+    for op, fn in (("sin", torcia.sin), ("exp", torcia.exp)):
+        record = library.get_op(op)
+        want = forward_derivatives.output_tangents(op, (x,), [t], {}, fn(x))
+        assert torcia.equal(record.jvp([t], x, result=fn(x)), want)
+    assert library.get_op("argmax").jvp is None  # not differentiable

@@ -18,6 +18,7 @@ import torcia
 from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_ad as _forward_ad
+from torcia.autograd import forward_derivatives as _fwd
 from torcia.autograd import graph as _graph
 from torcia.autograd.graph import (
     SAVED_HOOKS,
@@ -38,6 +39,28 @@ def derivative(op: str):
     """The backward formula of ``op``, or None when the table has none."""
     entry = _TABLE.get(op)
     return None if entry is None else entry.fn
+
+
+def forward_derivative(op: str):
+    """The forward-mode formula of ``op`` from :mod:`torcia.autograd.forward_derivatives`
+    (``jvp(tangents, *inputs, result=..., **params)``, one tangent or None per input), or
+    None when ``op`` has no backward formula either."""
+    entry = _TABLE.get(op)
+    if entry is None or entry.fn is None:
+        return None
+
+    def jvp(tangents, *inputs, result, **params):
+        return _fwd.output_tangents(op, inputs, list(tangents), params, result)
+
+    jvp.__name__ = f"{op}_jvp"
+    jvp.__qualname__ = jvp.__name__
+    return jvp
+
+
+def define_forward_derivative(op: str, fn) -> None:
+    """Add the forward formula of an op a plugin defines (the convention of
+    :func:`torcia.autograd.forward_derivatives.jvp`)."""
+    _fwd.jvp(op)(fn)
 
 
 class _NoDerivative:
