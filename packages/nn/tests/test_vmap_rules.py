@@ -302,3 +302,49 @@ def test_every_generic_elementwise_rule_against_the_loop(name, arity):
     check(f, *args, in_dims=(1,) + (None,) * (arity - 1), rtol=1e-12)
     if arity == 2:
         check(lambda a, b: library.call(name, (b, a), {}), x, y, in_dims=(1, None), rtol=1e-12)
+
+
+def _modules():
+    from torcia import nn
+
+    torcia.manual_seed(0)
+    return [
+        ("conv", nn.Conv2d(2, 3, 3, padding=1), (4, 1, 2, 5, 5)),
+        ("batch norm eval", nn.BatchNorm2d(2).eval(), (4, 3, 2, 5, 5)),
+        ("layer norm", nn.LayerNorm(5), (4, 3, 5)),
+        ("gru", nn.GRU(5, 4, batch_first=True), (4, 2, 3, 5)),
+        ("transformer layer", nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                         batch_first=True), (4, 2, 3, 8)),
+        ("adaptive avg pool", nn.Sequential(nn.Conv2d(2, 2, 1), nn.AdaptiveAvgPool2d(2)),
+         (4, 1, 2, 6, 6)),
+        ("upsample", nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(scale_factor=2)),
+         (4, 1, 2, 3, 3)),
+        ("group norm", nn.GroupNorm(2, 4), (4, 1, 4, 3, 3)),
+        ("conv transpose", nn.ConvTranspose2d(2, 3, 3, stride=2), (4, 1, 2, 3, 3)),
+        ("mlp", nn.Sequential(nn.Linear(5, 6), nn.GELU(), nn.Linear(6, 2), nn.Softmax(-1)),
+         (4, 3, 5)),
+        ("pool and flatten", nn.Sequential(nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2)),
+         (4, 1, 2, 4, 4)),
+    ]
+
+
+@pytest.mark.parametrize("name,module,shape", _modules(), ids=[c[0] for c in _modules()])
+def test_per_sample_gradients_of_modules_on_native_rules(name, module, shape):
+    from torcia.func import functional_call
+
+    module = module.double()
+    x = _rand(*shape)
+    params = {k: v.detach() for k, v in module.named_parameters()}
+
+    def loss(p, xi):
+        out = functional_call(module, p, (xi,))
+        return (out[0] if isinstance(out, tuple) else out).pow(2).sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = vmap(grad(loss), in_dims=(None, 0))(params, x)
+    for i in range(shape[0]):
+        want = grad(loss)(params, x[i])
+        for k in params:
+            np.testing.assert_allclose(got[k][i].numpy(), want[k].numpy(), rtol=1e-9,
+                                       atol=1e-10)

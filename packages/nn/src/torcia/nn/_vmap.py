@@ -927,36 +927,35 @@ def _layer_norm_backward(ctx, vals, bats, params):
     return gx, gw, gb
 
 
+def _channels(v, bat, n):
+    """A per-channel array (C,) or None as (B*C,): the samples folded into the channels."""
+    return None if v is None else _merge(_full(v, bat, n), 0, 1)
+
+
 def _batch_norm(ctx, vals, bats, params):
-    """Training statistics per sample: the samples folded into the channels."""
+    """Per-sample statistics (training) or per-sample affine parameters: the samples
+    folded into the channels, (B, N, C, *) -> (N, B*C, *), the running statistics tiled."""
     x, weight, bias, rmean, rvar = vals
-    if bats[3] or bats[4] or not _plain(vals) or _lndim(x, bats[0]) < 2:
+    if not _plain(vals) or _lndim(x, bats[0]) < 2:
         return NotImplemented
     n = ctx.size
-    training = params["training"]
-    if not training and not (bats[1] or bats[2]):
-        # running statistics: every sample normalised alike, the samples folded into N
-        out, mean, var = ctx.inner(_merge(x, 0, 1), weight, bias, rmean, rvar, **params)
-        return _split(out, 0, n), _expand_dim(mean, 0, n), _expand_dim(var, 0, n)
-    if not training:
-        return NotImplemented
-    xs = _merge(_swap01(_full(x, bats[0], n)), 1, 2)  # (N, B*C, *)
-    w = None if weight is None else _merge(_full(weight, bats[1], n), 0, 1)
-    b = None if bias is None else _merge(_full(bias, bats[2], n), 0, 1)
-    out, mean, var = ctx.inner(xs, w, b, None, None, **params)
+    xs = _merge(_swap01(_full(x, bats[0], n)), 1, 2)
+    out, mean, var = ctx.inner(xs, *(_channels(v, b, n) for v, b in zip(vals[1:], bats[1:])),
+                               **params)
     return (_swap01(_split(out, 1, n)), mean.reshape((n, -1)), var.reshape((n, -1)))
 
 
 def _batch_norm_backward(ctx, vals, bats, params):
+    """(grad_input, grad_weight, grad_bias) with the samples folded into the channels, so
+    the parameter gradients come out per sample."""
     g, x, weight, rmean, rvar = vals[:5]
-    training = params["training"] if "training" in params else vals[5]
-    if any(bats[3:]) or not _plain(vals) or not training:
+    if any(bats[5:]) or not _plain(vals):
         return NotImplemented
     n = ctx.size
     gs = _merge(_swap01(_full(g, bats[0], n)), 1, 2)
     xs = _merge(_swap01(_full(x, bats[1], n)), 1, 2)
-    w = None if weight is None else _merge(_full(weight, bats[2], n), 0, 1)
-    gx, gw, gb = ctx.inner(gs, xs, w, None, None, *vals[5:], **params)
+    rest = [_channels(v, b, n) for v, b in zip(vals[2:5], bats[2:5])]
+    gx, gw, gb = ctx.inner(gs, xs, *rest, *vals[5:], **params)
     return _swap01(_split(gx, 1, n)), gw.reshape((n, -1)), gb.reshape((n, -1))
 
 
