@@ -313,6 +313,8 @@ def _modules():
         ("batch norm eval", nn.BatchNorm2d(2).eval(), (4, 3, 2, 5, 5)),
         ("layer norm", nn.LayerNorm(5), (4, 3, 5)),
         ("gru", nn.GRU(5, 4, batch_first=True), (4, 2, 3, 5)),
+        ("lstm", nn.LSTM(5, 4, batch_first=True), (4, 2, 3, 5)),
+        ("lstm 2 layers", nn.LSTM(5, 4, num_layers=2), (4, 3, 2, 5)),
         ("transformer layer", nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
                                                          batch_first=True), (4, 2, 3, 8)),
         ("adaptive avg pool", nn.Sequential(nn.Conv2d(2, 2, 1), nn.AdaptiveAvgPool2d(2)),

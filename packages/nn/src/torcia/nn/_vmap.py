@@ -959,6 +959,47 @@ def _batch_norm_backward(ctx, vals, bats, params):
     return _swap01(_split(gx, 1, n)), gw.reshape((n, -1)), gb.reshape((n, -1))
 
 
+def _time_major(v, bat, n):
+    """(L, N, F) per sample as (L, B*N, F): the samples folded into the batch."""
+    return _merge(_swap01(_full(v, bat, n)), 1, 2)
+
+
+def _batch_major(v, n):
+    """(B*N, F) as (B, N, F)."""
+    return _split(v, 0, n)
+
+
+def _lstm_layer(ctx, vals, bats, params):
+    """A whole LSTM layer for every sample at once: the samples folded into its batch
+    (a shared recurrent weight only)."""
+    x_gates, h0, c0, w = vals
+    if bats[3] or _lndim(x_gates, bats[0]) != 3 or not _plain(vals):
+        return NotImplemented
+    n = ctx.size
+    outs = ctx.inner(_time_major(x_gates, bats[0], n), _merge(_full(h0, bats[1], n), 0, 1),
+                     _merge(_full(c0, bats[2], n), 0, 1), w, **params)
+    return tuple(_swap01(_split(o, 1, n)) for o in outs)
+
+
+def _lstm_layer_backward(ctx, vals, bats, params):
+    """Back through time for every sample at once; the recurrent weight's gradient is
+    then summed per sample (one product per sample over its steps)."""
+    g_out, g_cs, acts, cs, out, h0, c0, w = vals
+    if bats[7] or not _plain(vals) or _lndim(acts, bats[2]) != 3:
+        return NotImplemented
+    n = ctx.size
+    folded = [None if v is None else _time_major(v, b, n)
+              for v, b in zip(vals[:5], bats[:5])]
+    h0s, c0s = _merge(_full(h0, bats[5], n), 0, 1), _merge(_full(c0, bats[6], n), 0, 1)
+    g_gates, dh, dc, _ = ctx.inner(*folded, h0s, c0s, w, **params)
+    xp = ctx.xp
+    outs = _swap01(_split(folded[4], 1, n))  # (B, L, N, H)
+    h_prev = xp.concatenate([_batch_major(h0s, n)[:, None], outs[:, :-1]], axis=1)
+    gg = _swap01(_split(g_gates, 1, n))  # (B, L, N, 4H)
+    g_w = xp.einsum("blnh,blng->bhg", h_prev, gg).astype(gg.dtype, copy=False)
+    return gg, _batch_major(dh, n), _batch_major(dc, n), g_w
+
+
 # ---------------------------------------------------------------------------------------
 # the table
 # ---------------------------------------------------------------------------------------
@@ -1018,6 +1059,7 @@ def _build() -> dict:
         "embedding": ("nn", _embedding), "embedding_backward": ("nn", _embedding_backward),
         "layer_norm": ("nn", _layer_norm), "layer_norm_backward": ("nn", _layer_norm_backward),
         "batch_norm": ("nn", _batch_norm), "batch_norm_backward": ("nn", _batch_norm_backward),
+        "lstm_layer": ("nn", _lstm_layer), "lstm_layer_backward": ("nn", _lstm_layer_backward),
     })
     return {k: v for k, v in table.items() if k in records}
 
@@ -1135,9 +1177,9 @@ _KIND_TEXT = {
     "linear algebra": "Products: the samples ride as a batch dim of one matmul (vectors "
                       "become matrices), einsum gets a fresh letter.",
     "nn": "Hand-written: convolutions fold the samples into their batch, or into their "
-          "groups for per-sample weights and weight gradients; pooling folds them into the "
-          "batch; losses reduce per sample; embeddings offset per-sample tables; batch and "
-          "layer norm keep per-sample statistics.",
+          "groups for per-sample weights and weight gradients; pooling and LSTM layers "
+          "fold them into the batch; losses reduce per sample; embeddings offset "
+          "per-sample tables; batch and layer norm keep per-sample statistics.",
 }
 
 
