@@ -325,6 +325,10 @@ def _modules():
         ("conv transpose", nn.ConvTranspose2d(2, 3, 3, stride=2), (4, 1, 2, 3, 3)),
         ("mlp", nn.Sequential(nn.Linear(5, 6), nn.GELU(), nn.Linear(6, 2), nn.Softmax(-1)),
          (4, 3, 5)),
+        ("activations", nn.Sequential(nn.Linear(5, 6), nn.ELU(), nn.Linear(6, 6),
+                                      nn.LeakyReLU(0.1), nn.Linear(6, 6), nn.Hardtanh(),
+                                      nn.Linear(6, 6), nn.Softplus(), nn.Linear(6, 2)),
+         (4, 3, 5)),
         ("pool and flatten", nn.Sequential(nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2)),
          (4, 1, 2, 4, 4)),
     ]

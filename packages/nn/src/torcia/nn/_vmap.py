@@ -1011,7 +1011,8 @@ _ELEMENTWISE_OPS = ("real", "imag", "conj", "angle", "complex", "view_as_real",
                     "cast", "masked_fill", "nan_to_num", "polygamma", "leaky_relu", "elu",
                     "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh",
                     "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
-                    "gelu_backward", "silu_backward", "contiguous", "clone", "detach_view")
+                    "gelu_backward", "silu_backward", "activation_backward", "contiguous",
+                    "clone", "detach_view")
 _DIM_OPS = ("sum", "mean", "prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all",
             "any", "nansum", "count_nonzero", "max_dim", "min_dim", "median_dim", "mode_dim",
             "argmax", "argmin", "cumsum", "cumprod", "cummax", "cummin", "logcumsumexp",
