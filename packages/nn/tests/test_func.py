@@ -4,7 +4,6 @@ per-sample-gradient and ensemble recipes, and parity with torch.func."""
 from __future__ import annotations
 
 import copy
-import time
 import warnings
 
 import numpy as np
@@ -187,20 +186,16 @@ def test_per_sample_gradients_of_a_cnn_equal_the_loop():
         out = functional_call(model, p, (x.unsqueeze(0),))
         return F.cross_entropy(out, y.unsqueeze(0))
 
-    start = time.perf_counter()
+    # the speed-up over the loop is measured in benchmarks/bench_func.py
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)  # every op on its batching rule
         batched = vmap(grad(loss), in_dims=(None, 0, 0))(params, data, targets)
-    vmap_seconds = time.perf_counter() - start
-    start = time.perf_counter()
     for i in range(16):
         model.zero_grad()
         F.cross_entropy(model(data[i:i + 1]), targets[i:i + 1]).backward()
         for name, p in model.named_parameters():
             np.testing.assert_allclose(batched[name][i].numpy(), p.grad.numpy(),
                                        rtol=1e-5, atol=1e-6)
-    loop_seconds = time.perf_counter() - start
-    assert vmap_seconds > 0 and loop_seconds > 0
 
 
 def test_ensemble_of_eight_mlps_matches_separate_training():
