@@ -354,3 +354,22 @@ def test_per_sample_gradients_of_modules_on_native_rules(name, module, shape):
         for k in params:
             np.testing.assert_allclose(got[k][i].numpy(), want[k].numpy(), rtol=1e-9,
                                        atol=1e-10)
+
+
+def test_vmap_composes_with_forward_mode_and_jacobians():
+    from torcia.func import hessian, jacrev, jvp
+
+    x, v = _rand(5, 3), _rand(5, 3, seed=1)
+
+    def f(a):
+        return (a.sin() * a.softmax(-1)).sum()
+
+    want = torcia.stack([jvp(f, (x[i],), (v[i],))[1] for i in range(5)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        np.testing.assert_allclose(vmap(lambda a, b: jvp(f, (a,), (b,))[1])(x, v).numpy(),
+                                   want.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(jvp(vmap(f), (x,), (v,))[1].numpy(), want.numpy(),
+                                   rtol=1e-12)
+        check(hessian(f), x)
+        check(jacrev(lambda a: a.sin() * a.sum()), x)

@@ -623,14 +623,27 @@ def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims):
 
 
 def _to_batched(t, d, level):
-    """A tensor whose array is ``t``'s with its dim ``d`` mapped at ``level``."""
+    """A tensor whose array is ``t``'s with its dim ``d`` mapped at ``level`` (a dual
+    tensor's tangent mapped alike: ``jvp(vmap(f))``)."""
     data = t._data
     d = d % t.ndim
     axes = (d,) + tuple(i for i in range(t.ndim) if i != d)
-    return library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
+    out = library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
+    tangent = fwAD.unpack_dual(t).tangent
+    if tangent is not None:
+        out = fwAD.make_dual(out, _to_batched(tangent, d, level))
+    return out
 
 
 def _from_batched(t, d, level, size):
+    out = _unbatched(t, d, level, size)
+    tangent = fwAD.unpack_dual(t).tangent
+    if tangent is not None:
+        out = fwAD.make_dual(out, _unbatched(tangent, d, level, size))
+    return out
+
+
+def _unbatched(t, d, level, size):
     data = t._data
     if isinstance(data, _vm.BatchedArray) and data.level == level:
         phys = data.value
