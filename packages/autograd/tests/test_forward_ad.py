@@ -177,3 +177,69 @@ def test_custom_function_jvp():
         with pytest.raises(NotImplementedError, match="implement the jvp function"):
             NoJvp.apply(fwAD.make_dual(x, torcia.ones(2)))
     assert x.grad is None
+
+
+def test_tangents_flow_under_no_grad_as_in_pytorch():
+    x = torcia.tensor([0.5, 1.0], dtype=torcia.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torcia.tensor([1.0, 2.0], dtype=torcia.float64))
+        with torcia.no_grad():
+            y = d.sin() * d
+        primal, tangent = fwAD.unpack_dual(y)
+        # d/dx (x sin x) = sin x + x cos x, times the tangent
+        want = (np.sin(x.numpy()) + x.numpy() * np.cos(x.numpy())) * np.array([1.0, 2.0])
+        np.testing.assert_allclose(tangent.numpy(), want, rtol=1e-12)
+        assert not y.requires_grad and y.grad_fn is None
+
+
+def test_a_dual_requires_grad_exactly_when_its_primal_does():
+    with fwAD.dual_level():
+        plain = fwAD.make_dual(torcia.ones(2), torcia.ones(2))
+        assert not plain.requires_grad and (plain * 2).grad_fn is None
+        leaf = torcia.ones(2, requires_grad=True)
+        tracked = fwAD.make_dual(leaf, torcia.ones(2))
+        assert tracked.requires_grad and (tracked * 2).grad_fn is not None
+
+
+def _fd(f, x, eps=1e-6):
+    flat = x.numpy().ravel()
+    cols = []
+    for j in range(flat.size):
+        plus, minus = flat.copy(), flat.copy()
+        plus[j] += eps
+        minus[j] -= eps
+        cols.append((f(torcia.tensor(plus.reshape(x.shape))).numpy()
+                     - f(torcia.tensor(minus.reshape(x.shape))).numpy()).ravel() / (2 * eps))
+    return np.stack(cols, -1)
+
+
+def test_gradients_computed_inside_a_level_carry_hessian_vector_products():
+    # forward-over-reverse by hand: the backward pass runs with grad mode off, and the
+    # tangents flow through its formulas (softmax's included)
+    x = torcia.tensor([0.3, -0.2, 0.8], dtype=torcia.float64)
+    v = torcia.tensor([1.0, -1.0, 0.5], dtype=torcia.float64)
+
+    def grad_of(t):
+        leaf = t.detach().requires_grad_(True)
+        y = (torcia.softmax(leaf, 0) * leaf.tanh()).sum()
+        return torcia.autograd.grad(y, [leaf])[0]
+
+    with fwAD.dual_level():
+        leaf = fwAD.make_dual(x.detach().requires_grad_(True), v)
+        y = (torcia.softmax(leaf, 0) * leaf.tanh()).sum()
+        g = torcia.autograd.grad(y, [leaf])[0]
+        hvp = fwAD.unpack_dual(g).tangent
+    np.testing.assert_allclose(hvp.numpy(), _fd(grad_of, x) @ v.numpy(), rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_op_records_read_their_jvp_from_the_one_forward_table():
+    from torcia import library
+
+    x = torcia.tensor([0.5, 1.5], dtype=torcia.float64)
+    t = torcia.tensor([1.0, -2.0], dtype=torcia.float64)
+    for op, fn in (("sin", torcia.sin), ("exp", torcia.exp)):
+        record = library.get_op(op)
+        want = forward_derivatives.output_tangents(op, (x,), [t], {}, fn(x))
+        assert torcia.equal(record.jvp([t], x, result=fn(x)), want)
+    assert library.get_op("argmax").jvp is None  # not differentiable

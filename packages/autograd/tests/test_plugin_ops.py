@@ -1,6 +1,7 @@
 """An out-of-tree plugin distribution defines a differentiable op through
 ``torcia_register_ops``: it is found from its installed entry point, passes gradcheck and
-gradgradcheck, runs on the meta device from its shape function, and is listed.
+gradgradcheck (and forward mode, through its own jvp), runs on the meta device from its
+shape function, and is listed.
 
 The distribution is a ``*.dist-info`` folder (METADATA + entry_points.txt) and a module in a
 temporary directory, used from a fresh interpreter with that directory on its path, as an
@@ -33,6 +34,15 @@ def _softclip_shape(x, limit=1.0):
     return x.shape, x.dtype
 
 
+JVP_CALLS = []
+
+
+def _softclip_jvp(tangents, x, *, result, limit=1.0):
+    JVP_CALLS.append(limit)
+    t = (x / limit).tanh()
+    return tangents[0] * (1 - t * t)
+
+
 def softclip(x, limit=1.0):
     return library.call("softclip", (x,), {"limit": float(limit)})
 
@@ -40,7 +50,7 @@ def softclip(x, limit=1.0):
 @torcia.hookimpl
 def torcia_register_ops(registry):
     registry.define("softclip", _softclip, backward=_softclip_backward,
-                    shape=_softclip_shape)
+                    shape=_softclip_shape, jvp=_softclip_jvp)
 '''
 
 CHECK = '''
@@ -57,7 +67,10 @@ ok2 = gradgradcheck(lambda x: p.softclip(x, 2.0), (x,))
 values = p.softclip(torcia.tensor([0.0, 100.0]), 2.0).tolist()
 meta = p.softclip(torcia.empty(5, 6, device="meta"))
 record = library.get_op("softclip")
+fwd = gradcheck(lambda x: p.softclip(x, 2.0), (x,), check_forward_ad=True)
 print(json.dumps({"gradcheck": ok, "gradgradcheck": ok2, "values": values,
+                  "forward": fwd, "jvp_used": 2.0 in p.JVP_CALLS,
+                  "jvp_in_record": record.jvp is p._softclip_jvp,
                   "meta": [list(meta.shape), str(meta.device)],
                   "params": record.params, "group": record.group,
                   "differentiable": record.differentiable}))
@@ -86,6 +99,8 @@ def test_an_out_of_tree_plugin_defines_a_differentiable_op(tmp_path):
     _install(tmp_path)
     got = json.loads(_run(tmp_path, "-c", CHECK))
     assert got["gradcheck"] and got["gradgradcheck"]
+    # forward mode runs the plugin's own jvp, which its op record holds
+    assert got["forward"] and got["jvp_used"] and got["jvp_in_record"]
     assert got["values"][0] == 0.0 and abs(got["values"][1] - 2.0) < 1e-6
     assert got["meta"] == [[5, 6], "meta"]
     assert got["params"] == {"limit": 1.0} and got["group"] == "plugin"

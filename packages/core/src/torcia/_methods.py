@@ -27,6 +27,7 @@ from torcia import (
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
+    active_modes,
     binary,
     canonical_device,
     inplace,
@@ -208,6 +209,8 @@ def _transfer(t: Tensor, dev) -> Tensor:
     host = src_backend.to_host(t._data)
     arr = dst_backend.from_host(host, dev.index)
     out = Tensor._make(arr, dev)
+    for mode in active_modes():
+        mode.on_result("to_device", (t,), {"device": t._device}, out)
     if t._requires_grad and AUTOGRAD.engine is not None:
         from torcia._grad_mode import STATE
 

@@ -604,6 +604,12 @@ class DispatchMode:
         """``target`` was overwritten in place with the value of ``out``."""
         return None
 
+    def on_result(self, op: str, inputs: tuple, params: dict, result) -> None:
+        """``op`` ran on ``inputs`` and made ``result`` (a tensor or a tuple of them),
+        before autograd records it; called whatever the grad mode (forward-mode AD
+        gives the result its tangent here)."""
+        return None
+
     def around_backward(self, node, run):
         """Run the backward of graph node ``node``: ``run()`` computes it."""
         return run()
@@ -702,6 +708,9 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         result = tuple(Tensor._make(o, dev) for o in out)
     else:
         result = Tensor._make(out, dev, view_of)
+    if modes:
+        for mode in modes:
+            mode.on_result(op, inputs, params, result)
     if needs_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, inputs, params, result)
     return result
@@ -765,7 +774,7 @@ def binary(op: str, a, b, float_op: bool = False):
 
 
 def _binary_in_modes(modes, op, a, b, float_op):
-    if not isinstance(b, Tensor) and b.__class__ not in (float, int, bool):
+    if not isinstance(b, Tensor) and b.__class__ not in (float, int, bool, complex):
         b = _as_operand(b, a)
     for mode in modes:
         a, b = mode.on_inputs(op, (a, b))
@@ -777,6 +786,8 @@ def _binary_in_modes(modes, op, a, b, float_op):
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
     out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd), dev)
+    for mode in modes:
+        mode.on_result(op, (a, b), {}, out)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a, b), {}, out)
     return out
@@ -881,6 +892,8 @@ def _unary_in_modes(modes, op, a, to_float):
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
     out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
+    for mode in modes:
+        mode.on_result(op, (a,), {}, out)
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.engine.record(op, (a,), {}, out)
     return out

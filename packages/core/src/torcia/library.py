@@ -248,7 +248,9 @@ class OpDef:
         The backward formula (see ``torcia.autograd.derivatives``); None when the op is
         not differentiable or no autograd engine is available.
     jvp : callable or None
-        The forward-mode formula, where one is defined.
+        The forward-mode formula (``jvp(tangents, *inputs, result=..., **params)``), read
+        from autograd's forward table (``torcia.autograd.forward_derivatives``) for the
+        built-in ops; None without an engine or for non-differentiable ops.
     shape : callable or None
         ``shape(*input_metas, **params)`` -> the output's ``(shape, dtype)`` without data.
     primitive : bool
@@ -365,6 +367,10 @@ def _build_builtin() -> dict[str, OpDef]:
             differentiable = name not in ops.NOT_DIFFERENTIABLE
             backward = engine.derivative(name) if engine is not None and differentiable \
                 else None
+            # the forward formula comes from autograd's one forward table (an engine
+            # without forward mode has none)
+            forward = getattr(engine, "forward_derivative", None)
+            jvp = forward(name) if forward is not None and backward is not None else None
             if backward is not None and group not in _ARITY:
                 inputs, params = _schema_from_formula(backward, inputs, params)
             doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
@@ -376,7 +382,7 @@ def _build_builtin() -> dict[str, OpDef]:
                 shape=_meta.SHAPES.get(name),
                 primitive=name not in DECOMPOSITIONS,
                 decomposition=DECOMPOSITIONS.get(name),
-                backward=backward, differentiable=differentiable, doc=doc,
+                backward=backward, jvp=jvp, differentiable=differentiable, doc=doc,
             )
     return records
 
@@ -406,7 +412,10 @@ class OpRegistry(Registry):
             ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta"
             device; without it the meta device runs ``kernel`` on zero stand-ins.
         jvp : callable, optional
-            The forward-mode formula.
+            The forward-mode formula, in the convention of
+            ``torcia.autograd.forward_derivatives``: ``jvp(tangents, *inputs, result=...,
+            **params)`` (one tangent or None per input) returning the output's tangent;
+            without it, forward mode transposes ``backward``.
         differentiable : bool, optional
             Whether the op has gradients; by default, whether ``backward`` is given.
         group : str
@@ -440,6 +449,9 @@ def _install_derivatives(engine) -> None:
     for name, record in plugin_ops.build().items():
         if engine.derivative(name) is None and name not in _records.derivatives:
             engine.define_derivative(name, record.backward)
+            define_jvp = getattr(engine, "define_forward_derivative", None)
+            if record.jvp is not None and define_jvp is not None:
+                define_jvp(name, record.jvp)
             _records.derivatives.add(name)
 
 

@@ -1810,10 +1810,21 @@ def _(grad, a, *, ord, dim, keepdim, result):
 # other's adjoints, so their rows close over those ops and any order of derivative works.
 
 
+#: whether a forward-AD level is open (set by torcia.autograd.forward_ad): tangents flow
+#: through backward formulas, so they must avoid the first-order-only fused kernels
+FORWARD_LEVEL_OPEN = [False]
+
+
+def _differentiable_formulas() -> bool:
+    """Whether backward formulas must be written with differentiable ops: a graph of the
+    gradient is being built, or forward AD reads tangents through them."""
+    return torcia.is_grad_enabled() or FORWARD_LEVEL_OPEN[0]
+
+
 def _fused(name, grad, x, **params):
     """The first derivative of an activation in one kernel, or None when a graph of the
     gradient is being built (the formulas below then keep it differentiable)."""
-    if torcia.is_grad_enabled():
+    if _differentiable_formulas():
         return None
     return call("activation_backward", (grad, x), {"activation": name, **params})
 
@@ -1959,14 +1970,14 @@ def _(grad, x):
 
 @derivative("softmax")
 def _(grad, _x, *, dim, result):
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         return call("softmax_backward", (grad, result), {"dim": dim})
     return result * (grad - (grad * result).sum(dim, keepdim=True))
 
 
 @derivative("log_softmax")
 def _(grad, _x, *, dim, result):
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         return call("log_softmax_backward", (grad, result), {"dim": dim})
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
@@ -2130,7 +2141,7 @@ def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
     g = grads[0]
     if g is None:
         return None, None, None, None, None
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         # first order only: one fused kernel (it recomputes the batch statistics: saving
         # the outputs would forbid an in-place ReLU on the normalised values)
         gx, gw, gb = call("batch_norm_backward", (g, x, weight, running_mean, running_var),
@@ -2157,7 +2168,7 @@ def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
 
 @derivative("layer_norm")
 def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         gx, gw, gb = call("layer_norm_backward", (grad, x, weight),
                           {"normalized_ndim": normalized_ndim, "eps": eps})
         return (gx if needs_input_grad[0] else None, gw if needs_input_grad[1] else None,
@@ -2191,7 +2202,7 @@ def _(grad, _g, indices, *, num_weights, padding_idx):
 @derivative("lstm_cell", differentiable_outputs=(True, True, False))
 def _(grads, gates, c, *, result):
     gh, gc, _ = grads
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         _, c_new, act = result
         return call("lstm_cell_backward", (gh, gc, act, c, c_new), {})
     return _lstm_cell_grads(gh, gc, gates, c)
@@ -2217,7 +2228,7 @@ def _lstm_cell_grads(gh, gc, gates, c):
 def _(grads, x_gates, h0, c0, w_hh_t, *, result):
     g_out, g_cs, _ = grads
     out, cs, acts = result
-    if not torcia.is_grad_enabled():
+    if not _differentiable_formulas():
         return call("lstm_layer_backward", (g_out, g_cs, acts, cs, out, h0, c0, w_hh_t), {})
     # higher orders: back through time in differentiable ops, from the recomputed gates
     h_prev = torcia.cat([h0.unsqueeze(0), out[:-1]])

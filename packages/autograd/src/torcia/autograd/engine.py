@@ -18,9 +18,8 @@ import torcia
 from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_ad as _forward_ad
+from torcia.autograd import forward_derivatives as _fwd
 from torcia.autograd import graph as _graph
-from torcia.autograd.forward_ad import STATE as _FORWARD
-from torcia.autograd.forward_ad import _Dual
 from torcia.autograd.graph import (
     SAVED_HOOKS,
     AccumulateGrad,
@@ -40,6 +39,28 @@ def derivative(op: str):
     """The backward formula of ``op``, or None when the table has none."""
     entry = _TABLE.get(op)
     return None if entry is None else entry.fn
+
+
+def forward_derivative(op: str):
+    """The forward-mode formula of ``op`` from :mod:`torcia.autograd.forward_derivatives`
+    (``jvp(tangents, *inputs, result=..., **params)``, one tangent or None per input), or
+    None when ``op`` has no backward formula either."""
+    entry = _TABLE.get(op)
+    if entry is None or entry.fn is None:
+        return None
+
+    def jvp(tangents, *inputs, result, **params):
+        return _fwd.output_tangents(op, inputs, list(tangents), params, result)
+
+    jvp.__name__ = f"{op}_jvp"
+    jvp.__qualname__ = jvp.__name__
+    return jvp
+
+
+def define_forward_derivative(op: str, fn) -> None:
+    """Add the forward formula of an op a plugin defines (the convention of
+    :func:`torcia.autograd.forward_derivatives.jvp`)."""
+    _fwd.jvp(op)(fn)
 
 
 class _NoDerivative:
@@ -105,10 +126,6 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         )
     if entry.fn is None:
         return
-    if _FORWARD.duals and any(x.__class__ is _Dual for x in inputs):
-        inputs, really = _forward_ad.propagate(op, inputs, params, out)
-        if not really:
-            return
     # one pass over the inputs: edges, what the formula keeps, versions, metadata
     edges = []
     args = []
@@ -161,6 +178,9 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
                 continue
             alias = Tensor._make(o._data, o._device)
             alias._vc = o._vc
+            if o.__class__ is not Tensor:
+                # a dual output: formulas reading it see its tangent (forward-over-reverse)
+                _forward_ad.share_tangent(o, alias)
             aliases.append(alias)
             versions += ((len(args) + k, o._vc[0]),)
         node.args = args + tuple(aliases)
@@ -200,8 +220,6 @@ def record_transfer(src: Tensor, out: Tensor) -> None:
 
 def check_inplace(t: Tensor) -> None:
     """Raise PyTorch's errors for in-place writes that would corrupt gradients."""
-    if t.__class__ is _Dual and not _forward_ad.check_inplace(t):
-        return
     if t._requires_grad and t.grad_fn is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
@@ -232,8 +250,6 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
         node.args = tuple(snapshot if a is t else a for a in node.args)
         node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
     base = t._base
-    if (t.__class__ is _Dual or out.__class__ is _Dual) and _forward_ad.rebase_inplace(t, out):
-        return
     before = [(x, x.grad_fn, x._out_nr) for x in (t, base) if x is not None and x._retains_grad]
     if base is not None and (base._requires_grad or out._requires_grad):
         _copy_slices(base, t, out)
@@ -695,7 +711,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
                     "graph. Set allow_unused=True if this is the desired behavior."
                 )
         elif not create_graph:
-            g = g.detach()
+            g = _forward_ad.detach_keeping_tangent(g)
         result.append(g)
     return tuple(result)
 

@@ -4,12 +4,12 @@ Inside ``with dual_level():``, :func:`make_dual` pairs a tensor with a tangent; 
 on a dual tensor computes its output's tangent from :mod:`torcia.autograd.forward_derivatives`
 as it runs, and :func:`unpack_dual` reads it back. One level at a time, as in PyTorch.
 
-How it rides on the engine: a dual tensor is marked as needing grad internally (so core
-hands each op on it to :func:`torcia.autograd.engine.record`), while its public
-``requires_grad`` stays what it was; the engine computes the tangents, then records a
-backward node only where some input really requires grad. Known limits: ops run under
-``torcia.no_grad()`` do not propagate tangents; tangents are not themselves differentiable
-(no forward-over-reverse). Custom ``Function``s take part through their ``jvp`` method.
+How it joins the ops: a level is a dispatch mode (``torcia.library.DispatchMode``), whose
+``on_result`` gives each op's outputs their tangents whatever the grad mode: tangents flow
+under ``torcia.no_grad()`` as in PyTorch, and so through the backward pass of a reverse
+transform, which makes forward-over-reverse (``jacfwd(jacrev(f))``) work. Reverse-mode
+recording is independent of it: a dual tensor requires grad exactly when its primal does.
+Custom ``Function``s take part through their ``jvp`` method.
 """
 
 from __future__ import annotations
@@ -18,47 +18,36 @@ import weakref
 from collections import namedtuple
 
 import torcia
-from torcia import no_grad
+from torcia import library, no_grad
+from torcia import ops as _oplist
+from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_derivatives as _fwd
 from torcia.library import Tensor
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "make_dual", "unpack_dual"]
 
+#: where forward AD sits among the modes: after autocast has chosen dtypes, so tangents
+#: are computed from the values the kernels really saw
+FORWARD_AD_ORDER = 120
+
 
 class _State:
     level = None  # the current level number, or None outside dual_level
     next_level = 0
-    # id(tensor) -> [weakref to it, tangent, whether it really requires grad]
+    # id(tensor) -> [weakref to it, tangent]
     duals: dict = {}
+    mode = None  # the level's dispatch mode
 
 
 STATE = _State()
 
 
 class _Dual(Tensor):
-    """A tensor with a tangent at the current level (the class is set back on exit)."""
+    """A tensor with a tangent at the current level (the class is set back on exit): a
+    marker that makes "has a tangent?" one class test."""
 
     __slots__ = ()
-
-    @property
-    def requires_grad(self) -> bool:
-        entry = STATE.duals.get(id(self))
-        return entry[2] if entry is not None else self._requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool):
-        self.requires_grad_(value)
-
-    def requires_grad_(self, requires_grad: bool = True):
-        entry = STATE.duals.get(id(self))
-        if entry is None:
-            return Tensor.requires_grad_(self, requires_grad)
-        if self.grad_fn is None:
-            entry[2] = bool(requires_grad)
-        elif not requires_grad:
-            Tensor.requires_grad_(self, requires_grad)  # PyTorch's non-leaf error
-        return self
 
 
 def _forget(key):
@@ -67,11 +56,10 @@ def _forget(key):
     return drop
 
 
-def _mark(t: Tensor, tangent: Tensor, really: bool) -> None:
+def _mark(t: Tensor, tangent: Tensor) -> None:
     key = id(t)
-    STATE.duals[key] = [weakref.ref(t, _forget(key)), tangent, really]
+    STATE.duals[key] = [weakref.ref(t, _forget(key)), tangent]
     t.__class__ = _Dual
-    t._requires_grad = True
 
 
 def _differentiable(x: Tensor) -> bool:
@@ -87,52 +75,93 @@ def _as_tangent(t: Tensor, like: Tensor) -> Tensor:
     return t.to(like.dtype)
 
 
-def _really(x) -> bool:
-    entry = STATE.duals.get(id(x)) if x.__class__ is _Dual else None
-    return entry[2] if entry is not None else x._requires_grad
-
-
 def _tangent(x):
     entry = STATE.duals.get(id(x)) if x.__class__ is _Dual else None
     return entry[1] if entry is not None else None
 
 
 def _plain(x: Tensor) -> Tensor:
-    """``x`` without its tangent, keeping its real history (so formulas do not recurse)."""
+    """``x`` without its tangent, keeping its history (an alias on the same node)."""
+    if x.grad_fn is None and x._requires_grad:
+        # a leaf: gradients must reach its own accumulator
+        return x
     alias = Tensor._make(x._data, x._device)
     alias._vc = x._vc
-    if _really(x) and x.grad_fn is not None:
+    if x._requires_grad:
         alias._requires_grad = True
         alias.grad_fn = x.grad_fn
         alias._out_nr = x._out_nr
-    elif _really(x):
-        # a leaf: gradients must reach its own accumulator
-        return x
     return alias
 
 
-def propagate(op: str, inputs: tuple, params: dict, out):
-    """Called by the engine for an op with a dual input: give the outputs their tangents.
+class _ForwardMode(library.DispatchMode):
+    """The dispatch mode of a forward-AD level: gives each op's outputs their tangents."""
 
-    Returns the inputs as the backward graph should see them (duals that do not really
-    require grad replaced by plain aliases) and whether any of them really requires grad.
-    """
-    tangents = [(_tangent(x) if isinstance(x, Tensor) else None) for x in inputs]
+    order = FORWARD_AD_ORDER
+
+    def __init__(self):
+        self.busy = False  # computing a tangent: its own ops carry none
+
+    def on_result(self, op, inputs, params, result):
+        if self.busy or not STATE.duals:
+            return
+        tangents = None
+        for i, x in enumerate(inputs):
+            if x.__class__ is _Dual:
+                if tangents is None:
+                    tangents = [None] * len(inputs)
+                tangents[i] = _tangent(x)
+        if tangents is None:
+            return
+        propagate(op, inputs, params, result, tangents)
+
+    def on_inplace(self, target, out):
+        if not self.busy and (target.__class__ is _Dual or out.__class__ is _Dual):
+            rebase_inplace(target, out)
+
+
+def propagate(op: str, inputs: tuple, params: dict, out, tangents) -> None:
+    """Give the outputs of ``op`` their tangents, from the inputs' ``tangents``."""
+    entry = _derivs.TABLE.get(op)
+    if entry is None:
+        if op in _oplist.NOT_DIFFERENTIABLE:
+            return
+        raise RuntimeError(f"Trying to use forward AD with {op} that does not support it "
+                           "because it has no derivative formula")
+    if entry.fn is None:
+        return
     plain = tuple(_plain(x) if x.__class__ is _Dual else x for x in inputs)
-    really = any(isinstance(x, Tensor) and _really(x) for x in inputs)
-    if any(t is not None for t in tangents):
+    mode = STATE.mode
+    mode.busy = True
+    try:
         with no_grad():
             found = _fwd.output_tangents(op, plain, tangents, params, out)
-        outs = out if isinstance(out, tuple) else (out,)
-        found = found if isinstance(found, tuple) else (found,)
-        for o, t in zip(outs, found):
-            if t is not None and _differentiable(o):
-                if t.shape != o.shape:
-                    t = t.expand(o.shape)
-                _mark(o, _as_tangent(t, o), really)
-    graph_inputs = tuple(x if not isinstance(x, Tensor) or x.__class__ is not _Dual
-                         or _really(x) else plain[i] for i, x in enumerate(inputs))
-    return graph_inputs, really
+    finally:
+        mode.busy = False
+    outs = out if isinstance(out, tuple) else (out,)
+    found = found if isinstance(found, tuple) else (found,)
+    for o, t in zip(outs, found):
+        if t is not None and isinstance(o, Tensor) and _differentiable(o):
+            if t.shape != o.shape:
+                t = t.expand(o.shape)
+            _mark(o, _as_tangent(t, o))
+
+
+def share_tangent(src: Tensor, alias: Tensor) -> None:
+    """Give ``alias`` (another tensor on ``src``'s data) ``src``'s tangent, if any."""
+    tangent = _tangent(src)
+    if tangent is not None:
+        _mark(alias, tangent)
+
+
+def detach_keeping_tangent(t: Tensor) -> Tensor:
+    """``t.detach()``, still dual where ``t`` is: the gradients ``autograd.grad`` returns
+    keep the tangents their formulas computed (forward-over-reverse reads them)."""
+    out = t.detach()
+    tangent = _tangent(t)
+    if tangent is not None:
+        _mark(out, tangent)
+    return out
 
 
 def tangents_of(args):
@@ -150,42 +179,39 @@ def tangents_of(args):
     return out
 
 
-def give_tangents(outputs, tangents, really: bool) -> None:
+def give_tangents(outputs, tangents) -> None:
     """Attach a custom Function's ``jvp`` results to its outputs."""
     for o, t in zip(outputs, tangents):
         if o is not None and t is not None and _differentiable(o):
             if tuple(t.shape) != tuple(o.shape):
                 raise RuntimeError(f"jvp returned a tangent of shape {list(t.shape)} for an "
                                    f"output of shape {list(o.shape)}")
-            _mark(o, _as_tangent(t, o), really)
+            _mark(o, _as_tangent(t, o))
 
 
-def rebase_inplace(t: Tensor, out: Tensor) -> bool:
-    """An in-place op on ``t`` produced ``out``: ``t`` takes ``out``'s tangent. Returns
-    True when no real gradient is involved (the engine has nothing more to do)."""
+def rebase_inplace(t: Tensor, out: Tensor) -> None:
+    """An in-place op wrote ``out`` into ``t``: ``t`` takes ``out``'s tangent (and the
+    base of a view the matching part of it)."""
     tangent = _tangent(out)
-    really_t, really_out = _really(t), _really(out)
-    if tangent is not None:
-        _mark(t, tangent, really_t or really_out)
-        base = t._base
-        if base is not None:
-            # the write lands in the base too: so does the tangent
-            from torcia.autograd.engine import _view_index
+    if tangent is None:
+        return
+    _mark(t, tangent)
+    base = t._base
+    if base is not None:
+        # the write lands in the base too: so does the tangent
+        from torcia.autograd.engine import _view_index
 
-            flat = _view_index(base, t)
-            old = _tangent(base)
+        flat = _view_index(base, t)
+        old = _tangent(base)
+        STATE.mode.busy = True
+        try:
             with no_grad():
                 new = (torcia.zeros(base.shape, dtype=base.dtype) if old is None
                        else old.clone()).reshape(-1)
                 new[Tensor._make(flat, base._device)] = tangent.to(base.dtype)
-            _mark(base, new.reshape(base.shape), _really(base) or really_out)
-    return not (really_t or really_out or (t._base is not None and _really(t._base)))
-
-
-def check_inplace(t: Tensor) -> bool:
-    """Whether the in-place checks apply to ``t`` (a dual leaf that does not really
-    require grad may be written in place)."""
-    return _really(t)
+        finally:
+            STATE.mode.busy = False
+        _mark(base, new.reshape(base.shape))
 
 
 def enter_dual_level() -> int:
@@ -194,6 +220,9 @@ def enter_dual_level() -> int:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     STATE.level = STATE.next_level
     STATE.next_level += 1
+    STATE.mode = _ForwardMode()
+    STATE.mode.__enter__()
+    _derivs.FORWARD_LEVEL_OPEN[0] = True
     return STATE.level
 
 
@@ -202,13 +231,15 @@ def exit_dual_level(*, level: int | None = None) -> None:
     if STATE.level is None or (level is not None and level != STATE.level):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one "
                            "that was created. This is not supported.")
-    for ref, _tangent_value, really in list(STATE.duals.values()):
+    for ref, _tangent_value in list(STATE.duals.values()):
         t = ref()
         if t is not None:
             t.__class__ = Tensor
-            t._requires_grad = really
     STATE.duals.clear()
     STATE.level = None
+    STATE.mode.__exit__(None, None, None)
+    STATE.mode = None
+    _derivs.FORWARD_LEVEL_OPEN[0] = False
 
 
 class dual_level:
@@ -287,14 +318,17 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
     if tensor.device != tangent.device:
         raise RuntimeError("Expected tangent to be on the same device as the primal, got "
                            f"{tangent.device} and {tensor.device}")
-    really = _really(tensor)
-    if really:
+    if tensor._requires_grad:
         # a recorded view, so backward reaches ``tensor``
-        dual = (_plain(tensor) if tensor.__class__ is _Dual else tensor).view_as(tensor)
+        STATE.mode.busy = True
+        try:
+            dual = (_plain(tensor) if tensor.__class__ is _Dual else tensor).view_as(tensor)
+        finally:
+            STATE.mode.busy = False
     else:
         dual = Tensor._make(tensor._data, tensor._device)
         dual._vc = tensor._vc
-    _mark(dual, tangent.detach().to(tensor.dtype), really)
+    _mark(dual, tangent.detach().to(tensor.dtype))
     return dual
 
 

@@ -250,7 +250,7 @@ class Function:
             found = found if isinstance(found, tuple) else (found,)
             _forward_ad.give_tangents(
                 [o if isinstance(o, Tensor) and id(o) not in ctx.non_differentiable else None
-                 for o in outs], found, recording)
+                 for o in outs], found)
         return outs[0] if single else outs
 
 

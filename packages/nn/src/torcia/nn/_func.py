@@ -5,19 +5,24 @@
 torcia-nn owns it because ``functional_call`` and the module helpers need modules; core
 aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))``).
 
-``vmap`` runs the function once per batch entry and stacks the results: every op is
-supported and the semantics (``in_dims``, ``out_dims``, nesting, ``randomness``,
-``chunk_size``) are PyTorch's, but there are no batching rules yet, so it is no faster
-than a Python loop; it says so once per process with a performance warning.
+``vmap`` runs the function once on batched tensors (a dispatch mode, see
+``torcia.nn._vmap``): each op runs once for the whole batch through its batching rule, or
+once per sample where it has none (with a one-time performance warning naming the op).
+Two cases run the whole function once per sample instead, with the same results:
+``randomness="same"``/``"different"`` (each sample draws as PyTorch's), and mapped inputs
+or outputs that autograd tracks across the call (``grad(vmap(f))``), since the batched
+graph does not outlive the call. The ops with rules are listed in the docs
+(``docs/vmap_coverage.rst``).
 """
 
 from __future__ import annotations
 
 import functools
-import warnings
 
 import torcia
 import torcia.autograd.forward_ad as fwAD
+from torcia import library
+from torcia.nn import _vmap as _vm
 from torcia.nn.modules.module import Module
 from torcia.nn.utils.stateless import functional_call as _functional_call
 
@@ -101,7 +106,16 @@ def _finish(tree, keep_graph: bool):
     if keep_graph:
         return tree
     leaves, rebuild = _flatten(tree)
-    return rebuild([x.detach() if isinstance(x, torcia.Tensor) else x for x in leaves])
+    return rebuild([_detach(x) if isinstance(x, torcia.Tensor) else x for x in leaves])
+
+
+def _detach(x):
+    """``x`` cut from the reverse graph, keeping its forward-mode tangent: inside an
+    outer ``jvp``/``jacfwd`` (forward-over-reverse) the tangent is what it reads."""
+    tangent = fwAD.unpack_dual(x).tangent
+    if tangent is None:
+        return x.detach()
+    return fwAD.make_dual(x.detach(), tangent)
 
 
 def _fresh_leaves(tree):
@@ -115,8 +129,13 @@ def _fresh_leaves(tree):
                                f"{type(leaf).__name__}")
         if not leaf.is_floating_point():
             raise RuntimeError("only Tensors of floating point dtype can require gradients")
-        fresh.append(leaf.view_as(leaf) if leaf.requires_grad
-                     else leaf.detach().requires_grad_(True))
+        if leaf.requires_grad:
+            fresh.append(leaf.view_as(leaf))
+            continue
+        new = leaf.detach().requires_grad_(True)
+        tangent = fwAD.unpack_dual(leaf).tangent
+        # a dual input (an outer jvp): the new leaf carries its tangent on
+        fresh.append(new if tangent is None else fwAD.make_dual(new, tangent))
     return rebuild(fresh), fresh
 
 
@@ -406,8 +425,7 @@ def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
 
 def hessian(func, argnums=0):
     """The Hessian of ``func`` (a function returning one number): the Jacobian of its
-    gradient. PyTorch computes it forward-over-reverse; torcia's tangents are not yet
-    differentiable, so this is reverse-over-reverse, with the same result.
+    gradient, forward-over-reverse (``jacfwd(jacrev(func))``) as PyTorch's.
 
     Examples
     --------
@@ -417,15 +435,12 @@ def hessian(func, argnums=0):
     tensor([[ 6.,  0.],
             [ 0., 12.]])
     """
-    return jacrev(jacrev(func, argnums), argnums)
+    return jacfwd(jacrev(func, argnums), argnums)
 
 
 # ---------------------------------------------------------------------------------------
 # vmap
 # ---------------------------------------------------------------------------------------
-
-_warned = [False]
-
 
 def _check_randomness(randomness):
     if randomness not in ("error", "different", "same"):
@@ -473,7 +488,8 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         ``"error"`` rejects random ops inside ``func``; ``"different"`` draws independently
         per entry; ``"same"`` draws the same numbers for every entry.
     chunk_size : int, optional
-        Entries per chunk (a memory knob in PyTorch; accepted and checked here).
+        Run the batched function on this many entries at a time (less memory, more
+        calls), concatenating the results.
 
     Returns
     -------
@@ -526,44 +542,152 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
             size = n
         if size is None:
             raise ValueError("vmap: at least one input must be mapped (in_dims all None)")
-        if not _warned[0]:
-            _warned[0] = True
-            warnings.warn("torcia.vmap has no batching rules yet: it runs the function once "
-                          "per batch entry (a loop), which is correct but no faster than "
-                          "a Python loop.", UserWarning, stacklevel=2)
-        start_state = torcia.random.get_rng_state()
-        results = []
-        for b in range(size):
-            if randomness == "same":
-                torcia.random.set_rng_state(start_state)
-            before = torcia.random.get_rng_state() if randomness == "error" else None
-            sample = rebuild([leaf.select(d, b) if d is not None else leaf
-                              for leaf, d in zip(leaves, per_leaf)])
-            results.append(func(*sample, **kwargs))
-            if before is not None and not torcia.equal(before,
-                                                       torcia.random.get_rng_state()):
-                raise RuntimeError("vmap: called random operation while in randomness error "
-                                   "mode. Please either use the 'same' or 'different' "
-                                   "randomness flags on vmap or perform the randomness "
-                                   "operation out of vmap")
-        out_leaves = [_flatten(r)[0] for r in results]
-        _, out_rebuild = _flatten(results[0])
-        per_out = _broadcast_dims(out_dims if not isinstance(out_dims, list)
-                                  else tuple(out_dims), results[0], "out_dims")
-        stacked = []
-        for k, d in enumerate(per_out):
-            column = [leaves_b[k] for leaves_b in out_leaves]
-            if not isinstance(column[0], torcia.Tensor):
-                raise ValueError(f"vmap: `{getattr(func, '__name__', func)}` must only "
-                                 "return Tensors, got type "
-                                 f"{type(column[0]).__name__}.")
-            if d is None:
-                stacked.append(column[0])
-            else:
-                stacked.append(torcia.stack(column, dim=d))
-        return out_rebuild(stacked)
+        per_out = out_dims if not isinstance(out_dims, list) else tuple(out_dims)
+        if randomness == "error" and not _tracks_grad(leaves):
+            done = _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
+                                 chunk_size)
+            if done is not None:
+                return done
+        return _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
+                          randomness)
 
     return wrapper
+
+
+def _tracks_grad(leaves) -> bool:
+    """Whether autograd must see through the mapped inputs (``grad(vmap(f))``): the
+    batched path records its graph on the per-sample tensors, which do not outlive the
+    vmap call, so those calls take the loop."""
+    return torcia.is_grad_enabled() and any(
+        isinstance(x, torcia.Tensor) and x.requires_grad for x in leaves)
+
+
+def _check_outputs(func, leaves):
+    for leaf in leaves:
+        if not isinstance(leaf, torcia.Tensor):
+            raise ValueError(f"vmap: `{getattr(func, '__name__', func)}` must only return "
+                             f"Tensors, got type {type(leaf).__name__}.")
+
+
+def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk_size):
+    """The batched run, ``chunk_size`` samples at a time; None when the function's
+    outputs carry a graph the batched run cannot give them (the loop runs instead)."""
+    if chunk_size is None or chunk_size >= size:
+        return _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims)
+    parts = []
+    for start in range(0, size, chunk_size):
+        n = min(chunk_size, size - start)
+        chunk = [leaf.narrow(d, start, n) if d is not None else leaf
+                 for leaf, d in zip(leaves, per_leaf)]
+        part = _vmap_batched(func, chunk, per_leaf, rebuild, kwargs, n, out_dims)
+        if part is None:
+            return None
+        parts.append(part)
+    flat = [_flatten(p)[0] for p in parts]
+    _, out_rebuild = _flatten(parts[0])
+    per_out = _broadcast_dims(out_dims, parts[0], "out_dims")
+    return out_rebuild([
+        flat[0][k] if d is None else torcia.cat([f[k] for f in flat], dim=d)
+        for k, d in enumerate(per_out)])
+
+
+def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims):
+    state = _vm.LEVELS
+    level = state.depth
+    state.depth += 1
+    entered = state.mode is None
+    if entered:
+        state.mode = _vm.VmapMode()
+        state.mode.__enter__()
+    try:
+        sample = rebuild([leaf if d is None else _to_batched(leaf, d, level)
+                          for leaf, d in zip(leaves, per_leaf)])
+        before = torcia.random.get_rng_state()
+        result = func(*sample, **kwargs)
+        if not torcia.equal(before, torcia.random.get_rng_state()):
+            raise RuntimeError("vmap: called random operation while in randomness error "
+                               "mode. Please either use the 'same' or 'different' "
+                               "randomness flags on vmap or perform the randomness "
+                               "operation out of vmap")
+    finally:
+        state.depth -= 1
+        if entered:
+            state.mode.__exit__(None, None, None)
+            state.mode = None
+    out_leaves, out_rebuild = _flatten(result)
+    _check_outputs(func, out_leaves)
+    if _tracks_grad(out_leaves):
+        return None
+    per_out = _broadcast_dims(out_dims, result, "out_dims")
+    return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+
+
+def _to_batched(t, d, level):
+    """A tensor whose array is ``t``'s with its dim ``d`` mapped at ``level`` (a dual
+    tensor's tangent mapped alike: ``jvp(vmap(f))``)."""
+    data = t._data
+    d = d % t.ndim
+    axes = (d,) + tuple(i for i in range(t.ndim) if i != d)
+    out = library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
+    tangent = fwAD.unpack_dual(t).tangent
+    if tangent is not None:
+        out = fwAD.make_dual(out, _to_batched(tangent, d, level))
+    return out
+
+
+def _from_batched(t, d, level, size):
+    out = _unbatched(t, d, level, size)
+    tangent = fwAD.unpack_dual(t).tangent
+    if tangent is not None:
+        out = fwAD.make_dual(out, _unbatched(tangent, d, level, size))
+    return out
+
+
+def _unbatched(t, d, level, size):
+    data = t._data
+    if isinstance(data, _vm.BatchedArray) and data.level == level:
+        phys = data.value
+    else:
+        # not batched at this level: the same value for every sample
+        phys = _vm._expand_dim(data, 0, size)
+    if d is None:
+        return library.Tensor._make(phys[0] if not isinstance(phys, _vm.BatchedArray)
+                                    else phys[0], t.device)
+    ndim = phys.ndim
+    if not -ndim <= d < ndim:
+        raise ValueError(f"vmap: out_dim {d} is out of bounds for an output of dim "
+                         f"{ndim - 1}")
+    d %= ndim
+    axes = tuple(range(1, d + 1)) + (0,) + tuple(range(d + 1, ndim))
+    return library.Tensor._make(phys.transpose(axes), t.device)
+
+
+def _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
+    """vmap as a loop over the samples: for ``randomness`` "same"/"different" and for
+    inputs autograd tracks through the call."""
+    start_state = torcia.random.get_rng_state()
+    results = []
+    for b in range(size):
+        if randomness == "same":
+            torcia.random.set_rng_state(start_state)
+        before = torcia.random.get_rng_state() if randomness == "error" else None
+        sample = rebuild([leaf.select(d, b) if d is not None else leaf
+                          for leaf, d in zip(leaves, per_leaf)])
+        results.append(func(*sample, **kwargs))
+        if before is not None and not torcia.equal(before, torcia.random.get_rng_state()):
+            raise RuntimeError("vmap: called random operation while in randomness error "
+                               "mode. Please either use the 'same' or 'different' "
+                               "randomness flags on vmap or perform the randomness "
+                               "operation out of vmap")
+    out_leaves = [_flatten(r)[0] for r in results]
+    _, out_rebuild = _flatten(results[0])
+    per_out = _broadcast_dims(out_dims, results[0], "out_dims")
+    stacked = []
+    for k, d in enumerate(per_out):
+        column = [leaves_b[k] for leaves_b in out_leaves]
+        _check_outputs(func, column[:1])
+        stacked.append(column[0] if d is None else torcia.stack(column, dim=d))
+    return out_rebuild(stacked)
 
 
 # ---------------------------------------------------------------------------------------

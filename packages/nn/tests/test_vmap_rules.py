@@ -1,0 +1,375 @@
+"""vmap's batching rules: each against the loop over the samples, with the fallback's
+warning turned into an error, so that a case passing here ran on the native rule."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia.nn.functional as F
+from torcia.func import grad, vmap
+from torcia.nn import _vmap
+
+F64 = torcia.float64
+
+
+def _rand(*shape, seed=0):
+    return torcia.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=F64)
+
+
+def _loop(f, args, in_dims):
+    size = next(a.shape[d] for a, d in zip(args, in_dims) if d is not None)
+    outs = [f(*[a if d is None else a.select(d, i) for a, d in zip(args, in_dims)])
+            for i in range(size)]
+    if isinstance(outs[0], tuple):
+        return tuple(torcia.stack([o[k] for o in outs]) for k in range(len(outs[0])))
+    return torcia.stack(outs)
+
+
+def check(f, *args, in_dims=0, native=True, rtol=1e-10, atol=1e-12):
+    in_dims = in_dims if isinstance(in_dims, tuple) else (in_dims,) * len(args)
+    with warnings.catch_warnings():
+        if native:
+            warnings.simplefilter("error", UserWarning)
+        got = vmap(f, in_dims=in_dims)(*args)
+    want = _loop(f, args, in_dims)
+    pairs = zip(got, want) if isinstance(want, tuple) else [(got, want)]
+    for g, w in pairs:
+        assert g.shape == w.shape and g.dtype == w.dtype
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=rtol, atol=atol)
+
+
+ELEMENTWISE = [
+    ("add broadcast", lambda a, b: a + b, (_rand(4, 3), _rand(2, 3)), (0, None)),
+    ("mul both", lambda a, b: a * b, (_rand(4, 3), _rand(4, 2, 1, seed=1)), (0, 0)),
+    ("mul lower rank batched", lambda a, b: a * b, (_rand(4, 3), _rand(5, 3)), (0, None)),
+    ("where", lambda c, a: torcia.where(c > 0, a, 0.0), (_rand(4, 3), _rand(3)), (0, None)),
+    ("exp", torcia.exp, (_rand(4, 2, 3),), (1,)),
+    ("clamp", lambda a: a.clamp(-0.5, 0.5), (_rand(4, 3),), (0,)),
+    ("gelu", F.gelu, (_rand(4, 3),), (0,)),
+    ("pow scalar", lambda a: a ** 3, (_rand(4, 3),), (0,)),
+    ("masked_fill", lambda a: a.masked_fill(a > 0, 1.0), (_rand(4, 3),), (0,)),
+]
+
+
+@pytest.mark.parametrize("name,f,args,dims", ELEMENTWISE, ids=[c[0] for c in ELEMENTWISE])
+def test_elementwise_rules(name, f, args, dims):
+    check(f, *args, in_dims=dims)
+
+
+REDUCTIONS = [
+    ("sum all", lambda a: a.sum()), ("sum dim", lambda a: a.sum(1)),
+    ("mean keepdim", lambda a: a.mean(-1, keepdim=True)), ("var", lambda a: a.var(0)),
+    ("amax", lambda a: a.amax((0, 1))), ("max dim", lambda a: a.max(1)),
+    ("argmax", lambda a: a.argmax(-1)), ("argmax all", lambda a: a.argmax()),
+    ("logsumexp", lambda a: a.logsumexp(1)), ("cumsum", lambda a: a.cumsum(0)),
+    ("softmax", lambda a: a.softmax(-1)), ("log_softmax", lambda a: F.log_softmax(a, 0)),
+    ("norm", lambda a: a.norm(dim=1)), ("sum all keepdim", lambda a: a.sum((0, 1), True)),
+]
+
+
+@pytest.mark.parametrize("name,f", REDUCTIONS, ids=[c[0] for c in REDUCTIONS])
+def test_reductions_with_a_dim(name, f):
+    check(f, _rand(4, 3, 5), in_dims=(1,))
+
+
+VIEWS = [
+    ("view", lambda a: a.contiguous().view(15)), ("reshape -1", lambda a: a.reshape(-1, 5)),
+    ("flatten", lambda a: a.flatten()), ("permute", lambda a: a.permute(1, 0)),
+    ("t", lambda a: a.t()), ("unsqueeze", lambda a: a.unsqueeze(-1)),
+    ("squeeze", lambda a: a.unsqueeze(0).squeeze()), ("expand", lambda a: a.expand(2, 3, 5)),
+    ("getitem", lambda a: a[1:, ::2]), ("getitem int", lambda a: a[0]),
+    ("getitem index", lambda a: a[:, torcia.tensor([0, 4])]),
+    ("narrow", lambda a: a.narrow(1, 1, 2)), ("flip", lambda a: a.flip(0)),
+    ("repeat", lambda a: a.repeat(2, 1, 1)), ("split", lambda a: a.split(2, 1)),
+    ("cat", lambda a: torcia.cat([a, a * 2], 1)), ("stack", lambda a: torcia.stack([a, a], -1)),
+    ("tril", lambda a: a.tril()), ("diagonal", lambda a: a.diagonal()),
+    ("gather", lambda a: a.gather(1, torcia.tensor([[0], [2], [1]]))),
+    ("index_select", lambda a: a.index_select(1, torcia.tensor([3, 0]))),
+]
+
+
+@pytest.mark.parametrize("name,f", VIEWS, ids=[c[0] for c in VIEWS])
+def test_views_reshapes_and_indexing(name, f):
+    check(f, _rand(3, 4, 5), in_dims=(1,))
+
+
+def test_cat_of_batched_and_unbatched():
+    check(lambda a, b: torcia.cat([a, b]), _rand(4, 3), _rand(2), in_dims=(0, None))
+
+
+MATMUL = [
+    ("matrix-matrix", (3, 4, 5), (5, 2), (0, None)), ("vector-matrix", (3, 5), (5, 2), (0, None)),
+    ("both batched", (3, 4, 5), (3, 5, 2), (0, 0)), ("vector-vector", (3, 5), (3, 5), (0, 0)),
+    ("matrix-vector", (4, 5), (3, 5), (None, 0)), ("batched b 1-d", (2, 4, 5), (3, 5), (None, 0)),
+    ("rank mismatch", (3, 4, 5), (2, 5, 6), (0, None)), ("bdim last", (4, 5, 3), (5, 2), (2, None)),
+]
+
+
+@pytest.mark.parametrize("name,sa,sb,dims", MATMUL, ids=[c[0] for c in MATMUL])
+def test_matmul(name, sa, sb, dims):
+    check(torcia.matmul, _rand(*sa), _rand(*sb, seed=1), in_dims=dims)
+
+
+def test_mm_bmm_dot_outer_addmm_einsum():
+    check(torcia.mm, _rand(3, 4, 5), _rand(5, 2), in_dims=(0, None))
+    check(torcia.bmm, _rand(3, 2, 4, 5), _rand(2, 5, 2), in_dims=(0, None))
+    check(torcia.dot, _rand(3, 5), _rand(5), in_dims=(0, None))
+    check(torcia.outer, _rand(3, 5), _rand(3, 4), in_dims=(0, 0))
+    check(lambda c, a: torcia.addmm(c, a, a.t(), beta=0.5, alpha=2.0), _rand(3), _rand(3, 3, 4),
+          in_dims=(None, 0))
+    check(lambda a, b: torcia.einsum("ij,jk->ik", a, b), _rand(3, 4, 5), _rand(5, 2),
+          in_dims=(0, None))
+
+
+def test_linear_with_batched_input_and_batched_weights():
+    w, b = _rand(6, 5, seed=1), _rand(6, seed=2)
+    check(F.linear, _rand(3, 4, 5), w, b, in_dims=(0, None, None))
+    check(F.linear, _rand(3, 5), w, b, in_dims=(0, None, None))
+    check(F.linear, _rand(4, 5), _rand(3, 6, 5), _rand(3, 6), in_dims=(None, 0, 0))
+    check(F.linear, _rand(3, 2, 5), _rand(3, 6, 5), None, in_dims=(0, 0, None))
+
+
+@pytest.mark.parametrize("dims", [(0, None, None), (None, 0, 0), (0, 0, 0), (0, 0, None)])
+def test_conv2d_batched_input_weights_or_both(dims):
+    x, w, b = _rand(3, 2, 2, 6, 6), _rand(3, 4, 1, 3, 3, seed=1), _rand(3, 4, seed=2)
+    args = [x if dims[0] == 0 else x[0], w if dims[1] == 0 else w[0], b if dims[2] == 0 else b[0]]
+    check(lambda x, w, b: F.conv2d(x, w, b, padding=1, stride=2, groups=2), *args, in_dims=dims)
+
+
+def test_conv1d_and_conv_transpose2d():
+    check(lambda x, w: F.conv1d(x, w, dilation=2), _rand(3, 2, 2, 9), _rand(3, 4, 2, 3),
+          in_dims=(0, 0))
+    check(lambda x, w: F.conv_transpose2d(x, w, stride=2), _rand(3, 2, 2, 4, 4),
+          _rand(3, 2, 3, 3, 3), in_dims=(0, 0))
+
+
+def test_per_sample_weight_gradients_of_a_convolution():
+    x, w = _rand(5, 1, 2, 6, 6), _rand(4, 2, 3, 3, seed=1)
+
+    def loss(w, x):
+        return F.conv2d(x, w).pow(2).sum()
+
+    check(lambda x: grad(loss)(w, x), x)
+    check(lambda x: grad(loss, argnums=1)(w, x), x)
+
+
+@pytest.mark.parametrize("f", [
+    lambda x: F.max_pool2d(x, 2), lambda x: F.max_pool2d(x, 3, 1, 1),
+    lambda x: F.avg_pool2d(x, 2), lambda x: F.adaptive_max_pool2d(x, 2),
+    lambda x: F.max_pool1d(x[..., 0], 2),
+])
+def test_pooling_and_its_gradient(f):
+    x = _rand(3, 2, 2, 6, 6)
+    check(f, x)
+    check(grad(lambda x: f(x).pow(2).sum()), x)
+
+
+@pytest.mark.parametrize("kw", [{}, {"reduction": "sum"}, {"reduction": "none"},
+                                {"ignore_index": 1}, {"label_smoothing": 0.1},
+                                {"weight": torcia.tensor([1.0, 2.0, 0.5], dtype=F64)}])
+@pytest.mark.parametrize("loss", [F.cross_entropy, lambda x, t, **kw: F.nll_loss(
+    F.log_softmax(x, 1), t, **{k: v for k, v in kw.items() if k != "label_smoothing"})])
+def test_class_losses_and_their_gradients(loss, kw):
+    x, t = _rand(4, 5, 3), torcia.tensor([[0, 1, 2, 1, 1], [2, 2, 0, 1, 0], [1, 1, 1, 1, 0],
+                                          [0, 2, 1, 0, 1]])
+    check(lambda x, t: loss(x, t, **kw), x, t)
+    if kw.get("reduction") != "none":
+        check(lambda x, t: grad(lambda x: loss(x, t, **kw))(x), x, t)
+
+
+def test_embedding_with_batched_indices_and_per_sample_weights():
+    w, idx = _rand(6, 3), torcia.tensor([[0, 5, 2], [1, 1, 3], [4, 0, 0], [2, 2, 5]])
+    check(F.embedding, idx, w, in_dims=(0, None))
+    check(F.embedding, idx, _rand(4, 6, 3), in_dims=(0, 0))
+    check(lambda i: grad(lambda w: F.embedding(i, w, padding_idx=0).pow(2).sum())(w), idx)
+
+
+def test_layer_and_batch_norm_with_per_sample_statistics():
+    x, w, b = _rand(3, 4, 5), _rand(5, seed=1), _rand(5, seed=2)
+    check(lambda x: F.layer_norm(x, (5,), w, b), x)
+    check(lambda x, w: F.layer_norm(x, (5,), w, b), x, _rand(3, 5), in_dims=(0, 0))
+    check(lambda x: grad(lambda w, b: F.layer_norm(x, (5,), w, b).pow(3).sum(),
+                         argnums=(0, 1))(w, b), x)
+    xb = _rand(3, 4, 2, 5)
+    bn_w, bn_b = _rand(2, seed=3), _rand(2, seed=4)
+    check(lambda x: F.batch_norm(x, None, None, bn_w, bn_b, training=True), xb)
+    check(lambda x: grad(lambda w: F.batch_norm(x, None, None, w, bn_b, training=True)
+                         .pow(3).sum())(bn_w), xb)
+    rm, rv = _rand(2, seed=5), _rand(2, seed=6).abs()
+    check(lambda x: F.batch_norm(x, rm, rv, bn_w, bn_b, training=False), xb)
+
+
+def test_nesting_and_dims():
+    x, y = _rand(3, 4), _rand(5, 4, seed=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = vmap(vmap(torcia.dot, in_dims=(None, 0)), in_dims=(0, None))(x, y)
+        np.testing.assert_allclose(got.numpy(), x.numpy() @ y.numpy().T)
+        got = vmap(vmap(lambda a: a.sum(0) @ torcia.ones(4, dtype=F64)), in_dims=1)(
+            _rand(2, 3, 6, 4))
+        np.testing.assert_allclose(got.numpy(), _rand(2, 3, 6, 4).numpy().sum((2, 3)).T)
+        w = _rand(2, 4, 1, 3, 3)
+        nested = vmap(vmap(lambda x, w: F.conv2d(x, w), in_dims=(0, None)), in_dims=(None, 0))
+        xs = _rand(3, 1, 1, 5, 5)
+        want = np.stack([np.stack([F.conv2d(xs[i], w[j]).numpy() for i in range(3)])
+                         for j in range(2)])
+        np.testing.assert_allclose(nested(xs, w).numpy(), want, rtol=1e-12)
+    out = vmap(lambda a: (a.sum(), a * 2), out_dims=(0, 1))(x)
+    np.testing.assert_allclose(out[1].numpy(), 2 * x.numpy().T)
+    unbatched = vmap(lambda a: torcia.ones(2, dtype=F64))(x)
+    assert unbatched.shape == (3, 2)
+
+
+def test_chunk_size_gives_the_same_result():
+    x, y = _rand(7, 3), _rand(7, 3, seed=1)
+    full = vmap(torcia.dot)(x, y)
+    for chunk in (1, 3, 7, 20):
+        np.testing.assert_allclose(vmap(torcia.dot, chunk_size=chunk)(x, y).numpy(),
+                                   full.numpy())
+
+
+def test_an_op_without_a_rule_falls_back_to_the_loop_with_one_warning():
+    _vmap._warned_ops.discard("linalg_det")
+    assert "linalg_det" not in _vmap.RULES
+    with pytest.warns(UserWarning, match="batching rule for linalg_det"):
+        check(torcia.linalg.det, _rand(3, 2, 2), native=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)  # once per process, as PyTorch
+        check(torcia.linalg.det, _rand(3, 2, 2), native=False)
+
+
+def test_inputs_tracked_by_autograd_take_the_loop_and_keep_their_graph():
+    x = _rand(3, 4).requires_grad_()
+    w = _rand(4, seed=1).requires_grad_()
+    vmap(lambda a: (a * w).sum())(x).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(w.detach().numpy(), (3, 4)))
+    np.testing.assert_allclose(w.grad.numpy(), x.detach().numpy().sum(0))
+
+
+def test_reading_batched_values_raises_a_clear_error():
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        vmap(lambda a: a * 2 if a.sum() > 0 else a)(_rand(3, 2))
+
+
+def test_coverage_list_groups_the_native_rules():
+    kinds = _vmap.rule_kinds()
+    assert "conv_weight" in kinds["nn"] and "matmul" in kinds["linear algebra"]
+    assert "exp" in kinds["elementwise"] and "sum" in kinds["dim"]
+    assert "view" in kinds["view"]
+
+
+def test_the_docs_coverage_page_is_current():
+    from pathlib import Path
+
+    page = Path(__file__).resolve().parents[3] / "docs" / "vmap_coverage.rst"
+    if not page.exists():
+        pytest.skip("no docs/ beside this package (an installed copy)")
+    assert page.read_text() == _vmap.coverage_rst(), \
+        "docs/vmap_coverage.rst is stale: run python tools/gen_vmap_coverage.py"
+
+
+def _generic_cases():
+    from torcia import library
+
+    groups = {"unary_float": 1, "unary_same": 1, "special_unary": 1, "binary": 2,
+              "binary_float": 2, "compare": 2, "special_binary": 2}
+    return [(name, groups[rec.group]) for name, rec in sorted(library.op_records().items())
+            if rec.group in groups]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")  # acosh's NaNs, alike in both runs
+@pytest.mark.parametrize("name,arity", _generic_cases(), ids=[c[0] for c in _generic_cases()])
+def test_every_generic_elementwise_rule_against_the_loop(name, arity):
+    from torcia import library
+
+    x = torcia.tensor(np.random.default_rng(0).uniform(0.2, 0.9, (3, 2, 4)), dtype=F64)
+    y = torcia.tensor(np.random.default_rng(1).uniform(0.2, 0.9, (4,)), dtype=F64)
+    if name.startswith("bitwise"):
+        x, y = (x * 10).long(), (y * 10).long()
+    args = (x,) if arity == 1 else (x, y)
+
+    def f(*a):
+        return library.call(name, a, {})
+
+    try:
+        _loop(f, args, (1,) + (None,) * (arity - 1))
+    except (TypeError, RuntimeError, NotImplementedError) as e:
+        pytest.skip(f"{name} does not take these inputs: {e}")
+    check(f, *args, in_dims=(1,) + (None,) * (arity - 1), rtol=1e-12)
+    if arity == 2:
+        check(lambda a, b: library.call(name, (b, a), {}), x, y, in_dims=(1, None), rtol=1e-12)
+
+
+def _modules():
+    from torcia import nn
+
+    torcia.manual_seed(0)
+    return [
+        ("conv", nn.Conv2d(2, 3, 3, padding=1), (4, 1, 2, 5, 5)),
+        ("batch norm eval", nn.BatchNorm2d(2).eval(), (4, 3, 2, 5, 5)),
+        ("layer norm", nn.LayerNorm(5), (4, 3, 5)),
+        ("gru", nn.GRU(5, 4, batch_first=True), (4, 2, 3, 5)),
+        ("lstm", nn.LSTM(5, 4, batch_first=True), (4, 2, 3, 5)),
+        ("lstm 2 layers", nn.LSTM(5, 4, num_layers=2), (4, 3, 2, 5)),
+        ("transformer layer", nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0,
+                                                         batch_first=True), (4, 2, 3, 8)),
+        ("adaptive avg pool", nn.Sequential(nn.Conv2d(2, 2, 1), nn.AdaptiveAvgPool2d(2)),
+         (4, 1, 2, 6, 6)),
+        ("upsample", nn.Sequential(nn.Conv2d(2, 2, 1), nn.Upsample(scale_factor=2)),
+         (4, 1, 2, 3, 3)),
+        ("group norm", nn.GroupNorm(2, 4), (4, 1, 4, 3, 3)),
+        ("conv transpose", nn.ConvTranspose2d(2, 3, 3, stride=2), (4, 1, 2, 3, 3)),
+        ("mlp", nn.Sequential(nn.Linear(5, 6), nn.GELU(), nn.Linear(6, 2), nn.Softmax(-1)),
+         (4, 3, 5)),
+        ("activations", nn.Sequential(nn.Linear(5, 6), nn.ELU(), nn.Linear(6, 6),
+                                      nn.LeakyReLU(0.1), nn.Linear(6, 6), nn.Hardtanh(),
+                                      nn.Linear(6, 6), nn.Softplus(), nn.Linear(6, 2)),
+         (4, 3, 5)),
+        ("pool and flatten", nn.Sequential(nn.MaxPool2d(2), nn.Flatten(), nn.Linear(8, 2)),
+         (4, 1, 2, 4, 4)),
+    ]
+
+
+@pytest.mark.parametrize("name,module,shape", _modules(), ids=[c[0] for c in _modules()])
+def test_per_sample_gradients_of_modules_on_native_rules(name, module, shape):
+    from torcia.func import functional_call
+
+    module = module.double()
+    x = _rand(*shape)
+    params = {k: v.detach() for k, v in module.named_parameters()}
+
+    def loss(p, xi):
+        out = functional_call(module, p, (xi,))
+        return (out[0] if isinstance(out, tuple) else out).pow(2).sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        got = vmap(grad(loss), in_dims=(None, 0))(params, x)
+    for i in range(shape[0]):
+        want = grad(loss)(params, x[i])
+        for k in params:
+            np.testing.assert_allclose(got[k][i].numpy(), want[k].numpy(), rtol=1e-9,
+                                       atol=1e-10)
+
+
+def test_vmap_composes_with_forward_mode_and_jacobians():
+    from torcia.func import hessian, jacrev, jvp
+
+    x, v = _rand(5, 3), _rand(5, 3, seed=1)
+
+    def f(a):
+        return (a.sin() * a.softmax(-1)).sum()
+
+    want = torcia.stack([jvp(f, (x[i],), (v[i],))[1] for i in range(5)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        np.testing.assert_allclose(vmap(lambda a, b: jvp(f, (a,), (b,))[1])(x, v).numpy(),
+                                   want.numpy(), rtol=1e-12)
+        np.testing.assert_allclose(jvp(vmap(f), (x,), (v,))[1].numpy(), want.numpy(),
+                                   rtol=1e-12)
+        check(hessian(f), x)
+        check(jacrev(lambda a: a.sin() * a.sum()), x)
