@@ -6,7 +6,10 @@ kernel, the forward and, when the function calls ``loss.backward()``, the backwa
 (the joint graph AOTAutograd builds) into a :class:`~torcia.compiler.graph.Graph`. A
 backend (``"eager"``: replay only; ``"inductor"``: dead-code elimination, CSE, constant
 folding and elementwise fusion into generated C++/OpenMP kernels) turns the graph into the
-program later calls run, with no per-op dispatch.
+program later calls run, with no per-op dispatch. When the function's outputs require
+grad instead (a compiled module's forward), the backward of those outputs is traced too and
+the joint graph split into a forward and a backward program: the outputs' ``backward()``
+then runs the captured, fused backward as one autograd node.
 
 The program is guarded: tensor arguments' shapes, dtypes, devices and ``requires_grad``,
 the other arguments' values, grad mode, and the plain attributes, parameters and buffers
@@ -46,6 +49,7 @@ import numpy as np
 
 import torcia
 from torcia import nn, plugins
+from torcia.autograd import Function
 from torcia.compiler import hookspecs
 from torcia.compiler.capture import Tracer, Unsupported
 from torcia.compiler.graph import Graph, Node
@@ -290,6 +294,7 @@ class _Entry:
         self.eager_reason = reason  # not None: this signature runs eagerly
         self.sources: list = []  # (source, shape, dtype) of the graph's non-argument inputs
         self.autograd = False
+        self.joint: _Joint | None = None  # a forward and a backward program
         self.checked = False  # the first replay runs beside eager (see _check)
 
     def inputs_ok(self) -> bool:
@@ -329,6 +334,8 @@ class _CompiledFunction:
                 if entry.eager_reason is not None:
                     return self._fn(*args, **kwargs)
                 if not entry.checked:
+                    if entry.joint is not None:
+                        return self._check_joint(entry, flat, args, kwargs)
                     return self._check(entry, flat, args, kwargs)
                 return self._replay(entry, flat)
         if self._entries:
@@ -356,15 +363,23 @@ class _CompiledFunction:
             tracer.register(t, ("arg", i))
         with tracer:
             out = self._fn(*args, **kwargs)
-        graph = tracer.graph
-        graph.outputs = tracer.output(out)
+            graph = tracer.graph
+            graph.outputs = tracer.output(out)
+            joint = None
+            if tracer.broken is None and torcia.is_grad_enabled() and not graph.grads \
+                    and graph.outputs_require_grad():
+                joint = _trace_backward(tracer, out, flat)
         if tracer.broken is not None:
             log("guards", f"{self._name()}: {tracer.broken}")
             self._entries.append(_Entry(key, reason=tracer.broken))
             return out
         entry = _Entry(key, graph)
         entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
-                         for v, src in graph.inputs if src[0] != "arg"]
+                         for v, src in graph.inputs if src[0] not in ("arg", "gout")]
+        if joint is not None:
+            self._compile_joint(entry, joint, flat)
+            self._entries.append(entry)
+            return out
         entry.autograd = torcia.is_grad_enabled() and not graph.grads and \
             graph.outputs_require_grad()
         if entry.autograd and not all(
@@ -421,8 +436,92 @@ class _CompiledFunction:
             leaf.grad = None if grad is None else torcia.from_numpy(grad)
         return want
 
+    def _compile_joint(self, entry, joint, flat):
+        """Partition the joint graph into a forward program (which also returns what the
+        backward reads: the saved activations) and a backward program, and compile both
+        with the backend."""
+        graph = entry.graph
+        fwd_nodes, bwd_nodes = graph.nodes[:joint.n_forward], graph.nodes[joint.n_forward:]
+        gouts = set(joint.gouts)
+        made = {o for n in bwd_nodes for o in n.outs}
+        saved = list(dict.fromkeys(
+            v for v in [*(v for n in bwd_nodes for v in n.value_args()),
+                        *(g for g in joint.grads if g is not None)]
+            if v not in made and v not in gouts))
+        fwd = Graph(nodes=fwd_nodes, meta=graph.meta, n_values=graph.n_values,
+                    outputs=("tuple", [graph.outputs,
+                                       ("tuple", [("v", v, False) for v in saved])]))
+        read = {v for n in fwd_nodes for v in n.value_args()} | fwd.output_values()
+        fwd.inputs = [(v, src) for v, src in graph.inputs
+                      if src[0] != "gout" and v in read]
+        bwd = Graph(nodes=bwd_nodes, meta=graph.meta, n_values=graph.n_values,
+                    inputs=[(v, ("saved", j)) for j, v in enumerate(saved)]
+                    + [(v, ("gout", k)) for k, v in enumerate(joint.gouts)],
+                    outputs=("tuple", [("c", None) if g is None else ("v", g, False)
+                                       for g in joint.grads]))
+        log("graph", f"captured {self._name()}: forward ({len(fwd.nodes)} ops, "
+            f"{len(saved)} saved for backward):\n{fwd.tabular()}\n"
+            f"backward ({len(bwd.nodes)} ops):\n{bwd.tabular()}")
+        backend = backends.get(self._backend) if isinstance(self._backend, str) \
+            else self._backend
+        fwd = backend(fwd, [_source_array(src, flat) for _, src in fwd.inputs],
+                      **self._options)
+        bwd = backend(bwd, [np.zeros(*graph.meta[v]) for v, _ in bwd.inputs],
+                      **self._options)
+        joint.saved = saved
+        joint.fwd_results = sorted(fwd.output_values())
+        joint.fwd_run, source = generate(fwd, joint.fwd_results)
+        log("graph", f"forward program of {self._name()}:\n{source}")
+        joint.bwd_results = sorted(bwd.output_values())
+        joint.bwd_run, source = generate(bwd, joint.bwd_results)
+        log("graph", f"backward program of {self._name()}:\n{source}")
+        joint.bwd_inputs = {v for v, _ in bwd.inputs}
+        entry.graph, entry.joint = fwd, joint
+        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
+                         for v, src in fwd.inputs if src[0] != "arg"]
+
+    def _check_joint(self, entry, flat, args, kwargs):
+        """The first replay of a forward+backward pair, on new values: outputs and the
+        gradients of a random cotangent compared with eager's (see :meth:`_check`)."""
+        entry.checked = True
+        joint = entry.joint
+        if any(n.kind == "copy_" for n in entry.graph.nodes):
+            return self._replay(entry, flat)  # in-place writes cannot run twice
+        diff = [_source_tensor(src, flat) for src in joint.diff]
+        rng = torcia.get_rng_state()
+        want = self._fn(*args, **kwargs)
+        want_out: list = []
+        _flatten(want, want_out)
+        seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
+            want_out[p].shape).astype(want_out[p]._data.dtype))
+            for k, p in enumerate(joint.positions)]
+        want_grads = torcia.autograd.grad([want_out[p] for p in joint.positions], diff,
+                                          seeds, allow_unused=True)
+        torcia.set_rng_state(rng)
+        got = self._replay(entry, flat)
+        got_out: list = []
+        _flatten(got, got_out)
+        got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
+                                         retain_graph=True, allow_unused=True)
+        if _same(_tensors(got), _tensors(want)) and _same(
+                [None if g is None else g._data for g in got_grads],
+                [None if g is None else g._data for g in want_grads]):
+            return got
+        entry.eager_reason = ("its first replay differed from eager (a value was computed "
+                              "outside the dispatched ops); this signature runs eagerly")
+        entry.graph = entry.joint = None
+        log("guards", f"{self._name()}: {entry.eager_reason}")
+        return want
+
     def _replay(self, entry, flat):
         graph = entry.graph
+        if entry.joint is not None:
+            joint = entry.joint
+            inputs = [_source_array(src, flat) for _, src in graph.inputs]
+            outs = _CompiledForward.apply(joint, inputs,
+                                          *(_source_tensor(src, flat) for src in joint.diff))
+            return _rebuild(joint.outputs, dict(zip(joint.out_vids, outs)).__getitem__,
+                            wrap=lambda t: t)
         if entry.autograd:
             return _replay_autograd(graph, flat)
         run, results = entry.run
@@ -435,6 +534,115 @@ class _CompiledFunction:
             else:
                 leaf.grad._data += g
         return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+class _Joint:
+    """What a joint forward+backward trace left: where the backward starts, the values
+    standing for the outputs' gradients (``gouts``, one per output that requires grad),
+    the inputs differentiated (their sources) and their gradients' values."""
+
+    def __init__(self, n_forward, outputs, out_vids, positions, gouts, diff, grads,
+                 gouts_of):
+        self.n_forward = n_forward
+        self.gouts_of = gouts_of  # the output value each cotangent stands for
+        self.outputs = outputs  # the returned structure
+        self.out_vids = out_vids  # the forward's tensor outputs, each once
+        self.positions = positions  # where those that require grad sit among them
+        self.gouts = gouts
+        self.diff = diff
+        self.grads = grads
+        self.saved: list = []
+        self.fwd_run = self.bwd_run = None
+        self.fwd_results: list = []
+        self.bwd_results: list = []
+        self.bwd_inputs: set = set()
+
+
+def _source_tensor(src, flat) -> Tensor:
+    return flat[src[1]] if src[0] == "arg" else src[1]
+
+
+def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
+    """Trace the backward of ``out`` (the traced forward's result) into the tracer's graph
+    as AOTAutograd does: ``autograd.grad`` of the outputs that require grad, with
+    placeholder cotangents, with respect to every input that requires grad. Returns None
+    (the graph as it was) where the backward cannot be captured."""
+    graph = tracer.graph
+    found: list = []
+    _flatten(out, found)
+    out_vids = list(dict.fromkeys(tracer.ids[id(t._data)] for t in found))
+    positions, outs = [], []
+    for p, t in enumerate(found):
+        vid = tracer.ids[id(t._data)]
+        if t._requires_grad and all(tracer.ids[id(o._data)] != vid for o in outs):
+            positions.append(p)
+            outs.append(t)
+    diff = [src for _, src in graph.inputs
+            if src[0] in ("arg", "tensor") and _source_tensor(src, flat)._requires_grad]
+    n_forward, n_inputs, n_grads = len(graph.nodes), len(graph.inputs), len(graph.grads)
+    seeds = []
+    for k, t in enumerate(outs):
+        seed = torcia.from_numpy(np.ones(t._data.shape, t._data.dtype))
+        tracer.register(seed, ("gout", k))
+        seeds.append(seed)
+    fullgraph, tracer.fullgraph = tracer.fullgraph, False
+    try:
+        grads = torcia.autograd.grad(outs, [_source_tensor(s, flat) for s in diff], seeds,
+                                     retain_graph=True, allow_unused=True)
+    except (RuntimeError, NotImplementedError) as exc:
+        tracer.fail(f"the backward could not be traced ({exc})")
+        grads = ()
+    finally:
+        tracer.fullgraph = fullgraph
+    grad_vids = [None if g is None else tracer.ids.get(id(g._data)) for g in grads]
+    if tracer.broken is None and any(v is None and g is not None
+                                     for v, g in zip(grad_vids, grads)):
+        tracer.fail("a gradient was computed outside the dispatched ops")
+    if tracer.broken is not None:
+        from torcia.compiler import log as _log
+
+        _log("guards", f"the backward runs eagerly: {tracer.broken}")
+        tracer.broken = None
+        del graph.nodes[n_forward:], graph.inputs[n_inputs:], graph.grads[n_grads:]
+        return None
+    del graph.grads[n_grads:]  # the leaves' hooks saw grad()'s results: not accumulated
+    return _Joint(n_forward, graph.outputs, out_vids, positions,
+                  [tracer.ids[id(s._data)] for s in seeds], diff, grad_vids,
+                  [tracer.ids[id(t._data)] for t in outs])
+
+
+class _CompiledForward(Function):
+    """The forward program as one autograd node whose backward is the backward program
+    (``torch._functorch``'s ``CompiledFunction``)."""
+
+    @staticmethod
+    def forward(ctx, joint, inputs, *diff):
+        values = dict(zip(joint.fwd_results, joint.fwd_run(inputs)))
+        ctx.joint = joint
+        ctx.saved_arrays = [values[v] for v in joint.saved]
+        outs = tuple(torcia.from_numpy(np.asarray(values[v])) for v in joint.out_vids)
+        rg = set(joint.gouts_of)
+        ctx.mark_non_differentiable(*(o for o, v in zip(outs, joint.out_vids)
+                                      if v not in rg))
+        return outs
+
+    @staticmethod
+    def backward(ctx, *grads):
+        joint = ctx.joint
+        at = {v: i for i, v in enumerate(joint.out_vids)}
+        cotangents = [np.ascontiguousarray(grads[at[v]]._data) for v in joint.gouts_of]
+        values = dict(zip(joint.bwd_results, joint.bwd_run(ctx.saved_arrays + cotangents)))
+        out = []
+        for g in joint.grads:
+            if g is None:
+                out.append(None)
+                continue
+            arr = values[g]
+            # a gradient that is an input of the program (a cotangent passed through)
+            # must not alias it: the engine may accumulate into it
+            out.append(torcia.from_numpy(np.array(arr) if g in joint.bwd_inputs
+                                         else np.asarray(arr)))
+        return (None, None, *out)
 
 
 def _wrap(arr):
