@@ -548,3 +548,101 @@ def test_in_place_writes_are_replayed():
         np.testing.assert_allclose(g(x, buf).numpy(), f(x, ref).numpy())
         np.testing.assert_allclose(buf.numpy(), ref.numpy())
     assert [n.kind for n in g._entries[0].graph.nodes].count("copy_") == 2
+
+
+def _manual_softmax(x):
+    e = (x - x.amax(-1, keepdim=True)).exp()
+    return e / e.sum(-1, keepdim=True)
+
+
+def _manual_layer_norm(x, w, b):
+    mu = x.mean(-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(-1, keepdim=True)
+    return (x - mu) / (var + 1e-5).sqrt() * w + b
+
+
+def _manual_gelu(x):
+    return 0.5 * x * (1 + (0.7978845608 * (x + 0.044715 * x ** 3)).tanh())
+
+
+REDUCTIONS = [
+    # (name, function, fused kernels it must contain: a value the backward reads again
+    # is kept, so a chain feeding a reduction fuses with it only where nothing else reads it)
+    ("mse", lambda x, y, b: ((x - y) ** 2).mean(), ["pow->mean"]),
+    ("rows", lambda x, y, b: (x * y + b).tanh().sum(-1), ["mul+add+tanh"]),
+    ("rows_keepdim", lambda x, y, b: (x * b).exp().sum(1, keepdim=True) * 1, ["mul->sum"]),
+    ("columns", lambda x, y, b: (x * b - y).sum(0), ["mul+sub->sum"]),
+    ("columns_mean", lambda x, y, b: (x + y).sigmoid().mean(0, keepdim=True), ["add+sigmoid"]),
+    ("amax", lambda x, y, b: (x * 2).exp().amax(0), ["mul+exp"]),
+    ("amin", lambda x, y, b: (x - b).amin(-1), ["neg->sum"]),
+    ("softmax", lambda x, y, b: _manual_softmax(x * y), ["sub+exp", "neg+div+mul->sum"]),
+    ("layer_norm", lambda x, y, b: _manual_layer_norm(x, b, y[0]),
+     ["pow->mean", "neg+div+mul->sum"]),
+    ("gelu", lambda x, y, b: _manual_gelu(x * y), ["pow+mul+add+mul+tanh"]),
+]
+
+
+@pytest.mark.parametrize("name,fn,kernels", REDUCTIONS, ids=[r[0] for r in REDUCTIONS])
+def test_fusion_of_broadcasts_and_reductions(name, fn, kernels):
+    """Elementwise chains (with operands broadcast into them) feeding a sum, mean, amax or
+    amin over the trailing or the leading dims become one generated kernel; forward and
+    gradients as eager's."""
+    torcia.manual_seed(2)
+    x = torcia.randn(6, 7, dtype=torcia.float64, requires_grad=True)
+    y = torcia.randn(6, 7, dtype=torcia.float64, requires_grad=True)
+    b = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
+
+    def step(x, y, b):
+        out = fn(x, y, b)
+        (out * out).sum().backward()
+        return out.detach()
+
+    compiled = torcia.compile(step)
+    for scale in (1.0, 0.6):
+        with torcia.no_grad():
+            x.mul_(scale)
+        results = []
+        for f in (compiled, step):
+            x.grad = y.grad = b.grad = None
+            out = f(x, y, b)
+            results.append([out] + [t.grad for t in (x, y, b)])
+        for got, want in zip(*results):
+            if want is None:
+                assert got is None
+                continue
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+    ops = [n.op for n in compiled._entries[0].graph.nodes if n.kind == "fused"]
+    for k in kernels:
+        assert any(k in op for op in ops), (k, ops)
+
+
+def test_reduction_fusion_keeps_nan_and_float32_accuracy():
+    def f(x):
+        return (x * 1.0).amax(-1), (x + 0.0).sum(-1), (x * 2.0).mean(0)
+
+    compiled = torcia.compile(f)
+    x = torcia.randn(8, 4096)
+    compiled(x)
+    x[3, 100] = float("nan")
+    got, want = compiled(x), f(x)
+    assert np.isnan(got[0][3].item()) and np.isnan(got[1][3].item())
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-4, equal_nan=True)
+    assert sum("->" in n.op for n in compiled._entries[0].graph.nodes) == 3
+
+
+def test_a_reduction_over_middle_dims_is_not_fused():
+    f = torcia.compile(lambda x: (x * 2).sum(1))
+    x = torcia.randn(3, 4, 5)
+    f(x)
+    np.testing.assert_allclose(f(x).numpy(), (x * 2).sum(1).numpy(), rtol=1e-6)
+    assert [n.op for n in f._entries[0].graph.nodes] == ["mul", "sum"]
+
+
+def test_cuda_source_refuses_a_reduction():
+    f = torcia.compile(lambda x: (x * 2).sum())
+    x = torcia.randn(3)
+    f(x)
+    node = f._entries[0].graph.nodes[0]
+    with pytest.raises(ValueError, match="reduction"):
+        inductor.cuda_source(node)

@@ -26,8 +26,10 @@ class Unsupported(RuntimeError):
 
 def _is_array(x) -> bool:
     # NumPy reductions to 0-d hand back NumPy scalars: values like any array
+    # (a NumPy scalar type, a dtype argument, has ``shape`` and ``dtype`` too)
     return isinstance(x, np.generic) or (
-        hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x))
+        not isinstance(x, type) and hasattr(x, "shape") and hasattr(x, "dtype")
+        and not np.isscalar(x))
 
 
 def _root(arr):
