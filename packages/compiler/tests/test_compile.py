@@ -117,10 +117,71 @@ def test_data_dependent_control_flow_breaks_the_graph(capsys):
 
     g = torcia.compile(f)
     assert g(torcia.ones(3)).item() == 3.0
-    assert g(-torcia.ones(3)).item() == -6.0  # eager: the other branch, no wrong answer
+    assert g(-torcia.ones(3)).item() == -6.0  # the other branch: no wrong answer
     assert "graph break" in capsys.readouterr().err
     with pytest.raises(torcia.compiler.Unsupported, match="Tensor.item"):
         torcia.compile(f, fullgraph=True)(torcia.ones(3))
+
+
+def test_a_graph_break_splits_the_program_and_guards_the_branch(capsys):
+    """Data-dependent control flow: the pieces around the break are compiled, the values
+    Python read guard the branch; the other branch traces a second program; each is
+    replayed (not run eagerly) from then on, forward and backward."""
+    w = torcia.ones(3, requires_grad=True)
+
+    def f(x):
+        y = (x * 2).sin()
+        loss = (y * w).sum() if x.sum() > 0 else (y - w).exp().sum()
+        loss.backward()
+        return loss
+
+    g = torcia.compile(f)
+    for s in (1.0, 1.0, -1.0, -1.0, 1.5, -0.5, 1.0):
+        w.grad = None
+        got = g(torcia.ones(3) * s)
+        got_grad = w.grad.clone()
+        w.grad = None
+        want = f(torcia.ones(3) * s)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        np.testing.assert_allclose(got_grad.numpy(), w.grad.numpy(), rtol=1e-6)
+    assert len(g._entries) == 2
+    assert all(e.eager_reason is None and e.checked for e in g._entries)
+    assert all(sum(n.kind == "guard" for n in e.graph.nodes) == 1 for e in g._entries)
+    err = capsys.readouterr().err
+    assert "compiled in 2 pieces" in err and "Tensor.item() read other values" in err
+
+
+def test_a_value_read_that_changes_every_call_ends_in_eager(monkeypatch):
+    monkeypatch.setattr(torcia.compiler, "recompile_limit", 3)
+
+    def f(x):
+        return x * float(x.sum())  # a Python number made from the data
+
+    g = torcia.compile(f)
+    for k in range(6):
+        x = torcia.full((2,), float(k))
+        np.testing.assert_allclose(g(x).numpy(), f(x).numpy())
+    assert len(g._entries) == 3
+
+
+def test_a_numpy_read_or_a_write_before_a_break_runs_eagerly(capsys):
+    def reads_numpy(x):
+        return x * float(x.numpy().sum())
+
+    g = torcia.compile(reads_numpy)
+    for k in (1.0, 2.0):
+        assert g(torcia.full((2,), k)).tolist() == [2 * k * k] * 2
+    assert g._entries[0].eager_reason is not None
+
+    def writes_then_reads(x, buf):
+        buf.copy_(x * 2)
+        return x + 1 if buf.sum() > 0 else x - 1
+
+    h = torcia.compile(writes_then_reads)
+    buf = torcia.zeros(2)
+    assert h(torcia.ones(2), buf).tolist() == [2.0, 2.0]
+    assert h(-torcia.ones(2), buf).tolist() == [-2.0, -2.0] and buf.tolist() == [-2.0, -2.0]
+    assert "after an in-place write" in capsys.readouterr().err
 
 
 def test_changed_dtype_retraces(capsys):

@@ -16,8 +16,9 @@ the other arguments' values, grad mode, and the plain attributes, parameters and
 of the modules involved. A call that fails a guard retraces (up to
 :data:`recompile_limit` programs per function, then eager), with the reason in the
 ``guards`` log. Python reading a tensor's values (``if t > 0``, ``.item()``, ``.tolist()``)
-breaks the graph: that signature runs eagerly, with the reason logged (``fullgraph=True``
-raises :class:`Unsupported` instead). Anything else capture cannot reproduce falls back to
+breaks the graph: the program is split there and the values read guard the rest (other
+values trace another program, the other branch); ``fullgraph=True`` raises
+:class:`Unsupported` instead. Anything else capture cannot reproduce falls back to
 eager the same way, never to a wrong answer.
 
 Logs: ``TORCIA_LOGS=graph,fusion,guards`` (or :func:`set_logs`) prints the captured
@@ -53,7 +54,8 @@ from torcia.autograd import Function
 from torcia.compiler import hookspecs
 from torcia.compiler.capture import Tracer, Unsupported
 from torcia.compiler.graph import Graph, Node
-from torcia.compiler.replay import generate
+from torcia.compiler.inductor import IMPURE
+from torcia.compiler.replay import DataGuardFailed, generate, same_values
 from torcia.library import Tensor, dtype_from_numpy
 from torcia.library import call as _call
 from torcia.plugins import hookimpl
@@ -295,6 +297,7 @@ class _Entry:
         self.sources: list = []  # (source, shape, dtype) of the graph's non-argument inputs
         self.autograd = False
         self.joint: _Joint | None = None  # a forward and a backward program
+        self.rng = False  # random ops run before a graph break (undone when it fails)
         self.checked = False  # the first replay runs beside eager (see _check)
 
     def inputs_ok(self) -> bool:
@@ -329,15 +332,22 @@ class _CompiledFunction:
     def __call__(self, *args, **kwargs):
         flat: list = []
         key = self._key(args, kwargs, flat)
+        data_changed = None
         for entry in self._entries:
             if entry.key == key and entry.inputs_ok():
                 if entry.eager_reason is not None:
                     return self._fn(*args, **kwargs)
-                if not entry.checked:
-                    if entry.joint is not None:
-                        return self._check_joint(entry, flat, args, kwargs)
-                    return self._check(entry, flat, args, kwargs)
-                return self._replay(entry, flat)
+                try:
+                    if not entry.checked:
+                        if entry.joint is not None:
+                            return self._check_joint(entry, flat, args, kwargs)
+                        return self._check(entry, flat, args, kwargs)
+                    return self._replay(entry, flat)
+                except DataGuardFailed as exc:
+                    data_changed = str(exc)  # another program may hold the other branch
+        if data_changed is not None and len(self._entries) < recompile_limit:
+            log("guards", f"recompiling {self._name()}: {data_changed}")
+            return self._trace(key, flat, args, kwargs)
         if self._entries:
             if len(self._entries) >= recompile_limit:
                 if not self._warned_limit:
@@ -376,6 +386,20 @@ class _CompiledFunction:
         entry = _Entry(key, graph)
         entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
                          for v, src in graph.inputs if src[0] not in ("arg", "gout")]
+        breaks = [i for i, n in enumerate(graph.nodes) if n.kind == "guard"]
+        if breaks:
+            before = graph.nodes[:breaks[-1]]
+            if any(n.kind == "copy_" for n in before):
+                reason = ("graph break after an in-place write (a replay stopped at the "
+                          "break could not undo it): this signature runs eagerly")
+                log("guards", f"{self._name()}: {reason}")
+                self._entries.append(_Entry(key, reason=reason))
+                return out
+            entry.rng = any(n.kind == "call" and any(w in n.op for w in IMPURE)
+                            for n in before)
+            log("guards", f"{self._name()}: {len(breaks)} graph break(s) (Python reads "
+                f"tensor values): compiled in {len(breaks) + 1} pieces, each break guarded "
+                "by the values read")
         if joint is not None:
             self._compile_joint(entry, joint, flat)
             self._entries.append(entry)
@@ -383,7 +407,7 @@ class _CompiledFunction:
         entry.autograd = torcia.is_grad_enabled() and not graph.grads and \
             graph.outputs_require_grad()
         if entry.autograd and not all(
-                n.kind in ("call", "cast") and all(r[0] != "l" for r in n.args)
+                n.kind in ("call", "cast", "guard") and all(r[0] != "l" for r in n.args)
                 and all(r[0] == "c" for r in n.params.values()) for n in graph.nodes):
             reason = "a forward-only graph with in-place writes or list arguments whose " \
                 "outputs require grad: running eagerly"
@@ -408,32 +432,33 @@ class _CompiledFunction:
         """The first replay, on new values: run eagerly too and compare, so that a value
         capture took for a constant (made outside the dispatched ops) sends this signature
         to eager instead of giving a wrong answer."""
-        entry.checked = True
         graph = entry.graph
         if any(n.kind == "copy_" for n in graph.nodes):
+            entry.checked = True
             return self._replay(entry, flat)  # in-place writes cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
         saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
                  for leaf in leaves]
         rng = torcia.get_rng_state()
-        want = self._fn(*args, **kwargs)
-        want_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
-                      for leaf in leaves]
+        # the program first: a graph break's guard that fails leaves nothing changed, and
+        # the caller traces the other branch
+        got = self._replay(entry, flat)
+        entry.checked = True
+        got_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
+                     for leaf in leaves]
         for leaf, grad, data in saved:
             leaf.grad = grad
             if grad is not None:
                 grad._data[...] = data
         torcia.set_rng_state(rng)
-        got = self._replay(entry, flat)
-        got_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
+        want = self._fn(*args, **kwargs)
+        want_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
         if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads):
             return got
         entry.eager_reason = ("its first replay differed from eager (a value was computed "
                               "outside the dispatched ops); this signature runs eagerly")
         entry.graph = entry.run = None
         log("guards", f"{self._name()}: {entry.eager_reason}")
-        for leaf, grad in zip(leaves, want_grads):
-            leaf.grad = None if grad is None else torcia.from_numpy(grad)
         return want
 
     def _compile_joint(self, entry, joint, flat):
@@ -483,26 +508,27 @@ class _CompiledFunction:
     def _check_joint(self, entry, flat, args, kwargs):
         """The first replay of a forward+backward pair, on new values: outputs and the
         gradients of a random cotangent compared with eager's (see :meth:`_check`)."""
-        entry.checked = True
         joint = entry.joint
         if any(n.kind == "copy_" for n in entry.graph.nodes):
+            entry.checked = True
             return self._replay(entry, flat)  # in-place writes cannot run twice
         diff = [_source_tensor(src, flat) for src in joint.diff]
         rng = torcia.get_rng_state()
+        got = self._replay(entry, flat)  # first: see _check
+        entry.checked = True
+        got_out: list = []
+        _flatten(got, got_out)
+        seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
+            got_out[p].shape).astype(got_out[p]._data.dtype))
+            for k, p in enumerate(joint.positions)]
+        got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
+                                         retain_graph=True, allow_unused=True)
+        torcia.set_rng_state(rng)
         want = self._fn(*args, **kwargs)
         want_out: list = []
         _flatten(want, want_out)
-        seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
-            want_out[p].shape).astype(want_out[p]._data.dtype))
-            for k, p in enumerate(joint.positions)]
         want_grads = torcia.autograd.grad([want_out[p] for p in joint.positions], diff,
                                           seeds, allow_unused=True)
-        torcia.set_rng_state(rng)
-        got = self._replay(entry, flat)
-        got_out: list = []
-        _flatten(got, got_out)
-        got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
-                                         retain_graph=True, allow_unused=True)
         if _same(_tensors(got), _tensors(want)) and _same(
                 [None if g is None else g._data for g in got_grads],
                 [None if g is None else g._data for g in want_grads]):
@@ -514,6 +540,16 @@ class _CompiledFunction:
         return want
 
     def _replay(self, entry, flat):
+        if not entry.rng:
+            return self._run(entry, flat)
+        state = torcia.get_rng_state()
+        try:
+            return self._run(entry, flat)
+        except DataGuardFailed:
+            torcia.set_rng_state(state)
+            raise
+
+    def _run(self, entry, flat):
         graph = entry.graph
         if entry.joint is not None:
             joint = entry.joint
@@ -727,6 +763,10 @@ def _replay_autograd(graph: Graph, flat):
     for node in graph.nodes:
         if node.kind == "cast":
             env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"][1]))
+            continue
+        if node.kind == "guard":
+            if not same_values(env[node.args[0][1]]._data, node.params["value"][1]):
+                raise DataGuardFailed(f"Tensor.{node.op}() read other values")
             continue
         out = _call(node.op, tuple(arg(r) for r in node.args),
                     {k: arg(r) for k, r in node.params.items()})

@@ -65,9 +65,22 @@ class Tracer(DispatchMode):
             self.broken = reason
 
     def on_read(self, tensor, how):
-        self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), so "
-                  "what follows may depend on data (data-dependent control flow); this "
-                  "signature runs eagerly")
+        """Python reads a tensor's values: what follows may depend on them (data-dependent
+        control flow, ``if loss > 10``). The graph is split there (a ``"guard"`` node): a
+        replay runs the program up to it, checks that the tensor holds the values read
+        when traced (the branch Python took), and only then runs on; other values trace
+        another program. ``.numpy()`` hands Python the array itself: the graph breaks."""
+        if threading.get_ident() != self.thread or self.broken is not None:
+            return
+        if self.fullgraph or how == "numpy":
+            self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), "
+                      "so what follows may depend on data (data-dependent control flow); "
+                      "this signature runs eagerly")
+            return
+        if id(tensor._data) not in self.ids:
+            self.register(tensor)
+        self.graph.nodes.append(Node("guard", how, None, [("v", self.ids[id(tensor._data)])],
+                                     {"value": ("c", np.array(tensor._data, copy=True))}, []))
 
     # -- values -------------------------------------------------------------------------
 

@@ -5,9 +5,10 @@ reuses its result), constant folding (a pure op whose arguments are all constant
 compile time), dead-code elimination (results nothing reads; random and in-place ops
 stay), and fusion: chains of elementwise ops over arrays of one float dtype (operands
 broadcast into the chain's shape), ending where a sum, mean, amax or amin over the trailing
-or leading dims reads them, become one generated C++ loop (OpenMP threads, ``omp simd`` vectorisation) compiled by the
-system compiler (``$CXX``, else ``g++``) and cached on disk under the hash of its code, the
-flags and the compiler's version (``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
+or leading dims reads them, become one generated C++ loop (OpenMP threads, ``omp simd``
+vectorisation) compiled by the system compiler (``$CXX``, else ``g++``) and cached on
+disk under the hash of its code, the flags and the compiler's version
+(``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
 Without a compiler, fusion is skipped and the graph replays unfused.
 """
 
@@ -39,7 +40,7 @@ BINARY = {
     "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
     "pow": "std::pow({a}, {b})",
 }
-_IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
+IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
            "exponential", "cauchy", "geometric", "poisson")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -63,7 +64,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
 
 
 def _pure(node: Node) -> bool:
-    return node.kind in ("call", "cast") and not any(w in node.op for w in _IMPURE)
+    return node.kind in ("call", "cast") and not any(w in node.op for w in IMPURE)
 
 
 def _rename(graph: Graph, subst: dict) -> None:
