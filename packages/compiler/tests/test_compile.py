@@ -443,29 +443,67 @@ def test_fusion_of_masks_and_scalars_not_of_mixed_dtypes():
                for v in n.value_args())
 
 
-def test_a_function_with_an_optimizer_step_runs_eagerly(capsys):
+@pytest.mark.parametrize("name", ["SGD", "Adam"])
+def test_a_whole_training_step_with_the_optimizer(name):
+    """``zero_grad``, forward, ``backward`` and ``opt.step()`` in one compiled function:
+    the optimizer's calls replay as opaque nodes (their kernels run outside dispatch)
+    between the captured, fused forward and backward, with the gradients written first;
+    ``torcia.compile(opt.step)`` alone too."""
     opt_mod = pytest.importorskip("torcia.optim")
-    w = torcia.ones(2, requires_grad=True)
-    opt = opt_mod.Adam([w], lr=0.1)
 
-    def step(x):
+    def make():
+        model = _mlp()
+        kwargs = {"momentum": 0.9} if name == "SGD" else {}
+        return model, getattr(opt_mod, name)(model.parameters(), lr=0.05, **kwargs)
+
+    model, opt = make()
+    ref, ref_opt = make()
+
+    def step(x, y):
         opt.zero_grad()
-        loss = (x * w).sum()
+        loss = _ce(model(x), y)
         loss.backward()
         opt.step()
         return loss
 
     compiled = torcia.compile(step)
-    for _ in range(3):
-        compiled(torcia.ones(2))
-    ref = torcia.ones(2, requires_grad=True)
-    ref_opt = opt_mod.Adam([ref], lr=0.1)
-    for _ in range(3):
+    compiled_step = torcia.compile(ref_opt.step)
+    torcia.manual_seed(3)
+    for _ in range(5):
+        x, y = torcia.randn(4, 8), torcia.randint(0, 4, (4,))
+        got = compiled(x, y)
         ref_opt.zero_grad()
-        (torcia.ones(2) * ref).sum().backward()
-        ref_opt.step()
-    np.testing.assert_allclose(w.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
-    assert "optimizer" in capsys.readouterr().err
+        want = _ce(ref(x), y)
+        want.backward()
+        compiled_step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+        for p, q in zip(model.parameters(), ref.parameters()):
+            np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+    (entry,) = compiled._entries  # the first state of momentum buffers traced once
+    assert entry.eager_reason is None
+    assert [n.op for n in entry.graph.nodes if n.kind == "opaque"] == [
+        f"{name}.zero_grad", f"{name}.step"]
+    assert [n.op for n in compiled_step._entries[0].graph.nodes] == [f"{name}.step"]
+    assert "step" not in vars(opt) and "zero_grad" not in vars(opt)  # unpatched
+
+
+def test_an_optimizer_step_with_a_closure_runs_eagerly(capsys):
+    opt_mod = pytest.importorskip("torcia.optim")
+    w = torcia.ones(2, requires_grad=True)
+    opt = opt_mod.SGD([w], lr=0.1)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+
+    compiled = torcia.compile(lambda: opt.step(closure))
+    for _ in range(2):
+        compiled()
+    np.testing.assert_allclose(w.detach().numpy(), [0.64, 0.64], rtol=1e-6)
+    assert "closure" in capsys.readouterr().err
 
 
 def test_a_third_party_backend_from_a_plugin(capsys):

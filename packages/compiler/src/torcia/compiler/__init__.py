@@ -52,7 +52,7 @@ import torcia
 from torcia import nn, plugins
 from torcia.autograd import Function
 from torcia.compiler import hookspecs
-from torcia.compiler.capture import Tracer, Unsupported
+from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
 from torcia.compiler.inductor import IMPURE
 from torcia.compiler.replay import DataGuardFailed, generate, same_values
@@ -365,20 +365,31 @@ class _CompiledFunction:
 
     def _trace(self, key, flat, args, kwargs):
         tracer = Tracer(self._fullgraph)
-        if self._optimizers:
-            # its step count and learning rate are Python numbers the graph would bake in
-            tracer.fail("the function reaches an optimizer; capturing opt.step() is not "
-                        "supported: call it outside the compiled function")
         for i, t in enumerate(flat):
             tracer.register(t, ("arg", i))
-        with tracer:
-            out = self._fn(*args, **kwargs)
-            graph = tracer.graph
-            graph.outputs = tracer.output(out)
-            joint = None
-            if tracer.broken is None and torcia.is_grad_enabled() and not graph.grads \
-                    and graph.outputs_require_grad():
-                joint = _trace_backward(tracer, out, flat)
+        fn = self._fn
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and any(owner is o for o in self._optimizers):
+            # torcia.compile(opt.step): the method as patched below
+            name = fn.__name__
+            fn = lambda *a, **k: getattr(owner, name)(*a, **k)  # noqa: E731
+        patched = _patch_optimizers(tracer, self._optimizers)
+        try:
+            with tracer:
+                out = fn(*args, **kwargs)
+                graph = tracer.graph
+                graph.outputs = tracer.output(out)
+                joint = None
+                if tracer.broken is None and torcia.is_grad_enabled() and not graph.grads \
+                        and not any(n.kind == "opaque" for n in graph.nodes) \
+                        and graph.outputs_require_grad():
+                    joint = _trace_backward(tracer, out, flat)
+        finally:
+            for opt, name, had, old in patched:
+                if had:
+                    opt.__dict__[name] = old
+                else:
+                    opt.__dict__.pop(name, None)
         if tracer.broken is not None:
             log("guards", f"{self._name()}: {tracer.broken}")
             self._entries.append(_Entry(key, reason=tracer.broken))
@@ -389,9 +400,10 @@ class _CompiledFunction:
         breaks = [i for i, n in enumerate(graph.nodes) if n.kind == "guard"]
         if breaks:
             before = graph.nodes[:breaks[-1]]
-            if any(n.kind == "copy_" for n in before):
-                reason = ("graph break after an in-place write (a replay stopped at the "
-                          "break could not undo it): this signature runs eagerly")
+            if any(n.kind in ("copy_", "opaque") for n in before):
+                reason = ("graph break after an in-place write or an optimizer call (a "
+                          "replay stopped at the break could not undo it): this signature "
+                          "runs eagerly")
                 log("guards", f"{self._name()}: {reason}")
                 self._entries.append(_Entry(key, reason=reason))
                 return out
@@ -405,7 +417,7 @@ class _CompiledFunction:
             self._entries.append(entry)
             return out
         entry.autograd = torcia.is_grad_enabled() and not graph.grads and \
-            graph.outputs_require_grad()
+            not any(n.kind == "opaque" for n in graph.nodes) and graph.outputs_require_grad()
         if entry.autograd and not all(
                 n.kind in ("call", "cast", "guard") and all(r[0] != "l" for r in n.args)
                 and all(r[0] == "c" for r in n.params.values()) for n in graph.nodes):
@@ -433,7 +445,7 @@ class _CompiledFunction:
         capture took for a constant (made outside the dispatched ops) sends this signature
         to eager instead of giving a wrong answer."""
         graph = entry.graph
-        if any(n.kind == "copy_" for n in graph.nodes):
+        if any(n.kind in ("copy_", "opaque") for n in graph.nodes):
             entry.checked = True
             return self._replay(entry, flat)  # in-place writes cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
@@ -564,12 +576,32 @@ class _CompiledFunction:
         arrays = run([_source_array(src, flat) for _, src in graph.inputs])
         values = dict(zip(results, arrays))
         for leaf, vid in graph.grads:
-            g = values[vid]
-            if leaf.grad is None:
-                leaf.grad = torcia.from_numpy(np.array(g))
-            else:
-                leaf.grad._data += g
+            accumulate(leaf, values[vid])
         return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+def _patch_optimizers(tracer: Tracer, optimizers) -> list:
+    """Make each optimizer's ``step`` and ``zero_grad`` record one opaque node while the
+    tracer runs (they reach their kernels and ``.grad`` outside dispatch); returns what
+    to restore."""
+    patched = []
+    for opt in optimizers:
+        for name in ("zero_grad", "step"):
+            original = getattr(opt, name)
+            patched.append((opt, name, name in opt.__dict__, opt.__dict__.get(name)))
+            opt.__dict__[name] = _opaque(tracer, f"{type(opt).__name__}.{name}", original)
+    return patched
+
+
+def _opaque(tracer, label, original):
+    def call(*args, **kwargs):
+        if label.endswith(".step") and (args or kwargs):
+            tracer.fail("opt.step(closure): the closure's forward would run outside the "
+                        "captured graph")
+            return original(*args, **kwargs)
+        return tracer.opaque(label, original, args, kwargs)
+
+    return call
 
 
 class _Joint:

@@ -15,8 +15,18 @@ import threading
 
 import numpy as np
 
+import torcia
 from torcia.compiler.graph import Graph, Node
 from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+
+
+def accumulate(leaf: Tensor, grad) -> None:
+    """Add a replayed gradient into ``leaf.grad`` as the engine does (a new tensor where
+    there is none)."""
+    if leaf.grad is None:
+        leaf.grad = torcia.from_numpy(np.array(grad))
+    else:
+        leaf.grad._data += grad
 
 
 class Unsupported(RuntimeError):
@@ -55,6 +65,33 @@ class Tracer(DispatchMode):
         self.broken: str | None = None
         self.read_tensors: dict[int, Tensor] = {}
         self.thread = threading.get_ident()
+        self.paused = False  # an opaque call runs: its ops are not recorded
+
+    def _tracing(self) -> bool:
+        return threading.get_ident() == self.thread and not self.paused
+
+    def opaque(self, name: str, fn, args=(), kwargs=None):
+        """Run ``fn(*args, **kwargs)`` unrecorded and record one ``"opaque"`` node that
+        calls it again on replay (an optimizer's ``step``, whose multi-tensor kernels run
+        outside dispatch). The gradients the engine accumulated so far are written into
+        their leaves first, as they were when ``fn`` ran: the node reads them."""
+        kwargs = kwargs or {}
+        if not self._tracing() or self.broken is not None:
+            return fn(*args, **kwargs)
+        flushed, self.graph.grads = self.graph.grads, []
+
+        def replay(*grads):
+            for (leaf, _), g in zip(flushed, grads):
+                accumulate(leaf, g)
+            fn(*args, **kwargs)
+
+        self.graph.nodes.append(Node("opaque", name, replay,
+                                     [("v", v) for _, v in flushed], {}, []))
+        self.paused = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.paused = False
 
     # -- breaking -----------------------------------------------------------------------
 
@@ -70,7 +107,7 @@ class Tracer(DispatchMode):
         replay runs the program up to it, checks that the tensor holds the values read
         when traced (the branch Python took), and only then runs on; other values trace
         another program. ``.numpy()`` hands Python the array itself: the graph breaks."""
-        if threading.get_ident() != self.thread or self.broken is not None:
+        if not self._tracing() or self.broken is not None:
             return
         if self.fullgraph or how == "numpy":
             self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), "
@@ -112,7 +149,7 @@ class Tracer(DispatchMode):
 
     def _grad_hook(self, leaf):
         def hook(grad):
-            if threading.get_ident() == self.thread and self.broken is None:
+            if self._tracing() and self.broken is None:
                 vid = self.ids.get(id(grad._data))
                 if vid is None:
                     self.fail("a gradient was computed outside the dispatched ops")
@@ -150,7 +187,7 @@ class Tracer(DispatchMode):
     # -- the mode -----------------------------------------------------------------------
 
     def on_inputs(self, op, inputs):
-        if threading.get_ident() == self.thread:
+        if self._tracing():
             for x in inputs:
                 if isinstance(x, Tensor):
                     self.register(x)
@@ -162,7 +199,7 @@ class Tracer(DispatchMode):
         return inputs
 
     def around_kernel(self, op, kernel, device):
-        if threading.get_ident() != self.thread:
+        if not self._tracing():
             return kernel
         if device.type != "cpu":
             self.fail(f"capture runs on the 'cpu' device only (got {device.type!r})")
@@ -191,7 +228,7 @@ class Tracer(DispatchMode):
         return traced
 
     def on_inplace(self, target, out):
-        if threading.get_ident() != self.thread or self.broken is not None:
+        if not self._tracing() or self.broken is not None:
             return
         if id(target._data) not in self.ids:
             self.register(target)

@@ -103,7 +103,8 @@ def generate(graph: Graph, results: list):
             lhs = ", ".join(f"v{o}" for o in node.outs)
             if node.tuple_out:
                 lhs += ","
-            lines.append(f"    {lhs} = K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
+            lhs = f"{lhs} = " if lhs else ""
+            lines.append(f"    {lhs}K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
         dead = [v for v in drops.get(i, ()) if v not in poolable]
         for v in drops.get(i, ()):
             if v in poolable:
