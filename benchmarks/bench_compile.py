@@ -5,8 +5,9 @@ momentum; CNN batch 64 Adam; 2-layer pre-norm transformer d=128 seq 64 batch 16 
 LSTM 64->128 seq 32 batch 32 SGD), built by the same code for both frameworks. A step is
 ``zero_grad``, forward, ``backward``, ``opt.step()``:
 
-- torcia compiled: forward and backward captured by ``torcia.compile`` (inductor), the
-  optimizer eager;
+- torcia compiled: the whole step in one ``torcia.compile``'d function (inductor): the
+  forward and backward captured and fused, ``zero_grad`` and ``opt.step()`` replayed as
+  opaque calls (their multi-tensor kernels run outside dispatch);
 - PyTorch compiled: ``torch.compile(model)`` (inductor; AOTAutograd compiles the backward).
 
 Rounds alternate between the variants and the table shows each one's median step time
@@ -113,17 +114,17 @@ def _eager(lib, model, opt, x, y):
 def _torcia_compiled(lib, model, opt, x, y):
     loss_fn = lib.nn.functional.cross_entropy
 
-    def fwd_bwd(x, y):
+    def train_step(x, y):
+        opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        opt.step()
         return loss
 
-    compiled = lib.compile(fwd_bwd)
+    compiled = lib.compile(train_step)
 
     def step():
-        opt.zero_grad()
         compiled(x, y)
-        opt.step()
 
     return step, compiled
 
