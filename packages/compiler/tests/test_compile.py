@@ -744,3 +744,36 @@ def test_cuda_source_refuses_a_reduction():
     node = f._entries[0].graph.nodes[0]
     with pytest.raises(ValueError, match="reduction"):
         inductor.cuda_source(node)
+
+
+@pytest.mark.parametrize("dropout", [False, True])
+def test_compiled_module_with_batch_norm_and_dropout(dropout, capsys):
+    """A BatchNorm's running statistics (in-place writes) replay in the forward program and
+    are part of the first replay's check; a dropout mask (drawn outside dispatch, which
+    capture would take for a constant) is caught there and that signature runs eagerly."""
+    def make():
+        torcia.manual_seed(0)
+        layers = [nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU()]
+        return nn.Sequential(*layers, *([nn.Dropout(0.3)] if dropout else []),
+                             nn.Linear(16, 4))
+
+    model, ref = make(), make()
+    cm = torcia.compile(model)
+    for i in range(4):
+        x = torcia.randn(6, 8)
+        results = []
+        for f, m in ((cm, model), (ref, ref)):
+            torcia.manual_seed(100 + i)
+            out = f(x)
+            out.pow(2).sum().backward()
+            results.append([out.detach(), m[1].running_mean, m[1].running_var]
+                           + [p.grad.clone() for p in m.parameters()])
+            m.zero_grad()
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    assert int(model[1].num_batches_tracked) == int(ref[1].num_batches_tracked) == 4
+    (entry,) = cm._compiled_forward._entries
+    if dropout:
+        assert entry.eager_reason is not None and "first replay" in capsys.readouterr().err
+    else:
+        assert entry.eager_reason is None and entry.joint is not None

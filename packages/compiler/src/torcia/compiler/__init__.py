@@ -445,12 +445,14 @@ class _CompiledFunction:
         capture took for a constant (made outside the dispatched ops) sends this signature
         to eager instead of giving a wrong answer."""
         graph = entry.graph
-        if any(n.kind in ("copy_", "opaque") for n in graph.nodes):
+        if any(n.kind == "opaque" for n in graph.nodes):
             entry.checked = True
-            return self._replay(entry, flat)  # in-place writes cannot run twice
+            return self._replay(entry, flat)  # an optimizer step cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
         saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
                  for leaf in leaves]
+        written = _written_inputs(graph, flat)
+        before = [np.array(a) for a in written]
         rng = torcia.get_rng_state()
         # the program first: a graph break's guard that fails leaves nothing changed, and
         # the caller traces the other branch
@@ -458,6 +460,7 @@ class _CompiledFunction:
         entry.checked = True
         got_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
                      for leaf in leaves]
+        got_written = _undo_writes(written, before)
         for leaf, grad, data in saved:
             leaf.grad = grad
             if grad is not None:
@@ -465,7 +468,8 @@ class _CompiledFunction:
         torcia.set_rng_state(rng)
         want = self._fn(*args, **kwargs)
         want_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
-        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads):
+        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads) \
+                and _same(got_written, written):
             return got
         entry.eager_reason = ("its first replay differed from eager (a value was computed "
                               "outside the dispatched ops); this signature runs eagerly")
@@ -521,13 +525,13 @@ class _CompiledFunction:
         """The first replay of a forward+backward pair, on new values: outputs and the
         gradients of a random cotangent compared with eager's (see :meth:`_check`)."""
         joint = entry.joint
-        if any(n.kind == "copy_" for n in entry.graph.nodes):
-            entry.checked = True
-            return self._replay(entry, flat)  # in-place writes cannot run twice
         diff = [_source_tensor(src, flat) for src in joint.diff]
+        written = _written_inputs(entry.graph, flat)
+        before = [np.array(a) for a in written]
         rng = torcia.get_rng_state()
         got = self._replay(entry, flat)  # first: see _check
         entry.checked = True
+        got_written = _undo_writes(written, before)
         got_out: list = []
         _flatten(got, got_out)
         seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
@@ -540,8 +544,8 @@ class _CompiledFunction:
         want_out: list = []
         _flatten(want, want_out)
         want_grads = torcia.autograd.grad([want_out[p] for p in joint.positions], diff,
-                                          seeds, allow_unused=True)
-        if _same(_tensors(got), _tensors(want)) and _same(
+                                          seeds, retain_graph=True, allow_unused=True)
+        if _same(_tensors(got), _tensors(want)) and _same(got_written, written) and _same(
                 [None if g is None else g._data for g in got_grads],
                 [None if g is None else g._data for g in want_grads]):
             return got
@@ -578,6 +582,27 @@ class _CompiledFunction:
         for leaf, vid in graph.grads:
             accumulate(leaf, values[vid])
         return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+def _written_inputs(graph: Graph, flat) -> list:
+    """The arrays of the graph's inputs its in-place writes change (a BatchNorm's running
+    statistics), each once."""
+    targets = {n.args[0][1] for n in graph.nodes if n.kind == "copy_"}
+    arrays = {}
+    for vid, src in graph.inputs:
+        if vid in targets:
+            arr = _source_array(src, flat)
+            arrays[id(arr)] = arr
+    return list(arrays.values())
+
+
+def _undo_writes(written, before) -> list:
+    """Put the written arrays back as they were (eager runs next, from the same state);
+    returns what the program had written."""
+    after = [np.array(a) for a in written]
+    for a, b in zip(written, before):
+        a[...] = b
+    return after
 
 
 def _patch_optimizers(tracer: Tracer, optimizers) -> list:
