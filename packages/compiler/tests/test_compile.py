@@ -337,6 +337,27 @@ OPS = [
     ("where", lambda x, y: torcia.where(x > y, x, y)),
     ("clamp", lambda x, y: x.clamp(-0.5, 0.5)),
     ("chain", lambda x, y: ((x * y + 1).tanh() * 0.5 - y).exp()),
+    # indexing and shape
+    ("getitem", lambda x, y: x[1:3, ::2] * y[0, :3]),
+    ("index_select", lambda x, y: x.index_select(1, torcia.tensor([4, 0, 0]))),
+    ("gather", lambda x, y: x.gather(1, torcia.tensor([[0, 1], [2, 2], [4, 3], [1, 0]]))),
+    ("masked_fill", lambda x, y: x.masked_fill(y > 0, 0.5)),
+    ("stack_chunk", lambda x, y: torcia.stack(x.chunk(5, 1), 0) * 2),
+    ("flip_roll", lambda x, y: x.flip(0).roll(2, 1) - y),
+    # reductions and scans
+    ("cumsum", lambda x, y: x.cumsum(1)),
+    ("logsumexp", lambda x, y: x.logsumexp(1)),
+    ("var", lambda x, y: x.var(0)),
+    ("amax_dim", lambda x, y: (x * y).amax(1)),
+    ("norm", lambda x, y: torcia.linalg.vector_norm(x, dim=1)),
+    # linear algebra and nn
+    ("bmm", lambda x, y: torcia.bmm(x.reshape(2, 2, 5), y.reshape(2, 5, 2))),
+    ("einsum", lambda x, y: torcia.einsum("ij,kj->ik", x, y)),
+    ("conv1d", lambda x, y: nn.functional.conv1d(x.unsqueeze(0), y[:3, :4].unsqueeze(-1))),
+    ("max_pool1d", lambda x, y: nn.functional.max_pool1d(x.unsqueeze(0), 2)),
+    ("mse_loss", lambda x, y: nn.functional.mse_loss(x, y)),
+    ("cross_entropy", lambda x, y: nn.functional.cross_entropy(x, torcia.tensor([0, 4, 2, 1]))),
+    ("embedding", lambda x, y: nn.functional.embedding(torcia.tensor([[1, 3], [0, 1]]), x)),
 ]
 
 
