@@ -798,3 +798,14 @@ def test_compiled_module_with_batch_norm_and_dropout(dropout, capsys):
         assert entry.eager_reason is not None and "first replay" in capsys.readouterr().err
     else:
         assert entry.eager_reason is None and entry.joint is not None
+
+
+def test_double_backward_through_a_compiled_backward_raises():
+    torcia.manual_seed(0)
+    lin = nn.Linear(3, 1, dtype=torcia.float64)
+    cm = torcia.compile(lin)
+    x = torcia.randn(2, 3, dtype=torcia.float64, requires_grad=True)
+    cm(x)
+    (gx,) = torcia.autograd.grad(cm(x).tanh().sum(), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        gx.sum().backward()

@@ -50,7 +50,7 @@ import numpy as np
 
 import torcia
 from torcia import nn, plugins
-from torcia.autograd import Function
+from torcia.autograd import Function, once_differentiable
 from torcia.compiler import hookspecs
 from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
@@ -720,6 +720,7 @@ class _CompiledForward(Function):
         return outs
 
     @staticmethod
+    @once_differentiable  # the backward program records nothing: no double backward
     def backward(ctx, *grads):
         joint = ctx.joint
         at = {v: i for i, v in enumerate(joint.out_vids)}
