@@ -243,8 +243,10 @@ def _reduction(graph: Graph, node: Node):
         return None
     dim = node.params.get("dim", ("c", None))[1]
     n = len(ishape)
-    if dim is None or dim == ():
+    if dim is None:
         dims = set(range(n))
+    elif dim == () or dim == []:
+        return None  # the kernel's axis=(): no reduction at all
     else:
         try:
             dims = {d % n for d in ((dim,) if isinstance(dim, int) else dim)}
