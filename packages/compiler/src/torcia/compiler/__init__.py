@@ -517,6 +517,7 @@ class _CompiledFunction:
         joint.bwd_run, source = generate(bwd, joint.bwd_results)
         log("graph", f"backward program of {self._name()}:\n{source}")
         joint.bwd_inputs = {v for v, _ in bwd.inputs}
+        joint.bwd_graph = bwd
         entry.graph, entry.joint = fwd, joint
         entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
                          for v, src in fwd.inputs if src[0] != "arg"]
@@ -649,6 +650,7 @@ class _Joint:
         self.fwd_results: list = []
         self.bwd_results: list = []
         self.bwd_inputs: set = set()
+        self.bwd_graph: Graph | None = None  # the backward program's graph, for logs
 
 
 def _source_tensor(src, flat) -> Tensor:
