@@ -809,3 +809,16 @@ def test_double_backward_through_a_compiled_backward_raises():
     (gx,) = torcia.autograd.grad(cm(x).tanh().sum(), x, create_graph=True)
     with pytest.raises(RuntimeError, match="once_differentiable"):
         gx.sum().backward()
+
+
+def test_a_chain_read_again_after_its_reduction_is_written_by_the_same_kernel():
+    """Softmax written out: ``exp(x - max)`` is summed and divided by that sum; one kernel
+    computes it, writes it and sums its rows (two outputs); so does ``x * 2`` and its max."""
+    f = torcia.compile(lambda x: _manual_softmax(x * 2))
+    for n in (5, 5):
+        x = torcia.randn(n, 33, dtype=torcia.float64)
+        np.testing.assert_allclose(f(x).numpy(), (x * 2).softmax(-1).numpy(), rtol=1e-12)
+    ops = [n.op for n in f._entries[0].graph.nodes]
+    assert ops == ["mul->amax+out", "sub+exp->sum+out", "div"], ops
+    node = f._entries[0].graph.nodes[1]
+    assert node.tuple_out and len(node.outs) == 2 and "kept[i]" in node.source

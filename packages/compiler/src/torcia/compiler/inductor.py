@@ -274,15 +274,18 @@ def fuse(graph: Graph) -> None:
     producer: dict[int, Node] = {}
     group_of: dict[int, list] = {}  # id(node) -> the group (list of nodes) it ends
     absorbed: set[int] = set()
+    keeps: set[int] = set()  # reductions whose chain's result is also written out
     for node in graph.nodes:
         if _reduction(graph, node) is not None:
-            # a reduction ends the chain that computes its input, read once
+            # a reduction ends the chain that computes its input; where something else
+            # reads that input too, the kernel writes it as well (a second output)
             v = node.args[0][1]
             p = producer.get(v)
-            if p is not None and users.get(v) == 1 and v not in outputs \
-                    and id(p) not in absorbed:
+            if p is not None and id(p) not in absorbed:
                 absorbed.add(id(p))
                 group_of[id(node)] = group_of[id(p)] + [node]
+                if users.get(v) != 1 or v in outputs:
+                    keeps.add(id(node))
             continue
         if not _fusible(graph, node):
             continue
@@ -299,7 +302,7 @@ def fuse(graph: Graph) -> None:
         group.append(node)
         group_of[id(node)] = group
         producer[node.outs[0]] = node
-    fused_at: dict[int, list] = {}
+    fused_at: dict[int, tuple] = {}  # id(node it replaces) -> (group, keep)
     skip: set[int] = set()
     for node in graph.nodes:
         group = group_of.get(id(node))
@@ -310,9 +313,12 @@ def fuse(graph: Graph) -> None:
         if dtype not in _FLOATS or any(graph.meta[v][1] != dtype for n in group
                                        for v in n.value_args() if v not in inside):
             continue  # a group ending in a mask, or reading another dtype: runs unfused
-        fused_at[id(node)] = group
-        skip.update(id(n) for n in group[:-1])
-    graph.nodes = [_fused_node(graph, fused_at[id(n)]) if id(n) in fused_at else n
+        keep = id(node) in keeps
+        # a kernel with two outputs runs where the chain ended: others read it from there
+        at = group[-2] if keep else node
+        fused_at[id(at)] = (group, keep)
+        skip.update(id(n) for n in group if n is not at)
+    graph.nodes = [_fused_node(graph, *fused_at[id(n)]) if id(n) in fused_at else n
                    for n in graph.nodes if id(n) not in skip]
 
 
@@ -333,7 +339,7 @@ def _index(vshape, shape) -> str:
     return " + ".join(terms[::-1]) or "0"
 
 
-def _fused_node(graph: Graph, group: list) -> Node:
+def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
     out = group[-1].outs[0]
     reduce = _reduction(graph, group[-1])
     if reduce is not None:
@@ -371,15 +377,18 @@ def _fused_node(graph: Graph, group: list) -> Node:
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
     ops = "+".join(n.op for n in group)
     if reduce is not None:
-        ops += f"->{reducer.op}"
-        source = _reduction_source(ctype, params, lines, out, group[-1].outs[0], reducer.op,
-                                   *reduce)
+        last = group[-1].outs[0]
+        ops += f"->{reducer.op}" + ("+out" if keep else "")
+        if keep:
+            params += "T* __restrict kept, "
+        source = _reduction_source(ctype, params, lines, last, reducer.op, *reduce, keep)
         fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], graph.meta[out][0],
-                         dtype, ops)
+                         dtype, ops, kept_shape=shape if keep else None)
         from torcia.compiler import log
 
         log("fusion", f"fused {ops} -> {fn.path.name}:\n{source}")
-        return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
+        return Node("fused", ops, fn, [("v", v) for v in inputs], {},
+                    [last, out] if keep else [out], tuple_out=keep, source=source)
     source = (
         # threads only for big arrays: on few shared cores a team spinning beside the
         # BLAS threads costs more than it gains
@@ -398,11 +407,14 @@ def _fused_node(graph: Graph, group: list) -> Node:
     return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
 
 
-def _reduction_source(ctype, params, lines, out, last, op, size_r, size_k, rows) -> str:
+def _reduction_source(ctype, params, lines, last, op, size_r, size_k, rows, keep) -> str:
     """A fused chain feeding a reduction: over rows, one accumulator per output (float
     sums in double, as the chain's last value is summed R times); over columns, the
-    outputs accumulate a row at a time, each row vectorised."""
+    outputs accumulate a row at a time, each row vectorised. ``keep``: the chain's values
+    are written to ``kept`` too."""
     init, take = REDUCE[op]
+    if keep:
+        lines = [*lines, f"        kept[i] = t{last};"]
     finish = f" / T({size_r})" if op == "mean" else ""
     body = "\n".join("    " + line for line in lines)
     head = ("#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
@@ -515,9 +527,10 @@ def build(source: str) -> Path:
 
 
 class FusedKernel:
-    """A generated elementwise kernel: called with its input arrays, returns the result."""
+    """A generated elementwise kernel: called with its input arrays, returns the result
+    (with ``kept_shape``, the chain's values before the reduction too, as a pair)."""
 
-    def __init__(self, source, shapes, shape, dtype, ops):
+    def __init__(self, source, shapes, shape, dtype, ops, kept_shape=None):
         n_inputs = len(shapes)
         self.shapes = [tuple(s) for s in shapes]
         self.path = build(source)
@@ -526,7 +539,9 @@ class FusedKernel:
             _loaded[key] = ctypes.CDLL(key)
         self.fn = _loaded[key].kernel
         self.fn.restype = None
-        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + 1) + [ctypes.c_int64]
+        self.kept_shape = kept_shape
+        n_out = 1 if kept_shape is None else 2
+        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + n_out) + [ctypes.c_int64]
         self.n_inputs = n_inputs
         self.shape = shape
         self.dtype = dtype
@@ -549,6 +564,12 @@ class FusedKernel:
                 a = np.ascontiguousarray(a)
             keep.append(a)
             ptrs.append(a.ctypes.data)
+        if self.kept_shape is not None:
+            if out is not None:
+                raise ValueError(f"fused kernel {self.ops} has two outputs: no out=")
+            kept, out = np.empty(self.kept_shape, self.dtype), np.empty(self.shape, self.dtype)
+            self.fn(*ptrs, kept.ctypes.data, out.ctypes.data, self.size)
+            return kept, out
         if out is None:
             out = np.empty(self.shape, self.dtype)
         elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous \

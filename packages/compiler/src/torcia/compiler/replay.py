@@ -96,7 +96,8 @@ def generate(graph: Graph, results: list):
             fns.append(node.fn)
             args = [expr(r) for r in node.args]
             args += [f"{k}={expr(r)}" for k, r in node.params.items()]
-            free = pool.get(graph.meta[node.outs[0]]) if node.kind == "fused" else None
+            free = pool.get(graph.meta[node.outs[0]]) \
+                if node.kind == "fused" and len(node.outs) == 1 else None
             if free:
                 args.append(f"out=v{free.pop()}")
                 reused += 1
