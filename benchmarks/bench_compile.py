@@ -5,8 +5,9 @@ momentum; CNN batch 64 Adam; 2-layer pre-norm transformer d=128 seq 64 batch 16 
 LSTM 64->128 seq 32 batch 32 SGD), built by the same code for both frameworks. A step is
 ``zero_grad``, forward, ``backward``, ``opt.step()``:
 
-- torcia compiled: forward and backward captured by ``torcia.compile`` (inductor), the
-  optimizer eager;
+- torcia compiled: the whole step in one ``torcia.compile``'d function (inductor): the
+  forward and backward captured and fused, ``zero_grad`` and ``opt.step()`` replayed as
+  opaque calls (their multi-tensor kernels run outside dispatch);
 - PyTorch compiled: ``torch.compile(model)`` (inductor; AOTAutograd compiles the backward).
 
 Rounds alternate between the variants and the table shows each one's median step time
@@ -16,6 +17,7 @@ from the cache (a fresh process would see the same: the kernels are loaded from 
 torch.compile's first call with an empty inductor cache.
 
     python benchmarks/bench_compile.py [--rounds 7] [--only mlp,lstm] [--no-torch-compile]
+                                       [--module]
 """
 
 from __future__ import annotations
@@ -113,19 +115,33 @@ def _eager(lib, model, opt, x, y):
 def _torcia_compiled(lib, model, opt, x, y):
     loss_fn = lib.nn.functional.cross_entropy
 
-    def fwd_bwd(x, y):
+    def train_step(x, y):
+        opt.zero_grad()
         loss = loss_fn(model(x), y)
         loss.backward()
+        opt.step()
         return loss
 
-    compiled = lib.compile(fwd_bwd)
+    compiled = lib.compile(train_step)
+
+    def step():
+        compiled(x, y)
+
+    return step, compiled
+
+
+def _torcia_compiled_module(lib, model, opt, x, y):
+    """``torcia.compile(model)`` as torch.compile is used below: the loss eager, the
+    module's forward and (through its compiled backward) backward captured."""
+    loss_fn = lib.nn.functional.cross_entropy
+    cmodel = lib.compile(model)
 
     def step():
         opt.zero_grad()
-        compiled(x, y)
+        loss_fn(cmodel(x), y).backward()
         opt.step()
 
-    return step, compiled
+    return step, cmodel._compiled_forward
 
 
 def _torch_compiled(lib, model, opt, x, y):
@@ -146,7 +162,7 @@ def _first_call(step):
     return time.perf_counter() - start
 
 
-def run(name, rounds, number, torch_compile):
+def run(name, rounds, number, torch_compile, module=False):
     import torcia
     import torcia.compiler
     from torcia.compiler import inductor
@@ -156,7 +172,8 @@ def run(name, rounds, number, torch_compile):
     variants["torcia eager"] = _eager(torcia, *WORKLOADS[name](torcia))
     with tempfile.TemporaryDirectory() as cache:
         os.environ["TORCIA_CACHE_DIR"] = cache
-        step, compiled = _torcia_compiled(torcia, *WORKLOADS[name](torcia))
+        make = _torcia_compiled_module if module else _torcia_compiled
+        step, compiled = make(torcia, *WORKLOADS[name](torcia))
         compile_times["torcia cold"] = _first_call(step)
         torcia.compiler.reset()
         inductor._loaded.clear()
@@ -166,6 +183,8 @@ def run(name, rounds, number, torch_compile):
             compile_times["note"] = f"eager fallback: {entry.eager_reason}"
         else:
             nodes = entry.graph.nodes
+            if entry.joint is not None:  # the compiled module: a forward and a backward
+                nodes = nodes + entry.joint.bwd_graph.nodes
             compile_times["note"] = (f"{len(nodes)} ops, "
                                      f"{sum(n.kind == 'fused' for n in nodes)} fused kernels")
         variants["torcia compiled"] = step
@@ -201,6 +220,8 @@ def main(argv=None):
     parser.add_argument("--number", type=int, default=2)
     parser.add_argument("--only", default=",".join(WORKLOADS))
     parser.add_argument("--no-torch-compile", action="store_true")
+    parser.add_argument("--module", action="store_true",
+                        help="torcia compiled as torcia.compile(model), the loss eager")
     args = parser.parse_args(argv)
     # torch.compile's first call, cold too: an empty inductor cache (read at torch's import)
     torch_cache = tempfile.TemporaryDirectory()
@@ -212,7 +233,8 @@ def main(argv=None):
           + f"{'compiled/torch':>16}")
     notes = []
     for name in args.only.split(","):
-        med, ct = run(name, args.rounds, args.number, not args.no_torch_compile)
+        med, ct = run(name, args.rounds, args.number, not args.no_torch_compile,
+                      args.module)
         cells = "".join(f"{med[c] * 1e3:14.2f} ms" if c in med else f"{'n/a':>17}"
                         for c in cols)
         ratio = (f"{med['torcia compiled'] / med['torch eager']:15.2f}x"

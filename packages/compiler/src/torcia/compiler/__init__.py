@@ -6,15 +6,19 @@ kernel, the forward and, when the function calls ``loss.backward()``, the backwa
 (the joint graph AOTAutograd builds) into a :class:`~torcia.compiler.graph.Graph`. A
 backend (``"eager"``: replay only; ``"inductor"``: dead-code elimination, CSE, constant
 folding and elementwise fusion into generated C++/OpenMP kernels) turns the graph into the
-program later calls run, with no per-op dispatch.
+program later calls run, with no per-op dispatch. When the function's outputs require
+grad instead (a compiled module's forward), the backward of those outputs is traced too and
+the joint graph split into a forward and a backward program: the outputs' ``backward()``
+then runs the captured, fused backward as one autograd node.
 
 The program is guarded: tensor arguments' shapes, dtypes, devices and ``requires_grad``,
 the other arguments' values, grad mode, and the plain attributes, parameters and buffers
 of the modules involved. A call that fails a guard retraces (up to
 :data:`recompile_limit` programs per function, then eager), with the reason in the
 ``guards`` log. Python reading a tensor's values (``if t > 0``, ``.item()``, ``.tolist()``)
-breaks the graph: that signature runs eagerly, with the reason logged (``fullgraph=True``
-raises :class:`Unsupported` instead). Anything else capture cannot reproduce falls back to
+breaks the graph: the program is split there and the values read guard the rest (other
+values trace another program, the other branch); ``fullgraph=True`` raises
+:class:`Unsupported` instead. Anything else capture cannot reproduce falls back to
 eager the same way, never to a wrong answer.
 
 Logs: ``TORCIA_LOGS=graph,fusion,guards`` (or :func:`set_logs`) prints the captured
@@ -46,10 +50,12 @@ import numpy as np
 
 import torcia
 from torcia import nn, plugins
+from torcia.autograd import Function, once_differentiable
 from torcia.compiler import hookspecs
-from torcia.compiler.capture import Tracer, Unsupported
+from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
-from torcia.compiler.replay import generate
+from torcia.compiler.inductor import IMPURE
+from torcia.compiler.replay import DataGuardFailed, generate, same_values
 from torcia.library import Tensor, dtype_from_numpy
 from torcia.library import call as _call
 from torcia.plugins import hookimpl
@@ -290,6 +296,8 @@ class _Entry:
         self.eager_reason = reason  # not None: this signature runs eagerly
         self.sources: list = []  # (source, shape, dtype) of the graph's non-argument inputs
         self.autograd = False
+        self.joint: _Joint | None = None  # a forward and a backward program
+        self.rng = False  # random ops run before a graph break (undone when it fails)
         self.checked = False  # the first replay runs beside eager (see _check)
 
     def inputs_ok(self) -> bool:
@@ -324,13 +332,22 @@ class _CompiledFunction:
     def __call__(self, *args, **kwargs):
         flat: list = []
         key = self._key(args, kwargs, flat)
+        data_changed = None
         for entry in self._entries:
             if entry.key == key and entry.inputs_ok():
                 if entry.eager_reason is not None:
                     return self._fn(*args, **kwargs)
-                if not entry.checked:
-                    return self._check(entry, flat, args, kwargs)
-                return self._replay(entry, flat)
+                try:
+                    if not entry.checked:
+                        if entry.joint is not None:
+                            return self._check_joint(entry, flat, args, kwargs)
+                        return self._check(entry, flat, args, kwargs)
+                    return self._replay(entry, flat)
+                except DataGuardFailed as exc:
+                    data_changed = str(exc)  # another program may hold the other branch
+        if data_changed is not None and len(self._entries) < recompile_limit:
+            log("guards", f"recompiling {self._name()}: {data_changed}")
+            return self._trace(key, flat, args, kwargs)
         if self._entries:
             if len(self._entries) >= recompile_limit:
                 if not self._warned_limit:
@@ -348,27 +365,61 @@ class _CompiledFunction:
 
     def _trace(self, key, flat, args, kwargs):
         tracer = Tracer(self._fullgraph)
-        if self._optimizers:
-            # its step count and learning rate are Python numbers the graph would bake in
-            tracer.fail("the function reaches an optimizer; capturing opt.step() is not "
-                        "supported: call it outside the compiled function")
         for i, t in enumerate(flat):
             tracer.register(t, ("arg", i))
-        with tracer:
-            out = self._fn(*args, **kwargs)
-        graph = tracer.graph
-        graph.outputs = tracer.output(out)
+        fn = self._fn
+        owner = getattr(fn, "__self__", None)
+        if owner is not None and any(owner is o for o in self._optimizers):
+            # torcia.compile(opt.step): the method as patched below
+            name = fn.__name__
+            fn = lambda *a, **k: getattr(owner, name)(*a, **k)  # noqa: E731
+        patched = _patch_optimizers(tracer, self._optimizers)
+        try:
+            with tracer:
+                out = fn(*args, **kwargs)
+                graph = tracer.graph
+                graph.outputs = tracer.output(out)
+                joint = None
+                if tracer.broken is None and torcia.is_grad_enabled() and not graph.grads \
+                        and not any(n.kind == "opaque" for n in graph.nodes) \
+                        and graph.outputs_require_grad():
+                    joint = _trace_backward(tracer, out, flat)
+        finally:
+            for opt, name, had, old in patched:
+                if had:
+                    opt.__dict__[name] = old
+                else:
+                    opt.__dict__.pop(name, None)
         if tracer.broken is not None:
             log("guards", f"{self._name()}: {tracer.broken}")
             self._entries.append(_Entry(key, reason=tracer.broken))
             return out
         entry = _Entry(key, graph)
         entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
-                         for v, src in graph.inputs if src[0] != "arg"]
+                         for v, src in graph.inputs if src[0] not in ("arg", "gout")]
+        breaks = [i for i, n in enumerate(graph.nodes) if n.kind == "guard"]
+        if breaks:
+            before = graph.nodes[:breaks[-1]]
+            if any(n.kind in ("copy_", "opaque") for n in before):
+                reason = ("graph break after an in-place write or an optimizer call (a "
+                          "replay stopped at the break could not undo it): this signature "
+                          "runs eagerly")
+                log("guards", f"{self._name()}: {reason}")
+                self._entries.append(_Entry(key, reason=reason))
+                return out
+            entry.rng = any(n.kind == "call" and any(w in n.op for w in IMPURE)
+                            for n in before)
+            log("guards", f"{self._name()}: {len(breaks)} graph break(s) (Python reads "
+                f"tensor values): compiled in {len(breaks) + 1} pieces, each break guarded "
+                "by the values read")
+        if joint is not None:
+            self._compile_joint(entry, joint, flat)
+            self._entries.append(entry)
+            return out
         entry.autograd = torcia.is_grad_enabled() and not graph.grads and \
-            graph.outputs_require_grad()
+            not any(n.kind == "opaque" for n in graph.nodes) and graph.outputs_require_grad()
         if entry.autograd and not all(
-                n.kind in ("call", "cast") and all(r[0] != "l" for r in n.args)
+                n.kind in ("call", "cast", "guard") and all(r[0] != "l" for r in n.args)
                 and all(r[0] == "c" for r in n.params.values()) for n in graph.nodes):
             reason = "a forward-only graph with in-place writes or list arguments whose " \
                 "outputs require grad: running eagerly"
@@ -393,48 +444,301 @@ class _CompiledFunction:
         """The first replay, on new values: run eagerly too and compare, so that a value
         capture took for a constant (made outside the dispatched ops) sends this signature
         to eager instead of giving a wrong answer."""
-        entry.checked = True
         graph = entry.graph
-        if any(n.kind == "copy_" for n in graph.nodes):
-            return self._replay(entry, flat)  # in-place writes cannot run twice
+        if any(n.kind == "opaque" for n in graph.nodes):
+            entry.checked = True
+            return self._replay(entry, flat)  # an optimizer step cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
         saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
                  for leaf in leaves]
+        written = _written_inputs(graph, flat)
+        before = [np.array(a) for a in written]
         rng = torcia.get_rng_state()
-        want = self._fn(*args, **kwargs)
-        want_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
-                      for leaf in leaves]
+        # the program first: a graph break's guard that fails leaves nothing changed, and
+        # the caller traces the other branch
+        got = self._replay(entry, flat)
+        entry.checked = True
+        got_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
+                     for leaf in leaves]
+        got_written = _undo_writes(written, before)
         for leaf, grad, data in saved:
             leaf.grad = grad
             if grad is not None:
                 grad._data[...] = data
         torcia.set_rng_state(rng)
-        got = self._replay(entry, flat)
-        got_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
-        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads):
+        want = self._fn(*args, **kwargs)
+        want_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
+        if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads) \
+                and _same(got_written, written):
             return got
         entry.eager_reason = ("its first replay differed from eager (a value was computed "
                               "outside the dispatched ops); this signature runs eagerly")
         entry.graph = entry.run = None
         log("guards", f"{self._name()}: {entry.eager_reason}")
-        for leaf, grad in zip(leaves, want_grads):
-            leaf.grad = None if grad is None else torcia.from_numpy(grad)
+        return want
+
+    def _compile_joint(self, entry, joint, flat):
+        """Partition the joint graph into a forward program (which also returns what the
+        backward reads: the saved activations) and a backward program, and compile both
+        with the backend."""
+        graph = entry.graph
+        fwd_nodes, bwd_nodes = graph.nodes[:joint.n_forward], graph.nodes[joint.n_forward:]
+        gouts = set(joint.gouts)
+        made = {o for n in bwd_nodes for o in n.outs}
+        saved = list(dict.fromkeys(
+            v for v in [*(v for n in bwd_nodes for v in n.value_args()),
+                        *(g for g in joint.grads if g is not None)]
+            if v not in made and v not in gouts))
+        fwd = Graph(nodes=fwd_nodes, meta=graph.meta, n_values=graph.n_values,
+                    outputs=("tuple", [graph.outputs,
+                                       ("tuple", [("v", v, False) for v in saved])]))
+        read = {v for n in fwd_nodes for v in n.value_args()} | fwd.output_values()
+        fwd.inputs = [(v, src) for v, src in graph.inputs
+                      if src[0] != "gout" and v in read]
+        bwd = Graph(nodes=bwd_nodes, meta=graph.meta, n_values=graph.n_values,
+                    inputs=[(v, ("saved", j)) for j, v in enumerate(saved)]
+                    + [(v, ("gout", k)) for k, v in enumerate(joint.gouts)],
+                    outputs=("tuple", [("c", None) if g is None else ("v", g, False)
+                                       for g in joint.grads]))
+        log("graph", f"captured {self._name()}: forward ({len(fwd.nodes)} ops, "
+            f"{len(saved)} saved for backward):\n{fwd.tabular()}\n"
+            f"backward ({len(bwd.nodes)} ops):\n{bwd.tabular()}")
+        backend = backends.get(self._backend) if isinstance(self._backend, str) \
+            else self._backend
+        fwd = backend(fwd, [_source_array(src, flat) for _, src in fwd.inputs],
+                      **self._options)
+        bwd = backend(bwd, [np.zeros(*graph.meta[v]) for v, _ in bwd.inputs],
+                      **self._options)
+        joint.saved = saved
+        joint.fwd_results = sorted(fwd.output_values())
+        joint.fwd_run, source = generate(fwd, joint.fwd_results)
+        log("graph", f"forward program of {self._name()}:\n{source}")
+        joint.bwd_results = sorted(bwd.output_values())
+        joint.bwd_run, source = generate(bwd, joint.bwd_results)
+        log("graph", f"backward program of {self._name()}:\n{source}")
+        joint.bwd_inputs = {v for v, _ in bwd.inputs}
+        joint.bwd_graph = bwd
+        entry.graph, entry.joint = fwd, joint
+        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
+                         for v, src in fwd.inputs if src[0] != "arg"]
+
+    def _check_joint(self, entry, flat, args, kwargs):
+        """The first replay of a forward+backward pair, on new values: outputs and the
+        gradients of a random cotangent compared with eager's (see :meth:`_check`)."""
+        joint = entry.joint
+        diff = [_source_tensor(src, flat) for src in joint.diff]
+        written = _written_inputs(entry.graph, flat)
+        before = [np.array(a) for a in written]
+        rng = torcia.get_rng_state()
+        got = self._replay(entry, flat)  # first: see _check
+        entry.checked = True
+        got_written = _undo_writes(written, before)
+        got_out: list = []
+        _flatten(got, got_out)
+        seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
+            got_out[p].shape).astype(got_out[p]._data.dtype))
+            for k, p in enumerate(joint.positions)]
+        got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
+                                         retain_graph=True, allow_unused=True)
+        torcia.set_rng_state(rng)
+        want = self._fn(*args, **kwargs)
+        want_out: list = []
+        _flatten(want, want_out)
+        want_grads = torcia.autograd.grad([want_out[p] for p in joint.positions], diff,
+                                          seeds, retain_graph=True, allow_unused=True)
+        if _same(_tensors(got), _tensors(want)) and _same(got_written, written) and _same(
+                [None if g is None else g._data for g in got_grads],
+                [None if g is None else g._data for g in want_grads]):
+            return got
+        entry.eager_reason = ("its first replay differed from eager (a value was computed "
+                              "outside the dispatched ops); this signature runs eagerly")
+        entry.graph = entry.joint = None
+        log("guards", f"{self._name()}: {entry.eager_reason}")
         return want
 
     def _replay(self, entry, flat):
+        if not entry.rng:
+            return self._run(entry, flat)
+        state = torcia.get_rng_state()
+        try:
+            return self._run(entry, flat)
+        except DataGuardFailed:
+            torcia.set_rng_state(state)
+            raise
+
+    def _run(self, entry, flat):
         graph = entry.graph
+        if entry.joint is not None:
+            joint = entry.joint
+            inputs = [_source_array(src, flat) for _, src in graph.inputs]
+            outs = _CompiledForward.apply(joint, inputs,
+                                          *(_source_tensor(src, flat) for src in joint.diff))
+            return _rebuild(joint.outputs, dict(zip(joint.out_vids, outs)).__getitem__,
+                            wrap=lambda t: t)
         if entry.autograd:
             return _replay_autograd(graph, flat)
         run, results = entry.run
         arrays = run([_source_array(src, flat) for _, src in graph.inputs])
         values = dict(zip(results, arrays))
         for leaf, vid in graph.grads:
-            g = values[vid]
-            if leaf.grad is None:
-                leaf.grad = torcia.from_numpy(np.array(g))
-            else:
-                leaf.grad._data += g
+            accumulate(leaf, values[vid])
         return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+
+
+def _written_inputs(graph: Graph, flat) -> list:
+    """The arrays of the graph's inputs its in-place writes change (a BatchNorm's running
+    statistics), each once."""
+    targets = {n.args[0][1] for n in graph.nodes if n.kind == "copy_"}
+    arrays = {}
+    for vid, src in graph.inputs:
+        if vid in targets:
+            arr = _source_array(src, flat)
+            arrays[id(arr)] = arr
+    return list(arrays.values())
+
+
+def _undo_writes(written, before) -> list:
+    """Put the written arrays back as they were (eager runs next, from the same state);
+    returns what the program had written."""
+    after = [np.array(a) for a in written]
+    for a, b in zip(written, before):
+        a[...] = b
+    return after
+
+
+def _patch_optimizers(tracer: Tracer, optimizers) -> list:
+    """Make each optimizer's ``step`` and ``zero_grad`` record one opaque node while the
+    tracer runs (they reach their kernels and ``.grad`` outside dispatch); returns what
+    to restore."""
+    patched = []
+    for opt in optimizers:
+        for name in ("zero_grad", "step"):
+            original = getattr(opt, name)
+            patched.append((opt, name, name in opt.__dict__, opt.__dict__.get(name)))
+            opt.__dict__[name] = _opaque(tracer, f"{type(opt).__name__}.{name}", original)
+    return patched
+
+
+def _opaque(tracer, label, original):
+    def call(*args, **kwargs):
+        if label.endswith(".step") and (args or kwargs):
+            tracer.fail("opt.step(closure): the closure's forward would run outside the "
+                        "captured graph")
+            return original(*args, **kwargs)
+        return tracer.opaque(label, original, args, kwargs)
+
+    return call
+
+
+class _Joint:
+    """What a joint forward+backward trace left: where the backward starts, the values
+    standing for the outputs' gradients (``gouts``, one per output that requires grad),
+    the inputs differentiated (their sources) and their gradients' values."""
+
+    def __init__(self, n_forward, outputs, out_vids, positions, gouts, diff, grads,
+                 gouts_of):
+        self.n_forward = n_forward
+        self.gouts_of = gouts_of  # the output value each cotangent stands for
+        self.outputs = outputs  # the returned structure
+        self.out_vids = out_vids  # the forward's tensor outputs, each once
+        self.positions = positions  # where those that require grad sit among them
+        self.gouts = gouts
+        self.diff = diff
+        self.grads = grads
+        self.saved: list = []
+        self.fwd_run = self.bwd_run = None
+        self.fwd_results: list = []
+        self.bwd_results: list = []
+        self.bwd_inputs: set = set()
+        self.bwd_graph: Graph | None = None  # the backward program's graph, for logs
+
+
+def _source_tensor(src, flat) -> Tensor:
+    return flat[src[1]] if src[0] == "arg" else src[1]
+
+
+def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
+    """Trace the backward of ``out`` (the traced forward's result) into the tracer's graph
+    as AOTAutograd does: ``autograd.grad`` of the outputs that require grad, with
+    placeholder cotangents, with respect to every input that requires grad. Returns None
+    (the graph as it was) where the backward cannot be captured."""
+    graph = tracer.graph
+    found: list = []
+    _flatten(out, found)
+    out_vids = list(dict.fromkeys(tracer.ids[id(t._data)] for t in found))
+    positions, outs = [], []
+    for p, t in enumerate(found):
+        vid = tracer.ids[id(t._data)]
+        if t._requires_grad and all(tracer.ids[id(o._data)] != vid for o in outs):
+            positions.append(p)
+            outs.append(t)
+    diff = [src for _, src in graph.inputs
+            if src[0] in ("arg", "tensor") and _source_tensor(src, flat)._requires_grad]
+    n_forward, n_inputs, n_grads = len(graph.nodes), len(graph.inputs), len(graph.grads)
+    seeds = []
+    for k, t in enumerate(outs):
+        seed = torcia.from_numpy(np.ones(t._data.shape, t._data.dtype))
+        tracer.register(seed, ("gout", k))
+        seeds.append(seed)
+    fullgraph, tracer.fullgraph = tracer.fullgraph, False
+    try:
+        grads = torcia.autograd.grad(outs, [_source_tensor(s, flat) for s in diff], seeds,
+                                     retain_graph=True, allow_unused=True)
+    except (RuntimeError, NotImplementedError) as exc:
+        tracer.fail(f"the backward could not be traced ({exc})")
+        grads = ()
+    finally:
+        tracer.fullgraph = fullgraph
+    grad_vids = [None if g is None else tracer.ids.get(id(g._data)) for g in grads]
+    if tracer.broken is None and any(v is None and g is not None
+                                     for v, g in zip(grad_vids, grads)):
+        tracer.fail("a gradient was computed outside the dispatched ops")
+    if tracer.broken is not None:
+        from torcia.compiler import log as _log
+
+        _log("guards", f"the backward runs eagerly: {tracer.broken}")
+        tracer.broken = None
+        del graph.nodes[n_forward:], graph.inputs[n_inputs:], graph.grads[n_grads:]
+        return None
+    del graph.grads[n_grads:]  # the leaves' hooks saw grad()'s results: not accumulated
+    return _Joint(n_forward, graph.outputs, out_vids, positions,
+                  [tracer.ids[id(s._data)] for s in seeds], diff, grad_vids,
+                  [tracer.ids[id(t._data)] for t in outs])
+
+
+class _CompiledForward(Function):
+    """The forward program as one autograd node whose backward is the backward program
+    (``torch._functorch``'s ``CompiledFunction``)."""
+
+    @staticmethod
+    def forward(ctx, joint, inputs, *diff):
+        values = dict(zip(joint.fwd_results, joint.fwd_run(inputs)))
+        ctx.joint = joint
+        ctx.saved_arrays = [values[v] for v in joint.saved]
+        outs = tuple(torcia.from_numpy(np.asarray(values[v])) for v in joint.out_vids)
+        rg = set(joint.gouts_of)
+        ctx.mark_non_differentiable(*(o for o, v in zip(outs, joint.out_vids)
+                                      if v not in rg))
+        return outs
+
+    @staticmethod
+    @once_differentiable  # the backward program records nothing: no double backward
+    def backward(ctx, *grads):
+        joint = ctx.joint
+        at = {v: i for i, v in enumerate(joint.out_vids)}
+        cotangents = [np.ascontiguousarray(grads[at[v]]._data) for v in joint.gouts_of]
+        values = dict(zip(joint.bwd_results, joint.bwd_run(ctx.saved_arrays + cotangents)))
+        out = []
+        for g in joint.grads:
+            if g is None:
+                out.append(None)
+                continue
+            arr = values[g]
+            # a gradient that is an input of the program (a cotangent passed through)
+            # must not alias it: the engine may accumulate into it
+            out.append(torcia.from_numpy(np.array(arr) if g in joint.bwd_inputs
+                                         else np.asarray(arr)))
+        return (None, None, *out)
 
 
 def _wrap(arr):
@@ -519,6 +823,10 @@ def _replay_autograd(graph: Graph, flat):
     for node in graph.nodes:
         if node.kind == "cast":
             env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"][1]))
+            continue
+        if node.kind == "guard":
+            if not same_values(env[node.args[0][1]]._data, node.params["value"][1]):
+                raise DataGuardFailed(f"Tensor.{node.op}() read other values")
             continue
         out = _call(node.op, tuple(arg(r) for r in node.args),
                     {k: arg(r) for k, r in node.params.items()})

@@ -15,8 +15,18 @@ import threading
 
 import numpy as np
 
+import torcia
 from torcia.compiler.graph import Graph, Node
 from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+
+
+def accumulate(leaf: Tensor, grad) -> None:
+    """Add a replayed gradient into ``leaf.grad`` as the engine does (a new tensor where
+    there is none)."""
+    if leaf.grad is None:
+        leaf.grad = torcia.from_numpy(np.array(grad))
+    else:
+        leaf.grad._data += grad
 
 
 class Unsupported(RuntimeError):
@@ -26,8 +36,10 @@ class Unsupported(RuntimeError):
 
 def _is_array(x) -> bool:
     # NumPy reductions to 0-d hand back NumPy scalars: values like any array
+    # (a NumPy scalar type, a dtype argument, has ``shape`` and ``dtype`` too)
     return isinstance(x, np.generic) or (
-        hasattr(x, "shape") and hasattr(x, "dtype") and not np.isscalar(x))
+        not isinstance(x, type) and hasattr(x, "shape") and hasattr(x, "dtype")
+        and not np.isscalar(x))
 
 
 def _root(arr):
@@ -53,6 +65,33 @@ class Tracer(DispatchMode):
         self.broken: str | None = None
         self.read_tensors: dict[int, Tensor] = {}
         self.thread = threading.get_ident()
+        self.paused = False  # an opaque call runs: its ops are not recorded
+
+    def _tracing(self) -> bool:
+        return threading.get_ident() == self.thread and not self.paused
+
+    def opaque(self, name: str, fn, args=(), kwargs=None):
+        """Run ``fn(*args, **kwargs)`` unrecorded and record one ``"opaque"`` node that
+        calls it again on replay (an optimizer's ``step``, whose multi-tensor kernels run
+        outside dispatch). The gradients the engine accumulated so far are written into
+        their leaves first, as they were when ``fn`` ran: the node reads them."""
+        kwargs = kwargs or {}
+        if not self._tracing() or self.broken is not None:
+            return fn(*args, **kwargs)
+        flushed, self.graph.grads = self.graph.grads, []
+
+        def replay(*grads):
+            for (leaf, _), g in zip(flushed, grads):
+                accumulate(leaf, g)
+            fn(*args, **kwargs)
+
+        self.graph.nodes.append(Node("opaque", name, replay,
+                                     [("v", v) for _, v in flushed], {}, []))
+        self.paused = True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.paused = False
 
     # -- breaking -----------------------------------------------------------------------
 
@@ -63,9 +102,22 @@ class Tracer(DispatchMode):
             self.broken = reason
 
     def on_read(self, tensor, how):
-        self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), so "
-                  "what follows may depend on data (data-dependent control flow); this "
-                  "signature runs eagerly")
+        """Python reads a tensor's values: what follows may depend on them (data-dependent
+        control flow, ``if loss > 10``). The graph is split there (a ``"guard"`` node): a
+        replay runs the program up to it, checks that the tensor holds the values read
+        when traced (the branch Python took), and only then runs on; other values trace
+        another program. ``.numpy()`` hands Python the array itself: the graph breaks."""
+        if not self._tracing() or self.broken is not None:
+            return
+        if self.fullgraph or how == "numpy":
+            self.fail(f"graph break: Python reads the values of a tensor (Tensor.{how}()), "
+                      "so what follows may depend on data (data-dependent control flow); "
+                      "this signature runs eagerly")
+            return
+        if id(tensor._data) not in self.ids:
+            self.register(tensor)
+        self.graph.nodes.append(Node("guard", how, None, [("v", self.ids[id(tensor._data)])],
+                                     {"value": ("c", np.array(tensor._data, copy=True))}, []))
 
     # -- values -------------------------------------------------------------------------
 
@@ -97,7 +149,7 @@ class Tracer(DispatchMode):
 
     def _grad_hook(self, leaf):
         def hook(grad):
-            if threading.get_ident() == self.thread and self.broken is None:
+            if self._tracing() and self.broken is None:
                 vid = self.ids.get(id(grad._data))
                 if vid is None:
                     self.fail("a gradient was computed outside the dispatched ops")
@@ -135,7 +187,7 @@ class Tracer(DispatchMode):
     # -- the mode -----------------------------------------------------------------------
 
     def on_inputs(self, op, inputs):
-        if threading.get_ident() == self.thread:
+        if self._tracing():
             for x in inputs:
                 if isinstance(x, Tensor):
                     self.register(x)
@@ -147,7 +199,7 @@ class Tracer(DispatchMode):
         return inputs
 
     def around_kernel(self, op, kernel, device):
-        if threading.get_ident() != self.thread:
+        if not self._tracing():
             return kernel
         if device.type != "cpu":
             self.fail(f"capture runs on the 'cpu' device only (got {device.type!r})")
@@ -176,7 +228,7 @@ class Tracer(DispatchMode):
         return traced
 
     def on_inplace(self, target, out):
-        if threading.get_ident() != self.thread or self.broken is not None:
+        if not self._tracing() or self.broken is not None:
             return
         if id(target._data) not in self.ids:
             self.register(target)

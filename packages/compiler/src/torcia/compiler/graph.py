@@ -19,9 +19,13 @@ class Node:
 
     ``kind`` is ``"call"`` (run ``fn``, a device kernel, on ``args`` and ``params``),
     ``"cast"`` (the promotion torcia's dispatch applies before a kernel), ``"copy_"``
-    (an in-place write of ``args[1]`` into ``args[0]``) or ``"fused"`` (a generated kernel
-    standing for several elementwise ops). ``args`` holds references: ``("v", id)`` for a
-    value, ``("c", obj)`` for a constant, ``("l", [refs])`` for a list of them.
+    (an in-place write of ``args[1]`` into ``args[0]``), ``"fused"`` (a generated kernel
+    standing for several elementwise ops), ``"guard"`` (a graph break: Python read the
+    values of ``args[0]``, and what follows holds while they equal ``params["value"]``) or
+    ``"opaque"`` (a Python call replayed as is, e.g. ``opt.step()``, after writing the
+    gradients in ``args`` into their leaves).
+    ``args`` holds references: ``("v", id)`` for a value, ``("c", obj)`` for a constant,
+    ``("l", [refs])`` for a list of them.
     """
 
     kind: str

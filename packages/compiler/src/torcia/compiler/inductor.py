@@ -3,10 +3,12 @@
 Passes, in order: common subexpressions (a pure op on the same arguments as an earlier one
 reuses its result), constant folding (a pure op whose arguments are all constants runs at
 compile time), dead-code elimination (results nothing reads; random and in-place ops
-stay), and fusion: chains of elementwise ops over arrays of one shape and float dtype
-become one generated C++ loop (OpenMP threads, ``omp simd`` vectorisation) compiled by the
-system compiler (``$CXX``, else ``g++``) and cached on disk under the hash of its code, the
-flags and the compiler's version (``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
+stay), and fusion: chains of elementwise ops over arrays of one float dtype (operands
+broadcast into the chain's shape), ending where a sum, mean, amax or amin over the trailing
+or leading dims reads them, become one generated C++ loop (OpenMP threads, ``omp simd``
+vectorisation) compiled by the system compiler (``$CXX``, else ``g++``) and cached on
+disk under the hash of its code, the flags and the compiler's version
+(``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
 Without a compiler, fusion is skipped and the graph replays unfused.
 """
 
@@ -38,7 +40,7 @@ BINARY = {
     "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
     "pow": "std::pow({a}, {b})",
 }
-_IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
+IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
            "exponential", "cauchy", "geometric", "poisson")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
@@ -62,7 +64,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
 
 
 def _pure(node: Node) -> bool:
-    return node.kind in ("call", "cast") and not any(w in node.op for w in _IMPURE)
+    return node.kind in ("call", "cast") and not any(w in node.op for w in IMPURE)
 
 
 def _rename(graph: Graph, subst: dict) -> None:
@@ -200,7 +202,7 @@ def _fusible(graph: Graph, node: Node) -> bool:
     for r in node.args:
         if r[0] == "v":
             vshape, vdtype = graph.meta[r[1]]
-            if vdtype not in _FLOATS or vshape not in (shape, ()):
+            if vdtype not in _FLOATS or not _broadcasts(vshape, shape):
                 return False
             if operand_dtype not in (None, vdtype) or (want is None and vdtype != dtype):
                 return False
@@ -208,6 +210,58 @@ def _fusible(graph: Graph, node: Node) -> bool:
         elif r[0] != "c" or not _scalar_const(r[1]):
             return False
     return operand_dtype is not None
+
+
+def _broadcasts(vshape, shape) -> bool:
+    """Whether an operand of ``vshape`` broadcasts to ``shape`` without growing it."""
+    if len(vshape) > len(shape):
+        return False
+    return all(v in (s, 1) for v, s in zip(vshape[::-1], shape[::-1]))
+
+
+REDUCE = {  # op -> (accumulator's initial value, how it takes an element)
+    "sum": ("0", "acc + {x}"), "mean": ("0", "acc + {x}"),
+    "amax": ("-INFINITY", "(({x}) > acc || ({x}) != ({x})) ? ({x}) : acc"),
+    "amin": ("INFINITY", "(({x}) < acc || ({x}) != ({x})) ? ({x}) : acc"),
+}
+
+
+def _reduction(graph: Graph, node: Node):
+    """``(R, K, rows)`` where ``node`` is a sum, mean, amax or amin of a float array fusion
+    can write: it reduces R elements into each of K outputs, over the trailing dims
+    (``rows``: the elements of one output are adjacent) or the leading dims; None
+    otherwise."""
+    if node.kind != "call" or node.op not in REDUCE or len(node.args) != 1 \
+            or node.args[0][0] != "v" or len(node.outs) != 1:
+        return None
+    if set(node.params) - {"dim", "keepdim", "dtype"} or \
+            any(r[0] != "c" for r in node.params.values()) or \
+            node.params.get("dtype", ("c", None))[1] is not None:
+        return None
+    ishape, idtype = graph.meta[node.args[0][1]]
+    if idtype not in _FLOATS or graph.meta[node.outs[0]][1] != idtype or not ishape:
+        return None
+    dim = node.params.get("dim", ("c", None))[1]
+    n = len(ishape)
+    if dim is None:
+        dims = set(range(n))
+    elif dim == () or dim == []:
+        return None  # the kernel's axis=(): no reduction at all
+    else:
+        try:
+            dims = {d % n for d in ((dim,) if isinstance(dim, int) else dim)}
+        except TypeError:
+            return None
+    reduced = [ishape[d] for d in sorted(dims)]
+    kept = [ishape[d] for d in range(n) if d not in dims]
+    size_r, size_k = int(np.prod(reduced, dtype=np.int64)), int(np.prod(kept, dtype=np.int64))
+    if size_r == 0:
+        return None  # an empty reduction: NumPy's rules for it (nan mean, amax error)
+    if dims == set(range(n - len(dims), n)):
+        return size_r, size_k, True
+    if dims == set(range(len(dims))):
+        return size_r, size_k, False
+    return None
 
 
 def fuse(graph: Graph) -> None:
@@ -220,7 +274,19 @@ def fuse(graph: Graph) -> None:
     producer: dict[int, Node] = {}
     group_of: dict[int, list] = {}  # id(node) -> the group (list of nodes) it ends
     absorbed: set[int] = set()
+    keeps: set[int] = set()  # reductions whose chain's result is also written out
     for node in graph.nodes:
+        if _reduction(graph, node) is not None:
+            # a reduction ends the chain that computes its input; where something else
+            # reads that input too, the kernel writes it as well (a second output)
+            v = node.args[0][1]
+            p = producer.get(v)
+            if p is not None and id(p) not in absorbed:
+                absorbed.add(id(p))
+                group_of[id(node)] = group_of[id(p)] + [node]
+                if users.get(v) != 1 or v in outputs:
+                    keeps.add(id(node))
+            continue
         if not _fusible(graph, node):
             continue
         group = []
@@ -236,7 +302,7 @@ def fuse(graph: Graph) -> None:
         group.append(node)
         group_of[id(node)] = group
         producer[node.outs[0]] = node
-    fused_at: dict[int, list] = {}
+    fused_at: dict[int, tuple] = {}  # id(node it replaces) -> (group, keep)
     skip: set[int] = set()
     for node in graph.nodes:
         group = group_of.get(id(node))
@@ -247,15 +313,40 @@ def fuse(graph: Graph) -> None:
         if dtype not in _FLOATS or any(graph.meta[v][1] != dtype for n in group
                                        for v in n.value_args() if v not in inside):
             continue  # a group ending in a mask, or reading another dtype: runs unfused
-        fused_at[id(node)] = group
-        skip.update(id(n) for n in group[:-1])
-    graph.nodes = [_fused_node(graph, fused_at[id(n)]) if id(n) in fused_at else n
+        keep = id(node) in keeps
+        # a kernel with two outputs runs where the chain ended: others read it from there
+        at = group[-2] if keep else node
+        fused_at[id(at)] = (group, keep)
+        skip.update(id(n) for n in group if n is not at)
+    graph.nodes = [_fused_node(graph, *fused_at[id(n)]) if id(n) in fused_at else n
                    for n in graph.nodes if id(n) not in skip]
 
 
-def _fused_node(graph: Graph, group: list) -> Node:
+def _index(vshape, shape) -> str:
+    """The flat index into a C-contiguous operand of ``vshape`` broadcast to ``shape``, at
+    flat index ``i`` of ``shape`` (constants the compiler folds)."""
+    vshape = (1,) * (len(shape) - len(vshape)) + tuple(vshape)
+    terms = []
+    stride_out, stride_v = 1, 1
+    for d in range(len(shape) - 1, -1, -1):
+        if vshape[d] != 1:
+            at = "i" if stride_out == 1 else f"(i / {stride_out})"
+            if d > 0:
+                at = f"({at} % {shape[d]})"
+            terms.append(at if stride_v == 1 else f"{at} * {stride_v}")
+            stride_v *= vshape[d]
+        stride_out *= shape[d]
+    return " + ".join(terms[::-1]) or "0"
+
+
+def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
     out = group[-1].outs[0]
-    shape, dtype = graph.meta[out]
+    reduce = _reduction(graph, group[-1])
+    if reduce is not None:
+        shape, dtype = graph.meta[group[-1].args[0][1]]  # the elements the chain makes
+        reducer, group = group[-1], group[:-1]
+    else:
+        shape, dtype = graph.meta[out]
     inside = {n.outs[0] for n in group}
     inputs: list[int] = []
     lines = []
@@ -269,8 +360,9 @@ def _fused_node(graph: Graph, group: list) -> Node:
                     if r[1] not in inputs:
                         inputs.append(r[1])
                     k = inputs.index(r[1])
-                    operands.append(f"x{k}[0]" if graph.meta[r[1]][0] == () != shape
-                                    else f"x{k}[i]")
+                    vshape = graph.meta[r[1]][0]
+                    operands.append(f"x{k}[i]" if vshape == shape
+                                    else f"x{k}[{_index(vshape, shape)}]")
             else:
                 operands.append(f"T({float(r[1])!r})")
         if n.kind == "cast" or n.op == "cast":
@@ -283,6 +375,20 @@ def _fused_node(graph: Graph, group: list) -> Node:
         lines.append(f"        const {ctype} t{n.outs[0]} = {expr};  // {n.op}")
     ctype = _CTYPE[dtype]
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
+    ops = "+".join(n.op for n in group)
+    if reduce is not None:
+        last = group[-1].outs[0]
+        ops += f"->{reducer.op}" + ("+out" if keep else "")
+        if keep:
+            params += "T* __restrict kept, "
+        source = _reduction_source(ctype, params, lines, last, reducer.op, *reduce, keep)
+        fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], graph.meta[out][0],
+                         dtype, ops, kept_shape=shape if keep else None)
+        from torcia.compiler import log
+
+        log("fusion", f"fused {ops} -> {fn.path.name}:\n{source}")
+        return Node("fused", ops, fn, [("v", v) for v in inputs], {},
+                    [last, out] if keep else [out], tuple_out=keep, source=source)
     source = (
         # threads only for big arrays: on few shared cores a team spinning beside the
         # BLAS threads costs more than it gains
@@ -294,7 +400,6 @@ def _fused_node(graph: Graph, group: list) -> Node:
         + "\n".join(lines) + "\n"
         f"        out[i] = t{out};\n"
         "    }\n}\n")
-    ops = "+".join(n.op for n in group)
     fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], shape, dtype, ops)
     from torcia.compiler import log
 
@@ -302,9 +407,56 @@ def _fused_node(graph: Graph, group: list) -> Node:
     return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=source)
 
 
+def _reduction_source(ctype, params, lines, last, op, size_r, size_k, rows, keep) -> str:
+    """A fused chain feeding a reduction: over rows, one accumulator per output (float
+    sums in double, as the chain's last value is summed R times); over columns, the
+    outputs accumulate a row at a time, each row vectorised. ``keep``: the chain's values
+    are written to ``kept`` too."""
+    init, take = REDUCE[op]
+    if keep:
+        lines = [*lines, f"        kept[i] = t{last};"]
+    finish = f" / T({size_r})" if op == "mean" else ""
+    body = "\n".join("    " + line for line in lines)
+    head = ("#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
+            f"typedef {ctype} T;\n"
+            f'extern "C" void kernel({params}T* __restrict out, int64_t n) {{\n')
+    if rows:
+        acc_type = "double" if op in ("sum", "mean") else "T"
+        simd = "    #pragma omp simd reduction(+:acc)\n" if op in ("sum", "mean") else ""
+        return head + (
+            f"    #pragma omp parallel for schedule(static) if({size_r * size_k} > 1048576)\n"
+            f"    for (int64_t o = 0; o < {size_k}; ++o) {{\n"
+            f"        {acc_type} acc = {init};\n"
+            f"    {simd}"
+            f"        for (int64_t r = 0; r < {size_r}; ++r) {{\n"
+            f"            const int64_t i = o * {size_r} + r;\n"
+            f"{body}\n"
+            f"            acc = {take.format(x=f't{last}')};\n"
+            "        }\n"
+            f"        out[o] = T(acc){finish};\n"
+            "    }\n}\n")
+    return head + (
+        f"    for (int64_t o = 0; o < {size_k}; ++o) out[o] = T({init});\n"
+        f"    for (int64_t r = 0; r < {size_r}; ++r) {{\n"
+        "        #pragma omp simd\n"
+        f"        for (int64_t o = 0; o < {size_k}; ++o) {{\n"
+        f"            const int64_t i = r * {size_k} + o;\n"
+        f"            const T acc = out[o];\n"
+        f"{body}\n"
+        f"            out[o] = {take.format(x=f't{last}')};\n"
+        "        }\n    }\n"
+        + (f"    for (int64_t o = 0; o < {size_k}; ++o) out[o] /= T({size_r});\n"
+           if op == "mean" else "")
+        + "}\n")
+
+
 def cuda_source(node: Node) -> tuple[str, str, str]:
     """The ``cupy.ElementwiseKernel(in_params, out_params, operation)`` arguments for a
-    fused node (the same expressions as its C++ loop, over CuPy's per-element names)."""
+    fused node (the same expressions as its C++ loop, over CuPy's per-element names).
+    A chain fused into a reduction has none: it raises ``ValueError``."""
+    if "->" in node.op:
+        raise ValueError(f"fused node {node.op} ends in a reduction: it is not an "
+                         "elementwise kernel")
     n_in = len(node.args)
     ctype = node.source.split("typedef ", 1)[1].split(" ", 1)[0]
     body = [line.strip() for line in node.source.splitlines() if line.strip().startswith(
@@ -375,9 +527,10 @@ def build(source: str) -> Path:
 
 
 class FusedKernel:
-    """A generated elementwise kernel: called with its input arrays, returns the result."""
+    """A generated elementwise kernel: called with its input arrays, returns the result
+    (with ``kept_shape``, the chain's values before the reduction too, as a pair)."""
 
-    def __init__(self, source, shapes, shape, dtype, ops):
+    def __init__(self, source, shapes, shape, dtype, ops, kept_shape=None):
         n_inputs = len(shapes)
         self.shapes = [tuple(s) for s in shapes]
         self.path = build(source)
@@ -386,7 +539,9 @@ class FusedKernel:
             _loaded[key] = ctypes.CDLL(key)
         self.fn = _loaded[key].kernel
         self.fn.restype = None
-        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + 1) + [ctypes.c_int64]
+        self.kept_shape = kept_shape
+        n_out = 1 if kept_shape is None else 2
+        self.fn.argtypes = [ctypes.c_void_p] * (n_inputs + n_out) + [ctypes.c_int64]
         self.n_inputs = n_inputs
         self.shape = shape
         self.dtype = dtype
@@ -409,6 +564,12 @@ class FusedKernel:
                 a = np.ascontiguousarray(a)
             keep.append(a)
             ptrs.append(a.ctypes.data)
+        if self.kept_shape is not None:
+            if out is not None:
+                raise ValueError(f"fused kernel {self.ops} has two outputs: no out=")
+            kept, out = np.empty(self.kept_shape, self.dtype), np.empty(self.shape, self.dtype)
+            self.fn(*ptrs, kept.ctypes.data, out.ctypes.data, self.size)
+            return kept, out
         if out is None:
             out = np.empty(self.shape, self.dtype)
         elif out.shape != self.shape or out.dtype != self.dtype or not out.flags.c_contiguous \

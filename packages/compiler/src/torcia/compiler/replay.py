@@ -10,7 +10,21 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from torcia.compiler.graph import Graph
+
+
+class DataGuardFailed(Exception):
+    """A replay reached a graph break where the tensor Python read holds other values than
+    when traced: the rest of the program may not be what Python would run."""
+
+
+def same_values(got, traced) -> bool:
+    """Whether a value read at a graph break equals the one traced (NaN equal to NaN)."""
+    got = np.asarray(got)
+    return got.shape == traced.shape and bool(np.array_equal(
+        got, traced, equal_nan=got.dtype.kind in "fc" and traced.dtype.kind in "fc"))
 
 
 def last_uses(graph: Graph, keep: set) -> dict:
@@ -73,18 +87,25 @@ def generate(graph: Graph, results: list):
                          f"{const(node.params['dtype'][1])})")
         elif node.kind == "copy_":
             lines.append(f"    {expr(node.args[0])}[...] = {expr(node.args[1])}")
+        elif node.kind == "guard":
+            lines.append(f"    if not same({expr(node.args[0])}, "
+                         f"{const(node.params['value'][1])}):")
+            lines.append(f"        raise DataGuardFailed('Tensor.{node.op}() read other "
+                         f"values (graph break {i})')")
         else:
             fns.append(node.fn)
             args = [expr(r) for r in node.args]
             args += [f"{k}={expr(r)}" for k, r in node.params.items()]
-            free = pool.get(graph.meta[node.outs[0]]) if node.kind == "fused" else None
+            free = pool.get(graph.meta[node.outs[0]]) \
+                if node.kind == "fused" and len(node.outs) == 1 else None
             if free:
                 args.append(f"out=v{free.pop()}")
                 reused += 1
             lhs = ", ".join(f"v{o}" for o in node.outs)
             if node.tuple_out:
                 lhs += ","
-            lines.append(f"    {lhs} = K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
+            lhs = f"{lhs} = " if lhs else ""
+            lines.append(f"    {lhs}K[{len(fns) - 1}]({', '.join(args)})  # {node.op}")
         dead = [v for v in drops.get(i, ()) if v not in poolable]
         for v in drops.get(i, ()):
             if v in poolable:
@@ -94,7 +115,7 @@ def generate(graph: Graph, results: list):
     lines.append("    return (" + "".join(f"v{v}, " for v in results) + ")")
     lines.insert(1, f"    # {reused} fused kernel(s) write into a dead buffer")
     source = "\n".join(lines) + "\n"
-    namespace: dict = {}
+    namespace: dict = {"same": same_values, "DataGuardFailed": DataGuardFailed}
     exec(compile(source, "<torcia.compile replay>", "exec"), namespace)
     fn = namespace["run"]
     consts_t, fns_t = tuple(consts), tuple(fns)
