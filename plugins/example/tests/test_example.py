@@ -45,11 +45,18 @@ def test_mixing_devices_is_an_error():
         torcia.tensor([1.0], device="example") + torcia.tensor([1.0])
 
 
-def test_an_op_the_device_lacks_names_the_device():
+def test_an_op_the_device_lacks_runs_through_the_host_fallback():
+    from torcia import library
+
     x = torcia.tensor([1.0, 2.0], device="example")
     for op in (torcia.exp, lambda t: t - t, lambda t: t.sum()):
-        with pytest.raises(NotImplementedError, match="no kernel for device type 'example'"):
-            op(x)
+        out = op(x)
+        assert out.device.type == "example"
+        torcia.testing.assert_close(out.cpu(), op(x.cpu()))
+    ops = library.device_ops("example")
+    assert {op for op, how in ops.items() if how == "native"} == {"add", "mul", "relu"}
+    assert ops["exp"] == ops["sub"] == ops["conv"] == "fallback"
+    assert "missing" not in ops.values()
 
 
 def test_logcosh_matches_numpy_and_stays_finite():
