@@ -91,3 +91,19 @@ def test_logcosh_record():
     record = library.get_op("logcosh")
     assert record.group == "unary_float" and record.differentiable
     assert record.shape is not None and record.backward is not None
+
+
+@pytest.mark.slow
+def test_the_device_passes_the_conformance_suite(tmp_path):
+    # what a device plugin's CI runs: core's op checks against the installed device
+    import subprocess
+    import sys
+
+    run = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider",
+                          "--torcia-device", "example"], cwd=tmp_path,
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout[-3000:]
+    summary = run.stdout.split("torcia conformance: device 'example'", 1)[1]
+    assert "native (3): add, mul, relu" in summary
+    assert "missing (0)" in summary and "failed (0)" in summary
+    assert " failed" not in summary.splitlines()[-1]
