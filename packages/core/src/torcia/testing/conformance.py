@@ -361,12 +361,16 @@ class Report:
     def __init__(self, device):
         self.device = device
         self.ops: dict[str, str] = {}
+        self.selected: set[str] = set()
         self.outcomes: dict[str, dict[str, str]] = {}
 
-    def pytest_collection_modifyitems(self, items):
+    def pytest_collection_finish(self, session):
         from torcia import library
 
         self.ops = library.device_ops(self.device)
+        # what -k or -m left to run
+        self.selected = {item.callspec.params["op"] for item in session.items
+                         if hasattr(item, "callspec") and "op" in item.callspec.params}
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report):
@@ -400,12 +404,16 @@ class Report:
         write(f"failed ({len(failed)}): " + ", ".join(
             f"{op} [{', '.join(checks)}]" for op, checks in failed.items()))
         untested = sorted(op for op, how in self.ops.items() if op not in failed and
-                          how != "missing" and
+                          how != "missing" and op in self.selected and
                           self.outcomes.get(op, {}).get("values") != "passed")
         write(f"untested, no sample input ({len(untested)}): {', '.join(untested)}")
+        unselected = len(set(self.ops) - self.selected)
+        if unselected:
+            write(f"not selected (-k, -m): {unselected} ops")
         if terminalreporter.config.option.verbose > 0:
             for op in sorted(self.ops):
                 result = ("failed: " + ", ".join(failed[op]) if op in failed
+                          else "not selected" if op not in self.selected
                           else "failed" if self.ops[op] == "missing"
                           else "untested" if op in untested else "passed")
                 write(f"  {op:32} {self.ops[op]:10} {result}")
