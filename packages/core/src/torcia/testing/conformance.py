@@ -58,6 +58,7 @@ class Sample:
 
 
 def pytest_addoption(parser):
+    """Add ``--torcia-device NAME`` (pytest hook)."""
     group = parser.getgroup("torcia", "torcia device conformance")
     group.addoption("--torcia-device", dest="torcia_device", default=None, metavar="NAME",
                     help="run torcia's op conformance checks against device type NAME "
@@ -65,6 +66,8 @@ def pytest_addoption(parser):
 
 
 def pytest_configure(config):
+    """With ``--torcia-device``: check the device exists, run the conformance checks and
+    report at the end (pytest hook); without it, nothing."""
     device = config.getoption("torcia_device")
     if not device:
         return
