@@ -13,8 +13,9 @@ Sample inputs come from three places: generated ones for the ops whose inputs ar
 tensors (elementwise ops, activations, reductions...), the calls core's own docstring
 examples make, and a small workload of NN ops (a convolution, pooling, normalisation, an
 LSTM cell and a loss, forward and backward). Each sample is recorded as the op's kernel
-receives it, through a :class:`torcia.library.DispatchMode`, and kept only if it runs on
-"cpu" and matches the reference there; an op without one is reported as untested.
+receives it, through a dispatch mode (``torcia.library.DispatchMode``), and kept only if
+it runs on "cpu" and matches the reference there; an op without one is reported as
+untested.
 
 Examples
 --------
@@ -41,7 +42,7 @@ import numpy as np
 import pytest
 
 #: The test module the option adds to the run.
-TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
+_TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 
 #: What ``library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
@@ -79,9 +80,9 @@ def pytest_configure(config):
         raise pytest.UsageError(f"--torcia-device {device}: {exc}") from None
     # the checks replace the default collection; paths given on the command line join them
     if config.args_source == pytest.Config.ArgsSource.ARGS:
-        config.args.append(str(TESTS))
+        config.args.append(str(_TESTS))
     else:
-        config.args[:] = [str(TESTS)]
+        config.args[:] = [str(_TESTS)]
     config.pluginmanager.register(Report(device), "torcia-conformance-report")
 
 
