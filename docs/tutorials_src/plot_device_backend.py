@@ -18,7 +18,6 @@ decomposition into primitives, nothing else); :doc:`/ops` lists every op, primit
 composite, with its kernel signature.
 """
 
-import json
 import os
 import subprocess
 import sys
@@ -101,27 +100,24 @@ def run(*args, **extra_env):
 # %%
 # Use the device. A small network runs on it: ``matmul`` and ``relu`` natively, the
 # rest (``transpose``, ``sum``...) through the host fallback; ``exp`` natively in float32
-# and through the fallback in float64.
+# and through the fallback in float64. ``torcia.library.device_ops`` says how the device
+# runs each op: natively, through its fallback, through the op's decomposition, or not at
+# all (``missing``); ``python -m torcia plugins`` lists the same for every device.
 
 print(run(sys.executable, "-c", textwrap.dedent("""
+    from collections import Counter
     import torcia
+    from torcia import library
     torcia.manual_seed(0)
     x = torcia.randn(4, 3).to("tutdev")
     w = torcia.randn(3, 2).to("tutdev")
     y = (x @ w).relu()
     print(y.device, y.sum().item())
     print(x.exp().cpu().allclose(x.cpu().exp()), x.double().exp().dtype)
+    ops = library.device_ops("tutdev")
+    print(dict(Counter(ops.values())))
+    print("native:", sorted(op for op, how in ops.items() if how == "native"))
 """)))
-
-# %%
-# How the device runs each op: ``python -m torcia plugins`` lists, per device, the ops
-# it runs natively, through its fallback, through their decomposition, and those it
-# cannot run at all (``torcia.library.device_ops`` says the same in Python).
-
-listing = json.loads(run(sys.executable, "-m", "torcia", "plugins", "--json"))
-ops = listing["devices"]["tutdev"]
-print({kind: len(names) for kind, names in ops.items()})
-print("native:", ", ".join(ops["native"]))
 
 # %%
 # The conformance suite: a pytest plugin shipped with torcia-core. For every op with a
