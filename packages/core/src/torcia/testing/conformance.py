@@ -350,7 +350,8 @@ def gradients(sample, device):
             total = term if total is None else total + term
     if total is None or not leaves:
         return None
-    grads = torcia.autograd.grad(total, leaves, allow_unused=True)
+    with _quiet():
+        grads = torcia.autograd.grad(total, leaves, allow_unused=True)
     return tuple(None if g is None else g.detach().to("cpu").numpy() for g in grads)
 
 
