@@ -126,9 +126,7 @@ def _generated(records) -> list[Sample]:
     rng = _rng()
     out = []
     for name, record in records.items():
-        if not record.inputs or any(i.startswith("*") for i in record.inputs) or \
-                any(v is None and k in ("dim", "shape", "size") for k, v in
-                    record.params.items()):
+        if not record.inputs or any(i.startswith("*") for i in record.inputs):
             continue
         n = len(record.inputs)
         # positive, below 1: inside the domain of log, sqrt, atanh, acos...
@@ -141,6 +139,11 @@ def _generated(records) -> list[Sample]:
             variants["broadcast"] = [base[0][:, :1], base[1][:1, :]]
         for variant, args in variants.items():
             out.append(Sample(name, variant, tuple(args), {}))
+        # ops along a dimension (scans, reductions, flips): the last one, then the first
+        for key, value in (("dim", 1), ("dim", 0), ("dims", (1,))):
+            if key in record.params:
+                params = {k: v for k, v in record.params.items() if v is not None}
+                out.append(Sample(name, f"{key}={value}", tuple(base), {**params, key: value}))
     return out
 
 
@@ -192,6 +195,16 @@ def _nn_workload(recorder) -> None:
         gates = torcia.randn(2, 8, requires_grad=grad)
         h, c, _ = library.call("lstm_cell", (gates, torcia.randn(2, 2)), {})
         loss = loss + h.sum() + c.sum()
+        # products and indexing the docstring examples leave out
+        a = torcia.randn(3, 4, requires_grad=grad)
+        b = torcia.randn(4, 2, requires_grad=grad)
+        for part in (torcia.einsum("ij,jk->ik", a, b), torcia.addmm(torcia.randn(3, 2), a, b),
+                     library.call("linear", (a, b.t(), torcia.randn(2)), {}),
+                     torcia.tensordot(a, b, 1), a.index_select(1, torcia.tensor([0, 2])),
+                     a.gather(1, torcia.tensor([[0], [1], [2]])), a.topk(2)[0],
+                     a.kthvalue(2, 1)[0], torcia.stack([a, a]), a.permute(1, 0),
+                     a.repeat(2, 1), a.unfold(1, 2, 1)):
+            loss = loss + part.sum()
         if grad:
             loss.backward()
 
