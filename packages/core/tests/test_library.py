@@ -103,7 +103,6 @@ def test_kernel_setup_runs_at_first_call_only():
 
     registry.add("neg", "cpu", np.negative, setup=setup)
     assert calls == []
-    assert backend.overridden("neg", backend.kernels["neg"]) is None
     np.testing.assert_array_equal(backend.kernels["neg"](np.array([1])), [-1])
     assert calls == ["setup"]
 
@@ -133,3 +132,122 @@ def test_registry_lookup_by_name_or_class():
         backends.get(RemovableHandle)
     with pytest.raises(KeyError, match="is not a registered device backend"):
         backends.name_of(object())
+
+
+# ----- the one fallback of device plugins ------------------------------------------------
+
+
+def _copy(array, index=None):
+    return np.array(array, copy=True)
+
+
+class _Devices:
+    """Three devices on NumPy (copies on transfer), one per declared fallback, each with
+    a matmul (and sigmoid) kernel of its own that counts its calls; "rdev" also has a
+    partial ``exp``
+    and a multi-tensor step that hand what they do not cover on."""
+
+    def __init__(self):
+        self.matmuls, self.sigmoids = [], []
+
+    @torcia.hookimpl
+    def torcia_register_backends(self, registry):
+        for name, fallback in (("hdev", "host"), ("rdev", "reference"), ("ddev", "decompose")):
+            registry.add(library.Backend(name, np, to_host=_copy, from_host=_copy,
+                                         fallback=fallback))
+
+    @torcia.hookimpl
+    def torcia_register_kernels(self, registry):
+        def matmul(a, b):
+            self.matmuls.append(a.shape)
+            return np.matmul(a, b)
+
+        def exp(a):  # float64 only: the rest goes to the fallback
+            if a.dtype != np.float64:
+                return library.fallback("exp", "rdev", exp)(a)
+            return np.exp(a) + 0.0
+
+        def step(params, *, lr):
+            for p in params:
+                p -= lr
+
+        def native_step(params, *, lr):
+            return library.fallback("toy_step", "rdev", native_step)(params, lr=lr)
+
+        def sigmoid(a):
+            self.sigmoids.append(a.shape)
+            return (1 / (1 + np.exp(-a))).astype(a.dtype)
+
+        for device in ("hdev", "rdev", "ddev"):
+            registry.add("matmul", device, matmul)
+        registry.add("sigmoid", "hdev", sigmoid)
+        registry.add("sigmoid", "rdev", sigmoid)
+        # "ddev" implements the primitives but exp: its composites decompose into them
+        reference = library.ReferenceKernels().table()
+        for name in library.primitives():
+            if name in reference and name not in ("exp", "matmul"):
+                registry.add(name, "ddev", reference[name])
+        registry.add("exp", "rdev", exp)
+        registry.add("toy_step", "rdev", step)
+        registry.add("toy_step", "rdev", native_step, priority=10)
+
+
+@pytest.fixture
+def devices():
+    pm = torcia.plugins.manager()
+    plugin = _Devices()
+    pm.register(plugin, name="test-fallback-devices")
+    for registry in list(torcia.plugins._state.registries.values()):
+        registry.reset()
+    yield plugin
+    pm.unregister(plugin)
+    torcia.plugins._reset()
+
+
+def test_a_backend_declares_a_known_fallback():
+    with pytest.raises(ValueError, match="fallback must be one of 'decompose', 'host', "
+                                         "'reference', got 'cpu'"):
+        library.Backend("x", np, fallback="cpu")
+
+
+def test_each_device_runs_what_it_lacks_through_its_declared_fallback(devices):
+    x = torcia.randn(2, 3, 5, 5)
+    w = torcia.randn(4, 3, 3, 3)
+    want = library.conv2d(x, w, padding=1)
+    for device, how in (("hdev", "fallback"), ("rdev", "fallback"), ("ddev", "decomposed")):
+        ops = library.device_ops(device)
+        assert ops["matmul"] == "native" and ops["conv"] == how, device
+        got = library.conv2d(x.to(device), w.to(device), padding=1)
+        torcia.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
+    # a primitive without a kernel: on host, on the device's array module, or missing
+    assert library.device_ops("ddev")["exp"] == "missing"
+    with pytest.raises(NotImplementedError, match="no kernel for device type 'ddev'"):
+        torcia.zeros(2).to("ddev").exp()
+    assert torcia.zeros(2).to("hdev").exp().tolist() == [1.0, 1.0]
+
+
+def test_reference_kernels_on_a_device_call_its_own_kernels(devices):
+    # the reference SiLU is written with sigmoid: on "rdev" it runs the device's, on
+    # "hdev" the host's (the round trip copies the arrays to NumPy's "cpu")
+    x = torcia.randn(2, 3)
+    devices.sigmoids.clear()
+    library.silu(x.to("hdev"))
+    assert devices.sigmoids == []
+    out = library.silu(x.to("rdev"))
+    assert devices.sigmoids == [(2, 3)]
+    torcia.testing.assert_close(out.cpu(), library.silu(x))
+
+
+def test_a_partial_kernel_hands_the_rest_to_the_fallback(devices):
+    x = torcia.tensor([0.0, 1.0])
+    assert library.device_ops("rdev")["exp"] == "native"
+    torcia.testing.assert_close(x.to("rdev").exp().cpu(), x.exp())  # float32: the fallback
+    assert library.fallback("exp", "rdev") is np.exp  # the reference kernel on the xp
+    # an op without a reference kernel: the kernel registered below the one handing on
+    p = np.ones(2)
+    library.get_backend("rdev").kernels["toy_step"]([p], lr=0.5)
+    np.testing.assert_array_equal(p, [0.5, 0.5])
+    with pytest.raises(NotImplementedError, match="no fallback on device type 'ddev'"):
+        library.fallback("toy_step", "ddev")
+    with pytest.raises(NotImplementedError, match="runs through its decomposition"):
+        library.fallback("conv", "ddev")

@@ -3,7 +3,7 @@
 
 import numpy as np
 import pytest
-from torcia_cpu import _native
+from torcia_cpu import _native, kernels
 from torcia_cpu.kernels import NativeKernels
 
 import torcia
@@ -248,10 +248,7 @@ def test_supported_cases_take_the_native_path(monkeypatch):
     def refuse(*args, **kwargs):
         raise AssertionError("fell back to the reference kernel")
 
-    for name in ("gelu", "gelu_backward", "silu", "silu_backward", "sigmoid", "softplus", "elu",
-                 "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-                 "batch_norm", "batch_norm_backward"):
-        monkeypatch.setattr(Reference, name, refuse)
+    monkeypatch.setattr(kernels, "fallback", refuse)  # the one way to the reference
     x = RNG.standard_normal((6, 10)).astype(np.float32)
     w, b = np.ones(10, np.float32), np.zeros(10, np.float32)
     NAT.gelu(x), NAT.gelu(x, approximate="tanh"), NAT.gelu_backward(x, x)

@@ -9,7 +9,7 @@ import contextlib
 
 import numpy as np
 import pytest
-from torcia_cuda import CupyKernels, make_backend
+from torcia_cuda import cupy_kernels, make_backend
 
 import torcia
 from torcia import plugins
@@ -52,7 +52,7 @@ class StandIn:
 
     @hookimpl
     def torcia_register_kernels(self, registry):
-        for op, fn in CupyKernels(np).table().items():
+        for op, fn in cupy_kernels(np).items():
             registry.add(op, "cuda", fn)
 
 

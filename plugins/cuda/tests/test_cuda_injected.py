@@ -1,4 +1,4 @@
-"""The plugin's real path (probe, backend, CupyKernels, CupyRuntime) on a fake ``cupy``
+"""The plugin's real path (probe, backend, kernels, CupyRuntime) on a fake ``cupy``
 module that is NumPy underneath, put where the real one would be imported from."""
 
 import importlib.util

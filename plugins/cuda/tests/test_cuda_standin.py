@@ -75,12 +75,20 @@ def test_without_cupy_cuda_is_unavailable_with_the_reason(monkeypatch):
         torcia.cuda.synchronize()
 
 
-def test_kernels_are_the_reference_kernels_on_xp():
-    from torcia_cuda import CupyKernels
+def test_kernels_are_the_reference_kernels_on_xp(fake_cuda):
+    from torcia_cuda import cupy_kernels
 
-    k = CupyKernels(np)
+    from torcia import library
+
+    view = cupy_kernels(np)["view"]
     a = np.arange(12.0).reshape(3, 4)
-    assert np.array_equal(k.view(a.T.copy(), (12,)), a.T.reshape(12))
+    assert np.array_equal(view(a.T.copy(), (12,)), a.T.reshape(12))
     with pytest.raises(RuntimeError, match="view size is not compatible"):
-        k.view(a.T, (12,))
-    assert k.view(a, (4, 3)).base is not None
+        view(a.T, (12,))
+    assert view(a, (4, 3)).base is not None
+    # every other op is the reference kernel on the device's array module
+    ops = library.device_ops("cuda")
+    assert ops["view"] == "native" and ops["matmul"] == ops["conv"] == "fallback"
+    assert "missing" not in ops.values()
+    reference = library.fallback("conv", "cuda")
+    assert isinstance(reference.__self__, library.ReferenceKernels)

@@ -83,11 +83,12 @@ def test_fused_optimizer_kernels_match_torcia_optim(dtype):
 
 
 def test_an_lstm_runs_the_fused_cell_on_the_device():
-    from torcia_cuda.fused import FusedKernels
+    from torcia.library import fallback, get_backend
 
-    from torcia.backend import get_backend
-
-    assert isinstance(get_backend("cuda").kernels["lstm_layer"].__self__, FusedKernels)
+    # the reference layer steps the device's cell: the fused one
+    fused_cell = get_backend("cuda").kernels["lstm_cell"]
+    assert fused_cell.__qualname__.startswith("fused_kernels")
+    assert fallback("lstm_layer", "cuda").__self__.lstm_cell is fused_cell
     torcia.manual_seed(0)
     cpu = torcia.nn.LSTM(16, 32, num_layers=2, batch_first=True, dtype=torcia.float64)
     gpu = torcia.nn.LSTM(16, 32, num_layers=2, batch_first=True, dtype=torcia.float64).cuda()

@@ -139,24 +139,27 @@ def test_an_optimizer_on_cuda_runs_the_fused_kernels(cupy_with_kernels, make):
 def test_lstm_cell_kernels_match_the_reference(cupy_with_kernels, dtype, rows, hidden):
     from torcia.library import ReferenceKernels as Reference
 
-    ours, ref = fused.FusedKernels(cupy_with_kernels), Reference()
+    ours, ref = fused.fused_kernels(cupy_with_kernels), Reference()
     gates = (RNG.standard_normal((2, rows, 4 * hidden)) * 4).astype(dtype)
     c = RNG.standard_normal((2, rows, hidden)).astype(dtype)
     tol = dict(rtol=1e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-14)
-    for a, b in zip(ours.lstm_cell(gates, c), ref.lstm_cell(gates, c)):
+    for a, b in zip(ours["lstm_cell"](gates, c), ref.lstm_cell(gates, c)):
         np.testing.assert_allclose(a, b, **tol)
     _, c_new, act = ref.lstm_cell(gates, c)
     gh, gc = RNG.standard_normal(c.shape).astype(dtype), RNG.standard_normal(c.shape).astype(dtype)
     for pair in ((gh, gc), (None, gc), (gh, None)):
-        for a, b in zip(ours.lstm_cell_backward(*pair, act, c, c_new),
+        for a, b in zip(ours["lstm_cell_backward"](*pair, act, c, c_new),
                         ref.lstm_cell_backward(*pair, act, c, c_new)):
             np.testing.assert_allclose(a, b, **tol)
 
 
 def test_an_lstm_on_cuda_runs_the_fused_cell(cupy_with_kernels):
-    from torcia.backend import get_backend
+    from torcia.library import fallback, get_backend
 
-    assert isinstance(get_backend("cuda").kernels["lstm_layer"].__self__, fused.FusedKernels)
+    # the reference layer (the device's fallback) steps the device's cell: the fused one
+    fused_cell = get_backend("cuda").kernels["lstm_cell"]
+    assert fused_cell.__qualname__.startswith("fused_kernels")
+    assert fallback("lstm_layer", "cuda").__self__.lstm_cell is fused_cell
     torcia.manual_seed(0)
     cpu = torcia.nn.LSTM(3, 4, batch_first=True)
     gpu = torcia.nn.LSTM(3, 4, batch_first=True).to("cuda")

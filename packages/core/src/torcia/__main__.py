@@ -58,23 +58,18 @@ def _policy_lines(policy: plugins.Policy) -> list[str]:
 
 
 def _devices() -> dict[str, dict[str, list[str]]]:
-    """Per device type, the ops it runs with a kernel of its own (``native``), those it
-    runs through their default decomposition (``decomposed``), and the primitives it has
-    no kernel for (``missing``)."""
+    """Per device type, the ops it runs with a kernel of its own (``native``), through
+    the fallback it declares (``fallback``), through their default decomposition
+    (``decomposed``), and those it cannot run (``missing``): see
+    :func:`torcia.library.device_ops`."""
     from torcia import library
-    from torcia.backend import backends, get_backend
+    from torcia.backend import backends
 
-    records = library.op_records()
     out = {}
     for name in sorted(backends.build()):
-        kernels = get_backend(name).kernels
-        out[name] = {
-            "native": sorted(op for op in records if op in kernels),
-            "decomposed": sorted(op for op, r in records.items()
-                                 if op not in kernels and r.decomposition is not None),
-            "missing": sorted(op for op, r in records.items()
-                              if op not in kernels and r.decomposition is None),
-        }
+        ops = library.device_ops(name)
+        out[name] = {kind: sorted(op for op, how in ops.items() if how == kind)
+                     for kind in ("native", "fallback", "decomposed", "missing")}
     return out
 
 
@@ -96,8 +91,10 @@ def _print_text(infos, policy, verbose: bool) -> None:
 
     print(f"\ndevices ({len(library.primitives())} primitive ops; the others decompose "
           "into them):")
+    from torcia.backend import get_backend
+
     for name, ops in _devices().items():
-        print(f"  {name}")
+        print(f"  {name} (fallback: {get_backend(name).fallback})")
         for kind, names in ops.items():
             shown = names if verbose or len(names) <= _SHOWN else names[:_SHOWN] + ["..."]
             print(f"    {kind} ({len(names)}): {', '.join(shown)}")

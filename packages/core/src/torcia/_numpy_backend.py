@@ -717,7 +717,7 @@ class NumpyPlugin:
 
     @hookimpl
     def torcia_register_backends(self, registry):
-        registry.add(Backend("cpu", np))
+        registry.add(Backend("cpu", np, fallback="reference"))
 
     @hookimpl
     def torcia_register_kernels(self, registry):

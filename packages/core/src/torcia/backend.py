@@ -16,6 +16,13 @@ import numpy as np
 from torcia import plugins
 
 
+#: The values of ``Backend(fallback=...)``.
+FALLBACKS = ("decompose", "host", "reference")
+
+#: The provider name of the kernels a device's declared fallback supplies.
+FALLBACK_PROVIDER = "<fallback>"
+
+
 class KernelTable(dict):
     """A device's op -> kernel dict; a missing op raises an error naming the device."""
 
@@ -52,11 +59,21 @@ class Backend:
     unavailable_reason : str, optional
         Why the hardware cannot be used, when ``is_available()`` is False; tensors on the
         device then raise an error quoting it.
+    fallback : {"decompose", "host", "reference"}
+        What runs an op the device has no kernel of its own for (see
+        :func:`torcia.library.fallback`): ``"decompose"`` (the default) runs a composite
+        op through its decomposition into primitives and raises for a missing primitive;
+        ``"host"`` runs the NumPy reference kernel on the host and copies the result back
+        (PyTorch's boxed CPU fallback); ``"reference"`` runs the reference kernel on the
+        device's own array module, for an ``xp`` that follows NumPy's API (CuPy).
     """
 
     def __init__(self, name, xp, to_host=None, from_host=None, is_available=None,
                  device_count=None, device_context=None, plugin=None, runtime=None,
-                 unavailable_reason=None):
+                 unavailable_reason=None, fallback="decompose"):
+        if fallback not in FALLBACKS:
+            raise ValueError(f"Backend({name!r}): fallback must be one of "
+                             f"{', '.join(map(repr, FALLBACKS))}, got {fallback!r}")
         self.name = name
         self.xp = xp
         self.to_host = to_host or (lambda a: a)
@@ -67,26 +84,12 @@ class Backend:
         self.plugin = plugin
         self.runtime = runtime
         self.unavailable_reason = unavailable_reason
+        self.fallback = fallback
         self.kernels = KernelTable(name)
         self.kernel_providers: dict = {}
         self._ranked: dict = {}  # op -> [(priority, order, fn, plugin, setup)], best first
         self._first_use: dict = {}  # op -> (stand-in, kernel) until its setup has run
-
-    def overridden(self, op: str, fn):
-        """The kernel that ``fn`` (registered for ``op``) overrides, for delegating the
-        cases it does not handle; None when ``fn`` is the lowest.
-
-        Example: a native ``adam_step`` calls ``backend.overridden("adam_step", me)``
-        for dtypes it does not support.
-        """
-        ranked = self._ranked.get(op, ())
-        waiting = self._first_use.get(op)
-        if waiting is not None and fn is waiting[0]:
-            fn = waiting[1]
-        for i, (_, _, kernel, _, _) in enumerate(ranked):
-            if kernel == fn:  # bound methods compare equal, not identical
-                return ranked[i + 1][2] if i + 1 < len(ranked) else None
-        return None
+        self._fallbacks: dict = {}  # op -> the declared fallback's kernel (see library)
 
     def __repr__(self):
         return f"<Backend {self.name!r} xp={self.xp.__name__} from plugin {self.plugin!r}>"
@@ -276,6 +279,8 @@ def _build():
             library._plugin_op_kernels(registry)
             registry.current_plugin = None
             plugins.call_each("torcia_register_kernels", registry=registry)
+            # last, what each device declared for the ops no plugin gave it a kernel for
+            library._install_fallbacks(registry)
         _kernels_built.set()
 
 
@@ -285,6 +290,7 @@ def _reset():
     for backend in (backends._entries or {}).values():
         backend._ranked.clear()
         backend._first_use.clear()
+        backend._fallbacks = {}
         backend.kernels.clear()
         backend.kernel_providers.clear()
     for dev in device._interned.values():

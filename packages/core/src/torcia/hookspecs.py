@@ -34,7 +34,8 @@ def torcia_register_backends(registry) -> None:
 
     Called once, the first time a device is used (creating a tensor, ``torcia.device(...)``
     resolution, ``python -m torcia plugins``). A backend names a device type, the array
-    module its tensors hold, and how arrays cross to and from the host.
+    module its tensors hold, how arrays cross to and from the host, and what runs the ops
+    it has no kernel for (``fallback=``, see :func:`torcia.library.fallback`).
 
     :param registry: a :class:`torcia.backend.BackendRegistry`; call
         ``registry.add(backend)`` with a :class:`torcia.backend.Backend`.
@@ -44,9 +45,12 @@ def torcia_register_backends(registry) -> None:
 
         @torcia.hookimpl
         def torcia_register_backends(registry):
-            registry.add(Backend("cuda", xp=cupy, to_host=cupy.asnumpy, from_host=cupy.asarray))
+            registry.add(Backend("cuda", xp=cupy, to_host=cupy.asnumpy, from_host=cupy.asarray,
+                                 fallback="reference"))
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.2
+       ``Backend(fallback=...)``.
     """
 
 
@@ -58,7 +62,8 @@ def torcia_register_kernels(registry) -> None:
     backend. A kernel takes the arrays of its tensor arguments positionally and the op's
     parameters as keywords, and returns an array (or a tuple of arrays for ops with several
     outputs). For one op and device type the kernel of highest ``priority`` wins; core's
-    NumPy reference kernels have priority 0.
+    NumPy reference kernels have priority 0. The ops a device gets no kernel for run
+    through the fallback its backend declares, after every plugin's kernels are in.
 
     :param registry: a :class:`torcia.backend.KernelRegistry`; call
         ``registry.add(op, device_type, fn, priority=0)``.

@@ -26,8 +26,11 @@ What is here:
   :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`; the kernel, then autograd recording, last);
   autocast, the profiler and the ONNX exporter are modes. :func:`autocast_as` makes a
   function written with several ops one op for the modes (its autocast policy).
-- **One host fallback** for device plugins: :func:`host_fallback` runs an op's reference
-  kernel on the host and copies the result back (PyTorch's boxed CPU fallback).
+- **One fallback** for device plugins: a device declares what runs the ops it has no
+  kernel for (``Backend(fallback="host" | "reference" | "decompose")``), a kernel that
+  covers only some inputs hands the rest to :func:`fallback`, and :func:`device_ops`
+  says how the device runs each op; :func:`host_fallback` is the host round trip itself
+  (PyTorch's boxed CPU fallback).
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
   :func:`dtype_from_numpy`, :func:`pool_geometry`, :func:`check_geometry`,
   :func:`add_thread_callback`.
@@ -46,6 +49,7 @@ tensor([1., 1.])
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import threading
 from collections.abc import Callable
@@ -143,7 +147,8 @@ __all__ = [
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
-    "binary", "call", "check_geometry", "dtype_by_name", "dtype_from_numpy", "get_backend",
+    "binary", "call", "check_geometry", "device_ops", "dtype_by_name", "dtype_from_numpy",
+    "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch",
     "wrap_dim", "zero_grad",
@@ -459,13 +464,18 @@ def _plugin_op_kernels(registry) -> None:
     """Put the reference kernels of the ops plugins define in every backend's table:
     on "cpu" as they are, elsewhere through the host fallback (at priority -10, so that
     a device plugin's own kernel wins); the "meta" device gets its own from the record."""
+    from torcia.backend import FALLBACK_PROVIDER
+
     for name, record in plugin_ops.build().items():
         for device_type in registry.backends:
             if device_type == "cpu":
+                registry.current_plugin = None
                 registry.add(name, "cpu", record.kernel, priority=0)
             elif device_type != "meta":
+                registry.current_plugin = FALLBACK_PROVIDER
                 registry.add(name, device_type, host_fallback(name, device_type,
                                                               record.kernel), priority=-10)
+    registry.current_plugin = None
     if _AUTOGRAD.engine is not None:
         _install_derivatives(_AUTOGRAD.engine)
 
@@ -574,17 +584,148 @@ def zero_grad(parameters, set_to_none: bool = True) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# the host fallback
+# fallbacks: what runs an op a device has no kernel of its own for
 # ---------------------------------------------------------------------------------------
+#
+# A device declares its fallback when it registers its backend (``Backend(fallback=...)``)
+# and registers kernels for the ops it implements; once every plugin has registered its
+# kernels, ``_install_fallbacks`` gives each "host" or "reference" device the fallback's
+# kernel for every op it lacks. A kernel that covers only some inputs (dtypes, ranks) hands
+# the others to ``fallback(op, device_type, itself)``: the one way back, for every device.
+
+
+@functools.cache
+def _reference_table() -> dict[str, Callable]:
+    return ReferenceKernels().table()
+
+
+def _install_fallbacks(registry) -> None:
+    """Give each "host" or "reference" device the kernels of its declared fallback for
+    the built-in ops no plugin registered a kernel for."""
+    from torcia.backend import FALLBACK_PROVIDER
+
+    registry.current_plugin = FALLBACK_PROVIDER
+    for backend in registry.backends.values():
+        if backend.fallback == "host":
+            table = {op: host_fallback(op, backend.name, fn)
+                     for op, fn in _reference_table().items()}
+        elif backend.fallback == "reference":
+            ref = ReferenceKernels()
+            ref.xp = backend.xp
+            table = ref.table()
+        else:
+            continue
+        for op, fn in table.items():
+            if op not in backend.kernels:
+                registry.add(op, backend.name, fn, priority=_FALLBACK_PRIORITY)
+        if backend.fallback == "reference":
+            # the ops and helpers the reference kernels are written with (the products of
+            # a convolution, the cell an LSTM layer steps, ``logsumexp_rows``) run the
+            # device's own kernels: an instance attribute shadows the method for the calls
+            # ``self.op(...)``, the fallback keeps the method
+            for op, fn in list(backend.kernels.items()):
+                method = getattr(ReferenceKernels, op, None)
+                if callable(method) and getattr(fn, "__self__", None) is not ref:
+                    table.setdefault(op, method.__get__(ref))
+                    setattr(ref, op, fn)
+        backend._fallbacks = table
+    registry.current_plugin = None
+
+
+#: Below every kernel a plugin registers.
+_FALLBACK_PRIORITY = -(2 ** 31)
+
+
+def fallback(op: str, device_type: str, kernel: Callable | None = None) -> Callable:
+    """What runs ``op`` on ``device_type`` where ``kernel`` does not: the one fallback of
+    device plugins.
+
+    A device declares its fallback with its backend, ``Backend(..., fallback=...)``, and
+    registers kernels for the ops it implements; every other op runs through the fallback:
+    ``"reference"``, the reference kernel on the device's array module (its inner ops on
+    the device's kernels); ``"host"``, the reference kernel on the host with the arrays
+    copied there and back (PyTorch's boxed CPU fallback); ``"decompose"``, a composite
+    op's decomposition into primitives. A kernel that covers only some inputs (dtypes,
+    ranks) hands the others on with ``library.fallback(op, device_type, itself)(...)``.
+
+    Parameters
+    ----------
+    op : str
+        The op's name.
+    device_type : str
+        The device, e.g. ``"cpu"``.
+    kernel : callable, optional
+        The kernel that hands the call on: for an op without a reference kernel (an
+        optimizer's multi-tensor step), the kernel registered below it runs.
+
+    Returns
+    -------
+    callable
+        A kernel: arrays of the device positionally, the op's parameters as keywords.
+
+    Raises
+    ------
+    NotImplementedError
+        When nothing but ``kernel`` runs ``op`` on the device.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia import library
+    >>> library.fallback("exp", "cpu")(np.zeros(2))
+    array([1., 1.])
+    """
+    backend = get_backend(device_type)
+    found = backend._fallbacks.get(op)
+    if found is not None:
+        return found
+    ranked = backend._ranked.get(op, ())
+    for i, entry in enumerate(ranked[:-1]):
+        if kernel is not None and entry[2] == kernel:  # bound methods compare equal only
+            return ranked[i + 1][2]
+    record = op_records().get(op)
+    if record is not None and record.decomposition is not None:
+        raise NotImplementedError(
+            f"op {op!r} on device type {device_type!r} runs through its decomposition, on "
+            "tensors: call the op (torcia.library.call) instead of a kernel")
+    raise NotImplementedError(
+        f"op {op!r} has no fallback on device type {device_type!r}: the device declares "
+        f"fallback={backend.fallback!r} and no other kernel is registered for it")
+
+
+def device_ops(device_type: str) -> dict[str, str]:
+    """How ``device_type`` runs each op: ``"native"`` (a kernel a plugin registered for
+    it), ``"fallback"`` (its declared fallback), ``"decomposed"`` (a composite op through
+    its decomposition into primitives) or ``"missing"`` (not at all).
+
+    Examples
+    --------
+    >>> from torcia import library
+    >>> library.device_ops("cpu")["matmul"]
+    'native'
+    """
+    from torcia.backend import FALLBACK_PROVIDER
+
+    backend = get_backend(device_type)
+    kernels, providers = backend.kernels, backend.kernel_providers
+    out = {}
+    for op, record in op_records().items():
+        if op in kernels:
+            out[op] = "fallback" if providers.get(op) == FALLBACK_PROVIDER else "native"
+        elif record.decomposition is not None:
+            out[op] = "decomposed"
+        else:
+            out[op] = "missing"
+    return out
 
 
 def host_fallback(op: str, device_type: str, kernel: Callable | None = None) -> Callable:
     """A kernel for ``device_type`` that runs ``op``'s reference kernel on the host.
 
     The arrays of the device are copied to host memory, the NumPy reference kernel runs,
-    and its result is copied back: a device plugin registers it for the ops it has no
-    kernel of its own for (PyTorch's boxed CPU fallback), at a priority below its own.
-    ``kernel`` replaces the reference kernel (an op a plugin defines).
+    and its result is copied back. A device that declares ``Backend(fallback="host")``
+    gets it for every op it has no kernel for; a device plugin may also register it for
+    single ops. ``kernel`` replaces the reference kernel (an op a plugin defines).
 
     Examples
     --------
@@ -597,7 +738,7 @@ def host_fallback(op: str, device_type: str, kernel: Callable | None = None) -> 
     fn = kernel
     if fn is None:
         try:
-            fn = ReferenceKernels().table()[op]
+            fn = _reference_table()[op]
         except KeyError:
             raise KeyError(f"op {op!r} has no reference kernel to fall back to") from None
 

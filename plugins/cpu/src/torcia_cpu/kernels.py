@@ -1,8 +1,10 @@
-"""The plugin's kernels: the reference kernels with the hot ones done natively.
+"""The plugin's kernels: the hot ones done natively.
 
-:class:`NativeKernels` subclasses core's reference kernels, so each override has the
-reference's signature and falls back to it (``super()``) for what the native code does
-not cover: ranks other than 2-D images, dtypes other than float32/float64.
+Each kernel of :class:`NativeKernels` has the reference kernel's signature and hands what
+the native code does not cover (ranks other than 2-D images, dtypes other than
+float32/float64) to the device's fallback, ``_FALLBACK.op(...)``: torcia's one public
+fallback (:func:`torcia.library.fallback`), the reference kernel, whose inner ops (the
+products of a convolution) run these native kernels again.
 """
 
 from __future__ import annotations
@@ -12,8 +14,8 @@ from contextlib import contextmanager
 import numpy as np
 
 import torcia
-from torcia.library import ReferenceKernels as Reference
 from torcia.library import check_geometry as _check_geometry
+from torcia.library import fallback
 from torcia.library import pool_geometry as _pool_geometry
 from torcia_cpu import _blas, _native
 
@@ -36,8 +38,20 @@ def _cc(a):
     return a if a.flags.c_contiguous else a.copy()
 
 
-class NativeKernels(Reference):
-    """Reference kernels, with native overrides (listed in :data:`OVERRIDES`)."""
+class _Fallback:
+    """``_FALLBACK.op``: what runs ``op`` on "cpu" where a native kernel does not."""
+
+    def __getattr__(self, op):
+        if op.startswith("__"):
+            raise AttributeError(op)
+        return fallback(op, "cpu")
+
+
+_FALLBACK = _Fallback()
+
+
+class NativeKernels:
+    """The native kernels (of the ops listed in :data:`OVERRIDES`)."""
 
     # ----- matrix products: NumPy's BLAS, on several threads only when large ----------
     def matmul(self, a, b):
@@ -48,23 +62,23 @@ class NativeKernels(Reference):
             return _native.matmul_batched(_gemm_ready(np.broadcast_to(a, lead + a.shape[-2:])),
                                           _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
         if not _blas.wide(a, b):
-            return super().matmul(a, b)
+            return _FALLBACK.matmul(a, b)
         with _blas.parallel():
-            return super().matmul(a, b)
+            return _FALLBACK.matmul(a, b)
 
     mm = bmm = matmul
 
     def addmm(self, c, a, b, beta=1, alpha=1):
         if not _blas.wide(a, b):
-            return super().addmm(c, a, b, beta, alpha)
+            return _FALLBACK.addmm(c, a, b, beta, alpha)
         with _blas.parallel():
-            return super().addmm(c, a, b, beta, alpha)
+            return _FALLBACK.addmm(c, a, b, beta, alpha)
 
     def linear(self, x, w, b):
         if not _blas.wide(x, w.T):
-            return super().linear(x, w, b)
+            return _FALLBACK.linear(x, w, b)
         with _blas.parallel():
-            return super().linear(x, w, b)
+            return _FALLBACK.linear(x, w, b)
 
     # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS (through
     # matmul above, for its thread policy). Without groups, each pass is one product over
@@ -72,7 +86,7 @@ class NativeKernels(Reference):
     # product per sample is ~25% slower on two threads (conv 32->64 3x3 on 64x14x14) ----
     def conv(self, x, w, b, stride, padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
-            return super().conv(x, w, b, stride, padding, dilation, groups)
+            return _FALLBACK.conv(x, w, b, stride, padding, dilation, groups)
         _check_geometry(w.shape[2:], stride, padding, dilation)
         n, _, h, wd = x.shape
         o, cg, kh, kw = w.shape
@@ -95,7 +109,7 @@ class NativeKernels(Reference):
 
     def conv_weight(self, x, g, weight_shape, stride, padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, g):
-            return super().conv_weight(x, g, weight_shape, stride, padding, dilation, groups)
+            return _FALLBACK.conv_weight(x, g, weight_shape, stride, padding, dilation, groups)
         _check_geometry(weight_shape[2:], stride, padding, dilation)
         n = x.shape[0]
         o, cg, kh, kw = weight_shape
@@ -115,7 +129,7 @@ class NativeKernels(Reference):
 
     def conv_transpose(self, x, w, b, stride, padding, output_padding, dilation, groups):
         if x.ndim != 4 or not _native_ok(x, w):
-            return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
+            return _FALLBACK.conv_transpose(x, w, b, stride, padding, output_padding, dilation,
                                           groups)
         _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         n, cin, ih, iw = x.shape
@@ -124,7 +138,7 @@ class NativeKernels(Reference):
         h = (ih - 1) * stride[0] - plo - phi + dilation[0] * (kh - 1) + output_padding[0] + 1
         wd = (iw - 1) * stride[1] - qlo - qhi + dilation[1] * (kw - 1) + output_padding[1] + 1
         if h <= 0 or wd <= 0:  # the reference's error
-            return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
+            return _FALLBACK.conv_transpose(x, w, b, stride, padding, output_padding, dilation,
                                           groups)
         whole = groups == 1
         if whole:
@@ -149,7 +163,7 @@ class NativeKernels(Reference):
                                             padding, dilation, ceil_mode)
             return values.astype(x.dtype), indices
         if x.ndim != 4 or not _native_ok(x):
-            return super().max_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
+            return _FALLBACK.max_pool(x, kernel_size, stride, padding, dilation, ceil_mode)
         (oh, ow), _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation,
                                      ceil_mode)
         return tuple(_native.max_pool2d(_c(x), kernel_size[0], kernel_size[1], stride[0],
@@ -162,13 +176,13 @@ class NativeKernels(Reference):
             return self.max_pool_backward(g.astype(np.float32), indices,
                                           input_shape).astype(g.dtype)
         if g.ndim != 4 or not _native_ok(g):
-            return super().max_pool_backward(g, indices, input_shape)
+            return _FALLBACK.max_pool_backward(g, indices, input_shape)
         return _native.max_pool2d_backward(_c(g), _c(indices), input_shape[0], input_shape[1])
 
     # ----- embedding ------------------------------------------------------------------
     def embedding_backward(self, g, indices, num_weights, padding_idx):
         if not _native_ok(g):
-            return super().embedding_backward(g, indices, num_weights, padding_idx)
+            return _FALLBACK.embedding_backward(g, indices, num_weights, padding_idx)
         d = g.shape[-1]
         return _native.embedding_backward(_c(g).reshape(-1, d),
                                           _c(indices.astype(np.int64, copy=False)).reshape(-1),
@@ -177,81 +191,88 @@ class NativeKernels(Reference):
     # ----- softmax and cross-entropy over the last dimension --------------------------
     def softmax(self, a, dim):
         if not _last_dim_rows(a, dim):
-            return super().softmax(a, dim)
+            return _FALLBACK.softmax(a, dim)
         return _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), False).reshape(a.shape)
 
     def log_softmax(self, a, dim):
         if not _last_dim_rows(a, dim):
-            return super().log_softmax(a, dim)
+            return _FALLBACK.log_softmax(a, dim)
         return _native.softmax_rows(_c(a).reshape(-1, a.shape[-1]), True).reshape(a.shape)
 
     def softmax_backward(self, g, y, dim):
         if not _last_dim_rows(y, dim, g):
-            return super().softmax_backward(g, y, dim)
+            return _FALLBACK.softmax_backward(g, y, dim)
         return _native.softmax_backward_rows(*_rows(g, y), False).reshape(y.shape)
 
     def log_softmax_backward(self, g, y, dim):
         if not _last_dim_rows(y, dim, g):
-            return super().log_softmax_backward(g, y, dim)
+            return _FALLBACK.log_softmax_backward(g, y, dim)
         return _native.softmax_backward_rows(*_rows(g, y), True).reshape(y.shape)
 
     def logsumexp_rows(self, x):
         if not _native_ok(x):
-            return super().logsumexp_rows(x)
+            return _FALLBACK.logsumexp_rows(x)
         return _native.logsumexp_rows(_c(x))
+
+    # the reference's, whose rows (``logsumexp_rows``, softmax) then run natively
+    def cross_entropy(self, *args, **params):
+        return _FALLBACK.cross_entropy(*args, **params)
+
+    def cross_entropy_backward(self, *args, **params):
+        return _FALLBACK.cross_entropy_backward(*args, **params)
 
     # ----- activations: one native pass each, where NumPy makes several (GELU's erf
     # through SciPy) --------------------------------------------------------------------
     def gelu(self, a, approximate="none"):
         if not _native_ok(a):
-            return super().gelu(a, approximate)
+            return _FALLBACK.gelu(a, approximate)
         return _native.activation("gelu_tanh" if approximate == "tanh" else "gelu", _cc(a))
 
     def gelu_backward(self, g, a, approximate="none"):
         if not _same_shape_float(g, a):
-            return super().gelu_backward(g, a, approximate)
+            return _FALLBACK.gelu_backward(g, a, approximate)
         name = "gelu_tanh" if approximate == "tanh" else "gelu"
         return _native.activation_backward(name, _cc(g), _cc(a))
 
     def silu(self, a):
         if not _native_ok(a):
-            return super().silu(a)
+            return _FALLBACK.silu(a)
         return _native.activation("silu", _cc(a))
 
     def silu_backward(self, g, a):
         if not _same_shape_float(g, a):
-            return super().silu_backward(g, a)
+            return _FALLBACK.silu_backward(g, a)
         return _native.activation_backward("silu", _cc(g), _cc(a))
 
     def sigmoid(self, a):
         if not _native_ok(a):
-            return super().sigmoid(a)
+            return _FALLBACK.sigmoid(a)
         return _native.activation("sigmoid", _cc(a))
 
     def tanh(self, a):
         if not _native_ok(a):
-            return self.xp.tanh(a)
+            return np.tanh(a)
         return _native.activation("tanh", _cc(a))
 
     def softplus(self, a, beta=1.0, threshold=20.0):
         if not _native_ok(a) or beta == 0:
-            return super().softplus(a, beta, threshold)
+            return _FALLBACK.softplus(a, beta, threshold)
         return _native.activation("softplus", _cc(a), beta, threshold)
 
     def elu(self, a, alpha=1.0):
         if not _native_ok(a):
-            return super().elu(a, alpha)
+            return _FALLBACK.elu(a, alpha)
         return _native.activation("elu", _cc(a), alpha)
 
     def leaky_relu(self, a, negative_slope=0.01):
         if not _native_ok(a):
-            return super().leaky_relu(a, negative_slope)
+            return _FALLBACK.leaky_relu(a, negative_slope)
         return _native.activation("leaky_relu", _cc(a), negative_slope)
 
     def activation_backward(self, g, a, activation, **params):
         native = _NATIVE_BACKWARD.get(activation)
         if native is None or not _same_shape_float(g, a) or params.get("beta") == 0:
-            return super().activation_backward(g, a, activation, **params)
+            return _FALLBACK.activation_backward(g, a, activation, **params)
         return _native.activation_backward(activation, _cc(g), _cc(a),
                                            *(params[k] for k in native))
 
@@ -259,14 +280,14 @@ class NativeKernels(Reference):
     def layer_norm(self, x, weight, bias, normalized_ndim, eps):
         d = _trailing(x, normalized_ndim)
         if not d or not _norm_params_ok(x, d, weight, bias):
-            return super().layer_norm(x, weight, bias, normalized_ndim, eps)
+            return _FALLBACK.layer_norm(x, weight, bias, normalized_ndim, eps)
         return _native.layer_norm(_cc(x), _opt_c(weight), _opt_c(bias), d, eps)
 
     def layer_norm_backward(self, g, x, weight, normalized_ndim, eps):
         d = _trailing(x, normalized_ndim)
         if not d or g.shape != x.shape or not _native_ok(x, g) or not _norm_params_ok(
                 x, d, weight):
-            return super().layer_norm_backward(g, x, weight, normalized_ndim, eps)
+            return _FALLBACK.layer_norm_backward(g, x, weight, normalized_ndim, eps)
         gx, gw, gb = _native.layer_norm_backward(_cc(g), _cc(x), _opt_c(weight), d, eps)
         shape = x.shape[x.ndim - normalized_ndim:]
         return gx, gw.reshape(shape), gb.reshape(shape)
@@ -274,14 +295,14 @@ class NativeKernels(Reference):
     def batch_norm(self, x, weight, bias, running_mean, running_var, training, eps):
         stats = None if training else (running_mean, running_var)
         if not _batch_norm_ok(x, stats, weight, bias):
-            return super().batch_norm(x, weight, bias, running_mean, running_var, training, eps)
+            return _FALLBACK.batch_norm(x, weight, bias, running_mean, running_var, training, eps)
         stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
         return tuple(_native.batch_norm(_cc(x), _opt_c(weight), _opt_c(bias), *stats, eps))
 
     def batch_norm_backward(self, g, x, weight, running_mean, running_var, training, eps):
         stats = None if training else (running_mean, running_var)
         if g.shape != x.shape or not _native_ok(x, g) or not _batch_norm_ok(x, stats, weight):
-            return super().batch_norm_backward(g, x, weight, running_mean, running_var,
+            return _FALLBACK.batch_norm_backward(g, x, weight, running_mean, running_var,
                                                training, eps)
         stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
         return tuple(_native.batch_norm_backward(_cc(g), _cc(x), _opt_c(weight), *stats, eps))
@@ -289,7 +310,7 @@ class NativeKernels(Reference):
     # ----- recurrent layers: the time loop in C++, the cells natively -------------------
     def lstm_layer(self, x_gates, h0, c0, w_hh_t):
         if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
-            return super().lstm_layer(x_gates, h0, c0, w_hh_t)
+            return _FALLBACK.lstm_layer(x_gates, h0, c0, w_hh_t)
         with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
             return tuple(_native.lstm_layer(_c(x_gates), _c(h0), _c(c0), _c(w_hh_t)))
 
@@ -297,7 +318,7 @@ class NativeKernels(Reference):
         grads = [g for g in (g_out, g_cs) if g is not None]
         if not _lstm_layer_ok(acts, h0, c0, w_hh_t, cs, out, *grads) or any(
                 a.shape != acts.shape[:-1] + h0.shape[-1:] for a in (cs, out, *grads)):
-            return super().lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
+            return _FALLBACK.lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
         with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
             return tuple(_native.lstm_layer_backward(
                 None if g_out is None else _c(g_out), None if g_cs is None else _c(g_cs),
@@ -307,7 +328,7 @@ class NativeKernels(Reference):
     def lstm_cell(self, gates, c):
         hidden = gates.shape[-1] // 4
         if not _native_ok(gates, c) or c.shape != gates.shape[:-1] + (hidden,):
-            return super().lstm_cell(gates, c)
+            return _FALLBACK.lstm_cell(gates, c)
         h, c_new, act = _native.lstm_cell(*_rows(gates, c))
         return h.reshape(c.shape), c_new.reshape(c.shape), act.reshape(gates.shape)
 
@@ -316,7 +337,7 @@ class NativeKernels(Reference):
         gh = np.zeros_like(c_new) if gh is None else gh
         gc = np.zeros_like(c_new) if gc is None else gc
         if not _native_ok(gh, gc, act, c, c_new) or not gh.shape == gc.shape == c.shape == shape:
-            return super().lstm_cell_backward(gh, gc, act, c, c_new)
+            return _FALLBACK.lstm_cell_backward(gh, gc, act, c, c_new)
         g_gates, g_c = _native.lstm_cell_backward(*_rows(gh, gc, act, c, c_new))
         return g_gates.reshape(act.shape), g_c.reshape(shape)
 
@@ -420,9 +441,7 @@ def _same_float(arrays):
 
 def _delegate(op, fn, *args, **kwargs):
     """Run the kernel this plugin's ``fn`` overrides (torcia-optim's NumPy one)."""
-    from torcia.backend import get_backend
-
-    return get_backend("cpu").overridden(op, fn)(*args, **kwargs)
+    return fallback(op, "cpu", fn)(*args, **kwargs)
 
 
 def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
@@ -468,4 +487,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
              "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
              "batch_norm", "batch_norm_backward")
+#: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
+#: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
+HELPERS = ("logsumexp_rows",)
 OPTIMIZER_STEPS = {"sgd_step": sgd_step, "adam_step": adam_step}

@@ -14,7 +14,7 @@ import os
 import torcia
 from torcia.library import add_thread_callback, hookimpl
 from torcia_cpu import _blas, _memory, _native
-from torcia_cpu.kernels import OPTIMIZER_STEPS, OVERRIDES, NativeKernels
+from torcia_cpu.kernels import HELPERS, OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
 _applied = []
@@ -45,7 +45,7 @@ def apply_policy() -> None:
 @hookimpl
 def torcia_register_kernels(registry):
     kernels = NativeKernels()
-    for op in OVERRIDES:
+    for op in OVERRIDES + HELPERS:
         registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY, setup=apply_policy)
     for op, fn in OPTIMIZER_STEPS.items():
         registry.add(op, "cpu", fn, priority=PRIORITY, setup=apply_policy)

@@ -6,7 +6,7 @@ kernels run unchanged on CuPy (they are written against the array module ``xp``)
 ``torcia.cuda`` reaches this plugin's runtime for streams, events and memory statistics.
 """
 
-from torcia_cuda.kernels import CupyKernels
+from torcia_cuda.kernels import cupy_kernels
 from torcia_cuda.plugin import make_backend
 
-__all__ = ["CupyKernels", "make_backend"]
+__all__ = ["cupy_kernels", "make_backend"]

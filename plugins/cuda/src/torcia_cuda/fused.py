@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 
-from torcia_cuda.kernels import CupyKernels
+from torcia.library import fallback
 
 
 @dataclasses.dataclass(frozen=True)
@@ -157,35 +157,32 @@ def optimizer_steps(cupy) -> dict:
     return {"sgd_step": sgd_step, "adam_step": adam_step}
 
 
-class FusedKernels(CupyKernels):
-    """:class:`CupyKernels` with the LSTM cell fused (so the whole-layer ``lstm_layer``,
-    which calls it each step, runs it too); other shapes and dtypes take the reference."""
+def fused_kernels(cupy) -> dict:
+    """The LSTM cell fused (the reference's whole-layer ``lstm_layer``, which calls it each
+    step, then runs it too); other shapes and dtypes go to the reference kernel."""
+    made = kernels(cupy)
 
-    def __init__(self, xp):
-        super().__init__(xp)
-        self._made = kernels(xp)
-
-    def _cell_rows(self, *arrays) -> bool:
+    def cell_rows(*arrays) -> bool:
         dt = arrays[0].dtype
         return dt.kind == "f" and dt.itemsize >= 4 and all(
             a.dtype == dt and a.flags.c_contiguous for a in arrays)
 
-    def lstm_cell(self, gates, c):
+    def lstm_cell(gates, c):
         hidden = gates.shape[-1] // 4
-        if c.shape != gates.shape[:-1] + (hidden,) or not self._cell_rows(gates, c):
-            return super().lstm_cell(gates, c)
-        xp = self.xp
-        h, c_new, act = xp.empty_like(c), xp.empty_like(c), xp.empty_like(gates)
-        self._made["lstm_cell"](gates, c, hidden, h, c_new, act)
+        if c.shape != gates.shape[:-1] + (hidden,) or not cell_rows(gates, c):
+            return fallback("lstm_cell", "cuda")(gates, c)
+        h, c_new, act = cupy.empty_like(c), cupy.empty_like(c), cupy.empty_like(gates)
+        made["lstm_cell"](gates, c, hidden, h, c_new, act)
         return h, c_new, act
 
-    def lstm_cell_backward(self, gh, gc, act, c, c_new):
-        xp = self.xp
-        gh = xp.zeros_like(c_new) if gh is None else gh
-        gc = xp.zeros_like(c_new) if gc is None else gc
+    def lstm_cell_backward(gh, gc, act, c, c_new):
+        gh = cupy.zeros_like(c_new) if gh is None else gh
+        gc = cupy.zeros_like(c_new) if gc is None else gc
         if (not gh.shape == gc.shape == c.shape == c_new.shape
-                or not self._cell_rows(gh, gc, act, c, c_new)):
-            return super().lstm_cell_backward(gh, gc, act, c, c_new)
-        g_gates, g_c = xp.empty_like(act), xp.empty_like(c_new)
-        self._made["lstm_cell_backward"](gh, gc, act, c, c_new, c_new.shape[-1], g_gates, g_c)
+                or not cell_rows(gh, gc, act, c, c_new)):
+            return fallback("lstm_cell_backward", "cuda")(gh, gc, act, c, c_new)
+        g_gates, g_c = cupy.empty_like(act), cupy.empty_like(c_new)
+        made["lstm_cell_backward"](gh, gc, act, c, c_new, c_new.shape[-1], g_gates, g_c)
         return g_gates, g_c
+
+    return {"lstm_cell": lstm_cell, "lstm_cell_backward": lstm_cell_backward}

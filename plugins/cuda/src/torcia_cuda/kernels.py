@@ -1,23 +1,22 @@
-"""Core's reference kernels on CuPy.
+"""The kernels "cuda" has of its own.
 
-The reference kernels are written against ``self.xp``, so the same code runs on CuPy.
-Only what NumPy and CuPy spell differently is overridden here.
+The backend declares ``fallback="reference"`` (see :func:`torcia.library.fallback`): every
+op without a kernel here runs core's reference kernel on CuPy, which works because the
+reference kernels are written against the array module ``xp``. Only what NumPy and CuPy
+spell differently needs a kernel of its own.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from torcia.library import ReferenceKernels as Reference
+#: op -> the name of its function in ``cupyx.scipy.special``
+_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln",
+            "digamma": "digamma"}
 
 
-class CupyKernels(Reference):
-    """The reference kernels with ``xp`` set to an array module (CuPy, or NumPy in tests)."""
-
-    def __init__(self, xp):
-        self.xp = xp
-
-    def view(self, a, shape):
+def _view(xp):
+    def view(a, shape):
         # The shape/strides arithmetic is NumPy's, done on a zero-byte stand-in with the
         # same strides (CuPy's reshape has no copy=False); then applied to the real array.
         probe = np.lib.stride_tricks.as_strided(np.zeros(1, dtype=a.dtype), a.shape, a.strides)
@@ -28,26 +27,33 @@ class CupyKernels(Reference):
                 "view size is not compatible with input tensor's size and stride (at least one "
                 "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
             ) from None
-        return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
+        return xp.lib.stride_tricks.as_strided(a, shape, strides)
 
-    def _special_fn(self, name, a):
-        if self.xp is np:
-            return getattr(super(), name)(a)
+    return view
+
+
+def _special(name):
+    def kernel(a):
         import cupyx.scipy.special as special
 
-        return getattr(special, {"lgamma": "gammaln", "digamma": "digamma"}.get(name, name))(a)
+        return getattr(special, name)(a)
 
-    def erf(self, a):
-        return self._special_fn("erf", a)
+    kernel.__name__ = name
+    return kernel
 
-    def erfc(self, a):
-        return self._special_fn("erfc", a)
 
-    def erfinv(self, a):
-        return self._special_fn("erfinv", a)
+def cupy_kernels(xp) -> dict:
+    """op -> kernel over array module ``xp`` (CuPy, or NumPy in the tests, which then
+    keeps the reference's special functions).
 
-    def lgamma(self, a):
-        return self._special_fn("lgamma", a)
-
-    def digamma(self, a):
-        return self._special_fn("digamma", a)
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia_cuda import cupy_kernels
+    >>> cupy_kernels(np)["view"](np.arange(6.0), (2, 3)).shape
+    (2, 3)
+    """
+    kernels = {"view": _view(xp)}
+    if xp is not np:
+        kernels.update({op: _special(name) for op, name in _SPECIAL.items()})
+    return kernels

@@ -13,19 +13,19 @@ from __future__ import annotations
 import numpy as np
 
 import torcia
-from torcia.backend import Backend
-from torcia.plugins import hookimpl
-from torcia_cuda.fused import FusedKernels, optimizer_steps
-from torcia_cuda.kernels import CupyKernels
+from torcia.library import Backend, hookimpl
+from torcia_cuda.fused import fused_kernels, optimizer_steps
+from torcia_cuda.kernels import cupy_kernels
 
 
 def make_backend(xp, runtime, to_host, from_host, name="cuda") -> Backend:
     """A device backend over array module ``xp`` and a runtime (also used by the tests,
-    which run this plugin's logic on NumPy as a stand-in for CuPy)."""
+    which run this plugin's logic on NumPy as a stand-in for CuPy). The ops without a
+    kernel of the plugin run the reference kernels on ``xp`` (``fallback="reference"``)."""
     return Backend(
         name, xp, to_host=to_host, from_host=from_host,
         is_available=lambda: True, device_count=runtime.device_count,
-        device_context=runtime.device_context, runtime=runtime,
+        device_context=runtime.device_context, runtime=runtime, fallback="reference",
     )
 
 
@@ -77,12 +77,11 @@ def torcia_register_kernels(registry):
     cupy = _STATE.get("cupy")
     if cupy is None:
         return
-    # the NumPy stand-in of the tests has no ElementwiseKernel: the reference kernels only
-    fused = hasattr(cupy, "ElementwiseKernel")
-    for op, fn in (FusedKernels if fused else CupyKernels)(cupy).table().items():
+    for op, fn in cupy_kernels(cupy).items():
         registry.add(op, "cuda", fn)
-    if fused:
-        for op, fn in optimizer_steps(cupy).items():
+    # the NumPy stand-in of the tests has no ElementwiseKernel: the reference kernels only
+    if hasattr(cupy, "ElementwiseKernel"):
+        for op, fn in {**fused_kernels(cupy), **optimizer_steps(cupy)}.items():
             registry.add(op, "cuda", fn, priority=10)
 
 

@@ -2,7 +2,9 @@
 
 The device keeps its arrays in NumPy like ``"cpu"``, but in memory of its own: moving a
 tensor there or back copies it, as a transfer to a real accelerator would. It has kernels for
-three ops only, enough to show the two hooks every device plugin implements::
+three ops only, enough to show the two hooks every device plugin implements; it declares
+``fallback="host"``, so every other op runs core's reference kernel on the host, the
+arrays copied there and back (:func:`torcia.library.fallback`)::
 
     >>> import torcia
     >>> x = torcia.tensor([1.0, -2.0], device="example")
@@ -83,7 +85,7 @@ def torcia_register_ops(registry):
 
 @torcia.hookimpl
 def torcia_register_backends(registry):
-    registry.add(Backend(DEVICE, np, to_host=_copy, from_host=_copy))
+    registry.add(Backend(DEVICE, np, to_host=_copy, from_host=_copy, fallback="host"))
 
 
 @torcia.hookimpl

@@ -1,0 +1,103 @@
+"""The device conformance suite (``pytest --torcia-device NAME``, torcia.testing.conformance)
+against a deliberately wrong and incomplete device: an out-of-tree plugin distribution
+written here, whose ``add`` is off by one and which has kernels for three ops only, and
+no fallback. The suite must fail, name ``add`` as the failing op, and list the ops the
+device lacks. (plugins/example's tests run it against the example device, which passes.)
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+BAD_DEVICE = """
+    import numpy as np
+
+    import torcia
+    from torcia.library import Backend
+
+
+    def _copy(array, index=None):
+        return np.array(array, copy=True)
+
+
+    def _wrong_add(a, b):
+        return np.add(a, b) + 1  # the right shape and dtype, the wrong values
+
+
+    @torcia.hookimpl
+    def torcia_register_backends(registry):
+        registry.add(Backend("baddev", np, to_host=_copy, from_host=_copy))
+
+
+    @torcia.hookimpl
+    def torcia_register_kernels(registry):
+        registry.add("add", "baddev", _wrong_add)
+        registry.add("mul", "baddev", np.multiply)
+        registry.add("neg", "baddev", np.negative)
+"""
+
+
+def _install(site):
+    info = site / "baddev_dist-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: baddev-dist\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[torcia]\nbaddev = baddev_mod\n")
+    (site / "baddev_mod.py").write_text(textwrap.dedent(BAD_DEVICE))
+
+
+def _summary(out: str) -> dict[str, str]:
+    """The summary's lines, by their first word ("native", "failed", "missing"...)."""
+    section = out.split("torcia conformance: device 'baddev'", 1)[1]
+    lines = {}
+    for line in section.splitlines():
+        head, _, rest = line.partition(" (")
+        if rest:
+            lines.setdefault(head.strip(), rest)
+    return lines
+
+
+@pytest.mark.slow
+def test_the_suite_names_the_failing_and_the_missing_ops(tmp_path):
+    site = tmp_path / "site"
+    _install(site)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
+         "--torcia-device", "baddev"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    out = run.stdout
+    assert run.returncode == 1, out[-3000:]
+    summary = _summary(out)
+    assert summary["native"] == "3): add, mul, neg"
+    # add is wrong: its values check fails, by name; mul and neg pass
+    failed = dict(entry.rstrip("]").split(" [") for entry in
+                  summary["failed"].split("): ", 1)[1].split("], "))
+    assert "values" in failed["add"] and "neg" not in failed
+    # mul's values pass; its gradient of a broadcast product needs sum, which is missing
+    assert "values" not in failed.get("mul", "")
+    assert "FAILED" in out and "test_values[add]" in out
+    assert any("test_values[mul] PASSED" in line for line in out.splitlines())
+    # no fallback declared: primitives without a kernel are missing, composites decompose
+    missing = summary["missing"].split("): ", 1)[1].split(", ")
+    assert {"exp", "sub", "sum", "matmul"} <= set(missing)
+    assert "add" not in missing and "mul" not in missing
+    assert "conv" in summary["decomposed"]
+    # one line per op with -v
+    assert any(line.split()[:3] == ["add", "native", "failed:"] for line in out.splitlines())
+    assert any(line.split()[:3] == ["exp", "missing", "failed"] for line in out.splitlines())
+    assert any(line.split()[:3] == ["neg", "native", "passed"] for line in out.splitlines())
+
+
+def test_without_the_option_the_plugin_adds_nothing(tmp_path):
+    (tmp_path / "test_one.py").write_text("def test_one():\n    assert True\n")
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0 and "1 passed" in run.stdout
+    assert "torcia conformance" not in run.stdout
+    usage = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=600).stdout
+    assert "--torcia-device=NAME" in usage
