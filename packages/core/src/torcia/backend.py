@@ -15,7 +15,6 @@ import numpy as np
 
 from torcia import plugins
 
-
 #: The values of ``Backend(fallback=...)``.
 FALLBACKS = ("decompose", "host", "reference")
 
