@@ -84,12 +84,11 @@ class Entry:
         for i, m in enumerate(metas):
             if m is not None and inputs[i] is None:
                 inputs[i] = Meta(m)
-        kwargs = {}
         if self.param_names:
             params = node.params
-            for name in self.param_names:
-                if name in params:
-                    kwargs[name] = params[name]
+            kwargs = {name: params[name] for name in self.param_names if name in params}
+        else:
+            kwargs = {}
         if self.uses_result:
             result = args[n:]
             if create_graph:
@@ -97,7 +96,7 @@ class Entry:
                                _reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
-            kwargs["needs_input_grad"] = tuple(e[0] is not None for e in edges)
+            kwargs["needs_input_grad"] = tuple([e[0] is not None for e in edges])
         out = self.fn(grads if self.multi else grads[0], *inputs, **kwargs)
         if out.__class__ is not tuple:
             out = (out,)

@@ -457,12 +457,20 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                     _accumulate(node, grads[0], create_graph)
                 continue
             edges = node.next_functions
-            if grads.count(None) == len(grads) or (needed is not None and node not in needed):
+            # NOTE: not grads.count(None): that compares tensors with == (Tensor.__eq__)
+            for g in grads:
+                if g is not None:
+                    break
+            else:
+                g = None
+            if g is None or (needed is not None and node not in needed):
                 grad_inputs = (None,) * len(edges)
             else:
                 try:
                     if modes:
                         grad_inputs = _apply_in_modes(modes, node, grads, create_graph)
+                    elif node.__class__ is Node:
+                        grad_inputs = node.entry.backward(node, grads, create_graph)
                     else:
                         grad_inputs = node.apply(grads, create_graph)
                 except Exception as exc:
@@ -542,18 +550,24 @@ def _needed(parents, capture, targets):
 def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
     leaf = acc.variable
     meta = leaf._hooks
-    if meta is not None and meta.hooks:
+    hooked = meta is not None and meta.hooks
+    if hooked:
         grad = _call_hooks(meta.hooks, grad)
-    if not create_graph:
-        grad = grad.detach()
-    if leaf.grad is None:
+    old = leaf._grad
+    if create_graph:
+        leaf.grad = grad if old is None else old + grad
+    elif old is None:
         # a fresh copy: one gradient tensor may flow to several leaves
-        leaf.grad = grad if create_graph else Tensor._make(grad._data.copy(), grad._device)
-    elif create_graph or leaf.grad._requires_grad:
-        leaf.grad = leaf.grad + grad
+        fresh = Tensor._make(grad._data.copy(), grad._device)
+        if hooked:
+            leaf.grad = fresh  # what a hook returned gets the checks of the .grad setter
+        else:
+            leaf._grad = fresh  # the formula's gradient has the leaf's shape and dtype
+    elif old._requires_grad:
+        leaf.grad = old + grad.detach()
     else:
-        leaf.grad._data += grad._data
-        leaf.grad._vc[0] += 1
+        old._data += grad._data
+        old._vc[0] += 1
     if meta is not None and meta.post_accumulate_hooks:
         for hook in list(meta.post_accumulate_hooks):
             hook(leaf)
@@ -577,9 +591,16 @@ def _root_grads(outputs, grad_outputs):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if t._data.dtype.kind == "c":
+            data = t._data
+            if data.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs")
-            g = Tensor._make(t._device.backend.xp.ones(t._data.shape, t._data.dtype), t._device)
+            if data.__class__ is np.ndarray:
+                seed = np.array(1, data.dtype)  # np.ones costs 4x
+                if data.ndim:
+                    seed = seed.reshape(data.shape)
+            else:
+                seed = t._device.backend.xp.ones(data.shape, data.dtype)
+            g = Tensor._make(seed, t._device)
         elif not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)
         elif tuple(g.shape) != tuple(t.shape):
