@@ -1380,14 +1380,6 @@ def roll(input, shifts, dims=None):
 def repeat(input, *sizes):
     """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``)."""
     sizes = _shape_arg(sizes)
-    have = input._data.shape
-    lead = len(sizes) - len(have)
-    if lead >= 0 and -1 not in sizes:
-        for n, s in zip(have, sizes[lead:]):
-            if n != s and n != 1:
-                break
-        else:  # nothing to infer, every size fits (the common case)
-            return call("expand", (input,), {"shape": tuple(sizes)}, input)
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
