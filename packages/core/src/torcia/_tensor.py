@@ -721,7 +721,10 @@ def binary(op: str, a, b, float_op: bool = False):
         # fast path: same dtype and device, nothing to promote
         kernels = dev.kernels
         if kernels is not None:
-            out = _make(_run2(kernels[op], ad, b._data), dev)
+            try:
+                out = _make(kernels[op](ad, b._data), dev)
+            except ValueError:  # NumPy's broadcasting error, reworded by _run2
+                out = _make(_run2(kernels[op], ad, b._data), dev)
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.engine.record(op, (a, b), {}, out)
             return out

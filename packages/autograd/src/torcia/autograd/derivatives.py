@@ -188,6 +188,15 @@ def _zeros(meta):
     return torcia.zeros(meta.shape, dtype=meta.dtype, device=meta.device)
 
 
+def _expand_to(g, shape: tuple):
+    """``g.expand(shape)`` for a ``shape`` known to fit (a reduced gradient back to its
+    input's shape), without ``expand``'s argument checks: sum's backward runs in every
+    training step."""
+    if g._data.shape == shape:
+        return g
+    return call("expand", (g,), {"shape": shape}, g)
+
+
 def _restore_dims(g, dim, keepdim, ndim):
     """Re-insert reduced dims (size 1) so ``g`` broadcasts against the input."""
     if keepdim or dim is None:
@@ -768,7 +777,7 @@ def _(grad, x):
 
 @derivative("sum")
 def _(grad, _x, *, dim, keepdim):
-    return _restore_dims(grad, dim, keepdim, _x.ndim).expand(_x.shape)
+    return _expand_to(_restore_dims(grad, dim, keepdim, len(_x[0])), _x[0])
 
 
 @derivative("nansum")
@@ -779,8 +788,8 @@ def _(grad, x, *, dim, keepdim):
 
 @derivative("mean")
 def _(grad, _x, *, dim, keepdim):
-    g = _restore_dims(grad, dim, keepdim, _x.ndim)
-    return g.expand(_x.shape) / _count(_x.shape, dim)
+    g = _restore_dims(grad, dim, keepdim, len(_x[0]))
+    return _expand_to(g, _x[0]) / _count(_x.shape, dim)
 
 
 @derivative("prod")

@@ -122,7 +122,12 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._requires_grad:
                 fn = x.grad_fn
-                edges.append((accumulator_of(x), 0) if fn is None else (fn, x._out_nr))
+                if fn is not None:
+                    edges.append((fn, x._out_nr))
+                else:
+                    meta = x._hooks
+                    acc = meta.accumulator() if meta is not None and meta.accumulator else None
+                    edges.append((acc or accumulator_of(x), 0))
             else:
                 edges.append(NO_EDGE)
             data = x._data
@@ -406,8 +411,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     # count, for each node, how many edges feed it; a node is pushed when first reached
     deps: dict = {}
     # one entry per node: two roots on one node (outputs of one op) must count edges once
-    stack = list(dict.fromkeys(n for n, _ in roots))
-    root_set = set(stack)
+    starts = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(n for n, _ in roots))
+    root_set = set(starts)
+    stack = starts.copy()
     pruning = capture is not None or targets is not None
     parents: dict = {}
     while stack:
@@ -434,7 +440,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             buf = buffers[node] = [None] * node.n_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     results = [None] * (len(capture) if capture else 0)
-    ready = list(dict.fromkeys(n for n, _ in roots if n not in deps))
+    ready = [n for n in starts if n not in deps]
     anomaly = ANOMALY.enabled
     modes = active_modes()  # e.g. the profiler, timing each node
     grad_mode_before = _GRAD.enabled
