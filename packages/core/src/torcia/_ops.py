@@ -381,6 +381,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
     (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
     """
+    if dim is None and dtype is None and input._data.dtype.kind in "fc":
+        return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})
     return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                   "dtype": _acc_dtype(input, dtype)})
 
