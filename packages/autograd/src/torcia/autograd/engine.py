@@ -30,7 +30,7 @@ from torcia.autograd.graph import (
     meta_of,
 )
 from torcia.library import GRAD_MODE as _GRAD
-from torcia.library import Tensor, active_modes
+from torcia.library import AutogradMode, Tensor, active_modes
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
@@ -760,3 +760,29 @@ def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         result.append(stack(column))
     return tuple(result)
 
+
+
+# ---------------------------------------------------------------------------------------
+# the mode core dispatches to
+# ---------------------------------------------------------------------------------------
+
+
+class Engine(AutogradMode):
+    """torcia-autograd's recording mode: what the ``torcia_autograd_engine`` hook gives core,
+    which registers it with :func:`torcia.library.register_autograd_mode`.
+
+    The engine's functions are instance attributes, so that the dispatcher's
+    ``record`` lookup on every recorded op is one dictionary read.
+    """
+
+    def __init__(self):
+        for fn in (record, record_transfer, check_inplace, rebase_inplace, backward, grad,
+                   derivative, define_derivative, register_hook,
+                   register_post_accumulate_grad_hook, retain_grad):
+            setattr(self, fn.__name__, fn)
+
+    def __repr__(self):
+        return "<torcia.autograd engine>"
+
+
+ENGINE = Engine()
