@@ -179,7 +179,7 @@ def _c(x):
     """The conjugate of a complex tensor or number, anything else itself. PyTorch's
     convention (conjugate Wirtinger derivatives) makes a holomorphic ``f``'s input
     gradient ``grad * conj(f'(z))``; for real inputs this is the usual chain rule."""
-    if isinstance(x, Tensor):
+    if x.__class__ is Tensor or isinstance(x, Tensor):
         return x.conj() if x._data.dtype.kind == "c" else x
     return x.conjugate() if isinstance(x, complex) else x
 

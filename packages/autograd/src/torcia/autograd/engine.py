@@ -445,10 +445,14 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     modes = active_modes()  # e.g. the profiler, timing each node
     grad_mode_before = _GRAD.enabled
     _GRAD.enabled = create_graph
+    # NOTE: locals, not globals or attributes, in the loop that runs once per node
+    node_class, accumulate_class = Node, AccumulateGrad
+    pop_ready, push_ready, pop_buffer, get_buffer = ready.pop, ready.append, buffers.pop, \
+        buffers.get
     try:
         while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None)
+            node = pop_ready()
+            grads = pop_buffer(node, None)
             if grads is None:
                 grads = [None] * node.n_outputs
             if node.pre_hooks:
@@ -458,7 +462,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                     slot = capture.get((node, nr))
                     if slot is not None:
                         results[slot] = grads[nr]
-            if node.__class__ is AccumulateGrad:
+            if node.__class__ is accumulate_class:
                 if accumulate and grads[0] is not None and (targets is None or node in targets):
                     _accumulate(node, grads[0], create_graph)
                 continue
@@ -475,7 +479,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 try:
                     if modes:
                         grad_inputs = _apply_in_modes(modes, node, grads, create_graph)
-                    elif node.__class__ is Node:
+                    elif node.__class__ is node_class:
                         grad_inputs = node.entry.backward(node, grads, create_graph)
                     else:
                         grad_inputs = node.apply(grads, create_graph)
@@ -496,7 +500,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 if nxt is None:
                     continue
                 if g is not None:
-                    buf = buffers.get(nxt)
+                    buf = get_buffer(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt.n_outputs
                         buf[nr] = g
@@ -506,7 +510,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if not left:
-                    ready.append(nxt)
+                    push_ready(nxt)
     except BaseException:
         _CALLBACKS.clear()
         raise
@@ -634,6 +638,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> (x * x).sum().backward(); x.grad
     tensor([2., 4.])
     """
+    if tensors.__class__ is Tensor and grad_tensors is None and inputs is None:
+        # loss.backward(), once per training step
+        run_backward([_root(tensors)], _root_grads((tensors,), (None,)),
+                     create_graph if retain_graph is None else retain_graph, create_graph)
+        return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
