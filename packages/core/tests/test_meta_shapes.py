@@ -76,13 +76,56 @@ SAMPLES = [
     ("softmax", (f64,), {"dim": 1}), ("log_softmax", (f32,), {"dim": 0}),
     ("softmax_backward", (f32, pos, 1), {}), ("log_softmax_backward", (f32, pos, 0), {}),
     ("gelu_backward", (f32, pos), {"approximate": "none"}), ("silu_backward", (f32, pos), {}),
+    ("sort", (f64,), {"dim": 1, "descending": True}), ("topk", (f32, 2), {"dim": 1}),
+    ("kthvalue", (f64, 2), {"dim": 2, "keepdim": True}),
+    ("gather", (f32, i64[:, :2] % 4), {"dim": 1}),
+    ("index_select", (f64, np.array([0, 2, 2, 1])), {"dim": 1}),
+    ("scatter", (f32, i64[:2, :3] % 4, f32), {"dim": 1}),
+    ("scatter_add", (f32, i64[:2, :3] % 4, f32), {"dim": 1}),
+    ("scatter_reduce", (f32, i64[:2, :3] % 4, f32), {"dim": 1, "reduce": "amax"}),
+    ("index_add", (f32, np.array([0, 2]), f32[:2]), {"dim": 0}),
+    ("index_copy", (f32, np.array([0, 2]), f32[:2]), {"dim": 0}),
+    ("index_put", (f32, row[:2]), {"key": (np.array([0, 1]), np.array([1, 3]))}),
+    ("dot", (row, row), {}), ("outer", (row, row[:3]), {}),
+    ("linalg_inv", (f64[:, :3, :3] + 3 * np.eye(3),), {}),
+    ("linalg_matrix_exp", (f32[:3, :3],), {}),
+    ("linalg_cholesky", (np.eye(3) * 2,), {"upper": True}),
+    ("linalg_det", (f64[:, :3, :3],), {}), ("linalg_slogdet", (f32[:3, :3],), {}),
+    ("linalg_eigh", (np.eye(3, dtype=np.complex64),), {}),
+    ("linalg_eigvalsh", (np.eye(4),), {}),
+    ("eye", (3, 5, np.float32), {}), ("eye", (3, None, np.int64), {}),
+    ("linspace", (0.0, 1.0, 7, np.float32), {}), ("logspace", (0.0, 1.0, 5, 2.0, np.float64), {}),
+    ("arange", (1, 10, 3, np.int64), {}), ("arange", (0.0, 1.0, 0.3, np.float32), {}),
+    ("repeat", (row, (2, 3)), {}), ("tile", (f64, (2,)), {}), ("tile", (row, (2, 1, 3)), {}),
+    ("embedding", (f32, np.array([[0, 2], [1, 1]])), {"padding_idx": None}),
+    ("embedding_backward", (f32[:2], np.array([0, 2]), 5, None), {}),
+]
+
+_x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)
+_w = rng.standard_normal((6, 2, 3, 2)).astype(np.float32)
+_geometry = {"stride": (2, 1), "padding": ((1, 0), (0, 1)), "dilation": (1, 2), "groups": 2}
+_pool = {"kernel_size": (3, 2), "stride": (2, 2), "padding": (1, 1)}
+SAMPLES += [
+    ("conv", (_x, _w, None), _geometry),
+    ("conv_weight", (_x, np.zeros((2, 6, 3, 5), np.float32)),
+     {"weight_shape": (6, 2, 3, 2), **_geometry}),
+    *[("max_pool", (_x,), {**_pool, "dilation": (1, 1), "ceil_mode": c}) for c in (0, 1)],
+    *[("avg_pool", (_x,), {**_pool, "ceil_mode": c, "count_include_pad": True,
+                           "divisor_override": None}) for c in (0, 1)],
+    ("avg_pool_backward", (np.ones((2, 4, 4, 4), np.float32),),
+     {"input_shape": (7, 6), **_pool, "ceil_mode": True, "count_include_pad": True,
+      "divisor_override": None}),
+    ("pad", (_x,), {"pad": (1, 2, 0, -1), "mode": "constant", "value": 0.0}),
+    ("pad", (_x,), {"pad": (1, 1), "mode": "reflect"}),
+    ("im2col", (_x,), {"kernel_size": (3, 2), "dilation": (1, 2), "padding": (1, 0),
+                       "stride": (2, 1)}),
 ]
 
 
 def _outputs(result):
     """(shape, dtype) pairs of a kernel's result or a shape function's."""
     if isinstance(result, tuple) and len(result) == 2 and not isinstance(result[1], tuple) \
-            and not isinstance(result[0], np.ndarray):
+            and not isinstance(result[0], (np.ndarray, np.generic)):
         return [(tuple(result[0]), np.dtype(result[1]))]
     if isinstance(result, tuple) and all(isinstance(r, tuple) for r in result):
         return [(tuple(s), np.dtype(d)) for s, d in result]

@@ -18,6 +18,8 @@ torcia.Size([3, 5])
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from torcia import ops
@@ -289,6 +291,133 @@ def softmax_backward(g, y, dim, **params):
     return _grad_like(g, y)
 
 
+def _with(shape, dim, size) -> tuple:
+    shape = list(shape)
+    shape[dim] = size
+    return tuple(shape)
+
+
+def topk(x, k, dim=-1, **params):
+    shape = _with(x.shape, dim, k)
+    return (shape, x.dtype), (shape, np.dtype(np.int64))
+
+
+def kthvalue(x, k, dim=-1, keepdim=False):
+    return values_and_indices(x, dim, keepdim)
+
+
+def gather(x, index, dim, **params):
+    return index.shape, x.dtype
+
+
+def index_select(x, index, dim, **params):
+    dim %= max(x.ndim, 1)
+    return x.shape[:dim] + index.shape + x.shape[dim + 1:], x.dtype
+
+
+def dot(a, b, **params):
+    return (), a.dtype
+
+
+def outer(a, b, **params):
+    return (a.shape[0], b.shape[0]), a.dtype
+
+
+def batch_of_matrices(drop: int, real: bool = False):
+    """A linear-algebra result over the batch dims: ``drop`` trailing dims removed."""
+    def shape_fn(a, *rest, **params):
+        return a.shape[:len(a.shape) - drop], _real(a.dtype) if real else a.dtype
+
+    return shape_fn
+
+
+def slogdet(a, **params):
+    batch = a.shape[:-2]
+    return (batch, a.dtype), (batch, _real(a.dtype))
+
+
+def eigh(a, **params):
+    return (a.shape[:-1], _real(a.dtype)), (a.shape, a.dtype)
+
+
+def eye(n, m, dtype, **params):
+    return (n, n if m is None else m), np.dtype(dtype)
+
+
+def linspace(start, end, steps, dtype, **params):
+    return (steps,), np.dtype(dtype)
+
+
+def logspace(start, end, steps, base, dtype, **params):
+    return (steps,), np.dtype(dtype)
+
+
+def arange(start, end, step, dtype, **params):
+    return (max(0, math.ceil((end - start) / step)),), np.dtype(dtype)
+
+
+def repeat(x, sizes, **params):
+    shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    return tuple(n * r for n, r in zip(shape, sizes)), x.dtype
+
+
+def tile(x, dims, **params):
+    dims = (1,) * (x.ndim - len(dims)) + tuple(dims)
+    return repeat(x, dims)
+
+
+def pool_backward(g, *rest, input_shape, **params):
+    """``max_pool_backward`` and ``avg_pool_backward``: the gradient of the input."""
+    return g.shape[:2] + tuple(input_shape), g.dtype
+
+
+def embedding(weight, indices, padding_idx=None, **params):
+    return indices.shape + weight.shape[1:], weight.dtype
+
+
+def embedding_backward(g, indices, num_weights, padding_idx=None, **params):
+    return (num_weights, g.shape[-1]), g.dtype
+
+
+def conv(x, w, b, stride, padding, dilation, groups, **params):
+    out = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, k, s, (lo, hi), d in
+                zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
+    return (x.shape[0], w.shape[0]) + out, np.result_type(x.dtype, w.dtype)
+
+
+def conv_weight(x, g, weight_shape, *rest, **params):
+    return tuple(weight_shape), np.result_type(x.dtype, g.dtype)
+
+
+def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, **params):
+    from torcia._kernels_nn import _pool_geometry
+
+    out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation, ceil_mode)
+    shape = x.shape[:2] + out
+    return (shape, x.dtype), (shape, np.dtype(np.int64))
+
+
+def avg_pool(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
+    from torcia._kernels_nn import _pool_geometry
+
+    ones = (1,) * len(kernel_size)
+    out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, ones, ceil_mode)
+    return x.shape[:2] + out, x.dtype
+
+
+def pad(x, pad, mode="constant", value=0.0, **params):
+    shape = list(x.shape)
+    for i in range(len(pad) // 2):
+        shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
+    return tuple(shape), x.dtype
+
+
+def im2col(x, kernel_size, dilation, padding, stride, **params):
+    out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
+           zip(x.shape[2:], kernel_size, dilation, padding, stride)]
+    return (x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)), x.dtype
+
+
 SHAPES = {}
 for _name in ops.UNARY_FLOAT + ops.UNARY_SAME:
     SHAPES[_name] = same_shape
@@ -324,7 +453,19 @@ SHAPES.update({
     "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow,
     "diagonal": diagonal, "cat": joined, "stack": stacked,
     "softmax_backward": softmax_backward, "log_softmax_backward": softmax_backward,
+    "sort": scan_with_indices, "topk": topk, "kthvalue": kthvalue, "gather": gather,
+    "index_select": index_select, "dot": dot, "outer": outer,
+    "linalg_det": batch_of_matrices(2), "linalg_eigvalsh": batch_of_matrices(1, real=True),
+    "linalg_slogdet": slogdet, "linalg_eigh": eigh, "eye": eye, "linspace": linspace,
+    "logspace": logspace, "arange": arange, "repeat": repeat, "tile": tile,
+    "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
+    "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
+    "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "pad": pad,
+    "im2col": im2col,
 })
+for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
+              "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
+    SHAPES[_name] = first_shape
 for _name in ops.UNARY_BOOL + ops.COMPARE:
     SHAPES[_name] = bool_result
 for _name in ops.BINARY + ops.BINARY_FLOAT:
