@@ -447,6 +447,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     _GRAD.enabled = create_graph
     # NOTE: locals, not globals or attributes, in the loop that runs once per node
     node_class, accumulate_class = Node, AccumulateGrad
+    direct = accumulate and not capture and targets is None
     pop_ready, push_ready, pop_buffer, get_buffer = ready.pop, ready.append, buffers.pop, \
         buffers.get
     try:
@@ -498,6 +499,15 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                     node.release()
             for (nxt, nr), g in zip(edges, grad_inputs):
                 if nxt is None:
+                    continue
+                if nxt.__class__ is accumulate_class and direct and deps[nxt] == 1 \
+                        and nxt not in buffers and _no_leaf_hooks(nxt):
+                    # the last edge into a leaf, and the others brought nothing: the
+                    # gradient is complete, accumulate it now rather than through the
+                    # buffers and the ready stack (no hook can tell the difference)
+                    deps[nxt] = 0
+                    if g is not None:
+                        _accumulate(nxt, g, create_graph)
                     continue
                 if g is not None:
                     buf = get_buffer(nxt)
@@ -555,6 +565,12 @@ def _needed(parents, capture, targets):
                 needed.add(parent)
                 stack.append(parent)
     return needed
+
+
+def _no_leaf_hooks(acc: AccumulateGrad) -> bool:
+    meta = acc.variable._hooks
+    return acc.pre_hooks is None and acc.post_hooks is None and (
+        meta is None or not (meta.hooks or meta.post_accumulate_hooks))
 
 
 def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
