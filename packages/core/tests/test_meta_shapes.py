@@ -99,6 +99,16 @@ SAMPLES = [
     ("repeat", (row, (2, 3)), {}), ("tile", (f64, (2,)), {}), ("tile", (row, (2, 1, 3)), {}),
     ("embedding", (f32, np.array([[0, 2], [1, 1]])), {"padding_idx": None}),
     ("embedding_backward", (f32[:2], np.array([0, 2]), 5, None), {}),
+    ("linalg_vector_norm", (c64,), {"ord": 1.0, "dim": (0,), "keepdim": True}),
+    ("linalg_matrix_norm", (f64,), {"ord": "fro", "dim": (-2, -1), "keepdim": False}),
+    ("linalg_matrix_norm", (f64,), {"ord": "nuc", "dim": (0, 2), "keepdim": True}),
+    ("unfold", (f64,), {"dimension": 2, "size": 2, "step": 1}),
+    ("as_strided", (f32,), {"size": (2, 2), "stride": (1, 2), "storage_offset": 1}),
+    ("diag", (row,), {"diagonal": -2}), ("diag", (f32,), {"diagonal": 1}),
+    ("fft_c2c", (c64,), {"dims": (0, 1), "norm": "ortho", "forward": False}),
+    ("fft_r2c", (f64,), {"dims": (1, 2), "norm": "backward", "onesided": True}),
+    ("fft_r2c", (f32,), {"dims": (0,), "norm": "forward", "onesided": False}),
+    ("fft_c2r", (c64,), {"dims": (0, 1), "norm": "backward", "last_dim_size": 6}),
 ]
 
 _x = rng.standard_normal((2, 4, 7, 6)).astype(np.float32)

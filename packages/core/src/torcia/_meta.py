@@ -264,7 +264,7 @@ def narrow(x, dim, start, length, **params):
     return tuple(shape), x.dtype
 
 
-def diagonal(x, offset=0, dim1=0, dim2=1, **params):
+def diagonal_shape(x, offset=0, dim1=0, dim2=1, **params):
     n1, n2 = x.shape[dim1], x.shape[dim2]
     size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
     rest = tuple(n for i, n in enumerate(x.shape) if i not in (dim1 % x.ndim, dim2 % x.ndim))
@@ -412,6 +412,43 @@ def pad(x, pad, mode="constant", value=0.0, **params):
     return tuple(shape), x.dtype
 
 
+def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
+    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+
+
+def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
+    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+
+
+def unfold(x, dimension, size, step, **params):
+    return _with(x.shape, dimension, (x.shape[dimension] - size) // step + 1) + (size,), \
+        x.dtype
+
+
+def as_strided(x, size, stride, storage_offset=0, **params):
+    return tuple(size), x.dtype
+
+
+def diag(x, diagonal=0, **params):
+    if x.ndim == 1:
+        n = x.shape[0] + abs(diagonal)
+        return (n, n), x.dtype
+    return diagonal_shape(x, diagonal, 0, 1)
+
+
+def fft_c2c(x, dims=(-1,), norm="backward", forward=True, **params):
+    return x.shape, x.dtype
+
+
+def fft_r2c(x, dims=(-1,), norm="backward", onesided=True, **params):
+    shape = _with(x.shape, dims[-1], x.shape[dims[-1]] // 2 + 1) if onesided else x.shape
+    return shape, np.result_type(x.dtype, np.complex64)
+
+
+def fft_c2r(x, dims=(-1,), norm="backward", last_dim_size=1, **params):
+    return _with(x.shape, dims[-1], last_dim_size), _real(x.dtype)
+
+
 def im2col(x, kernel_size, dilation, padding, stride, **params):
     out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
            zip(x.shape[2:], kernel_size, dilation, padding, stride)]
@@ -451,7 +488,7 @@ SHAPES.update({
     "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,
     "where": where, "view": view, "reshape": view, "expand": view, "permute": permute,
     "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow,
-    "diagonal": diagonal, "cat": joined, "stack": stacked,
+    "diagonal": diagonal_shape, "cat": joined, "stack": stacked,
     "softmax_backward": softmax_backward, "log_softmax_backward": softmax_backward,
     "sort": scan_with_indices, "topk": topk, "kthvalue": kthvalue, "gather": gather,
     "index_select": index_select, "dot": dot, "outer": outer,
@@ -461,7 +498,9 @@ SHAPES.update({
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "pad": pad,
-    "im2col": im2col,
+    "im2col": im2col, "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
+    "unfold": unfold, "as_strided": as_strided, "diag": diag, "fft_c2c": fft_c2c,
+    "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
 })
 for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
               "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
