@@ -1454,9 +1454,13 @@ def matmul(input, other):
     >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
     torcia.Size([2, 4])
     """
-    if input.is_sparse or other.is_sparse:
+    if input.__class__ is Tensor and other.__class__ is Tensor and (
+            input._data.dtype is other._data.dtype):
+        pass  # two dense tensors of one dtype (the common case): nothing to check first
+    elif input.is_sparse or other.is_sparse:
         return _sparse_mm(input, other)
-    _matmul_dtype(input, other, "matmul")
+    else:
+        _matmul_dtype(input, other, "matmul")
     try:
         return call("matmul", (input, other), {})
     except ValueError:
