@@ -115,6 +115,47 @@ def test_decomposed_forward_matches_the_reference_kernels(prims):
     np.testing.assert_array_equal(got_index.to("cpu").numpy(), index.numpy())
 
 
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_3d_windows_decompose_like_the_reference_kernels(prims, ceil_mode):
+    """conv, its weight gradient and max_pool over 3-D windows (strided, padded, dilated,
+    grouped) through the N-D decomposition equal the reference kernels, indices too."""
+    torcia.manual_seed(4)
+    x = torcia.randn(2, 4, 7, 6, 5)
+    w = torcia.randn(6, 2, 3, 2, 2)
+    b = torcia.randn(6)
+    params = {"stride": (2, 1, 2), "padding": ((1, 0), (0, 1), (1, 1)), "dilation": (1, 2, 1),
+              "groups": 2}
+    on = [t.to(prims) for t in (x, w, b)]
+    want = library.call("conv", (x, w, b), params)
+    got = library.call("conv", tuple(on), params)
+    assert got.shape == want.shape == (2, 6, 3, 5, 3)
+    np.testing.assert_allclose(got.to("cpu").numpy(), want.numpy(), rtol=1e-5, atol=1e-5)
+    g = torcia.randn(*want.shape)
+    weight = {"weight_shape": tuple(w.shape), **params}
+    want_w = library.call("conv_weight", (x, g), weight)
+    got_w = library.call("conv_weight", (on[0], g.to(prims)), weight)
+    np.testing.assert_allclose(got_w.to("cpu").numpy(), want_w.numpy(), rtol=1e-4, atol=1e-4)
+    pool = {"kernel_size": (3, 2, 2), "stride": (2, 2, 1), "padding": (1, 1, 0),
+            "dilation": (1, 1, 2), "ceil_mode": ceil_mode}
+    values, index = library.call("max_pool", (x,), pool)
+    got_values, got_index = library.call("max_pool", (on[0],), pool)
+    np.testing.assert_array_equal(got_values.to("cpu").numpy(), values.numpy())
+    np.testing.assert_array_equal(got_index.to("cpu").numpy(), index.numpy())
+
+
+def test_3d_cnn_training_step_through_decompositions(prims):
+    torcia.manual_seed(5)
+    x, y = torcia.randn(2, 2, 5, 6, 5), torcia.tensor([1, 3])
+
+    def make():
+        return nn.Sequential(nn.Conv3d(2, 4, 3, padding=1), nn.ReLU(),
+                             nn.Conv3d(4, 4, (3, 2, 3), stride=(1, 2, 2), groups=2),
+                             nn.MaxPool3d(2, ceil_mode=True), nn.Flatten(),
+                             nn.Linear(4 * 2 * 2 * 1, 5))
+
+    _compare(make, x, y, prims)
+
+
 def test_listing_names_native_and_decomposed_ops():
     here = str(Path(__file__).parent)
     code = (

@@ -13,6 +13,7 @@ It is written with torcia ops only: it runs on any device.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -115,16 +116,54 @@ def cross_entropy_backward(g, x, target, weight, reduction, ignore_index, label_
     return out - onehot * ((1 - eps) * ws).unsqueeze(1)
 
 
-# ----- convolution and pooling (1-D and 2-D, through im2col) -------------------------------
+# ----- convolution and pooling -------------------------------------------------------------
+# 1-D and 2-D windows go through im2col (1-D as 2-D of height 1); any other number of
+# dimensions through _windows, one strided slice of the input per window offset.
 
 
-def _as_2d(x, nd, what):
-    if nd == 2:
-        return x
-    if nd == 1:
-        return x.unsqueeze(-2)
-    raise NotImplementedError(f"the default decomposition of {what} covers 1-D and 2-D "
-                              f"windows, not {nd}-D: the device needs a {what} kernel")
+def _as_2d(x, nd):
+    return x if nd == 2 else x.unsqueeze(-2)
+
+
+def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
+    """x (N, C, *size) padded by ``padding`` ((lo, hi) per dim) with ``value``, seen through
+    its windows: (N, C, K, *out), K = prod(kernel) offsets in row-major order (the order of
+    a weight's flattened kernel dims)."""
+    import torcia
+
+    if any(lo or hi for lo, hi in padding):
+        flat = tuple(p for pair in reversed(padding) for p in pair)  # last dim first
+        x = call("pad", (x,), {"pad": flat, "mode": "constant", "value": value})
+    views = []
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        key = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
+                    for o, d, n, s in zip(offsets, dilation, out, stride))
+        views.append(x[(slice(None), slice(None)) + key])
+    return torcia.stack(views, 2)
+
+
+def _conv_out(size, kernel, stride, padding, dilation):
+    return tuple((i + lo + hi - d * (k - 1) - 1) // s + 1
+                 for i, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
+
+
+def _conv_nd(x, w, b, stride, padding, dilation, groups):
+    n, o, nd = x.shape[0], w.shape[0], x.ndim - 2
+    out = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
+    cols = _windows(x, w.shape[2:], stride, padding, dilation, out)  # (N, C, K, *out)
+    cols = cols.reshape(n, groups, -1, math.prod(out))
+    res = w.reshape(groups, o // groups, -1).matmul(cols)  # (N, g, O/g, L)
+    res = res.reshape((n, o) + out)
+    return res if b is None else res + b.reshape((1, o) + (1,) * nd)
+
+
+def _conv_weight_nd(x, g, weight_shape, stride, padding, dilation, groups):
+    n, o = x.shape[0], weight_shape[0]
+    out = tuple(g.shape[2:])
+    cols = _windows(x, weight_shape[2:], stride, padding, dilation, out)
+    cols = cols.reshape(n, groups, -1, math.prod(out))
+    gm = g.reshape(n, groups, o // groups, -1)  # (N, g, O/g, L)
+    return gm.matmul(cols.transpose(2, 3)).sum(0).reshape(tuple(weight_shape))
 
 
 def _pairs(values, nd, fill):
@@ -144,7 +183,9 @@ def _columns(x, kernel, stride, padding, dilation, value=0.0):
 
 def conv(x, w, b, stride, padding, dilation, groups):
     nd = x.ndim - 2
-    x2, w2 = _as_2d(x, nd, "conv"), _as_2d(w, nd, "conv")
+    if nd > 2:
+        return _conv_nd(x, w, b, stride, padding, dilation, groups)
+    x2, w2 = _as_2d(x, nd), _as_2d(w, nd)
     stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
     padding = _pairs(padding, nd, (0, 0))
     n, o = x2.shape[0], w2.shape[0]
@@ -163,7 +204,9 @@ def conv(x, w, b, stride, padding, dilation, groups):
 
 def conv_weight(x, g, weight_shape, stride, padding, dilation, groups):
     nd = x.ndim - 2
-    x2, g2 = _as_2d(x, nd, "conv_weight"), _as_2d(g, nd, "conv_weight")
+    if nd > 2:
+        return _conv_weight_nd(x, g, weight_shape, stride, padding, dilation, groups)
+    x2, g2 = _as_2d(x, nd), _as_2d(g, nd)
     shape2 = tuple(weight_shape) if nd == 2 else tuple(weight_shape[:2]) + (1,) + tuple(
         weight_shape[2:])
     stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
@@ -180,7 +223,9 @@ def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
     from torcia._kernels_nn import _pool_geometry
 
     nd = x.ndim - 2
-    x2 = _as_2d(x, nd, "max_pool")
+    if nd > 2:
+        return _max_pool_nd(x, kernel_size, stride, padding, dilation, ceil_mode)
+    x2 = _as_2d(x, nd)
     kernel, stride = _pairs(kernel_size, nd, 1), _pairs(stride, nd, 1)
     padding, dilation = _pairs(padding, nd, 0), _pairs(dilation, nd, 1)
     n, c, h, w = x2.shape
@@ -202,6 +247,30 @@ def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
     index = row * w + col
     if nd == 1:
         return values.squeeze(-2), index.squeeze(-2)
+    return values, index
+
+
+def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
+    import torcia
+    from torcia._kernels_nn import _pool_geometry
+
+    nd, size = x.ndim - 2, tuple(x.shape[2:])
+    out, extra = _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode)
+    pads = tuple((p, p + e) for p, e in zip(padding, extra))
+    lowest = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.to_numpy()).min)
+    cols = _windows(x, kernel, stride, pads, dilation, out, lowest)  # (N, C, K, *out)
+    arg = cols.argmax(2, keepdim=True)  # the first maximum, as PyTorch
+    values = cols.take_along_dim(arg, 2).squeeze(2)
+    arg = arg.squeeze(2)
+    # the flat index in the input plane: each dim's window start plus its offset in arg
+    index = None
+    for i in range(nd):
+        offset = torcia.remainder(torcia.div(arg, math.prod(kernel[i + 1:]),
+                                             rounding_mode="floor"), kernel[i])
+        start = torcia.arange(out[i], device=x.device) * stride[i] - padding[i]
+        start = start.reshape((1, 1) + (1,) * i + (out[i],) + (1,) * (nd - i - 1))
+        term = (start + offset * dilation[i]) * math.prod(size[i + 1:])
+        index = term if index is None else index + term
     return values, index
 
 

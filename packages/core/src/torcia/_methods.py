@@ -442,7 +442,8 @@ Tensor.multinomial = lambda self, num_samples, replacement=False, *, generator=N
 
 def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
     """Compute gradients of this tensor w.r.t. graph leaves (needs torcia-autograd)."""
-    load_autograd().backward(self, gradient, retain_graph, create_graph, inputs)
+    (AUTOGRAD.engine or load_autograd()).backward(self, gradient, retain_graph, create_graph,
+                                                  inputs)
 
 
 def register_hook(self, hook):

@@ -381,6 +381,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
     (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
     """
+    if dim is None and dtype is None and input._data.dtype.kind in "fc":
+        return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})
     return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                   "dtype": _acc_dtype(input, dtype)})
 
@@ -693,6 +695,14 @@ def unsqueeze(input, dim):
 def expand(input, *sizes):
     """Broadcast to a larger shape without copying (``-1`` keeps a dimension)."""
     sizes = _shape_arg(sizes)
+    have = input._data.shape
+    lead = len(sizes) - len(have)
+    if lead >= 0 and -1 not in sizes:
+        for n, s in zip(have, sizes[lead:]):
+            if n != s and n != 1:
+                break
+        else:  # nothing to infer, every size fits (the common case)
+            return call("expand", (input,), {"shape": tuple(sizes)}, input)
     if len(sizes) < input.ndim:
         raise RuntimeError(
             f"expand(torcia.{input.dtype.name}{{{list(input.shape)}}}, size={list(sizes)}): the "
@@ -1444,9 +1454,13 @@ def matmul(input, other):
     >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
     torcia.Size([2, 4])
     """
-    if input.is_sparse or other.is_sparse:
+    if input.__class__ is Tensor and other.__class__ is Tensor and (
+            input._data.dtype is other._data.dtype):
+        pass  # two dense tensors of one dtype (the common case): nothing to check first
+    elif input.is_sparse or other.is_sparse:
         return _sparse_mm(input, other)
-    _matmul_dtype(input, other, "matmul")
+    else:
+        _matmul_dtype(input, other, "matmul")
     try:
         return call("matmul", (input, other), {})
     except ValueError:

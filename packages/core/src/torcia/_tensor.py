@@ -21,13 +21,18 @@ _generic = np.generic
 _FROM_NP = D.FROM_NUMPY
 
 
-class _AutogradHolder:
-    """The autograd engine, once torcia-autograd provides it through its hook."""
+class _AutogradSlot:
+    """The registered autograd mode (see :class:`AutogradMode`), read by every op that
+    records: ``engine`` is the mode, ``record`` its bound ``record`` (one attribute lookup
+    on the hot path)."""
 
-    engine = None
+    def __init__(self):
+        self.engine = None
+        self.record = None
+        self.modes = []  # registered, the last one active
 
 
-AUTOGRAD = _AutogradHolder()
+AUTOGRAD = _AutogradSlot()
 
 
 class _AutocastState(threading.local):
@@ -41,9 +46,10 @@ AUTOCAST = _AutocastState()
 
 
 def load_autograd():
-    """Return the autograd engine, or raise an error naming the distribution to install."""
+    """Return the autograd mode, registering the one the ``torcia_autograd_engine`` hook
+    provides on first use, or raise an error naming the distribution to install."""
     if AUTOGRAD.engine is None:
-        from torcia import plugins
+        from torcia import library, plugins
 
         engine = plugins.manager().hook.torcia_autograd_engine()
         if engine is None:
@@ -53,11 +59,7 @@ def load_autograd():
                 "gradients need the torcia-autograd distribution, which is not available"
                 f"{why}: {plugins.install_hint('torcia-autograd')}"
             )
-        AUTOGRAD.engine = engine
-        from torcia import library
-
-        if library.plugin_ops._entries is not None:
-            library._install_derivatives(engine)
+        library.register_autograd_mode(engine)
     return AUTOGRAD.engine
 
 
@@ -569,8 +571,9 @@ def _wrap_dim(dim, ndim: int) -> int:
 # of the shared kernel tables or functions of the engine; without an entered mode in any
 # thread an op pays one test of a module global.
 
-#: The fixed order of the built-in modes (lower runs first, outermost around the kernel).
-AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER = 100, 200, 300
+#: The fixed order of the built-in modes (lower runs first, outermost around the kernel;
+#: autograd's mode records last, once the kernel and every entered mode have run).
+AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER, AUTOGRAD_ORDER = 100, 200, 300, 400
 
 
 class _ModeStack(threading.local):
@@ -637,6 +640,33 @@ class DispatchMode:
         return False
 
 
+class AutogradMode(DispatchMode):
+    """The mode that records ops for gradients (PyTorch's Autograd dispatch key).
+
+    Unlike a mode entered with ``with``, it is registered once for every thread with
+    :func:`torcia.library.register_autograd_mode` (torcia-autograd's arrives through the
+    ``torcia_autograd_engine`` hook), and it joins only the ops where a tensor input
+    requires grad while grad mode is on: after the kernel and every entered mode have
+    run (``order`` :data:`AUTOGRAD_ORDER`, last), the dispatcher calls
+    ``record(op, inputs, params, out)`` with the inputs the op ran on (as autocast cast
+    them). An op no tensor that requires grad takes part in pays nothing for it.
+
+    A subclass implements the rest of :class:`torcia.library.AutogradEngine` too:
+    ``record_transfer``, ``check_inplace``, ``rebase_inplace``, ``backward``, ``grad``,
+    ``register_hook``, ``register_post_accumulate_grad_hook``, ``retain_grad``,
+    ``derivative`` and ``define_derivative``.
+    """
+
+    order = AUTOGRAD_ORDER
+
+    def __enter__(self):
+        raise RuntimeError(
+            f"{type(self).__name__} is an autograd mode: it records in every thread once "
+            "registered with torcia.library.register_autograd_mode, and is not entered; "
+            "torcia.no_grad() turns recording off in one thread"
+        )
+
+
 def active_modes() -> tuple:
     """The dispatch modes entered in the current thread, in dispatch order."""
     return MODES.modes if _modes_on else ()
@@ -671,7 +701,7 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             else:
                 result = _make(out, dev, view_of)
             if x._requires_grad and _GRAD.enabled:
-                AUTOGRAD.engine.record(op, inputs, params, result)
+                AUTOGRAD.record(op, inputs, params, result)
             return result
     dev = None
     arrays = []
@@ -712,7 +742,7 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         for mode in modes:
             mode.on_result(op, inputs, params, result)
     if needs_grad and _GRAD.enabled:
-        AUTOGRAD.engine.record(op, inputs, params, result)
+        AUTOGRAD.record(op, inputs, params, result)
     return result
 
 
@@ -730,9 +760,12 @@ def binary(op: str, a, b, float_op: bool = False):
         # fast path: same dtype and device, nothing to promote
         kernels = dev.kernels
         if kernels is not None:
-            out = _make(_run2(kernels[op], ad, b._data), dev)
+            try:
+                out = _make(kernels[op](ad, b._data), dev)
+            except ValueError:  # NumPy's broadcasting error, reworded by _run2
+                out = _make(_run2(kernels[op], ad, b._data), dev)
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
-                AUTOGRAD.engine.record(op, (a, b), {}, out)
+                AUTOGRAD.record(op, (a, b), {}, out)
             return out
     # NOTE: _promoted repeats these lines for the modes' path; calling it from here would
     # cost every promoting op (a * 2.0) one more Python call
@@ -769,7 +802,7 @@ def binary(op: str, a, b, float_op: bool = False):
         kernels = dev.backend.kernels  # builds the tables on first use
     out = _make(_run2(kernels[op], ad, bd), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
-        AUTOGRAD.engine.record(op, (a, b), {}, out)
+        AUTOGRAD.record(op, (a, b), {}, out)
     return out
 
 
@@ -789,7 +822,7 @@ def _binary_in_modes(modes, op, a, b, float_op):
     for mode in modes:
         mode.on_result(op, (a, b), {}, out)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
-        AUTOGRAD.engine.record(op, (a, b), {}, out)
+        AUTOGRAD.record(op, (a, b), {}, out)
     return out
 
 
@@ -875,7 +908,7 @@ def unary(op: str, a, to_float: bool = False):
         kernels = dev.backend.kernels  # builds the tables on first use
     out = Tensor._make(kernels[op](ad), dev)
     if a._requires_grad and _GRAD.enabled:
-        AUTOGRAD.engine.record(op, (a,), {}, out)
+        AUTOGRAD.record(op, (a,), {}, out)
     return out
 
 
@@ -895,7 +928,7 @@ def _unary_in_modes(modes, op, a, to_float):
     for mode in modes:
         mode.on_result(op, (a,), {}, out)
     if a._requires_grad and _GRAD.enabled:
-        AUTOGRAD.engine.record(op, (a,), {}, out)
+        AUTOGRAD.record(op, (a,), {}, out)
     return out
 
 

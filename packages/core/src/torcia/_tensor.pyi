@@ -6,6 +6,12 @@ from typing import Any
 AUTOCAST: Any
 AUTOCAST_ORDER: Any
 AUTOGRAD: Any
+AUTOGRAD_ORDER: Any
+
+class AutogradMode(DispatchMode):
+    def __enter__(self) -> Any: ...
+    order: Any
+
 CPU: Any
 DEFAULT_DEVICE: Any
 

@@ -122,17 +122,22 @@ def torcia_autograd_engine():
     without it installed, ``requires_grad=True`` raises an error naming that distribution.
     Stops at the first non-None result.
 
-    :returns: an object implementing :class:`torcia.library.AutogradEngine` (``record``,
-        ``check_inplace``, ``rebase_inplace``, ``backward``, ``grad``, ``derivative``,
-        ``define_derivative``...), or None. This hook is the only way the engine reaches
-        core: blocking the plugin that implements it disables gradients.
+    :returns: a :class:`torcia.library.AutogradMode` implementing
+        :class:`torcia.library.AutogradEngine` (``record``, ``check_inplace``,
+        ``rebase_inplace``, ``backward``, ``grad``, ``derivative``,
+        ``define_derivative``...), or None; core registers it with
+        :func:`torcia.library.register_autograd_mode` (an engine object that is not a
+        mode is wrapped in one). This hook is the only way the engine reaches core:
+        blocking the plugin that implements it disables gradients.
 
     Example::
 
         @torcia.hookimpl
         def torcia_autograd_engine():
             from torcia.autograd import engine
-            return engine
+            return engine.ENGINE
 
     .. versionadded:: 0.1
+    .. versionchanged:: 0.3
+       Returns an :class:`torcia.library.AutogradMode`.
     """

@@ -23,8 +23,10 @@ What is here:
   :class:`~torcia.utils.hooks.RemovableHandle`.
 - **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
   every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
-  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`; the kernel, then autograd recording, last);
-  autocast, the profiler and the ONNX exporter are modes. :func:`autocast_as` makes a
+  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`, :data:`AUTOGRAD_ORDER`: the kernel, then
+  autograd recording, last); autocast, the profiler and the ONNX exporter are modes entered
+  in a thread, autograd's recording an :class:`AutogradMode` registered for all threads
+  with :func:`register_autograd_mode`. :func:`autocast_as` makes a
   function written with several ops one op for the modes (its autocast policy).
 - **One fallback** for device plugins: a device declares what runs the ops it has no
   kernel for (``Backend(fallback="host" | "reference" | "decompose")``), a kernel that
@@ -122,8 +124,10 @@ from torcia._ops_nn import (
 )
 from torcia._tensor import (
     AUTOCAST_ORDER,
+    AUTOGRAD_ORDER,
     PROFILE_ORDER,
     TRACE_ORDER,
+    AutogradMode,
     DispatchMode,
     Size,
     Tensor,
@@ -143,14 +147,16 @@ from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
 __all__ = [
-    "AUTOCAST_ORDER", "AutogradEngine", "Backend", "BackendProtocol", "DispatchMode",
+    "AUTOCAST_ORDER", "AUTOGRAD_ORDER", "AutogradEngine", "AutogradMode", "Backend",
+    "BackendProtocol", "DispatchMode",
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
     "binary", "call", "check_geometry", "device_ops", "dtype_by_name", "dtype_from_numpy",
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
-    "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "unary", "unbatch",
+    "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
+    "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 
@@ -531,6 +537,73 @@ def autograd_engine() -> AutogradEngine:
     """The autograd engine (provided by a plugin through ``torcia_autograd_engine``), or a
     RuntimeError naming the distribution to install or the blocklist that blocks it."""
     return _load_autograd()
+
+
+_ENGINE_METHODS = ("record", "record_transfer", "check_inplace", "rebase_inplace", "backward",
+                   "grad", "derivative", "define_derivative", "register_hook",
+                   "register_post_accumulate_grad_hook", "retain_grad")
+
+
+class _EngineAsMode(AutogradMode):
+    """An engine of hook API 0.2 (an object with the :class:`AutogradEngine` functions,
+    not an :class:`AutogradMode`) registered as the autograd mode."""
+
+    def __init__(self, engine):
+        self.engine = engine
+        for name in _ENGINE_METHODS:
+            if hasattr(engine, name):
+                setattr(self, name, getattr(engine, name))
+
+
+def register_autograd_mode(mode) -> RemovableHandle:
+    """Make ``mode`` (an :class:`AutogradMode`) record the ops of every thread for gradients.
+
+    The last mode registered records; removing its handle gives recording back to the one
+    before (no mode: ``requires_grad`` loads torcia-autograd's through its hook again). An
+    object with :class:`AutogradEngine`'s functions that is not an :class:`AutogradMode`
+    (hook API 0.2) is wrapped in one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> engine = library.autograd_engine()
+    >>> class Counting(library.AutogradMode):
+    ...     ops = []
+    ...     def __getattr__(self, name):  # the rest of the engine's functions
+    ...         return getattr(engine, name)
+    ...     def record(self, op, inputs, params, out):
+    ...         self.ops.append(op)
+    ...         engine.record(op, inputs, params, out)
+    >>> counting = Counting()
+    >>> with library.register_autograd_mode(counting):
+    ...     y = (torcia.ones(2, requires_grad=True) * 3).sum()
+    >>> counting.ops, y.grad_fn.name()
+    (['mul', 'sum'], 'SumBackward0')
+    """
+    if not isinstance(mode, AutogradMode):
+        mode = _EngineAsMode(mode)
+    missing = [name for name in _ENGINE_METHODS if not callable(getattr(mode, name, None))]
+    if missing:
+        raise TypeError(f"an autograd mode must implement {', '.join(missing)} "
+                        f"(see torcia.library.AutogradEngine); {type(mode).__name__} does not")
+    _AUTOGRAD.modes.append(mode)
+    _activate_autograd_mode()
+    if plugin_ops._entries is not None:
+        _install_derivatives(mode)
+    return _AutogradModeHandle(_AUTOGRAD.modes, hook=mode)
+
+
+def _activate_autograd_mode() -> None:
+    top = _AUTOGRAD.modes[-1] if _AUTOGRAD.modes else None
+    _AUTOGRAD.engine = top
+    _AUTOGRAD.record = None if top is None else top.record
+
+
+class _AutogradModeHandle(RemovableHandle):
+    def remove(self) -> None:
+        super().remove()
+        _activate_autograd_mode()
 
 
 def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:

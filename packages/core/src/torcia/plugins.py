@@ -73,8 +73,9 @@ hookimpl = pluggy.HookimplMarker("torcia")
 ENTRY_POINT_GROUP = "torcia"
 #: The version of torcia-core's hook API (its hook specifications and the registries they
 #: receive), apart from the distribution's version. 0.2 added ``torcia_register_ops``,
-#: ``KernelRegistry.add(..., setup=)`` and :mod:`torcia.library`.
-HOOK_API_VERSION = "0.2"
+#: ``KernelRegistry.add(..., setup=)`` and :mod:`torcia.library`; 0.3 made the object
+#: ``torcia_autograd_engine`` returns a :class:`torcia.library.AutogradMode`.
+HOOK_API_VERSION = "0.3"
 #: Distributions that make up torcia itself; their plugins pass any allowlist.
 PARTS = frozenset(
     "torcia-" + p

@@ -1,4 +1,4 @@
-"""torcia-autograd's built-in plugin: hands core the engine that records operations."""
+"""torcia-autograd's built-in plugin: hands core the mode that records operations."""
 
 from torcia.plugins import hookimpl
 
@@ -7,4 +7,4 @@ from torcia.plugins import hookimpl
 def torcia_autograd_engine():
     from torcia.autograd import engine
 
-    return engine
+    return engine.ENGINE

@@ -84,12 +84,11 @@ class Entry:
         for i, m in enumerate(metas):
             if m is not None and inputs[i] is None:
                 inputs[i] = Meta(m)
-        kwargs = {}
         if self.param_names:
             params = node.params
-            for name in self.param_names:
-                if name in params:
-                    kwargs[name] = params[name]
+            kwargs = {name: params[name] for name in self.param_names if name in params}
+        else:
+            kwargs = {}
         if self.uses_result:
             result = args[n:]
             if create_graph:
@@ -97,7 +96,7 @@ class Entry:
                                _reattach(r, node, i) for i, r in enumerate(result))
             kwargs["result"] = result if len(result) > 1 else result[0]
         if self.wants_needs:
-            kwargs["needs_input_grad"] = tuple(e[0] is not None for e in edges)
+            kwargs["needs_input_grad"] = tuple([e[0] is not None for e in edges])
         out = self.fn(grads if self.multi else grads[0], *inputs, **kwargs)
         if out.__class__ is not tuple:
             out = (out,)
@@ -180,13 +179,22 @@ def _c(x):
     """The conjugate of a complex tensor or number, anything else itself. PyTorch's
     convention (conjugate Wirtinger derivatives) makes a holomorphic ``f``'s input
     gradient ``grad * conj(f'(z))``; for real inputs this is the usual chain rule."""
-    if isinstance(x, Tensor):
+    if x.__class__ is Tensor or isinstance(x, Tensor):
         return x.conj() if x._data.dtype.kind == "c" else x
     return x.conjugate() if isinstance(x, complex) else x
 
 
 def _zeros(meta):
     return torcia.zeros(meta.shape, dtype=meta.dtype, device=meta.device)
+
+
+def _expand_to(g, shape: tuple):
+    """``g.expand(shape)`` for a ``shape`` known to fit (a reduced gradient back to its
+    input's shape), without ``expand``'s argument checks: sum's backward runs in every
+    training step."""
+    if g._data.shape == shape:
+        return g
+    return call("expand", (g,), {"shape": shape}, g)
 
 
 def _restore_dims(g, dim, keepdim, ndim):
@@ -769,7 +777,7 @@ def _(grad, x):
 
 @derivative("sum")
 def _(grad, _x, *, dim, keepdim):
-    return _restore_dims(grad, dim, keepdim, _x.ndim).expand(_x.shape)
+    return _expand_to(_restore_dims(grad, dim, keepdim, len(_x[0])), _x[0])
 
 
 @derivative("nansum")
@@ -780,8 +788,8 @@ def _(grad, x, *, dim, keepdim):
 
 @derivative("mean")
 def _(grad, _x, *, dim, keepdim):
-    g = _restore_dims(grad, dim, keepdim, _x.ndim)
-    return g.expand(_x.shape) / _count(_x.shape, dim)
+    g = _restore_dims(grad, dim, keepdim, len(_x[0]))
+    return _expand_to(g, _x[0]) / _count(_x.shape, dim)
 
 
 @derivative("prod")

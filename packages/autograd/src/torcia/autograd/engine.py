@@ -29,7 +29,7 @@ from torcia.autograd.graph import (
     meta_of,
 )
 from torcia.library import GRAD_MODE as _GRAD
-from torcia.library import Tensor, active_modes
+from torcia.library import AutogradMode, Tensor, active_modes
 
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
@@ -139,7 +139,12 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._requires_grad:
                 fn = x.grad_fn
-                edges.append((accumulator_of(x), 0) if fn is None else (fn, x._out_nr))
+                if fn is not None:
+                    edges.append((fn, x._out_nr))
+                else:
+                    meta = x._hooks
+                    acc = meta.accumulator() if meta is not None and meta.accumulator else None
+                    edges.append((acc or accumulator_of(x), 0))
             else:
                 edges.append(NO_EDGE)
             data = x._data
@@ -422,8 +427,9 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     # count, for each node, how many edges feed it; a node is pushed when first reached
     deps: dict = {}
     # one entry per node: two roots on one node (outputs of one op) must count edges once
-    stack = list(dict.fromkeys(n for n, _ in roots))
-    root_set = set(stack)
+    starts = [roots[0][0]] if len(roots) == 1 else list(dict.fromkeys(n for n, _ in roots))
+    root_set = set(starts)
+    stack = starts.copy()
     pruning = capture is not None or targets is not None
     parents: dict = {}
     while stack:
@@ -450,15 +456,20 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             buf = buffers[node] = [None] * node.n_outputs
         buf[nr] = g if buf[nr] is None else buf[nr] + g
     results = [None] * (len(capture) if capture else 0)
-    ready = list(dict.fromkeys(n for n, _ in roots if n not in deps))
+    ready = [n for n in starts if n not in deps]
     anomaly = ANOMALY.enabled
     modes = active_modes()  # e.g. the profiler, timing each node
     grad_mode_before = _GRAD.enabled
     _GRAD.enabled = create_graph
+    # NOTE: locals, not globals or attributes, in the loop that runs once per node
+    node_class, accumulate_class = Node, AccumulateGrad
+    direct = accumulate and not capture and targets is None
+    pop_ready, push_ready, pop_buffer, get_buffer = ready.pop, ready.append, buffers.pop, \
+        buffers.get
     try:
         while ready:
-            node = ready.pop()
-            grads = buffers.pop(node, None)
+            node = pop_ready()
+            grads = pop_buffer(node, None)
             if grads is None:
                 grads = [None] * node.n_outputs
             if node.pre_hooks:
@@ -468,17 +479,25 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                     slot = capture.get((node, nr))
                     if slot is not None:
                         results[slot] = grads[nr]
-            if node.__class__ is AccumulateGrad:
+            if node.__class__ is accumulate_class:
                 if accumulate and grads[0] is not None and (targets is None or node in targets):
                     _accumulate(node, grads[0], create_graph)
                 continue
             edges = node.next_functions
-            if grads.count(None) == len(grads) or (needed is not None and node not in needed):
+            # NOTE: not grads.count(None): that compares tensors with == (Tensor.__eq__)
+            for g in grads:
+                if g is not None:
+                    break
+            else:
+                g = None
+            if g is None or (needed is not None and node not in needed):
                 grad_inputs = (None,) * len(edges)
             else:
                 try:
                     if modes:
                         grad_inputs = _apply_in_modes(modes, node, grads, create_graph)
+                    elif node.__class__ is node_class:
+                        grad_inputs = node.entry.backward(node, grads, create_graph)
                     else:
                         grad_inputs = node.apply(grads, create_graph)
                 except Exception as exc:
@@ -497,8 +516,17 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
             for (nxt, nr), g in zip(edges, grad_inputs):
                 if nxt is None:
                     continue
+                if nxt.__class__ is accumulate_class and direct and deps[nxt] == 1 \
+                        and nxt not in buffers and _no_leaf_hooks(nxt):
+                    # the last edge into a leaf, and the others brought nothing: the
+                    # gradient is complete, accumulate it now rather than through the
+                    # buffers and the ready stack (no hook can tell the difference)
+                    deps[nxt] = 0
+                    if g is not None:
+                        _accumulate(nxt, g, create_graph)
+                    continue
                 if g is not None:
-                    buf = buffers.get(nxt)
+                    buf = get_buffer(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt.n_outputs
                         buf[nr] = g
@@ -508,7 +536,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if not left:
-                    ready.append(nxt)
+                    push_ready(nxt)
     except BaseException:
         _CALLBACKS.clear()
         raise
@@ -555,21 +583,33 @@ def _needed(parents, capture, targets):
     return needed
 
 
+def _no_leaf_hooks(acc: AccumulateGrad) -> bool:
+    meta = acc.variable._hooks
+    return acc.pre_hooks is None and acc.post_hooks is None and (
+        meta is None or not (meta.hooks or meta.post_accumulate_hooks))
+
+
 def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
     leaf = acc.variable
     meta = leaf._hooks
-    if meta is not None and meta.hooks:
+    hooked = meta is not None and meta.hooks
+    if hooked:
         grad = _call_hooks(meta.hooks, grad)
-    if not create_graph:
-        grad = grad.detach()
-    if leaf.grad is None:
+    old = leaf._grad
+    if create_graph:
+        leaf.grad = grad if old is None else old + grad
+    elif old is None:
         # a fresh copy: one gradient tensor may flow to several leaves
-        leaf.grad = grad if create_graph else Tensor._make(grad._data.copy(), grad._device)
-    elif create_graph or leaf.grad._requires_grad:
-        leaf.grad = leaf.grad + grad
+        fresh = Tensor._make(grad._data.copy(), grad._device)
+        if hooked:
+            leaf.grad = fresh  # what a hook returned gets the checks of the .grad setter
+        else:
+            leaf._grad = fresh  # the formula's gradient has the leaf's shape and dtype
+    elif old._requires_grad:
+        leaf.grad = old + grad.detach()
     else:
-        leaf.grad._data += grad._data
-        leaf.grad._vc[0] += 1
+        old._data += grad._data
+        old._vc[0] += 1
     if meta is not None and meta.post_accumulate_hooks:
         for hook in list(meta.post_accumulate_hooks):
             hook(leaf)
@@ -593,9 +633,16 @@ def _root_grads(outputs, grad_outputs):
         if g is None:
             if t._data.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            if t._data.dtype.kind == "c":
+            data = t._data
+            if data.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs")
-            g = Tensor._make(t._device.backend.xp.ones(t._data.shape, t._data.dtype), t._device)
+            if data.__class__ is np.ndarray:
+                seed = np.array(1, data.dtype)  # np.ones costs 4x
+                if data.ndim:
+                    seed = seed.reshape(data.shape)
+            else:
+                seed = t._device.backend.xp.ones(data.shape, data.dtype)
+            g = Tensor._make(seed, t._device)
         elif not isinstance(g, Tensor):
             g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)
         elif tuple(g.shape) != tuple(t.shape):
@@ -623,6 +670,11 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     >>> (x * x).sum().backward(); x.grad
     tensor([2., 4.])
     """
+    if tensors.__class__ is Tensor and grad_tensors is None and inputs is None:
+        # loss.backward(), once per training step
+        run_backward([_root(tensors)], _root_grads((tensors,), (None,)),
+                     create_graph if retain_graph is None else retain_graph, create_graph)
+        return
     tensors = _as_tuple(tensors)
     if grad_tensors is None:
         grad_tensors = (None,) * len(tensors)
@@ -749,3 +801,29 @@ def _grad_batched(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         result.append(stack(column))
     return tuple(result)
 
+
+
+# ---------------------------------------------------------------------------------------
+# the mode core dispatches to
+# ---------------------------------------------------------------------------------------
+
+
+class Engine(AutogradMode):
+    """torcia-autograd's recording mode: what the ``torcia_autograd_engine`` hook gives core,
+    which registers it with :func:`torcia.library.register_autograd_mode`.
+
+    The engine's functions are instance attributes, so that the dispatcher's
+    ``record`` lookup on every recorded op is one dictionary read.
+    """
+
+    def __init__(self):
+        for fn in (record, record_transfer, check_inplace, rebase_inplace, backward, grad,
+                   derivative, define_derivative, register_hook,
+                   register_post_accumulate_grad_hook, retain_grad):
+            setattr(self, fn.__name__, fn)
+
+    def __repr__(self):
+        return "<torcia.autograd engine>"
+
+
+ENGINE = Engine()
