@@ -150,7 +150,14 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
-    """``input - alpha * other`` with broadcasting."""
+    """``input - alpha * other`` with broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
+    tensor([3, 2])
+    """
     if isinstance(input, Tensor) and input.dtype is D.bool_ and isinstance(other, Tensor) and (
         other.dtype is D.bool_
     ):
@@ -194,19 +201,45 @@ true_divide = divide = div
 
 
 def pow(input, exponent):
-    """``input ** exponent`` elementwise; either may be a number."""
+    """``input ** exponent`` elementwise; either may be a number.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pow(torcia.tensor([1, 2, 3]), 2)
+    tensor([1, 4, 9])
+    >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
+    tensor([2.0000, 1.4142])
+    """
     if not isinstance(input, Tensor):
         return binary("pow", _tensor_arg(input, like=exponent), exponent)
     return binary("pow", input, exponent)
 
 
 def float_power(input, exponent):
+    """``input ** exponent`` computed in double precision (float64, or complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.float_power(torcia.tensor([2, 3]), 2)
+    tensor([4., 9.], dtype=torcia.float64)
+    """
     return pow(input.to(D.float64), exponent.to(D.float64) if isinstance(exponent, Tensor)
                else exponent)
 
 
 def round(input, *, decimals=0):
-    """Round half to even, as PyTorch; ``decimals`` places."""
+    """Round half to even, as PyTorch; ``decimals`` places.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.round(torcia.tensor([0.5, 1.5, 2.567]))
+    tensor([0., 2., 3.])
+    >>> torcia.round(torcia.tensor([2.567]), decimals=2)
+    tensor([2.5700])
+    """
     return call("round", (input,), {"decimals": int(decimals)})
 
 
@@ -237,10 +270,26 @@ clip = clamp
 
 
 def clamp_min(input, min):
+    """``input`` clamped from below at ``min``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_min(torcia.tensor([1, 5, 9]), 4)
+    tensor([4, 5, 9])
+    """
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """``input`` clamped from above at ``max``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_max(torcia.tensor([1, 5, 9]), 4)
+    tensor([1, 4, 4])
+    """
     return clamp(input, max=max)
 
 
@@ -260,7 +309,14 @@ def equal(input, other) -> bool:
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked)."""
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
+    tensor([ True, False])
+    """
     # infinities are close only to themselves: inf - x <= inf would say otherwise
     finite = input.isfinite() & other.isfinite()
     close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
@@ -285,6 +341,15 @@ def where(condition, input=None, other=None):
     """Choose from ``input`` where ``condition`` holds, else from ``other``.
 
     With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([-1.0, 2.0, -3.0])
+    >>> torcia.where(x > 0, x, torcia.zeros(3))
+    tensor([0., 2., 0.])
+    >>> torcia.where(x > 0)
+    (tensor([1]),)
     """
     if input is None and other is None:
         from torcia._ops_extra import nonzero
@@ -317,22 +382,53 @@ def _cast_operand(x, dt, like):
 
 
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
+    tensor([ 2.5000, 12.5000])
+    """
     return call("lerp", (input, end, weight), {})
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 * tensor2``."""
+    """``input + value * tensor1 * tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])
+    >>> torcia.addcmul(x, a, b, value=0.5)
+    tensor([2.5000, 5.0000])
+    """
     return call("addcmul", (input, tensor1, tensor2), {"value": value})
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 / tensor2``."""
+    """``input + value * tensor1 / tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 2.0])
+    >>> torcia.addcdiv(x, a, b, value=2)
+    tensor([2., 5.])
+    """
     return call("addcdiv", (input, tensor1, tensor2), {"value": value})
 
 
 def masked_fill(input, mask, value):
-    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True."""
+    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -2.0, 3.0])
+    >>> torcia.masked_fill(x, x < 0, 0.0)
+    tensor([1., 0., 3.])
+    """
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype.name}")
@@ -348,11 +444,27 @@ def masked_fill(input, mask, value):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """``input`` with NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([float("nan"), float("inf"), -1.0])
+    >>> torcia.nan_to_num(x, posinf=100.0)
+    tensor([  0., 100.,  -1.])
+    """
     return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
 def to_dtype(input, dtype) -> Tensor:
-    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so)."""
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
+    tensor([ 1, -1])
+    """
     if input.dtype is dtype:
         return input
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
@@ -386,12 +498,30 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (all dims when None), counting NaN as zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
     return call("nansum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                      "dtype": _acc_dtype(input, dtype)})
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over ``dim``; the input must be floating point (or ``dtype`` given)."""
+    """Mean over ``dim``; the input must be floating point (or ``dtype`` given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.mean(x)
+    tensor(2.5000)
+    >>> torcia.mean(x, dim=0, keepdim=True)
+    tensor([[2., 3.]])
+    """
     if dtype is None and input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -409,20 +539,48 @@ def _tname(d):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over one ``dim`` (or all)."""
+    """Product over one ``dim`` (or all).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.prod(x)
+    tensor(24)
+    >>> torcia.prod(x, dim=0)
+    tensor([3, 8])
+    """
     return call("prod", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                    "dtype": _acc_dtype(input, dtype)})
 
 
 def amax(input, dim=(), keepdim=False):
-    """Maximum over ``dim`` (all dims when empty)."""
+    """Maximum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amax(x)
+    tensor(5)
+    >>> torcia.amax(x, dim=0)
+    tensor([4, 5])
+    """
     _check_nonempty(input, dim, "amax")
     return call("amax", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
 
 
 def amin(input, dim=(), keepdim=False):
-    """Minimum over ``dim`` (all dims when empty)."""
+    """Minimum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amin(x, dim=1)
+    tensor([1, 2])
+    """
     _check_nonempty(input, dim, "amin")
     return call("amin", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
@@ -495,7 +653,19 @@ def max(input, dim=None, keepdim=False, *, other=None):
 
 
 def min(input, dim=None, keepdim=False):
-    """As :func:`max`, for the minimum."""
+    """As :func:`max`, for the minimum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[4, 1], [2, 3]])
+    >>> torcia.min(x)
+    tensor(1)
+    >>> torcia.min(x, dim=1)
+    torcia.return_types.min(
+    values=tensor([1, 2]),
+    indices=tensor([1, 0]))
+    """
     if isinstance(dim, Tensor):
         return minimum(input, dim)
     if dim is None:
@@ -507,13 +677,31 @@ def min(input, dim=None, keepdim=False):
 
 
 def argmax(input, dim=None, keepdim=False):
-    """Index of the maximum (of the flattened input when ``dim`` is None)."""
+    """Index of the maximum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmax(x)
+    tensor(1)
+    >>> torcia.argmax(x, dim=1)
+    tensor([1, 0])
+    """
     return call("argmax", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
                                      "keepdim": bool(keepdim)})
 
 
 def argmin(input, dim=None, keepdim=False):
-    """Index of the minimum (of the flattened input when ``dim`` is None)."""
+    """Index of the minimum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmin(x, dim=0)
+    tensor([0, 1])
+    """
     return call("argmin", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
                                      "keepdim": bool(keepdim)})
 
@@ -541,7 +729,17 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
+    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0, 3.0, 4.0])
+    >>> torcia.std(x)
+    tensor(1.2910)
+    >>> torcia.std(x, correction=0)
+    tensor(1.1180)
+    """
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     return call("std", (_float_input(input, "std"),),
@@ -550,11 +748,27 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance and the mean over ``dim``, as :func:`var` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.var_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
     return (var(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation and the mean over ``dim``, as :func:`std` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.std_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
     return (std(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
@@ -567,7 +781,17 @@ def _float_input(input, name):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements)."""
+    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.0, 0.0]])
+    >>> torcia.norm(x)
+    tensor(5.)
+    >>> torcia.norm(x, p=1, dim=1)
+    tensor([7., 0.])
+    """
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":
@@ -582,34 +806,87 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 def logsumexp(input, dim, keepdim=False):
-    """``log(sum(exp(input)))`` over ``dim``, computed stably."""
+    """``log(sum(exp(input)))`` over ``dim``, computed stably.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logsumexp(torcia.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
+    tensor([6.9315e-01, 1.0007e+03])
+    """
     if not input.dtype.is_floating_point:
         input = to_dtype(input, D.get_default_dtype())
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def all(input, dim=None, keepdim=False):
-    """Whether all elements (along ``dim``) are nonzero."""
+    """Whether all elements (along ``dim``) are nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[True, False], [True, True]])
+    >>> torcia.all(x)
+    tensor(False)
+    >>> torcia.all(x, dim=1)
+    tensor([False,  True])
+    """
     return call("all", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def any(input, dim=None, keepdim=False):
-    """Whether any element (along ``dim``) is nonzero."""
+    """Whether any element (along ``dim``) is nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 0], [0, 3]])
+    >>> torcia.any(x)
+    tensor(True)
+    >>> torcia.any(x, dim=1)
+    tensor([False,  True])
+    """
     return call("any", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def count_nonzero(input, dim=None):
+    """The number of nonzero elements (along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
+    >>> torcia.count_nonzero(x)
+    tensor(3)
+    >>> torcia.count_nonzero(x, dim=0)
+    tensor([0, 1, 2])
+    """
     return call("count_nonzero", (input,), {"dim": _dims(dim, input.ndim)})
 
 
 def cumsum(input, dim, *, dtype=None):
-    """Cumulative sum along ``dim``."""
+    """Cumulative sum along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cumsum(torcia.tensor([[1, 2], [3, 4]]), dim=1)
+    tensor([[1, 3],
+            [3, 7]])
+    """
     return call("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
                                      "dtype": _acc_dtype(input, dtype)})
 
 
 def cumprod(input, dim, *, dtype=None):
-    """Cumulative product along ``dim``."""
+    """Cumulative product along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cumprod(torcia.tensor([1, 2, 3, 4]), dim=0)
+    tensor([ 1,  2,  6, 24])
+    """
     return call("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
                                       "dtype": _acc_dtype(input, dtype)})
 
@@ -627,6 +904,14 @@ def view(input, *shape):
     """The same data with another shape; raises when no view is possible (use reshape).
 
     A dtype argument reinterprets the bytes instead, as ``Tensor.view(dtype)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view(torcia.arange(6), (3, 2))
+    tensor([[0, 1],
+            [2, 3],
+            [4, 5]])
     """
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
@@ -635,7 +920,15 @@ def view(input, *shape):
 
 
 def reshape(input, *shape):
-    """The same data with another shape: a view when possible, else a copy."""
+    """The same data with another shape: a view when possible, else a copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.reshape(torcia.arange(6), (2, -1))
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     shape = _infer_shape(_shape_arg(shape), input.numel(), input.shape)
     if tuple(shape) == tuple(input.shape):
         return _view_call("view", input, {"shape": shape})
@@ -647,7 +940,14 @@ def reshape(input, *shape):
 
 
 def permute(input, *dims):
-    """Reorder dimensions (a view)."""
+    """Reorder dimensions (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.permute(torcia.zeros(2, 3, 4), (2, 0, 1)).shape
+    torcia.Size([4, 2, 3])
+    """
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if len(dims) != input.ndim or sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(
@@ -660,7 +960,14 @@ def permute(input, *dims):
 
 
 def transpose(input, dim0, dim1):
-    """Swap two dimensions (a view)."""
+    """Swap two dimensions (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.transpose(torcia.zeros(2, 3, 4), 0, 2).shape
+    torcia.Size([4, 3, 2])
+    """
     n = input.ndim
     return _view_call("transpose", input, {"dim0": _wrap_dim(dim0, n), "dim1": _wrap_dim(dim1, n)})
 
@@ -669,7 +976,16 @@ swapaxes = swapdims = transpose
 
 
 def t(input):
-    """Transpose of a tensor of at most 2 dimensions."""
+    """Transpose of a tensor of at most 2 dimensions.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.t(torcia.tensor([[1, 2, 3]]))
+    tensor([[1],
+            [2],
+            [3]])
+    """
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     if input.ndim < 2:
@@ -678,7 +994,17 @@ def t(input):
 
 
 def squeeze(input, dim=None):
-    """Remove dimensions of size 1 (all, or those in ``dim``)."""
+    """Remove dimensions of size 1 (all, or those in ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 1, 3, 1)
+    >>> torcia.squeeze(x).shape
+    torcia.Size([2, 3])
+    >>> torcia.squeeze(x, 1).shape
+    torcia.Size([2, 3, 1])
+    """
     if input.ndim == 0:
         return _view_call("view", input, {"shape": ()})
     d = None if dim is None else _dims(dim, input.ndim)
@@ -686,12 +1012,30 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
-    """Insert a dimension of size 1 at ``dim``."""
+    """Insert a dimension of size 1 at ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, 2])
+    >>> torcia.unsqueeze(x, 0).shape
+    torcia.Size([1, 2])
+    >>> torcia.unsqueeze(x, -1).shape
+    torcia.Size([2, 1])
+    """
     return _view_call("unsqueeze", input, {"dim": _wrap_dim(dim, input.ndim + 1)})
 
 
 def expand(input, *sizes):
-    """Broadcast to a larger shape without copying (``-1`` keeps a dimension)."""
+    """Broadcast to a larger shape without copying (``-1`` keeps a dimension).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.expand(torcia.tensor([[1], [2]]), 2, 3)
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    """
     sizes = _shape_arg(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError(
@@ -717,26 +1061,73 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
+    """``input`` broadcast to the shape of ``other``, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.expand_as(torcia.tensor([1, 2]), torcia.zeros(3, 2)).shape
+    torcia.Size([3, 2])
+    """
     return expand(input, other.shape)
 
 
 def broadcast_to(input, shape):
+    """``input`` broadcast to ``shape``, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.broadcast_to(torcia.tensor([1, 2]), (2, 2))
+    tensor([[1, 2],
+            [1, 2]])
+    """
     return expand(input, shape)
 
 
 def broadcast_tensors(*tensors):
+    """The ``tensors`` broadcast to their common shape (as views).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.broadcast_tensors(torcia.tensor([[1], [2]]), torcia.tensor([10, 20, 30]))
+    >>> a
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    >>> b.shape
+    torcia.Size([2, 3])
+    """
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
 def broadcast_shapes(*shapes):
+    """The shape that tensors of the given ``shapes`` broadcast to.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.broadcast_shapes((2, 1), (1, 3))
+    torcia.Size([2, 3])
+    """
     from torcia._tensor import Size
 
     return Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims ``start_dim..end_dim`` into one."""
+    """Merge dims ``start_dim..end_dim`` into one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 3, 4)
+    >>> torcia.flatten(x).shape
+    torcia.Size([24])
+    >>> torcia.flatten(x, start_dim=1).shape
+    torcia.Size([2, 12])
+    """
     if input.ndim == 0:
         return reshape(input, (1,))
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
@@ -750,7 +1141,14 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
-    """Split dim ``dim`` into ``sizes``."""
+    """Split dim ``dim`` into ``sizes``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unflatten(torcia.zeros(2, 12), 1, (3, 4)).shape
+    torcia.Size([2, 3, 4])
+    """
     d = _wrap_dim(dim, input.ndim)
     sizes = tuple(sizes)
     inner = _infer_shape(sizes, input.shape[d], sizes)
@@ -758,7 +1156,14 @@ def unflatten(input, dim, sizes):
 
 
 def narrow(input, dim, start, length):
-    """The slice ``start:start+length`` of dim ``dim`` (a view)."""
+    """The slice ``start:start+length`` of dim ``dim`` (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.narrow(torcia.arange(10), 0, 2, 3)
+    tensor([2, 3, 4])
+    """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(start, Tensor):
@@ -771,7 +1176,15 @@ def narrow(input, dim, start, length):
 
 
 def unfold(input, dimension, size, step):
-    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim."""
+    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unfold(torcia.arange(6), 0, 3, 2)
+    tensor([[0, 1, 2],
+            [2, 3, 4]])
+    """
     d = _wrap_dim(dimension, input.ndim)
     if size > (input.shape[d] if input.ndim else 1):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is "
@@ -782,7 +1195,14 @@ def unfold(input, dimension, size, step):
 
 
 def movedim(input, source, destination):
-    """Move dims from ``source`` positions to ``destination`` positions."""
+    """Move dims from ``source`` positions to ``destination`` positions.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.movedim(torcia.zeros(2, 3, 4), 0, -1).shape
+    torcia.Size([3, 4, 2])
+    """
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
@@ -802,19 +1222,47 @@ moveaxis = movedim
 
 
 def contiguous(input, memory_format=None):
-    """``input`` itself when C-contiguous, else a contiguous copy."""
+    """``input`` itself when C-contiguous, else a contiguous copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6).reshape(2, 3).t()
+    >>> x.is_contiguous(), torcia.contiguous(x).is_contiguous()
+    (False, True)
+    """
     if input.is_contiguous():
         return input
     return call("contiguous", (input,), {})
 
 
 def clone(input, *, memory_format=None):
-    """A copy with its own storage (gradients flow back to ``input``)."""
+    """A copy with its own storage (gradients flow back to ``input``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, 2])
+    >>> y = torcia.clone(x)
+    >>> y[0] = 7
+    >>> x, y
+    (tensor([1, 2]), tensor([7, 2]))
+    """
     return call("clone", (input,), {})
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal with ``offset`` of the 2-D planes (dim1, dim2), as a view."""
+    """The diagonal with ``offset`` of the 2-D planes (dim1, dim2), as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(9).reshape(3, 3)
+    >>> torcia.diagonal(x)
+    tensor([0, 4, 8])
+    >>> torcia.diagonal(x, offset=1)
+    tensor([1, 5])
+    """
     n = input.ndim
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -823,18 +1271,45 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 def as_strided(input, size, stride, storage_offset=0):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and ``storage_offset``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6)
+    >>> torcia.as_strided(x, (2, 2), (1, 2))
+    tensor([[0, 2],
+            [1, 3]])
+    """
     return _view_call("as_strided", input, {"size": tuple(size), "stride": tuple(stride),
                                             "storage_offset": storage_offset})
 
 
 def detach(input):
-    """A tensor sharing storage with ``input`` but outside the graph."""
+    """A tensor sharing storage with ``input`` but outside the graph.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> torcia.detach(x * 2).requires_grad
+    False
+    """
     t = Tensor._make(input._data, input._device)
     t._vc = input._vc
     return t
 
 
 def select(input, dim, index):
+    """The slice of ``input`` at ``index`` along ``dim``, without that dimension (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.select(x, 1, 0)
+    tensor([1, 3])
+    """
     d = _wrap_dim(dim, input.ndim)
     return getitem(input, (slice(None),) * d + (index,))
 
@@ -1060,7 +1535,15 @@ def _moved(nb, p, n, to_torch):
 
 
 def getitem(input, key):
-    """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
+    """``input[key]``: a view for basic indexing, a copy for advanced indexing.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6).reshape(2, 3)
+    >>> torcia.getitem(x, (slice(None), 1))
+    tensor([1, 4])
+    """
     key, advanced = _index_key(input, key)
     try:
         out = call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
@@ -1074,7 +1557,16 @@ def getitem(input, key):
 
 
 def setitem(input, key, value):
-    """``input[key] = value`` in place (recorded for autograd as an ``index_put``)."""
+    """``input[key] = value`` in place (recorded for autograd as an ``index_put``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3)
+    >>> torcia.setitem(x, 1, 5.0)
+    >>> x
+    tensor([0., 5., 0.])
+    """
     k, advanced = _index_key(input, key)
     if not isinstance(value, Tensor):
         from torcia._creation import tensor
@@ -1099,7 +1591,17 @@ def setitem(input, key, value):
 
 
 def index_put(input, indices, values, accumulate=False):
-    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(4)
+    >>> torcia.index_put(x, (torcia.tensor([0, 2]),), torcia.tensor(5.0))
+    tensor([5., 0., 5., 0.])
+    >>> torcia.index_put(x, (torcia.tensor([1, 1]),), torcia.tensor(1.0), accumulate=True)
+    tensor([0., 2., 0., 0.])
+    """
     k, _ = _index_key(input, tuple(indices))
     return call("index_put", (input, values), {"key": k, "accumulate": bool(accumulate)})
 
@@ -1176,7 +1678,15 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0):
-    """Join along a new ``dim``; all tensors must have the same shape."""
+    """Join along a new ``dim``; all tensors must have the same shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
     tensors = _same_dtype(tensors, "stack")
     ref = tensors[0]
     for i, t in enumerate(tensors):
@@ -1188,15 +1698,44 @@ def stack(tensors, dim=0):
 
 
 def hstack(tensors):
+    """Concatenate ``tensors`` along their second dimension (the first for 1-D ones).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hstack([torcia.tensor([1, 2]), torcia.tensor([3])])
+    tensor([1, 2, 3])
+    >>> torcia.hstack([torcia.ones(2, 1), torcia.zeros(2, 2)])
+    tensor([[1., 0., 0.],
+            [1., 0., 0.]])
+    """
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
+    """Concatenate ``tensors`` along their first dimension (1-D ones as rows).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vstack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[1, 2],
+            [3, 4]])
+    """
     return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
 def split(tensor, split_size_or_sections, dim=0):
-    """Split into chunks of a size (the last may be smaller) or of the listed sizes."""
+    """Split into chunks of a size (the last may be smaller) or of the listed sizes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.split(torcia.arange(5), 2)
+    (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    >>> torcia.split(torcia.arange(5), [1, 4])
+    (tensor([0]), tensor([1, 2, 3, 4]))
+    """
     d = _wrap_dim(dim, tensor.ndim)
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -1221,7 +1760,14 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
-    """Split into ``chunks`` pieces of equal size (the last may be smaller)."""
+    """Split into ``chunks`` pieces of equal size (the last may be smaller).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.chunk(torcia.arange(5), 2)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    """
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     size = input.shape[_wrap_dim(dim, input.ndim)]
@@ -1230,6 +1776,16 @@ def chunk(input, chunks, dim=0):
 
 
 def tensor_split(input, indices_or_sections, dim=0):
+    """Split into ``n`` nearly equal pieces (the first ones larger), or at indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor_split(torcia.arange(7), 3)
+    (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
+    >>> torcia.tensor_split(torcia.arange(7), [1, 5])
+    (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
+    """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(indices_or_sections, int):
@@ -1243,7 +1799,14 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def unbind(input, dim=0):
-    """The slices along ``dim``, each without that dim."""
+    """The slices along ``dim``, each without that dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unbind(torcia.tensor([[1, 2], [3, 4]]), dim=1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
     d = _wrap_dim(dim, input.ndim)
     if input.shape[d] == 0:
         return ()
@@ -1260,7 +1823,16 @@ def _index_tensor(index, name="index"):
 
 
 def gather(input, dim, index, *, sparse_grad=False):
-    """Values of ``input`` along ``dim`` at positions ``index``."""
+    """Values of ``input`` along ``dim`` at positions ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.gather(x, 1, torcia.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "gather")
     if index.ndim != input.ndim:
@@ -1275,7 +1847,16 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``."""
+    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 3)
+    >>> torcia.scatter(x, 1, torcia.tensor([[2], [0]]), torcia.tensor([[1.0], [2.0]]))
+    tensor([[0., 0., 1.],
+            [2., 0., 0.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
     _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
@@ -1292,7 +1873,15 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
-    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``."""
+    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3)
+    >>> torcia.scatter_add(x, 0, torcia.tensor([0, 0, 2]), torcia.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
     _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
@@ -1300,7 +1889,16 @@ def scatter_add(input, dim, index, src):
 
 
 def index_select(input, dim, index):
-    """Rows (along ``dim``) of ``input`` at the 1-D ``index``."""
+    """Rows (along ``dim``) of ``input`` at the 1-D ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4], [5, 6]])
+    >>> torcia.index_select(x, 0, torcia.tensor([2, 0]))
+    tensor([[5, 6],
+            [1, 2]])
+    """
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
@@ -1310,7 +1908,17 @@ def index_select(input, dim, index):
 
 
 def index_add(input, dim, index, source, *, alpha=1):
-    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``."""
+    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_add(x, 0, torcia.tensor([0, 2, 0]), torcia.ones(3, 2))
+    tensor([[2., 2.],
+            [0., 0.],
+            [1., 1.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _check_range(index._data, input.shape[d], d, IndexError, negative=False,
                  message="index out of range in self")
@@ -1318,6 +1926,17 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def index_copy(input, dim, index, source):
+    """A copy of ``input`` with its slices at ``index`` along ``dim`` from ``source``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_copy(x, 0, torcia.tensor([2, 0]), torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[3., 4.],
+            [0., 0.],
+            [1., 2.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     bad = index._data[(index._data < 0) | (index._data >= input.shape[d])]
     if bad.size:
@@ -1327,7 +1946,16 @@ def index_copy(input, dim, index, source):
 
 
 def take_along_dim(input, indices, dim=None):
-    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None)."""
+    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[10, 30, 20], [60, 40, 50]])
+    >>> torcia.take_along_dim(x, torcia.argsort(x, dim=1), dim=1)
+    tensor([[10, 20, 30],
+            [40, 50, 60]])
+    """
     if dim is None:
         return call("take_along_dim", (input, indices), {"dim": None})
     d = _wrap_dim(dim, input.ndim)
@@ -1343,21 +1971,54 @@ def take_along_dim(input, indices, dim=None):
 
 
 def flip(input, dims):
-    """Reverse the order along ``dims``."""
+    """Reverse the order along ``dims``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flip(torcia.tensor([[1, 2], [3, 4]]), dims=(0,))
+    tensor([[3, 4],
+            [1, 2]])
+    """
     d = _dims(dims if not isinstance(dims, int) else (dims,), input.ndim)
     return call("flip", (input,), {"dims": d or ()})
 
 
 def fliplr(input):
+    """``input`` reversed along its second dimension (left-right).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fliplr(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 1],
+            [4, 3]])
+    """
     return flip(input, (1,))
 
 
 def flipud(input):
+    """``input`` reversed along its first dimension (up-down).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flipud(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[3, 4],
+            [1, 2]])
+    """
     return flip(input, (0,))
 
 
 def roll(input, shifts, dims=None):
-    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None)."""
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.roll(torcia.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
     if dims is None:
         return call("roll", (input,), {"shifts": shifts, "dims": None})
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -1370,7 +2031,15 @@ def roll(input, shifts, dims=None):
 
 
 def repeat(input, *sizes):
-    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``)."""
+    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat(torcia.tensor([1, 2]), 2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
     sizes = _shape_arg(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -1379,7 +2048,15 @@ def repeat(input, *sizes):
 
 
 def tile(input, dims):
-    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one)."""
+    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tile(torcia.tensor([1, 2]), (2, 2))
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -1387,7 +2064,18 @@ def tile(input, dims):
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input)."""
+    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat_interleave(torcia.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    >>> torcia.repeat_interleave(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
     if repeats is None:
         # repeat_interleave(repeats): each index i repeated repeats[i] times
         from torcia._creation import arange
@@ -1402,14 +2090,32 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 
 def tril(input, diagonal=0):
-    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero."""
+    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tril(torcia.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return call("tril", (input,), {"diagonal": int(diagonal)})
 
 
 def triu(input, diagonal=0):
-    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero."""
+    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.triu(torcia.ones(3, 3), diagonal=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return call("triu", (input,), {"diagonal": int(diagonal)})
@@ -1477,7 +2183,14 @@ def _sparse_mm(a, b):
 
 
 def mm(input, mat2):
-    """Product of two 2-D matrices (one may be a sparse COO matrix)."""
+    """Product of two 2-D matrices (one may be a sparse COO matrix).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mm(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0], [4.0]]))
+    tensor([[11.]])
+    """
     if input.is_sparse or mat2.is_sparse:
         return _sparse_mm(input, mat2)
     _matmul_dtype(input, mat2, "mm")
@@ -1490,7 +2203,15 @@ def mm(input, mat2):
 
 
 def bmm(input, mat2):
-    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p)."""
+    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(4, 2, 3)
+    >>> torcia.bmm(a, torcia.ones(4, 3, 5)).shape
+    torcia.Size([4, 2, 5])
+    """
     _matmul_dtype(input, mat2, "bmm")
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
@@ -1502,7 +2223,14 @@ def bmm(input, mat2):
 
 
 def dot(input, other):
-    """Inner product of two 1-D tensors."""
+    """Inner product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dot(torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
     _matmul_dtype(input, other, "dot")
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -1537,7 +2265,15 @@ def inner(input, other):
 
 
 def outer(input, vec2):
-    """Outer product of two 1-D tensors."""
+    """Outer product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.outer(torcia.tensor([1, 2]), torcia.tensor([1, 10, 100]))
+    tensor([[  1,  10, 100],
+            [  2,  20, 200]])
+    """
     _matmul_dtype(input, vec2, "outer")
     return call("outer", (input, vec2), {})
 
@@ -1546,7 +2282,17 @@ ger = outer
 
 
 def einsum(equation, *operands):
-    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``."""
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.einsum("ij,j->i", a, torcia.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    >>> torcia.einsum("ii", a)
+    tensor(5.)
+    """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = _same_dtype(operands, "einsum")
@@ -1554,7 +2300,17 @@ def einsum(equation, *operands):
 
 
 def tensordot(a, b, dims=2):
-    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``."""
+    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(3, 4, 5)
+    >>> torcia.tensordot(a, torcia.ones(4, 5, 2)).shape
+    torcia.Size([3, 2])
+    >>> torcia.tensordot(a, torcia.ones(5, 3), dims=([0, 2], [1, 0])).shape
+    torcia.Size([4])
+    """
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):
@@ -1574,7 +2330,16 @@ def _full_contraction(a, b, dims):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)``."""
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.addmm(torcia.ones(2, 2), m, torcia.eye(2), beta=10)
+    tensor([[11., 12.],
+            [13., 14.]])
+    """
     return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
 
 
@@ -1781,10 +2546,27 @@ INPLACE = (
 
 
 def multiply(input, other):
+    """``input * other`` with broadcasting (an alias of :func:`mul`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.multiply(torcia.tensor([1, 2]), torcia.tensor([[3], [4]]))
+    tensor([[3, 6],
+            [4, 8]])
+    """
     return binary("mul", input, other)
 
 
 def subtract(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting (an alias of :func:`sub`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.subtract(torcia.tensor([5.0, 6.0]), 1.5)
+    tensor([3.5000, 4.5000])
+    """
     return sub(input, other, alpha=alpha)
 
 
