@@ -21,7 +21,17 @@ STATE = _State()
 
 
 def is_grad_enabled() -> bool:
-    """Whether operations are recorded for gradients now."""
+    """Whether operations are recorded for gradients now.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_grad_enabled()
+    True
+    >>> with torcia.no_grad():
+    ...     print(torcia.is_grad_enabled())
+    False
+    """
     return STATE.enabled
 
 
@@ -115,4 +125,15 @@ class inference_mode(_BareDecorator):
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether an :class:`inference_mode` block is active.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_inference_mode_enabled()
+    False
+    >>> with torcia.inference_mode():
+    ...     print(torcia.is_inference_mode_enabled())
+    True
+    """
     return not STATE.enabled

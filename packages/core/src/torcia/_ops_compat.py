@@ -581,7 +581,16 @@ def dist(input, other, p=2):
 
 @autocast_as("renorm")
 def renorm(input, p, dim, maxnorm):
-    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm."""
+    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.renorm(x, 2, 0, 1.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
     others = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
     norms = input.abs().pow(p).sum(dim=others, keepdim=True).pow(1.0 / p)
     scale = _ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), C.ones_like(norms))
@@ -847,7 +856,15 @@ def diagflat(input, offset=0):
 @autocast_as("chain_matmul")
 def chain_matmul(*matrices):
     """The product of 2-D matrices, left to right (deprecated in PyTorch for
-    ``linalg.multi_dot``)."""
+    ``linalg.multi_dot``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0]])
+    >>> torcia.chain_matmul(a, torcia.eye(2), a.t())
+    tensor([[5.]])
+    """
     out = matrices[0]
     for m in matrices[1:]:
         out = out @ m

@@ -113,12 +113,26 @@ def elu(input, alpha=1.0, inplace=False):
 
 
 def selu(input, inplace=False):
-    """``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507."""
+    """``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.selu(torcia.tensor([-1.0, 1.0]))
+    tensor([-1.1113,  1.0507])
+    """
     return _activation("selu", input, "selu", inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
+    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.celu(torcia.tensor([-1.0, 2.0]))
+    tensor([-0.6321,  2.0000])
+    """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _activation("celu", input, "celu", inplace, alpha=float(alpha))
@@ -380,7 +394,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``."""
+    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2, 2)
+    >>> torcia.conv3d(x, torcia.ones(1, 1, 2, 2, 2)).flatten()
+    tensor([8.])
+    """
     return _conv(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
@@ -449,14 +471,32 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """The transpose (adjoint) of :func:`conv2d` ("deconvolution"): ``weight`` is
-    (in_channels, out_channels / groups, kh, kw)."""
+    (in_channels, out_channels / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2)
+    >>> torcia.conv_transpose2d(x, torcia.ones(1, 1, 2, 2))
+    tensor([[[[1., 2., 1.],
+              [2., 4., 2.],
+              [1., 2., 1.]]]])
+    """
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
                            dilation, "conv_transpose2d")
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
-    """The transpose (adjoint) of :func:`conv3d`."""
+    """The transpose (adjoint) of :func:`conv3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 1, 1, 1)
+    >>> torcia.conv_transpose3d(x, torcia.ones(1, 2, 2, 2, 2)).shape
+    torcia.Size([1, 2, 2, 2, 2])
+    """
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
                            dilation, "conv_transpose3d")
 
@@ -545,7 +585,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 @autocast_as("max_pool3d")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """The maximum of each window of ``input`` (N, C, D, H, W)."""
+    """The maximum of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([7.])
+    """
     return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices, "max_pool3d")
 
@@ -678,7 +725,14 @@ def adaptive_avg_pool3d(input, output_size):
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L)."""
+    """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.adaptive_max_pool1d(torcia.tensor([[[1.0, 4.0, 2.0, 3.0]]]), 2)
+    tensor([[[4., 3.]]])
+    """
     return _adaptive_max_pool(1, input, output_size, return_indices, "adaptive_max_pool1d")
 
 
@@ -775,7 +829,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                       eps, cudnn_enabled=True):
-    """``torch.batch_norm``'s argument order for :func:`batch_norm`."""
+    """``torch.batch_norm``'s argument order for :func:`batch_norm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0], [3.0]])
+    >>> torcia.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
     return batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                       eps)
 
@@ -808,7 +871,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,
                       cudnn_enable=True):
-    """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``."""
+    """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.layer_norm(torcia.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
     return layer_norm(input, normalized_shape, weight, bias, eps)
 
 
@@ -850,7 +920,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05,
                       cudnn_enabled=True):
-    """``torch.group_norm``: :func:`group_norm` with the unused ``cudnn_enabled``."""
+    """``torch.group_norm``: :func:`group_norm` with the unused ``cudnn_enabled``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 3.0, 5.0, 7.0]]).reshape(1, 4, 1)
+    >>> torcia.group_norm(x, 2).flatten()
+    tensor([-1.0000,  1.0000, -1.0000,  1.0000])
+    """
     return group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -949,7 +1027,16 @@ def _renorm_rows(weight, input, max_norm, norm_type):
 
 def _torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
                      sparse=False):
-    """``torch.embedding``: weight first, and -1 for "no padding row"."""
+    """``torch.embedding``: weight first, and -1 for "no padding row".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.embedding(weight, torcia.tensor([2, 1]))
+    tensor([[3., 4.],
+            [1., 2.]])
+    """
     return embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                      scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
@@ -1073,12 +1160,28 @@ def _alpha_dropout(input, p, training, inplace_, shape):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
-    SELU's negative saturation value, then an affine map restores the statistics."""
+    SELU's negative saturation value, then an affine map restores the statistics.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -1.0])
+    >>> torcia.alpha_dropout(x, 0.5, training=False)
+    tensor([ 1., -1.])
+    """
     return _alpha_dropout(input, p, training, inplace, input.shape)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``."""
+    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 2, 3)
+    >>> torcia.feature_alpha_dropout(x, 0.5, training=False).equal(x)
+    True
+    """
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return _alpha_dropout(input, p, training, inplace, shape)
 
@@ -1114,7 +1217,14 @@ def pixel_shuffle(input, upscale_factor):
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle."""
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_unshuffle(torcia.zeros(1, 1, 4, 6), 2).shape
+    torcia.Size([1, 4, 2, 3])
+    """
     r = int(downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
