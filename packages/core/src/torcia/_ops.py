@@ -93,6 +93,87 @@ def _tensor_arg(x, name="input", like=None) -> Tensor:
 # ---------------------------------------------------------------------------------------
 
 
+# The example of each function made below: its arguments (a list stands for a tensor of it)
+# and what the call prints; the docs tests run them.
+_EXAMPLES = {
+    "exp": ("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
+    "exp2": ("[0, 3]", "tensor([1., 8.])"),
+    "log": ("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
+    "log2": ("[1, 8]", "tensor([0., 3.])"),
+    "log10": ("[1.0, 10.0]", "tensor([0., 1.])"),
+    "log1p": ("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
+    "expm1": ("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
+    "sqrt": ("[4, 9]", "tensor([2., 3.])"),
+    "rsqrt": ("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
+    "reciprocal": ("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
+    "sin": ("[0.0, 1.5708]", "tensor([0., 1.])"),
+    "cos": ("[0.0, 3.1416]", "tensor([ 1., -1.])"),
+    "tan": ("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
+    "asin": ("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
+    "acos": ("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
+    "atan": ("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
+    "sinh": ("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
+    "cosh": ("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
+    "tanh": ("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
+    "asinh": ("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
+    "acosh": ("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
+    "atanh": ("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
+    "sigmoid": ("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
+    "erf": ("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
+    "erfc": ("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
+    "erfinv": ("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
+    "lgamma": ("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
+    "digamma": ("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
+    "neg": ("[1, -2]", "tensor([-1,  2])"),
+    "abs": ("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
+    "sign": ("[-2, 0, 3]", "tensor([-1,  0,  1])"),
+    "square": ("[2, -3]", "tensor([4, 9])"),
+    "floor": ("[-1.5, 1.5]", "tensor([-2.,  1.])"),
+    "ceil": ("[-1.5, 1.5]", "tensor([-1.,  2.])"),
+    "trunc": ("[-1.5, 1.5]", "tensor([-1.,  1.])"),
+    "frac": ("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
+    "relu": ("[-1.0, 2.0]", "tensor([0., 2.])"),
+    "bitwise_not": ("[0, 5]", "tensor([-1, -6])"),
+    "isnan": ('[float("nan"), 1.0]', "tensor([ True, False])"),
+    "isinf": ('[float("inf"), 1.0]', "tensor([ True, False])"),
+    "isfinite": ('[float("inf"), 1.0]', "tensor([False,  True])"),
+    "logical_not": ("[0, 3]", "tensor([ True, False])"),
+    "signbit": ("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
+    "mul": ("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
+    "floor_divide": ("[7, -7]", "2", "tensor([ 3, -4])"),
+    "remainder": ("[7, -7]", "3", "tensor([1, 2])"),
+    "fmod": ("[7, -7]", "3", "tensor([ 1, -1])"),
+    "maximum": ("[1, 5]", "[3, 2]", "tensor([3, 5])"),
+    "minimum": ("[1, 5]", "[3, 2]", "tensor([1, 2])"),
+    "bitwise_and": ("[12, 10]", "[10, 6]", "tensor([8, 2])"),
+    "bitwise_or": ("[12, 10]", "[10, 6]", "tensor([14, 14])"),
+    "bitwise_xor": ("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
+    "fmax": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
+    "fmin": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
+    "atan2": ("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
+    "hypot": ("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])"),
+    "xlogy": ("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
+    "eq": ("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
+    "ne": ("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
+    "lt": ("[1, 2, 3]", "2", "tensor([ True, False, False])"),
+    "le": ("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
+    "gt": ("[1, 2, 3]", "2", "tensor([False, False,  True])"),
+    "ge": ("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
+    "logical_and": ("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
+    "logical_or": ("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
+    "logical_xor": ("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
+}
+
+
+def _example(name):
+    if name not in _EXAMPLES:
+        # add, sub and pow: defined again below, with examples of their own
+        return ""
+    *args, result = _EXAMPLES[name]
+    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+    return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+
+
 def _make_unary(name, to_float):
     def fn(input):
         return unary(name, input, to_float)
@@ -100,7 +181,7 @@ def _make_unary(name, to_float):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of ``input``." + (
         " Integer inputs give the default float dtype." if to_float else ""
-    )
+    ) + _example(name)
     return fn
 
 
@@ -109,7 +190,8 @@ def _make_binary(name, float_op):
         return binary(name, input, other, float_op)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+                  + _example(name))
     return fn
 
 
@@ -118,7 +200,7 @@ def _make_compare(name):
         return binary(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor."
+    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor." + _example(name)
     return fn
 
 
