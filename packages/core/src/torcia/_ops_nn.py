@@ -25,7 +25,16 @@ from torcia.random import rng_of
 
 
 def _ntuple(value, n: int, name: str) -> tuple:
-    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints."""
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.library.ntuple(3, 2, "kernel_size")
+    (3, 3)
+    >>> torcia.library.ntuple((1, 2), 2, "stride")
+    (1, 2)
+    """
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),) * n
     value = tuple(int(v) for v in value)

@@ -544,7 +544,14 @@ _make = Tensor._make
 
 
 def _wrap_dim(dim, ndim: int) -> int:
-    """A dim index made non-negative, or PyTorch's IndexError when it is out of range."""
+    """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.library.wrap_dim(-1, 3)
+    2
+    """
     n = max(ndim, 1)
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")

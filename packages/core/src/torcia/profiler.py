@@ -247,6 +247,16 @@ def _timed_kernel(op, device, provider, fn):
 
 @contextmanager
 def record_function(name: str):
-    """Mark a block of code: it appears in the profile as one event named ``name``."""
+    """Mark a block of code: it appears in the profile as one event named ``name``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.profiler.profile() as prof:
+    ...     with torcia.profiler.record_function("scale"):
+    ...         y = torcia.ones(3) * 2
+    >>> "scale" in [e.key for e in prof.key_averages()]
+    True
+    """
     with _span(name, "user", None, None):
         yield
