@@ -62,7 +62,17 @@ def load_autograd():
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``."""
+    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.zeros(2, 3).shape
+    >>> s
+    torcia.Size([2, 3])
+    >>> s.numel(), tuple(s), s[1]
+    (6, (2, 3), 3)
+    """
 
     def __repr__(self):
         return f"torcia.Size({list(self)})"

@@ -254,6 +254,15 @@ class autocast:
         The low-precision dtype: bfloat16 on "cpu", float16 on "cuda" by default.
     enabled : bool
         False makes the region a no-op (and turns autocast off inside an outer one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> layer = torcia.nn.Linear(4, 2)
+    >>> with torcia.autocast("cpu", dtype=torcia.bfloat16):
+    ...     y = layer(torcia.randn(3, 4))
+    >>> y.dtype
+    torcia.bfloat16
     """
 
     def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
