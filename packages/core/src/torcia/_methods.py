@@ -7,8 +7,6 @@ write its result back (see :func:`torcia._tensor.inplace`).
 
 from __future__ import annotations
 
-import re
-
 import numpy as np
 
 from torcia import _creation as C
@@ -24,7 +22,6 @@ from torcia import (
     linalg,
     special,
 )
-from torcia import ops as _oplist
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -41,28 +38,13 @@ for _name in _ops.METHODS:
     setattr(Tensor, _name, getattr(_ops, _name))
 
 
-def _inplace_example(name):
-    """The Examples section of ``Tensor.name_``: the example of :mod:`torcia._ops`'s
-    elementwise ``name``, run in place ("" for the others, and for comparisons, whose bool
-    result an in-place call writes back in the input's dtype)."""
-    if name not in _ops._EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
-        return ""
-    first, *others, result = _ops._EXAMPLES[name]
-    if name in _oplist.UNARY_FLOAT:
-        # in place, the result keeps the input's dtype: an integer input cannot hold it
-        first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
-    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in others)
-    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
-            f">>> x.{name}_({call})\n{result}\n>>> x\n{result}\n")
-
-
 def _make_inplace(fn):
     def method(self, *args, **kwargs):
         return inplace(fn, self, *args, **kwargs)
 
     method.__name__ = fn.__name__ + "_"
     method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
-                      + _inplace_example(fn.__name__))
+                      + _ops._inplace_example(fn.__name__))
     return method
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import re
 
 import numpy as np
 
@@ -172,6 +173,24 @@ def _example(name):
     *args, result = _EXAMPLES[name]
     call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
     return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+
+
+def _inplace_example(name, function=False):
+    """The Examples section of the in-place ``name_``: the example of the elementwise
+    ``name`` above, run in place, as ``Tensor.name_`` (or ``torcia.name_`` with
+    ``function``); "" for the others, and for comparisons, whose bool result an in-place
+    call writes back in the input's dtype."""
+    if name not in _EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
+        return ""
+    first, *others, result = _EXAMPLES[name]
+    if name in _oplist.UNARY_FLOAT:
+        # in place, the result keeps the input's dtype: an integer input cannot hold it
+        first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
+    args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
+    call = f"torcia.{name}_({', '.join(['x', *args])})" if function else \
+        f"x.{name}_({', '.join(args)})"
+    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
+            f">>> {call}\n{result}\n>>> x\n{result}\n")
 
 
 def _make_unary(name, to_float):

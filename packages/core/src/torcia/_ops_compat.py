@@ -46,7 +46,8 @@ def _alias(new, old):
         return fn(*args, **kwargs)
 
     alias.__name__ = new
-    alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)."
+    alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)." + (
+        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}("))
     return alias
 
 
@@ -1679,7 +1680,8 @@ def _top_inplace(name):
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = name
-    fn.__doc__ = f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+    fn.__doc__ = (f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+                  + _ops._inplace_example(name[:-1], function=True))
     return fn
 
 
