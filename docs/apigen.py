@@ -139,13 +139,39 @@ def _kind(obj) -> str:
     return "data"
 
 
+#: Modules that re-export other modules' objects for plugin authors: an object they share
+#: with another public module is documented there (``torcia.nn.functional.gelu``, not
+#: ``torcia.library.gelu``), and here only what they alone make public.
+LAST = ("torcia.library",)
+
+
+def _entries(module, modname: str, root: str, others: set[str], seen: dict) -> list[Entry]:
+    entries = []
+    names = public_names(module, root, others)
+    # the name an object calls itself first, so that Tensor, not its alias FloatTensor,
+    # gets the page
+    order = sorted(names, key=lambda n: getattr(names[n], "__name__", None) != n)
+    for name in order:
+        obj = names[name]
+        path = f"{modname}.{name}"
+        kind = _kind(obj)
+        if kind != "data" and id(obj) in seen:
+            if seen[id(obj)].rpartition(".")[0] == modname:
+                entries.append(Entry(path, "alias", seen[id(obj)]))
+            # else a re-export, documented where first seen
+            continue
+        if kind != "data":
+            seen[id(obj)] = path
+        entries.append(Entry(path, kind))
+    return entries
+
+
 def plan() -> list[Part]:
     """What the reference documents, part by part and module by module."""
     found = parts()
     roots = {root for _, root in found}
-    seen: dict[int, str] = {}
-    result = []
-    for dist, root in found:
+    modules_of = []
+    for _dist, root in found:
         others = {r for r in roots if r != root and r.startswith(root + ".")}
         modules = []
         for modname in _public_modules(root, others):
@@ -158,27 +184,20 @@ def plan() -> list[Part]:
             if parent and getattr(sys.modules.get(parent), last, module) is not module:
                 # shadowed by a name of its package (torcia.onnx.export is a function)
                 continue
-            entries = []
-            names = public_names(module, root, others)
-            # the name an object calls itself first, so that Tensor, not its alias
-            # FloatTensor, gets the page
-            order = sorted(names, key=lambda n: getattr(names[n], "__name__", None) != n)
-            for name in order:
-                obj = names[name]
-                path = f"{modname}.{name}"
-                kind = _kind(obj)
-                if kind != "data" and id(obj) in seen:
-                    if seen[id(obj)].rpartition(".")[0] == modname:
-                        entries.append(Entry(path, "alias", seen[id(obj)]))
-                    # else a re-export, documented where first seen
-                    continue
-                if kind != "data":
-                    seen[id(obj)] = path
-                entries.append(Entry(path, kind))
-            if entries or modname == root:
-                modules.append(Module(modname, entries))
+            modules.append((modname, module))
+        modules_of.append((root, others, modules))
+    seen: dict[int, str] = {}
+    entries = {}
+    order = [(root, others, name, module) for root, others, modules in modules_of
+             for name, module in modules]
+    for root, others, name, module in sorted(order, key=lambda m: m[2] in LAST):
+        entries[name] = _entries(module, name, root, others, seen)
+    result = []
+    for (dist, root), (_, _, modules) in zip(found, modules_of, strict=True):
+        kept = [Module(name, entries[name]) for name, _ in modules
+                if entries[name] or name == root]
         summary = importlib.metadata.metadata(dist)["Summary"] or ""
-        result.append(Part(dist, root, summary, modules))
+        result.append(Part(dist, root, summary, kept))
     return result
 
 
