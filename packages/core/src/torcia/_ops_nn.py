@@ -29,7 +29,7 @@ def _ntuple(value, n: int, name: str) -> tuple:
 
     Examples
     --------
-    >>> import torcia
+    >>> import torcia.library
     >>> torcia.library.ntuple(3, 2, "kernel_size")
     (3, 3)
     >>> torcia.library.ntuple((1, 2), 2, "stride")
@@ -117,7 +117,15 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.elu(torcia.tensor([-1.0, 2.0]))
+    tensor([-0.6321,  2.0000])
+    """
     return _activation("elu", input, "elu", inplace, alpha=float(alpha))
 
 
@@ -149,7 +157,17 @@ def celu(input, alpha=1.0, inplace=False):
 
 def gelu(input, approximate="none"):
     """``input * Phi(input)`` (Phi the standard normal CDF); ``approximate="tanh"`` uses
-    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``."""
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.gelu(torcia.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.1587,  0.0000,  0.8413])
+    >>> F.gelu(torcia.tensor([1.0]), approximate="tanh")
+    tensor([0.8412])
+    """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, but got "
                            f"{approximate}")
@@ -157,23 +175,55 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    """``input * sigmoid(input)``."""
+    """``input * sigmoid(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.silu(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.7311])
+    """
     return _activation("silu", input, "silu", inplace)
 
 
 def mish(input, inplace=False):
-    """``input * tanh(softplus(input))``."""
+    """``input * tanh(softplus(input))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.mish(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.8651])
+    """
     return _activation("mish", input, "mish", inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``."""
+    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softplus(torcia.tensor([0.0, 30.0]))
+    tensor([ 0.6931, 30.0000])
+    """
     return _activation("softplus", input, "softplus", False, beta=float(beta),
                        threshold=float(threshold))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``input`` clipped to ``[min_val, max_val]``."""
+    """``input`` clipped to ``[min_val, max_val]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardtanh(torcia.tensor([-2.0, 0.5, 2.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _activation("hardtanh", input, "hardtanh", inplace, min_val=float(min_val),
@@ -181,32 +231,80 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def relu6(input, inplace=False):
-    """``min(max(0, input), 6)``."""
+    """``min(max(0, input), 6)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.relu6(torcia.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardswish(input, inplace=False):
-    """``input * relu6(input + 3) / 6``."""
+    """``input * relu6(input + 3) / 6``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardswish(torcia.tensor([0.0, 1.0, 4.0]))
+    tensor([0.0000, 0.6667, 4.0000])
+    """
     return _activation("hardswish", input, "hardswish", inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    """``relu6(input + 3) / 6``."""
+    """``relu6(input + 3) / 6``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardsigmoid(torcia.tensor([-4.0, 0.0, 1.5]))
+    tensor([0.0000, 0.5000, 0.7500])
+    """
     return _activation("hardsigmoid", input, "hardsigmoid", inplace)
 
 
 def logsigmoid(input):
-    """``log(sigmoid(input))``, computed without overflow."""
+    """``log(sigmoid(input))``, computed without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.logsigmoid(torcia.tensor([0.0, 2.0]))
+    tensor([-0.6931, -0.1269])
+    """
     return _activation("logsigmoid", input, "log_sigmoid_forward", False)
 
 
 def softsign(input):
-    """``input / (1 + |input|)``."""
+    """``input / (1 + |input|)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softsign(torcia.tensor([-1.0, 3.0]))
+    tensor([-0.5000,  0.7500])
+    """
     return _activation("softsign", input, "softsign", False)
 
 
 def tanhshrink(input):
-    """``input - tanh(input)``."""
+    """``input - tanh(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.tanhshrink(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.2384])
+    """
     return _activation("tanhshrink", input, "tanhshrink", False)
 
 
@@ -289,7 +387,15 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    """``softmax(-input, dim)``."""
+    """``softmax(-input, dim)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softmin(torcia.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
     return _softmax("softmax", -input, dim, dtype, name="softmin")
 
 
@@ -641,7 +747,16 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each window of ``input`` (N, C, H, W) or (C, H, W); padded zeros count
-    unless ``count_include_pad=False``; ``divisor_override`` replaces the window size."""
+    unless ``count_include_pad=False``; ``divisor_override`` replaces the window size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
     return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, "avg_pool2d")
 
@@ -649,7 +764,15 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 @autocast_as("avg_pool3d")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """The mean of each window of ``input`` (N, C, D, H, W)."""
+    """The mean of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([3.5000])
+    """
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, "avg_pool3d")
 
@@ -708,7 +831,16 @@ def adaptive_avg_pool1d(input, output_size):
 @autocast_as("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input, output_size):
     """Means over nearly equal windows of ``input`` (N, C, H, W) giving ``output_size``
-    (an int, a pair, or a pair with None for "keep")."""
+    (an int, a pair, or a pair with None for "keep").
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
     return _adaptive_avg_pool(2, input, output_size, "adaptive_avg_pool2d")
 
 
@@ -729,7 +861,15 @@ def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
 
 @autocast_as("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input, output_size):
-    """Means over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    """Means over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([3.5000])
+    """
     return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
 
 
@@ -747,7 +887,15 @@ def adaptive_max_pool1d(input, output_size, return_indices=False):
 
 @autocast_as("adaptive_max_pool3d")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
-    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([7.])
+    """
     return _adaptive_max_pool(3, input, output_size, return_indices, "adaptive_max_pool3d")
 
 
@@ -1105,7 +1253,16 @@ def _feature_dropout(input, p, training, inplace_, batched_ndim, fn):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, L) or (C, L) with probability ``p``."""
+    """Zero whole channels of ``input`` (N, C, L) or (C, L) with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 3)
+    >>> F.dropout1d(x, 0.5, training=False).equal(x)
+    True
+    """
     return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
@@ -1148,7 +1305,16 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, D, H, W) with probability ``p``."""
+    """Zero whole channels of ``input`` (N, C, D, H, W) with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 1, 1, 3)
+    >>> F.dropout3d(x, 0.5, training=False).equal(x)
+    True
+    """
     return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
 
 

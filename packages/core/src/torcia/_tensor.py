@@ -633,7 +633,7 @@ def _wrap_dim(dim, ndim: int) -> int:
 
     Examples
     --------
-    >>> import torcia
+    >>> import torcia.library
     >>> torcia.library.wrap_dim(-1, 3)
     2
     """

@@ -495,7 +495,7 @@ def get_op(name: str) -> OpDef:
 
     Examples
     --------
-    >>> import torcia
+    >>> import torcia.library
     >>> torcia.library.get_op("add").name
     'add'
     """
@@ -548,7 +548,7 @@ def dtype_by_name(name: str) -> torcia.dtype:
 
     Examples
     --------
-    >>> import torcia
+    >>> import torcia.library
     >>> torcia.library.dtype_by_name("float")
     torcia.float32
     """
