@@ -2,7 +2,12 @@
 
 ``conf.py`` runs :func:`write` before each build, so a name that a part adds to its public
 namespace gets a page without anyone editing the docs; ``tests/test_docs_coverage.py``
-checks that every public name is planned.
+checks the written reference against the public names of the installed parts.
+
+The pages are lean ``.rst`` stubs written here, one autodoc directive each, rather than
+autosummary's generated ones: a page per part with a table of its modules' names, a page
+per class and function (and per member of ``torcia.Tensor``, as PyTorch's reference has),
+and the values and aliases on their part's page.
 
 A *part* is an installed distribution named ``torcia-*``. Its root module comes from its
 ``torcia`` entry point (``torcia.nn._plugin`` gives ``torcia.nn``; ``torcia_lion`` gives
@@ -22,6 +27,7 @@ import importlib
 import importlib.metadata
 import inspect
 import pkgutil
+import re
 import sys
 import types
 from pathlib import Path
@@ -133,13 +139,39 @@ def _kind(obj) -> str:
     return "data"
 
 
+#: Modules that re-export other modules' objects for plugin authors: an object they share
+#: with another public module is documented there (``torcia.nn.functional.gelu``, not
+#: ``torcia.library.gelu``), and here only what they alone make public.
+LAST = ("torcia.library",)
+
+
+def _entries(module, modname: str, root: str, others: set[str], seen: dict) -> list[Entry]:
+    entries = []
+    names = public_names(module, root, others)
+    # the name an object calls itself first, so that Tensor, not its alias FloatTensor,
+    # gets the page
+    order = sorted(names, key=lambda n: getattr(names[n], "__name__", None) != n)
+    for name in order:
+        obj = names[name]
+        path = f"{modname}.{name}"
+        kind = _kind(obj)
+        if kind != "data" and id(obj) in seen:
+            if seen[id(obj)].rpartition(".")[0] == modname:
+                entries.append(Entry(path, "alias", seen[id(obj)]))
+            # else a re-export, documented where first seen
+            continue
+        if kind != "data":
+            seen[id(obj)] = path
+        entries.append(Entry(path, kind))
+    return entries
+
+
 def plan() -> list[Part]:
     """What the reference documents, part by part and module by module."""
     found = parts()
     roots = {root for _, root in found}
-    seen: dict[int, str] = {}
-    result = []
-    for dist, root in found:
+    modules_of = []
+    for _dist, root in found:
         others = {r for r in roots if r != root and r.startswith(root + ".")}
         modules = []
         for modname in _public_modules(root, others):
@@ -152,27 +184,20 @@ def plan() -> list[Part]:
             if parent and getattr(sys.modules.get(parent), last, module) is not module:
                 # shadowed by a name of its package (torcia.onnx.export is a function)
                 continue
-            entries = []
-            names = public_names(module, root, others)
-            # the name an object calls itself first, so that Tensor, not its alias
-            # FloatTensor, gets the page
-            order = sorted(names, key=lambda n: getattr(names[n], "__name__", None) != n)
-            for name in order:
-                obj = names[name]
-                path = f"{modname}.{name}"
-                kind = _kind(obj)
-                if kind != "data" and id(obj) in seen:
-                    if seen[id(obj)].rpartition(".")[0] == modname:
-                        entries.append(Entry(path, "alias", seen[id(obj)]))
-                    # else a re-export, documented where first seen
-                    continue
-                if kind != "data":
-                    seen[id(obj)] = path
-                entries.append(Entry(path, kind))
-            if entries or modname == root:
-                modules.append(Module(modname, entries))
+            modules.append((modname, module))
+        modules_of.append((root, others, modules))
+    seen: dict[int, str] = {}
+    entries = {}
+    order = [(root, others, name, module) for root, others, modules in modules_of
+             for name, module in modules]
+    for root, others, name, module in sorted(order, key=lambda m: m[2] in LAST):
+        entries[name] = _entries(module, name, root, others, seen)
+    result = []
+    for (dist, root), (_, _, modules) in zip(found, modules_of, strict=True):
+        kept = [Module(name, entries[name]) for name, _ in modules
+                if entries[name] or name == root]
         summary = importlib.metadata.metadata(dist)["Summary"] or ""
-        result.append(Part(dist, root, summary, modules))
+        result.append(Part(dist, root, summary, kept))
     return result
 
 
@@ -187,16 +212,69 @@ def documented_names(parts_: list[Part] | None = None) -> set[str]:
 
 
 def _title(text: str, char: str) -> str:
+    # a trailing underscore (torcia.abs_) would make the title a hyperlink reference
+    text = text.replace("_", "\\_")
     return f"{text}\n{char * len(text)}\n"
 
 
-def _object_directive(entry: Entry) -> list[str]:
+#: Classes whose members each get a page, as PyTorch's reference gives ``torch.Tensor.add``
+#: one; any other class documents its members on its own page.
+SPLIT_CLASSES = ("torcia.Tensor",)
+
+
+def _resolve(path: str):
+    owner, _, short = path.rpartition(".")
+    return getattr(importlib.import_module(owner), short)
+
+
+def class_members(path: str) -> list[tuple[str, str]]:
+    """The public members of the class at ``path`` as ``(name, directive)``, in source order:
+    what a page per member documents."""
+    out = []
+    for name, value in vars(_resolve(path)).items():
+        if name.startswith("_"):
+            continue
+        if isinstance(value, property):
+            out.append((name, "autoproperty"))
+        elif callable(value) or isinstance(value, (classmethod, staticmethod)):
+            out.append((name, "automethod"))
+        else:
+            out.append((name, "autoattribute"))
+    return out
+
+
+def _summary(obj) -> str:
+    """The first paragraph of ``obj``'s docstring, as one line of reStructuredText that
+    stands alone in a table cell ("" where it would not)."""
+    doc = inspect.getdoc(obj) or ""
+    if isinstance(obj, property):
+        doc = inspect.getdoc(obj.fget) or ""
+    lines = []
+    for line in doc.strip().splitlines():
+        if not line.strip():
+            break
+        lines.append(line.strip())
+    text = " ".join(lines)
+    # outside literals, a | starts a substitution and ]_ ends a footnote reference: neither
+    # resolves out of the docstring
+    bare = re.sub(r"``.*?``", "", text)
+    if text.startswith((".. ", ">>>", "::")) or "|" in bare or "]_" in bare:
+        return ""
+    if text.endswith("::"):
+        text = text[:-1]
+    return text
+
+
+def _table(rows: list[tuple[str, str]]) -> list[str]:
+    """A two-column table: a link to each name's page and its docstring's first paragraph."""
+    lines = [".. list-table::", "   :widths: 30 70", ""]
+    for link, summary in rows:
+        lines += [f"   * - {link}", f"     - {summary}" if summary else "     -"]
+    return lines + [""]
+
+
+def _data_directive(entry: Entry) -> list[str]:
     short = entry.name.rsplit(".", 1)[1]
-    if entry.kind == "class":
-        return [f".. autoclass:: {short}", "   :members:", "   :undoc-members:",
-                "   :show-inheritance:", "   :special-members: __call__", ""]
-    if entry.kind == "function":
-        return [f".. autofunction:: {short}", ""]
     if entry.kind == "alias":
         return [f".. py:data:: {short}", "", f"   Another name for :obj:`{entry.target}`.", ""]
     module_name = entry.name.rsplit(".", 1)[0]
@@ -208,29 +286,51 @@ def _object_directive(entry: Entry) -> list[str]:
     return [f".. py:data:: {short}", f"   :value: {text}", ""]
 
 
+def page_name(path: str) -> str:
+    """The document of the page of the class or function at public ``path``."""
+    return f"generated/{path}"
+
+
+def _name_page(entry: Entry) -> str:
+    """The page of one class or function: its signature and docstring under its public
+    path; a split class's page lists its members, each on a page of its own."""
+    module, _, short = entry.name.rpartition(".")
+    lines = [":orphan:", "", _title(entry.name, "="), f".. currentmodule:: {module}", ""]
+    if entry.kind == "function":
+        return "\n".join([*lines, f".. autofunction:: {short}", ""])
+    options = ["   :show-inheritance:", "   :special-members: __call__"]
+    if entry.name in SPLIT_CLASSES:
+        cls = _resolve(entry.name)
+        lines += [f".. autoclass:: {short}", *options, "", _title("Members", "-")]
+        rows = [(f":obj:`~{entry.name}.{name}`", _summary(vars(cls)[name]))
+                for name, _ in class_members(entry.name)]
+        return "\n".join([*lines, *_table(rows)])
+    return "\n".join([*lines, f".. autoclass:: {short}", "   :members:", "   :undoc-members:",
+                      *options, ""])
+
+
+def _member_page(cls_path: str, name: str, directive: str) -> str:
+    module, _, cls = cls_path.rpartition(".")
+    return "\n".join([":orphan:", "", _title(f"{cls_path}.{name}", "="),
+                      f".. currentmodule:: {module}", "", f".. {directive}:: {cls}.{name}", ""])
+
+
 def _module_section(module: Module) -> str:
     lines = [_title(module.name, "-"), f".. automodule:: {module.name}", "   :no-members:", ""]
-    if module.entries:
-        # links only: autosummary's one-line summaries cut docstrings at the first period,
-        # which breaks any ``literal`` that holds one
-        lines += [".. hlist::", "   :columns: 3", ""]
-        lines += [f"   * :obj:`~{e.name}`" for e in module.entries]
-        lines.append("")
-    for entry in module.entries:
-        lines += _object_directive(entry)
+    paged = [e for e in module.entries if e.kind in ("class", "function")]
+    grouped = [e for e in module.entries if e.kind not in ("class", "function")]
+    if paged:
+        rows = [(f":obj:`~{e.name}`", _summary(_resolve(e.name))) for e in paged]
+        lines += _table(rows)
+    # values and aliases are a line each: documented here rather than on pages of their own
+    for entry in grouped:
+        lines += _data_directive(entry)
     return "\n".join(lines) + "\n"
 
 
-def write(outdir: Path) -> list[Part]:
-    """Write ``outdir/index.rst`` and a page per part: each public module of the part in a
-    section, with a summary table and every class, function and value under its public path.
-
-    A page whose text is unchanged is left alone, so an incremental build rereads nothing.
-    (One page per part rather than per name: the theme renders the whole navigation into
-    every page, and a thousand pages took this 2-core machine minutes.)
-    """
-    parts_ = plan()
-    outdir.mkdir(parents=True, exist_ok=True)
+def pages(parts_: list[Part]) -> dict[str, str]:
+    """Every page of the reference, as ``{document name: reStructuredText}``."""
+    out = {}
     toc = []
     for part in parts_:
         page = part.dist.removeprefix("torcia-")
@@ -240,19 +340,46 @@ def write(outdir: Path) -> list[Part]:
             text += part.summary.rstrip(".") + ". "
         text += f"``pip install {part.dist}``; its public namespace is ``{part.root}``.\n\n"
         text += "".join(_module_section(m) for m in part.modules)
-        _write_if_changed(outdir / f"{page}.rst", text)
-    pages = {outdir / f"{p}.rst" for p in toc} | {outdir / "index.rst"}
-    for stale in set(outdir.glob("*.rst")) - pages:
-        stale.unlink()
-    index = _title("API reference", "=") + (
-        "\nOne page per installed part (a distribution named ``torcia-*``), generated at build "
-        "time from its public names: core first, then the other packages and the plugins. "
-        "Every class, function and value appears under its public path "
-        "(``torcia.nn.Module``, ``torcia.Tensor.add``).\n\n"
+        out[page] = text
+        for module in part.modules:
+            for entry in module.entries:
+                if entry.kind not in ("class", "function"):
+                    continue
+                out[page_name(entry.name)] = _name_page(entry)
+                if entry.name in SPLIT_CLASSES:
+                    for name, directive in class_members(entry.name):
+                        out[page_name(f"{entry.name}.{name}")] = _member_page(
+                            entry.name, name, directive)
+    out["index"] = _title("API reference", "=") + (
+        "\nOne page per installed part (a distribution named ``torcia-*``), generated at "
+        "build time from its public names: core first, then the other packages and the "
+        "plugins. Each part's page lists its modules, and every class and function has a page "
+        "of its own under its public path (``torcia.nn.Module``, ``torcia.zeros``, and each "
+        "member of ``torcia.Tensor``, such as ``torcia.Tensor.add``); values and aliases are "
+        "documented on the part's page.\n\n"
         ".. toctree::\n   :maxdepth: 1\n\n"
-    )
-    index += "".join(f"   {page}\n" for page in toc)
-    _write_if_changed(outdir / "index.rst", index)
+    ) + "".join(f"   {page}\n" for page in toc)
+    return out
+
+
+def write(outdir: Path) -> list[Part]:
+    """Write the reference into ``outdir``: ``index.rst``, a page per part (each public
+    module of the part in a section, with a table linking to the pages of its names) and,
+    under ``generated/``, a page per class and function.
+
+    The name pages are orphans, outside any toctree: the theme renders the navigation tree
+    into every page, and with two thousand pages in it that rendering dominated the build.
+    A page whose text is unchanged is left alone, so an incremental build rereads nothing.
+    """
+    parts_ = plan()
+    written = set()
+    for doc, text in pages(parts_).items():
+        path = outdir / f"{doc}.rst"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        _write_if_changed(path, text)
+        written.add(path)
+    for stale in {*outdir.glob("*.rst"), *outdir.glob("generated/*.rst")} - written:
+        stale.unlink()
     _write_if_changed(outdir / "hooks.inc", _hook_reference(parts_))
     return parts_
 

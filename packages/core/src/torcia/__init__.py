@@ -210,15 +210,40 @@ globals().update(_LEGACY_STORAGES)
 
 
 def is_tensor(obj) -> bool:
-    """Whether ``obj`` is a torcia Tensor."""
+    """Whether ``obj`` is a torcia Tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_tensor(torcia.zeros(1)), torcia.is_tensor([0.0])
+    (True, False)
+    """
     return isinstance(obj, Tensor)
 
 
 def numel(input) -> int:
+    """The number of elements of ``input``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.numel(torcia.zeros(2, 3))
+    6
+    """
     return input.numel()
 
 
 def is_floating_point(input) -> bool:
+    """Whether ``input``'s dtype is a floating point one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_floating_point(torcia.tensor([1.0]))
+    True
+    >>> torcia.is_floating_point(torcia.tensor([1]))
+    False
+    """
     return input.is_floating_point()
 
 
@@ -241,12 +266,29 @@ def result_type(tensor1, tensor2) -> dtype:
 
 
 def get_num_threads() -> int:
-    """Threads the CPU kernels use (set by ``set_num_threads``; backends read it)."""
+    """Threads the CPU kernels use (set by ``set_num_threads``; backends read it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_num_threads() >= 1
+    True
+    """
     return _threads[0]
 
 
 def set_num_threads(n: int) -> None:
-    """Set the threads CPU kernels use; plugins with native kernels follow it."""
+    """Set the threads CPU kernels use; plugins with native kernels follow it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> n = torcia.get_num_threads()
+    >>> torcia.set_num_threads(1)
+    >>> torcia.get_num_threads()
+    1
+    >>> torcia.set_num_threads(n)
+    """
     if n < 1:
         raise ValueError(f"set_num_threads expects a positive integer, got {n}")
     _threads[0] = n
@@ -280,7 +322,14 @@ def set_float32_matmul_precision(precision: str) -> None:
 
 
 def get_float32_matmul_precision() -> str:
-    """The value last given to :func:`set_float32_matmul_precision` (``"highest"``)."""
+    """The value last given to :func:`set_float32_matmul_precision` (``"highest"``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_float32_matmul_precision()
+    'highest'
+    """
     return _matmul_precision[0]
 
 

@@ -202,7 +202,18 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
 
 
 def from_dlpack(ext) -> Tensor:
-    """A tensor sharing memory with any object that implements the DLPack protocol."""
+    """A tensor sharing memory with any object that implements the DLPack protocol.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import numpy as np
+    >>> a = np.arange(3.0)
+    >>> t = torcia.from_dlpack(a)
+    >>> a[0] = 5.0
+    >>> t
+    tensor([5., 1., 2.], dtype=torcia.float64)
+    """
     if isinstance(ext, Tensor):
         return ext
     kind, index = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (1, 0)
@@ -569,7 +580,14 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
 
 
 def bernoulli(input, p=None, *, generator=None):
-    """Draw 0 or 1 with probability ``input`` (or ``p``), elementwise, in input's dtype."""
+    """Draw 0 or 1 with probability ``input`` (or ``p``), elementwise, in input's dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bernoulli(torcia.tensor([0.0, 1.0, 1.0]))
+    tensor([0., 1., 1.])
+    """
     probs = input if p is None else full_like(input, p)
     pa = probs.detach()._data
     if pa.size and (pa.min() < 0 or pa.max() > 1):
@@ -579,7 +597,14 @@ def bernoulli(input, p=None, *, generator=None):
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
-    """Sample category indices from rows of (unnormalised) non-negative weights."""
+    """Sample category indices from rows of (unnormalised) non-negative weights.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.multinomial(torcia.tensor([0.0, 0.0, 1.0]), 2, replacement=True)
+    tensor([2, 2])
+    """
     if input.ndim not in (1, 2):
         raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {input.ndim}")
     w = input.detach()._data

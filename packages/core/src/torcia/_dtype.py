@@ -144,7 +144,14 @@ _default = [float32]
 
 
 def get_default_dtype() -> dtype:
-    """Return the default floating point dtype (``torcia.float32`` unless changed)."""
+    """Return the default floating point dtype (``torcia.float32`` unless changed).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_default_dtype()
+    torcia.float32
+    """
     return _default[0]
 
 

@@ -21,7 +21,17 @@ STATE = _State()
 
 
 def is_grad_enabled() -> bool:
-    """Whether operations are recorded for gradients now."""
+    """Whether operations are recorded for gradients now.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_grad_enabled()
+    True
+    >>> with torcia.no_grad():
+    ...     print(torcia.is_grad_enabled())
+    False
+    """
     return STATE.enabled
 
 
@@ -75,7 +85,18 @@ class no_grad(_BareDecorator):
 
 
 class enable_grad(_BareDecorator):
-    """Context manager and decorator that turns recording back on inside ``no_grad``."""
+    """Context manager and decorator that turns recording back on inside ``no_grad``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> with torcia.no_grad():
+    ...     with torcia.enable_grad():
+    ...         y = x * 2
+    >>> y.requires_grad
+    True
+    """
 
     enabled = True
 
@@ -105,7 +126,17 @@ class set_grad_enabled(_Mode):
 
 class inference_mode(_BareDecorator):
     """Like ``no_grad``: torcia has no separate inference tensors, so this is ``no_grad``
-    with PyTorch's signature (``mode=True``)."""
+    with PyTorch's signature (``mode=True``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> with torcia.inference_mode():
+    ...     y = x * 2
+    >>> y.requires_grad
+    False
+    """
 
     def __init__(self, mode: bool = True):
         self.enabled = not mode
@@ -115,4 +146,15 @@ class inference_mode(_BareDecorator):
 
 
 def is_inference_mode_enabled() -> bool:
+    """Whether an :class:`inference_mode` block is active.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_inference_mode_enabled()
+    False
+    >>> with torcia.inference_mode():
+    ...     print(torcia.is_inference_mode_enabled())
+    True
+    """
     return not STATE.enabled

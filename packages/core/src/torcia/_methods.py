@@ -46,7 +46,8 @@ def _make_inplace(fn):
         return inplace(fn, self, *args, **kwargs)
 
     method.__name__ = fn.__name__ + "_"
-    method.__doc__ = f"In-place version of :meth:`Tensor.{fn.__name__}`."
+    method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
+                      + _ops._inplace_example(fn.__name__))
     return method
 
 

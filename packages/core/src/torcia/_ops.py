@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import re
 
 import numpy as np
 
@@ -93,6 +94,105 @@ def _tensor_arg(x, name="input", like=None) -> Tensor:
 # ---------------------------------------------------------------------------------------
 
 
+# The example of each function made below: its arguments (a list stands for a tensor of it)
+# and what the call prints; the docs tests run them.
+_EXAMPLES = {
+    "exp": ("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
+    "exp2": ("[0, 3]", "tensor([1., 8.])"),
+    "log": ("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
+    "log2": ("[1, 8]", "tensor([0., 3.])"),
+    "log10": ("[1.0, 10.0]", "tensor([0., 1.])"),
+    "log1p": ("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
+    "expm1": ("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
+    "sqrt": ("[4, 9]", "tensor([2., 3.])"),
+    "rsqrt": ("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
+    "reciprocal": ("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
+    "sin": ("[0.0, 1.5708]", "tensor([0., 1.])"),
+    "cos": ("[0.0, 3.1416]", "tensor([ 1., -1.])"),
+    "tan": ("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
+    "asin": ("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
+    "acos": ("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
+    "atan": ("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
+    "sinh": ("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
+    "cosh": ("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
+    "tanh": ("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
+    "asinh": ("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
+    "acosh": ("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
+    "atanh": ("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
+    "sigmoid": ("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
+    "erf": ("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
+    "erfc": ("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
+    "erfinv": ("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
+    "lgamma": ("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
+    "digamma": ("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
+    "neg": ("[1, -2]", "tensor([-1,  2])"),
+    "abs": ("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
+    "sign": ("[-2, 0, 3]", "tensor([-1,  0,  1])"),
+    "square": ("[2, -3]", "tensor([4, 9])"),
+    "floor": ("[-1.5, 1.5]", "tensor([-2.,  1.])"),
+    "ceil": ("[-1.5, 1.5]", "tensor([-1.,  2.])"),
+    "trunc": ("[-1.5, 1.5]", "tensor([-1.,  1.])"),
+    "frac": ("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
+    "relu": ("[-1.0, 2.0]", "tensor([0., 2.])"),
+    "bitwise_not": ("[0, 5]", "tensor([-1, -6])"),
+    "isnan": ('[float("nan"), 1.0]', "tensor([ True, False])"),
+    "isinf": ('[float("inf"), 1.0]', "tensor([ True, False])"),
+    "isfinite": ('[float("inf"), 1.0]', "tensor([False,  True])"),
+    "logical_not": ("[0, 3]", "tensor([ True, False])"),
+    "signbit": ("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
+    "mul": ("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
+    "floor_divide": ("[7, -7]", "2", "tensor([ 3, -4])"),
+    "remainder": ("[7, -7]", "3", "tensor([1, 2])"),
+    "fmod": ("[7, -7]", "3", "tensor([ 1, -1])"),
+    "maximum": ("[1, 5]", "[3, 2]", "tensor([3, 5])"),
+    "minimum": ("[1, 5]", "[3, 2]", "tensor([1, 2])"),
+    "bitwise_and": ("[12, 10]", "[10, 6]", "tensor([8, 2])"),
+    "bitwise_or": ("[12, 10]", "[10, 6]", "tensor([14, 14])"),
+    "bitwise_xor": ("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
+    "fmax": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
+    "fmin": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
+    "atan2": ("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
+    "hypot": ("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])"),
+    "xlogy": ("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
+    "eq": ("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
+    "ne": ("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
+    "lt": ("[1, 2, 3]", "2", "tensor([ True, False, False])"),
+    "le": ("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
+    "gt": ("[1, 2, 3]", "2", "tensor([False, False,  True])"),
+    "ge": ("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
+    "logical_and": ("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
+    "logical_or": ("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
+    "logical_xor": ("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
+}
+
+
+def _example(name):
+    if name not in _EXAMPLES:
+        # add, sub and pow: defined again below, with examples of their own
+        return ""
+    *args, result = _EXAMPLES[name]
+    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+    return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+
+
+def _inplace_example(name, function=False):
+    """The Examples section of the in-place ``name_``: the example of the elementwise
+    ``name`` above, run in place, as ``Tensor.name_`` (or ``torcia.name_`` with
+    ``function``); "" for the others, and for comparisons, whose bool result an in-place
+    call writes back in the input's dtype."""
+    if name not in _EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
+        return ""
+    first, *others, result = _EXAMPLES[name]
+    if name in _oplist.UNARY_FLOAT:
+        # in place, the result keeps the input's dtype: an integer input cannot hold it
+        first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
+    args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
+    call = f"torcia.{name}_({', '.join(['x', *args])})" if function else \
+        f"x.{name}_({', '.join(args)})"
+    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
+            f">>> {call}\n{result}\n>>> x\n{result}\n")
+
+
 def _make_unary(name, to_float):
     def fn(input):
         return unary(name, input, to_float)
@@ -100,7 +200,7 @@ def _make_unary(name, to_float):
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of ``input``." + (
         " Integer inputs give the default float dtype." if to_float else ""
-    )
+    ) + _example(name)
     return fn
 
 
@@ -109,7 +209,8 @@ def _make_binary(name, float_op):
         return binary(name, input, other, float_op)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+                  + _example(name))
     return fn
 
 
@@ -118,7 +219,7 @@ def _make_compare(name):
         return binary(name, input, other)
 
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor."
+    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor." + _example(name)
     return fn
 
 
@@ -150,7 +251,14 @@ def add(input, other, *, alpha=1):
 
 
 def sub(input, other, *, alpha=1):
-    """``input - alpha * other`` with broadcasting."""
+    """``input - alpha * other`` with broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
+    tensor([3, 2])
+    """
     if isinstance(input, Tensor) and input.dtype is D.bool_ and isinstance(other, Tensor) and (
         other.dtype is D.bool_
     ):
@@ -194,19 +302,45 @@ true_divide = divide = div
 
 
 def pow(input, exponent):
-    """``input ** exponent`` elementwise; either may be a number."""
+    """``input ** exponent`` elementwise; either may be a number.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pow(torcia.tensor([1, 2, 3]), 2)
+    tensor([1, 4, 9])
+    >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
+    tensor([2.0000, 1.4142])
+    """
     if not isinstance(input, Tensor):
         return binary("pow", _tensor_arg(input, like=exponent), exponent)
     return binary("pow", input, exponent)
 
 
 def float_power(input, exponent):
+    """``input ** exponent`` computed in double precision (float64, or complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.float_power(torcia.tensor([2, 3]), 2)
+    tensor([4., 9.], dtype=torcia.float64)
+    """
     return pow(input.to(D.float64), exponent.to(D.float64) if isinstance(exponent, Tensor)
                else exponent)
 
 
 def round(input, *, decimals=0):
-    """Round half to even, as PyTorch; ``decimals`` places."""
+    """Round half to even, as PyTorch; ``decimals`` places.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.round(torcia.tensor([0.5, 1.5, 2.567]))
+    tensor([0., 2., 3.])
+    >>> torcia.round(torcia.tensor([2.567]), decimals=2)
+    tensor([2.5700])
+    """
     return call("round", (input,), {"decimals": int(decimals)})
 
 
@@ -237,10 +371,26 @@ clip = clamp
 
 
 def clamp_min(input, min):
+    """``input`` clamped from below at ``min``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_min(torcia.tensor([1, 5, 9]), 4)
+    tensor([4, 5, 9])
+    """
     return clamp(input, min=min)
 
 
 def clamp_max(input, max):
+    """``input`` clamped from above at ``max``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_max(torcia.tensor([1, 5, 9]), 4)
+    tensor([1, 4, 4])
+    """
     return clamp(input, max=max)
 
 
@@ -260,7 +410,14 @@ def equal(input, other) -> bool:
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
-    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked)."""
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
+    tensor([ True, False])
+    """
     # infinities are close only to themselves: inf - x <= inf would say otherwise
     finite = input.isfinite() & other.isfinite()
     close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
@@ -285,6 +442,15 @@ def where(condition, input=None, other=None):
     """Choose from ``input`` where ``condition`` holds, else from ``other``.
 
     With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([-1.0, 2.0, -3.0])
+    >>> torcia.where(x > 0, x, torcia.zeros(3))
+    tensor([0., 2., 0.])
+    >>> torcia.where(x > 0)
+    (tensor([1]),)
     """
     if input is None and other is None:
         from torcia._ops_extra import nonzero
@@ -317,22 +483,53 @@ def _cast_operand(x, dt, like):
 
 
 def lerp(input, end, weight):
-    """``input + weight * (end - input)``."""
+    """``input + weight * (end - input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
+    tensor([ 2.5000, 12.5000])
+    """
     return call("lerp", (input, end, weight), {})
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 * tensor2``."""
+    """``input + value * tensor1 * tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])
+    >>> torcia.addcmul(x, a, b, value=0.5)
+    tensor([2.5000, 5.0000])
+    """
     return call("addcmul", (input, tensor1, tensor2), {"value": value})
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
-    """``input + value * tensor1 / tensor2``."""
+    """``input + value * tensor1 / tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 2.0])
+    >>> torcia.addcdiv(x, a, b, value=2)
+    tensor([2., 5.])
+    """
     return call("addcdiv", (input, tensor1, tensor2), {"value": value})
 
 
 def masked_fill(input, mask, value):
-    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True."""
+    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -2.0, 3.0])
+    >>> torcia.masked_fill(x, x < 0, 0.0)
+    tensor([1., 0., 3.])
+    """
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
                            f"dtype {mask.dtype.name}")
@@ -348,11 +545,27 @@ def masked_fill(input, mask, value):
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """``input`` with NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([float("nan"), float("inf"), -1.0])
+    >>> torcia.nan_to_num(x, posinf=100.0)
+    tensor([  0., 100.,  -1.])
+    """
     return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
 def to_dtype(input, dtype) -> Tensor:
-    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so)."""
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
+    tensor([ 1, -1])
+    """
     if input.dtype is dtype:
         return input
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
@@ -388,12 +601,30 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
 
 
 def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (all dims when None), counting NaN as zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
     return call("nansum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                      "dtype": _acc_dtype(input, dtype)})
 
 
 def mean(input, dim=None, keepdim=False, *, dtype=None):
-    """Mean over ``dim``; the input must be floating point (or ``dtype`` given)."""
+    """Mean over ``dim``; the input must be floating point (or ``dtype`` given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.mean(x)
+    tensor(2.5000)
+    >>> torcia.mean(x, dim=0, keepdim=True)
+    tensor([[2., 3.]])
+    """
     if dtype is None and input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -411,20 +642,48 @@ def _tname(d):
 
 
 def prod(input, dim=None, keepdim=False, *, dtype=None):
-    """Product over one ``dim`` (or all)."""
+    """Product over one ``dim`` (or all).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.prod(x)
+    tensor(24)
+    >>> torcia.prod(x, dim=0)
+    tensor([3, 8])
+    """
     return call("prod", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                    "dtype": _acc_dtype(input, dtype)})
 
 
 def amax(input, dim=(), keepdim=False):
-    """Maximum over ``dim`` (all dims when empty)."""
+    """Maximum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amax(x)
+    tensor(5)
+    >>> torcia.amax(x, dim=0)
+    tensor([4, 5])
+    """
     _check_nonempty(input, dim, "amax")
     return call("amax", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
 
 
 def amin(input, dim=(), keepdim=False):
-    """Minimum over ``dim`` (all dims when empty)."""
+    """Minimum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amin(x, dim=1)
+    tensor([1, 2])
+    """
     _check_nonempty(input, dim, "amin")
     return call("amin", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
@@ -497,7 +756,19 @@ def max(input, dim=None, keepdim=False, *, other=None):
 
 
 def min(input, dim=None, keepdim=False):
-    """As :func:`max`, for the minimum."""
+    """As :func:`max`, for the minimum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[4, 1], [2, 3]])
+    >>> torcia.min(x)
+    tensor(1)
+    >>> torcia.min(x, dim=1)
+    torcia.return_types.min(
+    values=tensor([1, 2]),
+    indices=tensor([1, 0]))
+    """
     if isinstance(dim, Tensor):
         return minimum(input, dim)
     if dim is None:
@@ -509,13 +780,31 @@ def min(input, dim=None, keepdim=False):
 
 
 def argmax(input, dim=None, keepdim=False):
-    """Index of the maximum (of the flattened input when ``dim`` is None)."""
+    """Index of the maximum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmax(x)
+    tensor(1)
+    >>> torcia.argmax(x, dim=1)
+    tensor([1, 0])
+    """
     return call("argmax", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
                                      "keepdim": bool(keepdim)})
 
 
 def argmin(input, dim=None, keepdim=False):
-    """Index of the minimum (of the flattened input when ``dim`` is None)."""
+    """Index of the minimum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmin(x, dim=0)
+    tensor([0, 1])
+    """
     return call("argmin", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
                                      "keepdim": bool(keepdim)})
 
@@ -543,7 +832,17 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."""
+    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0, 3.0, 4.0])
+    >>> torcia.std(x)
+    tensor(1.2910)
+    >>> torcia.std(x, correction=0)
+    tensor(1.1180)
+    """
     if isinstance(dim, bool):
         unbiased, dim = dim, None
     return call("std", (_float_input(input, "std"),),
@@ -552,11 +851,27 @@ def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
 
 
 def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance and the mean over ``dim``, as :func:`var` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.var_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
     return (var(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
 
 def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation and the mean over ``dim``, as :func:`std` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.std_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
     return (std(input, dim, unbiased, keepdim, correction=correction),
             mean(input, dim, keepdim))
 
@@ -569,7 +884,17 @@ def _float_input(input, name):
 
 
 def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
-    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements)."""
+    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.0, 0.0]])
+    >>> torcia.norm(x)
+    tensor(5.)
+    >>> torcia.norm(x, p=1, dim=1)
+    tensor([7., 0.])
+    """
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":
@@ -584,34 +909,87 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
 
 
 def logsumexp(input, dim, keepdim=False):
-    """``log(sum(exp(input)))`` over ``dim``, computed stably."""
+    """``log(sum(exp(input)))`` over ``dim``, computed stably.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logsumexp(torcia.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
+    tensor([6.9315e-01, 1.0007e+03])
+    """
     if not input.dtype.is_floating_point:
         input = to_dtype(input, D.get_default_dtype())
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def all(input, dim=None, keepdim=False):
-    """Whether all elements (along ``dim``) are nonzero."""
+    """Whether all elements (along ``dim``) are nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[True, False], [True, True]])
+    >>> torcia.all(x)
+    tensor(False)
+    >>> torcia.all(x, dim=1)
+    tensor([False,  True])
+    """
     return call("all", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def any(input, dim=None, keepdim=False):
-    """Whether any element (along ``dim``) is nonzero."""
+    """Whether any element (along ``dim``) is nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 0], [0, 3]])
+    >>> torcia.any(x)
+    tensor(True)
+    >>> torcia.any(x, dim=1)
+    tensor([False,  True])
+    """
     return call("any", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def count_nonzero(input, dim=None):
+    """The number of nonzero elements (along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
+    >>> torcia.count_nonzero(x)
+    tensor(3)
+    >>> torcia.count_nonzero(x, dim=0)
+    tensor([0, 1, 2])
+    """
     return call("count_nonzero", (input,), {"dim": _dims(dim, input.ndim)})
 
 
 def cumsum(input, dim, *, dtype=None):
-    """Cumulative sum along ``dim``."""
+    """Cumulative sum along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cumsum(torcia.tensor([[1, 2], [3, 4]]), dim=1)
+    tensor([[1, 3],
+            [3, 7]])
+    """
     return call("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
                                      "dtype": _acc_dtype(input, dtype)})
 
 
 def cumprod(input, dim, *, dtype=None):
-    """Cumulative product along ``dim``."""
+    """Cumulative product along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cumprod(torcia.tensor([1, 2, 3, 4]), dim=0)
+    tensor([ 1,  2,  6, 24])
+    """
     return call("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
                                       "dtype": _acc_dtype(input, dtype)})
 
@@ -629,6 +1007,14 @@ def view(input, *shape):
     """The same data with another shape; raises when no view is possible (use reshape).
 
     A dtype argument reinterprets the bytes instead, as ``Tensor.view(dtype)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view(torcia.arange(6), (3, 2))
+    tensor([[0, 1],
+            [2, 3],
+            [4, 5]])
     """
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
@@ -637,7 +1023,15 @@ def view(input, *shape):
 
 
 def reshape(input, *shape):
-    """The same data with another shape: a view when possible, else a copy."""
+    """The same data with another shape: a view when possible, else a copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.reshape(torcia.arange(6), (2, -1))
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     shape = _infer_shape(_shape_arg(shape), input.numel(), input.shape)
     if tuple(shape) == tuple(input.shape):
         return _view_call("view", input, {"shape": shape})
@@ -649,7 +1043,14 @@ def reshape(input, *shape):
 
 
 def permute(input, *dims):
-    """Reorder dimensions (a view)."""
+    """Reorder dimensions (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.permute(torcia.zeros(2, 3, 4), (2, 0, 1)).shape
+    torcia.Size([4, 2, 3])
+    """
     dims = tuple(_wrap_dim(d, input.ndim) for d in _shape_arg(dims))
     if len(dims) != input.ndim or sorted(dims) != list(range(input.ndim)):
         raise RuntimeError(
@@ -662,7 +1063,14 @@ def permute(input, *dims):
 
 
 def transpose(input, dim0, dim1):
-    """Swap two dimensions (a view)."""
+    """Swap two dimensions (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.transpose(torcia.zeros(2, 3, 4), 0, 2).shape
+    torcia.Size([4, 3, 2])
+    """
     n = input.ndim
     return _view_call("transpose", input, {"dim0": _wrap_dim(dim0, n), "dim1": _wrap_dim(dim1, n)})
 
@@ -671,7 +1079,16 @@ swapaxes = swapdims = transpose
 
 
 def t(input):
-    """Transpose of a tensor of at most 2 dimensions."""
+    """Transpose of a tensor of at most 2 dimensions.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.t(torcia.tensor([[1, 2, 3]]))
+    tensor([[1],
+            [2],
+            [3]])
+    """
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     if input.ndim < 2:
@@ -680,7 +1097,17 @@ def t(input):
 
 
 def squeeze(input, dim=None):
-    """Remove dimensions of size 1 (all, or those in ``dim``)."""
+    """Remove dimensions of size 1 (all, or those in ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 1, 3, 1)
+    >>> torcia.squeeze(x).shape
+    torcia.Size([2, 3])
+    >>> torcia.squeeze(x, 1).shape
+    torcia.Size([2, 3, 1])
+    """
     if input.ndim == 0:
         return _view_call("view", input, {"shape": ()})
     d = None if dim is None else _dims(dim, input.ndim)
@@ -688,12 +1115,30 @@ def squeeze(input, dim=None):
 
 
 def unsqueeze(input, dim):
-    """Insert a dimension of size 1 at ``dim``."""
+    """Insert a dimension of size 1 at ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, 2])
+    >>> torcia.unsqueeze(x, 0).shape
+    torcia.Size([1, 2])
+    >>> torcia.unsqueeze(x, -1).shape
+    torcia.Size([2, 1])
+    """
     return _view_call("unsqueeze", input, {"dim": _wrap_dim(dim, input.ndim + 1)})
 
 
 def expand(input, *sizes):
-    """Broadcast to a larger shape without copying (``-1`` keeps a dimension)."""
+    """Broadcast to a larger shape without copying (``-1`` keeps a dimension).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.expand(torcia.tensor([[1], [2]]), 2, 3)
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    """
     sizes = _shape_arg(sizes)
     have = input._data.shape
     lead = len(sizes) - len(have)
@@ -727,26 +1172,73 @@ def expand(input, *sizes):
 
 
 def expand_as(input, other):
+    """``input`` broadcast to the shape of ``other``, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.expand_as(torcia.tensor([1, 2]), torcia.zeros(3, 2)).shape
+    torcia.Size([3, 2])
+    """
     return expand(input, other.shape)
 
 
 def broadcast_to(input, shape):
+    """``input`` broadcast to ``shape``, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.broadcast_to(torcia.tensor([1, 2]), (2, 2))
+    tensor([[1, 2],
+            [1, 2]])
+    """
     return expand(input, shape)
 
 
 def broadcast_tensors(*tensors):
+    """The ``tensors`` broadcast to their common shape (as views).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.broadcast_tensors(torcia.tensor([[1], [2]]), torcia.tensor([10, 20, 30]))
+    >>> a
+    tensor([[1, 1, 1],
+            [2, 2, 2]])
+    >>> b.shape
+    torcia.Size([2, 3])
+    """
     shape = np.broadcast_shapes(*(tuple(t.shape) for t in tensors))
     return tuple(expand(t, shape) for t in tensors)
 
 
 def broadcast_shapes(*shapes):
+    """The shape that tensors of the given ``shapes`` broadcast to.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.broadcast_shapes((2, 1), (1, 3))
+    torcia.Size([2, 3])
+    """
     from torcia._tensor import Size
 
     return Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
 
 
 def flatten(input, start_dim=0, end_dim=-1):
-    """Merge dims ``start_dim..end_dim`` into one."""
+    """Merge dims ``start_dim..end_dim`` into one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 3, 4)
+    >>> torcia.flatten(x).shape
+    torcia.Size([24])
+    >>> torcia.flatten(x, start_dim=1).shape
+    torcia.Size([2, 12])
+    """
     if input.ndim == 0:
         return reshape(input, (1,))
     s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
@@ -760,7 +1252,14 @@ def flatten(input, start_dim=0, end_dim=-1):
 
 
 def unflatten(input, dim, sizes):
-    """Split dim ``dim`` into ``sizes``."""
+    """Split dim ``dim`` into ``sizes``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unflatten(torcia.zeros(2, 12), 1, (3, 4)).shape
+    torcia.Size([2, 3, 4])
+    """
     d = _wrap_dim(dim, input.ndim)
     sizes = tuple(sizes)
     inner = _infer_shape(sizes, input.shape[d], sizes)
@@ -768,7 +1267,14 @@ def unflatten(input, dim, sizes):
 
 
 def narrow(input, dim, start, length):
-    """The slice ``start:start+length`` of dim ``dim`` (a view)."""
+    """The slice ``start:start+length`` of dim ``dim`` (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.narrow(torcia.arange(10), 0, 2, 3)
+    tensor([2, 3, 4])
+    """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(start, Tensor):
@@ -781,7 +1287,15 @@ def narrow(input, dim, start, length):
 
 
 def unfold(input, dimension, size, step):
-    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim."""
+    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unfold(torcia.arange(6), 0, 3, 2)
+    tensor([[0, 1, 2],
+            [2, 3, 4]])
+    """
     d = _wrap_dim(dimension, input.ndim)
     if size > (input.shape[d] if input.ndim else 1):
         raise RuntimeError(f"maximum size for tensor at dimension {d} is "
@@ -792,7 +1306,14 @@ def unfold(input, dimension, size, step):
 
 
 def movedim(input, source, destination):
-    """Move dims from ``source`` positions to ``destination`` positions."""
+    """Move dims from ``source`` positions to ``destination`` positions.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.movedim(torcia.zeros(2, 3, 4), 0, -1).shape
+    torcia.Size([3, 4, 2])
+    """
     src = [source] if isinstance(source, int) else list(source)
     dst = [destination] if isinstance(destination, int) else list(destination)
     if len(src) != len(dst):
@@ -812,19 +1333,47 @@ moveaxis = movedim
 
 
 def contiguous(input, memory_format=None):
-    """``input`` itself when C-contiguous, else a contiguous copy."""
+    """``input`` itself when C-contiguous, else a contiguous copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6).reshape(2, 3).t()
+    >>> x.is_contiguous(), torcia.contiguous(x).is_contiguous()
+    (False, True)
+    """
     if input.is_contiguous():
         return input
     return call("contiguous", (input,), {})
 
 
 def clone(input, *, memory_format=None):
-    """A copy with its own storage (gradients flow back to ``input``)."""
+    """A copy with its own storage (gradients flow back to ``input``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, 2])
+    >>> y = torcia.clone(x)
+    >>> y[0] = 7
+    >>> x, y
+    (tensor([1, 2]), tensor([7, 2]))
+    """
     return call("clone", (input,), {})
 
 
 def diagonal(input, offset=0, dim1=0, dim2=1):
-    """The diagonal with ``offset`` of the 2-D planes (dim1, dim2), as a view."""
+    """The diagonal with ``offset`` of the 2-D planes (dim1, dim2), as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(9).reshape(3, 3)
+    >>> torcia.diagonal(x)
+    tensor([0, 4, 8])
+    >>> torcia.diagonal(x, offset=1)
+    tensor([1, 5])
+    """
     n = input.ndim
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -833,18 +1382,45 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
 
 
 def as_strided(input, size, stride, storage_offset=0):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and ``storage_offset``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6)
+    >>> torcia.as_strided(x, (2, 2), (1, 2))
+    tensor([[0, 2],
+            [1, 3]])
+    """
     return _view_call("as_strided", input, {"size": tuple(size), "stride": tuple(stride),
                                             "storage_offset": storage_offset})
 
 
 def detach(input):
-    """A tensor sharing storage with ``input`` but outside the graph."""
+    """A tensor sharing storage with ``input`` but outside the graph.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> torcia.detach(x * 2).requires_grad
+    False
+    """
     t = Tensor._make(input._data, input._device)
     t._vc = input._vc
     return t
 
 
 def select(input, dim, index):
+    """The slice of ``input`` at ``index`` along ``dim``, without that dimension (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.select(x, 1, 0)
+    tensor([1, 3])
+    """
     d = _wrap_dim(dim, input.ndim)
     return getitem(input, (slice(None),) * d + (index,))
 
@@ -1070,7 +1646,15 @@ def _moved(nb, p, n, to_torch):
 
 
 def getitem(input, key):
-    """``input[key]``: a view for basic indexing, a copy for advanced indexing."""
+    """``input[key]``: a view for basic indexing, a copy for advanced indexing.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6).reshape(2, 3)
+    >>> torcia.getitem(x, (slice(None), 1))
+    tensor([1, 4])
+    """
     key, advanced = _index_key(input, key)
     try:
         out = call("getitem", (input,), {"key": key}, view_of=None if advanced else input)
@@ -1084,7 +1668,16 @@ def getitem(input, key):
 
 
 def setitem(input, key, value):
-    """``input[key] = value`` in place (recorded for autograd as an ``index_put``)."""
+    """``input[key] = value`` in place (recorded for autograd as an ``index_put``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3)
+    >>> torcia.setitem(x, 1, 5.0)
+    >>> x
+    tensor([0., 5., 0.])
+    """
     k, advanced = _index_key(input, key)
     if not isinstance(value, Tensor):
         from torcia._creation import tensor
@@ -1109,7 +1702,17 @@ def setitem(input, key, value):
 
 
 def index_put(input, indices, values, accumulate=False):
-    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``)."""
+    """Out-of-place ``input[indices] = values`` (or ``+=`` with ``accumulate``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(4)
+    >>> torcia.index_put(x, (torcia.tensor([0, 2]),), torcia.tensor(5.0))
+    tensor([5., 0., 5., 0.])
+    >>> torcia.index_put(x, (torcia.tensor([1, 1]),), torcia.tensor(1.0), accumulate=True)
+    tensor([0., 2., 0., 0.])
+    """
     k, _ = _index_key(input, tuple(indices))
     return call("index_put", (input, values), {"key": k, "accumulate": bool(accumulate)})
 
@@ -1186,7 +1789,15 @@ concat = concatenate = cat
 
 
 def stack(tensors, dim=0):
-    """Join along a new ``dim``; all tensors must have the same shape."""
+    """Join along a new ``dim``; all tensors must have the same shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
     tensors = _same_dtype(tensors, "stack")
     ref = tensors[0]
     for i, t in enumerate(tensors):
@@ -1198,15 +1809,44 @@ def stack(tensors, dim=0):
 
 
 def hstack(tensors):
+    """Concatenate ``tensors`` along their second dimension (the first for 1-D ones).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hstack([torcia.tensor([1, 2]), torcia.tensor([3])])
+    tensor([1, 2, 3])
+    >>> torcia.hstack([torcia.ones(2, 1), torcia.zeros(2, 2)])
+    tensor([[1., 0., 0.],
+            [1., 0., 0.]])
+    """
     return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
 
 
 def vstack(tensors):
+    """Concatenate ``tensors`` along their first dimension (1-D ones as rows).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vstack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[1, 2],
+            [3, 4]])
+    """
     return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
 
 
 def split(tensor, split_size_or_sections, dim=0):
-    """Split into chunks of a size (the last may be smaller) or of the listed sizes."""
+    """Split into chunks of a size (the last may be smaller) or of the listed sizes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.split(torcia.arange(5), 2)
+    (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    >>> torcia.split(torcia.arange(5), [1, 4])
+    (tensor([0]), tensor([1, 2, 3, 4]))
+    """
     d = _wrap_dim(dim, tensor.ndim)
     size = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -1231,7 +1871,14 @@ def split(tensor, split_size_or_sections, dim=0):
 
 
 def chunk(input, chunks, dim=0):
-    """Split into ``chunks`` pieces of equal size (the last may be smaller)."""
+    """Split into ``chunks`` pieces of equal size (the last may be smaller).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.chunk(torcia.arange(5), 2)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    """
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     size = input.shape[_wrap_dim(dim, input.ndim)]
@@ -1240,6 +1887,16 @@ def chunk(input, chunks, dim=0):
 
 
 def tensor_split(input, indices_or_sections, dim=0):
+    """Split into ``n`` nearly equal pieces (the first ones larger), or at indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor_split(torcia.arange(7), 3)
+    (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
+    >>> torcia.tensor_split(torcia.arange(7), [1, 5])
+    (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
+    """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
     if isinstance(indices_or_sections, int):
@@ -1253,7 +1910,14 @@ def tensor_split(input, indices_or_sections, dim=0):
 
 
 def unbind(input, dim=0):
-    """The slices along ``dim``, each without that dim."""
+    """The slices along ``dim``, each without that dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unbind(torcia.tensor([[1, 2], [3, 4]]), dim=1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
     d = _wrap_dim(dim, input.ndim)
     if input.shape[d] == 0:
         return ()
@@ -1270,7 +1934,16 @@ def _index_tensor(index, name="index"):
 
 
 def gather(input, dim, index, *, sparse_grad=False):
-    """Values of ``input`` along ``dim`` at positions ``index``."""
+    """Values of ``input`` along ``dim`` at positions ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.gather(x, 1, torcia.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "gather")
     if index.ndim != input.ndim:
@@ -1285,7 +1958,16 @@ def gather(input, dim, index, *, sparse_grad=False):
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``."""
+    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 3)
+    >>> torcia.scatter(x, 1, torcia.tensor([[2], [0]]), torcia.tensor([[1.0], [2.0]]))
+    tensor([[0., 0., 1.],
+            [2., 0., 0.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
     _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
@@ -1302,7 +1984,15 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
 
 
 def scatter_add(input, dim, index, src):
-    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``."""
+    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3)
+    >>> torcia.scatter_add(x, 0, torcia.tensor([0, 0, 2]), torcia.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
     _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
@@ -1310,7 +2000,16 @@ def scatter_add(input, dim, index, src):
 
 
 def index_select(input, dim, index):
-    """Rows (along ``dim``) of ``input`` at the 1-D ``index``."""
+    """Rows (along ``dim``) of ``input`` at the 1-D ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4], [5, 6]])
+    >>> torcia.index_select(x, 0, torcia.tensor([2, 0]))
+    tensor([[5, 6],
+            [1, 2]])
+    """
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
@@ -1320,7 +2019,17 @@ def index_select(input, dim, index):
 
 
 def index_add(input, dim, index, source, *, alpha=1):
-    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``."""
+    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_add(x, 0, torcia.tensor([0, 2, 0]), torcia.ones(3, 2))
+    tensor([[2., 2.],
+            [0., 0.],
+            [1., 1.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     _check_range(index._data, input.shape[d], d, IndexError, negative=False,
                  message="index out of range in self")
@@ -1328,6 +2037,17 @@ def index_add(input, dim, index, source, *, alpha=1):
 
 
 def index_copy(input, dim, index, source):
+    """A copy of ``input`` with its slices at ``index`` along ``dim`` from ``source``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_copy(x, 0, torcia.tensor([2, 0]), torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[3., 4.],
+            [0., 0.],
+            [1., 2.]])
+    """
     d = _wrap_dim(dim, input.ndim)
     bad = index._data[(index._data < 0) | (index._data >= input.shape[d])]
     if bad.size:
@@ -1337,7 +2057,16 @@ def index_copy(input, dim, index, source):
 
 
 def take_along_dim(input, indices, dim=None):
-    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None)."""
+    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[10, 30, 20], [60, 40, 50]])
+    >>> torcia.take_along_dim(x, torcia.argsort(x, dim=1), dim=1)
+    tensor([[10, 20, 30],
+            [40, 50, 60]])
+    """
     if dim is None:
         return call("take_along_dim", (input, indices), {"dim": None})
     d = _wrap_dim(dim, input.ndim)
@@ -1353,21 +2082,54 @@ def take_along_dim(input, indices, dim=None):
 
 
 def flip(input, dims):
-    """Reverse the order along ``dims``."""
+    """Reverse the order along ``dims``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flip(torcia.tensor([[1, 2], [3, 4]]), dims=(0,))
+    tensor([[3, 4],
+            [1, 2]])
+    """
     d = _dims(dims if not isinstance(dims, int) else (dims,), input.ndim)
     return call("flip", (input,), {"dims": d or ()})
 
 
 def fliplr(input):
+    """``input`` reversed along its second dimension (left-right).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fliplr(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 1],
+            [4, 3]])
+    """
     return flip(input, (1,))
 
 
 def flipud(input):
+    """``input`` reversed along its first dimension (up-down).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flipud(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[3, 4],
+            [1, 2]])
+    """
     return flip(input, (0,))
 
 
 def roll(input, shifts, dims=None):
-    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None)."""
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.roll(torcia.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
     if dims is None:
         return call("roll", (input,), {"shifts": shifts, "dims": None})
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
@@ -1380,7 +2142,15 @@ def roll(input, shifts, dims=None):
 
 
 def repeat(input, *sizes):
-    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``)."""
+    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat(torcia.tensor([1, 2]), 2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
     sizes = _shape_arg(sizes)
     if len(sizes) < input.ndim:
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
@@ -1389,7 +2159,15 @@ def repeat(input, *sizes):
 
 
 def tile(input, dims):
-    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one)."""
+    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tile(torcia.tensor([1, 2]), (2, 2))
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     if len(dims) < input.ndim:
         dims = (1,) * (input.ndim - len(dims)) + dims
@@ -1397,7 +2175,18 @@ def tile(input, dims):
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
-    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input)."""
+    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat_interleave(torcia.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    >>> torcia.repeat_interleave(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
     if repeats is None:
         # repeat_interleave(repeats): each index i repeated repeats[i] times
         from torcia._creation import arange
@@ -1412,14 +2201,32 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
 
 
 def tril(input, diagonal=0):
-    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero."""
+    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tril(torcia.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("tril: input tensor must have at least 2 dimensions")
     return call("tril", (input,), {"diagonal": int(diagonal)})
 
 
 def triu(input, diagonal=0):
-    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero."""
+    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.triu(torcia.ones(3, 3), diagonal=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("triu: input tensor must have at least 2 dimensions")
     return call("triu", (input,), {"diagonal": int(diagonal)})
@@ -1491,7 +2298,14 @@ def _sparse_mm(a, b):
 
 
 def mm(input, mat2):
-    """Product of two 2-D matrices (one may be a sparse COO matrix)."""
+    """Product of two 2-D matrices (one may be a sparse COO matrix).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mm(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0], [4.0]]))
+    tensor([[11.]])
+    """
     if input.is_sparse or mat2.is_sparse:
         return _sparse_mm(input, mat2)
     _matmul_dtype(input, mat2, "mm")
@@ -1504,7 +2318,15 @@ def mm(input, mat2):
 
 
 def bmm(input, mat2):
-    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p)."""
+    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(4, 2, 3)
+    >>> torcia.bmm(a, torcia.ones(4, 3, 5)).shape
+    torcia.Size([4, 2, 5])
+    """
     _matmul_dtype(input, mat2, "bmm")
     if input.ndim != 3 or mat2.ndim != 3:
         raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
@@ -1516,7 +2338,14 @@ def bmm(input, mat2):
 
 
 def dot(input, other):
-    """Inner product of two 1-D tensors."""
+    """Inner product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dot(torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
     _matmul_dtype(input, other, "dot")
     if input.ndim != 1 or other.ndim != 1:
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
@@ -1551,7 +2380,15 @@ def inner(input, other):
 
 
 def outer(input, vec2):
-    """Outer product of two 1-D tensors."""
+    """Outer product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.outer(torcia.tensor([1, 2]), torcia.tensor([1, 10, 100]))
+    tensor([[  1,  10, 100],
+            [  2,  20, 200]])
+    """
     _matmul_dtype(input, vec2, "outer")
     return call("outer", (input, vec2), {})
 
@@ -1560,7 +2397,17 @@ ger = outer
 
 
 def einsum(equation, *operands):
-    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``."""
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.einsum("ij,j->i", a, torcia.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    >>> torcia.einsum("ii", a)
+    tensor(5.)
+    """
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     operands = _same_dtype(operands, "einsum")
@@ -1568,7 +2415,17 @@ def einsum(equation, *operands):
 
 
 def tensordot(a, b, dims=2):
-    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``."""
+    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(3, 4, 5)
+    >>> torcia.tensordot(a, torcia.ones(4, 5, 2)).shape
+    torcia.Size([3, 2])
+    >>> torcia.tensordot(a, torcia.ones(5, 3), dims=([0, 2], [1, 0])).shape
+    torcia.Size([4])
+    """
     if isinstance(dims, Tensor):
         dims = dims.tolist()
     if isinstance(dims, int):
@@ -1588,7 +2445,16 @@ def _full_contraction(a, b, dims):
 
 
 def addmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)``."""
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.addmm(torcia.ones(2, 2), m, torcia.eye(2), beta=10)
+    tensor([[11., 12.],
+            [13., 14.]])
+    """
     return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
 
 
@@ -1795,10 +2661,27 @@ INPLACE = (
 
 
 def multiply(input, other):
+    """``input * other`` with broadcasting (an alias of :func:`mul`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.multiply(torcia.tensor([1, 2]), torcia.tensor([[3], [4]]))
+    tensor([[3, 6],
+            [4, 8]])
+    """
     return binary("mul", input, other)
 
 
 def subtract(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting (an alias of :func:`sub`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.subtract(torcia.tensor([5.0, 6.0]), 1.5)
+    tensor([3.5000, 4.5000])
+    """
     return sub(input, other, alpha=alpha)
 
 

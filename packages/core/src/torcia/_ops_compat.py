@@ -46,7 +46,8 @@ def _alias(new, old):
         return fn(*args, **kwargs)
 
     alias.__name__ = new
-    alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)."
+    alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)." + (
+        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}("))
     return alias
 
 
@@ -120,7 +121,14 @@ class iinfo:  # noqa: N801 - PyTorch's name
 
 
 def typename(obj) -> str:
-    """``"torcia.FloatTensor"`` for a tensor (as ``Tensor.type()``), else the class path."""
+    """``"torcia.FloatTensor"`` for a tensor (as ``Tensor.type()``), else the class path.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.typename(torcia.zeros(1))
+    'torcia.FloatTensor'
+    """
     if isinstance(obj, Tensor):
         return obj.type()
     cls = obj if isinstance(obj, type) else type(obj)
@@ -128,7 +136,14 @@ def typename(obj) -> str:
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
-    """A 0-d tensor holding the number ``s`` (default dtype float)."""
+    """A 0-d tensor holding the number ``s`` (default dtype float).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.scalar_tensor(3)
+    tensor(3.)
+    """
     return C.tensor(s, dtype=dtype or D.get_default_dtype(), device=device,
                     requires_grad=requires_grad)
 
@@ -139,19 +154,40 @@ def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
 
 
 def positive(input):
-    """``input`` itself (PyTorch's unary plus); not defined for bool."""
+    """``input`` itself (PyTorch's unary plus); not defined for bool.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.positive(torcia.tensor([-1, 2]))
+    tensor([-1,  2])
+    """
     if input.dtype is D.bool_:
         raise TypeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
 def deg2rad(input):
-    """Degrees to radians."""
+    """Degrees to radians.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.deg2rad(torcia.tensor([180.0, 90.0]))
+    tensor([3.1416, 1.5708])
+    """
     return _float(input) * (math.pi / 180.0)
 
 
 def rad2deg(input):
-    """Radians to degrees."""
+    """Radians to degrees.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rad2deg(torcia.tensor([3.141592653589793]))
+    tensor([180.])
+    """
     return _float(input) * (180.0 / math.pi)
 
 
@@ -174,12 +210,26 @@ def logaddexp(input, other):
 
 
 def logaddexp2(input, other):
-    """``log2(2**input + 2**other)``, computed without overflow."""
+    """``log2(2**input + 2**other)``, computed without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logaddexp2(torcia.tensor([1.0, 100.0]), torcia.tensor([1.0, 100.0]))
+    tensor([  2., 101.])
+    """
     return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
 
 
 def heaviside(input, values):
-    """0 where ``input < 0``, 1 where ``> 0``, ``values`` where it is 0."""
+    """0 where ``input < 0``, 1 where ``> 0``, ``values`` where it is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.heaviside(torcia.tensor([-1.0, 0.0, 2.0]), torcia.tensor(0.5))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
                            f"dtypes, got {input.dtype} and {values.dtype}")
@@ -188,7 +238,14 @@ def heaviside(input, values):
 
 
 def copysign(input, other):
-    """``|input|`` with the sign of ``other`` (sign bit, so -0.0 counts as negative)."""
+    """``|input|`` with the sign of ``other`` (sign bit, so -0.0 counts as negative).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.copysign(torcia.tensor([1.0, -2.0]), torcia.tensor([-1.0, -0.0]))
+    tensor([-1., -2.])
+    """
     other_t = other if isinstance(other, Tensor) else C.tensor(float(other))
     neg = C.tensor(np.signbit(other_t.detach().cpu().numpy()), device=input.device)
     mag = _float(input).abs()
@@ -196,7 +253,14 @@ def copysign(input, other):
 
 
 def ldexp(input, other):
-    """``input * 2**other``."""
+    """``input * 2**other``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
+    tensor([8.0000, 1.5000])
+    """
     return _float(input) * (2.0 ** other.to(D.float32 if not input.is_floating_point()
                                             else input.dtype))
 
@@ -210,37 +274,90 @@ def _int_binary(name, fn, input, other):
 
 
 def gcd(input, other):
-    """Elementwise greatest common divisor of integer tensors."""
+    """Elementwise greatest common divisor of integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
+    tensor([6, 1])
+    """
     return _int_binary("gcd", np.gcd, input, other)
 
 
 def lcm(input, other):
-    """Elementwise least common multiple of integer tensors."""
+    """Elementwise least common multiple of integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
+    tensor([12, 30])
+    """
     return _int_binary("lcm", np.lcm, input, other)
 
 
 def isneginf(input):
-    """Where ``input`` is minus infinity."""
+    """Where ``input`` is minus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isneginf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([ True, False, False])
+    """
     return _ops.isinf(input) & (input < 0)
 
 
 def isposinf(input):
-    """Where ``input`` is plus infinity."""
+    """Where ``input`` is plus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isposinf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([False,  True, False])
+    """
     return _ops.isinf(input) & (input > 0)
 
 
 def isreal(input):
-    """Where the value is real: everywhere, for torcia's real dtypes."""
+    """Where the value is real: everywhere, for torcia's real dtypes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isreal(torcia.tensor([1.0, 2.0]))
+    tensor([True, True])
+    """
     return C.ones(*input.shape, dtype=D.bool_, device=input.device)
 
 
 def is_signed(input) -> bool:
-    """Whether the dtype is signed."""
+    """Whether the dtype is signed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_signed(torcia.tensor([-1]))
+    True
+    >>> torcia.is_signed(torcia.tensor([1], dtype=torcia.uint8))
+    False
+    """
     return input.dtype.name not in ("uint8", "bool")
 
 
 def is_nonzero(input) -> bool:
-    """The truth of a one-element tensor (errors otherwise, as PyTorch)."""
+    """The truth of a one-element tensor (errors otherwise, as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_nonzero(torcia.tensor([0.5]))
+    True
+    >>> torcia.is_nonzero(torcia.tensor(0))
+    False
+    """
     if input.numel() != 1:
         if input.numel() == 0:
             raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
@@ -249,21 +366,51 @@ def is_nonzero(input) -> bool:
 
 
 def is_same_size(input, other) -> bool:
-    """Whether two tensors have the same shape."""
+    """Whether two tensors have the same shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_same_size(torcia.zeros(2, 3), torcia.ones(2, 3))
+    True
+    """
     return input.shape == other.shape
 
 
 def is_inference(input) -> bool:
-    """Whether the tensor was made under ``inference_mode``: torcia tensors never are."""
+    """Whether the tensor was made under ``inference_mode``: torcia tensors never are.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_inference(torcia.zeros(1))
+    False
+    """
     return False
 
 
 def rsub(input, other, *, alpha=1):
-    """``other - alpha * input``."""
+    """``other - alpha * input``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rsub(torcia.tensor([1, 2]), 10)
+    tensor([9, 8])
+    """
     return other - alpha * input
 
 
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
+    """In-place :func:`nan_to_num`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([float("nan"), 1.0])
+    >>> torcia.nan_to_num_(x, nan=-1.0)
+    tensor([-1.,  1.])
+    """
     return input.nan_to_num_(nan=nan, posinf=posinf, neginf=neginf)
 
 
@@ -305,7 +452,14 @@ def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
 
 
 def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
-    """:func:`quantile` ignoring NaNs."""
+    """:func:`quantile` ignoring NaNs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nanquantile(torcia.tensor([1.0, float("nan"), 3.0]), 0.5)
+    tensor(2.)
+    """
     return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
 
 
@@ -361,7 +515,14 @@ _AMinMax = _ops._return_type("aminmax", ("min", "max"))
 
 
 def nanmedian(input, dim=None, keepdim=False):
-    """The median ignoring NaNs (the lower of the two middle values, as ``median``)."""
+    """The median ignoring NaNs (the lower of the two middle values, as ``median``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nanmedian(torcia.tensor([1.0, float("nan"), 3.0, 2.0]))
+    tensor(2.)
+    """
     if dim is None:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
@@ -396,13 +557,29 @@ def aminmax(input, *, dim=None, keepdim=False):
 
 
 def dist(input, other, p=2):
-    """The ``p``-norm of ``input - other``."""
+    """The ``p``-norm of ``input - other``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
     return (input - other).norm(p=p)
 
 
 @autocast_as("renorm")
 def renorm(input, p, dim, maxnorm):
-    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm."""
+    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.renorm(x, 2, 0, 1.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
     others = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
     norms = input.abs().pow(p).sum(dim=others, keepdim=True).pow(1.0 / p)
     scale = _ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), C.ones_like(norms))
@@ -411,7 +588,14 @@ def renorm(input, p, dim, maxnorm):
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
     """Collapse runs of equal consecutive elements (of the flattened input, or slices
-    along ``dim``)."""
+    along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unique_consecutive(torcia.tensor([1, 1, 2, 2, 1]), return_counts=True)
+    (tensor([1, 2, 1]), tensor([2, 2, 1]))
+    """
     x = input.reshape(-1) if dim is None else input.movedim(dim, 0)
     n = x.shape[0]
     if n == 0:
@@ -434,7 +618,14 @@ def unique_consecutive(input, return_inverse=False, return_counts=False, dim=Non
 
 
 def isin(elements, test_elements, *, assume_unique=False, invert=False):
-    """Where each of ``elements`` occurs in ``test_elements``."""
+    """Where each of ``elements`` occurs in ``test_elements``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isin(torcia.tensor([1, 2, 3]), torcia.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
     el = elements if isinstance(elements, Tensor) else C.tensor(elements)
     te = test_elements.cpu().numpy() if isinstance(test_elements, Tensor) else test_elements
     out = np.isin(el.cpu().numpy(), te, invert=invert)
@@ -454,17 +645,38 @@ def _each(fn, tensors):
 
 
 def atleast_1d(*tensors):
-    """Each tensor with at least one dimension."""
+    """Each tensor with at least one dimension.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_1d(torcia.tensor(5)).shape
+    torcia.Size([1])
+    """
     return _each(lambda t: t.reshape(1) if t.ndim == 0 else t, tensors)
 
 
 def atleast_2d(*tensors):
-    """Each tensor with at least two dimensions (a vector becomes a row)."""
+    """Each tensor with at least two dimensions (a vector becomes a row).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_2d(torcia.tensor([1, 2])).shape
+    torcia.Size([1, 2])
+    """
     return _each(lambda t: t.reshape(1, -1) if t.ndim < 2 else t, tensors)
 
 
 def atleast_3d(*tensors):
-    """Each tensor with at least three dimensions, as ``numpy.atleast_3d``."""
+    """Each tensor with at least three dimensions, as ``numpy.atleast_3d``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_3d(torcia.tensor([1, 2])).shape
+    torcia.Size([1, 2, 1])
+    """
     def three(t):
         if t.ndim == 0:
             return t.reshape(1, 1, 1)
@@ -477,13 +689,29 @@ def atleast_3d(*tensors):
 
 
 def column_stack(tensors):
-    """Stack 0-d/1-d tensors as columns (and 2-d ones side by side)."""
+    """Stack 0-d/1-d tensors as columns (and 2-d ones side by side).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.column_stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
     cols = [t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors]
     return _ops.cat(cols, 1)
 
 
 def dstack(tensors):
-    """Concatenate along the third dimension after :func:`atleast_3d`."""
+    """Concatenate along the third dimension after :func:`atleast_3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dstack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[[1, 3],
+             [2, 4]]])
+    """
     return _ops.cat([atleast_3d(t) for t in tensors], 2)
 
 
@@ -536,7 +764,14 @@ def rot90(input, k=1, dims=(0, 1)):
 
 
 def take(input, index):
-    """Elements of the flattened ``input`` at ``index``; the result has ``index``'s shape."""
+    """Elements of the flattened ``input`` at ``index``; the result has ``index``'s shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.take(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([0, 3]))
+    tensor([1, 4])
+    """
     return input.reshape(-1)[index.reshape(-1)].reshape(index.shape)
 
 
@@ -581,21 +816,44 @@ def kron(input, other):
 
 
 def trace(input):
-    """The sum of the main diagonal of a matrix."""
+    """The sum of the main diagonal of a matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.trace(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(5.)
+    """
     if input.ndim != 2:
         raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
     return input.diagonal().sum()
 
 
 def diagflat(input, offset=0):
-    """A matrix with the flattened ``input`` on diagonal ``offset``."""
+    """A matrix with the flattened ``input`` on diagonal ``offset``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diagflat(torcia.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
     return _ops_extra.diag(input.reshape(-1), offset)
 
 
 @autocast_as("chain_matmul")
 def chain_matmul(*matrices):
     """The product of 2-D matrices, left to right (deprecated in PyTorch for
-    ``linalg.multi_dot``)."""
+    ``linalg.multi_dot``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0]])
+    >>> torcia.chain_matmul(a, torcia.eye(2), a.t())
+    tensor([[5.]])
+    """
     out = matrices[0]
     for m in matrices[1:]:
         out = out @ m
@@ -603,7 +861,15 @@ def chain_matmul(*matrices):
 
 
 def block_diag(*tensors):
-    """A block-diagonal matrix of the (0-, 1- or 2-D) inputs."""
+    """A block-diagonal matrix of the (0-, 1- or 2-D) inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.block_diag(torcia.tensor([[1, 2]]), torcia.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
     if not tensors:
         return C.empty(0, 0)
     mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
@@ -666,7 +932,17 @@ def meshgrid(*tensors, indexing=None):
 
 
 def cartesian_prod(*tensors):
-    """All combinations of one element of each 1-D tensor, one per row."""
+    """All combinations of one element of each 1-D tensor, one per row.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cartesian_prod(torcia.tensor([1, 2]), torcia.tensor([3, 4]))
+    tensor([[1, 3],
+            [1, 4],
+            [2, 3],
+            [2, 4]])
+    """
     if len(tensors) == 1:
         return tensors[0]
     grids = meshgrid(*tensors, indexing="ij")
@@ -674,7 +950,16 @@ def cartesian_prod(*tensors):
 
 
 def combinations(input, r=2, with_replacement=False):
-    """The length-``r`` combinations of a 1-D tensor's elements, one per row."""
+    """The length-``r`` combinations of a 1-D tensor's elements, one per row.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.combinations(torcia.tensor([1, 2, 3]))
+    tensor([[1, 2],
+            [1, 3],
+            [2, 3]])
+    """
     n = input.shape[0]
     pick = (itertools.combinations_with_replacement if with_replacement
             else itertools.combinations)(range(n), r)
@@ -688,17 +973,40 @@ def _tri_indices(fn, row, col, offset, dtype, device):
 
 
 def tril_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """Row and column indices of the lower triangle of a ``row x col`` matrix."""
+    """Row and column indices of the lower triangle of a ``row x col`` matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tril_indices(3, 3)
+    tensor([[0, 1, 1, 2, 2, 2],
+            [0, 0, 1, 0, 1, 2]])
+    """
     return _tri_indices(np.tril_indices, row, col, offset, dtype, device)
 
 
 def triu_indices(row, col, offset=0, *, dtype=None, device=None, layout=None):
-    """Row and column indices of the upper triangle of a ``row x col`` matrix."""
+    """Row and column indices of the upper triangle of a ``row x col`` matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.triu_indices(3, 3, offset=1)
+    tensor([[0, 0, 1],
+            [1, 2, 2]])
+    """
     return _tri_indices(np.triu_indices, row, col, offset, dtype, device)
 
 
 def unravel_index(indices, shape):
-    """Flat indices into ``shape`` as a tuple of coordinate tensors."""
+    """Flat indices into ``shape`` as a tuple of coordinate tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unravel_index(torcia.tensor([5, 1]), (2, 3))
+    (tensor([1, 0]), tensor([2, 1]))
+    """
     idx = indices if isinstance(indices, Tensor) else C.tensor(indices)
     if idx.is_floating_point():
         raise TypeError("expected 'indices' to be integer dtype, but got "
@@ -717,7 +1025,15 @@ def unravel_index(indices, shape):
 
 
 def index_fill(input, dim, index, value):
-    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``."""
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.index_fill(torcia.zeros(2, 3), 1, torcia.tensor([0, 2]), 1.0)
+    tensor([[1., 0., 1.],
+            [1., 0., 1.]])
+    """
     mask_shape = [1] * input.ndim
     mask_shape[dim] = input.shape[dim]
     mask = C.zeros(input.shape[dim], dtype=D.bool_, device=input.device)
@@ -727,7 +1043,16 @@ def index_fill(input, dim, index, value):
 
 def masked_scatter(input, mask, source):
     """A copy of ``input`` with the positions where ``mask`` is True filled, in order, from
-    ``source``."""
+    ``source``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(4)
+    >>> mask = torcia.tensor([True, False, True, False])
+    >>> torcia.masked_scatter(x, mask, torcia.tensor([1.0, 2.0]))
+    tensor([1., 0., 2., 0.])
+    """
     m = mask.expand(*input.shape) if mask.shape != input.shape else mask
     flat_mask = m.reshape(-1)
     count = int(flat_mask.sum())
@@ -743,7 +1068,15 @@ def masked_scatter(input, mask, source):
 
 def put(input, index, source, accumulate=False):
     """A copy of ``input`` with the flattened positions ``index`` set from ``source`` (or
-    increased by it with ``accumulate``)."""
+    increased by it with ``accumulate``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.put(torcia.zeros(2, 2), torcia.tensor([0, 3]), torcia.tensor([5.0, 6.0]))
+    tensor([[5., 0.],
+            [0., 6.]])
+    """
     flat = input.reshape(-1)
     if accumulate:
         out = flat.index_add(0, index.reshape(-1), source.reshape(-1).to(input.dtype))
@@ -753,7 +1086,15 @@ def put(input, index, source, accumulate=False):
 
 
 def select_scatter(input, src, dim, index):
-    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``."""
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.select_scatter(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]), 0, 1)
+    tensor([[0., 0.],
+            [1., 2.]])
+    """
     out = input.clone()
     key = [slice(None)] * input.ndim
     key[dim] = index
@@ -762,7 +1103,14 @@ def select_scatter(input, src, dim, index):
 
 
 def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
-    """A copy of ``input`` with the slice ``start:end:step`` along ``dim`` replaced."""
+    """A copy of ``input`` with the slice ``start:end:step`` along ``dim`` replaced.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.slice_scatter(torcia.zeros(4), torcia.ones(2), start=0, step=2)
+    tensor([1., 0., 1., 0.])
+    """
     out = input.clone()
     key = [slice(None)] * input.ndim
     key[dim] = slice(start, end, step)
@@ -771,14 +1119,29 @@ def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
 
 
 def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
-    """A copy of ``input`` with the diagonal ``(offset, dim1, dim2)`` replaced by ``src``."""
+    """A copy of ``input`` with the diagonal ``(offset, dim1, dim2)`` replaced by ``src``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diagonal_scatter(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
     out = input.clone()
     out.diagonal(offset, dim1, dim2).copy_(src)
     return out
 
 
 def fill(input, value):
-    """A tensor like ``input`` filled with ``value``."""
+    """A tensor like ``input`` filled with ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fill(torcia.zeros(2), 7.0)
+    tensor([7., 7.])
+    """
     return C.full_like(input, value.item() if isinstance(value, Tensor) else value)
 
 
@@ -792,7 +1155,15 @@ def sum_to_size(input, *size):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dimensions (a view)."""
+    """The conjugate transpose of the last two dimensions (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.adjoint(torcia.tensor([[1 + 2j, 3j]]))
+    tensor([[1.+2.j],
+            [0.+3.j]])
+    """
     return input.transpose(-2, -1)
 
 
@@ -832,7 +1203,14 @@ def where_method(self, condition, y):
 
 
 def split_with_sizes(input, split_sizes, dim=0):
-    """Split into pieces of the given sizes along ``dim`` (which must add up to it)."""
+    """Split into pieces of the given sizes along ``dim`` (which must add up to it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.split_with_sizes(torcia.arange(5), [2, 3])
+    (tensor([0, 1]), tensor([2, 3, 4]))
+    """
     if builtins.sum(split_sizes) != input.shape[dim]:
         raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
                            f"{input.shape[dim]} (input tensor's size at dimension {dim}), "
@@ -847,17 +1225,38 @@ def _host_binary(fn, input, other, dtype=None):
 
 
 def nextafter(input, other):
-    """The next representable float after ``input`` towards ``other`` (no gradient)."""
+    """The next representable float after ``input`` towards ``other`` (no gradient).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
+    tensor([True])
+    """
     return _host_binary(np.nextafter, input, other)
 
 
 def bitwise_left_shift(input, other):
-    """``input << other`` on integer tensors."""
+    """``input << other`` on integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bitwise_left_shift(torcia.tensor([1, 3]), 2)
+    tensor([ 4, 12])
+    """
     return _host_binary(np.left_shift, input, other)
 
 
 def bitwise_right_shift(input, other):
-    """``input >> other`` on integer tensors (arithmetic for signed ones)."""
+    """``input >> other`` on integer tensors (arithmetic for signed ones).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bitwise_right_shift(torcia.tensor([8, -8]), 2)
+    tensor([ 2, -2])
+    """
     return _host_binary(np.right_shift, input, other)
 
 
@@ -886,7 +1285,17 @@ _Histogram = _ops._return_type("histogram", ("hist", "bin_edges"))
 
 def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
     """Histogram of ``input``'s values: ``bins`` equal bins over ``range`` (default the
-    data's extent) or explicit edges; returns ``(hist, bin_edges)``, as NumPy's."""
+    data's extent) or explicit edges; returns ``(hist, bin_edges)``, as NumPy's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> hist, edges = torcia.histogram(torcia.tensor([1.0, 2.0, 2.0, 4.0]), bins=3)
+    >>> hist
+    tensor([1., 2., 1.])
+    >>> edges
+    tensor([1., 2., 3., 4.])
+    """
     data = input.detach().cpu().numpy().reshape(-1)
     edges = bins.detach().cpu().numpy() if isinstance(bins, Tensor) else bins
     w = None if weight is None else weight.detach().cpu().numpy().reshape(-1)
@@ -918,12 +1327,26 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
 
 
 def trapz(y, x=None, *, dx=None, dim=-1):
-    """Alias of :func:`trapezoid`."""
+    """Alias of :func:`trapezoid`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.trapz(torcia.tensor([1.0, 2.0, 3.0]))
+    tensor(4.)
+    """
     return trapezoid(y, x, dx=dx, dim=dim)
 
 
 def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
-    """The running trapezoidal-rule integral of ``y`` along ``dim``."""
+    """The running trapezoidal-rule integral of ``y`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cumulative_trapezoid(torcia.tensor([1.0, 2.0, 3.0]))
+    tensor([1.5000, 4.0000])
+    """
     n = y.shape[dim]
     pieces = y.narrow(dim, 0, n - 1) + y.narrow(dim, 1, n - 1)
     if x is None:
@@ -941,7 +1364,14 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
 def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None,
                     requires_grad=False):
     """PyTorch's deprecated inclusive ``range``: ``start, start + step, ..., end``
-    (float by default)."""
+    (float by default).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.range(1, 4)
+    tensor([1., 2., 3., 4.])
+    """
     if end is None:
         start, end = 0, start
     count = int(math.floor((end - start) / step)) + 1
@@ -952,7 +1382,14 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None,
 
 def pdist(input, p=2.0):
     """The ``p``-norm distances between every pair of rows ``i < j`` of a 2-D ``input``,
-    in row-major order of the upper triangle."""
+    in row-major order of the upper triangle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pdist(torcia.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
     if input.ndim != 2:
         raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
     n = input.shape[0]
@@ -967,7 +1404,15 @@ def pdist(input, p=2.0):
 
 
 def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's argument name
-    """The ``pow``-norm of ``v`` over every dimension but ``dim`` (all, for ``dim=-1``)."""
+    """The ``pow``-norm of ``v`` over every dimension but ``dim`` (all, for ``dim=-1``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.norm_except_dim(torcia.tensor([[3.0, 4.0], [0.0, 1.0]]), dim=0)
+    tensor([[5.],
+            [1.]])
+    """
     if dim == -1:
         return v.norm(pow)
     dims = tuple(d for d in builtins.range(v.ndim) if d != dim)
@@ -975,17 +1420,38 @@ def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's argument name
 
 
 def frobenius_norm(input, dim=(-2, -1), keepdim=False):
-    """The Frobenius norm over ``dim``."""
+    """The Frobenius norm over ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.frobenius_norm(torcia.tensor([[3.0, 0.0], [0.0, 4.0]]))
+    tensor(5.)
+    """
     return input.pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
 
 
 def constant_pad_nd(input, pad, value=0):
-    """Pad with ``value`` (``F.pad``'s constant mode)."""
+    """Pad with ``value`` (``F.pad``'s constant mode).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.constant_pad_nd(torcia.tensor([1, 2]), (1, 2), value=9)
+    tensor([9, 1, 2, 9, 9])
+    """
     return _ops_extra.pad(input, pad, "constant", value)
 
 
 def poisson(input, generator=None):
-    """Samples of Poisson distributions with rates ``input``."""
+    """Samples of Poisson distributions with rates ``input``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.poisson(torcia.zeros(3))
+    tensor([0., 0., 0.])
+    """
     from torcia.random import rng_of
 
     draws = rng_of(generator).poisson(input.detach().cpu().numpy())
@@ -993,7 +1459,15 @@ def poisson(input, generator=None):
 
 
 def binomial(count, prob, generator=None):
-    """Samples of binomial distributions with ``count`` trials of probability ``prob``."""
+    """Samples of binomial distributions with ``count`` trials of probability ``prob``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> g = torcia.Generator().manual_seed(0)
+    >>> torcia.binomial(torcia.tensor([10.0, 10.0]), torcia.tensor([0.0, 1.0]), generator=g)
+    tensor([ 0., 10.])
+    """
     from torcia.random import rng_of
 
     n = count.detach().cpu().numpy()
@@ -1002,12 +1476,26 @@ def binomial(count, prob, generator=None):
 
 
 def get_device(input) -> int:
-    """The tensor's device index (-1 on the CPU)."""
+    """The tensor's device index (-1 on the CPU).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_device(torcia.zeros(1))
+    -1
+    """
     return input.get_device()
 
 
 def is_distributed(input) -> bool:
-    """Whether the tensor is a distributed tensor: torcia's never are."""
+    """Whether the tensor is a distributed tensor: torcia's never are.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_distributed(torcia.zeros(1))
+    False
+    """
     return False
 
 
@@ -1018,17 +1506,41 @@ _SWITCHES = {"deterministic": False, "warn_only": False, "warn_always": False,
 
 
 def use_deterministic_algorithms(mode, *, warn_only=False) -> None:
-    """Record the determinism switch (torcia's kernels are deterministic either way)."""
+    """Record the determinism switch (torcia's kernels are deterministic either way).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.use_deterministic_algorithms(True)
+    >>> torcia.are_deterministic_algorithms_enabled()
+    True
+    >>> torcia.use_deterministic_algorithms(False)
+    """
     _SWITCHES["deterministic"] = bool(mode)
     _SWITCHES["warn_only"] = bool(warn_only)
 
 
 def are_deterministic_algorithms_enabled() -> bool:
-    """The switch set by :func:`use_deterministic_algorithms`."""
+    """The switch set by :func:`use_deterministic_algorithms`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.are_deterministic_algorithms_enabled()
+    False
+    """
     return _SWITCHES["deterministic"]
 
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
+    """Whether :func:`use_deterministic_algorithms` was given ``warn_only=True``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_deterministic_algorithms_warn_only_enabled()
+    False
+    """
     return _SWITCHES["warn_only"]
 
 
@@ -1043,22 +1555,54 @@ def set_deterministic_debug_mode(debug_mode) -> None:
 
 
 def get_deterministic_debug_mode() -> int:
+    """The determinism switch as a number: 0 (off), 1 (warn only) or 2 (on).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_deterministic_debug_mode()
+    0
+    """
     if not _SWITCHES["deterministic"]:
         return 0
     return 1 if _SWITCHES["warn_only"] else 2
 
 
 def set_warn_always(b: bool) -> None:
-    """Record whether warnings that PyTorch issues once should repeat."""
+    """Record whether warnings that PyTorch issues once should repeat.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_warn_always(True)
+    >>> torcia.is_warn_always_enabled()
+    True
+    >>> torcia.set_warn_always(False)
+    """
     _SWITCHES["warn_always"] = bool(b)
 
 
 def is_warn_always_enabled() -> bool:
+    """Whether :func:`set_warn_always` switched repeated warnings on.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_warn_always_enabled()
+    False
+    """
     return _SWITCHES["warn_always"]
 
 
 def get_num_interop_threads() -> int:
-    """Threads for inter-op parallelism: torcia runs ops one at a time, so 1 unless set."""
+    """Threads for inter-op parallelism: torcia runs ops one at a time, so 1 unless set.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_num_interop_threads() >= 1
+    True
+    """
     return _SWITCHES["interop_threads"]
 
 
@@ -1070,7 +1614,14 @@ def set_num_interop_threads(n: int) -> None:
 
 def set_flush_denormal(mode: bool) -> bool:
     """Flushing denormals to zero is not supported (NumPy computes them): returns False,
-    as PyTorch does on CPUs without the feature."""
+    as PyTorch does on CPUs without the feature.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_flush_denormal(True)
+    False
+    """
     return False
 
 
@@ -1117,7 +1668,8 @@ def _top_inplace(name):
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = name
-    fn.__doc__ = f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+    fn.__doc__ = (f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+                  + _ops._inplace_example(name[:-1], function=True))
     return fn
 
 

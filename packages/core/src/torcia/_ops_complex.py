@@ -117,17 +117,40 @@ def conj(input):
 
 
 def conj_physical(input):
-    """The complex conjugate as a new tensor (as :func:`conj` here)."""
+    """The complex conjugate as a new tensor (as :func:`conj` here).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conj_physical(torcia.tensor([1 + 2j]))
+    tensor([1.-2.j])
+    """
     return conj(input)
 
 
 def resolve_conj(input):
-    """``input`` itself: conjugation is never lazy here."""
+    """``input`` itself: conjugation is never lazy here.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1 - 1j]).conj()
+    >>> torcia.resolve_conj(x)
+    tensor([1.+1.j])
+    """
     return input
 
 
 def resolve_neg(input):
-    """``input`` itself: negation is never lazy here."""
+    """``input`` itself: negation is never lazy here.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0])
+    >>> torcia.resolve_neg(x) is x
+    True
+    """
     return input
 
 

@@ -61,7 +61,15 @@ def argsort(input, dim=-1, descending=False, stable=False):
 
 
 def msort(input):
-    """Sort along the first dim."""
+    """Sort along the first dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.msort(torcia.tensor([[3, 1], [1, 2]]))
+    tensor([[1, 1],
+            [3, 2]])
+    """
     return sort(input, 0).values
 
 
@@ -83,7 +91,16 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
 
 
 def kthvalue(input, k, dim=-1, keepdim=False):
-    """The ``k``-th smallest element (1-based) along ``dim``, with its index."""
+    """The ``k``-th smallest element (1-based) along ``dim``, with its index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.kthvalue(torcia.tensor([3.0, 1.0, 2.0]), 2)
+    torcia.return_types.kthvalue(
+    values=tensor(2.),
+    indices=tensor(2))
+    """
     d = _wrap_dim(dim, input.ndim)
     if not 1 <= k <= _size_at(input, d):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
@@ -167,12 +184,28 @@ def nonzero(input, *, as_tuple=False):
 
 
 def argwhere(input):
-    """As ``nonzero(input)``."""
+    """As ``nonzero(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.argwhere(torcia.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
     return nonzero(input)
 
 
 def masked_select(input, mask):
-    """The elements of ``input`` where the bool ``mask`` (broadcast) is True, as 1-D."""
+    """The elements of ``input`` where the bool ``mask`` (broadcast) is True, as 1-D.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, -2], [-3, 4]])
+    >>> torcia.masked_select(x, x > 0)
+    tensor([1, 4])
+    """
     if mask.dtype is not D.bool_:
         raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype.name}")
     _broadcast_check(input.shape, mask.shape)
@@ -223,7 +256,14 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
-    """The bucket of each element of ``input`` among the 1-D sorted ``boundaries``."""
+    """The bucket of each element of ``input`` among the 1-D sorted ``boundaries``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bucketize(torcia.tensor([0.5, 1.0, 2.5]), torcia.tensor([1.0, 2.0]))
+    tensor([0, 0, 2])
+    """
     if boundaries.ndim != 1:
         raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
                            f"{boundaries.ndim})")
@@ -253,7 +293,14 @@ def bincount(input, weights=None, minlength=0):
 
 def histc(input, bins=100, min=0, max=0):
     """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both
-    are 0); elements outside are ignored."""
+    are 0); elements outside are ignored.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.histc(torcia.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
     if bins <= 0:
         raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
     if min > max:
@@ -269,14 +316,32 @@ def histc(input, bins=100, min=0, max=0):
 
 
 def cummax(input, dim):
-    """Running maximum along ``dim`` and the index where it was reached."""
+    """Running maximum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
+    torcia.return_types.cummax(
+    values=tensor([1, 3, 3, 5]),
+    indices=tensor([0, 1, 1, 3]))
+    """
     d = _wrap_dim(dim, input.ndim)
     v, i = call("cummax", (_at_least_1d(input),), {"dim": d})
     return _Cummax(*_back_to_0d(input, v, i))
 
 
 def cummin(input, dim):
-    """Running minimum along ``dim`` and the index where it was reached."""
+    """Running minimum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
+    torcia.return_types.cummin(
+    values=tensor([4, 2, 2, 1]),
+    indices=tensor([0, 1, 1, 3]))
+    """
     d = _wrap_dim(dim, input.ndim)
     v, i = call("cummin", (_at_least_1d(input),), {"dim": d})
     return _Cummin(*_back_to_0d(input, v, i))
@@ -291,7 +356,14 @@ def _back_to_0d(input, *outs):
 
 
 def logcumsumexp(input, dim):
-    """``log(cumsum(exp(input)))`` along ``dim``, without overflow."""
+    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
+    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
+    """
     if not input.dtype.is_floating_point:
         input = to_dtype(input, D.get_default_dtype())
     d = _wrap_dim(dim, input.ndim)
@@ -396,7 +468,18 @@ def diag(input, diagonal=0):
 
 def diag_embed(input, offset=0, dim1=-2, dim2=-1):
     """Put the last dim of ``input`` on the ``offset`` diagonals of new 2-D planes
-    spanning dims ``dim1`` and ``dim2`` of the result."""
+    spanning dims ``dim1`` and ``dim2`` of the result.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diag_embed(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[[1, 0],
+             [0, 2]],
+    <BLANKLINE>
+            [[3, 0],
+             [0, 4]]])
+    """
     n = input.ndim + 1
     d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
     if d1 == d2:
@@ -408,14 +491,30 @@ def diag_embed(input, offset=0, dim1=-2, dim2=-1):
 
 
 def det(input):
-    """The determinant of each square matrix (as :func:`torcia.linalg.det`)."""
+    """The determinant of each square matrix (as :func:`torcia.linalg.det`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.det(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(-2.)
+    """
     from torcia import linalg
 
     return linalg.det(input)
 
 
 def slogdet(input):
-    """``(sign, logabsdet)`` of the determinant (as :func:`torcia.linalg.slogdet`)."""
+    """``(sign, logabsdet)`` of the determinant (as :func:`torcia.linalg.slogdet`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.slogdet(torcia.tensor([[-2.0, 0.0], [0.0, 3.0]]))
+    torcia.return_types.linalg_slogdet(
+    sign=tensor(-1.),
+    logabsdet=tensor(1.7918))
+    """
     from torcia import linalg
 
     return linalg.slogdet(input)
@@ -440,14 +539,30 @@ def logdet(input):
 
 
 def inverse(input):
-    """The inverse of each square matrix (as :func:`torcia.linalg.inv`)."""
+    """The inverse of each square matrix (as :func:`torcia.linalg.inv`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.inverse(torcia.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
     from torcia import linalg
 
     return linalg.inv(input)
 
 
 def pinverse(input, rcond=1e-15):
-    """The pseudo-inverse, singular values below ``rcond * max`` dropped."""
+    """The pseudo-inverse, singular values below ``rcond * max`` dropped.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pinverse(torcia.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
     from torcia import linalg
 
     return linalg.pinv(input, rtol=rcond)

@@ -25,7 +25,16 @@ from torcia.random import rng_of
 
 
 def _ntuple(value, n: int, name: str) -> tuple:
-    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints."""
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.ntuple(3, 2, "kernel_size")
+    (3, 3)
+    >>> torcia.library.ntuple((1, 2), 2, "stride")
+    (1, 2)
+    """
     if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
         return (int(value),) * n
     value = tuple(int(v) for v in value)
@@ -108,17 +117,39 @@ def leaky_relu(input, negative_slope=0.01, inplace=False):
 
 
 def elu(input, alpha=1.0, inplace=False):
-    """``input`` where positive, else ``alpha * (exp(input) - 1)``."""
+    """``input`` where positive, else ``alpha * (exp(input) - 1)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.elu(torcia.tensor([-1.0, 2.0]))
+    tensor([-0.6321,  2.0000])
+    """
     return _activation("elu", input, "elu", inplace, alpha=float(alpha))
 
 
 def selu(input, inplace=False):
-    """``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507."""
+    """``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.selu(torcia.tensor([-1.0, 1.0]))
+    tensor([-1.1113,  1.0507])
+    """
     return _activation("selu", input, "selu", inplace)
 
 
 def celu(input, alpha=1.0, inplace=False):
-    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
+    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.celu(torcia.tensor([-1.0, 2.0]))
+    tensor([-0.6321,  2.0000])
+    """
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     return _activation("celu", input, "celu", inplace, alpha=float(alpha))
@@ -126,7 +157,17 @@ def celu(input, alpha=1.0, inplace=False):
 
 def gelu(input, approximate="none"):
     """``input * Phi(input)`` (Phi the standard normal CDF); ``approximate="tanh"`` uses
-    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``."""
+    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.gelu(torcia.tensor([-1.0, 0.0, 1.0]))
+    tensor([-0.1587,  0.0000,  0.8413])
+    >>> F.gelu(torcia.tensor([1.0]), approximate="tanh")
+    tensor([0.8412])
+    """
     if approximate not in ("none", "tanh"):
         raise RuntimeError(f"approximate argument must be either none or tanh, but got "
                            f"{approximate}")
@@ -134,23 +175,55 @@ def gelu(input, approximate="none"):
 
 
 def silu(input, inplace=False):
-    """``input * sigmoid(input)``."""
+    """``input * sigmoid(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.silu(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.7311])
+    """
     return _activation("silu", input, "silu", inplace)
 
 
 def mish(input, inplace=False):
-    """``input * tanh(softplus(input))``."""
+    """``input * tanh(softplus(input))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.mish(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.8651])
+    """
     return _activation("mish", input, "mish", inplace)
 
 
 def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``."""
+    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softplus(torcia.tensor([0.0, 30.0]))
+    tensor([ 0.6931, 30.0000])
+    """
     return _activation("softplus", input, "softplus", False, beta=float(beta),
                        threshold=float(threshold))
 
 
 def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``input`` clipped to ``[min_val, max_val]``."""
+    """``input`` clipped to ``[min_val, max_val]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardtanh(torcia.tensor([-2.0, 0.5, 2.0]))
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
     return _activation("hardtanh", input, "hardtanh", inplace, min_val=float(min_val),
@@ -158,32 +231,80 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
 
 
 def relu6(input, inplace=False):
-    """``min(max(0, input), 6)``."""
+    """``min(max(0, input), 6)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.relu6(torcia.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
     return hardtanh(input, 0.0, 6.0, inplace)
 
 
 def hardswish(input, inplace=False):
-    """``input * relu6(input + 3) / 6``."""
+    """``input * relu6(input + 3) / 6``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardswish(torcia.tensor([0.0, 1.0, 4.0]))
+    tensor([0.0000, 0.6667, 4.0000])
+    """
     return _activation("hardswish", input, "hardswish", inplace)
 
 
 def hardsigmoid(input, inplace=False):
-    """``relu6(input + 3) / 6``."""
+    """``relu6(input + 3) / 6``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardsigmoid(torcia.tensor([-4.0, 0.0, 1.5]))
+    tensor([0.0000, 0.5000, 0.7500])
+    """
     return _activation("hardsigmoid", input, "hardsigmoid", inplace)
 
 
 def logsigmoid(input):
-    """``log(sigmoid(input))``, computed without overflow."""
+    """``log(sigmoid(input))``, computed without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.logsigmoid(torcia.tensor([0.0, 2.0]))
+    tensor([-0.6931, -0.1269])
+    """
     return _activation("logsigmoid", input, "log_sigmoid_forward", False)
 
 
 def softsign(input):
-    """``input / (1 + |input|)``."""
+    """``input / (1 + |input|)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softsign(torcia.tensor([-1.0, 3.0]))
+    tensor([-0.5000,  0.7500])
+    """
     return _activation("softsign", input, "softsign", False)
 
 
 def tanhshrink(input):
-    """``input - tanh(input)``."""
+    """``input - tanh(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.tanhshrink(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.2384])
+    """
     return _activation("tanhshrink", input, "tanhshrink", False)
 
 
@@ -266,7 +387,15 @@ def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
 
 
 def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    """``softmax(-input, dim)``."""
+    """``softmax(-input, dim)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softmin(torcia.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
     return _softmax("softmax", -input, dim, dtype, name="softmin")
 
 
@@ -380,7 +509,15 @@ def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
-    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``."""
+    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2, 2)
+    >>> torcia.conv3d(x, torcia.ones(1, 1, 2, 2, 2)).flatten()
+    tensor([8.])
+    """
     return _conv(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
 
 
@@ -449,14 +586,32 @@ def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_paddi
 def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
     """The transpose (adjoint) of :func:`conv2d` ("deconvolution"): ``weight`` is
-    (in_channels, out_channels / groups, kh, kw)."""
+    (in_channels, out_channels / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2)
+    >>> torcia.conv_transpose2d(x, torcia.ones(1, 1, 2, 2))
+    tensor([[[[1., 2., 1.],
+              [2., 4., 2.],
+              [1., 2., 1.]]]])
+    """
     return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
                            dilation, "conv_transpose2d")
 
 
 def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
                      groups=1, dilation=1):
-    """The transpose (adjoint) of :func:`conv3d`."""
+    """The transpose (adjoint) of :func:`conv3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 1, 1, 1)
+    >>> torcia.conv_transpose3d(x, torcia.ones(1, 2, 2, 2, 2)).shape
+    torcia.Size([1, 2, 2, 2, 2])
+    """
     return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
                            dilation, "conv_transpose3d")
 
@@ -545,7 +700,14 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 @autocast_as("max_pool3d")
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
-    """The maximum of each window of ``input`` (N, C, D, H, W)."""
+    """The maximum of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([7.])
+    """
     return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode,
                      return_indices, "max_pool3d")
 
@@ -585,7 +747,16 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
     """The mean of each window of ``input`` (N, C, H, W) or (C, H, W); padded zeros count
-    unless ``count_include_pad=False``; ``divisor_override`` replaces the window size."""
+    unless ``count_include_pad=False``; ``divisor_override`` replaces the window size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
     return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, "avg_pool2d")
 
@@ -593,7 +764,15 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
 @autocast_as("avg_pool3d")
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
                count_include_pad=True, divisor_override=None):
-    """The mean of each window of ``input`` (N, C, D, H, W)."""
+    """The mean of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([3.5000])
+    """
     return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
                      divisor_override, "avg_pool3d")
 
@@ -652,7 +831,16 @@ def adaptive_avg_pool1d(input, output_size):
 @autocast_as("adaptive_avg_pool2d")
 def adaptive_avg_pool2d(input, output_size):
     """Means over nearly equal windows of ``input`` (N, C, H, W) giving ``output_size``
-    (an int, a pair, or a pair with None for "keep")."""
+    (an int, a pair, or a pair with None for "keep").
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
     return _adaptive_avg_pool(2, input, output_size, "adaptive_avg_pool2d")
 
 
@@ -673,18 +861,41 @@ def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
 
 @autocast_as("adaptive_avg_pool3d")
 def adaptive_avg_pool3d(input, output_size):
-    """Means over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    """Means over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([3.5000])
+    """
     return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
 
 
 def adaptive_max_pool1d(input, output_size, return_indices=False):
-    """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L)."""
+    """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.adaptive_max_pool1d(torcia.tensor([[[1.0, 4.0, 2.0, 3.0]]]), 2)
+    tensor([[[4., 3.]]])
+    """
     return _adaptive_max_pool(1, input, output_size, return_indices, "adaptive_max_pool1d")
 
 
 @autocast_as("adaptive_max_pool3d")
 def adaptive_max_pool3d(input, output_size, return_indices=False):
-    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W)."""
+    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([7.])
+    """
     return _adaptive_max_pool(3, input, output_size, return_indices, "adaptive_max_pool3d")
 
 
@@ -775,7 +986,16 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
                       eps, cudnn_enabled=True):
-    """``torch.batch_norm``'s argument order for :func:`batch_norm`."""
+    """``torch.batch_norm``'s argument order for :func:`batch_norm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0], [3.0]])
+    >>> torcia.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
     return batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
                       eps)
 
@@ -808,7 +1028,14 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
 
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,
                       cudnn_enable=True):
-    """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``."""
+    """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.layer_norm(torcia.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
     return layer_norm(input, normalized_shape, weight, bias, eps)
 
 
@@ -850,7 +1077,15 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
 
 def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05,
                       cudnn_enabled=True):
-    """``torch.group_norm``: :func:`group_norm` with the unused ``cudnn_enabled``."""
+    """``torch.group_norm``: :func:`group_norm` with the unused ``cudnn_enabled``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 3.0, 5.0, 7.0]]).reshape(1, 4, 1)
+    >>> torcia.group_norm(x, 2).flatten()
+    tensor([-1.0000,  1.0000, -1.0000,  1.0000])
+    """
     return group_norm(input, num_groups, weight, bias, eps)
 
 
@@ -949,7 +1184,16 @@ def _renorm_rows(weight, input, max_norm, norm_type):
 
 def _torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
                      sparse=False):
-    """``torch.embedding``: weight first, and -1 for "no padding row"."""
+    """``torch.embedding``: weight first, and -1 for "no padding row".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.embedding(weight, torcia.tensor([2, 1]))
+    tensor([[3., 4.],
+            [1., 2.]])
+    """
     return embedding(indices, weight, None if padding_idx == -1 else padding_idx,
                      scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
@@ -1009,7 +1253,16 @@ def _feature_dropout(input, p, training, inplace_, batched_ndim, fn):
 
 
 def dropout1d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, L) or (C, L) with probability ``p``."""
+    """Zero whole channels of ``input`` (N, C, L) or (C, L) with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 3)
+    >>> F.dropout1d(x, 0.5, training=False).equal(x)
+    True
+    """
     return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
 
 
@@ -1052,7 +1305,16 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, D, H, W) with probability ``p``."""
+    """Zero whole channels of ``input`` (N, C, D, H, W) with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 1, 1, 3)
+    >>> F.dropout3d(x, 0.5, training=False).equal(x)
+    True
+    """
     return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
 
 
@@ -1073,12 +1335,28 @@ def _alpha_dropout(input, p, training, inplace_, shape):
 
 def alpha_dropout(input, p=0.5, training=False, inplace=False):
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
-    SELU's negative saturation value, then an affine map restores the statistics."""
+    SELU's negative saturation value, then an affine map restores the statistics.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -1.0])
+    >>> torcia.alpha_dropout(x, 0.5, training=False)
+    tensor([ 1., -1.])
+    """
     return _alpha_dropout(input, p, training, inplace, input.shape)
 
 
 def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
-    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``."""
+    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 2, 3)
+    >>> torcia.feature_alpha_dropout(x, 0.5, training=False).equal(x)
+    True
+    """
     shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return _alpha_dropout(input, p, training, inplace, shape)
 
@@ -1114,7 +1392,14 @@ def pixel_shuffle(input, upscale_factor):
 
 
 def pixel_unshuffle(input, downscale_factor):
-    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle."""
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_unshuffle(torcia.zeros(1, 1, 4, 6), 2).shape
+    torcia.Size([1, 4, 2, 3])
+    """
     r = int(downscale_factor)
     if input.ndim < 3:
         raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "

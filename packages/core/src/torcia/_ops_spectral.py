@@ -50,14 +50,29 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
                    layout=None, device=None, requires_grad=False):
-    """The Hamming window ``alpha - beta cos(2 pi k / (N - 1))``."""
+    """The Hamming window ``alpha - beta cos(2 pi k / (N - 1))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hamming_window(3, periodic=False)
+    tensor([0.0800, 1.0000, 0.0800])
+    """
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
                    lambda k, n: alpha - beta * np.cos(2 * math.pi * k / (n - 1)))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
-    """The Blackman window ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))``."""
+    """The Blackman window ``0.42 - 0.5 cos(2 pi k / (N - 1)) + 0.08 cos(4 pi k / (N - 1))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.blackman_window(5, periodic=False)
+    >>> w[2], w.shape
+    (tensor(1.), torcia.Size([5]))
+    """
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
                    lambda k, n: 0.42 - 0.5 * np.cos(2 * math.pi * k / (n - 1))
                    + 0.08 * np.cos(4 * math.pi * k / (n - 1)))
@@ -65,14 +80,28 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
                     requires_grad=False):
-    """The triangular Bartlett window ``1 - |2 k / (N - 1) - 1|``."""
+    """The triangular Bartlett window ``1 - |2 k / (N - 1) - 1|``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bartlett_window(5, periodic=False)
+    tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
+    """
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
                    lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1))
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
                   device=None, requires_grad=False):
-    """The Kaiser window ``I0(beta sqrt(1 - (2 k / (N - 1) - 1)^2)) / I0(beta)``."""
+    """The Kaiser window ``I0(beta sqrt(1 - (2 k / (N - 1) - 1)^2)) / I0(beta)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.kaiser_window(3, periodic=False, beta=0.0)
+    tensor([1., 1., 1.])
+    """
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
                    lambda k, n: np.i0(beta * np.sqrt(np.clip(
                        1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta))

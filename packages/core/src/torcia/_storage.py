@@ -398,7 +398,14 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
 
 
 def is_storage(obj) -> bool:
-    """Whether ``obj`` is a storage (:class:`TypedStorage` or :class:`UntypedStorage`)."""
+    """Whether ``obj`` is a storage (:class:`TypedStorage` or :class:`UntypedStorage`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_storage(torcia.zeros(1)), torcia.is_storage(torcia.zeros(1).untyped_storage())
+    (False, True)
+    """
     return isinstance(obj, _StorageBase)
 
 

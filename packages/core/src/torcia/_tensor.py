@@ -64,7 +64,17 @@ def load_autograd():
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``."""
+    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.zeros(2, 3).shape
+    >>> s
+    torcia.Size([2, 3])
+    >>> s.numel(), tuple(s), s[1]
+    (6, (2, 3), 3)
+    """
 
     def __repr__(self):
         return f"torcia.Size({list(self)})"
@@ -212,7 +222,17 @@ class Tensor:
         return Size(self._data.shape)
 
     def size(self, dim=None):
-        """The shape, or the length of one dimension."""
+        """The shape, or the length of one dimension.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> x = torcia.zeros(2, 3)
+        >>> x.size()
+        torcia.Size([2, 3])
+        >>> x.size(1)
+        3
+        """
         if dim is None:
             return Size(self._data.shape)
         return self._data.shape[_wrap_dim(dim, self._data.ndim)]
@@ -290,7 +310,15 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing storage but detached from the graph."""
+        """A tensor sharing storage but detached from the graph.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> w = torcia.ones(2, requires_grad=True)
+        >>> w.data.requires_grad
+        False
+        """
         t = Tensor._make(self._data, self._device)
         t._vc = self._vc
         return t
@@ -376,7 +404,15 @@ class Tensor:
         self.requires_grad_(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
-        """Set whether autograd records operations on this tensor (leaves only)."""
+        """Set whether autograd records operations on this tensor (leaves only).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> x = torcia.ones(2)
+        >>> x.requires_grad_().requires_grad
+        True
+        """
         if not requires_grad:
             if self.grad_fn is not None:
                 raise RuntimeError(
@@ -396,9 +432,25 @@ class Tensor:
         return self
 
     def is_floating_point(self) -> bool:
+        """Whether the dtype is a floating point one.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([1.0]).is_floating_point(), torcia.tensor([1]).is_floating_point()
+        (True, False)
+        """
         return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
 
     def is_complex(self) -> bool:
+        """Whether the dtype is a complex one.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([1j]).is_complex()
+        True
+        """
         return self._data.dtype.kind == "c"
 
     def is_conj(self) -> bool:
@@ -406,10 +458,29 @@ class Tensor:
         return False
 
     def is_contiguous(self, memory_format=None) -> bool:
+        """Whether the elements are laid out in C (row-major) order without gaps.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> x = torcia.zeros(2, 3)
+        >>> x.is_contiguous(), x.t().is_contiguous()
+        (True, False)
+        """
         return bool(self._data.flags.c_contiguous)
 
     def stride(self, dim=None):
-        """Strides in elements, as PyTorch reports them."""
+        """Strides in elements, as PyTorch reports them.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> x = torcia.zeros(2, 3)
+        >>> x.stride()
+        (3, 1)
+        >>> x.t().stride()
+        (1, 3)
+        """
         st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[_wrap_dim(dim, self._data.ndim)]
 
@@ -421,7 +492,14 @@ class Tensor:
 
     # ----- conversion ---------------------------------------------------------------
     def numpy(self, *, force: bool = False) -> np.ndarray:
-        """The data as a NumPy array, sharing memory on the CPU."""
+        """The data as a NumPy array, sharing memory on the CPU.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([1.0, 2.0]).numpy()
+        array([1., 2.], dtype=float32)
+        """
         if _modes_on:
             for mode in MODES.modes:
                 mode.on_read(self, "numpy")
@@ -446,7 +524,14 @@ class Tensor:
         return arr.astype(dtype) if dtype is not None else arr
 
     def item(self):
-        """The value of a one-element tensor as a Python number."""
+        """The value of a one-element tensor as a Python number.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.tensor([2.5]).item()
+        2.5
+        """
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar"
@@ -546,7 +631,14 @@ _make = Tensor._make
 
 
 def _wrap_dim(dim, ndim: int) -> int:
-    """A dim index made non-negative, or PyTorch's IndexError when it is out of range."""
+    """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.wrap_dim(-1, 3)
+    2
+    """
     n = max(ndim, 1)
     if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
         raise TypeError(f"dim must be an int, got {type(dim).__name__}")

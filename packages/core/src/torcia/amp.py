@@ -257,6 +257,15 @@ class autocast:
         The low-precision dtype: bfloat16 on "cpu", float16 on "cuda" by default.
     enabled : bool
         False makes the region a no-op (and turns autocast off inside an outer one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> layer = torcia.nn.Linear(4, 2)
+    >>> with torcia.autocast("cpu", dtype=torcia.bfloat16):
+    ...     y = layer(torcia.randn(3, 4))
+    >>> y.dtype
+    torcia.bfloat16
     """
 
     def __init__(self, device_type="cpu", dtype=None, enabled=True, cache_enabled=None):
@@ -296,12 +305,34 @@ class autocast:
 
 
 def is_autocast_enabled(device_type=None) -> bool:
+    """Whether autocast is on for ``device_type`` (the CUDA one when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.autocast("cpu"):
+    ...     print(torcia.is_autocast_enabled("cpu"))
+    True
+    >>> torcia.is_autocast_enabled("cpu")
+    False
+    """
     if not AUTOCAST.enabled:
         return False
     return device_type is None or AUTOCAST.region.device_type == device_type
 
 
 def get_autocast_dtype(device_type="cpu"):
+    """The dtype that autocast casts to on ``device_type``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_autocast_dtype("cpu")
+    torcia.bfloat16
+    >>> with torcia.autocast("cpu", dtype=torcia.float16):
+    ...     print(torcia.get_autocast_dtype("cpu"))
+    torcia.float16
+    """
     region = getattr(AUTOCAST, "region", None)
     if region is not None and region.device_type == device_type:
         return region.dtype
@@ -318,28 +349,62 @@ def _cast_all(value, dtype, device_type):
 
 
 def is_autocast_cpu_enabled() -> bool:
-    """``is_autocast_enabled("cpu")`` (PyTorch's older name)."""
+    """``is_autocast_enabled("cpu")`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_autocast_cpu_enabled()
+    False
+    """
     return is_autocast_enabled("cpu")
 
 
 def get_autocast_cpu_dtype():
-    """``get_autocast_dtype("cpu")`` (PyTorch's older name)."""
+    """``get_autocast_dtype("cpu")`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_autocast_cpu_dtype()
+    torcia.bfloat16
+    """
     return get_autocast_dtype("cpu")
 
 
 def get_autocast_gpu_dtype():
-    """``get_autocast_dtype("cuda")`` (PyTorch's older name)."""
+    """``get_autocast_dtype("cuda")`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_autocast_gpu_dtype()
+    torcia.float16
+    """
     return get_autocast_dtype("cuda")
 
 
 def is_autocast_cache_enabled() -> bool:
-    """torcia's autocast casts at each op and keeps no cache of cast weights: False."""
+    """torcia's autocast casts at each op and keeps no cache of cast weights: False.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_autocast_cache_enabled()
+    False
+    """
     return False
 
 
 def clear_autocast_cache() -> None:
     """Nothing to clear: torcia's autocast keeps no cache (see
-    :func:`is_autocast_cache_enabled`)."""
+    :func:`is_autocast_cache_enabled`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clear_autocast_cache()
+    """
 
 
 class _Switches(threading.local):

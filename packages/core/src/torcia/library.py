@@ -519,7 +519,14 @@ def primitives() -> list[str]:
 
 
 def get_op(name: str) -> OpDef:
-    """The record of one op, or a KeyError listing close names."""
+    """The record of one op, or a KeyError listing close names.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.get_op("add").name
+    'add'
+    """
     records = op_records()
     try:
         return records[name]
@@ -618,13 +625,28 @@ def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
 
 
 def dtype_from_numpy(np_dtype) -> torcia.dtype:
-    """The torcia dtype of a NumPy dtype (``numpy.dtype("float32")`` -> ``torcia.float32``)."""
+    """The torcia dtype of a NumPy dtype (``numpy.dtype("float32")`` -> ``torcia.float32``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import numpy as np
+    >>> torcia.library.dtype_from_numpy(np.dtype("int16"))
+    torcia.int16
+    """
     return _dtype.from_numpy_dtype(np_dtype)
 
 
 def dtype_by_name(name: str) -> torcia.dtype:
     """A dtype by its name: ``"float32"``, ``"float"``, ``"bfloat16"``...; a KeyError
-    naming the known names otherwise."""
+    naming the known names otherwise.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.dtype_by_name("float")
+    torcia.float32
+    """
     try:
         return _dtype._by_name(name)
     except KeyError:

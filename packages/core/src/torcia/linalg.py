@@ -112,7 +112,19 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """A vector norm (1-D input or one ``dim``) or a matrix norm (2-D input or two ``dim``);
-    with ``ord`` and ``dim`` both None, the 2-norm of all elements."""
+    with ``ord`` and ``dim`` both None, the 2-norm of all elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[3.0, 0.0], [0.0, 4.0]])
+    >>> torcia.linalg.norm(A)
+    tensor(5.)
+    >>> torcia.linalg.norm(A, ord=1)
+    tensor(4.)
+    >>> torcia.linalg.norm(torcia.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
     if dtype is not None:
         A = to_dtype(A, dtype)
     _float(A, "norm")
@@ -152,6 +164,13 @@ def solve(A, B, *, left=True):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left`` is False).
 
     ``B`` may be a batch of vectors (one dim fewer than ``A``) or of matrices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[2.0, 0.0], [1.0, 1.0]])
+    >>> torcia.linalg.solve(A, torcia.tensor([2.0, 3.0]))
+    tensor([1., 2.])
     """
     _square(A, "solve")
     _float(B, "solve")
@@ -171,7 +190,15 @@ def solve(A, B, *, left=True):
 
 
 def pinv(A, *, atol=None, rtol=None, hermitian=False):
-    """The Moore-Penrose pseudo-inverse; singular values below ``rtol * max`` count as 0."""
+    """The Moore-Penrose pseudo-inverse; singular values below ``rtol * max`` count as 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.pinv(torcia.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]]))
+    tensor([[1.0000, 0.0000, 0.0000],
+            [0.0000, 0.0000, 0.5000]])
+    """
     _matrix(A, "pinv")
     if atol is not None:
         raise NotImplementedError("linalg.pinv: atol is not supported; use rtol")
@@ -195,7 +222,16 @@ def det(A):
 
 
 def slogdet(A):
-    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over- or underflows."""
+    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over- or underflows.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.slogdet(torcia.tensor([[-2.0, 0.0], [0.0, 3.0]]))
+    torcia.return_types.linalg_slogdet(
+    sign=tensor(-1.),
+    logabsdet=tensor(1.7918))
+    """
     _square(A, "slogdet")
     return _Slogdet(*call("linalg_slogdet", (A,), {}))
 
@@ -204,18 +240,45 @@ def slogdet(A):
 
 
 def svd(A, full_matrices=True):
-    """``U, S, Vh`` with ``A = U @ diag(S) @ Vh``; singular values in descending order."""
+    """``U, S, Vh`` with ``A = U @ diag(S) @ Vh``; singular values in descending order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[0.0, 2.0], [1.0, 0.0]])
+    >>> U, S, Vh = torcia.linalg.svd(A)
+    >>> S
+    tensor([2., 1.])
+    >>> torcia.allclose(U @ torcia.diag(S) @ Vh, A)
+    True
+    """
     _matrix(A, "svd")
     return _Svd(*call("linalg_svd", (A,), {"full_matrices": bool(full_matrices)}))
 
 
 def svdvals(A):
-    """The singular values of ``A``, in descending order."""
+    """The singular values of ``A``, in descending order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.svdvals(torcia.tensor([[0.0, 2.0], [1.0, 0.0]]))
+    tensor([2., 1.])
+    """
     return svd(A, full_matrices=False).S
 
 
 def qr(A, mode="reduced"):
-    """``Q, R`` with ``A = Q @ R``; ``mode`` is "reduced", "complete" or "r" (Q empty)."""
+    """``Q, R`` with ``A = Q @ R``; ``mode`` is "reduced", "complete" or "r" (Q empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[3.0, 1.0], [4.0, 2.0]])
+    >>> Q, R = torcia.linalg.qr(A)
+    >>> torcia.allclose(Q @ R, A), torcia.allclose(Q.T @ Q, torcia.eye(2))
+    (True, True)
+    """
     _matrix(A, "qr")
     if mode not in ("reduced", "complete", "r"):
         raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
@@ -224,14 +287,30 @@ def qr(A, mode="reduced"):
 
 
 def cholesky(A, *, upper=False):
-    """The lower (or ``upper``) Cholesky factor of a symmetric positive-definite matrix."""
+    """The lower (or ``upper``) Cholesky factor of a symmetric positive-definite matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.cholesky(torcia.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
     _square(A, "cholesky")
     return call("linalg_cholesky", (A,), {"upper": bool(upper)})
 
 
 def eigh(A, UPLO="L"):
     """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, reading the ``UPLO``
-    triangle."""
+    triangle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> values, vectors = torcia.linalg.eigh(torcia.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    >>> values
+    tensor([1., 3.])
+    """
     _square(A, "eigh")
     _uplo(UPLO)
     return _Eigh(*call("linalg_eigh", (A,), {"UPLO": UPLO}))
@@ -265,7 +344,14 @@ def eigvals(A):
 
 
 def eigvalsh(A, UPLO="L"):
-    """Eigenvalues (ascending) of a symmetric matrix."""
+    """Eigenvalues (ascending) of a symmetric matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.linalg.eigvalsh(torcia.tensor([[2.0, 1.0], [1.0, 2.0]]))
+    tensor([1., 3.])
+    """
     _square(A, "eigvalsh")
     _uplo(UPLO)
     return call("linalg_eigvalsh", (A,), {"UPLO": UPLO})
@@ -310,7 +396,17 @@ def inv_ex(A, *, check_errors=False):
 
 
 def solve_ex(A, B, *, left=True, check_errors=False):
-    """``(result, info)`` of :func:`solve`; info as in :func:`inv_ex`."""
+    """``(result, info)`` of :func:`solve`; info as in :func:`inv_ex`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[2.0, 0.0], [0.0, 4.0]])
+    >>> torcia.linalg.solve_ex(A, torcia.tensor([2.0, 2.0]))
+    torcia.return_types.linalg_solve_ex(
+    result=tensor([1.0000, 0.5000]),
+    info=tensor(0, dtype=torcia.int32))
+    """
     _square(A, "solve_ex")
     LU, pivots, info = lu_factor_ex(A)
     if check_errors:
@@ -430,7 +526,17 @@ def lu_factor(A, *, pivot=True):
 
 def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     """``(P, L, U)`` from the packed factors and pivots of :func:`lu_factor`, with
-    ``A = P @ L @ U`` (``L`` m x k unit lower, ``U`` k x n upper, k = min(m, n))."""
+    ``A = P @ L @ U`` (``L`` m x k unit lower, ``U`` k x n upper, k = min(m, n)).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> P, L, U = torcia.lu_unpack(*torcia.linalg.lu_factor(A))
+    >>> P @ L @ U
+    tensor([[1., 2.],
+            [3., 4.]])
+    """
     m, n = LU_data.shape[-2], LU_data.shape[-1]
     k = min(m, n)
     P = L = U = None
@@ -463,7 +569,17 @@ def lu(A, *, pivot=True):
 
 def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     """The solution of ``A X = B`` (``X A = B`` when not ``left``; ``A^H`` for ``adjoint``)
-    from the factors of :func:`lu_factor`."""
+    from the factors of :func:`lu_factor`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> LU, pivots = torcia.linalg.lu_factor(A)
+    >>> torcia.linalg.lu_solve(LU, pivots, torcia.tensor([[5.0], [11.0]]))
+    tensor([[1.],
+            [2.]])
+    """
     _square(LU, "lu_solve")
     _float(B, "lu_solve")
     if B.ndim < 2:
@@ -561,7 +677,16 @@ def lstsq(A, B, rcond=None, *, driver=None):
 
 def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
     """``(LD, pivots, info)``: the Bunch-Kaufman LDL factorization of a symmetric matrix as
-    LAPACK's sytrf packs it (needs SciPy: ``torcia-core[scipy]``). Not differentiable."""
+    LAPACK's sytrf packs it (needs SciPy: ``torcia-core[scipy]``). Not differentiable.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
+    >>> LD, pivots, info = torcia.linalg.ldl_factor_ex(A)
+    >>> info
+    tensor(0, dtype=torcia.int32)
+    """
     _square(A, "ldl_factor_ex")
     LD, pivots, info = call("linalg_ldl_factor", (A,), {"hermitian": bool(hermitian)})
     if check_errors:
@@ -589,7 +714,17 @@ def ldl_factor(A, *, hermitian=False):
 
 def ldl_solve(LD, pivots, B, *, hermitian=False):
     """The solution of ``A X = B`` from the factors of :func:`ldl_factor` (SciPy's
-    LAPACK). Not differentiable."""
+    LAPACK). Not differentiable.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
+    >>> LD, pivots = torcia.linalg.ldl_factor(A)
+    >>> torcia.linalg.ldl_solve(LD, pivots, torcia.tensor([[6.0], [5.0]]))
+    tensor([[1.],
+            [1.]])
+    """
     _square(LD, "ldl_solve")
     _float(B, "ldl_solve")
     if B.ndim < 2:
@@ -912,7 +1047,15 @@ def diagonal(A, *, offset=0, dim1=-2, dim2=-1):
 
 
 def _cholesky_top(input, upper=False):
-    """``torch.cholesky``: as :func:`cholesky` with ``upper`` positional."""
+    """``torch.cholesky``: as :func:`cholesky` with ``upper`` positional.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cholesky(torcia.tensor([[4.0, 2.0], [2.0, 5.0]]))
+    tensor([[2., 0.],
+            [1., 2.]])
+    """
     return cholesky(input, upper=upper)
 
 
@@ -934,24 +1077,59 @@ def cholesky_solve(B, L, upper=False):
 
 
 def cholesky_inverse(L, upper=False):
-    """The inverse of ``A`` from its Cholesky factor ``L`` (``U`` when ``upper``)."""
+    """The inverse of ``A`` from its Cholesky factor ``L`` (``U`` when ``upper``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
+    >>> torcia.cholesky_inverse(torcia.linalg.cholesky(A)) @ A
+    tensor([[1., 0.],
+            [0., 1.]])
+    """
     return cholesky_solve(_eye(L.shape[-1], L).expand(L.shape), L, upper)
 
 
 def _lu_top(A, pivot=True, get_infos=False):
-    """``torch.lu``: ``(LU, pivots)``, and ``infos`` when ``get_infos``."""
+    """``torch.lu``: ``(LU, pivots)``, and ``infos`` when ``get_infos``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> LU, pivots = torcia.lu(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    >>> pivots
+    tensor([2, 2], dtype=torcia.int32)
+    """
     LU, pivots, info = lu_factor_ex(A, pivot=pivot)
     return (LU, pivots, info) if get_infos else (LU, pivots)
 
 
 def _lu_solve_top(b, LU_data, LU_pivots):
-    """``torch.lu_solve(b, LU_data, LU_pivots)``."""
+    """``torch.lu_solve(b, LU_data, LU_pivots)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.lu_solve(torcia.tensor([[5.0], [11.0]]), *torcia.lu(A))
+    tensor([[1.],
+            [2.]])
+    """
     return lu_solve(LU_data, LU_pivots, b)
 
 
 def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
     """``torch.triangular_solve``: ``(solution, cloned_coefficient)`` of ``A X = b`` (``A^T``
-    when ``transpose``)."""
+    when ``transpose``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> A = torcia.tensor([[2.0, 1.0], [0.0, 4.0]])
+    >>> torcia.triangular_solve(torcia.tensor([[4.0], [8.0]]), A).solution
+    tensor([[1.],
+            [2.]])
+    """
     coeff = A.mT if transpose else A
     X = solve_triangular(coeff, b, upper=upper != transpose, unitriangular=unitriangular)
     return _TriangularSolve(X, A.clone())
@@ -959,7 +1137,15 @@ def triangular_solve(b, A, upper=True, transpose=False, unitriangular=False):
 
 def _svd_top(input, some=True, compute_uv=True):
     """``torch.svd``: ``(U, S, V)`` (V, not its transpose); zero U and V without
-    ``compute_uv``."""
+    ``compute_uv``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> U, S, V = torcia.svd(torcia.tensor([[3.0, 0.0], [0.0, -2.0]]))
+    >>> S
+    tensor([3., 2.])
+    """
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         S = svdvals(input)
@@ -970,12 +1156,29 @@ def _svd_top(input, some=True, compute_uv=True):
 
 
 def _qr_top(input, some=True):
-    """``torch.qr``: reduced (``some``) or complete ``(Q, R)``."""
+    """``torch.qr``: reduced (``some``) or complete ``(Q, R)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> Q, R = torcia.qr(torcia.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    >>> torcia.allclose(Q @ R, torcia.tensor([[3.0, 1.0], [4.0, 2.0]]))
+    True
+    """
     return _QrOld(*qr(input, mode="reduced" if some else "complete"))
 
 
 def _vander_top(x, N=None, increasing=False):
-    """``torch.vander``: powers of a 1-D ``x``, decreasing unless ``increasing``."""
+    """``torch.vander``: powers of a 1-D ``x``, decreasing unless ``increasing``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vander(torcia.tensor([1, 2, 3]), N=3)
+    tensor([[1, 1, 1],
+            [4, 2, 1],
+            [9, 3, 1]])
+    """
     if x.ndim != 1:
         raise RuntimeError("x must be a one-dimensional tensor.")
     V = vander(x, N=N)
@@ -984,7 +1187,14 @@ def _vander_top(x, N=None, increasing=False):
 
 @autocast_as("cross")
 def _cross_top(input, other, dim=None):
-    """``torch.cross``: along ``dim``, or the first dim of size 3 when None."""
+    """``torch.cross``: along ``dim``, or the first dim of size 3 when None.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cross(torcia.tensor([1.0, 0.0, 0.0]), torcia.tensor([0.0, 1.0, 0.0]))
+    tensor([0., 0., 1.])
+    """
     if dim is None:
         shape = np.broadcast_shapes(tuple(input.shape), tuple(other.shape))
         sizes = [i for i, s in enumerate(shape) if s == 3]

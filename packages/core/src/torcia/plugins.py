@@ -150,7 +150,14 @@ def install_hint(dist: str) -> str:
 
 
 def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares them: ``Torcia_Evil`` -> ``torcia-evil``."""
+    """A distribution name as PEP 503 compares them: ``Torcia_Evil`` -> ``torcia-evil``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.plugins.normalize("Torcia_Focal.Loss")
+    'torcia-focal-loss'
+    """
     return re.sub(r"[-_.]+", "-", name).lower()
 
 

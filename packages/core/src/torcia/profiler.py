@@ -143,6 +143,15 @@ class profile:
         Keep the input shapes of each op (and group ``key_averages`` by them on request).
     with_stack : bool
         Keep the Python stack of each op's call (shown in the Chrome trace).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> model = torcia.nn.Linear(8, 4)
+    >>> with torcia.profiler.profile() as prof:
+    ...     model(torcia.randn(16, 8)).sum().backward()
+    >>> "linear" in {e.key for e in prof.key_averages()}
+    True
     """
 
     def __init__(self, activities=None, record_shapes=False, with_stack=False,
@@ -247,6 +256,16 @@ def _timed_kernel(op, device, provider, fn):
 
 @contextmanager
 def record_function(name: str):
-    """Mark a block of code: it appears in the profile as one event named ``name``."""
+    """Mark a block of code: it appears in the profile as one event named ``name``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.profiler.profile() as prof:
+    ...     with torcia.profiler.record_function("scale"):
+    ...         y = torcia.ones(3) * 2
+    >>> "scale" in [e.key for e in prof.key_averages()]
+    True
+    """
     with _span(name, "user", None, None):
         yield

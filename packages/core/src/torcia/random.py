@@ -94,18 +94,62 @@ _seed_callbacks: list = []
 
 
 def seed() -> int:
+    """Seed the default CPU generator from a non-deterministic source; returns the seed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> state = torcia.get_rng_state()
+    >>> s = torcia.seed()
+    >>> torcia.initial_seed() == s
+    True
+    >>> torcia.set_rng_state(state)
+    """
     return default_generator.seed()
 
 
 def initial_seed() -> int:
+    """The seed the default CPU generator was last seeded with.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> state = torcia.get_rng_state()
+    >>> _ = torcia.manual_seed(7)
+    >>> torcia.initial_seed()
+    7
+    >>> torcia.set_rng_state(state)
+    """
     return default_generator.initial_seed()
 
 
 def get_rng_state():
+    """The state of the default CPU generator, as a uint8 tensor for :func:`set_rng_state`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> state = torcia.get_rng_state()
+    >>> a = torcia.rand(2)
+    >>> torcia.set_rng_state(state)
+    >>> torcia.equal(a, torcia.rand(2))
+    True
+    """
     return default_generator.get_state()
 
 
 def set_rng_state(state) -> None:
+    """Restore the default CPU generator from a state of :func:`get_rng_state`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> state = torcia.get_rng_state()
+    >>> a = torcia.randn(3)
+    >>> torcia.set_rng_state(state)
+    >>> torcia.equal(a, torcia.randn(3))
+    True
+    """
     default_generator.set_state(state)
 
 

@@ -419,12 +419,31 @@ spmm = mm
 
 
 def addmm(mat, mat1, mat2, beta=1.0, alpha=1.0) -> Tensor:
-    """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``."""
+    """``beta * mat + alpha * (mat1 @ mat2)`` with a sparse ``mat1``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse()
+    >>> torcia.sparse.addmm(torcia.ones(2, 2), m, torcia.eye(2))
+    tensor([[1., 3.],
+            [4., 1.]])
+    """
     return mat * beta + mm(mat1, mat2) * alpha
 
 
 def sum(input, dim=None, dtype=None):  # noqa: A001 - PyTorch's name
-    """The sum of a sparse tensor's entries (all of them, or over ``dim`` as dense)."""
+    """The sum of a sparse tensor's entries (all of them, or over ``dim`` as dense).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse()
+    >>> torcia.sparse.sum(s)
+    tensor(5.)
+    >>> torcia.sparse.sum(s, dim=0)
+    tensor([3., 2.])
+    """
     if not isinstance(input, SparseCooTensor):
         return input.sum() if dim is None else input.sum(dim)
     if dim is None:

@@ -45,13 +45,64 @@ gammaln = lgamma
 expit = sigmoid
 
 
+# The example of each function made below: its arguments (a list stands for a tensor of it)
+# and what the call prints; the docs tests run them.
+_EXAMPLES = {
+    "i0": ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"),
+    "i0e": ("[0.0, 1.0]", "tensor([1.0000, 0.4658])"),
+    "i1": ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"),
+    "i1e": ("[0.0, 1.0]", "tensor([0.0000, 0.2079])"),
+    "ndtr": ("[0.0, 1.0]", "tensor([0.5000, 0.8413])"),
+    "ndtri": ("[0.5, 0.975]", "tensor([0.0000, 1.9600])"),
+    "log_ndtr": ("[0.0, 3.0]", "tensor([-0.6931, -0.0014])"),
+    "erfcx": ("[0.0, 1.0]", "tensor([1.0000, 0.4276])"),
+    "sinc": ("[0.0, 0.5]", "tensor([1.0000, 0.6366])"),
+    "entr": ("[0.5, 1.0]", "tensor([0.3466, -0.0000])"),
+    "bessel_j0": ("[0.0, 1.0]", "tensor([1.0000, 0.7652])"),
+    "bessel_j1": ("[0.0, 1.0]", "tensor([0.0000, 0.4401])"),
+    "bessel_y0": ("[1.0, 2.0]", "tensor([0.0883, 0.5104])"),
+    "bessel_y1": ("[1.0, 2.0]", "tensor([-0.7812, -0.1070])"),
+    "modified_bessel_i0": ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"),
+    "modified_bessel_i1": ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"),
+    "modified_bessel_k0": ("[1.0, 2.0]", "tensor([0.4210, 0.1139])"),
+    "modified_bessel_k1": ("[1.0, 2.0]", "tensor([0.6019, 0.1399])"),
+    "scaled_modified_bessel_k0": ("[1.0, 2.0]", "tensor([1.1445, 0.8416])"),
+    "scaled_modified_bessel_k1": ("[1.0, 2.0]", "tensor([1.6362, 1.0335])"),
+    "airy_ai": ("[0.0, 1.0]", "tensor([0.3550, 0.1353])"),
+    "spherical_bessel_j0": ("[0.0, 1.0]", "tensor([1.0000, 0.8415])"),
+    "xlog1py": ("[0.0, 2.0]", "[1.0, 1.0]", "tensor([0.0000, 1.3863])"),
+    "zeta": ("[2.0, 4.0]", "1.0", "tensor([1.6449, 1.0823])"),
+    "gammainc": ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.6321, 0.2642])"),
+    "gammaincc": ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.3679, 0.7358])"),
+    "chebyshev_polynomial_t": ("[0.5, 1.0]", "2", "tensor([-0.5000,  1.0000])"),
+    "chebyshev_polynomial_u": ("[0.5, 1.0]", "2", "tensor([0., 3.])"),
+    "chebyshev_polynomial_v": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+    "chebyshev_polynomial_w": ("[0.5, 1.0]", "2", "tensor([1., 5.])"),
+    "shifted_chebyshev_polynomial_t": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+    "shifted_chebyshev_polynomial_u": ("[0.5, 1.0]", "2", "tensor([-1.,  3.])"),
+    "shifted_chebyshev_polynomial_v": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+    "shifted_chebyshev_polynomial_w": ("[0.5, 1.0]", "2", "tensor([-1.,  5.])"),
+    "hermite_polynomial_h": ("[0.5, 1.0]", "2", "tensor([-1.,  2.])"),
+    "hermite_polynomial_he": ("[0.5, 1.0]", "2", "tensor([-0.7500,  0.0000])"),
+    "laguerre_polynomial_l": ("[0.5, 1.0]", "2", "tensor([ 0.1250, -0.5000])"),
+    "legendre_polynomial_p": ("[0.5, 1.0]", "2", "tensor([-0.1250,  1.0000])"),
+}
+
+
+def _example(name):
+    *args, result = _EXAMPLES[name]
+    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.special.{name}({call})\n"
+            f"{result}\n")
+
+
 def _make_unary(name):
     def fn(input):
         return unary(name, input, True)
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise ``{name}`` (as ``torch.special.{name}``); integer inputs give "
-                  f"the default float dtype.")
+                  f"the default float dtype." + _example(name))
     return fn
 
 
@@ -61,7 +112,7 @@ def _make_binary(name):
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"Elementwise ``{name}(input, other)`` (as ``torch.special.{name}``), "
-                  f"with broadcasting; either argument may be a number.")
+                  f"with broadcasting; either argument may be a number." + _example(name))
     return fn
 
 

@@ -39,7 +39,17 @@ __all__ = [
 ]
 
 def is_anomaly_enabled() -> bool:
-    """Whether anomaly detection is on."""
+    """Whether anomaly detection is on.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.autograd.is_anomaly_enabled()
+    False
+    >>> with torcia.autograd.detect_anomaly():
+    ...     print(torcia.autograd.is_anomaly_enabled())
+    True
+    """
     return _engine.ANOMALY.enabled
 
 

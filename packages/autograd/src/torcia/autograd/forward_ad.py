@@ -215,7 +215,18 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
 
 
 def enter_dual_level() -> int:
-    """Open a forward-AD level (prefer ``with dual_level():``)."""
+    """Open a forward-AD level (prefer ``with dual_level():``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.autograd.forward_ad as fwAD
+    >>> level = fwAD.enter_dual_level()
+    >>> dual = fwAD.make_dual(torcia.tensor(2.0), torcia.tensor(1.0))
+    >>> fwAD.unpack_dual(dual * dual).tangent
+    tensor(4.)
+    >>> fwAD.exit_dual_level()
+    """
     if STATE.level is not None:
         raise RuntimeError("Nested forward mode AD is not supported at the moment")
     STATE.level = STATE.next_level

@@ -9,7 +9,14 @@ True
 
 
 def get_cpu_capability() -> str:
-    """``"AVX512"``, ``"AVX2"`` or ``"DEFAULT"``, read from the CPU's flags (Linux)."""
+    """``"AVX512"``, ``"AVX2"`` or ``"DEFAULT"``, read from the CPU's flags (Linux).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.cpu.get_cpu_capability() in ("AVX512", "AVX2", "DEFAULT")
+    True
+    """
     try:
         with open("/proc/cpuinfo") as f:
             flags = f.read()

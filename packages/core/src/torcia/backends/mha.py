@@ -12,7 +12,14 @@ _fastpath = [True]
 
 
 def get_fastpath_enabled() -> bool:
-    """Whether the fast path may be used."""
+    """Whether the fast path may be used.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.mha.get_fastpath_enabled()
+    True
+    """
     return _fastpath[0]
 
 

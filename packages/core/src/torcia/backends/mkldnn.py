@@ -14,7 +14,14 @@ deterministic = False
 
 
 def is_available() -> bool:
-    """Whether oneDNN (MKLDNN) is used: never."""
+    """Whether oneDNN (MKLDNN) is used: never.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.mkldnn.is_available()
+    False
+    """
     return False
 
 

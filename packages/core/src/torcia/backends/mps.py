@@ -9,7 +9,14 @@ Examples
 
 
 def is_available() -> bool:
-    """Whether an Apple MPS device can be used: no (no torcia plugin provides one)."""
+    """Whether an Apple MPS device can be used: no (no torcia plugin provides one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.mps.is_available()
+    False
+    """
     from torcia import backend
 
     b = backend.backends.build().get("mps")

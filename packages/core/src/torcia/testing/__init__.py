@@ -28,7 +28,16 @@ _TOLERANCES = {
 
 
 def default_tolerances(*dtypes) -> tuple[float, float]:
-    """The (rtol, atol) ``assert_close`` uses for inputs of ``dtypes``: the loosest."""
+    """The (rtol, atol) ``assert_close`` uses for inputs of ``dtypes``: the loosest.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.testing.default_tolerances(torcia.float32)
+    (1.3e-06, 1e-05)
+    >>> torcia.testing.default_tolerances(torcia.float32, torcia.float64)
+    (1.3e-06, 1e-05)
+    """
     pairs = [_TOLERANCES.get(d, (0.0, 0.0)) for d in dtypes]
     return max(p[0] for p in pairs), max(p[1] for p in pairs)
 

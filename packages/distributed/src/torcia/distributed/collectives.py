@@ -58,7 +58,14 @@ class ProcessGroupHandle:
 
 
 def is_available() -> bool:
-    """Whether torcia.distributed can be used (always, once installed)."""
+    """Whether torcia.distributed can be used (always, once installed).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.distributed.is_available()
+    True
+    """
     return True
 
 

@@ -216,7 +216,16 @@ class OneHotCategorical(Distribution):
 class OneHotCategoricalStraightThrough(OneHotCategorical):
     """:class:`OneHotCategorical` whose ``rsample`` passes gradients straight through to the
     probabilities (Bengio et al., 2013): the forward value is the one-hot sample, the
-    gradient that of ``probs``."""
+    gradient that of ``probs``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> d = torcia.distributions.OneHotCategoricalStraightThrough(probs=torcia.tensor([0.0, 1.0]))
+    >>> d.rsample()
+    tensor([0., 1.])
+    """
 
     has_rsample = True
 

@@ -215,7 +215,16 @@ class _InverseTransform(Transform):
 
 
 class ComposeTransform(Transform):
-    """Applies ``parts`` in order: ``ComposeTransform([f, g])(x) == g(f(x))``."""
+    """Applies ``parts`` in order: ``ComposeTransform([f, g])(x) == g(f(x))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import ComposeTransform, ExpTransform, AffineTransform
+    >>> t = ComposeTransform([AffineTransform(0.0, 2.0), ExpTransform()])
+    >>> t(torcia.tensor([0.0, 0.5]))
+    tensor([1.0000, 2.7183])
+    """
 
     def __init__(self, parts, cache_size=0):
         if cache_size:
@@ -328,7 +337,17 @@ identity_transform = ComposeTransform([])
 
 class IndependentTransform(Transform):
     """Treats ``reinterpreted_batch_ndims`` batch dimensions of ``base_transform`` as event
-    dimensions (its log-det-Jacobian sums over them)."""
+    dimensions (its log-det-Jacobian sums over them).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import IndependentTransform, ExpTransform
+    >>> t = IndependentTransform(ExpTransform(), 1)
+    >>> x = torcia.tensor([[0.0, 1.0]])
+    >>> t.log_abs_det_jacobian(x, t(x))
+    tensor([1.])
+    """
 
     def __init__(self, base_transform, reinterpreted_batch_ndims, cache_size=0):
         super().__init__(cache_size=cache_size)
@@ -385,7 +404,15 @@ class IndependentTransform(Transform):
 
 
 class ReshapeTransform(Transform):
-    """Reshapes the rightmost ``in_shape`` dimensions to ``out_shape`` (unit Jacobian)."""
+    """Reshapes the rightmost ``in_shape`` dimensions to ``out_shape`` (unit Jacobian).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.ReshapeTransform((4,), (2, 2))
+    >>> t(torcia.arange(4.0)).shape
+    torcia.Size([2, 2])
+    """
 
     bijective = True
 
@@ -441,7 +468,17 @@ class ReshapeTransform(Transform):
 
 
 class ExpTransform(Transform):
-    """``y = exp(x)``."""
+    """``y = exp(x)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.ExpTransform()
+    >>> t(torcia.tensor([0.0, 1.0]))
+    tensor([1.0000, 2.7183])
+    >>> t.inv(torcia.tensor([1.0]))
+    tensor([0.])
+    """
 
     domain = constraints.real
     codomain = constraints.positive
@@ -465,7 +502,14 @@ class ExpTransform(Transform):
 
 
 class PowerTransform(Transform):
-    """``y = x ** exponent``."""
+    """``y = x ** exponent``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.distributions.PowerTransform(2.0)(torcia.tensor([3.0]))
+    tensor([9.])
+    """
 
     domain = constraints.positive
     codomain = constraints.positive
@@ -518,7 +562,17 @@ def _clipped_sigmoid(x):
 
 
 class SigmoidTransform(Transform):
-    """``y = 1 / (1 + exp(-x))``."""
+    """``y = 1 / (1 + exp(-x))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.SigmoidTransform()
+    >>> t(torcia.tensor([0.0]))
+    tensor([0.5000])
+    >>> t.inv(torcia.tensor([0.5]))
+    tensor([0.])
+    """
 
     domain = constraints.real
     codomain = constraints.unit_interval
@@ -544,7 +598,14 @@ class SigmoidTransform(Transform):
 
 
 class SoftplusTransform(Transform):
-    """``y = log(1 + exp(x))``."""
+    """``y = log(1 + exp(x))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.distributions.SoftplusTransform()(torcia.tensor([0.0]))
+    tensor([0.6931])
+    """
 
     domain = constraints.real
     codomain = constraints.positive
@@ -569,7 +630,17 @@ class SoftplusTransform(Transform):
 
 class TanhTransform(Transform):
     """``y = tanh(x)``; its log-det-Jacobian uses the stable form
-    ``2 * (log 2 - x - softplus(-2x))``."""
+    ``2 * (log 2 - x - softplus(-2x))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.TanhTransform()
+    >>> t(torcia.tensor([0.0]))
+    tensor([0.])
+    >>> t.inv(torcia.tensor([0.5]))
+    tensor([0.5493])
+    """
 
     domain = constraints.real
     codomain = constraints.interval(-1.0, 1.0)
@@ -593,7 +664,15 @@ class TanhTransform(Transform):
 
 
 class AbsTransform(Transform):
-    """``y = |x|`` (not bijective; the inverse picks the positive root)."""
+    """``y = |x|`` (not bijective; the inverse picks the positive root).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.AbsTransform()
+    >>> t(torcia.tensor([-2.0, 3.0]))
+    tensor([2., 3.])
+    """
 
     domain = constraints.real
     codomain = constraints.positive
@@ -612,7 +691,19 @@ class AbsTransform(Transform):
 
 
 class AffineTransform(Transform):
-    """``y = loc + scale * x`` over ``event_dim`` rightmost dimensions."""
+    """``y = loc + scale * x`` over ``event_dim`` rightmost dimensions.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.AffineTransform(loc=1.0, scale=2.0)
+    >>> t(torcia.tensor([0.0, 1.0]))
+    tensor([1., 3.])
+    >>> t.inv(torcia.tensor([3.0]))
+    tensor([1.])
+    >>> t.log_abs_det_jacobian(torcia.tensor([0.0]), torcia.tensor([1.0]))
+    tensor([0.6931])
+    """
 
     bijective = True
 
@@ -694,7 +785,15 @@ class AffineTransform(Transform):
 class CorrCholeskyTransform(Transform):
     """Unconstrained vectors of length D(D-1)/2 to Cholesky factors of D x D correlation
     matrices (lower triangular, unit-norm rows, positive diagonal), as PyTorch: tanh to
-    (-1, 1), then a stick-breaking of each row's squared norm."""
+    (-1, 1), then a stick-breaking of each row's squared norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> L = torcia.distributions.CorrCholeskyTransform()(torcia.zeros(3))
+    >>> torcia.allclose((L @ L.T).diagonal(), torcia.ones(3))
+    True
+    """
 
     domain = constraints.real_vector
     codomain = constraints.corr_cholesky
@@ -750,7 +849,14 @@ class CorrCholeskyTransform(Transform):
 
 class SoftmaxTransform(Transform):
     """Unconstrained space to the simplex by ``exp`` and normalisation (not bijective: the
-    inverse is a log, defined up to a constant; for MCMC, not for densities)."""
+    inverse is a log, defined up to a constant; for MCMC, not for densities).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.distributions.SoftmaxTransform()(torcia.tensor([0.0, 0.0]))
+    tensor([0.5000, 0.5000])
+    """
 
     domain = constraints.real_vector
     codomain = constraints.simplex
@@ -781,7 +887,15 @@ class SoftmaxTransform(Transform):
 
 
 class StickBreakingTransform(Transform):
-    """Unconstrained vectors of length K-1 to the K-simplex by stick breaking (bijective)."""
+    """Unconstrained vectors of length K-1 to the K-simplex by stick breaking (bijective).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.distributions.StickBreakingTransform()(torcia.zeros(2))
+    >>> y
+    tensor([0.3333, 0.3333, 0.3333])
+    """
 
     domain = constraints.real_vector
     codomain = constraints.simplex
@@ -830,7 +944,16 @@ class StickBreakingTransform(Transform):
 
 class LowerCholeskyTransform(Transform):
     """Unconstrained square matrices to lower-triangular matrices with a positive diagonal
-    (exp of the diagonal; not bijective as a map of square matrices)."""
+    (exp of the diagonal; not bijective as a map of square matrices).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.LowerCholeskyTransform()
+    >>> t(torcia.tensor([[0.0, 5.0], [2.0, 0.0]]))
+    tensor([[1., 0.],
+            [2., 1.]])
+    """
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
@@ -850,7 +973,16 @@ class LowerCholeskyTransform(Transform):
 
 class PositiveDefiniteTransform(Transform):
     """Unconstrained square matrices to positive-definite ones: ``L @ L.mT`` with ``L`` from
-    :class:`LowerCholeskyTransform`."""
+    :class:`LowerCholeskyTransform`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.PositiveDefiniteTransform()
+    >>> t(torcia.tensor([[0.0, 5.0], [2.0, 0.0]]))
+    tensor([[1., 2.],
+            [2., 5.]])
+    """
 
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
@@ -872,7 +1004,16 @@ class PositiveDefiniteTransform(Transform):
 
 class CatTransform(Transform):
     """Applies ``tseq[i]`` to the ``lengths[i]`` slices of ``dim`` starting where the
-    previous one ended, like ``torcia.cat``."""
+    previous one ended, like ``torcia.cat``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import CatTransform, ExpTransform, AffineTransform
+    >>> t = CatTransform([ExpTransform(), AffineTransform(0.0, 10.0)], dim=0, lengths=[1, 1])
+    >>> t(torcia.tensor([0.0, 1.0]))
+    tensor([ 1., 10.])
+    """
 
     def __init__(self, tseq, dim=0, lengths=None, cache_size=0):
         assert all(isinstance(t, Transform) for t in tseq)
@@ -950,7 +1091,16 @@ class CatTransform(Transform):
 
 
 class StackTransform(Transform):
-    """Applies ``tseq[i]`` to the ``i``-th slice of ``dim``, like ``torcia.stack``."""
+    """Applies ``tseq[i]`` to the ``i``-th slice of ``dim``, like ``torcia.stack``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import StackTransform, ExpTransform, AffineTransform
+    >>> t = StackTransform([ExpTransform(), AffineTransform(0.0, 10.0)], dim=0)
+    >>> t(torcia.tensor([0.0, 1.0]))
+    tensor([ 1., 10.])
+    """
 
     def __init__(self, tseq, dim=0, cache_size=0):
         assert all(isinstance(t, Transform) for t in tseq)
@@ -1004,7 +1154,16 @@ class StackTransform(Transform):
 
 class CumulativeDistributionTransform(Transform):
     """``y = distribution.cdf(x)``: from the distribution's support to the unit interval
-    (with ``distribution.icdf`` as the inverse)."""
+    (with ``distribution.icdf`` as the inverse).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import CumulativeDistributionTransform, Normal
+    >>> t = CumulativeDistributionTransform(Normal(0.0, 1.0))
+    >>> t(torcia.tensor([0.0]))
+    tensor([0.5000])
+    """
 
     bijective = True
     codomain = constraints.unit_interval

@@ -62,20 +62,47 @@ def _sum_rightmost(value, dim: int):
 
 
 def logits_to_probs(logits, is_binary: bool = False):
-    """Logits to probabilities: a sigmoid for binary logits, a softmax otherwise."""
+    """Logits to probabilities: a sigmoid for binary logits, a softmax otherwise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import logits_to_probs
+    >>> logits_to_probs(torcia.tensor([0.0, 0.0]))
+    tensor([0.5000, 0.5000])
+    >>> logits_to_probs(torcia.tensor([0.0, 2.0]), is_binary=True)
+    tensor([0.5000, 0.8808])
+    """
     if is_binary:
         return torcia.sigmoid(logits)
     return torcia.softmax(logits, dim=-1)
 
 
 def clamp_probs(probs):
-    """Clamp probabilities into the open interval (0, 1) by the dtype's eps."""
+    """Clamp probabilities into the open interval (0, 1) by the dtype's eps.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import clamp_probs
+    >>> p = clamp_probs(torcia.tensor([0.0, 0.5, 1.0]))
+    >>> bool((p > 0).all() and (p < 1).all())
+    True
+    """
     eps = finfo(probs.dtype).eps
     return probs.clamp(min=eps, max=1 - eps)
 
 
 def probs_to_logits(probs, is_binary: bool = False):
-    """Probabilities to logits: log-odds for binary probabilities, logs otherwise."""
+    """Probabilities to logits: log-odds for binary probabilities, logs otherwise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import probs_to_logits
+    >>> probs_to_logits(torcia.tensor([0.5, 0.25]), is_binary=True)
+    tensor([ 0.0000, -1.0986])
+    """
     ps_clamped = clamp_probs(probs)
     if is_binary:
         return torcia.log(ps_clamped) - torcia.log1p(-ps_clamped)
@@ -105,7 +132,15 @@ class _lazy_property_and_property(lazy_property, property):  # noqa: N801
 
 
 def tril_matrix_to_vec(mat, diag: int = 0):
-    """The lower triangle (from diagonal ``diag``) of the last two dims, row by row."""
+    """The lower triangle (from diagonal ``diag``) of the last two dims, row by row.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import tril_matrix_to_vec
+    >>> tril_matrix_to_vec(torcia.tensor([[1, 0], [2, 3]]))
+    tensor([1, 2, 3])
+    """
     n = mat.shape[-1]
     if not -n <= diag < n:
         raise ValueError(f"diag ({diag}) provided is outside [{-n}, {n - 1}].")
@@ -114,7 +149,16 @@ def tril_matrix_to_vec(mat, diag: int = 0):
 
 
 def vec_to_tril_matrix(vec, diag: int = 0):
-    """The inverse of :func:`tril_matrix_to_vec`."""
+    """The inverse of :func:`tril_matrix_to_vec`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import vec_to_tril_matrix
+    >>> vec_to_tril_matrix(torcia.tensor([1.0, 2.0, 3.0]))
+    tensor([[1., 0.],
+            [2., 3.]])
+    """
     n = (-(1 + 2 * diag) + ((1 + 2 * diag) ** 2 + 8 * vec.shape[-1] + 4 * abs(diag)
                             * (diag + 1)) ** 0.5) / 2
     eps = finfo(vec.dtype).eps

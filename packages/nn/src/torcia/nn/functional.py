@@ -169,39 +169,98 @@ def relu(input, inplace=False):
 
 
 def relu_(input):
-    """In-place :func:`relu`."""
+    """In-place :func:`relu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-1.0, 0.5, 2.0])
+    >>> F.relu_(x)
+    tensor([0.0000, 0.5000, 2.0000])
+    >>> x
+    tensor([0.0000, 0.5000, 2.0000])
+    """
     return input.relu_()
 
 
 def sigmoid(input):
-    """``1 / (1 + exp(-input))``."""
+    """``1 / (1 + exp(-input))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.sigmoid(torcia.tensor([0.0, 2.0]))
+    tensor([0.5000, 0.8808])
+    """
     return torcia.sigmoid(input)
 
 
 def tanh(input):
-    """Hyperbolic tangent."""
+    """Hyperbolic tangent.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.tanh(torcia.tensor([0.0, 1.0]))
+    tensor([0.0000, 0.7616])
+    """
     return torcia.tanh(input)
 
 
 def threshold(input, threshold, value, inplace=False):
-    """``input`` where greater than ``threshold``, else ``value``."""
+    """``input`` where greater than ``threshold``, else ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.threshold(torcia.tensor([0.1, 0.5, 2.0]), 0.3, -1.0)
+    tensor([-1.0000,  0.5000,  2.0000])
+    """
     out = torcia.where(input > threshold, input, torcia.full_like(input, value))
     return _maybe_inplace(input, out, inplace)
 
 
 def hardshrink(input, lambd=0.5):
-    """``input`` where ``|input| > lambd``, else 0."""
+    """``input`` where ``|input| > lambd``, else 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.hardshrink(torcia.tensor([-1.0, 0.2, 0.7]))
+    tensor([-1.0000,  0.0000,  0.7000])
+    """
     return input * (input.abs() > lambd)
 
 
 def softshrink(input, lambd=0.5):
-    """``input`` moved ``lambd`` towards 0, and 0 within ``[-lambd, lambd]``."""
+    """``input`` moved ``lambd`` towards 0, and 0 within ``[-lambd, lambd]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softshrink(torcia.tensor([-1.0, 0.2, 0.75]))
+    tensor([-0.5000,  0.0000,  0.2500])
+    """
     return torcia.where(input > lambd, input - lambd,
                         torcia.where(input < -lambd, input + lambd, torcia.zeros_like(input)))
 
 
 def glu(input, dim=-1):
-    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second."""
+    """Gated linear unit: the first half of ``dim`` times the sigmoid of the second.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.glu(torcia.tensor([[1.0, 2.0, 0.0, 0.0]]))
+    tensor([[0.5000, 1.0000]])
+    """
     n = input.shape[dim]
     if n % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {dim} is size {n}")
@@ -211,7 +270,15 @@ def glu(input, dim=-1):
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
     """Randomized leaky ReLU: the negative slope is drawn from U(lower, upper) per
-    element in training, and is ``(lower + upper) / 2`` in evaluation."""
+    element in training, and is ``(lower + upper) / 2`` in evaluation.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.rrelu(torcia.tensor([-3.0, 1.0]), lower=0.25, upper=0.25)
+    tensor([-0.7500,  1.0000])
+    """
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace)
     with torcia.no_grad():
@@ -222,37 +289,102 @@ def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, inplace=False):
 
 
 def elu_(input, alpha=1.0):
-    """In-place :func:`elu`."""
+    """In-place :func:`elu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-1.0, 2.0])
+    >>> F.elu_(x) is x
+    True
+    >>> x
+    tensor([-0.6321,  2.0000])
+    """
     return elu(input, alpha, inplace=True)
 
 
 def celu_(input, alpha=1.0):
-    """In-place :func:`celu`."""
+    """In-place :func:`celu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-1.0, 2.0])
+    >>> F.celu_(x, alpha=2.0)
+    tensor([-0.7869,  2.0000])
+    """
     return celu(input, alpha, inplace=True)
 
 
 def selu_(input):
-    """In-place :func:`selu`."""
+    """In-place :func:`selu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-1.0, 1.0])
+    >>> F.selu_(x)
+    tensor([-1.1113,  1.0507])
+    """
     return selu(input, inplace=True)
 
 
 def leaky_relu_(input, negative_slope=0.01):
-    """In-place :func:`leaky_relu`."""
+    """In-place :func:`leaky_relu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-2.0, 3.0])
+    >>> F.leaky_relu_(x, negative_slope=0.5)
+    tensor([-1.,  3.])
+    """
     return leaky_relu(input, negative_slope, inplace=True)
 
 
 def hardtanh_(input, min_val=-1.0, max_val=1.0):
-    """In-place :func:`hardtanh`."""
+    """In-place :func:`hardtanh`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-3.0, 0.5, 3.0])
+    >>> F.hardtanh_(x)
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
     return hardtanh(input, min_val, max_val, inplace=True)
 
 
 def threshold_(input, threshold_, value):
-    """In-place :func:`threshold`."""
+    """In-place :func:`threshold`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([0.1, 2.0])
+    >>> F.threshold_(x, 1.0, 0.0)
+    tensor([0., 2.])
+    """
     return threshold(input, threshold_, value, inplace=True)
 
 
 def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False):
-    """In-place :func:`rrelu`."""
+    """In-place :func:`rrelu`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([-4.0, 1.0])
+    >>> F.rrelu_(x, lower=0.5, upper=0.5)
+    tensor([-2.,  1.])
+    """
     return rrelu(input, lower, upper, training, inplace=True)
 
 
@@ -290,34 +422,97 @@ def _maybe_inplace(input, out, inplace_):
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    """:func:`max_pool1d` returning ``(values, indices)``."""
+    """:func:`max_pool1d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[1.0, 3.0, 2.0, 5.0]]])
+    >>> F.max_pool1d_with_indices(x, 2)
+    (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
+    """
     return max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool2d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    """:func:`max_pool2d` returning ``(values, indices)``."""
+    """:func:`max_pool2d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(16.0).reshape(1, 1, 4, 4)
+    >>> values, indices = F.max_pool2d_with_indices(x, 2)
+    >>> values
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    >>> indices
+    tensor([[[[ 5,  7],
+              [13, 15]]]])
+    """
     return max_pool2d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def max_pool3d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
                             ceil_mode=False, return_indices=False):
-    """:func:`max_pool3d` returning ``(values, indices)``."""
+    """:func:`max_pool3d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(8.0).reshape(1, 1, 2, 2, 2)
+    >>> F.max_pool3d_with_indices(x, 2)
+    (tensor([[[[[7.]]]]]), tensor([[[[[7]]]]]))
+    """
     return max_pool3d(input, kernel_size, stride, padding, dilation, ceil_mode, True)
 
 
 def adaptive_max_pool1d_with_indices(input, output_size, return_indices=False):
-    """:func:`adaptive_max_pool1d` returning ``(values, indices)``."""
+    """:func:`adaptive_max_pool1d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[1.0, 4.0, 2.0, 3.0]]])
+    >>> F.adaptive_max_pool1d_with_indices(x, 2)
+    (tensor([[[4., 3.]]]), tensor([[[1, 3]]]))
+    """
     return adaptive_max_pool1d(input, output_size, True)
 
 
 def adaptive_max_pool2d_with_indices(input, output_size, return_indices=False):
-    """:func:`adaptive_max_pool2d` returning ``(values, indices)``."""
+    """:func:`adaptive_max_pool2d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(16.0).reshape(1, 1, 4, 4)
+    >>> values, indices = F.adaptive_max_pool2d_with_indices(x, (1, 2))
+    >>> values
+    tensor([[[[13., 15.]]]])
+    >>> indices
+    tensor([[[[13, 15]]]])
+    """
     return adaptive_max_pool2d(input, output_size, True)
 
 
 def adaptive_max_pool3d_with_indices(input, output_size, return_indices=False):
-    """:func:`adaptive_max_pool3d` returning ``(values, indices)``."""
+    """:func:`adaptive_max_pool3d` returning ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(8.0).reshape(1, 1, 2, 2, 2)
+    >>> values, indices = F.adaptive_max_pool3d_with_indices(x, 1)
+    >>> values.flatten(), indices.flatten()
+    (tensor([7.]), tensor([7]))
+    """
     return adaptive_max_pool3d(input, output_size, True)
 
 
@@ -545,7 +740,17 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
     """The partial inverse of :func:`max_pool1d`: each value put back at its index,
-    zeros elsewhere."""
+    zeros elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[1.0, 3.0, 2.0, 5.0]]])
+    >>> values, indices = F.max_pool1d(x, 2, return_indices=True)
+    >>> F.max_unpool1d(values, indices, 2)
+    tensor([[[0., 3., 0., 5.]]])
+    """
     return _max_unpool(1, input, indices, kernel_size, stride, padding, output_size)
 
 
@@ -673,17 +878,44 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
-    """Deprecated alias of :func:`interpolate`."""
+    """Deprecated alias of :func:`interpolate`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[1.0, 2.0]]])
+    >>> F.upsample(x, scale_factor=2)
+    tensor([[[1., 1., 2., 2.]]])
+    """
     return interpolate(input, size, scale_factor, mode, align_corners)
 
 
 def upsample_nearest(input, size=None, scale_factor=None):
-    """:func:`interpolate` with mode "nearest"."""
+    """:func:`interpolate` with mode "nearest".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[[1.0, 2.0]]]])
+    >>> F.upsample_nearest(x, size=(1, 4))
+    tensor([[[[1., 1., 2., 2.]]]])
+    """
     return interpolate(input, size, scale_factor, mode="nearest")
 
 
 def upsample_bilinear(input, size=None, scale_factor=None):
-    """:func:`interpolate` with mode "bilinear" and ``align_corners=True``."""
+    """:func:`interpolate` with mode "bilinear" and ``align_corners=True``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[[0.0, 3.0]]]])
+    >>> F.upsample_bilinear(x, size=(1, 4))
+    tensor([[[[0., 1., 2., 3.]]]])
+    """
     return interpolate(input, size, scale_factor, mode="bilinear", align_corners=True)
 
 
@@ -913,7 +1145,15 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
 
 @autocast_as("l1_loss")
 def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", weight=None):
-    """Mean absolute error ``|input - target|``, reduced."""
+    """Mean absolute error ``|input - target|``, reduced.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.l1_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([2.0, 4.0]))
+    tensor(1.5000)
+    """
     _same_shape(input, target, "l1_loss")
     loss = (input - target).abs()
     if weight is not None:
@@ -925,7 +1165,15 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
 def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mean",
                    beta=1.0):
     """``0.5 * d**2 / beta`` where ``|d| < beta``, else ``|d| - 0.5 * beta``
-    (``d = input - target``); ``beta=0`` is the L1 loss."""
+    (``d = input - target``); ``beta=0`` is the L1 loss.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.smooth_l1_loss(torcia.tensor([0.0, 0.0]), torcia.tensor([0.5, 3.0]), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
     _same_shape(input, target, "smooth_l1_loss")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -939,7 +1187,15 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
 
 @autocast_as("huber_loss")
 def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
-    """``0.5 * d**2`` where ``|d| <= delta``, else ``delta * (|d| - 0.5 * delta)``."""
+    """``0.5 * d**2`` where ``|d| <= delta``, else ``delta * (|d| - 0.5 * delta)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.huber_loss(torcia.tensor([0.0, 0.0]), torcia.tensor([0.5, 3.0]), reduction="none")
+    tensor([0.1250, 2.5000])
+    """
     _same_shape(input, target, "huber_loss")
     d = (input - target).abs()
     loss = torcia.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
@@ -1265,7 +1521,15 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
 def poisson_nll_loss(input, target, log_input=True, full=False, size_average=None, eps=1e-8,
                      reduce=None, reduction="mean"):
     """Negative log likelihood of ``target`` under Poisson(``input``) (or
-    Poisson(exp(input)) with ``log_input``); ``full`` adds Stirling's term."""
+    Poisson(exp(input)) with ``log_input``); ``full`` adds Stirling's term.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.poisson_nll_loss(torcia.tensor([0.0, 1.0]), torcia.tensor([1.0, 2.0]))
+    tensor(0.8591)
+    """
     _same_shape(input, target, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
@@ -1326,7 +1590,16 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
 @autocast_as("hinge_embedding_loss")
 def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=None,
                          reduction="mean"):
-    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1."""
+    """``input`` where ``target`` is 1, ``max(0, margin - input)`` where it is -1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x, y = torcia.tensor([0.3, 2.0]), torcia.tensor([1.0, -1.0])
+    >>> F.hinge_embedding_loss(x, y, reduction="none")
+    tensor([0.3000, 0.0000])
+    """
     zero = torcia.zeros_like(input)
     loss = torcia.where(target == 1, input, zero) + torcia.where(
         target == -1, (margin - input).clamp(min=0), zero)
@@ -1335,7 +1608,15 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
 
 @autocast_as("soft_margin_loss")
 def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """``log(1 + exp(-target * input))``."""
+    """``log(1 + exp(-target * input))``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.soft_margin_loss(torcia.tensor([0.0, 2.0]), torcia.tensor([1.0, -1.0]), reduction="none")
+    tensor([0.6931, 2.1269])
+    """
     _same_shape(input, target, "soft_margin_loss")
     loss = softplus(-target * input)
     return _reduce(loss, _reduction(size_average, reduce, reduction))
@@ -1371,7 +1652,20 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
                                       margin=1.0, swap=False, reduction="mean"):
     """:func:`triplet_margin_loss` with any ``distance_function`` (default
-    :func:`pairwise_distance`)."""
+    :func:`pairwise_distance`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> anchor = torcia.tensor([[0.0, 0.0]])
+    >>> positive = torcia.tensor([[0.0, 1.0]])
+    >>> negative = torcia.tensor([[3.0, 0.0]])
+    >>> l1 = lambda a, b: (a - b).abs().sum(-1)
+    >>> F.triplet_margin_with_distance_loss(anchor, positive, negative,
+    ...                                     distance_function=l1, margin=3.0)
+    tensor(1.)
+    """
     dist = pairwise_distance if distance_function is None else distance_function
     d_ap = dist(anchor, positive)
     d_an = dist(anchor, negative)
@@ -1385,7 +1679,17 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
 def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduction="mean"):
     """Multi-label hinge loss: for each sample, the sum over its target classes ``j``
     (``target`` lists them, ending at the first -1) and non-target classes ``i`` of
-    ``max(0, 1 - (x[j] - x[i]))``, over the number of classes."""
+    ``max(0, 1 - (x[j] - x[i]))``, over the number of classes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> y = torcia.tensor([[3, 0, -1, 1]])
+    >>> F.multilabel_margin_loss(x, y)
+    tensor(0.8500)
+    """
     if input.shape != target.shape or input.ndim not in (1, 2):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -1412,7 +1716,16 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
 def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=None,
                       reduce=None, reduction="mean"):
     """Multi-class hinge loss: the mean over classes ``i != y`` of
-    ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``)."""
+    ``max(0, margin - x[y] + x[i]) ** p`` (times ``weight[y]``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[0.1, 0.2, 0.4, 0.8]])
+    >>> F.multi_margin_loss(x, torcia.tensor([3]))
+    tensor(0.3250)
+    """
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     rows = input if input.ndim == 2 else input.unsqueeze(0)
@@ -1463,7 +1776,16 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
                                 reduction="mean"):
     """Mean over classes of the binary cross-entropy of ``sigmoid(input)`` against the
-    0/1 ``target``, per sample."""
+    0/1 ``target``, per sample.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[0.0, 2.0]])
+    >>> F.multilabel_soft_margin_loss(x, torcia.tensor([[1.0, 0.0]]))
+    tensor(1.4100)
+    """
     loss = -(target * logsigmoid(input) + (1 - target) * logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
@@ -1473,7 +1795,16 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
 
 def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     """Divide each element by ``(k + alpha / size * sum of squares of the ``size``
-    neighbouring channels) ** beta`` (AlexNet's normalisation)."""
+    neighbouring channels) ** beta`` (AlexNet's normalisation).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 3, 1, 1)
+    >>> F.local_response_norm(x, size=2, alpha=1.0, beta=1.0, k=1.0).flatten()
+    tensor([0.6667, 0.5000, 0.5000])
+    """
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
                          "dimensions)")
@@ -1485,20 +1816,47 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
 
 
 def channel_shuffle(input, groups):
-    """``(N, g * c, *)`` -> ``(N, c * g, *)``: channels regrouped so each group mixes."""
+    """``(N, g * c, *)`` -> ``(N, c * g, *)``: channels regrouped so each group mixes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(4.0).reshape(1, 4, 1, 1)
+    >>> F.channel_shuffle(x, 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
     n, c = input.shape[:2]
     rest = tuple(input.shape[2:])
     return input.reshape(n, groups, c // groups, *rest).transpose(1, 2).reshape(n, c, *rest)
 
 
 def lp_pool1d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """``(sum of x ** p over each window) ** (1 / p)``."""
+    """``(sum of x ** p over each window) ** (1 / p)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[3.0, 4.0, 1.0, 0.0]]])
+    >>> F.lp_pool1d(x, 2, 2)
+    tensor([[[5., 1.]]])
+    """
     out = avg_pool1d(input ** norm_type, kernel_size, stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * kernel_size) ** (1.0 / norm_type)
 
 
 def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
-    """``(sum of x ** p over each window) ** (1 / p)`` over 2-D windows."""
+    """``(sum of x ** p over each window) ** (1 / p)`` over 2-D windows.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.tensor([[[[3.0, 0.0], [0.0, 4.0]]]])
+    >>> F.lp_pool2d(x, 2, 2)
+    tensor([[[[5.]]]])
+    """
     kh, kw = _ntuple(kernel_size, 2, "kernel_size")
     out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * (kh * kw)) ** (1.0 / norm_type)

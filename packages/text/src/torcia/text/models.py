@@ -404,4 +404,12 @@ def get_model(name: str, **kwargs) -> nn.Module:
 
 
 def list_models() -> list[str]:
+    """The names of every registered text model, sorted.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> "gpt" in torcia.text.models.list_models()
+    True
+    """
     return REGISTRY.names()

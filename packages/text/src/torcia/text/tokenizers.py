@@ -382,7 +382,16 @@ def _merge(symbols, pair, new):
 
 
 def get(name: str):
-    """The tokenizer class registered as ``name`` ("char", "word", "byte_bpe", ...)."""
+    """The tokenizer class registered as ``name`` ("char", "word", "byte_bpe", ...).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> Char = torcia.text.tokenizers.get("char")
+    >>> tok = Char.train("hello")
+    >>> tok.decode(tok.encode("hell"))
+    'hell'
+    """
     return REGISTRY.get(name)
 
 

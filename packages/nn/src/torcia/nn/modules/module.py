@@ -780,12 +780,36 @@ _GLOBAL_TABLES = {"forward_pre": OrderedDict(), "forward": OrderedDict()}
 
 
 def register_module_forward_pre_hook(hook) -> RemovableHandle:
-    """Call ``hook(module, args)`` before every module's ``forward``."""
+    """Call ``hook(module, args)`` before every module's ``forward``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> seen = []
+    >>> hook = lambda module, args: seen.append(args[0].shape)
+    >>> handle = torcia.nn.register_module_forward_pre_hook(hook)
+    >>> _ = torcia.nn.ReLU()(torcia.zeros(3))
+    >>> handle.remove()
+    >>> seen
+    [torcia.Size([3])]
+    """
     return _register_global("forward_pre", hook)
 
 
 def register_module_forward_hook(hook) -> RemovableHandle:
-    """Call ``hook(module, args, output)`` after every module's ``forward``."""
+    """Call ``hook(module, args, output)`` after every module's ``forward``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> seen = []
+    >>> hook = lambda module, args, output: seen.append(type(module).__name__)
+    >>> handle = torcia.nn.register_module_forward_hook(hook)
+    >>> _ = torcia.nn.Linear(2, 2)(torcia.zeros(1, 2))
+    >>> handle.remove()
+    >>> seen
+    ['Linear']
+    """
     return _register_global("forward", hook)
 
 

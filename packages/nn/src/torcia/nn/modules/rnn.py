@@ -384,7 +384,17 @@ class RNNCellBase(Module):
 
 
 class RNNCell(RNNCellBase):
-    """One Elman step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu)."""
+    """One Elman step: ``h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)`` (or relu).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> cell = torcia.nn.RNNCell(4, 3)
+    >>> h = cell(torcia.randn(2, 4))
+    >>> h.shape
+    torcia.Size([2, 3])
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", device=None,
                  dtype=None):
@@ -402,7 +412,17 @@ class RNNCell(RNNCellBase):
 
 
 class LSTMCell(RNNCellBase):
-    """One LSTM step; returns ``(h', c')``."""
+    """One LSTM step; returns ``(h', c')``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> cell = torcia.nn.LSTMCell(4, 3)
+    >>> h, c = cell(torcia.randn(2, 4))
+    >>> h.shape, c.shape
+    (torcia.Size([2, 3]), torcia.Size([2, 3]))
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 4, device, dtype)
@@ -419,7 +439,16 @@ class LSTMCell(RNNCellBase):
 
 
 class GRUCell(RNNCellBase):
-    """One GRU step; returns ``h'``."""
+    """One GRU step; returns ``h'``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> cell = torcia.nn.GRUCell(4, 3)
+    >>> cell(torcia.randn(2, 4), torcia.zeros(2, 3)).shape
+    torcia.Size([2, 3])
+    """
 
     def __init__(self, input_size, hidden_size, bias=True, device=None, dtype=None):
         super().__init__(input_size, hidden_size, bias, 3, device, dtype)

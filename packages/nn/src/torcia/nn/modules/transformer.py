@@ -193,7 +193,17 @@ def _activation(activation):
 
 class TransformerEncoderLayer(Module):
     """Self-attention and a feed-forward block, each with a residual and LayerNorm
-    (before the block with ``norm_first``, after it otherwise)."""
+    (before the block with ``norm_first``, after it otherwise).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> layer = torcia.nn.TransformerEncoderLayer(
+    ...     d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+    >>> layer(torcia.randn(2, 5, 8)).shape
+    torcia.Size([2, 5, 8])
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -232,7 +242,17 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention, attention over the encoder's memory, and a feed-forward block."""
+    """Self-attention, attention over the encoder's memory, and a feed-forward block.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> layer = torcia.nn.TransformerDecoderLayer(
+    ...     d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+    >>> layer(torcia.randn(2, 5, 8), torcia.randn(2, 7, 8)).shape
+    torcia.Size([2, 5, 8])
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation="relu",
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -315,7 +335,18 @@ class TransformerEncoder(Module):
 
 
 class TransformerDecoder(Module):
-    """``num_layers`` copies of a decoder layer, then an optional final norm."""
+    """``num_layers`` copies of a decoder layer, then an optional final norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> _ = torcia.manual_seed(0)
+    >>> layer = torcia.nn.TransformerDecoderLayer(
+    ...     d_model=8, nhead=2, dim_feedforward=16, batch_first=True)
+    >>> decoder = torcia.nn.TransformerDecoder(layer, num_layers=2)
+    >>> decoder(torcia.randn(2, 5, 8), torcia.randn(2, 7, 8)).shape
+    torcia.Size([2, 5, 8])
+    """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()

@@ -153,18 +153,48 @@ def pad_sequence(sequences, batch_first=False, padding_value=0.0, padding_side="
 
 
 def pack_sequence(sequences, enforce_sorted=True):
-    """Pack a list of sequences (each ``L_i, *``)."""
+    """Pack a list of sequences (each ``L_i, *``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import pack_sequence
+    >>> packed = pack_sequence([torcia.tensor([1, 2, 3]), torcia.tensor([4, 5])])
+    >>> packed.data
+    tensor([1, 4, 2, 5, 3])
+    >>> packed.batch_sizes
+    tensor([2, 2, 1])
+    """
     lengths = [s.shape[0] for s in sequences]
     return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
 
 
 def unpad_sequence(padded_sequences, lengths, batch_first=False):
-    """Split a padded batch back into a list of its sequences."""
+    """Split a padded batch back into a list of its sequences.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import pad_sequence, unpad_sequence
+    >>> padded = pad_sequence([torcia.tensor([1, 2, 3]), torcia.tensor([4, 5])], batch_first=True)
+    >>> unpad_sequence(padded, torcia.tensor([3, 2]), batch_first=True)
+    [tensor([1, 2, 3]), tensor([4, 5])]
+    """
     if not batch_first:
         padded_sequences = padded_sequences.transpose(0, 1)
     return [seq[: int(n)] for seq, n in zip(padded_sequences, lengths)]
 
 
 def unpack_sequence(packed_sequences):
+    """The list of sequences a :class:`PackedSequence` holds (the inverse of :func:`pack_sequence`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import pack_sequence, unpack_sequence
+    >>> packed = pack_sequence([torcia.tensor([1, 2, 3]), torcia.tensor([4, 5])])
+    >>> unpack_sequence(packed)
+    [tensor([1, 2, 3]), tensor([4, 5])]
+    """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)

@@ -21,7 +21,14 @@ from torcia.vision.datasets.vision import VisionDataset
 
 
 def list_datasets() -> list[str]:
-    """The names of every registered dataset, torcia-vision's and plugins' alike."""
+    """The names of every registered dataset, torcia-vision's and plugins' alike.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> "mnist" in torcia.vision.datasets.list_datasets()
+    True
+    """
     return _registry.datasets.names()
 
 

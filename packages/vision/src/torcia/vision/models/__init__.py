@@ -21,7 +21,14 @@ from torcia.vision.models.vgg import VGG, vgg11, vgg11_bn, vgg16, vgg16_bn
 
 
 def list_models() -> list[str]:
-    """The names of every registered model, sorted."""
+    """The names of every registered model, sorted.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> "resnet18" in torcia.vision.models.list_models()
+    True
+    """
     return _registry.models.names()
 
 
@@ -30,6 +37,13 @@ def get_model(name: str, **kwargs):
 
     Raises ``KeyError`` listing the known names (and any blocked plugin that may provide
     it) when there is no such model.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> model = torcia.vision.models.get_model("lenet", num_classes=10)
+    >>> model(torcia.zeros(1, 1, 28, 28)).shape
+    torcia.Size([1, 10])
     """
     return _registry.models.get(name)(**kwargs)
 

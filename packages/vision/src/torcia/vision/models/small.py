@@ -41,5 +41,13 @@ class SmallCNN(nn.Module):
 
 
 def small_cnn(**kwargs) -> SmallCNN:
-    """Build a :class:`SmallCNN`."""
+    """Build a :class:`SmallCNN`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> model = torcia.vision.models.small_cnn()
+    >>> type(model).__name__
+    'SmallCNN'
+    """
     return SmallCNN(**kwargs)
