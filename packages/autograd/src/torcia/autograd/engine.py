@@ -821,6 +821,8 @@ class Engine(AutogradMode):
                    derivative, define_derivative, register_hook,
                    register_post_accumulate_grad_hook, retain_grad):
             setattr(self, fn.__name__, fn)
+        # core's torcia.is_anomaly_enabled / set_anomaly_enabled read and set it here
+        self.ANOMALY = ANOMALY
 
     def __repr__(self):
         return "<torcia.autograd engine>"
