@@ -66,12 +66,12 @@ class NativeKernels(Reference):
         with _blas.parallel():
             return super().linear(x, w, b)
 
-    # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS (through
-    # matmul above, for its thread policy). Without groups, each pass is one product over
-    # the whole batch, the columns laid out (C*kh*kw, N, positions) by im2col itself: a
-    # product per sample is ~25% slower on two threads (conv 32->64 3x3 on 64x14x14) ----
+    # ----- convolution: natively. Without groups, a sample at a time in C++ (its columns
+    # and one GEMM on the extension's OpenBLAS: see kernels.cpp). With groups, im2col/col2im
+    # natively and the products on NumPy's BLAS (through matmul above, for its thread
+    # policy) ----------------------------------------------------------------------------
     def conv(self, x, w, b, stride, padding, dilation, groups):
-        if x.ndim != 4 or not _native_ok(x, w):
+        if x.ndim != 4 or not _native_ok(x, w) or (b is not None and not _native_ok(x, b)):
             return super().conv(x, w, b, stride, padding, dilation, groups)
         _check_geometry(w.shape[2:], stride, padding, dilation)
         n, _, h, wd = x.shape
@@ -79,14 +79,11 @@ class NativeKernels(Reference):
         (plo, phi), (qlo, qhi) = padding
         oh = (h + plo + phi - dilation[0] * (kh - 1) - 1) // stride[0] + 1
         ow = (wd + qlo + qhi - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-        whole = groups == 1
+        if groups == 1:
+            return _native.conv2d(_c(x), _c(w), None if b is None else _c(b), stride[0],
+                                  stride[1], plo, qlo, dilation[0], dilation[1], oh, ow)
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
-                              dilation[1], oh, ow, whole)
-        if whole:
-            out = self.matmul(w.reshape(o, -1), cols.reshape(cols.shape[0], -1))
-            if b is not None:
-                out += b.reshape(o, 1)
-            return _c(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
+                              dilation[1], oh, ow, False)
         cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
         out = self.matmul(w.reshape(groups, o // groups, -1), cols).reshape(n, o, oh, ow)
         if b is not None:
@@ -102,12 +99,11 @@ class NativeKernels(Reference):
         oh, ow = g.shape[2:]
         (plo, _), (qlo, _) = padding
         p = oh * ow
-        whole = groups == 1
+        if groups == 1:
+            return _native.conv2d_weight(_c(x), _c(g), kh, kw, stride[0], stride[1], plo, qlo,
+                                         dilation[0], dilation[1])
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
-                              dilation[1], oh, ow, whole)
-        if whole:
-            gm = _c(g.reshape(n, o, p).transpose(1, 0, 2)).reshape(o, n * p)
-            return self.matmul(gm, cols.reshape(cols.shape[0], -1).T).reshape(weight_shape)
+                              dilation[1], oh, ow, False)
         # a product per sample, summed: each sample's columns transposed are read in place
         gm = _c(g).reshape(n, groups, o // groups, p)
         cm = cols.reshape(n, groups, cg * kh * kw, p)
@@ -126,16 +122,15 @@ class NativeKernels(Reference):
         if h <= 0 or wd <= 0:  # the reference's error
             return super().conv_transpose(x, w, b, stride, padding, output_padding, dilation,
                                           groups)
-        whole = groups == 1
-        if whole:
-            xm = _c(x.reshape(n, cin, ih * iw).transpose(1, 0, 2)).reshape(cin, -1)
-            cols = self.matmul(w.reshape(cin, -1).T, xm)
+        if groups == 1:
+            out = _native.conv2d_transpose(_c(x), _c(w), h, wd, stride[0], stride[1], plo, qlo,
+                                           dilation[0], dilation[1])
         else:
             cig = cin // groups
             wm = w.reshape(groups, cig, og * kh * kw).transpose(0, 2, 1)
             cols = self.matmul(wm, x.reshape(n, groups, cig, ih * iw))
-        out = _native.col2im(_c(cols), n, groups * og, h, wd, kh, kw, stride[0], stride[1],
-                             plo, qlo, dilation[0], dilation[1], ih, iw, whole)
+            out = _native.col2im(_c(cols), n, groups * og, h, wd, kh, kw, stride[0], stride[1],
+                                 plo, qlo, dilation[0], dilation[1], ih, iw, False)
         if b is not None:
             out += b.reshape(1, -1, 1, 1)
         return out
