@@ -163,50 +163,62 @@ struct Window {
   int64_t kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
 };
 
-// Row r = (channel, ki, kj) of the columns of one sample: the input element each output
-// position's window reads at offset (ki, kj), 0 where it falls in the padding.
-template <typename T>
-static void im2col_row(const T* __restrict__ x, T* __restrict__ row, int64_t r, int64_t h,
-                       int64_t w, const Window& g) {
-  const int64_t ch = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
-  const T* plane = x + ch * h * w;
-  // the columns inside the input are the same for every output row
-  const int64_t off = kj * g.dw - g.pw;
-  int64_t lo, hi;
-  inside(off, g.sw, w, g.ow, lo, hi);
-  for (int64_t i = 0; i < g.oh; ++i) {
-    const int64_t y = i * g.sh - g.ph + ki * g.dh;
-    T* o = row + i * g.ow;
-    if (y < 0 || y >= h) {
-      std::fill(o, o + g.ow, T(0));
-      continue;
+// One offset (ki, kj) of the window: the input position (i * sh + y0, j * sw + x0) output
+// (i, j) reads there, and the outputs [ilo, ihi) x [lo, hi) for which it lies inside the
+// input (the others read padding). Computed once per call, so that the loops over
+// channels and samples do no integer division.
+struct Tap {
+  int64_t y0, x0, ilo, ihi, lo, hi;
+};
+
+static std::vector<Tap> window_taps(const Window& g, int64_t h, int64_t w) {
+  std::vector<Tap> taps(g.kh * g.kw);
+  for (int64_t ki = 0; ki < g.kh; ++ki) {
+    for (int64_t kj = 0; kj < g.kw; ++kj) {
+      Tap& t = taps[ki * g.kw + kj];
+      t.y0 = ki * g.dh - g.ph;
+      t.x0 = kj * g.dw - g.pw;
+      inside(t.y0, g.sh, h, g.oh, t.ilo, t.ihi);
+      inside(t.x0, g.sw, w, g.ow, t.lo, t.hi);
     }
-    const T* line = plane + y * w + off;
-    std::fill(o, o + lo, T(0));
-    if (g.sw == 1) {
-      std::copy(line + lo, line + hi, o + lo);
-    } else {
-      for (int64_t j = lo; j < hi; ++j) o[j] = line[j * g.sw];
-    }
-    std::fill(o + hi, o + g.ow, T(0));
   }
+  return taps;
 }
 
-// The adjoint of im2col_row: row r of one sample's columns added into its input planes x.
+// A row of the columns: what each output position's window reads from one input plane
+// at one tap, 0 where that falls in the padding.
 template <typename T>
-static void col2im_row(const T* __restrict__ row, T* __restrict__ x, int64_t r, int64_t h,
+static void im2col_tap(const T* __restrict__ plane, T* __restrict__ row, const Tap& t,
                        int64_t w, const Window& g) {
-  const int64_t ch = r / (g.kh * g.kw), ki = (r / g.kw) % g.kh, kj = r % g.kw;
-  T* plane = x + ch * h * w;
-  const int64_t off = kj * g.dw - g.pw;
-  int64_t lo, hi;
-  inside(off, g.sw, w, g.ow, lo, hi);
-  for (int64_t i = 0; i < g.oh; ++i) {
-    const int64_t y = i * g.sh - g.ph + ki * g.dh;
-    if (y < 0 || y >= h) continue;
-    T* line = plane + y * w + off;
+  const int64_t ow = g.ow;
+  std::fill(row, row + t.ilo * ow, T(0));
+  if (g.sw == 1 && t.lo == 0 && t.hi == ow && ow == w && g.sh == 1) {
+    // whole input rows, one after the other
+    std::copy_n(plane + (t.ilo + t.y0) * w + t.x0, (t.ihi - t.ilo) * ow, row + t.ilo * ow);
+  } else {
+    for (int64_t i = t.ilo; i < t.ihi; ++i) {
+      const T* line = plane + (i * g.sh + t.y0) * w + t.x0;
+      T* o = row + i * ow;
+      std::fill(o, o + t.lo, T(0));
+      if (g.sw == 1) {
+        std::copy(line + t.lo, line + t.hi, o + t.lo);
+      } else {
+        for (int64_t j = t.lo; j < t.hi; ++j) o[j] = line[j * g.sw];
+      }
+      std::fill(o + t.hi, o + ow, T(0));
+    }
+  }
+  std::fill(row + std::max(t.ihi, t.ilo) * ow, row + g.oh * ow, T(0));
+}
+
+// The adjoint of im2col_tap: a row of the columns added into the input plane.
+template <typename T>
+static void col2im_tap(const T* __restrict__ row, T* __restrict__ plane, const Tap& t,
+                       int64_t w, const Window& g) {
+  for (int64_t i = t.ilo; i < t.ihi; ++i) {
+    T* line = plane + (i * g.sh + t.y0) * w + t.x0;
     const T* rr = row + i * g.ow;
-    for (int64_t j = lo; j < hi; ++j) line[j * g.sw] += rr[j];
+    for (int64_t j = t.lo; j < t.hi; ++j) line[j * g.sw] += rr[j];
   }
 }
 
@@ -233,13 +245,15 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
   py::array_t<T> out = batch_inner ? py::array_t<T>({rows, n, p}) : py::array_t<T>({n, rows, p});
   T* dst = out.mutable_data();
   const T* src = x.data();
+  const std::vector<Tap> taps = window_taps(g, h, w);
+  const int64_t kk = kh * kw;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
     for (int64_t b = 0; b < n; ++b)
       for (int64_t r = 0; r < rows; ++r)
-        im2col_row(src + b * c * h * w, dst + (batch_inner ? r * n + b : b * rows + r) * p, r,
-                   h, w, g);
+        im2col_tap(src + (b * c + r / kk) * h * w,
+                   dst + (batch_inner ? r * n + b : b * rows + r) * p, taps[r % kk], w, g);
   }
   return out;
 }
@@ -264,6 +278,7 @@ py::array_t<T> col2im(carray<T> cols, int64_t n, int64_t c, int64_t h, int64_t w
   py::array_t<T> out({n, c, h, w});
   T* dst = out.mutable_data();
   const T* src = cols.data();
+  const std::vector<Tap> taps = window_taps(g, h, w);
   {
     py::gil_scoped_release release;
     // one (batch, channel) plane per task: no two tasks write the same element
@@ -272,8 +287,11 @@ py::array_t<T> col2im(carray<T> cols, int64_t n, int64_t c, int64_t h, int64_t w
       for (int64_t ch = 0; ch < c; ++ch) {
         T* sample = dst + b * c * h * w;
         std::fill(sample + ch * h * w, sample + (ch + 1) * h * w, T(0));
-        for (int64_t r = ch * kh * kw; r < (ch + 1) * kh * kw; ++r)
-          col2im_row(src + (batch_inner ? r * n + b : b * rows + r) * p, sample, r, h, w, g);
+        for (int64_t t = 0; t < kh * kw; ++t) {
+          const int64_t r = ch * kh * kw + t;
+          col2im_tap(src + (batch_inner ? r * n + b : b * rows + r) * p, sample + ch * h * w,
+                     taps[t], w, g);
+        }
       }
     }
   }
@@ -313,14 +331,17 @@ static void check_blas_dim(const std::string& fn, int64_t v) {
   if (v > (int64_t(1) << 31) - 1) fail(fn, "a matrix dimension exceeds BLAS's 32-bit range");
 }
 
-// The columns of samples [b0, b0 + nb) of x (each sample `sample` elements of planes h x w)
-// as (k, nb * p): row r holds each sample's p positions in turn.
+// The columns of samples [b0, b0 + nb) of x (each sample c planes h x w) as (k, nb * p):
+// row r holds each sample's p positions in turn.
 template <typename T>
-static void chunk_columns(const T* x, int64_t sample, int64_t b0, int64_t nb, int64_t k,
-                          int64_t p, int64_t h, int64_t w, const Window& g, T* cols) {
-  for (int64_t j = 0; j < nb; ++j)
-    for (int64_t r = 0; r < k; ++r)
-      im2col_row(x + (b0 + j) * sample, cols + r * nb * p + j * p, r, h, w, g);
+static void chunk_columns(const T* x, int64_t c, int64_t b0, int64_t nb, int64_t p, int64_t h,
+                          int64_t w, const Window& g, const std::vector<Tap>& taps, T* cols) {
+  const int64_t kk = static_cast<int64_t>(taps.size());
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t t = 0; t < kk; ++t)
+      for (int64_t j = 0; j < nb; ++j)
+        im2col_tap(x + ((b0 + j) * c + ch) * h * w, cols + ((ch * kk + t) * nb + j) * p, taps[t],
+                   w, g);
 }
 
 // Rows (N, R, P) of samples [b0, b0 + nb) gathered as (R, nb * P), or scattered back.
@@ -376,6 +397,7 @@ py::array_t<T> conv2d(carray<T> x, carray<T> wt, std::optional<carray<T>> bias, 
   const bool threads = n > 1 && n * o * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
+  const std::vector<Tap> taps = window_taps(g, h, w);
   {
     py::gil_scoped_release release;
 #pragma omp parallel if (threads)
@@ -384,7 +406,7 @@ py::array_t<T> conv2d(carray<T> x, carray<T> wt, std::optional<carray<T>> bias, 
 #pragma omp for schedule(static)
       for (int64_t b0 = 0; b0 < n; b0 += nb) {
         const int64_t m = std::min(nb, n - b0);
-        if (!direct) chunk_columns(src, c * h * w, b0, m, k, p, h, w, g, cols.data());
+        if (!direct) chunk_columns(src, c, b0, m, p, h, w, g, taps, cols.data());
         T* res = nb > 1 ? prod.data() : dst + b0 * o * p;
         if (k == 0) std::fill(res, res + o * m * p, T(0));
         else gemm<T>(CblasNoTrans, CblasNoTrans, o, m * p, k, wp, k,
@@ -426,6 +448,7 @@ py::array_t<T> conv2d_weight(carray<T> x, carray<T> gy, int64_t kh, int64_t kw, 
   const bool threads = n > 1 && n * o * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
+  const std::vector<Tap> taps = window_taps(g, h, w);
   {
     py::gil_scoped_release release;
     // each thread sums its chunks' products into its own (O, K), added up at the end
@@ -444,7 +467,7 @@ py::array_t<T> conv2d_weight(carray<T> x, carray<T> gy, int64_t kh, int64_t kw, 
 #pragma omp for schedule(static)
       for (int64_t b0 = 0; b0 < n; b0 += nb) {
         const int64_t m = std::min(nb, n - b0);
-        if (!direct) chunk_columns(src, c * h * w, b0, m, k, p, h, w, g, cols.data());
+        if (!direct) chunk_columns(src, c, b0, m, p, h, w, g, taps, cols.data());
         if (nb > 1) gather_rows(gp, b0, m, o, p, grows.data());
         gemm<T>(CblasNoTrans, CblasTrans, o, k, m * p, nb > 1 ? grows.data() : gp + b0 * o * p,
                 m * p, direct ? src + b0 * c * h * w : cols.data(), m * p, T(1), acc, k);
@@ -486,6 +509,8 @@ py::array_t<T> conv2d_transpose(carray<T> x, carray<T> wt, int64_t h, int64_t w,
   const bool threads = n > 1 && n * ci * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
+  const std::vector<Tap> taps = window_taps(g, h, w);
+  const int64_t kk = static_cast<int64_t>(taps.size());
   {
     py::gil_scoped_release release;
 #pragma omp parallel if (threads)
@@ -500,9 +525,10 @@ py::array_t<T> conv2d_transpose(carray<T> x, carray<T> wt, int64_t h, int64_t w,
                 direct ? dst + b0 * co * h * w : cols.data(), m * p);
         if (!direct)
           for (int64_t j = 0; j < m; ++j)
-            for (int64_t r = 0; r < k; ++r)
-              col2im_row(cols.data() + r * m * p + j * p, dst + (b0 + j) * co * h * w, r, h, w,
-                         g);
+            for (int64_t ch = 0; ch < co; ++ch)
+              for (int64_t t = 0; t < kk; ++t)
+                col2im_tap(cols.data() + ((ch * kk + t) * m + j) * p,
+                           dst + ((b0 + j) * co + ch) * h * w, taps[t], w, g);
       }
     }
   }
