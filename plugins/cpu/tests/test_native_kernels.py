@@ -310,9 +310,8 @@ def test_lstm_cell_in_other_dtypes_falls_back_to_the_reference():
 
 
 def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch):
-    from torcia.autograd import gradcheck, gradgradcheck
-
     import torcia.nn.functional as F
+    from torcia.autograd import gradcheck, gradgradcheck
 
     used = []
     for name in ("conv2d", "conv2d_weight", "conv2d_transpose", "linear"):
@@ -323,7 +322,7 @@ def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch):
     w = torcia.randn(4, 2, 3, 2, dtype=torcia.float64, requires_grad=True)
     b = torcia.randn(4, dtype=torcia.float64, requires_grad=True)
     for kw in (dict(stride=2, padding=1), dict(stride=(1, 2), padding=(2, 0), dilation=(2, 1))):
-        gradcheck(lambda x, w, b: F.conv2d(x, w, b, **kw), (x, w, b))
+        gradcheck(lambda x, w, b, kw=kw: F.conv2d(x, w, b, **kw), (x, w, b))
     # conv_transpose2d and the gradients of the gradients (conv_weight's derivative)
     wt = torcia.randn(2, 3, 3, 3, dtype=torcia.float64, requires_grad=True)
     gradcheck(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
