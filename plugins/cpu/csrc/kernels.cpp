@@ -758,7 +758,7 @@ py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T
 // Sum with eight accumulators: the additions are independent, so they overlap rather
 // than wait on each other (and the compiler may not reorder float sums itself).
 template <typename T>
-static inline T sum8(const T* __restrict__ x, int64_t n) {
+static TORCIA_INLINE T sum8(const T* __restrict__ x, int64_t n) {
   T acc[8] = {};
   int64_t k = 0;
   for (; k + 8 <= n; k += 8)
@@ -771,7 +771,7 @@ static inline T sum8(const T* __restrict__ x, int64_t n) {
 
 // One row: out = exp(x - max) and its sum; NaN propagates through the sum to the row.
 template <typename T>
-TORCIA_CLONES static T exp_shifted_row(const T* __restrict__ x, T* __restrict__ out,
+static TORCIA_INLINE T exp_shifted_row(const T* __restrict__ x, T* __restrict__ out,
                                        int64_t n, T* max_out) {
   // eight running maxima, like sum8's sums: a single one would be a chain of selects
   T lanes[8];
@@ -787,6 +787,22 @@ TORCIA_CLONES static T exp_shifted_row(const T* __restrict__ x, T* __restrict__ 
   return sum8(out, n);
 }
 
+// One row of softmax (log = false) or log_softmax (log = true), all its passes compiled
+// for the wide vector units (their normalising pass too: 2x faster on 64-wide rows).
+template <typename T>
+TORCIA_CLONES_WIDE static void softmax_row(const T* __restrict__ xi, T* __restrict__ oi,
+                                           int64_t n, bool log) {
+  T m;
+  const T total = exp_shifted_row(xi, oi, n, &m);
+  if (log) {
+    const T lse = m + std::log(total);
+    for (int64_t k = 0; k < n; ++k) oi[k] = xi[k] - lse;
+  } else {
+    const T inv = T(1) / total;
+    for (int64_t k = 0; k < n; ++k) oi[k] *= inv;
+  }
+}
+
 // softmax (log = false) or log_softmax (log = true) of each row of x (R, C).
 template <typename T>
 py::array_t<T> softmax_rows(carray<T> x, bool log) {
@@ -798,21 +814,17 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (r * n > kParallelWork)
-    for (int64_t i = 0; i < r; ++i) {
-      const T* xi = src + i * n;
-      T* oi = dst + i * n;
-      T m;
-      const T total = exp_shifted_row(xi, oi, n, &m);
-      if (log) {
-        const T lse = m + std::log(total);
-        for (int64_t k = 0; k < n; ++k) oi[k] = xi[k] - lse;
-      } else {
-        const T inv = T(1) / total;
-        for (int64_t k = 0; k < n; ++k) oi[k] *= inv;
-      }
-    }
+    for (int64_t i = 0; i < r; ++i) softmax_row(src + i * n, dst + i * n, n, log);
   }
   return out;
+}
+
+template <typename T>
+TORCIA_CLONES_WIDE static T logsumexp_row(const T* __restrict__ xi, T* __restrict__ buf,
+                                          int64_t n) {
+  T m;
+  const T total = exp_shifted_row(xi, buf, n, &m);
+  return m + std::log(total);
 }
 
 // logsumexp of each row of x (R, C): cross-entropy needs only it and the picked logits.
@@ -830,13 +842,25 @@ py::array_t<T> logsumexp_rows(carray<T> x) {
       std::vector<T> buf(n);
 #pragma omp for schedule(static)
       for (int64_t i = 0; i < r; ++i) {
-        T m;
-        const T total = exp_shifted_row(src + i * n, buf.data(), n, &m);
-        dst[i] = m + std::log(total);
+        dst[i] = logsumexp_row(src + i * n, buf.data(), n);
       }
     }
   }
   return out;
+}
+
+template <typename T>
+TORCIA_CLONES_WIDE static void softmax_backward_row(const T* __restrict__ gi,
+                                                    const T* __restrict__ yi,
+                                                    T* __restrict__ oi, int64_t n, bool log) {
+  if (log) {
+    const T s = sum8(gi, n);
+    for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] - exp_approx(yi[k]) * s;
+  } else {
+    for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] * yi[k];
+    const T s = sum8(oi, n);
+    for (int64_t k = 0; k < n; ++k) oi[k] -= yi[k] * s;
+  }
 }
 
 // The first derivative of softmax (log = false: y (g - sum(g y))) or log_softmax
@@ -856,19 +880,8 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (r * n > kParallelWork)
-    for (int64_t i = 0; i < r; ++i) {
-      const T* gi = gp + i * n;
-      const T* yi = yp + i * n;
-      T* oi = dst + i * n;
-      if (log) {
-        const T s = sum8(gi, n);
-        for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] - exp_approx(yi[k]) * s;
-      } else {
-        for (int64_t k = 0; k < n; ++k) oi[k] = gi[k] * yi[k];
-        const T s = sum8(oi, n);
-        for (int64_t k = 0; k < n; ++k) oi[k] -= yi[k] * s;
-      }
-    }
+    for (int64_t i = 0; i < r; ++i)
+      softmax_backward_row(gp + i * n, yp + i * n, dst + i * n, n, log);
   }
   return out;
 }
