@@ -15,6 +15,10 @@
 #include <string>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "checks.h"
 #include "gemm.h"
 
@@ -71,8 +75,32 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
     aoff[i] = batch_offset(a, lead, i);
     boff[i] = batch_offset(b, lead, i);
   }
+  // one stride between consecutive matrices of each operand (any batch that is a slice of
+  // a C-ordered or broadcast layout), within BLAS's 32-bit range: strided batch calls
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  const int64_t sa = batch > 1 ? aoff[1] - aoff[0] : 0, sb = batch > 1 ? boff[1] - boff[0] : 0;
+  bool strided = sa >= 0 && sb >= 0 && sa <= kMax && sb <= kMax && m * n <= kMax;
+  for (int64_t i = 1; strided && i < batch; ++i)
+    strided = aoff[i] == i * sa && boff[i] == i * sb;
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (batch > 1 && batch * m * n * k > kParallelMacs)
+  const bool threads = batch > 1 && batch * m * n * k > kParallelMacs;
+  if (strided) {
+    // each thread a contiguous range of the batch
+#pragma omp parallel if (threads)
+    {
+      int64_t lo = 0, hi = batch;
+#ifdef _OPENMP
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      lo = batch * t / nt;
+      hi = batch * (t + 1) / nt;
+#endif
+      if (hi > lo)
+        gemm_batch_strided<T>(la.trans, lb.trans, m, n, k, ap + lo * sa, la.ld, sa,
+                              bp + lo * sb, lb.ld, sb, T(0), cp + lo * m * n, n, m * n, hi - lo);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (threads)
   for (int64_t i = 0; i < batch; ++i)
     gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld, T(0),
             cp + i * m * n, n);
