@@ -10,9 +10,14 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
 
 #include "checks.h"
 #include "gemm.h"
@@ -70,8 +75,32 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
     aoff[i] = batch_offset(a, lead, i);
     boff[i] = batch_offset(b, lead, i);
   }
+  // one stride between consecutive matrices of each operand (any batch that is a slice of
+  // a C-ordered or broadcast layout), within BLAS's 32-bit range: strided batch calls
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  const int64_t sa = batch > 1 ? aoff[1] - aoff[0] : 0, sb = batch > 1 ? boff[1] - boff[0] : 0;
+  bool strided = sa >= 0 && sb >= 0 && sa <= kMax && sb <= kMax && m * n <= kMax;
+  for (int64_t i = 1; strided && i < batch; ++i)
+    strided = aoff[i] == i * sa && boff[i] == i * sb;
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (batch > 1 && batch * m * n * k > kParallelMacs)
+  const bool threads = batch > 1 && batch * m * n * k > kParallelMacs;
+  if (strided) {
+    // each thread a contiguous range of the batch
+#pragma omp parallel if (threads)
+    {
+      int64_t lo = 0, hi = batch;
+#ifdef _OPENMP
+      const int64_t t = omp_get_thread_num(), nt = omp_get_num_threads();
+      lo = batch * t / nt;
+      hi = batch * (t + 1) / nt;
+#endif
+      if (hi > lo)
+        gemm_batch_strided<T>(la.trans, lb.trans, m, n, k, ap + lo * sa, la.ld, sa,
+                              bp + lo * sb, lb.ld, sb, T(0), cp + lo * m * n, n, m * n, hi - lo);
+    }
+    return;
+  }
+#pragma omp parallel for schedule(static) if (threads)
   for (int64_t i = 0; i < batch; ++i)
     gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld, T(0),
             cp + i * m * n, n);
@@ -130,6 +159,67 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
   return out;
 }
 
+// linear(x (M, K), w (N, K), bias (N,) or None) -> x w^T + bias (M, N), C-contiguous: one
+// GEMM, the bias written first and added by the product (beta = 1), so that no second
+// pass over the output adds it. x and w row-major or transposed, as matmul_batched's.
+py::array linear(const py::array& x, const py::array& w, const py::object& bias) {
+  const std::string fn = "linear";
+  if (x.ndim() != 2) throw std::runtime_error(fn + ": x must be 2-D, got " +
+                                              torcia_checks::shape_of(x));
+  if (w.ndim() != 2) throw std::runtime_error(fn + ": weight must be 2-D, got " +
+                                              torcia_checks::shape_of(w));
+  const py::dtype dt = x.dtype();
+  if (!dt.is(py::dtype::of<float>()) && !dt.is(py::dtype::of<double>()))
+    throw std::runtime_error(fn + ": x must be float32 or float64, got " +
+                             std::string(py::str(dt)));
+  if (!w.dtype().is(dt))
+    throw std::runtime_error(fn + ": weight has dtype " + std::string(py::str(w.dtype())) +
+                             ", x has " + std::string(py::str(dt)));
+  const int64_t m = x.shape(0), k = x.shape(1), n = w.shape(0);
+  if (w.shape(1) != k)
+    throw std::runtime_error(fn + ": x has shape " + torcia_checks::shape_of(x) +
+                             ", weight has " + torcia_checks::shape_of(w) +
+                             " (their last dims must be equal)");
+  constexpr int64_t kMax = (int64_t(1) << 31) - 1;
+  if (m > kMax || n > kMax || k > kMax)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds BLAS's 32-bit range");
+  const void* bp = nullptr;
+  if (!bias.is_none()) {
+    if (!py::isinstance<py::array>(bias))
+      throw std::runtime_error(fn + ": bias must be an array or None");
+    const py::array b = py::reinterpret_borrow<py::array>(bias);
+    torcia_checks::like(fn, "bias", b, "x", x);
+    if (b.ndim() != 1 || b.shape(0) != n)
+      throw std::runtime_error(fn + ": bias has shape " + torcia_checks::shape_of(b) +
+                               ", expected (" + std::to_string(n) + ",)");
+    bp = b.data();
+  }
+  py::array out(dt, std::vector<py::ssize_t>{m, n});
+  if (out.size() == 0) return out;
+  const int64_t item = dt.itemsize();
+  char* op = static_cast<char*>(out.mutable_data());
+  if (bp) {
+    for (int64_t i = 0; i < m; ++i) std::memcpy(op + i * n * item, bp, n * item);
+  } else {
+    std::memset(op, 0, out.nbytes());
+  }
+  if (k == 0) return out;
+  const Layout lx = layout_of(fn, "x", x);
+  Layout lw = layout_of(fn, "weight", w);
+  // the product reads w transposed: a row-major w is a transposed operand, and back
+  lw.trans = lw.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+  py::gil_scoped_release release;
+  if (dt.is(py::dtype::of<float>()))
+    gemm<float>(lx.trans, lw.trans, m, n, k, static_cast<const float*>(x.data()), lx.ld,
+                static_cast<const float*>(w.data()), lw.ld, 1.0f,
+                reinterpret_cast<float*>(op), n);
+  else
+    gemm<double>(lx.trans, lw.trans, m, n, k, static_cast<const double*>(x.data()), lx.ld,
+                 static_cast<const double*>(w.data()), lw.ld, 1.0,
+                 reinterpret_cast<double*>(op), n);
+  return out;
+}
+
 }  // namespace
 
 void define_blas(py::module_& m) {
@@ -137,6 +227,7 @@ void define_blas(py::module_& m) {
   // for the duration of a large one (set_blas_threads)
   scipy_openblas_set_num_threads(1);
   m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"));
+  m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"));
   m.def("set_blas_threads", [](int n) { scipy_openblas_set_num_threads(std::max(1, n)); },
         py::arg("n"));
 }

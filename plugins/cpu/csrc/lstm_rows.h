@@ -9,19 +9,19 @@
 using std::int64_t;
 
 template <typename T>
-static inline T sigmoid(T x) {
+static TORCIA_INLINE T sigmoid(T x) {
   return T(1) / (T(1) + exp_approx(-x));
 }
 
 template <typename T>
-static inline T tanh_(T x) {
+static TORCIA_INLINE T tanh_(T x) {
   return T(2) * sigmoid(T(2) * x) - T(1);
 }
 
 // One row of lstm_cell; restrict lets the compiler vectorize the loop without a runtime
 // overlap check it gives up on.
 template <typename T>
-TORCIA_CLONES static void lstm_cell_row(const T* __restrict__ gates, const T* __restrict__ c,
+TORCIA_CLONES_WIDE static void lstm_cell_row(const T* __restrict__ gates, const T* __restrict__ c,
                           T* __restrict__ act, T* __restrict__ h, T* __restrict__ c_new,
                           int64_t hd) {
   for (int64_t k = 0; k < hd; ++k) {
@@ -38,7 +38,7 @@ TORCIA_CLONES static void lstm_cell_row(const T* __restrict__ gates, const T* __
 }
 
 template <typename T>
-TORCIA_CLONES static void lstm_cell_backward_row(const T* __restrict__ gh, const T* __restrict__ gc,
+TORCIA_CLONES_WIDE static void lstm_cell_backward_row(const T* __restrict__ gh, const T* __restrict__ gc,
                                    const T* __restrict__ act, const T* __restrict__ c,
                                    const T* __restrict__ c_new, T* __restrict__ g_gates,
                                    T* __restrict__ g_c, int64_t hd) {

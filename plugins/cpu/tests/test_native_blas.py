@@ -41,6 +41,25 @@ def test_batched_products_match_numpy(dtype):
         np.testing.assert_allclose(got, want, **REF_TOL[dtype])
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+def test_strided_batches_split_over_threads_match_numpy(threads):
+    # batches with one stride per operand go to BLAS's strided batch call, a range of the
+    # batch per thread: a broadcast operand (stride 0), a transposed one, and a batch of 7
+    # (uneven over 3 threads)
+    a = RNG.standard_normal((7, 64, 32)).astype(np.float32)
+    b = RNG.standard_normal((7, 64, 32)).astype(np.float32).swapaxes(-1, -2)
+    w = np.broadcast_to(RNG.standard_normal((32, 48)).astype(np.float32), (7, 32, 48))
+    before = _native.get_num_threads()
+    _native.set_num_threads(threads)
+    try:
+        got = [_native.matmul_batched(a, b), _native.matmul_batched(a, w),
+               _native.matmul_batched(a[:, ::2], w)]
+    finally:
+        _native.set_num_threads(before)
+    for g, want in zip(got, (a @ b, a @ w, a[:, ::2] @ w)):
+        np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
+
+
 def test_the_native_product_reads_transposed_views_in_place():
     a = RNG.standard_normal((3, 5, 4)).astype(np.float32)
     b = RNG.standard_normal((3, 6, 4)).astype(np.float32).swapaxes(-1, -2)

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from torcia_cpu import _blas
+from torcia_cpu import _blas, _native
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
 import torcia
@@ -43,6 +43,13 @@ CONVS = [  # (N, C, H, W), (O, C/g, kh, kw), stride, padding pairs, dilation, gr
     ((1, 4, 9, 8), (6, 2, 3, 2), (2, 3), ((0, 1), (2, 0)), (1, 2), 2),
     ((3, 2, 6, 6), (2, 2, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),
     ((2, 6, 11, 13), (6, 1, 5, 3), (3, 2), ((2, 2), (1, 1)), (2, 1), 6),
+    # many samples of few positions: chunks of several samples per product, the last short
+    ((45, 3, 5, 5), (4, 3, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),
+    ((130, 2, 4, 4), (3, 2, 2, 2), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+    # a 1x1 window of stride 2 (columns gathered), and one reading whole rows (stride 1,
+    # the full width) beside padded ones
+    ((3, 4, 6, 5), (5, 4, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
+    ((2, 3, 5, 4), (2, 3, 3, 1), (1, 1), ((1, 1), (0, 0)), (1, 1), 1),
 ]
 
 
@@ -62,6 +69,34 @@ def test_conv_and_its_gradients(dtype, contiguous, xs, ws, stride, padding, dila
         t_args = dict(args, output_padding=output_padding)
         _same(NAT.conv_transpose(g, w, None, **t_args), REF.conv_transpose(g, w, None, **t_args),
               dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("xs, ws, stride, padding, dilation, groups", [
+    ((24, 8, 9, 9), (16, 8, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),  # a sample a chunk
+    ((70, 4, 3, 3), (8, 4, 3, 3), (1, 1), ((1, 1), (1, 1)), (1, 1), 1),   # several
+    ((6, 16, 8, 8), (32, 16, 1, 1), (1, 1), ((0, 0), (0, 0)), (1, 1), 1),  # planes as columns
+])
+def test_conv_on_several_threads_matches_the_reference(dtype, xs, ws, stride, padding,
+                                                       dilation, groups):
+    # threads split the chunks; the weight gradient sums each thread's part at the end
+    x, w, b = _rand(xs, dtype), _rand(ws, dtype), _rand(ws[:1], dtype)
+    args = dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
+    before = _native.get_num_threads()
+    _native.set_num_threads(3)
+    try:
+        out = NAT.conv(x, w, b, **args)
+        g = _rand(out.shape, dtype)
+        gw = NAT.conv_weight(x, g, weight_shape=ws, **args)
+        gx = NAT.conv_transpose(g, w, None, output_padding=(0, 0), **args)
+    finally:
+        _native.set_num_threads(before)
+    # sums of up to 2000 float32 products, added in another order
+    tol = dict(rtol=1e-4, atol=1e-4) if dtype == np.float32 else TOL[dtype]
+    np.testing.assert_allclose(out, REF.conv(x, w, b, **args), **tol)
+    np.testing.assert_allclose(gw, REF.conv_weight(x, g, weight_shape=ws, **args), **tol)
+    np.testing.assert_allclose(
+        gx, REF.conv_transpose(g, w, None, output_padding=(0, 0), **args), **tol)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -172,6 +207,25 @@ def test_matrix_products_on_one_or_several_blas_threads(dtype, shapes, monkeypat
             _same(NAT.linear(a, b.T, c), REF.linear(a, b.T, c), dtype)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_linear_and_addmm_on_every_layout(dtype):
+    # x as rows of a 3-D batch, transposed, or strided; the weight transposed; no bias;
+    # an empty inner dimension (the bias alone) and no rows
+    x3, w = _rand((4, 5, 7), dtype), _rand((3, 7), dtype)
+    b = _rand((3,), dtype)
+    for x in (x3, x3.transpose(1, 0, 2), x3[:, ::2], x3[0].T.copy().T):
+        for weight in (w, np.ascontiguousarray(w.T).T):
+            for bias in (b, None):
+                _same(NAT.linear(x, weight, bias), REF.linear(x, weight, bias), dtype)
+    _same(NAT.linear(_rand((4, 0), dtype), _rand((3, 0), dtype), b),
+          REF.linear(_rand((4, 0), dtype), _rand((3, 0), dtype), b), dtype)
+    _same(NAT.linear(_rand((0, 7), dtype), w, b), REF.linear(_rand((0, 7), dtype), w, b), dtype)
+    a, m = _rand((6, 7), dtype), _rand((7, 3), dtype)
+    for c in (b, _rand((6, 3), dtype), np.float64(2.0)):
+        for beta, alpha in ((1, 1), (0.5, 2.0)):
+            _same(NAT.addmm(c, a, m, beta, alpha), REF.addmm(c, a, m, beta, alpha), dtype)
+
+
 def test_only_large_products_ask_blas_for_threads(monkeypatch):
     if _blas._setter is None or torcia.get_num_threads() == 1:
         pytest.skip("no OpenBLAS thread control here, or one thread: products never go wide")
@@ -253,3 +307,29 @@ def test_lstm_layer_and_backward(dtype):
 def test_lstm_cell_in_other_dtypes_falls_back_to_the_reference():
     gates, c = _rand((2, 8), np.float16), _rand((2, 2), np.float16)
     _same(NAT.lstm_cell(gates, c), REF.lstm_cell(gates, c), np.float32)
+
+
+def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch):
+    import torcia.nn.functional as F
+    from torcia.autograd import gradcheck, gradgradcheck
+
+    used = []
+    for name in ("conv2d", "conv2d_weight", "conv2d_transpose", "linear"):
+        fn = getattr(_native, name)
+        monkeypatch.setattr(_native, name, lambda *a, _fn=fn, _name=name: (
+            used.append(_name), _fn(*a))[1])
+    x = torcia.randn(3, 2, 6, 5, dtype=torcia.float64, requires_grad=True)
+    w = torcia.randn(4, 2, 3, 2, dtype=torcia.float64, requires_grad=True)
+    b = torcia.randn(4, dtype=torcia.float64, requires_grad=True)
+    for kw in (dict(stride=2, padding=1), dict(stride=(1, 2), padding=(2, 0), dilation=(2, 1))):
+        gradcheck(lambda x, w, b, kw=kw: F.conv2d(x, w, b, **kw), (x, w, b))
+    # conv_transpose2d and the gradients of the gradients (conv_weight's derivative)
+    wt = torcia.randn(2, 3, 3, 3, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda x, w: F.conv_transpose2d(x, w, stride=2, padding=1, output_padding=1),
+              (x, wt))
+    gradgradcheck(lambda x, w: F.conv2d(x, w, padding=1), (x, w))
+    lw = torcia.randn(5, 6, dtype=torcia.float64, requires_grad=True)
+    lb = torcia.randn(5, dtype=torcia.float64, requires_grad=True)
+    h = torcia.randn(2, 3, 6, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda h, w, b: F.linear(h, w, b), (h, lw, lb))
+    assert {"conv2d", "conv2d_weight", "conv2d_transpose", "linear"} <= set(used)

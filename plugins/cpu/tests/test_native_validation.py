@@ -94,6 +94,41 @@ CASES = {
     "col2im negative padding": (
         "n.col2im(z(36), 1, 1, 4, 4, 2, 2, 1, 1, -1, 0, 1, 1, 3, 3, False)",
         "padding (height)"),
+    "conv2d channels differ from the weight's": (
+        "n.conv2d(z(2, 3, 5, 5), z(4, 2, 3, 3), None, 1, 1, 1, 1, 1, 1, 5, 5)",
+        "weight has size 2 at dimension 1, expected 3"),
+    "conv2d bias of the wrong size": (
+        "n.conv2d(z(2, 3, 5, 5), z(4, 3, 3, 3), z(3), 1, 1, 1, 1, 1, 1, 5, 5)",
+        "bias has size 3 at dimension 0, expected 4"),
+    "conv2d 3-D input": (
+        "n.conv2d(z(3, 5, 5), z(4, 3, 3, 3), None, 1, 1, 1, 1, 1, 1, 5, 5)", "x must be 4-D"),
+    "conv2d zero stride": (
+        "n.conv2d(z(1, 1, 4, 4), z(1, 1, 2, 2), None, 0, 1, 0, 0, 1, 1, 3, 3)",
+        "stride (height)"),
+    "conv2d stride overflowing": (
+        "n.conv2d(z(1, 1, 4, 4), z(1, 1, 2, 2), None, 1 << 62, 1, 0, 0, 1, 1, 3, 3)",
+        "overflow"),
+    "conv2d_weight g of another batch": (
+        "n.conv2d_weight(z(2, 1, 4, 4), z(3, 1, 3, 3), 2, 2, 1, 1, 0, 0, 1, 1)",
+        "g has size 3 at dimension 0, expected 2"),
+    "conv2d_weight negative padding": (
+        "n.conv2d_weight(z(2, 1, 4, 4), z(2, 1, 3, 3), 2, 2, 1, 1, -1, 0, 1, 1)",
+        "padding (height)"),
+    "conv2d_transpose channels differ from the weight's": (
+        "n.conv2d_transpose(z(2, 3, 4, 4), z(2, 1, 3, 3), 6, 6, 1, 1, 0, 0, 1, 1)",
+        "weight has size 2 at dimension 0, expected 3"),
+    "conv2d_transpose negative height": (
+        "n.conv2d_transpose(z(2, 3, 4, 4), z(3, 1, 3, 3), -6, 6, 1, 1, 0, 0, 1, 1)",
+        "height must be at least 0"),
+    "linear inner dims differ": (
+        "n.linear(z(4, 5), z(3, 6), None)", "their last dims must be equal"),
+    "linear bias of the wrong size": (
+        "n.linear(z(4, 5), z(3, 5), z(4))", "bias has shape (4,), expected (3,)"),
+    "linear bias of another dtype": (
+        "n.linear(z(4, 5), z(3, 5), np.zeros(3))", "bias has dtype float64, x has float32"),
+    "linear 3-D x": ("n.linear(z(2, 4, 5), z(3, 5), None)", "x must be 2-D"),
+    "linear x without a unit stride": (
+        "n.linear(z(4, 10)[:, ::2], z(3, 5), None)", "x has no unit stride"),
     # embedding, softmax, LSTM
     "embedding_backward index out of range": (
         "n.embedding_backward(z(3, 4), np.array([0, 1, 1 << 40]), 10, -1)",

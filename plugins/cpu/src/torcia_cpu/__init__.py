@@ -1,10 +1,11 @@
 """torcia-cpu: native kernels for torcia's "cpu" device.
 
 The plugin overrides core's NumPy reference kernels where native code is faster
-(convolution window gathering, pooling, embedding backward, activations, LayerNorm and
-BatchNorm, the LSTM layer's time loop, batches of small products, multi-tensor
-optimizer updates), through the same ``torcia_register_kernels`` hook as any plugin.
-Other matrix products stay on NumPy's BLAS, on one thread unless large (see ``_blas``).
+(convolution, pooling, embedding backward, activations, LayerNorm and BatchNorm, the
+LSTM layer's time loop, float matrix products, multi-tensor optimizer updates), through
+the same ``torcia_register_kernels`` hook as any plugin. Float32/float64 products run on
+the extension's own OpenBLAS (scipy-openblas32); others stay on NumPy's BLAS, on one
+thread unless large (see ``_blas``).
 Results agree with the reference kernels to float tolerance; blocking the plugin
 (``TORCIA_DISABLE_PLUGINS=cpu``) falls back to them.
 """

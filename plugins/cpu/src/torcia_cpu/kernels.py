@@ -9,6 +9,7 @@ products of a convolution) run these native kernels again.
 
 from __future__ import annotations
 
+import math
 from contextlib import contextmanager
 
 import numpy as np
@@ -53,7 +54,9 @@ _FALLBACK = _Fallback()
 class NativeKernels:
     """The native kernels (of the ops listed in :data:`OVERRIDES`)."""
 
-    # ----- matrix products: NumPy's BLAS, on several threads only when large ----------
+    # ----- matrix products: float32/float64 ones on the extension's OpenBLAS (newer than
+    # NumPy's: 10-25% faster on this machine's AVX-512 GEMMs), others on NumPy's BLAS; on
+    # several threads only when large ----------------------------------------------------
     def matmul(self, a, b):
         if _small_batch(a, b):
             # threads over the batch, one single-threaded GEMM per matrix, in C++: the
@@ -61,6 +64,11 @@ class NativeKernels:
             lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
             return _native.matmul_batched(_gemm_ready(np.broadcast_to(a, lead + a.shape[-2:])),
                                           _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
+        if _rows_product(a, b):
+            a2 = _as_rows(a)
+            with _own_blas_threads(a2.shape[0] * a2.shape[1] * b.shape[1]):
+                out = _native.matmul_batched(_gemm_ready(a2), _gemm_ready(b))
+            return out.reshape(a.shape[:-1] + b.shape[-1:])
         if not _blas.wide(a, b):
             return _FALLBACK.matmul(a, b)
         with _blas.parallel():
@@ -69,23 +77,32 @@ class NativeKernels:
     mm = bmm = matmul
 
     def addmm(self, c, a, b, beta=1, alpha=1):
+        if beta == 1 and alpha == 1 and a.ndim == 2 and c.ndim == 1 and _rows_product(a, b) \
+                and _native_ok(a, c) and c.shape == b.shape[1:]:
+            return self.linear(a, b.T, c)
         if not _blas.wide(a, b):
             return _FALLBACK.addmm(c, a, b, beta, alpha)
         with _blas.parallel():
             return _FALLBACK.addmm(c, a, b, beta, alpha)
 
     def linear(self, x, w, b):
+        if w.ndim == 2 and _rows_product(x, w.T) and (b is None or (
+                b.shape == w.shape[:1] and _native_ok(x, b))):
+            x2 = _as_rows(x)
+            with _own_blas_threads(x2.shape[0] * x2.shape[1] * w.shape[0]):
+                out = _native.linear(_gemm_ready(x2), _gemm_ready(w), _opt_c(b))
+            return out.reshape(x.shape[:-1] + w.shape[:1])
         if not _blas.wide(x, w.T):
             return _FALLBACK.linear(x, w, b)
         with _blas.parallel():
             return _FALLBACK.linear(x, w, b)
 
-    # ----- convolution: im2col/col2im natively, the products on NumPy's BLAS (through
-    # matmul above, for its thread policy). Without groups, each pass is one product over
-    # the whole batch, the columns laid out (C*kh*kw, N, positions) by im2col itself: a
-    # product per sample is ~25% slower on two threads (conv 32->64 3x3 on 64x14x14) ----
+    # ----- convolution: natively. Without groups, a sample at a time in C++ (its columns
+    # and one GEMM on the extension's OpenBLAS: see kernels.cpp). With groups, im2col/col2im
+    # natively and the products on NumPy's BLAS (through matmul above, for its thread
+    # policy) ----------------------------------------------------------------------------
     def conv(self, x, w, b, stride, padding, dilation, groups):
-        if x.ndim != 4 or not _native_ok(x, w):
+        if x.ndim != 4 or not _native_ok(x, w) or (b is not None and not _native_ok(x, b)):
             return _FALLBACK.conv(x, w, b, stride, padding, dilation, groups)
         _check_geometry(w.shape[2:], stride, padding, dilation)
         n, _, h, wd = x.shape
@@ -93,14 +110,11 @@ class NativeKernels:
         (plo, phi), (qlo, qhi) = padding
         oh = (h + plo + phi - dilation[0] * (kh - 1) - 1) // stride[0] + 1
         ow = (wd + qlo + qhi - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-        whole = groups == 1
+        if groups == 1:
+            return _native.conv2d(_c(x), _c(w), None if b is None else _c(b), stride[0],
+                                  stride[1], plo, qlo, dilation[0], dilation[1], oh, ow)
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
-                              dilation[1], oh, ow, whole)
-        if whole:
-            out = self.matmul(w.reshape(o, -1), cols.reshape(cols.shape[0], -1))
-            if b is not None:
-                out += b.reshape(o, 1)
-            return _c(out.reshape(o, n, oh, ow).transpose(1, 0, 2, 3))
+                              dilation[1], oh, ow, False)
         cols = cols.reshape(n, groups, cg * kh * kw, oh * ow)
         out = self.matmul(w.reshape(groups, o // groups, -1), cols).reshape(n, o, oh, ow)
         if b is not None:
@@ -116,12 +130,11 @@ class NativeKernels:
         oh, ow = g.shape[2:]
         (plo, _), (qlo, _) = padding
         p = oh * ow
-        whole = groups == 1
+        if groups == 1:
+            return _native.conv2d_weight(_c(x), _c(g), kh, kw, stride[0], stride[1], plo, qlo,
+                                         dilation[0], dilation[1])
         cols = _native.im2col(_c(x), kh, kw, stride[0], stride[1], plo, qlo, dilation[0],
-                              dilation[1], oh, ow, whole)
-        if whole:
-            gm = _c(g.reshape(n, o, p).transpose(1, 0, 2)).reshape(o, n * p)
-            return self.matmul(gm, cols.reshape(cols.shape[0], -1).T).reshape(weight_shape)
+                              dilation[1], oh, ow, False)
         # a product per sample, summed: each sample's columns transposed are read in place
         gm = _c(g).reshape(n, groups, o // groups, p)
         cm = cols.reshape(n, groups, cg * kh * kw, p)
@@ -140,16 +153,15 @@ class NativeKernels:
         if h <= 0 or wd <= 0:  # the reference's error
             return _FALLBACK.conv_transpose(x, w, b, stride, padding, output_padding, dilation,
                                           groups)
-        whole = groups == 1
-        if whole:
-            xm = _c(x.reshape(n, cin, ih * iw).transpose(1, 0, 2)).reshape(cin, -1)
-            cols = self.matmul(w.reshape(cin, -1).T, xm)
+        if groups == 1:
+            out = _native.conv2d_transpose(_c(x), _c(w), h, wd, stride[0], stride[1], plo, qlo,
+                                           dilation[0], dilation[1])
         else:
             cig = cin // groups
             wm = w.reshape(groups, cig, og * kh * kw).transpose(0, 2, 1)
             cols = self.matmul(wm, x.reshape(n, groups, cig, ih * iw))
-        out = _native.col2im(_c(cols), n, groups * og, h, wd, kh, kw, stride[0], stride[1],
-                             plo, qlo, dilation[0], dilation[1], ih, iw, whole)
+            out = _native.col2im(_c(cols), n, groups * og, h, wd, kh, kw, stride[0], stride[1],
+                                 plo, qlo, dilation[0], dilation[1], ih, iw, False)
         if b is not None:
             out += b.reshape(1, -1, 1, 1)
         return out
@@ -372,6 +384,16 @@ def _small_batch(a, b) -> bool:
     if a.ndim < 3 or b.ndim < 3 or not _native_ok(a, b) or a.shape[-1] != b.shape[-2]:
         return False
     return a.shape[-2] * a.shape[-1] * b.shape[-1] < _blas.PARALLEL_WORK
+
+
+def _rows_product(a, b) -> bool:
+    """``a`` (*, K) @ ``b`` (K, N) as one GEMM over a's rows: both float32 or float64."""
+    return (a.ndim >= 2 and b.ndim == 2 and a.shape[-1] == b.shape[0] and _native_ok(a, b))
+
+
+def _as_rows(a):
+    """``a`` (*, K) as (rows, K) (``reshape(-1, K)`` fails for K = 0)."""
+    return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
 
 
 def _gemm_ready(a):
