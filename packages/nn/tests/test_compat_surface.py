@@ -15,8 +15,10 @@ RNG = np.random.default_rng(0)
 
 
 @pytest.mark.parametrize("convert, kinds", [
-    (nn.utils.convert_conv2d_weight_memory_format, (nn.Conv2d(2, 3, 3), nn.ConvTranspose2d(3, 2, 2))),
-    (nn.utils.convert_conv3d_weight_memory_format, (nn.Conv3d(2, 3, 3), nn.ConvTranspose3d(3, 2, 2))),
+    (nn.utils.convert_conv2d_weight_memory_format,
+     (nn.Conv2d(2, 3, 3), nn.ConvTranspose2d(3, 2, 2))),
+    (nn.utils.convert_conv3d_weight_memory_format,
+     (nn.Conv3d(2, 3, 3), nn.ConvTranspose3d(3, 2, 2))),
 ])
 def test_convert_weight_memory_format_copies_conv_weights_only(convert, kinds):
     net = nn.Sequential(nn.Sequential(*kinds), nn.Linear(2, 2))
