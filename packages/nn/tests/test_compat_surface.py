@@ -89,3 +89,58 @@ def test_init_sparse_with_no_zeros_keeps_every_entry():
         nn.init.sparse(w, 0)
     assert (w != 0).all()
     assert int((nn.init.sparse_(torcia.empty(10, 2), 0.3) == 0).sum()) == 6
+
+
+def _rand(shape, seed=0):
+    return np.random.default_rng(seed).uniform(0.1, 1.0, shape)
+
+
+def test_lp_pool3d_and_max_unpool3d_match_torch():
+    torch = pytest.importorskip("torch")
+    x = _rand((2, 3, 4, 4, 6))
+    ours = F.lp_pool3d(torcia.from_numpy(x), 2, (2, 2, 3))
+    theirs = torch.nn.functional.lp_pool3d(torch.from_numpy(x), 2, (2, 2, 3))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    y, i = torch.nn.functional.max_pool3d(torch.from_numpy(x), 2, return_indices=True)
+    ours = nn.MaxUnpool3d(2)(torcia.from_numpy(y.numpy()), torcia.from_numpy(i.numpy()))
+    np.testing.assert_array_equal(ours.numpy(), torch.nn.MaxUnpool3d(2)(y, i).numpy())
+    assert nn.LPPool3d(2, 2)(torcia.from_numpy(x)).shape == (2, 3, 2, 2, 3)
+
+
+def test_lp_pool3d_and_conv_tbc_gradients():
+    x = torcia.from_numpy(_rand((1, 2, 2, 2, 4))).requires_grad_()
+    assert torcia.autograd.gradcheck(lambda t: F.lp_pool3d(t, 3, (2, 2, 2)), (x,))
+    inp = torcia.from_numpy(_rand((5, 2, 3), 1)).requires_grad_()
+    w = torcia.from_numpy(_rand((2, 3, 4), 2)).requires_grad_()
+    b = torcia.from_numpy(_rand(4, 3)).requires_grad_()
+    assert torcia.autograd.gradcheck(lambda i, w, b: F.conv_tbc(i, w, b, 1), (inp, w, b))
+
+
+def test_conv_tbc_matches_torch_and_checks_shapes():
+    torch = pytest.importorskip("torch")
+    x, w, b = _rand((6, 2, 3)), _rand((3, 3, 4), 1), _rand(4, 2)
+    ours = F.conv_tbc(torcia.from_numpy(x), torcia.from_numpy(w), torcia.from_numpy(b), 1)
+    theirs = torch.conv_tbc(torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b), 1)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12)
+    with pytest.raises(RuntimeError, match="Input dim 2 \\(input channels\\) is not == dim 1"):
+        F.conv_tbc(torcia.ones(4, 1, 2), torcia.ones(1, 3, 1), torcia.ones(1))
+
+
+def test_argument_helpers():
+    F.assert_int_or_pair(3, "k", "{} bad")
+    with pytest.raises(AssertionError, match="k bad"):
+        F.assert_int_or_pair((1, 2, 3), "k", "{} bad")
+
+    def yes(x, flag=False):
+        """Documented."""
+        return "yes"
+
+    def no(x, flag=False):
+        return "no"
+
+    fn = F.boolean_dispatch("flag", 1, False, yes, no, "m", "fn")
+    assert (fn(0), fn(0, True), fn(0, flag=True)) == ("no", "yes", "yes")
+    assert fn.__name__ == "fn" and fn.__module__ == "m" and no.__doc__ == "Documented."
+    with pytest.raises(RuntimeError, match="only one function can have a docstring"):
+        F.boolean_dispatch("flag", 1, False, yes, yes, "m", "fn")
+    assert F.BroadcastingList2[int] is None and F.BroadcastingList1 is F.BroadcastingList3

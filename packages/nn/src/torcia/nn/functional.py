@@ -566,6 +566,21 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
 
 
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool3d`: each value put back at the flat volume
+    position ``indices`` holds, zeros elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> y, i = F.max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> F.max_unpool3d(y, i, 2).reshape(-1).tolist()
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0]
+    """
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
+
+
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
     input, added = _batched(input, nd, f"max_unpool{nd}d")
     if indices.ndim == input.ndim - 1:
@@ -1502,6 +1517,117 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     kh, kw = _ntuple(kernel_size, 2, "kernel_size")
     out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * (kh * kw)) ** (1.0 / norm_type)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over 3-D windows of ``(N, C, D, H,
+    W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.lp_pool3d(torcia.full((1, 1, 2, 2, 2), 2.0), 2, 2).item()
+    5.656854152679443
+    """
+    kd, kh, kw = _ntuple(kernel_size, 3, "kernel_size")
+    out = avg_pool3d(input ** norm_type, (kd, kh, kw), stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * (kd * kh * kw)) ** (1.0 / norm_type)
+
+
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of a time-batch-channels ``input`` (T, N, C_in) with ``weight``
+    (K, C_in, C_out) and ``bias`` (C_out,), zero-padded by ``pad`` at both ends of time;
+    the output is (T + 2 pad - K + 1, N, C_out).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(3.0).reshape(3, 1, 1)          # T=3, N=1, C=1
+    >>> F.conv_tbc(x, torcia.ones(2, 1, 1), torcia.zeros(1)).reshape(-1).tolist()
+    [1.0, 3.0]
+    """
+    if input.ndim != 3:
+        raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel, got "
+                           f"{input.ndim}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           f"out_channels, got {weight.ndim}")
+    if bias.ndim != 1:
+        raise RuntimeError(f"Bias must be 1-D, got {bias.ndim}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"Input dim 2 (input channels) is not == dim 1 in the weight "
+                           f"tensor: {input.shape[2]} != {weight.shape[1]}")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError(f"Bias size must equal dim 2 in the weight tensor (output "
+                           f"channels): {bias.shape[0]} != {weight.shape[2]}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    """Assert that ``arg`` is an int or a pair, as PyTorch's argument check does
+    (``message`` is formatted with ``arg_name``).
+
+    Examples
+    --------
+    >>> import torcia.nn.functional as F
+    >>> F.assert_int_or_pair((2, 3), "kernel_size", "{} must be int or pair")
+    """
+    assert isinstance(arg, int) or len(arg) == 2, message.format(arg_name)
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function that calls ``if_true`` or ``if_false`` by the boolean argument
+    ``arg_name`` (keyword, or positional at ``arg_index``; ``default`` when absent), as
+    PyTorch builds ``max_pool2d`` from its ``return_indices`` forms.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> def with_indices(x, k, return_indices=False):
+    ...     return x.topk(k)
+    >>> def values_only(x, k, return_indices=False):
+    ...     return x.topk(k).values
+    >>> top = F.boolean_dispatch("return_indices", 2, False, with_indices, values_only,
+    ...                          __name__, "top")
+    >>> top(torcia.tensor([1.0, 3.0]), 1), top(torcia.tensor([1.0, 3.0]), 1, True).indices
+    (tensor([3.]), tensor([1]))
+    """
+
+    def fn(*args, **kwargs):
+        flag = default
+        if arg_name in kwargs:
+            flag = kwargs[arg_name]
+        elif arg_index < len(args):
+            flag = args[arg_index]
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+
+    # the documented one lends its docstring to the other, as in PyTorch
+    if if_true.__doc__ is None and if_false.__doc__ is not None:
+        if_true.__doc__ = if_false.__doc__
+    elif if_false.__doc__ is None and if_true.__doc__ is not None:
+        if_false.__doc__ = if_true.__doc__
+    elif if_true.__doc__ is not None:
+        raise RuntimeError("only one function can have a docstring")
+    fn.__doc__ = if_true.__doc__
+    fn.__module__ = module_name
+    fn.__name__ = func_name
+    return fn
+
+
+class _BroadcastingListCls:
+    """TorchScript's annotation of an argument given as one value or a list of N: outside
+    TorchScript, subscripting it gives nothing, as in PyTorch."""
+
+    def __getitem__(self, types):
+        return None
+
+
+#: Annotations of an argument that is one value or a list (``BroadcastingList2[int]``).
+BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls()
 
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)

@@ -319,6 +319,20 @@ class LPPool2d(_LPPool):
     _function = "lp_pool2d"
 
 
+class LPPool3d(_LPPool):
+    """Power-average pooling over windows of ``(N, C, D, H, W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LPPool3d(2, 2)(torcia.ones(1, 1, 2, 4, 4)).shape
+    torcia.Size([1, 1, 1, 2, 2])
+    """
+
+    _n = 3
+    _function = "lp_pool3d"
+
+
 class _MaxUnpool(_Pool):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
@@ -363,3 +377,18 @@ class MaxUnpool2d(_MaxUnpool):
     """
 
     _function = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """The partial inverse of :class:`MaxPool3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> out, idx = torcia.nn.MaxPool3d(2, return_indices=True)(torcia.ones(1, 1, 2, 2, 2))
+    >>> torcia.nn.MaxUnpool3d(2)(out, idx).shape
+    torcia.Size([1, 1, 2, 2, 2])
+    """
+
+    _n = 3
+    _function = "max_unpool3d"
