@@ -75,7 +75,37 @@ def mesh(rank, size):
     assert m.get_local_rank("dp") == rank // 2
 
 
-SCENARIOS = {f.__name__: f for f in (p2p, collectives, subgroups, mesh)}
+def sync_bn(rank, size):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    full = rng.standard_normal((4 * size, 3, 5))
+    weights = rng.standard_normal(full.shape)
+    # the reference: one process, the whole batch
+    ref = torcia.nn.BatchNorm1d(3).double()
+    x_full = torcia.from_numpy(full).requires_grad_()
+    ref_out = ref(x_full)
+    (ref_out * torcia.from_numpy(weights)).sum().backward()
+    # this rank: its quarter of the batch, synchronised
+    net = torcia.nn.SyncBatchNorm.convert_sync_batchnorm(
+        torcia.nn.Sequential(torcia.nn.BatchNorm1d(3))).double()
+    part = slice(4 * rank, 4 * rank + 4)
+    x = torcia.from_numpy(full[part].copy()).requires_grad_()
+    out = net(x)
+    (out * torcia.from_numpy(weights[part].copy())).sum().backward()
+    np.testing.assert_allclose(out.detach().numpy(), ref_out.detach().numpy()[part],
+                               atol=1e-10)
+    np.testing.assert_allclose(x.grad.numpy(), x_full.grad.numpy()[part], atol=1e-10)
+    grad = net[0].weight.grad.clone()
+    dist.all_reduce(grad)
+    np.testing.assert_allclose(grad.numpy(), ref.weight.grad.numpy(), atol=1e-10)
+    np.testing.assert_allclose(net[0].running_var.numpy(), ref.running_var.numpy(), atol=1e-10)
+    net.eval()
+    np.testing.assert_allclose(net(x).detach().numpy(),
+                               ref.eval()(x).detach().numpy(), atol=1e-12)
+
+
+SCENARIOS = {f.__name__: f for f in (p2p, collectives, subgroups, mesh, sync_bn)}
 
 if __name__ == "__main__":
     dist.init_process_group("mpi")

@@ -1,6 +1,6 @@
 """Batched point-to-point, objects to one peer, single-tensor and coalesced collectives,
-sub-group families and DeviceMesh across real processes (the "mpi" backend, started with
-the mpiexec that pip's mpich installs)."""
+sub-group families, DeviceMesh and SyncBatchNorm across real processes (the "mpi"
+backend, started with the mpiexec that pip's mpich installs)."""
 
 import os
 import shutil
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
 
 @pytest.mark.parametrize("n, scenario", [
     (2, "p2p"), (3, "p2p"), (2, "collectives"), (3, "collectives"), (4, "subgroups"),
-    (4, "mesh"),
+    (4, "mesh"), (2, "sync_bn"), (3, "sync_bn"),
 ])
 def test_processes(n, scenario):
     cmd = [_mpiexec(), "-n", str(n), sys.executable, os.path.join(HERE, "c10d_worker.py"),

@@ -166,6 +166,7 @@ from torcia.nn.modules.sparse import (
     Embedding,
     EmbeddingBag,
 )
+from torcia.nn.modules.sync_batchnorm import SyncBatchNorm
 from torcia.nn.modules.transformer import (
     MultiheadAttention,
     Transformer,
@@ -202,7 +203,7 @@ __all__ = [
     "ReLU6", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "SELU", "Sequential", "SiLU", "Sigmoid",
     "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin", "Softplus",
-    "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer",
+    "Softshrink", "Softsign", "SyncBatchNorm", "Tanh", "Tanhshrink", "Threshold", "Transformer",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
     "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",
