@@ -30,6 +30,7 @@ from torcia.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from torcia.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from torcia.nn.modules.container import (
     Container,
     ModuleDict,
@@ -181,7 +182,8 @@ from torcia.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, Upsampl
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
+    "AdaptiveLogSoftmaxWithLoss", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout",
+    "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
     "Bilinear", "CELU", "Container", "CTCLoss", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d",
