@@ -1774,6 +1774,10 @@ class _BroadcastingListCls:
 BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls()
 
 
+
+# last: its reference path calls this module's cross_entropy
+from torcia.nn.linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
+
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
            and n not in ("Tensor", "call", "inplace", "annotations")
            and not isinstance(v, type) and getattr(v, "__module__", "").startswith("torcia")]

@@ -74,6 +74,10 @@ from torcia.nn.modules.lazy import (
     LazyLinear,
 )
 from torcia.nn.modules.linear import Bilinear, Identity, Linear
+from torcia.nn.modules.linear_cross_entropy import (
+    LinearCrossEntropyLoss,
+    LinearCrossEntropyOptions,
+)
 from torcia.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -198,6 +202,7 @@ __all__ = [
     "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
     "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
     "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LeakyReLU", "Linear",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
     "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MSELoss", "MarginRankingLoss",
     "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Mish",
     "Module",
