@@ -1775,7 +1775,8 @@ BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls
 
 
 
-# last: its reference path calls this module's cross_entropy
+# last: they call this module's functions
+from torcia.nn.attention import multi_head_attention_forward  # noqa: E402,F401
 from torcia.nn.linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
