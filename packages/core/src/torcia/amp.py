@@ -47,11 +47,12 @@ _LINALG = frozenset({
 LOWER_PRECISION = {
     "cpu": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv",
-        "conv_transpose", "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
+        "conv_transpose", "conv_tbc", "einsum", "tensordot", "prelu",
+        "scaled_dot_product_attention",
     }),
     "cuda": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
-        "conv", "conv_transpose", "einsum", "prelu", "scaled_dot_product_attention",
+        "conv", "conv_transpose", "conv_tbc", "einsum", "prelu", "scaled_dot_product_attention",
         "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot",
     }),
 }

@@ -221,7 +221,7 @@ class Store:
     :class:`HashStore` and :class:`PrefixStore`.
 
     Keys are strings; values are bytes (``str`` values are stored encoded). ``get`` and
-    ``wait`` block until the keys are set, at most :attr:`timeout`. A subclass implements
+    ``wait`` block until the keys are set, at most ``timeout``. A subclass implements
     ``_request(op, *args, blocking_for=seconds)``, returning the table's reply.
 
     Examples
@@ -471,7 +471,7 @@ class PrefixStore(Store):
     ----------
     prefix : str
     store : Store
-        The store underneath (:attr:`underlying_store`).
+        The store underneath (``underlying_store``).
 
     Examples
     --------

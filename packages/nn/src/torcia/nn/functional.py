@@ -1679,6 +1679,7 @@ def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     return (out.sign() * out.abs().relu() * (kd * kh * kw)) ** (1.0 / norm_type)
 
 
+@autocast_as("conv_tbc")
 def conv_tbc(input, weight, bias, pad=0):
     """1-D convolution of a time-batch-channels ``input`` (T, N, C_in) with ``weight``
     (K, C_in, C_out) and ``bias`` (C_out,), zero-padded by ``pad`` at both ends of time;

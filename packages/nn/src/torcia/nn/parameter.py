@@ -114,7 +114,7 @@ class UninitializedTensorMixin:
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Become a tensor of ``shape`` (uninitialised values) in place, the same object,
-        of class :attr:`cls_to_become`; ``device`` and ``dtype`` default to the
+        of class ``cls_to_become``; ``device`` and ``dtype`` default to the
         placeholder's."""
         device = self.device if device is None else device
         dtype = self.dtype if dtype is None else dtype

@@ -42,7 +42,7 @@ __all__ = [
 class LazyModuleMixin:
     """The machinery of lazy modules: a forward pre-hook that calls
     ``initialize_parameters(*args, **kwargs)`` on the first forward, then becomes
-    :attr:`cls_to_become`. A state dict with materialised tensors loads into a lazy
+    ``cls_to_become``. A state dict with materialised tensors loads into a lazy
     module too (its placeholders take the saved shapes).
 
     Examples
