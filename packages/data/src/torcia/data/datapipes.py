@@ -34,7 +34,7 @@ __all__ = [
     "runtime_validation_disabled",
 ]
 
-T_co = TypeVar("T_co", covariant=True)
+_T_co = TypeVar("_T_co", covariant=True)
 
 
 _UNIONS = (typing.Union, types.UnionType)
@@ -164,7 +164,7 @@ class _Functional:
         return _DataPipeType(_element_type(type(self)))
 
 
-class IterDataPipe(_Functional, IterableDataset, Generic[T_co]):
+class IterDataPipe(_Functional, IterableDataset, Generic[_T_co]):
     """An iterable-style DataPipe: a stream whose functional forms chain into a pipeline.
 
     Subclasses implement ``__iter__``; ``IterDataPipe[T]`` states the element type.
@@ -204,7 +204,7 @@ class DFIterDataPipe(IterDataPipe):
         return True
 
 
-class MapDataPipe(_Functional, Dataset, Generic[T_co]):
+class MapDataPipe(_Functional, Dataset, Generic[_T_co]):
     """A map-style DataPipe: indexable, with functional forms.
 
     Subclasses implement ``__getitem__`` and ``__len__``.
