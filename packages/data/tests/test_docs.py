@@ -7,7 +7,7 @@ import pytest
 
 MODULES = ["torcia.data", "torcia.data.dataset", "torcia.data.sampler",
            "torcia.data.distributed", "torcia.data._collate", "torcia.data.dataloader",
-           "torcia.data._worker"]
+           "torcia.data._worker", "torcia.data.datapipes", "torcia.data._fetch"]
 
 
 @pytest.mark.parametrize("name", MODULES)

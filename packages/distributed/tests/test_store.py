@@ -80,8 +80,8 @@ def test_init_methods_name_the_store_address(monkeypatch):
         C._rendezvous("env://", 0, 1, 1.0)
     with pytest.raises(ValueError, match="should be tcp://HOST:PORT"):
         C._rendezvous("tcp://nohost", 0, 1, 1.0)
-    with pytest.raises(ValueError, match="'file:///x' is not supported"):
-        C._rendezvous("file:///x", 0, 1, 1.0)
+    with pytest.raises(ValueError, match="'udp://x' is not supported"):
+        C._rendezvous("udp://x", 0, 1, 1.0)
     store = C._rendezvous(f"tcp://127.0.0.1:{_free_port()}", 0, 1, 1.0)
     store.set("a", 1)
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")

@@ -841,6 +841,9 @@ def adaptive_avg_pool2d(input, output_size):
     tensor([[[[ 2.5000,  4.5000],
               [10.5000, 12.5000]]]])
     """
+    if (isinstance(input, Tensor) and input.ndim >= 2 and output_size in (1, (1, 1), [1, 1])):
+        # PyTorch's global-pooling shortcut: a mean over the last two dims, of any rank
+        return input.mean((-2, -1), keepdim=True)
     return _adaptive_avg_pool(2, input, output_size, "adaptive_avg_pool2d")
 
 
@@ -848,10 +851,17 @@ def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
     _check_tensor(input, "input", fn)
     input, added = _batched(input, nd, fn)
     size = _adaptive_size(output_size, input, nd)
-    if any(s <= 0 for s in size) or any(i == 0 for i in input.shape[2:]):
+    if any(s < 0 for s in size) or any(i == 0 for i in input.shape[2:]):
         raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
                            f"dimensions, but input has sizes {list(input.shape)} with "
                            f"output_size {list(size)}")
+    if 0 in size:
+        # an empty output, as PyTorch gives
+        shape = tuple(input.shape[:2]) + size
+        values = _unbatch(input.new_empty(shape), added)
+        if return_indices:
+            return values, _unbatch(input.new_empty(shape, dtype=D.int64), added)
+        return values
     values, indices = call("adaptive_max_pool", (input,), {"output_size": size})
     values = _unbatch(values, added)
     if return_indices:
@@ -1305,7 +1315,11 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
 
 
 def dropout3d(input, p=0.5, training=True, inplace=False):
-    """Zero whole channels of ``input`` (N, C, D, H, W) with probability ``p``.
+    """Zero whole channels of ``input`` (N, C, D, H, W) or (C, D, H, W) with probability
+    ``p``.
+
+    Other ranks behave as in PyTorch, with its warning: the input is read as unbatched,
+    dim 0 being the channels.
 
     Examples
     --------
@@ -1315,7 +1329,25 @@ def dropout3d(input, p=0.5, training=True, inplace=False):
     >>> F.dropout3d(x, 0.5, training=False).equal(x)
     True
     """
-    return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+    ndim = input.ndim
+    if ndim in (4, 5):
+        return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+    warnings.warn(
+        f"dropout3d: Received a {ndim}-D input to dropout3d, which is deprecated and will "
+        "result in an error in a future release. To retain the behavior and silence this "
+        "warning, please use dropout instead. Note that dropout3d exists to provide "
+        "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+        "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if ndim < 1:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, "
+                           f"got {ndim + 1}")
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    # PyTorch adds a batch dim of one, so dim 0 holds the channels
+    out = _feature_dropout(input.unsqueeze(0), p, training, False, ndim + 1, "dropout3d")
+    out = out.squeeze(0)
+    return _write(input, out) if inplace else out
 
 
 def _alpha_dropout(input, p, training, inplace_, shape):

@@ -27,15 +27,27 @@ from torcia import (
 from torcia.autograd import engine as _engine
 from torcia.autograd import forward_ad, functional, graph
 from torcia.autograd.engine import backward, grad
-from torcia.autograd.function import Function, FunctionCtx, once_differentiable
+from torcia.autograd.function import (
+    Function,
+    FunctionCtx,
+    NestedIOFunction,
+    once_differentiable,
+)
+from torcia.autograd.grad_mode import (
+    enforce_grad_layout_policy,
+    is_grad_layout_enforcement_enabled,
+    is_multithreading_enabled,
+    set_multithreading_enabled,
+)
 from torcia.autograd.gradcheck import GradcheckError, gradcheck, gradgradcheck
 
 __all__ = [
-    "Function", "FunctionCtx", "GradcheckError", "Variable", "backward", "detect_anomaly",
-    "enable_grad", "forward_ad", "functional", "grad", "gradcheck", "gradgradcheck", "graph",
-    "inference_mode",
-    "is_anomaly_enabled", "is_grad_enabled", "no_grad", "once_differentiable",
-    "set_detect_anomaly", "set_grad_enabled",
+    "Function", "FunctionCtx", "GradcheckError", "NestedIOFunction", "Variable", "backward",
+    "detect_anomaly", "enable_grad", "enforce_grad_layout_policy", "forward_ad", "functional",
+    "grad", "gradcheck", "gradgradcheck", "graph", "inference_mode", "is_anomaly_enabled",
+    "is_grad_enabled", "is_grad_layout_enforcement_enabled", "is_multithreading_enabled",
+    "no_grad", "once_differentiable", "set_detect_anomaly", "set_grad_enabled",
+    "set_multithreading_enabled", "variable",
 ]
 
 def is_anomaly_enabled() -> bool:
@@ -113,3 +125,20 @@ class Variable(metaclass=_VariableMeta):
         if not isinstance(data, torcia.Tensor):
             raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
         return data.detach().requires_grad_(requires_grad)
+
+
+def variable(*args, **kwargs):
+    """Removed in PyTorch: raises, as ``torch.autograd.variable`` does, pointing at
+    :func:`torcia.tensor` (``Variable`` itself is still there).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> try:
+    ...     torcia.autograd.variable(torcia.ones(1))
+    ... except RuntimeError as e:
+    ...     print(e)
+    torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead
+    """
+    raise RuntimeError("torch.autograd.variable(...) is deprecated, use torch.tensor(...) "
+                       "instead")

@@ -285,3 +285,116 @@ def once_differentiable(fn):
         return out
 
     return wrapper
+
+
+# ---------------------------------------------------------------------------------------
+# the legacy nested-input Function
+# ---------------------------------------------------------------------------------------
+
+
+def _iter_tensors(obj, keep_none=False):
+    if isinstance(obj, Tensor) or (keep_none and obj is None):
+        yield obj
+    elif isinstance(obj, (list, tuple)):
+        for o in obj:
+            yield from _iter_tensors(o, keep_none)
+    elif isinstance(obj, dict):
+        for o in obj.values():
+            yield from _iter_tensors(o, keep_none)
+
+
+def _unflatten(flat, proto):
+    """``proto``'s nesting of lists and tuples with its tensors replaced, in order, by
+    the entries of ``flat``."""
+    it = iter(flat)
+
+    def build(obj):
+        if isinstance(obj, Tensor):
+            return next(it)
+        if isinstance(obj, (list, tuple)):
+            return type(obj)(build(o) for o in obj)
+        return obj
+
+    return build(proto)
+
+
+class NestedIOFunction(Function):
+    """A custom Function of the old (instance) style whose inputs and outputs may be
+    nested lists and tuples of tensors, kept for backward compatibility as in PyTorch.
+
+    Subclass it with ``forward_extended(self, *inputs)`` and ``backward_extended(self,
+    *grad_outputs)`` (instance methods, nested as the inputs and outputs are), then call an
+    instance on the inputs. ``save_for_backward``, ``saved_tensors``, ``mark_dirty`` and
+    ``mark_non_differentiable`` take and give nested structures too. An instance is used
+    once. New code should use :class:`Function`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd import NestedIOFunction
+    >>> class MulAdd(NestedIOFunction):
+    ...     def forward_extended(self, pair):
+    ...         a, b = pair
+    ...         self.save_for_backward(pair)
+    ...         return a * b, a + b
+    ...     def backward_extended(self, g_mul, g_add):
+    ...         ((a, b),) = self.saved_tensors
+    ...         return g_mul * b + g_add, g_mul * a + g_add
+    >>> a = torcia.tensor([2.0], requires_grad=True)
+    >>> b = torcia.tensor([3.0], requires_grad=True)
+    >>> prod, total = MulAdd()((a, b))
+    >>> (prod + total).backward()
+    >>> a.grad, b.grad
+    (tensor([4.]), tensor([3.]))
+    """
+
+    def __call__(self, *inputs):
+        outer = self
+        nested_output = []
+
+        class _Run(Function):
+            @staticmethod
+            def forward(ctx, *flat_in):
+                outer._ctx = ctx
+                result = outer.forward_extended(*_unflatten(flat_in, inputs))
+                nested_output.append(result)
+                return tuple(_iter_tensors(result))
+
+            @staticmethod
+            def backward(ctx, *grads):
+                result = outer.backward_extended(*_unflatten(grads, nested_output[0]))
+                result = result if isinstance(result, tuple) else (result,)
+                return tuple(_iter_tensors(result, keep_none=True))
+
+        _Run.__name__ = _Run.__qualname__ = type(self).__name__
+        flat_out = _Run.apply(*_iter_tensors(inputs))
+        flat_out = flat_out if isinstance(flat_out, tuple) else (flat_out,)
+        return _unflatten(flat_out, nested_output[0])
+
+    def forward_extended(self, *inputs):
+        """The forward computation, on nested inputs; subclasses define it."""
+        raise NotImplementedError("subclasses of NestedIOFunction must define "
+                                  "forward_extended")
+
+    def backward_extended(self, *grad_outputs):
+        """The gradients of the inputs, nested as they are; subclasses define it."""
+        raise NotImplementedError("subclasses of NestedIOFunction must define "
+                                  "backward_extended")
+
+    def save_for_backward(self, *args) -> None:
+        """Keep (nested) tensors for :meth:`backward_extended`."""
+        self._to_save_nested = args
+        self._ctx.save_for_backward(*_iter_tensors(args))
+
+    @property
+    def saved_tensors(self):
+        """What :meth:`save_for_backward` kept, nested as it was given."""
+        return _unflatten(self._ctx.saved_tensors, self._to_save_nested)
+
+    def mark_dirty(self, *args, **kwargs) -> None:
+        """Inputs (nested) that :meth:`forward_extended` modified in place."""
+        self._ctx.mark_dirty(*_iter_tensors((args, kwargs)))
+
+    def mark_non_differentiable(self, *args, **kwargs) -> None:
+        """Outputs (nested) that never need a gradient."""
+        self._ctx.mark_non_differentiable(*_iter_tensors((args, kwargs)))

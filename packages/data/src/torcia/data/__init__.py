@@ -15,8 +15,21 @@ import sys
 
 from torcia import utils
 from torcia.data._collate import default_collate, default_convert
+from torcia.data._fetch import _DatasetKind
 from torcia.data._worker import WorkerInfo, get_worker_info
 from torcia.data.dataloader import DataLoader
+from torcia.data.datapipes import (
+    DataChunk,
+    DFIterDataPipe,
+    IterDataPipe,
+    MapDataPipe,
+    argument_validation,
+    functional_datapipe,
+    guaranteed_datapipes_determinism,
+    non_deterministic,
+    runtime_validation,
+    runtime_validation_disabled,
+)
 from torcia.data.dataset import (
     ChainDataset,
     ConcatDataset,
@@ -38,10 +51,13 @@ from torcia.data.sampler import (
 )
 
 __all__ = [
-    "BatchSampler", "ChainDataset", "ConcatDataset", "DataLoader", "Dataset",
-    "DistributedSampler", "IterableDataset", "RandomSampler", "Sampler", "SequentialSampler",
-    "StackDataset", "Subset", "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler",
-    "WorkerInfo", "default_collate", "default_convert", "get_worker_info", "random_split",
+    "BatchSampler", "ChainDataset", "ConcatDataset", "DFIterDataPipe", "DataChunk",
+    "DataLoader", "Dataset", "DistributedSampler", "IterDataPipe", "IterableDataset",
+    "MapDataPipe", "RandomSampler", "Sampler", "SequentialSampler", "StackDataset", "Subset",
+    "SubsetRandomSampler", "TensorDataset", "WeightedRandomSampler", "WorkerInfo",
+    "_DatasetKind", "argument_validation", "default_collate", "default_convert",
+    "functional_datapipe", "get_worker_info", "guaranteed_datapipes_determinism",
+    "non_deterministic", "random_split", "runtime_validation", "runtime_validation_disabled",
 ]
 
 # Core aliases ``torcia.utils.data`` to this package, but not its submodules: without these

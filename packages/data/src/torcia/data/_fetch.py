@@ -30,11 +30,35 @@ class Fetcher:
             return self.collate_fn(self.dataset[indices])
         if not self.auto_collation:
             return self.collate_fn(next(self.iterator))
+        # without a fixed batch size, as PyTorch's fetchers: one item per index
+        size = self.batch_size if self.batch_size is not None else len(indices)
         batch = []
         for item in self.iterator:
             batch.append(item)
-            if len(batch) == self.batch_size:
+            if len(batch) == size:
                 break
-        if not batch or (self.drop_last and len(batch) < self.batch_size):
+        if not batch or (self.drop_last and len(batch) < size):
             raise StopIteration
         return self.collate_fn(batch)
+
+
+class _DatasetKind:
+    """The two kinds of dataset a loader fetches from, as ``torch.utils.data._DatasetKind``.
+
+    Examples
+    --------
+    >>> from torcia.data import _DatasetKind
+    >>> f = _DatasetKind.create_fetcher(_DatasetKind.Map, [10, 20, 30], True, list, False)
+    >>> f.fetch([2, 0])
+    [30, 10]
+    """
+
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind, dataset, auto_collation, collate_fn, drop_last):
+        """A fetcher turning a list of indices (map-style) or a batch-sized list
+        (iterable) into a collated batch."""
+        return Fetcher(dataset, kind == _DatasetKind.Iterable, auto_collation, collate_fn,
+                       drop_last, None)

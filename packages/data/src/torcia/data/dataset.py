@@ -89,9 +89,8 @@ class TensorDataset(Dataset):
     """
 
     def __init__(self, *tensors):
-        if not tensors:
-            raise ValueError("TensorDataset needs at least one tensor")
-        n = tensors[0].size(0)
+        # no tensors is allowed, as in PyTorch: an empty dataset has no length to ask for
+        n = tensors[0].size(0) if tensors else 0
         for t in tensors:
             if t.size(0) != n:
                 raise ValueError(

@@ -15,9 +15,18 @@ A script run as ``torcia-run --nproc-per-node 2 script.py``::
     dist.destroy_process_group()
 """
 
+from torcia.distributed import c10d as _c10d
+from torcia.distributed import options as _options
+from torcia.distributed import store as _store
+from torcia.distributed.c10d import *  # noqa: F401,F403
 from torcia.distributed.collectives import *  # noqa: F401,F403
 from torcia.distributed.collectives import __all__ as _collectives_all
 from torcia.distributed.collectives import backends
+from torcia.distributed.device_mesh import DeviceMesh, init_device_mesh
+from torcia.distributed.options import *  # noqa: F401,F403
 from torcia.distributed.parallel import DistributedDataParallel
+from torcia.distributed.store import *  # noqa: F401,F403
 
-__all__ = list(_collectives_all) + ["DistributedDataParallel", "backends"]
+__all__ = sorted(set(_collectives_all) | set(_c10d.__all__) | set(_options.__all__)
+                 | set(_store.__all__)
+                 | {"DeviceMesh", "DistributedDataParallel", "backends", "init_device_mesh"})

@@ -10,6 +10,7 @@ from __future__ import annotations
 import datetime
 import inspect
 import os
+import sys
 import urllib.parse
 import zlib
 
@@ -18,7 +19,8 @@ import numpy as np
 from torcia import plugins
 from torcia.distributed import _objects, hookspecs
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work
-from torcia.distributed.store import DistStoreError, TCPStore
+from torcia.distributed.options import DebugLevel, get_debug_level
+from torcia.distributed.store import DistStoreError, FileStore, TCPStore
 from torcia.library import Tensor, host_array
 
 plugins.add_hookspecs(hookspecs)
@@ -30,6 +32,8 @@ default_pg_timeout = datetime.timedelta(minutes=30)
 class _World:
     default: ProcessGroup | None = None
     groups: dict = {}  # GroupHandle -> (ProcessGroup or None, global ranks)
+    count: int = 0  # process groups created (the default one included)
+    comm_name: str | None = None  # what record_comm calls the collectives it wraps
 
 
 class GroupMember:
@@ -141,6 +145,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             world_size = _from_env(world_size, _SIZE_VARS[:1])
         _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
                                  init_method=init_method)
+        _World.count += 1
         return None
     rank = _from_env(rank, _RANK_VARS)
     world_size = _from_env(world_size, _SIZE_VARS)
@@ -154,6 +159,7 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         store = _rendezvous(init_method, rank, world_size, timeout)
     _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
                              init_method=init_method, store=store)
+    _World.count += 1
     return None
 
 
@@ -196,7 +202,7 @@ def _from_env(value: int, names) -> int:
     return value
 
 
-def _rendezvous(init_method: str, rank: int, world_size: int, timeout) -> TCPStore:
+def _rendezvous(init_method: str, rank: int, world_size: int, timeout):
     """The store that ``init_method`` names, served by rank 0."""
     if init_method.startswith("env://"):
         missing = [v for v in ("MASTER_ADDR", "MASTER_PORT") if v not in os.environ]
@@ -211,9 +217,16 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout) -> TCPSto
         if not url.hostname or url.port is None:
             raise ValueError(f"init_method {init_method!r} should be tcp://HOST:PORT")
         host, port = url.hostname, url.port
+    elif init_method.startswith("file://"):
+        path = urllib.parse.urlsplit(init_method).path
+        if not path:
+            raise ValueError(f"init_method {init_method!r} should be file:///PATH")
+        store = FileStore(path, world_size)
+        store.set_timeout(timeout)
+        return store
     else:
         raise ValueError(f"init_method {init_method!r} is not supported; use 'env://', "
-                         "'tcp://HOST:PORT' or pass store=")
+                         "'tcp://HOST:PORT', 'file:///PATH' or pass store=")
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout,
                     wait_for_workers=False)
 
@@ -254,6 +267,7 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     pg = world.subgroup(ranks)
     if pg is None:
         return GroupMember.NON_GROUP_MEMBER
+    _World.count += 1
     return ProcessGroupHandle(pg, ranks)
 
 
@@ -331,6 +345,11 @@ def _spread(tensors, out):
 
 def _finish(work: Work, async_op: bool, *after):
     """Run ``after`` callbacks once the work completes; wait unless ``async_op``."""
+    if _World.comm_name is not None:
+        work._what = _World.comm_name
+    if get_debug_level() is not DebugLevel.OFF:
+        print(f"[torcia.distributed rank {work._rank}] {work._what}", file=sys.stderr,
+              flush=True)
     inner = work._finish
 
     def finish():

@@ -233,3 +233,39 @@ def _tensors(obj):
     elif isinstance(obj, dict):
         for x in obj.values():
             yield from _tensors(x)
+
+
+# ---------------------------------------------------------------------------------------
+# the all-reduce that SyncBatchNorm's statistics travel through
+# ---------------------------------------------------------------------------------------
+
+
+class _AllReduceSum(torcia.autograd.Function):
+    """A sum over the group's processes; its gradient is the sum of the processes'
+    gradients (each process's loss depends on every process's input)."""
+
+    @staticmethod
+    def forward(ctx, tensor, group):
+        ctx.group = group
+        out = tensor.clone()
+        C.all_reduce(out, ReduceOp.SUM, group)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        grad = grad.clone()
+        C.all_reduce(grad, ReduceOp.SUM, ctx.group)
+        return grad, None
+
+
+def _sync_batchnorm_reducer(group):
+    """What SyncBatchNorm synchronises with: None unless a group of several processes is
+    initialised (and this process is in it)."""
+    if not C.is_initialized() or group is C.GroupMember.NON_GROUP_MEMBER:
+        return None
+    if C.get_world_size(group) == 1:
+        return None
+    return lambda tensor: _AllReduceSum.apply(tensor, group)
+
+
+torcia.nn.SyncBatchNorm.register_reducer(_sync_batchnorm_reducer)

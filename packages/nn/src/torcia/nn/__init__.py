@@ -36,13 +36,45 @@ from torcia.nn.modules.module import (  # noqa: E402
     register_module_forward_pre_hook,
 )
 from torcia.nn.parallel import DataParallel  # noqa: E402
-from torcia.nn.parameter import Buffer, Parameter  # noqa: E402
+from torcia.nn.parameter import (  # noqa: E402
+    Buffer,
+    Parameter,
+    UninitializedBuffer,
+    UninitializedParameter,
+)
 
 __all__ = [
-    "Buffer", "DataParallel", "Parameter", "export", "exporters", "functional", "init", "losses",
+    "Buffer", "DataParallel", "Parameter", "UninitializedBuffer", "UninitializedParameter",
+    "export", "exporters", "factory_kwargs", "functional", "init", "losses",
     "register_module_forward_hook", "register_module_forward_pre_hook", "parallel", "utils",
     *_modules_all,
 ]
+
+
+def factory_kwargs(kwargs):
+    """The ``device``, ``dtype`` and ``memory_format`` of a layer's ``**kwargs``, merged
+    with a nested ``factory_kwargs`` dict, as ``torch.nn.factory_kwargs`` (for writing
+    layers that pass them on to tensor constructors).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.factory_kwargs({"device": "cpu", "factory_kwargs": {"dtype": torcia.float64}})
+    {'dtype': torcia.float64, 'device': 'cpu'}
+    """
+    if kwargs is None:
+        return {}
+    simple = ("device", "dtype", "memory_format")
+    unexpected = set(kwargs) - {*simple, "factory_kwargs"}
+    if unexpected:
+        raise TypeError(f"unexpected kwargs {unexpected}")
+    merged = dict(kwargs.get("factory_kwargs", {}))
+    for key in simple:
+        if key in kwargs:
+            if key in merged:
+                raise TypeError(f"{key} specified twice, in **kwargs and in factory_kwargs")
+            merged[key] = kwargs[key]
+    return merged
 
 
 def __getattr__(name: str):

@@ -86,6 +86,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
 from torcia.library import (  # noqa: F401  (re-exported)
     batched as _batched,
 )
+from torcia.library import host_array as _host_array
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
@@ -769,6 +770,21 @@ def max_unpool2d(input, indices, kernel_size, stride=None, padding=0, output_siz
               [0., 0.]]]])
     """
     return _max_unpool(2, input, indices, kernel_size, stride, padding, output_size)
+
+
+def max_unpool3d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
+    """The partial inverse of :func:`max_pool3d`: each value put back at the flat volume
+    position ``indices`` holds, zeros elsewhere.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> y, i = F.max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2, return_indices=True)
+    >>> F.max_unpool3d(y, i, 2).reshape(-1).tolist()
+    [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 7.0]
+    """
+    return _max_unpool(3, input, indices, kernel_size, stride, padding, output_size)
 
 
 def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
@@ -1861,6 +1877,266 @@ def lp_pool2d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
     out = avg_pool2d(input ** norm_type, (kh, kw), stride, 0, ceil_mode)
     return (out.sign() * out.abs().relu() * (kh * kw)) ** (1.0 / norm_type)
 
+
+def _fractional_intervals(sample, size, out, pool, dtype):
+    """Window starts along one dimension (PyTorch's ``generate_intervals``, in the
+    samples' precision, so that the windows are PyTorch's for the same samples)."""
+    starts = np.empty(out, dtype=np.int64)
+    if out > 1:
+        alpha = dtype.type(size - pool) / dtype.type(out - 1)
+        i = np.arange(out - 1, dtype=dtype)
+        starts[:-1] = ((i + sample) * alpha).astype(np.int64) - np.int64(
+            np.floor(sample * alpha))
+    if out > 0:
+        starts[-1] = size - pool
+    return starts
+
+
+def _fractional_max_pool(nd, input, kernel_size, output_size, output_ratio, return_indices,
+                         _random_samples):
+    fn = f"fractional_max_pool{nd}d"
+    if output_size is None and output_ratio is None:
+        raise ValueError(f"{fn} requires specifying either an output_size or an output_ratio")
+    input, added = _batched(input, nd, fn)
+    k = _ntuple(kernel_size, nd, "kernel_size")
+    spatial = tuple(input.shape[2:])
+    if output_size is None:
+        ratio = (tuple(output_ratio) if isinstance(output_ratio, (tuple, list))
+                 else (output_ratio,) * nd)
+        size = tuple(int(i * float(r)) for i, r in zip(spatial, ratio))
+    else:
+        size = _ntuple(output_size, nd, "output_size")
+    names = ("time", "height", "width")[3 - nd:]
+    # PyTorch's checks: the 3-D kernel wants one input position to spare
+    spare, where = (0, f"{fn}()") if nd == 2 else (1, f"{fn}_out()")
+    for name, o, kk, i in zip(names, size, k, spatial):
+        if o + kk - 1 + spare > i:
+            raise RuntimeError(f"{where}: pool {name} {kk} too large relative to input "
+                               f"{name} {i}")
+    n, c = input.shape[:2]
+    if _random_samples is None:
+        _random_samples = torcia.rand(n, c, nd, dtype=input.dtype, device=input.device)
+    samples = _host_array(_random_samples)
+    if samples.shape != (n, c, nd):
+        raise RuntimeError(f"{fn}(): expected _random_samples of shape {[n, c, nd]}, got "
+                           f"{list(samples.shape)}")
+    # PyTorch's sample order: (W, H) in 2-D, (T, H, W) in 3-D
+    order = (1, 0) if nd == 2 else (0, 1, 2)
+    data = _host_array(input.detach())
+    strides = np.cumprod((1,) + spatial[::-1])[::-1][1:]
+    index = np.empty((n, c) + size, dtype=np.int64)
+    for b in range(n):
+        for ch in range(c):
+            starts = [_fractional_intervals(samples[b, ch, order[d]], spatial[d], size[d],
+                                            k[d], samples.dtype) for d in range(nd)]
+            # every output cell's window, as flat offsets into the input plane
+            cells = np.zeros(size, dtype=np.int64)
+            offsets = np.zeros(k, dtype=np.int64)
+            for d in range(nd):
+                shape = [1] * nd
+                shape[d] = -1
+                cells = cells + (starts[d] * strides[d]).reshape(shape)
+                offsets = offsets + (np.arange(k[d]) * strides[d]).reshape(shape)
+            windows = cells.reshape(-1, 1) + offsets.reshape(1, -1)
+            values = data[b, ch].reshape(-1)[windows]
+            # the first maximum in scan order, as PyTorch's kernel keeps it
+            index[b, ch] = windows[np.arange(len(windows)), values.argmax(1)].reshape(size)
+    indices = torcia.from_numpy(index).to(input.device)
+    out = input.flatten(2).gather(2, indices.flatten(2)).reshape(n, c, *size)
+    out = _unbatch(out, added)
+    return (out, _unbatch(indices, added)) if return_indices else out
+
+
+def fractional_max_pool2d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Fractional max pooling (Graham, 2014) of ``input`` (N, C, H, W): maxima over
+    ``kernel_size`` windows placed pseudo-randomly so that the output has ``output_size``
+    (or ``output_ratio`` times the input's size). ``_random_samples`` (N, C, 2) in [0, 1)
+    fix the placement (drawn from the global generator when None), as PyTorch reads them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(25.0).reshape(1, 1, 5, 5)
+    >>> F.fractional_max_pool2d(x, 2, output_size=3,
+    ...                         _random_samples=torcia.tensor([[[0.3, 0.7]]]))
+    tensor([[[[ 6.,  7.,  9.],
+              [11., 12., 14.],
+              [21., 22., 24.]]]])
+    """
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool2d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool2d` returning ``(values, indices)``; indices are flat
+    positions in each input plane (H * W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> _, i = F.fractional_max_pool2d_with_indices(torcia.arange(16.0).reshape(1, 4, 4), 2,
+    ...                                             output_size=1)
+    >>> i
+    tensor([[[15]]])
+    """
+    return _fractional_max_pool(2, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def fractional_max_pool3d(input, kernel_size, output_size=None, output_ratio=None,
+                          return_indices=False, _random_samples=None):
+    """Fractional max pooling of ``input`` (N, C, T, H, W); ``_random_samples`` is
+    (N, C, 3). See :func:`fractional_max_pool2d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.fractional_max_pool3d(torcia.ones(1, 1, 4, 4, 4), 2, output_ratio=0.5).shape
+    torcia.Size([1, 1, 2, 2, 2])
+    """
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio,
+                                return_indices, _random_samples)
+
+
+def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
+                                       output_ratio=None, return_indices=False,
+                                       _random_samples=None):
+    """:func:`fractional_max_pool3d` returning ``(values, indices)`` (flat positions in
+    each T * H * W volume).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.fractional_max_pool3d_with_indices(torcia.ones(1, 2, 2, 2), 2, output_size=1)[1]
+    tensor([[[[0]]]])
+    """
+    return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True,
+                                _random_samples)
+
+
+def lp_pool3d(input, norm_type, kernel_size, stride=None, ceil_mode=False):
+    """``(sum of x ** p over each window) ** (1 / p)`` over 3-D windows of ``(N, C, D, H,
+    W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.lp_pool3d(torcia.full((1, 1, 2, 2, 2), 2.0), 2, 2).item()
+    5.656854152679443
+    """
+    kd, kh, kw = _ntuple(kernel_size, 3, "kernel_size")
+    out = avg_pool3d(input ** norm_type, (kd, kh, kw), stride, 0, ceil_mode)
+    return (out.sign() * out.abs().relu() * (kd * kh * kw)) ** (1.0 / norm_type)
+
+
+@autocast_as("conv_tbc")
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution of a time-batch-channels ``input`` (T, N, C_in) with ``weight``
+    (K, C_in, C_out) and ``bias`` (C_out,), zero-padded by ``pad`` at both ends of time;
+    the output is (T + 2 pad - K + 1, N, C_out).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.arange(3.0).reshape(3, 1, 1)          # T=3, N=1, C=1
+    >>> F.conv_tbc(x, torcia.ones(2, 1, 1), torcia.zeros(1)).reshape(-1).tolist()
+    [1.0, 3.0]
+    """
+    if input.ndim != 3:
+        raise RuntimeError(f"Input must have 3 dims: time, batch, in_channel, got "
+                           f"{input.ndim}")
+    if weight.ndim != 3:
+        raise RuntimeError(f"Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           f"out_channels, got {weight.ndim}")
+    if bias.ndim != 1:
+        raise RuntimeError(f"Bias must be 1-D, got {bias.ndim}")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError(f"Input dim 2 (input channels) is not == dim 1 in the weight "
+                           f"tensor: {input.shape[2]} != {weight.shape[1]}")
+    if weight.shape[2] != bias.shape[0]:
+        raise RuntimeError(f"Bias size must equal dim 2 in the weight tensor (output "
+                           f"channels): {bias.shape[0]} != {weight.shape[2]}")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, padding=pad)
+    return out.permute(2, 0, 1)
+
+
+def assert_int_or_pair(arg, arg_name, message):
+    """Assert that ``arg`` is an int or a pair, as PyTorch's argument check does
+    (``message`` is formatted with ``arg_name``).
+
+    Examples
+    --------
+    >>> import torcia.nn.functional as F
+    >>> F.assert_int_or_pair((2, 3), "kernel_size", "{} must be int or pair")
+    """
+    assert isinstance(arg, int) or len(arg) == 2, message.format(arg_name)
+
+
+def boolean_dispatch(arg_name, arg_index, default, if_true, if_false, module_name, func_name):
+    """A function that calls ``if_true`` or ``if_false`` by the boolean argument
+    ``arg_name`` (keyword, or positional at ``arg_index``; ``default`` when absent), as
+    PyTorch builds ``max_pool2d`` from its ``return_indices`` forms.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> def with_indices(x, k, return_indices=False):
+    ...     return x.topk(k)
+    >>> def values_only(x, k, return_indices=False):
+    ...     return x.topk(k).values
+    >>> top = F.boolean_dispatch("return_indices", 2, False, with_indices, values_only,
+    ...                          __name__, "top")
+    >>> top(torcia.tensor([1.0, 3.0]), 1), top(torcia.tensor([1.0, 3.0]), 1, True).indices
+    (tensor([3.]), tensor([1]))
+    """
+
+    def fn(*args, **kwargs):
+        flag = default
+        if arg_name in kwargs:
+            flag = kwargs[arg_name]
+        elif arg_index < len(args):
+            flag = args[arg_index]
+        return if_true(*args, **kwargs) if flag else if_false(*args, **kwargs)
+
+    # the documented one lends its docstring to the other, as in PyTorch
+    if if_true.__doc__ is None and if_false.__doc__ is not None:
+        if_true.__doc__ = if_false.__doc__
+    elif if_false.__doc__ is None and if_true.__doc__ is not None:
+        if_false.__doc__ = if_true.__doc__
+    elif if_true.__doc__ is not None:
+        raise RuntimeError("only one function can have a docstring")
+    fn.__doc__ = if_true.__doc__
+    fn.__module__ = module_name
+    fn.__name__ = func_name
+    return fn
+
+
+class _BroadcastingListCls:
+    """TorchScript's annotation of an argument given as one value or a list of N: outside
+    TorchScript, subscripting it gives nothing, as in PyTorch."""
+
+    def __getitem__(self, types):
+        return None
+
+
+#: Annotations of an argument that is one value or a list (``BroadcastingList2[int]``).
+BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls()
+
+
+
+# last: they call this module's functions
+from torcia.nn.attention import multi_head_attention_forward  # noqa: E402,F401
+from torcia.nn.linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
            and n not in ("Tensor", "call", "inplace", "annotations")

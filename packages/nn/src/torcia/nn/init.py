@@ -342,6 +342,8 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     rows, cols = tensor.shape
     num_zeros = int(math.ceil(sparsity * rows))
     normal_(tensor, 0.0, std, generator=generator)
+    if num_zeros == 0:
+        return tensor
     with no_grad():
         for col in range(cols):
             zero_rows = rng_of(generator).permutation(rows)[:num_zeros].tolist()

@@ -97,3 +97,107 @@ class Buffer(Tensor):
 
     def __del__(self):
         Buffer._persistent.pop(id(self), None)
+
+
+# ---------------------------------------------------------------------------------------
+# placeholders of lazy modules
+# ---------------------------------------------------------------------------------------
+
+
+class UninitializedTensorMixin:
+    """What :class:`UninitializedParameter` and :class:`UninitializedBuffer` share: no
+    data yet (an empty tensor holding the device and dtype), until :meth:`materialize`
+    gives them a shape."""
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def materialize(self, shape, device=None, dtype=None) -> None:
+        """Become a tensor of ``shape`` (uninitialised values) in place, the same object,
+        of class ``cls_to_become``; ``device`` and ``dtype`` default to the
+        placeholder's."""
+        device = self.device if device is None else device
+        dtype = self.dtype if dtype is None else dtype
+        shape = (shape,) if isinstance(shape, int) else tuple(shape)
+        made = empty(shape, device=device, dtype=dtype)
+        self._data = made._data
+        self._device = made._device
+        self._vc[0] += 1
+        self.__class__ = self.cls_to_become
+
+    @property
+    def shape(self):
+        raise RuntimeError("Can't access the shape of an uninitialized parameter or buffer. "
+                           "This error usually happens in `load_state_dict` when trying to "
+                           "load an uninitialized parameter into an initialized one. Call "
+                           "`forward` to initialize the parameters before accessing their "
+                           "attributes.")
+
+    def share_memory_(self):
+        raise RuntimeError("Can't share memory on an uninitialized parameter or buffer. Call "
+                           "`forward` to initialize the parameters before calling "
+                           "`module.share_memory()`.")
+
+    def __repr__(self):
+        return f"<{type(self).__name__}>"
+
+    def __reduce_ex__(self, proto):
+        return (type(self), (self.requires_grad,))
+
+
+def is_lazy(param) -> bool:
+    """Whether ``param`` is a lazy module's placeholder, not materialised yet.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.parameter import is_lazy
+    >>> fc = torcia.nn.LazyLinear(2)
+    >>> is_lazy(fc.weight), (fc(torcia.ones(1, 3)) is not None) and is_lazy(fc.weight)
+    (True, False)
+    """
+    return isinstance(param, UninitializedTensorMixin)
+
+
+class UninitializedParameter(UninitializedTensorMixin, Parameter):
+    """A parameter without a shape yet: lazy modules (``LazyLinear``...) hold these until
+    their first forward infers the sizes and calls :meth:`materialize`, which turns it,
+    in place, into a :class:`Parameter` (so an optimizer built before keeps it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> p = torcia.nn.UninitializedParameter()
+    >>> p.materialize((2, 3))
+    >>> type(p).__name__, tuple(p.shape), p.requires_grad
+    ('Parameter', (2, 3), True)
+    """
+
+    __slots__ = ()
+    cls_to_become = Parameter
+
+    def __new__(cls, requires_grad=True, device=None, dtype=None):
+        return Parameter.__new__(cls, empty(0, device=device, dtype=dtype), requires_grad)
+
+
+class UninitializedBuffer(UninitializedTensorMixin, Tensor):
+    """A buffer without a shape yet (a lazy normalisation layer's running statistics),
+    until :meth:`materialize` turns it, in place, into a plain tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> b = torcia.nn.UninitializedBuffer()
+    >>> b.materialize(4)
+    >>> type(b).__name__, tuple(b.shape)
+    ('Tensor', (4,))
+    """
+
+    __slots__ = ()
+    cls_to_become = Tensor
+
+    def __new__(cls, requires_grad=False, device=None, dtype=None):
+        t = _alias(cls, empty(0, device=device, dtype=dtype))
+        if requires_grad:
+            t.requires_grad_(True)
+        return t

@@ -41,24 +41,26 @@ from torcia.optim.adamax import Adamax  # noqa: E402
 from torcia.optim.asgd import ASGD  # noqa: E402
 from torcia.optim.elementwise import ElementwiseOptimizer  # noqa: E402
 from torcia.optim.lbfgs import LBFGS  # noqa: E402
+from torcia.optim.muon import Muon  # noqa: E402
 from torcia.optim.nadam import NAdam  # noqa: E402
 from torcia.optim.optimizer import Optimizer  # noqa: E402
 from torcia.optim.radam import RAdam  # noqa: E402
 from torcia.optim.rmsprop import RMSprop  # noqa: E402
 from torcia.optim.rprop import Rprop  # noqa: E402
 from torcia.optim.sgd import SGD  # noqa: E402
+from torcia.optim.stateless import swap_in_optimizer_params_and_state  # noqa: E402
 
 __all__ = [
     "ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax",
-    "ElementwiseOptimizer", "LBFGS", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop",
-    "create", "hookimpl", "lr_scheduler", "optimizers",
+    "ElementwiseOptimizer", "LBFGS", "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop",
+    "create", "hookimpl", "lr_scheduler", "optimizers", "swap_in_optimizer_params_and_state",
 ]
 
 #: the names torcia-optim's own plugin registers
 BUILTIN = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "adamax": Adamax, "nadam": NAdam,
     "radam": RAdam, "rmsprop": RMSprop, "adagrad": Adagrad, "adadelta": Adadelta,
-    "lbfgs": LBFGS, "asgd": ASGD, "rprop": Rprop, "adafactor": Adafactor,
+    "lbfgs": LBFGS, "asgd": ASGD, "rprop": Rprop, "adafactor": Adafactor, "muon": Muon,
 }
 
 optimizers = plugins.Registry("optimizer", "torcia_register_optimizers")

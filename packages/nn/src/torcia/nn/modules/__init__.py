@@ -30,7 +30,9 @@ from torcia.nn.modules.activation import (
     Tanhshrink,
     Threshold,
 )
+from torcia.nn.modules.adaptive import AdaptiveLogSoftmaxWithLoss
 from torcia.nn.modules.container import (
+    Container,
     ModuleDict,
     ModuleList,
     ParameterDict,
@@ -56,7 +58,26 @@ from torcia.nn.modules.dropout import (
 )
 from torcia.nn.modules.flatten import Flatten, Unflatten
 from torcia.nn.modules.fold import Fold, Unfold
+from torcia.nn.modules.lazy import (
+    LazyBatchNorm1d,
+    LazyBatchNorm2d,
+    LazyBatchNorm3d,
+    LazyConv1d,
+    LazyConv2d,
+    LazyConv3d,
+    LazyConvTranspose1d,
+    LazyConvTranspose2d,
+    LazyConvTranspose3d,
+    LazyInstanceNorm1d,
+    LazyInstanceNorm2d,
+    LazyInstanceNorm3d,
+    LazyLinear,
+)
 from torcia.nn.modules.linear import Bilinear, Identity, Linear
+from torcia.nn.modules.linear_cross_entropy import (
+    LinearCrossEntropyLoss,
+    LinearCrossEntropyOptions,
+)
 from torcia.nn.modules.loss import (
     BCELoss,
     BCEWithLogitsLoss,
@@ -86,6 +107,7 @@ from torcia.nn.modules.normalization import (
     BatchNorm1d,
     BatchNorm2d,
     BatchNorm3d,
+    CrossMapLRN2d,
     GroupNorm,
     InstanceNorm1d,
     InstanceNorm2d,
@@ -126,13 +148,17 @@ from torcia.nn.modules.pooling import (
     AvgPool1d,
     AvgPool2d,
     AvgPool3d,
+    FractionalMaxPool2d,
+    FractionalMaxPool3d,
     LPPool1d,
     LPPool2d,
+    LPPool3d,
     MaxPool1d,
     MaxPool2d,
     MaxPool3d,
     MaxUnpool1d,
     MaxUnpool2d,
+    MaxUnpool3d,
 )
 from torcia.nn.modules.rnn import (
     GRU,
@@ -148,6 +174,7 @@ from torcia.nn.modules.sparse import (
     Embedding,
     EmbeddingBag,
 )
+from torcia.nn.modules.sync_batchnorm import SyncBatchNorm
 from torcia.nn.modules.transformer import (
     MultiheadAttention,
     Transformer,
@@ -160,19 +187,26 @@ from torcia.nn.modules.upsampling import Upsample, UpsamplingBilinear2d, Upsampl
 
 __all__ = [
     "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveAvgPool3d", "AdaptiveMaxPool1d",
-    "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout", "AvgPool1d", "AvgPool2d",
+    "AdaptiveLogSoftmaxWithLoss", "AdaptiveMaxPool2d", "AdaptiveMaxPool3d", "AlphaDropout",
+    "AvgPool1d", "AvgPool2d",
     "AvgPool3d", "BCELoss", "BCEWithLogitsLoss", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d",
-    "Bilinear", "CELU", "CTCLoss", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
+    "Bilinear", "CELU", "Container", "CTCLoss", "ChannelShuffle", "CircularPad1d", "CircularPad2d",
     "CircularPad3d", "ConstantPad1d", "ConstantPad2d", "ConstantPad3d", "Conv1d", "Conv2d",
     "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d", "CosineEmbeddingLoss",
-    "CosineSimilarity", "CrossEntropyLoss", "Dropout", "Dropout1d",
+    "CosineSimilarity", "CrossEntropyLoss", "CrossMapLRN2d", "Dropout", "Dropout1d",
     "Dropout2d", "Dropout3d", "ELU", "Embedding", "EmbeddingBag", "FeatureAlphaDropout",
+    "FractionalMaxPool2d", "FractionalMaxPool3d",
     "Flatten", "Fold", "GELU", "GLU", "GRU", "GRUCell", "GaussianNLLLoss", "GroupNorm",
     "Hardshrink", "Hardsigmoid", "Hardswish", "Hardtanh", "HingeEmbeddingLoss", "HuberLoss",
     "Identity", "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "KLDivLoss", "L1Loss",
-    "LPPool1d", "LPPool2d", "LSTM", "LSTMCell", "LayerNorm", "LeakyReLU", "Linear",
+    "LPPool1d", "LPPool2d", "LPPool3d", "LSTM", "LSTMCell", "LayerNorm", "LazyBatchNorm1d",
+    "LazyBatchNorm2d", "LazyBatchNorm3d", "LazyConv1d", "LazyConv2d", "LazyConv3d",
+    "LazyConvTranspose1d", "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyInstanceNorm1d",
+    "LazyInstanceNorm2d", "LazyInstanceNorm3d", "LazyLinear", "LeakyReLU", "Linear",
+    "LinearCrossEntropyLoss", "LinearCrossEntropyOptions",
     "LocalResponseNorm", "LogSigmoid", "LogSoftmax", "MSELoss", "MarginRankingLoss",
-    "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "Mish", "Module",
+    "MaxPool1d", "MaxPool2d", "MaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "Mish",
+    "Module",
     "ModuleDict", "ModuleList", "MultiLabelMarginLoss", "MultiLabelSoftMarginLoss",
     "MultiMarginLoss", "MultiheadAttention", "NLLLoss", "NLLLoss2d", "PReLU",
     "PairwiseDistance", "ParameterDict", "ParameterList", "PixelShuffle", "PixelUnshuffle",
@@ -180,7 +214,7 @@ __all__ = [
     "ReLU6", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d", "ReplicationPad1d",
     "ReplicationPad2d", "ReplicationPad3d", "SELU", "Sequential", "SiLU", "Sigmoid",
     "SmoothL1Loss", "SoftMarginLoss", "Softmax", "Softmax2d", "Softmin", "Softplus",
-    "Softshrink", "Softsign", "Tanh", "Tanhshrink", "Threshold", "Transformer",
+    "Softshrink", "Softsign", "SyncBatchNorm", "Tanh", "Tanhshrink", "Threshold", "Transformer",
     "TransformerDecoder", "TransformerDecoderLayer", "TransformerEncoder",
     "TransformerEncoderLayer", "TripletMarginLoss", "TripletMarginWithDistanceLoss",
     "Unflatten", "Unfold", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d",

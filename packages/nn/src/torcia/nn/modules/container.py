@@ -4,13 +4,14 @@
 from __future__ import annotations
 
 import operator
+import warnings
 from collections import OrderedDict
 
 from torcia import Tensor
 from torcia.nn.modules.module import Module, _addindent
 from torcia.nn.parameter import Parameter
 
-__all__ = ["ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
+__all__ = ["Container", "ModuleDict", "ModuleList", "ParameterDict", "ParameterList", "Sequential"]
 
 
 def _index(idx, n: int) -> int:
@@ -29,6 +30,30 @@ def _renumber(modules: OrderedDict, index=None, new=None) -> None:
     modules.clear()
     for i, module in enumerate(values):
         modules[str(i)] = module
+
+
+class Container(Module):
+    """PyTorch's old container, deprecated (it warns): the keyword arguments become named
+    submodules. Subclass :class:`Module` instead.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     c = torcia.nn.Container(fc=torcia.nn.Linear(2, 2))
+    >>> [name for name, _ in c.named_children()]
+    ['fc']
+    """
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        warnings.warn("nn.Container is deprecated. All of it's functionality is now "
+                      "implemented in nn.Module. Subclass that instead.", FutureWarning,
+                      stacklevel=2)
+        for key, value in kwargs.items():
+            self.add_module(key, value)
 
 
 class Sequential(Module):

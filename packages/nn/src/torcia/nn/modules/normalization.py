@@ -373,3 +373,57 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """Local response normalisation across channels of a 4-D input, PyTorch's legacy
+    (Lua Torch) form: ``x / (k + alpha / size * S) ** beta`` with ``S`` a running sum of
+    squares over channels.
+
+    The channel window is Lua Torch's, reproduced exactly: channel ``c`` sums the squares
+    of channels ``0 .. c + p - 1`` (``p = (size - 1) // 2 + 1``), less those of channels
+    ``1 .. c - p`` (channel 0 is never dropped), which is wider than the centred window of
+    :class:`LocalResponseNorm` from channel ``p`` on. PyTorch's hand-written backward is not
+    the derivative of that forward (its own ``gradcheck`` fails); torcia's gradient is.
+
+    Parameters
+    ----------
+    size : int
+    alpha : float, default 1e-4
+    beta : float, default 0.75
+    k : float, default 1
+
+    Examples
+    --------
+    >>> import torcia
+    >>> lrn = torcia.nn.CrossMapLRN2d(3, alpha=1.0, beta=1.0, k=1.0)
+    >>> [round(v, 4) for v in lrn(torcia.ones(1, 2, 1, 1)).reshape(-1).tolist()]
+    [0.6, 0.6]
+    """
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1):
+        super().__init__()
+        self.size = size
+        self.alpha = alpha
+        self.beta = beta
+        self.k = k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D "
+                             "instead.")
+        channels = input.shape[1]
+        square = input * input
+        running = square.cumsum(1)
+        p = (self.size - 1) // 2 + 1
+        upper = [min(c + p - 1, channels - 1) for c in range(channels)]
+        total = running[:, upper]
+        if channels > p + 1:
+            # channels c > p drop 1 .. c - p (Lua Torch's window never drops channel 0)
+            dropped = running[:, 1:channels - p] - square[:, :1]
+            total = torcia.cat([total[:, :p + 1], total[:, p + 1:] - dropped], 1)
+        scale = total * (self.alpha / self.size) + self.k
+        return input * scale ** -self.beta
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -319,6 +319,79 @@ class LPPool2d(_LPPool):
     _function = "lp_pool2d"
 
 
+class LPPool3d(_LPPool):
+    """Power-average pooling over windows of ``(N, C, D, H, W)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.LPPool3d(2, 2)(torcia.ones(1, 1, 2, 4, 4)).shape
+    torcia.Size([1, 1, 1, 2, 2])
+    """
+
+    _n = 3
+    _function = "lp_pool3d"
+
+
+class _FractionalMaxPool(_Pool):
+    def __init__(self, kernel_size, output_size=None, output_ratio=None,
+                 return_indices: bool = False, _random_samples=None):
+        super().__init__()
+        n = self._n
+
+        def tup(v):
+            return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
+
+        self.kernel_size = tup(kernel_size)
+        self.return_indices = return_indices
+        self.register_buffer("_random_samples", _random_samples)
+        self.output_size = tup(output_size) if output_size is not None else None
+        self.output_ratio = tup(output_ratio) if output_ratio is not None else None
+        name = type(self).__name__
+        if output_size is None and output_ratio is None:
+            raise ValueError(f"{name} requires specifying either an output size, or a "
+                             "pooling ratio")
+        if output_size is not None and output_ratio is not None:
+            raise ValueError("only one of output_size and output_ratio may be specified")
+        if self.output_ratio is not None and not all(0 < r < 1 for r in self.output_ratio):
+            raise ValueError(f"output_ratio must be between 0 and 1 (got {output_ratio})")
+
+    def forward(self, input):
+        return getattr(F, self._function)(input, self.kernel_size, self.output_size,
+                                          self.output_ratio, self.return_indices,
+                                          _random_samples=self._random_samples)
+
+
+class FractionalMaxPool2d(_FractionalMaxPool):
+    """Fractional max pooling (Graham, 2014) over ``(N, C, H, W)``: ``kernel_size``
+    windows placed pseudo-randomly (anew each call unless ``_random_samples`` is given)
+    so that the output has ``output_size`` or ``output_ratio`` times the input's size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nn.FractionalMaxPool2d(3, output_ratio=0.5)(torcia.randn(1, 2, 8, 10)).shape
+    torcia.Size([1, 2, 4, 5])
+    """
+
+    _function = "fractional_max_pool2d"
+
+
+class FractionalMaxPool3d(_FractionalMaxPool):
+    """Fractional max pooling over ``(N, C, T, H, W)``; see :class:`FractionalMaxPool2d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> pool = torcia.nn.FractionalMaxPool3d(2, output_size=(2, 3, 3))
+    >>> pool(torcia.randn(1, 1, 4, 6, 6)).shape
+    torcia.Size([1, 1, 2, 3, 3])
+    """
+
+    _n = 3
+    _function = "fractional_max_pool3d"
+
+
 class _MaxUnpool(_Pool):
     def __init__(self, kernel_size, stride=None, padding=0):
         super().__init__()
@@ -363,3 +436,18 @@ class MaxUnpool2d(_MaxUnpool):
     """
 
     _function = "max_unpool2d"
+
+
+class MaxUnpool3d(_MaxUnpool):
+    """The partial inverse of :class:`MaxPool3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> out, idx = torcia.nn.MaxPool3d(2, return_indices=True)(torcia.ones(1, 1, 2, 2, 2))
+    >>> torcia.nn.MaxUnpool3d(2)(out, idx).shape
+    torcia.Size([1, 1, 2, 2, 2])
+    """
+
+    _n = 3
+    _function = "max_unpool3d"

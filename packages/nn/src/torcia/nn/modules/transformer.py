@@ -8,7 +8,6 @@ Masks follow PyTorch: a bool mask is True where attention is NOT allowed (the op
 from __future__ import annotations
 
 import copy
-import math
 
 import torcia
 from torcia.nn import functional as F
@@ -19,18 +18,6 @@ from torcia.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
 from torcia.nn.modules.module import Module
 from torcia.nn.modules.normalization import LayerNorm
 from torcia.nn.parameter import Parameter
-
-
-def _additive(mask, dtype, name):
-    """A bool (True = blocked) or float mask as a float mask to add to scores."""
-    if mask is None:
-        return None
-    if mask.dtype is torcia.bool:
-        return torcia.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
-            mask, float("-inf"))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of {name} are supported")
-    return mask.to(dtype)
 
 
 class MultiheadAttention(Module):
@@ -101,83 +88,25 @@ class MultiheadAttention(Module):
             init.xavier_normal_(self.bias_k)
             init.xavier_normal_(self.bias_v)
 
-    def _project(self, query, key, value):
-        e = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:
-                return F.linear(query, w, b).chunk(3, -1)
-            wq, wk, wv = w[:e], w[e:2 * e], w[2 * e:]
-        else:
-            wq, wk, wv = self.q_proj_weight, self.k_proj_weight, self.v_proj_weight
-        return F.linear(query, wq, bq), F.linear(key, wk, bk), F.linear(value, wv, bv)
-
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        batched = query.ndim == 3
-        if not batched:
-            query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif self.batch_first:
+        if query.ndim == 3 and self.batch_first:
             query, key, value = (t.transpose(0, 1) for t in (query, key, value))
-        if query.shape[-1] != self.embed_dim:
-            raise AssertionError(f"was expecting embedding dimension of {self.embed_dim}, but "
-                                 f"got {query.shape[-1]}")
-        lq, n, _ = query.shape
-        q, k, v = self._project(query, key, value)  # (L, N, E) / (S, N, E)
-        if self.bias_k is not None:
-            k = torcia.cat([k, self.bias_k.expand(1, n, self.embed_dim)])
-            v = torcia.cat([v, self.bias_v.expand(1, n, self.embed_dim)])
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        h, d = self.num_heads, self.head_dim
-
-        def heads(t):  # (S, N, E) -> (N, heads, S, head_dim)
-            return t.reshape(t.shape[0], n, h, d).permute(1, 2, 0, 3)
-
-        q, k, v = heads(q), heads(k), heads(v)
-        if self.add_zero_attn:
-            zeros = torcia.zeros(n, h, 1, d, dtype=k.dtype, device=k.device)
-            k, v = torcia.cat([k, zeros], 2), torcia.cat([v, zeros], 2)
-            if attn_mask is not None:
-                attn_mask = F.pad(attn_mask, (0, 1))
-            if key_padding_mask is not None:
-                key_padding_mask = F.pad(key_padding_mask, (0, 1))
-        s = k.shape[2]
-        scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))  # (N, heads, L, S)
         if is_causal and attn_mask is None:
-            attn_mask = torcia.ones(lq, s, dtype=torcia.bool, device=q.device).triu(1)
-        mask = _additive(attn_mask, scores.dtype, "attn_mask")
-        if mask is not None:
-            if mask.ndim == 3:  # (N * heads, L, S)
-                mask = mask.reshape(n, h, lq, s)
-            scores = scores + mask
-        pad = _additive(key_padding_mask, scores.dtype, "key_padding_mask")
-        if pad is not None:
-            if tuple(pad.shape) != (n, s):
-                raise AssertionError(f"expecting key_padding_mask shape of {(n, s)}, but got "
-                                     f"{tuple(pad.shape)}")
-            scores = scores + pad.reshape(n, 1, 1, s)
-        weights = F.softmax(scores, dim=-1)
-        if self.dropout and self.training:
-            weights = F.dropout(weights, self.dropout, training=True)
-        out = (weights @ v).permute(2, 0, 1, 3).reshape(lq, n, self.embed_dim)
-        out = self.out_proj(out)
-        if not batched:
-            out = out.squeeze(1)
-        elif self.batch_first:
+            # the layer builds the causal mask the functional form needs
+            lq, s = query.shape[0], key.shape[0]
+            attn_mask = torcia.ones(lq, s, dtype=torcia.bool, device=query.device).triu(1)
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights,
+            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if query.ndim == 3 and self.batch_first:
             out = out.transpose(0, 1)
-        if not need_weights:
-            return out, None
-        if average_attn_weights:
-            weights = weights.mean(1)
-        if not batched:
-            weights = weights.squeeze(0)
         return out, weights
 
 

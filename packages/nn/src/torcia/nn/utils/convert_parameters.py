@@ -28,8 +28,6 @@ def parameters_to_vector(parameters) -> Tensor:
     """
     import torcia
 
-    if isinstance(parameters, Tensor):
-        raise TypeError(f"expected an iterable of Tensors, got {type(parameters).__name__}")
     device = None
     parts = []
     for p in parameters:
