@@ -131,6 +131,107 @@ SAMPLES += [
                        "stride": (2, 1)}),
 ]
 
+_sq = rng.standard_normal((2, 3, 3)) + 3 * np.eye(3)
+_tall = rng.standard_normal((2, 5, 3)).astype(np.float32)
+_wide = rng.standard_normal((3, 5))
+_spd = _sq @ _sq.transpose(0, 2, 1)
+_logits = rng.standard_normal((5, 4)).astype(np.float32)
+_target = np.array([0, 3, 1, 3, 2])
+_lp = np.log(np.full((6, 2, 5), 0.2))
+_gates = rng.standard_normal((3, 8)).astype(np.float32)
+_h = rng.standard_normal((3, 2)).astype(np.float32)
+_seq = np.sort(rng.standard_normal((3, 6)), axis=-1)
+_ix = np.array([[0, 2], [1, 1]])
+_rng = np.random.default_rng(1)
+SAMPLES += [
+    ("activation_backward", (f32, pos, "leaky_relu"), {"negative_slope": 0.1}),
+    ("adaptive_max_pool", (_x,), {"output_size": (3, 4)}),
+    ("adaptive_max_pool", (_x[:, :, 0],), {"output_size": (5,)}),
+    *[("batch_norm", (_x, row, row, row, pos[0] + 1, t, 1e-5), {}) for t in (True, False)],
+    *[("batch_norm_backward", (_x, _x, row, row, pos[0] + 1, t, 1e-5), {})
+      for t in (True, False)],
+    ("layer_norm", (f64, f64[0], f64[0], 2, 1e-5), {}),
+    ("layer_norm", (f32, None, None, 1, 1e-5), {}),
+    ("layer_norm_backward", (f64, f64, f64[0], 2, 1e-5), {}),
+    ("lstm_cell", (_gates, _h), {}),
+    ("lstm_cell_backward", (_h, _h, _gates, _h, _h), {}),
+    ("lstm_cell_backward", (None, _h, _gates, _h, _h), {}),
+    ("lstm_layer", (np.stack([_gates] * 4), _h, _h, _gates[:2]), {}),
+    ("lstm_layer_backward", (np.stack([_h] * 4), None, np.stack([_gates] * 4),
+                             np.stack([_h] * 4), np.stack([_h] * 4), _h, _h, _gates[:2]), {}),
+    *[("nll_loss", (_logits, _target, w, r, -100), {}) for r in ("none", "mean", "sum")
+      for w in (None, row)],
+    *[("cross_entropy", (_logits, _target, None, r, 1, s), {}) for r in ("none", "mean")
+      for s in (0.0, 0.1)],
+    ("cross_entropy_backward", (np.float32(1.0), _logits, _target, row, "mean", -100, 0.1), {}),
+    ("ctc_loss", (_lp, np.array([[1, 2], [3, 3]]), np.array([6, 5]), np.array([2, 2]), 0), {}),
+    ("ctc_loss_backward", (np.ones(2), _lp, np.array([[1, 2], [3, 3]]), np.array([6, 5]),
+                           np.array([2, 2]), np.ones(2)), {"blank": 0}),
+    ("diag_embed", (f32,), {"offset": 1, "dim1": 0, "dim2": 2}),
+    ("diag_embed", (f64,), {"offset": -2, "dim1": -1, "dim2": 1}),
+    ("einsum", (f32, f32), {"equation": "ij,kj->ik"}),
+    ("einsum", (f64, row.astype(np.float64)), {"equation": "...j,j"}),
+    ("einsum", (f64,), {"equation": "b i j -> j b"}),
+    ("einsum", (f64, f64[0]), {"equation": "bij,ij->b..."}),
+    ("einsum", (f64, f32[:1, :].astype(np.float64)), {"equation": "...ij,ij->...i"}),
+    ("einsum", (f32, f32), {"equation": "ij,ij"}),
+    ("einsum", (f32[:3, :3],), {"equation": "ii"}),
+    ("tensordot", (f64, f32.T.astype(np.float64)), {"dims": ((1, 2), (1, 0))}),
+    ("tensordot", (f64, f32[0].astype(np.float64)), {"dims": 1}),
+    ("tensordot", (row, row), {"dims": 0}),
+    ("histc", (f32,), {"bins": 7, "min": 0.0, "max": 0.0}),
+    ("randperm", (5, np.int64, _rng), {}),
+    ("bernoulli", (pos / 4, _rng), {}),
+    ("dropout_mask", ((2, 3), 0.5, np.float32, _rng), {}),
+    ("multinomial", (pos, 6, True, _rng), {}),
+    ("linalg_eig", (_sq,), {}), ("linalg_eig", (f32[:3, :3],), {}),
+    ("linalg_eigvals", (_sq.astype(np.complex64),), {}),
+    ("linalg_geqrf", (_tall,), {}), ("linalg_geqrf", (_wide,), {}),
+    ("linalg_lu_factor", (_tall,), {}), ("linalg_lu_factor", (_wide,), {}),
+    ("linalg_lu_permutation", (np.array([[2, 3, 3]], np.int32),),
+     {"m": 4, "dtype": np.float32}),
+    ("linalg_ldl_factor", (_spd,), {"hermitian": False}),
+    ("linalg_ldl_solve", (np.tril(_spd), np.array([1, 2, 3], np.int32), _wide),
+     {"hermitian": False}),
+    ("linalg_solve", (_sq, _wide), {"left": True}),
+    ("linalg_solve", (_sq, _wide[0, :3]), {}),
+    ("linalg_solve", (_sq[0], _wide.T), {"left": False}),
+    ("linalg_solve_triangular", (np.triu(_sq), _wide[:, :2]), {"upper": True}),
+    ("linalg_solve_triangular", (np.tril(_sq[0]), _wide.T), {"left": False}),
+    ("linalg_pinv", (_tall,), {}), ("linalg_pinv", (_spd,), {"hermitian": True}),
+    *[("linalg_qr", (a,), {"mode": m}) for a in (_tall, _wide)
+      for m in ("reduced", "complete", "r")],
+    *[("linalg_svd", (a,), {"full_matrices": f}) for a in (_tall, _wide, c64)
+      for f in (True, False)],
+    *[("linalg_lstsq", (a, b), {"driver": d}) for a, b in ((_tall, _tall[..., :2]),
+                                                          (_wide, _wide[:, :2]))
+      for d in ("gelsy", "gelsd", "gelss", "gels") if not (d != "gelsy" and a is _tall)],
+    ("linalg_norm", (f64,), {}), ("linalg_norm", (f64,), {"ord": 2, "dim": (0,)}),
+    ("linalg_norm", (c64,), {"ord": "fro", "dim": (0, 1), "keepdim": True}),
+    ("linalg_norm", (f32,), {"dim": (1, 0)}),
+    ("repeat_interleave", (f64,), {"repeats": 3, "dim": 1}),
+    ("repeat_interleave", (f64,), {"repeats": 2, "dim": None}),
+    ("searchsorted", (row, f32), {}), ("searchsorted", (_seq, f64[0]), {"out_int32": True}),
+    ("searchsorted", (_seq[0], np.float64(0.5)), {}),
+    ("split", (f64,), {"sections": [1, 3], "dim": 2}), ("split", (f32,), {"sections": [3]}),
+    ("take_along_dim", (f32, i64[:, :2] % 3), {}),
+    ("take_along_dim", (f64, np.zeros((1, 1, 5), np.int64)), {"dim": 2}),
+    ("take_along_dim", (f64, np.zeros((2, 2, 1), np.int64)), {"dim": 1}),
+    ("conv_transpose", (_x, np.zeros((4, 3, 3, 2), np.float32), row[:2].repeat(3)),
+     {"stride": (2, 1), "padding": ((1, 1), (0, 0)), "output_padding": (1, 0),
+      "dilation": (1, 2), "groups": 2}),
+    ("col2im", (np.ones((2, 12, 6), np.float32),),
+     {"output_size": (4, 5), "kernel_size": (2, 3), "dilation": (1, 1), "padding": (0, 1),
+      "stride": (2, 2)}),
+    *[("getitem", (f64,), {"key": k}) for k in (
+        1, -2, (slice(None), 1), (Ellipsis, None, slice(1, None, 2)), (None, 0, Ellipsis),
+        _ix % 2, (slice(None), _ix, np.array([1, 0])),
+        (_ix % 2, slice(None), np.array([1, 0])), (None, 1, _ix, slice(0, 2)),
+        (1, slice(None), _ix), (slice(None), np.array([True, False, True])),
+        (Ellipsis, np.array([[0], [3]])), (slice(None, None, -1),), (np.array(1), None),
+        (f64[..., 0] > 0,), (0, f64[0] > 0), (True,), ())],
+]
+
 
 def _outputs(result):
     """(shape, dtype) pairs of a kernel's result or a shape function's."""
