@@ -284,3 +284,119 @@ def test_meta_tensors_through_the_user_api():
     z = torcia.empty(3, 4, dtype=torcia.complex64, device="meta")
     assert torcia.view_as_real(z).shape == (3, 4, 2) and z.abs().dtype is torcia.float32
     assert x.cumsum(1).shape == x.shape and x.to(torcia.float64).dtype is torcia.float64
+
+
+def test_creation_shape_functions_take_their_arguments_by_position_or_name():
+    # init functions call the kernels positionally (``uniform_`` on a meta weight)
+    for op, args in (("zeros", ((2, 3), np.float32)), ("full", ((4,), 1.5, np.float64)),
+                     ("uniform", ((2, 5), -1.0, 1.0, np.float32, _rng)),
+                     ("normal", ((3,), 0.0, 2.0, np.float64, _rng)),
+                     ("randint", ((2, 2), 0, 5, np.int64, _rng))):
+        record = library.get_op(op)
+        assert _outputs(record.shape(*args)) == _outputs(record.kernel(*args)), op
+    assert library.get_op("zeros").shape(shape=(2,), dtype=np.int32) == ((2,), np.int32)
+
+
+def test_only_data_dependent_ops_have_no_shape_function():
+    assert set(_meta.WITHOUT_SHAPE) == set(_meta.DATA_DEPENDENT)
+
+
+@pytest.mark.parametrize("op, run", [
+    ("nonzero", lambda e: e(3, 4).nonzero()),
+    ("unique", lambda e: torcia.unique(e(5))),
+    ("masked_select", lambda e: torcia.masked_select(e(3), e(3, dtype=torcia.bool))),
+    ("bincount", lambda e: torcia.bincount(e(4, dtype=torcia.int64))),
+])
+def test_data_dependent_ops_refuse_meta_tensors(op, run):
+    # as PyTorch's meta device: no shape without values, rather than one made from zeros
+    with pytest.raises(NotImplementedError, match=f"{op}: cannot run on the meta device"):
+        run(_meta_empty)
+
+
+def _meta_empty(*shape, dtype=torcia.float32):
+    return torcia.empty(*shape, dtype=dtype, device="meta")
+
+
+def test_data_dependent_cases_of_other_ops_refuse_meta_tensors():
+    e = _meta_empty
+    with pytest.raises(NotImplementedError, match="boolean mask"):
+        e(3, 4)[e(3, 4, dtype=torcia.bool)]
+    with pytest.raises(RuntimeError, match="tensor of repeats"):
+        torcia.repeat_interleave(e(3), e(3, dtype=torcia.int64))
+    with pytest.raises(NotImplementedError, match="rank"):
+        torcia.linalg.lstsq(e(5, 3), e(5, 2), driver="gelsd")
+
+
+def test_getitem_shape_function_checks_the_key():
+    x = _meta.Meta((3, 4), np.float32)
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        _meta.getitem(x, 3)
+    with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
+        _meta.getitem(x, (0, 1, 2))
+
+
+# (name, fn(module, functional, empty, int64)) run on the meta devices of torcia and torch
+TORCH_META = {
+    "batch_norm": lambda m, f, e, L: f.batch_norm(e(4, 3, 5), e(3), e(3), training=True),
+    "layer_norm": lambda m, f, e, L: f.layer_norm(e(4, 3, 5), (3, 5)),
+    "cross_entropy": lambda m, f, e, L: f.cross_entropy(e(4, 5), e(4, dtype=L)),
+    "cross_entropy_none": lambda m, f, e, L: f.cross_entropy(e(4, 5), e(4, dtype=L),
+                                                              reduction="none"),
+    "nll_loss": lambda m, f, e, L: f.nll_loss(e(4, 5), e(4, dtype=L)),
+    "einsum": lambda m, f, e, L: m.einsum("bij,bjk->bik", e(2, 3, 4), e(2, 4, 5)),
+    "einsum_ellipsis": lambda m, f, e, L: m.einsum("...ij->...ji", e(2, 3, 4)),
+    "tensordot": lambda m, f, e, L: m.tensordot(e(2, 3, 4), e(4, 3, 5), dims=([1, 2], [1, 0])),
+    "getitem": lambda m, f, e, L: e(5, 6, 7)[1:4, None, ..., ::2],
+    "getitem_advanced": lambda m, f, e, L: e(5, 6, 7)[:, e(2, 3, dtype=L), e(2, 3, dtype=L)],
+    "getitem_apart": lambda m, f, e, L: e(5, 6, 7)[e(2, dtype=L), :, e(2, dtype=L)],
+    "split": lambda m, f, e, L: m.split(e(7, 3), 3),
+    "take_along_dim": lambda m, f, e, L: m.take_along_dim(e(3, 4), e(3, 2, dtype=L), dim=1),
+    "repeat_interleave": lambda m, f, e, L: m.repeat_interleave(e(3, 4), 2, dim=1),
+    "searchsorted": lambda m, f, e, L: m.searchsorted(e(5), e(2, 3)),
+    "conv_transpose2d": lambda m, f, e, L: f.conv_transpose2d(
+        e(2, 4, 5, 6), e(4, 3, 3, 3), stride=2, padding=1, output_padding=1),
+    "fold": lambda m, f, e, L: f.fold(e(2, 12, 6), (4, 5), (2, 3), stride=2, padding=(0, 1)),
+    "adaptive_max_pool2d": lambda m, f, e, L: f.adaptive_max_pool2d(
+        e(2, 3, 7, 9), (3, 4), return_indices=True),
+    "diag_embed": lambda m, f, e, L: m.diag_embed(e(2, 3), offset=1),
+    "qr": lambda m, f, e, L: m.linalg.qr(e(2, 5, 3)),
+    "qr_complete": lambda m, f, e, L: m.linalg.qr(e(5, 3), mode="complete"),
+    "svd": lambda m, f, e, L: m.linalg.svd(e(2, 5, 3), full_matrices=False),
+    "svd_full": lambda m, f, e, L: m.linalg.svd(e(5, 3)),
+    "eigh": lambda m, f, e, L: m.linalg.eigh(e(3, 3)),
+    "eig": lambda m, f, e, L: m.linalg.eig(e(3, 3)),
+    "lu_factor": lambda m, f, e, L: m.linalg.lu_factor(e(2, 4, 3)),
+    "cholesky": lambda m, f, e, L: m.linalg.cholesky(e(2, 3, 3)),
+    "solve": lambda m, f, e, L: m.linalg.solve(e(2, 3, 3), e(2, 3, 4)),
+    "solve_triangular": lambda m, f, e, L: m.linalg.solve_triangular(e(3, 3), e(3, 4),
+                                                                     upper=True),
+    "inv": lambda m, f, e, L: m.linalg.inv(e(3, 3)),
+    "pinv": lambda m, f, e, L: m.linalg.pinv(e(5, 3)),
+    "norm": lambda m, f, e, L: m.linalg.norm(e(3, 4), dim=(0, 1)),
+    "histc": lambda m, f, e, L: m.histc(e(10), bins=4),
+    "multinomial": lambda m, f, e, L: m.multinomial(e(2, 4), 3, replacement=True),
+    "bernoulli": lambda m, f, e, L: m.bernoulli(e(2, 4)),
+    "randperm": lambda m, f, e, L: m.randperm(5, device="meta"),
+    "dropout": lambda m, f, e, L: f.dropout(e(2, 4), 0.5),
+    "topk": lambda m, f, e, L: m.topk(e(3, 5), 2),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", list(TORCH_META))
+def test_meta_results_match_pytorchs_meta_device(name):
+    torch = pytest.importorskip("torch")
+    torch_f = pytest.importorskip("torch.nn.functional")
+    # torcia-nn is not a dependency of core: its functional ops are tested where present
+    torcia_f = pytest.importorskip("torcia.nn.functional")
+
+    results = []
+    for module, functional in ((torcia, torcia_f), (torch, torch_f)):
+        def empty(*shape, dtype=None, module=module):
+            return module.empty(*shape, device="meta", dtype=dtype or module.float32)
+
+        out = TORCH_META[name](module, functional, empty, module.int64)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        assert all(o.device.type == "meta" for o in outs)
+        results.append([(tuple(o.shape), str(o.dtype).rsplit(".", 1)[-1]) for o in outs])
+    assert results[0] == results[1]

@@ -117,9 +117,15 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-def created(*args, shape, dtype, **params):
-    """A creation op's output: ``shape`` and ``dtype`` are parameters."""
-    return tuple(shape), np.dtype(dtype)
+def created(*names):
+    """A creation op's shape function; ``names`` are its kernel's positional arguments,
+    among them ``shape`` and ``dtype`` (passed by position or by name)."""
+    def shape_fn(*args, **params):
+        bound = dict(zip(names, args), **params)
+        return tuple(bound["shape"]), np.dtype(bound["dtype"])
+
+    shape_fn.__name__ = "created"
+    return shape_fn
 
 
 def _float(dtype) -> np.dtype:
@@ -879,9 +885,10 @@ for _name in ops.UNARY_BOOL + ops.COMPARE:
     SHAPES[_name] = bool_result
 for _name in ops.BINARY + ops.BINARY_FLOAT:
     SHAPES[_name] = broadcast
-for _name in ("zeros", "ones", "empty", "full", "rand", "uniform", "randn", "normal",
-              "randint"):
-    SHAPES[_name] = created
+for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
+                     ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
+                     ("normal", ("mean", "std")), ("randint", ("low", "high"))):
+    SHAPES[_name] = created("shape", *_args, "dtype", "rng")
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})
 
