@@ -2,12 +2,12 @@
 
 A meta tensor holds a zero-strided NumPy stand-in (one element, broadcast to the shape),
 so it costs no memory however large it is. An op on meta tensors runs the shape function
-of its record (:attr:`torcia.library.OpDef.shape`) where it has one: the elementwise,
-special, complex, reduction, scan, view and softmax groups, the activations, the matrix
-products, ``linear``, ``cat``/``stack`` and ops defined by plugins with ``shape=``. Any
-other op (those of :data:`WITHOUT_SHAPE`) still runs its reference kernel on the stand-ins
-(their values are zeros), which gives the right shape and dtype at the cost of computing
-on zeros.
+of its record (:attr:`torcia.library.OpDef.shape`): every built-in op has one but those of
+:data:`DATA_DEPENDENT` (``nonzero``, ``unique``, ``masked_select``, ``bincount``), whose
+output shape depends on the values and which raise :class:`NotImplementedError` on this
+device, as on PyTorch's. A plugin's op defined without ``shape=`` runs its reference
+kernel on the stand-ins (their values are zeros), which gives the shape and dtype at the
+cost of computing on zeros.
 
 Examples
 --------
