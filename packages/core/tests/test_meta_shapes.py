@@ -400,3 +400,24 @@ def test_meta_results_match_pytorchs_meta_device(name):
         assert all(o.device.type == "meta" for o in outs)
         results.append([(tuple(o.shape), str(o.dtype).rsplit(".", 1)[-1]) for o in outs])
     assert results[0] == results[1]
+
+
+def test_a_training_step_on_the_meta_device_gives_every_gradient_its_shape():
+    # forward and backward through convolutions, norms, pooling, losses and an LSTM with
+    # shape functions only: no kernel runs on the stand-ins
+    nn = pytest.importorskip("torcia.nn")
+    functional = pytest.importorskip("torcia.nn.functional")
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.ConvTranspose2d(4, 2, 3, stride=2), nn.AdaptiveMaxPool2d(3),
+                          nn.Flatten(), nn.LayerNorm(18), nn.Linear(18, 5)).to("meta")
+    x = _meta_empty(4, 3, 8, 8)
+    target = _meta_empty(4, dtype=torcia.int64)
+    loss = functional.cross_entropy(model(x), target, label_smoothing=0.1)
+    loss.backward()
+    assert loss.shape == () and loss.device.type == "meta"
+    assert all(p.grad.shape == p.shape for p in model.parameters())
+    lstm = nn.LSTM(4, 3, device="meta")
+    out, (h, c) = lstm(_meta_empty(5, 2, 4))
+    assert out.shape == (5, 2, 3) and h.shape == c.shape == (1, 2, 3)
+    (out.sum() + c.sum()).backward()
+    assert all(p.grad.shape == p.shape for p in lstm.parameters())
