@@ -251,3 +251,12 @@ def test_a_partial_kernel_hands_the_rest_to_the_fallback(devices):
         library.fallback("toy_step", "ddev")
     with pytest.raises(NotImplementedError, match="runs through its decomposition"):
         library.fallback("conv", "ddev")
+
+
+def test_schema_of_a_wrapped_kernel_comes_from_the_kernel_itself():
+    # topk's reference kernel is wrapped (complex inputs refused) and its backward formula
+    # names only ``dim``: the other parameters come from the kernel's own signature
+    assert library.get_op("topk").params == {"dim": -1, "k": None, "largest": True,
+                                             "sorted": True}
+    assert library.get_op("sort").params == {"dim": -1, "descending": False, "stable": False}
+    assert library.get_op("clamp").inputs == ("x", "lo", "hi")

@@ -182,3 +182,12 @@ def test_top_level_aliases():
     assert_close(m.inverse() @ m, torcia.eye(2, dtype=torcia.float64))
     assert_close(torcia.pinverse(m), torcia.linalg.inv(m))
     assert torcia.slogdet(m).sign.item() == -1.0
+
+
+def test_qr_mode_r_returns_the_whole_r():
+    # NumPy's mode "r" returns R alone; it was unpacked as (Q, R), splitting R's rows
+    a = np.random.default_rng(3).standard_normal((2, 5, 3))
+    q, r = torcia.linalg.qr(torcia.tensor(a), mode="r")
+    assert q.shape == (0,) and r.shape == (2, 3, 3)
+    np.testing.assert_allclose(np.abs(r.numpy()), np.abs(np.linalg.qr(a, mode="r")), atol=1e-12)
+    assert torcia.linalg.qr(torcia.tensor(a[0]), mode="r")[1].shape == (3, 3)

@@ -218,9 +218,10 @@ class ExtraKernels:
         return u, s, vh
 
     def linalg_qr(self, a, mode="reduced"):
-        q, r = self.xp.linalg.qr(a, mode=mode)
         if mode == "r":
-            return self.xp.zeros((0,), dtype=a.dtype), r
+            # NumPy returns R alone in this mode: unpacking it would split R's rows
+            return self.xp.zeros((0,), dtype=a.dtype), self.xp.linalg.qr(a, mode="r")
+        q, r = self.xp.linalg.qr(a, mode=mode)
         return q, r
 
     def linalg_cholesky(self, a, upper=False):

@@ -2,12 +2,12 @@
 
 A meta tensor holds a zero-strided NumPy stand-in (one element, broadcast to the shape),
 so it costs no memory however large it is. An op on meta tensors runs the shape function
-of its record (:attr:`torcia.library.OpDef.shape`) where it has one: the elementwise,
-special, complex, reduction, scan, view and softmax groups, the activations, the matrix
-products, ``linear``, ``cat``/``stack`` and ops defined by plugins with ``shape=``. Any
-other op (those of :data:`WITHOUT_SHAPE`) still runs its reference kernel on the stand-ins
-(their values are zeros), which gives the right shape and dtype at the cost of computing
-on zeros.
+of its record (:attr:`torcia.library.OpDef.shape`): every built-in op has one but those of
+:data:`DATA_DEPENDENT` (``nonzero``, ``unique``, ``masked_select``, ``bincount``), whose
+output shape depends on the values and which raise :class:`NotImplementedError` on this
+device, as on PyTorch's. A plugin's op defined without ``shape=`` runs its reference
+kernel on the stand-ins (their values are zeros), which gives the shape and dtype at the
+cost of computing on zeros.
 
 Examples
 --------
@@ -117,9 +117,15 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-def created(*args, shape, dtype, **params):
-    """A creation op's output: ``shape`` and ``dtype`` are parameters."""
-    return tuple(shape), np.dtype(dtype)
+def created(*names):
+    """A creation op's shape function; ``names`` are its kernel's positional arguments,
+    among them ``shape`` and ``dtype`` (passed by position or by name)."""
+    def shape_fn(*args, **params):
+        bound = dict(zip(names, args), **params)
+        return tuple(bound["shape"]), np.dtype(bound["dtype"])
+
+    shape_fn.__name__ = "created"
+    return shape_fn
 
 
 def _float(dtype) -> np.dtype:
@@ -455,6 +461,358 @@ def im2col(x, kernel_size, dilation, padding, stride, **params):
     return (x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)), x.dtype
 
 
+
+def _batch(*xs) -> tuple:
+    """The broadcast batch dims (all but the last two) of several matrices."""
+    return tuple(np.broadcast_shapes(*(x.shape[:-2] for x in xs)))
+
+
+def _channels(x, dim=1) -> tuple:
+    return (x.shape[dim],) if x.ndim > dim else ()
+
+
+def batch_norm(x, weight, bias, running_mean, running_var, training, eps, **params):
+    """``(out, mean, var)``: the statistics used, one per channel."""
+    stats = x.dtype if training or running_mean is None else running_mean.dtype
+    return (x.shape, x.dtype), (_channels(x), stats), (_channels(x), stats)
+
+
+def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, **params):
+    dtype = np.result_type(g.dtype, x.dtype)
+    return (x.shape, dtype), (_channels(x), dtype), (_channels(x), dtype)
+
+
+def layer_norm(x, weight, bias, normalized_ndim, eps, **params):
+    return x.shape, x.dtype
+
+
+def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
+    dtype = np.result_type(g.dtype, x.dtype)
+    normalized = x.shape[x.ndim - normalized_ndim:]
+    return (x.shape, dtype), (normalized, dtype), (normalized, dtype)
+
+
+def lstm_cell(gates, c, **params):
+    """``(h, c', act)`` of one LSTM step: ``gates`` is (*, 4H), ``c`` (*, H)."""
+    dtype = np.result_type(gates.dtype, c.dtype)
+    state = tuple(np.broadcast_shapes(gates.shape[:-1] + (gates.shape[-1] // 4,), c.shape))
+    return (state, dtype), (state, dtype), (gates.shape, gates.dtype)
+
+
+def lstm_cell_backward(gh, gc, act, c, c_new, **params):
+    """``(grad_gates, grad_c)``; ``gh`` or ``gc`` may be absent."""
+    return (c_new.shape[:-1] + act.shape[-1:], act.dtype), (
+        tuple(np.broadcast_shapes(c_new.shape, c.shape)), np.result_type(act.dtype, c.dtype))
+
+
+def lstm_layer(x_gates, h0, c0, w_hh_t, **params):
+    """``(out, cs, acts)`` of a layer over ``x_gates`` (L, N, 4H)."""
+    state = x_gates.shape[:-1] + h0.shape[-1:]
+    return (state, x_gates.dtype), (state, x_gates.dtype), (x_gates.shape, x_gates.dtype)
+
+
+def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **params):
+    dtype = np.result_type(acts.dtype, w_hh_t.dtype)
+    return ((acts.shape, acts.dtype), (h0.shape, dtype),
+            (c0.shape, np.result_type(c0.dtype, dtype)),
+            (w_hh_t.shape, np.result_type(h0.dtype, acts.dtype)))
+
+
+def loss(x, target, weight=None, reduction="mean", *rest, **params):
+    """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
+    return (x.shape[:1] if reduction == "none" else ()), x.dtype
+
+
+def cross_entropy_backward(g, x, *rest, **params):
+    return x.shape, x.dtype
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, **params):
+    """One loss per sample of ``log_probs`` (T, N, C)."""
+    return log_probs.shape[1:2], log_probs.dtype
+
+
+def ctc_loss_backward(g, log_probs, *rest, **params):
+    return log_probs.shape, log_probs.dtype
+
+
+def diag_embed(x, offset=0, dim1=-2, dim2=-1, **params):
+    n = x.shape[-1] + abs(offset)
+    ndim = x.ndim + 1
+    dims = {dim1 % ndim: n, dim2 % ndim: n}
+    rest = iter(x.shape[:-1])
+    return tuple(dims[i] if i in dims else next(rest) for i in range(ndim)), x.dtype
+
+
+def einsum(*operands, equation, **params):
+    """The output of ``equation`` (explicit ``->`` or implicit, with ``...``)."""
+    eq = equation.replace(" ", "")
+    inputs, arrow, output = eq.partition("->")
+    terms = inputs.split(",")
+    if len(terms) != len(operands):
+        raise ValueError(f"einsum(): {len(terms)} operands in the equation but "
+                         f"{len(operands)} given")
+    sizes, ellipsis = {}, []
+    for term, x in zip(terms, operands):
+        letters = term.replace("...", "")
+        if "..." in term:
+            if x.ndim < len(letters):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(letters)}) is more than the number of dimensions "
+                                   f"({x.ndim}) for operand {len(ellipsis)}")
+            head = term.index("...")
+            n_ell = x.ndim - len(letters)
+            ellipsis.append(x.shape[head:head + n_ell])
+            dims = x.shape[:head] + x.shape[head + n_ell:]
+        else:
+            if x.ndim != len(letters):
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(letters)}) does not match the number of "
+                                   f"dimensions ({x.ndim}) for operand {terms.index(term)}"
+                                   " and no ellipsis was given")
+            dims = x.shape
+        for letter, n in zip(letters, dims):
+            seen = sizes.get(letter, 1)
+            if seen != n and 1 not in (seen, n):
+                raise RuntimeError(f"einsum(): operands do not broadcast with remapped "
+                                   f"shapes (original->remapped): subscript {letter} has "
+                                   f"sizes {seen} and {n}")
+            sizes[letter] = max(seen, n) if letter in sizes else n
+    batch = tuple(np.broadcast_shapes(*ellipsis)) if ellipsis else ()
+    if not arrow:
+        counts = inputs.replace("...", "").replace(",", "")
+        output = ("..." if ellipsis else "") + "".join(
+            sorted(c for c in set(counts) if counts.count(c) == 1))
+    head, _, tail = output.partition("...")
+    shape = tuple(sizes[c] for c in head) + (batch if "..." in output else ()) + tuple(
+        sizes[c] for c in tail)
+    return shape, np.result_type(*(x.dtype for x in operands[:1]))
+
+
+def tensordot(a, b, dims, **params):
+    if isinstance(dims, int):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
+    da, db = {d % max(a.ndim, 1) for d in da}, {d % max(b.ndim, 1) for d in db}
+    return (tuple(n for i, n in enumerate(a.shape) if i not in da)
+            + tuple(n for i, n in enumerate(b.shape) if i not in db)), a.dtype
+
+
+def _is_stand_in(arr) -> bool:
+    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
+
+
+def getitem(x, key, **params):
+    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
+    advanced ones (arrays, and integers alongside an array) broadcast together, and their
+    dims go where the first is when they are adjacent in the key, else first. A boolean
+    mask of a meta tensor has no shape without its values."""
+    key = key if isinstance(key, tuple) else (key,)
+
+    def is_mask(k):
+        return isinstance(k, (bool, np.bool_)) or (
+            isinstance(k, np.ndarray) and k.dtype.kind == "b")
+
+    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
+    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
+                   if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out, arrays, where, dim = [], [], [], 0
+    for i, k in enumerate(key):
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = x.ndim - consumed
+            out.extend(x.shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            out.append(len(range(*k.indices(x.shape[dim]))))
+            dim += 1
+        elif is_mask(k):
+            k = np.asarray(k)
+            if _is_stand_in(k):
+                raise NotImplementedError(
+                    "getitem: indexing a meta tensor with a boolean mask has no shape "
+                    "without the mask's values (it depends on how many are True)")
+            where.append((i, len(out)))
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        elif isinstance(k, np.ndarray) or has_array:
+            where.append((i, len(out)))
+            arrays.append(np.shape(k))
+            dim += 1
+        else:
+            n = x.shape[dim]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
+                                 f"size {n}")
+            dim += 1
+    out.extend(x.shape[dim:])
+    if arrays:
+        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
+        at = where[0][1] if adjacent else 0
+        out[at:at] = np.broadcast_shapes(*arrays)
+    return tuple(out), x.dtype
+
+
+def histc(x, bins=100, min=0.0, max=0.0, **params):
+    return (bins,), x.dtype
+
+
+def randperm(n, dtype, rng=None, **params):
+    return (n,), np.dtype(dtype)
+
+
+def bernoulli(p, rng=None, **params):
+    return p.shape, p.dtype
+
+
+def dropout_mask(shape, p, dtype, rng=None, **params):
+    return tuple(shape), np.dtype(dtype)
+
+
+def multinomial(w, num_samples, replacement=False, rng=None, **params):
+    return w.shape[:-1] + (num_samples,), np.dtype(np.int64)
+
+
+def _complex(dtype) -> np.dtype:
+    return np.result_type(dtype, np.complex64)
+
+
+def linalg_eig(a, **params):
+    return (a.shape[:-1], _complex(a.dtype)), (a.shape, _complex(a.dtype))
+
+
+def linalg_eigvals(a, **params):
+    return a.shape[:-1], _complex(a.dtype)
+
+
+def linalg_geqrf(a, **params):
+    return (a.shape, a.dtype), (a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)
+
+
+def linalg_lu_factor(a, **params):
+    """``(LU, pivots, info)`` as LAPACK's getrf: int32 pivots and info."""
+    return ((a.shape, a.dtype), (a.shape[:-2] + (min(a.shape[-2:]),), np.dtype(np.int32)),
+            (a.shape[:-2], np.dtype(np.int32)))
+
+
+def linalg_lu_permutation(pivots, m=0, dtype=None, **params):
+    return pivots.shape[:-1] + (m, m), np.dtype(dtype)
+
+
+def linalg_ldl_factor(a, hermitian=False, **params):
+    return ((a.shape, a.dtype), (a.shape[:-1], np.dtype(np.int32)),
+            (a.shape[:-2], np.dtype(np.int32)))
+
+
+def linalg_ldl_solve(ld, pivots, b, hermitian=False, **params):
+    return _batch(ld, b) + b.shape[-2:], np.result_type(ld.dtype, b.dtype)
+
+
+def linalg_solve(a, b, left=True, **params):
+    """NumPy's rule (the kernel's): ``b`` is a vector only when it is 1-D."""
+    if b.ndim == 1:
+        return a.shape[:-2] + b.shape, np.result_type(a.dtype, b.dtype)
+    return _batch(a, b) + b.shape[-2:], np.result_type(a.dtype, b.dtype)
+
+
+def linalg_solve_triangular(a, b, upper=False, left=True, unitriangular=False, **params):
+    return _batch(a, b) + b.shape[-2:], np.result_type(a.dtype, b.dtype)
+
+
+def linalg_pinv(a, rtol=None, hermitian=False, **params):
+    return a.shape[:-2] + a.shape[:-3:-1], a.dtype
+
+
+def linalg_qr(a, mode="reduced", **params):
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    if mode == "r":
+        return ((0,), a.dtype), (batch + (k, n), a.dtype)
+    q = m if mode == "complete" else k
+    return (batch + (m, q), a.dtype), (batch + (q, n), a.dtype)
+
+
+def linalg_svd(a, full_matrices=True, **params):
+    m, n = a.shape[-2:]
+    k, batch = min(m, n), a.shape[:-2]
+    return ((batch + (m, m if full_matrices else k), a.dtype), (batch + (k,), _real(a.dtype)),
+            (batch + (n if full_matrices else k, n), a.dtype))
+
+
+def linalg_lstsq(a, b, rcond=None, driver="gelsy", **params):
+    """``(solution, residuals, rank, singular_values)``. The residuals exist only when every
+    matrix has full rank, which a meta tensor cannot tell: with ``m > n`` and a driver
+    other than gelsy the shape depends on the values."""
+    m, n = a.shape[-2:]
+    if driver != "gelsy" and m > n:
+        raise NotImplementedError(
+            f"linalg_lstsq: with driver {driver!r} and more rows than columns the "
+            "residuals' shape depends on the rank of the matrices, which a meta tensor "
+            "does not have; use driver='gelsy'")
+    batch = _batch(a, b)
+    real = _real(a.dtype)
+    singular = batch + (min(m, n),) if driver in ("gelsd", "gelss") else (0,)
+    return ((batch + (n, b.shape[-1]), a.dtype), ((0,), real), (batch, np.dtype(np.int64)),
+            (singular, real))
+
+
+def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
+    if dim is not None and len(dim) == 2:
+        return matrix_norm(a, dim=dim, keepdim=keepdim)
+    return vector_norm(a, dim=dim, keepdim=keepdim)
+
+
+def repeat_interleave(x, repeats, dim=None, **params):
+    """An int ``repeats`` only: with a tensor of counts the length depends on their values,
+    and PyTorch's meta device refuses it the same way."""
+    if isinstance(repeats, np.ndarray):
+        raise RuntimeError("cannot repeat_interleave a meta tensor with a tensor of repeats: "
+                           "the output's length depends on their values; pass an int")
+    if dim is None:
+        return (math.prod(x.shape) * repeats,), x.dtype
+    return _with(x.shape, dim, x.shape[dim] * repeats), x.dtype
+
+
+def searchsorted(seq, values, right=False, out_int32=False, **params):
+    return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
+
+
+def split(x, sections, dim=0, **params):
+    return tuple((_with(x.shape, dim, n), x.dtype) for n in sections)
+
+
+def take_along_dim(x, indices, dim=None, **params):
+    if dim is None:
+        return (math.prod(indices.shape),), x.dtype
+    dim %= max(x.ndim, 1)
+    shape = np.broadcast_shapes(_with(x.shape, dim, 1), _with(indices.shape, dim, 1))
+    return _with(shape, dim, indices.shape[dim]), x.dtype
+
+
+def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups, **params):
+    """``(in - 1) * stride - low - high + dilation * (k - 1) + output_padding + 1``."""
+    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
+                 for i, s, d, k, op, (lo, hi) in zip(x.shape[2:], stride, dilation,
+                                                     w.shape[2:], output_padding, padding))
+    if any(n <= 0 for n in size):
+        raise RuntimeError(f"Given input size per channel: {list(x.shape[2:])}. Calculated "
+                           f"output size per channel: {list(size)}. Output size is too small")
+    return (x.shape[0], w.shape[1] * groups) + size, np.result_type(x.dtype, w.dtype)
+
+
+def col2im(cols, output_size, kernel_size, dilation, padding, stride, **params):
+    return (cols.shape[0], cols.shape[1] // math.prod(kernel_size)) + tuple(output_size), \
+        cols.dtype
+
+
+def adaptive_max_pool(x, output_size, **params):
+    shape = x.shape[:2] + tuple(output_size)
+    return (shape, x.dtype), (shape, np.dtype(np.int64))
+
 SHAPES = {}
 for _name in ops.UNARY_FLOAT + ops.UNARY_SAME:
     SHAPES[_name] = same_shape
@@ -501,6 +859,24 @@ SHAPES.update({
     "im2col": im2col, "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "unfold": unfold, "as_strided": as_strided, "diag": diag, "fft_c2c": fft_c2c,
     "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
+    "activation_backward": _grad_like, "batch_norm": batch_norm,
+    "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
+    "layer_norm_backward": layer_norm_backward, "lstm_cell": lstm_cell,
+    "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
+    "lstm_layer_backward": lstm_layer_backward, "nll_loss": loss, "cross_entropy": loss,
+    "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
+    "ctc_loss_backward": ctc_loss_backward, "diag_embed": diag_embed, "einsum": einsum,
+    "tensordot": tensordot, "getitem": getitem, "histc": histc, "randperm": randperm,
+    "bernoulli": bernoulli, "dropout_mask": dropout_mask, "multinomial": multinomial,
+    "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals, "linalg_geqrf": linalg_geqrf,
+    "linalg_lu_factor": linalg_lu_factor, "linalg_lu_permutation": linalg_lu_permutation,
+    "linalg_ldl_factor": linalg_ldl_factor, "linalg_ldl_solve": linalg_ldl_solve,
+    "linalg_solve": linalg_solve, "linalg_solve_triangular": linalg_solve_triangular,
+    "linalg_pinv": linalg_pinv, "linalg_qr": linalg_qr, "linalg_svd": linalg_svd,
+    "linalg_lstsq": linalg_lstsq, "linalg_norm": linalg_norm,
+    "repeat_interleave": repeat_interleave, "searchsorted": searchsorted, "split": split,
+    "take_along_dim": take_along_dim, "conv_transpose": conv_transpose, "col2im": col2im,
+    "adaptive_max_pool": adaptive_max_pool,
 })
 for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
               "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
@@ -509,9 +885,10 @@ for _name in ops.UNARY_BOOL + ops.COMPARE:
     SHAPES[_name] = bool_result
 for _name in ops.BINARY + ops.BINARY_FLOAT:
     SHAPES[_name] = broadcast
-for _name in ("zeros", "ones", "empty", "full", "rand", "uniform", "randn", "normal",
-              "randint"):
-    SHAPES[_name] = created
+for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
+                     ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
+                     ("normal", ("mean", "std")), ("randint", ("low", "high"))):
+    SHAPES[_name] = created("shape", *_args, "dtype", "rng")
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})
 
@@ -531,10 +908,34 @@ def _stand_ins(result):
     return tuple(stand_in(s, d) for s, d in result)
 
 
+#: Built-in ops whose output shape depends on the input's values, so no shape function can
+#: exist; on the meta device they raise, as on PyTorch's, rather than compute on stand-ins
+#: (whose zeros would give a wrong shape). The value says why.
+DATA_DEPENDENT = {
+    "nonzero": "the number of nonzero elements",
+    "unique": "the number of distinct values",
+    "masked_select": "the number of True elements of the mask",
+    "bincount": "the largest value of the input",
+}
+
+
+def _data_dependent(op: str):
+    def kernel(*args, **params):
+        raise NotImplementedError(
+            f"{op}: cannot run on the meta device: the shape of its output depends on "
+            f"{DATA_DEPENDENT[op]}, and a meta tensor has no values. Run it on a device "
+            "with data (e.g. 'cpu')")
+
+    return kernel
+
+
 def meta_kernel(op: str, shape_fn, reference):
     """The meta kernel of ``op``: its shape function, else its reference kernel on the
-    stand-ins; the result is a stand-in again."""
-    if shape_fn is not None:
+    stand-ins; the result is a stand-in again. An op of :data:`DATA_DEPENDENT` raises
+    :class:`NotImplementedError`."""
+    if op in DATA_DEPENDENT and shape_fn is None:
+        kernel = _data_dependent(op)
+    elif shape_fn is not None:
         def kernel(*args, **params):
             return _stand_ins(shape_fn(*(_meta_of(a) for a in args), **params))
     elif reference is not None:
@@ -568,8 +969,8 @@ class MetaPlugin:
                 registry.add(name, "meta", kernel, priority=0)
 
 
-#: Built-in ops without a shape function yet: their meta kernel runs the reference kernel
-#: on stand-ins. Data-dependent ones (``nonzero``, ``unique``, ``masked_select``,
-#: ``bincount``...) have no shape without data, as on PyTorch's meta device. The test of
-#: the meta device holds this list to what is missing, so it only shrinks.
+#: Built-in ops without a shape function: those of :data:`DATA_DEPENDENT`, which raise on
+#: the meta device. The test of the meta device holds this list to what is missing, so it
+#: only shrinks; an op added without a shape function would run its reference kernel on
+#: the stand-ins.
 WITHOUT_SHAPE = frozenset(n for n in ops.ALL if n not in SHAPES)

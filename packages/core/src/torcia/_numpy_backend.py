@@ -105,6 +105,7 @@ def _real_only(name, kernel, error, message):
             return kernel(a, *rest, **params)
 
     run.__name__ = name
+    run.__wrapped__ = kernel  # the op's schema is read from the kernel's signature
     return run
 
 
