@@ -818,7 +818,8 @@ class Engine(AutogradMode):
 
     def __init__(self):
         for fn in (record, record_transfer, check_inplace, rebase_inplace, backward, grad,
-                   derivative, define_derivative, register_hook,
+                   derivative, define_derivative, forward_derivative,
+                   define_forward_derivative, register_hook,
                    register_post_accumulate_grad_hook, retain_grad):
             setattr(self, fn.__name__, fn)
         # core's torcia.is_anomaly_enabled / set_anomaly_enabled read and set it here

@@ -2014,8 +2014,9 @@ def fractional_max_pool3d_with_indices(input, kernel_size, output_size=None,
     --------
     >>> import torcia
     >>> import torcia.nn.functional as F
-    >>> F.fractional_max_pool3d_with_indices(torcia.ones(1, 2, 2, 2), 2, output_size=1)[1]
-    tensor([[[[0]]]])
+    >>> x = torcia.arange(27.0).reshape(1, 3, 3, 3)
+    >>> F.fractional_max_pool3d_with_indices(x, 2, output_size=1)[1]
+    tensor([[[[26]]]])
     """
     return _fractional_max_pool(3, input, kernel_size, output_size, output_ratio, True,
                                 _random_samples)
