@@ -512,6 +512,8 @@ for _name in ops.BINARY + ops.BINARY_FLOAT:
 for _name in ("zeros", "ones", "empty", "full", "rand", "uniform", "randn", "normal",
               "randint"):
     SHAPES[_name] = created
+SHAPES["dropout_mask"] = created
+SHAPES["bernoulli"] = first_shape  # draws of the probabilities' shape and dtype
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})
 

@@ -14,6 +14,7 @@ import warnings
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._creation import draw
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, _wrap_dim, call, inplace
 from torcia.amp import autocast_as
@@ -1204,11 +1205,9 @@ def _check_p(p):
 
 
 def _dropout_mask(input, shape, p):
-    kernels = input.device.kernels if input.device.kernels is not None else \
-        input.device.backend.kernels
-    arr = kernels["dropout_mask"](shape=tuple(shape), p=float(p), dtype=input._data.dtype,
-                                  rng=rng_of(None))
-    return Tensor._make(arr, input.device)
+    # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
+    return draw("dropout_mask", input.device, (), {
+        "shape": tuple(shape), "p": float(p), "dtype": input._data.dtype, "rng": rng_of(None)})
 
 
 def dropout(input, p=0.5, training=True, inplace=False):
