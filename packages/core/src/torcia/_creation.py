@@ -512,15 +512,17 @@ def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
 
 def draw(op, dev, inputs, params) -> Tensor:
     """Run random op ``op`` (a record with a kernel that takes ``rng``) on the tensors
-    ``inputs`` through the dispatch modes, so that vmap batches its draws and a tracer
-    records it as a node that draws again on each replay. Not differentiable: autograd
-    does not record it. Without a mode it is the kernel call it always was, on the same
-    generator, so a seed gives the same numbers."""
+    ``inputs`` with the keyword ``params`` through the dispatch modes, so that vmap
+    batches its draws and a tracer records it as a node that draws again on each replay.
+    Not differentiable: autograd does not record it. Without a mode it is the kernel call
+    it always was, on the same generator, so a seed gives the same numbers."""
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
     kernel = kernels[op]
-    modes = _tensor.MODES.modes if _tensor._modes_on else ()
-    if not modes:
-        return Tensor._make(kernel(*[x._data for x in inputs], **params), dev)
+    if not _tensor._modes_on or not _tensor.MODES.modes:
+        if inputs:
+            return Tensor._make(kernel(*[x._data for x in inputs], **params), dev)
+        return Tensor._make(kernel(**params), dev)
+    modes = _tensor.MODES.modes
     for mode in modes:
         inputs = mode.on_inputs(op, inputs)
     kernel = _tensor._in_modes(modes, op, kernel, dev)
@@ -532,8 +534,8 @@ def draw(op, dev, inputs, params) -> Tensor:
 
 def _draw_new(op, dtype, device, requires_grad=False, **params) -> Tensor:
     """A random creation op (no tensor inputs) through :func:`draw`."""
-    dev = canonical_device(device)
-    out = draw(op, dev, (), {"dtype": dtype.to_numpy(), **params})
+    params["dtype"] = dtype.to_numpy()
+    out = draw(op, canonical_device(device), (), params)
     return out.requires_grad_() if requires_grad else out
 
 
