@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import torcia
-import torcia.nn.functional as F
 from torcia import library
+from torcia import library as F  # the functional dropouts, as torcia.nn.functional's
 
 
 def _numpy_stream(seed):
