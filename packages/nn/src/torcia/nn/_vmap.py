@@ -373,7 +373,7 @@ def _key_sample(key, level, b):
 
 #: the random ops dispatch sees (their kernels take ``rng``): rand, randn, normal and
 #: dropout_mask take a ``shape``, bernoulli an array of probabilities
-_RANDOM = frozenset({"rand", "randn", "normal", "uniform", "dropout_mask", "bernoulli"})
+_RANDOM = frozenset({"rand", "randn", "normal", "dropout_mask", "bernoulli"})
 
 RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please "
                     "either use the 'same' or 'different' randomness flags on vmap or "
