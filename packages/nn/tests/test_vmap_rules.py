@@ -401,6 +401,9 @@ def test_different_randomness_draws_each_samples_numbers_in_one_call(drop):
     want = torcia.stack([drop(x[i]) for i in range(5)])
     np.testing.assert_array_equal(got.numpy(), want.numpy())
     assert not all(torcia.equal(got[0], got[i]) for i in range(1, 5))
+    torcia.manual_seed(1)  # chunks draw in turn: the same numbers
+    chunked = _no_fallback(vmap(drop, randomness="different", chunk_size=2), x)
+    np.testing.assert_array_equal(chunked.numpy(), want.numpy())
 
 
 def test_same_randomness_draws_once_and_broadcasts():
