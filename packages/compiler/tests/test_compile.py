@@ -770,8 +770,8 @@ def test_cuda_source_refuses_a_reduction():
 @pytest.mark.parametrize("dropout", [False, True])
 def test_compiled_module_with_batch_norm_and_dropout(dropout, capsys):
     """A BatchNorm's running statistics (in-place writes) replay in the forward program and
-    are part of the first replay's check; a dropout mask (drawn outside dispatch, which
-    capture would take for a constant) is caught there and that signature runs eagerly."""
+    are part of the first replay's check; a dropout mask is a graph node that draws from
+    the default generator on each replay, so under the same seed compiled equals eager."""
     def make():
         torcia.manual_seed(0)
         layers = [nn.Linear(8, 16), nn.BatchNorm1d(16), nn.ReLU()]
@@ -794,10 +794,89 @@ def test_compiled_module_with_batch_norm_and_dropout(dropout, capsys):
             np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
     assert int(model[1].num_batches_tracked) == int(ref[1].num_batches_tracked) == 4
     (entry,) = cm._compiled_forward._entries
-    if dropout:
-        assert entry.eager_reason is not None and "first replay" in capsys.readouterr().err
-    else:
-        assert entry.eager_reason is None and entry.joint is not None
+    assert entry.eager_reason is None and entry.joint is not None and entry.checked
+    assert ("dropout_mask" in [n.op for n in entry.graph.nodes]) == dropout
+    assert "first replay" not in capsys.readouterr().err
+
+
+def _dropout_net():
+    torcia.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Dropout(0.5), nn.Linear(32, 4),
+                         nn.Dropout(0.2)).double()
+
+
+def test_compiled_dropout_draws_a_fresh_mask_on_each_replay():
+    """The mask is captured as a node, not a constant: successive calls of the compiled
+    model drop different units, and every call (the trace, the checked first replay, the
+    replays after it) equals eager's output and gradients under the same seed."""
+    model, ref = _dropout_net(), _dropout_net()
+    cm = torcia.compile(model)
+    x = torcia.randn(6, 8, dtype=torcia.float64)
+    for seed in (0, 1, 2, 3):
+        results = []
+        for f, m in ((cm, model), (ref, ref)):
+            torcia.manual_seed(seed)
+            out = f(x)
+            out.pow(2).sum().backward()
+            results.append([out.detach()] + [p.grad.clone() for p in m.parameters()])
+            m.zero_grad()
+        for a, b in zip(*results):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-14)
+    (entry,) = cm._compiled_forward._entries
+    assert entry.eager_reason is None and entry.joint is not None and entry.checked
+    assert [n.op for n in entry.graph.nodes].count("dropout_mask") == 2
+    # no reseeding: each replay draws new masks, as eager would
+    torcia.manual_seed(5)
+    outs = [cm(x).detach() for _ in range(3)]
+    assert not torcia.equal(outs[0], outs[1]) and not torcia.equal(outs[1], outs[2])
+    torcia.manual_seed(5)
+    for want in outs:
+        np.testing.assert_allclose(ref(x).detach().numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_compiled_dropout_gradients_match_finite_differences():
+    """The compiled backward multiplies by the mask the forward drew: with the mask fixed
+    by the seed, the gradient of the compiled function matches central differences."""
+    torcia.manual_seed(0)
+    w = torcia.randn(5, 5, dtype=torcia.float64, requires_grad=True)
+    f = torcia.compile(lambda a: nn.functional.dropout(a @ w, 0.4).tanh().sum())
+    x = torcia.randn(3, 5, dtype=torcia.float64)
+    for seed in (1, 2):  # the trace, then the checked replay
+        torcia.manual_seed(seed)
+        f(x)
+    torcia.manual_seed(3)
+    (g,) = torcia.autograd.grad(f(x), w)
+    eps, num = 1e-6, np.zeros((5, 5))
+    for i in range(5):
+        for j in range(5):
+            d = torcia.zeros(5, 5, dtype=torcia.float64)
+            d[i, j] = eps
+            with torcia.no_grad():
+                torcia.manual_seed(3)
+                hi = nn.functional.dropout(x @ (w + d), 0.4).tanh().sum().item()
+                torcia.manual_seed(3)
+                lo = nn.functional.dropout(x @ (w - d), 0.4).tanh().sum().item()
+            num[i, j] = (hi - lo) / (2 * eps)
+    np.testing.assert_allclose(g.numpy(), num, rtol=1e-6, atol=1e-8)
+    assert f._entries[0].eager_reason is None
+
+
+@pytest.mark.parametrize("draw", [lambda x: x + torcia.rand(3), lambda x: x * torcia.randn(3),
+                                  lambda x: torcia.bernoulli(x),
+                                  lambda x: x + torcia.normal(0.0, 1.0, (3,))])
+def test_compiled_random_ops_replay_fresh_draws(draw):
+    f = torcia.compile(draw)
+    x = torcia.full((3,), 0.5)
+    with torcia.no_grad():
+        torcia.manual_seed(0)
+        got = [f(x) for _ in range(8)]
+        torcia.manual_seed(0)
+        want = [draw(x) for _ in range(8)]
+    for a, b in zip(got, want):
+        assert torcia.equal(a, b)
+    assert len({tuple(a.tolist()) for a in got}) > 1
+    (entry,) = f._entries
+    assert entry.eager_reason is None and entry.run is not None
 
 
 def test_double_backward_through_a_compiled_backward_raises():

@@ -373,3 +373,140 @@ def test_vmap_composes_with_forward_mode_and_jacobians():
                                    rtol=1e-12)
         check(hessian(f), x)
         check(jacrev(lambda a: a.sin() * a.sum()), x)
+
+
+# ---------------------------------------------------------------------------------------
+# random ops: randomness="different" and "same" run batched, not as the loop
+# ---------------------------------------------------------------------------------------
+
+
+def _no_fallback(fn, *args):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        return fn(*args)
+
+
+@pytest.mark.parametrize("drop", [
+    lambda t: F.dropout(t, 0.4), lambda t: F.dropout1d(t, 0.5),
+    lambda t: F.alpha_dropout(t, 0.3, True), lambda t: t + torcia.randn(t.shape[-1]),
+    lambda t: t * torcia.rand(t.shape), lambda t: t + torcia.normal(2.0, 3.0, (1, 6)),
+])
+def test_different_randomness_draws_each_samples_numbers_in_one_call(drop):
+    """One call of shape batch + sample shape: row b holds the numbers the loop's sample b
+    drew (the same stream, in order), and the fallback's warning never fires."""
+    x = torcia.ones(5, 3, 6)
+    torcia.manual_seed(1)
+    got = _no_fallback(vmap(drop, randomness="different"), x)
+    torcia.manual_seed(1)
+    want = torcia.stack([drop(x[i]) for i in range(5)])
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert not all(torcia.equal(got[0], got[i]) for i in range(1, 5))
+    torcia.manual_seed(1)  # chunks draw in turn: the same numbers
+    chunked = _no_fallback(vmap(drop, randomness="different", chunk_size=2), x)
+    np.testing.assert_array_equal(chunked.numpy(), want.numpy())
+
+
+def test_same_randomness_draws_once_and_broadcasts():
+    x = torcia.ones(4, 20)
+    torcia.manual_seed(2)
+    got = _no_fallback(vmap(lambda t: F.dropout(t, 0.5), randomness="same"), x)
+    torcia.manual_seed(2)
+    want = F.dropout(x[0], 0.5)
+    for i in range(4):
+        assert torcia.equal(got[i], want)
+    torcia.manual_seed(2)
+    chunked = _no_fallback(vmap(lambda t: F.dropout(t, 0.5), randomness="same", chunk_size=3),
+                           x)
+    assert torcia.equal(chunked, got)
+
+
+def test_error_randomness_raises_pytorchs_error_at_the_op():
+    with pytest.raises(RuntimeError, match="called random operation while in randomness "
+                                           "error mode"):
+        vmap(lambda t: F.dropout(t, 0.5))(torcia.ones(2, 3))
+    with pytest.raises(RuntimeError, match="called random operation while in randomness "
+                                           "error mode"):
+        vmap(vmap(lambda t: t + torcia.rand(()), randomness="different"))(torcia.ones(2, 3))
+    # not training: no draw, no error
+    assert torcia.equal(vmap(lambda t: F.dropout(t, 0.5, training=False))(torcia.ones(2, 3)),
+                        torcia.ones(2, 3))
+
+
+def test_bernoulli_with_batched_probabilities():
+    p = torcia.stack([torcia.zeros(7), torcia.ones(7), torcia.full((7,), 0.5)])
+    got = _no_fallback(vmap(torcia.bernoulli, randomness="different"), p)
+    assert torcia.equal(got[0], torcia.zeros(7)) and torcia.equal(got[1], torcia.ones(7))
+    with pytest.raises(RuntimeError, match="same randomness with a batched tensor input"):
+        vmap(torcia.bernoulli, randomness="same")(p)
+    # unbatched probabilities, different per sample
+    draws = _no_fallback(vmap(lambda t: t + torcia.bernoulli(torcia.full((400,), 0.5)),
+                              randomness="different"), torcia.zeros(3, 400))
+    assert draws.shape == (3, 400) and not torcia.equal(draws[0], draws[1])
+
+
+def test_nested_levels_batch_the_draws_where_they_differ():
+    x = torcia.zeros(2, 3)
+    inner_same = _no_fallback(vmap(vmap(lambda t: t + torcia.rand(()), randomness="same"),
+                                   randomness="different"), x)
+    assert all(torcia.equal(inner_same[i], inner_same[i, :1].expand(3)) for i in range(2))
+    assert inner_same[0, 0] != inner_same[1, 0]
+    outer_same = _no_fallback(vmap(vmap(lambda t: t + torcia.rand(()),
+                                        randomness="different"), randomness="same"), x)
+    assert torcia.equal(outer_same[0], outer_same[1])
+    assert len(set(outer_same[0].tolist())) == 3
+    both = _no_fallback(vmap(vmap(lambda t: t + torcia.rand(()), randomness="different"),
+                             randomness="different"), torcia.zeros(40, 50))
+    assert len(set(both.flatten().tolist())) == 2000
+
+
+def test_different_draws_are_independent_uniforms():
+    u = _no_fallback(vmap(lambda t: t + torcia.rand(100), randomness="different"),
+                     torcia.zeros(200, 100))
+    assert abs(u.mean().item() - 0.5) < 0.01
+    assert abs(u.var().item() - 1 / 12) < 0.005
+    # samples uncorrelated
+    corr = np.corrcoef(u.numpy())[np.triu_indices(200, 1)]
+    assert abs(corr.mean()) < 0.01
+
+
+def test_per_sample_dropout_gradients_without_the_loop():
+    """vmap(grad(loss)) of a model with dropout: batched masks, one per sample, giving the
+    loop's gradients under the same seed (each sample draws its mask in turn)."""
+    from torcia import nn
+    from torcia.func import functional_call
+
+    torcia.manual_seed(0)
+    model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.5),
+                          nn.Linear(16, 2)).double()
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    x, y = _rand(6, 5), _rand(6, 2, seed=1)
+
+    def loss(p, xi, yi):
+        return (functional_call(model, p, (xi.unsqueeze(0),)) - yi).pow(2).sum()
+
+    torcia.manual_seed(7)
+    got = _no_fallback(vmap(grad(loss), in_dims=(None, 0, 0), randomness="different"),
+                       params, x, y)
+    torcia.manual_seed(7)
+    want = [grad(loss)(params, x[i], y[i]) for i in range(6)]
+    for k in params:
+        np.testing.assert_allclose(got[k].numpy(), torcia.stack([w[k] for w in want]).numpy(),
+                                   rtol=1e-12, atol=1e-14)
+    # the dropped hidden units differ per sample: the last layer's weight gradients
+    # are zero in other columns
+    zero_cols = [tuple((got["3.weight"][i] == 0).all(0).tolist()) for i in range(6)]
+    assert len(set(zero_cols)) > 1
+
+
+def test_random_ops_outside_dispatch_fall_back_to_the_loop():
+    """randint draws outside dispatch: the batched run would give every sample the same
+    numbers, so vmap notices the generator moved and reruns the loop (with a warning)."""
+    x = torcia.zeros(3, 50)
+    with pytest.warns(UserWarning, match="outside dispatch"):
+        got = vmap(lambda t: t + torcia.randint(0, 1000, (50,)), randomness="different")(x)
+    assert not torcia.equal(got[0], got[1])
+
+
+def test_random_ops_are_in_the_coverage_list():
+    assert {"bernoulli", "dropout_mask", "normal", "rand", "randn"} <= set(
+        _vmap.rule_kinds()["random"])

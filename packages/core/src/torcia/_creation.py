@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _tensor
 from torcia._tensor import Tensor, canonical_device
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -499,14 +500,43 @@ def randn(*size, generator=None, dtype=None, device=None, requires_grad=False):
 def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
     d = _dtype_arg(dtype) if dtype is not None else None
     if d is not None and d.is_complex:
-        parts = [_create(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
+        parts = [_draw_new(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
                  * complex_scale for _ in range(2)]
         from torcia._ops_complex import complex as make_complex
 
         out = make_complex(*parts)
         return out.requires_grad_() if requires_grad else out
-    return _create(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
-                   rng=rng_of(generator))
+    return _draw_new(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
+                     rng=rng_of(generator))
+
+
+def draw(op, dev, inputs, params) -> Tensor:
+    """Run random op ``op`` (a record with a kernel that takes ``rng``) on the tensors
+    ``inputs`` with the keyword ``params`` through the dispatch modes, so that vmap
+    batches its draws and a tracer records it as a node that draws again on each replay.
+    Not differentiable: autograd does not record it. Without a mode it is the kernel call
+    it always was, on the same generator, so a seed gives the same numbers."""
+    kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+    kernel = kernels[op]
+    if not _tensor._modes_on or not _tensor.MODES.modes:
+        if inputs:
+            return Tensor._make(kernel(*[x._data for x in inputs], **params), dev)
+        return Tensor._make(kernel(**params), dev)
+    modes = _tensor.MODES.modes
+    for mode in modes:
+        inputs = mode.on_inputs(op, inputs)
+    kernel = _tensor._in_modes(modes, op, kernel, dev)
+    result = Tensor._make(kernel(*[x._data for x in inputs], **params), dev)
+    for mode in modes:
+        mode.on_result(op, inputs, params, result)
+    return result
+
+
+def _draw_new(op, dtype, device, requires_grad=False, **params) -> Tensor:
+    """A random creation op (no tensor inputs) through :func:`draw`."""
+    params["dtype"] = dtype.to_numpy()
+    out = draw(op, canonical_device(device), (), params)
+    return out.requires_grad_() if requires_grad else out
 
 
 def _float_dtype(dtype, name):
@@ -574,9 +604,9 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         raise TypeError("normal() with scalar mean and std needs a size")
     if std < 0:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
-    return _create("normal", _float_dtype(dtype, "normal"), device, requires_grad,
-                   shape=_size((size,)), mean=float(mean), std=float(std),
-                   rng=rng_of(generator))
+    return _draw_new("normal", _float_dtype(dtype, "normal"), device, requires_grad,
+                     shape=_size((size,)), mean=float(mean), std=float(std),
+                     rng=rng_of(generator))
 
 
 def bernoulli(input, p=None, *, generator=None):
@@ -592,8 +622,7 @@ def bernoulli(input, p=None, *, generator=None):
     pa = probs.detach()._data
     if pa.size and (pa.min() < 0 or pa.max() > 1):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.")
-    kernels = input.device.backend.kernels
-    return Tensor._make(kernels["bernoulli"](pa, rng=rng_of(generator)), input.device)
+    return draw("bernoulli", input.device, (probs.detach(),), {"rng": rng_of(generator)})
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):

@@ -14,6 +14,8 @@ import warnings
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _tensor
+from torcia._creation import draw
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, _wrap_dim, call, inplace
 from torcia.amp import autocast_as
@@ -1214,11 +1216,15 @@ def _check_p(p):
 
 
 def _dropout_mask(input, shape, p):
-    kernels = input.device.kernels if input.device.kernels is not None else \
-        input.device.backend.kernels
-    arr = kernels["dropout_mask"](shape=tuple(shape), p=float(p), dtype=input._data.dtype,
-                                  rng=rng_of(None))
-    return Tensor._make(arr, input.device)
+    dev = input._device
+    if not _tensor._modes_on:  # the no-mode path: draw's, without its call
+        kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+        return Tensor._make(kernels["dropout_mask"](shape=tuple(shape), p=float(p),
+                                                    dtype=input._data.dtype,
+                                                    rng=rng_of(None)), dev)
+    # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
+    return draw("dropout_mask", dev, (), {"shape": tuple(shape), "p": float(p),
+                                          "dtype": input._data.dtype, "rng": rng_of(None)})
 
 
 def dropout(input, p=0.5, training=True, inplace=False):

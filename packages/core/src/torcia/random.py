@@ -36,7 +36,9 @@ class Generator:
         if not 0 <= seed < (1 << 64):
             raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
         self._seed = seed
-        self.rng = np.random.Generator(np.random.PCG64(seed))
+        # reseeded in place: a program torcia.compile captured holds this NumPy generator
+        # and must draw from the new stream (a fresh PCG64 state: the same numbers)
+        self.rng.bit_generator.state = np.random.PCG64(seed).state
         return self
 
     def seed(self) -> int:

@@ -4,9 +4,11 @@ The function runs eagerly once under :class:`Tracer` (so its first results are e
 each kernel call becomes a :class:`~torcia.compiler.graph.Node` over numbered values.
 Backward formulas dispatch through the same kernels, so a ``loss.backward()`` inside the
 function lands in the same graph; hooks on the leaves it read record the gradients the
-engine accumulates. Anything the graph cannot replay faithfully (Python reading tensor
-values, an array of unknown origin that aliases a traced one) marks the trace broken, and
-the caller runs that signature eagerly.
+engine accumulates. A random op (a dropout mask, ``rand``...) is a node like any other
+whose ``rng`` parameter is the generator itself, so each replay draws new numbers from the
+stream eager would draw from. Anything the graph cannot replay faithfully (Python reading
+tensor values, an array of unknown origin that aliases a traced one) marks the trace
+broken, and the caller runs that signature eagerly.
 """
 
 from __future__ import annotations

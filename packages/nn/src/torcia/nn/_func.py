@@ -8,16 +8,21 @@ aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))
 ``vmap`` runs the function once on batched tensors (a dispatch mode, see
 ``torcia.nn._vmap``): each op runs once for the whole batch through its batching rule, or
 once per sample where it has none (with a one-time performance warning naming the op).
-Two cases run the whole function once per sample instead, with the same results:
-``randomness="same"``/``"different"`` (each sample draws as PyTorch's), and mapped inputs
-or outputs that autograd tracks across the call (``grad(vmap(f))``), since the batched
-graph does not outlive the call. The ops with rules are listed in the docs
+Random ops (rand, randn, normal, bernoulli, the dropout masks) have rules too:
+``randomness="different"`` draws every sample's numbers in one call, ``"same"`` draws once
+and broadcasts. Two cases run the whole function once per sample instead, with the same
+results: a function that draws from the default generator outside dispatch (randint,
+randperm, the in-place fills...) under ``"same"``/``"different"``, found after the batched
+run (which then reruns as the loop, with a warning), and mapped inputs or outputs that
+autograd tracks across the call (``grad(vmap(f))``), since the batched graph does not
+outlive the call. The ops with rules are listed in the docs
 (``docs/vmap_coverage.rst``).
 """
 
 from __future__ import annotations
 
 import functools
+import warnings
 
 import torcia
 import torcia.autograd.forward_ad as fwAD
@@ -543,9 +548,9 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
         if size is None:
             raise ValueError("vmap: at least one input must be mapped (in_dims all None)")
         per_out = out_dims if not isinstance(out_dims, list) else tuple(out_dims)
-        if randomness == "error" and not _tracks_grad(leaves):
+        if not _tracks_grad(leaves):
             done = _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
-                                 chunk_size)
+                                 chunk_size, randomness)
             if done is not None:
                 return done
         return _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
@@ -569,17 +574,23 @@ def _check_outputs(func, leaves):
                              f"Tensors, got type {type(leaf).__name__}.")
 
 
-def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk_size):
+def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk_size,
+                  randomness):
     """The batched run, ``chunk_size`` samples at a time; None when the function's
-    outputs carry a graph the batched run cannot give them (the loop runs instead)."""
+    outputs carry a graph the batched run cannot give them, or when it drew random
+    numbers outside dispatch (the loop runs instead)."""
     if chunk_size is None or chunk_size >= size:
-        return _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims)
+        return _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims,
+                             randomness)
     parts = []
+    start_state = torcia.random.get_rng_state() if randomness == "same" else None
     for start in range(0, size, chunk_size):
         n = min(chunk_size, size - start)
         chunk = [leaf.narrow(d, start, n) if d is not None else leaf
                  for leaf, d in zip(leaves, per_leaf)]
-        part = _vmap_batched(func, chunk, per_leaf, rebuild, kwargs, n, out_dims)
+        if start_state is not None:  # every chunk draws the same numbers
+            torcia.random.set_rng_state(start_state)
+        part = _vmap_batched(func, chunk, per_leaf, rebuild, kwargs, n, out_dims, randomness)
         if part is None:
             return None
         parts.append(part)
@@ -591,26 +602,39 @@ def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk
         for k, d in enumerate(per_out)])
 
 
-def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims):
+def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
     state = _vm.LEVELS
     level = state.depth
     state.depth += 1
+    state.randomness.append(randomness)
+    state.sizes.append(size)
     entered = state.mode is None
     if entered:
         state.mode = _vm.VmapMode()
         state.mode.__enter__()
+    gen = torcia.random.default_generator.rng.bit_generator
+    logged = randomness != "error" and state.draws is None
+    if logged:
+        state.draws = []
+    start = gen.state
     try:
         sample = rebuild([leaf if d is None else _to_batched(leaf, d, level)
                           for leaf, d in zip(leaves, per_leaf)])
-        before = torcia.random.get_rng_state()
         result = func(*sample, **kwargs)
-        if not torcia.equal(before, torcia.random.get_rng_state()):
-            raise RuntimeError("vmap: called random operation while in randomness error "
-                               "mode. Please either use the 'same' or 'different' "
-                               "randomness flags on vmap or perform the randomness "
-                               "operation out of vmap")
+        if randomness == "error" and gen.state != start:
+            raise RuntimeError(_vm.RANDOMNESS_ERROR)
+        if logged and _drew_outside_dispatch(start, gen.state, state.draws):
+            gen.state = start
+            warnings.warn("vmap: the function draws random numbers outside dispatch (an op "
+                          "without a batching rule for randomness); it runs once per "
+                          "sample.", UserWarning, stacklevel=4)
+            return None
     finally:
+        if logged:
+            state.draws = None
         state.depth -= 1
+        state.randomness.pop()
+        state.sizes.pop()
         if entered:
             state.mode.__exit__(None, None, None)
             state.mode = None
@@ -620,6 +644,16 @@ def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims):
         return None
     per_out = _broadcast_dims(out_dims, result, "out_dims")
     return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+
+
+def _drew_outside_dispatch(start, end, draws) -> bool:
+    """Whether the default generator moved from ``start`` to ``end`` other than through
+    the logged ``(before, after)`` draws of the dispatched random ops."""
+    for before, after in draws:
+        if before != start:
+            return True
+        start = after
+    return start != end
 
 
 def _to_batched(t, d, level):

@@ -22,6 +22,7 @@ import math
 import threading
 import warnings
 
+import torcia
 from torcia import library
 
 __all__ = ["RULES", "BatchedArray", "VmapMode", "rule_kinds"]
@@ -246,6 +247,9 @@ class _Levels(threading.local):
     def __init__(self):
         self.depth = 0
         self.mode = None
+        self.randomness: list = []  # per level: "error", "different" or "same"
+        self.sizes: list = []  # per level: the batch size
+        self.draws = None  # (state before, state after) of each default-generator draw
 
 
 LEVELS = _Levels()
@@ -292,6 +296,9 @@ class _Ctx:
 def dispatch(op, kernel, device, args, params):
     """Run ``kernel`` on ``args``; the rule of the highest batched level among them
     handles that level and calls back here for the lower ones."""
+    if op in _RANDOM:
+        # before the level search: a draw with no batched argument is batched too
+        return _random(op, kernel, args, params)
     level = -1
     for a in args:
         if a.__class__ is BatchedArray and a.level > level:
@@ -358,6 +365,57 @@ def _key_sample(key, level, b):
         return _key_sample((key,), level, b)[0]
     return tuple(k.value[b] if k.__class__ is BatchedArray and k.level == level else k
                  for k in key)
+
+
+# ---------------------------------------------------------------------------------------
+# random ops
+# ---------------------------------------------------------------------------------------
+
+#: the random ops dispatch sees (their kernels take ``rng``): rand, randn, normal and
+#: dropout_mask take a ``shape``, bernoulli an array of probabilities
+_RANDOM = frozenset({"rand", "randn", "normal", "dropout_mask", "bernoulli"})
+
+RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please "
+                    "either use the 'same' or 'different' randomness flags on vmap or "
+                    "perform the randomness operation out of vmap")
+
+
+def _random(op, kernel, args, params):
+    """A random op under vmap, per level's ``randomness`` (see :func:`_draw`). Draws from
+    the default generator are logged so that vmap can tell whether the function drew
+    outside dispatch too (see ``torcia.nn._func``)."""
+    rng = params.get("rng")
+    log = LEVELS.draws
+    if log is not None and rng is torcia.random.default_generator.rng:
+        before = rng.bit_generator.state
+        out = _draw(kernel, args, params, LEVELS.depth - 1)
+        log.append((before, rng.bit_generator.state))
+        return out
+    return _draw(kernel, args, params, LEVELS.depth - 1)
+
+
+def _draw(kernel, args, params, level):
+    """The draw at ``level`` and below: "error" raises PyTorch's error, "same" draws once
+    for every sample (the result broadcasts), "different" draws one sample's worth per
+    sample in the same kernel call (the batch dims lead the shape, or the probabilities
+    get one row per sample)."""
+    if level < 0:
+        return kernel(*args, **params)
+    how = LEVELS.randomness[level]
+    if how == "error":
+        raise RuntimeError(RANDOMNESS_ERROR)
+    mine = [a.__class__ is BatchedArray and a.level == level for a in args]
+    if how == "same":
+        if any(mine):
+            raise RuntimeError("Vmap does not currently support same randomness with a "
+                               "batched tensor input. Please file an issue with functorch")
+        return _draw(kernel, args, params, level - 1)
+    size = LEVELS.sizes[level]
+    if args:
+        args = tuple(a.value if m else _expand_dim(a, 0, size) for a, m in zip(args, mine))
+    else:
+        params = {**params, "shape": (size,) + tuple(params["shape"])}
+    return BatchedArray(_draw(kernel, args, params, level - 1), level)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1036,6 +1094,8 @@ def _build() -> dict:
         table[name] = ("view", _view_rule)
     for name in _TRAILING_OPS:
         table[name] = ("elementwise", _identity_like)
+    for name in _RANDOM:
+        table[name] = ("random", _random)
     table.update({
         "softmax_backward": ("dim", _positional_dim),
         "log_softmax_backward": ("dim", _positional_dim),
@@ -1163,7 +1223,7 @@ def rule_kinds() -> dict[str, list[str]]:
 
 _KIND_TITLE = {"elementwise": "Elementwise", "dim": "Along a dim", "view": "Views and indexing",
                "movement": "Concatenation and indexed ops", "linear algebra": "Products",
-               "nn": "Neural-network ops"}
+               "nn": "Neural-network ops", "random": "Random sampling"}
 
 _KIND_TEXT = {
     "elementwise": "Elementwise and broadcasting ops (derived from the op records' groups): "
@@ -1181,6 +1241,9 @@ _KIND_TEXT = {
           "groups for per-sample weights and weight gradients; pooling and LSTM layers "
           "fold them into the batch; losses reduce per sample; embeddings offset "
           "per-sample tables; batch and layer norm keep per-sample statistics.",
+    "random": "Random ops, run before the mapped dims are looked at (a draw has no batched "
+              "argument): ``randomness=\"different\"`` draws every sample's numbers in one "
+              "call, ``\"same\"`` draws once and broadcasts, ``\"error\"`` raises.",
 }
 
 
@@ -1208,6 +1271,6 @@ def coverage_rst() -> str:
                   ", ".join(f"``{n}``" for n in names), ""]
     title = f"Per-sample loop ({len(missing)})"
     lines += [title, "-" * len(title), "",
-              "Ops without a rule yet (random sampling and data-dependent shapes among "
-              "them):", "", ", ".join(f"``{n}``" for n in missing), ""]
+              "Ops without a rule yet (data-dependent shapes and the random ops that "
+              "draw outside dispatch among them):", "", ", ".join(f"``{n}``" for n in missing), ""]
     return "\n".join(lines)
