@@ -136,7 +136,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     n_flags = len(flags)
     only_for = entry.only_for
     scalar_saved = False
-    for i, x in enumerate(inputs):
+    i = 0
+    for x in inputs:
         if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._requires_grad:
                 fn = x.grad_fn
@@ -166,6 +167,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             # a number in a saved slot counts as saved, as PyTorch's wrapped scalars do
             if x is not None and (flags[i] if i < n_flags else entry.variadic_saved):
                 scalar_saved = True
+        i += 1
     args = tuple(args)
     versions = tuple(versions)
     multi = out.__class__ is tuple
