@@ -125,6 +125,23 @@ def test_node_post_hook_that_keeps_a_fresh_grad_input():
     assert kept[0][0].tolist() == [3.0, 3.0, 3.0]
 
 
+def test_retained_gradient_of_an_intermediate_passed_through():
+    x = torcia.ones(3, requires_grad=True)
+    w = torcia.full((3,), 3.0, requires_grad=True)
+    y = x + 0
+    y.retain_grad()
+    (y * w).sum().backward()
+    assert not _shares(x.grad, y.grad)
+    x.grad.zero_()
+    assert y.grad.tolist() == [3.0, 3.0, 3.0]
+
+
+def test_leaf_used_twice_in_one_op():
+    x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    (x * x).sum().backward()
+    assert x.grad.tolist() == [2.0, 4.0]
+
+
 def test_one_gradient_to_two_leaves_gives_two_buffers():
     x = torcia.ones(3, requires_grad=True)
     w = torcia.ones(3, requires_grad=True)
