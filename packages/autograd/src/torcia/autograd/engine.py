@@ -9,6 +9,7 @@ gradient has run.
 from __future__ import annotations
 
 import functools
+import sys
 import traceback
 import weakref
 
@@ -135,7 +136,8 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     n_flags = len(flags)
     only_for = entry.only_for
     scalar_saved = False
-    for i, x in enumerate(inputs):
+    i = 0
+    for x in inputs:
         if x.__class__ is Tensor or isinstance(x, Tensor):
             if x._requires_grad:
                 fn = x.grad_fn
@@ -165,6 +167,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             # a number in a saved slot counts as saved, as PyTorch's wrapped scalars do
             if x is not None and (flags[i] if i < n_flags else entry.variadic_saved):
                 scalar_saved = True
+        i += 1
     args = tuple(args)
     versions = tuple(versions)
     multi = out.__class__ is tuple
@@ -481,9 +484,13 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                         results[slot] = grads[nr]
             if node.__class__ is accumulate_class:
                 if accumulate and grads[0] is not None and (targets is None or node in targets):
-                    _accumulate(node, grads[0], create_graph)
+                    # the buffer list is the only reference this loop keeps
+                    _accumulate(node, grads[0], create_graph, 1)
                 continue
             edges = node.next_functions
+            # a built-in formula's results are referenced only by grad_inputs and g below
+            # (a mode or a post hook may keep the tuple, which hides their references)
+            owned = 2 if node.__class__ is node_class and not modes else None
             # NOTE: not grads.count(None): that compares tensors with == (Tensor.__eq__)
             for g in grads:
                 if g is not None:
@@ -507,15 +514,19 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                 if anomaly:
                     _check_nan(node, grad_inputs)
                 if node.post_hooks:
+                    owned = None
                     for hook in list(node.post_hooks):
                         r = hook(grad_inputs, tuple(grads))
                         if r is not None:
                             grad_inputs = tuple(r)
                 if not retain_graph:
                     node.release()
-            for (nxt, nr), g in zip(edges, grad_inputs):
+            # NOTE: not zip(edges, grad_inputs): zip's reused result tuple would hold a
+            # reference to the last gradient, which _stealable must not count on
+            for i, (nxt, nr) in enumerate(edges):
                 if nxt is None:
                     continue
+                g = grad_inputs[i]
                 if nxt.__class__ is accumulate_class and direct and deps[nxt] == 1 \
                         and nxt not in buffers and _no_leaf_hooks(nxt):
                     # the last edge into a leaf, and the others brought nothing: the
@@ -523,7 +534,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                     # buffers and the ready stack (no hook can tell the difference)
                     deps[nxt] = 0
                     if g is not None:
-                        _accumulate(nxt, g, create_graph)
+                        _accumulate(nxt, g, create_graph, owned)
                     continue
                 if g is not None:
                     buf = get_buffer(nxt)
@@ -589,7 +600,28 @@ def _no_leaf_hooks(acc: AccumulateGrad) -> bool:
         meta is None or not (meta.hooks or meta.post_accumulate_hooks))
 
 
-def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
+def _stealable(grad: Tensor, leaf: Tensor, owned) -> bool:
+    """Whether ``grad``'s buffer can become ``leaf.grad`` without a copy: as PyTorch's
+    AccumulateGrad, only a temporary that nobody else references (``owned``: how many
+    references the backward loop holds), whose array owns its memory and is seen by no
+    view or other tensor, C-contiguous, writable, of the leaf's dtype and shape."""
+    # getrefcount's argument and the parameters of this and _accumulate come on top
+    if owned is None or sys.getrefcount(grad) != owned + 3:
+        return False
+    data = grad._data
+    # the attribute, the local and getrefcount's argument: any other is a view or a tensor
+    if sys.getrefcount(data) != 3 or data.__class__ is not np.ndarray \
+            or grad.__class__ is not Tensor:
+        return False
+    flags = data.flags  # holds a reference to data: read after the count
+    return (flags.owndata and flags.c_contiguous and flags.writeable
+            and not grad._requires_grad and grad._hooks is None and grad._base is None
+            and data.dtype == leaf._data.dtype and data.shape == leaf._data.shape)
+
+
+def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=None) -> None:
+    """Add ``grad`` into ``acc``'s leaf's ``.grad``; ``owned`` is how many references to
+    ``grad`` the caller holds (None: unknown, never steal its buffer)."""
     leaf = acc.variable
     meta = leaf._hooks
     hooked = meta is not None and meta.hooks
@@ -599,8 +631,12 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool) -> None:
     if create_graph:
         leaf.grad = grad if old is None else old + grad
     elif old is None:
-        # a fresh copy: one gradient tensor may flow to several leaves
-        fresh = Tensor._make(grad._data.copy(), grad._device)
+        if not hooked and _stealable(grad, leaf, owned):
+            # nobody else sees this temporary: its buffer becomes .grad (PyTorch does so)
+            fresh = Tensor._make(grad._data, grad._device)
+        else:
+            # a fresh copy: one gradient tensor may flow to several leaves
+            fresh = Tensor._make(grad._data.copy(), grad._device)
         if hooked:
             leaf.grad = fresh  # what a hook returned gets the checks of the .grad setter
         else:
