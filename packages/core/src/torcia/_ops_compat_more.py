@@ -1013,7 +1013,7 @@ def _sparse():
 
 
 def dsmm(input, mat2):
-    """``sparse @ dense`` as a dense tensor (:func:`torcia.sparse.mm`)."""
+    """``sparse @ dense`` as a dense tensor (``torcia.sparse.mm``)."""
     return _sparse().mm(input, mat2)
 
 
