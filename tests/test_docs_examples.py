@@ -54,12 +54,14 @@ def _docstring_tests():
 
 def test_docstring_examples_run():
     runner = doctest.DocTestRunner(optionflags=FLAGS)
-    failures = []
+    failures, reports = [], []
     attempted = 0
     for test in _docstring_tests():
-        result = runner.run(test, out=lambda _: None)
+        report = []
+        result = runner.run(test, out=report.append)
         attempted += result.attempted
         if result.failed:
             failures.append(test.name)
+            reports.append("".join(report))
     assert attempted > 1000
-    assert not failures, f"docstring examples that fail: {failures}"
+    assert not failures, f"docstring examples that fail: {failures}\n" + "\n".join(reports)

@@ -198,7 +198,14 @@ def call_with(lib, holder, name, key):
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
-            return fn(*args) if callable(fn) else fn
+            result = fn(*args) if callable(fn) else fn
+            if isinstance(fn, type) and hasattr(result, "__enter__"):
+                # a switch such as detect_anomaly() or guaranteed_datapipes_determinism()
+                # flips process state when made, as PyTorch's do; leaving it restores the
+                # state, so that one smoke call does not change what later ones see
+                with result:
+                    pass
+            return result
     finally:
         signal.alarm(0)
 
