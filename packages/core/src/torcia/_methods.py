@@ -514,3 +514,22 @@ for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"
 del _name
 Tensor.layout = _ops_compat_more.strided
 Tensor.names = property(lambda self: (None,) * self.ndim)
+
+
+def _add_inplace_example(fn, name, function):
+    if callable(fn) and ">>>" not in (fn.__doc__ or ""):
+        example = _ops._inplace_example(name[:-1], function=function)
+        if example:
+            fn.__doc__ = (fn.__doc__ or "").rstrip() + example
+
+
+# the in-place forms written by hand (fill_, transpose_, dropout_...) take their example from
+# the table the generated ones use, where their docstrings have none
+for _name, _fn in list(vars(Tensor).items()):
+    if _name.endswith("_") and not _name.startswith("_"):
+        _add_inplace_example(_fn, _name, function=False)
+for _module in (_ops_compat, _ops_compat_more):
+    for _name, _fn in list(vars(_module).items()):
+        if _name.endswith("_") and not _name.startswith("_"):
+            _add_inplace_example(_fn, _name, function=True)
+del _name, _fn, _module

@@ -174,7 +174,8 @@ def _top_inplace(name):
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = name
-    fn.__doc__ = f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+    fn.__doc__ = (f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+                  + _ops._inplace_example(name[:-1], function=True))
     return fn
 
 
