@@ -44,7 +44,17 @@ def _rnn_step(x_gates, h, w_hh, b_hh, nonlinearity):
 
 
 class RNNBase(Module):
-    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`."""
+    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> rnn = nn.RNNBase('GRU', input_size=3, hidden_size=4, num_layers=2)
+    >>> output, h = rnn(torcia.zeros(5, 1, 3))
+    >>> output.shape, h.shape
+    (torcia.Size([5, 1, 4]), torcia.Size([2, 1, 4]))
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
