@@ -39,6 +39,20 @@ ALIASES = {
 }
 
 
+# the examples of the aliases of ops that have none in ``_ops._EXAMPLES``
+_ALIAS_EXAMPLES = {
+    "row_stack": """
+
+Examples
+--------
+>>> import torcia
+>>> torcia.row_stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+tensor([[1, 2],
+        [3, 4]])
+""",
+}
+
+
 def _alias(new, old):
     fn = getattr(_ops, old)
 
@@ -47,7 +61,8 @@ def _alias(new, old):
 
     alias.__name__ = new
     alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)." + (
-        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}("))
+        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}(")
+        or _ALIAS_EXAMPLES.get(new, ""))
     return alias
 
 
@@ -715,7 +730,7 @@ def dstack(tensors):
     return _ops.cat([atleast_3d(t) for t in tensors], 2)
 
 
-def _split_by(name, dim_needed, dim):
+def _split_by(name, dim_needed, dim, example):
     def split(input, indices_or_sections):
         if input.ndim < dim_needed:
             raise RuntimeError(f"torcia.{name} requires a tensor with at least {dim_needed} "
@@ -728,17 +743,31 @@ def _split_by(name, dim_needed, dim):
         return _ops.tensor_split(input, indices_or_sections, d)
 
     split.__name__ = name
-    split.__doc__ = f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+    split.__doc__ = (f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+                     f"\n\nExamples\n--------\n>>> import torcia\n{example}\n")
     return split
 
 
-hsplit = _split_by("hsplit", 1, 1)
-vsplit = _split_by("vsplit", 2, 0)
-dsplit = _split_by("dsplit", 3, 2)
+hsplit = _split_by("hsplit", 1, 1, """>>> torcia.hsplit(torcia.arange(6).reshape(2, 3), [1])
+(tensor([[0],
+        [3]]), tensor([[1, 2],
+        [4, 5]]))""")
+vsplit = _split_by("vsplit", 2, 0, """>>> torcia.vsplit(torcia.arange(6).reshape(3, 2), [1])
+(tensor([[0, 1]]), tensor([[2, 3],
+        [4, 5]]))""")
+dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia.zeros(2, 2, 4), 2)]
+[torcia.Size([2, 2, 2]), torcia.Size([2, 2, 2])]""")
 
 
 def ravel(input):
-    """The flattened tensor."""
+    """The flattened tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ravel(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([1, 2, 3, 4])
+    """
     return input.reshape(-1)
 
 
@@ -1146,7 +1175,14 @@ def fill(input, value):
 
 
 def sum_to_size(input, *size):
-    """Sum ``input`` down to ``size`` (which it must broadcast to)."""
+    """Sum ``input`` down to ``size`` (which it must broadcast to).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
     lead = input.ndim - len(size)
     out = input.sum(dim=tuple(range(lead))) if lead > 0 else input
@@ -1168,12 +1204,27 @@ def adjoint(input):
 
 
 def ndimension(input) -> int:
-    """Alias of ``dim()``."""
+    """Alias of ``dim()``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).ndimension()
+    2
+    """
     return input.ndim
 
 
 def new(self, *args, **kwargs):
-    """``self.new(...)``: PyTorch's legacy constructor with ``self``'s dtype and device."""
+    """``self.new(...)``: PyTorch's legacy constructor with ``self``'s dtype and device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0], dtype=torcia.float64)
+    >>> x.new([1, 2]), x.new(2, 3).shape
+    (tensor([1., 2.], dtype=torcia.float64), torcia.Size([2, 3]))
+    """
     from torcia._tensor import _legacy_new
 
     return _legacy_new(self.dtype, args, kwargs.get("device", self.device))
@@ -1186,7 +1237,22 @@ def new(self, *args, **kwargs):
 
 def fill_diagonal(input, fill_value, wrap=False):
     """A copy of ``input`` (2-D, or N-D with equal sizes) with its main diagonal set to
-    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's."""
+    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(3, 2).fill_diagonal(5.0)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.]])
+    >>> torcia.zeros(5, 2).fill_diagonal(5.0, wrap=True)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.],
+            [5., 0.],
+            [0., 5.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("dimensions must larger than 1")
     if input.ndim > 2 and len(set(input.shape)) != 1:
@@ -1198,7 +1264,15 @@ def fill_diagonal(input, fill_value, wrap=False):
 
 
 def where_method(self, condition, y):
-    """``Tensor.where(condition, y)``: ``torcia.where(condition, self, y)``."""
+    """``Tensor.where(condition, y)``: ``torcia.where(condition, self, y)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, -2, 3])
+    >>> x.where(x > 0, 0)
+    tensor([1, 0, 3])
+    """
     return _ops.where(condition, self, y)
 
 

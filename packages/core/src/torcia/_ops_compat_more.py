@@ -143,7 +143,19 @@ def resize_as_(self, the_template, memory_format=None):
 
 def resize(self, *sizes):
     """PyTorch's deprecated out-of-place resize: a reshape to ``sizes``, which must hold
-    as many elements as ``self`` (differentiable)."""
+    as many elements as ``self`` (differentiable).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     y = torcia.arange(6).resize(2, 3)
+    >>> y
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     warnings.warn("non-inplace resize is deprecated", stacklevel=2)
     shape = _size_arg(sizes)
     n = functools.reduce(operator.mul, shape, 1)
@@ -158,7 +170,19 @@ def resize(self, *sizes):
 
 def resize_as(self, tensor):
     """PyTorch's deprecated out-of-place ``resize_as``: :meth:`resize` to
-    ``tensor.shape``."""
+    ``tensor.shape``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     y = torcia.arange(4).resize_as(torcia.zeros(2, 2))
+    >>> y
+    tensor([[0, 1],
+            [2, 3]])
+    """
     warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
     return self.reshape(tuple(tensor.shape)) if tensor.numel() == self.numel() else \
         resize(self, tuple(tensor.shape))
@@ -342,7 +366,15 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       layout=None, pin_memory=False):
-    """:func:`torcia.empty_strided` with ``self``'s dtype and device unless given."""
+    """:func:`torcia.empty_strided` with ``self``'s dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.tensor([1.0], dtype=torcia.float64).new_empty_strided((2, 3), (1, 2))
+    >>> y.shape, y.stride(), y.dtype
+    (torcia.Size([2, 3]), (1, 2), torcia.float64)
+    """
     return empty_strided(size, stride, dtype=dtype or self.dtype,
                          device=device or self.device, requires_grad=requires_grad)
 
@@ -375,7 +407,14 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of ``input`` with ``src`` written into its ``as_strided(size, stride,
-    storage_offset)`` view (differentiable in both)."""
+    storage_offset)`` view (differentiable in both).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.as_strided_scatter(torcia.zeros(4), torcia.tensor([1.0, 2.0]), (2,), (2,))
+    tensor([1., 0., 2., 0.])
+    """
     out = input.clone()
     out.as_strided(tuple(size), tuple(stride), storage_offset or 0).copy_(src)
     return out
@@ -1076,13 +1115,27 @@ def smm(input, mat2):
 
 def is_conj(input) -> bool:
     """Whether ``input`` is a lazily conjugated view: never in torcia, whose
-    :func:`torcia.conj` returns a conjugated copy."""
+    :func:`torcia.conj` returns a conjugated copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_conj(torcia.tensor([1 + 2j]).conj())
+    False
+    """
     return input.is_conj()
 
 
 def is_neg(input) -> bool:
     """Whether ``input`` is a lazily negated view: never in torcia (negation is computed
-    at once), so False."""
+    at once), so False.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_neg(-torcia.tensor([1.0]))
+    False
+    """
     return False
 
 
@@ -1107,7 +1160,15 @@ def dim_order(self, *, ambiguity_check=False):
 
 def is_set_to(self, tensor) -> bool:
     """Whether ``self`` and ``tensor`` view the same memory with the same size, strides
-    and device."""
+    and device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(4)
+    >>> x.is_set_to(x.view(4)), x.is_set_to(x.clone())
+    (True, False)
+    """
     return (self._device == tensor._device and self.data_ptr() == tensor.data_ptr()
             and self.shape == tensor.shape and self.stride() == tensor.stride()
             and self.dtype is tensor.dtype)
@@ -1130,7 +1191,15 @@ def map_(self, tensor, callable):  # noqa: A002 - PyTorch's argument name
 
 def map2_(self, x, y, callable):  # noqa: A002 - PyTorch's argument name
     """Apply ``callable(a, b, c)`` elementwise over ``self``, ``x`` and ``y`` into
-    ``self``."""
+    ``self``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([1.0, 2.0])
+    >>> a.map2_(torcia.tensor([10.0, 20.0]), torcia.tensor([3.0, 4.0]), lambda a, b, c: a + b * c)
+    tensor([31., 82.])
+    """
     return _map(self, [x, y], callable)
 
 
@@ -1150,7 +1219,15 @@ def _map(self, others, fn):
 
 def module_load(self, other, assign=False):
     """What ``nn.Module.load_state_dict`` stores for parameter ``self`` given ``other``:
-    ``other`` detached when ``assign``, else ``self`` with ``other`` copied in."""
+    ``other`` detached when ``assign``, else ``self`` with ``other`` copied in.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.zeros(2)
+    >>> weight.module_load(torcia.tensor([1.0, 2.0])) is weight, weight
+    (False, tensor([1., 2.]))
+    """
     if assign:
         return other.detach()
     with _no_grad():
@@ -1180,22 +1257,50 @@ def as_subclass(self, cls):
 
 
 def cfloat(self):
-    """``self.to(torcia.cfloat)`` (complex64)."""
+    """``self.to(torcia.cfloat)`` (complex64).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cfloat()
+    tensor([1.+0.j, 2.+0.j])
+    """
     return self.to(D.complex64)
 
 
 def cdouble(self):
-    """``self.to(torcia.cdouble)`` (complex128)."""
+    """``self.to(torcia.cdouble)`` (complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cdouble()
+    tensor([1.+0.j, 2.+0.j], dtype=torcia.complex128)
+    """
     return self.to(D.complex128)
 
 
 def sparse_dim(self) -> int:
-    """The number of sparse dimensions: 0 for a dense tensor."""
+    """The number of sparse dimensions: 0 for a dense tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).sparse_dim()
+    0
+    """
     return 0
 
 
 def dense_dim(self) -> int:
-    """The number of dense dimensions: all of a dense tensor's."""
+    """The number of dense dimensions: all of a dense tensor's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).dense_dim()
+    2
+    """
     return self.ndim
 
 
@@ -1557,12 +1662,30 @@ class AcceleratorError(RuntimeError):
 
 
 def _name(self):
-    """The tensor's name: None, as in PyTorch (a name only Python-side code sets)."""
+    """The tensor's name: None, as in PyTorch (a name only Python-side code sets).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2).name is None
+    True
+    """
     return None
 
 
 def _volatile(self):
-    """Removed in PyTorch 0.4: always False, with PyTorch's warning."""
+    """Removed in PyTorch 0.4: always False, with PyTorch's warning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     volatile = torcia.zeros(2).volatile
+    >>> volatile
+    False
+    """
     warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
                   stacklevel=2)
     return False

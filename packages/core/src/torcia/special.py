@@ -251,6 +251,14 @@ def mvlgamma(input, p):
 
 
 def _polygamma_method(input, n):
+    """``polygamma(n, self)``: the ``n``-th derivative of the digamma function.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).polygamma(1)
+    tensor([1.6449, 0.6449])
+    """
     return polygamma(n, input)
 
 
