@@ -1699,7 +1699,7 @@ def set_flush_denormal(mode: bool) -> bool:
     return False
 
 
-def _random_fill(sample):
+def _random_fill(sample, doc):
     def fill(self, *args, generator=None, **kwargs):
         from torcia.random import rng_of
 
@@ -1712,14 +1712,42 @@ def _random_fill(sample):
                             device=self.device))
         return self
 
+    fill.__doc__ = doc
     return fill
 
 
 cauchy_ = _random_fill(lambda rng, shape, median=0.0, sigma=1.0:
-                       median + sigma * rng.standard_cauchy(shape))
-geometric_ = _random_fill(lambda rng, shape, p: rng.geometric(p, shape))
+                       median + sigma * rng.standard_cauchy(shape), """\
+Fill in place with samples of the Cauchy distribution of ``median`` and scale ``sigma``.
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(3).cauchy_(median=0.0, sigma=1.0)
+>>> x.shape, bool(torcia.isfinite(x).all())
+(torcia.Size([3]), True)
+""")
+geometric_ = _random_fill(lambda rng, shape, p: rng.geometric(p, shape), """\
+Fill in place with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...).
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(1000).geometric_(0.5)
+>>> bool((x >= 1).all()), bool((x == x.round()).all())
+(True, True)
+""")
 log_normal_ = _random_fill(lambda rng, shape, mean=1.0, std=2.0:
-                           rng.lognormal(mean, std, shape))
+                           rng.lognormal(mean, std, shape), """\
+Fill in place with samples whose logarithm is normal with ``mean`` and ``std``.
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(100).log_normal_(mean=0.0, std=0.5)
+>>> bool((x > 0).all())
+True
+""")
 
 
 # ---------------------------------------------------------------------------------------
