@@ -1619,7 +1619,18 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
-    """0/"default", 1/"warn", 2/"error", as PyTorch: sets the determinism switch."""
+    """0/"default", 1/"warn", 2/"error", as PyTorch: sets the determinism switch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_deterministic_debug_mode("warn")
+    >>> torcia.get_deterministic_debug_mode(), torcia.are_deterministic_algorithms_enabled()
+    (1, True)
+    >>> torcia.set_deterministic_debug_mode(0)
+    >>> torcia.get_deterministic_debug_mode()
+    0
+    """
     modes = {"default": 0, "warn": 1, "error": 2}
     level = modes[debug_mode] if isinstance(debug_mode, str) else int(debug_mode)
     if level not in (0, 1, 2):

@@ -701,7 +701,15 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 @_listed_where_listed("rnn_relu_cell")
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``."""
+    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w_ih, w_hh = torcia.eye(2), torcia.eye(2)
+    >>> torcia.rnn_relu_cell(torcia.tensor([[1.0, -2.0]]), torcia.zeros(1, 2), w_ih, w_hh)
+    tensor([[1., 0.]])
+    """
     return _ops.relu(_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh))
 
 
@@ -959,7 +967,17 @@ def batch_norm_stats(input, eps):
 
 
 def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
-    """``(input - mean) * invstd * weight + bias`` per channel (dimension 1)."""
+    """``(input - mean) * invstd * weight + bias`` per channel (dimension 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.tensor([2.0, 6.0]), torcia.tensor([1.0, 0.5])
+    >>> torcia.batch_norm_elemt(x, torcia.ones(2), torcia.zeros(2), mean, invstd, 1e-5)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    """
     out = (input - _per_channel(mean, input)) * _per_channel(invstd, input)
     if weight is not None:
         out = out * _per_channel(weight, input)
@@ -972,7 +990,17 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
                                         momentum, eps, counts):
     """Combine per-process statistics (rows of ``mean`` and ``invstd``, each from
     ``counts`` elements) into global ones, updating the running statistics in place
-    (unbiased variance, as batch norm); returns ``(mean, invstd)``."""
+    (unbiased variance, as batch norm); returns ``(mean, invstd)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats_with_counts(x, mean.unsqueeze(0), invstd.unsqueeze(0),
+    ...                                            None, None, 0.1, 1e-5, torcia.tensor([2.0]))
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
     counts = counts.to(mean.dtype).reshape(-1, 1)
     n = counts.sum()
     g_mean = (mean * counts).sum(0) / n
@@ -991,7 +1019,17 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
 def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps,
                             count):
     """:func:`batch_norm_gather_stats_with_counts` with every process counting ``count``
-    elements."""
+    elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats(x, mean.unsqueeze(0), invstd.unsqueeze(0), None, None, 0.1,
+    ...                                1e-5, 2)
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
     counts = C.full((mean.shape[0],), float(count), dtype=mean.dtype, device=mean.device)
     return batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean,
                                                running_var, momentum, eps, counts)
@@ -999,7 +1037,18 @@ def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, mome
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
     """Per-channel mean and biased variance of ``input``; the running statistics move
-    toward them by ``momentum`` (the variance unbiased), in place."""
+    toward them by ``momentum`` (the variance unbiased), in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> running_mean, running_var = torcia.zeros(2), torcia.ones(2)
+    >>> torcia.batch_norm_update_stats(x, running_mean, running_var, 0.5)
+    (tensor([2., 6.]), tensor([1., 4.]))
+    >>> running_mean, running_var
+    (tensor([1., 3.]), tensor([1.5000, 4.5000]))
+    """
     dims = _reduce_dims(input)
     mean = input.mean(dims)
     var = input.var(dims, correction=0)
@@ -1053,7 +1102,16 @@ def _sparse():
 
 
 def dsmm(input, mat2):
-    """``sparse @ dense`` as a dense tensor (:func:`torcia.sparse.mm`)."""
+    """``sparse @ dense`` as a dense tensor (:func:`torcia.sparse.mm`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.dsmm(sparse, torcia.tensor([[1.0], [3.0]]))
+    tensor([[6.],
+            [1.]])
+    """
     return _sparse().mm(input, mat2)
 
 
@@ -1082,7 +1140,16 @@ hsmm = hspmm
 def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` as a sparse tensor (``input`` and ``mat1``
     sparse, ``mat2`` dense): ``input``'s entries followed by every entry of the product's
-    rows that ``mat1`` touches, not coalesced (as PyTorch)."""
+    rows that ``mat1`` touches, not coalesced (as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.sspaddmm(sparse, sparse, torcia.eye(2), beta=1.0, alpha=1.0).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
     sp = _sparse()
     prod = hspmm(mat1, mat2)
     rows = prod._indices_t[0]
@@ -1095,12 +1162,30 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """PyTorch's older name of :func:`sspaddmm`."""
+    """PyTorch's older name of :func:`sspaddmm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.saddmm(sparse, sparse, torcia.eye(2)).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
     return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def smm(input, mat2):
-    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse)."""
+    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.smm(sparse, torcia.tensor([[1.0], [3.0]])).to_dense()
+    tensor([[6.],
+            [1.]])
+    """
     sp = _sparse()
     empty = sp.SparseCooTensor(C.zeros(2, 0, dtype=D.int64, device=mat2.device),
                                C.zeros(0, dtype=mat2.dtype, device=mat2.device),
@@ -1329,7 +1414,15 @@ def sparse_mask(self, mask):
 
 def init_num_threads() -> None:
     """Pass the thread count set by :func:`torcia.set_num_threads` on to the kernels of the
-    calling thread (native plugins keep it per thread)."""
+    calling thread (native plugins keep it per thread).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.init_num_threads()
+    >>> torcia.get_num_threads() >= 1
+    True
+    """
     import torcia
 
     torcia.set_num_threads(torcia.get_num_threads())
@@ -1637,14 +1730,34 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     """Whether anomaly detection also checks backward results for NaN (the default when
-    it is on)."""
+    it is on).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_anomaly_enabled(True, check_nan=False)
+    >>> torcia.is_anomaly_enabled(), torcia.is_anomaly_check_nan_enabled()
+    (True, False)
+    >>> torcia.set_anomaly_enabled(False)
+    """
     engine = AUTOGRAD.engine
     return bool(engine is not None and engine.ANOMALY.enabled and engine.ANOMALY.check_nan)
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn autograd's anomaly detection on or off (the function form of
-    ``torcia.autograd.set_detect_anomaly``); needs torcia-autograd."""
+    ``torcia.autograd.set_detect_anomaly``); needs torcia-autograd.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_anomaly_enabled(True)
+    >>> torcia.is_anomaly_enabled()
+    True
+    >>> torcia.set_anomaly_enabled(False)
+    >>> torcia.is_anomaly_enabled()
+    False
+    """
     from torcia._tensor import load_autograd
 
     anomaly = load_autograd().ANOMALY
@@ -1654,11 +1767,25 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 class OutOfMemoryError(RuntimeError):
     """A device ran out of memory (PyTorch's ``torch.OutOfMemoryError``, also
-    ``torch.cuda.OutOfMemoryError``)."""
+    ``torch.cuda.OutOfMemoryError``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.OutOfMemoryError, RuntimeError)
+    True
+    """
 
 
 class AcceleratorError(RuntimeError):
-    """An accelerator reported an error (PyTorch's ``torch.AcceleratorError``)."""
+    """An accelerator reported an error (PyTorch's ``torch.AcceleratorError``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.AcceleratorError, RuntimeError)
+    True
+    """
 
 
 def _name(self):
