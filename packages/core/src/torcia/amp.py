@@ -640,7 +640,27 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
 
 def custom_bwd(bwd=None, *, device_type: str):
     """Decorator for a custom autograd Function's ``backward``: it runs in the autocast
-    state its forward ran in (see :func:`custom_fwd`)."""
+    state its forward ran in (see :func:`custom_fwd`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> class Square(torcia.autograd.Function):
+    ...     @staticmethod
+    ...     @torcia.amp.custom_fwd(device_type="cpu")
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     @torcia.amp.custom_bwd(device_type="cpu")
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * grad
+    >>> x = torcia.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
+    """
     if device_type not in _DEFAULTS:
         raise ValueError(f"custom_bwd: device_type must be 'cpu' or 'cuda', got "
                          f"{device_type!r}")
