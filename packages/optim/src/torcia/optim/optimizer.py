@@ -22,7 +22,17 @@ required = _RequiredParameter()
 
 
 def check_value(ok: bool, what: str, value) -> None:
-    """Raise PyTorch's ``ValueError("Invalid <what>: <value>")`` unless ``ok``."""
+    """Raise PyTorch's ``ValueError("Invalid <what>: <value>")`` unless ``ok``.
+
+    Examples
+    --------
+    >>> from torcia.optim.optimizer import check_value
+    >>> try:
+    ...     check_value(False, "learning rate", -1.0)
+    ... except ValueError as error:
+    ...     print(error)
+    Invalid learning rate: -1.0
+    """
     if not ok:
         raise ValueError(f"Invalid {what}: {value}")
 
