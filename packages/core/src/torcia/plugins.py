@@ -111,7 +111,16 @@ class PluginReentryError(RuntimeError):
 
 @dataclasses.dataclass
 class PluginInfo:
-    """What ``python -m torcia plugins`` reports about one plugin."""
+    """What ``python -m torcia plugins`` reports about one plugin.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> info = next(i for i in plugins.plugin_infos() if i.name == "core")
+    >>> isinstance(info, plugins.PluginInfo), info.distribution, info.status
+    (True, 'torcia-core', 'loaded')
+    """
 
     name: str
     distribution: str
@@ -235,7 +244,16 @@ def _read_config(path: Path, required: bool, system: bool) -> dict:
 
 class Policy:
     """The plugin policy in force: allowlists, blocklist, strict mode and lock file, each
-    entry with where it came from."""
+    entry with where it came from.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> policy = plugins.Policy()
+    >>> policy.strict, policy.block
+    (None, {})
+    """
 
     def __init__(self):
         self.allow: dict[str, str] = {}
@@ -710,7 +728,15 @@ def _warn_entry_point_allowlist(policy, found) -> None:
 
 
 def manager() -> pluggy.PluginManager:
-    """Return the plugin manager, discovering and loading plugins on the first call."""
+    """Return the plugin manager, discovering and loading plugins on the first call.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> hasattr(plugins.manager().hook, "torcia_register_backends")
+    True
+    """
     pm = _state.pm
     if pm is not None:
         return pm
@@ -743,7 +769,16 @@ def manager() -> pluggy.PluginManager:
 
 
 def plugin_infos() -> list[PluginInfo]:
-    """Every plugin found, loaded or not, after building every known registry."""
+    """Every plugin found, loaded or not, after building every known registry.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> info = next(i for i in plugins.plugin_infos() if i.name == "core")
+    >>> info.status, info.hooks
+    ('loaded', ['torcia_register_backends', 'torcia_register_kernels'])
+    """
     manager()
     for registry in list(_state.registries.values()):
         registry.build()
