@@ -90,23 +90,58 @@ LOCK_FORMAT = 1
 
 
 class PluginWarning(UserWarning):
-    """A plugin failed to load or to run one of its hooks; it was skipped."""
+    """A plugin failed to load or to run one of its hooks; it was skipped.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginWarning, UserWarning)
+    True
+    """
 
 
 class PluginBlockedError(RuntimeError):
-    """A feature provided by a blocked plugin was asked for."""
+    """A feature provided by a blocked plugin was asked for.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginBlockedError, RuntimeError)
+    True
+    """
 
 
 class PluginError(RuntimeError):
-    """In strict mode: a plugin failed or was refused."""
+    """In strict mode: a plugin failed or was refused.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginError, RuntimeError)
+    True
+    """
 
 
 class PluginConfigError(RuntimeError):
-    """The plugin configuration is wrong: it names the file and line."""
+    """The plugin configuration is wrong: it names the file and line.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginConfigError, RuntimeError)
+    True
+    """
 
 
 class PluginReentryError(RuntimeError):
-    """A registration hook called into torcia while torcia was building its tables."""
+    """A registration hook called into torcia while torcia was building its tables.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginReentryError, RuntimeError)
+    True
+    """
 
 
 @dataclasses.dataclass
