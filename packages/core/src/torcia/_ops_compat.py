@@ -1692,6 +1692,18 @@ def get_num_interop_threads() -> int:
 
 
 def set_num_interop_threads(n: int) -> None:
+    """Set the number of inter-op threads :func:`get_num_interop_threads` reports (torcia
+    runs ops one at a time, so the value is only recorded).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> before = torcia.get_num_interop_threads()
+    >>> torcia.set_num_interop_threads(2)
+    >>> torcia.get_num_interop_threads()
+    2
+    >>> torcia.set_num_interop_threads(before)
+    """
     if n < 1:
         raise RuntimeError(f"Expected positive number of threads, got {n}")
     _SWITCHES["interop_threads"] = int(n)
