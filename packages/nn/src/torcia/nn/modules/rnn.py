@@ -355,6 +355,20 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
+    """The shared machinery of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`:
+    ``gates`` blocks of ``hidden_size`` rows in ``weight_ih`` and ``weight_hh``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> cell = nn.GRUCell(3, 4)
+    >>> isinstance(cell, nn.RNNCellBase), cell.weight_ih.shape
+    (True, torcia.Size([12, 3]))
+    >>> cell(torcia.zeros(2, 3)).shape
+    torcia.Size([2, 4])
+    """
+
     def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size
