@@ -13,7 +13,17 @@ import numpy as np
 
 class LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (singular or not positive-definite), as
-    ``torch.linalg.LinAlgError``; a subclass of :class:`RuntimeError`."""
+    ``torch.linalg.LinAlgError``; a subclass of :class:`RuntimeError`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> try:
+    ...     torcia.linalg.inv(torcia.zeros(2, 2))
+    ... except torcia.linalg.LinAlgError as error:
+    ...     print(type(error).__name__)
+    LinAlgError
+    """
 
     __module__ = "torcia.linalg"
 

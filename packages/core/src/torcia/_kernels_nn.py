@@ -89,7 +89,17 @@ def _check_geometry(kernel, stride, padding, dilation, output_padding=None, pool
 
 def _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
     """Output sizes of a pooling window and the extra high-side padding ``ceil_mode``
-    needs so the last (partial) window exists."""
+    needs so the last (partial) window exists.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> library.pool_geometry((5,), (2,), (2,), (0,), (1,), ceil_mode=False)
+    ((2,), (0,))
+    >>> library.pool_geometry((5,), (2,), (2,), (0,), (1,), ceil_mode=True)
+    ((3,), (1,))
+    """
     _check_geometry(kernel, stride, padding, dilation, pool=True)
     out, extra = [], []
     for i, k, s, p, d in zip(size, kernel, stride, padding, dilation):

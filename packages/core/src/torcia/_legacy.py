@@ -38,6 +38,15 @@ _TYPES = {
 def _make(name, dtype, device_type):
     doc = (f"Legacy constructor of {dtype} tensors on {device_type!r}: "
            f"``{name}(*sizes)`` (uninitialised) or ``{name}(data)``.")
+    if device_type == "cpu":
+        doc += (f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}(2, 3).shape\n"
+                f"torcia.Size([2, 3])\n>>> torcia.{name}([1, 0]).dtype\n{dtype}\n"
+                f">>> isinstance(torcia.zeros(2, dtype={dtype}), torcia.{name})\nTrue\n")
+    else:
+        # building one needs a GPU; the isinstance check does not
+        doc += (f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.cuda.{name}.dtype\n"
+                f"{dtype}\n>>> isinstance(torcia.zeros(2, dtype={dtype}), torcia.cuda.{name})\n"
+                "False\n")
     return _LegacyTensorType(name, (), {"dtype": dtype, "device_type": device_type,
                                         "__doc__": doc, "__module__": "torcia"})
 

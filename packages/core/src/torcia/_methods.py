@@ -514,3 +514,288 @@ for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"
 del _name
 Tensor.layout = _ops_compat_more.strided
 Tensor.names = property(lambda self: (None,) * self.ndim)
+
+
+def _add_inplace_example(fn, name, function):
+    if callable(fn) and ">>>" not in (fn.__doc__ or ""):
+        example = _ops._inplace_example(name[:-1], function=function)
+        if example:
+            fn.__doc__ = (fn.__doc__ or "").rstrip() + example
+
+
+# the in-place forms written by hand (fill_, transpose_, dropout_...) take their example from
+# the table the generated ones use, where their docstrings have none
+for _name, _fn in list(vars(Tensor).items()):
+    if _name.endswith("_") and not _name.startswith("_"):
+        _add_inplace_example(_fn, _name, function=False)
+for _module in (_ops_compat, _ops_compat_more):
+    for _name, _fn in list(vars(_module).items()):
+        if _name.endswith("_") and not _name.startswith("_"):
+            _add_inplace_example(_fn, _name, function=True)
+del _name, _fn, _module
+
+
+# The docstrings of the members bound above as lambdas and properties, and the examples of
+# those written without one; the docs tests run the examples.
+_MEMBER_DOCS = {
+    "cuda": """A copy on the CUDA device ``device`` (the current one by default); needs torcia-cuda
+and a GPU.""",
+    "cpu": """A copy on the CPU, or ``self`` if it is already there.
+
+>>> torcia.tensor([1, 2]).cpu().device
+device(type='cpu')""",
+    "float": """``self.to(torcia.float32)``.
+
+>>> torcia.tensor([1, 2]).float()
+tensor([1., 2.])""",
+    "double": """``self.to(torcia.float64)``.
+
+>>> torcia.tensor([1, 2]).double()
+tensor([1., 2.], dtype=torcia.float64)""",
+    "half": """``self.to(torcia.float16)``.
+
+>>> torcia.tensor([1, 2]).half()
+tensor([1., 2.], dtype=torcia.float16)""",
+    "bfloat16": """``self.to(torcia.bfloat16)``.
+
+>>> torcia.tensor([1, 2]).bfloat16()
+tensor([1., 2.], dtype=torcia.bfloat16)""",
+    "long": """``self.to(torcia.int64)``.
+
+>>> torcia.tensor([1.5, -2.5]).long()
+tensor([ 1, -2])""",
+    "int": """``self.to(torcia.int32)``.
+
+>>> torcia.tensor([1.5, -2.5]).int()
+tensor([ 1, -2], dtype=torcia.int32)""",
+    "short": """``self.to(torcia.int16)``.
+
+>>> torcia.tensor([1.5, -2.5]).short()
+tensor([ 1, -2], dtype=torcia.int16)""",
+    "char": """``self.to(torcia.int8)``.
+
+>>> torcia.tensor([1.5, -2.5]).char()
+tensor([ 1, -2], dtype=torcia.int8)""",
+    "byte": """``self.to(torcia.uint8)``.
+
+>>> torcia.tensor([1.5, 2.5]).byte()
+tensor([1, 2], dtype=torcia.uint8)""",
+    "bool": """``self.to(torcia.bool)``.
+
+>>> torcia.tensor([0, 2]).bool()
+tensor([False,  True])""",
+    "type_as": """``self`` cast to ``other``'s dtype.
+
+>>> torcia.tensor([1, 2]).type_as(torcia.tensor([0.5]))
+tensor([1., 2.])""",
+    "view_as": """A view of ``self`` with ``other``'s shape.
+
+>>> torcia.arange(4).view_as(torcia.zeros(2, 2))
+tensor([[0, 1],
+        [2, 3]])""",
+    "reshape_as": """``self`` reshaped to ``other``'s shape.
+
+>>> torcia.arange(4).reshape_as(torcia.zeros(2, 2))
+tensor([[0, 1],
+        [2, 3]])""",
+    "is_pinned": """Whether the tensor is in pinned (page-locked) host memory, see
+:meth:`pin_memory`.
+
+>>> torcia.tensor([1.0]).is_pinned()
+False""",
+    "share_memory_": """``self``: a tensor's memory is already shared between the threads of its
+process.
+
+>>> x = torcia.tensor([1.0])
+>>> x.share_memory_() is x
+True""",
+    "T": """The tensor with its dimensions reversed.
+
+>>> torcia.tensor([[1, 2], [3, 4]]).T
+tensor([[1, 3],
+        [2, 4]])""",
+    "mT": """The tensor with its last two dimensions swapped (a batch of transposed matrices).
+
+>>> torcia.zeros(5, 2, 3).mT.shape
+torcia.Size([5, 3, 2])""",
+    "mH": """The conjugate transpose of the last two dimensions.
+
+>>> torcia.tensor([[1 + 1j, 2j]]).mH
+tensor([[1.-1.j],
+        [0.-2.j]])""",
+    "H": """The conjugate transpose of a matrix (at most 2-D).
+
+>>> torcia.tensor([[1 + 1j, 2j]]).H
+tensor([[1.-1.j],
+        [0.-2.j]])""",
+    "adjoint": """The conjugate transpose of the last two dimensions, as :attr:`mH`.
+
+>>> torcia.tensor([[1 + 1j, 2j]]).adjoint()
+tensor([[1.-1.j],
+        [0.-2.j]])""",
+    "type": """With no argument, the type name of the tensor (``'torcia.FloatTensor'``...);
+otherwise ``self`` cast to ``dtype``, a dtype or such a name.
+
+>>> x = torcia.tensor([1, 2])
+>>> x.type()
+'torcia.LongTensor'
+>>> x.type(torcia.float64)
+tensor([1., 2.], dtype=torcia.float64)""",
+    "new_zeros": """A tensor of zeros of ``size``, with ``self``'s dtype and device unless given.
+
+>>> torcia.tensor([1.0], dtype=torcia.float64).new_zeros(2, 3)
+tensor([[0., 0., 0.],
+        [0., 0., 0.]], dtype=torcia.float64)""",
+    "new_ones": """A tensor of ones of ``size``, with ``self``'s dtype and device unless given.
+
+>>> torcia.tensor([1, 2]).new_ones(3)
+tensor([1, 1, 1])""",
+    "new_empty": """An uninitialised tensor of ``size``, with ``self``'s dtype and device unless
+given.
+
+>>> torcia.tensor([1, 2]).new_empty(2, 3).shape
+torcia.Size([2, 3])""",
+    "new_full": """A tensor of ``size`` filled with ``fill_value``, with ``self``'s dtype and device
+unless given.
+
+>>> torcia.tensor([1.0]).new_full((2,), 7)
+tensor([7., 7.])""",
+    "new_tensor": """A tensor of ``data``, with ``self``'s dtype and device unless given.
+
+>>> torcia.tensor([1.0], dtype=torcia.float64).new_tensor([1, 2])
+tensor([1., 2.], dtype=torcia.float64)""",
+    "uniform_": """>>> x = torcia.empty(100)
+>>> bool(((x.uniform_(-1, 1) >= -1) & (x < 1)).all())
+True""",
+    "normal_": """>>> _ = torcia.manual_seed(0)
+>>> x = torcia.empty(10000).normal_(mean=3.0, std=0.1)
+>>> round(x.mean().item(), 1)
+3.0""",
+    "bernoulli_": """>>> x = torcia.empty(5).bernoulli_(1.0)
+>>> x
+tensor([1., 1., 1., 1., 1.])""",
+    "random_": """>>> x = torcia.empty(100, dtype=torcia.int64).random_(0, 4)
+>>> bool(((x >= 0) & (x < 4)).all())
+True""",
+    "exponential_": """>>> x = torcia.empty(100).exponential_(2.0)
+>>> bool((x >= 0).all())
+True""",
+    "bernoulli": """0/1 draws with the probabilities in ``self`` (or ``p``), of ``self``'s shape.
+
+>>> torcia.tensor([0.0, 1.0, 1.0]).bernoulli()
+tensor([0., 1., 1.])""",
+    "multinomial": """``num_samples`` indices drawn from the probabilities in each row of ``self``,
+as :func:`torcia.multinomial`.
+
+>>> torcia.tensor([0.0, 0.0, 1.0]).multinomial(2, replacement=True)
+tensor([2, 2])""",
+    "backward": """>>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+>>> (x * x).sum().backward()
+>>> x.grad
+tensor([2., 4.])""",
+    "register_hook": """>>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+>>> handle = x.register_hook(lambda grad: grad * 10)
+>>> (x * 3).sum().backward()
+>>> x.grad
+tensor([30., 30.])
+>>> handle.remove()""",
+    "register_post_accumulate_grad_hook": """>>> x = torcia.tensor([1.0], requires_grad=True)
+>>> seen = []
+>>> handle = x.register_post_accumulate_grad_hook(lambda t: seen.append(t.grad.item()))
+>>> (x * 2).sum().backward()
+>>> seen
+[2.0]""",
+    "retain_grad": """>>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+>>> y = x * 2
+>>> y.retain_grad()
+>>> y.sum().backward()
+>>> y.grad
+tensor([1., 1.])""",
+    "retains_grad": """Whether this non-leaf tensor keeps its ``.grad`` after backward (see
+:meth:`retain_grad`).
+
+>>> y = torcia.tensor([1.0], requires_grad=True) * 2
+>>> y.retains_grad
+False
+>>> y.retain_grad()
+>>> y.retains_grad
+True""",
+    "output_nr": """Which output of the operation that made this tensor it is (0 for a leaf).
+
+>>> a, b = torcia.tensor([1.0, 2.0], requires_grad=True).unbind()
+>>> (a.output_nr, b.output_nr)
+(0, 0)""",
+    "apply_": """>>> torcia.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
+tensor([10., 20.])""",
+    "storage_offset": """The offset of the first element in the storage: 0, as each torcia tensor's
+data starts its storage.
+
+>>> torcia.arange(4).storage_offset()
+0""",
+    "is_shared": """Whether the tensor is in shared memory: False (see :meth:`share_memory_`).
+
+>>> torcia.tensor([1.0]).is_shared()
+False""",
+    "get_device": """The device index: -1 on the CPU.
+
+>>> torcia.tensor([1.0]).get_device()
+-1""",
+    "names": """The dimension names: None for each dimension (torcia has no named tensors).
+
+>>> torcia.zeros(2, 3).names
+(None, None)""",
+    "is_cpu": """Whether the tensor is on a 'cpu' device.
+
+>>> torcia.tensor([1.0]).is_cpu
+True""",
+    "is_xpu": """Whether the tensor is on a 'xpu' device.
+
+>>> torcia.tensor([1.0]).is_xpu
+False""",
+    "is_mps": """Whether the tensor is on a 'mps' device.
+
+>>> torcia.tensor([1.0]).is_mps
+False""",
+    "is_ipu": """Whether the tensor is on a 'ipu' device.
+
+>>> torcia.tensor([1.0]).is_ipu
+False""",
+    "is_hpu": """Whether the tensor is on a 'hpu' device.
+
+>>> torcia.tensor([1.0]).is_hpu
+False""",
+    "is_mtia": """Whether the tensor is on a 'mtia' device.
+
+>>> torcia.tensor([1.0]).is_mtia
+False""",
+    "is_maia": """Whether the tensor is on a 'maia' device.
+
+>>> torcia.tensor([1.0]).is_maia
+False""",
+    "is_vulkan": """Whether the tensor is on a 'vulkan' device.
+
+>>> torcia.tensor([1.0]).is_vulkan
+False""",
+    "is_xla": """Whether the tensor is on a 'xla' device.
+
+>>> torcia.tensor([1.0]).is_xla
+False""",
+}
+
+
+def _document(name, text):
+    member = vars(Tensor)[name]
+    fn = member.fget if isinstance(member, property) else member
+    # an entry is a summary, an example, or a summary and an example after a blank line
+    summary, _, example = ("", "", text) if text.startswith(">>>") else text.partition("\n\n")
+    doc = summary or (fn.__doc__ or member.__doc__ or "").rstrip()
+    if example:
+        doc += "\n\nExamples\n--------\n>>> import torcia\n" + example + "\n"
+    fn.__doc__ = doc
+    if isinstance(member, property):
+        setattr(Tensor, name, property(member.fget, member.fset, member.fdel, doc))
+
+
+for _name, _text in _MEMBER_DOCS.items():
+    _document(_name, _text)
+del _name, _text

@@ -117,6 +117,14 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
     functions in :class:`~torcia._kernels_special.SpecialKernels`, the Fourier transforms
     in :class:`~torcia._kernels_fft.FFTKernels`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> kernels = library.ReferenceKernels()
+    >>> "add" in kernels.table(), "conv2d" in kernels.table()
+    (True, False)
     """
 
     xp = np

@@ -39,6 +39,20 @@ ALIASES = {
 }
 
 
+# the examples of the aliases of ops that have none in ``_ops._EXAMPLES``
+_ALIAS_EXAMPLES = {
+    "row_stack": """
+
+Examples
+--------
+>>> import torcia
+>>> torcia.row_stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+tensor([[1, 2],
+        [3, 4]])
+""",
+}
+
+
 def _alias(new, old):
     fn = getattr(_ops, old)
 
@@ -47,7 +61,8 @@ def _alias(new, old):
 
     alias.__name__ = new
     alias.__doc__ = f"Alias of :func:`torcia.{old}` (PyTorch's ``torch.{new}``)." + (
-        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}("))
+        _ops._example(old).replace(f"torcia.{old}(", f"torcia.{new}(")
+        or _ALIAS_EXAMPLES.get(new, ""))
     return alias
 
 
@@ -715,7 +730,7 @@ def dstack(tensors):
     return _ops.cat([atleast_3d(t) for t in tensors], 2)
 
 
-def _split_by(name, dim_needed, dim):
+def _split_by(name, dim_needed, dim, example):
     def split(input, indices_or_sections):
         if input.ndim < dim_needed:
             raise RuntimeError(f"torcia.{name} requires a tensor with at least {dim_needed} "
@@ -728,17 +743,31 @@ def _split_by(name, dim_needed, dim):
         return _ops.tensor_split(input, indices_or_sections, d)
 
     split.__name__ = name
-    split.__doc__ = f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+    split.__doc__ = (f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+                     f"\n\nExamples\n--------\n>>> import torcia\n{example}\n")
     return split
 
 
-hsplit = _split_by("hsplit", 1, 1)
-vsplit = _split_by("vsplit", 2, 0)
-dsplit = _split_by("dsplit", 3, 2)
+hsplit = _split_by("hsplit", 1, 1, """>>> torcia.hsplit(torcia.arange(6).reshape(2, 3), [1])
+(tensor([[0],
+        [3]]), tensor([[1, 2],
+        [4, 5]]))""")
+vsplit = _split_by("vsplit", 2, 0, """>>> torcia.vsplit(torcia.arange(6).reshape(3, 2), [1])
+(tensor([[0, 1]]), tensor([[2, 3],
+        [4, 5]]))""")
+dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia.zeros(2, 2, 4), 2)]
+[torcia.Size([2, 2, 2]), torcia.Size([2, 2, 2])]""")
 
 
 def ravel(input):
-    """The flattened tensor."""
+    """The flattened tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ravel(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([1, 2, 3, 4])
+    """
     return input.reshape(-1)
 
 
@@ -1146,7 +1175,14 @@ def fill(input, value):
 
 
 def sum_to_size(input, *size):
-    """Sum ``input`` down to ``size`` (which it must broadcast to)."""
+    """Sum ``input`` down to ``size`` (which it must broadcast to).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
     size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
     lead = input.ndim - len(size)
     out = input.sum(dim=tuple(range(lead))) if lead > 0 else input
@@ -1168,12 +1204,27 @@ def adjoint(input):
 
 
 def ndimension(input) -> int:
-    """Alias of ``dim()``."""
+    """Alias of ``dim()``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).ndimension()
+    2
+    """
     return input.ndim
 
 
 def new(self, *args, **kwargs):
-    """``self.new(...)``: PyTorch's legacy constructor with ``self``'s dtype and device."""
+    """``self.new(...)``: PyTorch's legacy constructor with ``self``'s dtype and device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0], dtype=torcia.float64)
+    >>> x.new([1, 2]), x.new(2, 3).shape
+    (tensor([1., 2.], dtype=torcia.float64), torcia.Size([2, 3]))
+    """
     from torcia._tensor import _legacy_new
 
     return _legacy_new(self.dtype, args, kwargs.get("device", self.device))
@@ -1186,7 +1237,22 @@ def new(self, *args, **kwargs):
 
 def fill_diagonal(input, fill_value, wrap=False):
     """A copy of ``input`` (2-D, or N-D with equal sizes) with its main diagonal set to
-    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's."""
+    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(3, 2).fill_diagonal(5.0)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.]])
+    >>> torcia.zeros(5, 2).fill_diagonal(5.0, wrap=True)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.],
+            [5., 0.],
+            [0., 5.]])
+    """
     if input.ndim < 2:
         raise RuntimeError("dimensions must larger than 1")
     if input.ndim > 2 and len(set(input.shape)) != 1:
@@ -1198,7 +1264,15 @@ def fill_diagonal(input, fill_value, wrap=False):
 
 
 def where_method(self, condition, y):
-    """``Tensor.where(condition, y)``: ``torcia.where(condition, self, y)``."""
+    """``Tensor.where(condition, y)``: ``torcia.where(condition, self, y)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, -2, 3])
+    >>> x.where(x > 0, 0)
+    tensor([1, 0, 3])
+    """
     return _ops.where(condition, self, y)
 
 
@@ -1545,7 +1619,18 @@ def is_deterministic_algorithms_warn_only_enabled() -> bool:
 
 
 def set_deterministic_debug_mode(debug_mode) -> None:
-    """0/"default", 1/"warn", 2/"error", as PyTorch: sets the determinism switch."""
+    """0/"default", 1/"warn", 2/"error", as PyTorch: sets the determinism switch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_deterministic_debug_mode("warn")
+    >>> torcia.get_deterministic_debug_mode(), torcia.are_deterministic_algorithms_enabled()
+    (1, True)
+    >>> torcia.set_deterministic_debug_mode(0)
+    >>> torcia.get_deterministic_debug_mode()
+    0
+    """
     modes = {"default": 0, "warn": 1, "error": 2}
     level = modes[debug_mode] if isinstance(debug_mode, str) else int(debug_mode)
     if level not in (0, 1, 2):
@@ -1607,6 +1692,18 @@ def get_num_interop_threads() -> int:
 
 
 def set_num_interop_threads(n: int) -> None:
+    """Set the number of inter-op threads :func:`get_num_interop_threads` reports (torcia
+    runs ops one at a time, so the value is only recorded).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> before = torcia.get_num_interop_threads()
+    >>> torcia.set_num_interop_threads(2)
+    >>> torcia.get_num_interop_threads()
+    2
+    >>> torcia.set_num_interop_threads(before)
+    """
     if n < 1:
         raise RuntimeError(f"Expected positive number of threads, got {n}")
     _SWITCHES["interop_threads"] = int(n)
@@ -1625,7 +1722,7 @@ def set_flush_denormal(mode: bool) -> bool:
     return False
 
 
-def _random_fill(sample):
+def _random_fill(sample, doc):
     def fill(self, *args, generator=None, **kwargs):
         from torcia.random import rng_of
 
@@ -1638,14 +1735,42 @@ def _random_fill(sample):
                             device=self.device))
         return self
 
+    fill.__doc__ = doc
     return fill
 
 
 cauchy_ = _random_fill(lambda rng, shape, median=0.0, sigma=1.0:
-                       median + sigma * rng.standard_cauchy(shape))
-geometric_ = _random_fill(lambda rng, shape, p: rng.geometric(p, shape))
+                       median + sigma * rng.standard_cauchy(shape), """\
+Fill in place with samples of the Cauchy distribution of ``median`` and scale ``sigma``.
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(3).cauchy_(median=0.0, sigma=1.0)
+>>> x.shape, bool(torcia.isfinite(x).all())
+(torcia.Size([3]), True)
+""")
+geometric_ = _random_fill(lambda rng, shape, p: rng.geometric(p, shape), """\
+Fill in place with the number of Bernoulli(``p``) trials up to the first success (1, 2, ...).
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(1000).geometric_(0.5)
+>>> bool((x >= 1).all()), bool((x == x.round()).all())
+(True, True)
+""")
 log_normal_ = _random_fill(lambda rng, shape, mean=1.0, std=2.0:
-                           rng.lognormal(mean, std, shape))
+                           rng.lognormal(mean, std, shape), """\
+Fill in place with samples whose logarithm is normal with ``mean`` and ``std``.
+
+Examples
+--------
+>>> import torcia
+>>> x = torcia.empty(100).log_normal_(mean=0.0, std=0.5)
+>>> bool((x > 0).all())
+True
+""")
 
 
 # ---------------------------------------------------------------------------------------

@@ -143,7 +143,19 @@ def resize_as_(self, the_template, memory_format=None):
 
 def resize(self, *sizes):
     """PyTorch's deprecated out-of-place resize: a reshape to ``sizes``, which must hold
-    as many elements as ``self`` (differentiable)."""
+    as many elements as ``self`` (differentiable).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     y = torcia.arange(6).resize(2, 3)
+    >>> y
+    tensor([[0, 1, 2],
+            [3, 4, 5]])
+    """
     warnings.warn("non-inplace resize is deprecated", stacklevel=2)
     shape = _size_arg(sizes)
     n = functools.reduce(operator.mul, shape, 1)
@@ -158,7 +170,19 @@ def resize(self, *sizes):
 
 def resize_as(self, tensor):
     """PyTorch's deprecated out-of-place ``resize_as``: :meth:`resize` to
-    ``tensor.shape``."""
+    ``tensor.shape``.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     y = torcia.arange(4).resize_as(torcia.zeros(2, 2))
+    >>> y
+    tensor([[0, 1],
+            [2, 3]])
+    """
     warnings.warn("non-inplace resize_as is deprecated", stacklevel=2)
     return self.reshape(tuple(tensor.shape)) if tensor.numel() == self.numel() else \
         resize(self, tuple(tensor.shape))
@@ -174,7 +198,8 @@ def _top_inplace(name):
         return getattr(input, name)(*args, **kwargs)
 
     fn.__name__ = name
-    fn.__doc__ = f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+    fn.__doc__ = (f"``input.{name}(...)``, as PyTorch's ``torch.{name}``."
+                  + _ops._inplace_example(name[:-1], function=True))
     return fn
 
 
@@ -341,7 +366,15 @@ def empty_strided(size, stride, *, dtype=None, layout=None, device=None, require
 
 def new_empty_strided(self, size, stride, *, dtype=None, device=None, requires_grad=False,
                       layout=None, pin_memory=False):
-    """:func:`torcia.empty_strided` with ``self``'s dtype and device unless given."""
+    """:func:`torcia.empty_strided` with ``self``'s dtype and device unless given.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.tensor([1.0], dtype=torcia.float64).new_empty_strided((2, 3), (1, 2))
+    >>> y.shape, y.stride(), y.dtype
+    (torcia.Size([2, 3]), (1, 2), torcia.float64)
+    """
     return empty_strided(size, stride, dtype=dtype or self.dtype,
                          device=device or self.device, requires_grad=requires_grad)
 
@@ -374,7 +407,14 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
 
 def as_strided_scatter(input, src, size, stride, storage_offset=None):
     """A copy of ``input`` with ``src`` written into its ``as_strided(size, stride,
-    storage_offset)`` view (differentiable in both)."""
+    storage_offset)`` view (differentiable in both).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.as_strided_scatter(torcia.zeros(4), torcia.tensor([1.0, 2.0]), (2,), (2,))
+    tensor([1., 0., 2., 0.])
+    """
     out = input.clone()
     out.as_strided(tuple(size), tuple(stride), storage_offset or 0).copy_(src)
     return out
@@ -661,7 +701,15 @@ def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
 
 @_listed_where_listed("rnn_relu_cell")
 def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
-    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``."""
+    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w_ih, w_hh = torcia.eye(2), torcia.eye(2)
+    >>> torcia.rnn_relu_cell(torcia.tensor([[1.0, -2.0]]), torcia.zeros(1, 2), w_ih, w_hh)
+    tensor([[1., 0.]])
+    """
     return _ops.relu(_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh))
 
 
@@ -919,7 +967,17 @@ def batch_norm_stats(input, eps):
 
 
 def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
-    """``(input - mean) * invstd * weight + bias`` per channel (dimension 1)."""
+    """``(input - mean) * invstd * weight + bias`` per channel (dimension 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.tensor([2.0, 6.0]), torcia.tensor([1.0, 0.5])
+    >>> torcia.batch_norm_elemt(x, torcia.ones(2), torcia.zeros(2), mean, invstd, 1e-5)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    """
     out = (input - _per_channel(mean, input)) * _per_channel(invstd, input)
     if weight is not None:
         out = out * _per_channel(weight, input)
@@ -932,7 +990,17 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
                                         momentum, eps, counts):
     """Combine per-process statistics (rows of ``mean`` and ``invstd``, each from
     ``counts`` elements) into global ones, updating the running statistics in place
-    (unbiased variance, as batch norm); returns ``(mean, invstd)``."""
+    (unbiased variance, as batch norm); returns ``(mean, invstd)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats_with_counts(x, mean.unsqueeze(0), invstd.unsqueeze(0),
+    ...                                            None, None, 0.1, 1e-5, torcia.tensor([2.0]))
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
     counts = counts.to(mean.dtype).reshape(-1, 1)
     n = counts.sum()
     g_mean = (mean * counts).sum(0) / n
@@ -951,7 +1019,17 @@ def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, runni
 def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps,
                             count):
     """:func:`batch_norm_gather_stats_with_counts` with every process counting ``count``
-    elements."""
+    elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats(x, mean.unsqueeze(0), invstd.unsqueeze(0), None, None, 0.1,
+    ...                                1e-5, 2)
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
     counts = C.full((mean.shape[0],), float(count), dtype=mean.dtype, device=mean.device)
     return batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean,
                                                running_var, momentum, eps, counts)
@@ -959,7 +1037,18 @@ def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, mome
 
 def batch_norm_update_stats(input, running_mean, running_var, momentum):
     """Per-channel mean and biased variance of ``input``; the running statistics move
-    toward them by ``momentum`` (the variance unbiased), in place."""
+    toward them by ``momentum`` (the variance unbiased), in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> running_mean, running_var = torcia.zeros(2), torcia.ones(2)
+    >>> torcia.batch_norm_update_stats(x, running_mean, running_var, 0.5)
+    (tensor([2., 6.]), tensor([1., 4.]))
+    >>> running_mean, running_var
+    (tensor([1., 3.]), tensor([1.5000, 4.5000]))
+    """
     dims = _reduce_dims(input)
     mean = input.mean(dims)
     var = input.var(dims, correction=0)
@@ -1013,7 +1102,16 @@ def _sparse():
 
 
 def dsmm(input, mat2):
-    """``sparse @ dense`` as a dense tensor (``torcia.sparse.mm``)."""
+    """``sparse @ dense`` as a dense tensor (``torcia.sparse.mm``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.dsmm(sparse, torcia.tensor([[1.0], [3.0]]))
+    tensor([[6.],
+            [1.]])
+    """
     return _sparse().mm(input, mat2)
 
 
@@ -1042,7 +1140,16 @@ hsmm = hspmm
 def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     """``beta * input + alpha * (mat1 @ mat2)`` as a sparse tensor (``input`` and ``mat1``
     sparse, ``mat2`` dense): ``input``'s entries followed by every entry of the product's
-    rows that ``mat1`` touches, not coalesced (as PyTorch)."""
+    rows that ``mat1`` touches, not coalesced (as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.sspaddmm(sparse, sparse, torcia.eye(2), beta=1.0, alpha=1.0).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
     sp = _sparse()
     prod = hspmm(mat1, mat2)
     rows = prod._indices_t[0]
@@ -1055,12 +1162,30 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
 
 
 def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """PyTorch's older name of :func:`sspaddmm`."""
+    """PyTorch's older name of :func:`sspaddmm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.saddmm(sparse, sparse, torcia.eye(2)).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
     return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 def smm(input, mat2):
-    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse)."""
+    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.smm(sparse, torcia.tensor([[1.0], [3.0]])).to_dense()
+    tensor([[6.],
+            [1.]])
+    """
     sp = _sparse()
     empty = sp.SparseCooTensor(C.zeros(2, 0, dtype=D.int64, device=mat2.device),
                                C.zeros(0, dtype=mat2.dtype, device=mat2.device),
@@ -1075,13 +1200,27 @@ def smm(input, mat2):
 
 def is_conj(input) -> bool:
     """Whether ``input`` is a lazily conjugated view: never in torcia, whose
-    :func:`torcia.conj` returns a conjugated copy."""
+    :func:`torcia.conj` returns a conjugated copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_conj(torcia.tensor([1 + 2j]).conj())
+    False
+    """
     return input.is_conj()
 
 
 def is_neg(input) -> bool:
     """Whether ``input`` is a lazily negated view: never in torcia (negation is computed
-    at once), so False."""
+    at once), so False.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_neg(-torcia.tensor([1.0]))
+    False
+    """
     return False
 
 
@@ -1106,7 +1245,15 @@ def dim_order(self, *, ambiguity_check=False):
 
 def is_set_to(self, tensor) -> bool:
     """Whether ``self`` and ``tensor`` view the same memory with the same size, strides
-    and device."""
+    and device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(4)
+    >>> x.is_set_to(x.view(4)), x.is_set_to(x.clone())
+    (True, False)
+    """
     return (self._device == tensor._device and self.data_ptr() == tensor.data_ptr()
             and self.shape == tensor.shape and self.stride() == tensor.stride()
             and self.dtype is tensor.dtype)
@@ -1129,7 +1276,15 @@ def map_(self, tensor, callable):  # noqa: A002 - PyTorch's argument name
 
 def map2_(self, x, y, callable):  # noqa: A002 - PyTorch's argument name
     """Apply ``callable(a, b, c)`` elementwise over ``self``, ``x`` and ``y`` into
-    ``self``."""
+    ``self``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([1.0, 2.0])
+    >>> a.map2_(torcia.tensor([10.0, 20.0]), torcia.tensor([3.0, 4.0]), lambda a, b, c: a + b * c)
+    tensor([31., 82.])
+    """
     return _map(self, [x, y], callable)
 
 
@@ -1149,7 +1304,15 @@ def _map(self, others, fn):
 
 def module_load(self, other, assign=False):
     """What ``nn.Module.load_state_dict`` stores for parameter ``self`` given ``other``:
-    ``other`` detached when ``assign``, else ``self`` with ``other`` copied in."""
+    ``other`` detached when ``assign``, else ``self`` with ``other`` copied in.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.zeros(2)
+    >>> weight.module_load(torcia.tensor([1.0, 2.0])) is weight, weight
+    (False, tensor([1., 2.]))
+    """
     if assign:
         return other.detach()
     with _no_grad():
@@ -1179,22 +1342,50 @@ def as_subclass(self, cls):
 
 
 def cfloat(self):
-    """``self.to(torcia.cfloat)`` (complex64)."""
+    """``self.to(torcia.cfloat)`` (complex64).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cfloat()
+    tensor([1.+0.j, 2.+0.j])
+    """
     return self.to(D.complex64)
 
 
 def cdouble(self):
-    """``self.to(torcia.cdouble)`` (complex128)."""
+    """``self.to(torcia.cdouble)`` (complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cdouble()
+    tensor([1.+0.j, 2.+0.j], dtype=torcia.complex128)
+    """
     return self.to(D.complex128)
 
 
 def sparse_dim(self) -> int:
-    """The number of sparse dimensions: 0 for a dense tensor."""
+    """The number of sparse dimensions: 0 for a dense tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).sparse_dim()
+    0
+    """
     return 0
 
 
 def dense_dim(self) -> int:
-    """The number of dense dimensions: all of a dense tensor's."""
+    """The number of dense dimensions: all of a dense tensor's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2, 3).dense_dim()
+    2
+    """
     return self.ndim
 
 
@@ -1223,7 +1414,15 @@ def sparse_mask(self, mask):
 
 def init_num_threads() -> None:
     """Pass the thread count set by :func:`torcia.set_num_threads` on to the kernels of the
-    calling thread (native plugins keep it per thread)."""
+    calling thread (native plugins keep it per thread).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.init_num_threads()
+    >>> torcia.get_num_threads() >= 1
+    True
+    """
     import torcia
 
     torcia.set_num_threads(torcia.get_num_threads())
@@ -1531,14 +1730,34 @@ def is_anomaly_enabled() -> bool:
 
 def is_anomaly_check_nan_enabled() -> bool:
     """Whether anomaly detection also checks backward results for NaN (the default when
-    it is on)."""
+    it is on).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_anomaly_enabled(True, check_nan=False)
+    >>> torcia.is_anomaly_enabled(), torcia.is_anomaly_check_nan_enabled()
+    (True, False)
+    >>> torcia.set_anomaly_enabled(False)
+    """
     engine = AUTOGRAD.engine
     return bool(engine is not None and engine.ANOMALY.enabled and engine.ANOMALY.check_nan)
 
 
 def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     """Turn autograd's anomaly detection on or off (the function form of
-    ``torcia.autograd.set_detect_anomaly``); needs torcia-autograd."""
+    ``torcia.autograd.set_detect_anomaly``); needs torcia-autograd.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_anomaly_enabled(True)
+    >>> torcia.is_anomaly_enabled()
+    True
+    >>> torcia.set_anomaly_enabled(False)
+    >>> torcia.is_anomaly_enabled()
+    False
+    """
     from torcia._tensor import load_autograd
 
     anomaly = load_autograd().ANOMALY
@@ -1548,20 +1767,52 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
 
 class OutOfMemoryError(RuntimeError):
     """A device ran out of memory (PyTorch's ``torch.OutOfMemoryError``, also
-    ``torch.cuda.OutOfMemoryError``)."""
+    ``torch.cuda.OutOfMemoryError``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.OutOfMemoryError, RuntimeError)
+    True
+    """
 
 
 class AcceleratorError(RuntimeError):
-    """An accelerator reported an error (PyTorch's ``torch.AcceleratorError``)."""
+    """An accelerator reported an error (PyTorch's ``torch.AcceleratorError``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.AcceleratorError, RuntimeError)
+    True
+    """
 
 
 def _name(self):
-    """The tensor's name: None, as in PyTorch (a name only Python-side code sets)."""
+    """The tensor's name: None, as in PyTorch (a name only Python-side code sets).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(2).name is None
+    True
+    """
     return None
 
 
 def _volatile(self):
-    """Removed in PyTorch 0.4: always False, with PyTorch's warning."""
+    """Removed in PyTorch 0.4: always False, with PyTorch's warning.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter('ignore')
+    ...     volatile = torcia.zeros(2).volatile
+    >>> volatile
+    False
+    """
     warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
                   stacklevel=2)
     return False

@@ -57,7 +57,17 @@ def _check_tensor(x, name: str, fn: str) -> Tensor:
 
 
 def _batched(input: Tensor, nd: int, fn: str) -> tuple[Tensor, bool]:
-    """``input`` with a batch dim, and whether one was added (an unbatched input)."""
+    """``input`` with a batch dim, and whether one was added (an unbatched input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> x = torcia.zeros(3, 4)  # an unbatched (C, L) input
+    >>> batch, added = library.batched(x, 1, "conv1d")
+    >>> batch.shape, added, library.unbatch(batch, added).shape
+    (torcia.Size([1, 3, 4]), True, torcia.Size([3, 4]))
+    """
     if input.ndim == nd + 1:
         return input.unsqueeze(0), True
     if input.ndim == nd + 2:

@@ -279,7 +279,14 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def prelu_method(self, weight):
-    """``Tensor.prelu(weight)``."""
+    """``Tensor.prelu(weight)``: :func:`torcia.nn.functional.prelu` of ``self``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([-2.0, 3.0]).prelu(torcia.tensor([0.25]))
+    tensor([-0.5000,  3.0000])
+    """
     return _F().prelu(self, weight)
 
 

@@ -263,7 +263,12 @@ class TypedStorage(_StorageBase):
 def _legacy(name, dt):
     cls = type(name, (TypedStorage,), {
         "__slots__": (), "_fixed_dtype": dt,
-        "__doc__": f"PyTorch's legacy storage of {dt} elements (a :class:`TypedStorage`).",
+        "__doc__": (f"PyTorch's legacy storage of {dt} elements (a :class:`TypedStorage`)."
+                    "\n\nExamples\n--------\n>>> import warnings\n>>> import torcia\n"
+                    ">>> with warnings.catch_warnings():\n"
+                    "...     warnings.simplefilter('ignore')  # TypedStorage is deprecated\n"
+                    f"...     storage = torcia.{name}(3)\n>>> len(storage), storage.dtype\n"
+                    f"(3, {dt})\n"),
     })
 
     def init(self, *args, device=None, dtype=None, wrap_storage=None):

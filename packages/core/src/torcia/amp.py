@@ -465,7 +465,17 @@ def set_autocast_enabled(device_type, enabled=None) -> None:
 
 def set_autocast_dtype(device_type, dtype) -> None:
     """The dtype autocast uses for ``device_type`` when none is given (float16 or
-    bfloat16), on this thread."""
+    bfloat16), on this thread.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> before = torcia.get_autocast_dtype("cpu")
+    >>> torcia.set_autocast_dtype("cpu", torcia.float16)
+    >>> torcia.get_autocast_dtype("cpu")
+    torcia.float16
+    >>> torcia.set_autocast_dtype("cpu", before)
+    """
     _device_type_arg(device_type, "set_autocast_dtype")
     if dtype not in (D.float16, D.bfloat16):
         raise ValueError(f"autocast: dtype must be torcia.float16 or torcia.bfloat16, got "
@@ -477,35 +487,89 @@ def set_autocast_dtype(device_type, dtype) -> None:
 
 
 def set_autocast_cpu_enabled(enabled: bool) -> None:
-    """``set_autocast_enabled("cpu", enabled)`` (PyTorch's older name)."""
+    """``set_autocast_enabled("cpu", enabled)`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_autocast_cpu_enabled(True)
+    >>> torcia.is_autocast_cpu_enabled()
+    True
+    >>> torcia.set_autocast_cpu_enabled(False)
+    """
     set_autocast_enabled("cpu", enabled)
 
 
 def set_autocast_cpu_dtype(dtype) -> None:
-    """``set_autocast_dtype("cpu", dtype)`` (PyTorch's older name)."""
+    """``set_autocast_dtype("cpu", dtype)`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> before = torcia.get_autocast_cpu_dtype()
+    >>> torcia.set_autocast_cpu_dtype(torcia.float16)
+    >>> torcia.get_autocast_cpu_dtype()
+    torcia.float16
+    >>> torcia.set_autocast_cpu_dtype(before)
+    """
     set_autocast_dtype("cpu", dtype)
 
 
 def set_autocast_gpu_dtype(dtype) -> None:
-    """``set_autocast_dtype("cuda", dtype)`` (PyTorch's older name)."""
+    """``set_autocast_dtype("cuda", dtype)`` (PyTorch's older name).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> before = torcia.get_autocast_gpu_dtype()
+    >>> torcia.set_autocast_gpu_dtype(torcia.bfloat16)
+    >>> torcia.get_autocast_gpu_dtype()
+    torcia.bfloat16
+    >>> torcia.set_autocast_gpu_dtype(before)
+    """
     set_autocast_dtype("cuda", dtype)
 
 
 def set_autocast_cache_enabled(enabled: bool) -> None:
     """Accepted and inert: torcia's autocast casts at each op and keeps no cache of cast
-    weights (see :func:`is_autocast_cache_enabled`), so there is nothing to switch."""
+    weights (see :func:`is_autocast_cache_enabled`), so there is nothing to switch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_autocast_cache_enabled(False)
+    >>> torcia.is_autocast_cache_enabled()
+    False
+    >>> torcia.set_autocast_cache_enabled(True)
+    """
     _SWITCHES.cache_enabled = bool(enabled)
 
 
 def autocast_increment_nesting() -> int:
-    """Count one more nested autocast region on this thread; returns the new depth."""
+    """Count one more nested autocast region on this thread; returns the new depth.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> depth = torcia.autocast_increment_nesting()
+    >>> torcia.autocast_decrement_nesting() == depth - 1
+    True
+    """
     _SWITCHES.nesting += 1
     return _SWITCHES.nesting
 
 
 def autocast_decrement_nesting() -> int:
     """Count one autocast region less; at depth 0 the (empty) cast cache is cleared, as
-    PyTorch does. Returns the new depth."""
+    PyTorch does. Returns the new depth.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> depth = torcia.autocast_increment_nesting()
+    >>> torcia.autocast_decrement_nesting() == depth - 1
+    True
+    """
     _SWITCHES.nesting -= 1
     if _SWITCHES.nesting == 0:
         clear_autocast_cache()
@@ -576,7 +640,27 @@ def custom_fwd(fwd=None, *, device_type: str, cast_inputs=None):
 
 def custom_bwd(bwd=None, *, device_type: str):
     """Decorator for a custom autograd Function's ``backward``: it runs in the autocast
-    state its forward ran in (see :func:`custom_fwd`)."""
+    state its forward ran in (see :func:`custom_fwd`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> class Square(torcia.autograd.Function):
+    ...     @staticmethod
+    ...     @torcia.amp.custom_fwd(device_type="cpu")
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x * x
+    ...     @staticmethod
+    ...     @torcia.amp.custom_bwd(device_type="cpu")
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return 2 * x * grad
+    >>> x = torcia.tensor([3.0], requires_grad=True)
+    >>> Square.apply(x).backward()
+    >>> x.grad
+    tensor([6.])
+    """
     if device_type not in _DEFAULTS:
         raise ValueError(f"custom_bwd: device_type must be 'cpu' or 'cuda', got "
                          f"{device_type!r}")

@@ -65,6 +65,14 @@ class Backend:
         ``"host"`` runs the NumPy reference kernel on the host and copies the result back
         (PyTorch's boxed CPU fallback); ``"reference"`` runs the reference kernel on the
         device's own array module, for an ``xp`` that follows NumPy's API (CuPy).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import backend
+    >>> cpu = backend.get_backend("cpu")
+    >>> isinstance(cpu, backend.Backend), cpu.name
+    (True, 'cpu')
     """
 
     def __init__(self, name, xp, to_host=None, from_host=None, is_available=None,
@@ -311,7 +319,16 @@ plugins._state.registries["torcia_register_kernels"] = _KernelTables()
 
 
 def get_backend(device_type: str) -> Backend:
-    """The backend of a device type, or a clear error when no installed plugin provides it."""
+    """The backend of a device type, or a clear error when no installed plugin provides it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import backend
+    >>> cpu = backend.get_backend("cpu")
+    >>> isinstance(cpu, backend.Backend), cpu.name
+    (True, 'cpu')
+    """
     if not _kernels_built.is_set():
         _build()
     table = backends.build()
@@ -429,7 +446,17 @@ CPU = device("cpu")
 
 
 def canonical(dev) -> device:
-    """The device tensors live on: ``"cuda"`` means the current CUDA device."""
+    """The device tensors live on: ``"cuda"`` means the current CUDA device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import backend
+    >>> backend.canonical("cpu")
+    device(type='cpu')
+    >>> backend.canonical(torcia.device("cpu")) is backend.canonical("cpu")
+    True
+    """
     dev = device(dev) if not isinstance(dev, device) else dev
     if dev.type == "cpu":
         return CPU
@@ -442,7 +469,15 @@ def canonical(dev) -> device:
 
 
 def host_array(arr) -> np.ndarray:
-    """Any backend's array as a NumPy array on the host."""
+    """Any backend's array as a NumPy array on the host.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia import backend
+    >>> backend.host_array(np.array([1.0, 2.0], dtype=np.float32))
+    array([1., 2.], dtype=float32)
+    """
     if isinstance(arr, np.ndarray):
         return arr
     for backend in backends.build().values():

@@ -22,44 +22,105 @@ _DEFAULT_STREAM = Stream("cpu")
 
 
 def is_available() -> bool:
-    """Always True: the CPU is there."""
+    """Always True: the CPU is there.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.is_available()
+    True
+    """
     return True
 
 
 def is_initialized() -> bool:
-    """Always True: the CPU needs no initialisation."""
+    """Always True: the CPU needs no initialisation.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.is_initialized()
+    True
+    """
     return True
 
 
 def device_count() -> int:
-    """How many CPU devices torcia uses: 1."""
+    """How many CPU devices torcia uses: 1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.device_count()
+    1
+    """
     return 1
 
 
 def current_device() -> str:
-    """The current CPU device's name, ``"cpu"`` (as PyTorch)."""
+    """The current CPU device's name, ``"cpu"`` (as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.current_device()
+    'cpu'
+    """
     return "cpu"
 
 
 def set_device(device) -> None:
-    """Accepts "cpu" (or a CPU device): there is only one."""
+    """Accepts "cpu" (or a CPU device): there is only one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.set_device("cpu")
+    >>> torcia.cpu.current_device()
+    'cpu'
+    """
     name = device if isinstance(device, str) else getattr(device, "type", str(device))
     if name.split(":")[0] != "cpu":
         raise ValueError(f"torcia.cpu.set_device: expected a CPU device, got {device!r}")
 
 
 def synchronize(device=None) -> None:
-    """Wait for the CPU's work to finish: it already has when this is called."""
+    """Wait for the CPU's work to finish: it already has when this is called.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> y = torcia.ones(2) + 1
+    >>> torcia.cpu.synchronize()
+    >>> y
+    tensor([2., 2.])
+    """
 
 
 def current_stream(device=None) -> Stream:
-    """The CPU's stream."""
+    """The CPU's stream.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cpu.current_stream() is torcia.cpu.current_stream()
+    True
+    """
     return _DEFAULT_STREAM
 
 
 class StreamContext:
     """Context manager that makes a stream current; on the CPU there is one stream, so
-    entering and leaving change nothing."""
+    entering and leaving change nothing.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.cpu.current_stream()
+    >>> with torcia.cpu.StreamContext(s):
+    ...     torcia.cpu.current_stream() is s
+    True
+    """
 
     def __init__(self, stream):
         self.stream = stream
@@ -72,5 +133,14 @@ class StreamContext:
 
 
 def stream(stream) -> StreamContext:
-    """``with torcia.cpu.stream(s):`` (see :class:`StreamContext`)."""
+    """``with torcia.cpu.stream(s):`` (see :class:`StreamContext`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.cpu.stream(torcia.cpu.current_stream()):
+    ...     y = torcia.ones(2) * 2
+    >>> y
+    tensor([2., 2.])
+    """
     return StreamContext(stream)

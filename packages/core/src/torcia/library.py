@@ -514,7 +514,15 @@ def op_records() -> dict[str, OpDef]:
 
 def primitives() -> list[str]:
     """The names of the primitive ops: what a device backend must implement (every other
-    built-in op has a default decomposition into these)."""
+    built-in op has a default decomposition into these).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> "add" in library.primitives(), "addcmul" in library.primitives()
+    (True, True)
+    """
     return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
 
 
@@ -542,7 +550,16 @@ def get_op(name: str) -> OpDef:
 
 def autograd_engine() -> AutogradEngine:
     """The autograd engine (provided by a plugin through ``torcia_autograd_engine``), or a
-    RuntimeError naming the distribution to install or the blocklist that blocks it."""
+    RuntimeError naming the distribution to install or the blocklist that blocks it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> engine = library.autograd_engine()
+    >>> isinstance(engine, library.AutogradEngine)
+    True
+    """
     return _load_autograd()
 
 

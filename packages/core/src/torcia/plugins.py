@@ -90,28 +90,72 @@ LOCK_FORMAT = 1
 
 
 class PluginWarning(UserWarning):
-    """A plugin failed to load or to run one of its hooks; it was skipped."""
+    """A plugin failed to load or to run one of its hooks; it was skipped.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginWarning, UserWarning)
+    True
+    """
 
 
 class PluginBlockedError(RuntimeError):
-    """A feature provided by a blocked plugin was asked for."""
+    """A feature provided by a blocked plugin was asked for.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginBlockedError, RuntimeError)
+    True
+    """
 
 
 class PluginError(RuntimeError):
-    """In strict mode: a plugin failed or was refused."""
+    """In strict mode: a plugin failed or was refused.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginError, RuntimeError)
+    True
+    """
 
 
 class PluginConfigError(RuntimeError):
-    """The plugin configuration is wrong: it names the file and line."""
+    """The plugin configuration is wrong: it names the file and line.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginConfigError, RuntimeError)
+    True
+    """
 
 
 class PluginReentryError(RuntimeError):
-    """A registration hook called into torcia while torcia was building its tables."""
+    """A registration hook called into torcia while torcia was building its tables.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> issubclass(plugins.PluginReentryError, RuntimeError)
+    True
+    """
 
 
 @dataclasses.dataclass
 class PluginInfo:
-    """What ``python -m torcia plugins`` reports about one plugin."""
+    """What ``python -m torcia plugins`` reports about one plugin.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> info = next(i for i in plugins.plugin_infos() if i.name == "core")
+    >>> isinstance(info, plugins.PluginInfo), info.distribution, info.status
+    (True, 'torcia-core', 'loaded')
+    """
 
     name: str
     distribution: str
@@ -235,7 +279,16 @@ def _read_config(path: Path, required: bool, system: bool) -> dict:
 
 class Policy:
     """The plugin policy in force: allowlists, blocklist, strict mode and lock file, each
-    entry with where it came from."""
+    entry with where it came from.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> policy = plugins.Policy()
+    >>> policy.strict, policy.block
+    (None, {})
+    """
 
     def __init__(self):
         self.allow: dict[str, str] = {}
@@ -710,7 +763,15 @@ def _warn_entry_point_allowlist(policy, found) -> None:
 
 
 def manager() -> pluggy.PluginManager:
-    """Return the plugin manager, discovering and loading plugins on the first call."""
+    """Return the plugin manager, discovering and loading plugins on the first call.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> hasattr(plugins.manager().hook, "torcia_register_backends")
+    True
+    """
     pm = _state.pm
     if pm is not None:
         return pm
@@ -743,7 +804,16 @@ def manager() -> pluggy.PluginManager:
 
 
 def plugin_infos() -> list[PluginInfo]:
-    """Every plugin found, loaded or not, after building every known registry."""
+    """Every plugin found, loaded or not, after building every known registry.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> info = next(i for i in plugins.plugin_infos() if i.name == "core")
+    >>> info.status, info.hooks
+    ('loaded', ['torcia_register_backends', 'torcia_register_kernels'])
+    """
     manager()
     for registry in list(_state.registries.values()):
         registry.build()

@@ -60,7 +60,18 @@ class Event:
 
 
 class FunctionEventAvg:
-    """Statistics of all events of one name (and input shapes, when grouped by them)."""
+    """Statistics of all events of one name (and input shapes, when grouped by them).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.profiler.profile() as prof:
+    ...     y = torcia.ones(2) + 1
+    ...     y = y + 1
+    >>> add = next(e for e in prof.key_averages() if e.key == 'add')
+    >>> isinstance(add, torcia.profiler.FunctionEventAvg), add.count
+    (True, 2)
+    """
 
     def __init__(self, key, kind, device, provider, shapes=None):
         self.key = key
@@ -78,7 +89,17 @@ class FunctionEventAvg:
 
 
 class EventList(list):
-    """What :meth:`profile.key_averages` returns: a list with :meth:`table`."""
+    """What :meth:`profile.key_averages` returns: a list with :meth:`table`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.profiler.profile() as prof:
+    ...     y = torcia.ones(2) + 1
+    >>> averages = prof.key_averages()
+    >>> isinstance(averages, torcia.profiler.EventList), any(e.key == 'add' for e in averages)
+    (True, True)
+    """
 
     def table(self, sort_by="self_cpu_time_total", row_limit=20, header=None) -> str:
         """A text table like PyTorch's, sorted by ``sort_by`` (``cpu_time_total``,

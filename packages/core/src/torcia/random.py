@@ -156,6 +156,18 @@ def set_rng_state(state) -> None:
 
 
 def rng_of(generator) -> np.random.Generator:
+    """The NumPy generator behind ``generator``, or behind the default generator for None:
+    what kernels draw their random numbers from.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.random import rng_of
+    >>> g = torcia.Generator().manual_seed(0)
+    >>> a = rng_of(g).integers(0, 100, 3).tolist()
+    >>> a == rng_of(torcia.Generator().manual_seed(0)).integers(0, 100, 3).tolist()
+    True
+    """
     return (generator or default_generator).rng
 
 

@@ -45,6 +45,15 @@ class SparseCooTensor:
         The full shape, ``sparse dims + dense dims``.
     is_coalesced : bool
         Whether the indices are known to be sorted and unique.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> s = torcia.tensor([[0.0, 2.0], [3.0, 0.0]]).to_sparse()
+    >>> isinstance(s, torcia.sparse.SparseCooTensor), s.indices(), s.values()
+    (True, tensor([[0, 1],
+            [1, 0]]), tensor([2., 3.]))
     """
 
     is_sparse = True

@@ -212,12 +212,26 @@ def polygamma(n, input):
 
 
 def softmax(input, dim, *, dtype=None):
-    """Softmax over ``dim`` (as :func:`torcia.softmax`)."""
+    """Softmax over ``dim`` (as :func:`torcia.softmax`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.special.softmax(torcia.tensor([0.0, 1.0, 2.0]), dim=0)
+    tensor([0.0900, 0.2447, 0.6652])
+    """
     return _softmax(input, dim, dtype=dtype)
 
 
 def log_softmax(input, dim, *, dtype=None):
-    """Log-softmax over ``dim`` (as :func:`torcia.log_softmax`)."""
+    """Log-softmax over ``dim`` (as :func:`torcia.log_softmax`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.special.log_softmax(torcia.tensor([0.0, 1.0, 2.0]), dim=0)
+    tensor([-2.4076, -1.4076, -0.4076])
+    """
     return _log_softmax(input, dim, dtype=dtype)
 
 
@@ -225,21 +239,50 @@ def log_softmax(input, dim, *, dtype=None):
 
 
 def mvlgamma(input, p):
-    """As :func:`multigammaln` (``torch.mvlgamma``)."""
+    """As :func:`multigammaln` (``torch.mvlgamma``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mvlgamma(torcia.tensor([2.5, 3.0]), p=2)
+    tensor([0.8570, 1.5502])
+    """
     return multigammaln(input, p)
 
 
 def _polygamma_method(input, n):
+    """``polygamma(n, self)``: the ``n``-th derivative of the digamma function.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).polygamma(1)
+    tensor([1.6449, 0.6449])
+    """
     return polygamma(n, input)
 
 
 def igamma(input, other):
-    """As :func:`gammainc` (``torch.igamma``)."""
+    """As :func:`gammainc` (``torch.igamma``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.igamma(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0]))
+    tensor([0.6321, 0.2642])
+    """
     return gammainc(input, other)
 
 
 def igammac(input, other):
-    """As :func:`gammaincc` (``torch.igammac``)."""
+    """As :func:`gammaincc` (``torch.igammac``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.igammac(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0]))
+    tensor([0.3679, 0.7358])
+    """
     return gammaincc(input, other)
 
 

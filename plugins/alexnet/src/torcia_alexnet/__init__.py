@@ -52,7 +52,17 @@ class AlexNet(nn.Module):
 
 def alexnet(*, weights=None, **kwargs) -> AlexNet:
     """Build an :class:`AlexNet`; there are no pretrained weights (``weights`` must be
-    None)."""
+    None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia_alexnet
+    >>> model = torcia_alexnet.alexnet(num_classes=10).eval()
+    >>> with torcia.no_grad():
+    ...     print(model(torcia.zeros(1, 3, 64, 64)).shape)
+    torcia.Size([1, 10])
+    """
     if weights is not None:
         raise ValueError("torcia-alexnet ships no pretrained weights and never downloads")
     return AlexNet(**kwargs)

@@ -93,7 +93,21 @@ class set_detect_anomaly:
 
 
 class detect_anomaly(set_detect_anomaly):
-    """Context manager: anomaly detection on inside the block."""
+    """Context manager: anomaly detection on inside the block.
+
+    Examples
+    --------
+    A backward that produces NaN raises, naming the forward call that recorded the op:
+
+    >>> import torcia
+    >>> x = torcia.tensor([0.0], requires_grad=True)
+    >>> try:
+    ...     with torcia.autograd.detect_anomaly():
+    ...         (torcia.sqrt(x) * 0).sum().backward()
+    ... except RuntimeError as error:
+    ...     print(str(error).splitlines()[0])
+    Function 'SqrtBackward0' returned nan values in its 0th output.
+    """
 
     def __init__(self, check_nan: bool = True):
         super().__init__(True, check_nan)

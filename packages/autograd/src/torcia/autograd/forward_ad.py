@@ -238,7 +238,20 @@ def enter_dual_level() -> int:
 
 
 def exit_dual_level(*, level: int | None = None) -> None:
-    """Close the level: every dual tensor loses its tangent."""
+    """Close the level: every dual tensor loses its tangent.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.autograd.forward_ad as fwAD
+    >>> level = fwAD.enter_dual_level()
+    >>> x = fwAD.make_dual(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 0.0]))
+    >>> fwAD.unpack_dual(x * x).tangent
+    tensor([2., 0.])
+    >>> fwAD.exit_dual_level()
+    >>> fwAD.unpack_dual(x).tangent is None
+    True
+    """
     if STATE.level is None or (level is not None and level != STATE.level):
         raise RuntimeError("Trying to exit a forward AD level that was not the last one "
                            "that was created. This is not supported.")

@@ -54,7 +54,14 @@ def jvp(op: str):
 
 
 def is_linear(op: str) -> bool:
-    """Whether the derivative table shows ``op`` to be linear in its tensor inputs."""
+    """Whether the derivative table shows ``op`` to be linear in its tensor inputs.
+
+    Examples
+    --------
+    >>> from torcia.autograd import forward_derivatives
+    >>> forward_derivatives.is_linear("add"), forward_derivatives.is_linear("mul")
+    (True, False)
+    """
     entry = _derivs.TABLE.get(op)
     return (entry is not None and entry.fn is not None and op not in PIECEWISE_CONSTANT
             and op not in _ENGINE_OPS and not entry.uses_result and not any(entry.saved_flags)
@@ -62,7 +69,14 @@ def is_linear(op: str) -> bool:
 
 
 def kind(op: str) -> str:
-    """``"formula"``, ``"linear"`` or ``"transposed-vjp"``: where ``op``'s JVP comes from."""
+    """``"formula"``, ``"linear"`` or ``"transposed-vjp"``: where ``op``'s JVP comes from.
+
+    Examples
+    --------
+    >>> from torcia.autograd import forward_derivatives
+    >>> forward_derivatives.kind("add")
+    'linear'
+    """
     if op in JVP:
         return "formula"
     return "linear" if is_linear(op) else "transposed-vjp"

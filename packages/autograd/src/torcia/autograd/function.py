@@ -16,7 +16,25 @@ from torcia.library import Tensor
 
 
 class FunctionCtx:
-    """The ``ctx`` of a custom Function: what ``forward`` leaves for ``backward``."""
+    """The ``ctx`` of a custom Function: what ``forward`` leaves for ``backward``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> class Cube(torcia.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         ctx.save_for_backward(x)
+    ...         return x ** 3
+    ...     @staticmethod
+    ...     def backward(ctx, grad):
+    ...         (x,) = ctx.saved_tensors
+    ...         return grad * 3 * x ** 2
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> Cube.apply(x).sum().backward()
+    >>> x.grad
+    tensor([ 3., 12.])
+    """
 
     def __init__(self):
         self._saved = ()
@@ -266,7 +284,31 @@ class _DelayedError(_Node):
 
 def once_differentiable(fn):
     """Decorate a ``backward`` that cannot itself be differentiated: it runs without
-    recording, and a double backward that reaches it raises."""
+    recording, and a double backward that reaches it raises.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.function import once_differentiable
+    >>> class Double(torcia.autograd.Function):
+    ...     @staticmethod
+    ...     def forward(ctx, x):
+    ...         return x * 2
+    ...     @staticmethod
+    ...     @once_differentiable
+    ...     def backward(ctx, grad):
+    ...         return grad * 2
+    >>> x = torcia.tensor([1.0, 3.0], requires_grad=True)
+    >>> y = Double.apply(x)
+    >>> (g,) = torcia.autograd.grad((y * y).sum(), x, create_graph=True)
+    >>> g
+    tensor([ 8., 24.], grad_fn=<OnceDifferentiableBackward0>)
+    >>> try:
+    ...     g.sum().backward()
+    ... except RuntimeError as error:
+    ...     print(error)
+    trying to differentiate twice a function that was marked with @once_differentiable
+    """
 
     @functools.wraps(fn)
     def wrapper(ctx, *grads):

@@ -240,5 +240,13 @@ def vhp(func, inputs, v=None, create_graph=False, strict=False):
 
 def hvp(func, inputs, v=None, create_graph=False, strict=False):
     """The scalar function's value and the Hessian-vector product ``H v`` (the Hessian is
-    symmetric, so this is :func:`vhp`)."""
+    symmetric, so this is :func:`vhp`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.functional import hvp
+    >>> hvp(lambda x: (x ** 3).sum(), torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0]))
+    (tensor(9.), tensor([ 6., 12.]))
+    """
     return vhp(func, inputs, v, create_graph, strict)

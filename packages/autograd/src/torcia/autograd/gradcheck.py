@@ -8,7 +8,20 @@ from torcia import Tensor, enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
-    """The analytical and numerical Jacobians disagree."""
+    """The analytical and numerical Jacobians disagree.
+
+    Examples
+    --------
+    A function whose gradient is wrong (``detach`` hides one factor from autograd):
+
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], dtype=torcia.float64, requires_grad=True)
+    >>> try:
+    ...     torcia.autograd.gradcheck(lambda t: t.detach() * t, (x,))
+    ... except torcia.autograd.GradcheckError as error:
+    ...     print(str(error).splitlines()[0])
+    Jacobian mismatch for output 1 with respect to input 0,
+    """
 
 
 def _outputs(fn, inputs):

@@ -145,7 +145,18 @@ _SECOND_FORM = ("sum", "mean", "prod", "squeeze")  # "...Backward1" when given a
 
 
 def node_name(op: str, params: dict, metas) -> str:
-    """The name PyTorch gives the backward node of ``op`` (``MulBackward0``...)."""
+    """The name PyTorch gives the backward node of ``op`` (``MulBackward0``...).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0], requires_grad=True)
+    >>> (x * 2).grad_fn.name()
+    'MulBackward0'
+    >>> from torcia.autograd.graph import node_name
+    >>> node_name("mul", {}, ())
+    'MulBackward0'
+    """
     if op in _NAMES:
         return _NAMES[op]
     if op in _SECOND_FORM and params.get("dim") is not None:

@@ -33,7 +33,14 @@ def accumulate(leaf: Tensor, grad) -> None:
 
 class Unsupported(RuntimeError):
     """What torcia.compile cannot capture (PyTorch's ``torch._dynamo.exc.Unsupported``);
-    raised with ``fullgraph=True``, a logged graph break otherwise."""
+    raised with ``fullgraph=True``, a logged graph break otherwise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.compiler.Unsupported, RuntimeError)
+    True
+    """
 
 
 def _is_array(x) -> bool:

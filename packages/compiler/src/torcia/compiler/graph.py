@@ -26,6 +26,21 @@ class Node:
     gradients in ``args`` into their leaves).
     ``args`` holds references: ``("v", id)`` for a value, ``("c", obj)`` for a constant,
     ``("l", [refs])`` for a list of them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> graphs = []
+    >>> def keep(graph, example_inputs):
+    ...     graphs.append(graph)
+    ...     return graph
+    >>> f = torcia.compile(lambda x: (x + 1) * (x + 1) + 0 * x, backend=keep)
+    >>> f(torcia.tensor([1.0, 2.0]))
+    tensor([4., 9.])
+    >>> graph = graphs[0]
+    >>> node = graph.nodes[0]
+    >>> isinstance(node, torcia.compiler.Node), node.kind, node.op
+    (True, 'call', 'add')
     """
 
     kind: str
@@ -64,6 +79,20 @@ class Graph:
     parameter, a buffer, a constant it made) or ``("grad", t)`` (``t.grad`` when traced).
     ``grads`` lists ``(t, value id)``: gradient accumulated into leaf ``t`` as the eager
     engine does. ``meta`` maps a value id to its ``(shape, dtype)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> graphs = []
+    >>> def keep(graph, example_inputs):
+    ...     graphs.append(graph)
+    ...     return graph
+    >>> f = torcia.compile(lambda x: (x + 1) * (x + 1) + 0 * x, backend=keep)
+    >>> f(torcia.tensor([1.0, 2.0]))
+    tensor([4., 9.])
+    >>> graph = graphs[0]
+    >>> isinstance(graph, torcia.compiler.Graph), [node.op for node in graph.nodes]
+    (True, ['add', 'add', 'mul', 'mul', 'add'])
     """
 
     inputs: list = dataclasses.field(default_factory=list)

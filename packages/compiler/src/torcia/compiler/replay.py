@@ -17,7 +17,15 @@ from torcia.compiler.graph import Graph
 
 class DataGuardFailed(Exception):
     """A replay reached a graph break where the tensor Python read holds other values than
-    when traced: the rest of the program may not be what Python would run."""
+    when traced: the rest of the program may not be what Python would run.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.compiler.replay import DataGuardFailed
+    >>> issubclass(DataGuardFailed, Exception)
+    True
+    """
 
 
 def same_values(got, traced) -> bool:

@@ -46,14 +46,28 @@ preferred_linalg_library_name = "default"
 
 
 def is_built() -> bool:
-    """Whether a CUDA device plugin is installed (torcia-cuda)."""
+    """Whether a CUDA device plugin is installed (torcia-cuda).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> isinstance(torcia.backends.cuda.is_built(), bool)
+    True
+    """
     from torcia import backend
 
     return "cuda" in backend.backends.build()
 
 
 def preferred_linalg_library(backend=None) -> str:
-    """Accepted and inert: torcia's CUDA linear algebra comes from CuPy."""
+    """Accepted and inert: torcia's CUDA linear algebra comes from CuPy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.cuda.preferred_linalg_library()
+    'default'
+    """
     global preferred_linalg_library_name
     if backend is not None:
         if backend not in ("default", "cusolver", "magma"):
@@ -70,8 +84,14 @@ def _switch(kind):
         return _sdp[kind]
 
     enable.__name__, is_enabled.__name__ = f"enable_{kind}_sdp", f"{kind}_sdp_enabled"
-    enable.__doc__ = f"Allow the {kind} attention kernel (torcia has one implementation)."
-    is_enabled.__doc__ = f"Whether the {kind} attention kernel is allowed."
+    example = (f"\n\nExamples\n--------\n>>> import torcia\n"
+               f">>> torcia.backends.cuda.enable_{kind}_sdp(False)\n"
+               f">>> torcia.backends.cuda.{kind}_sdp_enabled()\nFalse\n"
+               f">>> torcia.backends.cuda.enable_{kind}_sdp(True)\n"
+               f">>> torcia.backends.cuda.{kind}_sdp_enabled()\nTrue\n")
+    enable.__doc__ = (f"Allow the {kind} attention kernel (torcia has one implementation)."
+                      + example)
+    is_enabled.__doc__ = f"Whether the {kind} attention kernel is allowed." + example
     return enable, is_enabled
 
 
@@ -84,7 +104,17 @@ enable_cudnn_sdp, cudnn_sdp_enabled = _switch("cudnn")
 @contextlib.contextmanager
 def sdp_kernel(enable_flash=True, enable_math=True, enable_mem_efficient=True,
                enable_cudnn=True):
-    """Set the attention kernel switches for a ``with`` block."""
+    """Set the attention kernel switches for a ``with`` block.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.backends.cuda.sdp_kernel(enable_flash=False):
+    ...     torcia.backends.cuda.flash_sdp_enabled()
+    False
+    >>> torcia.backends.cuda.flash_sdp_enabled()
+    True
+    """
     saved = dict(_sdp)
     _sdp.update(flash=enable_flash, math=enable_math, mem_efficient=enable_mem_efficient,
                 cudnn=enable_cudnn)

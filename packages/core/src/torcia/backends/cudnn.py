@@ -24,24 +24,55 @@ allow_tf32 = True
 
 
 def is_available() -> bool:
-    """Whether cuDNN can be used: never, torcia does not use it."""
+    """Whether cuDNN can be used: never, torcia does not use it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.cudnn.is_available()
+    False
+    """
     return False
 
 
 def version():
-    """The cuDNN version: None, as PyTorch answers when cuDNN is absent."""
+    """The cuDNN version: None, as PyTorch answers when cuDNN is absent.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.cudnn.version() is None
+    True
+    """
     return None
 
 
 def is_acceptable(tensor) -> bool:
-    """Whether cuDNN would take ``tensor``: never."""
+    """Whether cuDNN would take ``tensor``: never.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.cudnn.is_acceptable(torcia.zeros(2))
+    False
+    """
     return False
 
 
 @contextlib.contextmanager
 def flags(enabled=False, benchmark=False, benchmark_limit=10, deterministic=False,
           allow_tf32=True):
-    """Set the flags for a ``with`` block and restore them after, as PyTorch's."""
+    """Set the flags for a ``with`` block and restore them after, as PyTorch's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.backends.cudnn.flags(enabled=False, deterministic=True):
+    ...     torcia.backends.cudnn.deterministic
+    True
+    >>> torcia.backends.cudnn.deterministic
+    False
+    """
     module = globals()
     names = ("enabled", "benchmark", "benchmark_limit", "deterministic", "allow_tf32")
     saved = {n: module[n] for n in names}

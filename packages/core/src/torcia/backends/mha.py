@@ -24,5 +24,14 @@ def get_fastpath_enabled() -> bool:
 
 
 def set_fastpath_enabled(value: bool) -> None:
-    """Allow or forbid the fast path (inert)."""
+    """Allow or forbid the fast path (inert).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.mha.set_fastpath_enabled(False)
+    >>> torcia.backends.mha.get_fastpath_enabled()
+    False
+    >>> torcia.backends.mha.set_fastpath_enabled(True)
+    """
     _fastpath[0] = bool(value)

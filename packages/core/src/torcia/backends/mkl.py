@@ -9,7 +9,14 @@ True
 
 
 def is_available() -> bool:
-    """Whether the NumPy torcia computes with links MKL."""
+    """Whether the NumPy torcia computes with links MKL.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> isinstance(torcia.backends.mkl.is_available(), bool)
+    True
+    """
     import numpy as np
 
     config = getattr(np, "__config__", None)

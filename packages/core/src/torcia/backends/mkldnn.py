@@ -27,7 +27,15 @@ def is_available() -> bool:
 
 @contextlib.contextmanager
 def flags(enabled=False, deterministic=False):
-    """Set ``enabled``/``deterministic`` for a ``with`` block (inert)."""
+    """Set ``enabled``/``deterministic`` for a ``with`` block (inert).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.backends.mkldnn.flags(enabled=False):
+    ...     torcia.backends.mkldnn.enabled
+    False
+    """
     module = globals()
     saved = (module["enabled"], module["deterministic"])
     module.update(enabled=enabled, deterministic=deterministic)

@@ -24,7 +24,14 @@ def is_available() -> bool:
 
 
 def is_built() -> bool:
-    """Whether an MPS device plugin is installed."""
+    """Whether an MPS device plugin is installed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backends.mps.is_built()
+    False
+    """
     from torcia import backend
 
     return "mps" in backend.backends.build()

@@ -13,14 +13,30 @@ strategy = "auto"
 
 
 def is_available() -> bool:
-    """Whether the opt_einsum package is importable."""
+    """Whether the opt_einsum package is importable.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.backends import opt_einsum
+    >>> opt_einsum.is_available() == (opt_einsum.get_opt_einsum() is not None)
+    True
+    """
     import importlib.util
 
     return importlib.util.find_spec("opt_einsum") is not None
 
 
 def get_opt_einsum():
-    """The opt_einsum module, or None when it is not installed."""
+    """The opt_einsum module, or None when it is not installed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> module = torcia.backends.opt_einsum.get_opt_einsum()
+    >>> (module is None) == (not torcia.backends.opt_einsum.is_available())
+    True
+    """
     if not is_available():
         return None
     import importlib

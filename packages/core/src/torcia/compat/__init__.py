@@ -207,7 +207,14 @@ def uninstall() -> None:
 
 
 def installed() -> bool:
-    """Whether the import hook is in place."""
+    """Whether the import hook is in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.compat.installed()
+    False
+    """
     return _finder in sys.meta_path
 
 

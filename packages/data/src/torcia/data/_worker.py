@@ -37,6 +37,16 @@ class WorkerInfo:
         The seed of this worker's random generators (``base_seed + id``).
     dataset : Dataset
         This worker's copy of the dataset.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.data import get_worker_info
+    >>> get_worker_info() is None  # in the main process
+    True
+    >>> info = torcia.data.WorkerInfo(id=1, num_workers=4, seed=7, dataset=[10, 20, 30])
+    >>> info.dataset[info.id::info.num_workers]  # the share of worker 1
+    [20]
     """
 
     id: int

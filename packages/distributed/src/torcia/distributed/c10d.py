@@ -168,6 +168,15 @@ def get_backend_config(group=None) -> str:
     Under ``torcia-run`` after ``init_process_group("mpi")``::
 
         dist.get_backend_config()    # 'cpu:mpi'
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.get_backend_config()
+    'cpu:mpi'
+    >>> dist.destroy_process_group()
     """
     if group is GroupMember.NON_GROUP_MEMBER:
         raise ValueError("Invalid process group specified")
@@ -342,6 +351,20 @@ def batch_isend_irecv(p2p_op_list) -> list[Work]:
                dist.P2POp(dist.irecv, into, (r - 1) % n)]
         for work in dist.batch_isend_irecv(ops):
             work.wait()
+
+    In a group of one process the ring is a send to itself:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> y = torcia.zeros(2)
+    >>> ops = [dist.P2POp(dist.isend, x, 0), dist.P2POp(dist.irecv, y, 0)]
+    >>> for work in dist.batch_isend_irecv(ops):
+    ...     _ = work.wait()
+    >>> y
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
     """
     if not isinstance(p2p_op_list, list) or not p2p_op_list:
         raise ValueError("Invalid ``p2p_op_list``. Each op is expected to to be of type "
@@ -439,6 +462,17 @@ def all_reduce_coalesced(tensors, op=ReduceOp.SUM, group=None, async_op=False):
 
         a, b = torcia.ones(2), torcia.ones(3, 1)
         dist.all_reduce_coalesced([a, b])     # both now hold 2s
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> a, b = torcia.tensor([1.0]), torcia.tensor([2.0, 3.0])
+    >>> dist.all_reduce_coalesced([a, b])
+    >>> a, b
+    (tensor([1.]), tensor([2., 3.]))
+    >>> dist.destroy_process_group()
     """
     warnings.warn("`torch.distributed.all_reduce_coalesced` will be deprecated. If you must "
                   "use it, please revisit our documentation later at "
@@ -467,6 +501,17 @@ def all_gather_coalesced(output_tensor_lists, input_tensor_list, group=None, asy
 
         out = [[torcia.zeros(2), torcia.zeros(1)] for _ in range(2)]
         dist.all_gather_coalesced(out, [torcia.ones(2), torcia.zeros(1)])
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = [[torcia.zeros(1), torcia.zeros(2)]]
+    >>> dist.all_gather_coalesced(out, [torcia.tensor([1.0]), torcia.tensor([2.0, 3.0])])
+    >>> out
+    [[tensor([1.]), tensor([2., 3.])]]
+    >>> dist.destroy_process_group()
     """
     warnings.warn("`torch.distributed.all_gather_coalesced` will be deprecated. If you must "
                   "use it, please revisit our documentation later at "
@@ -505,6 +550,18 @@ def all_gather_single(output_tensor, input_tensor, group=None, async_op=False):
 
         out = torcia.zeros(4, dtype=torcia.int64)   # or torcia.zeros(2, 2, ...)
         dist.all_gather_single(out, t)              # tensor([0, 1, 2, 3])
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = torcia.zeros(2)
+    >>> dist.all_gather_single(out, x)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
     """
     pg = _pg(group)
     src = _contiguous(input_tensor, pg, "input_tensor")
@@ -529,6 +586,18 @@ def reduce_scatter_single(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
         out = torcia.zeros(2, dtype=torcia.int64)
         dist.reduce_scatter_single(out, t)   # rank 0: [0, 2]; rank 1: [4, 6]
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = torcia.zeros(2)
+    >>> dist.reduce_scatter_single(out, x)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
     """
     pg = _pg(group)
     buf = _InPlace(output, pg, "output")
@@ -557,6 +626,16 @@ def new_subgroups_by_enumeration(ranks_per_subgroup_list, timeout=None, backend=
 
         mine, groups = dist.new_subgroups_by_enumeration([[0, 2], [1, 3]])
         dist.all_reduce(t, group=mine)   # sums over ranks {0, 2} or {1, 3}
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> subgroup, subgroups = dist.new_subgroups_by_enumeration([[0]])
+    >>> dist.get_process_group_ranks(subgroup)
+    [0]
+    >>> dist.destroy_process_group()
     """
     if not ranks_per_subgroup_list:
         raise ValueError("The arg 'ranks_per_subgroup_list' cannot be empty")
@@ -588,6 +667,16 @@ def new_subgroups(group_size=None, group=None, timeout=None, backend=None, pg_op
     Under ``torcia-run --nproc-per-node 4``::
 
         mine, groups = dist.new_subgroups(group_size=2)   # {0, 1} and {2, 3}
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> subgroup, subgroups = dist.new_subgroups(group_size=1)
+    >>> len(subgroups), dist.get_world_size(subgroup)
+    (1, 1)
+    >>> dist.destroy_process_group()
     """
     if group_size is None:
         if not torcia.cuda.is_available():
@@ -618,6 +707,16 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     Under ``torcia-run --nproc-per-node 4``::
 
         pg = dist.split_group(split_ranks=[[0, 1], [2, 3]])
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> group = dist.split_group(split_ranks=[[0]])
+    >>> dist.get_process_group_ranks(group)
+    [0]
+    >>> dist.destroy_process_group()
     """
     if not split_ranks:
         raise ValueError("split_ranks cannot be None or empty")

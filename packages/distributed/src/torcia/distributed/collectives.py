@@ -38,7 +38,14 @@ class _World:
 
 class GroupMember:
     """Sentinels: ``WORLD`` is the default group; ``NON_GROUP_MEMBER`` is what
-    :func:`new_group` returns on processes outside the new group."""
+    :func:`new_group` returns on processes outside the new group.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.GroupMember.WORLD is None
+    True
+    """
 
     WORLD = None
     NON_GROUP_MEMBER = object()
@@ -75,21 +82,54 @@ def is_available() -> bool:
 
 def is_backend_available(backend: str) -> bool:
     """Whether an installed, allowed plugin provides ``backend`` and it can run here (the
-    "nccl" backend needs CuPy, NCCL and a GPU)."""
+    "nccl" backend needs CuPy, NCCL and a GPU).
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.is_backend_available("no-such-backend")
+    False
+    """
     name = backend.lower()
     return name in backends and not getattr(backends.get(name), "unavailable_reason", None)
 
 
 def is_mpi_available() -> bool:
+    """Whether the "mpi" process-group backend (torcia-mpi) is installed.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.is_mpi_available() == dist.is_backend_available("mpi")
+    True
+    """
     return is_backend_available("mpi")
 
 
 def is_nccl_available() -> bool:
+    """Whether the "nccl" process-group backend (torcia-cuda with NCCL) is installed.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.is_nccl_available() == dist.is_backend_available("nccl")
+    True
+    """
     return is_backend_available("nccl")
 
 
 def is_initialized() -> bool:
-    """Whether :func:`init_process_group` has run (and not been destroyed)."""
+    """Whether :func:`init_process_group` has run (and not been destroyed).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.is_initialized()
+    True
+    >>> dist.destroy_process_group()
+    """
     return _World.default is not None
 
 
@@ -232,7 +272,16 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout):
 
 
 def destroy_process_group(group=None) -> None:
-    """Leave the group (the default one: the whole distributed state)."""
+    """Leave the group (the default one: the whole distributed state).
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)
+    >>> dist.destroy_process_group()
+    >>> dist.is_initialized()
+    False
+    """
     if group is None or group is GroupMember.WORLD:
         if _World.default is not None:
             _World.default.destroy()
@@ -243,22 +292,64 @@ def destroy_process_group(group=None) -> None:
 
 
 def get_rank(group=None) -> int:
-    """This process's rank in ``group`` (the default group when None)."""
+    """This process's rank in ``group`` (the default group when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.get_rank()
+    0
+    >>> dist.destroy_process_group()
+    """
     return _pg(group).rank
 
 
 def get_world_size(group=None) -> int:
-    """The number of processes in ``group``."""
+    """The number of processes in ``group``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.get_world_size()
+    1
+    >>> dist.destroy_process_group()
+    """
     return _pg(group).size
 
 
 def get_backend(group=None) -> str:
+    """The name of the backend of ``group`` (the default group when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.get_backend()
+    'mpi'
+    >>> dist.destroy_process_group()
+    """
     return _pg(group).backend_name
 
 
 def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     """A sub-group of the given global ranks (all when None). Every process must call
-    it; processes outside get ``GroupMember.NON_GROUP_MEMBER``."""
+    it; processes outside get ``GroupMember.NON_GROUP_MEMBER``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> group = dist.new_group([0])
+    >>> dist.get_world_size(group), dist.get_process_group_ranks(group)
+    (1, [0])
+    >>> dist.destroy_process_group()
+    """
     world = _pg()
     ranks = sorted(range(world.size) if ranks is None else set(ranks))
     for r in ranks:
@@ -272,6 +363,18 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
 
 
 def get_process_group_ranks(group) -> list[int]:
+    """The global ranks of the members of ``group`` (the default group when None), in group-
+    rank order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.get_process_group_ranks(dist.GroupMember.WORLD)
+    [0]
+    >>> dist.destroy_process_group()
+    """
     if group is None:
         return list(range(_pg().size))
     return list(group.ranks)
@@ -416,6 +519,17 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     Under ``torcia-run --nproc-per-node 2`` each rank holding ``[rank]`` gets ``[1]``::
 
         t = torcia.tensor([float(dist.get_rank())]); dist.all_reduce(t)
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> dist.all_reduce(x, op=dist.ReduceOp.SUM)
+    >>> x
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
     """
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "all_reduce", _check_op(op))
@@ -424,7 +538,19 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
 
 
 def broadcast(tensor, src, group=None, async_op=False):
-    """Copy ``tensor`` from global rank ``src`` to every process of the group."""
+    """Copy ``tensor`` from global rank ``src`` to every process of the group.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> dist.broadcast(x, src=0)
+    >>> x
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "broadcast")
     work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
@@ -432,7 +558,19 @@ def broadcast(tensor, src, group=None, async_op=False):
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``tensor`` across the group into the copy on global rank ``dst``."""
+    """Reduce ``tensor`` across the group into the copy on global rank ``dst``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> dist.reduce(x, dst=0)
+    >>> x
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "reduce", _check_op(op))
     work = _pg(group).reduce(buf.buf, _group_rank(group, dst), op)
@@ -447,7 +585,20 @@ def _same_shape(tensors, ref, what):
 
 
 def all_gather(tensor_list, tensor, group=None, async_op=False):
-    """Fill ``tensor_list`` (one tensor per rank) with every rank's ``tensor``."""
+    """Fill ``tensor_list`` (one tensor per rank) with every rank's ``tensor``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = [torcia.zeros(2)]
+    >>> dist.all_gather(out, x)
+    >>> out
+    [tensor([1., 2.])]
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     if len(tensor_list) != pg.size:
         raise ValueError(f"all_gather: tensor_list has {len(tensor_list)} tensors, the group "
@@ -461,7 +612,20 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
-    """Gather every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``."""
+    """Gather every rank's ``input_tensor`` concatenated along dim 0 into ``output_tensor``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = torcia.zeros(2)
+    >>> dist.all_gather_into_tensor(out, x)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     src = _contiguous(input_tensor, pg, "input_tensor")
     n = src.shape[0] if src.ndim else 1
@@ -475,7 +639,20 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
-    """Collect every rank's ``tensor`` into ``gather_list`` on global rank ``dst``."""
+    """Collect every rank's ``tensor`` into ``gather_list`` on global rank ``dst``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = [torcia.zeros(2)]
+    >>> dist.gather(x, out, dst=0)
+    >>> out
+    [tensor([1., 2.])]
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     root = _group_rank(group, dst)
     src = _contiguous(tensor, pg)
@@ -493,7 +670,19 @@ def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
 
 
 def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
-    """Send ``scatter_list[i]`` from global rank ``src`` into ``tensor`` on rank i."""
+    """Send ``scatter_list[i]`` from global rank ``src`` into ``tensor`` on rank i.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = torcia.zeros(2)
+    >>> dist.scatter(out, [torcia.tensor([1.0, 2.0])], src=0)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     root = _group_rank(group, src)
     buf = _InPlace(tensor, pg)
@@ -511,7 +700,19 @@ def scatter(tensor, scatter_list=None, src=0, group=None, async_op=False):
 
 
 def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=False):
-    """Reduce ``input_list`` across ranks; rank i keeps the reduction of entry i."""
+    """Reduce ``input_list`` across ranks; rank i keeps the reduction of entry i.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = torcia.zeros(2)
+    >>> dist.reduce_scatter(out, [torcia.tensor([1.0, 2.0])])
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     if len(input_list) != pg.size:
         raise ValueError(f"reduce_scatter: input_list has {len(input_list)} tensors, the "
@@ -525,7 +726,20 @@ def reduce_scatter(output, input_list, op=ReduceOp.SUM, group=None, async_op=Fal
 
 
 def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=False):
-    """As :func:`reduce_scatter`, with the inputs concatenated along dim 0 in ``input``."""
+    """As :func:`reduce_scatter`, with the inputs concatenated along dim 0 in ``input``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = torcia.zeros(2)
+    >>> dist.reduce_scatter_tensor(out, x)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     buf = _InPlace(output, pg, "output")
     send = _contiguous(input, pg, "input").reshape((pg.size,) + buf.buf.shape)
@@ -535,7 +749,20 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
-    """Rank i sends ``input_tensor_list[j]`` to rank j's ``output_tensor_list[i]``."""
+    """Rank i sends ``input_tensor_list[j]`` to rank j's ``output_tensor_list[i]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = [torcia.zeros(2)]
+    >>> dist.all_to_all(out, [x])
+    >>> out
+    [tensor([1., 2.])]
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     for name, lst in (("output_tensor_list", output_tensor_list),
                       ("input_tensor_list", input_tensor_list)):
@@ -550,6 +777,21 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
 
 
 def all_to_all_single(output, input, group=None, async_op=False):
+    """Split ``input`` into one equal part per rank along dimension 0, send part i to rank
+    i, and write the parts received, in rank order, into ``output``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> out = torcia.zeros(2)
+    >>> dist.all_to_all_single(out, x)
+    >>> out
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     send = _contiguous(input, pg, "input").reshape((pg.size, -1))
     buf = _InPlace(output, pg, "output")
@@ -558,13 +800,48 @@ def all_to_all_single(output, input, group=None, async_op=False):
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
-    """Send ``tensor`` to global rank ``dst`` without waiting; ``wait()`` the handle."""
+    """Send ``tensor`` to global rank ``dst`` without waiting; ``wait()`` the handle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> y = torcia.zeros(2)
+    >>> sending = dist.isend(x, dst=0)  # to this process itself
+    >>> dist.irecv(y, src=0).wait()
+    True
+    >>> sending.wait()
+    True
+    >>> y
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     return pg.send(_contiguous(tensor, pg), _group_rank(group, dst), tag)
 
 
 def irecv(tensor, src=None, group=None, tag=0) -> Work:
-    """Receive into ``tensor`` from global rank ``src`` (any when None), without waiting."""
+    """Receive into ``tensor`` from global rank ``src`` (any when None), without waiting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> y = torcia.zeros(2)
+    >>> sending = dist.isend(x, dst=0)
+    >>> receiving = dist.irecv(y, src=0)
+    >>> receiving.wait()
+    True
+    >>> sending.wait()
+    True
+    >>> y
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     buf = _InPlace(tensor, _pg(group))
     work = _pg(group).recv(buf.buf, None if src is None else _group_rank(group, src), tag)
     _finish(work, True, buf.done)
@@ -572,23 +849,75 @@ def irecv(tensor, src=None, group=None, tag=0) -> Work:
 
 
 def send(tensor, dst, group=None, tag=0) -> None:
-    """Send ``tensor`` to global rank ``dst`` and wait until it is sent."""
+    """Send ``tensor`` to global rank ``dst`` and wait until it is sent.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> y = torcia.zeros(2)
+    >>> receiving = dist.irecv(y, src=0)
+    >>> dist.send(x, dst=0)
+    >>> receiving.wait()
+    True
+    >>> y
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     isend(tensor, dst, group, tag).wait()
 
 
 def recv(tensor, src=None, group=None, tag=0) -> int:
-    """Receive into ``tensor``; returns the sender's rank."""
+    """Receive into ``tensor``; returns the sender's rank.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> y = torcia.zeros(2)
+    >>> sending = dist.isend(x, dst=0)
+    >>> dist.recv(y, src=0)
+    0
+    >>> sending.wait()
+    True
+    >>> y
+    tensor([1., 2.])
+    >>> dist.destroy_process_group()
+    """
     work = irecv(tensor, src, group, tag)
     work.wait()
     return getattr(work, "source", src)
 
 
 def barrier(group=None, async_op=False, device_ids=None):
-    """Wait until every process of the group reaches this call."""
+    """Wait until every process of the group reaches this call.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.barrier()
+    >>> dist.destroy_process_group()
+    """
     return _finish(_pg(group).barrier(), async_op)
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
+    """A :func:`barrier` that raises if the other ranks do not reach it within ``timeout``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> dist.monitored_barrier()
+    >>> dist.destroy_process_group()
+    """
     work = _pg(group).barrier()
     work.wait(timeout)
 
@@ -623,7 +952,19 @@ def _gather_bytes(payload: bytes, group) -> list[bytes]:
 
 def all_gather_object(object_list, obj, group=None) -> None:
     """Fill ``object_list`` with every rank's ``obj`` (tensors, numbers, strings, lists,
-    tuples, dicts; no arbitrary classes, since nothing is unpickled)."""
+    tuples, dicts; no arbitrary classes, since nothing is unpickled).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = [None]
+    >>> dist.all_gather_object(out, {"rank": dist.get_rank()})
+    >>> out
+    [{'rank': 0}]
+    >>> dist.destroy_process_group()
+    """
     payloads = _gather_bytes(_objects.dumps(obj), group)
     if len(object_list) != len(payloads):
         raise ValueError(f"all_gather_object: object_list has {len(object_list)} entries, the "
@@ -633,6 +974,20 @@ def all_gather_object(object_list, obj, group=None) -> None:
 
 
 def gather_object(obj, object_gather_list=None, dst=0, group=None) -> None:
+    """Collect the picklable ``obj`` of every rank into ``object_gather_list`` (on ``dst``
+    only; one entry per rank).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = [None]
+    >>> dist.gather_object({"rank": dist.get_rank()}, out, dst=0)
+    >>> out
+    [{'rank': 0}]
+    >>> dist.destroy_process_group()
+    """
     payloads = _gather_bytes(_objects.dumps(obj), group)
     if _pg(group).rank == _group_rank(group, dst):
         for i, p in enumerate(payloads):
@@ -640,7 +995,19 @@ def gather_object(obj, object_gather_list=None, dst=0, group=None) -> None:
 
 
 def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:
-    """Replace ``object_list``'s entries on every rank with those of global rank ``src``."""
+    """Replace ``object_list``'s entries on every rank with those of global rank ``src``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> objects = ["config", 3]
+    >>> dist.broadcast_object_list(objects, src=0)
+    >>> objects
+    ['config', 3]
+    >>> dist.destroy_process_group()
+    """
     pg = _pg(group)
     root = _group_rank(group, src)
     payload = _objects.dumps(list(object_list)) if pg.rank == root else b""
@@ -654,6 +1021,20 @@ def broadcast_object_list(object_list, src=0, group=None, device=None) -> None:
 
 def scatter_object_list(scatter_object_output_list, scatter_object_input_list=None, src=0,
                         group=None) -> None:
+    """Send the i-th picklable object of ``scatter_object_input_list`` (given on ``src``) to
+    rank i, which finds it in ``scatter_object_output_list[0]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> out = [None]
+    >>> dist.scatter_object_list(out, [{"part": 0}], src=0)
+    >>> out
+    [{'part': 0}]
+    >>> dist.destroy_process_group()
+    """
     objs = [scatter_object_input_list]
     broadcast_object_list(objs, src, group)
     scatter_object_output_list[0] = objs[0][_pg(group).rank]

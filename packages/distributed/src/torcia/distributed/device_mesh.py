@@ -41,6 +41,16 @@ class DeviceMesh:
         mesh = DeviceMesh("cpu", [[0, 1], [2, 3]], mesh_dim_names=("dp", "tp"))
         dist.all_reduce(t, group=mesh.get_group("tp"))   # over {0, 1} or {2, 3}
         mesh["dp"].mesh                                  # tensor([0, 2]) on ranks 0, 2
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> mesh = dist.DeviceMesh("cpu", [0])
+    >>> mesh.size(), mesh.get_rank()
+    (1, 0)
+    >>> dist.destroy_process_group()
     """
 
     def __init__(self, device_type: str, mesh, *, mesh_dim_names=None, _init_backend=True,
@@ -192,6 +202,16 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backe
     Under ``torcia-run --nproc-per-node 4``::
 
         mesh = init_device_mesh("cpu", (2, 2), mesh_dim_names=("dp", "tp"))
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> mesh = dist.init_device_mesh("cpu", (1,), mesh_dim_names=("dp",))
+    >>> mesh.shape, mesh["dp"].size()
+    ((1,), 1)
+    >>> dist.destroy_process_group()
     """
     mesh_shape = tuple(int(s) for s in mesh_shape)
     if mesh_dim_names is not None and len(mesh_dim_names) != len(mesh_shape):

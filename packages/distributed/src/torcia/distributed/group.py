@@ -12,7 +12,15 @@ from torcia.backend import device
 
 
 class ReduceOp:
-    """Reduction operations for collectives (``torcia.distributed.ReduceOp.SUM``...)."""
+    """Reduction operations for collectives (``torcia.distributed.ReduceOp.SUM``...).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.ReduceOp.SUM, dist.ReduceOp.MAX
+    ('sum', 'max')
+    """
 
     SUM = "sum"
     AVG = "avg"
@@ -83,6 +91,19 @@ class Work:
     (runs once, after completion, e.g. to divide a sum for AVG). ``on_timeout``, when
     given, runs when a wait times out and returns what the error should say happened
     (which peer died, say); it may also clean up, e.g. abort a communicator.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> x = torcia.tensor([1.0, 2.0])
+    >>> work = dist.all_reduce(x, async_op=True)
+    >>> work.wait()
+    True
+    >>> work.is_completed()
+    True
+    >>> dist.destroy_process_group()
     """
 
     def __init__(self, test, finish=None, what="collective", timeout=None, rank=-1,

@@ -54,6 +54,17 @@ class DistributedDataParallel(Module):
         dist.init_process_group("mpi")
         model = DistributedDataParallel(torcia.nn.Linear(4, 2))
         model(x).sum().backward()       # gradients now averaged over both ranks
+
+    Run in one process:
+
+    >>> import torcia
+    >>> import torcia.distributed as dist
+    >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+    >>> model = dist.DistributedDataParallel(torcia.nn.Linear(2, 1))
+    >>> model(torcia.ones(3, 2)).sum().backward()
+    >>> model.module.weight.grad.shape
+    torcia.Size([1, 2])
+    >>> dist.destroy_process_group()
     """
 
     def __init__(self, module, device_ids=None, output_device=None, dim=0,

@@ -76,7 +76,17 @@ def build_command(args) -> list[str]:
 
 def rendezvous_env(environ) -> dict:
     """``environ`` with ``MASTER_ADDR`` and ``MASTER_PORT`` for a store on this machine,
-    where they are not set already."""
+    where they are not set already.
+
+    Examples
+    --------
+    >>> from torcia.distributed.run import rendezvous_env
+    >>> env = rendezvous_env({"MASTER_ADDR": "node0"})
+    >>> env["MASTER_ADDR"], env["MASTER_PORT"].isdigit()
+    ('node0', True)
+    >>> rendezvous_env({"MASTER_ADDR": "node0", "MASTER_PORT": "29500"})["MASTER_PORT"]
+    '29500'
+    """
     env = dict(environ)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     if "MASTER_PORT" not in env:

@@ -46,23 +46,58 @@ _DEFAULT_TIMEOUT = datetime.timedelta(seconds=300)
 
 
 class DistError(RuntimeError):
-    """An error of torcia.distributed (the base of the other distributed errors)."""
+    """An error of torcia.distributed (the base of the other distributed errors).
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> issubclass(dist.DistError, RuntimeError)
+    True
+    """
 
 
 class DistBackendError(DistError):
-    """A process-group backend failed (a communicator broke, a collective was aborted)."""
+    """A process-group backend failed (a communicator broke, a collective was aborted).
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> issubclass(dist.DistBackendError, dist.DistError)
+    True
+    """
 
 
 class DistNetworkError(DistError):
-    """A network operation of the distributed layer failed."""
+    """A network operation of the distributed layer failed.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> issubclass(dist.DistNetworkError, dist.DistError)
+    True
+    """
 
 
 class DistStoreError(DistError):
-    """A store operation failed: a key was not set in time, or the master is unreachable."""
+    """A store operation failed: a key was not set in time, or the master is unreachable.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> issubclass(dist.DistStoreError, dist.DistError)
+    True
+    """
 
 
 class QueueEmptyError(DistStoreError):
-    """A non-blocking :meth:`Store.queue_pop` found the queue empty."""
+    """A non-blocking :meth:`Store.queue_pop` found the queue empty.
+
+    Examples
+    --------
+    >>> import torcia.distributed as dist
+    >>> issubclass(dist.QueueEmptyError, dist.DistStoreError)
+    True
+    """
 
 
 def _bytes(value) -> bytes:
@@ -611,6 +646,14 @@ class TCPStore(Store):
         if rank == 0:
             store.set("id", b"...")
         uid = store.get("id")
+
+    Run in one process:
+
+    >>> import torcia.distributed as dist
+    >>> store = dist.TCPStore("127.0.0.1", 0, world_size=1, is_master=True)
+    >>> store.set("epoch", "3")
+    >>> store.get("epoch")
+    b'3'
     """
 
     def __init__(self, host_name: str, port: int, world_size: int | None = None,

@@ -24,7 +24,24 @@ __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 
 
 class ConstraintRegistry:
-    """Links constraints to transforms."""
+    """Links constraints to transforms: ``biject_to`` and ``transform_to`` are two of them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import biject_to, constraints, transform_to
+    >>> biject_to(constraints.positive)(torcia.tensor([0.0, 1.0]))
+    tensor([1.0000, 2.7183])
+    >>> transform_to(constraints.interval(0.0, 2.0))(torcia.tensor([0.0]))
+    tensor([1.])
+    >>> from torcia.distributions.constraint_registry import ConstraintRegistry
+    >>> registry = ConstraintRegistry()
+    >>> @registry.register(constraints.positive)
+    ... def _(constraint):
+    ...     return torcia.distributions.ExpTransform()
+    >>> registry(constraints.positive)(torcia.tensor([0.0]))
+    tensor([1.])
+    """
 
     def __init__(self):
         self._registry = {}

@@ -33,6 +33,16 @@ class Constraint:
 
     ``is_discrete`` says whether the region is discrete; ``event_dim`` how many rightmost
     dimensions together form one event.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> class Even(constraints.Constraint):
+    ...     def check(self, value):
+    ...         return value % 2 == 0
+    >>> Even().check(torcia.tensor([2, 3]))
+    tensor([ True, False])
     """
 
     is_discrete = False
@@ -78,12 +88,35 @@ class _Dependent(Constraint):
 
 
 def is_dependent(constraint) -> bool:
-    """Whether ``constraint`` is a :data:`dependent` placeholder."""
+    """Whether ``constraint`` is a :data:`dependent` placeholder.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.is_dependent(constraints.dependent), constraints.is_dependent(constraints.real)
+    (True, False)
+    """
     return isinstance(constraint, _Dependent)
 
 
 class _DependentProperty(property, _Dependent):
-    """A property that is also a dependent constraint (``support`` of Uniform, etc.)."""
+    """A property that is also a dependent constraint (``support`` of Uniform, etc.).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> class Box(torcia.distributions.Distribution):
+    ...     arg_constraints = {}
+    ...     @constraints.dependent_property(is_discrete=False, event_dim=0)
+    ...     def support(self):
+    ...         return constraints.interval(0.0, 1.0)
+    >>> constraints.is_dependent(Box.support)
+    True
+    >>> Box(validate_args=False).support.check(torcia.tensor([0.5, 2.0]))
+    tensor([ True, False])
+    """
 
     def __init__(self, fn=None, *, is_discrete=NotImplemented, event_dim=NotImplemented):
         property.__init__(self, fn)
@@ -95,7 +128,16 @@ class _DependentProperty(property, _Dependent):
 
 
 class _IndependentConstraint(Constraint):
-    """Treats ``reinterpreted_batch_ndims`` batch dimensions of a constraint as event dims."""
+    """Treats ``reinterpreted_batch_ndims`` batch dimensions of a constraint as event dims.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> c = constraints.independent(constraints.positive, 1)
+    >>> c.check(torcia.tensor([[1.0, 2.0], [1.0, -2.0]])), c.event_dim
+    (tensor([ True, False]), 1)
+    """
 
     def __init__(self, base_constraint, reinterpreted_batch_ndims):
         assert isinstance(base_constraint, Constraint)
@@ -144,6 +186,16 @@ class _OneHot(Constraint):
 
 
 class _IntegerInterval(Constraint):
+    """Integers in ``[lower_bound, upper_bound]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.integer_interval(0, 3).check(torcia.tensor([0.0, 2.0, 2.5, 4.0]))
+    tensor([ True,  True, False, False])
+    """
+
     is_discrete = True
 
     def __init__(self, lower_bound, upper_bound):
@@ -193,6 +245,16 @@ class _Real(Constraint):
 
 
 class _GreaterThan(Constraint):
+    """Real values above ``lower_bound``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.greater_than(0.0).check(torcia.tensor([-1.0, 0.0, 1.0]))
+    tensor([False, False,  True])
+    """
+
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
         super().__init__()
@@ -205,6 +267,16 @@ class _GreaterThan(Constraint):
 
 
 class _GreaterThanEq(Constraint):
+    """Real values at or above ``lower_bound``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.greater_than_eq(0.0).check(torcia.tensor([-1.0, 0.0, 1.0]))
+    tensor([False,  True,  True])
+    """
+
     def __init__(self, lower_bound):
         self.lower_bound = lower_bound
         super().__init__()
@@ -217,6 +289,16 @@ class _GreaterThanEq(Constraint):
 
 
 class _LessThan(Constraint):
+    """Real values below ``upper_bound``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.less_than(0.0).check(torcia.tensor([-1.0, 0.0, 1.0]))
+    tensor([ True, False, False])
+    """
+
     def __init__(self, upper_bound):
         self.upper_bound = upper_bound
         super().__init__()
@@ -229,6 +311,16 @@ class _LessThan(Constraint):
 
 
 class _Interval(Constraint):
+    """Real values in ``[lower_bound, upper_bound]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.interval(0.0, 1.0).check(torcia.tensor([-0.5, 0.0, 1.0, 1.5]))
+    tensor([False,  True,  True, False])
+    """
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -243,6 +335,16 @@ class _Interval(Constraint):
 
 
 class _HalfOpenInterval(Constraint):
+    """Real values in ``[lower_bound, upper_bound)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.half_open_interval(0.0, 1.0).check(torcia.tensor([0.0, 0.5, 1.0]))
+    tensor([ True,  True, False])
+    """
+
     def __init__(self, lower_bound, upper_bound):
         self.lower_bound = lower_bound
         self.upper_bound = upper_bound
@@ -264,7 +366,15 @@ class _Simplex(Constraint):
 
 
 class _Multinomial(Constraint):
-    """Nonnegative integer vectors summing to at most ``upper_bound``."""
+    """Nonnegative integer vectors summing to at most ``upper_bound``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> constraints.multinomial(3).check(torcia.tensor([[1.0, 2.0], [2.0, 2.0]]))
+    tensor([ True, False])
+    """
 
     is_discrete = True
     event_dim = 1
@@ -339,7 +449,16 @@ class _PositiveDefinite(_Symmetric):
 
 
 class _Cat(Constraint):
-    """Applies ``cseq`` to submatrices of ``dim`` of sizes ``lengths``, like ``torcia.cat``."""
+    """Applies ``cseq`` to submatrices of ``dim`` of sizes ``lengths``, like ``torcia.cat``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> c = constraints.cat([constraints.positive, constraints.real], dim=0, lengths=[1, 2])
+    >>> c.check(torcia.tensor([1.0, -2.0, 3.0])), c.check(torcia.tensor([-1.0, 0.0, 0.0]))
+    (tensor([True, True, True]), tensor([False,  True,  True]))
+    """
 
     def __init__(self, cseq, dim=0, lengths=None):
         assert all(isinstance(c, Constraint) for c in cseq)
@@ -371,7 +490,16 @@ class _Cat(Constraint):
 
 
 class _Stack(Constraint):
-    """Applies ``cseq`` to the slices of ``dim``, like ``torcia.stack``."""
+    """Applies ``cseq`` to the slices of ``dim``, like ``torcia.stack``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions import constraints
+    >>> c = constraints.stack([constraints.positive, constraints.real], dim=0)
+    >>> c.check(torcia.tensor([1.0, -2.0]))
+    tensor([True, True])
+    """
 
     def __init__(self, cseq, dim=0):
         assert all(isinstance(c, Constraint) for c in cseq)

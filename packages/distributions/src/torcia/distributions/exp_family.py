@@ -15,6 +15,13 @@ class ExponentialFamily(Distribution):
     Subclasses give ``_natural_params`` (theta), ``_log_normalizer`` (F) and
     ``_mean_carrier_measure`` (E[k(x)]); the entropy then follows from the Bregman
     divergence of F, computed with :func:`torcia.autograd.grad`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> d = torcia.distributions.Normal(torcia.tensor(0.0), torcia.tensor(1.0))
+    >>> isinstance(d, torcia.distributions.ExponentialFamily), d.entropy()
+    (True, tensor(1.4189))
     """
 
     @property

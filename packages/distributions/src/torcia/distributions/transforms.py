@@ -62,6 +62,16 @@ class Transform:
 
     Subclasses implement ``_call``, ``_inverse`` and ``log_abs_det_jacobian``.
     ``cache_size=1`` remembers the latest pair, so ``t.inv(t(x))`` returns ``x`` itself.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> t = torcia.distributions.ExpTransform()
+    >>> isinstance(t, torcia.distributions.Transform)
+    True
+    >>> y = t(torcia.tensor([0.0, 1.0]))
+    >>> y, t.inv(y), t.log_abs_det_jacobian(torcia.tensor([0.0, 1.0]), y)
+    (tensor([1.0000, 2.7183]), tensor([0.0000, 1.0000]), tensor([0., 1.]))
     """
 
     bijective = False

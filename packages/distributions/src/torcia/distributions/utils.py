@@ -16,7 +16,15 @@ __all__ = [
 
 
 class finfo:  # noqa: N801 - torch.finfo's name
-    """Machine limits of a floating dtype: ``eps``, ``tiny``, ``max``, ``min``."""
+    """Machine limits of a floating dtype: ``eps``, ``tiny``, ``max``, ``min``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import finfo
+    >>> finfo(torcia.float32).eps == torcia.finfo(torcia.float32).eps
+    True
+    """
 
     def __init__(self, dtype):
         info = np.finfo(dtype.to_numpy())
@@ -111,7 +119,22 @@ def probs_to_logits(probs, is_binary: bool = False):
 
 class lazy_property:  # noqa: N801 - torch's name
     """A property computed once per instance on first access (the ``probs`` or ``logits``
-    that a distribution was not built from)."""
+    that a distribution was not built from).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.distributions.utils import lazy_property
+    >>> class Thing:
+    ...     calls = 0
+    ...     @lazy_property
+    ...     def value(self):
+    ...         Thing.calls += 1
+    ...         return 42
+    >>> thing = Thing()
+    >>> thing.value, thing.value, Thing.calls
+    (42, 42, 1)
+    """
 
     def __init__(self, wrapped):
         self.wrapped = wrapped

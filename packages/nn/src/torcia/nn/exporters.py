@@ -17,6 +17,14 @@ REGISTRY = plugins.Registry("exporter", "torcia_register_exporters")
 
 
 def names() -> list[str]:
+    """The formats :func:`torcia.nn.export` can write (each from a plugin).
+
+    Examples
+    --------
+    >>> from torcia.nn import exporters
+    >>> isinstance(exporters.names(), list)
+    True
+    """
     return REGISTRY.names()
 
 

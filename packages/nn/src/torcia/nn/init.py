@@ -351,26 +351,35 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) 
     return tensor
 
 
-def _deprecated(name, new):
+def _deprecated(name, new, example_args="", shape="2, 2"):
     def old(*args, **kwargs):
         warnings.warn(f"`nn.init.{name}` is now deprecated in favor of "
                       f"`nn.init.{new.__name__}`.", FutureWarning, stacklevel=2)
         return new(*args, **kwargs)
 
     old.__name__ = name
-    old.__doc__ = f"Deprecated alias of :func:`{new.__name__}` (warns), as in PyTorch."
+    old.__doc__ = (
+        f"Deprecated alias of :func:`{new.__name__}` (warns), as in PyTorch.\n\n"
+        "Examples\n--------\n>>> import warnings\n>>> import torcia\n"
+        f">>> w = torcia.empty({shape})\n"
+        ">>> with warnings.catch_warnings(record=True) as caught:\n"
+        '...     warnings.simplefilter("always")\n'
+        f"...     out = torcia.nn.init.{name}(w{example_args})\n"
+        ">>> print(caught[0].message)\n"
+        f"`nn.init.{name}` is now deprecated in favor of `nn.init.{new.__name__}`.\n"
+        ">>> out is w\nTrue\n")
     return old
 
 
 # PyTorch's pre-0.4 names, kept as deprecated aliases so old code runs
 uniform = _deprecated("uniform", uniform_)
 normal = _deprecated("normal", normal_)
-constant = _deprecated("constant", constant_)
+constant = _deprecated("constant", constant_, ", 0.5")
 eye = _deprecated("eye", eye_)
-dirac = _deprecated("dirac", dirac_)
+dirac = _deprecated("dirac", dirac_, shape="2, 2, 3")
 xavier_uniform = _deprecated("xavier_uniform", xavier_uniform_)
 xavier_normal = _deprecated("xavier_normal", xavier_normal_)
 kaiming_uniform = _deprecated("kaiming_uniform", kaiming_uniform_)
 kaiming_normal = _deprecated("kaiming_normal", kaiming_normal_)
 orthogonal = _deprecated("orthogonal", orthogonal_)
-sparse = _deprecated("sparse", sparse_)
+sparse = _deprecated("sparse", sparse_, ", 0.5")

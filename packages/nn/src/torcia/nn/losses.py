@@ -19,7 +19,17 @@ from torcia import plugins
 
 
 class LossRegistry(plugins.Registry):
-    """Loss classes by snake_case name; :meth:`get` also accepts a class name."""
+    """Loss classes by snake_case name; :meth:`get` also accepts a class name.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn import losses
+    >>> isinstance(losses.REGISTRY, losses.LossRegistry)
+    True
+    >>> losses.REGISTRY.get("mse") is torcia.nn.MSELoss
+    True
+    """
 
     def __init__(self):
         super().__init__("loss", "torcia_register_losses")
@@ -56,10 +66,26 @@ def get(name: str, **kwargs):
 
 
 def names() -> list[str]:
-    """The registered loss names."""
+    """The registered loss names.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn import losses
+    >>> "cross_entropy" in losses.names()
+    True
+    """
     return REGISTRY.names()
 
 
 def provider(name: str) -> str | None:
-    """The plugin that registered loss ``name``."""
+    """The plugin that registered loss ``name``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn import losses
+    >>> losses.provider("mse")
+    'nn'
+    """
     return REGISTRY.provider(name)

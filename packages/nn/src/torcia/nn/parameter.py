@@ -107,7 +107,19 @@ class Buffer(Tensor):
 class UninitializedTensorMixin:
     """What :class:`UninitializedParameter` and :class:`UninitializedBuffer` share: no
     data yet (an empty tensor holding the device and dtype), until :meth:`materialize`
-    gives them a shape."""
+    gives them a shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> layer = nn.LazyLinear(3)
+    >>> isinstance(layer.weight, nn.parameter.UninitializedTensorMixin)
+    True
+    >>> _ = layer(torcia.zeros(2, 4))
+    >>> isinstance(layer.weight, nn.parameter.UninitializedTensorMixin), layer.weight.shape
+    (False, torcia.Size([3, 4]))
+    """
 
     __slots__ = ()
     cls_to_become = Tensor

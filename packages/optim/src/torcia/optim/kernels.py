@@ -91,6 +91,19 @@ def _adam_moments(p, g, m, v, tmp, *, lr, beta1, beta2, weight_decay, decoupled,
 
 def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
              nesterov, maximize):
+    """SGD with momentum over lists of arrays, in place (see the module docstring).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> buffers = [None]
+    >>> kernels.sgd_step([p], [g], buffers, lr=0.1, weight_decay=0.0, momentum=0.9,
+    ...                  dampening=0.0, nesterov=False, maximize=False)
+    >>> p, buffers[0]
+    (array([0.95, 2.05]), array([ 0.5, -0.5]))
+    """
     for i, (p, g) in enumerate(zip(params, grads)):
         g = _grad(g, p, maximize, weight_decay)
         if momentum != 0:
@@ -106,6 +119,20 @@ def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dam
 
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, lr, beta1,
               beta2, eps, weight_decay, amsgrad, maximize, decoupled_weight_decay):
+    """Adam or AdamW (``decoupled_weight_decay``) over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> m, v = np.zeros(2), np.zeros(2)
+    >>> kernels.adam_step([p], [g], [m], [v], [None], [1.0], lr=0.1, beta1=0.9, beta2=0.999,
+    ...                   eps=1e-8, weight_decay=0.0, amsgrad=False, maximize=False,
+    ...                   decoupled_weight_decay=False)
+    >>> p.round(4)
+    array([0.9, 2.1])
+    """
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         tmp = np.empty_like(p)
         _adam_moments(p, g, m, v, tmp, lr=lr, beta1=beta1, beta2=beta2,
@@ -125,6 +152,19 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
 
 def adamax_step(params, grads, exp_avgs, exp_infs, steps, *, lr, beta1, beta2, eps,
                 weight_decay, maximize):
+    """Adamax (the infinity-norm Adam) over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> m, u = np.zeros(2), np.zeros(2)
+    >>> kernels.adamax_step([p], [g], [m], [u], [1.0], lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
+    ...                     weight_decay=0.0, maximize=False)
+    >>> p.round(4)
+    array([0.9, 2.1])
+    """
     for i, (p, g, m, u) in enumerate(zip(params, grads, exp_avgs, exp_infs)):
         g = _grad(g, p, maximize, weight_decay)
         tmp = np.empty_like(p)
@@ -139,6 +179,20 @@ def adamax_step(params, grads, exp_avgs, exp_infs, steps, *, lr, beta1, beta2, e
 
 def nadam_step(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, beta1, beta2,
                eps, weight_decay, momentum_decay, decoupled_weight_decay, maximize):
+    """NAdam (Adam with Nesterov momentum) over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> m, v, mu = np.zeros(2), np.zeros(2), np.array(1.0)
+    >>> kernels.nadam_step([p], [g], [m], [v], [mu], [1.0], lr=0.1, beta1=0.9, beta2=0.999,
+    ...                    eps=1e-8, weight_decay=0.0, momentum_decay=0.004,
+    ...                    decoupled_weight_decay=False, maximize=False)
+    >>> p.round(4)
+    array([0.8944, 2.1056])
+    """
     for i, (p, g, m, v, mu_product) in enumerate(
         zip(params, grads, exp_avgs, exp_avg_sqs, mu_products)
     ):
@@ -160,6 +214,20 @@ def nadam_step(params, grads, exp_avgs, exp_avg_sqs, mu_products, steps, *, lr, 
 
 def radam_step(params, grads, exp_avgs, exp_avg_sqs, steps, *, lr, beta1, beta2, eps,
                weight_decay, decoupled_weight_decay, maximize):
+    """RAdam (Adam with a rectified variance) over lists of arrays, in place; the first
+    steps are plain momentum steps.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> m, v = np.zeros(2), np.zeros(2)
+    >>> kernels.radam_step([p], [g], [m], [v], [1.0], lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8,
+    ...                    weight_decay=0.0, decoupled_weight_decay=False, maximize=False)
+    >>> p.round(4)
+    array([0.95, 2.05])
+    """
     rho_inf = 2 / (1 - beta2) - 1
     for i, (p, g, m, v) in enumerate(zip(params, grads, exp_avgs, exp_avg_sqs)):
         tmp = np.empty_like(p)
@@ -190,6 +258,20 @@ def _rectification(rho_t, rho_inf):
 
 def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, *, lr, alpha, eps,
                  weight_decay, momentum, centered, maximize):
+    """RMSprop (optionally centered, with momentum) over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> square_avg = np.zeros(2)
+    >>> kernels.rmsprop_step([p], [g], [square_avg], [None], [None], lr=0.01, alpha=0.99,
+    ...                      eps=1e-8, weight_decay=0.0, momentum=0.0, centered=False,
+    ...                      maximize=False)
+    >>> p.round(4)
+    array([0.9, 2.1])
+    """
     for i, (p, g, v) in enumerate(zip(params, grads, square_avgs)):
         g = _grad(g, p, maximize, weight_decay)
         tmp = np.empty_like(p)
@@ -215,6 +297,19 @@ def rmsprop_step(params, grads, square_avgs, grad_avgs, momentum_buffers, *, lr,
 
 def adagrad_step(params, grads, state_sums, steps, *, lr, lr_decay, weight_decay, eps,
                  maximize):
+    """Adagrad over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> state_sum = np.zeros(2)
+    >>> kernels.adagrad_step([p], [g], [state_sum], [1.0], lr=0.1, lr_decay=0.0,
+    ...                      weight_decay=0.0, eps=1e-10, maximize=False)
+    >>> p.round(4), state_sum
+    (array([0.9, 2.1]), array([0.25, 0.25]))
+    """
     for i, (p, g, s) in enumerate(zip(params, grads, state_sums)):
         g = _grad(g, p, maximize, weight_decay)
         clr = lr / (1 + (steps[i] - 1) * lr_decay)
@@ -227,6 +322,19 @@ def adagrad_step(params, grads, state_sums, steps, *, lr, lr_decay, weight_decay
 
 def adadelta_step(params, grads, square_avgs, acc_deltas, *, lr, rho, eps, weight_decay,
                   maximize):
+    """Adadelta over lists of arrays, in place.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.optim import kernels
+    >>> p, g = np.array([1.0, 2.0]), np.array([0.5, -0.5])
+    >>> square_avg, acc_delta = np.zeros(2), np.zeros(2)
+    >>> kernels.adadelta_step([p], [g], [square_avg], [acc_delta], lr=1.0, rho=0.9, eps=1e-6,
+    ...                       weight_decay=0.0, maximize=False)
+    >>> p.round(4)
+    array([0.9968, 2.0032])
+    """
     for p, g, v, u in zip(params, grads, square_avgs, acc_deltas):
         g = _grad(g, p, maximize, weight_decay)
         tmp = np.empty_like(p)

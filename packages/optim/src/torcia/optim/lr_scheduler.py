@@ -91,6 +91,24 @@ class LRScheduler:
     last_epoch : int, default -1
         The index of the last epoch; other than -1 only when resuming, which needs
         ``"initial_lr"`` in every parameter group.
+
+    Examples
+    --------
+    A scheduler that halves the rate every epoch:
+
+    >>> import torcia
+    >>> from torcia.optim.lr_scheduler import LRScheduler
+    >>> class Halving(LRScheduler):
+    ...     def get_lr(self):
+    ...         return [group["initial_lr"] * 0.5 ** self.last_epoch
+    ...                 for group in self.optimizer.param_groups]
+    >>> opt = torcia.optim.SGD([torcia.zeros(1, requires_grad=True)], lr=1.0)
+    >>> scheduler = Halving(opt)
+    >>> for _ in range(3):
+    ...     opt.step()
+    ...     scheduler.step()
+    >>> scheduler.get_last_lr()
+    [0.125]
     """
 
     _is_initial = False

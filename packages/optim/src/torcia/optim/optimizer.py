@@ -22,12 +22,34 @@ required = _RequiredParameter()
 
 
 def check_value(ok: bool, what: str, value) -> None:
-    """Raise PyTorch's ``ValueError("Invalid <what>: <value>")`` unless ``ok``."""
+    """Raise PyTorch's ``ValueError("Invalid <what>: <value>")`` unless ``ok``.
+
+    Examples
+    --------
+    >>> from torcia.optim.optimizer import check_value
+    >>> try:
+    ...     check_value(False, "learning rate", -1.0)
+    ... except ValueError as error:
+    ...     print(error)
+    Invalid learning rate: -1.0
+    """
     if not ok:
         raise ValueError(f"Invalid {what}: {value}")
 
 
 def check_betas(betas) -> None:
+    """Raise PyTorch's ``ValueError`` unless both Adam betas lie in ``[0, 1)``.
+
+    Examples
+    --------
+    >>> from torcia.optim.optimizer import check_betas
+    >>> check_betas((0.9, 0.999))
+    >>> try:
+    ...     check_betas((0.9, 1.0))
+    ... except ValueError as error:
+    ...     print(error)
+    Invalid beta parameter at index 1: 1.0
+    """
     for i in (0, 1):
         check_value(0.0 <= betas[i] < 1.0, f"beta parameter at index {i}", betas[i])
 
@@ -297,12 +319,29 @@ def _split_names(param_group: dict) -> None:
 
 
 def step_tensor() -> Tensor:
-    """A fresh step count: a float32 scalar, as PyTorch keeps it."""
+    """A fresh step count: a float32 scalar, as PyTorch keeps it.
+
+    Examples
+    --------
+    >>> from torcia.optim.optimizer import step_tensor
+    >>> step = step_tensor()
+    >>> step, step.dtype
+    (tensor(0.), torcia.float32)
+    """
     return torcia.tensor(0.0, dtype=torcia.float32)
 
 
 def bump_steps(states: list[dict]) -> list[float]:
-    """Add one to each state's ``"step"`` and return the new counts as Python floats."""
+    """Add one to each state's ``"step"`` and return the new counts as Python floats.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.optim.optimizer import bump_steps
+    >>> states = [{"step": torcia.tensor(1.0)}]
+    >>> bump_steps(states), states[0]["step"]
+    ([2.0], tensor(2.))
+    """
     out = []
     for s in states:
         t = s["step"]
@@ -313,12 +352,34 @@ def bump_steps(states: list[dict]) -> list[float]:
 
 
 def bump_versions(tensors) -> None:
-    """Mark tensors a kernel wrote into, so autograd sees the in-place change."""
+    """Mark tensors a kernel wrote into, so autograd sees the in-place change.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.optim.optimizer import bump_versions
+    >>> p = torcia.zeros(1)
+    >>> before = p._version
+    >>> bump_versions([p])
+    >>> p._version - before
+    1
+    """
     for t in tensors:
         t._vc[0] += 1
 
 
 def arrays(tensors) -> list:
+    """The device arrays under ``tensors`` (shared, not copied): what a kernel updates.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.optim.optimizer import arrays
+    >>> p = torcia.tensor([1.0, 2.0])
+    >>> arrays([p])[0] *= 10
+    >>> p
+    tensor([10., 20.])
+    """
     return [t._data for t in tensors]
 
 

@@ -13,7 +13,18 @@ from torcia.data import Dataset
 
 
 def read_text(path, encoding="utf-8") -> str:
-    """The text of a file; an undecodable byte raises naming the file and the offset."""
+    """The text of a file; an undecodable byte raises naming the file and the offset.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from torcia.text import read_text
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     path = pathlib.Path(root, 'poem.txt')
+    ...     _ = path.write_bytes('café'.encode())
+    ...     read_text(path)
+    'café'
+    """
     data = Path(path).read_bytes()
     try:
         return data.decode(encoding)
@@ -158,7 +169,15 @@ def pad_collate(batch, padding_value=0):
 def python_docs_corpus(max_chars=None) -> str:
     """English prose available on every machine with Python, without a download: the
     docstrings of the standard library's modules, classes and functions (deterministic for
-    a Python version), one paragraph per docstring."""
+    a Python version), one paragraph per docstring.
+
+    Examples
+    --------
+    >>> from torcia.text import python_docs_corpus
+    >>> text = python_docs_corpus(max_chars=200)
+    >>> len(text) <= 200, text == python_docs_corpus(max_chars=200)
+    (True, True)
+    """
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     parts = []
     total = 0

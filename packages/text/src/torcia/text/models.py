@@ -399,7 +399,16 @@ class GPT2LMHeadModel(nn.Module):
 
 
 def get_model(name: str, **kwargs) -> nn.Module:
-    """Build the text model registered as ``name`` ("lstm_classifier", "gpt", ...)."""
+    """Build the text model registered as ``name`` ("lstm_classifier", "gpt", ...).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.text.models import get_model
+    >>> model = get_model("lstm_classifier", vocab_size=10, num_classes=3)
+    >>> model(torcia.tensor([[1, 2, 3]])).shape
+    torcia.Size([1, 3])
+    """
     return REGISTRY.get(name)(**kwargs)
 
 

@@ -35,6 +35,17 @@ class Tokenizer:
     ``special_tokens`` get ids after the ordinary vocabulary; ``pad_token`` (if any) pads
     batches, ``unk_token`` stands for what the vocabulary lacks (or, when None, an
     unknown symbol raises ``KeyError``).
+
+    Examples
+    --------
+    >>> from torcia.text import CharTokenizer, Tokenizer
+    >>> tokenizer = CharTokenizer.train(["hello"], pad_token="<pad>")
+    >>> isinstance(tokenizer, Tokenizer), tokenizer.vocab_size
+    (True, 5)
+    >>> tokenizer.encode("hell")
+    [1, 0, 2, 2]
+    >>> tokenizer.decode([1, 0, 2, 2]), tokenizer.pad_token_id
+    ('hell', 4)
     """
 
     kind = "base"
@@ -396,7 +407,19 @@ def get(name: str):
 
 
 def load(path) -> Tokenizer:
-    """A tokenizer saved with :meth:`Tokenizer.save`, whatever its kind."""
+    """A tokenizer saved with :meth:`Tokenizer.save`, whatever its kind.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from torcia.text import CharTokenizer, tokenizers
+    >>> tokenizer = CharTokenizer.train(["hello"])
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     tokenizer.save(pathlib.Path(root, 'tokenizer.json'))
+    ...     again = tokenizers.load(pathlib.Path(root, 'tokenizer.json'))
+    >>> type(again).__name__, again.encode("hello")
+    ('CharTokenizer', [1, 0, 2, 2, 3])
+    """
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:

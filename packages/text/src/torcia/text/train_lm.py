@@ -26,7 +26,16 @@ from torcia.text.tokenizers import ByteLevelBPETokenizer
 
 
 def unigram_perplexity(train_ids, val_ids, vocab_size) -> float:
-    """Perplexity on ``val_ids`` of token frequencies counted on ``train_ids`` (add-one)."""
+    """Perplexity on ``val_ids`` of token frequencies counted on ``train_ids`` (add-one).
+
+    Examples
+    --------
+    With counts 3 and 2 (add-one), the two tokens have probabilities 0.6 and 0.4:
+
+    >>> from torcia.text.train_lm import unigram_perplexity
+    >>> round(unigram_perplexity([0, 0, 1], [0, 1], vocab_size=2), 4)
+    2.0412
+    """
     counts = np.bincount(np.asarray(train_ids), minlength=vocab_size) + 1.0
     logp = np.log(counts / counts.sum())
     return float(np.exp(-logp[np.asarray(val_ids)].mean()))
@@ -47,6 +56,15 @@ def evaluate(model, loader) -> float:
 
 
 def build_parser():
+    """The command line of ``torcia-train-lm``: corpus, tokenizer, model size, steps...
+
+    Examples
+    --------
+    >>> from torcia.text.train_lm import build_parser
+    >>> args = build_parser().parse_args(["--max-chars", "1000"])
+    >>> args.max_chars
+    1000
+    """
     p = argparse.ArgumentParser(prog="torcia-train-lm", description=__doc__.split("\n\n")[0])
     p.add_argument("--corpus", type=Path, help="a UTF-8 text file (default: Python's docs)")
     p.add_argument("--max-chars", type=int, default=300_000, help="corpus characters used")

@@ -59,6 +59,15 @@ RESUME_KEYS = ("dataset", "model", "epochs", "batch_size", "lr", "optimizer", "w
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The command line of ``torcia-train``: dataset, model, epochs, optimizer...
+
+    Examples
+    --------
+    >>> from torcia.vision.train import build_parser
+    >>> args = build_parser().parse_args(["--epochs", "3"])
+    >>> args.dataset, args.epochs
+    ('digits', 3)
+    """
     p = argparse.ArgumentParser(
         prog="torcia-train",
         description="Train an image classifier with torcia: a small CNN on the embedded "
@@ -96,6 +105,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def seed_everything(seed: int) -> None:
+    """Seed torcia's, Python's and NumPy's global generators with ``seed``.
+
+    Examples
+    --------
+    >>> import random
+    >>> import torcia
+    >>> from torcia.vision.train import seed_everything
+    >>> seed_everything(0)
+    >>> first = (torcia.rand(1).item(), random.random())
+    >>> seed_everything(0)
+    >>> first == (torcia.rand(1).item(), random.random())
+    True
+    """
     torcia.manual_seed(seed)
     random.seed(seed)
     np.random.seed(seed % 2**32)
@@ -112,6 +134,17 @@ def make_datasets(args, mean, std):
 
 
 def classes_of(ds) -> list:
+    """The class names of a dataset, or of the dataset a :class:`~torcia.data.Subset` takes
+    from.
+
+    Examples
+    --------
+    >>> from torcia.data import Subset
+    >>> from torcia.vision.datasets import Digits
+    >>> from torcia.vision.train import classes_of
+    >>> classes_of(Subset(Digits(train=False), [0, 1]))[:3]
+    ['0', '1', '2']
+    """
     return list((ds.dataset if isinstance(ds, Subset) else ds).classes)
 
 

@@ -88,7 +88,17 @@ def make_grid(tensor, nrow: int = 8, padding: int = 2, normalize: bool = False,
 
 
 def to_uint8_image(grid) -> Image.Image:
-    """A (C, H, W) float tensor in [0, 1] as an 8-bit PIL image (values rounded)."""
+    """A (C, H, W) float tensor in [0, 1] as an 8-bit PIL image (values rounded).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import torcia
+    >>> from torcia.vision.utils import to_uint8_image
+    >>> image = to_uint8_image(torcia.tensor([[[0.0, 0.5, 1.0]]]))
+    >>> image.mode, image.size, np.asarray(image).tolist()
+    ('L', (3, 1), [[0, 128, 255]])
+    """
     arr = grid.detach().cpu().numpy() if isinstance(grid, torcia.Tensor) else np.asarray(grid)
     arr = np.clip(arr * 255 + 0.5, 0, 255).astype(np.uint8).transpose(1, 2, 0)
     return Image.fromarray(arr[:, :, 0] if arr.shape[2] == 1 else arr)

@@ -17,7 +17,14 @@ _INT_MAX = np.iinfo(np.int64).max
 
 
 class UnsupportedOperatorError(RuntimeError):
-    """An op of the traced forward pass has no ONNX translation."""
+    """An op of the traced forward pass has no ONNX translation.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> issubclass(torcia.onnx.UnsupportedOperatorError, RuntimeError)
+    True
+    """
 
 
 class _Unsupported:

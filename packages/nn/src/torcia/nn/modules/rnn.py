@@ -44,7 +44,17 @@ def _rnn_step(x_gates, h, w_hh, b_hh, nonlinearity):
 
 
 class RNNBase(Module):
-    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`."""
+    """The shared machinery of :class:`RNN`, :class:`LSTM` and :class:`GRU`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> rnn = nn.RNNBase('GRU', input_size=3, hidden_size=4, num_layers=2)
+    >>> output, h = rnn(torcia.zeros(5, 1, 3))
+    >>> output.shape, h.shape
+    (torcia.Size([5, 1, 4]), torcia.Size([2, 1, 4]))
+    """
 
     def __init__(self, mode, input_size, hidden_size, num_layers=1, bias=True,
                  batch_first=False, dropout=0.0, bidirectional=False, proj_size=0,
@@ -345,6 +355,20 @@ class GRU(RNNBase):
 
 
 class RNNCellBase(Module):
+    """The shared machinery of :class:`RNNCell`, :class:`LSTMCell` and :class:`GRUCell`:
+    ``gates`` blocks of ``hidden_size`` rows in ``weight_ih`` and ``weight_hh``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> cell = nn.GRUCell(3, 4)
+    >>> isinstance(cell, nn.RNNCellBase), cell.weight_ih.shape
+    (True, torcia.Size([12, 3]))
+    >>> cell(torcia.zeros(2, 3)).shape
+    torcia.Size([2, 4])
+    """
+
     def __init__(self, input_size, hidden_size, bias, gates, device=None, dtype=None):
         super().__init__()
         self.input_size = input_size

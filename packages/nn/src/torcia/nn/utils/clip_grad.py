@@ -142,7 +142,20 @@ def clip_grads_with_norm_(parameters, max_norm: float, total_norm, foreach=None)
 
 def clip_grad_norm(parameters, max_norm: float, norm_type: float = 2.0,
                    error_if_nonfinite: bool = False, foreach=None) -> Tensor:
-    """Deprecated name of :func:`clip_grad_norm_` (warns), as in PyTorch."""
+    """Deprecated name of :func:`clip_grad_norm_` (warns), as in PyTorch.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> w = torcia.tensor([3.0, 4.0], requires_grad=True)
+    >>> w.grad = torcia.tensor([3.0, 4.0])
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore", FutureWarning)
+    ...     total = torcia.nn.utils.clip_grad_norm([w], max_norm=1.0)
+    >>> total, w.grad
+    (tensor(5.), tensor([0.6000, 0.8000]))
+    """
     warnings.warn("`torch.nn.utils.clip_grad_norm` is now deprecated in favor of "
                   "`torch.nn.utils.clip_grad_norm_`.", FutureWarning, stacklevel=2)
     return clip_grad_norm_(parameters, max_norm, norm_type, error_if_nonfinite, foreach)

@@ -72,6 +72,29 @@ class ParametrizationList(ModuleList):
     parametrization's ``right_inverse`` returns several tensors).
 
     Not built by hand: :func:`register_parametrization` makes it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import parametrize
+    >>> class Symmetric(nn.Module):
+    ...     def forward(self, x):
+    ...         return x.triu() + x.triu(1).T
+    >>> layer = nn.Linear(2, 2)
+    >>> parametrize.register_parametrization(layer, "weight", Symmetric())
+    ParametrizedLinear(
+      in_features=2, out_features=2, bias=True
+      (parametrizations): ModuleDict(
+        (weight): ParametrizationList(
+          (0): Symmetric()
+        )
+      )
+    )
+    >>> type(layer.parametrizations.weight).__name__, len(layer.parametrizations.weight)
+    ('ParametrizationList', 1)
+    >>> torcia.equal(layer.weight, layer.weight.T)
+    True
     """
 
     def __init__(self, modules, original, unsafe: bool = False):
@@ -352,7 +375,29 @@ def remove_parametrizations(module: Module, tensor_name: str,
 
 
 def type_before_parametrizations(module: Module) -> type:
-    """The class of ``module`` without the generated ``Parametrized...`` subclass."""
+    """The class of ``module`` without the generated ``Parametrized...`` subclass.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import parametrize
+    >>> class Double(nn.Module):
+    ...     def forward(self, x):
+    ...         return x * 2
+    >>> layer = nn.Linear(2, 2)
+    >>> parametrize.register_parametrization(layer, "weight", Double())
+    ParametrizedLinear(
+      in_features=2, out_features=2, bias=True
+      (parametrizations): ModuleDict(
+        (weight): ParametrizationList(
+          (0): Double()
+        )
+      )
+    )
+    >>> type(layer).__name__, parametrize.type_before_parametrizations(layer).__name__
+    ('ParametrizedLinear', 'Linear')
+    """
     if is_parametrized(module):
         return module.__class__.__bases__[0]
     return type(module)
@@ -361,7 +406,38 @@ def type_before_parametrizations(module: Module) -> type:
 def transfer_parametrizations_and_params(from_module: Module, to_module: Module,
                                          tensor_name: str | None = None) -> Module:
     """Copy the parametrizations (and their originals) of ``from_module`` onto
-    ``to_module``, for all parametrized tensors or only ``tensor_name``."""
+    ``to_module``, for all parametrized tensors or only ``tensor_name``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import parametrize
+    >>> class Double(nn.Module):
+    ...     def forward(self, x):
+    ...         return x * 2
+    >>> source, target = nn.Linear(2, 2), nn.Linear(2, 2)
+    >>> parametrize.register_parametrization(source, "weight", Double())
+    ParametrizedLinear(
+      in_features=2, out_features=2, bias=True
+      (parametrizations): ModuleDict(
+        (weight): ParametrizationList(
+          (0): Double()
+        )
+      )
+    )
+    >>> parametrize.transfer_parametrizations_and_params(source, target, "weight")
+    ParametrizedLinear(
+      in_features=2, out_features=2, bias=True
+      (parametrizations): ModuleDict(
+        (weight): ParametrizationList(
+          (0): Double()
+        )
+      )
+    )
+    >>> parametrize.is_parametrized(target, "weight"), torcia.equal(target.weight, source.weight)
+    (True, True)
+    """
     if not is_parametrized(from_module):
         return to_module
     if not is_parametrized(to_module):

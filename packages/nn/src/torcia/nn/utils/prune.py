@@ -23,7 +23,21 @@ __all__ = ["BasePruningMethod", "CustomFromMask", "Identity", "L1Unstructured",
 
 
 class BasePruningMethod(ABC):
-    """A way to compute a pruning mask; also the forward pre-hook that applies it."""
+    """A way to compute a pruning mask; also the forward pre-hook that applies it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(3, 2)
+    >>> with torcia.no_grad():
+    ...     _ = layer.weight.copy_(torcia.tensor([[1.0, -5.0, 2.0], [0.5, 3.0, -4.0]]))
+    >>> method = prune.L1Unstructured.apply(layer, 'weight', amount=2)
+    >>> isinstance(method, prune.BasePruningMethod), layer.weight_mask
+    (True, tensor([[0., 1., 1.],
+            [0., 1., 1.]]))
+    """
 
     _tensor_name: str | None = None
     PRUNING_TYPE: str = "unstructured"
@@ -123,7 +137,24 @@ def _composite_method(cls, module, name, *args, **kwargs):
 
 class PruningContainer(BasePruningMethod):
     """Successive pruning methods on one tensor: each new one acts on what the earlier
-    ones left (the unpruned entries, or the channels not yet all zero)."""
+    ones left (the unpruned entries, or the channels not yet all zero).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(3, 2)
+    >>> with torcia.no_grad():
+    ...     _ = layer.weight.copy_(torcia.tensor([[1.0, -5.0, 2.0], [0.5, 3.0, -4.0]]))
+    >>> _ = prune.L1Unstructured.apply(layer, 'weight', amount=2)
+    >>> method = prune.L1Unstructured.apply(layer, 'weight', amount=1)
+    >>> type(method).__name__
+    'PruningContainer'
+    >>> layer.weight_mask
+    tensor([[0., 1., 0.],
+            [0., 1., 1.]])
+    """
 
     def __init__(self, *args):
         self._pruning_methods: tuple = ()
@@ -181,7 +212,19 @@ class PruningContainer(BasePruningMethod):
 
 
 class Identity(BasePruningMethod):
-    """Prunes nothing: the mask stays all ones."""
+    """Prunes nothing: the mask stays all ones.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(2, 2)
+    >>> _ = prune.Identity.apply(layer, 'weight')
+    >>> layer.weight_mask
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
 
     PRUNING_TYPE = "unstructured"
 
@@ -255,7 +298,18 @@ class _ByEntryScore(BasePruningMethod):
 
 
 class RandomUnstructured(_ByEntryScore):
-    """Prunes ``amount`` entries (a fraction or a count) chosen at random."""
+    """Prunes ``amount`` entries (a fraction or a count) chosen at random.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(4, 5)
+    >>> _ = prune.RandomUnstructured.apply(layer, 'weight', amount=0.25)
+    >>> int((layer.weight_mask == 0).sum())
+    5
+    """
 
     def _scores(self, t):
         return torcia.rand_like(t)
@@ -266,7 +320,21 @@ class RandomUnstructured(_ByEntryScore):
 
 
 class L1Unstructured(_ByEntryScore):
-    """Prunes the ``amount`` entries (a fraction or a count) of smallest magnitude."""
+    """Prunes the ``amount`` entries (a fraction or a count) of smallest magnitude.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(3, 2)
+    >>> with torcia.no_grad():
+    ...     _ = layer.weight.copy_(torcia.tensor([[1.0, -5.0, 2.0], [0.5, 3.0, -4.0]]))
+    >>> _ = prune.L1Unstructured.apply(layer, 'weight', amount=0.5)
+    >>> layer.weight
+    tensor([[ 0., -5.,  0.],
+            [ 0.,  3., -4.]], grad_fn=<MulBackward0>)
+    """
 
     def _scores(self, t):
         return t.abs()
@@ -299,7 +367,18 @@ class _ByChannelScore(BasePruningMethod):
 
 
 class RandomStructured(_ByChannelScore):
-    """Prunes ``amount`` whole channels along ``dim``, chosen at random."""
+    """Prunes ``amount`` whole channels along ``dim``, chosen at random.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(3, 4)
+    >>> _ = prune.RandomStructured.apply(layer, 'weight', amount=1, dim=0)
+    >>> layer.weight_mask.sum(dim=1).tolist().count(0.0)
+    1
+    """
 
     def _scores(self, t):
         return torcia.rand(t.shape[self.dim])
@@ -310,7 +389,21 @@ class RandomStructured(_ByChannelScore):
 
 
 class LnStructured(_ByChannelScore):
-    """Prunes the ``amount`` channels along ``dim`` of smallest ``n``-norm."""
+    """Prunes the ``amount`` channels along ``dim`` of smallest ``n``-norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(3, 2)
+    >>> with torcia.no_grad():
+    ...     _ = layer.weight.copy_(torcia.tensor([[1.0, -5.0, 2.0], [0.5, 3.0, -4.0]]))
+    >>> _ = prune.LnStructured.apply(layer, 'weight', amount=1, n=2, dim=0)
+    >>> layer.weight_mask
+    tensor([[1., 1., 1.],
+            [0., 0., 0.]])
+    """
 
     def __init__(self, amount, n, dim: int = -1):
         super().__init__(amount, dim)
@@ -327,7 +420,19 @@ class LnStructured(_ByChannelScore):
 
 
 class CustomFromMask(BasePruningMethod):
-    """Prunes where a given mask is zero."""
+    """Prunes where a given mask is zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.nn.utils import prune
+    >>> layer = nn.Linear(2, 2)
+    >>> mask = torcia.tensor([[1.0, 0.0], [0.0, 1.0]])
+    >>> _ = prune.CustomFromMask.apply(layer, 'weight', mask=mask)
+    >>> bool((layer.weight == layer.weight_orig * mask).all())
+    True
+    """
 
     PRUNING_TYPE = "global"
 

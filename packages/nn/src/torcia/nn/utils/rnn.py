@@ -17,7 +17,17 @@ from torcia import Tensor
 
 class PackedSequence(NamedTuple):
     """``data`` ``(sum of lengths, *)``, ``batch_sizes`` ``(max length,)`` int64, and the
-    permutation that sorted the batch by decreasing length (and its inverse)."""
+    permutation that sorted the batch by decreasing length (and its inverse).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import pack_padded_sequence
+    >>> padded = torcia.tensor([[1, 2, 3], [4, 5, 0]]).T
+    >>> packed = pack_padded_sequence(padded, torcia.tensor([3, 2]))
+    >>> packed.data, packed.batch_sizes
+    (tensor([1, 4, 2, 5, 3]), tensor([2, 2, 1]))
+    """
 
     data: Tensor
     batch_sizes: Tensor
@@ -98,7 +108,17 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
 
 def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_length=None):
     """Undo :func:`pack_padded_sequence`: returns the padded batch and the lengths (int64,
-    in the original batch order)."""
+    in the original batch order).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import pack_sequence, pad_packed_sequence
+    >>> packed = pack_sequence([torcia.tensor([1, 2, 3]), torcia.tensor([4, 5])])
+    >>> pad_packed_sequence(packed, batch_first=True)
+    (tensor([[1, 2, 3],
+            [4, 5, 0]]), tensor([3, 2]))
+    """
     data, batch_sizes, sorted_indices, unsorted_indices = sequence
     sizes = np.asarray(batch_sizes.tolist(), dtype=np.int64)
     steps = sizes.size

@@ -33,7 +33,15 @@ def list_datasets() -> list[str]:
 
 
 def get_dataset(name: str, root, **kwargs):
-    """Build the dataset registered as ``name`` (see :func:`list_datasets`)."""
+    """Build the dataset registered as ``name`` (see :func:`list_datasets`).
+
+    Examples
+    --------
+    >>> from torcia.vision.datasets import get_dataset
+    >>> test = get_dataset("digits", None, train=False)
+    >>> len(test), test[0][0].size
+    (360, (8, 8))
+    """
     return _registry.datasets.get(name)(root, **kwargs)
 
 

@@ -33,7 +33,21 @@ def find_classes(directory) -> tuple[list[str], dict[str, int]]:
 
 def make_dataset(directory, class_to_idx, extensions=None, is_valid_file=None,
                  allow_empty=False) -> list[tuple[str, int]]:
-    """Every ``(path, class_index)`` under the class folders, in sorted order."""
+    """Every ``(path, class_index)`` under the class folders, in sorted order.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from torcia.vision.datasets.folder import make_dataset
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     for name in ('cat/a.png', 'cat/b.png', 'dog/c.png', 'dog/notes.txt'):
+    ...         path = pathlib.Path(root, name)
+    ...         path.parent.mkdir(exist_ok=True)
+    ...         path.touch()
+    ...     found = make_dataset(root, {'cat': 0, 'dog': 1}, extensions=('.png',))
+    ...     [(pathlib.Path(p).name, c) for p, c in found]
+    [('a.png', 0), ('b.png', 0), ('c.png', 1)]
+    """
     if (extensions is None) == (is_valid_file is None):
         raise ValueError("Both extensions and is_valid_file cannot be None or not None at "
                          "the same time")
@@ -105,7 +119,20 @@ class DatasetFolder(VisionDataset):
 
 
 def pil_loader(path) -> Image.Image:
-    """Open an image file as RGB (a clear error names a file Pillow cannot read)."""
+    """Open an image file as RGB (a clear error names a file Pillow cannot read).
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from PIL import Image
+    >>> from torcia.vision.datasets.folder import pil_loader
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     path = pathlib.Path(root, 'grey.png')
+    ...     Image.new('L', (4, 2), 7).save(path)
+    ...     image = pil_loader(path)
+    >>> image.mode, image.size, image.getpixel((0, 0))
+    ('RGB', (4, 2), (7, 7, 7))
+    """
     try:
         with Image.open(path) as img:
             return img.convert("RGB")

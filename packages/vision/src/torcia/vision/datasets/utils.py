@@ -23,7 +23,18 @@ _CHUNK = 1 << 16
 
 
 def calculate_md5(fpath, chunk_size: int = 1024 * 1024) -> str:
-    """The MD5 hex digest of the file ``fpath``."""
+    """The MD5 hex digest of the file ``fpath``.
+
+    Examples
+    --------
+    >>> import pathlib, tempfile
+    >>> from torcia.vision.datasets.utils import calculate_md5
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     path = pathlib.Path(root, 'empty')
+    ...     path.touch()
+    ...     calculate_md5(path)
+    'd41d8cd98f00b204e9800998ecf8427e'
+    """
     md5 = hashlib.md5(usedforsecurity=False)
     with open(fpath, "rb") as f:
         while chunk := f.read(chunk_size):
@@ -100,7 +111,21 @@ def download_url(url: str, root, filename: str | None = None, md5: str | None = 
 
 def extract_archive(from_path, to_path=None, remove_finished: bool = False) -> pathlib.Path:
     """Unpack a ``.tar``/``.tar.gz``/``.tgz`` archive into ``to_path`` (its folder by
-    default), refusing members that would land outside it."""
+    default), refusing members that would land outside it.
+
+    Examples
+    --------
+    >>> import pathlib, tarfile, tempfile
+    >>> from torcia.vision.datasets.utils import extract_archive
+    >>> with tempfile.TemporaryDirectory() as root:
+    ...     data = pathlib.Path(root, 'data.txt')
+    ...     _ = data.write_text('hello')
+    ...     with tarfile.open(pathlib.Path(root, 'data.tar.gz'), 'w:gz') as tar:
+    ...         tar.add(data, arcname='inner/data.txt')
+    ...     out = extract_archive(pathlib.Path(root, 'data.tar.gz'), pathlib.Path(root, 'out'))
+    ...     (out / 'inner' / 'data.txt').read_text()
+    'hello'
+    """
     from_path = pathlib.Path(from_path)
     to_path = pathlib.Path(to_path) if to_path is not None else from_path.parent
     if not tarfile.is_tarfile(from_path):

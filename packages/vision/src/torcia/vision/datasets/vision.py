@@ -93,7 +93,15 @@ class ArrayImages(VisionDataset):
 
 
 def no_download(name: str, source: str) -> RuntimeError:
-    """The error for ``download=True``: torcia never fetches anything at run time."""
+    """The error for ``download=True``: torcia never fetches anything at run time.
+
+    Examples
+    --------
+    >>> from torcia.vision.datasets.vision import no_download
+    >>> print(no_download("MNIST", "https://example.org/mnist"))
+    MNIST: download=True is not supported: torcia never downloads at run time. Fetch the files
+    yourself from https://example.org/mnist and pass the folder that holds them as root.
+    """
     return RuntimeError(
         f"{name}: download=True is not supported: torcia never downloads at run time. Fetch "
         f"the files yourself from {source} and pass the folder that holds them as root."

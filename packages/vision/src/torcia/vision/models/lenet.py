@@ -54,5 +54,14 @@ class LeNet(nn.Module):
 
 
 def lenet(**kwargs) -> LeNet:
-    """Build a :class:`LeNet` (no published weights exist for it)."""
+    """Build a :class:`LeNet` (no published weights exist for it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision import models
+    >>> model = models.lenet()
+    >>> model(torcia.zeros(2, 1, 28, 28)).shape
+    torcia.Size([2, 10])
+    """
     return LeNet(**kwargs)

@@ -18,7 +18,16 @@ SETTINGS = [[1, 16, 1, 1], [6, 24, 2, 2], [6, 32, 3, 2], [6, 64, 4, 2], [6, 96, 
 
 class InvertedResidual(nn.Module):
     """1x1 expansion (skipped when ``expand_ratio`` is 1), 3x3 depthwise, 1x1 linear
-    projection; a shortcut when the shape is kept."""
+    projection; a shortcut when the shape is kept.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.mobilenetv2 import InvertedResidual
+    >>> block = InvertedResidual(8, 16, stride=2, expand_ratio=6)
+    >>> block(torcia.zeros(1, 8, 8, 8)).shape
+    torcia.Size([1, 16, 4, 4])
+    """
 
     def __init__(self, inp, oup, stride, expand_ratio):
         super().__init__()
@@ -85,5 +94,15 @@ class MobileNetV2(nn.Module):
 def mobilenet_v2(*, weights=None, progress: bool = True, pretrained=None,
                  **kwargs) -> MobileNetV2:
     """MobileNetV2: 3,504,872 parameters with 1000 classes and ``width_mult=1``;
-    ``weights="DEFAULT"`` loads torchvision's ImageNet weights (IMAGENET1K_V2)."""
+    ``weights="DEFAULT"`` loads torchvision's ImageNet weights (IMAGENET1K_V2).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision import models
+    >>> model = models.mobilenet_v2(num_classes=10).eval()
+    >>> with torcia.no_grad():
+    ...     model(torcia.zeros(1, 3, 32, 32)).shape
+    torcia.Size([1, 10])
+    """
     return _weights.build("mobilenet_v2", MobileNetV2, weights, pretrained, progress, kwargs)

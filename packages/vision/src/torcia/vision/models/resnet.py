@@ -12,16 +12,42 @@ from torcia.vision.models._utils import init_conv_bn_linear
 
 
 def conv3x3(in_planes, out_planes, stride=1, groups=1, dilation=1) -> nn.Conv2d:
+    """A 3x3 convolution without bias, padded to keep the size at stride 1.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.resnet import conv3x3
+    >>> conv3x3(4, 8, stride=2)(torcia.zeros(1, 4, 8, 8)).shape
+    torcia.Size([1, 8, 4, 4])
+    """
     return nn.Conv2d(in_planes, out_planes, 3, stride=stride, padding=dilation, groups=groups,
                      bias=False, dilation=dilation)
 
 
 def conv1x1(in_planes, out_planes, stride=1) -> nn.Conv2d:
+    """A 1x1 convolution without bias: a change of the number of channels.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.resnet import conv1x1
+    >>> conv1x1(4, 16)(torcia.zeros(1, 4, 8, 8)).shape
+    torcia.Size([1, 16, 8, 8])
+    """
     return nn.Conv2d(in_planes, out_planes, 1, stride=stride, bias=False)
 
 
 class BasicBlock(nn.Module):
-    """Two 3x3 convolutions and a shortcut (ResNet-18/34)."""
+    """Two 3x3 convolutions and a shortcut (ResNet-18/34).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.resnet import BasicBlock
+    >>> BasicBlock(8, 8)(torcia.zeros(1, 8, 4, 4)).shape
+    torcia.Size([1, 8, 4, 4])
+    """
 
     expansion = 1
 
@@ -43,7 +69,15 @@ class BasicBlock(nn.Module):
 
 
 class Bottleneck(nn.Module):
-    """1x1 reduce, 3x3 (strided), 1x1 expand by 4, and a shortcut (ResNet-50)."""
+    """1x1 reduce, 3x3 (strided), 1x1 expand by 4, and a shortcut (ResNet-50).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.resnet import Bottleneck
+    >>> Bottleneck(16, 4)(torcia.zeros(1, 16, 4, 4)).shape
+    torcia.Size([1, 16, 4, 4])
+    """
 
     expansion = 4
 
@@ -129,20 +163,50 @@ class ResNet(nn.Module):
 
 def resnet18(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
     """ResNet-18: 11,689,512 parameters with 1000 classes; ``weights="DEFAULT"`` loads
-    torchvision's ImageNet weights (see :mod:`torcia.vision.models`)."""
+    torchvision's ImageNet weights (see :mod:`torcia.vision.models`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision import models
+    >>> model = models.resnet18(num_classes=10).eval()
+    >>> with torcia.no_grad():
+    ...     model(torcia.zeros(1, 3, 32, 32)).shape
+    torcia.Size([1, 10])
+    """
     return _weights.build("resnet18", partial(ResNet, BasicBlock, [2, 2, 2, 2]), weights,
                           pretrained, progress, kwargs)
 
 
 def resnet34(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
     """ResNet-34: 21,797,672 parameters with 1000 classes; ``weights="DEFAULT"`` loads
-    torchvision's ImageNet weights."""
+    torchvision's ImageNet weights.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision import models
+    >>> model = models.resnet34(num_classes=10).eval()
+    >>> with torcia.no_grad():
+    ...     model(torcia.zeros(1, 3, 32, 32)).shape
+    torcia.Size([1, 10])
+    """
     return _weights.build("resnet34", partial(ResNet, BasicBlock, [3, 4, 6, 3]), weights,
                           pretrained, progress, kwargs)
 
 
 def resnet50(*, weights=None, progress: bool = True, pretrained=None, **kwargs) -> ResNet:
     """ResNet-50: 25,557,032 parameters with 1000 classes; ``weights="DEFAULT"`` loads
-    torchvision's ImageNet weights (IMAGENET1K_V2)."""
+    torchvision's ImageNet weights (IMAGENET1K_V2).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision import models
+    >>> model = models.resnet50(num_classes=10).eval()
+    >>> with torcia.no_grad():
+    ...     model(torcia.zeros(1, 3, 32, 32)).shape
+    torcia.Size([1, 10])
+    """
     return _weights.build("resnet50", partial(ResNet, Bottleneck, [3, 4, 6, 3]), weights,
                           pretrained, progress, kwargs)

@@ -16,7 +16,16 @@ CONFIGS = {
 
 
 def make_layers(config, batch_norm: bool = False) -> nn.Sequential:
-    """The ``features`` stack of a configuration (indices give torchvision's keys)."""
+    """The ``features`` stack of a configuration (indices give torchvision's keys).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.models.vgg import make_layers
+    >>> features = make_layers([8, "M", 16, "M"], batch_norm=True)
+    >>> features(torcia.zeros(1, 3, 16, 16)).shape
+    torcia.Size([1, 16, 4, 4])
+    """
     layers, channels = [], 3
     for v in config:
         if v == "M":

@@ -20,7 +20,14 @@ import torcia
 
 
 class InterpolationMode(enum.Enum):
-    """How pixels are interpolated when an image is resized or rotated."""
+    """How pixels are interpolated when an image is resized or rotated.
+
+    Examples
+    --------
+    >>> from torcia.vision.transforms import InterpolationMode
+    >>> InterpolationMode("nearest"), InterpolationMode.BILINEAR.value
+    (<InterpolationMode.NEAREST: 'nearest'>, 'bilinear')
+    """
 
     NEAREST = "nearest"
     BILINEAR = "bilinear"
@@ -454,7 +461,19 @@ def resize(img, size, interpolation=InterpolationMode.BILINEAR, max_size=None,
 
 def resized_crop(img, top, left, height, width, size,
                  interpolation=InterpolationMode.BILINEAR, antialias=True):
-    """:func:`crop`, then :func:`resize` to ``size``."""
+    """:func:`crop`, then :func:`resize` to ``size``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.vision.transforms import functional as F
+    >>> img = torcia.arange(16.0).reshape(1, 4, 4)
+    >>> F.resized_crop(img, 0, 0, 2, 2, [4, 4], interpolation=F.InterpolationMode.NEAREST)
+    tensor([[[0., 0., 1., 1.],
+             [0., 0., 1., 1.],
+             [4., 4., 5., 5.],
+             [4., 4., 5., 5.]]])
+    """
     return resize(crop(img, top, left, height, width), size, interpolation,
                   antialias=antialias)
 
