@@ -193,8 +193,6 @@ CASES = {
     "conv": lambda d, t: library.conv2d(_x(d, t, 1, 2, 4, 4), _x(d, t, 3, 2, 3, 3)),
     "conv_transpose": lambda d, t: library.conv_transpose2d(_x(d, t, 1, 2, 4, 4),
                                                             _x(d, t, 2, 3, 3, 3)),
-    "conv_tbc": lambda d, t: _nn().conv_tbc(_x(d, t, 6, 2, 3), _x(d, t, 2, 3, 4),
-                                            _x(d, t, 4)),
     "scaled_dot_product_attention": lambda d, t: _nn().scaled_dot_product_attention(
         _x(d, t, 1, 2, 4), _x(d, t, 1, 2, 4), _x(d, t, 1, 2, 4)),
     # the fused LSTM cell op (gates, c) -> (h, c, gates), as torcia.nn.LSTMCell runs it

@@ -124,7 +124,6 @@ def _cpu_cases(L, F_):
         "conv_transpose1d": lambda t: F_.conv_transpose1d(t(1, 2, 5), t(2, 3, 3)),
         "conv_transpose2d": lambda t: F_.conv_transpose2d(t(1, 2, 4, 4), t(2, 3, 3, 3)),
         "conv_transpose3d": lambda t: F_.conv_transpose3d(t(1, 2, 3, 3, 3), t(2, 3, 2, 2, 2)),
-        "conv_tbc": lambda t: F_.conv_tbc(t(10, 7, 3), t(5, 3, 5), t(5)),
         "bmm": lambda t: L.bmm(t(2, 3, 4), t(2, 4, 5)),
         "mm": lambda t: L.mm(t(3, 4), t(4, 5)),
         "matmul": lambda t: L.matmul(t(3, 4), t(4, 5)),
