@@ -1144,62 +1144,6 @@ class _Rules(dict):
         self._fill()
         return dict.__iter__(self)
 
-    # NOTE: Python-level checks on arrays (a target's bounds, a mask's dtype) run on
-    # batched arrays too; they see every sample at once
-    def _binop(self, other, fn):
-        mine = self.value
-        if isinstance(other, BatchedArray) and other.level == self.level:
-            top = max(self.ndim, other.ndim)
-            return BatchedArray(fn(_pad_front(mine, top - self.ndim),
-                                   _pad_front(other.value, top - other.ndim)), self.level)
-        if hasattr(other, "ndim") and other.ndim > self.ndim:
-            mine = _pad_front(mine, other.ndim - self.ndim)
-        return BatchedArray(fn(mine, other), self.level)
-
-    def __lt__(self, other):
-        return self._binop(other, lambda a, b: a < b)
-
-    def __le__(self, other):
-        return self._binop(other, lambda a, b: a <= b)
-
-    def __gt__(self, other):
-        return self._binop(other, lambda a, b: a > b)
-
-    def __ge__(self, other):
-        return self._binop(other, lambda a, b: a >= b)
-
-    def __eq__(self, other):
-        return self._binop(other, lambda a, b: a == b)
-
-    def __ne__(self, other):
-        return self._binop(other, lambda a, b: a != b)
-
-    def __and__(self, other):
-        return self._binop(other, lambda a, b: a & b)
-
-    def __or__(self, other):
-        return self._binop(other, lambda a, b: a | b)
-
-    def __invert__(self):
-        return BatchedArray(~self.value, self.level)
-
-    __hash__ = None
-
-    def any(self):
-        return bool(self.value.any())
-
-    def all(self):
-        return bool(self.value.all())
-
-    def min(self):
-        return self.value.min()
-
-    def max(self):
-        return self.value.max()
-
-    def item(self):
-        self.__bool__()
-
     def __len__(self):
         self._fill()
         return dict.__len__(self)
