@@ -279,7 +279,7 @@ def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation
 
 
 def prelu_method(self, weight):
-    """``Tensor.prelu(weight)``: :func:`torcia.nn.functional.prelu` of ``self``.
+    """``Tensor.prelu(weight)``: :func:`torcia.prelu` of ``self``.
 
     Examples
     --------
