@@ -16,6 +16,8 @@ shared with other jobs, one thread compares the work each does without measuring
 their threads wait for each other. ``--numpy`` adds a column for torcia with its plugin
 blocked (``TORCIA_DISABLE_PLUGINS=cpu``).
 ``--clock cpu`` times the child's CPU time (all its threads) instead of the wall clock.
+``--blas openblas`` (or ``mkl``) runs torcia-cpu's products on that library
+(``TORCIA_CPU_BLAS``); the last line names the one used.
 
 Workloads:
 
@@ -437,6 +439,13 @@ def _ms(entry):
     return f"{entry['median'] * 1e3:.3f} ms"
 
 
+def _blas_library():
+    """The BLAS library torcia-cpu runs its products on in a child like the workloads'."""
+    code = "import torcia_cpu; print(torcia_cpu.blas_library())"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    return proc.stdout.strip() or "NumPy's BLAS (torcia-cpu not loaded)"
+
+
 def _mib(entry):
     return "" if "rss" not in entry else f"{entry['rss'] / 2 ** 20:.0f}"
 
@@ -452,6 +461,8 @@ def main(argv=None):
                         help="threads for both frameworks (default: the CPU count)")
     parser.add_argument("--numpy", action="store_true",
                         help="add torcia with its plugin blocked")
+    parser.add_argument("--blas", choices=["auto", "openblas", "mkl"],
+                        help="torcia-cpu's BLAS library (default: TORCIA_CPU_BLAS, or auto)")
     parser.add_argument("--profile", metavar="WORKLOAD",
                         help="print a cProfile of torcia's step instead of the table")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -460,6 +471,8 @@ def main(argv=None):
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
+    if args.blas:
+        os.environ["TORCIA_CPU_BLAS"] = args.blas  # the children inherit it
     if args.child:
         _child(args.child, names[0], args.clock, args.threads)
         return 0
@@ -495,7 +508,7 @@ def main(argv=None):
                 print(f"{'':<12}  {lib}: skipped: {entry['skip']}", flush=True)
     print("ratio: torcia's median time / PyTorch's; below 1 means torcia is faster. "
           f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each, "
-          f"{args.threads} thread(s) for both.")
+          f"{args.threads} thread(s) for both; torcia's products on {_blas_library()}.")
     return 0
 
 

@@ -149,6 +149,21 @@ def test_pip_commands_install_the_parts_and_no_build_tool(fake_repo):
     ]
 
 
+def test_a_part_named_with_extras_is_installed_with_them(fake_repo):
+    found = parts.discover(fake_repo)
+    selected = parts.closure(found, parts.lookup(found, "autograd"))
+    core, autograd = (str(fake_repo / "packages" / p) for p in ("core", "autograd"))
+    assert install_parts._split_extras("autograd[fast, mkl]") == ("autograd", "fast,mkl")
+    assert install_parts._split_extras("autograd") == ("autograd", "")
+    with pytest.raises(SystemExit, match="expected a part, optionally with extras"):
+        install_parts._split_extras("autograd[mkl")
+    assert install_parts.pip_commands(selected, "py", editable=True, present={"setuptools"},
+                                      extras={"torcia-autograd": "mkl"}) == [
+        ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core,
+         "-e", f"{autograd}[mkl]"],
+    ]
+
+
 def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake_repo):
     write_part(fake_repo, "plugins", "native", "torcia-native", ["torcia-core>=0.1,<0.2"])
     pyproject = fake_repo / "plugins" / "native" / "pyproject.toml"

@@ -61,20 +61,33 @@ def satisfied(python, requirements) -> set[str]:
     return {_name(r) for r in json.loads(out.stdout)}
 
 
+def _split_extras(key: str) -> tuple[str, str]:
+    """``cpu[mkl]`` -> ``("cpu", "mkl")``; ``nn`` -> ``("nn", "")``."""
+    match = re.fullmatch(r"([^\[\]]+)(?:\[([\w,\s-]*)\])?", key)
+    if match is None:
+        raise SystemExit(f"{key!r}: expected a part, optionally with extras in brackets")
+    return match.group(1), (match.group(2) or "").replace(" ", "")
+
+
 def pip_commands(selected, python, editable=False, isolated=False, pip_args=(),
-                 present=frozenset()) -> list[list]:
+                 present=frozenset(), extras=None) -> list[list]:
     """The pip commands that install ``selected`` (and nothing else) with ``python``.
 
     Parts built with setuptools whose build requirements are ``present`` (met) in the target
     environment are built there without isolation; the others (and the C++ plugin's
     scikit-build-core) keep pip's isolation, which brings what their backend asks for
     into a throw-away environment. The isolated ones are installed last: they are
-    plugins, and what they depend on is installed by then.
+    plugins, and what they depend on is installed by then. ``extras`` maps a part's name
+    to the extras to install it with (``{"torcia-cpu": "mkl"}``).
     """
     pip = [python, "-m", "pip", "install", *pip_args]
+    extras = extras or {}
+
+    def target(p):
+        return f"{p.path}[{extras[p.name]}]" if p.name in extras else str(p.path)
 
     def targets(parts):
-        return [arg for p in parts for arg in (["-e", str(p.path)] if editable else [str(p.path)])]
+        return [arg for p in parts for arg in (["-e", target(p)] if editable else [target(p)])]
 
     if isolated:
         return [pip + targets(selected)]
@@ -93,7 +106,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "parts", nargs="*",
-        help="a folder name (nn, cpu), distribution (torcia-nn), path, or 'packages'/'plugins'",
+        help="a folder name (nn, cpu), distribution (torcia-nn), path, or 'packages'/'plugins'; "
+             "extras in brackets as pip takes them (cpu[mkl])",
     )
     parser.add_argument(
         "--optional", action="append", default=[], metavar="PART",
@@ -111,13 +125,15 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
 
     parts = repo.discover()
-    keys = args.parts + [key for key in args.optional if repo.has(parts, key)]
-    named = [p for key in keys for p in repo.lookup(parts, key)]
+    wanted = [_split_extras(key) for key in args.parts]
+    wanted += [(key, ex) for key, ex in map(_split_extras, args.optional) if repo.has(parts, key)]
+    named = [p for key, _ in wanted for p in repo.lookup(parts, key)]
+    extras = {p.name: ex for key, ex in wanted if ex for p in repo.lookup(parts, key)}
     selected = repo.closure(parts, named, tests=args.with_tests)
     present = frozenset() if args.isolated else satisfied(
         args.python, {r for p in selected for r in p.build_requires})
     commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg,
-                            present)
+                            present, extras)
     if args.with_tests:
         # the third-party test requirements (mpich, onnxruntime...), from the index
         others = sorted({r for part in named for r in part.other_test_requires})

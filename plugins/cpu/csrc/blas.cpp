@@ -1,10 +1,10 @@
-// Matrix products on the OpenBLAS of the scipy-openblas32 wheel, called from C++: a batch of
-// small products with OpenMP threads over the batch, one single-threaded GEMM per matrix,
-// without a return to Python between them.
+// Matrix products called from C++: a batch of small products with OpenMP threads over the
+// batch, one single-threaded GEMM per matrix, without a return to Python between them; and
+// the choice of library that runs every GEMM of the extension (gemm.h's table).
 //
-// The library is loaded by importing scipy_openblas32 (torcia_cpu/__init__.py) before this
-// extension; its functions carry the wheel's scipy_ prefix, so they never clash with
-// NumPy's own OpenBLAS in the same process.
+// The default is the OpenBLAS of the scipy-openblas32 wheel, loaded by importing
+// scipy_openblas32 (torcia_cpu/__init__.py) before this extension; its functions carry the
+// wheel's scipy_ prefix, so they never clash with NumPy's own OpenBLAS in the process.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <dlfcn.h>
+
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -24,6 +26,18 @@
 
 namespace py = pybind11;
 using std::int64_t;
+
+namespace torcia_blas {
+
+Table table = {
+    scipy_cblas_sgemm,
+    scipy_cblas_dgemm,
+    scipy_cblas_sgemm_batch_strided,
+    scipy_cblas_dgemm_batch_strided,
+    scipy_openblas_set_num_threads,
+};
+
+}  // namespace torcia_blas
 
 namespace {
 
@@ -222,12 +236,77 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias)
 
 }  // namespace
 
+namespace {
+
+std::string blas_name = "openblas";
+
+// MKL's run-time interface: the layer constants of mkl_service.h
+constexpr int kMklInterfaceLp64 = 0;  // 32-bit integers, as blasint
+constexpr int kMklThreadingSequential = 1;
+constexpr int kMklThreadingGnu = 3;  // GCC's libgomp, the OpenMP this extension runs on
+
+template <typename F>
+F symbol(void* lib, const std::string& path, const char* name) {
+  void* p = dlsym(lib, name);
+  if (!p)
+    throw std::runtime_error("use_mkl: " + path + " has no symbol " + name +
+                             " (not an MKL runtime library, or one too old: 2020 or later "
+                             "has the batched products)");
+  return reinterpret_cast<F>(p);
+}
+
+// Switch every GEMM of the extension to MKL's, from its single dynamic library (libmkl_rt)
+// at path. All symbols are looked up before anything changes, so a wrong library leaves
+// OpenBLAS in place. Called once, before the first product (torcia_cpu/_provider.py).
+std::string use_mkl(const std::string& path) {
+  if (blas_name != "openblas") throw std::runtime_error("use_mkl: MKL is already in use");
+#if defined(_OPENMP) && defined(__GNUC__) && !defined(__clang__)
+  // MKL's GNU threading layer finds libgomp's symbols in the global scope, where the
+  // extension's own copy (loaded as a dependency of a local module) is not yet
+  const int threading = kMklThreadingGnu;
+  if (!dlopen("libgomp.so.1", RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD))
+    throw std::runtime_error("use_mkl: libgomp.so.1 is not loaded: " + std::string(dlerror()));
+#else
+  const int threading = kMklThreadingSequential;
+#endif
+  // local scope: MKL's symbols (cblas_*) must not take the place of another library's
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error("use_mkl: cannot load " + path + ": " + dlerror());
+  using layer_t = int (*)(int);
+  const auto set_interface = symbol<layer_t>(lib, path, "MKL_Set_Interface_Layer");
+  const auto set_threading = symbol<layer_t>(lib, path, "MKL_Set_Threading_Layer");
+  const auto set_threads = symbol<void (*)(int)>(lib, path, "MKL_Set_Num_Threads");
+  const auto version = symbol<void (*)(char*, int)>(lib, path, "MKL_Get_Version_String");
+  const torcia_blas::Table mkl = {
+      symbol<torcia_blas::sgemm_t>(lib, path, "cblas_sgemm"),
+      symbol<torcia_blas::dgemm_t>(lib, path, "cblas_dgemm"),
+      symbol<torcia_blas::sgemm_strided_t>(lib, path, "cblas_sgemm_batch_strided"),
+      symbol<torcia_blas::dgemm_strided_t>(lib, path, "cblas_dgemm_batch_strided"),
+      set_threads,
+  };
+  if (set_interface(kMklInterfaceLp64) != kMklInterfaceLp64)
+    throw std::runtime_error("use_mkl: " + path + " refused the LP64 interface (32-bit "
+                             "integers); was another interface chosen in this process?");
+  if (set_threading(threading) != threading)
+    throw std::runtime_error("use_mkl: " + path + " refused its threading layer");
+  set_threads(1);
+  char buf[256] = {0};
+  version(buf, sizeof(buf) - 1);
+  torcia_blas::table = mkl;
+  blas_name = buf;
+  return blas_name;
+}
+
+}  // namespace
+
 void define_blas(py::module_& m) {
   // torcia's threads go over the batch, each product on one; the LSTM layer asks for more
   // for the duration of a large one (set_blas_threads)
-  scipy_openblas_set_num_threads(1);
+  torcia_blas::table.set_threads(1);
   m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"));
   m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"));
-  m.def("set_blas_threads", [](int n) { scipy_openblas_set_num_threads(std::max(1, n)); },
+  m.def("set_blas_threads", [](int n) { torcia_blas::table.set_threads(std::max(1, n)); },
         py::arg("n"));
+  m.def("use_mkl", &use_mkl, py::arg("path"));
+  m.def("blas_name", [] { return blas_name; });
 }

@@ -1,8 +1,43 @@
-// GEMM on the scipy-openblas32 wheel's OpenBLAS (row-major), one template for float and
+// GEMM through a table of BLAS entry points (row-major), one template for float and
 // double: C = A B + beta C, A (m, k) and B (k, n) each possibly transposed.
+//
+// The table starts on the scipy-openblas32 wheel's OpenBLAS, linked at build time. When
+// Intel's MKL is installed, blas.cpp's use_mkl swaps in MKL's entry points, loaded at run
+// time from its libmkl_rt (see torcia_cpu/_provider.py for when, and why). Both take the
+// same CBLAS arguments with 32-bit integers, so every caller is the same for either.
 #pragma once
 
 #include <cblas.h>
+
+namespace torcia_blas {
+
+using sgemm_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint,
+                         blasint, float, const float*, blasint, const float*, blasint, float,
+                         float*, blasint);
+using dgemm_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint,
+                         blasint, double, const double*, blasint, const double*, blasint,
+                         double, double*, blasint);
+using sgemm_strided_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint,
+                                 blasint, blasint, float, const float*, blasint, blasint,
+                                 const float*, blasint, blasint, float, float*, blasint,
+                                 blasint, blasint);
+using dgemm_strided_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint,
+                                 blasint, blasint, double, const double*, blasint, blasint,
+                                 const double*, blasint, blasint, double, double*, blasint,
+                                 blasint, blasint);
+
+struct Table {
+  sgemm_t sgemm;
+  dgemm_t dgemm;
+  sgemm_strided_t sgemm_strided;
+  dgemm_strided_t dgemm_strided;
+  void (*set_threads)(int);
+};
+
+// the entry points in use; written only by use_mkl, before any product of the process
+extern Table table;
+
+}  // namespace torcia_blas
 
 template <typename T>
 void gemm(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k, const T* a,
@@ -12,19 +47,19 @@ template <>
 inline void gemm<float>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n,
                         blasint k, const float* a, blasint lda, const float* b, blasint ldb,
                         float beta, float* c, blasint ldc) {
-  scipy_cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  torcia_blas::table.sgemm(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
 }
 
 template <>
 inline void gemm<double>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n,
                          blasint k, const double* a, blasint lda, const double* b, blasint ldb,
                          double beta, double* c, blasint ldc) {
-  scipy_cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
+  torcia_blas::table.dgemm(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, b, ldb, beta, c, ldc);
 }
 
 // count products C_i = A_i B_i + beta C_i, operand i at A + i * sa (and B, C alike), in one
-// call: OpenBLAS's small-matrix path without a call's overhead per matrix (64 products of
-// 64x64x32: 1.8x faster than a call each).
+// call: the library's small-matrix path without a call's overhead per matrix (64 products
+// of 64x64x32 on OpenBLAS: 1.8x faster than a call each).
 template <typename T>
 void gemm_batch_strided(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, blasint m, blasint n, blasint k,
                         const T* a, blasint lda, blasint sa, const T* b, blasint ldb, blasint sb,
@@ -36,8 +71,8 @@ inline void gemm_batch_strided<float>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, bl
                                       blasint sa, const float* b, blasint ldb, blasint sb,
                                       float beta, float* c, blasint ldc, blasint sc,
                                       blasint count) {
-  scipy_cblas_sgemm_batch_strided(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, sa, b, ldb, sb,
-                                  beta, c, ldc, sc, count);
+  torcia_blas::table.sgemm_strided(CblasRowMajor, ta, tb, m, n, k, 1.0f, a, lda, sa, b, ldb,
+                                   sb, beta, c, ldc, sc, count);
 }
 
 template <>
@@ -46,6 +81,6 @@ inline void gemm_batch_strided<double>(CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, b
                                        blasint sa, const double* b, blasint ldb, blasint sb,
                                        double beta, double* c, blasint ldc, blasint sc,
                                        blasint count) {
-  scipy_cblas_dgemm_batch_strided(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, sa, b, ldb, sb,
-                                  beta, c, ldc, sc, count);
+  torcia_blas::table.dgemm_strided(CblasRowMajor, ta, tb, m, n, k, 1.0, a, lda, sa, b, ldb,
+                                   sb, beta, c, ldc, sc, count);
 }

@@ -13,7 +13,7 @@ import os
 
 import torcia
 from torcia.library import add_thread_callback, hookimpl
-from torcia_cpu import _blas, _memory, _native
+from torcia_cpu import _blas, _memory, _native, _provider
 from torcia_cpu.kernels import HELPERS, OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
@@ -26,9 +26,11 @@ def policy_applied() -> bool:
 
 
 def apply_policy() -> None:
-    """Follow torcia's thread count, start products on one BLAS thread and keep freed
-    memory mapped (each explained in ``_blas`` and ``_memory``), unless
-    ``TORCIA_CPU_KEEP_DEFAULTS`` is set to a non-empty value other than ``0``."""
+    """Choose the BLAS library of the extension's products (``_provider``), then follow
+    torcia's thread count, start products on one BLAS thread and keep freed memory mapped
+    (each explained in ``_blas`` and ``_memory``), unless ``TORCIA_CPU_KEEP_DEFAULTS`` is
+    set to a non-empty value other than ``0``."""
+    _provider.choose()
     # only an explicit torcia.set_num_threads sets OpenMP's thread count: the runtime may
     # be shared with other libraries in the process (PyTorch's), whose defaults stay
     # untouched
