@@ -269,7 +269,9 @@ std::string use_mkl(const std::string& path) {
 #else
   const int threading = kMklThreadingSequential;
 #endif
-  // local scope: MKL's symbols (cblas_*) must not take the place of another library's
+  // libmkl_rt itself stays local, but it loads its layers (interface, threading, core)
+  // into the global scope, where a library loaded later that calls plain BLAS/LAPACK names
+  // (cblas_sgemm, dgeev_) finds them: MKL's own design, the same in any process using it
   void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!lib) throw std::runtime_error("use_mkl: cannot load " + path + ": " + dlerror());
   using layer_t = int (*)(int);
