@@ -40,6 +40,8 @@ Workloads:
   over 4 classes, 64 bags of about 50 tokens, Adam;
 - ``gelu``, ``gelu_tanh``, ``tanh``, ``sigmoid``, ``silu``: forward+backward of the
   activation on 1M float32 elements;
+- ``layer_norm``, ``rms_norm``: forward+backward over 1024 rows of 1024 float32, with
+  a weight;
 - ``gemm1024``, ``gemm2048``: float32 square products; also timed on NumPy (the BLAS
   ceiling), printed as GFLOP/s.
 """
@@ -337,6 +339,23 @@ def _gemm(n):
     return workload
 
 
+def _norm(name):
+    def workload(lib):
+        lib.manual_seed(0)
+        norm = getattr(lib.nn.functional, name)
+        x = lib.randn(1024, 1024, requires_grad=True)
+        w = lib.ones(1024, requires_grad=True)
+        g = lib.randn(1024, 1024)
+
+        def step():
+            norm(x, (1024,), w).backward(g)
+            x.grad = w.grad = None
+
+        return step
+
+    return workload
+
+
 WORKLOADS = {
     "overhead": overhead, "mlp": mlp, "cnn": cnn, "transformer": transformer, "gpt": gpt,
     "lstm": lstm, "lstm_lm": lstm_lm, "sdpa": sdpa, "resnet18": resnet18,
@@ -346,6 +365,7 @@ WORKLOADS = {
     "tanh": _activation(lambda lib, x: x.tanh()),
     "sigmoid": _activation(lambda lib, x: x.sigmoid()),
     "silu": _activation(lambda lib, x: lib.nn.functional.silu(x)),
+    "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "gemm1024": _gemm(1024), "gemm2048": _gemm(2048),
 }
 #: Each round runs a workload's step for at least this long.

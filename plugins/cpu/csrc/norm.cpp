@@ -1,5 +1,5 @@
-// LayerNorm over the rows of a (R, D) array and BatchNorm over the channels of an
-// (N, C, *) one, forward and backward, float32 and float64.
+// LayerNorm and RMSNorm over the rows of a (R, D) array and BatchNorm over the channels of
+// an (N, C, *) one, forward and backward, float32 and float64.
 //
 // NumPy's version makes about ten passes over the activations (mean, centring, variance,
 // scaling, their gradients); here each row is read twice forward and three times backward,
@@ -346,9 +346,122 @@ py::tuple batch_norm_backward(const py::array& g, const py::array& x, const py::
   return py::make_tuple(gx, gw, gb);
 }
 
+// ----- RMSNorm: over the rows of (R, D) ---------------------------------------------
+
+const std::string kRmsForward = "rms_norm", kRmsBackward = "rms_norm_backward";
+
+// 1 / sqrt(mean(x^2) + eps) of one row
+template <typename T>
+TORCIA_INLINE double row_invrms(const T* __restrict__ x, int64_t d, double eps) {
+  return 1.0 / std::sqrt(lanes_sum(d, [&](int64_t k) { return double(x[k]) * x[k]; }) / d + eps);
+}
+
+template <typename T>
+TORCIA_CLONES void rms_forward_row(const T* __restrict__ x, const T* __restrict__ w,
+                                   T* __restrict__ y, int64_t d, double eps) {
+  const T r = T(row_invrms(x, d, eps));
+  for (int64_t k = 0; k < d; ++k) y[k] = w ? x[k] * r * w[k] : x[k] * r;
+}
+
+// gx of one row, with xhat = x r: r (gxhat - xhat mean(gxhat xhat)), gxhat = g w; and the
+// row's terms of gw (g xhat) added to the thread's sums
+template <typename T>
+TORCIA_CLONES void rms_backward_row(const T* __restrict__ g, const T* __restrict__ x,
+                                    const T* __restrict__ w, T* __restrict__ gx,
+                                    double* __restrict__ gw, int64_t d, double eps) {
+  const double r = row_invrms(x, d, eps);
+  auto gh = [&](int64_t k) { return w ? double(g[k]) * w[k] : double(g[k]); };
+  const double c = lanes_sum(d, [&](int64_t k) { return gh(k) * x[k]; }) * r / d;
+  for (int64_t k = 0; k < d; ++k) {
+    const double xhat = x[k] * r;
+    gw[k] += double(g[k]) * xhat;
+    gx[k] = T((gh(k) - xhat * c) * r);
+  }
+}
+
+// gw's terms are summed per thread, then over the threads in their order: the same bits
+// from run to run, whichever thread finishes first
+template <typename T>
+void rms_backward(const T* g, const T* x, const T* w, T* gx, T* gw, int64_t rows, int64_t d,
+                  double eps) {
+  py::gil_scoped_release release;
+  const bool threads = rows * d > kParallelElements && rows > 1;
+  int nt = 1;
+#ifdef _OPENMP
+  if (threads) nt = omp_get_max_threads();
+#endif
+  std::vector<double> sums(static_cast<size_t>(nt) * d, 0.0);
+#pragma omp parallel num_threads(nt) if (threads)
+  {
+    int t = 0;
+#ifdef _OPENMP
+    t = omp_get_thread_num();
+#endif
+    double* mine = sums.data() + static_cast<int64_t>(t) * d;
+#pragma omp for schedule(static)
+    for (int64_t r = 0; r < rows; ++r)
+      rms_backward_row(g + r * d, x + r * d, w, gx + r * d, mine, d, eps);
+  }
+  for (int64_t k = 0; k < d; ++k) {
+    double total = 0;
+    for (int t = 0; t < nt; ++t) total += sums[static_cast<size_t>(t) * d + k];
+    gw[k] = T(total);
+  }
+}
+
+// rms_norm(x, weight, d, eps): each run of d elements of x divided by its root mean
+// square, then scaled by weight ((d,) or None).
+py::array rms_norm(const py::array& x, const py::object& weight, int64_t d, double eps) {
+  torcia_checks::float_array(kRmsForward, "x", x);
+  const int64_t rows = rows_of(kRmsForward, x, d);
+  const void* w = param(kRmsForward, "weight", weight, x, d);
+  py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  char* yp = static_cast<char*>(y.mutable_data());
+  const char* xp = static_cast<const char*>(x.data());
+  const bool f32 = x.dtype().is(py::dtype::of<float>());
+  const int64_t row_bytes = d * x.itemsize();
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    if (f32)
+      rms_forward_row(reinterpret_cast<const float*>(xp + r * row_bytes),
+                      static_cast<const float*>(w), reinterpret_cast<float*>(yp + r * row_bytes),
+                      d, eps);
+    else
+      rms_forward_row(reinterpret_cast<const double*>(xp + r * row_bytes),
+                      static_cast<const double*>(w),
+                      reinterpret_cast<double*>(yp + r * row_bytes), d, eps);
+  }
+  return y;
+}
+
+// rms_norm_backward(g, x, weight, d, eps) -> (grad_x, grad_weight), grad_weight of shape
+// (d,) whether or not the layer has a weight.
+py::tuple rms_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
+                            int64_t d, double eps) {
+  torcia_checks::float_array(kRmsBackward, "x", x);
+  torcia_checks::same(kRmsBackward, "g", g, "x", x);
+  const int64_t rows = rows_of(kRmsBackward, x, d);
+  const void* w = param(kRmsBackward, "weight", weight, x, d);
+  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  py::array gw(x.dtype(), std::vector<py::ssize_t>{d});
+  if (x.dtype().is(py::dtype::of<float>()))
+    rms_backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
+                 static_cast<const float*>(w), static_cast<float*>(gx.mutable_data()),
+                 static_cast<float*>(gw.mutable_data()), rows, d, eps);
+  else
+    rms_backward(static_cast<const double*>(g.data()), static_cast<const double*>(x.data()),
+                 static_cast<const double*>(w), static_cast<double*>(gx.mutable_data()),
+                 static_cast<double*>(gw.mutable_data()), rows, d, eps);
+  return py::make_tuple(gx, gw);
+}
+
 }  // namespace
 
 void define_norm(py::module_& m) {
+  m.def("rms_norm", &rms_norm, py::arg("x"), py::arg("weight"), py::arg("d"), py::arg("eps"));
+  m.def("rms_norm_backward", &rms_norm_backward, py::arg("g"), py::arg("x"), py::arg("weight"),
+        py::arg("d"), py::arg("eps"));
   m.def("layer_norm", &layer_norm, py::arg("x"), py::arg("weight"), py::arg("bias"),
         py::arg("d"), py::arg("eps"));
   m.def("layer_norm_backward", &layer_norm_backward, py::arg("g"), py::arg("x"),

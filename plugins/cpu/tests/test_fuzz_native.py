@@ -361,6 +361,23 @@ def test_layer_norm_and_backward(shape, dtype, weighted, biased, data):
 
 
 @FUZZ
+@given(st.lists(st.integers(1, 7), min_size=1, max_size=4), dtypes, st.booleans(), st.data())
+def test_rms_norm_and_backward(shape, dtype, weighted, data):
+    nd = data.draw(st.integers(1, len(shape)))
+    trailing = tuple(shape[len(shape) - nd:])
+    x = data.draw(arrays(tuple(shape), dtype)) * dtype(3) + dtype(data.draw(
+        st.sampled_from([0, 5])))
+    weight = data.draw(arrays(trailing, dtype)) if weighted else None
+    eps = data.draw(st.sampled_from([1e-6, 1e-2]))
+    _both("rms_norm", x, weight, nd, eps)
+    g = data.draw(arrays(tuple(shape), dtype))
+    _both("rms_norm_backward", g, x, weight, nd, eps)
+    bad = np.ones(trailing[:-1] + (trailing[-1] + 1,), dtype)
+    _both("rms_norm", x, bad, nd, eps)
+    _both("rms_norm_backward", g, x, bad, nd, eps)
+
+
+@FUZZ
 @given(st.integers(1, 5), st.integers(1, 4), st.lists(st.integers(1, 5), max_size=2), dtypes,
        st.booleans(), st.booleans(), st.data())
 def test_batch_norm_and_backward(n, c, spatial, dtype, training, affine, data):
@@ -390,5 +407,5 @@ def test_every_override_is_fuzzed():
               "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
               "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
               "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-              "batch_norm", "batch_norm_backward"}
+              "rms_norm", "rms_norm_backward", "batch_norm", "batch_norm_backward"}
     assert set(OVERRIDES) == fuzzed

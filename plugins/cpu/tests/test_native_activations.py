@@ -129,6 +129,35 @@ def test_layer_norm_and_backward(dtype, shape, ndim, affine):
         np.testing.assert_allclose(got, want, **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, ndim", [((7, 33), 1), ((3, 5, 129), 2), ((2, 3, 4, 5), 3),
+                                         ((1, 1), 1), ((0, 8), 1), ((4, 2049), 1)])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_rms_norm_and_backward(dtype, shape, ndim, weighted):
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(dtype)
+    x = np.ascontiguousarray(x.swapaxes(0, -1)).swapaxes(0, -1)  # non-contiguous
+    w = RNG.standard_normal(shape[len(shape) - ndim:]).astype(dtype) if weighted else None
+    g = RNG.standard_normal(shape).astype(dtype)
+    tol = dict(rtol=2e-5, atol=2e-5) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+    out = NAT.rms_norm(x, w, ndim, 1e-6)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, REF.rms_norm(x, w, ndim, 1e-6), **tol)
+    for got, want in zip(NAT.rms_norm_backward(g, x, w, ndim, 1e-6),
+                         REF.rms_norm_backward(g, x, w, ndim, 1e-6)):
+        assert got.shape == want.shape and got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
+def test_rms_norm_of_zero_rows_and_nan():
+    x = np.array([[0.0, 0.0, 0.0], [1.0, np.nan, 3.0]], dtype=np.float32)
+    g = np.ones_like(x)
+    with np.errstate(all="ignore"):
+        want, want_g = REF.rms_norm(x, None, 1, 1e-6), REF.rms_norm_backward(g, x, None, 1, 1e-6)
+    np.testing.assert_allclose(NAT.rms_norm(x, None, 1, 1e-6), want)
+    np.testing.assert_allclose(NAT.rms_norm_backward(g, x, None, 1, 1e-6)[0], want_g[0],
+                               rtol=1e-6)
+
+
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:Degrees of freedom")
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape", [(4, 3, 5, 7), (2, 5), (3, 2, 9), (1, 4, 1, 1), (0, 3, 2)])
@@ -183,6 +212,15 @@ def test_layer_norm_of_constant_rows_and_nan():
     (lambda: _native.layer_norm(np.ones((2, 3)), [1.0, 2.0, 3.0], None, 3, 1e-5),
      "weight must be an array or None"),
     (lambda: _native.layer_norm_backward(np.ones((3, 2)), np.ones((2, 3)), None, 3, 1e-5),
+     r"g has shape \(3, 2\), x has \(2, 3\)"),
+    (lambda: _native.rms_norm(np.ones((2, 3)), None, 4, 1e-5), "not a multiple of d = 4"),
+    (lambda: _native.rms_norm(np.ones((2, 3), np.int64), None, 3, 1e-5),
+     "x must be float32 or float64"),
+    (lambda: _native.rms_norm(np.ones((2, 3)), np.ones(3, np.float32), 3, 1e-5),
+     "weight has dtype float32"),
+    (lambda: _native.rms_norm_backward(np.ones((2, 3)), np.ones((2, 3)), np.ones(2), 3, 1e-5),
+     "weight has 2 elements, expected 3"),
+    (lambda: _native.rms_norm_backward(np.ones((3, 2)), np.ones((2, 3)), None, 3, 1e-5),
      r"g has shape \(3, 2\), x has \(2, 3\)"),
     (lambda: _native.batch_norm(np.ones(3), None, None, None, None, 1e-5),
      r"x must be \(N, C, \*\)"),

@@ -595,6 +595,31 @@ class NNKernels:
             out += bias
         return out
 
+    def rms_norm(self, x, weight, normalized_ndim, eps):
+        """rms_norm(x, weight) -> out: divided by the root mean square over the last
+        ``normalized_ndim`` dims, then scaled elementwise."""
+        xp = self.xp
+        axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+        out = x / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+        if weight is not None:
+            out *= weight
+        return out
+
+    def rms_norm_backward(self, g, x, weight, normalized_ndim, eps):
+        """rms_norm_backward(g, x, weight) -> (grad_input, grad_weight) of ``rms_norm``
+        (first order): with r = 1 / rms(x) and xhat = x r, grad_input is
+        r (gxhat - xhat mean(gxhat xhat)), gxhat the gradient scaled by ``weight``."""
+        xp = self.xp
+        axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+        lead = tuple(range(x.ndim - normalized_ndim))
+        invrms = 1 / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+        xhat = x * invrms
+        gw = (g * xhat).sum(axis=lead)
+        gxhat = g if weight is None else g * weight
+        gx = gxhat - xhat * (gxhat * xhat).mean(axis=axes, keepdims=True)
+        gx *= invrms
+        return gx, gw
+
     # ----- embedding ----------------------------------------------------------------
     def embedding(self, weight, indices, padding_idx=None):
         """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``

@@ -492,6 +492,15 @@ def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
     return (x.shape, dtype), (normalized, dtype), (normalized, dtype)
 
 
+def rms_norm(x, weight, normalized_ndim, eps, **params):
+    return x.shape, x.dtype
+
+
+def rms_norm_backward(g, x, weight, normalized_ndim, eps, **params):
+    dtype = np.result_type(g.dtype, x.dtype)
+    return (x.shape, dtype), (x.shape[x.ndim - normalized_ndim:], dtype)
+
+
 def lstm_cell(gates, c, **params):
     """``(h, c', act)`` of one LSTM step: ``gates`` is (*, 4H), ``c`` (*, H)."""
     dtype = np.result_type(gates.dtype, c.dtype)
@@ -861,7 +870,8 @@ SHAPES.update({
     "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
     "activation_backward": _grad_like, "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
-    "layer_norm_backward": layer_norm_backward, "lstm_cell": lstm_cell,
+    "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
+    "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,
     "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
     "lstm_layer_backward": lstm_layer_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,

@@ -1048,6 +1048,37 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     return call("layer_norm", (input, weight, bias), {"normalized_ndim": k, "eps": float(eps)})
 
 
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide ``input`` by its root mean square over its last ``len(normalized_shape)``
+    dims (``x / sqrt(mean(x**2) + eps)``), then scale by ``weight`` (elementwise).
+
+    ``eps`` defaults to the machine epsilon of ``input``'s dtype, as PyTorch's does.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rms_norm(torcia.tensor([[3.0, 4.0]]), (2,), eps=0.0) ** 2
+    tensor([[0.7200, 1.2800]])
+    """
+    _check_tensor(input, "input", "rms_norm")
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(shape)}")
+    if not input.is_floating_point():
+        raise RuntimeError(f"rms_norm: expected a floating-point input, got {input.dtype}")
+    if eps is None:
+        eps = 2.0 ** -7 if input.dtype is D.bfloat16 else float(np.finfo(input.dtype.np).eps)
+    return call("rms_norm", (input, weight), {"normalized_ndim": k, "eps": float(eps)})
+
+
 def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,
                       cudnn_enable=True):
     """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``.
@@ -1502,7 +1533,7 @@ __all__ = [
     "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
     "cosine_similarity", "dropout", "feature_alpha_dropout", "instance_norm", "log_softmax",
     "max_pool1d", "max_pool2d", "max_pool3d", "pairwise_distance", "pixel_shuffle",
-    "pixel_unshuffle", "prelu", "selu", "softmax",
+    "pixel_unshuffle", "prelu", "rms_norm", "selu", "softmax",
 ]
 #: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s.
 TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,

@@ -240,18 +240,6 @@ def selu_(input):
     return _F().selu_(input)
 
 
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``torch.rms_norm``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.rms_norm(torcia.tensor([[3.0, 4.0]]), (2,))
-    tensor([[0.8485, 1.1314]])
-    """
-    return _F().rms_norm(input, normalized_shape, weight, eps)
-
-
 def channel_shuffle(input, groups):
     """``torch.channel_shuffle``.
 
@@ -293,8 +281,8 @@ def prelu_method(self, weight):
 __all__ = [
     "bilinear", "binary_cross_entropy_with_logits", "celu_", "channel_shuffle",
     "cosine_embedding_loss", "ctc_loss", "hardshrink", "hinge_embedding_loss", "kl_div",
-    "margin_ranking_loss", "max_pool1d_with_indices", "poisson_nll_loss", "rms_norm",
-    "rrelu", "rrelu_", "selu_", "threshold", "threshold_", "triplet_margin_loss",
+    "margin_ranking_loss", "max_pool1d_with_indices", "poisson_nll_loss", "rrelu", "rrelu_",
+    "selu_", "threshold", "threshold_", "triplet_margin_loss",
 ]
 
 #: Tensor methods PyTorch has for some of these

@@ -114,6 +114,7 @@ from torcia._ops_nn import (
     pixel_unshuffle,
     prelu,
     relu6,
+    rms_norm,
     selu,
     silu,
     softmax,
@@ -169,8 +170,8 @@ __all__ += [
     "dropout2d", "dropout3d", "elu", "embedding", "feature_alpha_dropout", "gelu", "group_norm",
     "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "layer_norm", "leaky_relu",
     "log_softmax", "logsigmoid", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
-    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu6", "selu", "silu",
-    "softmax", "softmin", "softplus", "softsign", "tanhshrink",
+    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu6", "rms_norm", "selu",
+    "silu", "softmax", "softmin", "softplus", "softsign", "tanhshrink",
 ]
 
 

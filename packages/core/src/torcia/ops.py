@@ -130,7 +130,8 @@ NN = (
     "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
     # normalisation, lookup, losses, randomness; the *_norm_backward ops are the fused first
     # derivatives (higher orders go through differentiable ops, so they have no row)
-    "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward", "embedding",
+    "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward",
+    "rms_norm", "rms_norm_backward", "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
     "dropout_mask",

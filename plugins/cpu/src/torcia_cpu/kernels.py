@@ -304,6 +304,20 @@ class NativeKernels:
         shape = x.shape[x.ndim - normalized_ndim:]
         return gx, gw.reshape(shape), gb.reshape(shape)
 
+    def rms_norm(self, x, weight, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or not _norm_params_ok(x, d, weight):
+            return _FALLBACK.rms_norm(x, weight, normalized_ndim, eps)
+        return _native.rms_norm(_cc(x), _opt_c(weight), d, eps)
+
+    def rms_norm_backward(self, g, x, weight, normalized_ndim, eps):
+        d = _trailing(x, normalized_ndim)
+        if not d or g.shape != x.shape or not _native_ok(x, g) or not _norm_params_ok(
+                x, d, weight):
+            return _FALLBACK.rms_norm_backward(g, x, weight, normalized_ndim, eps)
+        gx, gw = _native.rms_norm_backward(_cc(g), _cc(x), _opt_c(weight), d, eps)
+        return gx, gw.reshape(x.shape[x.ndim - normalized_ndim:])
+
     def batch_norm(self, x, weight, bias, running_mean, running_var, training, eps):
         stats = None if training else (running_mean, running_var)
         if not _batch_norm_ok(x, stats, weight, bias):
@@ -508,7 +522,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
              "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-             "batch_norm", "batch_norm_backward")
+             "rms_norm", "rms_norm_backward", "batch_norm", "batch_norm_backward")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)

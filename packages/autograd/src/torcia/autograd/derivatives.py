@@ -2192,6 +2192,25 @@ def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
     return gx, gw, gb
 
 
+@derivative("rms_norm")
+def _(grad, x, weight, *, normalized_ndim, eps, needs_input_grad):
+    if not _differentiable_formulas():
+        gx, gw = call("rms_norm_backward", (grad, x, weight),
+                      {"normalized_ndim": normalized_ndim, "eps": eps})
+        return gx if needs_input_grad[0] else None, gw if needs_input_grad[1] else None
+    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    lead = tuple(range(x.ndim - normalized_ndim))
+    invrms = ((x * x).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = x * invrms
+    gx = gw = None
+    if needs_input_grad[0]:
+        gxhat = grad if weight is None else grad * weight
+        gx = invrms * (gxhat - xhat * (gxhat * xhat).mean(dims, keepdim=True))
+    if needs_input_grad[1]:
+        gw = (grad * xhat).sum(lead) if lead else grad * xhat
+    return gx, gw
+
+
 @derivative("embedding")
 def _(grad, _weight, indices, *, padding_idx):
     return call("embedding_backward", (grad, indices),

@@ -959,6 +959,16 @@ def _layer_norm(ctx, vals, bats, params):
     return ctx.inner(x, weight, bias, **params)
 
 
+def _rms_norm(ctx, vals, bats, params):
+    x, weight = vals
+    if bats[1]:
+        # a per-sample weight: normalise, then scale with broadcasting
+        out = ctx.inner(_full(x, bats[0], ctx.size), None, **params)
+        return _elementwise(_Ctx("mul", _kernel(ctx, "mul"), ctx.device, ctx.size, ctx.level),
+                            [out, weight], [True, bats[1]], {})
+    return ctx.inner(x, weight, **params)
+
+
 def _kernel(ctx, op):
     kernels = ctx.device.kernels
     if kernels is None:
@@ -983,6 +993,21 @@ def _layer_norm_backward(ctx, vals, bats, params):
     gw = (gs * centred * invstd).sum(axis=lead).astype(xs.dtype, copy=False)
     gb = gs.sum(axis=lead)
     return gx, gw, gb
+
+
+def _rms_norm_backward(ctx, vals, bats, params):
+    """(grad_input, grad_weight): as layer norm's, without the centring."""
+    g, x, weight = vals
+    if bats[2] or not _plain(vals):
+        return NotImplemented
+    n = ctx.size
+    gs, xs = _full(g, bats[0], n), _full(x, bats[1], n)
+    gx, _ = ctx.inner(gs, xs, weight, **params)
+    axes = tuple(range(xs.ndim - params["normalized_ndim"], xs.ndim))
+    lead = tuple(range(1, xs.ndim - params["normalized_ndim"]))
+    invrms = 1 / ctx.xp.sqrt((xs * xs).mean(axis=axes, keepdims=True) + params["eps"])
+    gw = (gs * xs * invrms).sum(axis=lead).astype(xs.dtype, copy=False)
+    return gx, gw
 
 
 def _channels(v, bat, n):
@@ -1119,6 +1144,7 @@ def _build() -> dict:
         "cross_entropy_backward": ("nn", _cross_entropy_backward),
         "embedding": ("nn", _embedding), "embedding_backward": ("nn", _embedding_backward),
         "layer_norm": ("nn", _layer_norm), "layer_norm_backward": ("nn", _layer_norm_backward),
+        "rms_norm": ("nn", _rms_norm), "rms_norm_backward": ("nn", _rms_norm_backward),
         "batch_norm": ("nn", _batch_norm), "batch_norm_backward": ("nn", _batch_norm_backward),
         "lstm_layer": ("nn", _lstm_layer), "lstm_layer_backward": ("nn", _lstm_layer_backward),
     })

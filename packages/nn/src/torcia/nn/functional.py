@@ -75,6 +75,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
     pixel_unshuffle,
     prelu,
     relu6,
+    rms_norm,
     selu,
     silu,
     softmax,
@@ -1005,33 +1006,6 @@ def fold(input, output_size, kernel_size, dilation=1, padding=0, stride=1):
 # ---------------------------------------------------------------------------------------
 # distances and attention
 # ---------------------------------------------------------------------------------------
-
-
-@autocast_as("rms_norm")
-def rms_norm(input, normalized_shape, weight=None, eps=None):
-    """``input / sqrt(mean(input**2) + eps) * weight`` over the last
-    ``len(normalized_shape)`` dims; ``eps`` defaults to the dtype's machine epsilon.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.rms_norm(torcia.tensor([[3.0, 4.0]]), (2,), eps=0.0) ** 2
-    tensor([[0.7200, 1.2800]])
-    """
-    shape = (int(normalized_shape),) if isinstance(normalized_shape, int) \
-        else tuple(int(s) for s in normalized_shape)
-    k = len(shape)
-    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
-        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
-                           f"[*, {', '.join(map(str, shape))}], but got input of size"
-                           f"{list(input.shape)}")
-    if eps is None:
-        eps = (2.0 ** -7 if input.dtype is torcia.bfloat16
-               else float(np.finfo(input._data.dtype).eps))
-    dims = tuple(range(input.ndim - k, input.ndim))
-    out = input * ((input * input).mean(dims, keepdim=True) + eps).rsqrt()
-    return out if weight is None else out * weight
 
 
 @autocast_as("pdist")
