@@ -901,3 +901,78 @@ def test_a_chain_read_again_after_its_reduction_is_written_by_the_same_kernel():
     assert ops == ["mul->amax+out", "sub+exp->sum+out", "div"], ops
     node = f._entries[0].graph.nodes[1]
     assert node.tuple_out and len(node.outs) == 2 and "kept[i]" in node.source
+
+
+POOLS = [  # kernel_size, stride, padding, dilation, ceil_mode, input (N, C, H, W)
+    (2, 2, 0, 1, False, (2, 3, 8, 8)),
+    (2, 2, 0, 1, True, (2, 3, 7, 9)),  # ceil: the last windows run past the input
+    (3, 2, 1, 1, False, (1, 2, 9, 7)),  # overlapping windows, padding
+    (3, 1, 1, 2, False, (1, 2, 8, 8)),  # dilation
+    ((2, 3), (1, 2), (1, 0), 1, False, (2, 2, 6, 10)),
+]
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS)
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+@pytest.mark.parametrize("whole_step", [True, False])
+def test_generated_max_pooling_matches_eager(k, s, p, d, ceil, shape, dtype, whole_step):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler: pooling is not specialised")
+
+    def pool(x):
+        return nn.functional.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+
+    # a whole step: x is a leaf the step reads (as a parameter), the backward in one graph
+    leaf = torcia.zeros(shape, dtype=dtype, requires_grad=True)
+
+    def step(g):
+        out, idx = pool(leaf)
+        (out * g).sum().backward()
+        return out.detach(), idx
+
+    compiled = torcia.compile(step if whole_step else pool)
+    torcia.manual_seed(0)
+    for scale in (1.0, -2.0, 3.0):  # replays on other values, all-negative windows
+        x = (torcia.randn(*shape, dtype=dtype) * scale).round()  # ties: the first wins
+        x[0, 0, 1, 1] = float("nan")  # NaN wins its windows
+        g = torcia.randn(*pool(x)[0].shape, dtype=dtype)
+        xe = x.clone().requires_grad_()
+        if whole_step:
+            with torcia.no_grad():
+                leaf.copy_(x)
+            leaf.grad = None
+            got, got_idx = compiled(g)
+            got_grad = leaf.grad
+        else:
+            xc = x.clone().requires_grad_()
+            got, got_idx = compiled(xc)
+            (got * g).sum().backward()
+            got_grad = xc.grad
+        want, want_idx = pool(xe)
+        (want * g).sum().backward()
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
+        np.testing.assert_array_equal(got_grad.numpy(), xe.grad.numpy())
+    entry = compiled._entries[0]
+    assert entry.eager_reason is None
+    nodes = entry.graph.nodes + (entry.joint.bwd_graph.nodes if entry.joint else [])
+    pools = [n for n in nodes if n.op in ("max_pool", "max_pool_backward")]
+    assert len(pools) == 2 and all(isinstance(n.fn, inductor.PoolKernel) for n in pools)
+
+
+def test_generated_max_pooling_checks_its_arrays():
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    spec = (2, 4, 4, 2, 2, (2, 2, 2, 2, 0, 0, 1, 1))
+    pool = inductor.PoolKernel(inductor._pool_source("float", *spec), spec,
+                               np.dtype(np.float32))
+    values, indices = pool(np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4))
+    np.testing.assert_array_equal(indices[0, 0], [[5, 7], [13, 15]])
+    with pytest.raises(ValueError, match="expects an input of 32 float32"):
+        pool(np.zeros((1, 2, 4, 4), np.float64))
+    back = inductor.PoolKernel(inductor._pool_backward_source("float", *spec), spec,
+                               np.dtype(np.float32), backward=True)
+    grad = back(np.ones((1, 2, 2, 2), np.float32), indices)
+    np.testing.assert_array_equal(grad[0, 0].ravel().nonzero()[0], [5, 7, 13, 15])
+    with pytest.raises(ValueError, match="indices outside a plane of 16"):
+        back(np.ones((1, 2, 2, 2), np.float32), indices + 16)

@@ -77,6 +77,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
     eliminate_dead_code(graph)
     if options.get("fusion", True) and compiler() is not None:
         fuse(graph)
+        specialize_pooling(graph)
     return graph
 
 
@@ -499,6 +500,199 @@ def _reduction_source(ctype, params, lines, last, op, size_r, size_k, rows, keep
         + (f"    for (int64_t o = 0; o < {size_k}; ++o) out[o] /= T({size_r});\n"
            if op == "mean" else "")
         + "}\n")
+
+
+# ---------------------------------------------------------------------------------------
+# max pooling specialised to its shapes
+# ---------------------------------------------------------------------------------------
+
+
+def _pool_2d(graph: Graph, node: Node):
+    """``(n*c, h, w, oh, ow, geometry)`` where ``node`` is a 2-D max pooling (or its
+    backward, from the pooling's record) of a float array a generated loop can take."""
+    if node.kind != "call" or node.op != "max_pool" or len(node.args) != 1 \
+            or node.args[0][0] != "v" or len(node.outs) != 2 \
+            or set(node.params) != {"kernel_size", "stride", "padding", "dilation",
+                                    "ceil_mode"} \
+            or any(r[0] != "c" for r in node.params.values()):
+        return None
+    shape, dtype = graph.meta[node.args[0][1]]
+    oshape = graph.meta[node.outs[0]][0]
+    if dtype not in _FLOATS or len(shape) != 4 or len(oshape) != 4 \
+            or graph.meta[node.outs[1]][1] != np.dtype(np.int64) or 0 in shape:
+        return None
+    geometry = []
+    for key in ("kernel_size", "stride", "padding", "dilation"):
+        value = node.params[key][1]
+        if not (isinstance(value, (tuple, list)) and len(value) == 2
+                and all(isinstance(v, int) and not isinstance(v, bool) for v in value)):
+            return None
+        geometry.append(tuple(value))
+    (kh, kw), (sh, sw), (ph, pw), (dh, dw) = geometry
+    if min(kh, kw, sh, sw, dh, dw) < 1 or min(ph, pw) < 0:
+        return None
+    return (shape[0] * shape[1], shape[2], shape[3], oshape[2], oshape[3],
+            (kh, kw, sh, sw, ph, pw, dh, dw))
+
+
+def specialize_pooling(graph: Graph) -> None:
+    """Replace 2-D max pooling and its backward by loops generated for their shapes.
+
+    The values and indices are PyTorch's (the first maximum in window order, NaN winning,
+    indices flat in the input plane); the forward takes a window element at a time across
+    a plane's outputs, through a table of their positions, so that its selects vectorise.
+    """
+    for i, node in enumerate(graph.nodes):
+        spec = _pool_2d(graph, node)
+        if spec is not None:
+            dtype = graph.meta[node.args[0][1]][1]
+            fn = PoolKernel(_pool_source(_CTYPE[dtype], *spec), spec, dtype)
+            graph.nodes[i] = Node("call", "max_pool", fn, node.args, {}, node.outs,
+                                  tuple_out=True, source=fn.source)
+            continue
+        if node.kind == "call" and node.op == "max_pool_backward" and len(node.args) == 2 \
+                and all(r[0] == "v" for r in node.args) and len(node.outs) == 1 \
+                and set(node.params) == {"input_shape"}:
+            # the indices may come from this graph's pooling or, in a backward program,
+            # from the forward's: the generated loop needs only the shapes
+            (gshape, dtype), (ishape, idtype) = (graph.meta[r[1]] for r in node.args)
+            oshape, odtype = graph.meta[node.outs[0]]
+            if dtype not in _FLOATS or odtype != dtype or idtype != np.dtype(np.int64) \
+                    or len(gshape) != 4 or tuple(ishape) != tuple(gshape) \
+                    or len(oshape) != 4 or tuple(oshape[:2]) != tuple(gshape[:2]):
+                continue
+            spec = (gshape[0] * gshape[1], oshape[2], oshape[3], gshape[2], gshape[3], None)
+            fn = PoolKernel(_pool_backward_source(_CTYPE[dtype], *spec), spec, dtype,
+                            backward=True)
+            graph.nodes[i] = Node("call", "max_pool_backward", fn, node.args, {}, node.outs,
+                                  source=fn.source)
+
+
+_POOL_TABLE = """\
+// table[k * OHW + o]: the in-plane index of window element k (row-major window order) of
+// output o, or -1 where it falls in the padding; built once
+static const int64_t* table() {{
+    static const std::vector<int64_t> t = [] {{
+        std::vector<int64_t> v({kh} * {kw} * {ohw});
+        for (int64_t ki = 0; ki < {kh}; ++ki)
+            for (int64_t kj = 0; kj < {kw}; ++kj)
+                for (int64_t o = 0; o < {ohw}; ++o) {{
+                    const int64_t y = (o / {ow}) * {sh} - {ph} + ki * {dh};
+                    const int64_t c = (o % {ow}) * {sw} - {pw} + kj * {dw};
+                    v[(ki * {kw} + kj) * {ohw} + o] =
+                        y < 0 || y >= {h} || c < 0 || c >= {w} ? -1 : y * {w} + c;
+                }}
+        return v;
+    }}();
+    return t.data();
+}}
+"""
+
+
+def _pool_source(ctype, planes, h, w, oh, ow, geometry) -> str:
+    # a window element at a time across a chunk of a plane's outputs: a gather into a
+    # buffer, then selects over contiguous lanes that vectorise (a window at a time is a
+    # chain of data-dependent branches, mispredicted half the time on real data)
+    kh, kw, sh, sw, ph, pw, dh, dw = geometry
+    ohw = oh * ow
+    return (
+        "#include <cmath>\n#include <cstdint>\n#include <vector>\n"
+        f"typedef {ctype} T;\n"
+        + _POOL_TABLE.format(kh=kh, kw=kw, ohw=ohw, ow=ow, sh=sh, sw=sw, ph=ph, pw=pw,
+                             dh=dh, dw=dw, h=h, w=w) +
+        'extern "C" void kernel(const T* __restrict x, T* __restrict out, '
+        "int64_t* __restrict idx) {\n"
+        "    const int64_t* __restrict tab = table();\n"
+        f"    #pragma omp parallel for schedule(static) if({planes * ohw * kh * kw}"
+        " > 4194304)\n"
+        f"    for (int64_t p = 0; p < {planes}; ++p) {{\n"
+        f"        const T* __restrict plane = x + p * {h * w};\n"
+        f"        for (int64_t o0 = 0; o0 < {ohw}; o0 += 1024) {{\n"
+        f"            const int64_t n = std::min<int64_t>(1024, {ohw} - o0);\n"
+        f"            T* __restrict best = out + p * {ohw} + o0;\n"
+        f"            int64_t* __restrict where = idx + p * {ohw} + o0;\n"
+        "            T tmp[1024];\n"
+        "            for (int64_t o = 0; o < n; ++o) { best[o] = -INFINITY; where[o] = -1; }\n"
+        f"            for (int64_t k = 0; k < {kh * kw}; ++k) {{\n"
+        f"                const int64_t* __restrict at = tab + k * {ohw} + o0;\n"
+        "                for (int64_t o = 0; o < n; ++o)\n"
+        "                    tmp[o] = at[o] >= 0 ? plane[at[o]] : T(0);\n"
+        "                #pragma omp simd\n"
+        "                for (int64_t o = 0; o < n; ++o) {\n"
+        "                    const T v = tmp[o], b = best[o];\n"
+        "                    // the first element, then a larger one; NaN wins, then stays\n"
+        "                    const bool take = (at[o] >= 0) & ((where[o] < 0) | (v > b) | "
+        "((v != v) & (b == b)));\n"
+        "                    best[o] = take ? v : b;\n"
+        "                    where[o] = take ? at[o] : where[o];\n"
+        "                }\n            }\n        }\n    }\n}\n")
+
+
+def _pool_backward_source(ctype, planes, h, w, oh, ow, geometry=None) -> str:
+    # each gradient added at its index (windows may overlap); an index outside the plane
+    # is counted, not written, and the call raises
+    return ("#include <cstdint>\n#include <cstring>\n"
+            f"typedef {ctype} T;\n"
+            'extern "C" int64_t kernel(const T* __restrict g, const int64_t* __restrict idx, '
+            "T* __restrict out) {\n"
+            "    int64_t bad = 0;\n"
+            f"    #pragma omp parallel for schedule(static) reduction(+:bad) "
+            f"if({planes * h * w} > 4194304)\n"
+            f"    for (int64_t p = 0; p < {planes}; ++p) {{\n"
+            f"        T* __restrict plane = out + p * {h * w};\n"
+            f"        const T* __restrict gp = g + p * {oh * ow};\n"
+            f"        const int64_t* __restrict ip = idx + p * {oh * ow};\n"
+            f"        std::memset(plane, 0, sizeof(T) * {h * w});\n"
+            f"        for (int64_t k = 0; k < {oh * ow}; ++k) {{\n"
+            f"            if (static_cast<uint64_t>(ip[k]) < {h * w}) plane[ip[k]] += gp[k];\n"
+            "            else ++bad;\n"
+            "        }\n    }\n    return bad;\n}\n")
+
+
+class PoolKernel:
+    """A generated max pooling (``x -> (values, indices)``) or its backward
+    (``(g, indices) -> grad``) for one shape; arrays are checked before each call."""
+
+    def __init__(self, source, spec, dtype, backward=False):
+        self.source = source
+        planes, h, w, oh, ow, _ = spec
+        self.spec, self.dtype, self.backward = spec, dtype, backward
+        self.path = build(source)
+        key = str(self.path)
+        if key not in _loaded:
+            _loaded[key] = ctypes.CDLL(key)
+        self.fn = _loaded[key].kernel
+        self.fn.restype = ctypes.c_int64 if backward else None
+        self.fn.argtypes = [ctypes.c_void_p] * 3
+        self.in_size, self.out_size = planes * h * w, planes * oh * ow
+        from torcia.compiler import log
+
+        log("fusion", f"max_pool{'_backward' if backward else ''} -> {self.path.name}:\n"
+                      f"{source}")
+
+    def _ready(self, a, size, dtype, what):
+        if not isinstance(a, np.ndarray) or a.dtype != dtype or a.size != size \
+                or a.ndim != 4:
+            raise ValueError(f"generated max_pool{'_backward' if self.backward else ''} "
+                             f"expects {what} of {size} {dtype} elements, got "
+                             f"{getattr(a, 'shape', a)} {getattr(a, 'dtype', '')}")
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+    def __call__(self, *arrays):
+        planes, h, w, oh, ow, _ = self.spec
+        if self.backward:
+            g = self._ready(arrays[0], self.out_size, self.dtype, "a gradient")
+            idx = self._ready(arrays[1], self.out_size, np.dtype(np.int64), "indices")
+            out = np.empty(g.shape[:2] + (h, w), self.dtype)
+            if self.fn(g.ctypes.data, idx.ctypes.data, out.ctypes.data):
+                raise ValueError(f"max_pool_backward: indices outside a plane of {h * w} "
+                                 "elements")
+            return out
+        x = self._ready(arrays[0], self.in_size, self.dtype, "an input")
+        values = np.empty(x.shape[:2] + (oh, ow), self.dtype)
+        indices = np.empty(x.shape[:2] + (oh, ow), np.int64)
+        self.fn(x.ctypes.data, values.ctypes.data, indices.ctypes.data)
+        return values, indices
 
 
 def cuda_source(node: Node) -> tuple[str, str, str]:
