@@ -976,3 +976,37 @@ def test_generated_max_pooling_checks_its_arrays():
     np.testing.assert_array_equal(grad[0, 0].ravel().nonzero()[0], [5, 7, 13, 15])
     with pytest.raises(ValueError, match="indices outside a plane of 16"):
         back(np.ones((1, 2, 2, 2), np.float32), indices + 16)
+
+
+def test_gradients_handed_to_the_optimizer_are_not_aliased():
+    # a + b hands one gradient array to both leaves, b's also passes a view (expand):
+    # each leaf's .grad must own its memory; the grads a step made stay as they were
+    # while the next replays (a fresh buffer per step, not one reused under them)
+    torcia.manual_seed(0)
+    a = torcia.randn(4, 3, requires_grad=True)
+    b = torcia.randn(4, 3, requires_grad=True)
+    c = torcia.randn(3, requires_grad=True)
+    opt = torcia.optim.SGD([a, b, c], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = ((a + b) * x).sum() + (c.expand(4, 3) * 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = torcia.compile(step)
+    held = []
+    for scale in (1.0, 2.0, 3.0):
+        x = torcia.full((4, 3), scale)
+        compiled(x)
+        held.append([(p.grad, p.grad.numpy().copy()) for p in (a, b, c)])
+        assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+        np.testing.assert_array_equal(a.grad.numpy(), np.full((4, 3), scale, np.float32))
+        np.testing.assert_array_equal(c.grad.numpy(), np.full(3, 8.0, np.float32))
+    for grads in held:
+        for grad, value in grads:
+            np.testing.assert_array_equal(grad.numpy(), value)
+    a.grad.numpy()[...] = 0
+    assert (b.grad.numpy() == 3).all()
+    assert compiled._entries[0].eager_reason is None
