@@ -976,6 +976,13 @@ def test_generated_max_pooling_checks_its_arrays():
     np.testing.assert_array_equal(grad[0, 0].ravel().nonzero()[0], [5, 7, 13, 15])
     with pytest.raises(ValueError, match="indices outside a plane of 16"):
         back(np.ones((1, 2, 2, 2), np.float32), indices + 16)
+    relu_pool = inductor.PoolKernel(inductor._pool_source("float", *spec, relu=True), spec,
+                                    np.dtype(np.float32))
+    x = -np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    x[0, 1, 0, 0] = np.nan
+    x[0, 1, 3, 3] = 5.0
+    values, _ = relu_pool(x)
+    np.testing.assert_array_equal(values, [[[[0, 0], [0, 0]], [[np.nan, 0], [0, 5]]]])
 
 
 def test_gradients_handed_to_the_optimizer_are_not_aliased():
@@ -1010,3 +1017,33 @@ def test_gradients_handed_to_the_optimizer_are_not_aliased():
     a.grad.numpy()[...] = 0
     assert (b.grad.numpy() == 3).all()
     assert compiled._entries[0].eager_reason is None
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3])
+def test_relu_then_max_pooling_is_one_kernel_each_way(k, s, p, d, ceil, shape):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    torcia.manual_seed(0)
+    conv = nn.Conv2d(shape[1], shape[1], 1)
+
+    def step(x):
+        out = nn.functional.max_pool2d(torcia.relu(conv(x)), k, s, p, d, ceil_mode=ceil)
+        loss = (out * out.flip(-1)).sum()  # every pooled value reaches the loss
+        loss.backward()
+        return loss, out.detach()
+
+    compiled = torcia.compile(step)
+    for scale in (1.0, -1.0, 0.5):  # all-negative windows, other values per replay
+        x = torcia.randn(*shape) * scale
+        conv.zero_grad()
+        got, got_out = compiled(x)
+        got_grads = [q.grad.clone() for q in conv.parameters()]
+        conv.zero_grad()
+        want, want_out = step(x)
+        np.testing.assert_allclose(got_out.numpy(), want_out.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+        for g, q in zip(got_grads, conv.parameters()):
+            np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ops = [n.op for n in compiled._entries[0].graph.nodes]
+    assert "relu+max_pool" in ops and "max_pool_backward*relu_mask" in ops
+    assert "relu" not in ops and "gt" not in ops

@@ -76,6 +76,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
     fold_constants(graph)
     eliminate_dead_code(graph)
     if options.get("fusion", True) and compiler() is not None:
+        fuse_relu_pooling(graph)
         fuse(graph)
         specialize_pooling(graph)
     return graph
@@ -535,6 +536,95 @@ def _pool_2d(graph: Graph, node: Node):
             (kh, kw, sh, sw, ph, pw, dh, dw))
 
 
+def _consumers(graph: Graph) -> dict:
+    """value id -> the nodes reading it (once per node)."""
+    users: dict = {}
+    for node in graph.nodes:
+        for v in set(node.value_args()):
+            users.setdefault(v, []).append(node)
+    return users
+
+
+def fuse_relu_pooling(graph: Graph) -> None:
+    """``max_pool(relu(x))`` as one kernel, and its backward with relu's mask.
+
+    ``relu(x)`` is read only by the pooling and by its backward's mask, ``gt(relu(x), 0)``
+    cast and multiplied into the pooling's gradient: the pooled maximum of ``x`` passed
+    through relu is the same value (relu is monotone; NaN stays NaN), and the mask at the
+    element a gradient goes to is that value's sign, so neither relu's output nor the mask
+    is ever written out. A window with no positive element sends a zero gradient, whichever
+    element it names (its index may differ from eager's: the indices must not be read
+    elsewhere).
+    """
+    users = _consumers(graph)
+    outputs = graph.output_values()
+    producer = {o: n for n in graph.nodes for o in n.outs}
+    replace: dict[int, Node] = {}
+    drop: set[int] = set()
+    for pool in graph.nodes:
+        spec = _pool_2d(graph, pool)
+        if spec is None:
+            continue
+        r = pool.args[0][1]
+        relu = producer.get(r)
+        values, indices = pool.outs
+        if relu is None or relu.kind != "call" or relu.op != "relu" or relu.params \
+                or len(relu.args) != 1 or relu.args[0][0] != "v" \
+                or graph.meta[relu.args[0][1]] != graph.meta[r] \
+                or r in outputs or indices in outputs:
+            continue
+        readers = users.get(r, [])
+        back = users.get(indices, [])
+        if len(readers) != 2 or len(back) != 1 or back[0].op != "max_pool_backward" \
+                or back[0].kind != "call" or len(back[0].args) != 2 \
+                or back[0].args[1] != ("v", indices):
+            continue
+        gt = next(n for n in readers if n is not pool)
+        chain = _relu_mask_chain(graph, users, outputs, gt, back[0])
+        if chain is None:
+            continue
+        cast, mul = chain
+        dtype = graph.meta[r][1]
+        fwd = PoolKernel(_pool_source(_CTYPE[dtype], *spec, relu=True), spec, dtype)
+        bspec = spec[:5] + (None,)
+        bwd = PoolKernel(_pool_backward_source(_CTYPE[dtype], *bspec, masked=True), bspec,
+                         dtype, backward=True, masked=True)
+        replace[id(pool)] = Node("call", "relu+max_pool", fwd, list(relu.args), {},
+                                 pool.outs, tuple_out=True, source=fwd.source)
+        replace[id(mul)] = Node("call", "max_pool_backward*relu_mask", bwd,
+                                [back[0].args[0], ("v", indices), ("v", values)], {},
+                                mul.outs, source=bwd.source)
+        # the backward stands where the mask's product stood: after the gradient it reads
+        drop.update({id(relu), id(gt), id(cast), id(back[0])})
+    graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in drop]
+
+
+def _relu_mask_chain(graph, users, outputs, gt, back):
+    """``(cast, mul)`` where ``gt`` is ``gt(relu_out, 0)``, cast to the float dtype and
+    multiplied (alone) with ``back``'s result; None otherwise."""
+    if gt.kind != "call" or gt.op != "gt" or gt.params or len(gt.args) != 2 \
+            or gt.args[1][0] != "c" or not _scalar_const(gt.args[1][1]) \
+            or float(gt.args[1][1]) != 0.0:
+        return None
+    m = gt.outs[0]
+    cast_users = users.get(m, [])
+    if m in outputs or len(cast_users) != 1:
+        return None
+    cast = cast_users[0]
+    if cast.kind != "cast" or len(cast.outs) != 1 or cast.outs[0] in outputs:
+        return None
+    mf, b = cast.outs[0], back.outs[0]
+    mul_users = users.get(mf, [])
+    if len(mul_users) != 1 or users.get(b, []) != mul_users or b in outputs:
+        return None
+    mul = mul_users[0]
+    if mul.kind != "call" or mul.op != "mul" or mul.params \
+            or sorted(r[1] for r in mul.args if r[0] == "v") != sorted([mf, b]) \
+            or len(mul.args) != 2 or graph.meta[mul.outs[0]] != graph.meta[b]:
+        return None
+    return cast, mul
+
+
 def specialize_pooling(graph: Graph) -> None:
     """Replace 2-D max pooling and its backward by loops generated for their shapes.
 
@@ -589,7 +679,7 @@ static const int64_t* table() {{
 """
 
 
-def _pool_source(ctype, planes, h, w, oh, ow, geometry) -> str:
+def _pool_source(ctype, planes, h, w, oh, ow, geometry, relu=False) -> str:
     # a window element at a time across a chunk of a plane's outputs: a gather into a
     # buffer, then selects over contiguous lanes that vectorise (a window at a time is a
     # chain of data-dependent branches, mispredicted half the time on real data)
@@ -625,15 +715,23 @@ def _pool_source(ctype, planes, h, w, oh, ow, geometry) -> str:
         "((v != v) & (b == b)));\n"
         "                    best[o] = take ? v : b;\n"
         "                    where[o] = take ? at[o] : where[o];\n"
-        "                }\n            }\n        }\n    }\n}\n")
+        "                }\n            }\n"
+        + ("            // relu of the maximum: the maximum of relu (NaN stays NaN)\n"
+           "            for (int64_t o = 0; o < n; ++o)\n"
+           "                best[o] = best[o] > T(0) || best[o] != best[o] ? best[o] : T(0);\n"
+           if relu else "")
+        + "        }\n    }\n}\n")
 
 
-def _pool_backward_source(ctype, planes, h, w, oh, ow, geometry=None) -> str:
+def _pool_backward_source(ctype, planes, h, w, oh, ow, geometry=None, masked=False) -> str:
     # each gradient added at its index (windows may overlap); an index outside the plane
-    # is counted, not written, and the call raises
+    # is counted, not written, and the call raises. ``masked``: relu's mask too, from the
+    # pooled values (zero where the maximum was not positive)
+    grad = f"(val[p * {oh * ow} + k] > T(0) ? gp[k] : T(0))" if masked else "gp[k]"
     return ("#include <cstdint>\n#include <cstring>\n"
             f"typedef {ctype} T;\n"
             'extern "C" int64_t kernel(const T* __restrict g, const int64_t* __restrict idx, '
+            + ("const T* __restrict val, " if masked else "") +
             "T* __restrict out) {\n"
             "    int64_t bad = 0;\n"
             f"    #pragma omp parallel for schedule(static) reduction(+:bad) "
@@ -644,7 +742,7 @@ def _pool_backward_source(ctype, planes, h, w, oh, ow, geometry=None) -> str:
             f"        const int64_t* __restrict ip = idx + p * {oh * ow};\n"
             f"        std::memset(plane, 0, sizeof(T) * {h * w});\n"
             f"        for (int64_t k = 0; k < {oh * ow}; ++k) {{\n"
-            f"            if (static_cast<uint64_t>(ip[k]) < {h * w}) plane[ip[k]] += gp[k];\n"
+            f"            if (static_cast<uint64_t>(ip[k]) < {h * w}) plane[ip[k]] += {grad};\n"
             "            else ++bad;\n"
             "        }\n    }\n    return bad;\n}\n")
 
@@ -653,17 +751,17 @@ class PoolKernel:
     """A generated max pooling (``x -> (values, indices)``) or its backward
     (``(g, indices) -> grad``) for one shape; arrays are checked before each call."""
 
-    def __init__(self, source, spec, dtype, backward=False):
+    def __init__(self, source, spec, dtype, backward=False, masked=False):
         self.source = source
         planes, h, w, oh, ow, _ = spec
-        self.spec, self.dtype, self.backward = spec, dtype, backward
+        self.spec, self.dtype, self.backward, self.masked = spec, dtype, backward, masked
         self.path = build(source)
         key = str(self.path)
         if key not in _loaded:
             _loaded[key] = ctypes.CDLL(key)
         self.fn = _loaded[key].kernel
         self.fn.restype = ctypes.c_int64 if backward else None
-        self.fn.argtypes = [ctypes.c_void_p] * 3
+        self.fn.argtypes = [ctypes.c_void_p] * (4 if masked else 3)
         self.in_size, self.out_size = planes * h * w, planes * oh * ow
         from torcia.compiler import log
 
@@ -683,8 +781,11 @@ class PoolKernel:
         if self.backward:
             g = self._ready(arrays[0], self.out_size, self.dtype, "a gradient")
             idx = self._ready(arrays[1], self.out_size, np.dtype(np.int64), "indices")
+            val = self._ready(arrays[2], self.out_size, self.dtype, "pooled values") \
+                if self.masked else None
             out = np.empty(g.shape[:2] + (h, w), self.dtype)
-            if self.fn(g.ctypes.data, idx.ctypes.data, out.ctypes.data):
+            ptrs = [g.ctypes.data, idx.ctypes.data] + ([val.ctypes.data] if self.masked else [])
+            if self.fn(*ptrs, out.ctypes.data):
                 raise ValueError(f"max_pool_backward: indices outside a plane of {h * w} "
                                  "elements")
             return out
