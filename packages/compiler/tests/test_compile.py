@@ -1047,3 +1047,21 @@ def test_relu_then_max_pooling_is_one_kernel_each_way(k, s, p, d, ceil, shape):
     ops = [n.op for n in compiled._entries[0].graph.nodes]
     assert "relu+max_pool" in ops and "max_pool_backward*relu_mask" in ops
     assert "relu" not in ops and "gt" not in ops
+
+
+@pytest.mark.parametrize("dims,keepdim", [((0, 2, 3), False), ((0, 2, 3), True), ((0, 3), False),
+                                          ((-1, 0), False)])
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+def test_a_sum_keeping_middle_dims_is_a_generated_loop(dims, keepdim, dtype):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    f = torcia.compile(lambda x: x.sum(dims, keepdim=keepdim) * 2)
+    torcia.manual_seed(0)
+    for _ in range(2):
+        x = torcia.randn(3, 4, 5, 6, dtype=dtype) + 100  # float32 sums: double accumulators
+        got, want = f(x), (x.double().sum(dims, keepdim=keepdim) * 2).to(dtype)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6 if dtype ==
+                                   torcia.float32 else 1e-12)
+        assert got.shape == want.shape and got.dtype == dtype
+    nodes = f._entries[0].graph.nodes
+    assert any(n.op == "sum" and isinstance(n.fn, inductor.FusedKernel) for n in nodes)

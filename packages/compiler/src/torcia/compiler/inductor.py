@@ -79,6 +79,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
         fuse_relu_pooling(graph)
         fuse(graph)
         specialize_pooling(graph)
+        specialize_middle_sums(graph)
     return graph
 
 
@@ -501,6 +502,60 @@ def _reduction_source(ctype, params, lines, last, op, size_r, size_k, rows, keep
         + (f"    for (int64_t o = 0; o < {size_k}; ++o) out[o] /= T({size_r});\n"
            if op == "mean" else "")
         + "}\n")
+
+
+def _middle_sum(graph: Graph, node: Node):
+    """``(A, K, B)`` where ``node`` sums a float array of shape (A..., K..., B...) over its
+    leading and trailing dims, keeping the middle ones (a convolution's bias gradient:
+    dims (0, 2, 3)); None otherwise (fusion takes leading-only and trailing-only sums)."""
+    if node.kind != "call" or node.op != "sum" or len(node.args) != 1 \
+            or node.args[0][0] != "v" or len(node.outs) != 1 \
+            or set(node.params) - {"dim", "keepdim", "dtype"} \
+            or any(r[0] != "c" for r in node.params.values()) \
+            or node.params.get("dtype", ("c", None))[1] is not None:
+        return None
+    shape, dtype = graph.meta[node.args[0][1]]
+    dim = node.params.get("dim", ("c", None))[1]
+    if dtype not in _FLOATS or graph.meta[node.outs[0]][1] != dtype or not shape \
+            or not isinstance(dim, (tuple, list)) or not dim \
+            or not all(isinstance(d, int) and not isinstance(d, bool) for d in dim):
+        return None
+    n = len(shape)
+    dims = {d % n for d in dim}
+    kept = [d for d in range(n) if d not in dims]
+    if not kept or kept != list(range(kept[0], kept[-1] + 1)) or kept[0] == 0 \
+            or kept[-1] == n - 1 or 0 in shape:
+        return None
+    size = [int(np.prod(shape[a:b], dtype=np.int64))
+            for a, b in ((0, kept[0]), (kept[0], kept[-1] + 1), (kept[-1] + 1, n))]
+    return tuple(size)
+
+
+def specialize_middle_sums(graph: Graph) -> None:
+    """Sums over the leading and trailing dims (keeping middle ones) as generated loops:
+    a row at a time, vectorised, accumulated in double (NumPy strides across the kept
+    dim instead)."""
+    for i, node in enumerate(graph.nodes):
+        sizes = _middle_sum(graph, node)
+        if sizes is None:
+            continue
+        a, k, b = sizes
+        shape, dtype = graph.meta[node.args[0][1]]
+        source = ("#include <cstdint>\n"
+                  f"typedef {_CTYPE[dtype]} T;\n"
+                  'extern "C" void kernel(const T* __restrict x, T* __restrict out, '
+                  "int64_t n) {\n"
+                  f"    #pragma omp parallel for schedule(static) if({a * k * b} > 4194304)\n"
+                  f"    for (int64_t c = 0; c < {k}; ++c) {{\n"
+                  "        double acc = 0;\n"
+                  f"        for (int64_t r = 0; r < {a}; ++r) {{\n"
+                  f"            const T* __restrict row = x + (r * {k} + c) * {b};\n"
+                  "            #pragma omp simd reduction(+:acc)\n"
+                  f"            for (int64_t j = 0; j < {b}; ++j) acc += row[j];\n"
+                  "        }\n        out[c] = T(acc);\n    }\n}\n")
+        fn = FusedKernel(source, [shape], graph.meta[node.outs[0]][0], dtype, "sum")
+        graph.nodes[i] = Node("call", "sum", fn, list(node.args), {}, list(node.outs),
+                              source=source)
 
 
 # ---------------------------------------------------------------------------------------
