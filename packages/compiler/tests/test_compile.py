@@ -1065,3 +1065,49 @@ def test_a_sum_keeping_middle_dims_is_a_generated_loop(dims, keepdim, dtype):
         assert got.shape == want.shape and got.dtype == dtype
     nodes = f._entries[0].graph.nodes
     assert any(n.op == "sum" and isinstance(n.fn, inductor.FusedKernel) for n in nodes)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+def test_cross_entropy_and_its_backward_share_one_softmax(reduction, dtype):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    torcia.manual_seed(0)
+    lin = nn.Linear(6, 5).to(dtype)
+
+    def step(x, y):
+        loss = nn.functional.cross_entropy(lin(x) * 30, y, reduction=reduction,
+                                           ignore_index=2)  # large logits: a stable exp
+        loss.backward()
+        return loss
+
+    compiled = torcia.compile(step)
+    for _ in range(3):
+        x, y = torcia.randn(7, 6, dtype=dtype), torcia.randint(0, 5, (7,))
+        y[0] = 2  # ignored: out of the mean's divisor and of the gradient
+        lin.zero_grad()
+        got = compiled(x, y)
+        got_grads = [q.grad.clone() for q in lin.parameters()]
+        lin.zero_grad()
+        want = step(x, y)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        for g, q in zip(got_grads, lin.parameters()):
+            np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ops = [n.op for n in compiled._entries[0].graph.nodes]
+    assert "cross_entropy+softmax" in ops and "cross_entropy_backward(softmax)" in ops
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        compiled(torcia.randn(7, 6, dtype=dtype), torcia.full((7,), 9))
+
+
+def test_cross_entropy_kernel_all_rows_ignored_and_infinite_logits():
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    ce = inductor.CrossEntropyKernel(2, 3, np.dtype(np.float32), "mean", -100)
+    x = np.array([[0, -np.inf, 1], [2, 2, 2]], np.float32)
+    loss, p = ce(x, np.array([2, 0]))
+    want = nn.functional.cross_entropy(torcia.tensor(x), torcia.tensor([2, 0]))
+    np.testing.assert_allclose(loss, want.item(), rtol=1e-6)
+    np.testing.assert_allclose(p.sum(1), [1, 1], rtol=1e-6)
+    with np.errstate(invalid="ignore"):
+        loss, _ = ce(x, np.array([-100, -100]))
+    assert np.isnan(loss)

@@ -77,6 +77,7 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
     eliminate_dead_code(graph)
     if options.get("fusion", True) and compiler() is not None:
         fuse_relu_pooling(graph)
+        fuse_cross_entropy(graph)
         fuse(graph)
         specialize_pooling(graph)
         specialize_middle_sums(graph)
@@ -556,6 +557,167 @@ def specialize_middle_sums(graph: Graph) -> None:
         fn = FusedKernel(source, [shape], graph.meta[node.outs[0]][0], dtype, "sum")
         graph.nodes[i] = Node("call", "sum", fn, list(node.args), {}, list(node.outs),
                               source=source)
+
+
+# ---------------------------------------------------------------------------------------
+# cross-entropy and its backward sharing one softmax
+# ---------------------------------------------------------------------------------------
+
+
+def _ce_params(node: Node):
+    """``(reduction, ignore_index)`` where ``node``'s parameters are ones the generated
+    cross-entropy takes (no class weights, no label smoothing, a mean or a sum)."""
+    p = node.params
+    if set(p) != {"reduction", "ignore_index", "label_smoothing"} \
+            or any(r[0] != "c" for r in p.values()):
+        return None
+    reduction, ignore, eps = (p[k][1] for k in ("reduction", "ignore_index",
+                                                 "label_smoothing"))
+    if reduction not in ("mean", "sum") or eps != 0 or isinstance(ignore, bool) \
+            or not isinstance(ignore, (int, np.integer)):
+        return None
+    return reduction, int(ignore)
+
+
+def fuse_cross_entropy(graph: Graph) -> None:
+    """``cross_entropy(x, t)`` and ``cross_entropy_backward(g, x, t)`` of one graph as two
+    generated kernels: the forward writes the softmax it computes anyway (one pass of
+    ``exp`` over the logits instead of two), the backward only subtracts the targets and
+    scales."""
+    users = _consumers(graph)
+    replace: dict[int, Node] = {}
+    for fwd in graph.nodes:
+        if fwd.kind != "call" or fwd.op != "cross_entropy" or len(fwd.args) != 3 \
+                or fwd.args[2] != ("c", None) or fwd.args[0][0] != "v" \
+                or fwd.args[1][0] != "v" or len(fwd.outs) != 1:
+            continue
+        params = _ce_params(fwd)
+        (xshape, dtype), (tshape, tdtype) = (graph.meta[r[1]] for r in fwd.args[:2])
+        if params is None or dtype not in _FLOATS or len(xshape) != 2 or 0 in xshape \
+                or tdtype != np.dtype(np.int64) or tuple(tshape) != tuple(xshape[:1]) \
+                or graph.meta[fwd.outs[0]] != ((), dtype):
+            continue
+        back = [n for n in users.get(fwd.args[0][1], []) if n.kind == "call"
+                and n.op == "cross_entropy_backward" and n.args[1:] == fwd.args
+                and n.params == fwd.params and len(n.outs) == 1 and n.args[0][0] == "v"
+                and graph.meta[n.args[0][1]] == ((), dtype)]
+        if len(back) != 1:
+            continue
+        n, c = xshape
+        probs = graph.n_values
+        graph.n_values += 1
+        graph.meta[probs] = (tuple(xshape), dtype)
+        fk = CrossEntropyKernel(n, c, dtype, *params)
+        bk = CrossEntropyKernel(n, c, dtype, *params, backward=True)
+        replace[id(fwd)] = Node("call", "cross_entropy+softmax", fk, list(fwd.args[:2]), {},
+                                [fwd.outs[0], probs], tuple_out=True, source=fk.source)
+        replace[id(back[0])] = Node("call", "cross_entropy_backward(softmax)", bk,
+                                    [back[0].args[0], ("v", probs), fwd.args[1]], {},
+                                    list(back[0].outs), source=bk.source)
+    graph.nodes = [replace.get(id(node), node) for node in graph.nodes]
+
+
+class CrossEntropyKernel:
+    """The generated cross-entropy of (N, C) logits and (N,) int64 targets (no class
+    weights, no label smoothing): ``(x, t) -> (loss, softmax)``, or with ``backward``
+    ``(g, softmax, t) -> gradient``. A target outside ``[0, C)`` other than
+    ``ignore_index`` raises ``IndexError`` as PyTorch's ``Target ... is out of bounds``."""
+
+    def __init__(self, n, c, dtype, reduction, ignore_index, backward=False):
+        self.n, self.c, self.dtype, self.backward = n, c, dtype, backward
+        self.reduction, self.ignore_index = reduction, ignore_index
+        ctype = _CTYPE[dtype]
+        head = ("#include <cmath>\n#include <cstdint>\n"
+                f"typedef {ctype} T;\n")
+        if backward:
+            # the mean's divisor counts the rows kept (not ignore_index), as eager's
+            count = (f"    int64_t kept = 0;\n"
+                     f"    for (int64_t r = 0; r < {n}; ++r) kept += t[r] != {ignore_index};\n"
+                     "    const T scale = g[0] / T(kept);\n" if reduction == "mean"
+                     else "    const T scale = g[0];\n")
+            self.source = head + (
+                'extern "C" void kernel(const T* __restrict g, const T* __restrict p, '
+                "const int64_t* __restrict t, T* __restrict out) {\n" + count +
+                f"    for (int64_t r = 0; r < {n}; ++r) {{\n"
+                f"        const T* __restrict pr = p + r * {c};\n"
+                f"        T* __restrict o = out + r * {c};\n"
+                f"        const T s = t[r] == {ignore_index} ? T(0) : scale;\n"
+                "        #pragma omp simd\n"
+                f"        for (int64_t j = 0; j < {c}; ++j) o[j] = pr[j] * s;\n"
+                f"        if (t[r] != {ignore_index}) o[t[r]] -= s;\n"
+                "    }\n}\n")
+        else:
+            # per row: the maximum, exp(x - max) written out and summed, then the loss of
+            # the target from log(sum); losses added in double
+            finish = "total / double(kept)" if reduction == "mean" else "total"
+            self.source = head + (
+                'extern "C" int64_t kernel(const T* __restrict x, '
+                "const int64_t* __restrict t, T* __restrict loss, T* __restrict p) {\n"
+                "    double total = 0;\n    int64_t kept = 0;\n"
+                f"    for (int64_t r = 0; r < {n}; ++r) {{\n"
+                f"        const T* __restrict xr = x + r * {c};\n"
+                f"        T* __restrict pr = p + r * {c};\n"
+                f"        if (t[r] != {ignore_index} && (t[r] < 0 || t[r] >= {c})) return r;\n"
+                "        T m = -INFINITY;\n"
+                "        bool nan = false;\n"
+                f"        for (int64_t j = 0; j < {c}; ++j) {{\n"
+                "            m = xr[j] > m ? xr[j] : m;\n"
+                "            nan |= xr[j] != xr[j];\n"
+                "        }\n"
+                "        if (nan) m = NAN;\n"
+                "        if (m == -INFINITY) m = 0;  // all -inf: exp(-inf) sums to 0\n"
+                "        double s = 0;\n"
+                "        #pragma omp simd reduction(+:s)\n"
+                f"        for (int64_t j = 0; j < {c}; ++j) {{\n"
+                "            const T e = std::exp(xr[j] - m);\n"
+                "            pr[j] = e;\n"
+                "            s += e;\n"
+                "        }\n"
+                "        const T inv = T(1) / T(s);\n"
+                "        #pragma omp simd\n"
+                f"        for (int64_t j = 0; j < {c}; ++j) pr[j] *= inv;\n"
+                f"        if (t[r] != {ignore_index}) {{\n"
+                "            total += double(m) + std::log(s) - double(xr[t[r]]);\n"
+                "            ++kept;\n"
+                "        }\n"
+                "    }\n"
+                f"    loss[0] = T({finish});\n"
+                "    return -1;\n}\n")
+        self.path = build(self.source)
+        key = str(self.path)
+        if key not in _loaded:
+            _loaded[key] = ctypes.CDLL(key)
+        self.fn = _loaded[key].kernel
+        self.fn.restype = None if backward else ctypes.c_int64
+        self.fn.argtypes = [ctypes.c_void_p] * 4
+        from torcia.compiler import log
+
+        log("fusion", f"cross_entropy{'_backward' if backward else ''} -> "
+                      f"{self.path.name}:\n{self.source}")
+
+    def _ready(self, a, shape, dtype, what):
+        a = np.asarray(a)
+        if a.shape != shape or a.dtype != dtype:
+            raise ValueError(f"generated cross_entropy expects {what} of shape {shape} "
+                             f"{dtype}, got {a.shape} {a.dtype}")
+        return a if a.flags.c_contiguous else np.ascontiguousarray(a)
+
+    def __call__(self, *arrays):
+        n, c = self.n, self.c
+        if self.backward:
+            g = self._ready(arrays[0], (), self.dtype, "a loss gradient")
+            p = self._ready(arrays[1], (n, c), self.dtype, "probabilities")
+            t = self._ready(arrays[2], (n,), np.dtype(np.int64), "targets")
+            out = np.empty((n, c), self.dtype)
+            self.fn(g.ctypes.data, p.ctypes.data, t.ctypes.data, out.ctypes.data)
+            return out
+        x = self._ready(arrays[0], (n, c), self.dtype, "logits")
+        t = self._ready(arrays[1], (n,), np.dtype(np.int64), "targets")
+        loss, p = np.empty((), self.dtype), np.empty((n, c), self.dtype)
+        bad = self.fn(x.ctypes.data, t.ctypes.data, loss.ctypes.data, p.ctypes.data)
+        if bad >= 0:
+            raise IndexError(f"Target {int(t[bad])} is out of bounds.")
+        return loss, p
 
 
 # ---------------------------------------------------------------------------------------
