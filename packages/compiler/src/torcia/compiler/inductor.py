@@ -627,7 +627,7 @@ class CrossEntropyKernel:
         self.n, self.c, self.dtype, self.backward = n, c, dtype, backward
         self.reduction, self.ignore_index = reduction, ignore_index
         ctype = _CTYPE[dtype]
-        head = ("#include <cmath>\n#include <cstdint>\n"
+        head = ("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
                 f"typedef {ctype} T;\n")
         if backward:
             # the mean's divisor counts the rows kept (not ignore_index), as eager's
@@ -647,8 +647,8 @@ class CrossEntropyKernel:
                 f"        if (t[r] != {ignore_index}) o[t[r]] -= s;\n"
                 "    }\n}\n")
         else:
-            # per row: the maximum, exp(x - max) written out and summed, then the loss of
-            # the target from log(sum); losses added in double
+            # per row: the maximum, exp(x - max) written out and summed (in SIMD lanes),
+            # then the loss of the target from log(sum); the losses added in double
             finish = "total / double(kept)" if reduction == "mean" else "total"
             self.source = head + (
                 'extern "C" int64_t kernel(const T* __restrict x, '
@@ -658,15 +658,21 @@ class CrossEntropyKernel:
                 f"        const T* __restrict xr = x + r * {c};\n"
                 f"        T* __restrict pr = p + r * {c};\n"
                 f"        if (t[r] != {ignore_index} && (t[r] < 0 || t[r] >= {c})) return r;\n"
-                "        T m = -INFINITY;\n"
-                "        bool nan = false;\n"
-                f"        for (int64_t j = 0; j < {c}; ++j) {{\n"
-                "            m = xr[j] > m ? xr[j] : m;\n"
-                "            nan |= xr[j] != xr[j];\n"
+                # 16 running maxima (lanes: a max reduction with NaN's rules is not
+                # vectorised); a NaN the maximum skips still reaches exp below: NaN row
+                "        T lane[16];\n"
+                "        for (int l = 0; l < 16; ++l) lane[l] = -INFINITY;\n"
+                f"        for (int64_t j = 0; j + 16 <= {c}; j += 16) {{\n"
+                "            #pragma omp simd\n"
+                "            for (int l = 0; l < 16; ++l) "
+                "lane[l] = xr[j + l] > lane[l] ? xr[j + l] : lane[l];\n"
                 "        }\n"
-                "        if (nan) m = NAN;\n"
+                f"        for (int64_t j = {c - c % 16}; j < {c}; ++j) "
+                "lane[0] = xr[j] > lane[0] ? xr[j] : lane[0];\n"
+                "        T m = lane[0];\n"
+                "        for (int l = 1; l < 16; ++l) m = lane[l] > m ? lane[l] : m;\n"
                 "        if (m == -INFINITY) m = 0;  // all -inf: exp(-inf) sums to 0\n"
-                "        double s = 0;\n"
+                "        T s = 0;\n"
                 "        #pragma omp simd reduction(+:s)\n"
                 f"        for (int64_t j = 0; j < {c}; ++j) {{\n"
                 "            const T e = std::exp(xr[j] - m);\n"
