@@ -535,7 +535,17 @@ def _middle_sum(graph: Graph, node: Node):
 def specialize_middle_sums(graph: Graph) -> None:
     """Sums over the leading and trailing dims (keeping middle ones) as generated loops:
     a row at a time, vectorised, accumulated in double (NumPy strides across the kept
-    dim instead)."""
+    dim instead).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compile(lambda x: x.sum((0, 2, 3)))
+    >>> f(torcia.ones(2, 3, 4, 5))
+    tensor([40., 40., 40.])
+    >>> type(f._entries[0].graph.nodes[0].fn).__name__
+    'FusedKernel'
+    """
     for i, node in enumerate(graph.nodes):
         sizes = _middle_sum(graph, node)
         if sizes is None:
@@ -583,7 +593,22 @@ def fuse_cross_entropy(graph: Graph) -> None:
     """``cross_entropy(x, t)`` and ``cross_entropy_backward(g, x, t)`` of one graph as two
     generated kernels: the forward writes the softmax it computes anyway (one pass of
     ``exp`` over the logits instead of two), the backward only subtracts the targets and
-    scales."""
+    scales.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> lin = nn.Linear(4, 3)
+    >>> def step(x, y):
+    ...     loss = nn.functional.cross_entropy(lin(x), y)
+    ...     loss.backward()
+    ...     return loss
+    >>> f = torcia.compile(step)
+    >>> _ = f(torcia.randn(5, 4), torcia.tensor([0, 1, 2, 0, 1]))
+    >>> "cross_entropy+softmax" in [n.op for n in f._entries[0].graph.nodes]
+    True
+    """
     users = _consumers(graph)
     replace: dict[int, Node] = {}
     for fwd in graph.nodes:
@@ -621,7 +646,17 @@ class CrossEntropyKernel:
     """The generated cross-entropy of (N, C) logits and (N,) int64 targets (no class
     weights, no label smoothing): ``(x, t) -> (loss, softmax)``, or with ``backward``
     ``(g, softmax, t) -> gradient``. A target outside ``[0, C)`` other than
-    ``ignore_index`` raises ``IndexError`` as PyTorch's ``Target ... is out of bounds``."""
+    ``ignore_index`` raises ``IndexError`` as PyTorch's ``Target ... is out of bounds``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.compiler import inductor
+    >>> ce = inductor.CrossEntropyKernel(1, 2, np.dtype(np.float32), "mean", -100)
+    >>> loss, probs = ce(np.zeros((1, 2), np.float32), np.array([1]))
+    >>> round(float(loss), 4), probs.tolist()
+    (0.6931, [[0.5, 0.5]])
+    """
 
     def __init__(self, n, c, dtype, reduction, ignore_index, backward=False):
         self.n, self.c, self.dtype, self.backward = n, c, dtype, backward
@@ -778,6 +813,21 @@ def fuse_relu_pooling(graph: Graph) -> None:
     is ever written out. A window with no positive element sends a zero gradient, whichever
     element it names (its index may differ from eager's: the indices must not be read
     elsewhere).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> conv = nn.Conv2d(1, 2, 3, padding=1)
+    >>> def step(x):
+    ...     loss = nn.functional.max_pool2d(torcia.relu(conv(x)), 2).sum()
+    ...     loss.backward()
+    ...     return loss
+    >>> f = torcia.compile(step)
+    >>> _ = f(torcia.randn(2, 1, 8, 8))
+    >>> ops = [n.op for n in f._entries[0].graph.nodes]
+    >>> "relu+max_pool" in ops and "max_pool_backward*relu_mask" in ops
+    True
     """
     users = _consumers(graph)
     outputs = graph.output_values()
@@ -854,6 +904,16 @@ def specialize_pooling(graph: Graph) -> None:
     The values and indices are PyTorch's (the first maximum in window order, NaN winning,
     indices flat in the input plane); the forward takes a window element at a time across
     a plane's outputs, through a table of their positions, so that its selects vectorise.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compile(lambda x: torcia.nn.functional.max_pool2d(x, 2))
+    >>> f(torcia.arange(16.0).reshape(1, 1, 4, 4))
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    >>> type(f._entries[0].graph.nodes[0].fn).__name__
+    'PoolKernel'
     """
     for i, node in enumerate(graph.nodes):
         spec = _pool_2d(graph, node)
@@ -972,7 +1032,20 @@ def _pool_backward_source(ctype, planes, h, w, oh, ow, geometry=None, masked=Fal
 
 class PoolKernel:
     """A generated max pooling (``x -> (values, indices)``) or its backward
-    (``(g, indices) -> grad``) for one shape; arrays are checked before each call."""
+    (``(g, indices) -> grad``, with ``masked`` ``(g, indices, values) -> grad``) for one
+    shape; arrays are checked before each call.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.compiler import inductor
+    >>> spec = (1, 2, 2, 1, 1, (2, 2, 2, 2, 0, 0, 1, 1))  # planes, h, w, oh, ow, geometry
+    >>> pool = inductor.PoolKernel(inductor._pool_source("float", *spec), spec,
+    ...                            np.dtype(np.float32))
+    >>> values, indices = pool(np.array([[[[1, 4], [3, 2]]]], np.float32))
+    >>> values.ravel().tolist(), indices.ravel().tolist()
+    ([4.0], [1])
+    """
 
     def __init__(self, source, spec, dtype, backward=False, masked=False):
         self.source = source
