@@ -421,7 +421,11 @@ def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
             else:
                 operands.append(f"T({float(r[1])!r})")
         if n.kind == "cast" or n.op == "cast":
-            expr, ctype = f"T({operands[0]})", "T"
+            # a mask (a comparison's bool) as a select: GCC leaves a loop converting
+            # bool to float unvectorised
+            mask = graph.meta[n.args[0][1]][1] == _BOOL if n.args[0][0] == "v" else False
+            expr = f"({operands[0]} ? T(1) : T(0))" if mask else f"T({operands[0]})"
+            ctype = "T"
         elif n.op in COMPARE:
             expr, ctype = f"({operands[0]} {COMPARE[n.op]} {operands[1]})", "bool"
         else:
@@ -446,15 +450,20 @@ def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
                     [last, out] if keep else [out], tuple_out=keep, source=source)
     source = (
         # threads only for big arrays: on few shared cores a team spinning beside the
-        # BLAS threads costs more than it gains
+        # BLAS threads costs more than it gains. Threads over blocks, SIMD within one:
+        # GCC leaves the combined "parallel for simd" loop scalar (with branches, or
+        # scalar tanhf) where these two nested loops vectorise (5-15x faster)
         "#include <cmath>\n#include <cstdint>\n#include <algorithm>\n"
         f"typedef {ctype} T;\n"
         f'extern "C" void kernel({params}T* __restrict out, int64_t n) {{\n'
-        "    #pragma omp parallel for simd schedule(static) if(n > 1048576)\n"
-        "    for (int64_t i = 0; i < n; ++i) {\n"
+        "    #pragma omp parallel for schedule(static) if(n > 1048576)\n"
+        "    for (int64_t b = 0; b < n; b += 4096) {\n"
+        "    const int64_t e = std::min<int64_t>(n, b + 4096);\n"
+        "    #pragma omp simd\n"
+        "    for (int64_t i = b; i < e; ++i) {\n"
         + "\n".join(lines) + "\n"
         f"        out[i] = t{out};\n"
-        "    }\n}\n")
+        "    }\n    }\n}\n")
     fn = FusedKernel(source, [graph.meta[v][0] for v in inputs], shape, dtype, ops)
     from torcia.compiler import log
 
