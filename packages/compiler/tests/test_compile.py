@@ -403,7 +403,8 @@ def test_passes_and_fusion(capsys):
     np.testing.assert_allclose(got.numpy(), f(x, y).numpy(), rtol=1e-5)
     graph = compiled._entries[0].graph
     assert [n.kind for n in graph.nodes] == ["fused"]
-    assert "#pragma omp parallel for simd" in graph.nodes[0].source
+    assert "#pragma omp parallel for" in graph.nodes[0].source
+    assert "#pragma omp simd" in graph.nodes[0].source
     assert "fused mul+tanh+add+sigmoid+mul" in capsys.readouterr().err
     assert list(inductor.cache_dir().glob("k*.so"))
     ins, outs, op = inductor.cuda_source(graph.nodes[0])
@@ -621,7 +622,7 @@ def test_torcia_logs_environment_variable(tmp_path):
     err = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, timeout=120).stderr
     assert "[torcia.compile:graph] captured" in err and "placeholder" in err
-    assert "[torcia.compile:fusion] fused mul+exp+add" in err and "omp parallel for simd" in err
+    assert "[torcia.compile:fusion] fused mul+exp+add" in err and "omp simd" in err
     assert "[torcia.compile:guards] recompiling" in err and "shape changed" in err
 
 
@@ -901,3 +902,213 @@ def test_a_chain_read_again_after_its_reduction_is_written_by_the_same_kernel():
     assert ops == ["mul->amax+out", "sub+exp->sum+out", "div"], ops
     node = f._entries[0].graph.nodes[1]
     assert node.tuple_out and len(node.outs) == 2 and "kept[i]" in node.source
+
+
+POOLS = [  # kernel_size, stride, padding, dilation, ceil_mode, input (N, C, H, W)
+    (2, 2, 0, 1, False, (2, 3, 8, 8)),
+    (2, 2, 0, 1, True, (2, 3, 7, 9)),  # ceil: the last windows run past the input
+    (3, 2, 1, 1, False, (1, 2, 9, 7)),  # overlapping windows, padding
+    (3, 1, 1, 2, False, (1, 2, 8, 8)),  # dilation
+    ((2, 3), (1, 2), (1, 0), 1, False, (2, 2, 6, 10)),
+]
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS)
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+@pytest.mark.parametrize("whole_step", [True, False])
+def test_generated_max_pooling_matches_eager(k, s, p, d, ceil, shape, dtype, whole_step):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler: pooling is not specialised")
+
+    def pool(x):
+        return nn.functional.max_pool2d(x, k, s, p, d, ceil_mode=ceil, return_indices=True)
+
+    # a whole step: x is a leaf the step reads (as a parameter), the backward in one graph
+    leaf = torcia.zeros(shape, dtype=dtype, requires_grad=True)
+
+    def step(g):
+        out, idx = pool(leaf)
+        (out * g).sum().backward()
+        return out.detach(), idx
+
+    compiled = torcia.compile(step if whole_step else pool)
+    torcia.manual_seed(0)
+    for scale in (1.0, -2.0, 3.0):  # replays on other values, all-negative windows
+        x = (torcia.randn(*shape, dtype=dtype) * scale).round()  # ties: the first wins
+        x[0, 0, 1, 1] = float("nan")  # NaN wins its windows
+        g = torcia.randn(*pool(x)[0].shape, dtype=dtype)
+        xe = x.clone().requires_grad_()
+        if whole_step:
+            with torcia.no_grad():
+                leaf.copy_(x)
+            leaf.grad = None
+            got, got_idx = compiled(g)
+            got_grad = leaf.grad
+        else:
+            xc = x.clone().requires_grad_()
+            got, got_idx = compiled(xc)
+            (got * g).sum().backward()
+            got_grad = xc.grad
+        want, want_idx = pool(xe)
+        (want * g).sum().backward()
+        np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
+        np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
+        np.testing.assert_array_equal(got_grad.numpy(), xe.grad.numpy())
+    entry = compiled._entries[0]
+    assert entry.eager_reason is None
+    nodes = entry.graph.nodes + (entry.joint.bwd_graph.nodes if entry.joint else [])
+    pools = [n for n in nodes if n.op in ("max_pool", "max_pool_backward")]
+    assert len(pools) == 2 and all(isinstance(n.fn, inductor.PoolKernel) for n in pools)
+
+
+def test_generated_max_pooling_checks_its_arrays():
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    spec = (2, 4, 4, 2, 2, (2, 2, 2, 2, 0, 0, 1, 1))
+    pool = inductor.PoolKernel(inductor._pool_source("float", *spec), spec,
+                               np.dtype(np.float32))
+    values, indices = pool(np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4))
+    np.testing.assert_array_equal(indices[0, 0], [[5, 7], [13, 15]])
+    with pytest.raises(ValueError, match="expects an input of 32 float32"):
+        pool(np.zeros((1, 2, 4, 4), np.float64))
+    back = inductor.PoolKernel(inductor._pool_backward_source("float", *spec), spec,
+                               np.dtype(np.float32), backward=True)
+    grad = back(np.ones((1, 2, 2, 2), np.float32), indices)
+    np.testing.assert_array_equal(grad[0, 0].ravel().nonzero()[0], [5, 7, 13, 15])
+    with pytest.raises(ValueError, match="indices outside a plane of 16"):
+        back(np.ones((1, 2, 2, 2), np.float32), indices + 16)
+    relu_pool = inductor.PoolKernel(inductor._pool_source("float", *spec, relu=True), spec,
+                                    np.dtype(np.float32))
+    x = -np.arange(32, dtype=np.float32).reshape(1, 2, 4, 4)
+    x[0, 1, 0, 0] = np.nan
+    x[0, 1, 3, 3] = 5.0
+    values, _ = relu_pool(x)
+    np.testing.assert_array_equal(values, [[[[0, 0], [0, 0]], [[np.nan, 0], [0, 5]]]])
+
+
+def test_gradients_handed_to_the_optimizer_are_not_aliased():
+    # a + b hands one gradient array to both leaves, b's also passes a view (expand):
+    # each leaf's .grad must own its memory; the grads a step made stay as they were
+    # while the next replays (a fresh buffer per step, not one reused under them)
+    torcia.manual_seed(0)
+    a = torcia.randn(4, 3, requires_grad=True)
+    b = torcia.randn(4, 3, requires_grad=True)
+    c = torcia.randn(3, requires_grad=True)
+    opt = torcia.optim.SGD([a, b, c], lr=0.1)
+
+    def step(x):
+        opt.zero_grad()
+        loss = ((a + b) * x).sum() + (c.expand(4, 3) * 2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = torcia.compile(step)
+    held = []
+    for scale in (1.0, 2.0, 3.0):
+        x = torcia.full((4, 3), scale)
+        compiled(x)
+        held.append([(p.grad, p.grad.numpy().copy()) for p in (a, b, c)])
+        assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+        np.testing.assert_array_equal(a.grad.numpy(), np.full((4, 3), scale, np.float32))
+        np.testing.assert_array_equal(c.grad.numpy(), np.full(3, 8.0, np.float32))
+    for grads in held:
+        for grad, value in grads:
+            np.testing.assert_array_equal(grad.numpy(), value)
+    a.grad.numpy()[...] = 0
+    assert (b.grad.numpy() == 3).all()
+    assert compiled._entries[0].eager_reason is None
+
+
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3])
+def test_relu_then_max_pooling_is_one_kernel_each_way(k, s, p, d, ceil, shape):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    torcia.manual_seed(0)
+    conv = nn.Conv2d(shape[1], shape[1], 1)
+
+    def step(x):
+        out = nn.functional.max_pool2d(torcia.relu(conv(x)), k, s, p, d, ceil_mode=ceil)
+        loss = (out * out.flip(-1)).sum()  # every pooled value reaches the loss
+        loss.backward()
+        return loss, out.detach()
+
+    compiled = torcia.compile(step)
+    for scale in (1.0, -1.0, 0.5):  # all-negative windows, other values per replay
+        x = torcia.randn(*shape) * scale
+        conv.zero_grad()
+        got, got_out = compiled(x)
+        got_grads = [q.grad.clone() for q in conv.parameters()]
+        conv.zero_grad()
+        want, want_out = step(x)
+        np.testing.assert_allclose(got_out.numpy(), want_out.numpy(), rtol=1e-6)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-5)
+        for g, q in zip(got_grads, conv.parameters()):
+            np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ops = [n.op for n in compiled._entries[0].graph.nodes]
+    assert "relu+max_pool" in ops and "max_pool_backward*relu_mask" in ops
+    assert "relu" not in ops and "gt" not in ops
+
+
+@pytest.mark.parametrize("dims,keepdim", [((0, 2, 3), False), ((0, 2, 3), True), ((0, 3), False),
+                                          ((-1, 0), False)])
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+def test_a_sum_keeping_middle_dims_is_a_generated_loop(dims, keepdim, dtype):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    f = torcia.compile(lambda x: x.sum(dims, keepdim=keepdim) * 2)
+    torcia.manual_seed(0)
+    for _ in range(2):
+        x = torcia.randn(3, 4, 5, 6, dtype=dtype) + 100  # float32 sums: double accumulators
+        got, want = f(x), (x.double().sum(dims, keepdim=keepdim) * 2).to(dtype)
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6 if dtype ==
+                                   torcia.float32 else 1e-12)
+        assert got.shape == want.shape and got.dtype == dtype
+    nodes = f._entries[0].graph.nodes
+    assert any(n.op == "sum" and isinstance(n.fn, inductor.FusedKernel) for n in nodes)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+def test_cross_entropy_and_its_backward_share_one_softmax(reduction, dtype):
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    torcia.manual_seed(0)
+    lin = nn.Linear(6, 5).to(dtype)
+
+    def step(x, y):
+        loss = nn.functional.cross_entropy(lin(x) * 30, y, reduction=reduction,
+                                           ignore_index=2)  # large logits: a stable exp
+        loss.backward()
+        return loss
+
+    compiled = torcia.compile(step)
+    for _ in range(3):
+        x, y = torcia.randn(7, 6, dtype=dtype), torcia.randint(0, 5, (7,))
+        y[0] = 2  # ignored: out of the mean's divisor and of the gradient
+        lin.zero_grad()
+        got = compiled(x, y)
+        got_grads = [q.grad.clone() for q in lin.parameters()]
+        lin.zero_grad()
+        want = step(x, y)
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        for g, q in zip(got_grads, lin.parameters()):
+            np.testing.assert_allclose(g.numpy(), q.grad.numpy(), rtol=1e-5, atol=1e-6)
+    ops = [n.op for n in compiled._entries[0].graph.nodes]
+    assert "cross_entropy+softmax" in ops and "cross_entropy_backward(softmax)" in ops
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):
+        compiled(torcia.randn(7, 6, dtype=dtype), torcia.full((7,), 9))
+
+
+def test_cross_entropy_kernel_all_rows_ignored_and_infinite_logits():
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    ce = inductor.CrossEntropyKernel(2, 3, np.dtype(np.float32), "mean", -100)
+    x = np.array([[0, -np.inf, 1], [2, 2, 2]], np.float32)
+    loss, p = ce(x, np.array([2, 0]))
+    want = nn.functional.cross_entropy(torcia.tensor(x), torcia.tensor([2, 0]))
+    np.testing.assert_allclose(loss, want.item(), rtol=1e-6)
+    np.testing.assert_allclose(p.sum(1), [1, 1], rtol=1e-6)
+    with np.errstate(invalid="ignore"):
+        loss, _ = ce(x, np.array([-100, -100]))
+    assert np.isnan(loss)

@@ -248,15 +248,22 @@ def _modules_of(fn, kind) -> list:
 def _module_state(modules) -> tuple:
     """What a program assumes of ``modules``: each submodule's plain attributes and the
     identity of its parameters and buffers."""
+    # run on every call: one pass per module, exact types looked up in a set first
     state = []
     for root in modules:
         for name, m in root.named_modules():
-            attrs = tuple((k, v) for k, v in vars(m).items()
-                          if v is None or isinstance(v, (bool, int, float, str)))
-            tensors = tuple((k, id(v)) for d in (m._parameters, m._buffers)
-                            for k, v in d.items())
-            state.append((name, attrs, tensors))
+            attrs = tuple([(k, v) for k, v in m.__dict__.items()
+                           if type(v) in _PLAIN or (type(v) not in _NOT_PLAIN
+                                                    and isinstance(v, _PLAIN_BASES))])
+            state.append((name, attrs, (
+                tuple([(k, id(v)) for k, v in m._parameters.items()]),
+                tuple([(k, id(v)) for k, v in m._buffers.items()]))))
     return tuple(state)
+
+
+_PLAIN = frozenset({bool, int, float, str, type(None)})
+_PLAIN_BASES = (bool, int, float, str)
+_NOT_PLAIN = frozenset({dict, list, tuple, set, type(lambda: 0)})
 
 
 def _why(old, new) -> str:

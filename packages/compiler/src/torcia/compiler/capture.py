@@ -22,11 +22,12 @@ from torcia.compiler.graph import Graph, Node
 from torcia.library import TRACE_ORDER, DispatchMode, Tensor
 
 
-def accumulate(leaf: Tensor, grad) -> None:
+def accumulate(leaf: Tensor, grad, owned: bool = False) -> None:
     """Add a replayed gradient into ``leaf.grad`` as the engine does (a new tensor where
-    there is none)."""
+    there is none: ``grad`` itself where the program hands it over, ``owned``, else a
+    copy)."""
     if leaf.grad is None:
-        leaf.grad = torcia.from_numpy(np.array(grad))
+        leaf.grad = torcia.from_numpy(grad if owned else np.array(grad))
     else:
         leaf.grad._data += grad
 
@@ -89,9 +90,10 @@ class Tracer(DispatchMode):
             return fn(*args, **kwargs)
         flushed, self.graph.grads = self.graph.grads, []
 
-        def replay(*grads):
-            for (leaf, _), g in zip(flushed, grads):
-                accumulate(leaf, g)
+        def replay(*grads, owned=()):
+            owned = owned or (False,) * len(grads)
+            for (leaf, _), g, own in zip(flushed, grads, owned):
+                accumulate(leaf, g, own)
             fn(*args, **kwargs)
 
         self.graph.nodes.append(Node("opaque", name, replay,

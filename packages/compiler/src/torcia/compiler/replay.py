@@ -59,6 +59,35 @@ def reusable_buffers(graph: Graph, keep: set) -> set:
     return made
 
 
+def handed_over(graph: Graph, results: list) -> dict:
+    """node index -> for each gradient an opaque node writes into a leaf, whether the
+    program may hand its array over instead of a copy: made by a kernel of the program,
+    read by nothing after, not returned, not handed over twice (``fresh`` checks at run
+    time that the array is not a view, an input or a constant a kernel passed through)."""
+    made = {o for n in graph.nodes if n.kind in ("call", "fused", "cast") for o in n.outs}
+    last = {}
+    for i, node in enumerate(graph.nodes):
+        for v in node.value_args():
+            last[v] = i
+    out = {}
+    for i, node in enumerate(graph.nodes):
+        if node.kind != "opaque":
+            continue
+        refs = [r[1] if r[0] == "v" else None for r in node.args]
+        out[i] = tuple(v is not None and v in made and v not in results and last[v] == i
+                       and refs.count(v) == 1 for v in refs)
+    return out
+
+
+def fresh(arrays, mask, inputs, const_ids) -> tuple:
+    """``mask`` narrowed at run time to the arrays that own their memory alone as far as
+    the program knows (no view, no input, no constant)."""
+    return tuple(
+        m and a.base is None and a.flags.owndata and a.flags.writeable
+        and id(a) not in const_ids and not any(a is x for x in inputs)
+        for a, m in zip(arrays, mask))
+
+
 def generate(graph: Graph, results: list):
     """Compile ``graph`` to ``run(inputs) -> tuple of arrays`` (those of ``results``).
 
@@ -83,6 +112,7 @@ def generate(graph: Graph, results: list):
         return const(c)
 
     drops = last_uses(graph, set(results) | {v for v, _ in graph.inputs})
+    owned = handed_over(graph, set(results))
     poolable = reusable_buffers(graph, set(results))
     pool: dict[tuple, list] = {}  # (shape, dtype) -> dead buffers to write into
     reused = 0
@@ -103,6 +133,10 @@ def generate(graph: Graph, results: list):
         else:
             fns.append(node.fn)
             args = [expr(r) for r in node.args]
+            if any(owned.get(i, ())):
+                # gradients the program made and nobody reads again become the leaves'
+                # .grad as they are (no copy: a fresh buffer per step, never aliased)
+                args.append(f"owned=fresh(({', '.join(args)},), {owned[i]!r}, I, CI)")
             args += [f"{k}={expr(r)}" for k, r in node.params.items()]
             free = pool.get(graph.meta[node.outs[0]]) \
                 if node.kind == "fused" and len(node.outs) == 1 else None
@@ -123,8 +157,10 @@ def generate(graph: Graph, results: list):
     lines.append("    return (" + "".join(f"v{v}, " for v in results) + ")")
     lines.insert(1, f"    # {reused} fused kernel(s) write into a dead buffer")
     source = "\n".join(lines) + "\n"
-    namespace: dict = {"same": same_values, "DataGuardFailed": DataGuardFailed}
+    namespace: dict = {"same": same_values, "DataGuardFailed": DataGuardFailed,
+                       "fresh": fresh}
     exec(compile(source, "<torcia.compile replay>", "exec"), namespace)
+    namespace["CI"] = frozenset(id(c) for c in consts)
     fn = namespace["run"]
     consts_t, fns_t = tuple(consts), tuple(fns)
 
