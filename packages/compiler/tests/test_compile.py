@@ -1112,3 +1112,15 @@ def test_cross_entropy_kernel_all_rows_ignored_and_infinite_logits():
     with np.errstate(invalid="ignore"):
         loss, _ = ce(x, np.array([-100, -100]))
     assert np.isnan(loss)
+
+
+def test_first_replay_check_on_nan_and_infinite_outputs():
+    from torcia.compiler import _same
+
+    nan = np.full(3, np.nan)
+    assert _same([nan], [nan.copy()])  # all NaN: the same answer, not a mismatch
+    big = np.array([np.inf, 1.0, 2.0])
+    assert _same([big], [big.copy()])
+    # an infinite value must not widen the tolerance until any answer passes
+    assert not _same([np.array([np.inf, 1.0, 50.0])], [big])
+    assert not _same([np.array([np.nan, 1.0])], [np.array([0.0, 1.0])])
