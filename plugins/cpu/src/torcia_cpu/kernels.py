@@ -281,6 +281,11 @@ class NativeKernels:
             return _FALLBACK.leaky_relu(a, negative_slope)
         return _native.activation("leaky_relu", _cc(a), negative_slope)
 
+    def relu(self, a):
+        if not _native_ok(a):
+            return _FALLBACK.relu(a)
+        return _native.activation("relu", _cc(a))
+
     def activation_backward(self, g, a, activation, **params):
         native = _NATIVE_BACKWARD.get(activation)
         if native is None or not _same_shape_float(g, a) or params.get("beta") == 0:
@@ -422,7 +427,7 @@ def _rows(*arrays):
 
 
 #: activation_backward's activations done natively, with the parameters they take.
-_NATIVE_BACKWARD = {"leaky_relu": ("negative_slope",), "elu": ("alpha",),
+_NATIVE_BACKWARD = {"relu": (), "leaky_relu": ("negative_slope",), "elu": ("alpha",),
                     "softplus": ("beta", "threshold")}
 
 
@@ -507,8 +512,8 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "cross_entropy_backward", "embedding_backward", "lstm_cell",
              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
-             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-             "batch_norm", "batch_norm_backward")
+             "leaky_relu", "relu", "activation_backward", "layer_norm",
+             "layer_norm_backward", "batch_norm", "batch_norm_backward")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
