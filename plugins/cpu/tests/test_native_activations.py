@@ -111,6 +111,31 @@ def test_relu_gradient_is_zero_where_the_input_is_not_positive():
     np.testing.assert_array_equal(t.grad.numpy(), want)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", ["offset", "outlier_first", "constant"])
+def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
+    """The backward's one-pass statistics (sums about each row's first element) against
+    the reference's two-pass ones: rows with a mean 1e4 standard deviations from zero, a
+    first element far from the rest, a constant row (variance 0), 16-row blocks and a
+    tail of rows."""
+    x = RNG.standard_normal((37, 45))
+    if rows == "offset":
+        x = 1e4 + x
+    elif rows == "outlier_first":
+        x[:, 0] = 300.0
+    else:
+        x[:] = 2.5
+    x = x.astype(dtype)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    w = RNG.standard_normal(45).astype(dtype)
+    wide = REF.layer_norm_backward(g.astype(np.float64), x.astype(np.float64),
+                                   w.astype(np.float64), 1, 1e-5)
+    tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
+    for got, want in zip(NAT.layer_norm_backward(g, x, w, 1, 1e-5), wide):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
 def test_other_dtypes_and_activations_fall_back_to_the_reference():
     x = RNG.standard_normal((3, 4)).astype(np.float16)
     np.testing.assert_array_equal(NAT.gelu(x), REF.gelu(x))
