@@ -139,7 +139,8 @@ def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     s = k.shape[2]
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))  # (N, heads, L, S)
+    # the queries scaled, as PyTorch's: (L, head_dim) elements a head, not (L, S)
+    scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)  # (N, heads, L, S)
     mask = _additive(attn_mask, scores.dtype, "attn_mask")
     if mask is not None:
         if mask.ndim == 3:  # (N * heads, L, S)
