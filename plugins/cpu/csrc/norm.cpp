@@ -302,6 +302,51 @@ void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* v
   }
 }
 
+// Training's statistics of channel c and the sums of g and g (x - mean) over it, in one
+// pass about the channel's first element s (as LayerNorm's backward_row): the channel is
+// read once here, not four times.
+template <typename T>
+TORCIA_CLONES void channel_backward_sums(const T* __restrict__ g, const T* __restrict__ x,
+                                         const Channels& d, int64_t c, double* mean,
+                                         double* var, double* sum_g, double* sum_gc) {
+  *mean = *var = *sum_g = *sum_gc = 0.0;
+  if (d.n == 0 || d.s == 0) return;  // an empty channel: no gradient for its parameters
+  const double s = double(x[c * d.s]);
+  double s1[8] = {}, s2[8] = {}, sg[8] = {}, sc[8] = {};
+  double t1 = 0, t2 = 0, tg = 0, tc = 0;
+  for (int64_t b = 0; b < d.n; ++b) {
+    const T* gi = g + (b * d.c + c) * d.s;
+    const T* xi = x + (b * d.c + c) * d.s;
+    int64_t k = 0;
+    for (; k + 8 <= d.s; k += 8)
+      for (int u = 0; u < 8; ++u) {
+        const double xs = double(xi[k + u]) - s, gk = double(gi[k + u]);
+        s1[u] += xs;
+        s2[u] += xs * xs;
+        sg[u] += gk;
+        sc[u] += gk * xs;
+      }
+    for (; k < d.s; ++k) {
+      const double xs = double(xi[k]) - s, gk = double(gi[k]);
+      t1 += xs;
+      t2 += xs * xs;
+      tg += gk;
+      tc += gk * xs;
+    }
+  }
+  for (int u = 0; u < 8; ++u) {
+    t1 += s1[u];
+    t2 += s2[u];
+    tg += sg[u];
+    tc += sc[u];
+  }
+  const double count = double(d.n * d.s), shift = t1 / count;
+  *mean = s + shift;
+  *var = std::max(t2 / count - shift * shift, 0.0);
+  *sum_g = tg;
+  *sum_gc = tc - shift * tg;
+}
+
 template <typename T>
 void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* var_in, T* gx,
                  T* gw, T* gb, const Channels& d, double eps) {
@@ -310,14 +355,18 @@ void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* 
 #pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
     auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
-    double mean, var;
-    channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+    double mean, var, sum_g, sum_gx;
+    if (mean_in) {
+      channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+      sum_g = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
+      sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
+        return double(g[at(b, k)]) * (x[at(b, k)] - mean);
+      });
+    } else {
+      channel_backward_sums(g, x, d, c, &mean, &var, &sum_g, &sum_gx);
+    }
     const double rstd = 1.0 / std::sqrt(var + eps);
-    const double sum_g =
-        channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
-    const double sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
-      return double(g[at(b, k)]) * (x[at(b, k)] - mean) * rstd;
-    });
+    sum_gx *= rstd;
     gb[c] = T(sum_g);
     gw[c] = T(sum_gx);
     const double scale = rstd * (w ? double(w[c]) : 1.0);

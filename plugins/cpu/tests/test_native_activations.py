@@ -136,6 +136,30 @@ def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
         np.testing.assert_allclose(got, want, **tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", ["offset", "outlier_first", "constant"])
+def test_batch_norm_backward_channels_far_from_zero(dtype, channels):
+    """Training's one-pass channel statistics and sums (about each channel's first
+    element) against the reference's, in float64: channels with a mean 1e4 standard
+    deviations from zero, a first element far from the rest, a constant channel."""
+    x = RNG.standard_normal((5, 3, 7, 3))
+    if channels == "offset":
+        x = 1e4 + x
+    elif channels == "outlier_first":
+        x[0, :, 0, 0] = 300.0
+    else:
+        x[:, 1] = 2.5
+    x = x.astype(dtype)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    w = RNG.standard_normal(3).astype(dtype)
+    wide = REF.batch_norm_backward(g.astype(np.float64), x.astype(np.float64),
+                                   w.astype(np.float64), None, None, True, 1e-5)
+    tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
+    for got, want in zip(NAT.batch_norm_backward(g, x, w, None, None, True, 1e-5), wide):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
 def test_other_dtypes_and_activations_fall_back_to_the_reference():
     x = RNG.standard_normal((3, 4)).astype(np.float16)
     np.testing.assert_array_equal(NAT.gelu(x), REF.gelu(x))
