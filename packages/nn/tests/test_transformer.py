@@ -143,3 +143,44 @@ def test_transformer_learns_to_copy():
         opt.step()
     x = torcia.randint(0, vocab, (100, length))
     assert (model(x).argmax(-1) == x).float().mean().item() > 0.95
+
+
+@pytest.mark.parametrize("case", ["self", "self-unbatched", "cross-bias_kv-zero_attn-masks",
+                                  "separate-weights"])
+def test_batch_first_attention_parity_with_pytorch(case):
+    """The module's batch-first path (no transposes, one projection product for
+    self-attention) against PyTorch's, values and gradients."""
+    torch = pytest.importorskip("torch")
+    torcia.manual_seed(7)
+    kw = {"batch_first": True}
+    if "bias_kv" in case:
+        kw.update(add_bias_kv=True, add_zero_attn=True)
+    if "separate" in case:
+        kw.update(kdim=4, vdim=5)
+    ours, theirs = nn.MultiheadAttention(6, 3, **kw), torch.nn.MultiheadAttention(6, 3, **kw)
+    _twin(torch, ours, theirs)
+    rng = np.random.default_rng(2)
+    shape = (5, 6) if "unbatched" in case else (2, 5, 6)
+    x = rng.standard_normal(shape).astype(np.float32)
+    if "cross" in case or "separate" in case:
+        k = rng.standard_normal((2, 4, kw.get("kdim", 6))).astype(np.float32)
+        v = rng.standard_normal((2, 4, kw.get("vdim", 6))).astype(np.float32)
+    mask_kw = {}
+    if "masks" in case:
+        mask = np.triu(np.ones((5, 4), bool), 1)
+        padding = np.array([[False] * 3 + [True], [False] * 4])
+        mask_kw = {"attn_mask": mask, "key_padding_mask": padding}
+    results = []
+    for lib, module in ((torcia, ours), (torch, theirs)):
+        q = lib.tensor(x, requires_grad=True)
+        kv = (q, q) if "self" in case else (lib.tensor(k), lib.tensor(v))
+        out, w = module(q, *kv, **{n: lib.tensor(m) for n, m in mask_kw.items()})
+        (out * out).sum().backward()
+        results.append((out, w, q.grad))
+    for ours_t, theirs_t in zip(results[0], results[1]):
+        np.testing.assert_allclose(_np(ours_t), theirs_t.detach().numpy(), rtol=1e-4,
+                                   atol=1e-5)
+    for name, p in ours.named_parameters():
+        q = dict(theirs.named_parameters())[name]
+        np.testing.assert_allclose(_np(p.grad), q.grad.numpy(), rtol=1e-3, atol=1e-5,
+                                   err_msg=name)

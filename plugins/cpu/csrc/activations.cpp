@@ -1,5 +1,5 @@
 // Elementwise activations and their first derivatives: GELU (exact and tanh), SiLU,
-// sigmoid, tanh, softplus, ELU and LeakyReLU, in float32 and float64.
+// sigmoid, tanh, softplus, ELU, LeakyReLU and ReLU, in float32 and float64.
 //
 // NumPy runs each of these as several passes over memory (GELU: an erf from SciPy and five
 // arithmetic passes); here each is one vectorised pass, on OpenMP threads when large.
@@ -20,7 +20,7 @@ using std::int64_t;
 
 namespace {
 
-enum class Act { gelu, gelu_tanh, silu, sigmoid, tanh, softplus, elu, leaky_relu };
+enum class Act { gelu, gelu_tanh, silu, sigmoid, tanh, softplus, elu, leaky_relu, relu };
 
 Act parse(const std::string& fn, const std::string& name) {
   if (name == "gelu") return Act::gelu;
@@ -31,6 +31,7 @@ Act parse(const std::string& fn, const std::string& name) {
   if (name == "softplus") return Act::softplus;
   if (name == "elu") return Act::elu;
   if (name == "leaky_relu") return Act::leaky_relu;
+  if (name == "relu") return Act::relu;
   throw std::runtime_error(fn + ": unknown activation '" + name + "'");
 }
 
@@ -95,6 +96,10 @@ TORCIA_CLONES_WIDE void forward_span(Act act, const T* __restrict__ x, T* __rest
     case Act::leaky_relu:
       for (int64_t k = 0; k < n; ++k) y[k] = x[k] > T(0) ? x[k] : x[k] * p0;
       break;
+    case Act::relu:
+      // NaN kept (its comparison is false), as NumPy's maximum(x, 0)
+      for (int64_t k = 0; k < n; ++k) y[k] = x[k] < T(0) ? T(0) : x[k];
+      break;
   }
 }
 
@@ -155,6 +160,11 @@ TORCIA_CLONES_WIDE void backward_span(Act act, const T* __restrict__ g,
       break;
     case Act::leaky_relu:
       for (int64_t k = 0; k < n; ++k) out[k] = x[k] > T(0) ? g[k] : g[k] * p0;
+      break;
+    case Act::relu:
+      // x: the input or the output, positive at the same places; zero where x <= 0, NaN
+      // gradients there included, g where x is NaN (PyTorch's threshold_backward)
+      for (int64_t k = 0; k < n; ++k) out[k] = x[k] <= T(0) ? T(0) : g[k];
       break;
   }
 }

@@ -819,6 +819,50 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
   return out;
 }
 
+// Cross-entropy's gradient for the logits, row i of x (R, C): (softmax(x_i) - onehot(t_i))
+// times scale[i] (the loss gradient, the class weight and the mean's divisor folded
+// together), the scale folded into the normalising pass and the target's term taken
+// while the row is in cache.
+template <typename T>
+TORCIA_CLONES_WIDE static void cross_entropy_backward_row(const T* __restrict__ xi,
+                                                         T* __restrict__ oi, int64_t n,
+                                                         T scale, int64_t target) {
+  T m;
+  const T total = exp_shifted_row(xi, oi, n, &m);
+  const T factor = scale / total;
+  for (int64_t k = 0; k < n; ++k) oi[k] *= factor;
+  oi[target] -= scale;
+}
+
+// cross_entropy_backward_rows(x (R, C), scale (R,), target (R,) in [0, C)) -> (R, C)
+template <typename T>
+py::array_t<T> cross_entropy_backward_rows(carray<T> x, carray<T> scale,
+                                           py::array_t<int64_t, py::array::c_style> target) {
+  const std::string fn = "cross_entropy_backward_rows";
+  check_ndim(fn, "x", x, 2);
+  check_ndim(fn, "scale", scale, 1);
+  check_ndim(fn, "target", target, 1);
+  const int64_t r = x.shape(0), n = x.shape(1);
+  check_dim(fn, "scale", scale, 0, r);
+  check_dim(fn, "target", target, 0, r);
+  const int64_t* tp = target.data();
+  for (int64_t i = 0; i < r; ++i)
+    if (tp[i] < 0 || tp[i] >= n)
+      throw std::out_of_range(fn + ": target " + std::to_string(tp[i]) +
+                              " is out of bounds for " + std::to_string(n) + " classes");
+  py::array_t<T> out({r, n});
+  const T* src = x.data();
+  const T* sp = scale.data();
+  T* dst = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+    for (int64_t i = 0; i < r; ++i)
+      cross_entropy_backward_row(src + i * n, dst + i * n, n, sp[i], tp[i]);
+  }
+  return out;
+}
+
 template <typename T>
 TORCIA_CLONES_WIDE static T logsumexp_row(const T* __restrict__ xi, T* __restrict__ buf,
                                           int64_t n) {
@@ -997,6 +1041,7 @@ void define(py::module_& m) {
   m.def("lstm_cell", &lstm_cell<T>);
   m.def("softmax_rows", &softmax_rows<T>);
   m.def("logsumexp_rows", &logsumexp_rows<T>);
+  m.def("cross_entropy_backward_rows", &cross_entropy_backward_rows<T>);
   m.def("softmax_backward_rows", &softmax_backward_rows<T>);
   m.def("lstm_cell_backward", &lstm_cell_backward<T>);
 }

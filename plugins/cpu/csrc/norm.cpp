@@ -2,8 +2,9 @@
 // an (N, C, *) one, forward and backward, float32 and float64.
 //
 // NumPy's version makes about ten passes over the activations (mean, centring, variance,
-// scaling, their gradients); here each row is read twice forward and three times backward,
-// with sums in double precision, rows split among OpenMP threads.
+// scaling, their gradients); here each row is read twice forward and backward,
+// with sums in double precision, rows split among OpenMP threads. LayerNorm's backward reads
+// each row twice (its statistics and sums in one pass, then the gradient).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -77,19 +78,55 @@ TORCIA_CLONES void forward_row(const T* __restrict__ x, const T* __restrict__ w,
 template <typename T>
 TORCIA_CLONES void backward_row(const T* __restrict__ g, const T* __restrict__ x,
                                 const T* __restrict__ w, T* __restrict__ gx,
-                                double* __restrict__ gw, double* __restrict__ gb, int64_t d,
+                                T* __restrict__ gw, T* __restrict__ gb, int64_t d,
                                 double eps) {
-  double mean, rstd;
-  row_stats(x, d, eps, &mean, &rstd);
-  // the means of gxhat = g w and of gxhat * xhat over the row
-  auto gh = [&](int64_t k) { return w ? double(g[k]) * w[k] : double(g[k]); };
-  const double a = lanes_sum(d, gh) / d;
-  const double c = lanes_sum(d, [&](int64_t k) { return gh(k) * (x[k] - mean) * rstd; }) / d;
-  for (int64_t k = 0; k < d; ++k) {
-    const double xhat = (x[k] - mean) * rstd;
-    gw[k] += double(g[k]) * xhat;
+  // one pass for the row's statistics and the sums of gxhat = g w and gxhat (x - s):
+  // about x's first element s, so that the centred sums do not cancel the way raw sums
+  // of x^2 would (the forward keeps two passes; here the row is read twice, not five
+  // times)
+  const double s = double(x[0]);
+  double s1[8] = {}, s2[8] = {}, sa[8] = {}, sc[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= d; k += 8)
+    for (int u = 0; u < 8; ++u) {
+      const double xs = double(x[k + u]) - s;
+      const double gh = w ? double(g[k + u]) * w[k + u] : double(g[k + u]);
+      s1[u] += xs;
+      s2[u] += xs * xs;
+      sa[u] += gh;
+      sc[u] += gh * xs;
+    }
+  double t1 = 0, t2 = 0, ta = 0, tc = 0;
+  for (; k < d; ++k) {
+    const double xs = double(x[k]) - s;
+    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
+    t1 += xs;
+    t2 += xs * xs;
+    ta += gh;
+    tc += gh * xs;
+  }
+  for (int u = 0; u < 8; ++u) {
+    t1 += s1[u];
+    t2 += s2[u];
+    ta += sa[u];
+    tc += sc[u];
+  }
+  const double shift = t1 / d;  // mean - s
+  const double var = std::max(t2 / d - shift * shift, 0.0);
+  const double rstd = 1.0 / std::sqrt(var + eps);
+  tc -= shift * ta;  // sum of gxhat (x - mean)
+  // the last pass: x - mean as (x - s) - (mean - s), in T: x - s is exact for the x near
+  // s (Sterbenz), and mean - s small, so a mean far from zero loses no digits to its
+  // rounding in T; gxhat - mean(gxhat) in double, as the sums (zero for a row of one
+  // element); the parameter gradients summed into the caller's block of rows
+  const double a = ta / d, c = tc * rstd / d;
+  const T r = T(rstd), x0 = x[0], sh = T(shift);
+  for (k = 0; k < d; ++k) {
+    const T xhat = ((x[k] - x0) - sh) * r;
+    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
+    gw[k] += g[k] * xhat;
     gb[k] += g[k];
-    gx[k] = T((gh(k) - a - xhat * c) * rstd);
+    gx[k] = T((gh - a - double(xhat) * c) * rstd);
   }
 }
 
@@ -125,17 +162,29 @@ void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, 
   for (int64_t r = 0; r < rows; ++r) forward_row(x + r * d, w, b, y + r * d, d, eps);
 }
 
+// Rows whose parameter-gradient terms are summed in x's dtype before they join the
+// double totals: short runs keep float32's rounding small, and the inner loop in floats.
+constexpr int64_t kBlockRows = 16;
+
 template <typename T>
 void backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb, int64_t rows, int64_t d,
               double eps) {
   py::gil_scoped_release release;
   std::vector<double> total(2 * d, 0.0);
+  const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
 #pragma omp parallel if (rows * d > kParallelElements && rows > 1)
   {
     std::vector<double> sums(2 * d, 0.0);
+    std::vector<T> block(2 * d);
 #pragma omp for schedule(static)
-    for (int64_t r = 0; r < rows; ++r)
-      backward_row(g + r * d, x + r * d, w, gx + r * d, sums.data(), sums.data() + d, d, eps);
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      std::fill(block.begin(), block.end(), T(0));
+      const int64_t end = std::min(rows, (blk + 1) * kBlockRows);
+      for (int64_t r = blk * kBlockRows; r < end; ++r)
+        backward_row(g + r * d, x + r * d, w, gx + r * d, block.data(), block.data() + d, d,
+                     eps);
+      for (int64_t k = 0; k < 2 * d; ++k) sums[k] += block[k];
+    }
 #pragma omp critical
     for (int64_t k = 0; k < 2 * d; ++k) total[k] += sums[k];
   }
@@ -253,6 +302,51 @@ void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* v
   }
 }
 
+// Training's statistics of channel c and the sums of g and g (x - mean) over it, in one
+// pass about the channel's first element s (as LayerNorm's backward_row): the channel is
+// read once here, not four times.
+template <typename T>
+TORCIA_CLONES void channel_backward_sums(const T* __restrict__ g, const T* __restrict__ x,
+                                         const Channels& d, int64_t c, double* mean,
+                                         double* var, double* sum_g, double* sum_gc) {
+  *mean = *var = *sum_g = *sum_gc = 0.0;
+  if (d.n == 0 || d.s == 0) return;  // an empty channel: no gradient for its parameters
+  const double s = double(x[c * d.s]);
+  double s1[8] = {}, s2[8] = {}, sg[8] = {}, sc[8] = {};
+  double t1 = 0, t2 = 0, tg = 0, tc = 0;
+  for (int64_t b = 0; b < d.n; ++b) {
+    const T* gi = g + (b * d.c + c) * d.s;
+    const T* xi = x + (b * d.c + c) * d.s;
+    int64_t k = 0;
+    for (; k + 8 <= d.s; k += 8)
+      for (int u = 0; u < 8; ++u) {
+        const double xs = double(xi[k + u]) - s, gk = double(gi[k + u]);
+        s1[u] += xs;
+        s2[u] += xs * xs;
+        sg[u] += gk;
+        sc[u] += gk * xs;
+      }
+    for (; k < d.s; ++k) {
+      const double xs = double(xi[k]) - s, gk = double(gi[k]);
+      t1 += xs;
+      t2 += xs * xs;
+      tg += gk;
+      tc += gk * xs;
+    }
+  }
+  for (int u = 0; u < 8; ++u) {
+    t1 += s1[u];
+    t2 += s2[u];
+    tg += sg[u];
+    tc += sc[u];
+  }
+  const double count = double(d.n * d.s), shift = t1 / count;
+  *mean = s + shift;
+  *var = std::max(t2 / count - shift * shift, 0.0);
+  *sum_g = tg;
+  *sum_gc = tc - shift * tg;
+}
+
 template <typename T>
 void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* var_in, T* gx,
                  T* gw, T* gb, const Channels& d, double eps) {
@@ -261,14 +355,18 @@ void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* 
 #pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
     auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
-    double mean, var;
-    channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+    double mean, var, sum_g, sum_gx;
+    if (mean_in) {
+      channel_stats(x, d, c, mean_in, var_in, &mean, &var);
+      sum_g = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
+      sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
+        return double(g[at(b, k)]) * (x[at(b, k)] - mean);
+      });
+    } else {
+      channel_backward_sums(g, x, d, c, &mean, &var, &sum_g, &sum_gx);
+    }
     const double rstd = 1.0 / std::sqrt(var + eps);
-    const double sum_g =
-        channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
-    const double sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
-      return double(g[at(b, k)]) * (x[at(b, k)] - mean) * rstd;
-    });
+    sum_gx *= rstd;
     gb[c] = T(sum_g);
     gw[c] = T(sum_gx);
     const double scale = rstd * (w ? double(w[c]) : 1.0);

@@ -287,6 +287,7 @@ ACTIVATIONS = {
                      threshold=st.sampled_from([20.0, 1.0, -2.0])),
     "elu": dict(alpha=st.sampled_from([1.0, 0.3, 2.5, 0.0])),
     "leaky_relu": dict(negative_slope=st.sampled_from([0.01, 0.2, -0.5, 0.0])),
+    "relu": {},
 }
 
 
@@ -315,7 +316,7 @@ def _activation_case(name, shape, dtype, scale, data):
         _both(op + "_backward", g, x, **params)
         # a gradient of another shape: both refuse it
         _both(op + "_backward", np.ones(tuple(shape) + (2,), dtype), x, **params)
-    elif op in ("softplus", "elu", "leaky_relu"):
+    elif op in ("softplus", "elu", "leaky_relu", "relu"):
         _both("activation_backward", g, x, op, **params)
         _both("activation_backward", np.ones(tuple(shape) + (2,), dtype), x, op, **params)
     # another dtype than float32/float64: the native code falls back to the reference
@@ -330,7 +331,7 @@ def test_activation_special_values():
         a = x.astype(dtype)
         for op, params in (("gelu", {}), ("gelu", dict(approximate="tanh")), ("silu", {}),
                            ("sigmoid", {}), ("tanh", {}), ("softplus", {}), ("elu", {}),
-                           ("leaky_relu", {})):
+                           ("leaky_relu", {}), ("relu", {})):
             reference = np.tanh if op == "tanh" else getattr(REF, op)
             with np.errstate(all="ignore"):
                 native, reference = getattr(NAT, op)(a, **params), reference(a, **params)
@@ -406,6 +407,7 @@ def test_every_override_is_fuzzed():
               "cross_entropy_backward", "embedding_backward", "lstm_cell",
               "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
               "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
-              "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-              "rms_norm", "rms_norm_backward", "batch_norm", "batch_norm_backward"}
+              "leaky_relu", "relu", "activation_backward", "layer_norm",
+              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
+              "batch_norm_backward"}
     assert set(OVERRIDES) == fuzzed

@@ -24,12 +24,13 @@ FORWARD = [("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}), ("sigm
            ("tanh", {}), ("softplus", {"beta": 1.0, "threshold": 20.0}),
            ("softplus", {"beta": 2.5, "threshold": 3.0}), ("elu", {"alpha": 1.0}),
            ("elu", {"alpha": 0.3}), ("leaky_relu", {"negative_slope": 0.01}),
-           ("leaky_relu", {"negative_slope": 2.0})]
+           ("leaky_relu", {"negative_slope": 2.0}), ("relu", {})]
 BACKWARD = [("gelu_backward", {}), ("gelu_backward", {"approximate": "tanh"}),
             ("silu_backward", {})]
 FUSED = [("elu", {"alpha": 1.0}), ("elu", {"alpha": 0.3}),
          ("softplus", {"beta": 1.0, "threshold": 20.0}),
-         ("softplus", {"beta": 0.5, "threshold": 2.0}), ("leaky_relu", {"negative_slope": 0.2})]
+         ("softplus", {"beta": 0.5, "threshold": 2.0}), ("leaky_relu", {"negative_slope": 0.2}),
+         ("relu", {})]
 
 
 def _ref(op, *arrays, **kw):
@@ -95,6 +96,70 @@ def test_fused_activation_backward(dtype, activation, kw):
     _close(got, dtype, "activation_backward", g, x, activation=activation, **kw)
 
 
+def test_relu_gradient_is_zero_where_the_input_is_not_positive():
+    """As PyTorch's threshold_backward: a NaN or infinite gradient does not leak through the
+    positions ReLU cut, whichever kernel runs, and an input of NaN gives NaN forward."""
+    torch = pytest.importorskip("torch")
+    x = np.array([-1.0, 0.0, 2.0, np.nan, -np.inf, np.inf], np.float32)
+    g = np.array([np.nan, np.inf, 3.0, 1.0, np.nan, 2.0], np.float32)
+    want = torch.ops.aten.threshold_backward(torch.tensor(g), torch.tensor(x), 0.0).numpy()
+    for kernels_ in (NAT, REF):
+        np.testing.assert_array_equal(kernels_.activation_backward(g, x, "relu"), want)
+    np.testing.assert_array_equal(NAT.relu(x), torch.relu(torch.tensor(x)).numpy())
+    t = torcia.tensor(x, requires_grad=True)
+    t.relu().backward(torcia.tensor(g))
+    np.testing.assert_array_equal(t.grad.numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows", ["offset", "outlier_first", "constant"])
+def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
+    """The backward's one-pass statistics (sums about each row's first element) against
+    the reference's two-pass ones: rows with a mean 1e4 standard deviations from zero, a
+    first element far from the rest, a constant row (variance 0), 16-row blocks and a
+    tail of rows."""
+    x = RNG.standard_normal((37, 45))
+    if rows == "offset":
+        x = 1e4 + x
+    elif rows == "outlier_first":
+        x[:, 0] = 300.0
+    else:
+        x[:] = 2.5
+    x = x.astype(dtype)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    w = RNG.standard_normal(45).astype(dtype)
+    wide = REF.layer_norm_backward(g.astype(np.float64), x.astype(np.float64),
+                                   w.astype(np.float64), 1, 1e-5)
+    tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
+    for got, want in zip(NAT.layer_norm_backward(g, x, w, 1, 1e-5), wide):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("channels", ["offset", "outlier_first", "constant"])
+def test_batch_norm_backward_channels_far_from_zero(dtype, channels):
+    """Training's one-pass channel statistics and sums (about each channel's first
+    element) against the reference's, in float64: channels with a mean 1e4 standard
+    deviations from zero, a first element far from the rest, a constant channel."""
+    x = RNG.standard_normal((5, 3, 7, 3))
+    if channels == "offset":
+        x = 1e4 + x
+    elif channels == "outlier_first":
+        x[0, :, 0, 0] = 300.0
+    else:
+        x[:, 1] = 2.5
+    x = x.astype(dtype)
+    g = RNG.standard_normal(x.shape).astype(dtype)
+    w = RNG.standard_normal(3).astype(dtype)
+    wide = REF.batch_norm_backward(g.astype(np.float64), x.astype(np.float64),
+                                   w.astype(np.float64), None, None, True, 1e-5)
+    tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
+    for got, want in zip(NAT.batch_norm_backward(g, x, w, None, None, True, 1e-5), wide):
+        assert got.dtype == dtype
+        np.testing.assert_allclose(got, want, **tol)
+
+
 def test_other_dtypes_and_activations_fall_back_to_the_reference():
     x = RNG.standard_normal((3, 4)).astype(np.float16)
     np.testing.assert_array_equal(NAT.gelu(x), REF.gelu(x))
@@ -105,7 +170,9 @@ def test_other_dtypes_and_activations_fall_back_to_the_reference():
                                   REF.activation_backward(g, y, "selu"))
     # a broadcast gradient is not the native kernels' case
     ones = np.ones(4)
-    np.testing.assert_array_equal(NAT.silu_backward(ones, y), REF.silu_backward(ones, y))
+    # (the reference's inner sigmoid runs natively: equal to the last bits only)
+    np.testing.assert_allclose(NAT.silu_backward(ones, y), REF.silu_backward(ones, y),
+                               rtol=1e-14, atol=0)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -243,14 +310,14 @@ def test_gradients_through_native_activations_and_layer_norm_pass_gradcheck():
     x = torcia.randn(3, 7, dtype=torcia.float64, requires_grad=True)
     for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu, torcia.sigmoid,
                torcia.tanh, lambda z: F.softplus(z, beta=2.0, threshold=1.0),
-               lambda z: F.elu(z, alpha=0.7), lambda z: F.leaky_relu(z, 0.2)):
+               lambda z: F.elu(z, alpha=0.7), lambda z: F.leaky_relu(z, 0.2), F.relu):
         gradcheck(fn, (x,))
     w = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
     b = torcia.randn(7, dtype=torcia.float64, requires_grad=True)
     gradcheck(lambda x, w, b: F.layer_norm(x, (7,), w, b).sin(), (x, w, b))
     gradcheck(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True).sin(), (x, w, b))
     # through the backward too: gelu_backward and silu_backward are differentiable ops
-    for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu):
+    for fn in (F.gelu, lambda z: F.gelu(z, approximate="tanh"), F.silu, F.relu):
         gradgradcheck(fn, (x,))
 
 
@@ -268,7 +335,7 @@ for dtype in (torcia.float32, torcia.float64):
     w = torcia.randn(300, dtype=dtype, requires_grad=True)
     y = F.layer_norm(x, (300,), w, None)
     y = (F.gelu(y) + F.gelu(y, approximate="tanh") + F.silu(y) + y.sigmoid() + y.tanh()
-         + F.softplus(y) + F.elu(y) + F.leaky_relu(y))
+         + F.softplus(y) + F.elu(y) + F.leaky_relu(y) + y.relu())
     y.sum().backward()
     outs += [y.detach().numpy().ravel(), x.grad.numpy().ravel(), w.grad.numpy().ravel()]
 np.save({out!r}, np.concatenate([o.astype(np.float64) for o in outs]))
@@ -292,6 +359,7 @@ def test_supported_cases_take_the_native_path(monkeypatch):
     NAT.gelu(x), NAT.gelu(x, approximate="tanh"), NAT.gelu_backward(x, x)
     NAT.silu(x), NAT.silu_backward(x, x), NAT.sigmoid(x), NAT.softplus(x), NAT.elu(x)
     NAT.leaky_relu(x), NAT.activation_backward(x, x, "elu", alpha=1.0)
+    NAT.relu(x), NAT.activation_backward(x, x, "relu")
     NAT.layer_norm(x, w, b, 1, 1e-5), NAT.layer_norm_backward(x, x, w, 1, 1e-5)
     NAT.layer_norm(x, None, None, 1, 1e-5), NAT.layer_norm_backward(x, x, None, 1, 1e-5)
     for training in (True, False):

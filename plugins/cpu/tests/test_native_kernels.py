@@ -176,6 +176,47 @@ def test_cross_entropy_and_backward(dtype, weighted, reduction, smoothing):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_backward_rows_natively(dtype, reduction, monkeypatch):
+    """Without label smoothing the gradient is one native pass per row (softmax, the row's
+    factor, the target's term): against the reference on transposed logits, odd widths,
+    rows over the threads' threshold, ignored rows and integer targets of any width."""
+    from torcia_cpu import kernels
+
+    x = _rand((1001, 67), dtype, contiguous=False) * 6
+    x[3, 5] = -np.inf  # a class that cannot occur
+    target = RNG.integers(0, 67, 1001).astype(np.int32)
+    target[::7] = 3
+    target[::11] = -100
+    weight = RNG.uniform(0.5, 2, 67).astype(dtype)
+    g = np.asarray(0.7, dtype) if reduction != "none" else _rand((1001,), dtype)
+    want = [REF.cross_entropy_backward(g, x, target, w, reduction, -100, 0.0)
+            for w in (None, weight)]
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("fell back to the reference kernel")
+
+    monkeypatch.setattr(kernels, "fallback", refuse)
+    for w, expected in zip((None, weight), want):
+        _same(NAT.cross_entropy_backward(g, x, target, w, reduction, -100, 0.0), expected,
+              dtype)
+
+
+def test_cross_entropy_backward_targets_out_of_range_go_to_the_reference():
+    x = _rand((3, 4), np.float32)
+    args = (None, "sum", -100, 0.0)
+    for kernels_ in (NAT, REF):
+        with pytest.raises(IndexError):
+            kernels_.cross_entropy_backward(np.float32(1), x, np.array([0, 4, 1]), *args)
+    # a negative target other than ignore_index: whatever the reference does with it
+    target = np.array([0, -2, 1])
+    _same(NAT.cross_entropy_backward(np.float32(1), x, target, *args),
+          REF.cross_entropy_backward(np.float32(1), x, target, *args), np.float32)
+    with pytest.raises(IndexError, match="out of bounds for 4 classes"):
+        _native.cross_entropy_backward_rows(x, np.ones(3, np.float32), np.array([0, 4, 1]))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("padding_idx", [None, 2])
 def test_embedding_backward(dtype, padding_idx):
     idx = RNG.integers(0, 6, (4, 5))
@@ -333,3 +374,14 @@ def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch):
     h = torcia.randn(2, 3, 6, dtype=torcia.float64, requires_grad=True)
     gradcheck(lambda h, w, b: F.linear(h, w, b), (h, lw, lb))
     assert {"conv2d", "conv2d_weight", "conv2d_transpose", "linear"} <= set(used)
+
+
+def test_cross_entropy_gradients_through_the_native_rows_pass_gradcheck():
+    from torcia.autograd import gradcheck
+
+    x = torcia.randn(5, 6, dtype=torcia.float64, requires_grad=True)
+    target = torcia.tensor([0, 5, -100, 2, 2])
+    weight = torcia.rand(6, dtype=torcia.float64) + 0.5
+    for kw in ({}, {"weight": weight}, {"reduction": "sum"}, {"reduction": "none"}):
+        assert gradcheck(lambda z, kw=kw: torcia.nn.functional.cross_entropy(z, target, **kw),
+                         (x,))

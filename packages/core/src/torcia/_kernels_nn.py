@@ -234,6 +234,11 @@ class NNKernels:
         through differentiable ops)."""
         xp = self.xp
         one = a.dtype.type(1)
+        if activation == "relu":
+            # ``a``: ReLU's input or its output (positive at the same places); as PyTorch's
+            # threshold_backward, zero where a <= 0 whatever the gradient there, g where a
+            # is NaN
+            return xp.where(a <= 0, g.dtype.type(0), g)
         if activation == "leaky_relu":
             return xp.where(a > 0, g, g * a.dtype.type(params["negative_slope"]))
         if activation in ("elu", "selu"):

@@ -226,12 +226,29 @@ class NativeKernels:
             return _FALLBACK.logsumexp_rows(x)
         return _native.logsumexp_rows(_c(x))
 
-    # the reference's, whose rows (``logsumexp_rows``, softmax) then run natively
+    # the forward: the reference's, whose rows (``logsumexp_rows``) then run natively
     def cross_entropy(self, *args, **params):
         return _FALLBACK.cross_entropy(*args, **params)
 
-    def cross_entropy_backward(self, *args, **params):
-        return _FALLBACK.cross_entropy_backward(*args, **params)
+    def cross_entropy_backward(self, g, x, target, weight, reduction, ignore_index,
+                               label_smoothing):
+        # without label smoothing: the reference's softmax, its scaling by each row's
+        # factor and the target terms in one native pass over each row; the factors as
+        # the reference's. Targets out of range go to the reference, for its error.
+        if label_smoothing or x.ndim != 2 or not x.size or target.shape != x.shape[:1] \
+                or target.dtype.kind not in "iu" \
+                or not _native_ok(x, *(() if weight is None else (weight,))):
+            return _FALLBACK.cross_entropy_backward(g, x, target, weight, reduction,
+                                                    ignore_index, label_smoothing)
+        keep = target != ignore_index
+        safe = np.where(keep, target, 0).astype(np.int64, copy=False)
+        if safe.min() < 0 or safe.max() >= x.shape[1]:
+            return _FALLBACK.cross_entropy_backward(g, x, target, weight, reduction,
+                                                    ignore_index, label_smoothing)
+        w = keep.astype(x.dtype) if weight is None else np.take(weight, safe) * keep
+        scale = g * keep if reduction != "mean" else (g / w.sum()) * keep
+        ws = _c((w * scale).astype(x.dtype, copy=False))
+        return _native.cross_entropy_backward_rows(_c(x), ws, _c(safe))
 
     # ----- activations: one native pass each, where NumPy makes several (GELU's erf
     # through SciPy) --------------------------------------------------------------------
@@ -280,6 +297,11 @@ class NativeKernels:
         if not _native_ok(a):
             return _FALLBACK.leaky_relu(a, negative_slope)
         return _native.activation("leaky_relu", _cc(a), negative_slope)
+
+    def relu(self, a):
+        if not _native_ok(a):
+            return _FALLBACK.relu(a)
+        return _native.activation("relu", _cc(a))
 
     def activation_backward(self, g, a, activation, **params):
         native = _NATIVE_BACKWARD.get(activation)
@@ -436,7 +458,7 @@ def _rows(*arrays):
 
 
 #: activation_backward's activations done natively, with the parameters they take.
-_NATIVE_BACKWARD = {"leaky_relu": ("negative_slope",), "elu": ("alpha",),
+_NATIVE_BACKWARD = {"relu": (), "leaky_relu": ("negative_slope",), "elu": ("alpha",),
                     "softplus": ("beta", "threshold")}
 
 
@@ -521,8 +543,9 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "cross_entropy_backward", "embedding_backward", "lstm_cell",
              "lstm_cell_backward", "lstm_layer", "lstm_layer_backward", "gelu",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
-             "leaky_relu", "activation_backward", "layer_norm", "layer_norm_backward",
-             "rms_norm", "rms_norm_backward", "batch_norm", "batch_norm_backward")
+             "leaky_relu", "relu", "activation_backward", "layer_norm",
+             "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
+             "batch_norm_backward")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)

@@ -234,7 +234,10 @@ def _(grad, x):
 
 @derivative("relu")
 def _(grad, _x, *, result):
-    return grad * (result > 0)
+    fused = _fused("relu", grad, result)
+    if fused is not None:
+        return fused
+    return torcia.where(result <= 0, 0.0, grad)
 
 
 @derivative("exp")

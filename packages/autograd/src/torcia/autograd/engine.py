@@ -543,7 +543,10 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
                         buf[nr] = g
                     else:
                         old = buf[nr]
-                        buf[nr] = g if old is None else old + g
+                        if old is None:
+                            buf[nr] = g
+                        elif create_graph or not _add_in_place(old, g):
+                            buf[nr] = old + g
                 left = deps[nxt] - 1
                 deps[nxt] = left
                 if not left:
@@ -617,6 +620,30 @@ def _stealable(grad: Tensor, leaf: Tensor, owned) -> bool:
     return (flags.owndata and flags.c_contiguous and flags.writeable
             and not grad._requires_grad and grad._hooks is None and grad._base is None
             and data.dtype == leaf._data.dtype and data.shape == leaf._data.shape)
+
+
+def _add_in_place(old: Tensor, grad: Tensor) -> bool:
+    """Add ``grad`` into ``old``, a gradient waiting in a node's input buffer, where nobody
+    else can see ``old`` (as :func:`_stealable`: only the buffer references it, its array
+    owns its memory and no view or other tensor shares it) and the sum has its shape and
+    dtype; False, and nothing done, otherwise. Saves the sum a new array (the gradients
+    meeting at a residual connection, at each use of a weight)."""
+    # the buffer's slot, the caller's local, this parameter and getrefcount's argument
+    if old.__class__ is not Tensor or sys.getrefcount(old) != 4:
+        return False
+    data, other = old._data, grad._data
+    if data.__class__ is not np.ndarray or other.__class__ is not np.ndarray \
+            or sys.getrefcount(data) != 3:
+        return False
+    flags = data.flags  # holds a reference to data: read after the count
+    if not (flags.owndata and flags.writeable and flags.c_contiguous) \
+            or old._requires_grad or old._hooks is not None or old._base is not None \
+            or data.dtype != other.dtype or data.shape != other.shape \
+            or grad.__class__ is not Tensor:
+        return False
+    np.add(data, other, out=data)
+    old._vc[0] += 1
+    return True
 
 
 def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=None) -> None:

@@ -24,15 +24,16 @@ def _additive(mask, dtype, name):
 
 
 def _project(query, key, value, embed_dim, in_proj_weight, in_proj_bias, separate, wq, wk,
-             wv):
+             wv, self_attention):
     from torcia.nn.functional import linear
 
     e = embed_dim
     b = in_proj_bias
+    if not separate and self_attention:
+        # one product for the three projections (its gradient: one concatenation)
+        return linear(query, in_proj_weight, b).chunk(3, -1)
     bq, bk, bv = (None, None, None) if b is None else (b[:e], b[e:2 * e], b[2 * e:])
     if not separate:
-        if query is key and key is value:
-            return linear(query, in_proj_weight, b).chunk(3, -1)
         wq, wk, wv = in_proj_weight[:e], in_proj_weight[e:2 * e], in_proj_weight[2 * e:]
     elif wq is None or wk is None or wv is None:
         raise AssertionError("use_separate_proj_weight is True but q_proj_weight, "
@@ -69,6 +70,29 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     >>> bool(torcia.allclose(out, mha(x, x, x)[0])), w.shape
     (True, torcia.Size([1, 3, 3]))
     """
+    batched = query.ndim == 3
+    # the core works batch first, as MultiheadAttention(batch_first=True) holds its inputs:
+    # (L, N, E) views of it cost nothing here
+    self_attention = query is key and key is value
+    if batched:
+        query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
+    out, weights = _attention(
+        query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+        bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias, training,
+        key_padding_mask, need_weights, attn_mask, use_separate_proj_weight, q_proj_weight,
+        k_proj_weight, v_proj_weight, static_k, static_v, average_attn_weights, is_causal,
+        self_attention)
+    return (out.transpose(0, 1) if batched else out), weights
+
+
+def _attention(query, key, value, embed_dim_to_check, num_heads, in_proj_weight,
+               in_proj_bias, bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight,
+               out_proj_bias, training, key_padding_mask, need_weights, attn_mask,
+               use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight, static_k,
+               static_v, average_attn_weights, is_causal, self_attention):
+    """:func:`multi_head_attention_forward` on batch-first inputs, query (N, L, E) and
+    key/value (N, S, E), or unbatched (L, E), (S, E); returns the output (N, L, E) (or
+    (L, E)) and the weights. ``self_attention``: query, key and value are one tensor."""
     from torcia.nn.functional import dropout, linear, pad, softmax
 
     if is_causal and attn_mask is None:
@@ -77,10 +101,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
                            "create this mask.")
     batched = query.ndim == 3
     if not batched:
-        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
-    lq, n, e = query.shape
+    n, lq, e = query.shape
     if e != embed_dim_to_check:
         raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, "
                              f"but got {e}")
@@ -89,19 +113,20 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if d * h != e:
         raise AssertionError(f"embed_dim {e} not divisible by num_heads {h}")
     q, k, v = _project(query, key, value, e, in_proj_weight, in_proj_bias,
-                       use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight)
+                       use_separate_proj_weight, q_proj_weight, k_proj_weight, v_proj_weight,
+                       self_attention)
     if bias_k is not None and bias_v is not None:
         if static_k is not None or static_v is not None:
             raise AssertionError("bias cannot be added to static key/value.")
-        k = torcia.cat([k, bias_k.expand(1, n, e)])
-        v = torcia.cat([v, bias_v.expand(1, n, e)])
+        k = torcia.cat([k, bias_k.reshape(1, 1, e).expand(n, 1, e)], 1)
+        v = torcia.cat([v, bias_v.reshape(1, 1, e).expand(n, 1, e)], 1)
         if attn_mask is not None:
             attn_mask = pad(attn_mask, (0, 1))
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
 
-    def heads(t):  # (S, N, E) -> (N, heads, S, head_dim)
-        return t.reshape(t.shape[0], n, h, d).permute(1, 2, 0, 3)
+    def heads(t):  # (N, S, E) -> (N, heads, S, head_dim), a view
+        return t.reshape(n, t.shape[1], h, d).transpose(1, 2)
 
     q = heads(q)
     k = heads(k) if static_k is None else static_k.reshape(n, h, -1, d)
@@ -114,7 +139,8 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
         if key_padding_mask is not None:
             key_padding_mask = pad(key_padding_mask, (0, 1))
     s = k.shape[2]
-    scores = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d))  # (N, heads, L, S)
+    # the queries scaled, as PyTorch's: (L, head_dim) elements a head, not (L, S)
+    scores = (q * (1.0 / math.sqrt(d))) @ k.transpose(-2, -1)  # (N, heads, L, S)
     mask = _additive(attn_mask, scores.dtype, "attn_mask")
     if mask is not None:
         if mask.ndim == 3:  # (N * heads, L, S)
@@ -129,10 +155,10 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     weights = softmax(scores, dim=-1)
     if dropout_p and training:
         weights = dropout(weights, dropout_p, training=True)
-    out = (weights @ v).permute(2, 0, 1, 3).reshape(lq, n, e)
+    out = (weights @ v).transpose(1, 2).reshape(n, lq, e)
     out = linear(out, out_proj_weight, out_proj_bias)
     if not batched:
-        out = out.squeeze(1)
+        out = out.squeeze(0)
     if not need_weights:
         return out, None
     if average_attn_weights:

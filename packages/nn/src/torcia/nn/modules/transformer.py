@@ -12,6 +12,7 @@ import copy
 import torcia
 from torcia.nn import functional as F
 from torcia.nn import init
+from torcia.nn.attention import _attention
 from torcia.nn.modules.container import ModuleList
 from torcia.nn.modules.dropout import Dropout
 from torcia.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear
@@ -90,24 +91,26 @@ class MultiheadAttention(Module):
 
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
                 attn_mask=None, average_attn_weights=True, is_causal=False):
-        if query.ndim == 3 and self.batch_first:
-            query, key, value = (t.transpose(0, 1) for t in (query, key, value))
+        batch_first = query.ndim == 3 and self.batch_first
         if is_causal and attn_mask is None:
             # the layer builds the causal mask the functional form needs
-            lq, s = query.shape[0], key.shape[0]
+            lq, s = query.shape[-2 if batch_first else 0], key.shape[-2 if batch_first else 0]
             attn_mask = torcia.ones(lq, s, dtype=torcia.bool, device=query.device).triu(1)
-        out, weights = F.multi_head_attention_forward(
-            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
-            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
-            self.out_proj.weight, self.out_proj.bias, training=self.training,
-            key_padding_mask=key_padding_mask, need_weights=need_weights,
-            attn_mask=attn_mask, use_separate_proj_weight=not self._qkv_same_embed_dim,
-            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
-            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
-            is_causal=is_causal)
-        if query.ndim == 3 and self.batch_first:
-            out = out.transpose(0, 1)
-        return out, weights
+        args = (query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+                self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+                self.out_proj.weight, self.out_proj.bias)
+        kwargs = {"training": self.training, "key_padding_mask": key_padding_mask,
+                  "need_weights": need_weights, "attn_mask": attn_mask,
+                  "use_separate_proj_weight": not self._qkv_same_embed_dim,
+                  "q_proj_weight": self.q_proj_weight, "k_proj_weight": self.k_proj_weight,
+                  "v_proj_weight": self.v_proj_weight,
+                  "average_attn_weights": average_attn_weights, "is_causal": is_causal}
+        if not batch_first:
+            return F.multi_head_attention_forward(*args, **kwargs)
+        # batch-first inputs as they are: the functional form's (L, N, E) layout would cost
+        # a copy of each transposed input and output, forward and backward
+        return _attention(*args, static_k=None, static_v=None,
+                          self_attention=query is key and key is value, **kwargs)
 
 
 def _activation(activation):
