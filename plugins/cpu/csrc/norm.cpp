@@ -155,6 +155,24 @@ const void* param(const std::string& fn, const std::string& name, const py::obje
   return a.data();
 }
 
+// What a row-norm backward entry point starts with: g and x checked (float, alike), x's
+// rows of d, the weight ((d,) or None) and grad_input made like x.
+struct BackwardArgs {
+  int64_t rows;
+  const void* w;
+  py::array gx;
+};
+
+BackwardArgs backward_args(const std::string& fn, const py::array& g, const py::array& x,
+                           const py::object& weight, int64_t d) {
+  torcia_checks::float_array(fn, "x", x);
+  torcia_checks::same(fn, "g", g, "x", x);
+  const int64_t rows = rows_of(fn, x, d);
+  const void* w = param(fn, "weight", weight, x, d);
+  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  return {rows, w, gx};
+}
+
 template <typename T>
 void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, double eps) {
   py::gil_scoped_release release;
@@ -216,11 +234,7 @@ py::array layer_norm(const py::array& x, const py::object& weight, const py::obj
 // parameter gradients of shape (d,) whether or not the layer has them.
 py::tuple layer_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
                               int64_t d, double eps) {
-  torcia_checks::float_array(kBackward, "x", x);
-  torcia_checks::same(kBackward, "g", g, "x", x);
-  const int64_t rows = rows_of(kBackward, x, d);
-  const void* w = param(kBackward, "weight", weight, x, d);
-  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  auto [rows, w, gx] = backward_args(kBackward, g, x, weight, d);
   py::array gw(x.dtype(), std::vector<py::ssize_t>{d}), gb(x.dtype(), std::vector<py::ssize_t>{d});
   if (x.dtype().is(py::dtype::of<float>()))
     backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
@@ -537,11 +551,7 @@ py::array rms_norm(const py::array& x, const py::object& weight, int64_t d, doub
 // (d,) whether or not the layer has a weight.
 py::tuple rms_norm_backward(const py::array& g, const py::array& x, const py::object& weight,
                             int64_t d, double eps) {
-  torcia_checks::float_array(kRmsBackward, "x", x);
-  torcia_checks::same(kRmsBackward, "g", g, "x", x);
-  const int64_t rows = rows_of(kRmsBackward, x, d);
-  const void* w = param(kRmsBackward, "weight", weight, x, d);
-  py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  auto [rows, w, gx] = backward_args(kRmsBackward, g, x, weight, d);
   py::array gw(x.dtype(), std::vector<py::ssize_t>{d});
   if (x.dtype().is(py::dtype::of<float>()))
     rms_backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),

@@ -40,6 +40,10 @@ BINARY = {
     "maximum": "std::max<T>({a}, {b})", "minimum": "std::min<T>({a}, {b})",
     "pow": "std::pow({a}, {b})",
 }
+#: first derivatives of activations fusion writes, ``activation_backward(g, y,
+#: activation=...)``: C++ over the gradient ``a`` and the saved tensor ``b`` (relu's output:
+#: zero where it is <= 0, NaN passing the gradient, as PyTorch's threshold_backward)
+ACTIVATION_BACKWARD = {"relu": "({b} <= T(0) ? T(0) : {a})"}
 IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
            "exponential", "cauchy", "geometric", "poisson")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -227,8 +231,8 @@ def _scalar_const(c) -> bool:
 def _fusible(graph: Graph, node: Node) -> bool:
     """Whether ``node`` is an elementwise op fusion can write: float inputs of its output's
     shape (0-d ones broadcast), Python or 0-d constants; comparisons (to bool) and casts
-    (bool or float to float) join as the masks of a backward (relu's ``gt``, ``cast``,
-    ``mul``)."""
+    (bool or float to float) join as the masks of a backward, and relu's fused backward
+    (``activation_backward``) as a select."""
     if len(node.outs) != 1:
         return False
     shape, dtype = graph.meta[node.outs[0]]
@@ -239,13 +243,14 @@ def _fusible(graph: Graph, node: Node) -> bool:
         return (len(values) == 1 and dtype in _FLOATS
                 and graph.meta[values[0][1]][1] in (*_FLOATS, _BOOL)
                 and graph.meta[values[0][1]][0] == shape)
-    if node.kind != "call" or node.params:
+    backward = _activation_backward(node)
+    if node.kind != "call" or (node.params and backward is None):
         return False
     if node.op in COMPARE:
         n_args, want = 2, _BOOL
     elif node.op in UNARY:
         n_args, want = 1, None
-    elif node.op in BINARY:
+    elif node.op in BINARY or backward is not None:
         n_args, want = 2, None
     else:
         return False
@@ -265,6 +270,15 @@ def _fusible(graph: Graph, node: Node) -> bool:
         elif r[0] != "c" or not _scalar_const(r[1]):
             return False
     return operand_dtype is not None
+
+
+def _activation_backward(node: Node):
+    """The activation of an ``activation_backward`` node fusion can write, or None."""
+    if node.kind != "call" or node.op != "activation_backward" \
+            or set(node.params) != {"activation"}:
+        return None
+    kind, name = node.params["activation"]
+    return name if kind == "c" and name in ACTIVATION_BACKWARD else None
 
 
 def _broadcasts(vshape, shape) -> bool:
@@ -428,6 +442,9 @@ def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
             ctype = "T"
         elif n.op in COMPARE:
             expr, ctype = f"({operands[0]} {COMPARE[n.op]} {operands[1]})", "bool"
+        elif _activation_backward(n) is not None:
+            template = ACTIVATION_BACKWARD[_activation_backward(n)]
+            expr, ctype = template.format(a=operands[0], b=operands[1]), "T"
         else:
             table = UNARY if n.op in UNARY else BINARY
             expr, ctype = table[n.op].format(a=operands[0], b=operands[-1]), "T"
@@ -861,11 +878,10 @@ def fuse_relu_pooling(graph: Graph) -> None:
                 or back[0].kind != "call" or len(back[0].args) != 2 \
                 or back[0].args[1] != ("v", indices):
             continue
-        gt = next(n for n in readers if n is not pool)
-        chain = _relu_mask_chain(graph, users, outputs, gt, back[0])
-        if chain is None:
+        mul = _relu_backward(graph, users, outputs, next(n for n in readers if n is not pool),
+                             back[0], r)
+        if mul is None:
             continue
-        cast, mul = chain
         dtype = graph.meta[r][1]
         fwd = PoolKernel(_pool_source(_CTYPE[dtype], *spec, relu=True), spec, dtype)
         bspec = spec[:5] + (None,)
@@ -876,35 +892,23 @@ def fuse_relu_pooling(graph: Graph) -> None:
         replace[id(mul)] = Node("call", "max_pool_backward*relu_mask", bwd,
                                 [back[0].args[0], ("v", indices), ("v", values)], {},
                                 mul.outs, source=bwd.source)
-        # the backward stands where the mask's product stood: after the gradient it reads
-        drop.update({id(relu), id(gt), id(cast), id(back[0])})
+        # the backward stands where relu's backward stood: after the gradient it reads
+        drop.update({id(relu), id(back[0])})
     graph.nodes = [replace.get(id(n), n) for n in graph.nodes if id(n) not in drop]
 
 
-def _relu_mask_chain(graph, users, outputs, gt, back):
-    """``(cast, mul)`` where ``gt`` is ``gt(relu_out, 0)``, cast to the float dtype and
-    multiplied (alone) with ``back``'s result; None otherwise."""
-    if gt.kind != "call" or gt.op != "gt" or gt.params or len(gt.args) != 2 \
-            or gt.args[1][0] != "c" or not _scalar_const(gt.args[1][1]) \
-            or float(gt.args[1][1]) != 0.0:
+def _relu_backward(graph, users, outputs, node, back, r):
+    """``node`` when it is relu's fused backward, ``activation_backward(g, r,
+    activation="relu")``, of ``back``'s result (read by it alone) and relu's output ``r``;
+    None otherwise."""
+    b = back.outs[0]
+    if node.kind != "call" or node.op != "activation_backward" \
+            or node.params != {"activation": ("c", "relu")} or len(node.args) != 2 \
+            or node.args[0] != ("v", b) or node.args[1] != ("v", r) \
+            or users.get(b, []) != [node] or b in outputs \
+            or graph.meta[node.outs[0]] != graph.meta[b]:
         return None
-    m = gt.outs[0]
-    cast_users = users.get(m, [])
-    if m in outputs or len(cast_users) != 1:
-        return None
-    cast = cast_users[0]
-    if cast.kind != "cast" or len(cast.outs) != 1 or cast.outs[0] in outputs:
-        return None
-    mf, b = cast.outs[0], back.outs[0]
-    mul_users = users.get(mf, [])
-    if len(mul_users) != 1 or users.get(b, []) != mul_users or b in outputs:
-        return None
-    mul = mul_users[0]
-    if mul.kind != "call" or mul.op != "mul" or mul.params \
-            or sorted(r[1] for r in mul.args if r[0] == "v") != sorted([mf, b]) \
-            or len(mul.args) != 2 or graph.meta[mul.outs[0]] != graph.meta[b]:
-        return None
-    return cast, mul
+    return node
 
 
 def specialize_pooling(graph: Graph) -> None:
