@@ -953,7 +953,9 @@ def test_generated_max_pooling_matches_eager(k, s, p, d, ceil, shape, dtype, who
         (want * g).sum().backward()
         np.testing.assert_array_equal(got.detach().numpy(), want.detach().numpy())
         np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
-        np.testing.assert_array_equal(got_grad.numpy(), xe.grad.numpy())
+        # overlapping windows add into one element in an order of their own: the
+        # reference kernel (torcia-cpu absent) may round the sum differently in the last bit
+        np.testing.assert_allclose(got_grad.numpy(), xe.grad.numpy(), rtol=1e-6, atol=1e-7)
     entry = compiled._entries[0]
     assert entry.eager_reason is None
     nodes = entry.graph.nodes + (entry.joint.bwd_graph.nodes if entry.joint else [])
