@@ -25,6 +25,7 @@
 #include "gemm.h"
 #include "lstm_rows.h"
 #include "vecmath.h"
+#include "winograd.h"
 
 // defined in activations.cpp, norm.cpp, blas.cpp and lstm.cpp
 void define_activations(pybind11::module_& m);
@@ -52,6 +53,12 @@ void set_num_threads(int n) {
 }
 
 int get_num_threads() { return num_threads; }
+
+// Whether 3x3 convolutions of stride 1 may run by Winograd's F(2x2, 3x3) (winograd.h);
+// off, every convolution is im2col and one GEMM (TORCIA_CPU_WINOGRAD=0, see plugin.py).
+static bool winograd_enabled = true;
+
+void set_winograd(bool on) { winograd_enabled = on; }
 
 // ----- argument checks ------------------------------------------------------------------
 // Every entry point checks what it is given before it touches memory: the kernels index
@@ -394,6 +401,13 @@ py::array_t<T> conv2d(carray<T> x, carray<T> wt, std::optional<carray<T>> bias, 
   const T* src = x.data();
   const T* wp = wt.data();
   const T* bp = bias ? bias->data() : nullptr;
+  if (winograd_enabled && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+      g.dw == 1 && winograd::worth(n, c, o, oh, ow)) {
+    py::gil_scoped_release release;
+    winograd::conv3x3(src, n, c, h, w, wp, false, o, bp, g.ph, g.pw, oh, ow, dst,
+                      get_num_threads());
+    return out;
+  }
   const bool threads = n > 1 && n * o * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
@@ -445,6 +459,13 @@ py::array_t<T> conv2d_weight(carray<T> x, carray<T> gy, int64_t kh, int64_t kw, 
   if (out.size() == 0 || n == 0 || p == 0) return out;
   const T* src = x.data();
   const T* gp = gy.data();
+  if (winograd_enabled && kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 &&
+      winograd::worth(n, c, o, g.oh, g.ow)) {
+    py::gil_scoped_release release;
+    winograd::conv3x3_weight(src, n, c, h, w, gp, o, ph, pw, g.oh, g.ow, dst,
+                             get_num_threads());
+    return out;
+  }
   const bool threads = n > 1 && n * o * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
@@ -502,10 +523,19 @@ py::array_t<T> conv2d_transpose(carray<T> x, carray<T> wt, int64_t h, int64_t w,
   for (int64_t v : {ci, k, mul(fn, n, p)}) check_blas_dim(fn, v);
   py::array_t<T> out({n, co, h, w});
   T* dst = out.mutable_data();
-  std::fill(dst, dst + out.size(), T(0));
-  if (out.size() == 0 || p == 0 || ci == 0) return out;
   const T* src = x.data();
   const T* wp = wt.data();
+  // stride 1: the correlation of x with the rotated filters, padded by 2 - padding
+  if (winograd_enabled && out.size() > 0 && g.kh == 3 && g.kw == 3 && g.sh == 1 &&
+      g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph <= 2 && g.pw <= 2 &&
+      winograd::worth(n, ci, co, h, w)) {
+    py::gil_scoped_release release;
+    winograd::conv3x3(src, n, ci, x.shape(2), x.shape(3), wp, true, co, static_cast<T*>(nullptr),
+                      2 - g.ph, 2 - g.pw, h, w, dst, get_num_threads());
+    return out;
+  }
+  std::fill(dst, dst + out.size(), T(0));
+  if (out.size() == 0 || p == 0 || ci == 0) return out;
   const bool threads = n > 1 && n * ci * p * k > kParallelWork && get_num_threads() > 1;
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
@@ -1056,6 +1086,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("adam_step_f64", &adam_step<double>);
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
+  m.def("set_winograd", &set_winograd, py::arg("on"));
+  m.def("winograd", [] { return winograd_enabled; });
   define_activations(m);
   define_norm(m);
   define_blas(m);

@@ -99,6 +99,90 @@ def test_conv_on_several_threads_matches_the_reference(dtype, xs, ws, stride, pa
         gx, REF.conv_transpose(g, w, None, output_padding=(0, 0), **args), **tol)
 
 
+# 3x3 windows of stride 1 with enough 2x2 output blocks (csrc/winograd.h's `worth`) run by
+# Winograd's F(2x2, 3x3): odd output sizes (a last block half outside), each padding it
+# takes (0-2, uneven sides), planes of one position, a single sample of many blocks
+WINOGRAD = [  # (N, C, H, W), O, padding pairs
+    ((40, 8, 5, 7), 8, ((1, 1), (1, 1))),
+    ((30, 16, 6, 6), 12, ((1, 1), (1, 1))),
+    ((64, 9, 8, 6), 10, ((0, 0), (0, 0))),
+    ((300, 8, 1, 1), 8, ((1, 1), (1, 1))),
+    ((40, 32, 3, 9), 8, ((2, 2), (2, 2))),
+    ((20, 8, 9, 8), 9, ((1, 0), (2, 1))),
+    ((1, 8, 40, 31), 16, ((1, 1), (1, 1))),
+]
+
+
+def _close_to(a, ref, dtype):
+    # Winograd's transforms round differently from the direct sums: a few ulps of the
+    # largest magnitudes involved
+    scale = float(np.abs(ref).max()) or 1.0
+    tol = 5e-6 if dtype == np.float32 else 1e-13
+    assert a.shape == ref.shape and a.dtype == ref.dtype
+    np.testing.assert_allclose(a, ref, rtol=tol, atol=tol * scale)
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("xs, o, padding", WINOGRAD)
+def test_winograd_convolutions_match_the_reference(threads, dtype, xs, o, padding):
+    x, w, b = _rand(xs, dtype, contiguous=False), _rand((o, xs[1], 3, 3), dtype), _rand((o,), dtype)
+    args = dict(stride=(1, 1), padding=padding, dilation=(1, 1), groups=1)
+    before = _native.get_num_threads()
+    _native.set_num_threads(threads)
+    try:
+        out = NAT.conv(x, w, b, **args)
+        g = _rand(out.shape, dtype, contiguous=False)
+        gw = NAT.conv_weight(x, g, weight_shape=w.shape, **args)
+        # the input's gradient: conv_transpose2d of stride 1, which runs by Winograd too
+        gx = NAT.conv_transpose(g, w, None, output_padding=(0, 0), **args)
+    finally:
+        _native.set_num_threads(before)
+    _close_to(out, REF.conv(x, w, b, **args), dtype)
+    _close_to(gw, REF.conv_weight(x, g, weight_shape=w.shape, **args), dtype)
+    _close_to(gx, REF.conv_transpose(g, w, None, output_padding=(0, 0), **args), dtype)
+
+
+def test_winograd_is_used_and_can_be_turned_off():
+    x, w = _rand((32, 64, 16, 16), np.float32), _rand((64, 64, 3, 3), np.float32)
+    args = dict(stride=(1, 1), padding=((1, 1), (1, 1)), dilation=(1, 1), groups=1)
+    g = _rand((32, 64, 16, 16), np.float32)
+    assert _native.winograd()
+    fast = (NAT.conv(x, w, None, **args), NAT.conv_weight(x, g, weight_shape=w.shape, **args),
+            NAT.conv_transpose(g, w, None, output_padding=(0, 0), **args))
+    _native.set_winograd(False)
+    try:
+        direct = (NAT.conv(x, w, None, **args),
+                  NAT.conv_weight(x, g, weight_shape=w.shape, **args),
+                  NAT.conv_transpose(g, w, None, output_padding=(0, 0), **args))
+    finally:
+        _native.set_winograd(True)
+    for a, d in zip(fast, direct):
+        assert not np.array_equal(a, d)  # another algorithm ran
+        _close_to(a, d, np.float32)
+
+
+def test_winograd_environment_switch_is_read_when_the_plugin_starts():
+    code = ("import torcia; torcia.ones(2, 2) @ torcia.ones(2, 2); from torcia_cpu import _native; "
+            "print(_native.winograd())")
+    for value, expected in (("0", "False"), ("1", "True")):
+        env = dict(os.environ, TORCIA_CPU_WINOGRAD=value)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.split()
+        assert out[-1] == expected
+
+
+def test_winograd_gradients_pass_gradcheck():
+    import torcia.nn.functional as F
+    from torcia.autograd import gradcheck
+
+    # 256 blocks of 2x2 outputs: the smallest layer that takes the Winograd path
+    x = torcia.randn(16, 8, 8, 8, dtype=torcia.float64, requires_grad=True)
+    w = torcia.randn(8, 8, 3, 3, dtype=torcia.float64, requires_grad=True)
+    b = torcia.randn(8, dtype=torcia.float64, requires_grad=True)
+    gradcheck(lambda x, w, b: F.conv2d(x, w, b, padding=1), (x, w, b), eps=1e-6, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("kernel, stride, padding, dilation, ceil_mode", [
     ((2, 2), (2, 2), (0, 0), (1, 1), False),

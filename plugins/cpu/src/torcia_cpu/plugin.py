@@ -26,11 +26,15 @@ def policy_applied() -> bool:
 
 
 def apply_policy() -> None:
-    """Choose the BLAS library of the extension's products (``_provider``), then follow
+    """Choose the BLAS library of the extension's products (``_provider``) and the
+    convolution algorithm (``TORCIA_CPU_WINOGRAD``), then follow
     torcia's thread count, start products on one BLAS thread and keep freed memory mapped
     (each explained in ``_blas`` and ``_memory``), unless ``TORCIA_CPU_KEEP_DEFAULTS`` is
     set to a non-empty value other than ``0``."""
     _provider.choose()
+    # 3x3 convolutions of stride 1 by Winograd's algorithm (csrc/winograd.h) unless turned
+    # off: its results differ from im2col's in the last bits
+    _native.set_winograd(os.environ.get("TORCIA_CPU_WINOGRAD", "1") != "0")
     # only an explicit torcia.set_num_threads sets OpenMP's thread count: the runtime may
     # be shared with other libraries in the process (PyTorch's), whose defaults stay
     # untouched
