@@ -50,6 +50,10 @@ CONVS = [  # (N, C, H, W), (O, C/g, kh, kw), stride, padding pairs, dilation, gr
     # the full width) beside padded ones
     ((3, 4, 6, 5), (5, 4, 1, 1), (2, 2), ((0, 0), (0, 0)), (1, 1), 1),
     ((2, 3, 5, 4), (2, 3, 3, 1), (1, 1), ((1, 1), (0, 0)), (1, 1), 1),
+    # output rows of 16 or more copied in pieces; shorter ones (all of the above) gathered
+    # through a table of offsets
+    ((2, 3, 5, 37), (4, 3, 3, 3), (1, 2), ((1, 1), (2, 2)), (1, 1), 1),
+    ((2, 2, 3, 40), (3, 2, 2, 3), (1, 1), ((0, 1), (1, 0)), (1, 2), 1),
 ]
 
 
