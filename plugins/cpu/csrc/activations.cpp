@@ -273,6 +273,56 @@ py::array activation_backward(const std::string& name, const py::array& g, const
   return out;
 }
 
+// out = mask ? v : a over one (rows, d) block, the mask repeated for every row: a select
+// per element, in the lanes of the widest vectors (NumPy's where with a broadcast mask
+// walks it in a slower, general iteration)
+template <typename T>
+TORCIA_CLONES_WIDE void fill_rows(const T* __restrict__ a, const uint8_t* __restrict__ mask,
+                                  T* __restrict__ out, int64_t rows, int64_t d, T v) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const T* ar = a + r * d;
+    T* orow = out + r * d;
+    for (int64_t k = 0; k < d; ++k) orow[k] = mask[k] ? v : ar[k];
+  }
+}
+
+// fill_rows over blocks of about kChunk elements, on OpenMP threads when there are several
+template <typename T>
+void run_fill(const py::array& a, const py::array& mask, py::array& out, double value) {
+  const T* ap = static_cast<const T*>(a.data());
+  const auto* m = static_cast<const uint8_t*>(mask.data());
+  T* op = static_cast<T*>(out.mutable_data());
+  const int64_t rows = a.shape(0), d = a.shape(1);
+  const int64_t per = std::max<int64_t>(1, kChunk / d);
+  const int64_t blocks = (rows + per - 1) / per;
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (blocks > 1)
+  for (int64_t c = 0; c < blocks; ++c)
+    fill_rows<T>(ap + c * per * d, m, op + c * per * d, std::min(per, rows - c * per), d,
+                 T(value));
+}
+
+// masked_fill_rows(a (R, D), mask (D,) bool, value) -> a with value where the mask, which
+// each row repeats, is True: a new C-contiguous array of a's dtype.
+py::array masked_fill_rows(const py::array& a, const py::array& mask, double value) {
+  const std::string fn = "masked_fill_rows";
+  torcia_checks::float_array(fn, "a", a);
+  if (a.ndim() != 2) throw std::runtime_error(fn + ": a must be 2-D, got " +
+                                              torcia_checks::shape_of(a));
+  if (!mask.dtype().is(py::dtype::of<bool>()) || !(mask.flags() & py::array::c_style))
+    throw std::runtime_error(fn + ": mask must be a C-contiguous bool array");
+  if (mask.ndim() != 1 || mask.shape(0) != a.shape(1))
+    throw std::runtime_error(fn + ": mask has shape " + torcia_checks::shape_of(mask) +
+                             ", expected (" + std::to_string(a.shape(1)) + ",)");
+  py::array out(a.dtype(), std::vector<py::ssize_t>{a.shape(0), a.shape(1)});
+  if (out.size() == 0) return out;
+  if (a.dtype().is(py::dtype::of<float>()))
+    run_fill<float>(a, mask, out, value);
+  else
+    run_fill<double>(a, mask, out, value);
+  return out;
+}
+
 }  // namespace
 
 void define_activations(py::module_& m) {
@@ -280,4 +330,5 @@ void define_activations(py::module_& m) {
         py::arg("p1") = 0.0);
   m.def("activation_backward", &activation_backward, py::arg("name"), py::arg("g"),
         py::arg("x"), py::arg("p0") = 0.0, py::arg("p1") = 0.0);
+  m.def("masked_fill_rows", &masked_fill_rows, py::arg("a"), py::arg("mask"), py::arg("value"));
 }

@@ -146,6 +146,43 @@ def test_gelu_float64_matches_erfc():
                                rtol=1e-12, atol=1e-300)
 
 
+MASK_CASES = [((16, 4, 64, 64), (64, 64)), ((16, 4, 64, 64), (1, 1, 64, 64)),
+              ((3, 5, 7), (5, 7)), ((3, 5, 7), (7,)), ((9,), (9,)), ((2, 3), (1, 2, 3)),
+              ((4, 6), (4, 1)), ((4, 6), ()), ((0, 6), (6,)), ((3, 70001), (70001,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_shape, mask_shape", MASK_CASES)
+@pytest.mark.parametrize("value", [float("-inf"), np.nan, 2.5, 1e300, -3])
+def test_masked_fill_matches_the_reference(dtype, a_shape, mask_shape, value):
+    """Masks repeated over leading dims run natively; the others (inner broadcasting, a
+    0-d mask, a mask of more dims than the input) go to the reference: the same values,
+    shape and dtype either way, NaN inputs kept where the mask is False, 1e300 cast to
+    float32's inf as the reference casts it."""
+    a = _inputs(a_shape, dtype, contiguous=len(a_shape) < 2)
+    mask = RNG.random(mask_shape) < 0.4
+    with np.errstate(all="ignore"):
+        want = REF.masked_fill(a, mask, value)
+        got = NAT.masked_fill(a, mask, value)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_masked_fill_repeated_mask_takes_the_native_path(monkeypatch):
+    calls = []
+    native = _native.masked_fill_rows
+    monkeypatch.setattr(_native, "masked_fill_rows", lambda *a: calls.append(1) or native(*a))
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    NAT.masked_fill(a[:, ::-1], np.ones((1, 3, 4), bool), 0.0)
+    assert calls == [1]
+
+
+def test_masked_fill_gradient_passes_gradcheck():
+    x = torcia.randn(2, 3, 4, dtype=torcia.float64, requires_grad=True)
+    mask = torcia.tensor(RNG.random((3, 4)) < 0.5)
+    gradcheck(lambda x: x.masked_fill(mask, -1.5).sin(), (x,))
+
+
 def test_relu_gradient_is_zero_where_the_input_is_not_positive():
     """As PyTorch's threshold_backward: a NaN or infinite gradient does not leak through the
     positions ReLU cut, whichever kernel runs, and an input of NaN gives NaN forward."""
@@ -311,6 +348,13 @@ def test_layer_norm_of_constant_rows_and_nan():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: _native.activation("gelu", np.ones(3, np.int64)), "x must be float32 or float64"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3), np.int64), np.ones(3, bool), 0.0),
+     "a must be float32 or float64"),
+    (lambda: _native.masked_fill_rows(np.ones(3), np.ones(3, bool), 0.0), "a must be 2-D"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3)), np.ones(3), 0.0),
+     "mask must be a C-contiguous bool array"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3)), np.ones(4, bool), 0.0),
+     r"mask has shape \(4,\), expected \(3,\)"),
     (lambda: _native.activation("gelu", np.ones((3, 4), np.float32).T),
      "x must be C-contiguous"),
     (lambda: _native.activation("swish", np.ones(3, np.float32)), "unknown activation"),
