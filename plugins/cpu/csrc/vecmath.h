@@ -35,13 +35,16 @@
 // loops calling it vectorize: a call to the C library's expf or tanhf would keep them
 // scalar, at several times NumPy's (SIMD) cost.
 static TORCIA_INLINE float exp_in_range(float c) {
-  // n = round(c log2 e) in one FMA: adding 1.5 * 2^23 leaves n in the low bits of v's
-  // mantissa (|n| <= 127), with no conversion to an integer and back
+  // n = round(c log2 e): adding 1.5 * 2^23 leaves n in the low bits of v's mantissa
+  // (|n| <= 127), with no conversion to an integer and back (plain arithmetic, not
+  // std::fma, which is a library call where the CPU has no FMA: the compiler contracts it
+  // where it has; n may be off by one at a tie either way, which the polynomial covers)
   constexpr float kShift = 12582912.0f;
-  const float v = std::fma(c, 1.44269504088896341f, kShift);
+  const float v = c * 1.44269504088896341f + kShift;
   const float n = v - kShift;
-  float r = std::fma(n, -0.693359375f, c);
-  r = std::fma(n, 2.12194440e-4f, r);
+  // n ln 2 in two parts, the first (9 significant bits) times n exact
+  float r = c - n * 0.693359375f;
+  r -= n * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
   y = y * r + 1.3981999507e-3f;
   y = y * r + 8.3334519073e-3f;
