@@ -118,15 +118,17 @@ TORCIA_CLONES void backward_row(const T* __restrict__ g, const T* __restrict__ x
   // the last pass: x - mean as (x - s) - (mean - s), in T: x - s is exact for the x near
   // s (Sterbenz), and mean - s small, so a mean far from zero loses no digits to its
   // rounding in T; gxhat - mean(gxhat) in double, as the sums (zero for a row of one
-  // element); the parameter gradients summed into the caller's block of rows
-  const double a = ta / d, c = tc * rstd / d;
+  // element); the parameter gradients summed into the caller's block of rows. The
+  // gradient itself in T (as PyTorch): its terms are rounded to T already, and float32
+  // arithmetic fills twice the lanes (1024 rows of 128: 188 -> 120 us)
+  const T a = T(ta / d), c = T(tc * rstd / d);
   const T r = T(rstd), x0 = x[0], sh = T(shift);
   for (k = 0; k < d; ++k) {
     const T xhat = ((x[k] - x0) - sh) * r;
-    const double gh = w ? double(g[k]) * w[k] : double(g[k]);
+    const T gh = w ? g[k] * w[k] : g[k];
     gw[k] += g[k] * xhat;
     gb[k] += g[k];
-    gx[k] = T((gh - a - double(xhat) * c) * rstd);
+    gx[k] = (gh - a - xhat * c) * r;
   }
 }
 

@@ -30,16 +30,19 @@
 #define TORCIA_INLINE inline
 #endif
 
-// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), so
-// that the loops calling it vectorize: a call to the C library's expf or tanhf would keep them
-// scalar, at several times NumPy's (SIMD) cost. double keeps std::exp.
-static TORCIA_INLINE float exp_approx(float x) {
-  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
-  const float c = std::min(std::max(x, -87.33f), 88.37f);
-  const float v = c * 1.44269504088896341f + 0.5f;
-  int32_t k = static_cast<int32_t>(v);
-  k -= static_cast<float>(k) > v;  // floor, for negative v too
-  const float n = static_cast<float>(k);
+// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), for
+// c in [-87.33, 88.37] (a normal result; NaN gives NaN). Plain arithmetic, so that the
+// loops calling it vectorize: a call to the C library's expf or tanhf would keep them
+// scalar, at several times NumPy's (SIMD) cost.
+static TORCIA_INLINE float exp_in_range(float c) {
+  // n = round(c log2 e): adding 1.5 * 2^23 leaves n in the low bits of v's mantissa
+  // (|n| <= 127), with no conversion to an integer and back (plain arithmetic, not
+  // std::fma, which is a library call where the CPU has no FMA: the compiler contracts it
+  // where it has; n may be off by one at a tie either way, which the polynomial covers)
+  constexpr float kShift = 12582912.0f;
+  const float v = c * 1.44269504088896341f + kShift;
+  const float n = v - kShift;
+  // n ln 2 in two parts, the first (9 significant bits) times n exact
   float r = c - n * 0.693359375f;
   r -= n * -2.12194440e-4f;
   float y = 1.9875691500e-4f;
@@ -49,39 +52,26 @@ static TORCIA_INLINE float exp_approx(float x) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
-  // shifted as unsigned: for NaN, k is INT_MIN on x86, and a signed shift of the negative
-  // k + 127 would be undefined (the bits do not matter then: y is NaN already)
-  const uint32_t bits = static_cast<uint32_t>(k + 127) << 23;
+  // 2^n from v's low bits (v's own exponent bits are shifted out); unsigned, so that NaN's
+  // bits shift without undefined behaviour (y is NaN already then)
+  uint32_t vbits;
+  std::memcpy(&vbits, &v, sizeof vbits);
+  const uint32_t bits = (vbits + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
+  return y * scale;
+}
+
+// exp for any float x; double keeps std::exp.
+static TORCIA_INLINE float exp_approx(float x) {
+  // NaN passes the clamp (x first: std::max(x, lo) is x when the comparison is false)
+  const float c = std::min(std::max(x, -87.33f), 88.37f);
   // underflow gives 0, so that exp(-inf) is exactly 0; a product, not a select, which
   // would keep the loops around it scalar (and NaN * 0 stays NaN)
-  return y * scale * static_cast<float>(x >= -87.33f);
+  return exp_in_range(c) * static_cast<float>(x >= -87.33f);
 }
 
 static TORCIA_INLINE double exp_approx(double x) { return std::exp(x); }
-
-// erfc for float: Numerical Recipes' Chebyshev fit t exp(-z^2 + P(t)), t = 1 / (1 + z/2),
-// relative error below 1.2e-7 for every z >= 0 (so GELU's tail, 0.5 x erfc(-x/sqrt 2) for
-// x < 0, keeps its relative accuracy), mirrored for negative arguments.
-static TORCIA_INLINE float erfc_approx(float x) {
-  const float z = std::fabs(x);
-  const float t = 1.0f / (1.0f + 0.5f * z);
-  float p = 0.17087277f;
-  p = p * t - 0.82215223f;
-  p = p * t + 1.48851587f;
-  p = p * t - 1.13520398f;
-  p = p * t + 0.27886807f;
-  p = p * t - 0.18628806f;
-  p = p * t + 0.09678418f;
-  p = p * t + 0.37409196f;
-  p = p * t + 1.00002368f;
-  p = p * t - 1.26551223f;
-  const float r = t * exp_approx(p - z * z);
-  return x >= 0.0f ? r : 2.0f - r;
-}
-
-static TORCIA_INLINE double erfc_approx(double x) { return std::erfc(x); }
 
 // tanh for float: Cephes' odd polynomial below |x| = 0.625 (where 1 - 2 / (e^2x + 1)
 // would lose digits to cancellation), that expression above; both are computed and one

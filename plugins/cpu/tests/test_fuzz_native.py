@@ -400,6 +400,23 @@ def test_batch_norm_and_backward(n, c, spatial, dtype, training, affine, data):
     _both("batch_norm_backward", g, x, bad, mean, var, training, eps)
 
 
+@FUZZ
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=4), dtypes, st.data())
+def test_masked_fill(shape, dtype, data):
+    """Masks of the input's trailing dims (with or without leading ones: the native path),
+    inner broadcasting, more dims than the input (the reference's), any layout."""
+    x = data.draw(arrays(tuple(shape), dtype))
+    keep = data.draw(st.integers(0, len(shape)))
+    mask_shape = [data.draw(st.sampled_from([1, n])) if i == 0 else n
+                  for i, n in enumerate(shape[keep:])]
+    mask_shape = [1] * data.draw(st.integers(0, 2)) + mask_shape
+    mask = np.random.default_rng(data.draw(st.integers(0, 99))).random(mask_shape) < 0.5
+    if data.draw(st.booleans()) and mask.ndim:
+        mask = np.asfortranarray(mask)
+    value = data.draw(st.sampled_from([0.0, -np.inf, np.nan, 3.5, -7]))
+    _both("masked_fill", x, mask, value)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -409,5 +426,5 @@ def test_every_override_is_fuzzed():
               "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
-              "batch_norm_backward"}
+              "batch_norm_backward", "masked_fill"}
     assert set(OVERRIDES) == fuzzed

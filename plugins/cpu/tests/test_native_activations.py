@@ -1,5 +1,6 @@
 """The native activations, LayerNorm and BatchNorm, against core's reference kernels."""
 
+import math
 
 import numpy as np
 import pytest
@@ -94,6 +95,92 @@ def test_fused_activation_backward(dtype, activation, kw):
     g = RNG.standard_normal(x.shape).astype(dtype)
     got = NAT.activation_backward(g, x, activation, **kw)
     _close(got, dtype, "activation_backward", g, x, activation=activation, **kw)
+
+
+def _gelu_exact(x):
+    """Phi(x) and x phi(x) in float64, from the C library's erfc and exp (math's)."""
+    xd = x.astype(np.float64)
+    cdf = 0.5 * np.vectorize(math.erfc)(-xd / math.sqrt(2))
+    return xd, cdf, xd * np.exp(-xd * xd / 2) / math.sqrt(2 * math.pi)
+
+
+def test_gelu_float32_within_7_ulp_of_the_exact_values():
+    """The float32 kernel's own erfc fit, forward and backward, on a dense grid over
+    |x| <= 13 (beyond, Phi(-|x|) is subnormal) and powers of two down to subnormals: the
+    forward within 7 ulp of x Phi(x) (6 where the CPU has FMA), the backward within 7 ulp
+    of its larger term (Phi or x phi, which cancel near x = -0.75) times g; below FLT_MIN
+    and past 13, off by less than 1e-37."""
+    pow2 = np.float32(2) ** np.arange(-149, 5, dtype=np.float32)
+    x = np.concatenate([np.linspace(-13, 13, 260_001, dtype=np.float32), pow2, -pow2,
+                        np.linspace(13, 40, 1001, dtype=np.float32),
+                        np.linspace(-40, -13, 1001, dtype=np.float32)])
+    xd, cdf, xpdf = _gelu_exact(x)
+    y = NAT.gelu(x)
+    g = RNG.standard_normal(x.shape).astype(np.float32)
+    dx = NAT.gelu_backward(g, x)
+    tiny = np.finfo(np.float32).tiny
+    inner = np.abs(xd) <= 13
+
+    def ulps(err, scale):
+        return err / np.spacing(np.abs(scale).astype(np.float32)).astype(np.float64)
+
+    want = xd * cdf
+    ok = inner & (np.abs(want) >= tiny)
+    assert ulps(np.abs(y - want), want)[ok].max() <= 7
+    assert np.abs(y - want)[~ok].max() < 1e-37
+    want = g * (cdf + xpdf)
+    scale = np.abs(g) * np.maximum(cdf, np.abs(xpdf))
+    ok = inner & (scale >= tiny)
+    # one more rounding than the forward: the product with g
+    assert ulps(np.abs(dx - want), scale)[ok].max() <= 8
+    assert np.abs(dx - want)[~ok].max() < 1e-37
+
+
+def test_gelu_float64_matches_erfc():
+    """float64 stays on the C library's erfc and exp: to the rounding of x / sqrt 2, which
+    the tail's exp(-x^2 / 2) magnifies (to 2e-13 at |x| = 40)."""
+    x = np.concatenate([np.linspace(-40, 40, 40_001), [0.0, -0.0, 1e-300, -1e-300]])
+    xd, cdf, xpdf = _gelu_exact(x)
+    np.testing.assert_allclose(NAT.gelu(x), xd * cdf, rtol=1e-12, atol=1e-300)
+    np.testing.assert_allclose(NAT.gelu_backward(np.ones_like(x), x), cdf + xpdf,
+                               rtol=1e-12, atol=1e-300)
+
+
+MASK_CASES = [((16, 4, 64, 64), (64, 64)), ((16, 4, 64, 64), (1, 1, 64, 64)),
+              ((3, 5, 7), (5, 7)), ((3, 5, 7), (7,)), ((9,), (9,)), ((2, 3), (1, 2, 3)),
+              ((4, 6), (4, 1)), ((4, 6), ()), ((0, 6), (6,)), ((3, 70001), (70001,))]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("a_shape, mask_shape", MASK_CASES)
+@pytest.mark.parametrize("value", [float("-inf"), np.nan, 2.5, 1e300, -3])
+def test_masked_fill_matches_the_reference(dtype, a_shape, mask_shape, value):
+    """Masks repeated over leading dims run natively; the others (inner broadcasting, a
+    0-d mask, a mask of more dims than the input) go to the reference: the same values,
+    shape and dtype either way, NaN inputs kept where the mask is False, 1e300 cast to
+    float32's inf as the reference casts it."""
+    a = _inputs(a_shape, dtype, contiguous=len(a_shape) < 2)
+    mask = RNG.random(mask_shape) < 0.4
+    with np.errstate(all="ignore"):
+        want = REF.masked_fill(a, mask, value)
+        got = NAT.masked_fill(a, mask, value)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_masked_fill_repeated_mask_takes_the_native_path(monkeypatch):
+    calls = []
+    native = _native.masked_fill_rows
+    monkeypatch.setattr(_native, "masked_fill_rows", lambda *a: calls.append(1) or native(*a))
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    NAT.masked_fill(a[:, ::-1], np.ones((1, 3, 4), bool), 0.0)
+    assert calls == [1]
+
+
+def test_masked_fill_gradient_passes_gradcheck():
+    x = torcia.randn(2, 3, 4, dtype=torcia.float64, requires_grad=True)
+    mask = torcia.tensor(RNG.random((3, 4)) < 0.5)
+    gradcheck(lambda x: x.masked_fill(mask, -1.5).sin(), (x,))
 
 
 def test_relu_gradient_is_zero_where_the_input_is_not_positive():
@@ -261,6 +348,13 @@ def test_layer_norm_of_constant_rows_and_nan():
 
 @pytest.mark.parametrize("call, message", [
     (lambda: _native.activation("gelu", np.ones(3, np.int64)), "x must be float32 or float64"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3), np.int64), np.ones(3, bool), 0.0),
+     "a must be float32 or float64"),
+    (lambda: _native.masked_fill_rows(np.ones(3), np.ones(3, bool), 0.0), "a must be 2-D"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3)), np.ones(3), 0.0),
+     "mask must be a C-contiguous bool array"),
+    (lambda: _native.masked_fill_rows(np.ones((2, 3)), np.ones(4, bool), 0.0),
+     r"mask has shape \(4,\), expected \(3,\)"),
     (lambda: _native.activation("gelu", np.ones((3, 4), np.float32).T),
      "x must be C-contiguous"),
     (lambda: _native.activation("swish", np.ones(3, np.float32)), "unknown activation"),

@@ -250,6 +250,21 @@ class NativeKernels:
         ws = _c((w * scale).astype(x.dtype, copy=False))
         return _native.cross_entropy_backward_rows(_c(x), ws, _c(safe))
 
+    # ----- masked_fill with a mask repeated over leading dims (attention's causal mask over
+    # its batch and heads): one native select per element, where NumPy's where walks the
+    # broadcast mask in a general, slower iteration (1.8x on (16, 4, 64, 64) float32) ------
+    def masked_fill(self, a, mask, value):
+        # a mask of more dims than a broadcasts a to its shape: the reference's case
+        inner = _strip_leading_ones(mask) if mask.ndim <= a.ndim else mask
+        if not (_native_ok(a) and mask.dtype == np.bool_ and 0 < inner.ndim <= a.ndim
+                and a.shape[a.ndim - inner.ndim:] == inner.shape and inner.size and a.size):
+            return _FALLBACK.masked_fill(a, mask, value)
+        mask = inner
+        # the value as the reference casts it, then exactly as a double
+        v = float(np.asarray(value, dtype=a.dtype))
+        rows = _c(a).reshape(-1, mask.size)
+        return _native.masked_fill_rows(rows, _c(mask).reshape(-1), v).reshape(a.shape)
+
     # ----- activations: one native pass each, where NumPy makes several (GELU's erf
     # through SciPy) --------------------------------------------------------------------
     def gelu(self, a, approximate="none"):
@@ -422,6 +437,14 @@ def _small_batch(a, b) -> bool:
     return a.shape[-2] * a.shape[-1] * b.shape[-1] < _blas.PARALLEL_WORK
 
 
+def _strip_leading_ones(a):
+    """``a`` without its leading dims of size 1 (a view)."""
+    k = 0
+    while k < a.ndim and a.shape[k] == 1:
+        k += 1
+    return a.reshape(a.shape[k:]) if k else a
+
+
 def _rows_product(a, b) -> bool:
     """``a`` (*, K) @ ``b`` (K, N) as one GEMM over a's rows: both float32 or float64."""
     return (a.ndim >= 2 and b.ndim == 2 and a.shape[-1] == b.shape[0] and _native_ok(a, b))
@@ -545,7 +568,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
-             "batch_norm_backward")
+             "batch_norm_backward", "masked_fill")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
