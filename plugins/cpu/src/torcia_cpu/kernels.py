@@ -68,7 +68,7 @@ class NativeKernels:
             a2 = _as_rows(a)
             with _own_blas_threads(a2.shape[0] * a2.shape[1] * b.shape[1]):
                 out = _native.matmul_batched(_gemm_ready(a2), _gemm_ready(b))
-            return out.reshape(a.shape[:-1] + b.shape[-1:])
+            return _shaped(out, a.shape[:-1] + b.shape[-1:])
         if not _blas.wide(a, b):
             return _FALLBACK.matmul(a, b)
         with _blas.parallel():
@@ -91,7 +91,7 @@ class NativeKernels:
             x2 = _as_rows(x)
             with _own_blas_threads(x2.shape[0] * x2.shape[1] * w.shape[0]):
                 out = _native.linear(_gemm_ready(x2), _gemm_ready(w), _opt_c(b))
-            return out.reshape(x.shape[:-1] + w.shape[:1])
+            return _shaped(out, x.shape[:-1] + w.shape[:1])
         if not _blas.wide(x, w.T):
             return _FALLBACK.linear(x, w, b)
         with _blas.parallel():
@@ -453,6 +453,14 @@ def _rows_product(a, b) -> bool:
 def _as_rows(a):
     """``a`` (*, K) as (rows, K) (``reshape(-1, K)`` fails for K = 0)."""
     return a.reshape(math.prod(a.shape[:-1]), a.shape[-1])
+
+
+def _shaped(out, shape):
+    """``out`` as ``shape``: itself where it has it already. A reshape to the same shape is
+    a view, whose array does not own its memory; the autograd engine then copies a
+    weight's gradient into ``.grad`` instead of taking its buffer, and adds gradients into
+    a new array instead of in place."""
+    return out if out.shape == shape else out.reshape(shape)
 
 
 def _gemm_ready(a):
