@@ -155,3 +155,19 @@ def test_lstm_layer_takes_the_native_path(monkeypatch):
     out, cs, acts = NAT.lstm_layer(xg, h0, c0, w)
     NAT.lstm_layer_backward(out, None, acts, cs, out, h0, c0, w)
     NAT.lstm_layer_backward(None, cs, acts, cs, out, h0, c0, w)
+
+
+def test_two_dim_products_return_arrays_that_own_their_memory():
+    # a view would make the autograd engine copy a weight's gradient into .grad instead of
+    # taking its buffer, and add gradients into new arrays instead of in place
+    a, b, w, bias = (RNG.standard_normal(s).astype(np.float32)
+                     for s in ((6, 5), (5, 4), (4, 5), (4,)))
+    for out, ref in ((NAT.matmul(a, b), a @ b), (NAT.matmul(a.T.T, b), a @ b),
+                     (NAT.linear(a, w, bias), a @ w.T + bias),
+                     (NAT.linear(a, w, None), a @ w.T)):
+        assert out.flags.owndata and out.flags.c_contiguous
+        np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5)
+    # more leading dims are still folded into the rows of one product
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    np.testing.assert_allclose(NAT.linear(x, w, bias), x @ w.T + bias, rtol=1e-5, atol=1e-5)
+
