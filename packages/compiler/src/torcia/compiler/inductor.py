@@ -750,11 +750,7 @@ class CrossEntropyKernel:
                 "    }\n"
                 f"    loss[0] = T({finish});\n"
                 "    return -1;\n}\n")
-        self.path = build(self.source)
-        key = str(self.path)
-        if key not in _loaded:
-            _loaded[key] = ctypes.CDLL(key)
-        self.fn = _loaded[key].kernel
+        self.path, self.fn = load(self.source)
         self.fn.restype = None if backward else ctypes.c_int64
         self.fn.argtypes = [ctypes.c_void_p] * 4
         from torcia.compiler import log
@@ -1064,11 +1060,7 @@ class PoolKernel:
         self.source = source
         planes, h, w, oh, ow, _ = spec
         self.spec, self.dtype, self.backward, self.masked = spec, dtype, backward, masked
-        self.path = build(source)
-        key = str(self.path)
-        if key not in _loaded:
-            _loaded[key] = ctypes.CDLL(key)
-        self.fn = _loaded[key].kernel
+        self.path, self.fn = load(source)
         self.fn.restype = ctypes.c_int64 if backward else None
         self.fn.argtypes = [ctypes.c_void_p] * (4 if masked else 3)
         self.in_size, self.out_size = planes * h * w, planes * oh * ow
@@ -1189,6 +1181,16 @@ def build(source: str) -> Path:
     raise RuntimeError(f"compiling a fused kernel failed:\n{errors}")
 
 
+def load(source: str):
+    """``(path, kernel)``: the shared library of ``source`` (built unless the cache has it)
+    and its ``kernel`` function, the library loaded once per process."""
+    path = build(source)
+    key = str(path)
+    if key not in _loaded:
+        _loaded[key] = ctypes.CDLL(key)
+    return path, _loaded[key].kernel
+
+
 class FusedKernel:
     """A generated elementwise kernel: called with its input arrays, returns the result
     (with ``kept_shape``, the chain's values before the reduction too, as a pair)."""
@@ -1196,11 +1198,7 @@ class FusedKernel:
     def __init__(self, source, shapes, shape, dtype, ops, kept_shape=None):
         n_inputs = len(shapes)
         self.shapes = [tuple(s) for s in shapes]
-        self.path = build(source)
-        key = str(self.path)
-        if key not in _loaded:
-            _loaded[key] = ctypes.CDLL(key)
-        self.fn = _loaded[key].kernel
+        self.path, self.fn = load(source)
         self.fn.restype = None
         self.kept_shape = kept_shape
         n_out = 1 if kept_shape is None else 2
