@@ -338,6 +338,15 @@ static void check_blas_dim(const std::string& fn, int64_t v) {
   if (v > (int64_t(1) << 31) - 1) fail(fn, "a matrix dimension exceeds BLAS's 32-bit range");
 }
 
+// Whether a convolution of window g, n samples, c input and o output channels and an
+// output of oh x ow runs by Winograd (winograd.h): a 3x3 window of stride 1 without
+// dilation, in a layer whose sizes repay the transforms.
+static bool winograd_applies(const Window& g, int64_t n, int64_t c, int64_t o, int64_t oh,
+                             int64_t ow) {
+  return winograd_enabled && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
+         g.dw == 1 && winograd::worth(n, c, o, oh, ow);
+}
+
 // Output rows shorter than this gather their columns through a table of offsets, one per
 // tap and output position, padding reading a zero kept past a copy of the plane: at
 // ResNet's 4x4 and 2x2 planes a row piece is 2-4 elements, and the memcpy and memset
@@ -462,8 +471,7 @@ py::array_t<T> conv2d(carray<T> x, carray<T> wt, std::optional<carray<T>> bias, 
   const T* src = x.data();
   const T* wp = wt.data();
   const T* bp = bias ? bias->data() : nullptr;
-  if (winograd_enabled && g.kh == 3 && g.kw == 3 && g.sh == 1 && g.sw == 1 && g.dh == 1 &&
-      g.dw == 1 && winograd::worth(n, c, o, oh, ow)) {
+  if (winograd_applies(g, n, c, o, oh, ow)) {
     py::gil_scoped_release release;
     winograd::conv3x3(src, n, c, h, w, wp, false, o, bp, g.ph, g.pw, oh, ow, dst,
                       get_num_threads());
@@ -473,7 +481,8 @@ py::array_t<T> conv2d(carray<T> x, carray<T> wt, std::optional<carray<T>> bias, 
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
   const std::vector<Tap> taps = window_taps(g, h, w);
-  const std::vector<int32_t> off = short_row_offsets(g, taps, h, w);
+  const std::vector<int32_t> off = direct ? std::vector<int32_t>()
+                                          : short_row_offsets(g, taps, h, w);
   {
     py::gil_scoped_release release;
 #pragma omp parallel if (threads)
@@ -521,8 +530,7 @@ py::array_t<T> conv2d_weight(carray<T> x, carray<T> gy, int64_t kh, int64_t kw, 
   if (out.size() == 0 || n == 0 || p == 0) return out;
   const T* src = x.data();
   const T* gp = gy.data();
-  if (winograd_enabled && kh == 3 && kw == 3 && sh == 1 && sw == 1 && dh == 1 && dw == 1 &&
-      winograd::worth(n, c, o, g.oh, g.ow)) {
+  if (winograd_applies(g, n, c, o, g.oh, g.ow)) {
     py::gil_scoped_release release;
     winograd::conv3x3_weight(src, n, c, h, w, gp, o, ph, pw, g.oh, g.ow, dst,
                              get_num_threads());
@@ -532,7 +540,8 @@ py::array_t<T> conv2d_weight(carray<T> x, carray<T> gy, int64_t kh, int64_t kw, 
   const int64_t nb = identity_window(g, h, w) ? 1 : chunk_samples(n, p, threads);
   const bool direct = nb == 1 && identity_window(g, h, w);
   const std::vector<Tap> taps = window_taps(g, h, w);
-  const std::vector<int32_t> off = short_row_offsets(g, taps, h, w);
+  const std::vector<int32_t> off = direct ? std::vector<int32_t>()
+                                          : short_row_offsets(g, taps, h, w);
   {
     py::gil_scoped_release release;
     // each thread sums its chunks' products into its own (O, K), added up at the end
@@ -589,9 +598,7 @@ py::array_t<T> conv2d_transpose(carray<T> x, carray<T> wt, int64_t h, int64_t w,
   const T* src = x.data();
   const T* wp = wt.data();
   // stride 1: the correlation of x with the rotated filters, padded by 2 - padding
-  if (winograd_enabled && out.size() > 0 && g.kh == 3 && g.kw == 3 && g.sh == 1 &&
-      g.sw == 1 && g.dh == 1 && g.dw == 1 && g.ph <= 2 && g.pw <= 2 &&
-      winograd::worth(n, ci, co, h, w)) {
+  if (out.size() > 0 && g.ph <= 2 && g.pw <= 2 && winograd_applies(g, n, ci, co, h, w)) {
     py::gil_scoped_release release;
     winograd::conv3x3(src, n, ci, x.shape(2), x.shape(3), wp, true, co, static_cast<T*>(nullptr),
                       2 - g.ph, 2 - g.pw, h, w, dst, get_num_threads());
