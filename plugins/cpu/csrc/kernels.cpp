@@ -357,8 +357,11 @@ constexpr int64_t kShortRow = 16;
 // zero) where it reads padding; empty where the rows are long enough to copy.
 static std::vector<int32_t> short_row_offsets(const Window& g, const std::vector<Tap>& taps,
                                               int64_t h, int64_t w) {
-  if (g.ow >= kShortRow || h * w >= (int64_t(1) << 30)) return {};
   const int64_t p = g.oh * g.ow;
+  // the offsets (up to h * w) and the adjoint's (up to taps * p) are 32-bit
+  if (g.ow >= kShortRow || h * w >= (int64_t(1) << 30) ||
+      static_cast<int64_t>(taps.size()) * p >= (int64_t(1) << 30))
+    return {};
   std::vector<int32_t> off(taps.size() * p, static_cast<int32_t>(h * w));
   for (size_t t = 0; t < taps.size(); ++t)
     for (int64_t i = taps[t].ilo; i < taps[t].ihi; ++i)
