@@ -54,12 +54,13 @@ TORCIA_INLINE T nonpositive(T x) {
 // x^2 is split into its rounded value and the rounding error (an FMA), so that
 // exp(-x^2 / 2) keeps its relative accuracy in the tail, where x^2 is near 170 and its
 // rounding alone would cost 100 ulp (std::fma: one instruction in the AVX2 and AVX-512
-// clones, a library call only in the baseline one, for CPUs without FMA). Against float64, for |x| <= 13 (beyond, Phi(-|x|) is
-// subnormal): at most 6 ulp for the forward, and for the backward 6 ulp of its larger
-// term (Phi or x e / sqrt(2 pi)); 7 in the baseline clone, whose products and sums round
-// separately. From |x| = 13.2, where Phi(-|x|) < 5e-40,
-// e is 0: the clamped |x| keeps exp in range, and inf gives inf * 0 as the reference
-// (NaN propagates: the clamp and the select keep it, and 1 - 0 times NaN is NaN).
+// clones, a library call only in the baseline one, for CPUs without FMA). Against
+// float64, for |x| <= 13 (beyond, Phi(-|x|) is subnormal): at most 6 ulp for the forward,
+// and for the backward 6 ulp of its larger term (Phi or x e / sqrt(2 pi)); 7 in the
+// baseline clone, whose products and sums round separately. From |x| = 13.2, where
+// Phi(-|x|) < 5e-40, e is 0: the clamped |x| keeps exp in range, and inf gives inf * 0 as
+// the reference (NaN propagates: the clamp and the select keep it, and 1 - 0 times NaN is
+// NaN).
 static TORCIA_INLINE float gelu_cdf(float x, float& e) {
   constexpr float kTail = 13.2f;  // exp(-kTail^2 / 2) is still normal
   const float a = std::min(std::fabs(x), kTail);

@@ -32,7 +32,8 @@ using std::int64_t;
 // Its GEMMs' strides (o * c, channels * tiles) must also fit BLAS's 32-bit integers.
 inline bool worth(int64_t n, int64_t c, int64_t o, int64_t oh, int64_t ow) {
   const int64_t tiles = n * ((oh + 1) / 2) * ((ow + 1) / 2), most = (int64_t(1) << 31) - 1;
-  return c >= 8 && o >= 8 && tiles >= 256 && o * c <= most / 16 && std::max(c, o) * tiles <= most / 16;
+  return c >= 8 && o >= 8 && tiles >= 256 && o * c <= most / 16 &&
+         std::max(c, o) * tiles <= most / 16;
 }
 
 // U (16, O, C): each filter's G g G^T. With `flipped` the weight is a transposed
