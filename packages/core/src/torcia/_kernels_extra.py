@@ -127,7 +127,19 @@ class ExtraKernels:
         return _cum_extreme(self.xp, a, dim, self.xp.minimum)
 
     def logcumsumexp(self, a, dim):
-        return self.xp.logaddexp.accumulate(a, axis=dim)
+        xp = self.xp
+        if a.dtype.kind != "c":
+            return xp.logaddexp.accumulate(a, axis=dim)
+        # logaddexp has no complex loop: accumulate along dim, each step shifted by the
+        # greater real part of the two terms
+        out = xp.moveaxis(a.copy(), dim, 0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i in range(1, out.shape[0]):
+                x, y = out[i - 1], out[i]
+                big = xp.where(x.real >= y.real, x, y)
+                small = xp.where(x.real >= y.real, y, x)
+                out[i] = big + xp.log1p(xp.exp(small - big))
+        return xp.moveaxis(out, 0, dim)
 
     # ----- gathering and shaping ---------------------------------------------------------
     def repeat_interleave(self, a, repeats, dim=None):

@@ -30,6 +30,7 @@ from torcia._tensor import (
     active_modes,
     binary,
     canonical_device,
+    check_overlap,
     inplace,
     load_autograd,
     parse_to,
@@ -53,6 +54,18 @@ def _make_inplace(fn):
 
 for _name in _ops.INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(getattr(_ops, _name)))
+
+
+def masked_fill_(self, mask, value):
+    """In-place :meth:`Tensor.masked_fill`. A 0-dim ``value`` outside the graph is read as
+    a number, as PyTorch reads it (so it may be an element of ``self``)."""
+    if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
+        value = value.item()
+    return inplace(_ops.masked_fill, self, mask, value)
+
+
+masked_fill_.__doc__ += _ops._inplace_example("masked_fill")
+Tensor.masked_fill_ = masked_fill_
 for _name in _ops_extra.METHODS:
     setattr(Tensor, _name, getattr(_ops_extra, _name))
 for _name in _ops_extra.INPLACE:
@@ -89,18 +102,9 @@ for _name, _fn in {**_ops_compat.EXTRA_METHODS, **_ops_nn_top.METHODS}.items():
 
 def _reflected(op, float_op=False):
     def method(self, other):
-        return binary(op, _scalar_tensor(other, self), self, float_op)
+        return binary(op, other, self, float_op)
 
     return method
-
-
-def _scalar_tensor(value, like):
-    """The left operand of a reflected operator as a tensor on ``like``'s device; a Python
-    number becomes a 0-dim tensor of the dtype it would promote to."""
-    if isinstance(value, (int, float, bool)):
-        dt = D.tensor_scalar_dtype(like.dtype, type(value))
-        return C.tensor(value, dtype=dt, device=like.device)
-    return C.tensor(value, device=like.device)
 
 
 Tensor.__add__ = lambda self, other: binary("add", self, other)
@@ -112,8 +116,7 @@ Tensor.__rmul__ = lambda self, other: binary("mul", self, other)
 Tensor.__truediv__ = lambda self, other: binary("div", self, other, True)
 Tensor.__rtruediv__ = _reflected("div", True)
 Tensor.__floordiv__ = lambda self, other: _ops.div(self, other, rounding_mode="floor")
-Tensor.__rfloordiv__ = lambda self, other: _ops.div(_scalar_tensor(other, self), self,
-                                                    rounding_mode="floor")
+Tensor.__rfloordiv__ = lambda self, other: _ops.div(other, self, rounding_mode="floor")
 Tensor.__mod__ = lambda self, other: binary("remainder", self, other)
 Tensor.__rmod__ = _reflected("remainder")
 Tensor.__pow__ = lambda self, other: binary("pow", self, other)
@@ -410,6 +413,7 @@ def _fill_from(self, arr) -> Tensor:
     if self._requires_grad and self.grad_fn is None and STATE.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
+    check_overlap(self)
     if isinstance(arr, np.ndarray) or self._device is CPU:
         arr = np.asarray(arr).astype(self.dtype.to_numpy())
         if self._device is not CPU:
@@ -492,7 +496,6 @@ def apply_(self, fn):
 
 
 Tensor.apply_ = apply_
-Tensor.storage_offset = lambda self: 0
 Tensor.get_device = lambda self: -1 if self._device is CPU else self._device.index
 Tensor.is_shared = lambda self: False
 Tensor.is_sparse = False
@@ -727,11 +730,6 @@ True""",
 (0, 0)""",
     "apply_": """>>> torcia.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
 tensor([10., 20.])""",
-    "storage_offset": """The offset of the first element in the storage: 0, as each torcia tensor's
-data starts its storage.
-
->>> torcia.arange(4).storage_offset()
-0""",
     "is_shared": """Whether the tensor is in shared memory: False (see :meth:`share_memory_`).
 
 >>> torcia.tensor([1.0]).is_shared()

@@ -57,7 +57,8 @@ def _check_divisor(xp, a, b) -> None:
 _REAL_ONLY = {
     **{op: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')
        for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
-                  "floor_divide", "kthvalue", "median_dim", "mode_dim")},
+                  "floor_divide", "kthvalue", "median_dim", "mode_dim", "hypot", "xlogy",
+                  "atan2")},
     "amax": (NotImplementedError, '"max_values_cpu" not implemented for \'{}\''),
     "amin": (NotImplementedError, '"min_values_cpu" not implemented for \'{}\''),
     "max_dim": (RuntimeError, "max(): does not support complex input"),
@@ -146,6 +147,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def sigmoid(self, a):
         xp = self.xp
+        if a.dtype.kind == "c":
+            # the formula below orders its operands: complex ones have no order
+            return 1 / (1 + xp.exp(-a))
         # NOTE: written through exp(-|a|) so nothing overflows: sigmoid(|a|) = 1 / (1 + e),
         # and for a < 0 that times e. max(e, a >= 0) picks the factor (e <= 1) without
         # xp.where, which NumPy runs 3x slower than the rest of the kernel on float32
@@ -252,7 +256,12 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def xlogy(self, a, b):
         xp = self.xp
-        return xp.where(a == 0, xp.zeros((), dtype=xp.result_type(a, b)), a * xp.log(b))
+        # a Python number b is of a's dtype (xp.log would make it float64); 0 * log(nan)
+        # is nan, 0 * log(anything else) 0
+        b = b if isinstance(b, xp.ndarray) else xp.asarray(b, dtype=a.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)),
+                            a * xp.log(b))
 
     def round(self, a, decimals=0):
         return self.xp.round(a, decimals)
@@ -330,7 +339,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def logsumexp(self, a, dim=None, keepdim=False):
         xp = self.xp
-        m = xp.amax(a, axis=dim, keepdims=True)
+        # a complex input is shifted by its greatest real part (what sets the magnitude)
+        m = xp.amax(a.real, axis=dim, keepdims=True) if a.size else xp.zeros(
+            (1,) * a.ndim, a.real.dtype)
         m = xp.where(xp.isfinite(m), m, 0)
         with np.errstate(divide="ignore"):  # all -inf: log(0) is the right answer
             out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
@@ -414,17 +425,18 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return self.xp.expand_dims(a, dim)
 
     def expand(self, a, shape):
+        # a writable view (np.broadcast_to's is read-only): PyTorch writes into an expanded
+        # tensor whose stride-0 dims have size 1, and refuses the others before any write
+        # (torcia._tensor.check_overlap)
+        lead = len(shape) - a.ndim
+        strides = [0] * lead
+        for n, size, stride in zip(a.shape, shape[lead:], a.strides):
+            strides.append(stride if n == size else 0)
         if self.xp is np and a.__class__ is np.ndarray and a.flags.c_contiguous:
-            # NOTE: np.broadcast_to costs 2 us in Python; a strided ndarray over the same
-            # buffer is the same read-only view in a quarter of that
-            lead = len(shape) - a.ndim
-            strides = [0] * lead
-            for n, size, stride in zip(a.shape, shape[lead:], a.strides):
-                strides.append(stride if n == size else 0)
-            out = np.ndarray(shape, a.dtype, a, 0, strides)
-            out.flags.writeable = False
-            return out
-        return self.xp.broadcast_to(a, shape)
+            # NOTE: as_strided costs 2 us in Python; a strided ndarray over the same buffer
+            # is the same view in a quarter of that
+            return np.ndarray(shape, a.dtype, a, 0, strides)
+        return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
 
     def narrow(self, a, dim, start, length):
         idx = [slice(None)] * a.ndim
@@ -450,11 +462,17 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return d
 
     def as_strided(self, a, size, stride, storage_offset=0):
+        # a is a storage (a tensor that is no view): its memory, in memory order, is the
+        # flat array indexed here; the public function checks the bounds
         xp = self.xp
         item = a.itemsize
-        flat = a.reshape(-1)[storage_offset:]
+        if a.flags.c_contiguous or a.flags.f_contiguous:
+            flat = a.ravel(order="K")
+        else:
+            span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // item
+            flat = xp.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
         return xp.lib.stride_tricks.as_strided(
-            flat, shape=size, strides=tuple(s * item for s in stride)
+            flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
         )
 
     def getitem(self, a, key):
@@ -502,7 +520,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return tuple(xp.split(a, bounds, axis=dim))
 
     def gather(self, a, index, dim):
-        return self.xp.take_along_axis(a, index, axis=dim)
+        # the result has the index's shape: take_along_axis would broadcast a smaller index
+        # across the dims not gathered
+        return a[self._scatter_index(index, dim)]
 
     def take_along_dim(self, a, indices, dim=None):
         xp = self.xp

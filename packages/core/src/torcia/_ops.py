@@ -16,7 +16,18 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import ops as _oplist
-from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
+from torcia._tensor import (
+    Tensor,
+    _as_operand,
+    _cpp_name,
+    _wrap_dim,
+    binary,
+    call,
+    check_overlap,
+    result_type,
+    unary,
+    write_inplace,
+)
 from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
@@ -79,13 +90,9 @@ def _infer_shape(shape, numel: int, src_shape) -> tuple:
     return tuple(shape)
 
 
-def _tensor_arg(x, name="input", like=None) -> Tensor:
+def _tensor_arg(x, name="input") -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (int, float, bool)) and like is not None:
-        from torcia._creation import tensor
-
-        return tensor(x, dtype=like.dtype, device=like.device)
     raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
@@ -413,7 +420,7 @@ def div(input, other, *, rounding_mode=None):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found '{rounding_mode}'")
     if not isinstance(input, Tensor):
-        input = _tensor_arg(input, like=other)
+        input = _as_operand(input, other)
     if isinstance(other, Tensor):
         dt = D.result_type_of([t.dtype for t in (input, other) if t.ndim],
                               [t.dtype for t in (input, other) if not t.ndim], ())
@@ -439,8 +446,6 @@ def pow(input, exponent):
     >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
     tensor([2.0000, 1.4142])
     """
-    if not isinstance(input, Tensor):
-        return binary("pow", _tensor_arg(input, like=exponent), exponent)
     return binary("pow", input, exponent)
 
 
@@ -453,8 +458,9 @@ def float_power(input, exponent):
     >>> torcia.float_power(torcia.tensor([2, 3]), 2)
     tensor([4., 9.], dtype=torcia.float64)
     """
-    return pow(input.to(D.float64), exponent.to(D.float64) if isinstance(exponent, Tensor)
-               else exponent)
+    dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
+    return pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
+               to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
 
 
 def round(input, *, decimals=0):
@@ -482,16 +488,19 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dt = input.dtype
-    for bound in (min, max):
-        if isinstance(bound, float) and dt.category < 2:
-            dt = D.get_default_dtype()
-        elif isinstance(bound, Tensor):
-            dt = D.promote_types(dt, bound.dtype) if bound.ndim else dt
+    dt = result_type(input, min, max)
     x = input if input.dtype is dt else input.to(dt)
-    lo = min.to(dt) if isinstance(min, Tensor) and min.dtype is not dt else min
-    hi = max.to(dt) if isinstance(max, Tensor) and max.dtype is not dt else max
-    return call("clamp", (x, lo, hi), {})
+    return call("clamp", (x, _operand_as(min, dt), _operand_as(max, dt)), {})
+
+
+def _operand_as(x, dt):
+    """A tensor or Python-number operand of an op computing in ``dt``, converted to it: a
+    number as PyTorch's scalars, so -1 bounds a uint8 tensor at 255."""
+    if isinstance(x, Tensor):
+        return x if x.dtype is dt else to_dtype(x, dt)
+    if x is None or dt.category == 3 or x.__class__ is complex:
+        return x
+    return np.array(x).astype(dt.to_numpy())[()]
 
 
 clip = clamp
@@ -618,7 +627,36 @@ def lerp(input, end, weight):
     >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5000, 12.5000])
     """
-    return call("lerp", (input, end, weight), {})
+    _tensor_arg(end, "end")
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype and (
+                name == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {_cpp_name(input.dtype)} for `{name}` but got "
+                               f"dtype {_cpp_name(other.dtype)}")
+    if input.dtype.category < 2:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
+                                  f"'{_tname(input.dtype)}'")
+    return call("lerp", (input, end, _operand_as(weight, input.dtype)), {})
+
+
+def _pointwise3(name, input, tensor1, tensor2, value):
+    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
+    _tensor_arg(tensor1, "tensor1")
+    _tensor_arg(tensor2, "tensor2")
+    dt = result_type(input, tensor1, tensor2)
+    if name == "addcdiv" and tensor1.dtype.category < 2 and tensor2.dtype.category < 2:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    if dt is D.bool_:
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    return call(name, tuple(_operand_as(t, dt) for t in (input, tensor1, tensor2)),
+                {"value": _operand_as(value, dt)})
 
 
 def addcmul(input, tensor1, tensor2, *, value=1):
@@ -631,7 +669,7 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcmul(x, a, b, value=0.5)
     tensor([2.5000, 5.0000])
     """
-    return call("addcmul", (input, tensor1, tensor2), {"value": value})
+    return _pointwise3("addcmul", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *, value=1):
@@ -644,7 +682,7 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcdiv(x, a, b, value=2)
     tensor([2., 5.])
     """
-    return call("addcdiv", (input, tensor1, tensor2), {"value": value})
+    return _pointwise3("addcdiv", input, tensor1, tensor2, value)
 
 
 def masked_fill(input, mask, value):
@@ -696,6 +734,14 @@ def to_dtype(input, dtype) -> Tensor:
     if input.dtype is dtype:
         return input
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
+def _to_float(input) -> Tensor:
+    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
+    compute in floating point take it; float and complex inputs are returned as they are."""
+    if input.dtype.category >= 2:
+        return input
+    return call("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
 
 
 # ---------------------------------------------------------------------------------------
@@ -1044,8 +1090,7 @@ def logsumexp(input, dim, keepdim=False):
     >>> torcia.logsumexp(torcia.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
     tensor([6.9315e-01, 1.0007e+03])
     """
-    if not input.dtype.is_floating_point:
-        input = to_dtype(input, D.get_default_dtype())
+    input = _to_float(input)
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
@@ -1508,8 +1553,10 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return _view_call("diagonal", input, {"offset": offset, "dim1": d1, "dim2": d2})
 
 
-def as_strided(input, size, stride, storage_offset=0):
-    """A view of ``input``'s storage with the given ``size``, ``stride`` and ``storage_offset``.
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and
+    ``storage_offset`` (in elements; by default ``input``'s own). The storage is the memory
+    of the tensor ``input`` is a view of: ``input``'s own shape and strides play no part.
 
     Examples
     --------
@@ -1518,9 +1565,45 @@ def as_strided(input, size, stride, storage_offset=0):
     >>> torcia.as_strided(x, (2, 2), (1, 2))
     tensor([[0, 2],
             [1, 3]])
+    >>> torcia.as_strided(x[2:], (2,), (1,)), torcia.as_strided(x[2:], (2,), (1,), 0)
+    (tensor([2, 3]), tensor([0, 1]))
     """
-    return _view_call("as_strided", input, {"size": tuple(size), "stride": tuple(stride),
-                                            "storage_offset": storage_offset})
+    from torcia._storage import storage_size
+
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: got {len(size)} sizes "
+                           f"and {len(stride)} strides")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    if builtins.any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(size)}"
+                           f": {list(size)}")
+    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    need = 0 if 0 in size else offset + 1 + builtins.sum(
+        (n - 1) * st for n, st in zip(size, stride))
+    have = storage_size(input)
+    if need > have:
+        item = input._data.itemsize
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {item} requiring a storage size of "
+                           f"{need * item} are out of bounds for storage of size {have * item}")
+    params = {"size": size, "stride": stride, "storage_offset": offset}
+    root = input._base
+    if root is None:
+        return _view_call("as_strided", input, params)
+    if input._requires_grad and not root._requires_grad:
+        # the gradient would go to a base outside the graph: read the storage through
+        # input, which holds it all when it is contiguous and starts it
+        if input.storage_offset() or not input.is_contiguous() or input.numel() != have:
+            raise RuntimeError("as_strided of a view that requires grad while its base does "
+                               "not reaches memory outside the view; call .clone() first")
+        return _view_call("as_strided", input, params)
+    # the view's geometry is relative to the storage: take it from the base
+    return _view_call("as_strided", root, params)
 
 
 def detach(input):
@@ -1824,8 +1907,11 @@ def setitem(input, key, value):
                 f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
                 f"broadcast to indexing result of shape {list(target)}") from None
         value = permute(expand(value, *target), _moved(*placement, len(target), False))
-    inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
-            input, value)
+    if not advanced:
+        # PyTorch copies into the region input[key]: what the value may not partly overlap
+        check_overlap(call("getitem", (input,), {"key": k}, view_of=input), (value,))
+    write_inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
+                  input, (value,), {}, (value,) if advanced else ())
 
 
 def index_put(input, indices, values, accumulate=False):
@@ -2026,14 +2112,24 @@ def tensor_split(input, indices_or_sections, dim=0):
     """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1 or indices_or_sections.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor of dtype long, but "
+                               f"got a tensor with {indices_or_sections.ndim} dims and dtype "
+                               f"{indices_or_sections.dtype}")
+        indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
-    else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), size)
-                        for i in indices_or_sections] + [size]
-        sections = [builtins.max(b - a, 0) for a, b in zip(bounds, bounds[1:])]
-    return split(input, sections, d)
+        return split(input, sections, d)
+    # each piece is input[start:end] along d, with a Python slice's reading of negative and
+    # out-of-range bounds: pieces can be empty, or overlap when the indices decrease
+    bounds = [0, *(int(i) for i in indices_or_sections), None]
+    head = (slice(None),) * d
+    return tuple(getitem(input, (*head, slice(a, b))) for a, b in zip(bounds, bounds[1:]))
 
 
 def unbind(input, dim=0):

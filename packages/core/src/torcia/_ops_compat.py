@@ -17,8 +17,8 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_extra
-from torcia._tensor import Tensor, inplace
+from torcia import _ops, _ops_complex, _ops_extra
+from torcia._tensor import Tensor, _torch_name, inplace, result_type
 from torcia.amp import autocast_as
 
 inf = math.inf
@@ -191,7 +191,9 @@ def deg2rad(input):
     >>> torcia.deg2rad(torcia.tensor([180.0, 90.0]))
     tensor([3.1416, 1.5708])
     """
-    return _float(input) * (math.pi / 180.0)
+    _no_complex(input.dtype, "deg2rad", RuntimeError,
+                "deg2rad is not supported for complex tensors.")
+    return _ops._to_float(input) * (math.pi / 180.0)
 
 
 def rad2deg(input):
@@ -203,11 +205,16 @@ def rad2deg(input):
     >>> torcia.rad2deg(torcia.tensor([3.141592653589793]))
     tensor([180.])
     """
-    return _float(input) * (180.0 / math.pi)
+    _no_complex(input.dtype, "rad2deg", RuntimeError,
+                "rad2deg is not supported for complex tensors.")
+    return _ops._to_float(input) * (180.0 / math.pi)
 
 
-def _float(input):
-    return input if input.is_floating_point() else input.to(D.get_default_dtype())
+def _no_complex(dtype, name, error=NotImplementedError, message=None):
+    """PyTorch's refusal of an op it has no complex kernel of, computing in ``dtype``:
+    ``error(message)``, by default its dispatcher's ``"name_cpu" not implemented``."""
+    if dtype.category == 3:
+        raise error(message or f'"{name}_cpu" not implemented for \'{_torch_name(dtype)}\'')
 
 
 def logaddexp(input, other):
@@ -261,10 +268,15 @@ def copysign(input, other):
     >>> torcia.copysign(torcia.tensor([1.0, -2.0]), torcia.tensor([-1.0, -0.0]))
     tensor([-1., -2.])
     """
-    other_t = other if isinstance(other, Tensor) else C.tensor(float(other))
-    neg = C.tensor(np.signbit(other_t.detach().cpu().numpy()), device=input.device)
-    mag = _float(input).abs()
-    return _ops.where(neg, -mag, mag)
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    _no_complex(dt, "copysign")
+    mag = _ops.to_dtype(input, dt).abs()
+    # the gradient flows to input only (PyTorch's: other's sign is piecewise constant)
+    if not isinstance(other, Tensor):
+        return -mag if math.copysign(1.0, other) < 0 else mag
+    return _ops.where(_ops.signbit(other), -mag, mag)
 
 
 def ldexp(input, other):
@@ -276,8 +288,10 @@ def ldexp(input, other):
     >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
     tensor([8.0000, 1.5000])
     """
-    return _float(input) * (2.0 ** other.to(D.float32 if not input.is_floating_point()
-                                            else input.dtype))
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    return _ops.to_dtype(input, dt) * _ops.pow(2.0, _ops.to_dtype(other, dt))
 
 
 def _int_binary(name, fn, input, other):
@@ -337,14 +351,16 @@ def isposinf(input):
 
 
 def isreal(input):
-    """Where the value is real: everywhere, for torcia's real dtypes.
+    """Where the value is real: an imaginary part of 0 (everywhere, for real dtypes).
 
     Examples
     --------
     >>> import torcia
-    >>> torcia.isreal(torcia.tensor([1.0, 2.0]))
-    tensor([True, True])
+    >>> torcia.isreal(torcia.tensor([1.0, 2.0 - 0.5j, 3.0 + 0j]))
+    tensor([ True, False,  True])
     """
+    if input.dtype.category == 3:
+        return _ops_complex.imag(input) == 0
     return C.ones(*input.shape, dtype=D.bool_, device=input.device)
 
 

@@ -8,7 +8,15 @@ Multi-output ops return named tuples (``values``/``indices``...).
 from __future__ import annotations
 
 from torcia import _dtype as D
-from torcia._ops import _check_range, _index_tensor, _return_type, reshape, take_along_dim, to_dtype
+from torcia._ops import (
+    _check_range,
+    _index_tensor,
+    _return_type,
+    _to_float,
+    reshape,
+    take_along_dim,
+    to_dtype,
+)
 from torcia._tensor import Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -364,8 +372,7 @@ def logcumsumexp(input, dim):
     >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
     tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
     """
-    if not input.dtype.is_floating_point:
-        input = to_dtype(input, D.get_default_dtype())
+    input = _to_float(input)
     d = _wrap_dim(dim, input.ndim)
     out = call("logcumsumexp", (_at_least_1d(input),), {"dim": d})
     return _back_to_0d(input, out)[0]

@@ -1,0 +1,218 @@
+"""PyTorch's semantics in the long tail (issue #36): each test pins a case that used to give
+a silently wrong answer, refuse valid input or accept invalid input. Expected values are
+derived by hand in the comments; the op database (tests/opinfo) checks the same ops against
+torch on generated inputs."""
+
+import math
+
+import numpy as np
+import pytest
+
+import torcia
+
+# ----- gathering and splitting -------------------------------------------------------------
+
+
+def test_gather_result_has_the_index_shape():
+    # x = [[0,1],[2,3],[4,5],[6,7]]; out[i][0] = x[index[i][0]][0] = x[2][0], x[2][0], x[3][0]
+    x = torcia.arange(8).view(4, 2)
+    out = torcia.gather(x, 0, torcia.tensor([[2], [2], [3]]))
+    assert out.tolist() == [[4], [4], [6]]
+
+
+@pytest.mark.parametrize("indices, pieces", [
+    ([-2, 5], [[0, 1, 2, 3, 4], [], [5, 6]]),        # -2 is 5: x[0:5], x[5:5], x[5:]
+    ([-5, -2], [[0, 1], [2, 3, 4], [5, 6]]),         # x[0:2], x[2:5], x[5:]
+    ([3, 1], [[0, 1, 2], [], [1, 2, 3, 4, 5, 6]]),   # x[3:1] is empty, x[1:] overlaps
+    ([-9, 3], [[], [0, 1, 2], [3, 4, 5, 6]]),        # -9 clamps to 0
+])
+def test_tensor_split_reads_indices_as_python_slices(indices, pieces):
+    out = torcia.tensor_split(torcia.arange(7), indices)
+    assert [p.tolist() for p in out] == pieces
+    assert [p.tolist() for p in torcia.tensor_split(torcia.arange(7),
+                                                    torcia.tensor(indices))] == pieces
+
+
+# ----- promotion -------------------------------------------------------------------------
+
+
+def test_python_scalar_base_promotes_with_an_integer_exponent():
+    # (-0.5) ** [1, 2, 3] in the default float dtype, not truncated to uint8
+    out = torcia.pow(-0.5, torcia.tensor([1, 2, 3], dtype=torcia.uint8))
+    assert out.dtype is torcia.float32 and out.tolist() == [-0.5, 0.25, -0.125]
+    # a number on the left keeps a float16 tensor float16 (a wrapped number, not a tensor)
+    assert (2.5 ** torcia.tensor(2.0, dtype=torcia.float16)).dtype is torcia.float16
+    # and wraps like PyTorch's scalar in an integer dtype: 300 - 1 = 299 = 43 mod 256
+    assert (300 - torcia.tensor([1], dtype=torcia.uint8)).tolist() == [43]
+
+
+def test_xlogy_of_an_integer_tensor_and_a_python_number_is_float32():
+    out = torcia.xlogy(torcia.tensor([1, 2]), 3)
+    assert out.dtype is torcia.float32
+    np.testing.assert_allclose(out.numpy(), [math.log(3), 2 * math.log(3)], rtol=1e-6)
+
+
+def test_clamp_promotes_with_a_zero_dim_bound_and_wraps_integer_bounds():
+    # a 0-dim float64 bound outranks an integer tensor's category: float64
+    out = torcia.clamp(torcia.tensor([1, 2]), min=torcia.tensor(1.5, dtype=torcia.float64))
+    assert out.dtype is torcia.float64 and out.tolist() == [1.5, 2.0]
+    # -1 as a uint8 bound is 255, so every element is clamped up to 255
+    out = torcia.clamp(torcia.tensor([1, 2], dtype=torcia.uint8), min=-1)
+    assert out.dtype is torcia.uint8 and out.tolist() == [255, 255]
+
+
+def test_addcmul_promotes_its_three_tensors_and_casts_value():
+    one = torcia.ones(2)
+    assert torcia.addcmul(one, one.double(), one).dtype is torcia.float64
+    # value 2.5 in int64 is 2: 1 + 2 * 1 * 3 = 7
+    i = torcia.ones(2, dtype=torcia.int64)
+    assert torcia.addcmul(i, i, i * 3, value=2.5).tolist() == [7, 7]
+    with pytest.raises(RuntimeError, match="Integer division with addcdiv"):
+        torcia.addcdiv(i, i, i)
+
+
+def test_lerp_refuses_mixed_dtypes_and_integers():
+    with pytest.raises(RuntimeError, match="expected dtype float for `end` but got dtype double"):
+        torcia.lerp(torcia.ones(2), torcia.ones(2, dtype=torcia.float64), 0.5)
+    with pytest.raises(NotImplementedError, match="lerp_kernel_scalar"):
+        torcia.lerp(torcia.ones(2, dtype=torcia.int64), torcia.ones(2, dtype=torcia.int64), 0.5)
+
+
+def test_copysign_and_ldexp_follow_the_operands_dtypes():
+    half = torcia.tensor([1.0, 2.0], dtype=torcia.float16)
+    assert torcia.copysign(half, 2).dtype is torcia.float16
+    assert torcia.copysign(half, torcia.tensor([-1.0], dtype=torcia.float64)).tolist() == [
+        -1.0, -2.0]
+    assert torcia.ldexp(half, torcia.tensor([1, 2])).dtype is torcia.float16
+
+
+# ----- complex inputs keep their imaginary part --------------------------------------------
+
+
+def test_complex_inputs_keep_their_imaginary_part():
+    z = torcia.tensor([0.5 + 1j, 1 - 1j])
+    # sigmoid(z) = 1 / (1 + exp(-z)), computed by Python's cmath
+    ref = [1 / (1 + complex(np.exp(-w))) for w in (0.5 + 1j, 1 - 1j)]
+    np.testing.assert_allclose(torcia.sigmoid(z).numpy(), ref, rtol=1e-6)
+    lse = np.log(np.exp(0.5 + 1j) + np.exp(1 - 1j))
+    np.testing.assert_allclose(torcia.logsumexp(z, 0).item(), lse, rtol=1e-6)
+    np.testing.assert_allclose(torcia.logcumsumexp(z, 0).numpy(), [0.5 + 1j, lse], rtol=1e-6)
+    # ldexp(z, 2) = 4 z; float_power computes in complex128
+    assert torcia.ldexp(z, torcia.tensor([2])).tolist() == [2 + 4j, 4 - 4j]
+    p = torcia.float_power(z, 2)
+    assert p.dtype is torcia.complex128
+    np.testing.assert_allclose(p.numpy(), [(0.5 + 1j) ** 2, (1 - 1j) ** 2])
+
+
+def test_complex_logsumexp_and_logcumsumexp_do_not_overflow():
+    z = torcia.tensor([1000 + 1j, -1000 + 2j, 1001 - 1j], dtype=torcia.complex128)
+    # log(e^1000 e^i + e^1001 e^-i) = 1000 + log(e^i + e^(1 - i)); the middle term is 0
+    second = 1000 + np.log(np.exp(1j) + np.exp(1 - 1j))
+    np.testing.assert_allclose(torcia.logsumexp(z, 0).item(), second, rtol=1e-12)
+    np.testing.assert_allclose(torcia.logcumsumexp(z, 0).numpy(),
+                               [1000 + 1j, 1000 + 1j, second], rtol=1e-12)
+
+
+@pytest.mark.parametrize("fn, error, message", [
+    (torcia.logit, NotImplementedError, '"logit_cpu" not implemented for \'ComplexFloat\''),
+    (torcia.deg2rad, RuntimeError, "deg2rad is not supported for complex tensors."),
+    (torcia.rad2deg, RuntimeError, "rad2deg is not supported for complex tensors."),
+    (lambda z: torcia.copysign(z, 1.0), NotImplementedError, '"copysign_cpu" not implemented'),
+    (lambda z: torcia.xlogy(z, z), NotImplementedError, '"xlogy_cpu" not implemented'),
+])
+def test_ops_without_complex_kernels_refuse_complex_inputs(fn, error, message):
+    with pytest.raises(error, match=message.replace("(", r"\(")):
+        fn(torcia.tensor([0.5 + 1j]))
+
+
+def test_isreal_looks_at_the_imaginary_part():
+    assert torcia.isreal(torcia.tensor([2 - 0.5j, 2 + 0j])).tolist() == [False, True]
+    assert torcia.isreal(torcia.tensor([1.0])).tolist() == [True]
+
+
+# ----- storage offsets and as_strided ----------------------------------------------------
+
+
+def test_views_report_their_storage_offset():
+    x = torcia.arange(12).view(3, 4)
+    # row 1 starts at 4; [1:, 2:] at 1 * 4 + 2; column 1 of the transpose at 1
+    assert x.storage_offset() == 0
+    assert x[1].storage_offset() == 4
+    assert x[1:, 2:].storage_offset() == 6
+    assert x.t()[1].storage_offset() == 1
+    assert x.view(-1)[5:].narrow(0, 2, 3).storage_offset() == 7
+
+
+def test_as_strided_indexes_the_storage_not_the_view():
+    x = torcia.arange(10)
+    v = x[2:]
+    # offset 5 of the storage is element 5 of x, whatever v's own start
+    assert torcia.as_strided(v, (2,), (1,), 5).tolist() == [5, 6]
+    # without an offset, v's own (2)
+    assert torcia.as_strided(v, (2,), (1,)).tolist() == [2, 3]
+    # a transposed view: the storage is x.view(2, 3)'s memory [0 .. 5] in order
+    t = torcia.arange(6).view(2, 3).t()
+    assert torcia.as_strided(t, (2, 2), (1, 2)).tolist() == [[0, 2], [1, 3]]
+    # and the result is a view: writing through it changes x
+    torcia.as_strided(v, (1,), (1,), 0).fill_(-1)
+    assert x[0].item() == -1
+
+
+def test_as_strided_refuses_out_of_bounds_and_negative_strides():
+    with pytest.raises(RuntimeError, match="out of bounds for storage of size 32"):
+        torcia.as_strided(torcia.arange(4), (3,), (2,))
+    with pytest.raises(RuntimeError, match="Negative strides are not supported"):
+        torcia.as_strided(torcia.arange(4), (2,), (-1,))
+
+
+def test_as_strided_gradient_reaches_the_storage():
+    x = torcia.arange(6.0).requires_grad_()
+    # elements 3..4 and 4..5 of the storage, read through a view starting at 2
+    out = torcia.as_strided(x[2:], (2, 2), (1, 1), 3)
+    out.sum().backward()
+    assert x.grad.tolist() == [0, 0, 0, 1, 2, 1]
+
+
+def test_as_strided_in_place_keeps_the_offset():
+    x = torcia.arange(6.0)
+    x.as_strided_((2,), (1,), 2)
+    assert x.tolist() == [2.0, 3.0] and x.storage_offset() == 2
+    assert x.as_strided((3,), (2,), 0).tolist() == [0.0, 2.0, 4.0]
+
+
+# ----- overlap of in-place writes --------------------------------------------------------
+
+
+def test_in_place_write_from_a_partly_overlapping_source_is_refused():
+    x = torcia.arange(5.0)
+    with pytest.raises(RuntimeError, match="some elements of the input tensor and the "
+                                           "written-to tensor refer to a single memory"):
+        x[1:].copy_(x[:-1])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        x[1:].add_(x[:-1])
+    with pytest.raises(RuntimeError, match="some elements of the input tensor"):
+        x[torcia.tensor([1, 2])] = x[2:4]
+    assert x.tolist() == [0, 1, 2, 3, 4]  # nothing was written
+
+
+def test_in_place_writes_that_pytorch_allows():
+    x = torcia.arange(5.0)
+    x.add_(x)  # the same memory, element for element
+    assert x.tolist() == [0, 2, 4, 6, 8]
+    x[1:3] = x[1:3]  # a region copied onto itself
+    x.masked_fill_(x > 4, x[0])  # a 0-dim value is read as a number
+    assert x.tolist() == [0, 2, 4, 0, 0]
+    # a size-1 dim of stride 0 does not make elements share memory
+    y = torcia.arange(3.0)
+    y.expand(1, -1).copy_(torcia.ones(1, 3))
+    assert y.tolist() == [1, 1, 1]
+    z = torcia.zeros(3)
+    z.expand(-1).add_(1)
+    assert z.tolist() == [1, 1, 1]
+
+
+def test_expanded_view_with_shared_elements_is_not_written():
+    e = torcia.zeros(3).expand(2, 3)
+    for write in (lambda: e.add_(1), lambda: e.uniform_(), lambda: e.copy_(torcia.ones(2, 3))):
+        with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
+            write()
