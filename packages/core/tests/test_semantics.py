@@ -216,3 +216,92 @@ def test_expanded_view_with_shared_elements_is_not_written():
     for write in (lambda: e.add_(1), lambda: e.uniform_(), lambda: e.copy_(torcia.ones(2, 3))):
         with pytest.raises(RuntimeError, match="more than one element of the written-to tensor"):
             write()
+
+
+# ----- a 0-dim tensor's dim 0 -------------------------------------------------------------
+
+# a 0-dim tensor holds one element; reducing or scanning "along dim 0" leaves it as it is
+# (std and var divide by n - 1 = 0: NaN), and the result keeps no dim
+ZERO_DIM_VALUE = {
+    "sum": lambda x, d, k: torcia.sum(x, d, keepdim=k),
+    "nansum": lambda x, d, k: torcia.nansum(x, d, keepdim=k),
+    "mean": lambda x, d, k: torcia.mean(x, d, keepdim=k),
+    "nanmean": lambda x, d, k: torcia.nanmean(x, d, keepdim=k),
+    "prod": lambda x, d, k: torcia.prod(x, d, keepdim=k),
+    "amax": lambda x, d, k: torcia.amax(x, d, keepdim=k),
+    "amin": lambda x, d, k: torcia.amin(x, d, keepdim=k),
+    "logsumexp": lambda x, d, k: torcia.logsumexp(x, d, keepdim=k),
+    "norm": lambda x, d, k: torcia.norm(x, dim=d, keepdim=k),
+    "max": lambda x, d, k: torcia.max(x, d, keepdim=k).values,
+    "min": lambda x, d, k: torcia.min(x, d, keepdim=k).values,
+    "median": lambda x, d, k: torcia.median(x, d, keepdim=k).values,
+    "nanmedian": lambda x, d, k: torcia.nanmedian(x, d, keepdim=k).values,
+    "mode": lambda x, d, k: torcia.mode(x, d, keepdim=k).values,
+    "kthvalue": lambda x, d, k: torcia.kthvalue(x, 1, d, keepdim=k).values,
+    "quantile": lambda x, d, k: torcia.quantile(x, 0.5, d, keepdim=k),
+    "topk": lambda x, d, k: torcia.topk(x, 1, d).values,
+    "sort": lambda x, d, k: torcia.sort(x, d).values,
+    "cumsum": lambda x, d, k: torcia.cumsum(x, d),
+    "cumprod": lambda x, d, k: torcia.cumprod(x, d),
+    "cummax": lambda x, d, k: torcia.cummax(x, d).values,
+    "logcumsumexp": lambda x, d, k: torcia.logcumsumexp(x, d),
+    "flip": lambda x, d, k: torcia.flip(x, [d]),
+    "transpose": lambda x, d, k: torcia.transpose(x, d, d),
+    "movedim": lambda x, d, k: torcia.movedim(x, d, d),
+    "index_select": lambda x, d, k: torcia.index_select(x, d, torcia.tensor([0])),
+    "gather": lambda x, d, k: torcia.gather(x, d, torcia.tensor(0)),
+}
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("dim", [0, -1])
+@pytest.mark.parametrize("op", list(ZERO_DIM_VALUE))
+def test_zero_dim_tensor_along_its_dim_0(op, dim, keepdim):
+    out = ZERO_DIM_VALUE[op](torcia.tensor(3.0), dim, keepdim)
+    assert out.shape == () and out.item() == 3.0
+
+
+@pytest.mark.parametrize("op", ["std", "var"])
+def test_zero_dim_spread_is_nan(op):
+    with pytest.warns(RuntimeWarning):
+        out = getattr(torcia, op)(torcia.tensor(3.0), 0)
+    assert out.shape == () and math.isnan(out.item())
+
+
+def test_zero_dim_indices_and_writes():
+    x = torcia.tensor(3.0)
+    assert torcia.argmax(x, 0).item() == 0 and torcia.max(x, -1).indices.shape == ()
+    assert torcia.scatter(x, 0, torcia.tensor(0), torcia.tensor(5.0)).item() == 5.0
+    assert torcia.index_fill(x, 0, torcia.tensor([0]), 2.0).item() == 2.0
+    assert torcia.index_add(x, 0, torcia.tensor(0), torcia.tensor(1.0)).item() == 4.0
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: torcia.sum(x, 1), lambda x: torcia.softmax(x, 1), lambda x: x.squeeze(1),
+    lambda x: torcia.flatten(x, 1, 1), lambda x: torcia.repeat_interleave(x, 2, dim=0),
+])
+def test_zero_dim_tensor_has_no_dim_1(call):
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        call(torcia.tensor(3.0))
+
+
+def test_index_add_and_copy_check_the_source_shape():
+    with pytest.raises(RuntimeError, match=r"Number of indices \(2\) should be equal to "
+                                           r"source.size\(dim\): \(3\)"):
+        torcia.index_add(torcia.ones(3), 0, torcia.tensor([0, 1]), torcia.ones(3))
+    with pytest.raises(RuntimeError, match="source tensor shape must match self tensor shape"):
+        torcia.index_copy(torcia.ones(3, 2), 0, torcia.tensor([0, 1]), torcia.ones(2, 3))
+
+
+def test_renorm_checks_its_arguments():
+    with pytest.raises(RuntimeError, match="input needs at least 2 dimensions, got 1"):
+        torcia.renorm(torcia.ones(3), 2, 0, 1.0)
+    with pytest.raises(RuntimeError, match="non-positive-norm not supported"):
+        torcia.renorm(torcia.ones(3, 2), -1, 0, 1.0)
+
+
+def test_nanmedian_of_integers_is_the_median():
+    # sorted [1, 2, 3]: the middle one, at index 2 of the input
+    out = torcia.nanmedian(torcia.tensor([3, 1, 2]), 0)
+    assert out.values.item() == 2 and out.indices.item() == 2
+    assert torcia.nanmedian(torcia.tensor([3, 1, 2, 4])).item() == 2  # the lower middle

@@ -40,13 +40,33 @@ def _dims(dim, ndim: int):
     if dim is None:
         return None
     if isinstance(dim, (int, np.integer)):
-        return (_wrap_dim(dim, ndim),)
+        dim = (dim,)
     out = tuple(_wrap_dim(d, ndim) for d in dim)
     if len(set(out)) != len(out):
         raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
-    if not out:
+    if not out or not ndim:
+        # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
         return None
     return tuple(sorted(out))
+
+
+def _size_at(input, d) -> int:
+    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
+    return input.shape[d] if input.ndim else 1
+
+
+def _along_dim(op, inputs, params, view_of=None):
+    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
+    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
+    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return call(op, inputs, params, view_of)
+    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = call(op, ones, params)
+    if isinstance(out, tuple):
+        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
+    return reshape(out, ()) if out._data.size == 1 else out
 
 
 def _shape_arg(shape) -> tuple:
@@ -924,7 +944,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
         _check_nonempty(input, None, "max")
         return amax(input)
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Max(v, i)
 
 
@@ -948,7 +968,7 @@ def min(input, dim=None, keepdim=False):
         _check_nonempty(input, None, "min")
         return amin(input)
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Min(v, i)
 
 
@@ -964,8 +984,8 @@ def argmax(input, dim=None, keepdim=False):
     >>> torcia.argmax(x, dim=1)
     tensor([1, 0])
     """
-    return call("argmax", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
-                                     "keepdim": bool(keepdim)})
+    return _along_dim("argmax", (input,), {
+        "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def argmin(input, dim=None, keepdim=False):
@@ -978,8 +998,8 @@ def argmin(input, dim=None, keepdim=False):
     >>> torcia.argmin(x, dim=0)
     tensor([0, 1])
     """
-    return call("argmin", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
-                                     "keepdim": bool(keepdim)})
+    return _along_dim("argmin", (input,), {
+        "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def _correction(unbiased, correction):
@@ -1149,8 +1169,8 @@ def cumsum(input, dim, *, dtype=None):
     tensor([[1, 3],
             [3, 7]])
     """
-    return call("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
-                                     "dtype": _acc_dtype(input, dtype)})
+    return _along_dim("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                           "dtype": _acc_dtype(input, dtype)})
 
 
 def cumprod(input, dim, *, dtype=None):
@@ -1162,8 +1182,8 @@ def cumprod(input, dim, *, dtype=None):
     >>> torcia.cumprod(torcia.tensor([1, 2, 3, 4]), dim=0)
     tensor([ 1,  2,  6, 24])
     """
-    return call("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
-                                      "dtype": _acc_dtype(input, dtype)})
+    return _along_dim("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                            "dtype": _acc_dtype(input, dtype)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -1244,7 +1264,10 @@ def transpose(input, dim0, dim1):
     torcia.Size([4, 3, 2])
     """
     n = input.ndim
-    return _view_call("transpose", input, {"dim0": _wrap_dim(dim0, n), "dim1": _wrap_dim(dim1, n)})
+    d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+    if not n:
+        return _view_call("view", input, {"shape": ()})
+    return _view_call("transpose", input, {"dim0": d0, "dim1": d1})
 
 
 swapaxes = swapdims = transpose
@@ -1280,9 +1303,9 @@ def squeeze(input, dim=None):
     >>> torcia.squeeze(x, 1).shape
     torcia.Size([2, 3, 1])
     """
+    d = None if dim is None else _dims(dim, input.ndim)
     if input.ndim == 0:
         return _view_call("view", input, {"shape": ()})
-    d = None if dim is None else _dims(dim, input.ndim)
     return _view_call("squeeze", input, {"dim": d})
 
 
@@ -1411,9 +1434,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     >>> torcia.flatten(x, start_dim=1).shape
     torcia.Size([2, 12])
     """
+    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if input.ndim == 0:
         return reshape(input, (1,))
-    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(input.shape[:s]) + (-1,) + tuple(input.shape[e + 1:])
@@ -1495,6 +1518,8 @@ def movedim(input, source, destination):
     n = input.ndim
     src = [_wrap_dim(s, n) for s in src]
     dst = [_wrap_dim(s, n) for s in dst]
+    if not n:
+        return _view_call("view", input, {"shape": ()})
     order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -2176,8 +2201,8 @@ def gather(input, dim, index, *, sparse_grad=False):
             raise RuntimeError(
                 f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {d}")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
-    return call("gather", (input, index), {"dim": d})
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
+    return _along_dim("gather", (input, index), {"dim": d})
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
@@ -2193,17 +2218,16 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
     if src is None:
         src = value
     if reduce == "add":
         return scatter_add(input, dim, index, src)
     if reduce is not None:
         raise NotImplementedError(f"scatter reduce={reduce!r}; use scatter_reduce")
-    if not isinstance(src, Tensor):
-        return call("scatter", (input, index, src), {"dim": d})
-    return call("scatter", (input, index, src if src.dtype is input.dtype
-                            else to_dtype(src, input.dtype)), {"dim": d})
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        src = to_dtype(src, input.dtype)
+    return _along_dim("scatter", (input, index, src), {"dim": d})
 
 
 def scatter_add(input, dim, index, src):
@@ -2218,8 +2242,8 @@ def scatter_add(input, dim, index, src):
     """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
-    return call("scatter_add", (input, index, src), {"dim": d})
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
+    return _along_dim("scatter_add", (input, index, src), {"dim": d})
 
 
 def index_select(input, dim, index):
@@ -2236,9 +2260,9 @@ def index_select(input, dim, index):
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
-    _check_range(index._data, input.shape[d] if input.ndim else 1, d, IndexError,
+    _check_range(index._data, _size_at(input, d), d, IndexError,
                  negative=False, message="index out of range in self")
-    return call("index_select", (input, index), {"dim": d})
+    return _along_dim("index_select", (input, index), {"dim": d})
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -2254,9 +2278,31 @@ def index_add(input, dim, index, source, *, alpha=1):
             [1., 1.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d, IndexError, negative=False,
+    _check_range(index._data, _size_at(input, d), d, IndexError, negative=False,
                  message="index out of range in self")
-    return call("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+    _check_index_source(input, d, index, source, "index_add_")
+    return _along_dim("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+
+
+def _check_index_source(input, d, index, source, name):
+    """PyTorch's checks of index_add_/index_copy_'s source: one slice per index, each of the
+    input's slice shape."""
+    if not input.ndim or not source.ndim:
+        if source.ndim != input.ndim or index.numel() != 1:
+            raise RuntimeError(
+                "source tensor shape must match self tensor shape, excluding the specified "
+                f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+                f"{list(source.shape)}")
+        return
+    if index.numel() != source.shape[d]:
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.ndim != input.ndim or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(input.shape, source.shape)) if i != d):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+            f"{list(source.shape)}")
 
 
 def index_copy(input, dim, index, source):
@@ -2272,11 +2318,12 @@ def index_copy(input, dim, index, source):
             [1., 2.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    bad = index._data[(index._data < 0) | (index._data >= input.shape[d])]
+    bad = index._data[(index._data < 0) | (index._data >= _size_at(input, d))]
     if bad.size:
         raise IndexError(f"index_copy_(): index {int(bad[0])} is out of bounds for dimension "
-                         f"{d} with size {input.shape[d]}")
-    return call("index_copy", (input, index, source), {"dim": d})
+                         f"{d} with size {_size_at(input, d)}")
+    _check_index_source(input, d, index, source, "index_copy_")
+    return _along_dim("index_copy", (input, index, source), {"dim": d})
 
 
 def take_along_dim(input, indices, dim=None):
@@ -2420,6 +2467,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     else:
         rep = int(repeats)
     d = None if dim is None else _wrap_dim(dim, input.ndim)
+    if d is not None and not input.ndim:
+        # PyTorch reads the size of dim 0, which a 0-dim tensor lacks
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
+                         "1)")
     return call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
 
 

@@ -504,7 +504,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     qs = C.tensor([float(q)] if scalar_q else q.tolist(), dtype=D.float64)
     if qs.ndim > 1 or bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
+    if dim is not None:
+        dim = _ops._wrap_dim(dim, input.ndim)
+    x = input.reshape(-1) if dim is None or not input.ndim else input.movedim(dim, -1)
     srt = x.sort(dim=-1).values  # NaNs sort last
     n = x.shape[-1]
     if ignore_nan:
@@ -536,8 +538,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if keepdim:
         if dim is None:
             out = out.reshape(out.shape[0], *([1] * input.ndim))
-        else:
-            out = out.unsqueeze(dim % input.ndim + 1)
+        elif input.ndim:
+            out = out.unsqueeze(dim + 1)
+    elif dim is not None and not input.ndim:
+        out = out.reshape(out.shape[0])  # a 0-dim tensor's dim 0 leaves no dim
     return out[0] if scalar_q else out
 
 
@@ -554,14 +558,22 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> torcia.nanmedian(torcia.tensor([1.0, float("nan"), 3.0, 2.0]))
     tensor(2.)
     """
+    if not input.is_floating_point():
+        # no NaN to ignore: the median, as PyTorch computes it for integers
+        out = _ops_extra.median(input, dim, keepdim)
+        return out if dim is None else _NanMedian(*out)
     if dim is None:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
+    if not input.ndim:
+        _ops._wrap_dim(dim, 0)
+        return _NanMedian(input.clone(), C.zeros((), dtype=D.int64, device=input.device))
+    dim = _ops._wrap_dim(dim, input.ndim)
     vals = _quantile(input, 0.5, dim, keepdim, "lower", ignore_nan=True)
     target = vals.unsqueeze(dim) if not keepdim else vals
     hit = (input == target) & ~_ops.isnan(input)
     idx = _ops.where(hit, C.arange(input.shape[dim], device=input.device).reshape(
-        [-1 if k == dim % input.ndim else 1 for k in range(input.ndim)]).expand(*input.shape),
+        [-1 if k == dim else 1 for k in range(input.ndim)]).expand(*input.shape),
         C.full(input.shape, input.shape[dim], dtype=D.int64, device=input.device))
     indices = idx.amin(dim, keepdim=keepdim)
     return _NanMedian(vals, indices)
@@ -611,7 +623,17 @@ def renorm(input, p, dim, maxnorm):
     tensor([[0.6000, 0.8000],
             [0.3000, 0.4000]])
     """
-    others = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           "dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dtype.category < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_torch_name(input.dtype)}")
+    others = tuple(d for d in range(input.ndim) if d != _ops._wrap_dim(dim, input.ndim))
     norms = input.abs().pow(p).sum(dim=others, keepdim=True).pow(1.0 / p)
     scale = _ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), C.ones_like(norms))
     return input * scale
@@ -1079,9 +1101,13 @@ def index_fill(input, dim, index, value):
     tensor([[1., 0., 1.],
             [1., 0., 1.]])
     """
+    d = _ops._wrap_dim(dim, input.ndim)
+    size = _ops._size_at(input, d)
+    _ops._check_range(index._data, size, d, IndexError)
     mask_shape = [1] * input.ndim
-    mask_shape[dim] = input.shape[dim]
-    mask = C.zeros(input.shape[dim], dtype=D.bool_, device=input.device)
+    if input.ndim:
+        mask_shape[d] = size
+    mask = C.zeros(size, dtype=D.bool_, device=input.device)
     mask[index.reshape(-1)] = True
     return input.masked_fill(mask.reshape(mask_shape), value)
 

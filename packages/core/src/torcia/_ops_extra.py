@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from torcia import _dtype as D
 from torcia._ops import (
+    _along_dim,
     _check_range,
     _index_tensor,
     _return_type,
+    _size_at,
     _to_float,
     reshape,
     take_along_dim,
@@ -27,10 +29,6 @@ _Median = _return_type("median", ("values", "indices"))
 _Mode = _return_type("mode", ("values", "indices"))
 _Cummax = _return_type("cummax", ("values", "indices"))
 _Cummin = _return_type("cummin", ("values", "indices"))
-
-
-def _size_at(input, d):
-    return input.shape[d] if input.ndim else 1
 
 
 def _nonempty_dim(input, d, name):
@@ -51,7 +49,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     tensor([1, 2, 3])
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("sort", (input,), {"dim": d, "descending": bool(descending),
+    v, i = _along_dim("sort", (input,), {"dim": d, "descending": bool(descending),
                                    "stable": bool(stable)})
     return _Sort(v, i)
 
@@ -93,7 +91,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _wrap_dim(dim, input.ndim)
     if not 0 <= k <= _size_at(input, d):
         raise RuntimeError("selected index k out of range")
-    v, i = call("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
+    v, i = _along_dim("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
                                    "sorted": bool(sorted)})
     return _Topk(v, i)
 
@@ -112,7 +110,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = _wrap_dim(dim, input.ndim)
     if not 1 <= k <= _size_at(input, d):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    v, i = call("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
     return _Kth(v, i)
 
 
@@ -136,7 +134,7 @@ def median(input, dim=None, keepdim=False):
         return call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
     d = _wrap_dim(dim, input.ndim)
     _nonempty_dim(input, d, "median")
-    v, i = call("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Median(v, i)
 
 
@@ -151,7 +149,7 @@ def mode(input, dim=-1, keepdim=False):
     """
     d = _wrap_dim(dim, input.ndim)
     _nonempty_dim(input, d, "mode")
-    v, i = call("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Mode(v, i)
 
 
@@ -335,8 +333,7 @@ def cummax(input, dim):
     indices=tensor([0, 1, 1, 3]))
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("cummax", (_at_least_1d(input),), {"dim": d})
-    return _Cummax(*_back_to_0d(input, v, i))
+    return _Cummax(*_along_dim("cummax", (input,), {"dim": d}))
 
 
 def cummin(input, dim):
@@ -351,16 +348,7 @@ def cummin(input, dim):
     indices=tensor([0, 1, 1, 3]))
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("cummin", (_at_least_1d(input),), {"dim": d})
-    return _Cummin(*_back_to_0d(input, v, i))
-
-
-def _at_least_1d(input):
-    return input if input.ndim else reshape(input, (1,))
-
-
-def _back_to_0d(input, *outs):
-    return tuple(reshape(o, ()) for o in outs) if input.ndim == 0 else outs
+    return _Cummin(*_along_dim("cummin", (input,), {"dim": d}))
 
 
 def logcumsumexp(input, dim):
@@ -374,8 +362,7 @@ def logcumsumexp(input, dim):
     """
     input = _to_float(input)
     d = _wrap_dim(dim, input.ndim)
-    out = call("logcumsumexp", (_at_least_1d(input),), {"dim": d})
-    return _back_to_0d(input, out)[0]
+    return _along_dim("logcumsumexp", (input,), {"dim": d})
 
 
 # ----- scatter, pad, diagonals -------------------------------------------------------------

@@ -369,9 +369,10 @@ def _softmax(op, input, dim, dtype, name=None):
         last = input.ndim <= 1 or _wrap_dim(dim, input.ndim) == input.ndim - 1
         raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
                                   f"implemented for '{_scalar_name(input.dtype)}'")
+    dim = _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return call(op, (input.reshape(1),), {"dim": 0}).reshape(())
-    return call(op, (input,), {"dim": _wrap_dim(dim, input.ndim)})
+    return call(op, (input,), {"dim": dim})
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
