@@ -305,3 +305,141 @@ def test_nanmedian_of_integers_is_the_median():
     out = torcia.nanmedian(torcia.tensor([3, 1, 2]), 0)
     assert out.values.item() == 2 and out.indices.item() == 2
     assert torcia.nanmedian(torcia.tensor([3, 1, 2, 4])).item() == 2  # the lower middle
+
+
+# ----- valid input PyTorch accepts -----------------------------------------------------------
+
+
+def test_shift_operators():
+    # 1 << 2 = 4, 2 << 2 = 8; 4 >> 1 = 2, 8 >> 2 = 2; 1 << [1, 2] = [2, 4]
+    assert (torcia.tensor([1, 2]) << 2).tolist() == [4, 8]
+    assert (torcia.tensor([4, 8]) >> torcia.tensor([1, 2])).tolist() == [2, 2]
+    assert (1 << torcia.tensor([1, 2])).tolist() == [2, 4]
+    x = torcia.tensor([1, 2])
+    x <<= 1
+    assert x.tolist() == [2, 4]
+    # uint8 with a 0-dim int64 shift amount stays uint8 (PyTorch's promotion)
+    assert (torcia.tensor([1], dtype=torcia.uint8) << torcia.tensor(1)).dtype is torcia.uint8
+    with pytest.raises(NotImplementedError, match="\"lshift_cpu\" not implemented for 'Float'"):
+        torcia.tensor([1.0]) << 1
+
+
+def test_bool_unary_ops_as_pytorch():
+    b = torcia.tensor([True, False])
+    assert torcia.sign(b).tolist() == [True, False] and torcia.sign(b).dtype is torcia.bool
+    assert torcia.square(b).dtype is torcia.int64  # pow(b, 2)
+    with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented for 'Bool'"):
+        torcia.abs(b)
+    with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
+        -b
+    with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
+        torcia.relu(b)
+
+
+def test_integer_power_of_negative_tensor_exponents():
+    # 1 ** -1 = 1, (-1) ** -3 = -1, 3 ** -2 = 1/9 truncated to 0, 0 ** 2 = 0
+    out = torcia.tensor([1, -1, 3, 0]) ** torcia.tensor([-1, -3, -2, 2])
+    assert out.tolist() == [1, -1, 0, 0]
+    assert (torcia.tensor([-1]) ** torcia.tensor([-2])).tolist() == [1]
+    with pytest.raises(RuntimeError, match="Integers to negative integer powers"):
+        torcia.tensor([2]) ** -1
+
+
+def test_scatter_with_a_value_and_a_reduction():
+    # two writes of 2.0 at position 0: added 0 + 2 + 2 = 4, multiplied 1 * 2 * 2 = 4
+    idx = torcia.tensor([0, 0])
+    assert torcia.zeros(3).scatter(0, idx, 2.0, reduce="add").tolist() == [4, 0, 0]
+    assert torcia.ones(3).scatter(0, idx, 2.0, reduce="multiply").tolist() == [4, 1, 1]
+    assert torcia.ones(3).scatter(0, idx, torcia.tensor([2.0, 3.0]),
+                                  reduce="multiply").tolist() == [6, 1, 1]
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        torcia.ones(3).scatter(0, idx, 2.0, reduce="mean")
+
+
+def test_put_and_take_count_negative_indices_from_the_end():
+    assert torcia.zeros(3).put_(torcia.tensor([-1]), torcia.tensor([5.0])).tolist() == [0, 0, 5]
+    # -1 and 2 are the same element: 5 + 1 accumulated
+    out = torcia.zeros(3).put_(torcia.tensor([-1, 2]), torcia.tensor([5.0, 1.0]),
+                               accumulate=True)
+    assert out.tolist() == [0, 0, 6]
+    assert torcia.take(torcia.arange(4), torcia.tensor([-1, 0])).tolist() == [3, 0]
+    with pytest.raises(IndexError, match="tried to access index -4 on a tensor of 3"):
+        torcia.take(torcia.arange(3), torcia.tensor([-4]))
+
+
+def test_outer_promotes_mixed_dtypes():
+    out = torcia.outer(torcia.tensor([1, 2]), torcia.tensor([1.5, 2.0]))
+    assert out.dtype is torcia.float32 and out.tolist() == [[1.5, 2.0], [3.0, 4.0]]
+    with pytest.raises(RuntimeError, match="outer: Expected 1-D argument self, but got 2-D"):
+        torcia.outer(torcia.ones(2, 2), torcia.ones(2))
+
+
+def test_diff_past_the_length_is_empty():
+    assert torcia.diff(torcia.arange(3), n=5).shape == (0,)
+    assert torcia.diff(torcia.zeros(2, 3), n=4, dim=0).shape == (0, 3)
+    with pytest.raises(RuntimeError, match="order must be non-negative"):
+        torcia.diff(torcia.arange(3), n=-1)
+
+
+def test_all_and_any_keep_uint8():
+    x = torcia.tensor([[1, 0]], dtype=torcia.uint8)
+    assert torcia.all(x, 1).dtype is torcia.uint8 and torcia.all(x, 1).tolist() == [0]
+    assert torcia.any(x).dtype is torcia.uint8 and torcia.any(x).item() == 1
+    assert torcia.all(torcia.tensor([1, 2], dtype=torcia.int32)).dtype is torcia.bool
+
+
+def test_logsumexp_over_an_empty_dim_is_minus_infinity():
+    assert torcia.logsumexp(torcia.zeros(2, 0), 1).tolist() == [-math.inf, -math.inf]
+
+
+# ----- invalid input PyTorch refuses --------------------------------------------------------
+
+
+@pytest.mark.parametrize("value, dtype, ctype", [
+    (-1.5, torcia.uint8, "uint8_t"), (300, torcia.uint8, "uint8_t"),
+    (1e6, torcia.float16, "c10::Half"), (2 ** 40, torcia.int32, "int"),
+    (float("nan"), torcia.int64, "int64_t"),
+])
+def test_fill_values_out_of_range_are_refused(value, dtype, ctype):
+    with pytest.raises(RuntimeError, match=f"value cannot be converted to type {ctype} "
+                                           "without overflow"):
+        torcia.full((2,), value, dtype=dtype)
+
+
+def test_fill_values_in_range_convert_as_pytorch():
+    # an integer from -255 up wraps into uint8; a float truncates toward zero
+    assert torcia.full((2,), -1, dtype=torcia.uint8).tolist() == [255, 255]
+    assert torcia.zeros(2, dtype=torcia.uint8).fill_(-1).tolist() == [255, 255]
+    assert torcia.full((1,), -2.7, dtype=torcia.int8).tolist() == [-2]
+    assert torcia.full((1,), float("inf"), dtype=torcia.float16).tolist() == [math.inf]
+    mask = torcia.tensor([True, False])
+    assert torcia.zeros(2, dtype=torcia.uint8).masked_fill(mask, -1).tolist() == [255, 0]
+
+
+def test_addmm_refuses_a_bias_that_does_not_expand():
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(2\) must match "
+                                           r"the existing size \(3\)"):
+        torcia.addmm(torcia.ones(3), torcia.ones(2, 2), torcia.ones(2, 2))
+    with pytest.raises(RuntimeError, match=r"mat1 and mat2 shapes cannot be multiplied"):
+        torcia.addmm(torcia.ones(2), torcia.ones(2, 2), torcia.ones(3, 2))
+
+
+# ----- NaN, infinity and signed zero ------------------------------------------------------
+
+
+def test_nan_inf_and_signed_zero_corners():
+    # angle is pi for negative numbers only: not for -0.0; NaN stays NaN
+    out = torcia.angle(torcia.tensor([-0.0, -1.0, 0.0, float("nan")]))
+    assert out[:3].tolist() == [0.0, pytest.approx(math.pi), 0.0] and math.isnan(out[3])
+    # log|gamma(x)| grows without bound at -inf as at +inf
+    assert torcia.lgamma(torcia.tensor([-math.inf, math.inf])).tolist() == [math.inf, math.inf]
+    # 0 * log(nan) is nan; 0 * log(0) is 0
+    assert math.isnan(torcia.xlogy(torcia.tensor([0.0]), torcia.tensor([math.nan])).item())
+    assert torcia.xlogy(torcia.tensor([0.0]), torcia.tensor([0.0])).item() == 0.0
+
+
+def test_median_of_bfloat16_propagates_nan():
+    x = torcia.tensor([1.0, float("nan"), 2.0], dtype=torcia.bfloat16)
+    assert math.isnan(torcia.median(x).item())
+    values, indices = torcia.median(x.view(1, 3), 1)
+    assert math.isnan(values.item()) and indices.item() == 1

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from torcia._dtype import np_floating as _floating
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -129,8 +131,7 @@ def _check_windows_reach_input(size, k, s, p, d, out):
 
 
 def _lowest(xp, dtype):
-    # ml_dtypes' bfloat16 is a NumPy dtype of kind "V" (void), a float all the same
-    if np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16":
+    if _floating(np.dtype(dtype)):
         return -xp.inf
     return np.iinfo(dtype).min
 

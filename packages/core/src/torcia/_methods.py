@@ -27,6 +27,7 @@ from torcia import (
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
+    _as_operand,
     active_modes,
     binary,
     canonical_device,
@@ -131,6 +132,12 @@ Tensor.__invert__ = lambda self: (_ops.logical_not(self) if self.dtype is D.bool
 Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
 Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
 Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
+Tensor.__lshift__ = lambda self, other: _ops_compat.bitwise_left_shift(self, other)
+Tensor.__rshift__ = lambda self, other: _ops_compat.bitwise_right_shift(self, other)
+Tensor.__rlshift__ = lambda self, other: _ops_compat.bitwise_left_shift(
+    _as_operand(other, self), self)
+Tensor.__rrshift__ = lambda self, other: _ops_compat.bitwise_right_shift(
+    _as_operand(other, self), self)
 Tensor.__rand__ = Tensor.__and__
 Tensor.__ror__ = Tensor.__or__
 Tensor.__rxor__ = Tensor.__xor__
@@ -178,6 +185,8 @@ Tensor.__imatmul__ = _iop(_ops.matmul)
 Tensor.__iand__ = _iop(Tensor.__and__)
 Tensor.__ior__ = _iop(Tensor.__or__)
 Tensor.__ixor__ = _iop(Tensor.__xor__)
+Tensor.__ilshift__ = _iop(Tensor.__lshift__)
+Tensor.__irshift__ = _iop(Tensor.__rshift__)
 
 
 # ----- conversion -----------------------------------------------------------------------

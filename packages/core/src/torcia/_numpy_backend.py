@@ -27,8 +27,8 @@ _UFUNC_NAMES = {
     "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "reciprocal": "reciprocal",
     "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
     "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
-    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs", "sign": "sign",
-    "square": "square", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
     "logical_not": "logical_not", "signbit": "signbit",
     "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
@@ -53,56 +53,71 @@ def _check_divisor(xp, a, b) -> None:
         raise IntegerDivisionByZero("ZeroDivisionError")
 
 
-# Ops PyTorch refuses for complex numbers (NumPy would order them lexicographically)
-_REAL_ONLY = {
-    **{op: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')
+# Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
+# the error it raises, its message formatted with PyTorch's name of the dtype. NumPy would
+# order complex numbers lexicographically and do bool arithmetic in its own way.
+_COMPLEX, _BOOL = "c", "b"
+_REFUSED = {
+    **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
        for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
                   "floor_divide", "kthvalue", "median_dim", "mode_dim", "hypot", "xlogy",
                   "atan2")},
-    "amax": (NotImplementedError, '"max_values_cpu" not implemented for \'{}\''),
-    "amin": (NotImplementedError, '"min_values_cpu" not implemented for \'{}\''),
-    "max_dim": (RuntimeError, "max(): does not support complex input"),
-    "min_dim": (RuntimeError, "min(): does not support complex input"),
-    "argmax": (RuntimeError, "argmax(): does not support complex input"),
-    "argmin": (RuntimeError, "argmin(): does not support complex input"),
-    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
-    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
-    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
-    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
-    "sort": (RuntimeError, "Sort does not support complex dtypes on CPU"),
-    "topk": (RuntimeError, "topk does not support complex dtypes on CPU"),
-    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
-    "relu": (NotImplementedError, "clamp is not supported for complex types"),
-    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support "
-             "complex numbers. Please use torch.sgn instead."),
-    **{op: (NotImplementedError, f"{op} is not supported for complex inputs")
-       for op in ("floor", "ceil", "trunc", "frac")},
+    "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
+    "amin": {_COMPLEX: (NotImplementedError, '"min_values_cpu" not implemented for \'{}\'')},
+    "max_dim": {_COMPLEX: (RuntimeError, "max(): does not support complex input")},
+    "min_dim": {_COMPLEX: (RuntimeError, "min(): does not support complex input")},
+    "argmax": {_COMPLEX: (RuntimeError, "argmax(): does not support complex input")},
+    "argmin": {_COMPLEX: (RuntimeError, "argmin(): does not support complex input")},
+    "maximum": {_COMPLEX: (RuntimeError, "maximum not implemented for complex tensors.")},
+    "minimum": {_COMPLEX: (RuntimeError, "minimum not implemented for complex tensors.")},
+    "fmax": {_COMPLEX: (RuntimeError, "fmax not implemented for complex tensors.")},
+    "fmin": {_COMPLEX: (RuntimeError, "fmin not implemented for complex tensors.")},
+    "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
+    "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
+    "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
+    "relu": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
+             _BOOL: (RuntimeError, "Boolean inputs not supported for relu")},
+    "sign": {_COMPLEX: (NotImplementedError, "Unlike NumPy, torch.sign is not intended to "
+                        "support complex numbers. Please use torch.sgn instead.")},
+    "abs": {_BOOL: (NotImplementedError, '"abs_cpu" not implemented for \'{}\'')},
+    "neg": {_BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is not "
+                    "supported. If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.")},
+    "frac": {_COMPLEX: (NotImplementedError, "frac is not supported for complex inputs"),
+             _BOOL: (NotImplementedError, '"frac_cpu" not implemented for \'{}\'')},
+    **{op: {_COMPLEX: (NotImplementedError, f"{op} is not supported for complex inputs"),
+            _BOOL: (NotImplementedError, f'"{op}_vml_cpu" not implemented for \'{{}}\'')}
+       for op in ("floor", "ceil", "trunc")},
+    "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
 }
 
 
-def _real_only(name, kernel, error, message):
-    """``kernel`` refusing complex operands with PyTorch's error. The array-module ufuncs
-    get a wrapper of their exact arity, so the check costs a few attribute reads a call."""
-    def refuse(dt):
-        raise error(message.format("ComplexDouble" if dt is not None and dt.itemsize == 16
-                                   else "ComplexFloat"))
+def _refusing(name, kernel, refused):
+    """``kernel`` refusing operands of the NumPy kinds in ``refused`` with PyTorch's error.
+    The array-module ufuncs get a wrapper of their exact arity, so the check costs a few
+    attribute reads a call."""
+    from torcia._dtype import FROM_NUMPY
+    from torcia._tensor import _torch_name
 
-    if name in _UFUNC_NAMES and name in ("sign", "floor", "ceil", "trunc"):
+    def check(x):
+        if x.__class__ is not complex and x.dtype.kind in refused:
+            error, message = refused[x.dtype.kind]
+            raise error(message.format(_torch_name(FROM_NUMPY[x.dtype])))
+
+    nin = getattr(kernel, "nin", None)
+    if nin == 1:
         def run(a):
-            if a.dtype.kind == "c":
-                refuse(a.dtype)
+            check(a)
             return kernel(a)
-    elif name in _UFUNC_NAMES:
+    elif nin == 2:
         def run(a, b):
-            if a.dtype.kind == "c" or b.__class__ is complex:
-                refuse(a.dtype if a.dtype.kind == "c" else None)
-            if b.__class__ is np.ndarray and b.dtype.kind == "c":
-                refuse(b.dtype)
+            check(a)
+            if hasattr(b, "dtype"):
+                check(b)
             return kernel(a, b)
     else:
         def run(a, *rest, **params):
-            if a.dtype.kind == "c":
-                refuse(a.dtype)
+            check(a)
             return kernel(a, *rest, **params)
 
     run.__name__ = name
@@ -137,11 +152,19 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
                 out[name] = fn
-        for name, (error, message) in _REAL_ONLY.items():
-            out[name] = _real_only(name, out[name], error, message)
+        for name, refused in _REFUSED.items():
+            out[name] = _refusing(name, out[name], refused)
         return out
 
     # ----- elementwise ---------------------------------------------------------------
+    def sign(self, a):
+        # NumPy's sign has no bool loop; PyTorch's sign of a bool is itself
+        return a.copy() if a.dtype.kind == "b" else self.xp.sign(a)
+
+    def square(self, a):
+        # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
+        return self.xp.square(a.astype(np.int64) if a.dtype.kind == "b" else a)
+
     def rsqrt(self, a):
         return 1 / self.xp.sqrt(a)
 
@@ -174,7 +197,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return _special("erfinv", self.xp, a)
 
     def lgamma(self, a):
-        return _special("gammaln", self.xp, a)
+        # log|gamma(-inf)| is +inf (SciPy's gammaln says -inf)
+        out = _special("gammaln", self.xp, a)
+        return self.xp.where(self.xp.isneginf(a), self.xp.asarray(np.inf, out.dtype), out)
 
     def digamma(self, a):
         return _special("psi", self.xp, a)
@@ -202,7 +227,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         xp = self.xp
         out = xp.angle(a)
         if a.dtype.kind != "c":
-            out = xp.where(xp.isnan(a), a, out)
+            # pi for negative numbers only: NumPy's angle(-0.0) is pi (the sign bit), and
+            # NaN stays NaN
+            out = xp.where(xp.isnan(a), a, xp.where(a < 0, out, 0))
         return out.astype(a.real.dtype, copy=False)
 
     def complex(self, re, im):
@@ -234,9 +261,20 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def pow(self, a, b):
         xp = self.xp
-        if isinstance(b, (int, np.integer)) and xp.asarray(a).dtype.kind in "iu" and b < 0:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        return xp.power(a, b)
+        if xp.asarray(a).dtype.kind not in "iub":
+            return xp.power(a, b)
+        if isinstance(b, (int, np.integer)):
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return xp.power(a, b)
+        negative = b < 0
+        if not negative.any():
+            return xp.power(a, b)
+        # a tensor of exponents: a ** -k is 1 / a ** k truncated, which is 0 but for
+        # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
+        out = xp.power(a, xp.where(negative, 0, b))
+        unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
+        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
 
     def div(self, a, b, rounding_mode=None):
         xp = self.xp

@@ -726,7 +726,7 @@ def masked_fill(input, mask, value):
             # a value that wants a gradient stays in the graph: where() differentiates both
             return where(mask, to_dtype(value, input.dtype), input)
         value = value.item()
-    return call("masked_fill", (input, mask), {"value": value})
+    return call("masked_fill", (input, mask), {"value": D.checked_scalar(value, input.dtype)})
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
@@ -1126,7 +1126,7 @@ def all(input, dim=None, keepdim=False):
     >>> torcia.all(x, dim=1)
     tensor([False,  True])
     """
-    return call("all", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    return _logical_reduction("all", input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):
@@ -1141,7 +1141,13 @@ def any(input, dim=None, keepdim=False):
     >>> torcia.any(x, dim=1)
     tensor([False,  True])
     """
-    return call("any", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    return _logical_reduction("any", input, dim, keepdim)
+
+
+def _logical_reduction(op, input, dim, keepdim):
+    out = call(op, (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
+    return to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
 
 
 def count_nonzero(input, dim=None):
@@ -2221,10 +2227,18 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
     if src is None:
         src = value
-    if reduce == "add":
-        return scatter_add(input, dim, index, src)
     if reduce is not None:
-        raise NotImplementedError(f"scatter reduce={reduce!r}; use scatter_reduce")
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        if not isinstance(src, Tensor):
+            from torcia._creation import full
+
+            src = full(index.shape, src, dtype=input.dtype, device=input.device)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        from torcia._ops_extra import scatter_reduce
+
+        return scatter_reduce(input, dim, index, src, "prod")
     if isinstance(src, Tensor) and src.dtype is not input.dtype:
         src = to_dtype(src, input.dtype)
     return _along_dim("scatter", (input, index, src), {"dim": d})
@@ -2663,8 +2677,15 @@ def outer(input, vec2):
     tensor([[  1,  10, 100],
             [  2,  20, 200]])
     """
-    _matmul_dtype(input, vec2, "outer")
-    return call("outer", (input, vec2), {})
+    for name, v in (("self", input), ("vec2", vec2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"outer(): argument '{name}' must be Tensor, not "
+                            f"{type(v).__name__}")
+        if v.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
+    # an elementwise product: its operands promote as mul's
+    dt = result_type(input, vec2)
+    return call("outer", (to_dtype(input, dt), to_dtype(vec2, dt)), {})
 
 
 ger = outer
@@ -2729,6 +2750,20 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     tensor([[11., 12.],
             [13., 14.]])
     """
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(m, Tensor):
+            raise TypeError(f"addmm(): argument '{name}' must be Tensor, not {type(m).__name__}")
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    for a, b in ((input, mat2), (mat1, mat2)):
+        if a.dtype is not b.dtype and not _autocasting(a):
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{_tname(a.dtype)} and {_tname(b.dtype)}")
+    # the bias must expand to the product's shape (expand's own error otherwise)
+    expand(input, mat1.shape[0], mat2.shape[1])
     return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
 
 

@@ -294,12 +294,6 @@ def ldexp(input, other):
     return _ops.to_dtype(input, dt) * _ops.pow(2.0, _ops.to_dtype(other, dt))
 
 
-def _int_binary(name, fn, input, other):
-    if input.is_floating_point() or (isinstance(other, Tensor) and other.is_floating_point()):
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-    a = input.cpu().numpy()
-    b = other.cpu().numpy() if isinstance(other, Tensor) else other
-    return C.tensor(fn(a, b), device=input.device)
 
 
 def gcd(input, other):
@@ -311,7 +305,8 @@ def gcd(input, other):
     >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
     tensor([6, 1])
     """
-    return _int_binary("gcd", np.gcd, input, other)
+    _ops._tensor_arg(other, "other")
+    return _host_binary(np.gcd, "gcd", input, other, "iu")
 
 
 def lcm(input, other):
@@ -323,7 +318,8 @@ def lcm(input, other):
     >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
     tensor([12, 30])
     """
-    return _int_binary("lcm", np.lcm, input, other)
+    _ops._tensor_arg(other, "other")
+    return _host_binary(np.lcm, "lcm", input, other, "iu")
 
 
 def isneginf(input):
@@ -839,7 +835,18 @@ def take(input, index):
     >>> torcia.take(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([0, 3]))
     tensor([1, 4])
     """
-    return input.reshape(-1)[index.reshape(-1)].reshape(index.shape)
+    return input.reshape(-1)[_flat_index(index, input.numel())].reshape(index.shape)
+
+
+def _flat_index(index, numel):
+    """``take``/``put``'s indices into the flattened input, negative ones counted from the
+    end, as a 1-D tensor; one outside ``[-numel, numel)`` raises PyTorch's IndexError."""
+    idx = index.reshape(-1)
+    bad = idx._data[(idx._data < -numel) | (idx._data >= numel)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of "
+                         f"{numel} elements.")
+    return _ops.where(idx < 0, idx + numel, idx)
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
@@ -851,12 +858,17 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> torcia.diff(torcia.tensor([1, 3, 6, 10]))
     tensor([2, 3, 4])
     """
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _ops.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
-        length = x.shape[dim]
-        a = x.narrow(dim, 1, length - 1)
-        b = x.narrow(dim, 0, length - 1)
+        # each difference is one shorter; past the length, the result stays empty
+        length = max(x.shape[dim] - 1, 0)
+        a = x.narrow(dim, min(1, x.shape[dim]), length)
+        b = x.narrow(dim, 0, length)
         x = (a ^ b) if x.dtype is D.bool_ else a - b
     return x
 
@@ -1149,10 +1161,11 @@ def put(input, index, source, accumulate=False):
             [0., 6.]])
     """
     flat = input.reshape(-1)
+    idx = _flat_index(index, flat.numel())
     if accumulate:
-        out = flat.index_add(0, index.reshape(-1), source.reshape(-1).to(input.dtype))
+        out = flat.index_add(0, idx, source.reshape(-1).to(input.dtype))
     else:
-        out = flat.index_copy(0, index.reshape(-1), source.reshape(-1).to(input.dtype))
+        out = flat.index_copy(0, idx, source.reshape(-1).to(input.dtype))
     return out.reshape(input.shape)
 
 
@@ -1334,10 +1347,17 @@ def split_with_sizes(input, split_sizes, dim=0):
     return _ops.split(input, list(split_sizes), dim)
 
 
-def _host_binary(fn, input, other, dtype=None):
-    a = input.detach().cpu().numpy()
-    b = other.detach().cpu().numpy() if isinstance(other, Tensor) else other
-    return C.tensor(np.asarray(fn(a, b)), dtype=dtype, device=input.device)
+def _host_binary(fn, name, input, other, kinds):
+    """``fn`` (a NumPy function) of two operands on the host, in their dtype as PyTorch
+    promotes them, which must be of a NumPy kind in ``kinds`` (else PyTorch's refusal of
+    its kernel ``name``); the result is not differentiable."""
+    dt = result_type(input, other)
+    if dt.to_numpy().kind not in kinds:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
+    a = _ops.to_dtype(input, dt).detach().cpu().numpy()
+    b = _ops.to_dtype(other, dt).detach().cpu().numpy() if isinstance(other, Tensor) else \
+        np.asarray(D.checked_scalar(other, dt), dtype=dt.np)
+    return C.tensor(np.asarray(fn(a, b)).astype(dt.np, copy=False), device=input.device)
 
 
 def nextafter(input, other):
@@ -1349,7 +1369,7 @@ def nextafter(input, other):
     >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
     tensor([True])
     """
-    return _host_binary(np.nextafter, input, other)
+    return _host_binary(np.nextafter, "nextafter", input, other, "f")
 
 
 def bitwise_left_shift(input, other):
@@ -1361,7 +1381,7 @@ def bitwise_left_shift(input, other):
     >>> torcia.bitwise_left_shift(torcia.tensor([1, 3]), 2)
     tensor([ 4, 12])
     """
-    return _host_binary(np.left_shift, input, other)
+    return _host_binary(np.left_shift, "lshift", input, other, "iu")
 
 
 def bitwise_right_shift(input, other):
@@ -1373,7 +1393,7 @@ def bitwise_right_shift(input, other):
     >>> torcia.bitwise_right_shift(torcia.tensor([8, -8]), 2)
     tensor([ 2, -2])
     """
-    return _host_binary(np.right_shift, input, other)
+    return _host_binary(np.right_shift, "rshift", input, other, "iu")
 
 
 _Frexp = _ops._return_type("frexp", ("mantissa", "exponent"))

@@ -8,6 +8,7 @@ Multi-output ops return named tuples (``values``/``indices``...).
 from __future__ import annotations
 
 from torcia import _dtype as D
+from torcia._grad_mode import STATE as _GRAD
 from torcia._ops import (
     _along_dim,
     _check_range,
@@ -15,9 +16,11 @@ from torcia._ops import (
     _return_type,
     _size_at,
     _to_float,
+    isnan,
     reshape,
     take_along_dim,
     to_dtype,
+    where,
 )
 from torcia._tensor import Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
@@ -131,7 +134,15 @@ def median(input, dim=None, keepdim=False):
 
             return full((), float("nan"), dtype=input.dtype, device=input.device)
         flat = reshape(input, (-1,))
-        return call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        value = call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        if not (input._requires_grad and _GRAD.enabled):
+            return value
+        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
+        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
+        # as x - value is 0 where tied, and its derivative is tied / count
+        value = value.detach()
+        tied = isnan(flat) if bool(isnan(value)) else flat == value
+        return value + where(tied, flat - value, 0).sum() / tied.sum()
     d = _wrap_dim(dim, input.ndim)
     _nonempty_dim(input, d, "median")
     v, i = _along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
