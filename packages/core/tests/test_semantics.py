@@ -331,7 +331,7 @@ def test_bool_unary_ops_as_pytorch():
     with pytest.raises(NotImplementedError, match="\"abs_cpu\" not implemented for 'Bool'"):
         torcia.abs(b)
     with pytest.raises(RuntimeError, match="Negation, the `-` operator, on a bool tensor"):
-        -b
+        torcia.neg(b)
     with pytest.raises(RuntimeError, match="Boolean inputs not supported for relu"):
         torcia.relu(b)
 
