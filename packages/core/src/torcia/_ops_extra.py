@@ -439,6 +439,13 @@ def pad(input, pad, mode="constant", value=None):
                     f"Argument #4: Padding size should be less than the corresponding input "
                     f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
                     f"{list(input.shape)}")
+    else:
+        for i in range(len(pad) // 2):
+            # negative amounts crop first (PyTorch narrows by them), and no crop may pass
+            # the dim's size
+            size = input.shape[input.ndim - 1 - i] + min(pad[2 * i], 0)
+            if size < 0 or size + min(pad[2 * i + 1], 0) < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
     params = {"pad": pad, "mode": mode, "value": 0 if value is None else value}
     if mode in _PAD_AUTOCAST:
         return _PAD_AUTOCAST[mode](input, params)

@@ -460,6 +460,9 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups, fn):
         raise RuntimeError("dilation should be greater than zero")
     pads = _conv_padding(padding, nd, kernel, dilation, stride, fn)
     out_ch, c = weight.shape[0], input.shape[1]
+    if out_ch == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if out_ch % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size "
@@ -731,6 +734,11 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
                                                       padding, 1, fn)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if nd == 3 and any(i < k for i, k in zip(input.shape[2:], kernel)):
+        # PyTorch's 3-D average pooling wants the window inside the unpadded input
+        t, h, w = input.shape[2:]
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
     from torcia._kernels_nn import _pool_geometry
 
     out_sp, _ = _pool_geometry(input.shape[2:], kernel, stride, pad, (1,) * nd,
@@ -970,6 +978,8 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _check_tensor(input, "input", "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    if eps < 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {float(eps)}")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):
