@@ -57,3 +57,34 @@ def test_std_gradient_elsewhere_is_unchanged():
     torcia.std(x, 1).sum().backward()
     assert x.grad[1].tolist() == [0.0, 0.0, 0.0]
     assert gradcheck(lambda t: torcia.std(t, 1), (x[:1].detach().requires_grad_(),))
+
+
+# ----- reverse over forward ----------------------------------------------------------------
+
+
+def test_reverse_over_forward_hessian():
+    from torcia.func import hessian, jacfwd, jacrev
+
+    # f = sum(x^3) + sin(x0 x1): the Hessian is diag(6 x) plus, from the sine,
+    # -sin(x0 x1) [[x1^2, x0 x1], [x0 x1, x0^2]] + cos(x0 x1) [[0, 1], [1, 0]]
+    def f(x):
+        return (x ** 3).sum() + (x[0] * x[1]).sin()
+
+    x = torcia.tensor([1.0, 2.0], dtype=torcia.float64)
+    s, c = torcia.sin(x[0] * x[1]).item(), torcia.cos(x[0] * x[1]).item()
+    want = [[6 - 4 * s, -2 * s + c], [-2 * s + c, 12 - s]]
+    for transform in (jacrev(jacfwd(f)), jacfwd(jacrev(f)), hessian(f)):
+        got = transform(x)
+        assert got.tolist() == [pytest.approx(row) for row in want]
+
+
+def test_forward_mode_tangent_is_differentiable():
+    import torcia.autograd.forward_ad as fwAD
+
+    # d/dx of the tangent of exp(x) along t = 1 is exp(x)
+    x = torcia.tensor([0.5], dtype=torcia.float64, requires_grad=True)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torcia.ones(1, dtype=torcia.float64))
+        tangent = fwAD.unpack_dual(d.exp()).tangent
+    (g,) = torcia.autograd.grad(tangent.sum(), x)
+    assert g.item() == pytest.approx(torcia.exp(x).item())

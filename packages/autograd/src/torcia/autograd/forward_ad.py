@@ -66,10 +66,12 @@ def _differentiable(x: Tensor) -> bool:
     return x.is_floating_point() or x.is_complex()
 
 
-def _as_tangent(t: Tensor, like: Tensor) -> Tensor:
-    """``t`` detached, in ``like``'s dtype. A real output's tangent is the real part of a
-    complex one: the tangent of ``Re`` of the output (a cast would discard it silently)."""
-    t = t.detach()
+def _as_tangent(t: Tensor, like: Tensor, keep_graph: bool = False) -> Tensor:
+    """``t`` in ``like``'s dtype, detached unless ``keep_graph``. A real output's tangent is
+    the real part of a complex one: the tangent of ``Re`` of the output (a cast would
+    discard it silently)."""
+    if not keep_graph:
+        t = t.detach()
     if t.is_complex() and not like.is_complex():
         t = t.real
     return t.to(like.dtype)
@@ -133,9 +135,19 @@ def propagate(op: str, inputs: tuple, params: dict, out, tangents) -> None:
     plain = tuple(_plain(x) if x.__class__ is _Dual else x for x in inputs)
     mode = STATE.mode
     mode.busy = True
+    # with grad mode on, the tangent is recorded as a function of the primals (and of the
+    # inputs' tangents), so that reverse mode differentiates it: jacrev(jacfwd(f))
+    recording = torcia.is_grad_enabled() and any(
+        isinstance(x, Tensor) and x._requires_grad for x in plain)
     try:
-        with no_grad():
-            found = _fwd.output_tangents(op, plain, tangents, params, out)
+        if recording:
+            # the modes see a result before autograd records it: formulas that read it
+            # get the op run again, recorded, so the tangent's graph reaches the primals
+            found = _fwd.output_tangents(op, plain, tangents, params,
+                                         library.call(op, plain, params))
+        else:
+            with no_grad():
+                found = _fwd.output_tangents(op, plain, tangents, params, out)
     finally:
         mode.busy = False
     outs = out if isinstance(out, tuple) else (out,)
@@ -144,7 +156,7 @@ def propagate(op: str, inputs: tuple, params: dict, out, tangents) -> None:
         if t is not None and isinstance(o, Tensor) and _differentiable(o):
             if t.shape != o.shape:
                 t = t.expand(o.shape)
-            _mark(o, _as_tangent(t, o))
+            _mark(o, _as_tangent(t, o, keep_graph=recording))
 
 
 def share_tangent(src: Tensor, alias: Tensor) -> None:

@@ -105,6 +105,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
     entry = _derivs.TABLE[op]
     outs = result if isinstance(result, tuple) else (result,)
     mask = entry.differentiable_outputs
+    # with grad mode on, the tangent stays a differentiable function of the primals
+    keep_graph = torcia.is_grad_enabled()
     with enable_grad():
         seeds = [Tensor._make(torcia.zeros(o.shape, dtype=o.dtype)._data, o._device)
                  .requires_grad_(True)
@@ -146,7 +148,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
         if total is None or not total.requires_grad:
             found = [None] * len(live)
         else:
-            found = torcia.autograd.grad(total, live, allow_unused=True)
+            found = torcia.autograd.grad(total, live, allow_unused=True,
+                                         create_graph=keep_graph)
     found = iter(found)
     out = []
     for s, o in zip(seeds, outs):
@@ -154,7 +157,7 @@ def _transposed_vjp(op, primals, tangents, params, result):
             out.append(None)
             continue
         g = next(found)
-        out.append(_zero_tangent(o) if g is None else g.detach())
+        out.append(_zero_tangent(o) if g is None else g if keep_graph else g.detach())
     return tuple(out) if isinstance(result, tuple) else out[0]
 
 
