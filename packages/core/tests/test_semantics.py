@@ -443,3 +443,16 @@ def test_median_of_bfloat16_propagates_nan():
     assert math.isnan(torcia.median(x).item())
     values, indices = torcia.median(x.view(1, 3), 1)
     assert math.isnan(values.item()) and indices.item() == 1
+
+
+def test_products_keep_the_integer_dtype_and_refuse_bools():
+    # 1 * 1 summed three times in uint8: 3, not widened to int64
+    a = torcia.ones(3, dtype=torcia.uint8)
+    assert torcia.vdot(a, a).dtype is torcia.uint8 and torcia.vdot(a, a).item() == 3
+    b = torcia.ones(3, dtype=torcia.bool)
+    with pytest.raises(NotImplementedError, match="\"dot\" not implemented for 'Bool'"):
+        torcia.vdot(b, b)
+    with pytest.raises(NotImplementedError, match="not implemented for 'Bool'"):
+        torcia.ones(2, 2, dtype=torcia.bool) @ torcia.ones(2, 2, dtype=torcia.bool)
+    # vdot conjugates its first argument: conj(1j) 1j + 2 * 1 = 1 + 2
+    assert torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1])).item() == 3

@@ -89,6 +89,9 @@ _REFUSED = {
             _BOOL: (NotImplementedError, f'"{op}_vml_cpu" not implemented for \'{{}}\'')}
        for op in ("floor", "ceil", "trunc")},
     "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
+    "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
+    **{op: {_BOOL: (NotImplementedError, '"addmm_impl_cpu_" not implemented for \'{}\'')}
+       for op in ("matmul", "mm", "bmm", "addmm")},
 }
 
 
