@@ -32,7 +32,8 @@ def op(name, samples, *, aliases=(), dtypes=ALL, props=None, grad=True, torch_na
         props = ("torch", "grad", "gradgrad", "forward_ad", "vmap", "meta", "native",
                  "no_write") if grad else _NO_GRAD
     if name.endswith("_") or name in _WRITES:
-        props = tuple(p for p in props if p != "no_write")  # in place: writes by design
+        # in place: writes by design, and a leaf cannot be written in place under grad
+        props = tuple(p for p in props if p in ("torch", "meta", "native"))
     if name in RECORDS:
         raise ValueError(f"{name} is recorded twice")
     RECORDS[name] = OpInfo(name, samples, tuple(dtypes), tuple(sorted(args.items())),
@@ -142,9 +143,10 @@ _BINARY = {
     "le": ({}, False, ("less_equal",)), "gt": ({}, False, ("greater",)),
     "ge": ({}, False, ("greater_equal",)), "logical_and": ({}, False, ()),
     "logical_or": ({}, False, ()), "logical_xor": ({}, False, ()),
-    "igamma": ({"scalars": False, "domain": "positive", "other_domain": "positive"}, True,
+    # PyTorch differentiates these in their second argument only
+    "igamma": ({"scalars": False, "domain": "positive", "other_domain": "positive"}, False,
                ()),
-    "igammac": ({"scalars": False, "domain": "positive", "other_domain": "positive"}, True,
+    "igammac": ({"scalars": False, "domain": "positive", "other_domain": "positive"}, False,
                 ()),
 }
 for _name, (_options, _grad, _aliases) in _BINARY.items():
@@ -168,7 +170,7 @@ _OPERATORS = {
     "eq": ("eq",), "ne": ("ne",), "lt": ("lt",), "le": ("le",), "gt": ("gt",), "ge": ("ge",),
 }
 for _fn, _dunders in _OPERATORS.items():
-    domain = "nonneg" if "shift" in _fn else "real"
+    domain = "nonneg" if "shift" in _fn else "positive" if _fn == "pow" else "real"
     other = "positive" if _fn in ("truediv", "floordiv", "mod") else domain
     op(f"op:{_fn}", "binary", grad=_fn in ("add", "sub", "mul", "truediv", "pow"),
        aliases=tuple(f"Tensor.__{d}__" for d in _dunders), scalar_first=True, domain=domain,
@@ -236,13 +238,18 @@ _REDUCE = {
     "median": ({"dims": (None, 0, -1)}, True), "nanmedian": ({"dims": (None, 0, -1)}, True),
     "mode": ({"dims": (0, -1)}, True),
 }
+#: reductions that pick an element: distinct values, so that the index is unambiguous
+_PICKING = {"amax", "amin", "aminmax", "argmax", "argmin", "max", "min", "median", "nanmedian",
+            "mode"}
 for _name, (_options, _grad) in _REDUCE.items():
-    op(_name, "reduce", grad=_grad, aliases=(f"Tensor.{_name}",), **_options)
+    op(_name, "reduce", grad=_grad, aliases=(f"Tensor.{_name}",),
+       domain="distinct" if _name in _PICKING else "real", **_options)
 
 _SCAN = {"cumsum": {"dtype_arg": ("float64",)}, "cumprod": {"dtype_arg": ("float64",)},
          "cummax": {}, "cummin": {}, "logcumsumexp": {}}
 for _name, _options in _SCAN.items():
-    op(_name, "scan", aliases=(f"Tensor.{_name}", f"Tensor.{_name}_"), **_options)
+    op(_name, "scan", aliases=(f"Tensor.{_name}", f"Tensor.{_name}_"),
+       domain="distinct" if _name in ("cummax", "cummin") else "real", **_options)
 
 
 # ---------------------------------------------------------------------------------------
@@ -310,8 +317,12 @@ _VIEWS = {
     "real": ((((X(3, 4),),),), True), "imag": ((((X(3, 4),),),), True),
     "conj": ((((X(3, 4),),),), True),
 }
+# torcia's functions of these take what PyTorch's methods take (sizes as separate
+# arguments); torch.view and friends do not exist, torch.permute wants one tuple
+_METHOD_FORMS = {"view", "expand", "expand_as", "repeat", "contiguous", "permute"}
 for _name, (_calls, _grad) in _VIEWS.items():
-    op(_name, "calls", calls=_calls, grad=_grad, aliases=(f"Tensor.{_name}",))
+    op(_name, "calls", calls=_calls, grad=_grad, aliases=(f"Tensor.{_name}",),
+       torch_name=f"Tensor.{_name}" if _name in _METHOD_FORMS else "")
 op("view_as_complex", "calls", dtypes=FLOATING, calls=(((X(3, 2),),), ((X(3, 4),), {},
                                                                         "refuse")))
 op("moveaxis", "calls", calls=(((X(2, 3, 4), 0, 2),),), aliases=("Tensor.moveaxis",))
@@ -323,7 +334,8 @@ op("Tensor.t_", "calls", calls=(((X(3, 4),),), ((X(2, 3, 4),), {}, "refuse")))
 op("Tensor.squeeze_", "calls", calls=(((X(3, 1, 4),),), ((X(3, 1, 4), 1),)))
 op("Tensor.unsqueeze_", "calls", calls=(((X(3, 4), 1),),))
 op("Tensor.view_as", "calls", calls=(((X(3, 4), X(2, 6)),),), aliases=("Tensor.reshape_as",))
-op("Tensor.unfold", "calls", calls=(((X(3, 7), 1, 3, 2),), ((X(3, 7), 1, 8, 1), {}, "refuse")))
+op("Tensor.unfold", "calls", calls=(((X(3, 7), 1, 3, 2),), ((X(3, 7), 1, 8, 1), {}, "refuse")),
+   aliases=("unfold",))
 for _name in ("cat", "concat", "concatenate"):
     op(_name, "calls", calls=((([X(3, 4), X(2, 4)],),), (([X(3, 4), X(3, 2)], 1),),
                               (([X(3, 4), OF("float64", 3, 4)],), {}, "promote"),
@@ -362,7 +374,7 @@ op("masked_scatter", "calls", aliases=("Tensor.masked_scatter", "Tensor.masked_s
    calls=(((X(3, 4), BOOLS(3, 4), X(12)),),))
 for _name in ("scatter", "scatter_add"):
     op(_name, "calls", aliases=(f"Tensor.{_name}", f"Tensor.{_name}_"),
-       calls=(((X(3, 4), 1, IDX([[0, 2], [1, 1], [3, 0]]), X(3, 2)),),
+       calls=(((X(3, 4), 1, IDX([[0, 2], [1, 3], [3, 0]]), X(3, 2)),),
               ((X(3, 4), 0, IDX([[2, 0, 1, 2]]), X(1, 4)),),
               ((X(3, 4), 0, IDX([[3, 0, 1, 2]]), X(1, 4)), {}, "refuse")))
 op("Tensor.scatter_", "calls",
@@ -403,16 +415,16 @@ op("setitem", "calls", torch_name="op:setitem", grad=False, aliases=("Tensor.__s
 # sorting, selection, counting
 # ---------------------------------------------------------------------------------------
 
-op("sort", "calls", aliases=("Tensor.sort",),
+op("sort", "calls", domain="distinct", aliases=("Tensor.sort",),
    calls=(((X(3, 4),),), ((X(3, 4), 0),), ((X(3, 4),), {"descending": True}),
           ((X(3, 4),), {"stable": True}), ((X(),),), ((X(3, 4), 2), {}, "refuse")))
-op("argsort", "calls", grad=False, aliases=("Tensor.argsort",),
+op("argsort", "calls", domain="distinct", grad=False, aliases=("Tensor.argsort",),
    calls=(((X(3, 4),), {"stable": True}), ((X(3, 4), 0), {"descending": True, "stable": True})))
-op("msort", "calls", aliases=("Tensor.msort",), calls=(((X(3, 4),),),))
-op("topk", "calls", aliases=("Tensor.topk",),
+op("msort", "calls", domain="distinct", aliases=("Tensor.msort",), calls=(((X(3, 4),),),))
+op("topk", "calls", domain="distinct", aliases=("Tensor.topk",),
    calls=(((X(3, 4), 2),), ((X(3, 4), 2, 0),), ((X(3, 4), 1), {"largest": False}),
           ((X(3, 4), 5), {}, "refuse")))
-op("kthvalue", "calls", aliases=("Tensor.kthvalue",),
+op("kthvalue", "calls", domain="distinct", aliases=("Tensor.kthvalue",),
    calls=(((X(3, 4), 2),), ((X(3, 4), 1, 0),), ((X(3, 4), 2, 1, True),),
           ((X(3, 4), 5), {}, "refuse")))
 op("unique", "calls", grad=False, aliases=("Tensor.unique",),
@@ -565,8 +577,8 @@ _LINALG = {
                                                          "unitriangular": True})),
     "linalg.cholesky": ((SPD(3, 3),), (SPD(2, 3, 3),), ((SPD(3, 3),), {"upper": True})),
     "linalg.cholesky_ex": ((SPD(3, 3),),),
-    "linalg.qr": ((X(4, 3),), (X(3, 4),), ((X(4, 3), "complete"),), ((X(4, 3), "r"),)),
-    "linalg.eigh": ((SPD(3, 3),), ((SPD(3, 3), "U"),)),
+    "linalg.qr": ((X(4, 3),), (X(3, 4),), (X(4, 3), "complete"), (X(4, 3), "r")),
+    "linalg.eigh": ((SPD(3, 3),), (SPD(3, 3), "U")),
     "linalg.eigvalsh": ((SPD(3, 3),), (SPD(2, 3, 3),)),
     "linalg.eig": ((SQ(3, 3),),), "linalg.eigvals": ((SQ(3, 3),),),
     "linalg.svd": ((X(4, 3),), ((X(3, 4),), {"full_matrices": False})),
@@ -574,12 +586,12 @@ _LINALG = {
     "linalg.pinv": ((X(4, 3),), ((X(3, 3),), {"hermitian": False})),
     "linalg.lstsq": ((SQ(4, 3), X(4, 2)),),
     "linalg.matrix_rank": ((X(4, 3),), ((X(4, 3),), {"hermitian": False})),
-    "linalg.matrix_norm": ((X(3, 4),), ((X(3, 4), "nuc"),), ((X(3, 4), 1),),
-                           ((X(3, 4), -2),), ((X(2, 3, 4), float("inf")),)),
-    "linalg.vector_norm": ((X(3, 4),), ((X(3, 4), 1),), ((X(3, 4), 3, 0),),
-                           ((X(3, 4), float("inf")),), ((X(3, 4), 0),), ((X(),),)),
-    "linalg.norm": ((X(3, 4),), ((X(3, 4), "fro"),), ((X(4),),), ((X(3, 4), 2, (0, 1)),)),
-    "linalg.cond": ((SQ(3, 3),), ((SQ(3, 3), 1),)),
+    "linalg.matrix_norm": ((X(3, 4),), (X(3, 4), "nuc"), (X(3, 4), 1), (X(3, 4), -2),
+                           (X(2, 3, 4), float("inf"))),
+    "linalg.vector_norm": ((X(3, 4),), (X(3, 4), 1), (X(3, 4), 3, 0), (X(3, 4), float("inf")),
+                           (X(3, 4), 0), (X(),)),
+    "linalg.norm": ((X(3, 4),), (X(3, 4), "fro"), (X(4),), (X(3, 4), 2, (0, 1))),
+    "linalg.cond": ((SQ(3, 3),), (SQ(3, 3), 1)),
     "linalg.matrix_power": ((SQ(3, 3), 3), (SQ(3, 3), -2), (SQ(3, 3), 0)),
     "linalg.matrix_exp": ((X(3, 3),), (X(2, 3, 3),)),
     "linalg.multi_dot": (([X(3, 4), X(4, 2), X(2, 5)],),),
@@ -599,9 +611,14 @@ _LINALG = {
 _GAUGE = {"linalg.qr", "linalg.eigh", "linalg.eig", "linalg.svd", "linalg.lu",
           "linalg.householder_product", "linalg.ldl_factor", "linalg.ldl_factor_ex",
           "linalg.pinv"}
+#: functions of a Hermitian matrix, which read half of it; and ops PyTorch does not
+#: differentiate, or whose results are integers
+_HERMITIAN = {"linalg.cholesky", "linalg.cholesky_ex", "linalg.eigvalsh"}
+_LINALG_NO_GRAD = {"linalg.matrix_rank", "linalg.ldl_solve", "linalg.lu_factor",
+                   "linalg.lu_factor_ex"}
 for _name, _calls in _LINALG.items():
-    op(_name, "calls", dtypes=FLOAT_COMPLEX, gauge=_name in _GAUGE,
-       props=_NO_GRAD if _name in _GAUGE else None,
+    op(_name, "calls", dtypes=FLOAT_COMPLEX, gauge=_name in _GAUGE, hermitian=_name in _HERMITIAN,
+       props=_NO_GRAD if _name in _GAUGE | _LINALG_NO_GRAD else None,
        calls=tuple(c if isinstance(c[-1], str) and len(c) == 3 or (len(c) == 2 and
                                                                    isinstance(c[1], dict))
                    else (c,) for c in _calls))
@@ -627,7 +644,8 @@ _LEGACY_LINALG = {
 for _name, _calls in _LEGACY_LINALG.items():
     _gauge = _name in ("qr", "svd", "lu", "geqrf", "orgqr", "ormqr")
     op(_name, "calls", dtypes=FLOAT_COMPLEX, aliases=(f"Tensor.{_name}",), gauge=_gauge,
-       props=_NO_GRAD if _gauge else None, calls=tuple((c,) for c in _calls))
+       props=_NO_GRAD if _gauge else None, hermitian=_name in ("cholesky", "logdet"),
+       calls=tuple((c,) for c in _calls))
 op("lu_solve", "calls", dtypes=FLOATING, aliases=("Tensor.lu_solve",),
    calls=(((X(3, 2), DERIVED("linalg.lu_factor", _A3, 0), DERIVED("linalg.lu_factor", _A3, 1)),),))
 op("lu_unpack", "calls", dtypes=FLOATING,
@@ -690,7 +708,8 @@ for _name in ("xlog1py", "xlogy", "zeta", "gammainc", "gammaincc"):
     op(f"special.{_name}", "binary", scalars=False,
        domain="positive" if _name != "xlog1py" else "real",
        other_domain="nonneg" if _name == "xlog1py" else "positive",
-       grad=True, note="zeta and gammainc differentiate in their second argument only")
+       grad=_name in ("xlog1py", "xlogy"),
+       note="PyTorch differentiates zeta and gammainc in their second argument only")
 for _name in ("chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
               "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
               "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
@@ -831,7 +850,8 @@ op(_F + "pad", "calls", aliases=("constant_pad_nd",),
           ((X(1, 2, 4), (2, 1), "circular"),), ((X(2, 3), (-1, 1)),),
           ((X(2, 3), (-2, -2)), {}, "refuse")))
 for _nd in (1, 2, 3):
-    _in = (2, 3) + (5,) * _nd
+    # small: gradcheck perturbs each element in turn
+    _in = (2, 3) + ((5,), (4, 5), (3, 3, 4))[_nd - 1]
     _w = (4, 3) + (2,) * _nd
     op(f"{_F}conv{_nd}d", "calls", aliases=(f"conv{_nd}d",),
        calls=(((X(*_in), X(*_w)),), ((X(*_in), X(*_w), X(4)), {"stride": 2, "padding": 1}),
@@ -969,17 +989,18 @@ op("feature_dropout", "calls", random=True, dtypes=FLOATING, props=("torch",),
 op(_F + "conv_tbc", "calls", calls=(((X(5, 2, 3), X(2, 3, 4), X(4)),),))
 
 # ----- recurrent layers, one step and whole sequences --------------------------------------
-_RNN_W = {"lstm": 16, "gru": 12, "rnn_tanh": 4, "rnn_relu": 4}
+# hidden size 2, input size 3: gates of 8 (LSTM), 6 (GRU), 2 (plain RNN) rows
+_RNN_W = {"lstm": 8, "gru": 6, "rnn_tanh": 2, "rnn_relu": 2}
 for _name, _gates in _RNN_W.items():
-    _hx = (X(2, 4), X(2, 4)) if _name == "lstm" else X(2, 4)
+    _hx = (X(2, 2), X(2, 2)) if _name == "lstm" else X(2, 2)
     op(f"{_name}_cell", "calls", dtypes=FLOATING,
-       calls=(((X(2, 3), _hx, X(_gates, 3), X(_gates, 4)),),
-              ((X(2, 3), _hx, X(_gates, 3), X(_gates, 4), X(_gates), X(_gates)),)))
-    _h0 = [X(1, 2, 4), X(1, 2, 4)] if _name == "lstm" else X(1, 2, 4)
+       calls=(((X(2, 3), _hx, X(_gates, 3), X(_gates, 2)),),
+              ((X(2, 3), _hx, X(_gates, 3), X(_gates, 2), X(_gates), X(_gates)),)))
+    _h0 = [X(1, 2, 2), X(1, 2, 2)] if _name == "lstm" else X(1, 2, 2)
     op(_name, "calls", dtypes=FLOATING,
-       calls=(((X(5, 2, 3), _h0, [X(_gates, 3), X(_gates, 4), X(_gates), X(_gates)], True, 1,
+       calls=(((X(3, 2, 3), _h0, [X(_gates, 3), X(_gates, 2), X(_gates), X(_gates)], True, 1,
                 0.0, False, False, False),),
-              ((X(2, 5, 3), _h0, [X(_gates, 3), X(_gates, 4)], False, 1, 0.0, False, False,
+              ((X(2, 3, 3), _h0, [X(_gates, 3), X(_gates, 2)], False, 1, 0.0, False, False,
                 True),)))
 
 # ----- tensor queries and conversions: Python values and casts --------------------------

@@ -38,10 +38,17 @@ _DOMAINS = {
 
 
 def values(rng, shape, dtype, domain="real"):
-    """Ordinary values of ``dtype`` in ``domain``."""
-    low, high = _DOMAINS[domain]
+    """Ordinary values of ``dtype`` in ``domain`` ("distinct": no two equal, so that the
+    indices sorting and selecting ops return are unambiguous)."""
     if dtype in BOOL:
         return rng.integers(0, 2, shape).astype(bool)
+    if domain == "distinct":
+        n = int(np.prod(shape))
+        start = 0 if dtype == "uint8" else -(n // 2)
+        x = rng.permutation(n) + start
+        return (x if dtype in INTS else x * 0.5 + 0.25).reshape(shape).astype(
+            dtype if dtype in INTS else np.float64)
+    low, high = _DOMAINS[domain]
     if dtype in INTS:
         lo = max(int(np.floor(low)), 0 if dtype == "uint8" else -9)
         hi = max(int(np.ceil(high)), lo + 2)
@@ -261,8 +268,9 @@ def _matrix(rng, kind, shape, dtype):
         a = a @ np.conj(np.swapaxes(a, -1, -2)) + n * eye
     else:
         a = a + n * eye
-    if kind == "tril":
-        a = np.tril(a)
-    elif kind == "triu":
-        a = np.triu(a)
+    if kind in ("tril", "triu"):
+        # a real diagonal: what a Cholesky factor of a Hermitian matrix has
+        a = np.tril(a) if kind == "tril" else np.triu(a)
+        idx = np.arange(n)
+        a[..., idx, idx] = a[..., idx, idx].real
     return a

@@ -127,8 +127,16 @@ Tensor.__rmatmul__ = lambda self, other: _ops.matmul(_ops._tensor_arg(other), se
 Tensor.__neg__ = lambda self: _ops.neg(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _ops.abs(self)
-Tensor.__invert__ = lambda self: (_ops.logical_not(self) if self.dtype is D.bool_
-                                  else _ops.bitwise_not(self))
+def _invert(self):
+    if self.dtype is D.bool_:
+        return _ops.logical_not(self)
+    if self.dtype.category >= 2:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return _ops.bitwise_not(self)
+
+
+Tensor.__invert__ = _invert
 Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
 Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
 Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
@@ -160,10 +168,8 @@ def _logical(a, b, logical, bitwise):
     other_bool = b.dtype is D.bool_ if isinstance(b, Tensor) else isinstance(b, bool)
     if a.dtype is D.bool_ and other_bool:
         return binary(logical, a, b)
-    if a.dtype.is_floating_point or (isinstance(b, Tensor) and b.dtype.is_floating_point) or (
-        isinstance(b, float)
-    ):
-        raise TypeError(f"{bitwise} is only supported for integer and bool tensors")
+    # a float operand: the kernel refuses it, as PyTorch's ("bitwise_and_cpu" not
+    # implemented for 'Float')
     return binary(bitwise, a, b)
 
 

@@ -30,7 +30,7 @@ _UFUNC_NAMES = {
     "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs",
     "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-    "logical_not": "logical_not", "signbit": "signbit",
+    "logical_not": "logical_not",
     "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
     "minimum": "minimum", "fmax": "fmax", "fmin": "fmin", "bitwise_and": "bitwise_and",
     "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
@@ -39,6 +39,12 @@ _UFUNC_NAMES = {
     "logical_or": "logical_or", "logical_xor": "logical_xor",
 
 }
+
+
+def _half(dt) -> bool:
+    """Whether ``dt`` is float16 or bfloat16, which compute in float32 (PyTorch's
+    accumulate and opmath type); by name, not to load ml_dtypes at import."""
+    return dt.itemsize == 2 and (dt.kind == "f" or dt.name == "bfloat16")
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
@@ -59,9 +65,8 @@ def _check_divisor(xp, a, b) -> None:
 _COMPLEX, _BOOL = "c", "b"
 _REFUSED = {
     **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
-                  "floor_divide", "kthvalue", "median_dim", "mode_dim", "hypot", "xlogy",
-                  "atan2")},
+       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "median_dim",
+                  "mode_dim", "hypot", "xlogy", "atan2")},
     "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
     "amin": {_COMPLEX: (NotImplementedError, '"min_values_cpu" not implemented for \'{}\'')},
     "max_dim": {_COMPLEX: (RuntimeError, "max(): does not support complex input")},
@@ -89,7 +94,14 @@ _REFUSED = {
             _BOOL: (NotImplementedError, f'"{op}_vml_cpu" not implemented for \'{{}}\'')}
        for op in ("floor", "ceil", "trunc")},
     "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
+    "floor_divide": {_BOOL: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\''),
+                     _COMPLEX: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\'')},
+    **{op: {_BOOL: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\''),
+            _COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
+       for op in ("remainder", "fmod")},
     "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
+    "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
+                                              '\'{}\'') for k in (_BOOL, _COMPLEX)},
     **{op: {_BOOL: (NotImplementedError, '"addmm_impl_cpu_" not implemented for \'{}\'')}
        for op in ("matmul", "mm", "bmm", "addmm")},
 }
@@ -161,8 +173,13 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     # ----- elementwise ---------------------------------------------------------------
     def sign(self, a):
-        # NumPy's sign has no bool loop; PyTorch's sign of a bool is itself
-        return a.copy() if a.dtype.kind == "b" else self.xp.sign(a)
+        # NumPy's sign has no bool loop; PyTorch's sign of a bool is itself, of NaN 0
+        if a.dtype.kind == "b":
+            return a.copy()
+        xp = self.xp
+        out = xp.sign(a)
+        return xp.where(out != out, xp.zeros((), out.dtype), out) if a.dtype.kind in "fV" \
+            else out
 
     def square(self, a):
         # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
@@ -264,6 +281,12 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def pow(self, a, b):
         xp = self.xp
+        if xp.asarray(a).dtype.kind == "b":
+            if b.__class__ is bool or getattr(b, "dtype", np.dtype(np.int64)).kind == "b":
+                if b.__class__ is not bool:
+                    raise NotImplementedError('"pow" not implemented for \'Bool\'')
+                # a bool to a bool power stays bool: x ** True is x, x ** False True
+                return a.copy() if b else xp.ones_like(a)
         if xp.asarray(a).dtype.kind not in "iub":
             return xp.power(a, b)
         if isinstance(b, (int, np.integer)):
@@ -318,14 +341,27 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     def where(self, cond, a, b):
         return self.xp.where(cond, a, b)
 
+    # float16 and bfloat16 compute in float32 and round once, as PyTorch's opmath
     def lerp(self, start, end, weight):
-        return start + weight * (end - start)
+        dt = start.dtype
+        if _half(dt):
+            start, end = start.astype(np.float32), end.astype(np.float32)
+            weight = weight.astype(np.float32) if hasattr(weight, "astype") else weight
+        return (start + weight * (end - start)).astype(dt, copy=False)
 
     def addcmul(self, a, t1, t2, value=1):
-        return a + value * t1 * t2
+        dt = a.dtype
+        if _half(dt):
+            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
+            value = float(value)
+        return (a + value * t1 * t2).astype(dt, copy=False)
 
     def addcdiv(self, a, t1, t2, value=1):
-        return a + value * t1 / t2
+        dt = a.dtype
+        if _half(dt):
+            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
+            value = float(value)
+        return (a + value * t1 / t2).astype(dt, copy=False)
 
     def cast(self, a, dtype):
         return a.astype(dtype)
@@ -334,21 +370,44 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
 
     def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
+        if a.dtype.name == "bfloat16":
+            # NumPy's nan_to_num knows kinds "f" and "c" only: through float32, whose
+            # finfo would give +-inf the wrong (float32) limits
+            info = np.finfo(a.dtype)
+            return self.xp.nan_to_num(a.astype(np.float32), nan=nan,
+                                      posinf=float(info.max) if posinf is None else posinf,
+                                      neginf=float(info.min) if neginf is None else neginf
+                                      ).astype(a.dtype)
         return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+    def signbit(self, a):
+        if a.dtype.name == "bfloat16":
+            a = a.astype(np.float32)  # no bfloat16 loop: the sign survives the cast
+        return self.xp.signbit(a)
 
     # ----- reductions -------------------------------------------------------------
     # NOTE: reductions call the array's method: xp.sum's Python wrapper costs more than
-    # the reduction itself on small tensors
+    # the reduction itself on small tensors. float16 and bfloat16 accumulate in float32
+    # (PyTorch's accumulate type), and the result is rounded once.
     def sum(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.sum(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def nansum(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.nansum(a.astype(np.float32), axis=dim, keepdims=keepdim).astype(
+                a.dtype)
         return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.mean(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def prod(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def amax(self, a, dim=None, keepdim=False):
@@ -358,10 +417,14 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return a.min(axis=dim, keepdims=keepdim)
 
     def var(self, a, dim=None, correction=1, keepdim=False):
-        return self.xp.var(a, axis=dim, ddof=correction, keepdims=keepdim)
+        x = a.astype(np.float32) if _half(a.dtype) else a
+        return self.xp.var(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
+            a.real.dtype, copy=False)
 
     def std(self, a, dim=None, correction=1, keepdim=False):
-        return self.xp.std(a, axis=dim, ddof=correction, keepdims=keepdim)
+        x = a.astype(np.float32) if _half(a.dtype) else a
+        return self.xp.std(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
+            a.real.dtype, copy=False)
 
     def norm(self, a, p=2.0, dim=None, keepdim=False):
         xp = self.xp
@@ -428,9 +491,13 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
 
     def cumsum(self, a, dim, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumsum(a, axis=dim, dtype=dtype)
 
     def cumprod(self, a, dim, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
     # ----- views and movement -------------------------------------------------------
@@ -637,8 +704,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def einsum(self, *operands, equation):
         like = operands[0]
-        if like.dtype.name == "bfloat16":
-            # NumPy's einsum refuses ml_dtypes' bfloat16: sum in float32, round once
+        if _half(like.dtype):
+            # sums in float32, rounded once (NumPy's einsum refuses ml_dtypes' bfloat16,
+            # and sums float16 in float16)
             operands = tuple(o.astype(np.float32) for o in operands)
         return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2), like)
 

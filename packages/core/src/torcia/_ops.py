@@ -574,6 +574,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
     tensor([ True, False])
     """
+    dt = result_type(input, other)
+    if dt.category < 2:
+        # integers and bools compare as doubles: their difference would wrap or be refused
+        input, other = to_dtype(input, D.float64), to_dtype(other, D.float64)
     # infinities are close only to themselves: inf - x <= inf would say otherwise
     finite = input.isfinite() & other.isfinite()
     close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
@@ -883,9 +887,17 @@ def amin(input, dim=(), keepdim=False):
 
 
 def _check_nonempty(input, dim, name):
-    if input.numel() == 0:
+    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
+    of an empty tensor without a dim, or along a dim of size 0."""
+    if input.numel():
+        return
+    if dim is None or dim == ():
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                          "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+        d = _wrap_dim(d, input.ndim)
+        if _size_at(input, d) == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 class _ReturnType(tuple):
@@ -944,6 +956,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
         _check_nonempty(input, None, "max")
         return amax(input)
     d = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, d, "max")
     v, i = _along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Max(v, i)
 
@@ -968,6 +981,7 @@ def min(input, dim=None, keepdim=False):
         _check_nonempty(input, None, "min")
         return amin(input)
     d = _wrap_dim(dim, input.ndim)
+    _check_nonempty(input, d, "min")
     v, i = _along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Min(v, i)
 
@@ -984,6 +998,9 @@ def argmax(input, dim=None, keepdim=False):
     >>> torcia.argmax(x, dim=1)
     tensor([1, 0])
     """
+    if input.dtype is D.bool_:
+        raise RuntimeError("argmax(): does not support bool input")
+    _check_nonempty(input, dim, "argmax")
     return _along_dim("argmax", (input,), {
         "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
@@ -998,6 +1015,9 @@ def argmin(input, dim=None, keepdim=False):
     >>> torcia.argmin(x, dim=0)
     tensor([0, 1])
     """
+    if input.dtype is D.bool_:
+        raise RuntimeError("argmin(): does not support bool input")
+    _check_nonempty(input, dim, "argmin")
     return _along_dim("argmin", (input,), {
         "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
@@ -1617,7 +1637,7 @@ def as_strided(input, size, stride, storage_offset=None):
     need = 0 if 0 in size else offset + 1 + builtins.sum(
         (n - 1) * st for n, st in zip(size, stride))
     have = storage_size(input)
-    if need > have:
+    if need > have and input._device.type != "meta":  # a meta tensor holds no storage
         item = input._data.itemsize
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
                            f"offset {offset}, and itemsize {item} requiring a storage size of "
@@ -2292,8 +2312,12 @@ def index_add(input, dim, index, source, *, alpha=1):
             [1., 1.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, _size_at(input, d), d, IndexError, negative=False,
-                 message="index out of range in self")
+    # PyTorch's 1-D kernel and its n-D one word the error differently
+    if input.ndim <= 1:
+        _check_range(index._data, _size_at(input, d), d, IndexError, negative=False,
+                     message="index out of range in self")
+    else:
+        _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
     _check_index_source(input, d, index, source, "index_add_")
     return _along_dim("index_add", (input, index, source), {"dim": d, "alpha": alpha})
 
@@ -2764,12 +2788,16 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
                                f"{_tname(a.dtype)} and {_tname(b.dtype)}")
     # the bias must expand to the product's shape (expand's own error otherwise)
     expand(input, mat1.shape[0], mat2.shape[1])
-    return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
+    # beta and alpha in the inputs' dtype: an integer product scales by integers
+    return call("addmm", (input, mat1, mat2), {"beta": _operand_as(beta, mat1.dtype),
+                                               "alpha": _operand_as(alpha, mat1.dtype)})
 
 
 def _scaled_sum(input, product, beta, alpha):
     """``beta * input + alpha * product``; with ``beta == 0`` ``input`` is ignored, NaN
-    and infinity included, as PyTorch's BLAS-style ops do."""
+    and infinity included, as PyTorch's BLAS-style ops do. beta and alpha take the
+    product's dtype (an integer product scales by integers: 0.5 is 0)."""
+    beta, alpha = _operand_as(beta, product.dtype), _operand_as(alpha, product.dtype)
     if alpha != 1:
         product = product * alpha
     if beta == 0:

@@ -178,7 +178,7 @@ def positive(input):
     tensor([-1,  2])
     """
     if input.dtype is D.bool_:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -226,9 +226,21 @@ def logaddexp(input, other):
     >>> torcia.logaddexp(torcia.tensor([0.0]), torcia.tensor([0.0]))
     tensor([0.6931])
     """
-    m = _ops.maximum(input, other).detach()
+    input, other = _log_add_operands(input, other, "logaddexp")
+    # shifted by the greater (real part), which sets the magnitude
+    m = _ops.maximum(input.real, other.real).detach() if input.is_complex() else \
+        _ops.maximum(input, other).detach()
     m = _ops.where(_ops.isfinite(m), m, C.zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _log_add_operands(input, other, name):
+    """logaddexp's operands in their common dtype, which must be floating (or complex
+    for logaddexp): PyTorch has no integer kernel."""
+    dt = result_type(input, other)
+    if dt.category < 2 or (dt.category == 3 and name == "logaddexp2"):
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_torch_name(dt)}\'')
+    return _ops.to_dtype(input, dt), _ops.to_dtype(other, dt)
 
 
 def logaddexp2(input, other):
@@ -240,6 +252,7 @@ def logaddexp2(input, other):
     >>> torcia.logaddexp2(torcia.tensor([1.0, 100.0]), torcia.tensor([1.0, 100.0]))
     tensor([  2., 101.])
     """
+    input, other = _log_add_operands(input, other, "logaddexp2")
     return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
 
 
@@ -288,6 +301,7 @@ def ldexp(input, other):
     >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
     tensor([8.0000, 1.5000])
     """
+    _ops._tensor_arg(other, "other")
     dt = result_type(input, other)
     if dt.category < 2:
         dt = D.get_default_dtype()
@@ -1246,16 +1260,17 @@ def sum_to_size(input, *size):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dimensions (a view).
+    """The conjugate transpose of the last two dimensions: a view of a real tensor, a
+    conjugated copy of a complex one (as :func:`conj`).
 
     Examples
     --------
     >>> import torcia
     >>> torcia.adjoint(torcia.tensor([[1 + 2j, 3j]]))
-    tensor([[1.+2.j],
-            [0.+3.j]])
+    tensor([[1.-2.j],
+            [0.-3.j]])
     """
-    return input.transpose(-2, -1)
+    return _ops_complex.conj(input.transpose(-2, -1))
 
 
 def ndimension(input) -> int:
@@ -1564,7 +1579,7 @@ def frobenius_norm(input, dim=(-2, -1), keepdim=False):
     >>> torcia.frobenius_norm(torcia.tensor([[3.0, 0.0], [0.0, 4.0]]))
     tensor(5.)
     """
-    return input.pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
+    return input.abs().pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
 
 
 def constant_pad_nd(input, pad, value=0):

@@ -35,7 +35,7 @@ _Cummin = _return_type("cummin", ("values", "indices"))
 
 
 def _nonempty_dim(input, d, name):
-    if _size_at(input, d) == 0:
+    if input.numel() == 0 and _size_at(input, d) == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
@@ -596,8 +596,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.ndim} dimensions")
     x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not x.is_floating_point():
-        x = x.to(D.get_default_dtype())
+    if x.dtype is D.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = _to_float(x)  # complex inputs keep their imaginary part
     n = x.shape[1]
     w = None
     for name, weights in (("fweights", fweights), ("aweights", aweights)):

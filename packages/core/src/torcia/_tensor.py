@@ -17,6 +17,7 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia.backend import CPU, canonical, device
 
 _ndarray = np.ndarray
+_NUMBERS = (int, float, bool, complex)
 _generic = np.generic
 _FROM_NP = D.FROM_NUMPY
 
@@ -793,7 +794,10 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         dev = x._device
         kernel = dev.kernels.get(op) if dev.kernels is not None else None
         if kernel is not None:
-            out = kernel(x._data, **params)
+            try:
+                out = kernel(x._data, **params)
+            except (TypeError, ValueError) as exc:
+                raise _no_kernel(op, (x._data,), exc) from None
             if out.__class__ is tuple:
                 result = tuple(_make(o, dev) for o in out)
             else:
@@ -831,7 +835,10 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         return decomposition(*inputs, **params)
     if modes:
         kernel = _in_modes(modes, op, kernel, dev)
-    out = kernel(*arrays, **params)
+    try:
+        out = kernel(*arrays, **params)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, arrays, exc) from None
     if out.__class__ is tuple:
         result = tuple(Tensor._make(o, dev) for o in out)
     else:
@@ -860,8 +867,8 @@ def binary(op: str, a, b, float_op: bool = False):
         if kernels is not None:
             try:
                 out = _make(kernels[op](ad, b._data), dev)
-            except ValueError:  # NumPy's broadcasting error, reworded by _run2
-                out = _make(_run2(kernels[op], ad, b._data), dev)
+            except (TypeError, ValueError):  # reworded by _run2
+                out = _make(_run2(kernels[op], ad, b._data, op), dev)
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.record(op, (a, b), {}, out)
             return out
@@ -892,13 +899,13 @@ def binary(op: str, a, b, float_op: bool = False):
     if float_op and dt.category < 2:
         dt = D._default[0]
         # a Python number too: NumPy takes log(3) to float64, PyTorch's scalar stays float32
-        bd = bd.astype(dt.np) if bd.__class__ is _ndarray else dt.np.type(bd)
+        bd = dt.np.type(bd) if bd.__class__ in _NUMBERS else bd.astype(dt.np)
     if ad.dtype is not dt.np:
         ad = ad.astype(dt.np)
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = _make(_run2(kernels[op], ad, bd), dev)
+    out = _make(_run2(kernels[op], ad, bd, op), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.record(op, (a, b), {}, out)
     return out
@@ -916,7 +923,7 @@ def _binary_in_modes(modes, op, a, b, float_op):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd), dev)
+    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd, op), dev)
     for mode in modes:
         mode.on_result(op, (a, b), {}, out)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
@@ -950,7 +957,7 @@ def _promoted(a, b, float_op):
     if float_op and dt.category < 2:
         dt = D._default[0]
         # a Python number too: NumPy takes log(3) to float64, PyTorch's scalar stays float32
-        bd = bd.astype(dt.np) if bd.__class__ is _ndarray else dt.np.type(bd)
+        bd = dt.np.type(bd) if bd.__class__ in _NUMBERS else bd.astype(dt.np)
     if ad.dtype is not dt.np:
         ad = ad.astype(dt.np)
     return ad, bd, b_grad
@@ -969,7 +976,30 @@ def result_type(*operands) -> D.dtype:
     return D.result_type_of(dims, zeros, scalars)
 
 
-def _run2(kernel, ad, bd):
+#: NumPy's words for a dtype it has no loop or routine for
+_NO_LOOP = ("not supported for the input types", "did not contain a loop with signature",
+            "unsupported in linalg", "Invalid integer data type", "data type not inexact")
+
+
+def _no_kernel(op, arrays, exc):
+    """``exc`` (raised by a kernel) in PyTorch's words: its error for a dtype without a
+    kernel when NumPy refused the dtype, or for shapes that do not broadcast; otherwise
+    ``exc`` itself."""
+    if str(exc).startswith("shape mismatch: value array"):
+        # an index_put of values that do not fit the indexed region
+        return RuntimeError(str(exc).replace("value array", "value tensor").replace(
+            "could not be", "cannot be"))
+    if "could not be broadcast" in str(exc):
+        shapes = [np.shape(a) for a in arrays if hasattr(a, "shape")]
+        return (_broadcast_error(*shapes[:2]) if len(shapes) > 1 else None) or exc
+    if not any(s in str(exc) for s in _NO_LOOP):
+        return exc
+    dt = next((a.dtype for a in arrays if hasattr(a, "dtype")), None)
+    name = _torch_name(_FROM_NP[dt]) if dt is not None and dt in _FROM_NP else str(dt)
+    return NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
+
+
+def _run2(kernel, ad, bd, op):
     try:
         return kernel(ad, bd)
     except OverflowError:
@@ -977,19 +1007,27 @@ def _run2(kernel, ad, bd):
         if bd.__class__ is not int:
             raise
         return kernel(ad, np.array(bd, dtype=np.int64).astype(ad.dtype)[()])
-    except ValueError:
-        # NumPy's broadcasting error, in PyTorch's words
-        a_shape, b_shape = np.shape(ad), np.shape(bd)
-        n = max(len(a_shape), len(b_shape))
-        for i in range(1, n + 1):
-            x = a_shape[-i] if i <= len(a_shape) else 1
-            y = b_shape[-i] if i <= len(b_shape) else 1
-            if x != y and x != 1 and y != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                    f"non-singleton dimension {n - i}"
-                ) from None
-        raise
+    except TypeError as exc:
+        raise _no_kernel(op, (ad, bd), exc) from None
+    except ValueError as exc:
+        if any(s in str(exc) for s in _NO_LOOP):
+            raise _no_kernel(op, (ad, bd), exc) from None
+        error = _broadcast_error(np.shape(ad), np.shape(bd))
+        if error is None:
+            raise
+        raise error from None
+
+
+def _broadcast_error(a_shape, b_shape):
+    """PyTorch's error for two shapes that do not broadcast (None if they do)."""
+    n = max(len(a_shape), len(b_shape))
+    for i in range(1, n + 1):
+        x = a_shape[-i] if i <= len(a_shape) else 1
+        y = b_shape[-i] if i <= len(b_shape) else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                                f"({y}) at non-singleton dimension {n - i}")
+    return None
 
 
 def _as_operand(x, like):
@@ -1025,7 +1063,10 @@ def unary(op: str, a, to_float: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = Tensor._make(kernels[op](ad), dev)
+    try:
+        out = Tensor._make(kernels[op](ad), dev)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, (ad,), exc) from None
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.record(op, (a,), {}, out)
     return out
@@ -1043,7 +1084,10 @@ def _unary_in_modes(modes, op, a, to_float):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
+    try:
+        out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, (ad,), exc) from None
     for mode in modes:
         mode.on_result(op, (a,), {}, out)
     if a._requires_grad and _GRAD.enabled:

@@ -182,8 +182,10 @@ def multigammaln(input, p):
     """
     if not isinstance(p, int) or p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, but got {p}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"mvlgamma is not implemented for {input.dtype.name}")
+    if input.dtype.category == 3 or input.dtype is _dtype.bool_:
+        raise NotImplementedError(f"\"mvlgamma\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
+    input = _ops._to_float(input)  # integers as the default float dtype
     from torcia._creation import arange
 
     steps = arange(p, dtype=input.dtype, device=input.device) / 2
