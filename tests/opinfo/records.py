@@ -21,7 +21,8 @@ NOT_OPS: dict[str, str] = {}
 #: properties that need differentiable floating outputs, or a batch dim to map over
 _NO_GRAD = ("torch", "vmap", "meta", "native", "no_write")
 _VALUES = ("torch", "native", "no_write")
-_WRITES = {"setitem", "Tensor.scatter_"}
+_WRITES = {"setitem", "Tensor.scatter_", "batch_norm_gather_stats",
+           "batch_norm_gather_stats_with_counts", "batch_norm_update_stats"}
 
 
 def op(name, samples, *, aliases=(), dtypes=ALL, props=None, grad=True, torch_name="",
@@ -69,6 +70,11 @@ def DT(name="same"):
 
 def BOOLS(*shape):
     return ("t", shape, "bool")
+
+
+def CONST(*shape):
+    """A tensor of the sample's dtype that the gradient checks leave alone (a buffer)."""
+    return ("c", shape)
 
 
 # ---------------------------------------------------------------------------------------
@@ -354,7 +360,7 @@ op("broadcast_tensors", "calls", calls=(((X(3, 1), X(4)),),))
 op("as_strided", "calls", aliases=("Tensor.as_strided", "Tensor.as_strided_", "as_strided_"),
    calls=(((X(3, 4), (2, 2), (1, 2)),), ((X(3, 4), (2,), (1,), 5),),
           ((X(3, 4), (4,), (4,)), {}, "refuse")))
-op("as_strided_scatter", "calls", calls=(((X(3, 4), X(2, 2), (2, 2), (1, 2)),),))
+op("as_strided_scatter", "calls", calls=(((X(3, 4), X(2, 2), (2, 2), (4, 1), 1),),))
 op("diagonal_scatter", "calls", calls=(((X(3, 4), X(3)),), ((X(3, 4), X(3), 1),)))
 op("select_scatter", "calls", calls=(((X(3, 4), X(4), 0, 1),),))
 op("slice_scatter", "calls", calls=(((X(3, 4), X(3, 2)), {"dim": 1, "start": 1, "end": 3}),))
@@ -626,7 +632,7 @@ op("linalg.lu_solve", "calls", dtypes=FLOAT_COMPLEX,
    calls=(((DERIVED("linalg.lu_factor", _A3, 0), DERIVED("linalg.lu_factor", _A3, 1), X(3, 2)),),
           ((DERIVED("linalg.lu_factor", _A3, 0), DERIVED("linalg.lu_factor", _A3, 1), X(3, 2)),
            {"adjoint": True})))
-op("linalg.ldl_solve", "calls", dtypes=FLOATING,
+op("linalg.ldl_solve", "calls", dtypes=FLOATING, grad=False,
    calls=(((DERIVED("linalg.ldl_factor", _S3, 0), DERIVED("linalg.ldl_factor", _S3, 1),
             X(3, 2)),),))
 # the legacy names (torch.det, torch.inverse, ...) over the same kernels
@@ -888,7 +894,7 @@ for _nd in (2, 3):
                                ((X(*_in), 2), {"output_ratio": 0.5})),
        aliases=(f"{_F}fractional_max_pool{_nd}d_with_indices",))
 op(_F + "batch_norm", "calls", aliases=("batch_norm",),
-   calls=(((X(4, 3), X(3), ("t", (3,), "float32", "positive")),),
+   calls=(((X(4, 3), CONST(3), ("c", (3,), "float32", "positive")),),
           ((X(4, 3, 5), None, None, X(3), X(3)), {"training": True}),
           ((X(4, 3), X(3), ("t", (3,), "float32", "positive")), {"eps": -1.0}, "refuse")))
 op(_F + "instance_norm", "calls", aliases=("instance_norm",),
@@ -1033,17 +1039,20 @@ for _name, _calls in _METHOD_QUERIES.items():
 _CASTS = ("bfloat16", "bool", "byte", "cdouble", "cfloat", "char", "double", "float", "half",
           "int", "long", "short")
 for _name in _CASTS:
-    op(f"Tensor.{_name}", "calls", grad=_name in ("bfloat16", "cdouble", "cfloat", "double",
-                                                  "float", "half"),
+    # differentiable, but finite differences through a cast to a lower precision are not
+    op(f"Tensor.{_name}", "calls", grad=_name in ("cdouble", "double"),
        calls=(((X(3, 4),),),))
 op("Tensor.to", "calls", calls=(((X(3, 4), DT("float64")),), ((X(3, 4), "cpu"),),
                                 ((X(3, 4), "cpu", DT("int32")),), ((X(3, 4), OF("float16", 2)),),
                                 ((X(3, 4),), {"dtype": DT("complex64"), "copy": True})))
-op("Tensor.type", "calls", grad=False, calls=(((X(3, 4),),), ((X(3, 4), DT("float64")),)))
-op("Tensor.type_as", "calls", calls=(((X(3, 4), OF("int32", 2)),),))
+op("Tensor.type", "calls", grad=False, props=("torch", "native", "no_write"),
+   calls=(((X(3, 4),),), ((X(3, 4), DT("float64")),)))
+op("Tensor.type_as", "calls", grad=False, calls=(((X(3, 4), OF("int32", 2)),),))
 op("to_dtype", "calls", torch_name="Tensor.to", calls=(((X(3, 4), DT("float64")),),),
    note="torcia's function form of Tensor.to(dtype)")
-op("Tensor.cpu", "calls", calls=(((X(3, 4),),),))
+op("Tensor.cpu", "calls", props=("torch", "grad", "gradgrad", "forward_ad", "vmap", "native",
+                                 "no_write"), calls=(((X(3, 4),),),),
+   note="a meta tensor has no values to copy to the host: no meta property")
 op("Tensor.numpy", "calls", grad=False, props=("torch",), calls=(((X(3, 4),),),))
 op("Tensor.new_tensor", "calls", grad=False, calls=(((X(2), [1, 2, 3]),),))
 for _name in ("new_zeros", "new_ones", "new_empty"):

@@ -226,6 +226,10 @@ def _spec(a, dtype, domain, rng):
     tag = a[0] if isinstance(a, tuple) and a and isinstance(a[0], str) else None
     if tag == "x":
         return tensor(rng, a[1], dtype, domain)
+    if tag == "c":
+        if len(a) > 2:
+            return tensor(rng, a[1], a[2], a[3] if len(a) > 3 else domain, grad=False)
+        return tensor(rng, a[1], dtype, domain, grad=False)
     if tag == "nc":
         return tensor(rng, a[1], dtype, domain, noncontig=True)
     if tag == "t":

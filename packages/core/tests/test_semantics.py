@@ -456,3 +456,69 @@ def test_products_keep_the_integer_dtype_and_refuse_bools():
         torcia.ones(2, 2, dtype=torcia.bool) @ torcia.ones(2, 2, dtype=torcia.bool)
     # vdot conjugates its first argument: conj(1j) 1j + 2 * 1 = 1 + 2
     assert torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1])).item() == 3
+
+
+# ----- found by the op database --------------------------------------------------------------
+
+
+def test_half_precision_reductions_and_scans_accumulate_in_float32():
+    # 4096 ones: float16 counts exactly only to 2048 alone, so the sum runs in float32
+    ones = torcia.full((4096,), 1.0, dtype=torcia.float16)
+    assert ones.sum().item() == 4096.0 and ones.cumsum(0)[-1].item() == 4096.0
+    assert ones.sum().dtype is torcia.float16
+
+
+def test_special_values_found_by_the_database():
+    assert torcia.sign(torcia.tensor([math.nan, -2.0])).tolist() == [0.0, -1.0]
+    # P(a, 0) = 0 for a > 0; j0(inf) = sin(x) / x -> 0; Ai(x) underflows to 0 past x = 200
+    assert torcia.special.gammainc(torcia.tensor([1.0, 2.0]), torcia.zeros(2)).tolist() == [0, 0]
+    assert torcia.special.spherical_bessel_j0(torcia.tensor([math.inf])).item() == 0.0
+    assert torcia.special.airy_ai(torcia.tensor([250.0])).item() == 0.0
+    # log(e^0 + e^0) = log 2, for complex numbers too
+    out = torcia.logaddexp(torcia.tensor([0j]), torcia.tensor([0j]))
+    assert out.dtype is torcia.complex64 and out.item() == pytest.approx(math.log(2))
+
+
+def test_integer_results_found_by_the_database():
+    assert torcia.isclose(torcia.tensor([1, 2]), torcia.tensor([1, 3])).tolist() == [True, False]
+    # beta * 1 + alpha * 2 * 3 = 2 + 18, in int64
+    one, two, three = (torcia.tensor([[v]]) for v in (1, 2, 3))
+    assert torcia.addmm(one, two, three, beta=2, alpha=3).tolist() == [[20]]
+    assert torcia.addbmm(one, two.unsqueeze(0), three.unsqueeze(0)).dtype is torcia.int64
+    assert torcia.mvlgamma(torcia.tensor([3, 4]), 2).dtype is torcia.float32
+
+
+def test_complex_results_found_by_the_database():
+    # the adjoint conjugates: [[1j, 2]]^H = [[-1j], [2]]
+    assert torcia.tensor([[1j, 2]]).adjoint().tolist() == [[-1j], [2]]
+    # the covariance conjugates: mean (1j + 2) / 3, sum |x - mean|^2 / 2 = 5/3, real
+    # (one variable, given as a row: 0-d, as for a 1-D input)
+    out = torcia.cov(torcia.tensor([[1j, 2, 0]]))
+    assert out.shape == () and out.item() == pytest.approx(5 / 3)
+    assert torcia.linalg.vector_norm(torcia.tensor([1j, 0j]), 0).dtype is torcia.float32
+    assert torcia.zeros(1, dtype=torcia.complex64).type() == "torcia.ComplexFloatTensor"
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: torcia.argmax(torcia.tensor([True])), RuntimeError, "does not support bool"),
+    (lambda: torcia.floor_divide(torcia.tensor([True]), torcia.tensor([True])),
+     NotImplementedError, "'Bool'"),
+    (lambda: torcia.searchsorted(torcia.tensor([True]), torcia.tensor([True])),
+     NotImplementedError, "'Bool'"),
+    (lambda: torcia.pow(torcia.tensor([True]), torcia.tensor([True])), NotImplementedError,
+     "'Bool'"),
+    (lambda: torcia.positive(torcia.tensor([True])), RuntimeError, "on a bool tensor"),
+    (lambda: ~torcia.tensor([1.0]), TypeError, "integer and Boolean"),
+    (lambda: torcia.tensor([1.0, 2]) + torcia.ones(3), RuntimeError,
+     r"size of tensor a \(2\) must match the size of tensor b \(3\)"),
+    (lambda: torcia.broadcast_shapes((2, 3), (4, 1, 3), (5,)), RuntimeError,
+     r"length 5 at -1! Mismatching argument at index 2 had \(5,\); but expected shape "
+     r"should be broadcastable to \[4, 2, 3\]"),
+    (lambda: torcia.amax(torcia.zeros(0, 3), 0), IndexError, "dim 0 to have non-zero size"),
+    (lambda: torcia.nanmedian(torcia.zeros(0, 3), 0), IndexError, "non-zero size"),
+    (lambda: torcia.zeros(3).index_add_(0, torcia.tensor([5]), torcia.ones(1)), IndexError,
+     "index out of range"),
+])
+def test_refusals_found_by_the_database(call, error, words):
+    with pytest.raises(error, match=words):
+        call()

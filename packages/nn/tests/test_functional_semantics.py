@@ -143,3 +143,31 @@ def test_conv_of_an_empty_batch_and_a_large_stride():
 def test_batch_norm_refuses_a_negative_eps():
     with pytest.raises(ValueError, match="batch_norm eps must be non-negative, but got -1.0"):
         F.batch_norm(torcia.ones(2, 3), torcia.zeros(3), torcia.ones(3), eps=-1.0)
+
+
+# ----- found by the op database --------------------------------------------------------------
+
+
+def test_activations_take_the_dtypes_pytorch_takes():
+    # softsign of integers in the default float dtype: x / (1 + |x|)
+    assert F.softsign(torcia.tensor([1, -3])).tolist() == [0.5, -0.75]
+    # hardtanh clamps integers in their dtype
+    out = F.hardtanh(torcia.tensor([-3, 0, 4]))
+    assert out.tolist() == [-1, 0, 1] and out.dtype is torcia.int64
+    assert F.silu(torcia.tensor([0j])).dtype is torcia.complex64
+    with pytest.raises(RuntimeError, match="'Long'"):
+        F.silu(torcia.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        F.hardtanh(torcia.tensor([True]))
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: F.batch_norm(torcia.ones(2, 3, dtype=torcia.int64), None, None, training=True),
+     NotImplementedError, "\"batch_norm\" not implemented for 'Long'"),
+    (lambda: F.softshrink(torcia.tensor([1])), NotImplementedError, "for 'Long'"),
+    (lambda: F.affine_grid(torcia.ones(1, 2, 3, dtype=torcia.int64), (1, 1, 2, 2),
+                           align_corners=False), ValueError, "floating point type"),
+])
+def test_non_float_inputs_refused_as_pytorch(call, error, words):
+    with pytest.raises(error, match=words):
+        call()

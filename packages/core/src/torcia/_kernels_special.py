@@ -77,7 +77,11 @@ class SpecialKernels:
         return _same(xp.where(xp.isnan(a), a, out), a)
 
     def airy_ai(self, a):
-        return _same(special_call(self.xp, "airy_ai", "airy", a)[0], a)
+        # Ai(x) ~ exp(-2/3 x^1.5) / (2 sqrt(pi) x^0.25): 0 in any precision past x = 200,
+        # where SciPy's series gives NaN
+        xp = self.xp
+        out = special_call(xp, "airy_ai", "airy", a)[0]
+        return _same(xp.where(a > 200, 0.0, out), a)
 
     def spherical_bessel_j0(self, a):
         xp = self.xp

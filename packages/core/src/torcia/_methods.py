@@ -26,6 +26,7 @@ from torcia import (
 )
 from torcia._tensor import (
     AUTOGRAD,
+    TORCH_NAMES,
     Tensor,
     _as_operand,
     active_modes,
@@ -322,9 +323,7 @@ def _type(self, dtype=None, non_blocking=False):
     return self.to(dtype)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-               "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_TYPE_NAMES = TORCH_NAMES
 Tensor.type = _type
 
 

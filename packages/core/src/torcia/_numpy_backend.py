@@ -434,7 +434,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         if p == -math.inf:
             return xp.amin(x, axis=dim, keepdims=keepdim)
         if p == 0:
-            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
+            # a count, in the real dtype of a norm (a complex input's too)
+            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(x.dtype)
         if p == 1:
             return xp.sum(x, axis=dim, keepdims=keepdim)
         if p == 2:

@@ -1445,7 +1445,21 @@ def broadcast_shapes(*shapes):
     """
     from torcia._tensor import Size
 
-    return Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    ndim = builtins.max(map(len, shapes), default=0)
+    out = [1] * ndim
+    for index, shape in enumerate(shapes):
+        for k in range(1, len(shape) + 1):
+            if shape[-k] == out[-k] or shape[-k] == 1:
+                continue
+            if out[-k] != 1:
+                # PyTorch's words: the first shape that does not fit the ones before it
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[-k]} at {-k}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected shape "
+                    f"should be broadcastable to {out}")
+            out[-k] = shape[-k]
+    return Size(out)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -2905,7 +2919,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     >>> torcia.addbmm(torcia.zeros(1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1))
     tensor([[6.]])
     """
-    product = bmm(batch1, batch2).sum(0)
+    product = bmm(batch1, batch2)
+    product = product.sum(0, dtype=product.dtype)  # integers keep their dtype
     _check_out_shape(input, tuple(product.shape), "addbmm")
     return _scaled_sum(input, product, beta, alpha)
 

@@ -579,6 +579,8 @@ def nanmedian(input, dim=None, keepdim=False):
         _ops._wrap_dim(dim, 0)
         return _NanMedian(input.clone(), C.zeros((), dtype=D.int64, device=input.device))
     dim = _ops._wrap_dim(dim, input.ndim)
+    if input.shape[dim] == 0:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
     vals = _quantile(input, 0.5, dim, keepdim, "lower", ignore_nan=True)
     target = vals.unsqueeze(dim) if not keepdim else vals
     hit = (input == target) & ~_ops.isnan(input)

@@ -22,6 +22,7 @@ from torcia._ops import (
     to_dtype,
     where,
 )
+from torcia._ops_complex import complex as _complex_of
 from torcia._tensor import Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -630,8 +631,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = max(norm, 0)
     else:
         norm = norm.clamp(min=0)
-    out = (weighted @ xm.mT) / norm
-    return out.reshape(()) if input.ndim < 2 else out
+    out = (weighted @ xm.mH) / norm  # conjugated: a complex covariance is Hermitian
+    # one variable (a 1-D input, or a single row): its variance, 0-d as PyTorch
+    return out.reshape(()) if x.shape[0] == 1 else out
 
 
 def corrcoef(input):
@@ -648,7 +650,11 @@ def corrcoef(input):
     if c.ndim == 0:
         return c / c
     std = c.diagonal().sqrt()
-    return (c / std.unsqueeze(1) / std.unsqueeze(0)).clamp(-1, 1)
+    out = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if out.is_complex():
+        # clipped part by part, as PyTorch
+        return _complex_of(out.real.clamp(-1, 1), out.imag.clamp(-1, 1))
+    return out.clamp(-1, 1)
 
 
 METHODS = ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",

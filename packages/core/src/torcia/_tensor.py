@@ -1212,10 +1212,14 @@ def _check_writable(self: Tensor, out: Tensor) -> None:
             )
 
 
+#: PyTorch's names of the dtypes, in its error messages and type strings ('FloatTensor')
+TORCH_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
+               "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
+               "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}
+
+
 def _torch_name(d) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+    return TORCH_NAMES[d.name]
 
 
 #: The device factory functions use when given none (``torcia.set_default_device``).

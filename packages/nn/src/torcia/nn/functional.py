@@ -251,10 +251,11 @@ def softshrink(input, lambd=0.5):
     >>> F.softshrink(torcia.tensor([-1.0, 0.2, 0.75]))
     tensor([-0.5000,  0.0000,  0.2500])
     """
+    name = input.type().rsplit(".", 1)[1].removesuffix("Tensor")  # PyTorch's name: 'Float'
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{name}'")
     top = torcia.finfo(input.dtype).max
     if not 0 <= lambd <= top:
-        name = {"float32": "Float", "float64": "Double", "float16": "Half",
-                "bfloat16": "BFloat16"}.get(input.dtype.name, input.dtype.name)
         raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {name}, "
                            f"but found {lambd:g}")
     # NaN is no nearer 0 than lambd, so it passes through: input - lambd * sign(nan) is NaN
@@ -838,6 +839,8 @@ def affine_grid(theta, size, align_corners=None):
     tensor([[[[-1.,  0.],
               [ 1.,  0.]]]])
     """
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     if len(size) != 4 or theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
         raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{list(size)}. Got {list(theta.shape)}.")
