@@ -11,6 +11,7 @@ import datetime
 import inspect
 import os
 import sys
+import time
 import urllib.parse
 import zlib
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from torcia import plugins
 from torcia.distributed import _objects, hookspecs
-from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+from torcia.distributed.group import ProcessGroup, ReduceOp, Work, _seconds, report_failure
 from torcia.distributed.options import DebugLevel, get_debug_level
 from torcia.distributed.store import DistStoreError, FileStore, TCPStore
 from torcia.library import Tensor, host_array
@@ -179,6 +180,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     factory = _factory(name)
     timeout = timeout or default_pg_timeout
     init_method = init_method or "env://"
+    if init_method != "env://" and store is not None:
+        raise ValueError("Cannot specify both init_method and store.")
     if not _takes_store(factory):
         if init_method == "env://":
             rank = _from_env(rank, _RANK_VARS[:1])
@@ -187,8 +190,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                                  init_method=init_method)
         _World.count += 1
         return None
+    init_method, rank, world_size = _from_url(init_method, rank, world_size)
     rank = _from_env(rank, _RANK_VARS)
     world_size = _from_env(world_size, _SIZE_VARS)
+    needs_store = getattr(factory, "needs_store", lambda rank, world_size: True)
+    if store is None and not needs_store(rank, world_size):
+        _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
+                                 init_method=init_method, store=None)
+        _World.count += 1
+        return None
     if not 0 <= rank < world_size:
         raise ValueError(
             f"init_process_group({name!r}) needs this process's rank and the world size; "
@@ -197,10 +207,24 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             "mpiexec or srun")
     if store is None:
         store = _rendezvous(init_method, rank, world_size, timeout)
+    else:
+        store.set_timeout(timeout)
     _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
                              init_method=init_method, store=store)
     _World.count += 1
     return None
+
+
+def _from_url(init_method: str, rank: int, world_size: int):
+    """``init_method`` without its query, and the rank and world size its query gives
+    (``tcp://host:port?rank=0&world_size=2``, as PyTorch reads it) where not passed."""
+    url = urllib.parse.urlsplit(init_method)
+    query = dict(urllib.parse.parse_qsl(url.query))
+    if rank < 0 and "rank" in query:
+        rank = int(query["rank"])
+    if world_size < 0 and "world_size" in query:
+        world_size = int(query["world_size"])
+    return init_method.split("?", 1)[0], rank, world_size
 
 
 _RANK_VARS = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
@@ -908,18 +932,77 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
-    """A :func:`barrier` that raises if the other ranks do not reach it within ``timeout``.
+    """A :func:`barrier` that names the ranks that do not reach it within ``timeout`` (the
+    group's timeout when None): every rank reports to rank 0, which answers once all have.
+
+    Rank 0 raises naming the first rank missing (every missing rank, with
+    ``wait_all_ranks``); the others raise if rank 0 does not answer in time.
 
     Examples
     --------
+    Under ``torcia-run --nproc-per-node 2``, rank 1 late by more than the timeout::
+
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=5))
+        # rank 0: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms
+
+    Run in one process:
+
     >>> import torcia
     >>> import torcia.distributed as dist
     >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
     >>> dist.monitored_barrier()
     >>> dist.destroy_process_group()
     """
-    work = _pg(group).barrier()
-    work.wait(timeout)
+    pg = _pg(group)
+    limit = _seconds(timeout if timeout is not None else pg.timeout)
+    if pg.size == 1:
+        return
+    deadline = time.monotonic() + limit
+    token = pg.xp.zeros(1, dtype=np.uint8)
+    if pg.rank != 0:
+        sent = pg.send(token, 0, _MONITORED_TAG)
+        answer = pg.recv(pg.xp.zeros(1, dtype=np.uint8), 0, _MONITORED_TAG)
+        if not _poll([sent, answer], deadline):
+            message = (f"[Rank {pg.rank}]: monitored_barrier timed out after "
+                       f"{limit * 1000:.0f} ms waiting for rank 0 to answer")
+            report_failure(pg.rank, message)
+            raise RuntimeError(message)
+        return
+    arrivals = {r: pg.recv(pg.xp.zeros(1, dtype=np.uint8), r, _MONITORED_TAG)
+                for r in range(1, pg.size)}
+    _poll(list(arrivals.values()), deadline)
+    missing = [r for r, work in arrivals.items() if not work.is_completed()]
+    if missing:
+        if not wait_all_ranks:
+            missing = missing[:1]
+        ranks = ", ".join(str(_global_rank(group, r)) for r in missing)
+        message = (f"[Rank 0]: {'Ranks' if len(missing) > 1 else 'Rank'} {ranks} failed to "
+                   f"pass monitoredBarrier in {limit * 1000:.0f} ms")
+        report_failure(pg.rank, message)
+        raise RuntimeError(message)
+    answers = [pg.send(token, r, _MONITORED_TAG) for r in range(1, pg.size)]
+    _poll(answers, deadline + _seconds(pg.timeout))
+
+
+# the tag of monitored_barrier's messages, apart from those of send/recv (tag 0 by default)
+_MONITORED_TAG = 32000
+
+
+def _poll(works, deadline) -> bool:
+    """Wait until every work completes (True) or ``deadline`` passes (False)."""
+    pause = 0.0
+    while True:
+        pending = [w for w in works if not w.is_completed()]
+        if not pending:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(0.005, pause * 2 + 1e-5)
+
+
+def _global_rank(group, group_rank: int) -> int:
+    return group_rank if group is None or group is GroupMember.WORLD else group.ranks[group_rank]
 
 
 # ---------------------------------------------------------------------------------------
