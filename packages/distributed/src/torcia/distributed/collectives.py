@@ -21,7 +21,7 @@ from torcia import plugins
 from torcia.distributed import _objects, hookspecs
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work, _seconds, report_failure
 from torcia.distributed.options import DebugLevel, get_debug_level
-from torcia.distributed.store import DistStoreError, FileStore, TCPStore
+from torcia.distributed.store import DistStoreError, FileStore, PrefixStore, TCPStore
 from torcia.library import Tensor, host_array
 
 plugins.add_hookspecs(hookspecs)
@@ -291,6 +291,12 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout):
     else:
         raise ValueError(f"init_method {init_method!r} is not supported; use 'env://', "
                          "'tcp://HOST:PORT', 'file:///PATH' or pass store=")
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # under torcia-run (or torchrun) the agents serve the store: join it, apart from
+        # the workers of earlier attempts
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        store = TCPStore(host, port, world_size, is_master=False, timeout=timeout)
+        return PrefixStore(f"/worker/attempt_{attempt}", store)
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout,
                     wait_for_workers=False)
 

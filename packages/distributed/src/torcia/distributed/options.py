@@ -33,8 +33,9 @@ class Backend(str):
 
     torcia's engines are "mpi" (torcia-mpi, CPU tensors; it also answers to "gloo",
     PyTorch's CPU backend) and "nccl" (torcia-cuda, CUDA tensors); the other names PyTorch
-    knows are here so that code comparing against them runs. ``default_device_backend_map`` names the backend each device type gets by
-    default. :meth:`register_backend` adds a backend made by a function, as PyTorch's.
+    knows are here so that code comparing against them runs.
+    ``default_device_backend_map`` names the backend each device type gets by default.
+    :meth:`register_backend` adds a backend made by a function, as PyTorch's.
 
     Examples
     --------

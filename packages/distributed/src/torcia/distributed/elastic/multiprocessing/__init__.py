@@ -1,0 +1,1 @@
+"""Workers of an elastic job: their error reporting (:mod:`.errors`)."""
