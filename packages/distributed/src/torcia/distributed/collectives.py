@@ -33,6 +33,7 @@ default_pg_timeout = datetime.timedelta(minutes=30)
 class _World:
     default: ProcessGroup | None = None
     groups: dict = {}  # GroupHandle -> (ProcessGroup or None, global ranks)
+    made: list = []  # the sub-groups of this process, to find them by their ranks
     count: int = 0  # process groups created (the default one included)
     comm_name: str | None = None  # what record_comm calls the collectives it wraps
 
@@ -317,6 +318,7 @@ def destroy_process_group(group=None) -> None:
             _World.default.destroy()
         _World.default = None
         _World.groups.clear()
+        _World.made.clear()
     elif group is not GroupMember.NON_GROUP_MEMBER:
         group.pg.destroy()
 
@@ -389,7 +391,19 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     if pg is None:
         return GroupMember.NON_GROUP_MEMBER
     _World.count += 1
-    return ProcessGroupHandle(pg, ranks)
+    handle = ProcessGroupHandle(pg, ranks)
+    _World.made.append(handle)
+    return handle
+
+
+def _group_of_ranks(ranks):
+    """The sub-group of exactly the global ``ranks`` that this process created earlier
+    (with :func:`new_group`), for APIs that name groups by their ranks."""
+    for handle in _World.made:
+        if handle.ranks == sorted(ranks):
+            return handle
+    raise ValueError(f"no process group of ranks {sorted(ranks)} was created; call "
+                     "new_group(ranks) on every rank first")
 
 
 def get_process_group_ranks(group) -> list[int]:
@@ -476,8 +490,9 @@ def _spread(tensors, out):
     return spread
 
 
-def _finish(work: Work, async_op: bool, *after):
-    """Run ``after`` callbacks once the work completes; wait unless ``async_op``."""
+def _finish(work: Work, async_op: bool, *after, result=None):
+    """Run ``after`` callbacks once the work completes; wait unless ``async_op``.
+    ``result`` (the output tensors) is the value of the work's future."""
     if _World.comm_name is not None:
         work._what = _World.comm_name
     if get_debug_level() is not DebugLevel.OFF:
@@ -493,6 +508,7 @@ def _finish(work: Work, async_op: bool, *after):
                 fn()
 
     work._finish = finish
+    work._result = result
     if async_op:
         return work
     work.wait()
@@ -564,7 +580,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "all_reduce", _check_op(op))
     work = _pg(group).allreduce(buf.buf, op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def broadcast(tensor, src, group=None, async_op=False):
@@ -584,7 +600,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "broadcast")
     work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
@@ -604,7 +620,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "reduce", _check_op(op))
     work = _pg(group).reduce(buf.buf, _group_rank(group, dst), op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def _same_shape(tensors, ref, what):
@@ -638,7 +654,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     _agree(pg, src, "all_gather")
     out = pg.xp.empty((pg.size,) + src.shape, dtype=src.dtype)
     work = pg.allgather(out, src)
-    return _finish(work, async_op, _spread(tensor_list, out))
+    return _finish(work, async_op, _spread(tensor_list, out), result=tensor_list)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -665,7 +681,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                          f"{list(output_tensor.shape)}, expected {list(want)}")
     buf = _InPlace(output_tensor, pg, "output_tensor")
     work = pg.allgather(buf.buf.reshape((pg.size,) + src.shape), src)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[output_tensor])
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
@@ -775,7 +791,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     send = _contiguous(input, pg, "input").reshape((pg.size,) + buf.buf.shape)
     _agree(pg, send, "reduce_scatter_tensor", _check_op(op))
     work = pg.reduce_scatter(buf.buf, send, op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[output])
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
@@ -806,12 +822,22 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     return _finish(work, async_op, _spread(output_tensor_list, out))
 
 
-def all_to_all_single(output, input, group=None, async_op=False):
-    """Split ``input`` into one equal part per rank along dimension 0, send part i to rank
-    i, and write the parts received, in rank order, into ``output``.
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    """Split ``input`` along dimension 0, send part i to rank i, and write the parts
+    received, in rank order, into ``output``. The parts are equal unless
+    ``input_split_sizes`` (rows sent to each rank) and ``output_split_sizes`` (rows
+    received from each) say otherwise.
 
     Examples
     --------
+    Two ranks; rank 0 sends 1 row to itself and 2 to rank 1, rank 1 sends 1 to each::
+
+        dist.all_to_all_single(out, inp, output_split_sizes=[1, 1] if r == 0 else [2, 1],
+                               input_split_sizes=[1, 2] if r == 0 else [1, 1])
+
+    Run in one process:
+
     >>> import torcia
     >>> import torcia.distributed as dist
     >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
@@ -823,10 +849,57 @@ def all_to_all_single(output, input, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     pg = _pg(group)
-    send = _contiguous(input, pg, "input").reshape((pg.size, -1))
+    if output_split_sizes is None and input_split_sizes is None:
+        send = _contiguous(input, pg, "input").reshape((pg.size, -1))
+        buf = _InPlace(output, pg, "output")
+        work = pg.alltoall(buf.buf.reshape(send.shape), send)
+        return _finish(work, async_op, buf.done, result=[output])
+    return _all_to_all_uneven(output, input, output_split_sizes, input_split_sizes, pg,
+                              async_op)
+
+
+def _all_to_all_uneven(output, input, output_split_sizes, input_split_sizes, pg, async_op):
+    """all_to_all_single with parts of different lengths: every part padded to the
+    longest part of any rank (one small all-reduce finds it), one all-to-all, then the
+    received rows copied out."""
+    src = _contiguous(input, pg, "input")
+    rows_in = _splits(input_split_sizes, src.shape[0], pg.size, "input")
     buf = _InPlace(output, pg, "output")
-    work = pg.alltoall(buf.buf.reshape(send.shape), send)
-    return _finish(work, async_op, buf.done)
+    rows_out = _splits(output_split_sizes, buf.buf.shape[0] if buf.buf.ndim else 0, pg.size,
+                       "output")
+    longest = pg.xp.asarray(np.array([max(rows_in + rows_out)], dtype=np.int64))
+    pg.allreduce(longest, ReduceOp.MAX).wait()
+    width = int(host_array(longest)[0])
+    inner = src.shape[1:]
+    send = pg.xp.zeros((pg.size, width) + inner, dtype=src.dtype)
+    offset = 0
+    for r, n in enumerate(rows_in):
+        send[r, :n] = src[offset:offset + n]
+        offset += n
+    received = pg.xp.empty_like(send)
+    work = pg.alltoall(received, send)
+
+    def unpack():
+        offset = 0
+        for r, n in enumerate(rows_out):
+            buf.buf[offset:offset + n] = received[r, :n]
+            offset += n
+        buf.done()
+
+    return _finish(work, async_op, unpack, result=[output])
+
+
+def _splits(sizes, rows, size, name):
+    if sizes is None:
+        if rows % size:
+            raise ValueError(f"all_to_all_single: {name} has {rows} rows, not divisible by "
+                             f"the {size} ranks; give {name}_split_sizes")
+        return [rows // size] * size
+    sizes = [int(n) for n in sizes]
+    if len(sizes) != size or sum(sizes) != rows or min(sizes) < 0:
+        raise ValueError(f"all_to_all_single: {name}_split_sizes {sizes} should be {size} "
+                         f"non-negative row counts adding up to {rows}")
+    return sizes
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
