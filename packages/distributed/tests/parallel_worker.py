@@ -285,7 +285,9 @@ def comm_hooks(rank, size):
     from torcia.distributed.algorithms.ddp_comm_hooks import default_hooks
     from torcia.distributed.algorithms.ddp_comm_hooks import powerSGD_hook as powerSGD
 
-    x, y = batch(0, rank)
+    g = torcia.Generator().manual_seed(rank)
+    # a batch large enough that the gradient matrices are well conditioned
+    x, y = torcia.randn(64, 5, generator=g), torcia.randn(64, 3, generator=g)
 
     def grads(hook=None, state=None):
         model = dist.DistributedDataParallel(make_model(), bucket_cap_mb=0.0002)
@@ -385,9 +387,91 @@ def dtensor(rank, size):
     assert partial.full_tensor()[0, 0].item() == sum(range(size))
 
 
+# ----- distributed checkpoints ------------------------------------------------------------
+
+def _sharded_training(seed):
+    model = make_model(seed)
+    for block in (model[1], model[2]):
+        fully_shard(block)
+    fully_shard(model)
+    opt = adam(model.parameters())
+    return model, opt
+
+
+def _full_state(model, opt):
+    from torcia.distributed.checkpoint.state_dict import StateDictOptions, get_state_dict
+
+    model_sd, optim_sd = get_state_dict(model, opt,
+                                        options=StateDictOptions(full_state_dict=True))
+    flat = {f"model.{k}": v for k, v in model_sd.items()}
+    for name, state in optim_sd["state"].items():
+        flat.update({f"optim.{name}.{k}": torcia.as_tensor(v).clone()  # not the live one
+                     for k, v in state.items()})
+    return flat
+
+
+def checkpoint_save(rank, size):
+    # trains on this many ranks, saves the sharded state (and, from rank 0, the whole
+    # state as a reference), plus an asynchronous save of the same state
+    import os
+
+    import torcia.distributed.checkpoint as dcp
+    from torcia.distributed.checkpoint.state_dict import get_state_dict
+
+    folder = os.environ["CKPT_DIR"]
+    model, opt = _sharded_training(0)
+    train(model, rank, 2, lambda params: opt)
+    model_sd, optim_sd = get_state_dict(model, opt)
+    assert all(isinstance(v, DTensor) for v in model_sd.values())
+    dcp.save({"model": model_sd, "optim": optim_sd, "epoch": 7},
+             checkpoint_id=os.path.join(folder, "sync"))
+    future = dcp.async_save({"model": model_sd, "optim": optim_sd, "epoch": 7},
+                            checkpoint_id=os.path.join(folder, "async"))
+    reference = _full_state(model, opt)
+    # training goes on while the background thread writes
+    train(model, rank, 1, lambda params: opt)
+    future.result()
+    dist.barrier()
+    if rank == 0:
+        torcia.save(reference, os.path.join(folder, "reference.pt"))
+
+
+def checkpoint_load(rank, size):
+    # a fresh model and optimizer on another number of ranks load the checkpoint: the
+    # whole state is the saved one, bit for bit, from either save
+    import os
+
+    import torcia.distributed.checkpoint as dcp
+    from torcia.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+    folder = os.environ["CKPT_DIR"]
+    reference = torcia.load(os.path.join(folder, "reference.pt"))
+    for kind in ("sync", "async"):
+        model, opt = _sharded_training(5)
+        model_sd, optim_sd = get_state_dict(model, opt)
+        state = {"model": model_sd, "optim": optim_sd, "epoch": 0}
+        dcp.load(state, checkpoint_id=os.path.join(folder, kind))
+        set_state_dict(model, opt, model_state_dict=state["model"],
+                       optim_state_dict=state["optim"])
+        assert state["epoch"] == 7
+        got = _full_state(model, opt)
+        assert set(got) == set(reference), set(got) ^ set(reference)
+        for key, want in reference.items():
+            np.testing.assert_array_equal(got[key].numpy(), want.numpy(), err_msg=key)
+    if size == 1:
+        # and into a model that is not sharded at all
+        plain = make_model(3)
+        state = {"model": plain.state_dict()}
+        dcp.load(state, checkpoint_id=os.path.join(folder, "sync"))
+        plain.load_state_dict(state["model"])
+        for key, value in plain.state_dict().items():
+            np.testing.assert_array_equal(value.numpy(), reference[f"model.{key}"].numpy())
+
+
 SCENARIOS = {f.__name__: f for f in (fsdp_strategies, fsdp_mixed_precision, fsdp_state_dicts,
                                      fsdp_no_sync_and_clip, fully_shard_training, zero,
-                                     comm_hooks, join, functional, dtensor)}
+                                     comm_hooks, join, functional, dtensor, checkpoint_save,
+                                     checkpoint_load)}
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")

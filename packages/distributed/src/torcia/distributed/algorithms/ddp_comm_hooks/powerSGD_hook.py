@@ -103,8 +103,10 @@ class PowerSGDState:
         self.process_group = None
 
 
-def _orthonormalize(matrix: np.ndarray, eps: float) -> None:
-    """Gram-Schmidt on the columns of ``matrix``, in place."""
+def _orthonormalize(out: np.ndarray, eps: float) -> None:
+    """Gram-Schmidt on the columns of ``out``, in place (in float64: the columns of a
+    low-precision product are nearly dependent often enough)."""
+    matrix = out.astype(np.float64)
     for i in range(matrix.shape[1]):
         col = matrix[:, i]
         norm = np.linalg.norm(col)
@@ -112,6 +114,7 @@ def _orthonormalize(matrix: np.ndarray, eps: float) -> None:
         if i + 1 < matrix.shape[1]:
             rest = matrix[:, i + 1:]
             rest -= np.outer(col, col @ rest)
+    out[...] = matrix
 
 
 def _all_reduce_array(arr: np.ndarray, group) -> None:
