@@ -604,11 +604,10 @@ tensor([[0, 1],
 
 >>> torcia.tensor([1.0]).is_pinned()
 False""",
-    "share_memory_": """Move the tensor's memory (its base's, for a view) into shared memory, in
-place, and return ``self``; a no-op where it is shared already, and for CUDA tensors.
-
-Processes started by :mod:`torcia.multiprocessing` that receive the tensor then read and
-write the same memory. Views of it taken before the call keep the memory they had.
+    "share_memory_": """Move the tensor's memory (its base's, for a view; its views follow) into
+shared memory, in place, and return ``self``: processes of :mod:`torcia.multiprocessing`
+given the tensor then read and write the same memory. A no-op where it is shared already,
+and for CUDA tensors.
 
 >>> x = torcia.tensor([1.0, 2.0])
 >>> x.share_memory_() is x, x.is_shared()
