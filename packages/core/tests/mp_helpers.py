@@ -37,12 +37,3 @@ def kill_at(i, bad):
 
 def exit_with(i, code):
     raise SystemExit(code)
-
-
-def hogwild(i, model, steps):
-    opt = torcia.optim.SGD(model.parameters(), lr=0.0)
-    for _ in range(steps):
-        with torcia.no_grad():
-            for p in model.parameters():
-                p.add_(1.0)
-    opt.zero_grad()

@@ -50,14 +50,6 @@ def test_is_shared_is_false_for_ordinary_tensors():
     assert not shared.clone().is_shared()  # a copy lives in private memory again
 
 
-def test_module_share_memory_moves_parameters_buffers_and_grads():
-    layer = torcia.nn.BatchNorm1d(3)
-    layer(torcia.randn(4, 3)).sum().backward()
-    assert layer.share_memory() is layer
-    for t in (layer.weight, layer.bias, layer.running_mean, layer.weight.grad):
-        assert t.is_shared()
-
-
 def test_sharing_strategies():
     assert mp.get_sharing_strategy() in mp.get_all_sharing_strategies()
     with pytest.raises(ValueError, match="file_system"):
@@ -107,15 +99,6 @@ def test_spawn_passes_the_index_and_shares_arguments():
     shared = torcia.zeros(3)
     mp.spawn(mp_helpers.write_rank, args=(shared,), nprocs=3)
     assert shared.tolist() == [1.0, 2.0, 3.0]
-
-
-@pytest.mark.slow
-def test_hogwild_processes_update_one_model():
-    model = torcia.nn.Linear(2, 1)
-    before = model.weight.detach().clone()
-    model.share_memory()
-    mp.spawn(mp_helpers.hogwild, args=(model, 3), nprocs=2)
-    np.testing.assert_allclose(model.weight.detach().numpy(), before.numpy() + 6.0)
 
 
 @pytest.mark.slow

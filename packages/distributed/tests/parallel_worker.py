@@ -6,6 +6,7 @@ import functools
 import sys
 
 import numpy as np
+from c10d_worker import sync_bn
 
 import torcia
 import torcia.distributed as dist
@@ -471,7 +472,7 @@ def checkpoint_load(rank, size):
 SCENARIOS = {f.__name__: f for f in (fsdp_strategies, fsdp_mixed_precision, fsdp_state_dicts,
                                      fsdp_no_sync_and_clip, fully_shard_training, zero,
                                      comm_hooks, join, functional, dtensor, checkpoint_save,
-                                     checkpoint_load)}
+                                     checkpoint_load, sync_bn)}
 
 if __name__ == "__main__":
     dist.init_process_group("gloo")

@@ -21,7 +21,7 @@ pytestmark = [
 
 EVERYTHING = ["fsdp_strategies", "fsdp_mixed_precision", "fsdp_state_dicts",
               "fsdp_no_sync_and_clip", "fully_shard_training", "zero", "comm_hooks", "join",
-              "functional", "dtensor"]
+              "functional", "dtensor", "sync_bn"]
 
 
 def _run(n, scenarios, **env):

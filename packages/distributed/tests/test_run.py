@@ -181,3 +181,40 @@ def test_the_exception_a_recorded_main_raised_is_named_by_the_launcher(tmp_path)
     assert rc != 0
     assert ("torcia-run: rank 1 failed (exit code 1: ValueError: rank 1 fails on purpose); "
             "no restarts left") in err, err
+
+
+BARRIER = """
+import datetime, time
+import torcia.distributed as dist
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+dist.monitored_barrier(timeout=datetime.timedelta(seconds=20))   # everyone arrives
+print(f"PASS first barrier rank {rank}", flush=True)
+if rank > 0:
+    time.sleep(30)                        # late: rank 0 names it after 1 s
+dist.monitored_barrier(timeout=datetime.timedelta(seconds=1), wait_all_ranks=True)
+"""
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_monitored_barrier_names_the_ranks_that_did_not_arrive(tmp_path):
+    script = tmp_path / "barrier.py"
+    script.write_text(BARRIER)
+    [(rc, out, err)] = _finish(_start("--standalone", "--nproc-per-node", 3, script))
+    assert out.count("PASS first barrier") == 3, out + err
+    assert rc != 0
+    assert "[Rank 0]: Ranks 1, 2 failed to pass monitoredBarrier in 1000 ms" in out + err, \
+        out + err
+
+
+@pytest.mark.slow
+@needs_gloo
+def test_an_elastic_range_starts_with_the_nodes_there_after_the_last_call(tmp_path):
+    endpoint = f"127.0.0.1:{_free_port()}"
+    [(rc, out, err)] = _finish(_start(
+        "--nnodes", "1:2", "--rdzv-backend", "c10d", "--rdzv-endpoint", endpoint,
+        "--rdzv-conf", "last_call_timeout=1", "--nproc-per-node", 2, "run_env.py", tmp_path))
+    assert rc == 0, out + err
+    seen = json.loads((tmp_path / "rank1.json").read_text())
+    assert (seen["WORLD_SIZE"], seen["GROUP_WORLD_SIZE"], seen["sum"]) == ("2", "1", 2.0)

@@ -150,19 +150,20 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                        store=None, group_name="", pg_options=None, device_id=None):
     """Join the default process group.
 
-    ``backend`` names a registered process-group backend: "mpi" (torcia-mpi, CPU tensors)
-    or "nccl" (torcia-cuda, CUDA tensors). ``timeout`` bounds every blocking collective:
-    a peer that died gives an error, not a hang.
+    ``backend`` names a registered process-group backend: "gloo" or "mpi" (torcia-mpi:
+    CPU tensors, on MPI) or "nccl" (torcia-cuda, CUDA tensors). ``timeout`` bounds every
+    blocking collective: a peer that died gives an error, not a hang.
 
-    Under MPI (``mpiexec``, ``torcia-run``) the "mpi" backend takes the rank and world
-    size from MPI. A backend that meets its peers through a store ("nccl") takes them from
-    ``rank`` and ``world_size``, else from the environment: ``RANK``/``WORLD_SIZE`` (as
-    torchrun sets them), ``PMI_RANK``/``PMI_SIZE`` (MPICH's mpiexec, so torcia-run),
+    The rank and world size are ``rank`` and ``world_size``, else those of the
+    ``init_method`` URL's query, else the environment: ``RANK``/``WORLD_SIZE`` (as
+    torchrun and torcia-run set them), ``PMI_RANK``/``PMI_SIZE`` (MPICH's mpiexec),
     ``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE`` (Open MPI) or
-    ``SLURM_PROCID``/``SLURM_NTASKS`` (srun). Its store is ``store`` when given, else a
-    :class:`~torcia.distributed.TCPStore` served by rank 0 at the address that
-    ``init_method`` names: ``"env://"`` (the default) reads ``MASTER_ADDR`` and
-    ``MASTER_PORT``; ``"tcp://HOST:PORT"`` gives them.
+    ``SLURM_PROCID``/``SLURM_NTASKS`` (srun). The processes meet through ``store`` when
+    given, else the store ``init_method`` names: ``"env://"`` (the default) a
+    :class:`~torcia.distributed.TCPStore` served by rank 0 at ``MASTER_ADDR`` and
+    ``MASTER_PORT`` (or the launcher's store under torcia-run), ``"tcp://HOST:PORT"`` one
+    at that address, ``"file:///PATH"`` a :class:`~torcia.distributed.FileStore`. An MPI
+    job that ``mpiexec`` started, or a group of one process, needs no store.
 
     Examples
     --------
@@ -170,10 +171,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     >>> dist.is_initialized()
     False
 
-    Two processes started by torchrun-style variables (``MASTER_ADDR=127.0.0.1
-    MASTER_PORT=29500 WORLD_SIZE=2 RANK=0|1 python train.py``)::
+    Each of 2 processes started any way (``torcia.multiprocessing.spawn``, torcia-run, by
+    hand)::
 
-        dist.init_process_group("nccl")
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", "29500"
+        dist.init_process_group("gloo", rank=rank, world_size=2)
     """
     if _World.default is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
