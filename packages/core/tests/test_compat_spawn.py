@@ -28,6 +28,7 @@ SCRIPT = textwrap.dedent("""
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_spawned_children_run_under_the_hook(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(SCRIPT)

@@ -72,6 +72,7 @@ def test_a_non_leaf_tensor_that_requires_grad_is_refused():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_a_queue_passes_tensors_through_shared_memory():
     ctx = mp.get_context("spawn")
     inbox, outbox, done = ctx.Queue(), ctx.Queue(), ctx.Event()
@@ -88,6 +89,7 @@ def test_a_queue_passes_tensors_through_shared_memory():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_a_pool_maps_over_tensors():
     with mp.get_context("spawn").Pool(2) as pool:
         out = pool.map(mp_helpers.square, [torcia.tensor([2.0]), torcia.tensor([-3.0])])
@@ -95,6 +97,7 @@ def test_a_pool_maps_over_tensors():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_spawn_passes_the_index_and_shares_arguments():
     shared = torcia.zeros(3)
     mp.spawn(mp_helpers.write_rank, args=(shared,), nprocs=3)
@@ -102,6 +105,7 @@ def test_spawn_passes_the_index_and_shares_arguments():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_an_error_in_a_child_is_raised_with_its_traceback():
     with pytest.raises(mp.ProcessRaisedException) as info:
         mp.spawn(mp_helpers.fail_at, args=(1,), nprocs=2)
@@ -112,6 +116,7 @@ def test_an_error_in_a_child_is_raised_with_its_traceback():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_a_child_killed_by_a_signal_is_named():
     with pytest.raises(mp.ProcessExitedException) as info:
         mp.start_processes(mp_helpers.kill_at, args=(0,), nprocs=2, start_method="fork")
@@ -121,6 +126,7 @@ def test_a_child_killed_by_a_signal_is_named():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_an_exit_code_is_reported_and_join_false_returns_the_context():
     context = mp.start_processes(mp_helpers.exit_with, args=(3,), nprocs=1, join=False,
                                  start_method="fork")

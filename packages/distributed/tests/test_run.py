@@ -76,6 +76,7 @@ def test_bad_options_are_refused_naming_them(argv, message, capsys):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_two_launchers_stand_for_two_nodes_with_torchruns_environment(tmp_path):
     port = _free_port()
@@ -124,6 +125,7 @@ def uninterrupted(tmp_path_factory):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_a_killed_rank_is_restarted_and_the_job_ends_as_an_uninterrupted_one(
         tmp_path, uninterrupted):
@@ -137,6 +139,7 @@ def test_a_killed_rank_is_restarted_and_the_job_ends_as_an_uninterrupted_one(
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_without_restarts_left_the_job_fails_naming_the_rank(tmp_path):
     [(rc, out, err)] = _finish(_start("--standalone", "--nproc-per-node", 2,
@@ -147,6 +150,7 @@ def test_without_restarts_left_the_job_fails_naming_the_rank(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_two_nodes_restart_together_after_a_worker_of_one_dies(tmp_path, uninterrupted):
     endpoint = f"127.0.0.1:{_free_port()}"
@@ -174,6 +178,7 @@ main()
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_the_exception_a_recorded_main_raised_is_named_by_the_launcher(tmp_path):
     script = tmp_path / "fails.py"
     script.write_text(RECORDED)
@@ -197,6 +202,7 @@ dist.monitored_barrier(timeout=datetime.timedelta(seconds=1), wait_all_ranks=Tru
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_monitored_barrier_names_the_ranks_that_did_not_arrive(tmp_path):
     script = tmp_path / "barrier.py"
@@ -209,6 +215,7 @@ def test_monitored_barrier_names_the_ranks_that_did_not_arrive(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 @needs_gloo
 def test_an_elastic_range_starts_with_the_nodes_there_after_the_last_call(tmp_path):
     endpoint = f"127.0.0.1:{_free_port()}"

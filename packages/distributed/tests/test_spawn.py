@@ -18,6 +18,7 @@ HERE = os.path.dirname(__file__)
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.multiprocess,
     pytest.mark.skipif(not dist.is_backend_available("gloo"),
                        reason="needs the 'gloo' backend (torcia-mpi with mpich)"),
 ]

@@ -39,6 +39,7 @@ def test_a_parameter_pickled_for_another_process_travels_as_shared_memory():
 
 
 @pytest.mark.slow
+@pytest.mark.multiprocess
 def test_hogwild_processes_update_one_model():
     model = torcia.nn.Linear(2, 1)
     before = model.weight.detach().clone()

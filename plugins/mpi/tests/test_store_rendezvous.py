@@ -27,6 +27,7 @@ def _library_problem():
 
 pytestmark = [
     pytest.mark.slow,
+    pytest.mark.multiprocess,
     pytest.mark.skipif(_library_problem() is not None, reason=str(_library_problem())),
 ]
 
