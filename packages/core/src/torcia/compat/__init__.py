@@ -40,7 +40,6 @@ PREFIXES = {
     "torch": "torcia",
     "torch.utils.data": "torcia.data",
     "torch.utils.data.datapipes": None,
-    "torch.jit": None,
     "torch.ao": None,
     "torch.quantization": None,
     "torch._C": None,
