@@ -353,6 +353,8 @@ _ALIASES = {
     "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
     # function transforms need modules (functional_call), so torcia-nn owns them
     "torcia.func": "torcia.nn._func",
+    # torch.fx's names that libraries use at import; the compiler part owns tracing
+    "torcia.fx": "torcia.compiler.fx",
 }
 
 
@@ -411,7 +413,7 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
-                                  "func"):
+                                  "func", "fx", "overrides", "version"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:
