@@ -8,6 +8,7 @@ hook is called here.
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -148,9 +149,11 @@ class Tensor:
     54.0
     """
 
+    # __dict__: Python attributes set on a tensor (``param._is_hf_initialized = True``), as
+    # PyTorch allows; it is made only when one is set
     __slots__ = (
         "_data", "_device", "_requires_grad", "_grad", "grad_fn", "_vc", "_base",
-        "_out_nr", "_hooks", "_retains_grad", "__weakref__",
+        "_out_nr", "_hooks", "_retains_grad", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
 
@@ -310,7 +313,9 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing storage but detached from the graph.
+        """A tensor sharing storage but detached from the graph, with a version counter of
+        its own: as in PyTorch, writes through ``.data`` are hidden from autograd (they do
+        not invalidate what backward saved).
 
         Examples
         --------
@@ -318,10 +323,11 @@ class Tensor:
         >>> w = torcia.ones(2, requires_grad=True)
         >>> w.data.requires_grad
         False
+        >>> w.data.mul_(3); w._version
+        tensor([3., 3.])
+        0
         """
-        t = Tensor._make(self._data, self._device)
-        t._vc = self._vc
-        return t
+        return Tensor._make(self._data, self._device)
 
     @data.setter
     def data(self, value: Tensor):
@@ -440,7 +446,7 @@ class Tensor:
         >>> torcia.tensor([1.0]).is_floating_point(), torcia.tensor([1]).is_floating_point()
         (True, False)
         """
-        return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+        return self._data.dtype.kind == "f" or self.dtype.category == 2
 
     def is_complex(self) -> bool:
         """Whether the dtype is a complex one.
@@ -620,9 +626,12 @@ class Tensor:
         new = Tensor._make(self._data.copy(), self._device)
         new.__class__ = self.__class__
         new._requires_grad = self._requires_grad
+        memo[id(self)] = new
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
-        memo[id(self)] = new
+        attrs = getattr(self, "__dict__", None)
+        if attrs:
+            new.__dict__.update(copy.deepcopy(attrs, memo))
         return new
 
 
@@ -1087,10 +1096,7 @@ def _expanded_write_error():
     )
 
 
-def _torch_name(d) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+_torch_name = D.torch_type_name
 
 
 #: The device factory functions use when given none (``torcia.set_default_device``).

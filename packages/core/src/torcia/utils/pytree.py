@@ -17,8 +17,8 @@ Examples
 [1, 2, 3]
 >>> pytree.tree_unflatten([x * 10 for x in leaves], spec)
 {'a': [10, 20], 'b': (30,)}
->>> pytree.tree_map(lambda x: x + 1, [1, (2, None)])
-[2, (3, None)]
+>>> pytree.tree_map(lambda x: x + 1, [1, (2, 3)])
+[2, (3, 4)]
 """
 
 from __future__ import annotations
@@ -234,46 +234,103 @@ def is_namedtuple(obj) -> bool:
     return is_namedtuple_class(obj if isinstance(obj, type) else type(obj))
 
 
+# The built-in nodes' functions under PyTorch's private names, which libraries pass to
+# register_pytree_node for their own dict and sequence types.
+
+
 def _seq_keys(children):
     return [(SequenceKey(i), c) for i, c in enumerate(children)]
+
+
+def _tuple_flatten(t):
+    return list(t), None
+
+
+def _tuple_unflatten(values, context):
+    return tuple(values)
+
+
+def _tuple_flatten_with_keys(t):
+    return _seq_keys(t), None
+
+
+def _list_flatten(t):
+    return list(t), None
+
+
+def _list_unflatten(values, context):
+    return list(values)
+
+
+_list_flatten_with_keys = _tuple_flatten_with_keys
 
 
 def _dict_flatten(d):
     return list(d.values()), list(d.keys())
 
 
-def _dict_keys(d):
+def _dict_unflatten(values, context):
+    return dict(zip(context, values))
+
+
+def _dict_flatten_with_keys(d):
     return [(MappingKey(k), v) for k, v in d.items()], list(d.keys())
+
+
+def _ordereddict_unflatten(values, context):
+    return OrderedDict(zip(context, values))
 
 
 def _defaultdict_flatten(d):
     return list(d.values()), [d.default_factory, list(d.keys())]
 
 
+def _defaultdict_unflatten(values, context):
+    return defaultdict(context[0], zip(context[1], values))
+
+
+def _defaultdict_flatten_with_keys(d):
+    return [(MappingKey(k), v) for k, v in d.items()], [d.default_factory, list(d.keys())]
+
+
 def _namedtuple_flatten(t):
     return list(t), type(t)
+
+
+def _namedtuple_unflatten(values, context):
+    return context(*values)
+
+
+def _namedtuple_flatten_with_keys(t):
+    return [(GetAttrKey(f), v) for f, v in zip(t._fields, t)], type(t)
+
+
+def _deque_flatten(d):
+    return list(d), d.maxlen
+
+
+def _deque_unflatten(values, context):
+    return deque(values, maxlen=context)
+
+
+def _deque_flatten_with_keys(d):
+    return _seq_keys(d), d.maxlen
 
 
 def _builtin_nodes():
     from torcia import Size
 
     nodes = [
-        (tuple, lambda t: (list(t), None), lambda v, _: tuple(v),
-         lambda t: (_seq_keys(t), None)),
-        (list, lambda t: (list(t), None), lambda v, _: list(v),
-         lambda t: (_seq_keys(t), None)),
-        (dict, _dict_flatten, lambda v, keys: dict(zip(keys, v)), _dict_keys),
-        (namedtuple, _namedtuple_flatten, lambda v, cls: cls(*v),
-         lambda t: ([(GetAttrKey(f), v) for f, v in zip(t._fields, t)], type(t))),
-        (OrderedDict, _dict_flatten, lambda v, keys: OrderedDict(zip(keys, v)), _dict_keys),
-        (defaultdict, _defaultdict_flatten,
-         lambda v, c: defaultdict(c[0], zip(c[1], v)),
-         lambda d: ([(MappingKey(k), v) for k, v in d.items()],
-                    [d.default_factory, list(d.keys())])),
-        (deque, lambda d: (list(d), d.maxlen), lambda v, maxlen: deque(v, maxlen=maxlen),
-         lambda d: (_seq_keys(d), d.maxlen)),
-        (Size, lambda s: (list(s), None), lambda v, _: Size(v),
-         lambda s: (_seq_keys(s), None)),
+        (tuple, _tuple_flatten, _tuple_unflatten, _tuple_flatten_with_keys),
+        (list, _list_flatten, _list_unflatten, _list_flatten_with_keys),
+        (dict, _dict_flatten, _dict_unflatten, _dict_flatten_with_keys),
+        (namedtuple, _namedtuple_flatten, _namedtuple_unflatten,
+         _namedtuple_flatten_with_keys),
+        (OrderedDict, _dict_flatten, _ordereddict_unflatten, _dict_flatten_with_keys),
+        (defaultdict, _defaultdict_flatten, _defaultdict_unflatten,
+         _defaultdict_flatten_with_keys),
+        (deque, _deque_flatten, _deque_unflatten, _deque_flatten_with_keys),
+        (Size, _tuple_flatten, lambda values, _: Size(values), _tuple_flatten_with_keys),
     ]
     for cls, flatten, unflatten, with_keys in nodes:
         SUPPORTED_NODES[cls] = NodeDef(cls, flatten, unflatten, with_keys)
