@@ -208,6 +208,9 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
 
+# torch._foreach_add, ...: one op over lists of tensors
+globals().update(__import__("torcia._foreach", fromlist=["namespace"]).namespace())
+
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
 # FloatStorage, LongStorage, ...: the legacy typed storages

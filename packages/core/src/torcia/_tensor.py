@@ -162,6 +162,21 @@ class Tensor:
             return _legacy_new(D.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
+        # which torcia.overrides switches on for every op the first time it matters
+        if _torch_function_of(cls) is not disabled_torch_function_impl:
+            import torcia.overrides  # noqa: F401
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default: run ``func`` and give its tensor results this subclass's type
+        (see :mod:`torcia.overrides`)."""
+        from torcia.overrides import default_torch_function
+
+        return default_torch_function(cls, func, types, args, kwargs)
+
     def __init__(self, *args, **kwargs):
         pass
 
@@ -577,6 +592,13 @@ class Tensor:
 
         return iter(_ops.unbind(self, 0))
 
+    def __contains__(self, element):
+        # PyTorch's: any element equal (iteration would compare whole rows)
+        if isinstance(element, (Tensor, int, float, bool, complex, np.generic)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
+
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -637,6 +659,18 @@ class Tensor:
 
 _new = object.__new__
 _make = Tensor._make
+
+
+def disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """A ``__torch_function__`` that takes no part in dispatch: ops on instances of a class
+    that sets it (``nn.Parameter``) return plain tensors, as PyTorch's
+    ``torch._C._disabled_torch_function_impl``."""
+    return func(*args, **(kwargs or {}))
+
+
+def _torch_function_of(cls):
+    fn = getattr(cls, "__torch_function__", None)
+    return getattr(fn, "__func__", fn)
 
 
 def _wrap_dim(dim, ndim: int) -> int:
