@@ -1,9 +1,10 @@
 """lucidrains' libraries: x-transformers, vector-quantize-pytorch, rotary-embedding-torch,
 lion-pytorch and ema-pytorch."""
 
-from common import numpy, params, randint, randn, seed_weights
+from common import case, numpy, params, randint, randn, seed_weights
 
 
+@case(library="x-transformers", needs=("torcia.jit",))
 def case_x_transformers():
     from x_transformers import Decoder, TransformerWrapper
 
@@ -13,6 +14,7 @@ def case_x_transformers():
     return {"logits": numpy(model(randint(40, 2, 10, seed=1)))}
 
 
+@case(library="vector-quantize-pytorch", needs=("torcia.jit",))
 def case_vector_quantize():
     from vector_quantize_pytorch import VectorQuantize
 
@@ -25,6 +27,7 @@ def case_vector_quantize():
     return {"quantized": numpy(quantized), "indices": numpy(indices), "loss": numpy(loss)}
 
 
+@case(library="rotary-embedding-torch")
 def case_rotary_embedding():
     from rotary_embedding_torch import RotaryEmbedding
 
@@ -34,6 +37,7 @@ def case_rotary_embedding():
             "k": numpy(rotary.rotate_queries_or_keys(k))}
 
 
+@case(library="lion-pytorch")
 def case_lion():
     import torch
     from lion_pytorch import Lion
@@ -47,6 +51,7 @@ def case_lion():
     return params(model)
 
 
+@case(library="ema-pytorch")
 def case_ema():
     import torch
     from ema_pytorch import EMA

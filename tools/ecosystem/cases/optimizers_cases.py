@@ -1,7 +1,7 @@
 """Optimizer libraries: schedulefree and torch-optimizer (whose updates use PyTorch's
 deprecated ``add_(scalar, tensor)`` overloads)."""
 
-from common import params, randn, seed_weights
+from common import case, params, randn, seed_weights
 
 
 def _steps(opt_factory, steps=3):
@@ -21,6 +21,7 @@ def _steps(opt_factory, steps=3):
     return model
 
 
+@case(library="schedulefree")
 def case_schedulefree():
     import schedulefree
 
@@ -31,6 +32,7 @@ def case_schedulefree():
     return out
 
 
+@case(library="torch-optimizer")
 def case_torch_optimizer():
     import torch_optimizer as optim
 

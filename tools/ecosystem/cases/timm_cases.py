@@ -1,6 +1,6 @@
 """timm: models (forward, a training step), its optimizer factory, Mixup and transforms."""
 
-from common import grads, numpy, params, randint, randn, seed_weights
+from common import case, grads, numpy, params, randint, randn, seed_weights
 
 
 def _forward(name, size=32, **kwargs):
@@ -11,22 +11,27 @@ def _forward(name, size=32, **kwargs):
     return {"logits": numpy(model(randn(2, 3, size, size, seed=1)))}
 
 
+@case(needs=("torcia.jit",))
 def case_resnet18():
     return _forward("resnet18")
 
 
+@case(needs=("torcia.jit",))
 def case_vit_tiny():
     return _forward("vit_tiny_patch16_224", img_size=32, patch_size=8)
 
 
+@case(needs=("torcia.jit",))
 def case_convnext_atto():
     return _forward("convnext_atto")
 
 
+@case(needs=("torcia.jit",))
 def case_efficientnet_b0():
     return _forward("efficientnet_b0")
 
 
+@case(needs=("torcia.jit",))
 def case_optimizer_step():
     import timm
     import timm.optim
@@ -46,6 +51,7 @@ def case_optimizer_step():
     return {"losses": losses, **params(model)}
 
 
+@case(needs=("torcia.jit",))
 def case_other_optimizers():
     import timm.optim
     import torch
@@ -62,6 +68,7 @@ def case_other_optimizers():
     return out
 
 
+@case(needs=("torcia.jit",))
 def case_mixup():
     import torch
     from timm.data import Mixup
@@ -78,6 +85,7 @@ def case_mixup():
             "untouched": numpy(torch.flip(x, [0]))}
 
 
+@case(needs=("torcia.jit",))
 def case_transforms():
     import numpy as np
     from PIL import Image
@@ -90,6 +98,7 @@ def case_transforms():
     return {"image": numpy(transform(image))}
 
 
+@case(needs=("torcia.jit",))
 def case_training_backward():
     import timm
     import torch

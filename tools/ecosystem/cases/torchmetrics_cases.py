@@ -1,8 +1,9 @@
 """torchmetrics: classification and regression metrics, updated over batches."""
 
-from common import numpy, randint, randn
+from common import case, numpy, randint, randn
 
 
+@case(needs=("torcia.jit",))
 def case_classification():
     import torchmetrics
 
@@ -20,6 +21,7 @@ def case_classification():
     return {name: numpy(m.compute()) for name, m in metrics.items()}
 
 
+@case(needs=("torcia.jit",))
 def case_regression():
     import torchmetrics
 
@@ -32,6 +34,7 @@ def case_regression():
     return {name: numpy(m.compute()) for name, m in metrics.items()}
 
 
+@case(needs=("torcia.jit",), known_failure="sum(dim=0) of a 0-d tensor raises (issue 36)")
 def case_functional():
     import torchmetrics.functional as F
 

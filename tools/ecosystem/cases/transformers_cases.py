@@ -4,7 +4,11 @@
 import os
 import tempfile
 
-from common import grads, numpy, params, randint, seed_weights
+from common import case, grads, numpy, params, randint, seed_weights
+
+# what transformers imports that torcia does not have yet
+_BLOCKED = ("import needs torch.distributed.tensor (issue 38), torch.cuda.CUDAGraph and "
+            "torch.cuda.graph (issue 43), torch._dynamo's TransformGetItemToIndex")
 
 
 def _bert():
@@ -38,6 +42,7 @@ def _ids(n=7, seed=1):
     return randint(50, 2, n, seed=seed)
 
 
+@case(known_failure=_BLOCKED)
 def case_bert_forward():
     import torch
 
@@ -48,16 +53,19 @@ def case_bert_forward():
     return {"logits": numpy(out.logits), "hidden": numpy(out.hidden_states[-1])}
 
 
+@case(known_failure=_BLOCKED)
 def case_gpt2_forward():
     out = _gpt2()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
+@case(known_failure=_BLOCKED)
 def case_llama_forward():
     out = _llama()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
+@case(known_failure=_BLOCKED)
 def case_generate():
     out = {}
     for name, model in (("gpt2", _gpt2()), ("llama", _llama())):
@@ -67,6 +75,7 @@ def case_generate():
     return out
 
 
+@case(known_failure=_BLOCKED)
 def case_training_step():
     import torch
 
@@ -83,6 +92,7 @@ def case_training_step():
     return {"losses": losses, **grads(model), **params(model)}
 
 
+@case(known_failure=_BLOCKED)
 def case_bert_backward():
     import torch
 
@@ -92,6 +102,7 @@ def case_bert_backward():
     return {"loss": loss.item(), **grads(model)}
 
 
+@case(known_failure=_BLOCKED)
 def case_save_load():
     from transformers import AutoModelForCausalLM
 

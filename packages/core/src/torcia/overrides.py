@@ -284,7 +284,7 @@ def _convert(result, cls, args):
     return result
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _layout_compatible(a, b) -> bool:
     probe = torcia.empty(0)
     try:
