@@ -47,7 +47,6 @@ PREFIXES = {
     "torch": "torcia",
     "torch.utils.data": "torcia.data",
     "torch.utils.data.datapipes": None,
-    "torch.jit": None,
     "torch.ao": None,
     "torch.quantization": None,
     "torch._C": "torcia.compat._C",
