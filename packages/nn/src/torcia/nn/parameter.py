@@ -4,6 +4,7 @@ they are assigned as attributes."""
 from __future__ import annotations
 
 from torcia import Tensor, empty
+from torcia.library import disabled_torch_function_impl
 
 
 def _alias(cls, data: Tensor) -> Tensor:
@@ -42,6 +43,8 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    # ops on a parameter give plain tensors, as in PyTorch
+    __torch_function__ = disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         t = _alias(cls, data)
