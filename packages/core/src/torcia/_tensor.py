@@ -167,7 +167,9 @@ class Tensor:
         # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
         # which torcia.overrides switches on for every op the first time it matters
         if _torch_function_of(cls) is not disabled_torch_function_impl:
-            import torcia.overrides  # noqa: F401
+            from torcia.overrides import switch_on
+
+            switch_on()
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):

@@ -9,7 +9,8 @@ tensor results the subclass's type, so subclasses keep their type through ops. A
 
 The protocol costs nothing until it can matter: torcia's functions and Tensor methods are
 routed through it from the first time a Tensor subclass that does not opt out is defined, a
-mode is entered, or this module is imported (as code defining its own tensor-likes does).
+mode is entered, or :func:`has_torch_function` / :func:`handle_torch_function` is called (as
+code defining its own tensor-likes does), or :func:`switch_on` says so.
 ``nn.Parameter`` opts out (``__torch_function__ = disabled_torch_function_impl``): ops on a
 parameter give plain tensors.
 
@@ -45,7 +46,7 @@ __all__ = [
     "DisableTorchFunction", "DisableTorchFunctionSubclass", "TorchFunctionMode",
     "disabled_torch_function_impl", "handle_torch_function",
     "has_torch_function", "has_torch_function_unary", "has_torch_function_variadic",
-    "is_tensor_like", "is_tensor_method_or_property",
+    "is_tensor_like", "is_tensor_method_or_property", "switch_on",
 ]
 
 
@@ -118,6 +119,7 @@ def has_torch_function(relevant_args) -> bool:
     >>> torcia.overrides.has_torch_function((torcia.ones(1), 2))
     False
     """
+    switch_on()
     if _STATE.all_off:
         return False
     return bool(_STATE.modes) or bool(_subclass_args(_overloaded_args(relevant_args, None)))
@@ -162,6 +164,7 @@ def handle_torch_function(public_api, relevant_args, *args, **kwargs):
     >>> double(Scalar(1)), double(torcia.ones(1))
     ('handled double', tensor([2.]))
     """
+    switch_on()
     overloaded = _subclass_args(_overloaded_args(relevant_args, None))
     return _handle(public_api, overloaded, args, kwargs)
 
@@ -222,6 +225,7 @@ class TorchFunctionMode:
         raise NotImplementedError
 
     def __enter__(self):
+        switch_on()
         _STATE.modes.append(self)
         return self
 
@@ -314,6 +318,7 @@ _SKIP = frozenset({
 })
 _NO_WRAP: set = set()  # results not retyped (PyTorch's get_default_nowrap_functions)
 _wrapped: dict = {}  # id(wrapper) -> original, so that nothing is wrapped twice
+_wrappers: dict = {}  # id(original) -> its wrapper: one function object wherever it is named
 
 
 def _dispatching(impl, public=None):
@@ -330,6 +335,7 @@ def _dispatching(impl, public=None):
         return _handle(public or dispatch, overloaded, args, kwargs)
 
     _wrapped[id(dispatch)] = impl
+    _wrappers[id(impl)] = dispatch
     return dispatch
 
 
@@ -373,7 +379,7 @@ def _route_module(module) -> None:
             continue
         if id(value) in _wrapped or value.__module__ in (__name__, "typing"):
             continue
-        setattr(module, name, _dispatching(value))
+        setattr(module, name, _wrappers.get(id(value)) or _dispatching(value))
 
 
 def _route_tensor() -> None:
@@ -391,12 +397,18 @@ def _route_tensor() -> None:
                 _NO_WRAP.add(getter)
 
 
-def _switch_on() -> None:
+_on = [False]
+
+
+def switch_on() -> None:
+    """Route torcia's functions and Tensor methods through the protocol from now on (done
+    when a Tensor subclass that takes part is defined, a mode is entered, or one of this
+    module's functions is called; idempotent)."""
+    if _on[0]:
+        return
+    _on[0] = True
     _route_tensor()
     for name in NAMESPACES:
         module = sys.modules.get(name)
         if module is not None:
             _route_module(module)
-
-
-_switch_on()

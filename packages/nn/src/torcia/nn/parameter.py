@@ -86,6 +86,8 @@ class Buffer(Tensor):
     """
 
     __slots__ = ()
+    # ops on a buffer give plain tensors, as in PyTorch
+    __torch_function__ = disabled_torch_function_impl
     # persistence travels beside the object: Tensor's slot layout leaves no room for it
     _persistent: dict = {}
 
@@ -126,6 +128,8 @@ class UninitializedTensorMixin:
 
     __slots__ = ()
     cls_to_become = Tensor
+    # a placeholder is no tensor-like of its own: the protocol stays off for it
+    __torch_function__ = disabled_torch_function_impl
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Become a tensor of ``shape`` (uninitialised values) in place, the same object,
