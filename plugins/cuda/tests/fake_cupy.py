@@ -233,6 +233,11 @@ def make(count=2):
         get_elapsed_time=lambda a, b: (b.time - a.time) * 1e3, nccl=_nccl_module(),
         PinnedMemoryPointer=PinnedMemoryPointer,
     )
+    # CuPy's GEMM compute type, which the runtime sets from allow_tf32
+    compute = {}
+    cp._core = types.SimpleNamespace(_routines_linalg=types.SimpleNamespace(
+        COMPUTE_TYPE_DEFAULT="default", COMPUTE_TYPE_TF32="tf32", compute=compute,
+        set_compute_type=lambda dtype, kind: compute.__setitem__(np.dtype(dtype), kind)))
     for name in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                  "full_like", "arange", "eye", "linspace"):
         setattr(cp, name, _tracked(pool, getattr(np, name)))

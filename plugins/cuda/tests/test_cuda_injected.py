@@ -272,3 +272,19 @@ def test_cuda_amp_names_warn_and_forward(cupy):
     with torcia.autocast("cuda"):
         out = Double.apply(x)
     assert out.dtype == torcia.float32
+
+
+def test_allow_tf32_sets_cupys_gemm_compute_type(cupy):
+    assert torcia.cuda.is_available()
+    compute = cupy._core._routines_linalg.compute
+    assert compute[np.dtype(np.float32)] == "default"
+    torcia.backends.cuda.matmul.allow_tf32 = True
+    try:
+        assert compute[np.dtype(np.float32)] == "tf32"
+    finally:
+        torcia.backends.cuda.matmul.allow_tf32 = False
+    assert compute[np.dtype(np.float32)] == "default"
+    torcia.set_float32_matmul_precision("high")
+    assert compute[np.dtype(np.float32)] == "tf32"
+    torcia.set_float32_matmul_precision("highest")
+    assert compute[np.dtype(np.float32)] == "default"

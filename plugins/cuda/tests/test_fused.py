@@ -189,7 +189,7 @@ def test_compile_on_cuda_fuses_elementwise_chains_into_device_kernels(compiler):
 
     rng = np.random.default_rng(0)
     compiled = compiler.compile(f)
-    for seed in range(3):  # trace, the first replay (checked against eager), a replay
+    for _ in range(3):  # trace, the first replay (checked against eager), a replay
         x = torcia.tensor(rng.standard_normal((5, 7)), dtype=torcia.float32)
         b = torcia.tensor(rng.standard_normal(7), dtype=torcia.float32)
         got = compiled(x.cuda(), b.cuda())

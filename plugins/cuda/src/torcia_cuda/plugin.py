@@ -58,6 +58,10 @@ def _cupy_backend(cupy) -> Backend:
             return cupy.asarray(arr)
 
     torcia.random._seed_callbacks.append(runtime.manual_seed_all)
+    if "matmul_hook" in _STATE:  # the registries were rebuilt: the new runtime follows
+        _STATE["matmul_hook"].remove()
+    _STATE["matmul_hook"] = torcia.backends.cuda.register_matmul_hook(
+        runtime.apply_matmul_flags)
     return make_backend(cupy, runtime, cupy.asnumpy, from_host)
 
 

@@ -117,6 +117,16 @@ class CupyRuntime:
     def can_device_access_peer(self, index, peer) -> bool:
         return bool(self.cp.cuda.runtime.deviceCanAccessPeer(index, peer))
 
+    def apply_matmul_flags(self, flags) -> None:
+        """``torcia.backends.cuda.matmul.allow_tf32``: CuPy's float32 GEMMs on TF32 tensor
+        cores, or in full float32 (CuPy's compute-type setting, which its matmul, dot and
+        tensordot read at each call)."""
+        import numpy as np
+
+        linalg = self.cp._core._routines_linalg
+        kind = linalg.COMPUTE_TYPE_TF32 if flags.allow_tf32 else linalg.COMPUTE_TYPE_DEFAULT
+        linalg.set_compute_type(np.float32, kind)
+
     # ----- random numbers: CuPy's generator (torcia's random ops draw on the host) -----
     def manual_seed(self, seed: int) -> None:
         self.cp.random.seed(seed)
