@@ -216,7 +216,13 @@ def make(count=2):
 
     cp.ndarray = np.ndarray
     cp.asarray = asarray
-    cp.asnumpy = lambda a: np.array(a, copy=True)
+    def asnumpy(a, stream=None, order="C", out=None, blocking=True):
+        if out is None:
+            return np.array(a, copy=True)
+        out[...] = a
+        return out
+
+    cp.asnumpy = asnumpy
     cp.get_default_memory_pool = lambda: pool
     cp.random = types.SimpleNamespace(seed=lambda s: None)
     allocator = [None]

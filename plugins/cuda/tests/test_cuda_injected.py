@@ -288,3 +288,24 @@ def test_allow_tf32_sets_cupys_gemm_compute_type(cupy):
     assert compute[np.dtype(np.float32)] == "tf32"
     torcia.set_float32_matmul_precision("highest")
     assert compute[np.dtype(np.float32)] == "default"
+
+
+def test_checks_on_the_device_raise_at_the_next_synchronisation(cupy):
+    from torcia.library import check_async
+
+    x = torcia.ones(3, device="cuda")
+    check_async("cuda", np.array(True), lambda: IndexError("index out of range"))  # no wait
+    with pytest.raises(IndexError, match="index out of range"):
+        x.sum().item()  # a copy to the host: the device has answered
+    x.sum().item()  # reported once
+    check_async("cuda:0", np.array(False), lambda: IndexError("never"))
+    check_async("cuda", np.array(True), lambda: ValueError("bad input"))
+    with pytest.raises(ValueError, match="bad input"):
+        torcia.cuda.synchronize()
+    # in-range targets and indices: quiet
+    logits = torcia.randn(3, 4, device="cuda")
+    F.cross_entropy(logits, torcia.tensor([0, 3, -100], device="cuda"))
+    F.embedding(torcia.tensor([1, 3], device="cuda"), torcia.randn(4, 2, device="cuda"))
+    torcia.cuda.synchronize()
+    with pytest.raises(IndexError, match="Target 9 is out of bounds"):  # on the host: at once
+        F.cross_entropy(logits.cpu(), torcia.tensor([9, 0, 0]))

@@ -33,7 +33,11 @@ def _windows(xp, x, kernel, stride, dilation, padding, value=0):
     if any(lo or hi for lo, hi in padding):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(padding), constant_values=value)
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    win = xp.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd)))
+    # NumPy's geometry on a zero-byte stand-in with x's strides, applied to x: CuPy's own
+    # sliding_window_view checks the window on the device, a wait for it at every call
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype), x.shape, x.strides)
+    probe = np.lib.stride_tricks.sliding_window_view(probe, span, axis=tuple(range(2, 2 + nd)))
+    win = xp.lib.stride_tricks.as_strided(x, probe.shape, probe.strides)
     key = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride) + tuple(
         slice(None, None, d) for d in dilation)
     return win[key]
@@ -416,7 +420,8 @@ class NNKernels:
         flat = win.reshape(x.shape[:2] + out_sp + (-1,))
         arg = flat.argmax(axis=-1)
         values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        if any(lo or hi for lo, hi in pads) and (values == lowest).any():
+        # (on a device the select runs whatever the values: reading them would wait for it)
+        if any(lo or hi for lo, hi in pads) and (xp is not np or (values == lowest).any()):
             # a window of the lowest value only names its first real element, as PyTorch
             # does, never the padding, which holds the same value
             real = xp.ones((1, 1) + tuple(in_sp), dtype=np.int8)

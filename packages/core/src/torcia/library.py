@@ -143,7 +143,7 @@ from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
-from torcia.backend import Backend, KernelRegistry, get_backend, host_array
+from torcia.backend import Backend, KernelRegistry, check_async, get_backend, host_array
 from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
@@ -157,7 +157,7 @@ __all__ = [
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
-    "tensor_of", "unary", "unbatch",
+    "check_async", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 

@@ -20,7 +20,7 @@ types only. Data that is only moved travels as raw bytes.
 from __future__ import annotations
 
 import contextlib
-import struct
+import json
 import sys
 import threading
 import time
@@ -144,7 +144,9 @@ def _communicator(nccl, store, key, rank, ranks, timeout):
     """Join the communicator of the processes with global ranks ``ranks`` (this one is
     ``ranks[rank]``), once all of them have said in the store that they are there."""
     if rank == 0:
-        store.set(f"{key}/id", struct.pack("128b", *nccl.get_unique_id()))
+        # the 128 values of NCCL's id as CuPy hands them out (bytes, signed or not: the
+        # communicator is given back exactly what get_unique_id returned)
+        store.set(f"{key}/id", json.dumps(list(nccl.get_unique_id())).encode())
     store.set(f"{key}/joined/{rank}", b"1")
     try:
         store.wait([f"{key}/joined/{r}" for r in range(len(ranks))], timeout)
@@ -152,7 +154,7 @@ def _communicator(nccl, store, key, rank, ranks, timeout):
         missing = [g for r, g in enumerate(ranks) if not store.check([f"{key}/joined/{r}"])]
         raise RuntimeError(f"nccl process group: rank(s) {missing} did not join within "
                            f"{_seconds(timeout):g} s") from None
-    uid = struct.unpack("128b", store.get(f"{key}/id"))
+    uid = tuple(json.loads(store.get(f"{key}/id").decode()))
     return nccl.NcclCommunicator(len(ranks), uid, rank)
 
 

@@ -62,7 +62,7 @@ def _cupy_backend(cupy) -> Backend:
         _STATE["matmul_hook"].remove()
     _STATE["matmul_hook"] = torcia.backends.cuda.register_matmul_hook(
         runtime.apply_matmul_flags)
-    return make_backend(cupy, runtime, cupy.asnumpy, from_host)
+    return make_backend(cupy, runtime, runtime.to_host, from_host)
 
 
 @hookimpl

@@ -38,6 +38,8 @@ class CupyRuntime:
         self._counters: dict[int, _Counters] = {}
         self._pool = cupy.get_default_memory_pool()
         self._fraction: dict[int, float] = {}
+        self._pending: list = []  # (event, pinned flag, error) of assert_async, in order
+        self._flags: list = []  # pinned flags free again
         cupy.cuda.set_allocator(self.tracking(self._pool))
 
     def tracking(self, pool):
@@ -79,6 +81,41 @@ class CupyRuntime:
     def synchronize(self, index=None) -> None:
         with self.device_context(index):
             self.cp.cuda.runtime.deviceSynchronize()
+        self.raise_pending()
+
+    # ----- checks the device answers later (PyTorch's device-side asserts) -------------
+    def assert_async(self, bad, error) -> None:
+        """Raise ``error()`` once the device has found ``bad`` (a 0-d boolean array) true,
+        without waiting for it now: the flag is copied into pinned host memory behind an
+        event, and looked at by the next check and each synchronisation or copy to the
+        host (:meth:`raise_pending`)."""
+        import cupyx
+
+        self.raise_pending()
+        host = self._flags.pop() if self._flags else cupyx.empty_pinned((), dtype=bool)
+        self.cp.asnumpy(bad.astype(bool, copy=False), out=host, blocking=False)
+        event = self.cp.cuda.Event(block=False, disable_timing=True)
+        event.record()
+        self._pending.append((event, host, error))
+
+    def raise_pending(self) -> None:
+        """Raise the first error of :meth:`assert_async` whose flag the device has set,
+        among the checks it has answered."""
+        failed = None
+        while self._pending and self._pending[0][0].done:
+            _, host, error = self._pending.pop(0)
+            if failed is None and bool(host):
+                failed = error
+            self._flags.append(host)
+        if failed is not None:
+            raise failed()
+
+    def to_host(self, arr):
+        """``arr`` copied to a NumPy array (a synchronisation: pending checks answer)."""
+        out = self.cp.asnumpy(arr)
+        if self._pending:
+            self.raise_pending()
+        return out
 
     def device_properties(self, index=None) -> dict:
         """PyTorch's ``_CudaDeviceProperties`` fields, from ``cudaGetDeviceProperties``."""
