@@ -429,7 +429,11 @@ class NNKernels:
             first_real = real.reshape((1, 1) + out_sp + (-1,)).argmax(axis=-1)
             arg = xp.where(values == lowest, first_real, arg)
         # window offset -> input coordinate, per dim, then a flat index into the plane
-        offsets = xp.unravel_index(arg, kernel_size)
+        # (unravelled by hand: CuPy's unravel_index checks the bounds on the device, a wait)
+        offsets, rest = [], arg
+        for k in kernel_size[::-1]:
+            offsets.insert(0, rest % k)
+            rest = rest // k
         index = xp.zeros(arg.shape, dtype=np.int64)
         for dim in range(nd):
             shape = [1] * (2 + nd)

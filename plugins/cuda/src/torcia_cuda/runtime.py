@@ -38,8 +38,8 @@ class CupyRuntime:
         self._counters: dict[int, _Counters] = {}
         self._pool = cupy.get_default_memory_pool()
         self._fraction: dict[int, float] = {}
-        self._pending: list = []  # (event, pinned flag, error) of assert_async, in order
-        self._flags: list = []  # pinned flags free again
+        self._errors: list = []  # the errors of the checks since the device last answered
+        self._failed: dict = {}  # device -> 0-d int32: the first failed check's number
         cupy.cuda.set_allocator(self.tracking(self._pool))
 
     def tracking(self, pool):
@@ -84,36 +84,44 @@ class CupyRuntime:
         self.raise_pending()
 
     # ----- checks the device answers later (PyTorch's device-side asserts) -------------
-    def assert_async(self, bad, error) -> None:
-        """Raise ``error()`` once the device has found ``bad`` (a 0-d boolean array) true,
-        without waiting for it now: the flag is copied into pinned host memory behind an
-        event, and looked at by the next check and each synchronisation or copy to the
-        host (:meth:`raise_pending`)."""
-        import cupyx
+    #: checks kept before the device is asked (a wait) about them
+    MAX_PENDING_CHECKS = 1024
 
-        self.raise_pending()
-        host = self._flags.pop() if self._flags else cupyx.empty_pinned((), dtype=bool)
-        self.cp.asnumpy(bad.astype(bool, copy=False), out=host, blocking=False)
-        event = self.cp.cuda.Event(block=False, disable_timing=True)
-        event.record()
-        self._pending.append((event, host, error))
+    def assert_async(self, bad, error) -> None:
+        """Raise ``error()`` if the device finds ``bad`` (a 0-d boolean array) true,
+        without waiting for it now: the device notes the number of the first failed
+        check in a counter of its own, which the next synchronisation or copy to the
+        host reads (:meth:`raise_pending`), as PyTorch's device-side asserts report."""
+        cp = self.cp
+        dev = self.current_device()
+        failed = self._failed.get(dev)
+        if failed is None:
+            failed = self._failed[dev] = cp.zeros((), dtype=cp.int32)
+        self._errors.append(error)
+        number = len(self._errors)
+        failed[...] = cp.where(bad & (failed == 0), number, failed)
+        if number >= self.MAX_PENDING_CHECKS:
+            self.raise_pending()
 
     def raise_pending(self) -> None:
-        """Raise the first error of :meth:`assert_async` whose flag the device has set,
-        among the checks it has answered."""
-        failed = None
-        while self._pending and self._pending[0][0].done:
-            _, host, error = self._pending.pop(0)
-            if failed is None and bool(host):
-                failed = error
-            self._flags.append(host)
-        if failed is not None:
-            raise failed()
+        """Raise the first error of :meth:`assert_async` whose check the device failed
+        (a wait for the device, which callers do anyway)."""
+        if not self._errors:
+            return
+        errors, self._errors = self._errors, []
+        first = 0
+        for failed in self._failed.values():
+            number = int(failed)
+            if number and (not first or number < first):
+                first = number
+            failed.fill(0)
+        if first:
+            raise errors[first - 1]()
 
     def to_host(self, arr):
         """``arr`` copied to a NumPy array (a synchronisation: pending checks answer)."""
         out = self.cp.asnumpy(arr)
-        if self._pending:
+        if self._errors:
             self.raise_pending()
         return out
 
