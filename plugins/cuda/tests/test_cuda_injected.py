@@ -67,6 +67,9 @@ CASES = {
     + F.layer_norm(a @ b.T, (3,)),
     "conv": lambda a, b: F.max_pool2d(F.conv2d(a.reshape(1, 1, 3, 4), b.reshape(3, 1, 2, 2),
                                                 padding=1), 2).sum((2, 3)),
+    "pool_padded": lambda a, b: F.max_pool2d((a * b).reshape(1, 1, 3, 4), 3, 2, 1),
+    "embedding": lambda a, b: F.embedding(torcia.tensor([[0, 2, 2], [1, 0, 2]], device=a.device),
+                                          a * b, padding_idx=2),
 }
 
 

@@ -451,7 +451,11 @@ class NNKernels:
         plane = math.prod(input_shape)
         rows = (xp.arange(n * c, dtype=np.int64) * plane)[:, None]
         flat = (indices.reshape(n * c, -1) + rows).reshape(-1)
-        out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        if xp is np:
+            out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        else:  # a device's bincount reads the largest index first (a wait): scatter-add
+            out = xp.zeros(n * c * plane, dtype=np.promote_types(g.dtype, np.float32))
+            xp.add.at(out, flat, g.reshape(-1))
         return out.astype(g.dtype, copy=False).reshape((n, c) + tuple(input_shape))
 
     def adaptive_max_pool(self, x, output_size):
@@ -647,6 +651,14 @@ class NNKernels:
         d = g.shape[-1]
         flat = indices.reshape(-1)
         rows = g.reshape(-1, d)
+        if xp is not np:
+            # on a device, one scatter-add: the sorted runs below have data-dependent
+            # sizes, each a wait for the device
+            out = xp.zeros((num_weights, d), dtype=np.promote_types(g.dtype, np.float32))
+            if padding_idx is not None:
+                rows = rows * (flat != padding_idx)[:, None].astype(rows.dtype)
+            xp.add.at(out, flat, rows)
+            return out.astype(g.dtype, copy=False)
         if padding_idx is not None:
             keep = flat != padding_idx
             flat, rows = flat[keep], rows[keep]
