@@ -135,12 +135,12 @@ from torcia._tensor import (
     active_modes,
     binary,
     call,
+    disabled_torch_function_impl,
     inplace,
     parse_to,
     unary,
 )
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
-from torcia._tensor import disabled_torch_function_impl
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
