@@ -15,7 +15,6 @@ and :meth:`DTensor.redistribute` moves between placements. A shard is
 from __future__ import annotations
 
 import math
-import weakref
 
 import torcia
 from torcia import Tensor
@@ -28,6 +27,7 @@ from torcia.distributed.tensor.placement_types import (
     Shard,
     _StridedShard,
 )
+from torcia.library import disabled_torch_function_impl
 from torcia.nn import Module, Parameter
 
 __all__ = ["DTensor", "distribute_module", "distribute_tensor", "empty", "full", "ones",
@@ -42,11 +42,6 @@ class _Spec:
         self.placements = tuple(placements)
         self.shape = torcia.Size(shape)
         self.stride = tuple(stride)
-
-
-# the specs of live DTensors, by id (a Tensor subclass with slots cannot hold more state;
-# a finalizer drops the entry with the tensor)
-_SPECS: dict[int, _Spec] = {}
 
 
 def _contiguous_stride(shape) -> tuple:
@@ -114,9 +109,7 @@ def _wrap(local: Tensor, spec: _Spec, cls=None) -> DTensor:
     t = Tensor._make(local._data, local.device)
     t._vc = local._vc
     t.__class__ = cls or DTensor
-    key = id(t)
-    _SPECS[key] = spec
-    weakref.finalize(t, _SPECS.pop, key, None)
+    t._dtensor_spec = spec
     return t
 
 
@@ -142,10 +135,13 @@ class DTensor(Tensor):
     """
 
     __slots__ = ()
+    # as PyTorch's DTensor: no __torch_function__ dispatch, so that operations on one give
+    # plain tensors (of the local part) rather than DTensors without a placement
+    __torch_function__ = disabled_torch_function_impl
 
     @property
     def _spec(self) -> _Spec:
-        return _SPECS[id(self)]
+        return self._dtensor_spec
 
     @property
     def device_mesh(self) -> DeviceMesh:
