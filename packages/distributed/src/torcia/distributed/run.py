@@ -54,6 +54,8 @@ import uuid
 from torcia.distributed.elastic.multiprocessing.errors import ProcessFailure
 from torcia.distributed.store import DistStoreError, TCPStore
 
+__all__ = ["get_args_parser", "main"]
+
 FAILURES_ENV = "TORCIA_RUN_FAILURES"  # torcia.distributed.group.FAILURES_ENV
 
 # what an MPI launcher sets: a worker that inherited them would take MPI's world for its own
@@ -408,6 +410,16 @@ class Agent:
 
 
 def main(argv=None) -> int:
+    """Run this node's agent with the command line ``argv`` (``sys.argv[1:]`` when None);
+    returns the job's exit status.
+
+    Examples
+    --------
+    What ``torcia-run --standalone --nproc-per-node 2 train.py --lr 0.1`` does::
+
+        from torcia.distributed.run import main
+        status = main(["--standalone", "--nproc-per-node", "2", "train.py", "--lr", "0.1"])
+    """
     args = get_args_parser().parse_args(argv)
     try:
         agent = Agent(args)

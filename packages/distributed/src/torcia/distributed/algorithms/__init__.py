@@ -1,5 +1,5 @@
-"""torcia.distributed.algorithms: :mod:`.join` (uneven inputs across ranks) and
-:mod:`.ddp_comm_hooks` (how DistributedDataParallel reduces gradients), as
+"""torcia.distributed.algorithms: ``algorithms.join`` (uneven inputs across ranks) and
+``algorithms.ddp_comm_hooks`` (how DistributedDataParallel reduces gradients), as
 ``torch.distributed.algorithms``."""
 
 from torcia.distributed.algorithms.join import Join, Joinable, JoinHook

@@ -1,8 +1,9 @@
 """torcia.distributed.checkpoint: checkpoints of sharded state, as
 ``torch.distributed.checkpoint`` (DCP): :func:`save` and :func:`async_save` write each
 rank's shards and the shared metadata, atomically; :func:`load` reads them into a state
-dict of any sharding (4 ranks saved, 2 or 1 load); :mod:`.state_dict` makes model and
-optimizer state dicts for them."""
+dict of any sharding (4 ranks saved, 2 or 1 load);
+``torcia.distributed.checkpoint.state_dict`` makes model and optimizer state dicts for
+them."""
 
 from torcia.distributed.checkpoint.default_planner import DefaultLoadPlanner, DefaultSavePlanner
 from torcia.distributed.checkpoint.filesystem import FileSystemReader, FileSystemWriter

@@ -22,7 +22,14 @@ __all__ = ["DefaultLoadPlanner", "DefaultSavePlanner", "ReadItem", "WriteItem"]
 
 @dataclasses.dataclass
 class WriteItem:
-    """One tensor box (or non-tensor value) this rank writes."""
+    """One tensor box (or non-tensor value) this rank writes.
+
+    Examples
+    --------
+    >>> from torcia.distributed.checkpoint.default_planner import WriteItem
+    >>> WriteItem("fc.weight", offsets=(4, 0), sizes=(4, 3), global_size=(8, 3)).sizes
+    (4, 3)
+    """
 
     key: str
     offsets: tuple = ()
@@ -35,7 +42,14 @@ class WriteItem:
 
 @dataclasses.dataclass
 class ReadItem:
-    """One tensor (or value) of the target state dict to fill from the checkpoint."""
+    """One tensor (or value) of the target state dict to fill from the checkpoint.
+
+    Examples
+    --------
+    >>> from torcia.distributed.checkpoint.default_planner import ReadItem
+    >>> ReadItem("step", is_tensor=False).is_tensor
+    False
+    """
 
     key: str
     offsets: tuple = ()

@@ -72,7 +72,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     """Save ``state_dict`` (tensors, DTensors, values, nested dicts and lists, Stateful
     objects) into the folder ``checkpoint_id``; every rank calls it. Each rank writes its
     DTensors' parts (one rank per replica) and rank 0 the rest, then the metadata: see
-    :mod:`torcia.distributed.checkpoint.filesystem`.
+    ``torcia.distributed.checkpoint.filesystem``.
 
     Examples
     --------

@@ -1,6 +1,6 @@
 """torcia.distributed.fsdp: fully sharded data parallelism, as ``torch.distributed.fsdp``:
 the module wrapper :class:`FullyShardedDataParallel` (FSDP1) and :func:`fully_shard`
-(FSDP2) over the same engine (:mod:`._engine`), with their options and state dicts."""
+(FSDP2) over the same engine (``fsdp/_engine.py``), with their options and state dicts."""
 
 from torcia.distributed.fsdp._fully_shard import (
     FSDPModule,

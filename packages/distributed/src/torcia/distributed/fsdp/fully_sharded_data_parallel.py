@@ -1,6 +1,6 @@
 """FullyShardedDataParallel (FSDP), as ``torch.distributed.fsdp.FullyShardedDataParallel``:
 a module wrapper that shards parameters, gradients and optimizer state across the ranks
-(see :mod:`torcia.distributed.fsdp._engine` for how)."""
+(see ``fsdp/_engine.py`` for how)."""
 
 from __future__ import annotations
 

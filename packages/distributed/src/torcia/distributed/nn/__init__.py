@@ -1,4 +1,4 @@
-"""torcia.distributed.nn: collectives with gradients (:mod:`.functional`), as
+"""torcia.distributed.nn: collectives with gradients (``torcia.distributed.nn.functional``), as
 ``torch.distributed.nn``."""
 
 from torcia.distributed.nn import functional

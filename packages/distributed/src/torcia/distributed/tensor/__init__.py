@@ -1,5 +1,5 @@
 """torcia.distributed.tensor: tensors spread over a device mesh (:class:`DTensor`) and
-their placements, as ``torch.distributed.tensor``. See :mod:`._api` for what a DTensor
+their placements, as ``torch.distributed.tensor``. See ``tensor/_api.py`` for what a DTensor
 is here (an ordinary torcia tensor holding this rank's part)."""
 
 from torcia.distributed.tensor._api import (

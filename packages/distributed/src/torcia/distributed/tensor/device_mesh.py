@@ -1,5 +1,5 @@
 """``torch.distributed.tensor.device_mesh``'s names: the mesh classes of
-:mod:`torcia.distributed.device_mesh`."""
+``torcia.distributed.device_mesh``."""
 
 from torcia.distributed.device_mesh import DeviceMesh, init_device_mesh
 

@@ -1,7 +1,7 @@
 """Communication hooks of DistributedDataParallel, as
-``torch.distributed.algorithms.ddp_comm_hooks``: :mod:`.default_hooks` (averaging,
-float16/bfloat16 compression), :mod:`.powerSGD_hook` (low-rank compression) and
-:mod:`.debugging_hooks`; :func:`register_ddp_comm_hook` registers one by its
+``torch.distributed.algorithms.ddp_comm_hooks``: ``default_hooks`` (averaging,
+float16/bfloat16 compression), ``powerSGD_hook`` (low-rank compression) and
+``debugging_hooks``; :func:`register_ddp_comm_hook` registers one by its
 :class:`DDPCommHookType`."""
 
 from __future__ import annotations

@@ -1,1 +1,2 @@
-"""Workers of an elastic job: their error reporting (:mod:`.errors`)."""
+"""Workers of an elastic job: their error reporting
+(``torcia.distributed.elastic.multiprocessing.errors``)."""
