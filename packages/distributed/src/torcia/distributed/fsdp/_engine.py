@@ -105,6 +105,12 @@ class Unit:
             if p.device.type != "cpu":
                 raise NotImplementedError(f"FSDP shards CPU parameters; {name} is on "
                                           f"{p.device}")
+        dtypes = sorted({str(p.dtype) for _, _, p in params})
+        if len(dtypes) > 1:
+            # one collective moves the unit: its parameters share a dtype (as FSDP's flat
+            # parameters must); wrap the differing ones as units of their own
+            raise NotImplementedError(f"the parameters of one FSDP unit must share a dtype; "
+                                      f"{type(module).__name__}'s have {', '.join(dtypes)}")
         self.params = [_Param(owner, name, p, mesh, self.world, self.rank, self.shard)
                        for owner, name, p in params]
         for entry in self.params:
@@ -127,13 +133,14 @@ class Unit:
         if not self.shard:
             return [(e.sharded._data if cast is None else e.sharded._data.astype(cast))
                     .reshape(e.shape) for e in self.params]
-        pieces = []
+        buffer = np.zeros(sum(e.chunk * e.width for e in self.params),
+                          self.params[0].sharded._data.dtype if cast is None else cast)
+        offset = 0
         for e in self.params:
-            local = e.sharded._data.reshape(e.local_rows, e.width)
-            pad = np.zeros((e.chunk, e.width), dtype=local.dtype if cast is None else cast)
-            pad[:e.local_rows] = local
-            pieces.append(pad.reshape(-1))
-        send = torcia.from_numpy(np.concatenate(pieces))
+            local = e.sharded._data.reshape(-1)
+            buffer[offset:offset + local.size] = local
+            offset += e.chunk * e.width
+        send = torcia.from_numpy(buffer)
         out = torcia.from_numpy(np.empty(self.world * send.numel(), dtype=send._data.dtype))
         C.all_gather_into_tensor(out, send, group=self.group)
         table = out._data.reshape(self.world, -1)
@@ -260,12 +267,15 @@ class Unit:
                 out.append(flat[offset:offset + n].reshape(e.sharded._data.shape))
                 offset += n
             return out
-        columns = []
+        # row r of the table: what rank r keeps, every parameter's chunk r (zero-padded)
+        table = np.zeros((self.world, sum(e.chunk * e.width for e in entries)), np_dtype)
+        offset = 0
         for e, g in zip(entries, grads):
-            padded = np.zeros((self.world * e.chunk, e.width), dtype=np_dtype)
-            padded[:e.rows] = g.reshape(e.rows, e.width)
-            columns.append(padded.reshape(self.world, -1))
-        table = np.ascontiguousarray(np.concatenate(columns, axis=1))
+            g = g.reshape(e.rows, e.width)
+            for r in range(self.world):
+                rows = g[r * e.chunk:(r + 1) * e.chunk]
+                table[r, offset:offset + rows.size] = rows.reshape(-1)
+            offset += e.chunk * e.width
         out = torcia.from_numpy(np.empty(table.shape[1], dtype=table.dtype))
         C.reduce_scatter_tensor(out, torcia.from_numpy(table.reshape(-1)), ReduceOp.SUM,
                                 group=self.group)
