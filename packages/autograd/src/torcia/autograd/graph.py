@@ -112,9 +112,15 @@ class Node:
             raise RuntimeError(_FREED)
         args = self.args
         if self.packed:
+            # saved_tensors_hooks packed them all; register_hooks on a raw saved tensor,
+            # some
             args = list(args)
             for i, v in self.versions:
-                args[i] = args[i].unpack(v, self.name())
+                a = args[i]
+                if a.__class__ is Packed:
+                    args[i] = a.unpack(v, self.name())
+                elif a._vc[0] != v:
+                    raise RuntimeError(_modified_message(a, v, self.name()))
             return tuple(args)
         for i, v in self.versions:
             t = args[i]
@@ -130,6 +136,130 @@ class Node:
     def apply(self, grads, create_graph: bool):
         return self.entry.backward(self, grads, create_graph)
 
+    def __getattr__(self, name):
+        # only names that are not slots reach here: PyTorch's saved values of the node
+        if name.startswith("_saved_"):
+            found = _saved_attributes(self).get(name[7:])
+            if found is not None:
+                return _saved_value(self, *found)
+        elif name.startswith("_raw_saved_"):
+            found = _saved_attributes(self).get(name[11:])
+            if found is not None and found[0] in ("input", "result"):
+                return SavedTensor(self, *found)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        saved = _saved_attributes(self)
+        return sorted({*super().__dir__(), *("_saved_" + n for n in saved),
+                       *("_raw_saved_" + n for n, (kind, _) in saved.items()
+                         if kind in ("input", "result"))})
+
+
+def _saved_attributes(node) -> dict:
+    attributes = getattr(node.entry, "saved_attributes", None)
+    return attributes(node) if attributes is not None else {}
+
+
+def _slot(node, kind, key) -> int:
+    """The index in ``node.args`` of a saved input or output."""
+    return key if kind == "input" else len(node.next_functions) + key
+
+
+def _saved_value(node, kind, key):
+    """``grad_fn._saved_<name>``: what the node saved, as PyTorch shows it."""
+    if kind == "param":
+        name, default = key
+        value = node.params.get(name, default)
+        return tuple(value) if isinstance(value, list) else value
+    if kind == "sizes":
+        meta = node.metas[key]
+        return None if meta is None else tuple(meta[0])
+    if kind == "inputs":
+        return [_unpacked(node, i) for i in range(key, len(node.next_functions))]
+    value = _unpacked(node, _slot(node, kind if kind != "strides" else "input", key))
+    if kind == "strides":
+        return tuple(value.stride()) if isinstance(value, Tensor) else None
+    if kind == "result":
+        from torcia.autograd.derivatives import _reattach
+
+        # the output again, as PyTorch gives it: equal to it, with this node as grad_fn
+        return None if value is None else _reattach(value, node, key)
+    return value if value is None or isinstance(value, Tensor) else _wrapped(value)
+
+
+def _unpacked(node, slot):
+    """What the node saved in ``node.args[slot]``, checked as backward checks it."""
+    if node.released:
+        raise RuntimeError(_FREED)
+    value = node.args[slot]
+    version = dict(node.versions).get(slot)
+    if value.__class__ is Packed:
+        return value.unpack(version, node.name())
+    if version is not None and value._vc[0] != version:
+        raise RuntimeError(_modified_message(value, version, node.name()))
+    return value
+
+
+def _wrapped(number) -> Tensor:
+    """A number where PyTorch's op takes a tensor, as PyTorch saves it: a 0-dim tensor
+    of the number's widest dtype (its "wrapped number")."""
+    dtype = (torcia.bool if isinstance(number, bool) else torcia.int64
+             if isinstance(number, int) else torcia.complex128 if isinstance(number, complex)
+             else torcia.float64)
+    return torcia.tensor(number, dtype=dtype)
+
+
+class SavedTensor:
+    """A tensor a node saved, as ``grad_fn._raw_saved_<name>`` gives it: with
+    :meth:`register_hooks`, its own pack and unpack hooks.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = x.sin()
+    >>> y.grad_fn._raw_saved_self.register_hooks(lambda t: t * 10, lambda t: t / 10)
+    >>> y.grad_fn._saved_self
+    tensor([1., 2.], requires_grad=True)
+    """
+
+    __slots__ = ("node", "slot")
+
+    def __init__(self, node, kind, key):
+        self.node = node
+        self.slot = _slot(node, kind, key)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook(tensor) -> object``; backward (and
+        ``_saved_<name>``) gets it back through ``unpack_hook(object) -> Tensor``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): expected two callables (pack_hook, "
+                            "unpack_hook)")
+        node = self.node
+        if node.released:
+            raise RuntimeError("Calling register_hooks on a saved tensor after it has been "
+                               "freed. " + _FREED[_FREED.index("Saved intermediate"):])
+        value = node.args[self.slot]
+        if value.__class__ is Packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed "
+                               "at a time.")
+        if value is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden")
+        if not isinstance(value, Tensor):
+            # a number: from now on the tensor PyTorch would have saved, which formulas
+            # take as they take the number (a 0-dim operand does not promote)
+            value = _wrapped(value)
+            node.versions += ((self.slot, value._vc[0]),)
+        version = dict(node.versions)[self.slot]
+        if value._vc[0] != version:
+            raise RuntimeError(_modified_message(value, version, node.name()))
+        args = list(node.args)
+        args[self.slot] = Packed(value, pack_hook, unpack_hook)
+        node.args = tuple(args)
+        node.packed = True
+
 
 # PyTorch's node names where they are not the op's name in CamelCase + "Backward0"
 _NAMES = {
@@ -142,6 +272,9 @@ _NAMES = {
     "LinalgSolveExBackward0", "linalg_cholesky": "LinalgCholeskyExBackward0",
 }
 _SECOND_FORM = ("sum", "mean", "prod", "squeeze")  # "...Backward1" when given a dim
+# "...Backward1" when the input at this position is a tensor (PyTorch's Tensor overload;
+# its Scalar one is "...Backward0")
+_TENSOR_FORM = {"fmod": 1, "remainder": 1, "lerp": 2}
 
 
 def node_name(op: str, params: dict, metas) -> str:
@@ -165,6 +298,10 @@ def node_name(op: str, params: dict, metas) -> str:
         return _getitem_name(params["key"])
     if op == "pow" and metas and metas[1] is not None:
         return "PowBackward1"
+    if op == "clamp" and len(metas) == 3 and metas[1] is None and metas[2] is None:
+        return "ClampBackward1"  # bounds that are numbers (or None): clamp.Scalar's node
+    if op in _TENSOR_FORM and len(metas) > _TENSOR_FORM[op] and metas[_TENSOR_FORM[op]]:
+        return "".join(p.capitalize() for p in op.split("_")) + "Backward1"
     if op == "matmul" and metas and metas[0] is not None and metas[1] is not None:
         ranks = (len(metas[0][0]), len(metas[1][0]))
         return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
