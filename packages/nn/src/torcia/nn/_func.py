@@ -117,10 +117,7 @@ def _finish(tree, keep_graph: bool):
 def _detach(x):
     """``x`` cut from the reverse graph, keeping its forward-mode tangent: inside an
     outer ``jvp``/``jacfwd`` (forward-over-reverse) the tangent is what it reads."""
-    tangent = fwAD.unpack_dual(x).tangent
-    if tangent is None:
-        return x.detach()
-    return fwAD.make_dual(x.detach(), tangent)
+    return fwAD.map_tangents(x, x.detach())
 
 
 def _fresh_leaves(tree):
@@ -138,9 +135,10 @@ def _fresh_leaves(tree):
             fresh.append(leaf.view_as(leaf))
             continue
         new = leaf.detach().requires_grad_(True)
-        tangent = fwAD.unpack_dual(leaf).tangent
-        # a dual input (an outer jvp): the new leaf carries its tangent on
-        fresh.append(new if tangent is None else fwAD.make_dual(new, tangent))
+        if fwAD.is_dual(leaf):
+            # a dual input (an outer jvp): a view of the new leaf carries its tangents on
+            new = fwAD.map_tangents(leaf, new.view_as(new))
+        fresh.append(new)
     return rebuild(fresh), fresh
 
 
@@ -300,16 +298,17 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if len(p_leaves) != len(t_leaves):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
                            "the same python structure")
-    with fwAD.dual_level():
-        duals = [fwAD.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+    # a level of its own inside any open one: jvp of a jvp (jacfwd(jacfwd(f))) nests
+    with fwAD.nested_dual_level() as level:
+        duals = [fwAD.make_dual(p, t, level=level) for p, t in zip(p_leaves, t_leaves)]
         out = func(*rebuild(duals))
         aux = None
         if has_aux:
             out, aux = out
         leaves, rebuild_out = _flatten(out)
         _tensors_only(out, "jvp(f, primals, tangents)")
-        pairs = [fwAD.unpack_dual(o) for o in leaves]
-        primal_out = rebuild_out([p.detach() if p is not None else p for p, _ in pairs])
+        pairs = [fwAD.unpack_dual(o, level=level) for o in leaves]
+        primal_out = rebuild_out([_detach(p) for p, _ in pairs])
         tangent_out = rebuild_out([torcia.zeros_like(o) if t is None else t
                                    for o, (_, t) in zip(leaves, pairs)])
     return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
@@ -663,18 +662,12 @@ def _to_batched(t, d, level):
     d = d % t.ndim
     axes = (d,) + tuple(i for i in range(t.ndim) if i != d)
     out = library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
-    tangent = fwAD.unpack_dual(t).tangent
-    if tangent is not None:
-        out = fwAD.make_dual(out, _to_batched(tangent, d, level))
-    return out
+    return fwAD.map_tangents(t, out, lambda tangent: _to_batched(tangent, d, level))
 
 
 def _from_batched(t, d, level, size):
-    out = _unbatched(t, d, level, size)
-    tangent = fwAD.unpack_dual(t).tangent
-    if tangent is not None:
-        out = fwAD.make_dual(out, _unbatched(tangent, d, level, size))
-    return out
+    return fwAD.map_tangents(t, _unbatched(t, d, level, size),
+                             lambda tangent: _unbatched(tangent, d, level, size))
 
 
 def _unbatched(t, d, level, size):
