@@ -334,61 +334,90 @@ def linearize(func, *primals):
     return out, jvp_fn
 
 
-def _jacobian(func, argnums, has_aux, forward, name):
+def _basis(leaves):
+    """One-hot directions for the flattened ``leaves`` together: for each leaf, a tensor
+    of shape (total elements, *leaf.shape), the rows of one identity matrix split by
+    leaf."""
+    sizes = [x.numel() for x in leaves]
+    total = sum(sizes)
+    dtype = leaves[0].dtype if leaves else torcia.get_default_dtype()
+    eye = torcia.eye(total, dtype=dtype, device=leaves[0].device if leaves else None)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        out.append(eye[:, start:start + n].reshape(total, *x.shape).to(x.dtype))
+        start += n
+    return out, sizes
+
+
+def _blocks(rows, out_leaves, in_leaves, forward):
+    """Jacobian blocks ``[output][input]`` of shape output shape + input shape, from the
+    batched products: forward mode gives per output (inputs' total, *output shape), reverse
+    mode per input (outputs' total, *input shape)."""
+    blocks = [[None] * len(in_leaves) for _ in out_leaves]
+    if forward:
+        start = 0
+        for j, x in enumerate(in_leaves):
+            n = x.numel()
+            for o, out in enumerate(out_leaves):
+                part = rows[o][start:start + n]
+                blocks[o][j] = part.movedim(0, -1).reshape(*out.shape, *x.shape)
+            start += n
+    else:
+        start = 0
+        for o, out in enumerate(out_leaves):
+            n = out.numel()
+            for j, x in enumerate(in_leaves):
+                blocks[o][j] = rows[j][start:start + n].reshape(*out.shape, *x.shape)
+            start += n
+    return blocks
+
+
+def _jacobian(func, argnums, has_aux, forward, name, chunk_size=None):
+    """jacfwd/jacrev: one batched pass over every one-hot direction at once (vmap of a
+    jvp over the inputs' directions, of a vjp over the outputs'), as torch.func does."""
+
     @functools.wraps(func)
     def wrapper(*args):
         nums = _argnums_tuple(argnums, len(args), name)
+        per_arg = [_flatten(args[i]) for i in nums]
+        in_leaves = [leaf for leaves, _ in per_arg for leaf in leaves]
+
+        def at(*xs):
+            call_args = list(args)
+            k = 0
+            for i, (leaves, rebuild) in zip(nums, per_arg):
+                call_args[i] = rebuild(list(xs[k:k + len(leaves)]))
+                k += len(leaves)
+            return func(*call_args)
+
         aux = None
         if forward:
-            out = func(*args)
-        else:
-            out, pull, *rest = vjp(lambda *xs: func(*[xs[nums.index(i)] if i in nums else a
-                                                      for i, a in enumerate(args)]),
-                                   *[args[i] for i in nums], has_aux=has_aux)
-            aux = rest[0] if rest else None
-        if forward and has_aux:
-            out, aux = out
-        out_leaves, out_rebuild = _flatten(out)
-        per_arg = []
-        for k, i in enumerate(nums):
-            in_leaves, in_rebuild = _flatten(args[i])
-            blocks = [[None] * len(in_leaves) for _ in out_leaves]
-            for j, x in enumerate(in_leaves):
-                if forward:
-                    cols = []
-                    for e in range(x.numel()):
-                        t = torcia.zeros(x.numel(), dtype=x.dtype)
-                        t[e] = 1
-                        tangents = [torcia.zeros_like(v) for v in in_leaves]
-                        tangents[j] = t.reshape(x.shape)
-                        call_args = list(args)
+            def push(*tangents):
+                res = jvp(at, tuple(in_leaves), tuple(tangents), has_aux=has_aux)
+                return (res[1], res[2]) if has_aux else res[1]
 
-                        def fixed(*xs, i=i, call_args=call_args, in_rebuild=in_rebuild):
-                            call_args[i] = in_rebuild(list(xs))
-                            res = func(*call_args)
-                            return res[0] if has_aux else res
-                        _, tan = jvp(fixed, tuple(in_leaves), tuple(tangents))
-                        cols.append(_flatten(tan)[0])
-                    for o, out_leaf in enumerate(out_leaves):
-                        stacked = (torcia.stack([c[o] for c in cols], dim=-1) if cols else
-                                   torcia.zeros(*out_leaf.shape, 0, dtype=out_leaf.dtype))
-                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
-            if not forward:
-                for o, out_leaf in enumerate(out_leaves):
-                    rows = []
-                    for e in range(out_leaf.numel()):
-                        seed = [torcia.zeros_like(v) for v in out_leaves]
-                        flat = torcia.zeros(out_leaf.numel(), dtype=out_leaf.dtype)
-                        flat[e] = 1
-                        seed[o] = flat.reshape(out_leaf.shape)
-                        rows.append(_flatten(pull(out_rebuild(seed))[k])[0])
-                    for j, x in enumerate(in_leaves):
-                        stacked = (torcia.stack([r[j] for r in rows]) if rows else
-                                   torcia.zeros(0, *x.shape, dtype=x.dtype))
-                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
-            per_arg.append([in_rebuild(row) for row in blocks])
-        result = [out_rebuild([per_arg[k][o] for o in range(len(out_leaves))])
-                  for k in range(len(nums))]
+            basis, _ = _basis(in_leaves)
+            got = vmap(push, out_dims=(0, None) if has_aux else 0,
+                       chunk_size=chunk_size)(*basis)
+            if has_aux:
+                got, aux = got
+            out_leaves, out_rebuild = _flatten(got)
+            # the outputs' shapes: a tangent row has the output's shape
+            shapes = [torcia.empty(t.shape[1:], dtype=t.dtype) for t in out_leaves]
+            blocks = _blocks(out_leaves, shapes, in_leaves, True)
+        else:
+            out, pull, *rest = vjp(at, *in_leaves, has_aux=has_aux)
+            aux = rest[0] if rest else None
+            out_leaves, out_rebuild = _flatten(out)
+            _tensors_only(out, name)
+            basis, _ = _basis(out_leaves)
+            rows = vmap(lambda *cot: pull(out_rebuild(list(cot))),
+                        chunk_size=chunk_size)(*basis)
+            blocks = _blocks(list(rows), out_leaves, in_leaves, False)
+        result, k = [], 0
+        for (leaves, rebuild) in per_arg:
+            result.append(out_rebuild([rebuild(row[k:k + len(leaves)]) for row in blocks]))
+            k += len(leaves)
         jac = result[0] if isinstance(argnums, int) else tuple(result)
         return (jac, aux) if has_aux else jac
 
@@ -408,7 +437,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             [0., 4.]])
     """
     _check_chunk_size(chunk_size)
-    return _jacobian(func, argnums, has_aux, False, "jacrev")
+    return _jacobian(func, argnums, has_aux, False, "jacrev", chunk_size)
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
@@ -666,8 +695,9 @@ def _to_batched(t, d, level):
 
 
 def _from_batched(t, d, level, size):
+    # a tangent's own tangents (of the outer levels) come along too
     return fwAD.map_tangents(t, _unbatched(t, d, level, size),
-                             lambda tangent: _unbatched(tangent, d, level, size))
+                             lambda tangent: _from_batched(tangent, d, level, size))
 
 
 def _unbatched(t, d, level, size):
