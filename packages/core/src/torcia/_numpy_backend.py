@@ -579,7 +579,11 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         if like.dtype.name == "bfloat16":
             # NumPy's einsum refuses ml_dtypes' bfloat16: sum in float32, round once
             operands = tuple(o.astype(np.float32) for o in operands)
-        return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2), like)
+        # NumPy's path search (contractions through BLAS) costs ~50 us: worth it for more
+        # than two operands or large ones (c_einsum's loops took 50 ms for an NTK's
+        # 'Naf,Mbf->NMab' of (20, 10, 8778) by (5, 10, 8778), tensordot 3 ms)
+        optimize = len(operands) > 2 or max(o.size for o in operands) >= 1 << 14
+        return _keep(self.xp.einsum(equation, *operands, optimize=optimize), like)
 
     def tensordot(self, a, b, dims):
         return _keep(self.xp.tensordot(a, b, axes=dims), a)
