@@ -10,13 +10,17 @@ aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))
 once per sample where it has none (with a one-time performance warning naming the op).
 Random ops (rand, randn, normal, bernoulli, the dropout masks) have rules too:
 ``randomness="different"`` draws every sample's numbers in one call, ``"same"`` draws once
-and broadcasts. Two cases run the whole function once per sample instead, with the same
-results: a function that draws from the default generator outside dispatch (randint,
-randperm, the in-place fills...) under ``"same"``/``"different"``, found after the batched
-run (which then reruns as the loop, with a warning), and mapped inputs or outputs that
-autograd tracks across the call (``grad(vmap(f))``), since the batched graph does not
-outlive the call. The ops with rules are listed in the docs
-(``docs/vmap_coverage.rst``).
+and broadcasts. Inputs autograd tracks across the call (``grad(vmap(f))``, an ensemble
+trained through ``vmap``) run batched too: the batched run is one node of the outer
+graph, whose backward is one batched backward pass (see :class:`_Region`). Cases that run
+the whole function once per sample instead, with the same results: a function that draws
+from the default generator outside dispatch (randint, randperm, the in-place fills...)
+under ``"same"``/``"different"``, found after the batched run (which then reruns as the
+loop, with a warning); a tracked function that closes over a tensor autograd tracks, or
+that runs inside another vmap or on forward-mode tangents; and the backward of a tracked
+vmap that must itself be differentiable (second derivatives). ``jacfwd`` and ``jacrev``
+are one vmap over all one-hot directions, as torch.func's. The ops with rules are listed
+in the docs (``docs/vmap_coverage.rst``).
 """
 
 from __future__ import annotations
@@ -581,6 +585,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                  chunk_size, randomness)
             if done is not None:
                 return done
+        elif chunk_size is None or chunk_size >= size:
+            done = _vmap_region(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
+                                randomness)
+            if done is not None:
+                return done
         return _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
                           randomness)
 
@@ -631,22 +640,34 @@ def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk
 
 
 def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
-    state = _vm.LEVELS
-    level = state.depth
-    state.depth += 1
-    state.randomness.append(randomness)
-    state.sizes.append(size)
-    entered = state.mode is None
-    if entered:
-        state.mode = _vm.VmapMode()
-        state.mode.__enter__()
+    ran = _run_at_level(func, leaves, per_leaf, rebuild, kwargs, size, randomness)
+    if ran is None:
+        return None
+    result, level = ran
+    out_leaves, out_rebuild = _flatten(result)
+    _check_outputs(func, out_leaves)
+    if _tracks_grad(out_leaves):
+        return None
+    per_out = _broadcast_dims(out_dims, result, "out_dims")
+    return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+
+
+def _run_at_level(func, leaves, per_leaf, rebuild, kwargs, size, randomness,
+                  prepare=None):
+    """``func`` once on the batched inputs at a new vmap level: ``(batched result,
+    level)``, or None when it drew random numbers outside dispatch (the loop runs
+    instead). ``prepare(leaf, dim, level)`` makes a mapped input's batched tensor
+    (:func:`_to_batched` by default)."""
+    prepare = prepare or _to_batched
+    level = _vm.LEVELS.depth
+    state, entered = _enter_level(size, randomness)
     gen = torcia.random.default_generator.rng.bit_generator
     logged = randomness != "error" and state.draws is None
     if logged:
         state.draws = []
     start = gen.state
     try:
-        sample = rebuild([leaf if d is None else _to_batched(leaf, d, level)
+        sample = rebuild([leaf if d is None else prepare(leaf, d, level)
                           for leaf, d in zip(leaves, per_leaf)])
         result = func(*sample, **kwargs)
         if randomness == "error" and gen.state != start:
@@ -655,23 +676,197 @@ def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, rando
             gen.state = start
             warnings.warn("vmap: the function draws random numbers outside dispatch (an op "
                           "without a batching rule for randomness); it runs once per "
-                          "sample.", UserWarning, stacklevel=4)
+                          "sample.", UserWarning, stacklevel=5)
             return None
     finally:
         if logged:
             state.draws = None
-        state.depth -= 1
-        state.randomness.pop()
-        state.sizes.pop()
-        if entered:
-            state.mode.__exit__(None, None, None)
-            state.mode = None
-    out_leaves, out_rebuild = _flatten(result)
-    _check_outputs(func, out_leaves)
-    if _tracks_grad(out_leaves):
+        _leave_level(state, entered)
+    return result, level
+
+
+def _enter_level(size, randomness):
+    """Open a vmap level (a new one, or a region's again for its backward, see
+    :class:`_Region`): ``(state, whether the mode was entered)``."""
+    state = _vm.LEVELS
+    state.depth += 1
+    state.randomness.append(randomness)
+    state.sizes.append(size)
+    entered = state.mode is None
+    if entered:
+        state.mode = _vm.VmapMode()
+        state.mode.__enter__()
+    return state, entered
+
+
+def _leave_level(state, entered):
+    state.depth -= 1
+    state.randomness.pop()
+    state.sizes.pop()
+    if entered:
+        state.mode.__exit__(None, None, None)
+        state.mode = None
+
+
+# ---------------------------------------------------------------------------------------
+# grad(vmap(f)): the batched run as one node of the outer graph
+# ---------------------------------------------------------------------------------------
+
+
+class _Spec:
+    """What a :class:`_Region` needs besides its tensors."""
+
+    __slots__ = ("func", "leaves", "per_leaf", "rebuild", "kwargs", "size", "out_dims",
+                 "randomness", "tensor_slots", "out_rebuild", "per_out", "fell_back")
+
+    def __init__(self, func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
+        self.func, self.leaves, self.per_leaf, self.rebuild = func, leaves, per_leaf, rebuild
+        self.kwargs, self.size, self.out_dims = kwargs, size, out_dims
+        self.randomness = randomness
+        self.tensor_slots = [i for i, x in enumerate(leaves) if isinstance(x, torcia.Tensor)]
+        self.out_rebuild = self.per_out = None
+        self.fell_back = False
+
+
+class _Region(torcia.autograd.Function):
+    """``vmap(f)`` where autograd tracks the mapped inputs (``grad(vmap(f))``): the
+    batched run, recorded inside on batched leaves of its own, is one node of the outer
+    graph, whose backward is one batched backward pass of that inner graph at the same
+    vmap level (a mapped input's gradient unbatched, an unmapped one's summed over the
+    samples). A backward that must build a graph (``create_graph``) or that runs inside
+    another vmap recomputes the samples one by one instead, so that higher derivatives
+    stay right."""
+
+    @staticmethod
+    def forward(ctx, spec, *tensors):
+        leaves = list(spec.leaves)
+        for slot, t in zip(spec.tensor_slots, tensors):
+            leaves[slot] = t
+        fresh = {}
+
+        def prepare(leaf, d, level):
+            batched = _to_batched(leaf.detach(), d, level)
+            if leaf.requires_grad:
+                batched.requires_grad_(True)
+                fresh[id(leaf)] = batched
+            return batched
+
+        own = [leaf.detach().requires_grad_(True)
+               if d is None and isinstance(leaf, torcia.Tensor) and leaf.requires_grad
+               else leaf for leaf, d in zip(leaves, spec.per_leaf)]
+        for leaf, mine in zip(leaves, own):
+            if mine is not leaf:
+                fresh[id(leaf)] = mine
+        with torcia.enable_grad():
+            ran = _run_at_level(spec.func, own, spec.per_leaf, spec.rebuild, spec.kwargs,
+                                spec.size, spec.randomness, prepare)
+        if ran is None:
+            spec.fell_back = True
+            return ()
+        result, level = ran
+        out_leaves, spec.out_rebuild = _flatten(result)
+        _check_outputs(spec.func, out_leaves)
+        inner = [fresh.get(id(t)) for t in tensors]
+        if _reaches_other_leaves(out_leaves, {id(x) for x in inner if x is not None}):
+            # a tensor the function closes over takes part: the loop records it
+            spec.fell_back = True
+            return ()
+        spec.per_out = _broadcast_dims(spec.out_dims, result, "out_dims")
+        ctx.spec, ctx.inner, ctx.outputs, ctx.level = spec, inner, out_leaves, level
+        ctx.originals = tensors
+        return tuple(_from_batched(t.detach(), d, level, spec.size)
+                     for t, d in zip(out_leaves, spec.per_out))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        spec = ctx.spec
+        wanted = [i for i, x in enumerate(ctx.inner) if x is not None]
+        if torcia.is_grad_enabled() or _vm.LEVELS.depth:
+            got = _region_by_loop(ctx, grads, wanted)
+        else:
+            state, entered = _enter_level(spec.size, spec.randomness)
+            try:
+                pairs = [(o, g if d is None else _to_batched(g, d, ctx.level))
+                         for o, g, d in zip(ctx.outputs, grads, spec.per_out)
+                         if g is not None and o.requires_grad]
+                found = torcia.autograd.grad([o for o, _ in pairs],
+                                             [ctx.inner[i] for i in wanted],
+                                             [g for _, g in pairs], retain_graph=True,
+                                             allow_unused=True)
+            finally:
+                _leave_level(state, entered)
+            got = [None] * len(ctx.inner)
+            for i, g in zip(wanted, found):
+                if g is not None:
+                    got[i] = _region_grad(g, spec.per_leaf[spec.tensor_slots[i]], ctx.level,
+                                          spec.size)
+        return (None,) + tuple(got)
+
+
+def _region_grad(g, d, level, size):
+    """A gradient from the batched backward for its outer tensor: a mapped input's
+    unbatched at its dim; an unmapped one's per-sample gradients summed."""
+    if d is not None:
+        return _unbatched(g, d, level, size)
+    if isinstance(g._data, _vm.BatchedArray) and g._data.level == level:
+        return _unbatched(g, 0, level, size).sum(0)
+    return g
+
+
+def _region_by_loop(ctx, grads, wanted):
+    """The region's input gradients from the loop over the samples (differentiable)."""
+    spec = ctx.spec
+    originals = list(ctx.originals)
+    leaves = list(spec.leaves)
+    for slot, t in zip(spec.tensor_slots, originals):
+        leaves[slot] = t
+    with torcia.enable_grad():
+        result = _vmap_loop(spec.func, leaves, spec.per_leaf, spec.rebuild, spec.kwargs,
+                            spec.size, spec.out_dims, spec.randomness)
+        outs = _flatten(result)[0]
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        found = torcia.autograd.grad([o for o, _ in pairs], [originals[i] for i in wanted],
+                                     [g for _, g in pairs], allow_unused=True,
+                                     create_graph=torcia.is_grad_enabled())
+    got = [None] * len(originals)
+    for i, g in zip(wanted, found):
+        got[i] = g
+    return got
+
+
+def _reaches_other_leaves(outputs, own) -> bool:
+    """Whether the graph of ``outputs`` reaches a leaf that requires grad other than the
+    ``own`` ones (ids): a tensor the function closes over."""
+    seen = set()
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    for o in outputs:
+        if o.requires_grad and o.grad_fn is None and id(o) not in own:
+            return True
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in own:
+            return True
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return False
+
+
+def _vmap_region(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
+    """``vmap`` where autograd tracks the inputs, as one batched run (see
+    :class:`_Region`); None where it takes the loop instead."""
+    if _vm.LEVELS.depth or any(fwAD.is_dual(x) for x in leaves
+                               if isinstance(x, torcia.Tensor)):
+        # inside another vmap, or with forward-mode tangents: the loop composes
         return None
-    per_out = _broadcast_dims(out_dims, result, "out_dims")
-    return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+    spec = _Spec(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness)
+    outs = _Region.apply(spec, *[leaves[i] for i in spec.tensor_slots])
+    if spec.fell_back:
+        return None
+    outs = (outs,) if isinstance(outs, torcia.Tensor) else outs
+    return spec.out_rebuild(list(outs))
 
 
 def _drew_outside_dispatch(start, end, draws) -> bool:
