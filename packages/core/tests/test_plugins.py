@@ -711,3 +711,13 @@ def test_asking_for_an_absent_part_answers_no(absent_part):
         torcia.gadgets  # noqa: B018
     # an installed part still answers yes
     assert importlib.util.find_spec("torcia.amp") is not None
+
+
+def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
+    install(site, "brokendev-dist", {"brokendev": "brokendev_mod"},
+            {"brokendev_mod": "raise ImportError('libaccel.so: cannot open shared object')"})
+    with pytest.raises(RuntimeError) as err:
+        _quiet(lambda: torcia.tensor([1.0], device="brokendev"))
+    assert str(err.value).startswith(
+        "device backend 'brokendev' is provided by plugin 'brokendev' (brokendev-dist), which "
+        "failed to load: ImportError: libaccel.so: cannot open shared object")
