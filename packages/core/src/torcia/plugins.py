@@ -1058,7 +1058,7 @@ def _startup_problems(lock: Lock) -> list[Problem]:
         if locked != digest:
             state = "was not there when the lock was written" if locked is None else \
                 "changed after locking"
-            found.append(Problem("environment", path, f"{path} {state}; it runs at every "
+            found.append(Problem("environment", path, f"{state}; it runs at every "
                                                       "interpreter start"))
     return found
 
