@@ -77,13 +77,15 @@ print(json.dumps({"gradcheck": ok, "gradgradcheck": ok2, "values": values,
 '''
 
 
-def _install(site):
-    info = site / "torcia_softclip-1.0.dist-info"
+def _install(site, dist="torcia-softclip", entry="softclip", modules=None):
+    """Install distribution ``dist`` whose plugin ``entry`` is the module
+    ``<entry>_plugin``, with ``modules`` (name -> source; by default the softclip plugin)."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torcia-softclip\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nsoftclip = softclip_plugin\n")
-    (site / "softclip_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[torcia]\n{entry} = {entry}_plugin\n")
+    for name, source in (modules or {f"{entry}_plugin": PLUGIN}).items():
+        (site / f"{name}.py").write_text(textwrap.dedent(source))
 
 
 def _run(site, *args):
@@ -177,24 +179,14 @@ print(json.dumps(out))
 
 
 def test_define_passes_backward_parameters_as_the_formula_declares_them(tmp_path):
-    info = tmp_path / "torcia_declared-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torcia-declared\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\ndeclared = declared_plugin\n")
-    (tmp_path / "declared_plugin.py").write_text(textwrap.dedent(DECLARED))
+    _install(tmp_path, "torcia-declared", "declared", {"declared_plugin": DECLARED})
     assert json.loads(_run(tmp_path, "-c", GRADIENTS)) == {
         "clip_positional": True, "clip_default": True, "clip_gathered": True}
 
 
 def test_define_refuses_a_backward_parameter_the_op_does_not_have(tmp_path):
-    info = tmp_path / "torcia_broken_op-1.0.dist-info"
-    info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torcia-broken-op\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nbroken_op = broken_op_plugin\n")
-    (tmp_path / "declared_plugin.py").write_text(textwrap.dedent(DECLARED))
-    (tmp_path / "broken_op_plugin.py").write_text(textwrap.dedent(BROKEN))
+    _install(tmp_path, "torcia-broken-op", "broken_op",
+             {"declared_plugin": DECLARED, "broken_op_plugin": BROKEN})
     listing = json.loads(_run(tmp_path, "-m", "torcia", "plugins", "--json"))
     info = {p["name"]: p for p in listing["plugins"]}["broken_op"]
     assert info["status"] == "failed"

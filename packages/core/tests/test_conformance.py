@@ -40,12 +40,22 @@ BAD_DEVICE = """
 """
 
 
-def _install(site):
-    info = site / "baddev_dist-1.0.dist-info"
+def _suite(tmp_path, device: str, source: str, *flags):
+    """Install the device plugin ``<device>-dist`` (module ``<device>_mod``) into a site on
+    PYTHONPATH and run the suite against it in a fresh pytest."""
+    site = tmp_path / "site"
+    info = site / f"{device}_dist-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: baddev-dist\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nbaddev = baddev_mod\n")
-    (site / "baddev_mod.py").write_text(textwrap.dedent(BAD_DEVICE))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {device}-dist\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[torcia]\n{device} = {device}_mod\n")
+    (site / f"{device}_mod.py").write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *flags,
+         "--torcia-device", device],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
 
 
 def _summary(out: str) -> dict[str, str]:
@@ -61,14 +71,7 @@ def _summary(out: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_suite_names_the_failing_and_the_missing_ops(tmp_path):
-    site = tmp_path / "site"
-    _install(site)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
-         "--torcia-device", "baddev"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    run = _suite(tmp_path, "baddev", BAD_DEVICE, "-v")
     out = run.stdout
     assert run.returncode == 1, out[-3000:]
     summary = _summary(out)
@@ -180,18 +183,7 @@ PLANTED = """
 
 @pytest.mark.slow
 def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
-    site = tmp_path / "site"
-    info = site / "kitdev_dist-1.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: kitdev-dist\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nkitdev = kitdev_mod\n")
-    (site / "kitdev_mod.py").write_text(textwrap.dedent(PLANTED))
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q",
-         "--torcia-device", "kitdev"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    run = _suite(tmp_path, "kitdev", PLANTED, "-q")
     out = run.stdout
     assert run.returncode == 1, out[-3000:]
     section = out.split("root causes (", 1)[1].splitlines()

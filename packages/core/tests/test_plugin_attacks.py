@@ -503,3 +503,6 @@ def test_9_a_thread_left_by_a_plugin_is_reported_and_check_ends(deployment):
     assert status & 32, result.stderr
     assert any("beacon" in p["message"] and p["subject"] == "thread-plugin:thread"
                for p in problems(doc, "integrity")), problems(doc)
+    # the listing, in process, ends too
+    listing = deployment.torcia("plugins", timeout=120)
+    assert "plugin thread(s) still run: beacon" in listing.stderr

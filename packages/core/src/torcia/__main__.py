@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 
 import torcia
@@ -315,8 +316,14 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m torcia`` and of the ``torcia`` console script."""
     args = _parser().parse_args(argv)
     status = args.run(args)
-    if getattr(args, "in_process", False) and args.report:
-        # the child of --check or lock: a thread a plugin left must not keep it alive
+    left = [t.name for t in threading.enumerate()
+            if t is not threading.current_thread() and t.is_alive() and not t.daemon]
+    if (getattr(args, "in_process", False) and args.report) or (argv is None and left):
+        # the child of --check or lock, or the command itself: a thread a plugin left must
+        # not keep it alive
+        if left and not args.report:
+            print(f"torcia: exiting although plugin thread(s) still run: {', '.join(left)}",
+                  file=sys.stderr)
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(status)
