@@ -1,5 +1,6 @@
 """The developer tools: tools/parts.py, tools/install_parts.py and tools/check_deps.py."""
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -140,12 +141,21 @@ def test_pip_commands_install_the_parts_and_no_build_tool(fake_repo):
                                       present={"setuptools"}) == [
         ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
     ]
-    # not there: pip's isolated build brings it, and the environment does not get it
+    # not there: an editable install gets it first, since pip's isolated build would leave
+    # the parts' *.egg-info in the checkout
     assert install_parts.pip_commands(selected, "py", editable=True) == [
-        ["py", "-m", "pip", "install", "-e", core, "-e", autograd],
+        ["py", "-m", "pip", "install", "setuptools>=77"],
+        ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
     ]
-    assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"]) == [
-        ["py", "-m", "pip", "install", "-q", core, autograd],
+    # a plain install: pip's isolated build brings it, and the environment does not get it;
+    # what is built is the copy of each part
+    copies = {"torcia-core": "/tmp/c/core", "torcia-autograd": "/tmp/c/autograd"}
+    assert install_parts.pip_commands(selected, "py") == [
+        ["py", "-m", "pip", "install", core, autograd],
+    ]
+    assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"],
+                                      sources=copies) == [
+        ["py", "-m", "pip", "install", "-q", "/tmp/c/core", "/tmp/c/autograd"],
     ]
 
 
@@ -252,3 +262,27 @@ def test_build_wheels_pins_each_wheel_by_sha256(tmp_path):
     assert text == (
         f"numpy==2.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'numpy wheel').hexdigest()}\n"
         f"torcia-core==0.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'core wheel').hexdigest()}\n")
+
+
+@pytest.mark.slow
+def test_installs_leave_no_build_metadata_in_the_checkout(fake_repo, tmp_path_factory):
+    """demo.sh and test.sh install the same checkout into two environments: a part's
+    ``*.egg-info`` left in its folder is on the path of every editable install of it, where
+    it reads as a second installed copy (and breaks the docs' count of parts)."""
+    shutil.copytree(ROOT / "tools", fake_repo / "tools",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # a fresh venv: its bundled setuptools is too old to build a part, as in demo.sh's
+    venv = tmp_path_factory.mktemp("env") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = venv / "bin" / "python"
+    count = ("import importlib.metadata as m; print(sorted(d.metadata['Name'] for d in "
+             "m.distributions() if d.metadata['Name'].startswith('torcia')))")
+    for how in (["--editable"], [], ["--editable"]):
+        subprocess.run([python, fake_repo / "tools" / "install_parts.py", *how,
+                        "--pip-arg=-q", "autograd"], check=True, cwd=fake_repo)
+        left = [str(p.relative_to(fake_repo)) for p in fake_repo.rglob("*")
+                if p.name == "build" or p.name.endswith(".egg-info")]
+        assert left == [], f"install_parts {how} left {left} in the checkout"
+        listed = subprocess.run([python, "-c", count], check=True, capture_output=True,
+                                text=True, cwd=tmp_path_factory.getbasetemp()).stdout
+        assert listed.strip() == "['torcia-autograd', 'torcia-core']"

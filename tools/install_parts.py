@@ -19,10 +19,16 @@ Every package and plugin, editable, into another environment::
 
     python tools/install_parts.py --editable --python .venv-test/bin/python packages plugins
 
-The target environment gets the parts and their dependencies, nothing else: a part whose
-build requirements (setuptools) the environment already has is built there without
-build isolation, which is quick; the others are built in pip's isolated build environment,
-so no build tool is installed as a side effect. ``--isolated`` isolates every build.
+Nothing is written into the checkout. A plain install builds each part from a temporary copy
+of its folder, and the target environment gets the parts and their dependencies, nothing
+else: a part whose build requirements (setuptools) the environment already has is built
+there without build isolation, which is quick; the others are built in pip's isolated build
+environment, so no build tool is installed as a side effect (``--isolated`` isolates every
+build). An editable install must build the folder itself, and setuptools, built in pip's
+isolated environment, leaves the part's ``*.egg-info`` there, on the ``sys.path`` of every
+environment that installs the checkout editable, where it reads as a second copy of the
+part; so editable parts built with setuptools are always built in the target environment,
+which gets setuptools first if it lacks it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ import re
 import shlex
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import parts as repo
 
@@ -70,31 +78,44 @@ def _split_extras(key: str) -> tuple[str, str]:
 
 
 def pip_commands(selected, python, editable=False, isolated=False, pip_args=(),
-                 present=frozenset(), extras=None) -> list[list]:
+                 present=frozenset(), extras=None, sources=None) -> list[list]:
     """The pip commands that install ``selected`` (and nothing else) with ``python``.
 
     Parts built with setuptools whose build requirements are ``present`` (met) in the target
     environment are built there without isolation; the others (and the C++ plugin's
     scikit-build-core) keep pip's isolation, which brings what their backend asks for
-    into a throw-away environment. The isolated ones are installed last: they are
-    plugins, and what they depend on is installed by then. ``extras`` maps a part's name
-    to the extras to install it with (``{"torcia-cpu": "mkl"}``).
+    into a throw-away environment. Editable setuptools parts are the exception: they are
+    always built without isolation (see the module's docstring), after a command that
+    installs their missing build requirements. The isolated ones are installed last: they
+    are plugins, and what they depend on is installed by then. ``extras`` maps a part's name
+    to the extras to install it with (``{"torcia-cpu": "mkl"}``); ``sources`` maps it to
+    the folder a plain install builds (a copy of the part's, ``parts.copy_sources``).
     """
     pip = [python, "-m", "pip", "install", *pip_args]
     extras = extras or {}
+    sources = sources or {}
 
     def target(p):
-        return f"{p.path}[{extras[p.name]}]" if p.name in extras else str(p.path)
+        folder = str(p.path if editable else sources.get(p.name, p.path))
+        return f"{folder}[{extras[p.name]}]" if p.name in extras else folder
 
     def targets(parts):
         return [arg for p in parts for arg in (["-e", target(p)] if editable else [target(p)])]
 
-    if isolated:
-        return [pip + targets(selected)]
-    quick = [p for p in selected if p.build_backend.startswith("setuptools.build_meta")
-             and all(_name(r) in present for r in p.build_requires)]
-    rest = [p for p in selected if p not in quick]
+    setuptools_parts = [p for p in selected
+                        if p.build_backend.startswith("setuptools.build_meta")]
     commands = []
+    if editable:
+        quick = setuptools_parts
+        missing = sorted({r for p in quick for r in p.build_requires if _name(r) not in present})
+        if missing:
+            commands.append(pip + missing)
+    elif isolated:
+        return [pip + targets(selected)]
+    else:
+        quick = [p for p in setuptools_parts
+                 if all(_name(r) in present for r in p.build_requires)]
+    rest = [p for p in selected if p not in quick]
     if quick:
         commands.append(pip + ["--no-build-isolation"] + targets(quick))
     if rest:
@@ -130,21 +151,25 @@ def main(argv=None) -> int:
     named = [p for key, _ in wanted for p in repo.lookup(parts, key)]
     extras = {p.name: ex for key, ex in wanted if ex for p in repo.lookup(parts, key)}
     selected = repo.closure(parts, named, tests=args.with_tests)
-    present = frozenset() if args.isolated else satisfied(
+    present = frozenset() if args.isolated and not args.editable else satisfied(
         args.python, {r for p in selected for r in p.build_requires})
-    commands = pip_commands(selected, args.python, args.editable, args.isolated, args.pip_arg,
-                            present, extras)
-    if args.with_tests:
-        # the third-party test requirements (mpich, onnxruntime...), from the index
-        others = sorted({r for part in named for r in part.other_test_requires})
-        if others:
-            commands.insert(0, [args.python, "-m", "pip", "install", *args.pip_arg, *others])
-    for command in commands:
-        print("+", shlex.join(map(str, command)), flush=True)
-        if not args.dry_run:
-            returncode = subprocess.run(command).returncode
-            if returncode:
-                return returncode
+    with tempfile.TemporaryDirectory() as tmp:
+        sources = ({} if args.editable or args.dry_run
+                   else repo.copy_sources(selected, Path(tmp)))
+        commands = pip_commands(selected, args.python, args.editable, args.isolated,
+                                args.pip_arg, present, extras, sources)
+        if args.with_tests:
+            # the third-party test requirements (mpich, onnxruntime...), from the index
+            others = sorted({r for part in named for r in part.other_test_requires})
+            if others:
+                commands.insert(0, [args.python, "-m", "pip", "install", *args.pip_arg,
+                                    *others])
+        for command in commands:
+            print("+", shlex.join(map(str, command)), flush=True)
+            if not args.dry_run:
+                returncode = subprocess.run(command).returncode
+                if returncode:
+                    return returncode
     return 0
 
 

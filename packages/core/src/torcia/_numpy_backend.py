@@ -470,7 +470,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return a.copy()
 
     def flip(self, a, dims):
-        return self.xp.flip(a, axis=dims)
+        # NumPy's flip is a view; PyTorch's copies (x.flip(0).mul_(2) leaves x alone)
+        return self.xp.flip(a, axis=dims).copy()
 
     def roll(self, a, shifts, dims):
         return self.xp.roll(a, shifts, axis=dims)

@@ -347,6 +347,9 @@ def get_backend(device_type: str) -> Backend:
 # ---------------------------------------------------------------------------------------
 
 
+_DEVICE_CONTEXTS: list = []  # the default devices that ``with device(...)`` blocks replaced
+
+
 class device:
     """A device: a type (``"cpu"``, ``"cuda"``...) and an optional index.
 
@@ -427,6 +430,31 @@ class device:
 
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
+
+    def __enter__(self):
+        """``with torcia.device("meta"):`` makes this the device that factory functions use
+        when given none, until the block ends (PyTorch's device context).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> with torcia.device("meta"):
+        ...     torcia.ones(2).device
+        device(type='meta')
+        >>> torcia.ones(2).device
+        device(type='cpu')
+        """
+        from torcia._ops_compat_more import get_default_device, set_default_device
+
+        _DEVICE_CONTEXTS.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        from torcia._ops_compat_more import set_default_device
+
+        set_default_device(_DEVICE_CONTEXTS.pop())
+        return False
 
     def __eq__(self, other):
         if isinstance(other, str):

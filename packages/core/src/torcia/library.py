@@ -140,6 +140,7 @@ from torcia._tensor import (
     unary,
 )
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
+from torcia._tensor import disabled_torch_function_impl
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
@@ -153,7 +154,8 @@ __all__ = [
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
-    "binary", "call", "check_geometry", "device_ops", "dtype_by_name", "dtype_from_numpy",
+    "binary", "call", "check_geometry", "device_ops", "disabled_torch_function_impl",
+    "dtype_by_name", "dtype_from_numpy",
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",

@@ -56,14 +56,16 @@ from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
 from torcia.compiler.inductor import IMPURE
 from torcia.compiler.replay import DataGuardFailed, generate, same_values
-from torcia.library import Tensor, dtype_from_numpy
+from torcia.library import Tensor, active_modes, dtype_from_numpy
 from torcia.library import call as _call
 from torcia.plugins import hookimpl
 
 plugins.add_hookspecs(hookspecs)
 
-__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "backends", "compile",
-           "hookimpl", "list_backends", "recompile_limit", "reset", "set_logs"]
+__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "allow_in_graph",
+           "assume_constant_result", "backends", "compile", "disable", "hookimpl",
+           "is_compiling", "is_dynamo_compiling", "is_exporting", "list_backends",
+           "recompile_limit", "reset", "set_logs"]
 
 #: programs kept per compiled function before it runs eagerly (torch._dynamo's
 #: ``recompile_limit``)
@@ -187,6 +189,99 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         return _CompiledFunction(m, fullgraph, backend, options)
 
     return wrap if model is None else wrap(model)
+
+
+# ---------------------------------------------------------------------------------------
+# what libraries mark for the compiler (torch.compiler's decorators and predicates)
+# ---------------------------------------------------------------------------------------
+
+
+def _tracer() -> Tracer | None:
+    for mode in active_modes():
+        if isinstance(mode, Tracer) and mode._tracing():
+            return mode
+    return None
+
+
+def is_compiling() -> bool:
+    """Whether this thread is being captured by :func:`compile` right now (libraries skip
+    Python-side checks then, as under ``torch.compile``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.compiler.is_compiling()
+    False
+    >>> torcia.compile(lambda x: x + torcia.compiler.is_compiling())(torcia.zeros(1))
+    tensor([1.])
+    """
+    return _tracer() is not None
+
+
+is_dynamo_compiling = is_compiling
+
+
+def is_exporting() -> bool:
+    """Whether an export traces this thread: False, since no export runs under
+    :func:`compile`'s capture (PyTorch's ``torch.compiler.is_exporting``)."""
+    return False
+
+
+def allow_in_graph(fn):
+    """Mark ``fn`` to be captured whole (``torch.compiler.allow_in_graph``): capture
+    records the kernels every Python function runs, so ``fn`` is returned unchanged.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compiler.allow_in_graph(torcia.sin)
+    >>> f is torcia.sin
+    True
+    """
+    if not callable(fn):
+        raise TypeError(f"allow_in_graph expects a callable, got {type(fn).__name__}")
+    return fn
+
+
+def assume_constant_result(fn):
+    """``torch.compiler.assume_constant_result``: ``fn`` is returned unchanged (a captured
+    program guards on the Python values it depends on anyway)."""
+    return fn
+
+
+def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
+    """Keep ``fn`` out of capture (``torch.compiler.disable``): when a compiled function
+    calls it, that call signature runs eagerly, never from a captured program, so the
+    Python side effects of ``fn`` happen on every call.
+
+    Usable as ``@disable`` and ``@disable(recursive=False)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> calls = []
+    >>> @torcia.compiler.disable
+    ... def log(x):
+    ...     calls.append(1)
+    ...     return x
+    >>> f = torcia.compile(lambda x: log(x * 2))
+    >>> _ = f(torcia.ones(1)); _ = f(torcia.ones(1))
+    >>> len(calls)
+    2
+    """
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+
+    @functools.wraps(fn)
+    def eager(*args, **kwargs):
+        tracer = _tracer()
+        if tracer is not None:
+            tracer.fail(f"{getattr(fn, '__qualname__', fn)} is marked "
+                        f"torch.compiler.disable{f' ({reason})' if reason else ''}")
+        return fn(*args, **kwargs)
+
+    eager._torchdynamo_disable = True
+    return eager
 
 
 # ---------------------------------------------------------------------------------------
