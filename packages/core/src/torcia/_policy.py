@@ -33,7 +33,7 @@ from pathlib import Path
 PARTS = frozenset(
     "torcia-" + p
     for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text",
-              "distributions", "compiler")
+              "distributions", "compiler", "jit")
 )
 #: Every distribution of the torcia project (the parts and the project's own plugins):
 #: recognised as torcia's own when installed next to torcia-core (see
