@@ -506,3 +506,22 @@ def test_9_a_thread_left_by_a_plugin_is_reported_and_check_ends(deployment):
     # the listing, in process, ends too
     listing = deployment.torcia("plugins", timeout=120)
     assert "plugin thread(s) still run: beacon" in listing.stderr
+
+
+def test_9_torcias_own_rebinding_while_a_plugin_loads_is_no_change(deployment):
+    # a Tensor subclass switches __torch_function__ dispatch on: torcia.overrides wraps
+    # torcia's functions and Tensor's methods, in torcia's own code
+    deployment.install("subclass-plugin", {"subclass_mod": """
+        import torcia
+
+        class Tagged(torcia.Tensor):
+            pass
+    """}, {"subclass": "subclass_mod"})
+    result = deployment.run("""
+        import sys
+        import torcia
+        torcia.zeros(1)  # discovery: the plugin's module is imported now
+        t = torcia.ones(2).as_subclass(sys.modules["subclass_mod"].Tagged)
+        print(type(t + 1).__name__, torcia.add.__wrapped__ is not None)
+    """, TORCIA_STRICT_PLUGINS="1")
+    assert (result.returncode, result.stdout.split()) == (0, ["Tagged", "True"]), result.stderr

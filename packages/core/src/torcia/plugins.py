@@ -687,15 +687,16 @@ _MISSING = object()
 
 def _defined_by_torcia(value) -> bool:
     """Whether ``value`` was written in one of torcia's modules (a part imported meanwhile
-    may bind names of its own): its code lives in the file of the module it names."""
+    may bind names of its own, ``torcia.overrides`` wraps functions): its code lives in the
+    file of a module of torcia."""
     fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
-    module = getattr(fn, "__module__", None)
-    if not isinstance(module, str) or not (module == "torcia" or module.startswith("torcia.")):
-        return False
     code = getattr(fn, "__code__", None)
     if code is None:
-        return isinstance(value, type)
-    return code.co_filename == getattr(sys.modules.get(module), "__file__", None)
+        module = getattr(fn, "__module__", None)
+        return isinstance(value, type) and isinstance(module, str) and (
+            module == "torcia" or module.startswith("torcia."))
+    return code.co_filename in {getattr(m, "__file__", None) for n, m in list(sys.modules.items())
+                                if n == "torcia" or n.startswith("torcia.")}
 
 
 class _Integrity:
@@ -768,7 +769,12 @@ def _check_integrity(info: PluginInfo, registry=None, entries=None) -> None:
                 changed.append(f"{registry.kind} {name!r}")
     if changed:
         info.changed = changed
-        _fail(info, f"changed torcia's own {', '.join(changed)} while it loaded (put back)")
+        _fail(info, f"changed torcia's own {_some(changed)} while it loaded (put back)")
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
 
 
 def _new_threads(before: set) -> list[str]:
@@ -1087,7 +1093,7 @@ def check_deployment(infos: list[PluginInfo] | None = None) -> list[Problem]:
             found.append(Problem("plugin", info.ident, f"{info.status}: {info.reason}"))
         if info.changed:
             found.append(Problem("integrity", info.ident, "changed torcia's own "
-                                 f"{', '.join(info.changed)} while it loaded (put back)"))
+                                 f"{_some(info.changed)} while it loaded (put back)"))
         if info.threads:
             found.append(Problem("integrity", info.ident, "left thread(s) running: "
                                  f"{', '.join(info.threads)} (not daemon threads: the "
