@@ -327,8 +327,14 @@ def pyc_path(source: str) -> str:
 
 
 def module_name(relative: str) -> str | None:
-    """The module a file of a distribution holds (``torcia/nn/functional.py`` ->
-    ``torcia.nn.functional``), or None for a file that is not a module."""
+    """The module a file of a distribution holds, or None for a file that is not a module.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> plugins.module_name("torcia/nn/__init__.py"), plugins.module_name("x-1.0.dist-info/RECORD")
+    ('torcia.nn', None)
+    """
     parts = relative.split("/")
     *packages, filename = parts
     if filename.endswith(".py"):
@@ -396,11 +402,6 @@ class Lock:
                 if key in pins:
                     self.bytecode[path] = pins[key]
         self.tops = {m.partition(".")[0] for m in self.modules}
-
-    def file_path(self, entry: dict, key: str) -> Path:
-        if key.startswith("{source}/"):
-            return expand(entry["source"]) / key[len("{source}/"):]
-        return expand(entry["location"]) / key
 
     def check_module(self, name: str, origin: str) -> bytes:
         """The bytes of module ``name``'s file at ``origin`` when they are the locked ones;
@@ -507,7 +508,14 @@ _guard: list[LockGuard] = []
 
 
 def guard() -> LockGuard | None:
-    """The :class:`LockGuard` in force, or None."""
+    """The :class:`LockGuard` in force, or None.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> plugins.guard() is None  # no plugin lock in force here
+    True
+    """
     return _guard[0] if _guard else None
 
 

@@ -367,7 +367,14 @@ def _pinned_bytecode(files: dict[str, Path]) -> dict[str, str]:
 def startup_files() -> dict[str, str]:
     """``path -> sha256`` of what runs at every interpreter start before torcia can check
     anything: the ``.pth`` files of the site folders, ``sitecustomize`` and
-    ``usercustomize``."""
+    ``usercustomize``.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> all(p.endswith((".pth", ".py")) for p in plugins.startup_files())
+    True
+    """
     import importlib.util
     import site
 
