@@ -32,6 +32,12 @@ import sys
 # ``src`` on sys.path separately).
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+# First of all, the plugin policy: in a locked deployment its guard checks every module of
+# torcia imported from here on against the lock, before that module runs.
+from torcia import _policy  # noqa: E402
+
+_policy.at_import()
+
 __version__ = "0.1.0"
 
 from torcia import _dtype  # noqa: E402

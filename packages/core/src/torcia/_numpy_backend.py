@@ -15,7 +15,7 @@ import numpy as np
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
-from torcia._kernels_linalg import LinalgKernels
+from torcia._kernels_linalg import LinalgKernels, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
@@ -577,6 +577,7 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return _keep(self.xp.dot(a, b), a)
 
     def outer(self, a, b):
+        outer_operands(a, b)
         return _keep(self.xp.outer(a, b), a)
 
     def einsum(self, *operands, equation):
