@@ -608,11 +608,40 @@ class Tensor:
         return (_rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
                            self._requires_grad))
 
-    def __dlpack__(self, stream=None, **kwargs):
-        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this tensor's memory (no copy), for another library's
+        ``from_dlpack``; the keywords are the protocol's. A tensor that requires grad is
+        refused, as in PyTorch: the other library would not see its gradient.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torcia
+        >>> t = torcia.arange(3.0)
+        >>> a = np.from_dlpack(t)
+        >>> a[0] = 9.0
+        >>> t
+        tensor([9., 1., 2.])
+        """
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use "
+                              "tensor.detach()")
+        kwargs = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
 
     def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
+        """``(device type, index)`` in DLPack's codes (1: CPU, 2: CUDA).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.ones(1).__dlpack_device__()
+        (1, 0)
+        """
+        kind, index = self._data.__dlpack_device__()
+        return int(kind), int(index)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:

@@ -1,11 +1,12 @@
 """Utilities; ``torcia.utils.data`` is torcia-data's ``torcia.data`` and
 ``torcia.utils.checkpoint`` torcia-autograd's ``torcia.autograd.checkpoint``, under PyTorch's
-names; ``torcia.utils.safetensors`` reads and writes safetensors files."""
+names; ``torcia.utils.safetensors`` reads and writes safetensors files, ``dlpack`` exchanges
+memory with other array libraries."""
 
 
 def __getattr__(name):
     # ``torcia.utils.data`` without an explicit import, as ``torch.utils.data`` works
-    if name in ("data", "checkpoint", "safetensors"):
+    if name in ("data", "checkpoint", "safetensors", "dlpack", "hooks"):
         import importlib
 
         return importlib.import_module(f"torcia.utils.{name}")
