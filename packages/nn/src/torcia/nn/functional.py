@@ -91,6 +91,7 @@ from torcia.library import host_array as _host_array
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
+from torcia.nn.attention import check_viable
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
@@ -1056,6 +1057,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, k, v, is_causal=True)[0, 0]
     tensor([1., 0.])
     """
+    check_viable(query.device.type)
     e = query.shape[-1]
     lq, lk = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(e) if scale is None else scale
@@ -2110,7 +2112,7 @@ BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls
 
 
 # last: they call this module's functions
-from torcia.nn.attention import multi_head_attention_forward  # noqa: E402,F401
+from torcia.nn._mha import multi_head_attention_forward  # noqa: E402,F401
 from torcia.nn.linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)
