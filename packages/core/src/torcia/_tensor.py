@@ -153,6 +153,9 @@ class Tensor:
         "_out_nr", "_hooks", "_retains_grad", "__weakref__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
+    #: the elementwise arithmetic of a layout without dense data (torcia._sparse sets it
+    #: on the sparse layouts): binary() hands it ops with such an operand
+    _layout_binary = None
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and not kwargs.get("_internal"):
@@ -869,8 +872,11 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
 
 def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
-    if a.__class__ is not Tensor and not isinstance(a, Tensor):
-        a = _as_operand(a, b)
+    if a.__class__ is not Tensor:
+        if not isinstance(a, Tensor):
+            a = _as_operand(a, b)
+        elif a._layout_binary is not None:
+            return a._layout_binary(op, a, b, float_op)
     if _modes_on and MODES.modes:
         return _binary_in_modes(MODES.modes, op, a, b, float_op)
     ad = a._data
@@ -892,6 +898,8 @@ def binary(op: str, a, b, float_op: bool = False):
     # cost every promoting op (a * 2.0) one more Python call
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
+        if b.__class__ is not Tensor and b._layout_binary is not None:
+            return b._layout_binary(op, a, b, float_op)
         bd = b._data
         if bd.dtype is not a._data.dtype:
             bt = _FROM_NP[bd.dtype]
