@@ -93,6 +93,7 @@ def test_hand_derived_values():
 
 
 def test_options():
+    pytest.importorskip("torcia.autograd")
     w = W.hamming(4, dtype=torcia.float64, requires_grad=True, layout=torcia.strided)
     assert w.dtype is torcia.float64 and w.requires_grad and w.is_leaf
     assert W.hann(3).dtype is torcia.get_default_dtype()

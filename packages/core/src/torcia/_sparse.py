@@ -27,11 +27,10 @@ import sys
 
 import numpy as np
 
-from torcia import _creation
+from torcia import _creation, _ops
 from torcia import _dtype as D
-from torcia import _ops
 from torcia._ops_compat_more import sparse_coo, sparse_csc, sparse_csr, strided
-from torcia._tensor import Size, Tensor, _wrap_dim, call
+from torcia._tensor import Size, Tensor, _wrap_dim
 
 _LAYOUT_NAMES = {sparse_coo: "torcia.sparse_coo", sparse_csr: "torcia.sparse_csr",
                  sparse_csc: "torcia.sparse_csc"}
@@ -158,6 +157,15 @@ class _SparseBase(Tensor):
     @property
     def is_meta(self) -> bool:
         return self._device.type == "meta"
+
+    def is_floating_point(self) -> bool:
+        return self._values_t.is_floating_point()
+
+    def is_complex(self) -> bool:
+        return self._values_t.is_complex()
+
+    def is_signed(self) -> bool:
+        return self._values_t.is_signed()
 
     def element_size(self) -> int:
         return self._values_t.element_size()
@@ -582,8 +590,8 @@ class SparseCooTensor(_SparseBase):
         or itself."""
         if layout in (None, sparse_coo):
             if sparse_dim is not None and sparse_dim != self.sparse_dim():
-                raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with "
-                                   f"sparse_dim argument !=self.sparse_dim() is not supported")
+                raise RuntimeError("to_sparse: conversion from Sparse to Sparse with "
+                                   "sparse_dim argument !=self.sparse_dim() is not supported")
             return self
         if layout in (sparse_csr, sparse_csc):
             return _compress(self, layout)
@@ -746,8 +754,9 @@ class SparseCompressedTensor(_SparseBase):
 
     def _require(self, layout, name):
         if self._layout is not layout:
-            raise RuntimeError(f"{name} expected sparse {'row' if layout is sparse_csr else 'column'}"
-                               f" compressed tensor layout but got {_short(self._layout)}")
+            kind = "row" if layout is sparse_csr else "column"
+            raise RuntimeError(f"{name} expected sparse {kind} compressed tensor layout but got "
+                               f"{_short(self._layout)}")
 
     def crow_indices(self) -> Tensor:
         """Where each row's entries start in :meth:`col_indices` (CSR only)."""
@@ -939,9 +948,13 @@ def _sparse_binary(op: str, a, b, float_op: bool = False):
 
 
 def _add(a, b, subtract: bool):
-    if _is_sparse(a) and not _is_sparse(b):
+    if isinstance(a, SparseCooTensor) and not _is_sparse(b):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
+    if _is_sparse(a) and isinstance(b, Tensor) and not _is_sparse(b):
+        # a compressed matrix plus a dense one is dense, as PyTorch adds them
+        a, b = (-b, a) if subtract else (b, a)
+        subtract = False
     if not isinstance(a, Tensor):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")

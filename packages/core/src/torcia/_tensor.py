@@ -126,9 +126,11 @@ def _check_grad(t, g) -> None:
             f"'{t._device.index}'. Please ensure that the gradient and the tensor are on the "
             "same device"
         )
-    if g._data.shape != t._data.shape:
+    # a sparse gradient (no dense data) has its size all the same
+    g_shape = g._data.shape if g._layout_binary is None else tuple(g.shape)
+    if g_shape != t._data.shape:
         raise RuntimeError(
-            f"attempting to assign a gradient of size '{list(g._data.shape)}' to a tensor of "
+            f"attempting to assign a gradient of size '{list(g_shape)}' to a tensor of "
             f"size '{list(t._data.shape)}'. Please ensure that the gradient and the tensor are "
             "the same size"
         )

@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from torcia import _creation
-from torcia._ops_compat_more import sparse_coo, sparse_csc
+from torcia._ops_compat_more import sparse_coo, sparse_csc, sparse_csr
 from torcia._sparse import (
     SparseCompressedTensor,
     SparseCooTensor,
@@ -142,7 +142,8 @@ def _sparse_sparse(a, b):
     idx = np.stack([xi[0][left], yi[1][right]]) if len(left) else np.zeros((2, 0), np.int64)
     out = SparseCooTensor(_index_tensor(idx, dev), values,
                           (a.shape[0], b.shape[1])).coalesce()
-    return out if layout is sparse_coo else _compress(out, layout)
+    # PyTorch gives compressed operands a CSR product
+    return out if layout is sparse_coo else _compress(out, sparse_csr)
 
 
 def mm(mat1, mat2) -> Tensor:
