@@ -420,7 +420,7 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
-                                  "func"):
+                                  "func", "masked", "nested", "signal"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

@@ -22,8 +22,6 @@ silent densification; ``to_dense()`` is there when the dense tensor fits.
 from __future__ import annotations
 
 import math
-import os
-import sys
 
 import numpy as np
 
@@ -31,36 +29,14 @@ from torcia import _creation, _ops
 from torcia import _dtype as D
 from torcia._ops_compat_more import sparse_coo, sparse_csc, sparse_csr, strided
 from torcia._tensor import Size, Tensor, _wrap_dim
+from torcia._wrapped import WrappedTensor
 
 _LAYOUT_NAMES = {sparse_coo: "torcia.sparse_coo", sparse_csr: "torcia.sparse_csr",
                  sparse_csc: "torcia.sparse_csc"}
 
 
 class SparseLayoutError(NotImplementedError):
-    """An operation without a kernel for a sparse layout (the dense data it asked for does
-    not exist)."""
-
-
-_PACKAGE = os.sep + "torcia" + os.sep
-
-
-#: the dispatch entry points, whose ``op`` argument names the op being run
-_DISPATCHERS = frozenset({"call", "unary", "binary", "_binary_in_modes", "_unary_in_modes"})
-
-
-def _calling_op() -> str:
-    """The op that reached for dense data: the ``op`` a dispatcher was running, else the
-    outermost torcia function called (``Tensor.softmax``, not the helpers under it)."""
-    frame = sys._getframe(2)
-    name = "this operation"
-    while frame is not None and _PACKAGE in frame.f_code.co_filename:
-        code = frame.f_code.co_name
-        if code in _DISPATCHERS and isinstance(frame.f_locals.get("op"), str):
-            return frame.f_locals["op"]
-        if not code.startswith("<"):
-            name = code
-        frame = frame.f_back
-    return name
+    """An operation without a kernel for a sparse layout."""
 
 
 def _host(t: Tensor) -> np.ndarray:
@@ -71,7 +47,7 @@ def _index_tensor(arr, device) -> Tensor:
     return _creation.tensor(np.ascontiguousarray(arr, dtype=np.int64), device=device)
 
 
-class _SparseBase(Tensor):
+class _SparseBase(WrappedTensor):
     """What every sparse layout shares: shape, dtype, device and gradient state come from
     the values; the dense array a kernel would need does not exist."""
 
@@ -81,39 +57,22 @@ class _SparseBase(Tensor):
     is_sparse_csr = False
     is_mkldnn = False
 
-    def __new__(cls, *args, **kwargs):
-        return object.__new__(cls)
-
     def _setup(self, values: Tensor, size) -> None:
         self._values_t = values
         self._size = Size(int(s) for s in size)
-        self._device = values._device
-        self._requires_grad = False
-        self._grad = None
-        self._vc = [0]
-        self._base = None
-        self._out_nr = 0
-        self._hooks = None
-        self._retains_grad = False
+        self._init_tensor_slots(values)
         self._host_cache = None
 
-    # ----- what is not there --------------------------------------------------------
     @property
-    def _data(self):
-        raise SparseLayoutError(
-            f"Could not run '{_calling_op()}' with arguments from the "
-            f"'{self._backend_name()}' backend: torcia has no kernel of it for the "
-            f"{self.layout} layout (as PyTorch has none); convert with .to_dense() first if "
-            "the dense tensor fits")
+    def _inner(self) -> Tensor:
+        return self._values_t
 
-    def _backend_name(self) -> str:
+    def _no_dense_data(self, op: str) -> str:
         kind = "SparseCsr" if self.layout is not sparse_coo else "Sparse"
-        return kind + ("CUDA" if self._device.type == "cuda" else "CPU")
-
-    # ----- attributes ---------------------------------------------------------------
-    @property
-    def grad_fn(self):
-        return self._values_t.grad_fn
+        backend = kind + ("CUDA" if self._device.type == "cuda" else "CPU")
+        return (f"Could not run '{op}' with arguments from the '{backend}' backend: torcia has "
+                f"no kernel of it for the {self.layout} layout (as PyTorch has none); convert "
+                "with .to_dense() first if the dense tensor fits")
 
     @property
     def shape(self) -> Size:
@@ -137,58 +96,6 @@ class _SparseBase(Tensor):
         return math.prod(self._size)
 
     nelement = numel
-
-    @property
-    def dtype(self):
-        return self._values_t.dtype
-
-    @property
-    def device(self):
-        return self._values_t.device
-
-    @property
-    def is_cuda(self) -> bool:
-        return self._device.type == "cuda"
-
-    @property
-    def is_cpu(self) -> bool:
-        return self._device.type == "cpu"
-
-    @property
-    def is_meta(self) -> bool:
-        return self._device.type == "meta"
-
-    def is_floating_point(self) -> bool:
-        return self._values_t.is_floating_point()
-
-    def is_complex(self) -> bool:
-        return self._values_t.is_complex()
-
-    def is_signed(self) -> bool:
-        return self._values_t.is_signed()
-
-    def element_size(self) -> int:
-        return self._values_t.element_size()
-
-    @property
-    def itemsize(self) -> int:
-        return self._values_t.element_size()
-
-    @property
-    def requires_grad(self) -> bool:
-        return self._values_t.requires_grad
-
-    @requires_grad.setter
-    def requires_grad(self, value: bool):
-        self.requires_grad_(value)
-
-    def requires_grad_(self, requires_grad: bool = True):
-        self._values_t.requires_grad_(requires_grad)
-        return self
-
-    @property
-    def is_leaf(self) -> bool:
-        return self._values_t.is_leaf
 
     @property
     def grad(self):
@@ -227,9 +134,6 @@ class _SparseBase(Tensor):
 
     def __iter__(self):
         raise SparseLayoutError(f"iteration over a {self.layout} tensor is not supported")
-
-    def __hash__(self):
-        return id(self)
 
     # ----- moves and copies ---------------------------------------------------------
     def to(self, *args, **kwargs):
