@@ -1520,6 +1520,7 @@ sparse_csr = layout("torcia.sparse_csr")
 sparse_csc = layout("torcia.sparse_csc")
 sparse_bsr = layout("torcia.sparse_bsr")
 sparse_bsc = layout("torcia.sparse_bsc")
+jagged = layout("torcia.jagged")
 
 
 class memory_format(str):  # noqa: N801 - PyTorch's name
@@ -1854,7 +1855,7 @@ __all__ = [
     "dsmm", "hspmm", "hsmm", "sspaddmm", "saddmm", "smm", "is_conj", "is_neg",
     "init_num_threads", "set_default_device", "get_default_device", "set_default_tensor_type",
     "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo", "sparse_csr",
-    "sparse_csc", "sparse_bsr", "sparse_bsc",
+    "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
     "preserve_format", "embedding_renorm_", "Stream", "Event", "get_device_module",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",

@@ -143,37 +143,10 @@ class _SparseBase(WrappedTensor):
             return self
         return self._with_values(values, move=True)
 
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None, non_blocking=False):
-        return self.to("cuda" if device is None else device)
-
     def type(self, dtype=None, non_blocking=False):
         if dtype is None:
             return f"torcia.sparse.{self.dtype.name}"
         return self.to(dtype)
-
-    def float(self):
-        return self.to(D.float32)
-
-    def double(self):
-        return self.to(D.float64)
-
-    def half(self):
-        return self.to(D.float16)
-
-    def bfloat16(self):
-        return self.to(D.bfloat16)
-
-    def long(self):
-        return self.to(D.int64)
-
-    def int(self):
-        return self.to(D.int32)
-
-    def bool(self):
-        return self.to(D.bool_)
 
     def detach(self):
         return self._with_values(self._values_t.detach())

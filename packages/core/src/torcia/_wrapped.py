@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+from torcia import _dtype
 from torcia._tensor import Tensor
 
 _PACKAGE = os.sep + "torcia" + os.sep
@@ -121,3 +122,31 @@ class WrappedTensor(Tensor):
 
     def __hash__(self):
         return id(self)
+
+    # ----- moves and casts: through the subclass's ``to`` -----------------------------
+    def cpu(self):
+        return self.to("cpu")
+
+    def cuda(self, device=None, non_blocking=False):
+        return self.to("cuda" if device is None else device)
+
+    def float(self):
+        return self.to(_dtype.float32)
+
+    def double(self):
+        return self.to(_dtype.float64)
+
+    def half(self):
+        return self.to(_dtype.float16)
+
+    def bfloat16(self):
+        return self.to(_dtype.bfloat16)
+
+    def long(self):
+        return self.to(_dtype.int64)
+
+    def int(self):
+        return self.to(_dtype.int32)
+
+    def bool(self):
+        return self.to(_dtype.bool_)

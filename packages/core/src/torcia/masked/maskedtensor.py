@@ -176,18 +176,6 @@ class MaskedTensor(WrappedTensor):
         data = self._masked_data.to(*args, **kwargs)
         return MaskedTensor._wrap(data, self._masked_mask.to(data.device))
 
-    def cpu(self):
-        return self.to("cpu")
-
-    def cuda(self, device=None):
-        return self.to("cuda" if device is None else device)
-
-    def float(self):
-        return self.to(torcia.float32)
-
-    def double(self):
-        return self.to(torcia.float64)
-
     def __deepcopy__(self, memo):
         out = MaskedTensor(self._masked_data.detach(), self._masked_mask,
                            requires_grad=self.requires_grad)

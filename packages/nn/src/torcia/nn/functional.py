@@ -108,6 +108,10 @@ def linear(input, weight, bias=None):
     >>> F.linear(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[1.0, 1.0]]), torcia.tensor([0.5]))
     tensor([[3.5000]])
     """
+    if input.is_nested:
+        # a jagged batch: the product on its values' last dimension
+        out = input @ weight.t()
+        return out if bias is None else out + bias
     if input.shape[-1] != weight.shape[-1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
@@ -1058,6 +1062,9 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     tensor([1., 0.])
     """
     check_viable(query.device.type)
+    if query.is_nested:
+        return torcia.nested.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     e = query.shape[-1]
     lq, lk = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(e) if scale is None else scale
