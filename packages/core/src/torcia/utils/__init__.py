@@ -6,7 +6,8 @@ memory with other array libraries."""
 
 def __getattr__(name):
     # ``torcia.utils.data`` without an explicit import, as ``torch.utils.data`` works
-    if name in ("data", "checkpoint", "safetensors", "dlpack", "hooks", "benchmark"):
+    if name in ("data", "checkpoint", "safetensors", "dlpack", "hooks", "benchmark",
+                "tensorboard"):
         import importlib
 
         return importlib.import_module(f"torcia.utils.{name}")
