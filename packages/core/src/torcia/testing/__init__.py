@@ -9,9 +9,8 @@ Examples
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-
 import warnings
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
