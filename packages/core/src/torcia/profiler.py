@@ -31,9 +31,23 @@ from contextlib import ContextDecorator, contextmanager
 from torcia._tensor import PROFILE_ORDER, DispatchMode
 
 
-class ProfilerActivity:
-    CPU = "cpu"
-    CUDA = "cuda"
+class ProfilerActivity(enum.Enum):
+    """The kinds of activity a profiler can record, with PyTorch's values (torcia times
+    every device's kernels on the host: CPU covers them).
+
+    Examples
+    --------
+    >>> from torcia.profiler import ProfilerActivity
+    >>> ProfilerActivity(2)
+    <ProfilerActivity.CUDA: 2>
+    """
+
+    CPU = 0
+    XPU = 1
+    CUDA = 2
+    HPU = 3
+    MTIA = 4
+    PrivateUse1 = 5
 
 
 class Event:
@@ -291,7 +305,7 @@ def supported_activities() -> set:
     --------
     >>> import torcia
     >>> torcia.profiler.supported_activities()
-    {'cpu'}
+    {<ProfilerActivity.CPU: 0>}
     """
     return {ProfilerActivity.CPU}
 

@@ -43,7 +43,7 @@ class RemovableHandle:
         holder = self.hooks_dict_ref
         if isinstance(holder, dict):
             holder.pop(self.id, None)
-        else:
+        elif isinstance(holder, list):
             try:
                 holder.remove(self._hook)
             except ValueError:
