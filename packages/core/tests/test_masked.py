@@ -115,8 +115,11 @@ def test_masked_tensor_by_hand():
     assert mt.t().shape == (3, 2) and mt[0].get_mask().tolist() == [True, False, True]
     with pytest.raises(ValueError, match="Input masks must match"):
         mt + M.masked_tensor(mt.get_data(), ~mt.get_mask())
-    with pytest.raises(NotImplementedError, match="Could not run 'exp' with a MaskedTensor"):
-        torcia.exp(mt)
+    # the function forms run the methods (the __torch_function__ protocol), as in PyTorch
+    assert repr(torcia.exp(mt)) == repr(mt.exp())
+    assert repr(torcia.sum(mt, 1)) == repr(s)
+    with pytest.raises(NotImplementedError, match="Could not run 'cumsum' with a MaskedTensor"):
+        torcia.cumsum(mt, 0)
     with pytest.raises(TypeError, match="mask must have dtype bool"):
         M.masked_tensor(torcia.ones(2), torcia.ones(2))
 

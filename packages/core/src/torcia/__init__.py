@@ -41,6 +41,11 @@ from torcia._dtype import (  # noqa: E402
     complex64,
     complex128,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -212,6 +217,9 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
 
+# torch._foreach_add, ...: one op over lists of tensors
+globals().update(__import__("torcia._foreach", fromlist=["namespace"]).namespace())
+
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
 # FloatStorage, LongStorage, ...: the legacy typed storages
@@ -354,7 +362,7 @@ _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
-    "compiler": "torcia-compiler",
+    "compiler": "torcia-compiler", "jit": "torcia-jit",
 }
 _ALIASES = {
     "torcia.utils.data": "torcia.data",
@@ -362,6 +370,8 @@ _ALIASES = {
     "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
     # function transforms need modules (functional_call), so torcia-nn owns them
     "torcia.func": "torcia.nn._func",
+    # torch.fx's names that libraries use at import; the compiler part owns tracing
+    "torcia.fx": "torcia.compiler.fx",
 }
 
 
@@ -420,7 +430,8 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
-                                  "func", "masked", "nested", "signal"):
+                                  "func", "fx", "overrides", "version", "masked", "nested",
+                                  "signal"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

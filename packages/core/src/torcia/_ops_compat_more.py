@@ -1336,7 +1336,7 @@ def as_subclass(self, cls):
     alias = _ops.view(self, tuple(self.shape))
     out = object.__new__(cls)
     for slot in Tensor.__slots__:
-        if slot != "__weakref__":
+        if slot not in ("__weakref__", "__dict__"):
             setattr(out, slot, getattr(alias, slot))
     return out
 

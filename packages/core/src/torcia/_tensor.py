@@ -8,6 +8,7 @@ hook is called here.
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -150,9 +151,11 @@ class Tensor:
     54.0
     """
 
+    # __dict__: Python attributes set on a tensor (``param._is_hf_initialized = True``), as
+    # PyTorch allows; it is made only when one is set
     __slots__ = (
         "_data", "_device", "_requires_grad", "_grad", "grad_fn", "_vc", "_base",
-        "_out_nr", "_hooks", "_retains_grad", "__weakref__",
+        "_out_nr", "_hooks", "_retains_grad", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
     #: the elementwise arithmetic of a layout without dense data (torcia._sparse sets it
@@ -163,6 +166,23 @@ class Tensor:
         if cls is Tensor and not kwargs.get("_internal"):
             return _legacy_new(D.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
+        # which torcia.overrides switches on for every op the first time it matters
+        if _torch_function_of(cls) is not disabled_torch_function_impl:
+            from torcia.overrides import switch_on
+
+            switch_on()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default: run ``func`` and give its tensor results this subclass's type
+        (see :mod:`torcia.overrides`)."""
+        from torcia.overrides import default_torch_function
+
+        return default_torch_function(cls, func, types, args, kwargs)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -315,7 +335,9 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing storage but detached from the graph.
+        """A tensor sharing storage but detached from the graph, with a version counter of
+        its own: as in PyTorch, writes through ``.data`` are hidden from autograd (they do
+        not invalidate what backward saved).
 
         Examples
         --------
@@ -323,10 +345,11 @@ class Tensor:
         >>> w = torcia.ones(2, requires_grad=True)
         >>> w.data.requires_grad
         False
+        >>> w.data.mul_(3); w._version
+        tensor([3., 3.])
+        0
         """
-        t = Tensor._make(self._data, self._device)
-        t._vc = self._vc
-        return t
+        return Tensor._make(self._data, self._device)
 
     @data.setter
     def data(self, value: Tensor):
@@ -445,7 +468,7 @@ class Tensor:
         >>> torcia.tensor([1.0]).is_floating_point(), torcia.tensor([1]).is_floating_point()
         (True, False)
         """
-        return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+        return self._data.dtype.kind == "f" or self.dtype.category == 2
 
     def is_complex(self) -> bool:
         """Whether the dtype is a complex one.
@@ -576,6 +599,13 @@ class Tensor:
 
         return iter(_ops.unbind(self, 0))
 
+    def __contains__(self, element):
+        # PyTorch's: any element equal (iteration would compare whole rows)
+        if isinstance(element, (Tensor, int, float, bool, complex, np.generic)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
+
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -654,14 +684,29 @@ class Tensor:
         new = Tensor._make(self._data.copy(), self._device)
         new.__class__ = self.__class__
         new._requires_grad = self._requires_grad
+        memo[id(self)] = new
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
-        memo[id(self)] = new
+        attrs = getattr(self, "__dict__", None)
+        if attrs:
+            new.__dict__.update(copy.deepcopy(attrs, memo))
         return new
 
 
 _new = object.__new__
 _make = Tensor._make
+
+
+def disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """A ``__torch_function__`` that takes no part in dispatch: ops on instances of a class
+    that sets it (``nn.Parameter``) return plain tensors, as PyTorch's
+    ``torch._C._disabled_torch_function_impl``."""
+    return func(*args, **(kwargs or {}))
+
+
+def _torch_function_of(cls):
+    fn = getattr(cls, "__torch_function__", None)
+    return getattr(fn, "__func__", fn)
 
 
 def _wrap_dim(dim, ndim: int) -> int:
@@ -1126,10 +1171,7 @@ def _expanded_write_error():
     )
 
 
-def _torch_name(d) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+_torch_name = D.torch_type_name
 
 
 #: The device factory functions use when given none (``torcia.set_default_device``).

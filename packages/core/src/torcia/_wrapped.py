@@ -10,11 +10,14 @@ import os
 import sys
 
 from torcia import _dtype
-from torcia._tensor import Tensor
+from torcia._tensor import Tensor, disabled_torch_function_impl
 
 _PACKAGE = os.sep + "torcia" + os.sep
 #: the dispatch entry points, whose ``op`` argument names the op being run
 _DISPATCHERS = frozenset({"call", "unary", "binary", "_binary_in_modes", "_unary_in_modes"})
+#: the ``__torch_function__`` protocol's frames around a function (torcia.overrides)
+_PROTOCOL = frozenset({"dispatch", "_handle", "handle_torch_function",
+                       "methods_torch_function", "default_torch_function"})
 
 
 def calling_op() -> str:
@@ -26,7 +29,7 @@ def calling_op() -> str:
         code = frame.f_code.co_name
         if code in _DISPATCHERS and isinstance(frame.f_locals.get("op"), str):
             return frame.f_locals["op"]
-        if not code.startswith("<"):
+        if not code.startswith("<") and code not in _PROTOCOL:
             name = code
         frame = frame.f_back
     return name
@@ -37,6 +40,9 @@ class WrappedTensor(Tensor):
     subclass names the slot it is in)."""
 
     __slots__ = ()
+    #: their ops go by the layout's own rules (``Tensor._layout_binary``, the methods), not
+    #: by the ``__torch_function__`` protocol, which defining them must not switch on
+    __torch_function__ = disabled_torch_function_impl
 
     def __new__(cls, *args, **kwargs):
         return object.__new__(cls)
@@ -150,3 +156,23 @@ class WrappedTensor(Tensor):
 
     def bool(self):
         return self.to(_dtype.bool_)
+
+
+def methods_torch_function(cls, func, types, args=(), kwargs=None):
+    """The ``__torch_function__`` of a wrapped tensor whose ops are its own methods
+    (``MaskedTensor``, ``NestedTensor``): ``torcia.exp(mt)`` runs ``mt.exp()``, as PyTorch's
+    classes answer the function forms; a function the class has no method for runs as it
+    is (and names itself if it reaches for the missing dense data)."""
+    kwargs = kwargs or {}
+    name = getattr(func, "__name__", None)
+    if name and args and isinstance(args[0], cls):
+        for klass in type(args[0]).__mro__:
+            if klass is WrappedTensor:
+                break
+            method = vars(klass).get(name)
+            if callable(method):
+                return method(*args, **kwargs)
+    from torcia.overrides import DisableTorchFunctionSubclass
+
+    with DisableTorchFunctionSubclass():
+        return func(*args, **kwargs)

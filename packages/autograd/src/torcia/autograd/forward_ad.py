@@ -22,7 +22,7 @@ from torcia import library, no_grad
 from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_derivatives as _fwd
-from torcia.library import Tensor
+from torcia.library import Tensor, disabled_torch_function_impl
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "make_dual", "unpack_dual"]
@@ -48,6 +48,7 @@ class _Dual(Tensor):
     marker that makes "has a tangent?" one class test."""
 
     __slots__ = ()
+    __torch_function__ = disabled_torch_function_impl  # ops see a plain tensor
 
 
 def _forget(key):

@@ -7,9 +7,10 @@ element was kept, shape ops (``t``, ``reshape``, indexing...) move data and mask
 and softmax-like normalizations ignore masked-out elements. Gradients flow through the
 data (``mt.grad`` is a MaskedTensor with the same mask).
 
-The operations are methods (``mt.exp()``, ``mt.sum(1)``, ``mt + 1``) and the functions of
-:mod:`torcia.masked`; a torcia function called on a MaskedTensor with no masked meaning
-(``torcia.exp(mt)``) raises an error naming it.
+The operations are methods (``mt.exp()``, ``mt.sum(1)``, ``mt + 1``), the torcia functions
+of the same names (``torcia.exp(mt)`` runs ``mt.exp()``, through the ``__torch_function__``
+protocol, which importing this module switches on) and the functions of
+:mod:`torcia.masked`; an operation with no masked meaning raises an error naming it.
 
 Examples
 --------
@@ -30,7 +31,7 @@ from __future__ import annotations
 
 import torcia
 from torcia import Tensor
-from torcia._wrapped import WrappedTensor
+from torcia._wrapped import WrappedTensor, methods_torch_function
 from torcia.masked import _ops
 
 __all__ = ["MaskedTensor", "as_masked_tensor", "is_masked_tensor", "masked_tensor"]
@@ -59,6 +60,7 @@ class MaskedTensor(WrappedTensor):
     """
 
     __slots__ = ("_masked_data", "_masked_mask")
+    __torch_function__ = classmethod(methods_torch_function)
 
     def __init__(self, data, mask, requires_grad=False):
         if is_masked_tensor(data) or not isinstance(data, Tensor):

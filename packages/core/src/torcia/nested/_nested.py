@@ -12,7 +12,7 @@ import numpy as np
 import torcia
 from torcia import Tensor
 from torcia._ops_compat_more import jagged, strided
-from torcia._wrapped import WrappedTensor
+from torcia._wrapped import WrappedTensor, methods_torch_function
 
 _counter = itertools.count(1)
 #: one symbolic ragged size per offsets tensor (by identity: tensors compare elementwise),
@@ -76,6 +76,8 @@ class NestedTensor(WrappedTensor):
     """
 
     __slots__ = ("_values_t", "_offsets_t", "_ragged_idx", "_layout")
+    #: ``torcia.exp(nt)`` runs ``nt.exp()`` (the ``__torch_function__`` protocol)
+    __torch_function__ = classmethod(methods_torch_function)
 
     is_nested = True
 
@@ -330,7 +332,7 @@ class NestedTensor(WrappedTensor):
 _UNARY = (
     "abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
     "sigmoid", "relu", "sign", "floor", "ceil", "round", "trunc", "square", "reciprocal",
-    "erf", "isnan", "logical_not", "bitwise_not", "silu", "sgn", "frac",
+    "erf", "isnan", "logical_not", "bitwise_not", "sgn", "frac",
 )
 
 
@@ -344,6 +346,15 @@ def _unary(name):
 
 for _name in _UNARY:
     setattr(NestedTensor, _name, _unary(_name))
+
+
+def _silu(self):
+    """``silu`` of every element (what ``nn.functional.silu(nt)`` runs)."""
+    v = self._values_t
+    return self._like(v * v.sigmoid())
+
+
+NestedTensor.silu = _silu
 
 
 def _operand_values(nt: NestedTensor, other):
