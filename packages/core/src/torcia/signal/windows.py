@@ -47,16 +47,34 @@ def _make(name, M, sym, dtype, device, requires_grad, layout, values, one_is_pea
     if d not in (D.float32, D.float64):
         raise ValueError(f"{name} expects float32 or float64 dtypes, got: {d}")
     n = M + 1 if not sym and M > 1 else M
-    w = values(np.arange(M, dtype=np.float64), n) if M > 1 or not one_is_peak else np.ones(M)
+    if M <= 1 and one_is_peak:
+        w = np.ones(M)
+    elif getattr(values, "in_dtype", False):
+        w = values(np.arange(M, dtype=np.float64), n, np.dtype(d.name))
+    else:
+        w = values(np.arange(M, dtype=np.float64), n)
     out = tensor(w, dtype=d, device=canonical_device(device))
     return out.requires_grad_() if requires_grad else out
 
 
 def _cosine_sum(a):
-    """``sum_i (-1)^i a_i cos(2 pi i k / (N - 1))``."""
-    def values(k, n):
-        return sum((-1) ** i * c * np.cos(2 * math.pi * i * k / (n - 1))
-                   for i, c in enumerate(a))
+    """``sum_i (-1)^i a_i cos(2 pi i k / (N - 1))``, computed as PyTorch does, in the
+    window's dtype (so a float32 window's zeros are PyTorch's rounding residues too)."""
+    def values(k, n, dt):
+        m = len(k)
+        step = dt.type(2 * math.pi / (n - 1))
+        at = np.arange(m, dtype=dt)
+        half = m // 2
+        end = dt.type((m - 1) * (2 * math.pi / (n - 1)))
+        # linspace's two halves: from the start up, from the end down
+        kk = np.where(at < half, at * step, end - step * (m - 1 - at)).astype(dt)
+        coef = np.array([(-1) ** i * c for i, c in enumerate(a)], dtype=dt)
+        terms = coef[:, None] * np.cos(np.arange(len(a), dtype=dt)[:, None] * kk)
+        total = terms[0]
+        for row in terms[1:]:
+            total = total + row
+        return total
+    values.in_dtype = True
     return values
 
 
@@ -108,7 +126,7 @@ def hamming(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=
     tensor([0.0800, 1.0000, 0.0800])
     """
     return _make("hamming", M, sym, dtype, device, requires_grad, layout,
-                 _cosine_sum([0.54, 0.46]))
+                 _cosine_sum([0.54, 1.0 - 0.54]))
 
 
 def hann(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad=False):
@@ -130,7 +148,7 @@ def blackman(M, *, sym=True, dtype=None, layout=None, device=None, requires_grad
     --------
     >>> import torcia
     >>> torcia.signal.windows.blackman(3)
-    tensor([0., 1., 0.])
+    tensor([-1.4901e-08,  1.0000e+00, -1.4901e-08])
     """
     return _make("blackman", M, sym, dtype, device, requires_grad, layout,
                  _cosine_sum([0.42, 0.5, 0.08]))
