@@ -255,16 +255,8 @@ def zero(rank, size):
     steps = 4
     want_losses, want = reference_run(size, steps, adam)
     model = dist.DistributedDataParallel(make_model())
-    opt = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torcia.optim.Adam,
-                                  lr=0.01)
-    losses = []
-    for step in range(steps):
-        x, y = batch(step, rank)
-        opt.zero_grad()
-        loss = ((model(x) - y) ** 2).mean()
-        loss.backward()
-        opt.step()
-        losses.append(global_loss(loss))
+    losses, opt = train(model, rank, steps, lambda params: ZeroRedundancyOptimizer(
+        params, optimizer_class=torcia.optim.Adam, lr=0.01))
     np.testing.assert_allclose(losses, want_losses, rtol=1e-5)
     check_close(model.module.state_dict(), want, "zero")
     # each rank keeps the Adam state of its own parameters only
@@ -301,7 +293,8 @@ def comm_hooks(rank, size):
     for got, want in zip(grads(default_hooks.allreduce_hook), plain):
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6, atol=1e-7)
     for hook, tol in ((default_hooks.fp16_compress_hook, 2e-3),
-                      (default_hooks.bf16_compress_hook, 2e-2)):
+                      (default_hooks.bf16_compress_hook, 2e-2),
+                      (default_hooks.fp16_compress_wrapper(default_hooks.allreduce_hook), 2e-3)):
         for got, want in zip(grads(hook), plain):
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=tol, atol=tol)
     # PowerSGD of a rank at least the matrices' smaller side reproduces them exactly

@@ -37,6 +37,7 @@ from torcia.autograd import Function, engine
 from torcia.autograd.graph import accumulator_of
 from torcia.distributed import collectives as C
 from torcia.distributed.group import ReduceOp
+from torcia.distributed.parallel import _tensors
 from torcia.distributed.tensor import DTensor, Replicate, Shard
 from torcia.distributed.tensor._api import _contiguous_stride, _Spec, _wrap, as_parameter
 from torcia.nn import Parameter
@@ -305,17 +306,6 @@ def _caster(dtype):
         return t.to(dtype) if t.is_floating_point() and t.dtype != dtype else t
 
     return cast
-
-
-def _tensors(obj):
-    if isinstance(obj, Tensor):
-        yield obj
-    elif isinstance(obj, (list, tuple)):
-        for x in obj:
-            yield from _tensors(x)
-    elif isinstance(obj, dict):
-        for x in obj.values():
-            yield from _tensors(x)
 
 
 def _map(fn, obj):

@@ -41,16 +41,21 @@ def allreduce_hook(process_group, bucket):
     return _average(process_group, bucket.buffer())
 
 
-def _compress_hook(dtype, process_group, bucket):
-    buffer = bucket.buffer()
-    compressed = buffer.to(dtype)
+def _into(buffer):
+    """A callback copying a future's value (a compressed bucket) back into ``buffer``,
+    in its dtype, and returning it."""
 
     def decompress(fut):
         with torcia.no_grad():
             buffer.copy_(fut.value())
         return buffer
 
-    return _average(process_group, compressed).then(decompress)
+    return decompress
+
+
+def _compress_hook(dtype, process_group, bucket):
+    buffer = bucket.buffer()
+    return _average(process_group, buffer.to(dtype)).then(_into(buffer))
 
 
 def fp16_compress_hook(process_group, bucket):
@@ -95,14 +100,8 @@ def _wrapper(dtype, hook):
         buffer = bucket.buffer()
         bucket.set_buffer(buffer.to(dtype))
         future = hook(state, bucket)
-
-        def decompress(fut):
-            with torcia.no_grad():
-                buffer.copy_(fut.value())
-            bucket.set_buffer(buffer)
-            return buffer
-
-        return future.then(decompress)
+        bucket.set_buffer(buffer)
+        return future.then(_into(buffer))
 
     return wrapped
 
