@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import re
+import warnings
 
 import numpy as np
 
 from torcia import _dtype as D
 from torcia import ops as _oplist
+from torcia._kernels_linalg import outer_operands
 from torcia._tensor import (
     Tensor,
     _as_operand,
@@ -390,8 +393,25 @@ for _n in _oplist.COMPARE:
 mul, maximum, minimum = _g["mul"], _g["maximum"], _g["minimum"]
 
 
-def add(input, other, *, alpha=1):
+def _scalar_first(op: str, value, rest: tuple, names: str):
+    """PyTorch's deprecated overloads that take the scalar first, still accepted with its
+    warning: ``add(x, 2, y)`` for ``add(x, y, alpha=2)``, ``addcmul(x, 0.5, a, b)`` for
+    ``addcmul(x, a, b, value=0.5)``. Returns ``rest`` (the tensors)."""
+    if isinstance(value, Tensor) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{op}() received an invalid combination of arguments: the "
+                        f"deprecated overload {op}(Number, {names}) takes a number first, "
+                        f"got {type(value).__name__}")
+    keyword = "alpha" if op in ("add", "sub") else "value"
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {keyword}, "
+                  f"{names})\nConsider using one of the following signatures instead:\n\t"
+                  f"{op}({names}, *, Number {keyword} = 1)", UserWarning, stacklevel=3)
+    return rest
+
+
+def add(input, other, *deprecated, alpha=1):
     """``input + alpha * other`` with broadcasting.
+
+    PyTorch's deprecated ``add(input, alpha, other)`` is accepted, with its warning.
 
     Examples
     --------
@@ -399,12 +419,14 @@ def add(input, other, *, alpha=1):
     >>> torcia.add(torcia.tensor([1, 2]), torcia.tensor([10, 20]), alpha=2)
     tensor([21, 42])
     """
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("add", input, other)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *deprecated, alpha=1):
     """``input - alpha * other`` with broadcasting.
 
     Examples
@@ -418,6 +440,8 @@ def sub(input, other, *, alpha=1):
     ):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("sub", input, other)
@@ -683,7 +707,7 @@ def _pointwise3(name, input, tensor1, tensor2, value):
                 {"value": _operand_as(value, dt)})
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
+def addcmul(input, tensor1, tensor2, *deprecated, value=1):
     """``input + value * tensor1 * tensor2``.
 
     Examples
@@ -693,10 +717,13 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcmul(x, a, b, value=0.5)
     tensor([2.5000, 5.0000])
     """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
     return _pointwise3("addcmul", input, tensor1, tensor2, value)
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
     """``input + value * tensor1 / tensor2``.
 
     Examples
@@ -706,6 +733,9 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcdiv(x, a, b, value=2)
     tensor([2., 5.])
     """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
     return _pointwise3("addcdiv", input, tensor1, tensor2, value)
 
 
@@ -1658,15 +1688,14 @@ def as_strided(input, size, stride, storage_offset=None):
                            f"{need * item} are out of bounds for storage of size {have * item}")
     params = {"size": size, "stride": stride, "storage_offset": offset}
     root = input._base
-    if root is None:
+    if root is None or (not input.storage_offset() and input.is_contiguous()
+                        and input.numel() == have):
+        # input holds its whole storage in order: read it through input, which keeps what
+        # the base lacks (a gradient path, a forward-mode tangent)
         return _view_call("as_strided", input, params)
     if input._requires_grad and not root._requires_grad:
-        # the gradient would go to a base outside the graph: read the storage through
-        # input, which holds it all when it is contiguous and starts it
-        if input.storage_offset() or not input.is_contiguous() or input.numel() != have:
-            raise RuntimeError("as_strided of a view that requires grad while its base does "
-                               "not reaches memory outside the view; call .clone() first")
-        return _view_call("as_strided", input, params)
+        raise RuntimeError("as_strided of a view that requires grad while its base does "
+                           "not reaches memory outside the view; call .clone() first")
     # the view's geometry is relative to the storage: take it from the base
     return _view_call("as_strided", root, params)
 
@@ -2719,8 +2748,7 @@ def outer(input, vec2):
         if not isinstance(v, Tensor):
             raise TypeError(f"outer(): argument '{name}' must be Tensor, not "
                             f"{type(v).__name__}")
-        if v.ndim != 1:
-            raise RuntimeError(f"outer: Expected 1-D argument {name}, but got {v.ndim}-D")
+    outer_operands(input, vec2)
     # an elementwise product: its operands promote as mul's
     dt = result_type(input, vec2)
     return call("outer", (to_dtype(input, dt), to_dtype(vec2, dt)), {})
