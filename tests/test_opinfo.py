@@ -3,13 +3,16 @@ properties hold on its samples (torch 2.13 agreement where torch is installed, f
 differences, forward AD, vmap, meta, native vs reference kernels, inputs left unwritten),
 but for the differences tests/opinfo/known.py documents.
 
-CI runs a seeded subset (``TORCIA_OPINFO_SEED``, 36 by default); ``TORCIA_OPINFO=long``
+CI runs a seeded subset of each record's samples (``TORCIA_OPINFO_SEED``, 36 by default):
+a quarter of the records in the fast tests, the others marked slow; ``TORCIA_OPINFO=long``
 runs every sample of every record (``python tools/opinfo.py --long`` reports the
-agreement with torch).
+agreement with torch). Findings of the subset not yet fixed are listed in
+tests/opinfo/open.txt (``python tools/opinfo.py --open``).
 """
 
 import os
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -40,7 +43,13 @@ def test_known_differences_are_explained():
         assert k.category in ("lenient", "design", "open") and len(k.reason) > 20, k
 
 
-@pytest.mark.parametrize("name", sorted(RECORDS))
+def _fast(name):
+    """A quarter of the records, the same in every run, run with the fast tests."""
+    return zlib.crc32(name.encode()) % 4 == 0
+
+
+@pytest.mark.parametrize("name", [n if _fast(n) else pytest.param(n, marks=pytest.mark.slow)
+                                  for n in sorted(RECORDS)])
 def test_record(name):
     report = runner.run(RECORDS[name], MODE)
     if report.failures:

@@ -1157,13 +1157,16 @@ not_op("interop and files (packages/core/tests/test_interop.py, test_serializati
 not_op("autograd machinery (packages/autograd/tests)", "Tensor.backward",
        "Tensor.register_hook", "Tensor.register_post_accumulate_grad_hook",
        "Tensor.retain_grad")
-not_op("sparse layouts (packages/core/tests/test_sparse.py): the database samples strided "
-       "tensors", "sparse_coo_tensor", "Tensor.to_sparse", "Tensor.to_sparse_coo",
-       "Tensor.to_dense", "Tensor.sparse_mask", "smm", "spmm", "dsmm", "hsmm", "hspmm",
-       "saddmm", "sspaddmm")
+not_op("sparse layouts (packages/core/tests/test_sparse.py, test_sparse_layouts.py): the "
+       "database samples strided tensors", "sparse_coo_tensor", "Tensor.to_sparse",
+       "Tensor.to_sparse_coo", "Tensor.to_dense", "Tensor.sparse_mask", "smm", "spmm", "dsmm",
+       "hsmm", "hspmm", "saddmm", "sspaddmm", "sparse_compressed_tensor", "sparse_csr_tensor",
+       "sparse_csc_tensor", "Tensor.to_sparse_csr", "Tensor.to_sparse_csc", "Tensor.coalesce",
+       "Tensor.is_coalesced", "Tensor.indices", "Tensor.values", "Tensor.crow_indices",
+       "Tensor.col_indices", "Tensor.ccol_indices", "Tensor.row_indices")
 not_op("Python-level helpers: subclassing, module state, element-wise Python callbacks "
        "(issue #40's __torch_function__ tests)", "Tensor.as_subclass", "Tensor.module_load",
        "Tensor.map_", "Tensor.map2_")
 not_op("plugin and autocast plumbing of torcia, not PyTorch ops", "hookimpl",
        "nn.functional.autocast_as", "nn.functional.boolean_dispatch",
-       "nn.functional.assert_int_or_pair")
+       "nn.functional.assert_int_or_pair", "nn.functional.check_viable")
