@@ -10,6 +10,7 @@ agreement with torch). Findings of the subset not yet fixed are listed in
 tests/opinfo/open.txt (``python tools/opinfo.py --open``).
 """
 
+import importlib.util
 import os
 import sys
 import zlib
@@ -41,6 +42,15 @@ def test_the_lists_name_only_what_exists():
 def test_known_differences_are_explained():
     for k in KNOWN:
         assert k.category in ("lenient", "design", "open") and len(k.reason) > 20, k
+
+
+def test_the_docs_page_is_current():
+    # tools/opinfo.py, by path: its name is the package's
+    path = Path(__file__).resolve().parent.parent / "tools" / "opinfo.py"
+    spec = importlib.util.spec_from_file_location("opinfo_tool", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    assert tool.PAGE.read_text() == tool.page(), "run python tools/opinfo.py --doc"
 
 
 def _fast(name):
