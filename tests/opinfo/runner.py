@@ -100,7 +100,7 @@ def run(info, mode="ci", props=None, baseline=True) -> Report:
 
 def _file(report, info, dtype, sample, found, baseline):
     for f in found:
-        known = match(info.name, f, dtype, sample.kind)
+        known = match(info.name, f, dtype, sample.kind, baseline)
         if known is not None:
             report.known.append((f, known))
         else:

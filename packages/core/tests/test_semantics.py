@@ -522,3 +522,10 @@ def test_complex_results_found_by_the_database():
 def test_refusals_found_by_the_database(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+@pytest.mark.parametrize("op", ["argmax", "argmin"])
+def test_arg_extremes_refuse_complex_before_looking_at_the_dim(op):
+    # dim 2 is out of range too: the dtype is what PyTorch names
+    with pytest.raises(RuntimeError, match=rf"{op}\(\): does not support complex input"):
+        getattr(torcia, op)(torcia.tensor([[1j]]), 2)

@@ -171,3 +171,13 @@ def test_activations_take_the_dtypes_pytorch_takes():
 def test_non_float_inputs_refused_as_pytorch(call, error, words):
     with pytest.raises(error, match=words):
         call()
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "soft_margin_loss",
+                                  "margin_ranking_loss", "hinge_embedding_loss",
+                                  "binary_cross_entropy"])
+def test_losses_check_the_reduction_before_the_inputs(loss):
+    # bool inputs no loss computes: the reduction's name is still the error PyTorch gives
+    args = [torcia.tensor([[True]])] * (3 if loss == "margin_ranking_loss" else 2)
+    with pytest.raises(ValueError, match="average is not a valid value for reduction"):
+        getattr(F, loss)(*args, reduction="average")

@@ -1028,11 +1028,7 @@ def argmax(input, dim=None, keepdim=False):
     >>> torcia.argmax(x, dim=1)
     tensor([1, 0])
     """
-    if input.dtype is D.bool_:
-        raise RuntimeError("argmax(): does not support bool input")
-    _check_nonempty(input, dim, "argmax")
-    return _along_dim("argmax", (input,), {
-        "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
+    return _arg_extreme("argmax", input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):
@@ -1045,10 +1041,16 @@ def argmin(input, dim=None, keepdim=False):
     >>> torcia.argmin(x, dim=0)
     tensor([0, 1])
     """
-    if input.dtype is D.bool_:
-        raise RuntimeError("argmin(): does not support bool input")
-    _check_nonempty(input, dim, "argmin")
-    return _along_dim("argmin", (input,), {
+    return _arg_extreme("argmin", input, dim, keepdim)
+
+
+def _arg_extreme(op, input, dim, keepdim):
+    # refused by dtype before the dim is looked at, as PyTorch
+    if input.dtype is D.bool_ or input.is_complex():
+        kind = "bool" if input.dtype is D.bool_ else "complex"
+        raise RuntimeError(f"{op}(): does not support {kind} input")
+    _check_nonempty(input, dim, op)
+    return _along_dim(op, (input,), {
         "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
 

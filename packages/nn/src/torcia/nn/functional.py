@@ -1230,12 +1230,13 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 4.0]))
     tensor(2.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "mse_loss")
     d = input - target
     loss = d * d
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("l1_loss")
@@ -1249,11 +1250,12 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([2.0, 4.0]))
     tensor(1.5000)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "l1_loss")
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("smooth_l1_loss")
@@ -1269,6 +1271,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(torcia.tensor([0.0, 0.0]), torcia.tensor([0.5, 3.0]), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "smooth_l1_loss")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -1277,7 +1280,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         loss = d
     else:
         loss = torcia.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("huber_loss")
@@ -1479,6 +1482,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(torcia.tensor([0.5]), torcia.tensor([1.0]))
     tensor(0.6931)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
     data = input._data
     if data.size and (data.min() < 0 or data.max() > 1):
@@ -1486,7 +1490,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("binary_cross_entropy_with_logits")
@@ -1502,6 +1506,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(torcia.tensor([0.0]), torcia.tensor([1.0]))
     tensor(0.6931)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy_with_logits")
     log_sig = logsigmoid(input)
     if pos_weight is not None:
@@ -1511,7 +1516,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input - log_sig
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("kl_div")
@@ -1530,6 +1535,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction != "batchmean":
+        reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "kl_div")
     if log_target:
         loss = target.exp() * (target - input)
@@ -1537,7 +1544,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = torcia.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("ctc_loss")
@@ -1625,12 +1632,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(torcia.tensor([0.0, 1.0]), torcia.tensor([1.0, 2.0]))
     tensor(0.8591)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
         loss = loss + stirling.masked_fill(target <= 1, 0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("cosine_embedding_loss")
@@ -1647,6 +1655,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     >>> F.cosine_embedding_loss(x, x, torcia.tensor([1.0]))
     tensor(0.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if input1.ndim not in (1, 2) or input1.shape != input2.shape:
         raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of equal size, "
                            f"got {list(input1.shape)} and {list(input2.shape)}")
@@ -1659,7 +1668,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     zero = torcia.zeros_like(cos)
     loss = torcia.where(target == 1, 1 - cos, zero) + torcia.where(
         target == -1, (cos - margin).clamp(min=0), zero)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("margin_ranking_loss")
@@ -1674,12 +1683,13 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     >>> F.margin_ranking_loss(torcia.tensor([1.0]), torcia.tensor([2.0]), torcia.tensor([1.0]))
     tensor(1.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if not (input1.shape == input2.shape == target.shape):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
                            f"dimension but got sizes: input1: {list(input1.shape)}, input2: "
                            f"{list(input2.shape)}, target: {list(target.shape)} ")
     loss = (-target * (input1 - input2) + margin).clamp(min=0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("hinge_embedding_loss")
@@ -1695,10 +1705,11 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(x, y, reduction="none")
     tensor([0.3000, 0.0000])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     zero = torcia.zeros_like(input)
     loss = torcia.where(target == 1, input, zero) + torcia.where(
         target == -1, (margin - input).clamp(min=0), zero)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("soft_margin_loss")
@@ -1712,9 +1723,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(torcia.tensor([0.0, 2.0]), torcia.tensor([1.0, -1.0]), reduction="none")
     tensor([0.6931, 2.1269])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "soft_margin_loss")
     loss = softplus(-target * input)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("triplet_margin_loss")
@@ -1731,6 +1743,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(a, a, a + 3, eps=0.0)
     tensor(0.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
                            f"the same number of dimensions (1 or 2), but got: anchor "
@@ -1741,7 +1754,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_an = torcia.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     loss = (margin + d_ap - d_an).clamp(min=0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -1785,6 +1798,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(x, y)
     tensor(0.8500)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if input.shape != target.shape or input.ndim not in (1, 2):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -1804,7 +1818,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (hinge * mask).sum((1, 2)) / c
     if input.ndim == 1:
         loss = loss.reshape(())
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("multi_margin_loss")
@@ -1821,6 +1835,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(x, torcia.tensor([3]))
     tensor(0.3250)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     rows = input if input.ndim == 2 else input.unsqueeze(0)
@@ -1835,7 +1850,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = terms.sum(1) / rows.shape[1]
     if input.ndim != 2:
         loss = loss.reshape(())
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
@@ -1885,6 +1900,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     if weight is not None:
         loss = loss * weight
     loss = loss.mean(input.ndim - 1)
+    # PyTorch's composite checks the reduction last, after its log-sigmoid's dtype check
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 
