@@ -151,6 +151,26 @@ CASES = {
     "lstm_cell_backward gh too small": (
         "n.lstm_cell_backward(z(1, 1), z(64, 256), z(64, 1024), z(64, 256), z(64, 256))",
         "gh has size 1 at dimension 0"),
+    # elementwise ops and sums
+    "binary lengths that do not repeat": (
+        f"n.binary('add', z({BIG}), z(3))", "do not repeat into each other"),
+    "binary empty operand of a non-empty one": (
+        f"n.binary('mul', z({BIG}), z(0))", "do not repeat into each other"),
+    "binary 2-D operand": ("n.binary('add', z(4, 4), z(4))", "a must be 1-D"),
+    "binary dtypes differ": (
+        "n.binary('add', z(4), np.zeros(4))", "b has dtype float64, a has float32"),
+    "binary non-contiguous operand": (
+        f"n.binary('sub', z({BIG}), z({2 * BIG})[::2])", "b must be C-contiguous"),
+    "binary unknown op": ("n.binary('pow', z(4), z(4))", "unknown op 'pow'"),
+    "binary_scalar integer array": (
+        "n.binary_scalar('div', np.zeros(4, np.int64), 2.0, False)",
+        "x must be float32 or float64"),
+    "unary integer array": ("n.unary('neg', np.zeros(4, np.int32))",
+                            "x must be float32 or float64"),
+    "reduce_sum geometry larger than x": (
+        f"n.reduce_sum(z(4), 1, {BIG}, 1, False)", "does not match x's 4 elements"),
+    "reduce_sum negative size": (
+        "n.reduce_sum(z(4), -1, -4, 1, True)", "does not match x's 4 elements"),
 }
 
 PRELUDE = f"""

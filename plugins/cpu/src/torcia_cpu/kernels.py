@@ -10,6 +10,7 @@ products of a convolution) run these native kernels again.
 from __future__ import annotations
 
 import math
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -566,6 +567,145 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
          list(max_exp_avg_sqs) if amsgrad else [], [float(s) for s in steps], lr, beta1, beta2,
          eps, weight_decay, amsgrad, maximize, decoupled_weight_decay)
 
+
+# ----- elementwise arithmetic, unary ops and sums over large float arrays, on OpenMP
+# threads over fixed spans (csrc/elementwise.cpp). They are plain functions, not methods:
+# every op of a training step passes through them, and below the grain (small tensors)
+# they cost one size test and the reference kernel's call. --------------------------------
+
+_GRAIN = _native.ELEMENTWISE_GRAIN
+#: Elements from which the arithmetic runs natively: the grain while torcia has several
+#: threads; on one, NumPy's loops stay (they are as fast: 5-10% faster at 128K-256K
+#: elements). Sums run natively on any thread count, faster on one too (0.55x NumPy's
+#: time at 128K float32), so that their result does not depend on it.
+_arithmetic_from = _GRAIN
+_ndarray = np.ndarray
+#: A Python int converts to a double exactly up to here; beyond, NumPy's rounding of it
+#: to float32 could differ from the double's.
+_EXACT_INT = 1 << 53
+
+
+def follow_threads(n: int) -> None:
+    """Run the arithmetic natively from the grain on when ``n`` (torcia's thread count)
+    is above 1, else on NumPy (a callback of ``torcia.set_num_threads``)."""
+    global _arithmetic_from
+    _arithmetic_from = _GRAIN if n > 1 else sys.maxsize
+
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def _native_binary(op, a, b):
+    """``a op b`` natively where the operands allow (one float dtype, C-contiguous, and
+    b a Python number, or a shape of one element, of a's, or of a's trailing dims, or the
+    reverse), else None."""
+    if a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous:
+        return None
+    cls = b.__class__
+    if cls is float or (cls is int and -_EXACT_INT <= b <= _EXACT_INT):
+        return _native.binary_scalar(op, a, b, False)
+    if cls is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous:
+        return None
+    if a.shape == b.shape:
+        return _native.binary(op, _flat(a), _flat(b)).reshape(a.shape)
+    big, small = (a, b) if a.size >= b.size else (b, a)
+    inner = _strip_leading_ones(small)
+    if inner.ndim > big.ndim or big.shape[big.ndim - inner.ndim:] != inner.shape:
+        return None
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    if small.size == 1:
+        return _native.binary_scalar(op, big, float(small.reshape(())), small is a) \
+            .reshape(shape)
+    return _native.binary(op, _flat(a), _flat(b)).reshape(shape)
+
+
+def _binary_kernel(op):
+    reference = None
+
+    def kernel(a, b):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _arithmetic_from or (
+                b.__class__ is _ndarray and b.size >= _arithmetic_from):
+            out = _native_binary(op, a, b)
+            if out is not None:
+                return out
+        return reference(a, b)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
+def div(a, b, rounding_mode=None):
+    """``div``'s kernel: true division natively (as :func:`_binary_kernel`'s)."""
+    if rounding_mode is None and (a.size >= _arithmetic_from or (
+            b.__class__ is _ndarray and b.size >= _arithmetic_from)):
+        out = _native_binary("div", a, b)
+        if out is not None:
+            return out
+    return _FALLBACK.div(a, b, rounding_mode)
+
+
+def _unary_kernel(op, dtypes=_FLOATS):
+    reference = None
+
+    def kernel(a):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _arithmetic_from and a.dtype in dtypes and a.flags.c_contiguous:
+            return _native.unary(op, a)
+        return reference(a)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
+def _reduction(a, dim, keepdim, dtype, mean):
+    """The sum (or mean) of ``a`` over ``dim`` natively, or None where ``dim`` is not
+    None or adjacent dims, or ``a`` not a large C-contiguous float array."""
+    if a.size < _GRAIN or dtype is not None or a.dtype not in _FLOATS \
+            or not a.flags.c_contiguous:
+        return None
+    if dim is None:
+        out = _native.reduce_sum(_flat(a), 1, a.size, 1, mean)
+        return out.reshape((1,) * a.ndim if keepdim else ())
+    first, last = dim[0], dim[-1]
+    if last - first + 1 != len(dim):
+        return None
+    shape = a.shape
+    outer, inner = math.prod(shape[:first]), math.prod(shape[last + 1:])
+    out = _native.reduce_sum(_flat(a), outer, math.prod(shape[first:last + 1]), inner, mean)
+    if keepdim:
+        return out.reshape(shape[:first] + (1,) * len(dim) + shape[last + 1:])
+    return out.reshape(shape[:first] + shape[last + 1:])
+
+
+def sum(a, dim=None, keepdim=False, dtype=None):  # noqa: A001 (the op's name)
+    """``sum``'s kernel: over all or adjacent dims natively."""
+    out = _reduction(a, dim, keepdim, dtype, False)
+    return _FALLBACK.sum(a, dim, keepdim, dtype) if out is None else out
+
+
+def mean(a, dim=None, keepdim=False, dtype=None):
+    """``mean``'s kernel: over all or adjacent dims natively."""
+    out = _reduction(a, dim, keepdim, dtype, True)
+    return _FALLBACK.mean(a, dim, keepdim, dtype) if out is None else out
+
+
+#: Elementwise ops and reductions run natively on large float arrays.
+ELEMENTWISE = {
+    **{op: _binary_kernel(op) for op in ("add", "sub", "mul")},
+    "div": div,
+    **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
+                                        "square")},
+    # float64's exp stays on NumPy's vectorised one (the C library's is scalar)
+    "exp": _unary_kernel("exp", (np.dtype(np.float32),)),
+    "sum": sum,
+    "mean": mean,
+}
 
 #: The ops whose reference kernel this plugin replaces on "cpu".
 OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
