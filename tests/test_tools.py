@@ -189,6 +189,44 @@ def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake
     ]
 
 
+def test_link_installs_parts_without_pip_where_a_fresh_python_finds_them(fake_repo, tmp_path):
+    pyproject = fake_repo / "packages" / "nn" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[project.entry-points.torcia]\n'
+                         'nn = "torcia.nn"\n\n[project.scripts]\ntorcia-nn = "torcia.nn:main"\n')
+    # as core's: the parts' folders make one torcia package
+    (fake_repo / "packages" / "core" / "src" / "torcia" / "__init__.py").write_text(
+        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n")
+    found = parts.discover(fake_repo)
+    site = tmp_path / "site"
+    others = install_parts.link(parts.closure(found, parts.lookup(found, "nn")), site)
+    assert others == ["numpy>=1.26"]
+    # twice is once: the .pth lists each folder one time
+    install_parts.link(parts.closure(found, parts.lookup(found, "nn")), site)
+    assert len((site / install_parts.LINK_FILE).read_text().split()) == 3
+    script = (
+        "import importlib.metadata as m, site, sys\n"
+        f"site.addsitedir({str(site)!r})\n"
+        "import torcia.nn\n"
+        "d = m.distribution('torcia_nn')\n"
+        "print(d.version, sorted(d.requires), sorted((e.group, e.name) for e in d.entry_points))\n")
+    # -S: none of the environment's own site-packages, where the real parts are
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split("\n")[0]
+    assert out == ("0.1.0 ['numpy>=1.26', 'torcia-autograd>=0.1,<0.2', 'torcia-core>=0.1,<0.2'] "
+                   "[('console_scripts', 'torcia-nn'), ('torcia', 'nn')]")
+
+
+def test_link_refuses_a_part_that_needs_building(fake_repo):
+    write_part(fake_repo, "plugins", "native", "torcia-native", ["torcia-core>=0.1,<0.2"])
+    pyproject = fake_repo / "plugins" / "native" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        'requires = ["setuptools>=77"]',
+        'requires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"'))
+    found = parts.discover(fake_repo)
+    with pytest.raises(SystemExit, match="pure-Python parts only.*torcia-native"):
+        install_parts.link(parts.closure(found, parts.lookup(found, "native")), fake_repo / "s")
+
+
 def test_a_private_core_import_outside_core_fails_the_check(fake_repo):
     write_part(fake_repo, "plugins", "sneaky", "torcia-sneaky", ["torcia-core>=0.1,<0.2"],
                modules={

@@ -183,9 +183,11 @@ def _alarm(signum, frame):
     raise _Timeout()
 
 
-def call_with(lib, holder, name, key):
+def call_with(lib, holder, name, key, seconds=2):
     """Call ``holder.name`` (``holder`` a module, or ``lib.Tensor`` for methods) with the
-    argument set ``key``; return the result or raise what the call raised."""
+    argument set ``key``; return the result or raise what the call raised, or
+    ``_Timeout`` after ``seconds`` (a survey skips what takes long; a test gives a
+    loaded machine time to build a large default layer such as ``nn.Transformer``)."""
     values = _values(lib)
     receiver, tokens = ARGSETS[key]
     args = [_resolve(tok, values) for tok in tokens]
@@ -194,7 +196,7 @@ def call_with(lib, holder, name, key):
     else:
         fn = getattr(holder, name)
     signal.signal(signal.SIGALRM, _alarm)
-    signal.alarm(2)
+    signal.alarm(seconds)
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")

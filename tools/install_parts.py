@@ -29,6 +29,14 @@ isolated environment, leaves the part's ``*.egg-info`` there, on the ``sys.path`
 environment that installs the checkout editable, where it reads as a second copy of the
 part; so editable parts built with setuptools are always built in the target environment,
 which gets setuptools first if it lacks it.
+
+``--link`` installs without pip, for a machine with no package index and no build
+backend (a GPU machine off the network, ``tools/gpu_check``): each pure-Python part gets
+its metadata (name, version, requirements, entry points) in the environment's
+``site-packages`` and its ``src`` folder on ``sys.path`` through one ``.pth`` file, as an
+editable install would. Third-party requirements are not installed, only listed::
+
+    python tools/install_parts.py --link --python .venv-gpu/bin/python packages cuda
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
+import tomllib
 from pathlib import Path
 
 import parts as repo
@@ -123,6 +132,54 @@ def pip_commands(selected, python, editable=False, isolated=False, pip_args=(),
     return commands
 
 
+LINK_FILE = "_torcia_parts_linked.pth"
+
+
+def link(selected, site: Path) -> list[str]:
+    """Install ``selected`` into ``site`` (a ``site-packages`` folder) without pip: a
+    ``.dist-info`` folder per part and one ``.pth`` file putting their ``src`` folders on
+    ``sys.path``. Returns the third-party requirements the parts declare (not installed).
+
+    A part that needs building (another backend than setuptools over ``src``, as the C++
+    plugin) cannot be linked: SystemExit names it."""
+    unlinkable = [p.name for p in selected
+                  if not p.build_backend.startswith("setuptools") or not (p.path / "src").is_dir()]
+    if unlinkable:
+        raise SystemExit(f"--link installs pure-Python parts only; build these with pip: "
+                         f"{', '.join(unlinkable)}")
+    site.mkdir(parents=True, exist_ok=True)
+    others = set()
+    for part in selected:
+        project = tomllib.loads((part.path / "pyproject.toml").read_text())["project"]
+        info = site / f"{part.name.replace('-', '_')}-{part.version}.dist-info"
+        info.mkdir(exist_ok=True)
+        metadata = ["Metadata-Version: 2.1", f"Name: {part.name}", f"Version: {part.version}"]
+        metadata += [f"Requires-Dist: {r}" for r in part.requires]
+        (info / "METADATA").write_text("\n".join(metadata) + "\n")
+        groups = dict(project.get("entry-points", {}))
+        if "scripts" in project:
+            groups["console_scripts"] = project["scripts"]
+        (info / "entry_points.txt").write_text("".join(
+            f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in points.items()) + "\n"
+            for group, points in groups.items()))
+        (info / "INSTALLER").write_text("torcia-install-parts-link\n")
+        (info / "RECORD").write_text("".join(f"{info.name}/{name},,\n" for name in
+                                             ("METADATA", "entry_points.txt", "INSTALLER",
+                                              "RECORD")))
+        others.update(r for r in part.requires if r not in part.torcia_requires)
+    pth = site / LINK_FILE
+    lines = pth.read_text().splitlines() if pth.exists() else []
+    lines += [str(p.path / "src") for p in selected if str(p.path / "src") not in lines]
+    pth.write_text("\n".join(lines) + "\n")
+    return sorted(others)
+
+
+def _site_packages(python) -> Path:
+    script = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    out = subprocess.run([python, "-c", script], capture_output=True, text=True, check=True)
+    return Path(out.stdout.strip())
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -141,6 +198,8 @@ def main(argv=None) -> int:
     parser.add_argument("--editable", "-e", action="store_true", help="editable installs")
     parser.add_argument("--python", default=sys.executable, help="the environment's Python")
     parser.add_argument("--isolated", action="store_true", help="keep pip's build isolation")
+    parser.add_argument("--link", action="store_true",
+                        help="no pip: metadata and a .pth file (pure-Python parts; offline)")
     parser.add_argument("--dry-run", action="store_true", help="print the pip commands only")
     parser.add_argument("--pip-arg", action="append", default=[], help="passed on to pip")
     args = parser.parse_args(argv)
@@ -151,6 +210,12 @@ def main(argv=None) -> int:
     named = [p for key, _ in wanted for p in repo.lookup(parts, key)]
     extras = {p.name: ex for key, ex in wanted if ex for p in repo.lookup(parts, key)}
     selected = repo.closure(parts, named, tests=args.with_tests)
+    if args.link:
+        site = _site_packages(args.python)
+        others = link(selected, site)
+        print(f"linked into {site}: {', '.join(p.name for p in selected)}"
+              + (f"; not installed (needed): {', '.join(others)}" if others else ""))
+        return 0
     present = frozenset() if args.isolated and not args.editable else satisfied(
         args.python, {r for p in selected for r in p.build_requires})
     with tempfile.TemporaryDirectory() as tmp:

@@ -3,6 +3,9 @@ attributes on tensors, ``.data``'s own version counter, the scalar-first overloa
 
 import copy
 import itertools
+import subprocess
+import sys
+import textwrap
 import warnings
 
 import numpy as np
@@ -224,3 +227,15 @@ def test_float8_rounds_as_pytorch():
         ours = torcia.tensor(values).to(getattr(torcia, name)).float().numpy()
         theirs = real.tensor(values).to(getattr(real, name)).float().numpy()
         np.testing.assert_array_equal(ours, theirs)
+
+
+def test_a_function_is_one_object_under_every_public_name_once_the_protocol_is_on():
+    code = textwrap.dedent("""
+        import torcia, torcia.nn.functional as F, torcia.library, torcia.serialization
+        class Tagged(torcia.Tensor):
+            pass
+        assert torcia.save is torcia.serialization.save
+        assert F.gelu is torcia.library.gelu
+        assert type(F.gelu(torcia.ones(2).as_subclass(Tagged))) is Tagged
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -444,8 +444,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def diagonal(self, a, offset=0, dim1=0, dim2=1):
         d = self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
-        if not d.flags.writeable and a.flags.writeable:
-            # NumPy hands out the diagonal read-only; PyTorch's is a writable view
+        # NumPy hands out the diagonal read-only, PyTorch's is a writable view; CuPy's
+        # arrays are always writable (their flags have no "writeable")
+        if not getattr(d.flags, "writeable", True) and a.flags.writeable:
             d.flags.writeable = True
         return d
 
@@ -513,7 +514,10 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def _scatter_index(self, index, dim):
         xp = self.xp
-        grids = list(xp.indices(index.shape, sparse=True))
+        # the open grids of indices(shape, sparse=True), which CuPy has no "sparse" for
+        n = index.ndim
+        grids = [xp.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+                 for d, s in enumerate(index.shape)]
         grids[dim] = index
         return tuple(grids)
 

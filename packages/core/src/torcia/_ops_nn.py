@@ -1210,8 +1210,11 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
             raise AssertionError("Padding_idx must be within num_embeddings")
         padding_idx = int(padding_idx) % v
     idx = input._data
-    if idx.size and (int(idx.min()) < 0 or int(idx.max()) >= v):
-        raise IndexError("index out of range in self")
+    if idx.size:
+        from torcia.backend import check_async
+
+        check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
+                    lambda: IndexError("index out of range in self"))
     if scale_grad_by_freq or sparse:
         raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
     if max_norm is not None:

@@ -496,6 +496,33 @@ def canonical(dev) -> device:
     return dev
 
 
+def check_async(device, bad, error) -> None:
+    """Raise ``error()`` where ``bad`` (a boolean of ``device``'s array module: a check of
+    an op's inputs, as an index in range) is true. On the host at once; on a device whose
+    runtime has ``assert_async`` (torcia-cuda's) without waiting for the device: the
+    runtime raises at a later synchronisation (``.item()``, ``.cpu()``,
+    ``torcia.cuda.synchronize()``), as PyTorch's device-side asserts do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.library import check_async
+    >>> check_async("cpu", np.bool_(False), lambda: IndexError("out of range"))
+    >>> check_async("cpu", np.bool_(True), lambda: IndexError("out of range"))
+    Traceback (most recent call last):
+    ...
+    IndexError: out of range
+    """
+    kind = canonical(device).type
+    if kind != "cpu":
+        defer = getattr(get_backend(kind).runtime, "assert_async", None)
+        if defer is not None:
+            defer(bad, error)
+            return
+    if bad:
+        raise error()
+
+
 def host_array(arr) -> np.ndarray:
     """Any backend's array as a NumPy array on the host.
 

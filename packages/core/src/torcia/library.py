@@ -135,16 +135,16 @@ from torcia._tensor import (
     active_modes,
     binary,
     call,
+    disabled_torch_function_impl,
     inplace,
     parse_to,
     unary,
 )
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
-from torcia._tensor import disabled_torch_function_impl
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
-from torcia.backend import Backend, KernelRegistry, get_backend, host_array
+from torcia.backend import Backend, KernelRegistry, check_async, get_backend, host_array
 from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
@@ -159,7 +159,7 @@ __all__ = [
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
-    "unary", "unbatch",
+    "check_async", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 
@@ -655,6 +655,25 @@ def dtype_from_numpy(np_dtype) -> torcia.dtype:
     torcia.int16
     """
     return _dtype.from_numpy_dtype(np_dtype)
+
+
+def tensor_of(array, device) -> Tensor:
+    """A tensor over ``array``, an array of ``device``'s array module (NumPy on "cpu",
+    CuPy on "cuda"), sharing its memory, with no autograd history: how a program that
+    ran kernels itself (torcia.compile's replay) hands back their results.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.library import tensor_of
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> t = tensor_of(a, "cpu"); a[0] = 3
+    >>> t
+    tensor([3., 0.])
+    """
+    from torcia.backend import canonical
+
+    return Tensor._make(array, canonical(device))
 
 
 def dtype_by_name(name: str) -> torcia.dtype:

@@ -412,3 +412,13 @@ def switch_on() -> None:
         module = sys.modules.get(name)
         if module is not None:
             _route_module(module)
+    # a function is one object under every public name (torcia.save is
+    # torcia.serialization.save; library re-exports nn.functional's), routed or not
+    for name, module in list(sys.modules.items()):
+        if name != "torcia" and not name.startswith("torcia.") or any(
+                part.startswith("_") for part in name.split(".")):
+            continue
+        for attr, value in list(vars(module).items()):
+            wrapper = _wrappers.get(id(value))
+            if wrapper is not None and _wrapped.get(id(wrapper)) is value:
+                setattr(module, attr, wrapper)

@@ -87,6 +87,7 @@ from torcia.library import (  # noqa: F401  (re-exported)
 from torcia.library import (  # noqa: F401  (re-exported)
     batched as _batched,
 )
+from torcia.library import check_async as _check_async
 from torcia.library import host_array as _host_array
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
@@ -1240,8 +1241,8 @@ def _scalar(d) -> str:
 def _check_targets(target, c, ignore_index):
     t = target._data
     bad = (t != ignore_index) & ((t < 0) | (t >= c))
-    if bad.any():
-        raise IndexError(f"Target {int(t[bad][0])} is out of bounds.")
+    _check_async(target.device, bad.any(),
+                 lambda: IndexError(f"Target {int(t[bad][0])} is out of bounds."))
 
 
 def _check_class_weight(weight, c):
