@@ -171,6 +171,35 @@ CASES = {
         f"n.reduce_sum(z(4), 1, {BIG}, 1, False)", "does not match x's 4 elements"),
     "reduce_sum negative size": (
         "n.reduce_sum(z(4), -1, -4, 1, True)", "does not match x's 4 elements"),
+    # attention
+    "flash_attention 3-D query": (
+        "n.flash_attention(z(2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        "q must be 4-D"),
+    "flash_attention keys of another width": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 5, 3), z(1, 2, 5, 4), None, False, 1.0)",
+        "k has size 3 at dimension 3, expected 4"),
+    "flash_attention values shorter than keys": (
+        f"n.flash_attention(z(1, 2, 5, 4), z(1, 2, {BIG}, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        f"v has size 5 at dimension 2, expected {BIG}"),
+    "flash_attention heads not a multiple": (
+        "n.flash_attention(z(1, 3, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        "q's 3 heads are not a multiple of k's 2"),
+    "flash_attention mask too small": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 9, 4), z(1, 2, 9, 4), "
+        "np.ones((1, 2, 5, 1), bool), False, 1.0)", "mask has size 1 at dimension 3"),
+    "flash_attention integer mask": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "np.ones((1, 2, 5, 5), np.int64), False, 1.0)", "mask must be bool or of q's dtype"),
+    "flash_attention empty rows": (
+        "n.flash_attention(z(1, 2, 5, 0), z(1, 2, 5, 0), z(1, 2, 5, 4), None, False, 1.0)",
+        "must not have empty rows"),
+    "flash_attention_backward lse too short": (
+        "n.flash_attention_backward(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 1), None, False, 1.0)",
+        "lse has size 1 at dimension 2, expected 5"),
+    "flash_attention_backward out of another shape": (
+        "n.flash_attention_backward(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "z(1, 2, 5, 4), z(1, 2, 5, 2), z(1, 2, 5), None, False, 1.0)", "out has shape"),
 }
 
 PRELUDE = f"""

@@ -371,6 +371,30 @@ class NativeKernels:
         stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
         return tuple(_native.batch_norm_backward(_cc(g), _cc(x), _opt_c(weight), *stats, eps))
 
+    # ----- attention: flash attention's forward and backward in C++, the (Lq, Lk) scores
+    # never held (csrc/attention.cpp) ----------------------------------------------------
+    def flash_attention(self, q, k, v, mask, is_causal=False, scale=1.0):
+        shape = _attention_shape(q, k, v, mask)
+        if shape is None:
+            return _FALLBACK.flash_attention(q, k, v, mask, is_causal, scale)
+        lead, b = shape
+        out, lse = _native.flash_attention(*_heads4(b, q, k, v), _mask4(mask, q, k, b),
+                                           bool(is_causal), float(scale))
+        return out.reshape(lead + out.shape[1:]), lse.reshape(lead + lse.shape[1:])
+
+    def flash_attention_backward(self, g, q, k, v, out, lse, mask, is_causal=False,
+                                 scale=1.0):
+        shape = _attention_shape(q, k, v, mask)
+        if shape is None or not _native_ok(q, g, out, lse) or g.shape != out.shape \
+                or out.shape != q.shape[:-1] + v.shape[-1:] or lse.shape != q.shape[:-1]:
+            return _FALLBACK.flash_attention_backward(g, q, k, v, out, lse, mask, is_causal,
+                                                      scale)
+        lead, b = shape
+        grads = _native.flash_attention_backward(
+            *_heads4(b, g, q, k, v, out), _c(lse).reshape(b, *lse.shape[-2:]),
+            _mask4(mask, q, k, b), bool(is_causal), float(scale))
+        return tuple(d.reshape(lead + d.shape[1:]) for d in grads)
+
     # ----- recurrent layers: the time loop in C++, the cells natively -------------------
     def lstm_layer(self, x_gates, h0, c0, w_hh_t):
         if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
@@ -428,6 +452,34 @@ def _own_blas_threads(work):
         yield
     finally:
         _native.set_blas_threads(1)
+
+
+def _attention_shape(q, k, v, mask):
+    """(leading dims, their product) of q, k, v (*, H, L, E) where the native attention
+    takes them: one float dtype, the same leading dims, rows not empty, and a bool mask or
+    one of their dtype; else None."""
+    if q.ndim < 3 or not q.ndim == k.ndim == v.ndim or not _native_ok(q, k, v) \
+            or q.shape[-1] == 0 or v.shape[-1] == 0:
+        return None
+    lead = q.shape[:-3]
+    if k.shape[:-3] != lead or v.shape[:-3] != lead or (
+            mask is not None and mask.dtype != np.bool_ and mask.dtype != q.dtype):
+        return None
+    return lead, math.prod(lead)
+
+
+def _heads4(b, *arrays):
+    """Each (*, H, L, E) array as a C-contiguous (b, H, L, E) one."""
+    return [_c(a).reshape(b, *a.shape[-3:]) for a in arrays]
+
+
+def _mask4(mask, q, k, b):
+    """The mask as a (b, Hq, Lq, Lk) view, broadcast dims of stride 0 (a copy only where
+    leading dims of different strides must merge), or None."""
+    if mask is None:
+        return None
+    full = np.broadcast_to(mask, q.shape[:-1] + k.shape[-2:-1])
+    return full.reshape(b, *full.shape[-3:])
 
 
 def _small_batch(a, b) -> bool:
@@ -716,7 +768,8 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
-             "batch_norm_backward", "masked_fill")
+             "batch_norm_backward", "masked_fill", "flash_attention",
+             "flash_attention_backward")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
