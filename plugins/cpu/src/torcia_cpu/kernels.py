@@ -690,14 +690,22 @@ def _binary_kernel(op):
     return kernel
 
 
-def div(a, b, rounding_mode=None):
-    """``div``'s kernel: true division natively (as :func:`_binary_kernel`'s)."""
-    if rounding_mode is None and (a.size >= _arithmetic_from or (
-            b.__class__ is _ndarray and b.size >= _arithmetic_from)):
-        out = _native_binary("div", a, b)
-        if out is not None:
-            return out
-    return _FALLBACK.div(a, b, rounding_mode)
+def _div_kernel():
+    reference = None
+
+    def div(a, b, rounding_mode=None):
+        """``div``'s kernel: true division natively (as :func:`_binary_kernel`'s)."""
+        nonlocal reference
+        if reference is None:
+            reference = fallback("div", "cpu")
+        if rounding_mode is None and (a.size >= _arithmetic_from or (
+                b.__class__ is _ndarray and b.size >= _arithmetic_from)):
+            out = _native_binary("div", a, b)
+            if out is not None:
+                return out
+        return reference(a, b, rounding_mode)
+
+    return div
 
 
 def _unary_kernel(op, dtypes=_FLOATS):
@@ -717,9 +725,8 @@ def _unary_kernel(op, dtypes=_FLOATS):
 
 def _reduction(a, dim, keepdim, dtype, mean):
     """The sum (or mean) of ``a`` over ``dim`` natively, or None where ``dim`` is not
-    None or adjacent dims, or ``a`` not a large C-contiguous float array."""
-    if a.size < _GRAIN or dtype is not None or a.dtype not in _FLOATS \
-            or not a.flags.c_contiguous:
+    None or adjacent dims, or ``a`` not a C-contiguous float array."""
+    if dtype is not None or a.dtype not in _FLOATS or not a.flags.c_contiguous:
         return None
     if dim is None:
         out = _native.reduce_sum(_flat(a), 1, a.size, 1, mean)
@@ -735,28 +742,35 @@ def _reduction(a, dim, keepdim, dtype, mean):
     return out.reshape(shape[:first] + shape[last + 1:])
 
 
-def sum(a, dim=None, keepdim=False, dtype=None):  # noqa: A001 (the op's name)
-    """``sum``'s kernel: over all or adjacent dims natively."""
-    out = _reduction(a, dim, keepdim, dtype, False)
-    return _FALLBACK.sum(a, dim, keepdim, dtype) if out is None else out
+def _reduction_kernel(op):
+    reference = None
+    mean = op == "mean"
 
+    def kernel(a, dim=None, keepdim=False, dtype=None):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _GRAIN:
+            out = _reduction(a, dim, keepdim, dtype, mean)
+            if out is not None:
+                return out
+        return reference(a, dim, keepdim, dtype)
 
-def mean(a, dim=None, keepdim=False, dtype=None):
-    """``mean``'s kernel: over all or adjacent dims natively."""
-    out = _reduction(a, dim, keepdim, dtype, True)
-    return _FALLBACK.mean(a, dim, keepdim, dtype) if out is None else out
+    kernel.__name__ = kernel.__qualname__ = op
+    kernel.__doc__ = f"``{op}``'s kernel: over all or adjacent dims natively."
+    return kernel
 
 
 #: Elementwise ops and reductions run natively on large float arrays.
 ELEMENTWISE = {
     **{op: _binary_kernel(op) for op in ("add", "sub", "mul")},
-    "div": div,
+    "div": _div_kernel(),
     **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
                                         "square")},
     # float64's exp stays on NumPy's vectorised one (the C library's is scalar)
     "exp": _unary_kernel("exp", (np.dtype(np.float32),)),
-    "sum": sum,
-    "mean": mean,
+    "sum": _reduction_kernel("sum"),
+    "mean": _reduction_kernel("mean"),
 }
 
 #: The ops whose reference kernel this plugin replaces on "cpu".
