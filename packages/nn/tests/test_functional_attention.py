@@ -87,7 +87,14 @@ def test_the_fused_op_runs_where_it_applies(monkeypatch):
     with pytest.raises(RuntimeError, match="same dtype"):  # mixed dtypes: its error
         F.scaled_dot_product_attention(q.float(), k.float(), v)
     F.scaled_dot_product_attention(q[0, 0], k[0, 0], v[0, 0])  # 2-D
+    from torcia.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH):  # the math path asked for: the composite
+        F.scaled_dot_product_attention(q, k, v)
     assert "flash_attention" not in calls
+    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v)
+    assert calls.count("flash_attention") == 1
 
 
 @pytest.mark.parametrize("case", CASES, ids=str)

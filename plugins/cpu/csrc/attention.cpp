@@ -384,9 +384,9 @@ Geometry geometry(const std::string& fn, const py::array& q, const py::array& k,
     check_rank(fn, "mask", m, 4);
     const int64_t want[4] = {g.b, g.hq, g.lq, g.lk};
     for (int d = 0; d < 4; ++d) check_dim(fn, "mask", m, d, want[d]);
-    if (m.dtype().is(py::dtype::of<bool>()))
+    if (torcia_checks::is_dtype<bool>(m.dtype()))
       g.mask_kind = 1;
-    else if (m.dtype().is(q.dtype()))
+    else if (torcia_checks::same_dtype(m.dtype(), q.dtype()))
       g.mask_kind = 2;
     else
       throw std::runtime_error(fn + ": mask must be bool or of q's dtype, got " +
@@ -408,7 +408,7 @@ py::tuple flash_attention(const py::array& q, const py::array& k, const py::arra
   const Geometry g = geometry("flash_attention", q, k, v, mask, causal, scale);
   py::array out(q.dtype(), std::vector<py::ssize_t>{g.b, g.hq, g.lq, g.ev});
   py::array lse(q.dtype(), std::vector<py::ssize_t>{g.b, g.hq, g.lq});
-  if (q.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(q.dtype()))
     run_forward<float>(g, {static_cast<const float*>(q.data()),
                            static_cast<const float*>(k.data()),
                            static_cast<const float*>(v.data())},
@@ -442,7 +442,7 @@ py::tuple flash_attention_backward(const py::array& go, const py::array& q, cons
   py::array dq(q.dtype(), std::vector<py::ssize_t>(q.shape(), q.shape() + 4));
   py::array dk(k.dtype(), std::vector<py::ssize_t>(k.shape(), k.shape() + 4));
   py::array dv(v.dtype(), std::vector<py::ssize_t>(v.shape(), v.shape() + 4));
-  if (q.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(q.dtype()))
     run_backward<float>(g, {static_cast<const float*>(q.data()),
                             static_cast<const float*>(k.data()),
                             static_cast<const float*>(v.data())},

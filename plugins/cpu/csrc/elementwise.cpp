@@ -53,7 +53,7 @@ Un parse_unary(const std::string& name) {
   throw std::runtime_error("unary: unknown op '" + name + "'");
 }
 
-bool is_f32(const py::array& a) { return a.dtype().is(py::dtype::of<float>()); }
+bool is_f32(const py::array& a) { return torcia_checks::is_dtype<float>(a.dtype()); }
 
 // body(lo, len) over the spans of [0, n), on OpenMP threads when there are several
 template <typename Body>

@@ -145,6 +145,12 @@ NN = (
     "flash_attention", "flash_attention_backward",
 )
 
+# --- sparse matrices -----------------------------------------------------------------------
+# (crow, col, values, dense, ncols=, transpose=): the compressed-row matrix the first three
+# describe (rows = len(crow) - 1, ncols columns) times dense, or its transpose with
+# transpose=True; differentiable in values and dense (torcia.sparse's products use it)
+SPARSE = ("sparse_mm",)
+
 # --- creation and randomness (no inputs, not differentiable) ------------------------------
 CREATION = (
     "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye",
@@ -156,7 +162,7 @@ ALL = (
     + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + FFT + ELEMENTWISE_OTHER
     + REDUCE
     + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
-    + NN + CREATION
+    + NN + SPARSE + CREATION
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
