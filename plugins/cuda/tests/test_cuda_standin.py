@@ -66,7 +66,7 @@ def test_without_cupy_cuda_is_unavailable_with_the_reason(monkeypatch):
         pytest.skip("CuPy is installed; this checks the machine without it")
     except ImportError:
         pass
-    torcia.plugins._reset()
+    torcia.plugins.reset()
     assert torcia.cuda.is_available() is False
     assert torcia.cuda.device_count() == 0
     with pytest.raises(RuntimeError, match="CuPy is not installed"):
