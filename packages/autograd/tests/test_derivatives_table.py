@@ -118,6 +118,9 @@ INF = float("inf")
 C23 = torcia.tensor(RNG.uniform(0.5, 2.0, (2, 3)))
 C3 = torcia.tensor(RNG.uniform(0.5, 2.0, 3))
 C32 = torcia.tensor(RNG.standard_normal((3, 2)))
+C42 = torcia.tensor(RNG.standard_normal((4, 2)))
+# the compressed rows of a 3 x 4 matrix with entries (0, 1), (0, 3), (2, 0), (2, 1), (2, 2)
+SP_CROW, SP_COL = torcia.tensor([0, 2, 2, 5]), torcia.tensor([1, 3, 0, 1, 2])
 
 SAMPLES = {
     # ----- elementwise, one input ---------------------------------------------------------
@@ -303,6 +306,14 @@ SAMPLES = {
                case(lambda a, b: a.mT @ b, r(2, 3, 2), r(3, 2))],
     "mm": [case(torcia.mm, r(2, 3), r(3, 2)), case(lambda a, b: a.mm(b.mT), r(2, 3), r(2, 3)),
            case(lambda a: a.mm(C32), r(2, 3)), case(lambda b: C23.mm(b), r(3, 2))],
+    # a 3 x 4 matrix of 5 entries (one empty row): A @ dense, A^T @ dense, and values only
+    "sparse_mm": [
+        case(lambda v, d: call("sparse_mm", (SP_CROW, SP_COL, v, d),
+                               {"ncols": 4, "transpose": False}), r(5), r(4, 2)),
+        case(lambda v, d: call("sparse_mm", (SP_CROW, SP_COL, v, d),
+                               {"ncols": 4, "transpose": True}), r(5), r(3, 2)),
+        case(lambda v: call("sparse_mm", (SP_CROW, SP_COL, v, C42),
+                            {"ncols": 4, "transpose": False}), r(5))],
     "bmm": [case(torcia.bmm, r(2, 2, 3), r(2, 3, 2)),
             case(lambda a: torcia.bmm(a, C32.expand(2, 3, 2)), r(2, 2, 3))],
     "dot": [case(torcia.dot, r(3), r(3)), case(lambda a: torcia.dot(a, C3), r(3))],

@@ -727,9 +727,8 @@ def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
 
 
 def test_a_lent_name_comes_from_the_part_that_owns_it(site):
-    import torcia.nn.functional as F
-
-    assert plugins.lent("torcia.nn.functional", "torcia-nn") is F
+    functional = plugins.lent("torcia.nn.functional", "torcia-nn")
+    assert functional is sys.modules["torcia.nn.functional"]
     assert torcia.compile is plugins.lent("torcia.compile", "torcia-compiler")
     with pytest.raises(ModuleNotFoundError,
                        match="torcia.gadget is part of the torcia-gadgets distribution, which "

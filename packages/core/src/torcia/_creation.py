@@ -6,6 +6,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
 from torcia._tensor import Tensor, canonical_device
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -200,30 +201,6 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
     return Tensor._make(D.native_array(ndarray), CPU)
-
-
-def from_dlpack(ext) -> Tensor:
-    """A tensor sharing memory with any object that implements the DLPack protocol.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import numpy as np
-    >>> a = np.arange(3.0)
-    >>> t = torcia.from_dlpack(a)
-    >>> a[0] = 5.0
-    >>> t
-    tensor([5., 1., 2.], dtype=torcia.float64)
-    """
-    if isinstance(ext, Tensor):
-        return ext
-    kind, index = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (1, 0)
-    if int(kind) == 1:
-        return Tensor._make(D.native_array(np.from_dlpack(ext)), CPU)
-    from torcia.backend import device
-
-    dev = device("cuda", int(index))
-    return Tensor._make(dev.backend.xp.from_dlpack(ext), dev)
 
 
 def _rebuild(arr, device, requires_grad):

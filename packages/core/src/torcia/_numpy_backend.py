@@ -17,6 +17,7 @@ from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
 from torcia._kernels_linalg import LinalgKernels, outer_operands
 from torcia._kernels_nn import NNKernels
+from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -109,7 +110,8 @@ def _real_only(name, kernel, error, message):
     return run
 
 
-class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels):
+class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels,
+                SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the

@@ -41,6 +41,7 @@ _TORCH_ARGS = frozenset({
     "weight", "bias", "target", "index", "indices", "mask", "src", "source", "values",
     "end", "running_mean", "running_var", "log_probs", "targets", "input_lengths",
     "target_lengths"})
+_STRIDED = torcia.strided
 
 
 class Entry:
@@ -192,6 +193,12 @@ def _fit(g, meta) -> Tensor:
     shape, dtype, _ = meta
     if not isinstance(g, Tensor):
         raise TypeError(f"a derivative formula returned {type(g).__name__}, not a Tensor")
+    if g.layout is not _STRIDED:
+        # a sparse gradient (embedding's with sparse=True) keeps its layout
+        if tuple(g.shape) != tuple(shape):
+            raise RuntimeError(f"a sparse gradient of shape {list(g.shape)} for an input of "
+                               f"shape {list(shape)}")
+        return g
     if g.__torcia_data__.shape != shape:
         g = _sum_to(g, shape)
     if g.__torcia_data__.dtype is not dtype:
@@ -1248,6 +1255,25 @@ def _(grad, a, b, *, needs_input_grad):
             a.mH @ grad if needs_input_grad[1] else None)
 
 
+@derivative("sparse_mm", saved_only_for={"dense": "values"})
+def _(grad, crow, col, values, dense, *, ncols, transpose, needs_input_grad):
+    # out = A @ dense (A^T @ dense with transpose), A the compressed-row matrix of
+    # (crow, col, values): dense gets A^H @ grad (A-bar @ grad), each stored value the
+    # dot product of the grad row and the dense row its entry joins
+    gv = gd = None
+    if needs_input_grad[3]:
+        gd = call("sparse_mm", (crow, col, _c(values), grad),
+                  {"ncols": ncols, "transpose": not transpose})
+    if needs_input_grad[2]:
+        counts = crow[1:] - crow[:-1]
+        rows = torcia.repeat_interleave(torcia.arange(crow.shape[0] - 1, device=crow.device),
+                                        counts.long())
+        out_rows, in_rows = (col, rows) if transpose else (rows, col)
+        gv = (grad.index_select(0, out_rows.long())
+              * _c(dense.index_select(0, in_rows.long()))).sum(-1)
+    return None, None, gv, gd
+
+
 @derivative("bmm", saved_only_for={"a": "b", "b": "a"}, names={"b": "mat2"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ b.mH if needs_input_grad[0] else None,
@@ -2292,7 +2318,16 @@ def _(grad, x, weight, *, normalized_ndim, eps, needs_input_grad):
 
 
 @derivative("embedding")
-def _(grad, _weight, indices, *, padding_idx):
+def _(grad, _weight, indices, *, padding_idx, sparse=False):
+    if sparse:
+        # PyTorch's sparse gradient: one entry per looked-up row (not coalesced), the
+        # padding row's left out
+        rows, flat = indices.reshape(-1), grad.reshape(-1, grad.shape[-1])
+        if padding_idx is not None:
+            keep = rows != padding_idx
+            rows, flat = rows[keep], flat[keep]
+        return torcia.sparse_coo_tensor(rows.long().unsqueeze(0), flat,
+                                        tuple(_weight.shape)), None
     return call("embedding_backward", (grad, indices),
                 {"num_weights": _weight.shape[0], "padding_idx": padding_idx}), None
 

@@ -32,6 +32,8 @@ from torcia.autograd.graph import (
 from torcia.library import AutogradMode, Tensor, active_modes, set_grad_mode, wrap
 from torcia.library import alias as make_alias
 
+_STRIDED = torcia.strided
+
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
 
@@ -615,7 +617,7 @@ def _stealable(grad: Tensor, leaf: Tensor, owned) -> bool:
     references the backward loop holds), whose array owns its memory and is seen by no
     view or other tensor, C-contiguous, writable, of the leaf's dtype and shape."""
     # getrefcount's argument and the parameters of this and _accumulate come on top
-    if owned is None or sys.getrefcount(grad) != owned + 3:
+    if owned is None or sys.getrefcount(grad) != owned + 3 or grad.__class__ is not Tensor:
         return False
     data = grad.__torcia_data__
     # the attribute, the local and getrefcount's argument: any other is a view or a tensor
@@ -636,7 +638,8 @@ def _add_in_place(old: Tensor, grad: Tensor) -> bool:
     dtype; False, and nothing done, otherwise. Saves the sum a new array (the gradients
     meeting at a residual connection, at each use of a weight)."""
     # the buffer's slot, the caller's local, this parameter and getrefcount's argument
-    if old.__class__ is not Tensor or sys.getrefcount(old) != 4:
+    if old.__class__ is not Tensor or grad.__class__ is not Tensor or \
+            sys.getrefcount(old) != 4:
         return False
     data, other = old.__torcia_data__, grad.__torcia_data__
     if data.__class__ is not np.ndarray or other.__class__ is not np.ndarray \
@@ -663,7 +666,12 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
     if hooked:
         grad = _call_hooks(meta.hooks, grad)
     old = leaf.__torcia_grad__
-    if create_graph:
+    if grad.layout is not _STRIDED:
+        # a sparse gradient (embedding's with sparse=True) is kept sparse, as PyTorch's;
+        # added to a dense one it makes a dense one
+        grad = grad if create_graph else grad.detach()
+        leaf.__torcia_grad__ = grad if old is None else old + grad
+    elif create_graph:
         leaf.grad = grad if old is None else old + grad
     elif old is None:
         if not hooked and _stealable(grad, leaf, owned):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import weakref
 
 import torcia
-from torcia.library import RemovableHandle, Size, Tensor, dtype_from_numpy
+from torcia.library import RemovableHandle, Size, Tensor, bump_version, dtype_from_numpy
 from torcia.library import alias as make_alias
 
 _FREED = (
@@ -575,3 +575,245 @@ class save_on_cpu(saved_tensors_hooks):
             return t if device is None else t.to(device)
 
         super().__init__(pack, unpack)
+
+
+# ---------------------------------------------------------------------------------------
+# the rest of torch.autograd.graph's names
+# ---------------------------------------------------------------------------------------
+
+
+class _HookSwitch:
+    """The message with which saved-tensor hooks are refused (None: allowed)."""
+
+    disabled_message = None
+
+
+_SWITCH = _HookSwitch()
+_saved_hooks_enter = saved_tensors_hooks.__enter__
+
+
+def _checked_enter(self):
+    if _SWITCH.disabled_message is not None:
+        raise RuntimeError(_SWITCH.disabled_message)
+    return _saved_hooks_enter(self)
+
+
+saved_tensors_hooks.__enter__ = _checked_enter
+
+
+class disable_saved_tensors_hooks:
+    """Inside the block, entering :class:`saved_tensors_hooks` raises ``RuntimeError``
+    with ``error_message`` (a feature that cannot work with them says why).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
+    >>> with disable_saved_tensors_hooks("not with this feature"):
+    ...     try:
+    ...         saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
+    ...     except RuntimeError as error:
+    ...         print(error)
+    not with this feature
+    """
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._saved = _SWITCH.disabled_message
+        _SWITCH.disabled_message = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _SWITCH.disabled_message = self._saved
+        return False
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Inside the block, a tensor saved for backward may be modified in place afterwards:
+    backward uses the values it had when it was saved (each saved tensor is copied when
+    saved; PyTorch copies on the first mutation, with the same results).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torcia.autograd.graph.allow_mutation_on_saved_tensors():
+    ...     y = x.clone()
+    ...     z = (y * y).sum()
+    ...     with torcia.no_grad():
+    ...         _ = y.mul_(10)
+    ...     z.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    _check_version = False
+
+    def __init__(self):
+        super().__init__(lambda t: t.detach().clone(), lambda t: t)
+
+
+class GradientEdge(tuple):
+    """Where a tensor's gradient flows in the graph: ``(node, output_nr)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import get_gradient_edge
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> edge = get_gradient_edge(x * 2)
+    >>> edge.node.name(), edge.output_nr
+    ('MulBackward0', 0)
+    """
+
+    def __new__(cls, node, output_nr: int, ownership_token=None):
+        return super().__new__(cls, (node, output_nr))
+
+    @property
+    def node(self):
+        return self[0]
+
+    @property
+    def output_nr(self) -> int:
+        return self[1]
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The edge ``tensor``'s gradient flows along: its ``grad_fn`` (the accumulator of a
+    leaf) and which of that node's outputs it is."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
+                           "does not require gradients")
+    if tensor.grad_fn is None:
+        return GradientEdge(accumulator_of(tensor), 0)
+    return GradientEdge(tensor.grad_fn, tensor.__torcia_output_nr__)
+
+
+def increment_version(tensor) -> None:
+    """Count an in-place change that autograd did not see (a write through ``.data`` or a
+    raw array): saved copies of ``tensor`` then fail their version check.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import increment_version
+    >>> t = torcia.ones(2)
+    >>> before = t._version
+    >>> increment_version(t)
+    >>> t._version - before
+    1
+    """
+    for t in ([tensor] if isinstance(tensor, Tensor) else tensor):
+        bump_version(t)
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Call ``fn`` once per backward pass for a group of tensors: with ``mode="all"``,
+    ``fn(grads)`` after the pass has computed the gradients it computes among them (None
+    for the others); with ``mode="any"``, ``fn(grad)`` with the first one computed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import register_multi_grad_hook
+    >>> a = torcia.ones(2, requires_grad=True)
+    >>> b = torcia.ones(2, requires_grad=True)
+    >>> seen = []
+    >>> handle = register_multi_grad_hook((a, b), lambda grads: seen.append(
+    ...     [None if g is None else g.tolist() for g in grads]))
+    >>> (a * 3).sum().backward()
+    >>> seen
+    [[[3.0, 3.0], None]]
+    >>> handle.remove()
+    """
+    from torcia.autograd.engine import queue_callback, register_hook
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state = {"grads": [None] * len(tensors), "pending": False, "fired": False}
+
+    def finish():
+        grads = state["grads"]
+        state.update(grads=[None] * len(tensors), pending=False, fired=False)
+        if mode == "all":
+            fn(grads)
+
+    def make_hook(i):
+        def hook(grad):
+            if not state["pending"]:
+                state["pending"] = True
+                queue_callback(finish)
+            if mode == "all":
+                state["grads"][i] = grad
+            elif not state["fired"]:
+                state["fired"] = True
+                fn(grad)
+            return None
+        return hook
+
+    handles = [register_hook(t, make_hook(i)) for i, t in enumerate(tensors)
+               if t.requires_grad]
+    return _MultiHandle(handles)
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every hook of :func:`register_multi_grad_hook`."""
+
+    def __init__(self, handles):
+        super().__init__({})
+        self._handles = handles
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+class _Setting:
+    budget = None
+    warn_stream_mismatch = True
+    override_stale_capture_stream = False
+
+
+_SETTINGS = _Setting()
+
+
+class region_activation_memory_budget:
+    """PyTorch's budget of saved activations for the region (a fraction in [0, 1]) that
+    ``torch.compile``'s partitioner reads; torcia's compiler keeps every activation, and
+    the value is kept here for code that sets it.
+
+    Examples
+    --------
+    >>> from torcia.autograd.graph import region_activation_memory_budget
+    >>> with region_activation_memory_budget(0.5):
+    ...     pass
+    """
+
+    def __init__(self, budget: float):
+        if not 0.0 <= budget <= 1.0:
+            raise ValueError(f"activation memory budget must be in [0, 1], got {budget}")
+        self.budget = budget
+
+    def __enter__(self):
+        self._saved, _SETTINGS.budget = _SETTINGS.budget, self.budget
+        return self
+
+    def __exit__(self, *exc):
+        _SETTINGS.budget = self._saved
+        return False
+
+
+def set_warn_on_accumulate_grad_stream_mismatch(enabled: bool) -> None:
+    """PyTorch's switch of the warning when a CUDA gradient is accumulated on another
+    stream than its tensor's; torcia's CUDA device synchronises its streams at each op,
+    so the mismatch cannot arise; the setting is kept."""
+    _SETTINGS.warn_stream_mismatch = bool(enabled)
+
+
+def set_override_stale_capture_stream(enabled: bool) -> None:
+    """PyTorch's switch for CUDA-graph capture streams left stale by autograd; kept for
+    code that sets it (torcia's CUDA graphs capture on the current stream)."""
+    _SETTINGS.override_stale_capture_stream = bool(enabled)
