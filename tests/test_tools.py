@@ -258,14 +258,21 @@ def test_private_names_of_cores_modules_and_tensor_fail_the_check(fake_repo):
                        "from torcia.ops import Tensor, _callbacks\n"
                        "def f(t, u):\n    t._vc[0] += 1\n    ops._callbacks.append(f)\n"
                        "    return Tensor._make(u._data), O._callbacks\n"
-                       "class Sub(Tensor):\n    def g(self):\n        return self._data\n"
                        "def ok(t, other):\n    other._private = 1\n"
                        "    return t.__torcia_data__, t._version\n"),
+                   # a tensor subclass's self is a tensor; another class's self is not
+                   "src/torcia_sneaky/sub.py": (
+                       "from torcia.ops import Tensor\nclass Sub(Tensor):\n    pass\n"
+                       "class SubSub(Sub):\n    def g(self):\n        return self._vc\n"),
+                   "src/torcia_sneaky/other.py": (
+                       "class Store:\n    def g(self):\n        return self._data\n"),
                })
     assert check_deps.check(fake_repo) == [
-        f"plugins/sneaky/src/torcia_sneaky/__init__.py uses {name}, which is private to "
+        f"plugins/sneaky/src/torcia_sneaky/{file} uses {name}, which is private to "
         "torcia-core: use torcia.library or the public API"
-        for name in ("Tensor._data", "Tensor._make", "Tensor._vc", "torcia.ops._callbacks")
+        for file, name in (("__init__.py", "Tensor._data"), ("__init__.py", "Tensor._make"),
+                           ("__init__.py", "Tensor._vc"), ("__init__.py", "torcia.ops._callbacks"),
+                           ("sub.py", "Tensor._vc"))
     ]
 
 

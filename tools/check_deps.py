@@ -261,7 +261,8 @@ def private_uses(path: Path, core_modules: frozenset[str] = frozenset(),
                  tensor_names: frozenset[str] = frozenset()) -> set[str]:
     """The private core names a file imports or reaches: ``torcia._x``, a private name of
     one of ``core_modules`` (``torcia.random._seed_callbacks``, also through a local name
-    of the module), a private name of the Tensor (``x._data``, but on ``self``/``cls``)."""
+    of the module), a private name of the Tensor (``x._data``; on ``self``/``cls`` only
+    inside a subclass of the Tensor)."""
     tree = ast.parse(path.read_text(), str(path))
     found = {".".join(m.split(".")[:2]) for m in imported_modules(path) if _private(m)}
     local = {}  # a local name bound to one of core's modules -> the module
@@ -277,6 +278,7 @@ def private_uses(path: Path, core_modules: frozenset[str] = frozenset(),
             for alias in node.names:
                 if alias.asname and alias.name in core_modules:
                     local[alias.asname] = alias.name
+    on_tensor = _tensor_self_attributes(tree)
     for node in ast.walk(tree):
         if not isinstance(node, ast.Attribute) or not _one_underscore(node.attr):
             continue
@@ -288,9 +290,31 @@ def private_uses(path: Path, core_modules: frozenset[str] = frozenset(),
             found.add(f"torcia.{node.attr}")
         elif owner in core_modules:
             found.add(f"{owner}.{node.attr}")
-        elif node.attr in tensor_names and owner not in ("self", "cls"):
+        elif node.attr in tensor_names and (owner not in ("self", "cls")
+                                            or id(node) in on_tensor):
             found.add(f"Tensor.{node.attr}")
     return found
+
+
+# the classes whose instances are tensors, by the last name of a base
+_TENSOR_CLASSES = {"Tensor", "Parameter", "Buffer"}
+
+
+def _tensor_self_attributes(tree: ast.AST) -> set[int]:
+    """The ids of the ``self.x``/``cls.x`` nodes inside a class that derives from a
+    tensor class (``Tensor``, ``nn.Parameter``, or such a class of the same file): there
+    ``self._data`` is a Tensor's private field like any other tensor's."""
+    tensor_classes, ids = set(_TENSOR_CLASSES), set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        bases = {(_dotted(b) or "").rpartition(".")[2] for b in cls.bases}
+        if not bases & tensor_classes:
+            continue
+        tensor_classes.add(cls.name)
+        ids.update(id(n) for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+                   and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+    return ids
 
 
 def core_modules(core: repo.Part | None) -> frozenset[str]:
