@@ -43,7 +43,7 @@ def site(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file there
     monkeypatch.syspath_prepend(str(tmp_path))
     specs, registries = list(plugins._state.spec_modules), dict(plugins._state.registries)
-    plugins._reset()
+    plugins.reset()
     yield tmp_path
     monkeypatch.undo()
     # forget what the fake distributions added: their modules, hook specs and registries
@@ -60,7 +60,7 @@ def site(tmp_path, monkeypatch):
             if key not in registries and getattr(r, "hook_name", None) in hooks}
     plugins._state.registries.clear()
     plugins._state.registries.update(registries, **kept)
-    plugins._reset()
+    plugins.reset()
     plugins._policy.remove_guard()  # a lock a test put in force
     plugins._state.discovery_guard = False
 
@@ -106,7 +106,8 @@ def test_core_lists_itself_through_the_same_hooks(site):
     core = infos_by_name()["core"]
     assert core.status == "loaded"
     assert "device backend:cpu" in core.provides
-    assert "kernel:add@cpu" in core.provides
+    # an op no plugin of this repository overrides (torcia-cpu replaces "add" with its own)
+    assert "kernel:atan2@cpu" in core.provides
 
 
 @pytest.mark.parametrize("key", ["fakedev", "fake-dist"])
@@ -284,7 +285,7 @@ def test_listing_as_json(fakedev, monkeypatch, capsys):
     assert by_name["fakedev"]["reason"] == "blocked by TORCIA_DISABLE_PLUGINS"
     assert by_name["fakedev"]["distribution"] == "fake-dist"
     assert "cpu" in by_name["core"]["provides_by_kind"]["device backend"]
-    assert "add" in by_name["core"]["provides_by_kind"]["kernels on cpu"]
+    assert "atan2" in by_name["core"]["provides_by_kind"]["kernels on cpu"]
 
 
 def test_the_command_line_needs_a_command(capsys):
@@ -369,14 +370,15 @@ def test_a_kernel_for_a_misspelled_device_fails_the_plugin_and_is_rolled_back(si
 
         @torcia.hookimpl
         def torcia_register_kernels(registry):
-            registry.add("neg", "cpu", lambda a: np.negative(a) * 0, priority=10)
-            registry.add("neg", "CPU", np.negative)
+            registry.add("floor", "cpu", lambda a: np.floor(a) * 0, priority=10)
+            registry.add("floor", "CPU", np.floor)
     """})
     with pytest.warns(plugins.PluginWarning, match="device type 'CPU'.*lower case: 'cpu'"):
-        assert (-torcia.tensor([1.0, 2.0])).tolist() == [-1.0, -2.0]
+        assert torcia.tensor([1.5, 2.5]).floor().tolist() == [1.0, 2.0]
     info = infos_by_name()["caps"]
     assert info.status == "failed" and info.provides == []
-    assert torcia.device("cpu").backend.kernel_providers["neg"] == "core"
+    # (floor: an op no plugin of this repository overrides, so its provider is core)
+    assert torcia.device("cpu").backend.kernel_providers["floor"] == "core"
 
 
 def test_a_hook_raising_after_registering_is_rolled_back(site):
@@ -386,12 +388,12 @@ def test_a_hook_raising_after_registering_is_rolled_back(site):
 
         @torcia.hookimpl
         def torcia_register_kernels(registry):
-            registry.add("neg", "cpu", lambda a: np.zeros_like(a), priority=10)
+            registry.add("floor", "cpu", lambda a: np.zeros_like(a), priority=10)
             raise RuntimeError("second half missing")
     """})
     with pytest.warns(plugins.PluginWarning, match="'half'.*second half missing"):
-        assert (-torcia.tensor([3.0])).tolist() == [-3.0]
-    assert torcia.device("cpu").backend.kernel_providers["neg"] == "core"
+        assert torcia.tensor([3.5]).floor().tolist() == [3.0]
+    assert torcia.device("cpu").backend.kernel_providers["floor"] == "core"
 
 
 def test_calling_torcia_from_a_registration_hook_fails_instead_of_hanging(site):
@@ -627,7 +629,7 @@ def _locked(site, monkeypatch):
     assert set(doc["distributions"][0]["files"]) == {
         "pinned_mod.py", "pinned_dist-1.0.dist-info/METADATA",
         "pinned_dist-1.0.dist-info/entry_points.txt"}
-    plugins._reset()
+    plugins.reset()
     return lock
 
 
@@ -721,3 +723,23 @@ def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
     assert str(err.value).startswith(
         "device backend 'brokendev' is provided by plugin 'brokendev' (brokendev-dist), which "
         "failed to load: ImportError: libaccel.so: cannot open shared object")
+
+
+# ---- names lent across the arrows (torcia_register_names) -------------------------------
+
+
+def test_a_lent_name_comes_from_the_part_that_owns_it(site):
+    functional = plugins.lent("torcia.nn.functional", "torcia-nn")
+    assert functional is sys.modules["torcia.nn.functional"]
+    assert torcia.compile is plugins.lent("torcia.compile", "torcia-compiler")
+    with pytest.raises(ModuleNotFoundError,
+                       match="torcia.gadget is part of the torcia-gadgets distribution, which "
+                             "is not installed; install torcia-gadgets"):
+        plugins.lent("torcia.gadget", "torcia-gadgets")
+
+
+def test_a_name_lent_by_a_blocked_plugin_says_so(site, monkeypatch):
+    monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "nn")
+    plugins.reset()
+    with pytest.raises(ModuleNotFoundError, match="plugin 'nn' .torcia-nn., which is blocked"):
+        torcia.kl_div(torcia.zeros(2), torcia.zeros(2))
