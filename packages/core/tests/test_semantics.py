@@ -529,3 +529,23 @@ def test_arg_extremes_refuse_complex_before_looking_at_the_dim(op):
     # dim 2 is out of range too: the dtype is what PyTorch names
     with pytest.raises(RuntimeError, match=rf"{op}\(\): does not support complex input"):
         getattr(torcia, op)(torcia.tensor([[1j]]), 2)
+
+
+@pytest.mark.parametrize(("call", "words"), [
+    (lambda b, i: b - 1, "with a bool tensor"),
+    (lambda b, i: 1 - b, "with a bool tensor"),
+    (lambda b, i: i - b, "with a bool tensor"),
+    (lambda b, i: i - True, "with a bool tensor"),
+    (lambda b, i: torcia.rsub(b, 1), "with a bool tensor"),
+    (lambda b, i: True - b, "with two bool tensors"),
+])
+def test_subtraction_refuses_bools_on_either_side(call, words):
+    with pytest.raises(RuntimeError, match=f"Subtraction, the `-` operator, {words}"):
+        call(torcia.tensor([True]), torcia.tensor([1]))
+
+
+def test_reflected_subtraction_keeps_its_values():
+    # 10 - 2 * [1, 2] and 1.5 - [1] (a float scalar on the left promotes)
+    assert torcia.rsub(torcia.tensor([1, 2]), 10, alpha=2).tolist() == [8, 6]
+    out = 1.5 - torcia.tensor([1])
+    assert out.tolist() == [0.5] and out.dtype is torcia.float32

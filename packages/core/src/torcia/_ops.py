@@ -435,11 +435,16 @@ def sub(input, other, *deprecated, alpha=1):
     >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
     tensor([3, 2])
     """
-    if isinstance(input, Tensor) and input.dtype is D.bool_ and isinstance(other, Tensor) and (
-        other.dtype is D.bool_
-    ):
+    # a Python bool is a bool operand too (PyTorch wraps it as a bool tensor)
+    bools = builtins.sum(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is D.bool_
+                         for v in (input, other))
+    if bools == 2:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if bools:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if deprecated:
         alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
     if alpha != 1:

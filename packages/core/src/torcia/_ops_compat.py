@@ -439,7 +439,7 @@ def rsub(input, other, *, alpha=1):
     >>> torcia.rsub(torcia.tensor([1, 2]), 10)
     tensor([9, 8])
     """
-    return other - alpha * input
+    return _ops.sub(other, input, alpha=alpha)
 
 
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):

@@ -1264,10 +1264,11 @@ def check_overlap(self: Tensor, args=()) -> None:
     root = self._base if self._base is not None else self
     for x in args:
         if x.__class__ is Tensor or isinstance(x, Tensor):
-            xd = x._data
-            if xd is sd or (x._base if x._base is not None else x) is not root:
+            # another storage first: a sparse tensor has no dense array to look at
+            if (x._base if x._base is not None else x) is not root:
                 continue
-            if _partial_overlap(sd, xd):
+            xd = x._data
+            if xd is not sd and _partial_overlap(sd, xd):
                 raise RuntimeError(
                     "unsupported operation: some elements of the input tensor and the "
                     "written-to tensor refer to a single memory location in memory. Please "
