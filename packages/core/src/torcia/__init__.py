@@ -345,7 +345,7 @@ _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
-    "compiler": "torcia-compiler", "jit": "torcia-jit",
+    "compiler": "torcia-compiler", "jit": "torcia-jit", "export": "torcia-export",
 }
 _ALIASES = {
     "torcia.utils.data": "torcia.data",
