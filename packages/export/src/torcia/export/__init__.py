@@ -82,7 +82,7 @@ from torcia.library import Tensor
 __all__ = ["Dim", "ExportError", "ExportGraphSignature", "ExportedProgram", "InputKind",
            "InputSpec", "OutputKind", "OutputSpec", "dims", "export", "load", "save"]
 
-ExportError.__module__ = __name__  # raised to users as torcia.export.ExportError
+ExportError.__module__ = "torcia.export"  # where users meet it
 
 FORMAT = "torcia.export"
 VERSION = 1
