@@ -345,6 +345,11 @@ def fuse(graph: Graph) -> None:
     absorbed: set[int] = set()
     keeps: set[int] = set()  # reductions whose chain's result is also written out
     for node in graph.nodes:
+        if node.kind == "copy_":
+            # an in-place write (ReLU(inplace=True)) changes the value after its chain
+            # ran: a later reader must read the written array, not recompute the chain
+            producer.pop(node.args[0][1], None)
+            continue
         if _reduction(graph, node) is not None:
             # a reduction ends the chain that computes its input; where something else
             # reads that input too, the kernel writes it as well (a second output)
