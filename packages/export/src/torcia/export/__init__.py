@@ -410,6 +410,14 @@ class ExportedModule(nn.Module):
             else:
                 self._places.append(None)
 
+    @property
+    def code(self) -> str:
+        """The program as Python-like source, one line per op
+        (``torch.fx.GraphModule.code``)."""
+        ep = self._exported
+        user = [n for n, s in zip(ep._inputs.names, ep._inputs.shapes) if s is not None]
+        return ep._program.code(ep._value_names, user)
+
     def forward(self, *args, **kwargs):
         ep = self._exported
         leaves: list = []
@@ -503,13 +511,15 @@ def _state_names(module) -> dict:
 class _Tracing:
     """The captures of one export: the base one and those with sizes or values moved."""
 
-    def __init__(self, module, args, kwargs, leaves, spec, state):
+    def __init__(self, module, args, kwargs, leaves, spec, state, on_read):
+        self.on_read = on_read
         self.module = module
         self.leaves = leaves
         self.spec = spec
         self.state = state
         self.param_ids = set(state)
-        self.rng = np.random.default_rng(0)
+        # values read as constants must keep their branches: repeat the inputs' values
+        self.rng = np.random.default_rng(0) if on_read == "error" else None
         self.buffers = [(b, np.array(b._data)) for kind, _, b in state.values()
                         if kind == "buffer"]
         self.args, self.kwargs = args, kwargs
@@ -521,7 +531,7 @@ class _Tracing:
 
     def base(self):
         try:
-            tracer, _ = capture(self.module, self.args, self.kwargs)
+            tracer, _ = capture(self.module, self.args, self.kwargs, self.on_read)
         finally:
             self.restore()
         return summarize(tracer, self.param_ids)
@@ -540,7 +550,7 @@ class _Tracing:
                 new.append(leaf)
         args, kwargs = unflatten(self.spec, iter(new))
         try:
-            tracer, _ = capture(self.module, args, kwargs)
+            tracer, _ = capture(self.module, args, kwargs, self.on_read)
         finally:
             self.restore()
         return summarize(tracer, self.param_ids)
@@ -768,7 +778,7 @@ def _encode_ref_check(ref, arrays):
 
 
 def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
-           preserve_module_call_signature: tuple = ()) -> ExportedProgram:
+           preserve_module_call_signature: tuple = (), on_data_read="error") -> ExportedProgram:
     """Capture ``mod(*args, **kwargs)`` as an :class:`ExportedProgram`
     (``torch.export.export``).
 
@@ -786,6 +796,10 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         or a tuple with one :class:`Dim` (or ``None``) per axis; other sizes are static.
     strict, preserve_module_call_signature
         Accepted for PyTorch compatibility; capture is always by running the model.
+    on_data_read : "error" or a Warning class
+        What Python reading a tensor's values does: torch.export's error (the default),
+        or, a torcia extension that :func:`torcia.jit.trace` uses, a warning of that
+        class, the values read becoming constants of the program.
 
     Raises
     ------
@@ -824,18 +838,24 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
                               f"on {leaf.device})")
     infos = parse(mod, args, kwargs, dynamic_shapes, leaves)
     state = _state_names(mod)
-    tracing = _Tracing(mod, args, kwargs, leaves, spec, state)
+    if on_data_read != "error" and not (isinstance(on_data_read, type)
+                                        and issubclass(on_data_read, Warning)):
+        raise ValueError(f"on_data_read must be 'error' or a Warning class, got "
+                         f"{on_data_read!r}")
+    tracing = _Tracing(mod, args, kwargs, leaves, spec, state, on_data_read)
     base = tracing.base()
-    same = tracing.at({})  # new values, same sizes: what depends on values but not traced
-    why = differ(base, same)
-    if why is not None or same.ints != base.ints:
-        raise ExportError(located("torcia.export cannot capture this program: it changes "
-                                  "with the inputs' values" + (f" ({why})" if why else ""),
-                                  ""))
+    same = None
+    if on_data_read == "error":
+        same = tracing.at({})  # new values, same sizes: what depends on values untraced
+        why = differ(base, same)
+        if why is not None or same.ints != base.ints:
+            raise ExportError("torcia.export cannot capture this program: it changes with "
+                              "the inputs' values" + (f" ({why})" if why else ""))
     fitted, captures, steps, active = _fit_all(tracing, base, infos)
     if not active:
         fitted = list(base.ints)
-    captures[frozenset(["values"])] = same
+    if same is not None:
+        captures[frozenset(["values"])] = same
     lifted = _lifted(tracing, base, captures, fitted, active, steps)
     return _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec,
                   _leaf_names(mod, args, kwargs, leaves), state, (args, kwargs))

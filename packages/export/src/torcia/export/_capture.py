@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import linecache
 import sys
+import warnings
 
 import numpy as np
 
@@ -62,10 +63,12 @@ class ExportTracer(Tracer):
     """The compiler's tracer, refusing graph breaks, recording where each op and each
     tensor made outside the traced ops came from."""
 
-    def __init__(self):
+    def __init__(self, on_read="error"):
         super().__init__(fullgraph=True)
         self.locs: dict[int, str] = {}  # id(node) -> user line
         self.input_locs: dict[int, str] = {}  # value id of an input -> user line
+        self.reads = on_read  # "error", or the Warning class to warn with
+        self.warned: set = set()
 
     def fail(self, reason: str) -> None:
         raise ExportError(located(f"torcia.export cannot capture this program: {reason}",
@@ -73,6 +76,16 @@ class ExportTracer(Tracer):
 
     def on_read(self, tensor, how):
         if not self._tracing():
+            return
+        if self.reads != "error":
+            loc = user_frame(2)
+            if loc not in self.warned:
+                self.warned.add(loc)
+                warnings.warn(located(
+                    f"Python reads the values of a tensor (Tensor.{how}()): the program "
+                    "takes them as constants, so it may not generalize to other inputs "
+                    "(a branch taken here is the branch it always takes)", loc),
+                    self.reads, stacklevel=3)
             return
         raise ExportError(located(
             f"Could not guard on data-dependent expression: Python reads the values of a "
@@ -127,7 +140,7 @@ def unflatten(spec, leaves):
     return tuple(items) if tag == "tuple" else items
 
 
-def capture(module, args: tuple, kwargs: dict):
+def capture(module, args: tuple, kwargs: dict, on_read="error"):
     """Run ``module(*args, **kwargs)`` once under :class:`ExportTracer` with gradients off.
 
     Returns ``(tracer, leaves)``: the tracer holds the graph (its ``outputs`` set), the
@@ -135,7 +148,7 @@ def capture(module, args: tuple, kwargs: dict):
     """
     leaves: list = []
     flatten((args, kwargs), leaves)
-    tracer = ExportTracer()
+    tracer = ExportTracer(on_read)
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Tensor):
             tracer.register(leaf, ("arg", i))
@@ -145,11 +158,13 @@ def capture(module, args: tuple, kwargs: dict):
     return tracer, leaves
 
 
-def resampled(t: Tensor, shape, rng: np.random.Generator) -> Tensor:
+def resampled(t: Tensor, shape, rng: np.random.Generator | None) -> Tensor:
     """A tensor of ``shape`` and ``t``'s dtype whose values are drawn from ``t``'s own
-    (so that token ids stay valid ids, positive inputs positive)."""
+    (so that token ids stay valid ids, positive inputs positive); without ``rng``, its
+    values repeated in order."""
     pool = t._data.reshape(-1)
     if pool.size == 0:
         return torcia.from_numpy(np.zeros(shape, t._data.dtype))
-    picked = pool[rng.integers(0, pool.size, size=int(np.prod(shape, dtype=np.int64)))]
+    n = int(np.prod(shape, dtype=np.int64))
+    picked = pool[rng.integers(0, pool.size, size=n)] if rng is not None else np.resize(pool, n)
     return torcia.from_numpy(np.ascontiguousarray(picked.reshape(shape)))

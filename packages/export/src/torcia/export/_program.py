@@ -93,6 +93,21 @@ class PNode:
     tuple_out: bool = False
     loc: str = ""
 
+    def value_args(self) -> list:
+        """The value ids this node reads, in order."""
+        found = []
+
+        def walk(ref):
+            if ref[0] == "v":
+                found.append(ref[1])
+            elif ref[0] == "l":
+                for r in ref[1]:
+                    walk(r)
+
+        for r in [*self.args, *self.params.values()]:
+            walk(r)
+        return found
+
 
 def _full(shape, value, dtype):
     return np.full(shape, value, dtype)
@@ -116,6 +131,7 @@ class Program:
     meta: dict  # value id -> (shape: ints, Syms or None, numpy dtype)
     dim_names: list
     constants: dict = dataclasses.field(default_factory=dict)  # name -> array
+    backend: Any = None  # a torcia.compile backend run on each binding's graph
     _cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
     # -- running --------------------------------------------------------------------------
@@ -135,8 +151,9 @@ class Program:
                         "install the torcia part or plugin that provides it") from None
         return found
 
-    def compiled(self, sizes: tuple):
-        """The replay function for one binding of the dynamic sizes (cached)."""
+    def compiled(self, sizes: tuple, arrays: list | None = None):
+        """The replay function for one binding of the dynamic sizes (cached); with a
+        backend, ``arrays`` (the call's inputs) give it the shapes it specialises to."""
         hit = self._cache.get(sizes)
         if hit is not None:
             return hit
@@ -153,18 +170,42 @@ class Program:
                 fn = kernels.get(node.op) if node.kind == "call" else None
                 graph.nodes.append(Node(node.kind, node.op, fn, args, params, node.outs,
                                         node.tuple_out))
-        results = sorted(output_values(self.outputs))
-        run, _ = generate(graph, results)
+        outputs = self.outputs
+        if self.backend is not None:
+            graph.outputs = _with_grad_flags(self.outputs)
+            graph.meta = self._shapes(graph, arrays)
+            graph = self.backend(graph, arrays)
+            outputs = strip_grad_flags(graph.outputs)  # CSE may have renamed them
+        results = sorted(output_values(outputs))
+        replay, _ = generate(graph, results)
+        # a backend may drop inputs it no longer reads: each keeps its source's position
+        take = [src[1] for _, src in graph.inputs]
+
+        def run(arrays):
+            return replay([arrays[i] for i in take])
+
         if len(self._cache) >= 16:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[sizes] = (run, results)
-        return run, results
+        self._cache[sizes] = (run, results, outputs)
+        return run, results, outputs
+
+    def _shapes(self, graph: Graph, arrays: list) -> dict:
+        """Every value's (shape, dtype) on these inputs: the graph run once, value by
+        value (the backend fuses for the shapes it sees)."""
+        plain, _ = generate(Graph(inputs=graph.inputs, nodes=graph.nodes),
+                            [v for n in graph.nodes for v in n.outs])
+        values = plain(arrays)
+        meta = {vid: (tuple(np.shape(a)), np.asarray(a).dtype)
+                for (vid, _), a in zip(graph.inputs, arrays)}
+        for vid, a in zip([v for n in graph.nodes for v in n.outs], values):
+            meta[vid] = (tuple(np.shape(a)), np.asarray(a).dtype)
+        return meta
 
     def run(self, arrays: list, sizes: tuple):
         """The outputs (as arrays, in the returned structure) for the input arrays."""
-        run, results = self.compiled(sizes)
+        run, results, outputs = self.compiled(sizes, arrays)
         values = dict(zip(results, run(arrays)))
-        return rebuild(self.outputs, lambda vid: values[vid])
+        return rebuild(outputs, lambda vid: values[vid])
 
     def interpret(self, tensors: list, sizes: tuple):
         """Run op by op through torcia's dispatch, so that autograd records the ops and
@@ -219,6 +260,38 @@ class Program:
         lines.insert(1, "  ".join("-" * w for w in widths))
         return "\n".join(lines)
 
+    def code(self, input_names: dict, user: list) -> str:
+        """The program as Python-like source (``torch.fx.GraphModule.code``): one line
+        per op, sizes written in the dynamic dimensions' names."""
+        names = {}
+        for vid, kind, target in self.inputs:
+            names[vid] = input_names.get(vid, target) if kind == "user" else (
+                f"self.{target}" if kind != "constant" else f"self._constants.{target}")
+
+        def fmt(ref):
+            kind, what = ref
+            if kind == "v":
+                return names.get(what, f"v{what}")
+            if kind == "l":
+                return "[" + ", ".join(fmt(r) for r in what) + "]"
+            return _fmt_const(what, self.dim_names)
+
+        lines = [f"def forward(self, {', '.join(user)}):"]
+        for node in self.nodes:
+            outs = ", ".join(f"v{o}" for o in node.outs) + ("," if node.tuple_out else "")
+            if node.kind == "copy_":
+                lines.append(f"    {fmt(node.args[0])}.copy_({fmt(node.args[1])})")
+                continue
+            if node.kind == "cast":
+                call = f"{fmt(node.args[0])}.to({np.dtype(node.params['dtype'][1])})"
+            else:
+                parts = [fmt(r) for r in node.args]
+                parts += [f"{k}={fmt(r)}" for k, r in node.params.items()]
+                call = f"torcia.ops.{node.op}({', '.join(parts)})"
+            lines.append(f"    {outs} = {call}")
+        lines.append(f"    return {_fmt_structure(self.outputs, names)}")
+        return "\n".join(lines) + "\n"
+
     def _meta(self, vid) -> str:
         shape, dtype = self.meta.get(vid, (None, None))
         if shape is None:
@@ -252,6 +325,19 @@ def _fmt_const(obj, names) -> str:
     return repr(obj)
 
 
+def _fmt_structure(obj, names) -> str:
+    tag = obj[0]
+    if tag == "v":
+        return names.get(obj[1], f"v{obj[1]}")
+    if tag == "c":
+        return repr(obj[1])
+    if tag == "dict":
+        return "{" + ", ".join(f"{k!r}: {_fmt_structure(v, names)}"
+                               for k, v in obj[1].items()) + "}"
+    inner = ", ".join(_fmt_structure(x, names) for x in obj[1])
+    return f"({inner}{',' if len(obj[1]) == 1 else ''})" if tag == "tuple" else f"[{inner}]"
+
+
 def output_values(outputs) -> set:
     found = set()
 
@@ -279,6 +365,18 @@ def rebuild(obj, value):
         return {k: rebuild(v, value) for k, v in obj[1].items()}
     items = [rebuild(x, value) for x in obj[1]]
     return tuple(items) if tag == "tuple" else items
+
+
+def _with_grad_flags(obj):
+    """A program's output structure in the compiler's form (``("v", id, False)``)."""
+    tag = obj[0]
+    if tag == "v":
+        return ("v", obj[1], False)
+    if tag == "c":
+        return obj
+    if tag == "dict":
+        return ("dict", {k: _with_grad_flags(v) for k, v in obj[1].items()})
+    return (tag, [_with_grad_flags(x) for x in obj[1]])
 
 
 def strip_grad_flags(obj):
