@@ -331,3 +331,33 @@ def test_save_load_round_trip_and_refusals(tmp_path):
         torcia.export.load(tmp_path / "plain.pt")
     with pytest.raises(TypeError, match="must be an instance of 'ExportedProgram'"):
         torcia.export.save(nn.Linear(1, 1), buf)
+
+
+def test_freeze_and_backend_passes_keep_resnets_outputs():
+    from torcia.export import passes
+
+    model, example, shapes, _ = _build("resnet18")
+    ep = export(model, (example(2),), dynamic_shapes=shapes)
+    frozen = passes.freeze(ep)
+    ops = [n.op for n in frozen.graph.nodes]
+    assert "batch_norm" not in ops and ops.count("conv") == 20
+    assert frozen.graph_signature.parameters == []
+    fused = passes.with_backend(frozen, "inductor")
+    x = example(3)
+    with torcia.no_grad():
+        want = model(x).numpy()
+        for program in (frozen, fused):
+            np.testing.assert_allclose(program.module()(x).numpy(), want, rtol=1e-4,
+                                       atol=1e-5)
+    assert [n.op for n in ep.graph.nodes].count("batch_norm") == 20  # ep left as it was
+
+
+def test_tied_weights_keep_both_names_and_one_parameter(tmp_path):
+    model, example, shapes, _ = _build("gpt")
+    ep = export(model, (example(2),), dynamic_shapes=shapes)
+    torcia.export.save(ep, tmp_path / "gpt.pt2")
+    module = torcia.export.load(tmp_path / "gpt.pt2").module()
+    assert sorted(module.state_dict()) == sorted(model.state_dict())
+    assert module.get_parameter("head.weight") is module.get_parameter(
+        "token_embedding.weight")
+    assert len(list(module.parameters())) == len(list(model.parameters()))

@@ -79,8 +79,9 @@ from torcia.export._program import (
 )
 from torcia.library import Tensor
 
-__all__ = ["Dim", "ExportError", "ExportGraphSignature", "ExportedProgram", "InputKind",
-           "InputSpec", "OutputKind", "OutputSpec", "dims", "export", "load", "save"]
+__all__ = ["Dim", "ExportError", "ExportGraph", "ExportGraphSignature", "ExportedModule",
+           "ExportedProgram", "InputKind", "InputSpec", "OutputKind", "OutputSpec", "dims",
+           "export", "load", "named_state", "register_state", "save"]
 
 ExportError.__module__ = "torcia.export"  # where users meet it
 
@@ -390,18 +391,7 @@ class ExportedModule(nn.Module):
     def __init__(self, program: ExportedProgram):
         super().__init__()
         self._exported = program
-        for name, t in program.state_dict.items():
-            owner, _, leaf = name.rpartition(".")
-            mod = self
-            for part in owner.split(".") if owner else ():
-                if part not in mod._modules:
-                    mod.add_module(part, nn.Module())
-                mod = mod._modules[part]
-            if program._kinds[name] == "parameter":
-                mod.register_parameter(leaf, t if isinstance(t, nn.Parameter)
-                                       else nn.Parameter(t, requires_grad=t.requires_grad))
-            else:
-                mod.register_buffer(leaf, t)
+        register_state(self, program.state_dict, program._kinds)
         self._places = []
         for _, kind, target in program._program.inputs:
             if kind in ("parameter", "buffer"):
@@ -441,6 +431,57 @@ class ExportedModule(nn.Module):
             return program.interpret(tensors, sizes)
         out = program.run([t._data for t in tensors], sizes)
         return _wrap(out)
+
+
+def named_state(module: nn.Module) -> tuple[dict, dict]:
+    """Every parameter and buffer of ``module`` under every name (a tied weight under
+    each, as ``state_dict()`` has them): ``(name -> tensor, name -> "parameter" or
+    "buffer")``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> state, kinds = torcia.export.named_state(torcia.nn.BatchNorm1d(2))
+    >>> kinds["weight"], kinds["running_mean"]
+    ('parameter', 'buffer')
+    """
+    state, kinds = {}, {}
+    for name, p in module.named_parameters(remove_duplicate=False):
+        state.setdefault(name, p)
+        kinds.setdefault(name, "parameter")
+    for name, b in module.named_buffers(remove_duplicate=False):
+        if b is not None:
+            state.setdefault(name, b)
+            kinds.setdefault(name, "buffer")
+    return state, kinds
+
+
+def register_state(module: nn.Module, state: dict, kinds: dict) -> None:
+    """Register ``state`` (dotted name -> tensor, as :func:`named_state` gives) on
+    ``module``, making empty submodules along the names: the same tensor objects, so a
+    tied weight stays one parameter.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.nn.Module()
+    >>> torcia.export.register_state(m, {"fc.weight": torcia.nn.Parameter(torcia.ones(2))},
+    ...                              {"fc.weight": "parameter"})
+    >>> sorted(m.state_dict())
+    ['fc.weight']
+    """
+    for name, t in state.items():
+        owner, _, leaf = name.rpartition(".")
+        mod = module
+        for part in owner.split(".") if owner else ():
+            if part not in mod._modules:
+                mod.add_module(part, nn.Module())
+            mod = mod._modules[part]
+        if kinds[name] == "parameter":
+            mod.register_parameter(leaf, t if isinstance(t, nn.Parameter)
+                                   else nn.Parameter(t, requires_grad=t.requires_grad))
+        else:
+            mod.register_buffer(leaf, t)
 
 
 def _wrap(obj):
@@ -631,29 +672,44 @@ def _fit(tracing: _Tracing, base, dims_: list):
         fitted.append(fit_values(points, base_sizes, signs, depends[j]))
     check = {k: s[2] for k, s in enumerate(steps) if s[2] is not None}
     if check:
-        try:
-            got = tracing.at(_moved(dims_, check))
-        except Exception as exc:  # noqa: BLE001
-            raise _Specialized(list(check), f"with {_sizes(dims_, check)} the model fails: "
-                                            f"{type(exc).__name__}: {exc}") from None
-        why = differ(base, got)
-        if why is not None:
-            raise _Specialized(list(check), f"with {_sizes(dims_, check)} {why}")
-        values = [check.get(k, base_sizes[k]) for k in range(len(dims_))]
-        for j, f in enumerate(fitted):
-            want = f.value(values) if isinstance(f, Sym) else f
-            if want != got.ints[j]:
-                owner = base.owners[j]
-                loc = base.tracer.locs.get(id(owner[1]), "") if owner[0] == "node" else \
-                    base.tracer.input_locs.get(owner[1], "")
-                what = f"op {owner[1].op!r}" if owner[0] == "node" else "a tensor's size"
-                blame = sorted(depends[j]) or list(check)
-                raise _Specialized(blame, located(
-                    f"a size of {what} is {got.ints[j]} with {_sizes(dims_, check)}, not "
-                    f"{want} as it would be if it followed "
-                    f"{', '.join(dims_[k].name for k in blame)} linearly", loc))
+        got, failure = _verify(tracing, base, fitted, depends, dims_, base_sizes, check)
+        if failure is not None and len(check) > 1:
+            # find the dimensions to blame: each moved alone (the others may be fine)
+            alone = [k for k in check if _verify(tracing, base, fitted, depends, dims_,
+                                                 base_sizes, {k: check[k]})[1] is not None]
+            if alone:
+                failure = _Specialized(alone, str(failure))
+        if failure is not None:
+            raise failure
         captures[frozenset(["check"])] = got
     return fitted, captures, steps
+
+
+def _verify(tracing, base, fitted, depends, dims_, base_sizes, check):
+    """Capture with the sizes ``check`` and compare every fitted integer: returns the
+    capture and None, or None and the :class:`_Specialized` that says what went wrong."""
+    try:
+        got = tracing.at(_moved(dims_, check))
+    except Exception as exc:  # noqa: BLE001
+        return None, _Specialized(list(check), f"with {_sizes(dims_, check)} the model "
+                                               f"fails: {type(exc).__name__}: {exc}")
+    why = differ(base, got)
+    if why is not None:
+        return None, _Specialized(list(check), f"with {_sizes(dims_, check)} {why}")
+    values = [check.get(k, base_sizes[k]) for k in range(len(dims_))]
+    for j, f in enumerate(fitted):
+        want = f.value(values) if isinstance(f, Sym) else f
+        if want != got.ints[j]:
+            owner = base.owners[j]
+            loc = base.tracer.locs.get(id(owner[1]), "") if owner[0] == "node" else \
+                base.tracer.input_locs.get(owner[1], "")
+            what = f"op {owner[1].op!r}" if owner[0] == "node" else "a tensor's size"
+            blame = sorted(depends[j] & set(check)) or list(check)
+            return None, _Specialized(blame, located(
+                f"a size of {what} is {got.ints[j]} with {_sizes(dims_, check)}, not "
+                f"{want} as it would be if it followed "
+                f"{', '.join(dims_[k].name for k in blame)} linearly", loc))
+    return got, None
 
 
 def _sizes(dims_, sizes: dict) -> str:
@@ -930,17 +986,8 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
             shapes.append(None)
             dtypes.append(None)
             values.append(leaf)
-    state_dict, kinds = {}, {}
-    for _, kind, target in inputs:
-        if kind in ("parameter", "buffer"):
-            t = next(s[2] for s in state.values() if s[1] == target)
-            state_dict[target] = t
-            kinds[target] = kind
-    for kind, name, t in state.values():
-        # parameters and buffers the forward does not read stay in the state dict
-        if name not in state_dict:
-            state_dict[name] = t
-            kinds[name] = kind
+    # every parameter and buffer, read by the forward or not
+    state_dict, kinds = named_state(mod)
     inputs_spec = _Inputs(spec, names, shapes, dtypes, values, active)
     return ExportedProgram(program, inputs_spec, state_dict, kinds, example)
 
@@ -985,6 +1032,13 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None,
     arrays: dict = {}
     program = ep._program
     inputs = ep._inputs
+    first: dict = {}
+    aliases = {}  # a tied weight's other names -> its first name
+    for name, t in ep.state_dict.items():
+        if id(t) in first:
+            aliases[name] = first[id(t)]
+        else:
+            first[id(t)] = name
     description = {
         "format": FORMAT, "version": VERSION,
         "program": program_to_json(program, arrays),
@@ -998,6 +1052,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None,
             "dims": [dataclasses.asdict(d) for d in inputs.dims],
         },
         "kinds": ep._kinds,
+        "aliases": aliases,
         "requires_grad": sorted(n for n, t in ep.state_dict.items() if t.requires_grad),
         "ops": sorted({n.op for n in program.nodes if n.kind == "call"}),
         "extra_files": dict(extra_files or {}),
@@ -1005,7 +1060,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None,
     payload = {
         "description": json.dumps(description),
         "state_dict": {n: torcia.from_numpy(np.ascontiguousarray(t._data))
-                       for n, t in ep.state_dict.items()},
+                       for n, t in ep.state_dict.items() if n not in aliases},
         "constants": {n: torcia.from_numpy(np.ascontiguousarray(a))
                       for n, a in program.constants.items()},
         "arrays": {n: torcia.from_numpy(np.ascontiguousarray(a)) for n, a in arrays.items()},
@@ -1060,6 +1115,9 @@ def load(f, *, extra_files: dict | None = None,
             state[name] = nn.Parameter(t, requires_grad=name in grads)
         else:
             state[name] = t
+    for alias, name in description["aliases"].items():
+        state[alias] = state[name]
+    state = {name: state[name] for name in description["kinds"]}  # the saved order
     if extra_files is not None:
         for k in list(extra_files):
             extra_files[k] = description["extra_files"].get(k, "")

@@ -42,11 +42,12 @@ _state = _State()
 def capturing(kind: str):
     """Mark this thread as running a ``"script"`` or ``"trace"`` capture (what
     :func:`is_scripting` and :func:`is_tracing` answer)."""
-    setattr(_state, kind + "ing", getattr(_state, kind + "ing") + 1)
+    flag = {"script": "scripting", "trace": "tracing"}[kind]
+    setattr(_state, flag, getattr(_state, flag) + 1)
     try:
         yield
     finally:
-        setattr(_state, kind + "ing", getattr(_state, kind + "ing") - 1)
+        setattr(_state, flag, getattr(_state, flag) - 1)
 
 
 def is_scripting() -> bool:
