@@ -35,6 +35,7 @@ Table table = {
     scipy_cblas_sgemm_batch_strided,
     scipy_cblas_dgemm_batch_strided,
     scipy_openblas_set_num_threads,
+    nullptr,
 };
 
 }  // namespace torcia_blas
@@ -285,6 +286,8 @@ std::string use_mkl(const std::string& path) {
       symbol<torcia_blas::sgemm_strided_t>(lib, path, "cblas_sgemm_batch_strided"),
       symbol<torcia_blas::dgemm_strided_t>(lib, path, "cblas_dgemm_batch_strided"),
       set_threads,
+      // the integer product is optional: torcia-ao's kernels fall back without it
+      reinterpret_cast<torcia_blas::gemm_s8u8s32_t>(dlsym(lib, "cblas_gemm_s8u8s32")),
   };
   if (set_interface(kMklInterfaceLp64) != kMklInterfaceLp64)
     throw std::runtime_error("use_mkl: " + path + " refused the LP64 interface (32-bit "

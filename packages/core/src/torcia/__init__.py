@@ -346,6 +346,7 @@ _PARTS = {
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
     "compiler": "torcia-compiler", "jit": "torcia-jit", "export": "torcia-export",
+    "ao": "torcia-ao",
 }
 _ALIASES = {
     "torcia.utils.data": "torcia.data",
@@ -405,9 +406,19 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
     sys.meta_path.append(_PartFinder())
 
 
+#: torch's quantized tensors, dtypes and schemes at the top level; torcia-ao provides them
+_QUANTIZATION = frozenset({
+    "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
+    "dequantize", "qint8", "quint8", "qint32", "quint4x2", "per_tensor_affine",
+    "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+    "per_channel_affine_float_qparams", "qscheme"})
+
+
 def __getattr__(name):
     if name == "compile":  # torch.compile's place; torcia-compiler provides it
         return importlib.import_module("torcia.compiler").compile
+    if name in _QUANTIZATION:
+        return getattr(__getattr__("ao").quantization, name)
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
