@@ -13,6 +13,7 @@
 // symmetric (zero point 0).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
@@ -144,7 +145,7 @@ void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col
     const float v = static_cast<float>(acc[j]) * (row_scale * col_scale[j]) +
                     (bias ? bias[j] : 0.f);
     float q = round_even(v * inv_out) + static_cast<float>(out_zp);
-    q = std::min(std::max(q, lo), 255.f);
+    q = std::min(std::max(lo, q), 255.f);  // NaN -> lo
     out_q[j * out_stride] = static_cast<uint8_t>(q);
   }
 }
@@ -204,7 +205,7 @@ void quantize_per_row(const float* xp, int64_t m, int64_t k, uint8_t* qp, float*
     const float scale = amax > 0 ? amax / 127.f : 1.f;
     uint8_t* out = qp + i * k;
     for (int64_t j = 0; j < k; ++j) {
-      const float v = std::min(std::max(round_even(row[j] / scale), -127.f), 127.f);
+      const float v = std::min(std::max(-127.f, round_even(row[j] / scale)), 127.f);
       out[j] = static_cast<uint8_t>(static_cast<int>(v) + 128);
     }
     sp[i] = scale;
@@ -235,8 +236,8 @@ int quantize_whole(const float* xp, int64_t m, int64_t k, bool reduce_range, uin
   const float top = static_cast<float>(qmax);
 #pragma omp parallel for schedule(static) if (m * k > 65536)
   for (int64_t i = 0; i < m * k; ++i) {
-    const float v = round_even(xp[i] * inv) + static_cast<float>(zp);
-    qp[i] = static_cast<uint8_t>(std::min(std::max(v, 0.f), top));
+    const float v = round_even(xp[i] * inv + static_cast<float>(zp));
+    qp[i] = static_cast<uint8_t>(std::min(std::max(0.f, v), top));  // NaN -> 0
   }
   for (int64_t i = 0; i < m; ++i) sp[i] = fscale;
   return zp;
@@ -266,7 +267,7 @@ py::tuple quantize_rows(const py::array& x, bool per_row, bool reduce_range) {
 }
 
 // quantize_tensor(x float32, scale, zero_point, qmin, qmax, signed) -> uint8 or int8 array
-// of x's shape: clamp(rint(x * (1 / scale)) + zero_point, qmin, qmax)
+// of x's shape: clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)
 py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, int qmax,
                           bool is_signed) {
   const std::string fn = "quantize_tensor";
@@ -283,7 +284,7 @@ py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, in
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n > 262144)
   for (int64_t i = 0; i < n; ++i) {
-    const float v = std::min(std::max(round_even(xp[i] * inv) + zp, lo), hi);
+    const float v = std::min(std::max(lo, round_even(xp[i] * inv + zp)), hi);  // NaN -> lo
     if (is_signed)
       reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
     else
@@ -421,7 +422,7 @@ py::array qadd(const py::array& a, const py::array& b, double as, int az, double
 #pragma omp parallel for schedule(static) if (n > 262144)
   for (int64_t i = 0; i < n; ++i) {
     const float v = static_cast<float>(ap[i] - az) * fa + static_cast<float>(bp[i] - bz) * fb;
-    o[i] = static_cast<uint8_t>(std::min(std::max(round_even(v * inv) + oz, lo), 255.f));
+    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
   }
   }
   return out;

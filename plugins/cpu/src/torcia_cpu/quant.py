@@ -2,20 +2,25 @@
 
 The ops are defined by torcia-ao (its NumPy reference kernels define them); this plugin
 registers faster kernels for the same names, as for any op. The int8 products run on
-MKL's ``cblas_gemm_s8u8s32`` where MKL is loaded (the ``mkl`` extra; see the README for
-why MKL); inputs they do not cover (another dtype, grouped convolutions, no MKL) go to
-the reference through torcia's fallback.
+oneDNN's integer GEMM (the ``int8`` extra), or MKL's where oneDNN is missing (see
+``_provider``); inputs they do not cover (another dtype, grouped convolutions, no integer
+GEMM) go to the op's reference kernel (its record's, ``torcia.library.get_op``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from torcia.library import fallback
+from torcia.library import get_op
 from torcia_cpu import _native, _provider
 from torcia_cpu.kernels import _own_blas_threads
 
 _U8, _I8, _F32 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.float32)
+
+
+def _reference(op):
+    """The reference kernel of ``op`` (a torcia-ao op: its record holds it)."""
+    return get_op(op).kernel
 
 
 def _int8_gemm() -> bool:
@@ -38,13 +43,13 @@ class QuantKernels:
         if _is(x, _F32) and dtype in ("quint8", "qint8"):
             return _native.quantize_tensor(np.ascontiguousarray(x), scale, zero_point, qmin,
                                            qmax, dtype == "qint8")
-        return fallback("quantize_per_tensor", "cpu")(
+        return _reference("quantize_per_tensor")(
             x, scale=scale, zero_point=zero_point, qmin=qmin, qmax=qmax, dtype=dtype)
 
     def dequantize_per_tensor(self, q, *, scale, zero_point):
         if _is(q, _U8) or _is(q, _I8):
             return _native.dequantize_tensor(np.ascontiguousarray(q), scale, zero_point)
-        return fallback("dequantize_per_tensor", "cpu")(q, scale=scale, zero_point=zero_point)
+        return _reference("dequantize_per_tensor")(q, scale=scale, zero_point=zero_point)
 
     def quantized_linear(self, xq, wq, w_scales, bias, *, x_scale, x_zero_point,
                          out_scale=None, out_zero_point=0, relu=False):
@@ -57,7 +62,7 @@ class QuantKernels:
                     np.ascontiguousarray(w_scales, dtype=_F32), _bias(bias),
                     -1.0 if out_scale is None else out_scale, out_zero_point, relu)
             return out.reshape(*xq.shape[:-1], wq.shape[0])
-        return fallback("quantized_linear", "cpu")(
+        return _reference("quantized_linear")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point,
             out_scale=out_scale, out_zero_point=out_zero_point, relu=relu)
 
@@ -71,7 +76,7 @@ class QuantKernels:
                 np.ascontiguousarray(np.broadcast_to(w_scales, (wq.shape[0],)), dtype=_F32),
                 _bias(bias), list(stride), [top, bottom, left, right], list(dilation),
                 -1.0 if out_scale is None else out_scale, out_zero_point, relu)
-        return fallback("quantized_conv2d", "cpu")(
+        return _reference("quantized_conv2d")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point, stride=stride,
             padding=padding, dilation=dilation, groups=groups, out_scale=out_scale,
             out_zero_point=out_zero_point, relu=relu)
@@ -82,7 +87,7 @@ class QuantKernels:
             return _native.qadd(np.ascontiguousarray(a), np.ascontiguousarray(b), a_scale,
                                 a_zero_point, b_scale, b_zero_point, out_scale,
                                 out_zero_point, relu)
-        return fallback("quantized_add", "cpu")(
+        return _reference("quantized_add")(
             a, b, a_scale=a_scale, a_zero_point=a_zero_point, b_scale=b_scale,
             b_zero_point=b_zero_point, out_scale=out_scale, out_zero_point=out_zero_point,
             relu=relu)
@@ -96,7 +101,7 @@ class QuantKernels:
                                           np.ascontiguousarray(w_scales, dtype=_F32),
                                           _bias(bias), -1.0, 0, False)
             return out.reshape(*x.shape[:-1], wq.shape[0])
-        return fallback("linear_dynamic", "cpu")(x, wq, w_scales, bias, per_row=per_row,
+        return _reference("linear_dynamic")(x, wq, w_scales, bias, per_row=per_row,
                                                  reduce_range=reduce_range)
 
     def linear_weight_int8(self, x, wq, w_scales, bias):
@@ -105,7 +110,7 @@ class QuantKernels:
             out = _native.linear_w8(x2, np.ascontiguousarray(wq),
                                     np.ascontiguousarray(w_scales, dtype=_F32), _bias(bias))
             return out.reshape(*x.shape[:-1], wq.shape[0])
-        return fallback("linear_weight_int8", "cpu")(x, wq, w_scales, bias)
+        return _reference("linear_weight_int8")(x, wq, w_scales, bias)
 
     def linear_weight_int4(self, x, packed, scales, zeros, bias, *, group_size):
         if _is(x, _F32) and _is(packed, _U8):
@@ -115,7 +120,7 @@ class QuantKernels:
                                     np.ascontiguousarray(zeros, dtype=_F32), group_size,
                                     _bias(bias))
             return out.reshape(*x.shape[:-1], packed.shape[0])
-        return fallback("linear_weight_int4", "cpu")(x, packed, scales, zeros, bias,
+        return _reference("linear_weight_int4")(x, packed, scales, zeros, bias,
                                                      group_size=group_size)
 
 

@@ -7,9 +7,10 @@ them by name (torcia-cpu does, on MKL's integer GEMM). The reference computes in
 products exactly: int8 x uint8 products summed in float64, whose 53-bit mantissa holds
 every int32 sum.
 
-Conventions (PyTorch's): quantized values ``q = clamp(rint(x / scale) + zero_point,
-qmin, qmax)`` (rint: round half to even, as C's nearbyint), ``x ~ (q - zero_point) *
-scale``; weights int8 symmetric (zero point 0), per output channel or per tensor;
+Conventions (PyTorch's on x86, FBGEMM's): quantized values ``q = clamp(rint(x * (1 /
+scale) + zero_point), qmin, qmax)`` in float32 (rint: round half to even; the zero point
+added before rounding, as FBGEMM's vectorised quantization does), ``x ~ (q - zero_point)
+* scale``; weights int8 symmetric (zero point 0), per output channel or per tensor;
 activations uint8 affine.
 """
 
@@ -26,9 +27,9 @@ def _f32(x):
 
 def quantize_per_tensor(x, *, scale: float, zero_point: int, qmin: int, qmax: int,
                         dtype: str):
-    """``clamp(rint(x * (1 / scale)) + zero_point, qmin, qmax)`` as ``dtype``'s integers."""
+    """``clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)`` as ``dtype``'s integers."""
     inv = np.float32(1.0) / np.float32(scale)
-    q = np.rint(_f32(x) * inv) + zero_point
+    q = np.rint(_f32(x) * inv + np.float32(zero_point))
     return np.clip(q, qmin, qmax).astype(_DTYPES[dtype])
 
 
@@ -47,7 +48,7 @@ def quantize_per_channel(x, scales, zero_points, *, axis: int, qmin: int, qmax: 
                          dtype: str):
     """:func:`quantize_per_tensor` with a scale and zero point per slice along ``axis``."""
     inv = np.float32(1.0) / _f32(scales)
-    q = np.rint(_f32(x) * _along(inv, axis, x.ndim)) + _along(zero_points, axis, x.ndim)
+    q = np.rint(_f32(x) * _along(inv, axis, x.ndim) + _along(_f32(zero_points), axis, x.ndim))
     return np.clip(q, qmin, qmax).astype(_DTYPES[dtype])
 
 
@@ -226,7 +227,7 @@ def fake_quantize(x, scale, zero_point, *, qmin: int, qmax: int, axis: int = -1)
         s, z = _along(_f32(scale), axis, x.ndim), _along(zero_point, axis, x.ndim)
     else:
         s, z = _f32(scale).reshape(()), np.asarray(zero_point).reshape(())
-    q = np.clip(np.rint(_f32(x) * (np.float32(1) / s)) + z, qmin, qmax)
+    q = np.clip(np.rint(_f32(x) * (np.float32(1) / s) + _f32(z)), qmin, qmax)
     return ((q - z) * s).astype(x.dtype)
 
 
@@ -238,7 +239,7 @@ def fake_quantize_backward(grad, x, scale, zero_point, *, qmin, qmax, axis=-1):
         s, z = scale.reshape(shape), zero_point.reshape(shape)
     else:
         s, z = scale.reshape(()), zero_point.reshape(())
-    q = (x / s).round() + z
+    q = (x * (1.0 / s) + z).round()  # the forward's rounding, so the same values clamp
     inside = (q >= qmin) & (q <= qmax)
     return grad * inside.to(grad.dtype), None, None
 

@@ -107,7 +107,9 @@ class _ObserverBase(ObserverBase):
             if quant_min >= quant_max:
                 raise ValueError("qmin must be strictly less than qmax for user-specified "
                                  "quantization range.")
-            self.quant_min, self.quant_max = quant_min, quant_max
+            # reduce_range halves a user's range too, as PyTorch's calculate_qmin_qmax does
+            self.quant_min, self.quant_max = (quant_min // 2, quant_max // 2) if reduce_range \
+                else (quant_min, quant_max)
         else:
             self.quant_min, self.quant_max = reduced_range(dtype, reduce_range)
 
