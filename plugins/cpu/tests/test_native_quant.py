@@ -12,11 +12,11 @@ import itertools
 
 import numpy as np
 import pytest
+from torcia_cpu import _native, _provider
+from torcia_cpu.quant import QuantKernels
 
 import torcia
 from torcia.library import get_op
-from torcia_cpu import _native, _provider
-from torcia_cpu.quant import QuantKernels
 
 pytest.importorskip("torcia.ao", reason="the quantized ops are torcia-ao's")
 
