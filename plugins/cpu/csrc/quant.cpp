@@ -96,13 +96,15 @@ void need_gemm(const std::string& fn) {
 constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
 
 // C (m, n) int32 = (A - a_offset) (m, k) uint8 times op(B) int8, B stored (n, k) row-major
-// (so op(B) = B^T: the weight of a linear layer, or a convolution's filters as rows).
+// (so op(B) = B^T: the weight of a linear layer, or a convolution's filters as rows); A
+// stored (m, k), or (k, m) where a_trans (a convolution's windows as columns).
 void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, int a_offset,
-               const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc) {
+               const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc, bool a_trans = false) {
   const int32_t zero = 0;
   if (torcia_blas::dnnl_gemm_u8s8s32) {
     // oneDNN subtracts a uint8 offset: any zero point
-    const int status = torcia_blas::dnnl_gemm_u8s8s32('N', 'T', 'F', m, n, k, 1.0f, a, lda,
+    const int status = torcia_blas::dnnl_gemm_u8s8s32(a_trans ? 'T' : 'N', 'T', 'F', m, n, k,
+                                                      1.0f, a, lda,
                                                       static_cast<uint8_t>(a_offset), b, ldb, 0,
                                                       0.0f, c, ldc, &zero);
     if (status != 0)
@@ -112,13 +114,13 @@ void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, i
   }
   if (a_offset <= 128) {
     // MKL adds the offset as an int8: -a_offset fits for offsets up to 128
-    torcia_blas::table.gemm_s8u8s32(kRowMajor, kNoTrans, kTrans, kFixOffset, m, n, k, 1.0f,
-                                    a, lda, static_cast<int8_t>(-a_offset), b, ldb, 0, 0.0f,
-                                    c, ldc, &zero);
+    torcia_blas::table.gemm_s8u8s32(kRowMajor, a_trans ? kTrans : kNoTrans, kTrans, kFixOffset,
+                                    m, n, k, 1.0f, a, lda, static_cast<int8_t>(-a_offset), b,
+                                    ldb, 0, 0.0f, c, ldc, &zero);
     return;
   }
-  torcia_blas::table.gemm_s8u8s32(kRowMajor, kNoTrans, kTrans, kFixOffset, m, n, k, 1.0f, a,
-                                  lda, 0, b, ldb, 0, 0.0f, c, ldc, &zero);
+  torcia_blas::table.gemm_s8u8s32(kRowMajor, a_trans ? kTrans : kNoTrans, kTrans, kFixOffset, m,
+                                  n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, c, ldc, &zero);
   // sum_k (a - off) b = sum_k a b - off * sum_k b: subtract each column's share
   for (int64_t j = 0; j < n; ++j) {
     int32_t s = 0;
@@ -319,11 +321,46 @@ py::array dequantize_tensor(const py::array& q, double scale, int zp) {
   return out;
 }
 
+// the windows of one image as columns: row (channel, ky, kx) of cols (ckk, ld) holds, from
+// its start, that tap of every output position, padding with pad (the quantized 0.0); the valid
+// stretch of an output row copied at once where the stride along it is 1
+void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, int64_t kw,
+             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+             const std::vector<int64_t>& dilation, int64_t oh, int64_t ow, uint8_t pad,
+             uint8_t* cols, int64_t ld) {
+  const int64_t sh = stride[0], sw = stride[1], dh = dilation[0], dw = dilation[1];
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        uint8_t* row = cols + ((ch * kh + ky) * kw + kx) * ld;
+        const int64_t x0 = kx * dw - padding[2];  // input column of output column 0
+        // output columns whose input column is inside: x0 + xo * sw in [0, wd)
+        const int64_t lo = x0 >= 0 ? 0 : std::min<int64_t>(ow, (-x0 + sw - 1) / sw);
+        const int64_t hi = std::max<int64_t>(lo, std::min<int64_t>(ow, (wd - x0 + sw - 1) / sw));
+        for (int64_t yo = 0; yo < oh; ++yo, row += ow) {
+          const int64_t y = yo * sh - padding[0] + ky * dh;
+          if (y < 0 || y >= h) {
+            std::memset(row, pad, ow);
+            continue;
+          }
+          const uint8_t* src = img + (ch * h + y) * wd + x0;
+          std::memset(row, pad, lo);
+          if (sw == 1) {
+            std::memcpy(row + lo, src + lo, hi - lo);
+          } else {
+            for (int64_t xo = lo; xo < hi; ++xo) row[xo] = src[xo * sw];
+          }
+          std::memset(row + hi, pad, ow - hi);
+        }
+      }
+}
+
 // qconv2d(xq (N, C, H, W) uint8, x_zero_point, wq (O, C, kh, kw) int8, x_scale, w_scale
 // (O,), bias (O,) or None, stride, padding (top, bottom, left, right), dilation,
 // out_scale, out_zero_point, relu) -> (N, O, OH, OW): uint8 (float32 when out_scale <=
-// 0). Per sample: the input's windows as rows (padded with its zero point, the quantized
-// 0.0), one int8 GEMM against the filters, the epilogue writing channels first.
+// 0). The input's windows as columns (padded with its zero point, the quantized 0.0), a
+// chunk of samples at a time, one int8 GEMM against the filters, the epilogue writing
+// channels first.
 py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_scale,
                   const py::array& w_scale, const py::object& bias, std::vector<int64_t> stride,
                   std::vector<int64_t> padding, std::vector<int64_t> dilation, double out_scale,
@@ -366,35 +403,39 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
   const float xs = static_cast<float>(x_scale);
   {
     py::gil_scoped_release release;
-#pragma omp parallel if (n > 1)
-  {
-    std::vector<uint8_t> cols(static_cast<size_t>(p * ckk));
-    std::vector<int32_t> acc(static_cast<size_t>(p * o));
+    // a 1x1 window of stride 1 without padding reads the image itself as the columns
+    const bool direct = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
+                        padding[0] == 0 && padding[1] == 0 && padding[2] == 0 &&
+                        padding[3] == 0;
+    // samples of few positions share one product (a GEMM of 4 rows wastes the kernel's
+    // tiles): chunks of at least 256 positions
+    const int64_t per = direct ? 1 : std::min<int64_t>(n, std::max<int64_t>(1, 256 / p));
+    const int64_t chunks = (n + per - 1) / per;
+#pragma omp parallel if (chunks > 1)
+    {
+      std::vector<uint8_t> cols(direct ? 0 : static_cast<size_t>(per * p * ckk));
+      std::vector<int32_t> acc(static_cast<size_t>(per * p * o));
 #pragma omp for schedule(static)
-    for (int64_t s = 0; s < n; ++s) {
-      const uint8_t* img = x + s * c * h * wd;
-      // row q of cols: the window of output position q, (channel, ky, kx) along it
-      for (int64_t yo = 0; yo < oh; ++yo)
-        for (int64_t xo = 0; xo < ow; ++xo) {
-          uint8_t* row = cols.data() + (yo * ow + xo) * ckk;
-          for (int64_t ch = 0; ch < c; ++ch)
-            for (int64_t ky = 0; ky < kh; ++ky) {
-              const int64_t y = yo * stride[0] - padding[0] + ky * dilation[0];
-              for (int64_t kx = 0; kx < kw; ++kx) {
-                const int64_t xx = xo * stride[1] - padding[2] + kx * dilation[1];
-                *row++ = (y < 0 || y >= h || xx < 0 || xx >= wd)
-                             ? static_cast<uint8_t>(x_zp)
-                             : img[(ch * h + y) * wd + xx];
-              }
-            }
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t first = chunk * per, count = std::min(per, n - first);
+        const uint8_t* a = x + first * c * h * wd;
+        if (!direct) {
+          for (int64_t i = 0; i < count; ++i)
+            columns(x + (first + i) * c * h * wd, c, h, wd, kh, kw, stride, padding, dilation,
+                    oh, ow, static_cast<uint8_t>(x_zp), cols.data() + i * p, count * p);
+          a = cols.data();
         }
-      gemm_u8s8(p, o, ckk, cols.data(), ckk, x_zp, w, ckk, acc.data(), o);
-      for (int64_t q = 0; q < p; ++q)
-        finish_row(acc.data() + q * o, o, xs, ws, b,
-                   of ? of + s * o * p + q : nullptr, oq ? oq + s * o * p + q : nullptr, inv,
-                   out_zp, relu, p);
+        // C (positions, out channels): the (ckk, positions) columns read transposed
+        gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc.data(), o, true);
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t base = (first + i) * o * p;
+          for (int64_t q = 0; q < p; ++q)
+            finish_row(acc.data() + (i * p + q) * o, o, xs, ws, b,
+                       of ? of + base + q : nullptr, oq ? oq + base + q : nullptr, inv, out_zp,
+                       relu, p);
+        }
+      }
     }
-  }
   }
   return out;
 }
