@@ -492,3 +492,41 @@ def test_digits_classifier_keeps_its_accuracy_after_ptq_and_qat():
     qat_acc = accuracy(tq.convert(qat.eval()))
     assert base >= 97.0
     assert ptq_acc >= base - 0.5 and qat_acc >= base - 0.5, (base, ptq_acc, qat_acc)
+
+
+def test_pt2e_flow_on_an_exported_resnet(tmp_path):
+    from torcia.ao.quantization.quantize_pt2e import convert_pt2e, prepare_pt2e
+    from torcia.ao.quantization.quantizer import (
+        X86InductorQuantizer,
+        get_default_x86_inductor_quantization_config,
+    )
+    from torcia.export import Dim
+    from torcia.vision import models
+
+    torcia.manual_seed(0)
+    model = models.resnet18(num_classes=10)
+    with torcia.no_grad():  # BatchNorm statistics away from 0/1
+        for _ in range(2):
+            model(torcia.randn(8, 3, 32, 32))
+    model.eval()
+    exported = torcia.export.export(model, (torcia.randn(2, 3, 32, 32),),
+                                    dynamic_shapes=({0: Dim("batch", max=64)},)).module()
+    quantizer = X86InductorQuantizer().set_global(get_default_x86_inductor_quantization_config())
+    prepared = prepare_pt2e(exported, quantizer)
+    calibration = [torcia.randn(8, 3, 32, 32) for _ in range(4)]
+    for x in calibration:
+        prepared(x)
+    with pytest.raises(ValueError, match="Python steps"):
+        torcia.export.save(prepared.program_module.exported_program, tmp_path / "no.pt2")
+    q = convert_pt2e(prepared)
+    ops = [n.op for n in q.exported_program.graph.nodes]
+    assert ops.count("quantized_conv2d") == 20 and ops.count("quantized_linear") == 1
+    assert "conv" not in ops and ops.count("quantize_per_tensor") == 21
+    x = calibration[0][:3]
+    with torcia.no_grad():
+        want, got = model(x), q(x)
+    assert ((got - want).abs().max() / want.abs().max()).item() < 0.1
+    torcia.export.save(q.exported_program, tmp_path / "resnet_int8.pt2")
+    loaded = torcia.export.load(tmp_path / "resnet_int8.pt2").module()
+    with torcia.no_grad():
+        assert torcia.equal(loaded(x), got)

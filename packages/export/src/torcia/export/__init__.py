@@ -66,7 +66,7 @@ from torcia.export._dims import (
     summarize,
 )
 from torcia.export._program import (
-    PNode,
+    Node,
     Program,
     Sym,
     Unencodable,
@@ -80,8 +80,9 @@ from torcia.export._program import (
 from torcia.library import Tensor
 
 __all__ = ["Dim", "ExportError", "ExportGraph", "ExportGraphSignature", "ExportedModule",
-           "ExportedProgram", "InputKind", "InputSpec", "OutputKind", "OutputSpec", "dims",
-           "export", "load", "named_state", "register_state", "save"]
+           "ExportedProgram", "InputKind", "InputSpec", "Node", "OutputKind", "OutputSpec",
+           "dims", "export", "load", "named_state", "register_state", "save"]
+
 
 ExportError.__module__ = "torcia.export"  # where users meet it
 
@@ -399,6 +400,11 @@ class ExportedModule(nn.Module):
                 self._places.append((self.get_submodule(owner) if owner else self, leaf))
             else:
                 self._places.append(None)
+
+    @property
+    def exported_program(self) -> ExportedProgram:
+        """The program this module runs."""
+        return self._exported
 
     @property
     def code(self) -> str:
@@ -944,13 +950,13 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
             constants[name] = np.array(what)
             inputs.append((vid, "constant", name))
         elif how == "full":
-            nodes.append(PNode("full", "full", [], {"shape": ("c", shape),
+            nodes.append(Node("full", "full", [], {"shape": ("c", shape),
                                                     "value": ("c", what),
                                                     "dtype": ("c", dtype)}, [vid],
                                loc=tracer.input_locs.get(vid, "")))
         else:
             start, step = what
-            nodes.append(PNode("arange", "arange", [], {
+            nodes.append(Node("arange", "arange", [], {
                 "start": ("c", start), "step": ("c", step), "length": ("c", shape[0]),
                 "dtype": ("c", dtype)}, [vid], loc=tracer.input_locs.get(vid, "")))
     for node in graph.nodes:
@@ -960,7 +966,7 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
                                       f"{node.kind} step ({node.op})", loc))
         args = [_rebuild_ref(r, it) for r in node.args]
         params = {k: _rebuild_ref(r, it) for k, r in node.params.items()}
-        pnode = PNode(node.kind, node.op, args, params, list(node.outs), node.tuple_out, loc)
+        pnode = Node(node.kind, node.op, args, params, list(node.outs), node.tuple_out, loc)
         _check_encodable(pnode, loc)
         nodes.append(pnode)
     dim_names = [d.name for d in active]

@@ -18,7 +18,8 @@ import numpy as np
 
 import torcia
 from torcia import library
-from torcia.compiler.graph import Graph, Node
+from torcia.compiler.graph import Graph
+from torcia.compiler.graph import Node as CNode
 from torcia.compiler.replay import generate
 from torcia.library import Tensor
 
@@ -79,11 +80,16 @@ def has_sym(obj) -> bool:
 
 
 @dataclasses.dataclass
-class PNode:
-    """One op of a program. ``kind`` is ``"call"`` (the op ``op``'s kernel on ``args``
-    and ``params``), ``"cast"`` (to ``params["dtype"]``), ``"copy_"`` (``args[1]``
-    written into ``args[0]``), ``"full"`` or ``"arange"`` (a tensor the model made
-    outside the traced ops, of a size that follows the dynamic dimensions)."""
+class Node:
+    """One op of an exported program (what :attr:`ExportGraph.nodes` lists and
+    :class:`~torcia.export.passes.Rewriter` edits): ``kind``, ``op``, ``args`` (``("v",
+    value id)``, ``("c", constant)``, ``("l", [...])``), ``params``, the output value ids
+    ``outs``, and ``loc``, the model line it came from. ``kind`` is ``"call"`` (the op's
+    kernel on ``args`` and ``params``), ``"cast"`` (to ``params["dtype"]``), ``"copy_"``
+    (``args[1]`` written into ``args[0]``), ``"full"`` or ``"arange"`` (a tensor the
+    model made outside the traced ops, of a size that follows the dynamic dimensions) or
+    ``"python"`` (``fn`` on the arrays of ``args``: an observer of prepare_pt2e; such a
+    program runs but is not saved)."""
 
     kind: str
     op: str
@@ -92,6 +98,7 @@ class PNode:
     outs: list
     tuple_out: bool = False
     loc: str = ""
+    fn: Any = None  # a "python" node's function (arrays in, array out): not saved
 
     def value_args(self) -> list:
         """The value ids this node reads, in order."""
@@ -165,10 +172,12 @@ class Program:
             args = [evaluate(r, sizes) for r in node.args]
             if node.kind in _MADE:
                 fn = _MADE[node.kind]
-                graph.nodes.append(Node("call", node.kind, fn, [], params, node.outs))
+                graph.nodes.append(CNode("call", node.kind, fn, [], params, node.outs))
+            elif node.kind == "python":
+                graph.nodes.append(CNode("call", node.op, node.fn, args, params, node.outs))
             else:
                 fn = kernels.get(node.op) if node.kind == "call" else None
-                graph.nodes.append(Node(node.kind, node.op, fn, args, params, node.outs,
+                graph.nodes.append(CNode(node.kind, node.op, fn, args, params, node.outs,
                                         node.tuple_out))
         outputs = self.outputs
         if self.backend is not None:
@@ -229,6 +238,9 @@ class Program:
             elif node.kind in _MADE:
                 params = {k: evaluate(r[1], sizes) for k, r in node.params.items()}
                 env[node.outs[0]] = torcia.from_numpy(_MADE[node.kind](**params))
+            elif node.kind == "python":
+                arrays = [env[r[1]].detach().numpy() for r in node.args]
+                env[node.outs[0]] = torcia.from_numpy(np.asarray(node.fn(*arrays)))
             else:
                 out = library.call(node.op, tuple(arg(r) for r in node.args),
                                    {k: arg(r) for k, r in node.params.items()})
@@ -499,6 +511,11 @@ def decode_structure(obj, arrays):
 
 
 def program_to_json(program: Program, arrays: dict) -> dict:
+    steps = [n.op for n in program.nodes if n.kind == "python"]
+    if steps:
+        raise ValueError(f"the program holds Python steps ({', '.join(sorted(set(steps)))}), "
+                         "which a saved program cannot hold: finish it first (convert_pt2e a "
+                         "model prepared for quantization)")
     return {
         "nodes": [{"kind": n.kind, "op": n.op,
                    "args": [encode_ref(r, arrays) for r in n.args],
@@ -514,7 +531,7 @@ def program_to_json(program: Program, arrays: dict) -> dict:
 
 
 def program_from_json(data: dict, arrays: dict, constants: dict) -> Program:
-    nodes = [PNode(n["kind"], n["op"], [decode_ref(r, arrays) for r in n["args"]],
+    nodes = [Node(n["kind"], n["op"], [decode_ref(r, arrays) for r in n["args"]],
                    {k: decode_ref(r, arrays) for k, r in n["params"].items()},
                    list(n["outs"]), n["tuple_out"], n["loc"]) for n in data["nodes"]]
     meta = {vid: (None if shape is None else tuple(decode(s, arrays) for s in shape),

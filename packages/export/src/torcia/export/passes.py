@@ -28,7 +28,7 @@ import torcia.compiler
 from torcia.export import ExportedProgram
 from torcia.export._program import Program, output_values
 
-__all__ = ["freeze", "with_backend"]
+__all__ = ["Rewriter", "freeze", "with_backend"]
 
 
 def _copy(ep: ExportedProgram, program: Program, state_dict: dict, kinds: dict):
@@ -134,3 +134,78 @@ def with_backend(ep: ExportedProgram, backend="inductor") -> ExportedProgram:
     fn = torcia.compiler.backends.get(backend) if isinstance(backend, str) else backend
     program = dataclasses.replace(ep._program, backend=fn, _cache={})
     return _copy(ep, program, ep.state_dict, ep._kinds)
+
+
+class Rewriter:
+    """Edit an exported program's graph: its :attr:`nodes` (a list of
+    :class:`torcia.export.Node`, which the caller replaces, inserts into or removes from),
+    new values (:meth:`value`), constant tensors (:meth:`constant`), then
+    :meth:`program` for the new :class:`~torcia.export.ExportedProgram` (the original is
+    left as it was). What torcia-ao's ``prepare_pt2e``/``convert_pt2e`` are built on.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.export import Node, passes
+    >>> ep = torcia.export.export(torcia.nn.ReLU(), (torcia.ones(2),))
+    >>> edit = passes.Rewriter(ep)
+    >>> relu = edit.nodes[0]
+    >>> two = edit.constant("two", torcia.tensor(2.0))
+    >>> doubled = edit.value()
+    >>> edit.nodes.append(Node("call", "mul", [("v", relu.outs[0]), ("v", two)], {},
+    ...                        [doubled]))
+    >>> edit.outputs = ("v", doubled)
+    >>> edit.program().module()(torcia.tensor([-1.0, 3.0])).tolist()
+    [0.0, 6.0]
+    """
+
+    def __init__(self, ep: ExportedProgram):
+        self._ep = ep
+        program = ep._program
+        self.nodes = [dataclasses.replace(n, args=list(n.args), params=dict(n.params),
+                                          outs=list(n.outs)) for n in program.nodes]
+        self.inputs = list(program.inputs)
+        self.outputs = program.outputs
+        self.constants = dict(program.constants)
+        self.meta = dict(program.meta)
+        used = [vid for vid, _, _ in program.inputs] + [o for n in program.nodes for o in n.outs]
+        self._next = max(used, default=-1) + 1
+
+    def value(self) -> int:
+        """A new value id."""
+        self._next += 1
+        return self._next - 1
+
+    def constant(self, name: str, tensor) -> int:
+        """A constant input holding ``tensor`` (saved with the program); its value id."""
+        vid = self.value()
+        self.constants[name] = np.array(tensor.detach().numpy())
+        self.inputs.append((vid, "constant", name))
+        self.meta[vid] = (tuple(tensor.shape), self.constants[name].dtype)
+        return vid
+
+    def input_of(self, vid: int):
+        """``(kind, target)`` of the graph input ``vid`` ("parameter"/"buffer" and its
+        name, "constant", "user"), or None where ``vid`` is made by a node."""
+        for v, kind, target in self.inputs:
+            if v == vid:
+                return kind, target
+        return None
+
+    def array_of(self, vid: int) -> np.ndarray:
+        """The array of a parameter, buffer or constant input."""
+        kind, target = self.input_of(vid)
+        if kind == "constant":
+            return self.constants[target]
+        return self._ep.state_dict[target].detach().numpy()
+
+    def program(self) -> ExportedProgram:
+        read = {v for n in self.nodes for v in n.value_args()} | output_values(self.outputs)
+        inputs = [i for i in self.inputs if i[0] in read or i[1] in ("user", "parameter",
+                                                                         "buffer")]
+        live = {target for _, kind, target in inputs if kind == "constant"}
+        program = dataclasses.replace(
+            self._ep._program, nodes=list(self.nodes), inputs=inputs, outputs=self.outputs,
+            constants={k: v for k, v in self.constants.items() if k in live},
+            meta=self.meta, backend=None, _cache={})
+        return _copy(self._ep, program, self._ep.state_dict, self._ep._kinds)
