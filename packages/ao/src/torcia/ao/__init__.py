@@ -1,5 +1,5 @@
 """torcia.ao: quantization (``torch.ao``): :mod:`torcia.ao.quantization` and the
-quantized modules of :mod:`torcia.ao.nn`."""
+quantized modules of ``torcia.ao.nn``."""
 
 from __future__ import annotations
 

@@ -274,8 +274,9 @@ def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
     Parameters
     ----------
     obj : callable or Module
-    example_inputs : list of tuples, optional
-        Inputs to capture programs for now rather than at the first calls.
+        What to compile.
+    example_inputs : list, optional
+        Tuples of inputs to capture programs for now rather than at the first calls.
 
     Examples
     --------
@@ -350,8 +351,8 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
 
     Returns
     -------
-    A :class:`TopLevelTracedModule` for a module, a :class:`ScriptFunction` for a
-    function.
+    TopLevelTracedModule or ScriptFunction
+        The first for a module, the second for a function.
 
     Examples
     --------

@@ -225,16 +225,22 @@ def _unwrap_optional(x):
     return x
 
 
-Attribute = collections.namedtuple("Attribute", ["value", "type"])
-Attribute.__doc__ = """A module attribute with the type the compiler is to give it:
-``self.names = torcia.jit.Attribute([], list[str])``; eager modules read ``.value``.
+_Attribute = collections.namedtuple("Attribute", ["value", "type"])
 
-Examples
---------
->>> import torcia
->>> torcia.jit.Attribute([], list[str]).value
-[]
-"""
+
+def Attribute(value, type):  # noqa: A002, N802  (torch.jit.Attribute's name and arguments)
+    """A module attribute with the type the compiler is to give it:
+    ``self.names = torcia.jit.Attribute([], list[str])``; eager modules read ``.value``
+    (a named tuple of ``value`` and ``type``, as PyTorch's).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.jit.Attribute([], list[str]).value
+    []
+    """
+    return _Attribute(value, type)
+
 
 #: ``torch.jit.Final``: a constant attribute (``typing.Final``).
 Final = typing.Final

@@ -398,8 +398,8 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=qint8, mapping=None, inplac
     ----------
     qconfig_spec : set of module types or names, or dict to QConfig, optional
         What to quantize; by default every ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU``.
-    dtype : torcia.qint8 or torcia.float16
-        int8 weights (default) or float16 weights.
+    dtype : qdtype or dtype
+        ``torcia.qint8``: int8 weights (the default); ``torcia.float16``: float16 weights.
 
     Examples
     --------

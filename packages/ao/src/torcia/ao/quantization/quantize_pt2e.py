@@ -26,7 +26,7 @@ from torcia import nn
 from torcia.ao.quantization.quantizer import Quantizer
 from torcia.export import ExportedModule, Node, passes
 
-__all__ = ["convert_pt2e", "prepare_pt2e", "prepare_qat_pt2e"]
+__all__ = ["PreparedModule", "convert_pt2e", "prepare_pt2e", "prepare_qat_pt2e"]
 
 
 class _Observer:

@@ -1,7 +1,7 @@
-"""Fused float modules (``torch.ao.nn.intrinsic``): what :func:`~torcia.ao.quantization.
-fuse_modules` makes of a convolution or linear layer followed by BatchNorm and/or ReLU,
-so that quantization treats the sequence as one op (one requantization, the ReLU in the
-integer epilogue, BatchNorm folded into the weights)."""
+"""Fused float modules (``torch.ao.nn.intrinsic``): what
+:func:`~torcia.ao.quantization.fuse_modules` makes of a convolution or linear layer
+followed by BatchNorm and/or ReLU, so that quantization treats the sequence as one op (one
+requantization, the ReLU in the integer epilogue, BatchNorm folded into the weights)."""
 
 from __future__ import annotations
 
