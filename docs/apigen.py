@@ -58,13 +58,27 @@ class Part:
     modules: list[Module]
 
 
+def installed() -> dict[str, importlib.metadata.Distribution]:
+    """The installed torcia distributions by name, each once.
+
+    ``importlib.metadata.distributions()`` yields one entry per metadata folder on
+    ``sys.path``: a ``*.egg-info`` left in a part's source folder by a build, on the path of
+    an editable install, is a second entry for the same part. As ``entry_points()`` and the
+    import system do, the first one on the path is the installed one.
+    """
+    found = {}
+    for dist in importlib.metadata.distributions():
+        name = dist.metadata["Name"] or ""
+        if name.startswith("torcia"):
+            found.setdefault(re.sub(r"[-_.]+", "-", name).lower(), dist)
+    return found
+
+
 def parts() -> list[tuple[str, str]]:
     """The installed parts as ``(distribution, root module)``, core first."""
     found = {}
-    for dist in importlib.metadata.distributions():
+    for dist in installed().values():
         name = dist.metadata["Name"]
-        if not name or not name.startswith("torcia"):
-            continue
         if name == CORE:
             found[name] = "torcia"
             continue

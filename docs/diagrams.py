@@ -9,10 +9,10 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 import re
 from pathlib import Path
 
+import apigen
 import matplotlib
 
 matplotlib.use("Agg")
@@ -23,10 +23,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 def dependencies() -> dict[str, set[str]]:
     """Each installed torcia distribution and the torcia distributions it requires."""
     graph = {}
-    for dist in importlib.metadata.distributions():
+    for dist in apigen.installed().values():
         name = dist.metadata["Name"]
-        if not name or not name.startswith("torcia"):
-            continue
         needs = set()
         for req in dist.requires or []:
             if "extra ==" in req:

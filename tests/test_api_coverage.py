@@ -34,4 +34,4 @@ def test_present_name_works(ns, name, key):
         pytest.skip(f"the part serving {ns} is not installed")
     assert hasattr(target, name), f"{ns}.{name} is counted present but torcia lacks it"
     if key != "attr":
-        api_coverage.call_with(torcia, target, name, key)
+        api_coverage.call_with(torcia, target, name, key, seconds=120)

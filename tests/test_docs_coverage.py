@@ -5,7 +5,6 @@ without running Sphinx, so they are fast.
 """
 
 import importlib
-import importlib.metadata
 import inspect
 import re
 import sys
@@ -72,11 +71,19 @@ def documented(reference):
 
 
 def _installed_parts():
-    return sorted(
-        d.metadata["Name"]
-        for d in importlib.metadata.distributions()
-        if (d.metadata["Name"] or "").startswith("torcia")
-    )
+    return sorted(d.metadata["Name"] for d in apigen.installed().values())
+
+
+def test_a_part_is_counted_once_when_its_source_folder_holds_build_metadata(tmp_path,
+                                                                              monkeypatch):
+    # what a setuptools build leaves in a part's folder, on the path of an editable install
+    stale = tmp_path / "torcia_core.egg-info"
+    stale.mkdir()
+    (stale / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: torcia-core\nVersion: 0.0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _installed_parts().count("torcia-core") == 1
+    # the first on the path is the one imported and the one counted, as entry_points() does
+    assert apigen.installed()["torcia-core"].version == "0.0"
 
 
 def test_every_installed_part_has_a_page(plan):

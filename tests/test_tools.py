@@ -1,5 +1,6 @@
 """The developer tools: tools/parts.py, tools/install_parts.py and tools/check_deps.py."""
 
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -140,12 +141,21 @@ def test_pip_commands_install_the_parts_and_no_build_tool(fake_repo):
                                       present={"setuptools"}) == [
         ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
     ]
-    # not there: pip's isolated build brings it, and the environment does not get it
+    # not there: an editable install gets it first, since pip's isolated build would leave
+    # the parts' *.egg-info in the checkout
     assert install_parts.pip_commands(selected, "py", editable=True) == [
-        ["py", "-m", "pip", "install", "-e", core, "-e", autograd],
+        ["py", "-m", "pip", "install", "setuptools>=77"],
+        ["py", "-m", "pip", "install", "--no-build-isolation", "-e", core, "-e", autograd],
     ]
-    assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"]) == [
-        ["py", "-m", "pip", "install", "-q", core, autograd],
+    # a plain install: pip's isolated build brings it, and the environment does not get it;
+    # what is built is the copy of each part
+    copies = {"torcia-core": "/tmp/c/core", "torcia-autograd": "/tmp/c/autograd"}
+    assert install_parts.pip_commands(selected, "py") == [
+        ["py", "-m", "pip", "install", core, autograd],
+    ]
+    assert install_parts.pip_commands(selected, "py", isolated=True, pip_args=["-q"],
+                                      sources=copies) == [
+        ["py", "-m", "pip", "install", "-q", "/tmp/c/core", "/tmp/c/autograd"],
     ]
 
 
@@ -177,6 +187,44 @@ def test_parts_not_built_with_setuptools_keep_build_isolation_and_come_last(fake
         ["py", "-m", "pip", "install", "--no-build-isolation", core],
         ["py", "-m", "pip", "install", native],
     ]
+
+
+def test_link_installs_parts_without_pip_where_a_fresh_python_finds_them(fake_repo, tmp_path):
+    pyproject = fake_repo / "packages" / "nn" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text() + '\n[project.entry-points.torcia]\n'
+                         'nn = "torcia.nn"\n\n[project.scripts]\ntorcia-nn = "torcia.nn:main"\n')
+    # as core's: the parts' folders make one torcia package
+    (fake_repo / "packages" / "core" / "src" / "torcia" / "__init__.py").write_text(
+        "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n")
+    found = parts.discover(fake_repo)
+    site = tmp_path / "site"
+    others = install_parts.link(parts.closure(found, parts.lookup(found, "nn")), site)
+    assert others == ["numpy>=1.26"]
+    # twice is once: the .pth lists each folder one time
+    install_parts.link(parts.closure(found, parts.lookup(found, "nn")), site)
+    assert len((site / install_parts.LINK_FILE).read_text().split()) == 3
+    script = (
+        "import importlib.metadata as m, site, sys\n"
+        f"site.addsitedir({str(site)!r})\n"
+        "import torcia.nn\n"
+        "d = m.distribution('torcia_nn')\n"
+        "print(d.version, sorted(d.requires), sorted((e.group, e.name) for e in d.entry_points))\n")
+    # -S: none of the environment's own site-packages, where the real parts are
+    out = subprocess.run([sys.executable, "-I", "-S", "-c", script], capture_output=True, text=True,
+                         check=True).stdout.split("\n")[0]
+    assert out == ("0.1.0 ['numpy>=1.26', 'torcia-autograd>=0.1,<0.2', 'torcia-core>=0.1,<0.2'] "
+                   "[('console_scripts', 'torcia-nn'), ('torcia', 'nn')]")
+
+
+def test_link_refuses_a_part_that_needs_building(fake_repo):
+    write_part(fake_repo, "plugins", "native", "torcia-native", ["torcia-core>=0.1,<0.2"])
+    pyproject = fake_repo / "plugins" / "native" / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace(
+        'requires = ["setuptools>=77"]',
+        'requires = ["scikit-build-core"]\nbuild-backend = "scikit_build_core.build"'))
+    found = parts.discover(fake_repo)
+    with pytest.raises(SystemExit, match="pure-Python parts only.*torcia-native"):
+        install_parts.link(parts.closure(found, parts.lookup(found, "native")), fake_repo / "s")
 
 
 def test_a_private_core_import_outside_core_fails_the_check(fake_repo):
@@ -252,3 +300,27 @@ def test_build_wheels_pins_each_wheel_by_sha256(tmp_path):
     assert text == (
         f"numpy==2.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'numpy wheel').hexdigest()}\n"
         f"torcia-core==0.1.0 \\\n    --hash=sha256:{hashlib.sha256(b'core wheel').hexdigest()}\n")
+
+
+@pytest.mark.slow
+def test_installs_leave_no_build_metadata_in_the_checkout(fake_repo, tmp_path_factory):
+    """demo.sh and test.sh install the same checkout into two environments: a part's
+    ``*.egg-info`` left in its folder is on the path of every editable install of it, where
+    it reads as a second installed copy (and breaks the docs' count of parts)."""
+    shutil.copytree(ROOT / "tools", fake_repo / "tools",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    # a fresh venv: its bundled setuptools is too old to build a part, as in demo.sh's
+    venv = tmp_path_factory.mktemp("env") / "venv"
+    subprocess.run([sys.executable, "-m", "venv", venv], check=True)
+    python = venv / "bin" / "python"
+    count = ("import importlib.metadata as m; print(sorted(d.metadata['Name'] for d in "
+             "m.distributions() if d.metadata['Name'].startswith('torcia')))")
+    for how in (["--editable"], [], ["--editable"]):
+        subprocess.run([python, fake_repo / "tools" / "install_parts.py", *how,
+                        "--pip-arg=-q", "autograd"], check=True, cwd=fake_repo)
+        left = [str(p.relative_to(fake_repo)) for p in fake_repo.rglob("*")
+                if p.name == "build" or p.name.endswith(".egg-info")]
+        assert left == [], f"install_parts {how} left {left} in the checkout"
+        listed = subprocess.run([python, "-c", count], check=True, capture_output=True,
+                                text=True, cwd=tmp_path_factory.getbasetemp()).stdout
+        assert listed.strip() == "['torcia-autograd', 'torcia-core']"

@@ -24,7 +24,6 @@ import argparse
 import hashlib
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -83,9 +82,8 @@ def main(argv=None) -> int:
     selected = repo.closure(found, named)
     out = Path(args.out).resolve()
     with tempfile.TemporaryDirectory() as tmp:
-        ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
-        sources = [shutil.copytree(p.path, Path(tmp) / p.path.name, ignore=ignore)
-                   for p in selected] if not args.dry_run else None
+        sources = (None if args.dry_run
+                   else list(repo.copy_sources(selected, Path(tmp)).values()))
         for command in wheel_commands(selected, out, args.python, args.with_deps,
                                       args.pip_arg, sources):
             print("+", shlex.join(map(str, command)), flush=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+import shutil
 import tomllib
 from pathlib import Path
 
@@ -153,3 +154,16 @@ def closure(parts: dict[str, Part], selected: list[Part], tests=False) -> list[P
         visit(part)
     return order
 
+
+
+def copy_sources(selected: list[Part], into: Path) -> dict[str, Path]:
+    """Copies of the ``selected`` parts' folders in ``into``, by distribution name.
+
+    A setuptools build writes ``build/`` and ``*.egg-info`` into the folder it builds;
+    built from copies, a checkout keeps no metadata that another environment, whose
+    editable installs put the parts' source folders on ``sys.path``, would find as a
+    second installed copy of each part.
+    """
+    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    return {p.name: Path(shutil.copytree(p.path, into / p.path.name, ignore=ignore))
+            for p in selected}

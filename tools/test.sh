@@ -19,6 +19,12 @@ export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=${PIP_QUIET:-1}
 [ -x "$VENV/bin/python" ] || "$PYTHON" -m venv "$VENV"
 py="$VENV/bin/python"
 
+# build output in a part's folder (build/, *.egg-info) is read by every environment that
+# installs the part editable, as a second copy of it: no install, by the tools or by a
+# test, may leave any (tests build from copies of the parts)
+build_output() { find packages plugins -maxdepth 3 \( -name build -o -name '*.egg-info' \) | sort; }
+before=$(build_output)
+
 "$py" -m pip install -r tools/requirements-test.txt
 if [ -n "${TORCIA_TORCH:-}" ]; then "$py" -m pip install "$TORCIA_TORCH"; fi
 # --with-tests: what the parts' test extras name too, e.g. the MPI that pip installs (mpich),
@@ -46,4 +52,11 @@ if [ "$#" -gt 0 ]; then
     timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow "$@" || [ "$?" -eq 5 ]
 else
     run_pytest timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow
+fi
+
+left=$(comm -13 <(echo "$before") <(build_output))
+if [ -n "$left" ]; then
+    echo "test.sh: the run left build output in the checkout (build from a copy instead):" >&2
+    echo "$left" >&2
+    exit 1
 fi

@@ -32,6 +32,8 @@ import numpy as np
 class _Pool:
     def __init__(self):
         self._live = weakref.WeakValueDictionary()
+        self.limit_fraction = None
+        self.mallocs = 0
 
     def track(self, arr):
         self._live[id(arr)] = arr
@@ -44,10 +46,14 @@ class _Pool:
         return self.used_bytes()
 
     def malloc(self, size):
+        self.mallocs += 1
         return size
 
     def free_all_blocks(self):
         return None
+
+    def set_limit(self, size=None, fraction=None):
+        self.limit_fraction = fraction
 
 
 class _Runtime:
@@ -71,7 +77,17 @@ class _Runtime:
         self.synchronized += 1
 
     def getDeviceProperties(self, index):  # noqa: N802
-        return {"name": f"Fake GPU {index}".encode()}
+        return {"name": f"Fake GPU {index}".encode(), "major": 9, "minor": 0,
+                "totalGlobalMem": 80 << 30, "multiProcessorCount": 132, "l2CacheSize": 50 << 20,
+                "warpSize": 32, "uuid": bytes(range(16))}
+
+    def memGetInfo(self):  # noqa: N802
+        return 70 << 30, 80 << 30
+
+    def deviceCanAccessPeer(self, device, peer):  # noqa: N802
+        return int(device != peer)
+
+    streamCaptureModeGlobal, streamCaptureModeThreadLocal, streamCaptureModeRelaxed = 0, 1, 2
 
 
 class _DeviceQueue:
@@ -107,10 +123,15 @@ _DEVICE = _DeviceQueue()
 
 
 class _Stream:
-    ptr = 0
+    """A stream of the fake device: its work runs on the one worker (``_DEVICE``); the
+    current stream is per fake module (``_CURRENT``), as CuPy's is per thread."""
 
-    def __init__(self, non_blocking=False, priority=0):
-        pass
+    _made = itertools.count(1)
+
+    def __init__(self, null=False, non_blocking=False, priority=0, ptr=None):
+        self.ptr = 0 if null else (ptr if ptr is not None else 0x1000 + next(self._made))
+        self.priority = priority
+        self.capturing = False
 
     @property
     def done(self):
@@ -122,6 +143,24 @@ class _Stream:
     def wait_event(self, event):
         return None
 
+    def use(self):
+        _CURRENT[0] = self
+        return self
+
+    def is_capturing(self):
+        return self.capturing
+
+    def begin_capture(self, mode=None):
+        if self.ptr == 0:
+            raise RuntimeError("cudaErrorStreamCaptureUnsupported: the legacy stream cannot "
+                               "be captured")
+        self.capturing = True
+        self.capture_mode = mode
+
+    def end_capture(self):
+        self.capturing = False
+        return _Graph()
+
     def __enter__(self):
         return self
 
@@ -129,8 +168,26 @@ class _Stream:
         return False
 
 
+_Stream.null = _Stream(null=True)
+_CURRENT = [_Stream.null]
+
+
+class _Graph:
+    """What a capture returns: here it only counts its launches (NumPy ran the captured
+    work at once; the real replay is checked on a GPU, tests/test_cupy.py)."""
+
+    def __init__(self):
+        self.launches = 0
+
+    def launch(self, stream=None):
+        self.launches += 1
+
+
 class _Event:
+    _made = itertools.count(1)
+
     def __init__(self, block=False, disable_timing=False):
+        self.ptr = 0x9000 + next(self._made)
         self.mark = 0
         self.time = 0.0
 
@@ -159,16 +216,34 @@ def make(count=2):
 
     cp.ndarray = np.ndarray
     cp.asarray = asarray
-    cp.asnumpy = lambda a: np.array(a, copy=True)
+    def asnumpy(a, stream=None, order="C", out=None, blocking=True):
+        if out is None:
+            return np.array(a, copy=True)
+        out[...] = a
+        return out
+
+    cp.asnumpy = asnumpy
     cp.get_default_memory_pool = lambda: pool
     cp.random = types.SimpleNamespace(seed=lambda s: None)
+    allocator = [None]
+
+    def set_allocator(fn):
+        allocator[0] = fn
+
+    _CURRENT[0] = _Stream.null
     cp.cuda = types.SimpleNamespace(
-        runtime=runtime, set_allocator=lambda fn: None, Stream=_Stream, Event=_Event,
-        Device=lambda index: contextlib.nullcontext(),
-        get_current_stream=lambda: _Stream(),
+        runtime=runtime, set_allocator=set_allocator, allocator=allocator, Stream=_Stream,
+        Event=_Event, Device=lambda index: contextlib.nullcontext(), MemoryPool=_Pool,
+        ExternalStream=lambda ptr: _Stream(ptr=ptr),
+        get_current_stream=lambda: _CURRENT[0],
         get_elapsed_time=lambda a, b: (b.time - a.time) * 1e3, nccl=_nccl_module(),
         PinnedMemoryPointer=PinnedMemoryPointer,
     )
+    # CuPy's GEMM compute type, which the runtime sets from allow_tf32
+    compute = {}
+    cp._core = types.SimpleNamespace(_routines_linalg=types.SimpleNamespace(
+        COMPUTE_TYPE_DEFAULT="default", COMPUTE_TYPE_TF32="tf32", compute=compute,
+        set_compute_type=lambda dtype, kind: compute.__setitem__(np.dtype(dtype), kind)))
     for name in ("zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like",
                  "full_like", "arange", "eye", "linspace"):
         setattr(cp, name, _tracked(pool, getattr(np, name)))

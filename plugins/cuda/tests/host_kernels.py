@@ -4,8 +4,9 @@ checked) without a GPU.
 
 As in CuPy, an argument is a scalar or an array by what the call passes; input arrays bind
 their element by value, output arrays by reference, ``raw`` arrays are indexed by the body
-(with the loop index ``i``); ``T`` is the arrays' element type. Arrays must be contiguous,
-and those not raw of one size, which is the loop's (the fused kernels never broadcast).
+(with the loop index ``i``); ``T`` is the arrays' element type; a ``preamble`` comes
+before the loop (``__device__`` means nothing on the host). Arrays must be contiguous;
+the input arrays that are not raw broadcast to the output arrays' shape, as CuPy's do.
 """
 
 from __future__ import annotations
@@ -27,9 +28,19 @@ _BUILD = pathlib.Path(tempfile.mkdtemp(prefix="torcia-host-kernels-"))
 
 _PRELUDE = """
 #include <cmath>
+#define __device__
 using std::exp;
 using std::sqrt;
 using std::tanh;
+using std::log;
+using std::log1p;
+using std::expm1;
+using std::exp2;
+using std::erf;
+using std::pow;
+using std::sin;
+using std::cos;
+using std::fabs;
 template <typename U> static inline U max(U a, U b) { return a > b ? a : b; }
 template <typename U> static inline U min(U a, U b) { return a < b ? a : b; }
 """
@@ -46,15 +57,25 @@ def _params(text):
 
 
 class ElementwiseKernel:
-    def __init__(self, in_params, out_params, operation, name="kernel", **options):
+    def __init__(self, in_params, out_params, operation, name="kernel", preamble="",
+                 **options):
         self.inputs, self.outputs = _params(in_params), _params(out_params)
-        self.operation, self.name = operation, name
+        self.operation, self.name, self.preamble = operation, name, preamble
         self._built = {}
 
     def __call__(self, *args):
         params = self.inputs + self.outputs
         if len(args) != len(params):
             raise TypeError(f"{self.name} takes {len(params)} arguments, got {len(args)}")
+        # a NumPy scalar (a reduction's result) is a 0-d array, as CuPy's would be
+        args = [np.asarray(a) if isinstance(a, np.generic) else a for a in args]
+        n_in = len(self.inputs)
+        shape = next((a.shape for a, (raw, _, _) in zip(args[n_in:], self.outputs)
+                      if isinstance(a, np.ndarray) and not raw), None)
+        if shape is not None:
+            args = [np.ascontiguousarray(np.broadcast_to(a, shape))
+                    if k < n_in and isinstance(a, np.ndarray) and not params[k][0] else a
+                    for k, a in enumerate(args)]
         kinds = tuple(isinstance(a, np.ndarray) for a in args)
         arrays = [a for a in args if isinstance(a, np.ndarray)]
         looped = [a for a, (raw, _, _) in zip(args, params) if isinstance(a, np.ndarray)
@@ -90,7 +111,7 @@ class ElementwiseKernel:
                     binds.append(f"{ctype}{'&' if k >= n_in else ''} {name} = {name}_[i];")
                 else:
                     signature.append(f"{ctype} {name}")
-            source = (f"{_PRELUDE}\ntypedef {t} T;\nextern \"C\" void run("
+            source = (f"{_PRELUDE}\ntypedef {t} T;\n{self.preamble}\nextern \"C\" void run("
                       + ", ".join(signature) + ") {\n  for (long long i = 0; i < n; ++i) {\n"
                       + "\n".join(binds) + "\n" + self.operation + "\n  }\n}\n")
             digest = hashlib.sha256(source.encode()).hexdigest()[:16]

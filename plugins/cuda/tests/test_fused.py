@@ -169,3 +169,88 @@ def test_an_lstm_on_cuda_runs_the_fused_cell(cupy_with_kernels):
         out, _ = model(inputs)
         out.square().sum().backward()
     torcia.testing.assert_close(gpu.weight_hh_l0.grad.cpu(), cpu.weight_hh_l0.grad)
+
+
+@pytest.fixture
+def compiler(cupy_with_kernels):
+    compiler = pytest.importorskip("torcia.compiler")
+    compiler.reset()
+    yield compiler
+    compiler.reset()
+
+
+def _fused_nodes(graph):
+    return [n for n in graph.nodes if n.kind == "fused"]
+
+
+def test_compile_on_cuda_fuses_elementwise_chains_into_device_kernels(compiler):
+    def f(x, b):
+        return ((x * 2 + b).tanh() * x.sigmoid()).relu() - 0.5
+
+    rng = np.random.default_rng(0)
+    compiled = compiler.compile(f)
+    for _ in range(3):  # trace, the first replay (checked against eager), a replay
+        x = torcia.tensor(rng.standard_normal((5, 7)), dtype=torcia.float32)
+        b = torcia.tensor(rng.standard_normal(7), dtype=torcia.float32)
+        got = compiled(x.cuda(), b.cuda())
+        assert got.device.type == "cuda"
+        torcia.testing.assert_close(got.cpu(), f(x, b), rtol=1e-6, atol=1e-6)
+    entry = compiled._entries[0]
+    assert entry.eager_reason is None and entry.graph.device.type == "cuda"
+    (node,) = entry.graph.nodes
+    assert node.kind == "fused" and node.op == "mul+add+tanh+sigmoid+mul+relu+sub"
+    assert "std::" not in node.source and "torcia_max" not in node.source
+    assert "T x0, T x1" in node.source  # the bias is broadcast by the kernel, not indexed
+
+
+def test_a_compiled_training_step_on_cuda_matches_eager(compiler):
+    torcia.manual_seed(0)
+    nets = [torcia.nn.Sequential(torcia.nn.Linear(6, 8), torcia.nn.Tanh(),
+                                 torcia.nn.Linear(8, 3)) for _ in range(2)]
+    nets[1].load_state_dict(nets[0].state_dict())
+    nets[1].to("cuda")
+    opts = [torcia.optim.SGD(n.parameters(), lr=0.1, momentum=0.9) for n in nets]
+
+    def step_of(net, opt):
+        def step(x, y):
+            opt.zero_grad()
+            loss = torcia.nn.functional.cross_entropy(net(x), y)
+            loss.backward()
+            opt.step()
+            return loss
+
+        return step
+
+    eager, compiled = step_of(nets[0], opts[0]), compiler.compile(step_of(nets[1], opts[1]))
+    rng = np.random.default_rng(1)
+    for _ in range(4):
+        x = torcia.tensor(rng.standard_normal((4, 6)), dtype=torcia.float32)
+        y = torcia.tensor(rng.integers(0, 3, 4))
+        want, got = eager(x, y), compiled(x.cuda(), y.cuda())
+        torcia.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-6)
+    for a, b in zip(nets[0].parameters(), nets[1].parameters()):
+        assert b.device.type == "cuda"
+        torcia.testing.assert_close(b.detach().cpu(), a.detach(), rtol=1e-5, atol=1e-6)
+    entry = compiled._entries[0]
+    assert entry.eager_reason is None and _fused_nodes(entry.graph)
+
+
+def test_a_compiled_module_on_cuda_runs_its_compiled_backward(compiler):
+    torcia.manual_seed(0)
+    cpu = torcia.nn.Sequential(torcia.nn.Linear(5, 4), torcia.nn.GELU(), torcia.nn.Linear(4, 2))
+    gpu = torcia.nn.Sequential(torcia.nn.Linear(5, 4), torcia.nn.GELU(),
+                               torcia.nn.Linear(4, 2)).to("cuda")
+    gpu.load_state_dict(cpu.state_dict())
+    model = compiler.compile(gpu)
+    x = torcia.randn(3, 5)
+    for _ in range(3):
+        for net in (cpu, gpu):
+            net.zero_grad()
+        (cpu(x).square() * 0.5).sum().backward()
+        out = model(x.cuda())
+        assert out.device.type == "cuda"
+        (out.square() * 0.5).sum().backward()
+    for a, b in zip(cpu.parameters(), gpu.parameters()):
+        torcia.testing.assert_close(b.grad.cpu(), a.grad, rtol=1e-5, atol=1e-6)
+    entry = model._compiled_forward._entries[0]
+    assert entry.joint is not None and entry.graph.device.type == "cuda"

@@ -180,3 +180,12 @@ def test_cupy_without_nccl_says_so(cupy):
     plugins._reset()
     with pytest.raises(RuntimeError, match="CuPy could not load the NCCL library"):
         dist.init_process_group("nccl")
+
+
+@pytest.mark.parametrize("uid", [bytes(range(200, 256)) + bytes(72),  # CuPy 14: bytes
+                                 tuple(range(-128, 0)) + tuple(range(0, 0))])  # older: chars
+def test_nccls_unique_id_reaches_every_rank_as_cupy_made_it(uid):
+    from torcia_cuda.nccl import _pack_id, _unpack_id
+
+    got = _unpack_id(_pack_id(uid))
+    assert got == uid and type(got) is type(uid)

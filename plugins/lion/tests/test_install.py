@@ -5,6 +5,7 @@ blocked."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -43,7 +44,10 @@ def venv(tmp_path_factory):
     python = str(home / "env" / "bin" / "python")
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
     subprocess.run(pip + ["setuptools>=77", "numpy", "pluggy"], check=True)
-    subprocess.run(pip + ["--no-deps", "--no-build-isolation"] + [str(ROOT / p) for p in PARTS],
+    # built from copies: a build in the checkout would leave build/ and *.egg-info there
+    ignore = shutil.ignore_patterns("build", "*.egg-info", "__pycache__")
+    copies = [shutil.copytree(ROOT / p, home / "src" / p, ignore=ignore) for p in PARTS]
+    subprocess.run(pip + ["--no-deps", "--no-build-isolation"] + [str(c) for c in copies],
                    check=True, cwd=home)
     return python, home
 

@@ -32,6 +32,12 @@ import sys
 # ``src`` on sys.path separately).
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+# First of all, the plugin policy: in a locked deployment its guard checks every module of
+# torcia imported from here on against the lock, before that module runs.
+from torcia import _policy  # noqa: E402
+
+_policy.at_import()
+
 __version__ = "0.1.0"
 
 from torcia import _dtype  # noqa: E402
@@ -41,6 +47,11 @@ from torcia._dtype import (  # noqa: E402
     complex64,
     complex128,
     dtype,
+    float8_e4m3fn,
+    float8_e4m3fnuz,
+    float8_e5m2,
+    float8_e5m2fnuz,
+    float8_e8m0fnu,
     float16,
     float32,
     float64,
@@ -191,17 +202,29 @@ range = _ops_compat_module.inclusive_range  # noqa: A001
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
 
-from torcia import sparse  # noqa: E402
+from torcia import _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+from torcia._sparse import (  # noqa: E402,F401
+    sparse_compressed_tensor,
+    sparse_coo_tensor,
+    sparse_csc_tensor,
+    sparse_csr_tensor,
+)
 from torcia._storage import LEGACY_CLASSES as _LEGACY_STORAGES  # noqa: E402
 from torcia._storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
-from torcia.sparse import sparse_coo_tensor  # noqa: E402
 
-Tensor.to_sparse = sparse.to_sparse
-Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_sparse = _sparse.to_sparse
+Tensor.to_sparse_coo = _sparse.to_sparse
+Tensor.to_sparse_csr = _sparse.to_sparse_csr
+Tensor.to_sparse_csc = _sparse.to_sparse_csc
+for _n, _what in _sparse.DENSE_REFUSALS.items():
+    setattr(Tensor, _n, _sparse._dense_refusal(_n, _what))
 Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
+
+# torch._foreach_add, ...: one op over lists of tensors
+globals().update(__import__("torcia._foreach", fromlist=["namespace"]).namespace())
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
@@ -354,6 +377,8 @@ _ALIASES = {
     "torcia.utils.checkpoint": "torcia.autograd.checkpoint",
     # function transforms need modules (functional_call), so torcia-nn owns them
     "torcia.func": "torcia.nn._func",
+    # torch.fx's names that libraries use at import; the compiler part owns tracing
+    "torcia.fx": "torcia.compiler.fx",
 }
 
 
@@ -422,7 +447,8 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
-                                  "func"):
+                                  "func", "fx", "overrides", "version", "masked", "nested",
+                                  "signal"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

@@ -49,18 +49,27 @@ class dtype:
         """The NumPy dtype of arrays holding this dtype (raises for bfloat16 without ml_dtypes)."""
         if self.np is None:
             raise RuntimeError(
-                "torcia.bfloat16 needs the ml_dtypes package: pip install 'torcia-core[bfloat16]'"
+                f"torcia.{self.name} needs the ml_dtypes package: pip install "
+                "'torcia-core[bfloat16]'"
             )
         return self.np
 
 
-def _bfloat16_np():
-    # ml_dtypes is optional so that core depends on numpy and pluggy alone.
-    try:
-        import ml_dtypes
-    except ImportError:
-        return None
-    return np.dtype(ml_dtypes.bfloat16)
+def _ml_dtype(name: str):
+    """A loader of ml_dtypes' NumPy dtype ``name`` (None without ml_dtypes)."""
+
+    def load():
+        # ml_dtypes is optional so that core depends on numpy and pluggy alone.
+        try:
+            import ml_dtypes
+        except ImportError:
+            return None
+        return np.dtype(getattr(ml_dtypes, name))
+
+    return load
+
+
+_bfloat16_np = _ml_dtype("bfloat16")
 
 
 class _LazyDtype(dtype):
@@ -108,6 +117,14 @@ int32 = dtype("int32", np.dtype(np.int32), 1)
 int64 = dtype("int64", np.dtype(np.int64), 1)
 float16 = dtype("float16", np.dtype(np.float16), 2)
 bfloat16 = _LazyDtype("bfloat16", _bfloat16_np, 2)
+# PyTorch's 8-bit floats: storage and conversion only, as in PyTorch (no arithmetic
+# promotes with them)
+float8_e4m3fn = _LazyDtype("float8_e4m3fn", _ml_dtype("float8_e4m3fn"), 1)
+float8_e4m3fnuz = _LazyDtype("float8_e4m3fnuz", _ml_dtype("float8_e4m3fnuz"), 1)
+float8_e5m2 = _LazyDtype("float8_e5m2", _ml_dtype("float8_e5m2"), 1)
+float8_e5m2fnuz = _LazyDtype("float8_e5m2fnuz", _ml_dtype("float8_e5m2fnuz"), 1)
+float8_e8m0fnu = _LazyDtype("float8_e8m0fnu", _ml_dtype("float8_e8m0fnu"), 1)
+FLOAT8 = (float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz, float8_e8m0fnu)
 float32 = dtype("float32", np.dtype(np.float32), 2)
 float64 = dtype("float64", np.dtype(np.float64), 2)
 complex64 = dtype("complex64", np.dtype(np.complex64), 3)
@@ -115,7 +132,7 @@ complex128 = dtype("complex128", np.dtype(np.complex128), 3)
 _REAL_OF = {complex64: float32, complex128: float64}
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-       complex64, complex128)
+       complex64, complex128, *FLOAT8)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
@@ -138,6 +155,19 @@ def from_numpy_dtype(np_dtype) -> dtype:
             "are: float64, float32, float16, complex64, complex128, bfloat16, int64, int32, "
             "int16, int8, uint8, and bool."
         ) from None
+
+
+def native_array(arr):
+    """``arr`` seen through NumPy's own dtype object (unchanged where torcia has no dtype
+    for it).
+
+    An array that went through pickle (a DataLoader worker, a pickled dataset) carries a
+    dtype object equal to ``np.dtype(np.float32)`` but not the same one, and NumPy hands it
+    on to what is computed from it; torcia's fast paths and native kernels compare dtypes
+    by identity where they can, so arrays that enter a tensor are given the canonical one
+    (a view: no copy)."""
+    d = FROM_NUMPY.get(arr.dtype)
+    return arr if d is None or arr.dtype is d.np else arr.view(d.np)
 
 
 _default = [float32]
@@ -195,7 +225,31 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
     return FROM_NUMPY[np.promote_types(a.np, b.np)]
 
 
-_PROMOTE = {(a, b): _promote_pair(a, b) for a in ALL for b in ALL}
+class _PromotionTable(dict):
+    """dtype pair -> promoted dtype; a float8 dtype promotes with itself only."""
+
+    def __missing__(self, key):
+        a, b = key
+        if isinstance(a, dtype) and isinstance(b, dtype):
+            raise RuntimeError(
+                "Promotion for Float8 Types is not supported, attempted to promote "
+                f"{torch_type_name(a)} and {torch_type_name(b)}")
+        raise KeyError(key)
+
+
+_PROMOTE = _PromotionTable(
+    ((a, b), a if a is b else _promote_pair(a, b)) for a in ALL for b in ALL
+    if a is b or not (a in FLOAT8 or b in FLOAT8))
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
+               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
+               "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
+               "complex128": "ComplexDouble"}
+
+
+def torch_type_name(d: dtype) -> str:
+    """PyTorch's scalar type name of ``d`` ("Float", "Float8_e4m3fn")."""
+    return _TYPE_NAMES.get(d.name) or d.name[0].upper() + d.name[1:]
 
 
 def promote_types(type1: dtype, type2: dtype) -> dtype:
@@ -209,7 +263,7 @@ def promote_types(type1: dtype, type2: dtype) -> dtype:
     """
     try:
         return _PROMOTE[type1, type2]
-    except (KeyError, TypeError):
+    except (KeyError, TypeError):  # a float8 pair raises PyTorch's RuntimeError instead
         name, pos, bad = ("type1", 1, type1) if not isinstance(type1, dtype) else (
             "type2", 2, type2)
         raise TypeError(f"promote_types(): argument '{name}' (position {pos}) must be "

@@ -33,7 +33,11 @@ def _windows(xp, x, kernel, stride, dilation, padding, value=0):
     if any(lo or hi for lo, hi in padding):
         x = xp.pad(x, ((0, 0), (0, 0)) + tuple(padding), constant_values=value)
     span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
-    win = xp.lib.stride_tricks.sliding_window_view(x, span, axis=tuple(range(2, 2 + nd)))
+    # NumPy's geometry on a zero-byte stand-in with x's strides, applied to x: CuPy's own
+    # sliding_window_view checks the window on the device, a wait for it at every call
+    probe = np.lib.stride_tricks.as_strided(np.zeros(1, x.dtype), x.shape, x.strides)
+    probe = np.lib.stride_tricks.sliding_window_view(probe, span, axis=tuple(range(2, 2 + nd)))
+    win = xp.lib.stride_tricks.as_strided(x, probe.shape, probe.strides)
     key = (slice(None), slice(None)) + tuple(slice(None, None, s) for s in stride) + tuple(
         slice(None, None, d) for d in dilation)
     return win[key]
@@ -416,7 +420,8 @@ class NNKernels:
         flat = win.reshape(x.shape[:2] + out_sp + (-1,))
         arg = flat.argmax(axis=-1)
         values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        if any(lo or hi for lo, hi in pads) and (values == lowest).any():
+        # (on a device the select runs whatever the values: reading them would wait for it)
+        if any(lo or hi for lo, hi in pads) and (xp is not np or (values == lowest).any()):
             # a window of the lowest value only names its first real element, as PyTorch
             # does, never the padding, which holds the same value
             real = xp.ones((1, 1) + tuple(in_sp), dtype=np.int8)
@@ -424,7 +429,11 @@ class NNKernels:
             first_real = real.reshape((1, 1) + out_sp + (-1,)).argmax(axis=-1)
             arg = xp.where(values == lowest, first_real, arg)
         # window offset -> input coordinate, per dim, then a flat index into the plane
-        offsets = xp.unravel_index(arg, kernel_size)
+        # (unravelled by hand: CuPy's unravel_index checks the bounds on the device, a wait)
+        offsets, rest = [], arg
+        for k in kernel_size[::-1]:
+            offsets.insert(0, rest % k)
+            rest = rest // k
         index = xp.zeros(arg.shape, dtype=np.int64)
         for dim in range(nd):
             shape = [1] * (2 + nd)
@@ -442,7 +451,11 @@ class NNKernels:
         plane = math.prod(input_shape)
         rows = (xp.arange(n * c, dtype=np.int64) * plane)[:, None]
         flat = (indices.reshape(n * c, -1) + rows).reshape(-1)
-        out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        if xp is np:
+            out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
+        else:  # a device's bincount reads the largest index first (a wait): scatter-add
+            out = xp.zeros(n * c * plane, dtype=np.promote_types(g.dtype, np.float32))
+            xp.add.at(out, flat, g.reshape(-1))
         return out.astype(g.dtype, copy=False).reshape((n, c) + tuple(input_shape))
 
     def adaptive_max_pool(self, x, output_size):
@@ -626,9 +639,9 @@ class NNKernels:
         return gx, gw
 
     # ----- embedding ----------------------------------------------------------------
-    def embedding(self, weight, indices, padding_idx=None):
+    def embedding(self, weight, indices, padding_idx=None, sparse=False):
         """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``
-        (``padding_idx`` only matters to the gradient)."""
+        (``padding_idx`` and ``sparse`` only matter to the gradient)."""
         return self.xp.take(weight, indices, axis=0)
 
     def embedding_backward(self, g, indices, num_weights, padding_idx):
@@ -638,6 +651,14 @@ class NNKernels:
         d = g.shape[-1]
         flat = indices.reshape(-1)
         rows = g.reshape(-1, d)
+        if xp is not np:
+            # on a device, one scatter-add: the sorted runs below have data-dependent
+            # sizes, each a wait for the device
+            out = xp.zeros((num_weights, d), dtype=np.promote_types(g.dtype, np.float32))
+            if padding_idx is not None:
+                rows = rows * (flat != padding_idx)[:, None].astype(rows.dtype)
+            xp.add.at(out, flat, rows)
+            return out.astype(g.dtype, copy=False)
         if padding_idx is not None:
             keep = flat != padding_idx
             flat, rows = flat[keep], rows[keep]

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import builtins
 import math
+import numbers
 import re
+import warnings
 
 import numpy as np
 
 from torcia import _dtype as D
 from torcia import ops as _oplist
+from torcia._kernels_linalg import outer_operands
 from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
 from torcia.amp import autocast_as
 
@@ -363,8 +366,25 @@ for _n in _oplist.COMPARE:
 mul, maximum, minimum = _g["mul"], _g["maximum"], _g["minimum"]
 
 
-def add(input, other, *, alpha=1):
+def _scalar_first(op: str, value, rest: tuple, names: str):
+    """PyTorch's deprecated overloads that take the scalar first, still accepted with its
+    warning: ``add(x, 2, y)`` for ``add(x, y, alpha=2)``, ``addcmul(x, 0.5, a, b)`` for
+    ``addcmul(x, a, b, value=0.5)``. Returns ``rest`` (the tensors)."""
+    if isinstance(value, Tensor) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{op}() received an invalid combination of arguments: the "
+                        f"deprecated overload {op}(Number, {names}) takes a number first, "
+                        f"got {type(value).__name__}")
+    keyword = "alpha" if op in ("add", "sub") else "value"
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {keyword}, "
+                  f"{names})\nConsider using one of the following signatures instead:\n\t"
+                  f"{op}({names}, *, Number {keyword} = 1)", UserWarning, stacklevel=3)
+    return rest
+
+
+def add(input, other, *deprecated, alpha=1):
     """``input + alpha * other`` with broadcasting.
+
+    PyTorch's deprecated ``add(input, alpha, other)`` is accepted, with its warning.
 
     Examples
     --------
@@ -372,12 +392,14 @@ def add(input, other, *, alpha=1):
     >>> torcia.add(torcia.tensor([1, 2]), torcia.tensor([10, 20]), alpha=2)
     tensor([21, 42])
     """
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("add", input, other)
 
 
-def sub(input, other, *, alpha=1):
+def sub(input, other, *deprecated, alpha=1):
     """``input - alpha * other`` with broadcasting.
 
     Examples
@@ -391,6 +413,8 @@ def sub(input, other, *, alpha=1):
     ):
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
     if alpha != 1:
         other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("sub", input, other)
@@ -621,7 +645,7 @@ def lerp(input, end, weight):
     return call("lerp", (input, end, weight), {})
 
 
-def addcmul(input, tensor1, tensor2, *, value=1):
+def addcmul(input, tensor1, tensor2, *deprecated, value=1):
     """``input + value * tensor1 * tensor2``.
 
     Examples
@@ -631,10 +655,13 @@ def addcmul(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcmul(x, a, b, value=0.5)
     tensor([2.5000, 5.0000])
     """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
     return call("addcmul", (input, tensor1, tensor2), {"value": value})
 
 
-def addcdiv(input, tensor1, tensor2, *, value=1):
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
     """``input + value * tensor1 / tensor2``.
 
     Examples
@@ -644,6 +671,9 @@ def addcdiv(input, tensor1, tensor2, *, value=1):
     >>> torcia.addcdiv(x, a, b, value=2)
     tensor([2., 5.])
     """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
     return call("addcdiv", (input, tensor1, tensor2), {"value": value})
 
 
@@ -2517,6 +2547,7 @@ def outer(input, vec2):
             [  2,  20, 200]])
     """
     _matmul_dtype(input, vec2, "outer")
+    outer_operands(input, vec2)
     return call("outer", (input, vec2), {})
 
 

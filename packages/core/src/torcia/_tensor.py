@@ -8,6 +8,7 @@ hook is called here.
 
 from __future__ import annotations
 
+import copy
 import threading
 
 import numpy as np
@@ -126,9 +127,11 @@ def _check_grad(t, g) -> None:
             f"'{t._device.index}'. Please ensure that the gradient and the tensor are on the "
             "same device"
         )
-    if g._data.shape != t._data.shape:
+    # a sparse gradient (no dense data) has its size all the same
+    g_shape = g._data.shape if g._layout_binary is None else tuple(g.shape)
+    if g_shape != t._data.shape:
         raise RuntimeError(
-            f"attempting to assign a gradient of size '{list(g._data.shape)}' to a tensor of "
+            f"attempting to assign a gradient of size '{list(g_shape)}' to a tensor of "
             f"size '{list(t._data.shape)}'. Please ensure that the gradient and the tensor are "
             "the same size"
         )
@@ -148,16 +151,38 @@ class Tensor:
     54.0
     """
 
+    # __dict__: Python attributes set on a tensor (``param._is_hf_initialized = True``), as
+    # PyTorch allows; it is made only when one is set
     __slots__ = (
         "_data", "_device", "_requires_grad", "_grad", "grad_fn", "_vc", "_base",
-        "_out_nr", "_hooks", "_retains_grad", "__weakref__",
+        "_out_nr", "_hooks", "_retains_grad", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
+    #: the elementwise arithmetic of a layout without dense data (torcia._sparse sets it
+    #: on the sparse layouts): binary() hands it ops with such an operand
+    _layout_binary = None
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and not kwargs.get("_internal"):
             return _legacy_new(D.get_default_dtype(), args, kwargs.get("device"))
         return object.__new__(cls)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
+        # which torcia.overrides switches on for every op the first time it matters
+        if _torch_function_of(cls) is not disabled_torch_function_impl:
+            from torcia.overrides import switch_on
+
+            switch_on()
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        """PyTorch's default: run ``func`` and give its tensor results this subclass's type
+        (see :mod:`torcia.overrides`)."""
+        from torcia.overrides import default_torch_function
+
+        return default_torch_function(cls, func, types, args, kwargs)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -310,7 +335,9 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        """A tensor sharing storage but detached from the graph.
+        """A tensor sharing storage but detached from the graph, with a version counter of
+        its own: as in PyTorch, writes through ``.data`` are hidden from autograd (they do
+        not invalidate what backward saved).
 
         Examples
         --------
@@ -318,10 +345,11 @@ class Tensor:
         >>> w = torcia.ones(2, requires_grad=True)
         >>> w.data.requires_grad
         False
+        >>> w.data.mul_(3); w._version
+        tensor([3., 3.])
+        0
         """
-        t = Tensor._make(self._data, self._device)
-        t._vc = self._vc
-        return t
+        return Tensor._make(self._data, self._device)
 
     @data.setter
     def data(self, value: Tensor):
@@ -440,7 +468,7 @@ class Tensor:
         >>> torcia.tensor([1.0]).is_floating_point(), torcia.tensor([1]).is_floating_point()
         (True, False)
         """
-        return self._data.dtype.kind == "f" or self.dtype is D.bfloat16
+        return self._data.dtype.kind == "f" or self.dtype.category == 2
 
     def is_complex(self) -> bool:
         """Whether the dtype is a complex one.
@@ -571,6 +599,13 @@ class Tensor:
 
         return iter(_ops.unbind(self, 0))
 
+    def __contains__(self, element):
+        # PyTorch's: any element equal (iteration would compare whole rows)
+        if isinstance(element, (Tensor, int, float, bool, complex, np.generic)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
+
     def __bool__(self):
         if self._data.size != 1:
             raise RuntimeError(
@@ -608,11 +643,40 @@ class Tensor:
         return (_rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
                            self._requires_grad))
 
-    def __dlpack__(self, stream=None, **kwargs):
-        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this tensor's memory (no copy), for another library's
+        ``from_dlpack``; the keywords are the protocol's. A tensor that requires grad is
+        refused, as in PyTorch: the other library would not see its gradient.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torcia
+        >>> t = torcia.arange(3.0)
+        >>> a = np.from_dlpack(t)
+        >>> a[0] = 9.0
+        >>> t
+        tensor([9., 1., 2.])
+        """
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use "
+                              "tensor.detach()")
+        kwargs = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
 
     def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
+        """``(device type, index)`` in DLPack's codes (1: CPU, 2: CUDA).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.ones(1).__dlpack_device__()
+        (1, 0)
+        """
+        kind, index = self._data.__dlpack_device__()
+        return int(kind), int(index)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -620,14 +684,29 @@ class Tensor:
         new = Tensor._make(self._data.copy(), self._device)
         new.__class__ = self.__class__
         new._requires_grad = self._requires_grad
+        memo[id(self)] = new
         if self.grad is not None:
             new.grad = self.grad.__deepcopy__(memo)
-        memo[id(self)] = new
+        attrs = getattr(self, "__dict__", None)
+        if attrs:
+            new.__dict__.update(copy.deepcopy(attrs, memo))
         return new
 
 
 _new = object.__new__
 _make = Tensor._make
+
+
+def disabled_torch_function_impl(func, types, args=(), kwargs=None):
+    """A ``__torch_function__`` that takes no part in dispatch: ops on instances of a class
+    that sets it (``nn.Parameter``) return plain tensors, as PyTorch's
+    ``torch._C._disabled_torch_function_impl``."""
+    return func(*args, **(kwargs or {}))
+
+
+def _torch_function_of(cls):
+    fn = getattr(cls, "__torch_function__", None)
+    return getattr(fn, "__func__", fn)
 
 
 def _wrap_dim(dim, ndim: int) -> int:
@@ -840,8 +919,11 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
 
 def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
-    if a.__class__ is not Tensor and not isinstance(a, Tensor):
-        a = _as_operand(a, b)
+    if a.__class__ is not Tensor:
+        if not isinstance(a, Tensor):
+            a = _as_operand(a, b)
+        elif a._layout_binary is not None:
+            return a._layout_binary(op, a, b, float_op)
     if _modes_on and MODES.modes:
         return _binary_in_modes(MODES.modes, op, a, b, float_op)
     ad = a._data
@@ -863,6 +945,8 @@ def binary(op: str, a, b, float_op: bool = False):
     # cost every promoting op (a * 2.0) one more Python call
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
+        if b.__class__ is not Tensor and b._layout_binary is not None:
+            return b._layout_binary(op, a, b, float_op)
         bd = b._data
         if bd.dtype is not a._data.dtype:
             bt = _FROM_NP[bd.dtype]
@@ -1087,10 +1171,7 @@ def _expanded_write_error():
     )
 
 
-def _torch_name(d) -> str:
-    return {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16",
-            "int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte",
-            "bool": "Bool", "complex64": "ComplexFloat", "complex128": "ComplexDouble"}[d.name]
+_torch_name = D.torch_type_name
 
 
 #: The device factory functions use when given none (``torcia.set_default_device``).

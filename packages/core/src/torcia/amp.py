@@ -734,18 +734,21 @@ class GradScaler:
             raise RuntimeError("unscale_() has already been called on this optimizer since "
                                "the last update().")
         inv = 1.0 / self._scale
-        found = False
+        # one sum per gradient, added up on its device: an inf or NaN anywhere makes the
+        # total non-finite, and reading it back is the one wait for the device per step
+        totals: dict = {}
         for group in optimizer.param_groups:
             for p in group["params"]:
                 if p.grad is None:
                     continue
                 data = p.grad._data
-                if not bool(_finite(data)):
-                    found = True
+                total = _total(data)
+                key = p.grad.device
+                totals[key] = total if key not in totals else totals[key] + total
                 data *= inv
                 p.grad._vc[0] += 1
         state["unscaled"] = True
-        state["found_inf"] = found
+        state["found_inf"] = not all(math.isfinite(float(t)) for t in totals.values())
 
     def step(self, optimizer, *args, **kwargs):
         """``optimizer.step()`` unless the (unscaled) gradients hold inf or NaN."""
@@ -797,6 +800,7 @@ class GradScaler:
         self._growth_tracker = int(state["_growth_tracker"])
 
 
-def _finite(arr) -> bool:
-    total = arr.sum(dtype="float64") if arr.dtype.kind == "f" else arr.sum()
-    return math.isfinite(float(total))
+def _total(arr):
+    """The sum of ``arr``'s elements on its device (float64 for floats: no overflow of
+    finite values), finite exactly when every element is."""
+    return arr.sum(dtype="float64") if arr.dtype.kind == "f" else arr.sum()

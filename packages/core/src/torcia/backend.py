@@ -347,6 +347,9 @@ def get_backend(device_type: str) -> Backend:
 # ---------------------------------------------------------------------------------------
 
 
+_DEVICE_CONTEXTS: list = []  # the default devices that ``with device(...)`` blocks replaced
+
+
 class device:
     """A device: a type (``"cpu"``, ``"cuda"``...) and an optional index.
 
@@ -428,6 +431,31 @@ class device:
     def __str__(self):
         return self.type if self.index is None else f"{self.type}:{self.index}"
 
+    def __enter__(self):
+        """``with torcia.device("meta"):`` makes this the device that factory functions use
+        when given none, until the block ends (PyTorch's device context).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> with torcia.device("meta"):
+        ...     torcia.ones(2).device
+        device(type='meta')
+        >>> torcia.ones(2).device
+        device(type='cpu')
+        """
+        from torcia._ops_compat_more import get_default_device, set_default_device
+
+        _DEVICE_CONTEXTS.append(get_default_device())
+        set_default_device(self)
+        return self
+
+    def __exit__(self, *exc):
+        from torcia._ops_compat_more import set_default_device
+
+        set_default_device(_DEVICE_CONTEXTS.pop())
+        return False
+
     def __eq__(self, other):
         if isinstance(other, str):
             other = device(other)
@@ -466,6 +494,33 @@ def canonical(dev) -> device:
         runtime = dev.backend.runtime
         return device(dev.type, runtime.current_device() if runtime is not None else 0)
     return dev
+
+
+def check_async(device, bad, error) -> None:
+    """Raise ``error()`` where ``bad`` (a boolean of ``device``'s array module: a check of
+    an op's inputs, as an index in range) is true. On the host at once; on a device whose
+    runtime has ``assert_async`` (torcia-cuda's) without waiting for the device: the
+    runtime raises at a later synchronisation (``.item()``, ``.cpu()``,
+    ``torcia.cuda.synchronize()``), as PyTorch's device-side asserts do.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.library import check_async
+    >>> check_async("cpu", np.bool_(False), lambda: IndexError("out of range"))
+    >>> check_async("cpu", np.bool_(True), lambda: IndexError("out of range"))
+    Traceback (most recent call last):
+    ...
+    IndexError: out of range
+    """
+    kind = canonical(device).type
+    if kind != "cpu":
+        defer = getattr(get_backend(kind).runtime, "assert_async", None)
+        if defer is not None:
+            defer(bad, error)
+            return
+    if bad:
+        raise error()
 
 
 def host_array(arr) -> np.ndarray:

@@ -22,6 +22,10 @@ import sys
 import tempfile
 import urllib.parse
 
+# PyTorch's torch.hub exposes the standard library's parser under its name, and libraries
+# import it from there (``from torch.hub import urlparse``)
+from urllib.parse import urlparse  # noqa: F401
+
 __all__ = ["download_url_to_file", "get_dir", "load_state_dict_from_url", "set_dir"]
 
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")

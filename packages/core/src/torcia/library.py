@@ -135,6 +135,7 @@ from torcia._tensor import (
     active_modes,
     binary,
     call,
+    disabled_torch_function_impl,
     inplace,
     parse_to,
     unary,
@@ -143,7 +144,7 @@ from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
-from torcia.backend import Backend, KernelRegistry, get_backend, host_array
+from torcia.backend import Backend, KernelRegistry, check_async, get_backend, host_array
 from torcia.plugins import Registry, hookimpl
 from torcia.utils.hooks import RemovableHandle
 
@@ -153,11 +154,12 @@ __all__ = [
     "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
-    "binary", "call", "check_geometry", "device_ops", "dtype_by_name", "dtype_from_numpy",
+    "binary", "call", "check_geometry", "device_ops", "disabled_torch_function_impl",
+    "dtype_by_name", "dtype_from_numpy",
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
-    "unary", "unbatch",
+    "check_async", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 
@@ -419,7 +421,13 @@ class OpRegistry(Registry):
             devices through :func:`host_fallback` until a plugin registers a kernel there.
         backward : callable, optional
             The backward formula, in the convention of ``torcia.autograd.derivatives``:
-            ``backward(grad, *inputs, **params)`` returning one gradient per input.
+            ``backward(grad, *inputs, **params)`` returning one gradient per input. Its
+            parameters after ``grad`` are the op's inputs, by position, then any of the
+            kernel's parameters it needs, by name, declared positionally or keyword-only
+            as you like (``def backward(grad, x, limit)`` and ``def backward(grad, x, *,
+            limit)`` both receive the call's ``limit``), and the keywords ``result`` (the
+            output) and ``needs_input_grad``. A parameter that is none of these, or fewer
+            inputs than the op has, is a ``TypeError`` here, when the op is defined.
         shape : callable, optional
             ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta"
             device; without it the meta device runs ``kernel`` on zero stand-ins.
@@ -427,7 +435,9 @@ class OpRegistry(Registry):
             The forward-mode formula, in the convention of
             ``torcia.autograd.forward_derivatives``: ``jvp(tangents, *inputs, result=...,
             **params)`` (one tangent or None per input) returning the output's tangent;
-            without it, forward mode transposes ``backward``.
+            without it, forward mode transposes ``backward``. It receives ``result`` and
+            every parameter of the kernel by name: a ``jvp`` that cannot take one is a
+            ``TypeError`` here.
         differentiable : bool, optional
             Whether the op has gradients; by default, whether ``backward`` is given.
         group : str
@@ -442,6 +452,10 @@ class OpRegistry(Registry):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
         inputs, params = _signature(kernel, group)
+        if backward is not None:
+            backward = _backward_as_declared(name, backward, inputs, params)
+        if jvp is not None:
+            _check_jvp(name, jvp, inputs, params)
         record = OpDef(
             name=name, group=group, inputs=inputs, params=params, kernel=kernel,
             backward=backward, jvp=jvp, shape=shape,
@@ -450,6 +464,84 @@ class OpRegistry(Registry):
         )
         self.add(name, record)
         return record
+
+
+#: What a formula may take by name besides the op's parameters.
+_FORMULA_KEYWORDS = ("result", "needs_input_grad")
+
+
+def _formula_parameters(name: str, what: str, fn: Callable):
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise TypeError(f"the {what} of op {name!r} must be a Python function whose "
+                        "parameters can be read") from None
+
+
+def _backward_as_declared(name: str, fn: Callable, inputs: tuple, params: dict) -> Callable:
+    """``fn`` in the engine's convention (the op's parameters keyword-only), whichever way
+    it declares them; a ``TypeError`` naming what does not fit. The engine passes the
+    inputs positionally and, by name, the keyword-only parameters a formula declares: a
+    parameter declared positionally would keep its default, a silently wrong gradient."""
+    declared = _formula_parameters(name, "backward", fn)[1:]
+    count = sum(1 for i in inputs if not i.startswith("*"))
+    variadic = any(i.startswith("*") for i in inputs)
+    kinds = inspect.Parameter
+    positional = [p for p in declared if p.kind in (kinds.POSITIONAL_ONLY,
+                                                    kinds.POSITIONAL_OR_KEYWORD)]
+    takes_rest = any(p.kind is kinds.VAR_POSITIONAL for p in declared)
+    takes_all = any(p.kind is kinds.VAR_KEYWORD for p in declared)
+    if len(positional) < count and not takes_rest:
+        raise TypeError(
+            f"the backward of op {name!r} takes {len(positional)} input(s) after the "
+            f"gradient, but the op has {count} ({', '.join(inputs)})")
+    moved = positional[count:] if not variadic else []
+    keywords = [p for p in declared if p.kind is kinds.KEYWORD_ONLY]
+    for p in moved + keywords:
+        if p.name not in params and p.name not in _FORMULA_KEYWORDS:
+            raise TypeError(
+                f"the backward of op {name!r} has a parameter {p.name!r}, which is neither "
+                f"an input ({', '.join(inputs) or 'none'}) nor a parameter "
+                f"({', '.join(params) or 'none'}) of its kernel")
+    if not moved and not takes_all:
+        return fn
+    # the engine's convention: inputs positional, the op's parameters keyword-only
+    wanted = [p.name for p in moved] + [p.name for p in keywords]
+    if takes_all:
+        wanted += [k for k in params if k not in wanted]
+    ahead = [p.name for p in moved]
+    first = _formula_parameters(name, "backward", fn)[0]
+
+    def backward(grad, *args, **kwargs):
+        return fn(grad, *args, *(kwargs.pop(k) for k in ahead), **kwargs)
+
+    backward.__signature__ = inspect.Signature(
+        [first.replace(kind=kinds.POSITIONAL_OR_KEYWORD)]
+        + [p.replace(kind=kinds.POSITIONAL_OR_KEYWORD, default=kinds.empty)
+           for p in positional[:count]]
+        + [p for p in declared if p.kind is kinds.VAR_POSITIONAL]
+        + [kinds(k, kinds.KEYWORD_ONLY, default=params.get(k)) for k in wanted
+           if k not in _FORMULA_KEYWORDS]
+        + [kinds(k, kinds.KEYWORD_ONLY) for k in wanted if k in _FORMULA_KEYWORDS])
+    backward.__name__ = getattr(fn, "__name__", "backward")
+    backward.__qualname__ = getattr(fn, "__qualname__", backward.__name__)
+    backward.__doc__ = fn.__doc__
+    backward.__wrapped__ = fn
+    return backward
+
+
+def _check_jvp(name: str, fn: Callable, inputs: tuple, params: dict) -> None:
+    """A ``TypeError`` now for a forward formula the engine could not call."""
+    declared = _formula_parameters(name, "jvp", fn)[1:]
+    kinds = inspect.Parameter
+    if any(p.kind is kinds.VAR_KEYWORD for p in declared):
+        return
+    by_keyword = {p.name for p in declared if p.kind in (kinds.POSITIONAL_OR_KEYWORD,
+                                                        kinds.KEYWORD_ONLY)}
+    missing = [k for k in ("result", *params) if k not in by_keyword]
+    if missing:
+        raise TypeError(f"the jvp of op {name!r} is called with the keyword(s) "
+                        f"{', '.join(missing)}, which it does not take")
 
 
 #: The ops plugins define through ``torcia_register_ops``.
@@ -653,6 +745,25 @@ def dtype_from_numpy(np_dtype) -> torcia.dtype:
     torcia.int16
     """
     return _dtype.from_numpy_dtype(np_dtype)
+
+
+def tensor_of(array, device) -> Tensor:
+    """A tensor over ``array``, an array of ``device``'s array module (NumPy on "cpu",
+    CuPy on "cuda"), sharing its memory, with no autograd history: how a program that
+    ran kernels itself (torcia.compile's replay) hands back their results.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from torcia.library import tensor_of
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> t = tensor_of(a, "cpu"); a[0] = 3
+    >>> t
+    tensor([3., 0.])
+    """
+    from torcia.backend import canonical
+
+    return Tensor._make(array, canonical(device))
 
 
 def dtype_by_name(name: str) -> torcia.dtype:

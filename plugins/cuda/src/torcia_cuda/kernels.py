@@ -3,16 +3,20 @@
 The backend declares ``fallback="reference"`` (see :func:`torcia.library.fallback`): every
 op without a kernel here runs core's reference kernel on CuPy, which works because the
 reference kernels are written against the array module ``xp``. Only what NumPy and CuPy
-spell differently needs a kernel of its own.
+spell differently needs a kernel of its own, and the few ops CuPy cannot run go to the
+host (:data:`HOST_OPS`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-#: op -> the name of its function in ``cupyx.scipy.special``
-_SPECIAL = {"erf": "erf", "erfc": "erfc", "erfinv": "erfinv", "lgamma": "gammaln",
-            "digamma": "digamma"}
+from torcia.library import host_fallback
+
+#: ops CuPy cannot run, which run on the host: CuPy's ufuncs have no ``accumulate``
+#: (cummax, cummin, logcumsumexp), its ``pinv`` no ``hermitian``, and cupyx's
+#: ``polygamma`` fails on a Python integer order
+HOST_OPS = ("cummax", "cummin", "logcumsumexp", "linalg_pinv", "polygamma")
 
 
 def _view(xp):
@@ -32,28 +36,20 @@ def _view(xp):
     return view
 
 
-def _special(name):
-    def kernel(a):
-        import cupyx.scipy.special as special
-
-        return getattr(special, name)(a)
-
-    kernel.__name__ = name
-    return kernel
-
-
 def cupy_kernels(xp) -> dict:
-    """op -> kernel over array module ``xp`` (CuPy, or NumPy in the tests, which then
-    keeps the reference's special functions).
+    """op -> kernel over array module ``xp`` (CuPy, or NumPy in the tests, where the
+    reference runs every op).
 
     Examples
     --------
     >>> import numpy as np
+
+from torcia.library import host_fallback
     >>> from torcia_cuda import cupy_kernels
     >>> cupy_kernels(np)["view"](np.arange(6.0), (2, 3)).shape
     (2, 3)
     """
     kernels = {"view": _view(xp)}
     if xp is not np:
-        kernels.update({op: _special(name) for op, name in _SPECIAL.items()})
+        kernels.update({op: host_fallback(op, "cuda") for op in HOST_OPS})
     return kernels

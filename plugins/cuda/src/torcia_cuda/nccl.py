@@ -20,7 +20,7 @@ types only. Data that is only moved travels as raw bytes.
 from __future__ import annotations
 
 import contextlib
-import struct
+import json
 import sys
 import threading
 import time
@@ -140,11 +140,24 @@ class _Liveness:
         self._stop.set()
 
 
+def _pack_id(uid) -> bytes:
+    """NCCL's unique id for the store, as CuPy hands it out: ``bytes`` (CuPy 14) or a
+    tuple of 128 char values (older CuPy), so that every rank gives the communicator
+    exactly what ``get_unique_id`` returned."""
+    if isinstance(uid, (bytes, bytearray)):
+        return b"B" + bytes(uid)
+    return b"T" + json.dumps(list(uid)).encode()
+
+
+def _unpack_id(data: bytes):
+    return data[1:] if data[:1] == b"B" else tuple(json.loads(data[1:].decode()))
+
+
 def _communicator(nccl, store, key, rank, ranks, timeout):
     """Join the communicator of the processes with global ranks ``ranks`` (this one is
     ``ranks[rank]``), once all of them have said in the store that they are there."""
     if rank == 0:
-        store.set(f"{key}/id", struct.pack("128b", *nccl.get_unique_id()))
+        store.set(f"{key}/id", _pack_id(nccl.get_unique_id()))
     store.set(f"{key}/joined/{rank}", b"1")
     try:
         store.wait([f"{key}/joined/{r}" for r in range(len(ranks))], timeout)
@@ -152,7 +165,7 @@ def _communicator(nccl, store, key, rank, ranks, timeout):
         missing = [g for r, g in enumerate(ranks) if not store.check([f"{key}/joined/{r}"])]
         raise RuntimeError(f"nccl process group: rank(s) {missing} did not join within "
                            f"{_seconds(timeout):g} s") from None
-    uid = struct.unpack("128b", store.get(f"{key}/id"))
+    uid = _unpack_id(store.get(f"{key}/id"))
     return nccl.NcclCommunicator(len(ranks), uid, rank)
 
 

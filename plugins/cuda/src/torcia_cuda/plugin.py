@@ -58,7 +58,11 @@ def _cupy_backend(cupy) -> Backend:
             return cupy.asarray(arr)
 
     torcia.random._seed_callbacks.append(runtime.manual_seed_all)
-    return make_backend(cupy, runtime, cupy.asnumpy, from_host)
+    if "matmul_hook" in _STATE:  # the registries were rebuilt: the new runtime follows
+        _STATE["matmul_hook"].remove()
+    _STATE["matmul_hook"] = torcia.backends.cuda.register_matmul_hook(
+        runtime.apply_matmul_flags)
+    return make_backend(cupy, runtime, runtime.to_host, from_host)
 
 
 @hookimpl

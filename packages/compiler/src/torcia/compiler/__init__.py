@@ -56,14 +56,23 @@ from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
 from torcia.compiler.inductor import IMPURE
 from torcia.compiler.replay import DataGuardFailed, generate, same_values
-from torcia.library import Tensor, dtype_from_numpy
+from torcia.library import (
+    Tensor,
+    active_modes,
+    dtype_from_numpy,
+    get_backend,
+    host_array,
+    tensor_of,
+)
 from torcia.library import call as _call
 from torcia.plugins import hookimpl
 
 plugins.add_hookspecs(hookspecs)
 
-__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "backends", "compile",
-           "hookimpl", "list_backends", "recompile_limit", "reset", "set_logs"]
+__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "allow_in_graph",
+           "assume_constant_result", "backends", "compile", "disable", "hookimpl",
+           "is_compiling", "is_dynamo_compiling", "is_exporting", "list_backends",
+           "recompile_limit", "reset", "set_logs"]
 
 #: programs kept per compiled function before it runs eagerly (torch._dynamo's
 #: ``recompile_limit``)
@@ -187,6 +196,99 @@ def compile(model=None, *, fullgraph: bool = False, dynamic: bool | None = None,
         return _CompiledFunction(m, fullgraph, backend, options)
 
     return wrap if model is None else wrap(model)
+
+
+# ---------------------------------------------------------------------------------------
+# what libraries mark for the compiler (torch.compiler's decorators and predicates)
+# ---------------------------------------------------------------------------------------
+
+
+def _tracer() -> Tracer | None:
+    for mode in active_modes():
+        if isinstance(mode, Tracer) and mode._tracing():
+            return mode
+    return None
+
+
+def is_compiling() -> bool:
+    """Whether this thread is being captured by :func:`compile` right now (libraries skip
+    Python-side checks then, as under ``torch.compile``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.compiler.is_compiling()
+    False
+    >>> torcia.compile(lambda x: x + torcia.compiler.is_compiling())(torcia.zeros(1))
+    tensor([1.])
+    """
+    return _tracer() is not None
+
+
+is_dynamo_compiling = is_compiling
+
+
+def is_exporting() -> bool:
+    """Whether an export traces this thread: False, since no export runs under
+    :func:`compile`'s capture (PyTorch's ``torch.compiler.is_exporting``)."""
+    return False
+
+
+def allow_in_graph(fn):
+    """Mark ``fn`` to be captured whole (``torch.compiler.allow_in_graph``): capture
+    records the kernels every Python function runs, so ``fn`` is returned unchanged.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> f = torcia.compiler.allow_in_graph(torcia.sin)
+    >>> f is torcia.sin
+    True
+    """
+    if not callable(fn):
+        raise TypeError(f"allow_in_graph expects a callable, got {type(fn).__name__}")
+    return fn
+
+
+def assume_constant_result(fn):
+    """``torch.compiler.assume_constant_result``: ``fn`` is returned unchanged (a captured
+    program guards on the Python values it depends on anyway)."""
+    return fn
+
+
+def disable(fn=None, recursive: bool = True, *, reason: str | None = None):
+    """Keep ``fn`` out of capture (``torch.compiler.disable``): when a compiled function
+    calls it, that call signature runs eagerly, never from a captured program, so the
+    Python side effects of ``fn`` happen on every call.
+
+    Usable as ``@disable`` and ``@disable(recursive=False)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> calls = []
+    >>> @torcia.compiler.disable
+    ... def log(x):
+    ...     calls.append(1)
+    ...     return x
+    >>> f = torcia.compile(lambda x: log(x * 2))
+    >>> _ = f(torcia.ones(1)); _ = f(torcia.ones(1))
+    >>> len(calls)
+    2
+    """
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+
+    @functools.wraps(fn)
+    def eager(*args, **kwargs):
+        tracer = _tracer()
+        if tracer is not None:
+            tracer.fail(f"{getattr(fn, '__qualname__', fn)} is marked "
+                        f"torch.compiler.disable{f' ({reason})' if reason else ''}")
+        return fn(*args, **kwargs)
+
+    eager._torchdynamo_disable = True
+    return eager
 
 
 # ---------------------------------------------------------------------------------------
@@ -456,16 +558,16 @@ class _CompiledFunction:
             entry.checked = True
             return self._replay(entry, flat)  # an optimizer step cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
-        saved = [(leaf, leaf.grad, None if leaf.grad is None else np.array(leaf.grad._data))
+        saved = [(leaf, leaf.grad, None if leaf.grad is None else leaf.grad._data.copy())
                  for leaf in leaves]
         written = _written_inputs(graph, flat)
-        before = [np.array(a) for a in written]
+        before = [a.copy() for a in written]
         rng = torcia.get_rng_state()
         # the program first: a graph break's guard that fails leaves nothing changed, and
         # the caller traces the other branch
         got = self._replay(entry, flat)
         entry.checked = True
-        got_grads = [None if leaf.grad is None else np.array(leaf.grad._data)
+        got_grads = [None if leaf.grad is None else leaf.grad._data.copy()
                      for leaf in leaves]
         got_written = _undo_writes(written, before)
         for leaf, grad, data in saved:
@@ -497,13 +599,13 @@ class _CompiledFunction:
                         *(g for g in joint.grads if g is not None)]
             if v not in made and v not in gouts))
         fwd = Graph(nodes=fwd_nodes, meta=graph.meta, n_values=graph.n_values,
-                    outputs=("tuple", [graph.outputs,
+                    device=graph.device, outputs=("tuple", [graph.outputs,
                                        ("tuple", [("v", v, False) for v in saved])]))
         read = {v for n in fwd_nodes for v in n.value_args()} | fwd.output_values()
         fwd.inputs = [(v, src) for v, src in graph.inputs
                       if src[0] != "gout" and v in read]
         bwd = Graph(nodes=bwd_nodes, meta=graph.meta, n_values=graph.n_values,
-                    inputs=[(v, ("saved", j)) for j, v in enumerate(saved)]
+                    device=graph.device, inputs=[(v, ("saved", j)) for j, v in enumerate(saved)]
                     + [(v, ("gout", k)) for k, v in enumerate(joint.gouts)],
                     outputs=("tuple", [("c", None) if g is None else ("v", g, False)
                                        for g in joint.grads]))
@@ -514,9 +616,11 @@ class _CompiledFunction:
             else self._backend
         fwd = backend(fwd, [_source_array(src, flat) for _, src in fwd.inputs],
                       **self._options)
-        bwd = backend(bwd, [np.zeros(*graph.meta[v]) for v, _ in bwd.inputs],
+        xp = _xp(graph.device)
+        bwd = backend(bwd, [xp.zeros(*graph.meta[v]) for v, _ in bwd.inputs],
                       **self._options)
         joint.saved = saved
+        joint.device = graph.device
         joint.fwd_results = sorted(fwd.output_values())
         joint.fwd_run, source = generate(fwd, joint.fwd_results)
         log("graph", f"forward program of {self._name()}:\n{source}")
@@ -535,7 +639,7 @@ class _CompiledFunction:
         joint = entry.joint
         diff = [_source_tensor(src, flat) for src in joint.diff]
         written = _written_inputs(entry.graph, flat)
-        before = [np.array(a) for a in written]
+        before = [a.copy() for a in written]
         rng = torcia.get_rng_state()
         got = self._replay(entry, flat)  # first: see _check
         entry.checked = True
@@ -543,7 +647,7 @@ class _CompiledFunction:
         got_out: list = []
         _flatten(got, got_out)
         seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
-            got_out[p].shape).astype(got_out[p]._data.dtype))
+            got_out[p].shape).astype(got_out[p]._data.dtype)).to(got_out[p].device)
             for k, p in enumerate(joint.positions)]
         got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
                                          retain_graph=True, allow_unused=True)
@@ -589,7 +693,9 @@ class _CompiledFunction:
         values = dict(zip(results, arrays))
         for leaf, vid in graph.grads:
             accumulate(leaf, values[vid])
-        return _rebuild(graph.outputs, values.__getitem__, wrap=_wrap)
+        device = graph.device or _CPU
+        return _rebuild(graph.outputs, values.__getitem__,
+                        wrap=lambda arr: tensor_of(arr, device))
 
 
 def _written_inputs(graph: Graph, flat) -> list:
@@ -607,7 +713,7 @@ def _written_inputs(graph: Graph, flat) -> list:
 def _undo_writes(written, before) -> list:
     """Put the written arrays back as they were (eager runs next, from the same state);
     returns what the program had written."""
-    after = [np.array(a) for a in written]
+    after = [a.copy() for a in written]
     for a, b in zip(written, before):
         a[...] = b
     return after
@@ -658,6 +764,7 @@ class _Joint:
         self.bwd_results: list = []
         self.bwd_inputs: set = set()
         self.bwd_graph: Graph | None = None  # the backward program's graph, for logs
+        self.device = None  # the device both programs run on (None: the CPU)
 
 
 def _source_tensor(src, flat) -> Tensor:
@@ -684,7 +791,8 @@ def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
     n_forward, n_inputs, n_grads = len(graph.nodes), len(graph.inputs), len(graph.grads)
     seeds = []
     for k, t in enumerate(outs):
-        seed = torcia.from_numpy(np.ones(t._data.shape, t._data.dtype))
+        # made outside dispatch (a kernel would be traced): an input of the graph
+        seed = tensor_of(_xp(t.device).ones(t._data.shape, t._data.dtype), t.device)
         tracer.register(seed, ("gout", k))
         seeds.append(seed)
     fullgraph, tracer.fullgraph = tracer.fullgraph, False
@@ -722,7 +830,8 @@ class _CompiledForward(Function):
         values = dict(zip(joint.fwd_results, joint.fwd_run(inputs)))
         ctx.joint = joint
         ctx.saved_arrays = [values[v] for v in joint.saved]
-        outs = tuple(torcia.from_numpy(np.asarray(values[v])) for v in joint.out_vids)
+        device = joint.device or _CPU
+        outs = tuple(tensor_of(values[v], device) for v in joint.out_vids)
         rg = set(joint.gouts_of)
         ctx.mark_non_differentiable(*(o for o, v in zip(outs, joint.out_vids)
                                       if v not in rg))
@@ -733,7 +842,8 @@ class _CompiledForward(Function):
     def backward(ctx, *grads):
         joint = ctx.joint
         at = {v: i for i, v in enumerate(joint.out_vids)}
-        cotangents = [np.ascontiguousarray(grads[at[v]]._data) for v in joint.gouts_of]
+        xp = _xp(joint.device)
+        cotangents = [xp.ascontiguousarray(grads[at[v]]._data) for v in joint.gouts_of]
         values = dict(zip(joint.bwd_results, joint.bwd_run(ctx.saved_arrays + cotangents)))
         out = []
         for g in joint.grads:
@@ -743,13 +853,17 @@ class _CompiledForward(Function):
             arr = values[g]
             # a gradient that is an input of the program (a cotangent passed through)
             # must not alias it: the engine may accumulate into it
-            out.append(torcia.from_numpy(np.array(arr) if g in joint.bwd_inputs
-                                         else np.asarray(arr)))
+            out.append(tensor_of(arr.copy() if g in joint.bwd_inputs else arr,
+                                 joint.device or _CPU))
         return (None, None, *out)
 
 
-def _wrap(arr):
-    return torcia.from_numpy(np.asarray(arr))
+_CPU = torcia.device("cpu")
+
+
+def _xp(device):
+    """The array module of ``device`` (NumPy for the CPU, or None: no kernel ran)."""
+    return np if device is None or device.type == "cpu" else get_backend(device.type).xp
 
 
 def _tensors(obj) -> list:
@@ -766,7 +880,7 @@ def _same(got, want) -> bool:
             if a is not b:
                 return False
             continue
-        a, b = np.asarray(a), np.asarray(b)
+        a, b = host_array(a), host_array(b)
         if a.shape != b.shape:
             return False
         if a.dtype.kind in "fc":

@@ -17,9 +17,8 @@ import threading
 
 import numpy as np
 
-import torcia
 from torcia.compiler.graph import Graph, Node
-from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+from torcia.library import TRACE_ORDER, DispatchMode, Tensor, host_array, tensor_of
 
 
 def accumulate(leaf: Tensor, grad, owned: bool = False) -> None:
@@ -27,7 +26,7 @@ def accumulate(leaf: Tensor, grad, owned: bool = False) -> None:
     there is none: ``grad`` itself where the program hands it over, ``owned``, else a
     copy)."""
     if leaf.grad is None:
-        leaf.grad = torcia.from_numpy(grad if owned else np.array(grad))
+        leaf.grad = tensor_of(grad if owned else grad.copy(), leaf.device)
     else:
         leaf.grad._data += grad
 
@@ -128,7 +127,8 @@ class Tracer(DispatchMode):
         if id(tensor._data) not in self.ids:
             self.register(tensor)
         self.graph.nodes.append(Node("guard", how, None, [("v", self.ids[id(tensor._data)])],
-                                     {"value": ("c", np.array(tensor._data, copy=True))}, []))
+                                     {"value": ("c", np.array(host_array(tensor._data),
+                                                              copy=True))}, []))
 
     # -- values -------------------------------------------------------------------------
 
@@ -212,8 +212,12 @@ class Tracer(DispatchMode):
     def around_kernel(self, op, kernel, device):
         if not self._tracing():
             return kernel
-        if device.type != "cpu":
-            self.fail(f"capture runs on the 'cpu' device only (got {device.type!r})")
+        if self.graph.device is None:
+            self.graph.device = device
+        elif device != self.graph.device:
+            # one program runs on one device (the backend generates its kernels for it)
+            self.fail(f"the function runs kernels on two devices ({self.graph.device} and "
+                      f"{device}): capture takes one")
 
         def traced(*args, **params):
             pending, self.pending = self.pending, ()
@@ -237,6 +241,13 @@ class Tracer(DispatchMode):
             return out
 
         return traced
+
+    def on_result(self, op, inputs, params, result):
+        if op == "to_device" and self._tracing():
+            # the copy runs outside the kernels: replayed, the program would hand back
+            # the data copied when traced
+            self.fail(f"a copy between devices ({params.get('device')} to {result.device}) "
+                      "inside the function: move the data before the call")
 
     def on_inplace(self, target, out):
         if not self._tracing() or self.broken is not None:

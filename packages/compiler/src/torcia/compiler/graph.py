@@ -78,7 +78,8 @@ class Graph:
     tensor argument, flattened), ``("tensor", t)`` (a tensor the function read: a
     parameter, a buffer, a constant it made) or ``("grad", t)`` (``t.grad`` when traced).
     ``grads`` lists ``(t, value id)``: gradient accumulated into leaf ``t`` as the eager
-    engine does. ``meta`` maps a value id to its ``(shape, dtype)``.
+    engine does. ``meta`` maps a value id to its ``(shape, dtype)``; ``device`` is the device
+every kernel of the graph ran on (one per graph).
 
     Examples
     --------
@@ -101,6 +102,7 @@ class Graph:
     grads: list = dataclasses.field(default_factory=list)
     meta: dict = dataclasses.field(default_factory=dict)
     n_values: int = 0
+    device: Any = None  # the torcia.device its kernels ran on (None: none ran)
 
     def new_value(self, arr) -> int:
         vid = self.n_values

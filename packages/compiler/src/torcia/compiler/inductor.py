@@ -10,6 +10,12 @@ vectorisation) compiled by the system compiler (``$CXX``, else ``g++``) and cach
 disk under the hash of its code, the flags and the compiler's version
 (``$TORCIA_CACHE_DIR``, else ``~/.cache/torcia/compile``).
 Without a compiler, fusion is skipped and the graph replays unfused.
+
+A graph captured on another device than the CPU ("cuda") gets the same passes, and its
+elementwise chains become ``ElementwiseKernel``s of that device's array module (CuPy's:
+the same expressions in CUDA C++, operands broadcast by CuPy), compiled by CuPy at their
+first call and kept per process by their source (:func:`device_kernel`); reductions,
+pooling and cross-entropy stay the device's own kernels there.
 """
 
 from __future__ import annotations
@@ -79,6 +85,11 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
     cse(graph)
     fold_constants(graph)
     eliminate_dead_code(graph)
+    xp = device_module(graph)
+    if xp is not None:
+        if options.get("fusion", True) and hasattr(xp, "ElementwiseKernel"):
+            fuse(graph, reductions=False, xp=xp)
+        return graph
     if options.get("fusion", True) and compiler() is not None:
         fuse_relu_pooling(graph)
         fuse_cross_entropy(graph)
@@ -333,8 +344,10 @@ def _reduction(graph: Graph, node: Node):
     return None
 
 
-def fuse(graph: Graph) -> None:
-    """Merge chains of fusible elementwise nodes into ``"fused"`` nodes."""
+def fuse(graph: Graph, reductions: bool = True, xp=None) -> None:
+    """Merge chains of fusible elementwise nodes into ``"fused"`` nodes: C++ loops, or
+    with ``xp`` (a device's array module) its ``ElementwiseKernel``s; ``reductions``:
+    a sum, mean, amax or amin a chain feeds joins it (C++ only)."""
     users: dict[int, int] = {}
     for node in graph.nodes:
         for v in set(node.value_args()):  # consumers, not reads: a * a is one consumer
@@ -350,7 +363,7 @@ def fuse(graph: Graph) -> None:
             # ran: a later reader must read the written array, not recompute the chain
             producer.pop(node.args[0][1], None)
             continue
-        if _reduction(graph, node) is not None:
+        if reductions and _reduction(graph, node) is not None:
             # a reduction ends the chain that computes its input; where something else
             # reads that input too, the kernel writes it as well (a second output)
             v = node.args[0][1]
@@ -392,7 +405,7 @@ def fuse(graph: Graph) -> None:
         at = group[-2] if keep else node
         fused_at[id(at)] = (group, keep)
         skip.update(id(n) for n in group if n is not at)
-    graph.nodes = [_fused_node(graph, *fused_at[id(n)]) if id(n) in fused_at else n
+    graph.nodes = [_fused_node(graph, *fused_at[id(n)], xp=xp) if id(n) in fused_at else n
                    for n in graph.nodes if id(n) not in skip]
 
 
@@ -413,14 +426,9 @@ def _index(vshape, shape) -> str:
     return " + ".join(terms[::-1]) or "0"
 
 
-def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
-    out = group[-1].outs[0]
-    reduce = _reduction(graph, group[-1])
-    if reduce is not None:
-        shape, dtype = graph.meta[group[-1].args[0][1]]  # the elements the chain makes
-        reducer, group = group[-1], group[:-1]
-    else:
-        shape, dtype = graph.meta[out]
+def _chain(graph: Graph, group: list, operand) -> tuple[list, list]:
+    """``(inputs, lines)``: the value ids a fused chain reads and its C++ statements, one
+    ``const T tN = ...;`` per node; ``operand(k, vid)`` spells input ``k``'s element."""
     inside = {n.outs[0] for n in group}
     inputs: list[int] = []
     lines = []
@@ -433,10 +441,7 @@ def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
                 else:
                     if r[1] not in inputs:
                         inputs.append(r[1])
-                    k = inputs.index(r[1])
-                    vshape = graph.meta[r[1]][0]
-                    operands.append(f"x{k}[i]" if vshape == shape
-                                    else f"x{k}[{_index(vshape, shape)}]")
+                    operands.append(operand(inputs.index(r[1]), r[1]))
             else:
                 operands.append(f"T({float(r[1])!r})")
         if n.kind == "cast" or n.op == "cast":
@@ -454,9 +459,34 @@ def _fused_node(graph: Graph, group: list, keep: bool = False) -> Node:
             table = UNARY if n.op in UNARY else BINARY
             expr, ctype = table[n.op].format(a=operands[0], b=operands[-1]), "T"
         lines.append(f"        const {ctype} t{n.outs[0]} = {expr};  // {n.op}")
+    return inputs, lines
+
+
+def _fused_node(graph: Graph, group: list, keep: bool = False, xp=None) -> Node:
+    out = group[-1].outs[0]
+    reduce = _reduction(graph, group[-1]) if xp is None else None
+    if reduce is not None:
+        shape, dtype = graph.meta[group[-1].args[0][1]]  # the elements the chain makes
+        reducer, group = group[-1], group[:-1]
+    else:
+        shape, dtype = graph.meta[out]
+    ops = "+".join(n.op for n in group)
+    if xp is not None:  # the device broadcasts the operands itself
+        inputs, lines = _chain(graph, group, lambda k, vid: f"x{k}")
+        fn = DeviceFusedKernel(xp, lines, out, [graph.meta[v][0] for v in inputs], shape,
+                               dtype, ops)
+        from torcia.compiler import log
+
+        log("fusion", f"fused {ops} -> {fn.name}:\n{fn.source}")
+        return Node("fused", ops, fn, [("v", v) for v in inputs], {}, [out], source=fn.source)
+
+    def operand(k, vid):
+        vshape = graph.meta[vid][0]
+        return f"x{k}[i]" if vshape == shape else f"x{k}[{_index(vshape, shape)}]"
+
+    inputs, lines = _chain(graph, group, operand)
     ctype = _CTYPE[dtype]
     params = "".join(f"const T* __restrict x{i}, " for i in range(len(inputs)))
-    ops = "+".join(n.op for n in group)
     if reduce is not None:
         last = group[-1].outs[0]
         ops += f"->{reducer.op}" + ("+out" if keep else "")
@@ -1102,25 +1132,70 @@ class PoolKernel:
         return values, indices
 
 
-def cuda_source(node: Node) -> tuple[str, str, str]:
-    """The ``cupy.ElementwiseKernel(in_params, out_params, operation)`` arguments for a
-    fused node (the same expressions as its C++ loop, over CuPy's per-element names).
-    A chain fused into a reduction has none: it raises ``ValueError``."""
-    if "->" in node.op:
-        raise ValueError(f"fused node {node.op} ends in a reduction: it is not an "
-                         "elementwise kernel")
-    n_in = len(node.args)
-    ctype = node.source.split("typedef ", 1)[1].split(" ", 1)[0]
-    body = [line.strip() for line in node.source.splitlines() if line.strip().startswith(
-        ("const T t", "const bool t"))]
-    body = [line.replace("const T ", f"{ctype} ").replace("const bool ", "bool ")
-            .replace("T(", f"({ctype})(") for line in body]
-    operation = "\n".join(body)
-    for i in range(n_in):
-        operation = operation.replace(f"x{i}[i]", f"x{i}").replace(f"x{i}[0]", f"x{i}")
-    result = node.source.split("out[i] = ", 1)[1].split(";", 1)[0]
-    operation = operation.replace("std::", "") + f"\nout = {result};"
-    return ", ".join(f"{ctype} x{i}" for i in range(n_in)), f"{ctype} out", operation
+def device_module(graph: Graph):
+    """The array module of the device ``graph`` was captured on, or None for the CPU
+    (whose kernels are this module's C++)."""
+    device = getattr(graph, "device", None)
+    if device is None or device.type == "cpu":
+        return None
+    from torcia.library import get_backend
+
+    return get_backend(device.type).xp
+
+
+#: C++'s spellings in the fused lines -> CUDA's (device math is overloaded for float and
+#: double without ``std::``; ``torcia_max`` keeps std::max's NaN behaviour, fmax's differs)
+DEVICE_SPELLINGS = (("std::max<T>(", "torcia_max("), ("std::min<T>(", "torcia_min("),
+                    ("std::abs(", "fabs("), ("std::", ""))
+DEVICE_PREAMBLE = (
+    "template <typename U> __device__ inline U torcia_max(U a, U b) { return a < b ? b : a; }\n"
+    "template <typename U> __device__ inline U torcia_min(U a, U b) { return b < a ? b : a; }\n")
+
+_device_kernels: dict = {}
+
+
+def device_kernel(xp, params: str, body: str, name: str):
+    """``xp.ElementwiseKernel(params, "T out", body)``, made once per process for a source
+    (CuPy compiles it at the first call for the dtype it meets, and caches the binary on
+    disk)."""
+    key = (id(xp), params, body)
+    kernel = _device_kernels.get(key)
+    if kernel is None:
+        kernel = _device_kernels[key] = xp.ElementwiseKernel(
+            params, "T out", body, name=name, preamble=DEVICE_PREAMBLE)
+    return kernel
+
+
+class DeviceFusedKernel:
+    """A fused elementwise chain on a device: one ``ElementwiseKernel`` of the device's
+    array module (CuPy's), called with the chain's input arrays (which it broadcasts to
+    the result's shape); returns the result, written into ``out`` when given."""
+
+    def __init__(self, xp, lines, out_vid, shapes, shape, dtype, ops):
+        body = "\n".join(line.strip().split("  //")[0] for line in lines) \
+            + f"\nout = t{out_vid};"
+        for cpp, cuda in DEVICE_SPELLINGS:
+            body = body.replace(cpp, cuda)
+        params = ", ".join(f"T x{k}" for k in range(len(shapes)))
+        self.name = "torcia_fused_" + hashlib.sha256((params + body).encode()).hexdigest()[:16]
+        self.source = f"ElementwiseKernel({params!r}, 'T out', name={self.name!r}):\n{body}"
+        self.kernel = device_kernel(xp, params, body, self.name)
+        self.xp = xp
+        self.shapes = [tuple(s) for s in shapes]
+        self.shape, self.dtype, self.ops = tuple(shape), dtype, ops
+
+    def __call__(self, *arrays, out=None):
+        if len(arrays) != len(self.shapes):
+            raise ValueError(f"fused kernel {self.ops} takes {len(self.shapes)} arrays, got "
+                             f"{len(arrays)}")
+        for a, shape in zip(arrays, self.shapes):
+            if a.shape != shape or a.dtype != self.dtype:
+                raise ValueError(f"fused kernel {self.ops} expects a {shape} {self.dtype} "
+                                 f"array, got {a.shape} {a.dtype}")
+        if out is None:
+            out = self.xp.empty(self.shape, self.dtype)
+        self.kernel(*arrays, out)
+        return out
 
 
 # ---------------------------------------------------------------------------------------

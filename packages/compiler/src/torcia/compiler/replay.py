@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from torcia.compiler.graph import Graph
+from torcia.library import host_array
 
 
 class DataGuardFailed(Exception):
@@ -30,7 +31,7 @@ class DataGuardFailed(Exception):
 
 def same_values(got, traced) -> bool:
     """Whether a value read at a graph break equals the one traced (NaN equal to NaN)."""
-    got = np.asarray(got)
+    got = host_array(got)
     return got.shape == traced.shape and bool(np.array_equal(
         got, traced, equal_nan=got.dtype.kind in "fc" and traced.dtype.kind in "fc"))
 
@@ -83,7 +84,8 @@ def fresh(arrays, mask, inputs, const_ids) -> tuple:
     """``mask`` narrowed at run time to the arrays that own their memory alone as far as
     the program knows (no view, no input, no constant)."""
     return tuple(
-        m and a.base is None and a.flags.owndata and a.flags.writeable
+        # (CuPy's flags have no "writeable": its arrays always are)
+        m and a.base is None and a.flags.owndata and getattr(a.flags, "writeable", True)
         and id(a) not in const_ids and not any(a is x for x in inputs)
         for a, m in zip(arrays, mask))
 

@@ -2,8 +2,9 @@
 attention kernel switches.
 
 ``matmul.allow_tf32`` (default False) is what :func:`torcia.set_float32_matmul_precision`
-sets, as in PyTorch; torcia's CUDA plugin computes float32 matmuls in full float32 either
-way, so the precision flags are accepted and inert. The ``enable_*_sdp`` switches are
+sets, as in PyTorch: with it on, the CUDA plugin's float32 GEMMs (cuBLAS, through CuPy)
+run on TF32 tensor cores; the plugin follows the flag through
+:func:`register_matmul_hook`. The ``enable_*_sdp`` switches are
 checked (at least one must stay on, as PyTorch requires of a call) and torcia's single
 attention implementation serves whichever are enabled.
 
@@ -37,9 +38,37 @@ class _MatmulFlags:
         if name not in self.__slots__:
             raise AttributeError(f"Unknown attribute {name}")
         object.__setattr__(self, name, value)
+        for hook in list(_matmul_hooks.values()):
+            hook(self)
 
 
+_matmul_hooks: dict = {}
 matmul = _MatmulFlags()
+
+
+def register_matmul_hook(hook):
+    """Call ``hook(torcia.backends.cuda.matmul)`` now and whenever one of its flags is
+    set: how a device plugin applies ``allow_tf32`` to its GEMMs. Returns a handle whose
+    ``remove()`` stops the calls.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> seen = []
+    >>> handle = torcia.backends.cuda.register_matmul_hook(
+    ...     lambda flags: seen.append(flags.allow_tf32))
+    >>> torcia.backends.cuda.matmul.allow_tf32 = True
+    >>> torcia.backends.cuda.matmul.allow_tf32 = False
+    >>> handle.remove()
+    >>> seen
+    [False, True, False]
+    """
+    from torcia.utils.hooks import RemovableHandle
+
+    handle = RemovableHandle(_matmul_hooks)
+    _matmul_hooks[handle.id] = hook
+    hook(matmul)
+    return handle
 
 _sdp = {"flash": True, "mem_efficient": True, "math": True, "cudnn": True}
 preferred_linalg_library_name = "default"

@@ -7,6 +7,11 @@
 the command line, ``python -m torcia.compat script.py [args]`` runs a script with the hook
 installed, as ``python script.py [args]`` would.
 
+``torch.__version__`` (and ``torch.version``) is the PyTorch release whose API torcia
+follows, :data:`TORCH_VERSION`, so that libraries requiring a recent PyTorch accept torcia;
+``torcia.__version__`` stays torcia's own. ``torch._C`` answers the few probes libraries
+make of PyTorch's extension (:mod:`torcia.compat._C`).
+
 What torcia lacks is never replaced by a stand-in: importing a PyTorch module torcia has no
 counterpart for raises :class:`ModuleNotFoundError`, and reading a missing name raises
 :class:`AttributeError`, both naming the PyTorch API (``torch.foo.bar``) that is missing.
@@ -32,7 +37,9 @@ import importlib.util
 import sys
 import types
 
-__all__ = ["install", "installed", "torcia_name", "uninstall"]
+from torcia.compat.version import TORCH_VERSION
+
+__all__ = ["TORCH_VERSION", "install", "installed", "torcia_name", "uninstall"]
 
 #: PyTorch module prefixes whose torcia counterpart is not ``torcia`` + the same suffix.
 #: Longest prefix wins; the rest of the dotted name is kept.
@@ -41,11 +48,13 @@ PREFIXES = {
     "torch.utils.data": "torcia.data",
     "torch.utils.data.datapipes": None,
     "torch.quantization": "torcia.ao.quantization",
-    "torch._C": None,
+    "torch._C": "torcia.compat._C",
+    "torch.version": "torcia.compat.version",
+    "torch.torch_version": "torcia.compat.version",
+    "torch.utils._pytree": "torcia.utils.pytree",
     "torch._dynamo": None,
     "torchvision": "torcia.vision",
     "torchvision.io": None,
-    "torchvision.ops": None,
     "torchtext": "torcia.text",
     "torchtext.data.utils": "torcia.text.tokenizers",
 }
@@ -165,7 +174,10 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return spec
 
     def create_module(self, spec):
-        return TorchModule(spec.name, spec.loader_state)
+        module = TorchModule(spec.name, spec.loader_state)
+        if spec.name == "torch":
+            object.__setattr__(module, "__version__", TORCH_VERSION)
+        return module
 
     def exec_module(self, module):
         return None

@@ -1,21 +1,34 @@
 """The device conformance suite, a pytest plugin shipped with torcia-core.
 
-``pytest --torcia-device NAME`` runs core's op checks against the installed device
-``NAME``: for every op record with a sample input, the op's values on the device against
-the NumPy reference kernels (float32 and float64, integers where the op takes them,
-broadcast operands, non-contiguous inputs), and its gradients through the device against
-those on "cpu". At the end it reports, op by op, how the device runs each op (natively,
-through its declared fallback, through the op's decomposition, or not at all) and which
-checks failed. The plugin is registered through the ``pytest11`` entry point of
-torcia-core, so any environment with torcia-core and pytest has it.
+``pytest --torcia-device NAME`` checks every op of the installed device ``NAME`` on its own
+against the NumPy reference kernels, and says which ops are wrong. For every op record with
+a sample input:
 
-Sample inputs come from three places: generated ones for the ops whose inputs are plain
-tensors (elementwise ops, activations, reductions...), the calls core's own docstring
-examples make, and a small workload of NN ops (a convolution, pooling, normalisation, an
-LSTM cell and a loss, forward and backward). Each sample is recorded as the op's kernel
-receives it, through a dispatch mode (``torcia.library.DispatchMode``), and kept only if
-it runs on "cpu" and matches the reference there; an op without one is reported as
-untested.
+- **values**: its results on the device against the reference kernel's (shape, dtype,
+  values), for float32 and float64, integers where the op takes them, signed inputs,
+  broadcast operands, non-contiguous inputs, vectors and batches of matrices, reductions
+  with and without ``keepdim``; creation ops (``zeros``, ``arange``, ``eye``...) with their
+  own samples, random ones (``rand``, ``randperm``...) by what their values must be;
+- **aliasing**: the contracts on memory an op must keep: an out-of-place op leaves its
+  inputs as they were and returns memory of its own, a view op (``transpose``,
+  ``narrow``...) returns a view of its input where the reference kernel does;
+- **gradients**: its gradients through the device against those on "cpu".
+
+Each check records which of the device's kernels the op ran (a composite runs the ops of
+its decomposition, a fallback kernel may call the device's own ones), and the checks run
+primitives first, composites after. A check that fails while an op it ran has failed is
+not blamed on the op: it is reported as explained by that op (pytest shows it skipped), and
+the summary ends with the **root causes**, the fewest ops whose failures explain every
+failure. The plugin is registered through the ``pytest11`` entry point of torcia-core, so
+any environment with torcia-core and pytest has it.
+
+Sample inputs come from four places: generated ones for the ops whose inputs are plain
+tensors (elementwise ops, activations, reductions, products...), those of the creation
+ops, the calls core's own docstring examples make, and a small workload of NN ops (a
+convolution, pooling, normalisation, an LSTM cell and a loss, forward and backward). Each
+sample is recorded as the op's kernel receives it, through a dispatch mode
+(``torcia.library.DispatchMode``), and kept only if it runs on "cpu" and matches the
+reference there; an op without one is reported as untested.
 
 Examples
 --------
@@ -29,13 +42,16 @@ and reads the summary (``-v`` prints one line per op)::
     native (3): add, mul, relu
     fallback (215): abs, acos, ...
     failed (0)
+    root causes (0)
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import pathlib
+import threading
 import warnings
 
 import numpy as np
@@ -47,10 +63,15 @@ _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 #: What ``library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
 
+#: Creation ops whose values are drawn at random: checked by what the values must be.
+RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "uniform", "bernoulli",
+                    "multinomial", "empty", "dropout_mask"})
+
 
 @dataclasses.dataclass
 class Sample:
-    """One call of an op's kernel: host arrays (and other arguments) and parameters."""
+    """One call of an op's kernel: host arrays (and other arguments) and parameters. A
+    parameter ``rng`` is given a fresh generator, seeded alike, at each call."""
 
     op: str
     variant: str
@@ -84,6 +105,11 @@ def pytest_configure(config):
     else:
         config.args[:] = [str(_TESTS)]
     config.pluginmanager.register(Report(device), "torcia-conformance-report")
+
+
+def report(config) -> Report:
+    """The run's :class:`Report`."""
+    return config.pluginmanager.get_plugin("torcia-conformance-report")
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,13 +146,18 @@ def _rng():
     return np.random.default_rng(0)
 
 
+#: Groups whose ops take vectors or batches of matrices as well as (3, 4) matrices.
+_PRODUCTS = ("linalg",)
+
+
 def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
     defaults: each input (3, 4) float, and variants."""
     rng = _rng()
     out = []
     for name, record in records.items():
-        if not record.inputs or any(i.startswith("*") for i in record.inputs):
+        if not record.inputs or any(i.startswith("*") for i in record.inputs) or \
+                record.group == "creation":
             continue
         n = len(record.inputs)
         # positive, below 1: inside the domain of log, sqrt, atanh, acos...
@@ -135,16 +166,112 @@ def _generated(records) -> list[Sample]:
                     # made on the device as a transposed view (see ``run``)
                     "noncontiguous": base,
                     "int64": [rng.integers(1, 5, (3, 4)) for _ in range(n)]}
+        if n == 1:
+            # both signs: an op that writes into its input shows it (relu, abs)
+            variants["signed"] = [rng.uniform(-1, 1, (3, 4)).astype(np.float32)]
         if n == 2:
             variants["broadcast"] = [base[0][:, :1], base[1][:1, :]]
+        if record.group in _PRODUCTS and n == 2:
+            variants["vectors"] = [rng.uniform(-1, 1, 4).astype(np.float32) for _ in range(2)]
+            variants["batched"] = [rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32),
+                                   rng.uniform(-1, 1, (2, 4, 3)).astype(np.float32)]
+            variants["batch broadcast"] = [rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32),
+                                           rng.uniform(-1, 1, (4, 5)).astype(np.float32)]
         for variant, args in variants.items():
             out.append(Sample(name, variant, tuple(args), {}))
-        # ops along a dimension (scans, reductions, flips): the last one, then the first
-        for key, value in (("dim", 1), ("dim", 0), ("dims", (1,))):
+        # ops along a dimension (scans, reductions, flips): the last one, then the first,
+        # (and both, for reductions), with and without keepdim
+        params = {k: v for k, v in record.params.items() if v is not None}
+        dims = [("dim", 1), ("dim", 0), ("dims", (1,))]
+        if record.group == "reduce":
+            dims.append(("dim", (0, 1)))
+        for key, value in dims:
             if key in record.params:
-                params = {k: v for k, v in record.params.items() if v is not None}
                 out.append(Sample(name, f"{key}={value}", tuple(base), {**params, key: value}))
+                if "keepdim" in record.params:
+                    out.append(Sample(name, f"{key}={value}, keepdim", tuple(base),
+                                      {**params, key: value, "keepdim": True}))
     return out
+
+
+def _creation(records) -> list[Sample]:
+    """Samples of the creation ops, called as ``torcia.zeros`` and friends call them."""
+    rng = _rng()
+    f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
+    calls = {
+        "zeros": [{"shape": (2, 3), "dtype": f32}, {"shape": (4,), "dtype": i64}],
+        "ones": [{"shape": (2, 3), "dtype": f32}, {"shape": (), "dtype": i64}],
+        "full": [{"shape": (2, 3), "fill_value": 2.5, "dtype": f32},
+                 {"shape": (3,), "fill_value": 7, "dtype": i64}],
+        "empty": [{"shape": (2, 3), "dtype": f32}],
+        "arange": [{"start": 0, "end": 5, "step": 1, "dtype": i64},
+                   {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": f32},
+                   {"start": 5, "end": -1, "step": -2, "dtype": i64}],
+        "linspace": [{"start": 0.0, "end": 1.0, "steps": 5, "dtype": f32}],
+        "logspace": [{"start": 0.0, "end": 2.0, "steps": 3, "base": 10.0, "dtype": f32}],
+        "eye": [{"n": 3, "m": 4, "dtype": f32}, {"n": 2, "m": 2, "dtype": i64}],
+        "rand": [{"shape": (3, 4), "dtype": f32, "rng": None}],
+        "randn": [{"shape": (3, 4), "dtype": f32, "rng": None}],
+        "uniform": [{"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": f32, "rng": None}],
+        "normal": [{"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": f32, "rng": None}],
+        "randint": [{"shape": (3, 4), "low": -3, "high": 5, "dtype": i64, "rng": None}],
+        "randperm": [{"n": 7, "dtype": i64, "rng": None}],
+    }
+    out = [Sample(op, f"creation{i}", (), params) for op, many in calls.items()
+           if op in records for i, params in enumerate(many)]
+    probabilities = rng.uniform(0, 1, (3, 4)).astype(np.float32)
+    if "bernoulli" in records:
+        out.append(Sample("bernoulli", "creation0", (probabilities,), {"rng": None}))
+    if "multinomial" in records:
+        out.append(Sample("multinomial", "creation0", (probabilities + 0.1,),
+                          {"num_samples": 3, "replacement": False, "rng": None}))
+    return out
+
+
+def _explicit(records) -> list[Sample]:
+    """Samples of the ops whose inputs neither the generated samples nor the examples
+    make: index tensors, windows, sequences, losses, fused backward ops."""
+    rng = _rng()
+
+    def floats(*shape):
+        return rng.uniform(-1, 1, shape).astype(np.float32)
+
+    image = floats(1, 2, 4, 4)
+    windows = {"kernel_size": (2, 2), "dilation": (1, 1), "padding": (0, 0),
+               "stride": (1, 1)}
+    log_probs = np.log(np.full((5, 1, 3), 1 / 3, dtype=np.float32))
+    logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
+    calls = {
+        "activation_backward": [((floats(3, 4), floats(3, 4), "relu"), {}),
+                                ((floats(3, 4), floats(3, 4), "leaky_relu"),
+                                 {"negative_slope": 0.1})],
+        "adaptive_max_pool": [((floats(1, 2, 5, 5),), {"output_size": (2, 3)})],
+        "as_strided": [((floats(3, 4),), {"size": (2, 2), "stride": (1, 2),
+                                          "storage_offset": 1})],
+        "bincount": [((np.array([0, 1, 1, 3]),), {"weights": None, "minlength": 0}),
+                     ((np.array([0, 2, 2]),), {"weights": floats(3), "minlength": 5})],
+        "im2col": [((image,), windows)],
+        "col2im": [((floats(1, 8, 9),), {"output_size": (4, 4), **windows})],
+        "ctc_loss": [((log_probs, np.array([[1, 2]]), np.array([5]), np.array([2])),
+                      {"blank": 0})],
+        "dropout_mask": [((), {"shape": (3, 4), "p": 0.5, "dtype": np.dtype(np.float32),
+                               "rng": None})],
+        "index_copy": [((floats(3, 4), np.array([0, 2]), floats(2, 4)), {"dim": 0})],
+        "lstm_layer": [((floats(3, 2, 8), floats(2, 2), floats(2, 2), floats(2, 8)), {})],
+        "masked_select": [((floats(3, 4), floats(3, 4) > 0), {})],
+        "nll_loss": [((logp, np.array([0, 3, 1]), None),
+                      {"reduction": "mean", "ignore_index": -100}),
+                     ((logp, np.array([0, 3, 1]), floats(4) + 2),
+                      {"reduction": "sum", "ignore_index": 3})],
+        "pad": [((floats(3, 4),), {"pad": (1, 2), "mode": "constant", "value": 0.5}),
+                ((floats(1, 3, 4),), {"pad": (1, 1), "mode": "reflect", "value": 0.0})],
+        "repeat_interleave": [((floats(3, 4),), {"repeats": 2, "dim": 1})],
+        "scatter_reduce": [((floats(3, 4), rng.integers(0, 4, (3, 4)), floats(3, 4)),
+                            {"dim": 1, "reduce": reduce, "include_self": True})
+                           for reduce in ("sum", "amax")],
+    }
+    return [Sample(op, f"explicit{i}", args, params) for op, many in calls.items()
+            if op in records for i, (args, params) in enumerate(many)]
 
 
 def _doc_examples(recorder) -> None:
@@ -196,6 +323,14 @@ def _nn_workload(recorder) -> None:
         gates = torcia.randn(2, 8, requires_grad=grad)
         h, c, _ = library.call("lstm_cell", (gates, torcia.randn(2, 2)), {})
         loss = loss + h.sum() + c.sum()
+        # a whole LSTM layer and a CTC loss: their fused backward ops run in backward
+        out, _, _ = library.call("lstm_layer", (
+            torcia.randn(3, 2, 8, requires_grad=grad), torcia.randn(2, 2),
+            torcia.randn(2, 2), torcia.randn(2, 8)), {})
+        log_probs = library.log_softmax(torcia.randn(5, 1, 3, requires_grad=grad), dim=2)
+        loss = loss + out.sum() + library.call("ctc_loss", (
+            log_probs, torcia.tensor([[1, 2]]), torcia.tensor([5]), torcia.tensor([2])),
+            {"blank": 0}).sum()
         # products and indexing the docstring examples leave out
         a = torcia.randn(3, 4, requires_grad=grad)
         b = torcia.randn(4, 2, requires_grad=grad)
@@ -221,7 +356,7 @@ def samples() -> dict[str, list[Sample]]:
     from torcia import library
 
     records = library.op_records()
-    found = _generated(records)
+    found = _generated(records) + _creation(records) + _explicit(records)
     recorder = _Recorder()
     _doc_examples(recorder)
     _nn_workload(recorder)
@@ -241,17 +376,84 @@ def _copy(x):
         return x.copy()
     if isinstance(x, (list, tuple)):
         return type(x)(_copy(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _rng() if k == "rng" else _copy(v) for k, v in x.items()}
     return x
 
 
 def _runs_on_cpu(sample) -> bool:
     try:
-        want = reference(sample)
-        got = run(sample, "cpu")
-        compare(got, want, sample)
+        check(sample, "cpu")
     except Exception:  # noqa: BLE001 - a sample the reference or "cpu" refuses is no sample
         return False
     return True
+
+
+# ---------------------------------------------------------------------------------------
+# tracing: which of the device's kernels an op ran
+# ---------------------------------------------------------------------------------------
+
+
+class _Tracer:
+    """Wraps every kernel of a device (and the device's kernels a ``"reference"``
+    fallback calls from within) so that :meth:`trace` can say which ops ran."""
+
+    def __init__(self, device: str):
+        from torcia import library
+
+        self.local = threading.local()
+        backend = library.get_backend(device)
+        for op, kernel in list(backend.kernels.items()):
+            backend.kernels[op] = self._wrap(op, kernel)
+        # an op the device lacks counts as run when something asks for it
+        local = self.local
+
+        class Traced(type(backend.kernels)):
+            def __missing__(self, op):
+                ran = getattr(local, "ran", None)
+                if ran is not None:
+                    ran.add(op)
+                return super().__missing__(op)
+
+        backend.kernels.__class__ = Traced
+        # a "reference" fallback runs the reference kernels with the device's own kernels
+        # bound on one object for their inner calls (``self.matmul(...)`` in conv)
+        inner = {id(getattr(k, "__self__", None)): k.__self__
+                 for k in backend._fallbacks.values() if hasattr(k, "__self__")}
+        for holder in inner.values():
+            for op, kernel in list(vars(holder).items()):
+                if callable(kernel) and op in backend.kernels:
+                    setattr(holder, op, self._wrap(op, kernel))
+
+    def _wrap(self, op, kernel):
+        local = self.local
+
+        def traced(*args, **params):
+            ran = getattr(local, "ran", None)
+            if ran is not None:
+                ran.add(op)
+            return kernel(*args, **params)
+
+        traced.__wrapped__ = kernel
+        return traced
+
+    @contextlib.contextmanager
+    def trace(self):
+        """Collect, in the set it yields, the ops the device runs meanwhile."""
+        ran = self.local.ran = set()
+        try:
+            yield ran
+        finally:
+            self.local.ran = None
+
+
+_TRACERS: dict[str, _Tracer] = {}
+
+
+def tracer(device: str) -> _Tracer:
+    if device not in _TRACERS:
+        _TRACERS[device] = _Tracer(device)
+    return _TRACERS[device]
 
 
 # ---------------------------------------------------------------------------------------
@@ -300,17 +502,40 @@ def _to_device(x, device, requires_grad=False, transposed=False):
     return x
 
 
-def run(sample, device, requires_grad=False):
-    """Run the op on ``device`` through torcia's dispatch; its outputs as host arrays."""
+@dataclasses.dataclass
+class Ran:
+    """An op run on a device: its inputs and outputs there."""
+
+    inputs: tuple
+    out: object
+
+
+def execute(sample, device, requires_grad=False) -> Ran:
+    """Run the op on ``device``: through torcia's dispatch, or for a creation op through
+    the device's kernel, as ``torcia.zeros`` and friends call it."""
+    import torcia
     from torcia import library
 
     transposed = sample.variant == "noncontiguous"
     inputs = tuple(_to_device(a, device, requires_grad, transposed) for a in sample.args)
     with _quiet():
-        out = library.call(sample.op, inputs, _copy(sample.params))
+        if library.op_records()[sample.op].group == "creation" or not any(
+                isinstance(a, np.ndarray) for a in sample.args):
+            dev = torcia.device(device)
+            kernel = library.get_backend(dev.type).kernels[sample.op]
+            arrays = [t._data if isinstance(t, torcia.Tensor) else t for t in inputs]
+            return Ran(inputs, torcia.Tensor._make(kernel(*arrays, **_copy(sample.params)),
+                                                   dev))
+        return Ran(inputs, library.call(sample.op, inputs, _copy(sample.params)))
+
+
+def run(sample, device, requires_grad=False):
+    """Run the op on ``device``; its outputs as host arrays (with ``requires_grad``, the
+    device tensors: ``(inputs, outputs)``)."""
+    ran = execute(sample, device, requires_grad)
     if requires_grad:
-        return inputs, out
-    return _host(out)
+        return ran.inputs, ran.out
+    return _host(ran.out)
 
 
 def _host(out):
@@ -334,14 +559,117 @@ def compare(got, want, sample) -> None:
     if not isinstance(want, np.ndarray):
         want = np.asarray(want)
     got = np.asarray(got)
-    assert got.shape == want.shape, f"{sample.op}: shape {got.shape}, expected {want.shape}"
-    assert got.dtype == want.dtype, f"{sample.op}: dtype {got.dtype}, expected {want.dtype}"
+    where = f"{sample.op} ({sample.variant})"
+    assert got.shape == want.shape, f"{where}: shape {got.shape}, expected {want.shape}"
+    assert got.dtype == want.dtype, f"{where}: dtype {got.dtype}, expected {want.dtype}"
     if want.dtype.kind in "fc":
         tol = 1e-5 if want.dtype in (np.float32, np.complex64) else 1e-10
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True,
-                                   err_msg=f"{sample.op} ({sample.variant})")
+                                   err_msg=where)
     else:
-        np.testing.assert_array_equal(got, want, err_msg=f"{sample.op} ({sample.variant})")
+        np.testing.assert_array_equal(got, want, err_msg=where)
+
+
+def _random_values(got, want, sample) -> None:
+    """A random op's draws: the reference's shape and dtype, and values it could draw."""
+    p = sample.params
+    where = f"{sample.op} ({sample.variant})"
+    assert got.shape == want.shape, f"{where}: shape {got.shape}, expected {want.shape}"
+    assert got.dtype == want.dtype, f"{where}: dtype {got.dtype}, expected {want.dtype}"
+    op = sample.op
+    if op == "rand":
+        assert ((got >= 0) & (got < 1)).all(), f"{where}: values outside [0, 1)"
+    elif op == "uniform":
+        assert ((got >= p["low"]) & (got <= p["high"])).all(), \
+            f"{where}: values outside [{p['low']}, {p['high']})"
+    elif op == "randint":
+        assert ((got >= p["low"]) & (got < p["high"])).all(), \
+            f"{where}: values outside [{p['low']}, {p['high']})"
+    elif op == "randperm":
+        assert sorted(got.tolist()) == list(range(p["n"])), f"{where}: not a permutation"
+    elif op == "bernoulli":
+        assert np.isin(got, (0, 1)).all(), f"{where}: values other than 0 and 1"
+    elif op == "multinomial":
+        assert ((got >= 0) & (got < sample.args[0].shape[-1])).all(), \
+            f"{where}: an index outside the categories"
+        if not p["replacement"]:
+            assert all(len(set(row)) == len(row) for row in got.tolist()), \
+                f"{where}: a category drawn twice without replacement"
+    elif op == "dropout_mask":
+        assert np.isin(got, (0, 1 / (1 - p["p"]))).all(), f"{where}: not 0 or 1 / (1 - p)"
+    elif op in ("randn", "normal"):
+        assert np.isfinite(got).all(), f"{where}: values that are not finite"
+
+
+def _arrays(x) -> list:
+    import torcia
+
+    if isinstance(x, tuple):
+        return [a for o in x for a in _arrays(o)]
+    return [x._data] if isinstance(x, torcia.Tensor) else []
+
+
+def _aliasing(ran: Ran, sample, device, host_args, want) -> None:
+    """The memory contracts: inputs as they were, outputs of their own, views views.
+    ``host_args`` and ``want``: the reference kernel's arguments and result."""
+    from torcia import library, ops
+
+    where = f"{sample.op} ({sample.variant})"
+    for i, (given, t) in enumerate(zip(sample.args, ran.inputs)):
+        if isinstance(given, np.ndarray):
+            after = _host(t)
+            assert after.shape == given.shape and np.array_equal(
+                after, given, equal_nan=given.dtype.kind in "fc"), (
+                f"{where}: wrote into its input {i} (an out-of-place op leaves its inputs "
+                "as they were)")
+    shares = getattr(library.get_backend(device).xp, "may_share_memory", None)
+    if shares is None:
+        return  # an array module that cannot say: aliasing is not checked
+    outs, ins = _arrays(ran.out), _arrays(ran.inputs)
+    aliased = any(shares(o, i) for o in outs for i in ins)
+    want_arrays = [w for w in (want if isinstance(want, tuple) else (want,))
+                   if isinstance(w, np.ndarray)]
+    expected = any(np.may_share_memory(w, a) for w in want_arrays for a in host_args
+                   if isinstance(a, np.ndarray))
+    if expected and not aliased and sample.op in ops.VIEW and not _host_copies(
+            sample.op, device):
+        raise AssertionError(f"{where}: returned a copy where PyTorch returns a view of "
+                             "its input")
+    if aliased and not expected:
+        raise AssertionError(f"{where}: returned memory of its input (an out-of-place op "
+                             "returns memory of its own)")
+
+
+def _host_copies(op: str, device: str) -> bool:
+    """Whether ``op`` runs on ``device`` through the host fallback, which copies: a view
+    there is a copy by design (the summary lists those ops)."""
+    return op in _host_fallback_ops(device)
+
+
+@functools.cache
+def _host_fallback_ops(device: str) -> frozenset:
+    from torcia import library
+
+    if library.get_backend(device).fallback != "host":
+        return frozenset()
+    return frozenset(op for op, how in library.device_ops(device).items() if how == "fallback")
+
+
+def check(sample, device) -> None:
+    """The values and aliasing checks of one sample on ``device``; an AssertionError
+    saying what differs."""
+    from torcia import library
+
+    host_args = _copy(sample.args)
+    with _quiet():
+        want = library.op_records()[sample.op].kernel(*host_args, **_copy(sample.params))
+    ran = execute(sample, device)
+    got = _host(ran.out)
+    if sample.op in RANDOM:
+        _random_values(got, want, sample)
+    else:
+        compare(got, want, sample)
+    _aliasing(ran, sample, device, host_args, want)
 
 
 def gradients(sample, device):
@@ -375,21 +703,53 @@ def gradients(sample, device):
 
 
 class Report:
-    """Collects each check's outcome by op and prints the coverage summary."""
+    """Collects each check's outcome and the ops it ran, orders the checks (primitives
+    first) and prints the coverage summary and the root causes."""
 
     def __init__(self, device):
         self.device = device
         self.ops: dict[str, str] = {}
         self.selected: set[str] = set()
         self.outcomes: dict[str, dict[str, str]] = {}
+        #: (op, check) -> the ops of the device its first failing sample ran
+        self.ran: dict[tuple[str, str], set[str]] = {}
 
-    def pytest_collection_finish(self, session):
-        from torcia import library
+    def pytest_collection_modifyitems(self, session, config, items):
+        from torcia import library, ops
 
         self.ops = library.device_ops(self.device)
+        rank = {"creation": 0, "native": 1, "fallback": 2, "decomposed": 3, "missing": 4}
+        records = library.op_records()
+
+        def order(item):
+            op = item.callspec.params.get("op") if hasattr(item, "callspec") else None
+            if op is None:
+                return (2, 0, 0, "")
+            first = "creation" if records[op].group == "creation" else self.ops.get(op)
+            # views first: the checks make their non-contiguous inputs with transpose
+            return (0 if item.originalname == "test_values" else 1, rank.get(first, 4),
+                    op not in ops.VIEW, op)
+
+        items.sort(key=order)
+
+    def pytest_collection_finish(self, session):
         # what -k or -m left to run
         self.selected = {item.callspec.params["op"] for item in session.items
                          if hasattr(item, "callspec") and "op" in item.callspec.params}
+
+    def ran_when_failing(self, op: str, check: str, ran: set[str]) -> None:
+        """Record the ops the failing sample of ``op``'s ``check`` ran on the device."""
+        self.ran[(op, check)] = set(ran)
+
+    def _failing(self) -> set[str]:
+        return {op for op, checks in self.outcomes.items()
+                if any(o in ("failed", "explained") for o in checks.values())} | {
+            op for op, how in self.ops.items() if how == "missing"}
+
+    def causes(self, op: str, check: str) -> list[str]:
+        """The failed (or missing) ops, other than ``op``, that the failing sample of
+        ``op``'s ``check`` ran: what explains its failure, as far as known now."""
+        return sorted((self.ran.get((op, check), set()) & self._failing()) - {op})
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report):
@@ -397,20 +757,62 @@ class Report:
         if op is None or (report.when != "call" and report.passed):
             return
         check = dict(report.user_properties).get("torcia_check", "?")
-        outcome = "failed" if report.failed else "skipped" if report.skipped else "passed"
+        explained = dict(report.user_properties).get("torcia_explained")
+        outcome = ("explained" if explained else "failed" if report.failed
+                   else "skipped" if report.skipped else "passed")
         done = self.outcomes.setdefault(op, {})
         if done.get(check) != "failed":
             done[check] = outcome
 
-    def failed_ops(self) -> dict[str, list[str]]:
-        """op -> the checks that failed, for the ops the device runs (a missing op's
-        checks fail too; the summary lists those as missing)."""
-        out = {}
+    def _checks(self):
+        """``(op, check, causes)`` of every failing check, with what explains each once
+        every check has run."""
+        out = []
         for op, checks in sorted(self.outcomes.items()):
-            bad = sorted(c for c, o in checks.items() if o == "failed")
-            if bad and self.ops.get(op) != "missing":
-                out[op] = bad
+            if self.ops.get(op) == "missing":
+                continue
+            for check, outcome in sorted(checks.items()):
+                if outcome in ("failed", "explained"):
+                    out.append((op, check, self.causes(op, check)))
         return out
+
+    def failed_ops(self) -> dict[str, list[str]]:
+        """op -> its failing checks (``"gradients <- sum"`` where another op's failure
+        explains one), for the ops the device runs (a missing op's checks fail too; the
+        summary lists those as missing)."""
+        out = {}
+        for op, check, causes in self._checks():
+            out.setdefault(op, []).append(f"{check} <- {', '.join(causes)}" if causes
+                                          else check)
+        return out
+
+    def root_causes(self) -> dict[str, list[str]]:
+        """The fewest ops whose failures explain every failure, each with the checks of
+        other ops it explains: an op with a check that fails on its own, and a missing op
+        that others need."""
+        checks = self._checks()
+        own = {op for op, _, causes in checks if not causes}
+        explained: dict[str, list[str]] = {}
+        for op, check, causes in checks:
+            if causes:
+                for root in self._roots_of(causes, own) or [op]:
+                    explained.setdefault(root, []).append(f"{op} [{check}]")
+        return {op: explained.get(op, []) for op in sorted(own | set(explained))}
+
+    def _roots_of(self, causes, own) -> list[str]:
+        # an explaining op that failed only because of others hands the blame on
+        found, todo, seen = set(), list(causes), set()
+        while todo:
+            op = todo.pop()
+            if op in seen:
+                continue
+            seen.add(op)
+            if op in own or self.ops.get(op) == "missing":
+                found.add(op)
+            else:
+                todo.extend(c for check in self.outcomes.get(op, {})
+                            for c in self.causes(op, check))
+        return sorted(found)
 
     def pytest_terminal_summary(self, terminalreporter):
         write = terminalreporter.write_line
@@ -429,6 +831,20 @@ class Report:
         unselected = len(set(self.ops) - self.selected)
         if unselected:
             write(f"not selected (-k, -m): {unselected} ops")
+        from torcia import ops
+
+        copies = sorted(op for op in ops.VIEW if _host_copies(op, self.device))
+        if copies:
+            write(f"views the host fallback copies ({len(copies)}; writing into one leaves "
+                  f"its input alone, unlike PyTorch's): {', '.join(copies)}")
+        roots = self.root_causes()
+        write(f"root causes ({len(roots)}): the fewest ops whose failures explain every "
+              "failure")
+        for op, explains in roots.items():
+            what = "missing" if self.ops.get(op) == "missing" else ", ".join(
+                c for c in failed.get(op, []) if "<-" not in c)
+            write(f"  {op} [{what}]" + (f" explains {len(explains)}: {', '.join(explains)}"
+                                        if explains else ""))
         if terminalreporter.config.option.verbose > 0:
             for op in sorted(self.ops):
                 result = ("failed: " + ", ".join(failed[op]) if op in failed

@@ -7,6 +7,7 @@ import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -18,8 +19,10 @@ __all__ = [
     "TensorDataset", "random_split",
 ]
 
+_T_co = TypeVar("_T_co", covariant=True)
 
-class Dataset:
+
+class Dataset(Generic[_T_co]):
     """A map-style dataset: ``dataset[i]`` returns sample ``i``.
 
     Subclasses implement ``__getitem__`` and, for the default samplers, ``__len__``. They may
@@ -47,7 +50,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co]):
     """A dataset that is a stream: subclasses implement ``__iter__``.
 
     With ``num_workers > 0`` every worker iterates its own copy of the dataset; to split the
@@ -170,7 +173,7 @@ def _fetch_many(dataset, indices: list) -> list:
     return [dataset[i] for i in indices]
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[_T_co]):
     """Map-style datasets one after another.
 
     Examples
@@ -234,7 +237,7 @@ class ChainDataset(IterableDataset):
         return sum(len(d) for d in self.datasets)
 
 
-class Subset(Dataset):
+class Subset(Dataset[_T_co]):
     """The samples of ``dataset`` at ``indices``, in that order.
 
     Examples

@@ -7,6 +7,7 @@ never on the number of workers.
 from __future__ import annotations
 
 import itertools
+from typing import Generic, TypeVar
 
 import torcia
 from torcia.random import default_generator
@@ -17,9 +18,13 @@ __all__ = [
 ]
 
 
-class Sampler:
+_T_co = TypeVar("_T_co", covariant=True)
+
+
+class Sampler(Generic[_T_co]):
     """Base class: subclasses implement ``__iter__`` (indices or batches of indices) and,
-    where the count is known, ``__len__``.
+    where the count is known, ``__len__``. Generic in what it yields, as PyTorch's
+    (``Sampler[int]``, ``Sampler[list[int]]``).
 
     Examples
     --------

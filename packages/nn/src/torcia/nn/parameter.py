@@ -4,6 +4,7 @@ they are assigned as attributes."""
 from __future__ import annotations
 
 from torcia import Tensor, empty
+from torcia.library import disabled_torch_function_impl
 
 
 def _alias(cls, data: Tensor) -> Tensor:
@@ -42,6 +43,8 @@ class Parameter(Tensor):
     """
 
     __slots__ = ()
+    # ops on a parameter give plain tensors, as in PyTorch
+    __torch_function__ = disabled_torch_function_impl
 
     def __new__(cls, data=None, requires_grad=True):
         t = _alias(cls, data)
@@ -83,6 +86,8 @@ class Buffer(Tensor):
     """
 
     __slots__ = ()
+    # ops on a buffer give plain tensors, as in PyTorch
+    __torch_function__ = disabled_torch_function_impl
     # persistence travels beside the object: Tensor's slot layout leaves no room for it
     _persistent: dict = {}
 
@@ -123,6 +128,8 @@ class UninitializedTensorMixin:
 
     __slots__ = ()
     cls_to_become = Tensor
+    # a placeholder is no tensor-like of its own: the protocol stays off for it
+    __torch_function__ = disabled_torch_function_impl
 
     def materialize(self, shape, device=None, dtype=None) -> None:
         """Become a tensor of ``shape`` (uninitialised values) in place, the same object,

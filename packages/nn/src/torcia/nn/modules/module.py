@@ -739,6 +739,8 @@ _STORE_NAMES = tuple(entry[0] for entry in _STORES)
 
 
 _EXTRA_STATE = "_extra_state"
+#: PyTorch's name of the state-dict key suffix for ``get_extra_state``'s value
+_EXTRA_STATE_KEY_SUFFIX = _EXTRA_STATE
 
 
 def _insert(hooks: OrderedDict, key, hook, prepend: bool) -> None:

@@ -13,11 +13,16 @@ True
 """
 
 from torcia.vision import _registry
+from torcia.vision.models._weights import ENUMS as _ENUMS
+from torcia.vision.models._weights import Weights, WeightsEnum
 from torcia.vision.models.lenet import LeNet, lenet
 from torcia.vision.models.mobilenetv2 import MobileNetV2, mobilenet_v2
 from torcia.vision.models.resnet import ResNet, resnet18, resnet34, resnet50
 from torcia.vision.models.small import SmallCNN, small_cnn
 from torcia.vision.models.vgg import VGG, vgg11, vgg11_bn, vgg16, vgg16_bn
+
+# ResNet18_Weights, VGG16_Weights, ...: torchvision's weights enums
+globals().update({e.__name__: e for e in _ENUMS.values()})
 
 
 def list_models() -> list[str]:
@@ -49,6 +54,7 @@ def get_model(name: str, **kwargs):
 
 
 __all__ = [
+    *(e.__name__ for e in _ENUMS.values()), "Weights", "WeightsEnum",
     "LeNet", "MobileNetV2", "ResNet", "SmallCNN", "VGG", "get_model", "lenet",
     "list_models", "mobilenet_v2", "resnet18", "resnet34", "resnet50", "small_cnn", "vgg11",
     "vgg11_bn", "vgg16", "vgg16_bn",

@@ -8,6 +8,8 @@ the first hex digits of its sha256 (torchvision's convention), which
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import warnings
 
 import torcia.hub
@@ -66,3 +68,70 @@ def build(arch: str, builder, weights, pretrained, progress: bool, kwargs: dict)
                                                 check_hash=True)
     model.load_state_dict(state)
     return model
+
+
+# ---------------------------------------------------------------------------------------
+# torchvision's weights enums (``ResNet18_Weights.IMAGENET1K_V1``, ``.DEFAULT``)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Weights:
+    """One published checkpoint: where it is and what it was trained for."""
+
+    url: str
+    meta: dict = dataclasses.field(compare=False, hash=False)
+
+    def get_state_dict(self, progress: bool = True, check_hash: bool = True, **kwargs):
+        """Download the checkpoint once (into the hub cache) and load its state dict."""
+        return torcia.hub.load_state_dict_from_url(self.url, progress=progress,
+                                                   check_hash=check_hash, **kwargs)
+
+
+class WeightsEnum(enum.Enum):
+    """Base of the per-architecture weights enums; each member's value is a
+    :class:`Weights`, and ``DEFAULT`` names the best one (torchvision's ``WeightsEnum``)."""
+
+    @classmethod
+    def verify(cls, obj):
+        """``obj`` as a member: a member, its name (``"IMAGENET1K_V1"``,
+        ``"ResNet18_Weights.DEFAULT"``) or None."""
+        if obj is None or isinstance(obj, cls):
+            return obj
+        if isinstance(obj, str):
+            return cls[obj.replace(cls.__name__ + ".", "")]
+        raise TypeError(f"Invalid Weight class provided; expected {cls.__name__} but "
+                        f"received {obj.__class__.__name__}.")
+
+    @property
+    def url(self) -> str:
+        return self.value.url
+
+    @property
+    def meta(self) -> dict:
+        return self.value.meta
+
+    def get_state_dict(self, progress: bool = True, check_hash: bool = True, **kwargs):
+        """The checkpoint's state dict (see :meth:`Weights.get_state_dict`)."""
+        return self.value.get_state_dict(progress=progress, check_hash=check_hash, **kwargs)
+
+    def __repr__(self):
+        return f"{self.__class__.__name__}.{self.name}"
+
+
+#: torchvision's class name for each architecture's weights
+ENUM_NAMES = {"resnet18": "ResNet18_Weights", "resnet34": "ResNet34_Weights",
+              "resnet50": "ResNet50_Weights", "vgg11": "VGG11_Weights",
+              "vgg11_bn": "VGG11_BN_Weights", "vgg16": "VGG16_Weights",
+              "vgg16_bn": "VGG16_BN_Weights", "mobilenet_v2": "MobileNet_V2_Weights"}
+
+
+def _weights_enum(arch: str) -> type[WeightsEnum]:
+    members = {name: Weights(url, {"num_classes": NUM_CLASSES[name]})
+               for name, url in URLS[arch].items()}
+    members["DEFAULT"] = members[list(URLS[arch])[-1]]  # an alias of the best member
+    return WeightsEnum(ENUM_NAMES[arch], members, module="torcia.vision.models")
+
+
+ENUMS = {arch: _weights_enum(arch) for arch in ENUM_NAMES}
+"""model name -> its weights enum"""

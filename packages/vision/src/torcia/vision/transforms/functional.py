@@ -30,14 +30,24 @@ class InterpolationMode(enum.Enum):
     """
 
     NEAREST = "nearest"
+    NEAREST_EXACT = "nearest-exact"
     BILINEAR = "bilinear"
     BICUBIC = "bicubic"
+    # PIL images only, as in torchvision
+    BOX = "box"
+    HAMMING = "hamming"
+    LANCZOS = "lanczos"
 
 
 _PIL_MODES = {
     InterpolationMode.NEAREST: Image.Resampling.NEAREST,
     InterpolationMode.BILINEAR: Image.Resampling.BILINEAR,
     InterpolationMode.BICUBIC: Image.Resampling.BICUBIC,
+    # PIL's NEAREST samples pixel centres: "nearest-exact" is what it computes
+    InterpolationMode.NEAREST_EXACT: Image.Resampling.NEAREST,
+    InterpolationMode.BOX: Image.Resampling.BOX,
+    InterpolationMode.HAMMING: Image.Resampling.HAMMING,
+    InterpolationMode.LANCZOS: Image.Resampling.LANCZOS,
 }
 
 
@@ -415,13 +425,16 @@ def _resample_matrix(n_in: int, n_out: int, mode, antialias: bool) -> np.ndarray
     """
     scale = n_in / n_out
     weights = np.zeros((n_out, n_in))
-    if mode == InterpolationMode.NEAREST:
-        src = np.minimum(np.floor(np.arange(n_out) * scale).astype(int), n_in - 1)
-        weights[np.arange(n_out), src] = 1.0
+    if mode in (InterpolationMode.NEAREST, InterpolationMode.NEAREST_EXACT):
+        # NEAREST takes the pixel left of each output position (PyTorch's "nearest"),
+        # NEAREST_EXACT the one under its centre
+        offset = 0.5 if mode == InterpolationMode.NEAREST_EXACT else 0.0
+        src = np.floor((np.arange(n_out) + offset) * scale).astype(int)
+        weights[np.arange(n_out), np.minimum(src, n_in - 1)] = 1.0
         return weights
     if mode != InterpolationMode.BILINEAR:
         raise ValueError(f"interpolation {mode} is supported for PIL images only; tensors "
-                         f"and arrays take NEAREST or BILINEAR")
+                         f"and arrays take NEAREST, NEAREST_EXACT or BILINEAR")
     widen = scale if antialias and scale > 1 else 1.0
     for i in range(n_out):
         center = scale * (i + 0.5)

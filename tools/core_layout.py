@@ -1,0 +1,238 @@
+"""Measure how torcia-core is laid out: the figures issue #35 asks to drive down.
+
+Prints, for the checkout:
+
+- import circles among core's modules (every import counted, function-local ones too: a
+  local import that breaks a circle at import time still ties the two modules together);
+- function-local imports in core;
+- uses of core objects' private fields (a Tensor's ``_data``, ``_vc``...) outside core;
+- source files over 1,500 lines;
+- the op records: how many, how many are primitives;
+- for each op, the source files that declare something of it: a ``def`` of its name or its
+  name as a string (the keys of name-keyed tables: kernels, shapes, derivatives, vmap,
+  compiler and ONNX rules), in every part.
+
+Standard library only; ``--json`` prints the figures as JSON, ``--check`` exits 1 where a
+figure is over the limit given for it (``--max NAME=N``), so CI can hold a figure once it
+is down.
+
+    python tools/core_layout.py
+    python tools/core_layout.py --check --max circles=0 --max local_imports=10
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CORE = ROOT / "packages" / "core" / "src" / "torcia"
+# a Tensor's private slots: what other parts reach into when they bypass torcia.library
+PRIVATE_FIELDS = {"_data", "_device", "_requires_grad", "_grad", "_vc", "_base", "_out_nr",
+                  "_hooks", "_retains_grad"}
+LONG_FILE = 1500
+
+
+def _sources(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if "tests" not in p.parts)
+
+
+def _module_name(path: Path) -> str:
+    rel = path.relative_to(CORE.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(tree: ast.AST, module: str, is_package: bool):
+    """(imported module, inside a function) for each import of ``tree``."""
+    package = module if is_package else module.rpartition(".")[0]
+
+    def walk(node, local):
+        for child in ast.iter_child_nodes(node):
+            inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                ast.Lambda))
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield alias.name, inner
+            elif isinstance(child, ast.ImportFrom):
+                base = child.module or ""
+                if child.level:
+                    anchor = package.split(".")
+                    anchor = anchor[:len(anchor) - (child.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                yield base, inner
+                for alias in child.names:
+                    yield f"{base}.{alias.name}", inner
+            yield from walk(child, inner)
+
+    yield from walk(tree, False)
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan's algorithm)."""
+    index, low, stack, on_stack, out = {}, {}, [], set(), []
+    counter = [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    sys.setrecursionlimit(10000)
+    for v in graph:
+        if v not in index:
+            visit(v)
+    return sorted(out, key=len, reverse=True)
+
+
+def core_imports() -> tuple[dict[str, set[str]], list[str]]:
+    """The import graph among core's modules, and each function-local import's place."""
+    modules = {_module_name(p): p for p in _sources(CORE)}
+    graph, local = {}, []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        edges = set()
+        for target, inside in _imports(tree, name, path.name == "__init__.py"):
+            if target in modules and target != name:
+                edges.add(target)
+            if inside and target.startswith("torcia") and (
+                    target in modules or target.rpartition(".")[0] in modules):
+                local.append(f"{path.relative_to(ROOT)}: {target}")
+        graph[name] = edges
+    # `from torcia.x import name` counts once: drop the duplicates of the same statement
+    return graph, sorted(set(local))
+
+
+def private_field_uses() -> list[str]:
+    """``obj._field`` for a Tensor's private fields in every part and plugin except core."""
+    uses = []
+    for family in ("packages", "plugins"):
+        for src in sorted((ROOT / family).glob("*/src")):
+            if src.parent.name == "core" and family == "packages":
+                continue
+            for path in _sources(src):
+                tree = ast.parse(path.read_text(), str(path))
+                for node in ast.walk(tree):
+                    if (isinstance(node, ast.Attribute) and node.attr in PRIVATE_FIELDS
+                            and not (isinstance(node.value, ast.Name)
+                                     and node.value.id in ("self", "cls"))):
+                        uses.append(f"{path.relative_to(ROOT)}:{node.lineno} .{node.attr}")
+    return uses
+
+
+def long_files() -> list[str]:
+    tracked = subprocess.run(["git", "ls-files", "*.py"], cwd=ROOT, capture_output=True,
+                             text=True).stdout.split()
+    out = []
+    for rel in tracked:
+        path = ROOT / rel
+        if path.exists():
+            n = len(path.read_text(errors="replace").splitlines())
+            if n > LONG_FILE:
+                out.append(f"{rel}: {n}")
+    return out
+
+
+def ops() -> tuple[int, int, dict[str, int]]:
+    """(op records, primitives, {op: source files declaring something of it}); needs torcia
+    importable."""
+    import torcia.library as library
+
+    records = library.op_records()
+    texts = [p.read_text() for family in ("packages", "plugins")
+             for src in sorted((ROOT / family).glob("*/src")) for p in _sources(src)]
+    touched = {}
+    for name in records:
+        n = re.escape(name)
+        declared = re.compile(rf"""def {n}\b|["']{n}["']""")
+        touched[name] = sum(1 for text in texts if declared.search(text))
+    return len(records), len(library.primitives()), touched
+
+
+def figures() -> dict:
+    graph, local = core_imports()
+    circles = _circles(graph)
+    n_ops, n_prims, touched = ops()
+    worst = sorted(touched.items(), key=lambda kv: -kv[1])[:5]
+    return {
+        "circles": len(circles),
+        "largest_circle": len(circles[0]) if circles else 0,
+        "local_imports": len(local),
+        "private_field_uses": len(private_field_uses()),
+        "long_files": len(long_files()),
+        "ops": n_ops,
+        "primitives": n_prims,
+        "files_per_op_median": statistics.median(touched.values()) if touched else 0,
+        "files_per_op_max": max(touched.values(), default=0),
+        "files_of_softplus": touched.get("softplus", 0),
+        "most_spread_ops": dict(worst),
+        "core_files": len(_sources(CORE)),
+        "core_lines": sum(len(p.read_text().splitlines()) for p in _sources(CORE)),
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON")
+    parser.add_argument("--check", action="store_true",
+                        help="exit 1 where a figure is over its --max")
+    parser.add_argument("--max", action="append", default=[], metavar="NAME=N",
+                        help="the limit of a figure for --check, e.g. circles=0")
+    parser.add_argument("--list", choices=("circles", "local_imports", "private_field_uses",
+                                           "long_files"),
+                        help="list the places behind one figure")
+    args = parser.parse_args(argv)
+    if args.list:
+        graph, local = core_imports()
+        places = {"circles": lambda: [" ".join(c) for c in _circles(graph)],
+                  "local_imports": lambda: local, "private_field_uses": private_field_uses,
+                  "long_files": long_files}[args.list]()
+        print("\n".join(places))
+        return 0
+    found = figures()
+    if args.json:
+        print(json.dumps(found, indent=2))
+    else:
+        width = max(map(len, found))
+        for key, value in found.items():
+            print(f"{key:<{width}}  {value}")
+    over = []
+    for limit in args.max:
+        key, _, value = limit.partition("=")
+        if key not in found:
+            raise SystemExit(f"--max {limit}: no figure named {key!r}")
+        if found[key] > float(value):
+            over.append(f"{key} is {found[key]}, at most {value} allowed")
+    if args.check and over:
+        print("\n".join(over), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,117 @@
+"""transformers: BERT, GPT-2 and Llama built from small configs with seeded weights
+(nothing is downloaded): forward, greedy generation, a training step, save/load."""
+
+import os
+import tempfile
+
+from common import case, grads, numpy, params, randint, seed_weights
+
+# what transformers imports that torcia does not have yet
+_BLOCKED = ("import needs torch.distributed.tensor (issue 38), torch.cuda.CUDAGraph and "
+            "torch.cuda.graph (issue 43), torch._dynamo's TransformGetItemToIndex")
+
+
+def _bert():
+    from transformers import BertConfig, BertForSequenceClassification
+
+    config = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
+                        num_attention_heads=4, intermediate_size=37,
+                        max_position_embeddings=16, num_labels=3,
+                        attn_implementation="eager")
+    return seed_weights(BertForSequenceClassification(config)).eval()
+
+
+def _gpt2():
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    config = GPT2Config(vocab_size=50, n_embd=32, n_layer=2, n_head=4, n_positions=32,
+                        attn_implementation="eager")
+    return seed_weights(GPT2LMHeadModel(config)).eval()
+
+
+def _llama():
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=50, hidden_size=32, intermediate_size=48,
+                         num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                         max_position_embeddings=32, attn_implementation="eager")
+    return seed_weights(LlamaForCausalLM(config)).eval()
+
+
+def _ids(n=7, seed=1):
+    return randint(50, 2, n, seed=seed)
+
+
+@case(known_failure=_BLOCKED)
+def case_bert_forward():
+    import torch
+
+    ids = _ids()
+    mask = torch.ones_like(ids)
+    mask[1, 5:] = 0
+    out = _bert()(input_ids=ids, attention_mask=mask, output_hidden_states=True)
+    return {"logits": numpy(out.logits), "hidden": numpy(out.hidden_states[-1])}
+
+
+@case(known_failure=_BLOCKED)
+def case_gpt2_forward():
+    out = _gpt2()(input_ids=_ids())
+    return {"logits": numpy(out.logits)}
+
+
+@case(known_failure=_BLOCKED)
+def case_llama_forward():
+    out = _llama()(input_ids=_ids())
+    return {"logits": numpy(out.logits)}
+
+
+@case(known_failure=_BLOCKED)
+def case_generate():
+    out = {}
+    for name, model in (("gpt2", _gpt2()), ("llama", _llama())):
+        ids = _ids(4, seed=2)
+        gen = model.generate(ids, max_new_tokens=6, do_sample=False, pad_token_id=0)
+        out[name] = numpy(gen)
+    return out
+
+
+@case(known_failure=_BLOCKED)
+def case_training_step():
+    import torch
+
+    model = _gpt2().train()
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    ids = _ids(8, seed=3)
+    losses = []
+    for _ in range(2):
+        opt.zero_grad()
+        loss = model(input_ids=ids, labels=ids).loss
+        loss.backward()
+        losses.append(loss.item())
+        opt.step()
+    return {"losses": losses, **grads(model), **params(model)}
+
+
+@case(known_failure=_BLOCKED)
+def case_bert_backward():
+    import torch
+
+    model = _bert().train()
+    loss = model(input_ids=_ids(), labels=torch.tensor([0, 2])).loss
+    loss.backward()
+    return {"loss": loss.item(), **grads(model)}
+
+
+@case(known_failure=_BLOCKED)
+def case_save_load():
+    from transformers import AutoModelForCausalLM
+
+    model = _llama()
+    ids = _ids(5, seed=4)
+    with tempfile.TemporaryDirectory() as d:
+        model.save_pretrained(d)
+        files = sorted(os.listdir(d))
+        back = AutoModelForCausalLM.from_pretrained(d).eval()
+    return {"before": numpy(model(input_ids=ids).logits),
+            "after": numpy(back(input_ids=ids).logits),
+            "files": "safetensors" in " ".join(files)}
