@@ -448,7 +448,7 @@ def __getattr__(name):
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
                                   "func", "fx", "overrides", "version", "masked", "nested",
-                                  "signal"):
+                                  "signal", "multiprocessing", "futures"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

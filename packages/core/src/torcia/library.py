@@ -159,7 +159,7 @@ __all__ = [
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
-    "check_async", "tensor_of", "unary", "unbatch",
+    "check_async", "share_memory", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 
@@ -805,6 +805,22 @@ def zero_grad(parameters, set_to_none: bool = True) -> None:
             else:
                 p.grad.requires_grad_(False)
             p.grad.zero_()
+
+
+def share_memory(tensors) -> None:
+    """Move the memory of ``tensors`` into shared memory in place, as ``share_memory_()``
+    on each but in one pass (``Module.share_memory`` uses it for all its tensors).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.ones(2), torcia.zeros(3)
+    >>> torcia.library.share_memory([a, b]); a.is_shared(), b.is_shared()
+    (True, True)
+    """
+    from torcia import _shared_memory
+
+    _shared_memory.share(list(tensors))
 
 
 # ---------------------------------------------------------------------------------------
