@@ -56,7 +56,7 @@ inline float round_even(float v) {
 template <typename T>
 const T* data_of(const std::string& fn, const std::string& name, const py::array& a,
                  int64_t ndim) {
-  if (!a.dtype().is(py::dtype::of<T>()))
+  if (!torcia_checks::is_dtype<T>(a.dtype()))  // by value: a pickled array's dtype is a copy
     throw std::runtime_error(fn + ": " + name + " has dtype " + std::string(py::str(a.dtype())) +
                              ", expected " + std::string(py::str(py::dtype::of<T>())));
   if (!(a.flags() & py::array::c_style))
@@ -299,8 +299,8 @@ py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, in
 // dequantize_tensor(q uint8 or int8, scale, zero_point) -> float32 of q's shape
 py::array dequantize_tensor(const py::array& q, double scale, int zp) {
   const std::string fn = "dequantize_tensor";
-  const bool is_signed = q.dtype().is(py::dtype::of<int8_t>());
-  if (!is_signed && !q.dtype().is(py::dtype::of<uint8_t>()))
+  const bool is_signed = torcia_checks::is_dtype<int8_t>(q.dtype());
+  if (!is_signed && !torcia_checks::is_dtype<uint8_t>(q.dtype()))
     throw std::runtime_error(fn + ": q must be uint8 or int8");
   if (!(q.flags() & py::array::c_style)) throw std::runtime_error(fn + ": q must be C-contiguous");
   std::vector<py::ssize_t> shape(q.shape(), q.shape() + q.ndim());
