@@ -279,3 +279,28 @@ def test_trace_check_inputs_catches_a_baked_branch():
 
     with pytest.warns(torcia.jit.TracerWarning), pytest.raises(torcia.jit.TracingCheckError):
         torcia.jit.trace(pick, torcia.ones(2), check_inputs=[(-torcia.ones(2),)])
+
+
+def test_fork_runs_the_task_at_once_and_traces_into_the_program():
+    # PyTorch's eager fork: the task runs in the caller (its error raised by fork itself)
+    # and the future it returns is complete
+    fut = torcia.jit.fork(lambda a, b: a * b + 1, torcia.full((2,), 3.0), b=2)
+    assert fut.done() and isinstance(fut, torcia.jit.Future)
+    assert torcia.equal(torcia.jit.wait(fut), torcia.full((2,), 7.0))
+    with pytest.raises(ZeroDivisionError):
+        torcia.jit.fork(lambda: 1 / 0)
+    with pytest.raises(TypeError, match="expected a torcia.jit.Future, got int"):
+        torcia.jit.wait(3)
+
+    def two_branches(x):
+        left = torcia.jit.fork(torcia.relu, x)
+        right = torcia.jit.fork(lambda t: t * 2, x)
+        return torcia.jit.wait(left) + torcia.jit.wait(right)
+
+    traced = torcia.jit.trace(two_branches, torcia.randn(4))
+    x = torcia.randn(6)
+    assert torcia.equal(traced(x), torcia.relu(x) + x * 2)
+    buf = io.BytesIO()
+    torcia.jit.save(traced, buf)
+    buf.seek(0)
+    assert torcia.equal(torcia.jit.load(buf)(x), torcia.relu(x) + x * 2)

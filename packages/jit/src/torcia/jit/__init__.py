@@ -24,6 +24,9 @@ Examples
 
 from __future__ import annotations
 
+import builtins
+
+from torcia.futures import Future
 from torcia.jit import annotations
 from torcia.jit._compiled import (
     RecursiveScriptModule,
@@ -63,12 +66,12 @@ from torcia.jit._markers import (
 )
 
 __all__ = [
-    "Attribute", "Error", "Final", "NotSupportedError", "RecursiveScriptModule",
+    "Attribute", "Error", "Final", "Future", "NotSupportedError", "RecursiveScriptModule",
     "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracedModule",
-    "TracerWarning", "TracingCheckError", "annotate", "annotations", "export", "freeze",
+    "TracerWarning", "TracingCheckError", "annotate", "annotations", "export", "fork", "freeze",
     "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load",
     "optimize_for_inference", "save", "script", "script_if_tracing", "trace",
-    "trace_module", "unused",
+    "trace_module", "unused", "wait",
 ]
 
 _script_if_tracing = script_if_tracing
@@ -83,3 +86,37 @@ class Error(RuntimeError):
     >>> issubclass(torcia.jit.Error, RuntimeError)
     True
     """
+
+
+def fork(func, *args, **kwargs):
+    """Start ``func(*args, **kwargs)`` as a task and return a :class:`Future` of its result
+    (``torch.jit.fork``).
+
+    Outside a compiled program PyTorch runs the task at once, in the caller's thread, and
+    so does torcia: its error is raised here, and ops it runs inside :func:`trace` are
+    captured in order, as the program's own.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> fut = torcia.jit.fork(torcia.add, torcia.ones(2), 1)
+    >>> fut.done(), torcia.jit.wait(fut)
+    (True, tensor([2., 2.]))
+    """
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
+
+
+def wait(future):
+    """The result of a :func:`fork`'s task, once it has completed (``torch.jit.wait``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.jit.wait(torcia.jit.fork(lambda: 3))
+    3
+    """
+    if not builtins.isinstance(future, Future):  # the module's isinstance is TorchScript's
+        raise TypeError(f"wait(): expected a torcia.jit.Future, got {type(future).__name__}")
+    return future.wait()
