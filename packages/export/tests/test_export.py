@@ -361,3 +361,82 @@ def test_tied_weights_keep_both_names_and_one_parameter(tmp_path):
     assert module.get_parameter("head.weight") is module.get_parameter(
         "token_embedding.weight")
     assert len(list(module.parameters())) == len(list(model.parameters()))
+
+
+class _Pair(nn.Module):
+    def forward(self, pair, scale, mask=None):
+        a, b = pair
+        return (a @ b) * scale + (0 if mask is None else mask.sum())
+
+
+def _pair_inputs(n, m, k=4):
+    return ((torcia.randn(n, k), torcia.randn(k, m)), 2.0), {"mask": torcia.ones(3)}
+
+
+def test_shapes_collection_and_additional_inputs_build_the_spec():
+    (pair, scale), kwargs = _pair_inputs(3, 5)
+    shapes = torcia.export.ShapesCollection()
+    shapes[pair[1]] = {1: Dim.DYNAMIC}
+    shapes[kwargs["mask"]][0] = Dim.AUTO  # __getitem__ gives the spec to fill in
+    assert len(shapes) == 2
+    assert shapes.dynamic_shapes(_Pair(), (pair, scale), kwargs) == {
+        "pair": (None, {1: Dim.DYNAMIC}), "scale": None, "mask": {0: Dim.AUTO}}
+    with pytest.raises(ValueError, match="were not found in args"):
+        shapes.dynamic_shapes(_Pair(), ((pair[0], pair[1].clone()), scale), kwargs)
+    with pytest.raises(AssertionError, match="do not match"):
+        shapes[pair[1]] = {0: Dim.DYNAMIC}
+
+    more = torcia.export.AdditionalInputs()
+    more.add(*_pair_inputs(6, 5))
+    more.add(*_pair_inputs(3, 7))
+    # the sizes that differ among the examples are dynamic, the others static
+    assert more.dynamic_shapes(_Pair(), (pair, scale), kwargs) == {
+        "pair": ((Dim.DYNAMIC, None), (None, Dim.DYNAMIC)), "scale": None, "mask": (None,)}
+    bad = torcia.export.AdditionalInputs()
+    bad.add(((torcia.randn(3, 4), torcia.randn(4, 5)), 3.0), kwargs)
+    with pytest.raises(ValueError, match=r"differing values.*\(2.0, 3.0\).*\['scale'\]"):
+        bad.dynamic_shapes(_Pair(), (pair, scale), kwargs)
+    with pytest.raises(AssertionError, match="must be a tuple"):
+        bad.add([pair])
+
+
+def test_export_with_additional_inputs_runs_them_and_checks_them():
+    (pair, scale), kwargs = _pair_inputs(3, 5)
+    more = torcia.export.AdditionalInputs()
+    more.add(*_pair_inputs(6, 5))
+    ep = export(_Pair(), (pair, scale), kwargs, dynamic_shapes=more)
+    for n, m in [(6, 5), (9, 5), (2, 5)]:
+        (p, s), kw = _pair_inputs(n, m)
+        assert torcia.allclose(ep.module()(p, s, **kw), _Pair()(p, s, **kw))
+    with pytest.raises(AssertionError, match=r"Guard failed: .*size\(\)\[1\] == 5"):
+        ep.module()(*_pair_inputs(3, 7)[0], **kwargs)
+    # an example the program refuses (a static size the examples do not vary) fails export
+    more.add(((torcia.randn(3, 4), torcia.randn(4, 5)), 2.0), {"mask": torcia.ones(3)})
+    more.add(((torcia.randn(3, 4).double(), torcia.randn(4, 5)), 2.0), {"mask": torcia.ones(3)})
+    with pytest.raises(AssertionError, match="dtype == torcia.float32"):
+        export(_Pair(), (pair, scale), kwargs, dynamic_shapes=more)
+
+
+@pytest.mark.torch
+def test_additional_inputs_infer_what_torchs_do():
+    torch = pytest.importorskip("torch")
+
+    class Mul(torch.nn.Module):
+        def forward(self, x, y):
+            return x @ y
+
+    theirs = torch.export.AdditionalInputs()
+    mine = torcia.export.AdditionalInputs()
+    for n, m in [(6, 5), (3, 7)]:
+        theirs.add((torch.ones(n, 4), torch.ones(4, m)))
+        mine.add((torcia.ones(n, 4), torcia.ones(4, m)))
+    want = theirs.dynamic_shapes(Mul(), (torch.ones(3, 4), torch.ones(4, 5)))
+
+    class MulMine(nn.Module):
+        def forward(self, x, y):
+            return x @ y
+
+    got = mine.dynamic_shapes(MulMine(), (torcia.ones(3, 4), torcia.ones(4, 5)))
+    assert list(got) == list(want)
+    for name in got:
+        assert [d is None for d in got[name]] == [d is None for d in want[name]]

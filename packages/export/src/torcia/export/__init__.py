@@ -55,8 +55,10 @@ from torcia.export._capture import (
 )
 from torcia.export._dims import (
     INT_MAX,
+    AdditionalInputs,
     Dim,
     DimInfo,
+    ShapesCollection,
     differ,
     dims,
     fit_size,
@@ -79,9 +81,10 @@ from torcia.export._program import (
 )
 from torcia.library import Tensor
 
-__all__ = ["Dim", "ExportError", "ExportGraph", "ExportGraphSignature", "ExportedModule",
-           "ExportedProgram", "InputKind", "InputSpec", "Node", "OutputKind", "OutputSpec",
-           "dims", "export", "load", "named_state", "register_state", "save"]
+__all__ = ["AdditionalInputs", "Dim", "ExportError", "ExportGraph", "ExportGraphSignature",
+           "ExportedModule", "ExportedProgram", "InputKind", "InputSpec", "Node", "OutputKind",
+           "OutputSpec", "ShapesCollection", "dims", "export", "load", "named_state",
+           "register_state", "save"]
 
 
 ExportError.__module__ = "torcia.export"  # where users meet it
@@ -414,7 +417,8 @@ class ExportedModule(nn.Module):
         user = [n for n, s in zip(ep._inputs.names, ep._inputs.shapes) if s is not None]
         return ep._program.code(ep._value_names, user)
 
-    def forward(self, *args, **kwargs):
+    def _check_inputs(self, *args, **kwargs) -> tuple:
+        """The inputs' leaves and the sizes of the dynamic dimensions, once the guards hold."""
         ep = self._exported
         leaves: list = []
         spec = flatten((args, kwargs), leaves)
@@ -422,7 +426,11 @@ class ExportedModule(nn.Module):
             raise TypeError("the inputs' structure differs from the exported program's: "
                             f"expected {_describe_spec(ep._inputs.spec)}, got "
                             f"{_describe_spec(spec)}")
-        sizes = ep._inputs.check(leaves)
+        return leaves, ep._inputs.check(leaves)
+
+    def forward(self, *args, **kwargs):
+        ep = self._exported
+        leaves, sizes = self._check_inputs(*args, **kwargs)
         program = ep._program
         tensors = []
         for (_, kind, target), place in zip(program.inputs, self._places):
@@ -853,9 +861,11 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         Example positional inputs.
     kwargs : dict, optional
         Example keyword inputs.
-    dynamic_shapes : dict, tuple or list, optional
+    dynamic_shapes : dict, tuple, list, ShapesCollection or AdditionalInputs, optional
         Per input (by ``forward``'s argument name, or in order), a dict ``{axis: Dim}``
         or a tuple with one :class:`Dim` (or ``None``) per axis; other sizes are static.
+        :class:`AdditionalInputs` infers them from more examples, each of which the
+        program must then accept.
     strict, preserve_module_call_signature
         Accepted for PyTorch compatibility; capture is always by running the model.
     on_data_read : "error" or a Warning class
@@ -892,6 +902,11 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     kwargs = dict(kwargs or {})
     if not isinstance(kwargs, dict):
         raise ValueError(f"Expecting `kwargs` to be a dict, got {type(kwargs)}")
+    verify = None
+    if isinstance(dynamic_shapes, AdditionalInputs):
+        verify = dynamic_shapes.verify
+    if isinstance(dynamic_shapes, (AdditionalInputs, ShapesCollection)):
+        dynamic_shapes = dynamic_shapes.dynamic_shapes(mod, args, kwargs)
     leaves: list = []
     spec = flatten((args, kwargs), leaves)
     for leaf in leaves:
@@ -919,8 +934,11 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     if same is not None:
         captures[frozenset(["values"])] = same
     lifted = _lifted(tracing, base, captures, fitted, active, steps)
-    return _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec,
-                  _leaf_names(mod, args, kwargs, leaves), state, (args, kwargs))
+    ep = _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec,
+                _leaf_names(mod, args, kwargs, leaves), state, (args, kwargs))
+    if verify is not None:
+        verify(ep)
+    return ep
 
 
 def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, names, state,

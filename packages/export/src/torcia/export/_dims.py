@@ -147,16 +147,155 @@ def _walk(value, spec, path, found):
             _walk(value[k], s, f"{path}[{k!r}]", found)
 
 
+def bind(module, args, kwargs) -> dict:
+    """The inputs by ``forward``'s argument names (torch.export's combined args)."""
+    sig = inspect.signature(module.forward)
+    try:
+        return dict(sig.bind(*args, **(kwargs or {})).arguments)
+    except TypeError as exc:
+        raise ValueError(f"the example inputs do not fit forward{sig}: {exc}") from None
+
+
+def map_inputs(value, fn):
+    """``value`` (nested lists, tuples and dicts) with ``fn`` applied to each leaf."""
+    if isinstance(value, list):
+        return [map_inputs(v, fn) for v in value]
+    if isinstance(value, tuple):
+        return tuple(map_inputs(v, fn) for v in value)
+    if isinstance(value, dict):
+        return {k: map_inputs(v, fn) for k, v in value.items()}
+    return fn(value)
+
+
+class ShapesCollection:
+    """Dynamic shapes given per input tensor rather than in the inputs' structure
+    (``torch.export.ShapesCollection``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.export import Dim, ShapesCollection
+    >>> x = torcia.ones(3, 4)
+    >>> shapes = ShapesCollection()
+    >>> shapes[x] = {0: Dim.DYNAMIC}
+    >>> shapes.dynamic_shapes(torcia.nn.Linear(4, 2), (x,))
+    {'input': {0: Dim.DYNAMIC}}
+    """
+
+    def __init__(self):
+        self._shapes: dict = {}
+
+    def __setitem__(self, t, shape):
+        if not isinstance(t, Tensor):
+            raise AssertionError(f"Cannot assign shape to non-tensor type {type(t)}")
+        if id(t) in self._shapes and self._shapes[id(t)] != shape:
+            raise AssertionError(f"Shapes assigned to input do not match: expected "
+                                 f"{self._shapes[id(t)]}, got {shape}")
+        self._shapes[id(t)] = shape
+
+    def __getitem__(self, t):
+        return self._shapes.setdefault(id(t), {})
+
+    def __len__(self) -> int:
+        return len(self._shapes)
+
+    def dynamic_shapes(self, m, args, kwargs=None) -> dict:
+        """The ``dynamic_shapes`` argument, by ``m.forward``'s argument names, that these
+        shapes make for the inputs ``args`` and ``kwargs``."""
+        seen = set()
+
+        def find(v):
+            if isinstance(v, Tensor) and id(v) in self._shapes:
+                seen.add(id(v))
+                return self._shapes[id(v)]
+            return None
+
+        out = map_inputs(bind(m, args, kwargs), find)
+        if seen != set(self._shapes):
+            raise ValueError("Some tensors that were assigned shapes were not found in args. "
+                             "Maybe such tensors were copied when passing them as args?")
+        return out
+
+
+class _Shape(tuple):
+    """A tensor's sizes, apart from tuples among the inputs."""
+
+
+def _merge(values: list, path: str):
+    first = values[0]
+    if any(type(v) is not type(first) for v in values):
+        raise ValueError(f"The following inputs were found to have differing types, so "
+                         f"they cannot be marked as dynamic: {tuple(values)} (at {path})")
+    if isinstance(first, _Shape):
+        if any(len(v) != len(first) for v in values):
+            raise ValueError(f"the tensors at {path} differ in rank: "
+                             f"{[len(v) for v in values]}")
+        return tuple(None if len(set(sizes)) == 1 else Dim.DYNAMIC for sizes in zip(*values))
+    if isinstance(first, (list, tuple)):
+        if any(len(v) != len(first) for v in values):
+            raise ValueError(f"the inputs at {path} differ in length")
+        return type(first)(_merge(list(vs), f"{path}[{i}]")
+                           for i, vs in enumerate(zip(*values)))
+    if isinstance(first, dict):
+        if any(v.keys() != first.keys() for v in values):
+            raise ValueError(f"the inputs at {path} differ in keys")
+        return {k: _merge([v[k] for v in values], f"{path}[{k!r}]") for k in first}
+    if any(v != first for v in values):
+        # a torcia extension of the message: Python numbers are specialised, not symbolic
+        raise ValueError(f"The following inputs were found to have differing values, but "
+                         f"they cannot be marked as dynamic: {tuple(values)} (at {path}; "
+                         f"torcia.export specialises Python values among the inputs)")
+    return None
+
+
+class AdditionalInputs:
+    """Dynamic shapes inferred from more example inputs (``torch.export.AdditionalInputs``):
+    a size that differs among the examples is dynamic (:data:`Dim.DYNAMIC`), one that does
+    not is static; :func:`~torcia.export.export` then checks that the program accepts
+    every example.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.export import AdditionalInputs
+    >>> more = AdditionalInputs()
+    >>> more.add((torcia.ones(5, 4),))
+    >>> more.dynamic_shapes(torcia.nn.Linear(4, 2), (torcia.ones(3, 4),))
+    {'input': (Dim.DYNAMIC, None)}
+    """
+
+    def __init__(self):
+        self._examples: list = []
+
+    def add(self, args, kwargs=None) -> None:
+        """One more example: positional inputs (a tuple) and keyword inputs (a dict)."""
+        if type(args) is not tuple:
+            raise AssertionError(f"Representative args {args} must be a tuple")
+        if kwargs is not None and type(kwargs) is not dict:
+            raise AssertionError(f"Representative kwargs {kwargs} must be None or a dict")
+        self._examples.append((args, kwargs))
+
+    def dynamic_shapes(self, m, args, kwargs=None) -> dict:
+        """The ``dynamic_shapes`` argument the examples, with ``args`` and ``kwargs``,
+        make: by ``m.forward``'s argument names."""
+        shapes = [map_inputs(bind(m, a, k), lambda v: _Shape(v.shape)
+                             if isinstance(v, Tensor) else v)
+                  for a, k in [(args, kwargs), *self._examples]]
+        return {name: _merge([s[name] for s in shapes], f"[{name!r}]") for name in shapes[0]}
+
+    def verify(self, ep) -> None:
+        """Check that the exported program ``ep`` accepts every example (its guards)."""
+        module = ep.module()
+        for args, kwargs in self._examples:
+            module._check_inputs(*args, **(kwargs or {}))
+
+
 def parse(module, args, kwargs, dynamic_shapes, leaves) -> list[DimInfo]:
     """The dynamic dimensions ``dynamic_shapes`` asks for, located among ``leaves``."""
     if dynamic_shapes is None:
         return []
     sig = inspect.signature(module.forward)
-    try:
-        bound = sig.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise ValueError(f"the example inputs do not fit forward{sig}: {exc}") from None
-    named = dict(bound.arguments)
+    named = bind(module, args, kwargs)
     found: dict = {}
     if isinstance(dynamic_shapes, dict):
         for name, spec in dynamic_shapes.items():
