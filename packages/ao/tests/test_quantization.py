@@ -288,6 +288,55 @@ def test_quantize_dynamic_recurrent_within_torchs_error(kind):
     assert err_mine <= 1.25 * err_theirs + 1e-4, (err_mine, err_theirs)
 
 
+@needs_torch
+@pytest.mark.parametrize("kind, kwargs", [("LSTMCell", {}), ("GRUCell", {}),
+                                          ("RNNCell", {"nonlinearity": "tanh"}),
+                                          ("RNNCell", {"nonlinearity": "relu"})])
+def test_quantize_dynamic_cells_by_default_within_torchs_error(kind, kwargs):
+    # quantize_dynamic's default set holds the cells too, as torch's does
+    torcia.manual_seed(0)
+    mine = nn.Sequential(getattr(nn, kind)(16, 32, **kwargs)).eval()
+    theirs = torch.nn.Sequential(getattr(torch.nn, kind)(16, 32, **kwargs)).eval()
+    _same_weights(mine, theirs)
+    mine_q, theirs_q = tq.quantize_dynamic(mine), torch.ao.quantization.quantize_dynamic(theirs)
+    assert type(mine_q[0]).__name__ == type(theirs_q[0]).__name__.replace("DynamicQuantized", "")
+    assert type(mine_q[0]).__module__ == "torcia.ao.nn.quantized.dynamic"
+    lstm = kind == "LSTMCell"
+    x = RNG.standard_normal((5, 16)).astype(np.float32)
+    h = [RNG.standard_normal((5, 32)).astype(np.float32) for _ in range(2 if lstm else 1)]
+
+    def state(lib):
+        made = [lib.from_numpy(a) for a in h]
+        return tuple(made) if lstm else made[0]
+
+    for given in (False, True):
+        mine_args = (torcia.from_numpy(x),) + ((state(torcia),) if given else ())
+        their_args = (torch.from_numpy(x),) + ((state(torch),) if given else ())
+        with torcia.no_grad():
+            ref = mine[0](*mine_args)
+        got, want = mine_q[0](*mine_args), theirs_q[0](*their_args)
+        for r, g, w in zip(*(o if lstm else (o,) for o in (ref, got, want))):
+            assert g.shape == r.shape == tuple(w.shape)
+            err_mine = np.abs(g.numpy() - r.numpy()).max()
+            err_theirs = np.abs(w.detach().numpy() - r.numpy()).max()
+            assert err_mine <= 1.25 * err_theirs + 1e-4, (err_mine, err_theirs)
+    # the inputs torch's cells refuse, with their messages where they have one
+    bad_h = RNG.standard_normal((4, 32)).astype(np.float32)
+    bad = [(torcia.from_numpy(x[:, :8]), torch.from_numpy(x[:, :8]), None),
+           (torcia.from_numpy(x), torch.from_numpy(x),
+            (torcia.from_numpy(bad_h), torch.from_numpy(bad_h)))]
+    for mine_x, their_x, hx in bad:
+        if hx is not None and lstm:
+            hx = tuple((a, a) for a in hx)
+        with pytest.raises(RuntimeError) as want:
+            theirs_q[0](their_x, *(() if hx is None else (hx[1],)))
+        with pytest.raises(RuntimeError) as got:
+            mine_q[0](mine_x, *(() if hx is None else (hx[0],)))
+        assert str(got.value) == str(want.value)
+    with pytest.raises(RuntimeError, match="expected a 2-D input"):
+        mine_q[0](torcia.from_numpy(x[0]))
+
+
 def test_quantize_dynamic_float16_and_refusals():
     model = nn.Sequential(_mlp(torcia)).eval()
     q16 = tq.quantize_dynamic(model, {nn.Linear}, dtype=torcia.float16)

@@ -253,7 +253,8 @@ def get_default_qat_module_mappings() -> dict:
 
 def get_default_dynamic_quant_module_mappings() -> dict:
     """Float module type -> dynamically quantized module type."""
-    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU}
+    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
+            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
 
 
 # modules whose output an observer follows after prepare (what convert will quantize)
@@ -391,13 +392,14 @@ def quantize(model, run_fn, run_args, mapping=None, inplace=False):
 
 
 def quantize_dynamic(model, qconfig_spec=None, dtype=qint8, mapping=None, inplace=False):
-    """Swap Linear, LSTM and GRU layers for dynamically quantized ones: int8 weights,
+    """Swap Linear, LSTM and GRU layers (and cells) for dynamically quantized ones: int8 weights,
     activations quantized on each call (``torch.ao.quantization.quantize_dynamic``).
 
     Parameters
     ----------
     qconfig_spec : set of module types or names, or dict to QConfig, optional
-        What to quantize; by default every ``nn.Linear``, ``nn.LSTM`` and ``nn.GRU``.
+        What to quantize; by default every ``nn.Linear``, ``nn.LSTM``, ``nn.GRU``,
+        ``nn.LSTMCell``, ``nn.GRUCell`` and ``nn.RNNCell``.
     dtype : qdtype or dtype
         ``torcia.qint8``: int8 weights (the default); ``torcia.float16``: float16 weights.
 
@@ -416,7 +418,7 @@ def quantize_dynamic(model, qconfig_spec=None, dtype=qint8, mapping=None, inplac
                          "Provide full qconfig please")
     default = default_dynamic_qconfig if dtype is qint8 else float16_dynamic_qconfig
     if qconfig_spec is None:
-        qconfig_spec = {nn.Linear, nn.LSTM, nn.GRU}
+        qconfig_spec = {nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell, nn.RNNCell}
     if isinstance(qconfig_spec, (set, list, tuple)):
         qconfig_spec = dict.fromkeys(qconfig_spec, default)
     mapping = mapping or get_default_dynamic_quant_module_mappings()

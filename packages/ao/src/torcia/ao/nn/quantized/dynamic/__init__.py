@@ -1,7 +1,7 @@
 """Dynamically quantized modules (``torch.ao.nn.quantized.dynamic``): int8 weights,
 float activations quantized at run time (their range measured on each call), float
 outputs. What :func:`~torcia.ao.quantization.quantize_dynamic` puts in place of
-Linear, LSTM and GRU layers.
+Linear, LSTM and GRU layers and LSTM, GRU and RNN cells.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from torcia.ao._qtensor import QTensor, qint8
 from torcia.ao.nn.quantized._modules import weight_params
 from torcia.library import call
 
-__all__ = ["GRU", "LSTM", "Linear"]
+__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "Linear", "RNNCell"]
 
 
 def _weights(weight, dtype, observer):
@@ -76,9 +76,7 @@ class Linear(nn.Module):
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """The dynamic layer of float ``mod``: its weight through the QConfig's weight
         observer (the default: per-tensor symmetric int8)."""
-        from torcia.ao.quantization.qconfig import default_dynamic_qconfig
-
-        qconfig = getattr(mod, "qconfig", None) or default_dynamic_qconfig
+        qconfig = _qconfig(mod)
         observer = qconfig.weight()
         dtype = observer.dtype
         if dtype not in (qint8, torcia.float16):
@@ -92,6 +90,37 @@ class Linear(nn.Module):
     def extra_repr(self):
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"dtype={self.dtype}")
+
+
+def _lstm_step(gx, gh, states):
+    h, c, _ = call("lstm_cell", (gx + gh, states[1]), {})
+    return h, c
+
+
+def _gru_step(gx, gh, states):
+    h = states[0]
+    xr, xz, xn = gx.chunk(3, dim=-1)
+    hr, hz, hn = gh.chunk(3, dim=-1)
+    r = (xr + hr).sigmoid()
+    z = (xz + hz).sigmoid()
+    n = (xn + r * hn).tanh()
+    return ((1 - z) * n + z * h,)
+
+
+def _qconfig(mod):
+    """``mod``'s QConfig, or the default dynamic one (int8 weights)."""
+    # imported here: torcia.ao.quantization imports these modules
+    from torcia.ao.quantization.qconfig import default_dynamic_qconfig
+
+    return getattr(mod, "qconfig", None) or default_dynamic_qconfig
+
+
+def _qconfig_dtype(mod):
+    """The weight dtype of ``mod``'s QConfig, refused unless int8 or float16."""
+    dtype = _qconfig(mod).weight().dtype
+    if dtype not in (qint8, torcia.float16):
+        raise RuntimeError(f"Unsupported dtype for dynamic RNN quantization: {dtype}")
+    return dtype
 
 
 class _Recurrent(nn.Module):
@@ -109,9 +138,7 @@ class _Recurrent(nn.Module):
             raise NotImplementedError("dynamic quantization of an LSTM with proj_size")
         self.dtype = dtype
         self.reduce_range = True
-        from torcia.ao.quantization.qconfig import default_dynamic_qconfig
-
-        qconfig = getattr(mod, "qconfig", None) or default_dynamic_qconfig
+        qconfig = _qconfig(mod)
         self.cells = []
         for layer in range(self.num_layers):
             for suffix in ("", "_reverse")[:2 if self.bidirectional else 1]:
@@ -178,13 +205,7 @@ class _Recurrent(nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        from torcia.ao.quantization.qconfig import default_dynamic_qconfig
-
-        qconfig = getattr(mod, "qconfig", None) or default_dynamic_qconfig
-        dtype = qconfig.weight().dtype
-        if dtype not in (qint8, torcia.float16):
-            raise RuntimeError(f"Unsupported dtype for dynamic RNN quantization: {dtype}")
-        return cls(mod, dtype)
+        return cls(mod, _qconfig_dtype(mod))
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
@@ -211,8 +232,7 @@ class LSTM(_Recurrent):
     _MODE = "LSTM"
 
     def _step(self, gx, gh, states):
-        h, c, _ = call("lstm_cell", (gx + gh, states[1]), {})
-        return h, c
+        return _lstm_step(gx, gh, states)
 
 
 class GRU(_Recurrent):
@@ -231,10 +251,119 @@ class GRU(_Recurrent):
     _MODE = "GRU"
 
     def _step(self, gx, gh, states):
-        h = states[0]
-        xr, xz, xn = gx.chunk(3, dim=-1)
-        hr, hz, hn = gh.chunk(3, dim=-1)
-        r = (xr + hr).sigmoid()
-        z = (xz + hz).sigmoid()
-        n = (xn + r * hn).tanh()
-        return ((1 - z) * n + z * h,)
+        return _gru_step(gx, gh, states)
+
+
+class _Cell(nn.Module):
+    """One step of a dynamically quantized recurrent cell: int8 (or float16) weights, the
+    products on activations quantized per call, the update in float."""
+
+    def __init__(self, mod, dtype):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = (mod.input_size, mod.hidden_size,
+                                                        mod.bias)
+        self.dtype = dtype
+        self.reduce_range = True
+        qconfig = _qconfig(mod)
+        for kind in ("ih", "hh"):
+            w, s = _weights(getattr(mod, f"weight_{kind}"), dtype, qconfig.weight())
+            bias = getattr(mod, f"bias_{kind}", None)
+            self.register_buffer(f"weight_{kind}", w)
+            self.register_buffer(f"scales_{kind}", s)
+            self.register_buffer(f"bias_{kind}", None if bias is None else bias.detach().clone())
+
+    def _project(self, x, kind):
+        return _product(x, getattr(self, f"weight_{kind}"), getattr(self, f"scales_{kind}"),
+                        getattr(self, f"bias_{kind}"), self.reduce_range)
+
+    def forward(self, input, hx=None):
+        # PyTorch's dynamic cells take a batch (batch, input_size) only, and check the
+        # sizes with these messages
+        if input.dim() != 2:
+            raise RuntimeError(f"{type(self).__name__}: expected a 2-D input (batch, "
+                               f"input_size), got {input.dim()}-D")
+        if input.shape[1] != self.input_size:
+            raise RuntimeError(f"input has inconsistent input_size: got {input.shape[1]}, "
+                               f"expected {self.input_size}")
+        lstm = isinstance(self, LSTMCell)
+        if hx is None:
+            zeros = torcia.zeros(input.shape[0], self.hidden_size, dtype=input.dtype)
+            hx = (zeros, zeros) if lstm else zeros
+        states = tuple(hx) if lstm else (hx,)
+        for label, h in zip(("[0]", "[1]") if lstm else ("",), states):
+            if h.dim() != 2 or h.shape[0] != input.shape[0]:
+                raise RuntimeError(f"Input batch size {input.shape[0]} doesn't match "
+                                   f"hidden{label} batch size {h.shape[0]}")
+            if h.shape[1] != self.hidden_size:
+                raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                                   f"{h.shape[1]}, expected {self.hidden_size}")
+        out = self._step(self._project(input, "ih"), self._project(states[0], "hh"), states)
+        return out if lstm else out[0]
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls(mod, _qconfig_dtype(mod))
+
+    def extra_repr(self):
+        return f"{self.input_size}, {self.hidden_size}, dtype={self.dtype}"
+
+
+class LSTMCell(_Cell):
+    """An LSTM cell with int8 weights (``torch.ao.nn.quantized.dynamic.LSTMCell``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized.dynamic import LSTMCell
+    >>> h, c = LSTMCell.from_float(torcia.nn.LSTMCell(4, 8))(torcia.randn(3, 4))
+    >>> h.shape, c.shape
+    (torcia.Size([3, 8]), torcia.Size([3, 8]))
+    """
+
+    _FLOAT_MODULE = nn.LSTMCell
+
+    def _step(self, gx, gh, states):
+        return _lstm_step(gx, gh, states)
+
+
+class GRUCell(_Cell):
+    """A GRU cell with int8 weights (``torch.ao.nn.quantized.dynamic.GRUCell``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized.dynamic import GRUCell
+    >>> GRUCell.from_float(torcia.nn.GRUCell(4, 8))(torcia.randn(2, 4)).shape
+    torcia.Size([2, 8])
+    """
+
+    _FLOAT_MODULE = nn.GRUCell
+
+    def _step(self, gx, gh, states):
+        return _gru_step(gx, gh, states)
+
+
+class RNNCell(_Cell):
+    """An Elman RNN cell (``tanh`` or ``relu``) with int8 weights
+    (``torch.ao.nn.quantized.dynamic.RNNCell``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized.dynamic import RNNCell
+    >>> cell = RNNCell.from_float(torcia.nn.RNNCell(4, 8, nonlinearity="relu"))
+    >>> bool((cell(torcia.randn(3, 4)) >= 0).all())
+    True
+    """
+
+    _FLOAT_MODULE = nn.RNNCell
+
+    def __init__(self, mod, dtype):
+        super().__init__(mod, dtype)
+        self.nonlinearity = mod.nonlinearity
+        if self.nonlinearity not in ("tanh", "relu"):
+            raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")
+
+    def _step(self, gx, gh, states):
+        h = gx + gh
+        return (h.tanh() if self.nonlinearity == "tanh" else h.relu(),)
