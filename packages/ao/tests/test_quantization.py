@@ -483,6 +483,61 @@ def test_fuse_modules_refusals_and_eval_folding():
         assert torcia.allclose(fused(x), m(x), atol=1e-5)
 
 
+@needs_torch
+def test_fuser_methods_and_module_class_lookups_match_torch():
+    tfm = torch.ao.quantization
+    torcia.manual_seed(0)
+    mine = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    theirs = torch.nn.Sequential(torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4),
+                                 torch.nn.ReLU())
+    with torcia.no_grad():  # statistics away from the initial ones, so the fold shows
+        mine[1].running_mean.copy_(torcia.randn(4))
+        mine[1].running_var.copy_(torcia.rand(4) + 0.5)
+    _same_weights(mine, theirs)
+    mine.eval(), theirs.eval()
+    x = RNG.standard_normal((2, 3, 6, 6)).astype(np.float32)
+    for fn, n in [("fuse_conv_bn", 2), ("fuse_conv_bn_relu", 3)]:
+        got = getattr(tq, fn)(False, *mine[:n])(torcia.from_numpy(x)).detach().numpy()
+        want = getattr(tfm, fn)(False, *theirs[:n])(torch.from_numpy(x)).detach().numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    linear, bn = nn.Linear(4, 3), nn.BatchNorm1d(3)
+    t_linear, t_bn = torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)
+    for a, b, fn in [(mine[0], mine[1], "fuse_conv_bn"), (linear, bn, "fuse_linear_bn")]:
+        ta, tb = (theirs[0], theirs[1]) if a is mine[0] else (t_linear, t_bn)
+        a.train(), b.eval(), ta.train(), tb.eval()
+        with pytest.raises(AssertionError) as want:
+            getattr(tfm, fn)(False, ta, tb)
+        with pytest.raises(AssertionError) as got:
+            getattr(tq, fn)(False, a, b)
+        assert str(got.value) == str(want.value)
+    qat = tq.get_fuser_method((nn.Conv2d, nn.BatchNorm2d, nn.ReLU))(
+        True, nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())
+    assert type(qat).__name__ == type(tfm.get_fuser_method(
+        (torch.nn.Conv2d, torch.nn.BatchNorm2d, torch.nn.ReLU))(
+        True, torch.nn.Conv2d(3, 4, 3), torch.nn.BatchNorm2d(4), torch.nn.ReLU())).__name__
+    with pytest.raises(AssertionError, match="did not find fuser method for"):
+        tq.get_fuser_method((nn.ReLU, nn.Linear))
+    own = {nn.ReLU: nn.ReLU6}
+    assert tq.get_fuser_method((nn.ReLU,), {(nn.ReLU,): len}) is len
+    for name in ("Linear", "Conv2d", "ReLU6", "Hardswish"):
+        want = tfm.get_static_quant_module_class(getattr(torch.nn, name)).__name__
+        assert tq.get_static_quant_module_class(getattr(nn, name)).__name__ == want
+    for name in ("Linear", "LSTM", "GRU", "LSTMCell", "GRUCell", "RNNCell"):
+        want = tfm.get_dynamic_quant_module_class(getattr(torch.nn, name)).__name__
+        got = tq.get_dynamic_quant_module_class(getattr(nn, name)).__name__
+        assert got == want.replace("DynamicQuantized", "")
+    assert tq.get_static_quant_module_class(nn.ReLU, own) is nn.ReLU6
+    with pytest.raises(AssertionError, match="does not have a corresponding quantized"):
+        tq.get_static_quant_module_class(nn.Softmax2d)
+    with pytest.raises(AssertionError, match="does not have a corresponding quantized"):
+        tq.get_dynamic_quant_module_class(nn.Conv2d)
+    for name in ("weight_observer_range_neg_127_to_127",
+                 "per_channel_weight_observer_range_neg_127_to_127"):
+        o, t = getattr(tq, name)(), getattr(tfm, name)()
+        assert (o.quant_min, o.quant_max, str(o.qscheme).split(".")[-1]) == (
+            t.quant_min, t.quant_max, str(t.qscheme).split(".")[-1])
+
+
 def test_convert_without_calibration_names_the_step():
     model = nn.Sequential(tq.QuantStub(), nn.Linear(2, 2), tq.DeQuantStub()).eval()
     model.qconfig = tq.default_qconfig

@@ -81,6 +81,8 @@ from torcia.ao.quantization.observer import (
     default_weight_observer,
     get_observer_state_dict,
     load_observer_state_dict,
+    per_channel_weight_observer_range_neg_127_to_127,
+    weight_observer_range_neg_127_to_127,
 )
 from torcia.ao.quantization.qconfig import (
     QConfig,
@@ -112,11 +114,18 @@ from torcia.ao.quantization.quantize import (
     QuantWrapper,
     add_quant_dequant,
     convert,
+    fuse_conv_bn,
+    fuse_conv_bn_relu,
+    fuse_linear_bn,
     fuse_modules,
     fuse_modules_qat,
+    get_combined_dict,
     get_default_dynamic_quant_module_mappings,
     get_default_qat_module_mappings,
     get_default_static_quant_module_mappings,
+    get_dynamic_quant_module_class,
+    get_fuser_method,
+    get_static_quant_module_class,
     prepare,
     prepare_qat,
     propagate_qconfig_,
@@ -152,4 +161,8 @@ __all__ = [
     "qint32", "qint8", "qscheme", "quantize", "quantize_", "quantize_dynamic",
     "quantize_per_channel", "quantize_per_tensor", "quantize_per_tensor_dynamic",
     "quantize_qat", "quint4x2", "quint8", "swap_module",
+    # fusion and mapping helpers
+    "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "get_combined_dict",
+    "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
+    "per_channel_weight_observer_range_neg_127_to_127", "weight_observer_range_neg_127_to_127",
 ]

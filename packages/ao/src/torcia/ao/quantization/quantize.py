@@ -30,8 +30,10 @@ from torcia.ao.quantization.qconfig import (
 
 __all__ = [
     "DeQuantStub", "QuantStub", "QuantWrapper", "add_quant_dequant", "convert",
-    "fuse_modules", "fuse_modules_qat", "get_default_dynamic_quant_module_mappings",
+    "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "fuse_modules",
+    "fuse_modules_qat", "get_combined_dict", "get_default_dynamic_quant_module_mappings",
     "get_default_qat_module_mappings", "get_default_static_quant_module_mappings",
+    "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
     "prepare", "prepare_qat", "propagate_qconfig_", "quantize", "quantize_dynamic",
     "quantize_qat", "swap_module",
 ]
@@ -161,6 +163,98 @@ def fuse_known_modules(mod_list, is_qat=False, additional_fuser_method_mapping=N
     return [fused] + [nn.Identity() for _ in mod_list[1:]]
 
 
+def _fused(is_qat, *mods):
+    if isinstance(mods[1], (nn.BatchNorm1d, nn.BatchNorm2d)) and \
+            mods[0].training != mods[1].training:
+        first = "Linear" if isinstance(mods[0], nn.Linear) else "Conv"
+        raise AssertionError(f"{first} and BN both must be in the same mode (train or eval).")
+    return fuse_known_modules(list(mods), is_qat)[0]
+
+
+def fuse_conv_bn(is_qat, conv, bn):
+    """A convolution and its BatchNorm as one module (``torch.ao.quantization.
+    fuse_conv_bn``): the BatchNorm folded into the weights, or, for QAT (``is_qat``),
+    ``ConvBn2d``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_conv_bn
+    >>> conv, bn = nn.Conv2d(3, 4, 3).eval(), nn.BatchNorm2d(4).eval()
+    >>> x = torcia.randn(1, 3, 5, 5)
+    >>> bool(torcia.allclose(fuse_conv_bn(False, conv, bn)(x), bn(conv(x)), atol=1e-5))
+    True
+    """
+    return _fused(is_qat, conv, bn)
+
+
+def fuse_conv_bn_relu(is_qat, conv, bn, relu):
+    """Convolution, BatchNorm and ReLU as one module (``torch.ao.quantization.
+    fuse_conv_bn_relu``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_conv_bn_relu
+    >>> type(fuse_conv_bn_relu(True, nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())).__name__
+    'ConvBnReLU2d'
+    """
+    return _fused(is_qat, conv, bn, relu)
+
+
+def fuse_linear_bn(is_qat, linear, bn):
+    """A Linear layer with its BatchNorm1d folded in (``torch.ao.quantization.
+    fuse_linear_bn``; post-training only here).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_linear_bn
+    >>> type(fuse_linear_bn(False, nn.Linear(4, 2).eval(), nn.BatchNorm1d(2).eval())).__name__
+    'Linear'
+    """
+    return _fused(is_qat, linear, bn)
+
+
+_FUSABLE = ((nn.Conv2d, nn.BatchNorm2d), (nn.Conv2d, nn.BatchNorm2d, nn.ReLU),
+            (nn.Conv2d, nn.ReLU), (nn.Linear, nn.BatchNorm1d), (nn.Linear, nn.ReLU),
+            (nn.BatchNorm2d, nn.ReLU))
+
+
+def get_combined_dict(default_dict, additional_dict) -> dict:
+    """``default_dict`` updated with ``additional_dict``, a new dict
+    (``torch.ao.quantization.get_combined_dict``).
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import get_combined_dict
+    >>> get_combined_dict({"a": 1, "b": 2}, {"b": 3})
+    {'a': 1, 'b': 3}
+    """
+    return {**default_dict, **additional_dict}
+
+
+def get_fuser_method(op_list, additional_fuser_method_mapping=None):
+    """The function ``(is_qat, *modules) -> fused module`` for a tuple of module types
+    (``torch.ao.quantization.get_fuser_method``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_fuser_method
+    >>> fuser = get_fuser_method((nn.Linear, nn.ReLU))
+    >>> type(fuser(False, nn.Linear(2, 2), nn.ReLU())).__name__
+    'LinearReLU'
+    """
+    methods = get_combined_dict(dict.fromkeys(_FUSABLE, _fused),
+                                additional_fuser_method_mapping or {})
+    method = methods.get(op_list)
+    if method is None:
+        raise AssertionError(f"did not find fuser method for: {op_list} ")
+    return method
+
+
 def _fuse(model, modules_to_fuse, inplace, is_qat, fuser_func):
     if not inplace:
         model = copy.deepcopy(model)
@@ -249,6 +343,50 @@ def get_default_qat_module_mappings() -> dict:
     return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d,
             nni.ConvReLU2d: nniqat.ConvReLU2d, nni.LinearReLU: nniqat.LinearReLU,
             nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d}
+
+
+def _module_class(mapping: dict, float_module_class):
+    found = mapping.get(float_module_class)
+    if found is None:
+        raise AssertionError(f"Floating point module class {float_module_class} does not "
+                             "have a corresponding quantized module class")
+    return found
+
+
+def get_static_quant_module_class(float_module_class, additional_static_quant_mapping=None,
+                                  is_reference=False):
+    """The statically quantized class of a float module class
+    (``torch.ao.quantization.get_static_quant_module_class``; reference modules are not
+    offered).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_static_quant_module_class
+    >>> get_static_quant_module_class(nn.Conv2d).__module__
+    'torcia.ao.nn.quantized._modules'
+    """
+    if is_reference:
+        raise NotImplementedError("reference quantized modules (is_reference=True)")
+    return _module_class(get_combined_dict(get_default_static_quant_module_mappings(),
+                                           additional_static_quant_mapping or {}),
+                         float_module_class)
+
+
+def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_mapping=None):
+    """The dynamically quantized class of a float module class
+    (``torch.ao.quantization.get_dynamic_quant_module_class``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_dynamic_quant_module_class
+    >>> get_dynamic_quant_module_class(nn.LSTM).__name__
+    'LSTM'
+    """
+    return _module_class(get_combined_dict(get_default_dynamic_quant_module_mappings(),
+                                           additional_dynamic_quant_mapping or {}),
+                         float_module_class)
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
