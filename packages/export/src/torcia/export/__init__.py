@@ -227,11 +227,11 @@ class _Inputs:
             if not isinstance(leaf, Tensor):
                 raise AssertionError(f"Guard failed: {name} is a Tensor (got "
                                      f"{type(leaf).__name__})")
-            got = leaf._data.shape
+            got = leaf.__torcia_data__.shape
             if len(got) != len(shape):
                 raise AssertionError(f"Guard failed: {name}.dim() == {len(shape)} (got "
                                      f"{len(got)})")
-            if leaf._data.dtype != self.dtypes[i]:
+            if leaf.__torcia_data__.dtype != self.dtypes[i]:
                 raise AssertionError(
                     f"Guard failed: {name}.dtype == "
                     f"{library.dtype_from_numpy(self.dtypes[i])} (got {leaf.dtype})")
@@ -443,7 +443,7 @@ class ExportedModule(nn.Module):
         needs_grad = torcia.is_grad_enabled() and any(t.requires_grad for t in tensors)
         if needs_grad or library.active_modes():
             return program.interpret(tensors, sizes)
-        out = program.run([t._data for t in tensors], sizes)
+        out = program.run([t.__torcia_data__ for t in tensors], sizes)
         return _wrap(out)
 
 
@@ -556,10 +556,10 @@ def _state_names(module) -> dict:
     """id(array) -> (kind, name) of every parameter and buffer (first name wins)."""
     found = {}
     for name, p in module.named_parameters(remove_duplicate=False):
-        found.setdefault(id(p._data), ("parameter", name, p))
+        found.setdefault(id(p.__torcia_data__), ("parameter", name, p))
     for name, b in module.named_buffers(remove_duplicate=False):
         if b is not None:
-            found.setdefault(id(b._data), ("buffer", name, b))
+            found.setdefault(id(b.__torcia_data__), ("buffer", name, b))
     return found
 
 
@@ -575,14 +575,14 @@ class _Tracing:
         self.param_ids = set(state)
         # values read as constants must keep their branches: repeat the inputs' values
         self.rng = np.random.default_rng(0) if on_read == "error" else None
-        self.buffers = [(b, np.array(b._data)) for kind, _, b in state.values()
+        self.buffers = [(b, np.array(b.__torcia_data__)) for kind, _, b in state.values()
                         if kind == "buffer"]
         self.args, self.kwargs = args, kwargs
 
     def restore(self) -> None:
         # a capture runs the model: a training-mode BatchNorm updated its statistics
         for b, saved in self.buffers:
-            b._data[...] = saved
+            b.__torcia_data__[...] = saved
 
     def base(self):
         try:
@@ -956,13 +956,13 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
         if kind != "tensor":
             raise ExportError("torcia.export: the capture read a gradient (.grad); export "
                               "a forward pass")
-        known = state.get(id(src[1]._data))
+        known = state.get(id(src[1].__torcia_data__))
         if known is not None:
             inputs.append((vid, known[0], known[1]))
             continue
-        shape = tuple(next(it) for _ in range(src[1]._data.ndim))
+        shape = tuple(next(it) for _ in range(src[1].__torcia_data__.ndim))
         how, what = next(lifted_it)
-        dtype = src[1]._data.dtype
+        dtype = src[1].__torcia_data__.dtype
         if how == "constant":
             name = f"c{len(constants)}"
             constants[name] = np.array(what)
@@ -997,7 +997,7 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
         if isinstance(leaf, Tensor):
             shapes.append([("dim", where[(i, a)]) if (i, a) in where else n
                            for a, n in enumerate(leaf.shape)])
-            dtypes.append(leaf._data.dtype)
+            dtypes.append(leaf.__torcia_data__.dtype)
             values.append(None)
         else:
             try:
@@ -1083,7 +1083,7 @@ def save(ep: ExportedProgram, f, *, extra_files: dict | None = None,
     }
     payload = {
         "description": json.dumps(description),
-        "state_dict": {n: torcia.from_numpy(np.ascontiguousarray(t._data))
+        "state_dict": {n: torcia.from_numpy(np.ascontiguousarray(t.__torcia_data__))
                        for n, t in ep.state_dict.items() if n not in aliases},
         "constants": {n: torcia.from_numpy(np.ascontiguousarray(a))
                       for n, a in program.constants.items()},
@@ -1117,8 +1117,8 @@ def load(f, *, extra_files: dict | None = None,
         raise RuntimeError(f"not a torcia.export program of version {VERSION} (format "
                            f"{description.get('format')!r}, version "
                            f"{description.get('version')!r})")
-    arrays = {n: t._data for n, t in payload["arrays"].items()}
-    constants = {n: t._data for n, t in payload["constants"].items()}
+    arrays = {n: t.__torcia_data__ for n, t in payload["arrays"].items()}
+    constants = {n: t.__torcia_data__ for n, t in payload["constants"].items()}
     program = program_from_json(description["program"], arrays, constants)
     program.kernels()  # a missing op is an error now, naming it
     raw = description["inputs"]

@@ -162,9 +162,9 @@ def resampled(t: Tensor, shape, rng: np.random.Generator | None) -> Tensor:
     """A tensor of ``shape`` and ``t``'s dtype whose values are drawn from ``t``'s own
     (so that token ids stay valid ids, positive inputs positive); without ``rng``, its
     values repeated in order."""
-    pool = t._data.reshape(-1)
+    pool = t.__torcia_data__.reshape(-1)
     if pool.size == 0:
-        return torcia.from_numpy(np.zeros(shape, t._data.dtype))
+        return torcia.from_numpy(np.zeros(shape, t.__torcia_data__.dtype))
     n = int(np.prod(shape, dtype=np.int64))
     picked = pool[rng.integers(0, pool.size, size=n)] if rng is not None else np.resize(pool, n)
     return torcia.from_numpy(np.ascontiguousarray(picked.reshape(shape)))

@@ -409,15 +409,15 @@ def summarize(tracer, param_ids) -> Summary:
     skeleton, ints, owners, others, consts = [], [], [], [], []
     for vid, src in graph.inputs:
         kind = src[0]
-        if kind == "tensor" and id(src[1]._data) not in param_ids:
-            arr = src[1]._data
+        if kind == "tensor" and id(src[1].__torcia_data__) not in param_ids:
+            arr = src[1].__torcia_data__
             consts.append(arr)
             n = len(ints)
             ints.extend(arr.shape)
             owners.extend([("input", vid)] * (len(ints) - n))
             skeleton.append(("const", vid, arr.ndim, str(arr.dtype)))
         else:
-            key = src[1] if kind == "arg" else id(src[1]._data)
+            key = src[1] if kind == "arg" else id(src[1].__torcia_data__)
             skeleton.append((kind, vid, key))
     for node in graph.nodes:
         n = len(ints)

@@ -55,7 +55,7 @@ def freeze(ep: ExportedProgram, preserved_attrs=()) -> ExportedProgram:
     inputs, state_dict, kinds = [], {}, {}
     for vid, kind, target in program.inputs:
         if kind in ("parameter", "buffer") and vid not in written and target not in keep:
-            constants[target] = np.array(ep.state_dict[target]._data)
+            constants[target] = np.array(ep.state_dict[target].__torcia_data__)
             inputs.append((vid, "constant", target))
         else:
             inputs.append((vid, kind, target))
