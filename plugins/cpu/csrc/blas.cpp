@@ -34,6 +34,8 @@ Table table = {
     scipy_cblas_dgemm,
     scipy_cblas_sgemm_batch_strided,
     scipy_cblas_dgemm_batch_strided,
+    scipy_cblas_sgemv,
+    scipy_cblas_dgemv,
     scipy_openblas_set_num_threads,
     nullptr,
 };
@@ -285,6 +287,8 @@ std::string use_mkl(const std::string& path) {
       symbol<torcia_blas::dgemm_t>(lib, path, "cblas_dgemm"),
       symbol<torcia_blas::sgemm_strided_t>(lib, path, "cblas_sgemm_batch_strided"),
       symbol<torcia_blas::dgemm_strided_t>(lib, path, "cblas_dgemm_batch_strided"),
+      symbol<torcia_blas::sgemv_t>(lib, path, "cblas_sgemv"),
+      symbol<torcia_blas::dgemv_t>(lib, path, "cblas_dgemv"),
       set_threads,
       // the integer product is optional: torcia-ao's kernels fall back without it
       reinterpret_cast<torcia_blas::gemm_s8u8s32_t>(dlsym(lib, "cblas_gemm_s8u8s32")),
