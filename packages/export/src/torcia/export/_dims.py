@@ -250,7 +250,7 @@ def _merge(values: list, path: str):
 
 class AdditionalInputs:
     """Dynamic shapes inferred from more example inputs (``torch.export.AdditionalInputs``):
-    a size that differs among the examples is dynamic (:data:`Dim.DYNAMIC`), one that does
+    a size that differs among the examples is dynamic (``Dim.DYNAMIC``), one that does
     not is static; :func:`~torcia.export.export` then checks that the program accepts
     every example.
 

@@ -89,7 +89,8 @@ class Error(RuntimeError):
 
 
 def fork(func, *args, **kwargs):
-    """Start ``func(*args, **kwargs)`` as a task and return a :class:`Future` of its result
+    """Start ``func(*args, **kwargs)`` as a task and return a
+    :class:`~torcia.futures.Future` of its result
     (``torch.jit.fork``).
 
     Outside a compiled program PyTorch runs the task at once, in the caller's thread, and
