@@ -53,7 +53,8 @@ PREFIXES = {
     "torch.version": "torcia.compat.version",
     "torch.torch_version": "torcia.compat.version",
     "torch.utils._pytree": "torcia.utils.pytree",
-    "torch._dynamo": None,
+    "torch._dynamo": "torcia.compiler.dynamo",
+    "torch._dynamo._trace_wrapped_higher_order_op": "torcia.compiler.dynamo",
     "torchvision": "torcia.vision",
     "torchvision.io": None,
     "torchtext": "torcia.text",
@@ -169,8 +170,11 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if exc.name is not None and dest.startswith(exc.name):
                 raise _missing_module(fullname, f" ({exc})") from None
             raise
+        # a PyTorch package served by a plain module (torch._dynamo) is still a package
+        # when other names map below it
+        below = any(p.startswith(fullname + ".") for p in PREFIXES)
         spec = importlib.util.spec_from_loader(
-            fullname, self, is_package=hasattr(module, "__path__"))
+            fullname, self, is_package=hasattr(module, "__path__") or below)
         spec.loader_state = module
         return spec
 
