@@ -8,9 +8,10 @@ the command line, ``python -m torcia.compat script.py [args]`` runs a script wit
 installed, as ``python script.py [args]`` would.
 
 ``torch.__version__`` (and ``torch.version``) is the PyTorch release whose API torcia
-follows, :data:`TORCH_VERSION`, so that libraries requiring a recent PyTorch accept torcia;
-``torcia.__version__`` stays torcia's own. ``torch._C`` answers the few probes libraries
-make of PyTorch's extension (:mod:`torcia.compat._C`).
+follows, :data:`TORCH_VERSION`, so that libraries requiring a recent PyTorch accept torcia,
+and ``torchvision.__version__`` the torchvision release made with it,
+:data:`TORCHVISION_VERSION`; ``torcia.__version__`` stays torcia's own. ``torch._C`` answers
+the few probes libraries make of PyTorch's extension (:mod:`torcia.compat._C`).
 
 What torcia lacks is never replaced by a stand-in: importing a PyTorch module torcia has no
 counterpart for raises :class:`ModuleNotFoundError`, and reading a missing name raises
@@ -37,9 +38,10 @@ import importlib.util
 import sys
 import types
 
-from torcia.compat.version import TORCH_VERSION
+from torcia.compat.version import TORCH_VERSION, TORCHVISION_VERSION
 
-__all__ = ["TORCH_VERSION", "install", "installed", "torcia_name", "uninstall"]
+__all__ = ["TORCHVISION_VERSION", "TORCH_VERSION", "install", "installed", "torcia_name",
+           "uninstall"]
 
 #: PyTorch module prefixes whose torcia counterpart is not ``torcia`` + the same suffix.
 #: Longest prefix wins; the rest of the dotted name is kept.
@@ -56,12 +58,14 @@ PREFIXES = {
     "torch._dynamo": "torcia.compiler.dynamo",
     "torch._dynamo._trace_wrapped_higher_order_op": "torcia.compiler.dynamo",
     "torchvision": "torcia.vision",
-    "torchvision.io": None,
     "torchtext": "torcia.text",
     "torchtext.data.utils": "torcia.text.tokenizers",
 }
 
 _ROOTS = ("torch", "torchvision", "torchtext")
+#: what the packages present as their versions: the PyTorch release torcia follows and the
+#: torchvision release made with it
+_VERSIONS = {"torch": TORCH_VERSION, "torchvision": TORCHVISION_VERSION}
 
 
 def torcia_name(name: str) -> str | None:
@@ -180,8 +184,8 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
     def create_module(self, spec):
         module = TorchModule(spec.name, spec.loader_state)
-        if spec.name == "torch":
-            object.__setattr__(module, "__version__", TORCH_VERSION)
+        if spec.name in _VERSIONS:
+            object.__setattr__(module, "__version__", _VERSIONS[spec.name])
         return module
 
     def exec_module(self, module):
