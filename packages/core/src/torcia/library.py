@@ -33,6 +33,9 @@ What is here:
   covers only some inputs hands the rest to :func:`fallback`, and :func:`device_ops`
   says how the device runs each op; :func:`host_fallback` is the host round trip itself
   (PyTorch's boxed CPU fallback).
+- **Custom ops** as ``torch.library`` makes them (:func:`custom_op`, :func:`register_fake`,
+  :func:`register_autograd`, :func:`register_kernel`): a program's own op, with a record,
+  kernels, derivative and meta shape put where a plugin's would be.
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
   :func:`dtype_from_numpy`, :func:`pool_geometry`, :func:`check_geometry`,
   :func:`add_thread_callback`.
@@ -59,6 +62,14 @@ from typing import Any, Protocol, runtime_checkable
 
 import torcia
 from torcia import _dtype, _meta, ops
+from torcia._custom_ops import (
+    CustomOpDef,
+    custom_op,
+    infer_schema,
+    register_autograd,
+    register_fake,
+    register_kernel,
+)
 from torcia._decompositions import DECOMPOSITIONS
 from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
@@ -162,6 +173,10 @@ __all__ = [
     "check_async", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
+
+# torch.library's custom ops, defined by a program rather than a plugin (torcia._custom_ops)
+__all__ += ["CustomOpDef", "custom_op", "infer_schema", "register_autograd", "register_fake",
+            "register_kernel"]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
 __all__ += [
