@@ -31,9 +31,7 @@ def case_efficientnet_b0():
     return _forward("efficientnet_b0")
 
 
-# a step moves each weight by about lr (1e-3); the gradients' rounding, which differs with
-# the order of the sums, moves them by up to 1e-5 of that
-@case(needs=("torcia.jit",), atol=5e-5)
+@case(needs=("torcia.jit",))
 def case_optimizer_step():
     import timm
     import timm.optim
@@ -41,12 +39,12 @@ def case_optimizer_step():
 
     model = seed_weights(timm.create_model("resnet10t", pretrained=False, num_classes=5))
     model.train()
-    # Adam's first step is lr times the sign of each gradient: with the default eps, the
-    # weights whose gradient is zero but for rounding move by lr in a direction rounding
-    # picks, differently on each framework; eps 1e-4 keeps them still. (At lr 1e-2 the
-    # first step all but zeroes this batch's loss, and the second compares rounding.)
-    opt = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-3, weight_decay=0.05,
-                                         eps=1e-4)
+    # SGD with momentum, not Adam: Adam's first step is lr times the sign of each gradient,
+    # so the many near-zero gradients of a ReLU network's weights move by lr in directions
+    # their rounding picks, differently on each framework (timm's Adam family is compared
+    # on a smooth problem in case_other_optimizers)
+    opt = timm.optim.create_optimizer_v2(model, "sgd", lr=1e-2, momentum=0.9,
+                                         weight_decay=0.05)
     x, y = randn(4, 3, 32, 32, seed=2), randint(5, 4, seed=3)
     losses = []
     for _ in range(2):
