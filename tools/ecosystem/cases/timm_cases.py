@@ -43,7 +43,7 @@ def case_optimizer_step():
     # so the many near-zero gradients of a ReLU network's weights move by lr in directions
     # their rounding picks, differently on each framework (timm's Adam family is compared
     # on a smooth problem in case_other_optimizers)
-    opt = timm.optim.create_optimizer_v2(model, "sgd", lr=1e-2, momentum=0.9,
+    opt = timm.optim.create_optimizer_v2(model, "sgd", lr=1e-3, momentum=0.9,
                                          weight_decay=0.05)
     x, y = randn(4, 3, 32, 32, seed=2), randint(5, 4, seed=3)
     losses = []
