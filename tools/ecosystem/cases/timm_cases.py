@@ -31,7 +31,10 @@ def case_efficientnet_b0():
     return _forward("efficientnet_b0")
 
 
-@case(needs=("torcia.jit",))
+# train-mode batch norm over 4 small images scales the first convolutions' gradients by
+# 1/std (to 17 for weights of 0.05); the float32 rounding of the sums (5e-5 of the
+# gradients, as measured between the frameworks) comes to 1e-4 of the weights in two steps
+@case(needs=("torcia.jit",), rtol=1e-3, atol=1e-4)
 def case_optimizer_step():
     import timm
     import timm.optim
