@@ -311,6 +311,13 @@ class CustomOpDef:
                 v._vc[0] += 1
         return None if self._returns == 0 else result
 
+    def _run(self, fn: Callable, values):
+        """``fn`` called with the op's arguments, in schema order, the keyword-only ones by
+        name."""
+        args = [v for a, v in zip(self._args, values, strict=True) if not a.kwarg_only]
+        kwargs = {a.name: v for a, v in zip(self._args, values, strict=True) if a.kwarg_only}
+        return fn(*args, **kwargs)
+
     def _impl(self, device_type: str) -> Callable:
         fn = self._kernels.get(device_type)
         if fn is not None:
@@ -334,7 +341,7 @@ class CustomOpDef:
             inputs = [Tensor._make(x, where) if is_t and x is not None else x
                       for x, is_t in zip(arrays, tensor_args, strict=True)]
             with no_grad():
-                out = self._impl(device_type)(*inputs)
+                out = self._run(self._impl(device_type), inputs)
             return self._arrays_of(out, inputs)
 
         kernel.__name__ = f"{self._name}_{device_type}"
@@ -419,7 +426,7 @@ class CustomOpDef:
                                "impl.")
         inputs = [torcia.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
                   if isinstance(m, _meta.Meta) else m for m in metas]
-        out = self._fake(*inputs)
+        out = self._run(self._fake, inputs)
         outs = out if isinstance(out, tuple) else (out,)
         if self._returns == 0:
             return (0,), next(m.dtype for m in metas if isinstance(m, _meta.Meta))

@@ -115,8 +115,8 @@ int8 = dtype("int8", np.dtype(np.int8), 1)
 int16 = dtype("int16", np.dtype(np.int16), 1)
 int32 = dtype("int32", np.dtype(np.int32), 1)
 int64 = dtype("int64", np.dtype(np.int64), 1)
-# PyTorch's wider unsigned integers: they promote with themselves and with floating and
-# complex dtypes only, as in PyTorch
+# PyTorch's wider unsigned integers: they promote with themselves and with floating dtypes
+# only, as in PyTorch
 uint16 = dtype("uint16", np.dtype(np.uint16), 1)
 uint32 = dtype("uint32", np.dtype(np.uint32), 1)
 uint64 = dtype("uint64", np.dtype(np.uint64), 1)
@@ -220,7 +220,7 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 
 class _PromotionTable(dict):
     """dtype pair -> promoted dtype; a float8 dtype promotes with itself only, a wide
-    unsigned one with itself and floating or complex dtypes."""
+    unsigned one with itself and floating dtypes."""
 
     def __missing__(self, key):
         a, b = key
@@ -239,7 +239,7 @@ class _PromotionTable(dict):
 _PROMOTE = _PromotionTable(
     ((a, b), a if a is b else _promote_pair(a, b)) for a in ALL for b in ALL
     if a is b or not (a in FLOAT8 or b in FLOAT8 or (
-        (a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and a.category < 2 and b.category < 2)))
+        (a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and 2 not in (a.category, b.category))))
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
