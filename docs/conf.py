@@ -58,6 +58,13 @@ napoleon_preprocess_types = True
 napoleon_use_ivar = True
 
 apigen.write(HERE / "api")
+
+# Counts the pages state are the code's, as ``python -m torcia plugins`` prints them
+from torcia import library  # noqa: E402
+
+rst_epilog = f"""
+.. |primitives| replace:: {len(library.primitives())}
+"""
 # drawn with matplotlib from the installed parts: CI has no graphviz `dot`
 diagrams.write(HERE / "_static" / "diagrams")
 

@@ -25,16 +25,22 @@ LOSS = re.compile(r"\bloss (\S+)")
 NEEDS = {
     "policy_gradient.py": ["distributions"],
     "metric_learning.py": ["cdist"],
+    # torch.utils.tensorboard writes through the tensorboard package (core's extra)
+    "sequence_swa.py": ["package tensorboard"],
 }
 
 
 def _missing(script):
     missing = []
     for name in NEEDS.get(script, []):
-        found = (importlib.util.find_spec(f"torcia.{name}") is not None
-                 if name == "distributions" else hasattr(torcia, name))
+        if name.startswith("package "):
+            found = importlib.util.find_spec(name.split()[1]) is not None
+        elif name == "distributions":
+            found = importlib.util.find_spec(f"torcia.{name}") is not None
+        else:
+            found = hasattr(torcia, name)
         if not found:
-            missing.append(f"torch.{name}")
+            missing.append(name if name.startswith("package ") else f"torch.{name}")
     return missing
 
 

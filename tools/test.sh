@@ -2,7 +2,8 @@
 # The README's test command: run every test of the repository in a fresh environment.
 #
 # Creates .venv-test (once), installs every package and plugin of the checkout (editable)
-# with the test requirements, runs the fast tests, then the slow ones within a time bound.
+# with the test requirements, runs the fast tests, then the slow ones within a time bound,
+# then the multi-process ones within another.
 # Needs Python 3.11+ (set PYTHON to pick one) and, for the C++ plugin, a C++ compiler.
 # The parity checks against PyTorch run when TORCIA_TORCH names the torch to install
 # (e.g. TORCIA_TORCH="torch==2.13.*"); without it they are skipped.
@@ -13,6 +14,7 @@ cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}
 VENV=${TORCIA_TEST_VENV:-.venv-test}
 SLOW_TIMEOUT=${TORCIA_SLOW_TIMEOUT:-900}
+MULTIPROCESS_TIMEOUT=${TORCIA_MULTIPROCESS_TIMEOUT:-1200}
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=${PIP_QUIET:-1}
 
 "$PYTHON" -c 'import sys; assert sys.version_info >= (3, 11), "torcia needs Python 3.11+"'
@@ -49,9 +51,17 @@ run_pytest "$py" -m pytest -q -m "not slow" "$@"
 echo "== slow tests (at most ${SLOW_TIMEOUT}s)"
 if [ "$#" -gt 0 ]; then
     # paths given on the command line may hold no slow test, and that is fine
-    timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow "$@" || [ "$?" -eq 5 ]
+    timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m "slow and not multiprocess" "$@" \
+        || [ "$?" -eq 5 ]
 else
-    run_pytest timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m slow
+    run_pytest timeout "$SLOW_TIMEOUT" "$py" -m pytest -q -m "slow and not multiprocess"
+fi
+# jobs of several processes (spawn, torcia-run, FSDP, checkpoints): bounded on their own
+echo "== multi-process tests (at most ${MULTIPROCESS_TIMEOUT}s)"
+if [ "$#" -gt 0 ]; then
+    timeout "$MULTIPROCESS_TIMEOUT" "$py" -m pytest -q -m multiprocess "$@" || [ "$?" -eq 5 ]
+else
+    run_pytest timeout "$MULTIPROCESS_TIMEOUT" "$py" -m pytest -q -m multiprocess
 fi
 
 left=$(comm -13 <(echo "$before") <(build_output))

@@ -3,9 +3,10 @@ Data-parallel training with torcia-run
 ======================================
 
 ``torcia-run --nproc-per-node N script.py`` starts N processes of a script, as ``torchrun``
-does (through the MPI launcher that torcia-mpi uses). In the script, each process joins the
-process group, takes its share of every epoch (:class:`torcia.data.DistributedSampler`),
-and :class:`torcia.distributed.DistributedDataParallel` averages the gradients across
+does, with torchrun's options and environment (``RANK``, ``WORLD_SIZE``,
+``MASTER_ADDR``...). In the script, each process joins the process group, takes its share
+of every epoch (:class:`torcia.data.DistributedSampler`), and
+:class:`torcia.distributed.DistributedDataParallel` averages the gradients across
 processes in ``backward``, so every rank keeps the same weights.
 
 The script below is written to a file and run on 2 processes; each rank logs its losses,

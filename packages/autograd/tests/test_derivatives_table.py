@@ -118,6 +118,9 @@ INF = float("inf")
 C23 = torcia.tensor(RNG.uniform(0.5, 2.0, (2, 3)))
 C3 = torcia.tensor(RNG.uniform(0.5, 2.0, 3))
 C32 = torcia.tensor(RNG.standard_normal((3, 2)))
+C42 = torcia.tensor(RNG.standard_normal((4, 2)))
+# the compressed rows of a 3 x 4 matrix with entries (0, 1), (0, 3), (2, 0), (2, 1), (2, 2)
+SP_CROW, SP_COL = torcia.tensor([0, 2, 2, 5]), torcia.tensor([1, 3, 0, 1, 2])
 
 SAMPLES = {
     # ----- elementwise, one input ---------------------------------------------------------
@@ -303,6 +306,14 @@ SAMPLES = {
                case(lambda a, b: a.mT @ b, r(2, 3, 2), r(3, 2))],
     "mm": [case(torcia.mm, r(2, 3), r(3, 2)), case(lambda a, b: a.mm(b.mT), r(2, 3), r(2, 3)),
            case(lambda a: a.mm(C32), r(2, 3)), case(lambda b: C23.mm(b), r(3, 2))],
+    # a 3 x 4 matrix of 5 entries (one empty row): A @ dense, A^T @ dense, and values only
+    "sparse_mm": [
+        case(lambda v, d: call("sparse_mm", (SP_CROW, SP_COL, v, d),
+                               {"ncols": 4, "transpose": False}), r(5), r(4, 2)),
+        case(lambda v, d: call("sparse_mm", (SP_CROW, SP_COL, v, d),
+                               {"ncols": 4, "transpose": True}), r(5), r(3, 2)),
+        case(lambda v: call("sparse_mm", (SP_CROW, SP_COL, v, C42),
+                            {"ncols": 4, "transpose": False}), r(5))],
     "bmm": [case(torcia.bmm, r(2, 2, 3), r(2, 3, 2)),
             case(lambda a: torcia.bmm(a, C32.expand(2, 3, 2)), r(2, 2, 3))],
     "dot": [case(torcia.dot, r(3), r(3)), case(lambda a: torcia.dot(a, C3), r(3))],
@@ -583,3 +594,53 @@ def test_gradgradcheck(op, i):
 def test_forward_ad_agrees_with_backward(op, i):
     fn, inputs, kwargs = SAMPLES[op][i]
     assert gradcheck(fn, _fresh(inputs), check_forward_ad=True, **kwargs)
+
+
+def _nodes(outputs):
+    outs = outputs if isinstance(outputs, tuple) else (outputs,)
+    seen, stack = {}, [o.grad_fn for o in outs if o is not None and o.grad_fn is not None]
+    while stack:
+        node = stack.pop()
+        if node is None or id(node) in seen:
+            continue
+        seen[id(node)] = node
+        stack.extend(n for n, _ in node.next_functions)
+    return list(seen.values())
+
+
+def _grads(fn, inputs):
+    out = fn(*inputs)
+    outs = [o for o in (out if isinstance(out, tuple) else (out,))
+            if o is not None and o.requires_grad]
+    total = sum((o.real if o.is_complex() else o).sum() for o in outs)
+    return out, torcia.autograd.grad(total, inputs, allow_unused=True)
+
+
+@pytest.mark.parametrize("op", sorted(SAMPLES))
+def test_saved_attributes_of_every_node(op):
+    # every node's _saved_<name> resolves, and hooks registered on each of its raw saved
+    # tensors (a pack that copies, an unpack that returns the copy) leave its gradients
+    fn, inputs, kwargs = SAMPLES[op][0]
+    inputs = _fresh(inputs)
+    _, want = _grads(fn, inputs)
+    out = fn(*inputs)
+    unpacked = []
+    for node in _nodes(out):
+        for name in dir(node):
+            if not name.startswith("_saved_"):
+                continue
+            value = getattr(node, name)
+            assert value is None or isinstance(value, (
+                torcia.Tensor, torcia.device, int, float, complex, str, tuple, list))
+            if isinstance(value, torcia.Tensor) and hasattr(node, "_raw" + name):
+                getattr(node, "_raw" + name).register_hooks(
+                    lambda t: t.detach().clone(), lambda t: (unpacked.append(t), t)[1])
+    outs = [o for o in (out if isinstance(out, tuple) else (out,))
+            if o is not None and o.requires_grad]
+    total = sum((o.real if o.is_complex() else o).sum() for o in outs)
+    got = torcia.autograd.grad(total, inputs, allow_unused=True)
+    assert all(isinstance(t, torcia.Tensor) for t in unpacked)
+    for g, w in zip(got, want):
+        assert (g is None) == (w is None)
+        if g is not None:
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)

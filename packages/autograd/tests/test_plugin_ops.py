@@ -77,13 +77,15 @@ print(json.dumps({"gradcheck": ok, "gradgradcheck": ok2, "values": values,
 '''
 
 
-def _install(site):
-    info = site / "torcia_softclip-1.0.dist-info"
+def _install(site, dist="torcia-softclip", entry="softclip", modules=None):
+    """Install distribution ``dist`` whose plugin ``entry`` is the module
+    ``<entry>_plugin``, with ``modules`` (name -> source; by default the softclip plugin)."""
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
     info.mkdir()
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: torcia-softclip\n"
-                                   "Version: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nsoftclip = softclip_plugin\n")
-    (site / "softclip_plugin.py").write_text(textwrap.dedent(PLUGIN))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[torcia]\n{entry} = {entry}_plugin\n")
+    for name, source in (modules or {f"{entry}_plugin": PLUGIN}).items():
+        (site / f"{name}.py").write_text(textwrap.dedent(source))
 
 
 def _run(site, *args):
@@ -109,3 +111,84 @@ def test_an_out_of_tree_plugin_defines_a_differentiable_op(tmp_path):
     info = {p["name"]: p for p in listing["plugins"]}["softclip"]
     assert info["distribution"] == "torcia-softclip" and info["status"] == "loaded"
     assert "op:softclip" in info["provides"]
+
+
+DECLARED = '''
+import numpy as np
+import torcia
+from torcia import library
+
+
+def _softclip(a, limit=1.0):
+    return (limit * np.tanh(a / limit)).astype(a.dtype, copy=False)
+
+
+def _tanh_slope(grad, x, limit):
+    t = (x / limit).tanh()
+    return grad * (1 - t * t)
+
+
+# the op's parameter declared positionally, with and without its default, and gathered
+def _positional(grad, x, limit):
+    return _tanh_slope(grad, x, limit)
+
+
+def _with_default(grad, x, limit=1.0):
+    return _tanh_slope(grad, x, limit)
+
+
+def _gathered(grad, x, **params):
+    return _tanh_slope(grad, x, params["limit"])
+
+
+def _unknown(grad, x, beta):
+    return grad
+
+
+@torcia.hookimpl
+def torcia_register_ops(registry):
+    for name, backward in (("clip_positional", _positional), ("clip_default", _with_default),
+                           ("clip_gathered", _gathered)):
+        registry.define(name, _softclip, backward=backward)
+'''
+
+BROKEN = '''
+import torcia
+from declared_plugin import _softclip, _unknown
+
+
+@torcia.hookimpl
+def torcia_register_ops(registry):
+    registry.define("clip_unknown", _softclip, backward=_unknown)
+'''
+
+GRADIENTS = '''
+import json
+import torcia
+from torcia import library
+from torcia.autograd import gradcheck
+
+x = torcia.randn(3, 4, dtype=torcia.float64, requires_grad=True)
+out = {}
+for op in ("clip_positional", "clip_default", "clip_gathered"):
+    # limit = 2 reaches the formula: with the default (1) its gradient would be wrong
+    out[op] = gradcheck(lambda x: library.call(op, (x,), {"limit": 2.0}), (x,),
+                        raise_exception=False)
+print(json.dumps(out))
+'''
+
+
+def test_define_passes_backward_parameters_as_the_formula_declares_them(tmp_path):
+    _install(tmp_path, "torcia-declared", "declared", {"declared_plugin": DECLARED})
+    assert json.loads(_run(tmp_path, "-c", GRADIENTS)) == {
+        "clip_positional": True, "clip_default": True, "clip_gathered": True}
+
+
+def test_define_refuses_a_backward_parameter_the_op_does_not_have(tmp_path):
+    _install(tmp_path, "torcia-broken-op", "broken_op",
+             {"declared_plugin": DECLARED, "broken_op_plugin": BROKEN})
+    listing = json.loads(_run(tmp_path, "-m", "torcia", "plugins", "--json"))
+    info = {p["name"]: p for p in listing["plugins"]}["broken_op"]
+    assert info["status"] == "failed"
+    assert ("TypeError: the backward of op 'clip_unknown' has a parameter 'beta', which is "
+            "neither an input (a) nor a parameter (limit) of its kernel") in info["reason"]

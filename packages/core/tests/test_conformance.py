@@ -40,12 +40,22 @@ BAD_DEVICE = """
 """
 
 
-def _install(site):
-    info = site / "baddev_dist-1.0.dist-info"
+def _suite(tmp_path, device: str, source: str, *flags):
+    """Install the device plugin ``<device>-dist`` (module ``<device>_mod``) into a site on
+    PYTHONPATH and run the suite against it in a fresh pytest."""
+    site = tmp_path / "site"
+    info = site / f"{device}_dist-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: baddev-dist\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[torcia]\nbaddev = baddev_mod\n")
-    (site / "baddev_mod.py").write_text(textwrap.dedent(BAD_DEVICE))
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {device}-dist\n"
+                                   "Version: 1.0\n")
+    (info / "entry_points.txt").write_text(f"[torcia]\n{device} = {device}_mod\n")
+    (site / f"{device}_mod.py").write_text(textwrap.dedent(source))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *flags,
+         "--torcia-device", device],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
 
 
 def _summary(out: str) -> dict[str, str]:
@@ -61,14 +71,7 @@ def _summary(out: str) -> dict[str, str]:
 
 @pytest.mark.slow
 def test_the_suite_names_the_failing_and_the_missing_ops(tmp_path):
-    site = tmp_path / "site"
-    _install(site)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(site), *filter(None, [os.environ.get("PYTHONPATH")])]))
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-v",
-         "--torcia-device", "baddev"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
+    run = _suite(tmp_path, "baddev", BAD_DEVICE, "-v")
     out = run.stdout
     assert run.returncode == 1, out[-3000:]
     summary = _summary(out)
@@ -101,3 +104,98 @@ def test_without_the_option_the_plugin_adds_nothing(tmp_path):
     usage = subprocess.run([sys.executable, "-m", "pytest", "--help"], cwd=tmp_path,
                            capture_output=True, text=True, timeout=600).stdout
     assert "--torcia-device=NAME" in usage
+
+
+#: A device with the reference kernels of every primitive (composites decompose into
+#: them), and ten planted bugs, one per kind of fault the suite must localise.
+PLANTED = """
+    import numpy as np
+
+    import torcia
+    from torcia import library
+    from torcia.library import Backend
+
+    ref = library.ReferenceKernels().table()
+
+
+    def _copy(array, index=None):
+        return np.array(array, copy=True)
+
+
+    def add(a, b, **params):  # values: off by one
+        return ref["add"](a, b, **params) + 1
+
+
+    def sum(x, dim=None, keepdim=False, dtype=None):  # ignores keepdim
+        return ref["sum"](x, dim=dim, keepdim=False, dtype=dtype)
+
+
+    def relu(a):  # writes into its input
+        np.maximum(a, 0, out=a)
+        return a
+
+
+    def zeros(shape, dtype):  # creation: ones
+        return np.ones(shape, dtype)
+
+
+    def matmul(a, b):  # batches in the wrong order
+        out = ref["matmul"](a, b)
+        return np.ascontiguousarray(out[::-1]) if out.ndim > 2 else out
+
+
+    def transpose(x, dim0=None, dim1=None):  # a copy where a view is expected
+        return np.swapaxes(x, dim0, dim1).copy()
+
+
+    def exp(a):  # float64 whatever the input
+        return np.exp(a.astype(np.float64))
+
+
+    def amax(x, dim=None, keepdim=False):  # the minimum
+        return ref["amin"](x, dim=dim, keepdim=keepdim)
+
+
+    def eye(n, m, dtype):  # square whatever m
+        return np.eye(n, dtype=dtype)
+
+
+    def cumsum(x, dim, dtype=None):  # along the other dim
+        return ref["cumsum"](x, dim=(dim + 1) % x.ndim if x.ndim > 1 else dim, dtype=dtype)
+
+
+    BUGS = {f.__name__: f for f in (add, sum, relu, zeros, matmul, transpose, exp, amax,
+                                     eye, cumsum)}
+
+
+    @torcia.hookimpl
+    def torcia_register_backends(registry):
+        registry.add(Backend("kitdev", np, to_host=_copy, from_host=_copy))
+
+
+    @torcia.hookimpl
+    def torcia_register_kernels(registry):
+        for name in library.primitives():
+            if name in ref:
+                registry.add(name, "kitdev", BUGS.get(name, ref[name]))
+"""
+
+
+@pytest.mark.slow
+def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
+    run = _suite(tmp_path, "kitdev", PLANTED, "-q")
+    out = run.stdout
+    assert run.returncode == 1, out[-3000:]
+    section = out.split("root causes (", 1)[1].splitlines()
+    roots = {line.split()[0]: line for line in section[1:] if line.startswith("  ")}
+    # every planted bug, and nothing else: the other failures are theirs
+    assert sorted(roots) == sorted(["add", "sum", "relu", "zeros", "matmul", "transpose",
+                                    "exp", "amax", "eye", "cumsum"]), "\n".join(section)
+    assert "wrote into its input" in out or "returned memory of its input" in out  # relu
+    assert "returned a copy where PyTorch returns a view" in out  # transpose
+    # the composites that run a planted bug are explained by it, not blamed
+    assert "softmax [values]" in roots["sum"] or "softmax [values]" in roots["exp"]
+    assert "conv [values]" in roots["matmul"] or "conv [values]" in roots["add"]
+    failed_tests = [line for line in out.splitlines() if line.startswith("FAILED")]
+    blamed = {line.split("[", 1)[1].split("]", 1)[0] for line in failed_tests}
+    assert blamed <= set(roots), failed_tests

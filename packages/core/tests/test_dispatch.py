@@ -29,6 +29,7 @@ PUBLIC_NAMES = {
     "linalg_geqrf": lambda: torcia.geqrf,
     "fft_c2c": lambda: torcia.fft.fft, "fft_r2c": lambda: torcia.fft.rfft,
     "fft_c2r": lambda: torcia.fft.irfft,
+    "sparse_mm": lambda: torcia.sparse.mm,
 }
 
 

@@ -61,6 +61,8 @@ def site(tmp_path, monkeypatch):
     plugins._state.registries.clear()
     plugins._state.registries.update(registries, **kept)
     plugins._reset()
+    plugins._policy.remove_guard()  # a lock a test put in force
+    plugins._state.discovery_guard = False
 
 
 def install(site, dist, entry_points: dict[str, str], modules: dict[str, str]):
@@ -124,8 +126,8 @@ def test_blocklist_in_the_config_file(fakedev, monkeypatch):
     config = fakedev / "config.toml"
     config.write_text('[plugins]\nblock = ["fakedev"]\n')
     monkeypatch.setenv("TORCIA_CONFIG", str(config))
-    assert infos_by_name()["fakedev"].reason == f"blocked by config file {config}"
-    with pytest.raises(RuntimeError, match=f"blocked by config file {config}"):
+    assert infos_by_name()["fakedev"].reason == f"blocked by config file {config}:2"
+    with pytest.raises(RuntimeError, match=f"blocked by config file {config}:2"):
         torcia.tensor([1.0], device="fakedev")
 
 
@@ -275,7 +277,8 @@ def test_listing_as_json(fakedev, monkeypatch, capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["torcia"] == torcia.__version__
     assert doc["policy"] == {"allow": {}, "block": {"fakedev": "TORCIA_DISABLE_PLUGINS"},
-                             "lock": None, "strict": False, "locked_by": None}
+                             "lock": None, "lock_source": None, "strict": False,
+                             "strict_source": None, "locked_by": None}
     by_name = {p["name"]: p for p in doc["plugins"]}
     assert by_name["fakedev"]["status"] == "blocked"
     assert by_name["fakedev"]["reason"] == "blocked by TORCIA_DISABLE_PLUGINS"
@@ -557,13 +560,14 @@ def test_the_environment_narrows_the_config_allowlist_never_widens_it(fakedev, m
 def test_a_locked_system_config_cannot_be_widened(fakedev, monkeypatch):
     system = fakedev / "system.toml"
     system.write_text('[plugins]\nallow = ["torcia-cpu"]\nstrict = false\nlocked = true\n')
-    monkeypatch.setenv("TORCIA_SYSTEM_CONFIG", str(system))
+    monkeypatch.setattr(plugins._policy, "SYSTEM_CONFIGS", (system,))
     monkeypatch.setenv("TORCIA_PLUGINS", "fake-dist")
     info = infos_by_name()["fakedev"]
     assert info.status == "blocked" and f"system config {system}" in info.reason
     # nor can the environment swap the user config or the lock
     monkeypatch.setenv("TORCIA_PLUGIN_LOCK", str(fakedev / "mine.lock"))
-    with pytest.raises(plugins.PluginConfigError, match="locked by the system config"):
+    with pytest.raises(plugins.PluginConfigError, match=f"locked by the system config "
+                                                        f"{system}:4"):
         plugins.Policy()
     monkeypatch.delenv("TORCIA_PLUGIN_LOCK")
     monkeypatch.setenv("TORCIA_CONFIG", str(fakedev / "user.toml"))
@@ -592,7 +596,7 @@ def _record(site, dist, modules):
     lines = []
     for path in [site / f"{m}.py" for m in modules] + [info / "METADATA",
                                                        info / "entry_points.txt"]:
-        digest = plugins._b64_sha256(path.read_bytes())
+        digest = plugins._policy.sha256(path.read_bytes())
         lines.append(f"{path.relative_to(site)},{digest},{path.stat().st_size}")
     lines.append(f"{(info / 'RECORD').relative_to(site)},,")
     (info / "RECORD").write_text("\n".join(lines) + "\n")
@@ -615,9 +619,9 @@ def _locked(site, monkeypatch):
     config.write_text('[plugins]\nallow = ["pinned-dist"]\nlock = "plugins.lock"\n')
     monkeypatch.setenv("TORCIA_CONFIG", str(config))
     # lock the fake one alone: this checkout's editable installs are not pristine
-    monkeypatch.setattr(plugins, "is_own", lambda dist: False)
+    monkeypatch.setattr(plugins, "is_own", lambda dist, shadowed=False: False)
     monkeypatch.setattr(plugins, "_core_dist", lambda: None)
-    assert cli.main(["plugins", "lock", str(lock)]) == 0
+    assert cli.main(["plugins", "lock", str(lock), "--in-process"]) == 0
     doc = json.loads(lock.read_text())
     assert [d["distribution"] for d in doc["distributions"]] == ["pinned-dist"]
     assert set(doc["distributions"][0]["files"]) == {
@@ -631,7 +635,7 @@ def test_the_lock_admits_the_locked_plugin_and_check_passes(site, monkeypatch, c
     _locked(site, monkeypatch)
     assert infos_by_name()["pinned"].status == "loaded"
     capsys.readouterr()
-    assert cli.main(["plugins", "--check"]) == 0
+    assert cli.main(["plugins", "--check", "--in-process"]) == 0
 
 
 def test_the_lock_refuses_a_modified_file_before_importing_it(site, monkeypatch, capsys):
@@ -643,8 +647,11 @@ def test_the_lock_refuses_a_modified_file_before_importing_it(site, monkeypatch,
     assert info.status == "refused"
     assert "pinned_mod" not in sys.modules
     capsys.readouterr()
-    assert cli.main(["plugins", "--check"]) == 1
-    assert "pinned-dist:pinned: refused" in capsys.readouterr().err
+    # refused (1), and a locked plugin that does not load (8)
+    assert cli.main(["plugins", "--check", "--in-process"]) == 1 + 8
+    err = capsys.readouterr().err
+    assert "[plugin] pinned-dist:pinned: refused" in err
+    assert "[lock] pinned-dist:pinned: the locked plugin is not loaded" in err
 
 
 def test_the_lock_refuses_another_version(site, monkeypatch):
@@ -656,7 +663,7 @@ def test_the_lock_refuses_another_version(site, monkeypatch):
 
 
 def test_check_fails_without_a_lock(site, capsys):
-    assert cli.main(["plugins", "--check"]) == 1
+    assert cli.main(["plugins", "--check", "--in-process"]) == 4
     assert "no plugin lock in force" in capsys.readouterr().err
 
 
@@ -704,3 +711,13 @@ def test_asking_for_an_absent_part_answers_no(absent_part):
         torcia.gadgets  # noqa: B018
     # an installed part still answers yes
     assert importlib.util.find_spec("torcia.amp") is not None
+
+
+def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
+    install(site, "brokendev-dist", {"brokendev": "brokendev_mod"},
+            {"brokendev_mod": "raise ImportError('libaccel.so: cannot open shared object')"})
+    with pytest.raises(RuntimeError) as err:
+        _quiet(lambda: torcia.tensor([1.0], device="brokendev"))
+    assert str(err.value).startswith(
+        "device backend 'brokendev' is provided by plugin 'brokendev' (brokendev-dist), which "
+        "failed to load: ImportError: libaccel.so: cannot open shared object")

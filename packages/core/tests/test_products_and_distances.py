@@ -125,3 +125,24 @@ def test_autocast_dtypes_as_pytorch_on_cpu():
         # on its float32 list
         low = m.bfloat16()
         assert torcia.cdist(low, low).dtype is torcia.float32
+
+
+@pytest.mark.parametrize("shapes", [((3, 4), (4,)), ((3,), (2, 2)), ((), (3,))])
+def test_outer_takes_vectors_only_everywhere(shapes):
+    # PyTorch's outer refuses what is not 1-D; NumPy's would flatten it, and the default
+    # decomposition would broadcast it to yet another shape: all three refuse alike
+    from torcia import _decompositions, library
+
+    a, b = (torcia.ones(s) for s in shapes)
+    wrong = a if a.ndim != 1 else b
+    message = f"outer: Expected 1-D argument {'self' if wrong is a else 'vec2'}, but got " \
+              f"{wrong.ndim}-D"
+    with pytest.raises(RuntimeError, match=message):
+        torcia.outer(a, b)
+    with pytest.raises(RuntimeError, match=message):
+        library.get_op("outer").kernel(a.numpy(), b.numpy())
+    with pytest.raises(RuntimeError, match=message):
+        _decompositions.outer(a, b)
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match=message):
+        torch.outer(torch.ones(shapes[0]), torch.ones(shapes[1]))

@@ -96,3 +96,23 @@ def test_messages_match_torch():
                 fn(lib.tensor(a), lib.tensor(e))
             messages.append(str(info.value).replace("torch.", "torcia."))
         assert messages[0] == messages[1]
+
+
+def test_hook_serialization_warnings():
+    import importlib.util
+    import warnings
+
+    from torcia.utils.hooks import unserializable_hook, warn_if_has_hooks
+
+    if importlib.util.find_spec("torcia.autograd") is None:
+        pytest.skip("tensor hooks need torcia-autograd")
+    t = torcia.ones(2, requires_grad=True)
+    t.register_hook(unserializable_hook(lambda g: g))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        warn_if_has_hooks(t)
+        warn_if_has_hooks(torcia.ones(1))
+    assert not caught
+    t.register_hook(lambda g: g * 2)
+    with pytest.warns(UserWarning, match="will not be serialized"):
+        warn_if_has_hooks(t)

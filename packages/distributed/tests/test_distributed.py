@@ -1,4 +1,3 @@
-import sys
 
 import numpy as np
 import pytest
@@ -6,7 +5,6 @@ import pytest
 import torcia
 import torcia.distributed as dist
 from torcia.distributed import _objects
-from torcia.distributed.run import build_command, main
 
 
 @pytest.fixture(autouse=True)
@@ -24,8 +22,8 @@ def test_nothing_works_before_init():
 
 
 def test_unknown_backend_names_what_to_install():
-    with pytest.raises(RuntimeError, match="no process group backend named 'gloo'.*Install"):
-        dist.init_process_group("gloo")
+    with pytest.raises(RuntimeError, match="no process group backend named 'ucc'.*Install"):
+        dist.init_process_group("ucc")
 
 
 def test_blocked_backend_says_what_blocked_it(monkeypatch):
@@ -53,20 +51,6 @@ def test_objects_round_trip_without_pickle():
         _objects.dumps(object())
     with pytest.raises(ValueError, match="unrecognised object record"):
         _objects.loads(b'{"__reduce__": ["os.system", "echo hacked"]}')
-
-
-def test_launcher_command(tmp_path, monkeypatch):
-    fake = tmp_path / "mpiexec"
-    fake.write_text("#!/bin/sh\nexit 0\n")
-    fake.chmod(0o755)
-    args = type("A", (), {"mpiexec": str(fake), "nproc_per_node": 3, "module": False,
-                          "no_prefix": False,
-                          "script": "train.py", "script_args": ["--lr", "0.1"]})()
-    assert build_command(args) == [str(fake), "-n", "3", sys.executable, "-u", "train.py",
-                                   "--lr", "0.1"]
-    assert main(["--mpiexec", str(fake), "--nproc-per-node", "2", "x.py"]) == 0
-    with pytest.raises(SystemExit):
-        main(["--nproc-per-node", "0", "x.py"])
 
 
 def test_single_process_world_and_ddp():

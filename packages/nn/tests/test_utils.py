@@ -96,3 +96,16 @@ def test_parameters_to_vector_and_back():
         vector_to_parameters(torcia.zeros(9), lin.parameters())
     with pytest.raises(TypeError, match="expected torcia.Tensor"):
         vector_to_parameters([0.0] * 8, lin.parameters())
+
+
+def test_invert_permutation():
+    from torcia.nn.utils.rnn import invert_permutation
+
+    gen = np.random.default_rng(5)
+    for n in (0, 1, 7):
+        perm = torcia.tensor(gen.permutation(n).astype(np.int64))
+        inv = invert_permutation(perm)
+        assert inv.dtype is torcia.int64
+        assert torcia.equal(perm[inv], torcia.arange(n)) and torcia.equal(inv[perm],
+                                                                          torcia.arange(n))
+    assert invert_permutation(None) is None

@@ -253,7 +253,7 @@ py::array activation(const std::string& name, const py::array& x, double p0, dou
   torcia_checks::float_array(fn, "x", x);
   check_params(fn, act, p0);
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     run_forward<float>(act, x, y, p0, p1);
   else
     run_forward<double>(act, x, y, p0, p1);
@@ -269,7 +269,7 @@ py::array activation_backward(const std::string& name, const py::array& g, const
   torcia_checks::same(fn, "g", g, "x", x);
   check_params(fn, act, p0);
   py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     run_backward<float>(act, g, x, out, p0, p1);
   else
     run_backward<double>(act, g, x, out, p0, p1);
@@ -312,14 +312,14 @@ py::array masked_fill_rows(const py::array& a, const py::array& mask, double val
   torcia_checks::float_array(fn, "a", a);
   if (a.ndim() != 2) throw std::runtime_error(fn + ": a must be 2-D, got " +
                                               torcia_checks::shape_of(a));
-  if (!mask.dtype().is(py::dtype::of<bool>()) || !(mask.flags() & py::array::c_style))
+  if (!torcia_checks::is_dtype<bool>(mask.dtype()) || !(mask.flags() & py::array::c_style))
     throw std::runtime_error(fn + ": mask must be a C-contiguous bool array");
   if (mask.ndim() != 1 || mask.shape(0) != a.shape(1))
     throw std::runtime_error(fn + ": mask has shape " + torcia_checks::shape_of(mask) +
                              ", expected (" + std::to_string(a.shape(1)) + ",)");
   py::array out(a.dtype(), std::vector<py::ssize_t>{a.shape(0), a.shape(1)});
   if (out.size() == 0) return out;
-  if (a.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(a.dtype()))
     run_fill<float>(a, mask, out, value);
   else
     run_fill<double>(a, mask, out, value);

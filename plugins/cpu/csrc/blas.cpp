@@ -130,10 +130,10 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
     throw std::runtime_error(fn + ": b has " + std::to_string(b.ndim()) + " dims, a has " +
                              std::to_string(a.ndim()));
   const py::dtype dt = a.dtype();
-  if (!dt.is(py::dtype::of<float>()) && !dt.is(py::dtype::of<double>()))
+  if (!torcia_checks::is_dtype<float>(dt) && !torcia_checks::is_dtype<double>(dt))
     throw std::runtime_error(fn + ": a must be float32 or float64, got " +
                              std::string(py::str(dt)));
-  if (!b.dtype().is(dt))
+  if (!torcia_checks::same_dtype(b.dtype(), dt))
     throw std::runtime_error(fn + ": b has dtype " + std::string(py::str(b.dtype())) +
                              ", a has " + std::string(py::str(dt)));
   const int64_t nd = a.ndim();
@@ -166,7 +166,7 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
     return out;
   }
   const Layout la = layout_of(fn, "a", a), lb = layout_of(fn, "b", b);
-  if (dt.is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(dt))
     run_batched<float>(a, b, out, la, lb, lead, batch, m, k, n);
   else
     run_batched<double>(a, b, out, la, lb, lead, batch, m, k, n);
@@ -183,10 +183,10 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias)
   if (w.ndim() != 2) throw std::runtime_error(fn + ": weight must be 2-D, got " +
                                               torcia_checks::shape_of(w));
   const py::dtype dt = x.dtype();
-  if (!dt.is(py::dtype::of<float>()) && !dt.is(py::dtype::of<double>()))
+  if (!torcia_checks::is_dtype<float>(dt) && !torcia_checks::is_dtype<double>(dt))
     throw std::runtime_error(fn + ": x must be float32 or float64, got " +
                              std::string(py::str(dt)));
-  if (!w.dtype().is(dt))
+  if (!torcia_checks::same_dtype(w.dtype(), dt))
     throw std::runtime_error(fn + ": weight has dtype " + std::string(py::str(w.dtype())) +
                              ", x has " + std::string(py::str(dt)));
   const int64_t m = x.shape(0), k = x.shape(1), n = w.shape(0);
@@ -223,7 +223,7 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias)
   // the product reads w transposed: a row-major w is a transposed operand, and back
   lw.trans = lw.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
   py::gil_scoped_release release;
-  if (dt.is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(dt))
     gemm<float>(lx.trans, lw.trans, m, n, k, static_cast<const float*>(x.data()), lx.ld,
                 static_cast<const float*>(w.data()), lw.ld, 1.0f,
                 reinterpret_cast<float*>(op), n);

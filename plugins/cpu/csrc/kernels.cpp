@@ -22,6 +22,7 @@
 #include <omp.h>
 #endif
 
+#include "checks.h"
 #include "gemm.h"
 #include "lstm_rows.h"
 #include "vecmath.h"
@@ -140,7 +141,7 @@ static T* checked_ptr(const std::string& fn, const char* name, size_t i, py::han
   const std::string what = std::string(name) + "[" + std::to_string(i) + "]";
   if (!py::isinstance<py::array>(h)) fail(fn, what + " is not a numpy array");
   py::array a = py::reinterpret_borrow<py::array>(h);
-  if (!a.dtype().is(py::dtype::of<T>()))
+  if (!torcia_checks::is_dtype<T>(a.dtype()))
     fail(fn, what + " has dtype " + std::string(py::str(a.dtype())) + ", expected " +
                  std::string(py::str(py::dtype::of<T>())));
   if (!(a.flags() & py::array::c_style)) fail(fn, what + " is not C-contiguous");

@@ -91,7 +91,7 @@ py::tuple lstm_layer(const py::array& x_gates, const py::array& h0, const py::ar
   py::array out = new_like(x_gates, {d.steps, d.batch, d.hidden});
   py::array cs = new_like(x_gates, {d.steps, d.batch, d.hidden});
   py::array acts = new_like(x_gates, {d.steps, d.batch, 4 * d.hidden});
-  if (x_gates.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x_gates.dtype()))
     forward<float>(d, static_cast<const float*>(x_gates.data()),
                    static_cast<const float*>(h0.data()), static_cast<const float*>(c0.data()),
                    static_cast<const float*>(w_hh_t.data()),
@@ -173,7 +173,7 @@ py::tuple lstm_layer_backward(const py::object& g_out, const py::object& g_cs,
   py::array g_gates = new_like(acts, {d.steps, d.batch, 4 * d.hidden});
   py::array dh = new_like(acts, {d.batch, d.hidden}), dc = new_like(acts, {d.batch, d.hidden});
   py::array g_w = new_like(acts, {d.hidden, 4 * d.hidden});
-  if (acts.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(acts.dtype()))
     backward<float>(d, static_cast<const float*>(go), static_cast<const float*>(gcs),
                     static_cast<const float*>(acts.data()), static_cast<const float*>(cs.data()),
                     static_cast<const float*>(out.data()), static_cast<const float*>(h0.data()),

@@ -223,7 +223,7 @@ py::array layer_norm(const py::array& x, const py::object& weight, const py::obj
   const void* w = param(kForward, "weight", weight, x, d);
   const void* b = param(kForward, "bias", bias, x, d);
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     forward(static_cast<const float*>(x.data()), static_cast<const float*>(w),
             static_cast<const float*>(b), static_cast<float*>(y.mutable_data()), rows, d, eps);
   else
@@ -238,7 +238,7 @@ py::tuple layer_norm_backward(const py::array& g, const py::array& x, const py::
                               int64_t d, double eps) {
   auto [rows, w, gx] = backward_args(kBackward, g, x, weight, d);
   py::array gw(x.dtype(), std::vector<py::ssize_t>{d}), gb(x.dtype(), std::vector<py::ssize_t>{d});
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
              static_cast<const float*>(w), static_cast<float*>(gx.mutable_data()),
              static_cast<float*>(gw.mutable_data()), static_cast<float*>(gb.mutable_data()),
@@ -414,7 +414,7 @@ py::tuple batch_norm(const py::array& x, const py::object& weight, const py::obj
   py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   py::array mean_out(x.dtype(), std::vector<py::ssize_t>{d.c});
   py::array var_out(x.dtype(), std::vector<py::ssize_t>{d.c});
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     bn_forward<float>(static_cast<const float*>(x.data()), static_cast<const float*>(w),
                       static_cast<const float*>(b), static_cast<const float*>(m),
                       static_cast<const float*>(v), static_cast<float*>(out.mutable_data()),
@@ -444,7 +444,7 @@ py::tuple batch_norm_backward(const py::array& g, const py::array& x, const py::
   py::array gx(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   py::array gw(x.dtype(), std::vector<py::ssize_t>{d.c});
   py::array gb(x.dtype(), std::vector<py::ssize_t>{d.c});
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     bn_backward<float>(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
                        static_cast<const float*>(w), static_cast<const float*>(m),
                        static_cast<const float*>(v), static_cast<float*>(gx.mutable_data()),
@@ -532,7 +532,7 @@ py::array rms_norm(const py::array& x, const py::object& weight, int64_t d, doub
   py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
   char* yp = static_cast<char*>(y.mutable_data());
   const char* xp = static_cast<const char*>(x.data());
-  const bool f32 = x.dtype().is(py::dtype::of<float>());
+  const bool f32 = torcia_checks::is_dtype<float>(x.dtype());
   const int64_t row_bytes = d * x.itemsize();
   py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
@@ -555,7 +555,7 @@ py::tuple rms_norm_backward(const py::array& g, const py::array& x, const py::ob
                             int64_t d, double eps) {
   auto [rows, w, gx] = backward_args(kRmsBackward, g, x, weight, d);
   py::array gw(x.dtype(), std::vector<py::ssize_t>{d});
-  if (x.dtype().is(py::dtype::of<float>()))
+  if (torcia_checks::is_dtype<float>(x.dtype()))
     rms_backward(static_cast<const float*>(g.data()), static_cast<const float*>(x.data()),
                  static_cast<const float*>(w), static_cast<float*>(gx.mutable_data()),
                  static_cast<float*>(gw.mutable_data()), rows, d, eps);

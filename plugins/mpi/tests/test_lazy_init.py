@@ -47,8 +47,9 @@ def test_without_an_mpi_library_the_backend_is_unavailable_and_quiet():
     r = _python("import runpy, sys; sys.argv = ['torcia', 'plugins']; "
                 "runpy.run_module('torcia', run_name='__main__')", **NO_MPI)
     assert r.returncode == 0, r.stderr
-    assert "process group backend (1): mpi (unavailable: RuntimeError: cannot load MPI " \
-           "library" in r.stdout, r.stdout
+    for name in ("gloo", "mpi"):
+        assert f"{name} (unavailable: RuntimeError: cannot load MPI library" in r.stdout, \
+            r.stdout
     assert "Warning" not in r.stderr and "mpi" not in r.stderr.lower(), r.stderr
     r = _python(
         "import torcia, torcia.distributed as dist\n"
@@ -61,3 +62,19 @@ def test_without_an_mpi_library_the_backend_is_unavailable_and_quiet():
     assert r.returncode == 0 and r.stderr == "", r.stderr
     assert "the 'mpi' process group backend cannot be used here: RuntimeError: cannot " \
            "load MPI library" in r.stdout
+
+
+def test_an_mpich_that_cannot_join_singletons_is_named_with_the_fix():
+    from torcia_mpi.connect import check_library
+
+    class Fake:
+        def __init__(self, version):
+            self.version = version
+
+        def Get_library_version(self):
+            return self.version
+
+    with pytest.raises(RuntimeError, match=r"MPICH 5\.0\.2 cannot join .*mpich>=4\.3,<5"):
+        check_library(Fake("MPICH Version:      5.0.2\nMPICH Release date: ..."))
+    check_library(Fake("MPICH Version:      4.3.2\n"))
+    check_library(Fake("Open MPI v5.0.3, package: Open MPI"))

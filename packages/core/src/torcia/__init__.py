@@ -32,6 +32,12 @@ import sys
 # ``src`` on sys.path separately).
 __path__ = __import__("pkgutil").extend_path(__path__, __name__)
 
+# First of all, the plugin policy: in a locked deployment its guard checks every module of
+# torcia imported from here on against the lock, before that module runs.
+from torcia import _policy  # noqa: E402
+
+_policy.at_import()
+
 __version__ = "0.1.0"
 
 from torcia import _dtype  # noqa: E402
@@ -199,14 +205,23 @@ range = _ops_compat_module.inclusive_range  # noqa: A001
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
 
-from torcia import sparse  # noqa: E402
+from torcia import _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
+from torcia._sparse import (  # noqa: E402,F401
+    sparse_compressed_tensor,
+    sparse_coo_tensor,
+    sparse_csc_tensor,
+    sparse_csr_tensor,
+)
 from torcia._storage import LEGACY_CLASSES as _LEGACY_STORAGES  # noqa: E402
 from torcia._storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
-from torcia.sparse import sparse_coo_tensor  # noqa: E402
 
-Tensor.to_sparse = sparse.to_sparse
-Tensor.to_sparse_coo = sparse.to_sparse
+Tensor.to_sparse = _sparse.to_sparse
+Tensor.to_sparse_coo = _sparse.to_sparse
+Tensor.to_sparse_csr = _sparse.to_sparse_csr
+Tensor.to_sparse_csc = _sparse.to_sparse_csc
+for _n, _what in _sparse.DENSE_REFUSALS.items():
+    setattr(Tensor, _n, _sparse._dense_refusal(_n, _what))
 Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
@@ -424,7 +439,8 @@ def __getattr__(name):
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
-                                  "func", "fx", "overrides", "version"):
+                                  "func", "fx", "overrides", "version", "masked", "nested",
+                                  "signal", "multiprocessing", "futures"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

@@ -6,6 +6,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
 from torcia._tensor import Tensor, canonical_device
 from torcia.backend import CPU
 from torcia.random import rng_of
@@ -59,11 +60,11 @@ def _infer_array(data, dtype=None):
     if isinstance(data, Tensor):
         return data.detach().cpu().numpy(), True
     if isinstance(data, np.ndarray):
-        return data, True
+        return D.native_array(data), True
     if isinstance(data, np.generic):
-        return np.asarray(data), True
+        return D.native_array(np.asarray(data)), True
     if hasattr(data, "__dlpack__") and not isinstance(data, (list, tuple)):
-        return np.from_dlpack(data), True
+        return D.native_array(np.from_dlpack(data)), True
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in _flat(data)):
         data = _lists_of(data)
     try:
@@ -179,7 +180,7 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     if isinstance(data, np.ndarray) and canonical_device(device) is CPU:
         arr = data if dtype is None else data.astype(_dtype_arg(dtype).to_numpy(), copy=False)
         D.from_numpy_dtype(arr.dtype)
-        return Tensor._make(arr, CPU)
+        return Tensor._make(D.native_array(arr), CPU)
     return tensor(data, dtype=dtype, device=device)
 
 
@@ -268,31 +269,7 @@ def from_numpy(ndarray: np.ndarray) -> Tensor:
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     D.from_numpy_dtype(ndarray.dtype)
-    return Tensor._make(ndarray, CPU)
-
-
-def from_dlpack(ext) -> Tensor:
-    """A tensor sharing memory with any object that implements the DLPack protocol.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import numpy as np
-    >>> a = np.arange(3.0)
-    >>> t = torcia.from_dlpack(a)
-    >>> a[0] = 5.0
-    >>> t
-    tensor([5., 1., 2.], dtype=torcia.float64)
-    """
-    if isinstance(ext, Tensor):
-        return ext
-    kind, index = ext.__dlpack_device__() if hasattr(ext, "__dlpack_device__") else (1, 0)
-    if int(kind) == 1:
-        return Tensor._make(np.from_dlpack(ext), CPU)
-    from torcia.backend import device
-
-    dev = device("cuda", int(index))
-    return Tensor._make(dev.backend.xp.from_dlpack(ext), dev)
+    return Tensor._make(D.native_array(ndarray), CPU)
 
 
 def _rebuild(arr, device, requires_grad):

@@ -18,6 +18,7 @@ import math
 
 import numpy as np
 
+from torcia._kernels_linalg import outer_operands
 from torcia._tensor import call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -37,6 +38,7 @@ def dot(a, b):
 
 
 def outer(a, b):
+    outer_operands(a, b)
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 

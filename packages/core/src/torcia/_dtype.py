@@ -163,6 +163,19 @@ def from_numpy_dtype(np_dtype) -> dtype:
         ) from None
 
 
+def native_array(arr):
+    """``arr`` seen through NumPy's own dtype object (unchanged where torcia has no dtype
+    for it).
+
+    An array that went through pickle (a DataLoader worker, a pickled dataset) carries a
+    dtype object equal to ``np.dtype(np.float32)`` but not the same one, and NumPy hands it
+    on to what is computed from it; torcia's fast paths and native kernels compare dtypes
+    by identity where they can, so arrays that enter a tensor are given the canonical one
+    (a view: no copy)."""
+    d = FROM_NUMPY.get(arr.dtype)
+    return arr if d is None or arr.dtype is d.np else arr.view(d.np)
+
+
 _default = [float32]
 
 

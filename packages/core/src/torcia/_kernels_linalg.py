@@ -11,6 +11,15 @@ from __future__ import annotations
 import numpy as np
 
 
+def outer_operands(a, b) -> None:
+    """Refuse what is not a vector: PyTorch's ``outer`` takes 1-D operands only, where
+    NumPy's flattens anything (the reference kernel, the public function and the
+    decomposition all check, so that every device refuses alike)."""
+    for which, x in (("self", a), ("vec2", b)):
+        if x.ndim != 1:
+            raise RuntimeError(f"outer: Expected 1-D argument {which}, but got {x.ndim}-D")
+
+
 class LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (singular or not positive-definite), as
     ``torch.linalg.LinAlgError``; a subclass of :class:`RuntimeError`.

@@ -639,9 +639,9 @@ class NNKernels:
         return gx, gw
 
     # ----- embedding ----------------------------------------------------------------
-    def embedding(self, weight, indices, padding_idx=None):
+    def embedding(self, weight, indices, padding_idx=None, sparse=False):
         """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``
-        (``padding_idx`` only matters to the gradient)."""
+        (``padding_idx`` and ``sparse`` only matter to the gradient)."""
         return self.xp.take(weight, indices, axis=0)
 
     def embedding_backward(self, g, indices, num_weights, padding_idx):

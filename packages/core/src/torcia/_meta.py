@@ -107,6 +107,12 @@ def matmul(a, b, **params):
     return tuple(batch) + rows + cols, np.result_type(a.dtype, b.dtype)
 
 
+def sparse_mm(crow, col, values, dense, ncols, transpose=False):
+    """(len(crow) - 1, k), or (ncols, k) with ``transpose``, for a dense (rows, k)."""
+    return ((ncols if transpose else crow.shape[0] - 1, dense.shape[1]),
+            np.result_type(values.dtype, dense.dtype))
+
+
 def linear(x, w, b=None, **params):
     shape, dtype = matmul(x, Meta(w.shape[::-1], w.dtype))
     return shape, dtype
@@ -899,6 +905,7 @@ for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill
                      ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
                      ("normal", ("mean", "std")), ("randint", ("low", "high"))):
     SHAPES[_name] = created("shape", *_args, "dtype", "rng")
+SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})
 

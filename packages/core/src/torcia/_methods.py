@@ -20,6 +20,7 @@ from torcia import (
     _ops_nn,
     _ops_nn_top,
     _ops_spectral,
+    _shared_memory,
     _storage,
     linalg,
     special,
@@ -267,7 +268,7 @@ def _is_pinned(self, device=None):
 
 Tensor.pin_memory = _pin_memory
 Tensor.is_pinned = _is_pinned
-Tensor.share_memory_ = lambda self: self
+Tensor.share_memory_ = _shared_memory.share_memory_
 Tensor.T = property(lambda self: _ops.permute(self, tuple(reversed(range(self.ndim)))))
 Tensor.mT = property(lambda self: _ops.transpose(self, -2, -1))
 Tensor.mH = property(lambda self: _ops_complex.conj(_ops.transpose(self, -2, -1)))
@@ -494,7 +495,7 @@ def apply_(self, fn):
 Tensor.apply_ = apply_
 Tensor.storage_offset = lambda self: 0
 Tensor.get_device = lambda self: -1 if self._device is CPU else self._device.index
-Tensor.is_shared = lambda self: False
+Tensor.is_shared = _shared_memory.is_shared
 Tensor.is_sparse = False
 Tensor.is_sparse_csr = False
 Tensor.is_quantized = False
@@ -603,12 +604,14 @@ tensor([[0, 1],
 
 >>> torcia.tensor([1.0]).is_pinned()
 False""",
-    "share_memory_": """``self``: a tensor's memory is already shared between the threads of its
-process.
+    "share_memory_": """Move the tensor's memory (its base's, for a view; its views follow) into
+shared memory, in place, and return ``self``: processes of :mod:`torcia.multiprocessing`
+given the tensor then read and write the same memory. A no-op where it is shared already,
+and for CUDA tensors.
 
->>> x = torcia.tensor([1.0])
->>> x.share_memory_() is x
-True""",
+>>> x = torcia.tensor([1.0, 2.0])
+>>> x.share_memory_() is x, x.is_shared()
+(True, True)""",
     "T": """The tensor with its dimensions reversed.
 
 >>> torcia.tensor([[1, 2], [3, 4]]).T
@@ -732,7 +735,9 @@ data starts its storage.
 
 >>> torcia.arange(4).storage_offset()
 0""",
-    "is_shared": """Whether the tensor is in shared memory: False (see :meth:`share_memory_`).
+    "is_shared": """Whether the tensor is in memory other processes can map: after
+:meth:`share_memory_`, or when received from another process through
+:mod:`torcia.multiprocessing` (CUDA tensors: always).
 
 >>> torcia.tensor([1.0]).is_shared()
 False""",

@@ -15,8 +15,9 @@ import numpy as np
 from torcia import ops
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
-from torcia._kernels_linalg import LinalgKernels
+from torcia._kernels_linalg import LinalgKernels, outer_operands
 from torcia._kernels_nn import NNKernels
+from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -109,7 +110,8 @@ def _real_only(name, kernel, error, message):
     return run
 
 
-class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels):
+class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels,
+                SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     Sorting, scans, gathering extras and linear algebra live in the
@@ -577,6 +579,7 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return _keep(self.xp.dot(a, b), a)
 
     def outer(self, a, b):
+        outer_operands(a, b)
         return _keep(self.xp.outer(a, b), a)
 
     def einsum(self, *operands, equation):
@@ -584,7 +587,11 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         if like.dtype.name == "bfloat16":
             # NumPy's einsum refuses ml_dtypes' bfloat16: sum in float32, round once
             operands = tuple(o.astype(np.float32) for o in operands)
-        return _keep(self.xp.einsum(equation, *operands, optimize=len(operands) > 2), like)
+        # NumPy's path search (contractions through BLAS) costs ~50 us: worth it for more
+        # than two operands or large ones (c_einsum's loops took 50 ms for an NTK's
+        # 'Naf,Mbf->NMab' of (20, 10, 8778) by (5, 10, 8778), tensordot 3 ms)
+        optimize = len(operands) > 2 or max(o.size for o in operands) >= 1 << 14
+        return _keep(self.xp.einsum(equation, *operands, optimize=optimize), like)
 
     def tensordot(self, a, b, dims):
         return _keep(self.xp.tensordot(a, b, axes=dims), a)

@@ -18,6 +18,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import ops as _oplist
+from torcia._kernels_linalg import outer_operands
 from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
 from torcia.amp import autocast_as
 
@@ -2551,6 +2552,7 @@ def outer(input, vec2):
             [  2,  20, 200]])
     """
     _matmul_dtype(input, vec2, "outer")
+    outer_operands(input, vec2)
     return call("outer", (input, vec2), {})
 
 

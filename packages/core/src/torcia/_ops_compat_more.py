@@ -1496,8 +1496,10 @@ def set_default_tensor_type(t) -> None:
 
 
 class layout(str):  # noqa: N801 - PyTorch's name
-    """A tensor memory layout: :data:`torcia.strided` (dense) or
-    :data:`torcia.sparse_coo`. Equal to its name string (``"torcia.strided"``).
+    """A tensor memory layout: :data:`torcia.strided` (dense), :data:`torcia.sparse_coo`,
+    :data:`torcia.sparse_csr` or :data:`torcia.sparse_csc` (the block layouts
+    :data:`torcia.sparse_bsr` and :data:`torcia.sparse_bsc` are named, and refused by the
+    conversions). Equal to its name string (``"torcia.strided"``).
 
     Examples
     --------
@@ -1514,6 +1516,11 @@ class layout(str):  # noqa: N801 - PyTorch's name
 
 strided = layout("torcia.strided")
 sparse_coo = layout("torcia.sparse_coo")
+sparse_csr = layout("torcia.sparse_csr")
+sparse_csc = layout("torcia.sparse_csc")
+sparse_bsr = layout("torcia.sparse_bsr")
+sparse_bsc = layout("torcia.sparse_bsc")
+jagged = layout("torcia.jagged")
 
 
 class memory_format(str):  # noqa: N801 - PyTorch's name
@@ -1847,7 +1854,8 @@ __all__ = [
     "batch_norm_update_stats", "batch_norm_backward_reduce", "batch_norm_backward_elemt",
     "dsmm", "hspmm", "hsmm", "sspaddmm", "saddmm", "smm", "is_conj", "is_neg",
     "init_num_threads", "set_default_device", "get_default_device", "set_default_tensor_type",
-    "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo",
+    "OutOfMemoryError", "AcceleratorError", "layout", "strided", "sparse_coo", "sparse_csr",
+    "sparse_csc", "sparse_bsr", "sparse_bsc", "jagged",
     "memory_format", "contiguous_format", "channels_last", "channels_last_3d",
     "preserve_format", "embedding_renorm_", "Stream", "Event", "get_device_module",
     "is_anomaly_enabled", "is_anomaly_check_nan_enabled", "set_anomaly_enabled",

@@ -1184,7 +1184,9 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
               scale_grad_by_freq=False, sparse=False):
     """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``; the row
     ``padding_idx`` gets no gradient; with ``max_norm``, looked-up rows whose
-    ``norm_type``-norm exceeds it are rescaled in place first.
+    ``norm_type``-norm exceeds it are rescaled in place first; with ``sparse``, the
+    gradient of ``weight`` is a sparse COO tensor of the looked-up rows (for
+    :class:`torcia.optim.SparseAdam`).
 
     Examples
     --------
@@ -1215,11 +1217,15 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
 
         check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
                     lambda: IndexError("index out of range in self"))
-    if scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: scale_grad_by_freq and sparse are not supported")
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is not supported")
     if max_norm is not None:
         _renorm_rows(weight, input, float(max_norm), float(norm_type))
-    return call("embedding", (weight, input), {"padding_idx": padding_idx})
+    params = {"padding_idx": padding_idx}
+    if sparse:
+        # the gradient of weight becomes a sparse COO tensor of the rows looked up
+        params["sparse"] = True
+    return call("embedding", (weight, input), params)
 
 
 def _torch_tensor_type(t) -> str:

@@ -127,9 +127,11 @@ def _check_grad(t, g) -> None:
             f"'{t._device.index}'. Please ensure that the gradient and the tensor are on the "
             "same device"
         )
-    if g._data.shape != t._data.shape:
+    # a sparse gradient (no dense data) has its size all the same
+    g_shape = g._data.shape if g._layout_binary is None else tuple(g.shape)
+    if g_shape != t._data.shape:
         raise RuntimeError(
-            f"attempting to assign a gradient of size '{list(g._data.shape)}' to a tensor of "
+            f"attempting to assign a gradient of size '{list(g_shape)}' to a tensor of "
             f"size '{list(t._data.shape)}'. Please ensure that the gradient and the tensor are "
             "the same size"
         )
@@ -156,6 +158,9 @@ class Tensor:
         "_out_nr", "_hooks", "_retains_grad", "__weakref__", "__dict__",
     )
     __array_priority__ = 1000  # numpy defers to Tensor's reflected operators
+    #: the elementwise arithmetic of a layout without dense data (torcia._sparse sets it
+    #: on the sparse layouts): binary() hands it ops with such an operand
+    _layout_binary = None
 
     def __new__(cls, *args, **kwargs):
         if cls is Tensor and not kwargs.get("_internal"):
@@ -638,11 +643,40 @@ class Tensor:
         return (_rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
                            self._requires_grad))
 
-    def __dlpack__(self, stream=None, **kwargs):
-        return self._data.__dlpack__(**({"stream": stream} if stream is not None else {}))
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """A DLPack capsule over this tensor's memory (no copy), for another library's
+        ``from_dlpack``; the keywords are the protocol's. A tensor that requires grad is
+        refused, as in PyTorch: the other library would not see its gradient.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> import torcia
+        >>> t = torcia.arange(3.0)
+        >>> a = np.from_dlpack(t)
+        >>> a[0] = 9.0
+        >>> t
+        tensor([9., 1., 2.])
+        """
+        if self._requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use "
+                              "tensor.detach()")
+        kwargs = {"max_version": max_version, "dl_device": dl_device, "copy": copy}
+        if stream is not None:
+            kwargs["stream"] = stream
+        return self._data.__dlpack__(**{k: v for k, v in kwargs.items() if v is not None})
 
     def __dlpack_device__(self):
-        return self._data.__dlpack_device__()
+        """``(device type, index)`` in DLPack's codes (1: CPU, 2: CUDA).
+
+        Examples
+        --------
+        >>> import torcia
+        >>> torcia.ones(1).__dlpack_device__()
+        (1, 0)
+        """
+        kind, index = self._data.__dlpack_device__()
+        return int(kind), int(index)
 
     def __deepcopy__(self, memo):
         if id(self) in memo:
@@ -885,8 +919,11 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
 
 def binary(op: str, a, b, float_op: bool = False):
     """An elementwise op of two operands with PyTorch's promotion (the hottest path)."""
-    if a.__class__ is not Tensor and not isinstance(a, Tensor):
-        a = _as_operand(a, b)
+    if a.__class__ is not Tensor:
+        if not isinstance(a, Tensor):
+            a = _as_operand(a, b)
+        elif a._layout_binary is not None:
+            return a._layout_binary(op, a, b, float_op)
     if _modes_on and MODES.modes:
         return _binary_in_modes(MODES.modes, op, a, b, float_op)
     ad = a._data
@@ -908,6 +945,8 @@ def binary(op: str, a, b, float_op: bool = False):
     # cost every promoting op (a * 2.0) one more Python call
     dt = _FROM_NP[ad.dtype]
     if isinstance(b, Tensor):
+        if b.__class__ is not Tensor and b._layout_binary is not None:
+            return b._layout_binary(op, a, b, float_op)
         bd = b._data
         if bd.dtype is not a._data.dtype:
             bt = _FROM_NP[bd.dtype]

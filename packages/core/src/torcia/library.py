@@ -170,7 +170,7 @@ __all__ = [
     "fallback", "get_backend",
     "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
-    "check_async", "tensor_of", "unary", "unbatch",
+    "check_async", "share_memory", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
 
@@ -436,7 +436,13 @@ class OpRegistry(Registry):
             devices through :func:`host_fallback` until a plugin registers a kernel there.
         backward : callable, optional
             The backward formula, in the convention of ``torcia.autograd.derivatives``:
-            ``backward(grad, *inputs, **params)`` returning one gradient per input.
+            ``backward(grad, *inputs, **params)`` returning one gradient per input. Its
+            parameters after ``grad`` are the op's inputs, by position, then any of the
+            kernel's parameters it needs, by name, declared positionally or keyword-only
+            as you like (``def backward(grad, x, limit)`` and ``def backward(grad, x, *,
+            limit)`` both receive the call's ``limit``), and the keywords ``result`` (the
+            output) and ``needs_input_grad``. A parameter that is none of these, or fewer
+            inputs than the op has, is a ``TypeError`` here, when the op is defined.
         shape : callable, optional
             ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta"
             device; without it the meta device runs ``kernel`` on zero stand-ins.
@@ -444,7 +450,9 @@ class OpRegistry(Registry):
             The forward-mode formula, in the convention of
             ``torcia.autograd.forward_derivatives``: ``jvp(tangents, *inputs, result=...,
             **params)`` (one tangent or None per input) returning the output's tangent;
-            without it, forward mode transposes ``backward``.
+            without it, forward mode transposes ``backward``. It receives ``result`` and
+            every parameter of the kernel by name: a ``jvp`` that cannot take one is a
+            ``TypeError`` here.
         differentiable : bool, optional
             Whether the op has gradients; by default, whether ``backward`` is given.
         group : str
@@ -459,6 +467,10 @@ class OpRegistry(Registry):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
         inputs, params = _signature(kernel, group)
+        if backward is not None:
+            backward = _backward_as_declared(name, backward, inputs, params)
+        if jvp is not None:
+            _check_jvp(name, jvp, inputs, params)
         record = OpDef(
             name=name, group=group, inputs=inputs, params=params, kernel=kernel,
             backward=backward, jvp=jvp, shape=shape,
@@ -467,6 +479,84 @@ class OpRegistry(Registry):
         )
         self.add(name, record)
         return record
+
+
+#: What a formula may take by name besides the op's parameters.
+_FORMULA_KEYWORDS = ("result", "needs_input_grad")
+
+
+def _formula_parameters(name: str, what: str, fn: Callable):
+    try:
+        return list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        raise TypeError(f"the {what} of op {name!r} must be a Python function whose "
+                        "parameters can be read") from None
+
+
+def _backward_as_declared(name: str, fn: Callable, inputs: tuple, params: dict) -> Callable:
+    """``fn`` in the engine's convention (the op's parameters keyword-only), whichever way
+    it declares them; a ``TypeError`` naming what does not fit. The engine passes the
+    inputs positionally and, by name, the keyword-only parameters a formula declares: a
+    parameter declared positionally would keep its default, a silently wrong gradient."""
+    declared = _formula_parameters(name, "backward", fn)[1:]
+    count = sum(1 for i in inputs if not i.startswith("*"))
+    variadic = any(i.startswith("*") for i in inputs)
+    kinds = inspect.Parameter
+    positional = [p for p in declared if p.kind in (kinds.POSITIONAL_ONLY,
+                                                    kinds.POSITIONAL_OR_KEYWORD)]
+    takes_rest = any(p.kind is kinds.VAR_POSITIONAL for p in declared)
+    takes_all = any(p.kind is kinds.VAR_KEYWORD for p in declared)
+    if len(positional) < count and not takes_rest:
+        raise TypeError(
+            f"the backward of op {name!r} takes {len(positional)} input(s) after the "
+            f"gradient, but the op has {count} ({', '.join(inputs)})")
+    moved = positional[count:] if not variadic else []
+    keywords = [p for p in declared if p.kind is kinds.KEYWORD_ONLY]
+    for p in moved + keywords:
+        if p.name not in params and p.name not in _FORMULA_KEYWORDS:
+            raise TypeError(
+                f"the backward of op {name!r} has a parameter {p.name!r}, which is neither "
+                f"an input ({', '.join(inputs) or 'none'}) nor a parameter "
+                f"({', '.join(params) or 'none'}) of its kernel")
+    if not moved and not takes_all:
+        return fn
+    # the engine's convention: inputs positional, the op's parameters keyword-only
+    wanted = [p.name for p in moved] + [p.name for p in keywords]
+    if takes_all:
+        wanted += [k for k in params if k not in wanted]
+    ahead = [p.name for p in moved]
+    first = _formula_parameters(name, "backward", fn)[0]
+
+    def backward(grad, *args, **kwargs):
+        return fn(grad, *args, *(kwargs.pop(k) for k in ahead), **kwargs)
+
+    backward.__signature__ = inspect.Signature(
+        [first.replace(kind=kinds.POSITIONAL_OR_KEYWORD)]
+        + [p.replace(kind=kinds.POSITIONAL_OR_KEYWORD, default=kinds.empty)
+           for p in positional[:count]]
+        + [p for p in declared if p.kind is kinds.VAR_POSITIONAL]
+        + [kinds(k, kinds.KEYWORD_ONLY, default=params.get(k)) for k in wanted
+           if k not in _FORMULA_KEYWORDS]
+        + [kinds(k, kinds.KEYWORD_ONLY) for k in wanted if k in _FORMULA_KEYWORDS])
+    backward.__name__ = getattr(fn, "__name__", "backward")
+    backward.__qualname__ = getattr(fn, "__qualname__", backward.__name__)
+    backward.__doc__ = fn.__doc__
+    backward.__wrapped__ = fn
+    return backward
+
+
+def _check_jvp(name: str, fn: Callable, inputs: tuple, params: dict) -> None:
+    """A ``TypeError`` now for a forward formula the engine could not call."""
+    declared = _formula_parameters(name, "jvp", fn)[1:]
+    kinds = inspect.Parameter
+    if any(p.kind is kinds.VAR_KEYWORD for p in declared):
+        return
+    by_keyword = {p.name for p in declared if p.kind in (kinds.POSITIONAL_OR_KEYWORD,
+                                                        kinds.KEYWORD_ONLY)}
+    missing = [k for k in ("result", *params) if k not in by_keyword]
+    if missing:
+        raise TypeError(f"the jvp of op {name!r} is called with the keyword(s) "
+                        f"{', '.join(missing)}, which it does not take")
 
 
 #: The ops plugins define through ``torcia_register_ops``.
@@ -730,6 +820,22 @@ def zero_grad(parameters, set_to_none: bool = True) -> None:
             else:
                 p.grad.requires_grad_(False)
             p.grad.zero_()
+
+
+def share_memory(tensors) -> None:
+    """Move the memory of ``tensors`` into shared memory in place, as ``share_memory_()``
+    on each but in one pass (``Module.share_memory`` uses it for all its tensors).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.ones(2), torcia.zeros(3)
+    >>> torcia.library.share_memory([a, b]); a.is_shared(), b.is_shared()
+    (True, True)
+    """
+    from torcia import _shared_memory
+
+    _shared_memory.share(list(tensors))
 
 
 # ---------------------------------------------------------------------------------------

@@ -141,6 +141,12 @@ NN = (
     "lstm_cell", "lstm_cell_backward", "lstm_layer", "lstm_layer_backward",
 )
 
+# --- sparse matrices -----------------------------------------------------------------------
+# (crow, col, values, dense, ncols=, transpose=): the compressed-row matrix the first three
+# describe (rows = len(crow) - 1, ncols columns) times dense, or its transpose with
+# transpose=True; differentiable in values and dense (torcia.sparse's products use it)
+SPARSE = ("sparse_mm",)
+
 # --- creation and randomness (no inputs, not differentiable) ------------------------------
 CREATION = (
     "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye",
@@ -152,7 +158,7 @@ ALL = (
     + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER + COMPLEX + FFT + ELEMENTWISE_OTHER
     + REDUCE
     + REDUCE_INDEX + SCAN + VIEW + MOVEMENT + SORTING + LINALG
-    + NN + CREATION
+    + NN + SPARSE + CREATION
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).

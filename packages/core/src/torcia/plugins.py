@@ -4,38 +4,52 @@ Plugins are found in the ``torcia`` entry-point group. They are loaded once, the
 any registry is needed, and each registration hook is called once to fill a plain table
 (``hooks register, tables dispatch``). Every failure of a plugin is contained: a plugin that
 fails to import, fails pluggy's validation (now or when a part adds its hook
-specifications later), implements a hook no part defines, raises in a hook, or calls back
-into torcia from a registration hook is reported by name with a :class:`PluginWarning`,
-skipped, and what it had registered is rolled back; the others keep working.
+specifications later), implements a hook no part defines, raises in a hook, calls back
+into torcia from a registration hook, or changes one of torcia's own public callables
+(``torcia.manual_seed``, ``Tensor.__add__``, ``torcia.nn.functional.mse_loss``...) is
+reported by name with a :class:`PluginWarning`, skipped, and what it had registered (or
+changed) is rolled back; the others keep working. In strict mode each of these is a
+:class:`PluginError` naming the plugin, and discovery is transactional: after a refusal
+the next attempt starts from nothing and meets the same refusal.
 
 Identity: a plugin is its distribution's normalised name (PEP 503: ``Torcia_Evil`` is
-``torcia-evil``) plus its entry-point name, ``distribution:entry-point``. torcia's own parts
-are the distributions of :data:`OWN` installed in the same place as torcia-core (the same
-``site-packages``, editable or not): metadata alone (a ``Name: torcia-nn`` line) does not
-make a distribution one of torcia's parts; a lock file pins them by content as well.
+``torcia-evil``) plus its entry-point name, ``distribution:entry-point``. Two distributions
+of one name on ``sys.path`` (Python imports the first one's modules) are both listed, the
+later one refused as shadowed. torcia's own parts are recognised by what cannot be copied
+without the vetted files (:func:`is_own`): a name of :data:`OWN`, a ``.dist-info`` next to
+torcia-core's, an entry point into the part's own package whose file the distribution's
+RECORD lists with the file's hash; metadata alone (a ``Name: torcia-nn`` line) does not make
+a distribution one of torcia's parts.
 
-Policy, from (in order) the system config (``$TORCIA_SYSTEM_CONFIG`` or
-``/etc/torcia/config.toml``), the user config (``$TORCIA_CONFIG`` or
-``~/.config/torcia/config.toml``) and the environment (``TORCIA_PLUGINS`` allow,
-``TORCIA_DISABLE_PLUGINS`` block, ``TORCIA_STRICT_PLUGINS=1``, ``TORCIA_PLUGIN_LOCK``)::
+Policy (see :class:`Policy`): the system config (``<sys.prefix>/etc/torcia/config.toml``
+and ``/etc/torcia/config.toml``) is the root; the user config (``$TORCIA_CONFIG`` or
+``~/.config/torcia/config.toml``), another config named by ``TORCIA_SYSTEM_CONFIG`` and the
+environment (``TORCIA_PLUGINS`` allow, ``TORCIA_DISABLE_PLUGINS`` block,
+``TORCIA_STRICT_PLUGINS=1``, ``TORCIA_PLUGIN_LOCK``) only narrow it::
 
       [plugins]
-      allow = ["torcia-cpu", "lion-dist:lion"]   # distributions, or distribution:entry-point
+      allow = ["torcia-cpu", "lion-dist"]        # distributions, or distribution:entry-point
       block = ["evil-dist"]                      # also bare entry-point names
       strict = true          # a failed or refused plugin is an error, not a warning
-      lock = "/etc/torcia/plugins.lock"          # see ``torcia plugins lock``
-      locked = true          # system config only: the others may narrow, never widen
+      lock = "plugins.lock"  # see ``torcia plugins lock``; relative to the config's folder
+      locked = true          # system config only: the others may narrow, never name files
 
 Each allowlist narrows (the allowed set is the intersection of every allowlist given);
-blocklists add up and win; ``strict`` once on stays on. With ``locked = true`` in the system
-config, the user config and the environment cannot name another lock file or config. A
-config mistake (unknown section or key, a wrong type, ``TORCIA_CONFIG`` naming a missing
-file) is an error naming the file and line, never a silently ignored setting.
+blocklists add up and win; ``strict`` once on stays on; a lock once named cannot be
+replaced. A config mistake (unknown section or key, a wrong type, ``TORCIA_CONFIG`` naming
+a missing file) is an error naming the file and line, never a silently ignored setting,
+and so is every refusal (``blocked by config file /etc/torcia/config.toml:3``).
 
-Pinning: ``torcia plugins lock`` writes the lock file (each plugin's distribution, version,
-entry points and the sha256 of its installed files, taken from the distribution's RECORD and
-checked against the files). With a lock in force, a plugin whose distribution is not in it,
-whose version differs, or whose files differ is refused before its code is imported.
+Pinning: ``torcia plugins lock`` loads the plugins the policy allows and writes the lock
+file: each distribution's version, location, entry points and the sha256 of its installed
+files (from its RECORD, checked against the files), the byte code of its modules, and the
+start-up files of the environment (``.pth``, ``sitecustomize``). It refuses to lock a
+plugin that fails. With a lock in force, the lock guard (:class:`LockGuard`) checks each
+module of a locked distribution when it is imported, before it runs, and a plugin whose
+distribution is not in the lock, whose version or location differs, or whose files differ
+is refused before its code is imported. ``torcia plugins --check`` (and strict mode at
+start-up) also fails on a locked plugin that is missing, blocked or shadowed, and on an
+unlocked start-up file (:func:`check_deployment`).
 
 Example of a whole plugin distribution (its ``pyproject.toml`` names the module)::
 
@@ -52,21 +66,38 @@ Example of a whole plugin distribution (its ``pyproject.toml`` names the module)
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import difflib
 import hashlib
 import inspect
 import json
 import os
-import re
+import sys
 import threading
 import warnings
 from pathlib import Path
 
 import pluggy
 
-from torcia import hookspecs
+from torcia import _policy, hookspecs
+
+# PARTS, SYSTEM_CONFIGS, LockGuard, PluginConfigError and module_name are re-exported:
+# they are part of this module's API
+from torcia._policy import (  # noqa: F401
+    LOCK_FORMAT,
+    OWN,
+    PARTS,
+    SYSTEM_CONFIGS,
+    Lock,
+    LockGuard,
+    PluginConfigError,
+    PluginError,
+    PluginLockError,
+    Policy,
+    guard,
+    module_name,
+    normalize,
+)
 
 hookimpl = pluggy.HookimplMarker("torcia")
 
@@ -76,17 +107,6 @@ ENTRY_POINT_GROUP = "torcia"
 #: ``KernelRegistry.add(..., setup=)`` and :mod:`torcia.library`; 0.3 made the object
 #: ``torcia_autograd_engine`` returns a :class:`torcia.library.AutogradMode`.
 HOOK_API_VERSION = "0.3"
-#: Distributions that make up torcia itself; their plugins pass any allowlist.
-PARTS = frozenset(
-    "torcia-" + p
-    for p in ("core", "autograd", "nn", "optim", "data", "distributed", "vision", "text",
-              "distributions", "compiler")
-)
-#: Every distribution of the torcia project (the parts and the project's own plugins):
-#: recognised as torcia's own when installed next to torcia-core.
-OWN = PARTS | {"torcia-cpu", "torcia-cuda", "torcia-mpi", "torcia-onnx"}
-SYSTEM_CONFIG = Path("/etc/torcia/config.toml")
-LOCK_FORMAT = 1
 
 
 class PluginWarning(UserWarning):
@@ -111,28 +131,6 @@ class PluginBlockedError(RuntimeError):
     """
 
 
-class PluginError(RuntimeError):
-    """In strict mode: a plugin failed or was refused.
-
-    Examples
-    --------
-    >>> from torcia import plugins
-    >>> issubclass(plugins.PluginError, RuntimeError)
-    True
-    """
-
-
-class PluginConfigError(RuntimeError):
-    """The plugin configuration is wrong: it names the file and line.
-
-    Examples
-    --------
-    >>> from torcia import plugins
-    >>> issubclass(plugins.PluginConfigError, RuntimeError)
-    True
-    """
-
-
 class PluginReentryError(RuntimeError):
     """A registration hook called into torcia while torcia was building its tables.
 
@@ -147,6 +145,10 @@ class PluginReentryError(RuntimeError):
 @dataclasses.dataclass
 class PluginInfo:
     """What ``python -m torcia plugins`` reports about one plugin.
+
+    ``location`` is the folder of its distribution's ``.dist-info``; ``changed`` names the
+    callables of torcia it changed while it loaded (they were put back), ``threads`` the
+    threads it left running.
 
     Examples
     --------
@@ -169,10 +171,14 @@ class PluginInfo:
     sha256: str = ""
     own: bool = False
     notes: list[str] = dataclasses.field(default_factory=list)
+    location: str = ""
+    changed: list[str] = dataclasses.field(default_factory=list)
+    threads: list[str] = dataclasses.field(default_factory=list)
+    entry_point: str = ""  # the entry point's name (``name`` may carry the distribution)
 
     @property
     def ident(self) -> str:
-        return f"{self.distribution}:{self.name}"
+        return f"{self.distribution}:{self.entry_point or self.name}"
 
 
 def install_hint(dist: str) -> str:
@@ -193,185 +199,8 @@ def install_hint(dist: str) -> str:
             "name would not be torcia's")
 
 
-def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares them: ``Torcia_Evil`` -> ``torcia-evil``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.plugins.normalize("Torcia_Focal.Loss")
-    'torcia-focal-loss'
-    """
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 # ---------------------------------------------------------------------------------------
-# Configuration and policy
-# ---------------------------------------------------------------------------------------
-
-_KEYS = {"allow": list, "block": list, "strict": bool, "lock": str, "locked": bool}
-
-
-def _split(value: str | None) -> set[str]:
-    return {v.strip() for v in (value or "").split(",") if v.strip()}
-
-
-def _user_config_path() -> tuple[Path, bool]:
-    """The user config and whether it was named explicitly (then it must exist)."""
-    env = os.environ.get("TORCIA_CONFIG")
-    if env:
-        return Path(env), True
-    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "torcia" / "config.toml", False
-
-
-def _system_config_path() -> tuple[Path, bool]:
-    env = os.environ.get("TORCIA_SYSTEM_CONFIG")
-    return (Path(env), True) if env else (SYSTEM_CONFIG, False)
-
-
-def _line_of(text: str, pattern: str) -> int:
-    for number, line in enumerate(text.splitlines(), 1):
-        if re.match(pattern, line):
-            return number
-    return 0
-
-
-def _read_config(path: Path, required: bool, system: bool) -> dict:
-    """The ``[plugins]`` table of a config file, validated; {} when an implicit file is
-    absent."""
-    if not path.is_file():
-        if required:
-            raise PluginConfigError(f"torcia config file {path} does not exist")
-        return {}
-    import tomllib
-
-    try:
-        text = path.read_text()
-        data = tomllib.loads(text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise PluginConfigError(f"torcia config file {path} cannot be read: {exc}") from exc
-    for section in data:
-        if section != "plugins":
-            line = _line_of(text, rf"\s*\[+\s*{re.escape(section)}\b")
-            raise PluginConfigError(
-                f"{path}:{line}: unknown section [{section}] (torcia reads [plugins] only)")
-    table = data.get("plugins", {})
-    if not isinstance(table, dict):
-        line = _line_of(text, r"\s*plugins\s*=")
-        raise PluginConfigError(f"{path}:{line}: plugins must be a table ([plugins])")
-    for key, value in table.items():
-        line = _line_of(text, rf"\s*{re.escape(key)}\s*=")
-        if key not in _KEYS or (key == "locked" and not system):
-            known = ", ".join(k for k in _KEYS if system or k != "locked")
-            hint = difflib.get_close_matches(key, list(_KEYS), n=1)
-            raise PluginConfigError(
-                f"{path}:{line}: unknown key {key!r} in [plugins]"
-                + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; known: {known}")
-        kind = _KEYS[key]
-        if not isinstance(value, kind) or (
-                kind is list and not all(isinstance(v, str) for v in value)):
-            want = "a list of strings" if kind is list else kind.__name__
-            raise PluginConfigError(f"{path}:{line}: {key} must be {want}, got "
-                                    f"{type(value).__name__} {value!r}")
-    return table
-
-
-class Policy:
-    """The plugin policy in force: allowlists, blocklist, strict mode and lock file, each
-    entry with where it came from.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia import plugins
-    >>> policy = plugins.Policy()
-    >>> policy.strict, policy.block
-    (None, {})
-    """
-
-    def __init__(self):
-        self.allow: dict[str, str] = {}
-        self.block: dict[str, str] = {}
-        self.allowlists: list[tuple[str, set[str]]] = []  # (source, entries): each narrows
-        self.strict: str | None = None
-        self.lock: tuple[Path, str] | None = None
-        self.locked_by: str | None = None
-        system_path, required = _system_config_path()
-        system = _read_config(system_path, required, system=True)
-        if system.get("locked"):
-            self.locked_by = f"system config {system_path}"
-        self._apply(system, f"system config {system_path}", system_path)
-        user_path, required = _user_config_path()
-        if self.locked_by and os.environ.get("TORCIA_CONFIG"):
-            raise PluginConfigError(f"TORCIA_CONFIG is set, but the plugin policy is locked "
-                                    f"by the {self.locked_by}")
-        self._apply(_read_config(user_path, required, system=False), f"config file {user_path}",
-                    user_path)
-        env_allow = _split(os.environ.get("TORCIA_PLUGINS"))
-        if env_allow:
-            self._allow(env_allow, "TORCIA_PLUGINS")
-        for name in _split(os.environ.get("TORCIA_DISABLE_PLUGINS")):
-            self._block(name, "TORCIA_DISABLE_PLUGINS")
-        if os.environ.get("TORCIA_STRICT_PLUGINS", "") not in ("", "0"):
-            self.strict = self.strict or "TORCIA_STRICT_PLUGINS"
-        env_lock = os.environ.get("TORCIA_PLUGIN_LOCK")
-        if env_lock:
-            self._set_lock(env_lock, "TORCIA_PLUGIN_LOCK", Path.cwd())
-
-    def _allow(self, names, source):
-        entries = {_ident(n) for n in names}
-        self.allowlists.append((source, entries))
-        for name in entries:
-            self.allow.setdefault(name, source)
-
-    def _block(self, name, source):
-        # a bare name blocks the distribution of that (normalised) name and the entry
-        # points of that exact name
-        self.block.setdefault(_ident(name), source)
-        if ":" not in name:
-            self.block.setdefault(name.strip(), source)
-
-    def _set_lock(self, value, source, base):
-        if self.locked_by and source != self.locked_by:
-            if self.lock is None or Path(value) != self.lock[0]:
-                raise PluginConfigError(f"{source} names the plugin lock {value}, but the "
-                                        f"plugin policy is locked by the {self.locked_by}")
-        path = Path(value)
-        self.lock = (path if path.is_absolute() else base.parent / path, source)
-
-    def _apply(self, table, source, path):
-        if "allow" in table:
-            self._allow(table["allow"], source)
-        for name in table.get("block", []):
-            self._block(name, source)
-        if table.get("strict"):
-            self.strict = self.strict or source
-        if "lock" in table:
-            self._set_lock(table["lock"], source, path)
-
-    def verdict(self, name: str, dist: str, own: bool = False) -> str | None:
-        """Return why the plugin is blocked, or None when it may load."""
-        dist = normalize(dist)
-        for key in (f"{dist}:{name}", dist, name):
-            if key in self.block:
-                return f"blocked by {self.block[key]}"
-        if own and dist in PARTS:
-            return None
-        for source, entries in self.allowlists:
-            if dist not in entries and f"{dist}:{name}" not in entries:
-                return f"not in the allowlist ({source})"
-        return None
-
-
-def _ident(entry: str) -> str:
-    """An allow/block entry in normal form: ``Dist_Name:ep`` -> ``dist-name:ep``."""
-    dist, sep, name = entry.strip().partition(":")
-    return normalize(dist) + (sep + name.strip() if sep else "")
-
-
-# ---------------------------------------------------------------------------------------
-# Identity and pinning
+# Identity
 # ---------------------------------------------------------------------------------------
 
 
@@ -391,24 +220,14 @@ def _base(dist) -> Path | None:
         return None
 
 
-def is_own(dist) -> bool:
-    """Whether ``dist`` is one of torcia's own distributions: one of :data:`OWN` by name,
-    installed in the same place as torcia-core."""
-    if dist is None or normalize(dist.metadata["Name"] or "") not in OWN:
-        return False
-    if _state.core_base is None:
-        core = _core_dist()
-        _state.core_base = (_base(core) if core is not None else None) or False
-    return bool(_state.core_base) and _state.core_base == _base(dist)
-
-
-def _b64_sha256(data: bytes) -> str:
-    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(
-        b"=").decode()
+def _dist_name(dist) -> str:
+    # the folder's name, as importlib.metadata compares them, saves reading METADATA
+    return normalize(getattr(dist, "_normalized_name", None) or dist.metadata["Name"] or "")
 
 
 def _editable_root(dist) -> Path | None:
-    """The source directory of an editable install (PEP 610's direct_url.json)."""
+    """The source directory of an editable install (PEP 610's direct_url.json): its
+    ``src`` folder where it has one."""
     text = dist.read_text("direct_url.json")
     if not text:
         return None
@@ -416,17 +235,78 @@ def _editable_root(dist) -> Path | None:
         doc = json.loads(text)
     except ValueError:
         return None
-    if not doc.get("dir_info", {}).get("editable"):
-        return None
     url = doc.get("url", "")
-    return Path(url[len("file://"):]) if url.startswith("file://") else None
+    if not doc.get("dir_info", {}).get("editable") or not url.startswith("file://"):
+        return None
+    root = Path(url[len("file://"):])
+    return root / "src" if (root / "src").is_dir() else root
+
+
+def _own_package(dist_name: str, module: str) -> bool:
+    """Whether ``module`` is in the package a distribution of :data:`OWN` installs:
+    ``torcia.nn`` for torcia-nn, ``torcia_cpu`` for torcia-cpu."""
+    short = dist_name[len("torcia-"):]
+    top = f"torcia_{short.replace('-', '_')}"
+    return module.split(".")[0] == top or (module + ".").startswith(f"torcia.{short}.")
+
+
+def _vouched(dist, module: str) -> bool:
+    """Whether ``module`` is a file ``dist`` installed: listed in its RECORD with the
+    file's hash (pip wrote it), or in an editable install, under its source folder."""
+    rel = module.replace(".", "/")
+    candidates = {f"{rel}.py", f"{rel}/__init__.py"}
+    root = _editable_root(dist)
+    if root is not None:
+        return any((root / c).is_file() for c in candidates)
+    for entry in dist.files or ():
+        if str(entry) in candidates and entry.hash and entry.hash.mode == "sha256":
+            try:
+                data = Path(dist.locate_file(entry)).read_bytes()
+            except OSError:
+                return False
+            return _policy.sha256(data) == f"sha256={entry.hash.value}"
+    return False
+
+
+def is_own(dist, shadowed: bool = False) -> bool:
+    """Whether ``dist`` is one of torcia's own distributions: one of :data:`OWN` by name,
+    its ``.dist-info`` in the folder of torcia-core's, the only distribution of its name
+    that Python uses (not ``shadowed``), and each of its ``torcia`` entry points loading a
+    module of the part's own package that its RECORD lists with the file's hash (or, in an
+    editable install, that lies under its source folder). A squatted name installed from
+    elsewhere, or one whose entry point loads a module of its own, is not torcia's.
+
+    Examples
+    --------
+    >>> import importlib.metadata
+    >>> from torcia import plugins
+    >>> plugins.is_own(importlib.metadata.distribution("torcia-core"))
+    True
+    """
+    if dist is None or shadowed:
+        return False
+    name = _dist_name(dist)
+    if name not in OWN:
+        return False
+    if _state.core_base is None:
+        core = _core_dist()
+        _state.core_base = (_base(core) if core is not None else None) or False
+    if not _state.core_base or _state.core_base != _base(dist):
+        return False
+    return all(_own_package(name, ep.module) and _vouched(dist, ep.module)
+               for ep in dist.entry_points if ep.group == ENTRY_POINT_GROUP)
+
+
+# ---------------------------------------------------------------------------------------
+# Pinning
+# ---------------------------------------------------------------------------------------
 
 
 def installed_files(dist) -> dict[str, str]:
     """``relative path -> "sha256=..."`` of a distribution's installed files: those its RECORD
     hashes (each checked against the file), and for an editable install every source file
-    under its source directory's ``src``. Console scripts (outside ``site-packages``) are
-    left out.
+    under its source directory (as ``{source}/...``). Console scripts (outside
+    ``site-packages``) are left out.
 
     Raises
     ------
@@ -440,41 +320,118 @@ def installed_files(dist) -> dict[str, str]:
             # outside site-packages (rewritten when an environment is relocated; torcia
             # imports nothing from there)
             continue
-        digest = _b64_sha256(Path(dist.locate_file(entry)).read_bytes())
+        digest = _policy.sha256(Path(dist.locate_file(entry)).read_bytes())
         if digest != f"sha256={entry.hash.value}":
             raise PluginError(f"{dist.metadata['Name']}: {entry} differs from its RECORD hash")
         files[str(entry)] = digest
-    root = _editable_root(dist)
-    if root is not None:
-        src = root / "src" if (root / "src").is_dir() else root
+    src = _editable_root(dist)
+    if src is not None:
         for path in sorted(src.rglob("*")):
             if path.is_file() and "__pycache__" not in path.parts and not path.name.endswith(
                     ".pyc") and ".egg-info" not in str(path):
-                files[f"{{source}}/{path.relative_to(src)}"] = _b64_sha256(path.read_bytes())
+                files[f"{{source}}/{path.relative_to(src)}"] = _policy.sha256(path.read_bytes())
     return files
+
+
+def _bytecode_matches(pyc: bytes, source: bytes, path: str) -> bool:
+    """Whether byte code is what Python compiles from ``source`` (code objects compare
+    their instructions, constants, names and line tables, not their file names)."""
+    import marshal
+    from importlib.util import MAGIC_NUMBER
+
+    if pyc[:4] != MAGIC_NUMBER:
+        return False
+    try:
+        code = marshal.loads(memoryview(pyc)[16:])
+        return code == compile(source, path, "exec", dont_inherit=True)
+    except (ValueError, EOFError, TypeError, SyntaxError):
+        return False
+
+
+def _pinned_bytecode(files: dict[str, Path]) -> dict[str, str]:
+    """``key -> sha256`` of the byte code beside each source file that compiles from it."""
+    pins = {}
+    for key, source in files.items():
+        if not key.endswith(".py"):
+            continue
+        try:
+            pyc = Path(_policy.pyc_path(str(source))).read_bytes()
+            data = source.read_bytes()
+        except OSError:
+            continue
+        if _bytecode_matches(pyc, data, str(source)):
+            pins[key] = _policy.sha256(pyc)
+    return pins
+
+
+def startup_files() -> dict[str, str]:
+    """``path -> sha256`` of what runs at every interpreter start before torcia can check
+    anything: the ``.pth`` files of the site folders, ``sitecustomize`` and
+    ``usercustomize``.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> all(p.endswith((".pth", ".py")) for p in plugins.startup_files())
+    True
+    """
+    import importlib.util
+    import site
+
+    folders = list(site.getsitepackages())
+    if site.ENABLE_USER_SITE:
+        folders.append(site.getusersitepackages())
+    found = {}
+    for folder in dict.fromkeys(folders):
+        try:
+            names = sorted(os.listdir(folder))
+        except OSError:
+            continue
+        for name in names:
+            if name.endswith(".pth"):
+                found[os.path.join(folder, name)] = None
+    for name in ("sitecustomize", "usercustomize"):
+        module = sys.modules.get(name)
+        origin = getattr(module, "__file__", None)
+        if origin is None:
+            try:
+                spec = importlib.util.find_spec(name)
+            except (ImportError, ValueError):
+                spec = None
+            origin = spec.origin if spec is not None and spec.has_location else None
+        if origin:
+            found[origin] = None
+    out = {}
+    for path in found:
+        try:
+            out[path] = _policy.sha256(Path(path).read_bytes())
+        except OSError:
+            out[path] = "unreadable"
+    return out
 
 
 def _file_path(dist, key: str) -> Path:
     if key.startswith("{source}/"):
-        root = _editable_root(dist)
-        src = root / "src" if (root / "src").is_dir() else root
-        return src / key[len("{source}/"):]
+        return _editable_root(dist) / key[len("{source}/"):]
     return Path(dist.locate_file(key))
 
 
-def _lock_check(entry: dict | None, dist, version: str) -> str | None:
+def _lock_check(entry: dict | None, dist) -> str | None:
     """Why a distribution does not match its lock entry, or None."""
     if entry is None:
         return "not in the lock file (unpinned)"
-    if entry["version"] != version:
-        return f"version {version} differs from the locked {entry['version']}"
+    if entry["version"] != dist.version:
+        return f"version {dist.version} differs from the locked {entry['version']}"
+    here, locked = _base(dist), _policy.expand(entry["location"])
+    if here is None or os.path.realpath(here) != os.path.realpath(locked):
+        return f"installed at {here}, not at its locked location {locked}"
     for key, digest in entry["files"].items():
         path = _file_path(dist, key)
         try:
             data = path.read_bytes()
         except OSError:
             return f"{key} is missing"
-        if _b64_sha256(data) != digest:
+        if _policy.sha256(data) != digest:
             return f"{key} was modified after locking"
     record = {str(f) for f in dist.files or ()
               if f.hash and f.hash.mode == "sha256" and f.parts[0] != ".."}
@@ -484,45 +441,66 @@ def _lock_check(entry: dict | None, dist, version: str) -> str | None:
     return None
 
 
-def read_lock(path: Path) -> dict:
-    """The lock file as ``normalised distribution -> entry``."""
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise PluginConfigError(f"plugin lock {path} cannot be read: {exc}") from exc
-    if not isinstance(doc, dict) or doc.get("format") != LOCK_FORMAT:
-        raise PluginConfigError(f"plugin lock {path}: not a torcia lock file of format "
-                                f"{LOCK_FORMAT}")
-    return {normalize(d["distribution"]): d for d in doc["distributions"]}
+def read_lock(path: Path) -> Lock:
+    """The lock file at ``path``: its distributions (``lock.dists``, by normalised name),
+    start-up files and the index of its files by path."""
+    return Lock(path)
+
+
+def lock_document(infos: list[PluginInfo]) -> dict:
+    """The lock of the plugins ``infos`` lists as loaded (torcia-core included): refuses,
+    with a :class:`PluginError` naming them, when a plugin failed or was refused, or
+    changed torcia while it loaded."""
+    bad = [i for i in infos if i.status in ("failed", "refused") or i.changed]
+    if bad:
+        raise PluginError("plugins that do not load cannot be locked: " + "; ".join(
+            f"{i.ident}: {i.status}: {i.reason}" for i in bad))
+    import importlib.metadata
+
+    wanted: dict[tuple[str, str], dict[str, str]] = {}
+    for info in infos:
+        if info.status == "loaded" and info.location and info.distribution != "torcia-core":
+            key = (info.distribution, os.path.realpath(info.location))
+            wanted.setdefault(key, {})[info.entry_point or info.name] = info.module
+    core = _core_dist()
+    if core is not None:
+        # the host itself: its modules are checked as they are imported, like the others
+        wanted.setdefault(("torcia-core", os.path.realpath(_base(core))), {})
+    entries = []
+    for dist in importlib.metadata.distributions():
+        base = _base(dist)
+        key = (_dist_name(dist), os.path.realpath(base) if base is not None else "")
+        if key not in wanted:
+            continue
+        files = installed_files(dist)
+        src = _editable_root(dist)
+        entries.append({
+            "distribution": key[0], "version": dist.version, "entry_points": wanted.pop(key),
+            "location": _policy.contract(Path(key[1])),
+            "source": _policy.contract(src.resolve()) if src is not None else None,
+            "files": files,
+            "bytecode": _pinned_bytecode({k: _file_path(dist, k) for k in files})})
+    startup = {_policy.contract(Path(p)): digest for p, digest in startup_files().items()}
+    return {"format": LOCK_FORMAT, "python": sys.implementation.cache_tag,
+            "distributions": sorted(entries, key=lambda d: d["distribution"]),
+            "startup": startup}
 
 
 def write_lock(path: Path) -> dict:
-    """Write a lock of every plugin that loads under the current policy (torcia's own parts
-    included) and return it; refuses when a file differs from its RECORD."""
-    import importlib.metadata
-
-    policy = Policy()
-    dists = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if ep.dist is None:
-            continue
-        name = normalize(ep.dist.metadata["Name"])
-        if policy.verdict(ep.name, name, is_own(ep.dist)):
-            continue
-        entry = dists.setdefault(name, {
-            "distribution": name, "version": ep.dist.version, "entry_points": {},
-            "files": installed_files(ep.dist)})
-        entry["entry_points"][ep.name] = ep.value
-    core = _core_dist()
-    if core is not None:
-        # the host itself: its files are checked too (they are imported before any lock
-        # is read, so a difference is an error rather than a refusal)
-        dists.setdefault("torcia-core", {
-            "distribution": "torcia-core", "version": core.version, "entry_points": {},
-            "files": installed_files(core)})
-    doc = {"format": LOCK_FORMAT, "distributions": sorted(dists.values(),
-                                                          key=lambda d: d["distribution"])}
-    Path(path).write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    """Load the plugins the policy allows (the lock in force left aside), write the lock of
+    those that load to ``path`` and return it (see :func:`lock_document`)."""
+    with _state.lock:
+        _reset()
+        _state.writing_lock = True
+        try:
+            doc = lock_document(plugin_infos())
+        finally:
+            _state.writing_lock = False
+            _reset()
+    path = Path(path)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
+    temporary.replace(path)
     return doc
 
 
@@ -540,7 +518,13 @@ class _State:
         self.builtins: list[tuple[str, object]] = []
         self.registries: dict[str, object] = {}
         self.policy: Policy | None = None
+        self.lock_file: Lock | None = None  # the lock discovery checked plugins against
         self.core_base = None  # where torcia-core is installed (False: nowhere known)
+        self.integrity: _Integrity | None = None
+        self.writing_lock = False  # ``write_lock`` loads plugins with the lock left aside
+        self.discovery_guard = False  # whether discovery (not ``import torcia``) put the
+        #                               lock guard in place
+        self.report_only = False  # ``torcia plugins --check``: strict mode reports
         self.local = threading.local()  # .hook: (plugin, hook name) while a hook runs
 
 
@@ -596,9 +580,12 @@ def _specs(module) -> dict[str, list[str]]:
     return out
 
 
+
+
 def _fail(info: PluginInfo, reason: str, status: str = "failed") -> None:
     """Mark a plugin failed (or refused), take it out of the manager, roll back what it
-    registered, and report it."""
+    registered, and report it. In strict mode, forget everything first: the next attempt
+    starts from nothing and meets the same refusal."""
     info.status, info.reason = status, reason
     pm = _state.pm if _state.pm is not None else getattr(_state.local, "building", None)
     if pm is not None and pm.get_plugin(info.name) is not None:
@@ -611,7 +598,8 @@ def _fail(info: PluginInfo, reason: str, status: str = "failed") -> None:
     what = "was refused" if status == "refused" else "was skipped"
     message = f"torcia plugin {info.name!r} ({info.distribution} {info.version}) {what}: {reason}"
     policy = _state.policy
-    if policy is not None and policy.strict:
+    if policy is not None and policy.strict and not _state.report_only:
+        _reset()
         raise PluginError(f"{message} (strict mode, set by {policy.strict})")
     warnings.warn(message, PluginWarning, stacklevel=3)
 
@@ -695,67 +683,208 @@ def _module_file(module: str) -> str:
     return spec.origin if spec is not None and spec.origin else ""
 
 
-def _discover(pm, policy) -> None:
+
+
+# ---------------------------------------------------------------------------------------
+# Integrity: what a third-party plugin must leave as torcia defined it
+# ---------------------------------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _defined_by_torcia(value) -> bool:
+    """Whether ``value`` was written in one of torcia's modules (a part imported meanwhile
+    may bind names of its own, ``torcia.overrides`` wraps functions): its code lives in the
+    file of a module of torcia."""
+    fn = value.fget if isinstance(value, property) else getattr(value, "__func__", value)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        module = getattr(fn, "__module__", None)
+        return isinstance(value, type) and isinstance(module, str) and (
+            module == "torcia" or module.startswith("torcia."))
+    return code.co_filename in {getattr(m, "__file__", None) for n, m in list(sys.modules.items())
+                                if n == "torcia" or n.startswith("torcia.")}
+
+
+class _Integrity:
+    """torcia's own public callables as torcia defined them: the functions and classes of
+    its public modules (``torcia``, ``torcia.random``, ``torcia.nn.functional``...) and the
+    attributes of their classes (``Tensor.__add__``, ``Generator.manual_seed``, the
+    losses' and optimizers' methods). Compared by identity after each third-party plugin
+    loads and after each of its hooks: a few thousand dictionary lookups."""
+
+    def __init__(self):
+        self.items: list[list] = []  # [owner, name, value, label]
+        self.modules: set[str] = set()
+        self.classes: set[int] = set()
+
+    def extend(self) -> None:
+        """Take in the public modules of torcia imported since the last call."""
+        for name in sorted(sys.modules):
+            if (name in self.modules or not (name == "torcia" or name.startswith("torcia."))
+                    or "._" in name):
+                continue
+            module = sys.modules[name]
+            if module is None:
+                continue
+            self.modules.add(name)
+            for key, value in list(vars(module).items()):
+                if key.startswith("_") or not callable(value):
+                    continue
+                self.items.append([module, key, value, f"{name}.{key}"])
+                if isinstance(value, type) and id(value) not in self.classes and \
+                        value.__module__.startswith("torcia"):
+                    self.classes.add(id(value))
+                    for attr, member in list(vars(value).items()):
+                        if callable(member) or isinstance(member, (property, staticmethod,
+                                                                   classmethod)):
+                            self.items.append([value, attr, member, f"{name}.{key}.{attr}"])
+
+    def changes(self) -> list[str]:
+        """Put back what was changed and say what; a change made by torcia's own code is
+        taken in instead."""
+        changed = []
+        for item in self.items:
+            owner, key, value, label = item
+            current = owner.__dict__.get(key, _MISSING)
+            if current is value:
+                continue
+            if current is not _MISSING and _defined_by_torcia(current):
+                item[2] = current
+                continue
+            setattr(owner, key, value)
+            changed.append(label)
+        return changed
+
+
+def _integrity() -> _Integrity:
+    if _state.integrity is None:
+        _state.integrity = _Integrity()
+    _state.integrity.extend()
+    return _state.integrity
+
+
+def _check_integrity(info: PluginInfo, registry=None, entries=None) -> None:
+    """Fail ``info``'s plugin when it changed torcia's own callables, or entries of
+    ``registry`` that other plugins registered (``entries``: the table before its hook)."""
+    changed = _state.integrity.changes() if _state.integrity is not None else []
+    if entries is not None:
+        table = registry._entries or {}
+        for name, obj in entries.items():
+            if table.get(name, _MISSING) is not obj:
+                table[name] = obj
+                changed.append(f"{registry.kind} {name!r}")
+    if changed:
+        info.changed = changed
+        _fail(info, f"changed torcia's own {_some(changed)} while it loaded (put back)")
+
+
+def _some(names: list[str], shown: int = 8) -> str:
+    more = len(names) - shown
+    return ", ".join(names[:shown]) + (f" and {more} more" if more > 0 else "")
+
+
+def _new_threads(before: set) -> list[str]:
+    return sorted(t.name for t in threading.enumerate()
+                  if t not in before and t.is_alive() and not t.daemon)
+
+
+# ---------------------------------------------------------------------------------------
+# Discovery
+# ---------------------------------------------------------------------------------------
+
+
+def _candidates() -> list[tuple]:
+    """``(entry point, distribution, name, shadow, own)`` for every ``torcia`` entry point
+    of every distribution on ``sys.path``, torcia's own first; ``shadow`` is the
+    distribution of the same name found earlier on ``sys.path`` (Python imports that one's
+    modules), or None."""
     import importlib.metadata
 
-    lock = read_lock(policy.lock[0]) if policy.lock is not None else None
-    core = _core_dist()
-    if lock is not None and core is not None and "torcia-core" in lock:
-        reason = _lock_check(lock["torcia-core"], core, core.version)
-        if reason:
-            raise PluginError(f"plugin lock {policy.lock[0]}: torcia-core: {reason}")
-    seen: dict[str, PluginInfo] = {}
+    first: dict[str, object] = {}
+    rows = []
+    for dist in importlib.metadata.distributions():
+        name = _dist_name(dist)
+        shadow = first.setdefault(name, dist)
+        shadow = None if shadow is dist else shadow
+        for ep in dist.entry_points:
+            if ep.group == ENTRY_POINT_GROUP:
+                rows.append((ep, dist, name, shadow, is_own(dist, shadow is not None)))
     # torcia's own first: a third-party plugin taking one of their names (found first on
     # an earlier sys.path entry) is the one refused
-    found = [(ep, is_own(ep.dist)) for ep in importlib.metadata.entry_points(
-        group=ENTRY_POINT_GROUP)]
-    found.sort(key=lambda pair: not pair[1])
-    _warn_entry_point_allowlist(policy, found)
-    for ep, own in found:
-        dist = normalize(ep.dist.metadata["Name"]) if ep.dist else "unknown"
-        version = ep.dist.version if ep.dist else "unknown"
-        info = PluginInfo(ep.name, dist, version, "loaded", module=ep.value, own=own)
-        if ep.name in _state.infos or ep.name in seen:
-            first = _state.infos.get(ep.name) or seen[ep.name]
-            info.name = f"{dist}:{ep.name}"
-            _state.infos[info.name] = info
-            _fail(info, f"plugin name {ep.name!r} is also used by {first.distribution}; "
-                        "the first one found is kept", "refused")
+    rows.sort(key=lambda row: not row[4])
+    return rows
+
+
+def _refuse_duplicate(info: PluginInfo, reason: str) -> None:
+    key, n = f"{info.distribution}:{info.entry_point}", 2
+    while key in _state.infos:
+        key, n = f"{info.distribution}:{info.entry_point} ({n})", n + 1
+    info.name = key
+    _state.infos[key] = info
+    _fail(info, reason, "refused")
+
+
+def _discover(pm, policy, lock: Lock | None) -> None:
+    core = _core_dist()
+    if lock is not None and core is not None and "torcia-core" in lock.dists:
+        reason = _lock_check(lock.dists["torcia-core"], core)
+        if reason:
+            raise PluginLockError(f"plugin lock {lock.path}: torcia-core: {reason}")
+    rows = _candidates()
+    _warn_entry_point_allowlist(policy, rows)
+    for ep, dist, name, shadow, own in rows:
+        where = str(_base(dist) or "")
+        info = PluginInfo(ep.name, name, dist.version, "loaded", module=ep.value, own=own,
+                          location=where, entry_point=ep.name)
+        if shadow is not None:
+            _refuse_duplicate(info, f"{name} {dist.version} at {where} is shadowed by {name} "
+                                    f"{shadow.version} at {_base(shadow)}, found first on "
+                                    "sys.path (Python imports one distribution of a name)")
             continue
-        seen[ep.name] = info
-        reason = policy.verdict(ep.name, dist, info.own)
+        if ep.name in _state.infos:
+            first = _state.infos[ep.name]
+            _refuse_duplicate(info, f"plugin name {ep.name!r} is also used by "
+                                    f"{first.distribution}; the first one found is kept")
+            continue
+        reason = policy.verdict(ep.name, name, own)
         if reason:
             info.status, info.reason = "blocked", reason
             _state.infos[ep.name] = info
             continue
+        _state.infos[ep.name] = info
         if lock is not None:
-            reason = _lock_check(lock.get(dist), ep.dist, version) if ep.dist else "no metadata"
-            if reason is None and lock[dist]["entry_points"].get(ep.name) != ep.value:
+            reason = _lock_check(lock.dists.get(name), dist)
+            if reason is None and lock.dists[name]["entry_points"].get(ep.name) != ep.value:
                 reason = f"entry point {ep.name} = {ep.value} is not the locked one"
             if reason:
-                _state.infos[ep.name] = info
-                _fail(info, f"plugin lock {policy.lock[0]}: {reason}", "refused")
+                _fail(info, f"plugin lock {lock.path}: {reason}", "refused")
                 continue
+        if not own:
+            _integrity()  # torcia's own plugins are loaded: what they defined is torcia's
+        before = set(threading.enumerate())
         try:
             plugin = ep.load()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - sys.exit() at import too
-            _state.infos[ep.name] = info
+            info.threads = _new_threads(before)
             _fail(info, f"{type(exc).__name__}: {exc}")
             continue
+        info.threads = _new_threads(before)
         info.file = getattr(plugin, "__file__", "") or _module_file(ep.module)
         if info.file:
             info.sha256 = hashlib.sha256(Path(info.file).read_bytes()).hexdigest()
         _register(pm, info, plugin)
+        if not own and info.status == "loaded":
+            _check_integrity(info)
 
 
-def _warn_entry_point_allowlist(policy, found) -> None:
+def _warn_entry_point_allowlist(policy, rows) -> None:
     """An allowlist entry that names an entry point rather than a distribution admits
     nothing (any distribution could choose that name): say which distribution to name."""
-    dists = {normalize(ep.dist.metadata["Name"]) for ep, _ in found if ep.dist}
+    dists = {row[2] for row in rows}
     for source, entries in policy.allowlists:
         for entry in sorted(entries - dists):
-            owners = sorted({normalize(ep.dist.metadata["Name"]) for ep, _ in found
-                             if ep.dist and ep.name == entry})
+            owners = sorted({row[2] for row in rows if row[0].name == entry})
             if owners and ":" not in entry:
                 warnings.warn(f"allowlist entry {entry!r} ({source}) is an entry-point name; "
                               f"allowlists name distributions: {', '.join(owners)}",
@@ -781,26 +910,209 @@ def manager() -> pluggy.PluginManager:
         if getattr(_state.local, "building", None) is not None:
             raise PluginReentryError("a torcia plugin called into torcia while its module "
                                      "was being imported by plugin discovery")
-        policy = Policy()
-        _state.policy = policy
         pm = pluggy.PluginManager("torcia")
         _state.local.building = pm
         try:
+            policy = _state.policy = Policy()
+            _state.lock_file = _guard_for(policy)
             for module in _state.spec_modules:
                 pm.add_hookspecs(module)
             for name, plugin in _state.builtins:
                 _register(pm, _builtin_info(name, plugin), plugin)
             specs_added = list(_state.spec_modules)
-            _discover(pm, policy)
+            _discover(pm, policy, _state.lock_file)
             # a part imported by loading its plugin (torcia.optim) added its specs meanwhile
             for module in _state.spec_modules:
                 if module not in specs_added:
                     _add_specs(pm, module)
             _check_hook_names(pm)
+            if policy.strict and _state.lock_file is not None and not _state.report_only:
+                _check_strictly(policy, _state.lock_file)
+        except BaseException:
+            _reset()  # a refusal leaves nothing behind that would change the next attempt
+            raise
         finally:
             _state.local.building = None
         _state.pm = pm
         return pm
+
+
+def _guard_for(policy: Policy) -> Lock | None:
+    """The lock discovery checks plugins against, its guard in place (``import torcia``
+    put it there already unless the policy changed since)."""
+    if policy.lock is None or _state.writing_lock:
+        if _state.discovery_guard:
+            _policy.remove_guard()
+            _state.discovery_guard = False
+        return None
+    had = guard()
+    lock_guard = _policy.install_guard(policy.lock[0])
+    _state.discovery_guard = _state.discovery_guard or lock_guard is not had
+    return lock_guard.lock
+
+
+def _check_strictly(policy: Policy, lock: Lock) -> None:
+    """In strict mode, at start-up: a locked plugin that is missing, blocked or shadowed, or
+    a start-up file the lock does not pin, is an error."""
+    found = _lock_problems(list(_state.infos.values()), lock) + _startup_problems(lock)
+    if found:
+        raise PluginError(
+            f"the deployment differs from the plugin lock {lock.path} (strict mode, set by "
+            f"{policy.strict}): " + "; ".join(f"{p.subject}: {p.message}" for p in found))
+
+
+# ---------------------------------------------------------------------------------------
+# The deployment check (torcia plugins --check)
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Problem:
+    """One thing :func:`check_deployment` found: its ``kind`` (a key of
+    :data:`CHECK_STATUS`), what it is about (``subject``: a plugin, a file, a module) and
+    why.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> plugins.Problem("unpinned", "", "no plugin lock in force").kind
+    'unpinned'
+    """
+
+    kind: str
+    subject: str
+    message: str
+
+
+#: The exit status of ``torcia plugins --check`` is the sum of the values of the kinds of
+#: problem it found (2 is argparse's, for a wrong command line).
+CHECK_STATUS = {
+    "plugin": 1,  # a plugin failed or was refused
+    "unpinned": 4,  # no lock in force
+    "lock": 8,  # a locked plugin missing, blocked or shadowed; a module or byte code that
+    #             is not the locked one
+    "environment": 16,  # a start-up file (.pth, sitecustomize) the lock does not pin
+    "integrity": 32,  # a plugin changed torcia's own callables, or left threads running
+    "discovery": 64,  # discovery did not finish in time, or crashed
+}
+
+
+def _lock_problems(infos: list[PluginInfo], lock: Lock) -> list[Problem]:
+    """Each locked plugin that did not load: missing, blocked, refused, failed, shadowed."""
+    by_ident: dict[str, list[PluginInfo]] = {}
+    for info in infos:
+        by_ident.setdefault(info.ident, []).append(info)
+    found = []
+    for name, entry in sorted(lock.dists.items()):
+        for ep in sorted(entry["entry_points"]):
+            ident = f"{name}:{ep}"
+            rows = by_ident.get(ident, [])
+            if any(i.status == "loaded" for i in rows):
+                continue
+            if rows:
+                why = "; ".join(f"{i.status}: {i.reason}" for i in rows)
+                found.append(Problem("lock", ident, f"the locked plugin is not loaded ({why})"))
+            else:
+                found.append(Problem("lock", ident, f"the locked plugin is missing: no "
+                                                    f"installed {name} has entry point {ep}"))
+    return found
+
+
+def _module_problems(lock: Lock) -> list[Problem]:
+    """Each imported module of a locked distribution that is not its locked file."""
+    found = []
+    for name, module in sorted(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if origin and name.partition(".")[0] in lock.tops:
+            try:
+                lock.check_module(name, origin)
+            except PluginLockError as exc:
+                found.append(Problem("lock", name, str(exc)))
+    return found
+
+
+def _bytecode_problems(lock: Lock) -> list[Problem]:
+    """Byte code of a locked module that is neither the pinned one nor compiled from its
+    source: it was replaced after locking."""
+    import importlib.util
+
+    early = {os.path.realpath(m.__file__) for m in list(sys.modules.values())
+             if getattr(m, "__file__", None) and not isinstance(
+                 getattr(getattr(m, "__spec__", None), "loader", None), _policy._CheckedLoader)}
+    found = []
+    for path, (_, key, _) in sorted(lock.files.items()):
+        if not path.endswith(".py"):
+            continue
+        pinned = lock.bytecode.get(path)
+        for pyc in dict.fromkeys([_policy.pyc_path(path), importlib.util.cache_from_source(path)]):
+            try:
+                blob = Path(pyc).read_bytes()
+            except OSError:
+                continue
+            if pinned is not None and _policy.sha256(blob) == pinned:
+                continue
+            try:
+                source = Path(path).read_bytes()
+            except OSError:
+                continue
+            if not _bytecode_matches(blob, source, path):
+                when = ("it runs at every start, before torcia can check anything"
+                        if path in early else "the lock guard never runs it, but it was "
+                                              "replaced after locking")
+                found.append(Problem("lock", key, f"the byte code {pyc} differs from what "
+                                                  f"{key} compiles to: {when}"))
+    return found
+
+
+def _startup_problems(lock: Lock) -> list[Problem]:
+    found = []
+    for path, digest in startup_files().items():
+        locked = lock.startup.get(path)
+        if locked != digest:
+            state = "was not there when the lock was written" if locked is None else \
+                "changed after locking"
+            found.append(Problem("environment", path, f"{state}; it runs at every "
+                                                      "interpreter start"))
+    return found
+
+
+def check_deployment(infos: list[PluginInfo] | None = None) -> list[Problem]:
+    """Everything that makes this environment differ from a vetted deployment, after
+    discovery: plugins that failed or were refused; plugins that changed torcia's own
+    callables or left threads running; no lock in force; with a lock, each locked plugin
+    that is missing, blocked or shadowed, each imported module of a locked distribution
+    that is not its locked file, byte code that does not compile from its locked source,
+    and each ``.pth`` file or ``sitecustomize`` the lock does not pin.
+    ``torcia plugins --check`` runs it in a child process.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import plugins
+    >>> [p.kind for p in plugins.check_deployment()]  # no lock in force here
+    ['unpinned']
+    """
+    if infos is None:
+        infos = plugin_infos()
+    found = []
+    for info in infos:
+        if info.status in ("failed", "refused"):
+            found.append(Problem("plugin", info.ident, f"{info.status}: {info.reason}"))
+        if info.changed:
+            found.append(Problem("integrity", info.ident, "changed torcia's own "
+                                 f"{_some(info.changed)} while it loaded (put back)"))
+        if info.threads:
+            found.append(Problem("integrity", info.ident, "left thread(s) running: "
+                                 f"{', '.join(info.threads)} (not daemon threads: the "
+                                 "interpreter cannot exit until they end)"))
+    lock = _state.lock_file
+    if lock is None:
+        found.append(Problem("unpinned", "", "no plugin lock in force: every plugin is "
+                                             "unpinned (write one with 'torcia plugins lock "
+                                             "PATH' and name it in the system config)"))
+        return found
+    return (found + _lock_problems(infos, lock) + _module_problems(lock)
+            + _bytecode_problems(lock) + _startup_problems(lock))
 
 
 def plugin_infos() -> list[PluginInfo]:
@@ -866,13 +1178,16 @@ class building:
         return False
 
 
+
+
 def call_each(hook_name: str, **kwargs) -> None:
     """Call every implementation of a registration hook, containing each plugin's failure.
 
     torcia's own parts run first, so that their names win a clash. The registry's
     ``current_plugin`` names the plugin while its implementation runs, so that the listing
-    can say what each plugin provides; a plugin that raises is skipped and what it
-    registered is rolled back.
+    can say what each plugin provides; a plugin that raises, or changes torcia's own
+    callables or what other plugins registered, is skipped and what it registered (or
+    changed) is rolled back.
     """
     pm = manager()
     hook = getattr(pm.hook, hook_name)
@@ -880,18 +1195,26 @@ def call_each(hook_name: str, **kwargs) -> None:
     impls = list(reversed(hook.get_hookimpls()))
     own = [i for i in impls if _is_own_plugin(i.plugin_name)]
     impls = own + [i for i in impls if i not in own]
+    checked = False
     for impl in impls:
         if pm.get_plugin(impl.plugin_name) is None:
             continue  # failed in an earlier hook of this loop
+        info = _state.infos.get(impl.plugin_name)
+        third_party = impl not in own
+        if third_party and not checked:
+            _integrity()  # what torcia's own hooks did is torcia's
+            checked = True
+        entries = dict(registry._entries or {}) if third_party and isinstance(
+            registry, Registry) else None
         if registry is not None:
             registry.current_plugin = impl.plugin_name
         previous = current_hook()
         _state.local.hook = (impl.plugin_name, hook_name)
+        before = set(threading.enumerate())
         try:
             impl.function(**kwargs)
         except Exception as exc:  # noqa: BLE001
             _state.local.hook = previous
-            info = _state.infos.get(impl.plugin_name)
             reason = f"raised in {hook_name}: {type(exc).__name__}: {exc}"
             if info is not None:
                 _fail(info, reason)
@@ -901,6 +1224,10 @@ def call_each(hook_name: str, **kwargs) -> None:
                               stacklevel=2)
         finally:
             _state.local.hook = previous
+        if info is not None:
+            info.threads += _new_threads(before)
+            if third_party and info.status == "loaded":
+                _check_integrity(info, registry, entries)
     if registry is not None:
         registry.current_plugin = None
 
@@ -915,7 +1242,9 @@ def _reset() -> None:
     with _state.lock:
         _state.pm = None
         _state.policy = None
+        _state.lock_file = None
         _state.core_base = None
+        _state.integrity = None
         _state.infos.clear()
         for registry in _state.registries.values():
             registry.reset()
@@ -1032,19 +1361,22 @@ class Registry:
 
 
 def missing_message(kind: str, name: str, known) -> str:
-    """An error message for a missing registry entry that mentions blocked plugins."""
+    """An error message for a missing registry entry that mentions the plugins that may
+    provide it: blocked, refused, or failed (with their error)."""
     msg = f"no {kind} named {name!r}; known: {', '.join(map(str, known)) or 'none'}"
-    blocked = blocked_plugins()
-    for info in blocked:
+    manager()
+    absent = [i for i in _state.infos.values() if i.status in ("blocked", "refused", "failed")]
+    for info in absent:
         if name.lower() in (info.name.lower(), info.distribution.lower()) or (
             name.lower() in info.distribution.lower()
         ):
-            which = info.reason if info.status == "blocked" else \
-                f"refused ({info.reason})"
+            which = {"blocked": info.reason, "refused": f"refused ({info.reason})",
+                     "failed": f"failed to load: {info.reason}"}[info.status]
             return (
                 f"{kind} {name!r} is provided by plugin {info.name!r} ({info.distribution}), "
-                f"which is {which}"
+                f"which {'is ' if info.status != 'failed' else ''}{which}"
             )
+    blocked = [i for i in absent if i.status != "failed"]
     if blocked:
         names = ", ".join(f"{i.name} ({i.reason})" for i in blocked)
         msg += f". Blocked plugins that may provide it: {names}"

@@ -17,19 +17,37 @@ True
 
 from __future__ import annotations
 
+import enum
+import gzip
 import json
 import os
+import socket
 import threading
 import time
 import traceback
-from contextlib import contextmanager
+import warnings
+from contextlib import ContextDecorator, contextmanager
 
 from torcia._tensor import PROFILE_ORDER, DispatchMode
 
 
-class ProfilerActivity:
-    CPU = "cpu"
-    CUDA = "cuda"
+class ProfilerActivity(enum.Enum):
+    """The kinds of activity a profiler can record, with PyTorch's values (torcia times
+    every device's kernels on the host: CPU covers them).
+
+    Examples
+    --------
+    >>> from torcia.profiler import ProfilerActivity
+    >>> ProfilerActivity(2)
+    <ProfilerActivity.CUDA: 2>
+    """
+
+    CPU = 0
+    XPU = 1
+    CUDA = 2
+    HPU = 3
+    MTIA = 4
+    PrivateUse1 = 5
 
 
 class Event:
@@ -153,6 +171,157 @@ class _Recorder(threading.local):
 _REC = _Recorder()
 
 
+class ProfilerAction(enum.Enum):
+    """What a :func:`schedule` asks of the profiler at a step.
+
+    Examples
+    --------
+    >>> from torcia.profiler import ProfilerAction
+    >>> ProfilerAction.RECORD_AND_SAVE.value
+    3
+    """
+
+    NONE = 0
+    WARMUP = 1
+    RECORD = 2
+    RECORD_AND_SAVE = 3
+
+
+class DeviceType(enum.Enum):
+    """The device kinds of profiled events, with PyTorch's values.
+
+    Examples
+    --------
+    >>> from torcia.profiler import DeviceType
+    >>> DeviceType.CUDA.value
+    1
+    """
+
+    CPU = 0
+    CUDA = 1
+    MKLDNN = 2
+    OPENGL = 3
+    OPENCL = 4
+    IDEEP = 5
+    HIP = 6
+    FPGA = 7
+    MAIA = 8
+    XLA = 9
+    Vulkan = 10
+    Metal = 11
+    XPU = 12
+    MPS = 13
+    Meta = 14
+    HPU = 15
+    VE = 16
+    Lazy = 17
+    IPU = 18
+    MTIA = 19
+    PrivateUse1 = 20
+
+
+def schedule(*, wait: int, warmup: int, active: int, repeat: int = 0, skip_first: int = 0,
+             skip_first_wait: int = 0):
+    """The profiler's plan over training steps: after ``skip_first`` steps, cycles of
+    ``wait`` idle steps, ``warmup`` steps and ``active`` recorded ones (the last of which
+    saves the trace), ``repeat`` times (0: forever). ``skip_first_wait`` skips the wait
+    of the first cycle.
+
+    Examples
+    --------
+    >>> from torcia.profiler import schedule
+    >>> plan = schedule(wait=1, warmup=1, active=2, repeat=1)
+    >>> [plan(step).name for step in range(5)]
+    ['NONE', 'WARMUP', 'RECORD', 'RECORD_AND_SAVE', 'NONE']
+    """
+    if wait < 0 or warmup < 0 or active <= 0 or repeat < 0 or skip_first < 0:
+        raise AssertionError("Invalid profiler schedule arguments")
+    if warmup == 0:
+        warnings.warn("Profiler won't be using warmup, this can skew profiler results",
+                      stacklevel=2)
+
+    def schedule_fn(step: int) -> ProfilerAction:
+        if step < 0:
+            raise AssertionError(f"Step must be non-negative. Got {step}.")
+        if step < skip_first:
+            return ProfilerAction.NONE
+        step -= skip_first
+        if skip_first_wait != 0:
+            step += wait
+        cycle = wait + warmup + active
+        if repeat > 0 and step / cycle >= repeat:
+            return ProfilerAction.NONE
+        at = step % cycle
+        if at < wait:
+            return ProfilerAction.NONE
+        if at < wait + warmup:
+            return ProfilerAction.WARMUP
+        return ProfilerAction.RECORD if at < cycle - 1 else ProfilerAction.RECORD_AND_SAVE
+
+    return schedule_fn
+
+
+def _always_record(step: int) -> ProfilerAction:
+    return ProfilerAction.RECORD
+
+
+def tensorboard_trace_handler(dir_name: str, worker_name=None, use_gzip=False,
+                              use_python_export=False):
+    """An ``on_trace_ready`` handler writing each trace to ``dir_name`` as
+    ``<worker_name>.<time in ns>.pt.trace.json`` (gzipped with ``use_gzip``), the files
+    TensorBoard's profiler plugin reads; ``worker_name`` defaults to ``<host>_<pid>``.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import torcia
+    >>> from torcia.profiler import profile, tensorboard_trace_handler
+    >>> with tempfile.TemporaryDirectory() as logdir:
+    ...     with profile(on_trace_ready=tensorboard_trace_handler(logdir, "worker0")):
+    ...         y = torcia.ones(4) * 2
+    ...     [name.split(".")[0] for name in os.listdir(logdir)]
+    ['worker0']
+    """
+
+    def handler_fn(prof) -> None:
+        nonlocal worker_name
+        try:
+            os.makedirs(dir_name, exist_ok=True)
+        except OSError as exc:
+            raise RuntimeError("Can't create directory: " + dir_name) from exc
+        if not worker_name:
+            worker_name = f"{socket.gethostname()}_{os.getpid()}"
+        name = f"{worker_name}.{time.time_ns()}.pt.trace.json" + (".gz" if use_gzip else "")
+        prof.export_chrome_trace(os.path.join(dir_name, name))
+
+    return handler_fn
+
+
+def supported_activities() -> set:
+    """The activities the profiler records: the host's (torcia times every device's
+    kernels on the host, when they return).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.profiler.supported_activities()
+    {<ProfilerActivity.CPU: 0>}
+    """
+    return {ProfilerActivity.CPU}
+
+
+def kineto_available() -> bool:
+    """False: torcia's profiler is its own dispatch mode, not PyTorch's Kineto library.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.profiler.kineto_available()
+    False
+    """
+    return False
+
+
 class profile:
     """Context manager recording the time of every op and backward node inside it.
 
@@ -164,6 +333,14 @@ class profile:
         Keep the input shapes of each op (and group ``key_averages`` by them on request).
     with_stack : bool
         Keep the Python stack of each op's call (shown in the Chrome trace).
+    schedule : callable, optional
+        ``schedule(step) -> ProfilerAction`` (see :func:`schedule`), advanced by
+        :meth:`step`: only the RECORD steps are recorded, and each cycle's trace is handed
+        to ``on_trace_ready`` at its RECORD_AND_SAVE step. Without it, everything inside
+        the block is recorded.
+    on_trace_ready : callable, optional
+        ``on_trace_ready(prof)`` when a trace is complete (at the end of a scheduled
+        cycle, or of the block): :func:`tensorboard_trace_handler`, or your own.
 
     Examples
     --------
@@ -173,28 +350,90 @@ class profile:
     ...     model(torcia.randn(16, 8)).sum().backward()
     >>> "linear" in {e.key for e in prof.key_averages()}
     True
+
+    Profiling steps 2 and 3 of a loop:
+
+    >>> traces = []
+    >>> plan = torcia.profiler.schedule(wait=1, warmup=1, active=2, repeat=1)
+    >>> with torcia.profiler.profile(schedule=plan,
+    ...                              on_trace_ready=lambda p: traces.append(p.step_num)) as p:
+    ...     for step in range(6):
+    ...         y = torcia.ones(2) + step
+    ...         p.step()
+    >>> traces
+    [4]
     """
 
     def __init__(self, activities=None, record_shapes=False, with_stack=False,
-                 profile_memory=False, schedule=None, on_trace_ready=None):
+                 profile_memory=False, schedule=None, on_trace_ready=None,
+                 with_flops=False, with_modules=False, experimental_config=None,
+                 execution_trace_observer=None, acc_events=False, use_cuda=None,
+                 custom_trace_id_callback=None):
+        self.activities = set(activities) if activities else supported_activities()
         self.record_shapes = record_shapes
         self.with_stack = with_stack
+        self.schedule = schedule if schedule is not None else _always_record
+        self.on_trace_ready = on_trace_ready
+        self.acc_events = acc_events
         self.events: list[Event] = []
+        self.step_num = 0
+        self.current_action = ProfilerAction.NONE
+        self._recording = False
 
     # ----- the mode ---------------------------------------------------------------------
     def __enter__(self):
+        self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.stop()
+        return False
+
+    def start(self) -> None:
+        """Begin profiling (at step 0 of the schedule)."""
         if _REC.active is not None:
             raise RuntimeError("a torcia profiler is already active in this thread")
         _REC.active = self
         _REC.stack = []
         self._start = time.perf_counter_ns()
         self._mode = _ProfileMode().__enter__()
-        return self
+        self.step_num = 0
+        self.current_action = self.schedule(0)
+        self._recording = self.current_action in _RECORDING
 
-    def __exit__(self, *exc):
-        self._mode.__exit__(*exc)
+    def stop(self) -> None:
+        """End profiling; a trace being recorded is handed to ``on_trace_ready``."""
+        self._mode.__exit__(None, None, None)
         _REC.active = None
-        return False
+        if self._recording:
+            self._recording = False
+            self._trace_ready()
+
+    def step(self) -> None:
+        """Mark the end of a training step: the schedule moves on; a finished cycle's
+        trace goes to ``on_trace_ready``."""
+        previous = self.current_action
+        self.step_num += 1
+        self.current_action = self.schedule(self.step_num)
+        if previous is ProfilerAction.RECORD_AND_SAVE or (
+                self._recording and self.current_action not in _RECORDING):
+            if previous is not ProfilerAction.RECORD_AND_SAVE:
+                warnings.warn("Incorrect schedule: RECORD followed by "
+                              f"{self.current_action.name}", stacklevel=2)
+            self._recording = False
+            self._trace_ready()
+        if self.current_action in _RECORDING and not self._recording:
+            if not self.acc_events:
+                self.events = []
+            self._start = time.perf_counter_ns()
+            self._recording = True
+
+    def _trace_ready(self) -> None:
+        if self.on_trace_ready is not None:
+            self.on_trace_ready(self)
+
+    def events_list(self) -> EventList:
+        return EventList(self.events)
 
     # ----- results --------------------------------------------------------------------
     def key_averages(self, group_by_input_shape=False) -> EventList:
@@ -213,7 +452,8 @@ class profile:
         return EventList(groups.values())
 
     def export_chrome_trace(self, path) -> None:
-        """Write the events in the Chrome trace format (chrome://tracing, Perfetto)."""
+        """Write the events in the Chrome trace format (chrome://tracing, Perfetto,
+        TensorBoard's profiler plugin); gzipped when ``path`` ends in ``.gz``."""
         pid = os.getpid()
         trace = []
         for e in self.events:
@@ -225,17 +465,21 @@ class profile:
             trace.append({"name": e.name, "cat": e.kind, "ph": "X", "pid": pid,
                           "tid": e.thread, "ts": (e.start - self._start) / 1e3,
                           "dur": e.duration_us, "args": args})
-        with open(path, "w") as f:
+        opener = gzip.open if str(path).endswith(".gz") else open
+        with opener(path, "wt") as f:
             json.dump({"traceEvents": trace, "displayTimeUnit": "ms"}, f)
 
     def table(self, **kwargs) -> str:
         return self.key_averages().table(**kwargs)
 
 
+_RECORDING = (ProfilerAction.RECORD, ProfilerAction.RECORD_AND_SAVE)
+
+
 @contextmanager
 def _span(name, kind, device, provider, shapes=None):
     prof = _REC.active
-    if prof is None:
+    if prof is None or not prof._recording:
         yield
         return
     stack = "".join(traceback.format_stack(limit=12)[:-3]) if prof.with_stack else None
@@ -275,9 +519,9 @@ def _timed_kernel(op, device, provider, fn):
     return kernel
 
 
-@contextmanager
-def record_function(name: str):
-    """Mark a block of code: it appears in the profile as one event named ``name``.
+class record_function(ContextDecorator):  # noqa: N801 - PyTorch's name
+    """Mark a block of code (or, as a decorator, each call of a function): it appears in
+    the profile as one event named ``name``.
 
     Examples
     --------
@@ -287,6 +531,26 @@ def record_function(name: str):
     ...         y = torcia.ones(3) * 2
     >>> "scale" in [e.key for e in prof.key_averages()]
     True
+    >>> @torcia.profiler.record_function("double")
+    ... def double(x):
+    ...     return x * 2
+    >>> with torcia.profiler.profile() as prof:
+    ...     _ = double(torcia.ones(2))
+    >>> "double" in [e.key for e in prof.key_averages()]
+    True
     """
-    with _span(name, "user", None, None):
-        yield
+
+    def __init__(self, name: str, args=None):
+        self.name = name
+        self.args = args
+        self._spans = []
+
+    def __enter__(self):
+        span = _span(self.name, "user", None, None)
+        span.__enter__()
+        self._spans.append(span)
+        return self
+
+    def __exit__(self, *exc):
+        self._spans.pop().__exit__(*exc)
+        return False

@@ -15,6 +15,7 @@ import numpy as np
 from mpi4py import MPI
 
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work, report_failure
+from torcia_mpi.connect import connect
 
 _OPS = {ReduceOp.SUM: MPI.SUM, ReduceOp.AVG: MPI.SUM, ReduceOp.PRODUCT: MPI.PROD,
         ReduceOp.MIN: MPI.MIN, ReduceOp.MAX: MPI.MAX}
@@ -64,6 +65,23 @@ def _abort_peers_on_uncaught_error(rank):
     sys.excepthook = abort
 
 
+def _report_uncaught_error(rank):
+    """An exception escaping one rank of a group joined through a store ends that rank
+    with a note for its launcher (``torcia-run``, ``torcia.multiprocessing.spawn``), which
+    ends the others: ``MPI_Abort`` reaches only the processes one ``mpiexec`` started."""
+    previous = sys.excepthook
+
+    def report(exc_type, exc, tb):
+        previous(exc_type, exc, tb)
+        report_failure(rank, f"raised {exc_type.__name__}: {exc}")
+
+    sys.excepthook = report
+
+
+# groups joined through a store so far: their keys in the store differ by it
+_generation = 0
+
+
 class MPIProcessGroup(ProcessGroup):
     """A process group over an MPI communicator (COMM_WORLD for the default group)."""
 
@@ -74,17 +92,30 @@ class MPIProcessGroup(ProcessGroup):
         self.comm = comm
 
     @classmethod
-    def create(cls, rank, world_size, timeout, init_method):
-        comm = MPI.COMM_WORLD
-        if rank >= 0 and rank != comm.Get_rank():
-            raise ValueError(f"init_process_group: rank={rank} was given, but MPI says this "
-                             f"process is rank {comm.Get_rank()}")
-        if world_size >= 0 and world_size != comm.Get_size():
-            raise ValueError(f"init_process_group: world_size={world_size} was given, but MPI "
-                             f"started {comm.Get_size()} processes")
-        if comm.Get_size() > 1:
-            _abort_peers_on_uncaught_error(comm.Get_rank())
-        return cls(comm.Dup(), timeout)
+    def create(cls, rank, world_size, timeout, init_method, store=None, backend_name="mpi"):
+        """The default group: MPI's ``COMM_WORLD`` when ``mpiexec`` started the job, else
+        the processes that meet through ``store``, joined by MPI's dynamic process
+        management (:mod:`torcia_mpi.connect`)."""
+        world = MPI.COMM_WORLD
+        if world.Get_size() > 1 or store is None:
+            if rank >= 0 and rank != world.Get_rank():
+                raise ValueError(f"init_process_group: rank={rank} was given, but MPI says "
+                                 f"this process is rank {world.Get_rank()}")
+            if world_size >= 0 and world_size != world.Get_size():
+                raise ValueError(f"init_process_group: world_size={world_size} was given, but "
+                                 f"MPI started {world.Get_size()} processes")
+            if world.Get_size() > 1:
+                _abort_peers_on_uncaught_error(world.Get_rank())
+            comm = world.Dup()
+        else:
+            global _generation
+            _generation += 1
+            comm = connect(MPI, store, rank, world_size, _generation)
+            if world_size > 1:
+                _report_uncaught_error(rank)
+        group = cls(comm, timeout)
+        group.backend_name = backend_name
+        return group
 
     def _work(self, request, what, finish=None, status=None):
         test = (lambda: request.Test(status)) if status is not None else request.Test
@@ -170,7 +201,9 @@ class MPIProcessGroup(ProcessGroup):
         if self.rank not in ranks:
             return None
         comm = self.comm.Create_group(self.comm.Get_group().Incl(list(ranks)))
-        return MPIProcessGroup(comm, self.timeout)
+        group = MPIProcessGroup(comm, self.timeout)
+        group.backend_name = self.backend_name
+        return group
 
     def destroy(self):
         if self.comm != MPI.COMM_NULL:

@@ -1,4 +1,5 @@
-"""torcia-mpi's plugin: registers the "mpi" process-group backend.
+"""torcia-mpi's plugin: registers the "mpi" process-group backend, also under the name
+"gloo" (PyTorch's CPU backend, which scripts ask for by name).
 
 Registering loads the MPI library (to know whether the backend can run here) but does not
 initialise MPI; creating the group does. Where mpi4py or the MPI library is missing, the
@@ -8,6 +9,7 @@ it, ``init_process_group("mpi")`` raises it), and nothing is printed.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from torcia.plugins import hookimpl
@@ -15,7 +17,8 @@ from torcia.plugins import hookimpl
 
 @hookimpl
 def torcia_register_process_group_backends(registry):
-    registry.add("mpi", backend_factory())
+    registry.add("mpi", backend_factory("mpi"))
+    registry.add("gloo", backend_factory("gloo"))
 
 
 def load_mpi():
@@ -47,22 +50,32 @@ def initialized_mpi():
     return MPI
 
 
-def create(rank, world_size, timeout, init_method):
-    """``torcia_mpi.group.MPIProcessGroup.create``, MPI started first."""
-    initialized_mpi()
-    from torcia_mpi.group import MPIProcessGroup
+def launched_by_mpi() -> bool:
+    """Whether an MPI launcher (``mpiexec``, ``srun`` with PMI) started this process among
+    several: MPI's ``COMM_WORLD`` then holds the job, and no store is needed."""
+    for var in ("PMI_SIZE", "OMPI_COMM_WORLD_SIZE"):
+        if int(os.environ.get(var, "1")) > 1:
+            return True
+    return False
 
-    return MPIProcessGroup.create(rank, world_size, timeout, init_method)
 
-
-def backend_factory():
-    """:func:`create`, or where MPI cannot be loaded a stand-in whose
+def backend_factory(name):
+    """The factory of backend ``name``, or where MPI cannot be loaded a stand-in whose
     ``unavailable_reason`` says why."""
     try:
         load_mpi()
     except Exception as exc:  # noqa: BLE001 - ImportError, or mpi4py's RuntimeError
         why = f"{type(exc).__name__}: " + "; ".join(str(exc).splitlines()[:2])
     else:
+        def create(rank, world_size, timeout, init_method, store=None):
+            initialized_mpi()
+            from torcia_mpi.group import MPIProcessGroup
+
+            return MPIProcessGroup.create(rank, world_size, timeout, init_method, store,
+                                          backend_name=name)
+
+        # a group of one process, or a job mpiexec started, needs no rendezvous
+        create.needs_store = lambda rank, world_size: world_size > 1 and not launched_by_mpi()
         return create
 
     def unavailable(**kwargs):

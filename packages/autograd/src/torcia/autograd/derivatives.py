@@ -34,20 +34,30 @@ import torcia
 from torcia.autograd.graph import Meta
 from torcia.library import Tensor, call, dtype_from_numpy
 
+# PyTorch's argument names that formulas use as theirs; any other input is ``self`` (the
+# first) or ``other`` (the second) in PyTorch's names, unless the row says (``names=``)
+_TORCH_ARGS = frozenset({
+    "weight", "bias", "target", "index", "indices", "mask", "src", "source", "values",
+    "end", "running_mean", "running_var", "log_probs", "targets", "input_lengths",
+    "target_lengths"})
+_STRIDED = torcia.strided
+
 
 class Entry:
     """A formula with what it needs, read once from its signature."""
 
     __slots__ = ("op", "fn", "multi", "saved_flags", "variadic_saved", "param_names",
                  "uses_result", "wants_needs", "differentiable_outputs", "only_for",
-                 "saved_outputs")
+                 "saved_outputs", "names", "_saved")
 
     def __init__(self, op, fn, differentiable_outputs=None, saved_only_for=None,
-                 saved_outputs=None):
+                 saved_outputs=None, names=None):
         self.op = op
         self.fn = fn
         self.differentiable_outputs = differentiable_outputs
         self.saved_outputs = saved_outputs
+        self.names = names
+        self._saved = None
         sig = inspect.signature(fn)
         params = list(sig.parameters.values())
         positional = [p.name for p in params[1:] if p.kind is p.POSITIONAL_OR_KEYWORD]
@@ -74,6 +84,48 @@ class Entry:
                 else:
                     self.param_names.append(p.name)
         self.saved_flags = tuple(flags)
+
+    def saved_attributes(self, node) -> dict:
+        """What ``node`` (a node of this op) saved, under PyTorch's names (``self``,
+        ``other``, ``dim``, ``result``...): ``{name: (kind, key)}``, where kind is "input"
+        (key: its position; "inputs" for a variadic parameter, from that position on),
+        "sizes" or "strides" (an input's shape, which the node keeps for every input, or
+        its strides, for one it keeps), "param" (key: the parameter and its default) or
+        "result" (key: the output's index). Read
+        through ``grad_fn._saved_<name>`` (:class:`torcia.autograd.graph.Node`)."""
+        dynamic = callable(self.names)
+        if not dynamic and self._saved is not None and node.n_outputs in self._saved:
+            return self._saved[node.n_outputs]
+        names = (self.names(node) if dynamic else self.names) or {}
+        out = {}
+        params = list(inspect.signature(self.fn).parameters.values())[1:]
+        i = 0
+        for p in params:
+            bare = p.name.lstrip("_")
+            if p.kind is p.POSITIONAL_OR_KEYWORD or p.kind is p.POSITIONAL_ONLY:
+                torch_name = names.get(bare) or (
+                    bare if bare in _TORCH_ARGS else ("self", "other")[i] if i < 2 else bare)
+                if not p.name.startswith("_"):
+                    out[torch_name] = ("input", i)
+                    out[torch_name + "_sym_strides"] = ("strides", i)
+                out[torch_name + "_sym_sizes"] = ("sizes", i)
+                i += 1
+            elif p.kind is p.VAR_POSITIONAL:
+                if not p.name.startswith("_"):
+                    out[names.get(bare, "tensors")] = ("inputs", i)
+            elif p.kind is p.KEYWORD_ONLY and p.name == "result":
+                if node.n_outputs > 1:
+                    for k in range(node.n_outputs):
+                        if self.saved_outputs is None or k in self.saved_outputs:
+                            out[names.get(f"result{k}", f"result{k}")] = ("result", k)
+                else:
+                    out[names.get("result", "result")] = ("result", 0)
+            elif p.kind is p.KEYWORD_ONLY and p.name != "needs_input_grad":
+                default = None if p.default is p.empty else p.default
+                out[names.get(p.name, p.name)] = ("param", (p.name, default))
+        if not dynamic:
+            self._saved = {**(self._saved or {}), node.n_outputs: out}
+        return out
 
     def backward(self, node, grads, create_graph):
         args = node.unpack(create_graph)
@@ -140,6 +192,12 @@ def _fit(g, meta) -> Tensor:
     shape, dtype, _ = meta
     if not isinstance(g, Tensor):
         raise TypeError(f"a derivative formula returned {type(g).__name__}, not a Tensor")
+    if g.layout is not _STRIDED:
+        # a sparse gradient (embedding's with sparse=True) keeps its layout
+        if tuple(g.shape) != tuple(shape):
+            raise RuntimeError(f"a sparse gradient of shape {list(g.shape)} for an input of "
+                               f"shape {list(shape)}")
+        return g
     if g._data.shape != shape:
         g = _sum_to(g, shape)
     if g._data.dtype is not dtype:
@@ -154,7 +212,7 @@ TABLE: dict[str, Entry] = {}
 
 
 def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None,
-               saved_outputs=None):
+               saved_outputs=None, names=None):
     """Register the backward formula of ``op`` (see the module docstring).
 
     ``differentiable_outputs`` (a tuple of bools, one per output of a multi-output op)
@@ -163,16 +221,35 @@ def derivative(op: str, *, differentiable_outputs=None, saved_only_for=None,
     (``{"a": "b"}``: keep ``a`` only when ``b`` requires grad); otherwise the formula gets
     its :class:`Meta` and must not read its value. ``saved_outputs`` (indices) keeps only
     those outputs for ``result``, the others reading None: an output that is not kept
-    may be written in place before backward.
+    may be written in place before backward. ``names`` maps the formula's names of what
+    it saves (inputs without their underscore, parameters, ``result`` or ``result0``...)
+    to PyTorch's, where they differ from the default (the first input ``self``, the
+    second ``other``, an input named as one of PyTorch's arguments keeps its name): they
+    name ``grad_fn._saved_<name>`` (a function of the node where they depend on it).
     """
 
     def register(fn):
         if op in TABLE:
             raise ValueError(f"a derivative for {op!r} is already registered")
-        TABLE[op] = Entry(op, fn, differentiable_outputs, saved_only_for, saved_outputs)
+        TABLE[op] = Entry(op, fn, differentiable_outputs, saved_only_for, saved_outputs,
+                          names)
         return fn
 
     return register
+
+
+# PyTorch's names of saved inputs and outputs shared by several rows (``names=``)
+_INPUT_WEIGHT_BIAS = {"x": "input", "w": "weight", "b": "bias"}
+_FFT_NAMES = {"dims": "dim", "norm": "normalization"}
+_EIGEN_NAMES = {"result0": "eigenvalues", "result1": "eigenvectors"}
+_INDICES = {"result0": "values", "result1": "indices"}
+
+
+def _matmul_names(node):
+    """matmul's second operand as PyTorch's node of the same name (MmBackward0...)
+    calls it."""
+    other = {"MmBackward0": "mat2", "MvBackward0": "vec", "DotBackward0": "tensor"}
+    return {"b": other.get(node.name(), "other")}
 
 
 def _c(x):
@@ -555,7 +632,7 @@ def _(grad, x):
     return torcia.where(size2 == 0, torcia.zeros_like(x), grad * 1j * x / size2)
 
 
-@derivative("complex")
+@derivative("complex", names={"re": "real", "im": "imag"})
 def _(grad, _re, _im):
     return grad.real, grad.imag
 
@@ -567,13 +644,13 @@ def _(grad, _re, _im):
 _ADJOINT_NORM = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
 
 
-@derivative("fft_c2c")
+@derivative("fft_c2c", names=_FFT_NAMES)
 def _(grad, _x, *, dims, norm, forward):
     return call("fft_c2c", (grad,), {"dims": dims, "norm": _ADJOINT_NORM[norm],
                                      "forward": not forward})
 
 
-@derivative("fft_r2c")
+@derivative("fft_r2c", names=_FFT_NAMES)
 def _(grad, _x, *, dims, norm, onesided):
     # the half spectrum is the full one cut short: pad it back with zeros, then adjoin
     if onesided:
@@ -588,7 +665,7 @@ def _(grad, _x, *, dims, norm, onesided):
     return full.real
 
 
-@derivative("fft_c2r")
+@derivative("fft_c2r", names=_FFT_NAMES)
 def _(grad, _x, *, dims, norm, last_dim_size):
     # as PyTorch: the one-sided transform of the gradient, its bins that stand for two
     # (conjugate) bins of the full spectrum doubled
@@ -633,7 +710,7 @@ def _(grad, a, b, *, needs_input_grad, rounding_mode=None):
     return ga, gb
 
 
-@derivative("pow")
+@derivative("pow", names={"b": "exponent"})
 def _(grad, a, b, *, result, needs_input_grad):
     ga = gb = None
     if needs_input_grad[0]:
@@ -713,7 +790,7 @@ def _(grad, a, b):
     return ga, grad * a / b if isinstance(b, Tensor) else None
 
 
-@derivative("clamp")
+@derivative("clamp", names={"lo": "min", "hi": "max"})
 def _(grad, x, lo, hi):
     keep = torcia.ones_like(x, dtype=torcia.bool)
     if lo is not None:
@@ -731,7 +808,7 @@ def _(grad, x, lo, hi):
     return torcia.where(keep, grad, zero), glo, ghi
 
 
-@derivative("where")
+@derivative("where", names={"cond": "condition", "a": "self", "b": "other"})
 def _(grad, cond, _a, _b):
     zero = torcia.zeros_like(grad)
     return None, torcia.where(cond, grad, zero), torcia.where(cond, zero, grad)
@@ -743,12 +820,12 @@ def _(grad, start, end, weight):
     return grad * _c(1 - weight), grad * _c(weight), gw
 
 
-@derivative("addcmul")
+@derivative("addcmul", names={"t1": "tensor1", "t2": "tensor2"})
 def _(grad, _x, t1, t2, *, value):
     return grad, grad * _c(value * t2), grad * _c(value * t1)
 
 
-@derivative("addcdiv")
+@derivative("addcdiv", names={"t1": "tensor1", "t2": "tensor2"})
 def _(grad, _x, t1, t2, *, value):
     return grad, grad * _c(value / t2), -grad * _c(value * t1 / (t2 * t2))
 
@@ -850,7 +927,7 @@ def _picked_row(grads, x, *, dim, keepdim, result):
 
 # one element chosen along ``dim``, its index the second output
 for _op in ("max_dim", "min_dim", "median_dim", "mode_dim", "kthvalue"):
-    derivative(_op)(_picked_row)
+    derivative(_op, names=_INDICES)(_picked_row)
 
 
 @derivative("var")
@@ -868,7 +945,7 @@ def _(grad, x, *, dim, correction, keepdim, result):
     return g * (x - x.mean(dim, keepdim=True)) / (max(n - correction, 0) * r)
 
 
-@derivative("norm")
+@derivative("norm", names={"p": "ord"})
 def _(grad, x, *, p, dim, keepdim, result):
     return _norm_backward(grad, x, p, dim, keepdim, result)
 
@@ -1040,7 +1117,7 @@ def _(grad, _x, *, shifts, dims):
     return grad.roll(tuple(-s for s in shifts), dims)
 
 
-@derivative("repeat")
+@derivative("repeat", names={"sizes": "repeats"})
 def _(grad, _x, *, sizes):
     extra = len(sizes) - _x.ndim
     shape = (1,) * extra + tuple(_x.shape)
@@ -1078,7 +1155,7 @@ def _(grad, *_xs, dim):
     return tuple(grad.unbind(dim))
 
 
-@derivative("split")
+@derivative("split", names={"sections": "split_size"})
 def _(grads, _x, *, sections, dim):
     parts = []
     for g, n in zip(grads, sections):
@@ -1139,7 +1216,7 @@ def _(grad, _x, indices, *, dim):
 # =======================================================================================
 
 
-@derivative("matmul", saved_only_for={"a": "b", "b": "a"})
+@derivative("matmul", saved_only_for={"a": "b", "b": "a"}, names=_matmul_names)
 def _(grad, a, b, *, needs_input_grad):
     ga = gb = None
     if a.ndim == 1 and b.ndim == 1:
@@ -1170,31 +1247,51 @@ def _(grad, a, b, *, needs_input_grad):
     return ga, gb
 
 
-@derivative("mm", saved_only_for={"a": "b", "b": "a"})
+@derivative("mm", saved_only_for={"a": "b", "b": "a"}, names={"b": "mat2"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ b.mH if needs_input_grad[0] else None,
             a.mH @ grad if needs_input_grad[1] else None)
 
 
-@derivative("bmm", saved_only_for={"a": "b", "b": "a"})
+@derivative("sparse_mm", saved_only_for={"dense": "values"})
+def _(grad, crow, col, values, dense, *, ncols, transpose, needs_input_grad):
+    # out = A @ dense (A^T @ dense with transpose), A the compressed-row matrix of
+    # (crow, col, values): dense gets A^H @ grad (A-bar @ grad), each stored value the
+    # dot product of the grad row and the dense row its entry joins
+    gv = gd = None
+    if needs_input_grad[3]:
+        gd = call("sparse_mm", (crow, col, _c(values), grad),
+                  {"ncols": ncols, "transpose": not transpose})
+    if needs_input_grad[2]:
+        counts = crow[1:] - crow[:-1]
+        rows = torcia.repeat_interleave(torcia.arange(crow.shape[0] - 1, device=crow.device),
+                                        counts.long())
+        out_rows, in_rows = (col, rows) if transpose else (rows, col)
+        gv = (grad.index_select(0, out_rows.long())
+              * _c(dense.index_select(0, in_rows.long()))).sum(-1)
+    return None, None, gv, gd
+
+
+@derivative("bmm", saved_only_for={"a": "b", "b": "a"}, names={"b": "mat2"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ b.mH if needs_input_grad[0] else None,
             a.mH @ grad if needs_input_grad[1] else None)
 
 
-@derivative("dot", saved_only_for={"a": "b", "b": "a"})
+@derivative("dot", saved_only_for={"a": "b", "b": "a"}, names={"b": "tensor"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad * _c(b) if needs_input_grad[0] else None,
             grad * _c(a) if needs_input_grad[1] else None)
 
 
-@derivative("outer", saved_only_for={"a": "b", "b": "a"})
+@derivative("outer", saved_only_for={"a": "b", "b": "a"}, names={"b": "vec2"})
 def _(grad, a, b, *, needs_input_grad):
     return (grad @ _c(b) if needs_input_grad[0] else None,
             grad.mT @ _c(a) if needs_input_grad[1] else None)
 
 
-@derivative("addmm", saved_only_for={"a": "b", "b": "a"})
+@derivative("addmm", saved_only_for={"a": "b", "b": "a"},
+            names={"c": "self", "a": "mat1", "b": "mat2"})
 def _(grad, _c, a, b, *, beta, alpha, needs_input_grad):
     # scaling by 1 would cost a full pass (and a node under create_graph)
     gc = (grad if beta == 1 else grad * beta) if needs_input_grad[0] else None
@@ -1354,7 +1451,7 @@ def _gathered_row(grads, _x, *, dim, result):
 
 # values taken from positions along ``dim``, the positions the second output
 for _op in ("sort", "topk", "cummax", "cummin"):
-    derivative(_op)(_gathered_row)
+    derivative(_op, names=_INDICES)(_gathered_row)
 
 
 @derivative("logcumsumexp")
@@ -1472,12 +1569,12 @@ def _eye_like(n, like):
     return torcia.eye(n, dtype=like.dtype, device=like.device)
 
 
-@derivative("linalg_inv")
+@derivative("linalg_inv", names={"a": "A", "result": "inverse"})
 def _(grad, _a, *, result):
     return -(result.mH @ grad @ result.mH)
 
 
-@derivative("linalg_solve")
+@derivative("linalg_solve", names={"a": "A", "b": "B"})
 def _(grad, a, _b, *, left, result, needs_input_grad):
     # left: A X = B, so gB = A^-T g and gA = -gB X^T; right: X A = B, gB = g A^-T
     gb = torcia.linalg.solve(a.mH, grad, left=left)
@@ -1487,13 +1584,13 @@ def _(grad, a, _b, *, left, result, needs_input_grad):
     return ga, gb
 
 
-@derivative("linalg_det")
+@derivative("linalg_det", names={"a": "A"})
 def _(grad, a, *, result):
     # NOTE: well defined for invertible matrices only; a singular one raises in inv
     return (grad * _c(result)).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
-@derivative("linalg_slogdet", differentiable_outputs=(False, True))
+@derivative("linalg_slogdet", differentiable_outputs=(False, True), names={"a": "A"})
 def _(grads, a):
     g = grads[1]
     if g is None:
@@ -1501,7 +1598,7 @@ def _(grads, a):
     return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
-@derivative("linalg_cholesky")
+@derivative("linalg_cholesky", names={"result": "L"})
 def _(grad, _a, *, upper, result):
     # A = L L^T gives L^-1 dA L^-T = X + X^T with X = L^-1 dL lower triangular, so
     # dL = L phi(L^-1 dA L^-T) (phi: lower triangle, halved diagonal). An upper factor is
@@ -1513,7 +1610,7 @@ def _(grad, _a, *, upper, result):
     return linv.mH @ ((p + p.mH) / 2) @ linv
 
 
-@derivative("linalg_qr")
+@derivative("linalg_qr", names={"a": "A", "result0": "Q", "result1": "R"})
 def _(grads, _a, *, mode, result):
     q, r = result
     m, n = q.shape[-2], r.shape[-1]
@@ -1557,7 +1654,7 @@ def _gap_inverse(values):
     return torcia.where(eye, torcia.zeros_like(diff), 1 / diff.masked_fill(eye, 1))
 
 
-@derivative("linalg_eigh")
+@derivative("linalg_eigh", names=_EIGEN_NAMES)
 def _(grads, _a, *, result, UPLO="L"):
     vals, vecs = result
     gl, gv = grads
@@ -1571,7 +1668,7 @@ def _(grads, _a, *, result, UPLO="L"):
     return vecs @ inner @ vecs.mH
 
 
-@derivative("linalg_eig")
+@derivative("linalg_eig", names=_EIGEN_NAMES)
 def _(grads, _a, *, result):
     # A = V diag(L) V^-1 with unit eigenvectors (PyTorch's formula): the gradient is
     # V^-H (diag(gL) + (V^H gV - V^H V Re(diag(V^H gV))) / conj(L_j - L_i)) V^H; the removed
@@ -1606,7 +1703,8 @@ def _(grad, a, *, UPLO="L"):
     return (vecs * grad.unsqueeze(-2)) @ vecs.mH
 
 
-@derivative("linalg_svd")
+@derivative("linalg_svd",
+            names={"a": "A", "result0": "U", "result1": "S", "result2": "Vh"})
 def _(grads, a, *, full_matrices, result):
     u, s, vh = result
     k = s.shape[-1]
@@ -1678,7 +1776,8 @@ def _pinv_backward(grad, a, p):
             + p.mH @ p @ grad.mH @ (eye_n - p @ a))
 
 
-@derivative("linalg_lu_factor", differentiable_outputs=(True, False, False))
+@derivative("linalg_lu_factor", differentiable_outputs=(True, False, False),
+            names={"a": "A", "result0": "LU", "result1": "pivots"})
 def _(grads, a, *, result):
     # A = P L U (square): gA = P L^-H (tril(L^H gL, -1) + triu(gU U^H)) U^-H, with gL and gU
     # the strictly lower and upper parts of the packed factors' gradient
@@ -1693,7 +1792,7 @@ def _(grads, a, *, result):
     return p @ torcia.linalg.solve_triangular(up.mH, x, upper=False, left=False)
 
 
-@derivative("linalg_solve_triangular")
+@derivative("linalg_solve_triangular", names={"b": "B"})
 def _(grad, a, _b, *, upper, left, unitriangular, result, needs_input_grad):
     # left: A X = B gives gB = A^-T g, gA = -gB X^T; right: X A = B, gB = g A^-T,
     # gA = -X^T gB; gA keeps A's triangle (strictly, for a unit diagonal)
@@ -1718,7 +1817,8 @@ def _(grad, a):
     return block[..., :n, n:]
 
 
-@derivative("linalg_lstsq", differentiable_outputs=(True, True, False, False))
+@derivative("linalg_lstsq", differentiable_outputs=(True, True, False, False),
+            names={"b": "b"})
 def _(grads, a, b, *, rcond, driver, result):
     # solution = pinv(A) B; residuals = min ||A X - B||^2, whose gradients need only the
     # residual A X - B at the optimum
@@ -1746,7 +1846,7 @@ def _(grads, _a):
     raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
 
 
-@derivative("linalg_ldl_solve")
+@derivative("linalg_ldl_solve", names={"ld": "LD", "b": "B"})
 def _(grad, _ld, _pivots, _b, *, hermitian):
     raise NotImplementedError("the derivative for 'linalg_ldl_solve' is not implemented.")
 
@@ -1993,7 +2093,7 @@ def _(grad, _x, *, dim, result):
     return grad - result.exp() * grad.sum(dim, keepdim=True)
 
 
-@derivative("linear")
+@derivative("linear", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, w, _b, *, needs_input_grad):
     gx = gw = gb = None
     rows = grad.reshape(-1, w.shape[0])
@@ -2032,7 +2132,7 @@ def _crop_to(t, shape):
     return t
 
 
-@derivative("conv")
+@derivative("conv", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
     params = _conv_params(stride, padding, dilation, groups)
     gx = _conv_input_grad(grad, w, x.shape, stride, padding, dilation,
@@ -2043,7 +2143,7 @@ def _(grad, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
     return gx, gw, gb
 
 
-@derivative("conv_transpose")
+@derivative("conv_transpose", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, w, _b, *, stride, padding, output_padding, dilation, groups,
       needs_input_grad):
     params = _conv_params(stride, padding, dilation, groups)
@@ -2146,7 +2246,7 @@ def _norm_input_grad(gxhat, xhat, invstd, dims):
                      - xhat * (gxhat * xhat).mean(dims, keepdim=True))
 
 
-@derivative("batch_norm")
+@derivative("batch_norm", names=_INPUT_WEIGHT_BIAS)
 def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
       needs_input_grad):
     g = grads[0]
@@ -2177,7 +2277,7 @@ def _(grads, x, weight, _bias, running_mean, running_var, *, training, eps,
     return gx, gw, gb, None, None
 
 
-@derivative("layer_norm")
+@derivative("layer_norm", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
     if not _differentiable_formulas():
         gx, gw, gb = call("layer_norm_backward", (grad, x, weight),
@@ -2195,7 +2295,7 @@ def _(grad, x, weight, _bias, *, normalized_ndim, eps, needs_input_grad):
     return gx, gw, gb
 
 
-@derivative("rms_norm")
+@derivative("rms_norm", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, weight, *, normalized_ndim, eps, needs_input_grad):
     if not _differentiable_formulas():
         gx, gw = call("rms_norm_backward", (grad, x, weight),
@@ -2215,7 +2315,16 @@ def _(grad, x, weight, *, normalized_ndim, eps, needs_input_grad):
 
 
 @derivative("embedding")
-def _(grad, _weight, indices, *, padding_idx):
+def _(grad, _weight, indices, *, padding_idx, sparse=False):
+    if sparse:
+        # PyTorch's sparse gradient: one entry per looked-up row (not coalesced), the
+        # padding row's left out
+        rows, flat = indices.reshape(-1), grad.reshape(-1, grad.shape[-1])
+        if padding_idx is not None:
+            keep = rows != padding_idx
+            rows, flat = rows[keep], flat[keep]
+        return torcia.sparse_coo_tensor(rows.long().unsqueeze(0), flat,
+                                        tuple(_weight.shape)), None
     return call("embedding_backward", (grad, indices),
                 {"num_weights": _weight.shape[0], "padding_idx": padding_idx}), None
 

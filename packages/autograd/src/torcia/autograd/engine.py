@@ -32,6 +32,8 @@ from torcia.autograd.graph import (
 from torcia.library import GRAD_MODE as _GRAD
 from torcia.library import AutogradMode, Tensor, active_modes
 
+_STRIDED = torcia.strided
+
 _NOT_DIFF = _oplist.NOT_DIFFERENTIABLE
 _TABLE = _derivs.TABLE
 
@@ -115,7 +117,13 @@ def _edge(x):
 
 
 def record(op: str, inputs: tuple, params: dict, out) -> None:
-    """Attach a backward node for ``op`` to its output(s)."""
+    """Attach a backward node for ``op`` to its output(s) (once: forward AD records an
+    op before the dispatcher does, see :func:`record_early`)."""
+    if out.__class__ is not tuple and out.grad_fn is not None:
+        return
+    if out.__class__ is tuple and any(o.grad_fn is not None for o in out
+                                      if isinstance(o, Tensor)):
+        return
     entry = _TABLE.get(op)
     if entry is None:
         if op in _NOT_DIFF:
@@ -609,7 +617,7 @@ def _stealable(grad: Tensor, leaf: Tensor, owned) -> bool:
     references the backward loop holds), whose array owns its memory and is seen by no
     view or other tensor, C-contiguous, writable, of the leaf's dtype and shape."""
     # getrefcount's argument and the parameters of this and _accumulate come on top
-    if owned is None or sys.getrefcount(grad) != owned + 3:
+    if owned is None or sys.getrefcount(grad) != owned + 3 or grad.__class__ is not Tensor:
         return False
     data = grad._data
     # the attribute, the local and getrefcount's argument: any other is a view or a tensor
@@ -629,7 +637,8 @@ def _add_in_place(old: Tensor, grad: Tensor) -> bool:
     dtype; False, and nothing done, otherwise. Saves the sum a new array (the gradients
     meeting at a residual connection, at each use of a weight)."""
     # the buffer's slot, the caller's local, this parameter and getrefcount's argument
-    if old.__class__ is not Tensor or sys.getrefcount(old) != 4:
+    if old.__class__ is not Tensor or grad.__class__ is not Tensor or \
+            sys.getrefcount(old) != 4:
         return False
     data, other = old._data, grad._data
     if data.__class__ is not np.ndarray or other.__class__ is not np.ndarray \
@@ -655,7 +664,12 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
     if hooked:
         grad = _call_hooks(meta.hooks, grad)
     old = leaf._grad
-    if create_graph:
+    if grad.layout is not _STRIDED:
+        # a sparse gradient (embedding's with sparse=True) is kept sparse, as PyTorch's;
+        # added to a dense one it makes a dense one
+        grad = grad if create_graph else grad.detach()
+        leaf._grad = grad if old is None else old + grad
+    elif create_graph:
         leaf.grad = grad if old is None else old + grad
     elif old is None:
         if not hooked and _stealable(grad, leaf, owned):

@@ -105,6 +105,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
     entry = _derivs.TABLE[op]
     outs = result if isinstance(result, tuple) else (result,)
     mask = entry.differentiable_outputs
+    # where the caller records, the tangent is differentiable too (reverse over forward)
+    create_graph = torcia.is_grad_enabled()
     with enable_grad():
         seeds = [Tensor._make(torcia.zeros(o.shape, dtype=o.dtype)._data, o._device)
                  .requires_grad_(True)
@@ -146,7 +148,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
         if total is None or not total.requires_grad:
             found = [None] * len(live)
         else:
-            found = torcia.autograd.grad(total, live, allow_unused=True)
+            found = torcia.autograd.grad(total, live, allow_unused=True,
+                                         create_graph=create_graph)
     found = iter(found)
     out = []
     for s, o in zip(seeds, outs):
@@ -154,7 +157,9 @@ def _transposed_vjp(op, primals, tangents, params, result):
             out.append(None)
             continue
         g = next(found)
-        out.append(_zero_tangent(o) if g is None else g.detach())
+        # autograd.grad's results are out of the graph, with their tangents of the outer
+        # forward levels (nested forward mode reads them)
+        out.append(_zero_tangent(o) if g is None else g)
     return tuple(out) if isinstance(result, tuple) else out[0]
 
 

@@ -112,9 +112,15 @@ class Node:
             raise RuntimeError(_FREED)
         args = self.args
         if self.packed:
+            # saved_tensors_hooks packed them all; register_hooks on a raw saved tensor,
+            # some
             args = list(args)
             for i, v in self.versions:
-                args[i] = args[i].unpack(v, self.name())
+                a = args[i]
+                if a.__class__ is Packed:
+                    args[i] = a.unpack(v, self.name())
+                elif a._vc[0] != v:
+                    raise RuntimeError(_modified_message(a, v, self.name()))
             return tuple(args)
         for i, v in self.versions:
             t = args[i]
@@ -130,6 +136,130 @@ class Node:
     def apply(self, grads, create_graph: bool):
         return self.entry.backward(self, grads, create_graph)
 
+    def __getattr__(self, name):
+        # only names that are not slots reach here: PyTorch's saved values of the node
+        if name.startswith("_saved_"):
+            found = _saved_attributes(self).get(name[7:])
+            if found is not None:
+                return _saved_value(self, *found)
+        elif name.startswith("_raw_saved_"):
+            found = _saved_attributes(self).get(name[11:])
+            if found is not None and found[0] in ("input", "result"):
+                return SavedTensor(self, *found)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __dir__(self):
+        saved = _saved_attributes(self)
+        return sorted({*super().__dir__(), *("_saved_" + n for n in saved),
+                       *("_raw_saved_" + n for n, (kind, _) in saved.items()
+                         if kind in ("input", "result"))})
+
+
+def _saved_attributes(node) -> dict:
+    attributes = getattr(node.entry, "saved_attributes", None)
+    return attributes(node) if attributes is not None else {}
+
+
+def _slot(node, kind, key) -> int:
+    """The index in ``node.args`` of a saved input or output."""
+    return key if kind == "input" else len(node.next_functions) + key
+
+
+def _saved_value(node, kind, key):
+    """``grad_fn._saved_<name>``: what the node saved, as PyTorch shows it."""
+    if kind == "param":
+        name, default = key
+        value = node.params.get(name, default)
+        return tuple(value) if isinstance(value, list) else value
+    if kind == "sizes":
+        meta = node.metas[key]
+        return None if meta is None else tuple(meta[0])
+    if kind == "inputs":
+        return [_unpacked(node, i) for i in range(key, len(node.next_functions))]
+    value = _unpacked(node, _slot(node, kind if kind != "strides" else "input", key))
+    if kind == "strides":
+        return tuple(value.stride()) if isinstance(value, Tensor) else None
+    if kind == "result":
+        from torcia.autograd.derivatives import _reattach
+
+        # the output again, as PyTorch gives it: equal to it, with this node as grad_fn
+        return None if value is None else _reattach(value, node, key)
+    return value if value is None or isinstance(value, Tensor) else _wrapped(value)
+
+
+def _unpacked(node, slot):
+    """What the node saved in ``node.args[slot]``, checked as backward checks it."""
+    if node.released:
+        raise RuntimeError(_FREED)
+    value = node.args[slot]
+    version = dict(node.versions).get(slot)
+    if value.__class__ is Packed:
+        return value.unpack(version, node.name())
+    if version is not None and value._vc[0] != version:
+        raise RuntimeError(_modified_message(value, version, node.name()))
+    return value
+
+
+def _wrapped(number) -> Tensor:
+    """A number where PyTorch's op takes a tensor, as PyTorch saves it: a 0-dim tensor
+    of the number's widest dtype (its "wrapped number")."""
+    dtype = (torcia.bool if isinstance(number, bool) else torcia.int64
+             if isinstance(number, int) else torcia.complex128 if isinstance(number, complex)
+             else torcia.float64)
+    return torcia.tensor(number, dtype=dtype)
+
+
+class SavedTensor:
+    """A tensor a node saved, as ``grad_fn._raw_saved_<name>`` gives it: with
+    :meth:`register_hooks`, its own pack and unpack hooks.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> y = x.sin()
+    >>> y.grad_fn._raw_saved_self.register_hooks(lambda t: t * 10, lambda t: t / 10)
+    >>> y.grad_fn._saved_self
+    tensor([1., 2.], requires_grad=True)
+    """
+
+    __slots__ = ("node", "slot")
+
+    def __init__(self, node, kind, key):
+        self.node = node
+        self.slot = _slot(node, kind, key)
+
+    def register_hooks(self, pack_hook, unpack_hook) -> None:
+        """Pack the saved tensor now with ``pack_hook(tensor) -> object``; backward (and
+        ``_saved_<name>``) gets it back through ``unpack_hook(object) -> Tensor``."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): expected two callables (pack_hook, "
+                            "unpack_hook)")
+        node = self.node
+        if node.released:
+            raise RuntimeError("Calling register_hooks on a saved tensor after it has been "
+                               "freed. " + _FREED[_FREED.index("Saved intermediate"):])
+        value = node.args[self.slot]
+        if value.__class__ is Packed:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed "
+                               "at a time.")
+        if value is None:
+            raise RuntimeError("Calling register_hooks on a saved tensor with value None is "
+                               "forbidden")
+        if not isinstance(value, Tensor):
+            # a number: from now on the tensor PyTorch would have saved, which formulas
+            # take as they take the number (a 0-dim operand does not promote)
+            value = _wrapped(value)
+            node.versions += ((self.slot, value._vc[0]),)
+        version = dict(node.versions)[self.slot]
+        if value._vc[0] != version:
+            raise RuntimeError(_modified_message(value, version, node.name()))
+        args = list(node.args)
+        args[self.slot] = Packed(value, pack_hook, unpack_hook)
+        node.args = tuple(args)
+        node.packed = True
+
 
 # PyTorch's node names where they are not the op's name in CamelCase + "Backward0"
 _NAMES = {
@@ -142,6 +272,9 @@ _NAMES = {
     "LinalgSolveExBackward0", "linalg_cholesky": "LinalgCholeskyExBackward0",
 }
 _SECOND_FORM = ("sum", "mean", "prod", "squeeze")  # "...Backward1" when given a dim
+# "...Backward1" when the input at this position is a tensor (PyTorch's Tensor overload;
+# its Scalar one is "...Backward0")
+_TENSOR_FORM = {"fmod": 1, "remainder": 1, "lerp": 2}
 
 
 def node_name(op: str, params: dict, metas) -> str:
@@ -165,6 +298,10 @@ def node_name(op: str, params: dict, metas) -> str:
         return _getitem_name(params["key"])
     if op == "pow" and metas and metas[1] is not None:
         return "PowBackward1"
+    if op == "clamp" and len(metas) == 3 and metas[1] is None and metas[2] is None:
+        return "ClampBackward1"  # bounds that are numbers (or None): clamp.Scalar's node
+    if op in _TENSOR_FORM and len(metas) > _TENSOR_FORM[op] and metas[_TENSOR_FORM[op]]:
+        return "".join(p.capitalize() for p in op.split("_")) + "Backward1"
     if op == "matmul" and metas and metas[0] is not None and metas[1] is not None:
         ranks = (len(metas[0][0]), len(metas[1][0]))
         return {(2, 2): "MmBackward0", (2, 1): "MvBackward0", (1, 1): "DotBackward0"}.get(
@@ -437,3 +574,245 @@ class save_on_cpu(saved_tensors_hooks):
             return t if device is None else t.to(device)
 
         super().__init__(pack, unpack)
+
+
+# ---------------------------------------------------------------------------------------
+# the rest of torch.autograd.graph's names
+# ---------------------------------------------------------------------------------------
+
+
+class _HookSwitch:
+    """The message with which saved-tensor hooks are refused (None: allowed)."""
+
+    disabled_message = None
+
+
+_SWITCH = _HookSwitch()
+_saved_hooks_enter = saved_tensors_hooks.__enter__
+
+
+def _checked_enter(self):
+    if _SWITCH.disabled_message is not None:
+        raise RuntimeError(_SWITCH.disabled_message)
+    return _saved_hooks_enter(self)
+
+
+saved_tensors_hooks.__enter__ = _checked_enter
+
+
+class disable_saved_tensors_hooks:
+    """Inside the block, entering :class:`saved_tensors_hooks` raises ``RuntimeError``
+    with ``error_message`` (a feature that cannot work with them says why).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import disable_saved_tensors_hooks, saved_tensors_hooks
+    >>> with disable_saved_tensors_hooks("not with this feature"):
+    ...     try:
+    ...         saved_tensors_hooks(lambda t: t, lambda t: t).__enter__()
+    ...     except RuntimeError as error:
+    ...         print(error)
+    not with this feature
+    """
+
+    def __init__(self, error_message: str):
+        self.error_message = error_message
+
+    def __enter__(self):
+        self._saved = _SWITCH.disabled_message
+        _SWITCH.disabled_message = self.error_message
+        return self
+
+    def __exit__(self, *exc):
+        _SWITCH.disabled_message = self._saved
+        return False
+
+
+class allow_mutation_on_saved_tensors(saved_tensors_hooks):
+    """Inside the block, a tensor saved for backward may be modified in place afterwards:
+    backward uses the values it had when it was saved (each saved tensor is copied when
+    saved; PyTorch copies on the first mutation, with the same results).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0], requires_grad=True)
+    >>> with torcia.autograd.graph.allow_mutation_on_saved_tensors():
+    ...     y = x.clone()
+    ...     z = (y * y).sum()
+    ...     with torcia.no_grad():
+    ...         _ = y.mul_(10)
+    ...     z.backward()
+    >>> x.grad
+    tensor([2., 4.])
+    """
+
+    _check_version = False
+
+    def __init__(self):
+        super().__init__(lambda t: t.detach().clone(), lambda t: t)
+
+
+class GradientEdge(tuple):
+    """Where a tensor's gradient flows in the graph: ``(node, output_nr)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import get_gradient_edge
+    >>> x = torcia.ones(2, requires_grad=True)
+    >>> edge = get_gradient_edge(x * 2)
+    >>> edge.node.name(), edge.output_nr
+    ('MulBackward0', 0)
+    """
+
+    def __new__(cls, node, output_nr: int, ownership_token=None):
+        return super().__new__(cls, (node, output_nr))
+
+    @property
+    def node(self):
+        return self[0]
+
+    @property
+    def output_nr(self) -> int:
+        return self[1]
+
+
+def get_gradient_edge(tensor: Tensor) -> GradientEdge:
+    """The edge ``tensor``'s gradient flows along: its ``grad_fn`` (the accumulator of a
+    leaf) and which of that node's outputs it is."""
+    if not tensor.requires_grad:
+        raise RuntimeError("It is not possible to get the gradient edge for a Tensor that "
+                           "does not require gradients")
+    if tensor.grad_fn is None:
+        return GradientEdge(accumulator_of(tensor), 0)
+    return GradientEdge(tensor.grad_fn, tensor._out_nr)
+
+
+def increment_version(tensor) -> None:
+    """Count an in-place change that autograd did not see (a write through ``.data`` or a
+    raw array): saved copies of ``tensor`` then fail their version check.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import increment_version
+    >>> t = torcia.ones(2)
+    >>> before = t._version
+    >>> increment_version(t)
+    >>> t._version - before
+    1
+    """
+    for t in ([tensor] if isinstance(tensor, Tensor) else tensor):
+        t._vc[0] += 1
+
+
+def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):
+    """Call ``fn`` once per backward pass for a group of tensors: with ``mode="all"``,
+    ``fn(grads)`` after the pass has computed the gradients it computes among them (None
+    for the others); with ``mode="any"``, ``fn(grad)`` with the first one computed.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.autograd.graph import register_multi_grad_hook
+    >>> a = torcia.ones(2, requires_grad=True)
+    >>> b = torcia.ones(2, requires_grad=True)
+    >>> seen = []
+    >>> handle = register_multi_grad_hook((a, b), lambda grads: seen.append(
+    ...     [None if g is None else g.tolist() for g in grads]))
+    >>> (a * 3).sum().backward()
+    >>> seen
+    [[[3.0, 3.0], None]]
+    >>> handle.remove()
+    """
+    from torcia.autograd.engine import queue_callback, register_hook
+
+    if mode not in ("all", "any"):
+        raise ValueError(f"Expects mode to be one of ('all', 'any') but got {mode}")
+    tensors = tuple(tensors)
+    state = {"grads": [None] * len(tensors), "pending": False, "fired": False}
+
+    def finish():
+        grads = state["grads"]
+        state.update(grads=[None] * len(tensors), pending=False, fired=False)
+        if mode == "all":
+            fn(grads)
+
+    def make_hook(i):
+        def hook(grad):
+            if not state["pending"]:
+                state["pending"] = True
+                queue_callback(finish)
+            if mode == "all":
+                state["grads"][i] = grad
+            elif not state["fired"]:
+                state["fired"] = True
+                fn(grad)
+            return None
+        return hook
+
+    handles = [register_hook(t, make_hook(i)) for i, t in enumerate(tensors)
+               if t.requires_grad]
+    return _MultiHandle(handles)
+
+
+class _MultiHandle(RemovableHandle):
+    """Removes every hook of :func:`register_multi_grad_hook`."""
+
+    def __init__(self, handles):
+        super().__init__({})
+        self._handles = handles
+
+    def remove(self) -> None:
+        for h in self._handles:
+            h.remove()
+
+
+class _Setting:
+    budget = None
+    warn_stream_mismatch = True
+    override_stale_capture_stream = False
+
+
+_SETTINGS = _Setting()
+
+
+class region_activation_memory_budget:
+    """PyTorch's budget of saved activations for the region (a fraction in [0, 1]) that
+    ``torch.compile``'s partitioner reads; torcia's compiler keeps every activation, and
+    the value is kept here for code that sets it.
+
+    Examples
+    --------
+    >>> from torcia.autograd.graph import region_activation_memory_budget
+    >>> with region_activation_memory_budget(0.5):
+    ...     pass
+    """
+
+    def __init__(self, budget: float):
+        if not 0.0 <= budget <= 1.0:
+            raise ValueError(f"activation memory budget must be in [0, 1], got {budget}")
+        self.budget = budget
+
+    def __enter__(self):
+        self._saved, _SETTINGS.budget = _SETTINGS.budget, self.budget
+        return self
+
+    def __exit__(self, *exc):
+        _SETTINGS.budget = self._saved
+        return False
+
+
+def set_warn_on_accumulate_grad_stream_mismatch(enabled: bool) -> None:
+    """PyTorch's switch of the warning when a CUDA gradient is accumulated on another
+    stream than its tensor's; torcia's CUDA device synchronises its streams at each op,
+    so the mismatch cannot arise; the setting is kept."""
+    _SETTINGS.warn_stream_mismatch = bool(enabled)
+
+
+def set_override_stale_capture_stream(enabled: bool) -> None:
+    """PyTorch's switch for CUDA-graph capture streams left stale by autograd; kept for
+    code that sets it (torcia's CUDA graphs capture on the current stream)."""
+    _SETTINGS.override_stale_capture_stream = bool(enabled)

@@ -9,10 +9,12 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from torcia import _creation
 from torcia import _dtype as D
 from torcia._tensor import Tensor
 
@@ -241,3 +243,34 @@ def _close(a, e, rtol, atol, equal_nan):
             if equal_nan:
                 ok = ok | (np.isnan(a) & np.isnan(e))
     return ok
+
+
+def assert_allclose(actual, expected, rtol=None, atol=None, equal_nan=True, msg=""):
+    """PyTorch's deprecated predecessor of :func:`assert_close` (NaNs equal, dtypes not
+    compared); warns and compares.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import torcia
+    >>> with warnings.catch_warnings():
+    ...     warnings.simplefilter("ignore")
+    ...     torcia.testing.assert_allclose(torcia.tensor([1.0]), [1.0])
+    """
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead.", FutureWarning, stacklevel=2)
+    if not isinstance(actual, Tensor):
+        actual = _creation.tensor(actual)
+    if not isinstance(expected, Tensor):
+        expected = _creation.tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:
+        rtol, atol = default_tolerances(actual.dtype, expected.dtype)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False, msg=msg or None)
+
+
+from torcia.testing._make import make_tensor  # noqa: E402
+
+__all__ = ["assert_allclose", "assert_close", "default_tolerances", "make_tensor"]
+

@@ -24,9 +24,10 @@ from torcia.distributed.collectives import __all__ as _collectives_all
 from torcia.distributed.collectives import backends
 from torcia.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torcia.distributed.options import *  # noqa: F401,F403
-from torcia.distributed.parallel import DistributedDataParallel
+from torcia.distributed.parallel import DistributedDataParallel, GradBucket
 from torcia.distributed.store import *  # noqa: F401,F403
 
 __all__ = sorted(set(_collectives_all) | set(_c10d.__all__) | set(_options.__all__)
                  | set(_store.__all__)
-                 | {"DeviceMesh", "DistributedDataParallel", "backends", "init_device_mesh"})
+                 | {"DeviceMesh", "DistributedDataParallel", "GradBucket", "backends",
+                    "init_device_mesh"})

@@ -61,8 +61,7 @@ __all__ = [
 
 
 def is_gloo_available() -> bool:
-    """Whether a "gloo" backend is installed (torcia has none of its own: CPU groups use
-    "mpi").
+    """Whether a "gloo" backend is installed: torcia-mpi serves that name, on MPI.
 
     Examples
     --------
@@ -144,7 +143,8 @@ def get_pg_count() -> int:
 
 
 def get_default_backend_for_device(device) -> str:
-    """The backend a device type gets by default: "mpi" for "cpu", "nccl" for "cuda".
+    """The backend a device type gets by default: "gloo" for "cpu" (torcia-mpi serves it),
+    "nccl" for "cuda".
 
     Examples
     --------

@@ -11,6 +11,7 @@ import datetime
 import inspect
 import os
 import sys
+import time
 import urllib.parse
 import zlib
 
@@ -18,9 +19,9 @@ import numpy as np
 
 from torcia import plugins
 from torcia.distributed import _objects, hookspecs
-from torcia.distributed.group import ProcessGroup, ReduceOp, Work
+from torcia.distributed.group import ProcessGroup, ReduceOp, Work, _seconds, report_failure
 from torcia.distributed.options import DebugLevel, get_debug_level
-from torcia.distributed.store import DistStoreError, FileStore, TCPStore
+from torcia.distributed.store import DistStoreError, FileStore, PrefixStore, TCPStore
 from torcia.library import Tensor, host_array
 
 plugins.add_hookspecs(hookspecs)
@@ -32,6 +33,7 @@ default_pg_timeout = datetime.timedelta(minutes=30)
 class _World:
     default: ProcessGroup | None = None
     groups: dict = {}  # GroupHandle -> (ProcessGroup or None, global ranks)
+    made: list = []  # the sub-groups of this process, to find them by their ranks
     count: int = 0  # process groups created (the default one included)
     comm_name: str | None = None  # what record_comm calls the collectives it wraps
 
@@ -148,19 +150,20 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                        store=None, group_name="", pg_options=None, device_id=None):
     """Join the default process group.
 
-    ``backend`` names a registered process-group backend: "mpi" (torcia-mpi, CPU tensors)
-    or "nccl" (torcia-cuda, CUDA tensors). ``timeout`` bounds every blocking collective:
-    a peer that died gives an error, not a hang.
+    ``backend`` names a registered process-group backend: "gloo" or "mpi" (torcia-mpi:
+    CPU tensors, on MPI) or "nccl" (torcia-cuda, CUDA tensors). ``timeout`` bounds every
+    blocking collective: a peer that died gives an error, not a hang.
 
-    Under MPI (``mpiexec``, ``torcia-run``) the "mpi" backend takes the rank and world
-    size from MPI. A backend that meets its peers through a store ("nccl") takes them from
-    ``rank`` and ``world_size``, else from the environment: ``RANK``/``WORLD_SIZE`` (as
-    torchrun sets them), ``PMI_RANK``/``PMI_SIZE`` (MPICH's mpiexec, so torcia-run),
+    The rank and world size are ``rank`` and ``world_size``, else those of the
+    ``init_method`` URL's query, else the environment: ``RANK``/``WORLD_SIZE`` (as
+    torchrun and torcia-run set them), ``PMI_RANK``/``PMI_SIZE`` (MPICH's mpiexec),
     ``OMPI_COMM_WORLD_RANK``/``OMPI_COMM_WORLD_SIZE`` (Open MPI) or
-    ``SLURM_PROCID``/``SLURM_NTASKS`` (srun). Its store is ``store`` when given, else a
-    :class:`~torcia.distributed.TCPStore` served by rank 0 at the address that
-    ``init_method`` names: ``"env://"`` (the default) reads ``MASTER_ADDR`` and
-    ``MASTER_PORT``; ``"tcp://HOST:PORT"`` gives them.
+    ``SLURM_PROCID``/``SLURM_NTASKS`` (srun). The processes meet through ``store`` when
+    given, else the store ``init_method`` names: ``"env://"`` (the default) a
+    :class:`~torcia.distributed.TCPStore` served by rank 0 at ``MASTER_ADDR`` and
+    ``MASTER_PORT`` (or the launcher's store under torcia-run), ``"tcp://HOST:PORT"`` one
+    at that address, ``"file:///PATH"`` a :class:`~torcia.distributed.FileStore`. An MPI
+    job that ``mpiexec`` started, or a group of one process, needs no store.
 
     Examples
     --------
@@ -168,10 +171,11 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     >>> dist.is_initialized()
     False
 
-    Two processes started by torchrun-style variables (``MASTER_ADDR=127.0.0.1
-    MASTER_PORT=29500 WORLD_SIZE=2 RANK=0|1 python train.py``)::
+    Each of 2 processes started any way (``torcia.multiprocessing.spawn``, torcia-run, by
+    hand)::
 
-        dist.init_process_group("nccl")
+        os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", "29500"
+        dist.init_process_group("gloo", rank=rank, world_size=2)
     """
     if _World.default is not None:
         raise RuntimeError("trying to initialize the default process group twice!")
@@ -179,6 +183,8 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
     factory = _factory(name)
     timeout = timeout or default_pg_timeout
     init_method = init_method or "env://"
+    if init_method != "env://" and store is not None:
+        raise ValueError("Cannot specify both init_method and store.")
     if not _takes_store(factory):
         if init_method == "env://":
             rank = _from_env(rank, _RANK_VARS[:1])
@@ -187,8 +193,15 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
                                  init_method=init_method)
         _World.count += 1
         return None
+    init_method, rank, world_size = _from_url(init_method, rank, world_size)
     rank = _from_env(rank, _RANK_VARS)
     world_size = _from_env(world_size, _SIZE_VARS)
+    needs_store = getattr(factory, "needs_store", lambda rank, world_size: True)
+    if store is None and not needs_store(rank, world_size):
+        _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
+                                 init_method=init_method, store=None)
+        _World.count += 1
+        return None
     if not 0 <= rank < world_size:
         raise ValueError(
             f"init_process_group({name!r}) needs this process's rank and the world size; "
@@ -197,10 +210,24 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
             "mpiexec or srun")
     if store is None:
         store = _rendezvous(init_method, rank, world_size, timeout)
+    else:
+        store.set_timeout(timeout)
     _World.default = factory(rank=rank, world_size=world_size, timeout=timeout,
                              init_method=init_method, store=store)
     _World.count += 1
     return None
+
+
+def _from_url(init_method: str, rank: int, world_size: int):
+    """``init_method`` without its query, and the rank and world size its query gives
+    (``tcp://host:port?rank=0&world_size=2``, as PyTorch reads it) where not passed."""
+    url = urllib.parse.urlsplit(init_method)
+    query = dict(urllib.parse.parse_qsl(url.query))
+    if rank < 0 and "rank" in query:
+        rank = int(query["rank"])
+    if world_size < 0 and "world_size" in query:
+        world_size = int(query["world_size"])
+    return init_method.split("?", 1)[0], rank, world_size
 
 
 _RANK_VARS = ("RANK", "PMI_RANK", "OMPI_COMM_WORLD_RANK", "SLURM_PROCID")
@@ -267,6 +294,12 @@ def _rendezvous(init_method: str, rank: int, world_size: int, timeout):
     else:
         raise ValueError(f"init_method {init_method!r} is not supported; use 'env://', "
                          "'tcp://HOST:PORT', 'file:///PATH' or pass store=")
+    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":
+        # under torcia-run (or torchrun) the agents serve the store: join it, apart from
+        # the workers of earlier attempts
+        attempt = os.environ.get("TORCHELASTIC_RESTART_COUNT", "0")
+        store = TCPStore(host, port, world_size, is_master=False, timeout=timeout)
+        return PrefixStore(f"/worker/attempt_{attempt}", store)
     return TCPStore(host, port, world_size, is_master=rank == 0, timeout=timeout,
                     wait_for_workers=False)
 
@@ -287,6 +320,7 @@ def destroy_process_group(group=None) -> None:
             _World.default.destroy()
         _World.default = None
         _World.groups.clear()
+        _World.made.clear()
     elif group is not GroupMember.NON_GROUP_MEMBER:
         group.pg.destroy()
 
@@ -359,7 +393,19 @@ def new_group(ranks=None, timeout=None, backend=None, pg_options=None):
     if pg is None:
         return GroupMember.NON_GROUP_MEMBER
     _World.count += 1
-    return ProcessGroupHandle(pg, ranks)
+    handle = ProcessGroupHandle(pg, ranks)
+    _World.made.append(handle)
+    return handle
+
+
+def _group_of_ranks(ranks):
+    """The sub-group of exactly the global ``ranks`` that this process created earlier
+    (with :func:`new_group`), for APIs that name groups by their ranks."""
+    for handle in _World.made:
+        if handle.ranks == sorted(ranks):
+            return handle
+    raise ValueError(f"no process group of ranks {sorted(ranks)} was created; call "
+                     "new_group(ranks) on every rank first")
 
 
 def get_process_group_ranks(group) -> list[int]:
@@ -446,8 +492,9 @@ def _spread(tensors, out):
     return spread
 
 
-def _finish(work: Work, async_op: bool, *after):
-    """Run ``after`` callbacks once the work completes; wait unless ``async_op``."""
+def _finish(work: Work, async_op: bool, *after, result=None):
+    """Run ``after`` callbacks once the work completes; wait unless ``async_op``.
+    ``result`` (the output tensors) is the value of the work's future."""
     if _World.comm_name is not None:
         work._what = _World.comm_name
     if get_debug_level() is not DebugLevel.OFF:
@@ -463,6 +510,7 @@ def _finish(work: Work, async_op: bool, *after):
                 fn()
 
     work._finish = finish
+    work._result = result
     if async_op:
         return work
     work.wait()
@@ -534,7 +582,7 @@ def all_reduce(tensor, op=ReduceOp.SUM, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "all_reduce", _check_op(op))
     work = _pg(group).allreduce(buf.buf, op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def broadcast(tensor, src, group=None, async_op=False):
@@ -554,7 +602,7 @@ def broadcast(tensor, src, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "broadcast")
     work = _pg(group).broadcast(buf.buf, _group_rank(group, src))
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
@@ -574,7 +622,7 @@ def reduce(tensor, dst, op=ReduceOp.SUM, group=None, async_op=False):
     buf = _InPlace(tensor, _pg(group))
     _agree(_pg(group), buf.buf, "reduce", _check_op(op))
     work = _pg(group).reduce(buf.buf, _group_rank(group, dst), op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[tensor])
 
 
 def _same_shape(tensors, ref, what):
@@ -608,7 +656,7 @@ def all_gather(tensor_list, tensor, group=None, async_op=False):
     _agree(pg, src, "all_gather")
     out = pg.xp.empty((pg.size,) + src.shape, dtype=src.dtype)
     work = pg.allgather(out, src)
-    return _finish(work, async_op, _spread(tensor_list, out))
+    return _finish(work, async_op, _spread(tensor_list, out), result=tensor_list)
 
 
 def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=False):
@@ -635,7 +683,7 @@ def all_gather_into_tensor(output_tensor, input_tensor, group=None, async_op=Fal
                          f"{list(output_tensor.shape)}, expected {list(want)}")
     buf = _InPlace(output_tensor, pg, "output_tensor")
     work = pg.allgather(buf.buf.reshape((pg.size,) + src.shape), src)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[output_tensor])
 
 
 def gather(tensor, gather_list=None, dst=0, group=None, async_op=False):
@@ -745,7 +793,7 @@ def reduce_scatter_tensor(output, input, op=ReduceOp.SUM, group=None, async_op=F
     send = _contiguous(input, pg, "input").reshape((pg.size,) + buf.buf.shape)
     _agree(pg, send, "reduce_scatter_tensor", _check_op(op))
     work = pg.reduce_scatter(buf.buf, send, op)
-    return _finish(work, async_op, buf.done)
+    return _finish(work, async_op, buf.done, result=[output])
 
 
 def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False):
@@ -776,12 +824,22 @@ def all_to_all(output_tensor_list, input_tensor_list, group=None, async_op=False
     return _finish(work, async_op, _spread(output_tensor_list, out))
 
 
-def all_to_all_single(output, input, group=None, async_op=False):
-    """Split ``input`` into one equal part per rank along dimension 0, send part i to rank
-    i, and write the parts received, in rank order, into ``output``.
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      group=None, async_op=False):
+    """Split ``input`` along dimension 0, send part i to rank i, and write the parts
+    received, in rank order, into ``output``. The parts are equal unless
+    ``input_split_sizes`` (rows sent to each rank) and ``output_split_sizes`` (rows
+    received from each) say otherwise.
 
     Examples
     --------
+    Two ranks; rank 0 sends 1 row to itself and 2 to rank 1, rank 1 sends 1 to each::
+
+        dist.all_to_all_single(out, inp, output_split_sizes=[1, 1] if r == 0 else [2, 1],
+                               input_split_sizes=[1, 2] if r == 0 else [1, 1])
+
+    Run in one process:
+
     >>> import torcia
     >>> import torcia.distributed as dist
     >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
@@ -793,10 +851,57 @@ def all_to_all_single(output, input, group=None, async_op=False):
     >>> dist.destroy_process_group()
     """
     pg = _pg(group)
-    send = _contiguous(input, pg, "input").reshape((pg.size, -1))
+    if output_split_sizes is None and input_split_sizes is None:
+        send = _contiguous(input, pg, "input").reshape((pg.size, -1))
+        buf = _InPlace(output, pg, "output")
+        work = pg.alltoall(buf.buf.reshape(send.shape), send)
+        return _finish(work, async_op, buf.done, result=[output])
+    return _all_to_all_uneven(output, input, output_split_sizes, input_split_sizes, pg,
+                              async_op)
+
+
+def _all_to_all_uneven(output, input, output_split_sizes, input_split_sizes, pg, async_op):
+    """all_to_all_single with parts of different lengths: every part padded to the
+    longest part of any rank (one small all-reduce finds it), one all-to-all, then the
+    received rows copied out."""
+    src = _contiguous(input, pg, "input")
+    rows_in = _splits(input_split_sizes, src.shape[0], pg.size, "input")
     buf = _InPlace(output, pg, "output")
-    work = pg.alltoall(buf.buf.reshape(send.shape), send)
-    return _finish(work, async_op, buf.done)
+    rows_out = _splits(output_split_sizes, buf.buf.shape[0] if buf.buf.ndim else 0, pg.size,
+                       "output")
+    longest = pg.xp.asarray(np.array([max(rows_in + rows_out)], dtype=np.int64))
+    pg.allreduce(longest, ReduceOp.MAX).wait()
+    width = int(host_array(longest)[0])
+    inner = src.shape[1:]
+    send = pg.xp.zeros((pg.size, width) + inner, dtype=src.dtype)
+    offset = 0
+    for r, n in enumerate(rows_in):
+        send[r, :n] = src[offset:offset + n]
+        offset += n
+    received = pg.xp.empty_like(send)
+    work = pg.alltoall(received, send)
+
+    def unpack():
+        offset = 0
+        for r, n in enumerate(rows_out):
+            buf.buf[offset:offset + n] = received[r, :n]
+            offset += n
+        buf.done()
+
+    return _finish(work, async_op, unpack, result=[output])
+
+
+def _splits(sizes, rows, size, name):
+    if sizes is None:
+        if rows % size:
+            raise ValueError(f"all_to_all_single: {name} has {rows} rows, not divisible by "
+                             f"the {size} ranks; give {name}_split_sizes")
+        return [rows // size] * size
+    sizes = [int(n) for n in sizes]
+    if len(sizes) != size or sum(sizes) != rows or min(sizes) < 0:
+        raise ValueError(f"all_to_all_single: {name}_split_sizes {sizes} should be {size} "
+                         f"non-negative row counts adding up to {rows}")
+    return sizes
 
 
 def isend(tensor, dst, group=None, tag=0) -> Work:
@@ -908,18 +1013,77 @@ def barrier(group=None, async_op=False, device_ids=None):
 
 
 def monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
-    """A :func:`barrier` that raises if the other ranks do not reach it within ``timeout``.
+    """A :func:`barrier` that names the ranks that do not reach it within ``timeout`` (the
+    group's timeout when None): every rank reports to rank 0, which answers once all have.
+
+    Rank 0 raises naming the first rank missing (every missing rank, with
+    ``wait_all_ranks``); the others raise if rank 0 does not answer in time.
 
     Examples
     --------
+    Under ``torcia-run --nproc-per-node 2``, rank 1 late by more than the timeout::
+
+        dist.monitored_barrier(timeout=datetime.timedelta(seconds=5))
+        # rank 0: RuntimeError: [Rank 0]: Rank 1 failed to pass monitoredBarrier in 5000 ms
+
+    Run in one process:
+
     >>> import torcia
     >>> import torcia.distributed as dist
     >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
     >>> dist.monitored_barrier()
     >>> dist.destroy_process_group()
     """
-    work = _pg(group).barrier()
-    work.wait(timeout)
+    pg = _pg(group)
+    limit = _seconds(timeout if timeout is not None else pg.timeout)
+    if pg.size == 1:
+        return
+    deadline = time.monotonic() + limit
+    token = pg.xp.zeros(1, dtype=np.uint8)
+    if pg.rank != 0:
+        sent = pg.send(token, 0, _MONITORED_TAG)
+        answer = pg.recv(pg.xp.zeros(1, dtype=np.uint8), 0, _MONITORED_TAG)
+        if not _poll([sent, answer], deadline):
+            message = (f"[Rank {pg.rank}]: monitored_barrier timed out after "
+                       f"{limit * 1000:.0f} ms waiting for rank 0 to answer")
+            report_failure(pg.rank, message)
+            raise RuntimeError(message)
+        return
+    arrivals = {r: pg.recv(pg.xp.zeros(1, dtype=np.uint8), r, _MONITORED_TAG)
+                for r in range(1, pg.size)}
+    _poll(list(arrivals.values()), deadline)
+    missing = [r for r, work in arrivals.items() if not work.is_completed()]
+    if missing:
+        if not wait_all_ranks:
+            missing = missing[:1]
+        ranks = ", ".join(str(_global_rank(group, r)) for r in missing)
+        message = (f"[Rank 0]: {'Ranks' if len(missing) > 1 else 'Rank'} {ranks} failed to "
+                   f"pass monitoredBarrier in {limit * 1000:.0f} ms")
+        report_failure(pg.rank, message)
+        raise RuntimeError(message)
+    answers = [pg.send(token, r, _MONITORED_TAG) for r in range(1, pg.size)]
+    _poll(answers, deadline + _seconds(pg.timeout))
+
+
+# the tag of monitored_barrier's messages, apart from those of send/recv (tag 0 by default)
+_MONITORED_TAG = 32000
+
+
+def _poll(works, deadline) -> bool:
+    """Wait until every work completes (True) or ``deadline`` passes (False)."""
+    pause = 0.0
+    while True:
+        pending = [w for w in works if not w.is_completed()]
+        if not pending:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(pause)
+        pause = min(0.005, pause * 2 + 1e-5)
+
+
+def _global_rank(group, group_rank: int) -> int:
+    return group_rank if group is None or group is GroupMember.WORLD else group.ranks[group_rank]
 
 
 # ---------------------------------------------------------------------------------------

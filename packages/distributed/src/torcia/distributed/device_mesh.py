@@ -223,7 +223,7 @@ def init_device_mesh(device_type: str, mesh_shape, *, mesh_dim_names=None, backe
                            "If you maintained a 'torch.device' object, it's recommended to "
                            "pass in 'device.type'.")
     if not is_initialized():
-        init_process_group(Backend.default_device_backend_map.get(device_type, "mpi"))
+        init_process_group(Backend.default_device_backend_map.get(device_type, "gloo"))
     size = int(np.prod(mesh_shape))
     if size != get_world_size():
         raise RuntimeError(f"init_device_mesh: a mesh of shape {mesh_shape} needs "

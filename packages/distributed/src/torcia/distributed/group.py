@@ -115,6 +115,8 @@ class Work:
         self._timeout = timeout
         self._rank = rank
         self._on_timeout = on_timeout
+        self._result = None  # what the future's value is: the collective's output tensors
+        self._on_done = []
 
     def is_completed(self) -> bool:
         if not self._done and self._test():
@@ -125,6 +127,32 @@ class Work:
         self._done = True
         if self._finish is not None:
             self._finish()
+        callbacks, self._on_done = self._on_done, []
+        for callback in callbacks:
+            callback()
+
+    def get_future(self):
+        """A :class:`torcia.futures.Future` completed with the operation's output tensors
+        (a list) once it finishes; waiting on the future waits on the operation.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> import torcia.distributed as dist
+        >>> dist.init_process_group("mpi", rank=0, world_size=1)  # a group of this process alone
+        >>> work = dist.all_reduce(torcia.ones(2), async_op=True)
+        >>> work.get_future().then(lambda f: f.value()[0] * 10).wait()
+        tensor([10., 10.])
+        >>> dist.destroy_process_group()
+        """
+        from torcia.futures import Future
+
+        future = Future(drive=self.wait)
+        if self._done:
+            future.set_result(self._result)
+        else:
+            self._on_done.append(lambda: future.set_result(self._result))
+        return future
 
     def wait(self, timeout=None) -> bool:
         """Block until the operation completes; raise if it takes longer than the timeout.

@@ -26,8 +26,10 @@ def torcia_register_process_group_backends(registry) -> None:
     key-value store (NCCL does): it is given the ``store`` passed to
     ``init_process_group``, or else a :class:`~torcia.distributed.TCPStore` served by
     rank 0 at the address ``init_method`` names, with ``rank`` and ``world_size`` already
-    resolved from the environment. A factory without ``store`` (MPI's) finds its peers
-    itself, and no store is made for it.
+    resolved from the environment. A factory whose ``needs_store(rank, world_size)``
+    attribute answers False for a call (MPI's, when ``mpiexec`` started the job or the
+    group is one process) is given ``store=None`` and finds its peers itself; a factory
+    without ``store`` never gets one.
 
     A backend that is installed but cannot run on this machine (no GPU, say) registers a
     factory with an ``unavailable_reason`` attribute: ``is_backend_available`` is then

@@ -31,10 +31,11 @@ GroupName = typing.NewType("GroupName", str)
 class Backend(str):
     """Backend names, as ``torch.distributed.Backend``: ``Backend("MPI")`` is ``"mpi"``.
 
-    torcia's engines are "mpi" (torcia-mpi, CPU tensors) and "nccl" (torcia-cuda, CUDA
-    tensors); the other names PyTorch knows are here so that code comparing against them
-    runs. ``default_device_backend_map`` names the backend each device type gets by
-    default. :meth:`register_backend` adds a backend made by a function, as PyTorch's.
+    torcia's engines are "mpi" (torcia-mpi, CPU tensors; it also answers to "gloo",
+    PyTorch's CPU backend) and "nccl" (torcia-cuda, CUDA tensors); the other names PyTorch
+    knows are here so that code comparing against them runs.
+    ``default_device_backend_map`` names the backend each device type gets by default.
+    :meth:`register_backend` adds a backend made by a function, as PyTorch's.
 
     Examples
     --------
@@ -52,8 +53,8 @@ class Backend(str):
     FAKE = "fake"
 
     backend_list = [UNDEFINED, GLOO, NCCL, XCCL, UCC, MPI, FAKE]
-    default_device_backend_map: dict[str, str] = {"cpu": MPI, "cuda": NCCL}
-    backend_capability: dict[str, list[str]] = {MPI: ["cpu"], NCCL: ["cuda"]}
+    default_device_backend_map: dict[str, str] = {"cpu": GLOO, "cuda": NCCL}
+    backend_capability: dict[str, list[str]] = {GLOO: ["cpu"], MPI: ["cpu"], NCCL: ["cuda"]}
 
     def __new__(cls, name: str):
         if not isinstance(name, str):

@@ -10,13 +10,17 @@ aliases the name. The transforms compose (``vmap(grad(f))``, ``jacrev(jacrev(f))
 once per sample where it has none (with a one-time performance warning naming the op).
 Random ops (rand, randn, normal, bernoulli, the dropout masks) have rules too:
 ``randomness="different"`` draws every sample's numbers in one call, ``"same"`` draws once
-and broadcasts. Two cases run the whole function once per sample instead, with the same
-results: a function that draws from the default generator outside dispatch (randint,
-randperm, the in-place fills...) under ``"same"``/``"different"``, found after the batched
-run (which then reruns as the loop, with a warning), and mapped inputs or outputs that
-autograd tracks across the call (``grad(vmap(f))``), since the batched graph does not
-outlive the call. The ops with rules are listed in the docs
-(``docs/vmap_coverage.rst``).
+and broadcasts. Inputs autograd tracks across the call (``grad(vmap(f))``, an ensemble
+trained through ``vmap``) run batched too: the batched run is one node of the outer
+graph, whose backward is one batched backward pass (see :class:`_Region`). Cases that run
+the whole function once per sample instead, with the same results: a function that draws
+from the default generator outside dispatch (randint, randperm, the in-place fills...)
+under ``"same"``/``"different"``, found after the batched run (which then reruns as the
+loop, with a warning); a tracked function that closes over a tensor autograd tracks, or
+that runs inside another vmap or on forward-mode tangents; and the backward of a tracked
+vmap that must itself be differentiable (second derivatives). ``jacfwd`` and ``jacrev``
+are one vmap over all one-hot directions, as torch.func's. The ops with rules are listed
+in the docs (``docs/vmap_coverage.rst``).
 """
 
 from __future__ import annotations
@@ -117,10 +121,7 @@ def _finish(tree, keep_graph: bool):
 def _detach(x):
     """``x`` cut from the reverse graph, keeping its forward-mode tangent: inside an
     outer ``jvp``/``jacfwd`` (forward-over-reverse) the tangent is what it reads."""
-    tangent = fwAD.unpack_dual(x).tangent
-    if tangent is None:
-        return x.detach()
-    return fwAD.make_dual(x.detach(), tangent)
+    return fwAD.map_tangents(x, x.detach())
 
 
 def _fresh_leaves(tree):
@@ -138,9 +139,10 @@ def _fresh_leaves(tree):
             fresh.append(leaf.view_as(leaf))
             continue
         new = leaf.detach().requires_grad_(True)
-        tangent = fwAD.unpack_dual(leaf).tangent
-        # a dual input (an outer jvp): the new leaf carries its tangent on
-        fresh.append(new if tangent is None else fwAD.make_dual(new, tangent))
+        if fwAD.is_dual(leaf):
+            # a dual input (an outer jvp): a view of the new leaf carries its tangents on
+            new = fwAD.map_tangents(leaf, new.view_as(new))
+        fresh.append(new)
     return rebuild(fresh), fresh
 
 
@@ -300,16 +302,17 @@ def jvp(func, primals, tangents, *, strict=False, has_aux=False):
     if len(p_leaves) != len(t_leaves):
         raise RuntimeError("jvp(f, primals, tangents): Expected primals and tangents to have "
                            "the same python structure")
-    with fwAD.dual_level():
-        duals = [fwAD.make_dual(p, t) for p, t in zip(p_leaves, t_leaves)]
+    # a level of its own inside any open one: jvp of a jvp (jacfwd(jacfwd(f))) nests
+    with fwAD.nested_dual_level() as level:
+        duals = [fwAD.make_dual(p, t, level=level) for p, t in zip(p_leaves, t_leaves)]
         out = func(*rebuild(duals))
         aux = None
         if has_aux:
             out, aux = out
         leaves, rebuild_out = _flatten(out)
         _tensors_only(out, "jvp(f, primals, tangents)")
-        pairs = [fwAD.unpack_dual(o) for o in leaves]
-        primal_out = rebuild_out([p.detach() if p is not None else p for p, _ in pairs])
+        pairs = [fwAD.unpack_dual(o, level=level) for o in leaves]
+        primal_out = rebuild_out([_detach(p) for p, _ in pairs])
         tangent_out = rebuild_out([torcia.zeros_like(o) if t is None else t
                                    for o, (_, t) in zip(leaves, pairs)])
     return (primal_out, tangent_out, aux) if has_aux else (primal_out, tangent_out)
@@ -335,61 +338,90 @@ def linearize(func, *primals):
     return out, jvp_fn
 
 
-def _jacobian(func, argnums, has_aux, forward, name):
+def _basis(leaves):
+    """One-hot directions for the flattened ``leaves`` together: for each leaf, a tensor
+    of shape (total elements, *leaf.shape), the rows of one identity matrix split by
+    leaf."""
+    sizes = [x.numel() for x in leaves]
+    total = sum(sizes)
+    dtype = leaves[0].dtype if leaves else torcia.get_default_dtype()
+    eye = torcia.eye(total, dtype=dtype, device=leaves[0].device if leaves else None)
+    out, start = [], 0
+    for x, n in zip(leaves, sizes):
+        out.append(eye[:, start:start + n].reshape(total, *x.shape).to(x.dtype))
+        start += n
+    return out, sizes
+
+
+def _blocks(rows, out_leaves, in_leaves, forward):
+    """Jacobian blocks ``[output][input]`` of shape output shape + input shape, from the
+    batched products: forward mode gives per output (inputs' total, *output shape), reverse
+    mode per input (outputs' total, *input shape)."""
+    blocks = [[None] * len(in_leaves) for _ in out_leaves]
+    if forward:
+        start = 0
+        for j, x in enumerate(in_leaves):
+            n = x.numel()
+            for o, out in enumerate(out_leaves):
+                part = rows[o][start:start + n]
+                blocks[o][j] = part.movedim(0, -1).reshape(*out.shape, *x.shape)
+            start += n
+    else:
+        start = 0
+        for o, out in enumerate(out_leaves):
+            n = out.numel()
+            for j, x in enumerate(in_leaves):
+                blocks[o][j] = rows[j][start:start + n].reshape(*out.shape, *x.shape)
+            start += n
+    return blocks
+
+
+def _jacobian(func, argnums, has_aux, forward, name, chunk_size=None):
+    """jacfwd/jacrev: one batched pass over every one-hot direction at once (vmap of a
+    jvp over the inputs' directions, of a vjp over the outputs'), as torch.func does."""
+
     @functools.wraps(func)
     def wrapper(*args):
         nums = _argnums_tuple(argnums, len(args), name)
+        per_arg = [_flatten(args[i]) for i in nums]
+        in_leaves = [leaf for leaves, _ in per_arg for leaf in leaves]
+
+        def at(*xs):
+            call_args = list(args)
+            k = 0
+            for i, (leaves, rebuild) in zip(nums, per_arg):
+                call_args[i] = rebuild(list(xs[k:k + len(leaves)]))
+                k += len(leaves)
+            return func(*call_args)
+
         aux = None
         if forward:
-            out = func(*args)
-        else:
-            out, pull, *rest = vjp(lambda *xs: func(*[xs[nums.index(i)] if i in nums else a
-                                                      for i, a in enumerate(args)]),
-                                   *[args[i] for i in nums], has_aux=has_aux)
-            aux = rest[0] if rest else None
-        if forward and has_aux:
-            out, aux = out
-        out_leaves, out_rebuild = _flatten(out)
-        per_arg = []
-        for k, i in enumerate(nums):
-            in_leaves, in_rebuild = _flatten(args[i])
-            blocks = [[None] * len(in_leaves) for _ in out_leaves]
-            for j, x in enumerate(in_leaves):
-                if forward:
-                    cols = []
-                    for e in range(x.numel()):
-                        t = torcia.zeros(x.numel(), dtype=x.dtype)
-                        t[e] = 1
-                        tangents = [torcia.zeros_like(v) for v in in_leaves]
-                        tangents[j] = t.reshape(x.shape)
-                        call_args = list(args)
+            def push(*tangents):
+                res = jvp(at, tuple(in_leaves), tuple(tangents), has_aux=has_aux)
+                return (res[1], res[2]) if has_aux else res[1]
 
-                        def fixed(*xs, i=i, call_args=call_args, in_rebuild=in_rebuild):
-                            call_args[i] = in_rebuild(list(xs))
-                            res = func(*call_args)
-                            return res[0] if has_aux else res
-                        _, tan = jvp(fixed, tuple(in_leaves), tuple(tangents))
-                        cols.append(_flatten(tan)[0])
-                    for o, out_leaf in enumerate(out_leaves):
-                        stacked = (torcia.stack([c[o] for c in cols], dim=-1) if cols else
-                                   torcia.zeros(*out_leaf.shape, 0, dtype=out_leaf.dtype))
-                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
-            if not forward:
-                for o, out_leaf in enumerate(out_leaves):
-                    rows = []
-                    for e in range(out_leaf.numel()):
-                        seed = [torcia.zeros_like(v) for v in out_leaves]
-                        flat = torcia.zeros(out_leaf.numel(), dtype=out_leaf.dtype)
-                        flat[e] = 1
-                        seed[o] = flat.reshape(out_leaf.shape)
-                        rows.append(_flatten(pull(out_rebuild(seed))[k])[0])
-                    for j, x in enumerate(in_leaves):
-                        stacked = (torcia.stack([r[j] for r in rows]) if rows else
-                                   torcia.zeros(0, *x.shape, dtype=x.dtype))
-                        blocks[o][j] = stacked.reshape(*out_leaf.shape, *x.shape)
-            per_arg.append([in_rebuild(row) for row in blocks])
-        result = [out_rebuild([per_arg[k][o] for o in range(len(out_leaves))])
-                  for k in range(len(nums))]
+            basis, _ = _basis(in_leaves)
+            got = vmap(push, out_dims=(0, None) if has_aux else 0,
+                       chunk_size=chunk_size)(*basis)
+            if has_aux:
+                got, aux = got
+            out_leaves, out_rebuild = _flatten(got)
+            # the outputs' shapes: a tangent row has the output's shape
+            shapes = [torcia.empty(t.shape[1:], dtype=t.dtype) for t in out_leaves]
+            blocks = _blocks(out_leaves, shapes, in_leaves, True)
+        else:
+            out, pull, *rest = vjp(at, *in_leaves, has_aux=has_aux)
+            aux = rest[0] if rest else None
+            out_leaves, out_rebuild = _flatten(out)
+            _tensors_only(out, name)
+            basis, _ = _basis(out_leaves)
+            rows = vmap(lambda *cot: pull(out_rebuild(list(cot))),
+                        chunk_size=chunk_size)(*basis)
+            blocks = _blocks(list(rows), out_leaves, in_leaves, False)
+        result, k = [], 0
+        for (leaves, rebuild) in per_arg:
+            result.append(out_rebuild([rebuild(row[k:k + len(leaves)]) for row in blocks]))
+            k += len(leaves)
         jac = result[0] if isinstance(argnums, int) else tuple(result)
         return (jac, aux) if has_aux else jac
 
@@ -409,7 +441,7 @@ def jacrev(func, argnums=0, *, has_aux=False, chunk_size=None):
             [0., 4.]])
     """
     _check_chunk_size(chunk_size)
-    return _jacobian(func, argnums, has_aux, False, "jacrev")
+    return _jacobian(func, argnums, has_aux, False, "jacrev", chunk_size)
 
 
 def jacfwd(func, argnums=0, has_aux=False, *, randomness="error"):
@@ -553,6 +585,11 @@ def vmap(func, in_dims=0, out_dims=0, randomness="error", *, chunk_size=None):
                                  chunk_size, randomness)
             if done is not None:
                 return done
+        elif chunk_size is None or chunk_size >= size:
+            done = _vmap_region(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
+                                randomness)
+            if done is not None:
+                return done
         return _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, per_out,
                           randomness)
 
@@ -603,22 +640,34 @@ def _vmap_chunked(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, chunk
 
 
 def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
-    state = _vm.LEVELS
-    level = state.depth
-    state.depth += 1
-    state.randomness.append(randomness)
-    state.sizes.append(size)
-    entered = state.mode is None
-    if entered:
-        state.mode = _vm.VmapMode()
-        state.mode.__enter__()
+    ran = _run_at_level(func, leaves, per_leaf, rebuild, kwargs, size, randomness)
+    if ran is None:
+        return None
+    result, level = ran
+    out_leaves, out_rebuild = _flatten(result)
+    _check_outputs(func, out_leaves)
+    if _tracks_grad(out_leaves):
+        return None
+    per_out = _broadcast_dims(out_dims, result, "out_dims")
+    return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+
+
+def _run_at_level(func, leaves, per_leaf, rebuild, kwargs, size, randomness,
+                  prepare=None):
+    """``func`` once on the batched inputs at a new vmap level: ``(batched result,
+    level)``, or None when it drew random numbers outside dispatch (the loop runs
+    instead). ``prepare(leaf, dim, level)`` makes a mapped input's batched tensor
+    (:func:`_to_batched` by default)."""
+    prepare = prepare or _to_batched
+    level = _vm.LEVELS.depth
+    state, entered = _enter_level(size, randomness)
     gen = torcia.random.default_generator.rng.bit_generator
     logged = randomness != "error" and state.draws is None
     if logged:
         state.draws = []
     start = gen.state
     try:
-        sample = rebuild([leaf if d is None else _to_batched(leaf, d, level)
+        sample = rebuild([leaf if d is None else prepare(leaf, d, level)
                           for leaf, d in zip(leaves, per_leaf)])
         result = func(*sample, **kwargs)
         if randomness == "error" and gen.state != start:
@@ -627,23 +676,197 @@ def _vmap_batched(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, rando
             gen.state = start
             warnings.warn("vmap: the function draws random numbers outside dispatch (an op "
                           "without a batching rule for randomness); it runs once per "
-                          "sample.", UserWarning, stacklevel=4)
+                          "sample.", UserWarning, stacklevel=5)
             return None
     finally:
         if logged:
             state.draws = None
-        state.depth -= 1
-        state.randomness.pop()
-        state.sizes.pop()
-        if entered:
-            state.mode.__exit__(None, None, None)
-            state.mode = None
-    out_leaves, out_rebuild = _flatten(result)
-    _check_outputs(func, out_leaves)
-    if _tracks_grad(out_leaves):
+        _leave_level(state, entered)
+    return result, level
+
+
+def _enter_level(size, randomness):
+    """Open a vmap level (a new one, or a region's again for its backward, see
+    :class:`_Region`): ``(state, whether the mode was entered)``."""
+    state = _vm.LEVELS
+    state.depth += 1
+    state.randomness.append(randomness)
+    state.sizes.append(size)
+    entered = state.mode is None
+    if entered:
+        state.mode = _vm.VmapMode()
+        state.mode.__enter__()
+    return state, entered
+
+
+def _leave_level(state, entered):
+    state.depth -= 1
+    state.randomness.pop()
+    state.sizes.pop()
+    if entered:
+        state.mode.__exit__(None, None, None)
+        state.mode = None
+
+
+# ---------------------------------------------------------------------------------------
+# grad(vmap(f)): the batched run as one node of the outer graph
+# ---------------------------------------------------------------------------------------
+
+
+class _Spec:
+    """What a :class:`_Region` needs besides its tensors."""
+
+    __slots__ = ("func", "leaves", "per_leaf", "rebuild", "kwargs", "size", "out_dims",
+                 "randomness", "tensor_slots", "out_rebuild", "per_out", "fell_back")
+
+    def __init__(self, func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
+        self.func, self.leaves, self.per_leaf, self.rebuild = func, leaves, per_leaf, rebuild
+        self.kwargs, self.size, self.out_dims = kwargs, size, out_dims
+        self.randomness = randomness
+        self.tensor_slots = [i for i, x in enumerate(leaves) if isinstance(x, torcia.Tensor)]
+        self.out_rebuild = self.per_out = None
+        self.fell_back = False
+
+
+class _Region(torcia.autograd.Function):
+    """``vmap(f)`` where autograd tracks the mapped inputs (``grad(vmap(f))``): the
+    batched run, recorded inside on batched leaves of its own, is one node of the outer
+    graph, whose backward is one batched backward pass of that inner graph at the same
+    vmap level (a mapped input's gradient unbatched, an unmapped one's summed over the
+    samples). A backward that must build a graph (``create_graph``) or that runs inside
+    another vmap recomputes the samples one by one instead, so that higher derivatives
+    stay right."""
+
+    @staticmethod
+    def forward(ctx, spec, *tensors):
+        leaves = list(spec.leaves)
+        for slot, t in zip(spec.tensor_slots, tensors):
+            leaves[slot] = t
+        fresh = {}
+
+        def prepare(leaf, d, level):
+            batched = _to_batched(leaf.detach(), d, level)
+            if leaf.requires_grad:
+                batched.requires_grad_(True)
+                fresh[id(leaf)] = batched
+            return batched
+
+        own = [leaf.detach().requires_grad_(True)
+               if d is None and isinstance(leaf, torcia.Tensor) and leaf.requires_grad
+               else leaf for leaf, d in zip(leaves, spec.per_leaf)]
+        for leaf, mine in zip(leaves, own):
+            if mine is not leaf:
+                fresh[id(leaf)] = mine
+        with torcia.enable_grad():
+            ran = _run_at_level(spec.func, own, spec.per_leaf, spec.rebuild, spec.kwargs,
+                                spec.size, spec.randomness, prepare)
+        if ran is None:
+            spec.fell_back = True
+            return ()
+        result, level = ran
+        out_leaves, spec.out_rebuild = _flatten(result)
+        _check_outputs(spec.func, out_leaves)
+        inner = [fresh.get(id(t)) for t in tensors]
+        if _reaches_other_leaves(out_leaves, {id(x) for x in inner if x is not None}):
+            # a tensor the function closes over takes part: the loop records it
+            spec.fell_back = True
+            return ()
+        spec.per_out = _broadcast_dims(spec.out_dims, result, "out_dims")
+        ctx.spec, ctx.inner, ctx.outputs, ctx.level = spec, inner, out_leaves, level
+        ctx.originals = tensors
+        return tuple(_from_batched(t.detach(), d, level, spec.size)
+                     for t, d in zip(out_leaves, spec.per_out))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        spec = ctx.spec
+        wanted = [i for i, x in enumerate(ctx.inner) if x is not None]
+        if torcia.is_grad_enabled() or _vm.LEVELS.depth:
+            got = _region_by_loop(ctx, grads, wanted)
+        else:
+            state, entered = _enter_level(spec.size, spec.randomness)
+            try:
+                pairs = [(o, g if d is None else _to_batched(g, d, ctx.level))
+                         for o, g, d in zip(ctx.outputs, grads, spec.per_out)
+                         if g is not None and o.requires_grad]
+                found = torcia.autograd.grad([o for o, _ in pairs],
+                                             [ctx.inner[i] for i in wanted],
+                                             [g for _, g in pairs], retain_graph=True,
+                                             allow_unused=True)
+            finally:
+                _leave_level(state, entered)
+            got = [None] * len(ctx.inner)
+            for i, g in zip(wanted, found):
+                if g is not None:
+                    got[i] = _region_grad(g, spec.per_leaf[spec.tensor_slots[i]], ctx.level,
+                                          spec.size)
+        return (None,) + tuple(got)
+
+
+def _region_grad(g, d, level, size):
+    """A gradient from the batched backward for its outer tensor: a mapped input's
+    unbatched at its dim; an unmapped one's per-sample gradients summed."""
+    if d is not None:
+        return _unbatched(g, d, level, size)
+    if isinstance(g._data, _vm.BatchedArray) and g._data.level == level:
+        return _unbatched(g, 0, level, size).sum(0)
+    return g
+
+
+def _region_by_loop(ctx, grads, wanted):
+    """The region's input gradients from the loop over the samples (differentiable)."""
+    spec = ctx.spec
+    originals = list(ctx.originals)
+    leaves = list(spec.leaves)
+    for slot, t in zip(spec.tensor_slots, originals):
+        leaves[slot] = t
+    with torcia.enable_grad():
+        result = _vmap_loop(spec.func, leaves, spec.per_leaf, spec.rebuild, spec.kwargs,
+                            spec.size, spec.out_dims, spec.randomness)
+        outs = _flatten(result)[0]
+        pairs = [(o, g) for o, g in zip(outs, grads) if g is not None and o.requires_grad]
+        found = torcia.autograd.grad([o for o, _ in pairs], [originals[i] for i in wanted],
+                                     [g for _, g in pairs], allow_unused=True,
+                                     create_graph=torcia.is_grad_enabled())
+    got = [None] * len(originals)
+    for i, g in zip(wanted, found):
+        got[i] = g
+    return got
+
+
+def _reaches_other_leaves(outputs, own) -> bool:
+    """Whether the graph of ``outputs`` reaches a leaf that requires grad other than the
+    ``own`` ones (ids): a tensor the function closes over."""
+    seen = set()
+    stack = [o.grad_fn for o in outputs if o.grad_fn is not None]
+    for o in outputs:
+        if o.requires_grad and o.grad_fn is None and id(o) not in own:
+            return True
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None and id(variable) not in own:
+            return True
+        stack.extend(n for n, _ in node.next_functions if n is not None)
+    return False
+
+
+def _vmap_region(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):
+    """``vmap`` where autograd tracks the inputs, as one batched run (see
+    :class:`_Region`); None where it takes the loop instead."""
+    if _vm.LEVELS.depth or any(fwAD.is_dual(x) for x in leaves
+                               if isinstance(x, torcia.Tensor)):
+        # inside another vmap, or with forward-mode tangents: the loop composes
         return None
-    per_out = _broadcast_dims(out_dims, result, "out_dims")
-    return out_rebuild([_from_batched(t, d, level, size) for t, d in zip(out_leaves, per_out)])
+    spec = _Spec(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness)
+    outs = _Region.apply(spec, *[leaves[i] for i in spec.tensor_slots])
+    if spec.fell_back:
+        return None
+    outs = (outs,) if isinstance(outs, torcia.Tensor) else outs
+    return spec.out_rebuild(list(outs))
 
 
 def _drew_outside_dispatch(start, end, draws) -> bool:
@@ -663,18 +886,13 @@ def _to_batched(t, d, level):
     d = d % t.ndim
     axes = (d,) + tuple(i for i in range(t.ndim) if i != d)
     out = library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
-    tangent = fwAD.unpack_dual(t).tangent
-    if tangent is not None:
-        out = fwAD.make_dual(out, _to_batched(tangent, d, level))
-    return out
+    return fwAD.map_tangents(t, out, lambda tangent: _to_batched(tangent, d, level))
 
 
 def _from_batched(t, d, level, size):
-    out = _unbatched(t, d, level, size)
-    tangent = fwAD.unpack_dual(t).tangent
-    if tangent is not None:
-        out = fwAD.make_dual(out, _unbatched(tangent, d, level, size))
-    return out
+    # a tangent's own tangents (of the outer levels) come along too
+    return fwAD.map_tangents(t, _unbatched(t, d, level, size),
+                             lambda tangent: _from_batched(tangent, d, level, size))
 
 
 def _unbatched(t, d, level, size):

@@ -439,8 +439,9 @@ def _pad_front(v, n: int):
 
 
 def _full(v, bat, size):
-    """A batched physical array: ``v`` itself, or ``v`` broadcast over the samples."""
-    return v if bat else _expand_dim(v, 0, size)
+    """A batched physical array: ``v`` itself, or ``v`` broadcast over the samples (a
+    number, or None, stays as it is)."""
+    return v if bat or not hasattr(v, "shape") else _expand_dim(v, 0, size)
 
 
 def _wrap(d, ndim: int) -> int:

@@ -92,6 +92,7 @@ from torcia.library import host_array as _host_array
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
+from torcia.nn.attention import check_viable
 
 # ---------------------------------------------------------------------------------------
 # linear maps and simple activations
@@ -108,6 +109,10 @@ def linear(input, weight, bias=None):
     >>> F.linear(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[1.0, 1.0]]), torcia.tensor([0.5]))
     tensor([[3.5000]])
     """
+    if input.is_nested:
+        # a jagged batch: the product on its values' last dimension
+        out = input @ weight.t()
+        return out if bias is None else out + bias
     if input.shape[-1] != weight.shape[-1]:
         rows = math.prod(input.shape[:-1]) if input.ndim > 1 else 1
         raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({rows}x"
@@ -1057,6 +1062,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     >>> F.scaled_dot_product_attention(q, k, v, is_causal=True)[0, 0]
     tensor([1., 0.])
     """
+    check_viable(query.device.type)
+    if query.is_nested:
+        return torcia.nested.scaled_dot_product_attention(
+            query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     e = query.shape[-1]
     lq, lk = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(e) if scale is None else scale
@@ -2111,7 +2120,7 @@ BroadcastingList1 = BroadcastingList2 = BroadcastingList3 = _BroadcastingListCls
 
 
 # last: they call this module's functions
-from torcia.nn.attention import multi_head_attention_forward  # noqa: E402,F401
+from torcia.nn._mha import multi_head_attention_forward  # noqa: E402,F401
 from torcia.nn.linear_cross_entropy import linear_cross_entropy  # noqa: E402,F401
 
 __all__ = [n for n, v in list(globals().items()) if not n.startswith("_") and callable(v)

@@ -56,7 +56,9 @@ class Parameter(Tensor):
         return "Parameter containing:\n" + Tensor.__repr__(self)
 
     def __reduce_ex__(self, protocol):
-        return (_rebuild_parameter, (Tensor.detach(self).clone(), self._requires_grad))
+        # the data as a tensor over the same memory: pickled for another process of
+        # torcia.multiprocessing, it travels through shared memory, as PyTorch's does
+        return (_rebuild_parameter, (Tensor.detach(self), self._requires_grad))
 
 
 def _rebuild_parameter(data, requires_grad):

@@ -48,11 +48,13 @@ from torcia.optim.radam import RAdam  # noqa: E402
 from torcia.optim.rmsprop import RMSprop  # noqa: E402
 from torcia.optim.rprop import Rprop  # noqa: E402
 from torcia.optim.sgd import SGD  # noqa: E402
+from torcia.optim.sparse_adam import SparseAdam  # noqa: E402
 from torcia.optim.stateless import swap_in_optimizer_params_and_state  # noqa: E402
 
 __all__ = [
     "ASGD", "SGD", "Adadelta", "Adafactor", "Adagrad", "Adam", "AdamW", "Adamax",
     "ElementwiseOptimizer", "LBFGS", "Muon", "NAdam", "Optimizer", "RAdam", "RMSprop", "Rprop",
+    "SparseAdam",
     "create", "hookimpl", "lr_scheduler", "optimizers", "swap_in_optimizer_params_and_state",
 ]
 
@@ -61,6 +63,7 @@ BUILTIN = {
     "sgd": SGD, "adam": Adam, "adamw": AdamW, "adamax": Adamax, "nadam": NAdam,
     "radam": RAdam, "rmsprop": RMSprop, "adagrad": Adagrad, "adadelta": Adadelta,
     "lbfgs": LBFGS, "asgd": ASGD, "rprop": Rprop, "adafactor": Adafactor, "muon": Muon,
+    "sparse_adam": SparseAdam,
 }
 
 optimizers = plugins.Registry("optimizer", "torcia_register_optimizers")

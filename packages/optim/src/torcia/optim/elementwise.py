@@ -50,6 +50,9 @@ class ElementwiseOptimizer(Optimizer):
     #: whether the state counts steps, and whether the kernel is given the counts
     has_step = True
     kernel_takes_steps = True
+    #: whether :meth:`reference` takes sparse gradients (SGD's does: its update is a sum
+    #: of the gradient into the parameter); others refuse them, as in PyTorch
+    sparse_gradients = False
 
     def init_state(self, p: Tensor, group: dict) -> dict:
         raise NotImplementedError
@@ -98,6 +101,11 @@ class ElementwiseOptimizer(Optimizer):
         params = self._with_grads(group)
         if not params:
             return
+        sparse = any(p.grad.is_sparse for p in params)
+        if sparse and not self.sparse_gradients:
+            name = type(self).__name__
+            hint = ", please consider SparseAdam instead" if name == "Adam" else ""
+            raise RuntimeError(f"{name} does not support sparse gradients{hint}")
         states = []
         for p in params:
             state = self.state[p]
@@ -106,7 +114,7 @@ class ElementwiseOptimizer(Optimizer):
             states.append(state)
         steps = bump_steps(states) if self.has_step else [None] * len(params)
         hyper = self.hyper(group)
-        kernel = self._kernel(self.kernel_op, params, group["foreach"])
+        kernel = None if sparse else self._kernel(self.kernel_op, params, group["foreach"])
         if kernel is None:
             for p, state, step in zip(params, states, steps):
                 self.reference(p, p.grad, state, step, **hyper)

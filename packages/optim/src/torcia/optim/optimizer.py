@@ -278,13 +278,7 @@ class Optimizer:
     @staticmethod
     def _with_grads(group: dict) -> list[Tensor]:
         """The group's parameters that received a gradient."""
-        out = []
-        for p in group["params"]:
-            if p.grad is not None:
-                if p.grad.is_sparse:
-                    raise RuntimeError("sparse gradients are not supported")
-                out.append(p)
-        return out
+        return [p for p in group["params"] if p.grad is not None]
 
     @staticmethod
     def _kernel(op: str, params: list[Tensor], foreach):

@@ -47,6 +47,7 @@ class SGD(ElementwiseOptimizer):
     tensor([ 0.8000, -1.6000], requires_grad=True)
     """
 
+    sparse_gradients = True
     kernel_op = "sgd_step"
     buffers = ("momentum_buffer",)
     has_step = False

@@ -13,7 +13,7 @@ import itertools
 from collections import OrderedDict, namedtuple
 
 from torcia import Tensor, no_grad
-from torcia.library import RemovableHandle, dtype_by_name, parse_to, zero_grad
+from torcia.library import RemovableHandle, dtype_by_name, parse_to, share_memory, zero_grad
 from torcia.nn.parameter import Buffer, Parameter
 
 __all__ = ["Module", "RemovableHandle"]
@@ -720,7 +720,20 @@ class Module:
         return text + ")"
 
     def share_memory(self) -> Module:
-        """Parameters and buffers already live in ordinary host memory: nothing to do."""
+        """Move the parameters, their gradients and the buffers into shared memory, so
+        that processes of :mod:`torcia.multiprocessing` given the module train the same
+        weights (Hogwild); returns ``self``.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> layer = torcia.nn.Linear(2, 1).share_memory()
+        >>> layer.weight.is_shared()
+        True
+        """
+        tensors = [t for t in (*self.parameters(), *self.buffers()) if t is not None]
+        tensors += [p.grad for p in self.parameters() if p.grad is not None]
+        share_memory(tensors)
         return self
 
 

@@ -12,7 +12,7 @@ import copy
 import torcia
 from torcia.nn import functional as F
 from torcia.nn import init
-from torcia.nn.attention import _attention
+from torcia.nn._mha import _attention
 from torcia.nn.modules.container import ModuleList
 from torcia.nn.modules.dropout import Dropout
 from torcia.nn.modules.linear import Linear, NonDynamicallyQuantizableLinear

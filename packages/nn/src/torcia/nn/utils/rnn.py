@@ -218,3 +218,20 @@ def unpack_sequence(packed_sequences):
     """
     padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
     return unpad_sequence(padded, lengths, batch_first=True)
+
+
+def invert_permutation(permutation):
+    """The inverse of a permutation (``out[permutation[i]] = i``); None stays None.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.nn.utils.rnn import invert_permutation
+    >>> invert_permutation(torcia.tensor([2, 0, 1]))
+    tensor([1, 2, 0])
+    """
+    if permutation is None:
+        return None
+    out = torcia.empty_like(permutation)
+    return out.scatter_(0, permutation,
+                        torcia.arange(permutation.numel(), device=permutation.device))

@@ -1,0 +1,2 @@
+"""Workers of an elastic job: their error reporting
+(``torcia.distributed.elastic.multiprocessing.errors``)."""
