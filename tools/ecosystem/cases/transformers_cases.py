@@ -6,11 +6,8 @@ import tempfile
 
 from common import case, grads, numpy, params, randint, seed_weights
 
-# what transformers imports that torcia does not have yet
-_BLOCKED = ("import needs torch.distributed.tensor (DTensor, placement_types._StridedShard) "
-            "and torch.distributed.checkpoint.hf_storage (issue 38)")
-# BERT's position_ids buffer is arange(n).expand((1, -1)), into which from_pretrained and
-# the model's init copy_
+# BERT's position_ids buffer is arange(n).expand((1, -1)), into which the model's init
+# copies
 _EXPANDED_COPY = "copy_ into an expanded size-1 dim is refused (issue 36)"
 # dropout draws differ between frameworks: the training cases compare with it off
 _NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
@@ -49,7 +46,7 @@ def _ids(n=7, seed=1):
     return randint(50, 2, n, seed=seed)
 
 
-@case(known_failure=f"{_BLOCKED}; {_EXPANDED_COPY}")
+@case(known_failure=_EXPANDED_COPY)
 def case_bert_forward():
     import torch
 
@@ -60,19 +57,19 @@ def case_bert_forward():
     return {"logits": numpy(out.logits), "hidden": numpy(out.hidden_states[-1])}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_gpt2_forward():
     out = _gpt2()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_llama_forward():
     out = _llama()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_generate():
     out = {}
     for name, model in (("gpt2", _gpt2()), ("llama", _llama())):
@@ -82,7 +79,7 @@ def case_generate():
     return out
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_training_step():
     import torch
 
@@ -102,7 +99,7 @@ def case_training_step():
     return {"losses": losses, **grads(model), **params(model)}
 
 
-@case(known_failure=f"{_BLOCKED}; {_EXPANDED_COPY}")
+@case(known_failure=_EXPANDED_COPY)
 def case_bert_backward():
     import torch
 
@@ -112,7 +109,7 @@ def case_bert_backward():
     return {"loss": loss.item(), **grads(model)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_save_load():
     from transformers import AutoModelForCausalLM
 
