@@ -1,6 +1,6 @@
 """What libraries use of ``torch._dynamo``, PyTorch's graph capture, served by torcia's.
 
-:func:`torcia.compile` captures a program by running it (see :mod:`torcia.compiler`), so
+:func:`torcia.compiler.compile` captures a program by running it (see :mod:`torcia.compiler`), so
 PyTorch's bytecode-level capture has no counterpart here; the names libraries call on it
 do: the decorators and predicates also under ``torch.compiler`` (:func:`disable`,
 :func:`allow_in_graph`, :func:`is_compiling`, :func:`reset`...), the hints they put on
@@ -47,7 +47,7 @@ def mark_static_address(t, guard: bool = True) -> None:
     as ``torch._dynamo.mark_static_address`` does: the mark is the tensor's
     ``_dynamo_static_input_type`` attribute, ``"guarded"`` or ``"unguarded"``.
 
-    :func:`torcia.compile` reads a module's buffers anew on every call of a captured
+    :func:`torcia.compiler.compile` reads a module's buffers anew on every call of a captured
     program, so the mark changes no program here; it is kept, as PyTorch keeps it, for
     code that reads it back.
 
@@ -108,7 +108,7 @@ class TransformGetItemToIndex(TorchFunctionMode):
     (PyTorch's ``aten.index``) even where an index is a 0-d tensor, which indexing would
     otherwise take as the integer it holds; as
     ``torch._dynamo._trace_wrapped_higher_order_op.TransformGetItemToIndex``. Under
-    :func:`torcia.vmap` an index that is one element of a batched tensor is then looked up
+    ``torcia.vmap`` an index that is one element of a batched tensor is then looked up
     for every element at once.
 
     Examples
