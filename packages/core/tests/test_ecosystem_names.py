@@ -83,6 +83,8 @@ def test_compat_presents_the_pytorch_release():
                   " torch._C._jit_set_profiling_mode(False), torch._C._get_accelerator())\n"
                   "from torch.utils import _pytree\nprint(_pytree.tree_leaves([1, [2]]))")
     assert out.split("\n")[0] == f"2.13.0 True None {torcia.__version__} None True cpu"
+    # reached as an attribute too (torcia.version is torcia's own)
+    assert _compat("import torch\nprint(torch.version.__version__)").strip() == "2.13.0"
     assert out.split("\n")[1] == "[1, 2]"
 
 

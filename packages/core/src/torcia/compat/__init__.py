@@ -137,7 +137,9 @@ class TorchModule(types.ModuleType):
             ) from None
         if isinstance(value, types.ModuleType) and not isinstance(value, TorchModule):
             sub = f"{self.__name__}.{attr}"
-            if torcia_name(sub) == value.__name__:
+            # the PyTorch name, also where it maps elsewhere than the torcia attribute
+            # (torch.version is torcia.compat.version, not torcia.version)
+            if torcia_name(sub) is not None and value.__name__.split(".")[0] == "torcia":
                 return importlib.import_module(sub)
         return value
 
