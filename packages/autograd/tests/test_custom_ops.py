@@ -199,6 +199,21 @@ def _identity_typed(x: torcia.Tensor) -> torcia.Tensor:
     return x.clone()
 
 
+def test_torch_ops_namespaces_under_the_compat_runner():
+    code = (
+        "import torcia.compat\ntorcia.compat.install()\nimport torch\n"
+        "@torch.library.custom_op('ns_test::inc', mutates_args=())\n"
+        "def inc(x: torch.Tensor) -> torch.Tensor:\n"
+        "    return x + 1\n"
+        "print(torch.ops.ns_test.inc(torch.zeros(1)).tolist(),"
+        " torch.ops.ns_test.inc.default is inc)\n"
+        "try:\n    torch.ops.ns_test.dec\nexcept AttributeError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300, check=True).stdout.splitlines()
+    assert out[0] == "[1.0] True"
+    assert "no custom op ns_test::dec is defined" in out[1]
+
+
 def test_defined_before_the_kernel_tables_are_built():
     # a fresh process: the op goes in through the plugin's hooks, not into built tables
     code = (

@@ -27,8 +27,8 @@ from torcia._dtype import from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, call
 
-__all__ = ["CustomOpDef", "custom_op", "infer_schema", "register_autograd", "register_fake",
-           "register_kernel"]
+__all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
+           "register_fake", "register_kernel"]
 
 #: every custom op defined in this process, by qualified name (``"ns::name"``)
 _OPS: dict[str, CustomOpDef] = {}
@@ -284,6 +284,11 @@ class CustomOpDef:
 
     def __repr__(self):
         return f"<CustomOpDef({self._qualname})>"
+
+    @property
+    def default(self) -> CustomOpDef:
+        """The op itself: ``torch.ops.<namespace>.<name>.default``, its only overload."""
+        return self
 
     def _schema(self) -> str:
         return _schema_text(self._args, self._returns)
@@ -591,6 +596,34 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args,
         return op
 
     return define if fn is None else define(fn)
+
+
+class OpNamespace:
+    """``torch.ops.<namespace>``: the custom ops defined in ``namespace``, by name.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.library import OpNamespace, custom_op
+    >>> @custom_op("demo_ns::plus_one", mutates_args=())
+    ... def plus_one(x: torcia.Tensor) -> torcia.Tensor:
+    ...     return x + 1
+    >>> OpNamespace("demo_ns").plus_one.default(torcia.zeros(1))
+    tensor([1.])
+    """
+
+    def __init__(self, name: str):
+        self.name = name
+
+    def __getattr__(self, op: str) -> CustomOpDef:
+        found = _OPS.get(f"{self.name}::{op}")
+        if found is None:
+            raise AttributeError(f"'_OpNamespace' '{self.name}' object has no attribute "
+                                 f"'{op}': no custom op {self.name}::{op} is defined")
+        return found
+
+    def __repr__(self):
+        return f"<torch.ops.{self.name}>"
 
 
 def _find(op) -> CustomOpDef:

@@ -64,6 +64,7 @@ import torcia
 from torcia import _dtype, _meta, ops
 from torcia._custom_ops import (
     CustomOpDef,
+    OpNamespace,
     custom_op,
     infer_schema,
     register_autograd,
@@ -175,8 +176,8 @@ __all__ = [
 ]
 
 # torch.library's custom ops, defined by a program rather than a plugin (torcia._custom_ops)
-__all__ += ["CustomOpDef", "custom_op", "infer_schema", "register_autograd", "register_fake",
-            "register_kernel"]
+__all__ += ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
+            "register_fake", "register_kernel"]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
 __all__ += [

@@ -52,6 +52,7 @@ PREFIXES = {
     "torch.ao": None,
     "torch.quantization": None,
     "torch._C": "torcia.compat._C",
+    "torch.ops": "torcia.compat.ops",
     "torch.version": "torcia.compat.version",
     "torch.torch_version": "torcia.compat.version",
     "torch.utils._pytree": "torcia.utils.pytree",
