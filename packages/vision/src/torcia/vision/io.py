@@ -342,7 +342,10 @@ def _check_image(input, what: str) -> np.ndarray:
     return arr[..., 0] if arr.shape[2] == 1 else arr
 
 
-def _bytes_tensor(buf: _bytes_io.BytesIO) -> torcia.Tensor:
+def _encode(input, what: str, format: str, **options) -> torcia.Tensor:
+    """The checked (C, H, W) image encoded by Pillow in ``format``, as a 1-d uint8 tensor."""
+    buf = _bytes_io.BytesIO()
+    Image.fromarray(_check_image(input, what)).save(buf, format=format, **options)
     return torcia.from_numpy(np.frombuffer(buf.getvalue(), dtype=np.uint8).copy())
 
 
@@ -360,10 +363,7 @@ def encode_png(input, compression_level: int = 6) -> torcia.Tensor:
     """
     if not 0 <= compression_level <= 9:
         raise RuntimeError("Compression level should be between 0 and 9")
-    arr = _check_image(input, "encode_png")
-    buf = _bytes_io.BytesIO()
-    Image.fromarray(arr).save(buf, format="PNG", compress_level=int(compression_level))
-    return _bytes_tensor(buf)
+    return _encode(input, "encode_png", "PNG", compress_level=int(compression_level))
 
 
 def write_png(input, filename, compression_level: int = 6) -> None:
@@ -390,10 +390,7 @@ def encode_jpeg(input, quality: int = 75):
             raise ValueError("encode_jpeg requires at least one input tensor when a list is "
                              "passed")
         return [encode_jpeg(x, quality) for x in input]
-    arr = _check_image(input, "encode_jpeg")
-    buf = _bytes_io.BytesIO()
-    Image.fromarray(arr).save(buf, format="JPEG", quality=int(quality))
-    return _bytes_tensor(buf)
+    return _encode(input, "encode_jpeg", "JPEG", quality=int(quality))
 
 
 def write_jpeg(input, filename, quality: int = 75) -> None:
