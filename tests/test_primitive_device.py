@@ -47,7 +47,7 @@ def prims():
         registry.reset()
     yield "prims"
     pm.unregister(plugin)
-    plugins._reset()
+    plugins.reset()
 
 
 def _train_step(model, x, y, device):

@@ -245,6 +245,55 @@ def test_a_private_core_import_outside_core_fails_the_check(fake_repo):
     ]
 
 
+def test_private_names_of_cores_modules_and_tensor_fail_the_check(fake_repo):
+    (fake_repo / "packages" / "core" / "src" / "torcia" / "ops.py").write_text(
+        "class Tensor:\n    __slots__ = ('_data', '_vc', '__weakref__')\n"
+        "    _version = property(lambda self: self._vc[0])\n"
+        "    def _make(cls, data): ...\n    __torcia_data__ = None\n"
+        "_callbacks = []\n")
+    write_part(fake_repo, "plugins", "sneaky", "torcia-sneaky", ["torcia-core>=0.1,<0.2"],
+               modules={
+                   "src/torcia_sneaky/__init__.py": (
+                       "import torcia.ops as O\nfrom torcia import ops\n"
+                       "from torcia.ops import Tensor, _callbacks\n"
+                       "def f(t, u):\n    t._vc[0] += 1\n    ops._callbacks.append(f)\n"
+                       "    return Tensor._make(u._data), O._callbacks\n"
+                       "def ok(t, other):\n    other._private = 1\n"
+                       "    return t.__torcia_data__, t._version\n"),
+                   # a tensor subclass's self is a tensor; another class's self is not
+                   "src/torcia_sneaky/sub.py": (
+                       "from torcia.ops import Tensor\nclass Sub(Tensor):\n    pass\n"
+                       "class SubSub(Sub):\n    def g(self):\n        return self._vc\n"),
+                   "src/torcia_sneaky/other.py": (
+                       "class Store:\n    def g(self):\n        return self._data\n"),
+               })
+    assert check_deps.check(fake_repo) == [
+        f"plugins/sneaky/src/torcia_sneaky/{file} uses {name}, which is private to "
+        "torcia-core: use torcia.library or the public API"
+        for file, name in (("__init__.py", "Tensor._data"), ("__init__.py", "Tensor._make"),
+                           ("__init__.py", "Tensor._vc"), ("__init__.py", "torcia.ops._callbacks"),
+                           ("sub.py", "Tensor._vc"))
+    ]
+
+
+def test_a_module_named_by_a_string_follows_the_dependencies(fake_repo):
+    write_part(fake_repo, "packages", "opt", "torcia-opt", ["torcia-core>=0.1,<0.2"],
+               modules={
+                   "src/torcia/opt/__init__.py": (
+                       "import importlib\nnn = importlib.import_module('torcia.nn')\n"
+                       "def part(name):\n"
+                       "    return importlib.import_module(f'torcia.autograd.{name}')\n"
+                       "ops = __import__('torcia.ops')\n"),
+                   # a test may load a sample plugin by its name
+                   "tests/test_opt.py": "import importlib\nimportlib.import_module('torcia.nn')\n",
+               })
+    assert check_deps.check(fake_repo) == [
+        f"packages/opt/src/torcia/opt/__init__.py imports by name {module} from {owner}, "
+        "which torcia-opt does not list in its dependencies or extras"
+        for module, owner in (("torcia.autograd", "torcia-autograd"), ("torcia.nn", "torcia-nn"))
+    ]
+
+
 def test_dependencies_must_follow_the_architecture_arrows(fake_repo):
     (fake_repo / "architecture.toml").write_text(
         '[parts.torcia-core]\nuses = []\n[parts.torcia-autograd]\nuses = ["torcia-core"]\n'

@@ -17,8 +17,16 @@
    parts are written) hold: every part is listed there, and each torcia distribution it
    depends on (or uses in an optional feature) is reachable through its arrows.
 4. Nothing outside torcia-core imports or reaches into one of core's private modules
-   (``torcia._tensor``, ``from torcia import _dtype``, ``torcia._thread_callbacks``):
-   other parts use ``torcia.library`` and the user API.
+   (``torcia._tensor``, ``from torcia import _dtype``, ``torcia._thread_callbacks``),
+   nor into the private names of core's modules (``torcia.random._seed_callbacks``,
+   ``plugins._state``) or of its Tensor (``t._data``, ``Tensor._make``: the names with one
+   leading underscore that ``class Tensor`` defines, its slots included): other parts use
+   ``torcia.library`` (``library.array(t)``, the published fields ``t.__torcia_data__``...)
+   and the user API.
+5. A module named by a string (``importlib.import_module("torcia.nn")``, also an f-string's
+   constant head, ``f"torcia.vision.{name}"``) in a part's code is an import like any
+   other: rule 2 holds for it, so a part cannot reach a part it may not use by naming it
+   (a test may load a sample plugin by name).
 
 Run ``python tools/check_deps.py``; it prints each problem and exits 1 if there is one.
 """
@@ -78,11 +86,34 @@ def module_owners(parts: dict[str, repo.Part]) -> dict[str, str]:
     return owners
 
 
-def imported_modules(path: Path) -> set[str]:
-    """The absolute module names a Python file imports."""
+_BY_NAME = {"import_module", "__import__"}
+
+
+def _named_module(node: ast.Call) -> str | None:
+    """The module a call of ``import_module``/``__import__`` names by a constant string,
+    or by an f-string's constant head up to its last full component; None otherwise."""
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+    if called not in _BY_NAME or not node.args:
+        return None
+    arg = node.args[0]
+    if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+        return arg.value
+    if (isinstance(arg, ast.JoinedStr) and arg.values and isinstance(arg.values[0], ast.Constant)
+            and "." in arg.values[0].value):
+        return arg.values[0].value.rpartition(".")[0]
+    return None
+
+
+def imported_modules(path: Path, by_name: bool = False) -> set[str]:
+    """The absolute module names a Python file imports; with ``by_name``, those it
+    imports by a string (``importlib.import_module("torcia.nn")``) instead."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.Import):
+        if by_name:
+            if isinstance(node, ast.Call) and (module := _named_module(node)):
+                names.add(module)
+        elif isinstance(node, ast.Import):
             names.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
             names.add(node.module)
@@ -109,18 +140,22 @@ def import_problems(part: repo.Part, owners: dict[str, str]) -> list[str]:
     for folder, allowed, where in (("src", deps, "dependencies or extras"),
                                    ("tests", test_deps, "dependencies or its 'test' extra")):
         for path in sorted((part.path / folder).rglob("*.py")):
-            reported = set()
-            # sorted, so that ``torcia.nn`` is named rather than ``torcia.nn.Linear``
-            for module in sorted(imported_modules(path)):
-                owner = owner_of(module, owners)
-                if owner is None or owner in allowed or owner in reported:
-                    continue
-                reported.add(owner)
-                rel = path.relative_to(part.path.parent.parent)
-                problems.append(
-                    f"{rel} imports {module} from {owner}, which {part.name} does not "
-                    f"list in its {where}"
-                )
+            # a test may load a plugin by name from its folder, as a sample of a plugin
+            ways = ((False, "imports"),) if folder == "tests" else (
+                (False, "imports"), (True, "imports by name"))
+            for by_name, how in ways:
+                reported = set()
+                # sorted, so that ``torcia.nn`` is named rather than ``torcia.nn.Linear``
+                for module in sorted(imported_modules(path, by_name)):
+                    owner = owner_of(module, owners)
+                    if owner is None or owner in allowed or owner in reported:
+                        continue
+                    reported.add(owner)
+                    rel = path.relative_to(part.path.parent.parent)
+                    problems.append(
+                        f"{rel} {how} {module} from {owner}, which {part.name} does not "
+                        f"list in its {where}"
+                    )
     return problems
 
 
@@ -176,25 +211,136 @@ def _private(module: str) -> bool:
             and not head[1].startswith("__"))
 
 
-def private_uses(path: Path) -> set[str]:
-    """The private core names a file imports or reaches as ``torcia._x``."""
+def _one_underscore(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+# names with one leading underscore that PyTorch's Tensor has as API (``t._version``)
+TENSOR_API = {"_version"}
+
+
+def tensor_private_names(core_src: Path) -> set[str]:
+    """The private names of core's ``class Tensor`` (its slots and attributes with one
+    leading underscore, but PyTorch's own), read from core's sources."""
+    for path in sorted(core_src.rglob("*.py")):
+        text = path.read_text()
+        if "class Tensor" not in text:
+            continue
+        for node in ast.parse(text, str(path)).body:
+            if isinstance(node, ast.ClassDef) and node.name == "Tensor":
+                break
+        else:
+            continue
+        names = set()
+        for item in node.body:
+            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names.add(item.name)
+            elif isinstance(item, ast.Assign):
+                for target in item.targets:
+                    if isinstance(target, ast.Name) and target.id == "__slots__":
+                        names.update(e.value for e in ast.walk(item.value)
+                                     if isinstance(e, ast.Constant) and isinstance(e.value, str))
+                    elif isinstance(target, ast.Name):
+                        names.add(target.id)
+        return {n for n in names if _one_underscore(n)} - TENSOR_API
+    return set()
+
+
+def _dotted(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def private_uses(path: Path, core_modules: frozenset[str] = frozenset(),
+                 tensor_names: frozenset[str] = frozenset()) -> set[str]:
+    """The private core names a file imports or reaches: ``torcia._x``, a private name of
+    one of ``core_modules`` (``torcia.random._seed_callbacks``, also through a local name
+    of the module), a private name of the Tensor (``x._data``; on ``self``/``cls`` only
+    inside a subclass of the Tensor)."""
     tree = ast.parse(path.read_text(), str(path))
     found = {".".join(m.split(".")[:2]) for m in imported_modules(path) if _private(m)}
+    local = {}  # a local name bound to one of core's modules -> the module
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                and node.value.id == "torcia" and _private(f"torcia.{node.attr}")):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                if full in core_modules:
+                    local[alias.asname or alias.name] = full
+                elif node.module in core_modules and _one_underscore(alias.name):
+                    found.add(full)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname and alias.name in core_modules:
+                    local[alias.asname] = alias.name
+    on_tensor = _tensor_self_attributes(tree)
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Attribute) or not _one_underscore(node.attr):
+            continue
+        owner = _dotted(node.value)
+        if owner is not None:
+            head, _, rest = owner.partition(".")
+            owner = local.get(head, head) + (f".{rest}" if rest else "")
+        if owner == "torcia" and _private(f"torcia.{node.attr}"):
             found.add(f"torcia.{node.attr}")
+        elif owner in core_modules:
+            found.add(f"{owner}.{node.attr}")
+        elif node.attr in tensor_names and (owner not in ("self", "cls")
+                                            or id(node) in on_tensor):
+            found.add(f"Tensor.{node.attr}")
     return found
 
 
-def private_problems(part: repo.Part, core: str | None) -> list[str]:
-    """Uses of core's private modules in a part other than core."""
-    if part.name == core:
+# the classes whose instances are tensors, by the last name of a base
+_TENSOR_CLASSES = {"Tensor", "Parameter", "Buffer"}
+
+
+def _tensor_self_attributes(tree: ast.AST) -> set[int]:
+    """The ids of the ``self.x``/``cls.x`` nodes inside a class that derives from a
+    tensor class (``Tensor``, ``nn.Parameter``, or such a class of the same file): there
+    ``self._data`` is a Tensor's private field like any other tensor's."""
+    tensor_classes, ids = set(_TENSOR_CLASSES), set()
+    for cls in ast.walk(tree):
+        if not isinstance(cls, ast.ClassDef):
+            continue
+        bases = {(_dotted(b) or "").rpartition(".")[2] for b in cls.bases}
+        if not bases & tensor_classes:
+            continue
+        tensor_classes.add(cls.name)
+        ids.update(id(n) for n in ast.walk(cls) if isinstance(n, ast.Attribute)
+                   and isinstance(n.value, ast.Name) and n.value.id in ("self", "cls"))
+    return ids
+
+
+def core_modules(core: repo.Part | None) -> frozenset[str]:
+    """The dotted names of core's modules and packages (``torcia``, ``torcia.random``...)."""
+    if core is None:
+        return frozenset()
+    src = core.path / "src"
+    names = set()
+    for path in src.rglob("*.py"):
+        parts = list(path.relative_to(src).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        names.add(".".join(parts))
+    return frozenset(names)
+
+
+def private_problems(part: repo.Part, core: repo.Part | None) -> list[str]:
+    """Uses of core's private modules and names in a part other than core."""
+    if core is None or part.name == core.name:
         return []
+    modules = core_modules(core)
+    tensor_names = frozenset(tensor_private_names(core.path / "src"))
     problems = []
     for folder in ("src", "tests"):
         for path in sorted((part.path / folder).rglob("*.py")):
-            for name in sorted(private_uses(path)):
+            for name in sorted(private_uses(path, modules, tensor_names)):
                 rel = path.relative_to(part.path.parent.parent)
                 problems.append(
                     f"{rel} uses {name}, which is private to torcia-core: use "
@@ -214,7 +360,7 @@ def check(root: Path = repo.ROOT) -> list[str]:
         if arrows is not None:
             problems += arrow_problems(part, arrows)
         problems += import_problems(part, owners)
-        problems += private_problems(part, owners.get("torcia"))
+        problems += private_problems(part, parts.get(owners.get("torcia", "")))
     return problems
 
 

@@ -94,9 +94,9 @@ def binary(fn, make_a=r, make_b=r):
 def _transfer(x):
     # what core's Tensor.to does for a device copy: the modes (forward AD) see it, then
     # autograd records it
-    out = torcia.library.Tensor._make(x._data.copy(), x._device)
+    out = torcia.library.wrap(torcia.library.array(x).copy(), x.device)
     for mode in torcia.library.active_modes():
-        mode.on_result("to_device", (x,), {"device": x._device}, out)
+        mode.on_result("to_device", (x,), {"device": x.device}, out)
     engine.record_transfer(x, out)
     return out
 

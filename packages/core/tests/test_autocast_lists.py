@@ -54,7 +54,7 @@ def device(request):
     pm.unregister(fake)
     if real is not None:
         pm.register(real, name="cuda")
-    plugins._reset()
+    plugins.reset()
 
 
 def _spd(dev, dtype):

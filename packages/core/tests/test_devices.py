@@ -42,7 +42,7 @@ def alt():
     # like "cuda", a tensor's device carries an index
     yield torcia.device("alt:0")
     pm.unregister(plugin)
-    plugins._reset()
+    plugins.reset()
 
 
 @pytest.mark.parametrize("text, type_, index", [

@@ -201,7 +201,7 @@ def devices():
         registry.reset()
     yield plugin
     pm.unregister(plugin)
-    torcia.plugins._reset()
+    torcia.plugins.reset()
 
 
 def test_a_backend_declares_a_known_fallback():
@@ -263,3 +263,88 @@ def test_schema_of_a_wrapped_kernel_comes_from_the_kernel_itself():
     assert "k" in topk.params or "k" in topk.inputs
     assert library.get_op("sort").params == {"dim": -1, "descending": False, "stable": False}
     assert library.get_op("clamp").inputs[1:] == ("lo", "hi")
+
+
+# ---- a tensor's internals: the published fields and functions ----------------------------
+
+
+def test_each_published_field_is_the_field_the_api_shows():
+    x = torcia.tensor([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]], requires_grad=True)
+    y = x * 2
+    y.retain_grad()
+    v = y[0]
+    assert x.__torcia_data__ is library.array(x)
+    assert x.__torcia_device__ is x.device
+    assert x.__torcia_requires_grad__ is True and v.__torcia_requires_grad__ is True
+    assert v.__torcia_base__ is y and x.__torcia_base__ is None
+    assert y.__torcia_retains_grad__ is True and x.__torcia_retains_grad__ is False
+    assert v.__torcia_output_nr__ == v.output_nr == 0
+    with torcia.no_grad():
+        y.add_(1)
+    # one counter for the storage: the view counts the write into its base
+    assert v.__torcia_version__ is y.__torcia_version__
+    assert v.__torcia_version__[0] == v._version == 1
+    y.sum().backward()
+    assert x.__torcia_grad__ is x.grad
+
+
+def test_the_published_names_write_the_fields():
+    x = torcia.zeros(2)
+    x.__torcia_data__ = np.ones(3, dtype=np.float32)
+    assert x.tolist() == [1.0, 1.0, 1.0]
+    x.__torcia_requires_grad__ = True
+    assert x.requires_grad
+    # the published list is the whole contract: each name is a field of every tensor
+    assert set(library.TENSOR_FIELDS) == {n for n in dir(x) if n.startswith("__torcia_")}
+
+
+def test_wrap_alias_and_versions():
+    a = np.arange(3.0)
+    t = library.wrap(a, torcia.device("cpu"))
+    a[0] = 7
+    assert t.tolist() == [7.0, 1.0, 2.0] and t.grad_fn is None
+    view = library.wrap(a[1:], t.device, t)
+    assert view.__torcia_base__ is t and view.__torcia_version__ is t.__torcia_version__
+    alias = library.alias(t)
+    assert library.array(alias) is a and alias.__torcia_base__ is None
+    library.bump_version(t)
+    assert (t._version, alias._version, view._version) == (1, 1, 1)
+    assert library.tensor_of(a, "cpu").device == torcia.device("cpu")
+
+
+def test_set_grad_mode_returns_the_mode_before_in_this_thread_only():
+    import threading
+
+    seen = []
+    assert library.set_grad_mode(False) is True
+    try:
+        thread = threading.Thread(target=lambda: seen.append(torcia.is_grad_enabled()))
+        thread.start()
+        thread.join()
+        assert not torcia.is_grad_enabled() and seen == [True]
+    finally:
+        assert library.set_grad_mode(True) is False
+
+
+def test_seed_callbacks_follow_manual_seed_until_removed():
+    seen = []
+    handle = library.add_seed_callback(seen.append)
+    torcia.manual_seed(3)
+    handle.remove()
+    torcia.manual_seed(4)
+    assert seen == [3]
+
+
+def test_the_autograd_protocol_declares_what_registration_requires():
+    engine = library.autograd_engine()
+    declared = {n for n in vars(library.AutogradEngine) if not n.startswith("_")}
+    assert {"register_hook", "register_post_accumulate_grad_hook", "retain_grad"} <= declared
+    assert isinstance(engine, library.AutogradEngine)
+
+    class Partial:  # every declared method but one
+        pass
+
+    for name in declared - {"retain_grad"}:
+        setattr(Partial, name, lambda self, *a, **k: None)
+    with pytest.raises(TypeError, match="must implement retain_grad"):
+        library.register_autograd_mode(Partial())

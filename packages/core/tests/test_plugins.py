@@ -43,7 +43,7 @@ def site(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file there
     monkeypatch.syspath_prepend(str(tmp_path))
     specs, registries = list(plugins._state.spec_modules), dict(plugins._state.registries)
-    plugins._reset()
+    plugins.reset()
     yield tmp_path
     monkeypatch.undo()
     # forget what the fake distributions added: their modules, hook specs and registries
@@ -60,7 +60,7 @@ def site(tmp_path, monkeypatch):
             if key not in registries and getattr(r, "hook_name", None) in hooks}
     plugins._state.registries.clear()
     plugins._state.registries.update(registries, **kept)
-    plugins._reset()
+    plugins.reset()
     plugins._policy.remove_guard()  # a lock a test put in force
     plugins._state.discovery_guard = False
 
@@ -627,7 +627,7 @@ def _locked(site, monkeypatch):
     assert set(doc["distributions"][0]["files"]) == {
         "pinned_mod.py", "pinned_dist-1.0.dist-info/METADATA",
         "pinned_dist-1.0.dist-info/entry_points.txt"}
-    plugins._reset()
+    plugins.reset()
     return lock
 
 
@@ -721,3 +721,23 @@ def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
     assert str(err.value).startswith(
         "device backend 'brokendev' is provided by plugin 'brokendev' (brokendev-dist), which "
         "failed to load: ImportError: libaccel.so: cannot open shared object")
+
+
+# ---- names lent across the arrows (torcia_register_names) -------------------------------
+
+
+def test_a_lent_name_comes_from_the_part_that_owns_it(site):
+    functional = plugins.lent("torcia.nn.functional", "torcia-nn")
+    assert functional is sys.modules["torcia.nn.functional"]
+    assert torcia.compile is plugins.lent("torcia.compile", "torcia-compiler")
+    with pytest.raises(ModuleNotFoundError,
+                       match="torcia.gadget is part of the torcia-gadgets distribution, which "
+                             "is not installed; install torcia-gadgets"):
+        plugins.lent("torcia.gadget", "torcia-gadgets")
+
+
+def test_a_name_lent_by_a_blocked_plugin_says_so(site, monkeypatch):
+    monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "nn")
+    plugins.reset()
+    with pytest.raises(ModuleNotFoundError, match="plugin 'nn' .torcia-nn., which is blocked"):
+        torcia.kl_div(torcia.zeros(2), torcia.zeros(2))

@@ -18,6 +18,7 @@ from torcia.data import (
     IterableDataset,
     RandomSampler,
     TensorDataset,
+    _worker,
     get_worker_info,
 )
 
@@ -380,6 +381,17 @@ def test_other_start_methods(method):
     ds = TensorDataset(torcia.arange(7))
     loader = DataLoader(ds, batch_size=3, num_workers=2, multiprocessing_context=method)
     assert [b[0].tolist() for b in loader] == [[0, 1, 2], [3, 4, 5], [6]]
+
+
+def test_forkserver_workers_outlive_a_wait_for_tasks():
+    # a forkserver worker's parent is the fork server, not the main process: persistent
+    # workers idle past the poll interval took that for their main process having died
+    ds = TensorDataset(torcia.arange(4))
+    loader = DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True,
+                        multiprocessing_context="forkserver")
+    assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
+    time.sleep(_worker.POLL_INTERVAL * 2.5)
+    assert [b[0].tolist() for b in loader] == [[0, 1], [2, 3]]
 
 
 def test_loader_iterated_twice_gives_two_epochs():

@@ -29,14 +29,14 @@ def test_unknown_backend_names_what_to_install():
 def test_blocked_backend_says_what_blocked_it(monkeypatch):
     pytest.importorskip("torcia_mpi")
     monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "mpi")
-    torcia.plugins._reset()
+    torcia.plugins.reset()
     try:
         assert not dist.is_backend_available("mpi")
         with pytest.raises(RuntimeError, match="'mpi'.*blocked by TORCIA_DISABLE_PLUGINS"):
             dist.init_process_group("mpi")
     finally:
         monkeypatch.delenv("TORCIA_DISABLE_PLUGINS")
-        torcia.plugins._reset()
+        torcia.plugins.reset()
 
 
 def test_objects_round_trip_without_pickle():

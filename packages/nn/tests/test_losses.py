@@ -246,11 +246,11 @@ def fake_loss_dist(tmp_path, monkeypatch):
     (tmp_path / "fakeloss_mod.py").write_text(textwrap.dedent(FAKE_LOSS_PLUGIN))
     monkeypatch.syspath_prepend(str(tmp_path))
     importlib.invalidate_caches()
-    plugins._reset()
+    plugins.reset()
     yield monkeypatch
     monkeypatch.undo()
     sys.modules.pop("fakeloss_mod", None)
-    plugins._reset()
+    plugins.reset()
 
 
 def _quietly(fn):
@@ -269,7 +269,7 @@ def test_an_installed_loss_plugin_is_found_without_changes_to_nn(fake_loss_dist)
 
 def test_a_blocked_loss_plugin_is_named_with_what_blocked_it(fake_loss_dist):
     fake_loss_dist.setenv("TORCIA_DISABLE_PLUGINS", "fakeloss")
-    plugins._reset()
+    plugins.reset()
     with pytest.raises(KeyError) as err:
         _quietly(lambda: nn.losses.get("squared_hinge"))
     assert "fakeloss (blocked by TORCIA_DISABLE_PLUGINS)" in str(err.value)
@@ -281,7 +281,7 @@ def test_a_blocked_loss_plugin_is_named_with_what_blocked_it(fake_loss_dist):
 
 def test_a_blocked_loss_is_named_by_its_plugin_when_the_name_matches(fake_loss_dist):
     fake_loss_dist.setenv("TORCIA_DISABLE_PLUGINS", "fake-losses")
-    plugins._reset()
+    plugins.reset()
     with pytest.raises(KeyError) as err:
         _quietly(lambda: nn.losses.get("fakeloss"))
     assert ("loss 'fakeloss' is provided by plugin 'fakeloss' (fake-losses), which is blocked "

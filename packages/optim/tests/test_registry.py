@@ -5,7 +5,7 @@ import pytest
 
 import torcia
 from torcia import plugins
-from torcia.optim import hookspecs, lr_scheduler, optimizers
+from torcia.optim import lr_scheduler, optimizers
 
 
 def params():
@@ -14,7 +14,6 @@ def params():
 
 def test_hookspecs_are_added_and_every_hookimpl_matches_one():
     pm = plugins.manager()
-    assert hookspecs in plugins._state.spec_modules
     for name in ("torcia_register_optimizers", "torcia_register_lr_schedulers"):
         assert getattr(pm.hook, name).spec is not None
     pm.check_pending()

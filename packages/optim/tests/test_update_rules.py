@@ -207,7 +207,7 @@ def test_a_backend_kernel_of_higher_priority_replaces_the_numpy_one():
     pm = torcia.plugins.manager()
     plugin = FusedAdam()
     pm.register(plugin, name="test-fused-adam")
-    torcia.backend._reset()
+    torcia.backend.reset_kernels()
     try:
         w = torcia.tensor([1.0, 2.0], requires_grad=True)
         b = torcia.tensor([0.5], requires_grad=True)
@@ -218,7 +218,7 @@ def test_a_backend_kernel_of_higher_priority_replaces_the_numpy_one():
         assert opt.state[w]["exp_avg"].tolist() == pytest.approx([0.2, 0.4])
     finally:
         pm.unregister(plugin)
-        torcia.backend._reset()
+        torcia.backend.reset_kernels()
     assert torcia.device("cpu").backend.kernel_providers["adam_step"] != "test-fused-adam"
 
 

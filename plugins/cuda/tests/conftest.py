@@ -60,10 +60,10 @@ class StandIn:
 def fake_cuda(monkeypatch):
     """A "cuda" device with two GPUs on the NumPy stand-in; the real plugin blocked."""
     monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "cuda")
-    plugins._reset()
+    plugins.reset()
     standin = StandIn(count=2)
     plugins.manager().register(standin, name="cuda-standin")
     yield standin
     monkeypatch.delenv("TORCIA_DISABLE_PLUGINS")
-    plugins._reset()
+    plugins.reset()
     torcia.device("cuda").kernels = None

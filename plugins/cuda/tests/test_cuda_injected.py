@@ -21,11 +21,11 @@ _spec.loader.exec_module(fake_cupy)
 @pytest.fixture
 def cupy(monkeypatch):
     cp = fake_cupy.install(monkeypatch, count=2)
-    plugins._reset()
+    plugins.reset()
     torcia.device("cuda").kernels = None
     yield cp
     monkeypatch.undo()
-    plugins._reset()
+    plugins.reset()
     for dev in ("cuda", "cuda:0", "cuda:1"):
         torcia.device(dev).kernels = None
 

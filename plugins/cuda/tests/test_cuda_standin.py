@@ -14,7 +14,7 @@ def test_tensors_move_and_compute(fake_cuda):
     x = torcia.randn(3, 4)
     y = x.cuda()
     assert y.device == torcia.device("cuda:0") and y.is_cuda
-    assert y._data is not x._data
+    assert torcia.library.array(y) is not torcia.library.array(x)
     torcia.testing.assert_close((y * 2 + 1).cpu(), x * 2 + 1)
     z = torcia.zeros(2, device="cuda")
     assert z.device.type == "cuda" and z.tolist() == [0.0, 0.0]
@@ -66,7 +66,7 @@ def test_without_cupy_cuda_is_unavailable_with_the_reason(monkeypatch):
         pytest.skip("CuPy is installed; this checks the machine without it")
     except ImportError:
         pass
-    torcia.plugins._reset()
+    torcia.plugins.reset()
     assert torcia.cuda.is_available() is False
     assert torcia.cuda.device_count() == 0
     with pytest.raises(RuntimeError, match="CuPy is not installed"):

@@ -102,12 +102,12 @@ def cupy_with_kernels(monkeypatch):
     cp = fake_cupy.install(monkeypatch, count=1)
     cp.ElementwiseKernel = host_kernels.ElementwiseKernel
     fused.kernels.cache_clear()
-    plugins._reset()
+    plugins.reset()
     torcia.device("cuda").kernels = None
     yield cp
     monkeypatch.undo()
     fused.kernels.cache_clear()
-    plugins._reset()
+    plugins.reset()
     torcia.device("cuda").kernels = None
 
 

@@ -122,12 +122,12 @@ def cupy(monkeypatch):
     from torcia_cuda import nccl
 
     monkeypatch.setattr(nccl, "_ptr", lambda arr: arr.ctypes.data)
-    plugins._reset()
+    plugins.reset()
     torcia.device("cuda").kernels = None
     yield cp
     dist.destroy_process_group()
     monkeypatch.undo()
-    plugins._reset()
+    plugins.reset()
     for dev in ("cuda", "cuda:0"):
         torcia.device(dev).kernels = None
 
@@ -164,7 +164,7 @@ def test_a_cuda_tensor_on_the_mpi_group_says_to_move_it(cupy):
 
 def test_without_cupy_nccl_is_unavailable_and_says_why(monkeypatch):
     monkeypatch.setitem(sys.modules, "cupy", None)  # import cupy raises ImportError
-    plugins._reset()
+    plugins.reset()
     try:
         assert not dist.is_nccl_available()
         with pytest.raises(RuntimeError, match="'nccl' process group backend cannot be used "
@@ -172,12 +172,12 @@ def test_without_cupy_nccl_is_unavailable_and_says_why(monkeypatch):
             dist.init_process_group("nccl")
     finally:
         monkeypatch.undo()
-        plugins._reset()
+        plugins.reset()
 
 
 def test_cupy_without_nccl_says_so(cupy):
     cupy.cuda.nccl.available = False
-    plugins._reset()
+    plugins.reset()
     with pytest.raises(RuntimeError, match="CuPy could not load the NCCL library"):
         dist.init_process_group("nccl")
 

@@ -50,10 +50,10 @@ def blocked(monkeypatch, tmp_path):
     monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "lion")
     monkeypatch.delenv("TORCIA_CONFIG", raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))  # no config file there
-    plugins._reset()
+    plugins.reset()
     yield
     monkeypatch.undo()
-    plugins._reset()
+    plugins.reset()
 
 
 def test_a_blocked_plugin_is_named_with_what_blocked_it(blocked):

@@ -434,8 +434,9 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
 
 
 def __getattr__(name):
-    if name == "compile":  # torch.compile's place; torcia-compiler provides it
-        return importlib.import_module("torcia.compiler").compile
+    if name in ("compile", "vmap"):  # torch's names, lent by torcia-compiler and torcia-nn
+        return plugins.lent(f"torcia.{name}",
+                            "torcia-compiler" if name == "compile" else "torcia-nn")
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
@@ -448,6 +449,4 @@ def __getattr__(name):
                 raise  # a part that is there but misses something of its own
             # an AttributeError, so that hasattr(torcia, "optim") answers False
             raise AttributeError(_missing_part(f"torcia.{name}")) from None
-    if name == "vmap":
-        return importlib.import_module("torcia.func").vmap
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")

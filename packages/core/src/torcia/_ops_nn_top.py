@@ -3,19 +3,19 @@
 PyTorch gives them there: ``reduction`` is an int (0 none, 1 mean, 2 sum) or a string, and
 for the losses it defaults to 0 (no reduction), unlike ``torch.nn.functional``.
 
-They live in torcia-nn, a separate distribution: each call imports
-``torcia.nn.functional`` by name, so without torcia-nn the error names the distribution.
+They live in torcia-nn, a separate distribution, which lends its functional module to
+core (``torcia_register_names``): without torcia-nn the error names the distribution.
 """
 
 from __future__ import annotations
 
-import importlib
+from torcia import plugins
 
 _REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
 
 
 def _F():  # noqa: N802 - the usual name of the functional module
-    return importlib.import_module("torcia.nn.functional")
+    return plugins.lent("torcia.nn.functional", "torcia-nn")
 
 
 def _reduction(value) -> str:

@@ -696,6 +696,30 @@ class Tensor:
 _new = object.__new__
 _make = Tensor._make
 
+# The fields of a Tensor other parts may read and write on their per-op paths (autograd's
+# recording and backward, the compiler's replay, the optimizers' steps), published as a
+# contract of torcia.library (see docs/architecture.rst). Each name is a second name of a
+# slot, so reading or writing it costs what ``t._data`` costs, and core may rename its
+# slots while the published names stay.
+PUBLISHED_FIELDS = {
+    "__torcia_data__": ("_data", "the array holding the elements (of the device's array "
+                        "module); shared by views of the same storage"),
+    "__torcia_device__": ("_device", "the torcia.device"),
+    "__torcia_version__": ("_vc", "the version counter: a one-element list, shared by the "
+                           "views of one storage and bumped by every write"),
+    "__torcia_base__": ("_base", "the tensor a view was made from (None for a non-view)"),
+    "__torcia_requires_grad__": ("_requires_grad", "whether autograd records ops on it"),
+    "__torcia_grad__": ("_grad", "the accumulated gradient, set without the checks of "
+                        "``Tensor.grad``'s setter"),
+    "__torcia_output_nr__": ("_out_nr", "which output of its grad_fn the tensor is"),
+    "__torcia_autograd_meta__": ("_hooks", "the autograd engine's own per-tensor state "
+                                 "(hooks, retain_grad...); core never reads it"),
+    "__torcia_retains_grad__": ("_retains_grad", "whether retain_grad() was called"),
+}
+for _name, (_slot, _) in PUBLISHED_FIELDS.items():
+    setattr(Tensor, _name, vars(Tensor)[_slot])
+del _name, _slot
+
 
 def disabled_torch_function_impl(func, types, args=(), kwargs=None):
     """A ``__torch_function__`` that takes no part in dispatch: ops on instances of a class

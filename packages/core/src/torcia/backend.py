@@ -291,7 +291,17 @@ def _build():
         _kernels_built.set()
 
 
-def _reset():
+def reset_kernels() -> None:
+    """Forget the kernel tables: the next op builds them again from the plugins registered
+    then (a test that registered a plugin object with ``plugins.manager().register``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.backend.reset_kernels()
+    >>> torcia.ones(2).add(1)
+    tensor([2., 2.])
+    """
     _kernels_built.clear()
     # forget every registration, so that a plugin unregistered since is not ranked again
     for backend in (backends._entries or {}).values():
@@ -305,10 +315,10 @@ def _reset():
 
 
 class _KernelTables:
-    """Lets ``plugins.plugin_infos`` and ``plugins._reset`` reach the kernel tables."""
+    """Lets ``plugins.plugin_infos`` and ``plugins.reset`` reach the kernel tables."""
 
     build = staticmethod(_build)
-    reset = staticmethod(_reset)
+    reset = staticmethod(reset_kernels)
 
     @staticmethod
     def rollback(plugin):

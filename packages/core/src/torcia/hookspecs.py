@@ -141,3 +141,33 @@ def torcia_autograd_engine():
     .. versionchanged:: 0.3
        Returns an :class:`torcia.library.AutogradMode`.
     """
+
+
+# ---------------------------------------------------------------------------------------
+# Names lent across the arrows
+# ---------------------------------------------------------------------------------------
+
+
+@hookspec
+def torcia_register_names(registry) -> None:
+    """Lend objects to the namespace of a part that may not import yours.
+
+    PyTorch's names do not follow torcia's arrows: ``torch.compile`` is the compiler's,
+    ``torch.kl_div`` nn's functional form, ``torch.nn.parallel.DistributedDataParallel``
+    the distributed part's. The part that owns the object lends it here under the dotted
+    name it has there; the part that shows the name looks it up with
+    :func:`torcia.library.lent`, never by importing a part it does not depend on.
+    Called once, the first time a lent name is looked up.
+
+    :param registry: a :class:`torcia.plugins.Registry` of kind "name"; call
+        ``registry.add(dotted_name, obj)``.
+    :returns: nothing.
+
+    Example::
+
+        @torcia.hookimpl
+        def torcia_register_names(registry):
+            registry.add("torcia.compile", compile)
+
+    .. versionadded:: 0.4
+    """

@@ -36,6 +36,11 @@ What is here:
 - **Custom ops** as ``torch.library`` makes them (:func:`custom_op`, :func:`register_fake`,
   :func:`register_autograd`, :func:`register_kernel`): a program's own op, with a record,
   kernels, derivative and meta shape put where a plugin's would be.
+- **A tensor's internals** as other parts may use them: :func:`array` (the array),
+  :func:`wrap` and :func:`tensor_of` (an array as a tensor), :func:`alias`,
+  :func:`bump_version`, :func:`set_grad_mode`, :func:`add_seed_callback`, and for per-op
+  paths the published field names of :data:`TENSOR_FIELDS` (``t.__torcia_data__``, the
+  version counter, the one autograd-meta slot...), which cost what an attribute costs.
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
   :func:`dtype_from_numpy`, :func:`pool_geometry`, :func:`check_geometry`,
   :func:`add_thread_callback`.
@@ -144,6 +149,7 @@ from torcia._tensor import (
     DispatchMode,
     Size,
     Tensor,
+    _make,
     active_modes,
     binary,
     call,
@@ -153,11 +159,12 @@ from torcia._tensor import (
     unary,
 )
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
+from torcia._tensor import PUBLISHED_FIELDS as _PUBLISHED_FIELDS
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
 from torcia.backend import Backend, KernelRegistry, check_async, get_backend, host_array
-from torcia.plugins import Registry, hookimpl
+from torcia.plugins import Registry, hookimpl, lent
 from torcia.utils.hooks import RemovableHandle
 
 __all__ = [
@@ -169,11 +176,15 @@ __all__ = [
     "binary", "call", "check_geometry", "device_ops", "disabled_torch_function_impl",
     "dtype_by_name", "dtype_from_numpy",
     "fallback", "get_backend",
-    "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "ntuple", "op_records",
+    "get_op", "hookimpl", "host_array", "host_fallback", "inplace", "lent", "ntuple",
+    "op_records",
     "pad", "parse_to", "plugin_ops", "pool_geometry", "primitives", "register_autograd_mode",
     "check_async", "share_memory", "tensor_of", "unary", "unbatch",
     "wrap_dim", "zero_grad",
 ]
+# a tensor's internals (see TENSOR_FIELDS)
+__all__ += ["TENSOR_FIELDS", "add_seed_callback", "alias", "array", "bump_version",
+            "set_grad_mode", "wrap"]
 
 # torch.library's custom ops, defined by a program rather than a plugin (torcia._custom_ops)
 __all__ += ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
@@ -207,6 +218,11 @@ class AutogradEngine(Protocol):
     device copy, and forwards ``Tensor.backward``, ``register_hook`` and friends.
     ``derivative(op)`` returns the backward formula of an op (None when it has none),
     ``define_derivative(op, fn)`` adds one for an op defined by a plugin.
+    :func:`register_autograd_mode` requires every method declared here; an engine may
+    also have ``forward_derivative(op)`` and ``define_forward_derivative(op, fn)``
+    (forward mode, read by :func:`op_records` and :class:`OpRegistry` where present) and
+    ``ANOMALY`` (an object with ``enabled`` and ``check_nan``, read and set by
+    :func:`torcia.set_anomaly_enabled`).
     """
 
     def record(self, op: str, inputs: tuple, params: dict, out) -> None: ...
@@ -226,6 +242,13 @@ class AutogradEngine(Protocol):
     def derivative(self, op: str) -> Callable | None: ...
 
     def define_derivative(self, op: str, fn: Callable) -> None: ...
+
+    def register_hook(self, t: Tensor, hook: Callable) -> RemovableHandle: ...
+
+    def register_post_accumulate_grad_hook(self, t: Tensor,
+                                           hook: Callable) -> RemovableHandle: ...
+
+    def retain_grad(self, t: Tensor) -> None: ...
 
 
 @runtime_checkable
@@ -672,9 +695,9 @@ def autograd_engine() -> AutogradEngine:
     return _load_autograd()
 
 
-_ENGINE_METHODS = ("record", "record_transfer", "check_inplace", "rebase_inplace", "backward",
-                   "grad", "derivative", "define_derivative", "register_hook",
-                   "register_post_accumulate_grad_hook", "retain_grad")
+# what registration requires: the methods the Protocol declares
+_ENGINE_METHODS = tuple(name for name, value in vars(AutogradEngine).items()
+                        if callable(value) and not name.startswith("_"))
 
 
 class _EngineAsMode(AutogradMode):
@@ -763,6 +786,44 @@ def dtype_from_numpy(np_dtype) -> torcia.dtype:
     return _dtype.from_numpy_dtype(np_dtype)
 
 
+# ---------------------------------------------------------------------------------------
+# a tensor's internals: what other parts may use of them
+# ---------------------------------------------------------------------------------------
+#
+# Other parts use a tensor's internals through the functions below and, on their per-op
+# paths, through the published field names of TENSOR_FIELDS, which cost what an attribute
+# read costs (a function call per access would cost autograd's recording a fifth of its
+# time). tools/check_deps.py rejects any other private name of a core object outside core.
+
+#: The fields of a :class:`Tensor` published to other parts, ``{name: what it holds}``:
+#: ``t.__torcia_data__`` is the array, ``t.__torcia_version__`` the version counter...
+#: Each is read and written at the cost of a plain attribute (docs/architecture.rst).
+TENSOR_FIELDS = {name: doc for name, (_, doc) in _PUBLISHED_FIELDS.items()}
+
+
+def array(t: Tensor):
+    """The array holding ``t``'s elements (of its device's array module: NumPy on "cpu"),
+    shared, not copied: a write into it is a write into ``t`` that autograd does not see
+    (call :func:`bump_version` after one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> library.array(torcia.arange(3))
+    array([0, 1, 2])
+    """
+    return t._data
+
+
+#: ``wrap(array, device, base=None)``: a tensor over ``array``, an array of the array
+#: module of ``device`` (a :class:`torcia.device` as a tensor carries it, e.g. another
+#: tensor's ``__torcia_device__``), sharing its memory, with no autograd history; with
+#: ``base``, a view of that tensor (sharing its version counter). The constructor itself,
+#: for per-op paths; :func:`tensor_of` takes any device specification.
+wrap = _make
+
+
 def tensor_of(array, device) -> Tensor:
     """A tensor over ``array``, an array of ``device``'s array module (NumPy on "cpu",
     CuPy on "cuda"), sharing its memory, with no autograd history: how a program that
@@ -779,7 +840,86 @@ def tensor_of(array, device) -> Tensor:
     """
     from torcia.backend import canonical
 
-    return Tensor._make(array, canonical(device))
+    return _make(array, canonical(device))
+
+
+def alias(t: Tensor) -> Tensor:
+    """A new tensor over ``t``'s array, on its device, sharing its version counter, with
+    no autograd history: what autograd saves of an op's output without a reference cycle,
+    and what a ``Parameter`` is made of.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> x = torcia.zeros(2, requires_grad=True)
+    >>> a = library.alias(x)
+    >>> a.requires_grad, a._version
+    (False, 0)
+    >>> with torcia.no_grad():
+    ...     _ = x.add_(1)
+    >>> a, a._version
+    (tensor([1., 1.]), 1)
+    """
+    out = _make(t._data, t._device)
+    out._vc = t._vc
+    return out
+
+
+def bump_version(t: Tensor) -> None:
+    """Count a write into ``t``'s array made outside torcia's ops (a collective's result
+    copied in, an optimizer's native step): autograd then refuses a backward through a
+    saved older value, as for any in-place op.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> x = torcia.zeros(2)
+    >>> library.array(x)[0] = 5; library.bump_version(x)
+    >>> x._version
+    1
+    """
+    t._vc[0] += 1
+
+
+def set_grad_mode(enabled: bool) -> bool:
+    """Turn gradient recording on or off in this thread; returns the mode it was in (as
+    ``torcia.set_grad_enabled``, without making a context manager): how an autograd
+    engine runs a backward pass with ``create_graph``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> before = library.set_grad_mode(False)
+    >>> torcia.is_grad_enabled()
+    False
+    >>> library.set_grad_mode(before)
+    False
+    """
+    before = GRAD_MODE.enabled
+    GRAD_MODE.enabled = bool(enabled)
+    return before
+
+
+def add_seed_callback(fn: Callable[[int], None]) -> RemovableHandle:
+    """Call ``fn(seed)`` whenever :func:`torcia.manual_seed` seeds the default generator:
+    a device backend seeds its own generators with it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> seen = []
+    >>> handle = library.add_seed_callback(seen.append)
+    >>> _ = torcia.manual_seed(7); handle.remove(); _ = torcia.manual_seed(8)
+    >>> seen
+    [7]
+    """
+    callbacks = torcia.random._seed_callbacks
+    callbacks.append(fn)
+    return RemovableHandle(callbacks, hook=fn)
 
 
 def dtype_by_name(name: str) -> torcia.dtype:

@@ -105,8 +105,9 @@ ENTRY_POINT_GROUP = "torcia"
 #: The version of torcia-core's hook API (its hook specifications and the registries they
 #: receive), apart from the distribution's version. 0.2 added ``torcia_register_ops``,
 #: ``KernelRegistry.add(..., setup=)`` and :mod:`torcia.library`; 0.3 made the object
-#: ``torcia_autograd_engine`` returns a :class:`torcia.library.AutogradMode`.
-HOOK_API_VERSION = "0.3"
+#: ``torcia_autograd_engine`` returns a :class:`torcia.library.AutogradMode`; 0.4 added
+#: ``torcia_register_names`` (:func:`lent`).
+HOOK_API_VERSION = "0.4"
 
 
 class PluginWarning(UserWarning):
@@ -490,13 +491,13 @@ def write_lock(path: Path) -> dict:
     """Load the plugins the policy allows (the lock in force left aside), write the lock of
     those that load to ``path`` and return it (see :func:`lock_document`)."""
     with _state.lock:
-        _reset()
+        reset()
         _state.writing_lock = True
         try:
             doc = lock_document(plugin_infos())
         finally:
             _state.writing_lock = False
-            _reset()
+            reset()
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
@@ -599,7 +600,7 @@ def _fail(info: PluginInfo, reason: str, status: str = "failed") -> None:
     message = f"torcia plugin {info.name!r} ({info.distribution} {info.version}) {what}: {reason}"
     policy = _state.policy
     if policy is not None and policy.strict and not _state.report_only:
-        _reset()
+        reset()
         raise PluginError(f"{message} (strict mode, set by {policy.strict})")
     warnings.warn(message, PluginWarning, stacklevel=3)
 
@@ -929,7 +930,7 @@ def manager() -> pluggy.PluginManager:
             if policy.strict and _state.lock_file is not None and not _state.report_only:
                 _check_strictly(policy, _state.lock_file)
         except BaseException:
-            _reset()  # a refusal leaves nothing behind that would change the next attempt
+            reset()  # a refusal leaves nothing behind that would change the next attempt
             raise
         finally:
             _state.local.building = None
@@ -1237,8 +1238,18 @@ def _is_own_plugin(name: str) -> bool:
     return info is not None and info.own
 
 
-def _reset() -> None:
-    """Forget every plugin and registry (tests use it after changing the policy)."""
+def reset() -> None:
+    """Forget every plugin and every table their hooks filled: the next use discovers the
+    plugins again, under the policy then in force (a test that changed the policy, the
+    environment or ``sys.path``).
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> plugins.reset()
+    >>> any(i.name == "autograd" for i in plugins.plugin_infos())
+    True
+    """
     with _state.lock:
         _state.pm = None
         _state.policy = None
@@ -1358,6 +1369,33 @@ class Registry:
 
     def __contains__(self, name) -> bool:
         return name in self.build()
+
+
+_names = Registry("name", "torcia_register_names")
+
+
+def lent(name: str, dist: str):
+    """The object lent under the dotted ``name`` through ``torcia_register_names`` by the
+    part ``dist`` (its distribution name), or a ModuleNotFoundError that says why it is
+    not there: the distribution is not installed, or its plugin is blocked.
+
+    Examples
+    --------
+    >>> from torcia import plugins
+    >>> plugins.lent("torcia.nn.functional", "torcia-nn").relu.__name__
+    'relu'
+    """
+    names = _names.build()
+    found = names.get(name, _MISSING)
+    if found is not _MISSING:
+        return found
+    for info in _state.infos.values():
+        if info.distribution == dist and info.status in ("blocked", "refused", "failed"):
+            raise ModuleNotFoundError(
+                f"{name} is provided by plugin {info.name!r} ({dist}), which is "
+                f"{info.status}: {info.reason}")
+    raise ModuleNotFoundError(f"{name} is part of the {dist} distribution, which is not "
+                              f"installed; {install_hint(dist)}")
 
 
 def missing_message(kind: str, name: str, known) -> str:

@@ -45,7 +45,6 @@ import codecs
 import contextlib
 import enum
 import hashlib
-import importlib
 import io
 import json
 import math
@@ -65,6 +64,7 @@ from collections import Counter, OrderedDict
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import plugins
 from torcia._tensor import Size, Tensor
 from torcia.backend import device as _device
 
@@ -568,10 +568,10 @@ def _parameter(data=None, requires_grad=True, *args):
     if not isinstance(data, Tensor):
         raise RuntimeError(f"a Parameter's data is a {type(data).__name__}, not a tensor")
     try:
-        nn = importlib.import_module("torcia.nn")
+        parameter = plugins.lent("torcia.nn.Parameter", "torcia-nn")
     except ImportError:  # a state dict of Parameters loads as tensors without torcia-nn
         return data.requires_grad_(bool(requires_grad))
-    return nn.Parameter(data, bool(requires_grad))
+    return parameter(data, bool(requires_grad))
 
 
 def _rebuild_parameter(data, requires_grad, backward_hooks):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 import torcia
-from torcia.library import Backend, hookimpl
+from torcia.library import Backend, add_seed_callback, hookimpl
 from torcia_cuda.fused import fused_kernels, optimizer_steps
 from torcia_cuda.kernels import cupy_kernels
 
@@ -57,9 +57,10 @@ def _cupy_backend(cupy) -> Backend:
         with runtime.device_context(index):
             return cupy.asarray(arr)
 
-    torcia.random._seed_callbacks.append(runtime.manual_seed_all)
     if "matmul_hook" in _STATE:  # the registries were rebuilt: the new runtime follows
         _STATE["matmul_hook"].remove()
+        _STATE["seed_hook"].remove()
+    _STATE["seed_hook"] = add_seed_callback(runtime.manual_seed_all)
     _STATE["matmul_hook"] = torcia.backends.cuda.register_matmul_hook(
         runtime.apply_matmul_flags)
     return make_backend(cupy, runtime, runtime.to_host, from_host)

@@ -33,6 +33,7 @@ import math
 import torcia
 from torcia.autograd.graph import Meta
 from torcia.library import Tensor, call, dtype_from_numpy
+from torcia.library import alias as make_alias
 
 # PyTorch's argument names that formulas use as theirs; any other input is ``self`` (the
 # first) or ``other`` (the second) in PyTorch's names, unless the row says (``names=``)
@@ -156,7 +157,8 @@ class Entry:
         for g, m, e in zip(out, metas, edges):
             if g is None or e[0] is None:
                 fitted.append(None)
-            elif g.__class__ is Tensor and g._data.shape == m[0] and g._data.dtype is m[1]:
+            elif g.__class__ is Tensor and (data := g.__torcia_data__).shape == m[0] \
+                    and data.dtype is m[1]:
                 fitted.append(g)
             else:
                 fitted.append(_fit(g, m))
@@ -165,24 +167,23 @@ class Entry:
 
 def _reattach(alias, node, i):
     """A saved output seen as the node's output again, so double backward reaches it."""
-    t = Tensor._make(alias._data, alias._device)
-    t._vc = alias._vc
-    t._requires_grad = True
+    t = make_alias(alias)
+    t.__torcia_requires_grad__ = True
     t.grad_fn = node
-    t._out_nr = i
+    t.__torcia_output_nr__ = i
     return t
 
 
 def _sum_to(g: Tensor, shape) -> Tensor:
     """Reduce a broadcast gradient back to ``shape``."""
-    gs = g._data.shape
+    gs = g.__torcia_data__.shape
     lead = len(gs) - len(shape)
     dims = tuple(range(lead)) + tuple(
         i + lead for i, s in enumerate(shape) if s == 1 and gs[i + lead] != 1
     )
     if dims:
         g = g.sum(dims, keepdim=True)
-    if lead or tuple(g._data.shape) != tuple(shape):
+    if lead or tuple(g.__torcia_data__.shape) != tuple(shape):
         g = g.reshape(tuple(shape))
     return g
 
@@ -198,10 +199,10 @@ def _fit(g, meta) -> Tensor:
             raise RuntimeError(f"a sparse gradient of shape {list(g.shape)} for an input of "
                                f"shape {list(shape)}")
         return g
-    if g._data.shape != shape:
+    if g.__torcia_data__.shape != shape:
         g = _sum_to(g, shape)
-    if g._data.dtype is not dtype:
-        if g._data.dtype.kind == "c" and dtype.kind != "c":
+    if g.__torcia_data__.dtype is not dtype:
+        if g.__torcia_data__.dtype.kind == "c" and dtype.kind != "c":
             # a real input's gradient is the real part (PyTorch's convention)
             g = g.real
         g = g.to(dtype_from_numpy(dtype))
@@ -257,7 +258,7 @@ def _c(x):
     convention (conjugate Wirtinger derivatives) makes a holomorphic ``f``'s input
     gradient ``grad * conj(f'(z))``; for real inputs this is the usual chain rule."""
     if x.__class__ is Tensor or isinstance(x, Tensor):
-        return x.conj() if x._data.dtype.kind == "c" else x
+        return x.conj() if x.__torcia_data__.dtype.kind == "c" else x
     return x.conjugate() if isinstance(x, complex) else x
 
 
@@ -269,7 +270,7 @@ def _expand_to(g, shape: tuple):
     """``g.expand(shape)`` for a ``shape`` known to fit (a reduced gradient back to its
     input's shape), without ``expand``'s argument checks: sum's backward runs in every
     training step."""
-    if g._data.shape == shape:
+    if g.__torcia_data__.shape == shape:
         return g
     return call("expand", (g,), {"shape": shape}, g)
 
@@ -1061,7 +1062,8 @@ def _view_backward_by_index(grad, meta, op, params):
     """Backward of any view op, overlapping windows included: scatter-add by index map."""
     idx = _index_map(meta, op, params).reshape(-1)
     flat = torcia.zeros(meta.numel(), dtype=grad.dtype, device=grad.device)
-    flat = call("index_put", (flat, grad.reshape(-1)), {"key": (idx._data,), "accumulate": True})
+    flat = call("index_put", (flat, grad.reshape(-1)),
+                {"key": (idx.__torcia_data__,), "accumulate": True})
     return flat.reshape(meta.shape)
 
 
@@ -1426,7 +1428,8 @@ def _backward_by_map(grad, meta, op, params):
         idx = call(op, (ids,), params).reshape(-1)
     # slot 0 collects the gradient of padding, then is dropped
     flat = torcia.zeros(meta.numel() + 1, dtype=grad.dtype, device=grad.device)
-    flat = call("index_put", (flat, grad.reshape(-1)), {"key": (idx._data,), "accumulate": True})
+    flat = call("index_put", (flat, grad.reshape(-1)),
+                {"key": (idx.__torcia_data__,), "accumulate": True})
     return flat[1:].reshape(meta.shape)
 
 
@@ -1493,7 +1496,7 @@ def _(grad, _x, *, offset, dim1, dim2):
 def _(grad, _x, mask):
     shape = torcia.broadcast_shapes(_x.shape, mask.shape)
     zeros = torcia.zeros(shape, dtype=grad.dtype, device=grad.device)
-    key = (mask.expand(shape)._data,)
+    key = (mask.expand(shape).__torcia_data__,)
     return call("index_put", (zeros, grad), {"key": key, "accumulate": True}), None
 
 

@@ -29,8 +29,8 @@ from torcia.autograd.graph import (
     accumulator_of,
     meta_of,
 )
-from torcia.library import GRAD_MODE as _GRAD
-from torcia.library import AutogradMode, Tensor, active_modes
+from torcia.library import AutogradMode, Tensor, active_modes, set_grad_mode, wrap
+from torcia.library import alias as make_alias
 
 _STRIDED = torcia.strided
 
@@ -108,12 +108,12 @@ NO_EDGE = (None, 0)
 def _edge(x):
     if x.__class__ is not Tensor and not isinstance(x, Tensor):
         return NO_EDGE
-    if not x._requires_grad:
+    if not x.__torcia_requires_grad__:
         return NO_EDGE
     fn = x.grad_fn
     if fn is None:
         return (accumulator_of(x), 0)
-    return (fn, x._out_nr)
+    return (fn, x.__torcia_output_nr__)
 
 
 def record(op: str, inputs: tuple, params: dict, out) -> None:
@@ -147,25 +147,25 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
     i = 0
     for x in inputs:
         if x.__class__ is Tensor or isinstance(x, Tensor):
-            if x._requires_grad:
+            if x.__torcia_requires_grad__:
                 fn = x.grad_fn
                 if fn is not None:
-                    edges.append((fn, x._out_nr))
+                    edges.append((fn, x.__torcia_output_nr__))
                 else:
-                    meta = x._hooks
+                    meta = x.__torcia_autograd_meta__
                     acc = meta.accumulator() if meta is not None and meta.accumulator else None
                     edges.append((acc or accumulator_of(x), 0))
             else:
                 edges.append(NO_EDGE)
-            data = x._data
-            metas.append((data.shape, data.dtype, x._device))
+            data = x.__torcia_data__
+            metas.append((data.shape, data.dtype, x.__torcia_device__))
             keep = flags[i] if i < n_flags else entry.variadic_saved
             if keep and only_for is not None and i in only_for:
                 other = inputs[only_for[i]]
-                keep = isinstance(other, Tensor) and other._requires_grad
+                keep = isinstance(other, Tensor) and other.__torcia_requires_grad__
             if keep:
                 args.append(x)
-                versions.append((i, x._vc[0]))
+                versions.append((i, x.__torcia_version__[0]))
             else:
                 args.append(None)
         else:
@@ -192,13 +192,12 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             if kept is not None and k not in kept:
                 aliases.append(None)
                 continue
-            alias = Tensor._make(o._data, o._device)
-            alias._vc = o._vc
+            alias = make_alias(o)
             if o.__class__ is not Tensor:
                 # a dual output: formulas reading it see its tangent (forward-over-reverse)
                 _forward_ad.share_tangent(o, alias)
             aliases.append(alias)
-            versions += ((len(args) + k, o._vc[0]),)
+            versions += ((len(args) + k, o.__torcia_version__[0]),)
         node.args = args + tuple(aliases)
         node.versions = versions
         node.holds_saved = True
@@ -210,38 +209,38 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
         mask = entry.differentiable_outputs
         for i, o in enumerate(out):
             if (mask is None or mask[i]) and (
-                o._data.dtype.kind in "fc" or o.dtype is torcia.bfloat16
+                o.__torcia_data__.dtype.kind in "fc" or o.dtype is torcia.bfloat16
             ):
-                o._requires_grad = True
+                o.__torcia_requires_grad__ = True
                 o.grad_fn = node
-                o._out_nr = i
-    elif out._data.dtype.kind in "fc" or out.dtype is torcia.bfloat16:
-        out._requires_grad = True
+                o.__torcia_output_nr__ = i
+    elif out.__torcia_data__.dtype.kind in "fc" or out.dtype is torcia.bfloat16:
+        out.__torcia_requires_grad__ = True
         out.grad_fn = node
 
 
 def record_custom(node, outputs) -> None:
     """Attach a node built elsewhere (custom Functions, device transfers) to outputs."""
     for i, o in enumerate(outputs):
-        if o is not None and (o._data.dtype.kind in "fc" or o.dtype is torcia.bfloat16):
-            o._requires_grad = True
+        if o is not None and (o.__torcia_data__.dtype.kind in "fc" or o.dtype is torcia.bfloat16):
+            o.__torcia_requires_grad__ = True
             o.grad_fn = node
-            o._out_nr = i
+            o.__torcia_output_nr__ = i
 
 
 def record_transfer(src: Tensor, out: Tensor) -> None:
     """A copy to another device: the gradient goes back to the source's device."""
-    record("to_device", (src,), {"device": src._device}, out)
+    record("to_device", (src,), {"device": src.__torcia_device__}, out)
 
 
 def check_inplace(t: Tensor) -> None:
     """Raise PyTorch's errors for in-place writes that would corrupt gradients."""
-    if t._requires_grad and t.grad_fn is None:
+    if t.__torcia_requires_grad__ and t.grad_fn is None:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation."
         )
-    base = t._base
-    if base is not None and base._requires_grad and base.grad_fn is None:
+    base = t.__torcia_base__
+    if base is not None and base.__torcia_requires_grad__ and base.grad_fn is None:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place "
             "operation."
@@ -259,20 +258,21 @@ def rebase_inplace(t: Tensor, out: Tensor) -> None:
     if isinstance(node, Node) and node.packed and node.args is not None:
         _graph.snapshot_packed(node, t)
     if isinstance(node, Node) and node.args is not None and any(a is t for a in node.args):
-        snapshot = Tensor._make(t._data.copy(), t._device)
-        snapshot._requires_grad = t._requires_grad
+        snapshot = wrap(t.__torcia_data__.copy(), t.__torcia_device__)
+        snapshot.__torcia_requires_grad__ = t.__torcia_requires_grad__
         snapshot.grad_fn = t.grad_fn
-        snapshot._out_nr = t._out_nr
+        snapshot.__torcia_output_nr__ = t.__torcia_output_nr__
         node.args = tuple(snapshot if a is t else a for a in node.args)
         node.versions = tuple((i, 0 if node.args[i] is snapshot else v) for i, v in node.versions)
-    base = t._base
-    before = [(x, x.grad_fn, x._out_nr) for x in (t, base) if x is not None and x._retains_grad]
-    if base is not None and (base._requires_grad or out._requires_grad):
+    base = t.__torcia_base__
+    before = [(x, x.grad_fn, x.__torcia_output_nr__) for x in (t, base)
+              if x is not None and x.__torcia_retains_grad__]
+    if base is not None and (base.__torcia_requires_grad__ or out.__torcia_requires_grad__):
         _copy_slices(base, t, out)
     else:
         t.grad_fn = out.grad_fn
-        t._out_nr = out._out_nr
-        t._requires_grad = True
+        t.__torcia_output_nr__ = out.__torcia_output_nr__
+        t.__torcia_requires_grad__ = True
     for x, old_fn, old_nr in before:
         _follow_retained(x, old_fn, old_nr)
 
@@ -281,7 +281,7 @@ def _follow_retained(t: Tensor, old_fn, old_nr: int) -> None:
     """``retain_grad`` keeps the gradient of the tensor's current value, so after an
     in-place write its hook moves to the new node (other hooks stay with the old value,
     as in PyTorch)."""
-    keep = t._hooks.retain_hook
+    keep = t.__torcia_autograd_meta__.retain_hook
     hooks = old_fn.pre_hooks.get(old_nr) if old_fn.pre_hooks else None
     if hooks and keep in hooks:
         hooks.remove(keep)
@@ -292,27 +292,27 @@ def _copy_slices(base: Tensor, view: Tensor, out: Tensor) -> None:
     """Give ``base`` a CopySlices node (the write lands in the region ``view`` covers) and
     ``view`` a node that reads that region back out of the base's new history."""
     flat = _view_index(base, view)
-    xp = base._device.backend.xp
-    index = Tensor._make(xp.asarray(flat), base._device)
-    base_meta = (base._data.shape, base._data.dtype, base._device)
-    out_meta = (out._data.shape, out._data.dtype, out._device)
+    xp = base.__torcia_device__.backend.xp
+    index = wrap(xp.asarray(flat), base.__torcia_device__)
+    base_meta = (base.__torcia_data__.shape, base.__torcia_data__.dtype, base.__torcia_device__)
+    out_meta = (out.__torcia_data__.shape, out.__torcia_data__.dtype, out.__torcia_device__)
     node = Node("copy_slices", _TABLE["copy_slices"], (None, None), (), {"index": index},
                 (_edge(base), _edge(out)), (base_meta, out_meta), 1)
-    base._requires_grad = True
+    base.__torcia_requires_grad__ = True
     base.grad_fn = node
-    base._out_nr = 0
-    key = tuple(xp.asarray(k) for k in np.unravel_index(flat, base._data.shape))
+    base.__torcia_output_nr__ = 0
+    key = tuple(xp.asarray(k) for k in np.unravel_index(flat, base.__torcia_data__.shape))
     view_node = Node("getitem", _TABLE["getitem"], (None,), (), {"key": key},
                      ((node, 0),), (base_meta,), 1)
     view.grad_fn = view_node
-    view._out_nr = 0
-    view._requires_grad = True
+    view.__torcia_output_nr__ = 0
+    view.__torcia_requires_grad__ = True
 
 
 def _view_index(base: Tensor, view: Tensor) -> np.ndarray:
     """For each element of ``view``, its flat (row-major) index in ``base``, found from
     memory offsets, so any layout of either works."""
-    b, v = base._data, view._data
+    b, v = base.__torcia_data__, view.__torcia_data__
     if hasattr(b, "__array_interface__"):
         start, here = b.__array_interface__["data"][0], v.__array_interface__["data"][0]
     else:
@@ -339,7 +339,7 @@ def _byte_offsets(shape, strides) -> np.ndarray:
 
 def register_hook(t: Tensor, hook):
     """A hook on the gradient of ``t``; returns a handle with ``remove()``."""
-    if not t._requires_grad:
+    if not t.__torcia_requires_grad__:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     return RemovableHandle(_add_pre_hook(t, hook), hook=hook)
 
@@ -349,7 +349,7 @@ def register_post_accumulate_grad_hook(t: Tensor, hook):
     if t.grad_fn is not None:
         raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
                            "tensors")
-    if not t._requires_grad:
+    if not t.__torcia_requires_grad__:
         raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
     hooks = meta_of(t).post_accumulate_hooks
     hooks.append(hook)
@@ -365,7 +365,7 @@ def _add_pre_hook(t: Tensor, hook) -> list:
     else:
         if node.pre_hooks is None:
             node.pre_hooks = {}
-        hooks = node.pre_hooks.setdefault(t._out_nr, [])
+        hooks = node.pre_hooks.setdefault(t.__torcia_output_nr__, [])
     hooks.append(hook)
     return hooks
 
@@ -373,10 +373,10 @@ def _add_pre_hook(t: Tensor, hook) -> list:
 def retain_grad(t: Tensor) -> None:
     """Keep ``t.grad`` after backward for a non-leaf (a no-op for leaves)."""
     if t.grad_fn is None:
-        if not t._requires_grad:
+        if not t.__torcia_requires_grad__:
             raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         return
-    if t._retains_grad:
+    if t.__torcia_retains_grad__:
         return
     ref = weakref.ref(t)
 
@@ -389,7 +389,7 @@ def retain_grad(t: Tensor) -> None:
 
     _add_pre_hook(t, keep)
     meta_of(t).retain_hook = keep
-    t._retains_grad = True
+    t.__torcia_retains_grad__ = True
 
 
 # ---------------------------------------------------------------------------------------
@@ -420,8 +420,9 @@ def _run_pre_hooks(pre_hooks, grads):
 
 def _check_nan(node, grads):
     for i, g in enumerate(grads):
-        if g is not None and g._data.dtype.kind in "fc" and bool(np.isnan(
-                g._data if isinstance(g._data, np.ndarray) else g.cpu()._data).any()):
+        if g is not None and g.__torcia_data__.dtype.kind in "fc" and bool(np.isnan(
+                g.__torcia_data__ if isinstance(g.__torcia_data__, np.ndarray)
+                else g.cpu().__torcia_data__).any()):
             where = f"\nThe forward op was called at:\n{node.trace}" if node.trace else ""
             raise RuntimeError(f"Function '{node.name()}' returned nan values in its {i}th "
                                f"output.{where}")
@@ -470,8 +471,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     ready = [n for n in starts if n not in deps]
     anomaly = ANOMALY.enabled
     modes = active_modes()  # e.g. the profiler, timing each node
-    grad_mode_before = _GRAD.enabled
-    _GRAD.enabled = create_graph
+    grad_mode_before = set_grad_mode(create_graph)
     # NOTE: locals, not globals or attributes, in the loop that runs once per node
     node_class, accumulate_class = Node, AccumulateGrad
     direct = accumulate and not capture and targets is None
@@ -563,7 +563,7 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
         _CALLBACKS.clear()
         raise
     finally:
-        _GRAD.enabled = grad_mode_before
+        set_grad_mode(grad_mode_before)
     while _CALLBACKS:
         _CALLBACKS.pop(0)()
     return results
@@ -606,7 +606,7 @@ def _needed(parents, capture, targets):
 
 
 def _no_leaf_hooks(acc: AccumulateGrad) -> bool:
-    meta = acc.variable._hooks
+    meta = acc.variable.__torcia_autograd_meta__
     return acc.pre_hooks is None and acc.post_hooks is None and (
         meta is None or not (meta.hooks or meta.post_accumulate_hooks))
 
@@ -619,15 +619,16 @@ def _stealable(grad: Tensor, leaf: Tensor, owned) -> bool:
     # getrefcount's argument and the parameters of this and _accumulate come on top
     if owned is None or sys.getrefcount(grad) != owned + 3 or grad.__class__ is not Tensor:
         return False
-    data = grad._data
+    data = grad.__torcia_data__
     # the attribute, the local and getrefcount's argument: any other is a view or a tensor
     if sys.getrefcount(data) != 3 or data.__class__ is not np.ndarray \
             or grad.__class__ is not Tensor:
         return False
     flags = data.flags  # holds a reference to data: read after the count
     return (flags.owndata and flags.c_contiguous and flags.writeable
-            and not grad._requires_grad and grad._hooks is None and grad._base is None
-            and data.dtype == leaf._data.dtype and data.shape == leaf._data.shape)
+            and not grad.__torcia_requires_grad__ and grad.__torcia_autograd_meta__ is None
+            and grad.__torcia_base__ is None and data.dtype == leaf.__torcia_data__.dtype
+            and data.shape == leaf.__torcia_data__.shape)
 
 
 def _add_in_place(old: Tensor, grad: Tensor) -> bool:
@@ -640,18 +641,19 @@ def _add_in_place(old: Tensor, grad: Tensor) -> bool:
     if old.__class__ is not Tensor or grad.__class__ is not Tensor or \
             sys.getrefcount(old) != 4:
         return False
-    data, other = old._data, grad._data
+    data, other = old.__torcia_data__, grad.__torcia_data__
     if data.__class__ is not np.ndarray or other.__class__ is not np.ndarray \
             or sys.getrefcount(data) != 3:
         return False
     flags = data.flags  # holds a reference to data: read after the count
     if not (flags.owndata and flags.writeable and flags.c_contiguous) \
-            or old._requires_grad or old._hooks is not None or old._base is not None \
+            or old.__torcia_requires_grad__ or old.__torcia_autograd_meta__ is not None \
+            or old.__torcia_base__ is not None \
             or data.dtype != other.dtype or data.shape != other.shape \
             or grad.__class__ is not Tensor:
         return False
     np.add(data, other, out=data)
-    old._vc[0] += 1
+    old.__torcia_version__[0] += 1
     return True
 
 
@@ -659,34 +661,34 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
     """Add ``grad`` into ``acc``'s leaf's ``.grad``; ``owned`` is how many references to
     ``grad`` the caller holds (None: unknown, never steal its buffer)."""
     leaf = acc.variable
-    meta = leaf._hooks
+    meta = leaf.__torcia_autograd_meta__
     hooked = meta is not None and meta.hooks
     if hooked:
         grad = _call_hooks(meta.hooks, grad)
-    old = leaf._grad
+    old = leaf.__torcia_grad__
     if grad.layout is not _STRIDED:
         # a sparse gradient (embedding's with sparse=True) is kept sparse, as PyTorch's;
         # added to a dense one it makes a dense one
         grad = grad if create_graph else grad.detach()
-        leaf._grad = grad if old is None else old + grad
+        leaf.__torcia_grad__ = grad if old is None else old + grad
     elif create_graph:
         leaf.grad = grad if old is None else old + grad
     elif old is None:
         if not hooked and _stealable(grad, leaf, owned):
             # nobody else sees this temporary: its buffer becomes .grad (PyTorch does so)
-            fresh = Tensor._make(grad._data, grad._device)
+            fresh = wrap(grad.__torcia_data__, grad.__torcia_device__)
         else:
             # a fresh copy: one gradient tensor may flow to several leaves
-            fresh = Tensor._make(grad._data.copy(), grad._device)
+            fresh = wrap(grad.__torcia_data__.copy(), grad.__torcia_device__)
         if hooked:
             leaf.grad = fresh  # what a hook returned gets the checks of the .grad setter
         else:
-            leaf._grad = fresh  # the formula's gradient has the leaf's shape and dtype
-    elif old._requires_grad:
+            leaf.__torcia_grad__ = fresh  # the formula's gradient has the leaf's shape and dtype
+    elif old.__torcia_requires_grad__:
         leaf.grad = old + grad.detach()
     else:
-        old._data += grad._data
-        old._vc[0] += 1
+        old.__torcia_data__ += grad.__torcia_data__
+        old.__torcia_version__[0] += 1
     if meta is not None and meta.post_accumulate_hooks:
         for hook in list(meta.post_accumulate_hooks):
             hook(leaf)
@@ -696,21 +698,21 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
 
 
 def _root(t: Tensor):
-    if not t._requires_grad:
+    if not t.__torcia_requires_grad__:
         raise RuntimeError("element 0 of tensors does not require grad and does not have a "
                            "grad_fn")
     if t.grad_fn is None:
         return (accumulator_of(t), 0)
-    return (t.grad_fn, t._out_nr)
+    return (t.grad_fn, t.__torcia_output_nr__)
 
 
 def _root_grads(outputs, grad_outputs):
     grads = []
     for i, (t, g) in enumerate(zip(outputs, grad_outputs)):
         if g is None:
-            if t._data.size != 1:
+            if t.__torcia_data__.size != 1:
                 raise RuntimeError("grad can be implicitly created only for scalar outputs")
-            data = t._data
+            data = t.__torcia_data__
             if data.dtype.kind == "c":
                 raise RuntimeError("grad can be implicitly created only for real scalar outputs")
             if data.__class__ is np.ndarray:
@@ -718,10 +720,10 @@ def _root_grads(outputs, grad_outputs):
                 if data.ndim:
                     seed = seed.reshape(data.shape)
             else:
-                seed = t._device.backend.xp.ones(data.shape, data.dtype)
-            g = Tensor._make(seed, t._device)
+                seed = t.__torcia_device__.backend.xp.ones(data.shape, data.dtype)
+            g = wrap(seed, t.__torcia_device__)
         elif not isinstance(g, Tensor):
-            g = Tensor._make(np.asarray(g, dtype=t._data.dtype), t._device)
+            g = wrap(np.asarray(g, dtype=t.__torcia_data__.dtype), t.__torcia_device__)
         elif tuple(g.shape) != tuple(t.shape):
             raise RuntimeError(
                 f"Mismatch in shape: grad_output[{i}] has a shape of {g.shape} and output[{i}] "
@@ -772,12 +774,12 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
         capture = {}
         non_leaf = []
         for t in inputs:
-            if not t._requires_grad:
+            if not t.__torcia_requires_grad__:
                 raise RuntimeError("One of the differentiated Tensors does not require grad")
             if t.grad_fn is None:
                 targets.add(accumulator_of(t))
             else:
-                capture[(t.grad_fn, t._out_nr)] = len(non_leaf)
+                capture[(t.grad_fn, t.__torcia_output_nr__)] = len(non_leaf)
                 non_leaf.append(t)
         results = run_backward(roots, grads, retain_graph, create_graph, capture or None,
                                True, targets)
@@ -820,9 +822,9 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     capture = {}
     keys = []
     for t in inputs:
-        if not isinstance(t, Tensor) or not t._requires_grad:
+        if not isinstance(t, Tensor) or not t.__torcia_requires_grad__:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-        key = (accumulator_of(t), 0) if t.grad_fn is None else (t.grad_fn, t._out_nr)
+        key = (accumulator_of(t), 0) if t.grad_fn is None else (t.grad_fn, t.__torcia_output_nr__)
         keys.append(key)
         capture.setdefault(key, len(capture))
     roots = [_root(t) for t in outputs]

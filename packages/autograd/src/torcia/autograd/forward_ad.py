@@ -26,7 +26,8 @@ from torcia import library, no_grad
 from torcia import ops as _oplist
 from torcia.autograd import derivatives as _derivs
 from torcia.autograd import forward_derivatives as _fwd
-from torcia.library import Tensor, disabled_torch_function_impl
+from torcia.library import Tensor, disabled_torch_function_impl, wrap
+from torcia.library import alias as make_alias
 
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "is_dual", "make_dual", "map_tangents", "nested_dual_level", "unpack_dual"]
@@ -114,19 +115,18 @@ def _tangent(x, level: _Level):
 
 def _alias(x: Tensor) -> Tensor:
     """Another tensor on ``x``'s data with its history (an alias on the same node)."""
-    alias = Tensor._make(x._data, x._device)
-    alias._vc = x._vc
-    if x._requires_grad:
-        alias._requires_grad = True
+    alias = make_alias(x)
+    if x.__torcia_requires_grad__:
+        alias.__torcia_requires_grad__ = True
         alias.grad_fn = x.grad_fn
-        alias._out_nr = x._out_nr
+        alias.__torcia_output_nr__ = x.__torcia_output_nr__
     return alias
 
 
 def _plain(x: Tensor, below: int = 0) -> Tensor:
     """``x`` without its tangents from the level at position ``below`` on, keeping its
     history and the tangents of the levels outside (an alias on the same node)."""
-    if x.grad_fn is None and x._requires_grad:
+    if x.grad_fn is None and x.__torcia_requires_grad__:
         # a leaf: gradients must reach its own accumulator, so the leaf itself (it can
         # carry no tangent: make_dual gives a leaf's tangent to a view of it)
         return x
@@ -207,7 +207,7 @@ def propagate(op: str, inputs: tuple, params: dict, out, tangents, level=None) -
     plain = tuple(_plain(x, below) if x.__class__ is _Dual else x for x in inputs)
     outs = out if isinstance(out, tuple) else (out,)
     node = None
-    if torcia.is_grad_enabled() and any(isinstance(x, Tensor) and x._requires_grad
+    if torcia.is_grad_enabled() and any(isinstance(x, Tensor) and x.__torcia_requires_grad__
                                         for x in inputs):
         # the tangents are differentiable in reverse mode (reverse over forward,
         # ``jacrev(jacfwd(f))``), as in PyTorch: the op is recorded first (the
@@ -328,7 +328,7 @@ def rebase_inplace(t: Tensor, out: Tensor, level=None) -> None:
     if tangent is None:
         return
     _mark(t, tangent, level)
-    base = t._base
+    base = t.__torcia_base__
     if base is not None:
         # the write lands in the base too: so does the tangent
         from torcia.autograd.engine import _view_index
@@ -338,7 +338,7 @@ def rebase_inplace(t: Tensor, out: Tensor, level=None) -> None:
         with _Computing(level), no_grad():
             new = (torcia.zeros(base.shape, dtype=base.dtype) if old is None
                    else old.clone()).reshape(-1)
-            new[Tensor._make(flat, base._device)] = tangent.to(base.dtype)
+            new[wrap(flat, base.__torcia_device__)] = tangent.to(base.dtype)
         _mark(base, new.reshape(base.shape), level)
 
 
@@ -517,7 +517,7 @@ def make_dual(tensor: Tensor, tangent: Tensor, *, level: int | None = None) -> T
         raise RuntimeError("Making a dual Tensor based on a Tensor that already has a forward "
                            f"gradient at the same level {lv.index} is not supported.")
     position = STATE.levels.index(lv)
-    if tensor._requires_grad:
+    if tensor.__torcia_requires_grad__:
         # a recorded view, so backward reaches ``tensor``; the outer levels' modes give it
         # their tangents
         with _Computing(lv):

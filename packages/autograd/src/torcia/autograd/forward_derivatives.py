@@ -108,8 +108,7 @@ def _transposed_vjp(op, primals, tangents, params, result):
     # where the caller records, the tangent is differentiable too (reverse over forward)
     create_graph = torcia.is_grad_enabled()
     with enable_grad():
-        seeds = [Tensor._make(torcia.zeros(o.shape, dtype=o.dtype)._data, o._device)
-                 .requires_grad_(True)
+        seeds = [torcia.zeros(o.shape, dtype=o.dtype, device=o.device).requires_grad_(True)
                  if (o.is_floating_point() or o.is_complex()) and (mask is None or mask[k])
                  else None
                  for k, o in enumerate(outs)]
@@ -119,7 +118,8 @@ def _transposed_vjp(op, primals, tangents, params, result):
                 inputs.append(x)
                 continue
             keep = entry.saved_flags[i] if i < len(entry.saved_flags) else entry.variadic_saved
-            inputs.append(x if keep else Meta((x._data.shape, x._data.dtype, x._device)))
+            data = x.__torcia_data__
+            inputs.append(x if keep else Meta((data.shape, data.dtype, x.__torcia_device__)))
         kwargs = {name: params[name] for name in entry.param_names if name in params}
         if entry.uses_result:
             kwargs["result"] = result
@@ -135,7 +135,7 @@ def _transposed_vjp(op, primals, tangents, params, result):
         for g, x, t in zip(grads, primals, tangents):
             if g is None or t is None:
                 continue
-            meta = (x._data.shape, x._data.dtype, x._device)
+            meta = (x.__torcia_data__.shape, x.__torcia_data__.dtype, x.__torcia_device__)
             g = _derivs._fit(g, meta)
             if g.is_complex() or t.is_complex():
                 # the adjoint is taken in the real inner product Re(sum(conj(a) * b)),

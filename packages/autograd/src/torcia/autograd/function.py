@@ -13,6 +13,7 @@ from torcia.autograd.graph import _FREED, SAVED_HOOKS, Packed, _modified_message
 from torcia.autograd.graph import Node as _Node
 from torcia.library import GRAD_MODE as _GRAD
 from torcia.library import Tensor
+from torcia.library import alias as make_alias
 
 
 class FunctionCtx:
@@ -59,7 +60,7 @@ class FunctionCtx:
             if t is not None and not isinstance(t, Tensor):
                 raise TypeError("save_for_backward can only save variables, but argument "
                                 f"{len(self._saved)} is of type {type(t).__name__}")
-        self._versions = tuple(t._vc[0] if t is not None else None for t in tensors)
+        self._versions = tuple(t.__torcia_version__[0] if t is not None else None for t in tensors)
         if SAVED_HOOKS:
             pack_hook, unpack_hook, check = SAVED_HOOKS[-1]
             tensors = tuple(None if t is None else Packed(t, pack_hook, unpack_hook, check)
@@ -78,7 +79,7 @@ class FunctionCtx:
             return tuple(t if t is None else t.unpack(v, name)
                          for t, v in zip(self._saved, self._versions))
         for t, v in zip(self._saved, self._versions):
-            if t is not None and t._vc[0] != v:
+            if t is not None and t.__torcia_version__[0] != v:
                 raise RuntimeError(_modified_message(
                     t, v, node.name() if node is not None else "a custom Function"))
         if not self._output_slots or node is None:
@@ -96,8 +97,7 @@ class FunctionCtx:
         for i, t in enumerate(saved):
             for k, o in enumerate(outputs):
                 if t is not None and t is o:
-                    alias = Tensor._make(o._data, o._device)
-                    alias._vc = o._vc
+                    alias = make_alias(o)
                     saved[i] = alias
                     self._output_slots[i] = k
         self._saved = tuple(saved)
@@ -230,21 +230,21 @@ class Function:
         outs = (outputs,) if single else outputs
         if recording:
             for a in args:
-                if id(a) in ctx.dirty and a._requires_grad and a.grad_fn is None:
+                if id(a) in ctx.dirty and a.__torcia_requires_grad__ and a.grad_fn is None:
                     raise RuntimeError("a leaf Variable that requires grad has been used in an "
                                        "in-place operation.")
             next_functions = tuple(engine._edge(a) if need else engine.NO_EDGE
                                    for a, need in zip(args, ctx.needs_input_grad))
-            metas = tuple((a._data.shape, a.dtype, a._device) if isinstance(a, Tensor)
-                          else None for a in args)
+            metas = tuple((a.__torcia_data__.shape, a.dtype, a.__torcia_device__)
+                          if isinstance(a, Tensor) else None for a in args)
             node = BackwardCFunction.__new__(BackwardCFunction)
             _Node.__init__(node, cls.__name__, None, None, (), {}, next_functions, metas,
                            len(outs))
             node.ctx = ctx
             node.fn_cls = cls
             node.output_metas = tuple(
-                (o._data.shape, o.dtype, o._device) if isinstance(o, Tensor) else None
-                for o in outs)
+                (o.__torcia_data__.shape, o.dtype, o.__torcia_device__)
+                if isinstance(o, Tensor) else None for o in outs)
             ctx._node = weakref.ref(node)
             fixed = []
             for o in outs:
@@ -312,7 +312,7 @@ def once_differentiable(fn):
 
     @functools.wraps(fn)
     def wrapper(ctx, *grads):
-        wanted = _GRAD.enabled and any(isinstance(g, Tensor) and g._requires_grad
+        wanted = _GRAD.enabled and any(isinstance(g, Tensor) and g.__torcia_requires_grad__
                                        for g in grads)
         with no_grad():
             out = fn(ctx, *grads)

@@ -8,6 +8,7 @@ from torcia import Tensor, enable_grad, no_grad
 from torcia import ones_like as torcia_ones_like
 from torcia import randn as torcia_randn
 from torcia import zeros_like as torcia_zeros_like
+from torcia.library import array, wrap
 
 
 class GradcheckError(RuntimeError):
@@ -37,7 +38,7 @@ def _flat_real(outputs):
     real parts followed by their imaginary parts."""
     parts = []
     for o in outputs:
-        d = o.detach()._data.reshape(-1)
+        d = array(o).reshape(-1)
         if d.dtype.kind == "c":
             parts += [d.real.astype(np.float64), d.imag.astype(np.float64)]
         else:
@@ -52,11 +53,11 @@ def _numerical_jacobian(fn, inputs, wrt, eps):
     own)."""
     columns = []
     for i in wrt:
-        flat = inputs[i]._data.flat  # any layout: a non-contiguous input stays one
-        steps = (eps, eps * 1j) if inputs[i]._data.dtype.kind == "c" else (eps,)
+        flat = array(inputs[i]).flat  # any layout: a non-contiguous input stays one
+        steps = (eps, eps * 1j) if array(inputs[i]).dtype.kind == "c" else (eps,)
         cols = []
         for step in steps:
-            for j in range(inputs[i]._data.size):
+            for j in range(array(inputs[i]).size):
                 orig = flat[j].item()
                 flat[j] = orig + step
                 with no_grad():
@@ -73,7 +74,7 @@ def _numerical_jacobian(fn, inputs, wrt, eps):
 def _directional(fn, inputs, i, v, eps):
     """Central differences along ``v`` (an array of input ``i``'s shape): the numerical
     ``J v`` of the real-embedded outputs."""
-    data = inputs[i]._data
+    data = array(inputs[i])
     orig = data.copy()
     data[...] = orig + eps * v
     with no_grad():
@@ -87,9 +88,9 @@ def _directional(fn, inputs, i, v, eps):
 
 def _seed(o, k, unit):
     """A one-hot gradient for output ``o``: ``unit`` at flat position ``k``."""
-    seed = np.zeros(o.numel(), dtype=o._data.dtype)
+    seed = np.zeros(o.numel(), dtype=array(o).dtype)
     seed[k] = unit
-    return Tensor._make(seed.reshape(o._data.shape), o._device)
+    return wrap(seed.reshape(array(o).shape), o.device)
 
 
 def _vjp_row(outputs, o, g_out, inputs, wrt, check_grad_dtypes):
@@ -109,7 +110,7 @@ def _vjp_row(outputs, o, g_out, inputs, wrt, check_grad_dtypes):
         if check_grad_dtypes and (g.dtype != x.dtype or g.device != x.device):
             raise GradcheckError(f"Gradient has dtype mismatch: input {i} is {x.dtype} on "
                                  f"{x.device}, its gradient {g.dtype} on {g.device}")
-        d = g.detach()._data.reshape(-1)
+        d = array(g).reshape(-1)
         row.append(np.concatenate([d.real, d.imag]) if d.dtype.kind == "c" else
                    d.astype(np.float64))
     return row
@@ -194,14 +195,14 @@ def _fail(msg, raise_exception):
 def _private_copy(x: Tensor) -> Tensor:
     """A copy of ``x`` to perturb, of the same layout: a non-contiguous input stays
     non-contiguous, so that formulas meet the strides they were given."""
-    data = x._data
+    data = array(x)
     if data.flags.c_contiguous:
         copy = np.array(data, order="C", copy=True)
     else:
         buf = np.zeros(data.shape + (2,), dtype=data.dtype)
         buf[..., 0] = data
         copy = buf[..., 0]
-    return Tensor._make(copy, x._device).requires_grad_(True)
+    return wrap(copy, x.device).requires_grad_(True)
 
 
 def _check_fast(func, work, wrt, eps, rtol, atol, check_backward_ad, check_forward_ad,
@@ -215,9 +216,9 @@ def _check_fast(func, work, wrt, eps, rtol, atol, check_backward_ad, check_forwa
     u = rng.standard_normal(sum(sizes))
     for i in wrt:
         x = work[i]
-        v = rng.standard_normal(x._data.shape)
+        v = rng.standard_normal(array(x).shape)
         if x.is_complex():
-            v = v + 1j * rng.standard_normal(x._data.shape)
+            v = v + 1j * rng.standard_normal(array(x).shape)
         numerical = float(u @ _directional(func, work, i, v, eps))
         v_flat = (np.concatenate([v.real.reshape(-1), v.imag.reshape(-1)]) if x.is_complex()
                   else v.reshape(-1))
@@ -230,8 +231,7 @@ def _check_fast(func, work, wrt, eps, rtol, atol, check_backward_ad, check_forwa
                     continue
                 n = o.numel()
                 seed = uo[:n] + 1j * uo[n:] if o.is_complex() else uo
-                g_out = Tensor._make(seed.astype(o._data.dtype).reshape(o._data.shape),
-                                     o._device)
+                g_out = wrap(seed.astype(array(o).dtype).reshape(array(o).shape), o.device)
                 row = _vjp_row(outputs, o, g_out, work, [i], check_grad_dtypes)[0]
                 total += float(row @ v_flat)
             if not np.isclose(total, numerical, rtol=rtol, atol=atol):
@@ -239,7 +239,7 @@ def _check_fast(func, work, wrt, eps, rtol, atol, check_backward_ad, check_forwa
                              f"Fast gradcheck failed: u^T J v is {numerical} by finite "
                              f"differences, {total} from backward mode\n", raise_exception)
         if check_forward_ad:
-            tangent = Tensor._make(v.astype(x._data.dtype), x._device)
+            tangent = wrap(v.astype(array(x).dtype), x.device)
             forward = float(u @ _forward_columns(func, work, i, tangent))
             if not np.isclose(forward, numerical, rtol=rtol, atol=atol):
                 return _fail(f"Jacobian computed with forward mode mismatch for output 0 with "
@@ -262,7 +262,7 @@ def _check_zero_and_undefined(func, work, wrt, check_undefined_grad, raise_excep
     zeros = autograd_grad(outputs, inputs, [torcia_zeros_like(o) for o in outputs],
                           retain_graph=True, allow_unused=True)
     for i, g in zip(wrt, zeros):
-        if g is not None and np.any(g.detach()._data != 0):
+        if g is not None and np.any(array(g) != 0):
             return _fail(f"backward not multiplied by grad_output: input {i} gets a nonzero "
                          "gradient from zero output gradients", raise_exception)
     if not check_undefined_grad or len(outputs) < 2:
@@ -280,8 +280,8 @@ def _check_zero_and_undefined(func, work, wrt, check_undefined_grad, raise_excep
                               for j, p in enumerate(outputs)],
             retain_graph=True, allow_unused=True)
         for i, a, b in zip(wrt, alone, with_zeros):
-            a = 0 if a is None else a.detach()._data
-            b = 0 if b is None else b.detach()._data
+            a = 0 if a is None else array(a)
+            b = 0 if b is None else array(b)
             if not np.allclose(a, b):
                 return _fail(f"Expected undefined output gradients to act as zeros: input {i}'s "
                              f"gradient from output {k} alone differs", raise_exception)
@@ -308,9 +308,9 @@ def _check_batched_grad(func, work, wrt, atol, rtol, raise_exception):
         except RuntimeError as error:
             return _fail(f"While computing batched gradients, got: {error}", raise_exception)
         for i, b, per in zip(wrt, batched, zip(*looped)):
-            want = np.stack([np.zeros(work[i]._data.shape) if g is None else g.detach()._data
+            want = np.stack([np.zeros(array(work[i]).shape) if g is None else array(g)
                              for g in per])
-            if not np.allclose(b.detach()._data, want, rtol=rtol, atol=atol):
+            if not np.allclose(array(b), want, rtol=rtol, atol=atol):
                 return _fail(f"Batched grad mismatch for output {k} with respect to input {i}"
                              f",\nbatched:\n{b}\nlooped:\n{want}\n", raise_exception)
     return True
@@ -338,8 +338,8 @@ def _check_batched_forward_grad(func, work, wrt, atol, rtol, raise_exception):
         looped = [(r,) if isinstance(r, Tensor) else tuple(r) for r in looped]
         batched = (batched,) if isinstance(batched, Tensor) else tuple(batched)
         for k, b in enumerate(batched):
-            want = np.stack([r[k].detach()._data for r in looped])
-            if not np.allclose(b.detach()._data, want, rtol=rtol, atol=atol):
+            want = np.stack([array(r[k]) for r in looped])
+            if not np.allclose(array(b), want, rtol=rtol, atol=atol):
                 return _fail(f"Batched forward grad mismatch for output {k} with respect to "
                              f"input {i}", raise_exception)
     return True

@@ -11,7 +11,8 @@ from __future__ import annotations
 import weakref
 
 import torcia
-from torcia.library import RemovableHandle, Size, Tensor, dtype_from_numpy
+from torcia.library import RemovableHandle, Size, Tensor, bump_version, dtype_from_numpy
+from torcia.library import alias as make_alias
 
 _FREED = (
     "Trying to backward through the graph a second time (or directly access saved tensors "
@@ -119,12 +120,12 @@ class Node:
                 a = args[i]
                 if a.__class__ is Packed:
                     args[i] = a.unpack(v, self.name())
-                elif a._vc[0] != v:
+                elif a.__torcia_version__[0] != v:
                     raise RuntimeError(_modified_message(a, v, self.name()))
             return tuple(args)
         for i, v in self.versions:
             t = args[i]
-            if t._vc[0] != v:
+            if t.__torcia_version__[0] != v:
                 raise RuntimeError(_modified_message(t, v, self.name()))
         return args
 
@@ -195,7 +196,7 @@ def _unpacked(node, slot):
     version = dict(node.versions).get(slot)
     if value.__class__ is Packed:
         return value.unpack(version, node.name())
-    if version is not None and value._vc[0] != version:
+    if version is not None and value.__torcia_version__[0] != version:
         raise RuntimeError(_modified_message(value, version, node.name()))
     return value
 
@@ -251,9 +252,9 @@ class SavedTensor:
             # a number: from now on the tensor PyTorch would have saved, which formulas
             # take as they take the number (a 0-dim operand does not promote)
             value = _wrapped(value)
-            node.versions += ((self.slot, value._vc[0]),)
+            node.versions += ((self.slot, value.__torcia_version__[0]),)
         version = dict(node.versions)[self.slot]
-        if value._vc[0] != version:
+        if value.__torcia_version__[0] != version:
             raise RuntimeError(_modified_message(value, version, node.name()))
         args = list(node.args)
         args[self.slot] = Packed(value, pack_hook, unpack_hook)
@@ -328,7 +329,7 @@ def _modified_message(t, expected, node_name):
     return (
         "one of the variables needed for gradient computation has been modified by an "
         f"inplace operation: [torcia.{t.dtype.name} {list(t.shape)}], which is an input or "
-        f"output of {node_name}, is at version {t._vc[0]}; expected version {expected} "
+        f"output of {node_name}, is at version {t._version}; expected version {expected} "
         "instead. Hint: enable anomaly detection to find the operation that failed to compute "
         "its gradient, with torcia.autograd.set_detect_anomaly(True)."
     )
@@ -380,7 +381,8 @@ def _add_prehook(node, fn):
 
 
 class TensorMeta:
-    """Autograd state a tensor carries only once it needs it (kept in ``Tensor._hooks``)."""
+    """Autograd state a tensor carries only once it needs it (in its one autograd-meta slot,
+    ``t.__torcia_autograd_meta__``)."""
 
     __slots__ = ("hooks", "accumulator", "retain_hook", "post_accumulate_hooks")
 
@@ -392,9 +394,9 @@ class TensorMeta:
 
 
 def meta_of(t: Tensor) -> TensorMeta:
-    m = t._hooks
+    m = t.__torcia_autograd_meta__
     if m is None:
-        m = t._hooks = TensorMeta()
+        m = t.__torcia_autograd_meta__ = TensorMeta()
     return m
 
 
@@ -426,18 +428,18 @@ class Packed:
     def __init__(self, t: Tensor, pack_hook, unpack_hook, check_version: bool = True):
         self.unpack_hook = unpack_hook
         # the version counter (a one-item list), not the data: in-place changes stay caught
-        self.vc = t._vc if check_version else None
+        self.vc = t.__torcia_version__ if check_version else None
         self.dtype = t.dtype
         self.shape = t.shape
-        self.requires_grad = t._requires_grad
+        self.requires_grad = t.__torcia_requires_grad__
         self.grad_fn = t.grad_fn
-        self.out_nr = t._out_nr
-        self.leaf_meta = meta_of(t) if t._requires_grad and t.grad_fn is None else None
+        self.out_nr = t.__torcia_output_nr__
+        self.leaf_meta = meta_of(t) if t.__torcia_requires_grad__ and t.grad_fn is None else None
         self.value = pack_hook(t)
 
     @property
-    def _vc(self):
-        return self.vc
+    def _version(self) -> int:  # as a tensor's, for the message of a modified value
+        return self.vc[0]
 
     def unpack(self, version: int, node_name: str) -> Tensor:
         if self.vc is not None and self.vc[0] != version:
@@ -448,17 +450,16 @@ class Packed:
                             f"got result of type {type(t).__name__}")
         if not self.requires_grad:
             return t
-        if (t._requires_grad and t.grad_fn is self.grad_fn
-                and (self.grad_fn is not None or t._hooks is self.leaf_meta)):
+        if (t.__torcia_requires_grad__ and t.grad_fn is self.grad_fn
+                and (self.grad_fn is not None or t.__torcia_autograd_meta__ is self.leaf_meta)):
             return t
-        out = Tensor._make(t._data, t._device)
-        out._vc = t._vc
-        out._requires_grad = True
+        out = make_alias(t)
+        out.__torcia_requires_grad__ = True
         out.grad_fn = self.grad_fn
-        out._out_nr = self.out_nr
+        out.__torcia_output_nr__ = self.out_nr
         if self.grad_fn is None:
             # a saved leaf: gradients reach the original leaf's accumulator
-            out._hooks = self.leaf_meta
+            out.__torcia_autograd_meta__ = self.leaf_meta
         return out
 
 
@@ -472,12 +473,12 @@ def snapshot_packed(node: Node, t: Tensor) -> None:
     for i, _ in node.versions:
         packed = node.args[i]
         value = getattr(packed, "value", None)
-        if isinstance(value, Tensor) and value is not t and np.shares_memory(value._data,
-                                                                              t._data):
-            value._data = value._data.copy()
+        if isinstance(value, Tensor) and value is not t and np.shares_memory(value.__torcia_data__,
+                                                                              t.__torcia_data__):
+            value.__torcia_data__ = value.__torcia_data__.copy()
             if packed.vc is not None:
-                value._vc = [packed.vc[0]]
-                packed.vc = value._vc
+                value.__torcia_version__ = [packed.vc[0]]
+                packed.vc = value.__torcia_version__
 
 
 def pack_node(node: Node) -> None:
@@ -687,7 +688,7 @@ def get_gradient_edge(tensor: Tensor) -> GradientEdge:
                            "does not require gradients")
     if tensor.grad_fn is None:
         return GradientEdge(accumulator_of(tensor), 0)
-    return GradientEdge(tensor.grad_fn, tensor._out_nr)
+    return GradientEdge(tensor.grad_fn, tensor.__torcia_output_nr__)
 
 
 def increment_version(tensor) -> None:
@@ -705,7 +706,7 @@ def increment_version(tensor) -> None:
     1
     """
     for t in ([tensor] if isinstance(tensor, Tensor) else tensor):
-        t._vc[0] += 1
+        bump_version(t)
 
 
 def register_multi_grad_hook(tensors, fn, *, mode: str = "all"):

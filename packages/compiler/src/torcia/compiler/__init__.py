@@ -312,7 +312,8 @@ def _flatten(obj, out):
 
 
 def _tensor_key(t: Tensor):
-    return (t._data.shape, t._data.dtype, t._device, t._requires_grad)
+    data = t.__torcia_data__
+    return (data.shape, data.dtype, t.__torcia_device__, t.__torcia_requires_grad__)
 
 
 def _is_optimizer(obj) -> bool:
@@ -412,10 +413,10 @@ class _Entry:
     def inputs_ok(self) -> bool:
         for src, shape, dtype, requires_grad in self.sources:
             t = src[1]
-            data = t._data if src[0] == "tensor" else (t.grad._data if t.grad is not None
-                                                       else None)
+            held = t if src[0] == "tensor" else t.grad
+            data = None if held is None else held.__torcia_data__
             if data is None or data.shape != shape or data.dtype != dtype or \
-                    t._requires_grad != requires_grad:
+                    t.__torcia_requires_grad__ != requires_grad:
                 return False
         return True
 
@@ -504,7 +505,7 @@ class _CompiledFunction:
             self._entries.append(_Entry(key, reason=tracer.broken))
             return out
         entry = _Entry(key, graph)
-        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
+        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1].__torcia_requires_grad__)
                          for v, src in graph.inputs if src[0] not in ("arg", "gout")]
         breaks = [i for i, n in enumerate(graph.nodes) if n.kind == "guard"]
         if breaks:
@@ -558,7 +559,7 @@ class _CompiledFunction:
             entry.checked = True
             return self._replay(entry, flat)  # an optimizer step cannot run twice
         leaves = list({id(leaf): leaf for leaf, _ in graph.grads}.values())
-        saved = [(leaf, leaf.grad, None if leaf.grad is None else leaf.grad._data.copy())
+        saved = [(leaf, leaf.grad, None if leaf.grad is None else leaf.grad.__torcia_data__.copy())
                  for leaf in leaves]
         written = _written_inputs(graph, flat)
         before = [a.copy() for a in written]
@@ -567,16 +568,16 @@ class _CompiledFunction:
         # the caller traces the other branch
         got = self._replay(entry, flat)
         entry.checked = True
-        got_grads = [None if leaf.grad is None else leaf.grad._data.copy()
+        got_grads = [None if leaf.grad is None else leaf.grad.__torcia_data__.copy()
                      for leaf in leaves]
         got_written = _undo_writes(written, before)
         for leaf, grad, data in saved:
             leaf.grad = grad
             if grad is not None:
-                grad._data[...] = data
+                grad.__torcia_data__[...] = data
         torcia.set_rng_state(rng)
         want = self._fn(*args, **kwargs)
-        want_grads = [None if leaf.grad is None else leaf.grad._data for leaf in leaves]
+        want_grads = [None if leaf.grad is None else leaf.grad.__torcia_data__ for leaf in leaves]
         if _same(_tensors(got), _tensors(want)) and _same(got_grads, want_grads) \
                 and _same(got_written, written):
             return got
@@ -630,7 +631,7 @@ class _CompiledFunction:
         joint.bwd_inputs = {v for v, _ in bwd.inputs}
         joint.bwd_graph = bwd
         entry.graph, entry.joint = fwd, joint
-        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1]._requires_grad)
+        entry.sources = [(src, graph.meta[v][0], graph.meta[v][1], src[1].__torcia_requires_grad__)
                          for v, src in fwd.inputs if src[0] != "arg"]
 
     def _check_joint(self, entry, flat, args, kwargs):
@@ -647,7 +648,7 @@ class _CompiledFunction:
         got_out: list = []
         _flatten(got, got_out)
         seeds = [torcia.from_numpy(np.random.default_rng(k).standard_normal(
-            got_out[p].shape).astype(got_out[p]._data.dtype)).to(got_out[p].device)
+            got_out[p].shape).astype(got_out[p].__torcia_data__.dtype)).to(got_out[p].device)
             for k, p in enumerate(joint.positions)]
         got_grads = torcia.autograd.grad([got_out[p] for p in joint.positions], diff, seeds,
                                          retain_graph=True, allow_unused=True)
@@ -658,8 +659,8 @@ class _CompiledFunction:
         want_grads = torcia.autograd.grad([want_out[p] for p in joint.positions], diff,
                                           seeds, retain_graph=True, allow_unused=True)
         if _same(_tensors(got), _tensors(want)) and _same(got_written, written) and _same(
-                [None if g is None else g._data for g in got_grads],
-                [None if g is None else g._data for g in want_grads]):
+                [None if g is None else g.__torcia_data__ for g in got_grads],
+                [None if g is None else g.__torcia_data__ for g in want_grads]):
             return got
         entry.eager_reason = ("its first replay differed from eager (a value was computed "
                               "outside the dispatched ops); this signature runs eagerly")
@@ -779,20 +780,22 @@ def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
     graph = tracer.graph
     found: list = []
     _flatten(out, found)
-    out_vids = list(dict.fromkeys(tracer.ids[id(t._data)] for t in found))
+    out_vids = list(dict.fromkeys(tracer.ids[id(t.__torcia_data__)] for t in found))
     positions, outs = [], []
     for p, t in enumerate(found):
-        vid = tracer.ids[id(t._data)]
-        if t._requires_grad and all(tracer.ids[id(o._data)] != vid for o in outs):
+        vid = tracer.ids[id(t.__torcia_data__)]
+        if t.__torcia_requires_grad__ and \
+                all(tracer.ids[id(o.__torcia_data__)] != vid for o in outs):
             positions.append(p)
             outs.append(t)
     diff = [src for _, src in graph.inputs
-            if src[0] in ("arg", "tensor") and _source_tensor(src, flat)._requires_grad]
+            if src[0] in ("arg", "tensor") and _source_tensor(src, flat).__torcia_requires_grad__]
     n_forward, n_inputs, n_grads = len(graph.nodes), len(graph.inputs), len(graph.grads)
     seeds = []
     for k, t in enumerate(outs):
         # made outside dispatch (a kernel would be traced): an input of the graph
-        seed = tensor_of(_xp(t.device).ones(t._data.shape, t._data.dtype), t.device)
+        data = t.__torcia_data__
+        seed = tensor_of(_xp(t.device).ones(data.shape, data.dtype), t.device)
         tracer.register(seed, ("gout", k))
         seeds.append(seed)
     fullgraph, tracer.fullgraph = tracer.fullgraph, False
@@ -804,7 +807,7 @@ def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
         grads = ()
     finally:
         tracer.fullgraph = fullgraph
-    grad_vids = [None if g is None else tracer.ids.get(id(g._data)) for g in grads]
+    grad_vids = [None if g is None else tracer.ids.get(id(g.__torcia_data__)) for g in grads]
     if tracer.broken is None and any(v is None and g is not None
                                      for v, g in zip(grad_vids, grads)):
         tracer.fail("a gradient was computed outside the dispatched ops")
@@ -817,8 +820,8 @@ def _trace_backward(tracer: Tracer, out, flat) -> _Joint | None:
         return None
     del graph.grads[n_grads:]  # the leaves' hooks saw grad()'s results: not accumulated
     return _Joint(n_forward, graph.outputs, out_vids, positions,
-                  [tracer.ids[id(s._data)] for s in seeds], diff, grad_vids,
-                  [tracer.ids[id(t._data)] for t in outs])
+                  [tracer.ids[id(s.__torcia_data__)] for s in seeds], diff, grad_vids,
+                  [tracer.ids[id(t.__torcia_data__)] for t in outs])
 
 
 class _CompiledForward(Function):
@@ -843,7 +846,7 @@ class _CompiledForward(Function):
         joint = ctx.joint
         at = {v: i for i, v in enumerate(joint.out_vids)}
         xp = _xp(joint.device)
-        cotangents = [xp.ascontiguousarray(grads[at[v]]._data) for v in joint.gouts_of]
+        cotangents = [xp.ascontiguousarray(grads[at[v]].__torcia_data__) for v in joint.gouts_of]
         values = dict(zip(joint.bwd_results, joint.bwd_run(ctx.saved_arrays + cotangents)))
         out = []
         for g in joint.grads:
@@ -869,7 +872,7 @@ def _xp(device):
 def _tensors(obj) -> list:
     out: list = []
     _flatten(obj, out)
-    return [t._data for t in out]
+    return [t.__torcia_data__ for t in out]
 
 
 def _same(got, want) -> bool:
@@ -899,10 +902,10 @@ def _same(got, want) -> bool:
 def _source_array(src, flat):
     kind, what = src
     if kind == "arg":
-        return flat[what]._data
+        return flat[what].__torcia_data__
     if kind == "tensor":
-        return what._data
-    return what.grad._data
+        return what.__torcia_data__
+    return what.grad.__torcia_data__
 
 
 def _outputs_require_grad(self) -> bool:
@@ -949,7 +952,7 @@ def _replay_autograd(graph: Graph, flat):
             env[node.outs[0]] = env[node.args[0][1]].to(dtype_from_numpy(node.params["dtype"][1]))
             continue
         if node.kind == "guard":
-            if not same_values(env[node.args[0][1]]._data, node.params["value"][1]):
+            if not same_values(env[node.args[0][1]].__torcia_data__, node.params["value"][1]):
                 raise DataGuardFailed(f"Tensor.{node.op}() read other values")
             continue
         out = _call(node.op, tuple(arg(r) for r in node.args),

@@ -3,7 +3,7 @@ through the hook a third-party backend uses."""
 
 from __future__ import annotations
 
-from torcia.compiler import hookimpl
+from torcia.compiler import compile, hookimpl
 from torcia.compiler.inductor import inductor
 
 
@@ -16,3 +16,8 @@ def eager(graph, example_inputs, **options):
 def torcia_register_compile_backends(registry):
     registry.add("eager", eager)
     registry.add("inductor", inductor)
+
+
+@hookimpl
+def torcia_register_names(registry):
+    registry.add("torcia.compile", compile)  # torch.compile's place, in core's namespace

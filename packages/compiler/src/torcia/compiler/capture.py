@@ -28,7 +28,7 @@ def accumulate(leaf: Tensor, grad, owned: bool = False) -> None:
     if leaf.grad is None:
         leaf.grad = tensor_of(grad if owned else grad.copy(), leaf.device)
     else:
-        leaf.grad._data += grad
+        leaf.grad.__torcia_data__ += grad
 
 
 class Unsupported(RuntimeError):
@@ -124,11 +124,12 @@ class Tracer(DispatchMode):
                       "so what follows may depend on data (data-dependent control flow); "
                       "this signature runs eagerly")
             return
-        if id(tensor._data) not in self.ids:
+        if id(tensor.__torcia_data__) not in self.ids:
             self.register(tensor)
-        self.graph.nodes.append(Node("guard", how, None, [("v", self.ids[id(tensor._data)])],
-                                     {"value": ("c", np.array(host_array(tensor._data),
-                                                              copy=True))}, []))
+        data = tensor.__torcia_data__
+        self.graph.nodes.append(Node("guard", how, None, [("v", self.ids[id(data)])],
+                                     {"value": ("c", np.array(host_array(data), copy=True))},
+                                     []))
 
     # -- values -------------------------------------------------------------------------
 
@@ -149,19 +150,19 @@ class Tracer(DispatchMode):
 
     def register(self, t: Tensor, source=None) -> None:
         """Make ``t``'s array a graph input if it is not a traced value yet."""
-        if id(t._data) not in self.ids:
-            self._input(t._data, source or ("tensor", t))
+        if id(t.__torcia_data__) not in self.ids:
+            self._input(t.__torcia_data__, source or ("tensor", t))
             self.read_tensors[id(t)] = t
-        if t._requires_grad and t.is_leaf and id(t) not in self.hooked:
+        if t.__torcia_requires_grad__ and t.is_leaf and id(t) not in self.hooked:
             self.hooked[id(t)] = t
-            if t.grad is not None and id(t.grad._data) not in self.ids:
-                self._input(t.grad._data, ("grad", t))
+            if t.grad is not None and id(t.grad.__torcia_data__) not in self.ids:
+                self._input(t.grad.__torcia_data__, ("grad", t))
             self.handles.append(t.register_hook(self._grad_hook(t)))
 
     def _grad_hook(self, leaf):
         def hook(grad):
             if self._tracing() and self.broken is None:
-                vid = self.ids.get(id(grad._data))
+                vid = self.ids.get(id(grad.__torcia_data__))
                 if vid is None:
                     self.fail("a gradient was computed outside the dispatched ops")
                 else:
@@ -182,9 +183,9 @@ class Tracer(DispatchMode):
         vid = self.ids.get(id(x))
         if vid is not None:
             return ("v", vid)
-        if isinstance(cand, Tensor) and cand._data is not x:
-            src = self.ids.get(id(cand._data))
-            if src is not None and cand._data.shape == x.shape:
+        if isinstance(cand, Tensor) and cand.__torcia_data__ is not x:
+            src = self.ids.get(id(cand.__torcia_data__))
+            if src is not None and cand.__torcia_data__.shape == x.shape:
                 out = self._bind(x)
                 self.graph.nodes.append(Node("cast", "cast", None, [("v", src)],
                                              {"dtype": ("c", x.dtype)}, [out]))
@@ -252,14 +253,15 @@ class Tracer(DispatchMode):
     def on_inplace(self, target, out):
         if not self._tracing() or self.broken is not None:
             return
-        if id(target._data) not in self.ids:
+        if id(target.__torcia_data__) not in self.ids:
             self.register(target)
-        src = self.ids.get(id(out._data))
+        src = self.ids.get(id(out.__torcia_data__))
         if src is None:
             self.fail("an in-place write of a value computed outside the dispatched ops")
             return
         self.graph.nodes.append(Node("copy_", "copy_", None,
-                                     [("v", self.ids[id(target._data)]), ("v", src)], {}, []))
+                                     [("v", self.ids[id(target.__torcia_data__)]), ("v", src)],
+                                     {}, []))
 
     def __exit__(self, *exc):
         super().__exit__(*exc)
@@ -271,9 +273,9 @@ class Tracer(DispatchMode):
     def output(self, obj):
         """The returned structure with its tensors as value references."""
         if isinstance(obj, Tensor):
-            if id(obj._data) not in self.ids:
+            if id(obj.__torcia_data__) not in self.ids:
                 self.register(obj)
-            return ("v", self.ids[id(obj._data)], obj._requires_grad)
+            return ("v", self.ids[id(obj.__torcia_data__)], obj.__torcia_requires_grad__)
         if isinstance(obj, (list, tuple)):
             return (type(obj).__name__, [self.output(x) for x in obj])
         if isinstance(obj, dict):

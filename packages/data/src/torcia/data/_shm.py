@@ -84,7 +84,7 @@ class _ArrayPickler(pickle.Pickler):
         if isinstance(obj, torcia.Tensor):
             if obj.device is not CPU:
                 return None
-            arr, kind = obj._data, ("tensor", obj.requires_grad)
+            arr, kind = obj.__torcia_data__, ("tensor", obj.requires_grad)
         elif type(obj) is np.ndarray and not obj.dtype.hasobject:
             arr, kind = obj, ("ndarray",)
         else:

@@ -156,8 +156,7 @@ def _seed_everything(seed: int) -> None:
 
 
 def worker_loop(dataset, iterable, auto_collation, collate_fn, drop_last, batch_size,
-                tasks, results, worker_id, num_workers, base_seed, init_fn, shm_prefix,
-                main_pid):
+                tasks, results, worker_id, num_workers, base_seed, init_fn, shm_prefix):
     """Serve tasks from ``tasks`` until a None arrives, sending each batch on ``results``.
 
     Errors in fetching a batch go back as :class:`ExceptionWrapper` and the worker goes on;
@@ -166,6 +165,9 @@ def worker_loop(dataset, iterable, auto_collation, collate_fn, drop_last, batch_
     process is gone, so a killed main process leaves no orphans.
     """
     global _worker_info
+    # the process that started this worker: the main process under fork and spawn, the fork
+    # server under forkserver (which exits with the main process); its exit reparents us
+    parent = os.getppid()
     # Ctrl-C reaches the whole process group: the main process handles it and shuts
     # the workers down, which a worker dying on its own would only confuse.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -181,12 +183,12 @@ def worker_loop(dataset, iterable, auto_collation, collate_fn, drop_last, batch_
         results.send((None, None, ExceptionWrapper.capture(where)))
         return
     try:
-        _serve(fetcher, tasks, results, where, f"{shm_prefix}{worker_id}_", main_pid)
+        _serve(fetcher, tasks, results, where, f"{shm_prefix}{worker_id}_", parent)
     except BrokenPipeError:  # the main process closed its end: it is shutting down
         return
 
 
-def _serve(fetcher, tasks, results, where, shm_prefix, main_pid):
+def _serve(fetcher, tasks, results, where, shm_prefix, parent):
     use_shm = _shm.available()
     count = 0
     exhausted = False
@@ -194,7 +196,7 @@ def _serve(fetcher, tasks, results, where, shm_prefix, main_pid):
         try:
             task = tasks.get(timeout=POLL_INTERVAL)
         except queue.Empty:
-            if os.getppid() != main_pid:
+            if os.getppid() != parent:
                 return
             continue
         if task is None:

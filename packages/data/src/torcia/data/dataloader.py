@@ -332,7 +332,7 @@ class _Workers:
                     args=(loader.dataset, loader._iterable, loader._auto_collation,
                           loader.collate_fn, loader.drop_last, loader.batch_size, tasks, writer,
                           i, loader.num_workers, base_seed, loader.worker_init_fn,
-                          self.prefix, self.owner),
+                          self.prefix),
                     daemon=True,
                 )
                 proc.start()

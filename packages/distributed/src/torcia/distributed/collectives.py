@@ -22,7 +22,7 @@ from torcia.distributed import _objects, hookspecs
 from torcia.distributed.group import ProcessGroup, ReduceOp, Work, _seconds, report_failure
 from torcia.distributed.options import DebugLevel, get_debug_level
 from torcia.distributed.store import DistStoreError, FileStore, PrefixStore, TCPStore
-from torcia.library import Tensor, host_array
+from torcia.library import Tensor, bump_version, host_array
 
 plugins.add_hookspecs(hookspecs)
 backends = plugins.Registry("process group backend", "torcia_register_process_group_backends")
@@ -459,7 +459,7 @@ def _array(t: Tensor, pg: ProcessGroup, name="tensor"):
             hint = _MOVE_HINTS.get(pg.device_type, hint)
         raise RuntimeError(f"{name} is on {dev}; the {pg.backend_name!r} process group handles "
                            f"{where} tensors ({hint})")
-    return t._data
+    return t.__torcia_data__
 
 
 def _contiguous(t: Tensor, pg: ProcessGroup, name="tensor"):
@@ -477,8 +477,8 @@ class _InPlace:
 
     def done(self):
         if not self.contiguous:
-            self.t._data[...] = self.buf
-        self.t._vc[0] += 1
+            self.t.__torcia_data__[...] = self.buf
+        bump_version(self.t)
 
 
 def _spread(tensors, out):
@@ -486,8 +486,8 @@ def _spread(tensors, out):
 
     def spread():
         for t, part in zip(tensors, out):
-            t._data[...] = part
-            t._vc[0] += 1
+            t.__torcia_data__[...] = part
+            bump_version(t)
 
     return spread
 

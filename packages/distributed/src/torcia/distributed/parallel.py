@@ -6,12 +6,12 @@ from __future__ import annotations
 import contextlib
 
 import torcia
-from torcia import Tensor
 from torcia.autograd import engine
 from torcia.autograd.graph import AccumulateGrad, accumulator_of
 from torcia.distributed import collectives as C
 from torcia.distributed.algorithms.join import Join, Joinable, JoinHook
 from torcia.distributed.group import ReduceOp
+from torcia.library import bump_version, wrap
 from torcia.nn import Module
 
 
@@ -230,14 +230,15 @@ class DistributedDataParallel(Module, Joinable):
         parts = []
         for p in bucket.params:
             g = None if zeros else p.grad
-            parts.append(xp.zeros(p._data.size, dtype=p._data.dtype) if g is None
-                         else xp.ascontiguousarray(g._data).reshape(-1))
+            data = p.__torcia_data__
+            parts.append(xp.zeros(data.size, dtype=data.dtype) if g is None
+                         else xp.ascontiguousarray(g.__torcia_data__).reshape(-1))
         bucket.flat = xp.concatenate(parts)
         if self._comm_hook is None:
             bucket.work = self._pg.allreduce(bucket.flat, ReduceOp.SUM)
             return
         index = self._buckets.index(bucket)
-        grads = GradBucket(index, Tensor._make(bucket.flat, bucket.params[0].device),
+        grads = GradBucket(index, wrap(bucket.flat, bucket.params[0].device),
                            bucket.params, index == len(self._buckets) - 1)
         bucket.future = self._comm_hook(self._comm_state, grads)
 
@@ -247,7 +248,7 @@ class DistributedDataParallel(Module, Joinable):
         if bucket.future is not None:
             result = bucket.future.wait()
             bucket.future = None
-            return result._data.reshape(-1)
+            return result.__torcia_data__.reshape(-1)
         bucket.work.wait()
         bucket.work = None
         bucket.flat /= self._divisor()
@@ -280,14 +281,14 @@ class DistributedDataParallel(Module, Joinable):
             flat = self._reduced(bucket)
             offset = 0
             for p in bucket.params:
-                n = p._data.size
-                avg = flat[offset:offset + n].reshape(p._data.shape)
+                n = p.__torcia_data__.size
+                avg = flat[offset:offset + n].reshape(p.__torcia_data__.shape)
                 offset += n
                 if p.grad is None:
-                    p.grad = Tensor._make(avg.copy(), p.device)
+                    p.grad = wrap(avg.copy(), p.device)
                 else:
-                    p.grad._data[...] = avg
-                    p.grad._vc[0] += 1
+                    p.grad.__torcia_data__[...] = avg
+                    bump_version(p.grad)
             bucket.flat = None
 
     def _shadow_backward(self):

@@ -808,7 +808,7 @@ def _region_grad(g, d, level, size):
     unbatched at its dim; an unmapped one's per-sample gradients summed."""
     if d is not None:
         return _unbatched(g, d, level, size)
-    if isinstance(g._data, _vm.BatchedArray) and g._data.level == level:
+    if isinstance(g.__torcia_data__, _vm.BatchedArray) and g.__torcia_data__.level == level:
         return _unbatched(g, 0, level, size).sum(0)
     return g
 
@@ -882,10 +882,10 @@ def _drew_outside_dispatch(start, end, draws) -> bool:
 def _to_batched(t, d, level):
     """A tensor whose array is ``t``'s with its dim ``d`` mapped at ``level`` (a dual
     tensor's tangent mapped alike: ``jvp(vmap(f))``)."""
-    data = t._data
+    data = t.__torcia_data__
     d = d % t.ndim
     axes = (d,) + tuple(i for i in range(t.ndim) if i != d)
-    out = library.Tensor._make(_vm.BatchedArray(data.transpose(axes), level), t.device)
+    out = library.wrap(_vm.BatchedArray(data.transpose(axes), level), t.device)
     return fwAD.map_tangents(t, out, lambda tangent: _to_batched(tangent, d, level))
 
 
@@ -896,14 +896,14 @@ def _from_batched(t, d, level, size):
 
 
 def _unbatched(t, d, level, size):
-    data = t._data
+    data = t.__torcia_data__
     if isinstance(data, _vm.BatchedArray) and data.level == level:
         phys = data.value
     else:
         # not batched at this level: the same value for every sample
         phys = _vm._expand_dim(data, 0, size)
     if d is None:
-        return library.Tensor._make(phys[0] if not isinstance(phys, _vm.BatchedArray)
+        return library.wrap(phys[0] if not isinstance(phys, _vm.BatchedArray)
                                     else phys[0], t.device)
     ndim = phys.ndim
     if not -ndim <= d < ndim:
@@ -911,7 +911,7 @@ def _unbatched(t, d, level, size):
                          f"{ndim - 1}")
     d %= ndim
     axes = tuple(range(1, d + 1)) + (0,) + tuple(range(d + 1, ndim))
-    return library.Tensor._make(phys.transpose(axes), t.device)
+    return library.wrap(phys.transpose(axes), t.device)
 
 
 def _vmap_loop(func, leaves, per_leaf, rebuild, kwargs, size, out_dims, randomness):

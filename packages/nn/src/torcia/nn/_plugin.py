@@ -4,7 +4,10 @@ plugin distribution does (entry point ``nn`` in torcia-nn's ``pyproject.toml``).
 from __future__ import annotations
 
 import torcia
+from torcia.nn import functional
+from torcia.nn._func import vmap
 from torcia.nn.modules import loss as _loss
+from torcia.nn.parameter import Parameter
 
 LOSSES = {
     "mse": _loss.MSELoss,
@@ -30,3 +33,11 @@ LOSSES = {
 def torcia_register_losses(registry):
     for name, cls in LOSSES.items():
         registry.add(name, cls)
+
+
+@torcia.hookimpl
+def torcia_register_names(registry):
+    # core shows these under PyTorch's names; it may not import torcia-nn
+    registry.add("torcia.nn.functional", functional)  # torch.kl_div and its kin
+    registry.add("torcia.nn.Parameter", Parameter)  # a saved Parameter loads as one
+    registry.add("torcia.vmap", vmap)

@@ -561,7 +561,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         if offsets is None or offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
                              else f"offsets has to be a 1D Tensor but got {offsets.ndim}D")
-        starts = offsets._data.astype(np.int64)
+        starts = offsets.__torcia_data__.astype(np.int64)
         if include_last_offset:
             starts = starts[:-1]
         bags = len(starts)
@@ -572,7 +572,7 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                          f"{input.ndim}")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
     keep = np.ones(flat.shape[0], dtype=bool) if padding_idx is None else (
-        flat._data != padding_idx % weight.shape[0])
+        flat.__torcia_data__ != padding_idx % weight.shape[0])
     dev = weight.device
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
@@ -617,7 +617,7 @@ def one_hot(tensor, num_classes=-1):
     """
     if tensor.dtype is not torcia.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    data = tensor._data
+    data = tensor.__torcia_data__
     if num_classes == -1:
         if data.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
@@ -808,8 +808,9 @@ def _max_unpool(nd, input, indices, kernel_size, stride, padding, output_size):
         size = tuple(int(o) for o in tuple(output_size)[-nd:])
     n, c = input.shape[:2]
     plane = math.prod(size)
-    if indices.numel() and (int(indices._data.min()) < 0 or int(indices._data.max()) >= plane):
-        raise RuntimeError(f"Found an invalid max index: {int(indices._data.max())} (output "
+    found = indices.__torcia_data__
+    if indices.numel() and (int(found.min()) < 0 or int(found.max()) >= plane):
+        raise RuntimeError(f"Found an invalid max index: {int(found.max())} (output "
                            f"volumes are of size {'x'.join(map(str, size))}")
     flat = torcia.zeros(n, c, plane, dtype=input.dtype, device=input.device)
     out = flat.scatter(2, indices.reshape(n, c, -1), input.reshape(n, c, -1))
@@ -1248,7 +1249,7 @@ def _scalar(d) -> str:
 
 
 def _check_targets(target, c, ignore_index):
-    t = target._data
+    t = target.__torcia_data__
     bad = (t != ignore_index) & ((t < 0) | (t >= c))
     _check_async(target.device, bad.any(),
                  lambda: IndexError(f"Target {int(t[bad][0])} is out of bounds."))
@@ -1385,7 +1386,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     tensor(0.6931)
     """
     _same_shape(input, target, "binary_cross_entropy")
-    data = input._data
+    data = input.__torcia_data__
     if data.size and (data.min() < 0 or data.max() > 1):
         raise RuntimeError("all elements of input should be between 0 and 1")
     loss = _BinaryCrossEntropy.apply(input, target)
@@ -1475,9 +1476,9 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: expected log_probs of 2 or 3 dimensions, got "
                            f"{log_probs.ndim}")
     t_max, n, c = log_probs.shape
-    il = np.asarray(input_lengths._data if isinstance(input_lengths, Tensor)
+    il = np.asarray(input_lengths.__torcia_data__ if isinstance(input_lengths, Tensor)
                     else input_lengths, dtype=np.int64).reshape(-1)
-    tl = np.asarray(target_lengths._data if isinstance(target_lengths, Tensor)
+    tl = np.asarray(target_lengths.__torcia_data__ if isinstance(target_lengths, Tensor)
                     else target_lengths, dtype=np.int64).reshape(-1)
     if il.shape != (n,) or tl.shape != (n,):
         raise RuntimeError(f"ctc_loss: expected input_lengths and target_lengths of size {n}, "
@@ -1485,7 +1486,7 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
     if (il > t_max).any() or (il < 1).any():
         raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
                            f"value {int(il.max())} (while checking arguments for ctc_loss_cpu)")
-    tgt = np.asarray(targets._data, dtype=np.int64)
+    tgt = np.asarray(targets.__torcia_data__, dtype=np.int64)
     if tgt.ndim == 1 and n > 1 or tgt.ndim == 1 and not added and tgt.shape[0] != tl[0]:
         # concatenated targets: split by target_lengths into padded rows
         starts = np.concatenate([[0], np.cumsum(tl)[:-1]])
@@ -1694,7 +1695,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
     x = input if input.ndim == 2 else input.unsqueeze(0)
-    t = target._data.reshape(x.shape)
+    t = target.__torcia_data__.reshape(x.shape)
     c = x.shape[1]
     # slots before the first -1 name targets
     valid = np.cumprod(t != -1, axis=1).astype(bool)
@@ -1761,7 +1762,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean
             var = var.unsqueeze(-1)
         elif not (input.shape[:-1] == var.shape[:-1] and var.shape[-1] == 1):
             raise ValueError("var is of incorrect size")
-    if (var._data < 0).any():
+    if (var.__torcia_data__ < 0).any():
         raise ValueError("var has negative entry/entries")
     with torcia.no_grad():
         clamped = var.clamp(min=eps)

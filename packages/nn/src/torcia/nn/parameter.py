@@ -4,7 +4,7 @@ they are assigned as attributes."""
 from __future__ import annotations
 
 from torcia import Tensor, empty
-from torcia.library import disabled_torch_function_impl
+from torcia.library import alias, bump_version, disabled_torch_function_impl
 
 
 def _alias(cls, data: Tensor) -> Tensor:
@@ -13,8 +13,7 @@ def _alias(cls, data: Tensor) -> Tensor:
         data = empty(0)
     if not isinstance(data, Tensor):
         raise TypeError(f"{cls.__name__} expects a Tensor as data, got {type(data).__name__}")
-    t = Tensor._make(data._data, data._device)
-    t._vc = data._vc
+    t = alias(data)
     t.__class__ = cls
     return t
 
@@ -58,7 +57,7 @@ class Parameter(Tensor):
     def __reduce_ex__(self, protocol):
         # the data as a tensor over the same memory: pickled for another process of
         # torcia.multiprocessing, it travels through shared memory, as PyTorch's does
-        return (_rebuild_parameter, (Tensor.detach(self), self._requires_grad))
+        return (_rebuild_parameter, (Tensor.detach(self), self.__torcia_requires_grad__))
 
 
 def _rebuild_parameter(data, requires_grad):
@@ -141,9 +140,9 @@ class UninitializedTensorMixin:
         dtype = self.dtype if dtype is None else dtype
         shape = (shape,) if isinstance(shape, int) else tuple(shape)
         made = empty(shape, device=device, dtype=dtype)
-        self._data = made._data
-        self._device = made._device
-        self._vc[0] += 1
+        self.__torcia_data__ = made.__torcia_data__
+        self.__torcia_device__ = made.__torcia_device__
+        bump_version(self)
         self.__class__ = self.cls_to_become
 
     @property

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import torcia
 from torcia import Tensor
+from torcia.library import wrap
 from torcia.optim.optimizer import Optimizer, arrays, bump_steps, bump_versions
 
 
@@ -126,13 +127,14 @@ class ElementwiseOptimizer(Optimizer):
 
     def _run_kernel(self, kernel, params, states, steps, hyper) -> None:
         lists = [
-            [None if s.get(key) is None else s[key]._data for s in states] for key in self.buffers
+            [None if s.get(key) is None else s[key].__torcia_data__ for s in states]
+            for key in self.buffers
         ]
         extra = [steps] if self.kernel_takes_steps else []
-        kernel(arrays(params), [p.grad._data for p in params], *lists, *extra, **hyper)
+        kernel(arrays(params), [p.grad.__torcia_data__ for p in params], *lists, *extra, **hyper)
         bump_versions(params)
         for key, values in zip(self.buffers, lists):
             for p, state, arr in zip(params, states, values):
                 if arr is not None and state.get(key) is None:
                     # a buffer the kernel made on this step (SGD's momentum)
-                    state[key] = Tensor._make(arr, p.device)
+                    state[key] = wrap(arr, p.device)

@@ -8,7 +8,7 @@ from collections import OrderedDict, defaultdict
 
 import torcia
 from torcia import Tensor
-from torcia.library import RemovableHandle, zero_grad
+from torcia.library import RemovableHandle, bump_version, zero_grad
 
 
 class _RequiredParameter:
@@ -339,9 +339,9 @@ def bump_steps(states: list[dict]) -> list[float]:
     out = []
     for s in states:
         t = s["step"]
-        t._data += 1
-        t._vc[0] += 1
-        out.append(float(t._data))
+        t.__torcia_data__ += 1
+        bump_version(t)
+        out.append(float(t.__torcia_data__))
     return out
 
 
@@ -359,7 +359,7 @@ def bump_versions(tensors) -> None:
     1
     """
     for t in tensors:
-        t._vc[0] += 1
+        bump_version(t)
 
 
 def arrays(tensors) -> list:
@@ -374,7 +374,7 @@ def arrays(tensors) -> list:
     >>> p
     tensor([10., 20.])
     """
-    return [t._data for t in tensors]
+    return [t.__torcia_data__ for t in tensors]
 
 
 def _cast(param: Tensor, value, key):

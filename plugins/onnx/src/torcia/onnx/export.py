@@ -739,9 +739,9 @@ class _Trace(DispatchMode):
 
     def on_inplace(self, target, out):
         # an in-place op: the written tensor now holds the op's result
-        name = self.graph.names.get(id(out._data))
+        name = self.graph.names.get(id(out.__torcia_data__))
         if name is not None:
-            self.graph.bind(target._data, name)
+            self.graph.bind(target.__torcia_data__, name)
 
     def __enter__(self):
         path = self.graph.module_path
@@ -806,7 +806,7 @@ def _flatten(obj):
 def _value_info(name, t, dynamic):
     shape = [dynamic.get(i, d) for i, d in enumerate(t.shape)]
     return helper.make_tensor_value_info(
-        name, helper.np_dtype_to_tensor_dtype(t._data.dtype), shape)
+        name, helper.np_dtype_to_tensor_dtype(t.__torcia_data__.dtype), shape)
 
 
 def export(model, args, f, export_params=True, verbose=False, input_names=None,
@@ -846,9 +846,9 @@ def export(model, args, f, export_params=True, verbose=False, input_names=None,
     named = {id(m): n or type(model).__name__ for n, m in model.named_modules()}
     for n, p in model.state_dict().items():
         graph.initializers.append(numpy_helper.from_array(np.ascontiguousarray(p.numpy()), n))
-        graph.bind(p._data, n)
+        graph.bind(p.__torcia_data__, n)
     for name, t in zip(input_names, inputs):
-        graph.bind(t._data, name)
+        graph.bind(t.__torcia_data__, name)
     was_training = model.training
     model.eval()
     try:
@@ -858,14 +858,14 @@ def export(model, args, f, export_params=True, verbose=False, input_names=None,
                              if isinstance(t, Tensor) else t for t in args]
             for t, orig in zip(traced_inputs, args):
                 if isinstance(t, Tensor):
-                    graph.bind(t._data, graph.names[id(orig._data)])
+                    graph.bind(t.__torcia_data__, graph.names[id(orig.__torcia_data__)])
             result = model(*traced_inputs)
     finally:
         model.train(was_training)
     outputs = _flatten(result)
     output_names = list(output_names or [f"output_{i}" for i in range(len(outputs))])
     for name, t in zip(output_names, outputs):
-        source = graph.value(t._data)
+        source = graph.value(t.__torcia_data__)
         graph.nodes.append(helper.make_node("Identity", [source], [name]))
     used = {i for n in graph.nodes for i in n.input}
     onnx_graph = helper.make_graph(

@@ -71,7 +71,7 @@ class FileSystemWriter:
         for item in items:
             if not item.is_tensor:
                 continue
-            length = int(item.tensor._data.nbytes)
+            length = int(item.tensor.__torcia_data__.nbytes)
             records.append({"key": item.key, "offsets": list(item.offsets),
                             "sizes": list(item.sizes), "global": list(item.global_size),
                             "dtype": str(item.tensor.dtype).removeprefix("torcia."),

@@ -13,7 +13,7 @@ from torcia.distributed.checkpoint.default_planner import (
 from torcia.distributed.checkpoint.filesystem import FileSystemReader
 from torcia.distributed.checkpoint.stateful import Stateful
 from torcia.distributed.tensor import DTensor
-from torcia.library import dtype_by_name
+from torcia.library import bump_version, dtype_by_name
 
 __all__ = ["load"]
 
@@ -70,7 +70,7 @@ def _fill(reader, item, entry) -> None:
     if tuple(entry["size"]) != global_shape:
         raise RuntimeError(f"Size mismatch between saved {tuple(entry['size'])} and current: "
                            f"{global_shape} for {item.key}")
-    local = Tensor.detach(target)._data
+    local = Tensor.detach(target).__torcia_data__
     saved_dtype = dtype_by_name(entry["dtype"]).to_numpy()
     filled = 0
     for chunk in entry["chunks"]:
@@ -87,4 +87,4 @@ def _fill(reader, item, entry) -> None:
     if filled != local.size:
         raise RuntimeError(f"the checkpoint holds {filled} of the {local.size} elements "
                            f"{item.key} needs here")
-    target._vc[0] += 1
+    bump_version(target)

@@ -90,7 +90,7 @@ def save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=None,
     """
     writer, distributed, rank, items, records, values = _plan(
         state_dict, storage_writer, checkpoint_id, planner, process_group, no_dist)
-    writer.write_data([i.tensor._data for i in items if i.is_tensor], rank)
+    writer.write_data([i.tensor.__torcia_data__ for i in items if i.is_tensor], rank)
     if distributed:
         C.barrier(process_group)
     if rank == 0:
@@ -127,7 +127,7 @@ def async_save(state_dict, *, checkpoint_id=None, storage_writer=None, planner=N
     global _EXECUTOR
     writer, distributed, rank, items, records, values = _plan(
         state_dict, storage_writer, checkpoint_id, planner, process_group, no_dist)
-    staged = [np.array(i.tensor._data, copy=True) for i in items if i.is_tensor]
+    staged = [np.array(i.tensor.__torcia_data__, copy=True) for i in items if i.is_tensor]
     values = copy.deepcopy(values)
     token = [uuid.uuid4().hex if rank == 0 else None]
     size = C.get_world_size(process_group) if distributed else 1

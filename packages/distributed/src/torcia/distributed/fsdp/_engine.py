@@ -40,6 +40,7 @@ from torcia.distributed.group import ReduceOp
 from torcia.distributed.parallel import _tensors
 from torcia.distributed.tensor import DTensor, Replicate, Shard
 from torcia.distributed.tensor._api import _contiguous_stride, _Spec, _wrap, as_parameter
+from torcia.library import bump_version, wrap
 from torcia.nn import Parameter
 
 
@@ -132,19 +133,20 @@ class Unit:
         if not self.params:
             return []
         if not self.shard:
-            return [(e.sharded._data if cast is None else e.sharded._data.astype(cast))
-                    .reshape(e.shape) for e in self.params]
+            arrays = [e.sharded.__torcia_data__ for e in self.params]
+            return [(a if cast is None else a.astype(cast)).reshape(e.shape)
+                    for a, e in zip(arrays, self.params)]
         buffer = np.zeros(sum(e.chunk * e.width for e in self.params),
-                          self.params[0].sharded._data.dtype if cast is None else cast)
+                          self.params[0].sharded.__torcia_data__.dtype if cast is None else cast)
         offset = 0
         for e in self.params:
-            local = e.sharded._data.reshape(-1)
+            local = e.sharded.__torcia_data__.reshape(-1)
             buffer[offset:offset + local.size] = local
             offset += e.chunk * e.width
         send = torcia.from_numpy(buffer)
-        out = torcia.from_numpy(np.empty(self.world * send.numel(), dtype=send._data.dtype))
+        out = torcia.from_numpy(np.empty(self.world * send.numel(), dtype=buffer.dtype))
         C.all_gather_into_tensor(out, send, group=self.group)
-        table = out._data.reshape(self.world, -1)
+        table = out.__torcia_data__.reshape(self.world, -1)
         fulls, offset = [], 0
         for e in self.params:
             n = e.chunk * e.width
@@ -159,14 +161,14 @@ class Unit:
             arrays = self.gather(self.param_dtype)
             for e, arr in zip(self.params, arrays):
                 if e.full is None:
-                    e.full = Parameter(Tensor._make(arr, e.sharded.device),
+                    e.full = Parameter(wrap(arr, e.sharded.device),
                                        requires_grad=e.requires_grad)
                     if e.requires_grad:
                         acc = accumulator_of(e.full)
                         acc.register_hook(self._grad_ready)
                         self._accumulators.append(acc)
                 else:
-                    e.full._data = arr
+                    e.full.__torcia_data__ = arr
             self._data_present = True
         for e in self.params:
             e.owner._parameters[e.name] = e.full
@@ -179,7 +181,8 @@ class Unit:
             for e in self.params:
                 if e.full is not None:
                     # a new empty array: a view of the old one would keep its memory
-                    e.full._data = np.empty((0,) * e.full._data.ndim, e.full._data.dtype)
+                    old = e.full.__torcia_data__
+                    e.full.__torcia_data__ = np.empty((0,) * old.ndim, old.dtype)
             self._data_present = False
 
     def _drop_full(self) -> None:
@@ -239,8 +242,8 @@ class Unit:
         """Reduce the full gradients into the shards' gradients and free the full
         parameters (keep the gradients for later under no_sync)."""
         entries = [e for e in self.params if e.requires_grad and e.full is not None]
-        grads = [e.full.grad._data if e.full.grad is not None
-                 else np.zeros(e.shape, dtype=e.full._data.dtype) for e in entries]
+        grads = [e.full.grad.__torcia_data__ if e.full.grad is not None
+                 else np.zeros(e.shape, dtype=e.full.__torcia_data__.dtype) for e in entries]
         if self._pending is not None:
             grads = [g + p for g, p in zip(grads, self._pending)]
             self._pending = None
@@ -261,11 +264,11 @@ class Unit:
                                                      for g in grads]))
             if self.world > 1:
                 C.all_reduce(flat, ReduceOp.SUM, group=self.group)
-            flat = flat._data / (self.divide_factor or self.world)
+            flat = flat.__torcia_data__ / (self.divide_factor or self.world)
             out, offset = [], 0
             for e in entries:
                 n = int(np.prod(e.shape)) if e.shape else 1
-                out.append(flat[offset:offset + n].reshape(e.sharded._data.shape))
+                out.append(flat[offset:offset + n].reshape(e.sharded.__torcia_data__.shape))
                 offset += n
             return out
         # row r of the table: what rank r keeps, every parameter's chunk r (zero-padded)
@@ -280,25 +283,25 @@ class Unit:
         out = torcia.from_numpy(np.empty(table.shape[1], dtype=table.dtype))
         C.reduce_scatter_tensor(out, torcia.from_numpy(table.reshape(-1)), ReduceOp.SUM,
                                 group=self.group)
-        mine = out._data / (self.divide_factor or self.world)
+        mine = out.__torcia_data__ / (self.divide_factor or self.world)
         shards, offset = [], 0
         for e in entries:
             n = e.chunk * e.width
             piece = mine[offset:offset + e.local_rows * e.width]
-            shards.append(piece.reshape(e.sharded._data.shape))
+            shards.append(piece.reshape(e.sharded.__torcia_data__.shape))
             offset += n
         return shards
 
     def _accumulate(self, e, grad) -> None:
         sharded = e.sharded
         if not self.keep_low_precision_grads:
-            grad = grad.astype(sharded._data.dtype, copy=False)
+            grad = grad.astype(sharded.__torcia_data__.dtype, copy=False)
         if sharded.grad is None:
-            sharded.grad = _wrap(Tensor._make(np.ascontiguousarray(grad), sharded.device),
+            sharded.grad = _wrap(wrap(np.ascontiguousarray(grad), sharded.device),
                                  sharded._spec)
         else:
-            sharded.grad._data += grad
-            sharded.grad._vc[0] += 1
+            sharded.grad.__torcia_data__ += grad
+            bump_version(sharded.grad)
 
 
 def _caster(dtype):
@@ -345,7 +348,7 @@ def full_state(unit: Unit) -> dict:
     """``{id(sharded parameter): full tensor}`` of a unit, gathered."""
     out = {}
     for e, arr in zip(unit.params, unit.gather()):
-        out[id(e.sharded)] = Tensor._make(np.array(arr, copy=True), e.sharded.device)
+        out[id(e.sharded)] = wrap(np.array(arr, copy=True), e.sharded.device)
     return out
 
 
@@ -363,4 +366,4 @@ def load_full(unit: Unit, values: dict) -> None:
         start = min(unit.rank * e.chunk, e.rows) if unit.shard else 0
         part = data[start:start + e.local_rows] if unit.shard else data
         with torcia.no_grad():
-            Tensor.copy_(e.sharded, part.reshape(e.sharded._data.shape))
+            Tensor.copy_(e.sharded, part.reshape(e.sharded.__torcia_data__.shape))

@@ -32,6 +32,7 @@ from torcia.distributed.fsdp.api import (
 from torcia.distributed.fsdp.wrap import decide
 from torcia.distributed.group import ReduceOp
 from torcia.distributed.tensor import DTensor
+from torcia.library import bump_version, wrap
 from torcia.nn import Module
 
 __all__ = ["FullyShardedDataParallel"]
@@ -209,7 +210,7 @@ class FullyShardedDataParallel(Module):
                 g = e.sharded.grad
                 if g is not None:
                     (local if unit.shard else replicated).append(
-                        np.abs(g._data.astype(np.float64)))
+                        np.abs(g.__torcia_data__.astype(np.float64)))
         if math.isinf(norm_type):
             mine = max([a.max(initial=0.0) for a in local + replicated], default=0.0)
             total = torcia.tensor([mine], dtype=torcia.float64)
@@ -226,8 +227,8 @@ class FullyShardedDataParallel(Module):
             for unit in self._units():
                 for e in unit.params:
                     if e.sharded.grad is not None:
-                        e.sharded.grad._data *= coef
-                        e.sharded.grad._vc[0] += 1
+                        e.sharded.grad.__torcia_data__ *= coef
+                        bump_version(e.sharded.grad)
         return torcia.tensor(norm)
 
     # ----- full parameters ----------------------------------------------------------------
@@ -343,10 +344,10 @@ class FullyShardedDataParallel(Module):
             if isinstance(value, DTensor):
                 value = Tensor.detach(value)
             if isinstance(current, DTensor) and kind is not StateDictType.FULL_STATE_DICT:
-                if tuple(value.shape) != tuple(current._data.shape):
+                if tuple(value.shape) != tuple(current.__torcia_data__.shape):
                     raise RuntimeError(f"size mismatch for {key}: a shard of shape "
                                        f"{list(value.shape)}, this rank's is "
-                                       f"{list(current._data.shape)}")
+                                       f"{list(current.__torcia_data__.shape)}")
             with torcia.no_grad():
                 Tensor.copy_(current, value)
         for unit, values in fulls.values():
@@ -375,7 +376,7 @@ class FullyShardedDataParallel(Module):
             unit, e = entries.get(id(p), (None, None))
             state[names[id(p)]] = {
                 k: (_gather_state(unit, e, v) if full and unit is not None
-                    and isinstance(v, Tensor) and tuple(v.shape) == tuple(p._data.shape)
+                    and isinstance(v, Tensor) and tuple(v.shape) == tuple(p.__torcia_data__.shape)
                     else v) for k, v in saved.items()}
         offset = 0
         for g, saved in zip(optim.param_groups, optim_state_dict["param_groups"]):
@@ -418,21 +419,21 @@ def _gather_state(unit, e, value):
     """A per-parameter optimizer tensor shaped as the shard, gathered whole."""
     if not unit.shard:
         return value.detach().clone()
-    pad = np.zeros((e.chunk, e.width), dtype=value._data.dtype)
-    pad[:e.local_rows] = value._data.reshape(e.local_rows, e.width)
+    pad = np.zeros((e.chunk, e.width), dtype=value.__torcia_data__.dtype)
+    pad[:e.local_rows] = value.__torcia_data__.reshape(e.local_rows, e.width)
     out = torcia.from_numpy(np.empty(unit.world * pad.size, dtype=pad.dtype))
     C.all_gather_into_tensor(out, torcia.from_numpy(pad.reshape(-1)), group=unit.group)
-    rows = out._data.reshape(unit.world * e.chunk, e.width)[:e.rows]
-    return Tensor._make(np.ascontiguousarray(rows).reshape(e.shape), value.device)
+    rows = out.__torcia_data__.reshape(unit.world * e.chunk, e.width)[:e.rows]
+    return wrap(np.ascontiguousarray(rows).reshape(e.shape), value.device)
 
 
 def _shard_state(unit, e, value):
     """This rank's rows of a whole per-parameter optimizer tensor."""
     data = value.detach().reshape(e.shape or (1,))
     if not unit.shard:
-        return data.clone().reshape(e.sharded._data.shape)
+        return data.clone().reshape(e.sharded.__torcia_data__.shape)
     start = min(unit.rank * e.chunk, e.rows)
-    return data[start:start + e.local_rows].clone().reshape(e.sharded._data.shape)
+    return data[start:start + e.local_rows].clone().reshape(e.sharded.__torcia_data__.shape)
 
 
 def _auto_wrap(module, policy, kwargs, ignored) -> None:

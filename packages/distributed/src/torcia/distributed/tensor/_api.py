@@ -27,7 +27,7 @@ from torcia.distributed.tensor.placement_types import (
     Shard,
     _StridedShard,
 )
-from torcia.library import disabled_torch_function_impl
+from torcia.library import alias, disabled_torch_function_impl
 from torcia.nn import Module, Parameter
 
 __all__ = ["DTensor", "distribute_module", "distribute_tensor", "empty", "full", "ones",
@@ -106,8 +106,7 @@ def _local_part(full: Tensor, mesh, placements) -> Tensor:
 
 def _wrap(local: Tensor, spec: _Spec, cls=None) -> DTensor:
     """A DTensor over ``local``'s memory."""
-    t = Tensor._make(local._data, local.device)
-    t._vc = local._vc
+    t = alias(local)
     t.__class__ = cls or DTensor
     t._dtensor_spec = spec
     return t
@@ -164,7 +163,7 @@ class DTensor(Tensor):
 
     def to_local(self, *, grad_placements=None) -> Tensor:
         """This rank's part, as a plain tensor over the same memory (differentiable)."""
-        return Tensor.view(self, tuple(self._data.shape))
+        return Tensor.view(self, tuple(self.__torcia_data__.shape))
 
     def full_tensor(self, *, grad_placements=None) -> Tensor:
         """The global tensor, on every rank: shards gathered, partial values reduced."""

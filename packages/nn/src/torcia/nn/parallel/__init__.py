@@ -19,9 +19,8 @@ torcia.Size([4, 2])
 
 from __future__ import annotations
 
-import importlib
-
 from torcia import backend as _backend
+from torcia import library
 from torcia.nn.modules.module import Module
 
 __all__ = ["DataParallel", "DistributedDataParallel", "data_parallel"]
@@ -121,7 +120,7 @@ def data_parallel(module, inputs, device_ids=None, output_device=None, dim=0,
 
 
 def __getattr__(name):
-    # DDP lives in torcia-distributed, which depends on torcia-nn, so it is found by name
+    # DDP lives in torcia-distributed, which depends on torcia-nn and lends it here
     if name == "DistributedDataParallel":
-        return importlib.import_module("torcia.distributed").DistributedDataParallel
+        return library.lent("torcia.nn.parallel.DistributedDataParallel", "torcia-distributed")
     raise AttributeError(f"module 'torcia.nn.parallel' has no attribute {name!r}")

@@ -132,7 +132,7 @@ def _compress(state, bucket, matrices):
     """Replace each (index, n, m) slice of the bucket's buffer by its rank-r average."""
     group, rank = state.process_group, state.matrix_approximation_rank
     world = C.get_world_size(group)
-    flat = bucket.buffer()._data
+    flat = bucket.buffer().__torcia_data__
     index = bucket.index()
     ps, qs = [], []
     for k, (start, n, m) in enumerate(matrices):
@@ -172,13 +172,13 @@ def _with_error_feedback(state, bucket, compress):
     index = bucket.index()
     if state.use_error_feedback:
         error = state.error_dict.get(index)
-        if error is not None and error.shape == buffer._data.shape:
-            buffer._data += error
-        before = buffer._data.copy()
+        if error is not None and error.shape == buffer.__torcia_data__.shape:
+            buffer.__torcia_data__ += error
+        before = buffer.__torcia_data__.copy()
     compress()
     if state.use_error_feedback:
         # what this rank's gradient had that the average it got lacks, as PyTorch keeps it
-        state.error_dict[index] = before - buffer._data
+        state.error_dict[index] = before - buffer.__torcia_data__
     state.maybe_increase_iter(bucket)
     return _done(buffer)
 
@@ -219,7 +219,7 @@ def powerSGD_hook(state: PowerSGDState, bucket):
             (matrices.append((start, n, m)) if worth else plain.append((start, numel)))
             start += numel
         if plain:
-            flat = buffer._data
+            flat = buffer.__torcia_data__
             packed = np.concatenate([flat[s:s + k] for s, k in plain])
             _all_reduce_array(packed, state.process_group)
             offset = 0
@@ -257,11 +257,11 @@ def batched_powerSGD_hook(state: PowerSGDState, bucket):
     side = math.ceil(math.sqrt(numel))
 
     def compress():
-        square = np.zeros(side * side, dtype=buffer._data.dtype)
-        square[:numel] = buffer._data
+        square = np.zeros(side * side, dtype=buffer.__torcia_data__.dtype)
+        square[:numel] = buffer.__torcia_data__
         padded = torcia.from_numpy(square)
         inner = type(bucket)(bucket.index(), padded, [], bucket.is_last())
         _compress(state, inner, [(0, side, side)])
-        buffer._data[...] = square[:numel]
+        buffer.__torcia_data__[...] = square[:numel]
 
     return _with_error_feedback(state, bucket, compress)
