@@ -28,6 +28,7 @@ class DispatchMode:
 
 MODES: Any
 PROFILE_ORDER: Any
+PUBLISHED_FIELDS: Any
 
 class Size(tuple):
     def __repr__(self) -> Any: ...
@@ -119,6 +120,15 @@ class Tensor:
         args: Any = ...,
         kwargs: Any = ...,
     ) -> Any: ...
+    __torcia_autograd_meta__: Any
+    __torcia_base__: Any
+    __torcia_data__: Any
+    __torcia_device__: Any
+    __torcia_grad__: Any
+    __torcia_output_nr__: Any
+    __torcia_requires_grad__: Any
+    __torcia_retains_grad__: Any
+    __torcia_version__: Any
     def __truediv__(self, other: Any) -> Any: ...
     def __xor__(self, other: Any) -> Any: ...
     _base: Any
