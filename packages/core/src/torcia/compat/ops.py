@@ -1,6 +1,6 @@
 """``torch.ops`` as the compat runner presents it: ``torch.ops.<namespace>.<op>`` is the
 custom op ``namespace::op`` defined with ``torch.library.custom_op``
-(:class:`torcia.library.OpNamespace`). torcia's own ops are its functions
+(``torcia.library.OpNamespace``). torcia's own ops are its functions
 (``torch.add``): ``torch.ops.aten`` is not there.
 
 Examples
