@@ -9,15 +9,25 @@ medians, and each child's peak resident memory (its whole process: interpreter, 
 framework and the workload).
 
     python benchmarks/bench_training.py [--rounds 5] [--only gpt,lstm_lm] [--threads 1]
+    python benchmarks/bench_training.py --threads sweep --blas openblas,mkl --clock cpu
+    python benchmarks/bench_training.py --only gpt2_infer,gpt2_train --rounds 3  # heavy
     python benchmarks/bench_training.py --profile gpt     # cProfile of torcia's step
 
-``--threads`` sets both frameworks' thread count (default: the CPU count); on a machine
-shared with other jobs, one thread compares the work each does without measuring how
-their threads wait for each other. ``--numpy`` adds a column for torcia with its plugin
-blocked (``TORCIA_DISABLE_PLUGINS=cpu``).
-``--clock cpu`` times the child's CPU time (all its threads) instead of the wall clock.
+``--threads`` sets both frameworks' thread count: one number (default: the CPU count,
+what users get), a comma-separated list, or ``sweep`` (1 to the CPU count). With several,
+each round times every count in turn in the same children (``set_num_threads`` between
+them), the table has a row per count, and a ``scaling`` line per workload shows each
+framework's speed-up from the first count to each other one. On a machine shared with
+other jobs, one thread compares the work each does without measuring how their threads
+wait for each other. ``--numpy`` adds a column for torcia with its plugin blocked
+(``TORCIA_DISABLE_PLUGINS=cpu``).
+``--clock cpu`` times the child's CPU time (all its threads) instead of the wall clock
+(so that a perfectly parallel step costs as much on N threads as on one: the sweep's
+scaling is then the parallel overhead, not the speed-up).
 ``--blas openblas`` (or ``mkl``) runs torcia-cpu's products on that library
-(``TORCIA_CPU_BLAS``); the last line names the one used.
+(``TORCIA_CPU_BLAS``); ``--blas openblas,mkl`` gives torcia a column for each, in the same
+run (``openblas`` is what the default install, without the ``[mkl]`` extra, runs). The
+last line names the libraries used.
 
 Workloads:
 
@@ -44,6 +54,13 @@ Workloads:
   a weight;
 - ``gemm1024``, ``gemm2048``: float32 square products; also timed on NumPy (the BLAS
   ceiling), printed as GFLOP/s.
+
+Heavy workloads, run only when named in ``--only`` (minutes a round, gigabytes a child):
+
+- ``gpt2_infer``: a GPT-2-small-sized model (124M parameters: 12 pre-norm blocks, d=768,
+  12 heads, vocabulary 50257, tied embedding and head), greedy decoding with a key/value
+  cache, batch 1: a 32-token prompt, then 32 tokens one at a time; printed as tokens/s;
+- ``gpt2_train``: one AdamW step of that model at batch 8 x 256 tokens.
 """
 
 from __future__ import annotations
@@ -61,15 +78,15 @@ import sys
 import time
 
 
-def _lib(name, threads=None):
-    threads = threads or os.cpu_count() or 1
+def _lib(name, threads):
     if name == "torch":
         import torch
 
         torch.set_num_threads(threads)
         return torch
     if name == "numpy":
-        # the BLAS ceiling on the same thread count (read when NumPy loads its OpenBLAS)
+        # the BLAS ceiling on the same thread count (read when NumPy loads its OpenBLAS;
+        # later counts through threadpoolctl, see _set_threads)
         os.environ["OPENBLAS_NUM_THREADS"] = str(threads)
         import numpy
 
@@ -78,6 +95,19 @@ def _lib(name, threads=None):
 
     torcia.set_num_threads(threads)
     return torcia
+
+
+def _set_threads(lib, threads):
+    """Run ``lib``'s next steps on ``threads`` threads; False where that cannot be done."""
+    if lib.__name__ != "numpy":
+        lib.set_num_threads(threads)
+        return True
+    try:
+        import threadpoolctl
+    except ImportError:
+        return False
+    threadpoolctl.threadpool_limits(threads, user_api="blas")
+    return True
 
 
 CLOCKS = {"wall": time.perf_counter, "cpu": time.process_time}
@@ -312,6 +342,93 @@ def textcls(lib):
     return _train_step(model, opt, (tokens, offsets), target, nn.functional.cross_entropy)
 
 
+def _gpt2_model(lib, ctx):
+    """GPT-2 small's shape (124M parameters) as nanoGPT writes it: fused QKV projection,
+    ``F.scaled_dot_product_attention``, tied token embedding and head. ``forward(tokens,
+    cache)`` takes and returns a key/value cache per block (a list, None for none)."""
+    nn, F = lib.nn, lib.nn.functional
+    vocab, d, heads, layers = 50257, 768, 12, 12
+
+    class Attention(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.proj = nn.Linear(d, 3 * d), nn.Linear(d, d)
+
+        def forward(self, x, past):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).split(d, dim=2)
+            q, k, v = (z.reshape(b, t, heads, d // heads).transpose(1, 2) for z in (q, k, v))
+            if past is not None:
+                k, v = lib.cat([past[0], k], dim=2), lib.cat([past[1], v], dim=2)
+            # one query at a time attends to the whole cache: no mask
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=t > 1)
+            return self.proj(y.transpose(1, 2).reshape(b, t, d)), (k, v)
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ln1, self.ln2 = nn.LayerNorm(d), nn.LayerNorm(d)
+            self.attn = Attention()
+            self.fc, self.out = nn.Linear(d, 4 * d), nn.Linear(4 * d, d)
+
+        def forward(self, x, past):
+            y, kv = self.attn(self.ln1(x), past)
+            x = x + y
+            return x + self.out(F.gelu(self.fc(self.ln2(x)), approximate="tanh")), kv
+
+    class GPT2(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.tok, self.pos = nn.Embedding(vocab, d), nn.Embedding(ctx, d)
+            self.blocks = nn.ModuleList([Block() for _ in range(layers)])
+            self.ln, self.head = nn.LayerNorm(d), nn.Linear(d, vocab, bias=False)
+            self.head.weight = self.tok.weight
+
+        def forward(self, tokens, cache=None):
+            start = 0 if cache is None else cache[0][0].shape[2]
+            positions = lib.arange(start, start + tokens.shape[1])
+            x = self.tok(tokens) + self.pos(positions)
+            new = []
+            for i, block in enumerate(self.blocks):
+                x, kv = block(x, None if cache is None else cache[i])
+                new.append(kv)
+            return self.head(self.ln(x)), new
+
+    lib.manual_seed(0)
+    return GPT2()
+
+
+def gpt2_infer(lib):
+    prompt, new_tokens = 32, gpt2_infer.tokens
+    model = _gpt2_model(lib, prompt + new_tokens).eval()
+    tokens = lib.randint(0, 50257, (1, prompt))
+
+    def step():
+        with lib.no_grad():
+            logits, cache = model(tokens)
+            for _ in range(new_tokens):
+                nxt = logits[:, -1].argmax(dim=-1, keepdim=True)
+                logits, cache = model(nxt, cache)
+
+    return step
+
+
+gpt2_infer.tokens = 32  # generated per step: the table adds tokens/s
+
+
+def gpt2_train(lib):
+    batch, seq = 8, 256
+    model = _gpt2_model(lib, seq)
+    opt = lib.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
+    tokens = lib.randint(0, 50257, (batch, seq))
+    target = lib.randint(0, 50257, (batch * seq,))
+
+    def loss_fn(out, target):
+        return lib.nn.functional.cross_entropy(out[0].reshape(-1, 50257), target)
+
+    return _train_step(model, opt, tokens, target, loss_fn)
+
+
 def _activation(fn):
     def workload(lib):
         lib.manual_seed(0)
@@ -367,17 +484,22 @@ WORKLOADS = {
     "silu": _activation(lambda lib, x: lib.nn.functional.silu(x)),
     "layer_norm": _norm("layer_norm"), "rms_norm": _norm("rms_norm"),
     "gemm1024": _gemm(1024), "gemm2048": _gemm(2048),
+    "gpt2_infer": gpt2_infer, "gpt2_train": gpt2_train,
 }
+#: Workloads run only when ``--only`` names them.
+HEAVY = ("gpt2_infer", "gpt2_train")
 #: Each round runs a workload's step for at least this long.
 ROUND_SECONDS = 0.25
 
 
 def _child(lib_name, name, clock_name, threads):
-    """Serve rounds of one workload over stdin/stdout: a line "round" times one round and
-    answers its seconds per step; end of input answers the peak RSS in bytes."""
+    """Serve rounds of one workload over stdin/stdout: a line "round N" times one round on
+    N threads and answers its seconds per step (or null where N threads cannot be set);
+    end of input answers the peak RSS in bytes."""
     clock = CLOCKS[clock_name]
     try:
-        step = WORKLOADS[name](_lib(lib_name, threads))
+        lib = _lib(lib_name, threads)
+        step = WORKLOADS[name](lib)
     except (AttributeError, ImportError, NotImplementedError, TypeError) as exc:
         print(json.dumps({"skip": f"{type(exc).__name__}: {exc}"[:90]}), flush=True)
         return
@@ -387,8 +509,12 @@ def _child(lib_name, name, clock_name, threads):
     number = max(1, int(ROUND_SECONDS / max((clock() - start) / 2, 1e-7)))
     print(json.dumps({"ready": number}), flush=True)
     for line in sys.stdin:
-        if line.strip() != "round":
+        words = line.split()
+        if not words or words[0] != "round":
             break
+        if not _set_threads(lib, int(words[1])):
+            print(json.dumps({"seconds": None}), flush=True)
+            continue
         start = clock()
         for _ in range(number):
             step()
@@ -397,10 +523,14 @@ def _child(lib_name, name, clock_name, threads):
           flush=True)
 
 
-def _spawn(lib_name, name, clock_name, threads):
+def _spawn(contender, name, clock_name, threads):
+    """A child running ``name`` for ``contender``: "torch", "numpy", "torcia",
+    "torcia-numpy" (its plugin blocked) or "torcia:BLAS" (torcia-cpu's products on BLAS)."""
     env = dict(os.environ)
-    child = lib_name
-    if lib_name == "torcia-numpy":
+    child, _, blas = contender.partition(":")
+    if blas:
+        env["TORCIA_CPU_BLAS"] = blas
+    if child == "torcia-numpy":
         child = "torcia"
         env["TORCIA_DISABLE_PLUGINS"] = ",".join(
             filter(None, [env.get("TORCIA_DISABLE_PLUGINS"), "cpu"]))
@@ -417,25 +547,30 @@ def _answer(proc):
     return json.loads(line)
 
 
-def measure(name, libs, rounds, clock_name, threads):
-    """{lib: {"median": s, "rss": bytes} or {"skip": reason}} for one workload."""
-    procs = {lib: _spawn(lib, name, clock_name, threads) for lib in libs}
+def measure(name, contenders, rounds, clock_name, thread_counts):
+    """{contender: {"median": {threads: s}, "rss": bytes} or {"skip": reason}} for one
+    workload: each round runs every contender at every thread count in turn."""
+    # started on the most threads: OpenBLAS (NumPy's) cannot grow past its count at load
+    procs = {c: _spawn(c, name, clock_name, max(thread_counts)) for c in contenders}
     out, live = {}, {}
-    for lib, proc in procs.items():
+    for c, proc in procs.items():
         first = _answer(proc)
         if "skip" in first:
-            out[lib] = first
+            out[c] = first
         else:
-            live[lib], out[lib] = proc, {"times": []}
+            live[c], out[c] = proc, {"times": {n: [] for n in thread_counts}}
     for _ in range(rounds):
-        for lib, proc in live.items():
-            proc.stdin.write("round\n")
-            proc.stdin.flush()
-            out[lib]["times"].append(_answer(proc)["seconds"])
-    for lib, proc in live.items():
+        for n in thread_counts:
+            for c, proc in live.items():
+                proc.stdin.write(f"round {n}\n")
+                proc.stdin.flush()
+                seconds = _answer(proc)["seconds"]
+                if seconds is not None:
+                    out[c]["times"][n].append(seconds)
+    for c, proc in live.items():
         proc.stdin.close()
-        out[lib]["rss"] = _answer(proc)["rss"]
-        out[lib]["median"] = statistics.median(out[lib]["times"])
+        out[c]["rss"] = _answer(proc)["rss"]
+        out[c]["median"] = {n: statistics.median(t) for n, t in out[c]["times"].items() if t}
     for proc in procs.values():
         proc.wait()
     return out
@@ -453,36 +588,90 @@ def profile(name, threads, steps=20, top=25):
     pstats.Stats(prof).sort_stats("tottime").print_stats(top)
 
 
-def _ms(entry):
-    if "skip" in entry:
-        return "n/a"
-    return f"{entry['median'] * 1e3:.3f} ms"
+def _ms(entry, threads):
+    seconds = entry.get("median", {}).get(threads)
+    return "n/a" if seconds is None else f"{seconds * 1e3:.3f} ms"
 
 
-def _blas_library():
+def _blas_library(blas):
     """The BLAS library torcia-cpu runs its products on in a child like the workloads'."""
+    env = dict(os.environ)
+    if blas:
+        env["TORCIA_CPU_BLAS"] = blas
     code = "import torcia_cpu; print(torcia_cpu.blas_library())"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    return proc.stdout.strip() or "NumPy's BLAS (torcia-cpu not loaded)"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=env)
+    # MKL's version string runs on past its version ("-Product Build ... applications")
+    return proc.stdout.strip().split("-Product")[0] or "NumPy's BLAS (torcia-cpu not loaded)"
 
 
 def _mib(entry):
     return "" if "rss" not in entry else f"{entry['rss'] / 2 ** 20:.0f}"
 
 
+def _thread_counts(text):
+    cpus = os.cpu_count() or 1
+    if text == "sweep":
+        return list(range(1, cpus + 1))
+    try:
+        counts = [int(n) for n in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a number, a list or 'sweep', got {text!r}") from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"thread counts must be at least 1, got {text!r}")
+    return counts
+
+
+def _extras(name, res, torcias, threads):
+    """What follows a workload's row: GEMM's GFLOP/s, decoding's tokens/s."""
+    if name.startswith("gemm"):
+        n = int(name[4:])
+        flops = {c: 2 * n ** 3 / res[c]["median"][threads] / 1e9 for c in res
+                 if threads in res[c].get("median", {})}
+        if "numpy" not in flops:
+            return ""
+        text = "   GFLOP/s " + ", ".join(f"{c} {v:.0f}" for c, v in flops.items())
+        return text + "".join(f"; {c} at {flops[c] / flops['numpy']:.0%} of NumPy's BLAS"
+                              for c in torcias if c in flops)
+    tokens = getattr(WORKLOADS[name], "tokens", None)
+    if tokens:
+        rates = {c: tokens / res[c]["median"][threads] for c in res
+                 if threads in res[c].get("median", {})}
+        return "   tokens/s " + ", ".join(f"{c} {v:.1f}" for c, v in rates.items())
+    return ""
+
+
+def _scaling(res, thread_counts):
+    """Each contender's speed-up from the first thread count to each other one."""
+    base, parts = thread_counts[0], []
+    for c, entry in res.items():
+        med = entry.get("median", {})
+        if base in med:
+            ups = "/".join(f"{med[base] / med[n]:.2f}" if n in med else "n/a"
+                           for n in thread_counts[1:])
+            parts.append(f"{c} {ups}")
+    counts = "/".join(str(n) for n in thread_counts[1:])
+    return f"{'':<12}scaling {base}->{counts} threads: " + ", ".join(parts)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--only", default=",".join(WORKLOADS),
-                        help="comma-separated workloads (default: all)")
+    parser.add_argument("--only", default=",".join(w for w in WORKLOADS if w not in HEAVY),
+                        help="comma-separated workloads (default: all but "
+                             f"{', '.join(HEAVY)})")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time the wall clock (default) or the process's CPU time")
-    parser.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                        help="threads for both frameworks (default: the CPU count)")
+    parser.add_argument("--threads", type=_thread_counts, default=[os.cpu_count() or 1],
+                        help="threads for both frameworks: a number (default: the CPU "
+                             "count), a comma-separated list, or 'sweep' (1 to the CPU count)")
     parser.add_argument("--numpy", action="store_true",
                         help="add torcia with its plugin blocked")
-    parser.add_argument("--blas", choices=["auto", "openblas", "mkl"],
-                        help="torcia-cpu's BLAS library (default: TORCIA_CPU_BLAS, or auto)")
+    parser.add_argument("--blas", default=None,
+                        help="torcia-cpu's BLAS library: auto, openblas or mkl, or several "
+                             "separated by commas, a torcia column each (default: "
+                             "TORCIA_CPU_BLAS, or auto)")
     parser.add_argument("--profile", metavar="WORKLOAD",
                         help="print a cProfile of torcia's step instead of the table")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -491,44 +680,52 @@ def main(argv=None):
     unknown = [n for n in names if n not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workloads {unknown}; known: {', '.join(WORKLOADS)}")
-    if args.blas:
-        os.environ["TORCIA_CPU_BLAS"] = args.blas  # the children inherit it
+    blases = [b.strip() for b in args.blas.split(",")] if args.blas else []
+    if any(b not in ("auto", "openblas", "mkl") for b in blases):
+        parser.error(f"--blas: expected auto, openblas or mkl, got {args.blas!r}")
     if args.child:
-        _child(args.child, names[0], args.clock, args.threads)
+        _child(args.child, names[0], args.clock, args.threads[0])
         return 0
     if args.profile:
-        profile(args.profile, args.threads)
+        if len(blases) == 1:
+            os.environ["TORCIA_CPU_BLAS"] = blases[0]
+        profile(args.profile, args.threads[0])
         return 0
-    libs = ["torcia", "torch"] + (["torcia-numpy"] if args.numpy else [])
-    header = (f"{'workload':<12}{'torcia':>13}{'pytorch':>13}{'ratio':>8}"
-              f"{'rss torcia':>12}{'rss torch':>11}")
-    if args.numpy:
-        header += f"{'torcia (numpy)':>16}"
+    torcias = [f"torcia:{b}" for b in blases] if len(blases) > 1 else ["torcia"]
+    if len(blases) == 1:
+        os.environ["TORCIA_CPU_BLAS"] = blases[0]  # the children inherit it
+    contenders = torcias + ["torch"] + (["torcia-numpy"] if args.numpy else [])
+    counts = args.threads
+    width = max(13, *(len(c) + 2 for c in contenders))
+    header = f"{'workload':<12}{'threads':>8}" + "".join(f"{c:>{width}}" for c in contenders)
+    header += "".join(f"{'ratio' + c[6:]:>{max(8, len(c))}}" for c in torcias)
+    rss_width = width + 4
+    header += "".join(f"{'rss ' + c:>{rss_width}}" for c in contenders)
     print(header + "   (median of rounds; RSS in MiB)", flush=True)
     for name in names:
         extra = ["numpy"] if name.startswith("gemm") else []
-        res = measure(name, libs + extra, args.rounds, args.clock, args.threads)
-        ours, theirs = res["torcia"], res["torch"]
-        ratio = ""
-        if "median" in ours and "median" in theirs:
-            ratio = f"{ours['median'] / theirs['median']:.2f}x"
-        row = (f"{name:<12}{_ms(ours):>13}{_ms(theirs):>13}{ratio:>8}{_mib(ours):>12}"
-               f"{_mib(theirs):>11}")
-        if args.numpy:
-            row += f"{_ms(res['torcia-numpy']):>16}"
-        if extra and "median" in ours:
-            n = int(name[4:])
-            flops = {lib: 2 * n ** 3 / res[lib]["median"] / 1e9 for lib in res
-                     if "median" in res[lib]}
-            row += "   GFLOP/s " + ", ".join(f"{lib} {v:.0f}" for lib, v in flops.items())
-            row += f"; torcia at {flops['torcia'] / flops['numpy']:.0%} of NumPy's BLAS"
-        print(row, flush=True)
-        for lib, entry in res.items():
+        res = measure(name, contenders + extra, args.rounds, args.clock, counts)
+        for n in counts:
+            row = f"{name:<12}{n:>8}" + "".join(f"{_ms(res[c], n):>{width}}"
+                                               for c in contenders)
+            theirs = res["torch"].get("median", {}).get(n)
+            for c in torcias:
+                ours = res[c].get("median", {}).get(n)
+                ratio = "" if ours is None or theirs is None else f"{ours / theirs:.2f}x"
+                row += f"{ratio:>{max(8, len(c))}}"
+            if n == counts[-1]:
+                row += "".join(f"{_mib(res[c]):>{rss_width}}" for c in contenders)
+            print(row + _extras(name, res, torcias, n), flush=True)
+        if len(counts) > 1:
+            print(_scaling(res, counts), flush=True)
+        for c, entry in res.items():
             if "skip" in entry:
-                print(f"{'':<12}  {lib}: skipped: {entry['skip']}", flush=True)
+                print(f"{'':<12}  {c}: skipped: {entry['skip']}", flush=True)
+    libraries = "; ".join(f"{c}'s products on {_blas_library(c[7:] or None)}" for c in torcias)
     print("ratio: torcia's median time / PyTorch's; below 1 means torcia is faster. "
-          f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each, "
-          f"{args.threads} thread(s) for both; torcia's products on {_blas_library()}.")
+          f"{args.rounds} alternating rounds of at least {ROUND_SECONDS} s each "
+          f"({args.clock} clock), {'/'.join(map(str, counts))} thread(s) for both; "
+          f"{libraries}.")
     return 0
 
 

@@ -34,6 +34,8 @@ Table table = {
     scipy_cblas_dgemm,
     scipy_cblas_sgemm_batch_strided,
     scipy_cblas_dgemm_batch_strided,
+    scipy_cblas_sgemv,
+    scipy_cblas_dgemv,
     scipy_openblas_set_num_threads,
 };
 
@@ -284,6 +286,8 @@ std::string use_mkl(const std::string& path) {
       symbol<torcia_blas::dgemm_t>(lib, path, "cblas_dgemm"),
       symbol<torcia_blas::sgemm_strided_t>(lib, path, "cblas_sgemm_batch_strided"),
       symbol<torcia_blas::dgemm_strided_t>(lib, path, "cblas_dgemm_batch_strided"),
+      symbol<torcia_blas::sgemv_t>(lib, path, "cblas_sgemv"),
+      symbol<torcia_blas::dgemv_t>(lib, path, "cblas_dgemv"),
       set_threads,
   };
   if (set_interface(kMklInterfaceLp64) != kMklInterfaceLp64)

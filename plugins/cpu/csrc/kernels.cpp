@@ -28,8 +28,11 @@
 #include "vecmath.h"
 #include "winograd.h"
 
-// defined in activations.cpp, norm.cpp, blas.cpp and lstm.cpp
+// defined in activations.cpp, attention.cpp, elementwise.cpp, norm.cpp, blas.cpp and
+// lstm.cpp
 void define_activations(pybind11::module_& m);
+void define_attention(pybind11::module_& m);
+void define_elementwise(pybind11::module_& m);
 void define_norm(pybind11::module_& m);
 void define_blas(pybind11::module_& m);
 void define_lstm(pybind11::module_& m);
@@ -1174,6 +1177,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("set_winograd", &set_winograd, py::arg("on"));
   m.def("winograd", [] { return winograd_enabled; });
   define_activations(m);
+  define_attention(m);
+  define_elementwise(m);
   define_norm(m);
   define_blas(m);
   define_lstm(m);

@@ -30,13 +30,13 @@
 #define TORCIA_INLINE inline
 #endif
 
-// exp for float in plain arithmetic (Cephes' range reduction and polynomial, ~1 ulp), for
-// c in [-87.33, 88.37] (a normal result; NaN gives NaN). Plain arithmetic, so that the
-// loops calling it vectorize: a call to the C library's expf or tanhf would keep them
-// scalar, at several times NumPy's (SIMD) cost.
-static TORCIA_INLINE float exp_in_range(float c) {
+// e^c = y 2^n for float in plain arithmetic (Cephes' range reduction and polynomial, ~1
+// ulp): returns y and leaves n in the low bits of vbits' mantissa (2^22 + n). Plain
+// arithmetic, so that the loops calling it vectorize: a call to the C library's expf or
+// tanhf would keep them scalar, at several times NumPy's (SIMD) cost.
+static TORCIA_INLINE float exp_reduced(float c, uint32_t& vbits) {
   // n = round(c log2 e): adding 1.5 * 2^23 leaves n in the low bits of v's mantissa
-  // (|n| <= 127), with no conversion to an integer and back (plain arithmetic, not
+  // (|n| < 2^22), with no conversion to an integer and back (plain arithmetic, not
   // std::fma, which is a library call where the CPU has no FMA: the compiler contracts it
   // where it has; n may be off by one at a tie either way, which the polynomial covers)
   constexpr float kShift = 12582912.0f;
@@ -52,15 +52,42 @@ static TORCIA_INLINE float exp_in_range(float c) {
   y = y * r + 1.6666665459e-1f;
   y = y * r + 5.0000001201e-1f;
   y = y * r * r + r + 1.0f;
+  std::memcpy(&vbits, &v, sizeof vbits);
+  return y;
+}
+
+// exp for c in [-87.33, 88.37] (a normal result; NaN gives NaN)
+static TORCIA_INLINE float exp_in_range(float c) {
+  uint32_t vbits;
+  const float y = exp_reduced(c, vbits);
   // 2^n from v's low bits (v's own exponent bits are shifted out); unsigned, so that NaN's
   // bits shift without undefined behaviour (y is NaN already then)
-  uint32_t vbits;
-  std::memcpy(&vbits, &v, sizeof vbits);
   const uint32_t bits = (vbits + 127u) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return y * scale;
 }
+
+// exp for any float, as the C library's: 2^n applied as two normal factors, so that
+// results above FLT_MAX overflow to inf and those below FLT_MIN round to subnormals (or
+// 0) once; NaN stays NaN. Integer work only on bits (no float-to-int conversion,
+// undefined for NaN).
+static TORCIA_INLINE float exp_full(float x) {
+  // beyond both clamps the result is inf or rounds to 0 (NaN passes: see exp_approx)
+  const float c = std::min(std::max(x, -104.0f), 89.0f);
+  uint32_t vbits;
+  const float y = exp_reduced(c, vbits);
+  // n in [-151, 129]: each half of it is a normal power of two
+  const int32_t n = int32_t(vbits & 0x7fffffu) - 0x400000;
+  const int32_t n1 = n / 2, n2 = n - n1;
+  const uint32_t b1 = uint32_t(n1 + 127) << 23, b2 = uint32_t(n2 + 127) << 23;
+  float s1, s2;
+  std::memcpy(&s1, &b1, sizeof s1);
+  std::memcpy(&s2, &b2, sizeof s2);
+  return y * s1 * s2;
+}
+
+static TORCIA_INLINE double exp_full(double x) { return std::exp(x); }
 
 // exp for any float x; double keeps std::exp.
 static TORCIA_INLINE float exp_approx(float x) {

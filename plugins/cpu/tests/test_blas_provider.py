@@ -40,6 +40,14 @@ for dt in ("float32", "float64"):
     out[f"att_{dt}"] = att.numpy()
     out[f"att_ref_{dt}"] = (q.numpy().astype(np.float64)
                             @ np.swapaxes(k.numpy(), -1, -2).astype(np.float64))
+    # one row or one column (the matrix-vector path), each operand plain or transposed
+    for name, (l, r) in {"row": (t(1, 53), b), "row_t": (t(53, 1).mT, t(29, 53).mT),
+                         "col": (a, t(53, 1)), "col_t": (t(53, 37).mT, t(1, 53).mT)}.items():
+        out[f"mv{name}_{dt}"] = (l @ r).numpy()
+        out[f"mv{name}_ref_{dt}"] = l.numpy().astype(np.float64) @ r.numpy().astype(np.float64)
+    x1, w1 = t(1, 33), t(21, 33)
+    out[f"mvlinear_{dt}"] = F.linear(x1, w1, None).numpy()
+    out[f"mvlinear_ref_{dt}"] = x1.numpy().astype(np.float64) @ w1.numpy().T.astype(np.float64)
     x, w, bias = t(5, 7, 33, grad=True), t(21, 33, grad=True), t(21)
     y = F.linear(x, w, bias)
     y.sum().backward()
@@ -81,7 +89,7 @@ def _tol(key):
 def test_openblas_products_match_float64(tmp_path):
     name, out = _products(tmp_path, "openblas")
     assert name == "openblas"
-    for key in ("mm", "att", "linear"):
+    for key in ("mm", "att", "linear", "mvrow", "mvrow_t", "mvcol", "mvcol_t", "mvlinear"):
         for dt in ("float32", "float64"):
             rtol, atol = _tol(dt)
             np.testing.assert_allclose(out[f"{key}_{dt}"], out[f"{key}_ref_{dt}"], rtol, atol)

@@ -417,6 +417,34 @@ def test_masked_fill(shape, dtype, data):
     _both("masked_fill", x, mask, value)
 
 
+@FUZZ
+@given(st.integers(1, 2), st.sampled_from([(1, 1), (2, 1), (4, 2), (3, 3)]), st.integers(1, 140),
+       st.integers(1, 140), st.integers(1, 9), st.integers(1, 9), dtypes,
+       st.sampled_from(["none", "causal", "bool", "bool_rows", "float"]), st.data())
+def test_flash_attention_and_backward(b, heads, lq, lk, e, ev, dtype, masking, data):
+    """Several query and key blocks (64 and 128), grouped heads, every masking, any
+    layout; a query that may attend to nothing where the mask leaves it none."""
+    hq, hk = heads
+    q = data.draw(arrays((b, hq, lq, e), dtype))
+    k = data.draw(arrays((b, hk, lk, e), dtype))
+    v = data.draw(arrays((b, hk, lk, ev), dtype))
+    rng = np.random.default_rng(data.draw(st.integers(0, 99)))
+    mask = None
+    if masking == "bool":
+        mask = rng.random((lq, lk)) < 0.7
+    elif masking == "bool_rows":
+        mask = rng.random((b, 1, lq, lk)) < 0.05
+    elif masking == "float":
+        mask = np.where(rng.random((hq, lq, lk)) < 0.8, rng.standard_normal((hq, lq, lk)),
+                        -np.inf).astype(dtype)
+    params = dict(is_causal=masking == "causal", scale=data.draw(st.sampled_from([0.3, 1.0])))
+    with np.errstate(all="ignore"):
+        out, lse = REF.flash_attention(q, k, v, mask, **params)
+    _both("flash_attention", q, k, v, mask, **params)
+    g = data.draw(arrays(out.shape, dtype))
+    _both("flash_attention_backward", g, q, k, v, out, lse, mask, **params)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -426,5 +454,6 @@ def test_every_override_is_fuzzed():
               "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
-              "batch_norm_backward", "masked_fill"}
+              "batch_norm_backward", "masked_fill", "flash_attention",
+              "flash_attention_backward"}
     assert set(OVERRIDES) == fuzzed

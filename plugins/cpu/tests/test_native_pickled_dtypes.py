@@ -24,7 +24,7 @@ from torcia import nn
 
 # entry points that take no arrays (settings and queries)
 SETTINGS = {"blas_name", "get_num_threads", "set_num_threads", "set_blas_threads",
-            "set_winograd", "winograd", "openmp", "use_mkl"}
+            "set_winograd", "winograd", "openmp", "use_mkl", "ELEMENTWISE_GRAIN"}
 ENTRY_POINTS = sorted(n for n in dir(_native) if not n.startswith("_") and n not in SETTINGS)
 
 
@@ -84,6 +84,15 @@ def _workload(dtype):
     scores = (h @ h.transpose(-2, -1)).masked_fill(
         torcia.ones(16, 16, dtype=torcia.bool).triu(1), float("-inf"))
     h = F.softmax(scores, -1) @ h + F.log_softmax(scores.clamp(min=-1e4), -1).mean()
+    # attention without the scores (flash_attention), causal and with a bool mask
+    q = h.reshape(2, 2, 8, 64)
+    h = h + F.scaled_dot_product_attention(q, q, q, is_causal=True).reshape(2, 16, 64)
+    h = h + F.scaled_dot_product_attention(
+        q, q, q, attn_mask=torcia.ones(8, 8, dtype=torcia.bool).tril()).reshape(2, 16, 64)
+    # elementwise ops and sums of a tensor above the grain (native on several threads)
+    big = torcia.randn(2, 40000, dtype=dtype, requires_grad=True)
+    wide = ((big * 2.0 + big) / (big.abs() + 1.0).sqrt() - big[0]).exp().sum(1).mean()
+    h = h + wide * 0
     out, _ = nn.LSTM(64, 8).to(dtype)(h)
     cell = nn.LSTMCell(8, 8).to(dtype)
     hc = cell(out[0])
@@ -107,6 +116,8 @@ def recorded():
     recorder = _Recorder()
     patch = pytest.MonkeyPatch()
     patch.setattr(native_kernels, "_native", recorder)
+    # the arithmetic natively whatever this machine's thread count
+    patch.setattr(native_kernels, "_arithmetic_from", _native.ELEMENTWISE_GRAIN)
     try:
         for dtype in (torcia.float32, torcia.float64):
             _workload(dtype)

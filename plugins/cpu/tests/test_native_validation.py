@@ -151,6 +151,55 @@ CASES = {
     "lstm_cell_backward gh too small": (
         "n.lstm_cell_backward(z(1, 1), z(64, 256), z(64, 1024), z(64, 256), z(64, 256))",
         "gh has size 1 at dimension 0"),
+    # elementwise ops and sums
+    "binary lengths that do not repeat": (
+        f"n.binary('add', z({BIG}), z(3))", "do not repeat into each other"),
+    "binary empty operand of a non-empty one": (
+        f"n.binary('mul', z({BIG}), z(0))", "do not repeat into each other"),
+    "binary 2-D operand": ("n.binary('add', z(4, 4), z(4))", "a must be 1-D"),
+    "binary dtypes differ": (
+        "n.binary('add', z(4), np.zeros(4))", "b has dtype float64, a has float32"),
+    "binary non-contiguous operand": (
+        f"n.binary('sub', z({BIG}), z({2 * BIG})[::2])", "b must be C-contiguous"),
+    "binary unknown op": ("n.binary('pow', z(4), z(4))", "unknown op 'pow'"),
+    "binary_scalar integer array": (
+        "n.binary_scalar('div', np.zeros(4, np.int64), 2.0, False)",
+        "x must be float32 or float64"),
+    "unary integer array": ("n.unary('neg', np.zeros(4, np.int32))",
+                            "x must be float32 or float64"),
+    "reduce_sum geometry larger than x": (
+        f"n.reduce_sum(z(4), 1, {BIG}, 1, False)", "does not match x's 4 elements"),
+    "reduce_sum negative size": (
+        "n.reduce_sum(z(4), -1, -4, 1, True)", "does not match x's 4 elements"),
+    # attention
+    "flash_attention 3-D query": (
+        "n.flash_attention(z(2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        "q must be 4-D"),
+    "flash_attention keys of another width": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 5, 3), z(1, 2, 5, 4), None, False, 1.0)",
+        "k has size 3 at dimension 3, expected 4"),
+    "flash_attention values shorter than keys": (
+        f"n.flash_attention(z(1, 2, 5, 4), z(1, 2, {BIG}, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        f"v has size 5 at dimension 2, expected {BIG}"),
+    "flash_attention heads not a multiple": (
+        "n.flash_attention(z(1, 3, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",
+        "q's 3 heads are not a multiple of k's 2"),
+    "flash_attention mask too small": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 9, 4), z(1, 2, 9, 4), "
+        "np.ones((1, 2, 5, 1), bool), False, 1.0)", "mask has size 1 at dimension 3"),
+    "flash_attention integer mask": (
+        "n.flash_attention(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "np.ones((1, 2, 5, 5), np.int64), False, 1.0)", "mask must be bool or of q's dtype"),
+    "flash_attention empty rows": (
+        "n.flash_attention(z(1, 2, 5, 0), z(1, 2, 5, 0), z(1, 2, 5, 4), None, False, 1.0)",
+        "must not have empty rows"),
+    "flash_attention_backward lse too short": (
+        "n.flash_attention_backward(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 1), None, False, 1.0)",
+        "lse has size 1 at dimension 2, expected 5"),
+    "flash_attention_backward out of another shape": (
+        "n.flash_attention_backward(z(1, 2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), "
+        "z(1, 2, 5, 4), z(1, 2, 5, 2), z(1, 2, 5), None, False, 1.0)", "out has shape"),
 }
 
 PRELUDE = f"""

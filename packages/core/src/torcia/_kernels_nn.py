@@ -638,6 +638,73 @@ class NNKernels:
         gx *= invrms
         return gx, gw
 
+    # ----- attention ----------------------------------------------------------------
+    def _attention_scores(self, q, k, mask, is_causal, scale):
+        """The masked scores of ``flash_attention``: ``q k^T scale`` (k's heads repeated
+        for grouped queries) plus a float mask, -inf where a bool mask or causality
+        forbids."""
+        xp = self.xp
+        rep = q.shape[-3] // k.shape[-3]
+        if rep > 1:
+            k = xp.repeat(k, rep, axis=-3)
+        s = (q @ xp.swapaxes(k, -1, -2)) * xp.asarray(scale, dtype=q.dtype)
+        lq, lk = s.shape[-2:]
+        if is_causal:
+            s = xp.where(xp.tri(lq, lk, dtype=bool), s, xp.asarray(-xp.inf, dtype=s.dtype))
+        elif mask is not None and mask.dtype == bool:
+            s = xp.where(mask, s, xp.asarray(-xp.inf, dtype=s.dtype))
+        elif mask is not None:
+            s = s + mask.astype(s.dtype, copy=False)
+        return s
+
+    def flash_attention(self, q, k, v, mask, is_causal=False, scale=1.0):
+        """flash_attention(q (*, Hq, Lq, E), k (*, Hk, Lk, E), v (*, Hk, Lk, Ev), mask or
+        None) -> (out (*, Hq, Lq, Ev), lse (*, Hq, Lq)): ``softmax(q k^T scale + mask) v``
+        and the log of each softmax's denominator (with the scores' maximum), the query
+        heads in Hk groups of Hq / Hk sharing a key/value head. A bool ``mask`` (broadcast
+        to (*, Hq, Lq, Lk)) marks the keys a query may attend to, a float one is added;
+        ``is_causal`` lets query i attend to keys j <= i (no mask then). A query that may
+        attend to no key gets a zero output and an lse of -inf (PyTorch's safe softmax).
+        This kernel holds the (Lq, Lk) scores; a native one need not."""
+        xp = self.xp
+        s = self._attention_scores(q, k, mask, is_causal, scale)
+        top = s.max(axis=-1, keepdims=True)
+        top = xp.where(xp.isneginf(top), xp.zeros((), dtype=s.dtype), top)
+        p = xp.exp(s - top)
+        total = p.sum(axis=-1, keepdims=True)
+        rep = q.shape[-3] // k.shape[-3]
+        if rep > 1:
+            v = xp.repeat(v, rep, axis=-3)
+        out = (p / xp.where(total == 0, xp.ones((), dtype=s.dtype), total)) @ v
+        with np.errstate(divide="ignore"):
+            lse = (xp.log(total) + top)[..., 0]
+        return out.astype(q.dtype, copy=False), lse.astype(q.dtype, copy=False)
+
+    def flash_attention_backward(self, g, q, k, v, out, lse, mask, is_causal=False,
+                                 scale=1.0):
+        """flash_attention_backward(g, q, k, v, out, lse, mask) -> (grad_q, grad_k,
+        grad_v) of ``flash_attention``'s output (first order): with P the softmax
+        recomputed from the scores and ``lse``, dV = P^T g, dS = P (g V^T - rowsum(g out)),
+        dQ = dS K scale, dK = dS^T Q scale; a group's query heads add into its key/value
+        head."""
+        xp = self.xp
+        rep = q.shape[-3] // k.shape[-3]
+        s = self._attention_scores(q, k, mask, is_causal, scale)
+        live = ~xp.isneginf(lse)[..., None]
+        safe = xp.where(live, lse[..., None], xp.zeros((), dtype=lse.dtype))
+        p = xp.where(live, xp.exp(s - safe), xp.zeros((), dtype=s.dtype))
+        kk, vv = (xp.repeat(t, rep, axis=-3) if rep > 1 else t for t in (k, v))
+        dv = xp.swapaxes(p, -1, -2) @ g
+        ds = p * (g @ xp.swapaxes(vv, -1, -2) - (g * out).sum(axis=-1, keepdims=True))
+        ds *= xp.asarray(scale, dtype=ds.dtype)
+        dq = ds @ kk
+        dk = xp.swapaxes(ds, -1, -2) @ q
+        if rep > 1:
+            shape = k.shape[:-3] + (k.shape[-3], rep) + k.shape[-2:]
+            dk = dk.reshape(shape[:-1] + dk.shape[-1:]).sum(axis=-3)
+            dv = dv.reshape(shape[:-1] + dv.shape[-1:]).sum(axis=-3)
+        return tuple(t.astype(q.dtype, copy=False) for t in (dq, dk, dv))
+
     # ----- embedding ----------------------------------------------------------------
     def embedding(self, weight, indices, padding_idx=None, sparse=False):
         """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``

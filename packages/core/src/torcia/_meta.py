@@ -533,6 +533,15 @@ def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **params):
             (w_hh_t.shape, np.result_type(h0.dtype, acts.dtype)))
 
 
+def flash_attention(q, k, v, mask, **params):
+    """``(out, lse)``: ``out`` (*, Hq, Lq, Ev), ``lse`` (*, Hq, Lq)."""
+    return (q.shape[:-1] + v.shape[-1:], q.dtype), (q.shape[:-1], q.dtype)
+
+
+def flash_attention_backward(g, q, k, v, out, lse, mask, **params):
+    return (q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)
+
+
 def loss(x, target, weight=None, reduction="mean", *rest, **params):
     """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
     return (x.shape[:1] if reduction == "none" else ()), x.dtype
@@ -879,7 +888,8 @@ SHAPES.update({
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
     "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,
     "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
-    "lstm_layer_backward": lstm_layer_backward, "nll_loss": loss, "cross_entropy": loss,
+    "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
+    "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward, "diag_embed": diag_embed, "einsum": einsum,
     "tensordot": tensordot, "getitem": getitem, "histc": histc, "randperm": randperm,

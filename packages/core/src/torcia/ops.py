@@ -139,6 +139,10 @@ NN = (
     # layer, and their fused first derivatives (higher orders go through differentiable
     # ops, so the *_backward ops have no row)
     "lstm_cell", "lstm_cell_backward", "lstm_layer", "lstm_layer_backward",
+    # scaled-dot-product attention -> (out, lse) in one op, so that a backend need not hold
+    # the (Lq, Lk) scores (flash attention), and its fused first derivative (higher orders
+    # go through differentiable ops, so flash_attention_backward has no row)
+    "flash_attention", "flash_attention_backward",
 )
 
 # --- sparse matrices -----------------------------------------------------------------------

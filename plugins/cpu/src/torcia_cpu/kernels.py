@@ -10,6 +10,7 @@ products of a convolution) run these native kernels again.
 from __future__ import annotations
 
 import math
+import sys
 from contextlib import contextmanager
 
 import numpy as np
@@ -370,6 +371,30 @@ class NativeKernels:
         stats = (None, None) if stats is None else (_cc(running_mean), _cc(running_var))
         return tuple(_native.batch_norm_backward(_cc(g), _cc(x), _opt_c(weight), *stats, eps))
 
+    # ----- attention: flash attention's forward and backward in C++, the (Lq, Lk) scores
+    # never held (csrc/attention.cpp) ----------------------------------------------------
+    def flash_attention(self, q, k, v, mask, is_causal=False, scale=1.0):
+        shape = _attention_shape(q, k, v, mask)
+        if shape is None:
+            return _FALLBACK.flash_attention(q, k, v, mask, is_causal, scale)
+        lead, b = shape
+        out, lse = _native.flash_attention(*_heads4(b, q, k, v), _mask4(mask, q, k, b),
+                                           bool(is_causal), float(scale))
+        return out.reshape(lead + out.shape[1:]), lse.reshape(lead + lse.shape[1:])
+
+    def flash_attention_backward(self, g, q, k, v, out, lse, mask, is_causal=False,
+                                 scale=1.0):
+        shape = _attention_shape(q, k, v, mask)
+        if shape is None or not _native_ok(q, g, out, lse) or g.shape != out.shape \
+                or out.shape != q.shape[:-1] + v.shape[-1:] or lse.shape != q.shape[:-1]:
+            return _FALLBACK.flash_attention_backward(g, q, k, v, out, lse, mask, is_causal,
+                                                      scale)
+        lead, b = shape
+        grads = _native.flash_attention_backward(
+            *_heads4(b, g, q, k, v, out), _c(lse).reshape(b, *lse.shape[-2:]),
+            _mask4(mask, q, k, b), bool(is_causal), float(scale))
+        return tuple(d.reshape(lead + d.shape[1:]) for d in grads)
+
     # ----- recurrent layers: the time loop in C++, the cells natively -------------------
     def lstm_layer(self, x_gates, h0, c0, w_hh_t):
         if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
@@ -427,6 +452,34 @@ def _own_blas_threads(work):
         yield
     finally:
         _native.set_blas_threads(1)
+
+
+def _attention_shape(q, k, v, mask):
+    """(leading dims, their product) of q, k, v (*, H, L, E) where the native attention
+    takes them: one float dtype, the same leading dims, rows not empty, and a bool mask or
+    one of their dtype; else None."""
+    if q.ndim < 3 or not q.ndim == k.ndim == v.ndim or not _native_ok(q, k, v) \
+            or q.shape[-1] == 0 or v.shape[-1] == 0:
+        return None
+    lead = q.shape[:-3]
+    if k.shape[:-3] != lead or v.shape[:-3] != lead or (
+            mask is not None and mask.dtype != np.bool_ and mask.dtype != q.dtype):
+        return None
+    return lead, math.prod(lead)
+
+
+def _heads4(b, *arrays):
+    """Each (*, H, L, E) array as a C-contiguous (b, H, L, E) one."""
+    return [_c(a).reshape(b, *a.shape[-3:]) for a in arrays]
+
+
+def _mask4(mask, q, k, b):
+    """The mask as a (b, Hq, Lq, Lk) view, broadcast dims of stride 0 (a copy only where
+    leading dims of different strides must merge), or None."""
+    if mask is None:
+        return None
+    full = np.broadcast_to(mask, q.shape[:-1] + k.shape[-2:-1])
+    return full.reshape(b, *full.shape[-3:])
 
 
 def _small_batch(a, b) -> bool:
@@ -567,6 +620,159 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
          eps, weight_decay, amsgrad, maximize, decoupled_weight_decay)
 
 
+# ----- elementwise arithmetic, unary ops and sums over large float arrays, on OpenMP
+# threads over fixed spans (csrc/elementwise.cpp). They are plain functions, not methods:
+# every op of a training step passes through them, and below the grain (small tensors)
+# they cost one size test and the reference kernel's call. --------------------------------
+
+_GRAIN = _native.ELEMENTWISE_GRAIN
+#: Elements from which the arithmetic runs natively: the grain while torcia has several
+#: threads; on one, NumPy's loops stay (they are as fast: 5-10% faster at 128K-256K
+#: elements). Sums run natively on any thread count, faster on one too (0.55x NumPy's
+#: time at 128K float32), so that their result does not depend on it.
+_arithmetic_from = _GRAIN
+_ndarray = np.ndarray
+#: A Python int converts to a double exactly up to here; beyond, NumPy's rounding of it
+#: to float32 could differ from the double's.
+_EXACT_INT = 1 << 53
+
+
+def follow_threads(n: int) -> None:
+    """Run the arithmetic natively from the grain on when ``n`` (torcia's thread count)
+    is above 1, else on NumPy (a callback of ``torcia.set_num_threads``)."""
+    global _arithmetic_from
+    _arithmetic_from = _GRAIN if n > 1 else sys.maxsize
+
+
+def _flat(a):
+    return a.reshape(a.size)
+
+
+def _native_binary(op, a, b):
+    """``a op b`` natively where the operands allow (one float dtype, C-contiguous, and
+    b a Python number, or a shape of one element, of a's, or of a's trailing dims, or the
+    reverse), else None."""
+    if a.__class__ is not _ndarray or a.dtype not in _FLOATS or not a.flags.c_contiguous:
+        return None
+    cls = b.__class__
+    if cls is float or (cls is int and -_EXACT_INT <= b <= _EXACT_INT):
+        return _native.binary_scalar(op, a, b, False)
+    if cls is not _ndarray or b.dtype != a.dtype or not b.flags.c_contiguous:
+        return None
+    if a.shape == b.shape:
+        return _native.binary(op, _flat(a), _flat(b)).reshape(a.shape)
+    big, small = (a, b) if a.size >= b.size else (b, a)
+    inner = _strip_leading_ones(small)
+    if inner.ndim > big.ndim or big.shape[big.ndim - inner.ndim:] != inner.shape:
+        return None
+    shape = np.broadcast_shapes(a.shape, b.shape)
+    if small.size == 1:
+        return _native.binary_scalar(op, big, float(small.reshape(())), small is a) \
+            .reshape(shape)
+    return _native.binary(op, _flat(a), _flat(b)).reshape(shape)
+
+
+def _binary_kernel(op):
+    reference = None
+
+    def kernel(a, b):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _arithmetic_from or (
+                b.__class__ is _ndarray and b.size >= _arithmetic_from):
+            out = _native_binary(op, a, b)
+            if out is not None:
+                return out
+        return reference(a, b)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
+def _div_kernel():
+    reference = None
+
+    def div(a, b, rounding_mode=None):
+        """``div``'s kernel: true division natively (as :func:`_binary_kernel`'s)."""
+        nonlocal reference
+        if reference is None:
+            reference = fallback("div", "cpu")
+        if rounding_mode is None and (a.size >= _arithmetic_from or (
+                b.__class__ is _ndarray and b.size >= _arithmetic_from)):
+            out = _native_binary("div", a, b)
+            if out is not None:
+                return out
+        return reference(a, b, rounding_mode)
+
+    return div
+
+
+def _unary_kernel(op, dtypes=_FLOATS):
+    reference = None
+
+    def kernel(a):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _arithmetic_from and a.dtype in dtypes and a.flags.c_contiguous:
+            return _native.unary(op, a)
+        return reference(a)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    return kernel
+
+
+def _reduction(a, dim, keepdim, dtype, mean):
+    """The sum (or mean) of ``a`` over ``dim`` natively, or None where ``dim`` is not
+    None or adjacent dims, or ``a`` not a C-contiguous float array."""
+    if dtype is not None or a.dtype not in _FLOATS or not a.flags.c_contiguous:
+        return None
+    if dim is None:
+        out = _native.reduce_sum(_flat(a), 1, a.size, 1, mean)
+        return out.reshape((1,) * a.ndim if keepdim else ())
+    first, last = dim[0], dim[-1]
+    if last - first + 1 != len(dim):
+        return None
+    shape = a.shape
+    outer, inner = math.prod(shape[:first]), math.prod(shape[last + 1:])
+    out = _native.reduce_sum(_flat(a), outer, math.prod(shape[first:last + 1]), inner, mean)
+    if keepdim:
+        return out.reshape(shape[:first] + (1,) * len(dim) + shape[last + 1:])
+    return out.reshape(shape[:first] + shape[last + 1:])
+
+
+def _reduction_kernel(op):
+    reference = None
+    mean = op == "mean"
+
+    def kernel(a, dim=None, keepdim=False, dtype=None):
+        nonlocal reference
+        if reference is None:
+            reference = fallback(op, "cpu")
+        if a.size >= _GRAIN:
+            out = _reduction(a, dim, keepdim, dtype, mean)
+            if out is not None:
+                return out
+        return reference(a, dim, keepdim, dtype)
+
+    kernel.__name__ = kernel.__qualname__ = op
+    kernel.__doc__ = f"``{op}``'s kernel: over all or adjacent dims natively."
+    return kernel
+
+
+#: Elementwise ops and reductions run natively on large float arrays.
+ELEMENTWISE = {
+    **{op: _binary_kernel(op) for op in ("add", "sub", "mul")},
+    "div": _div_kernel(),
+    **{op: _unary_kernel(op) for op in ("neg", "abs", "sqrt", "rsqrt", "reciprocal",
+                                        "square")},
+    # float64's exp stays on NumPy's vectorised one (the C library's is scalar)
+    "exp": _unary_kernel("exp", (np.dtype(np.float32),)),
+    "sum": _reduction_kernel("sum"),
+    "mean": _reduction_kernel("mean"),
+}
+
 #: The ops whose reference kernel this plugin replaces on "cpu".
 OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -576,7 +782,8 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "gelu_backward", "silu", "silu_backward", "sigmoid", "tanh", "softplus", "elu",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
-             "batch_norm_backward", "masked_fill")
+             "batch_norm_backward", "masked_fill", "flash_attention",
+             "flash_attention_backward")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)

@@ -13,8 +13,8 @@ import os
 
 import torcia
 from torcia.library import add_thread_callback, hookimpl
-from torcia_cpu import _blas, _memory, _native, _provider
-from torcia_cpu.kernels import HELPERS, OPTIMIZER_STEPS, OVERRIDES, NativeKernels
+from torcia_cpu import _blas, _memory, _native, _provider, kernels
+from torcia_cpu.kernels import ELEMENTWISE, HELPERS, OPTIMIZER_STEPS, OVERRIDES, NativeKernels
 
 PRIORITY = 10
 _applied = []
@@ -41,6 +41,8 @@ def apply_policy() -> None:
     add_thread_callback(_native.set_num_threads)
     if torcia.get_num_threads() != (os.cpu_count() or 1):
         _native.set_num_threads(torcia.get_num_threads())  # set before the first kernel ran
+    add_thread_callback(kernels.follow_threads)
+    kernels.follow_threads(torcia.get_num_threads())
     _applied.append(True)
     if os.environ.get("TORCIA_CPU_KEEP_DEFAULTS", "0") not in ("", "0"):
         return
@@ -53,5 +55,5 @@ def torcia_register_kernels(registry):
     kernels = NativeKernels()
     for op in OVERRIDES + HELPERS:
         registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY, setup=apply_policy)
-    for op, fn in OPTIMIZER_STEPS.items():
+    for op, fn in {**ELEMENTWISE, **OPTIMIZER_STEPS}.items():
         registry.add(op, "cpu", fn, priority=PRIORITY, setup=apply_policy)

@@ -2388,6 +2388,42 @@ def _(grads, x_gates, h0, c0, w_hh_t, *, result):
     return g_gates, dh, dc, g_w
 
 
+@derivative("flash_attention", differentiable_outputs=(True, False))
+def _(grads, q, k, v, mask, *, is_causal, scale, result, needs_input_grad):
+    g = grads[0]
+    out, lse = result
+    float_mask = needs_input_grad[3]
+    if not _differentiable_formulas() and not float_mask:
+        dq, dk, dv = call("flash_attention_backward", (g, q, k, v, out, lse, mask),
+                          {"is_causal": is_causal, "scale": scale})
+        return dq, dk, dv, None
+    # higher orders and a float mask's gradient (the scores' own): the softmax recomputed
+    # in differentiable ops, the (Lq, Lk) scores held
+    rep = q.shape[-3] // k.shape[-3]
+    kk, vv = (t.repeat_interleave(rep, dim=-3) if rep > 1 else t for t in (k, v))
+    s = (q @ kk.mT) * scale
+    if is_causal:
+        allowed = torcia.ones(s.shape[-2:], dtype=torcia.bool, device=s.device).tril()
+        s = s.masked_fill(allowed.logical_not(), -math.inf)
+    elif mask is not None and mask.dtype is torcia.bool:
+        s = s.masked_fill(mask.logical_not(), -math.inf)
+    elif mask is not None:
+        s = s + mask
+    # a query that may attend to no key: zero weights, and no NaN in any derivative
+    dead = s.isneginf().all(-1, keepdim=True)
+    p = torcia.where(dead, 0.0, torcia.where(dead, 0.0, s).softmax(-1))
+    dv = p.mT @ g
+    dp = g @ vv.mT
+    ds = p * (dp - (dp * p).sum(-1, keepdim=True))
+    dq = (ds @ kk) * scale
+    dk = (ds.mT @ q) * scale
+    if rep > 1:
+        group = k.shape[:-3] + (k.shape[-3], rep)
+        dk = dk.reshape(group + dk.shape[-2:]).sum(-3)
+        dv = dv.reshape(group + dv.shape[-2:]).sum(-3)
+    return dq, dk, dv, ds if float_mask else None
+
+
 def _loss_coefficients(grad, target, weight, reduction, ignore_index, dtype):
     """Per-sample factors of a class-index loss's gradient: the output gradient, the
     target's class weight, zero for ignored targets, over the mean's denominator.

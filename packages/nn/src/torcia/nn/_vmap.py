@@ -1053,6 +1053,24 @@ def _batch_major(v, n):
     return _split(v, 0, n)
 
 
+def _flash_attention(ctx, vals, bats, params):
+    """Attention (or its backward) for every sample at once: the op takes any leading
+    dims, and the samples are one more, unbatched operands broadcast over them. A batched
+    mask (the last value) gets size-1 dims after its samples' dim to line up with the
+    scores; an unbatched one broadcasts as it is."""
+    if not _plain(vals):
+        return NotImplemented
+    n = ctx.size
+    *tensors, mask = vals
+    tensors = [_full(t, b, n) for t, b in zip(tensors, bats)]
+    if mask is not None and bats[-1]:
+        # the scores have the dims of q (the backward's second operand)
+        ndim = tensors[1 if ctx.op == "flash_attention_backward" else 0].ndim
+        shape = tuple(mask.shape)
+        mask = mask.reshape(shape[:1] + (1,) * (ndim - len(shape)) + shape[1:])
+    return ctx.inner(*tensors, mask, **params)
+
+
 def _lstm_layer(ctx, vals, bats, params):
     """A whole LSTM layer for every sample at once: the samples folded into its batch
     (a shared recurrent weight only)."""
@@ -1148,6 +1166,8 @@ def _build() -> dict:
         "rms_norm": ("nn", _rms_norm), "rms_norm_backward": ("nn", _rms_norm_backward),
         "batch_norm": ("nn", _batch_norm), "batch_norm_backward": ("nn", _batch_norm_backward),
         "lstm_layer": ("nn", _lstm_layer), "lstm_layer_backward": ("nn", _lstm_layer_backward),
+        "flash_attention": ("nn", _flash_attention),
+        "flash_attention_backward": ("nn", _flash_attention),
     })
     return {k: v for k, v in table.items() if k in records}
 

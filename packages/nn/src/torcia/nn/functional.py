@@ -92,6 +92,8 @@ from torcia.library import host_array as _host_array
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
 from torcia.library import unbatch as _unbatch
+from torcia.nn.attention import SDPBackend as _SDPBackend
+from torcia.nn.attention import _enabled as _sdpa_enabled
 from torcia.nn.attention import check_viable
 
 # ---------------------------------------------------------------------------------------
@@ -1048,6 +1050,36 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
     return input / norm
 
 
+def _fusable_attention(q, k, v, mask, is_causal, enable_gqa) -> bool:
+    """Whether ``flash_attention`` computes this attention: float32 or float64 tensors of
+    one dtype and device with (*, H, L, E) shapes of the same leading dims, keys and
+    values of one length, the query heads a multiple of the key heads (equal without
+    ``enable_gqa``), and a mask (not with ``is_causal``) that broadcasts to the scores'
+    shape. Whatever else goes the composite way, errors included."""
+    if not all(isinstance(t, torcia.Tensor) for t in (q, k, v)) or q.dtype not in (
+            torcia.float32, torcia.float64) or not (q.dtype is k.dtype and k.dtype is v.dtype):
+        return False
+    if q.device != k.device or q.device != v.device or min(q.ndim, k.ndim, v.ndim) < 3 \
+            or not q.ndim == k.ndim == v.ndim or q.shape[:-3] != k.shape[:-3] \
+            or k.shape[:-3] != v.shape[:-3]:
+        return False
+    hq, lq, e = q.shape[-3:]
+    hk, lk, ek = k.shape[-3:]
+    if e != ek or v.shape[-3:-1] != (hk, lk) or 0 in (lq, lk, hk) or hq % hk \
+            or (hq != hk and not enable_gqa):
+        return False
+    if mask is None:
+        return True
+    if is_causal or not isinstance(mask, torcia.Tensor) or mask.device != q.device or (
+            mask.dtype is not torcia.bool and mask.dtype is not q.dtype):
+        return False
+    scores = q.shape[:-1] + (lk,)
+    try:
+        return mask.ndim <= q.ndim and np.broadcast_shapes(mask.shape, scores) == scores
+    except ValueError:
+        return False
+
+
 @autocast_as("scaled_dot_product_attention")
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
                                  is_causal=False, scale=None, enable_gqa=False):
@@ -1070,6 +1102,12 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     e = query.shape[-1]
     lq, lk = query.shape[-2], key.shape[-2]
     scale = 1.0 / math.sqrt(e) if scale is None else scale
+    if dropout_p == 0 and _sdpa_enabled(_SDPBackend.FLASH_ATTENTION) and _fusable_attention(
+            query, key, value, attn_mask, is_causal, enable_gqa):
+        # one op (flash_attention), whose native kernels need not hold the scores; with
+        # sdpa_kernel(SDPBackend.MATH) the composite below, PyTorch's math path
+        return call("flash_attention", (query, key, value, attn_mask),
+                    {"is_causal": bool(is_causal), "scale": float(scale)})[0]
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         rep = query.shape[-3] // key.shape[-3]
         key = key.repeat_interleave(rep, dim=-3)

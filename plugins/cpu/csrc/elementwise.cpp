@@ -1,0 +1,342 @@
+// Elementwise arithmetic and sums of large float32/float64 arrays on OpenMP threads.
+//
+// NumPy runs these on one core. Here each runs over fixed spans of kGrain elements (the
+// grain PyTorch's CPU kernels use), one OpenMP task a span, so a small array stays on the
+// calling thread, and a sum adds its spans' partial sums in span order: the result does
+// not depend on the thread count (nor on the schedule). The arithmetic is the reference's
+// to the bit (IEEE operations on the same operands, a scalar rounded to the array's dtype
+// first, as NumPy does with a Python number); the sums accumulate in double and so differ
+// from NumPy's pairwise float32 sums in the last bits (they are more accurate).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "checks.h"
+#include "vecmath.h"
+
+namespace py = pybind11;
+using std::int64_t;
+
+namespace {
+
+// Elements per span (an OpenMP task); PyTorch's internal grain size.
+constexpr int64_t kGrain = 1 << 15;
+// Output columns per task of a sum over a dim with a contiguous inner part: their
+// double accumulators (8 KB) stay in L1.
+constexpr int64_t kColumns = 1024;
+
+enum class Bin { add, sub, mul, div };
+enum class Un { neg, abs, sqrt, rsqrt, reciprocal, square, exp };
+
+Bin parse_binary(const std::string& name) {
+  if (name == "add") return Bin::add;
+  if (name == "sub") return Bin::sub;
+  if (name == "mul") return Bin::mul;
+  if (name == "div") return Bin::div;
+  throw std::runtime_error("binary: unknown op '" + name + "'");
+}
+
+Un parse_unary(const std::string& name) {
+  if (name == "neg") return Un::neg;
+  if (name == "abs") return Un::abs;
+  if (name == "sqrt") return Un::sqrt;
+  if (name == "rsqrt") return Un::rsqrt;
+  if (name == "reciprocal") return Un::reciprocal;
+  if (name == "square") return Un::square;
+  if (name == "exp") return Un::exp;
+  throw std::runtime_error("unary: unknown op '" + name + "'");
+}
+
+bool is_f32(const py::array& a) { return torcia_checks::is_dtype<float>(a.dtype()); }
+
+// body(lo, len) over the spans of [0, n), on OpenMP threads when there are several
+template <typename Body>
+void spans(int64_t n, Body body) {
+  const int64_t count = (n + kGrain - 1) / kGrain;
+  if (count <= 1) {
+    if (n) body(0, n);
+    return;
+  }
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < count; ++c) body(c * kGrain, std::min(kGrain, n - c * kGrain));
+}
+
+template <typename T>
+TORCIA_INLINE T apply(Bin op, T x, T y) {
+  switch (op) {
+    case Bin::add: return x + y;
+    case Bin::sub: return x - y;
+    case Bin::mul: return x * y;
+    case Bin::div: return x / y;
+  }
+  return x;
+}
+
+// out[k] = x[k] op y[k] over one piece; OP a template argument, so each loop is one
+// vectorised instruction stream
+template <Bin OP, typename T>
+TORCIA_CLONES_WIDE void binary_piece(const T* __restrict__ x, const T* __restrict__ y,
+                                     T* __restrict__ out, int64_t n) {
+  for (int64_t k = 0; k < n; ++k) out[k] = apply(OP, x[k], y[k]);
+}
+
+// out[k] = x[k] op s, or s op x[k] (scalar first)
+template <Bin OP, bool FIRST, typename T>
+TORCIA_CLONES_WIDE void scalar_piece(const T* __restrict__ x, T s, T* __restrict__ out,
+                                     int64_t n) {
+  for (int64_t k = 0; k < n; ++k) out[k] = FIRST ? apply(OP, s, x[k]) : apply(OP, x[k], s);
+}
+
+// a op b, b (or a, when b_full) repeated every d elements of the other: one piece per
+// stretch of [lo, lo + len) that lies within one repetition
+template <Bin OP, typename T>
+void run_binary(const T* a, const T* b, T* out, int64_t n, int64_t d, bool a_row) {
+  spans(n, [&](int64_t lo, int64_t len) {
+    for (int64_t i = lo, end = lo + len; i < end;) {
+      const int64_t k = i % d, m = std::min(d - k, end - i);
+      if (a_row)
+        binary_piece<OP, T>(a + k, b + i, out + i, m);
+      else
+        binary_piece<OP, T>(a + i, b + k, out + i, m);
+      i += m;
+    }
+  });
+}
+
+template <Bin OP, typename T>
+void run_scalar(const T* x, T s, T* out, int64_t n, bool scalar_first) {
+  spans(n, [&](int64_t lo, int64_t len) {
+    if (scalar_first)
+      scalar_piece<OP, true, T>(x + lo, s, out + lo, len);
+    else
+      scalar_piece<OP, false, T>(x + lo, s, out + lo, len);
+  });
+}
+
+template <typename F>
+void by_op(Bin op, F f) {
+  switch (op) {
+    case Bin::add: f(std::integral_constant<Bin, Bin::add>{}); break;
+    case Bin::sub: f(std::integral_constant<Bin, Bin::sub>{}); break;
+    case Bin::mul: f(std::integral_constant<Bin, Bin::mul>{}); break;
+    case Bin::div: f(std::integral_constant<Bin, Bin::div>{}); break;
+  }
+}
+
+void flat_array(const std::string& fn, const std::string& name, const py::array& a) {
+  torcia_checks::float_array(fn, name, a);
+  if (a.ndim() != 1)
+    throw std::runtime_error(fn + ": " + name + " must be 1-D, got " +
+                             torcia_checks::shape_of(a));
+}
+
+// binary(op, a, b) -> a op b, a new 1-D array: a and b 1-D, C-contiguous, of one float
+// dtype; the shorter (of d elements) repeats along the longer, whose length d divides.
+py::array binary(const std::string& name, const py::array& a, const py::array& b) {
+  const std::string fn = "binary";
+  const Bin op = parse_binary(name);
+  flat_array(fn, "a", a);
+  flat_array(fn, "b", b);
+  torcia_checks::like(fn, "b", b, "a", a);
+  const bool a_row = a.size() < b.size();
+  const int64_t n = std::max(a.size(), b.size()), d = std::min(a.size(), b.size());
+  if (d == 0 ? n != 0 : n % d != 0)
+    throw std::runtime_error(fn + ": the lengths " + std::to_string(a.size()) + " and " +
+                             std::to_string(b.size()) + " do not repeat into each other");
+  py::array out(a.dtype(), std::vector<py::ssize_t>{n});
+  if (n == 0) return out;
+  by_op(op, [&](auto c) {
+    if (is_f32(a))
+      run_binary<decltype(c)::value, float>(static_cast<const float*>(a.data()),
+                                            static_cast<const float*>(b.data()),
+                                            static_cast<float*>(out.mutable_data()), n, d,
+                                            a_row);
+    else
+      run_binary<decltype(c)::value, double>(static_cast<const double*>(a.data()),
+                                             static_cast<const double*>(b.data()),
+                                             static_cast<double*>(out.mutable_data()), n, d,
+                                             a_row);
+  });
+  return out;
+}
+
+// binary_scalar(op, x, s, scalar_first) -> x op s (s op x when scalar_first), a new array
+// of x's shape: x C-contiguous float32 or float64, s rounded to x's dtype first.
+py::array binary_scalar(const std::string& name, const py::array& x, double s,
+                        bool scalar_first) {
+  const std::string fn = "binary_scalar";
+  const Bin op = parse_binary(name);
+  torcia_checks::float_array(fn, "x", x);
+  py::array out(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  by_op(op, [&](auto c) {
+    if (is_f32(x))
+      run_scalar<decltype(c)::value, float>(static_cast<const float*>(x.data()),
+                                            static_cast<float>(s),
+                                            static_cast<float*>(out.mutable_data()), x.size(),
+                                            scalar_first);
+    else
+      run_scalar<decltype(c)::value, double>(static_cast<const double*>(x.data()), s,
+                                             static_cast<double*>(out.mutable_data()),
+                                             x.size(), scalar_first);
+  });
+  return out;
+}
+
+// y = f(x) over one span; exp: float32's polynomial (about 1 ulp), float64's C library
+template <typename T>
+TORCIA_CLONES_WIDE void unary_span(Un op, const T* __restrict__ x, T* __restrict__ y,
+                                   int64_t n) {
+  switch (op) {
+    case Un::neg:
+      for (int64_t k = 0; k < n; ++k) y[k] = -x[k];
+      break;
+    case Un::abs:
+      for (int64_t k = 0; k < n; ++k) y[k] = std::fabs(x[k]);
+      break;
+    case Un::sqrt:
+      for (int64_t k = 0; k < n; ++k) y[k] = std::sqrt(x[k]);
+      break;
+    case Un::rsqrt:
+      // the reference's 1 / sqrt(x), two correctly rounded operations
+      for (int64_t k = 0; k < n; ++k) y[k] = T(1) / std::sqrt(x[k]);
+      break;
+    case Un::reciprocal:
+      for (int64_t k = 0; k < n; ++k) y[k] = T(1) / x[k];
+      break;
+    case Un::square:
+      for (int64_t k = 0; k < n; ++k) y[k] = x[k] * x[k];
+      break;
+    case Un::exp:
+      for (int64_t k = 0; k < n; ++k) y[k] = exp_full(x[k]);
+      break;
+  }
+}
+
+// unary(op, x) -> f(x), a new array of x's shape and dtype (x C-contiguous float)
+py::array unary(const std::string& name, const py::array& x) {
+  const std::string fn = "unary";
+  const Un op = parse_unary(name);
+  torcia_checks::float_array(fn, "x", x);
+  py::array y(x.dtype(), std::vector<py::ssize_t>(x.shape(), x.shape() + x.ndim()));
+  if (is_f32(x)) {
+    const float* xp = static_cast<const float*>(x.data());
+    float* yp = static_cast<float*>(y.mutable_data());
+    spans(x.size(), [&](int64_t lo, int64_t len) { unary_span<float>(op, xp + lo, yp + lo, len); });
+  } else {
+    const double* xp = static_cast<const double*>(x.data());
+    double* yp = static_cast<double*>(y.mutable_data());
+    spans(x.size(), [&](int64_t lo, int64_t len) { unary_span<double>(op, xp + lo, yp + lo, len); });
+  }
+  return y;
+}
+
+// the sum of x[0, n) in double, in an order fixed by the code (lanes of the widest
+// vectors, then their total)
+template <typename T>
+TORCIA_CLONES_WIDE double span_sum(const T* __restrict__ x, int64_t n) {
+  double acc = 0.0;
+#pragma omp simd reduction(+ : acc)
+  for (int64_t k = 0; k < n; ++k) acc += double(x[k]);
+  return acc;
+}
+
+// the sum of x[0, n): its kGrain spans' sums added in span order, the spans on OpenMP
+// threads when parallel is set and there are several
+template <typename T>
+double total(const T* x, int64_t n, bool parallel) {
+  const int64_t count = (n + kGrain - 1) / kGrain;
+  if (count <= 1) return n ? span_sum(x, n) : 0.0;
+  std::vector<double> part(count);
+  if (parallel) {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static)
+    for (int64_t c = 0; c < count; ++c)
+      part[c] = span_sum(x + c * kGrain, std::min(kGrain, n - c * kGrain));
+  } else {
+    for (int64_t c = 0; c < count; ++c)
+      part[c] = span_sum(x + c * kGrain, std::min(kGrain, n - c * kGrain));
+  }
+  double acc = 0.0;
+  for (double p : part) acc += p;
+  return acc;
+}
+
+// acc[j] += x[j] over one block of columns
+template <typename T>
+TORCIA_CLONES_WIDE void add_columns(const T* __restrict__ x, double* __restrict__ acc,
+                                    int64_t n) {
+  for (int64_t j = 0; j < n; ++j) acc[j] += double(x[j]);
+}
+
+// out (outer, inner) = the sum over r of x (outer, r, inner) divided by divisor (1, or r
+// for a mean), rounded once to T. Every output element adds its terms in the same order
+// whatever the thread count: rows of a contiguous reduction as total() does, columns one
+// row after the other.
+template <typename T>
+void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double divisor) {
+  const bool parallel = outer * r * inner >= 2 * kGrain;
+  if (inner == 1) {
+    if (outer == 1) {
+      out[0] = T(total(x, r, parallel) / divisor);
+      return;
+    }
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t o = 0; o < outer; ++o) out[o] = T(total(x + o * r, r, false) / divisor);
+    return;
+  }
+  const int64_t blocks = (inner + kColumns - 1) / kColumns;
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (parallel)
+  for (int64_t t = 0; t < outer * blocks; ++t) {
+    const int64_t o = t / blocks, j0 = (t % blocks) * kColumns;
+    const int64_t m = std::min(kColumns, inner - j0);
+    double acc[kColumns] = {};
+    const T* base = x + o * r * inner + j0;
+    for (int64_t i = 0; i < r; ++i) add_columns(base + i * inner, acc, m);
+    T* dst = out + o * inner + j0;
+    for (int64_t j = 0; j < m; ++j) dst[j] = T(acc[j] / divisor);
+  }
+}
+
+// reduce_sum(x, outer, r, inner, mean) -> x's sum (mean: average) over the middle dim of
+// x viewed as (outer, r, inner), a new 1-D array of outer * inner elements of x's dtype
+// (x C-contiguous float32 or float64 of outer * r * inner elements)
+py::array reduce_sum(const py::array& x, int64_t outer, int64_t r, int64_t inner, bool mean) {
+  const std::string fn = "reduce_sum";
+  torcia_checks::float_array(fn, "x", x);
+  if (outer < 0 || r < 0 || inner < 0 || outer * r * inner != x.size())
+    throw std::runtime_error(fn + ": (" + std::to_string(outer) + ", " + std::to_string(r) +
+                             ", " + std::to_string(inner) + ") does not match x's " +
+                             std::to_string(x.size()) + " elements");
+  py::array out(x.dtype(), std::vector<py::ssize_t>{outer * inner});
+  if (outer * inner == 0) return out;
+  // a mean over nothing is NaN, as NumPy's (0 / 0)
+  const double divisor = mean ? double(r) : 1.0;
+  if (is_f32(x))
+    run_sum<float>(static_cast<const float*>(x.data()), static_cast<float*>(out.mutable_data()),
+                   outer, r, inner, divisor);
+  else
+    run_sum<double>(static_cast<const double*>(x.data()),
+                    static_cast<double*>(out.mutable_data()), outer, r, inner, divisor);
+  return out;
+}
+
+}  // namespace
+
+void define_elementwise(py::module_& m) {
+  m.attr("ELEMENTWISE_GRAIN") = kGrain;
+  m.def("binary", &binary, py::arg("op"), py::arg("a"), py::arg("b"));
+  m.def("binary_scalar", &binary_scalar, py::arg("op"), py::arg("x"), py::arg("s"),
+        py::arg("scalar_first"));
+  m.def("unary", &unary, py::arg("op"), py::arg("x"));
+  m.def("reduce_sum", &reduce_sum, py::arg("x"), py::arg("outer"), py::arg("r"),
+        py::arg("inner"), py::arg("mean"));
+}

@@ -1,0 +1,243 @@
+"""The native elementwise ops and sums (csrc/elementwise.cpp) against core's reference
+kernels: the arithmetic bit for bit, the sums against float64 and the same for every
+thread count, the cases the native code does not cover handed to the reference."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from torcia_cpu import _native, kernels
+from torcia_cpu.kernels import ELEMENTWISE
+
+import torcia
+from torcia import library
+
+GRAIN = _native.ELEMENTWISE_GRAIN
+RNG = np.random.default_rng(0)
+DTYPES = [np.float32, np.float64]
+EDGES = [np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30, -1e-30, 1e30, -1e30, 3.0, -7.5]
+
+
+@pytest.fixture(autouse=True)
+def _native_arithmetic(monkeypatch):
+    """The arithmetic natively from the grain on, whatever this machine's thread count
+    (on one thread it stays on NumPy)."""
+    monkeypatch.setattr(kernels, "_arithmetic_from", GRAIN)
+
+
+def _ref(op):
+    return library.fallback(op, "cpu")
+
+
+def _array(shape, dtype, contiguous=True):
+    """Normal values times 3 with the EDGES scattered through them; not contiguous: every
+    other column of an array twice as wide."""
+    wide = shape if contiguous else shape[:-1] + (2 * shape[-1],)
+    x = np.asarray(RNG.standard_normal(wide) * 3, dtype=dtype)
+    flat = x.reshape(-1)
+    at = RNG.choice(flat.size, min(len(EDGES), flat.size), replace=False)
+    flat[at] = EDGES[:len(at)]
+    return x if contiguous else x[..., ::2]
+
+
+def _same(got, want):
+    """Bit for bit: values (NaN where NaN, signs of zero), dtype and shape."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got.view(f"u{got.itemsize}"), want.view(f"u{want.itemsize}"))
+
+
+# (a's shape, b's shape): same shapes of one span and of several, a row repeated along
+# either operand, a row with leading ones, one element of either side, and shapes the
+# native code does not cover (a column, an outer product): all against the reference
+PAIRS = [((3, 7), (3, 7)), ((GRAIN + 5,), (GRAIN + 5,)), ((9, 4099), (9, 4099)),
+         ((40, 1000), (1000,)), ((1000,), (40, 1000)), ((8, 30, 200), (1, 1, 200)),
+         ((2, 3, GRAIN), (3, GRAIN)), ((1, 50000), (50000,)), ((50000,), (1, 1, 50000)),
+         ((50000,), ()), ((), (50000,)), ((1, 1), (3, 20000)), ((3, 20000), (3, 1)),
+         ((300, 1), (1, 300)), ((GRAIN + 1,), (1,))]
+OPS = ["add", "sub", "mul", "div"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shapes", PAIRS, ids=str)
+@pytest.mark.parametrize("op", OPS)
+def test_binary_matches_the_reference_bit_for_bit(op, shapes, dtype):
+    a, b = _array(shapes[0], dtype), _array(shapes[1], dtype)
+    with np.errstate(all="ignore"):
+        _same(ELEMENTWISE[op](a, b), _ref(op)(a, b))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("scalar", [0.1, -3, 0.0, 1e300, 2 ** 60 + 1, True, np.inf])
+def test_binary_with_a_python_number(op, dtype, scalar):
+    # float32 with a Python float rounds it to float32 first (1e300: inf), as NumPy does;
+    # an int beyond 2^53 or a bool goes to the reference
+    a = _array((3, GRAIN + 3), dtype)
+    with np.errstate(all="ignore"):
+        _same(ELEMENTWISE[op](a, scalar), _ref(op)(a, scalar))
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_binary_fallbacks(op):
+    with np.errstate(all="ignore"):
+        # a transposed view, mixed dtypes, integers: the reference
+        a = _array((300, 400), np.float32, contiguous=False)
+        b = _array((300, 400), np.float32)
+        _same(ELEMENTWISE[op](a, b), _ref(op)(a, b))
+        _same(ELEMENTWISE[op](b, a.astype(np.float64)), _ref(op)(b, a.astype(np.float64)))
+        ints = RNG.integers(1, 9, (200, 300))
+        _same(ELEMENTWISE[op](ints, ints), _ref(op)(ints, ints))
+    # a broadcasting error stays NumPy's, which core rewords
+    with pytest.raises(ValueError):
+        ELEMENTWISE[op](b, _array((401,), np.float32))
+
+
+def test_div_with_a_rounding_mode_goes_to_the_reference():
+    a, b = _array((200, 300), np.float64), _array((300,), np.float64)
+    with np.errstate(all="ignore"):
+        for mode in (None, "trunc", "floor"):
+            _same(ELEMENTWISE["div"](a, b, rounding_mode=mode), _ref("div")(a, b, mode))
+
+
+UNARY_EXACT = ["neg", "abs", "sqrt", "rsqrt", "reciprocal", "square"]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(5,), (GRAIN,), (3, GRAIN + 17)], ids=str)
+@pytest.mark.parametrize("op", UNARY_EXACT + ["exp"])
+def test_unary(op, shape, dtype):
+    x = _array(shape, dtype)
+    with np.errstate(all="ignore"):
+        got, want = ELEMENTWISE[op](x), _ref(op)(x)
+        if op != "exp" or dtype == np.float64:
+            _same(got, want)
+            return
+        # float32's exp is a polynomial (about 1 ulp), checked against float64's
+        wide = np.exp(x.astype(np.float64)).astype(np.float32)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_allclose(got, wide, rtol=3e-7, atol=3e-45)  # subnormals: their ulp
+    tails = np.array([88.5, 88.72, 88.73, 200.0, -87.5, -100.0, -103.9, -104.0, -1e30],
+                     np.float32)
+    x = np.concatenate([x.reshape(-1), np.repeat(tails, GRAIN // 8)])
+    with np.errstate(all="ignore"):
+        wide = np.exp(x.astype(np.float64)).astype(np.float32)
+    np.testing.assert_allclose(ELEMENTWISE[op](x), wide, rtol=3e-7, atol=3e-45)
+
+
+@pytest.mark.parametrize("op", UNARY_EXACT + ["exp"])
+def test_unary_fallbacks(op):
+    x = _array((300, 400), np.float32, contiguous=False)
+    with np.errstate(all="ignore"):
+        _same(ELEMENTWISE[op](x), _ref(op)(x))
+        if op in ("neg", "abs", "square"):
+            ints = RNG.integers(-9, 9, (200, 300))
+            _same(ELEMENTWISE[op](ints), _ref(op)(ints))
+
+
+# (shape, dim): all, one dim (first, middle, last), adjacent dims, non-adjacent dims (the
+# reference), a reduction to one row of many, an empty reduced dim
+REDUCTIONS = [((GRAIN * 3 + 11,), None), ((40, 1000), None), ((40, 1000), (0,)),
+              ((40, 1000), (1,)), ((7, 300, 50), (1,)), ((7, 300, 50), (0, 1)),
+              ((7, 300, 50), (1, 2)), ((7, 300, 50), (0, 2)), ((2, 3000, 1100), (2,)),
+              ((1, 200000), (1,)), ((50000, 0), (1,)), ((GRAIN, 3), (0,))]
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice")
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("keepdim", [False, True])
+@pytest.mark.parametrize("shape, dim", REDUCTIONS, ids=str)
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_reductions(op, shape, dim, keepdim, dtype):
+    x = np.asarray(RNG.standard_normal(shape), dtype=dtype)
+    with np.errstate(all="ignore"):
+        got = ELEMENTWISE[op](x, dim, keepdim)
+        want = _ref(op)(x, dim, keepdim)
+        wide = _ref(op)(x.astype(np.float64), dim, keepdim)
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.dtype == want.dtype and got.shape == want.shape
+    # accumulated in double: closer to float64's sum than the float32 reference's
+    tol = dict(rtol=1e-6, atol=1e-6 * np.sqrt(x.size)) if dtype == np.float32 else dict(
+        rtol=1e-12, atol=1e-12 * np.sqrt(x.size))
+    np.testing.assert_allclose(got, wide.astype(dtype), equal_nan=True, **tol)
+
+
+def test_reductions_with_a_dtype_or_a_view_go_to_the_reference():
+    x = np.asarray(RNG.standard_normal((300, 400)), np.float32)
+    _same(ELEMENTWISE["sum"](x, None, False, np.float64), _ref("sum")(x, None, False,
+                                                                       np.float64))
+    _same(ELEMENTWISE["sum"](x.T, (0,), False), _ref("sum")(x.T, (0,), False))
+    _same(ELEMENTWISE["mean"](x[:, ::2], (1,), True), _ref("mean")(x[:, ::2], (1,), True))
+
+
+@pytest.mark.parametrize("shape, dim", [((GRAIN * 5 + 3,), None), ((64, 3000), (0,)),
+                                        ((64, 3000), (1,)), ((1, GRAIN * 4), (1,))], ids=str)
+def test_sums_are_the_same_on_every_thread_count(shape, dim):
+    # fixed spans, added in their order: the thread count does not change a bit
+    x = np.asarray(RNG.standard_normal(shape), np.float32)
+    before = _native.get_num_threads()
+    try:
+        results = []
+        for n in (1, 2, 3):
+            _native.set_num_threads(n)
+            results.append(ELEMENTWISE["sum"](x, dim, False))
+    finally:
+        _native.set_num_threads(before)
+    for other in results[1:]:
+        _same(other, results[0])
+
+
+@settings(max_examples=40, deadline=None, derandomize=True)
+@given(rows=st.integers(1, 40), cols=st.sampled_from([1, 3, 1000, 1 << 12, GRAIN + 1]),
+       op=st.sampled_from(OPS), dtype=st.sampled_from(DTYPES),
+       layout=st.sampled_from(["same", "row", "row_first", "scalar", "scalar_first"]))
+def test_binary_fuzz(rows, cols, op, dtype, layout):
+    a = _array((rows, cols), dtype)
+    b = {"same": lambda: _array((rows, cols), dtype), "row": lambda: _array((cols,), dtype),
+         "row_first": lambda: _array((cols,), dtype), "scalar": lambda: _array((), dtype),
+         "scalar_first": lambda: _array((1, 1), dtype)}[layout]()
+    if layout.endswith("_first"):
+        a, b = b, a
+    with np.errstate(all="ignore"):
+        _same(ELEMENTWISE[op](a, b), _ref(op)(a, b))
+
+
+def test_one_thread_keeps_the_arithmetic_on_numpy(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_native, "binary", lambda op, a, b: calls.append(op) or a + b)
+    kernels.follow_threads(1)
+    try:
+        a = _array((3, GRAIN), np.float32)
+        _same(ELEMENTWISE["add"](a, a), a + a)
+        assert not calls
+    finally:
+        kernels.follow_threads(2)
+    ELEMENTWISE["add"](a, a)
+    assert len(calls) == 1
+
+
+def test_through_torcia_with_gradients():
+    # (x * y + x).sum() by hand: d/dx = y + 1, d/dy = x; row-broadcast bias: its gradient
+    # sums the rows
+    x = torcia.randn(64, 1024, dtype=torcia.float64, requires_grad=True)
+    y = torcia.randn(64, 1024, dtype=torcia.float64, requires_grad=True)
+    bias = torcia.randn(1024, dtype=torcia.float64, requires_grad=True)
+    ((x * y + x) / 2.0 - bias).sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), (y.detach().numpy() + 1) / 2, rtol=1e-15)
+    np.testing.assert_allclose(y.grad.numpy(), x.detach().numpy() / 2, rtol=1e-15)
+    np.testing.assert_allclose(bias.grad.numpy(), np.full(1024, -64.0), rtol=1e-15)
+    m = torcia.randn(3, GRAIN + 7).mean(dim=1)
+    assert m.shape == (3,) and m.dtype is torcia.float32
+
+
+def test_blocked_plugin_gives_the_same_arithmetic(with_and_without_plugin):
+    script = (
+        "import numpy as np, torcia\n"
+        "torcia.manual_seed(0)\n"
+        "x, r = torcia.randn(64, 2000), torcia.randn(2000)\n"
+        "y = ((x * 3.0 - r) / (x.abs() + 1.0)).neg().sqrt()\n"
+        "np.save({out!r}, y.numpy())\n"
+        "print(torcia.library.device_ops('cpu')['add'])\n")
+    res = with_and_without_plugin(script)
+    assert res["native"][0] == "native"
+    _same(res["native"][1], res["numpy"][1])
