@@ -12,7 +12,7 @@ disk under the hash of its code, the flags and the compiler's version
 Without a compiler, fusion is skipped and the graph replays unfused.
 
 A graph captured on another device than the CPU ("cuda") gets the same passes, and its
-elementwise chains become ``ElementwiseKernel``s of that device's array module (CuPy's:
+elementwise chains become ``ElementwiseKernel`` objects of that device's array module (CuPy's:
 the same expressions in CUDA C++, operands broadcast by CuPy), compiled by CuPy at their
 first call and kept per process by their source (:func:`device_kernel`); reductions,
 pooling and cross-entropy stay the device's own kernels there.
