@@ -81,7 +81,8 @@ nitpicky = True
 _THIRD_PARTY = (
     r"(PluginManager|numpy|np|os|io|sys|pathlib|pickle|PIL|pluggy|enum|datetime|collections|argparse|cupy|"
     r"mpi4py|typing|multiprocessing|pkgutil|concurrent|threading|socket|types|abc|contextlib|"
-    r"dataclasses|functools|ml_dtypes|safetensors|onnx|onnxruntime|zipfile|hashlib|struct)"
+    r"dataclasses|functools|ml_dtypes|safetensors|onnx|onnxruntime|zipfile|hashlib|struct|"
+    r"tensorboard)"
     r"(\..+)?"
 )
 _PLAIN_WORDS = (
