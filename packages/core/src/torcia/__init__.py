@@ -63,6 +63,9 @@ from torcia._dtype import (  # noqa: E402
     promote_types,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from torcia._dtype import bool_ as bool  # noqa: E402,A001
 

@@ -1,8 +1,8 @@
 """What libraries touch of ``torch.jit`` at import: decorators that mark functions and
 methods, the predicates ``is_scripting``/``is_tracing``, and typing helpers.
 
-They only mark or answer; :func:`torcia.jit.script` and :func:`torcia.jit.trace` read the
-marks when they compile a module (an ``@ignore``d method stays a Python call, an
+They only mark or answer; :func:`torcia.jit.script` (and tracing, ``torch.jit.trace``) reads
+the marks when it compiles a module (an ``@ignore``d method stays a Python call, an
 ``@unused`` one raises when the compiled program reaches it).
 """
 
@@ -66,7 +66,7 @@ def is_scripting() -> bool:
 
 
 def is_tracing() -> bool:
-    """Whether the code runs inside :func:`torcia.jit.trace`'s capture.
+    """Whether the code runs inside a trace's capture (``torch.jit.trace``).
 
     Examples
     --------
@@ -290,10 +290,10 @@ def isinstance(obj, target_type) -> bool:
 
 
 def script_if_tracing(fn):
-    """Mark ``fn`` to be compiled only when it is called while :func:`torcia.jit.trace`
-    runs. torcia's :func:`~torcia.jit.script` captures what tracing captures, so the
-    trace records ``fn``'s ops as it records any other code; eager calls run it as
-    written.
+    """Mark ``fn`` to be compiled only when it is called while a trace
+    (``torch.jit.trace``) runs. torcia's :func:`~torcia.jit.script` captures what tracing
+    captures, so the trace records ``fn``'s ops as it records any other code; eager calls
+    run it as written.
 
     Examples
     --------
