@@ -81,7 +81,8 @@ nitpicky = True
 _THIRD_PARTY = (
     r"(PluginManager|numpy|np|os|io|sys|pathlib|pickle|PIL|pluggy|enum|datetime|collections|argparse|cupy|"
     r"mpi4py|typing|multiprocessing|pkgutil|concurrent|threading|socket|types|abc|contextlib|"
-    r"dataclasses|functools|ml_dtypes|safetensors|onnx|onnxruntime|zipfile|hashlib|struct)"
+    r"dataclasses|functools|ml_dtypes|safetensors|onnx|onnxruntime|zipfile|hashlib|struct|"
+    r"tensorboard)"
     r"(\..+)?"
 )
 _PLAIN_WORDS = (
@@ -111,6 +112,8 @@ def _resolve_by_suffix(app, env, node, contnode):
 
     domain = env.get_domain("py")
     target = node["reftarget"].lstrip(".~")
+    if target in _PYTHON_TYPES:
+        return None
     module = node.get("py:module") or ""
     matches = domain.find_obj(env, module, node.get("py:class"), target, node["reftype"], 1)
     # a callable instance (torcia.distributions.biject_to) is documented as a function but
@@ -131,5 +134,20 @@ def _resolve_by_suffix(app, env, node, contnode):
     return make_refnode(app.builder, node["refdoc"], obj.docname, obj.node_id, contnode, name)
 
 
+def _python_types_exactly(app, doctree):
+    """``type`` and ``object`` in a signature or a type field are Python's: Sphinx looks
+    them up by suffix there, finds ``torcia.device.type`` and ``torcia.jit.Attribute.type``
+    and warns that the reference is ambiguous; looked up exactly, they stay plain words."""
+    from sphinx.addnodes import pending_xref
+
+    for node in doctree.findall(pending_xref):
+        if node.get("refdomain") == "py" and node.get("reftarget") in _PYTHON_TYPES:
+            node.attributes.pop("refspecific", None)
+
+
+_PYTHON_TYPES = ("type", "object")
+
+
 def setup(app):
+    app.connect("doctree-read", _python_types_exactly)
     app.connect("missing-reference", _resolve_by_suffix)

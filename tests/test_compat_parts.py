@@ -90,3 +90,18 @@ def test_a_training_script_runs_unmodified(tmp_path):
     losses = [float(line.split()[-1]) for line in result.stdout.splitlines()]
     assert len(losses) == 3 and losses[-1] < losses[0]
     assert (tmp_path / "model.pt").exists()
+
+
+def test_torchvision_version_and_io(hook):
+    import torch
+    import torchvision
+    from torchvision import io
+    from torchvision.io import ImageReadMode, decode_image
+
+    import torcia.vision.io
+
+    # the torchvision release made with the PyTorch release torcia follows
+    assert (torch.__version__, torchvision.__version__) == ("2.13.0", "0.28.0")
+    assert torchvision.__version__ >= "0.20" and torcia.vision.__version__ == "0.1.0"
+    assert decode_image is torcia.vision.io.decode_image
+    assert ImageReadMode.RGB is io.ImageReadMode.RGB

@@ -31,9 +31,9 @@ before=$(build_output)
 if [ -n "${TORCIA_TORCH:-}" ]; then "$py" -m pip install "$TORCIA_TORCH"; fi
 # --with-tests: what the parts' test extras name too, e.g. the MPI that pip installs (mpich),
 # which the MPI backend is tested against rather than a system one
-# cpu[mkl]: the C++ plugin's products run on MKL here; each part alone (tools/test_isolated.py)
-# tests it on OpenBLAS
-"$py" tools/install_parts.py --editable --with-tests packages plugins "cpu[mkl]" >/dev/null
+# cpu[mkl,int8]: the C++ plugin's products run on MKL here, its int8 ones on oneDNN; each part
+# alone (tools/test_isolated.py) tests it on OpenBLAS
+"$py" tools/install_parts.py --editable --with-tests packages plugins "cpu[mkl,int8]" >/dev/null
 
 # pytest exits 5 when it collects no test: an error here, never a pass
 run_pytest() {

@@ -15,12 +15,36 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [HERE, os.path.join(HERE, "cases")]
 
 
+def _torchvision_without_its_extension() -> None:
+    """Make PyPI's torchvision importable beside a CPU PyTorch.
+
+    PyPI has no CPU build of torchvision 0.28 (the release made with PyTorch 2.13): the
+    extension of its wheel needs CUDA's libraries, which a CPU PyTorch lacks, so it does
+    not load. The Python part (models, transforms, FrozenBatchNorm2d: what timm imports)
+    runs without it, but its import registers fake kernels for two of the extension's ops
+    whether or not the extension loaded; declared here first, as the extension would
+    declare them, the import succeeds. No case calls those ops."""
+    import torch
+
+    spec = importlib.util.find_spec("torchvision")
+    if spec is None or not spec.submodule_search_locations:
+        return
+    try:
+        torch.ops.load_library(os.path.join(spec.submodule_search_locations[0], "_C.so"))
+    except OSError:
+        for name in ("nms", "qnms"):
+            torch.library.define(f"torchvision::{name}",
+                                 "(Tensor dets, Tensor scores, float iou_threshold) -> Tensor")
+
+
 def main(module_name: str, case_name: str, out: str) -> int:
     import numpy as np
 
+    on_torcia = "torcia.compat" in sys.modules and sys.modules["torcia.compat"].installed()
+    if not on_torcia:
+        _torchvision_without_its_extension()
     module = importlib.import_module(module_name)
     fn = getattr(module, "case_" + case_name)
-    on_torcia = "torcia.compat" in sys.modules and sys.modules["torcia.compat"].installed()
     for need in getattr(fn, "needs", ()):
         if on_torcia and importlib.util.find_spec(need) is None:
             print(f"skipped: needs {need}, which is not installed")

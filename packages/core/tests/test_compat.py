@@ -31,7 +31,8 @@ def test_torcia_name_maps_prefixes():
     assert compat.torcia_name("torch.cuda") == "torcia.cuda"
     assert compat.torcia_name("torch.utils.data.sampler") == "torcia.data.sampler"
     assert compat.torcia_name("torchvision.datasets") == "torcia.vision.datasets"
-    assert compat.torcia_name("torch._dynamo") is None
+    assert compat.torcia_name("torch._dynamo") == "torcia.compiler.dynamo"
+    assert compat.torcia_name("torch.utils.data.datapipes.iter") is None
 
 
 def test_import_torch_is_torcia(hook):
@@ -50,8 +51,8 @@ def test_missing_name_names_the_pytorch_api(hook):
 
 
 def test_missing_module_names_the_pytorch_api(hook):
-    with pytest.raises(ModuleNotFoundError, match=r"PyTorch's torch\._dynamo"):
-        import torch._dynamo  # noqa: F401
+    with pytest.raises(ModuleNotFoundError, match=r"PyTorch's torch\._inductor"):
+        import torch._inductor  # noqa: F401
     with pytest.raises(ModuleNotFoundError, match=r"torch\.no_such_module"):
         import torch.no_such_module  # noqa: F401
 

@@ -83,6 +83,8 @@ def test_compat_presents_the_pytorch_release():
                   " torch._C._jit_set_profiling_mode(False), torch._C._get_accelerator())\n"
                   "from torch.utils import _pytree\nprint(_pytree.tree_leaves([1, [2]]))")
     assert out.split("\n")[0] == f"2.13.0 True None {torcia.__version__} None True cpu"
+    # reached as an attribute too (torcia.version is torcia's own)
+    assert _compat("import torch\nprint(torch.version.__version__)").strip() == "2.13.0"
     assert out.split("\n")[1] == "[1, 2]"
 
 
@@ -164,3 +166,112 @@ def test_device_context_and_contains():
     assert torcia.tensor([0.0, 9.0, 9.0]) in x
     with pytest.raises(RuntimeError, match="only supports Tensor or scalar"):
         "a" in x  # noqa: B015
+
+
+def test_wide_unsigned_dtypes_promote_as_pytorch():
+    wide = (torcia.uint16, torcia.uint32, torcia.uint64)
+    others = [torcia.bool, torcia.uint8, torcia.int8, torcia.int32, torcia.int64,
+              torcia.float16, torcia.bfloat16, torcia.float32, torcia.float64,
+              torcia.complex64, *wide]
+    real = _torch()
+    for a in wide:
+        top = min(np.iinfo(a.to_numpy()).max, np.iinfo(np.int64).max)
+        x = torcia.tensor([1, 2, top], dtype=a)
+        assert x.dtype is a and not a.is_signed and a.itemsize == np.dtype(a.to_numpy()).itemsize
+        assert x.numpy().dtype == a.to_numpy() and x.tolist()[-1] == top
+        for b in others:
+            try:
+                ours = torcia.promote_types(a, b).name
+            except RuntimeError as exc:
+                ours = str(exc)
+            if b is a:
+                assert ours == a.name
+            elif b.is_floating_point:
+                assert ours == b.name
+            else:
+                assert ours.startswith("Promotion for uint16, uint32, uint64 types is not "
+                                       "supported")
+            if real is not None:
+                try:
+                    theirs = str(real.promote_types(getattr(real, a.name),
+                                                    getattr(real, b.name))).split(".")[1]
+                except RuntimeError as exc:
+                    theirs = str(exc)
+                assert ours == theirs
+    u = torcia.from_numpy(np.array([7], dtype=np.uint32))
+    assert u.dtype is torcia.uint32 and u.to(torcia.int64).tolist() == [7]
+
+
+def test_storages_map_files_and_slice_as_views(tmp_path):
+    path = tmp_path / "weights.bin"
+    path.write_bytes(bytes(range(16)))
+    s = torcia.UntypedStorage.from_file(str(path), shared=False, nbytes=16)
+    part = s[4:8]
+    # a slice is the same memory, as PyTorch's (it was a copy)
+    part[0] = 99
+    assert s[4] == 99 and part.data_ptr() == s.data_ptr() + 4
+    assert path.read_bytes()[4] == 4  # not shared: the file keeps its bytes
+    as_int = torcia.asarray(s[8:16], dtype=torcia.int32)
+    assert as_int.tolist() == np.frombuffer(bytes(range(8, 16)), dtype=np.int32).tolist()
+    shared = torcia.UntypedStorage.from_file(str(path), True, 16)
+    shared[0] = 200
+    del shared
+    assert path.read_bytes()[0] == 200
+    grown = tmp_path / "new.bin"
+    assert torcia.UntypedStorage.from_file(str(grown), True, 5).tolist() == [0] * 5
+    assert grown.stat().st_size == 5
+    assert len(torcia.UntypedStorage.from_file(str(path))) == 0  # nbytes=0: nothing
+    with pytest.raises(RuntimeError, match="smaller than the required mapping size <32>"):
+        torcia.UntypedStorage.from_file(str(path), False, 32)
+    with pytest.raises(RuntimeError, match="only a step of 1"):
+        s[::2]
+
+
+def _asarray_cases(fw):
+    """(description, call) of torch.asarray's behaviours: aliasing, copies, dtypes, refusals."""
+    a = np.arange(4, dtype=np.float32)
+    yield "numpy shared", lambda: fw.asarray(a)
+    yield "numpy copy", lambda: fw.asarray(a, copy=True)
+    yield "numpy cast", lambda: fw.asarray(a, dtype=fw.float64)
+    yield "numpy cast refused", lambda: fw.asarray(a, dtype=fw.float64, copy=False)
+    yield "list", lambda: fw.asarray([1, 2.5])
+    yield "list alias refused", lambda: fw.asarray([1, 2], copy=False)
+    yield "scalar", lambda: fw.asarray(3)
+    yield "bytes", lambda: fw.asarray(bytearray(b"\x01\x00\x02\x00"), dtype=fw.int16)
+    yield "untyped storage", lambda: fw.asarray(fw.UntypedStorage(8).fill_(1))
+    yield "untyped storage int32", lambda: fw.asarray(fw.UntypedStorage(6).fill_(2),
+                                                      dtype=fw.int32)
+    yield "requires grad", lambda: fw.asarray([1.0, 2.0], requires_grad=True)
+
+
+def test_asarray_matches_pytorch():
+    real = _torch()
+    if real is None:
+        pytest.skip("PyTorch is not installed")
+
+    def outcome(fn):
+        try:
+            t = fn()
+        except (ValueError, RuntimeError, TypeError) as exc:
+            return type(exc).__name__, str(exc)
+        return str(t.dtype).split(".")[1], list(t.shape), t.requires_grad, t.tolist()
+
+    ours, theirs = dict(_asarray_cases(torcia)), dict(_asarray_cases(real))
+    for name in ours:
+        assert outcome(ours[name]) == outcome(theirs[name]), name
+    for fw in (torcia, real):
+        a = np.zeros(2, dtype=np.float32)
+        shared, copied = fw.asarray(a), fw.asarray(a, copy=True)
+        a[0] = 5
+        assert (shared[0].item(), copied[0].item()) == (5.0, 0.0)
+        x = fw.ones(2)
+        assert fw.asarray(x) is x and fw.asarray(x, copy=True) is not x
+        y = fw.asarray(x, requires_grad=True)
+        assert y is x and x.requires_grad  # the tensor given, now requiring grad
+
+
+def test_view_takes_its_dtype_by_keyword():
+    x = torcia.tensor([1, 0, 2, 0], dtype=torcia.uint8)
+    assert x.view(dtype=torcia.int16).tolist() == [1, 2] == x.view(torcia.int16).tolist()
+    with pytest.raises(TypeError, match="not both"):
+        x.view(4, dtype=torcia.int16)

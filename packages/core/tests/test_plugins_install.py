@@ -163,7 +163,8 @@ def test_a_blocklist_blocks_it_and_using_it_says_why(full, env, tmp_path, where)
         config = tmp_path / "torcia.toml"
         config.write_text('[plugins]\nblock = ["example"]\n')
         env["TORCIA_CONFIG"] = str(config)
-        source = f"config file {config}"
+        # the line of the block entry, as every refusal from a config file names it
+        source = f"config file {config}:2"
     assert listing(full, env)["example"]["reason"] == f"blocked by {source}"
     result = run([full / "python", "-c", USE_DEVICE], env, check=False)
     assert result.returncode != 0

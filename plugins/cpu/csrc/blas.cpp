@@ -37,6 +37,7 @@ Table table = {
     scipy_cblas_sgemv,
     scipy_cblas_dgemv,
     scipy_openblas_set_num_threads,
+    nullptr,
 };
 
 }  // namespace torcia_blas
@@ -289,6 +290,8 @@ std::string use_mkl(const std::string& path) {
       symbol<torcia_blas::sgemv_t>(lib, path, "cblas_sgemv"),
       symbol<torcia_blas::dgemv_t>(lib, path, "cblas_dgemv"),
       set_threads,
+      // the integer product is optional: torcia-ao's kernels fall back without it
+      reinterpret_cast<torcia_blas::gemm_s8u8s32_t>(dlsym(lib, "cblas_gemm_s8u8s32")),
   };
   if (set_interface(kMklInterfaceLp64) != kMklInterfaceLp64)
     throw std::runtime_error("use_mkl: " + path + " refused the LP64 interface (32-bit "

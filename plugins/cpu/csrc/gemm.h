@@ -9,6 +9,8 @@
 
 #include <cblas.h>
 
+#include <cstdint>
+
 namespace torcia_blas {
 
 using sgemm_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, CBLAS_TRANSPOSE, blasint, blasint,
@@ -31,6 +33,12 @@ using sgemv_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, blasint, blasint, float, 
 using dgemv_t = void (*)(CBLAS_ORDER, CBLAS_TRANSPOSE, blasint, blasint, double, const double*,
                          blasint, const double*, blasint, double, double*, blasint);
 
+// MKL's integer product (row-major C int32 = (A uint8 + oa) op(B int8 + ob)), its enums
+// passed as ints; OpenBLAS has none
+using gemm_s8u8s32_t = void (*)(int, int, int, int, int, int, int, float, const void*, int,
+                                std::int8_t, const void*, int, std::int8_t, float,
+                                std::int32_t*, int, const std::int32_t*);
+
 struct Table {
   sgemm_t sgemm;
   dgemm_t dgemm;
@@ -39,10 +47,20 @@ struct Table {
   sgemv_t sgemv;
   dgemv_t dgemv;
   void (*set_threads)(int);
+  gemm_s8u8s32_t gemm_s8u8s32;  // nullptr where the library has no integer GEMM
 };
 
 // the entry points in use; written only by use_mkl, before any product of the process
 extern Table table;
+
+// oneDNN's integer product (row-major C int32 = (A uint8 - ao) op(B int8 - bo)): the
+// int8 GEMM quant.cpp prefers; nullptr until use_onednn loads it
+using dnnl_gemm_u8s8s32_t = int (*)(char, char, char, std::int64_t, std::int64_t,
+                                    std::int64_t, float, const std::uint8_t*, std::int64_t,
+                                    std::uint8_t, const std::int8_t*, std::int64_t,
+                                    std::int8_t, float, std::int32_t*, std::int64_t,
+                                    const std::int32_t*);
+extern dnnl_gemm_u8s8s32_t dnnl_gemm_u8s8s32;
 
 }  // namespace torcia_blas
 

@@ -36,6 +36,7 @@ void define_elementwise(pybind11::module_& m);
 void define_norm(pybind11::module_& m);
 void define_blas(pybind11::module_& m);
 void define_lstm(pybind11::module_& m);
+void define_quant(pybind11::module_& m);
 
 namespace py = pybind11;
 using std::int64_t;
@@ -1182,6 +1183,7 @@ PYBIND11_MODULE(_native, m) {
   define_norm(m);
   define_blas(m);
   define_lstm(m);
+  define_quant(m);
 #ifdef _OPENMP
   m.attr("openmp") = true;
 #else

@@ -14,8 +14,7 @@ def case_x_transformers():
     return {"logits": numpy(model(randint(40, 2, 10, seed=1)))}
 
 
-@case(library="vector-quantize-pytorch", needs=("torcia.jit",),
-      known_failure="imports torch.distributed.nn (issue 38)")
+@case(library="vector-quantize-pytorch", needs=("torcia.jit",))
 def case_vector_quantize():
     from vector_quantize_pytorch import VectorQuantize
 

@@ -6,7 +6,7 @@ import tempfile
 from common import case, numpy, randn, seed_weights
 
 
-@case(known_failure="safetensors.torch.load_file maps the file with UntypedStorage.from_file")
+@case()
 def case_roundtrip():
     import torch
     from safetensors.torch import load, load_file, load_model, save, save_file, save_model

@@ -31,7 +31,10 @@ def case_efficientnet_b0():
     return _forward("efficientnet_b0")
 
 
-@case(needs=("torcia.jit",))
+# train-mode batch norm over 4 small images scales the first convolutions' gradients by
+# 1/std (to 17 for weights of 0.05); the float32 rounding of the sums (5e-5 of the
+# gradients, as measured between the frameworks) comes to 1e-4 of the weights in two steps
+@case(needs=("torcia.jit",), rtol=1e-3, atol=1e-4)
 def case_optimizer_step():
     import timm
     import timm.optim
@@ -39,7 +42,12 @@ def case_optimizer_step():
 
     model = seed_weights(timm.create_model("resnet10t", pretrained=False, num_classes=5))
     model.train()
-    opt = timm.optim.create_optimizer_v2(model, "adamw", lr=1e-2, weight_decay=0.05)
+    # SGD with momentum, not Adam: Adam's first step is lr times the sign of each gradient,
+    # so the many near-zero gradients of a ReLU network's weights move by lr in directions
+    # their rounding picks, differently on each framework (timm's Adam family is compared
+    # on a smooth problem in case_other_optimizers)
+    opt = timm.optim.create_optimizer_v2(model, "sgd", lr=1e-3, momentum=0.9,
+                                         weight_decay=0.05)
     x, y = randn(4, 3, 32, 32, seed=2), randint(5, 4, seed=3)
     losses = []
     for _ in range(2):

@@ -6,9 +6,11 @@ import tempfile
 
 from common import case, grads, numpy, params, randint, seed_weights
 
-# what transformers imports that torcia does not have yet
-_BLOCKED = ("import needs torch.distributed.tensor (issue 38), torch.cuda.CUDAGraph and "
-            "torch.cuda.graph (issue 43), torch._dynamo's TransformGetItemToIndex")
+# BERT's position_ids buffer is arange(n).expand((1, -1)), into which the model's init
+# copies
+_EXPANDED_COPY = "copy_ into an expanded size-1 dim is refused (issue 36)"
+# dropout draws differ between frameworks: the training cases compare with it off
+_NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
 
 
 def _bert():
@@ -17,6 +19,7 @@ def _bert():
     config = BertConfig(vocab_size=50, hidden_size=32, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=37,
                         max_position_embeddings=16, num_labels=3,
+                        hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                         attn_implementation="eager")
     return seed_weights(BertForSequenceClassification(config)).eval()
 
@@ -25,7 +28,8 @@ def _gpt2():
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=50, n_embd=32, n_layer=2, n_head=4, n_positions=32,
-                        attn_implementation="eager")
+                        bos_token_id=0, eos_token_id=0, attn_implementation="eager",
+                        **_NO_DROPOUT)
     return seed_weights(GPT2LMHeadModel(config)).eval()
 
 
@@ -42,7 +46,7 @@ def _ids(n=7, seed=1):
     return randint(50, 2, n, seed=seed)
 
 
-@case(known_failure=_BLOCKED)
+@case(known_failure=_EXPANDED_COPY)
 def case_bert_forward():
     import torch
 
@@ -53,19 +57,19 @@ def case_bert_forward():
     return {"logits": numpy(out.logits), "hidden": numpy(out.hidden_states[-1])}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_gpt2_forward():
     out = _gpt2()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_llama_forward():
     out = _llama()(input_ids=_ids())
     return {"logits": numpy(out.logits)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_generate():
     out = {}
     for name, model in (("gpt2", _gpt2()), ("llama", _llama())):
@@ -75,12 +79,15 @@ def case_generate():
     return out
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_training_step():
     import torch
 
     model = _gpt2().train()
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
+    # the attention's key bias gets a gradient that is zero but for rounding (softmax
+    # ignores a shift of every key alike); Adam's default eps would scale that noise up to
+    # steps of the learning rate's size, differently on each framework
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, eps=1e-4)
     ids = _ids(8, seed=3)
     losses = []
     for _ in range(2):
@@ -92,7 +99,7 @@ def case_training_step():
     return {"losses": losses, **grads(model), **params(model)}
 
 
-@case(known_failure=_BLOCKED)
+@case(known_failure=_EXPANDED_COPY)
 def case_bert_backward():
     import torch
 
@@ -102,7 +109,7 @@ def case_bert_backward():
     return {"loss": loss.item(), **grads(model)}
 
 
-@case(known_failure=_BLOCKED)
+@case()
 def case_save_load():
     from transformers import AutoModelForCausalLM
 

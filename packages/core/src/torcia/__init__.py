@@ -63,6 +63,9 @@ from torcia._dtype import (  # noqa: E402
     promote_types,
     set_default_dtype,
     uint8,
+    uint16,
+    uint32,
+    uint64,
 )
 from torcia._dtype import bool_ as bool  # noqa: E402,A001
 
@@ -363,7 +366,8 @@ _PARTS = {
     "autograd": "torcia-autograd", "nn": "torcia-nn", "optim": "torcia-optim",
     "data": "torcia-data", "distributed": "torcia-distributed", "vision": "torcia-vision",
     "text": "torcia-text", "onnx": "torcia-onnx", "distributions": "torcia-distributions",
-    "compiler": "torcia-compiler", "jit": "torcia-jit",
+    "compiler": "torcia-compiler", "jit": "torcia-jit", "export": "torcia-export",
+    "ao": "torcia-ao",
 }
 _ALIASES = {
     "torcia.utils.data": "torcia.data",
@@ -425,10 +429,23 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
     sys.meta_path.append(_PartFinder())
 
 
+#: torch's quantized tensors, dtypes and schemes at the top level; torcia-ao provides them
+_QUANTIZATION = frozenset({
+    "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
+    "dequantize", "qint8", "quint8", "qint32", "quint4x2", "per_tensor_affine",
+    "per_channel_affine", "per_tensor_symmetric", "per_channel_symmetric",
+    "per_channel_affine_float_qparams", "qscheme"})
+
+
 def __getattr__(name):
     if name in ("compile", "vmap"):  # torch's names, lent by torcia-compiler and torcia-nn
         return plugins.lent(f"torcia.{name}",
                             "torcia-compiler" if name == "compile" else "torcia-nn")
+    if name in _QUANTIZATION:  # lent by torcia-ao; absent, hasattr answers False
+        try:
+            return plugins.lent(f"torcia.{name}", "torcia-ao")
+        except ModuleNotFoundError as exc:
+            raise AttributeError(str(exc)) from None
     # ``torcia.nn`` etc. without an explicit import, as with PyTorch
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",

@@ -184,7 +184,76 @@ def as_tensor(data, dtype=None, device=None) -> Tensor:
     return tensor(data, dtype=dtype, device=device)
 
 
-asarray = as_tensor
+_UNSET = object()
+
+
+def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=_UNSET) -> Tensor:
+    """``obj`` as a tensor, sharing its memory where it can: a tensor, a NumPy array, an
+    object with DLPack or the buffer protocol (``bytes``, ``bytearray``), or a storage
+    (an untyped one read as ``dtype``, int64 by default); numbers and sequences are
+    copied. As ``torch.asarray``.
+
+    ``copy=True`` always copies; ``copy=False`` never does, and raises where sharing is
+    impossible (a sequence, another dtype or device). ``requires_grad`` defaults to that
+    of a tensor given (which is then returned itself, its graph kept); ``False`` gives a
+    detached alias of it.
+
+    Examples
+    --------
+    >>> import numpy as np, torcia
+    >>> a = np.zeros(2, dtype=np.float32)
+    >>> t = torcia.asarray(a); a[0] = 5
+    >>> t, torcia.asarray(bytearray(b"\\x01\\x00"), dtype=torcia.int16)
+    (tensor([5., 0.]), tensor([1], dtype=torcia.int16))
+    >>> torcia.asarray([1, 2], copy=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: can't alias arbitrary sequence into a tensor.
+    """
+    from torcia import _storage
+
+    want = None if dtype is None else _dtype_arg(dtype)
+    shared = None
+    if isinstance(obj, Tensor):
+        shared = obj
+    elif isinstance(obj, _storage._StorageBase):
+        data = obj._data
+        if isinstance(obj, _storage.UntypedStorage):
+            kind = (want or D.int64).to_numpy()
+            data = data[:data.size - data.size % kind.itemsize].view(kind)
+        shared = Tensor._make(data, obj._device)
+    elif isinstance(obj, np.ndarray) or hasattr(obj, "__dlpack__"):
+        shared = Tensor._make(_infer_array(obj)[0], CPU)
+    elif not isinstance(obj, (list, tuple, str)):
+        try:
+            view = memoryview(obj)
+        except TypeError:
+            view = None
+        if view is not None:
+            raw = np.frombuffer(view, dtype=(want or D.uint8).to_numpy()) if \
+                view.format in ("B", "b", "c") else np.asarray(view)
+            shared = Tensor._make(raw, CPU)
+    if shared is None:
+        if copy is False:
+            raise ValueError("can't alias arbitrary sequence into a tensor.")
+        out = tensor(obj, dtype=want, device=device)
+    else:
+        out = shared
+        dev = canonical_device(device) if device is not None else out._device
+        if (want is not None and want is not out.dtype) or dev is not out._device:
+            if copy is False:
+                what = (f"dtype '{D.torch_type_name(out.dtype)}' into dtype "
+                        f"'{D.torch_type_name(want)}'" if want not in (None, out.dtype) else
+                        f"device '{out._device}' into device '{dev}'")
+                raise ValueError(f"can't alias tensor with {what}.")
+            out = out.to(device=dev, dtype=want or out.dtype)
+        if copy and out is shared:
+            out = out.clone()
+    if requires_grad is _UNSET:
+        return out
+    if requires_grad:
+        return out.requires_grad_(True)  # the tensor given itself, as in PyTorch
+    return out.detach() if out.requires_grad else out
 
 
 def from_numpy(ndarray: np.ndarray) -> Tensor:

@@ -117,6 +117,12 @@ int8 = dtype("int8", np.dtype(np.int8), 1)
 int16 = dtype("int16", np.dtype(np.int16), 1)
 int32 = dtype("int32", np.dtype(np.int32), 1)
 int64 = dtype("int64", np.dtype(np.int64), 1)
+# PyTorch's wider unsigned integers: they promote with themselves and with floating dtypes
+# only, as in PyTorch
+uint16 = dtype("uint16", np.dtype(np.uint16), 1)
+uint32 = dtype("uint32", np.dtype(np.uint32), 1)
+uint64 = dtype("uint64", np.dtype(np.uint64), 1)
+WIDE_UNSIGNED = (uint16, uint32, uint64)
 float16 = dtype("float16", np.dtype(np.float16), 2)
 bfloat16 = _LazyDtype("bfloat16", _bfloat16_np, 2)
 # PyTorch's 8-bit floats: storage and conversion only, as in PyTorch (no arithmetic
@@ -134,7 +140,7 @@ complex128 = dtype("complex128", np.dtype(np.complex128), 3)
 _REAL_OF = {complex64: float32, complex128: float64}
 
 ALL = (bool_, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
-       complex64, complex128, *FLOAT8)
+       complex64, complex128, *FLOAT8, *WIDE_UNSIGNED)
 _NAMES = {d.name: d for d in ALL}
 _NAMES.update(
     {"float": float32, "double": float64, "half": float16, "long": int64, "int": int32,
@@ -161,7 +167,7 @@ def from_numpy_dtype(np_dtype) -> dtype:
         raise TypeError(
             f"can't convert np.ndarray of type {np.dtype(np_dtype)}. The only supported types "
             "are: float64, float32, float16, complex64, complex128, bfloat16, int64, int32, "
-            "int16, int8, uint8, and bool."
+            "int16, int8, uint64, uint32, uint16, uint8, and bool."
         ) from None
 
 
@@ -234,10 +240,16 @@ def _promote_pair(a: dtype, b: dtype) -> dtype:
 
 
 class _PromotionTable(dict):
-    """dtype pair -> promoted dtype; a float8 dtype promotes with itself only."""
+    """dtype pair -> promoted dtype; a float8 dtype promotes with itself only, a wide
+    unsigned one with itself and floating dtypes."""
 
     def __missing__(self, key):
         a, b = key
+        if isinstance(a, dtype) and isinstance(b, dtype) and (
+                a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and not (a in FLOAT8 or b in FLOAT8):
+            raise RuntimeError(
+                "Promotion for uint16, uint32, uint64 types is not supported, attempted to "
+                f"promote {torch_type_name(a)} and {torch_type_name(b)}")
         if isinstance(a, dtype) and isinstance(b, dtype):
             raise RuntimeError(
                 "Promotion for Float8 Types is not supported, attempted to promote "
@@ -247,12 +259,14 @@ class _PromotionTable(dict):
 
 _PROMOTE = _PromotionTable(
     ((a, b), a if a is b else _promote_pair(a, b)) for a in ALL for b in ALL
-    if a is b or not (a in FLOAT8 or b in FLOAT8))
+    if a is b or not (a in FLOAT8 or b in FLOAT8 or (
+        (a in WIDE_UNSIGNED or b in WIDE_UNSIGNED) and 2 not in (a.category, b.category))))
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
                "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
                "int8": "Char", "uint8": "Byte", "bool": "Bool", "complex64": "ComplexFloat",
-               "complex128": "ComplexDouble"}
+               "complex128": "ComplexDouble", "uint16": "UInt16", "uint32": "UInt32",
+               "uint64": "UInt64"}
 
 
 def torch_type_name(d: dtype) -> str:

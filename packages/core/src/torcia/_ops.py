@@ -1258,10 +1258,11 @@ def _view_call(op, input, params):
     return call(op, (input,), params, view_of=input)
 
 
-def view(input, *shape):
+def view(input, *shape, dtype=None):
     """The same data with another shape; raises when no view is possible (use reshape).
 
-    A dtype argument reinterprets the bytes instead, as ``Tensor.view(dtype)``.
+    A dtype argument (``view(torcia.int16)`` or ``view(dtype=torcia.int16)``) reinterprets
+    the bytes instead, as ``Tensor.view(dtype)``.
 
     Examples
     --------
@@ -1271,6 +1272,10 @@ def view(input, *shape):
             [2, 3],
             [4, 5]])
     """
+    if dtype is not None:
+        if shape:
+            raise TypeError("view() takes a shape or dtype=, not both")
+        shape = (dtype,)
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
     shape = _infer_shape(_shape_arg(shape), input._data.size, input._data.shape)

@@ -10,6 +10,7 @@ over a storage.
 
 from __future__ import annotations
 
+import os
 import warnings
 
 import numpy as np
@@ -117,9 +118,12 @@ class _StorageBase:
         return _host(self._data, self._device).tolist()
 
     def __getitem__(self, index):
-        value = _host(self._data, self._device)[index]
-        return value.tolist() if isinstance(index, int) else self._wrap(
-            self._data[index].copy())
+        if isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise RuntimeError(f"Trying to slice with a step of {index.step}, but only a "
+                                   "step of 1 is supported")
+            return self._wrap(self._data[index])  # the same memory, as PyTorch's
+        return _host(self._data, self._device)[index].tolist()
 
     def __setitem__(self, index, value):
         self._data[index] = value.tolist() if isinstance(value, _StorageBase) else value
@@ -208,6 +212,37 @@ class UntypedStorage(_StorageBase):
 
     def _type_name(self) -> str:
         return f"torcia.storage.UntypedStorage(device={self._device})"
+
+    @classmethod
+    def from_file(cls, filename, shared: bool = False, nbytes: int = 0) -> UntypedStorage:
+        """The first ``nbytes`` bytes of the file ``filename``, memory-mapped: with
+        ``shared`` writes go to the file (which is created or extended to ``nbytes`` as
+        needed), without it they stay in this process's copy of the pages, and the file
+        must hold ``nbytes`` bytes.
+
+        Examples
+        --------
+        >>> import os, tempfile
+        >>> import torcia
+        >>> path = os.path.join(tempfile.mkdtemp(), "b.bin")
+        >>> _ = open(path, "wb").write(bytes(range(6)))
+        >>> s = torcia.UntypedStorage.from_file(path, shared=False, nbytes=6)
+        >>> s[2:4].tolist(), torcia.asarray(s[0:4], dtype=torcia.int16).tolist()
+        ([2, 3], [256, 770])
+        """
+        path = os.fspath(filename)
+        if shared and nbytes and (not os.path.exists(path) or os.path.getsize(path) < nbytes):
+            with open(path, "ab") as f:
+                f.truncate(nbytes)
+        size = os.path.getsize(path)
+        if size < nbytes:
+            raise RuntimeError(f"file <{path}> size <{size}> is smaller than the required "
+                               f"mapping size <{nbytes}>")
+        if nbytes == 0:
+            return cls._of(np.zeros(0, dtype=np.uint8), CPU)
+        mapped = np.memmap(path, dtype=np.uint8, mode="r+" if shared else "c",
+                           shape=(nbytes,))
+        return cls._of(mapped.view(np.ndarray), CPU)
 
     def element_size(self) -> int:
         return 1

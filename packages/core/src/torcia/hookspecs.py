@@ -156,7 +156,7 @@ def torcia_register_names(registry) -> None:
     ``torch.kl_div`` nn's functional form, ``torch.nn.parallel.DistributedDataParallel``
     the distributed part's. The part that owns the object lends it here under the dotted
     name it has there; the part that shows the name looks it up with
-    :func:`torcia.library.lent`, never by importing a part it does not depend on.
+    ``torcia.library.lent``, never by importing a part it does not depend on.
     Called once, the first time a lent name is looked up.
 
     :param registry: a :class:`torcia.plugins.Registry` of kind "name"; call

@@ -33,6 +33,9 @@ What is here:
   covers only some inputs hands the rest to :func:`fallback`, and :func:`device_ops`
   says how the device runs each op; :func:`host_fallback` is the host round trip itself
   (PyTorch's boxed CPU fallback).
+- **Custom ops** as ``torch.library`` makes them (:func:`custom_op`, :func:`register_fake`,
+  :func:`register_autograd`, :func:`register_kernel`): a program's own op, with a record,
+  kernels, derivative and meta shape put where a plugin's would be.
 - **A tensor's internals** as other parts may use them: :func:`array` (the array),
   :func:`wrap` and :func:`tensor_of` (an array as a tensor), :func:`alias`,
   :func:`bump_version`, :func:`set_grad_mode`, :func:`add_seed_callback`, and for per-op
@@ -64,6 +67,15 @@ from typing import Any, Protocol, runtime_checkable
 
 import torcia
 from torcia import _dtype, _meta, ops
+from torcia._custom_ops import (
+    CustomOpDef,
+    OpNamespace,
+    custom_op,
+    infer_schema,
+    register_autograd,
+    register_fake,
+    register_kernel,
+)
 from torcia._decompositions import DECOMPOSITIONS
 from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
@@ -173,6 +185,10 @@ __all__ = [
 # a tensor's internals (see TENSOR_FIELDS)
 __all__ += ["TENSOR_FIELDS", "add_seed_callback", "alias", "array", "bump_version",
             "set_grad_mode", "wrap"]
+
+# torch.library's custom ops, defined by a program rather than a plugin (torcia._custom_ops)
+__all__ += ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
+            "register_fake", "register_kernel"]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
 __all__ += [

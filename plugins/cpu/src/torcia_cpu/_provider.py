@@ -12,6 +12,16 @@ rather than an open-source one; OpenBLAS gives the same results to float toleran
 
 ``TORCIA_CPU_BLAS`` chooses: ``auto`` (the default: MKL where installed), ``openblas``, or
 ``mkl`` (an error where MKL is not installed or cannot be loaded).
+
+The int8 products of torcia-ao's quantized ops need an integer GEMM, which OpenBLAS does
+not have. Where the ``onednn-cpu-gomp`` wheel is installed (``pip install
+"torcia-cpu[int8]"``) they run on oneDNN's ``dnnl_gemm_u8s8s32``, loaded the same way;
+else on MKL's ``cblas_gemm_s8u8s32`` where MKL is loaded; else on torcia-ao's NumPy
+reference. oneDNN, not MKL, because it picks its code by the CPU's instruction set, not its
+vendor: on the AMD EPYC (Zen 4, AVX-512 VNNI) development machine MKL's integer GEMM runs
+a generic path, 8.5x slower than oneDNN's (512x768x3072: 57 ms against 6.8 ms on one
+thread; MKL's SGEMM of the same shape takes 24 ms). The GNU OpenMP build threads on the
+OpenMP runtime the extension itself uses; the wheel is under Apache 2.0.
 """
 
 from __future__ import annotations
@@ -40,12 +50,38 @@ def find_mkl() -> str | None:
     return None
 
 
+def find_onednn() -> str | None:
+    """The path of the installed ``onednn-cpu-gomp`` wheel's ``libdnnl.so.3``, or None."""
+    try:
+        dist = importlib.metadata.distribution("onednn-cpu-gomp")
+    except importlib.metadata.PackageNotFoundError:
+        return None
+    for file in dist.files or ():
+        if file.name == "libdnnl.so.3":
+            path = dist.locate_file(file)
+            if os.path.exists(path):
+                return str(path)
+    return None
+
+
+def _load_int8() -> None:
+    path = find_onednn()
+    if path is None:
+        return
+    try:
+        _native.use_onednn(path)
+    except RuntimeError as exc:
+        warnings.warn(f"torcia-cpu: oneDNN could not be loaded, int8 products use MKL or "
+                      f"the reference: {exc}", RuntimeWarning, stacklevel=3)
+
+
 def choose() -> str:
     """Switch the extension to the library ``TORCIA_CPU_BLAS`` asks for (once per process)
     and return its name."""
     if _chosen:
         return _native.blas_name()
     _chosen.append(True)
+    _load_int8()
     want = os.environ.get("TORCIA_CPU_BLAS", "auto").strip().lower() or "auto"
     if want not in CHOICES:
         raise ValueError(f"TORCIA_CPU_BLAS={want!r}: expected one of {', '.join(CHOICES)}")

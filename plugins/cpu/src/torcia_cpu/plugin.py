@@ -15,6 +15,7 @@ import torcia
 from torcia.library import add_thread_callback, hookimpl
 from torcia_cpu import _blas, _memory, _native, _provider, kernels
 from torcia_cpu.kernels import ELEMENTWISE, HELPERS, OPTIMIZER_STEPS, OVERRIDES, NativeKernels
+from torcia_cpu.quant import QUANT_OPS, QuantKernels
 
 PRIORITY = 10
 _applied = []
@@ -57,3 +58,6 @@ def torcia_register_kernels(registry):
         registry.add(op, "cpu", getattr(kernels, op), priority=PRIORITY, setup=apply_policy)
     for op, fn in {**ELEMENTWISE, **OPTIMIZER_STEPS}.items():
         registry.add(op, "cpu", fn, priority=PRIORITY, setup=apply_policy)
+    quant = QuantKernels()
+    for op in QUANT_OPS:
+        registry.add(op, "cpu", getattr(quant, op), priority=PRIORITY, setup=apply_policy)

@@ -43,8 +43,6 @@ def cupy_kernels(xp) -> dict:
     Examples
     --------
     >>> import numpy as np
-
-from torcia.library import host_fallback
     >>> from torcia_cuda import cupy_kernels
     >>> cupy_kernels(np)["view"](np.arange(6.0), (2, 3)).shape
     (2, 3)

@@ -118,7 +118,7 @@ def _edge(x):
 
 def record(op: str, inputs: tuple, params: dict, out) -> None:
     """Attach a backward node for ``op`` to its output(s) (once: forward AD records an
-    op before the dispatcher does, see :func:`record_early`)."""
+    op before the dispatcher does)."""
     if out.__class__ is not tuple and out.grad_fn is not None:
         return
     if out.__class__ is tuple and any(o.grad_fn is not None for o in out

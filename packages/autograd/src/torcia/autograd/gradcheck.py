@@ -381,6 +381,8 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
     masked : bool, optional
         Concerns sparse inputs, which torcia's gradcheck does not take.
 
+    Notes
+    -----
     Complex inputs and outputs are checked through their real and imaginary parts, with
     PyTorch's convention for complex gradients (see ``_analytical_jacobian``).
 

@@ -1,6 +1,6 @@
 """The names of ``torch.fx`` that libraries touch at import (``torcia.fx``).
 
-torcia captures programs by running them (:func:`torcia.compile` records the kernels a call
+torcia captures programs by running them (:func:`torcia.compiler.compile` records the kernels a call
 runs) rather than by symbolic tracing, so it has no ``symbolic_trace``, ``GraphModule`` or
 proxies of its own. Libraries still mark functions for PyTorch's symbolic tracer at import
 time (``@torch.fx.wrap``) and test values against ``torch.fx.Proxy``; those two work here:

@@ -78,8 +78,8 @@ class Graph:
     tensor argument, flattened), ``("tensor", t)`` (a tensor the function read: a
     parameter, a buffer, a constant it made) or ``("grad", t)`` (``t.grad`` when traced).
     ``grads`` lists ``(t, value id)``: gradient accumulated into leaf ``t`` as the eager
-    engine does. ``meta`` maps a value id to its ``(shape, dtype)``; ``device`` is the device
-every kernel of the graph ran on (one per graph).
+    engine does. ``meta`` maps a value id to its ``(shape, dtype)``; ``device`` is the
+    device every kernel of the graph ran on (one per graph).
 
     Examples
     --------

@@ -12,7 +12,7 @@ disk under the hash of its code, the flags and the compiler's version
 Without a compiler, fusion is skipped and the graph replays unfused.
 
 A graph captured on another device than the CPU ("cuda") gets the same passes, and its
-elementwise chains become ``ElementwiseKernel``s of that device's array module (CuPy's:
+elementwise chains become ``ElementwiseKernel`` objects of that device's array module (CuPy's:
 the same expressions in CUDA C++, operands broadcast by CuPy), compiled by CuPy at their
 first call and kept per process by their source (:func:`device_kernel`); reductions,
 pooling and cross-entropy stay the device's own kernels there.
@@ -358,6 +358,11 @@ def fuse(graph: Graph, reductions: bool = True, xp=None) -> None:
     absorbed: set[int] = set()
     keeps: set[int] = set()  # reductions whose chain's result is also written out
     for node in graph.nodes:
+        if node.kind == "copy_":
+            # an in-place write (ReLU(inplace=True)) changes the value after its chain
+            # ran: a later reader must read the written array, not recompute the chain
+            producer.pop(node.args[0][1], None)
+            continue
         if reductions and _reduction(graph, node) is not None:
             # a reduction ends the chain that computes its input; where something else
             # reads that input too, the kernel writes it as well (a second output)

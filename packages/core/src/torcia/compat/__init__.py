@@ -8,9 +8,10 @@ the command line, ``python -m torcia.compat script.py [args]`` runs a script wit
 installed, as ``python script.py [args]`` would.
 
 ``torch.__version__`` (and ``torch.version``) is the PyTorch release whose API torcia
-follows, :data:`TORCH_VERSION`, so that libraries requiring a recent PyTorch accept torcia;
-``torcia.__version__`` stays torcia's own. ``torch._C`` answers the few probes libraries
-make of PyTorch's extension (:mod:`torcia.compat._C`).
+follows, :data:`TORCH_VERSION`, so that libraries requiring a recent PyTorch accept torcia,
+and ``torchvision.__version__`` the torchvision release made with it,
+:data:`TORCHVISION_VERSION`; ``torcia.__version__`` stays torcia's own. ``torch._C`` answers
+the few probes libraries make of PyTorch's extension (:mod:`torcia.compat._C`).
 
 What torcia lacks is never replaced by a stand-in: importing a PyTorch module torcia has no
 counterpart for raises :class:`ModuleNotFoundError`, and reading a missing name raises
@@ -37,9 +38,10 @@ import importlib.util
 import sys
 import types
 
-from torcia.compat.version import TORCH_VERSION
+from torcia.compat.version import TORCH_VERSION, TORCHVISION_VERSION
 
-__all__ = ["TORCH_VERSION", "install", "installed", "torcia_name", "uninstall"]
+__all__ = ["TORCHVISION_VERSION", "TORCH_VERSION", "install", "installed", "torcia_name",
+           "uninstall"]
 
 #: PyTorch module prefixes whose torcia counterpart is not ``torcia`` + the same suffix.
 #: Longest prefix wins; the rest of the dotted name is kept.
@@ -47,20 +49,23 @@ PREFIXES = {
     "torch": "torcia",
     "torch.utils.data": "torcia.data",
     "torch.utils.data.datapipes": None,
-    "torch.ao": None,
-    "torch.quantization": None,
+    "torch.quantization": "torcia.ao.quantization",
     "torch._C": "torcia.compat._C",
+    "torch.ops": "torcia.compat.ops",
     "torch.version": "torcia.compat.version",
     "torch.torch_version": "torcia.compat.version",
     "torch.utils._pytree": "torcia.utils.pytree",
-    "torch._dynamo": None,
+    "torch._dynamo": "torcia.compiler.dynamo",
+    "torch._dynamo._trace_wrapped_higher_order_op": "torcia.compiler.dynamo",
     "torchvision": "torcia.vision",
-    "torchvision.io": None,
     "torchtext": "torcia.text",
     "torchtext.data.utils": "torcia.text.tokenizers",
 }
 
 _ROOTS = ("torch", "torchvision", "torchtext")
+#: what the packages present as their versions: the PyTorch release torcia follows and the
+#: torchvision release made with it
+_VERSIONS = {"torch": TORCH_VERSION, "torchvision": TORCHVISION_VERSION}
 
 
 def torcia_name(name: str) -> str | None:
@@ -132,7 +137,9 @@ class TorchModule(types.ModuleType):
             ) from None
         if isinstance(value, types.ModuleType) and not isinstance(value, TorchModule):
             sub = f"{self.__name__}.{attr}"
-            if torcia_name(sub) == value.__name__:
+            # the PyTorch name, also where it maps elsewhere than the torcia attribute
+            # (torch.version is torcia.compat.version, not torcia.version)
+            if torcia_name(sub) is not None and value.__name__.split(".")[0] == "torcia":
                 return importlib.import_module(sub)
         return value
 
@@ -169,15 +176,18 @@ class _TorchFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             if exc.name is not None and dest.startswith(exc.name):
                 raise _missing_module(fullname, f" ({exc})") from None
             raise
+        # a PyTorch package served by a plain module (torch._dynamo) is still a package
+        # when other names map below it
+        below = any(p.startswith(fullname + ".") for p in PREFIXES)
         spec = importlib.util.spec_from_loader(
-            fullname, self, is_package=hasattr(module, "__path__"))
+            fullname, self, is_package=hasattr(module, "__path__") or below)
         spec.loader_state = module
         return spec
 
     def create_module(self, spec):
         module = TorchModule(spec.name, spec.loader_state)
-        if spec.name == "torch":
-            object.__setattr__(module, "__version__", TORCH_VERSION)
+        if spec.name in _VERSIONS:
+            object.__setattr__(module, "__version__", _VERSIONS[spec.name])
         return module
 
     def exec_module(self, module):

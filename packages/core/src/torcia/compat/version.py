@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["TORCH_VERSION", "TorchVersion", "cuda", "debug", "git_version", "hip"]
+__all__ = ["TORCHVISION_VERSION", "TORCH_VERSION", "TorchVersion", "cuda", "debug",
+           "git_version", "hip"]
 
 
 class TorchVersion(str):
@@ -78,6 +79,10 @@ def _release(v) -> tuple:
 
 #: The PyTorch release whose API torcia follows (and its parity tests run against).
 TORCH_VERSION = TorchVersion("2.13.0")
+
+#: The torchvision release made with :data:`TORCH_VERSION`: what ``torchvision.__version__``
+#: is under the compat runner (torcia-vision follows its API).
+TORCHVISION_VERSION = TorchVersion("0.28.0")
 
 __version__ = TORCH_VERSION
 #: torcia is not built against CUDA or ROCm (its "cuda" device runs through CuPy)

@@ -67,8 +67,8 @@ def register_pytree_node(cls, flatten_fn, unflatten_fn, *, serialized_type_name=
 
     Parameters
     ----------
-    cls : type
-        The container type.
+    cls : type object
+        The container class.
     flatten_fn : callable
         ``flatten_fn(obj) -> (children, context)``; ``context`` is what unflattening needs
         beyond the children (keys, field names), and compares with ``==``.

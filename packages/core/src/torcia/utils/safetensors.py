@@ -24,7 +24,7 @@ __all__ = ["load", "load_file", "load_metadata", "save", "save_file"]
 # the safetensors header's dtype codes for torcia's dtypes
 _DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",
            "I64": "int64", "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8",
-           "BOOL": "bool"}
+           "U16": "uint16", "U32": "uint32", "U64": "uint64", "BOOL": "bool"}
 
 
 def _package():

@@ -1,9 +1,14 @@
 """torcia.jit: TorchScript's names for the deployment scripts and libraries that use them.
 
-The decorators and predicates libraries touch at import (:func:`script`, :func:`ignore`,
-:func:`unused`, :func:`export`, :func:`interface`, :func:`is_scripting`,
-:func:`is_tracing`, :data:`Final`, :mod:`torcia.jit.annotations`) mark what they decorate
-and answer as PyTorch's do in eager code.
+:func:`trace` and :func:`script` compile a module or function into programs of
+torcia.export (the compiler's capture, saved with :func:`save` and run by :func:`load`
+without the model's source); :func:`freeze` folds parameters into them and
+:func:`optimize_for_inference` runs them through torcia.compile's inductor. ``script``
+compiles what one traced graph can hold: control flow that depends on tensor values is a
+:class:`NotSupportedError` naming its line. The decorators and predicates libraries touch
+at import (:func:`ignore`, :func:`unused`, :func:`export`, :func:`interface`,
+:func:`is_scripting`, :func:`is_tracing`, :data:`Final`, :mod:`torcia.jit.annotations`)
+mark what they decorate and answer as PyTorch's do in eager code.
 
 Examples
 --------
@@ -20,10 +25,26 @@ Examples
 from __future__ import annotations
 
 import builtins
-import functools
 
-from torcia import nn
+from torcia.futures import Future
 from torcia.jit import annotations
+from torcia.jit._compiled import (
+    RecursiveScriptModule,
+    ScriptFunction,
+    ScriptModule,
+    TopLevelTracedModule,
+    TracedModule,
+    TracerWarning,
+    TracingCheckError,
+    freeze,
+    load,
+    optimize_for_inference,
+    save,
+    script,
+    trace,
+    trace_module,
+)
+from torcia.jit._frontend import NotSupportedError
 from torcia.jit._markers import (
     Attribute,
     Final,
@@ -45,9 +66,12 @@ from torcia.jit._markers import (
 )
 
 __all__ = [
-    "Attribute", "Error", "Final", "ScriptFunction", "annotate", "annotations", "export",
-    "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "script",
-    "script_if_tracing", "unused",
+    "Attribute", "Error", "Final", "Future", "NotSupportedError", "RecursiveScriptModule",
+    "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracedModule",
+    "TracerWarning", "TracingCheckError", "annotate", "annotations", "export", "fork", "freeze",
+    "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load",
+    "optimize_for_inference", "save", "script", "script_if_tracing", "trace",
+    "trace_module", "unused", "wait",
 ]
 
 _script_if_tracing = script_if_tracing
@@ -64,47 +88,36 @@ class Error(RuntimeError):
     """
 
 
-class ScriptFunction:
-    """A function given to :func:`script`; calling it calls the function.
+def fork(func, *args, **kwargs):
+    """Start ``func(*args, **kwargs)`` as a task and return a
+    :class:`~torcia.futures.Future` of its result
+    (``torch.jit.fork``).
+
+    Outside a compiled program PyTorch runs the task at once, in the caller's thread, and
+    so does torcia: its error is raised here, and ops it runs inside :func:`trace` are
+    captured in order, as the program's own.
 
     Examples
     --------
     >>> import torcia
-    >>> f = torcia.jit.script(lambda x: x + 1)
-    >>> type(f).__name__, f(torcia.zeros(1)).tolist()
-    ('ScriptFunction', [1.0])
+    >>> fut = torcia.jit.fork(torcia.add, torcia.ones(2), 1)
+    >>> fut.done(), torcia.jit.wait(fut)
+    (True, tensor([2., 2.]))
     """
-
-    def __init__(self, fn):
-        functools.update_wrapper(self, fn)
-        self._fn = fn
-
-    @property
-    def name(self) -> str:
-        return self._fn.__name__
-
-    def __call__(self, *args, **kwargs):
-        return self._fn(*args, **kwargs)
+    future = Future()
+    future.set_result(func(*args, **kwargs))
+    return future
 
 
-def script(obj, optimize=None, _frames_up=0, _rcb=None, example_inputs=None):
-    """Compile a function or module for deployment (``torch.jit.script``).
-
-    A function becomes a :class:`ScriptFunction`; modules and classes are returned
-    as they are, so that a library scripting its helpers at import works unchanged.
+def wait(future):
+    """The result of a :func:`fork`'s task, once it has completed (``torch.jit.wait``).
 
     Examples
     --------
     >>> import torcia
-    >>> @torcia.jit.script
-    ... def swish(x, inplace: bool = False):
-    ...     return x.mul_(x.sigmoid()) if inplace else x * x.sigmoid()
-    >>> round(swish(torcia.ones(1)).item(), 4)
-    0.7311
+    >>> torcia.jit.wait(torcia.jit.fork(lambda: 3))
+    3
     """
-    if builtins.isinstance(obj, (ScriptFunction, nn.Module, type)):
-        return obj
-    if not callable(obj):
-        raise RuntimeError(f"Type '{type(obj).__name__}' cannot be compiled since it is not "
-                           "a function, a class or an nn.Module")
-    return ScriptFunction(obj)
+    if not builtins.isinstance(future, Future):  # the module's isinstance is TorchScript's
+        raise TypeError(f"wait(): expected a torcia.jit.Future, got {type(future).__name__}")
+    return future.wait()

@@ -1,8 +1,8 @@
 """What libraries touch of ``torch.jit`` at import: decorators that mark functions and
 methods, the predicates ``is_scripting``/``is_tracing``, and typing helpers.
 
-They only mark or answer; :func:`torcia.jit.script` and :func:`torcia.jit.trace` read the
-marks when they compile a module (an ``@ignore``d method stays a Python call, an
+They only mark or answer; :func:`torcia.jit.script` (and tracing, ``torch.jit.trace``) reads
+the marks when it compiles a module (an ``@ignore``d method stays a Python call, an
 ``@unused`` one raises when the compiled program reaches it).
 """
 
@@ -42,11 +42,12 @@ _state = _State()
 def capturing(kind: str):
     """Mark this thread as running a ``"script"`` or ``"trace"`` capture (what
     :func:`is_scripting` and :func:`is_tracing` answer)."""
-    setattr(_state, kind + "ing", getattr(_state, kind + "ing") + 1)
+    flag = {"script": "scripting", "trace": "tracing"}[kind]
+    setattr(_state, flag, getattr(_state, flag) + 1)
     try:
         yield
     finally:
-        setattr(_state, kind + "ing", getattr(_state, kind + "ing") - 1)
+        setattr(_state, flag, getattr(_state, flag) - 1)
 
 
 def is_scripting() -> bool:
@@ -65,7 +66,7 @@ def is_scripting() -> bool:
 
 
 def is_tracing() -> bool:
-    """Whether the code runs inside :func:`torcia.jit.trace`'s capture.
+    """Whether the code runs inside a trace's capture (``torch.jit.trace``).
 
     Examples
     --------
@@ -224,16 +225,22 @@ def _unwrap_optional(x):
     return x
 
 
-Attribute = collections.namedtuple("Attribute", ["value", "type"])
-Attribute.__doc__ = """A module attribute with the type the compiler is to give it:
-``self.names = torcia.jit.Attribute([], list[str])``; eager modules read ``.value``.
+_Attribute = collections.namedtuple("Attribute", ["value", "type"])
 
-Examples
---------
->>> import torcia
->>> torcia.jit.Attribute([], list[str]).value
-[]
-"""
+
+def Attribute(value, type):  # noqa: A002, N802  (torch.jit.Attribute's name and arguments)
+    """A module attribute with the type the compiler is to give it:
+    ``self.names = torcia.jit.Attribute([], list[str])``; eager modules read ``.value``
+    (a named tuple of ``value`` and ``type``, as PyTorch's).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.jit.Attribute([], list[str]).value
+    []
+    """
+    return _Attribute(value, type)
+
 
 #: ``torch.jit.Final``: a constant attribute (``typing.Final``).
 Final = typing.Final
@@ -283,10 +290,10 @@ def isinstance(obj, target_type) -> bool:
 
 
 def script_if_tracing(fn):
-    """Mark ``fn`` to be compiled only when it is called while :func:`torcia.jit.trace`
-    runs. torcia's :func:`~torcia.jit.script` captures what tracing captures, so the
-    trace records ``fn``'s ops as it records any other code; eager calls run it as
-    written.
+    """Mark ``fn`` to be compiled only when it is called while a trace
+    (``torch.jit.trace``) runs. torcia's :func:`~torcia.jit.script` captures what tracing
+    captures, so the trace records ``fn``'s ops as it records any other code; eager calls
+    run it as written.
 
     Examples
     --------

@@ -2,7 +2,8 @@
 names, defaults and state-dict keys.
 
 Submodules: :mod:`~torcia.vision.datasets`, :mod:`~torcia.vision.transforms`,
-:mod:`~torcia.vision.models`, :mod:`~torcia.vision.utils`, and the ``torcia-train``
+:mod:`~torcia.vision.models`, :mod:`~torcia.vision.ops`, :mod:`~torcia.vision.io` (image
+files), :mod:`~torcia.vision.utils`, and the ``torcia-train``
 script in :mod:`~torcia.vision.train`. They are imported on first use, so that the plugin
 manager can load torcia-vision's entry point without importing torcia-nn.
 
@@ -24,7 +25,7 @@ from torcia.vision import _registry  # noqa: F401
 
 __version__ = "0.1.0"
 
-_SUBMODULES = ("datasets", "transforms", "models", "utils", "train")
+_SUBMODULES = ("datasets", "transforms", "models", "utils", "train", "io", "ops")
 
 
 def __getattr__(name):

@@ -722,6 +722,117 @@ _CREATION = ("zeros", "ones", "full", "empty", "arange", "linspace", "logspace",
 # ---------------------------------------------------------------------------------------
 
 
+# ----- quantized ops (torcia-ao's), as QDQ: DequantizeLinear -> float op -> QuantizeLinear,
+# integer weights and biases stored as such; onnxruntime runs (and fuses) them ------------
+
+
+def _q_params(g, scale, zero_point, zero_dtype):
+    return [g.const(np.float32(scale), base="scale"),
+            g.const(np.asarray(zero_point, dtype=zero_dtype), base="zero_point")]
+
+
+def _dequantize(g, x, scale, zero_point):
+    return g.node("DequantizeLinear", [g.value(x), *_q_params(g, scale, zero_point, x.dtype)])
+
+
+def _quantize(g, y, scale, zero_point, qmin=0, qmax=255, dtype=np.uint8):
+    q = g.node("QuantizeLinear", [y, *_q_params(g, scale, zero_point, dtype)])
+    info = np.iinfo(dtype)
+    if qmin > info.min or qmax < info.max:  # a reduced range: clamp the integers too
+        q = g.node("Clip", [q, g.const(np.asarray(qmin, dtype)), g.const(np.asarray(qmax, dtype))])
+    return q
+
+
+def _dequantize_weight(g, wq, scales):
+    """int8 weights with a scale per output channel (zero point 0), axis 0."""
+    scales = np.ascontiguousarray(np.broadcast_to(scales, (wq.shape[0],)), dtype=np.float32)
+    return g.node("DequantizeLinear", [g.const(wq, base="weight_int8"),
+                                       g.const(scales, base="weight_scale"),
+                                       g.const(np.zeros(wq.shape[0], np.int8), base="weight_zp")],
+                  axis=0)
+
+
+def _dequantize_bias(g, bias, x_scale, w_scales, out_channels):
+    """The float bias as int32 at scale x_scale * w_scale (zero point 0): QDQ's form, which
+    onnxruntime fuses with the integer product."""
+    if bias is None:
+        return []
+    scales = (np.float32(x_scale) * np.broadcast_to(np.asarray(w_scales, np.float32),
+                                                     (out_channels,))).astype(np.float32)
+    ints = np.rint(np.asarray(bias, np.float64) / scales).astype(np.int32)
+    return [g.node("DequantizeLinear", [g.const(ints, base="bias_int32"),
+                                        g.const(scales, base="bias_scale"),
+                                        g.const(np.zeros(out_channels, np.int32),
+                                                base="bias_zp")], axis=0)]
+
+
+def _requantize(g, y, p):
+    if p.get("relu"):
+        y = g.node("Relu", [y])
+    if p.get("out_scale") is None:
+        return y
+    return _quantize(g, y, p["out_scale"], p["out_zero_point"])
+
+
+@converts("quantize_per_tensor")
+def _quantize_per_tensor(g, op, args, p, out):
+    dtype = np.int8 if p["dtype"] == "qint8" else np.uint8
+    if p["dtype"] not in ("qint8", "quint8"):
+        raise UnsupportedOperatorError(f"quantization to {p['dtype']}")
+    return _quantize(g, g.value(args[0]), p["scale"], p["zero_point"], p["qmin"], p["qmax"],
+                     dtype)
+
+
+@converts("dequantize_per_tensor")
+def _dequantize_per_tensor(g, op, args, p, out):
+    return _dequantize(g, args[0], p["scale"], p["zero_point"])
+
+
+@converts("quantized_conv2d")
+def _quantized_conv2d(g, op, args, p, out):
+    xq, wq, w_scales, bias = args
+    x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
+    inputs = [x, _dequantize_weight(g, wq, w_scales)]
+    inputs += _dequantize_bias(g, bias, p["x_scale"], w_scales, wq.shape[0])
+    stride, dilation = list(p["stride"]), list(p["dilation"])
+    y = g.node("Conv", inputs, strides=stride, pads=_pads(p["padding"]), dilations=dilation,
+               group=p["groups"], kernel_shape=list(wq.shape[2:]))
+    return _requantize(g, y, p)
+
+
+@converts("quantized_linear")
+def _quantized_linear(g, op, args, p, out):
+    xq, wq, w_scales, bias = args
+    x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
+    w = _dequantize_weight(g, wq, w_scales)
+    b = _dequantize_bias(g, bias, p["x_scale"], w_scales, wq.shape[0])
+    if xq.ndim == 2:
+        y = g.node("Gemm", [x, w, *b], transB=1)
+    else:
+        y = g.node("MatMul", [x, g.node("Transpose", [w], perm=[1, 0])])
+        if b:
+            y = g.node("Add", [y, b[0]])
+    return _requantize(g, y, p)
+
+
+@converts("quantized_add")
+def _quantized_add(g, op, args, p, out):
+    a, b = args
+    y = g.node("Add", [_dequantize(g, a, p["a_scale"], p["a_zero_point"]),
+                       _dequantize(g, b, p["b_scale"], p["b_zero_point"])])
+    return _requantize(g, y, p)
+
+
+@converts("linear_dynamic", "linear_weight_int8")
+def _linear_int8_weights(g, op, args, p, out):
+    # the weights stay int8 in the file; activations are float here (onnxruntime's
+    # dynamic quantization would requantize them at run time, in another range)
+    x, wq, w_scales, bias = args
+    w = _dequantize_weight(g, wq, w_scales)
+    y = g.node("MatMul", [g.value(x), g.node("Transpose", [w], perm=[1, 0])])
+    return g.node("Add", [y, g.value(bias)]) if bias is not None else y
+
+
 class _Trace(DispatchMode):
     """A dispatch mode (at ``TRACE_ORDER``) that turns each kernel the exporting thread
     runs into graph nodes, and follows module forwards to name them."""

@@ -1,0 +1,268 @@
+"""The quantized ops: their NumPy reference kernels, which define what each computes.
+
+torcia-ao defines them through ``torcia_register_ops`` (``_plugin.py``), so every
+quantized module runs them through torcia's dispatch: tracing (torcia.export, the ONNX
+exporter) records them like any op, and a device plugin can register faster kernels for
+them by name (torcia-cpu does, on MKL's integer GEMM). The reference computes integer
+products exactly: int8 x uint8 products summed in float64, whose 53-bit mantissa holds
+every int32 sum.
+
+Conventions (PyTorch's on x86, FBGEMM's): quantized values ``q = clamp(rint(x * (1 /
+scale) + zero_point), qmin, qmax)`` in float32 (rint: round half to even; the zero point
+added before rounding, as FBGEMM's vectorised quantization does), ``x ~ (q - zero_point)
+* scale``; weights int8 symmetric (zero point 0), per output channel or per tensor;
+activations uint8 affine.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+_DTYPES = {"quint8": np.uint8, "qint8": np.int8, "qint32": np.int32, "quint4x2": np.uint8}
+
+
+def _f32(x):
+    return np.asarray(x, dtype=np.float32)
+
+
+def quantize_per_tensor(x, *, scale: float, zero_point: int, qmin: int, qmax: int,
+                        dtype: str):
+    """``clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)`` as ``dtype``'s integers."""
+    inv = np.float32(1.0) / np.float32(scale)
+    q = np.rint(_f32(x) * inv + np.float32(zero_point))
+    return np.clip(q, qmin, qmax).astype(_DTYPES[dtype])
+
+
+def dequantize_per_tensor(q, *, scale: float, zero_point: int):
+    """``(q - zero_point) * scale`` in float32."""
+    return ((q.astype(np.int32) - zero_point).astype(np.float32) * np.float32(scale))
+
+
+def _along(v, axis, ndim):
+    shape = [1] * ndim
+    shape[axis] = -1
+    return np.asarray(v).reshape(shape)
+
+
+def quantize_per_channel(x, scales, zero_points, *, axis: int, qmin: int, qmax: int,
+                         dtype: str):
+    """:func:`quantize_per_tensor` with a scale and zero point per slice along ``axis``."""
+    inv = np.float32(1.0) / _f32(scales)
+    q = np.rint(_f32(x) * _along(inv, axis, x.ndim) + _along(_f32(zero_points), axis, x.ndim))
+    return np.clip(q, qmin, qmax).astype(_DTYPES[dtype])
+
+
+def dequantize_per_channel(q, scales, zero_points, *, axis: int):
+    """:func:`dequantize_per_tensor` with a scale and zero point per slice along ``axis``."""
+    centred = q.astype(np.int32) - _along(zero_points, axis, q.ndim).astype(np.int32)
+    return centred.astype(np.float32) * _along(_f32(scales), axis, q.ndim)
+
+
+def choose_qparams(lo: float, hi: float, qmin: int, qmax: int) -> tuple[float, int]:
+    """Scale and zero point covering ``[min(lo, 0), max(hi, 0)]`` on ``[qmin, qmax]``,
+    as FBGEMM's ``ChooseQuantizationParams`` (what PyTorch's dynamic quantization uses)."""
+    lo, hi = min(float(lo), 0.0), max(float(hi), 0.0)
+    scale = (hi - lo) / (qmax - qmin)
+    if float(np.float32(scale)) == 0.0 or not np.isfinite(1.0 / np.float32(scale)):
+        scale = 0.1
+    from_min, from_max = qmin - lo / scale, qmax - hi / scale
+    err_min, err_max = abs(qmin) + abs(lo / scale), abs(qmax) + abs(hi / scale)
+    zero = from_min if err_min < err_max else from_max
+    return float(np.float32(scale)), int(min(max(round(zero), qmin), qmax))
+
+
+def _requantize(out, out_scale, out_zero_point, relu):
+    if out_scale is None:
+        return np.maximum(out, 0).astype(np.float32) if relu else out.astype(np.float32)
+    q = np.rint(out.astype(np.float32) / np.float32(out_scale)) + out_zero_point
+    lo = out_zero_point if relu else 0
+    return np.clip(q, lo, 255).astype(np.uint8)
+
+
+def _int_product(a, b_t):
+    """``a @ b_t.T`` exactly, for integer arrays (float64 holds every int32 sum)."""
+    return a.astype(np.float64) @ b_t.astype(np.float64).T
+
+
+def quantized_linear(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: int,
+                     out_scale: float | None = None, out_zero_point: int = 0,
+                     relu: bool = False):
+    """A linear layer on uint8 ``xq`` (…, K) and int8 ``wq`` (N, K) with a scale per
+    output channel: ``(xq - x_zero_point) @ wq.T * (x_scale * w_scales) + bias``,
+    requantized to uint8 at ``out_scale``/``out_zero_point`` (float32 when ``out_scale`` is
+    None), after a ReLU when ``relu``."""
+    lead = xq.shape[:-1]
+    x2 = xq.reshape(-1, xq.shape[-1]).astype(np.int32) - x_zero_point
+    acc = _int_product(x2, wq)
+    out = acc * (np.float64(x_scale) * _f32(w_scales).astype(np.float64))
+    if bias is not None:
+        out = out + bias
+    return _requantize(out, out_scale, out_zero_point, relu).reshape(*lead, wq.shape[0])
+
+
+def _columns(xq, pad_value, kh, kw, stride, padding, dilation):
+    """im2col: (N, C, H, W) -> (N, OH * OW, C * kh * kw), padding with ``pad_value``."""
+    n, c, h, w = xq.shape
+    (ph0, ph1), (pw0, pw1) = padding
+    padded = np.pad(xq, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)), constant_values=pad_value)
+    oh = (h + ph0 + ph1 - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    ow = (w + pw0 + pw1 - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    cols = np.empty((n, c, kh, kw, oh, ow), dtype=xq.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            y0, x0 = i * dilation[0], j * dilation[1]
+            cols[:, :, i, j] = padded[:, :, y0:y0 + stride[0] * oh:stride[0],
+                                      x0:x0 + stride[1] * ow:stride[1]]
+    return cols.reshape(n, c * kh * kw, oh * ow).transpose(0, 2, 1), oh, ow
+
+
+def _pairs(v):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+def _padding(p):
+    p = _pairs(p)
+    return tuple(x if isinstance(x, (tuple, list)) else (x, x) for x in p)
+
+
+def quantized_conv2d(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: int,
+                     stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1),
+                     groups: int = 1, out_scale: float | None = None,
+                     out_zero_point: int = 0, relu: bool = False):
+    """A 2-D convolution on uint8 ``xq`` (N, C, H, W) and int8 ``wq`` (O, C / groups, kh,
+    kw), padded with the input's zero point (the quantized 0.0), then as
+    :func:`quantized_linear`."""
+    n, c = xq.shape[:2]
+    o, cg, kh, kw = wq.shape
+    stride, dilation, padding = _pairs(stride), _pairs(dilation), _padding(padding)
+    scales = np.broadcast_to(_f32(w_scales), (o,)).astype(np.float64)
+    outs = []
+    og = o // groups
+    for g in range(groups):
+        cols, oh, ow = _columns(xq[:, g * cg:(g + 1) * cg], x_zero_point, kh, kw, stride,
+                                padding, dilation)
+        w2 = wq[g * og:(g + 1) * og].reshape(og, -1)
+        acc = _int_product(cols.reshape(-1, cols.shape[-1]).astype(np.int32) - x_zero_point, w2)
+        outs.append(acc.reshape(n, oh * ow, og))
+    acc = np.concatenate(outs, axis=2)  # (N, P, O)
+    out = acc * (np.float64(x_scale) * scales)
+    if bias is not None:
+        out = out + bias
+    out = out.transpose(0, 2, 1).reshape(n, o, oh, ow)
+    return np.ascontiguousarray(_requantize(out, out_scale, out_zero_point, relu))
+
+
+def quantized_add(a, b, *, a_scale: float, a_zero_point: int, b_scale: float,
+                  b_zero_point: int, out_scale: float, out_zero_point: int,
+                  relu: bool = False):
+    """``a + b`` of two uint8 tensors, requantized (``torch.ops.quantized.add``)."""
+    total = dequantize_per_tensor(a, scale=a_scale, zero_point=a_zero_point) + \
+        dequantize_per_tensor(b, scale=b_scale, zero_point=b_zero_point)
+    return _requantize(total, out_scale, out_zero_point, relu)
+
+
+def _dynamic_rows(x2, per_row: bool, reduce_range: bool):
+    """Quantize activations at run time: uint8 affine over the whole tensor (PyTorch's
+    ``quantize_dynamic``, FBGEMM's parameters) or int8 symmetric per row (torchao's
+    per-token scheme). Returns (centred integers, scale per row)."""
+    if per_row:
+        amax = np.abs(x2).max(axis=1) if x2.size else np.zeros(x2.shape[0], np.float32)
+        scale = np.where(amax > 0, amax / np.float32(127), np.float32(1)).astype(np.float32)
+        q = np.clip(np.rint(x2 / scale[:, None]), -127, 127).astype(np.int32)
+        return q, scale
+    qmax = 127 if reduce_range else 255
+    lo = float(x2.min()) if x2.size else 0.0
+    hi = float(x2.max()) if x2.size else 0.0
+    scale, zero = choose_qparams(lo, hi, 0, qmax)
+    q = quantize_per_tensor(x2, scale=scale, zero_point=zero, qmin=0, qmax=qmax,
+                            dtype="quint8").astype(np.int32) - zero
+    return q, np.full(x2.shape[0], scale, np.float32)
+
+
+def linear_dynamic(x, wq, w_scales, bias, *, per_row: bool = False,
+                   reduce_range: bool = True):
+    """A linear layer with int8 weights whose float input is quantized at run time
+    (:func:`_dynamic_rows`), the product in integers, the output float32."""
+    lead = x.shape[:-1]
+    x2 = _f32(x).reshape(-1, x.shape[-1])
+    q, row_scale = _dynamic_rows(x2, per_row, reduce_range)
+    acc = _int_product(q, wq)
+    out = acc * row_scale.astype(np.float64)[:, None] * \
+        _f32(w_scales).astype(np.float64)[None, :]
+    if bias is not None:
+        out = out + bias
+    return out.astype(np.float32).reshape(*lead, wq.shape[0])
+
+
+def linear_weight_int8(x, wq, w_scales, bias):
+    """A linear layer whose int8 weights (a scale per output channel) are dequantized
+    as they are used; input and output float32."""
+    w = wq.astype(np.float32) * _f32(w_scales)[:, None]
+    out = _f32(x) @ w.T
+    return out + bias if bias is not None else out
+
+
+def unpack_int4(packed, k: int):
+    """Two 4-bit values per byte, the low nibble first: (N, ceil(K / 2)) -> (N, K)."""
+    low, high = packed & 0x0F, packed >> 4
+    return np.stack([low, high], axis=-1).reshape(packed.shape[0], -1)[:, :k]
+
+
+def linear_weight_int4(x, packed, scales, zeros, bias, *, group_size: int):
+    """A linear layer with 4-bit weights in groups of ``group_size`` along K, each group
+    its scale and zero point (``w = (q - zero) * scale``, q in 0..15), dequantized as
+    used; input and output float32."""
+    k = x.shape[-1]
+    q = unpack_int4(packed, k).astype(np.float32)
+    groups = np.repeat(np.arange(scales.shape[1]), group_size)[:k]
+    w = (q - _f32(zeros)[:, groups]) * _f32(scales)[:, groups]
+    out = _f32(x) @ w.T
+    return out + bias if bias is not None else out
+
+
+def fake_quantize(x, scale, zero_point, *, qmin: int, qmax: int, axis: int = -1):
+    """Quantize and dequantize in one (what QAT trains through): ``scale`` and
+    ``zero_point`` per tensor (one element) or per slice along ``axis``."""
+    if np.size(scale) > 1:
+        s, z = _along(_f32(scale), axis, x.ndim), _along(zero_point, axis, x.ndim)
+    else:
+        s, z = _f32(scale).reshape(()), np.asarray(zero_point).reshape(())
+    q = np.clip(np.rint(_f32(x) * (np.float32(1) / s) + _f32(z)), qmin, qmax)
+    return ((q - z) * s).astype(x.dtype)
+
+
+def fake_quantize_backward(grad, x, scale, zero_point, *, qmin, qmax, axis=-1):
+    """Straight-through: the gradient passes where ``x`` quantizes inside the range."""
+    if scale.numel() > 1:
+        shape = [1] * x.dim()
+        shape[axis] = -1
+        s, z = scale.reshape(shape), zero_point.reshape(shape)
+    else:
+        s, z = scale.reshape(()), zero_point.reshape(())
+    q = (x * (1.0 / s) + z).round()  # the forward's rounding, so the same values clamp
+    inside = (q >= qmin) & (q <= qmax)
+    return grad * inside.to(grad.dtype), None, None
+
+
+def pack_int4(q):
+    """(N, K) values 0..15 -> (N, ceil(K / 2)) bytes, the low nibble first."""
+    if q.shape[1] % 2:
+        q = np.concatenate([q, np.zeros((q.shape[0], 1), q.dtype)], axis=1)
+    q = q.astype(np.uint8)
+    return (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
+
+
+#: name -> (reference kernel, backward formula or None)
+OPS = {
+    "quantize_per_tensor": (quantize_per_tensor, None),
+    "dequantize_per_tensor": (dequantize_per_tensor, None),
+    "quantize_per_channel": (quantize_per_channel, None),
+    "dequantize_per_channel": (dequantize_per_channel, None),
+    "quantized_linear": (quantized_linear, None),
+    "quantized_conv2d": (quantized_conv2d, None),
+    "quantized_add": (quantized_add, None),
+    "linear_dynamic": (linear_dynamic, None),
+    "linear_weight_int8": (linear_weight_int8, None),
+    "linear_weight_int4": (linear_weight_int4, None),
+    "fake_quantize": (fake_quantize, fake_quantize_backward),
+}

@@ -1,0 +1,27 @@
+"""Quantized modules (``torch.ao.nn.quantized``): quantized tensors in and out, int8
+weights, the ops of torcia-ao through dispatch. :mod:`torcia.ao.nn.quantized.dynamic`
+holds the modules whose activations are quantized at run time."""
+
+from __future__ import annotations
+
+from torcia.ao.nn.quantized._modules import (
+    ELU,
+    BatchNorm2d,
+    Conv2d,
+    DeQuantize,
+    Dropout,
+    FloatFunctional,
+    FXFloatFunctional,
+    Hardswish,
+    LeakyReLU,
+    Linear,
+    QFunctional,
+    Quantize,
+    QuantizedPassthrough,
+    ReLU6,
+    Sigmoid,
+)
+
+__all__ = ["BatchNorm2d", "Conv2d", "DeQuantize", "Dropout", "ELU", "FXFloatFunctional",
+           "FloatFunctional", "Hardswish", "LeakyReLU", "Linear", "QFunctional", "Quantize",
+           "QuantizedPassthrough", "ReLU6", "Sigmoid"]

@@ -1,0 +1,510 @@
+"""Quantized modules (``torch.ao.nn.quantized``): they take and return quantized tensors,
+hold int8 weights with a scale per output channel and the output's scale and zero
+point, and run the quantized ops (``torcia/ao/_ops.py``) through dispatch."""
+
+from __future__ import annotations
+
+import torcia
+from torcia import nn
+from torcia.ao._qtensor import QTensor, qint8, quantize_per_tensor, quint8
+from torcia.ao.nn import intrinsic
+from torcia.ao.nn import qat as nnqat
+from torcia.ao.nn.intrinsic import qat as nniqat
+from torcia.library import Tensor, call
+
+
+def weight_params(weight: Tensor, observer) -> tuple[Tensor, Tensor]:
+    """``weight`` quantized by what ``observer`` (a weight observer or fake quantizer)
+    makes of it: int8 values and a float32 scale per output channel (axis 0)."""
+    weight = weight.detach()
+    observer(weight)
+    scale, zero = observer.calculate_qparams()
+    if zero.abs().max().item() != 0:
+        raise ValueError("quantized weights must be symmetric (zero point 0): use a "
+                         "per_tensor_symmetric or per_channel_symmetric weight observer")
+    if getattr(observer, "dtype", qint8) is not qint8:
+        raise ValueError(f"quantized weights must be qint8, the observer makes "
+                         f"{observer.dtype}")
+    out_channels = weight.shape[0]
+    scales = scale.to(torcia.float32).reshape(-1).expand(out_channels).contiguous()
+    qmin, qmax = observer.quant_min, observer.quant_max
+    ints = call("quantize_per_channel",
+                (weight, scales.to(torcia.float64), torcia.zeros(out_channels,
+                                                                  dtype=torcia.int64)),
+                {"axis": 0, "qmin": qmin, "qmax": qmax, "dtype": "qint8"})
+    return ints, scales
+
+
+def output_params(mod) -> tuple[float, int]:
+    """The output's scale and zero point from ``mod``'s activation observer."""
+    obs = getattr(mod, "activation_post_process", None)
+    if obs is None:
+        raise RuntimeError(f"{type(mod).__name__} has no activation_post_process: prepare() "
+                           "the model (with a qconfig) and calibrate it before convert()")
+    scale, zero = obs.calculate_qparams()
+    return float(scale.item()), int(zero.item())
+
+
+def _weight_observer(mod):
+    fq = getattr(mod, "weight_fake_quant", None)
+    if fq is not None:
+        return fq
+    if getattr(mod, "qconfig", None) is None:
+        raise RuntimeError(f"{type(mod).__name__} has no qconfig: give it one (or its "
+                           "parent) before quantizing")
+    return mod.qconfig.weight()
+
+
+def _check_quantized(x, where: str) -> QTensor:
+    if not isinstance(x, QTensor):
+        raise RuntimeError(f"{where} expects a quantized tensor (from a QuantStub or "
+                           f"another quantized module), got a {type(x).__name__}: is a "
+                           "QuantStub missing before it?")
+    if x._axis is not None:
+        raise RuntimeError(f"{where} expects a per-tensor quantized input")
+    return x
+
+
+class Quantize(nn.Module):
+    """Quantize a float tensor at a fixed scale and zero point (what a QuantStub becomes).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import Quantize
+    >>> Quantize(0.5, 2, torcia.quint8)(torcia.tensor([1.0])).int_repr().tolist()
+    [4]
+    """
+
+    def __init__(self, scale, zero_point, dtype, factory_kwargs=None):
+        super().__init__()
+        self.register_buffer("scale", torcia.tensor([float(scale)]))
+        self.register_buffer("zero_point", torcia.tensor([int(zero_point)], dtype=torcia.int64))
+        self.dtype = dtype
+
+    def forward(self, X):
+        return quantize_per_tensor(X, self.scale.item(), self.zero_point.item(), self.dtype)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        return cls(scale, zero, mod.activation_post_process.dtype)
+
+    def extra_repr(self):
+        return f"scale={self.scale}, zero_point={self.zero_point}, dtype={self.dtype}"
+
+
+class DeQuantize(nn.Module):
+    """Quantized tensor in, float tensor out (what a DeQuantStub becomes).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import DeQuantize
+    >>> q = torcia.quantize_per_tensor(torcia.tensor([1.5]), 0.5, 0, torcia.quint8)
+    >>> DeQuantize()(q).tolist()
+    [1.5]
+    """
+
+    def forward(self, Xq):
+        return Xq.dequantize() if isinstance(Xq, QTensor) else Xq
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls()
+
+
+class Linear(nn.Module):
+    """A quantized Linear layer (``torch.ao.nn.quantized.Linear``): uint8 in, uint8
+    out at ``scale``/``zero_point``, int8 weights with a scale per output channel, a
+    float bias.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import Linear
+    >>> m = Linear(4, 2)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(3, 4), 0.05, 128, torcia.quint8)
+    >>> m(x).dtype, m(x).shape
+    (torcia.quint8, torcia.Size([3, 2]))
+    """
+
+    _FLOAT_MODULE = (nn.Linear, nnqat.Linear)
+    _relu = False
+
+    def __init__(self, in_features, out_features, bias_=True, dtype=qint8):
+        super().__init__()
+        self.in_features, self.out_features = in_features, out_features
+        self.scale, self.zero_point = 1.0, 0
+        self.register_buffer("weight_int8", torcia.zeros(out_features, in_features,
+                                                         dtype=torcia.int8))
+        self.register_buffer("weight_scales", torcia.ones(out_features))
+        self.register_buffer("bias_", torcia.zeros(out_features) if bias_ else None)
+
+    def weight(self) -> QTensor:
+        """The int8 weight as a quantized tensor (per channel)."""
+        return QTensor(self.weight_int8, qint8, self.weight_scales.to(torcia.float64),
+                       torcia.zeros(self.out_features, dtype=torcia.int64), 0)
+
+    def bias(self):
+        return self.bias_
+
+    def set_weight_bias(self, w: Tensor, b) -> None:
+        """Quantize float weights per output channel (symmetric int8) and keep ``b``."""
+        from torcia.ao.quantization.observer import default_per_channel_weight_observer
+
+        self.weight_int8, self.weight_scales = weight_params(
+            w, default_per_channel_weight_observer())
+        self.bias_ = None if b is None else b.detach().to(torcia.float32)
+
+    def forward(self, x):
+        x = _check_quantized(x, type(self).__name__)
+        out = call("quantized_linear", (x._int, self.weight_int8, self.weight_scales,
+                                        self.bias_),
+                   {"x_scale": float(x._scale), "x_zero_point": int(x._zero_point),
+                    "out_scale": self.scale, "out_zero_point": self.zero_point,
+                    "relu": self._relu})
+        return QTensor(out, quint8, self.scale, self.zero_point)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized layer of a calibrated float (or QAT) one: its weight through the
+        QConfig's weight observer, its output parameters from its activation observer."""
+        linear = mod[0] if isinstance(mod, (intrinsic.LinearReLU,)) else mod
+        if isinstance(mod, intrinsic.LinearReLU):
+            linear.qconfig = mod.qconfig
+        q = cls(linear.in_features, linear.out_features, linear.bias is not None)
+        q.weight_int8, q.weight_scales = weight_params(linear.weight, _weight_observer(linear))
+        q.bias_ = None if linear.bias is None else linear.bias.detach().to(torcia.float32)
+        q.scale, q.zero_point = output_params(mod)
+        return q
+
+    def extra_repr(self):
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"scale={self.scale}, zero_point={self.zero_point}, qscheme="
+                "torcia.per_channel_affine")
+
+
+def pair(v) -> tuple:
+    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+
+
+class Conv2d(nn.Module):
+    """A quantized Conv2d (``torch.ao.nn.quantized.Conv2d``): uint8 in and out, int8
+    weights per output channel, zero padding with the input's zero point.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import Conv2d
+    >>> m = Conv2d(1, 2, 3, padding=1)
+    >>> x = torcia.quantize_per_tensor(torcia.rand(1, 1, 4, 4), 0.01, 0, torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([1, 2, 4, 4])
+    """
+
+    _FLOAT_MODULE = (nn.Conv2d, nnqat.Conv2d)
+    _relu = False
+
+    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
+                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
+                 dtype=None):
+        super().__init__()
+        self.in_channels, self.out_channels = in_channels, out_channels
+        self.kernel_size, self.stride = pair(kernel_size), pair(stride)
+        self.padding, self.dilation, self.groups = pair(padding), pair(dilation), groups
+        if padding_mode != "zeros":
+            raise NotImplementedError("quantized Conv2d supports zero padding only")
+        self.padding_mode = padding_mode
+        self.scale, self.zero_point = 1.0, 0
+        self.register_buffer("weight_int8", torcia.zeros(
+            out_channels, in_channels // groups, *self.kernel_size, dtype=torcia.int8))
+        self.register_buffer("weight_scales", torcia.ones(out_channels))
+        self.register_buffer("bias_", torcia.zeros(out_channels) if bias else None)
+
+    def weight(self) -> QTensor:
+        return QTensor(self.weight_int8, qint8, self.weight_scales.to(torcia.float64),
+                       torcia.zeros(self.out_channels, dtype=torcia.int64), 0)
+
+    def bias(self):
+        return self.bias_
+
+    def forward(self, x):
+        x = _check_quantized(x, type(self).__name__)
+        pad = tuple((p, p) for p in self.padding)
+        out = call("quantized_conv2d", (x._int, self.weight_int8, self.weight_scales,
+                                        self.bias_),
+                   {"x_scale": float(x._scale), "x_zero_point": int(x._zero_point),
+                    "stride": self.stride, "padding": pad, "dilation": self.dilation,
+                    "groups": self.groups, "out_scale": self.scale,
+                    "out_zero_point": self.zero_point, "relu": self._relu})
+        return QTensor(out, quint8, self.scale, self.zero_point)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """The quantized convolution of a calibrated float, fused or QAT one (a QAT
+        ConvBn's BatchNorm folded into the weight first)."""
+        if isinstance(mod, nniqat.ConvBn2d):
+            weight, bias = mod.folded()
+            conv = mod
+        else:
+            conv = mod[0] if isinstance(mod, intrinsic.ConvReLU2d) else mod
+            if conv is not mod:
+                conv.qconfig = mod.qconfig
+            weight, bias = conv.weight, conv.bias
+        if isinstance(conv.padding, str):
+            raise NotImplementedError("quantized Conv2d needs numeric padding, got "
+                                      f"padding={conv.padding!r}")
+        q = cls(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
+                conv.padding, conv.dilation, conv.groups, bias is not None)
+        q.weight_int8, q.weight_scales = weight_params(weight, _weight_observer(conv))
+        q.bias_ = None if bias is None else bias.detach().to(torcia.float32)
+        q.scale, q.zero_point = output_params(mod)
+        return q
+
+    def extra_repr(self):
+        return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, scale={self.scale}, zero_point={self.zero_point}, "
+                f"padding={self.padding}")
+
+
+class _Requantizing(nn.Module):
+    """A float op between quantized tensors: dequantize, run ``fn``, quantize at the
+    module's output parameters (what PyTorch's quantized activations compute)."""
+
+    def __init__(self, scale=1.0, zero_point=0):
+        super().__init__()
+        self.scale, self.zero_point = float(scale), int(zero_point)
+
+    def _float(self, x):
+        raise NotImplementedError
+
+    def forward(self, x):
+        if not isinstance(x, QTensor):
+            return self._float(x)
+        return quantize_per_tensor(self._float(x.dequantize()), self.scale, self.zero_point,
+                                   quint8)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        q = cls(scale, zero)
+        q._float_module = mod
+        return q
+
+
+class ReLU6(_Requantizing):
+    """Quantized ReLU6 (``torch.ao.nn.quantized.ReLU6``)."""
+
+    def _float(self, x):
+        return x.clamp(0, 6)
+
+
+class Hardswish(_Requantizing):
+    """Quantized Hardswish."""
+
+    def _float(self, x):
+        return nn.functional.hardswish(x)
+
+
+class Sigmoid(_Requantizing):
+    """Quantized Sigmoid."""
+
+    def _float(self, x):
+        return x.sigmoid()
+
+
+class LeakyReLU(_Requantizing):
+    """Quantized LeakyReLU."""
+
+    def __init__(self, scale=1.0, zero_point=0, negative_slope=0.01):
+        super().__init__(scale, zero_point)
+        self.negative_slope = negative_slope
+
+    def _float(self, x):
+        return nn.functional.leaky_relu(x, self.negative_slope)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        q = super().from_float(mod)
+        q.negative_slope = mod.negative_slope
+        return q
+
+
+class ELU(_Requantizing):
+    """Quantized ELU."""
+
+    def __init__(self, scale=1.0, zero_point=0, alpha=1.0):
+        super().__init__(scale, zero_point)
+        self.alpha = alpha
+
+    def _float(self, x):
+        return nn.functional.elu(x, self.alpha)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        q = super().from_float(mod)
+        q.alpha = mod.alpha
+        return q
+
+
+class BatchNorm2d(_Requantizing):
+    """Quantized BatchNorm2d in eval mode: its affine map on the dequantized values."""
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, scale=1.0, zero_point=0):
+        super().__init__(scale, zero_point)
+        self.bn = nn.BatchNorm2d(num_features, eps=eps, momentum=momentum).eval()
+
+    def _float(self, x):
+        return self.bn(x)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        q = cls(mod.num_features, mod.eps, mod.momentum, scale, zero)
+        q.bn.load_state_dict(mod.state_dict(), strict=False)
+        return q
+
+
+class QuantizedPassthrough(nn.Module):
+    """A float module that works on quantized tensors as they are (ReLU, max pooling,
+    flattening, dropout in eval), or with their quantization parameters kept (average
+    pooling): convert wraps these where torch's quantized tensors run them natively."""
+
+    def __init__(self, module):
+        super().__init__()
+        self.module = module
+
+    def forward(self, x):
+        if not isinstance(x, QTensor):
+            return self.module(x)
+        m = self.module
+        if isinstance(m, nn.ReLU):
+            return x.relu()
+        if isinstance(m, (nn.Dropout, nn.Identity)):
+            return x
+        if isinstance(m, nn.Flatten):
+            return x.flatten(m.start_dim, m.end_dim)
+        if isinstance(m, nn.MaxPool2d):
+            # max commutes with the increasing affine map: pool the integers (exactly, as
+            # floats of 0..255)
+            pooled = m(x._int.to(torcia.float32)).to(x._int.dtype)
+            return QTensor(pooled, x._dtype, x._scale, x._zero_point)
+        return quantize_per_tensor(m(x.dequantize()), float(x._scale), int(x._zero_point),
+                                   x._dtype)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls(mod)
+
+    def extra_repr(self):
+        return "works on quantized tensors"
+
+
+class FloatFunctional(nn.Module):
+    """Arithmetic that quantization can see (``torch.ao.nn.quantized.FloatFunctional``):
+    ``add``, ``mul``, ``cat``, ``add_relu``, ``add_scalar``, ``mul_scalar``, whose
+    outputs pass its ``activation_post_process``; convert makes it a
+    :class:`QFunctional`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import FloatFunctional
+    >>> FloatFunctional().add_relu(torcia.tensor([1.0]), torcia.tensor([-3.0])).tolist()
+    [0.0]
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.activation_post_process = nn.Identity()
+
+    def forward(self, x):
+        raise RuntimeError("FloatFunctional is not intended to use the 'forward'. Please "
+                           "use the underlying operation")
+
+    def add(self, x, y):
+        return self.activation_post_process(x + y)
+
+    def add_scalar(self, x, y):
+        return x + y
+
+    def mul(self, x, y):
+        return self.activation_post_process(x * y)
+
+    def mul_scalar(self, x, y):
+        return x * y
+
+    def cat(self, x, dim=0):
+        return self.activation_post_process(torcia.cat(x, dim=dim))
+
+    def add_relu(self, x, y):
+        return self.activation_post_process(nn.functional.relu(x + y))
+
+    def matmul(self, x, y):
+        return self.activation_post_process(torcia.matmul(x, y))
+
+
+FXFloatFunctional = FloatFunctional
+
+
+class QFunctional(nn.Module):
+    """FloatFunctional's operations on quantized tensors, the output at ``scale`` and
+    ``zero_point`` (``torch.ao.nn.quantized.QFunctional``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.scale, self.zero_point = 1.0, 0
+
+    def forward(self, x):
+        raise RuntimeError("Functional is not intended to use the 'forward'. Please use the "
+                           "underlying operation")
+
+    def _add(self, x, y, relu):
+        out = call("quantized_add", (x._int, y._int),
+                   {"a_scale": float(x._scale), "a_zero_point": int(x._zero_point),
+                    "b_scale": float(y._scale), "b_zero_point": int(y._zero_point),
+                    "out_scale": self.scale, "out_zero_point": self.zero_point,
+                    "relu": relu})
+        return QTensor(out, quint8, self.scale, self.zero_point)
+
+    def add(self, x, y):
+        return self._add(x, y, False)
+
+    def add_relu(self, x, y):
+        return self._add(x, y, True)
+
+    def _requant(self, t):
+        return quantize_per_tensor(t, self.scale, self.zero_point, quint8)
+
+    def add_scalar(self, x, y):
+        return self._requant(x.dequantize() + y)
+
+    def mul(self, x, y):
+        return self._requant(x.dequantize() * y.dequantize())
+
+    def mul_scalar(self, x, y):
+        return self._requant(x.dequantize() * y)
+
+    def cat(self, x, dim=0):
+        return self._requant(torcia.cat([t.dequantize() for t in x], dim=dim))
+
+    def matmul(self, x, y):
+        return self._requant(torcia.matmul(x.dequantize(), y.dequantize()))
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        q = cls()
+        q.scale, q.zero_point = output_params(mod)
+        return q
+
+
+class Dropout(nn.Dropout):
+    """Dropout on quantized tensors: the identity in inference."""
+
+    def forward(self, input):
+        return input
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls(mod.p, mod.inplace)

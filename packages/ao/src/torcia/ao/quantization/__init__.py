@@ -1,0 +1,168 @@
+"""Quantization (``torch.ao.quantization``, and torchao's ``quantize_``): int8 and int4
+models on one set of kernels.
+
+- Post-training dynamic quantization: :func:`quantize_dynamic` (Linear, LSTM, GRU).
+- Post-training static quantization: ``model.qconfig``, :func:`fuse_modules`,
+  :func:`prepare` (observers), calibration, :func:`convert`; :class:`QuantStub` and
+  :class:`DeQuantStub` bound the quantized region.
+- Quantization-aware training: :func:`prepare_qat` (fake quantization), train,
+  :func:`convert`.
+- torchao's API: :func:`quantize_` with :class:`Int8DynamicActivationInt8WeightConfig`,
+  :class:`Int8WeightOnlyConfig`, :class:`Int4WeightOnlyConfig`.
+- The export flow: :func:`~torcia.ao.quantization.quantize_pt2e.prepare_pt2e` and
+  :func:`~torcia.ao.quantization.quantize_pt2e.convert_pt2e` on a program of
+  :func:`torcia.export.export`.
+- Quantized tensors: :func:`quantize_per_tensor`, :func:`quantize_per_channel`,
+  :class:`QTensor` (``int_repr``, ``q_scale``, ``dequantize``...), the dtypes
+  ``qint8``/``quint8``/``qint32`` (also reachable as ``torcia.qint8``...).
+
+Examples
+--------
+>>> import torcia
+>>> from torcia import nn
+>>> from torcia.ao.quantization import quantize_dynamic
+>>> _ = torcia.manual_seed(0)
+>>> model = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10)).eval()
+>>> qmodel = quantize_dynamic(model, {nn.Linear}, dtype=torcia.qint8)
+>>> x = torcia.randn(4, 64)
+>>> bool((qmodel(x) - model(x)).abs().max() < 0.05)
+True
+"""
+
+from __future__ import annotations
+
+from torcia.ao._qtensor import (
+    QTensor,
+    dequantize,
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qdtype,
+    qint8,
+    qint32,
+    qscheme,
+    quantize_per_channel,
+    quantize_per_tensor,
+    quantize_per_tensor_dynamic,
+    quint4x2,
+    quint8,
+)
+from torcia.ao.quantization.fake_quantize import (
+    FakeQuantize,
+    FakeQuantizeBase,
+    FixedQParamsFakeQuantize,
+    default_fake_quant,
+    default_fused_act_fake_quant,
+    default_per_channel_weight_fake_quant,
+    default_weight_fake_quant,
+    disable_fake_quant,
+    disable_observer,
+    enable_fake_quant,
+    enable_observer,
+)
+from torcia.ao.quantization.observer import (
+    HistogramObserver,
+    MinMaxObserver,
+    MovingAverageMinMaxObserver,
+    MovingAveragePerChannelMinMaxObserver,
+    NoopObserver,
+    ObserverBase,
+    PerChannelMinMaxObserver,
+    PlaceholderObserver,
+    default_debug_observer,
+    default_dynamic_quant_observer,
+    default_float_qparams_observer,
+    default_histogram_observer,
+    default_observer,
+    default_per_channel_weight_observer,
+    default_placeholder_observer,
+    default_weight_observer,
+    get_observer_state_dict,
+    load_observer_state_dict,
+    per_channel_weight_observer_range_neg_127_to_127,
+    weight_observer_range_neg_127_to_127,
+)
+from torcia.ao.quantization.qconfig import (
+    QConfig,
+    QConfigDynamic,
+    QConfigMapping,
+    default_dynamic_qconfig,
+    default_per_channel_qconfig,
+    default_qat_qconfig,
+    default_qconfig,
+    float16_dynamic_qconfig,
+    float16_static_qconfig,
+    float_qparams_weight_only_qconfig,
+    get_default_qat_qconfig,
+    get_default_qat_qconfig_mapping,
+    get_default_qconfig,
+    get_default_qconfig_mapping,
+    per_channel_dynamic_qconfig,
+)
+from torcia.ao.quantization.quant_api import (
+    Int4WeightOnlyConfig,
+    Int8DynamicActivationInt8WeightConfig,
+    Int8WeightOnlyConfig,
+    QuantizedLinear,
+    quantize_,
+)
+from torcia.ao.quantization.quantize import (
+    DeQuantStub,
+    QuantStub,
+    QuantWrapper,
+    add_quant_dequant,
+    convert,
+    fuse_conv_bn,
+    fuse_conv_bn_relu,
+    fuse_linear_bn,
+    fuse_modules,
+    fuse_modules_qat,
+    get_combined_dict,
+    get_default_dynamic_quant_module_mappings,
+    get_default_qat_module_mappings,
+    get_default_static_quant_module_mappings,
+    get_dynamic_quant_module_class,
+    get_fuser_method,
+    get_static_quant_module_class,
+    prepare,
+    prepare_qat,
+    propagate_qconfig_,
+    quantize,
+    quantize_dynamic,
+    quantize_qat,
+    swap_module,
+)
+
+__all__ = [
+    "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FixedQParamsFakeQuantize",
+    "HistogramObserver", "Int4WeightOnlyConfig", "Int8DynamicActivationInt8WeightConfig",
+    "Int8WeightOnlyConfig", "MinMaxObserver", "MovingAverageMinMaxObserver",
+    "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
+    "PerChannelMinMaxObserver", "PlaceholderObserver", "QConfig", "QConfigDynamic",
+    "QConfigMapping", "QTensor", "QuantStub", "QuantWrapper", "QuantizedLinear",
+    "add_quant_dequant", "convert", "default_debug_observer", "default_dynamic_qconfig",
+    "default_dynamic_quant_observer", "default_fake_quant", "default_float_qparams_observer",
+    "default_fused_act_fake_quant", "default_histogram_observer", "default_observer",
+    "default_per_channel_qconfig", "default_per_channel_weight_fake_quant",
+    "default_per_channel_weight_observer", "default_placeholder_observer",
+    "default_qat_qconfig", "default_qconfig", "default_weight_fake_quant",
+    "default_weight_observer", "dequantize", "disable_fake_quant", "disable_observer",
+    "enable_fake_quant", "enable_observer", "float16_dynamic_qconfig",
+    "float16_static_qconfig", "float_qparams_weight_only_qconfig", "fuse_modules",
+    "fuse_modules_qat", "get_default_dynamic_quant_module_mappings",
+    "get_default_qat_module_mappings", "get_default_qat_qconfig",
+    "get_default_qat_qconfig_mapping", "get_default_qconfig", "get_default_qconfig_mapping",
+    "get_default_static_quant_module_mappings", "get_observer_state_dict",
+    "load_observer_state_dict", "per_channel_affine", "per_channel_affine_float_qparams",
+    "per_channel_dynamic_qconfig", "per_channel_symmetric", "per_tensor_affine",
+    "per_tensor_symmetric", "prepare", "prepare_qat", "propagate_qconfig_", "qdtype",
+    "qint32", "qint8", "qscheme", "quantize", "quantize_", "quantize_dynamic",
+    "quantize_per_channel", "quantize_per_tensor", "quantize_per_tensor_dynamic",
+    "quantize_qat", "quint4x2", "quint8", "swap_module",
+    # fusion and mapping helpers
+    "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "get_combined_dict",
+    "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
+    "per_channel_weight_observer_range_neg_127_to_127", "weight_observer_range_neg_127_to_127",
+]

@@ -1,0 +1,462 @@
+"""Observers: modules that watch the values flowing through them and choose a scale and
+zero point for them (``torch.ao.quantization.observer``).
+
+Each observer passes its input through unchanged, records what it needs (a running
+min/max, per channel or not, or a histogram), and answers :meth:`calculate_qparams`
+with PyTorch's formulas: affine ``scale = (max - min) / (qmax - qmin)``,
+``zero_point = qmin - round(min / scale)``; symmetric ``scale = max(|min|, max) /
+((qmax - qmin) / 2)`` with the zero point at the middle of the range; the range always
+includes 0, so that 0.0 (padding, ReLU's floor) is exact.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+import torcia
+from torcia import nn
+from torcia.ao._qtensor import (
+    per_channel_affine,
+    per_channel_affine_float_qparams,
+    per_channel_symmetric,
+    per_tensor_affine,
+    per_tensor_symmetric,
+    qint8,
+    quint8,
+    reduced_range,
+)
+
+__all__ = [
+    "HistogramObserver", "MinMaxObserver", "MovingAverageMinMaxObserver",
+    "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
+    "PerChannelMinMaxObserver", "PlaceholderObserver", "default_debug_observer",
+    "default_dynamic_quant_observer", "default_float_qparams_observer",
+    "default_histogram_observer", "default_observer", "default_per_channel_weight_observer",
+    "default_placeholder_observer", "default_weight_observer", "get_observer_state_dict",
+    "load_observer_state_dict", "per_channel_weight_observer_range_neg_127_to_127",
+    "weight_observer_range_neg_127_to_127",
+]
+
+_EPS = float(np.finfo(np.float32).eps)
+
+
+class _PartialWrapper:
+    """``Observer.with_args(...)``: a factory of observers with those arguments, itself
+    extendable with ``with_args``."""
+
+    def __init__(self, p):
+        self.p = p
+
+    def __call__(self, *args, **kwargs):
+        return self.p(*args, **kwargs)
+
+    def with_args(self, **kwargs):
+        return _PartialWrapper(functools.partial(self.p, **kwargs))
+
+    def __repr__(self):
+        return repr(self.p)
+
+
+class ObserverBase(nn.Module):
+    """Base class of observers: a dtype, and what :meth:`calculate_qparams` returns."""
+
+    def __init__(self, dtype=quint8, is_dynamic: bool = False):
+        super().__init__()
+        self.dtype = dtype
+        self.is_dynamic = is_dynamic
+
+    @classmethod
+    def with_args(cls, **kwargs):
+        """A factory making this observer with ``kwargs`` (for a :class:`QConfig`).
+
+        Examples
+        --------
+        >>> from torcia.ao.quantization import MinMaxObserver
+        >>> MinMaxObserver.with_args(reduce_range=True)().quant_max
+        127
+        """
+        return _PartialWrapper(functools.partial(cls, **kwargs))
+
+    with_callable_args = with_args
+
+
+class _ObserverBase(ObserverBase):
+    """An observer of a quantized dtype: its scheme and integer range."""
+
+    def __init__(self, dtype=quint8, qscheme=per_tensor_affine, reduce_range=False,
+                 quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
+                 is_dynamic=False, **kwargs):
+        super().__init__(dtype, is_dynamic)
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric, per_channel_affine,
+                           per_channel_symmetric, per_channel_affine_float_qparams):
+            raise NotImplementedError(f"Default Observer only works for per_tensor_affine, "
+                                      f"per_tensor_symmetric, per_channel_affine, "
+                                      f"per_channel_symmetric and per_channel_float_qparams "
+                                      f"quantization scheme, got {qscheme}")
+        if dtype not in (qint8, quint8) and quant_min is None:
+            raise ValueError(f"Default Observer only works for qint8 and quint8 data type, "
+                             f"got {dtype}")
+        self.qscheme = qscheme
+        self.reduce_range = reduce_range
+        self.eps = eps
+        if quant_min is not None and quant_max is not None:
+            if not quant_min <= 0 <= quant_max:
+                raise ValueError("Used-specified quantization range must include 0.")
+            if quant_min >= quant_max:
+                raise ValueError("qmin must be strictly less than qmax for user-specified "
+                                 "quantization range.")
+            # reduce_range halves a user's range too, as PyTorch's calculate_qmin_qmax does
+            self.quant_min, self.quant_max = (quant_min // 2, quant_max // 2) if reduce_range \
+                else (quant_min, quant_max)
+        else:
+            self.quant_min, self.quant_max = reduced_range(dtype, reduce_range)
+
+    def _qparams(self, lo, hi):
+        """Scale and zero point (NumPy arrays of one or one per channel)."""
+        lo = np.minimum(np.asarray(lo, np.float64), 0.0)
+        hi = np.maximum(np.asarray(hi, np.float64), 0.0)
+        qmin, qmax = self.quant_min, self.quant_max
+        if self.qscheme in (per_tensor_symmetric, per_channel_symmetric):
+            bound = np.maximum(-lo, hi)
+            scale = np.maximum(bound / ((qmax - qmin) / 2), self.eps)
+            mid = (qmin + qmax + 1) // 2 if self.dtype is quint8 else 0
+            zero = np.full(scale.shape, mid, np.int64)
+        elif self.qscheme is per_channel_affine_float_qparams:
+            scale = np.where(hi - lo > self.eps, (hi - lo) / (qmax - qmin), 1.0)
+            zero = -lo / scale
+            return scale.astype(np.float32), zero.astype(np.float32)
+        else:
+            scale = np.maximum((hi - lo) / (qmax - qmin), self.eps)
+            zero = np.clip(qmin - np.round(lo / scale), qmin, qmax).astype(np.int64)
+        return scale.astype(np.float32), zero
+
+
+def _as_pair(scale, zero):
+    return (torcia.from_numpy(np.asarray(scale, np.float32).reshape(-1)),
+            torcia.from_numpy(np.asarray(zero).reshape(-1)))
+
+
+class MinMaxObserver(_ObserverBase):
+    """The running minimum and maximum of everything seen
+    (``torch.ao.quantization.MinMaxObserver``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import MinMaxObserver
+    >>> obs = MinMaxObserver()
+    >>> _ = obs(torcia.tensor([-1.0, 0.5, 3.0]))
+    >>> scale, zero = obs.calculate_qparams()
+    >>> round(scale.item(), 6), zero.item()  # (3 - -1) / 255, 0 - round(-1 / scale)
+    (0.015686, 64)
+    """
+
+    def __init__(self, dtype=quint8, qscheme=per_tensor_affine, reduce_range=False,
+                 quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
+                 is_dynamic=False, **kwargs):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
+                         eps, is_dynamic, **kwargs)
+        self.register_buffer("min_val", torcia.tensor(float("inf")))
+        self.register_buffer("max_val", torcia.tensor(float("-inf")))
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        data = x_orig.detach().numpy()
+        self.min_val = torcia.tensor(float(min(self.min_val.item(), data.min())))
+        self.max_val = torcia.tensor(float(max(self.max_val.item(), data.max())))
+        return x_orig
+
+    def calculate_qparams(self):
+        """``(scale, zero_point)`` as one-element tensors."""
+        lo, hi = self.min_val.item(), self.max_val.item()
+        if lo == float("inf"):
+            lo = hi = 0.0  # nothing observed: PyTorch warns and answers scale 1, zp 0
+            return _as_pair(1.0, 0)
+        return _as_pair(*self._qparams(lo, hi))
+
+    def reset_min_max_vals(self):
+        self.min_val = torcia.tensor(float("inf"))
+        self.max_val = torcia.tensor(float("-inf"))
+
+    def extra_repr(self):
+        return f"min_val={self.min_val.item()}, max_val={self.max_val.item()}"
+
+
+class MovingAverageMinMaxObserver(MinMaxObserver):
+    """Minimum and maximum as exponential moving averages (what QAT's activations use).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import MovingAverageMinMaxObserver
+    >>> obs = MovingAverageMinMaxObserver(averaging_constant=0.5)
+    >>> _ = obs(torcia.tensor([0.0, 2.0])); _ = obs(torcia.tensor([0.0, 4.0]))
+    >>> obs.max_val.item()  # 2 + 0.5 * (4 - 2)
+    3.0
+    """
+
+    def __init__(self, averaging_constant=0.01, dtype=quint8, qscheme=per_tensor_affine,
+                 reduce_range=False, quant_min=None, quant_max=None, eps=_EPS,
+                 is_dynamic=False, **kwargs):
+        super().__init__(dtype=dtype, qscheme=qscheme, reduce_range=reduce_range,
+                         quant_min=quant_min, quant_max=quant_max, eps=eps,
+                         is_dynamic=is_dynamic, **kwargs)
+        self.averaging_constant = averaging_constant
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        data = x_orig.detach().numpy()
+        lo, hi = float(data.min()), float(data.max())
+        old_lo, old_hi = self.min_val.item(), self.max_val.item()
+        if old_lo != float("inf"):
+            c = self.averaging_constant
+            lo, hi = old_lo + c * (lo - old_lo), old_hi + c * (hi - old_hi)
+        self.min_val, self.max_val = torcia.tensor(lo), torcia.tensor(hi)
+        return x_orig
+
+
+class PerChannelMinMaxObserver(_ObserverBase):
+    """Minimum and maximum per slice along ``ch_axis`` (weights' output channels).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import PerChannelMinMaxObserver
+    >>> obs = PerChannelMinMaxObserver(dtype=torcia.qint8,
+    ...                                qscheme=torcia.per_channel_symmetric)
+    >>> _ = obs(torcia.tensor([[1.0, -2.0], [0.5, 0.25]]))
+    >>> [round(s, 5) for s in obs.calculate_qparams()[0].tolist()]  # 2 / 127.5, 0.5 / 127.5
+    [0.01569, 0.00392]
+    """
+
+    def __init__(self, ch_axis=0, dtype=quint8, qscheme=per_channel_affine,
+                 reduce_range=False, quant_min=None, quant_max=None, factory_kwargs=None,
+                 eps=_EPS, is_dynamic=False, **kwargs):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
+                         eps, is_dynamic, **kwargs)
+        self.ch_axis = ch_axis
+        self.register_buffer("min_val", torcia.tensor([]))
+        self.register_buffer("max_val", torcia.tensor([]))
+
+    def _extremes(self, data):
+        moved = np.moveaxis(data, self.ch_axis, 0).reshape(data.shape[self.ch_axis], -1)
+        return moved.min(axis=1), moved.max(axis=1)
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        lo, hi = self._extremes(x_orig.detach().numpy())
+        if self.min_val.numel():
+            lo = np.minimum(lo, self.min_val.numpy())
+            hi = np.maximum(hi, self.max_val.numpy())
+        self.min_val = torcia.from_numpy(lo.astype(np.float32))
+        self.max_val = torcia.from_numpy(hi.astype(np.float32))
+        return x_orig
+
+    def calculate_qparams(self):
+        if not self.min_val.numel():
+            return _as_pair(1.0, 0)
+        return _as_pair(*self._qparams(self.min_val.numpy(), self.max_val.numpy()))
+
+
+class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
+    """:class:`PerChannelMinMaxObserver` with moving averages."""
+
+    def __init__(self, averaging_constant=0.01, ch_axis=0, dtype=quint8,
+                 qscheme=per_channel_affine, reduce_range=False, quant_min=None,
+                 quant_max=None, eps=_EPS, is_dynamic=False, **kwargs):
+        super().__init__(ch_axis=ch_axis, dtype=dtype, qscheme=qscheme,
+                         reduce_range=reduce_range, quant_min=quant_min, quant_max=quant_max,
+                         eps=eps, is_dynamic=is_dynamic, **kwargs)
+        self.averaging_constant = averaging_constant
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        lo, hi = self._extremes(x_orig.detach().numpy())
+        if self.min_val.numel():
+            c = self.averaging_constant
+            old_lo, old_hi = self.min_val.numpy(), self.max_val.numpy()
+            lo, hi = old_lo + c * (lo - old_lo), old_hi + c * (hi - old_hi)
+        self.min_val = torcia.from_numpy(np.asarray(lo, np.float32))
+        self.max_val = torcia.from_numpy(np.asarray(hi, np.float32))
+        return x_orig
+
+
+class HistogramObserver(_ObserverBase):
+    """A histogram of the values, and the range whose quantization loses least (the L2
+    error of the values binned, as PyTorch's search does): outliers are clipped when
+    that costs less than the resolution they would take.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import HistogramObserver
+    >>> obs = HistogramObserver()
+    >>> _ = obs(torcia.linspace(0, 1, 10001))
+    >>> scale, zero = obs.calculate_qparams()
+    >>> round(scale.item() * 255, 2), zero.item()  # uniform values: their whole range
+    (1.0, 0)
+    """
+
+    def __init__(self, bins: int = 2048, dtype=quint8, qscheme=per_tensor_affine,
+                 reduce_range=False, quant_min=None, quant_max=None, factory_kwargs=None,
+                 eps=_EPS, is_dynamic=False, **kwargs):
+        super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
+                         eps, is_dynamic, **kwargs)
+        self.bins = bins
+        self.register_buffer("histogram", torcia.zeros(bins))
+        self.register_buffer("min_val", torcia.tensor(float("inf")))
+        self.register_buffer("max_val", torcia.tensor(float("-inf")))
+
+    def forward(self, x_orig):
+        if x_orig.numel() == 0:
+            return x_orig
+        data = x_orig.detach().numpy().astype(np.float64).reshape(-1)
+        lo, hi = float(data.min()), float(data.max())
+        old_lo, old_hi = self.min_val.item(), self.max_val.item()
+        hist = self.histogram.numpy().astype(np.float64)
+        if old_lo == float("inf"):
+            new_lo, new_hi = lo, hi
+            merged = np.zeros(self.bins)
+        else:
+            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
+            # the old counts moved to the bins of the wider range (at their centres)
+            width = (old_hi - old_lo) / self.bins
+            centres = old_lo + (np.arange(self.bins) + 0.5) * width
+            merged = np.histogram(centres, bins=self.bins, range=(new_lo, new_hi),
+                                  weights=hist)[0] if new_hi > new_lo else hist
+        if new_hi > new_lo:
+            merged = merged + np.histogram(data, bins=self.bins, range=(new_lo, new_hi))[0]
+        else:
+            merged = merged.copy()
+            merged[0] += data.size
+        self.histogram = torcia.from_numpy(merged.astype(np.float32))
+        self.min_val, self.max_val = torcia.tensor(new_lo), torcia.tensor(new_hi)
+        return x_orig
+
+    def _error(self, hist, start, end):
+        """The L2 quantization error (in bin widths squared) of keeping bins
+        [start, end]: rounding within a step inside, the distance to the range outside."""
+        levels = self.quant_max - self.quant_min + 1
+        step = (end - start + 1) / levels
+        centres = np.arange(self.bins) + 0.5
+        below, above = centres < start, centres > end + 1
+        err = np.full(self.bins, step * step / 12.0)
+        err[below] = (start - centres[below]) ** 2
+        err[above] = (centres[above] - end - 1) ** 2
+        return float((hist * err).sum())
+
+    def _search(self, hist):
+        """The range of least error among those clipping a fraction of the values at
+        either end (from none to a tenth, on a geometric grid; PyTorch's greedy search
+        walks the same objective one small step at a time)."""
+        cumsum = np.cumsum(hist)
+        total = cumsum[-1]
+        fractions = np.concatenate([[0.0], np.geomspace(1e-6, 0.1, 24)])
+        starts = {min(int(np.searchsorted(cumsum, f * total, side="right")), self.bins - 1)
+                  for f in fractions}
+        ends = {max(int(np.searchsorted(cumsum, (1 - f) * total, side="left")), 0)
+                for f in fractions}
+        best, best_err = (0, self.bins - 1), self._error(hist, 0, self.bins - 1)
+        for start in sorted(starts):
+            for end in sorted(ends):
+                if end <= start:
+                    continue
+                err = self._error(hist, start, end)
+                if err < best_err:
+                    best, best_err = (start, end), err
+        return best
+
+    def calculate_qparams(self):
+        lo, hi = self.min_val.item(), self.max_val.item()
+        if lo == float("inf"):
+            return _as_pair(1.0, 0)
+        if hi == lo:
+            return _as_pair(*self._qparams(lo, hi))
+        hist = self.histogram.numpy().astype(np.float64)
+        start, end = self._search(hist)
+        width = (hi - lo) / self.bins
+        return _as_pair(*self._qparams(lo + start * width, lo + (end + 1) * width))
+
+
+class PlaceholderObserver(ObserverBase):
+    """Observes nothing; carries a dtype (and whether it is chosen at run time) for
+    dynamic quantization and float16.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import PlaceholderObserver
+    >>> PlaceholderObserver(dtype=torcia.float16).dtype
+    torcia.float16
+    """
+
+    def __init__(self, dtype=torcia.float32, custom_op_name: str = "", compute_dtype=None,
+                 quant_min=None, quant_max=None, qscheme=None, eps=None,
+                 is_dynamic: bool = False):
+        super().__init__(dtype, is_dynamic)
+        self.qscheme = qscheme if qscheme is not None else per_tensor_affine
+        self.quant_min, self.quant_max = quant_min, quant_max
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002
+
+
+class NoopObserver(ObserverBase):
+    """Observes nothing (a float16 activation's observer)."""
+
+    def __init__(self, dtype=torcia.float16, custom_op_name=""):
+        super().__init__(dtype)
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for NoopObserver")  # noqa: TRY002
+
+
+default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)
+default_placeholder_observer = PlaceholderObserver
+default_debug_observer = MinMaxObserver
+default_weight_observer = MinMaxObserver.with_args(dtype=qint8, qscheme=per_tensor_symmetric)
+weight_observer_range_neg_127_to_127 = MinMaxObserver.with_args(
+    dtype=qint8, qscheme=per_tensor_symmetric, quant_min=-127, quant_max=127, eps=2 ** -12)
+default_histogram_observer = HistogramObserver.with_args(quant_min=0, quant_max=127)
+default_per_channel_weight_observer = PerChannelMinMaxObserver.with_args(
+    dtype=qint8, qscheme=per_channel_symmetric)
+per_channel_weight_observer_range_neg_127_to_127 = PerChannelMinMaxObserver.with_args(
+    dtype=qint8, qscheme=per_channel_symmetric, quant_min=-127, quant_max=127, eps=2 ** -12)
+default_dynamic_quant_observer = PlaceholderObserver.with_args(
+    dtype=quint8, quant_min=0, quant_max=255, is_dynamic=True)
+default_float_qparams_observer = PerChannelMinMaxObserver.with_args(
+    dtype=quint8, qscheme=per_channel_affine_float_qparams, ch_axis=0)
+
+
+def get_observer_state_dict(mod) -> dict:
+    """The state of every observer in ``mod`` (their buffers), by name.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import MinMaxObserver, get_observer_state_dict
+    >>> sorted(get_observer_state_dict(torcia.nn.Sequential(MinMaxObserver())))
+    ['0.max_val', '0.min_val']
+    """
+    return {name: t for name, t in mod.state_dict().items()
+            if isinstance(mod.get_submodule(name.rpartition(".")[0]) if "." in name else mod,
+                          ObserverBase)}
+
+
+def load_observer_state_dict(mod, obs_dict) -> None:
+    """Load what :func:`get_observer_state_dict` returned into ``mod``'s observers."""
+    for name, t in obs_dict.items():
+        owner, _, leaf = name.rpartition(".")
+        setattr(mod.get_submodule(owner) if owner else mod, leaf, t.clone())

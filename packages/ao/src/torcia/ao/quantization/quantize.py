@@ -1,0 +1,624 @@
+"""Eager-mode quantization (``torch.ao.quantization.quantize``): stubs, fusion,
+``prepare``/``convert`` for post-training static quantization, ``prepare_qat`` for
+quantization-aware training, ``quantize_dynamic``.
+
+The flow PyTorch users know: set ``model.qconfig``, ``fuse_modules`` the conv-bn-relu and
+linear-relu sequences, ``prepare`` (observers after every quantizable layer and stub),
+run calibration data, ``convert`` (each layer swapped for its quantized module, which
+reads its observer's scale and zero point). Quantized tensors flow between the stubs:
+a ``QuantStub`` starts them, a ``DeQuantStub`` ends them.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torcia
+from torcia import nn
+from torcia.ao._qtensor import qint8
+from torcia.ao.nn import intrinsic as nni
+from torcia.ao.nn import qat as nnqat
+from torcia.ao.nn import quantized as nnq
+from torcia.ao.nn.intrinsic import qat as nniqat
+from torcia.ao.nn.intrinsic import quantized as nniq
+from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.quantization.qconfig import (
+    QConfigMapping,
+    default_dynamic_qconfig,
+    float16_dynamic_qconfig,
+)
+
+__all__ = [
+    "DeQuantStub", "QuantStub", "QuantWrapper", "add_quant_dequant", "convert",
+    "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "fuse_modules",
+    "fuse_modules_qat", "get_combined_dict", "get_default_dynamic_quant_module_mappings",
+    "get_default_qat_module_mappings", "get_default_static_quant_module_mappings",
+    "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
+    "prepare", "prepare_qat", "propagate_qconfig_", "quantize", "quantize_dynamic",
+    "quantize_qat", "swap_module",
+]
+
+
+class QuantStub(nn.Module):
+    """Where quantized tensors start: the identity in the float model, an observer after
+    ``prepare``, a :class:`~torcia.ao.nn.quantized.Quantize` after ``convert``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import QuantStub
+    >>> QuantStub()(torcia.ones(2)).tolist()
+    [1.0, 1.0]
+    """
+
+    def __init__(self, qconfig=None):
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class DeQuantStub(nn.Module):
+    """Where quantized tensors end: a :class:`~torcia.ao.nn.quantized.DeQuantize` after
+    ``convert``."""
+
+    def __init__(self, qconfig=None):
+        super().__init__()
+        if qconfig:
+            self.qconfig = qconfig
+
+    def forward(self, x):
+        return x
+
+
+class QuantWrapper(nn.Module):
+    """``module`` between a QuantStub and a DeQuantStub (``torch.ao.quantization.
+    QuantWrapper``), its qconfig taken along.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import QuantWrapper
+    >>> sorted(n for n, _ in QuantWrapper(torcia.nn.Linear(2, 2)).named_children())
+    ['dequant', 'module', 'quant']
+    """
+
+    def __init__(self, module):
+        super().__init__()
+        qconfig = getattr(module, "qconfig", None)
+        self.add_module("quant", QuantStub(qconfig))
+        self.add_module("dequant", DeQuantStub(qconfig))
+        self.add_module("module", module)
+        self.train(module.training)
+
+    def forward(self, X):
+        return self.dequant(self.module(self.quant(X)))
+
+
+def add_quant_dequant(module):
+    """Wrap every leaf with a qconfig in a :class:`QuantWrapper` (in place)."""
+    if not module._modules and getattr(module, "qconfig", None):
+        return QuantWrapper(module)
+    for name, child in module.named_children():
+        module._modules[name] = add_quant_dequant(child)
+    return module
+
+
+# ---------------------------------------------------------------------------------------
+# fusion
+# ---------------------------------------------------------------------------------------
+
+
+def fold_bn(conv_or_linear, bn):
+    """A copy of ``conv_or_linear`` with eval-mode ``bn`` folded into its weight and
+    bias: ``w * gamma / sqrt(var + eps)``, ``(b - mean) * gamma / sqrt(var + eps) + beta``.
+    """
+    fused = copy.deepcopy(conv_or_linear)
+    factor = bn.weight.detach() / torcia.sqrt(bn.running_var + bn.eps)
+    shape = (-1,) + (1,) * (fused.weight.dim() - 1)
+    bias = fused.bias.detach() if fused.bias is not None else torcia.zeros_like(
+        bn.running_mean)
+    with torcia.no_grad():
+        fused.weight = nn.Parameter(fused.weight.detach() * factor.reshape(shape))
+        fused.bias = nn.Parameter((bias - bn.running_mean) * factor + bn.bias.detach())
+    return fused
+
+
+def _fuse_eval(mods):
+    kinds = tuple(type(m) for m in mods)
+    if kinds in ((nn.Conv2d, nn.BatchNorm2d), (nn.Linear, nn.BatchNorm1d)):
+        return fold_bn(*mods)
+    if kinds == (nn.Conv2d, nn.BatchNorm2d, nn.ReLU):
+        return nni.ConvReLU2d(fold_bn(mods[0], mods[1]), mods[2])
+    if kinds == (nn.Conv2d, nn.ReLU):
+        return nni.ConvReLU2d(*mods)
+    if kinds == (nn.Linear, nn.ReLU):
+        return nni.LinearReLU(*mods)
+    if kinds == (nn.BatchNorm2d, nn.ReLU):
+        return nni.BNReLU2d(*mods)
+    return None
+
+
+def _fuse_train(mods):
+    kinds = tuple(type(m) for m in mods)
+    if kinds == (nn.Conv2d, nn.BatchNorm2d):
+        return nni.ConvBn2d(*mods)
+    if kinds == (nn.Conv2d, nn.BatchNorm2d, nn.ReLU):
+        return nni.ConvBnReLU2d(*mods)
+    return _fuse_eval(mods) if nn.BatchNorm2d not in kinds and nn.BatchNorm1d not in kinds \
+        else None
+
+
+def fuse_known_modules(mod_list, is_qat=False, additional_fuser_method_mapping=None):
+    """The fused module of a sequence (conv-bn, conv-bn-relu, conv-relu, linear-bn,
+    linear-relu, bn-relu) and identities for the rest of it."""
+    fused = (_fuse_train if is_qat else _fuse_eval)(mod_list)
+    if fused is None:
+        kinds = tuple(type(m).__name__ for m in mod_list)
+        raise NotImplementedError(
+            f"Cannot fuse modules: {kinds} (fusable: Conv2d-BatchNorm2d(-ReLU), Conv2d-ReLU, "
+            "Linear-BatchNorm1d, Linear-ReLU, BatchNorm2d-ReLU)")
+    return [fused] + [nn.Identity() for _ in mod_list[1:]]
+
+
+def _fused(is_qat, *mods):
+    if isinstance(mods[1], (nn.BatchNorm1d, nn.BatchNorm2d)) and \
+            mods[0].training != mods[1].training:
+        first = "Linear" if isinstance(mods[0], nn.Linear) else "Conv"
+        raise AssertionError(f"{first} and BN both must be in the same mode (train or eval).")
+    return fuse_known_modules(list(mods), is_qat)[0]
+
+
+def fuse_conv_bn(is_qat, conv, bn):
+    """A convolution and its BatchNorm as one module (``torch.ao.quantization.
+    fuse_conv_bn``): the BatchNorm folded into the weights, or, for QAT (``is_qat``),
+    ``ConvBn2d``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_conv_bn
+    >>> conv, bn = nn.Conv2d(3, 4, 3).eval(), nn.BatchNorm2d(4).eval()
+    >>> x = torcia.randn(1, 3, 5, 5)
+    >>> bool(torcia.allclose(fuse_conv_bn(False, conv, bn)(x), bn(conv(x)), atol=1e-5))
+    True
+    """
+    return _fused(is_qat, conv, bn)
+
+
+def fuse_conv_bn_relu(is_qat, conv, bn, relu):
+    """Convolution, BatchNorm and ReLU as one module (``torch.ao.quantization.
+    fuse_conv_bn_relu``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_conv_bn_relu
+    >>> type(fuse_conv_bn_relu(True, nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())).__name__
+    'ConvBnReLU2d'
+    """
+    return _fused(is_qat, conv, bn, relu)
+
+
+def fuse_linear_bn(is_qat, linear, bn):
+    """A Linear layer with its BatchNorm1d folded in (``torch.ao.quantization.
+    fuse_linear_bn``; post-training only here).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_linear_bn
+    >>> type(fuse_linear_bn(False, nn.Linear(4, 2).eval(), nn.BatchNorm1d(2).eval())).__name__
+    'Linear'
+    """
+    return _fused(is_qat, linear, bn)
+
+
+_FUSABLE = ((nn.Conv2d, nn.BatchNorm2d), (nn.Conv2d, nn.BatchNorm2d, nn.ReLU),
+            (nn.Conv2d, nn.ReLU), (nn.Linear, nn.BatchNorm1d), (nn.Linear, nn.ReLU),
+            (nn.BatchNorm2d, nn.ReLU))
+
+
+def get_combined_dict(default_dict, additional_dict) -> dict:
+    """``default_dict`` updated with ``additional_dict``, a new dict
+    (``torch.ao.quantization.get_combined_dict``).
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import get_combined_dict
+    >>> get_combined_dict({"a": 1, "b": 2}, {"b": 3})
+    {'a': 1, 'b': 3}
+    """
+    return {**default_dict, **additional_dict}
+
+
+def get_fuser_method(op_list, additional_fuser_method_mapping=None):
+    """The function ``(is_qat, *modules) -> fused module`` for a tuple of module types
+    (``torch.ao.quantization.get_fuser_method``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_fuser_method
+    >>> fuser = get_fuser_method((nn.Linear, nn.ReLU))
+    >>> type(fuser(False, nn.Linear(2, 2), nn.ReLU())).__name__
+    'LinearReLU'
+    """
+    methods = get_combined_dict(dict.fromkeys(_FUSABLE, _fused),
+                                additional_fuser_method_mapping or {})
+    method = methods.get(op_list)
+    if method is None:
+        raise AssertionError(f"did not find fuser method for: {op_list} ")
+    return method
+
+
+def _fuse(model, modules_to_fuse, inplace, is_qat, fuser_func):
+    if not inplace:
+        model = copy.deepcopy(model)
+    groups = modules_to_fuse if modules_to_fuse and isinstance(modules_to_fuse[0],
+                                                                (list, tuple)) \
+        else [modules_to_fuse]
+    for names in groups:
+        mods = [model.get_submodule(n) for n in names]
+        if not is_qat and any(m.training for m in mods) and any(
+                isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) for m in mods):
+            raise AssertionError("Fusion only for eval!")
+        new = fuser_func(mods, is_qat=is_qat) if fuser_func is not fuse_known_modules \
+            else fuse_known_modules(mods, is_qat=is_qat)
+        for name, m in zip(names, new):
+            owner, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(owner) if owner else model, leaf, m)
+    return model
+
+
+def fuse_modules(model, modules_to_fuse, inplace=False, fuser_func=fuse_known_modules,
+                 fuse_custom_config_dict=None):
+    """Fuse sequences of modules named in ``modules_to_fuse`` (a list of names, or a
+    list of such lists) for post-training quantization: BatchNorm folded into the
+    preceding convolution or linear layer, ReLU fused after it (``torch.ao.quantization.
+    fuse_modules``). The model must be in eval mode where BatchNorm is fused.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_modules
+    >>> m = nn.Sequential(nn.Conv2d(1, 2, 3), nn.BatchNorm2d(2), nn.ReLU()).eval()
+    >>> fused = fuse_modules(m, ["0", "1", "2"])
+    >>> [type(c).__name__ for c in fused]
+    ['ConvReLU2d', 'Identity', 'Identity']
+    >>> x = torcia.randn(1, 1, 5, 5)
+    >>> torcia.allclose(fused(x), m(x), atol=1e-5)
+    True
+    """
+    return _fuse(model, modules_to_fuse, inplace, False, fuser_func)
+
+
+def fuse_modules_qat(model, modules_to_fuse, inplace=False, fuser_func=fuse_known_modules,
+                     fuse_custom_config_dict=None):
+    """:func:`fuse_modules` for quantization-aware training: conv-bn(-relu) stay
+    ``ConvBn2d``/``ConvBnReLU2d``, whose BatchNorm keeps training."""
+    return _fuse(model, modules_to_fuse, inplace, True, fuser_func)
+
+
+# ---------------------------------------------------------------------------------------
+# mappings
+# ---------------------------------------------------------------------------------------
+
+_PASSTHROUGH = (nn.ReLU, nn.MaxPool2d, nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.Flatten,
+                nn.Identity)
+
+
+def get_default_static_quant_module_mappings() -> dict:
+    """Float (or QAT) module type -> quantized module type, for :func:`convert`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import get_default_static_quant_module_mappings
+    >>> get_default_static_quant_module_mappings()[torcia.nn.Linear].__name__
+    'Linear'
+    """
+    mapping = {
+        QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
+        nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
+        nnqat.Conv2d: nnq.Conv2d, nni.ConvReLU2d: nniq.ConvReLU2d,
+        nni.LinearReLU: nniq.LinearReLU, nniqat.ConvReLU2d: nniq.ConvReLU2d,
+        nniqat.LinearReLU: nniq.LinearReLU, nniqat.ConvBn2d: nnq.Conv2d,
+        nniqat.ConvBnReLU2d: nniq.ConvReLU2d, nn.ReLU6: nnq.ReLU6,
+        nn.Hardswish: nnq.Hardswish, nn.LeakyReLU: nnq.LeakyReLU, nn.ELU: nnq.ELU,
+        nn.Sigmoid: nnq.Sigmoid, nn.BatchNorm2d: nnq.BatchNorm2d, nn.Dropout: nnq.Dropout,
+        nnq.FloatFunctional: nnq.QFunctional,
+    }
+    # torch's quantized tensors run these as they are; torcia's are wrapped
+    mapping.update({kind: nnq.QuantizedPassthrough for kind in _PASSTHROUGH})
+    return mapping
+
+
+def get_default_qat_module_mappings() -> dict:
+    """Float (or fused) module type -> QAT module type, for :func:`prepare_qat`."""
+    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d,
+            nni.ConvReLU2d: nniqat.ConvReLU2d, nni.LinearReLU: nniqat.LinearReLU,
+            nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d}
+
+
+def _module_class(mapping: dict, float_module_class):
+    found = mapping.get(float_module_class)
+    if found is None:
+        raise AssertionError(f"Floating point module class {float_module_class} does not "
+                             "have a corresponding quantized module class")
+    return found
+
+
+def get_static_quant_module_class(float_module_class, additional_static_quant_mapping=None,
+                                  is_reference=False):
+    """The statically quantized class of a float module class
+    (``torch.ao.quantization.get_static_quant_module_class``; reference modules are not
+    offered).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_static_quant_module_class
+    >>> get_static_quant_module_class(nn.Conv2d).__module__
+    'torcia.ao.nn.quantized._modules'
+    """
+    if is_reference:
+        raise NotImplementedError("reference quantized modules (is_reference=True)")
+    return _module_class(get_combined_dict(get_default_static_quant_module_mappings(),
+                                           additional_static_quant_mapping or {}),
+                         float_module_class)
+
+
+def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_mapping=None):
+    """The dynamically quantized class of a float module class
+    (``torch.ao.quantization.get_dynamic_quant_module_class``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_dynamic_quant_module_class
+    >>> get_dynamic_quant_module_class(nn.LSTM).__name__
+    'LSTM'
+    """
+    return _module_class(get_combined_dict(get_default_dynamic_quant_module_mappings(),
+                                           additional_dynamic_quant_mapping or {}),
+                         float_module_class)
+
+
+def get_default_dynamic_quant_module_mappings() -> dict:
+    """Float module type -> dynamically quantized module type."""
+    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
+            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
+
+
+# modules whose output an observer follows after prepare (what convert will quantize)
+_OBSERVED_EXCLUDED = (DeQuantStub, nn.Dropout, nnq.FloatFunctional) + _PASSTHROUGH
+
+
+# ---------------------------------------------------------------------------------------
+# prepare / convert
+# ---------------------------------------------------------------------------------------
+
+
+def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=None):
+    """Give every submodule the qconfig of its nearest ancestor that has one (or the one
+    ``qconfig_dict``, a dict or :class:`QConfigMapping`, names for it), in place."""
+
+    def walk(mod, name, inherited):
+        qconfig = inherited
+        if isinstance(qconfig_dict, QConfigMapping):
+            chosen = qconfig_dict.qconfig_for(name, mod)
+            qconfig = chosen if (chosen is not None or name in qconfig_dict.module_name_qconfigs
+                                 or type(mod) in qconfig_dict.object_type_qconfigs) else inherited
+        elif qconfig_dict:
+            qconfig = qconfig_dict.get(name, qconfig_dict.get(type(mod), inherited))
+        if hasattr(mod, "qconfig"):
+            qconfig = mod.qconfig  # set on the module itself (None opts it out)
+        mod.qconfig = qconfig
+        for child_name, child in mod.named_children():
+            walk(child, f"{name}.{child_name}" if name else child_name, qconfig)
+
+    walk(module, "", None)
+
+
+def _observe(mod, observer):
+    mod.add_module("activation_post_process", observer)
+    mod.register_forward_hook(lambda m, inp, out: m.activation_post_process(out))
+
+
+def _add_observers(module, mapping):
+    for child in list(module.children()):
+        if isinstance(child, nnq.FloatFunctional):
+            if getattr(child, "qconfig", None) is not None:
+                child.activation_post_process = child.qconfig.activation()
+            continue
+        quantizable = type(child) in mapping and not isinstance(child, _OBSERVED_EXCLUDED)
+        if quantizable and getattr(child, "qconfig", None) is not None:
+            _observe(child, child.qconfig.activation())
+        elif not isinstance(child, (nni._FusedModule,)) and not quantizable:
+            _add_observers(child, mapping)
+
+
+def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list=None,
+            prepare_custom_config_dict=None):
+    """Put an observer after every quantizable layer and QuantStub that has a qconfig
+    (``torch.ao.quantization.prepare``): run calibration data through the result, then
+    :func:`convert`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao import quantization as tq
+    >>> model = nn.Sequential(tq.QuantStub(), nn.Linear(4, 2), tq.DeQuantStub()).eval()
+    >>> model.qconfig = tq.default_qconfig
+    >>> prepared = tq.prepare(model)
+    >>> type(prepared[1].activation_post_process).__name__
+    'MinMaxObserver'
+    """
+    if not inplace:
+        model = copy.deepcopy(model)
+    qconfig_dict = prepare_custom_config_dict if isinstance(prepare_custom_config_dict,
+                                                            QConfigMapping) else None
+    propagate_qconfig_(model, qconfig_dict)
+    _add_observers(model, allow_list or get_default_static_quant_module_mappings())
+    return model
+
+
+def swap_module(mod, mapping, custom_module_class_mapping=None, use_precomputed_fake_quant=False):
+    """``mod``'s quantized counterpart from ``mapping`` (its ``from_float``), or ``mod``."""
+    if getattr(mod, "qconfig", None) is None or type(mod) not in mapping:
+        return mod
+    return mapping[type(mod)].from_float(mod)
+
+
+def convert(module, mapping=None, inplace=False, remove_qconfig=True,
+            is_reference=False, convert_custom_config_dict=None,
+            use_precomputed_fake_quant=False):
+    """Swap every prepared (and calibrated) module for its quantized one
+    (``torch.ao.quantization.convert``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao import quantization as tq
+    >>> model = nn.Sequential(tq.QuantStub(), nn.Linear(4, 2), tq.DeQuantStub()).eval()
+    >>> model.qconfig = tq.default_qconfig
+    >>> prepared = tq.prepare(model)
+    >>> for _ in range(8):
+    ...     _ = prepared(torcia.randn(16, 4))  # calibration
+    >>> q = tq.convert(prepared)
+    >>> [type(m).__name__ for m in q]
+    ['Quantize', 'Linear', 'DeQuantize']
+    >>> x = torcia.randn(3, 4).clamp(-2, 2)
+    >>> bool((q(x) - model(x)).abs().max() < 0.1)
+    True
+    """
+    if not inplace:
+        module = copy.deepcopy(module)
+    mapping = mapping or get_default_static_quant_module_mappings()
+    _convert(module, mapping)
+    if remove_qconfig:
+        for m in module.modules():
+            if "qconfig" in m.__dict__:
+                del m.__dict__["qconfig"]
+    return module
+
+
+def _convert(module, mapping):
+    for name, child in list(module.named_children()):
+        if type(child) in mapping and getattr(child, "qconfig", None) is not None:
+            module._modules[name] = mapping[type(child)].from_float(child)
+        else:
+            _convert(child, mapping)
+
+
+def quantize(model, run_fn, run_args, mapping=None, inplace=False):
+    """Post-training static quantization in one call: prepare, ``run_fn(model,
+    *run_args)`` to calibrate, convert (``torch.ao.quantization.quantize``)."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+    prepare(model, inplace=True)
+    run_fn(model, *run_args)
+    return convert(model, mapping, inplace=True)
+
+
+def quantize_dynamic(model, qconfig_spec=None, dtype=qint8, mapping=None, inplace=False):
+    """Swap Linear, LSTM and GRU layers (and cells) for dynamically quantized ones: int8 weights,
+    activations quantized on each call (``torch.ao.quantization.quantize_dynamic``).
+
+    Parameters
+    ----------
+    qconfig_spec : set of module types or names, or dict to QConfig, optional
+        What to quantize; by default every ``nn.Linear``, ``nn.LSTM``, ``nn.GRU``,
+        ``nn.LSTMCell``, ``nn.GRUCell`` and ``nn.RNNCell``.
+    dtype : qdtype or dtype
+        ``torcia.qint8``: int8 weights (the default); ``torcia.float16``: float16 weights.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import quantize_dynamic
+    >>> model = nn.Sequential(nn.Linear(8, 8), nn.ReLU(), nn.Linear(8, 2))
+    >>> q = quantize_dynamic(model, {nn.Linear}, dtype=torcia.qint8)
+    >>> type(q[0]).__module__, type(q[0]).__name__
+    ('torcia.ao.nn.quantized.dynamic', 'Linear')
+    """
+    if dtype not in (qint8, torcia.float16):
+        raise ValueError(f"Don't know how to quantize with default settings for {dtype}. "
+                         "Provide full qconfig please")
+    default = default_dynamic_qconfig if dtype is qint8 else float16_dynamic_qconfig
+    if qconfig_spec is None:
+        qconfig_spec = {nn.Linear, nn.LSTM, nn.GRU, nn.LSTMCell, nn.GRUCell, nn.RNNCell}
+    if isinstance(qconfig_spec, (set, list, tuple)):
+        qconfig_spec = dict.fromkeys(qconfig_spec, default)
+    mapping = mapping or get_default_dynamic_quant_module_mappings()
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.eval()
+
+    def walk(mod, name):
+        for child_name, child in list(mod.named_children()):
+            full = f"{name}.{child_name}" if name else child_name
+            qconfig = qconfig_spec.get(full, qconfig_spec.get(type(child)))
+            if qconfig is not None and type(child) in mapping:
+                child.qconfig = qconfig
+                mod._modules[child_name] = mapping[type(child)].from_float(child)
+            else:
+                walk(child, full)
+
+    walk(model, "")
+    return model
+
+
+def prepare_qat(model, mapping=None, inplace=False):
+    """Prepare for quantization-aware training (``torch.ao.quantization.prepare_qat``):
+    layers swapped for their QAT versions (weights fake-quantized), fake quantizers after
+    them; train, then :func:`convert` (in eval mode).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao import quantization as tq
+    >>> model = nn.Sequential(tq.QuantStub(), nn.Linear(4, 2), tq.DeQuantStub()).train()
+    >>> model.qconfig = tq.get_default_qat_qconfig("x86")
+    >>> qat = tq.prepare_qat(model)
+    >>> type(qat[1]).__module__, type(qat[1].activation_post_process).__name__
+    ('torcia.ao.nn.qat', 'FakeQuantize')
+    """
+    if not model.training:
+        raise AssertionError("prepare_qat only works on models in training mode")
+    if not inplace:
+        model = copy.deepcopy(model)
+    propagate_qconfig_(model)
+    mapping = mapping or get_default_qat_module_mappings()
+
+    def swap(mod):
+        for name, child in list(mod.named_children()):
+            if type(child) in mapping and getattr(child, "qconfig", None) is not None:
+                mod._modules[name] = mapping[type(child)].from_float(child)
+            else:
+                swap(child)
+
+    swap(model)
+    _add_observers(model, get_default_static_quant_module_mappings())
+    return model
+
+
+def quantize_qat(model, run_fn, run_args, inplace=False):
+    """Quantization-aware training in one call: prepare_qat, ``run_fn(model,
+    *run_args)`` to train, convert in eval mode."""
+    if not inplace:
+        model = copy.deepcopy(model)
+    model.train()
+    prepare_qat(model, inplace=True)
+    run_fn(model, *run_args)
+    return convert(model.eval(), inplace=True)

@@ -1,0 +1,614 @@
+// Integer kernels of torcia-ao's quantized ops: int8 products on oneDNN's
+// dnnl_gemm_u8s8s32 (uint8 activations times int8 weights, int32 sums, on VNNI where the
+// CPU has it), or MKL's cblas_gemm_s8u8s32 without oneDNN; the quantization of
+// activations and the epilogues (scales, bias, ReLU, requantization to uint8) in C++
+// around it; and the weight-only products (int8 and 4-bit weights dequantized a block of
+// rows at a time into a float buffer, multiplied with the table's SGEMM).
+//
+// OpenBLAS has no integer GEMM: the int8 products need oneDNN (torcia-cpu's int8 extra,
+// loaded at run time by use_onednn, as MKL is by use_mkl) or MKL. has_int8_gemm() says
+// whether one is loaded; without it the plugin's Python side runs torcia-ao's NumPy
+// reference kernels. Conventions are torcia-ao's (torcia/ao/_ops.py):
+// q = clamp(rint(x / scale) + zero_point), x ~ (q - zero_point) * scale, weights
+// symmetric (zero point 0).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#include <dlfcn.h>
+
+#include "checks.h"
+#include "gemm.h"
+
+namespace torcia_blas {
+dnnl_gemm_u8s8s32_t dnnl_gemm_u8s8s32 = nullptr;
+}  // namespace torcia_blas
+
+namespace py = pybind11;
+using std::int32_t;
+using std::int64_t;
+using std::int8_t;
+using std::uint8_t;
+
+namespace {
+
+constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112, kFixOffset = 173;
+
+// nearest, ties to even (C's nearbyint in the default rounding mode), for |v| < 2^22:
+// plain additions the compiler vectorises, where nearbyint stays a call per element
+inline float round_even(float v) {
+  constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+  return (v + kMagic) - kMagic;
+}
+
+template <typename T>
+const T* data_of(const std::string& fn, const std::string& name, const py::array& a,
+                 int64_t ndim) {
+  if (!torcia_checks::is_dtype<T>(a.dtype()))  // by value: a pickled array's dtype is a copy
+    throw std::runtime_error(fn + ": " + name + " has dtype " + std::string(py::str(a.dtype())) +
+                             ", expected " + std::string(py::str(py::dtype::of<T>())));
+  if (!(a.flags() & py::array::c_style))
+    throw std::runtime_error(fn + ": " + name + " must be C-contiguous");
+  if (ndim >= 0 && a.ndim() != ndim)
+    throw std::runtime_error(fn + ": " + name + " must have " + std::to_string(ndim) +
+                             " dims, got " + torcia_checks::shape_of(a));
+  return static_cast<const T*>(a.data());
+}
+
+void check_len(const std::string& fn, const std::string& name, const py::array& a, int64_t n) {
+  if (a.ndim() != 1 || a.shape(0) != n)
+    throw std::runtime_error(fn + ": " + name + " has shape " + torcia_checks::shape_of(a) +
+                             ", expected (" + std::to_string(n) + ",)");
+}
+
+const float* optional_bias(const std::string& fn, const py::object& bias, int64_t n) {
+  if (bias.is_none()) return nullptr;
+  const py::array b = py::reinterpret_borrow<py::array>(bias);
+  const float* p = data_of<float>(fn, "bias", b, 1);
+  check_len(fn, "bias", b, n);
+  return p;
+}
+
+std::string int8_library = "none";
+
+bool has_int8_gemm() {
+  return torcia_blas::dnnl_gemm_u8s8s32 != nullptr || torcia_blas::table.gemm_s8u8s32 != nullptr;
+}
+
+void need_gemm(const std::string& fn) {
+  if (!has_int8_gemm())
+    throw std::runtime_error(fn + ": no integer GEMM is loaded (oneDNN: install torcia-cpu's "
+                             "int8 extra; or MKL's)");
+}
+
+constexpr int64_t kMax32 = (int64_t(1) << 31) - 1;
+
+// C (m, n) int32 = (A - a_offset) (m, k) uint8 times op(B) int8, B stored (n, k) row-major
+// (so op(B) = B^T: the weight of a linear layer, or a convolution's filters as rows); A
+// stored (m, k), or (k, m) where a_trans (a convolution's windows as columns).
+void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, int a_offset,
+               const int8_t* b, int64_t ldb, int32_t* c, int64_t ldc, bool a_trans = false) {
+  const int32_t zero = 0;
+  if (torcia_blas::dnnl_gemm_u8s8s32) {
+    // oneDNN subtracts a uint8 offset: any zero point
+    const int status = torcia_blas::dnnl_gemm_u8s8s32(a_trans ? 'T' : 'N', 'T', 'F', m, n, k,
+                                                      1.0f, a, lda,
+                                                      static_cast<uint8_t>(a_offset), b, ldb, 0,
+                                                      0.0f, c, ldc, &zero);
+    if (status != 0)
+      throw std::runtime_error("oneDNN's dnnl_gemm_u8s8s32 failed with status " +
+                               std::to_string(status));
+    return;
+  }
+  if (a_offset <= 128) {
+    // MKL adds the offset as an int8: -a_offset fits for offsets up to 128
+    torcia_blas::table.gemm_s8u8s32(kRowMajor, a_trans ? kTrans : kNoTrans, kTrans, kFixOffset,
+                                    m, n, k, 1.0f, a, lda, static_cast<int8_t>(-a_offset), b,
+                                    ldb, 0, 0.0f, c, ldc, &zero);
+    return;
+  }
+  torcia_blas::table.gemm_s8u8s32(kRowMajor, a_trans ? kTrans : kNoTrans, kTrans, kFixOffset, m,
+                                  n, k, 1.0f, a, lda, 0, b, ldb, 0, 0.0f, c, ldc, &zero);
+  // sum_k (a - off) b = sum_k a b - off * sum_k b: subtract each column's share
+  for (int64_t j = 0; j < n; ++j) {
+    int32_t s = 0;
+    for (int64_t kk = 0; kk < k; ++kk) s += b[j * ldb + kk];
+    const int32_t sub = a_offset * s;
+    for (int64_t i = 0; i < m; ++i) c[i * ldc + j] -= sub;
+  }
+}
+
+// the epilogue of one row: acc * row_scale * col_scale + bias, as float or requantized
+void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col_scale,
+                const float* bias, float* out_f, uint8_t* out_q, float inv_out, int out_zp,
+                bool relu, int64_t out_stride) {
+  if (out_f) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float v = static_cast<float>(acc[j]) * (row_scale * col_scale[j]) +
+                      (bias ? bias[j] : 0.f);
+      out_f[j * out_stride] = relu ? std::max(v, 0.f) : v;
+    }
+    return;
+  }
+  const float lo = relu ? static_cast<float>(out_zp) : 0.f;
+  for (int64_t j = 0; j < n; ++j) {
+    const float v = static_cast<float>(acc[j]) * (row_scale * col_scale[j]) +
+                    (bias ? bias[j] : 0.f);
+    float q = round_even(v * inv_out) + static_cast<float>(out_zp);
+    q = std::min(std::max(lo, q), 255.f);  // NaN -> lo
+    out_q[j * out_stride] = static_cast<uint8_t>(q);
+  }
+}
+
+// int8_linear(xq (M, K) uint8, a_offset, wq (N, K) int8, row_scale (M,), col_scale (N,),
+// bias (N,) or None, out_scale, out_zero_point, relu) -> (M, N): float32 when out_scale
+// <= 0, else uint8 at out_scale / out_zero_point
+py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
+                      const py::array& row_scale, const py::array& col_scale,
+                      const py::object& bias, double out_scale, int out_zp, bool relu) {
+  const std::string fn = "int8_linear";
+  need_gemm(fn);
+  const uint8_t* x = data_of<uint8_t>(fn, "xq", xq, 2);
+  const int8_t* w = data_of<int8_t>(fn, "wq", wq, 2);
+  const int64_t m = xq.shape(0), k = xq.shape(1), n = wq.shape(0);
+  if (wq.shape(1) != k)
+    throw std::runtime_error(fn + ": xq has shape " + torcia_checks::shape_of(xq) +
+                             ", wq has " + torcia_checks::shape_of(wq));
+  if (m > kMax32 || n > kMax32 || k > kMax32)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds 32 bits");
+  if (a_offset < 0 || a_offset > 255)
+    throw std::runtime_error(fn + ": a_offset must be in 0..255, got " + std::to_string(a_offset));
+  if (out_zp < 0 || out_zp > 255)
+    throw std::runtime_error(fn + ": out_zero_point must be in 0..255");
+  const float* rs = data_of<float>(fn, "row_scale", row_scale, 1);
+  check_len(fn, "row_scale", row_scale, m);
+  const float* cs = data_of<float>(fn, "col_scale", col_scale, 1);
+  check_len(fn, "col_scale", col_scale, n);
+  const float* b = optional_bias(fn, bias, n);
+  const bool to_float = out_scale <= 0;
+  const std::vector<py::ssize_t> shape{m, n};
+  py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
+                           : py::array(py::dtype::of<uint8_t>(), shape);
+  if (m == 0 || n == 0) return out;
+  std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
+  float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
+  uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
+  const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
+  {
+    py::gil_scoped_release release;
+    if (k > 0) gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc.data(), n);
+#pragma omp parallel for schedule(static) if (m * n > 65536)
+    for (int64_t i = 0; i < m; ++i)
+      finish_row(acc.data() + i * n, n, rs[i], cs, b, of ? of + i * n : nullptr,
+                 oq ? oq + i * n : nullptr, inv, out_zp, relu, 1);
+  }
+  return out;
+}
+
+// per row: int8 symmetric (scale max|x| / 127), stored with +128
+void quantize_per_row(const float* xp, int64_t m, int64_t k, uint8_t* qp, float* sp) {
+#pragma omp parallel for schedule(static) if (m * k > 65536)
+  for (int64_t i = 0; i < m; ++i) {
+    const float* row = xp + i * k;
+    float amax = 0.f;
+    for (int64_t j = 0; j < k; ++j) amax = std::max(amax, std::fabs(row[j]));
+    const float scale = amax > 0 ? amax / 127.f : 1.f;
+    uint8_t* out = qp + i * k;
+    for (int64_t j = 0; j < k; ++j) {
+      const float v = std::min(std::max(-127.f, round_even(row[j] / scale)), 127.f);
+      out[j] = static_cast<uint8_t>(static_cast<int>(v) + 128);
+    }
+    sp[i] = scale;
+  }
+}
+
+// over the whole tensor: uint8 affine with FBGEMM's ChooseQuantizationParams (0..127 with
+// reduce_range); returns the zero point
+int quantize_whole(const float* xp, int64_t m, int64_t k, bool reduce_range, uint8_t* qp,
+                   float* sp) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < m * k; ++i) {
+    lo = std::min(lo, xp[i]);
+    hi = std::max(hi, xp[i]);
+  }
+  const int qmax = reduce_range ? 127 : 255;
+  double scale = (static_cast<double>(hi) - lo) / qmax;
+  if (static_cast<float>(scale) == 0.f || std::isinf(1.f / static_cast<float>(scale)))
+    scale = 0.1;
+  const double from_min = -lo / scale, from_max = qmax - hi / scale;
+  const double err_min = std::fabs(lo / scale), err_max = qmax + std::fabs(hi / scale);
+  const double initial = err_min < err_max ? from_min : from_max;
+  // ties to even on the double, as Python's round() in torcia-ao's reference
+  const int zp = static_cast<int>(std::min(std::max(std::nearbyint(initial), 0.0),
+                                           static_cast<double>(qmax)));
+  const float fscale = static_cast<float>(scale);
+  const float inv = 1.f / fscale;
+  const float top = static_cast<float>(qmax);
+#pragma omp parallel for schedule(static) if (m * k > 65536)
+  for (int64_t i = 0; i < m * k; ++i) {
+    const float v = round_even(xp[i] * inv + static_cast<float>(zp));
+    qp[i] = static_cast<uint8_t>(std::min(std::max(0.f, v), top));  // NaN -> 0
+  }
+  for (int64_t i = 0; i < m; ++i) sp[i] = fscale;
+  return zp;
+}
+
+// quantize_rows(x (M, K) float32, per_row, reduce_range) -> (q uint8 (M, K), row scale
+// (M,), offset): per row, int8 symmetric (scale max|x| / 127) stored with +128; or over
+// the whole tensor, uint8 affine with FBGEMM's ChooseQuantizationParams (0..127 with
+// reduce_range), the offset its zero point
+py::tuple quantize_rows(const py::array& x, bool per_row, bool reduce_range) {
+  const std::string fn = "quantize_rows";
+  const float* xp = data_of<float>(fn, "x", x, 2);
+  const int64_t m = x.shape(0), k = x.shape(1);
+  py::array q(py::dtype::of<uint8_t>(), std::vector<py::ssize_t>{m, k});
+  py::array scales(py::dtype::of<float>(), std::vector<py::ssize_t>{m});
+  uint8_t* qp = static_cast<uint8_t*>(q.mutable_data());
+  float* sp = static_cast<float*>(scales.mutable_data());
+  int offset = 128;
+  {
+    py::gil_scoped_release release;
+    if (per_row)
+      quantize_per_row(xp, m, k, qp, sp);
+    else
+      offset = quantize_whole(xp, m, k, reduce_range, qp, sp);
+  }
+  return py::make_tuple(q, scales, offset);
+}
+
+// quantize_tensor(x float32, scale, zero_point, qmin, qmax, signed) -> uint8 or int8 array
+// of x's shape: clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)
+py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, int qmax,
+                          bool is_signed) {
+  const std::string fn = "quantize_tensor";
+  const float* xp = data_of<float>(fn, "x", x, -1);
+  if (!(scale > 0)) throw std::runtime_error(fn + ": scale must be positive");
+  std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
+  py::array q = is_signed ? py::array(py::dtype::of<int8_t>(), shape)
+                          : py::array(py::dtype::of<uint8_t>(), shape);
+  const int64_t n = x.size();
+  const float inv = 1.f / static_cast<float>(scale);
+  const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
+  char* out = static_cast<char*>(q.mutable_data());
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (n > 262144)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = std::min(std::max(lo, round_even(xp[i] * inv + zp)), hi);  // NaN -> lo
+    if (is_signed)
+      reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
+    else
+      reinterpret_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
+  }
+  }
+  return q;
+}
+
+// dequantize_tensor(q uint8 or int8, scale, zero_point) -> float32 of q's shape
+py::array dequantize_tensor(const py::array& q, double scale, int zp) {
+  const std::string fn = "dequantize_tensor";
+  const bool is_signed = torcia_checks::is_dtype<int8_t>(q.dtype());
+  if (!is_signed && !torcia_checks::is_dtype<uint8_t>(q.dtype()))
+    throw std::runtime_error(fn + ": q must be uint8 or int8");
+  if (!(q.flags() & py::array::c_style)) throw std::runtime_error(fn + ": q must be C-contiguous");
+  std::vector<py::ssize_t> shape(q.shape(), q.shape() + q.ndim());
+  py::array out(py::dtype::of<float>(), shape);
+  float* o = static_cast<float*>(out.mutable_data());
+  const int64_t n = q.size();
+  const float s = static_cast<float>(scale);
+  {
+    py::gil_scoped_release release;
+    if (is_signed) {
+      const int8_t* p = static_cast<const int8_t*>(q.data());
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(p[i] - zp) * s;
+    } else {
+      const uint8_t* p = static_cast<const uint8_t*>(q.data());
+      for (int64_t i = 0; i < n; ++i) o[i] = static_cast<float>(p[i] - zp) * s;
+    }
+  }
+  return out;
+}
+
+// the windows of one image as columns: row (channel, ky, kx) of cols (ckk, ld) holds, from
+// its start, that tap of every output position, padding with pad (the quantized 0.0); the valid
+// stretch of an output row copied at once where the stride along it is 1
+void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, int64_t kw,
+             const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+             const std::vector<int64_t>& dilation, int64_t oh, int64_t ow, uint8_t pad,
+             uint8_t* cols, int64_t ld) {
+  const int64_t sh = stride[0], sw = stride[1], dh = dilation[0], dw = dilation[1];
+  for (int64_t ch = 0; ch < c; ++ch)
+    for (int64_t ky = 0; ky < kh; ++ky)
+      for (int64_t kx = 0; kx < kw; ++kx) {
+        uint8_t* row = cols + ((ch * kh + ky) * kw + kx) * ld;
+        const int64_t x0 = kx * dw - padding[2];  // input column of output column 0
+        // output columns whose input column is inside: x0 + xo * sw in [0, wd)
+        const int64_t lo = x0 >= 0 ? 0 : std::min<int64_t>(ow, (-x0 + sw - 1) / sw);
+        const int64_t hi = std::max<int64_t>(lo, std::min<int64_t>(ow, (wd - x0 + sw - 1) / sw));
+        for (int64_t yo = 0; yo < oh; ++yo, row += ow) {
+          const int64_t y = yo * sh - padding[0] + ky * dh;
+          if (y < 0 || y >= h) {
+            std::memset(row, pad, ow);
+            continue;
+          }
+          const uint8_t* src = img + (ch * h + y) * wd + x0;
+          std::memset(row, pad, lo);
+          if (sw == 1) {
+            std::memcpy(row + lo, src + lo, hi - lo);
+          } else {
+            for (int64_t xo = lo; xo < hi; ++xo) row[xo] = src[xo * sw];
+          }
+          std::memset(row + hi, pad, ow - hi);
+        }
+      }
+}
+
+// qconv2d(xq (N, C, H, W) uint8, x_zero_point, wq (O, C, kh, kw) int8, x_scale, w_scale
+// (O,), bias (O,) or None, stride, padding (top, bottom, left, right), dilation,
+// out_scale, out_zero_point, relu) -> (N, O, OH, OW): uint8 (float32 when out_scale <=
+// 0). The input's windows as columns (padded with its zero point, the quantized 0.0), a
+// chunk of samples at a time, one int8 GEMM against the filters, the epilogue writing
+// channels first.
+py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_scale,
+                  const py::array& w_scale, const py::object& bias, std::vector<int64_t> stride,
+                  std::vector<int64_t> padding, std::vector<int64_t> dilation, double out_scale,
+                  int out_zp, bool relu) {
+  const std::string fn = "qconv2d";
+  need_gemm(fn);
+  const uint8_t* x = data_of<uint8_t>(fn, "xq", xq, 4);
+  const int8_t* w = data_of<int8_t>(fn, "wq", wq, 4);
+  if (stride.size() != 2 || dilation.size() != 2 || padding.size() != 4)
+    throw std::runtime_error(fn + ": stride and dilation need 2 values, padding 4");
+  const int64_t n = xq.shape(0), c = xq.shape(1), h = xq.shape(2), wd = xq.shape(3);
+  const int64_t o = wq.shape(0), kh = wq.shape(2), kw = wq.shape(3);
+  if (wq.shape(1) != c)
+    throw std::runtime_error(fn + ": wq has shape " + torcia_checks::shape_of(wq) +
+                             " for an input of " + std::to_string(c) + " channels");
+  for (int64_t v : stride)
+    if (v < 1) throw std::runtime_error(fn + ": stride must be positive");
+  for (int64_t v : dilation)
+    if (v < 1) throw std::runtime_error(fn + ": dilation must be positive");
+  for (int64_t v : padding)
+    if (v < 0) throw std::runtime_error(fn + ": padding must be non-negative");
+  if (x_zp < 0 || x_zp > 255 || out_zp < 0 || out_zp > 255)
+    throw std::runtime_error(fn + ": zero points must be in 0..255");
+  const float* ws = data_of<float>(fn, "w_scale", w_scale, 1);
+  check_len(fn, "w_scale", w_scale, o);
+  const float* b = optional_bias(fn, bias, o);
+  const int64_t oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
+  const int64_t ow = (wd + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
+  if (oh <= 0 || ow <= 0) throw std::runtime_error(fn + ": the output would be empty");
+  const int64_t p = oh * ow, ckk = c * kh * kw;
+  if (p > kMax32 || ckk > kMax32 || o > kMax32)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds 32 bits");
+  const bool to_float = out_scale <= 0;
+  std::vector<py::ssize_t> shape{n, o, oh, ow};
+  py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
+                           : py::array(py::dtype::of<uint8_t>(), shape);
+  float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
+  uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
+  const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
+  const float xs = static_cast<float>(x_scale);
+  {
+    py::gil_scoped_release release;
+    // a 1x1 window of stride 1 without padding reads the image itself as the columns
+    const bool direct = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
+                        padding[0] == 0 && padding[1] == 0 && padding[2] == 0 &&
+                        padding[3] == 0;
+    // samples of few positions share one product (a GEMM of 4 rows wastes the kernel's
+    // tiles): chunks of at least 256 positions
+    const int64_t per = direct ? 1 : std::min<int64_t>(n, std::max<int64_t>(1, 256 / p));
+    const int64_t chunks = (n + per - 1) / per;
+#pragma omp parallel if (chunks > 1)
+    {
+      std::vector<uint8_t> cols(direct ? 0 : static_cast<size_t>(per * p * ckk));
+      std::vector<int32_t> acc(static_cast<size_t>(per * p * o));
+#pragma omp for schedule(static)
+      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+        const int64_t first = chunk * per, count = std::min(per, n - first);
+        const uint8_t* a = x + first * c * h * wd;
+        if (!direct) {
+          for (int64_t i = 0; i < count; ++i)
+            columns(x + (first + i) * c * h * wd, c, h, wd, kh, kw, stride, padding, dilation,
+                    oh, ow, static_cast<uint8_t>(x_zp), cols.data() + i * p, count * p);
+          a = cols.data();
+        }
+        // C (positions, out channels): the (ckk, positions) columns read transposed
+        gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc.data(), o, true);
+        for (int64_t i = 0; i < count; ++i) {
+          const int64_t base = (first + i) * o * p;
+          for (int64_t q = 0; q < p; ++q)
+            finish_row(acc.data() + (i * p + q) * o, o, xs, ws, b,
+                       of ? of + base + q : nullptr, oq ? oq + base + q : nullptr, inv, out_zp,
+                       relu, p);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+// qadd(a uint8, b uint8 of a's shape, a_scale, a_zp, b_scale, b_zp, out_scale, out_zp,
+// relu) -> uint8: the sum requantized
+py::array qadd(const py::array& a, const py::array& b, double as, int az, double bs, int bz,
+               double os, int oz, bool relu) {
+  const std::string fn = "qadd";
+  const uint8_t* ap = data_of<uint8_t>(fn, "a", a, -1);
+  const uint8_t* bp = data_of<uint8_t>(fn, "b", b, a.ndim());
+  for (int64_t d = 0; d < a.ndim(); ++d)
+    if (a.shape(d) != b.shape(d))
+      throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
+                               torcia_checks::shape_of(b));
+  std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
+  py::array out(py::dtype::of<uint8_t>(), shape);
+  uint8_t* o = static_cast<uint8_t*>(out.mutable_data());
+  const int64_t n = a.size();
+  const float fa = static_cast<float>(as), fb = static_cast<float>(bs);
+  const float inv = static_cast<float>(1.0 / os);
+  const float lo = relu ? static_cast<float>(oz) : 0.f;
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (n > 262144)
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(ap[i] - az) * fa + static_cast<float>(bp[i] - bz) * fb;
+    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
+  }
+  }
+  return out;
+}
+
+// the float product of x (M, K) with weights (N, K) dequantized a block of rows at a time
+// by unpack(first_row, rows, buffer): out = x w^T + bias
+template <typename Unpack>
+py::array blocked_linear(const std::string& fn, const py::array& x, int64_t n,
+                         const float* bias, Unpack unpack) {
+  const float* xp = data_of<float>(fn, "x", x, 2);
+  const int64_t m = x.shape(0), k = x.shape(1);
+  if (m > kMax32 || n > kMax32 || k > kMax32)
+    throw std::runtime_error(fn + ": a matrix dimension exceeds 32 bits");
+  py::array out(py::dtype::of<float>(), std::vector<py::ssize_t>{m, n});
+  float* op = static_cast<float*>(out.mutable_data());
+  if (m == 0 || n == 0) return out;
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
+  {
+    py::gil_scoped_release release;
+#pragma omp parallel if (blocks > 1 && m * n * k > (int64_t(1) << 20))
+  {
+    std::vector<float> buf(static_cast<size_t>(kBlock * k));
+#pragma omp for schedule(static)
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kBlock, rows = std::min(kBlock, n - first);
+      unpack(first, rows, buf.data());
+      for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < rows; ++j) op[i * n + first + j] = bias ? bias[first + j] : 0.f;
+      gemm<float>(CblasNoTrans, CblasTrans, m, rows, k, xp, k, buf.data(), k, 1.0f,
+                  op + first, n);
+    }
+  }
+  }
+  return out;
+}
+
+// linear_w8(x (M, K) float32, wq (N, K) int8, scale (N,), bias (N,) or None) -> (M, N)
+py::array linear_w8(const py::array& x, const py::array& wq, const py::array& scale,
+                    const py::object& bias) {
+  const std::string fn = "linear_w8";
+  const int8_t* w = data_of<int8_t>(fn, "wq", wq, 2);
+  const int64_t n = wq.shape(0), k = wq.shape(1);
+  if (x.ndim() != 2 || x.shape(1) != k)
+    throw std::runtime_error(fn + ": x has shape " + torcia_checks::shape_of(x) + ", wq has " +
+                             torcia_checks::shape_of(wq));
+  const float* s = data_of<float>(fn, "scale", scale, 1);
+  check_len(fn, "scale", scale, n);
+  const float* b = optional_bias(fn, bias, n);
+  return blocked_linear(fn, x, n, b, [&](int64_t first, int64_t rows, float* buf) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const int8_t* src = w + (first + r) * k;
+      const float sc = s[first + r];
+      for (int64_t j = 0; j < k; ++j) buf[r * k + j] = static_cast<float>(src[j]) * sc;
+    }
+  });
+}
+
+// linear_w4(x (M, K) float32, packed (N, ceil(K / 2)) uint8 (low nibble first), scales
+// (N, G), zeros (N, G) float32, group_size, bias) -> (M, N): w = (q - zero) * scale per
+// group of group_size along K
+py::array linear_w4(const py::array& x, const py::array& packed, const py::array& scales,
+                    const py::array& zeros, int64_t group, const py::object& bias) {
+  const std::string fn = "linear_w4";
+  const uint8_t* pk = data_of<uint8_t>(fn, "packed", packed, 2);
+  const int64_t n = packed.shape(0);
+  if (x.ndim() != 2) throw std::runtime_error(fn + ": x must be 2-D");
+  const int64_t k = x.shape(1);
+  if (packed.shape(1) != (k + 1) / 2)
+    throw std::runtime_error(fn + ": packed has shape " + torcia_checks::shape_of(packed) +
+                             " for " + std::to_string(k) + " input features");
+  if (group < 1) throw std::runtime_error(fn + ": group_size must be positive");
+  const int64_t groups = (k + group - 1) / group;
+  const float* sc = data_of<float>(fn, "scales", scales, 2);
+  const float* zr = data_of<float>(fn, "zeros", zeros, 2);
+  if (scales.shape(0) != n || scales.shape(1) != groups || zeros.shape(0) != n ||
+      zeros.shape(1) != groups)
+    throw std::runtime_error(fn + ": scales and zeros must be (" + std::to_string(n) + ", " +
+                             std::to_string(groups) + ")");
+  const float* b = optional_bias(fn, bias, n);
+  const int64_t row_bytes = packed.shape(1);
+  return blocked_linear(fn, x, n, b, [&](int64_t first, int64_t rows, float* buf) {
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = pk + (first + r) * row_bytes;
+      const float* s = sc + (first + r) * groups;
+      const float* z = zr + (first + r) * groups;
+      for (int64_t j = 0; j < k; ++j) {
+        const uint8_t byte = src[j >> 1];
+        const float q = static_cast<float>((j & 1) ? (byte >> 4) : (byte & 0x0F));
+        const int64_t g = j / group;
+        buf[r * k + j] = (q - z[g]) * s[g];
+      }
+    }
+  });
+}
+
+// Load oneDNN's integer GEMM from its library (libdnnl.so.3 of the onednn-cpu-gomp wheel,
+// GNU OpenMP threading: the OpenMP this extension runs on) at path; returns its version.
+// The symbol is looked up before anything changes, so a wrong library changes nothing.
+std::string use_onednn(const std::string& path) {
+  if (torcia_blas::dnnl_gemm_u8s8s32) return int8_library;  // loaded once per process
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!lib) throw std::runtime_error("use_onednn: cannot load " + path + ": " + dlerror());
+  void* gemm = dlsym(lib, "dnnl_gemm_u8s8s32");
+  void* version = dlsym(lib, "dnnl_version");
+  if (!gemm || !version)
+    throw std::runtime_error("use_onednn: " + path + " has no dnnl_gemm_u8s8s32 (not oneDNN)");
+  struct Version {
+    int major, minor, patch;
+    const char* hash;
+  };
+  const Version* v = reinterpret_cast<const Version* (*)()>(version)();
+  torcia_blas::dnnl_gemm_u8s8s32 = reinterpret_cast<torcia_blas::dnnl_gemm_u8s8s32_t>(gemm);
+  int8_library = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
+                 std::to_string(v->patch);
+  return int8_library;
+}
+
+}  // namespace
+
+void define_quant(py::module_& m) {
+  m.def("has_int8_gemm", &has_int8_gemm);
+  m.def("use_onednn", &use_onednn, py::arg("path"));
+  m.def("int8_library", [] {
+    if (torcia_blas::dnnl_gemm_u8s8s32) return int8_library;
+    return std::string(torcia_blas::table.gemm_s8u8s32 ? "MKL" : "none");
+  });
+  m.def("int8_linear", &int8_linear, py::arg("xq"), py::arg("a_offset"), py::arg("wq"),
+        py::arg("row_scale"), py::arg("col_scale"), py::arg("bias"), py::arg("out_scale"),
+        py::arg("out_zero_point"), py::arg("relu"));
+  m.def("quantize_rows", &quantize_rows, py::arg("x"), py::arg("per_row"),
+        py::arg("reduce_range"));
+  m.def("quantize_tensor", &quantize_tensor, py::arg("x"), py::arg("scale"),
+        py::arg("zero_point"), py::arg("qmin"), py::arg("qmax"), py::arg("is_signed"));
+  m.def("dequantize_tensor", &dequantize_tensor, py::arg("q"), py::arg("scale"),
+        py::arg("zero_point"));
+  m.def("qconv2d", &qconv2d, py::arg("xq"), py::arg("x_zero_point"), py::arg("wq"),
+        py::arg("x_scale"), py::arg("w_scale"), py::arg("bias"), py::arg("stride"),
+        py::arg("padding"), py::arg("dilation"), py::arg("out_scale"),
+        py::arg("out_zero_point"), py::arg("relu"));
+  m.def("qadd", &qadd, py::arg("a"), py::arg("b"), py::arg("a_scale"), py::arg("a_zero_point"),
+        py::arg("b_scale"), py::arg("b_zero_point"), py::arg("out_scale"),
+        py::arg("out_zero_point"), py::arg("relu"));
+  m.def("linear_w8", &linear_w8, py::arg("x"), py::arg("wq"), py::arg("scale"), py::arg("bias"));
+  m.def("linear_w4", &linear_w4, py::arg("x"), py::arg("packed"), py::arg("scales"),
+        py::arg("zeros"), py::arg("group_size"), py::arg("bias"));
+}
