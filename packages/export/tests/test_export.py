@@ -208,6 +208,39 @@ def test_random_ops_name_the_op_and_the_fix():
     export(model.eval(), (torcia.randn(3, 4),))  # eval mode: no dropout op at all
 
 
+def test_errors_name_the_models_line_with_torch_function_switched_on(tmp_path):
+    # once a tensor subclass switched __torch_function__ on (for good, in its process),
+    # every public function runs through torcia.overrides: its frames are not the model's
+    script = textwrap.dedent("""
+        import torcia, torcia.overrides
+        from torcia import nn
+        from torcia.export import Dim, ExportError, export
+        torcia.overrides.switch_on()
+
+        class Halves(nn.Module):
+            def forward(self, x):
+                return x.reshape(x.shape[0] // 2, -1)
+
+        messages = []
+        for model, x, kwargs in (
+                (nn.Sequential(nn.Linear(4, 4), nn.Dropout(0.5)), torcia.randn(3, 4), {}),
+                (Halves(), torcia.randn(4, 6), {"dynamic_shapes": {"x": {0: Dim("b")}}})):
+            try:
+                export(model, (x,), **kwargs)
+            except ExportError as err:
+                messages.append(str(err))
+        print(json.dumps(messages))
+    """)
+    path = tmp_path / "model.py"  # a file: the messages quote the model's source line
+    path.write_text("import json\n" + script)
+    run = subprocess.run([sys.executable, str(path)], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    dropout, halves = json.loads(run.stdout.strip().splitlines()[-1])
+    assert "dropout.py" in dropout and "overrides.py" not in dropout
+    assert "x.reshape(x.shape[0] // 2, -1)" in halves
+
+
 def test_a_dimension_the_program_specialises_is_an_error_or_static():
     class Halves(nn.Module):
         def forward(self, x):

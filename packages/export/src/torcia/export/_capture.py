@@ -16,9 +16,11 @@ from torcia.library import Tensor
 #: Modules whose frames are the framework's machinery rather than the model's code: an
 #: error names the innermost frame outside them (the model's own ``forward``, or the
 #: torcia.nn layer it called).
+# torcia.overrides: once __torch_function__ is switched on, every public function runs
+# through its dispatch
 _MACHINERY = ("torcia._", "torcia.library", "torcia.autograd", "torcia.compiler",
               "torcia.export", "torcia.jit", "torcia.ops", "torcia.backend", "torcia.amp",
-              "torcia.nn.functional", "torcia.nn.modules.module")
+              "torcia.overrides", "torcia.nn.functional", "torcia.nn.modules.module")
 
 
 class ExportError(RuntimeError):
