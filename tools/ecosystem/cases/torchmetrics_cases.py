@@ -34,7 +34,7 @@ def case_regression():
     return {name: numpy(m.compute()) for name, m in metrics.items()}
 
 
-@case(needs=("torcia.jit",), known_failure="sum(dim=0) of a 0-d tensor raises (issue 36)")
+@case(needs=("torcia.jit",))
 def case_functional():
     import torchmetrics.functional as F
 

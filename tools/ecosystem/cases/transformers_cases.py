@@ -6,9 +6,6 @@ import tempfile
 
 from common import case, grads, numpy, params, randint, seed_weights
 
-# BERT's position_ids buffer is arange(n).expand((1, -1)), into which the model's init
-# copies
-_EXPANDED_COPY = "copy_ into an expanded size-1 dim is refused (issue 36)"
 # dropout draws differ between frameworks: the training cases compare with it off
 _NO_DROPOUT = {"resid_pdrop": 0.0, "embd_pdrop": 0.0, "attn_pdrop": 0.0}
 
@@ -46,7 +43,7 @@ def _ids(n=7, seed=1):
     return randint(50, 2, n, seed=seed)
 
 
-@case(known_failure=_EXPANDED_COPY)
+@case()
 def case_bert_forward():
     import torch
 
@@ -99,7 +96,7 @@ def case_training_step():
     return {"losses": losses, **grads(model), **params(model)}
 
 
-@case(known_failure=_EXPANDED_COPY)
+@case()
 def case_bert_backward():
     import torch
 
