@@ -10,12 +10,13 @@ round in a different order).
 from __future__ import annotations
 
 import copy
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 import torcia
-from torcia import nn
+from torcia import library, nn
 from torcia.ao import quantization as tq
 from torcia.ao._ops import (
     linear_dynamic,
@@ -217,6 +218,50 @@ def test_quantized_conv2d_reference_matches_float_convolution_of_integers():
         torcia.nn.functional.pad(centred, (0, 2, 1, 1)), torcia.from_numpy(
             wq.astype(np.float64)), stride=(2, 1)).numpy() * 0.5 * 0.01
     np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def _op_samples():
+    """(op, array inputs, params) covering each quantized op, its output dtypes and shapes."""
+    x = RNG.standard_normal((2, 3, 7)).astype(np.float32)
+    xq = RNG.integers(0, 256, (2, 3, 7)).astype(np.uint8)
+    wq = RNG.integers(-128, 128, (4, 7)).astype(np.int8)
+    s4, b4 = np.full(4, 0.01, np.float32), RNG.standard_normal(4)
+    img = RNG.integers(0, 256, (2, 4, 7, 6)).astype(np.uint8)
+    conv_w = RNG.integers(-128, 128, (6, 2, 3, 2)).astype(np.int8)
+    qp = {"qmin": 0, "qmax": 255}
+    yield "quantize_per_tensor", (x,), {"scale": 0.1, "zero_point": 3, **qp,
+                                        "dtype": "quint8"}
+    yield "quantize_per_channel", (x, np.full(3, 0.1), np.zeros(3, np.int64)), {
+        "axis": 1, "qmin": -128, "qmax": 127, "dtype": "qint8"}
+    yield "dequantize_per_tensor", (xq,), {"scale": 0.1, "zero_point": 3}
+    yield "dequantize_per_channel", (xq, np.full(7, 0.1), np.zeros(7, np.int64)), {"axis": 2}
+    for out_scale in (None, 0.05):
+        yield "quantized_linear", (xq, wq, s4, b4), {"x_scale": 0.02, "x_zero_point": 9,
+                                                     "out_scale": out_scale}
+        yield "quantized_conv2d", (img, conv_w, np.full(6, 0.01, np.float32), None), {
+            "x_scale": 0.5, "x_zero_point": 7, "stride": (2, 1), "padding": ((1, 0), (0, 2)),
+            "dilation": (1, 2), "groups": 2, "out_scale": out_scale}
+    yield "quantized_add", (xq, xq[:, :1]), {"a_scale": 0.1, "a_zero_point": 1,
+                                             "b_scale": 0.2, "b_zero_point": 2,
+                                             "out_scale": 0.3, "out_zero_point": 4}
+    yield "linear_dynamic", (x, wq, s4, None), {}
+    yield "linear_weight_int8", (x, wq, s4, None), {}
+    yield "linear_weight_int8", (x, wq, s4, b4), {}
+    packed = pack_int4(RNG.integers(0, 16, (4, 7)).astype(np.uint8))
+    yield "linear_weight_int4", (x, packed, np.ones((4, 4), np.float32),
+                                 np.zeros((4, 4), np.float32), None), {"group_size": 2}
+    yield "fake_quantize", (x.astype(np.float64), np.array([0.1]), np.array([2])), qp
+
+
+@pytest.mark.parametrize("op, inputs, params", list(_op_samples()),
+                         ids=lambda v: v if isinstance(v, str) else "")
+def test_shape_functions_agree_with_the_reference_kernels(op, inputs, params):
+    record = library.get_op(op)
+    want = record.kernel(*inputs, **params)
+    metas = [None if a is None else SimpleNamespace(shape=a.shape, dtype=a.dtype)
+             for a in inputs]
+    shape, dtype = record.shape(*metas, **params)
+    assert (tuple(shape), np.dtype(dtype)) == (want.shape, want.dtype)
 
 
 def test_int4_packing_round_trips_and_dequantizes_by_hand():

@@ -392,11 +392,15 @@ def test_a_truncated_or_foreign_legacy_pickle_is_named():
 # --------------------------------------------------------------------------------------
 
 
-def _legacy(arr=None, structure=None, extra=None) -> bytes:
-    """An archive as torcia 0.1 wrote it, holding {"w": arr}."""
+def _legacy(arr=None, structure=None, extra=None, npz=False) -> bytes:
+    """An archive as torcia 0.1 wrote it, holding {"w": arr} (or, crafted, an .npz
+    archive of it in place of the .npy file)."""
     arr = np.arange(4.0, dtype=np.float32) if arr is None else arr
     npy = io.BytesIO()
-    np.save(npy, arr, allow_pickle=arr.dtype == object)
+    if npz:
+        np.savez(npy, w=arr)
+    else:
+        np.save(npy, arr, allow_pickle=arr.dtype == object)
     base = {"format": "torcia-archive", "version": 1,
             "root": {"t": "dict", "items": [[{"t": "str", "v": "w"},
                                              {"t": "tensor", "id": "0"}]]},
@@ -423,6 +427,7 @@ def _nested(depth):
     (dict(arr=np.arange(5.0, dtype=np.float32)), r"has shape \[5\], but structure.json says"),
     (dict(arr=np.array([{"x": 1}], dtype=object)), "is not a plain .npy array"),
     (dict(extra={"tensors/0.npy": b"\x93NUMPY"}), "does not match its sha256"),
+    (dict(npz=True), r"tensors/0.npy is not a plain .npy array \(a NpzFile\)"),
     (dict(structure=lambda s: {**s, "version": 99}), "version 99"),
     (dict(structure=lambda s: {**s, "root": {"t": "pickle"}}), "unknown type 'pickle'"),
     (dict(structure=lambda s: {**s, "root": {"t": "float", "v": [1]}}), "malformed float"),

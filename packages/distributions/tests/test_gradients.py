@@ -177,3 +177,29 @@ def test_gradcheck_rsample_with_fixed_noise(make):
         return make(z).rsample((2,))
 
     assert gradcheck(draw, (leaf([0.1, -0.4, 0.3]),))
+
+
+def test_multivariate_normal_gradients_as_pytorch_defines_them():
+    # log N(x; 0, Sigma) = -1/2 x^T Sigma^-1 x - 1/2 log det Sigma - k/2 log(2 pi): its
+    # derivative in Sigma, taken as a symmetric matrix, is (S^-1 x x^T S^-1 - S^-1) / 2
+    sigma = np.array([[2.0, 0.3, 0.1], [0.3, 1.5, 0.2], [0.1, 0.2, 1.0]])
+    x = np.array([0.3, -0.2, 0.5])
+    inv = np.linalg.inv(sigma)
+    want = (inv @ np.outer(x, x) @ inv - inv) / 2
+    cov = leaf(sigma)
+    D.MultivariateNormal(torcia.zeros(3, dtype=torcia.float64), covariance_matrix=cov).log_prob(
+        torcia.tensor(x)).backward()
+    np.testing.assert_allclose(cov.grad.numpy(), want, rtol=1e-10)
+    # scale_tril: only the lower triangle is read (the upper one gets zero), and the lower
+    # one passes finite differences
+    tril = np.linalg.cholesky(sigma)
+    st = leaf(tril)
+    D.MultivariateNormal(torcia.zeros(3, dtype=torcia.float64), scale_tril=st).log_prob(
+        torcia.tensor(x)).backward()
+    assert np.all(np.triu(st.grad.numpy(), 1) == 0)
+
+    def log_prob(lower):
+        return D.MultivariateNormal(torcia.zeros(3, dtype=torcia.float64),
+                                    scale_tril=lower.tril()).log_prob(torcia.tensor(x))
+
+    assert gradcheck(log_prob, (leaf(tril),))

@@ -161,6 +161,7 @@ from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._ops_nn_top import *  # noqa: E402,F401,F403
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
+from torcia._tensor import result_type as _result_type  # noqa: E402
 from torcia.amp import (  # noqa: E402
     GradScaler,
     autocast,
@@ -282,13 +283,7 @@ def result_type(tensor1, tensor2) -> dtype:
     >>> torcia.result_type(torcia.tensor([1, 2]), 1.0)
     torcia.float32
     """
-    dims, zeros_, scalars = [], [], []
-    for x in (tensor1, tensor2):
-        if isinstance(x, Tensor):
-            (dims if x.ndim else zeros_).append(x.dtype)
-        else:
-            scalars.append(_dtype.scalar_dtype(x))
-    return _dtype.result_type_of(dims, zeros_, scalars)
+    return _result_type(tensor1, tensor2)
 
 
 def get_num_threads() -> int:

@@ -331,10 +331,9 @@ def full(size, fill_value, dtype=None, device=None, requires_grad=False) -> Tens
     """
     if isinstance(fill_value, Tensor):
         fill_value = fill_value.item()
-    if dtype is None:
-        dtype = D.scalar_dtype(fill_value)
-    return _create("full", _dtype_arg(dtype), device, requires_grad, shape=_size((size,)),
-                   fill_value=fill_value)
+    dtype = D.scalar_dtype(fill_value) if dtype is None else _dtype_arg(dtype)
+    return _create("full", dtype, device, requires_grad, shape=_size((size,)),
+                   fill_value=D.checked_scalar(fill_value, dtype))
 
 
 def zeros_like(input, dtype=None, device=None, requires_grad=False, memory_format=None):

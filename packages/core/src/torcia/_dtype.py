@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -146,6 +148,12 @@ _NAMES.update(
 )
 FROM_NUMPY = _FromNumpy(
     (d.np, d) for d in ALL if not isinstance(d, _LazyDtype))
+
+
+def np_floating(np_dtype) -> bool:
+    """Whether a NumPy dtype holds floats: kind "f", or ml_dtypes' bfloat16 (a NumPy dtype
+    of kind "V", void, a float all the same)."""
+    return np_dtype.kind == "f" or np_dtype.name == "bfloat16"
 
 
 def _by_name(name: str) -> dtype:
@@ -358,3 +366,57 @@ def can_cast(from_: dtype, to: dtype) -> bool:
     False
     """
     return from_.category <= to.category
+
+
+# ---------------------------------------------------------------------------------------
+# Scalars converted to a dtype
+# ---------------------------------------------------------------------------------------
+
+#: The C++ type PyTorch's overflow message names for each dtype.
+_SCALAR_TYPE = {"uint8": "uint8_t", "int8": "int8_t", "int16": "int16_t", "int32": "int",
+                "int64": "int64_t", "float16": "c10::Half", "bfloat16": "c10::BFloat16",
+                "float32": "float", "float64": "double", "complex64": "c10::complex<float>",
+                "complex128": "c10::complex<double>", "bool": "bool"}
+_FLOAT_MAX = {"float16": 65504.0, "bfloat16": 3.3895313892515355e38,
+              "float32": 3.4028234663852886e38}
+
+
+def checked_scalar(value, d: dtype):
+    """``value`` (a Python number) as PyTorch converts a fill value to ``d``: integers wrap
+    into an unsigned dtype from as far below zero as its maximum (-1 is 255 in uint8),
+    floats truncate toward zero; anything else out of ``d``'s range, a NaN or infinity
+    for an integer dtype, or an imaginary part for a real one raises PyTorch's
+    ``value cannot be converted to type ... without overflow``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia._dtype import checked_scalar
+    >>> checked_scalar(-1, torcia.uint8), checked_scalar(2.7, torcia.int8)
+    (255, 2)
+    """
+    if d.category == 0 or d.category == 3:
+        return value
+    if isinstance(value, complex):
+        if value.imag:
+            _overflow(d)
+        value = value.real
+    if d.category == 2:
+        top = _FLOAT_MAX.get(d.name)
+        if top is not None and math.isfinite(value) and abs(value) > top:
+            _overflow(d)
+        return value
+    info = np.iinfo(d.np)
+    if isinstance(value, float):
+        if not math.isfinite(value) or not info.min <= value <= info.max:
+            _overflow(d)
+        return int(value)
+    value = int(value)
+    if value > info.max or value < (info.min if info.min else -int(info.max)):
+        _overflow(d)
+    return value % (int(info.max) + 1) if value < 0 and not info.min else value
+
+
+def _overflow(d: dtype):
+    raise RuntimeError(f"value cannot be converted to type {_SCALAR_TYPE[d.name]} without "
+                       "overflow")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia._dtype import np_floating as _floating
 from torcia._kernels_linalg import LinAlgError, lu_factor
 
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
@@ -52,7 +53,7 @@ class ExtraKernels:
         n = a.shape[dim] if a.ndim else 1
         vals, idx = self.sort(a, dim=dim)
         v, i = _pick(xp, vals, idx, (n - 1) // 2, dim, True)
-        if a.dtype.kind == "f":
+        if _floating(a.dtype):
             # NaN sorts last; a row holding one has median NaN at its first NaN
             nan = xp.isnan(a)
             has_nan = xp.any(nan, axis=dim, keepdims=True)
@@ -127,7 +128,19 @@ class ExtraKernels:
         return _cum_extreme(self.xp, a, dim, self.xp.minimum)
 
     def logcumsumexp(self, a, dim):
-        return self.xp.logaddexp.accumulate(a, axis=dim)
+        xp = self.xp
+        if a.dtype.kind != "c":
+            return xp.logaddexp.accumulate(a, axis=dim)
+        # logaddexp has no complex loop: accumulate along dim, each step shifted by the
+        # greater real part of the two terms
+        out = xp.moveaxis(a.copy(), dim, 0)
+        with np.errstate(invalid="ignore", over="ignore"):
+            for i in range(1, out.shape[0]):
+                x, y = out[i - 1], out[i]
+                big = xp.where(x.real >= y.real, x, y)
+                small = xp.where(x.real >= y.real, y, x)
+                out[i] = big + xp.log1p(xp.exp(small - big))
+        return xp.moveaxis(out, 0, dim)
 
     # ----- gathering and shaping ---------------------------------------------------------
     def repeat_interleave(self, a, repeats, dim=None):
@@ -151,7 +164,7 @@ class ExtraKernels:
             count = xp.maximum(count, 1)
             hit = xp.zeros(a.shape, dtype=bool)
             hit[key] = True
-            if a.dtype.kind == "f":
+            if _floating(a.dtype):
                 mean = out / count
             else:
                 mean = xp.floor_divide(out, count)
@@ -207,6 +220,10 @@ class ExtraKernels:
         return _linalg(xp, "solve", a, b)
 
     def linalg_det(self, a):
+        if a.dtype.itemsize == 2 and _floating(a.dtype):
+            # PyTorch's CPU det takes float16 and bfloat16, NumPy's linalg does not: in
+            # float32, rounded once
+            return self.xp.linalg.det(a.astype(np.float32)).astype(a.dtype)
         return self.xp.linalg.det(a)
 
     def linalg_slogdet(self, a):
@@ -287,7 +304,7 @@ def _cum_extreme(xp, a, dim, ufunc):
     pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
     # the running index moves to the latest element equal to the running extreme (or NaN)
     hit = a == vals
-    if a.dtype.kind == "f":
+    if _floating(a.dtype):
         hit = hit | xp.isnan(a)
     idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim)
     return vals, idx.astype(np.int64)
@@ -298,12 +315,11 @@ def _identity(xp, reduce, dtype):
         return 0
     if reduce == "prod":
         return 1
-    info = np.finfo(dtype) if np.dtype(dtype).kind == "f" else (
-        None if np.dtype(dtype).kind == "b" else np.iinfo(dtype))
-    if info is None:
-        return reduce == "amin"
-    if np.dtype(dtype).kind == "f":
+    if _floating(np.dtype(dtype)):
         return -np.inf if reduce == "amax" else np.inf
+    if np.dtype(dtype).kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dtype)
     return info.min if reduce == "amax" else info.max
 
 

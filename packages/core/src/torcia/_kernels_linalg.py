@@ -164,6 +164,9 @@ class LinalgKernels:
 
     def linalg_matrix_exp(self, a):
         xp = self.xp
+        if a.dtype.itemsize == 2 and a.dtype.kind in "fV":
+            # float16 and bfloat16 (PyTorch's CPU kernel takes them) in float32
+            return self.linalg_matrix_exp(a.astype(np.float32)).astype(a.dtype)
         n = a.shape[-1]
         flat = a.reshape((-1, n, n))
         norm1 = xp.abs(flat).sum(axis=-2).max(axis=-1) if n else xp.zeros(flat.shape[0])

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from torcia._dtype import np_floating as _floating
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -133,8 +135,7 @@ def _check_windows_reach_input(size, k, s, p, d, out):
 
 
 def _lowest(xp, dtype):
-    # ml_dtypes' bfloat16 is a NumPy dtype of kind "V" (void), a float all the same
-    if np.dtype(dtype).kind == "f" or np.dtype(dtype).name == "bfloat16":
+    if _floating(np.dtype(dtype)):
         return -xp.inf
     return np.iinfo(dtype).min
 
@@ -208,17 +209,20 @@ class NNKernels:
         """mish(a): a * tanh(softplus(a))."""
         return a * self.xp.tanh(self.xp.logaddexp(0, a))
 
+    # NOTE: ml_dtypes' bfloat16 has no clip loop (NumPy computes it in float32): the
+    # results are cast back to the input's dtype
     def hardtanh(self, a, min_val=-1.0, max_val=1.0):
         """hardtanh(a, min_val, max_val): a clipped to [min_val, max_val]."""
-        return self.xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val))
+        return self.xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val)).astype(
+            a.dtype, copy=False)
 
     def hardswish(self, a):
         """hardswish(a): a * clip(a + 3, 0, 6) / 6."""
-        return a * self.xp.clip(a + 3, 0, 6) / 6
+        return (a * self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
 
     def hardsigmoid(self, a):
         """hardsigmoid(a): clip(a + 3, 0, 6) / 6."""
-        return self.xp.clip(a + 3, 0, 6) / 6
+        return (self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
 
     def logsigmoid(self, a):
         """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
@@ -330,8 +334,10 @@ class NNKernels:
         out_sp = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, (lo, hi), d, k, s in zip(
             x.shape[2:], padding, dilation, kernel, stride))
         cols = _columns(xp, x, kernel, stride, dilation, padding, out_sp)
-        cols = cols.reshape(groups, -1, n * math.prod(out_sp))  # (g, C/g*K, N*P)
-        out = w.reshape(groups, o // groups, -1) @ cols  # (g, O/g, N*P)
+        # sizes spelled out: an empty batch (N = 0) leaves -1 nothing to infer
+        per_group = x.shape[1] // groups * math.prod(kernel)
+        cols = cols.reshape(groups, per_group, n * math.prod(out_sp))  # (g, C/g*K, N*P)
+        out = w.reshape(groups, o // groups, per_group) @ cols  # (g, O/g, N*P)
         out = _batch_first(xp, out.reshape((o, n) + out_sp)).astype(x.dtype, copy=False)
         if b is not None:
             out += b.reshape((1, o) + (1,) * len(kernel))

@@ -77,12 +77,18 @@ class SpecialKernels:
         return _same(xp.where(xp.isnan(a), a, out), a)
 
     def airy_ai(self, a):
-        return _same(special_call(self.xp, "airy_ai", "airy", a)[0], a)
+        # Ai(x) ~ exp(-2/3 x^1.5) / (2 sqrt(pi) x^0.25): 0 in any precision past x = 200,
+        # where SciPy's series gives NaN
+        xp = self.xp
+        out = special_call(xp, "airy_ai", "airy", a)[0]
+        return _same(xp.where(a > 200, 0.0, out), a)
 
     def spherical_bessel_j0(self, a):
         xp = self.xp
-        safe = xp.where(a == 0, 1, a)
-        return _same(xp.where(a == 0, 1.0, xp.sin(safe) / safe), a)
+        safe = xp.where((a == 0) | xp.isinf(a), 1, a)
+        # sin(x) / x: 1 at 0, and 0 at +-inf (where NumPy's sin would give NaN)
+        return _same(xp.where(a == 0, 1.0, xp.where(xp.isinf(a), 0.0, xp.sin(safe) / safe)),
+                     a)
 
     def xlog1py(self, a, b):
         xp = self.xp
@@ -95,15 +101,17 @@ class SpecialKernels:
         xp = self.xp
         return special_call(xp, "zeta", "zeta", a, b).astype(xp.result_type(a, b), copy=False)
 
+    # at x = 0 the regularised incomplete gamma functions are 0 and 1 for any a >= 0, NaN
+    # included (PyTorch checks a < 0 first, then x == 0)
     def gammainc(self, a, b):
         xp = self.xp
         out = special_call(xp, "gammainc", "gammainc", a, b)
-        return out.astype(xp.result_type(a, b), copy=False)
+        return xp.where((b == 0) & ~(a < 0), 0, out).astype(xp.result_type(a, b), copy=False)
 
     def gammaincc(self, a, b):
         xp = self.xp
         out = special_call(xp, "gammaincc", "gammaincc", a, b)
-        return out.astype(xp.result_type(a, b), copy=False)
+        return xp.where((b == 0) & ~(a < 0), 1, out).astype(xp.result_type(a, b), copy=False)
 
     def polygamma(self, a, n=1):
         return _same(special_call(self.xp, "polygamma", "polygamma", n, a), a)

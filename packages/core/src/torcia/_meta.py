@@ -74,6 +74,11 @@ def _dtype_of(*xs):
     return arrays[0] if arrays else np.dtype(np.float32)
 
 
+def square(x, **params):
+    """``square`` is ``pow(x, 2)``: a bool input squares in int64."""
+    return x.shape, np.dtype(np.int64) if x.dtype.kind == "b" else x.dtype
+
+
 def same_shape(x, *rest, **params):
     """One input, dtype kept: ``neg``, ``exp`` on a float input..."""
     return x.shape, x.dtype
@@ -917,7 +922,7 @@ for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill
     SHAPES[_name] = created("shape", *_args, "dtype", "rng")
 SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
-               "addmm": addmm})
+               "addmm": addmm, "square": square})
 
 
 def _meta_of(x):

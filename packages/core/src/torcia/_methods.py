@@ -28,9 +28,11 @@ from torcia import (
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
+    _as_operand,
     active_modes,
     binary,
     canonical_device,
+    check_overlap,
     inplace,
     load_autograd,
     parse_to,
@@ -54,6 +56,18 @@ def _make_inplace(fn):
 
 for _name in _ops.INPLACE:
     setattr(Tensor, _name + "_", _make_inplace(getattr(_ops, _name)))
+
+
+def masked_fill_(self, mask, value):
+    """In-place :meth:`Tensor.masked_fill`. A 0-dim ``value`` outside the graph is read as
+    a number, as PyTorch reads it (so it may be an element of ``self``)."""
+    if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
+        value = value.item()
+    return inplace(_ops.masked_fill, self, mask, value)
+
+
+masked_fill_.__doc__ += _ops._inplace_example("masked_fill")
+Tensor.masked_fill_ = masked_fill_
 for _name in _ops_extra.METHODS:
     setattr(Tensor, _name, getattr(_ops_extra, _name))
 for _name in _ops_extra.INPLACE:
@@ -90,31 +104,21 @@ for _name, _fn in {**_ops_compat.EXTRA_METHODS, **_ops_nn_top.METHODS}.items():
 
 def _reflected(op, float_op=False):
     def method(self, other):
-        return binary(op, _scalar_tensor(other, self), self, float_op)
+        return binary(op, other, self, float_op)
 
     return method
-
-
-def _scalar_tensor(value, like):
-    """The left operand of a reflected operator as a tensor on ``like``'s device; a Python
-    number becomes a 0-dim tensor of the dtype it would promote to."""
-    if isinstance(value, (int, float, bool)):
-        dt = D.tensor_scalar_dtype(like.dtype, type(value))
-        return C.tensor(value, dtype=dt, device=like.device)
-    return C.tensor(value, device=like.device)
 
 
 Tensor.__add__ = lambda self, other: binary("add", self, other)
 Tensor.__radd__ = lambda self, other: binary("add", self, other)
 Tensor.__sub__ = lambda self, other: _ops.sub(self, other)
-Tensor.__rsub__ = _reflected("sub")
+Tensor.__rsub__ = lambda self, other: _ops.sub(other, self)
 Tensor.__mul__ = lambda self, other: binary("mul", self, other)
 Tensor.__rmul__ = lambda self, other: binary("mul", self, other)
 Tensor.__truediv__ = lambda self, other: binary("div", self, other, True)
 Tensor.__rtruediv__ = _reflected("div", True)
 Tensor.__floordiv__ = lambda self, other: _ops.div(self, other, rounding_mode="floor")
-Tensor.__rfloordiv__ = lambda self, other: _ops.div(_scalar_tensor(other, self), self,
-                                                    rounding_mode="floor")
+Tensor.__rfloordiv__ = lambda self, other: _ops.div(other, self, rounding_mode="floor")
 Tensor.__mod__ = lambda self, other: binary("remainder", self, other)
 Tensor.__rmod__ = _reflected("remainder")
 Tensor.__pow__ = lambda self, other: binary("pow", self, other)
@@ -124,11 +128,25 @@ Tensor.__rmatmul__ = lambda self, other: _ops.matmul(_ops._tensor_arg(other), se
 Tensor.__neg__ = lambda self: _ops.neg(self)
 Tensor.__pos__ = lambda self: self
 Tensor.__abs__ = lambda self: _ops.abs(self)
-Tensor.__invert__ = lambda self: (_ops.logical_not(self) if self.dtype is D.bool_
-                                  else _ops.bitwise_not(self))
+def _invert(self):
+    if self.dtype is D.bool_:
+        return _ops.logical_not(self)
+    if self.dtype.category >= 2:
+        raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                        "tensors")
+    return _ops.bitwise_not(self)
+
+
+Tensor.__invert__ = _invert
 Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
 Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
 Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
+Tensor.__lshift__ = lambda self, other: _ops_compat.bitwise_left_shift(self, other)
+Tensor.__rshift__ = lambda self, other: _ops_compat.bitwise_right_shift(self, other)
+Tensor.__rlshift__ = lambda self, other: _ops_compat.bitwise_left_shift(
+    _as_operand(other, self), self)
+Tensor.__rrshift__ = lambda self, other: _ops_compat.bitwise_right_shift(
+    _as_operand(other, self), self)
 Tensor.__rand__ = Tensor.__and__
 Tensor.__ror__ = Tensor.__or__
 Tensor.__rxor__ = Tensor.__xor__
@@ -151,10 +169,8 @@ def _logical(a, b, logical, bitwise):
     other_bool = b.dtype is D.bool_ if isinstance(b, Tensor) else isinstance(b, bool)
     if a.dtype is D.bool_ and other_bool:
         return binary(logical, a, b)
-    if a.dtype.is_floating_point or (isinstance(b, Tensor) and b.dtype.is_floating_point) or (
-        isinstance(b, float)
-    ):
-        raise TypeError(f"{bitwise} is only supported for integer and bool tensors")
+    # a float operand: the kernel refuses it, as PyTorch's ("bitwise_and_cpu" not
+    # implemented for 'Float')
     return binary(bitwise, a, b)
 
 
@@ -176,6 +192,8 @@ Tensor.__imatmul__ = _iop(_ops.matmul)
 Tensor.__iand__ = _iop(Tensor.__and__)
 Tensor.__ior__ = _iop(Tensor.__or__)
 Tensor.__ixor__ = _iop(Tensor.__xor__)
+Tensor.__ilshift__ = _iop(Tensor.__lshift__)
+Tensor.__irshift__ = _iop(Tensor.__rshift__)
 
 
 # ----- conversion -----------------------------------------------------------------------
@@ -305,9 +323,7 @@ def _type(self, dtype=None, non_blocking=False):
     return self.to(dtype)
 
 
-_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half",
-               "bfloat16": "BFloat16", "int64": "Long", "int32": "Int", "int16": "Short",
-               "int8": "Char", "uint8": "Byte", "bool": "Bool"}
+_TYPE_NAMES = D._TYPE_NAMES
 Tensor.type = _type
 
 
@@ -411,6 +427,7 @@ def _fill_from(self, arr) -> Tensor:
     if self._requires_grad and self.grad_fn is None and STATE.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
+    check_overlap(self)
     if isinstance(arr, np.ndarray) or self._device is CPU:
         arr = np.asarray(arr).astype(self.dtype.to_numpy())
         if self._device is not CPU:
@@ -493,7 +510,6 @@ def apply_(self, fn):
 
 
 Tensor.apply_ = apply_
-Tensor.storage_offset = lambda self: 0
 Tensor.get_device = lambda self: -1 if self._device is CPU else self._device.index
 Tensor.is_shared = _shared_memory.is_shared
 Tensor.is_sparse = False
@@ -730,11 +746,6 @@ True""",
 (0, 0)""",
     "apply_": """>>> torcia.tensor([1.0, 2.0]).apply_(lambda v: v * 10)
 tensor([10., 20.])""",
-    "storage_offset": """The offset of the first element in the storage: 0, as each torcia tensor's
-data starts its storage.
-
->>> torcia.arange(4).storage_offset()
-0""",
     "is_shared": """Whether the tensor is in memory other processes can map: after
 :meth:`share_memory_`, or when received from another process through
 :mod:`torcia.multiprocessing` (CUDA tensors: always).

@@ -28,10 +28,10 @@ _UFUNC_NAMES = {
     "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "reciprocal": "reciprocal",
     "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
     "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
-    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs", "sign": "sign",
-    "square": "square", "floor": "floor", "ceil": "ceil", "trunc": "trunc",
+    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs",
+    "floor": "floor", "ceil": "ceil", "trunc": "trunc",
     "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-    "logical_not": "logical_not", "signbit": "signbit",
+    "logical_not": "logical_not",
     "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
     "minimum": "minimum", "fmax": "fmax", "fmin": "fmin", "bitwise_and": "bitwise_and",
     "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
@@ -40,6 +40,12 @@ _UFUNC_NAMES = {
     "logical_or": "logical_or", "logical_xor": "logical_xor",
 
 }
+
+
+def _half(dt) -> bool:
+    """Whether ``dt`` is float16 or bfloat16, which compute in float32 (PyTorch's
+    accumulate and opmath type); by name, not to load ml_dtypes at import."""
+    return dt.itemsize == 2 and (dt.kind == "f" or dt.name == "bfloat16")
 
 
 class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
@@ -54,55 +60,80 @@ def _check_divisor(xp, a, b) -> None:
         raise IntegerDivisionByZero("ZeroDivisionError")
 
 
-# Ops PyTorch refuses for complex numbers (NumPy would order them lexicographically)
-_REAL_ONLY = {
-    **{op: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')
-       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "remainder", "fmod",
-                  "floor_divide", "kthvalue", "median_dim", "mode_dim")},
-    "amax": (NotImplementedError, '"max_values_cpu" not implemented for \'{}\''),
-    "amin": (NotImplementedError, '"min_values_cpu" not implemented for \'{}\''),
-    "max_dim": (RuntimeError, "max(): does not support complex input"),
-    "min_dim": (RuntimeError, "min(): does not support complex input"),
-    "argmax": (RuntimeError, "argmax(): does not support complex input"),
-    "argmin": (RuntimeError, "argmin(): does not support complex input"),
-    "maximum": (RuntimeError, "maximum not implemented for complex tensors."),
-    "minimum": (RuntimeError, "minimum not implemented for complex tensors."),
-    "fmax": (RuntimeError, "fmax not implemented for complex tensors."),
-    "fmin": (RuntimeError, "fmin not implemented for complex tensors."),
-    "sort": (RuntimeError, "Sort does not support complex dtypes on CPU"),
-    "topk": (RuntimeError, "topk does not support complex dtypes on CPU"),
-    "clamp": (NotImplementedError, "clamp is not supported for complex types"),
-    "relu": (NotImplementedError, "clamp is not supported for complex types"),
-    "sign": (NotImplementedError, "Unlike NumPy, torch.sign is not intended to support "
-             "complex numbers. Please use torch.sgn instead."),
-    **{op: (NotImplementedError, f"{op} is not supported for complex inputs")
-       for op in ("floor", "ceil", "trunc", "frac")},
+# Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
+# the error it raises, its message formatted with PyTorch's name of the dtype. NumPy would
+# order complex numbers lexicographically and do bool arithmetic in its own way.
+_COMPLEX, _BOOL = "c", "b"
+_REFUSED = {
+    **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
+       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "median_dim",
+                  "mode_dim", "hypot", "xlogy", "atan2")},
+    "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
+    "amin": {_COMPLEX: (NotImplementedError, '"min_values_cpu" not implemented for \'{}\'')},
+    "max_dim": {_COMPLEX: (RuntimeError, "max(): does not support complex input")},
+    "min_dim": {_COMPLEX: (RuntimeError, "min(): does not support complex input")},
+    "argmax": {_COMPLEX: (RuntimeError, "argmax(): does not support complex input")},
+    "argmin": {_COMPLEX: (RuntimeError, "argmin(): does not support complex input")},
+    "maximum": {_COMPLEX: (RuntimeError, "maximum not implemented for complex tensors.")},
+    "minimum": {_COMPLEX: (RuntimeError, "minimum not implemented for complex tensors.")},
+    "fmax": {_COMPLEX: (RuntimeError, "fmax not implemented for complex tensors.")},
+    "fmin": {_COMPLEX: (RuntimeError, "fmin not implemented for complex tensors.")},
+    "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
+    "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
+    "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
+    "relu": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
+             _BOOL: (RuntimeError, "Boolean inputs not supported for relu")},
+    "sign": {_COMPLEX: (NotImplementedError, "Unlike NumPy, torch.sign is not intended to "
+                        "support complex numbers. Please use torch.sgn instead.")},
+    "abs": {_BOOL: (NotImplementedError, '"abs_cpu" not implemented for \'{}\'')},
+    "neg": {_BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is not "
+                    "supported. If you are trying to invert a mask, use the `~` or "
+                    "`logical_not()` operator instead.")},
+    "frac": {_COMPLEX: (NotImplementedError, "frac is not supported for complex inputs"),
+             _BOOL: (NotImplementedError, '"frac_cpu" not implemented for \'{}\'')},
+    **{op: {_COMPLEX: (NotImplementedError, f"{op} is not supported for complex inputs"),
+            _BOOL: (NotImplementedError, f'"{op}_vml_cpu" not implemented for \'{{}}\'')}
+       for op in ("floor", "ceil", "trunc")},
+    "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
+    "floor_divide": {_BOOL: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\''),
+                     _COMPLEX: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\'')},
+    **{op: {_BOOL: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\''),
+            _COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
+       for op in ("remainder", "fmod")},
+    "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
+    "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
+                                              '\'{}\'') for k in (_BOOL, _COMPLEX)},
+    **{op: {_BOOL: (NotImplementedError, '"addmm_impl_cpu_" not implemented for \'{}\'')}
+       for op in ("matmul", "mm", "bmm", "addmm")},
 }
 
 
-def _real_only(name, kernel, error, message):
-    """``kernel`` refusing complex operands with PyTorch's error. The array-module ufuncs
-    get a wrapper of their exact arity, so the check costs a few attribute reads a call."""
-    def refuse(dt):
-        raise error(message.format("ComplexDouble" if dt is not None and dt.itemsize == 16
-                                   else "ComplexFloat"))
+def _refusing(name, kernel, refused):
+    """``kernel`` refusing operands of the NumPy kinds in ``refused`` with PyTorch's error.
+    The array-module ufuncs get a wrapper of their exact arity, so the check costs a few
+    attribute reads a call."""
+    from torcia._dtype import FROM_NUMPY
+    from torcia._tensor import _torch_name
 
-    if name in _UFUNC_NAMES and name in ("sign", "floor", "ceil", "trunc"):
+    def check(x):
+        if x.__class__ is not complex and x.dtype.kind in refused:
+            error, message = refused[x.dtype.kind]
+            raise error(message.format(_torch_name(FROM_NUMPY[x.dtype])))
+
+    nin = getattr(kernel, "nin", None)
+    if nin == 1:
         def run(a):
-            if a.dtype.kind == "c":
-                refuse(a.dtype)
+            check(a)
             return kernel(a)
-    elif name in _UFUNC_NAMES:
+    elif nin == 2:
         def run(a, b):
-            if a.dtype.kind == "c" or b.__class__ is complex:
-                refuse(a.dtype if a.dtype.kind == "c" else None)
-            if b.__class__ is np.ndarray and b.dtype.kind == "c":
-                refuse(b.dtype)
+            check(a)
+            if hasattr(b, "dtype"):
+                check(b)
             return kernel(a, b)
     else:
         def run(a, *rest, **params):
-            if a.dtype.kind == "c":
-                refuse(a.dtype)
+            check(a)
             return kernel(a, *rest, **params)
 
     run.__name__ = name
@@ -138,16 +169,32 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
                 out[name] = fn
-        for name, (error, message) in _REAL_ONLY.items():
-            out[name] = _real_only(name, out[name], error, message)
+        for name, refused in _REFUSED.items():
+            out[name] = _refusing(name, out[name], refused)
         return out
 
     # ----- elementwise ---------------------------------------------------------------
+    def sign(self, a):
+        # NumPy's sign has no bool loop; PyTorch's sign of a bool is itself, of NaN 0
+        if a.dtype.kind == "b":
+            return a.copy()
+        xp = self.xp
+        out = xp.sign(a)
+        return xp.where(out != out, xp.zeros((), out.dtype), out) if a.dtype.kind in "fV" \
+            else out
+
+    def square(self, a):
+        # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
+        return self.xp.square(a.astype(np.int64) if a.dtype.kind == "b" else a)
+
     def rsqrt(self, a):
         return 1 / self.xp.sqrt(a)
 
     def sigmoid(self, a):
         xp = self.xp
+        if a.dtype.kind == "c":
+            # the formula below orders its operands: complex ones have no order
+            return 1 / (1 + xp.exp(-a))
         # NOTE: written through exp(-|a|) so nothing overflows: sigmoid(|a|) = 1 / (1 + e),
         # and for a < 0 that times e. max(e, a >= 0) picks the factor (e <= 1) without
         # xp.where, which NumPy runs 3x slower than the rest of the kernel on float32
@@ -172,7 +219,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return _special("erfinv", self.xp, a)
 
     def lgamma(self, a):
-        return _special("gammaln", self.xp, a)
+        # log|gamma(-inf)| is +inf (SciPy's gammaln says -inf)
+        out = _special("gammaln", self.xp, a)
+        return self.xp.where(self.xp.isneginf(a), self.xp.asarray(np.inf, out.dtype), out)
 
     def digamma(self, a):
         return _special("psi", self.xp, a)
@@ -200,7 +249,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         xp = self.xp
         out = xp.angle(a)
         if a.dtype.kind != "c":
-            out = xp.where(xp.isnan(a), a, out)
+            # pi for negative numbers only: NumPy's angle(-0.0) is pi (the sign bit), and
+            # NaN stays NaN
+            out = xp.where(xp.isnan(a), a, xp.where(a < 0, out, 0))
         return out.astype(a.real.dtype, copy=False)
 
     def complex(self, re, im):
@@ -232,9 +283,26 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def pow(self, a, b):
         xp = self.xp
-        if isinstance(b, (int, np.integer)) and xp.asarray(a).dtype.kind in "iu" and b < 0:
-            raise RuntimeError("Integers to negative integer powers are not allowed.")
-        return xp.power(a, b)
+        if xp.asarray(a).dtype.kind == "b":
+            if b.__class__ is bool or getattr(b, "dtype", np.dtype(np.int64)).kind == "b":
+                if b.__class__ is not bool:
+                    raise NotImplementedError('"pow" not implemented for \'Bool\'')
+                # a bool to a bool power stays bool: x ** True is x, x ** False True
+                return a.copy() if b else xp.ones_like(a)
+        if xp.asarray(a).dtype.kind not in "iub":
+            return xp.power(a, b)
+        if isinstance(b, (int, np.integer)):
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return xp.power(a, b)
+        negative = b < 0
+        if not negative.any():
+            return xp.power(a, b)
+        # a tensor of exponents: a ** -k is 1 / a ** k truncated, which is 0 but for
+        # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
+        out = xp.power(a, xp.where(negative, 0, b))
+        unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
+        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
 
     def div(self, a, b, rounding_mode=None):
         xp = self.xp
@@ -254,7 +322,12 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def xlogy(self, a, b):
         xp = self.xp
-        return xp.where(a == 0, xp.zeros((), dtype=xp.result_type(a, b)), a * xp.log(b))
+        # a Python number b is of a's dtype (xp.log would make it float64); 0 * log(nan)
+        # is nan, 0 * log(anything else) 0
+        b = b if isinstance(b, xp.ndarray) else xp.asarray(b, dtype=a.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)),
+                            a * xp.log(b))
 
     def round(self, a, decimals=0):
         return self.xp.round(a, decimals)
@@ -270,14 +343,27 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     def where(self, cond, a, b):
         return self.xp.where(cond, a, b)
 
+    # float16 and bfloat16 compute in float32 and round once, as PyTorch's opmath
     def lerp(self, start, end, weight):
-        return start + weight * (end - start)
+        dt = start.dtype
+        if _half(dt):
+            start, end = start.astype(np.float32), end.astype(np.float32)
+            weight = weight.astype(np.float32) if hasattr(weight, "astype") else weight
+        return (start + weight * (end - start)).astype(dt, copy=False)
 
     def addcmul(self, a, t1, t2, value=1):
-        return a + value * t1 * t2
+        dt = a.dtype
+        if _half(dt):
+            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
+            value = float(value)
+        return (a + value * t1 * t2).astype(dt, copy=False)
 
     def addcdiv(self, a, t1, t2, value=1):
-        return a + value * t1 / t2
+        dt = a.dtype
+        if _half(dt):
+            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
+            value = float(value)
+        return (a + value * t1 / t2).astype(dt, copy=False)
 
     def cast(self, a, dtype):
         return a.astype(dtype)
@@ -286,21 +372,44 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
 
     def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
+        if a.dtype.name == "bfloat16":
+            # NumPy's nan_to_num knows kinds "f" and "c" only: through float32, whose
+            # finfo would give +-inf the wrong (float32) limits
+            info = np.finfo(a.dtype)
+            return self.xp.nan_to_num(a.astype(np.float32), nan=nan,
+                                      posinf=float(info.max) if posinf is None else posinf,
+                                      neginf=float(info.min) if neginf is None else neginf
+                                      ).astype(a.dtype)
         return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
+
+    def signbit(self, a):
+        if a.dtype.name == "bfloat16":
+            a = a.astype(np.float32)  # no bfloat16 loop: the sign survives the cast
+        return self.xp.signbit(a)
 
     # ----- reductions -------------------------------------------------------------
     # NOTE: reductions call the array's method: xp.sum's Python wrapper costs more than
-    # the reduction itself on small tensors
+    # the reduction itself on small tensors. float16 and bfloat16 accumulate in float32
+    # (PyTorch's accumulate type), and the result is rounded once.
     def sum(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.sum(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def nansum(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.nansum(a.astype(np.float32), axis=dim, keepdims=keepdim).astype(
+                a.dtype)
         return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.mean(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def prod(self, a, dim=None, keepdim=False, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def amax(self, a, dim=None, keepdim=False):
@@ -310,10 +419,14 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return a.min(axis=dim, keepdims=keepdim)
 
     def var(self, a, dim=None, correction=1, keepdim=False):
-        return self.xp.var(a, axis=dim, ddof=correction, keepdims=keepdim)
+        x = a.astype(np.float32) if _half(a.dtype) else a
+        return self.xp.var(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
+            a.real.dtype, copy=False)
 
     def std(self, a, dim=None, correction=1, keepdim=False):
-        return self.xp.std(a, axis=dim, ddof=correction, keepdims=keepdim)
+        x = a.astype(np.float32) if _half(a.dtype) else a
+        return self.xp.std(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
+            a.real.dtype, copy=False)
 
     def norm(self, a, p=2.0, dim=None, keepdim=False):
         xp = self.xp
@@ -323,7 +436,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         if p == -math.inf:
             return xp.amin(x, axis=dim, keepdims=keepdim)
         if p == 0:
-            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(a.dtype)
+            # a count, in the real dtype of a norm (a complex input's too)
+            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(x.dtype)
         if p == 1:
             return xp.sum(x, axis=dim, keepdims=keepdim)
         if p == 2:
@@ -332,7 +446,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def logsumexp(self, a, dim=None, keepdim=False):
         xp = self.xp
-        m = xp.amax(a, axis=dim, keepdims=True)
+        # a complex input is shifted by its greatest real part (what sets the magnitude)
+        m = xp.amax(a.real, axis=dim, keepdims=True) if a.size else xp.zeros(
+            (1,) * a.ndim, a.real.dtype)
         m = xp.where(xp.isfinite(m), m, 0)
         with np.errstate(divide="ignore"):  # all -inf: log(0) is the right answer
             out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
@@ -378,9 +494,13 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
 
     def cumsum(self, a, dim, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumsum(a, axis=dim, dtype=dtype)
 
     def cumprod(self, a, dim, dtype=None):
+        if dtype is None and _half(a.dtype):
+            return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
     # ----- views and movement -------------------------------------------------------
@@ -416,17 +536,18 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return self.xp.expand_dims(a, dim)
 
     def expand(self, a, shape):
+        # a writable view (np.broadcast_to's is read-only): PyTorch writes into an expanded
+        # tensor whose stride-0 dims have size 1, and refuses the others before any write
+        # (torcia._tensor.check_overlap)
+        lead = len(shape) - a.ndim
+        strides = [0] * lead
+        for n, size, stride in zip(a.shape, shape[lead:], a.strides):
+            strides.append(stride if n == size else 0)
         if self.xp is np and a.__class__ is np.ndarray and a.flags.c_contiguous:
-            # NOTE: np.broadcast_to costs 2 us in Python; a strided ndarray over the same
-            # buffer is the same read-only view in a quarter of that
-            lead = len(shape) - a.ndim
-            strides = [0] * lead
-            for n, size, stride in zip(a.shape, shape[lead:], a.strides):
-                strides.append(stride if n == size else 0)
-            out = np.ndarray(shape, a.dtype, a, 0, strides)
-            out.flags.writeable = False
-            return out
-        return self.xp.broadcast_to(a, shape)
+            # NOTE: as_strided costs 2 us in Python; a strided ndarray over the same buffer
+            # is the same view in a quarter of that
+            return np.ndarray(shape, a.dtype, a, 0, strides)
+        return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
 
     def narrow(self, a, dim, start, length):
         idx = [slice(None)] * a.ndim
@@ -453,11 +574,17 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return d
 
     def as_strided(self, a, size, stride, storage_offset=0):
+        # a is a storage (a tensor that is no view): its memory, in memory order, is the
+        # flat array indexed here; the public function checks the bounds
         xp = self.xp
         item = a.itemsize
-        flat = a.reshape(-1)[storage_offset:]
+        if a.flags.c_contiguous or a.flags.f_contiguous:
+            flat = a.ravel(order="K")
+        else:
+            span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // item
+            flat = xp.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
         return xp.lib.stride_tricks.as_strided(
-            flat, shape=size, strides=tuple(s * item for s in stride)
+            flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
         )
 
     def getitem(self, a, key):
@@ -506,7 +633,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return tuple(xp.split(a, bounds, axis=dim))
 
     def gather(self, a, index, dim):
-        return self.xp.take_along_axis(a, index, axis=dim)
+        # the result has the index's shape: take_along_axis would broadcast a smaller index
+        # across the dims not gathered
+        return a[self._scatter_index(index, dim)]
 
     def take_along_dim(self, a, indices, dim=None):
         xp = self.xp
@@ -584,8 +713,9 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def einsum(self, *operands, equation):
         like = operands[0]
-        if like.dtype.name == "bfloat16":
-            # NumPy's einsum refuses ml_dtypes' bfloat16: sum in float32, round once
+        if _half(like.dtype):
+            # sums in float32, rounded once (NumPy's einsum refuses ml_dtypes' bfloat16,
+            # and sums float16 in float16)
             operands = tuple(o.astype(np.float32) for o in operands)
         # NumPy's path search (contractions through BLAS) costs ~50 us: worth it for more
         # than two operands or large ones (c_einsum's loops took 50 ms for an NTK's

@@ -19,7 +19,18 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._kernels_linalg import outer_operands
-from torcia._tensor import Tensor, _wrap_dim, binary, call, inplace, unary
+from torcia._tensor import (
+    Tensor,
+    _as_operand,
+    _cpp_name,
+    _wrap_dim,
+    binary,
+    call,
+    check_overlap,
+    result_type,
+    unary,
+    write_inplace,
+)
 from torcia.amp import autocast_as
 
 # ---------------------------------------------------------------------------------------
@@ -32,13 +43,33 @@ def _dims(dim, ndim: int):
     if dim is None:
         return None
     if isinstance(dim, (int, np.integer)):
-        return (_wrap_dim(dim, ndim),)
+        dim = (dim,)
     out = tuple(_wrap_dim(d, ndim) for d in dim)
     if len(set(out)) != len(out):
         raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
-    if not out:
+    if not out or not ndim:
+        # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
         return None
     return tuple(sorted(out))
+
+
+def _size_at(input, d) -> int:
+    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
+    return input.shape[d] if input.ndim else 1
+
+
+def _along_dim(op, inputs, params, view_of=None):
+    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
+    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
+    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return call(op, inputs, params, view_of)
+    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = call(op, ones, params)
+    if isinstance(out, tuple):
+        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
+    return reshape(out, ()) if out._data.size == 1 else out
 
 
 def _shape_arg(shape) -> tuple:
@@ -82,13 +113,9 @@ def _infer_shape(shape, numel: int, src_shape) -> tuple:
     return tuple(shape)
 
 
-def _tensor_arg(x, name="input", like=None) -> Tensor:
+def _tensor_arg(x, name="input") -> Tensor:
     if isinstance(x, Tensor):
         return x
-    if isinstance(x, (int, float, bool)) and like is not None:
-        from torcia._creation import tensor
-
-        return tensor(x, dtype=like.dtype, device=like.device)
     raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
@@ -408,11 +435,16 @@ def sub(input, other, *deprecated, alpha=1):
     >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
     tensor([3, 2])
     """
-    if isinstance(input, Tensor) and input.dtype is D.bool_ and isinstance(other, Tensor) and (
-        other.dtype is D.bool_
-    ):
+    # a Python bool is a bool operand too (PyTorch wraps it as a bool tensor)
+    bools = builtins.sum(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is D.bool_
+                         for v in (input, other))
+    if bools == 2:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")
+    if bools:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
     if deprecated:
         alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
     if alpha != 1:
@@ -437,7 +469,7 @@ def div(input, other, *, rounding_mode=None):
         raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
                          f"but found '{rounding_mode}'")
     if not isinstance(input, Tensor):
-        input = _tensor_arg(input, like=other)
+        input = _as_operand(input, other)
     if isinstance(other, Tensor):
         dt = D.result_type_of([t.dtype for t in (input, other) if t.ndim],
                               [t.dtype for t in (input, other) if not t.ndim], ())
@@ -463,8 +495,6 @@ def pow(input, exponent):
     >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
     tensor([2.0000, 1.4142])
     """
-    if not isinstance(input, Tensor):
-        return binary("pow", _tensor_arg(input, like=exponent), exponent)
     return binary("pow", input, exponent)
 
 
@@ -477,8 +507,9 @@ def float_power(input, exponent):
     >>> torcia.float_power(torcia.tensor([2, 3]), 2)
     tensor([4., 9.], dtype=torcia.float64)
     """
-    return pow(input.to(D.float64), exponent.to(D.float64) if isinstance(exponent, Tensor)
-               else exponent)
+    dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
+    return pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
+               to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
 
 
 def round(input, *, decimals=0):
@@ -506,16 +537,19 @@ def clamp(input, min=None, max=None):
     """
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dt = input.dtype
-    for bound in (min, max):
-        if isinstance(bound, float) and dt.category < 2:
-            dt = D.get_default_dtype()
-        elif isinstance(bound, Tensor):
-            dt = D.promote_types(dt, bound.dtype) if bound.ndim else dt
+    dt = result_type(input, min, max)
     x = input if input.dtype is dt else input.to(dt)
-    lo = min.to(dt) if isinstance(min, Tensor) and min.dtype is not dt else min
-    hi = max.to(dt) if isinstance(max, Tensor) and max.dtype is not dt else max
-    return call("clamp", (x, lo, hi), {})
+    return call("clamp", (x, _operand_as(min, dt), _operand_as(max, dt)), {})
+
+
+def _operand_as(x, dt):
+    """A tensor or Python-number operand of an op computing in ``dt``, converted to it: a
+    number as PyTorch's scalars, so -1 bounds a uint8 tensor at 255."""
+    if isinstance(x, Tensor):
+        return x if x.dtype is dt else to_dtype(x, dt)
+    if x is None or dt.category == 3 or x.__class__ is complex:
+        return x
+    return np.array(x).astype(dt.to_numpy())[()]
 
 
 clip = clamp
@@ -569,6 +603,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
     tensor([ True, False])
     """
+    dt = result_type(input, other)
+    if dt.category < 2:
+        # integers and bools compare as doubles: their difference would wrap or be refused
+        input, other = to_dtype(input, D.float64), to_dtype(other, D.float64)
     # infinities are close only to themselves: inf - x <= inf would say otherwise
     finite = input.isfinite() & other.isfinite()
     close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
@@ -642,7 +680,36 @@ def lerp(input, end, weight):
     >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
     tensor([ 2.5000, 12.5000])
     """
-    return call("lerp", (input, end, weight), {})
+    _tensor_arg(end, "end")
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype and (
+                name == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {_cpp_name(input.dtype)} for `{name}` but got "
+                               f"dtype {_cpp_name(other.dtype)}")
+    if input.dtype.category < 2:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
+                                  f"'{_tname(input.dtype)}'")
+    return call("lerp", (input, end, _operand_as(weight, input.dtype)), {})
+
+
+def _pointwise3(name, input, tensor1, tensor2, value):
+    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
+    _tensor_arg(tensor1, "tensor1")
+    _tensor_arg(tensor2, "tensor2")
+    dt = result_type(input, tensor1, tensor2)
+    if name == "addcdiv" and tensor1.dtype.category < 2 and tensor2.dtype.category < 2:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    if dt is D.bool_:
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    return call(name, tuple(_operand_as(t, dt) for t in (input, tensor1, tensor2)),
+                {"value": _operand_as(value, dt)})
 
 
 def addcmul(input, tensor1, tensor2, *deprecated, value=1):
@@ -658,7 +725,7 @@ def addcmul(input, tensor1, tensor2, *deprecated, value=1):
     if deprecated:
         value, (tensor1, tensor2) = tensor1, _scalar_first(
             "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return call("addcmul", (input, tensor1, tensor2), {"value": value})
+    return _pointwise3("addcmul", input, tensor1, tensor2, value)
 
 
 def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
@@ -674,7 +741,7 @@ def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
     if deprecated:
         value, (tensor1, tensor2) = tensor1, _scalar_first(
             "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return call("addcdiv", (input, tensor1, tensor2), {"value": value})
+    return _pointwise3("addcdiv", input, tensor1, tensor2, value)
 
 
 def masked_fill(input, mask, value):
@@ -698,7 +765,7 @@ def masked_fill(input, mask, value):
             # a value that wants a gradient stays in the graph: where() differentiates both
             return where(mask, to_dtype(value, input.dtype), input)
         value = value.item()
-    return call("masked_fill", (input, mask), {"value": value})
+    return call("masked_fill", (input, mask), {"value": D.checked_scalar(value, input.dtype)})
 
 
 def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
@@ -726,6 +793,14 @@ def to_dtype(input, dtype) -> Tensor:
     if input.dtype is dtype:
         return input
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
+def _to_float(input) -> Tensor:
+    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
+    compute in floating point take it; float and complex inputs are returned as they are."""
+    if input.dtype.category >= 2:
+        return input
+    return call("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
 
 
 # ---------------------------------------------------------------------------------------
@@ -847,9 +922,17 @@ def amin(input, dim=(), keepdim=False):
 
 
 def _check_nonempty(input, dim, name):
-    if input.numel() == 0:
+    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
+    of an empty tensor without a dim, or along a dim of size 0."""
+    if input.numel():
+        return
+    if dim is None or dim == ():
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                          "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+        d = _wrap_dim(d, input.ndim)
+        if _size_at(input, d) == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 class _ReturnType(tuple):
@@ -908,7 +991,8 @@ def max(input, dim=None, keepdim=False, *, other=None):
         _check_nonempty(input, None, "max")
         return amax(input)
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    _check_nonempty(input, d, "max")
+    v, i = _along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Max(v, i)
 
 
@@ -932,7 +1016,8 @@ def min(input, dim=None, keepdim=False):
         _check_nonempty(input, None, "min")
         return amin(input)
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    _check_nonempty(input, d, "min")
+    v, i = _along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Min(v, i)
 
 
@@ -948,8 +1033,7 @@ def argmax(input, dim=None, keepdim=False):
     >>> torcia.argmax(x, dim=1)
     tensor([1, 0])
     """
-    return call("argmax", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
-                                     "keepdim": bool(keepdim)})
+    return _arg_extreme("argmax", input, dim, keepdim)
 
 
 def argmin(input, dim=None, keepdim=False):
@@ -962,8 +1046,17 @@ def argmin(input, dim=None, keepdim=False):
     >>> torcia.argmin(x, dim=0)
     tensor([0, 1])
     """
-    return call("argmin", (input,), {"dim": None if dim is None else _wrap_dim(dim, input.ndim),
-                                     "keepdim": bool(keepdim)})
+    return _arg_extreme("argmin", input, dim, keepdim)
+
+
+def _arg_extreme(op, input, dim, keepdim):
+    # refused by dtype before the dim is looked at, as PyTorch
+    if input.dtype is D.bool_ or input.is_complex():
+        kind = "bool" if input.dtype is D.bool_ else "complex"
+        raise RuntimeError(f"{op}(): does not support {kind} input")
+    _check_nonempty(input, dim, op)
+    return _along_dim(op, (input,), {
+        "dim": None if dim is None else _wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
 def _correction(unbiased, correction):
@@ -1074,8 +1167,7 @@ def logsumexp(input, dim, keepdim=False):
     >>> torcia.logsumexp(torcia.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
     tensor([6.9315e-01, 1.0007e+03])
     """
-    if not input.dtype.is_floating_point:
-        input = to_dtype(input, D.get_default_dtype())
+    input = _to_float(input)
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
@@ -1091,7 +1183,7 @@ def all(input, dim=None, keepdim=False):
     >>> torcia.all(x, dim=1)
     tensor([False,  True])
     """
-    return call("all", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    return _logical_reduction("all", input, dim, keepdim)
 
 
 def any(input, dim=None, keepdim=False):
@@ -1106,7 +1198,13 @@ def any(input, dim=None, keepdim=False):
     >>> torcia.any(x, dim=1)
     tensor([False,  True])
     """
-    return call("any", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    return _logical_reduction("any", input, dim, keepdim)
+
+
+def _logical_reduction(op, input, dim, keepdim):
+    out = call(op, (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
+    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
+    return to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
 
 
 def count_nonzero(input, dim=None):
@@ -1134,8 +1232,8 @@ def cumsum(input, dim, *, dtype=None):
     tensor([[1, 3],
             [3, 7]])
     """
-    return call("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
-                                     "dtype": _acc_dtype(input, dtype)})
+    return _along_dim("cumsum", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                           "dtype": _acc_dtype(input, dtype)})
 
 
 def cumprod(input, dim, *, dtype=None):
@@ -1147,8 +1245,8 @@ def cumprod(input, dim, *, dtype=None):
     >>> torcia.cumprod(torcia.tensor([1, 2, 3, 4]), dim=0)
     tensor([ 1,  2,  6, 24])
     """
-    return call("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
-                                      "dtype": _acc_dtype(input, dtype)})
+    return _along_dim("cumprod", (input,), {"dim": _wrap_dim(dim, input.ndim),
+                                            "dtype": _acc_dtype(input, dtype)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -1234,7 +1332,10 @@ def transpose(input, dim0, dim1):
     torcia.Size([4, 3, 2])
     """
     n = input.ndim
-    return _view_call("transpose", input, {"dim0": _wrap_dim(dim0, n), "dim1": _wrap_dim(dim1, n)})
+    d0, d1 = _wrap_dim(dim0, n), _wrap_dim(dim1, n)
+    if not n:
+        return _view_call("view", input, {"shape": ()})
+    return _view_call("transpose", input, {"dim0": d0, "dim1": d1})
 
 
 swapaxes = swapdims = transpose
@@ -1270,9 +1371,9 @@ def squeeze(input, dim=None):
     >>> torcia.squeeze(x, 1).shape
     torcia.Size([2, 3, 1])
     """
+    d = None if dim is None else _dims(dim, input.ndim)
     if input.ndim == 0:
         return _view_call("view", input, {"shape": ()})
-    d = None if dim is None else _dims(dim, input.ndim)
     return _view_call("squeeze", input, {"dim": d})
 
 
@@ -1386,7 +1487,21 @@ def broadcast_shapes(*shapes):
     """
     from torcia._tensor import Size
 
-    return Size(np.broadcast_shapes(*(tuple(s) for s in shapes)))
+    shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
+    ndim = builtins.max(map(len, shapes), default=0)
+    out = [1] * ndim
+    for index, shape in enumerate(shapes):
+        for k in range(1, len(shape) + 1):
+            if shape[-k] == out[-k] or shape[-k] == 1:
+                continue
+            if out[-k] != 1:
+                # PyTorch's words: the first shape that does not fit the ones before it
+                raise RuntimeError(
+                    f"Attempting to broadcast a dimension of length {shape[-k]} at {-k}! "
+                    f"Mismatching argument at index {index} had {shape}; but expected shape "
+                    f"should be broadcastable to {out}")
+            out[-k] = shape[-k]
+    return Size(out)
 
 
 def flatten(input, start_dim=0, end_dim=-1):
@@ -1401,9 +1516,9 @@ def flatten(input, start_dim=0, end_dim=-1):
     >>> torcia.flatten(x, start_dim=1).shape
     torcia.Size([2, 12])
     """
+    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if input.ndim == 0:
         return reshape(input, (1,))
-    s, e = _wrap_dim(start_dim, input.ndim), _wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     shape = tuple(input.shape[:s]) + (-1,) + tuple(input.shape[e + 1:])
@@ -1485,6 +1600,8 @@ def movedim(input, source, destination):
     n = input.ndim
     src = [_wrap_dim(s, n) for s in src]
     dst = [_wrap_dim(s, n) for s in dst]
+    if not n:
+        return _view_call("view", input, {"shape": ()})
     order = [d for d in range(n) if d not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -1543,8 +1660,10 @@ def diagonal(input, offset=0, dim1=0, dim2=1):
     return _view_call("diagonal", input, {"offset": offset, "dim1": d1, "dim2": d2})
 
 
-def as_strided(input, size, stride, storage_offset=0):
-    """A view of ``input``'s storage with the given ``size``, ``stride`` and ``storage_offset``.
+def as_strided(input, size, stride, storage_offset=None):
+    """A view of ``input``'s storage with the given ``size``, ``stride`` and
+    ``storage_offset`` (in elements; by default ``input``'s own). The storage is the memory
+    of the tensor ``input`` is a view of: ``input``'s own shape and strides play no part.
 
     Examples
     --------
@@ -1553,9 +1672,44 @@ def as_strided(input, size, stride, storage_offset=0):
     >>> torcia.as_strided(x, (2, 2), (1, 2))
     tensor([[0, 2],
             [1, 3]])
+    >>> torcia.as_strided(x[2:], (2,), (1,)), torcia.as_strided(x[2:], (2,), (1,), 0)
+    (tensor([2, 3]), tensor([0, 1]))
     """
-    return _view_call("as_strided", input, {"size": tuple(size), "stride": tuple(stride),
-                                            "storage_offset": storage_offset})
+    from torcia._storage import storage_size
+
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError(f"mismatch in length of strides and shape: got {len(size)} sizes "
+                           f"and {len(stride)} strides")
+    if builtins.any(s < 0 for s in stride):
+        raise RuntimeError(f"as_strided: Negative strides are not supported at the moment, "
+                           f"got strides: {list(stride)}")
+    if builtins.any(s < 0 for s in size):
+        raise RuntimeError(f"Trying to create tensor with negative dimension {builtins.min(size)}"
+                           f": {list(size)}")
+    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
+    if offset < 0:
+        raise RuntimeError(f"Tensor: invalid storage offset {offset}")
+    need = 0 if 0 in size else offset + 1 + builtins.sum(
+        (n - 1) * st for n, st in zip(size, stride))
+    have = storage_size(input)
+    if need > have and input._device.type != "meta":  # a meta tensor holds no storage
+        item = input._data.itemsize
+        raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
+                           f"offset {offset}, and itemsize {item} requiring a storage size of "
+                           f"{need * item} are out of bounds for storage of size {have * item}")
+    params = {"size": size, "stride": stride, "storage_offset": offset}
+    root = input._base
+    if root is None or (not input.storage_offset() and input.is_contiguous()
+                        and input.numel() == have):
+        # input holds its whole storage in order: read it through input, which keeps what
+        # the base lacks (a gradient path, a forward-mode tangent)
+        return _view_call("as_strided", input, params)
+    if input._requires_grad and not root._requires_grad:
+        raise RuntimeError("as_strided of a view that requires grad while its base does "
+                           "not reaches memory outside the view; call .clone() first")
+    # the view's geometry is relative to the storage: take it from the base
+    return _view_call("as_strided", root, params)
 
 
 def detach(input):
@@ -1859,8 +2013,11 @@ def setitem(input, key, value):
                 f"shape mismatch: value tensor of shape {list(value.shape)} cannot be "
                 f"broadcast to indexing result of shape {list(target)}") from None
         value = permute(expand(value, *target), _moved(*placement, len(target), False))
-    inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
-            input, value)
+    if not advanced:
+        # PyTorch copies into the region input[key]: what the value may not partly overlap
+        check_overlap(call("getitem", (input,), {"key": k}, view_of=input), (value,))
+    write_inplace(lambda x, v: call("index_put", (x, v), {"key": k, "accumulate": False}),
+                  input, (value,), {}, (value,) if advanced else ())
 
 
 def index_put(input, indices, values, accumulate=False):
@@ -2061,14 +2218,24 @@ def tensor_split(input, indices_or_sections, dim=0):
     """
     d = _wrap_dim(dim, input.ndim)
     size = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1 or indices_or_sections.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor of dtype long, but "
+                               f"got a tensor with {indices_or_sections.ndim} dims and dtype "
+                               f"{indices_or_sections.dtype}")
+        indices_or_sections = indices_or_sections.tolist()
     if isinstance(indices_or_sections, int):
         n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
         sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
-    else:
-        bounds = [0] + [builtins.min(builtins.max(int(i), 0), size)
-                        for i in indices_or_sections] + [size]
-        sections = [builtins.max(b - a, 0) for a, b in zip(bounds, bounds[1:])]
-    return split(input, sections, d)
+        return split(input, sections, d)
+    # each piece is input[start:end] along d, with a Python slice's reading of negative and
+    # out-of-range bounds: pieces can be empty, or overlap when the indices decrease
+    bounds = [0, *(int(i) for i in indices_or_sections), None]
+    head = (slice(None),) * d
+    return tuple(getitem(input, (*head, slice(a, b))) for a, b in zip(bounds, bounds[1:]))
 
 
 def unbind(input, dim=0):
@@ -2115,8 +2282,8 @@ def gather(input, dim, index, *, sparse_grad=False):
             raise RuntimeError(
                 f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
                 f"smaller than self {list(input.shape)} apart from dimension {d}")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
-    return call("gather", (input, index), {"dim": d})
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
+    return _along_dim("gather", (input, index), {"dim": d})
 
 
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
@@ -2132,17 +2299,24 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
     if src is None:
         src = value
-    if reduce == "add":
-        return scatter_add(input, dim, index, src)
     if reduce is not None:
-        raise NotImplementedError(f"scatter reduce={reduce!r}; use scatter_reduce")
-    if not isinstance(src, Tensor):
-        return call("scatter", (input, index, src), {"dim": d})
-    return call("scatter", (input, index, src if src.dtype is input.dtype
-                            else to_dtype(src, input.dtype)), {"dim": d})
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        if not isinstance(src, Tensor):
+            from torcia._creation import full
+
+            src = full(index.shape, src, dtype=input.dtype, device=input.device)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        from torcia._ops_extra import scatter_reduce
+
+        return scatter_reduce(input, dim, index, src, "prod")
+    if isinstance(src, Tensor) and src.dtype is not input.dtype:
+        src = to_dtype(src, input.dtype)
+    return _along_dim("scatter", (input, index, src), {"dim": d})
 
 
 def scatter_add(input, dim, index, src):
@@ -2157,8 +2331,8 @@ def scatter_add(input, dim, index, src):
     """
     d = _wrap_dim(dim, input.ndim)
     _index_tensor(index, "scatter_add")
-    _check_range(index._data, input.shape[d], d, RuntimeError, negative=False)
-    return call("scatter_add", (input, index, src), {"dim": d})
+    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
+    return _along_dim("scatter_add", (input, index, src), {"dim": d})
 
 
 def index_select(input, dim, index):
@@ -2175,9 +2349,9 @@ def index_select(input, dim, index):
     d = _wrap_dim(dim, input.ndim)
     if index.dtype.category != 1 or index.ndim > 1:
         raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
-    _check_range(index._data, input.shape[d] if input.ndim else 1, d, IndexError,
+    _check_range(index._data, _size_at(input, d), d, IndexError,
                  negative=False, message="index out of range in self")
-    return call("index_select", (input, index), {"dim": d})
+    return _along_dim("index_select", (input, index), {"dim": d})
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -2193,9 +2367,35 @@ def index_add(input, dim, index, source, *, alpha=1):
             [1., 1.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    _check_range(index._data, input.shape[d], d, IndexError, negative=False,
-                 message="index out of range in self")
-    return call("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+    # PyTorch's 1-D kernel and its n-D one word the error differently
+    if input.ndim <= 1:
+        _check_range(index._data, _size_at(input, d), d, IndexError, negative=False,
+                     message="index out of range in self")
+    else:
+        _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
+    _check_index_source(input, d, index, source, "index_add_")
+    return _along_dim("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+
+
+def _check_index_source(input, d, index, source, name):
+    """PyTorch's checks of index_add_/index_copy_'s source: one slice per index, each of the
+    input's slice shape."""
+    if not input.ndim or not source.ndim:
+        if source.ndim != input.ndim or index.numel() != 1:
+            raise RuntimeError(
+                "source tensor shape must match self tensor shape, excluding the specified "
+                f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+                f"{list(source.shape)}")
+        return
+    if index.numel() != source.shape[d]:
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.ndim != input.ndim or builtins.any(
+            a != b for i, (a, b) in enumerate(zip(input.shape, source.shape)) if i != d):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+            f"{list(source.shape)}")
 
 
 def index_copy(input, dim, index, source):
@@ -2211,11 +2411,12 @@ def index_copy(input, dim, index, source):
             [1., 2.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    bad = index._data[(index._data < 0) | (index._data >= input.shape[d])]
+    bad = index._data[(index._data < 0) | (index._data >= _size_at(input, d))]
     if bad.size:
         raise IndexError(f"index_copy_(): index {int(bad[0])} is out of bounds for dimension "
-                         f"{d} with size {input.shape[d]}")
-    return call("index_copy", (input, index, source), {"dim": d})
+                         f"{d} with size {_size_at(input, d)}")
+    _check_index_source(input, d, index, source, "index_copy_")
+    return _along_dim("index_copy", (input, index, source), {"dim": d})
 
 
 def take_along_dim(input, indices, dim=None):
@@ -2359,6 +2560,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     else:
         rep = int(repeats)
     d = None if dim is None else _wrap_dim(dim, input.ndim)
+    if d is not None and not input.ndim:
+        # PyTorch reads the size of dim 0, which a 0-dim tensor lacks
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
+                         "1)")
     return call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
 
 
@@ -2551,9 +2756,14 @@ def outer(input, vec2):
     tensor([[  1,  10, 100],
             [  2,  20, 200]])
     """
-    _matmul_dtype(input, vec2, "outer")
+    for name, v in (("self", input), ("vec2", vec2)):
+        if not isinstance(v, Tensor):
+            raise TypeError(f"outer(): argument '{name}' must be Tensor, not "
+                            f"{type(v).__name__}")
     outer_operands(input, vec2)
-    return call("outer", (input, vec2), {})
+    # an elementwise product: its operands promote as mul's
+    dt = result_type(input, vec2)
+    return call("outer", (to_dtype(input, dt), to_dtype(vec2, dt)), {})
 
 
 ger = outer
@@ -2618,12 +2828,30 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1):
     tensor([[11., 12.],
             [13., 14.]])
     """
-    return call("addmm", (input, mat1, mat2), {"beta": beta, "alpha": alpha})
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(m, Tensor):
+            raise TypeError(f"addmm(): argument '{name}' must be Tensor, not {type(m).__name__}")
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    for a, b in ((input, mat2), (mat1, mat2)):
+        if a.dtype is not b.dtype and not _autocasting(a):
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{_tname(a.dtype)} and {_tname(b.dtype)}")
+    # the bias must expand to the product's shape (expand's own error otherwise)
+    expand(input, mat1.shape[0], mat2.shape[1])
+    # beta and alpha in the inputs' dtype: an integer product scales by integers
+    return call("addmm", (input, mat1, mat2), {"beta": _operand_as(beta, mat1.dtype),
+                                               "alpha": _operand_as(alpha, mat1.dtype)})
 
 
 def _scaled_sum(input, product, beta, alpha):
     """``beta * input + alpha * product``; with ``beta == 0`` ``input`` is ignored, NaN
-    and infinity included, as PyTorch's BLAS-style ops do."""
+    and infinity included, as PyTorch's BLAS-style ops do. beta and alpha take the
+    product's dtype (an integer product scales by integers: 0.5 is 0)."""
+    beta, alpha = _operand_as(beta, product.dtype), _operand_as(alpha, product.dtype)
     if alpha != 1:
         product = product * alpha
     if beta == 0:
@@ -2731,7 +2959,8 @@ def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
     >>> torcia.addbmm(torcia.zeros(1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1))
     tensor([[6.]])
     """
-    product = bmm(batch1, batch2).sum(0)
+    product = bmm(batch1, batch2)
+    product = product.sum(0, dtype=product.dtype)  # integers keep their dtype
     _check_out_shape(input, tuple(product.shape), "addbmm")
     return _scaled_sum(input, product, beta, alpha)
 

@@ -17,8 +17,8 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_extra
-from torcia._tensor import Tensor, inplace
+from torcia import _ops, _ops_complex, _ops_extra
+from torcia._tensor import Tensor, _torch_name, inplace, result_type
 from torcia.amp import autocast_as
 
 inf = math.inf
@@ -178,7 +178,7 @@ def positive(input):
     tensor([-1,  2])
     """
     if input.dtype is D.bool_:
-        raise TypeError("The `+` operator, on a bool tensor is not supported.")
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
     return input
 
 
@@ -191,7 +191,9 @@ def deg2rad(input):
     >>> torcia.deg2rad(torcia.tensor([180.0, 90.0]))
     tensor([3.1416, 1.5708])
     """
-    return _float(input) * (math.pi / 180.0)
+    _no_complex(input.dtype, "deg2rad", RuntimeError,
+                "deg2rad is not supported for complex tensors.")
+    return _ops._to_float(input) * (math.pi / 180.0)
 
 
 def rad2deg(input):
@@ -203,11 +205,16 @@ def rad2deg(input):
     >>> torcia.rad2deg(torcia.tensor([3.141592653589793]))
     tensor([180.])
     """
-    return _float(input) * (180.0 / math.pi)
+    _no_complex(input.dtype, "rad2deg", RuntimeError,
+                "rad2deg is not supported for complex tensors.")
+    return _ops._to_float(input) * (180.0 / math.pi)
 
 
-def _float(input):
-    return input if input.is_floating_point() else input.to(D.get_default_dtype())
+def _no_complex(dtype, name, error=NotImplementedError, message=None):
+    """PyTorch's refusal of an op it has no complex kernel of, computing in ``dtype``:
+    ``error(message)``, by default its dispatcher's ``"name_cpu" not implemented``."""
+    if dtype.category == 3:
+        raise error(message or f'"{name}_cpu" not implemented for \'{_torch_name(dtype)}\'')
 
 
 def logaddexp(input, other):
@@ -219,9 +226,21 @@ def logaddexp(input, other):
     >>> torcia.logaddexp(torcia.tensor([0.0]), torcia.tensor([0.0]))
     tensor([0.6931])
     """
-    m = _ops.maximum(input, other).detach()
+    input, other = _log_add_operands(input, other, "logaddexp")
+    # shifted by the greater (real part), which sets the magnitude
+    m = _ops.maximum(input.real, other.real).detach() if input.is_complex() else \
+        _ops.maximum(input, other).detach()
     m = _ops.where(_ops.isfinite(m), m, C.zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _log_add_operands(input, other, name):
+    """logaddexp's operands in their common dtype, which must be floating (or complex
+    for logaddexp): PyTorch has no integer kernel."""
+    dt = result_type(input, other)
+    if dt.category < 2 or (dt.category == 3 and name == "logaddexp2"):
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_torch_name(dt)}\'')
+    return _ops.to_dtype(input, dt), _ops.to_dtype(other, dt)
 
 
 def logaddexp2(input, other):
@@ -233,6 +252,7 @@ def logaddexp2(input, other):
     >>> torcia.logaddexp2(torcia.tensor([1.0, 100.0]), torcia.tensor([1.0, 100.0]))
     tensor([  2., 101.])
     """
+    input, other = _log_add_operands(input, other, "logaddexp2")
     return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
 
 
@@ -261,10 +281,15 @@ def copysign(input, other):
     >>> torcia.copysign(torcia.tensor([1.0, -2.0]), torcia.tensor([-1.0, -0.0]))
     tensor([-1., -2.])
     """
-    other_t = other if isinstance(other, Tensor) else C.tensor(float(other))
-    neg = C.tensor(np.signbit(other_t.detach().cpu().numpy()), device=input.device)
-    mag = _float(input).abs()
-    return _ops.where(neg, -mag, mag)
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    _no_complex(dt, "copysign")
+    mag = _ops.to_dtype(input, dt).abs()
+    # the gradient flows to input only (PyTorch's: other's sign is piecewise constant)
+    if not isinstance(other, Tensor):
+        return -mag if math.copysign(1.0, other) < 0 else mag
+    return _ops.where(_ops.signbit(other), -mag, mag)
 
 
 def ldexp(input, other):
@@ -276,16 +301,13 @@ def ldexp(input, other):
     >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
     tensor([8.0000, 1.5000])
     """
-    return _float(input) * (2.0 ** other.to(D.float32 if not input.is_floating_point()
-                                            else input.dtype))
+    _ops._tensor_arg(other, "other")
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    return _ops.to_dtype(input, dt) * _ops.pow(2.0, _ops.to_dtype(other, dt))
 
 
-def _int_binary(name, fn, input, other):
-    if input.is_floating_point() or (isinstance(other, Tensor) and other.is_floating_point()):
-        raise RuntimeError(f"\"{name}_cpu\" not implemented for 'Float'")
-    a = input.cpu().numpy()
-    b = other.cpu().numpy() if isinstance(other, Tensor) else other
-    return C.tensor(fn(a, b), device=input.device)
 
 
 def gcd(input, other):
@@ -297,7 +319,8 @@ def gcd(input, other):
     >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
     tensor([6, 1])
     """
-    return _int_binary("gcd", np.gcd, input, other)
+    _ops._tensor_arg(other, "other")
+    return _host_binary(np.gcd, "gcd", input, other, "iu")
 
 
 def lcm(input, other):
@@ -309,7 +332,8 @@ def lcm(input, other):
     >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
     tensor([12, 30])
     """
-    return _int_binary("lcm", np.lcm, input, other)
+    _ops._tensor_arg(other, "other")
+    return _host_binary(np.lcm, "lcm", input, other, "iu")
 
 
 def isneginf(input):
@@ -337,14 +361,16 @@ def isposinf(input):
 
 
 def isreal(input):
-    """Where the value is real: everywhere, for torcia's real dtypes.
+    """Where the value is real: an imaginary part of 0 (everywhere, for real dtypes).
 
     Examples
     --------
     >>> import torcia
-    >>> torcia.isreal(torcia.tensor([1.0, 2.0]))
-    tensor([True, True])
+    >>> torcia.isreal(torcia.tensor([1.0, 2.0 - 0.5j, 3.0 + 0j]))
+    tensor([ True, False,  True])
     """
+    if input.dtype.category == 3:
+        return _ops_complex.imag(input) == 0
     return C.ones(*input.shape, dtype=D.bool_, device=input.device)
 
 
@@ -413,7 +439,7 @@ def rsub(input, other, *, alpha=1):
     >>> torcia.rsub(torcia.tensor([1, 2]), 10)
     tensor([9, 8])
     """
-    return other - alpha * input
+    return _ops.sub(other, input, alpha=alpha)
 
 
 def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
@@ -488,7 +514,9 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     qs = C.tensor([float(q)] if scalar_q else q.tolist(), dtype=D.float64)
     if qs.ndim > 1 or bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
-    x = input.reshape(-1) if dim is None else input.movedim(dim, -1)
+    if dim is not None:
+        dim = _ops._wrap_dim(dim, input.ndim)
+    x = input.reshape(-1) if dim is None or not input.ndim else input.movedim(dim, -1)
     srt = x.sort(dim=-1).values  # NaNs sort last
     n = x.shape[-1]
     if ignore_nan:
@@ -520,8 +548,10 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if keepdim:
         if dim is None:
             out = out.reshape(out.shape[0], *([1] * input.ndim))
-        else:
-            out = out.unsqueeze(dim % input.ndim + 1)
+        elif input.ndim:
+            out = out.unsqueeze(dim + 1)
+    elif dim is not None and not input.ndim:
+        out = out.reshape(out.shape[0])  # a 0-dim tensor's dim 0 leaves no dim
     return out[0] if scalar_q else out
 
 
@@ -538,14 +568,24 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> torcia.nanmedian(torcia.tensor([1.0, float("nan"), 3.0, 2.0]))
     tensor(2.)
     """
+    if not input.is_floating_point():
+        # no NaN to ignore: the median, as PyTorch computes it for integers
+        out = _ops_extra.median(input, dim, keepdim)
+        return out if dim is None else _NanMedian(*out)
     if dim is None:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
+    if not input.ndim:
+        _ops._wrap_dim(dim, 0)
+        return _NanMedian(input.clone(), C.zeros((), dtype=D.int64, device=input.device))
+    dim = _ops._wrap_dim(dim, input.ndim)
+    if input.shape[dim] == 0:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
     vals = _quantile(input, 0.5, dim, keepdim, "lower", ignore_nan=True)
     target = vals.unsqueeze(dim) if not keepdim else vals
     hit = (input == target) & ~_ops.isnan(input)
     idx = _ops.where(hit, C.arange(input.shape[dim], device=input.device).reshape(
-        [-1 if k == dim % input.ndim else 1 for k in range(input.ndim)]).expand(*input.shape),
+        [-1 if k == dim else 1 for k in range(input.ndim)]).expand(*input.shape),
         C.full(input.shape, input.shape[dim], dtype=D.int64, device=input.device))
     indices = idx.amin(dim, keepdim=keepdim)
     return _NanMedian(vals, indices)
@@ -595,7 +635,17 @@ def renorm(input, p, dim, maxnorm):
     tensor([[0.6000, 0.8000],
             [0.3000, 0.4000]])
     """
-    others = tuple(d for d in range(input.ndim) if d != dim % input.ndim)
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           "dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dtype.category < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_torch_name(input.dtype)}")
+    others = tuple(d for d in range(input.ndim) if d != _ops._wrap_dim(dim, input.ndim))
     norms = input.abs().pow(p).sum(dim=others, keepdim=True).pow(1.0 / p)
     scale = _ops.where(norms > maxnorm, maxnorm / (norms + 1e-7), C.ones_like(norms))
     return input * scale
@@ -801,7 +851,18 @@ def take(input, index):
     >>> torcia.take(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([0, 3]))
     tensor([1, 4])
     """
-    return input.reshape(-1)[index.reshape(-1)].reshape(index.shape)
+    return input.reshape(-1)[_flat_index(index, input.numel())].reshape(index.shape)
+
+
+def _flat_index(index, numel):
+    """``take``/``put``'s indices into the flattened input, negative ones counted from the
+    end, as a 1-D tensor; one outside ``[-numel, numel)`` raises PyTorch's IndexError."""
+    idx = index.reshape(-1)
+    bad = idx._data[(idx._data < -numel) | (idx._data >= numel)]
+    if bad.size:
+        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of "
+                         f"{numel} elements.")
+    return _ops.where(idx < 0, idx + numel, idx)
 
 
 def diff(input, n=1, dim=-1, prepend=None, append=None):
@@ -813,12 +874,17 @@ def diff(input, n=1, dim=-1, prepend=None, append=None):
     >>> torcia.diff(torcia.tensor([1, 3, 6, 10]))
     tensor([2, 3, 4])
     """
+    if input.ndim == 0:
+        raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
     parts = [t for t in (prepend, input, append) if t is not None]
     x = _ops.cat(parts, dim) if len(parts) > 1 else input
     for _ in range(n):
-        length = x.shape[dim]
-        a = x.narrow(dim, 1, length - 1)
-        b = x.narrow(dim, 0, length - 1)
+        # each difference is one shorter; past the length, the result stays empty
+        length = max(x.shape[dim] - 1, 0)
+        a = x.narrow(dim, min(1, x.shape[dim]), length)
+        b = x.narrow(dim, 0, length)
         x = (a ^ b) if x.dtype is D.bool_ else a - b
     return x
 
@@ -1063,9 +1129,13 @@ def index_fill(input, dim, index, value):
     tensor([[1., 0., 1.],
             [1., 0., 1.]])
     """
+    d = _ops._wrap_dim(dim, input.ndim)
+    size = _ops._size_at(input, d)
+    _ops._check_range(index._data, size, d, IndexError)
     mask_shape = [1] * input.ndim
-    mask_shape[dim] = input.shape[dim]
-    mask = C.zeros(input.shape[dim], dtype=D.bool_, device=input.device)
+    if input.ndim:
+        mask_shape[d] = size
+    mask = C.zeros(size, dtype=D.bool_, device=input.device)
     mask[index.reshape(-1)] = True
     return input.masked_fill(mask.reshape(mask_shape), value)
 
@@ -1107,10 +1177,11 @@ def put(input, index, source, accumulate=False):
             [0., 6.]])
     """
     flat = input.reshape(-1)
+    idx = _flat_index(index, flat.numel())
     if accumulate:
-        out = flat.index_add(0, index.reshape(-1), source.reshape(-1).to(input.dtype))
+        out = flat.index_add(0, idx, source.reshape(-1).to(input.dtype))
     else:
-        out = flat.index_copy(0, index.reshape(-1), source.reshape(-1).to(input.dtype))
+        out = flat.index_copy(0, idx, source.reshape(-1).to(input.dtype))
     return out.reshape(input.shape)
 
 
@@ -1191,16 +1262,17 @@ def sum_to_size(input, *size):
 
 
 def adjoint(input):
-    """The conjugate transpose of the last two dimensions (a view).
+    """The conjugate transpose of the last two dimensions: a view of a real tensor, a
+    conjugated copy of a complex one (as :func:`conj`).
 
     Examples
     --------
     >>> import torcia
     >>> torcia.adjoint(torcia.tensor([[1 + 2j, 3j]]))
-    tensor([[1.+2.j],
-            [0.+3.j]])
+    tensor([[1.-2.j],
+            [0.-3.j]])
     """
-    return input.transpose(-2, -1)
+    return _ops_complex.conj(input.transpose(-2, -1))
 
 
 def ndimension(input) -> int:
@@ -1292,10 +1364,17 @@ def split_with_sizes(input, split_sizes, dim=0):
     return _ops.split(input, list(split_sizes), dim)
 
 
-def _host_binary(fn, input, other, dtype=None):
-    a = input.detach().cpu().numpy()
-    b = other.detach().cpu().numpy() if isinstance(other, Tensor) else other
-    return C.tensor(np.asarray(fn(a, b)), dtype=dtype, device=input.device)
+def _host_binary(fn, name, input, other, kinds):
+    """``fn`` (a NumPy function) of two operands on the host, in their dtype as PyTorch
+    promotes them, which must be of a NumPy kind in ``kinds`` (else PyTorch's refusal of
+    its kernel ``name``); the result is not differentiable."""
+    dt = result_type(input, other)
+    if dt.to_numpy().kind not in kinds:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
+    a = _ops.to_dtype(input, dt).detach().cpu().numpy()
+    b = _ops.to_dtype(other, dt).detach().cpu().numpy() if isinstance(other, Tensor) else \
+        np.asarray(D.checked_scalar(other, dt), dtype=dt.np)
+    return C.tensor(np.asarray(fn(a, b)).astype(dt.np, copy=False), device=input.device)
 
 
 def nextafter(input, other):
@@ -1307,7 +1386,7 @@ def nextafter(input, other):
     >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
     tensor([True])
     """
-    return _host_binary(np.nextafter, input, other)
+    return _host_binary(np.nextafter, "nextafter", input, other, "f")
 
 
 def bitwise_left_shift(input, other):
@@ -1319,7 +1398,7 @@ def bitwise_left_shift(input, other):
     >>> torcia.bitwise_left_shift(torcia.tensor([1, 3]), 2)
     tensor([ 4, 12])
     """
-    return _host_binary(np.left_shift, input, other)
+    return _host_binary(np.left_shift, "lshift", input, other, "iu")
 
 
 def bitwise_right_shift(input, other):
@@ -1331,7 +1410,7 @@ def bitwise_right_shift(input, other):
     >>> torcia.bitwise_right_shift(torcia.tensor([8, -8]), 2)
     tensor([ 2, -2])
     """
-    return _host_binary(np.right_shift, input, other)
+    return _host_binary(np.right_shift, "rshift", input, other, "iu")
 
 
 _Frexp = _ops._return_type("frexp", ("mantissa", "exponent"))
@@ -1502,7 +1581,7 @@ def frobenius_norm(input, dim=(-2, -1), keepdim=False):
     >>> torcia.frobenius_norm(torcia.tensor([[3.0, 0.0], [0.0, 4.0]]))
     tensor(5.)
     """
-    return input.pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
+    return input.abs().pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
 
 
 def constant_pad_nd(input, pad, value=0):

@@ -20,7 +20,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _ops, _ops_complex, _ops_nn, linalg
+from torcia import _ops, _ops_complex, _ops_nn, _storage, linalg
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad as _no_grad
 from torcia._tensor import AUTOCAST, AUTOGRAD, Tensor, _torch_name, inplace
@@ -38,6 +38,10 @@ def _inplace_view(self, view_fn, *args):
     if recording:
         AUTOGRAD.engine.check_inplace(self)
     out = view_fn(self, *args)
+    if self._base is None:
+        # self becomes a view of its old memory (which stays its storage, for
+        # storage_offset and as_strided)
+        self._base = _storage.holder(self)
     self._data = out._data
     if recording:
         self.grad_fn = out.grad_fn
@@ -86,7 +90,7 @@ def unsqueeze_(self, dim):
     return _inplace_view(self, _ops.unsqueeze, dim)
 
 
-def as_strided_(self, size, stride, storage_offset=0):
+def as_strided_(self, size, stride, storage_offset=None):
     """In-place :meth:`Tensor.as_strided`: ``self`` takes the given size and strides."""
     return _inplace_view(self, _ops.as_strided, tuple(size), tuple(stride), storage_offset)
 

@@ -223,7 +223,10 @@ def vdot(input, other):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
                            f"got {input.shape[0]} and {other.shape[0]} elements respectively")
-    return (conj(input) * other).sum()
+    from torcia._ops import dot
+
+    # a dot product in the inputs' dtype (an integer sum would widen to int64)
+    return dot(conj(input) if input.dtype.category == 3 else input, other)
 
 
 def polar(abs, angle):

@@ -8,7 +8,21 @@ Multi-output ops return named tuples (``values``/``indices``...).
 from __future__ import annotations
 
 from torcia import _dtype as D
-from torcia._ops import _check_range, _index_tensor, _return_type, reshape, take_along_dim, to_dtype
+from torcia._grad_mode import STATE as _GRAD
+from torcia._ops import (
+    _along_dim,
+    _check_range,
+    _index_tensor,
+    _return_type,
+    _size_at,
+    _to_float,
+    isnan,
+    reshape,
+    take_along_dim,
+    to_dtype,
+    where,
+)
+from torcia._ops_complex import complex as _complex_of
 from torcia._tensor import Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -21,12 +35,8 @@ _Cummax = _return_type("cummax", ("values", "indices"))
 _Cummin = _return_type("cummin", ("values", "indices"))
 
 
-def _size_at(input, d):
-    return input.shape[d] if input.ndim else 1
-
-
 def _nonempty_dim(input, d, name):
-    if _size_at(input, d) == 0:
+    if input.numel() == 0 and _size_at(input, d) == 0:
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
@@ -43,7 +53,7 @@ def sort(input, dim=-1, descending=False, stable=False):
     tensor([1, 2, 3])
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("sort", (input,), {"dim": d, "descending": bool(descending),
+    v, i = _along_dim("sort", (input,), {"dim": d, "descending": bool(descending),
                                    "stable": bool(stable)})
     return _Sort(v, i)
 
@@ -85,7 +95,7 @@ def topk(input, k, dim=-1, largest=True, sorted=True):
     d = _wrap_dim(dim, input.ndim)
     if not 0 <= k <= _size_at(input, d):
         raise RuntimeError("selected index k out of range")
-    v, i = call("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
+    v, i = _along_dim("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
                                    "sorted": bool(sorted)})
     return _Topk(v, i)
 
@@ -104,7 +114,7 @@ def kthvalue(input, k, dim=-1, keepdim=False):
     d = _wrap_dim(dim, input.ndim)
     if not 1 <= k <= _size_at(input, d):
         raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    v, i = call("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
     return _Kth(v, i)
 
 
@@ -125,10 +135,18 @@ def median(input, dim=None, keepdim=False):
 
             return full((), float("nan"), dtype=input.dtype, device=input.device)
         flat = reshape(input, (-1,))
-        return call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        value = call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        if not (input._requires_grad and _GRAD.enabled):
+            return value
+        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
+        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
+        # as x - value is 0 where tied, and its derivative is tied / count
+        value = value.detach()
+        tied = isnan(flat) if bool(isnan(value)) else flat == value
+        return value + where(tied, flat - value, 0).sum() / tied.sum()
     d = _wrap_dim(dim, input.ndim)
     _nonempty_dim(input, d, "median")
-    v, i = call("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Median(v, i)
 
 
@@ -143,7 +161,7 @@ def mode(input, dim=-1, keepdim=False):
     """
     d = _wrap_dim(dim, input.ndim)
     _nonempty_dim(input, d, "mode")
-    v, i = call("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    v, i = _along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
     return _Mode(v, i)
 
 
@@ -327,8 +345,7 @@ def cummax(input, dim):
     indices=tensor([0, 1, 1, 3]))
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("cummax", (_at_least_1d(input),), {"dim": d})
-    return _Cummax(*_back_to_0d(input, v, i))
+    return _Cummax(*_along_dim("cummax", (input,), {"dim": d}))
 
 
 def cummin(input, dim):
@@ -343,16 +360,7 @@ def cummin(input, dim):
     indices=tensor([0, 1, 1, 3]))
     """
     d = _wrap_dim(dim, input.ndim)
-    v, i = call("cummin", (_at_least_1d(input),), {"dim": d})
-    return _Cummin(*_back_to_0d(input, v, i))
-
-
-def _at_least_1d(input):
-    return input if input.ndim else reshape(input, (1,))
-
-
-def _back_to_0d(input, *outs):
-    return tuple(reshape(o, ()) for o in outs) if input.ndim == 0 else outs
+    return _Cummin(*_along_dim("cummin", (input,), {"dim": d}))
 
 
 def logcumsumexp(input, dim):
@@ -364,11 +372,9 @@ def logcumsumexp(input, dim):
     >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
     tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
     """
-    if not input.dtype.is_floating_point:
-        input = to_dtype(input, D.get_default_dtype())
+    input = _to_float(input)
     d = _wrap_dim(dim, input.ndim)
-    out = call("logcumsumexp", (_at_least_1d(input),), {"dim": d})
-    return _back_to_0d(input, out)[0]
+    return _along_dim("logcumsumexp", (input,), {"dim": d})
 
 
 # ----- scatter, pad, diagonals -------------------------------------------------------------
@@ -434,6 +440,13 @@ def pad(input, pad, mode="constant", value=None):
                     f"Argument #4: Padding size should be less than the corresponding input "
                     f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
                     f"{list(input.shape)}")
+    else:
+        for i in range(len(pad) // 2):
+            # negative amounts crop first (PyTorch narrows by them), and no crop may pass
+            # the dim's size
+            size = input.shape[input.ndim - 1 - i] + min(pad[2 * i], 0)
+            if size < 0 or size + min(pad[2 * i + 1], 0) < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
     params = {"pad": pad, "mode": mode, "value": 0 if value is None else value}
     if mode in _PAD_AUTOCAST:
         return _PAD_AUTOCAST[mode](input, params)
@@ -584,8 +597,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
                          f"input with {input.ndim} dimensions")
     x = input.reshape(1, -1) if input.ndim < 2 else input
-    if not x.is_floating_point():
-        x = x.to(D.get_default_dtype())
+    if x.dtype is D.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = _to_float(x)  # complex inputs keep their imaginary part
     n = x.shape[1]
     w = None
     for name, weights in (("fweights", fweights), ("aweights", aweights)):
@@ -617,8 +631,9 @@ def cov(input, *, correction=1, fweights=None, aweights=None):
         norm = max(norm, 0)
     else:
         norm = norm.clamp(min=0)
-    out = (weighted @ xm.mT) / norm
-    return out.reshape(()) if input.ndim < 2 else out
+    out = (weighted @ xm.mH) / norm  # conjugated: a complex covariance is Hermitian
+    # one variable (a 1-D input, or a single row): its variance, 0-d as PyTorch
+    return out.reshape(()) if x.shape[0] == 1 else out
 
 
 def corrcoef(input):
@@ -635,7 +650,11 @@ def corrcoef(input):
     if c.ndim == 0:
         return c / c
     std = c.diagonal().sqrt()
-    return (c / std.unsqueeze(1) / std.unsqueeze(0)).clamp(-1, 1)
+    out = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if out.is_complex():
+        # clipped part by part, as PyTorch
+        return _complex_of(out.real.clamp(-1, 1), out.imag.clamp(-1, 1))
+    return out.clamp(-1, 1)
 
 
 METHODS = ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",

@@ -17,6 +17,7 @@ from torcia import _dtype as D
 from torcia import _tensor
 from torcia._creation import draw
 from torcia._grad_mode import no_grad
+from torcia._ops import _to_float
 from torcia._tensor import Tensor, _wrap_dim, call, inplace
 from torcia.amp import autocast_as
 from torcia.random import rng_of
@@ -93,12 +94,7 @@ def _tname(d) -> str:
 
 def _float_input(input: Tensor, fn: str) -> None:
     if not input.is_floating_point():
-        raise RuntimeError(f"\"{fn}\" not implemented for '{_scalar_name(input.dtype)}'")
-
-
-def _scalar_name(d) -> str:
-    return {"int64": "Long", "int32": "Int", "int16": "Short", "int8": "Char",
-            "uint8": "Byte", "bool": "Bool"}.get(d.name, d.name)
+        raise RuntimeError(f"\"{fn}\" not implemented for '{_tensor._torch_name(input.dtype)}'")
 
 
 # ---------------------------------------------------------------------------------------
@@ -106,9 +102,22 @@ def _scalar_name(d) -> str:
 # ---------------------------------------------------------------------------------------
 
 
+#: the dtype categories (1 integer, 2 floating, 3 complex) of the activations that take
+#: more than floating inputs, as PyTorch: hardtanh clamps integers in their dtype, the others
+#: compute integers in the default float dtype
+_CATEGORIES = {"hardtanh": (1, 2), "silu": (2, 3), "softsign": (1, 2, 3),
+               "tanhshrink": (1, 2, 3)}
+
+
 def _activation(op, input, fn, inplace_, **params):
     _check_tensor(input, "input", fn)
-    _float_input(input, fn)
+    category = input.dtype.category
+    if category == 0 and op == "hardtanh":
+        raise RuntimeError(f"Bool inputs not supported for {op}")
+    if category not in _CATEGORIES.get(op, (2,)):
+        raise RuntimeError(f"\"{fn}\" not implemented for '{_tensor._torch_name(input.dtype)}'")
+    if category == 1 and op != "hardtanh" and not inplace_:
+        input = _to_float(input)
     if inplace_:
         return inplace(lambda t: call(op, (t,), params), input)
     return call(op, (input,), params)
@@ -368,10 +377,11 @@ def _softmax(op, input, dim, dtype, name=None):
     elif not input.is_floating_point():
         last = input.ndim <= 1 or _wrap_dim(dim, input.ndim) == input.ndim - 1
         raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
-                                  f"implemented for '{_scalar_name(input.dtype)}'")
+                                  f"implemented for '{_tensor._torch_name(input.dtype)}'")
+    dim = _wrap_dim(dim, input.ndim)
     if input.ndim == 0:
         return call(op, (input.reshape(1),), {"dim": 0}).reshape(())
-    return call(op, (input,), {"dim": _wrap_dim(dim, input.ndim)})
+    return call(op, (input,), {"dim": dim})
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
@@ -459,6 +469,9 @@ def _conv(nd, input, weight, bias, stride, padding, dilation, groups, fn):
         raise RuntimeError("dilation should be greater than zero")
     pads = _conv_padding(padding, nd, kernel, dilation, stride, fn)
     out_ch, c = weight.shape[0], input.shape[1]
+    if out_ch == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
     if out_ch % groups:
         raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
                            f"{groups} at dimension 0, but got weight of size "
@@ -730,6 +743,11 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
                                                       padding, 1, fn)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
+    if nd == 3 and any(i < k for i, k in zip(input.shape[2:], kernel)):
+        # PyTorch's 3-D average pooling wants the window inside the unpadded input
+        t, h, w = input.shape[2:]
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
     from torcia._kernels_nn import _pool_geometry
 
     out_sp, _ = _pool_geometry(input.shape[2:], kernel, stride, pad, (1,) * nd,
@@ -969,6 +987,11 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
     _check_tensor(input, "input", "batch_norm")
     if input.ndim < 2:
         raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    if eps < 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {float(eps)}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"batch_norm\" not implemented for "
+                                  f"'{_tensor._torch_name(input.dtype)}'")
     c = input.shape[1]
     for name, t in (("running_mean", running_mean), ("running_var", running_var),
                     ("weight", weight), ("bias", bias)):

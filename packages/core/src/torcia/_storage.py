@@ -16,7 +16,7 @@ import warnings
 import numpy as np
 
 from torcia import _dtype as D
-from torcia._tensor import Tensor
+from torcia._tensor import Tensor, _address
 from torcia.backend import CPU
 
 
@@ -29,6 +29,47 @@ def _flat_memory(t: Tensor):
     # a base over scattered memory (a strided NumPy array given to from_numpy): only the
     # tensor's own elements can be shown, as a copy
     return t._data.reshape(-1), t._device
+
+
+def _storage_root(t: Tensor) -> Tensor:
+    """The tensor whose memory is ``t``'s storage: the base ``t`` is a view of, or itself."""
+    return t._base if t._base is not None else t
+
+
+def storage_offset(self) -> int:
+    """The offset of the first element in the storage, in elements: where a view starts in
+    its base's memory.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(12).view(3, 4)
+    >>> x.storage_offset(), x[1:, 2:].storage_offset(), x.t()[1].storage_offset()
+    (0, 6, 1)
+    """
+    root = _storage_root(self)
+    if root is self:
+        return 0
+    # NOTE: an empty view reports where NumPy left its pointer, which for a slice past the
+    # end is not the slice's start (PyTorch's answer there)
+    return (_address(self._data) - _address(root._data)) // self._data.itemsize
+
+
+def holder(t: Tensor) -> Tensor:
+    """A tensor over ``t``'s present memory, outside any graph and sharing its version
+    counter: the base ``t`` becomes a view of when it takes other strides or another
+    offset in place (``as_strided_``, ``set_``)."""
+    out = Tensor._make(t._data, t._device)
+    out._vc = t._vc
+    return out
+
+
+def storage_size(t: Tensor) -> int:
+    """The number of elements of ``t``'s storage: its base's memory, first to last element."""
+    root = _storage_root(t)._data
+    if not root.size:
+        return 0
+    return 1 + sum((n - 1) * abs(s) for n, s in zip(root.shape, root.strides)) // root.itemsize
 
 
 def _host(arr, device):
@@ -395,12 +436,14 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         AUTOGRAD.engine.check_inplace(self)
     if source is None:
         self._data = self._device.backend.xp.zeros(0, dtype=self._data.dtype)
+        self._base = None
     elif isinstance(source, Tensor):
         if source.dtype is not self.dtype:
             raise RuntimeError(f"Could not set tensor of type {source.dtype} to a tensor of "
                                f"type {self.dtype}")
         self._data = source._data
         self._device = source._device
+        self._base = _storage_root(source)
     elif isinstance(source, _StorageBase):
         flat = source._data
         if isinstance(source, UntypedStorage):
@@ -430,6 +473,7 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
         self._data = source._device.backend.xp.lib.stride_tricks.as_strided(
             flat[storage_offset:], size, tuple(s * item for s in stride))
         self._device = source._device
+        self._base = Tensor._make(flat, source._device)
     else:
         raise TypeError(f"set_(): expected a Tensor or a storage, got "
                         f"{type(source).__name__}")
@@ -450,4 +494,4 @@ def is_storage(obj) -> bool:
 
 
 METHODS = {"untyped_storage": untyped_storage, "storage": storage,
-           "storage_type": storage_type, "set_": set_}
+           "storage_type": storage_type, "set_": set_, "storage_offset": storage_offset}

@@ -18,6 +18,7 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia.backend import CPU, canonical, device
 
 _ndarray = np.ndarray
+_NUMBERS = (int, float, bool, complex)
 _generic = np.generic
 _FROM_NP = D.FROM_NUMPY
 
@@ -98,7 +99,13 @@ def _device_error(a, b):
 _CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
               "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
               "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-              "bool": "bool"}
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _cpp_name(d) -> str:
+    """The C++ name of a dtype in PyTorch's messages ("float", "double", "c10::Half"...)."""
+    return _CPP_NAMES[d.name]
 
 
 def _check_grad(t, g) -> None:
@@ -890,7 +897,10 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         dev = x._device
         kernel = dev.kernels.get(op) if dev.kernels is not None else None
         if kernel is not None:
-            out = kernel(x._data, **params)
+            try:
+                out = kernel(x._data, **params)
+            except (TypeError, ValueError) as exc:
+                raise _no_kernel(op, (x._data,), exc) from None
             if out.__class__ is tuple:
                 result = tuple(_make(o, dev) for o in out)
             else:
@@ -928,7 +938,10 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
         return decomposition(*inputs, **params)
     if modes:
         kernel = _in_modes(modes, op, kernel, dev)
-    out = kernel(*arrays, **params)
+    try:
+        out = kernel(*arrays, **params)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, arrays, exc) from None
     if out.__class__ is tuple:
         result = tuple(Tensor._make(o, dev) for o in out)
     else:
@@ -960,8 +973,8 @@ def binary(op: str, a, b, float_op: bool = False):
         if kernels is not None:
             try:
                 out = _make(kernels[op](ad, b._data), dev)
-            except ValueError:  # NumPy's broadcasting error, reworded by _run2
-                out = _make(_run2(kernels[op], ad, b._data), dev)
+            except (TypeError, ValueError):  # reworded by _run2
+                out = _make(_run2(kernels[op], ad, b._data, op), dev)
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.record(op, (a, b), {}, out)
             return out
@@ -993,14 +1006,14 @@ def binary(op: str, a, b, float_op: bool = False):
         return binary(op, a, _as_operand(b, a), float_op)
     if float_op and dt.category < 2:
         dt = D._default[0]
-        if bd.__class__ is _ndarray:
-            bd = bd.astype(dt.np)
+        # a Python number too: NumPy takes log(3) to float64, PyTorch's scalar stays float32
+        bd = dt.np.type(bd) if bd.__class__ in _NUMBERS else bd.astype(dt.np)
     if ad.dtype is not dt.np:
         ad = ad.astype(dt.np)
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = _make(_run2(kernels[op], ad, bd), dev)
+    out = _make(_run2(kernels[op], ad, bd, op), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.record(op, (a, b), {}, out)
     return out
@@ -1018,7 +1031,7 @@ def _binary_in_modes(modes, op, a, b, float_op):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd), dev)
+    out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd, op), dev)
     for mode in modes:
         mode.on_result(op, (a, b), {}, out)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
@@ -1051,14 +1064,50 @@ def _promoted(a, b, float_op):
         b_grad = False
     if float_op and dt.category < 2:
         dt = D._default[0]
-        if bd.__class__ is _ndarray:
-            bd = bd.astype(dt.np)
+        # a Python number too: NumPy takes log(3) to float64, PyTorch's scalar stays float32
+        bd = dt.np.type(bd) if bd.__class__ in _NUMBERS else bd.astype(dt.np)
     if ad.dtype is not dt.np:
         ad = ad.astype(dt.np)
     return ad, bd, b_grad
 
 
-def _run2(kernel, ad, bd):
+def result_type(*operands) -> D.dtype:
+    """The dtype PyTorch computes an op of ``operands`` in (tensors and Python numbers;
+    None is skipped): within a category, dimensioned tensors outrank 0-dim ones, which
+    outrank numbers (see :func:`torcia._dtype.result_type_of`)."""
+    dims, zeros, scalars = [], [], []
+    for x in operands:
+        if isinstance(x, Tensor):
+            (dims if x._data.ndim else zeros).append(_FROM_NP[x._data.dtype])
+        elif x is not None:
+            scalars.append(D.scalar_dtype(x))
+    return D.result_type_of(dims, zeros, scalars)
+
+
+#: NumPy's words for a dtype it has no loop or routine for
+_NO_LOOP = ("not supported for the input types", "did not contain a loop with signature",
+            "unsupported in linalg", "Invalid integer data type", "data type not inexact")
+
+
+def _no_kernel(op, arrays, exc):
+    """``exc`` (raised by a kernel) in PyTorch's words: its error for a dtype without a
+    kernel when NumPy refused the dtype, or for shapes that do not broadcast; otherwise
+    ``exc`` itself."""
+    if str(exc).startswith("shape mismatch: value array"):
+        # an index_put of values that do not fit the indexed region
+        return RuntimeError(str(exc).replace("value array", "value tensor").replace(
+            "could not be", "cannot be"))
+    if "could not be broadcast" in str(exc):
+        shapes = [np.shape(a) for a in arrays if hasattr(a, "shape")]
+        return (_broadcast_error(*shapes[:2]) if len(shapes) > 1 else None) or exc
+    if not any(s in str(exc) for s in _NO_LOOP):
+        return exc
+    dt = next((a.dtype for a in arrays if hasattr(a, "dtype")), None)
+    name = _torch_name(_FROM_NP[dt]) if dt is not None and dt in _FROM_NP else str(dt)
+    return NotImplementedError(f'"{op}_cpu" not implemented for \'{name}\'')
+
+
+def _run2(kernel, ad, bd, op):
     try:
         return kernel(ad, bd)
     except OverflowError:
@@ -1066,30 +1115,46 @@ def _run2(kernel, ad, bd):
         if bd.__class__ is not int:
             raise
         return kernel(ad, np.array(bd, dtype=np.int64).astype(ad.dtype)[()])
-    except ValueError:
-        # NumPy's broadcasting error, in PyTorch's words
-        a_shape, b_shape = np.shape(ad), np.shape(bd)
-        n = max(len(a_shape), len(b_shape))
-        for i in range(1, n + 1):
-            x = a_shape[-i] if i <= len(a_shape) else 1
-            y = b_shape[-i] if i <= len(b_shape) else 1
-            if x != y and x != 1 and y != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({x}) must match the size of tensor b ({y}) at "
-                    f"non-singleton dimension {n - i}"
-                ) from None
-        raise
+    except TypeError as exc:
+        raise _no_kernel(op, (ad, bd), exc) from None
+    except ValueError as exc:
+        if any(s in str(exc) for s in _NO_LOOP):
+            raise _no_kernel(op, (ad, bd), exc) from None
+        error = _broadcast_error(np.shape(ad), np.shape(bd))
+        if error is None:
+            raise
+        raise error from None
+
+
+def _broadcast_error(a_shape, b_shape):
+    """PyTorch's error for two shapes that do not broadcast (None if they do)."""
+    n = max(len(a_shape), len(b_shape))
+    for i in range(1, n + 1):
+        x = a_shape[-i] if i <= len(a_shape) else 1
+        y = b_shape[-i] if i <= len(b_shape) else 1
+        if x != y and x != 1 and y != 1:
+            return RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                                f"({y}) at non-singleton dimension {n - i}")
+    return None
 
 
 def _as_operand(x, like):
+    """``x``, the operand of an op beside the tensor ``like``, as a tensor on its device.
+
+    A Python number becomes a 0-dim tensor of the dtype it promotes to with ``like``
+    (``-0.5 ** uint8_tensor`` is float, ``300 - uint8_tensor`` wraps in uint8): the one
+    place a number in first position takes PyTorch's wrapped-number rule.
+    """
     from torcia._creation import tensor
 
-    if isinstance(x, (np.ndarray, np.generic)):
-        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
-    if isinstance(x, (list, tuple)):
-        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
-    if isinstance(x, (int, float, bool)):
-        return tensor(x, device=like._device if isinstance(like, Tensor) else None)
+    dev = like._device if isinstance(like, Tensor) else None
+    if x.__class__ in (int, float, bool, complex):
+        if dev is None:
+            return tensor(x)
+        return tensor(x, dtype=D.tensor_scalar_dtype(_FROM_NP[like._data.dtype], x.__class__),
+                      device=dev)
+    if isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
+        return tensor(x, device=dev)
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
@@ -1106,7 +1171,10 @@ def unary(op: str, a, to_float: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = Tensor._make(kernels[op](ad), dev)
+    try:
+        out = Tensor._make(kernels[op](ad), dev)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, (ad,), exc) from None
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.record(op, (a,), {}, out)
     return out
@@ -1124,7 +1192,10 @@ def _unary_in_modes(modes, op, a, to_float):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
+    try:
+        out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
+    except (TypeError, ValueError) as exc:
+        raise _no_kernel(op, (ad,), exc) from None
     for mode in modes:
         mode.on_result(op, (a,), {}, out)
     if a._requires_grad and _GRAD.enabled:
@@ -1137,8 +1208,15 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
 
     The result is computed out of place, cast back to ``self``'s dtype where PyTorch's
     rules allow, and copied into ``self``'s storage (so views see it); its version
-    counter is bumped, and autograd rebases ``self`` onto the op's node.
+    counter is bumped, and autograd rebases ``self`` onto the op's node. A write that
+    PyTorch refuses for overlapping memory raises first (see :func:`check_overlap`).
     """
+    return write_inplace(op_fn, self, args, kwargs, args)
+
+
+def write_inplace(op_fn, self: Tensor, args: tuple, kwargs: dict, overlap_args) -> Tensor:
+    """:func:`inplace`, with the overlap of ``self`` checked against ``overlap_args`` only
+    (a basic-indexing assignment writes a region of ``self``, checked by the caller)."""
     recording = self._requires_grad
     if not recording:
         for x in args:
@@ -1148,18 +1226,19 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     recording = recording and _GRAD.enabled
     if recording:
         AUTOGRAD.engine.check_inplace(self)
+    check_overlap(self, overlap_args)
     out = op_fn(self, *args, **kwargs)
     sd, od = self._data, out._data
-    if recording or od.dtype is not sd.dtype or od.shape != sd.shape:
-        # when recording, a refused write must be known before autograd rebases self
-        _check_writable(self, out, recording)
+    if od.dtype is not sd.dtype or od.shape != sd.shape:
+        _check_writable(self, out)
     if recording and out._requires_grad:
         # before the write: the engine snapshots any saved reference to the old value
         AUTOGRAD.engine.rebase_inplace(self, out)
     try:
         self._data[...] = od
-    except ValueError:  # NumPy's read-only destination: an expanded view
-        raise _expanded_write_error() from None
+    except ValueError:  # NumPy's read-only destination: an array given to from_numpy
+        raise RuntimeError("the tensor's memory is read-only (a read-only NumPy array "
+                           "given to from_numpy); call .clone() before writing to it") from None
     self._vc[0] += 1
     if _modes_on:
         for mode in MODES.modes:
@@ -1167,7 +1246,63 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     return self
 
 
-def _check_writable(self: Tensor, out: Tensor, check_flags: bool = True) -> None:
+def check_overlap(self: Tensor, args=()) -> None:
+    """PyTorch's refusals of an in-place write into ``self``: two of its elements in one
+    memory location (a dim of size > 1 and stride 0: an expanded view), or a tensor among
+    ``args`` that covers part of the same memory (``x[1:].copy_(x[:-1])``), whose result
+    would depend on the order the elements are written in. Full overlap (``x.add_(x)``)
+    and layouts PyTorch does not analyse (overlapping or non-dense ones) pass."""
+    sd = self._data
+    if self._device.type == "meta":
+        return  # no memory: each meta array is one element seen through zero strides
+    for n, st in zip(sd.shape, sd.strides):
+        if st == 0 and n > 1:
+            raise RuntimeError(
+                "unsupported operation: more than one element of the written-to tensor refers "
+                "to a single memory location. Please clone() the tensor before performing the "
+                "operation.")
+    root = self._base if self._base is not None else self
+    for x in args:
+        if x.__class__ is Tensor or isinstance(x, Tensor):
+            # another storage first: a sparse tensor has no dense array to look at
+            if (x._base if x._base is not None else x) is not root:
+                continue
+            xd = x._data
+            if xd is not sd and _partial_overlap(sd, xd):
+                raise RuntimeError(
+                    "unsupported operation: some elements of the input tensor and the "
+                    "written-to tensor refer to a single memory location in memory. Please "
+                    "clone() the tensor before performing the operation.")
+
+
+def _address(arr) -> int:
+    """The address of an array's first element (NumPy's or CuPy's)."""
+    iface = getattr(arr, "__array_interface__", None)
+    return iface["data"][0] if iface is not None else arr.data.ptr
+
+
+def _dense(arr) -> bool:
+    """Whether ``arr``'s elements fill a block of memory once each, in some dim order."""
+    expected = arr.itemsize
+    for st, n in sorted((abs(st), n) for n, st in zip(arr.shape, arr.strides) if n != 1):
+        if st != expected:
+            return False
+        expected *= n
+    return True
+
+
+def _partial_overlap(a, b) -> bool:
+    """PyTorch's ``get_overlap_status(a, b) == Partial`` for two arrays over one storage."""
+    if not a.size or not b.size or not _dense(a) or not _dense(b):
+        return False
+    a0, b0 = _address(a), _address(b)
+    a1, b1 = a0 + a.size * a.itemsize, b0 + b.size * b.itemsize
+    if (a0, a1) == (b0, b1):
+        return a.strides != b.strides
+    return a0 < b1 and b0 < a1
+
+
+def _check_writable(self: Tensor, out: Tensor) -> None:
     sd, od = self._data, out._data
     if od.dtype is not sd.dtype:
         src, dst = _FROM_NP[od.dtype], _FROM_NP[sd.dtype]
@@ -1184,15 +1319,6 @@ def _check_writable(self: Tensor, out: Tensor, check_flags: bool = True) -> None
                 f"output with shape {list(sd.shape)} doesn't match the broadcast shape "
                 f"{list(od.shape)}"
             )
-    if check_flags and not getattr(sd.flags, "writeable", True):
-        raise _expanded_write_error()
-
-
-def _expanded_write_error():
-    return RuntimeError(
-        "unsupported operation: the tensor is an expanded view whose elements refer to "
-        "the same memory location; call .clone() before writing to it"
-    )
 
 
 _torch_name = D.torch_type_name

@@ -762,7 +762,7 @@ def householder_product(A, tau):
     Q = eye.expand(*A.shape[:-2], m, m)
     for i in range(k):
         v = V[..., :, i:i + 1]
-        Q = Q - (Q @ v) @ (tau[..., i:i + 1].unsqueeze(-1) * v.mT)
+        Q = Q - (Q @ v) @ (tau[..., i:i + 1].unsqueeze(-1) * v.mH)
     return Q[..., :, :n]
 
 
@@ -1071,9 +1071,10 @@ def cholesky_solve(B, L, upper=False):
     tensor([[0.5000],
             [1.0000]])
     """
+    # A = L L^H: the conjugate transpose, for complex factors (their transpose for real)
     if upper:
-        return solve_triangular(L, solve_triangular(L.mT, B, upper=False), upper=True)
-    return solve_triangular(L.mT, solve_triangular(L, B, upper=False), upper=True)
+        return solve_triangular(L, solve_triangular(L.mH, B, upper=False), upper=True)
+    return solve_triangular(L.mH, solve_triangular(L, B, upper=False), upper=True)
 
 
 def cholesky_inverse(L, upper=False):

@@ -168,7 +168,7 @@ ALL = (
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
-    + ("sign", "floor", "ceil", "trunc", "round", "bitwise_not", "bitwise_and", "bitwise_or",
+    + ("bitwise_not", "bitwise_and", "bitwise_or",
        "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
        "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
        "linalg_lu_permutation")

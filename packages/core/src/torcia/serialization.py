@@ -1169,6 +1169,10 @@ class _LegacyReader:
             arr = np.load(io.BytesIO(data), allow_pickle=False)
         except (ValueError, EOFError, OSError) as exc:
             raise self.fail(f"{file} is not a plain .npy array ({exc})") from None
+        if not isinstance(arr, np.ndarray):
+            # np.load opens a .npz archive as a dict-like of arrays
+            arr.close()
+            raise self.fail(f"{file} is not a plain .npy array (a {type(arr).__name__})")
         dt = _torcia_dtype(dtype_name)
         if dt is None:
             raise self.fail(f"tensor {key!r} has unknown dtype {dtype_name!r}")

@@ -38,7 +38,7 @@ from torcia._ops import round as round  # noqa: A004 - PyTorch's name
 from torcia._ops import xlogy as xlogy
 from torcia._ops_nn import log_softmax as _log_softmax
 from torcia._ops_nn import softmax as _softmax
-from torcia._tensor import Tensor, binary, call, unary
+from torcia._tensor import Tensor, _torch_name, binary, call, unary
 
 psi = digamma
 gammaln = lgamma
@@ -162,8 +162,9 @@ def logit(input, eps=None):
     >>> torcia.special.logit(torcia.tensor([0.0, 0.5, 1.0]), eps=0.1)
     tensor([-2.1972,  0.0000,  2.1972])
     """
-    x = input if input.dtype.is_floating_point else _ops.to_dtype(
-        input, _dtype.get_default_dtype())
+    x = _ops._to_float(input)
+    if x.dtype.category == 3:
+        raise NotImplementedError(f"\"logit_cpu\" not implemented for '{_torch_name(x.dtype)}'")
     if eps is not None:
         x = x.clamp(eps, 1 - eps)
     return x.log() - (-x).log1p()
@@ -181,8 +182,10 @@ def multigammaln(input, p):
     """
     if not isinstance(p, int) or p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, but got {p}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"mvlgamma is not implemented for {input.dtype.name}")
+    if input.dtype.category == 3 or input.dtype is _dtype.bool_:
+        raise NotImplementedError(f"\"mvlgamma\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
+    input = _ops._to_float(input)  # integers as the default float dtype
     from torcia._creation import arange
 
     steps = arange(p, dtype=input.dtype, device=input.device) / 2

@@ -252,6 +252,56 @@ def pack_int4(q):
     return (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8)
 
 
+# ----- shape functions: (shape, dtype) from the inputs' Metas, for the "meta" device and
+# for tracing without data (torcia.export)
+
+def _quantize_shape(x, *args, dtype: str, **params):
+    return x.shape, np.dtype(_DTYPES[dtype])
+
+
+def _dequantize_shape(q, *args, **params):
+    return q.shape, np.dtype(np.float32)
+
+
+def _requantized(out_scale):
+    return np.dtype(np.float32 if out_scale is None else np.uint8)
+
+
+def _quantized_linear_shape(xq, wq, w_scales, bias, *, out_scale=None, **params):
+    return xq.shape[:-1] + (wq.shape[0],), _requantized(out_scale)
+
+
+def _quantized_conv2d_shape(xq, wq, w_scales, bias, *, stride=(1, 1),
+                            padding=((0, 0), (0, 0)), dilation=(1, 1), out_scale=None,
+                            **params):
+    (sh, sw), (dh, dw), ((pt, pb), (pl, pr)) = _pairs(stride), _pairs(dilation), \
+        _padding(padding)
+    n, _, h, w = xq.shape
+    o, _, kh, kw = wq.shape
+    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
+    return (n, o, oh, ow), _requantized(out_scale)
+
+
+def _quantized_add_shape(a, b, *, out_scale, **params):
+    return np.broadcast_shapes(a.shape, b.shape), _requantized(out_scale)
+
+
+def _dynamic_linear_shape(x, wq, w_scales, bias, **params):
+    return x.shape[:-1] + (wq.shape[0],), np.dtype(np.float32)
+
+
+def _float_linear_shape(x, weights, *args, **params):
+    # the weights' rows are the outputs (packed int4 or not); the bias is the last input
+    bias = args[-1] if args else None
+    dtype = np.float32 if bias is None else np.result_type(np.float32, bias.dtype)
+    return x.shape[:-1] + (weights.shape[0],), np.dtype(dtype)
+
+
+def _fake_quantize_shape(x, scale, zero_point, **params):
+    return x.shape, x.dtype
+
+
 #: name -> (reference kernel, backward formula or None)
 OPS = {
     "quantize_per_tensor": (quantize_per_tensor, None),
@@ -265,4 +315,19 @@ OPS = {
     "linear_weight_int8": (linear_weight_int8, None),
     "linear_weight_int4": (linear_weight_int4, None),
     "fake_quantize": (fake_quantize, fake_quantize_backward),
+}
+
+#: name -> shape function, one for every op of OPS
+SHAPES = {
+    "quantize_per_tensor": _quantize_shape,
+    "dequantize_per_tensor": _dequantize_shape,
+    "quantize_per_channel": _quantize_shape,
+    "dequantize_per_channel": _dequantize_shape,
+    "quantized_linear": _quantized_linear_shape,
+    "quantized_conv2d": _quantized_conv2d_shape,
+    "quantized_add": _quantized_add_shape,
+    "linear_dynamic": _dynamic_linear_shape,
+    "linear_weight_int8": _float_linear_shape,
+    "linear_weight_int4": _float_linear_shape,
+    "fake_quantize": _fake_quantize_shape,
 }

@@ -5,7 +5,7 @@ lent to core's namespace."""
 
 from __future__ import annotations
 
-from torcia.ao._ops import OPS
+from torcia.ao._ops import OPS, SHAPES
 from torcia.library import hookimpl
 
 #: the names ``torcia.<name>`` shows (core's ``_QUANTIZATION`` looks them up)
@@ -18,8 +18,8 @@ TOP_LEVEL = ("quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor
 @hookimpl
 def torcia_register_ops(registry):
     for name, (kernel, backward) in OPS.items():
-        registry.define(name, kernel, backward=backward, group="quantized",
-                        differentiable=backward is not None)
+        registry.define(name, kernel, backward=backward, shape=SHAPES[name],
+                        group="quantized", differentiable=backward is not None)
 
 
 @hookimpl

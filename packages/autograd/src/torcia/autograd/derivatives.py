@@ -479,6 +479,15 @@ def _(grad, _x):
     return grad
 
 
+def _zero_grad(grad, _x, **params):
+    """Piecewise constant ops (sign, rounding): PyTorch's gradient is zero everywhere."""
+    return torcia.zeros_like(grad)
+
+
+for _op in ("sign", "floor", "ceil", "trunc", "round"):
+    derivative(_op)(_zero_grad)
+
+
 # ----- special functions (torcia.special) ---------------------------------------------------
 
 
@@ -943,7 +952,9 @@ def _(grad, x, *, dim, correction, keepdim, result):
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     r = _restore_dims(result, dim, keepdim, x.ndim)
     n = _count(x.shape, dim)
-    return g * (x - x.mean(dim, keepdim=True)) / (max(n - correction, 0) * r)
+    # where all values are equal (std 0) PyTorch's gradient is 0, not 0 / 0
+    return torcia.where(r == 0, 0.0, g / r) * (x - x.mean(dim, keepdim=True)) / max(
+        n - correction, 0)
 
 
 @derivative("norm", names={"p": "ord"})

@@ -108,8 +108,9 @@ def generate(graph: Graph, results: list):
         if ref[0] == "l":
             return "[" + ", ".join(expr(r) for r in ref[1]) + "]"
         c = ref[1]
-        if c is None or isinstance(c, (bool, int, str)) or (
-                isinstance(c, float) and math.isfinite(c)):
+        # Python's own types only: a NumPy scalar (np.float64 is a float) repr's as a call
+        if c is None or c.__class__ in (bool, int, str) or (
+                c.__class__ is float and math.isfinite(c)):
             return repr(c)
         return const(c)
 

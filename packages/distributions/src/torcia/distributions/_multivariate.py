@@ -255,8 +255,9 @@ class LowRankMultivariateNormal(Distribution):
         Wt_Dinv = self._unbroadcasted_cov_factor.mT / self._unbroadcasted_cov_diag.unsqueeze(-2)
         L = self._capacitance_tril
         shape = torcia.broadcast_shapes(tuple(L.shape[:-2]), tuple(Wt_Dinv.shape[:-2]))
-        A = torcia.linalg.solve(L.expand(tuple(shape) + tuple(L.shape[-2:])),
-                                Wt_Dinv.expand(tuple(shape) + tuple(Wt_Dinv.shape[-2:])))
+        A = torcia.linalg.solve_triangular(
+            L.expand(tuple(shape) + tuple(L.shape[-2:])),
+            Wt_Dinv.expand(tuple(shape) + tuple(Wt_Dinv.shape[-2:])), upper=False)
         precision_matrix = torcia.diag_embed(self._unbroadcasted_cov_diag.reciprocal()) \
             - A.mT @ A
         return precision_matrix.expand(self._matrix_shape())

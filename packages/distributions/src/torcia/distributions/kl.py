@@ -303,7 +303,8 @@ def _kl_multivariatenormal_multivariatenormal(p, q):
     n = p.event_shape[0]
     q_scale_tril = q._unbroadcasted_scale_tril.expand(tuple(combined_batch_shape) + (n, n))
     p_scale_tril = p._unbroadcasted_scale_tril.expand(tuple(combined_batch_shape) + (n, n))
-    term2 = _batch_trace_XXT(torcia.linalg.solve(q_scale_tril, p_scale_tril))
+    term2 = _batch_trace_XXT(torcia.linalg.solve_triangular(q_scale_tril, p_scale_tril,
+                                                            upper=False))
     term3 = _batch_mahalanobis(q._unbroadcasted_scale_tril, (q.loc - p.loc))
     return half_term1 + 0.5 * (term2 + term3 - n)
 
@@ -500,8 +501,9 @@ def _inf_where(mask, result):
 
 def _solve_tril(L, B):
     shape = torcia.broadcast_shapes(tuple(L.shape[:-2]), tuple(B.shape[:-2]))
-    return torcia.linalg.solve(L.expand(tuple(shape) + tuple(L.shape[-2:])),
-                               B.expand(tuple(shape) + tuple(B.shape[-2:])))
+    return torcia.linalg.solve_triangular(L.expand(tuple(shape) + tuple(L.shape[-2:])),
+                                          B.expand(tuple(shape) + tuple(B.shape[-2:])),
+                                          upper=False)
 
 
 @_builtin(Cauchy, Cauchy)

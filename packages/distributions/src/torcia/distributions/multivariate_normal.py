@@ -23,7 +23,9 @@ def _solve_lower(L, b):
     n = L.shape[-1]
     L = L.expand(tuple(shape) + (n, n))
     b = b.expand(tuple(shape) + (n,))
-    return torcia.linalg.solve(L, b.unsqueeze(-1)).squeeze(-1)
+    # a triangular solve reads L's lower triangle only, so gradients leave the upper one at
+    # zero as PyTorch's (a general solve would spread them over all of L)
+    return torcia.linalg.solve_triangular(L, b.unsqueeze(-1), upper=False).squeeze(-1)
 
 
 def _batch_mahalanobis(bL, bx):

@@ -19,6 +19,7 @@ Examples
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
@@ -230,7 +231,8 @@ def threshold(input, threshold, value, inplace=False):
     >>> F.threshold(torcia.tensor([0.1, 0.5, 2.0]), 0.3, -1.0)
     tensor([-1.0000,  0.5000,  2.0000])
     """
-    out = torcia.where(input > threshold, input, torcia.full_like(input, value))
+    # "input <= threshold" replaced, so NaN (never <=) passes as PyTorch's
+    out = torcia.where(input <= threshold, torcia.full_like(input, value), input)
     return _maybe_inplace(input, out, inplace)
 
 
@@ -257,8 +259,16 @@ def softshrink(input, lambd=0.5):
     >>> F.softshrink(torcia.tensor([-1.0, 0.2, 0.75]))
     tensor([-0.5000,  0.0000,  0.2500])
     """
-    return torcia.where(input > lambd, input - lambd,
-                        torcia.where(input < -lambd, input + lambd, torcia.zeros_like(input)))
+    name = input.type().rsplit(".", 1)[1].removesuffix("Tensor")  # PyTorch's name: 'Float'
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"softshrink_check\" not implemented for '{name}'")
+    top = torcia.finfo(input.dtype).max
+    if not 0 <= lambd <= top:
+        raise RuntimeError(f"lambda must be in range [0, {top:g}] for input dtype {name}, "
+                           f"but found {lambd:g}")
+    # NaN is no nearer 0 than lambd, so it passes through: input - lambd * sign(nan) is NaN
+    return torcia.where(input.abs() <= lambd, torcia.zeros_like(input),
+                        input - lambd * input.sign())
 
 
 def glu(input, dim=-1):
@@ -731,10 +741,16 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "area":
         return (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[nd - 1](
             input, out_sp)
+    if mode == "nearest" and nd == 2 and tuple(input.shape[2:]) == tuple(out_sp):
+        return input.clone()  # PyTorch's 2-D nearest kernel copies an unchanged size
     out = input
     for k in range(nd):
         dim = 2 + k
         i, o = input.shape[dim], out_sp[k]
+        if i == o and mode in ("linear", "bilinear", "trilinear"):
+            # PyTorch's linear kernels copy a dim whose size does not change, whatever
+            # scale_factor says (the nearest and bicubic ones resample it)
+            continue
         if mode in ("nearest", "nearest-exact"):
             shift = 0.5 if mode == "nearest-exact" else 0.0
             src = np.minimum(np.floor((np.arange(o) + shift) * scales[k]).astype(np.int64),
@@ -745,7 +761,7 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             weights = _cubic_weights if mode == "bicubic" else _linear_weights
             w = weights(i, o, scales[k], bool(align_corners), input)
             out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
-    return out
+    return out if out is not input else input.clone()  # a new tensor, as PyTorch's
 
 
 def max_unpool1d(input, indices, kernel_size, stride=None, padding=0, output_size=None):
@@ -832,6 +848,8 @@ def affine_grid(theta, size, align_corners=None):
     tensor([[[[-1.,  0.],
               [ 1.,  0.]]]])
     """
+    if not theta.is_floating_point():
+        raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     if len(size) != 4 or theta.ndim != 3 or tuple(theta.shape[1:]) != (2, 3):
         raise ValueError(f"Expected a batch of 2D affine matrices of shape Nx2x3 for size "
                          f"{list(size)}. Got {list(theta.shape)}.")
@@ -849,10 +867,12 @@ def affine_grid(theta, size, align_corners=None):
 
 @autocast_as("grid_sample")
 def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
-    """Sample ``input`` (N, C, H, W) at the points of ``grid`` (N, Ho, Wo, 2), given in
-    [-1, 1] coordinates (x, y); ``mode`` "bilinear" or "nearest", ``padding_mode``
-    "zeros" or "border" for points outside. Differentiable in both arguments
-    (bilinear).
+    """Sample ``input`` (N, C, H, W) at the points of ``grid`` (N, Ho, Wo, 2), or a volume
+    (N, C, D, H, W) at the points of ``grid`` (N, Do, Ho, Wo, 3), given in [-1, 1]
+    coordinates (x first); ``mode`` "bilinear" (trilinear for volumes), "nearest" or
+    "bicubic" (4-D only), ``padding_mode`` "zeros", "border" or "reflection" for points
+    outside, as PyTorch's grid sampler. Differentiable in both arguments (the grid has a
+    zero gradient with "nearest").
 
     Examples
     --------
@@ -862,45 +882,116 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
     >>> F.grid_sample(x, torcia.tensor([[[[0.0, 0.0]]]]), align_corners=True)
     tensor([[[[2.5000]]]])
     """
-    if input.ndim != 4 or grid.ndim != 4 or grid.shape[-1] != 2 or \
+    nd = input.ndim - 2
+    if nd not in (2, 3) or grid.ndim != input.ndim or grid.shape[-1] != nd or \
             grid.shape[0] != input.shape[0]:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same batch size "
-                           f"and grid of shape [N, H, W, 2], but got input of size "
-                           f"{list(input.shape)} and grid of size {list(grid.shape)}")
-    if mode not in ("bilinear", "nearest"):
-        raise NotImplementedError(f"grid_sample: mode '{mode}' is not supported")
-    if padding_mode not in ("zeros", "border"):
-        raise NotImplementedError(f"grid_sample: padding_mode '{padding_mode}' is not "
-                                  "supported")
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1:3]
+        raise RuntimeError(f"grid_sampler(): expected 4D or 5D input and grid with same number "
+                           f"of dimensions and batch size, and a grid of shape [N, H, W, 2] or "
+                           f"[N, D, H, W, 3], but got input of size {list(input.shape)} and "
+                           f"grid of size {list(grid.shape)}")
+    if mode not in ("bilinear", "nearest", "bicubic"):
+        raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
+                         f"'nearest' or 'bicubic', but got: '{mode}'")
+    if padding_mode not in ("zeros", "border", "reflection"):
+        raise ValueError(f"nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
+                         f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" and nd == 3:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+    align = bool(align_corners)
+    n, c = input.shape[:2]
+    sizes = tuple(input.shape[2:])
+    out_sp = tuple(grid.shape[1:-1])
+    points = math.prod(out_sp)
+    flat = input.reshape(n, c, math.prod(sizes))
+    strides = [math.prod(sizes[k + 1:]) for k in range(nd)]
+    # the grid's last axis is (x, y[, z]): x indexes the last input dim
+    src = [_grid_unnormalize(grid[..., nd - 1 - k].reshape(n, points), sizes[k], align)
+           for k in range(nd)]
 
-    def unnormalize(coord, size):
-        pos = (coord + 1) / 2 * (size - 1) if align_corners else ((coord + 1) * size - 1) / 2
-        return pos.clamp(0, size - 1) if padding_mode == "border" else pos
+    def read(pos):
+        """Input values (N, C, points) at integer positions (one (N, points) tensor per
+        dim), zero outside the input."""
+        inside = None
+        index = 0
+        for p, size, stride in zip(pos, sizes, strides):
+            ok = (p >= 0) & (p <= size - 1)
+            inside = ok if inside is None else inside & ok
+            index = index + p.clamp(0, size - 1).to(torcia.int64) * stride
+        index = index.reshape(n, 1, points).expand(n, c, points)
+        return flat.gather(2, index) * inside.reshape(n, 1, points)
 
-    ix, iy = unnormalize(grid[..., 0], w), unnormalize(grid[..., 1], h)
-    flat = input.reshape(n, c, h * w)
-
-    def corner(xc, yc):
-        """Values at integer corners (N, C, Ho*Wo), zero outside the input."""
-        inside = (xc >= 0) & (xc <= w - 1) & (yc >= 0) & (yc <= h - 1)
-        idx = (yc.clamp(0, h - 1) * w + xc.clamp(0, w - 1)).to(torcia.int64)
-        idx = idx.reshape(n, 1, ho * wo).expand(n, c, ho * wo)
-        return flat.gather(2, idx) * inside.reshape(n, 1, ho * wo)
-
-    if mode == "nearest":
-        with torcia.no_grad():
+    if mode == "bicubic":
+        out = _grid_bicubic(src, sizes, padding_mode, align, read)
+    else:
+        src = [_grid_pad(p, size, padding_mode, align) for p, size in zip(src, sizes)]
+        if mode == "nearest":
             # round half to even, as PyTorch's nearbyint
-            xn, yn = ix.detach().round(), iy.detach().round()
-        return corner(xn, yn).reshape(n, c, ho, wo)
+            out = read([p.detach().round() for p in src])
+        else:
+            with torcia.no_grad():
+                low = [p.detach().floor() for p in src]
+            out = 0
+            for corner in itertools.product((0, 1), repeat=nd):
+                weight = 1
+                for p, lo, up in zip(src, low, corner):
+                    weight = weight * (p - lo if up else 1 - (p - lo))
+                out = out + read([lo + up for lo, up in zip(low, corner)]) * weight.reshape(
+                    n, 1, points)
+    return out.reshape(n, c, *out_sp)
+
+
+def _grid_unnormalize(coord, size, align):
+    """A [-1, 1] grid coordinate as a position along a dim of ``size`` pixels."""
+    return (coord + 1) / 2 * (size - 1) if align else ((coord + 1) * size - 1) / 2
+
+
+def _grid_pad(pos, size, padding_mode, align):
+    """Positions outside the input moved in as ``padding_mode`` says: clamped to the
+    border, or reflected at the corner pixels (``align``) or the edges, then clamped."""
+    if padding_mode == "zeros":
+        return pos
+    if padding_mode == "reflection":
+        low, high = (0, 2 * (size - 1)) if align else (-1, 2 * size - 1)
+        if low == high:
+            pos = torcia.zeros_like(pos)
+        else:
+            middle, span = low / 2, (high - low) / 2
+            dist = (pos - middle).abs()
+            extra = dist.fmod(span)
+            with torcia.no_grad():
+                flips = (dist.detach() / span).floor()
+            pos = torcia.where(flips.remainder(2) == 0, extra + middle, span - extra + middle)
+    return pos.clamp(0, size - 1)
+
+
+def _cubic_coefficients(t):
+    """PyTorch's bicubic weights (A = -0.75) of the taps at -1, 0, 1, 2 around ``t``."""
+    a = -0.75
+
+    def near(x):  # |x| <= 1
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x):  # 1 < |x| < 2
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return far(t + 1), near(t), near(1 - t), far(2 - t)
+
+
+def _grid_bicubic(src, sizes, padding_mode, align, read):
+    n, points = src[0].shape
     with torcia.no_grad():
-        x0, y0 = ix.detach().floor(), iy.detach().floor()
-    wx1, wy1 = (ix - x0).reshape(n, 1, -1), (iy - y0).reshape(n, 1, -1)
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    out = (corner(x0, y0) * wx0 * wy0 + corner(x0 + 1, y0) * wx1 * wy0
-           + corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
-    return out.reshape(n, c, ho, wo)
+        low = [p.detach().floor() for p in src]
+    coeffs = [_cubic_coefficients(p - lo) for p, lo in zip(src, low)]
+    out = 0
+    for taps in itertools.product(range(4), repeat=2):
+        with torcia.no_grad():
+            # each tap is a whole pixel, moved in by the padding mode and then read
+            pos = [_grid_pad(lo + (k - 1), size, padding_mode, align).trunc()
+                   if padding_mode != "zeros" else lo + (k - 1)
+                   for lo, k, size in zip(low, taps, sizes)]
+        weight = coeffs[0][taps[0]] * coeffs[1][taps[1]]
+        out = out + read(pos) * weight.reshape(n, 1, points)
+    return out
 
 
 def upsample(input, size=None, scale_factor=None, mode="nearest", align_corners=None):
@@ -1125,6 +1216,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         else:
             scores = scores + attn_mask
     weights = softmax(scores, dim=-1)
+    if is_causal or attn_mask is not None:
+        # a query that may attend to no key: PyTorch's safe softmax gives it zero weights
+        # (and a zero output) where softmax over -inf alone would give NaN
+        weights = torcia.where(scores.isneginf().all(-1, keepdim=True), 0.0, weights)
     if dropout_p > 0:
         weights = dropout(weights, dropout_p, training=True)
     return weights @ value
@@ -1174,12 +1269,13 @@ def mse_loss(input, target, size_average=None, reduce=None, reduction="mean", we
     >>> F.mse_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 4.0]))
     tensor(2.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "mse_loss")
     d = input - target
     loss = d * d
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("l1_loss")
@@ -1193,11 +1289,12 @@ def l1_loss(input, target, size_average=None, reduce=None, reduction="mean", wei
     >>> F.l1_loss(torcia.tensor([1.0, 2.0]), torcia.tensor([2.0, 4.0]))
     tensor(1.5000)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "l1_loss")
     loss = (input - target).abs()
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("smooth_l1_loss")
@@ -1213,6 +1310,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     >>> F.smooth_l1_loss(torcia.tensor([0.0, 0.0]), torcia.tensor([0.5, 3.0]), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "smooth_l1_loss")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
@@ -1221,7 +1319,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
         loss = d
     else:
         loss = torcia.where(d < beta, 0.5 * d * d / beta, d - 0.5 * beta)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("huber_loss")
@@ -1423,6 +1521,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     >>> F.binary_cross_entropy(torcia.tensor([0.5]), torcia.tensor([1.0]))
     tensor(0.6931)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy")
     data = input.__torcia_data__
     if data.size and (data.min() < 0 or data.max() > 1):
@@ -1430,7 +1529,7 @@ def binary_cross_entropy(input, target, weight=None, size_average=None, reduce=N
     loss = _BinaryCrossEntropy.apply(input, target)
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("binary_cross_entropy_with_logits")
@@ -1446,6 +1545,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
     >>> F.binary_cross_entropy_with_logits(torcia.tensor([0.0]), torcia.tensor([1.0]))
     tensor(0.6931)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "binary_cross_entropy_with_logits")
     log_sig = logsigmoid(input)
     if pos_weight is not None:
@@ -1455,7 +1555,7 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input - log_sig
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("kl_div")
@@ -1474,6 +1574,8 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
     """
     if reduction not in ("none", "mean", "sum", "batchmean"):
         raise ValueError(f"{reduction} is not a valid value for reduction")
+    if reduction != "batchmean":
+        reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "kl_div")
     if log_target:
         loss = target.exp() * (target - input)
@@ -1481,7 +1583,7 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         loss = torcia.xlogy(target, target) - target * input
     if reduction == "batchmean":
         return loss.sum() / (input.shape[0] if input.ndim else 1)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("ctc_loss")
@@ -1569,12 +1671,13 @@ def poisson_nll_loss(input, target, log_input=True, full=False, size_average=Non
     >>> F.poisson_nll_loss(torcia.tensor([0.0, 1.0]), torcia.tensor([1.0, 2.0]))
     tensor(0.8591)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "poisson_nll_loss")
     loss = input.exp() - target * input if log_input else input - target * (input + eps).log()
     if full:
         stirling = target * target.log() - target + 0.5 * (2 * math.pi * target).log()
         loss = loss + stirling.masked_fill(target <= 1, 0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("cosine_embedding_loss")
@@ -1591,6 +1694,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     >>> F.cosine_embedding_loss(x, x, torcia.tensor([1.0]))
     tensor(0.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if input1.ndim not in (1, 2) or input1.shape != input2.shape:
         raise RuntimeError(f"cosine_embedding_loss: expected 1D or 2D inputs of equal size, "
                            f"got {list(input1.shape)} and {list(input2.shape)}")
@@ -1603,7 +1707,7 @@ def cosine_embedding_loss(input1, input2, target, margin=0.0, size_average=None,
     zero = torcia.zeros_like(cos)
     loss = torcia.where(target == 1, 1 - cos, zero) + torcia.where(
         target == -1, (cos - margin).clamp(min=0), zero)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("margin_ranking_loss")
@@ -1618,12 +1722,13 @@ def margin_ranking_loss(input1, input2, target, margin=0.0, size_average=None, r
     >>> F.margin_ranking_loss(torcia.tensor([1.0]), torcia.tensor([2.0]), torcia.tensor([1.0]))
     tensor(1.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if not (input1.shape == input2.shape == target.shape):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
                            f"dimension but got sizes: input1: {list(input1.shape)}, input2: "
                            f"{list(input2.shape)}, target: {list(target.shape)} ")
     loss = (-target * (input1 - input2) + margin).clamp(min=0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("hinge_embedding_loss")
@@ -1639,10 +1744,11 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     >>> F.hinge_embedding_loss(x, y, reduction="none")
     tensor([0.3000, 0.0000])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     zero = torcia.zeros_like(input)
     loss = torcia.where(target == 1, input, zero) + torcia.where(
         target == -1, (margin - input).clamp(min=0), zero)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("soft_margin_loss")
@@ -1656,9 +1762,10 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     >>> F.soft_margin_loss(torcia.tensor([0.0, 2.0]), torcia.tensor([1.0, -1.0]), reduction="none")
     tensor([0.6931, 2.1269])
     """
+    reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "soft_margin_loss")
     loss = softplus(-target * input)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("triplet_margin_loss")
@@ -1675,6 +1782,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     >>> F.triplet_margin_loss(a, a, a + 3, eps=0.0)
     tensor(0.)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if not (anchor.ndim == positive.ndim == negative.ndim) or anchor.ndim not in (1, 2):
         raise RuntimeError(f"The anchor, positive, and negative tensors are expected to have "
                            f"the same number of dimensions (1 or 2), but got: anchor "
@@ -1685,7 +1793,7 @@ def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, s
     if swap:
         d_an = torcia.minimum(d_an, pairwise_distance(positive, negative, p, eps))
     loss = (margin + d_ap - d_an).clamp(min=0)
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_function=None,
@@ -1729,6 +1837,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     >>> F.multilabel_margin_loss(x, y)
     tensor(0.8500)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if input.shape != target.shape or input.ndim not in (1, 2):
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
@@ -1748,7 +1857,7 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     loss = (hinge * mask).sum((1, 2)) / c
     if input.ndim == 1:
         loss = loss.reshape(())
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("multi_margin_loss")
@@ -1765,6 +1874,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     >>> F.multi_margin_loss(x, torcia.tensor([3]))
     tensor(0.3250)
     """
+    reduction = _reduction(size_average, reduce, reduction)
     if p not in (1, 2):
         raise ValueError("only p == 1 and p == 2 supported")
     rows = input if input.ndim == 2 else input.unsqueeze(0)
@@ -1779,7 +1889,7 @@ def multi_margin_loss(input, target, p=1, margin=1.0, weight=None, size_average=
     loss = terms.sum(1) / rows.shape[1]
     if input.ndim != 2:
         loss = loss.reshape(())
-    return _reduce(loss, _reduction(size_average, reduce, reduction))
+    return _reduce(loss, reduction)
 
 
 def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean"):
@@ -1829,6 +1939,7 @@ def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, r
     if weight is not None:
         loss = loss * weight
     loss = loss.mean(input.ndim - 1)
+    # PyTorch's composite checks the reduction last, after its log-sigmoid's dtype check
     return _reduce(loss, _reduction(size_average, reduce, reduction))
 
 

@@ -324,7 +324,7 @@ class RMSNorm(Module):
     Examples
     --------
     >>> import torcia
-    >>> torcia.nn.RMSNorm(2)(torcia.tensor([[3.0, 4.0]])).round(decimals=4)
+    >>> torcia.nn.RMSNorm(2)(torcia.tensor([[3.0, 4.0]])).detach().round(decimals=4)
     tensor([[0.8485, 1.1314]])
     """
 

@@ -1,0 +1,183 @@
+"""torcia.nn.functional in PyTorch's long tail (issue #36): values derived by hand, and the
+inputs PyTorch refuses or accepts. tests/opinfo checks the same ops against torch."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+import torcia
+import torcia.nn.functional as F
+
+# ----- attention and resampling ----------------------------------------------------------
+
+
+def test_fully_masked_query_attends_to_nothing():
+    q = k = v = torcia.ones(1, 2, 2)
+    mask = torcia.tensor([[False, False], [True, True]])
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    # query 0 may attend to no key: zero weights, zero output; query 1 averages v's ones
+    assert out[0, 0].tolist() == [0.0, 0.0] and out[0, 1].tolist() == [1.0, 1.0]
+    q.requires_grad_()
+    F.scaled_dot_product_attention(q, k, v, attn_mask=mask).sum().backward()
+    assert not torcia.isnan(q.grad).any()
+
+
+def test_linear_interpolation_copies_a_dim_whose_size_does_not_change():
+    # 4 * 1.2 = 4.8 floors to 4: the dim keeps its size and PyTorch copies it, rather than
+    # sampling at (i + 0.5) / 1.2 - 0.5
+    x = torcia.arange(4.0).reshape(1, 1, 4)
+    out = F.interpolate(x, scale_factor=1.2, mode="linear", align_corners=False)
+    assert out.tolist() == x.tolist()
+    assert out is not x
+    # while nearest resamples it: source index floor(i / 1.2) = 0, 0, 1, 2
+    out = F.interpolate(x, scale_factor=1.2, mode="nearest")
+    assert out.tolist() == [[[0.0, 0.0, 1.0, 2.0]]]
+
+
+# ----- grid_sample ------------------------------------------------------------------------
+
+
+def test_grid_sample_reflection_and_bicubic_by_hand():
+    x = torcia.arange(16.0).reshape(1, 1, 4, 4)
+    # x = 1.3 with align_corners=False is pixel ((1.3 + 1) * 4 - 1) / 2 = 4.1, reflected
+    # at the edge 3.5: 2.9; both coordinates alike: value 4 * 2.9 + 2.9 = 14.5
+    out = F.grid_sample(x, torcia.full((1, 1, 1, 2), 1.3), padding_mode="reflection",
+                        align_corners=False)
+    assert out.item() == pytest.approx(14.5)
+    # bicubic at pixel (1.7, 1.7): taps 0..3 in each dim with Keys' cubic weights (a =
+    # -0.75) at distances 1.7, 0.7, 0.3, 1.3 from the point
+    a = -0.75
+
+    def keys(d):
+        return ((a + 2) * d - (a + 3)) * d * d + 1 if d <= 1 else \
+            ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
+
+    w = [keys(d) for d in (1.7, 0.7, 0.3, 1.3)]
+    want = sum(w[i] * w[j] * (4 * i + j) for i in range(4) for j in range(4))
+    ramp = F.grid_sample(x, torcia.full((1, 1, 1, 2), 0.1), mode="bicubic",
+                         align_corners=False)
+    assert ramp.item() == pytest.approx(want)
+
+
+def test_grid_sample_on_volumes():
+    x = torcia.arange(8.0).reshape(1, 1, 2, 2, 2)
+    # the centre of the cube with align_corners=True: the mean of all eight values
+    out = F.grid_sample(x, torcia.zeros(1, 1, 1, 1, 3), align_corners=True)
+    assert out.shape == (1, 1, 1, 1, 1) and out.item() == pytest.approx(3.5)
+    # a corner (x, y, z) = (1, -1, -1): the last dim at its end, the others at their start
+    out = F.grid_sample(x, torcia.tensor([[[[[1.0, -1.0, -1.0]]]]]), align_corners=True)
+    assert out.item() == 1.0
+
+
+@pytest.mark.parametrize("mode, padding_mode, align_corners",
+                         list(itertools.product(("bilinear", "bicubic"),
+                                                ("zeros", "border", "reflection"),
+                                                (False, True))))
+def test_grid_sample_passes_gradcheck(mode, padding_mode, align_corners):
+    rng = np.random.default_rng(0)
+    x = torcia.tensor(rng.standard_normal((1, 2, 3, 4)), requires_grad=True)
+    # points away from pixel centres and edges, where the sampler is smooth
+    g = torcia.tensor(rng.uniform(-1.4, 1.4, (1, 2, 3, 2)), requires_grad=True)
+    assert torcia.autograd.gradcheck(
+        lambda a, b: F.grid_sample(a, b, mode=mode, padding_mode=padding_mode,
+                                   align_corners=align_corners), (x, g))
+
+
+def test_grid_sample_refuses_bicubic_volumes_and_unknown_modes():
+    with pytest.raises(RuntimeError, match="bicubic interpolation only supports 4D input"):
+        F.grid_sample(torcia.ones(1, 1, 2, 2, 2), torcia.zeros(1, 1, 1, 1, 3), mode="bicubic")
+    with pytest.raises(ValueError, match="expected padding_mode"):
+        F.grid_sample(torcia.ones(1, 1, 2, 2), torcia.zeros(1, 1, 1, 2), padding_mode="wrap")
+
+
+# ----- dtypes, NaN ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fn", [F.hardtanh, F.relu6, F.hardswish, F.hardsigmoid])
+def test_bfloat16_activations_stay_bfloat16(fn):
+    x = torcia.tensor([-4.0, 0.5, 7.0], dtype=torcia.bfloat16)
+    out = fn(x)
+    assert out.dtype is torcia.bfloat16
+    np.testing.assert_allclose(out.float().numpy(), fn(x.float()).numpy(), rtol=1e-2)
+
+
+def test_shrink_and_threshold_pass_nan_through():
+    nan = torcia.tensor([float("nan"), 0.2, -1.0])
+    out = F.softshrink(nan)
+    assert math.isnan(out[0]) and out[1:].tolist() == [0.0, -0.5]
+    assert math.isnan(F.threshold(nan, 0.5, 2.0)[0])
+    with pytest.raises(RuntimeError, match="lambda must be in range"):
+        F.softshrink(nan, -1.0)
+
+
+# ----- input PyTorch refuses ---------------------------------------------------------------
+
+
+def test_pad_cannot_crop_past_the_size():
+    assert F.pad(torcia.ones(2, 3), (-2, -1)).shape == (2, 0)
+    for pad in ((-2, -2), (-4, 1), (0, 0, -3, 1)):
+        with pytest.raises(RuntimeError, match="narrow\\(\\): length must be non-negative"):
+            F.pad(torcia.ones(2, 3), pad)
+
+
+def test_avg_pool3d_wants_the_window_inside_the_input():
+    with pytest.raises(RuntimeError, match=r"input image \(T: 2 H: 2 W: 2\) smaller than "
+                                           r"kernel size \(kT: 3 kH: 3 kW: 3\)"):
+        F.avg_pool3d(torcia.ones(1, 1, 2, 2, 2), 3, padding=1)
+
+
+def test_conv_refuses_a_weight_without_output_channels():
+    with pytest.raises(RuntimeError, match="expected weight to be at least 1 at dimension 0"):
+        F.conv2d(torcia.ones(1, 1, 3, 3), torcia.ones(0, 1, 2, 2))
+
+
+def test_conv_of_an_empty_batch_and_a_large_stride():
+    assert F.conv2d(torcia.zeros(0, 1, 3, 3), torcia.ones(2, 1, 2, 2)).shape == (0, 2, 2, 2)
+    # one window fits in a 3x3 input: (3 - 2) // 5 + 1 = 1 position per dim
+    out = F.conv2d(torcia.ones(1, 1, 3, 3), torcia.ones(1, 1, 2, 2), stride=5)
+    assert out.tolist() == [[[[4.0]]]]
+
+
+def test_batch_norm_refuses_a_negative_eps():
+    with pytest.raises(ValueError, match="batch_norm eps must be non-negative, but got -1.0"):
+        F.batch_norm(torcia.ones(2, 3), torcia.zeros(3), torcia.ones(3), eps=-1.0)
+
+
+# ----- found by the op database --------------------------------------------------------------
+
+
+def test_activations_take_the_dtypes_pytorch_takes():
+    # softsign of integers in the default float dtype: x / (1 + |x|)
+    assert F.softsign(torcia.tensor([1, -3])).tolist() == [0.5, -0.75]
+    # hardtanh clamps integers in their dtype
+    out = F.hardtanh(torcia.tensor([-3, 0, 4]))
+    assert out.tolist() == [-1, 0, 1] and out.dtype is torcia.int64
+    assert F.silu(torcia.tensor([0j])).dtype is torcia.complex64
+    with pytest.raises(RuntimeError, match="'Long'"):
+        F.silu(torcia.tensor([1, 2]))
+    with pytest.raises(RuntimeError, match="Bool inputs not supported for hardtanh"):
+        F.hardtanh(torcia.tensor([True]))
+
+
+@pytest.mark.parametrize(("call", "error", "words"), [
+    (lambda: F.batch_norm(torcia.ones(2, 3, dtype=torcia.int64), None, None, training=True),
+     NotImplementedError, "\"batch_norm\" not implemented for 'Long'"),
+    (lambda: F.softshrink(torcia.tensor([1])), NotImplementedError, "for 'Long'"),
+    (lambda: F.affine_grid(torcia.ones(1, 2, 3, dtype=torcia.int64), (1, 1, 2, 2),
+                           align_corners=False), ValueError, "floating point type"),
+])
+def test_non_float_inputs_refused_as_pytorch(call, error, words):
+    with pytest.raises(error, match=words):
+        call()
+
+
+@pytest.mark.parametrize("loss", ["mse_loss", "l1_loss", "smooth_l1_loss", "soft_margin_loss",
+                                  "margin_ranking_loss", "hinge_embedding_loss",
+                                  "binary_cross_entropy"])
+def test_losses_check_the_reduction_before_the_inputs(loss):
+    # bool inputs no loss computes: the reduction's name is still the error PyTorch gives
+    args = [torcia.tensor([[True]])] * (3 if loss == "margin_ranking_loss" else 2)
+    with pytest.raises(ValueError, match="average is not a valid value for reduction"):
+        getattr(F, loss)(*args, reduction="average")

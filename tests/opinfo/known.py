@@ -1,0 +1,97 @@
+"""Where torcia departs from PyTorch on purpose: the one documented list.
+
+Every finding of the database that is not a defect is matched here, by op (a record name
+or a ``fnmatch`` pattern), the property and kind of finding, and optionally the sample's
+dtypes and kinds. Three categories:
+
+- ``lenient``: torcia accepts input PyTorch refuses, and gives the answer the operation
+  defines (a dtype PyTorch has no CPU kernel for, a Python number where it wants a
+  tensor);
+- ``design``: a deliberate difference documented in the package READMEs (a safer
+  behaviour, a more accurate value, a dtype torcia does not have);
+- ``open``: a difference that is a defect still to fix; listed so that CI stays green
+  while it is, and reported by ``tools/opinfo.py``. Besides the entries here, the
+  findings of the CI subset not yet triaged are listed, one (record, property, kind) a
+  line, in ``open.txt`` (``python tools/opinfo.py --open`` rewrites it): a record that
+  finds anything else fails.
+
+``docs/opinfo.rst`` lists them (``python tools/opinfo.py --doc``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fnmatch
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class Known:
+    ops: tuple
+    what: tuple  # kinds of finding: "accepted", "refused", "dtype", "value", "nan", ...
+    category: str  # "lenient", "design" or "open"
+    reason: str
+    prop: str = "torch"
+    dtypes: tuple = ()  # the sample's dtypes ("": any)
+    kinds: tuple = ()  # the sample's kinds ("": any)
+    detail: str = ""  # words the finding's detail holds ("": any)
+
+
+KNOWN: list[Known] = []
+
+
+def known(ops, what, category, reason, **kw):
+    KNOWN.append(Known(tuple(ops) if not isinstance(ops, str) else (ops,),
+                       tuple(what) if not isinstance(what, str) else (what,),
+                       category, reason, **kw))
+
+
+known("*", "accepted", "lenient",
+      "torch 2.13 has no CPU kernel for the dtype ('\"kernel\" not implemented for ...'): "
+      "torcia computes the value the op defines in it", detail="not implemented for '")
+known("*", "accepted", "lenient",
+      "torch 2.13 refuses half precision in linalg on the CPU; torcia computes in float32 "
+      "and rounds", detail="Low precision dtypes not supported")
+known("batch_norm_*", "accepted", "lenient",
+      "torch 2.13 has these SyncBatchNorm kernels on CUDA only; torcia runs them on every "
+      "device", detail="Could not run 'aten::batch_norm_")
+known("*", "raised", "design",
+      "an output whose shape depends on the values (nonzero, unique, masked_select) cannot "
+      "be made on the meta device, which holds no values; torch raises too",
+      prop="meta", detail="cannot run on the meta device")
+
+
+#: the open findings not yet triaged: "record<TAB>property<TAB>kind" lines after a header
+OPEN_FILE = Path(__file__).with_name("open.txt")
+OPEN = Known(("open.txt",), (), "open", "found by the database and not yet triaged or fixed: "
+             "tests/opinfo/open.txt, rewritten by python tools/opinfo.py --open")
+
+
+def open_key(name, finding) -> tuple:
+    return (name, finding.prop, finding.what)
+
+
+def _open_keys() -> frozenset:
+    body = OPEN_FILE.read_text().split("\n\n", 1)[1] if OPEN_FILE.exists() else ""
+    return frozenset(tuple(line.split("\t")) for line in body.splitlines() if line)
+
+
+_OPEN_KEYS = _open_keys()
+
+
+def match(name, finding, dtype, kind, baseline=True):
+    """The documented difference ``finding`` is, or None; ``baseline``: open.txt's too."""
+    for k in KNOWN:
+        if k.prop != finding.prop or finding.what not in k.what:
+            continue
+        if k.dtypes and dtype not in k.dtypes:
+            continue
+        if k.kinds and kind not in k.kinds:
+            continue
+        if k.detail not in finding.detail:
+            continue
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in k.ops):
+            return k
+    if baseline and open_key(name, finding) in _OPEN_KEYS:
+        return OPEN
+    return None
