@@ -729,9 +729,14 @@ def test_a_device_whose_plugin_failed_to_load_names_the_failure(site):
 
 
 def test_a_lent_name_comes_from_the_part_that_owns_it(site):
+    pytest.importorskip("torcia.nn")
+    pytest.importorskip("torcia.compiler")
     functional = plugins.lent("torcia.nn.functional", "torcia-nn")
     assert functional is sys.modules["torcia.nn.functional"]
     assert torcia.compile is plugins.lent("torcia.compile", "torcia-compiler")
+
+
+def test_a_name_lent_by_a_missing_part_names_the_distribution(site):
     with pytest.raises(ModuleNotFoundError,
                        match="torcia.gadget is part of the torcia-gadgets distribution, which "
                              "is not installed; install torcia-gadgets"):
@@ -739,6 +744,7 @@ def test_a_lent_name_comes_from_the_part_that_owns_it(site):
 
 
 def test_a_name_lent_by_a_blocked_plugin_says_so(site, monkeypatch):
+    pytest.importorskip("torcia.nn")  # blocked, as opposed to missing
     monkeypatch.setenv("TORCIA_DISABLE_PLUGINS", "nn")
     plugins.reset()
     with pytest.raises(ModuleNotFoundError, match="plugin 'nn' .torcia-nn., which is blocked"):

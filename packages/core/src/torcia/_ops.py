@@ -2637,8 +2637,11 @@ def matmul(input, other):
         _matmul_dtype(input, other, "matmul")
     try:
         return call("matmul", (input, other), {})
-    except ValueError:
-        pass  # the array module refused the shapes: say why in PyTorch's words
+    except (ValueError, RuntimeError) as exc:
+        # the array module refused the shapes (the dispatcher words NumPy's refusal as a
+        # broadcast of the whole shapes, where matmul broadcasts batch dims only): say why in
+        # PyTorch's words; or a kernel refused something else, which is raised as it is
+        refused = exc
     a, b = input._data.shape, other._data.shape
     if not a or not b:
         raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
@@ -2655,6 +2658,8 @@ def matmul(input, other):
         if x != y and 1 not in (x, y):
             raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
                                f"({y}) at non-singleton dimension {n - i}")
+    if isinstance(refused, RuntimeError):
+        raise refused
     raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
 
 

@@ -29,9 +29,10 @@ __all__ = ["current_accelerator", "current_device_idx", "current_device_index",
 
 def _accelerator_backend(check_available: bool = False):
     found = _backend.backends.build()
-    # CUDA first when several device plugins are present, then in registration order
+    # CUDA first when several device plugins are present, then in registration order; core's
+    # "meta" device holds no data and is no accelerator, as in PyTorch
     for name in sorted(found, key=lambda n: n != "cuda"):
-        if name != "cpu":
+        if name not in ("cpu", "meta"):
             b = found[name]
             return b if not check_available or b.is_available() else None
     return None
