@@ -219,6 +219,20 @@ def test_expanded_view_with_shared_elements_is_not_written():
             write()
 
 
+@pytest.mark.parametrize("make", [
+    lambda: torcia.zeros(4, 5)[3:3].clone(),  # NumPy's copy of an empty array: strides 0
+    lambda: torcia.zeros(3).expand(0, 3),
+    lambda: torcia.zeros(0, 5),
+], ids=["empty-clone", "empty-expand", "empty"])
+def test_an_empty_tensor_has_no_shared_elements_to_refuse(make):
+    # nothing is written, whatever its strides say: FSDP's empty shard on a rank past the
+    # rows of a parameter is loaded this way
+    for write in (lambda t: t.copy_(torcia.zeros(t.shape)), lambda t: t.add_(1),
+                  lambda t: t.uniform_()):
+        t = make()
+        assert write(t) is t and t.numel() == 0
+
+
 # ----- a 0-dim tensor's dim 0 -------------------------------------------------------------
 
 # a 0-dim tensor holds one element; reducing or scanning "along dim 0" leaves it as it is
