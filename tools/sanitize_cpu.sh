@@ -34,7 +34,7 @@ py="$work/venv/bin/python"
 
 # what the plugin's tests import: the parts its test extra names, and the test tools
 "$py" -m pip install "pytest>=8" "hypothesis>=6.100" "ml_dtypes>=0.4" "setuptools>=77"
-"$py" tools/install_parts.py --python "$py" nn >/dev/null
+"$py" tools/install_parts.py --python "$py" ao nn optim >/dev/null
 # -fno-sanitize-recover: an undefined-behaviour report fails the run instead of scrolling by
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
 "$py" -m pip install plugins/cpu \
