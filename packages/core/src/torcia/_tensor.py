@@ -1209,7 +1209,7 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     The result is computed out of place, cast back to ``self``'s dtype where PyTorch's
     rules allow, and copied into ``self``'s storage (so views see it); its version
     counter is bumped, and autograd rebases ``self`` onto the op's node. A write that
-    PyTorch refuses for overlapping memory raises first (see :func:`check_overlap`).
+    PyTorch refuses for overlapping memory raises first (``check_overlap``).
     """
     return write_inplace(op_fn, self, args, kwargs, args)
 
