@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia.optim.optimizer import Optimizer, check_value, step_tensor
+from torcia.optim.optimizer import Optimizer, _closure_loss, check_value, step_tensor
 
 
 class Adafactor(Optimizer):
@@ -63,10 +63,7 @@ class Adafactor(Optimizer):
         closure : callable, optional
             Re-evaluates the model and returns the loss.
         """
-        loss = None
-        if closure is not None:
-            with torcia.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         with torcia.no_grad():
             for group in self.param_groups:
                 for p in group["params"]:

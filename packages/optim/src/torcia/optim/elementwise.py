@@ -14,7 +14,7 @@ from __future__ import annotations
 import torcia
 from torcia import Tensor
 from torcia.library import wrap
-from torcia.optim.optimizer import Optimizer, arrays, bump_steps, bump_versions
+from torcia.optim.optimizer import Optimizer, _closure_loss, arrays, bump_steps, bump_versions
 
 
 class ElementwiseOptimizer(Optimizer):
@@ -89,10 +89,7 @@ class ElementwiseOptimizer(Optimizer):
         closure : callable, optional
             Re-evaluates the model and returns the loss.
         """
-        loss = None
-        if closure is not None:
-            with torcia.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         with torcia.no_grad():
             for group in self.param_groups:
                 self._step_group(group)

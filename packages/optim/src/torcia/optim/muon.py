@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia.optim.optimizer import Optimizer
+from torcia.optim.optimizer import Optimizer, _closure_loss
 
 #: Keller Jordan's quintic coefficients and defaults, as PyTorch's
 DEFAULT_NS_COEFFICIENTS = (3.4445, -4.7750, 2.0315)
@@ -148,10 +148,7 @@ class Muon(Optimizer):
         closure : callable, optional
             Re-evaluates the model and returns the loss.
         """
-        loss = None
-        if closure is not None:
-            with torcia.enable_grad():
-                loss = closure()
+        loss = _closure_loss(closure)
         with torcia.no_grad():
             for group in self.param_groups:
                 lr = float(group["lr"])

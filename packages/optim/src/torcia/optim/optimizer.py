@@ -312,6 +312,15 @@ def _split_names(param_group: dict) -> None:
     param_group["param_names"] = names
 
 
+def _closure_loss(closure):
+    """What ``step(closure)`` returns: the closure's loss, evaluated with grad mode on
+    whatever mode the step runs in, or None without a closure."""
+    if closure is None:
+        return None
+    with torcia.enable_grad():
+        return closure()
+
+
 def step_tensor() -> Tensor:
     """A fresh step count: a float32 scalar, as PyTorch keeps it.
 
