@@ -100,13 +100,19 @@ def quantized_linear(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: in
     return _requantize(out, out_scale, out_zero_point, relu).reshape(*lead, wq.shape[0])
 
 
+def _conv_out_size(size, kernel, stride, padding, dilation):
+    """(OH, OW) of a convolution of (H, W) ``size``; ``padding`` is ((top, bottom),
+    (left, right))."""
+    return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
+                 for n, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
+
+
 def _columns(xq, pad_value, kh, kw, stride, padding, dilation):
     """im2col: (N, C, H, W) -> (N, OH * OW, C * kh * kw), padding with ``pad_value``."""
     n, c, h, w = xq.shape
     (ph0, ph1), (pw0, pw1) = padding
     padded = np.pad(xq, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)), constant_values=pad_value)
-    oh = (h + ph0 + ph1 - dilation[0] * (kh - 1) - 1) // stride[0] + 1
-    ow = (w + pw0 + pw1 - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    oh, ow = _conv_out_size((h, w), (kh, kw), stride, padding, dilation)
     cols = np.empty((n, c, kh, kw, oh, ow), dtype=xq.dtype)
     for i in range(kh):
         for j in range(kw):
@@ -274,13 +280,9 @@ def _quantized_linear_shape(xq, wq, w_scales, bias, *, out_scale=None, **params)
 def _quantized_conv2d_shape(xq, wq, w_scales, bias, *, stride=(1, 1),
                             padding=((0, 0), (0, 0)), dilation=(1, 1), out_scale=None,
                             **params):
-    (sh, sw), (dh, dw), ((pt, pb), (pl, pr)) = _pairs(stride), _pairs(dilation), \
-        _padding(padding)
-    n, _, h, w = xq.shape
-    o, _, kh, kw = wq.shape
-    oh = (h + pt + pb - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + pl + pr - dw * (kw - 1) - 1) // sw + 1
-    return (n, o, oh, ow), _requantized(out_scale)
+    out = _conv_out_size(xq.shape[2:], wq.shape[2:], _pairs(stride), _padding(padding),
+                         _pairs(dilation))
+    return (xq.shape[0], wq.shape[0], *out), _requantized(out_scale)
 
 
 def _quantized_add_shape(a, b, *, out_scale, **params):
