@@ -50,6 +50,21 @@ def test_is_shared_is_false_for_ordinary_tensors():
     assert not shared.clone().is_shared()  # a copy lives in private memory again
 
 
+def test_a_dead_weak_proxy_on_the_heap_does_not_stop_sharing():
+    # the scan for tensors over the same memory walks every object the collector tracks;
+    # a weakref.proxy whose referent died raises ReferenceError when asked its class
+    import weakref
+
+    class Referent:
+        pass
+
+    holder = [weakref.proxy(Referent())]  # a tracked container keeps the dead proxy
+    base = torcia.ones(3)
+    view = base[1:]
+    assert view.share_memory_() is view
+    assert base.is_shared() and view.is_shared() and holder
+
+
 def test_sharing_strategies():
     assert mp.get_sharing_strategy() in mp.get_all_sharing_strategies()
     with pytest.raises(ValueError, match="file_system"):

@@ -118,7 +118,9 @@ def share(tensors) -> None:
     if crowded:
         owners = {id(_owner(root._data)): key for key, root in roots.items()}
         for t in gc.get_objects():
-            if isinstance(t, Tensor):
+            # type(), not isinstance(): isinstance asks the object for __class__, and a
+            # weakref.proxy on the heap whose referent has died raises ReferenceError
+            if issubclass(type(t), Tensor):
                 key = id(t._base) if id(t._base) in roots else owners.get(id(_owner(t._data)))
                 if key is not None and t is not roots[key]:
                     followers[key].append(t)
