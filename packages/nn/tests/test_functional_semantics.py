@@ -181,3 +181,61 @@ def test_losses_check_the_reduction_before_the_inputs(loss):
     args = [torcia.tensor([[True]])] * (3 if loss == "margin_ranking_loss" else 2)
     with pytest.raises(ValueError, match="average is not a valid value for reduction"):
         getattr(F, loss)(*args, reduction="average")
+
+
+@pytest.mark.parametrize("loss", ["huber_loss", "triplet_margin_with_distance_loss",
+                                  "gaussian_nll_loss"])
+def test_more_losses_check_the_reduction_first(loss):
+    args = [torcia.tensor([[True]])] * 3
+    with pytest.raises(ValueError, match="average is not"):
+        getattr(F, loss)(*args[:2 if loss == "huber_loss" else 3], reduction="average")
+
+
+_DTYPES = ("uint8", "int16", "int64", "float16", "float32", "float64", "complex128")
+
+
+def _pair(dtype, seed):
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 4, (3, 4)) if dtype[0] in "ui" else rng.standard_normal((3, 4)) * 3
+    if dtype.startswith("complex"):
+        x = x + 1j * rng.standard_normal((3, 4))
+    return x.astype(dtype), rng.choice([-1, 1, 0], (3, 4))
+
+
+def _outcome(fn):
+    try:
+        return "ok", fn()
+    except Exception as exc:  # noqa: BLE001 - a refusal is an outcome to compare
+        return "error", type(exc)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", _DTYPES)
+@pytest.mark.parametrize("loss", ["hinge_embedding_loss", "kl_div", "soft_margin_loss",
+                                  "binary_cross_entropy_with_logits"])
+@pytest.mark.parametrize("reduction", ["none", "sum", "mean"])
+def test_losses_dtypes_and_refusals_as_torch(loss, dtype, reduction):
+    torch = pytest.importorskip("torch")
+    x, t = _pair(dtype, 7)
+    if loss == "hinge_embedding_loss":
+        t = t.astype(np.int64)  # 0 as well: PyTorch adds both terms there
+    elif loss == "soft_margin_loss":
+        t = np.where(t == 0, 1, t).astype(np.float32)
+    else:  # probabilities in another float dtype: the result takes the target's
+        t = np.abs(t / 2).astype(np.float32)
+    if loss == "soft_margin_loss" and dtype == "float64":
+        x[0, 0] = -1000.0  # PyTorch's exp overflows: inf, not softplus's 1000
+    ours = _outcome(lambda: getattr(F, loss)(torcia.tensor(x), torcia.tensor(t),
+                                             reduction=reduction))
+    theirs = _outcome(lambda: getattr(torch.nn.functional, loss)(
+        torch.tensor(x), torch.tensor(t), reduction=reduction))
+    assert ours[0] == theirs[0], (ours, theirs)
+    if ours[0] == "error":
+        # NotImplementedError (a dtype without a kernel) is a RuntimeError in both
+        base = {NotImplementedError: RuntimeError}
+        assert issubclass(base.get(ours[1], ours[1]), base.get(theirs[1], theirs[1]))
+        return
+    assert str(ours[1].dtype).split(".")[1] == str(theirs[1].dtype).split(".")[1]
+    want = theirs[1].numpy()
+    tol = 1e-2 if dtype == "float16" else 1e-5
+    np.testing.assert_allclose(ours[1].numpy(), want, rtol=tol, atol=tol)

@@ -325,12 +325,12 @@ def _(grad, _x, *, result):
 
 @derivative("exp2")
 def _(grad, _x, *, result):
-    return grad * result * math.log(2.0)
+    return grad * _c(result * math.log(2.0))
 
 
 @derivative("expm1")
 def _(grad, _x, *, result):
-    return grad * (result + 1)
+    return grad * _c(result + 1)
 
 
 @derivative("log")
@@ -340,17 +340,17 @@ def _(grad, x):
 
 @derivative("log2")
 def _(grad, x):
-    return grad / (x * math.log(2.0))
+    return grad / _c(x * math.log(2.0))
 
 
 @derivative("log10")
 def _(grad, x):
-    return grad / (x * math.log(10.0))
+    return grad / _c(x * math.log(10.0))
 
 
 @derivative("log1p")
 def _(grad, x):
-    return grad / (x + 1)
+    return grad / _c(x + 1)
 
 
 @derivative("sqrt")
@@ -360,7 +360,7 @@ def _(grad, _x, *, result):
 
 @derivative("rsqrt")
 def _(grad, _x, *, result):
-    return -0.5 * grad * result * result * result
+    return -0.5 * grad * _c(result * result * result)
 
 
 @derivative("reciprocal")
@@ -380,32 +380,32 @@ def _(grad, x):
 
 @derivative("tan")
 def _(grad, _x, *, result):
-    return grad * (1 + result * result)
+    return grad * _c(1 + result * result)
 
 
 @derivative("asin")
 def _(grad, x):
-    return grad * (1 - x * x).rsqrt()
+    return grad * _c((1 - x * x).rsqrt())
 
 
 @derivative("acos")
 def _(grad, x):
-    return -grad * (1 - x * x).rsqrt()
+    return -grad * _c((1 - x * x).rsqrt())
 
 
 @derivative("atan")
 def _(grad, x):
-    return grad / (1 + x * x)
+    return grad / _c(1 + x * x)
 
 
 @derivative("sinh")
 def _(grad, x):
-    return grad * x.cosh()
+    return grad * _c(x.cosh())
 
 
 @derivative("cosh")
 def _(grad, x):
-    return grad * x.sinh()
+    return grad * _c(x.sinh())
 
 
 @derivative("tanh")
@@ -415,22 +415,22 @@ def _(grad, _x, *, result):
 
 @derivative("asinh")
 def _(grad, x):
-    return grad * (x * x + 1).rsqrt()
+    return grad * _c((x * x + 1).rsqrt())
 
 
 @derivative("acosh")
 def _(grad, x):
-    return grad * (x * x - 1).rsqrt()
+    return grad * _c((x * x - 1).rsqrt())
 
 
 @derivative("atanh")
 def _(grad, x):
-    return grad / (1 - x * x)
+    return grad / _c(1 - x * x)
 
 
 @derivative("sigmoid")
 def _(grad, _x, *, result):
-    return grad * result * (1 - result)
+    return grad * _c(result * (1 - result))
 
 
 @derivative("erf")

@@ -1333,12 +1333,13 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     >>> F.huber_loss(torcia.tensor([0.0, 0.0]), torcia.tensor([0.5, 3.0]), reduction="none")
     tensor([0.1250, 2.5000])
     """
+    reduction = _reduction(None, None, reduction)
     _same_shape(input, target, "huber_loss")
     d = (input - target).abs()
     loss = torcia.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
         loss = loss * weight
-    return _reduce(loss, _reduction(None, None, reduction))
+    return _reduce(loss, reduction)
 
 
 def _check_float_input(input, kernel):
@@ -1555,6 +1556,10 @@ def binary_cross_entropy_with_logits(input, target, weight=None, size_average=No
         loss = (1 - target) * input - log_sig
     if weight is not None:
         loss = loss * weight
+    # PyTorch accumulates the loss in place into ``1 - target``: the target's dtype
+    kept = (1 - target).dtype
+    if kept.is_floating_point and loss.dtype is not kept:
+        loss = loss.to(kept)
     return _reduce(loss, reduction)
 
 
@@ -1576,6 +1581,10 @@ def kl_div(input, target, size_average=None, reduce=None, reduction="mean", log_
         raise ValueError(f"{reduction} is not a valid value for reduction")
     if reduction != "batchmean":
         reduction = _reduction(size_average, reduce, reduction)
+    if input.is_complex() or target.is_complex():
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if not (input.is_floating_point() and target.is_floating_point()):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     _same_shape(input, target, "kl_div")
     if log_target:
         loss = target.exp() * (target - input)
@@ -1746,8 +1755,10 @@ def hinge_embedding_loss(input, target, margin=1.0, size_average=None, reduce=No
     """
     reduction = _reduction(size_average, reduce, reduction)
     zero = torcia.zeros_like(input)
-    loss = torcia.where(target == 1, input, zero) + torcia.where(
-        target == -1, (margin - input).clamp(min=0), zero)
+    # PyTorch fills ``margin`` into a tensor of the input's dtype (an integer input stays
+    # integer) and adds both terms where ``target`` is neither 1 nor -1
+    hinge = (torcia.full_like(input, margin) - input).clamp(min=0)
+    loss = torcia.where(target != 1, hinge, zero) + torcia.where(target != -1, input, zero)
     return _reduce(loss, reduction)
 
 
@@ -1764,7 +1775,12 @@ def soft_margin_loss(input, target, size_average=None, reduce=None, reduction="m
     """
     reduction = _reduction(size_average, reduce, reduction)
     _same_shape(input, target, "soft_margin_loss")
-    loss = softplus(-target * input)
+    if not (input.is_floating_point() or input.is_complex()):
+        # PyTorch computes in place in the input's dtype, which cannot hold the exp: its
+        # chain raises its error
+        input.neg().mul_(target).exp_()
+    # PyTorch's formula in the input's dtype, overflow included
+    loss = (input.neg() * target).to(input.dtype).exp().log1p()
     return _reduce(loss, reduction)
 
 
@@ -1813,13 +1829,14 @@ def triplet_margin_with_distance_loss(anchor, positive, negative, *, distance_fu
     ...                                     distance_function=l1, margin=3.0)
     tensor(1.)
     """
+    reduction = _reduction(None, None, reduction)
     dist = pairwise_distance if distance_function is None else distance_function
     d_ap = dist(anchor, positive)
     d_an = dist(anchor, negative)
     if swap:
         d_an = torcia.minimum(d_an, dist(positive, negative))
     loss = (margin + d_ap - d_an).clamp(min=0)
-    return _reduce(loss, _reduction(None, None, reduction))
+    return _reduce(loss, reduction)
 
 
 @autocast_as("multilabel_margin_loss")
@@ -1905,6 +1922,8 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean
     >>> F.gaussian_nll_loss(torcia.tensor([1.0]), torcia.tensor([3.0]), torcia.tensor([4.0]))
     tensor(1.1931)
     """
+    if reduction not in ("none", "mean", "sum"):
+        raise ValueError(f"{reduction} is not valid")
     if var.shape != input.shape:
         if input.shape[:-1] == var.shape:
             var = var.unsqueeze(-1)
@@ -1919,7 +1938,7 @@ def gaussian_nll_loss(input, target, var, full=False, eps=1e-06, reduction="mean
     loss = 0.5 * (var.log() + (input - target) ** 2 / var)
     if full:
         loss = loss + 0.5 * math.log(2 * math.pi)
-    return _reduce(loss, _reduction(None, None, reduction))
+    return _reduce(loss, reduction)
 
 
 def multilabel_soft_margin_loss(input, target, weight=None, size_average=None, reduce=None,
