@@ -564,3 +564,45 @@ def test_reflected_subtraction_keeps_its_values():
     assert torcia.rsub(torcia.tensor([1, 2]), 10, alpha=2).tolist() == [8, 6]
     out = 1.5 - torcia.tensor([1])
     assert out.tolist() == [0.5] and out.dtype is torcia.float32
+
+
+# ----- creation and casts (found by the op database) ----------------------------------------
+
+
+_BOUNDS = [(0, 5, 1.5), (0, 2.5, 1), (0.5, 3, 1), (-2.5, 3, 1), (0, 3.7, 1.9), (0, -3.7, -1.2)]
+
+
+@pytest.mark.parametrize(("start", "end", "step"), _BOUNDS)
+def test_an_int64_arange_truncates_its_bounds_and_step_first(start, end, step):
+    # int(start), int(end), int(step): (0, 5, 1.5) is range(0, 5, 1), (-2.5, 3, 1) is
+    # range(-2, 3, 1), (0, -3.7, -1.2) is range(0, -3, -1)
+    out = torcia.arange(start, end, step, dtype=torcia.int64)
+    assert out.tolist() == list(range(int(start), int(end), int(step)))
+
+
+@pytest.mark.parametrize("step", [0.25, 0.5, 0.9, -0.3])
+def test_an_int64_arange_refuses_a_step_that_truncates_to_zero(step):
+    with pytest.raises(ValueError, match="step must be nonzero"):
+        torcia.arange(0, 1 if step > 0 else -1, step, dtype=torcia.int64)
+    # a float range takes it
+    assert torcia.arange(0, 1 if step > 0 else -1, step).numel() == math.ceil(1 / abs(step))
+
+
+@pytest.mark.parametrize("where", [0, 2])
+def test_normal_refuses_a_negative_std_tensor(where):
+    std = torcia.ones(3)
+    std[where] = -0.5
+    with pytest.raises(RuntimeError, match="normal expects all elements of std >= 0.0"):
+        torcia.normal(torcia.zeros(3), std)
+    with pytest.raises(RuntimeError, match="normal expects std >= 0.0"):
+        torcia.normal(torcia.zeros(3), -0.5)
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_bfloat16_to_integers_converts_as_float32_does(dtype):
+    # PyTorch goes through float: -2.5 to uint8 is 254 (wraps), 300 to int8 is 44
+    rng = np.random.default_rng(3)
+    values = np.concatenate([rng.uniform(-400, 400, 20).round(), [-2.5, -1.0, 300.0]])
+    x = torcia.tensor(values, dtype=torcia.bfloat16)
+    want = torcia.tensor(values, dtype=torcia.bfloat16).float().to(getattr(torcia, dtype))
+    assert x.to(getattr(torcia, dtype)).tolist() == want.tolist()

@@ -464,6 +464,11 @@ def arange(start=0, end=None, step=1, *, dtype=None, device=None, requires_grad=
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
         dtype = D.int64 if is_int else D.get_default_dtype()
+    if _dtype_arg(dtype) is D.int64:
+        # PyTorch computes an int64 range in int64: bounds and step truncated first
+        start, end, step = int(start), int(end), int(step)
+        if step == 0:
+            raise ValueError("step must be nonzero")
     return _create("arange", _dtype_arg(dtype), device, requires_grad, start=start, end=end,
                    step=step)
 
@@ -639,6 +644,12 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
     >>> torcia.normal(2.0, 3.0, size=(2, 2)).shape
     torcia.Size([2, 2])
     """
+    if isinstance(std, Tensor):
+        sa = std.detach()._data
+        if sa.size and sa.min() < 0:
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     if isinstance(mean, Tensor) or isinstance(std, Tensor):
         ref = mean if isinstance(mean, Tensor) else std
         shape = np.broadcast_shapes(*(tuple(x.shape) if isinstance(x, Tensor) else ()
@@ -647,8 +658,6 @@ def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=N
         return z * std + mean
     if size is None:
         raise TypeError("normal() with scalar mean and std needs a size")
-    if std < 0:
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {std}")
     return _draw_new("normal", _float_dtype(dtype, "normal"), device, requires_grad,
                      shape=_size((size,)), mean=float(mean), std=float(std),
                      rng=rng_of(generator))

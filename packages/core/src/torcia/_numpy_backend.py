@@ -366,6 +366,10 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return (a + value * t1 / t2).astype(dt, copy=False)
 
     def cast(self, a, dtype):
+        if a.dtype.name == "bfloat16" and np.dtype(dtype).kind in "iu":
+            # ml_dtypes saturates (-2 to uint8 is 0); PyTorch converts as from float32,
+            # which wraps (254)
+            a = a.astype(np.float32)
         return a.astype(dtype)
 
     def masked_fill(self, a, mask, value):
