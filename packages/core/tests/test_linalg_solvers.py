@@ -323,3 +323,49 @@ def test_eig_of_real_input_matches_torch():
         np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-10)
     np.testing.assert_allclose(np.sort_complex(torcia.linalg.eigvals(t(a)).numpy()),
                                np.sort_complex(tw), rtol=1e-9, atol=1e-10)
+
+
+_EX_CALLS = {
+    "inv_ex": lambda a, b: L.inv_ex(a),
+    "solve_ex": lambda a, b: L.solve_ex(a, b),
+    "cholesky_ex": lambda a, b: L.cholesky_ex(a),
+    "lu_factor": lambda a, b: L.lu_factor(a),
+    "lu_factor_ex": lambda a, b: L.lu_factor_ex(a),
+    "lu_solve": lambda a, b: L.lu_solve(*L.lu_factor(a), b),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_EX_CALLS))
+@pytest.mark.parametrize("batch", [(), (2,)])
+def test_factorizations_run_on_the_meta_device(name, batch):
+    # the meta device holds no values: the info checks and the value-dependent branches
+    # must not read them; shapes and dtypes as on the CPU
+    a, b = t(spd(3, batch)), t(normal(*batch, 3, 2))
+    cpu = _EX_CALLS[name](a, b)
+    meta = _EX_CALLS[name](a.to("meta"), b.to("meta"))
+    cpu, meta = (cpu, meta) if isinstance(cpu, tuple) else ((cpu,), (meta,))
+    assert [(m.shape, m.dtype, m.device.type) for m in meta] == \
+        [(c.shape, c.dtype, "meta") for c in cpu]
+
+
+def test_ex_variants_give_the_values_of_the_plain_ones():
+    # inv_ex and solve_ex go through the LU factors whatever info holds
+    a, b = t(spd(4, (3,))) + t(normal(3, 4, 4)), t(normal(3, 4, 2))
+    assert_close(L.inv_ex(a).inverse, L.inv(a))
+    assert_close(L.solve_ex(a, b).result, L.solve(a, b))
+    assert_close(L.solve_ex(a, b[..., 0]).result, L.solve(a, b[..., 0]))
+    assert_close(L.cholesky_ex(a @ a.mT).L, L.cholesky(a @ a.mT))
+
+
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+@pytest.mark.parametrize("name", ["cholesky", "inv", "solve"])
+def test_half_precision_linalg_as_its_ex_variant(name, dtype):
+    # computed in float32 and rounded (torch refuses; torcia's documented leniency), in the
+    # input's dtype (NumPy's LAPACK refuses float16 and answers bfloat16 in float64)
+    a = t(spd(3)).to(dtype)
+    args = (a,) if name != "solve" else (a, a[:, :1])
+    plain, ex = getattr(L, name)(*args), getattr(L, name + "_ex")(*args)[0]
+    assert plain.dtype is ex.dtype is dtype
+    want = getattr(L, name)(*(x.float() for x in args))
+    assert_close(plain.float(), want, atol=2e-2, rtol=2e-2)
+    assert_close(ex.float(), want, atol=2e-2, rtol=2e-2)

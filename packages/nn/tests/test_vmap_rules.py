@@ -510,3 +510,26 @@ def test_random_ops_outside_dispatch_fall_back_to_the_loop():
 def test_random_ops_are_in_the_coverage_list():
     assert {"bernoulli", "dropout_mask", "normal", "rand", "randn"} <= set(
         _vmap.rule_kinds()["random"])
+
+
+@pytest.mark.parametrize("name", ["inv_ex", "solve_ex", "lu_factor", "lu_factor_ex"])
+def test_linalg_ex_variants_map_without_reading_values(name):
+    # their info checks and branches read the values through the batched array (every
+    # sample at once), not as one plain array
+    a = _rand(3, 4, 4, seed=1) + 4 * torcia.eye(4, dtype=F64)
+    b = _rand(3, 4, 2, seed=2)
+    fn = getattr(torcia.linalg, name)
+    f = (lambda x, y: tuple(fn(x, y))) if name == "solve_ex" else (lambda x, y: tuple(fn(x)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = vmap(f)(a, b)
+    want = _loop(f, (a, b), (0, 0))
+    for g, w in zip(got, want):
+        assert g.dtype is w.dtype and torcia.allclose(g, w)
+
+
+def test_lu_factor_under_vmap_still_refuses_a_singular_sample():
+    a = torcia.eye(3, dtype=F64).repeat(2, 1, 1)
+    a[1] = 0
+    with pytest.raises(RuntimeError):
+        vmap(torcia.linalg.lu_factor)(a)

@@ -333,6 +333,11 @@ def _keep(xp, out, dims, keepdim):
 
 def _linalg(xp, name, *arrays):
     """A ``xp.linalg`` call whose failure raises :class:`LinAlgError` in PyTorch's words."""
+    if arrays[0].dtype.itemsize == 2 and _floating(arrays[0].dtype):
+        # NumPy's LAPACK has no half precision (float16 refused, bfloat16 answered in
+        # float64): in float32, rounded once, as linalg_det
+        out = _linalg(xp, name, *(x.astype(np.float32) for x in arrays))
+        return out.astype(arrays[0].dtype)
     try:
         return getattr(xp.linalg, name)(*arrays)
     except xp.linalg.LinAlgError:

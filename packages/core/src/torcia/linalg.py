@@ -366,7 +366,10 @@ def _uplo(UPLO):
 
 
 def _info_check(info, name, message):
-    if bool((info != 0).any()):
+    if info.device.type == "meta":
+        return  # no values to check: PyTorch's meta kernels do not check either
+    # the array's own test: under vmap it sees every sample at once
+    if (info.detach()._data != 0).any():
         bad = info.reshape(-1).nonzero()[0, 0].item() if info.ndim else 0
         where = f"(Batch element {bad}): " if info.ndim else ""
         value = info.reshape(-1)[bad].item()
@@ -389,8 +392,7 @@ def inv_ex(A, *, check_errors=False):
         _info_check(info, "linalg.inv_ex", lambda k: (
             f"The diagonal element {k} is zero, the inversion could not be completed because "
             f"the input matrix is singular."))
-    if not bool((info != 0).any()):
-        return _InvEx(inv(A), info)
+    # from the factors whatever info holds: no branch on the values (meta, vmap)
     eye = _eye(A.shape[-1], A).expand(A.shape)
     return _InvEx(lu_solve(LU, pivots, eye), info)
 
@@ -412,8 +414,6 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     if check_errors:
         _info_check(info, "torcia.linalg.solve_ex",
                     lambda k: "The solver failed because the input matrix is singular.")
-    if not bool((info != 0).any()):
-        return _SolveEx(solve(A, B, left=left), info)
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     X = lu_solve(LU, pivots, B.unsqueeze(-1) if vector else B, left=left)
     return _SolveEx(X.squeeze(-1) if vector else X, info)
@@ -436,8 +436,8 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
         _info_check(info, "linalg.cholesky_ex", lambda k: (
             f"The factorization could not be completed because the input is not "
             f"positive-definite (the leading minor of order {k} is not positive-definite)."))
-    if not bool((info != 0).any()):
-        return _CholeskyEx(cholesky(A, upper=upper), info)
+    # the failed matrices replaced by the identity, then their factors by nan: no branch on
+    # the values (meta)
     bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
     eye = _eye(A.shape[-1], A)
     L = cholesky(A.masked_fill(bad, 0) + eye * bad, upper=upper)
@@ -445,9 +445,14 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 def _cholesky_info(A):
-    from torcia._creation import tensor
+    from torcia._creation import tensor, zeros
 
+    if A.device.type == "meta":
+        # no values: the factorization's shapes, as PyTorch's meta kernel gives them
+        return zeros(A.shape[:-2], dtype=D.int32, device=A.device)
     a = A.detach().cpu().numpy()
+    if a.dtype.itemsize < 4 and a.dtype.kind == "f":
+        a = a.astype(np.float32)  # NumPy's LAPACK has no half precision
     n = a.shape[-1]
     flat = a.reshape(-1, n, n)
     info = []
