@@ -239,3 +239,28 @@ def test_losses_dtypes_and_refusals_as_torch(loss, dtype, reduction):
     want = theirs[1].numpy()
     tol = 1e-2 if dtype == "float16" else 1e-5
     np.testing.assert_allclose(ours[1].numpy(), want, rtol=tol, atol=tol)
+
+
+def test_one_hot_on_the_meta_device_wants_num_classes():
+    # the class count comes from the values, which a meta tensor does not hold
+    x = torcia.tensor([0, 2, 1], device="meta")
+    with pytest.raises(RuntimeError, match="meta"):
+        F.one_hot(x)
+    out = F.one_hot(x, 5)
+    assert out.shape == (3, 5) and out.dtype is torcia.int64 and out.device.type == "meta"
+
+
+def test_binary_cross_entropy_in_forward_mode():
+    # jvp = t_x * (x - y) / (x (1 - x)) + t_y * (log(1 - x) - log(x)), as reverse mode
+    import torcia.autograd.forward_ad as fwAD
+
+    rng = np.random.default_rng(4)
+    x = torcia.tensor(rng.uniform(0.05, 0.95, (3, 4)))
+    y = torcia.tensor(rng.uniform(0, 1, (3, 4)))
+    tx, ty = torcia.tensor(rng.standard_normal((3, 4))), torcia.tensor(rng.standard_normal((3, 4)))
+    with fwAD.dual_level():
+        out = F.binary_cross_entropy(fwAD.make_dual(x, tx), fwAD.make_dual(y, ty),
+                                     reduction="sum")
+        tangent = fwAD.unpack_dual(out).tangent
+    want = (tx * (x - y) / (x * (1 - x)) + ty * ((1 - x).log() - x.log())).sum()
+    assert torcia.allclose(tangent, want)

@@ -631,6 +631,10 @@ def one_hot(tensor, num_classes=-1):
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
     data = tensor.__torcia_data__
     if num_classes == -1:
+        if tensor.device.type == "meta":
+            raise RuntimeError("one_hot with num_classes=-1 cannot run on the meta device: "
+                               "the number of classes comes from the values, which a meta "
+                               "tensor does not hold; pass num_classes")
         if data.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")
         num_classes = int(data.max()) + 1
@@ -1496,17 +1500,26 @@ class _BinaryCrossEntropy(Function):
     @staticmethod
     def forward(ctx, input, target):
         ctx.save_for_backward(input, target)
+        ctx.save_for_forward(input, target)
         return -(target * _clamped_log(input) + (1 - target) * _clamped_log(1 - input))
 
     @staticmethod
+    def _partials(input, target, needed):
+        """The derivatives with respect to (input, target), those ``needed`` only."""
+        return ((input - target) / ((1 - input) * input).clamp(min=1e-12) if needed[0]
+                else None, (1 - input).log() - input.log() if needed[1] else None)
+
+    @staticmethod
     def backward(ctx, grad):
-        input, target = ctx.saved_tensors
-        grad_input = grad_target = None
-        if ctx.needs_input_grad[0]:
-            grad_input = grad * (input - target) / ((1 - input) * input).clamp(min=1e-12)
-        if ctx.needs_input_grad[1]:
-            grad_target = grad * ((1 - input).log() - input.log())
-        return grad_input, grad_target
+        d_input, d_target = _BinaryCrossEntropy._partials(*ctx.saved_tensors,
+                                                          ctx.needs_input_grad)
+        return (None if d_input is None else grad * d_input,
+                None if d_target is None else grad * d_target)
+
+    @staticmethod
+    def jvp(ctx, t_input, t_target):
+        d_input, d_target = _BinaryCrossEntropy._partials(*ctx.saved_tensors, (True, True))
+        return t_input * d_input + t_target * d_target
 
 
 @autocast_as("binary_cross_entropy")
