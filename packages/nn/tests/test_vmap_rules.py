@@ -533,3 +533,24 @@ def test_lu_factor_under_vmap_still_refuses_a_singular_sample():
     a[1] = 0
     with pytest.raises(RuntimeError):
         vmap(torcia.linalg.lu_factor)(a)
+
+
+@pytest.mark.parametrize("name", ["diagonal_scatter", "select_scatter", "slice_scatter"])
+def test_scatters_into_a_copy_map(name):
+    # their write into a fresh copy checks the copy's layout: one sample's strides
+    x, src = _rand(3, 4, 4, seed=3), _rand(3, 4, seed=4)
+    extra = {"select_scatter": (0, 1), "slice_scatter": (0, 1, 2)}.get(name, ())
+    if name == "slice_scatter":
+        src = _rand(3, 1, 4, seed=4)
+    f = lambda a, b: getattr(torcia, name)(a, b, *extra)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = vmap(f)(x, src)
+    assert torcia.equal(got, _loop(f, (x, src), (0, 0)))
+
+
+def test_as_strided_of_a_batched_tensor_is_refused_not_misread():
+    # a per-sample run would address each sample's memory from the wrong start
+    x = _rand(3, 4, 4, seed=5)
+    with pytest.raises(RuntimeError, match="as_strided of a batched tensor"):
+        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3))(x)

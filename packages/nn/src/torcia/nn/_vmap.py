@@ -62,6 +62,16 @@ class BatchedArray:
         return self.value.flags
 
     @property
+    def strides(self) -> tuple:
+        """Each sample's strides (the mapped dim's dropped): the layout checks of in-place
+        writes and views see one sample's."""
+        return tuple(self.value.strides[1:])
+
+    @property
+    def itemsize(self) -> int:
+        return self.value.itemsize
+
+    @property
     def batch_size(self) -> int:
         return self.value.shape[0]
 
@@ -340,8 +350,17 @@ def dispatch(op, kernel, device, args, params):
 _KEYED = frozenset({"getitem", "index_put"})
 
 
+#: ops whose per-sample run would be wrong: their parameters address the storage, which
+#: one sample's array does not start
+_NOT_PER_SAMPLE = frozenset({"as_strided"})
+
+
 def _loop(ctx, vals, bats, params, level):
     """The fallback: the kernel once per sample, the results stacked."""
+    if ctx.op in _NOT_PER_SAMPLE:
+        raise RuntimeError(f"vmap: {ctx.op} of a batched tensor is not supported: its sizes, "
+                           f"strides and offset address the storage, which vmap cannot "
+                           f"split into the samples'; call it outside vmap")
     if ctx.op not in _warned_ops:
         _warned_ops.add(ctx.op)
         warnings.warn(
