@@ -748,7 +748,11 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
     if mode == "nearest" and nd == 2 and tuple(input.shape[2:]) == tuple(out_sp):
         return input.clone()  # PyTorch's 2-D nearest kernel copies an unchanged size
     out = input
-    for k in range(nd):
+    # integers (PyTorch's uint8 kernels) interpolate in float, one dim at a time from the
+    # last, each pass rounded half up to an integer
+    integer = mode not in ("nearest", "nearest-exact") and not (
+        input.is_floating_point() or input.is_complex())
+    for k in reversed(range(nd)) if integer else range(nd):
         dim = 2 + k
         i, o = input.shape[dim], out_sp[k]
         if i == o and mode in ("linear", "bilinear", "trilinear"):
@@ -763,8 +767,15 @@ def interpolate(input, size=None, scale_factor=None, mode="nearest", align_corne
             out = out.index_select(dim, index)
         else:
             weights = _cubic_weights if mode == "bicubic" else _linear_weights
-            w = weights(i, o, scales[k], bool(align_corners), input)
-            out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
+            w = weights(i, o, scales[k], bool(align_corners),
+                        torcia.empty(0, device=input.device) if integer else input)
+            x = out.float() if integer else out
+            out = (x.movedim(dim, -1) @ w.mT).movedim(-1, dim)
+            if integer:
+                info = torcia.iinfo(input.dtype) if input.dtype is not torcia.bool else None
+                out = (out + 0.5).floor().clamp(info.min if info else 0, info.max if info else 1)
+    if integer and out is not input:
+        out = out.to(input.dtype)
     return out if out is not input else input.clone()  # a new tensor, as PyTorch's
 
 
