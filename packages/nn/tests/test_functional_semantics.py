@@ -283,3 +283,12 @@ def test_uint8_images_interpolate_as_torch(size, mode, align_corners):
     diff = np.abs(ours.numpy().astype(int) - theirs.numpy().astype(int))
     assert diff.max() <= (0 if (mode, align_corners) == ("bilinear", True) else 2)
     assert (diff != 0).mean() < 0.05
+
+
+def test_ctc_loss_with_tensor_lengths_on_the_meta_device_is_refused_by_name():
+    # the stand-ins' zero lengths used to fail a length check, naming a value never given
+    lp = torcia.empty(6, 2, 5, device="meta")
+    targets = torcia.ones(2, 3, dtype=torcia.int64, device="meta")
+    lengths = (torcia.full((2,), 6, device="meta"), torcia.full((2,), 3, device="meta"))
+    with pytest.raises(RuntimeError, match="cannot run on the meta device"):
+        F.ctc_loss(lp, targets, *lengths)

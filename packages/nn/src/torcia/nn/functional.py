@@ -1649,6 +1649,11 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError(f"ctc_loss: expected log_probs of 2 or 3 dimensions, got "
                            f"{log_probs.ndim}")
     t_max, n, c = log_probs.shape
+    if any(isinstance(x, Tensor) and x.device.type == "meta"
+           for x in (input_lengths, target_lengths)):
+        raise RuntimeError("ctc_loss with tensor lengths cannot run on the meta device: the "
+                           "loss reads the lengths' values, which a meta tensor does not "
+                           "hold (PyTorch has no meta kernel for it either)")
     il = np.asarray(input_lengths.__torcia_data__ if isinstance(input_lengths, Tensor)
                     else input_lengths, dtype=np.int64).reshape(-1)
     tl = np.asarray(target_lengths.__torcia_data__ if isinstance(target_lengths, Tensor)
