@@ -52,6 +52,33 @@ known("*", "accepted", "lenient",
 known("*", "accepted", "lenient",
       "torch 2.13 refuses half precision in linalg on the CPU; torcia computes in float32 "
       "and rounds", detail="Low precision dtypes not supported")
+# torch 2.13 refusing a dtype on the CPU in an op's own words rather than "not implemented
+# for": the same leniency, torcia computes the op in it (half precision in float32, rounded)
+for _words in ("doesn't handle types other than float and double",
+               "of float, double, cfloat or cdouble types",
+               "linalg.vander supports floating point, complex, and integer tensors",
+               "input tensor must be either float or double dtype",
+               "on CPU does not support complex inputs",
+               "Unsupported input type encountered for isin()",
+               "does not support bool dtypes on CPU",
+               "received a bool input for",
+               "expected common dtype to be floating point"):
+    known("*", "accepted", "lenient",
+          "torch 2.13 has no CPU kernel for the dtype, in the op's own words ('... does not "
+          "support ...', '... must be either float or double ...'): torcia computes the value "
+          "the op defines in it", detail=_words)
+known("*", ("accepted", "error class"), "lenient",
+      "torch 2.13's binding wants a tensor for this argument ('must be Tensor, not int'); "
+      "torcia takes a Python number as a 0-dim tensor, as the operators do (and refuses it "
+      "for what the op cannot do with it, the dtype, where torch names the type)",
+      detail="must be Tensor, not")
+known("Tensor.numpy", "accepted", "lenient",
+      "NumPy has no bfloat16 of its own (torch refuses); torcia's arrays hold bfloat16 "
+      "through ml_dtypes, and numpy() returns one", detail="unsupported ScalarType BFloat16")
+known(("linalg.matrix_exp", "matrix_exp"), "nan", "design",
+      "torch 2.13's CPU matrix_exp in half precision overflows to NaN on matrices of norm "
+      "above ~1 (its Taylor terms in float16); torcia computes in float32 and rounds the "
+      "finite exponential", dtypes=("float16", "bfloat16"))
 known("batch_norm_*", "accepted", "lenient",
       "torch 2.13 has these SyncBatchNorm kernels on CUDA only; torcia runs them on every "
       "device", detail="Could not run 'aten::batch_norm_")
