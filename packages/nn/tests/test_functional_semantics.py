@@ -292,3 +292,17 @@ def test_ctc_loss_with_tensor_lengths_on_the_meta_device_is_refused_by_name():
     lengths = (torcia.full((2,), 6, device="meta"), torcia.full((2,), 3, device="meta"))
     with pytest.raises(RuntimeError, match="cannot run on the meta device"):
         F.ctc_loss(lp, targets, *lengths)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("seed", range(4))
+def test_multilabel_margin_loss_as_torch(seed):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((3, 5))
+    t = np.where(rng.random((3, 5)) < 0.3, -1, rng.integers(0, 5, (3, 5)))
+    for reduction in ("none", "sum", "mean"):
+        ours = F.multilabel_margin_loss(torcia.tensor(x), torcia.tensor(t), reduction=reduction)
+        theirs = torch.nn.functional.multilabel_margin_loss(torch.tensor(x), torch.tensor(t),
+                                                            reduction=reduction)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)

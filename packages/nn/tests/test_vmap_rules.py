@@ -554,3 +554,15 @@ def test_as_strided_of_a_batched_tensor_is_refused_not_misread():
     x = _rand(3, 4, 4, seed=5)
     with pytest.raises(RuntimeError, match="as_strided of a batched tensor"):
         vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3))(x)
+
+
+def test_multilabel_margin_loss_maps_over_its_targets():
+    # the targets (ending at the first -1) were read as one plain array
+    x = _rand(3, 2, 5, seed=6)
+    rng = np.random.default_rng(7)
+    t = torcia.tensor(np.where(rng.random((3, 2, 5)) < 0.3, -1, rng.integers(0, 5, (3, 2, 5))))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = vmap(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"))(x, t)
+    want = _loop(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"), (x, t), (0, 0))
+    assert torcia.allclose(got, want)

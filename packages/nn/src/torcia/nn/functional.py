@@ -1888,18 +1888,15 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
     x = input if input.ndim == 2 else input.unsqueeze(0)
-    t = target.__torcia_data__.reshape(x.shape)
+    t = target.reshape(x.shape)
     c = x.shape[1]
-    # slots before the first -1 name targets
-    valid = np.cumprod(t != -1, axis=1).astype(bool)
-    safe = np.where(valid, t, 0)
-    is_target = np.zeros(x.shape, dtype=bool)
-    rows = np.nonzero(valid)[0]
-    is_target[rows, safe[valid]] = True
-    dev = input.device
-    picked = x.gather(1, torcia.tensor(safe, device=dev))  # (N, slots)
+    # slots before the first -1 name targets; all in tensor ops, so that vmap maps them
+    valid = (t != -1).long().cumprod(1) != 0
+    safe = torcia.where(valid, t, torcia.zeros_like(t))
+    is_target = torcia.zeros_like(t).scatter_add(1, safe, valid.long()) != 0
+    picked = x.gather(1, safe)  # (N, slots)
     hinge = (1 - picked.unsqueeze(2) + x.unsqueeze(1)).clamp(min=0)
-    mask = torcia.tensor(valid[:, :, None] & ~is_target[:, None, :], device=dev)
+    mask = valid.unsqueeze(2) & ~is_target.unsqueeze(1)
     loss = (hinge * mask).sum((1, 2)) / c
     if input.ndim == 1:
         loss = loss.reshape(())
