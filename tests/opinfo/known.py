@@ -75,6 +75,10 @@ known("*", ("accepted", "error class"), "lenient",
 known("Tensor.numpy", "accepted", "lenient",
       "NumPy has no bfloat16 of its own (torch refuses); torcia's arrays hold bfloat16 "
       "through ml_dtypes, and numpy() returns one", detail="unsupported ScalarType BFloat16")
+known("nn.functional.fractional_max_pool2d", "accepted", "lenient",
+      "torch 2.13's fractional_max_pool2d calls len() on the number output_ratio its docs "
+      "allow (TypeError; its 3-D version takes it); torcia takes the number for both dims",
+      detail="object of type 'float' has no len()")
 known(("linalg.matrix_exp", "matrix_exp"), "nan", "design",
       "torch 2.13's CPU matrix_exp in half precision overflows to NaN on matrices of norm "
       "above ~1 (its Taylor terms in float16); torcia computes in float32 and rounds the "

@@ -306,3 +306,16 @@ def test_multilabel_margin_loss_as_torch(seed):
         theirs = torch.nn.functional.multilabel_margin_loss(torch.tensor(x), torch.tensor(t),
                                                             reduction=reduction)
         np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize(("x", "g"), [(torcia.float64, torcia.float32),
+                                      (torcia.float32, torcia.float64),
+                                      (torcia.float16, torcia.float32)])
+def test_grid_sample_refuses_a_grid_of_another_dtype(x, g):
+    # PyTorch: "expected scalar type Double but found Float"; promoting would hide it
+    inp, grid = torcia.ones(1, 1, 3, 3, dtype=x), torcia.zeros(1, 2, 2, 2, dtype=g)
+    with pytest.raises(RuntimeError, match="dtype"):
+        F.grid_sample(inp, grid, align_corners=False)
+    assert F.grid_sample(inp, grid.to(x), align_corners=False).dtype is x
+    with torcia.autocast("cpu", dtype=torcia.bfloat16):  # autocast makes them agree
+        F.grid_sample(inp, grid, align_corners=False)

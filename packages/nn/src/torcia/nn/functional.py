@@ -904,6 +904,9 @@ def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corner
                            f"of dimensions and batch size, and a grid of shape [N, H, W, 2] or "
                            f"[N, D, H, W, 3], but got input of size {list(input.shape)} and "
                            f"grid of size {list(grid.shape)}")
+    if grid.dtype is not input.dtype:
+        raise RuntimeError(f"grid_sampler(): expected grid to have the input's dtype "
+                           f"{input.dtype}, but found {grid.dtype}")
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
