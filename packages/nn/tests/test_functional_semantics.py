@@ -319,3 +319,27 @@ def test_grid_sample_refuses_a_grid_of_another_dtype(x, g):
     assert F.grid_sample(inp, grid.to(x), align_corners=False).dtype is x
     with torcia.autocast("cpu", dtype=torcia.bfloat16):  # autocast makes them agree
         F.grid_sample(inp, grid, align_corners=False)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+@pytest.mark.parametrize("padding_idx", [None, 2])
+@pytest.mark.parametrize("last", [False, True])
+def test_embedding_bag_as_torch(mode, padding_idx, last):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    w = rng.standard_normal((6, 3))
+    idx = rng.integers(0, 6, 9)
+    offsets = np.array([0, 2, 2, 7] + ([9] if last else []))  # an empty bag among them
+    ours = F.embedding_bag(torcia.tensor(idx), torcia.tensor(w), torcia.tensor(offsets),
+                           mode=mode, padding_idx=padding_idx, include_last_offset=last)
+    theirs = torch.nn.functional.embedding_bag(
+        torch.tensor(idx), torch.tensor(w), torch.tensor(offsets), mode=mode,
+        padding_idx=padding_idx, include_last_offset=last)
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-12, atol=1e-12)
+    ours2 = F.embedding_bag(torcia.tensor(idx[:8].reshape(2, 4)), torcia.tensor(w), mode=mode,
+                            padding_idx=padding_idx)
+    theirs2 = torch.nn.functional.embedding_bag(torch.tensor(idx[:8].reshape(2, 4)),
+                                                torch.tensor(w), mode=mode,
+                                                padding_idx=padding_idx)
+    np.testing.assert_allclose(ours2.numpy(), theirs2.numpy(), rtol=1e-12, atol=1e-12)

@@ -566,3 +566,16 @@ def test_multilabel_margin_loss_maps_over_its_targets():
         got = vmap(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"))(x, t)
     want = _loop(lambda a, b: F.multilabel_margin_loss(a, b, reduction="none"), (x, t), (0, 0))
     assert torcia.allclose(got, want)
+
+
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag_maps_over_its_indices_and_offsets(mode):
+    # the bags (offsets) and padding were read as NumPy arrays
+    w = _rand(6, 3, seed=8)
+    idx = torcia.tensor([[0, 2, 5, 2, 1], [4, 4, 0, 3, 2]])
+    offsets = torcia.tensor([[0, 2, 2], [0, 1, 4]])
+    f = lambda i, o: F.embedding_bag(i, w, o, mode=mode, padding_idx=2)  # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = vmap(f)(idx, offsets)
+    assert torcia.allclose(got, _loop(f, (idx, offsets), (0, 0)))

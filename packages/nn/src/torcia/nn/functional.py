@@ -560,12 +560,14 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
                                   f"per_sample_weights is only supported for mode='sum' "
                                   f"(got mode='{mode}'). Please open a feature request on "
                                   "GitHub.")
+    dev = weight.device
+    # bags and padding as tensors, not NumPy reads of the values: vmap maps them
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is "
                              "treated is a mini-batch of fixed length sequences.")
         bags, length = input.shape
-        bag_of = np.repeat(np.arange(bags), length)
+        bag_of = torcia.arange(bags, device=dev).repeat_interleave(length)
         flat = input.reshape(-1)
         if per_sample_weights is not None:
             per_sample_weights = per_sample_weights.reshape(-1)
@@ -573,32 +575,38 @@ def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,
         if offsets is None or offsets.ndim != 1:
             raise ValueError("offsets has to be a 1D Tensor but got None" if offsets is None
                              else f"offsets has to be a 1D Tensor but got {offsets.ndim}D")
-        starts = offsets.__torcia_data__.astype(np.int64)
+        starts = offsets.long()
         if include_last_offset:
             starts = starts[:-1]
-        bags = len(starts)
-        bag_of = np.searchsorted(starts, np.arange(input.shape[0]), side="right") - 1
+        bags = starts.shape[0]
+        bag_of = torcia.searchsorted(starts, torcia.arange(input.shape[0], device=dev),
+                                     right=True) - 1
         flat = input
     else:
         raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
                          f"{input.ndim}")
     rows = embedding(flat, weight, None, max_norm, norm_type, scale_grad_by_freq, sparse)
-    keep = np.ones(flat.shape[0], dtype=bool) if padding_idx is None else (
-        flat.__torcia_data__ != padding_idx % weight.shape[0])
-    dev = weight.device
     if per_sample_weights is not None:
         rows = rows * per_sample_weights.unsqueeze(1)
-    index = torcia.tensor(bag_of[keep], device=dev)
-    rows = rows[torcia.tensor(np.nonzero(keep)[0], device=dev)]
+    # the padding rows take no part: the lowest value in a max, zero in a sum, no count
+    left_out = None if padding_idx is None else \
+        (flat == padding_idx % weight.shape[0]).unsqueeze(1)
     out = torcia.zeros(bags, weight.shape[1], dtype=weight.dtype, device=dev)
     if mode == "max":
+        if left_out is not None:
+            rows = rows.masked_fill(left_out, float("-inf"))
         lowest = torcia.full_like(out, float("-inf"))
-        out = lowest.scatter_reduce(0, index.unsqueeze(1).expand(rows.shape), rows, "amax")
+        out = lowest.scatter_reduce(0, bag_of.unsqueeze(1).expand(rows.shape), rows, "amax")
         return out.masked_fill(out == float("-inf"), 0.0)
-    out = out.index_add(0, index, rows)
+    if left_out is not None:
+        rows = rows.masked_fill(left_out, 0.0)
+    out = out.index_add(0, bag_of, rows)
     if mode == "mean":
-        counts = np.bincount(bag_of[keep], minlength=bags).astype(np.float64)
-        out = out / torcia.tensor(np.maximum(counts, 1), dtype=out.dtype, device=dev).unsqueeze(1)
+        counted = torcia.ones(flat.shape[0], dtype=out.dtype, device=dev)
+        if left_out is not None:
+            counted = counted.masked_fill(left_out.squeeze(1), 0.0)
+        counts = torcia.zeros(bags, dtype=out.dtype, device=dev).index_add(0, bag_of, counted)
+        out = out / counts.clamp(min=1).unsqueeze(1)
     return out
 
 
