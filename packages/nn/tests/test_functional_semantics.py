@@ -343,3 +343,27 @@ def test_embedding_bag_as_torch(mode, padding_idx, last):
                                                 torch.tensor(w), mode=mode,
                                                 padding_idx=padding_idx)
     np.testing.assert_allclose(ours2.numpy(), theirs2.numpy(), rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("mask", [None, "bool", "float"])
+def test_half_precision_attention_in_float32_as_torch(dtype, mask):
+    # the half-precision scores, exp and sums were each rounded (2x torch's error)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((2, 3, 4, 8)) * 2 for _ in range(3))
+    m = {None: None, "bool": rng.random((4, 4)) < 0.7,
+         "float": rng.standard_normal((4, 4))}[mask]
+
+    def run(lib):
+        t = [lib.tensor(a, dtype=lib.float32).to(getattr(lib, dtype)) for a in (q, k, v)]
+        mm = None if m is None else lib.tensor(m) if mask == "bool" else \
+            lib.tensor(m, dtype=lib.float32).to(getattr(lib, dtype))
+        return lib.nn.functional.scaled_dot_product_attention(*t, attn_mask=mm)
+
+    ours, theirs = run(torcia), run(torch)
+    assert ours.dtype is getattr(torcia, dtype)
+    tol = 1e-3 if dtype == "float16" else 1.6e-2
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=tol,
+                               atol=tol)

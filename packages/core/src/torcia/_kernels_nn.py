@@ -21,6 +21,16 @@ import numpy as np
 
 from torcia._dtype import np_floating as _floating
 
+
+def _low(a) -> bool:
+    """float16 or bfloat16: kernels that PyTorch runs in float32 on the CPU."""
+    return a.dtype.itemsize == 2 and _floating(a.dtype)
+
+
+def _in_float32(*arrays):
+    """``arrays`` in float32 (None and bool masks as they are)."""
+    return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
+
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
@@ -672,6 +682,10 @@ class NNKernels:
         ``is_causal`` lets query i attend to keys j <= i (no mask then). A query that may
         attend to no key gets a zero output and an lse of -inf (PyTorch's safe softmax).
         This kernel holds the (Lq, Lk) scores; a native one need not."""
+        if _low(q):
+            # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel
+            out = self.flash_attention(*_in_float32(q, k, v, mask), is_causal, scale)
+            return tuple(t.astype(q.dtype) for t in out)
         xp = self.xp
         s = self._attention_scores(q, k, mask, is_causal, scale)
         top = s.max(axis=-1, keepdims=True)
@@ -693,6 +707,10 @@ class NNKernels:
         recomputed from the scores and ``lse``, dV = P^T g, dS = P (g V^T - rowsum(g out)),
         dQ = dS K scale, dK = dS^T Q scale; a group's query heads add into its key/value
         head."""
+        if _low(q):
+            grads = self.flash_attention_backward(*_in_float32(g, q, k, v, out, lse, mask),
+                                                  is_causal, scale)
+            return tuple(t.astype(q.dtype) for t in grads)
         xp = self.xp
         rep = q.shape[-3] // k.shape[-3]
         s = self._attention_scores(q, k, mask, is_causal, scale)

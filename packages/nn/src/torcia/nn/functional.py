@@ -1168,13 +1168,14 @@ def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
 
 
 def _fusable_attention(q, k, v, mask, is_causal, enable_gqa) -> bool:
-    """Whether ``flash_attention`` computes this attention: float32 or float64 tensors of
-    one dtype and device with (*, H, L, E) shapes of the same leading dims, keys and
+    """Whether ``flash_attention`` computes this attention: floating tensors (half
+    precision computed in float32, rounded once, as PyTorch's CPU kernel) of one dtype and
+    device with (*, H, L, E) shapes of the same leading dims, keys and
     values of one length, the query heads a multiple of the key heads (equal without
     ``enable_gqa``), and a mask (not with ``is_causal``) that broadcasts to the scores'
     shape. Whatever else goes the composite way, errors included."""
     if not all(isinstance(t, torcia.Tensor) for t in (q, k, v)) or q.dtype not in (
-            torcia.float32, torcia.float64) or not (q.dtype is k.dtype and k.dtype is v.dtype):
+            torcia.float16, torcia.bfloat16, torcia.float32, torcia.float64) or not (q.dtype is k.dtype and k.dtype is v.dtype):
         return False
     if q.device != k.device or q.device != v.device or min(q.ndim, k.ndim, v.ndim) < 3 \
             or not q.ndim == k.ndim == v.ndim or q.shape[:-3] != k.shape[:-3] \
