@@ -1175,7 +1175,8 @@ def _fusable_attention(q, k, v, mask, is_causal, enable_gqa) -> bool:
     ``enable_gqa``), and a mask (not with ``is_causal``) that broadcasts to the scores'
     shape. Whatever else goes the composite way, errors included."""
     if not all(isinstance(t, torcia.Tensor) for t in (q, k, v)) or q.dtype not in (
-            torcia.float16, torcia.bfloat16, torcia.float32, torcia.float64) or not (q.dtype is k.dtype and k.dtype is v.dtype):
+            torcia.float16, torcia.bfloat16, torcia.float32, torcia.float64) or not (
+            q.dtype is k.dtype and k.dtype is v.dtype):
         return False
     if q.device != k.device or q.device != v.device or min(q.ndim, k.ndim, v.ndim) < 3 \
             or not q.ndim == k.ndim == v.ndim or q.shape[:-3] != k.shape[:-3] \
