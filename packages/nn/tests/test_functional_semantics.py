@@ -367,3 +367,30 @@ def test_half_precision_attention_in_float32_as_torch(dtype, mask):
     tol = 1e-3 if dtype == "float16" else 1.6e-2
     np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=tol,
                                atol=tol)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("norm", ["layer_norm", "group_norm", "rms_norm"])
+def test_half_precision_norms_in_float32_as_torch(dtype, norm):
+    # statistics and the normalised values in float32, rounded once (each step rounded in
+    # half precision drifted past torch's result)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    x, w, b = rng.standard_normal((4, 6, 5)) * 3 + 1, rng.standard_normal(5), \
+        rng.standard_normal(5)
+
+    def run(lib):
+        t = [lib.tensor(a, dtype=lib.float32).to(getattr(lib, dtype)) for a in (x, w, b)]
+        F_ = lib.nn.functional
+        if norm == "layer_norm":
+            return F_.layer_norm(t[0], (5,), t[1], t[2])
+        if norm == "rms_norm":
+            return F_.rms_norm(t[0], (5,), t[1])
+        return F_.group_norm(t[0].transpose(1, 2), 5, t[1], t[2])
+
+    ours, theirs = run(torcia), run(torch)
+    assert ours.dtype is getattr(torcia, dtype)
+    tol = 1e-3 if dtype == "float16" else 1.6e-2
+    np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=tol,
+                               atol=tol)

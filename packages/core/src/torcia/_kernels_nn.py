@@ -617,6 +617,10 @@ class NNKernels:
     def layer_norm(self, x, weight, bias, normalized_ndim, eps):
         """layer_norm(x, weight, bias) -> out: normalised over the last
         ``normalized_ndim`` dims, then scaled and shifted elementwise."""
+        if _low(x):
+            # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel
+            return self.layer_norm(*_in_float32(x, weight, bias), normalized_ndim,
+                                   eps).astype(x.dtype)
         xp = self.xp
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
         mean = x.mean(axis=axes, keepdims=True)
@@ -632,6 +636,8 @@ class NNKernels:
     def rms_norm(self, x, weight, normalized_ndim, eps):
         """rms_norm(x, weight) -> out: divided by the root mean square over the last
         ``normalized_ndim`` dims, then scaled elementwise."""
+        if _low(x):
+            return self.rms_norm(*_in_float32(x, weight), normalized_ndim, eps).astype(x.dtype)
         xp = self.xp
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
         out = x / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
