@@ -606,3 +606,14 @@ def test_bfloat16_to_integers_converts_as_float32_does(dtype):
     x = torcia.tensor(values, dtype=torcia.bfloat16)
     want = torcia.tensor(values, dtype=torcia.bfloat16).float().to(getattr(torcia, dtype))
     assert x.to(getattr(torcia, dtype)).tolist() == want.tolist()
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int64", "float32", "complex64"])
+def test_unary_plus_refuses_bools_as_positive_does(dtype):
+    x = torcia.ones(3, dtype=getattr(torcia, dtype))
+    if dtype == "bool":
+        for plus in (lambda t: +t, torcia.positive):
+            with pytest.raises(RuntimeError, match="`\\+` operator, on a bool tensor"):
+                plus(x)
+    else:
+        assert (+x) is x and torcia.positive(x) is x

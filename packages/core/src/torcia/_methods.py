@@ -126,7 +126,7 @@ Tensor.__rpow__ = _reflected("pow")
 Tensor.__matmul__ = lambda self, other: _ops.matmul(self, other)
 Tensor.__rmatmul__ = lambda self, other: _ops.matmul(_ops._tensor_arg(other), self)
 Tensor.__neg__ = lambda self: _ops.neg(self)
-Tensor.__pos__ = lambda self: self
+Tensor.__pos__ = lambda self: _ops_compat.positive(self)
 Tensor.__abs__ = lambda self: _ops.abs(self)
 def _invert(self):
     if self.dtype is D.bool_:
