@@ -617,3 +617,19 @@ def test_unary_plus_refuses_bools_as_positive_does(dtype):
                 plus(x)
     else:
         assert (+x) is x and torcia.positive(x) is x
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(0, 3), (2, 0), (0,)])
+def test_complex_scans_and_extremes_of_empty_tensors_answer(dtype, shape):
+    # PyTorch returns before looking for a complex kernel when there is nothing to scan
+    x = torcia.zeros(shape, dtype=getattr(torcia, dtype))
+    for scan in (torcia.cummax, torcia.cummin):
+        values, indices = scan(x, 0)
+        assert values.shape == x.shape and values.dtype is x.dtype
+        assert indices.shape == x.shape and indices.dtype is torcia.int64
+    if len(shape) == 2 and shape[0] == 0:  # over a dim of size 3: an empty result
+        assert torcia.amin(x, 1).shape == (0,) and torcia.amax(x, -1).shape == (0,)
+    # a value still has no complex kernel
+    with pytest.raises(RuntimeError, match="not implemented for"):
+        torcia.cummax(torcia.ones(2, dtype=getattr(torcia, dtype)), 0)

@@ -108,6 +108,15 @@ _REFUSED = {
 }
 
 
+# inputs PyTorch answers before it looks for the dtype's kernel: a scan of an empty tensor,
+# the extreme over a dim of an empty one
+_ANSWERED_EARLY = {
+    "cummax": lambda a: a.size == 0, "cummin": lambda a: a.size == 0,
+    "amax": lambda a: a.size == 0 and a.ndim > 0,
+    "amin": lambda a: a.size == 0 and a.ndim > 0,
+}
+
+
 def _refusing(name, kernel, refused):
     """``kernel`` refusing operands of the NumPy kinds in ``refused`` with PyTorch's error.
     The array-module ufuncs get a wrapper of their exact arity, so the check costs a few
@@ -115,8 +124,11 @@ def _refusing(name, kernel, refused):
     from torcia._dtype import FROM_NUMPY
     from torcia._tensor import _torch_name
 
+    early = _ANSWERED_EARLY.get(name)
+
     def check(x):
-        if x.__class__ is not complex and x.dtype.kind in refused:
+        if x.__class__ is not complex and x.dtype.kind in refused and not (
+                early is not None and early(x)):
             error, message = refused[x.dtype.kind]
             raise error(message.format(_torch_name(FROM_NUMPY[x.dtype])))
 
