@@ -633,3 +633,18 @@ def test_complex_scans_and_extremes_of_empty_tensors_answer(dtype, shape):
     # a value still has no complex kernel
     with pytest.raises(RuntimeError, match="not implemented for"):
         torcia.cummax(torcia.ones(2, dtype=getattr(torcia, dtype)), 0)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_complex_reciprocal_of_the_edges_as_torch(dtype):
+    # 1 / z: of 0 it is inf+nanj (NumPy's reciprocal gave nan+nanj)
+    torch = pytest.importorskip("torch")
+    edges = [0.0, -0.0, math.inf, -math.inf, math.nan, 1.0, -0.5, 1e-30, 1e30]
+    v = np.array([complex(a, b) for a in edges for b in edges], dtype=dtype)
+    ours = torcia.reciprocal(torcia.tensor(v)).numpy()
+    theirs = torch.reciprocal(torch.tensor(v)).numpy()
+    for part in (np.real, np.imag):
+        np.testing.assert_array_equal(np.isnan(part(ours)), np.isnan(part(theirs)))
+        np.testing.assert_allclose(np.nan_to_num(part(ours)), np.nan_to_num(part(theirs)),
+                                   rtol=1e-6)

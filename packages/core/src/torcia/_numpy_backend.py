@@ -25,7 +25,7 @@ from torcia.plugins import hookimpl
 _UFUNC_NAMES = {
     # op name -> attribute of xp, for the ops that are one array-module call
     "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
-    "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt", "reciprocal": "reciprocal",
+    "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
     "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
     "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
     "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs",
@@ -194,6 +194,15 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         out = xp.sign(a)
         return xp.where(out != out, xp.zeros((), out.dtype), out) if a.dtype.kind in "fV" \
             else out
+
+    def reciprocal(self, a):
+        # a complex one as PyTorch's 1 / z: NumPy's reciprocal of 0j is nan+nanj, where
+        # the division gives inf+nanj as PyTorch does
+        xp = self.xp
+        if a.dtype.kind != "c":
+            return xp.reciprocal(a)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.divide(1, a)
 
     def square(self, a):
         # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
