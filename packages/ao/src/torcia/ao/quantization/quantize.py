@@ -324,7 +324,10 @@ def get_default_static_quant_module_mappings() -> dict:
     """
     mapping = {
         QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
-        nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
+        nn.Linear: nnq.Linear, nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
+        nn.Conv3d: nnq.Conv3d, nn.ConvTranspose1d: nnq.ConvTranspose1d,
+        nn.ConvTranspose2d: nnq.ConvTranspose2d, nn.LayerNorm: nnq.LayerNorm,
+        nn.Embedding: nnq.Embedding, nn.EmbeddingBag: nnq.EmbeddingBag, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nni.ConvReLU2d: nniq.ConvReLU2d,
         nni.LinearReLU: nniq.LinearReLU, nniqat.ConvReLU2d: nniq.ConvReLU2d,
         nniqat.LinearReLU: nniq.LinearReLU, nniqat.ConvBn2d: nnq.Conv2d,

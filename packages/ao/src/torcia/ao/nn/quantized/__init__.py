@@ -7,12 +7,19 @@ from __future__ import annotations
 from torcia.ao.nn.quantized._modules import (
     ELU,
     BatchNorm2d,
+    Conv1d,
     Conv2d,
+    Conv3d,
+    ConvTranspose1d,
+    ConvTranspose2d,
     DeQuantize,
     Dropout,
+    Embedding,
+    EmbeddingBag,
     FloatFunctional,
     FXFloatFunctional,
     Hardswish,
+    LayerNorm,
     LeakyReLU,
     Linear,
     QFunctional,
@@ -22,6 +29,7 @@ from torcia.ao.nn.quantized._modules import (
     Sigmoid,
 )
 
-__all__ = ["BatchNorm2d", "Conv2d", "DeQuantize", "Dropout", "ELU", "FXFloatFunctional",
-           "FloatFunctional", "Hardswish", "LeakyReLU", "Linear", "QFunctional", "Quantize",
-           "QuantizedPassthrough", "ReLU6", "Sigmoid"]
+__all__ = ["BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
+           "DeQuantize", "Dropout", "ELU", "Embedding", "EmbeddingBag", "FXFloatFunctional",
+           "FloatFunctional", "Hardswish", "LayerNorm", "LeakyReLU", "Linear", "QFunctional",
+           "Quantize", "QuantizedPassthrough", "ReLU6", "Sigmoid"]
