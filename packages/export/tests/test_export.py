@@ -473,3 +473,66 @@ def test_additional_inputs_infer_what_torchs_do():
     assert list(got) == list(want)
     for name in got:
         assert [d is None for d in got[name]] == [d is None for d in want[name]]
+
+
+# ---------------------------------------------------------------------------------------
+# draft_export
+# ---------------------------------------------------------------------------------------
+
+
+class _Branchy(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # the line the report names
+            x = x + 1
+        if x.max().item() > 100:
+            x = x * 0
+        return x * 2
+
+
+def test_draft_export_reports_each_data_dependent_read_and_specializes():
+    ep = torcia.export.draft_export(_Branchy(), (torcia.ones(3),))
+    report = ep._report
+    assert not report.successful() and len(report.failures) == 2
+    kinds = {f.failure_type for f in report.failures}
+    assert kinds == {torcia.export._draft.FailureType.DATA_DEPENDENT_ERROR}
+    assert "if x.sum() > 0:  # the line the report names" in report.failures[0].data["user_stack"]
+    assert "2 issue(s)" in str(report)
+    # the branch the example took is the branch the program always takes
+    x = torcia.tensor([-3.0, 1.0, 0.5])
+    assert ep.module()(x).tolist() == ((x + 1) * 2).tolist()
+    with pytest.raises(ExportError, match="data-dependent"):
+        torcia.export.export(_Branchy(), (torcia.ones(3),))
+
+
+def test_draft_export_of_a_sound_program_is_export():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).eval()
+    ep = torcia.export.draft_export(model, (torcia.randn(2, 3),))
+    assert ep._report.successful() and ep._report.failures == []
+    x = torcia.randn(2, 3)
+    assert torcia.equal(ep.module()(x), torcia.export.export(model, (x,)).module()(x))
+
+
+def test_draft_export_report_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+
+    class Theirs(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    class Mine(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    theirs = torch.export.draft_export(Theirs(), (torch.ones(3),))
+    mine = torcia.export.draft_export(Mine(), (torcia.ones(3),))
+    assert mine._report.successful() == theirs._report.successful()
+    assert len(mine._report.failures) == len(theirs._report.failures)
+    assert int(mine._report.failures[0].failure_type) == \
+        int(theirs._report.failures[0].failure_type)
+    x = np.array([-1.0, 2.0, -4.0], np.float32)
+    np.testing.assert_array_equal(mine.module()(torcia.from_numpy(x)).numpy(),
+                                  theirs.module()(torch.from_numpy(x)).numpy())

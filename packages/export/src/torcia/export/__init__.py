@@ -51,8 +51,9 @@ from torcia.export._capture import (
     flatten,
     located,
     resampled,
-    unflatten,
 )
+from torcia.export._capture import unflatten as _unflatten
+from torcia.export._draft import DraftExportReport, draft_export
 from torcia.export._dims import (
     INT_MAX,
     AdditionalInputs,
@@ -81,10 +82,10 @@ from torcia.export._program import (
 )
 from torcia.library import Tensor
 
-__all__ = ["AdditionalInputs", "Dim", "ExportError", "ExportGraph", "ExportGraphSignature",
-           "ExportedModule", "ExportedProgram", "InputKind", "InputSpec", "Node", "OutputKind",
-           "OutputSpec", "ShapesCollection", "dims", "export", "load", "named_state",
-           "register_state", "save"]
+__all__ = ["AdditionalInputs", "Dim", "DraftExportReport", "ExportError", "ExportGraph",
+           "ExportGraphSignature", "ExportedModule", "ExportedProgram", "InputKind", "InputSpec",
+           "Node", "OutputKind", "OutputSpec", "ShapesCollection", "dims", "draft_export",
+           "export", "load", "named_state", "register_state", "save"]
 
 
 ExportError.__module__ = "torcia.export"  # where users meet it
@@ -603,7 +604,7 @@ class _Tracing:
                 new.append(resampled(leaf, tuple(shape), self.rng))
             else:
                 new.append(leaf)
-        args, kwargs = unflatten(self.spec, iter(new))
+        args, kwargs = _unflatten(self.spec, iter(new))
         try:
             tracer, _ = capture(self.module, args, kwargs, self.on_read)
         finally:
