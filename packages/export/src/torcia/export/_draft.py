@@ -73,8 +73,9 @@ def draft_export(mod, args, kwargs=None, *, dynamic_shapes=None,
                  pre_dispatch: bool = True, prefer_deferred_runtime_asserts_over_guards=False):
     """:func:`~torcia.export.export` that does not stop on data-dependent control flow
     (``torch.export.draft_export``): where the model's Python reads a tensor's values,
-    the values of the example inputs decide, the program keeps that choice, and
-    ``ep._report`` (a :class:`DraftExportReport`) lists each such place with the
+    the values of the example inputs decide, the program keeps that choice (PyTorch's
+    also asserts at run time that later inputs make the same one; torcia's does not
+    check), and ``ep._report`` (a :class:`DraftExportReport`) lists each such place with the
     model's line. Use it to find everything :func:`export` would refuse in one run.
 
     Parameters
