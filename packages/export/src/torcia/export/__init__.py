@@ -53,7 +53,6 @@ from torcia.export._capture import (
     resampled,
 )
 from torcia.export._capture import unflatten as _unflatten
-from torcia.export._draft import DraftExportReport, draft_export
 from torcia.export._dims import (
     INT_MAX,
     AdditionalInputs,
@@ -68,6 +67,7 @@ from torcia.export._dims import (
     step_values,
     summarize,
 )
+from torcia.export._draft import DraftExportReport, draft_export
 from torcia.export._program import (
     Node,
     Program,

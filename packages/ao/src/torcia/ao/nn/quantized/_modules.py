@@ -417,8 +417,9 @@ class _ConvTransposeNd(_ConvNd):
     @classmethod
     def _quantized_weight(cls, conv, weight):
         observer = _weight_observer(conv)
-        if getattr(observer, "qscheme", per_tensor_affine) not in (per_tensor_affine, per_tensor_symmetric):
-            raise AssertionError(f"Per channel weight observer is not supported yet for "
+        scheme = getattr(observer, "qscheme", per_tensor_affine)
+        if scheme not in (per_tensor_affine, per_tensor_symmetric):
+            raise AssertionError("Per channel weight observer is not supported yet for "
                                  f"ConvTranspose{cls._ND}d.")
         ints, scales = weight_params(weight, observer)
         return ints, scales[:1].expand(conv.out_channels).contiguous()
