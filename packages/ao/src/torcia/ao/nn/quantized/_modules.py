@@ -605,11 +605,12 @@ class LayerNorm(nn.LayerNorm):
     --------
     >>> import torcia
     >>> from torcia.ao.nn.quantized import LayerNorm
-    >>> m = LayerNorm(4, torcia.ones(4), torcia.zeros(4), 0.02, 128)
+    >>> gamma, beta = torcia.nn.Parameter(torcia.ones(4)), torcia.nn.Parameter(torcia.zeros(4))
+    >>> m = LayerNorm(4, gamma, beta, 0.02, 128)
     >>> x = torcia.quantize_per_tensor(torcia.tensor([[0.0, 1.0, 2.0, 3.0]]), 0.1, 0,
     ...                                torcia.quint8)
     >>> m(x).int_repr().tolist()
-    [[61, 105, 150, 195]]
+    [[61, 106, 150, 195]]
     """
 
     def __init__(self, normalized_shape, weight, bias, scale, zero_point, eps=1e-5,
