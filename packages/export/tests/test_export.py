@@ -8,6 +8,7 @@ is checked against hand-derived polynomials; guard messages against torch.export
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -536,3 +537,112 @@ def test_draft_export_report_agrees_with_torch():
     x = np.array([-1.0, 2.0, 4.0], np.float32)  # torch's asserts the branch taken
     np.testing.assert_array_equal(mine.module()(torcia.from_numpy(x)).numpy(),
                                   theirs.module()(torch.from_numpy(x)).numpy())
+
+
+# ---------------------------------------------------------------------------------------
+# register_dataclass
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Features:
+    tokens: torcia.Tensor
+    mask: torcia.Tensor
+    temperature: float = 1.0
+
+
+@dataclasses.dataclass
+class _Scored:
+    logits: torcia.Tensor
+    best: torcia.Tensor
+
+
+torcia.export.register_dataclass(_Features)
+torcia.export.register_dataclass(_Scored, serialized_type_name="tests.Scored")
+
+
+class _Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, feats: _Features, extra):
+        logits = self.proj(feats.tokens * feats.mask[..., None]) / feats.temperature
+        return _Scored(logits, logits.argmax(-1)), [extra[0] + 1]
+
+
+def _features(n, temperature=1.0):
+    return _Features(torcia.randn(n, 5, 4), (torcia.rand(n, 5) > 0.5).float(), temperature)
+
+
+def test_registered_dataclasses_go_in_and_out_of_a_program_and_its_file(tmp_path):
+    torcia.manual_seed(0)
+    model = _Scorer().eval()
+    batch = Dim("batch", max=16)
+    ep = export(model, (_features(2, 0.5), [torcia.ones(2)]),
+                dynamic_shapes=({"tokens": {0: batch}, "mask": {0: batch},
+                                 "temperature": None}, None))
+    path = tmp_path / "scorer.pt2"
+    torcia.export.save(ep, path)
+    for program in (ep, torcia.export.load(path)):
+        feats = _features(7, 0.5)
+        got, rest = program.module()(feats, [torcia.zeros(2)])
+        want, want_rest = model(feats, [torcia.zeros(2)])
+        assert isinstance(got, _Scored)
+        assert torcia.allclose(got.logits, want.logits, atol=1e-6)
+        assert torcia.equal(got.best, want.best) and rest[0].tolist() == [1.0, 1.0]
+        with pytest.raises(AssertionError, match=r"Guard failed: feats.temperature == 0.5"):
+            program.module()(_features(2, 2.0), [torcia.zeros(2)])
+        with pytest.raises(TypeError, match=r"expected \(\(\S*_Features\(tokens=Tensor"):
+            program.module()({"tokens": feats.tokens}, [torcia.zeros(2)])
+
+
+def test_register_dataclass_refuses_what_is_not_a_dataclass_and_a_taken_name():
+    with pytest.raises(TypeError, match="expects a dataclass type"):
+        torcia.export.register_dataclass(_Scorer)
+
+    @dataclasses.dataclass
+    class Other:
+        x: torcia.Tensor
+
+    with pytest.raises(ValueError, match="'tests.Scored' is already registered"):
+        torcia.export.register_dataclass(Other, serialized_type_name="tests.Scored")
+
+
+def test_a_program_with_an_unregistered_dataclass_says_to_register_it():
+    spec = ("dataclass", ("tests.NotThere", (("x", ("T",)),)))
+    with pytest.raises(TypeError, match="'tests.NotThere', which is not registered"):
+        torcia.export._capture.unflatten(spec, iter([torcia.ones(1)]))
+
+
+def test_register_dataclass_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    @dataclasses.dataclass
+    class TorchIn:
+        x: torch.Tensor
+        k: float
+
+    @dataclasses.dataclass
+    class MineIn:
+        x: torcia.Tensor
+        k: float
+
+    torch.export.register_dataclass(TorchIn)
+    torcia.export.register_dataclass(MineIn)
+
+    class Theirs(torch.nn.Module):
+        def forward(self, inp):
+            return TorchIn(inp.x.relu() * inp.k, inp.k)
+
+    class Mine(nn.Module):
+        def forward(self, inp):
+            return MineIn(inp.x.relu() * inp.k, inp.k)
+
+    x = np.random.default_rng(0).standard_normal((3, 2)).astype(np.float32)
+    theirs = torch.export.export(Theirs(), (TorchIn(torch.from_numpy(x), 3.0),)).module()
+    mine = export(Mine(), (MineIn(torcia.from_numpy(x), 3.0),)).module()
+    y = np.random.default_rng(1).standard_normal((3, 2)).astype(np.float32)
+    want, got = theirs(TorchIn(torch.from_numpy(y), 3.0)), mine(MineIn(torcia.from_numpy(y), 3.0))
+    np.testing.assert_array_equal(got.x.numpy(), want.x.numpy())
+    assert got.k == want.k
