@@ -23,9 +23,11 @@ def _weights(weight, dtype, observer):
 
 
 def _product(x, w, scales, bias, reduce_range):
-    """``x @ w.T + bias`` with ``w`` int8 (activations quantized now) or float16."""
+    """``x @ w.T + bias`` with ``w`` int8 (activations quantized now) or float16; ``bias``
+    (N,) or one per output element."""
     if scales is None:
-        return nn.functional.linear(x, w.to(x.dtype), bias)
+        out = nn.functional.linear(x, w.to(x.dtype))
+        return out if bias is None else out + bias
     return call("linear_dynamic", (x, w, scales, bias),
                 {"per_row": False, "reduce_range": reduce_range})
 
@@ -155,20 +157,32 @@ class _Recurrent(nn.Module):
                     cell[kind] = name
                 self.cells.append(name)
 
-    def _project(self, x, kind, name):
-        return _product(x, getattr(self, f"weight_{kind}_{name}"),
-                        getattr(self, f"scales_{kind}_{name}"),
-                        getattr(self, f"bias_{kind}_{name}"), self.reduce_range)
+    def _layer(self, kind, name) -> tuple:
+        return tuple(getattr(self, f"{what}_{kind}_{name}") for what in
+                     ("weight", "scales", "bias"))
 
     def _run(self, x, states, name, reverse):
         """One layer and direction over the sequence (T, B, I)."""
         t_len, batch = x.shape[0], x.shape[1]
-        gx = self._project(x.reshape(t_len * batch, -1), "ih", name).reshape(
-            t_len, batch, -1)
+        w_ih, s_ih, b_ih = self._layer("ih", name)
+        w_hh, s_hh, b_hh = self._layer("hh", name)
+        fold = self._MODE == "LSTM"
+        if fold and b_hh is not None:
+            # an LSTM's gates are the sum of the two projections: the hidden bias joins
+            # the input projection, made once for all steps, which each step's hidden
+            # product then takes as its bias (added in the GEMM's epilogue)
+            b_ih = b_hh if b_ih is None else b_ih + b_hh
+        gx = _product(x.reshape(t_len * batch, -1), w_ih, s_ih, b_ih,
+                      self.reduce_range).reshape(t_len, batch, -1)
         outs = [None] * t_len
         steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
         for t in steps:
-            states = self._step(gx[t], self._project(states[0], "hh", name), states)
+            if fold:
+                gates = _product(states[0], w_hh, s_hh, gx[t], self.reduce_range)
+                states = tuple(call("lstm_cell", (gates, states[1]), {})[:2])
+            else:
+                states = self._step(gx[t], _product(states[0], w_hh, s_hh, b_hh,
+                                                    self.reduce_range), states)
             outs[t] = states[0]
         return torcia.stack(outs), states
 
@@ -230,9 +244,6 @@ class LSTM(_Recurrent):
 
     _FLOAT_MODULE = nn.LSTM
     _MODE = "LSTM"
-
-    def _step(self, gx, gh, states):
-        return _lstm_step(gx, gh, states)
 
 
 class GRU(_Recurrent):
