@@ -847,3 +847,93 @@ def test_quantized_embedding_rows_dequantize_to_their_float_range():
     np.testing.assert_allclose(rows[:, [0, 2]], [[1.0, 3.55], [-5.1, -2.0]], rtol=1e-6)
     np.testing.assert_allclose(rows, emb.weight.detach().numpy(),
                                atol=np.float32(2.55 / 255) / 2 + 1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# torch.ao.nn.quantized.functional
+# ---------------------------------------------------------------------------------------
+
+
+def _functional_cases(lib):
+    """(name, args after the input, kwargs, input shape) of each functional form."""
+    q = lib.ao.nn.quantized.functional
+    yield q.max_pool1d, (3,), {"stride": 2, "padding": 1}, (2, 3, 9)
+    yield q.max_pool2d, (3,), {"stride": 2, "ceil_mode": True}, (2, 3, 7, 6)
+    yield q.avg_pool2d, (2,), {"padding": 1}, (2, 3, 7, 6)
+    yield q.avg_pool3d, ((1, 2, 2),), {}, (1, 2, 2, 4, 4)
+    yield q.adaptive_avg_pool2d, ((3, 2),), {}, (2, 3, 7, 6)
+    yield q.adaptive_avg_pool3d, (1,), {}, (1, 2, 2, 4, 4)
+    yield q.interpolate, (), {"scale_factor": 2, "mode": "nearest"}, (1, 2, 3, 4)
+    yield q.interpolate, (), {"size": (5, 7), "mode": "bilinear", "align_corners": False}, \
+        (1, 2, 3, 4)
+    yield q.upsample_bilinear, (), {"size": (5, 7)}, (1, 2, 3, 4)
+    yield q.upsample_nearest, (), {"scale_factor": 3}, (1, 2, 3, 4)
+    yield q.leaky_relu, (0.2,), {}, (4, 5)
+    yield q.leaky_relu, (0.2,), {"scale": 0.02, "zero_point": 30}, (4, 5)
+    yield q.hardswish, (0.03, 40), {}, (4, 5)
+    yield q.elu, (0.03, 40), {"alpha": 0.5}, (4, 5)
+    yield q.celu, (0.03, 40), {"alpha": 1.5}, (4, 5)
+    yield q.hardsigmoid, (), {}, (4, 5)
+    yield q.hardtanh, (-0.5, 1.0), {}, (4, 5)
+    yield q.clamp, (-0.3, 0.7), {}, (4, 5)
+    yield q.threshold, (0.1, -0.4), {}, (4, 5)
+
+
+@needs_torch
+@pytest.mark.parametrize("i", range(len(list(_functional_cases(torcia)))))
+def test_quantized_functional_forms_match_torch(i):
+    mine_fn, args, kwargs, shape = list(_functional_cases(torcia))[i]
+    theirs_fn = list(_functional_cases(torch))[i][0]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    mine = mine_fn(torcia.quantize_per_tensor(torcia.from_numpy(x), 0.02, 110, torcia.quint8),
+                   *args, **kwargs)
+    theirs = theirs_fn(torch.quantize_per_tensor(torch.from_numpy(x), 0.02, 110, torch.quint8),
+                       *args, **kwargs)
+    assert mine.shape == tuple(theirs.shape)
+    assert (mine.q_scale(), mine.q_zero_point()) == pytest.approx(
+        (theirs.q_scale(), theirs.q_zero_point()))
+    steps = np.abs(mine.int_repr().numpy().astype(int) - theirs.int_repr().numpy().astype(int))
+    assert steps.max() <= 1 and steps.mean() < 0.05
+
+
+@needs_torch
+@pytest.mark.parametrize("nd, per_channel", [(1, False), (2, True), (3, True)])
+def test_quantized_functional_products_match_torch(nd, per_channel):
+    x = RNG.standard_normal((2, 4) + (6,) * nd).astype(np.float32)
+    w = RNG.standard_normal((6, 2) + (3,) * nd).astype(np.float32) * 0.3
+    b = RNG.standard_normal(6).astype(np.float32)
+    scales = (np.abs(w).reshape(6, -1).max(1) / 127).astype(np.float64)
+
+    def weight(lib, arr):
+        if per_channel:
+            return lib.quantize_per_channel(lib.from_numpy(arr), lib.from_numpy(scales),
+                                            lib.from_numpy(np.zeros(6, np.int64)), 0,
+                                            lib.qint8)
+        return lib.quantize_per_tensor(lib.from_numpy(arr), float(scales.max()), 0, lib.qint8)
+
+    kw = {"stride": 2, "padding": 1, "groups": 2, "scale": 0.05, "zero_point": 64}
+    got, want = (getattr(lib.ao.nn.quantized.functional, f"conv{nd}d")(
+        lib.quantize_per_tensor(lib.from_numpy(x), 0.03, 128, lib.quint8), weight(lib, w),
+        lib.from_numpy(b), **kw) for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert got.shape == tuple(want.shape) and steps.max() <= 1
+    xl = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :5])
+    wl = np.ascontiguousarray(w.reshape(6, -1)[:, :5])
+    got, want = (lib.ao.nn.quantized.functional.linear(
+        lib.quantize_per_tensor(lib.from_numpy(xl), 0.03, 128, lib.quint8),
+        lib.quantize_per_tensor(lib.from_numpy(wl), 0.01, 0, lib.qint8), lib.from_numpy(b),
+        0.04, 70) for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert got.shape == tuple(want.shape) and steps.max() <= 1
+
+
+def test_quantized_functional_refuses_float_weights_and_other_modes():
+    import torcia.ao.nn.quantized.functional as qF
+
+    x = torcia.quantize_per_tensor(torcia.rand(1, 2, 4, 4), 0.01, 0, torcia.quint8)
+    with pytest.raises(ValueError, match="must be a qint8 quantized tensor"):
+        qF.conv2d(x, torcia.ones(2, 2, 3, 3), None)
+    with pytest.raises(ValueError, match="Only 'nearest' and 'bilinear'"):
+        qF.interpolate(x, scale_factor=2, mode="bicubic")
+    with pytest.raises(RuntimeError, match="expects a quantized tensor"):
+        qF.hardtanh(torcia.ones(2))
