@@ -10,7 +10,7 @@ import warnings
 
 
 class FailureType(enum.IntEnum):
-    """What a :class:`FailureReport` is about (``torch.export._draft_export``'s kinds;
+    """What a ``FailureReport`` is about (``torch.export._draft_export``'s kinds;
     torcia's capture meets data-dependent reads only)."""
 
     MISSING_FAKE_KERNEL = 1

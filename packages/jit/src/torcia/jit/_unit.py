@@ -21,7 +21,7 @@ class CompilationUnit:
     Each top-level ``def`` of the source becomes a :class:`ScriptFunction`, found as an
     attribute of the unit (``cu.foo``). The source runs with ``torcia``, and ``torch``
     as its alias (so TorchScript source written for PyTorch reads as it is), ``Tensor``
-    and :mod:`typing`'s names in scope; functions call each other by name.
+    and ``typing``'s names in scope; functions call each other by name.
 
     Parameters
     ----------
