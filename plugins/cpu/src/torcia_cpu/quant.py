@@ -97,9 +97,11 @@ class QuantKernels:
             x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
             q, row_scale, offset = _native.quantize_rows(x2, per_row, reduce_range)
             b = _bias(bias)
-            if b is not None and b.ndim > 1:  # per output element: the GEMM's epilogue adds it
+            rows = (x2.shape[0], wq.shape[0])
+            if b is not None and b.ndim > 1 and b.shape != rows:
+                # per output element (the GEMM's epilogue adds it), in the output's shape
                 b = np.ascontiguousarray(np.broadcast_to(
-                    b, x.shape[:-1] + (wq.shape[0],)).reshape(x2.shape[0], -1))
+                    b, x.shape[:-1] + (wq.shape[0],)).reshape(rows))
             with _own_blas_threads(x2.shape[0] * wq.shape[0] * wq.shape[1]):
                 out = _native.int8_linear(q, offset, np.ascontiguousarray(wq), row_scale,
                                           np.ascontiguousarray(w_scales, dtype=_F32),

@@ -176,12 +176,13 @@ class _Recurrent(nn.Module):
                       self.reduce_range).reshape(t_len, batch, -1)
         outs = [None] * t_len
         steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
+        per_step = gx.unbind(0)  # one op rather than an index per step
         for t in steps:
             if fold:
-                gates = _product(states[0], w_hh, s_hh, gx[t], self.reduce_range)
+                gates = _product(states[0], w_hh, s_hh, per_step[t], self.reduce_range)
                 states = tuple(call("lstm_cell", (gates, states[1]), {})[:2])
             else:
-                states = self._step(gx[t], _product(states[0], w_hh, s_hh, b_hh,
+                states = self._step(per_step[t], _product(states[0], w_hh, s_hh, b_hh,
                                                     self.reduce_range), states)
             outs[t] = states[0]
         return torcia.stack(outs), states
