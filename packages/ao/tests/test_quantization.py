@@ -731,6 +731,9 @@ _CONVS = [
     ("ConvTranspose2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, (3, 2), stride=(2, 3),
                                                             padding=(1, 0), dilation=(1, 2)),
      (2, 3, 5, 4), "default_qconfig"),
+    ("ConvTranspose3d", lambda lib: lib.nn.ConvTranspose3d(2, 4, (2, 3, 2), stride=(1, 2, 2),
+                                                            padding=(0, 1, 0)),
+     (1, 2, 3, 4, 3), "default_qconfig"),
     ("LayerNorm", lambda lib: lib.nn.LayerNorm(8), (3, 5, 8), "default_qconfig"),
 ]
 

@@ -14,6 +14,7 @@ from torcia.ao.nn.quantized._modules import (
     Conv3d,
     ConvTranspose1d,
     ConvTranspose2d,
+    ConvTranspose3d,
     DeQuantize,
     Dropout,
     Embedding,
@@ -32,6 +33,6 @@ from torcia.ao.nn.quantized._modules import (
 )
 
 __all__ = ["BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "DeQuantize", "Dropout", "ELU", "Embedding", "EmbeddingBag", "FXFloatFunctional",
-           "FloatFunctional", "Hardswish", "LayerNorm", "LeakyReLU", "Linear", "QFunctional",
-           "Quantize", "QuantizedPassthrough", "ReLU6", "Sigmoid"]
+           "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding", "EmbeddingBag",
+           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LayerNorm", "LeakyReLU", "Linear",
+           "QFunctional", "Quantize", "QuantizedPassthrough", "ReLU6", "Sigmoid"]

@@ -470,6 +470,24 @@ class ConvTranspose2d(_ConvTransposeNd):
     _FLOAT_MODULE = (nn.ConvTranspose2d,)
 
 
+class ConvTranspose3d(_ConvTransposeNd):
+    """A quantized ConvTranspose3d (``torch.ao.nn.quantized.ConvTranspose3d``): uint8
+    (N, C, D, H, W) in and out, int8 weights at one scale.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import ConvTranspose3d
+    >>> m = ConvTranspose3d(2, 3, (1, 2, 2), stride=(1, 2, 2))
+    >>> x = torcia.quantize_per_tensor(torcia.rand(1, 2, 2, 3, 3), 0.01, 0, torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([1, 3, 2, 6, 6])
+    """
+
+    _ND = 3
+    _FLOAT_MODULE = (nn.ConvTranspose3d,)
+
+
 def _row_qparams_weight(weight: Tensor, observer) -> tuple[Tensor, Tensor, Tensor]:
     """``weight`` (rows, dim) as uint8 with a float scale and zero point per row, from a
     ``per_channel_affine_float_qparams`` observer (PyTorch's embedding scheme)."""
