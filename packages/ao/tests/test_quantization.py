@@ -940,3 +940,35 @@ def test_quantized_functional_refuses_float_weights_and_other_modes():
         qF.interpolate(x, scale_factor=2, mode="bicubic")
     with pytest.raises(RuntimeError, match="expects a quantized tensor"):
         qF.hardtanh(torcia.ones(2))
+
+
+_DYNAMIC_CONVS = [
+    ("Conv1d", lambda lib: lib.nn.Conv1d(4, 6, 3, stride=2, padding=1, groups=2), (2, 4, 11)),
+    ("Conv2d", lambda lib: lib.nn.Conv2d(3, 4, 3, padding=1, dilation=2), (2, 3, 8, 7)),
+    ("Conv3d", lambda lib: lib.nn.Conv3d(2, 3, (1, 3, 3), padding=(0, 1, 1)), (1, 2, 3, 5, 5)),
+    ("ConvTranspose1d", lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=2), (2, 4, 7)),
+    ("ConvTranspose2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, 2, stride=2), (2, 3, 4, 5)),
+    ("ConvTranspose3d", lambda lib: lib.nn.ConvTranspose3d(2, 3, (1, 2, 2), stride=(1, 2, 2)),
+     (1, 2, 2, 3, 3)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, make, shape", _DYNAMIC_CONVS, ids=[c[0] for c in _DYNAMIC_CONVS])
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_dynamic_convolutions_match_torch(name, make, shape, reduce_range, monkeypatch):
+    monkeypatch.setattr(torch.backends.quantized, "engine", "fbgemm")  # see the static test
+    torcia.manual_seed(3)
+    mine, theirs = make(torcia), make(torch)
+    _same_weights(mine, theirs)
+    mine.qconfig = tq.default_dynamic_qconfig
+    theirs.qconfig = torch.ao.quantization.default_dynamic_qconfig
+    q_mine = getattr(torcia.ao.nn.quantized.dynamic, name).from_float(mine)
+    q_theirs = getattr(torch.ao.nn.quantized.dynamic, name).from_float(theirs)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    got = q_mine(torcia.from_numpy(x), reduce_range).numpy()
+    want = q_theirs(torch.from_numpy(x), reduce_range).numpy()
+    # the same integers requantized at the same step: equal but for float rounding
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    with pytest.raises(ValueError, match="Input shape must be"):
+        q_mine(torcia.from_numpy(x[0]))

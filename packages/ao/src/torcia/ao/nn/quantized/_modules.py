@@ -290,8 +290,12 @@ class _ConvNd(nn.Module):
         q = cls._from_conv(conv, bias)
         q.weight_int8, q.weight_scales = cls._quantized_weight(conv, weight)
         q.bias_ = None if bias is None else bias.detach().to(torcia.float32)
-        q.scale, q.zero_point = output_params(mod)
+        q.scale, q.zero_point = cls._output_params(mod)
         return q
+
+    @staticmethod
+    def _output_params(mod) -> tuple[float, int]:
+        return output_params(mod)
 
     def extra_repr(self):
         return (f"{self.in_channels}, {self.out_channels}, kernel_size={self.kernel_size}, "
