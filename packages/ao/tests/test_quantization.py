@@ -735,6 +735,13 @@ _CONVS = [
                                                             padding=(0, 1, 0)),
      (1, 2, 3, 4, 3), "default_qconfig"),
     ("LayerNorm", lambda lib: lib.nn.LayerNorm(8), (3, 5, 8), "default_qconfig"),
+    ("GroupNorm", lambda lib: lib.nn.GroupNorm(2, 4), (3, 4, 5), "default_qconfig"),
+    ("InstanceNorm1d", lambda lib: lib.nn.InstanceNorm1d(3, affine=True), (2, 3, 6),
+     "default_qconfig"),
+    ("InstanceNorm2d", lambda lib: lib.nn.InstanceNorm2d(3), (2, 3, 4, 5), "default_qconfig"),
+    ("InstanceNorm3d", lambda lib: lib.nn.InstanceNorm3d(2), (1, 2, 3, 4, 4),
+     "default_qconfig"),
+    ("BatchNorm3d", lambda lib: lib.nn.BatchNorm3d(2), (1, 2, 3, 4, 4), "default_qconfig"),
 ]
 
 
@@ -972,3 +979,41 @@ def test_dynamic_convolutions_match_torch(name, make, shape, reduce_range, monke
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
     with pytest.raises(ValueError, match="Input shape must be"):
         q_mine(torcia.from_numpy(x[0]))
+
+
+@needs_torch
+@pytest.mark.parametrize("dim, shape", [(1, (3, 5)), (-1, (2, 3, 4)), (None, (2, 6)),
+                                        (None, (2, 3, 4))])
+def test_quantized_softmax_matches_torch(dim, shape):
+    x = RNG.standard_normal(shape).astype(np.float32) * 3
+    got, want = (lib.ao.nn.quantized.Softmax(dim, 1 / 256, 0)(
+        lib.quantize_per_tensor(lib.from_numpy(x), 0.05, 128, lib.quint8))
+        for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert steps.max() <= 1
+
+
+@needs_torch
+def test_quantized_prelu_is_the_float_prelu_of_its_quantized_slope():
+    """Against torch's float PReLU of the dequantized input and slope (torch 2.13's own
+    quantized PReLU halves positive inputs, on every engine: 0.6 -> 0.3 at equal input
+    and output scales, which its float PReLU does not)."""
+    model = nn.Sequential(tq.QuantStub(), nn.PReLU(3), tq.DeQuantStub()).eval()
+    with torcia.no_grad():
+        model[1].weight.copy_(torcia.tensor([0.25, -0.1, 0.6]))
+    model.qconfig = tq.QConfig(activation=tq.MinMaxObserver,
+                               weight=tq.MinMaxObserver.with_args(dtype=torcia.quint8))
+    model = tq.prepare(model)
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    model(torcia.from_numpy(x))
+    model = tq.convert(model)
+    assert type(model[1]).__name__ == "PReLU"
+    q_in = model[0](torcia.from_numpy(x))
+    got = model[1](q_in)
+    slope = model[1].weight.dequantize().numpy()
+    want = torch.nn.functional.prelu(torch.from_numpy(q_in.dequantize().numpy()),
+                                     torch.from_numpy(slope))
+    want_q = torch.quantize_per_tensor(want, model[1].scale, model[1].zero_point, torch.quint8)
+    steps = np.abs(got.int_repr().numpy().astype(int) - want_q.int_repr().numpy().astype(int))
+    assert steps.max() <= 1
+    np.testing.assert_allclose(slope, [0.25, -0.1, 0.6], atol=model[1].weight.q_scale())

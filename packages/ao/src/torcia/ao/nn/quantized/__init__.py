@@ -9,6 +9,7 @@ from torcia.ao.nn.quantized import functional
 from torcia.ao.nn.quantized._modules import (
     ELU,
     BatchNorm2d,
+    BatchNorm3d,
     Conv1d,
     Conv2d,
     Conv3d,
@@ -21,18 +22,26 @@ from torcia.ao.nn.quantized._modules import (
     EmbeddingBag,
     FloatFunctional,
     FXFloatFunctional,
+    GroupNorm,
     Hardswish,
+    InstanceNorm1d,
+    InstanceNorm2d,
+    InstanceNorm3d,
     LayerNorm,
     LeakyReLU,
     Linear,
+    PReLU,
     QFunctional,
     Quantize,
     QuantizedPassthrough,
     ReLU6,
     Sigmoid,
+    Softmax,
 )
 
-__all__ = ["BatchNorm2d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d",
-           "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding", "EmbeddingBag",
-           "FXFloatFunctional", "FloatFunctional", "Hardswish", "LayerNorm", "LeakyReLU", "Linear",
-           "QFunctional", "Quantize", "QuantizedPassthrough", "ReLU6", "Sigmoid"]
+__all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+           "ConvTranspose2d", "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding",
+           "EmbeddingBag", "FXFloatFunctional", "FloatFunctional", "GroupNorm", "Hardswish",
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LeakyReLU",
+           "Linear", "PReLU", "QFunctional", "Quantize", "QuantizedPassthrough", "ReLU6",
+           "Sigmoid", "Softmax"]

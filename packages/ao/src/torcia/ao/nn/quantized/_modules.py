@@ -619,7 +619,28 @@ class EmbeddingBag(Embedding):
         return q
 
 
-class LayerNorm(nn.LayerNorm):
+class _QuantizedNorm:
+    """A normalization on quantized tensors (PyTorch's quantized LayerNorm, GroupNorm,
+    InstanceNorm): its float module's forward on the dequantized input, quantized at
+    ``scale``/``zero_point`` (buffers, as PyTorch's)."""
+
+    _QNAME = ""
+
+    def _quantized_params(self, weight, bias, scale, zero_point) -> None:
+        self.weight, self.bias = weight, bias
+        self.register_buffer("scale", torcia.tensor(float(scale)))
+        self.register_buffer("zero_point", torcia.tensor(int(zero_point)))
+
+    def forward(self, input):
+        x = _check_quantized(input, self._QNAME)
+        return quantize_per_tensor(super().forward(x.dequantize()), float(self.scale),
+                                   int(self.zero_point), quint8)
+
+    def _get_name(self):
+        return self._QNAME
+
+
+class LayerNorm(_QuantizedNorm, nn.LayerNorm):
     """A quantized LayerNorm (``torch.ao.nn.quantized.LayerNorm``): the float
     normalization of the dequantized input, quantized at ``scale``/``zero_point``.
 
@@ -635,21 +656,12 @@ class LayerNorm(nn.LayerNorm):
     [[61, 106, 150, 195]]
     """
 
+    _QNAME = "QuantizedLayerNorm"
+
     def __init__(self, normalized_shape, weight, bias, scale, zero_point, eps=1e-5,
                  elementwise_affine=True, device=None, dtype=None):
         super().__init__(normalized_shape, eps=eps, elementwise_affine=elementwise_affine)
-        self.weight, self.bias = weight, bias
-        self.register_buffer("scale", torcia.tensor(float(scale)))
-        self.register_buffer("zero_point", torcia.tensor(int(zero_point)))
-
-    def forward(self, input):
-        x = _check_quantized(input, "QuantizedLayerNorm")
-        out = nn.functional.layer_norm(x.dequantize(), self.normalized_shape, self.weight,
-                                       self.bias, self.eps)
-        return quantize_per_tensor(out, float(self.scale), int(self.zero_point), quint8)
-
-    def _get_name(self):
-        return "QuantizedLayerNorm"
+        self._quantized_params(weight, bias, scale, zero_point)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -661,6 +673,99 @@ class LayerNorm(nn.LayerNorm):
     def from_reference(cls, mod, scale, zero_point):
         return cls(mod.normalized_shape, mod.weight, mod.bias, float(scale),
                    int(zero_point), mod.eps, mod.elementwise_affine)
+
+
+class GroupNorm(_QuantizedNorm, nn.GroupNorm):
+    """A quantized GroupNorm (``torch.ao.nn.quantized.GroupNorm``), as
+    :class:`LayerNorm` over groups of channels.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import GroupNorm
+    >>> m = GroupNorm(2, 4, torcia.nn.Parameter(torcia.ones(4)),
+    ...               torcia.nn.Parameter(torcia.zeros(4)), 0.05, 128)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(2, 4, 3), 0.05, 128, torcia.quint8)
+    >>> m(x).shape, round(m(x).q_scale(), 6)
+    (torcia.Size([2, 4, 3]), 0.05)
+    """
+
+    _QNAME = "QuantizedGroupNorm"
+
+    def __init__(self, num_groups, num_channels, weight, bias, scale, zero_point, eps=1e-5,
+                 affine=True, device=None, dtype=None):
+        super().__init__(num_groups, num_channels, eps, affine)
+        self._quantized_params(weight, bias, scale, zero_point)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        return cls(mod.num_groups, mod.num_channels, mod.weight, mod.bias, scale, zero,
+                   mod.eps, mod.affine)
+
+
+class _InstanceNorm(_QuantizedNorm):
+    _QNAME = "QuantizedInstanceNorm"
+
+    def __init__(self, num_features, weight, bias, scale, zero_point, eps=1e-5,
+                 momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats)
+        self._quantized_params(weight, bias, scale, zero_point)
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        return cls(mod.num_features, mod.weight, mod.bias, scale, zero, mod.eps)
+
+
+class InstanceNorm1d(_InstanceNorm, nn.InstanceNorm1d):
+    """A quantized InstanceNorm1d (``torch.ao.nn.quantized.InstanceNorm1d``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import InstanceNorm1d
+    >>> m = InstanceNorm1d(3, None, None, 0.05, 128)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(2, 3, 5), 0.05, 128, torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([2, 3, 5])
+    """
+
+    _QNAME = "QuantizedInstanceNorm1d"
+
+
+class InstanceNorm2d(_InstanceNorm, nn.InstanceNorm2d):
+    """A quantized InstanceNorm2d (``torch.ao.nn.quantized.InstanceNorm2d``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import InstanceNorm2d
+    >>> m = InstanceNorm2d(3, None, None, 0.05, 128)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(2, 3, 4, 4), 0.05, 128, torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([2, 3, 4, 4])
+    """
+
+    _QNAME = "QuantizedInstanceNorm2d"
+
+
+class InstanceNorm3d(_InstanceNorm, nn.InstanceNorm3d):
+    """A quantized InstanceNorm3d (``torch.ao.nn.quantized.InstanceNorm3d``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import InstanceNorm3d
+    >>> m = InstanceNorm3d(3, None, None, 0.05, 128)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(1, 3, 2, 4, 4), 0.05, 128,
+    ...                                torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([1, 3, 2, 4, 4])
+    """
+
+    _QNAME = "QuantizedInstanceNorm3d"
 
 
 class _Requantizing(nn.Module):
@@ -746,9 +851,11 @@ class ELU(_Requantizing):
 class BatchNorm2d(_Requantizing):
     """Quantized BatchNorm2d in eval mode: its affine map on the dequantized values."""
 
+    _BATCH_NORM = nn.BatchNorm2d
+
     def __init__(self, num_features, eps=1e-5, momentum=0.1, scale=1.0, zero_point=0):
         super().__init__(scale, zero_point)
-        self.bn = nn.BatchNorm2d(num_features, eps=eps, momentum=momentum).eval()
+        self.bn = self._BATCH_NORM(num_features, eps=eps, momentum=momentum).eval()
 
     def _float(self, x):
         return self.bn(x)
@@ -759,6 +866,111 @@ class BatchNorm2d(_Requantizing):
         q = cls(mod.num_features, mod.eps, mod.momentum, scale, zero)
         q.bn.load_state_dict(mod.state_dict(), strict=False)
         return q
+
+
+class BatchNorm3d(BatchNorm2d):
+    """Quantized BatchNorm3d in eval mode (``torch.ao.nn.quantized.BatchNorm3d``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import BatchNorm3d
+    >>> m = BatchNorm3d(2, scale=0.05, zero_point=128)
+    >>> x = torcia.quantize_per_tensor(torcia.randn(1, 2, 2, 3, 3), 0.05, 128, torcia.quint8)
+    >>> m(x).shape
+    torcia.Size([1, 2, 2, 3, 3])
+    """
+
+    _BATCH_NORM = nn.BatchNorm3d
+
+
+class PReLU(nn.Module):
+    """A quantized PReLU (``torch.ao.nn.quantized.PReLU``): its slope a quint8 tensor,
+    the output at ``output_scale``/``output_zero_point``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import PReLU
+    >>> m = PReLU(0.1, 100)
+    >>> m.set_weight(torcia.quantize_per_tensor(torcia.tensor([0.5]), 0.01, 0,
+    ...                                         torcia.quint8))
+    >>> x = torcia.quantize_per_tensor(torcia.tensor([-2.0, 3.0]), 0.1, 100, torcia.quint8)
+    >>> m(x).dequantize().tolist()
+    [-1.0, 3.0]
+    """
+
+    def __init__(self, output_scale: float, output_zero_point: int, num_parameters: int = 1):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.scale, self.zero_point = float(output_scale), int(output_zero_point)
+        self.set_weight(quantize_per_tensor(torcia.full((num_parameters,), 0.25), 1.0, 0,
+                                            quint8))
+
+    def set_weight(self, w: QTensor) -> None:
+        self.weight = w
+
+    def forward(self, input):
+        x = _check_quantized(input, "QuantizedPReLU")
+        out = nn.functional.prelu(x.dequantize(), self.weight.dequantize())
+        return quantize_per_tensor(out, self.scale, self.zero_point, quint8)
+
+    def _get_name(self):
+        return "QuantizedPReLU"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        """Quantized PReLU of a calibrated float one: its slope quantized as quint8 at
+        the parameters of the qconfig's weight observer (PyTorch warns when that
+        observer is not quint8; so does this)."""
+        import warnings
+
+        scale, zero = output_params(mod)
+        q = cls(scale, zero, mod.num_parameters)
+        weight = mod.weight.detach().to(torcia.float32)
+        observer = mod.qconfig.weight()
+        observer(weight)
+        if observer.dtype is not quint8:
+            warnings.warn(f"PReLU's weight observer should have dtype quint8 but got "
+                          f"{observer.dtype}", stacklevel=2)
+        w_scale, w_zero = observer.calculate_qparams()
+        q.set_weight(quantize_per_tensor(weight, float(w_scale.reshape(-1)[0]),
+                                         int(w_zero.reshape(-1)[0]), quint8))
+        return q
+
+
+class Softmax(nn.Module):
+    """A quantized Softmax (``torch.ao.nn.quantized.Softmax``): the softmax of the
+    dequantized input along ``dim``, quantized at ``scale``/``zero_point``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import Softmax
+    >>> x = torcia.quantize_per_tensor(torcia.tensor([[0.0, 0.0]]), 0.1, 0, torcia.quint8)
+    >>> Softmax(dim=1, scale=1 / 256, zero_point=0)(x).dequantize().tolist()
+    [[0.5, 0.5]]
+    """
+
+    def __init__(self, dim=None, scale=1.0, zero_point=0):
+        super().__init__()
+        self.dim, self.scale, self.zero_point = dim, float(scale), int(zero_point)
+
+    def forward(self, input):
+        x = _check_quantized(input, "QuantizedSoftmax")
+        dim = self.dim
+        if dim is None:  # PyTorch's implicit choice, without its deprecation warning
+            dim = 0 if x.dim() in (0, 1, 3) else 1
+        out = nn.functional.softmax(x.dequantize(), dim)
+        return quantize_per_tensor(out, self.scale, self.zero_point, quint8)
+
+    def _get_name(self):
+        return "QuantizedSoftmax"
+
+    @staticmethod
+    def from_float(mod, use_precomputed_fake_quant=False):
+        scale, zero = output_params(mod)
+        return Softmax(mod.dim, scale, zero)
 
 
 class QuantizedPassthrough(nn.Module):
