@@ -6,33 +6,34 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``torcia``'s namespace through ``__all__`` and Tensor's methods through
 :mod:`torcia._methods`.
 
-The families load in the order below. A family imports the families before it at its top
-and the ones after it at its bottom (they import it first), so importing any one of them
-loads them all, in this order, without function-local imports.
+A family imports ``_common`` at its top and the other families at its bottom, once its own
+names are bound: whichever family is imported first, the others it loads find its names
+there, so the families import each other without function-local imports. (``nn`` and
+``aliases`` use other families while they load, and import those at the top.)
 
-=================  =====================================================================
-``elementwise``    unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
-``reduce``         reductions and scans: ``sum``, ``max``, ``var``, ``median``, ``cumsum``...
-``views``          views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
-``indexing``       ``tensor[key]``, gathers and scatters, ``index_*``, masked ops
-``sorting``        ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
-``linalg``         ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``kron``
-``complex_numbers````real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
-``creation``       index grids, strided ``empty``, ``frombuffer``, ``torch.range``
-``random``         ``poisson``, ``binomial``, the in-place random fills
-``spectral``       windows, ``stft``/``istft``
-``nn_activation``  activations and softmax
-``nn_conv``        convolutions and pooling
-``nn_norm``        batch, layer, group, instance and RMS norm
-``nn_loss``        the losses at ``torch.*``
-``nn``             embedding, dropout, pixel shuffles, distances
-``nn_rnn``         RNN/LSTM/GRU cells and sequences
-``aliases``        PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
-``runtime``        ``finfo``/``iinfo``, constants, global switches, layouts, streams
-``properties``     tensor queries kept as functions (``is_signed``, ``dim_order``...)
-=================  =====================================================================
+===================  =====================================================================
+``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
+``reduce``           reductions and scans: ``sum``, ``max``, ``var``, ``median``, ``cumsum``...
+``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
+``indexing``         ``tensor[key]``, gathers and scatters, ``index_*``, masked ops
+``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
+``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``kron``
+``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
+``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
+``random``           ``poisson``, ``binomial``, the in-place random fills
+``spectral``         windows, ``stft``/``istft``
+``nn_activation``    activations and softmax
+``nn_conv``          convolutions and pooling
+``nn_norm``          batch, layer, group, instance and RMS norm
+``nn_loss``          the losses at ``torch.*``
+``nn``               embedding, dropout, pixel shuffles, distances
+``nn_rnn``           RNN/LSTM/GRU cells and sequences
+``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
+``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
+``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
+===================  =====================================================================
 
-``_common`` holds the helpers several families share.
+``_common``          holds the helpers several families share.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
