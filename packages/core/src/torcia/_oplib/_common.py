@@ -11,7 +11,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia import plugins
-from torcia._tensor import Tensor, _wrap_dim, call
+from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 
 def _dims(dim, ndim: int):
@@ -293,8 +293,6 @@ def _to_float(input) -> Tensor:
 
 
 def _tname(d):
-    from torcia._tensor import _torch_name
-
     return _torch_name(d)
 
 

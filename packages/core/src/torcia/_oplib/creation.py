@@ -14,7 +14,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._tensor import Tensor
+from torcia._tensor import Tensor, _legacy_new
 
 
 def scalar_tensor(s, *, dtype=None, device=None, requires_grad=False):
@@ -143,8 +143,6 @@ def new(self, *args, **kwargs):
     >>> x.new([1, 2]), x.new(2, 3).shape
     (tensor([1., 2.], dtype=torcia.float64), torcia.Size([2, 3]))
     """
-    from torcia._tensor import _legacy_new
-
     return _legacy_new(self.dtype, args, kwargs.get("device", self.device))
 
 

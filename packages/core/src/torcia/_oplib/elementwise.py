@@ -15,6 +15,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import ops as _oplist
+from torcia._creation import tensor
 from torcia._oplib._common import _example, _operand_as, _return_type, _tname, _to_float
 from torcia._tensor import (
     Tensor,
@@ -350,8 +351,6 @@ def where(condition, input=None, other=None):
 def _cast_operand(x, dt, like):
     if isinstance(x, Tensor):
         return x if x.dtype is dt else x.to(dt)
-    from torcia._creation import tensor
-
     return tensor(x, dtype=dt, device=like.device)
 
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._creation import full, tensor
 from torcia._oplib._common import _along_dim, _size_at
 from torcia._tensor import Tensor, _wrap_dim, call, check_overlap, write_inplace
 
@@ -290,8 +291,6 @@ def setitem(input, key, value):
     """
     k, advanced = _index_key(input, key)
     if not isinstance(value, Tensor):
-        from torcia._creation import tensor
-
         value = tensor(value, dtype=input.dtype, device=input.device)
     elif value.dtype is not input.dtype:
         value = to_dtype(value, input.dtype)
@@ -381,8 +380,6 @@ def scatter(input, dim, index, src=None, *, value=None, reduce=None):
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
         if not isinstance(src, Tensor):
-            from torcia._creation import full
-
             src = full(index.shape, src, dtype=input.dtype, device=input.device)
         if reduce == "add":
             return scatter_add(input, dim, index, src)

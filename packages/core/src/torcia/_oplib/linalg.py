@@ -12,9 +12,10 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._creation import ones
 from torcia._kernels_linalg import outer_operands
 from torcia._oplib._common import _operand_as, _same_dtype, _sparse, _tname, _to_float
-from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, inplace, result_type
+from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 from torcia.amp import autocast_as
 
 
@@ -28,8 +29,6 @@ def _matmul_dtype(a, b, name):
 
 def _autocasting(t) -> bool:
     """Whether autocast will give ``t``'s op one dtype (so a mismatch now is fine)."""
-    from torcia._tensor import AUTOCAST
-
     return AUTOCAST.enabled and AUTOCAST.region.device_type == t.device.type
 
 
@@ -275,8 +274,6 @@ def _scaled_sum(input, product, beta, alpha):
         product = product * alpha
     if beta == 0:
         if input.requires_grad:
-            from torcia._creation import ones
-
             # still in the graph, with a zero gradient, as PyTorch
             keep = ones(tuple(product.shape), dtype=D.bool_, device=product.device)
             return where(keep, product, input)

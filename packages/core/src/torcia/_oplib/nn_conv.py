@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._creation import tensor
 from torcia._oplib._common import _F, _check_tensor
 from torcia._tensor import Tensor, call
 from torcia.amp import autocast_as
@@ -464,8 +465,6 @@ def _adaptive_weights(i: int, o: int, like: Tensor) -> Tensor:
     pos = np.arange(i)
     m = ((pos >= start[:, None]) & (pos < end[:, None])) / (end - start)[:, None]
     # built on the host, then moved: ``like`` may live on another device
-    from torcia._creation import tensor
-
     return tensor(m, dtype=like.dtype, device=like.device)
 
 

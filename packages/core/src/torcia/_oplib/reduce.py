@@ -12,6 +12,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._creation import full
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _along_dim, _dims, _return_type, _size_at, _tname, _to_float
 from torcia._tensor import Tensor, _wrap_dim, call
@@ -453,8 +454,6 @@ def median(input, dim=None, keepdim=False):
     """
     if dim is None:
         if input.numel() == 0:
-            from torcia._creation import full
-
             return full((), float("nan"), dtype=input.dtype, device=input.device)
         flat = reshape(input, (-1,))
         value = call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]

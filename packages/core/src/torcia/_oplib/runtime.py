@@ -10,7 +10,7 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
-from torcia._tensor import AUTOGRAD, Tensor
+from torcia._tensor import AUTOGRAD, Tensor, load_autograd
 
 inf = math.inf
 
@@ -588,8 +588,6 @@ def set_anomaly_enabled(enabled: bool, check_nan: bool = True) -> None:
     >>> torcia.is_anomaly_enabled()
     False
     """
-    from torcia._tensor import load_autograd
-
     anomaly = load_autograd().ANOMALY
     anomaly.enabled = bool(enabled)
     anomaly.check_nan = bool(check_nan)

@@ -10,6 +10,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._creation import tensor
 from torcia._oplib._common import _along_dim, _return_type, _size_at
 from torcia._tensor import Tensor, _wrap_dim, call
 
@@ -133,8 +134,6 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
         right = side == "right"
     if not isinstance(input, Tensor):
-        from torcia._creation import tensor
-
         input = tensor(input, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
     if sorter is not None:
         sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)

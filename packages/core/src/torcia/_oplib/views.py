@@ -15,9 +15,10 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import _storage
+from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
-from torcia._tensor import AUTOGRAD, Tensor, _wrap_dim, call
+from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
 
 
@@ -293,8 +294,6 @@ def broadcast_shapes(*shapes):
     >>> torcia.broadcast_shapes((2, 1), (1, 3))
     torcia.Size([2, 3])
     """
-    from torcia._tensor import Size
-
     shapes = [(s,) if isinstance(s, int) else tuple(s) for s in shapes]
     ndim = builtins.max(map(len, shapes), default=0)
     out = [1] * ndim
@@ -850,8 +849,6 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     """
     if repeats is None:
         # repeat_interleave(repeats): each index i repeated repeats[i] times
-        from torcia._creation import arange
-
         input, repeats = arange(input.shape[0], device=input.device), input
     if isinstance(repeats, Tensor):
         rep = repeats._data
