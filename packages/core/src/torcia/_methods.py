@@ -12,8 +12,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _oplib, _shared_memory, _storage, linalg, special
-from torcia import ops as _oplist
-from torcia._oplib import _common, aliases, elementwise, indexing, nn_activation, properties, random
+from torcia._oplib import _common, elementwise, indexing, nn_activation, properties, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -29,67 +28,8 @@ from torcia._tensor import (
 from torcia.backend import CPU
 from torcia.random import rng_of
 
-#: Op functions that are also Tensor methods under the same name
-METHODS = (
-    _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY
-    + _oplist.COMPARE
-    + ("equal", "isclose", "allclose")
-    + ("div", "divide", "true_divide", "multiply", "subtract", "atan2", "hypot", "xlogy",
-       "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
-       "addcdiv", "masked_fill", "nan_to_num", "sum", "nansum", "mean", "prod", "amax",
-       "amin", "max", "min", "argmax", "argmin", "var", "std", "norm", "logsumexp", "all",
-       "any", "count_nonzero", "cumsum", "cumprod", "view", "reshape", "permute",
-       "transpose", "swapaxes", "swapdims", "t", "squeeze", "unsqueeze", "expand", "expand_as",
-       "broadcast_to", "flatten", "unflatten", "narrow", "unfold", "movedim", "moveaxis",
-       "contiguous", "clone", "diagonal", "as_strided", "detach", "select", "split", "chunk",
-       "tensor_split", "unbind", "gather", "scatter", "scatter_add", "index_select",
-       "index_add", "index_copy", "index_put", "take_along_dim", "flip", "fliplr", "flipud",
-       "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "matmul", "mm", "bmm",
-       "dot", "inner", "outer", "ger", "tensordot", "addmm", "var_mean", "std_mean", "mv",
-       "addmv", "addr", "addbmm", "baddbmm", "dist")
-    + ("sort", "argsort", "msort", "topk", "kthvalue", "median", "mode", "unique",
-       "nonzero", "argwhere", "masked_select", "bincount", "histc", "cummax", "cummin",
-       "logcumsumexp", "scatter_reduce", "diag", "diag_embed", "det", "slogdet", "logdet",
-       "inverse", "pinverse", "cov", "corrcoef")
-    + ("softmax", "log_softmax")
-    + ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot")
-    + ("t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "as_strided_",
-       "resize_", "resize_as_", "resize", "resize_as", "addmm_", "conj_physical_",
-       "float_power_", "index_reduce", "nonzero_static", "new_empty_strided",
-       "as_strided_scatter", "is_neg", "dim_order", "is_set_to", "map_", "map2_",
-       "module_load", "as_subclass", "cfloat", "cdouble", "sparse_dim", "dense_dim",
-       "sparse_mask", "stft", "istft")
-)
-#: Methods with an in-place ``name_`` variant (computed out of place, then written back).
-INPLACE = (
-    _oplist.UNARY_FLOAT + ("neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac",
-                           "relu", "bitwise_not", "logical_not")
-    + _oplist.BINARY + _oplist.COMPARE
-    + ("div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min", "clamp_max", "lerp",
-       "addcmul", "addcdiv", "nan_to_num", "round", "scatter", "scatter_add",
-       "index_add", "index_copy", "index_put", "tril", "triu", "cumsum", "cumprod",
-       "multiply", "subtract", "divide", "true_divide", "addmv", "addr", "addbmm",
-       "baddbmm", "scatter_reduce", "sgn", "index_reduce")
-)
-#: Methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the ones above
-#: have not set them (PyTorch's other names and everyday extras)
-FALLBACK_METHODS = tuple(aliases.ALIASES) + (
-    "positive", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "heaviside",
-    "copysign", "ldexp", "gcd", "lcm", "isneginf", "isposinf", "isreal", "is_signed",
-    "is_nonzero", "is_same_size", "is_inference", "nanmean", "quantile", "nanquantile",
-    "nanmedian", "aminmax", "dist", "renorm", "unique_consecutive", "ravel", "rot90", "take",
-    "diff", "kron", "trace", "diagflat", "index_fill",
-    "masked_scatter", "put", "select_scatter", "slice_scatter", "diagonal_scatter",
-    "sum_to_size", "ndimension", "new", "hsplit", "vsplit", "dsplit", "isin",
-    "split_with_sizes", "nextafter", "bitwise_left_shift", "bitwise_right_shift", "frexp",
-    "histogram", "fill_diagonal", "get_device",
-)
-#: ... and their in-place ``op_`` (PyTorch has them for these)
-FALLBACK_INPLACE = tuple(n for n in aliases.ALIASES if n != "row_stack") + (
-    "deg2rad", "rad2deg", "copysign", "ldexp", "gcd", "lcm", "heaviside", "renorm",
-    "index_fill", "masked_scatter", "put", "fill_diagonal", "nextafter",
-    "bitwise_left_shift", "bitwise_right_shift",
-)
+#: The in-place methods of the op families: ``name_`` for each name of their ``INPLACE``
+INPLACE = tuple(n for family in _oplib.FAMILIES for n in getattr(family, "INPLACE", ()))
 #: ... and the methods whose function has another name at top level
 FALLBACK_METHOD_FUNCTIONS = {
     "where": indexing.where_method, "cauchy_": random.cauchy_, "geometric_": random.geometric_,
@@ -108,10 +48,13 @@ def _make_inplace(fn):
     return method
 
 
-for _name in METHODS:
-    setattr(Tensor, _name, _oplib.lookup(_name))
-for _name in INPLACE:
-    setattr(Tensor, _name + "_", _make_inplace(_oplib.lookup(_name)))
+# each op family says which of its functions are methods (``METHODS``, ``INPLACE``) and
+# which are methods only where nothing else set them (``FALLBACK_*``, applied below)
+for _family in _oplib.FAMILIES:
+    for _name in getattr(_family, "METHODS", ()):
+        setattr(Tensor, _name, getattr(_family, _name))
+    for _name in getattr(_family, "INPLACE", ()):
+        setattr(Tensor, _name + "_", _make_inplace(getattr(_family, _name)))
 
 
 def masked_fill_(self, mask, value):
@@ -135,12 +78,13 @@ for _name, _fn in linalg.METHODS.items():
 for _name, _fn in special.METHODS.items():
     setattr(Tensor, _name, _fn)
     setattr(Tensor, _name + "_", _make_inplace(_fn))
-for _name in FALLBACK_METHODS:
-    if not hasattr(Tensor, _name):
-        setattr(Tensor, _name, _oplib.lookup(_name))
-for _name in FALLBACK_INPLACE:
-    if not hasattr(Tensor, _name + "_"):
-        setattr(Tensor, _name + "_", _make_inplace(_oplib.lookup(_name)))
+for _family in _oplib.FAMILIES:
+    for _name in getattr(_family, "FALLBACK_METHODS", ()):
+        if not hasattr(Tensor, _name):
+            setattr(Tensor, _name, getattr(_family, _name))
+    for _name in getattr(_family, "FALLBACK_INPLACE", ()):
+        if not hasattr(Tensor, _name + "_"):
+            setattr(Tensor, _name + "_", _make_inplace(getattr(_family, _name)))
 for _name, _fn in FALLBACK_METHOD_FUNCTIONS.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)

@@ -86,13 +86,5 @@ FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbe
             properties)
 
 
-def lookup(name: str):
-    """The function ``name`` of the op library, from the first family that binds it."""
-    for family in FAMILIES:
-        if name in vars(family):
-            return vars(family)[name]
-    raise AttributeError(f"torcia has no op function {name!r}")
-
-
 #: the names ``torcia`` exports from the op library
 __all__ = [name for family in FAMILIES for name in family.__all__]

@@ -73,5 +73,12 @@ for _name in _TOP_INPLACE:
     globals()[_name] = _top_inplace(_name)
 
 
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = tuple(ALIASES)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = tuple(n for n in ALIASES if n != "row_stack")
+
 #: the names ``torcia`` exports from here
 __all__ = [*ALIASES, *_TOP_INPLACE]

@@ -290,6 +290,17 @@ def cdouble(self):
     return self.to(D.complex128)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot",
+    "conj_physical_", "is_neg", "cfloat", "cdouble",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "sgn",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "angle", "complex", "conj", "conj_physical", "conj_physical_", "imag", "is_complex",

@@ -292,6 +292,17 @@ def from_file(filename, shared=None, size=0, *, dtype=None, layout=None, device=
     return out.requires_grad_() if requires_grad else out
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "new_empty_strided",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "new",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "cartesian_prod", "combinations", "empty_permuted", "empty_strided", "from_file",

@@ -790,6 +790,41 @@ def float_power_(self, exponent):
     return inplace(float_power, self, exponent)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY + _oplist.COMPARE
+    + (
+        "equal", "isclose", "allclose", "div", "divide", "true_divide", "multiply", "subtract",
+        "atan2", "hypot", "xlogy", "float_power", "round", "clamp", "clip", "clamp_min",
+        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "float_power_",
+    )
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    _oplist.UNARY_FLOAT + _oplist.BINARY + _oplist.COMPARE
+    + (
+        "neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu", "bitwise_not",
+        "logical_not", "div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min",
+        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "round", "multiply",
+        "subtract", "divide", "true_divide",
+    )
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "positive", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "heaviside", "copysign",
+    "ldexp", "gcd", "lcm", "isneginf", "isposinf", "isreal", "nextafter",
+    "bitwise_left_shift", "bitwise_right_shift", "frexp",
+)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = (
+    "deg2rad", "rad2deg", "copysign", "ldexp", "gcd", "lcm", "heaviside", "nextafter",
+    "bitwise_left_shift", "bitwise_right_shift",
+)
+
 #: the names ``torcia`` exports from here: every public function defined above, the
 #: generated ones included
 __all__ = [

@@ -884,6 +884,31 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return out
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "masked_fill", "gather", "scatter", "scatter_add", "index_select", "index_add",
+    "index_copy", "index_put", "take_along_dim", "nonzero", "argwhere", "masked_select",
+    "scatter_reduce", "index_reduce", "nonzero_static", "as_strided_scatter",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "scatter", "scatter_add", "index_add", "index_copy", "index_put", "scatter_reduce",
+    "index_reduce",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "take", "index_fill", "masked_scatter", "put", "select_scatter", "slice_scatter",
+    "diagonal_scatter", "fill_diagonal",
+)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = (
+    "index_fill", "masked_scatter", "put", "fill_diagonal",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "argwhere", "as_strided_scatter", "diagonal_scatter", "fill", "gather", "getitem",

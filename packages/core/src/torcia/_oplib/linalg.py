@@ -894,6 +894,29 @@ def smm(input, mat2):
     return sspaddmm(empty, input, mat2)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv",
+    "addmv", "addr", "addbmm", "baddbmm", "dist", "det", "slogdet", "logdet", "inverse",
+    "pinverse", "cov", "corrcoef", "addmm_",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "addmv", "addr", "addbmm", "baddbmm",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "dist", "renorm", "kron", "trace",
+)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = (
+    "renorm",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist",

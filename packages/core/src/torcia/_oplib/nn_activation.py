@@ -423,6 +423,11 @@ def prelu_method(self, weight):
     return _F().prelu(self, weight)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "softmax", "log_softmax",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "celu", "celu_", "hardshrink", "log_softmax", "prelu", "rrelu", "rrelu_", "selu", "selu_",

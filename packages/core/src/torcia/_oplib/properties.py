@@ -300,6 +300,18 @@ def _volatile(self):
     return False
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "dim_order", "is_set_to", "map_", "map2_", "module_load", "as_subclass", "sparse_dim",
+    "dense_dim", "sparse_mask",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "is_signed", "is_nonzero", "is_same_size", "is_inference", "ndimension", "get_device",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "get_device", "is_distributed", "is_inference", "is_nonzero", "is_same_size", "is_signed",

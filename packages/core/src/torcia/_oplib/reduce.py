@@ -861,6 +861,24 @@ def _gradient_1d(f, d, h, edge_order):
     return cat([first, inner, last], d)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "sum", "nansum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
+    "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
+    "var_mean", "std_mean", "median", "mode", "cummax", "cummin", "logcumsumexp",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "cumsum", "cumprod",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "nanmean", "quantile", "nanquantile", "nanmedian", "aminmax", "diff", "sum_to_size",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "count_nonzero", "cummax",

@@ -316,6 +316,17 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # n
                         [C.tensor(e.astype(dt), device=input.device) for e in edges])
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "sort", "argsort", "msort", "topk", "kthvalue", "unique", "bincount", "histc",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "unique_consecutive", "isin", "histogram",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "argsort", "bincount", "bucketize", "histc", "histogram", "histogramdd", "isin",

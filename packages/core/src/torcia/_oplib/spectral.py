@@ -235,6 +235,11 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     return y if batched else y.squeeze(0)
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "stft", "istft",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "bartlett_window", "blackman_window", "hamming_window", "hann_window", "istft",

@@ -1347,6 +1347,28 @@ def resize_as(self, tensor):
         resize(self, tuple(tensor.shape))
 
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "view", "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze",
+    "unsqueeze", "expand", "expand_as", "broadcast_to", "flatten", "unflatten", "narrow",
+    "unfold", "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided",
+    "detach", "select", "split", "chunk", "tensor_split", "unbind", "flip", "fliplr",
+    "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "diag",
+    "diag_embed", "t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
+    "as_strided_", "resize_", "resize_as_", "resize", "resize_as",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "tril", "triu",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "ravel", "rot90", "diagflat", "hsplit", "vsplit", "dsplit", "split_with_sizes",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "adjoint", "as_strided", "as_strided_", "atleast_1d", "atleast_2d", "atleast_3d",
