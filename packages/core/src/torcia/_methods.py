@@ -12,7 +12,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _oplib, _shared_memory, _storage, linalg, special
-from torcia._oplib import _common, elementwise, indexing, nn_activation, properties, random
+from torcia._oplib import elementwise, indexing, nn_activation, properties, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -44,7 +44,7 @@ def _make_inplace(fn):
 
     method.__name__ = fn.__name__ + "_"
     method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
-                      + _common._inplace_example(fn.__name__))
+                      + elementwise._inplace_example(fn.__name__))
     return method
 
 
@@ -65,7 +65,7 @@ def masked_fill_(self, mask, value):
     return inplace(_oplib.masked_fill, self, mask, value)
 
 
-masked_fill_.__doc__ += _common._inplace_example("masked_fill")
+masked_fill_.__doc__ += elementwise._inplace_example("masked_fill")
 Tensor.masked_fill_ = masked_fill_
 for _name, _fn in _storage.METHODS.items():
     setattr(Tensor, _name, _fn)
@@ -526,7 +526,7 @@ Tensor.names = property(lambda self: (None,) * self.ndim)
 
 def _add_inplace_example(fn, name, function):
     if callable(fn) and ">>>" not in (fn.__doc__ or ""):
-        example = _common._inplace_example(name[:-1], function=function)
+        example = elementwise._inplace_example(name[:-1], function=function)
         if example:
             fn.__doc__ = (fn.__doc__ or "").rstrip() + example
 

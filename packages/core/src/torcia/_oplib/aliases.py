@@ -6,7 +6,7 @@ table.
 from __future__ import annotations
 
 from torcia._oplib import elementwise, views
-from torcia._oplib._common import _example, _inplace_example
+from torcia._oplib.elementwise import _example, _inplace_example
 
 ALIASES = {
     "absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
@@ -16,7 +16,7 @@ ALIASES = {
 }
 
 
-# the examples of the aliases of ops that have none in ``_common._EXAMPLES``
+# the examples of the aliases of ops that have none in ``elementwise._EXAMPLES``
 _ALIAS_EXAMPLES = {
     "row_stack": """
 

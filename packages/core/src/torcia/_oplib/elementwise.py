@@ -8,6 +8,7 @@ from __future__ import annotations
 import builtins
 import math
 import numbers
+import re
 import warnings
 
 import numpy as np
@@ -16,7 +17,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._creation import tensor
-from torcia._oplib._common import _example, _operand_as, _return_type, _tname, _to_float
+from torcia._oplib._common import _operand_as, _return_type, _tname, _to_float
 from torcia._tensor import (
     Tensor,
     _as_operand,
@@ -28,6 +29,231 @@ from torcia._tensor import (
     result_type,
     unary,
 )
+
+# The example of each function made below: its arguments (a list stands for a tensor of it)
+# and what the call prints; the docs tests run them.
+_EXAMPLES = {
+    "exp": ("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
+    "exp2": ("[0, 3]", "tensor([1., 8.])"),
+    "log": ("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
+    "log2": ("[1, 8]", "tensor([0., 3.])"),
+    "log10": ("[1.0, 10.0]", "tensor([0., 1.])"),
+    "log1p": ("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
+    "expm1": ("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
+    "sqrt": ("[4, 9]", "tensor([2., 3.])"),
+    "rsqrt": ("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
+    "reciprocal": ("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
+    "sin": ("[0.0, 1.5708]", "tensor([0., 1.])"),
+    "cos": ("[0.0, 3.1416]", "tensor([ 1., -1.])"),
+    "tan": ("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
+    "asin": ("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
+    "acos": ("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
+    "atan": ("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
+    "sinh": ("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
+    "cosh": ("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
+    "tanh": ("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
+    "asinh": ("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
+    "acosh": ("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
+    "atanh": ("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
+    "sigmoid": ("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
+    "erf": ("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
+    "erfc": ("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
+    "erfinv": ("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
+    "lgamma": ("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
+    "digamma": ("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
+    "neg": ("[1, -2]", "tensor([-1,  2])"),
+    "abs": ("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
+    "sign": ("[-2, 0, 3]", "tensor([-1,  0,  1])"),
+    "square": ("[2, -3]", "tensor([4, 9])"),
+    "floor": ("[-1.5, 1.5]", "tensor([-2.,  1.])"),
+    "ceil": ("[-1.5, 1.5]", "tensor([-1.,  2.])"),
+    "trunc": ("[-1.5, 1.5]", "tensor([-1.,  1.])"),
+    "frac": ("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
+    "relu": ("[-1.0, 2.0]", "tensor([0., 2.])"),
+    "bitwise_not": ("[0, 5]", "tensor([-1, -6])"),
+    "isnan": ('[float("nan"), 1.0]', "tensor([ True, False])"),
+    "isinf": ('[float("inf"), 1.0]', "tensor([ True, False])"),
+    "isfinite": ('[float("inf"), 1.0]', "tensor([False,  True])"),
+    "logical_not": ("[0, 3]", "tensor([ True, False])"),
+    "signbit": ("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
+    "mul": ("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
+    "floor_divide": ("[7, -7]", "2", "tensor([ 3, -4])"),
+    "remainder": ("[7, -7]", "3", "tensor([1, 2])"),
+    "fmod": ("[7, -7]", "3", "tensor([ 1, -1])"),
+    "maximum": ("[1, 5]", "[3, 2]", "tensor([3, 5])"),
+    "minimum": ("[1, 5]", "[3, 2]", "tensor([1, 2])"),
+    "bitwise_and": ("[12, 10]", "[10, 6]", "tensor([8, 2])"),
+    "bitwise_or": ("[12, 10]", "[10, 6]", "tensor([14, 14])"),
+    "bitwise_xor": ("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
+    "fmax": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
+    "fmin": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
+    "atan2": ("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
+    "hypot": ("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])"),
+    "xlogy": ("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
+    "eq": ("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
+    "ne": ("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
+    "lt": ("[1, 2, 3]", "2", "tensor([ True, False, False])"),
+    "le": ("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
+    "gt": ("[1, 2, 3]", "2", "tensor([False, False,  True])"),
+    "ge": ("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
+    "logical_and": ("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
+    "logical_or": ("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
+    "logical_xor": ("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
+}
+
+
+# The example of each in-place form whose op has none above (or whose bool result an
+# in-place call writes back in the input's dtype): the input, the arguments after it
+# and what the input holds afterwards.
+_INPLACE_EXAMPLES = {
+    "add": ("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
+    "sub": ("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
+    "pow": ("[2.0, 3.0]", "2", "tensor([4., 9.])"),
+    "div": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "true_divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "multiply": ("[1, 2]", "3", "tensor([3, 6])"),
+    "subtract": ("[5, 7]", "2", "tensor([3, 5])"),
+    "eq": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([1., 0., 1.])"),
+    "ne": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([0., 1., 0.])"),
+    "lt": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
+    "le": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
+    "gt": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
+    "ge": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
+    "greater": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
+    "greater_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
+    "less": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
+    "less_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
+    "not_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 1.])"),
+    "logical_not": ("[0.0, 3.0]", "", "tensor([1., 0.])"),
+    "logical_and": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([0, 1, 0])"),
+    "logical_or": ("[0, 1, 2]", "torcia.tensor([1, 0, 0])", "tensor([1, 1, 1])"),
+    "logical_xor": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([1, 0, 1])"),
+    "clamp": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
+    "clip": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
+    "clamp_min": ("[-2.0, 0.5, 3.0]", "0.0", "tensor([0.0000, 0.5000, 3.0000])"),
+    "clamp_max": ("[-2.0, 0.5, 3.0]", "1.0", "tensor([-2.0000,  0.5000,  1.0000])"),
+    "lerp": ("[0.0, 10.0]", "torcia.tensor([10.0, 20.0]), 0.5", "tensor([ 5., 15.])"),
+    "addcmul": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=0.5",
+                "tensor([5.0000, 8.5000])"),
+    "addcdiv": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=2",
+                "tensor([2.0000, 2.2000])"),
+    "masked_fill": ("[1, 2, 3]", "torcia.tensor([True, False, True]), 0", "tensor([0, 2, 0])"),
+    "nan_to_num": ('[float("nan"), 1.0]', "nan=0.0", "tensor([0., 1.])"),
+    "round": ("[1.4, 2.6]", "", "tensor([1., 3.])"),
+    "scatter": ("[0, 0, 0, 0]", "0, torcia.tensor([1, 3]), torcia.tensor([5, 7])",
+                "tensor([0, 5, 0, 7])"),
+    "scatter_add": ("[1, 1, 1, 1]", "0, torcia.tensor([1, 1]), torcia.tensor([5, 7])",
+                    "tensor([ 1, 13,  1,  1])"),
+    "index_add": ("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
+                  "tensor([11,  1, 21])"),
+    "index_copy": ("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
+                   "tensor([10,  1, 20])"),
+    "index_put": ("[1, 1, 1]", "(torcia.tensor([0, 2]),), torcia.tensor([10, 20])",
+                  "tensor([10,  1, 20])"),
+    "index_fill": ("[1, 2, 3]", "0, torcia.tensor([0, 2]), 0", "tensor([0, 2, 0])"),
+    "tril": ("[[1, 2], [3, 4]]", "", "tensor([[1, 0],\n        [3, 4]])"),
+    "triu": ("[[1, 2], [3, 4]]", "", "tensor([[1, 2],\n        [0, 4]])"),
+    "cumsum": ("[1, 2, 3]", "0", "tensor([1, 3, 6])"),
+    "cumprod": ("[1, 2, 3]", "0", "tensor([1, 2, 6])"),
+    "addmv": ("[1.0, 1.0]", "torcia.eye(2), torcia.tensor([2.0, 3.0])", "tensor([3., 4.])"),
+    "addr": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])",
+             "tensor([[3., 4.],\n        [6., 8.]])"),
+    "addmm": ("[[1.0, 0.0], [0.0, 1.0]]", "torcia.eye(2), torcia.tensor([[1.0, 2.0], [3.0, 4.0]])",
+              "tensor([[2., 2.],\n        [3., 5.]])"),
+    "addbmm": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.ones(2, 2, 3), torcia.ones(2, 3, 2)",
+               "tensor([[6., 6.],\n        [6., 6.]])"),
+    "baddbmm": ("[[[1.0, 1.0]]]", "torcia.ones(1, 1, 3), torcia.ones(1, 3, 2)",
+                "tensor([[[4., 4.]]])"),
+    "absolute": ("[-1.5, 2.0]", "", "tensor([1.5000, 2.0000])"),
+    "arccos": ("[1.0, 0.0]", "", "tensor([0.0000, 1.5708])"),
+    "arccosh": ("[1.0, 2.0]", "", "tensor([0.0000, 1.3170])"),
+    "arcsin": ("[0.0, 1.0]", "", "tensor([0.0000, 1.5708])"),
+    "arcsinh": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8814])"),
+    "arctan": ("[0.0, 1.0]", "", "tensor([0.0000, 0.7854])"),
+    "arctanh": ("[0.0, 0.5]", "", "tensor([0.0000, 0.5493])"),
+    "arctan2": ("[1.0, 0.0]", "torcia.tensor([1.0, -1.0])", "tensor([0.7854, 3.1416])"),
+    "negative": ("[1, -2]", "", "tensor([-1,  2])"),
+    "fix": ("[-1.5, 1.5]", "", "tensor([-1.,  1.])"),
+    "deg2rad": ("[180.0, 90.0]", "", "tensor([3.1416, 1.5708])"),
+    "copysign": ("[1.0, 2.0]", "torcia.tensor([-1.0, 1.0])", "tensor([-1.,  2.])"),
+    "ldexp": ("[1.0, 3.0]", "torcia.tensor([2, 1])", "tensor([4., 6.])"),
+    "gcd": ("[12, 9]", "torcia.tensor([8, 6])", "tensor([4, 3])"),
+    "lcm": ("[4, 3]", "torcia.tensor([6, 5])", "tensor([12, 15])"),
+    "heaviside": ("[-1.0, 0.0, 2.0]", "torcia.tensor([0.5])", "tensor([0.0000, 0.5000, 1.0000])"),
+    "bitwise_left_shift": ("[1, 3]", "2", "tensor([ 4, 12])"),
+    "bitwise_right_shift": ("[8, 12]", "2", "tensor([2, 3])"),
+    "renorm": ("[[3.0, 4.0], [0.3, 0.4]]", "2, 0, 1.0",
+               "tensor([[0.6000, 0.8000],\n        [0.3000, 0.4000]])"),
+    "masked_scatter": ("[0, 0, 0]", "torcia.tensor([True, False, True]), torcia.tensor([7, 8])",
+                       "tensor([7, 0, 8])"),
+    "put": ("[1, 2, 3]", "torcia.tensor([0, 2]), torcia.tensor([10, 30])", "tensor([10,  2, 30])"),
+    "fill_diagonal": ("[[1, 2], [3, 4]]", "0", "tensor([[0, 2],\n        [3, 0]])"),
+    "sgn": ("[-2.0, 0.0, 3.0]", "", "tensor([-1.,  0.,  1.])"),
+    "i0": ("[0.0, 1.0]", "", "tensor([1.0000, 1.2661])"),
+    "sinc": ("[0.0, 0.5]", "", "tensor([1.0000, 0.6366])"),
+    "logit": ("[0.5, 0.75]", "", "tensor([0.0000, 1.0986])"),
+    "xlogy": ("[0.0, 2.0]", "torcia.tensor([3.0, 4.0])", "tensor([0.0000, 2.7726])"),
+    "mvlgamma": ("[2.5, 3.0]", "p=2", "tensor([0.8570, 1.5502])"),
+    "igamma": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.6321, 0.2642])"),
+    "igammac": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.3679, 0.7358])"),
+    "polygamma": ("[1.0, 2.0]", "1", "tensor([1.6449, 0.6449])"),
+    "conj_physical": ("[1.0, -2.0]", "", "tensor([ 1., -2.])"),
+    "scatter_reduce": ("[1.0, 2.0, 3.0]",
+                       '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), reduce="amax"',
+                       "tensor([6., 2., 7.])"),
+    "index_reduce": ("[1.0, 2.0, 3.0]",
+                     '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), "prod"',
+                     "tensor([30.,  2., 21.])"),
+    "fill": ("[1.0, 2.0]", "7.0", "tensor([7., 7.])"),
+    "zero": ("[1.0, 2.0]", "", "tensor([0., 0.])"),
+    "detach": ("[1.0, 2.0], requires_grad=True", "", "tensor([1., 2.])"),
+    "resize_as": ("[1, 2, 3, 4]", "torcia.zeros(2, 2)", "tensor([[1, 2],\n        [3, 4]])"),
+    "as_strided": ("[1, 2, 3, 4]", "(2,), (2,)", "tensor([1, 3])"),
+    "transpose": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "swapaxes": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "swapdims": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "squeeze": ("[[1, 2]]", "", "tensor([1, 2])"),
+    "unsqueeze": ("[1, 2]", "0", "tensor([[1, 2]])"),
+    "copy": ("[1.0, 2.0]", "torcia.tensor([5, 6])", "tensor([5., 6.])"),
+    "dropout": ("[1.0, 2.0]", "0.0, False", "tensor([1., 2.])"),
+    "alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "feature_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "feature_alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "rad2deg": ("[0.0, 3.141592653589793]", "", "tensor([  0., 180.])"),
+    "float_power": ("[2.0, 3.0], dtype=torcia.float64", "2",
+                    "tensor([4., 9.], dtype=torcia.float64)"),
+}
+
+
+def _example(name):
+    if name not in _EXAMPLES:
+        # add, sub and pow: defined again below, with examples of their own
+        return ""
+    *args, result = _EXAMPLES[name]
+    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+    return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+
+
+def _inplace_example(name, function=False):
+    """The Examples section of the in-place ``name_``, as ``Tensor.name_`` (or
+    ``torcia.name_`` with ``function``): its entry of ``_INPLACE_EXAMPLES``, else the
+    example of the elementwise ``name`` above run in place; "" for the others."""
+    if name in _INPLACE_EXAMPLES:
+        first, given, result = _INPLACE_EXAMPLES[name]
+        args = [given] if given else []
+    elif name not in _EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
+        return ""
+    else:
+        first, *others, result = _EXAMPLES[name]
+        if name in _oplist.UNARY_FLOAT:
+            # in place, the result keeps the input's dtype: an integer input cannot hold it
+            first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
+        args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
+    call = f"torcia.{name}_({', '.join(['x', *args])})" if function else \
+        f"x.{name}_({', '.join(args)})"
+    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
+            f">>> {call}\n{result}\n>>> x\n{result}\n")
 
 
 def _tensor_arg(x, name="input") -> Tensor:
