@@ -3,8 +3,8 @@
 
 It is ``_oplib`` and not ``ops`` because :mod:`torcia.ops` is PyTorch's ``torch.ops``, the
 namespace of registered custom ops (``torcia.ops.myns.myop``); these functions reach
-``torcia``'s namespace through ``__all__`` and Tensor's methods through
-:mod:`torcia._methods`.
+``torcia``'s namespace through each family's ``__all__``, and Tensor's methods through its
+``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 A family imports ``_common`` at its top and the other families at its bottom, once its own
 names are bound: whichever family is imported first, the others it loads find its names
