@@ -241,6 +241,13 @@ def _op_samples():
         yield "quantized_conv2d", (img, conv_w, np.full(6, 0.01, np.float32), None), {
             "x_scale": 0.5, "x_zero_point": 7, "stride": (2, 1), "padding": ((1, 0), (0, 2)),
             "dilation": (1, 2), "groups": 2, "out_scale": out_scale}
+        yield "quantized_conv", (img[..., None], conv_w[..., None], np.full(6, 0.01,
+                                                                           np.float32), b4[:1]), {
+            "x_scale": 0.5, "x_zero_point": 7, "stride": (2, 1, 1), "padding": 1,
+            "dilation": (1, 2, 1), "groups": 2, "out_scale": out_scale}
+        yield "quantized_conv_transpose", (img, conv_w[:4], s4, None), {
+            "x_scale": 0.5, "x_zero_point": 7, "stride": (2, 3), "padding": (1, 0),
+            "output_padding": (1, 2), "dilation": (1, 2), "groups": 2, "out_scale": out_scale}
     yield "quantized_add", (xq, xq[:, :1]), {"a_scale": 0.1, "a_zero_point": 1,
                                              "b_scale": 0.2, "b_zero_point": 2,
                                              "out_scale": 0.3, "out_zero_point": 4}
@@ -250,6 +257,13 @@ def _op_samples():
     packed = pack_int4(RNG.integers(0, 16, (4, 7)).astype(np.uint8))
     yield "linear_weight_int4", (x, packed, np.ones((4, 4), np.float32),
                                  np.zeros((4, 4), np.float32), None), {"group_size": 2}
+    emb_scales, emb_zeros = np.full(7, 0.1, np.float32), np.full(7, 3.5, np.float32)
+    yield "embedding_byte", (xq[0].T, emb_scales, emb_zeros, np.array([[0, 6], [2, 2]])), {}
+    for offsets, last in ((np.array([0, 2, 2]), False), (np.array([0, 3, 5]), True)):
+        yield "embedding_bag_byte", (xq[0].T, emb_scales, emb_zeros, np.array([1, 4, 0, 6, 5]),
+                                     offsets, None), {"include_last_offset": last}
+    yield "embedding_bag_byte", (xq[0].T, emb_scales, emb_zeros, np.array([[1, 4], [0, 6]]),
+                                 None, np.arange(4, dtype=np.float32)), {}
     yield "fake_quantize", (x.astype(np.float64), np.array([0.1]), np.array([2])), qp
 
 
@@ -679,3 +693,327 @@ def test_pt2e_flow_on_an_exported_resnet(tmp_path):
     loaded = torcia.export.load(tmp_path / "resnet_int8.pt2").module()
     with torcia.no_grad():
         assert torcia.equal(loaded(x), got)
+
+
+# ---------------------------------------------------------------------------------------
+# more quantized modules: 1-d/3-d and transposed convolutions, embeddings, LayerNorm
+# ---------------------------------------------------------------------------------------
+
+
+def _static_pair(make, shape, qconfig_name):
+    """The same float layer in torcia and torch, statically quantized by each (same
+    weights, same calibration batch); returns both models and a test input."""
+    torcia.manual_seed(1)
+    mine = nn.Sequential(tq.QuantStub(), make(torcia), tq.DeQuantStub()).eval()
+    theirs = torch.nn.Sequential(torch.ao.quantization.QuantStub(), make(torch),
+                                 torch.ao.quantization.DeQuantStub()).eval()
+    _same_weights(mine, theirs)
+    mine.qconfig = getattr(tq, qconfig_name)
+    theirs.qconfig = getattr(torch.ao.quantization, qconfig_name)
+    mine, theirs = tq.prepare(mine), torch.ao.quantization.prepare(theirs)
+    calib = RNG.standard_normal(shape).astype(np.float32)
+    mine(torcia.from_numpy(calib))
+    theirs(torch.from_numpy(calib))
+    return tq.convert(mine), torch.ao.quantization.convert(theirs), \
+        RNG.standard_normal(shape).astype(np.float32)
+
+
+_CONVS = [
+    ("Conv1d", lambda lib: lib.nn.Conv1d(4, 6, 3, stride=2, padding=1, dilation=1, groups=2),
+     (2, 4, 11), "default_qconfig"),
+    ("Conv1d", lambda lib: lib.nn.Conv1d(3, 5, 2, dilation=3, bias=False), (1, 3, 12),
+     "default_per_channel_qconfig"),
+    ("Conv3d", lambda lib: lib.nn.Conv3d(2, 4, (2, 3, 3), stride=(1, 2, 1), padding=1),
+     (2, 2, 4, 6, 5), "default_per_channel_qconfig"),
+    ("ConvTranspose1d", lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=2, padding=1,
+                                                            output_padding=1, groups=2),
+     (2, 4, 7), "default_qconfig"),
+    ("ConvTranspose2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, (3, 2), stride=(2, 3),
+                                                            padding=(1, 0), dilation=(1, 2)),
+     (2, 3, 5, 4), "default_qconfig"),
+    ("ConvTranspose3d", lambda lib: lib.nn.ConvTranspose3d(2, 4, (2, 3, 2), stride=(1, 2, 2),
+                                                            padding=(0, 1, 0)),
+     (1, 2, 3, 4, 3), "default_qconfig"),
+    ("LayerNorm", lambda lib: lib.nn.LayerNorm(8), (3, 5, 8), "default_qconfig"),
+    ("GroupNorm", lambda lib: lib.nn.GroupNorm(2, 4), (3, 4, 5), "default_qconfig"),
+    ("InstanceNorm1d", lambda lib: lib.nn.InstanceNorm1d(3, affine=True), (2, 3, 6),
+     "default_qconfig"),
+    ("InstanceNorm2d", lambda lib: lib.nn.InstanceNorm2d(3), (2, 3, 4, 5), "default_qconfig"),
+    ("InstanceNorm3d", lambda lib: lib.nn.InstanceNorm3d(2), (1, 2, 3, 4, 4),
+     "default_qconfig"),
+    ("BatchNorm3d", lambda lib: lib.nn.BatchNorm3d(2), (1, 2, 3, 4, 4), "default_qconfig"),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, make, shape, qconfig", _CONVS,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(_CONVS)])
+def test_quantized_conv_and_layernorm_modules_match_torch(name, make, shape, qconfig,
+                                                          monkeypatch):
+    # torch 2.13's default x86 engine sends transposed 2-d convolutions to oneDNN, whose
+    # result is tens of steps off torch's own float convolution of the same integers on
+    # this machine; FBGEMM's (PyTorch's reference x86 kernels) is within half a step
+    monkeypatch.setattr(torch.backends.quantized, "engine", "fbgemm")
+    mine, theirs, x = _static_pair(make, shape, qconfig)
+    assert type(mine[1]).__name__ == name
+    q_mine = mine[1](mine[0](torcia.from_numpy(x)))
+    q_theirs = theirs[1](theirs[0](torch.from_numpy(x)))
+    assert q_mine.shape == tuple(q_theirs.shape)
+    assert (q_mine.q_scale(), q_mine.q_zero_point()) == pytest.approx(
+        (q_theirs.q_scale(), q_theirs.q_zero_point()))
+    steps = np.abs(q_mine.int_repr().numpy().astype(int) -
+                   q_theirs.int_repr().numpy().astype(int))
+    assert steps.max() <= 1 and steps.mean() < 0.05
+
+
+def test_quantized_conv_reference_is_the_float_convolution_of_the_integers():
+    """The N-d reference against torcia's float convolutions run on the centred
+    integers (exact in float64), for 1-d, 3-d and transposed kernels."""
+    f = nn.functional
+    cases = [((2, 4, 9), (6, 2, 3), {"stride": 2, "padding": 1, "dilation": 2, "groups": 2},
+              f.conv1d),
+             ((1, 2, 3, 5, 4), (3, 2, 2, 3, 1), {"stride": (1, 2, 1), "padding": (1, 0, 2),
+                                                 "dilation": 1, "groups": 1}, f.conv3d)]
+    for xs, ws, params, conv in cases:
+        xq = RNG.integers(0, 256, xs).astype(np.uint8)
+        wq = RNG.integers(-128, 128, ws).astype(np.int8)
+        got = library.get_op("quantized_conv").kernel(
+            xq, wq, np.ones(ws[0], np.float32), None, x_scale=1.0, x_zero_point=9, **params)
+        want = conv(torcia.from_numpy(xq.astype(np.float64) - 9),
+                    torcia.from_numpy(wq.astype(np.float64)), **params)
+        np.testing.assert_array_equal(got, want.numpy())
+    xq = RNG.integers(0, 256, (2, 4, 3, 5)).astype(np.uint8)
+    wq = RNG.integers(-128, 128, (4, 3, 2, 3)).astype(np.int8)
+    params = {"stride": (2, 1), "padding": (1, 1), "output_padding": (1, 0),
+              "dilation": (1, 2), "groups": 2}
+    got = library.get_op("quantized_conv_transpose").kernel(
+        xq, wq, np.ones(6, np.float32), None, x_scale=1.0, x_zero_point=3, **params)
+    want = f.conv_transpose2d(torcia.from_numpy(xq.astype(np.float64) - 3),
+                              torcia.from_numpy(wq.astype(np.float64)), **params)
+    np.testing.assert_array_equal(got, want.numpy())
+
+
+def test_quantized_conv_transpose_refuses_per_channel_weights():
+    model = nn.Sequential(tq.QuantStub(), nn.ConvTranspose2d(2, 2, 2), tq.DeQuantStub()).eval()
+    model.qconfig = tq.default_per_channel_qconfig
+    model = tq.prepare(model)
+    model(torcia.randn(1, 2, 3, 3))
+    with pytest.raises(AssertionError, match="Per channel weight observer"):
+        tq.convert(model)
+
+
+@needs_torch
+@pytest.mark.parametrize("bag", [False, True])
+def test_quantized_embeddings_match_torch(bag):
+    torcia.manual_seed(2)
+    if bag:
+        mine = nn.EmbeddingBag(12, 5, mode="mean", include_last_offset=True)
+        theirs = torch.nn.EmbeddingBag(12, 5, mode="mean", include_last_offset=True)
+    else:
+        mine, theirs = nn.Embedding(12, 5), torch.nn.Embedding(12, 5)
+    _same_weights(mine, theirs)
+    mine.qconfig = tq.float_qparams_weight_only_qconfig
+    theirs.qconfig = torch.ao.quantization.float_qparams_weight_only_qconfig
+    q_mine = getattr(torcia.ao.nn.quantized, type(mine).__name__).from_float(mine)
+    q_theirs = getattr(torch.ao.nn.quantized, type(theirs).__name__).from_float(theirs)
+    if bag:
+        idx, offsets = np.array([3, 1, 11, 0, 0, 7]), np.array([0, 2, 2, 5, 6])
+        weights = RNG.standard_normal(6).astype(np.float32)
+        for w in (None, weights):
+            got = q_mine(torcia.from_numpy(idx), torcia.from_numpy(offsets),
+                         None if w is None else torcia.from_numpy(w))
+            want = q_theirs(torch.from_numpy(idx), torch.from_numpy(offsets),
+                            None if w is None else torch.from_numpy(w))
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+        two_d = np.array([[1, 2], [3, 4]])
+        np.testing.assert_allclose(q_mine(torcia.from_numpy(two_d)).numpy(),
+                                   q_theirs(torch.from_numpy(two_d)).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    else:
+        idx = RNG.integers(0, 12, (3, 4))
+        np.testing.assert_allclose(q_mine(torcia.from_numpy(idx)).numpy(),
+                                   q_theirs(torch.from_numpy(idx)).numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        q_mine(torcia.tensor([[12]]))
+
+
+def test_quantized_embedding_needs_the_float_qparams_qconfig():
+    emb = nn.Embedding(4, 3)
+    emb.qconfig = tq.default_qconfig
+    with pytest.raises(AssertionError, match="float_qparams_weight_only_qconfig"):
+        torcia.ao.nn.quantized.Embedding.from_float(emb)
+
+
+def test_quantized_embedding_rows_dequantize_to_their_float_range():
+    """Hand-derived: a row quantized over its own [min, max] (0.0 need not be in it)
+    gives back its min and max exactly."""
+    emb = nn.Embedding(2, 3)
+    with torcia.no_grad():
+        emb.weight.copy_(torcia.tensor([[1.0, 2.0, 3.55], [-5.1, -3.0, -2.0]]))
+    emb.qconfig = tq.float_qparams_weight_only_qconfig
+    q = torcia.ao.nn.quantized.Embedding.from_float(emb)
+    rows = q(torcia.tensor([0, 1])).numpy()
+    np.testing.assert_allclose(rows[:, [0, 2]], [[1.0, 3.55], [-5.1, -2.0]], rtol=1e-6)
+    np.testing.assert_allclose(rows, emb.weight.detach().numpy(),
+                               atol=np.float32(2.55 / 255) / 2 + 1e-6)
+
+
+# ---------------------------------------------------------------------------------------
+# torch.ao.nn.quantized.functional
+# ---------------------------------------------------------------------------------------
+
+
+def _functional_cases(lib):
+    """(name, args after the input, kwargs, input shape) of each functional form."""
+    q = lib.ao.nn.quantized.functional
+    yield q.max_pool1d, (3,), {"stride": 2, "padding": 1}, (2, 3, 9)
+    yield q.max_pool2d, (3,), {"stride": 2, "ceil_mode": True}, (2, 3, 7, 6)
+    yield q.avg_pool2d, (2,), {"padding": 1}, (2, 3, 7, 6)
+    yield q.avg_pool3d, ((1, 2, 2),), {}, (1, 2, 2, 4, 4)
+    yield q.adaptive_avg_pool2d, ((3, 2),), {}, (2, 3, 7, 6)
+    yield q.adaptive_avg_pool3d, (1,), {}, (1, 2, 2, 4, 4)
+    yield q.interpolate, (), {"scale_factor": 2, "mode": "nearest"}, (1, 2, 3, 4)
+    yield q.interpolate, (), {"size": (5, 7), "mode": "bilinear", "align_corners": False}, \
+        (1, 2, 3, 4)
+    yield q.upsample_bilinear, (), {"size": (5, 7)}, (1, 2, 3, 4)
+    yield q.upsample_nearest, (), {"scale_factor": 3}, (1, 2, 3, 4)
+    yield q.leaky_relu, (0.2,), {}, (4, 5)
+    yield q.leaky_relu, (0.2,), {"scale": 0.02, "zero_point": 30}, (4, 5)
+    yield q.hardswish, (0.03, 40), {}, (4, 5)
+    yield q.elu, (0.03, 40), {"alpha": 0.5}, (4, 5)
+    yield q.celu, (0.03, 40), {"alpha": 1.5}, (4, 5)
+    yield q.hardsigmoid, (), {}, (4, 5)
+    yield q.hardtanh, (-0.5, 1.0), {}, (4, 5)
+    yield q.clamp, (-0.3, 0.7), {}, (4, 5)
+    yield q.threshold, (0.1, -0.4), {}, (4, 5)
+
+
+@needs_torch
+@pytest.mark.parametrize("i", range(len(list(_functional_cases(torcia)))))
+def test_quantized_functional_forms_match_torch(i):
+    mine_fn, args, kwargs, shape = list(_functional_cases(torcia))[i]
+    theirs_fn = list(_functional_cases(torch))[i][0]
+    x = RNG.standard_normal(shape).astype(np.float32)
+    mine = mine_fn(torcia.quantize_per_tensor(torcia.from_numpy(x), 0.02, 110, torcia.quint8),
+                   *args, **kwargs)
+    theirs = theirs_fn(torch.quantize_per_tensor(torch.from_numpy(x), 0.02, 110, torch.quint8),
+                       *args, **kwargs)
+    assert mine.shape == tuple(theirs.shape)
+    assert (mine.q_scale(), mine.q_zero_point()) == pytest.approx(
+        (theirs.q_scale(), theirs.q_zero_point()))
+    steps = np.abs(mine.int_repr().numpy().astype(int) - theirs.int_repr().numpy().astype(int))
+    assert steps.max() <= 1 and steps.mean() < 0.05
+
+
+@needs_torch
+@pytest.mark.parametrize("nd, per_channel", [(1, False), (2, True), (3, True)])
+def test_quantized_functional_products_match_torch(nd, per_channel):
+    x = RNG.standard_normal((2, 4) + (6,) * nd).astype(np.float32)
+    w = RNG.standard_normal((6, 2) + (3,) * nd).astype(np.float32) * 0.3
+    b = RNG.standard_normal(6).astype(np.float32)
+    scales = (np.abs(w).reshape(6, -1).max(1) / 127).astype(np.float64)
+
+    def weight(lib, arr):
+        if per_channel:
+            return lib.quantize_per_channel(lib.from_numpy(arr), lib.from_numpy(scales),
+                                            lib.from_numpy(np.zeros(6, np.int64)), 0,
+                                            lib.qint8)
+        return lib.quantize_per_tensor(lib.from_numpy(arr), float(scales.max()), 0, lib.qint8)
+
+    kw = {"stride": 2, "padding": 1, "groups": 2, "scale": 0.05, "zero_point": 64}
+    got, want = (getattr(lib.ao.nn.quantized.functional, f"conv{nd}d")(
+        lib.quantize_per_tensor(lib.from_numpy(x), 0.03, 128, lib.quint8), weight(lib, w),
+        lib.from_numpy(b), **kw) for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert got.shape == tuple(want.shape) and steps.max() <= 1
+    xl = np.ascontiguousarray(x.reshape(-1, x.shape[-1])[:, :5])
+    wl = np.ascontiguousarray(w.reshape(6, -1)[:, :5])
+    got, want = (lib.ao.nn.quantized.functional.linear(
+        lib.quantize_per_tensor(lib.from_numpy(xl), 0.03, 128, lib.quint8),
+        lib.quantize_per_tensor(lib.from_numpy(wl), 0.01, 0, lib.qint8), lib.from_numpy(b),
+        0.04, 70) for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert got.shape == tuple(want.shape) and steps.max() <= 1
+
+
+def test_quantized_functional_refuses_float_weights_and_other_modes():
+    import torcia.ao.nn.quantized.functional as qF
+
+    x = torcia.quantize_per_tensor(torcia.rand(1, 2, 4, 4), 0.01, 0, torcia.quint8)
+    with pytest.raises(ValueError, match="must be a qint8 quantized tensor"):
+        qF.conv2d(x, torcia.ones(2, 2, 3, 3), None)
+    with pytest.raises(ValueError, match="Only 'nearest' and 'bilinear'"):
+        qF.interpolate(x, scale_factor=2, mode="bicubic")
+    with pytest.raises(RuntimeError, match="expects a quantized tensor"):
+        qF.hardtanh(torcia.ones(2))
+
+
+_DYNAMIC_CONVS = [
+    ("Conv1d", lambda lib: lib.nn.Conv1d(4, 6, 3, stride=2, padding=1, groups=2), (2, 4, 11)),
+    ("Conv2d", lambda lib: lib.nn.Conv2d(3, 4, 3, padding=1, dilation=2), (2, 3, 8, 7)),
+    ("Conv3d", lambda lib: lib.nn.Conv3d(2, 3, (1, 3, 3), padding=(0, 1, 1)), (1, 2, 3, 5, 5)),
+    ("ConvTranspose1d", lambda lib: lib.nn.ConvTranspose1d(4, 6, 3, stride=2), (2, 4, 7)),
+    ("ConvTranspose2d", lambda lib: lib.nn.ConvTranspose2d(3, 4, 2, stride=2), (2, 3, 4, 5)),
+    ("ConvTranspose3d", lambda lib: lib.nn.ConvTranspose3d(2, 3, (1, 2, 2), stride=(1, 2, 2)),
+     (1, 2, 2, 3, 3)),
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("name, make, shape", _DYNAMIC_CONVS, ids=[c[0] for c in _DYNAMIC_CONVS])
+@pytest.mark.parametrize("reduce_range", [True, False])
+def test_dynamic_convolutions_match_torch(name, make, shape, reduce_range, monkeypatch):
+    monkeypatch.setattr(torch.backends.quantized, "engine", "fbgemm")  # see the static test
+    torcia.manual_seed(3)
+    mine, theirs = make(torcia), make(torch)
+    _same_weights(mine, theirs)
+    mine.qconfig = tq.default_dynamic_qconfig
+    theirs.qconfig = torch.ao.quantization.default_dynamic_qconfig
+    q_mine = getattr(torcia.ao.nn.quantized.dynamic, name).from_float(mine)
+    q_theirs = getattr(torch.ao.nn.quantized.dynamic, name).from_float(theirs)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    got = q_mine(torcia.from_numpy(x), reduce_range).numpy()
+    want = q_theirs(torch.from_numpy(x), reduce_range).numpy()
+    # the same integers requantized at the same step: equal but for float rounding
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+    with pytest.raises(ValueError, match="Input shape must be"):
+        q_mine(torcia.from_numpy(x[0]))
+
+
+@needs_torch
+@pytest.mark.parametrize("dim, shape", [(1, (3, 5)), (-1, (2, 3, 4)), (None, (2, 6)),
+                                        (None, (2, 3, 4))])
+def test_quantized_softmax_matches_torch(dim, shape):
+    x = RNG.standard_normal(shape).astype(np.float32) * 3
+    got, want = (lib.ao.nn.quantized.Softmax(dim, 1 / 256, 0)(
+        lib.quantize_per_tensor(lib.from_numpy(x), 0.05, 128, lib.quint8))
+        for lib in (torcia, torch))
+    steps = np.abs(got.int_repr().numpy().astype(int) - want.int_repr().numpy().astype(int))
+    assert steps.max() <= 1
+
+
+@needs_torch
+def test_quantized_prelu_is_the_float_prelu_of_its_quantized_slope():
+    """Against torch's float PReLU of the dequantized input and slope (torch 2.13's own
+    quantized PReLU halves positive inputs, on every engine: 0.6 -> 0.3 at equal input
+    and output scales, which its float PReLU does not)."""
+    model = nn.Sequential(tq.QuantStub(), nn.PReLU(3), tq.DeQuantStub()).eval()
+    with torcia.no_grad():
+        model[1].weight.copy_(torcia.tensor([0.25, -0.1, 0.6]))
+    model.qconfig = tq.QConfig(activation=tq.MinMaxObserver,
+                               weight=tq.MinMaxObserver.with_args(dtype=torcia.quint8))
+    model = tq.prepare(model)
+    x = RNG.standard_normal((2, 3, 5)).astype(np.float32)
+    model(torcia.from_numpy(x))
+    model = tq.convert(model)
+    assert type(model[1]).__name__ == "PReLU"
+    q_in = model[0](torcia.from_numpy(x))
+    got = model[1](q_in)
+    slope = model[1].weight.dequantize().numpy()
+    want = torch.nn.functional.prelu(torch.from_numpy(q_in.dequantize().numpy()),
+                                     torch.from_numpy(slope))
+    want_q = torch.quantize_per_tensor(want, model[1].scale, model[1].zero_point, torch.quint8)
+    steps = np.abs(got.int_repr().numpy().astype(int) - want_q.int_repr().numpy().astype(int))
+    assert steps.max() <= 1
+    np.testing.assert_allclose(slope, [0.25, -0.1, 0.6], atol=model[1].weight.q_scale())

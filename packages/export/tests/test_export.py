@@ -8,6 +8,7 @@ is checked against hand-derived polynomials; guard messages against torch.export
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import os
@@ -473,3 +474,175 @@ def test_additional_inputs_infer_what_torchs_do():
     assert list(got) == list(want)
     for name in got:
         assert [d is None for d in got[name]] == [d is None for d in want[name]]
+
+
+# ---------------------------------------------------------------------------------------
+# draft_export
+# ---------------------------------------------------------------------------------------
+
+
+class _Branchy(nn.Module):
+    def forward(self, x):
+        if x.sum() > 0:  # the line the report names
+            x = x + 1
+        if x.max().item() > 100:
+            x = x * 0
+        return x * 2
+
+
+def test_draft_export_reports_each_data_dependent_read_and_specializes():
+    ep = torcia.export.draft_export(_Branchy(), (torcia.ones(3),))
+    report = ep._report
+    assert not report.successful() and len(report.failures) == 2
+    kinds = {f.failure_type for f in report.failures}
+    assert kinds == {torcia.export._draft.FailureType.DATA_DEPENDENT_ERROR}
+    assert "if x.sum() > 0:  # the line the report names" in report.failures[0].data["user_stack"]
+    assert "2 issue(s)" in str(report)
+    # the branch the example took is the branch the program always takes
+    x = torcia.tensor([-3.0, 1.0, 0.5])
+    assert ep.module()(x).tolist() == ((x + 1) * 2).tolist()
+    with pytest.raises(ExportError, match="data-dependent"):
+        torcia.export.export(_Branchy(), (torcia.ones(3),))
+
+
+def test_draft_export_of_a_sound_program_is_export():
+    model = nn.Sequential(nn.Linear(3, 4), nn.ReLU()).eval()
+    ep = torcia.export.draft_export(model, (torcia.randn(2, 3),))
+    assert ep._report.successful() and ep._report.failures == []
+    x = torcia.randn(2, 3)
+    assert torcia.equal(ep.module()(x), torcia.export.export(model, (x,)).module()(x))
+
+
+def test_draft_export_report_agrees_with_torch():
+    torch = pytest.importorskip("torch")
+
+    class Theirs(torch.nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    class Mine(nn.Module):
+        def forward(self, x):
+            if x.sum() > 0:
+                return x + 1
+            return x - 1
+
+    theirs = torch.export.draft_export(Theirs(), (torch.ones(3),))
+    mine = torcia.export.draft_export(Mine(), (torcia.ones(3),))
+    assert mine._report.successful() == theirs._report.successful()
+    assert len(mine._report.failures) == len(theirs._report.failures)
+    assert int(mine._report.failures[0].failure_type) == \
+        int(theirs._report.failures[0].failure_type)
+    x = np.array([-1.0, 2.0, 4.0], np.float32)  # torch's asserts the branch taken
+    np.testing.assert_array_equal(mine.module()(torcia.from_numpy(x)).numpy(),
+                                  theirs.module()(torch.from_numpy(x)).numpy())
+
+
+# ---------------------------------------------------------------------------------------
+# register_dataclass
+# ---------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class _Features:
+    tokens: torcia.Tensor
+    mask: torcia.Tensor
+    temperature: float = 1.0
+
+
+@dataclasses.dataclass
+class _Scored:
+    logits: torcia.Tensor
+    best: torcia.Tensor
+
+
+torcia.export.register_dataclass(_Features)
+torcia.export.register_dataclass(_Scored, serialized_type_name="tests.Scored")
+
+
+class _Scorer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(4, 3)
+
+    def forward(self, feats: _Features, extra):
+        logits = self.proj(feats.tokens * feats.mask[..., None]) / feats.temperature
+        return _Scored(logits, logits.argmax(-1)), [extra[0] + 1]
+
+
+def _features(n, temperature=1.0):
+    return _Features(torcia.randn(n, 5, 4), (torcia.rand(n, 5) > 0.5).float(), temperature)
+
+
+def test_registered_dataclasses_go_in_and_out_of_a_program_and_its_file(tmp_path):
+    torcia.manual_seed(0)
+    model = _Scorer().eval()
+    batch = Dim("batch", max=16)
+    ep = export(model, (_features(2, 0.5), [torcia.ones(2)]),
+                dynamic_shapes=({"tokens": {0: batch}, "mask": {0: batch},
+                                 "temperature": None}, None))
+    path = tmp_path / "scorer.pt2"
+    torcia.export.save(ep, path)
+    for program in (ep, torcia.export.load(path)):
+        feats = _features(7, 0.5)
+        got, rest = program.module()(feats, [torcia.zeros(2)])
+        want, want_rest = model(feats, [torcia.zeros(2)])
+        assert isinstance(got, _Scored)
+        assert torcia.allclose(got.logits, want.logits, atol=1e-6)
+        assert torcia.equal(got.best, want.best) and rest[0].tolist() == [1.0, 1.0]
+        with pytest.raises(AssertionError, match=r"Guard failed: feats.temperature == 0.5"):
+            program.module()(_features(2, 2.0), [torcia.zeros(2)])
+        with pytest.raises(TypeError, match=r"expected \(\(\S*_Features\(tokens=Tensor"):
+            program.module()({"tokens": feats.tokens}, [torcia.zeros(2)])
+
+
+def test_register_dataclass_refuses_what_is_not_a_dataclass_and_a_taken_name():
+    with pytest.raises(TypeError, match="expects a dataclass type"):
+        torcia.export.register_dataclass(_Scorer)
+
+    @dataclasses.dataclass
+    class Other:
+        x: torcia.Tensor
+
+    with pytest.raises(ValueError, match="'tests.Scored' is already registered"):
+        torcia.export.register_dataclass(Other, serialized_type_name="tests.Scored")
+
+
+def test_a_program_with_an_unregistered_dataclass_says_to_register_it():
+    spec = ("dataclass", ("tests.NotThere", (("x", ("T",)),)))
+    with pytest.raises(TypeError, match="'tests.NotThere', which is not registered"):
+        torcia.export._capture.unflatten(spec, iter([torcia.ones(1)]))
+
+
+def test_register_dataclass_matches_torch():
+    torch = pytest.importorskip("torch")
+
+    @dataclasses.dataclass
+    class TorchIn:
+        x: torch.Tensor
+        k: float
+
+    @dataclasses.dataclass
+    class MineIn:
+        x: torcia.Tensor
+        k: float
+
+    torch.export.register_dataclass(TorchIn)
+    torcia.export.register_dataclass(MineIn)
+
+    class Theirs(torch.nn.Module):
+        def forward(self, inp):
+            return TorchIn(inp.x.relu() * inp.k, inp.k)
+
+    class Mine(nn.Module):
+        def forward(self, inp):
+            return MineIn(inp.x.relu() * inp.k, inp.k)
+
+    x = np.random.default_rng(0).standard_normal((3, 2)).astype(np.float32)
+    theirs = torch.export.export(Theirs(), (TorchIn(torch.from_numpy(x), 3.0),)).module()
+    mine = export(Mine(), (MineIn(torcia.from_numpy(x), 3.0),)).module()
+    y = np.random.default_rng(1).standard_normal((3, 2)).astype(np.float32)
+    want, got = theirs(TorchIn(torch.from_numpy(y), 3.0)), mine(MineIn(torcia.from_numpy(y), 3.0))
+    np.testing.assert_array_equal(got.x.numpy(), want.x.numpy())
+    assert got.k == want.k

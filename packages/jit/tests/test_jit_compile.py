@@ -304,3 +304,69 @@ def test_fork_runs_the_task_at_once_and_traces_into_the_program():
     torcia.jit.save(traced, buf)
     buf.seek(0)
     assert torcia.equal(torcia.jit.load(buf)(x), torcia.relu(x) + x * 2)
+
+
+# ---------------------------------------------------------------------------------------
+# CompilationUnit, export_opnames
+# ---------------------------------------------------------------------------------------
+
+_UNIT_SOURCE = '''
+def foo(x):
+    return x + 1
+
+def bar(x, y: int):
+    return foo(x) * y
+
+def norm(x: Tensor, dims: List[int]):
+    return torch.sqrt((x * x).sum(dims))
+'''
+
+
+def test_compilation_unit_compiles_each_function_of_its_source():
+    cu = torcia.jit.CompilationUnit(_UNIT_SOURCE)
+    assert [f.name for f in cu.get_functions()] == ["foo", "bar", "norm"]
+    assert all(isinstance(f, torcia.jit.ScriptFunction) for f in cu.get_functions())
+    x = torcia.randn(2, 3)
+    assert torcia.equal(cu.bar(x, 3), (x + 1) * 3)
+    assert torcia.allclose(cu.norm(x, [1]), x.norm(dim=1))
+    assert cu.find_function("baz") is None
+    with pytest.raises(AttributeError, match="has no attribute 'baz'"):
+        cu.baz  # noqa: B018 - the lookup is what raises
+    cu.define("def baz(x):\n    return bar(x, 2) - 1\n")
+    assert torcia.equal(cu.baz(x), (x + 1) * 2 - 1)
+    assert "add" in cu.bar.code and "mul" in cu.bar.code  # foo inlined
+
+
+def test_compilation_unit_refuses_data_dependent_control_flow_naming_its_line():
+    cu = torcia.jit.CompilationUnit()
+    with pytest.raises(torcia.jit.NotSupportedError, match=r"line 3, in f\n    if x.sum"):
+        cu.define("\ndef f(x):\n    if x.sum() > 0:\n        return x\n    return -x\n")
+
+
+def test_compilation_unit_matches_torch():
+    torch = pytest.importorskip("torch")
+    theirs = torch.jit.CompilationUnit(_UNIT_SOURCE)
+    mine = torcia.jit.CompilationUnit(_UNIT_SOURCE)
+    x = np.random.default_rng(0).standard_normal((3, 4)).astype(np.float32)
+    for name, args in (("bar", (5,)), ("norm", ([0, 1],))):
+        want = getattr(theirs, name)(torch.from_numpy(x), *args).numpy()
+        got = getattr(mine, name)(torcia.from_numpy(x), *args).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+    assert [f.name for f in mine.get_functions()] == [f.name for f in theirs.get_functions()]
+
+
+def test_export_opnames_lists_the_ops_of_the_program():
+    torch = pytest.importorskip("torch")
+    model = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+    mine = torcia.jit.trace(model, torcia.ones(1, 3))
+    theirs = torch.jit.script(torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.ReLU()))
+    assert torcia.jit.export_opnames(mine) == torch.jit.export_opnames(theirs)
+
+
+def test_export_opnames_names_buffer_updates_and_refuses_plain_callables():
+    bn = nn.BatchNorm1d(3).train()
+    traced = torcia.jit.trace(bn, torcia.randn(4, 3), check_trace=False)
+    names = torcia.jit.export_opnames(traced)
+    assert "aten::copy_" in names and names == sorted(names)
+    with pytest.raises(AttributeError, match="ScriptModule or ScriptFunction"):
+        torcia.jit.export_opnames(lambda x: x)

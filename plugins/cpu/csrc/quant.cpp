@@ -19,6 +19,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -153,7 +154,7 @@ void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col
 }
 
 // int8_linear(xq (M, K) uint8, a_offset, wq (N, K) int8, row_scale (M,), col_scale (N,),
-// bias (N,) or None, out_scale, out_zero_point, relu) -> (M, N): float32 when out_scale
+// bias (N,), (M, N) or None, out_scale, out_zero_point, relu) -> (M, N): float32 when out_scale
 // <= 0, else uint8 at out_scale / out_zero_point
 py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
                       const py::array& row_scale, const py::array& col_scale,
@@ -176,22 +177,40 @@ py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
   check_len(fn, "row_scale", row_scale, m);
   const float* cs = data_of<float>(fn, "col_scale", col_scale, 1);
   check_len(fn, "col_scale", col_scale, n);
-  const float* b = optional_bias(fn, bias, n);
+  // a bias per output (N,), or per element (M, N): a recurrent layer's input projection
+  // added to its hidden one in the epilogue rather than by one more pass over the gates
+  const float* b = nullptr;
+  int64_t b_row = 0;
+  if (!bias.is_none() && py::reinterpret_borrow<py::array>(bias).ndim() == 2) {
+    const py::array ba = py::reinterpret_borrow<py::array>(bias);
+    b = data_of<float>(fn, "bias", ba, 2);
+    if (ba.shape(0) != m || ba.shape(1) != n)
+      throw std::runtime_error(fn + ": a 2-d bias must have the output's shape (" +
+                               std::to_string(m) + ", " + std::to_string(n) + "), got " +
+                               torcia_checks::shape_of(ba));
+    b_row = n;
+  } else {
+    b = optional_bias(fn, bias, n);
+  }
   const bool to_float = out_scale <= 0;
   const std::vector<py::ssize_t> shape{m, n};
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
   if (m == 0 || n == 0) return out;
-  std::vector<int32_t> acc(static_cast<size_t>(m * n), 0);
+  // left uninitialised: the GEMM writes every sum (beta 0), and zeroing megabytes the
+  // product then overwrites costs as much as a small product's epilogue
+  std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(m * n)]);
+  if (k == 0) std::fill(acc.get(), acc.get() + m * n, 0);
   float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
   uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
   const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
   {
     py::gil_scoped_release release;
-    if (k > 0) gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc.data(), n);
+    if (k > 0) gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc.get(), n);
 #pragma omp parallel for schedule(static) if (m * n > 65536)
     for (int64_t i = 0; i < m; ++i)
-      finish_row(acc.data() + i * n, n, rs[i], cs, b, of ? of + i * n : nullptr,
+      finish_row(acc.get() + i * n, n, rs[i], cs, b ? b + i * b_row : nullptr,
+                 of ? of + i * n : nullptr,
                  oq ? oq + i * n : nullptr, inv, out_zp, relu, 1);
   }
   return out;
@@ -413,8 +432,10 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     const int64_t chunks = (n + per - 1) / per;
 #pragma omp parallel if (chunks > 1)
     {
-      std::vector<uint8_t> cols(direct ? 0 : static_cast<size_t>(per * p * ckk));
-      std::vector<int32_t> acc(static_cast<size_t>(per * p * o));
+      // uninitialised, as int8_linear's: the columns and the GEMM write every element
+      std::unique_ptr<uint8_t[]> cols(direct ? nullptr
+                                             : new uint8_t[static_cast<size_t>(per * p * ckk)]);
+      std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(per * p * o)]);
 #pragma omp for schedule(static)
       for (int64_t chunk = 0; chunk < chunks; ++chunk) {
         const int64_t first = chunk * per, count = std::min(per, n - first);
@@ -422,15 +443,15 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
         if (!direct) {
           for (int64_t i = 0; i < count; ++i)
             columns(x + (first + i) * c * h * wd, c, h, wd, kh, kw, stride, padding, dilation,
-                    oh, ow, static_cast<uint8_t>(x_zp), cols.data() + i * p, count * p);
-          a = cols.data();
+                    oh, ow, static_cast<uint8_t>(x_zp), cols.get() + i * p, count * p);
+          a = cols.get();
         }
         // C (positions, out channels): the (ckk, positions) columns read transposed
-        gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc.data(), o, true);
+        gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc.get(), o, true);
         for (int64_t i = 0; i < count; ++i) {
           const int64_t base = (first + i) * o * p;
           for (int64_t q = 0; q < p; ++q)
-            finish_row(acc.data() + (i * p + q) * o, o, xs, ws, b,
+            finish_row(acc.get() + (i * p + q) * o, o, xs, ws, b,
                        of ? of + base + q : nullptr, oq ? oq + base + q : nullptr, inv, out_zp,
                        relu, p);
         }

@@ -65,14 +65,19 @@ def test_linear_dynamic(int8_gemm, m, k, n, per_row, reduce_range):
     x = (RNG.standard_normal((m, k)) * RNG.uniform(0.1, 10)).astype(np.float32)
     wq = RNG.integers(-127, 128, (n, k)).astype(np.int8)
     scales = RNG.uniform(1e-3, 1e-2, n).astype(np.float32)
-    b = RNG.standard_normal(n).astype(np.float32)
     kw = dict(per_row=per_row, reduce_range=reduce_range)
-    got = KERNELS.linear_dynamic(x, wq, scales, b, **kw)
-    want = reference("linear_dynamic")(x, wq, scales, b, **kw)
-    # one activation step of difference at a rounding tie moves a product by step * |w|
-    step = np.abs(x).max() / 127 * 2
-    np.testing.assert_allclose(got, want, rtol=1e-5, atol=step * 128 * scales.max())
-    assert np.mean(np.isclose(got, want, rtol=1e-4, atol=1e-4)) > 0.95
+    # a bias per output, and one per output element (what the dynamic LSTM passes: its
+    # input projection), broadcast over the leading dimension
+    for b in (RNG.standard_normal(n), RNG.standard_normal((m, n)),
+              RNG.standard_normal((1, n))):
+        b = b.astype(np.float32)
+        got = KERNELS.linear_dynamic(x, wq, scales, b, **kw)
+        want = reference("linear_dynamic")(x, wq, scales, b, **kw)
+        assert got.shape == want.shape == (m, n)
+        # one activation step of difference at a rounding tie moves a product by step * |w|
+        step = np.abs(x).max() / 127 * 2
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=step * 128 * scales.max())
+        assert np.mean(np.isclose(got, want, rtol=1e-4, atol=1e-4)) > 0.95
 
 
 @pytest.mark.parametrize("stride, padding, dilation", [
@@ -161,6 +166,10 @@ def test_native_entry_points_name_bad_arguments(int8_gemm):
         _native.int8_linear(u8, 0, i8, f32, np.ones(3, np.float32), None, -1.0, 0, False)
     with pytest.raises(RuntimeError, match="a_offset must be in 0..255"):
         _native.int8_linear(u8, 300, i8, f32, np.ones(4, np.float32), None, -1.0, 0, False)
+    with pytest.raises(RuntimeError, match=r"a 2-d bias must have the output's shape \(2, 4\), "
+                                            r"got \(4, 2\)"):
+        _native.int8_linear(u8, 0, i8, f32, np.ones(4, np.float32), np.ones((4, 2), np.float32),
+                            -1.0, 0, False)
     with pytest.raises(RuntimeError, match="qconv2d: wq has shape"):
         _native.qconv2d(np.zeros((1, 2, 4, 4), np.uint8), 0, np.zeros((3, 5, 3, 3), np.int8),
                         1.0, np.ones(3, np.float32), None, [1, 1], [0, 0, 0, 0], [1, 1], -1.0,

@@ -96,10 +96,16 @@ class QuantKernels:
         if _is(x, _F32) and _is(wq, _I8) and wq.ndim == 2 and _int8_gemm():
             x2 = np.ascontiguousarray(x.reshape(-1, x.shape[-1]))
             q, row_scale, offset = _native.quantize_rows(x2, per_row, reduce_range)
+            b = _bias(bias)
+            rows = (x2.shape[0], wq.shape[0])
+            if b is not None and b.ndim > 1 and b.shape != rows:
+                # per output element (the GEMM's epilogue adds it), in the output's shape
+                b = np.ascontiguousarray(np.broadcast_to(
+                    b, x.shape[:-1] + (wq.shape[0],)).reshape(rows))
             with _own_blas_threads(x2.shape[0] * wq.shape[0] * wq.shape[1]):
                 out = _native.int8_linear(q, offset, np.ascontiguousarray(wq), row_scale,
                                           np.ascontiguousarray(w_scales, dtype=_F32),
-                                          _bias(bias), -1.0, 0, False)
+                                          b, -1.0, 0, False)
             return out.reshape(*x.shape[:-1], wq.shape[0])
         return _reference("linear_dynamic")(x, wq, w_scales, bias, per_row=per_row,
                                                  reduce_range=reduce_range)

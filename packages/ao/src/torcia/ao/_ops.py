@@ -101,61 +101,158 @@ def quantized_linear(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: in
 
 
 def _conv_out_size(size, kernel, stride, padding, dilation):
-    """(OH, OW) of a convolution of (H, W) ``size``; ``padding`` is ((top, bottom),
-    (left, right))."""
+    """The output sizes of a convolution of ``size`` (one per spatial dimension);
+    ``padding`` is a (low, high) pair per dimension."""
     return tuple((n + lo + hi - d * (k - 1) - 1) // s + 1
                  for n, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
 
 
-def _columns(xq, pad_value, kh, kw, stride, padding, dilation):
-    """im2col: (N, C, H, W) -> (N, OH * OW, C * kh * kw), padding with ``pad_value``."""
-    n, c, h, w = xq.shape
-    (ph0, ph1), (pw0, pw1) = padding
-    padded = np.pad(xq, ((0, 0), (0, 0), (ph0, ph1), (pw0, pw1)), constant_values=pad_value)
-    oh, ow = _conv_out_size((h, w), (kh, kw), stride, padding, dilation)
-    cols = np.empty((n, c, kh, kw, oh, ow), dtype=xq.dtype)
-    for i in range(kh):
-        for j in range(kw):
-            y0, x0 = i * dilation[0], j * dilation[1]
-            cols[:, :, i, j] = padded[:, :, y0:y0 + stride[0] * oh:stride[0],
-                                      x0:x0 + stride[1] * ow:stride[1]]
-    return cols.reshape(n, c * kh * kw, oh * ow).transpose(0, 2, 1), oh, ow
+def _tuple(v, n):
+    return tuple(v) if isinstance(v, (tuple, list)) else (v,) * n
 
 
 def _pairs(v):
-    return tuple(v) if isinstance(v, (tuple, list)) else (v, v)
+    return _tuple(v, 2)
 
 
-def _padding(p):
-    p = _pairs(p)
-    return tuple(x if isinstance(x, (tuple, list)) else (x, x) for x in p)
+def _padding(p, n=2):
+    return tuple(x if isinstance(x, (tuple, list)) else (x, x) for x in _tuple(p, n))
+
+
+def _int_conv(xc, wq, stride, padding, dilation, groups):
+    """The integer accumulators of an N-d convolution, exactly (float64): ``xc`` (N, C,
+    *S) holds centred input values (``xq - x_zero_point``, so that padding with 0 pads
+    with the quantized 0.0), ``wq`` (O, C / groups, *K). Returns (N, O, *OS)."""
+    padded = np.pad(xc.astype(np.float64), ((0, 0), (0, 0), *padding))
+    out = _conv_out_size(xc.shape[2:], wq.shape[2:], stride, padding, dilation)
+    o, cg = wq.shape[:2]
+    og = o // groups
+    acc = np.zeros((xc.shape[0], o, *out))
+    w = wq.astype(np.float64)
+    for offset in np.ndindex(*wq.shape[2:]):
+        window = padded[(slice(None), slice(None)) + tuple(
+            slice(k * d, k * d + s * (n - 1) + 1, s)
+            for k, d, s, n in zip(offset, dilation, stride, out))]
+        for g in range(groups):
+            tap = w[(slice(g * og, (g + 1) * og), slice(None)) + offset]  # (og, cg)
+            part = window[:, g * cg:(g + 1) * cg]
+            acc[:, g * og:(g + 1) * og] += np.moveaxis(
+                np.tensordot(part, tap, axes=([1], [1])), -1, 1)
+    return acc
+
+
+def _conv_requantized(acc, x_scale, w_scales, bias, out_scale, out_zero_point, relu):
+    """``acc * (x_scale * w_scales) + bias`` per output channel (axis 1), requantized."""
+    shape = (1, -1) + (1,) * (acc.ndim - 2)
+    o = acc.shape[1]
+    scales = np.broadcast_to(_f32(w_scales), (o,)).astype(np.float64).reshape(shape)
+    out = acc * (np.float64(x_scale) * scales)
+    if bias is not None:
+        out = out + np.asarray(bias, np.float64).reshape(shape)
+    return np.ascontiguousarray(_requantize(out, out_scale, out_zero_point, relu))
+
+
+def quantized_conv(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: int,
+                   stride=1, padding=0, dilation=1, groups: int = 1,
+                   out_scale: float | None = None, out_zero_point: int = 0,
+                   relu: bool = False):
+    """An N-d convolution (1-d, 2-d, 3-d: the weight's rank says) on uint8 ``xq`` (N, C,
+    *S) and int8 ``wq`` (O, C / groups, *K), padded with the input's zero point (the
+    quantized 0.0); ``padding`` an int, one per dimension or a (low, high) pair per
+    dimension. Output as :func:`quantized_linear`'s."""
+    nd = wq.ndim - 2
+    acc = _int_conv(xq.astype(np.int32) - x_zero_point, wq, _tuple(stride, nd),
+                    _padding(padding, nd), _tuple(dilation, nd), groups)
+    return _conv_requantized(acc, x_scale, w_scales, bias, out_scale, out_zero_point, relu)
 
 
 def quantized_conv2d(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: int,
                      stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1),
                      groups: int = 1, out_scale: float | None = None,
                      out_zero_point: int = 0, relu: bool = False):
-    """A 2-D convolution on uint8 ``xq`` (N, C, H, W) and int8 ``wq`` (O, C / groups, kh,
-    kw), padded with the input's zero point (the quantized 0.0), then as
-    :func:`quantized_linear`."""
-    n, c = xq.shape[:2]
-    o, cg, kh, kw = wq.shape
-    stride, dilation, padding = _pairs(stride), _pairs(dilation), _padding(padding)
-    scales = np.broadcast_to(_f32(w_scales), (o,)).astype(np.float64)
-    outs = []
-    og = o // groups
-    for g in range(groups):
-        cols, oh, ow = _columns(xq[:, g * cg:(g + 1) * cg], x_zero_point, kh, kw, stride,
-                                padding, dilation)
-        w2 = wq[g * og:(g + 1) * og].reshape(og, -1)
-        acc = _int_product(cols.reshape(-1, cols.shape[-1]).astype(np.int32) - x_zero_point, w2)
-        outs.append(acc.reshape(n, oh * ow, og))
-    acc = np.concatenate(outs, axis=2)  # (N, P, O)
-    out = acc * (np.float64(x_scale) * scales)
-    if bias is not None:
-        out = out + bias
-    out = out.transpose(0, 2, 1).reshape(n, o, oh, ow)
-    return np.ascontiguousarray(_requantize(out, out_scale, out_zero_point, relu))
+    """:func:`quantized_conv` of 2-d images (its own op: the one torcia-cpu runs natively
+    and the ONNX exporter writes as a QLinearConv)."""
+    return quantized_conv(xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point,
+                          stride=stride, padding=padding, dilation=dilation, groups=groups,
+                          out_scale=out_scale, out_zero_point=out_zero_point, relu=relu)
+
+
+def _transpose_out_size(size, kernel, stride, padding, output_padding, dilation):
+    return tuple((n - 1) * s - 2 * p + d * (k - 1) + op + 1 for n, k, s, p, op, d in
+                 zip(size, kernel, stride, padding, output_padding, dilation))
+
+
+def quantized_conv_transpose(xq, wq, w_scales, bias, *, x_scale: float, x_zero_point: int,
+                             stride=1, padding=0, output_padding=0, dilation=1,
+                             groups: int = 1, out_scale: float | None = None,
+                             out_zero_point: int = 0):
+    """An N-d transposed convolution on uint8 ``xq`` (N, C, *S) and int8 ``wq`` (C, O /
+    groups, *K): each input element scatters its products with the kernel into the
+    output at ``stride`` (integers accumulated exactly, in float64), the border of
+    ``padding`` cut off; output as :func:`quantized_linear`'s."""
+    nd = wq.ndim - 2
+    stride, padding = _tuple(stride, nd), _tuple(padding, nd)
+    output_padding, dilation = _tuple(output_padding, nd), _tuple(dilation, nd)
+    xc = (xq.astype(np.int32) - x_zero_point).astype(np.float64)
+    n, c = xc.shape[:2]
+    cg, og = c // groups, wq.shape[1]
+    size = xc.shape[2:]
+    full = tuple((m - 1) * s + d * (k - 1) + 1 + op for m, k, s, d, op in
+                 zip(size, wq.shape[2:], stride, dilation, output_padding))
+    acc = np.zeros((n, og * groups, *full))
+    w = wq.astype(np.float64)
+    for offset in np.ndindex(*wq.shape[2:]):
+        place = tuple(slice(k * d, k * d + s * (m - 1) + 1, s)
+                      for k, d, s, m in zip(offset, dilation, stride, size))
+        for g in range(groups):
+            tap = w[(slice(g * cg, (g + 1) * cg), slice(None)) + offset]  # (cg, og)
+            part = np.moveaxis(np.tensordot(xc[:, g * cg:(g + 1) * cg], tap, axes=([1], [0])),
+                               -1, 1)
+            acc[(slice(None), slice(g * og, (g + 1) * og)) + place] += part
+    out = _transpose_out_size(size, wq.shape[2:], stride, padding, output_padding, dilation)
+    acc = acc[(slice(None), slice(None)) + tuple(slice(p, p + m) for p, m in
+                                                  zip(padding, out))]
+    return _conv_requantized(acc, x_scale, w_scales, bias, out_scale, out_zero_point, False)
+
+
+def embedding_byte(wq, scales, zero_points, indices):
+    """Rows ``indices`` of uint8 ``wq`` (N, D) with a float scale and zero point per row
+    (PyTorch's ``per_channel_affine_float_qparams``), as float32: ``(q - zero_point) *
+    scale``."""
+    rows = np.asarray(indices, np.int64)
+    bad = rows[(rows < 0) | (rows >= wq.shape[0])]
+    if bad.size:
+        raise RuntimeError(f"Index {int(bad[0])} is out of bounds: the embedding has "
+                           f"{wq.shape[0]} rows (range 0 to {wq.shape[0]})")
+    q = wq[rows].astype(np.float32)
+    return (q - _f32(zero_points)[rows][..., None]) * _f32(scales)[rows][..., None]
+
+
+def embedding_bag_byte(wq, scales, zero_points, indices, offsets, per_sample_weights, *,
+                       include_last_offset: bool = False):
+    """The sum of :func:`embedding_byte`'s rows over each bag (bags start at
+    ``offsets`` of 1-d ``indices``; each row of 2-d ``indices`` is a bag), each row
+    weighted by ``per_sample_weights`` when given; an empty bag sums to zeros."""
+    idx = np.asarray(indices, np.int64)
+    if idx.ndim == 2:
+        # PyTorch makes the offsets of fixed-size bags, then reads them as it reads given
+        # ones: with include_last_offset, the last bag's start is taken for the end
+        offsets = np.arange(0, idx.size, idx.shape[1], dtype=np.int64)
+        idx = idx.reshape(-1)
+    elif offsets is None:
+        raise ValueError("offsets has to be a 1D Tensor but got None")
+    bounds = np.asarray(offsets, np.int64)
+    if not include_last_offset:
+        bounds = np.append(bounds, idx.size)
+    starts, ends = bounds[:-1], bounds[1:]
+    rows = embedding_byte(wq, scales, zero_points, idx)
+    if per_sample_weights is not None:
+        rows = rows * _f32(per_sample_weights).reshape(-1, 1)
+    out = np.zeros((len(starts), wq.shape[1]), np.float32)
+    for b, (lo, hi) in enumerate(zip(starts, ends)):
+        if hi > lo:
+            out[b] = rows[lo:hi].sum(axis=0)
+    return out
 
 
 def quantized_add(a, b, *, a_scale: float, a_zero_point: int, b_scale: float,
@@ -277,12 +374,33 @@ def _quantized_linear_shape(xq, wq, w_scales, bias, *, out_scale=None, **params)
     return xq.shape[:-1] + (wq.shape[0],), _requantized(out_scale)
 
 
-def _quantized_conv2d_shape(xq, wq, w_scales, bias, *, stride=(1, 1),
-                            padding=((0, 0), (0, 0)), dilation=(1, 1), out_scale=None,
-                            **params):
-    out = _conv_out_size(xq.shape[2:], wq.shape[2:], _pairs(stride), _padding(padding),
-                         _pairs(dilation))
+def _quantized_conv_shape(xq, wq, w_scales, bias, *, stride=1, padding=0, dilation=1,
+                          out_scale=None, **params):
+    nd = len(wq.shape) - 2
+    out = _conv_out_size(xq.shape[2:], wq.shape[2:], _tuple(stride, nd), _padding(padding, nd),
+                         _tuple(dilation, nd))
     return (xq.shape[0], wq.shape[0], *out), _requantized(out_scale)
+
+
+def _quantized_conv_transpose_shape(xq, wq, w_scales, bias, *, stride=1, padding=0,
+                                    output_padding=0, dilation=1, groups=1, out_scale=None,
+                                    **params):
+    nd = len(wq.shape) - 2
+    out = _transpose_out_size(xq.shape[2:], wq.shape[2:], _tuple(stride, nd),
+                              _tuple(padding, nd), _tuple(output_padding, nd),
+                              _tuple(dilation, nd))
+    return (xq.shape[0], wq.shape[1] * groups, *out), _requantized(out_scale)
+
+
+def _embedding_shape(wq, scales, zero_points, indices, **params):
+    return indices.shape + (wq.shape[1],), np.dtype(np.float32)
+
+
+def _embedding_bag_shape(wq, scales, zero_points, indices, offsets, per_sample_weights, *,
+                         include_last_offset=False, **params):
+    bags = indices.shape[0] if len(indices.shape) == 2 else offsets.shape[0]
+    bags -= 1 if include_last_offset else 0
+    return (bags, wq.shape[1]), np.dtype(np.float32)
 
 
 def _quantized_add_shape(a, b, *, out_scale, **params):
@@ -312,6 +430,10 @@ OPS = {
     "dequantize_per_channel": (dequantize_per_channel, None),
     "quantized_linear": (quantized_linear, None),
     "quantized_conv2d": (quantized_conv2d, None),
+    "quantized_conv": (quantized_conv, None),
+    "quantized_conv_transpose": (quantized_conv_transpose, None),
+    "embedding_byte": (embedding_byte, None),
+    "embedding_bag_byte": (embedding_bag_byte, None),
     "quantized_add": (quantized_add, None),
     "linear_dynamic": (linear_dynamic, None),
     "linear_weight_int8": (linear_weight_int8, None),
@@ -326,7 +448,11 @@ SHAPES = {
     "quantize_per_channel": _quantize_shape,
     "dequantize_per_channel": _dequantize_shape,
     "quantized_linear": _quantized_linear_shape,
-    "quantized_conv2d": _quantized_conv2d_shape,
+    "quantized_conv2d": _quantized_conv_shape,
+    "quantized_conv": _quantized_conv_shape,
+    "quantized_conv_transpose": _quantized_conv_transpose_shape,
+    "embedding_byte": _embedding_shape,
+    "embedding_bag_byte": _embedding_bag_shape,
     "quantized_add": _quantized_add_shape,
     "linear_dynamic": _dynamic_linear_shape,
     "linear_weight_int8": _float_linear_shape,

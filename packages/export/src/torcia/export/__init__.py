@@ -49,10 +49,12 @@ from torcia.export._capture import (
     ExportError,
     capture,
     flatten,
+    from_tree,
     located,
+    register_dataclass,
     resampled,
-    unflatten,
 )
+from torcia.export._capture import unflatten as _unflatten
 from torcia.export._dims import (
     INT_MAX,
     AdditionalInputs,
@@ -67,6 +69,7 @@ from torcia.export._dims import (
     step_values,
     summarize,
 )
+from torcia.export._draft import DraftExportReport, draft_export
 from torcia.export._program import (
     Node,
     Program,
@@ -81,10 +84,10 @@ from torcia.export._program import (
 )
 from torcia.library import Tensor
 
-__all__ = ["AdditionalInputs", "Dim", "ExportError", "ExportGraph", "ExportGraphSignature",
-           "ExportedModule", "ExportedProgram", "InputKind", "InputSpec", "Node", "OutputKind",
-           "OutputSpec", "ShapesCollection", "dims", "export", "load", "named_state",
-           "register_state", "save"]
+__all__ = ["AdditionalInputs", "Dim", "DraftExportReport", "ExportError", "ExportGraph",
+           "ExportGraphSignature", "ExportedModule", "ExportedProgram", "InputKind", "InputSpec",
+           "Node", "OutputKind", "OutputSpec", "ShapesCollection", "dims", "draft_export",
+           "export", "load", "named_state", "register_dataclass", "register_state", "save"]
 
 
 ExportError.__module__ = "torcia.export"  # where users meet it
@@ -442,9 +445,9 @@ class ExportedModule(nn.Module):
                 tensors.append(getattr(*place))
         needs_grad = torcia.is_grad_enabled() and any(t.requires_grad for t in tensors)
         if needs_grad or library.active_modes():
-            return program.interpret(tensors, sizes)
+            return from_tree(program.interpret(tensors, sizes))
         out = program.run([t.__torcia_data__ for t in tensors], sizes)
-        return _wrap(out)
+        return from_tree(_wrap(out))
 
 
 def named_state(module: nn.Module) -> tuple[dict, dict]:
@@ -518,6 +521,9 @@ def _describe_spec(spec) -> str:
         return "value"
     if tag == "dict":
         return "{" + ", ".join(f"{k!r}: {_describe_spec(s)}" for k, s in spec[1]) + "}"
+    if tag == "dataclass":
+        name, fields = spec[1]
+        return f"{name}(" + ", ".join(f"{k}={_describe_spec(s)}" for k, s in fields) + ")"
     inner = ", ".join(_describe_spec(s) for s in spec[1])
     return f"({inner})" if tag == "tuple" else f"[{inner}]"
 
@@ -539,6 +545,9 @@ def _leaf_names(module, args, kwargs, leaves) -> list:
         elif isinstance(value, dict):
             for k, v in value.items():
                 walk(v, f"{path}[{k!r}]")
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            for f in dataclasses.fields(value):
+                walk(getattr(value, f.name), f"{path}.{f.name}")
         else:
             names.setdefault(id(value), path)
 
@@ -603,7 +612,7 @@ class _Tracing:
                 new.append(resampled(leaf, tuple(shape), self.rng))
             else:
                 new.append(leaf)
-        args, kwargs = unflatten(self.spec, iter(new))
+        args, kwargs = _unflatten(self.spec, iter(new))
         try:
             tracer, _ = capture(self.module, args, kwargs, self.on_read)
         finally:

@@ -3,6 +3,7 @@ each op came from, and errors (not graph breaks) where the program cannot be exp
 
 from __future__ import annotations
 
+import dataclasses
 import linecache
 import sys
 import warnings
@@ -117,12 +118,97 @@ class ExportTracer(Tracer):
         return with_location
 
 
+#: serialized type name -> dataclass, and back: the dataclasses :func:`register_dataclass`
+#: lets programs take and return
+_DATACLASSES: dict[str, type] = {}
+_DATACLASS_NAMES: dict[type, str] = {}
+
+#: the key under which a registered dataclass's type name travels through the compiler's
+#: capture, which rebuilds tuples, lists and dicts only
+DATACLASS_KEY = "$torcia.export.dataclass"
+
+
+def register_dataclass(cls: type, *, serialized_type_name: str | None = None) -> None:
+    """Let exported programs take and return instances of dataclass ``cls``
+    (``torch.export.register_dataclass``): their fields are flattened like a dict's,
+    tensors becoming the program's inputs, other values its guarded constants.
+    ``serialized_type_name`` (by default the class's ``module.qualname``) names it in a
+    saved program; the process that loads the program registers it again under that
+    name.
+
+    Examples
+    --------
+    >>> import dataclasses
+    >>> import torcia
+    >>> @dataclasses.dataclass
+    ... class Batch:
+    ...     x: torcia.Tensor
+    ...     scale: float = 2.0
+    >>> torcia.export.register_dataclass(Batch)
+    >>> class Net(torcia.nn.Module):
+    ...     def forward(self, b: Batch):
+    ...         return Batch(b.x.relu() * b.scale, b.scale)
+    >>> ep = torcia.export.export(Net(), (Batch(torcia.tensor([-1.0, 3.0])),))
+    >>> ep.module()(Batch(torcia.tensor([2.0, -5.0])))
+    Batch(x=tensor([4., 0.]), scale=2.0)
+    """
+    if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
+        raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
+    name = serialized_type_name or f"{cls.__module__}.{cls.__qualname__}"
+    registered = _DATACLASSES.get(name)
+    if registered is not None and registered is not cls:
+        raise ValueError(f"{name!r} is already registered for {registered!r}")
+    _DATACLASSES[name] = cls
+    _DATACLASS_NAMES[cls] = name
+
+
+def _dataclass_fields(obj) -> list:
+    return [f.name for f in dataclasses.fields(obj) if f.init]
+
+
+def _registered_dataclass(name: str) -> type:
+    cls = _DATACLASSES.get(name)
+    if cls is None:
+        raise TypeError(f"the program uses dataclass {name!r}, which is not registered in "
+                        "this process: call torcia.export.register_dataclass on it (with the "
+                        "same serialized_type_name) before loading or running the program")
+    return cls
+
+
+def as_tree(obj):
+    """``obj`` with each registered dataclass as a dict of its fields (its type name under
+    :data:`DATACLASS_KEY`): how outputs pass through the compiler's capture."""
+    if type(obj) in _DATACLASS_NAMES:
+        return {DATACLASS_KEY: _DATACLASS_NAMES[type(obj)],
+                **{k: as_tree(getattr(obj, k)) for k in _dataclass_fields(obj)}}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(as_tree(x) for x in obj)
+    if isinstance(obj, dict):
+        return {k: as_tree(v) for k, v in obj.items()}
+    return obj
+
+
+def from_tree(obj):
+    """The inverse of :func:`as_tree`."""
+    if isinstance(obj, dict):
+        fields = {k: from_tree(v) for k, v in obj.items() if k != DATACLASS_KEY}
+        if DATACLASS_KEY in obj:
+            return _registered_dataclass(obj[DATACLASS_KEY])(**fields)
+        return fields
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(from_tree(x) for x in obj)
+    return obj
+
+
 def flatten(obj, leaves: list):
-    """``obj`` (nested tuples, lists and dicts) as a spec, its leaves appended to
-    ``leaves``: a tensor leaf is ``("T",)``, any other ``("=", value)``."""
+    """``obj`` (nested tuples, lists, dicts and registered dataclasses) as a spec, its
+    leaves appended to ``leaves``: a tensor leaf is ``("T",)``, any other ``("=",)``."""
     if isinstance(obj, Tensor):
         leaves.append(obj)
         return ("T",)
+    if type(obj) in _DATACLASS_NAMES:
+        return ("dataclass", (_DATACLASS_NAMES[type(obj)], tuple(
+            (k, flatten(getattr(obj, k), leaves)) for k in _dataclass_fields(obj))))
     if isinstance(obj, (list, tuple)):
         return (type(obj).__name__, tuple(flatten(x, leaves) for x in obj))
     if isinstance(obj, dict):
@@ -138,6 +224,9 @@ def unflatten(spec, leaves):
         return next(leaves)
     if tag == "dict":
         return {k: unflatten(s, leaves) for k, s in spec[1]}
+    if tag == "dataclass":
+        name, fields = spec[1]
+        return _registered_dataclass(name)(**{k: unflatten(s, leaves) for k, s in fields})
     items = [unflatten(s, leaves) for s in spec[1]]
     return tuple(items) if tag == "tuple" else items
 
@@ -156,7 +245,7 @@ def capture(module, args: tuple, kwargs: dict, on_read="error"):
             tracer.register(leaf, ("arg", i))
     with torcia.no_grad(), tracer:
         out = module(*args, **kwargs)
-        tracer.graph.outputs = tracer.output(out)
+        tracer.graph.outputs = tracer.output(as_tree(out))
     return tracer, leaves
 
 

@@ -145,6 +145,20 @@ def _walk(value, spec, path, found):
             raise ValueError(f"dynamic_shapes{path}: expected a dict for this dict input")
         for k, s in spec.items():
             _walk(value[k], s, f"{path}[{k!r}]", found)
+    elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+        # a registered dataclass: its fields' specs by name, in field order, or as an
+        # instance of the same dataclass
+        names = [f.name for f in dataclasses.fields(value) if f.init]
+        if isinstance(spec, (list, tuple)) and len(spec) == len(names):
+            spec = dict(zip(names, spec))
+        elif type(spec) is type(value):
+            spec = {k: getattr(spec, k) for k in names}
+        if not isinstance(spec, dict) or not set(spec) <= set(names):
+            raise ValueError(f"dynamic_shapes{path}: expected the specs of {names} (a dict "
+                             f"by field, a list in field order or a {type(value).__name__})"
+                             f", got {spec!r}")
+        for k, s in spec.items():
+            _walk(getattr(value, k), s, f"{path}.{k}", found)
 
 
 def bind(module, args, kwargs) -> dict:

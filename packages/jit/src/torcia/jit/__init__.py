@@ -64,14 +64,15 @@ from torcia.jit._markers import (
     script_if_tracing,
     unused,
 )
+from torcia.jit._unit import CompilationUnit, export_opnames
 
 __all__ = [
-    "Attribute", "Error", "Final", "Future", "NotSupportedError", "RecursiveScriptModule",
-    "ScriptFunction", "ScriptModule", "TopLevelTracedModule", "TracedModule",
-    "TracerWarning", "TracingCheckError", "annotate", "annotations", "export", "fork", "freeze",
-    "ignore", "interface", "is_scripting", "is_tracing", "isinstance", "load",
-    "optimize_for_inference", "save", "script", "script_if_tracing", "trace",
-    "trace_module", "unused", "wait",
+    "Attribute", "CompilationUnit", "Error", "Final", "Future", "NotSupportedError",
+    "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule",
+    "TracedModule", "TracerWarning", "TracingCheckError", "annotate", "annotations", "export",
+    "export_opnames", "fork", "freeze", "ignore", "interface", "is_scripting", "is_tracing",
+    "isinstance", "load", "optimize_for_inference", "save", "script", "script_if_tracing",
+    "trace", "trace_module", "unused", "wait",
 ]
 
 _script_if_tracing = script_if_tracing

@@ -115,18 +115,19 @@ class _ObserverBase(ObserverBase):
 
     def _qparams(self, lo, hi):
         """Scale and zero point (NumPy arrays of one or one per channel)."""
+        qmin, qmax = self.quant_min, self.quant_max
+        if self.qscheme is per_channel_affine_float_qparams:
+            # the row's own range, not widened to hold 0.0 (PyTorch's embedding scheme)
+            lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
+            scale = np.where(hi - lo > self.eps, (hi - lo) / (qmax - qmin), 1.0)
+            return scale.astype(np.float32), (-lo / scale).astype(np.float32)
         lo = np.minimum(np.asarray(lo, np.float64), 0.0)
         hi = np.maximum(np.asarray(hi, np.float64), 0.0)
-        qmin, qmax = self.quant_min, self.quant_max
         if self.qscheme in (per_tensor_symmetric, per_channel_symmetric):
             bound = np.maximum(-lo, hi)
             scale = np.maximum(bound / ((qmax - qmin) / 2), self.eps)
             mid = (qmin + qmax + 1) // 2 if self.dtype is quint8 else 0
             zero = np.full(scale.shape, mid, np.int64)
-        elif self.qscheme is per_channel_affine_float_qparams:
-            scale = np.where(hi - lo > self.eps, (hi - lo) / (qmax - qmin), 1.0)
-            zero = -lo / scale
-            return scale.astype(np.float32), zero.astype(np.float32)
         else:
             scale = np.maximum((hi - lo) / (qmax - qmin), self.eps)
             zero = np.clip(qmin - np.round(lo / scale), qmin, qmax).astype(np.int64)

@@ -324,7 +324,14 @@ def get_default_static_quant_module_mappings() -> dict:
     """
     mapping = {
         QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
-        nn.Linear: nnq.Linear, nn.Conv2d: nnq.Conv2d, nnqat.Linear: nnq.Linear,
+        nn.Linear: nnq.Linear, nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
+        nn.Conv3d: nnq.Conv3d, nn.ConvTranspose1d: nnq.ConvTranspose1d,
+        nn.ConvTranspose2d: nnq.ConvTranspose2d, nn.ConvTranspose3d: nnq.ConvTranspose3d,
+        nn.LayerNorm: nnq.LayerNorm, nn.GroupNorm: nnq.GroupNorm,
+        nn.InstanceNorm1d: nnq.InstanceNorm1d, nn.InstanceNorm2d: nnq.InstanceNorm2d,
+        nn.InstanceNorm3d: nnq.InstanceNorm3d, nn.BatchNorm3d: nnq.BatchNorm3d,
+        nn.PReLU: nnq.PReLU,
+        nn.Embedding: nnq.Embedding, nn.EmbeddingBag: nnq.EmbeddingBag, nnqat.Linear: nnq.Linear,
         nnqat.Conv2d: nnq.Conv2d, nni.ConvReLU2d: nniq.ConvReLU2d,
         nni.LinearReLU: nniq.LinearReLU, nniqat.ConvReLU2d: nniq.ConvReLU2d,
         nniqat.LinearReLU: nniq.LinearReLU, nniqat.ConvBn2d: nnq.Conv2d,

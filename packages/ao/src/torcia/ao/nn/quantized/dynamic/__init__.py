@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import torcia
 from torcia import nn
-from torcia.ao._qtensor import QTensor, qint8
+from torcia.ao import _ops
+from torcia.ao._qtensor import QTensor, qint8, quantize_per_tensor, quint8
+from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.quantized._modules import weight_params
 from torcia.library import call
 
-__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "Linear", "RNNCell"]
+__all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "Linear", "RNNCell", "Conv1d", "Conv2d",
+           "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
 
 
 def _weights(weight, dtype, observer):
@@ -23,9 +26,11 @@ def _weights(weight, dtype, observer):
 
 
 def _product(x, w, scales, bias, reduce_range):
-    """``x @ w.T + bias`` with ``w`` int8 (activations quantized now) or float16."""
+    """``x @ w.T + bias`` with ``w`` int8 (activations quantized now) or float16; ``bias``
+    (N,) or one per output element."""
     if scales is None:
-        return nn.functional.linear(x, w.to(x.dtype), bias)
+        out = nn.functional.linear(x, w.to(x.dtype))
+        return out if bias is None else out + bias
     return call("linear_dynamic", (x, w, scales, bias),
                 {"per_row": False, "reduce_range": reduce_range})
 
@@ -155,20 +160,33 @@ class _Recurrent(nn.Module):
                     cell[kind] = name
                 self.cells.append(name)
 
-    def _project(self, x, kind, name):
-        return _product(x, getattr(self, f"weight_{kind}_{name}"),
-                        getattr(self, f"scales_{kind}_{name}"),
-                        getattr(self, f"bias_{kind}_{name}"), self.reduce_range)
+    def _layer(self, kind, name) -> tuple:
+        return tuple(getattr(self, f"{what}_{kind}_{name}") for what in
+                     ("weight", "scales", "bias"))
 
     def _run(self, x, states, name, reverse):
         """One layer and direction over the sequence (T, B, I)."""
         t_len, batch = x.shape[0], x.shape[1]
-        gx = self._project(x.reshape(t_len * batch, -1), "ih", name).reshape(
-            t_len, batch, -1)
+        w_ih, s_ih, b_ih = self._layer("ih", name)
+        w_hh, s_hh, b_hh = self._layer("hh", name)
+        fold = self._MODE == "LSTM"
+        if fold and b_hh is not None:
+            # an LSTM's gates are the sum of the two projections: the hidden bias joins
+            # the input projection, made once for all steps, which each step's hidden
+            # product then takes as its bias (added in the GEMM's epilogue)
+            b_ih = b_hh if b_ih is None else b_ih + b_hh
+        gx = _product(x.reshape(t_len * batch, -1), w_ih, s_ih, b_ih,
+                      self.reduce_range).reshape(t_len, batch, -1)
         outs = [None] * t_len
         steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
+        per_step = gx.unbind(0)  # one op rather than an index per step
         for t in steps:
-            states = self._step(gx[t], self._project(states[0], "hh", name), states)
+            if fold:
+                gates = _product(states[0], w_hh, s_hh, per_step[t], self.reduce_range)
+                states = tuple(call("lstm_cell", (gates, states[1]), {})[:2])
+            else:
+                states = self._step(per_step[t], _product(states[0], w_hh, s_hh, b_hh,
+                                                    self.reduce_range), states)
             outs[t] = states[0]
         return torcia.stack(outs), states
 
@@ -230,9 +248,6 @@ class LSTM(_Recurrent):
 
     _FLOAT_MODULE = nn.LSTM
     _MODE = "LSTM"
-
-    def _step(self, gx, gh, states):
-        return _lstm_step(gx, gh, states)
 
 
 class GRU(_Recurrent):
@@ -367,3 +382,64 @@ class RNNCell(_Cell):
     def _step(self, gx, gh, states):
         h = gx + gh
         return (h.tanh() if self.nonlinearity == "tanh" else h.relu(),)
+
+
+class _DynamicConv:
+    """What makes a quantized convolution dynamic (``torch.ao.nn.quantized.dynamic``'s
+    convolutions): a float input, quantized at each call over its own range (FBGEMM's
+    parameters, 0..127 with ``reduce_range``); the output requantized at the input's
+    scale and zero point, then dequantized, as PyTorch's (the reason PyTorch warns of
+    their accuracy: outputs beyond the input's range are clamped to it)."""
+
+    def forward(self, input, reduce_range: bool = True):
+        if input.dim() != self._ND + 2:
+            raise ValueError(f"Input shape must be `(N, C, {', '.join('DHW'[-self._ND:])})`!")
+        lo, hi = (float(v) for v in input.aminmax()) if input.numel() else (0.0, 0.0)
+        scale, zero = _ops.choose_qparams(lo, hi, 0, 127 if reduce_range else 255)
+        x = quantize_per_tensor(input, scale, zero, quint8)
+        return QTensor(self._run(x._int, x), quint8, scale, zero).dequantize()
+
+    def _params(self, x) -> dict:
+        return {**super()._params(x), "out_scale": float(x._scale),
+                "out_zero_point": int(x._zero_point)}
+
+    @staticmethod
+    def _output_params(mod) -> tuple[float, int]:
+        return 1.0, 0
+
+
+def _dynamic_example(name: str, shape: tuple, kernel: str) -> str:
+    return f"""A {name} with int8 weights whose float input is quantized at each call
+    (``torch.ao.nn.quantized.dynamic.{name}``); float in, float out, the output at the
+    input's quantization step and range (as PyTorch's, which warns of its accuracy).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized.dynamic import {name}
+    >>> from torcia.ao.quantization import default_dynamic_qconfig
+    >>> _ = torcia.manual_seed(0)
+    >>> conv = torcia.nn.{name}(2, 4, {kernel})
+    >>> conv.qconfig = default_dynamic_qconfig
+    >>> q = {name}.from_float(conv)
+    >>> x = torcia.randn{shape}
+    >>> q(x).dtype, q(x).shape == conv(x).shape
+    (torcia.float32, True)
+    """
+
+
+def _dynamic(static: type, float_module: type, shape: tuple, kernel: str) -> type:
+    """The dynamic form of quantized convolution class ``static``."""
+    name = static.__name__
+    return type(name, (_DynamicConv, static), {
+        "__doc__": _dynamic_example(name, shape, kernel), "__module__": __name__,
+        "__qualname__": name, "_FLOAT_MODULE": (float_module,)})
+
+
+Conv1d = _dynamic(nnq.Conv1d, nn.Conv1d, (1, 2, 9), "3")
+Conv2d = _dynamic(nnq.Conv2d, nn.Conv2d, (1, 2, 5, 5), "3")
+Conv3d = _dynamic(nnq.Conv3d, nn.Conv3d, (1, 2, 3, 4, 4), "(1, 3, 3)")
+ConvTranspose1d = _dynamic(nnq.ConvTranspose1d, nn.ConvTranspose1d, (1, 2, 5), "3")
+ConvTranspose2d = _dynamic(nnq.ConvTranspose2d, nn.ConvTranspose2d, (1, 2, 4, 4), "2")
+ConvTranspose3d = _dynamic(nnq.ConvTranspose3d, nn.ConvTranspose3d, (1, 2, 2, 3, 3),
+                           "(1, 2, 2)")
