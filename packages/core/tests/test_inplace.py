@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _ops, ops
+from torcia import _methods, ops
 
-UNARY = sorted(set(_ops.INPLACE) & set(ops.UNARY_FLOAT + ops.UNARY_SAME) - {"bitwise_not"})
-BINARY = sorted(set(_ops.INPLACE) & set(ops.BINARY + ops.BINARY_FLOAT + ("div",))
+UNARY = sorted(set(_methods.INPLACE) & set(ops.UNARY_FLOAT + ops.UNARY_SAME) - {"bitwise_not"})
+BINARY = sorted(set(_methods.INPLACE) & set(ops.BINARY + ops.BINARY_FLOAT + ("div",))
                 - {"bitwise_and", "bitwise_or", "bitwise_xor"})
 
 

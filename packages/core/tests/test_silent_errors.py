@@ -6,7 +6,9 @@ import warnings
 import pytest
 
 import torcia
-import torcia._ops_nn as F
+from torcia._oplib import nn_activation
+from torcia._oplib.nn_conv import avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d
+from torcia._oplib.nn_norm import batch_norm
 
 # ----- indices are never wrapped around --------------------------------------------
 
@@ -91,7 +93,7 @@ def test_integer_division_by_zero_as_pytorch(op):
 @pytest.mark.parametrize("op", ["softmax", "log_softmax"])
 @pytest.mark.parametrize("dim", [0, 1])
 def test_softmax_over_a_zero_width_dim(op, dim):
-    out = getattr(F, op)(torcia.ones(3, 0), dim)
+    out = getattr(nn_activation, op)(torcia.ones(3, 0), dim)
     assert out.shape == (3, 0)
 
 
@@ -99,32 +101,32 @@ def test_softmax_over_a_zero_width_dim(op, dim):
 def test_softmax_of_integers_is_not_implemented(op):
     with pytest.raises(NotImplementedError, match=f'"{op}_lastdim_kernel_impl" not '
                                                   "implemented for 'Long'"):
-        getattr(F, op)(torcia.zeros(2, 3, dtype=torcia.int64), -1)
+        getattr(nn_activation, op)(torcia.zeros(2, 3, dtype=torcia.int64), -1)
     with pytest.raises(NotImplementedError, match=f'"{op}_kernel_impl" not implemented'):
-        getattr(F, op)(torcia.zeros(2, 3, dtype=torcia.int64), 0)
+        getattr(nn_activation, op)(torcia.zeros(2, 3, dtype=torcia.int64), 0)
 
 
 def test_conv2d_without_input_channels_gives_an_empty_batch():
     # PyTorch: (N, 0, *out), whatever the weight's output channels
-    out = F.conv2d(torcia.ones(2, 0, 5, 5), torcia.ones(3, 0, 3, 3), torcia.ones(3), padding=1)
+    out = conv2d(torcia.ones(2, 0, 5, 5), torcia.ones(3, 0, 3, 3), torcia.ones(3), padding=1)
     assert out.shape == (2, 0, 5, 5)
-    assert F.conv1d(torcia.ones(0, 4), torcia.ones(2, 0, 3)).shape == (0, 2)
+    assert conv1d(torcia.ones(0, 4), torcia.ones(2, 0, 3)).shape == (0, 2)
 
 
 def test_batch_norm_on_an_empty_batch_in_training():
     mean, var = torcia.zeros(3), torcia.ones(3)
-    out = F.batch_norm(torcia.ones(0, 3, 2, 2), mean, var, torcia.ones(3), torcia.zeros(3),
+    out = batch_norm(torcia.ones(0, 3, 2, 2), mean, var, torcia.ones(3), torcia.zeros(3),
                        training=True)
     assert out.shape == (0, 3, 2, 2)
     assert mean.tolist() == [0.0] * 3 and var.tolist() == [1.0] * 3
     with pytest.raises(ValueError, match="Expected more than 1 value per channel"):
-        F.batch_norm(torcia.ones(1, 3), mean, var, training=True)
+        batch_norm(torcia.ones(1, 3), mean, var, training=True)
 
 
 def test_bfloat16_max_pool():
     pytest.importorskip("ml_dtypes")
     x = torcia.arange(16.0).reshape(1, 1, 4, 4).to(torcia.bfloat16)
-    values, indices = F.max_pool2d(x, 2, return_indices=True)
+    values, indices = max_pool2d(x, 2, return_indices=True)
     assert values.dtype is torcia.bfloat16
     assert values.float().tolist() == [[[[5.0, 7.0], [13.0, 15.0]]]]
     assert indices.tolist() == [[[[5, 7], [13, 15]]]]
@@ -134,29 +136,29 @@ def test_bfloat16_max_pool():
 
 GEOMETRY = {
     "max_pool2d negative padding": (
-        lambda: F.max_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, -1),
+        lambda: max_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, -1),
         "pad must be non-negative, but got pad: -1"),
     "max_pool2d padding over half the kernel": (
-        lambda: F.max_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, 2),
+        lambda: max_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, 2),
         "pad should be at most half of effective kernel size"),
     "max_pool2d stride overflowing": (
-        lambda: F.max_pool2d(torcia.ones(1, 1, 5, 5), 3, 2**62),
+        lambda: max_pool2d(torcia.ones(1, 1, 5, 5), 3, 2**62),
         "value cannot be converted to type int without overflow"),
     "max_pool2d zero dilation": (
-        lambda: F.max_pool2d(torcia.ones(1, 1, 5, 5), 2, dilation=0),
+        lambda: max_pool2d(torcia.ones(1, 1, 5, 5), 2, dilation=0),
         "dilation should be greater than zero"),
     "avg_pool2d negative padding": (
-        lambda: F.avg_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, -1),
+        lambda: avg_pool2d(torcia.ones(1, 1, 5, 5), 3, 1, -1),
         "pad must be non-negative, but got pad: -1"),
     "conv_transpose2d negative padding": (
-        lambda: F.conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3),
+        lambda: conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3),
                                    padding=-1), "negative padding is not supported"),
     "conv_transpose2d negative output_padding": (
-        lambda: F.conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3), stride=2,
+        lambda: conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3), stride=2,
                                    output_padding=-1),
         "negative output_padding is not supported"),
     "conv_transpose2d stride overflowing": (
-        lambda: F.conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3),
+        lambda: conv_transpose2d(torcia.ones(1, 2, 5, 5), torcia.ones(2, 3, 3, 3),
                                    stride=2**62),
         "value cannot be converted to type int without overflow"),
 }

@@ -80,13 +80,10 @@ cdouble = complex128
 
 from torcia import (  # noqa: E402
     _methods,  # attaches the Tensor methods
-    _ops,
-    _ops_spectral,
     linalg,
     plugins,
     special,
 )
-from torcia import _ops_compat as _ops_compat_module  # noqa: E402
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,
@@ -126,39 +123,20 @@ from torcia._grad_mode import (  # noqa: E402
 )
 from torcia._meta import MetaPlugin as _MetaPlugin  # noqa: E402
 from torcia._numpy_backend import NumpyPlugin as _NumpyPlugin  # noqa: E402
-from torcia._ops import *  # noqa: E402,F401,F403
-from torcia._ops import (  # noqa: E402
+from torcia._oplib import *  # noqa: E402,F401,F403
+from torcia._oplib import (  # noqa: E402
     abs,  # noqa: A004 - PyTorch's names
     all,
     any,
+    complex,
     max,
     min,
     pow,
     round,
     sum,
 )
-from torcia._ops_compat import *  # noqa: E402,F401,F403
-from torcia._ops_compat_more import *  # noqa: E402,F401,F403
-from torcia._ops_complex import (  # noqa: E402
-    angle,
-    complex,  # noqa: A004 - PyTorch's name
-    conj,
-    conj_physical,
-    imag,
-    is_complex,
-    polar,
-    real,
-    resolve_conj,
-    resolve_neg,
-    sgn,
-    vdot,
-    view_as_complex,
-    view_as_real,
-)
-from torcia._ops_extra import *  # noqa: E402,F401,F403
-from torcia._ops_nn import *  # noqa: E402,F401,F403
-from torcia._ops_nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
-from torcia._ops_nn_top import *  # noqa: E402,F401,F403
+from torcia._oplib.creation import inclusive_range as _inclusive_range  # noqa: E402
+from torcia._oplib.nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia._tensor import result_type as _result_type  # noqa: E402
@@ -198,10 +176,9 @@ from torcia.serialization import load, save  # noqa: E402
 globals().update(_NN_TOP_LEVEL)
 globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
 globals().update(linalg.TOP_LEVEL)
-globals().update({_n: getattr(_ops_spectral, _n) for _n in _ops_spectral.TOP_LEVEL})
 # PyTorch's deprecated inclusive ``torch.range``; bound here, where no code calls the
 # builtin, so that no module of torcia shadows Python's ``range``
-range = _ops_compat_module.inclusive_range  # noqa: A001
+range = _inclusive_range  # noqa: A001
 
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())

@@ -552,7 +552,7 @@ def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
     if d is not None and d.is_complex:
         parts = [_draw_new(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
                  * complex_scale for _ in range(2)]
-        from torcia._ops_complex import complex as make_complex
+        from torcia._oplib.complex_numbers import complex as make_complex
 
         out = make_complex(*parts)
         return out.requires_grad_() if requires_grad else out

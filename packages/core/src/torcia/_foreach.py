@@ -6,7 +6,7 @@ op per tensor: the names are there for the libraries, the speed of fused kernels
 
 from __future__ import annotations
 
-from torcia import _ops
+from torcia import _oplib
 from torcia._tensor import Tensor
 
 _UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
@@ -145,4 +145,4 @@ def namespace() -> dict:
     return out
 
 
-del _ops
+del _oplib

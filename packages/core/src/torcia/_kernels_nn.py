@@ -2,10 +2,11 @@
 
 A mixin of :class:`torcia._numpy_backend.Reference`: arrays of ``self.xp`` positionally,
 parameters as keywords, multi-output ops return a tuple. The public functions in
-:mod:`torcia._ops_nn` have already checked shapes and normalised every parameter: inputs
-are batched (``N, C, *spatial``), and ``kernel_size``, ``stride``, ``dilation`` are tuples
-with one int per spatial dim; convolution ``padding`` is a tuple of ``(low, high)`` pairs,
-pooling ``padding`` a tuple of ints (the same on both sides).
+:mod:`torcia._oplib` (``nn_conv``, ``nn_norm``...) have already checked shapes and
+normalised every parameter: inputs are batched (``N, C, *spatial``), and ``kernel_size``,
+``stride``, ``dilation`` are tuples with one int per spatial dim; convolution ``padding``
+is a tuple of ``(low, high)`` pairs, pooling ``padding`` a tuple of ints (the same on both
+sides).
 
 Windows are taken with ``sliding_window_view`` and contracted with one batched matmul
 (im2col); their adjoint (col2im) adds strided slices, one per kernel offset. No kernel

@@ -1,6 +1,6 @@
 """Tensor methods and operators, attached to :class:`torcia.Tensor` at import.
 
-Functions of :mod:`torcia._ops` listed in ``METHODS`` become methods as they are (their
+Functions of :mod:`torcia._oplib` listed in ``METHODS`` become methods as they are (their
 first argument is the tensor); in-place ``name_`` variants run the out-of-place op and
 write its result back (see :func:`torcia._tensor.inplace`).
 """
@@ -11,20 +11,8 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import (
-    _ops,
-    _ops_compat,
-    _ops_compat_more,
-    _ops_complex,
-    _ops_extra,
-    _ops_nn,
-    _ops_nn_top,
-    _ops_spectral,
-    _shared_memory,
-    _storage,
-    linalg,
-    special,
-)
+from torcia import _oplib, _shared_memory, _storage, linalg, special
+from torcia._oplib import elementwise, indexing, nn_activation, properties, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -40,8 +28,14 @@ from torcia._tensor import (
 from torcia.backend import CPU
 from torcia.random import rng_of
 
-for _name in _ops.METHODS:
-    setattr(Tensor, _name, getattr(_ops, _name))
+#: The in-place methods of the op families: ``name_`` for each name of their ``INPLACE``
+INPLACE = tuple(n for family in _oplib.FAMILIES for n in getattr(family, "INPLACE", ()))
+#: ... and the methods whose function has another name at top level
+FALLBACK_METHOD_FUNCTIONS = {
+    "where": indexing.where_method, "cauchy_": random.cauchy_, "geometric_": random.geometric_,
+    "log_normal_": random.log_normal_, "hardshrink": nn_activation.hardshrink,
+    "prelu": nn_activation.prelu_method,
+}
 
 
 def _make_inplace(fn):
@@ -50,12 +44,17 @@ def _make_inplace(fn):
 
     method.__name__ = fn.__name__ + "_"
     method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
-                      + _ops._inplace_example(fn.__name__))
+                      + elementwise._inplace_example(fn.__name__))
     return method
 
 
-for _name in _ops.INPLACE:
-    setattr(Tensor, _name + "_", _make_inplace(getattr(_ops, _name)))
+# each op family says which of its functions are methods (``METHODS``, ``INPLACE``) and
+# which are methods only where nothing else set them (``FALLBACK_*``, applied below)
+for _family in _oplib.FAMILIES:
+    for _name in getattr(_family, "METHODS", ()):
+        setattr(Tensor, _name, getattr(_family, _name))
+    for _name in getattr(_family, "INPLACE", ()):
+        setattr(Tensor, _name + "_", _make_inplace(getattr(_family, _name)))
 
 
 def masked_fill_(self, mask, value):
@@ -63,38 +62,30 @@ def masked_fill_(self, mask, value):
     a number, as PyTorch reads it (so it may be an element of ``self``)."""
     if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
         value = value.item()
-    return inplace(_ops.masked_fill, self, mask, value)
+    return inplace(_oplib.masked_fill, self, mask, value)
 
 
-masked_fill_.__doc__ += _ops._inplace_example("masked_fill")
+masked_fill_.__doc__ += elementwise._inplace_example("masked_fill")
 Tensor.masked_fill_ = masked_fill_
-for _name in _ops_extra.METHODS:
-    setattr(Tensor, _name, getattr(_ops_extra, _name))
-for _name in _ops_extra.INPLACE:
-    setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_extra, _name)))
-for _name in _ops_nn.METHODS:
-    setattr(Tensor, _name, getattr(_ops_nn, _name))
-for _name, _fn in {**_ops_compat_more.METHODS, **_storage.METHODS}.items():
+for _name, _fn in _storage.METHODS.items():
     setattr(Tensor, _name, _fn)
-Tensor.is_distributed = _ops_compat.is_distributed
+Tensor.is_distributed = _oplib.is_distributed
 Tensor.const_data_ptr = Tensor.data_ptr
-for _name in _ops_complex.METHODS:
-    setattr(Tensor, _name, getattr(_ops_complex, _name))
-Tensor.sgn_ = _make_inplace(_ops_complex.sgn)
-Tensor.stft = _ops_spectral.stft
-Tensor.istft = _ops_spectral.istft
+Tensor.name = property(properties._name)
+Tensor.volatile = property(properties._volatile)
 for _name, _fn in linalg.METHODS.items():
     setattr(Tensor, _name, _fn)
 for _name, _fn in special.METHODS.items():
     setattr(Tensor, _name, _fn)
     setattr(Tensor, _name + "_", _make_inplace(_fn))
-for _name in _ops_compat.METHODS:
-    if not hasattr(Tensor, _name):
-        setattr(Tensor, _name, getattr(_ops_compat, _name))
-for _name in _ops_compat.INPLACE:
-    if not hasattr(Tensor, _name + "_"):
-        setattr(Tensor, _name + "_", _make_inplace(getattr(_ops_compat, _name)))
-for _name, _fn in {**_ops_compat.EXTRA_METHODS, **_ops_nn_top.METHODS}.items():
+for _family in _oplib.FAMILIES:
+    for _name in getattr(_family, "FALLBACK_METHODS", ()):
+        if not hasattr(Tensor, _name):
+            setattr(Tensor, _name, getattr(_family, _name))
+    for _name in getattr(_family, "FALLBACK_INPLACE", ()):
+        if not hasattr(Tensor, _name + "_"):
+            setattr(Tensor, _name + "_", _make_inplace(getattr(_family, _name)))
+for _name, _fn in FALLBACK_METHOD_FUNCTIONS.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)
 
@@ -111,41 +102,41 @@ def _reflected(op, float_op=False):
 
 Tensor.__add__ = lambda self, other: binary("add", self, other)
 Tensor.__radd__ = lambda self, other: binary("add", self, other)
-Tensor.__sub__ = lambda self, other: _ops.sub(self, other)
-Tensor.__rsub__ = lambda self, other: _ops.sub(other, self)
+Tensor.__sub__ = lambda self, other: _oplib.sub(self, other)
+Tensor.__rsub__ = lambda self, other: _oplib.sub(other, self)
 Tensor.__mul__ = lambda self, other: binary("mul", self, other)
 Tensor.__rmul__ = lambda self, other: binary("mul", self, other)
 Tensor.__truediv__ = lambda self, other: binary("div", self, other, True)
 Tensor.__rtruediv__ = _reflected("div", True)
-Tensor.__floordiv__ = lambda self, other: _ops.div(self, other, rounding_mode="floor")
-Tensor.__rfloordiv__ = lambda self, other: _ops.div(other, self, rounding_mode="floor")
+Tensor.__floordiv__ = lambda self, other: _oplib.div(self, other, rounding_mode="floor")
+Tensor.__rfloordiv__ = lambda self, other: _oplib.div(other, self, rounding_mode="floor")
 Tensor.__mod__ = lambda self, other: binary("remainder", self, other)
 Tensor.__rmod__ = _reflected("remainder")
 Tensor.__pow__ = lambda self, other: binary("pow", self, other)
 Tensor.__rpow__ = _reflected("pow")
-Tensor.__matmul__ = lambda self, other: _ops.matmul(self, other)
-Tensor.__rmatmul__ = lambda self, other: _ops.matmul(_ops._tensor_arg(other), self)
-Tensor.__neg__ = lambda self: _ops.neg(self)
-Tensor.__pos__ = lambda self: _ops_compat.positive(self)
-Tensor.__abs__ = lambda self: _ops.abs(self)
+Tensor.__matmul__ = lambda self, other: _oplib.matmul(self, other)
+Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(elementwise._tensor_arg(other), self)
+Tensor.__neg__ = lambda self: _oplib.neg(self)
+Tensor.__pos__ = lambda self: elementwise.positive(self)
+Tensor.__abs__ = lambda self: _oplib.abs(self)
 def _invert(self):
     if self.dtype is D.bool_:
-        return _ops.logical_not(self)
+        return _oplib.logical_not(self)
     if self.dtype.category >= 2:
         raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
                         "tensors")
-    return _ops.bitwise_not(self)
+    return _oplib.bitwise_not(self)
 
 
 Tensor.__invert__ = _invert
 Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
 Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
 Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
-Tensor.__lshift__ = lambda self, other: _ops_compat.bitwise_left_shift(self, other)
-Tensor.__rshift__ = lambda self, other: _ops_compat.bitwise_right_shift(self, other)
-Tensor.__rlshift__ = lambda self, other: _ops_compat.bitwise_left_shift(
+Tensor.__lshift__ = lambda self, other: _oplib.bitwise_left_shift(self, other)
+Tensor.__rshift__ = lambda self, other: _oplib.bitwise_right_shift(self, other)
+Tensor.__rlshift__ = lambda self, other: _oplib.bitwise_left_shift(
     _as_operand(other, self), self)
-Tensor.__rrshift__ = lambda self, other: _ops_compat.bitwise_right_shift(
+Tensor.__rrshift__ = lambda self, other: _oplib.bitwise_right_shift(
     _as_operand(other, self), self)
 Tensor.__rand__ = Tensor.__and__
 Tensor.__ror__ = Tensor.__or__
@@ -157,8 +148,8 @@ Tensor.__le__ = lambda self, other: binary("le", self, other)
 Tensor.__gt__ = lambda self, other: binary("gt", self, other)
 Tensor.__ge__ = lambda self, other: binary("ge", self, other)
 Tensor.__hash__ = lambda self: id(self)
-Tensor.__getitem__ = lambda self, key: _ops.getitem(self, key)
-Tensor.__setitem__ = lambda self, key, value: _ops.setitem(self, key, value)
+Tensor.__getitem__ = lambda self, key: _oplib.getitem(self, key)
+Tensor.__setitem__ = lambda self, key, value: _oplib.setitem(self, key, value)
 
 
 def _comparable(other):
@@ -182,13 +173,13 @@ def _iop(op):
 
 
 Tensor.__iadd__ = _iop(lambda s, o: binary("add", s, o))
-Tensor.__isub__ = _iop(_ops.sub)
+Tensor.__isub__ = _iop(_oplib.sub)
 Tensor.__imul__ = _iop(lambda s, o: binary("mul", s, o))
 Tensor.__itruediv__ = _iop(lambda s, o: binary("div", s, o, True))
-Tensor.__ifloordiv__ = _iop(lambda s, o: _ops.div(s, o, rounding_mode="floor"))
+Tensor.__ifloordiv__ = _iop(lambda s, o: _oplib.div(s, o, rounding_mode="floor"))
 Tensor.__imod__ = _iop(lambda s, o: binary("remainder", s, o))
 Tensor.__ipow__ = _iop(lambda s, o: binary("pow", s, o))
-Tensor.__imatmul__ = _iop(_ops.matmul)
+Tensor.__imatmul__ = _iop(_oplib.matmul)
 Tensor.__iand__ = _iop(Tensor.__and__)
 Tensor.__ior__ = _iop(Tensor.__or__)
 Tensor.__ixor__ = _iop(Tensor.__xor__)
@@ -216,9 +207,9 @@ def to(self, *args, **kwargs):
         if dev is not self._device:
             out = _transfer(out, dev)
     if dtype is not None and out.dtype is not dtype:
-        out = _ops.to_dtype(out, C._dtype_arg(dtype))
+        out = _oplib.to_dtype(out, C._dtype_arg(dtype))
     if copy and out is self:
-        out = _ops.clone(self)
+        out = _oplib.clone(self)
     return out
 
 
@@ -254,8 +245,8 @@ Tensor.char = lambda self, memory_format=None: self.to(D.int8)
 Tensor.byte = lambda self, memory_format=None: self.to(D.uint8)
 Tensor.bool = lambda self, memory_format=None: self.to(D.bool_)
 Tensor.type_as = lambda self, other: self.to(other.dtype)
-Tensor.view_as = lambda self, other: _ops.view(self, other.shape)
-Tensor.reshape_as = lambda self, other: _ops.reshape(self, other.shape)
+Tensor.view_as = lambda self, other: _oplib.view(self, other.shape)
+Tensor.reshape_as = lambda self, other: _oplib.reshape(self, other.shape)
 
 
 def _pin_memory(self, device=None):
@@ -287,23 +278,23 @@ def _is_pinned(self, device=None):
 Tensor.pin_memory = _pin_memory
 Tensor.is_pinned = _is_pinned
 Tensor.share_memory_ = _shared_memory.share_memory_
-Tensor.T = property(lambda self: _ops.permute(self, tuple(reversed(range(self.ndim)))))
-Tensor.mT = property(lambda self: _ops.transpose(self, -2, -1))
-Tensor.mH = property(lambda self: _ops_complex.conj(_ops.transpose(self, -2, -1)))
-Tensor.H = property(lambda self: _ops_complex.conj(_ops.t(self)))
-Tensor.adjoint = lambda self: _ops_complex.conj(_ops.transpose(self, -2, -1))
+Tensor.T = property(lambda self: _oplib.permute(self, tuple(reversed(range(self.ndim)))))
+Tensor.mT = property(lambda self: _oplib.transpose(self, -2, -1))
+Tensor.mH = property(lambda self: _oplib.conj(_oplib.transpose(self, -2, -1)))
+Tensor.H = property(lambda self: _oplib.conj(_oplib.t(self)))
+Tensor.adjoint = lambda self: _oplib.conj(_oplib.transpose(self, -2, -1))
 
 
 def _set_part(part):
     def setter(self, value):
-        getattr(_ops_complex, part)(self).copy_(value)
+        getattr(_oplib, part)(self).copy_(value)
 
     return setter
 
 
 # x.real and x.imag are views (writable: x.imag = 0 writes into x)
-Tensor.real = property(_ops_complex.real, _set_part("real"))
-Tensor.imag = property(_ops_complex.imag, _set_part("imag"))
+Tensor.real = property(_oplib.real, _set_part("real"))
+Tensor.imag = property(_oplib.imag, _set_part("imag"))
 
 
 def _type(self, dtype=None, non_blocking=False):
@@ -361,9 +352,9 @@ def fill_(self, value):
                                f"{value.ndim} dimensions.")
         if value._requires_grad:
             # the value's gradient is the sum of the filled tensor's
-            return inplace(lambda s, v: _ops.masked_fill(s, _all_true(s), v), self, value)
+            return inplace(lambda s, v: _oplib.masked_fill(s, _all_true(s), v), self, value)
         value = value.item()
-    return inplace(lambda s: _ops.masked_fill(s, _all_true(s), value) if s._requires_grad
+    return inplace(lambda s: _oplib.masked_fill(s, _all_true(s), value) if s._requires_grad
                    else C.full_like(s, value), self)
 
 
@@ -380,9 +371,9 @@ def copy_(self, src, non_blocking=False):
     if src.device is not self._device:
         src = src.to(self._device)
     if src.dtype is not self.dtype:
-        src = _ops.to_dtype(src, self.dtype)
-    return inplace(lambda s, o: _ops.where(_all_true(s), o, s) if (
-        o._requires_grad or s._requires_grad) else _ops.expand(o, s.shape), self, src)
+        src = _oplib.to_dtype(src, self.dtype)
+    return inplace(lambda s, o: _oplib.where(_all_true(s), o, s) if (
+        o._requires_grad or s._requires_grad) else _oplib.expand(o, s.shape), self, src)
 
 
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
@@ -529,13 +520,13 @@ def _on(device_type):
 for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"):
     setattr(Tensor, f"is_{_name}", _on(_name))
 del _name
-Tensor.layout = _ops_compat_more.strided
+Tensor.layout = _oplib.strided
 Tensor.names = property(lambda self: (None,) * self.ndim)
 
 
 def _add_inplace_example(fn, name, function):
     if callable(fn) and ">>>" not in (fn.__doc__ or ""):
-        example = _ops._inplace_example(name[:-1], function=function)
+        example = elementwise._inplace_example(name[:-1], function=function)
         if example:
             fn.__doc__ = (fn.__doc__ or "").rstrip() + example
 
@@ -545,7 +536,7 @@ def _add_inplace_example(fn, name, function):
 for _name, _fn in list(vars(Tensor).items()):
     if _name.endswith("_") and not _name.startswith("_"):
         _add_inplace_example(_fn, _name, function=False)
-for _module in (_ops_compat, _ops_compat_more):
+for _module in _oplib.FAMILIES:
     for _name, _fn in list(vars(_module).items()):
         if _name.endswith("_") and not _name.startswith("_"):
             _add_inplace_example(_fn, _name, function=True)

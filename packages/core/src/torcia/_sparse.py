@@ -25,9 +25,9 @@ import math
 
 import numpy as np
 
-from torcia import _creation, _ops
+from torcia import _creation, _oplib
 from torcia import _dtype as D
-from torcia._ops_compat_more import sparse_coo, sparse_csc, sparse_csr, strided
+from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr, strided
 from torcia._tensor import Size, Tensor, _wrap_dim
 from torcia._wrapped import WrappedTensor
 
@@ -216,7 +216,7 @@ class _SparseBase(WrappedTensor):
 
     def div(self, other, *, rounding_mode=None):
         if rounding_mode is not None:
-            return self._unary_values(lambda v: _ops.div(v, other, rounding_mode=rounding_mode),
+            return self._unary_values(lambda v: _oplib.div(v, other, rounding_mode=rounding_mode),
                                       linear=False)
         return _sparse_binary("div", self, other, True)
 
@@ -849,8 +849,8 @@ def _add(a, b, subtract: bool):
         raise RuntimeError(f"add: expected 'self' and 'other' to have same sparse "
                            f"dimensions, got {x.sparse_dim()} and {y.sparse_dim()}")
     dtype = D.promote_types(x.dtype, y.dtype)
-    out = SparseCooTensor(_ops.cat([x._indices_t, y._indices_t.to(x.device)], 1),
-                          _ops.cat([x._values_t.to(dtype), y._values_t.to(dtype)], 0),
+    out = SparseCooTensor(_oplib.cat([x._indices_t, y._indices_t.to(x.device)], 1),
+                          _oplib.cat([x._values_t.to(dtype), y._values_t.to(dtype)], 0),
                           x._size)
     return out if layout is sparse_coo else _compress(out, layout)
 

@@ -602,9 +602,9 @@ class Tensor:
     def __iter__(self):
         if self._data.ndim == 0:
             raise TypeError("iteration over a 0-d tensor")
-        from torcia import _ops
+        from torcia._oplib.views import unbind
 
-        return iter(_ops.unbind(self, 0))
+        return iter(unbind(self, 0))
 
     def __contains__(self, element):
         # PyTorch's: any element equal (iteration would compare whole rows)

@@ -229,7 +229,7 @@ def _unflatten(flat, spec):
 def _cast(x, dtype, device_type):
     if (isinstance(x, Tensor) and x.dtype is not dtype and x.dtype.is_floating_point
             and x.device.type == device_type):
-        from torcia._ops import to_dtype
+        from torcia._oplib.elementwise import to_dtype
 
         return to_dtype(x, dtype)
     return x

@@ -454,14 +454,14 @@ class device:
         >>> torcia.ones(2).device
         device(type='cpu')
         """
-        from torcia._ops_compat_more import get_default_device, set_default_device
+        from torcia._oplib.runtime import get_default_device, set_default_device
 
         _DEVICE_CONTEXTS.append(get_default_device())
         set_default_device(self)
         return self
 
     def __exit__(self, *exc):
-        from torcia._ops_compat_more import set_default_device
+        from torcia._oplib.runtime import set_default_device
 
         set_default_device(_DEVICE_CONTEXTS.pop())
         return False

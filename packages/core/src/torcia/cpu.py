@@ -12,7 +12,7 @@ Examples
 
 from __future__ import annotations
 
-from torcia._ops_compat_more import Event, Stream
+from torcia._oplib.runtime import Event, Stream
 
 __all__ = ["Event", "Stream", "StreamContext", "current_device", "current_stream",
            "device_count", "is_available", "is_initialized", "set_device", "stream",

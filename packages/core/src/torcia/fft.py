@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from torcia import _dtype as D
 from torcia._creation import arange, zeros
-from torcia._ops import cat, roll
+from torcia._oplib.views import cat, roll
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 _NORMS = ("backward", "ortho", "forward")

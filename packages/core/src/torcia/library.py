@@ -81,57 +81,32 @@ from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
-from torcia._ops_extra import pad
-from torcia._ops_nn import _batched as batched
-from torcia._ops_nn import _ntuple as ntuple
-from torcia._ops_nn import _unbatch as unbatch
-from torcia._ops_nn import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_avg_pool3d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    adaptive_max_pool3d,
+from torcia._oplib.nn import (
     alpha_dropout,
-    avg_pool1d,
-    avg_pool2d,
-    avg_pool3d,
-    batch_norm,
-    celu,
-    conv1d,
-    conv2d,
-    conv3d,
-    conv_transpose1d,
-    conv_transpose2d,
-    conv_transpose3d,
     cosine_similarity,
     dropout,
     dropout1d,
     dropout2d,
     dropout3d,
-    elu,
     embedding,
     feature_alpha_dropout,
-    gelu,
-    group_norm,
-    hardsigmoid,
-    hardswish,
-    hardtanh,
-    instance_norm,
-    layer_norm,
-    leaky_relu,
-    log_softmax,
-    logsigmoid,
-    max_pool1d,
-    max_pool2d,
-    max_pool3d,
-    mish,
     pairwise_distance,
     pixel_shuffle,
     pixel_unshuffle,
+)
+from torcia._oplib.nn_activation import (
+    celu,
+    elu,
+    gelu,
+    hardsigmoid,
+    hardswish,
+    hardtanh,
+    leaky_relu,
+    log_softmax,
+    logsigmoid,
+    mish,
     prelu,
     relu6,
-    rms_norm,
     selu,
     silu,
     softmax,
@@ -140,6 +115,31 @@ from torcia._ops_nn import (
     softsign,
     tanhshrink,
 )
+from torcia._oplib.nn_conv import _batched as batched
+from torcia._oplib.nn_conv import _ntuple as ntuple
+from torcia._oplib.nn_conv import _unbatch as unbatch
+from torcia._oplib.nn_conv import (
+    adaptive_avg_pool1d,
+    adaptive_avg_pool2d,
+    adaptive_avg_pool3d,
+    adaptive_max_pool1d,
+    adaptive_max_pool2d,
+    adaptive_max_pool3d,
+    avg_pool1d,
+    avg_pool2d,
+    avg_pool3d,
+    conv1d,
+    conv2d,
+    conv3d,
+    conv_transpose1d,
+    conv_transpose2d,
+    conv_transpose3d,
+    max_pool1d,
+    max_pool2d,
+    max_pool3d,
+)
+from torcia._oplib.nn_norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
+from torcia._oplib.views import pad
 from torcia._tensor import (
     AUTOCAST_ORDER,
     AUTOGRAD_ORDER,

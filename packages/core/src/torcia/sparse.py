@@ -33,7 +33,7 @@ import functools
 import numpy as np
 
 from torcia import _creation
-from torcia._ops_compat_more import sparse_coo, sparse_csc, sparse_csr
+from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr
 from torcia._sparse import (
     SparseCompressedTensor,
     SparseCooTensor,

@@ -25,8 +25,8 @@ import dataclasses
 from torcia import backend as _backend
 from torcia import random as _random
 from torcia._legacy import CUDA_TYPES as _LEGACY_TYPES
-from torcia._ops_compat_more import Event as _Event
-from torcia._ops_compat_more import Stream as _Stream
+from torcia._oplib.runtime import Event as _Event
+from torcia._oplib.runtime import Stream as _Stream
 
 
 def _cuda_backend():

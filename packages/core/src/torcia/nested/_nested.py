@@ -11,7 +11,7 @@ import numpy as np
 
 import torcia
 from torcia import Tensor
-from torcia._ops_compat_more import jagged, strided
+from torcia._oplib.runtime import jagged, strided
 from torcia._wrapped import WrappedTensor, methods_torch_function
 
 _counter = itertools.count(1)

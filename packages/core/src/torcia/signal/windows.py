@@ -24,7 +24,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, tensor
-from torcia._ops_compat_more import strided
+from torcia._oplib.runtime import strided
 from torcia._tensor import canonical_device
 
 __all__ = [

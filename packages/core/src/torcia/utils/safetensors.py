@@ -17,7 +17,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._tensor import Tensor
 from torcia.backend import device as _device
-from torcia.serialization import _replace_atomically
+from torcia.serialization._save import _replace_atomically
 
 __all__ = ["load", "load_file", "load_metadata", "save", "save_file"]
 

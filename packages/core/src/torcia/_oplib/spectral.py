@@ -1,8 +1,4 @@
 """Window functions and the short-time Fourier transform (``torcia.stft``/``istft``).
-
-The windows are computed on the host in float64 and cast (they are constants, never
-differentiated); ``stft`` and ``istft`` are built from differentiable ops (framing,
-:mod:`torcia.fft`, overlap-add), so gradients flow through them.
 """
 
 from __future__ import annotations
@@ -13,7 +9,6 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
-from torcia._ops import cat
 from torcia._tensor import canonical_device
 
 
@@ -149,8 +144,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     torcia.Size([5, 9])
     """
     from torcia import fft as F
-    from torcia._ops_extra import pad
-
     if return_complex is None:
         if not input.is_complex() and (window is None or not window.is_complex()):
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -177,8 +170,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     if not batched:
         spec = spec.squeeze(0)
     if not return_complex:
-        from torcia._ops_complex import view_as_real
-
         return view_as_real(spec.contiguous())
     return spec
 
@@ -244,6 +235,18 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     return y if batched else y.squeeze(0)
 
 
-#: torcia.<name> for these
-TOP_LEVEL = ("hann_window", "hamming_window", "blackman_window", "bartlett_window",
-             "kaiser_window", "stft", "istft")
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "stft", "istft",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "bartlett_window", "blackman_window", "hamming_window", "hann_window", "istft",
+    "kaiser_window", "stft",
+]
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.complex_numbers import view_as_real
+from torcia._oplib.views import cat, pad

@@ -1,15 +1,11 @@
-"""The public functions of complex numbers (``torcia.real``, ``torcia.view_as_real``...).
-
-``real``, ``imag``, ``view_as_real`` and ``view_as_complex`` are views sharing storage, as in
-PyTorch. ``conj`` returns a conjugated copy rather than PyTorch's lazy conjugate view: there
-is no conjugate bit, so ``is_conj()`` is always False and ``resolve_conj()`` a no-op, and
-writing into ``x.conj()`` does not change ``x`` (it would in PyTorch).
+"""Complex numbers: ``real``/``imag``, ``view_as_real``/``view_as_complex``, ``conj`` and
+its lazy-bit queries, ``angle``, ``sgn``, ``polar``, ``vdot``.
 """
 
 from __future__ import annotations
 
 from torcia import _dtype as D
-from torcia._tensor import Tensor, _torch_name, call
+from torcia._tensor import Tensor, _torch_name, call, inplace
 from torcia.amp import autocast_as
 
 
@@ -223,8 +219,6 @@ def vdot(input, other):
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
                            f"src [{other.shape[0]}] to have the same number of elements, but "
                            f"got {input.shape[0]} and {other.shape[0]} elements respectively")
-    from torcia._ops import dot
-
     # a dot product in the inputs' dtype (an integer sum would widen to int64)
     return dot(conj(input) if input.dtype.category == 3 else input, other)
 
@@ -241,5 +235,79 @@ def polar(abs, angle):
     return complex(abs * angle.cos(), abs * angle.sin())
 
 
-#: Tensor methods under the same name
-METHODS = ("conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot")
+def conj_physical_(self):
+    """In-place :func:`torcia.conj_physical` (a no-op on real tensors)."""
+    return inplace(conj_physical, self)
+
+
+def is_conj(input) -> bool:
+    """Whether ``input`` is a lazily conjugated view: never in torcia, whose
+    :func:`torcia.conj` returns a conjugated copy.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_conj(torcia.tensor([1 + 2j]).conj())
+    False
+    """
+    return input.is_conj()
+
+
+def is_neg(input) -> bool:
+    """Whether ``input`` is a lazily negated view: never in torcia (negation is computed
+    at once), so False.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.is_neg(-torcia.tensor([1.0]))
+    False
+    """
+    return False
+
+
+def cfloat(self):
+    """``self.to(torcia.cfloat)`` (complex64).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cfloat()
+    tensor([1.+0.j, 2.+0.j])
+    """
+    return self.to(D.complex64)
+
+
+def cdouble(self):
+    """``self.to(torcia.cdouble)`` (complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([1.0, 2.0]).cdouble()
+    tensor([1.+0.j, 2.+0.j], dtype=torcia.complex128)
+    """
+    return self.to(D.complex128)
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot",
+    "conj_physical_", "is_neg", "cfloat", "cdouble",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "sgn",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "angle", "complex", "conj", "conj_physical", "conj_physical_", "imag", "is_complex",
+    "is_conj", "is_neg", "polar", "real", "resolve_conj", "resolve_neg", "sgn", "vdot",
+    "view_as_complex", "view_as_real",
+]
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.linalg import dot

@@ -1,0 +1,90 @@
+"""Core's op library: the public functions of the built-in ops (``torcia.add``,
+``torcia.sum``, ``torcia.conv2d``...), one module per family of ops.
+
+It is ``_oplib`` and not ``ops`` because :mod:`torcia.ops` is PyTorch's ``torch.ops``, the
+namespace of registered custom ops (``torcia.ops.myns.myop``); these functions reach
+``torcia``'s namespace through each family's ``__all__``, and Tensor's methods through its
+``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
+
+A family imports ``_common`` at its top and the other families at its bottom, once its own
+names are bound: whichever family is imported first, the others it loads find its names
+there, so the families import each other without function-local imports. (``nn`` and
+``aliases`` use other families while they load, and import those at the top.)
+
+===================  =====================================================================
+``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
+``reduce``           reductions and scans: ``sum``, ``max``, ``var``, ``median``, ``cumsum``...
+``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
+``indexing``         ``tensor[key]``, gathers and scatters, ``index_*``, masked ops
+``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
+``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``kron``
+``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
+``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
+``random``           ``poisson``, ``binomial``, the in-place random fills
+``spectral``         windows, ``stft``/``istft``
+``nn_activation``    activations and softmax
+``nn_conv``          convolutions and pooling
+``nn_norm``          batch, layer, group, instance and RMS norm
+``nn_loss``          the losses at ``torch.*``
+``nn``               embedding, dropout, pixel shuffles, distances
+``nn_rnn``           RNN/LSTM/GRU cells and sequences
+``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
+``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
+``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
+===================  =====================================================================
+
+``_common``          holds the helpers several families share.
+"""
+
+from torcia._oplib import (  # noqa: I001 - the load order of the families
+    _common,
+    elementwise,
+    reduce,
+    views,
+    indexing,
+    sorting,
+    linalg,
+    complex_numbers,
+    creation,
+    random,
+    spectral,
+    nn_activation,
+    nn_conv,
+    nn_norm,
+    nn_loss,
+    nn,
+    nn_rnn,
+    aliases,
+    runtime,
+    properties,
+)
+
+from torcia._oplib.elementwise import *  # noqa: F403
+from torcia._oplib.reduce import *  # noqa: F403
+from torcia._oplib.views import *  # noqa: F403
+from torcia._oplib.indexing import *  # noqa: F403
+from torcia._oplib.sorting import *  # noqa: F403
+from torcia._oplib.linalg import *  # noqa: F403
+from torcia._oplib.complex_numbers import *  # noqa: F403
+from torcia._oplib.creation import *  # noqa: F403
+from torcia._oplib.random import *  # noqa: F403
+from torcia._oplib.spectral import *  # noqa: F403
+from torcia._oplib.nn_activation import *  # noqa: F403
+from torcia._oplib.nn_conv import *  # noqa: F403
+from torcia._oplib.nn_norm import *  # noqa: F403
+from torcia._oplib.nn_loss import *  # noqa: F403
+from torcia._oplib.nn import *  # noqa: F403
+from torcia._oplib.nn_rnn import *  # noqa: F403
+from torcia._oplib.aliases import *  # noqa: F403
+from torcia._oplib.runtime import *  # noqa: F403
+from torcia._oplib.properties import *  # noqa: F403
+
+#: the op families, in load order
+FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,
+            creation, random,
+            spectral, nn_activation, nn_conv, nn_norm, nn_loss, nn, nn_rnn, aliases, runtime,
+            properties)
+
+
+#: the names ``torcia`` exports from the op library
+__all__ = [name for family in FAMILIES for name in family.__all__]

@@ -1,0 +1,142 @@
+"""Helpers the op families share: argument normalisation (dims, shapes, operands),
+named-tuple results and the docstring examples of generated ops.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia import plugins
+from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
+
+
+def _dims(dim, ndim: int):
+    """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
+    if dim is None:
+        return None
+    if isinstance(dim, (int, np.integer)):
+        dim = (dim,)
+    out = tuple(_wrap_dim(d, ndim) for d in dim)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
+    if not out or not ndim:
+        # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
+        return None
+    return tuple(sorted(out))
+
+
+def _size_at(input, d) -> int:
+    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
+    return input.shape[d] if input.ndim else 1
+
+
+def _along_dim(op, inputs, params, view_of=None):
+    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
+    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
+    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return call(op, inputs, params, view_of)
+    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = call(op, ones, params)
+    if isinstance(out, tuple):
+        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
+    return reshape(out, ()) if out._data.size == 1 else out
+
+
+def _operand_as(x, dt):
+    """A tensor or Python-number operand of an op computing in ``dt``, converted to it: a
+    number as PyTorch's scalars, so -1 bounds a uint8 tensor at 255."""
+    if isinstance(x, Tensor):
+        return x if x.dtype is dt else to_dtype(x, dt)
+    if x is None or dt.category == 3 or x.__class__ is complex:
+        return x
+    return np.array(x).astype(dt.to_numpy())[()]
+
+
+def _to_float(input) -> Tensor:
+    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
+    compute in floating point take it; float and complex inputs are returned as they are."""
+    if input.dtype.category >= 2:
+        return input
+    return call("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
+
+
+def _tname(d):
+    return _torch_name(d)
+
+
+class _ReturnType(tuple):
+    """Base of the named results of multi-output ops (``values``/``indices``...)."""
+
+    __slots__ = ()
+    _fields: tuple = ()
+    _name = ""
+
+    def __new__(cls, *items):
+        return tuple.__new__(cls, items)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"torcia.return_types.{self._name}(\n{body})"
+
+
+def _return_type(name: str, fields: tuple) -> type:
+    """A tuple subclass named like ``torch.return_types.<name>`` with attributes ``fields``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> r = torcia.max(torcia.tensor([[1, 5], [7, 2]]), dim=1)
+    >>> r.values, r.indices
+    (tensor([5, 7]), tensor([1, 0]))
+    """
+    attrs = {"_fields": fields, "_name": name, "__slots__": ()}
+    for i, f in enumerate(fields):
+        attrs[f] = property(lambda self, i=i: self[i])
+    return type(name, (_ReturnType,), attrs)
+
+
+def _same_dtype(tensors, op):
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    first = None
+    same = True
+    for t in tensors:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
+        if first is None:
+            first = t._data.dtype
+        elif t._data.dtype is not first:
+            same = False
+    if same:
+        return tensors
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
+
+
+def _check_tensor(x, name: str, fn: str) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def _F():  # noqa: N802 - the usual name of the functional module
+    return plugins.lent("torcia.nn.functional", "torcia-nn")
+
+
+def _sparse():
+    # torcia.sparse imports this module (for its layout), so it is reached at call time
+    from torcia import sparse
+
+    return sparse
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.elementwise import to_dtype
+from torcia._oplib.views import reshape

@@ -1,0 +1,1065 @@
+"""Element-wise ops: the generated unary, binary and comparison functions
+(``torcia.exp``, ``torcia.mul``, ``torcia.eq``...) and the ones with their own arguments
+(``add``'s ``alpha``, ``clamp``, ``where``, ``lerp``, ``addcmul``, ``logaddexp``, ``frexp``...).
+"""
+
+from __future__ import annotations
+
+import builtins
+import math
+import numbers
+import re
+import warnings
+
+import numpy as np
+
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia import ops as _oplist
+from torcia._creation import tensor
+from torcia._oplib._common import _operand_as, _return_type, _tname, _to_float
+from torcia._tensor import (
+    Tensor,
+    _as_operand,
+    _cpp_name,
+    _torch_name,
+    binary,
+    call,
+    inplace,
+    result_type,
+    unary,
+)
+
+# The example of each function made below: its arguments (a list stands for a tensor of it)
+# and what the call prints; the docs tests run them.
+_EXAMPLES = {
+    "exp": ("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
+    "exp2": ("[0, 3]", "tensor([1., 8.])"),
+    "log": ("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
+    "log2": ("[1, 8]", "tensor([0., 3.])"),
+    "log10": ("[1.0, 10.0]", "tensor([0., 1.])"),
+    "log1p": ("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
+    "expm1": ("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
+    "sqrt": ("[4, 9]", "tensor([2., 3.])"),
+    "rsqrt": ("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
+    "reciprocal": ("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
+    "sin": ("[0.0, 1.5708]", "tensor([0., 1.])"),
+    "cos": ("[0.0, 3.1416]", "tensor([ 1., -1.])"),
+    "tan": ("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
+    "asin": ("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
+    "acos": ("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
+    "atan": ("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
+    "sinh": ("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
+    "cosh": ("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
+    "tanh": ("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
+    "asinh": ("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
+    "acosh": ("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
+    "atanh": ("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
+    "sigmoid": ("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
+    "erf": ("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
+    "erfc": ("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
+    "erfinv": ("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
+    "lgamma": ("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
+    "digamma": ("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
+    "neg": ("[1, -2]", "tensor([-1,  2])"),
+    "abs": ("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
+    "sign": ("[-2, 0, 3]", "tensor([-1,  0,  1])"),
+    "square": ("[2, -3]", "tensor([4, 9])"),
+    "floor": ("[-1.5, 1.5]", "tensor([-2.,  1.])"),
+    "ceil": ("[-1.5, 1.5]", "tensor([-1.,  2.])"),
+    "trunc": ("[-1.5, 1.5]", "tensor([-1.,  1.])"),
+    "frac": ("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
+    "relu": ("[-1.0, 2.0]", "tensor([0., 2.])"),
+    "bitwise_not": ("[0, 5]", "tensor([-1, -6])"),
+    "isnan": ('[float("nan"), 1.0]', "tensor([ True, False])"),
+    "isinf": ('[float("inf"), 1.0]', "tensor([ True, False])"),
+    "isfinite": ('[float("inf"), 1.0]', "tensor([False,  True])"),
+    "logical_not": ("[0, 3]", "tensor([ True, False])"),
+    "signbit": ("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
+    "mul": ("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
+    "floor_divide": ("[7, -7]", "2", "tensor([ 3, -4])"),
+    "remainder": ("[7, -7]", "3", "tensor([1, 2])"),
+    "fmod": ("[7, -7]", "3", "tensor([ 1, -1])"),
+    "maximum": ("[1, 5]", "[3, 2]", "tensor([3, 5])"),
+    "minimum": ("[1, 5]", "[3, 2]", "tensor([1, 2])"),
+    "bitwise_and": ("[12, 10]", "[10, 6]", "tensor([8, 2])"),
+    "bitwise_or": ("[12, 10]", "[10, 6]", "tensor([14, 14])"),
+    "bitwise_xor": ("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
+    "fmax": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
+    "fmin": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
+    "atan2": ("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
+    "hypot": ("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])"),
+    "xlogy": ("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
+    "eq": ("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
+    "ne": ("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
+    "lt": ("[1, 2, 3]", "2", "tensor([ True, False, False])"),
+    "le": ("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
+    "gt": ("[1, 2, 3]", "2", "tensor([False, False,  True])"),
+    "ge": ("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
+    "logical_and": ("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
+    "logical_or": ("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
+    "logical_xor": ("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
+}
+
+
+# The example of each in-place form whose op has none above (or whose bool result an
+# in-place call writes back in the input's dtype): the input, the arguments after it
+# and what the input holds afterwards.
+_INPLACE_EXAMPLES = {
+    "add": ("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
+    "sub": ("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
+    "pow": ("[2.0, 3.0]", "2", "tensor([4., 9.])"),
+    "div": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "true_divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+    "multiply": ("[1, 2]", "3", "tensor([3, 6])"),
+    "subtract": ("[5, 7]", "2", "tensor([3, 5])"),
+    "eq": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([1., 0., 1.])"),
+    "ne": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([0., 1., 0.])"),
+    "lt": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
+    "le": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
+    "gt": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
+    "ge": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
+    "greater": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
+    "greater_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
+    "less": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
+    "less_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
+    "not_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 1.])"),
+    "logical_not": ("[0.0, 3.0]", "", "tensor([1., 0.])"),
+    "logical_and": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([0, 1, 0])"),
+    "logical_or": ("[0, 1, 2]", "torcia.tensor([1, 0, 0])", "tensor([1, 1, 1])"),
+    "logical_xor": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([1, 0, 1])"),
+    "clamp": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
+    "clip": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
+    "clamp_min": ("[-2.0, 0.5, 3.0]", "0.0", "tensor([0.0000, 0.5000, 3.0000])"),
+    "clamp_max": ("[-2.0, 0.5, 3.0]", "1.0", "tensor([-2.0000,  0.5000,  1.0000])"),
+    "lerp": ("[0.0, 10.0]", "torcia.tensor([10.0, 20.0]), 0.5", "tensor([ 5., 15.])"),
+    "addcmul": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=0.5",
+                "tensor([5.0000, 8.5000])"),
+    "addcdiv": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=2",
+                "tensor([2.0000, 2.2000])"),
+    "masked_fill": ("[1, 2, 3]", "torcia.tensor([True, False, True]), 0", "tensor([0, 2, 0])"),
+    "nan_to_num": ('[float("nan"), 1.0]', "nan=0.0", "tensor([0., 1.])"),
+    "round": ("[1.4, 2.6]", "", "tensor([1., 3.])"),
+    "scatter": ("[0, 0, 0, 0]", "0, torcia.tensor([1, 3]), torcia.tensor([5, 7])",
+                "tensor([0, 5, 0, 7])"),
+    "scatter_add": ("[1, 1, 1, 1]", "0, torcia.tensor([1, 1]), torcia.tensor([5, 7])",
+                    "tensor([ 1, 13,  1,  1])"),
+    "index_add": ("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
+                  "tensor([11,  1, 21])"),
+    "index_copy": ("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
+                   "tensor([10,  1, 20])"),
+    "index_put": ("[1, 1, 1]", "(torcia.tensor([0, 2]),), torcia.tensor([10, 20])",
+                  "tensor([10,  1, 20])"),
+    "index_fill": ("[1, 2, 3]", "0, torcia.tensor([0, 2]), 0", "tensor([0, 2, 0])"),
+    "tril": ("[[1, 2], [3, 4]]", "", "tensor([[1, 0],\n        [3, 4]])"),
+    "triu": ("[[1, 2], [3, 4]]", "", "tensor([[1, 2],\n        [0, 4]])"),
+    "cumsum": ("[1, 2, 3]", "0", "tensor([1, 3, 6])"),
+    "cumprod": ("[1, 2, 3]", "0", "tensor([1, 2, 6])"),
+    "addmv": ("[1.0, 1.0]", "torcia.eye(2), torcia.tensor([2.0, 3.0])", "tensor([3., 4.])"),
+    "addr": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])",
+             "tensor([[3., 4.],\n        [6., 8.]])"),
+    "addmm": ("[[1.0, 0.0], [0.0, 1.0]]", "torcia.eye(2), torcia.tensor([[1.0, 2.0], [3.0, 4.0]])",
+              "tensor([[2., 2.],\n        [3., 5.]])"),
+    "addbmm": ("[[0.0, 0.0], [0.0, 0.0]]", "torcia.ones(2, 2, 3), torcia.ones(2, 3, 2)",
+               "tensor([[6., 6.],\n        [6., 6.]])"),
+    "baddbmm": ("[[[1.0, 1.0]]]", "torcia.ones(1, 1, 3), torcia.ones(1, 3, 2)",
+                "tensor([[[4., 4.]]])"),
+    "absolute": ("[-1.5, 2.0]", "", "tensor([1.5000, 2.0000])"),
+    "arccos": ("[1.0, 0.0]", "", "tensor([0.0000, 1.5708])"),
+    "arccosh": ("[1.0, 2.0]", "", "tensor([0.0000, 1.3170])"),
+    "arcsin": ("[0.0, 1.0]", "", "tensor([0.0000, 1.5708])"),
+    "arcsinh": ("[0.0, 1.0]", "", "tensor([0.0000, 0.8814])"),
+    "arctan": ("[0.0, 1.0]", "", "tensor([0.0000, 0.7854])"),
+    "arctanh": ("[0.0, 0.5]", "", "tensor([0.0000, 0.5493])"),
+    "arctan2": ("[1.0, 0.0]", "torcia.tensor([1.0, -1.0])", "tensor([0.7854, 3.1416])"),
+    "negative": ("[1, -2]", "", "tensor([-1,  2])"),
+    "fix": ("[-1.5, 1.5]", "", "tensor([-1.,  1.])"),
+    "deg2rad": ("[180.0, 90.0]", "", "tensor([3.1416, 1.5708])"),
+    "copysign": ("[1.0, 2.0]", "torcia.tensor([-1.0, 1.0])", "tensor([-1.,  2.])"),
+    "ldexp": ("[1.0, 3.0]", "torcia.tensor([2, 1])", "tensor([4., 6.])"),
+    "gcd": ("[12, 9]", "torcia.tensor([8, 6])", "tensor([4, 3])"),
+    "lcm": ("[4, 3]", "torcia.tensor([6, 5])", "tensor([12, 15])"),
+    "heaviside": ("[-1.0, 0.0, 2.0]", "torcia.tensor([0.5])", "tensor([0.0000, 0.5000, 1.0000])"),
+    "bitwise_left_shift": ("[1, 3]", "2", "tensor([ 4, 12])"),
+    "bitwise_right_shift": ("[8, 12]", "2", "tensor([2, 3])"),
+    "renorm": ("[[3.0, 4.0], [0.3, 0.4]]", "2, 0, 1.0",
+               "tensor([[0.6000, 0.8000],\n        [0.3000, 0.4000]])"),
+    "masked_scatter": ("[0, 0, 0]", "torcia.tensor([True, False, True]), torcia.tensor([7, 8])",
+                       "tensor([7, 0, 8])"),
+    "put": ("[1, 2, 3]", "torcia.tensor([0, 2]), torcia.tensor([10, 30])", "tensor([10,  2, 30])"),
+    "fill_diagonal": ("[[1, 2], [3, 4]]", "0", "tensor([[0, 2],\n        [3, 0]])"),
+    "sgn": ("[-2.0, 0.0, 3.0]", "", "tensor([-1.,  0.,  1.])"),
+    "i0": ("[0.0, 1.0]", "", "tensor([1.0000, 1.2661])"),
+    "sinc": ("[0.0, 0.5]", "", "tensor([1.0000, 0.6366])"),
+    "logit": ("[0.5, 0.75]", "", "tensor([0.0000, 1.0986])"),
+    "xlogy": ("[0.0, 2.0]", "torcia.tensor([3.0, 4.0])", "tensor([0.0000, 2.7726])"),
+    "mvlgamma": ("[2.5, 3.0]", "p=2", "tensor([0.8570, 1.5502])"),
+    "igamma": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.6321, 0.2642])"),
+    "igammac": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.3679, 0.7358])"),
+    "polygamma": ("[1.0, 2.0]", "1", "tensor([1.6449, 0.6449])"),
+    "conj_physical": ("[1.0, -2.0]", "", "tensor([ 1., -2.])"),
+    "scatter_reduce": ("[1.0, 2.0, 3.0]",
+                       '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), reduce="amax"',
+                       "tensor([6., 2., 7.])"),
+    "index_reduce": ("[1.0, 2.0, 3.0]",
+                     '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), "prod"',
+                     "tensor([30.,  2., 21.])"),
+    "fill": ("[1.0, 2.0]", "7.0", "tensor([7., 7.])"),
+    "zero": ("[1.0, 2.0]", "", "tensor([0., 0.])"),
+    "detach": ("[1.0, 2.0], requires_grad=True", "", "tensor([1., 2.])"),
+    "resize_as": ("[1, 2, 3, 4]", "torcia.zeros(2, 2)", "tensor([[1, 2],\n        [3, 4]])"),
+    "as_strided": ("[1, 2, 3, 4]", "(2,), (2,)", "tensor([1, 3])"),
+    "transpose": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "swapaxes": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "swapdims": ("[[1, 2], [3, 4]]", "0, 1", "tensor([[1, 3],\n        [2, 4]])"),
+    "squeeze": ("[[1, 2]]", "", "tensor([1, 2])"),
+    "unsqueeze": ("[1, 2]", "0", "tensor([[1, 2]])"),
+    "copy": ("[1.0, 2.0]", "torcia.tensor([5, 6])", "tensor([5., 6.])"),
+    "dropout": ("[1.0, 2.0]", "0.0, False", "tensor([1., 2.])"),
+    "alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "feature_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "feature_alpha_dropout": ("[1.0, 2.0]", "0.5, False", "tensor([1., 2.])"),
+    "rad2deg": ("[0.0, 3.141592653589793]", "", "tensor([  0., 180.])"),
+    "float_power": ("[2.0, 3.0], dtype=torcia.float64", "2",
+                    "tensor([4., 9.], dtype=torcia.float64)"),
+}
+
+
+def _example(name):
+    if name not in _EXAMPLES:
+        # add, sub and pow: defined again below, with examples of their own
+        return ""
+    *args, result = _EXAMPLES[name]
+    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+    return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+
+
+def _inplace_example(name, function=False):
+    """The Examples section of the in-place ``name_``, as ``Tensor.name_`` (or
+    ``torcia.name_`` with ``function``): its entry of ``_INPLACE_EXAMPLES``, else the
+    example of the elementwise ``name`` above run in place; "" for the others."""
+    if name in _INPLACE_EXAMPLES:
+        first, given, result = _INPLACE_EXAMPLES[name]
+        args = [given] if given else []
+    elif name not in _EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
+        return ""
+    else:
+        first, *others, result = _EXAMPLES[name]
+        if name in _oplist.UNARY_FLOAT:
+            # in place, the result keeps the input's dtype: an integer input cannot hold it
+            first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
+        args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
+    call = f"torcia.{name}_({', '.join(['x', *args])})" if function else \
+        f"x.{name}_({', '.join(args)})"
+    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> x = torcia.tensor({first})\n"
+            f">>> {call}\n{result}\n>>> x\n{result}\n")
+
+
+def _tensor_arg(x, name="input") -> Tensor:
+    if isinstance(x, Tensor):
+        return x
+    raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
+
+
+def _make_unary(name, to_float):
+    def fn(input):
+        return unary(name, input, to_float)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of ``input``." + (
+        " Integer inputs give the default float dtype." if to_float else ""
+    ) + _example(name)
+    return fn
+
+
+def _make_binary(name, float_op):
+    def fn(input, other):
+        return binary(name, input, other, float_op)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
+                  + _example(name))
+    return fn
+
+
+def _make_compare(name):
+    def fn(input, other):
+        return binary(name, input, other)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor." + _example(name)
+    return fn
+
+
+_g = globals()
+
+
+for _n in _oplist.UNARY_FLOAT:
+    _g[_n] = _make_unary(_n, True)
+
+
+for _n in _oplist.UNARY_SAME + _oplist.UNARY_BOOL:
+    _g[_n] = _make_unary(_n, False)
+
+
+for _n in _oplist.BINARY + ("atan2", "hypot", "xlogy"):
+    _g[_n] = _make_binary(_n, _n in _oplist.BINARY_FLOAT)
+
+
+for _n in _oplist.COMPARE:
+    _g[_n] = _make_compare(_n)
+
+
+# named here for the functions below (and for linters); the loops above made them
+mul, maximum, minimum = _g["mul"], _g["maximum"], _g["minimum"]
+isfinite, isinf, signbit = _g["isfinite"], _g["isinf"], _g["signbit"]
+
+
+def _scalar_first(op: str, value, rest: tuple, names: str):
+    """PyTorch's deprecated overloads that take the scalar first, still accepted with its
+    warning: ``add(x, 2, y)`` for ``add(x, y, alpha=2)``, ``addcmul(x, 0.5, a, b)`` for
+    ``addcmul(x, a, b, value=0.5)``. Returns ``rest`` (the tensors)."""
+    if isinstance(value, Tensor) or not isinstance(value, numbers.Number):
+        raise TypeError(f"{op}() received an invalid combination of arguments: the "
+                        f"deprecated overload {op}(Number, {names}) takes a number first, "
+                        f"got {type(value).__name__}")
+    keyword = "alpha" if op in ("add", "sub") else "value"
+    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {keyword}, "
+                  f"{names})\nConsider using one of the following signatures instead:\n\t"
+                  f"{op}({names}, *, Number {keyword} = 1)", UserWarning, stacklevel=3)
+    return rest
+
+
+def add(input, other, *deprecated, alpha=1):
+    """``input + alpha * other`` with broadcasting.
+
+    PyTorch's deprecated ``add(input, alpha, other)`` is accepted, with its warning.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.add(torcia.tensor([1, 2]), torcia.tensor([10, 20]), alpha=2)
+    tensor([21, 42])
+    """
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return binary("add", input, other)
+
+
+def sub(input, other, *deprecated, alpha=1):
+    """``input - alpha * other`` with broadcasting.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
+    tensor([3, 2])
+    """
+    # a Python bool is a bool operand too (PyTorch wraps it as a bool tensor)
+    bools = builtins.sum(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is D.bool_
+                         for v in (input, other))
+    if bools == 2:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if bools:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+    if deprecated:
+        alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
+    if alpha != 1:
+        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+    return binary("sub", input, other)
+
+
+def div(input, other, *, rounding_mode=None):
+    """Divide; true division gives floats, ``rounding_mode`` "trunc" or "floor" round.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.div(torcia.tensor([7, -7]), 2)
+    tensor([ 3.5000, -3.5000])
+    >>> torcia.div(torcia.tensor([7, -7]), 2, rounding_mode="floor")
+    tensor([ 3, -4])
+    """
+    if rounding_mode is None:
+        return binary("div", input, other, True)
+    if rounding_mode not in ("trunc", "floor"):
+        raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or 'floor' "
+                         f"but found '{rounding_mode}'")
+    if not isinstance(input, Tensor):
+        input = _as_operand(input, other)
+    if isinstance(other, Tensor):
+        dt = D.result_type_of([t.dtype for t in (input, other) if t.ndim],
+                              [t.dtype for t in (input, other) if not t.ndim], ())
+        if other.dtype is not dt:
+            other = other.to(dt)
+    else:
+        dt = D.tensor_scalar_dtype(input.dtype, type(other))
+    a = input if input.dtype is dt else input.to(dt)
+    return call("div", (a, other), {"rounding_mode": rounding_mode})
+
+
+true_divide = divide = div
+
+
+def pow(input, exponent):
+    """``input ** exponent`` elementwise; either may be a number.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pow(torcia.tensor([1, 2, 3]), 2)
+    tensor([1, 4, 9])
+    >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
+    tensor([2.0000, 1.4142])
+    """
+    return binary("pow", input, exponent)
+
+
+def float_power(input, exponent):
+    """``input ** exponent`` computed in double precision (float64, or complex128).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.float_power(torcia.tensor([2, 3]), 2)
+    tensor([4., 9.], dtype=torcia.float64)
+    """
+    dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
+    return pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
+               to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
+
+
+def round(input, *, decimals=0):
+    """Round half to even, as PyTorch; ``decimals`` places.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.round(torcia.tensor([0.5, 1.5, 2.567]))
+    tensor([0., 2., 3.])
+    >>> torcia.round(torcia.tensor([2.567]), decimals=2)
+    tensor([2.5700])
+    """
+    return call("round", (input,), {"decimals": int(decimals)})
+
+
+def clamp(input, min=None, max=None):
+    """Limit values to [min, max]; either bound may be None, a number or a tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp(torcia.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
+    tensor([-1.0000,  0.5000,  1.0000])
+    """
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    dt = result_type(input, min, max)
+    x = input if input.dtype is dt else input.to(dt)
+    return call("clamp", (x, _operand_as(min, dt), _operand_as(max, dt)), {})
+
+
+clip = clamp
+
+
+def clamp_min(input, min):
+    """``input`` clamped from below at ``min``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_min(torcia.tensor([1, 5, 9]), 4)
+    tensor([4, 5, 9])
+    """
+    return clamp(input, min=min)
+
+
+def clamp_max(input, max):
+    """``input`` clamped from above at ``max``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.clamp_max(torcia.tensor([1, 5, 9]), 4)
+    tensor([1, 4, 4])
+    """
+    return clamp(input, max=max)
+
+
+def equal(input, other) -> bool:
+    """True when both tensors have the same shape and the same elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.equal(torcia.tensor([1, 2]), torcia.tensor([1, 2])), torcia.equal(
+    ...     torcia.tensor([1, 2]), torcia.tensor([1]))
+    (True, False)
+    """
+    if tuple(input.shape) != tuple(other.shape):
+        return False
+    return bool(binary("eq", input, other).all().item())
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """Elementwise ``|input - other| <= atol + rtol * |other|`` (NaNs equal when asked).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
+    tensor([ True, False])
+    """
+    dt = result_type(input, other)
+    if dt.category < 2:
+        # integers and bools compare as doubles: their difference would wrap or be refused
+        input, other = to_dtype(input, D.float64), to_dtype(other, D.float64)
+    # infinities are close only to themselves: inf - x <= inf would say otherwise
+    finite = input.isfinite() & other.isfinite()
+    close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
+    if equal_nan:
+        close = close | (input.isnan() & other.isnan())
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
+    """Whether every element of ``input`` is close to ``other`` (see :func:`isclose`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.allclose(torcia.tensor([1.0]), torcia.tensor([1.0 + 1e-9]))
+    True
+    """
+    return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+def where(condition, input=None, other=None):
+    """Choose from ``input`` where ``condition`` holds, else from ``other``.
+
+    With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([-1.0, 2.0, -3.0])
+    >>> torcia.where(x > 0, x, torcia.zeros(3))
+    tensor([0., 2., 0.])
+    >>> torcia.where(x > 0)
+    (tensor([1]),)
+    """
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if condition.dtype is not D.bool_:
+        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
+                           f"tensor with dtype {condition.dtype.name}")
+    ref = input if isinstance(input, Tensor) else other
+    if not isinstance(ref, Tensor):
+        ref = condition
+        dt = D.result_type_of((), (), [D.scalar_dtype(input), D.scalar_dtype(other)])
+    else:
+        tens = [t for t in (input, other) if isinstance(t, Tensor)]
+        dt = D.result_type_of(
+            [t.dtype for t in tens if t.ndim], [t.dtype for t in tens if not t.ndim],
+            [D.scalar_dtype(s) for s in (input, other) if not isinstance(s, Tensor)],
+        )
+    a = _cast_operand(input, dt, condition)
+    b = _cast_operand(other, dt, condition)
+    return call("where", (condition, a, b), {})
+
+
+def _cast_operand(x, dt, like):
+    if isinstance(x, Tensor):
+        return x if x.dtype is dt else x.to(dt)
+    return tensor(x, dtype=dt, device=like.device)
+
+
+def lerp(input, end, weight):
+    """``input + weight * (end - input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
+    tensor([ 2.5000, 12.5000])
+    """
+    _tensor_arg(end, "end")
+    for name, other in (("end", end), ("weight", weight)):
+        if isinstance(other, Tensor) and other.dtype is not input.dtype and (
+                name == "end" or other.ndim):
+            raise RuntimeError(f"expected dtype {_cpp_name(input.dtype)} for `{name}` but got "
+                               f"dtype {_cpp_name(other.dtype)}")
+    if input.dtype.category < 2:
+        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
+        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
+                                  f"'{_tname(input.dtype)}'")
+    return call("lerp", (input, end, _operand_as(weight, input.dtype)), {})
+
+
+def _pointwise3(name, input, tensor1, tensor2, value):
+    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
+    _tensor_arg(tensor1, "tensor1")
+    _tensor_arg(tensor2, "tensor2")
+    dt = result_type(input, tensor1, tensor2)
+    if name == "addcdiv" and tensor1.dtype.category < 2 and tensor2.dtype.category < 2:
+        raise RuntimeError(
+            "Integer division with addcdiv is no longer supported, and in a future  release "
+            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
+            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
+            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
+            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
+            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
+    if dt is D.bool_:
+        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
+    return call(name, tuple(_operand_as(t, dt) for t in (input, tensor1, tensor2)),
+                {"value": _operand_as(value, dt)})
+
+
+def addcmul(input, tensor1, tensor2, *deprecated, value=1):
+    """``input + value * tensor1 * tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])
+    >>> torcia.addcmul(x, a, b, value=0.5)
+    tensor([2.5000, 5.0000])
+    """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
+    return _pointwise3("addcmul", input, tensor1, tensor2, value)
+
+
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
+    """``input + value * tensor1 / tensor2``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 2.0])
+    >>> torcia.addcdiv(x, a, b, value=2)
+    tensor([2., 5.])
+    """
+    if deprecated:
+        value, (tensor1, tensor2) = tensor1, _scalar_first(
+            "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
+    return _pointwise3("addcdiv", input, tensor1, tensor2, value)
+
+
+def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
+    """``input`` with NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([float("nan"), float("inf"), -1.0])
+    >>> torcia.nan_to_num(x, posinf=100.0)
+    tensor([  0., 100.,  -1.])
+    """
+    return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
+
+
+def to_dtype(input, dtype) -> Tensor:
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
+    tensor([ 1, -1])
+    """
+    if input.dtype is dtype:
+        return input
+    return call("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
+def multiply(input, other):
+    """``input * other`` with broadcasting (an alias of :func:`mul`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.multiply(torcia.tensor([1, 2]), torcia.tensor([[3], [4]]))
+    tensor([[3, 6],
+            [4, 8]])
+    """
+    return binary("mul", input, other)
+
+
+def subtract(input, other, *, alpha=1):
+    """``input - alpha * other`` with broadcasting (an alias of :func:`sub`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.subtract(torcia.tensor([5.0, 6.0]), 1.5)
+    tensor([3.5000, 4.5000])
+    """
+    return sub(input, other, alpha=alpha)
+
+
+def positive(input):
+    """``input`` itself (PyTorch's unary plus); not defined for bool.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.positive(torcia.tensor([-1, 2]))
+    tensor([-1,  2])
+    """
+    if input.dtype is D.bool_:
+        raise RuntimeError("The `+` operator, on a bool tensor is not supported.")
+    return input
+
+
+def deg2rad(input):
+    """Degrees to radians.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.deg2rad(torcia.tensor([180.0, 90.0]))
+    tensor([3.1416, 1.5708])
+    """
+    _no_complex(input.dtype, "deg2rad", RuntimeError,
+                "deg2rad is not supported for complex tensors.")
+    return _to_float(input) * (math.pi / 180.0)
+
+
+def rad2deg(input):
+    """Radians to degrees.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rad2deg(torcia.tensor([3.141592653589793]))
+    tensor([180.])
+    """
+    _no_complex(input.dtype, "rad2deg", RuntimeError,
+                "rad2deg is not supported for complex tensors.")
+    return _to_float(input) * (180.0 / math.pi)
+
+
+def _no_complex(dtype, name, error=NotImplementedError, message=None):
+    """PyTorch's refusal of an op it has no complex kernel of, computing in ``dtype``:
+    ``error(message)``, by default its dispatcher's ``"name_cpu" not implemented``."""
+    if dtype.category == 3:
+        raise error(message or f'"{name}_cpu" not implemented for \'{_torch_name(dtype)}\'')
+
+
+def logaddexp(input, other):
+    """``log(exp(input) + exp(other))``, computed without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logaddexp(torcia.tensor([0.0]), torcia.tensor([0.0]))
+    tensor([0.6931])
+    """
+    input, other = _log_add_operands(input, other, "logaddexp")
+    # shifted by the greater (real part), which sets the magnitude
+    m = maximum(input.real, other.real).detach() if input.is_complex() else \
+        maximum(input, other).detach()
+    m = where(isfinite(m), m, C.zeros_like(m))
+    return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _log_add_operands(input, other, name):
+    """logaddexp's operands in their common dtype, which must be floating (or complex
+    for logaddexp): PyTorch has no integer kernel."""
+    dt = result_type(input, other)
+    if dt.category < 2 or (dt.category == 3 and name == "logaddexp2"):
+        raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_torch_name(dt)}\'')
+    return to_dtype(input, dt), to_dtype(other, dt)
+
+
+def logaddexp2(input, other):
+    """``log2(2**input + 2**other)``, computed without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logaddexp2(torcia.tensor([1.0, 100.0]), torcia.tensor([1.0, 100.0]))
+    tensor([  2., 101.])
+    """
+    input, other = _log_add_operands(input, other, "logaddexp2")
+    return logaddexp(input * math.log(2), other * math.log(2)) / math.log(2)
+
+
+def heaviside(input, values):
+    """0 where ``input < 0``, 1 where ``> 0``, ``values`` where it is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.heaviside(torcia.tensor([-1.0, 0.0, 2.0]), torcia.tensor(0.5))
+    tensor([0.0000, 0.5000, 1.0000])
+    """
+    if input.dtype is not values.dtype:
+        raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
+                           f"dtypes, got {input.dtype} and {values.dtype}")
+    zero = C.zeros_like(input)
+    return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype) + zero)
+
+
+def copysign(input, other):
+    """``|input|`` with the sign of ``other`` (sign bit, so -0.0 counts as negative).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.copysign(torcia.tensor([1.0, -2.0]), torcia.tensor([-1.0, -0.0]))
+    tensor([-1., -2.])
+    """
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    _no_complex(dt, "copysign")
+    mag = to_dtype(input, dt).abs()
+    # the gradient flows to input only (PyTorch's: other's sign is piecewise constant)
+    if not isinstance(other, Tensor):
+        return -mag if math.copysign(1.0, other) < 0 else mag
+    return where(signbit(other), -mag, mag)
+
+
+def ldexp(input, other):
+    """``input * 2**other``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
+    tensor([8.0000, 1.5000])
+    """
+    _tensor_arg(other, "other")
+    dt = result_type(input, other)
+    if dt.category < 2:
+        dt = D.get_default_dtype()
+    return to_dtype(input, dt) * builtins.pow(2.0, to_dtype(other, dt))
+
+
+def gcd(input, other):
+    """Elementwise greatest common divisor of integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
+    tensor([6, 1])
+    """
+    _tensor_arg(other, "other")
+    return _host_binary(np.gcd, "gcd", input, other, "iu")
+
+
+def lcm(input, other):
+    """Elementwise least common multiple of integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
+    tensor([12, 30])
+    """
+    _tensor_arg(other, "other")
+    return _host_binary(np.lcm, "lcm", input, other, "iu")
+
+
+def isneginf(input):
+    """Where ``input`` is minus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isneginf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([ True, False, False])
+    """
+    return isinf(input) & (input < 0)
+
+
+def isposinf(input):
+    """Where ``input`` is plus infinity.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isposinf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
+    tensor([False,  True, False])
+    """
+    return isinf(input) & (input > 0)
+
+
+def isreal(input):
+    """Where the value is real: an imaginary part of 0 (everywhere, for real dtypes).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isreal(torcia.tensor([1.0, 2.0 - 0.5j, 3.0 + 0j]))
+    tensor([ True, False,  True])
+    """
+    if input.dtype.category == 3:
+        return imag(input) == 0
+    return C.ones(*input.shape, dtype=D.bool_, device=input.device)
+
+
+def rsub(input, other, *, alpha=1):
+    """``other - alpha * input``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rsub(torcia.tensor([1, 2]), 10)
+    tensor([9, 8])
+    """
+    return sub(other, input, alpha=alpha)
+
+
+def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
+    """In-place :func:`nan_to_num`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([float("nan"), 1.0])
+    >>> torcia.nan_to_num_(x, nan=-1.0)
+    tensor([-1.,  1.])
+    """
+    return input.nan_to_num_(nan=nan, posinf=posinf, neginf=neginf)
+
+
+def _host_binary(fn, name, input, other, kinds):
+    """``fn`` (a NumPy function) of two operands on the host, in their dtype as PyTorch
+    promotes them, which must be of a NumPy kind in ``kinds`` (else PyTorch's refusal of
+    its kernel ``name``); the result is not differentiable."""
+    dt = result_type(input, other)
+    if dt.to_numpy().kind not in kinds:
+        raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
+    a = to_dtype(input, dt).detach().cpu().numpy()
+    b = to_dtype(other, dt).detach().cpu().numpy() if isinstance(other, Tensor) else \
+        np.asarray(D.checked_scalar(other, dt), dtype=dt.np)
+    return C.tensor(np.asarray(fn(a, b)).astype(dt.np, copy=False), device=input.device)
+
+
+def nextafter(input, other):
+    """The next representable float after ``input`` towards ``other`` (no gradient).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
+    tensor([True])
+    """
+    return _host_binary(np.nextafter, "nextafter", input, other, "f")
+
+
+def bitwise_left_shift(input, other):
+    """``input << other`` on integer tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bitwise_left_shift(torcia.tensor([1, 3]), 2)
+    tensor([ 4, 12])
+    """
+    return _host_binary(np.left_shift, "lshift", input, other, "iu")
+
+
+def bitwise_right_shift(input, other):
+    """``input >> other`` on integer tensors (arithmetic for signed ones).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bitwise_right_shift(torcia.tensor([8, -8]), 2)
+    tensor([ 2, -2])
+    """
+    return _host_binary(np.right_shift, "rshift", input, other, "iu")
+
+
+_Frexp = _return_type("frexp", ("mantissa", "exponent"))
+
+
+def frexp(input):
+    """``(mantissa, exponent)`` with ``input == mantissa * 2**exponent`` and
+    ``0.5 <= |mantissa| < 1``; the exponent is int32.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.frexp(torcia.tensor([8.0])).exponent
+    tensor([4], dtype=torcia.int32)
+    """
+    if not input.is_floating_point():
+        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+    m, e = np.frexp(input.detach().cpu().numpy())
+    return _Frexp(C.tensor(m, device=input.device),
+                  C.tensor(e.astype(np.int32), device=input.device))
+
+
+def float_power_(self, exponent):
+    """In-place :func:`torcia.float_power`; ``self`` must be float64 (complex128 for a
+    complex result), the dtype the operation computes in."""
+    want = D.complex128 if (self.is_complex() or (isinstance(exponent, Tensor)
+                                                   and exponent.is_complex())
+                            or isinstance(exponent, complex)) else D.float64
+    if self.dtype is not want:
+        raise RuntimeError(f"the base given to float_power_ has dtype "
+                           f"{_torch_name(self.dtype)} but the operation's result "
+                           f"requires dtype {_torch_name(want)}")
+    return inplace(float_power, self, exponent)
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY + _oplist.COMPARE
+    + (
+        "equal", "isclose", "allclose", "div", "divide", "true_divide", "multiply", "subtract",
+        "atan2", "hypot", "xlogy", "float_power", "round", "clamp", "clip", "clamp_min",
+        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "float_power_",
+    )
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    _oplist.UNARY_FLOAT + _oplist.BINARY + _oplist.COMPARE
+    + (
+        "neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu", "bitwise_not",
+        "logical_not", "div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min",
+        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "round", "multiply",
+        "subtract", "divide", "true_divide",
+    )
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "positive", "deg2rad", "rad2deg", "logaddexp", "logaddexp2", "heaviside", "copysign",
+    "ldexp", "gcd", "lcm", "isneginf", "isposinf", "isreal", "nextafter",
+    "bitwise_left_shift", "bitwise_right_shift", "frexp",
+)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = (
+    "deg2rad", "rad2deg", "copysign", "ldexp", "gcd", "lcm", "heaviside", "nextafter",
+    "bitwise_left_shift", "bitwise_right_shift",
+)
+
+#: the names ``torcia`` exports from here: every public function defined above, the
+#: generated ones included
+__all__ = [
+    _n for _n, _v in list(globals().items())
+    if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", "") == __name__
+    and _n != "float_power_"  # a Tensor method only, as in PyTorch
+]
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.complex_numbers import imag
+from torcia._oplib.indexing import nonzero

@@ -1,0 +1,491 @@
+"""The other neural-network ops at ``torcia.*``: embedding, dropout, pixel shuffles,
+``cosine_similarity``, ``pairwise_distance``, ``bilinear``, ``channel_shuffle``.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia import _tensor
+from torcia._creation import draw
+from torcia._grad_mode import no_grad
+from torcia._grad_mode import no_grad as _no_grad
+from torcia._oplib._common import _F, _check_tensor
+from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
+from torcia._tensor import Tensor, call, inplace
+from torcia.amp import autocast_as
+from torcia.random import rng_of
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``; the row
+    ``padding_idx`` gets no gradient; with ``max_norm``, looked-up rows whose
+    ``norm_type``-norm exceeds it are rescaled in place first; with ``sparse``, the
+    gradient of ``weight`` is a sparse COO tensor of the looked-up rows (for
+    :class:`torcia.optim.SparseAdam`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([[0.0, 0.0], [1.0, 2.0]])
+    >>> from torcia._oplib.nn import embedding
+    >>> embedding(torcia.tensor([1, 0, 1]), w)
+    tensor([[1., 2.],
+            [0., 0.],
+            [1., 2.]])
+    """
+    _check_tensor(input, "input", "embedding")
+    if input.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"{_torch_tensor_type(input)} instead (while checking arguments "
+                           "for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    v = weight.shape[0]
+    if padding_idx is not None:
+        if not -v <= padding_idx < v:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = int(padding_idx) % v
+    idx = input._data
+    if idx.size:
+        from torcia.backend import check_async
+
+        check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
+                    lambda: IndexError("index out of range in self"))
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is not supported")
+    if max_norm is not None:
+        _renorm_rows(weight, input, float(max_norm), float(norm_type))
+    params = {"padding_idx": padding_idx}
+    if sparse:
+        # the gradient of weight becomes a sparse COO tensor of the rows looked up
+        params["sparse"] = True
+    return call("embedding", (weight, input), params)
+
+
+def _torch_tensor_type(t) -> str:
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor"}.get(
+        t.dtype.name, f"torcia.{t.dtype.name}")
+
+
+def _renorm_rows(weight, input, max_norm, norm_type):
+    with no_grad():
+        xp = weight.device.backend.xp
+        rows = xp.unique(input._data.reshape(-1))
+        w = weight._data
+        norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+        weight._vc[0] += 1
+
+
+def _torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
+                     sparse=False):
+    """``torch.embedding``: weight first, and -1 for "no padding row".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.embedding(weight, torcia.tensor([2, 1]))
+    tensor([[3., 4.],
+            [1., 2.]])
+    """
+    return embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def _check_p(p):
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+
+
+def _dropout_mask(input, shape, p):
+    dev = input._device
+    if not _tensor._modes_on:  # the no-mode path: draw's, without its call
+        kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+        return Tensor._make(kernels["dropout_mask"](shape=tuple(shape), p=float(p),
+                                                    dtype=input._data.dtype,
+                                                    rng=rng_of(None)), dev)
+    # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
+    return draw("dropout_mask", dev, (), {"shape": tuple(shape), "p": float(p),
+                                          "dtype": input._data.dtype, "rng": rng_of(None)})
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Zero each element with probability ``p`` and scale the rest by ``1 / (1 - p)``
+    (training only; the default generator draws, so ``torcia.manual_seed`` repeats it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(4)
+    >>> from torcia._oplib.nn import dropout
+    >>> dropout(x, 0.5, training=False)
+    tensor([1., 1., 1., 1.])
+    """
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        out = input * 0
+    else:
+        out = input * _dropout_mask(input, input.shape, p)
+    if inplace:
+        return _write(input, out)
+    return out
+
+
+def _write(input, out):
+    return inplace(lambda t: out, input)
+
+
+def _feature_dropout(input, p, training, inplace_, batched_ndim, fn):
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if input.ndim not in (batched_ndim - 1, batched_ndim):
+        raise ValueError(f"{fn}: Received a {input.ndim}-D input, expected "
+                         f"{batched_ndim - 1}-D (unbatched) or {batched_ndim}-D (batched)")
+    lead = 2 if input.ndim == batched_ndim else 1
+    shape = tuple(input.shape[:lead]) + (1,) * (input.ndim - lead)
+    out = input * 0 if p == 1 else input * _dropout_mask(input, shape, p)
+    return _write(input, out) if inplace_ else out
+
+
+def dropout1d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``input`` (N, C, L) or (C, L) with probability ``p``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 3)
+    >>> F.dropout1d(x, 0.5, training=False).equal(x)
+    True
+    """
+    return _feature_dropout(input, p, training, inplace, 3, "dropout1d")
+
+
+def dropout2d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``input`` (N, C, H, W) with probability ``p``, scaling the
+    rest by ``1 / (1 - p)``.
+
+    Other ranks behave as in PyTorch, with its warnings: a 3-D input is read as (N, C, L)
+    (channel-wise 1-D dropout, not an unbatched image), a 2-D one as (N, C), which drops
+    single elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.library import dropout2d
+    >>> dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
+    18.0
+    """
+    ndim = input.ndim
+    if ndim not in (3, 4):
+        warnings.warn(
+            f"dropout2d: Received a {ndim}-D input to dropout2d, which is deprecated and will "
+            "result in an error in a future release. To retain the behavior and silence this "
+            "warning, please use dropout instead. Note that dropout2d exists to provide "
+            "channel-wise dropout on inputs with 2 spatial dimensions, a channel dimension, "
+            "and an optional batch dimension (i.e. 3D or 4D inputs).", stacklevel=2)
+    if ndim == 3:
+        warnings.warn(
+            "dropout2d: Received a 3D input to dropout2d and assuming that channel-wise 1D "
+            "dropout behavior is desired - input is interpreted as shape (N, C, L), where C "
+            "is the channel dim. This behavior will change in a future release to interpret "
+            "the input as one without a batch dimension, i.e. shape (C, H, W). To maintain "
+            "the 1D channel-wise dropout behavior, please switch to using dropout1d "
+            "instead.", stacklevel=2)
+    if ndim < 2:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, "
+                           f"got {ndim}")
+    # PyTorch's feature dropout: one draw per (dim 0, dim 1) entry, whatever the rank
+    return _feature_dropout(input, p, training, inplace, ndim, "dropout2d")
+
+
+def dropout3d(input, p=0.5, training=True, inplace=False):
+    """Zero whole channels of ``input`` (N, C, D, H, W) or (C, D, H, W) with probability
+    ``p``.
+
+    Other ranks behave as in PyTorch, with its warning: the input is read as unbatched,
+    dim 0 being the channels.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> x = torcia.ones(1, 2, 1, 1, 3)
+    >>> F.dropout3d(x, 0.5, training=False).equal(x)
+    True
+    """
+    ndim = input.ndim
+    if ndim in (4, 5):
+        return _feature_dropout(input, p, training, inplace, 5, "dropout3d")
+    warnings.warn(
+        f"dropout3d: Received a {ndim}-D input to dropout3d, which is deprecated and will "
+        "result in an error in a future release. To retain the behavior and silence this "
+        "warning, please use dropout instead. Note that dropout3d exists to provide "
+        "channel-wise dropout on inputs with 3 spatial dimensions, a channel dimension, and "
+        "an optional batch dimension (i.e. 4D or 5D inputs).", stacklevel=2)
+    if ndim < 1:
+        raise RuntimeError(f"Feature dropout requires at least 2 dimensions in the input, "
+                           f"got {ndim + 1}")
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    # PyTorch adds a batch dim of one, so dim 0 holds the channels
+    out = _feature_dropout(input.unsqueeze(0), p, training, False, ndim + 1, "dropout3d")
+    out = out.squeeze(0)
+    return _write(input, out) if inplace else out
+
+
+def _alpha_dropout(input, p, training, inplace_, shape):
+    _check_p(p)
+    if not training or p == 0:
+        return input
+    if p == 1:
+        out = input * 0
+        return _write(input, out) if inplace_ else out
+    neg = -1.0507009873554804934193349852946 * 1.6732632423543772848170429916717
+    keep = _dropout_mask(input, shape, p) * (1 - p)  # 0 or 1
+    a = ((1 - p) * (1 + p * neg * neg)) ** -0.5
+    b = -a * neg * p
+    out = (input * keep + neg * (1 - keep)) * a + b
+    return _write(input, out) if inplace_ else out
+
+
+def alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become
+    SELU's negative saturation value, then an affine map restores the statistics.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -1.0])
+    >>> torcia.alpha_dropout(x, 0.5, training=False)
+    tensor([ 1., -1.])
+    """
+    return _alpha_dropout(input, p, training, inplace, input.shape)
+
+
+def feature_alpha_dropout(input, p=0.5, training=False, inplace=False):
+    """:func:`alpha_dropout` of whole channels (dim 1) of ``input`` ``(N, C, *)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 2, 3)
+    >>> torcia.feature_alpha_dropout(x, 0.5, training=False).equal(x)
+    True
+    """
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
+    return _alpha_dropout(input, p, training, inplace, shape)
+
+
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): channels moved into space.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_shuffle(torcia.arange(4.0).reshape(1, 4, 1, 1), 2)[0, 0]
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c}"
+                           f" is not divisible by {r * r}")
+    k = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_unshuffle(torcia.zeros(1, 1, 4, 6), 2).shape
+    torcia.Size([1, 4, 2, 3])
+    """
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                           f"but got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got input of size {list(input.shape)} "
+                           f"and downscale_factor={r}")
+    k = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+@autocast_as("cosine_similarity")
+def cosine_similarity(x1, x2, dim=1, eps=1e-8):
+    """``x1 . x2 / max(||x1|| * ||x2||, eps)`` along ``dim`` (broadcasting).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cosine_similarity(torcia.tensor([[1.0, 0.0]]), torcia.tensor([[1.0, 1.0]]))
+    tensor([0.7071])
+    """
+    x1, x2 = broadcast_tensors(x1, x2)
+    dot = (x1 * x2).sum(dim)
+    n1 = (x1 * x1).sum(dim)
+    n2 = (x2 * x2).sum(dim)
+    return dot / (n1 * n2).clamp(min=eps * eps).sqrt()
+
+
+def pairwise_distance(x1, x2, p=2.0, eps=1e-6, keepdim=False):
+    """The ``p``-norm of ``x1 - x2 + eps`` along the last dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pairwise_distance(torcia.tensor([[3.0, 0.0]]), torcia.tensor([[0.0, 4.0]]),
+    ...                          eps=0.0)
+    tensor([5.])
+    """
+    diff = x1 - x2 + eps
+    dim = -1 if diff.ndim else 0
+    return diff.norm(p, dim=dim, keepdim=keepdim) if diff.ndim else diff.abs()
+
+
+def bilinear(input1, input2, weight, bias=None):
+    """``torch.bilinear``: ``x1^T W x2 + b``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x1, x2 = torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0]])
+    >>> torcia.bilinear(x1, x2, torcia.ones(1, 2, 1))
+    tensor([[9.]])
+    """
+    return _F().bilinear(input1, input2, weight, bias)
+
+
+def channel_shuffle(input, groups):
+    """``torch.channel_shuffle``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.channel_shuffle(torcia.arange(4.0).reshape(1, 4, 1), 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+    return _F().channel_shuffle(input, groups)
+
+
+def dropout_(input, p=0.5, train=True):
+    """In-place :func:`torcia.dropout` (``torch.dropout_(input, p, train)``)."""
+    return inplace(dropout, input, p, train)
+
+
+def alpha_dropout_(input, p=0.5, train=False):
+    """In-place :func:`torcia.alpha_dropout`."""
+    return inplace(alpha_dropout, input, p, train)
+
+
+def feature_alpha_dropout_(input, p=0.5, train=False):
+    """In-place :func:`torcia.feature_alpha_dropout`."""
+    return inplace(feature_alpha_dropout, input, p, train)
+
+
+def feature_dropout(input, p=0.5, train=True):
+    """Dropout of whole feature maps: each ``(sample, channel)`` slice of ``input``
+    (at least 2-D: ``N x C x ...``) is zeroed with probability ``p`` and the rest scaled
+    by ``1 / (1 - p)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.feature_dropout(torcia.ones(2, 3, 4), 0.5, False).sum().item()
+    24.0
+    """
+    if p < 0 or p > 1:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not train or p == 0:
+        return input
+    if input.ndim < 2:
+        raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
+    if p == 1:
+        return input * C.zeros_like(input)
+    noise = C.empty(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype,
+                    device=input.device).bernoulli_(1 - p)
+    return input * (noise / (1 - p))
+
+
+def feature_dropout_(input, p=0.5, train=True):
+    """In-place :func:`feature_dropout`."""
+    return inplace(feature_dropout, input, p, train)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale, in place, the rows of ``weight`` named in ``indices`` whose ``norm_type``
+    norm exceeds ``max_norm`` to norm ``max_norm`` (as ``nn.Embedding(max_norm=...)``);
+    not recorded by autograd.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.embedding_renorm_(w, torcia.tensor([0, 1]), 1.0, 2.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_(): expected weight to be a 2-D tensor, got "
+                           f"{weight.ndim}-D")
+    if indices.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"embedding_renorm_(): Expected dtype int32/int64 for indices but "
+                           f"got: {indices.dtype}")
+    with _no_grad():
+        rows = C.tensor(np.unique(indices.cpu().numpy().reshape(-1)), device=weight.device)
+        picked = weight.index_select(0, rows)
+        norms = linalg.vector_norm(picked, norm_type, dim=1)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7),
+                           C.ones_like(norms))
+        weight.index_copy_(0, rows, picked * scale.unsqueeze(1))
+    return weight
+
+
+
+#: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s.
+TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,
+             "group_norm": _torch_group_norm, "embedding": _torch_embedding}
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "alpha_dropout", "alpha_dropout_", "bilinear", "channel_shuffle", "cosine_similarity",
+    "dropout", "dropout_", "embedding_renorm_", "feature_alpha_dropout",
+    "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "pairwise_distance",
+    "pixel_shuffle", "pixel_unshuffle",
+]
+
+# torcia.linalg imports the op library first: bound once this family has loaded
+from torcia import linalg  # noqa: I001
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.elementwise import where
+from torcia._oplib.views import broadcast_tensors

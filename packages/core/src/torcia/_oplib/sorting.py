@@ -1,0 +1,340 @@
+"""Sorting, selection and counting: ``sort``, ``topk``, ``kthvalue``, ``unique``,
+``searchsorted``, ``bucketize``, ``bincount``, ``histc``/``histogram``, ``isin``...
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia._creation import tensor
+from torcia._oplib._common import _along_dim, _return_type, _size_at
+from torcia._tensor import Tensor, _wrap_dim, call
+
+_Sort = _return_type("sort", ("values", "indices"))
+
+
+_Topk = _return_type("topk", ("values", "indices"))
+
+
+_Kth = _return_type("kthvalue", ("values", "indices"))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Sort along ``dim``; returns ``(values, indices)``. Equal elements keep their order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sort(torcia.tensor([3, 1, 2])).values
+    tensor([1, 2, 3])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    v, i = _along_dim("sort", (input,), {"dim": d, "descending": bool(descending),
+                                   "stable": bool(stable)})
+    return _Sort(v, i)
+
+
+def argsort(input, dim=-1, descending=False, stable=False):
+    """The indices that sort ``input`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.argsort(torcia.tensor([3, 1, 2]), descending=True)
+    tensor([0, 2, 1])
+    """
+    return sort(input, dim, descending, stable).indices
+
+
+def msort(input):
+    """Sort along the first dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.msort(torcia.tensor([[3, 1], [1, 2]]))
+    tensor([[1, 1],
+            [3, 2]])
+    """
+    return sort(input, 0).values
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) elements along ``dim``, with their indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.topk(torcia.tensor([1.0, 5.0, 3.0]), 2).indices
+    tensor([1, 2])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    if not 0 <= k <= _size_at(input, d):
+        raise RuntimeError("selected index k out of range")
+    v, i = _along_dim("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
+                                   "sorted": bool(sorted)})
+    return _Topk(v, i)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element (1-based) along ``dim``, with its index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.kthvalue(torcia.tensor([3.0, 1.0, 2.0]), 2)
+    torcia.return_types.kthvalue(
+    values=tensor(2.),
+    indices=tensor(2))
+    """
+    d = _wrap_dim(dim, input.ndim)
+    if not 1 <= k <= _size_at(input, d):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    v, i = _along_dim("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    return _Kth(v, i)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The sorted unique elements (or slices along ``dim``), optionally with the inverse
+    indices and the counts.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unique(torcia.tensor([3, 1, 3]), return_counts=True)
+    (tensor([1, 3]), tensor([1, 2]))
+    """
+    d = None if dim is None else _wrap_dim(dim, input.ndim)
+    values, inverse, counts = call("unique", (input,), {"dim": d})
+    out = (values,) + ((inverse,) if return_inverse else ()) + (
+        (counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Indices where ``input`` would be inserted into the innermost dim of
+    ``sorted_sequence`` to keep it sorted (``right`` or ``side="right"``: after equals).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.searchsorted(torcia.tensor([1, 3, 5]), torcia.tensor([3, 4]))
+    tensor([1, 2])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"we got '{side}'")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
+        right = side == "right"
+    if not isinstance(input, Tensor):
+        input = tensor(input, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+    if sorter is not None:
+        sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
+    seq_shape, val_shape = tuple(sorted_sequence.shape), tuple(input.shape)
+    if len(seq_shape) > 1 and seq_shape[:-1] != val_shape[:-1]:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq_shape)} and input value tensor {list(val_shape)}")
+    dt = D.promote_types(sorted_sequence.dtype, input.dtype)
+    return call("searchsorted", (to_dtype(sorted_sequence, dt), to_dtype(input, dt)),
+                {"right": bool(right), "out_int32": bool(out_int32)})
+
+
+def bucketize(input, boundaries, *, out_int32=False, right=False):
+    """The bucket of each element of ``input`` among the 1-D sorted ``boundaries``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bucketize(torcia.tensor([0.5, 1.0, 2.5]), torcia.tensor([1.0, 2.0]))
+    tensor([0, 0, 2])
+    """
+    if boundaries.ndim != 1:
+        raise RuntimeError(f"boundaries tensor must be 1 dimension, but got dim("
+                           f"{boundaries.ndim})")
+    return searchsorted(boundaries, input, out_int32=out_int32, right=right)
+
+
+def bincount(input, weights=None, minlength=0):
+    """Count the occurrences of each value in a 1-D tensor of non-negative integers
+    (summing ``weights`` instead when given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bincount(torcia.tensor([0, 2, 2]))
+    tensor([1, 0, 2])
+    """
+    if input.ndim != 1 or input.dtype.category != 1 or (
+        input.numel() and int(input._data.min()) < 0
+    ):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and tuple(weights.shape) != tuple(input.shape):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    return call("bincount", (input, weights), {"minlength": int(minlength)})
+
+
+def histc(input, bins=100, min=0, max=0):
+    """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.histc(torcia.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} "
+                           f"max {max}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histc: input tensor must be of floating point dtype, got "
+                           f"{input.dtype.name}")
+    return call("histc", (input,), {"bins": int(bins), "min": float(min), "max": float(max)})
+
+
+def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
+    """Collapse runs of equal consecutive elements (of the flattened input, or slices
+    along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unique_consecutive(torcia.tensor([1, 1, 2, 2, 1]), return_counts=True)
+    (tensor([1, 2, 1]), tensor([2, 2, 1]))
+    """
+    x = input.reshape(-1) if dim is None else input.movedim(dim, 0)
+    n = x.shape[0]
+    if n == 0:
+        outs = [input]
+    else:
+        flat = x.reshape(n, -1)
+        change = C.ones(n, dtype=D.bool_, device=input.device)
+        if n > 1:
+            change[1:] = (flat[1:] != flat[:-1]).any(dim=1)
+        starts = change.nonzero().reshape(-1)
+        values = x[starts]
+        outs = [values if dim is None else values.movedim(0, dim)]
+        if return_inverse:
+            inverse = change.long().cumsum(0) - 1
+            outs.append(inverse.reshape(input.shape) if dim is None else inverse)
+        if return_counts:
+            ends = cat([starts[1:], C.tensor([n], device=input.device)])
+            outs.append(ends - starts)
+    return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def isin(elements, test_elements, *, assume_unique=False, invert=False):
+    """Where each of ``elements`` occurs in ``test_elements``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.isin(torcia.tensor([1, 2, 3]), torcia.tensor([2, 5]))
+    tensor([False,  True, False])
+    """
+    el = elements if isinstance(elements, Tensor) else C.tensor(elements)
+    te = test_elements.cpu().numpy() if isinstance(test_elements, Tensor) else test_elements
+    out = np.isin(el.cpu().numpy(), te, invert=invert)
+    return C.tensor(out, device=el.device)
+
+
+_Histogram = _return_type("histogram", ("hist", "bin_edges"))
+
+
+def histogram(input, bins=100, *, range=None, weight=None, density=False):  # noqa: A002
+    """Histogram of ``input``'s values: ``bins`` equal bins over ``range`` (default the
+    data's extent) or explicit edges; returns ``(hist, bin_edges)``, as NumPy's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> hist, edges = torcia.histogram(torcia.tensor([1.0, 2.0, 2.0, 4.0]), bins=3)
+    >>> hist
+    tensor([1., 2., 1.])
+    >>> edges
+    tensor([1., 2., 3., 4.])
+    """
+    data = input.detach().cpu().numpy().reshape(-1)
+    edges = bins.detach().cpu().numpy() if isinstance(bins, Tensor) else bins
+    w = None if weight is None else weight.detach().cpu().numpy().reshape(-1)
+    hist, out_edges = np.histogram(data, edges, range=range, weights=w, density=density)
+    return _Histogram(C.tensor(hist.astype(data.dtype), device=input.device),
+                      C.tensor(out_edges.astype(data.dtype), device=input.device))
+
+
+_Histogramdd = _return_type("histogramdd", ("hist", "bin_edges"))
+
+
+def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # noqa: A002
+    """The histogram of the points in ``input`` (``... x D``: the last dimension holds
+    each point's coordinates): ``bins`` is a number of equal bins per dimension, a list of
+    them, or a list of 1-D tensors of bin edges; ``range`` is ``[lo0, hi0, lo1, hi1...]``.
+    Returns ``(hist, bin_edges)``, ``bin_edges`` a list of one tensor per dimension.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> pts = torcia.tensor([[0.0, 0.0], [1.0, 1.0], [1.0, 0.0]])
+    >>> torcia.histogramdd(pts, bins=[2, 2]).hist
+    tensor([[1., 0.],
+            [1., 1.]])
+    """
+    if not input.is_floating_point():
+        raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                           f"the same dtype, but got input {input.dtype}")
+    pts = input.detach().cpu().numpy()
+    ndim = pts.shape[-1]
+    pts = pts.reshape(-1, ndim)
+    if isinstance(bins, Tensor):
+        bins = bins.tolist()
+    if isinstance(bins, (list, tuple)):
+        bins = [b.detach().cpu().numpy() if isinstance(b, Tensor) else int(b) for b in bins]
+    ranges = None
+    if range is not None:
+        r = list(range)
+        if len(r) != 2 * ndim:
+            raise RuntimeError(f"torch.histogramdd: for a {ndim}-dimensional histogram, range "
+                               f"should have {2 * ndim} elements, but got {len(r)}")
+        ranges = [(r[2 * k], r[2 * k + 1]) for k in builtins.range(ndim)]
+    w = None if weight is None else weight.detach().cpu().numpy().reshape(-1)
+    hist, edges = np.histogramdd(pts, bins, range=ranges, weights=w, density=density)
+    dt = pts.dtype
+    return _Histogramdd(C.tensor(hist.astype(dt), device=input.device),
+                        [C.tensor(e.astype(dt), device=input.device) for e in edges])
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "sort", "argsort", "msort", "topk", "kthvalue", "unique", "bincount", "histc",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "unique_consecutive", "isin", "histogram",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "argsort", "bincount", "bucketize", "histc", "histogram", "histogramdd", "isin",
+    "kthvalue", "msort", "searchsorted", "sort", "topk", "unique", "unique_consecutive",
+]
+
+
+# the other families, bound once this one has loaded (they may import it first)
+from torcia._oplib.elementwise import to_dtype
+from torcia._oplib.indexing import take_along_dim
+from torcia._oplib.views import cat
