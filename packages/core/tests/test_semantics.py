@@ -648,3 +648,27 @@ def test_complex_reciprocal_of_the_edges_as_torch(dtype):
         np.testing.assert_array_equal(np.isnan(part(ours)), np.isnan(part(theirs)))
         np.testing.assert_allclose(np.nan_to_num(part(ours)), np.nan_to_num(part(theirs)),
                                    rtol=1e-6)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64"])
+def test_integer_comparisons_cast_a_python_int_to_the_tensor_dtype(dtype):
+    # PyTorch casts the scalar first, wrapping: for uint8, -1 is 255, so 255 == -1 is True
+    torch = pytest.importorskip("torch")
+    info = np.iinfo(dtype)
+    rng = np.random.default_rng(36)
+    edges = [info.min, info.max, 0, -1, 1]
+    values = np.concatenate([edges, rng.integers(info.min, info.max, 20, endpoint=True)])
+    values = values.astype(dtype)
+    scalars = [-1, -200, 255, 256, 300, info.max + 1, info.min - 1, -(2 ** 40)]
+    ours, theirs = torcia.tensor(values), torch.tensor(values)
+    for s in scalars:
+        for name in ("eq", "ne", "lt", "le", "gt", "ge"):
+            try:
+                want = getattr(torch, name)(theirs, s).tolist()
+            except OverflowError:  # below int64's range: no scalar holds it
+                with pytest.raises(OverflowError):
+                    getattr(torcia, name)(ours, s)
+                continue
+            assert getattr(torcia, name)(ours, s).tolist() == want, (name, s)
+            assert getattr(ours, f"__{name}__")(s).tolist() == want, (name, s)

@@ -1108,13 +1108,17 @@ def _no_kernel(op, arrays, exc):
 
 
 def _run2(kernel, ad, bd, op):
+    if bd.__class__ is int and op in _COMPARE_OPS and ad.dtype.kind in "iu":
+        # NumPy compares a Python int by its value; PyTorch casts it to the tensor's dtype
+        # first, so (uint8 255 == -1) is True
+        bd = _wrapped(bd, ad.dtype)
     try:
         return kernel(ad, bd)
     except OverflowError:
         # a Python int out of the tensor's integer range wraps around, as in PyTorch
         if bd.__class__ is not int:
             raise
-        return kernel(ad, np.array(bd, dtype=np.int64).astype(ad.dtype)[()])
+        return kernel(ad, _wrapped(bd, ad.dtype))
     except TypeError as exc:
         raise _no_kernel(op, (ad, bd), exc) from None
     except ValueError as exc:
@@ -1124,6 +1128,17 @@ def _run2(kernel, ad, bd, op):
         if error is None:
             raise
         raise error from None
+
+
+_COMPARE_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
+
+
+def _wrapped(value: int, dtype):
+    """The Python int ``value`` cast to the integer ``dtype`` with wrap-around, as PyTorch's
+    scalars (which hold any int64 or uint64) do."""
+    if value < -(2 ** 63):
+        raise OverflowError(f"value cannot be converted to type {dtype} without overflow")
+    return np.array(value & 0xFFFF_FFFF_FFFF_FFFF, dtype=np.uint64).astype(dtype)[()]
 
 
 def _broadcast_error(a_shape, b_shape):
