@@ -672,3 +672,33 @@ def test_integer_comparisons_cast_a_python_int_to_the_tensor_dtype(dtype):
                 continue
             assert getattr(torcia, name)(ours, s).tolist() == want, (name, s)
             assert getattr(ours, f"__{name}__")(s).tolist() == want, (name, s)
+
+
+_CALLS = [  # (args after the tensor, keywords)
+    ((), {"keepdim": True}), ((), {"keepdim": False}), ((None, True), {}),
+    ((), {"dim": None, "keepdim": True}), ((), {"dim": None}), ((), {}), ((0, True), {}),
+    ((-1,), {"keepdim": False}),
+]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", ["sum", "mean", "prod", "max", "min", "median", "nanmedian"])
+@pytest.mark.parametrize("shape", [(2, 3), (4,), ()])
+def test_keepdim_without_dim_is_refused_as_torch_refuses_it(name, shape):
+    # PyTorch's overloads without dim take no keepdim (sum/mean take dim=None beside one)
+    torch = pytest.importorskip("torch")
+    values = np.random.default_rng(36).standard_normal(shape).astype(np.float32)
+    x, y = torcia.tensor(values), torch.tensor(values)
+    for args, kwargs in _CALLS:
+        for ours, theirs in ((lambda *a, **k: getattr(torcia, name)(x, *a, **k),
+                              lambda *a, **k: getattr(torch, name)(y, *a, **k)),
+                             (getattr(x, name), getattr(y, name))):
+            try:
+                want = theirs(*args, **kwargs)
+            except TypeError:
+                with pytest.raises(TypeError):
+                    ours(*args, **kwargs)
+                continue
+            got = ours(*args, **kwargs)
+            want, got = (r[0] if isinstance(r, tuple) else r for r in (want, got))
+            assert tuple(got.shape) == tuple(want.shape), (args, kwargs)

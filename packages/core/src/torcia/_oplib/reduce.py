@@ -18,6 +18,32 @@ from torcia._oplib._common import _along_dim, _dims, _return_type, _size_at, _tn
 from torcia._tensor import Tensor, _wrap_dim, call
 
 
+class _AllDims:
+    """``dim`` not given: PyTorch's overload over every element, which takes no ``keepdim``
+    (and, except for ``sum``/``mean``, no ``dim=None`` either)."""
+
+    def __repr__(self):
+        return "<all dims>"
+
+
+_ALL_DIMS = _AllDims()
+
+
+def _over_all(name, dim, keepdim, none_ok=False):
+    """Whether ``dim`` asks to reduce every element; refuses what PyTorch's argument parser
+    refuses: ``keepdim`` without ``dim``, and ``dim=None`` unless ``none_ok``."""
+    if dim is _ALL_DIMS:
+        if keepdim is None:
+            return True
+        if name in ("median", "nanmedian"):
+            raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"keepdim=bool), but expected (Tensor input, int dim, bool keepdim)")
+    if dim is None and not none_ok:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim is None
+
+
 def _acc_dtype(input, dtype):
     if dtype is not None:
         return dtype.to_numpy()
@@ -26,7 +52,7 @@ def _acc_dtype(input, dtype):
     return None
 
 
-def sum(input, dim=None, keepdim=False, *, dtype=None):
+def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
     """Sum over ``dim`` (int, tuple, or all); integer and bool inputs sum in int64.
 
     Examples
@@ -36,6 +62,8 @@ def sum(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
     (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
     """
+    if _over_all("sum", dim, keepdim, none_ok=True):
+        dim = None
     if dim is None and dtype is None and input._data.dtype.kind in "fc":
         return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})
     return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
@@ -55,7 +83,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
                                      "dtype": _acc_dtype(input, dtype)})
 
 
-def mean(input, dim=None, keepdim=False, *, dtype=None):
+def mean(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
     """Mean over ``dim``; the input must be floating point (or ``dtype`` given).
 
     Examples
@@ -67,6 +95,8 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.mean(x, dim=0, keepdim=True)
     tensor([[2., 3.]])
     """
+    if _over_all("mean", dim, keepdim, none_ok=True):
+        dim = None
     if dtype is None and input.dtype.category < 2:
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
@@ -77,7 +107,7 @@ def mean(input, dim=None, keepdim=False, *, dtype=None):
     return call("mean", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
-def prod(input, dim=None, keepdim=False, *, dtype=None):
+def prod(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
     """Product over one ``dim`` (or all).
 
     Examples
@@ -89,6 +119,8 @@ def prod(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.prod(x, dim=0)
     tensor([3, 8])
     """
+    if _over_all("prod", dim, keepdim):
+        dim = None
     return call("prod", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                    "dtype": _acc_dtype(input, dtype)})
 
@@ -145,7 +177,7 @@ _Max = _return_type("max", ("values", "indices"))
 _Min = _return_type("min", ("values", "indices"))
 
 
-def max(input, dim=None, keepdim=False, *, other=None):
+def max(input, dim=_ALL_DIMS, keepdim=None, *, other=None):
     """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
     as second argument, the elementwise maximum.
 
@@ -162,7 +194,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
     """
     if isinstance(dim, Tensor):
         return maximum(input, dim)
-    if dim is None:
+    if _over_all("max", dim, keepdim):
         _check_nonempty(input, None, "max")
         return amax(input)
     d = _wrap_dim(dim, input.ndim)
@@ -171,7 +203,7 @@ def max(input, dim=None, keepdim=False, *, other=None):
     return _Max(v, i)
 
 
-def min(input, dim=None, keepdim=False):
+def min(input, dim=_ALL_DIMS, keepdim=None):
     """As :func:`max`, for the minimum.
 
     Examples
@@ -187,7 +219,7 @@ def min(input, dim=None, keepdim=False):
     """
     if isinstance(dim, Tensor):
         return minimum(input, dim)
-    if dim is None:
+    if _over_all("min", dim, keepdim):
         _check_nonempty(input, None, "min")
         return amin(input)
     d = _wrap_dim(dim, input.ndim)
@@ -441,7 +473,7 @@ def _nonempty_dim(input, d, name):
         raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
-def median(input, dim=None, keepdim=False):
+def median(input, dim=_ALL_DIMS, keepdim=None):
     """The lower median of all elements, or ``(values, indices)`` along ``dim``.
 
     NaN propagates: a row holding NaN has median NaN.
@@ -452,7 +484,7 @@ def median(input, dim=None, keepdim=False):
     >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
     tensor(2.)
     """
-    if dim is None:
+    if _over_all("median", dim, keepdim):
         if input.numel() == 0:
             return full((), float("nan"), dtype=input.dtype, device=input.device)
         flat = reshape(input, (-1,))
@@ -631,7 +663,7 @@ _NanMedian = _return_type("nanmedian", ("values", "indices"))
 _AMinMax = _return_type("aminmax", ("min", "max"))
 
 
-def nanmedian(input, dim=None, keepdim=False):
+def nanmedian(input, dim=_ALL_DIMS, keepdim=None):
     """The median ignoring NaNs (the lower of the two middle values, as ``median``).
 
     Examples
@@ -640,11 +672,12 @@ def nanmedian(input, dim=None, keepdim=False):
     >>> torcia.nanmedian(torcia.tensor([1.0, float("nan"), 3.0, 2.0]))
     tensor(2.)
     """
+    over_all = _over_all("nanmedian", dim, keepdim)
+    keepdim = bool(keepdim)
     if not input.is_floating_point():
         # no NaN to ignore: the median, as PyTorch computes it for integers
-        out = median(input, dim, keepdim)
-        return out if dim is None else _NanMedian(*out)
-    if dim is None:
+        return median(input) if over_all else _NanMedian(*median(input, dim, keepdim))
+    if over_all:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
     if not input.ndim:
