@@ -702,3 +702,25 @@ def test_keepdim_without_dim_is_refused_as_torch_refuses_it(name, shape):
             got = ours(*args, **kwargs)
             want, got = (r[0] if isinstance(r, tuple) else r for r in (want, got))
             assert tuple(got.shape) == tuple(want.shape), (args, kwargs)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["complex64", "complex128", "float32", "int64", "bool"])
+@pytest.mark.parametrize("name", ["cummax", "cummin", "mode"])
+def test_zero_dim_scans_and_mode_answer_before_the_dtype_kernel(dtype, name):
+    # a 0-dim input is its own running extreme and mode, at index 0, complex included;
+    # one element more and a complex input has no kernel, as in PyTorch
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    for v in rng.standard_normal((4, 2)):
+        value = np.array(complex(*v) if dtype.startswith("complex") else v[0], dtype=dtype)
+        for dim in (0, -1):
+            ours = getattr(torcia, name)(torcia.tensor(value), dim)
+            theirs = getattr(torch, name)(torch.tensor(value), dim)
+            assert ours[0].dtype is getattr(torcia, dtype) and ours[0].shape == ()
+            assert ours[0].item() == theirs[0].item() and ours[1].item() == theirs[1].item()
+        if dtype.startswith("complex"):
+            with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented'):
+                getattr(torch, name)(torch.tensor(value).reshape(1), 0)
+            with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented'):
+                getattr(torcia, name)(torcia.tensor(value).reshape(1), 0)

@@ -66,8 +66,10 @@ def _check_divisor(xp, a, b) -> None:
 _COMPLEX, _BOOL = "c", "b"
 _REFUSED = {
     **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "median_dim",
-                  "mode_dim", "hypot", "xlogy", "atan2")},
+       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "hypot", "xlogy",
+                  "atan2")},
+    "median_dim": {_COMPLEX: (NotImplementedError, '"median_out" not implemented for \'{}\'')},
+    "mode_dim": {_COMPLEX: (NotImplementedError, '"mode_cpu" not implemented for \'{}\'')},
     "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
     "amin": {_COMPLEX: (NotImplementedError, '"min_values_cpu" not implemented for \'{}\'')},
     "max_dim": {_COMPLEX: (RuntimeError, "max(): does not support complex input")},
