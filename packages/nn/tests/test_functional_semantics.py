@@ -394,3 +394,38 @@ def test_half_precision_norms_in_float32_as_torch(dtype, norm):
     tol = 1e-3 if dtype == "float16" else 1.6e-2
     np.testing.assert_allclose(ours.float().numpy(), theirs.float().numpy(), rtol=tol,
                                atol=tol)
+
+
+_INDEXING = {  # op(x, index) of torcia or torch (the module given), an index into x's dim 0
+    "take": lambda m, x, i: m.take(x, i),
+    "put": lambda m, x, i: m.put(x, i, m.ones(i.shape, dtype=x.dtype)),
+    "index_copy": lambda m, x, i: m.index_copy(x, 0, i, m.ones((i.shape[0],) + x.shape[1:],
+                                                               dtype=x.dtype)),
+    "index_fill": lambda m, x, i: m.index_fill(x, 0, i, -2.5),
+}
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", sorted(_INDEXING))
+@pytest.mark.parametrize("batched", ["index", "input", "both"])
+def test_index_ops_check_batched_indices_under_vmap_as_torch(name, batched):
+    # their bounds checks used to read the index as one plain array, which vmap refuses
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    x = rng.standard_normal((3, 4, 2))
+    index = rng.permutation(4)[:2][None].repeat(3, 0) if name != "take" else \
+        rng.integers(-8, 8, (3, 2))
+    in_dims = {"index": (None, 0), "input": (0, None), "both": (0, 0)}[batched]
+    x_of = {None: x[0], 0: x}
+    i_of = {None: index[0], 0: index}
+    args = (x_of[in_dims[0]], i_of[in_dims[1]])
+    fn = _INDEXING[name]
+    ours = torcia.func.vmap(lambda a, i: fn(torcia, a, i), in_dims=in_dims)(
+        *(torcia.tensor(a) for a in args))
+    theirs = torch.func.vmap(lambda a, i: fn(torch, a, i), in_dims=in_dims)(
+        *(torch.tensor(a) for a in args))
+    np.testing.assert_allclose(ours.numpy(), theirs.numpy())
+    # an index out of range is still refused, batched or not
+    with pytest.raises((IndexError, RuntimeError)):
+        torcia.func.vmap(lambda a, i: fn(torcia, a, i), in_dims=in_dims)(
+            *(torcia.tensor(a) for a in (args[0], args[1] + 100)))

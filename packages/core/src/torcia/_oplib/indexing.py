@@ -170,11 +170,14 @@ def _check_range(arr, size, dim, exc=IndexError, negative=True, message=None):
     """Raise ``exc`` (IndexError for indexing; gather and scatter raise RuntimeError in
     PyTorch) naming the first out-of-range index. ``negative``: whether an index may count
     from the end, as in ``t[-1]``; gather, scatter and the index_* ops refuse it, as
-    PyTorch does, instead of wrapping around. ``message`` replaces the default text."""
+    PyTorch does, instead of wrapping around. ``message`` replaces the default text (a
+    function of the index, or a string)."""
     if arr.size:
         lo, hi = int(arr.min()), int(arr.max())
         if lo < (-size if negative else 0) or hi >= size:
             bad = hi if hi >= size else lo
+            if callable(message):
+                message = message(bad)
             raise exc(message or f"index {bad} is out of bounds for dimension {dim} with size "
                                  f"{size}")
 
@@ -481,10 +484,9 @@ def index_copy(input, dim, index, source):
             [1., 2.]])
     """
     d = _wrap_dim(dim, input.ndim)
-    bad = index._data[(index._data < 0) | (index._data >= _size_at(input, d))]
-    if bad.size:
-        raise IndexError(f"index_copy_(): index {int(bad[0])} is out of bounds for dimension "
-                         f"{d} with size {_size_at(input, d)}")
+    size = _size_at(input, d)
+    _check_range(index._data, size, d, negative=False, message=lambda bad: f"index_copy_(): "
+                 f"index {bad} is out of bounds for dimension {d} with size {size}")
     _check_index_source(input, d, index, source, "index_copy_")
     return _along_dim("index_copy", (input, index, source), {"dim": d})
 
@@ -613,10 +615,9 @@ def _flat_index(index, numel):
     """``take``/``put``'s indices into the flattened input, negative ones counted from the
     end, as a 1-D tensor; one outside ``[-numel, numel)`` raises PyTorch's IndexError."""
     idx = index.reshape(-1)
-    bad = idx._data[(idx._data < -numel) | (idx._data >= numel)]
-    if bad.size:
-        raise IndexError(f"out of range: tried to access index {int(bad[0])} on a tensor of "
-                         f"{numel} elements.")
+    # min and max, not a boolean selection, which vmap's batched indices cannot answer
+    _check_range(idx._data, numel, 0, message=lambda bad: f"out of range: tried to access "
+                 f"index {bad} on a tensor of {numel} elements.")
     return where(idx < 0, idx + numel, idx)
 
 
@@ -657,8 +658,8 @@ def index_fill(input, dim, index, value):
     mask_shape = [1] * input.ndim
     if input.ndim:
         mask_shape[d] = size
-    mask = C.zeros(size, dtype=D.bool_, device=input.device)
-    mask[index.reshape(-1)] = True
+    # out of place: an index batched by vmap writes a batched mask
+    mask = C.zeros(size, dtype=D.bool_, device=input.device).scatter(0, index.reshape(-1), True)
     return input.masked_fill(mask.reshape(mask_shape), value)
 
 
