@@ -724,3 +724,23 @@ def test_zero_dim_scans_and_mode_answer_before_the_dtype_kernel(dtype, name):
                 getattr(torch, name)(torch.tensor(value).reshape(1), 0)
             with pytest.raises(NotImplementedError, match=f'"{name}_cpu" not implemented'):
                 getattr(torcia, name)(torcia.tensor(value).reshape(1), 0)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtypes", [("float32", "float32"), ("int64", "float64"),
+                                    ("int16", "int16"), ("float64", "int32")])
+@pytest.mark.parametrize("shapes", [((3, 4), (5,)), ((), (2, 2)), ((0,), (3,)), ((4,), (0,))])
+def test_isin_as_torch_and_on_the_meta_device(dtypes, shapes):
+    # computed with tensor ops (it was NumPy's isin on the host, which meta cannot run)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    pool = np.array([0.0, -0.0, 1.0, 2.5, -3.0, math.nan, math.inf, 7.0])
+    a, b = (rng.choice(pool, s).astype(d) if d.startswith("float") else
+            rng.integers(-3, 4, s).astype(d) for s, d in zip(shapes, dtypes))
+    for invert in (False, True):
+        ours = torcia.isin(torcia.tensor(a), torcia.tensor(b), invert=invert)
+        theirs = torch.isin(torch.tensor(a), torch.tensor(b), invert=invert)
+        assert ours.dtype is torcia.bool and ours.tolist() == theirs.tolist()
+    meta = torcia.isin(torcia.empty(shapes[0], device="meta"), torcia.empty(shapes[1],
+                                                                            device="meta"))
+    assert meta.device.type == "meta" and meta.shape == shapes[0] and meta.dtype is torcia.bool

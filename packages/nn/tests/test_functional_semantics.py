@@ -429,3 +429,15 @@ def test_index_ops_check_batched_indices_under_vmap_as_torch(name, batched):
     with pytest.raises((IndexError, RuntimeError)):
         torcia.func.vmap(lambda a, i: fn(torcia, a, i), in_dims=in_dims)(
             *(torcia.tensor(a) for a in (args[0], args[1] + 100)))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("in_dims", [(0, None), (None, 0), (0, 0)])
+def test_isin_under_vmap_as_torch(in_dims):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    a, b = rng.integers(0, 6, (3, 5)), rng.integers(0, 6, (3, 4))
+    args = (a if in_dims[0] == 0 else a[0], b if in_dims[1] == 0 else b[0])
+    ours = torcia.func.vmap(torcia.isin, in_dims=in_dims)(*map(torcia.tensor, args))
+    theirs = torch.func.vmap(torch.isin, in_dims=in_dims)(*map(torch.tensor, args))
+    assert ours.tolist() == theirs.tolist()

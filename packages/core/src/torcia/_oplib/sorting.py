@@ -245,10 +245,27 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     >>> torcia.isin(torcia.tensor([1, 2, 3]), torcia.tensor([2, 5]))
     tensor([False,  True, False])
     """
-    el = elements if isinstance(elements, Tensor) else C.tensor(elements)
-    te = test_elements.cpu().numpy() if isinstance(test_elements, Tensor) else test_elements
-    out = np.isin(el.cpu().numpy(), te, invert=invert)
-    return C.tensor(out, device=el.device)
+    from torcia._tensor import result_type  # inside: #35 owns this module's import lines
+
+    device = (elements if isinstance(elements, Tensor) else test_elements).device
+    el = elements if isinstance(elements, Tensor) else C.tensor(elements, device=device)
+    te = test_elements if isinstance(test_elements, Tensor) else \
+        C.tensor(test_elements, device=device)
+    dt = result_type(el, te)
+    if dt is D.bool_:  # torcia is lenient here (torch refuses bool); searched as uint8
+        dt = D.uint8
+    # with tensor ops, not NumPy on the host: they run on the meta device and under vmap
+    flat, te = to_dtype(el, dt).reshape(-1), to_dtype(te, dt).reshape(-1)
+    if not te.numel() or not flat.numel():
+        found = C.zeros(flat.shape, dtype=D.bool_, device=device)
+    elif dt.is_complex:  # no order to search in: compare with every test element
+        found = (flat.unsqueeze(-1) == te).any(-1)
+    else:
+        ordered = te.sort().values
+        at = searchsorted(ordered, flat).clamp(max=te.numel() - 1)
+        found = ordered.take(at) == flat
+    found = found.reshape(el.shape)
+    return ~found if invert else found
 
 
 _Histogram = _return_type("histogram", ("hist", "bin_edges"))
