@@ -744,3 +744,33 @@ def test_isin_as_torch_and_on_the_meta_device(dtypes, shapes):
     meta = torcia.isin(torcia.empty(shapes[0], device="meta"), torcia.empty(shapes[1],
                                                                             device="meta"))
     assert meta.device.type == "meta" and meta.shape == shapes[0] and meta.dtype is torcia.bool
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "float64"])
+def test_frexp_as_torch_with_tensor_ops(dtype):
+    # computed with tensor ops (it was NumPy's frexp on the host, which meta cannot run);
+    # the powers of two and their neighbours check log2's rounding is corrected
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    tdt = getattr(torch, dtype)
+    info = torch.finfo(tdt)
+    powers = torch.tensor(2.0 ** np.arange(-30, 30)).to(tdt)
+    values = torch.cat([
+        powers, -powers, torch.nextafter(powers, torch.zeros_like(powers)) if dtype !=
+        "bfloat16" else powers * 0.99,
+        torch.tensor(rng.standard_normal(300) * 10.0 ** rng.integers(-20, 20, 300)).to(tdt),
+        torch.tensor([0.0, -0.0, math.inf, -math.inf, math.nan, info.max, -info.max,
+                      info.tiny, info.tiny / 4]).to(tdt)])
+    ours = torcia.tensor(values.double().numpy()).to(getattr(torcia, dtype))  # exact
+    m, e = torcia.frexp(ours)
+    tm, te = torch.frexp(values)
+    assert m.dtype is ours.dtype and e.dtype is torcia.int32
+    np.testing.assert_array_equal(m.double().numpy(), tm.double().numpy())
+    np.testing.assert_array_equal(e.numpy(), te.numpy())
+    meta = torcia.frexp(torcia.empty(2, 3, dtype=getattr(torcia, dtype), device="meta"))
+    assert meta[0].shape == meta[1].shape == (2, 3) and meta[1].dtype is torcia.int32
+    # the mantissa's gradient is 2**-exponent, as torch's
+    x = torcia.tensor([3.0, 0.1, -0.0], requires_grad=True)
+    torcia.frexp(x)[0].sum().backward()
+    assert x.grad.tolist() == [0.25, 8.0, 1.0]

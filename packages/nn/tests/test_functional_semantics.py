@@ -441,3 +441,11 @@ def test_isin_under_vmap_as_torch(in_dims):
     ours = torcia.func.vmap(torcia.isin, in_dims=in_dims)(*map(torcia.tensor, args))
     theirs = torch.func.vmap(torch.isin, in_dims=in_dims)(*map(torch.tensor, args))
     assert ours.tolist() == theirs.tolist()
+
+
+def test_frexp_under_vmap():
+    x = torcia.tensor([[3.0, 0.1], [-0.0, 1e-30]])
+    m, e = torcia.func.vmap(torcia.frexp)(x)
+    want_m, want_e = torcia.frexp(x.reshape(-1))
+    assert m.reshape(-1).tolist() == want_m.tolist() and e.reshape(-1).tolist() == \
+        want_e.tolist() and e.dtype is torcia.int32

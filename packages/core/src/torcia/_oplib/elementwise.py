@@ -998,9 +998,21 @@ def frexp(input):
     """
     if not input.is_floating_point():
         raise RuntimeError("torch.frexp() only supports floating-point dtypes")
-    m, e = np.frexp(input.detach().cpu().numpy())
-    return _Frexp(C.tensor(m, device=input.device),
-                  C.tensor(e.astype(np.int32), device=input.device))
+    # with tensor ops, not NumPy on the host: they run on the meta device and under vmap
+    x = input.detach()
+    scaled = x.isfinite() & (x != 0)  # 0, inf and NaN are their own mantissa, exponent 0
+    e = where(scaled, x.abs().where(scaled, 1).log2().floor() + 1, 0)
+    # log2 can round across a power of two: one step of correction either way
+    m = _times_exp2(x, -e)
+    e = where(scaled & (m.abs() >= 1), e + 1, where(scaled & (m.abs() < 0.5), e - 1, e))
+    m = where(scaled, _times_exp2(input, -e), input)
+    return _Frexp(m, e.to(D.int32))
+
+
+def _times_exp2(x, e):
+    """``x * 2**e`` in two exact steps, so that neither power overflows (2**1074 would)."""
+    half = (e / 2).floor()
+    return x * half.exp2() * (e - half).exp2()
 
 
 def float_power_(self, exponent):
