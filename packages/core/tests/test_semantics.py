@@ -774,3 +774,22 @@ def test_frexp_as_torch_with_tensor_ops(dtype):
     x = torcia.tensor([3.0, 0.1, -0.0], requires_grad=True)
     torcia.frexp(x)[0].sum().backward()
     assert x.grad.tolist() == [0.25, 8.0, 1.0]
+
+
+@pytest.mark.torch
+def test_masked_scatter_as_torch_and_on_the_meta_device():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    for shape, mshape in (((4, 3), (4, 3)), ((4, 3), (3,)), ((2, 0), (2, 0)), ((), ())):
+        x, mask = rng.standard_normal(shape), rng.random(mshape) < 0.5
+        src = rng.standard_normal(int(np.broadcast_to(mask, shape).sum()) + 1)
+        ours = torcia.masked_scatter(*map(torcia.tensor, (x, mask, src)))
+        np.testing.assert_array_equal(
+            ours.numpy(), torch.masked_scatter(*map(torch.tensor, (x, mask, src))).numpy())
+        meta = torcia.masked_scatter(torcia.empty(shape, device="meta"),
+                                     torcia.empty(mshape, dtype=torcia.bool, device="meta"),
+                                     torcia.empty(src.shape, device="meta"))
+        assert meta.device.type == "meta" and meta.shape == shape
+    with pytest.raises(RuntimeError, match="at least as many elements as ones in mask"):
+        torcia.masked_scatter(torcia.zeros(3), torcia.ones(3, dtype=torcia.bool),
+                              torcia.zeros(2))

@@ -449,3 +449,17 @@ def test_frexp_under_vmap():
     want_m, want_e = torcia.frexp(x.reshape(-1))
     assert m.reshape(-1).tolist() == want_m.tolist() and e.reshape(-1).tolist() == \
         want_e.tolist() and e.dtype is torcia.int32
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("in_dims", [(0, 0, 0), (None, 0, None), (0, None, 0)])
+def test_masked_scatter_under_vmap_as_torch(in_dims):
+    # its count of masked positions was read with int(), which vmap refuses
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    x, mask, src = rng.standard_normal((3, 5)), rng.random((3, 5)) < 0.5, \
+        rng.standard_normal((3, 6))
+    args = [a if d == 0 else a[0] for a, d in zip((x, mask, src), in_dims)]
+    ours = torcia.func.vmap(torcia.masked_scatter, in_dims=in_dims)(*map(torcia.tensor, args))
+    theirs = torch.func.vmap(torch.masked_scatter, in_dims=in_dims)(*map(torch.tensor, args))
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())

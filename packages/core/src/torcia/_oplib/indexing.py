@@ -677,13 +677,14 @@ def masked_scatter(input, mask, source):
     """
     m = mask.expand(*input.shape) if mask.shape != input.shape else mask
     flat_mask = m.reshape(-1)
-    count = int(flat_mask.sum())
-    take_idx = (flat_mask.long().cumsum(0) - 1).clamp(min=0)
+    taken = flat_mask.long().cumsum(0)  # how many masked positions up to each
     src = source.reshape(-1)
-    if src.numel() < count:
+    # the count read from the array, as _check_range reads indices: the meta device's
+    # stand-ins and vmap's batched arrays answer max()
+    if taken.numel() and int(taken._data.max()) > src.numel():
         raise RuntimeError("masked_scatter: expected source to have at least as many "
                            "elements as ones in mask")
-    gathered = src[take_idx]
+    gathered = src[(taken - 1).clamp(min=0)]
     return where(flat_mask, gathered.to(input.dtype), input.reshape(-1)).reshape(
         input.shape)
 
