@@ -793,3 +793,26 @@ def test_masked_scatter_as_torch_and_on_the_meta_device():
     with pytest.raises(RuntimeError, match="at least as many elements as ones in mask"):
         torcia.masked_scatter(torcia.zeros(3), torcia.ones(3, dtype=torcia.bool),
                               torcia.zeros(2))
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("shape", [(2, 3), (4,), (), (3, 1, 5), (2, 0)])
+def test_unravel_index_as_torch_and_on_the_meta_device(shape):
+    # torch wraps an index out of range around (it does not check); shape () takes any
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    total = int(np.prod(shape))
+    for idx in (rng.integers(-2 * total - 1, 2 * total + 2, (3, 4)), np.array(5),
+                np.zeros(0, dtype=np.int64)):
+        try:
+            want = torch.unravel_index(torch.tensor(idx), shape)
+        except RuntimeError:
+            with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+                torcia.unravel_index(torcia.tensor(idx), shape)
+            continue
+        got = torcia.unravel_index(torcia.tensor(idx), shape)
+        assert [g.tolist() for g in got] == [w.tolist() for w in want]
+        assert all(g.dtype is torcia.int64 for g in got)
+    if total:
+        meta = torcia.unravel_index(torcia.empty(3, dtype=torcia.int64, device="meta"), shape)
+        assert len(meta) == len(shape) and all(m.shape == (3,) for m in meta)

@@ -463,3 +463,9 @@ def test_masked_scatter_under_vmap_as_torch(in_dims):
     ours = torcia.func.vmap(torcia.masked_scatter, in_dims=in_dims)(*map(torcia.tensor, args))
     theirs = torch.func.vmap(torch.masked_scatter, in_dims=in_dims)(*map(torch.tensor, args))
     np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+def test_unravel_index_under_vmap():
+    idx = torcia.tensor([[5, 1], [3, -1]])
+    rows, cols = torcia.func.vmap(lambda i: torcia.unravel_index(i, (2, 3)))(idx)
+    assert rows.tolist() == [[1, 0], [1, 1]] and cols.tolist() == [[2, 1], [0, 2]]

@@ -636,10 +636,18 @@ def unravel_index(indices, shape):
                         f"{idx.dtype}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     total = int(np.prod(shape))
-    if bool(((idx < -total) | (idx >= total)).any()):
-        raise RuntimeError(f"'indices' must be in range [-{total}, {total})")
-    coords = np.unravel_index(idx.cpu().numpy() % total, shape)
-    return tuple(C.tensor(np.asarray(c, dtype=np.int64), device=idx.device) for c in coords)
+    if not total:
+        if idx.numel():
+            raise RuntimeError("ZeroDivisionError")  # PyTorch's words
+        return tuple(C.zeros(idx.shape, dtype=D.int64, device=idx.device) for _ in shape)
+    # with tensor ops (they run on the meta device and under vmap); an index out of range
+    # wraps around, as PyTorch's (which does not check)
+    rest = idx.long() % total
+    coords = []
+    for size in reversed(shape):
+        coords.append(rest % size)
+        rest = rest // size
+    return tuple(reversed(coords))
 
 
 def index_fill(input, dim, index, value):
