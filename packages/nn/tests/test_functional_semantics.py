@@ -469,3 +469,33 @@ def test_unravel_index_under_vmap():
     idx = torcia.tensor([[5, 1], [3, -1]])
     rows, cols = torcia.func.vmap(lambda i: torcia.unravel_index(i, (2, 3)))(idx)
     assert rows.tolist() == [[1, 0], [1, 1]] and cols.tolist() == [[2, 1], [0, 2]]
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "int32", "int64", "bool"])
+def test_softsign_and_hardtanh_of_integers_as_torch(dtype):
+    # softsign: x / (1 + |x|) with 1 + |x| in the integer dtype (wrapping); hardtanh on an
+    # unsigned type refuses limits below zero after truncation to integers
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    if dtype == "bool":
+        values = rng.random(8) < 0.5
+    else:
+        info = np.iinfo(dtype)
+        values = np.concatenate([[info.min, info.max, 0, 1],
+                                 rng.integers(info.min, info.max, 12, endpoint=True)])
+    values = values.astype(dtype)
+    ours, theirs = torcia.tensor(values), torch.tensor(values)
+    for fn in (lambda m, x: m.nn.functional.softsign(x),
+               lambda m, x: m.nn.functional.hardtanh(x, -1.0, 1.0),
+               lambda m, x: m.nn.functional.hardtanh(x, -0.5, 3.0),
+               lambda m, x: m.nn.functional.hardtanh(x, 0.0, 2.0)):
+        try:
+            want = fn(torch, theirs)
+        except (RuntimeError, NotImplementedError) as exc:
+            with pytest.raises(type(exc)):
+                fn(torcia, ours)
+            continue
+        got = fn(torcia, ours)
+        assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)

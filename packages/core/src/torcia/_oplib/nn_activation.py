@@ -156,6 +156,9 @@ def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
     """
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    # PyTorch converts the limits to the integer dtype first (truncating), -0.5 passes
+    if input._data.dtype.kind == "u" and (int(min_val) < 0 or int(max_val) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     return _activation("hardtanh", input, "hardtanh", inplace, min_val=float(min_val),
                        max_val=float(max_val))
 
@@ -222,6 +225,9 @@ def softsign(input):
     >>> F.softsign(torcia.tensor([-1.0, 3.0]))
     tensor([-0.5000,  0.7500])
     """
+    if input._data.dtype.kind in "biu":
+        # PyTorch's formula in the integer dtype: 1 + |x| wraps (int8 127 gives -128)
+        return input / (input.abs() + 1)
     return _activation("softsign", input, "softsign", False)
 
 
