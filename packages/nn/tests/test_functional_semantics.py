@@ -499,3 +499,21 @@ def test_softsign_and_hardtanh_of_integers_as_torch(dtype):
         got = fn(torcia, ours)
         assert str(got.dtype).split(".")[-1] == str(want.dtype).split(".")[-1]
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-6)
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+@pytest.mark.parametrize("shape, normalized", [((3, 4), (4,)), ((2, 3, 2), (3, 2)), ((5,), (5,))])
+def test_complex_rms_norm_as_torch(dtype, shape, normalized):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(36)
+    x = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    w = (rng.standard_normal(normalized) + 1j * rng.standard_normal(normalized)).astype(dtype)
+    for weight, eps in ((None, None), (w, None), (w, 0.25)):
+        ours = F.rms_norm(torcia.tensor(x), normalized,
+                          None if weight is None else torcia.tensor(weight), eps=eps)
+        theirs = torch.nn.functional.rms_norm(torch.tensor(x), normalized,
+                                              None if weight is None else torch.tensor(weight),
+                                              eps=eps)
+        assert ours.dtype is getattr(torcia, dtype)
+        np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-5, atol=1e-6)

@@ -156,6 +156,12 @@ def rms_norm(input, normalized_shape, weight=None, eps=None):
         raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
                            f"weight of shape {list(weight.shape)} and normalized_shape = "
                            f"{list(shape)}")
+    if input.is_complex():
+        # PyTorch's composite formula, which squares x (not |x|), in the input's precision
+        eps = float(np.finfo(input.dtype.np).eps) if eps is None else float(eps)
+        dims = tuple(range(input.ndim - k, input.ndim))
+        out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+        return out if weight is None else out * weight
     if not input.is_floating_point():
         raise RuntimeError(f"rms_norm: expected a floating-point input, got {input.dtype}")
     if eps is None:
