@@ -281,3 +281,21 @@ def test_quantized_embedding_bag_runs_in_onnxruntime(tmp_path, include_last_offs
         assert got.shape == want.shape
         # the bags' sums in another order: float32 rounding apart
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("in_features,group_size", [(64, 32), (40, 16)])
+def test_int4_weight_only_linear_runs_in_onnxruntime(tmp_path, in_features, group_size):
+    # K a multiple of the group size or not (the last group, and the last byte, partial)
+    torcia.manual_seed(0)
+    model = nn.Sequential(nn.Linear(in_features, 24), nn.ReLU(), nn.Linear(24, 5,
+                                                                           bias=False))
+    tq.quantize_(model, tq.Int4WeightOnlyConfig(group_size=group_size))
+    x = torcia.from_numpy(RNG.standard_normal((3, 7, in_features)).astype(np.float32))
+    with torcia.no_grad():
+        want = model(x).numpy()
+    got, graph = _run_onnx(model, x, tmp_path / "int4.onnx")
+    # the same float32 weights, products summed in another order
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    packed = [i for i in graph.graph.initializer if i.name.endswith("weight_packed")]
+    assert [list(i.dims) for i in packed] == [[24, (in_features + 1) // 2], [5, 12]]
+    assert all(i.data_type == onnx.TensorProto.UINT8 for i in packed)

@@ -958,6 +958,34 @@ def _linear_int8_weights(g, op, args, p, out):
     return g.node("Add", [y, g.value(bias)]) if bias is not None else y
 
 
+@converts("linear_weight_int4")
+def _linear_weight_int4(g, op, args, p, out):
+    # the weights stay two to a byte in the file and are unpacked by the graph (ONNX's
+    # own 4-bit types need opset 21); each group of group_size along K has its scale and
+    # zero point: w = (q - zero) * scale, as torcia-ao computes it
+    x, packed, scales, zeros, bias = args
+    n, k = packed.shape[0], x.shape[-1]
+    high = g.node("BitShift", [g.value(packed), g.const(np.uint8(4))], direction="RIGHT")
+    high = g.node("Cast", [high], to=onnx.TensorProto.FLOAT)
+    low = g.node("Sub", [g.node("Cast", [g.value(packed)], to=onnx.TensorProto.FLOAT),
+                         g.node("Mul", [high, g.const(np.float32(16))])])
+    nibbles = g.node("Concat", [g.node("Unsqueeze", [v, g.ints([-1])]) for v in (low, high)],
+                     axis=-1)
+
+    def per_weight(v):  # (N, ...) -> (N, K)
+        return _slice(g, g.node("Reshape", [v, g.ints([n, -1])]), 1, 0, k, 1)
+
+    def per_group(v):
+        spread = g.node("Expand", [g.node("Unsqueeze", [g.value(v), g.ints([-1])]),
+                                   g.ints([1, 1, p["group_size"]])])
+        return per_weight(spread)
+
+    w = g.node("Mul", [g.node("Sub", [per_weight(nibbles), per_group(zeros)]),
+                       per_group(scales)])
+    y = g.node("MatMul", [g.value(x), g.node("Transpose", [w], perm=[1, 0])])
+    return g.node("Add", [y, g.value(bias)]) if bias is not None else y
+
+
 class _Trace(DispatchMode):
     """A dispatch mode (at ``TRACE_ORDER``) that turns each kernel the exporting thread
     runs into graph nodes, and follows module forwards to name them."""
