@@ -299,3 +299,35 @@ def test_int4_weight_only_linear_runs_in_onnxruntime(tmp_path, in_features, grou
     packed = [i for i in graph.graph.initializer if i.name.endswith("weight_packed")]
     assert [list(i.dims) for i in packed] == [[24, (in_features + 1) // 2], [5, 12]]
     assert all(i.data_type == onnx.TensorProto.UINT8 for i in packed)
+
+
+def test_qat_model_exports_its_fake_quantization_as_qdq_pairs(tmp_path):
+    torcia.manual_seed(0)
+    model = nn.Sequential(tq.QuantStub(), nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(),
+                          nn.Flatten(), nn.Linear(4 * 6 * 6, 5), tq.DeQuantStub()).train()
+    model = tq.fuse_modules_qat(model, [["1", "2", "3"]])
+    model.qconfig = tq.get_default_qat_qconfig("x86")  # weights per channel, 7-bit input
+    prepared = tq.prepare_qat(model)
+    for _ in range(3):
+        prepared(torcia.from_numpy(RNG.standard_normal((4, 3, 8, 8)).astype(np.float32)))
+    prepared.eval()
+    x = torcia.from_numpy(RNG.standard_normal((2, 3, 8, 8)).astype(np.float32))
+    step = float(prepared[5].activation_post_process.scale.max())
+    # observers still enabled: the graph holds the scales as the trace's forward left
+    # them, after observing the example input, as torcia's next call (a copy's) uses them
+    with torcia.no_grad():
+        want = copy.deepcopy(prepared)(x).numpy()
+    got, _ = _run_onnx(prepared, x, tmp_path / "qat_observing.onnx")
+    assert np.abs(got - want).max() <= 2 * step
+    prepared.apply(tq.disable_observer)
+    with torcia.no_grad():
+        want = prepared(x).numpy()
+    got, graph = _run_onnx(prepared, x, tmp_path / "qat.onnx")
+    kinds = [n.op_type for n in graph.graph.node]
+    # input, conv weight, conv output, linear weight, linear output
+    assert kinds.count("QuantizeLinear") == 5 == kinds.count("DequantizeLinear")
+    per_channel = [n for n in graph.graph.node if n.op_type == "QuantizeLinear" and
+                   any(a.name == "axis" for a in n.attribute)]
+    assert len(per_channel) == 2
+    # a tie rounded the other way carries through a layer: a step or two of the output's
+    assert np.abs(got - want).max() <= 2 * step

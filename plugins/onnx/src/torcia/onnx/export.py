@@ -776,6 +776,10 @@ def _dequantize(g, x, scale, zero_point):
 
 def _quantize(g, y, scale, zero_point, qmin=0, qmax=255, dtype=np.uint8):
     q = g.node("QuantizeLinear", [y, *_q_params(g, scale, zero_point, dtype)])
+    return _clip_range(g, q, qmin, qmax, dtype)
+
+
+def _clip_range(g, q, qmin, qmax, dtype):
     info = np.iinfo(dtype)
     if qmin > info.min or qmax < info.max:  # a reduced range: clamp the integers too
         q = g.node("Clip", [q, g.const(np.asarray(qmin, dtype)), g.const(np.asarray(qmax, dtype))])
@@ -938,6 +942,31 @@ def _quantized_linear(g, op, args, p, out):
         if b:
             y = g.node("Add", [y, b[0]])
     return _requantize(g, y, p)
+
+
+def _qparam(g, value, dtype, per_channel):
+    """A scale or zero point as QuantizeLinear wants it: a scalar per tensor, a vector per
+    channel, of ``dtype``. Its value as the traced forward left it (an enabled observer
+    has seen the example input by then): observers are Python, not graph ops."""
+    value = np.asarray(value).astype(dtype)
+    return g.const(value if per_channel else value.reshape(()), base="qparam")
+
+
+@converts("fake_quantize")
+def _fake_quantize(g, op, args, p, out):
+    # what QAT trains through, as the QuantizeLinear -> DequantizeLinear pair it stands for
+    x, scale, zero_point = args
+    qmin, qmax = p["qmin"], p["qmax"]
+    dtype = np.uint8 if qmin >= 0 else np.int8
+    if qmin < np.iinfo(dtype).min or qmax > np.iinfo(dtype).max:
+        raise UnsupportedOperatorError(f"fake quantization to [{qmin}, {qmax}] (more than "
+                                       "8 bits)")
+    per_channel = np.size(scale) > 1
+    attrs = {"axis": p.get("axis", -1) % x.ndim} if per_channel else {}
+    params = [_qparam(g, scale, np.float32, per_channel),
+              _qparam(g, zero_point, dtype, per_channel)]
+    q = g.node("QuantizeLinear", [g.value(x), *params], **attrs)
+    return g.node("DequantizeLinear", [_clip_range(g, q, qmin, qmax, dtype), *params], **attrs)
 
 
 @converts("quantized_add")
