@@ -21,7 +21,10 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._kernels_linalg import LinAlgError
-from torcia._ops import _dims, _return_type, cat, matmul, to_dtype
+from torcia._oplib._common import _dims, _return_type
+from torcia._oplib.elementwise import to_dtype
+from torcia._oplib.linalg import matmul
+from torcia._oplib.views import cat
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 from torcia.amp import autocast_as
 
