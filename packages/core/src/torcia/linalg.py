@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._creation import eye, tensor, zeros
 from torcia._kernels_linalg import LinAlgError
 from torcia._oplib._common import _dims, _return_type
 from torcia._oplib.elementwise import to_dtype
@@ -448,8 +449,6 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 def _cholesky_info(A):
-    from torcia._creation import tensor, zeros
-
     if A.device.type == "meta":
         # no values: the factorization's shapes, as PyTorch's meta kernel gives them
         return zeros(A.shape[:-2], dtype=D.int32, device=A.device)
@@ -478,8 +477,6 @@ def _is_pd(mat):
 
 
 def _eye(n, like):
-    from torcia._creation import eye
-
     return eye(n, dtype=like.dtype, device=like.device)
 
 

@@ -24,6 +24,7 @@ import math
 
 from torcia import _dtype
 from torcia import ops as _oplist
+from torcia._creation import arange
 from torcia._oplib._common import _to_float
 
 # re-exported under torch.special's names (``x as x`` marks a re-export)
@@ -187,8 +188,6 @@ def multigammaln(input, p):
         raise NotImplementedError(f"\"mvlgamma\" not implemented for "
                                   f"'{_torch_name(input.dtype)}'")
     input = _to_float(input)  # integers as the default float dtype
-    from torcia._creation import arange
-
     steps = arange(p, dtype=input.dtype, device=input.device) / 2
     terms = (input.unsqueeze(-1) - steps).lgamma().sum(-1)
     return terms + p * (p - 1) / 4 * math.log(math.pi)
