@@ -147,3 +147,44 @@ def test_export_traces_only_its_own_thread(tmp_path):
         stop.set()
         thread.join()
     assert errors == []
+
+
+def test_transposed_convolution_with_output_padding_below_the_dilation(tmp_path):
+    # onnxruntime's ConvTranspose refuses an output padding not below the stride
+    torcia.manual_seed(0)
+    for kwargs in ({"stride": 1, "dilation": 2, "padding": 1, "output_padding": 1},
+                   {"stride": 2, "dilation": 3, "padding": 2, "output_padding": 2},
+                   {"stride": 2, "dilation": 1, "padding": 1, "output_padding": 1}):
+        model = nn.ConvTranspose2d(4, 6, 3, groups=2, **kwargs)
+        _check(model, (torcia.randn(2, 4, 5, 6),), tmp_path / "convt.onnx",
+               (torcia.randn(3, 4, 5, 6),))
+
+
+def test_batch_statistics_normalizations(tmp_path):
+    # instance norm and BatchNorm without running statistics normalize by the input's
+    # own statistics in eval mode too
+    torcia.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.InstanceNorm2d(4, affine=True),
+                          nn.BatchNorm2d(4, track_running_stats=False),
+                          nn.InstanceNorm2d(4))
+    for p in model.parameters():
+        p.data = torcia.rand(*p.shape) + 0.5
+    # fixed shapes: instance norm reshapes (N, C, ...) to (1, N * C, ...) as traced
+    _check(model, (torcia.randn(2, 3, 6, 7),), tmp_path / "norms.onnx", dynamic=False)
+    batch_norm = nn.BatchNorm1d(5, track_running_stats=False)
+    _check(batch_norm, (torcia.randn(3, 5, 4),), tmp_path / "bn.onnx",
+           (torcia.randn(6, 5, 4),))
+
+
+def test_batch_norm_updating_running_statistics_is_refused(tmp_path):
+    class Forced(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("mean", torcia.zeros(3))
+            self.register_buffer("var", torcia.ones(3))
+
+        def forward(self, x):
+            return nn.functional.batch_norm(x, self.mean, self.var, training=True)
+
+    with pytest.raises(torcia.onnx.UnsupportedOperatorError, match="running statistics"):
+        torcia.onnx.export(Forced(), (torcia.randn(4, 3),), str(tmp_path / "bn.onnx"))

@@ -446,10 +446,12 @@ def _axes(p, x):
 
 
 def _reduce(g, onnx_op, x, axes, keepdim):
+    """Reduce ``x`` (a traced array, or the ONNX name of a value) over ``axes``."""
+    x = x if isinstance(x, str) else g.value(x)
     # ReduceSum takes axes as an input since opset 13, the others since 18
     if onnx_op == "ReduceSum" or g.opset >= 18:
-        return g.node(onnx_op, [g.value(x), g.ints(axes)], keepdims=int(keepdim))
-    return g.node(onnx_op, [g.value(x)], axes=axes, keepdims=int(keepdim))
+        return g.node(onnx_op, [x, g.ints(axes)], keepdims=int(keepdim))
+    return g.node(onnx_op, [x], axes=axes, keepdims=int(keepdim))
 
 
 @converts("sum", "mean", "amax", "amin", "logsumexp", "prod")
@@ -524,14 +526,31 @@ def _conv(g, op, args, p, out):
                   kernel_shape=list(w.shape[2:]))
 
 
+def _conv_transpose_node(g, inputs, attrs, output_padding):
+    """A ConvTranspose node. onnxruntime refuses an output padding not below the stride,
+    which PyTorch allows below the dilation too: that case is the whole product, padded
+    with zeros at the end, cropped by the padding, the bias added after."""
+    if all(o < s for o, s in zip(output_padding, attrs["strides"])):
+        return g.node("ConvTranspose", inputs, output_padding=list(output_padding), **attrs)
+    nd = len(output_padding)
+    full = g.node("ConvTranspose", inputs[:2], **{**attrs, "pads": [0] * (2 * nd)})
+    padded = g.node("Pad", [full, g.ints([0] * (nd + 2) + [0, 0] + list(output_padding))])
+    lows, highs = attrs["pads"][:nd], attrs["pads"][nd:]
+    y = g.node("Slice", [padded, g.ints(lows), g.ints([-h if h else _INT_MAX for h in highs]),
+                         g.ints(range(2, nd + 2))])
+    if len(inputs) > 2:
+        y = g.node("Add", [y, g.node("Reshape", [inputs[2], g.ints([1, -1] + [1] * nd)])])
+    return y
+
+
 @converts("conv_transpose")
 def _conv_transpose(g, op, args, p, out):
     x, w, b = args
     inputs = [g.value(x), g.value(w)] + ([g.value(b)] if b is not None else [])
-    return g.node("ConvTranspose", inputs, strides=list(p["stride"]),
-                  pads=_pads(p["padding"]), dilations=list(p["dilation"]),
-                  group=p["groups"], output_padding=list(p["output_padding"]),
-                  kernel_shape=list(w.shape[2:]))
+    attrs = {"strides": list(p["stride"]), "pads": _pads(p["padding"]),
+             "dilations": list(p["dilation"]), "group": p["groups"],
+             "kernel_shape": list(w.shape[2:])}
+    return _conv_transpose_node(g, inputs, attrs, list(p["output_padding"]))
 
 
 @converts("max_pool")
@@ -568,13 +587,33 @@ def _adaptive(g, op, args, p, out):
     return y if op == "adaptive_avg_pool" else [y, _Unsupported(f"{op}'s indices")]
 
 
+def _per_channel(g, v, x):
+    """A per-channel (C,) value as (1, C, 1, ...), to broadcast against ``x``."""
+    return g.node("Reshape", [g.value(v), g.ints([1, -1] + [1] * (x.ndim - 2))])
+
+
+def _batch_statistics_norm(g, x, w, b, eps):
+    """Normalization by the batch's own mean and biased variance per channel (what
+    batch_norm in training mode computes, instance_norm included)."""
+    axes = [0] + list(range(2, x.ndim))
+    centred = g.node("Sub", [g.value(x), _reduce(g, "ReduceMean", x, axes, True)])
+    var = _reduce(g, "ReduceMean", g.node("Mul", [centred, centred]), axes, True)
+    std = g.node("Sqrt", [g.node("Add", [var, g.const(np.asarray(eps, x.dtype))])])
+    y = g.node("Div", [centred, std])
+    if w is not None:
+        y = g.node("Mul", [y, _per_channel(g, w, x)])
+    return g.node("Add", [y, _per_channel(g, b, x)]) if b is not None else y
+
+
 @converts("batch_norm")
 def _batch_norm(g, op, args, p, out):
     x, w, b, mean, var = args
     if p["training"]:
-        raise UnsupportedOperatorError("batch_norm in training mode (export calls "
-                                       "model.eval(); a module forcing batch statistics "
-                                       "cannot be exported)")
+        # a module forcing batch statistics (instance norm, BatchNorm without running
+        # statistics): its output is the graph's; updating running statistics is not
+        stats = _Unsupported("batch statistics of batch_norm in training mode (running "
+                             "statistics cannot be updated by an exported model)")
+        return [_batch_statistics_norm(g, x, w, b, float(p["eps"])), stats, stats]
     c = x.shape[1]
     scale = g.value(w) if w is not None else g.const(np.ones(c, x.dtype))
     bias = g.value(b) if b is not None else g.const(np.zeros(c, x.dtype))
@@ -737,6 +776,10 @@ def _dequantize(g, x, scale, zero_point):
 
 def _quantize(g, y, scale, zero_point, qmin=0, qmax=255, dtype=np.uint8):
     q = g.node("QuantizeLinear", [y, *_q_params(g, scale, zero_point, dtype)])
+    return _clip_range(g, q, qmin, qmax, dtype)
+
+
+def _clip_range(g, q, qmin, qmax, dtype):
     info = np.iinfo(dtype)
     if qmin > info.min or qmax < info.max:  # a reduced range: clamp the integers too
         q = g.node("Clip", [q, g.const(np.asarray(qmin, dtype)), g.const(np.asarray(qmax, dtype))])
@@ -788,16 +831,102 @@ def _dequantize_per_tensor(g, op, args, p, out):
     return _dequantize(g, args[0], p["scale"], p["zero_point"])
 
 
-@converts("quantized_conv2d")
-def _quantized_conv2d(g, op, args, p, out):
+def _per_dim(value, nd):
+    return list(value) if isinstance(value, (tuple, list)) else [value] * nd
+
+
+def _conv_attrs(p, wq, padding_pairs):
+    """ONNX Conv/ConvTranspose attributes from a quantized convolution's parameters
+    (ints or one per spatial dimension; ``padding`` a (low, high) pair per dimension
+    where ``padding_pairs``)."""
+    nd = wq.ndim - 2
+    padding = _per_dim(p.get("padding", 0), nd)
+    if padding_pairs:
+        padding = [q if isinstance(q, (tuple, list)) else (q, q) for q in padding]
+    else:
+        padding = [(q, q) for q in padding]
+    return {"strides": _per_dim(p.get("stride", 1), nd), "pads": _pads(padding),
+            "dilations": _per_dim(p.get("dilation", 1), nd), "group": p.get("groups", 1),
+            "kernel_shape": list(wq.shape[2:])}
+
+
+@converts("quantized_conv2d", "quantized_conv")
+def _quantized_conv(g, op, args, p, out):
     xq, wq, w_scales, bias = args
     x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
     inputs = [x, _dequantize_weight(g, wq, w_scales)]
     inputs += _dequantize_bias(g, bias, p["x_scale"], w_scales, wq.shape[0])
-    stride, dilation = list(p["stride"]), list(p["dilation"])
-    y = g.node("Conv", inputs, strides=stride, pads=_pads(p["padding"]), dilations=dilation,
-               group=p["groups"], kernel_shape=list(wq.shape[2:]))
+    y = g.node("Conv", inputs, **_conv_attrs(p, wq, padding_pairs=True))
     return _requantize(g, y, p)
+
+
+@converts("quantized_conv_transpose")
+def _quantized_conv_transpose(g, op, args, p, out):
+    xq, wq, w_scales, bias = args
+    scales = np.asarray(w_scales, np.float32)
+    if scales.size and np.any(scales != scales.reshape(-1)[0]):
+        raise UnsupportedOperatorError("a transposed convolution whose weight has a scale "
+                                       "per output channel (its weight's axis 0 is the "
+                                       "input's channels)")
+    out_channels = wq.shape[1] * p.get("groups", 1)
+    w = g.node("DequantizeLinear", [g.const(wq, base="weight_int8"),
+                                    *_q_params(g, scales.reshape(-1)[0], 0, np.int8)])
+    x = _dequantize(g, xq, p["x_scale"], p["x_zero_point"])
+    inputs = [x, w] + _dequantize_bias(g, bias, p["x_scale"], scales, out_channels)
+    y = _conv_transpose_node(g, inputs, _conv_attrs(p, wq, padding_pairs=False),
+                             _per_dim(p.get("output_padding", 0), wq.ndim - 2))
+    return _requantize(g, y, p)
+
+
+def _byte_rows(g, wq, scales, zero_points, indices):
+    """The float32 rows ``indices`` of a uint8 table with a float scale and zero point per
+    row: ``(q - zero_point) * scale``, as torcia-ao computes them (the table stays uint8
+    in the file; ONNX's DequantizeLinear wants integer zero points, these are float)."""
+    rows = g.node("Cast", [g.node("Gather", [g.value(wq), indices], axis=0)],
+                  to=onnx.TensorProto.FLOAT)
+
+    def per_row(v):
+        return g.node("Unsqueeze", [g.node("Gather", [g.value(v), indices], axis=0),
+                                    g.ints([-1])])
+
+    return g.node("Mul", [g.node("Sub", [rows, per_row(zero_points)]), per_row(scales)])
+
+
+@converts("embedding_byte")
+def _embedding_byte(g, op, args, p, out):
+    wq, scales, zero_points, indices = args
+    return _byte_rows(g, wq, scales, zero_points, g.value(indices))
+
+
+@converts("embedding_bag_byte")
+def _embedding_bag_byte(g, op, args, p, out):
+    wq, scales, zero_points, indices, offsets, weights = args
+    if indices.ndim == 2:
+        # fixed-size bags: their offsets, read as given ones are (torcia-ao's rule)
+        offsets = np.arange(0, indices.size, indices.shape[1], dtype=np.int64)
+        flat = g.node("Reshape", [g.value(indices), g.ints([-1])])
+    else:
+        flat = g.value(indices)
+    rows = _byte_rows(g, wq, scales, zero_points, flat)
+    if weights is not None:
+        rows = g.node("Mul", [rows, g.node("Unsqueeze", [g.value(weights), g.ints([-1])])])
+    # each bag sums the rows in [start, end): a 0/1 matrix (bags, indices) times the rows
+    bounds = g.node("Cast", [g.value(offsets)], to=onnx.TensorProto.INT64)
+    count = g.node("Shape", [flat])
+    if p.get("include_last_offset"):
+        starts = _slice(g, bounds, 0, 0, -1, 1)
+    else:
+        starts, bounds = bounds, g.node("Concat", [bounds, count], axis=0)
+    ends = _slice(g, bounds, 0, 1, _INT_MAX, 1)
+    scalar = g.node("Squeeze", [count, g.ints([0])])
+    positions = g.node("Range", [g.const(np.int64(0)), scalar, g.const(np.int64(1))])
+
+    def column(v):
+        return g.node("Unsqueeze", [v, g.ints([1])])
+
+    inside = g.node("And", [g.node("GreaterOrEqual", [positions, column(starts)]),
+                            g.node("Less", [positions, column(ends)])])
+    return g.node("MatMul", [g.node("Cast", [inside], to=onnx.TensorProto.FLOAT), rows])
 
 
 @converts("quantized_linear")
@@ -815,6 +944,31 @@ def _quantized_linear(g, op, args, p, out):
     return _requantize(g, y, p)
 
 
+def _qparam(g, value, dtype, per_channel):
+    """A scale or zero point as QuantizeLinear wants it: a scalar per tensor, a vector per
+    channel, of ``dtype``. Its value as the traced forward left it (an enabled observer
+    has seen the example input by then): observers are Python, not graph ops."""
+    value = np.asarray(value).astype(dtype)
+    return g.const(value if per_channel else value.reshape(()), base="qparam")
+
+
+@converts("fake_quantize")
+def _fake_quantize(g, op, args, p, out):
+    # what QAT trains through, as the QuantizeLinear -> DequantizeLinear pair it stands for
+    x, scale, zero_point = args
+    qmin, qmax = p["qmin"], p["qmax"]
+    dtype = np.uint8 if qmin >= 0 else np.int8
+    if qmin < np.iinfo(dtype).min or qmax > np.iinfo(dtype).max:
+        raise UnsupportedOperatorError(f"fake quantization to [{qmin}, {qmax}] (more than "
+                                       "8 bits)")
+    per_channel = np.size(scale) > 1
+    attrs = {"axis": p.get("axis", -1) % x.ndim} if per_channel else {}
+    params = [_qparam(g, scale, np.float32, per_channel),
+              _qparam(g, zero_point, dtype, per_channel)]
+    q = g.node("QuantizeLinear", [g.value(x), *params], **attrs)
+    return g.node("DequantizeLinear", [_clip_range(g, q, qmin, qmax, dtype), *params], **attrs)
+
+
 @converts("quantized_add")
 def _quantized_add(g, op, args, p, out):
     a, b = args
@@ -829,6 +983,34 @@ def _linear_int8_weights(g, op, args, p, out):
     # dynamic quantization would requantize them at run time, in another range)
     x, wq, w_scales, bias = args
     w = _dequantize_weight(g, wq, w_scales)
+    y = g.node("MatMul", [g.value(x), g.node("Transpose", [w], perm=[1, 0])])
+    return g.node("Add", [y, g.value(bias)]) if bias is not None else y
+
+
+@converts("linear_weight_int4")
+def _linear_weight_int4(g, op, args, p, out):
+    # the weights stay two to a byte in the file and are unpacked by the graph (ONNX's
+    # own 4-bit types need opset 21); each group of group_size along K has its scale and
+    # zero point: w = (q - zero) * scale, as torcia-ao computes it
+    x, packed, scales, zeros, bias = args
+    n, k = packed.shape[0], x.shape[-1]
+    high = g.node("BitShift", [g.value(packed), g.const(np.uint8(4))], direction="RIGHT")
+    high = g.node("Cast", [high], to=onnx.TensorProto.FLOAT)
+    low = g.node("Sub", [g.node("Cast", [g.value(packed)], to=onnx.TensorProto.FLOAT),
+                         g.node("Mul", [high, g.const(np.float32(16))])])
+    nibbles = g.node("Concat", [g.node("Unsqueeze", [v, g.ints([-1])]) for v in (low, high)],
+                     axis=-1)
+
+    def per_weight(v):  # (N, ...) -> (N, K)
+        return _slice(g, g.node("Reshape", [v, g.ints([n, -1])]), 1, 0, k, 1)
+
+    def per_group(v):
+        spread = g.node("Expand", [g.node("Unsqueeze", [g.value(v), g.ints([-1])]),
+                                   g.ints([1, 1, p["group_size"]])])
+        return per_weight(spread)
+
+    w = g.node("Mul", [g.node("Sub", [per_weight(nibbles), per_group(zeros)]),
+                       per_group(scales)])
     y = g.node("MatMul", [g.value(x), g.node("Transpose", [w], perm=[1, 0])])
     return g.node("Add", [y, g.value(bias)]) if bias is not None else y
 
