@@ -148,6 +148,22 @@ def _python_types_exactly(app, doctree):
 _PYTHON_TYPES = ("type", "object")
 
 
+#: Pages whose ``>>>`` examples the build itself runs, as the tutorials run: the worked
+#: example of adding an op must work wherever the site is built, not only under pytest.
+_RUN_AT_BUILD = ("architecture.rst",)
+
+
+def _run_page_examples(app):
+    import doctest
+
+    for page in _RUN_AT_BUILD:
+        result = doctest.testfile(str(HERE / page), module_relative=False,
+                                  optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+        if result.failed:
+            raise RuntimeError(f"{result.failed} example(s) of docs/{page} failed; see above")
+
+
 def setup(app):
+    app.connect("builder-inited", _run_page_examples)
     app.connect("doctree-read", _python_types_exactly)
     app.connect("missing-reference", _resolve_by_suffix)

@@ -38,7 +38,8 @@ import threading
 import warnings
 
 import torcia
-from torcia import plugins
+from torcia import library, plugins
+from torcia.backend import backends, get_backend
 
 #: How many names of one group the text listing shows before eliding (``-v`` shows all).
 _SHOWN = 8
@@ -79,9 +80,6 @@ def _devices() -> dict[str, dict[str, list[str]]]:
     the fallback it declares (``fallback``), through their default decomposition
     (``decomposed``), and those it cannot run (``missing``): see
     :func:`torcia.library.device_ops`."""
-    from torcia import library
-    from torcia.backend import backends
-
     out = {}
     for name in sorted(backends.build()):
         ops = library.device_ops(name)
@@ -92,9 +90,6 @@ def _devices() -> dict[str, dict[str, list[str]]]:
 
 def _document(infos, policy: plugins.Policy) -> dict:
     """What the listing says, as one JSON-ready document."""
-    from torcia import library
-    from torcia.backend import get_backend
-
     devices = _devices()
     return {
         "torcia": torcia.__version__,

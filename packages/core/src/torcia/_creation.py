@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import _tensor
+from torcia import _storage, _tensor
 from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
 from torcia._tensor import Tensor, canonical_device
 from torcia.backend import CPU
@@ -210,8 +210,6 @@ def asarray(obj, *, dtype=None, device=None, copy=None, requires_grad=_UNSET) ->
     ...
     ValueError: can't alias arbitrary sequence into a tensor.
     """
-    from torcia import _storage
-
     want = None if dtype is None else _dtype_arg(dtype)
     shared = None
     if isinstance(obj, Tensor):

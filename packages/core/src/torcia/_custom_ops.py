@@ -26,6 +26,7 @@ from torcia import _meta, plugins
 from torcia._dtype import from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, call
+from torcia.backend import canonical
 
 __all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
            "register_fake", "register_kernel"]
@@ -340,8 +341,6 @@ class CustomOpDef:
         tensor_args = [a.is_tensor for a in self._args]
 
         def kernel(*arrays):
-            from torcia.backend import canonical
-
             where = canonical(device or device_type)
             inputs = [Tensor._make(x, where) if is_t and x is not None else x
                       for x, is_t in zip(arrays, tensor_args, strict=True)]

@@ -18,7 +18,9 @@ import math
 
 import numpy as np
 
+import torcia
 from torcia._kernels_linalg import outer_operands
+from torcia._kernels_nn import _pool_geometry
 from torcia._tensor import call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -100,8 +102,6 @@ def cross_entropy(x, target, weight, reduction, ignore_index, label_smoothing):
 
 
 def cross_entropy_backward(g, x, target, weight, reduction, ignore_index, label_smoothing):
-    import torcia
-
     n, c = x.shape
     keep, safe, w = _target_weights(x, target, weight, ignore_index)
     keep_f = keep.to(x.dtype)
@@ -131,8 +131,6 @@ def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
     """x (N, C, *size) padded by ``padding`` ((lo, hi) per dim) with ``value``, seen through
     its windows: (N, C, K, *out), K = prod(kernel) offsets in row-major order (the order of
     a weight's flattened kernel dims)."""
-    import torcia
-
     if any(lo or hi for lo, hi in padding):
         flat = tuple(p for pair in reversed(padding) for p in pair)  # last dim first
         x = call("pad", (x,), {"pad": flat, "mode": "constant", "value": value})
@@ -221,9 +219,6 @@ def conv_weight(x, g, weight_shape, stride, padding, dilation, groups):
 
 
 def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
-    import torcia
-    from torcia._kernels_nn import _pool_geometry
-
     nd = x.ndim - 2
     if nd > 2:
         return _max_pool_nd(x, kernel_size, stride, padding, dilation, ceil_mode)
@@ -253,9 +248,6 @@ def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
 
 
 def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
-    import torcia
-    from torcia._kernels_nn import _pool_geometry
-
     nd, size = x.ndim - 2, tuple(x.shape[2:])
     out, extra = _pool_geometry(size, kernel, stride, padding, dilation, ceil_mode)
     pads = tuple((p, p + e) for p, e in zip(padding, extra))
@@ -277,8 +269,6 @@ def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
 
 
 def max_pool_backward(g, indices, input_shape):
-    import torcia
-
     n, c = g.shape[:2]
     plane = math.prod(input_shape)
     out = torcia.zeros(n * c, plane, dtype=g.dtype, device=g.device)

@@ -6,6 +6,7 @@ op per tensor: the names are there for the libraries, the speed of fused kernels
 
 from __future__ import annotations
 
+import torcia
 from torcia import _oplib
 from torcia._tensor import Tensor
 
@@ -90,8 +91,6 @@ def _values(value, n, name):
 
 
 def _ops_ns():
-    import torcia
-
     return torcia
 
 

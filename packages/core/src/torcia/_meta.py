@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from torcia import ops
+from torcia._kernels_nn import _pool_geometry
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -407,16 +408,12 @@ def conv_weight(x, g, weight_shape, *rest, **params):
 
 
 def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, **params):
-    from torcia._kernels_nn import _pool_geometry
-
     out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation, ceil_mode)
     shape = x.shape[:2] + out
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
 
 def avg_pool(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
-    from torcia._kernels_nn import _pool_geometry
-
     ones = (1,) * len(kernel_size)
     out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, ones, ceil_mode)
     return x.shape[:2] + out, x.dtype

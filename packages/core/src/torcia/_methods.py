@@ -12,6 +12,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _oplib, _shared_memory, _storage, linalg, special
+from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, nn_activation, properties, random
 from torcia._tensor import (
     AUTOGRAD,
@@ -223,8 +224,6 @@ def _transfer(t: Tensor, dev) -> Tensor:
     for mode in active_modes():
         mode.on_result("to_device", (t,), {"device": t._device}, out)
     if t._requires_grad and AUTOGRAD.engine is not None:
-        from torcia._grad_mode import STATE
-
         if STATE.enabled:
             AUTOGRAD.engine.record_transfer(t, out)
     return out
@@ -413,8 +412,6 @@ def exponential_(self, lambd=1.0, *, generator=None):
 def _fill_from(self, arr) -> Tensor:
     """Overwrite ``self``'s data in place with samples, host arrays or the device's own
     (not recorded for autograd)."""
-    from torcia._grad_mode import STATE
-
     if self._requires_grad and self.grad_fn is None and STATE.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")

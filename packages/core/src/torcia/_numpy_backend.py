@@ -13,12 +13,14 @@ import math
 import numpy as np
 
 from torcia import ops
+from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
 from torcia._kernels_linalg import LinalgKernels, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
+from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -123,9 +125,6 @@ def _refusing(name, kernel, refused):
     """``kernel`` refusing operands of the NumPy kinds in ``refused`` with PyTorch's error.
     The array-module ufuncs get a wrapper of their exact arity, so the check costs a few
     attribute reads a call."""
-    from torcia._dtype import FROM_NUMPY
-    from torcia._tensor import _torch_name
-
     early = _ANSWERED_EARLY.get(name)
 
     def check(x):

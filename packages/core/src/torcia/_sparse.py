@@ -248,25 +248,17 @@ class _SparseBase(WrappedTensor):
         return self._assign(empty)
 
     def __matmul__(self, other):
-        from torcia import sparse
-
         return sparse.mm(self, other)
 
     def __rmatmul__(self, other):
-        from torcia import sparse
-
         return sparse.mm(other, self)
 
     def mm(self, mat2):
-        from torcia import sparse
-
         return sparse.mm(self, mat2)
 
     matmul = mm
 
     def sum(self, dim=None, keepdim=False, dtype=None):
-        from torcia import sparse
-
         if keepdim:
             raise SparseLayoutError("sum(keepdim=True) of a sparse tensor is not supported")
         return sparse.sum(self, dim, dtype=dtype)
@@ -1170,3 +1162,7 @@ DENSE_REFUSALS = {
     "ccol_indices": "sparse column compressed tensor layout",
     "row_indices": "sparse column compressed tensor layout",
 }
+
+
+# torcia.sparse imports this module (for its tensor classes): bound once this one has loaded
+from torcia import sparse  # noqa: E402

@@ -16,7 +16,8 @@ import warnings
 import numpy as np
 
 from torcia import _dtype as D
-from torcia._tensor import Tensor, _address
+from torcia._grad_mode import STATE
+from torcia._tensor import AUTOGRAD, Tensor, _address, canonical_device
 from torcia.backend import CPU
 
 
@@ -186,8 +187,6 @@ class UntypedStorage(_StorageBase):
     dtype = D.uint8
 
     def __init__(self, *args, device=None):
-        from torcia._tensor import canonical_device
-
         dev = canonical_device(device)
         if not args:
             host = np.zeros(0, dtype=np.uint8)
@@ -269,8 +268,6 @@ class TypedStorage(_StorageBase):
     _fixed_dtype = None
 
     def __init__(self, *args, dtype=None, device=None, wrap_storage=None, _internal=False):
-        from torcia._tensor import canonical_device
-
         if not _internal:
             warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
                           "UntypedStorage will be the only storage class.", UserWarning,
@@ -429,9 +426,6 @@ def set_(self, source=None, storage_offset=0, size=None, stride=None):
     >>> torcia.empty(0).set_(s, 1, (2,), (1,))
     tensor([2., 3.])
     """
-    from torcia._grad_mode import STATE
-    from torcia._tensor import AUTOGRAD
-
     if self._requires_grad and STATE.enabled:
         AUTOGRAD.engine.check_inplace(self)
     if source is None:

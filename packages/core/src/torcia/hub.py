@@ -26,6 +26,8 @@ import urllib.parse
 # import it from there (``from torch.hub import urlparse``)
 from urllib.parse import urlparse  # noqa: F401
 
+from torcia.serialization import load
+
 __all__ = ["download_url_to_file", "get_dir", "load_state_dict_from_url", "set_dir"]
 
 HASH_REGEX = re.compile(r"-([a-f0-9]*)\.")
@@ -217,8 +219,6 @@ def load_state_dict_from_url(url: str, model_dir=None, map_location=None, progre
     ...                                     progress=False, check_hash=True)
     {'w': tensor([1., 1.])}
     """
-    from torcia.serialization import load
-
     if model_dir is None:
         model_dir = os.path.join(get_dir(), "checkpoints")
     model_dir = os.path.expanduser(os.fspath(model_dir))

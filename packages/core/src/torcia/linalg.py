@@ -20,8 +20,12 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._creation import eye, tensor, zeros
 from torcia._kernels_linalg import LinAlgError
-from torcia._ops import _dims, _return_type, cat, matmul, to_dtype
+from torcia._oplib._common import _dims, _return_type
+from torcia._oplib.elementwise import to_dtype
+from torcia._oplib.linalg import matmul
+from torcia._oplib.views import cat
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -445,8 +449,6 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 def _cholesky_info(A):
-    from torcia._creation import tensor, zeros
-
     if A.device.type == "meta":
         # no values: the factorization's shapes, as PyTorch's meta kernel gives them
         return zeros(A.shape[:-2], dtype=D.int32, device=A.device)
@@ -475,8 +477,6 @@ def _is_pd(mat):
 
 
 def _eye(n, like):
-    from torcia._creation import eye
-
     return eye(n, dtype=like.dtype, device=like.device)
 
 

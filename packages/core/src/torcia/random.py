@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia.backend import device as _device
+
 
 class Generator:
     """A source of random numbers, as ``torch.Generator``.
@@ -23,8 +25,6 @@ class Generator:
     """
 
     def __init__(self, device="cpu"):
-        from torcia.backend import device as _device
-
         self.device = _device(device)
         self._seed = 67280421310721
         self.rng = np.random.Generator(np.random.PCG64(self._seed))

@@ -22,22 +22,24 @@ from __future__ import annotations
 
 import math
 
-from torcia import _dtype, _ops
+from torcia import _dtype
 from torcia import ops as _oplist
+from torcia._creation import arange
+from torcia._oplib._common import _to_float
 
 # re-exported under torch.special's names (``x as x`` marks a re-export)
-from torcia._ops import digamma, lgamma, sigmoid
-from torcia._ops import erf as erf
-from torcia._ops import erfc as erfc
-from torcia._ops import erfinv as erfinv
-from torcia._ops import exp2 as exp2
-from torcia._ops import expm1 as expm1
-from torcia._ops import log1p as log1p
-from torcia._ops import logsumexp as logsumexp
-from torcia._ops import round as round  # noqa: A004 - PyTorch's name
-from torcia._ops import xlogy as xlogy
-from torcia._ops_nn import log_softmax as _log_softmax
-from torcia._ops_nn import softmax as _softmax
+from torcia._oplib.elementwise import digamma, lgamma, sigmoid, to_dtype
+from torcia._oplib.elementwise import erf as erf
+from torcia._oplib.elementwise import erfc as erfc
+from torcia._oplib.elementwise import erfinv as erfinv
+from torcia._oplib.elementwise import exp2 as exp2
+from torcia._oplib.elementwise import expm1 as expm1
+from torcia._oplib.elementwise import log1p as log1p
+from torcia._oplib.elementwise import round as round  # noqa: A004 - PyTorch's name
+from torcia._oplib.elementwise import xlogy as xlogy
+from torcia._oplib.nn_activation import log_softmax as _log_softmax
+from torcia._oplib.nn_activation import softmax as _softmax
+from torcia._oplib.reduce import logsumexp as logsumexp
 from torcia._tensor import Tensor, _torch_name, binary, call, unary
 
 psi = digamma
@@ -162,7 +164,7 @@ def logit(input, eps=None):
     >>> torcia.special.logit(torcia.tensor([0.0, 0.5, 1.0]), eps=0.1)
     tensor([-2.1972,  0.0000,  2.1972])
     """
-    x = _ops._to_float(input)
+    x = _to_float(input)
     if x.dtype.category == 3:
         raise NotImplementedError(f"\"logit_cpu\" not implemented for '{_torch_name(x.dtype)}'")
     if eps is not None:
@@ -185,9 +187,7 @@ def multigammaln(input, p):
     if input.dtype.category == 3 or input.dtype is _dtype.bool_:
         raise NotImplementedError(f"\"mvlgamma\" not implemented for "
                                   f"'{_torch_name(input.dtype)}'")
-    input = _ops._to_float(input)  # integers as the default float dtype
-    from torcia._creation import arange
-
+    input = _to_float(input)  # integers as the default float dtype
     steps = arange(p, dtype=input.dtype, device=input.device) / 2
     terms = (input.unsqueeze(-1) - steps).lgamma().sum(-1)
     return terms + p * (p - 1) / 4 * math.log(math.pi)
@@ -209,7 +209,7 @@ def polygamma(n, input):
                         f"{type(input).__name__}")
     if n == 0:
         return digamma(input)
-    x = input if input.dtype.is_floating_point else _ops.to_dtype(
+    x = input if input.dtype.is_floating_point else to_dtype(
         input, _dtype.get_default_dtype())
     return call("polygamma", (x,), {"n": n})
 

@@ -77,8 +77,6 @@ def matmul(input, other):
 
 
 def _sparse_mm(a, b):
-    from torcia import sparse
-
     return sparse.mm(a, b)
 
 
@@ -440,8 +438,6 @@ def det(input):
     >>> torcia.det(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
     tensor(-2.)
     """
-    from torcia import linalg
-
     return linalg.det(input)
 
 
@@ -456,8 +452,6 @@ def slogdet(input):
     sign=tensor(-1.),
     logabsdet=tensor(1.7918))
     """
-    from torcia import linalg
-
     return linalg.slogdet(input)
 
 
@@ -487,8 +481,6 @@ def inverse(input):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
     """
-    from torcia import linalg
-
     return linalg.inv(input)
 
 
@@ -502,8 +494,6 @@ def pinverse(input, rcond=1e-15):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.0000]])
     """
-    from torcia import linalg
-
     return linalg.pinv(input, rtol=rcond)
 
 
@@ -928,8 +918,8 @@ __all__ = [
 
 
 # the other families, bound once this one has loaded (they may import it first)
-# torcia.linalg imports the op library first: bound once this family has loaded
-from torcia import linalg  # noqa: I001
+# torcia.linalg and torcia.sparse import the op library first: bound once this family has loaded
+from torcia import linalg, sparse  # noqa: I001
 from torcia._oplib.complex_numbers import complex as _complex_of
 from torcia._oplib.elementwise import log, to_dtype, where
 from torcia._oplib.views import cat, expand, stack, unsqueeze

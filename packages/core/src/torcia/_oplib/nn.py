@@ -18,6 +18,7 @@ from torcia._oplib._common import _F, _check_tensor
 from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
 from torcia._tensor import Tensor, call, inplace
 from torcia.amp import autocast_as
+from torcia.backend import check_async
 from torcia.random import rng_of
 
 
@@ -54,8 +55,6 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
         padding_idx = int(padding_idx) % v
     idx = input._data
     if idx.size:
-        from torcia.backend import check_async
-
         check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
                     lambda: IndexError("index out of range in self"))
     if scale_grad_by_freq:

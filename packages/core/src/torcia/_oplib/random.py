@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _creation as C
+from torcia.random import rng_of
 
 
 def poisson(input, generator=None):
@@ -18,8 +19,6 @@ def poisson(input, generator=None):
     >>> torcia.poisson(torcia.zeros(3))
     tensor([0., 0., 0.])
     """
-    from torcia.random import rng_of
-
     draws = rng_of(generator).poisson(input.detach().cpu().numpy())
     return C.tensor(draws.astype(input.detach().cpu().numpy().dtype), device=input.device)
 
@@ -34,8 +33,6 @@ def binomial(count, prob, generator=None):
     >>> torcia.binomial(torcia.tensor([10.0, 10.0]), torcia.tensor([0.0, 1.0]), generator=g)
     tensor([ 0., 10.])
     """
-    from torcia.random import rng_of
-
     n = count.detach().cpu().numpy()
     draws = rng_of(generator).binomial(n.astype(np.int64), prob.detach().cpu().numpy())
     return C.tensor(draws.astype(n.dtype), device=count.device)
@@ -43,8 +40,6 @@ def binomial(count, prob, generator=None):
 
 def _random_fill(sample, doc):
     def fill(self, *args, generator=None, **kwargs):
-        from torcia.random import rng_of
-
         values = sample(rng_of(generator), tuple(self.shape), *args, **kwargs)
         with_grad = self._requires_grad
         if with_grad and self.is_leaf:

@@ -355,8 +355,6 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":
-        from torcia import linalg
-
         return linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
                                   keepdim=keepdim)
     if dtype is not None:
@@ -934,7 +932,9 @@ __all__ = [
 ]
 
 
-# the other families, bound once this one has loaded (they may import it first)
+# the other families, bound once this one has loaded (they may import it first), and
+# torcia.linalg, which imports the op library first
+from torcia import linalg  # noqa: I001
 from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
 from torcia._oplib.views import (
     cat,

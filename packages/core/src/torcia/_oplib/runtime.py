@@ -9,8 +9,12 @@ import math
 
 import numpy as np
 
+import torcia
 from torcia import _dtype as D
-from torcia._tensor import AUTOGRAD, Tensor, load_autograd
+from torcia._legacy import CPU_TYPES, CUDA_TYPES
+from torcia._tensor import AUTOGRAD, DEFAULT_DEVICE, Tensor, load_autograd
+from torcia.backend import CPU, canonical
+from torcia.backend import device as _device
 
 inf = math.inf
 
@@ -262,8 +266,6 @@ def init_num_threads() -> None:
     >>> torcia.get_num_threads() >= 1
     True
     """
-    import torcia
-
     torcia.set_num_threads(torcia.get_num_threads())
 
 
@@ -280,9 +282,6 @@ def set_default_device(device) -> None:
     device(type='meta')
     >>> torcia.set_default_device(None)
     """
-    from torcia._tensor import DEFAULT_DEVICE
-    from torcia.backend import CPU, canonical
-
     DEFAULT_DEVICE[0] = CPU if device is None else canonical(device)
 
 
@@ -295,8 +294,6 @@ def get_default_device():
     >>> torcia.get_default_device()
     device(type='cpu')
     """
-    from torcia._tensor import DEFAULT_DEVICE
-
     return DEFAULT_DEVICE[0]
 
 
@@ -312,8 +309,6 @@ def set_default_tensor_type(t) -> None:
     torcia.float64
     >>> torcia.set_default_tensor_type("torch.FloatTensor")
     """
-    from torcia._legacy import CPU_TYPES, CUDA_TYPES
-
     if isinstance(t, str):
         parts = t.split(".")
         table = CUDA_TYPES if "cuda" in parts[:-1] else CPU_TYPES
@@ -415,8 +410,6 @@ class Stream:
     """
 
     def __new__(cls, device=None, *, priority=0, **kwargs):
-        from torcia.backend import canonical
-
         dev = canonical(device) if device is not None else get_default_device()
         if dev.type == "cuda":
             from torcia import cuda
@@ -478,8 +471,6 @@ class Event:
     """
 
     def __init__(self, device=None, *, enable_timing=False, blocking=False, interprocess=False):
-        from torcia.backend import canonical
-
         self.device = canonical(device) if device is not None else get_default_device()
         if self.device.type not in ("cpu", "meta"):
             raise RuntimeError(f"torcia.Event: use the {self.device.type} plugin's events "
@@ -528,8 +519,6 @@ def get_device_module(device=None):
     1
     """
     import importlib
-
-    from torcia.backend import device as _device
 
     if device is None:
         from torcia import cuda

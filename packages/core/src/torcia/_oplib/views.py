@@ -18,6 +18,7 @@ from torcia import _storage
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
+from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
 
@@ -482,8 +483,6 @@ def as_strided(input, size, stride, storage_offset=None):
     >>> torcia.as_strided(x[2:], (2,), (1,)), torcia.as_strided(x[2:], (2,), (1,), 0)
     (tensor([2, 3]), tensor([0, 1]))
     """
-    from torcia._storage import storage_size
-
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
         raise RuntimeError(f"mismatch in length of strides and shape: got {len(size)} sizes "

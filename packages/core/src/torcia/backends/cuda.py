@@ -21,6 +21,8 @@ True
 
 import contextlib
 
+from torcia import backend
+
 
 class _MatmulFlags:
     """``torcia.backends.cuda.matmul``: only PyTorch's attribute names can be set."""
@@ -83,8 +85,6 @@ def is_built() -> bool:
     >>> isinstance(torcia.backends.cuda.is_built(), bool)
     True
     """
-    from torcia import backend
-
     return "cuda" in backend.backends.build()
 
 

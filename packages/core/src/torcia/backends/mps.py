@@ -1,3 +1,5 @@
+from torcia import backend
+
 """``torcia.backends.mps``: torcia has no Metal device, so both answers are False.
 
 Examples
@@ -17,8 +19,6 @@ def is_available() -> bool:
     >>> torcia.backends.mps.is_available()
     False
     """
-    from torcia import backend
-
     b = backend.backends.build().get("mps")
     return b is not None and bool(b.is_available())
 
@@ -32,6 +32,4 @@ def is_built() -> bool:
     >>> torcia.backends.mps.is_built()
     False
     """
-    from torcia import backend
-
     return "mps" in backend.backends.build()

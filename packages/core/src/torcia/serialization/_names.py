@@ -15,6 +15,7 @@ import tempfile
 import warnings
 import zipfile
 
+import torcia
 from torcia import _dtype as D
 from torcia.serialization._allowlist import _allowed_by_user
 from torcia.serialization._format import _STORAGES
@@ -152,8 +153,6 @@ def validate_cuda_device(location) -> int:
     ...
     RuntimeError: Attempting to deserialize object on a CUDA device but ...
     """
-    import torcia
-
     device = torcia.device(location)
     index = device.index or 0
     if not torcia.cuda.is_available():
@@ -248,8 +247,6 @@ def normalize_storage_type(storage_type):
     >>> torcia.serialization.normalize_storage_type(torcia.FloatStorage) is torcia.FloatStorage
     True
     """
-    import torcia
-
     return getattr(torcia, storage_type.__name__)
 
 
@@ -264,8 +261,6 @@ def storage_to_tensor_type(storage):
     >>> torcia.serialization.storage_to_tensor_type(s).__name__
     'FloatTensor'
     """
-    import torcia
-
     name = type(storage).__name__
     if name.endswith("Storage") and hasattr(torcia, name[: -len("Storage")] + "Tensor"):
         return getattr(torcia, name[: -len("Storage")] + "Tensor")

@@ -16,7 +16,7 @@ import numpy as np
 
 from torcia import _creation
 from torcia import _dtype as D
-from torcia._tensor import Tensor
+from torcia._tensor import Size, Tensor
 
 #: Default (rtol, atol) by dtype, PyTorch's: loose enough for one rounding of the dtype.
 _TOLERANCES = {
@@ -228,8 +228,6 @@ def _compare_arrays(actual, expected, options):
 
 
 def _size(shape):
-    from torcia._tensor import Size
-
     return repr(Size(shape))
 
 
