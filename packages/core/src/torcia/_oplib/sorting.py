@@ -12,7 +12,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import tensor
 from torcia._oplib._common import _along_dim, _return_type, _size_at
-from torcia._tensor import Tensor, _wrap_dim, call
+from torcia._tensor import Tensor, _wrap_dim, call, result_type
 
 _Sort = _return_type("sort", ("values", "indices"))
 
@@ -245,7 +245,6 @@ def isin(elements, test_elements, *, assume_unique=False, invert=False):
     >>> torcia.isin(torcia.tensor([1, 2, 3]), torcia.tensor([2, 5]))
     tensor([False,  True, False])
     """
-    from torcia._tensor import result_type  # inside: #35 owns this module's import lines
 
     device = (elements if isinstance(elements, Tensor) else test_elements).device
     el = elements if isinstance(elements, Tensor) else C.tensor(elements, device=device)
