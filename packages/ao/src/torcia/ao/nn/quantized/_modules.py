@@ -321,12 +321,6 @@ class Conv1d(_ConvNd):
     _ND = 1
     _FLOAT_MODULE = (nn.Conv1d,)
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype)
-
     def _run(self, xi, x):
         params = self._params(x)
         params.update(stride=(1, *self.stride), padding=((0, 0), (self.padding[0],) * 2),
@@ -352,12 +346,6 @@ class Conv2d(_ConvNd):
 
     _FLOAT_MODULE = (nn.Conv2d, nnqat.Conv2d)
 
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype)
-
     def _run(self, xi, x):
         params = self._params(x)
         params.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
@@ -381,12 +369,6 @@ class Conv3d(_ConvNd):
 
     _ND = 3
     _FLOAT_MODULE = (nn.Conv3d,)
-
-    def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0,
-                 dilation=1, groups=1, bias=True, padding_mode="zeros", device=None,
-                 dtype=None):
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
-                         groups, bias, padding_mode, device, dtype)
 
 
 class _ConvTransposeNd(_ConvNd):
