@@ -5,6 +5,7 @@ no fallback. The suite must fail, name ``add`` as the failing op, and list the o
 device lacks. (plugins/example's tests run it against the example device, which passes.)
 """
 
+import itertools
 import os
 import subprocess
 import sys
@@ -186,8 +187,14 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
     run = _suite(tmp_path, "kitdev", PLANTED, "-q")
     out = run.stdout
     assert run.returncode == 1, out[-3000:]
-    section = out.split("root causes (", 1)[1].splitlines()
-    roots = {line.split()[0]: line for line in section[1:] if line.startswith("  ")}
+    lines = out.splitlines()
+    header = next(i for i, line in enumerate(lines) if line.startswith("root causes ("))
+    section = lines[header + 1:]
+    # the roots are the indented lines right under the header; pytest's own summaries
+    # (warnings too, whose lines are indented as well) follow after them
+    section = list(itertools.takewhile(lambda line: line.startswith("  ") and line.strip(),
+                                       section))
+    roots = {line.split()[0]: line for line in section}
     # every planted bug, and nothing else: the other failures are theirs
     assert sorted(roots) == sorted(["add", "sum", "relu", "zeros", "matmul", "transpose",
                                     "exp", "amax", "eye", "cumsum"]), "\n".join(section)
