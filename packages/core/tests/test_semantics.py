@@ -494,6 +494,28 @@ def test_special_values_found_by_the_database():
     assert out.dtype is torcia.complex64 and out.item() == pytest.approx(math.log(2))
 
 
+def test_complex_logaddexp_keeps_the_greater_operands_imaginary_part():
+    import cmath
+
+    # PyTorch's formula: hi + log1p(exp(lo - hi)), hi the operand of the greater real part
+    # (x on a tie), so the imaginary part is hi's plus a principal angle, not reduced to
+    # (-pi, pi]; a NaN anywhere gives nan+nanj
+    rng = np.random.default_rng(36)
+    x = rng.uniform(-3, 3, 40) + 1j * rng.uniform(-20, 20, 40)
+    y = np.where(rng.random(40) < 0.2, x.real, rng.uniform(-3, 3, 40)) + 1j * rng.uniform(
+        -20, 20, 40)
+    want = []
+    for a, b in zip(x, y):
+        lo, hi = (a, b) if a.real < b.real else (b, a)
+        want.append(cmath.log(1 + cmath.exp(lo - hi)) + hi)
+    got = torcia.logaddexp(torcia.tensor(x), torcia.tensor(y)).numpy()
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
+    assert (np.abs(got.imag) > math.pi).any()
+    nan = torcia.logaddexp(torcia.tensor([complex(math.nan, 0), 1j]),
+                           torcia.tensor([1j, complex(0, math.nan)])).numpy()
+    assert np.isnan(nan.real).all() and np.isnan(nan.imag).all()
+
+
 def test_integer_results_found_by_the_database():
     assert torcia.isclose(torcia.tensor([1, 2]), torcia.tensor([1, 3])).tolist() == [True, False]
     # beta * 1 + alpha * 2 * 3 = 2 + 18, in int64

@@ -764,11 +764,27 @@ def logaddexp(input, other):
     tensor([0.6931])
     """
     input, other = _log_add_operands(input, other, "logaddexp")
-    # shifted by the greater (real part), which sets the magnitude
-    m = maximum(input.real, other.real).detach() if input.is_complex() else \
-        maximum(input, other).detach()
+    if input.is_complex():
+        return _logaddexp_complex(input, other)
+    # shifted by the greater, which sets the magnitude
+    m = maximum(input, other).detach()
     m = where(isfinite(m), m, C.zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _logaddexp_complex(x, y):
+    """PyTorch's complex logaddexp: the operand of the greater real part plus
+    ``log1p(exp(lesser - greater))``, so the imaginary part is the greater's plus an angle
+    in (-pi, pi] (not the principal value of ``log(exp(x) + exp(y))``); a NaN in either
+    gives nan+nanj, two equal infinite real parts the lesser (-inf) or the plain formula."""
+    nan_x, nan_y = x.real.isnan() | x.imag.isnan(), y.real.isnan() | y.imag.isnan()
+    x_less = ~nan_y & (nan_x | (x.real < y.real))
+    lo, hi = where(x_less, x, y), where(x_less, y, x)
+    with np.errstate(all="ignore"):
+        out = (lo - hi).exp().log1p() + hi
+        both_inf = ~isfinite(lo.real) & (lo.real == hi.real)
+        out = where(both_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()), out)
+    return where(nan_x | nan_y, C.full_like(out, complex(math.nan, math.nan)), out)
 
 
 def _log_add_operands(input, other, name):
