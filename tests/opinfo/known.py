@@ -92,6 +92,47 @@ known("*", "raised", "design",
       prop="meta", detail="cannot run on the meta device")
 
 
+_CX = ("complex64", "complex128")
+known(("add", "sub", "rsub", "op:add", "op:sub", "nn.functional.tanhshrink"), "nan", "design",
+      "torch 2.13's CPU add/sub of complex numbers multiply the second operand by alpha as a "
+      "complex number even when alpha is 1, so a NaN or infinite part spreads to the other "
+      "part (0 + (nan+1j) is nan+nanj, (inf+0j) - 0 is inf+nanj; tanhshrink is x - tanh(x)); "
+      "torcia adds part by part, as NumPy and C99 do", dtypes=_CX, kinds=("edge",))
+known("op:pow", "nan", "design",
+      "torch 2.13 computes a complex power as exp(y log x), so x ** 0 is NaN for an infinite or "
+      "NaN x; torcia gives 1, as for real numbers and NumPy", dtypes=_CX, kinds=("edge",))
+known("sgn", "nan", "design",
+      "torch 2.13's sgn of a complex number with an infinite part depends on where the element "
+      "falls in its vectorised loop (sgn(inf+0j) is nan+0j or nan+nanj by the tensor's length "
+      "and the element's position); torcia gives nan+nanj wherever it is", dtypes=_CX,
+      kinds=("edge",))
+known("nn.functional.gelu", "nan", "design",
+      "torch 2.13's vectorised float32 gelu gives NaN at +inf (its scalar tail and float64 "
+      "give inf); torcia gives gelu(inf) = inf everywhere", dtypes=("float32", "bfloat16"),
+      kinds=("edge",))
+known(("copysign", "signbit"), "value", "design",
+      "torch 2.13's vectorised float32 -> bfloat16 conversion writes NaN as 0xFFFF, with the "
+      "sign bit set, so a positive NaN converted to bfloat16 reads as negative; torcia keeps "
+      "the NaN's sign", dtypes=("bfloat16",), kinds=("edge",))
+known(("mode", "nanmedian", "median"), "value", "design",
+      "among elements that compare equal (0.0 and -0.0), torch 2.13 returns the index its "
+      "unstable std::sort / nth_element happens to leave (implementation-defined); torcia the "
+      "one its own order gives", kinds=("edge",), detail="result[1]")
+known("addbmm", "value", "design",
+      "torch 2.13's CPU addbmm in half precision adds the batch's products one addmm_ at a "
+      "time, rounding to half after each; torcia accumulates in float32 and rounds once (a "
+      "closer answer)", dtypes=("float16", "bfloat16"))
+known(("special.airy_ai", "special.bessel_j0", "special.bessel_j1", "special.bessel_y1"),
+      "value", "design",
+      "torch 2.13 computes these in float32 for float32 (and integer) input, whose phase of a "
+      "large argument (|x| >= ~3e4) has no digit left (bessel_j0(2**31) is 4.1e-6 in float32, "
+      "-8.9e-6 in float64); torcia computes in float64 and rounds",
+      dtypes=("int16", "int32", "int64", "float32"), kinds=("edge",))
+known("special.zeta", "nan", "design",
+      "torch 2.13's float32 zeta overflows in its Euler-Maclaurin terms for an order x of "
+      "~1e19 and gives NaN where the value underflows to 0; torcia computes in float64 and "
+      "rounds", dtypes=("int64", "float32"), kinds=("edge",))
+
 #: the open findings not yet triaged: "record<TAB>property<TAB>kind" lines after a header
 OPEN_FILE = Path(__file__).with_name("open.txt")
 OPEN = Known(("open.txt",), (), "open", "found by the database and not yet triaged or fixed: "
