@@ -516,6 +516,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
     tensor([ True, False])
     """
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        # PyTorch compares only tensors of one dtype (no promotion)
+        raise RuntimeError(f"{_torch_name(input.dtype)} did not match "
+                           f"{_torch_name(other.dtype)}")
     dt = result_type(input, other)
     if dt.category < 2:
         # integers and bools compare as doubles: their difference would wrap or be refused
