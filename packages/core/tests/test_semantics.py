@@ -838,3 +838,13 @@ def test_unravel_index_as_torch_and_on_the_meta_device(shape):
     if total:
         meta = torcia.unravel_index(torcia.empty(3, dtype=torcia.int64, device="meta"), shape)
         assert len(meta) == len(shape) and all(m.shape == (3,) for m in meta)
+
+
+def test_nanmean_checks_the_dim_before_the_dtype_and_takes_complex():
+    z = torcia.tensor([[1 + 1j, complex(math.nan, 0), 3 - 1j]])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torcia.nanmean(z, 2)
+    # the NaN element left out of both the sum and the count
+    assert torcia.nanmean(z, 1).tolist() == [2 + 0j]
+    with pytest.raises(RuntimeError, match="floating point or complex dtype but got Long"):
+        torcia.nanmean(torcia.tensor([1, 2]))
