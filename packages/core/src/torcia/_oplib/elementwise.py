@@ -976,7 +976,26 @@ def nextafter(input, other):
     >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
     tensor([True])
     """
+    dt = result_type(input, other)
+    if dt is D.bfloat16:
+        return _host_binary(_nextafter_bits, "nextafter", input, other, "V")
     return _host_binary(np.nextafter, "nextafter", input, other, "f")
+
+
+def _nextafter_bits(a, b):
+    """``np.nextafter`` for bfloat16, which NumPy has no loop of: one step of the bit
+    pattern (as an integer, the magnitude is monotonic in it), a zero stepping to the
+    smallest subnormal of ``b``'s sign."""
+    a, b = np.broadcast_arrays(a, b)
+    unsigned = np.dtype(f"u{a.dtype.itemsize}")
+    bits = a.view(unsigned).astype(np.int64)
+    away = (a < b) == (a > 0)
+    step = np.where(away, bits + 1, bits - 1)
+    sign_bit = 1 << (8 * a.dtype.itemsize - 1)
+    step = np.where(a == 0, np.where(np.signbit(b), sign_bit | 1, 1), step)
+    out = step.astype(unsigned).view(a.dtype)
+    out = np.where(a == b, b, out)
+    return np.where(np.isnan(a) | np.isnan(b), np.array(np.nan, a.dtype), out)
 
 
 def bitwise_left_shift(input, other):
