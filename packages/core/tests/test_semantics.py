@@ -848,3 +848,21 @@ def test_nanmean_checks_the_dim_before_the_dtype_and_takes_complex():
     assert torcia.nanmean(z, 1).tolist() == [2 + 0j]
     with pytest.raises(RuntimeError, match="floating point or complex dtype but got Long"):
         torcia.nanmean(torcia.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_adaptive_avg_pool_to_one_is_a_mean(nd):
+    # PyTorch's global-pooling shortcut: a mean over the spatial dims, which refuses
+    # integer input as mean does
+    from torcia._oplib import nn_conv
+
+    pool = getattr(nn_conv, f"adaptive_avg_pool{nd}d")
+    rng = np.random.default_rng(36)
+    x = rng.normal(size=(2, 3) + (5,) * nd)
+    got = pool(torcia.tensor(x), 1)
+    want = x.mean(axis=tuple(range(2, 2 + nd)), keepdims=True)
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+    for dtype in (torcia.int64, torcia.uint8, torcia.bool):
+        with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+            pool(torcia.ones((2, 3) + (4,) * nd, dtype=dtype), 1)
