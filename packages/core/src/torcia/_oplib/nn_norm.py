@@ -427,7 +427,8 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
                               count):
     """The input gradient of batch norm from the all-reduced sums (``count``: elements
     per process, summed to the global count)."""
-    n = count.sum().item() if isinstance(count, Tensor) else float(count)
+    # a 0-dim tensor rather than a Python number, so that meta tensors and vmap run it
+    n = count.sum() if isinstance(count, Tensor) else float(count)
     mean_dy = _per_channel(sum_dy / n, input)
     mean_dy_xmu = _per_channel(sum_dy_xmu / n, input)
     inv = _per_channel(invstd, input)
