@@ -283,3 +283,26 @@ def test_nextafter_of_bfloat16_steps_one_bit_pattern():
     assert zero.float().tolist() == [2.0 ** -133, -(2.0 ** -133)]
     assert torcia.nextafter(torcia.tensor([math.nan], dtype=bf),
                             torcia.tensor([1.0], dtype=bf)).isnan().all()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_nextafter_matches_numpy_and_runs_on_meta_tensors(dtype):
+    rng = np.random.default_rng(36)
+    fin = np.finfo(dtype)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, float(fin.max), float(-fin.max),
+               float(fin.smallest_normal), float(fin.smallest_subnormal),
+               -float(fin.smallest_subnormal), 2.0 ** -3, -(2.0 ** 5)]
+    x = np.concatenate([rng.normal(0, 10, 60), 2.0 ** rng.integers(-10, 10, 20), special])
+    x = x.astype(dtype)
+    for y in (rng.permutation(x), np.full_like(x, np.inf), np.full_like(x, -np.inf),
+              np.zeros_like(x), x):
+        got = torcia.nextafter(torcia.tensor(x), torcia.tensor(y)).numpy()
+        # C's nextafter (and PyTorch's) gives y when x == y (+0 from -0 towards +0), where
+        # NumPy's float16 loop gives x
+        want = np.where(x == y, y, np.nextafter(x, y))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+    meta = torcia.nextafter(torcia.empty(3, 1, dtype=getattr(torcia, dtype), device="meta"),
+                            torcia.empty(4, dtype=getattr(torcia, dtype), device="meta"))
+    assert meta.device.type == "meta" and meta.shape == (3, 4)

@@ -977,25 +977,36 @@ def nextafter(input, other):
     tensor([True])
     """
     dt = result_type(input, other)
-    if dt is D.bfloat16:
-        return _host_binary(_nextafter_bits, "nextafter", input, other, "V")
-    return _host_binary(np.nextafter, "nextafter", input, other, "f")
+    if dt not in _PRECISION:
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_torch_name(dt)}'")
+    # with tensor ops, not NumPy on the host (which has no bfloat16 loop): they run on the
+    # meta device and under vmap. One ulp of a = m 2^e (0.5 <= |m| < 1) is 2^(e - p), half
+    # that from a power of two towards zero, and never below the smallest subnormal.
+    digits, min_exp, largest = _PRECISION[dt]
+    a = to_dtype(input, dt).detach()
+    b = to_dtype(other if isinstance(other, Tensor) else C.tensor(other, device=a.device),
+                 dt).detach()
+    a, b = broadcast_tensors(a, b)
+    up = b > a
+    m, e = frexp(a)
+    halve = (m.abs() == 0.5) & ((a > 0) != up)
+    exponent = (e.to(D.int64) - digits - halve.to(D.int64)).clamp(min=min_exp - digits + 1)
+    step = exponent.to(D.float64).exp2().to(dt)
+    with np.errstate(all="ignore"):  # the infinities and NaNs are replaced below
+        out = a + where(up, step, -step)
+        # -tiny + tiny is +0: the step to zero keeps a's sign, as the bit pattern's does
+        out = where(out == 0, a * 0, out)
+        tiny = C.full_like(a, math.ldexp(1.0, min_exp - digits + 1))
+        out = where(a == 0, where(up, tiny, -tiny), out)
+        out = where(a.isinf(), a.sign() * largest, out)
+        out = where(a == b, b, out)
+        return where(a.isnan() | b.isnan(), a + b, out).to(dt)
 
 
-def _nextafter_bits(a, b):
-    """``np.nextafter`` for bfloat16, which NumPy has no loop of: one step of the bit
-    pattern (as an integer, the magnitude is monotonic in it), a zero stepping to the
-    smallest subnormal of ``b``'s sign."""
-    a, b = np.broadcast_arrays(a, b)
-    unsigned = np.dtype(f"u{a.dtype.itemsize}")
-    bits = a.view(unsigned).astype(np.int64)
-    away = (a < b) == (a > 0)
-    step = np.where(away, bits + 1, bits - 1)
-    sign_bit = 1 << (8 * a.dtype.itemsize - 1)
-    step = np.where(a == 0, np.where(np.signbit(b), sign_bit | 1, 1), step)
-    out = step.astype(unsigned).view(a.dtype)
-    out = np.where(a == b, b, out)
-    return np.where(np.isnan(a) | np.isnan(b), np.array(np.nan, a.dtype), out)
+#: (significand digits, least normal exponent, largest finite value) of the floating dtypes
+_PRECISION = {D.float16: (11, -14, 65504.0), D.bfloat16: (8, -126, 3.3895313892515355e38),
+              D.float32: (24, -126, 3.4028234663852886e38),
+              D.float64: (53, -1022, 1.7976931348623157e308)}
 
 
 def bitwise_left_shift(input, other):
@@ -1114,3 +1125,4 @@ __all__ = [
 # the other families, bound once this one has loaded (they may import it first)
 from torcia._oplib.complex_numbers import imag
 from torcia._oplib.indexing import nonzero
+from torcia._oplib.views import broadcast_tensors
