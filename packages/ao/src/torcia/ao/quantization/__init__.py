@@ -120,12 +120,14 @@ from torcia.ao.quantization.quantize import (
     fuse_modules,
     fuse_modules_qat,
     get_combined_dict,
+    get_default_custom_config_dict,
     get_default_dynamic_quant_module_mappings,
     get_default_qat_module_mappings,
     get_default_static_quant_module_mappings,
     get_dynamic_quant_module_class,
     get_fuser_method,
     get_static_quant_module_class,
+    no_observer_set,
     prepare,
     prepare_qat,
     propagate_qconfig_,
@@ -165,4 +167,6 @@ __all__ = [
     "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "get_combined_dict",
     "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
     "per_channel_weight_observer_range_neg_127_to_127", "weight_observer_range_neg_127_to_127",
+    # custom modules (the quantizable LSTM and MultiheadAttention)
+    "get_default_custom_config_dict", "no_observer_set",
 ]
