@@ -35,8 +35,8 @@ __all__ = [
     "fuse_modules_qat", "get_combined_dict", "get_default_dynamic_quant_module_mappings",
     "get_default_qat_module_mappings", "get_default_static_quant_module_mappings",
     "get_default_custom_config_dict", "get_dynamic_quant_module_class", "get_fuser_method",
-    "get_static_quant_module_class", "no_observer_set", "prepare", "prepare_qat", "propagate_qconfig_", "quantize", "quantize_dynamic",
-    "quantize_qat", "swap_module",
+    "get_static_quant_module_class", "no_observer_set", "prepare", "prepare_qat",
+    "propagate_qconfig_", "quantize", "quantize_dynamic", "quantize_qat", "swap_module",
 ]
 
 
@@ -427,7 +427,14 @@ def get_default_custom_config_dict() -> dict:
 
 def no_observer_set() -> set:
     """Module types that get no output observer of their own when prepared (their pieces
-    are observed): the quantizable LSTM and MultiheadAttention."""
+    are observed): the quantizable LSTM and MultiheadAttention.
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import no_observer_set
+    >>> sorted(f"{c.__module__}.{c.__name__}" for c in no_observer_set())[0]
+    'torcia.ao.nn.quantizable._activation.MultiheadAttention'
+    """
     return {nnqa.LSTM, nnqa.MultiheadAttention}
 
 

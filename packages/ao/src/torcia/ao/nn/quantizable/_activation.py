@@ -115,8 +115,9 @@ class MultiheadAttention(nn.MultiheadAttention):
 
     def dequantize(self):
         """The float ``nn.MultiheadAttention`` of a quantized one: weights dequantized, the
-        projections packed back."""
-        fp = self._FLOAT_MODULE(self.embed_dim, self.num_heads, self.dropout,
+        projections packed back. (PyTorch 2.13's builds its own ``_FLOAT_MODULE``, for the
+        quantized class the quantizable one, whose fresh projections it leaves unset.)"""
+        fp = nn.MultiheadAttention(self.embed_dim, self.num_heads, self.dropout,
                                 self.linear_Q.bias() is not None, self.bias_k is not None,
                                 self.add_zero_attn, self.kdim, self.vdim, self.batch_first)
         if self.bias_k is not None:
@@ -145,7 +146,9 @@ class MultiheadAttention(nn.MultiheadAttention):
     def forward(self, query, key, value, key_padding_mask=None, need_weights: bool = True,
                 attn_mask=None, average_attn_weights: bool = True, is_causal: bool = False):
         """Attention as ``nn.MultiheadAttention``'s, on float or quantized inputs (then the
-        output and the weights come quantized); a causal mask is not supported."""
+        output and the weights come quantized); a causal mask is not supported. With
+        ``batch_first`` and several heads the result is the float module's, where PyTorch
+        2.13's quantizable attention mixes the heads up."""
         if attn_mask is not None and is_causal:
             raise AssertionError("Only allow causal mask or attn_mask")
         if is_causal:
@@ -204,11 +207,13 @@ class MultiheadAttention(nn.MultiheadAttention):
             weights = weights.view(bsz * heads, tgt_len, src_len)
         weights = nn.functional.softmax(weights, dim=-1)
         weights = nn.functional.dropout(weights, p=self.dropout, training=self.training)
-        out = torcia.bmm(weights, v)
+        out = torcia.bmm(weights, v).transpose(0, 1).contiguous().view(tgt_len, bsz,
+                                                                        self.embed_dim)
         if self.batch_first:
-            out = out.view(bsz, tgt_len, self.embed_dim)
-        else:
-            out = out.transpose(0, 1).contiguous().view(tgt_len, bsz, self.embed_dim)
+            # torch 2.13 views the heads' outputs as (batch, target, embedding) here, which
+            # interleaves the heads wrongly where there are several; the float module's
+            # layout is kept instead
+            out = out.transpose(0, 1)
         out = self.out_proj(self.quant_attn_output(out))
         weights = self.quant_attn_output_weights(weights)
         if not need_weights:

@@ -28,7 +28,7 @@ class LSTM(quantizable.LSTM):
     >>> import torcia
     >>> from torcia import nn
     >>> from torcia.ao import quantization as tq
-    >>> model = nn.Sequential(tq.QuantStub(), nn.LSTM(4, 8), ).eval()
+    >>> model = nn.Sequential(tq.QuantStub(), nn.LSTM(4, 8)).eval()
     >>> model.qconfig = tq.default_qconfig
     >>> prepared = tq.prepare(model)
     >>> type(prepared[1]).__name__
@@ -63,6 +63,22 @@ class MultiheadAttention(quantizable.MultiheadAttention):
     """A quantized multi-head attention (``torch.ao.nn.quantized.MultiheadAttention``):
     quantized projections (int8 weights), the attention itself in float between them,
     quantized outputs and attention weights; ``dequantize()`` gives the float module back.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao import quantization as tq
+    >>> model = nn.Sequential(tq.QuantStub(), nn.MultiheadAttention(8, 2)).eval()
+    >>> model.qconfig = tq.default_qconfig
+    >>> prepared = tq.prepare(model)
+    >>> x = torcia.randn(5, 2, 8)
+    >>> _ = prepared[1](*[prepared[0](x)] * 3)  # calibration
+    >>> mha = tq.convert(prepared)[1]
+    >>> q = torcia.quantize_per_tensor(x, 0.05, 128, torcia.quint8)
+    >>> out, weights = mha(q, q, q)
+    >>> out.dtype, tuple(out.shape), tuple(weights.shape)
+    (torcia.quint8, (5, 2, 8), (2, 5, 5))
     """
 
     _FLOAT_MODULE = quantizable.MultiheadAttention
