@@ -442,3 +442,45 @@ def test_pytorch_recipe_runs_unmodified_through_compat(tmp_path):
     assert name == "LSTM"
     np.testing.assert_allclose(f_ours, f_theirs, atol=1e-5)
     np.testing.assert_allclose(q_ours, q_theirs, atol=1e-2)
+
+
+def test_qat_lstm_gates_fake_quantized_at_fixed_parameters():
+    rng = np.random.default_rng(8)
+    model = _lstm_model(torcia).train()
+    model.qconfig = tq.get_default_qat_qconfig("x86")
+    qat = tq.prepare_qat(model)
+    cell = qat.lstm.layers[0].layer_fw.cell
+    assert type(cell.igates).__module__ == "torcia.ao.nn.qat"
+    gates = {name: getattr(cell, name).activation_post_process for name in
+             ("input_gate", "forget_gate", "cell_gate", "output_gate")}
+    assert all(type(g) is tq.FixedQParamsFakeQuantize for g in gates.values())
+    assert (gates["input_gate"].scale.item(), gates["input_gate"].zero_point.item()) == \
+        (1 / 256, 0)
+    assert (gates["cell_gate"].scale.item(), gates["cell_gate"].zero_point.item()) == \
+        (2 / 256, 128)
+    opt = torcia.optim.SGD(qat.parameters(), lr=0.01)
+    for _ in range(2):
+        loss = sum(o.pow(2).mean() for o in qat(_randn(rng, 5, 3, 4)))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    quantized = tq.convert(qat.eval())
+    # the gates stay (their quantized form has fixed parameters) without their fake quantizers
+    cell = quantized.lstm.layers[0].layer_fw.cell
+    assert not hasattr(cell.input_gate, "activation_post_process")
+    assert not cell.input_gate._forward_hooks
+    x = _randn(rng, 5, 3, 4)
+    for ours, ref in zip(quantized(x), qat(x)):
+        assert (ours - ref).abs().max().item() < 0.25
+
+
+def test_fixed_qparams_observer():
+    obs = tq.FixedQParamsObserver(scale=2.0 / 256, zero_point=128)
+    x = torcia.tensor([5.0, -5.0])
+    assert obs(x) is x
+    scale, zero = obs.calculate_qparams()
+    assert (scale.tolist(), zero.tolist()) == ([2.0 / 256], [128])
+    fq = tq.default_fixed_qparams_range_0to1_fake_quant()
+    assert fq(torcia.tensor([-1.0, 0.5, 2.0])).tolist() == [0.0, 0.5, 255 / 256]
+    with pytest.raises(NotImplementedError, match="dynamic"):
+        tq.FixedQParamsObserver(1.0, 0, is_dynamic=True)

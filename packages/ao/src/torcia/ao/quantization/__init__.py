@@ -54,6 +54,8 @@ from torcia.ao.quantization.fake_quantize import (
     FakeQuantizeBase,
     FixedQParamsFakeQuantize,
     default_fake_quant,
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
     default_fused_act_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
@@ -63,6 +65,7 @@ from torcia.ao.quantization.fake_quantize import (
     enable_observer,
 )
 from torcia.ao.quantization.observer import (
+    FixedQParamsObserver,
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
@@ -73,6 +76,8 @@ from torcia.ao.quantization.observer import (
     PlaceholderObserver,
     default_debug_observer,
     default_dynamic_quant_observer,
+    default_fixed_qparams_range_0to1_observer,
+    default_fixed_qparams_range_neg1to1_observer,
     default_float_qparams_observer,
     default_histogram_observer,
     default_observer,
@@ -169,4 +174,8 @@ __all__ = [
     "per_channel_weight_observer_range_neg_127_to_127", "weight_observer_range_neg_127_to_127",
     # custom modules (the quantizable LSTM and MultiheadAttention)
     "get_default_custom_config_dict", "no_observer_set",
+    # fixed output parameters (sigmoid, tanh)
+    "FixedQParamsObserver", "default_fixed_qparams_range_0to1_fake_quant",
+    "default_fixed_qparams_range_0to1_observer", "default_fixed_qparams_range_neg1to1_fake_quant",
+    "default_fixed_qparams_range_neg1to1_observer",
 ]

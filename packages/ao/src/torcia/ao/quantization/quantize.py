@@ -22,7 +22,14 @@ from torcia.ao.nn import quantizable as nnqa
 from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.intrinsic import qat as nniqat
 from torcia.ao.nn.intrinsic import quantized as nniq
+from torcia.ao.nn.quantizable import _rnn as nnqa_rnn
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.quantization.fake_quantize import (
+    FakeQuantizeBase,
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
+)
+from torcia.ao.quantization.observer import ObserverBase
 from torcia.ao.quantization.qconfig import (
     QConfigMapping,
     default_dynamic_qconfig,
@@ -468,9 +475,38 @@ def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=Non
     walk(module, "", None)
 
 
+def _observer_hook(mod, inputs, output):
+    return mod.activation_post_process(output)
+
+
 def _observe(mod, observer):
     mod.add_module("activation_post_process", observer)
-    mod.register_forward_hook(lambda m, inp, out: m.activation_post_process(out))
+    mod.register_forward_hook(_observer_hook)
+
+
+def _fixed_range_fake_quant(mod):
+    """The fake quantizer of a training activation whose output range is known (torch's
+    ``DEFAULT_MODULE_TO_ACT_POST_PROCESS``): QAT then sees the fixed parameters the
+    quantized sigmoid and tanh will have."""
+    if not mod.training:
+        return None
+    if type(mod) in (nn.Sigmoid, nn.Hardsigmoid, nn.Softmax, nnqa_rnn._FixedRangeSigmoid):
+        return default_fixed_qparams_range_0to1_fake_quant
+    if type(mod) in (nn.Tanh, nnqa_rnn._FixedRangeTanh):
+        return default_fixed_qparams_range_neg1to1_fake_quant
+    return None
+
+
+def _remove_observers(module):
+    # what convert left unswapped keeps no observer (torch's _remove_activation_post_process)
+    for mod in module.modules():
+        if isinstance(getattr(mod, "activation_post_process", None),
+                      (ObserverBase, FakeQuantizeBase)) and \
+                not isinstance(mod, (nnq.FloatFunctional, FakeQuantizeBase)):
+            del mod.activation_post_process
+            for key in [k for k, hook in mod._forward_hooks.items()
+                        if hook is _observer_hook]:
+                del mod._forward_hooks[key]
 
 
 def _add_observers(module, mapping, custom_mapping):
@@ -479,6 +515,10 @@ def _add_observers(module, mapping, custom_mapping):
         if isinstance(child, nnq.FloatFunctional):
             if qconfig is not None:
                 child.activation_post_process = qconfig.activation()
+            continue
+        fixed = _fixed_range_fake_quant(child)
+        if qconfig is not None and fixed is not None:
+            _observe(child, fixed())
             continue
         if qconfig is not None and type(child) in custom_mapping:
             observed_class = custom_mapping[type(child)]
@@ -576,6 +616,7 @@ def convert(module, mapping=None, inplace=False, remove_qconfig=True,
     _convert(module, mapping, _custom_mapping(convert_custom_config_dict,
                                               "observed_to_quantized_custom_module_class"))
     if remove_qconfig:
+        _remove_observers(module)
         for m in module.modules():
             if "qconfig" in m.__dict__:
                 del m.__dict__["qconfig"]
