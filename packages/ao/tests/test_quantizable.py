@@ -484,3 +484,26 @@ def test_fixed_qparams_observer():
     assert fq(torcia.tensor([-1.0, 0.5, 2.0])).tolist() == [0.0, 0.5, 255 / 256]
     with pytest.raises(NotImplementedError, match="dynamic"):
         tq.FixedQParamsObserver(1.0, 0, is_dynamic=True)
+
+
+@pytest.mark.parametrize("name,args,kwargs,x_shape", [
+    ("LSTM", (3, 4), {"num_layers": 2, "bidirectional": True}, (5, 2, 3)),
+    ("GRU", (3, 4), {"batch_first": True}, (2, 5, 3)),
+    ("LSTMCell", (3, 4), {}, (2, 3)),
+    ("GRUCell", (3, 4), {"bias": False}, (2, 3)),
+    ("RNNCell", (3, 4), {"nonlinearity": "relu"}, (2, 3)),
+    ("LSTM", (3, 4), {"dtype": torcia.float16}, (5, 2, 3)),
+])
+def test_dynamic_recurrent_modules_construct_as_torch(name, args, kwargs, x_shape):
+    """Bug: the dynamic recurrent modules took a float module, not PyTorch's sizes, so
+    ``torch.ao.nn.quantized.dynamic.LSTM(3, 4)`` failed."""
+    cls = getattr(nnq.dynamic, name)
+    module = cls(*args, **kwargs)
+    assert (module.input_size, module.hidden_size) == args
+    assert module.dtype is kwargs.get("dtype", torcia.qint8)
+    out = module(torcia.randn(*x_shape))
+    out = out[0] if isinstance(out, tuple) else out
+    hidden = 4 * (2 if kwargs.get("bidirectional") else 1)
+    assert out.shape[-1] == hidden and out.dtype == torcia.float32
+    if name == "RNNCell":
+        assert module.nonlinearity == "relu" and bool((out >= 0).all())
