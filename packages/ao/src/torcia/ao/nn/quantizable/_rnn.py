@@ -21,10 +21,16 @@ class _FixedRangeSigmoid(nn.Sigmoid):
     def forward(self, input):
         return input.sigmoid()
 
+    def _get_name(self):
+        return "Sigmoid"
+
 
 class _FixedRangeTanh(nn.Tanh):
     def forward(self, input):
         return input.tanh()
+
+    def _get_name(self):
+        return "Tanh"
 
 
 def _is_quantized(x) -> bool:
@@ -176,8 +182,8 @@ class _LSTMSingleLayer(nn.Module):
         return layer
 
 
-def _unbatched_pair(hidden, index):
-    return None if hidden is None else hidden[index]
+def _direction(state, index):
+    return None if state is None else state[index]
 
 
 class _LSTMLayer(nn.Module):
@@ -203,7 +209,7 @@ class _LSTMLayer(nn.Module):
         else:
             # the states of both directions come stacked along a first dimension of 2
             hidden_fw = None if hx is None and cx is None else (
-                _unbatched_pair(hx, 0), _unbatched_pair(cx, 0))
+                _direction(hx, 0), _direction(cx, 0))
             hidden_bw = None if hx is None or cx is None else (hx[1], cx[1])
             result_fw, hidden_fw = self.layer_fw(x, hidden_fw)
             result_bw, hidden_bw = self.layer_bw(x.flip(0), hidden_bw)
