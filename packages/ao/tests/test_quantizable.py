@@ -507,3 +507,20 @@ def test_dynamic_recurrent_modules_construct_as_torch(name, args, kwargs, x_shap
     assert out.shape[-1] == hidden and out.dtype == torcia.float32
     if name == "RNNCell":
         assert module.nonlinearity == "relu" and bool((out >= 0).all())
+
+
+def test_compat_serves_torch_nn_legacy_quantization_aliases():
+    code = ("import torcia.compat; torcia.compat.install()\n"
+            "import torch\n"
+            "import torch.nn.quantized as nnq\n"
+            "from torch.nn.quantized.dynamic import LSTM\n"
+            "from torch.nn.intrinsic import ConvReLU2d\n"
+            "import torch.nn.qat\n"
+            "print(nnq.LSTM.__module__, torch.nn.quantizable.LSTM.__module__,\n"
+            "      LSTM.__module__, ConvReLU2d.__module__, torch.nn.qat.Linear.__module__)\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == [
+        "torcia.ao.nn.quantized._custom", "torcia.ao.nn.quantizable._rnn",
+        "torcia.ao.nn.quantized.dynamic", "torcia.ao.nn.intrinsic", "torcia.ao.nn.qat"]
