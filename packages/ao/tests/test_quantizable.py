@@ -524,3 +524,28 @@ def test_compat_serves_torch_nn_legacy_quantization_aliases():
     assert result.stdout.split() == [
         "torcia.ao.nn.quantized._custom", "torcia.ao.nn.quantizable._rnn",
         "torcia.ao.nn.quantized.dynamic", "torcia.ao.nn.intrinsic", "torcia.ao.nn.qat"]
+
+
+@needs_torch
+def test_lstm_qat_matches_torch():
+    rng = np.random.default_rng(13)
+    calibration = [rng.standard_normal((5, 3, 4)).astype(np.float32) for _ in range(5)]
+    x = np.clip(rng.standard_normal((5, 3, 4)).astype(np.float32), -1.5, 1.5)
+    ours = _lstm_model(torcia)
+    _fill(ours, 14)
+    theirs = _torch_model(_lstm_model, ours)
+    outputs = []
+    for lib, model in ((torcia, ours), (torch, theirs)):
+        aq = lib.ao.quantization
+        model.train().qconfig = aq.default_qat_qconfig
+        qat = aq.prepare_qat(model)
+        for batch in calibration:
+            qat(lib.tensor(batch))
+        qat.apply(aq.disable_observer)
+        quantized = aq.convert(qat.eval())
+        outputs.append([o.detach().numpy() for o in (*quantized(lib.tensor(x)),
+                                                     *qat(lib.tensor(x)))])
+    # the same observers and data: the same fake-quantized and quantized values (below one
+    # step of the outputs' grids)
+    for a, b in zip(*outputs):
+        np.testing.assert_allclose(a, b, atol=1e-3)
