@@ -957,6 +957,49 @@ class Softmax(nn.Module):
         return Softmax(mod.dim, scale, zero)
 
 
+class _FixedRangeSigmoid(nn.Sigmoid):
+    # nn.Sigmoid that also takes quantized tensors, as torch's plain nn.Sigmoid does: the
+    # output at the fixed parameters of torch's quantized sigmoid. convert swaps an
+    # nn.Sigmoid for it (torcia's float modules take float tensors only) and it prints as
+    # the float module, which torch's convert leaves in place; being no nn.Sigmoid by type,
+    # prepare leaves it unobserved
+    def forward(self, input):
+        return input.sigmoid()
+
+    def _get_name(self):
+        return "Sigmoid"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls()
+
+
+class _FixedRangeTanh(nn.Tanh):
+    def forward(self, input):
+        return input.tanh()
+
+    def _get_name(self):
+        return "Tanh"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls()
+
+
+class _FixedRangeHardsigmoid(nn.Hardsigmoid):
+    def forward(self, input):
+        if isinstance(input, QTensor):
+            return input.hardsigmoid()
+        return super().forward(input)
+
+    def _get_name(self):
+        return "Hardsigmoid"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls(mod.inplace)
+
+
 class QuantizedPassthrough(nn.Module):
     """A float module that works on quantized tensors as they are (ReLU, max pooling,
     flattening, dropout in eval), or with their quantization parameters kept (average
