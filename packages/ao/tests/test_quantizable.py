@@ -117,6 +117,64 @@ def test_qfunctional_mul_scalar_keeps_the_integers(dtype, scalar):
         assert (out.q_scale(), out.q_zero_point()) == (1.0, 0)
 
 
+# (scale, zero point, int_repr) of x + c for x at scale 0.02 and zero point 50 (quint8) or
+# 5 (qint8), derived by hand: c = round(y / 0.02) steps off the zero point while it stays in
+# range; past the range's end the zero point stays there and the scale widens to
+# (qmax - (zero - c)) / 255 * 0.02 (or ((zero - c) - qmin) / 255 * 0.02), the integers
+# requantized as zero' + round((q - (zero - c)) * 0.02 / scale')
+ADD_SCALAR_CASES = [
+    ("quint8", 0.1, (0.02, 45, None)), ("quint8", -0.3, (0.02, 65, None)),
+    ("quint8", 0.01, (0.02, 50, None)),  # 0.5 steps round to even: 0
+    ("quint8", 3.0, (355 / 255 * 0.02, 0, [72, 85, 99, 112, 126, 139, 152, 166, 180])),
+    ("quint8", -2.0, (0.02, 150, None)),
+    ("qint8", 3.0, (272 / 255 * 0.02, -128, [-34, -16, 0, 18, 36, 54, 72, 89, 106])),
+    ("qint8", -3.0, (283 / 255 * 0.02, 127, [-53, -36, -20, -3, 14, 31, 49, 65, 82])),
+]
+
+
+@pytest.mark.parametrize("dtype,scalar,expected", ADD_SCALAR_CASES)
+def test_qfunctional_add_scalar_shifts_the_zero_point(dtype, scalar, expected):
+    """Bug: add_scalar requantized at the never-calibrated observer's parameters (scale
+    1.0, zero point 0), losing every value below 0.5; torch shifts the zero point."""
+    qd = getattr(torcia, dtype)
+    zero = 50 if dtype == "quint8" else 5
+    x = torcia.quantize_per_tensor(torcia.linspace(-1.0, 2.0, 9), 0.02, zero, qd)
+    out = nnq.QFunctional().add_scalar(x, scalar)
+    scale, out_zero, ints = expected
+    assert out.dtype is qd and out.q_zero_point() == out_zero
+    assert out.q_scale() == pytest.approx(scale, rel=1e-12)
+    assert out.int_repr().tolist() == (ints or x.int_repr().tolist())
+    # the value is x + y up to half a step of the output (the shift's own rounding aside)
+    err = out.dequantize().numpy() - (x.dequantize().numpy() + scalar)
+    assert np.abs(err).max() <= 0.5 * 0.02 + 0.5 * out.q_scale() + 1e-6
+    ff = nnq.FloatFunctional()
+    ff.activation_post_process = tq.MinMaxObserver()
+    ff.add_scalar(x.dequantize(), scalar)  # as torch's, not observed
+    assert ff.activation_post_process.min_val.item() == float("inf")
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", ["quint8", "qint8"])
+@pytest.mark.parametrize("op", ["add_scalar", "mul_scalar"])
+def test_qfunctional_scalar_ops_match_torch(dtype, op):
+    rng = np.random.default_rng(3)
+    values = rng.normal(0, 1.5, 64).astype(np.float32)
+    tdtype = getattr(torch, dtype)
+    for scale, zero, scalar in [(0.013, 40, 0.37), (0.021, 3, -1.9), (0.05, 10, 9.0),
+                                (0.007, -100, -0.4), (0.03, 120, -8.0), (0.02, 0, 0.03),
+                                (0.02, 7, 0.0)]:
+        if dtype == "quint8":
+            zero = abs(zero)
+        ours = getattr(nnq.QFunctional(), op)(
+            torcia.quantize_per_tensor(torcia.tensor(values), scale, zero,
+                                       getattr(torcia, dtype)), scalar)
+        theirs = getattr(torch.ao.nn.quantized.QFunctional(), op)(
+            torch.quantize_per_tensor(torch.tensor(values), scale, zero, tdtype), scalar)
+        assert (ours.q_scale(), ours.q_zero_point()) == (theirs.q_scale(),
+                                                        theirs.q_zero_point())
+        assert ours.int_repr().tolist() == theirs.int_repr().tolist()
+
+
 # ---------------------------------------------------------------------------------------
 # quantizable modules compute what their float modules do
 # ---------------------------------------------------------------------------------------

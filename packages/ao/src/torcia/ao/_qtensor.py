@@ -275,6 +275,12 @@ class QTensor:
         """Tanh, its output at the fixed parameters of the range [-1, 1] (scale 2/256)."""
         return self._fixed_range(self.dequantize().tanh(), -1.0, 1.0)
 
+    def hardsigmoid(self):
+        """Hardsigmoid, its output at the fixed parameters of the range [0, 1] (scale 1/256)."""
+        from torcia.nn import functional as F
+
+        return self._fixed_range(F.hardsigmoid(self.dequantize()), 0.0, 1.0)
+
     def relu(self):
         """ReLU in the quantized domain: integers below the zero point become it."""
         self._per_tensor("relu")

@@ -22,8 +22,12 @@ from torcia.ao.nn import quantizable as nnqa
 from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.intrinsic import qat as nniqat
 from torcia.ao.nn.intrinsic import quantized as nniq
-from torcia.ao.nn.quantizable import _rnn as nnqa_rnn
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.nn.quantized._modules import (
+    _FixedRangeHardsigmoid,
+    _FixedRangeSigmoid,
+    _FixedRangeTanh,
+)
 from torcia.ao.quantization.fake_quantize import (
     FakeQuantizeBase,
     default_fixed_qparams_range_0to1_fake_quant,
@@ -318,6 +322,11 @@ def fuse_modules_qat(model, modules_to_fuse, inplace=False, fuser_func=fuse_know
 
 _PASSTHROUGH = (nn.ReLU, nn.MaxPool2d, nn.AdaptiveAvgPool2d, nn.AvgPool2d, nn.Flatten,
                 nn.Identity)
+# torch's quantized tensors run these as they are too, the output at the fixed parameters
+# of its range (no observer in eval mode: torch's mappings have none of them); torcia's are
+# swapped for versions that take quantized tensors and print as the float modules
+_FIXED_RANGE = {nn.Sigmoid: _FixedRangeSigmoid, nn.Tanh: _FixedRangeTanh,
+                nn.Hardsigmoid: _FixedRangeHardsigmoid}
 
 
 def get_default_static_quant_module_mappings() -> dict:
@@ -345,11 +354,12 @@ def get_default_static_quant_module_mappings() -> dict:
         nniqat.LinearReLU: nniq.LinearReLU, nniqat.ConvBn2d: nnq.Conv2d,
         nniqat.ConvBnReLU2d: nniq.ConvReLU2d, nn.ReLU6: nnq.ReLU6,
         nn.Hardswish: nnq.Hardswish, nn.LeakyReLU: nnq.LeakyReLU, nn.ELU: nnq.ELU,
-        nn.Sigmoid: nnq.Sigmoid, nn.BatchNorm2d: nnq.BatchNorm2d, nn.Dropout: nnq.Dropout,
+        nn.BatchNorm2d: nnq.BatchNorm2d, nn.Dropout: nnq.Dropout,
         nnq.FloatFunctional: nnq.QFunctional,
     }
     # torch's quantized tensors run these as they are; torcia's are wrapped
     mapping.update({kind: nnq.QuantizedPassthrough for kind in _PASSTHROUGH})
+    mapping.update(_FIXED_RANGE)
     return mapping
 
 
@@ -446,7 +456,8 @@ def no_observer_set() -> set:
 
 
 # modules whose output an observer follows after prepare (what convert will quantize)
-_OBSERVED_EXCLUDED = (DeQuantStub, nn.Dropout, nnq.FloatFunctional) + _PASSTHROUGH
+_OBSERVED_EXCLUDED = ((DeQuantStub, nn.Dropout, nnq.FloatFunctional) + _PASSTHROUGH
+                      + tuple(_FIXED_RANGE))
 
 
 # ---------------------------------------------------------------------------------------
@@ -490,9 +501,9 @@ def _fixed_range_fake_quant(mod):
     quantized sigmoid and tanh will have."""
     if not mod.training:
         return None
-    if type(mod) in (nn.Sigmoid, nn.Hardsigmoid, nn.Softmax, nnqa_rnn._FixedRangeSigmoid):
+    if type(mod) in (nn.Sigmoid, nn.Hardsigmoid, nn.Softmax, _FixedRangeSigmoid):
         return default_fixed_qparams_range_0to1_fake_quant
-    if type(mod) in (nn.Tanh, nnqa_rnn._FixedRangeTanh):
+    if type(mod) in (nn.Tanh, _FixedRangeTanh):
         return default_fixed_qparams_range_neg1to1_fake_quant
     return None
 

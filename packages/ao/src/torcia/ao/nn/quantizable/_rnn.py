@@ -10,27 +10,13 @@ import warnings
 import torcia
 from torcia import nn
 from torcia.ao._qtensor import QTensor, cat, quantize_per_tensor, quint8, stack
-from torcia.ao.nn.quantized._modules import FloatFunctional
+from torcia.ao.nn.quantized._modules import (
+    FloatFunctional,
+    _FixedRangeSigmoid,
+    _FixedRangeTanh,
+)
 
 _GATES = ("input", "forget", "cell", "output")
-
-
-class _FixedRangeSigmoid(nn.Sigmoid):
-    # nn.Sigmoid that also takes quantized tensors, giving them the fixed output parameters
-    # of torch's quantized sigmoid; being no nn.Sigmoid by type, prepare leaves it unobserved
-    def forward(self, input):
-        return input.sigmoid()
-
-    def _get_name(self):
-        return "Sigmoid"
-
-
-class _FixedRangeTanh(nn.Tanh):
-    def forward(self, input):
-        return input.tanh()
-
-    def _get_name(self):
-        return "Tanh"
 
 
 def _is_quantized(x) -> bool:

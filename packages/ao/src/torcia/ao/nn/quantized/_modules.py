@@ -4,6 +4,8 @@ point, and run the quantized ops (``torcia/ao/_ops.py``) through dispatch."""
 
 from __future__ import annotations
 
+import numpy as np
+
 import torcia
 from torcia import nn
 from torcia.ao._qtensor import (
@@ -955,6 +957,49 @@ class Softmax(nn.Module):
         return Softmax(mod.dim, scale, zero)
 
 
+class _FixedRangeSigmoid(nn.Sigmoid):
+    # nn.Sigmoid that also takes quantized tensors, as torch's plain nn.Sigmoid does: the
+    # output at the fixed parameters of torch's quantized sigmoid. convert swaps an
+    # nn.Sigmoid for it (torcia's float modules take float tensors only) and it prints as
+    # the float module, which torch's convert leaves in place; being no nn.Sigmoid by type,
+    # prepare leaves it unobserved
+    def forward(self, input):
+        return input.sigmoid()
+
+    def _get_name(self):
+        return "Sigmoid"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls()
+
+
+class _FixedRangeTanh(nn.Tanh):
+    def forward(self, input):
+        return input.tanh()
+
+    def _get_name(self):
+        return "Tanh"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls()
+
+
+class _FixedRangeHardsigmoid(nn.Hardsigmoid):
+    def forward(self, input):
+        if isinstance(input, QTensor):
+            return input.hardsigmoid()
+        return super().forward(input)
+
+    def _get_name(self):
+        return "Hardsigmoid"
+
+    @classmethod
+    def from_float(cls, mod, use_precomputed_fake_quant=False):
+        return cls(mod.inplace)
+
+
 class QuantizedPassthrough(nn.Module):
     """A float module that works on quantized tensors as they are (ReLU, max pooling,
     flattening, dropout in eval), or with their quantization parameters kept (average
@@ -1067,7 +1112,27 @@ class QFunctional(nn.Module):
         return quantize_per_tensor(t, self.scale, self.zero_point, quint8)
 
     def add_scalar(self, x, y):
-        return self._requant(x.dequantize() + y)
+        """``x + y`` without requantizing (torch's quantized ``add_scalar``, which no
+        observer sees): ``y`` becomes ``c = round(y / scale)`` integer steps taken off the
+        zero point, the integers kept. Where the shifted zero point leaves the dtype's
+        range it stays at the range's nearer end and the scale widens so that the range
+        spans the shifted values; the integers are then requantized to it."""
+        x._per_tensor("add_scalar")
+        qd, scale, zero = x.dtype, float(x._scale), int(x._zero_point)
+        steps = round(float(y) / scale)
+        shifted = zero - steps
+        if qd.qmin <= shifted <= qd.qmax:
+            return QTensor(x._int.clone(), qd, scale, shifted)
+        span = qd.qmax - qd.qmin
+        if shifted < qd.qmin:
+            out_scale, out_zero = (qd.qmax - shifted) / span * scale, qd.qmin
+        else:
+            out_scale, out_zero = (shifted - qd.qmin) / span * scale, qd.qmax
+        # float32 arithmetic and round-half-even, as torch's kernel (lrintf)
+        ratio = float(np.float32(scale) * (np.float32(1.0) / np.float32(out_scale)))
+        steps_from_zero = (x._int.to(torcia.int64) - shifted).to(torcia.float32)
+        ints = torcia.round(steps_from_zero * ratio).to(torcia.int64) + out_zero
+        return QTensor(ints.clamp(qd.qmin, qd.qmax).to(x._int.dtype), qd, out_scale, out_zero)
 
     def mul(self, x, y):
         return self._requant(x.dequantize() * y.dequantize())
