@@ -450,15 +450,16 @@ def _adaptive_size(output_size, input, nd):
     return size
 
 
-def _adaptive_weights(i: int, o: int, like: Tensor) -> Tensor:
-    """(o, i) averaging matrix of adaptive pooling along one dim: row r averages input
-    positions [floor(r*i/o), ceil((r+1)*i/o))."""
+def _adaptive_windows(i: int, o: int, like: Tensor) -> tuple[Tensor, Tensor]:
+    """The (o, i) 0/1 matrix of adaptive pooling's windows along one dim (row r covers input
+    positions [floor(r*i/o), ceil((r+1)*i/o))) and each window's length."""
     r = np.arange(o)
     start, end = (r * i) // o, -((-(r + 1) * i) // o)
     pos = np.arange(i)
-    m = ((pos >= start[:, None]) & (pos < end[:, None])) / (end - start)[:, None]
+    m = (pos >= start[:, None]) & (pos < end[:, None])
     # built on the host, then moved: ``like`` may live on another device
-    return tensor(m, dtype=like.dtype, device=like.device)
+    return (tensor(m, dtype=like.dtype, device=like.device),
+            tensor(end - start, dtype=like.dtype, device=like.device))
 
 
 def _adaptive_avg_pool(nd, input, output_size, fn):
@@ -467,13 +468,16 @@ def _adaptive_avg_pool(nd, input, output_size, fn):
     size = _adaptive_size(output_size, input, nd)
     if any(s < 0 for s in size):
         raise RuntimeError(f"{fn}(): output_size must be non-negative, got {list(size)}")
-    # separable and linear: one small matmul per spatial dim
-    out = input
+    # separable and linear: one small matmul of window sums per spatial dim, then one
+    # division by the window's size, as PyTorch divides its sum (multiplying by a fraction
+    # per dim rounds an exact half of integers off it)
+    out, count = input, None
     for k in range(nd):
         dim = input.ndim - nd + k
-        w = _adaptive_weights(input.shape[dim], size[k], input)
-        out = (out.movedim(dim, -1) @ w.mT).movedim(-1, dim)
-    return out
+        windows, length = _adaptive_windows(input.shape[dim], size[k], input)
+        out = (out.movedim(dim, -1) @ windows.mT).movedim(-1, dim)
+        count = length if count is None else count[..., None] * length
+    return out / count
 
 
 @autocast_as("adaptive_avg_pool1d")

@@ -75,6 +75,19 @@ def _check_quantized(x, where: str) -> QTensor:
     return x
 
 
+def _averaged(x, fn, what):
+    """``fn`` (an average: linear, so it commutes with the affine map) of the integers less
+    the zero point, the zero point added back before rounding half to even, the quantization
+    parameters kept, as torch averages the integers; averaging the dequantized floats
+    instead lands a sum on a half step a rounding error off, to the other side."""
+    x = _check_quantized(x, what)
+    info = torcia.iinfo(x._int.dtype)
+    zero_point = int(x._zero_point)
+    out = (fn(x._int.to(torcia.float64) - zero_point) + zero_point).round()
+    return QTensor(out.clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
+                   x._zero_point)
+
+
 class Quantize(nn.Module):
     """Quantize a float tensor at a fixed scale and zero point (what a QuantStub becomes).
 
@@ -1000,6 +1013,10 @@ class _FixedRangeHardsigmoid(nn.Hardsigmoid):
         return cls(mod.inplace)
 
 
+_AVERAGES = (nn.AvgPool1d, nn.AvgPool2d, nn.AvgPool3d, nn.AdaptiveAvgPool1d,
+             nn.AdaptiveAvgPool2d, nn.AdaptiveAvgPool3d)
+
+
 class QuantizedPassthrough(nn.Module):
     """A float module that works on quantized tensors as they are (ReLU, max pooling,
     flattening, dropout in eval), or with their quantization parameters kept (average
@@ -1024,6 +1041,8 @@ class QuantizedPassthrough(nn.Module):
             # floats of 0..255)
             pooled = m(x._int.to(torcia.float32)).to(x._int.dtype)
             return QTensor(pooled, x._dtype, x._scale, x._zero_point)
+        if isinstance(m, _AVERAGES):
+            return _averaged(x, m, type(m).__name__)
         return quantize_per_tensor(m(x.dequantize()), float(x._scale), int(x._zero_point),
                                    x._dtype)
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import torcia
 from torcia import nn
 from torcia.ao._qtensor import QTensor, qint8, quantize_per_tensor, quint8
-from torcia.ao.nn.quantized._modules import _check_quantized, ntuple
+from torcia.ao.nn.quantized._modules import _averaged, _check_quantized, ntuple
 from torcia.library import call
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "avg_pool2d", "avg_pool3d", "celu",
@@ -197,7 +197,7 @@ def _avg_pool(nd: int, doc: str):
 
     def pool(input, kernel_size, stride=None, padding=0, ceil_mode=False,
              count_include_pad=True, divisor_override=None):
-        return _requantized(input, lambda t: getattr(F, name)(
+        return _averaged(input, lambda t: getattr(F, name)(
             t, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override),
             f"quantized {name}")
 
@@ -209,8 +209,8 @@ def _adaptive_avg_pool(nd: int, doc: str):
     name = f"adaptive_avg_pool{nd}d"
 
     def pool(input, output_size):
-        return _requantized(input, lambda t: getattr(F, name)(t, output_size),
-                            f"quantized {name}")
+        return _averaged(input, lambda t: getattr(F, name)(t, output_size),
+                         f"quantized {name}")
 
     return _named(pool, name, doc)
 
