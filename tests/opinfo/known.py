@@ -108,7 +108,9 @@ known("sgn", "nan", "design",
       kinds=("edge",))
 known("nn.functional.gelu", "nan", "design",
       "torch 2.13's vectorised float32 gelu gives NaN at +inf (its scalar tail and float64 "
-      "give inf); torcia gives gelu(inf) = inf everywhere", dtypes=("float32", "bfloat16"),
+      "give inf; its half precision goes through that path too where the CPU has "
+      "AVX512-FP16); torcia gives gelu(inf) = inf everywhere",
+      dtypes=("float32", "bfloat16", "float16"),
       kinds=("edge",))
 known(("copysign", "signbit"), "value", "design",
       "torch 2.13's vectorised float32 -> bfloat16 conversion writes NaN as 0xFFFF, with the "
@@ -145,12 +147,15 @@ known(("complex", "view_as_complex"), "refused", "design",
       "torch 2.13 makes complex32 (ComplexHalf) of float16 parts; torcia has no complex32 "
       "dtype (NumPy has none) and refuses them in PyTorch's words for other dtypes",
       dtypes=("float16",))
-known(("conv_tbc", "nn.functional.conv_tbc", "gru", "nn.functional.multi_head_attention_forward"),
+known(("conv_tbc", "nn.functional.conv_tbc", "gru", "nn.functional.multi_head_attention_forward",
+       "nn.functional.conv_transpose1d", "nn.functional.conv_transpose2d",
+       "nn.functional.conv_transpose3d"),
       "value", "design",
       "half precision through several matrix products: where each product's sum is rounded "
       "to half (and in what order it is summed) differs between torch 2.13's CPU kernels "
-      "(its BLAS, its blocking) and torcia's, by a few ulps either way; both are as far "
-      "from the exact value of the same inputs", dtypes=("float16", "bfloat16"))
+      "(its BLAS, its blocking, and on a CPU with AVX512-FP16 its native half arithmetic) "
+      "and torcia's, by a few ulps either way; both are about as far from the exact value "
+      "of the same inputs", dtypes=("float16", "bfloat16"))
 known(("histogram", "histogramdd"), "raised", "design",
       "torch 2.13 has no meta kernel for these either (NotImplementedError: 'no fake impl "
       "or Meta kernel registered'): histogram's bins come from the values", prop="meta")
