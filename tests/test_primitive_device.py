@@ -173,3 +173,78 @@ def test_listing_names_native_and_decomposed_ops():
     assert "matmul" in device["native"] and "conv" not in device["native"]
     # only the ops plugins define (the example's logcosh) run on the host
     assert device["missing"] == [] and not set(device["fallback"]) & set(torcia.ops.ALL)
+
+
+def _values(dtype, shape=(4, 6), seed=0):
+    """Random values with the edges an elementwise op must get right: signed zeros, the
+    activations' kinks, NaN and both infinities, and large magnitudes."""
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(shape) * 4
+    flat = x.reshape(-1)
+    flat[:10] = [0.0, -0.0, np.nan, np.inf, -np.inf, -3.0, 3.0, 30.0, -30.0, 1e4]
+    return torcia.tensor(x, dtype=dtype)
+
+
+_F = {"dtype": None}  # a float operand of the case's dtype
+# (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
+# (positive values), "m" (a bool mask), or a Python number
+ELEMENTWISE_CASES = [
+    ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
+    ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
+    ("hardswish", "x", {}), ("softsign", "x", {}), ("tanhshrink", "x", {}), ("silu", "x", {}),
+    ("silu_backward", "yx", {}), ("softplus", "x", {"beta": 2.0, "threshold": 10.0}),
+    ("mish", "x", {}), ("logsigmoid", "x", {}), ("elu", "x", {"alpha": 0.7}),
+    ("celu", "x", {"alpha": 1.5}), ("selu", "x", {}), ("gelu", "x", {}),
+    ("gelu", "x", {"approximate": "tanh"}), ("gelu_backward", "yx", {}),
+    ("gelu_backward", "yx", {"approximate": "tanh"}), ("sinc", "x", {}), ("frac", "x", {}),
+    ("rsqrt", "p", {}), ("addcmul", "xyp", {"value": 0.5}), ("addcdiv", "xyp", {"value": -2}),
+    ("lerp", "xy", {"weight": 0.3}), ("lerp", "xy", {"weight": 0.8}), ("lerp", "xyp", {}),
+    ("xlogy", "xp", {}), ("xlogy", "px", {}), ("xlog1py", "xp", {}), ("fmax", "xy", {}),
+    ("fmin", "xy", {}), ("logical_not", "x", {}), ("logical_and", "xy", {}),
+    ("logical_or", "xy", {}), ("logical_xor", "xy", {}), ("masked_fill", "xm", {"value": 2.5}),
+    ("tril", "x", {"diagonal": -1}), ("triu", "x", {"diagonal": 2}),
+    ("count_nonzero", "x", {"dim": (1,)}), ("nansum", "x", {"dim": (0,), "keepdim": True}),
+    ("nansum", "x", {}), ("std", "y", {"dim": (1,), "correction": 0}),
+    ("tile", "x", {"dims": (2, 1, 3)}), ("stack", "xy", {"dim": -1}),
+]
+
+
+REFERENCE = library.ReferenceKernels().table()
+
+
+def _inputs(spec, dtype):
+    made = {"x": _values(dtype), "y": _values(dtype, seed=1),
+            "p": _values(dtype, seed=2).abs() + 0.25,
+            "m": _values(torcia.float64, seed=3) > 0}
+    # lerp's tensor weight: in [0, 1], around the 0.5 where its formula switches
+    if spec == "xyp":
+        made["p"] = torcia.tensor(np.linspace(0, 1, 24).reshape(4, 6), dtype=dtype)
+    return tuple(made[k] for k in spec)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32, torcia.float16])
+@pytest.mark.parametrize("op, spec, params", ELEMENTWISE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(ELEMENTWISE_CASES)])
+def test_elementwise_decompositions_match_the_reference_kernels(prims, op, spec, params,
+                                                                dtype):
+    """Each composite's decomposition on a primitives-only device gives the reference
+    kernel's values (NaN, infinities and signed zeros included), dtype and shape."""
+    assert not library.get_op(op).primitive
+    inputs = _inputs(spec, dtype)
+    if op == "lerp" and spec == "xyp":
+        params = {}
+    with np.errstate(all="ignore"):
+        want = REFERENCE[op](*(t.numpy() for t in inputs), **params)
+        got = library.call(op, tuple(t.to(prims) for t in inputs), params)
+    got = got.to("cpu").numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+        np.testing.assert_array_equal(got, want)
+        return
+    tol = {np.float64: 1e-12, np.float32: 2e-6, np.float16: 2e-3}[want.dtype.type]
+    np.testing.assert_allclose(got, want, rtol=tol, atol=tol, equal_nan=True)
+    if op.endswith("_backward"):
+        return  # a gradient's zero is an underflow, its sign noise
+    # signed zeros where the reference gives a zero
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))

@@ -53,6 +53,257 @@ def addmm(c, a, b, beta=1, alpha=1):
     return prod + (c if beta == 1 else c * beta)
 
 
+# ----- elementwise ----------------------------------------------------------------------
+# Half precision computes in float32 and rounds once, as the reference kernels (and
+# PyTorch's opmath) do: rounding after each step would drift by several ulps.
+
+_HALF = (torcia.float16, torcia.bfloat16)
+
+
+def _opmath(fn):
+    """``fn`` computed in float32 for half-precision tensors, its result rounded back."""
+    def run(a, *args, **kw):
+        if isinstance(a, torcia.Tensor) and a.dtype in _HALF:
+            wide = [t.float() if isinstance(t, torcia.Tensor) and t.dtype in _HALF else t
+                    for t in args]
+            return fn(a.float(), *wide, **kw).to(a.dtype)
+        return fn(a, *args, **kw)
+
+    run.__name__ = fn.__name__
+    return run
+
+
+def _zero(a):
+    """A 0-dim zero of ``a``'s dtype on its device (a Python 0 would promote a bool)."""
+    return torcia.zeros((), dtype=a.dtype, device=a.device)
+
+
+@_opmath
+def relu(a):
+    # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
+    return torcia.where(a > 0, a, torcia.where(a < 0, _zero(a), a * 0))
+
+
+@_opmath
+def leaky_relu(a, negative_slope=0.01):
+    return torcia.where(a > 0, a, a * negative_slope)
+
+
+@_opmath
+def hardtanh(a, min_val=-1.0, max_val=1.0):
+    return a.clamp(min_val, max_val)
+
+
+@_opmath
+def hardsigmoid(a):
+    return (a + 3).clamp(0, 6) / 6
+
+
+@_opmath
+def hardswish(a):
+    return a * (a + 3).clamp(0, 6) / 6
+
+
+@_opmath
+def softsign(a):
+    return a / (1 + a.abs())
+
+
+@_opmath
+def tanhshrink(a):
+    return a - a.tanh()
+
+
+@_opmath
+def silu(a):
+    return a * a.sigmoid()
+
+
+@_opmath
+def silu_backward(g, a):
+    s = a.sigmoid()
+    return g * s * (1 + a * (1 - s))
+
+
+@_opmath
+def softplus(a, beta=1.0, threshold=20.0):
+    # above the threshold the value is the input itself: log1p(exp) would overflow there
+    z = a * beta
+    return torcia.where(z > threshold, a, z.clamp(max=threshold).exp().log1p() / beta)
+
+
+@_opmath
+def mish(a):
+    return a * softplus(a).tanh()
+
+
+@_opmath
+def logsigmoid(a):
+    return -softplus(-a)
+
+
+@_opmath
+def elu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * a.expm1())
+
+
+@_opmath
+def celu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * (a / alpha).expm1())
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+@_opmath
+def selu(a):
+    return _SELU_SCALE * elu(a, _SELU_ALPHA)
+
+
+@_opmath
+def gelu(a, approximate="none"):
+    if approximate == "tanh":
+        inner = math.sqrt(2 / math.pi) * (a + 0.044715 * a * a * a)
+        return 0.5 * a * (1 + inner.tanh())
+    return 0.5 * a * (1 + (a * math.sqrt(0.5)).erf())
+
+
+@_opmath
+def gelu_backward(g, a, approximate="none"):
+    if approximate == "tanh":
+        k = math.sqrt(2 / math.pi)
+        t = (k * (a + 0.044715 * a * a * a)).tanh()
+        return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * k * (1 + 3 * 0.044715 * a * a))
+    cdf = 0.5 * (1 + (a * math.sqrt(0.5)).erf())
+    pdf = (-0.5 * a * a).exp() / math.sqrt(2 * math.pi)
+    return g * (cdf + a * pdf)
+
+
+@_opmath
+def sinc(a):
+    x = a * math.pi
+    return torcia.where(a == 0, torcia.ones((), dtype=a.dtype, device=a.device), x.sin() / x)
+
+
+@_opmath
+def frac(a):
+    return a - a.trunc()
+
+
+@_opmath
+def rsqrt(a):
+    return a.sqrt().reciprocal()
+
+
+@_opmath
+def addcmul(a, t1, t2, value=1):
+    return a + value * (t1 * t2)
+
+
+@_opmath
+def addcdiv(a, t1, t2, value=1):
+    return a + value * (t1 / t2)
+
+
+@_opmath
+def lerp(start, end, weight):
+    # PyTorch's two-sided form: exact at both ends (weight 0 gives start, 1 gives end)
+    diff = end - start
+    if not isinstance(weight, torcia.Tensor):
+        return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
+    return torcia.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
+
+
+@_opmath
+def xlogy(a, b):
+    # 0 * log(y) is 0 unless y is NaN
+    return torcia.where(_both(a == 0, b == b), _zero(a), a * b.log())
+
+
+@_opmath
+def xlog1py(a, b):
+    return torcia.where(_both(a == 0, b == b), _zero(a), a * b.log1p())
+
+
+def fmax(a, b):
+    return torcia.where(b.isnan(), a, torcia.where(a.isnan(), b, torcia.maximum(a, b)))
+
+
+def fmin(a, b):
+    return torcia.where(b.isnan(), a, torcia.where(a.isnan(), b, torcia.minimum(a, b)))
+
+
+def _both(x, y):
+    # bitwise on bools; ``&`` would dispatch logical_and again
+    return call("bitwise_and", (x, y), {})
+
+
+def logical_not(a):
+    return a == 0
+
+
+def logical_and(a, b):
+    return _both(a != 0, b != 0)
+
+
+def logical_or(a, b):
+    return call("bitwise_or", (a != 0, b != 0), {})
+
+
+def logical_xor(a, b):
+    return (a != 0) != (b != 0)
+
+
+def masked_fill(a, mask, value):
+    fill = (value.to(a.dtype) if isinstance(value, torcia.Tensor)
+            else torcia.full((), value, dtype=a.dtype, device=a.device))
+    return torcia.where(mask, fill, a)
+
+
+def _triangle(a, diagonal, lower):
+    rows, cols = a.shape[-2:]
+    offset = (torcia.arange(cols, device=a.device).unsqueeze(0)
+              - torcia.arange(rows, device=a.device).unsqueeze(1))
+    keep = offset <= diagonal if lower else offset >= diagonal
+    return torcia.where(keep, a, _zero(a))
+
+
+def tril(a, diagonal=0):
+    return _triangle(a, diagonal, lower=True)
+
+
+def triu(a, diagonal=0):
+    return _triangle(a, diagonal, lower=False)
+
+
+def count_nonzero(a, dim=None):
+    return (a != 0).sum() if dim is None else (a != 0).sum(dim)
+
+
+def nansum(a, dim=None, keepdim=False, dtype=None):
+    clean = torcia.where(a.isnan(), _zero(a), a)
+    if dim is None and not keepdim:
+        return clean.sum(dtype=dtype)
+    dims = tuple(range(a.ndim)) if dim is None else dim
+    return clean.sum(dims, keepdim=keepdim, dtype=dtype)
+
+
+@_opmath
+def std(a, dim=None, correction=1, keepdim=False):
+    return call("var", (a,), {"dim": dim, "correction": correction, "keepdim": keepdim}).sqrt()
+
+
+def tile(a, dims):
+    dims = tuple(dims)
+    return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
+
+
+def stack(*tensors, dim=0):
+    if dim < 0:
+        dim += tensors[0].ndim + 1
+    return torcia.cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
 # ----- softmax and cross-entropy ---------------------------------------------------------
 
 
@@ -277,6 +528,12 @@ def max_pool_backward(g, indices, input_shape):
 
 
 DECOMPOSITIONS = {
+    **{fn.__name__: fn for fn in (
+        relu, leaky_relu, hardtanh, hardsigmoid, hardswish, softsign, tanhshrink, silu,
+        silu_backward, softplus, mish, logsigmoid, elu, celu, selu, gelu, gelu_backward, sinc,
+        frac, rsqrt, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not,
+        logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
+        std, tile, stack)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,

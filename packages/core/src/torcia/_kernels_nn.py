@@ -164,7 +164,9 @@ class NNKernels:
     def elu(self, a, alpha=1.0):
         """elu(a, alpha): a where a > 0, else alpha * (exp(a) - 1)."""
         xp = self.xp
-        neg = xp.expm1(xp.minimum(a, 0)) * a.dtype.type(alpha)
+        # the positive inputs zeroed (their exp could overflow), -0.0 kept: elu(-0.0) is
+        # -0.0 in PyTorch
+        neg = xp.expm1(xp.where(a > 0, a.dtype.type(0), a)) * a.dtype.type(alpha)
         return xp.where(a > 0, a, neg)
 
     def selu(self, a):
@@ -175,7 +177,7 @@ class NNKernels:
         """celu(a, alpha): max(0, a) + min(0, alpha * (exp(a / alpha) - 1))."""
         xp = self.xp
         al = a.dtype.type(alpha)
-        return xp.where(a > 0, a, xp.expm1(xp.minimum(a, 0) / al) * al)
+        return xp.where(a > 0, a, xp.expm1(xp.where(a > 0, a.dtype.type(0), a) / al) * al)
 
     def gelu(self, a, approximate="none"):
         """gelu(a, approximate): a * Phi(a), or its tanh approximation."""
@@ -190,6 +192,9 @@ class NNKernels:
     def gelu_backward(self, g, a, approximate="none"):
         """gelu_backward(g, a, approximate): g * gelu'(a)."""
         xp = self.xp
+        if _low(a):
+            # in float32, rounded once, as PyTorch: a's cube overflows half precision
+            return self.gelu_backward(*_in_float32(g, a), approximate).astype(g.dtype)
         if approximate == "tanh":
             # with s = sigmoid(2 u): 0.5 (1 + tanh u) = s and 1 - tanh^2 u = 4 s (1 - s),
             # without the cancellation of 1 + tanh u for a < 0

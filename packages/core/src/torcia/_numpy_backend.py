@@ -308,7 +308,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return a - self.xp.trunc(a)
 
     def relu(self, a):
-        return self.xp.maximum(a, 0).astype(a.dtype, copy=False)
+        # negatives to 0, NaN and -0.0 kept, as PyTorch (maximum(-0.0, 0) gives 0.0)
+        return self.xp.where(a < 0, a.dtype.type(0), a)
 
     def floor_divide(self, a, b):
         _check_divisor(self.xp, a, b)
@@ -391,7 +392,12 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         if _half(dt):
             start, end = start.astype(np.float32), end.astype(np.float32)
             weight = weight.astype(np.float32) if hasattr(weight, "astype") else weight
-        return (start + weight * (end - start)).astype(dt, copy=False)
+        # PyTorch's two-sided form, exact at both ends: from start below a weight of 0.5,
+        # from end above
+        diff = end - start
+        near_start = np.abs(weight) < 0.5
+        out = np.where(near_start, start + weight * diff, end - diff * (1 - weight))
+        return np.asarray(out).astype(dt, copy=False)
 
     def addcmul(self, a, t1, t2, value=1):
         dt = a.dtype

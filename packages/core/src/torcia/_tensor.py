@@ -971,6 +971,8 @@ def binary(op: str, a, b, float_op: bool = False):
                 out = _make(kernels[op](ad, b._data), dev)
             except (TypeError, ValueError):  # reworded by _run2
                 out = _make(_run2(kernels[op], ad, b._data, op), dev)
+            except NotImplementedError:  # a composite the device lacks
+                return call(op, (a, b), {})
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.record(op, (a, b), {}, out)
             return out
@@ -1009,6 +1011,9 @@ def binary(op: str, a, b, float_op: bool = False):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
+    if op not in kernels:
+        # a composite the device lacks: its decomposition, on the promoted operands
+        return call(op, (a.to(dt), _as_operand(b, a).to(dt)), {})
     out = _make(_run2(kernels[op], ad, bd, op), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.record(op, (a, b), {}, out)
@@ -1184,6 +1189,8 @@ def unary(op: str, a, to_float: bool = False):
         out = Tensor._make(kernels[op](ad), dev)
     except (TypeError, ValueError) as exc:
         raise _no_kernel(op, (ad,), exc) from None
+    except NotImplementedError:  # a composite the device lacks: its decomposition
+        return call(op, (a.to(_FROM_NP[ad.dtype]),), {})
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.record(op, (a,), {}, out)
     return out

@@ -659,7 +659,7 @@ def primitives() -> list[str]:
     >>> import torcia
     >>> from torcia import library
     >>> "add" in library.primitives(), "addcmul" in library.primitives()
-    (True, True)
+    (True, False)
     """
     return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
 
