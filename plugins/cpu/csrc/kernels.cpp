@@ -810,6 +810,80 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
   return out;
 }
 
+// Columns per task of index_add_rows: a cache line of float32, so that even a narrow
+// embedding (64 columns) spreads over threads.
+constexpr int64_t kIndexColumns = 16;
+
+// out (outer, n, inner) = a with source (outer, m, inner) added along the middle dim at
+// idx (m,): out[o, idx[i], j] += source[o, i, j]. Each element takes its terms in index
+// order, as NumPy's add.at does, so the result is its bits on every thread count; threads
+// own blocks of columns.
+template <typename T>
+void index_add_run(const T* a, const int64_t* idx, const T* source, T* out, int64_t outer,
+                   int64_t n, int64_t m, int64_t inner) {
+  const int64_t blocks = (inner + kIndexColumns - 1) / kIndexColumns;
+  const int64_t tasks = outer * blocks;
+  const bool threads = tasks > 1 && outer * inner * (n + m) > kParallelWork;
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (threads)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / blocks, j0 = (t % blocks) * kIndexColumns;
+    const int64_t w = std::min(kIndexColumns, inner - j0);
+    const T* from = a + o * n * inner + j0;
+    const T* rows = source + o * m * inner + j0;
+    T* to = out + o * n * inner + j0;
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) to[k * inner + j] = from[k * inner + j];
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = to + idx[i] * inner;
+      const T* s = rows + i * inner;
+      for (int64_t j = 0; j < w; ++j) row[j] += s[j];
+    }
+  }
+}
+
+// index_add_rows(a, index, source, outer, n, inner) -> a copy of a (float32 or float64,
+// C-contiguous, outer * n * inner elements) with source (a's dtype, C-contiguous,
+// outer * m * inner elements) added at index (1-D int64, C-contiguous, m values in
+// [0, n)) along the middle dim of (outer, n, inner); of a's shape.
+py::array index_add_rows(const py::array& a, const py::array& index, const py::array& source,
+                         int64_t outer, int64_t n, int64_t inner) {
+  const std::string fn = "index_add_rows";
+  torcia_checks::float_array(fn, "a", a);
+  torcia_checks::like(fn, "source", source, "a", a);
+  if (!torcia_checks::is_dtype<int64_t>(index.dtype()) || index.ndim() != 1 ||
+      !(index.flags() & py::array::c_style))
+    fail(fn, "index must be a 1-D C-contiguous int64 array, got " +
+                 std::string(py::str(index.dtype())) + " of shape " + shape_of(index));
+  check_at_least(fn, "outer", outer, 0);
+  check_at_least(fn, "n", n, 0);
+  check_at_least(fn, "inner", inner, 0);
+  const int64_t m = index.shape(0);
+  const int64_t plane = mul(fn, outer, inner);
+  if (a.size() != mul(fn, plane, n))
+    fail(fn, "a has " + std::to_string(a.size()) + " elements, not (" + std::to_string(outer) +
+                 ", " + std::to_string(n) + ", " + std::to_string(inner) + ")");
+  if (source.size() != mul(fn, plane, m))
+    fail(fn, "source has " + std::to_string(source.size()) + " elements, not (" +
+                 std::to_string(outer) + ", " + std::to_string(m) + ", " +
+                 std::to_string(inner) + ")");
+  const int64_t* idx = static_cast<const int64_t*>(index.data());
+  for (int64_t i = 0; i < m; ++i)
+    if (idx[i] < 0 || idx[i] >= n)
+      fail(fn, "index holds " + std::to_string(idx[i]) + ", out of range for size " +
+                   std::to_string(n));
+  py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  if (torcia_checks::is_dtype<float>(a.dtype()))
+    index_add_run(static_cast<const float*>(a.data()), idx,
+                  static_cast<const float*>(source.data()),
+                  static_cast<float*>(out.mutable_data()), outer, n, m, inner);
+  else
+    index_add_run(static_cast<const double*>(a.data()), idx,
+                  static_cast<const double*>(source.data()),
+                  static_cast<double*>(out.mutable_data()), outer, n, m, inner);
+  return out;
+}
+
 // ----- LSTM cell (its rows in lstm_rows.h) ---------------------------------------------
 
 // One step from the gate pre-activations gates (M, 4H) = [i f g o] and the cell state
@@ -1173,6 +1247,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("sgd_step_f64", &sgd_step<double>);
   m.def("adam_step_f32", &adam_step<float>);
   m.def("adam_step_f64", &adam_step<double>);
+  m.def("index_add_rows", &index_add_rows, py::arg("a"), py::arg("index"), py::arg("source"),
+        py::arg("outer"), py::arg("n"), py::arg("inner"));
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_winograd", &set_winograd, py::arg("on"));
