@@ -6,7 +6,7 @@ import importlib.util
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from torcia_cpu import _native
 from torcia_cpu.kernels import NativeKernels
@@ -41,19 +41,6 @@ def _case(shape, dim, m, dtype, contiguous=True):
     return a, index, source
 
 
-def _threaded(fn, counts=(1, 2)):
-    """fn's results on each thread count in ``counts``, twice each."""
-    before = _native.get_num_threads()
-    try:
-        out = []
-        for n in counts:
-            _native.set_num_threads(n)
-            out += [fn(), fn()]
-        return out
-    finally:
-        _native.set_num_threads(before)
-
-
 # (shape, dim, indices): an embedding bag's rows, a middle and a last dim, sizes around
 # the work from which threads run (1 << 16 elements), an empty index, an empty dim with
 # no index, one row, narrow rows (one block of columns) and rows ending in a part-block
@@ -65,10 +52,11 @@ CASES = [((64, 64), 0, 3200), ((5, 40, 30), 1, 77), ((6, 50, 9), 2, 20),
 @pytest.mark.parametrize("contiguous", [True, False])
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, dim, m", CASES, ids=str)
-def test_the_reference_bits_on_every_thread_count(shape, dim, m, dtype, contiguous):
+def test_the_reference_bits_on_every_thread_count(shape, dim, m, dtype, contiguous,
+                                                  on_threads):
     a, index, source = _case(shape, dim, m, dtype, contiguous)
     want = REF(a, index, source, dim)
-    for got in _threaded(lambda: NAT.index_add(a, index, source, dim)):
+    for got in on_threads(lambda: NAT.index_add(a, index, source, dim)):
         _same(got, want)
 
 
@@ -99,13 +87,15 @@ def test_what_it_does_not_cover_goes_to_the_reference():
         NAT.index_add(a, np.array([0, 50]), source[:2], 0)
 
 
-@settings(max_examples=30, deadline=None, derandomize=True)
+# the fixture holds no state between examples
+@settings(max_examples=30, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(rows=st.integers(0, 300), cols=st.sampled_from([1, 15, 16, 17, 64, 1000]),
        m=st.integers(0, 600), dtype=st.sampled_from(DTYPES))
-def test_fuzz_rows(rows, cols, m, dtype):
+def test_fuzz_rows(rows, cols, m, dtype, on_threads):
     a, index, source = _case((rows, cols), 0, m if rows else 0, dtype)
     want = REF(a, index, source, 0)
-    for got in _threaded(lambda: NAT.index_add(a, index, source, 0)):
+    for got in on_threads(lambda: NAT.index_add(a, index, source, 0)):
         _same(got, want)
 
 
