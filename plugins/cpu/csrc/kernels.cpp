@@ -9,6 +9,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1163,6 +1164,51 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
   }
 }
 
+// Elements per task of the optimizer updates (the grain of the elementwise ops).
+constexpr int64_t kStepSpan = 1 << 15;
+
+template <typename T>
+struct AdamConstants {
+  bool maximize, coupled, decoupled;  // coupled: L2 decay added to the gradient
+  T weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps;
+};
+
+// Adam's update of n elements of one parameter, torch.optim.Adam's formulas in T. The
+// arrays of one parameter do not overlap (adam_step checks), so the loop vectorises, once
+// per instruction set.
+template <typename T, bool AMSGRAD>
+TORCIA_CLONES_WIDE void adam_span(T* __restrict__ p, const T* __restrict__ g,
+                                  T* __restrict__ m, T* __restrict__ v, T* __restrict__ vmax,
+                                  int64_t n, const AdamConstants<T> c, T step_size,
+                                  T bc2_sqrt) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = c.maximize ? -g[k] : g[k];
+    if (c.decoupled) p[k] *= c.decay;
+    if (c.coupled) d += c.weight_decay * p[k];
+    m[k] += (d - m[k]) * c.one_minus_beta1;
+    v[k] = c.beta2 * v[k] + c.one_minus_beta2 * d * d;
+    T denom_v = v[k];
+    if (AMSGRAD) {
+      vmax[k] = std::max(vmax[k], v[k]);
+      denom_v = vmax[k];
+    }
+    const T denom = std::sqrt(denom_v) / bc2_sqrt + c.eps;
+    p[k] -= step_size * m[k] / denom;
+  }
+}
+
+// Fails where two of one parameter's arrays (n elements of T each) share memory.
+template <typename T>
+static void check_apart(const std::string& fn, size_t i, int64_t n,
+                        std::initializer_list<std::pair<const char*, const T*>> arrays) {
+  for (auto a = arrays.begin(); a != arrays.end(); ++a)
+    for (auto b = a + 1; b != arrays.end(); ++b)
+      if (a->second && b->second && n > 0 && a->second < b->second + n &&
+          b->second < a->second + n)
+        fail(fn, std::string(a->first) + "[" + std::to_string(i) + "] and " + b->first + "[" +
+                     std::to_string(i) + "] share memory");
+}
+
 // Adam / AdamW (decoupled weight decay), amsgrad and maximize, as torch.optim.Adam(W).
 template <typename T>
 void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_avg_sqs,
@@ -1188,36 +1234,40 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
                                        true)
                       : nullptr;
     step[i] = steps[i].cast<double>();
+    check_apart<T>(fn, i, sizes[i], {{"params", p[i]}, {"grads", g[i]}, {"exp_avgs", m[i]},
+                                     {"exp_avg_sqs", v[i]}, {"max_exp_avg_sqs", vmax[i]}});
   }
-  py::gil_scoped_release release;
+  // every parameter's spans in one team: no team per parameter, and the small ones
+  // (biases, norms) run beside the others
+  std::vector<std::array<int64_t, 3>> spans;  // (parameter, start, length)
+  int64_t total = 0;
   for (size_t i = 0; i < count; ++i) {
-    const double bc1 = 1 - std::pow(beta1, step[i]);
-    const double bc2 = 1 - std::pow(beta2, step[i]);
-    const T step_size = T(lr / bc1);
+    for (int64_t lo = 0; lo < sizes[i]; lo += kStepSpan)
+      spans.push_back({int64_t(i), lo, std::min(kStepSpan, sizes[i] - lo)});
+    total += sizes[i];
+  }
+  std::vector<T> step_size(count), bc2_sqrt(count);
+  for (size_t i = 0; i < count; ++i) {
+    step_size[i] = T(lr / (1 - std::pow(beta1, step[i])));
     // pow(x, 0.5) rather than sqrt: the reference computes it with Python's float power
-    const T bc2_sqrt = T(std::pow(bc2, 0.5));
-    T* pi = p[i];
-    const T* gi = g[i];
-    T* mi = m[i];
-    T* vi = v[i];
-    T* vmi = vmax[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
-    for (int64_t k = 0; k < sizes[i]; ++k) {
-      T d = maximize ? -gi[k] : gi[k];
-      if (weight_decay != 0) {
-        if (decoupled) pi[k] *= T(1 - lr * weight_decay);
-        else d += T(weight_decay) * pi[k];
-      }
-      mi[k] += (d - mi[k]) * T(1 - beta1);
-      vi[k] = T(beta2) * vi[k] + T(1 - beta2) * d * d;
-      T denom_v = vi[k];
-      if (amsgrad) {
-        vmi[k] = std::max(vmi[k], vi[k]);
-        denom_v = vmi[k];
-      }
-      const T denom = std::sqrt(denom_v) / bc2_sqrt + T(eps);
-      pi[k] -= step_size * mi[k] / denom;
-    }
+    bc2_sqrt[i] = T(std::pow(1 - std::pow(beta2, step[i]), 0.5));
+  }
+  const AdamConstants<T> c{maximize, weight_decay != 0 && !decoupled,
+                           weight_decay != 0 && decoupled, T(weight_decay),
+                           T(1 - lr * weight_decay), T(1 - beta1), T(beta2), T(1 - beta2),
+                           T(eps)};
+  const int64_t n_spans = int64_t(spans.size());
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+  for (int64_t t = 0; t < n_spans; ++t) {
+    const auto [i, lo, len] = spans[t];
+    T* vmi = amsgrad ? vmax[i] + lo : nullptr;
+    if (amsgrad)
+      adam_span<T, true>(p[i] + lo, g[i] + lo, m[i] + lo, v[i] + lo, vmi, len, c,
+                         step_size[i], bc2_sqrt[i]);
+    else
+      adam_span<T, false>(p[i] + lo, g[i] + lo, m[i] + lo, v[i] + lo, vmi, len, c,
+                          step_size[i], bc2_sqrt[i]);
   }
 }
 

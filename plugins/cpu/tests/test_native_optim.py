@@ -1,0 +1,77 @@
+"""The native Adam update (kernels.cpp's adam_step) against torcia-optim's NumPy kernel:
+every option, parameters of sizes around the span a task updates, the same bits on every
+thread count."""
+
+import numpy as np
+import pytest
+from torcia_cpu import _native, kernels
+
+from torcia.optim import kernels as reference
+
+SPAN = 1 << 15
+# empty, one element, around one span, several spans with a short last one
+SIZES = [0, 1, 7, SPAN - 1, SPAN, SPAN + 1, 3 * SPAN + 7]
+OPTIONS = [dict(), dict(amsgrad=True), dict(maximize=True), dict(weight_decay=0.1),
+           dict(weight_decay=0.1, decoupled_weight_decay=True),
+           dict(weight_decay=0.05, amsgrad=True, maximize=True,
+                decoupled_weight_decay=True)]
+
+
+def _state(dtype, seed=0):
+    rng = np.random.default_rng(seed)
+
+    def arrays(scale=1.0):
+        return [(rng.standard_normal(n) * scale).astype(dtype) for n in SIZES]
+
+    return dict(params=arrays(), grads=arrays(), exp_avgs=arrays(0.1),
+                exp_avg_sqs=[np.abs(v) for v in arrays(0.01)],
+                max_exp_avg_sqs=[np.abs(v) for v in arrays(0.02)])
+
+
+def _run(step, state, options, steps=3):
+    """``steps`` updates by ``step`` on a copy of ``state``; the copy after them."""
+    s = {k: [a.copy() for a in v] for k, v in state.items()}
+    full = {**dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0,
+                   amsgrad=False, maximize=False, decoupled_weight_decay=False), **options}
+    if not full["amsgrad"]:
+        s["max_exp_avg_sqs"] = [None] * len(SIZES)
+    for t in range(1, steps + 1):
+        step(s["params"], s["grads"], s["exp_avgs"], s["exp_avg_sqs"], s["max_exp_avg_sqs"],
+             [float(t)] * len(SIZES), **full)
+    return s
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_adam_matches_the_reference(options, dtype, on_threads):
+    state = _state(dtype)
+    want = _run(reference.adam_step, state, options)
+    tol = dict(rtol=2e-6, atol=1e-7) if dtype == np.float32 else dict(rtol=1e-13, atol=1e-15)
+    runs = on_threads(lambda: _run(kernels.adam_step, state, options), (1, 2, 3))
+    for key in want:
+        if want[key][0] is None:
+            continue
+        for got, ref in zip(runs[0][key], want[key]):
+            np.testing.assert_allclose(got, ref, **tol)
+        bits = f"u{np.dtype(dtype).itemsize}"
+        for other in runs[1:]:
+            for got, first in zip(other[key], runs[0][key]):
+                np.testing.assert_array_equal(got.view(bits), first.view(bits))
+
+
+def test_adam_spans_reach_every_element():
+    # a parameter of several spans next to small ones: each element moved once per step
+    p = [np.zeros(n, np.float32) for n in (3, 2 * SPAN + 5, 1)]
+    g = [np.ones_like(a) for a in p]
+    before = _native.get_num_threads()
+    try:
+        _native.set_num_threads(2)
+        kernels.adam_step(p, g, [np.zeros_like(a) for a in p], [np.zeros_like(a) for a in p],
+                          [None] * 3, [1.0] * 3, lr=0.5, beta1=0.9, beta2=0.999, eps=0.0,
+                          weight_decay=0.0, amsgrad=False, maximize=False,
+                          decoupled_weight_decay=False)
+    finally:
+        _native.set_num_threads(before)
+    # the first step of Adam moves each element by lr against its gradient's sign
+    for a in p:
+        np.testing.assert_allclose(a, -0.5, rtol=1e-6)
