@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -1173,14 +1174,23 @@ struct AdamConstants {
   T weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps;
 };
 
+// Products and sums rounded one at a time, as NumPy's passes round them: no fused
+// multiply-add in the optimizer updates, whose bits are torcia-optim's (test_plugin.py).
+#if defined(__GNUC__) && !defined(__clang__)
+#define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
+#else
+#define TORCIA_NO_FMA
+#endif
+
 // Adam's update of n elements of one parameter, torch.optim.Adam's formulas in T. The
-// arrays of one parameter do not overlap (adam_step checks), so the loop vectorises, once
-// per instruction set.
+// arrays do not overlap (adam_step checks, and copies a gradient that shares memory), so
+// the loop vectorises, once per instruction set.
 template <typename T, bool AMSGRAD>
-TORCIA_CLONES_WIDE void adam_span(T* __restrict__ p, const T* __restrict__ g,
-                                  T* __restrict__ m, T* __restrict__ v, T* __restrict__ vmax,
-                                  int64_t n, const AdamConstants<T> c, T step_size,
-                                  T bc2_sqrt) {
+TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __restrict__ g,
+                                                T* __restrict__ m, T* __restrict__ v,
+                                                T* __restrict__ vmax, int64_t n,
+                                                const AdamConstants<T> c, T step_size,
+                                                T bc2_sqrt) {
   for (int64_t k = 0; k < n; ++k) {
     T d = c.maximize ? -g[k] : g[k];
     if (c.decoupled) p[k] *= c.decay;
@@ -1197,16 +1207,13 @@ TORCIA_CLONES_WIDE void adam_span(T* __restrict__ p, const T* __restrict__ g,
   }
 }
 
-// Fails where two of one parameter's arrays (n elements of T each) share memory.
+// Whether any two of arrays (n elements of T each, nullptr for none) share memory.
 template <typename T>
-static void check_apart(const std::string& fn, size_t i, int64_t n,
-                        std::initializer_list<std::pair<const char*, const T*>> arrays) {
+static bool overlap(int64_t n, std::initializer_list<const T*> arrays) {
   for (auto a = arrays.begin(); a != arrays.end(); ++a)
     for (auto b = a + 1; b != arrays.end(); ++b)
-      if (a->second && b->second && n > 0 && a->second < b->second + n &&
-          b->second < a->second + n)
-        fail(fn, std::string(a->first) + "[" + std::to_string(i) + "] and " + b->first + "[" +
-                     std::to_string(i) + "] share memory");
+      if (*a && *b && n > 0 && *a < *b + n && *b < *a + n) return true;
+  return false;
 }
 
 // Adam / AdamW (decoupled weight decay), amsgrad and maximize, as torch.optim.Adam(W).
@@ -1224,6 +1231,7 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
   std::vector<T*> p(count), g(count), m(count), v(count), vmax(count);
   std::vector<double> step(count);
   std::vector<int64_t> sizes(count);
+  std::list<std::vector<T>> copies;  // a list: its elements stay where they are
   for (size_t i = 0; i < count; ++i) {
     p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
     sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
@@ -1234,8 +1242,16 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
                                        true)
                       : nullptr;
     step[i] = steps[i].cast<double>();
-    check_apart<T>(fn, i, sizes[i], {{"params", p[i]}, {"grads", g[i]}, {"exp_avgs", m[i]},
-                                     {"exp_avg_sqs", v[i]}, {"max_exp_avg_sqs", vmax[i]}});
+    if (overlap<T>(sizes[i], {p[i], m[i], v[i], vmax[i]}))
+      fail(fn, "the parameter and the moments of params[" + std::to_string(i) +
+                   "] share memory");
+    // a gradient in the parameter's memory (p.grad = p.detach()) is read before the
+    // update writes: a copy of it
+    if (overlap<T>(sizes[i], {g[i], p[i]}) || overlap<T>(sizes[i], {g[i], m[i]}) ||
+        overlap<T>(sizes[i], {g[i], v[i]}) || overlap<T>(sizes[i], {g[i], vmax[i]})) {
+      copies.emplace_back(g[i], g[i] + sizes[i]);
+      g[i] = copies.back().data();
+    }
   }
   // every parameter's spans in one team: no team per parameter, and the small ones
   // (biases, norms) run beside the others
