@@ -1127,44 +1127,6 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
 
 // ----- optimizer updates over many arrays at once --------------------------------------
 
-// SGD with momentum, dampening, nesterov, weight decay and maximize, as torch.optim.SGD.
-// bufs[i] is read only when has_buffers; otherwise it is initialised to the gradient.
-template <typename T>
-void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double momentum,
-              double dampening, double weight_decay, bool nesterov, bool maximize,
-              bool has_buffers) {
-  const std::string fn = "sgd_step";
-  const size_t count = params.size();
-  check_count(fn, "grads", grads.size(), count);
-  if (momentum != 0) check_count(fn, "momentum_buffers", bufs.size(), count);
-  std::vector<T*> p(count), g(count), b(count);
-  std::vector<int64_t> sizes(count);
-  for (size_t i = 0; i < count; ++i) {
-    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
-    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
-    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
-    b[i] = momentum != 0 ? checked_ptr<T>(fn, "momentum_buffers", i, bufs[i], sizes[i], true)
-                         : nullptr;
-  }
-  py::gil_scoped_release release;
-  for (size_t i = 0; i < count; ++i) {
-    T* pi = p[i];
-    const T* gi = g[i];
-    T* bi = b[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
-    for (int64_t k = 0; k < sizes[i]; ++k) {
-      T d = maximize ? -gi[k] : gi[k];
-      if (weight_decay != 0) d += T(weight_decay) * pi[k];
-      if (momentum != 0) {
-        T buf = has_buffers ? T(momentum) * bi[k] + T(1 - dampening) * d : d;
-        bi[k] = buf;
-        d = nesterov ? d + T(momentum) * buf : buf;
-      }
-      pi[k] -= T(lr) * d;
-    }
-  }
-}
-
 // Elements per task of the optimizer updates (the grain of the elementwise ops).
 constexpr int64_t kStepSpan = 1 << 15;
 
@@ -1183,8 +1145,7 @@ struct AdamConstants {
 #endif
 
 // Adam's update of n elements of one parameter, torch.optim.Adam's formulas in T. The
-// arrays do not overlap (adam_step checks, and copies a gradient that shares memory), so
-// the loop vectorises, once per instruction set.
+// arrays do not overlap (keep_apart), so the loop vectorises, once per instruction set.
 template <typename T, bool AMSGRAD>
 TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __restrict__ g,
                                                 T* __restrict__ m, T* __restrict__ v,
@@ -1216,6 +1177,95 @@ static bool overlap(int64_t n, std::initializer_list<const T*> arrays) {
   return false;
 }
 
+// Refuses a parameter whose written arrays (the parameter, its state; nullptr for none)
+// share memory, and copies a gradient g that shares memory with one of them
+// (p.grad = p.detach()) into copies: the update loops assume arrays apart.
+template <typename T>
+static void keep_apart(const std::string& fn, size_t i, int64_t n, T*& g,
+                       std::initializer_list<const T*> written,
+                       std::list<std::vector<T>>& copies) {
+  if (overlap<T>(n, written))
+    fail(fn, "the parameter and the state of params[" + std::to_string(i) + "] share memory");
+  for (const T* w : written)
+    if (overlap<T>(n, {g, w})) {
+      copies.emplace_back(g, g + n);
+      g = copies.back().data();
+      return;
+    }
+}
+
+// Every parameter's spans of at most kStepSpan elements, (parameter, start, length), and
+// the elements in all: the updates run them in one team, so that no parameter opens its
+// own and the small ones (biases, norms) run beside the others.
+static std::vector<std::array<int64_t, 3>> step_spans(const std::vector<int64_t>& sizes,
+                                                      int64_t& total) {
+  std::vector<std::array<int64_t, 3>> spans;
+  total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int64_t lo = 0; lo < sizes[i]; lo += kStepSpan)
+      spans.push_back({int64_t(i), lo, std::min(kStepSpan, sizes[i] - lo)});
+    total += sizes[i];
+  }
+  return spans;
+}
+
+template <typename T>
+struct SgdConstants {
+  bool maximize, decay, momentum, has_buffers, nesterov;
+  T weight_decay, beta, one_minus_dampening, lr;  // beta: the momentum factor
+};
+
+// SGD's update of n elements of one parameter (b: its momentum buffer, or nullptr)
+template <typename T>
+TORCIA_CLONES_WIDE TORCIA_NO_FMA void sgd_span(T* __restrict__ p, const T* __restrict__ g,
+                                               T* __restrict__ b, int64_t n,
+                                               const SgdConstants<T> c) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = c.maximize ? -g[k] : g[k];
+    if (c.decay) d += c.weight_decay * p[k];
+    if (c.momentum) {
+      const T buf = c.has_buffers ? c.beta * b[k] + c.one_minus_dampening * d : d;
+      b[k] = buf;
+      d = c.nesterov ? d + c.beta * buf : buf;
+    }
+    p[k] -= c.lr * d;
+  }
+}
+
+// SGD with momentum, dampening, nesterov, weight decay and maximize, as torch.optim.SGD.
+// bufs[i] is read only when has_buffers; otherwise it is initialised to the gradient.
+template <typename T>
+void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double momentum,
+              double dampening, double weight_decay, bool nesterov, bool maximize,
+              bool has_buffers) {
+  const std::string fn = "sgd_step";
+  const size_t count = params.size();
+  check_count(fn, "grads", grads.size(), count);
+  if (momentum != 0) check_count(fn, "momentum_buffers", bufs.size(), count);
+  std::vector<T*> p(count), g(count), b(count);
+  std::vector<int64_t> sizes(count);
+  std::list<std::vector<T>> copies;  // a list: its elements stay where they are
+  for (size_t i = 0; i < count; ++i) {
+    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
+    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
+    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    b[i] = momentum != 0 ? checked_ptr<T>(fn, "momentum_buffers", i, bufs[i], sizes[i], true)
+                         : nullptr;
+    keep_apart<T>(fn, i, sizes[i], g[i], {p[i], b[i]}, copies);
+  }
+  int64_t total;
+  const auto spans = step_spans(sizes, total);
+  const SgdConstants<T> c{maximize, weight_decay != 0, momentum != 0, has_buffers, nesterov,
+                          T(weight_decay), T(momentum), T(1 - dampening), T(lr)};
+  const int64_t n_spans = int64_t(spans.size());
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+  for (int64_t t = 0; t < n_spans; ++t) {
+    const auto [i, lo, len] = spans[t];
+    sgd_span<T>(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
+  }
+}
+
 // Adam / AdamW (decoupled weight decay), amsgrad and maximize, as torch.optim.Adam(W).
 template <typename T>
 void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_avg_sqs,
@@ -1242,26 +1292,10 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
                                        true)
                       : nullptr;
     step[i] = steps[i].cast<double>();
-    if (overlap<T>(sizes[i], {p[i], m[i], v[i], vmax[i]}))
-      fail(fn, "the parameter and the moments of params[" + std::to_string(i) +
-                   "] share memory");
-    // a gradient in the parameter's memory (p.grad = p.detach()) is read before the
-    // update writes: a copy of it
-    if (overlap<T>(sizes[i], {g[i], p[i]}) || overlap<T>(sizes[i], {g[i], m[i]}) ||
-        overlap<T>(sizes[i], {g[i], v[i]}) || overlap<T>(sizes[i], {g[i], vmax[i]})) {
-      copies.emplace_back(g[i], g[i] + sizes[i]);
-      g[i] = copies.back().data();
-    }
+    keep_apart<T>(fn, i, sizes[i], g[i], {p[i], m[i], v[i], vmax[i]}, copies);
   }
-  // every parameter's spans in one team: no team per parameter, and the small ones
-  // (biases, norms) run beside the others
-  std::vector<std::array<int64_t, 3>> spans;  // (parameter, start, length)
-  int64_t total = 0;
-  for (size_t i = 0; i < count; ++i) {
-    for (int64_t lo = 0; lo < sizes[i]; lo += kStepSpan)
-      spans.push_back({int64_t(i), lo, std::min(kStepSpan, sizes[i] - lo)});
-    total += sizes[i];
-  }
+  int64_t total;
+  const auto spans = step_spans(sizes, total);
   std::vector<T> step_size(count), bc2_sqrt(count);
   for (size_t i = 0; i < count; ++i) {
     step_size[i] = T(lr / (1 - std::pow(beta1, step[i])));

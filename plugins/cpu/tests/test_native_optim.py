@@ -1,6 +1,6 @@
-"""The native Adam update (kernels.cpp's adam_step) against torcia-optim's NumPy kernel:
-every option, parameters of sizes around the span a task updates, its bits on every
-thread count."""
+"""The native Adam and SGD updates (kernels.cpp's adam_step, sgd_step) against
+torcia-optim's NumPy kernels: every option, parameters of sizes around the span a task
+updates, their bits on every thread count."""
 
 import numpy as np
 import pytest
@@ -86,5 +86,45 @@ def test_adam_with_the_parameter_as_its_own_gradient(amsgrad):
              beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=amsgrad, maximize=False,
              decoupled_weight_decay=False)
         results.append((p, m, v))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
+
+
+SGD_OPTIONS = [dict(), dict(momentum=0.9), dict(momentum=0.9, nesterov=True),
+               dict(momentum=0.9, dampening=0.3, weight_decay=0.01, maximize=True),
+               dict(weight_decay=0.1)]
+
+
+def _sgd(step, state, options, steps=3):
+    params = [a.copy() for a in state["params"]]
+    buffers = [None] * len(SIZES)
+    full = {**dict(weight_decay=0.0, momentum=0.0, dampening=0.0, nesterov=False,
+                   maximize=False), **options}
+    for _ in range(steps):
+        step(params, state["grads"], buffers, lr=0.1, **full)
+    return params + [b for b in buffers if b is not None]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("options", SGD_OPTIONS, ids=str)
+def test_sgd_matches_the_reference(options, dtype, on_threads):
+    state = _state(dtype)
+    want = _sgd(reference.sgd_step, state, options)
+    bits = f"u{np.dtype(dtype).itemsize}"
+    for run in on_threads(lambda: _sgd(kernels.sgd_step, state, options), (1, 2, 3)):
+        assert len(run) == len(want)
+        for got, ref in zip(run, want):
+            np.testing.assert_array_equal(got.view(bits), ref.view(bits))
+
+
+def test_sgd_with_the_parameter_as_its_own_gradient():
+    results = []
+    for step in (kernels.sgd_step, reference.sgd_step):
+        p = np.linspace(-2, 2, SPAN + 3, dtype=np.float32)
+        buffers = [None]
+        for _ in range(2):
+            step([p], [p], buffers, lr=0.1, weight_decay=0.01, momentum=0.9, dampening=0.0,
+                 nesterov=True, maximize=False)
+        results.append((p, buffers[0]))
     for got, want in zip(*results):
         np.testing.assert_array_equal(got, want)
