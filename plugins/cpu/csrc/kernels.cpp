@@ -1209,6 +1209,16 @@ static std::vector<std::array<int64_t, 3>> step_spans(const std::vector<int64_t>
   return spans;
 }
 
+// params[i] and grads[i] checked (checked_ptr), their data in p and g: the parameter's size
+template <typename T>
+static int64_t param_and_grad(const std::string& fn, size_t i, const py::list& params,
+                              const py::list& grads, T*& p, T*& g) {
+  p = checked_ptr<T>(fn, "params", i, params[i], -1, true);
+  const int64_t n = py::reinterpret_borrow<py::array>(params[i]).size();
+  g = checked_ptr<T>(fn, "grads", i, grads[i], n, false);
+  return n;
+}
+
 template <typename T>
 struct SgdConstants {
   bool maximize, decay, momentum, has_buffers, nesterov;
@@ -1246,9 +1256,7 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
   std::vector<int64_t> sizes(count);
   std::list<std::vector<T>> copies;  // a list: its elements stay where they are
   for (size_t i = 0; i < count; ++i) {
-    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
-    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
-    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    sizes[i] = param_and_grad(fn, i, params, grads, p[i], g[i]);
     b[i] = momentum != 0 ? checked_ptr<T>(fn, "momentum_buffers", i, bufs[i], sizes[i], true)
                          : nullptr;
     keep_apart<T>(fn, i, sizes[i], g[i], {p[i], b[i]}, copies);
@@ -1283,9 +1291,7 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
   std::vector<int64_t> sizes(count);
   std::list<std::vector<T>> copies;  // a list: its elements stay where they are
   for (size_t i = 0; i < count; ++i) {
-    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
-    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
-    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    sizes[i] = param_and_grad(fn, i, params, grads, p[i], g[i]);
     m[i] = checked_ptr<T>(fn, "exp_avgs", i, exp_avgs[i], sizes[i], true);
     v[i] = checked_ptr<T>(fn, "exp_avg_sqs", i, exp_avg_sqs[i], sizes[i], true);
     vmax[i] = amsgrad ? checked_ptr<T>(fn, "max_exp_avg_sqs", i, max_exp_avg_sqs[i], sizes[i],

@@ -38,21 +38,23 @@ def _run(step, state, options, steps=3):
     for t in range(1, steps + 1):
         step(s["params"], s["grads"], s["exp_avgs"], s["exp_avg_sqs"], s["max_exp_avg_sqs"],
              [float(t)] * len(SIZES), **full)
-    return s
+    return [a for arrays in s.values() for a in arrays if a is not None]
+
+
+def _same_bits_on_threads(on_threads, run, want):
+    """run() on 1, 2 and 3 threads gives the arrays ``want`` to the bit."""
+    for got in on_threads(run, (1, 2, 3)):
+        assert len(got) == len(want)
+        for a, b in zip(got, want):
+            np.testing.assert_array_equal(a.view(f"u{a.itemsize}"), b.view(f"u{b.itemsize}"))
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("options", OPTIONS, ids=str)
 def test_adam_matches_the_reference(options, dtype, on_threads):
     state = _state(dtype)
-    want = _run(reference.adam_step, state, options)
-    bits = f"u{np.dtype(dtype).itemsize}"
-    for run in on_threads(lambda: _run(kernels.adam_step, state, options), (1, 2, 3)):
-        for key in want:
-            if want[key][0] is None:
-                continue
-            for got, ref in zip(run[key], want[key]):
-                np.testing.assert_array_equal(got.view(bits), ref.view(bits))
+    _same_bits_on_threads(on_threads, lambda: _run(kernels.adam_step, state, options),
+                          _run(reference.adam_step, state, options))
 
 
 def test_adam_spans_reach_every_element():
@@ -109,12 +111,8 @@ def _sgd(step, state, options, steps=3):
 @pytest.mark.parametrize("options", SGD_OPTIONS, ids=str)
 def test_sgd_matches_the_reference(options, dtype, on_threads):
     state = _state(dtype)
-    want = _sgd(reference.sgd_step, state, options)
-    bits = f"u{np.dtype(dtype).itemsize}"
-    for run in on_threads(lambda: _sgd(kernels.sgd_step, state, options), (1, 2, 3)):
-        assert len(run) == len(want)
-        for got, ref in zip(run, want):
-            np.testing.assert_array_equal(got.view(bits), ref.view(bits))
+    _same_bits_on_threads(on_threads, lambda: _sgd(kernels.sgd_step, state, options),
+                          _sgd(reference.sgd_step, state, options))
 
 
 def test_sgd_with_the_parameter_as_its_own_gradient():
