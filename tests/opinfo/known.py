@@ -92,6 +92,73 @@ known("*", "raised", "design",
       prop="meta", detail="cannot run on the meta device")
 
 
+_CX = ("complex64", "complex128")
+known(("add", "sub", "rsub", "op:add", "op:sub", "nn.functional.tanhshrink"), "nan", "design",
+      "torch 2.13's CPU add/sub of complex numbers multiply the second operand by alpha as a "
+      "complex number even when alpha is 1, so a NaN or infinite part spreads to the other "
+      "part (0 + (nan+1j) is nan+nanj, (inf+0j) - 0 is inf+nanj; tanhshrink is x - tanh(x)); "
+      "torcia adds part by part, as NumPy and C99 do", dtypes=_CX, kinds=("edge",))
+known("op:pow", "nan", "design",
+      "torch 2.13 computes a complex power as exp(y log x), so x ** 0 is NaN for an infinite or "
+      "NaN x; torcia gives 1, as for real numbers and NumPy", dtypes=_CX, kinds=("edge",))
+known("sgn", "nan", "design",
+      "torch 2.13's sgn of a complex number with an infinite part depends on where the element "
+      "falls in its vectorised loop (sgn(inf+0j) is nan+0j or nan+nanj by the tensor's length "
+      "and the element's position); torcia gives nan+nanj wherever it is", dtypes=_CX,
+      kinds=("edge",))
+known("nn.functional.gelu", "nan", "design",
+      "torch 2.13's vectorised float32 gelu gives NaN at +inf (its scalar tail and float64 "
+      "give inf); torcia gives gelu(inf) = inf everywhere", dtypes=("float32", "bfloat16"),
+      kinds=("edge",))
+known(("copysign", "signbit"), "value", "design",
+      "torch 2.13's vectorised float32 -> bfloat16 conversion writes NaN as 0xFFFF, with the "
+      "sign bit set, so a positive NaN converted to bfloat16 reads as negative; torcia keeps "
+      "the NaN's sign", dtypes=("bfloat16",), kinds=("edge",))
+known(("mode", "nanmedian", "median"), "value", "design",
+      "among elements that compare equal (0.0 and -0.0), torch 2.13 returns the index its "
+      "unstable std::sort / nth_element happens to leave (implementation-defined); torcia the "
+      "one its own order gives", kinds=("edge",), detail="result[1]")
+known("addbmm", "value", "design",
+      "torch 2.13's CPU addbmm in half precision adds the batch's products one addmm_ at a "
+      "time, rounding to half after each; torcia accumulates in float32 and rounds once (a "
+      "closer answer)", dtypes=("float16", "bfloat16"))
+known(("special.airy_ai", "special.bessel_j0", "special.bessel_j1", "special.bessel_y1"),
+      "value", "design",
+      "torch 2.13 computes these in float32 for float32 (and integer) input, whose phase of a "
+      "large argument (|x| >= ~3e4) has no digit left (bessel_j0(2**31) is 4.1e-6 in float32, "
+      "-8.9e-6 in float64); torcia computes in float64 and rounds",
+      dtypes=("int16", "int32", "int64", "float32"), kinds=("edge",))
+known("special.zeta", "nan", "design",
+      "torch 2.13's float32 zeta overflows in its Euler-Maclaurin terms for an order x of "
+      "~1e19 and gives NaN where the value underflows to 0; torcia computes in float64 and "
+      "rounds", dtypes=("int64", "float32"), kinds=("edge",))
+known("argsort", ("accepted", "error class"), "lenient",
+      "torch 2.13's binding of argsort takes stable= only with dim and descending as keywords "
+      "(argsort(x, 0, stable=True) is a TypeError, though its documented signature has them "
+      "all positional-or-keyword); torcia takes the documented signature",
+      detail="takes from 2 to 1 positional arguments")
+known("nn.functional.instance_norm", "value", "design",
+      "torch 2.13's CPU instance_norm in half precision rounds its intermediate statistics "
+      "to half; torcia computes in float32 and rounds once (nearer the exact value)",
+      dtypes=("float16", "bfloat16"))
+known(("complex", "view_as_complex"), "refused", "design",
+      "torch 2.13 makes complex32 (ComplexHalf) of float16 parts; torcia has no complex32 "
+      "dtype (NumPy has none) and refuses them in PyTorch's words for other dtypes",
+      dtypes=("float16",))
+known(("conv_tbc", "nn.functional.conv_tbc", "gru", "nn.functional.multi_head_attention_forward"),
+      "value", "design",
+      "half precision through several matrix products: where each product's sum is rounded "
+      "to half (and in what order it is summed) differs between torch 2.13's CPU kernels "
+      "(its BLAS, its blocking) and torcia's, by a few ulps either way; both are as far "
+      "from the exact value of the same inputs", dtypes=("float16", "bfloat16"))
+known(("histogram", "histogramdd"), "raised", "design",
+      "torch 2.13 has no meta kernel for these either (NotImplementedError: 'no fake impl "
+      "or Meta kernel registered'): histogram's bins come from the values", prop="meta")
+known("unique_consecutive", "raised", "design",
+      "an output whose shape depends on the values cannot be batched: torch 2.13's vmap "
+      "refuses it too ('We do not support batching operators that can output dynamic "
+      "shape')", prop="vmap")
+
 #: the open findings not yet triaged: "record<TAB>property<TAB>kind" lines after a header
 OPEN_FILE = Path(__file__).with_name("open.txt")
 OPEN = Known(("open.txt",), (), "open", "found by the database and not yet triaged or fixed: "

@@ -202,6 +202,20 @@ def test_sync_batch_norm_backward_is_the_batch_norm_gradient():
     assert none == (None, None, None, None)
 
 
+
+def test_sync_batch_norm_backward_elemt_reads_no_values_of_the_count():
+    # the count summed as a tensor: the same gradient, and meta tensors (no values) run it
+    args = [torcia.from_numpy(RNG.standard_normal(s)) for s in ((4, 3), (4, 3), (3,), (3,),
+                                                                 (3,), (3,), (3,))]
+    args[3] = args[3].abs() + 0.5
+    counts = torcia.tensor([3, 5], dtype=torcia.int32)
+    got = torcia.batch_norm_backward_elemt(*args, counts)
+    want = torcia.batch_norm_backward_elemt(*args, 8)
+    assert got.dtype is torcia.float64
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+    meta = torcia.batch_norm_backward_elemt(*(a.to("meta") for a in args), counts.to("meta"))
+    assert meta.device.type == "meta" and meta.shape == (4, 3)
+
 def test_sparse_products_match_torch():
     torch = pytest.importorskip("torch")
     idx, val, dense = [[0, 2, 2], [1, 0, 2]], [1.0, 2.0, 3.0], RNG.standard_normal((3, 2))

@@ -193,3 +193,25 @@ def test_ordering_ops_refuse_complex_as_torch(name):
         calls[name](torch.tensor([1j, 2]))
     assert type(ours.value) is type(theirs.value)
     assert str(ours.value) == str(theirs.value).strip()
+
+
+@pytest.mark.parametrize("dtype", ["complex64", "complex128"])
+def test_log1p_keeps_the_digits_of_small_arguments(dtype):
+    # log(1 + z) = z - z^2/2 + z^3/3 - ...: four terms are exact to rounding for |z| < 1e-4
+    rng = np.random.default_rng(36)
+    z = np.concatenate([(rng.uniform(-1, 1, 20) + 1j * rng.uniform(-1, 1, 20))
+                        * 10.0 ** rng.integers(-30, -4, 20), [1e-7 + 0j, -1e-7 + 0j, 1e-7j]])
+    want = z - z ** 2 / 2 + z ** 3 / 3 - z ** 4 / 4
+    got = torcia.log1p(torcia.tensor(z, dtype=getattr(torcia, dtype))).numpy()
+    np.testing.assert_allclose(got.real, want.real, rtol=2e-6 if dtype == "complex64" else 1e-13,
+                               atol=0)
+    np.testing.assert_allclose(got.imag, want.imag, rtol=2e-6 if dtype == "complex64" else 1e-13,
+                               atol=0)
+
+
+def test_log1p_of_a_nan_part_is_nan_in_both_parts():
+    nan, inf = float("nan"), float("inf")
+    got = torcia.log1p(torcia.tensor([complex(nan, inf), complex(inf, nan), complex(nan, 0)]))
+    assert np.isnan(got.real.numpy()).all() and np.isnan(got.imag.numpy()).all()
+    z = torcia.log1p(torcia.tensor([complex(-inf, 1)], dtype=torcia.complex128))
+    assert z.tolist() == [complex(inf, np.pi)]

@@ -257,3 +257,52 @@ def test_binary_with_mixed_dtypes_matches_torch(name):
             assert ours.dtype.name == str(theirs.dtype).split(".")[1], (name, a_dtype, b)
             np.testing.assert_allclose(ours.numpy().astype(float),
                                        theirs.numpy().astype(float), rtol=1e-6)
+
+
+def test_nextafter_of_bfloat16_steps_one_bit_pattern():
+    bf = torcia.bfloat16
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    rng = np.random.default_rng(36)
+    x = np.concatenate([rng.normal(0, 10, 40), [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, 3e38]])
+    y = np.concatenate([rng.normal(0, 10, 40), [1.0, -1.0, 1.0, -2.0, 0.0, 0.0, np.inf]])
+    got = torcia.nextafter(torcia.tensor(x, dtype=bf), torcia.tensor(y, dtype=bf))
+    assert got.dtype is bf
+    a = x.astype(ml_dtypes.bfloat16).astype(np.float64)
+    b = y.astype(ml_dtypes.bfloat16).astype(np.float64)
+    g = got.float().numpy().astype(np.float64)
+    # one step towards y: strictly between a and y no bfloat16 lies, so g rounds back to g
+    # and sits on y's side of a (or is y when they are equal)
+    moved = a != b
+    assert (np.sign(g - a)[moved] == np.sign(b - a)[moved]).all()
+    assert (g[~moved] == b[~moved]).all()
+    step = np.abs(g - a)[moved & (a != 0) & np.isfinite(a)]
+    ulp = np.abs(a)[moved & (a != 0) & np.isfinite(a)] * 2.0 ** -7
+    assert (step <= ulp).all() and (step >= ulp / 2 ** 2).all()
+    # from zero, the smallest subnormal (2^-133) of y's sign; NaN in, NaN out
+    zero = torcia.nextafter(torcia.zeros(2, dtype=bf), torcia.tensor([1.0, -1.0], dtype=bf))
+    assert zero.float().tolist() == [2.0 ** -133, -(2.0 ** -133)]
+    assert torcia.nextafter(torcia.tensor([math.nan], dtype=bf),
+                            torcia.tensor([1.0], dtype=bf)).isnan().all()
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_nextafter_matches_numpy_and_runs_on_meta_tensors(dtype):
+    rng = np.random.default_rng(36)
+    fin = np.finfo(dtype)
+    special = [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, float(fin.max), float(-fin.max),
+               float(fin.smallest_normal), float(fin.smallest_subnormal),
+               -float(fin.smallest_subnormal), 2.0 ** -3, -(2.0 ** 5)]
+    x = np.concatenate([rng.normal(0, 10, 60), 2.0 ** rng.integers(-10, 10, 20), special])
+    x = x.astype(dtype)
+    for y in (rng.permutation(x), np.full_like(x, np.inf), np.full_like(x, -np.inf),
+              np.zeros_like(x), x):
+        got = torcia.nextafter(torcia.tensor(x), torcia.tensor(y)).numpy()
+        # C's nextafter (and PyTorch's) gives y when x == y (+0 from -0 towards +0), where
+        # NumPy's float16 loop gives x
+        want = np.where(x == y, y, np.nextafter(x, y))
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+        assert (np.signbit(got) == np.signbit(want))[~np.isnan(want)].all()
+    meta = torcia.nextafter(torcia.empty(3, 1, dtype=getattr(torcia, dtype), device="meta"),
+                            torcia.empty(4, dtype=getattr(torcia, dtype), device="meta"))
+    assert meta.device.type == "meta" and meta.shape == (3, 4)

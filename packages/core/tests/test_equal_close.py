@@ -31,3 +31,19 @@ def test_parity_with_pytorch():
         theirs = torch.isclose(torch.tensor(vals), torch.tensor(list(reversed(vals))),
                                rtol=rtol, atol=atol, equal_nan=nan).tolist()
         assert ours == theirs
+
+
+@pytest.mark.parametrize("pair", [("int32", "float64"), ("uint8", "bool"), ("float32", "float64"),
+                                  ("complex64", "int64"), ("float16", "float32")])
+def test_isclose_refuses_tensors_of_two_dtypes(pair):
+    # PyTorch compares only one dtype (no promotion), a 0-dim other included
+    a, b = (getattr(torcia, d) for d in pair)
+    names = {"int32": "Int", "float64": "Double", "uint8": "Byte", "bool": "Bool",
+             "float32": "Float", "complex64": "ComplexFloat", "int64": "Long",
+             "float16": "Half"}
+    for other in (torcia.ones(3, dtype=b), torcia.ones((), dtype=b)):
+        for fn in (torcia.isclose, torcia.allclose):
+            with pytest.raises(RuntimeError, match=f"{names[pair[0]]} did not match "
+                                                   f"{names[pair[1]]}"):
+                fn(torcia.ones(3, dtype=a), other)
+    assert torcia.isclose(torcia.ones(3, dtype=a), torcia.ones(3, dtype=a)).all()

@@ -329,6 +329,17 @@ def test_data_dependent_cases_of_other_ops_refuse_meta_tensors():
         torcia.linalg.lstsq(e(5, 3), e(5, 2), driver="gelsd")
 
 
+
+def test_view_as_complex_and_embedding_renorm_on_meta_tensors():
+    # as PyTorch's meta device: a meta tensor has no storage whose strides would be checked,
+    # and no values to rescale
+    z = torcia.view_as_complex(_meta_empty(3, 4, 2, dtype=torcia.float64))
+    assert z.device.type == "meta" and z.shape == (3, 4) and z.dtype is torcia.complex128
+    w = _meta_empty(5, 3)
+    assert torcia.embedding_renorm_(w, _meta_empty(2, dtype=torcia.int64), 1.0, 2.0) is w
+    with pytest.raises(RuntimeError, match="last dimension of size 2"):
+        torcia.view_as_complex(_meta_empty(3, 3))
+
 def test_getitem_shape_function_checks_the_key():
     x = _meta.Meta((3, 4), np.float32)
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):

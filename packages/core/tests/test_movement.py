@@ -91,6 +91,27 @@ def test_scatter_reduce_integer_mean_and_errors():
         torcia.scatter_reduce(torcia.ones(2), 0, torcia.tensor([0]), torcia.ones(1), "max")
 
 
+
+def test_scatter_and_index_reduce_of_complex_numbers():
+    x, idx = torcia.tensor([1 + 1j, 1 + 1j, 1 + 1j]), torcia.tensor([0, 0, 2])
+    src = torcia.tensor([2 - 1j, 4 + 3j, 1j])
+    # the mean as a true division: ((1+1j) + (2-1j) + (4+3j)) / 3, and (1+1j + 1j) / 2
+    out = torcia.scatter_reduce(x, 0, idx, src, "mean")
+    np.testing.assert_allclose(out.numpy(), [(7 + 3j) / 3, 1 + 1j, (1 + 2j) / 2], rtol=1e-6)
+    out = torcia.scatter_reduce(x, 0, idx, src, "mean", include_self=False)
+    np.testing.assert_allclose(out.numpy(), [3 + 1j, 1 + 1j, 1j], rtol=1e-6)
+    np.testing.assert_allclose(torcia.index_reduce(x, 0, idx, src, "mean").numpy(),
+                               [(7 + 3j) / 3, 1 + 1j, (1 + 2j) / 2], rtol=1e-6)
+    # complex numbers have no order, and PyTorch no kernel without the input's values
+    for reduce in ("amax", "amin"):
+        with pytest.raises(NotImplementedError, match=f"cpu_reduce_{reduce}\" not implemented "
+                                                      "for 'ComplexFloat'"):
+            torcia.scatter_reduce(x, 0, idx, src, reduce)
+        with pytest.raises(NotImplementedError, match="m(ax|in)imum_cpu"):
+            torcia.index_reduce(x, 0, idx, src, reduce)
+    with pytest.raises(NotImplementedError, match="index_reduce_func_exclude_input_init"):
+        torcia.index_reduce(x, 0, idx, src, "prod", include_self=False)
+
 def test_flip_roll_repeat_tile():
     x = torcia.tensor([[1, 2, 3], [4, 5, 6]])
     assert x.flip(0).tolist() == [[4, 5, 6], [1, 2, 3]]

@@ -323,6 +323,25 @@ def test_batch_norm_and_layer_norm_closed_form():
                                / flat.std(1, keepdims=True), rtol=1e-12)
 
 
+
+@pytest.mark.parametrize("training", [True, False])
+def test_half_batch_norm_is_rounded_once(training):
+    # float16 in, computed in float32, rounded once: within half an ulp (plus float32's
+    # error) of the exact value of the same float16 inputs, as PyTorch's CPU kernel
+    x = (rng.standard_normal((4, 3, 5)) * 3).astype(np.float16)
+    w, b = (rng.standard_normal(3) * 2).astype(np.float16), rng.standard_normal(3).astype(
+        np.float16)
+    rm, rv = rng.standard_normal(3).astype(np.float16), rng.uniform(0.5, 2, 3).astype(
+        np.float16)
+    out, mean, var = K.batch_norm(x, w, b, rm, rv, training=training, eps=1e-5)
+    assert out.dtype == np.float16 and mean.dtype == np.float16
+    x64 = x.astype(np.float64)
+    m = x64.mean(axis=(0, 2)) if training else rm.astype(np.float64)
+    v = x64.var(axis=(0, 2)) if training else rv.astype(np.float64)
+    exact = (x64 - m[:, None]) / np.sqrt(v[:, None] + 1e-5) * w[:, None] + b[:, None]
+    ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+    assert (np.abs(out - exact) <= ulp * 0.5 + 1e-5 * np.abs(exact)).all()
+
 def _numerical_vjp(f, x, g, h=1e-6):
     """sum(g * df/dx) by central differences, element by element."""
     out = np.zeros_like(x)

@@ -77,6 +77,21 @@ def test_errors_name_the_problem():
         torcia.cdist(torcia.ones(2, 3), torcia.ones(2, 3), p=-1)
 
 
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int32", "int64"])
+def test_addr_refuses_a_float_scalar_for_an_integral_result(dtype):
+    dt = getattr(torcia, dtype)
+    v, m = torcia.ones(3, dtype=dt), torcia.ones(3, 3, dtype=dt)
+    for name in ("beta", "alpha"):
+        with pytest.raises(RuntimeError, match=f"argument {name} must not be a floating"):
+            torcia.addr(m, v, v, **{name: 0.5})
+    assert torcia.addr(m, v, v, beta=2).dtype is dt  # an integer is fine
+    if dtype != "bool":
+        with pytest.raises(RuntimeError, match="Boolean beta only supported for Boolean"):
+            torcia.addr(m, v, v, beta=True)
+    # the result's dtype decides: float vectors make a float result
+    assert torcia.addr(m, torcia.ones(3), torcia.ones(3), beta=0.5)[0, 0].item() == 1.5
+
 CASES = [
     ("mv", (t(3, 4), t(4)), {}),
     ("addmv", (t(3), t(3, 4), t(4)), {"beta": 0.5, "alpha": 2}),

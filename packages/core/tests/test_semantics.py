@@ -494,6 +494,28 @@ def test_special_values_found_by_the_database():
     assert out.dtype is torcia.complex64 and out.item() == pytest.approx(math.log(2))
 
 
+def test_complex_logaddexp_keeps_the_greater_operands_imaginary_part():
+    import cmath
+
+    # PyTorch's formula: hi + log1p(exp(lo - hi)), hi the operand of the greater real part
+    # (x on a tie), so the imaginary part is hi's plus a principal angle, not reduced to
+    # (-pi, pi]; a NaN anywhere gives nan+nanj
+    rng = np.random.default_rng(36)
+    x = rng.uniform(-3, 3, 40) + 1j * rng.uniform(-20, 20, 40)
+    y = np.where(rng.random(40) < 0.2, x.real, rng.uniform(-3, 3, 40)) + 1j * rng.uniform(
+        -20, 20, 40)
+    want = []
+    for a, b in zip(x, y):
+        lo, hi = (a, b) if a.real < b.real else (b, a)
+        want.append(cmath.log(1 + cmath.exp(lo - hi)) + hi)
+    got = torcia.logaddexp(torcia.tensor(x), torcia.tensor(y)).numpy()
+    np.testing.assert_allclose(got, np.array(want), rtol=1e-12)
+    assert (np.abs(got.imag) > math.pi).any()
+    nan = torcia.logaddexp(torcia.tensor([complex(math.nan, 0), 1j]),
+                           torcia.tensor([1j, complex(0, math.nan)])).numpy()
+    assert np.isnan(nan.real).all() and np.isnan(nan.imag).all()
+
+
 def test_integer_results_found_by_the_database():
     assert torcia.isclose(torcia.tensor([1, 2]), torcia.tensor([1, 3])).tolist() == [True, False]
     # beta * 1 + alpha * 2 * 3 = 2 + 18, in int64
@@ -816,3 +838,31 @@ def test_unravel_index_as_torch_and_on_the_meta_device(shape):
     if total:
         meta = torcia.unravel_index(torcia.empty(3, dtype=torcia.int64, device="meta"), shape)
         assert len(meta) == len(shape) and all(m.shape == (3,) for m in meta)
+
+
+def test_nanmean_checks_the_dim_before_the_dtype_and_takes_complex():
+    z = torcia.tensor([[1 + 1j, complex(math.nan, 0), 3 - 1j]])
+    with pytest.raises(IndexError, match="Dimension out of range"):
+        torcia.nanmean(z, 2)
+    # the NaN element left out of both the sum and the count
+    assert torcia.nanmean(z, 1).tolist() == [2 + 0j]
+    with pytest.raises(RuntimeError, match="floating point or complex dtype but got Long"):
+        torcia.nanmean(torcia.tensor([1, 2]))
+
+
+@pytest.mark.parametrize("nd", [1, 2, 3])
+def test_adaptive_avg_pool_to_one_is_a_mean(nd):
+    # PyTorch's global-pooling shortcut: a mean over the spatial dims, which refuses
+    # integer input as mean does
+    from torcia._oplib import nn_conv
+
+    pool = getattr(nn_conv, f"adaptive_avg_pool{nd}d")
+    rng = np.random.default_rng(36)
+    x = rng.normal(size=(2, 3) + (5,) * nd)
+    got = pool(torcia.tensor(x), 1)
+    want = x.mean(axis=tuple(range(2, 2 + nd)), keepdims=True)
+    assert tuple(got.shape) == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+    for dtype in (torcia.int64, torcia.uint8, torcia.bool):
+        with pytest.raises(RuntimeError, match="mean\\(\\): could not infer output dtype"):
+            pool(torcia.ones((2, 3) + (4,) * nd, dtype=dtype), 1)

@@ -123,6 +123,30 @@ def test_batch_norm_on_an_empty_batch_in_training():
         batch_norm(torcia.ones(1, 3), mean, var, training=True)
 
 
+
+@pytest.mark.parametrize("training", [False, True])
+def test_batch_norm_parameter_dtypes_as_pytorchs_cpu_kernels(training):
+    x, f32 = torcia.ones(4, 3), torcia.float32
+
+    def p(dtype):
+        return torcia.ones(3, dtype=dtype)
+
+    # the first parameter given (weight, bias, running_mean, running_var) sets the kind
+    with pytest.raises(RuntimeError, match="expected scalar type Float but found Double"):
+        batch_norm(x, p(f32), p(torcia.float64), training=training)
+    with pytest.raises(RuntimeError, match="expect parameter to have scalar type of Float"):
+        batch_norm(x, p(torcia.float64), p(torcia.float64), training=training)
+    with pytest.raises(RuntimeError, match="all inputs must share same datatype"):
+        batch_norm(x.double(), p(f32), p(f32), p(f32), training=training)
+    with pytest.raises(RuntimeError, match="expected scalar type Half but found Float"):
+        batch_norm(x.half(), p(torcia.float16), p(f32), training=training)
+    # half input with float32 parameters: PyTorch's mixed kernel, the input's dtype out
+    for half in (torcia.float16, torcia.bfloat16):
+        if half is torcia.bfloat16:
+            pytest.importorskip("ml_dtypes")
+        out = batch_norm(x.to(half), p(f32), p(f32), p(f32), p(f32), training=training)
+        assert out.dtype is half
+
 def test_bfloat16_max_pool():
     pytest.importorskip("ml_dtypes")
     x = torcia.arange(16.0).reshape(1, 1, 4, 4).to(torcia.bfloat16)

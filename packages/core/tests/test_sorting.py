@@ -104,6 +104,20 @@ def test_searchsorted_bucketize():
         torcia.searchsorted(batch, torcia.tensor([1, 2, 3]))
 
 
+
+def test_searchsorted_promotes_a_python_number_as_a_weak_scalar():
+    # not cast to the sequence's dtype first: 2.5 among integers sits after 2
+    seq = torcia.tensor([1, 2, 3])
+    assert torcia.searchsorted(seq, 2.5).item() == 2
+    assert torcia.searchsorted(seq, 2.5, right=True).item() == 2
+    assert torcia.searchsorted(torcia.tensor([1.0, 2.0], dtype=torcia.float64), 1 + 1e-12) \
+        .item() == 1  # held in double precision
+    # a bool sequence and an int: both int64 (PyTorch has no bool kernel otherwise)
+    assert torcia.searchsorted(torcia.tensor([False, True]), 4).item() == 2
+    # a weak scalar takes a float16 sequence's dtype: 2.0001 rounds to 2
+    assert torcia.searchsorted(torcia.tensor([1.0, 2.0, 3.0], dtype=torcia.float16),
+                               2.0001).item() == 1
+
 def test_bincount_histc():
     x = torcia.tensor([0, 1, 1, 4])
     assert torcia.bincount(x).tolist() == [1, 2, 0, 0, 1]

@@ -164,6 +164,29 @@ def test_bessel_functions_to_double_precision():
         np.testing.assert_allclose(getattr(S, name)(x).numpy(), want, rtol=1e-14)
 
 
+def test_airy_ai_far_on_the_negative_side():
+    import scipy.special
+
+    # SciPy's value (a different method) where it is accurate; past x = -1e7 it gives NaN,
+    # and Ai(x) oscillates within pi^-1/2 |x|^-1/4 of 0
+    near = -np.geomspace(1e3, 1e5, 7)
+    np.testing.assert_allclose(S.airy_ai(torcia.tensor(near, dtype=torcia.float64)).numpy(),
+                               scipy.special.airy(near)[0], rtol=1e-6)
+    far = np.array([-1e7, -2.0 ** 31, -9.2e18, -1e30])
+    got = S.airy_ai(torcia.tensor(far, dtype=torcia.float64)).numpy()
+    assert np.isfinite(got).all()
+    assert (np.abs(got) <= (1 + 1e-6) / np.sqrt(np.pi) * (-far) ** -0.25).all()
+    assert np.isnan(S.airy_ai(torcia.tensor([np.inf, -np.inf])).numpy()).all()
+
+
+@pytest.mark.torch
+def test_airy_ai_far_on_the_negative_side_matches_torch():
+    torch = _torch()
+    x = -np.geomspace(1e3, 1e30, 12)
+    np.testing.assert_allclose(S.airy_ai(torcia.tensor(x)).numpy(),
+                               torch.special.airy_ai(torch.tensor(x)).numpy(), rtol=1e-10)
+
+
 def test_errors():
     with pytest.raises(RuntimeError, match="negative n"):
         S.polygamma(-1, torcia.tensor([1.0]))

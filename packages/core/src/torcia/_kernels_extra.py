@@ -164,7 +164,7 @@ class ExtraKernels:
             count = xp.maximum(count, 1)
             hit = xp.zeros(a.shape, dtype=bool)
             hit[key] = True
-            if _floating(a.dtype):
+            if _floating(a.dtype) or a.dtype.kind == "c":
                 mean = out / count
             else:
                 mean = xp.floor_divide(out, count)

@@ -552,6 +552,13 @@ class NNKernels:
         """batch_norm(x (N, C, *), weight, bias, running_mean, running_var) ->
         (out, mean, var): normalised per channel with the batch statistics (training)
         or the running ones; ``mean`` and the biased ``var`` are the statistics used."""
+        if _low(x):
+            # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel; the
+            # statistics in the dtype they would have had
+            out, mean, var = self.batch_norm(
+                *_in_float32(x, weight, bias, running_mean, running_var), training, eps)
+            stat = x.dtype if training else running_mean.dtype
+            return out.astype(x.dtype), mean.astype(stat), var.astype(stat)
         xp = self.xp
         shape = (1, -1) + (1,) * (x.ndim - 2)
         if training:

@@ -81,7 +81,21 @@ class SpecialKernels:
         # where SciPy's series gives NaN
         xp = self.xp
         out = special_call(xp, "airy_ai", "airy", a)[0]
-        return _same(xp.where(a > 200, 0.0, out), a)
+        out = xp.where(a > 200, 0.0, out)
+        # Ai(-x) for large x: the first terms of the oscillating asymptotic series (DLMF
+        # 9.7.9), whose phase is all that is left; SciPy's gives NaN past x = 1e7 and loses
+        # digits of the phase before that, where the series is exact to rounding
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            x = xp.where(a < -1e3, a, -1e3).astype(np.float64)
+            t = xp.sqrt(-x)
+            zeta = -2.0 * x * t / 3.0
+            z = 1 / zeta
+            theta = zeta + 0.25 * np.pi
+            far = (xp.sin(theta) * (1 - 385 / 10368 * z * z) - xp.cos(theta) * (5 / 72 * z)) \
+                / (np.sqrt(np.pi) * xp.sqrt(t))
+        out = xp.where(a < -1e3, far, out)
+        # PyTorch's kernel gives NaN at both infinities (rather than the limit 0)
+        return _same(xp.where(xp.isinf(a), np.nan, out), a)
 
     def spherical_bessel_j0(self, a):
         xp = self.xp

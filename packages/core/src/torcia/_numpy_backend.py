@@ -205,6 +205,26 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         with np.errstate(divide="ignore", invalid="ignore"):
             return xp.divide(1, a)
 
+    def log1p(self, a):
+        xp = self.xp
+        if a.dtype.kind != "c":
+            return xp.log1p(a)
+        # NumPy's complex log1p is log(1 + z), which loses z's digits below 1's ulp
+        # (log1p(1e-7+0j) is 1.19e-7 in complex64); PyTorch's formula: the modulus of
+        # 1 + z through log1p(x (2 + x) + y^2) near 0, through hypot elsewhere; a NaN part
+        # makes both NaN (PyTorch's too, where C's clog(nan+inf*j) keeps the infinity)
+        x, y = a.real, a.imag
+        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+            r = x * (2 + x) + y * y
+            near = xp.abs(a) < 0.5
+            log_mod = xp.where(near, xp.where(r == 0, x, 0.5 * xp.log1p(r)),
+                               xp.log(xp.hypot(x + 1, y)))
+            log_mod = xp.where(xp.isnan(x) | xp.isnan(y), xp.nan, log_mod)
+            out = xp.empty_like(a)
+            out.real = log_mod
+            out.imag = xp.arctan2(y, x + 1)
+        return out
+
     def square(self, a):
         # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
         return self.xp.square(a.astype(np.int64) if a.dtype.kind == "b" else a)

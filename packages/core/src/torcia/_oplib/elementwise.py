@@ -516,6 +516,10 @@ def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
     >>> torcia.isclose(torcia.tensor([1.0, 1.1]), torcia.tensor([1.0 + 1e-7, 1.0]))
     tensor([ True, False])
     """
+    if isinstance(other, Tensor) and input.dtype is not other.dtype:
+        # PyTorch compares only tensors of one dtype (no promotion)
+        raise RuntimeError(f"{_torch_name(input.dtype)} did not match "
+                           f"{_torch_name(other.dtype)}")
     dt = result_type(input, other)
     if dt.category < 2:
         # integers and bools compare as doubles: their difference would wrap or be refused
@@ -764,11 +768,27 @@ def logaddexp(input, other):
     tensor([0.6931])
     """
     input, other = _log_add_operands(input, other, "logaddexp")
-    # shifted by the greater (real part), which sets the magnitude
-    m = maximum(input.real, other.real).detach() if input.is_complex() else \
-        maximum(input, other).detach()
+    if input.is_complex():
+        return _logaddexp_complex(input, other)
+    # shifted by the greater, which sets the magnitude
+    m = maximum(input, other).detach()
     m = where(isfinite(m), m, C.zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
+
+
+def _logaddexp_complex(x, y):
+    """PyTorch's complex logaddexp: the operand of the greater real part plus
+    ``log1p(exp(lesser - greater))``, so the imaginary part is the greater's plus an angle
+    in (-pi, pi] (not the principal value of ``log(exp(x) + exp(y))``); a NaN in either
+    gives nan+nanj, two equal infinite real parts the lesser (-inf) or the plain formula."""
+    nan_x, nan_y = x.real.isnan() | x.imag.isnan(), y.real.isnan() | y.imag.isnan()
+    x_less = ~nan_y & (nan_x | (x.real < y.real))
+    lo, hi = where(x_less, x, y), where(x_less, y, x)
+    with np.errstate(all="ignore"):
+        out = (lo - hi).exp().log1p() + hi
+        both_inf = ~isfinite(lo.real) & (lo.real == hi.real)
+        out = where(both_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()), out)
+    return where(nan_x | nan_y, C.full_like(out, complex(math.nan, math.nan)), out)
 
 
 def _log_add_operands(input, other, name):
@@ -956,7 +976,37 @@ def nextafter(input, other):
     >>> torcia.nextafter(torcia.tensor([1.0]), torcia.tensor([2.0])) > 1
     tensor([True])
     """
-    return _host_binary(np.nextafter, "nextafter", input, other, "f")
+    dt = result_type(input, other)
+    if dt not in _PRECISION:
+        raise NotImplementedError(f"\"nextafter_cpu\" not implemented for '{_torch_name(dt)}'")
+    # with tensor ops, not NumPy on the host (which has no bfloat16 loop): they run on the
+    # meta device and under vmap. One ulp of a = m 2^e (0.5 <= |m| < 1) is 2^(e - p), half
+    # that from a power of two towards zero, and never below the smallest subnormal.
+    digits, min_exp, largest = _PRECISION[dt]
+    a = to_dtype(input, dt).detach()
+    b = to_dtype(other if isinstance(other, Tensor) else C.tensor(other, device=a.device),
+                 dt).detach()
+    a, b = broadcast_tensors(a, b)
+    up = b > a
+    m, e = frexp(a)
+    halve = (m.abs() == 0.5) & ((a > 0) != up)
+    exponent = (e.to(D.int64) - digits - halve.to(D.int64)).clamp(min=min_exp - digits + 1)
+    step = exponent.to(D.float64).exp2().to(dt)
+    with np.errstate(all="ignore"):  # the infinities and NaNs are replaced below
+        out = a + where(up, step, -step)
+        # -tiny + tiny is +0: the step to zero keeps a's sign, as the bit pattern's does
+        out = where(out == 0, a * 0, out)
+        tiny = C.full_like(a, math.ldexp(1.0, min_exp - digits + 1))
+        out = where(a == 0, where(up, tiny, -tiny), out)
+        out = where(a.isinf(), a.sign() * largest, out)
+        out = where(a == b, b, out)
+        return where(a.isnan() | b.isnan(), a + b, out).to(dt)
+
+
+#: (significand digits, least normal exponent, largest finite value) of the floating dtypes
+_PRECISION = {D.float16: (11, -14, 65504.0), D.bfloat16: (8, -126, 3.3895313892515355e38),
+              D.float32: (24, -126, 3.4028234663852886e38),
+              D.float64: (53, -1022, 1.7976931348623157e308)}
 
 
 def bitwise_left_shift(input, other):
@@ -1075,3 +1125,4 @@ __all__ = [
 # the other families, bound once this one has loaded (they may import it first)
 from torcia._oplib.complex_numbers import imag
 from torcia._oplib.indexing import nonzero
+from torcia._oplib.views import broadcast_tensors

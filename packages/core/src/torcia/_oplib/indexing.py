@@ -12,7 +12,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full, tensor
 from torcia._oplib._common import _along_dim, _size_at
-from torcia._tensor import Tensor, _wrap_dim, call, check_overlap, write_inplace
+from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
 
 def masked_fill(input, mask, value):
@@ -595,6 +595,9 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if src.dtype is not input.dtype:
         raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
                            f"{input.dtype.name} and {src.dtype.name}")
+    if input.is_complex() and reduce in ("amax", "amin"):
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
+                                  f"implemented for '{_torch_name(input.dtype)}'")
     return call("scatter_reduce", (input, index, src),
                 {"dim": d, "reduce": reduce, "include_self": bool(include_self)})
 
@@ -847,6 +850,12 @@ def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # no
     if index.numel() != (src.shape[d] if src.ndim else 1):
         raise IndexError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
                          f"equal to source.size(dim) ({src.shape[d]})")
+    if input.is_complex() and (not include_self or reduce in ("amax", "amin")):
+        # PyTorch's kernels: no complex one without the input's values, nor an order
+        kernel = ("index_reduce_func_exclude_input_init" if not include_self else
+                  "maximum_cpu" if reduce == "amax" else "minimum_cpu")
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_torch_name(input.dtype)}'")
     if input.ndim == 0:
         return input.reshape(1).scatter_reduce(0, index.reshape(-1).long(), src, reduce,
                                                include_self=include_self).reshape(())

@@ -343,6 +343,14 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1):
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
     product = outer(vec1, vec2)
     _check_out_shape(input, tuple(product.shape), "addr")
+    # PyTorch's addr (unlike addmm) checks the scalars against the result's dtype
+    integral = result_type(input, product).category < 2
+    for name, value in (("beta", beta), ("alpha", alpha)):
+        if integral and isinstance(value, (float, np.floating)):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+        if isinstance(value, (bool, np.bool_)) and result_type(input, product) is not D.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
     return _scaled_sum(input, product, beta, alpha)
 
 

@@ -458,6 +458,8 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     if indices.dtype not in (D.int64, D.int32):
         raise RuntimeError(f"embedding_renorm_(): Expected dtype int32/int64 for indices but "
                            f"got: {indices.dtype}")
+    if weight.device.type == "meta":
+        return weight  # no values to rescale: the shape is all there is, and it stays
     with _no_grad():
         rows = C.tensor(np.unique(indices.cpu().numpy().reshape(-1)), device=weight.device)
         picked = weight.index_select(0, rows)

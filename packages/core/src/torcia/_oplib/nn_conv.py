@@ -486,6 +486,10 @@ def adaptive_avg_pool1d(input, output_size):
     >>> torcia.adaptive_avg_pool1d(torcia.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
     tensor([[2., 1.]])
     """
+    if isinstance(input, Tensor) and input.ndim in (2, 3) and output_size in (1, (1,), [1]):
+        # PyTorch's global-pooling shortcut (through adaptive_avg_pool2d's): a mean, which
+        # refuses integers
+        return input.mean(-1, keepdim=True)
     return _adaptive_avg_pool(1, input, output_size, "adaptive_avg_pool1d")
 
 
@@ -541,6 +545,10 @@ def adaptive_avg_pool3d(input, output_size):
     >>> F.adaptive_avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
     tensor([3.5000])
     """
+    if (isinstance(input, Tensor) and input.ndim in (4, 5)
+            and output_size in (1, (1, 1, 1), [1, 1, 1])):
+        # PyTorch's global-pooling shortcut, as adaptive_avg_pool2d's
+        return input.mean((-3, -2, -1), keepdim=True)
     return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
 
 

@@ -75,9 +75,13 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             return out
     elif running_mean is None or running_var is None:
         raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    _check_param_dtypes(input, weight, bias, running_mean, running_var)
     stats = (None, None) if training else (running_mean, running_var)
     out, mean, var = call("batch_norm", (input, weight, bias) + stats,
                           {"training": bool(training), "eps": float(eps)})
+    if out.dtype is not input.dtype:
+        # half input with float32 statistics (PyTorch's mixed kernel): the input's dtype
+        out = out.to(input.dtype)
     if training and (running_mean is not None or running_var is not None):
         n = input.numel() // c
         with no_grad():
@@ -273,6 +277,26 @@ def _per_channel(v, x):
     return v.reshape(1, -1, *([1] * (x.ndim - 2)))
 
 
+def _check_param_dtypes(input, *params):
+    """PyTorch's CPU rule for batch_norm's parameters (weight, bias, running_mean,
+    running_var): all of the input's dtype, or, for a half-precision input, all float32
+    (its mixed-precision kernel); the first one given decides which is meant."""
+    params = [p for p in params if p is not None]
+    if not params:
+        return
+    if params[0].dtype is not input.dtype:
+        if any(p.dtype is not D.float32 for p in params):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                               "Float")
+        if input.dtype not in (D.float16, D.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return
+    for p in params:
+        if p.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {_tensor._torch_name(input.dtype)} but "
+                               f"found {_tensor._torch_name(p.dtype)}")
+
+
 def batch_norm_stats(input, eps):
     """Per-channel mean and inverse standard deviation ``1 / sqrt(var + eps)`` (biased
     variance) of an ``N x C x ...`` input: the local step of SyncBatchNorm.
@@ -403,7 +427,8 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
                               count):
     """The input gradient of batch norm from the all-reduced sums (``count``: elements
     per process, summed to the global count)."""
-    n = count.sum().item() if isinstance(count, Tensor) else float(count)
+    # a 0-dim tensor rather than a Python number, so that meta tensors and vmap run it
+    n = count.sum() if isinstance(count, Tensor) else float(count)
     mean_dy = _per_channel(sum_dy / n, input)
     mean_dy_xmu = _per_channel(sum_dy_xmu / n, input)
     inv = _per_channel(invstd, input)

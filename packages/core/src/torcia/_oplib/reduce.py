@@ -15,7 +15,7 @@ from torcia import _dtype as D
 from torcia._creation import full
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _along_dim, _dims, _return_type, _size_at, _tname, _to_float
-from torcia._tensor import Tensor, _wrap_dim, call
+from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 
 class _AllDims:
@@ -581,12 +581,14 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.nanmean(torcia.tensor([1.0, float("nan"), 3.0]))
     tensor(2.)
     """
-    if not input.is_floating_point():
-        raise RuntimeError(f"nanmean(): expected input to have floating point dtype but got "
-                           f"{input.dtype}")
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {_torch_name(input.dtype)}")
+    # the count first, as PyTorch: a dim out of range is an IndexError before nansum
+    # refuses a complex input
     keep = ~isnan(input)
-    total = nansum(input, dim=dim, keepdim=keepdim)
     count = keep.sum(dim=dim, keepdim=keepdim) if dim is not None else keep.sum()
+    total = nansum(input, dim=dim, keepdim=keepdim)
     out = total / count
     return out if dtype is None else out.to(dtype)
 

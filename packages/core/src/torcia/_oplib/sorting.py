@@ -134,7 +134,10 @@ def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=N
             raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
         right = side == "right"
     if not isinstance(input, Tensor):
-        input = tensor(input, dtype=sorted_sequence.dtype, device=sorted_sequence.device)
+        # a Python number promotes with the sequence as a weak scalar (2.5 among int64
+        # values stays 2.5; 4 among bools makes both int64), held in double precision
+        dt = result_type(sorted_sequence, input)
+        input = to_dtype(tensor(np.asarray(input), device=sorted_sequence.device), dt)
     if sorter is not None:
         sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
     seq_shape, val_shape = tuple(sorted_sequence.shape), tuple(input.shape)
