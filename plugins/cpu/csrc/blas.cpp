@@ -100,7 +100,14 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
   for (int64_t i = 1; strided && i < batch; ++i)
     strided = aoff[i] == i * sa && boff[i] == i * sb;
   py::gil_scoped_release release;
-  const bool threads = batch > 1 && batch * m * n * k > kParallelMacs;
+  if (batch == 1) {
+    // one product (a's rows times b: a linear layer's backward): the plain call, where
+    // the library uses the threads set_blas_threads gives it; its batched call splits the
+    // batch over them, which leaves a single product on one thread
+    gemm<T>(la.trans, lb.trans, m, n, k, ap, la.ld, bp, lb.ld, T(0), cp, n);
+    return;
+  }
+  const bool threads = batch * m * n * k > kParallelMacs;
   if (strided) {
     // each thread a contiguous range of the batch
 #pragma omp parallel if (threads)

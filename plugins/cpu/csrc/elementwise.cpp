@@ -30,6 +30,10 @@ constexpr int64_t kGrain = 1 << 15;
 // Output columns per task of a sum over a dim with a contiguous inner part: their
 // double accumulators (8 KB) stay in L1.
 constexpr int64_t kColumns = 1024;
+// A sum over a dim with fewer output blocks of columns than this also splits its rows
+// (run_sum); into at most kMaxPieces pieces.
+constexpr int64_t kSplitBelow = 16;
+constexpr int64_t kMaxPieces = 32;
 
 enum class Bin { add, sub, mul, div };
 enum class Un { neg, abs, sqrt, rsqrt, reciprocal, square, exp };
@@ -276,33 +280,68 @@ TORCIA_CLONES_WIDE void add_columns(const T* __restrict__ x, double* __restrict_
 }
 
 // out (outer, inner) = the sum over r of x (outer, r, inner) divided by divisor (1, or r
-// for a mean), rounded once to T. Every output element adds its terms in the same order
-// whatever the thread count: rows of a contiguous reduction as total() does, columns one
-// row after the other.
+// for a mean), rounded once to T. Every output element adds its terms in an order fixed by
+// the shape alone, whatever the thread count: rows of a contiguous reduction as total()
+// does; columns one row after the other, or, where the output has fewer than
+// kSplitBelow blocks of columns (a bias gradient: the sum of a (rows, features) gradient
+// over its rows), over pieces of rows summed apart and then added in piece order.
 template <typename T>
 void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double divisor) {
-  const bool parallel = outer * r * inner >= 2 * kGrain;
+  const bool big = outer * r * inner >= 2 * kGrain;
   if (inner == 1) {
     if (outer == 1) {
-      out[0] = T(total(x, r, parallel) / divisor);
+      out[0] = T(total(x, r, big) / divisor);
       return;
     }
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (parallel)
+#pragma omp parallel for schedule(static) if (big)
     for (int64_t o = 0; o < outer; ++o) out[o] = T(total(x + o * r, r, false) / divisor);
     return;
   }
   const int64_t blocks = (inner + kColumns - 1) / kColumns;
+  const int64_t width = std::min(inner, kColumns);
+  // pieces of at least a grain each, at most kMaxPieces (their partial sums stay small)
+  const int64_t pieces = big && outer * blocks < kSplitBelow
+                             ? std::max<int64_t>(1, std::min(kMaxPieces, r * width / kGrain))
+                             : 1;
+  const int64_t tasks = outer * blocks * pieces;
+  if (pieces <= 1) {
+    py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (big && tasks > 1)
+    for (int64_t t = 0; t < tasks; ++t) {
+      const int64_t o = t / blocks, j0 = (t % blocks) * kColumns;
+      const int64_t m = std::min(kColumns, inner - j0);
+      double acc[kColumns] = {};
+      const T* base = x + o * r * inner + j0;
+      for (int64_t i = 0; i < r; ++i) add_columns(base + i * inner, acc, m);
+      T* dst = out + o * inner + j0;
+      for (int64_t j = 0; j < m; ++j) dst[j] = T(acc[j] / divisor);
+    }
+    return;
+  }
+  const int64_t rows = (r + pieces - 1) / pieces;
+  std::vector<double> part(tasks * kColumns, 0.0);
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < outer * blocks; ++t) {
-    const int64_t o = t / blocks, j0 = (t % blocks) * kColumns;
+#pragma omp parallel for schedule(static)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t ob = t / pieces, p = t % pieces;
+    const int64_t o = ob / blocks, j0 = (ob % blocks) * kColumns;
     const int64_t m = std::min(kColumns, inner - j0);
-    double acc[kColumns] = {};
+    const int64_t lo = p * rows, hi = std::min(r, lo + rows);
+    double* acc = part.data() + t * kColumns;
     const T* base = x + o * r * inner + j0;
-    for (int64_t i = 0; i < r; ++i) add_columns(base + i * inner, acc, m);
+    for (int64_t i = lo; i < hi; ++i) add_columns(base + i * inner, acc, m);
+  }
+  for (int64_t ob = 0; ob < outer * blocks; ++ob) {
+    const int64_t o = ob / blocks, j0 = (ob % blocks) * kColumns;
+    const int64_t m = std::min(kColumns, inner - j0);
+    const double* first = part.data() + ob * pieces * kColumns;
     T* dst = out + o * inner + j0;
-    for (int64_t j = 0; j < m; ++j) dst[j] = T(acc[j] / divisor);
+    for (int64_t j = 0; j < m; ++j) {
+      double acc = first[j];
+      for (int64_t p = 1; p < pieces; ++p) acc += first[p * kColumns + j];
+      dst[j] = T(acc / divisor);
+    }
   }
 }
 

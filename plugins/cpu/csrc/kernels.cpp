@@ -9,10 +9,12 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <list>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -810,6 +812,80 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
   return out;
 }
 
+// Columns per task of index_add_rows: a cache line of float32, so that even a narrow
+// embedding (64 columns) spreads over threads.
+constexpr int64_t kIndexColumns = 16;
+
+// out (outer, n, inner) = a with source (outer, m, inner) added along the middle dim at
+// idx (m,): out[o, idx[i], j] += source[o, i, j]. Each element takes its terms in index
+// order, as NumPy's add.at does, so the result is its bits on every thread count; threads
+// own blocks of columns.
+template <typename T>
+void index_add_run(const T* a, const int64_t* idx, const T* source, T* out, int64_t outer,
+                   int64_t n, int64_t m, int64_t inner) {
+  const int64_t blocks = (inner + kIndexColumns - 1) / kIndexColumns;
+  const int64_t tasks = outer * blocks;
+  const bool threads = tasks > 1 && outer * inner * (n + m) > kParallelWork;
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (threads)
+  for (int64_t t = 0; t < tasks; ++t) {
+    const int64_t o = t / blocks, j0 = (t % blocks) * kIndexColumns;
+    const int64_t w = std::min(kIndexColumns, inner - j0);
+    const T* from = a + o * n * inner + j0;
+    const T* rows = source + o * m * inner + j0;
+    T* to = out + o * n * inner + j0;
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < w; ++j) to[k * inner + j] = from[k * inner + j];
+    for (int64_t i = 0; i < m; ++i) {
+      T* row = to + idx[i] * inner;
+      const T* s = rows + i * inner;
+      for (int64_t j = 0; j < w; ++j) row[j] += s[j];
+    }
+  }
+}
+
+// index_add_rows(a, index, source, outer, n, inner) -> a copy of a (float32 or float64,
+// C-contiguous, outer * n * inner elements) with source (a's dtype, C-contiguous,
+// outer * m * inner elements) added at index (1-D int64, C-contiguous, m values in
+// [0, n)) along the middle dim of (outer, n, inner); of a's shape.
+py::array index_add_rows(const py::array& a, const py::array& index, const py::array& source,
+                         int64_t outer, int64_t n, int64_t inner) {
+  const std::string fn = "index_add_rows";
+  torcia_checks::float_array(fn, "a", a);
+  torcia_checks::like(fn, "source", source, "a", a);
+  if (!torcia_checks::is_dtype<int64_t>(index.dtype()) || index.ndim() != 1 ||
+      !(index.flags() & py::array::c_style))
+    fail(fn, "index must be a 1-D C-contiguous int64 array, got " +
+                 std::string(py::str(index.dtype())) + " of shape " + shape_of(index));
+  check_at_least(fn, "outer", outer, 0);
+  check_at_least(fn, "n", n, 0);
+  check_at_least(fn, "inner", inner, 0);
+  const int64_t m = index.shape(0);
+  const int64_t plane = mul(fn, outer, inner);
+  if (a.size() != mul(fn, plane, n))
+    fail(fn, "a has " + std::to_string(a.size()) + " elements, not (" + std::to_string(outer) +
+                 ", " + std::to_string(n) + ", " + std::to_string(inner) + ")");
+  if (source.size() != mul(fn, plane, m))
+    fail(fn, "source has " + std::to_string(source.size()) + " elements, not (" +
+                 std::to_string(outer) + ", " + std::to_string(m) + ", " +
+                 std::to_string(inner) + ")");
+  const int64_t* idx = static_cast<const int64_t*>(index.data());
+  for (int64_t i = 0; i < m; ++i)
+    if (idx[i] < 0 || idx[i] >= n)
+      fail(fn, "index holds " + std::to_string(idx[i]) + ", out of range for size " +
+                   std::to_string(n));
+  py::array out(a.dtype(), std::vector<py::ssize_t>(a.shape(), a.shape() + a.ndim()));
+  if (torcia_checks::is_dtype<float>(a.dtype()))
+    index_add_run(static_cast<const float*>(a.data()), idx,
+                  static_cast<const float*>(source.data()),
+                  static_cast<float*>(out.mutable_data()), outer, n, m, inner);
+  else
+    index_add_run(static_cast<const double*>(a.data()), idx,
+                  static_cast<const double*>(source.data()),
+                  static_cast<double*>(out.mutable_data()), outer, n, m, inner);
+  return out;
+}
+
 // ----- LSTM cell (its rows in lstm_rows.h) ---------------------------------------------
 
 // One step from the gate pre-activations gates (M, 4H) = [i f g o] and the cell state
@@ -1051,6 +1127,121 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
 
 // ----- optimizer updates over many arrays at once --------------------------------------
 
+// Elements per task of the optimizer updates (the grain of the elementwise ops).
+constexpr int64_t kStepSpan = 1 << 15;
+
+template <typename T>
+struct AdamConstants {
+  bool maximize, coupled, decoupled;  // coupled: L2 decay added to the gradient
+  T weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps;
+};
+
+// Products and sums rounded one at a time, as NumPy's passes round them: no fused
+// multiply-add in the optimizer updates, whose bits are torcia-optim's (test_plugin.py).
+#if defined(__GNUC__) && !defined(__clang__)
+#define TORCIA_NO_FMA __attribute__((optimize("fp-contract=off")))
+#else
+#define TORCIA_NO_FMA
+#endif
+
+// Adam's update of n elements of one parameter, torch.optim.Adam's formulas in T. The
+// arrays do not overlap (keep_apart), so the loop vectorises, once per instruction set.
+template <typename T, bool AMSGRAD>
+TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __restrict__ g,
+                                                T* __restrict__ m, T* __restrict__ v,
+                                                T* __restrict__ vmax, int64_t n,
+                                                const AdamConstants<T> c, T step_size,
+                                                T bc2_sqrt) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = c.maximize ? -g[k] : g[k];
+    if (c.decoupled) p[k] *= c.decay;
+    if (c.coupled) d += c.weight_decay * p[k];
+    m[k] += (d - m[k]) * c.one_minus_beta1;
+    v[k] = c.beta2 * v[k] + c.one_minus_beta2 * d * d;
+    T denom_v = v[k];
+    if (AMSGRAD) {
+      vmax[k] = std::max(vmax[k], v[k]);
+      denom_v = vmax[k];
+    }
+    const T denom = std::sqrt(denom_v) / bc2_sqrt + c.eps;
+    p[k] -= step_size * m[k] / denom;
+  }
+}
+
+// Whether any two of arrays (n elements of T each, nullptr for none) share memory.
+template <typename T>
+static bool overlap(int64_t n, std::initializer_list<const T*> arrays) {
+  for (auto a = arrays.begin(); a != arrays.end(); ++a)
+    for (auto b = a + 1; b != arrays.end(); ++b)
+      if (*a && *b && n > 0 && *a < *b + n && *b < *a + n) return true;
+  return false;
+}
+
+// Refuses a parameter whose written arrays (the parameter, its state; nullptr for none)
+// share memory, and copies a gradient g that shares memory with one of them
+// (p.grad = p.detach()) into copies: the update loops assume arrays apart.
+template <typename T>
+static void keep_apart(const std::string& fn, size_t i, int64_t n, T*& g,
+                       std::initializer_list<const T*> written,
+                       std::list<std::vector<T>>& copies) {
+  if (overlap<T>(n, written))
+    fail(fn, "the parameter and the state of params[" + std::to_string(i) + "] share memory");
+  for (const T* w : written)
+    if (overlap<T>(n, {g, w})) {
+      copies.emplace_back(g, g + n);
+      g = copies.back().data();
+      return;
+    }
+}
+
+// Every parameter's spans of at most kStepSpan elements, (parameter, start, length), and
+// the elements in all: the updates run them in one team, so that no parameter opens its
+// own and the small ones (biases, norms) run beside the others.
+static std::vector<std::array<int64_t, 3>> step_spans(const std::vector<int64_t>& sizes,
+                                                      int64_t& total) {
+  std::vector<std::array<int64_t, 3>> spans;
+  total = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    for (int64_t lo = 0; lo < sizes[i]; lo += kStepSpan)
+      spans.push_back({int64_t(i), lo, std::min(kStepSpan, sizes[i] - lo)});
+    total += sizes[i];
+  }
+  return spans;
+}
+
+// params[i] and grads[i] checked (checked_ptr), their data in p and g: the parameter's size
+template <typename T>
+static int64_t param_and_grad(const std::string& fn, size_t i, const py::list& params,
+                              const py::list& grads, T*& p, T*& g) {
+  p = checked_ptr<T>(fn, "params", i, params[i], -1, true);
+  const int64_t n = py::reinterpret_borrow<py::array>(params[i]).size();
+  g = checked_ptr<T>(fn, "grads", i, grads[i], n, false);
+  return n;
+}
+
+template <typename T>
+struct SgdConstants {
+  bool maximize, decay, momentum, has_buffers, nesterov;
+  T weight_decay, beta, one_minus_dampening, lr;  // beta: the momentum factor
+};
+
+// SGD's update of n elements of one parameter (b: its momentum buffer, or nullptr)
+template <typename T>
+TORCIA_CLONES_WIDE TORCIA_NO_FMA void sgd_span(T* __restrict__ p, const T* __restrict__ g,
+                                               T* __restrict__ b, int64_t n,
+                                               const SgdConstants<T> c) {
+  for (int64_t k = 0; k < n; ++k) {
+    T d = c.maximize ? -g[k] : g[k];
+    if (c.decay) d += c.weight_decay * p[k];
+    if (c.momentum) {
+      const T buf = c.has_buffers ? c.beta * b[k] + c.one_minus_dampening * d : d;
+      b[k] = buf;
+      d = c.nesterov ? d + c.beta * buf : buf;
+    }
+    p[k] -= c.lr * d;
+  }
+}
+
 // SGD with momentum, dampening, nesterov, weight decay and maximize, as torch.optim.SGD.
 // bufs[i] is read only when has_buffers; otherwise it is initialised to the gradient.
 template <typename T>
@@ -1063,29 +1254,23 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
   if (momentum != 0) check_count(fn, "momentum_buffers", bufs.size(), count);
   std::vector<T*> p(count), g(count), b(count);
   std::vector<int64_t> sizes(count);
+  std::list<std::vector<T>> copies;  // a list: its elements stay where they are
   for (size_t i = 0; i < count; ++i) {
-    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
-    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
-    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    sizes[i] = param_and_grad(fn, i, params, grads, p[i], g[i]);
     b[i] = momentum != 0 ? checked_ptr<T>(fn, "momentum_buffers", i, bufs[i], sizes[i], true)
                          : nullptr;
+    keep_apart<T>(fn, i, sizes[i], g[i], {p[i], b[i]}, copies);
   }
+  int64_t total;
+  const auto spans = step_spans(sizes, total);
+  const SgdConstants<T> c{maximize, weight_decay != 0, momentum != 0, has_buffers, nesterov,
+                          T(weight_decay), T(momentum), T(1 - dampening), T(lr)};
+  const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
-  for (size_t i = 0; i < count; ++i) {
-    T* pi = p[i];
-    const T* gi = g[i];
-    T* bi = b[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
-    for (int64_t k = 0; k < sizes[i]; ++k) {
-      T d = maximize ? -gi[k] : gi[k];
-      if (weight_decay != 0) d += T(weight_decay) * pi[k];
-      if (momentum != 0) {
-        T buf = has_buffers ? T(momentum) * bi[k] + T(1 - dampening) * d : d;
-        bi[k] = buf;
-        d = nesterov ? d + T(momentum) * buf : buf;
-      }
-      pi[k] -= T(lr) * d;
-    }
+#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+  for (int64_t t = 0; t < n_spans; ++t) {
+    const auto [i, lo, len] = spans[t];
+    sgd_span<T>(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
   }
 }
 
@@ -1104,46 +1289,41 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
   std::vector<T*> p(count), g(count), m(count), v(count), vmax(count);
   std::vector<double> step(count);
   std::vector<int64_t> sizes(count);
+  std::list<std::vector<T>> copies;  // a list: its elements stay where they are
   for (size_t i = 0; i < count; ++i) {
-    p[i] = checked_ptr<T>(fn, "params", i, params[i], -1, true);
-    sizes[i] = py::reinterpret_borrow<py::array>(params[i]).size();
-    g[i] = checked_ptr<T>(fn, "grads", i, grads[i], sizes[i], false);
+    sizes[i] = param_and_grad(fn, i, params, grads, p[i], g[i]);
     m[i] = checked_ptr<T>(fn, "exp_avgs", i, exp_avgs[i], sizes[i], true);
     v[i] = checked_ptr<T>(fn, "exp_avg_sqs", i, exp_avg_sqs[i], sizes[i], true);
     vmax[i] = amsgrad ? checked_ptr<T>(fn, "max_exp_avg_sqs", i, max_exp_avg_sqs[i], sizes[i],
                                        true)
                       : nullptr;
     step[i] = steps[i].cast<double>();
+    keep_apart<T>(fn, i, sizes[i], g[i], {p[i], m[i], v[i], vmax[i]}, copies);
   }
-  py::gil_scoped_release release;
+  int64_t total;
+  const auto spans = step_spans(sizes, total);
+  std::vector<T> step_size(count), bc2_sqrt(count);
   for (size_t i = 0; i < count; ++i) {
-    const double bc1 = 1 - std::pow(beta1, step[i]);
-    const double bc2 = 1 - std::pow(beta2, step[i]);
-    const T step_size = T(lr / bc1);
+    step_size[i] = T(lr / (1 - std::pow(beta1, step[i])));
     // pow(x, 0.5) rather than sqrt: the reference computes it with Python's float power
-    const T bc2_sqrt = T(std::pow(bc2, 0.5));
-    T* pi = p[i];
-    const T* gi = g[i];
-    T* mi = m[i];
-    T* vi = v[i];
-    T* vmi = vmax[i];
-#pragma omp parallel for schedule(static) if (sizes[i] > kParallelWork)
-    for (int64_t k = 0; k < sizes[i]; ++k) {
-      T d = maximize ? -gi[k] : gi[k];
-      if (weight_decay != 0) {
-        if (decoupled) pi[k] *= T(1 - lr * weight_decay);
-        else d += T(weight_decay) * pi[k];
-      }
-      mi[k] += (d - mi[k]) * T(1 - beta1);
-      vi[k] = T(beta2) * vi[k] + T(1 - beta2) * d * d;
-      T denom_v = vi[k];
-      if (amsgrad) {
-        vmi[k] = std::max(vmi[k], vi[k]);
-        denom_v = vmi[k];
-      }
-      const T denom = std::sqrt(denom_v) / bc2_sqrt + T(eps);
-      pi[k] -= step_size * mi[k] / denom;
-    }
+    bc2_sqrt[i] = T(std::pow(1 - std::pow(beta2, step[i]), 0.5));
+  }
+  const AdamConstants<T> c{maximize, weight_decay != 0 && !decoupled,
+                           weight_decay != 0 && decoupled, T(weight_decay),
+                           T(1 - lr * weight_decay), T(1 - beta1), T(beta2), T(1 - beta2),
+                           T(eps)};
+  const int64_t n_spans = int64_t(spans.size());
+  py::gil_scoped_release release;
+#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+  for (int64_t t = 0; t < n_spans; ++t) {
+    const auto [i, lo, len] = spans[t];
+    T* vmi = amsgrad ? vmax[i] + lo : nullptr;
+    if (amsgrad)
+      adam_span<T, true>(p[i] + lo, g[i] + lo, m[i] + lo, v[i] + lo, vmi, len, c,
+                         step_size[i], bc2_sqrt[i]);
+    else
+      adam_span<T, false>(p[i] + lo, g[i] + lo, m[i] + lo, v[i] + lo, vmi, len, c,
+                          step_size[i], bc2_sqrt[i]);
   }
 }
 
@@ -1173,6 +1353,8 @@ PYBIND11_MODULE(_native, m) {
   m.def("sgd_step_f64", &sgd_step<double>);
   m.def("adam_step_f32", &adam_step<float>);
   m.def("adam_step_f64", &adam_step<double>);
+  m.def("index_add_rows", &index_add_rows, py::arg("a"), py::arg("index"), py::arg("source"),
+        py::arg("outer"), py::arg("n"), py::arg("inner"));
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
   m.def("set_winograd", &set_winograd, py::arg("on"));

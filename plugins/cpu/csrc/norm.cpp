@@ -185,32 +185,44 @@ void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, 
 // Rows whose parameter-gradient terms are summed in x's dtype before they join the
 // double totals: short runs keep float32's rounding small, and the inner loop in floats.
 constexpr int64_t kBlockRows = 16;
+// The blocks fall into at most this many runs of consecutive blocks, each summed apart in
+// double, the runs then added in their order: the weight and bias gradients have the same
+// bits on every thread count and from run to run (the runs depend on the row count only).
+constexpr int64_t kMaxRuns = 32;
 
 template <typename T>
 void backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb, int64_t rows, int64_t d,
               double eps) {
   py::gil_scoped_release release;
-  std::vector<double> total(2 * d, 0.0);
   const int64_t blocks = (rows + kBlockRows - 1) / kBlockRows;
+  const int64_t runs = std::min(kMaxRuns, blocks);
+  const int64_t per_run = runs ? (blocks + runs - 1) / runs : 0;
+  std::vector<double> partial(static_cast<size_t>(runs) * 2 * d, 0.0);
 #pragma omp parallel if (rows * d > kParallelElements && rows > 1)
   {
-    std::vector<double> sums(2 * d, 0.0);
     std::vector<T> block(2 * d);
 #pragma omp for schedule(static)
-    for (int64_t blk = 0; blk < blocks; ++blk) {
-      std::fill(block.begin(), block.end(), T(0));
-      const int64_t end = std::min(rows, (blk + 1) * kBlockRows);
-      for (int64_t r = blk * kBlockRows; r < end; ++r)
-        backward_row(g + r * d, x + r * d, w, gx + r * d, block.data(), block.data() + d, d,
-                     eps);
-      for (int64_t k = 0; k < 2 * d; ++k) sums[k] += block[k];
+    for (int64_t run = 0; run < runs; ++run) {
+      double* sums = partial.data() + run * 2 * d;
+      const int64_t last = std::min(blocks, (run + 1) * per_run);
+      for (int64_t blk = run * per_run; blk < last; ++blk) {
+        std::fill(block.begin(), block.end(), T(0));
+        const int64_t end = std::min(rows, (blk + 1) * kBlockRows);
+        for (int64_t r = blk * kBlockRows; r < end; ++r)
+          backward_row(g + r * d, x + r * d, w, gx + r * d, block.data(), block.data() + d, d,
+                       eps);
+        for (int64_t k = 0; k < 2 * d; ++k) sums[k] += block[k];
+      }
     }
-#pragma omp critical
-    for (int64_t k = 0; k < 2 * d; ++k) total[k] += sums[k];
   }
   for (int64_t k = 0; k < d; ++k) {
-    gw[k] = T(total[k]);
-    gb[k] = T(total[d + k]);
+    double sw = 0.0, sb = 0.0;
+    for (int64_t run = 0; run < runs; ++run) {
+      sw += partial[run * 2 * d + k];
+      sb += partial[run * 2 * d + d + k];
+    }
+    gw[k] = T(sw);
+    gb[k] = T(sb);
   }
 }
 

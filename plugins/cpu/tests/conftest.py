@@ -24,3 +24,23 @@ def with_and_without_plugin(tmp_path):
         return results
 
     return run
+
+
+@pytest.fixture
+def on_threads():
+    """``run(fn, counts)``: fn's results on each of the OpenMP thread counts ``counts``,
+    twice each (the extension's count restored after)."""
+    from torcia_cpu import _native
+
+    def run(fn, counts=(1, 2)):
+        before = _native.get_num_threads()
+        try:
+            out = []
+            for n in counts:
+                _native.set_num_threads(n)
+                out += [fn(), fn()]
+            return out
+        finally:
+            _native.set_num_threads(before)
+
+    return run

@@ -225,6 +225,19 @@ def test_embedding_backward(index_shape, dim, num_weights, padding_idx, dtype, d
     _both("embedding_backward", g, idx, num_weights=num_weights, padding_idx=padding_idx)
 
 
+@FUZZ
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.integers(0, 2),
+       st.integers(0, 7), st.sampled_from([1, 2.5, -1]), dtypes, st.data())
+def test_index_add(shape, dim, m, alpha, dtype, data):
+    dim = dim % len(shape)
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1)))
+    a = data.draw(arrays(tuple(shape), dtype))
+    # repeated indices; out of range ones where the dim is empty: both refuse them
+    idx = rng.integers(0, max(shape[dim], 1), m)
+    source = data.draw(arrays(tuple(shape[:dim]) + (m,) + tuple(shape[dim + 1:]), dtype))
+    _both("index_add", a, idx, source, dim, alpha)
+
+
 # ----- LSTM -------------------------------------------------------------------------------
 
 @FUZZ
@@ -455,5 +468,5 @@ def test_every_override_is_fuzzed():
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
               "batch_norm_backward", "masked_fill", "flash_attention",
-              "flash_attention_backward"}
+              "flash_attention_backward", "index_add"}
     assert set(OVERRIDES) == fuzzed

@@ -459,3 +459,22 @@ def test_supported_cases_take_the_native_path(monkeypatch):
     for training in (True, False):
         NAT.batch_norm(x, w, b, w, w, training, 1e-5)
         NAT.batch_norm_backward(x, x, w, w, w, training, 1e-5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows, d", [(100, 1024), (513, 300), (4096, 64), (17, 5000),
+                                     (2000, 1)])
+def test_layer_norm_gradients_have_the_same_bits_on_every_thread_count(dtype, rows, d,
+                                                                      on_threads):
+    # the weight and bias gradients sum runs of rows fixed by the row count, added in run
+    # order: neither the thread count nor which thread finishes first changes a bit
+    x = (RNG.standard_normal((rows, d)) * 3 + 1).astype(dtype)
+    w, g = RNG.standard_normal(d).astype(dtype), RNG.standard_normal((rows, d)).astype(dtype)
+    results = on_threads(lambda: NAT.layer_norm_backward(g, x, w, 1, 1e-5), (1, 2, 3, 4))
+    bits = f"u{np.dtype(dtype).itemsize}"
+    for other in results[1:]:
+        for got, want in zip(other, results[0]):
+            np.testing.assert_array_equal(got.view(bits), want.view(bits))
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-9)
+    for got, want in zip(results[0], REF.layer_norm_backward(g, x, w, 1, 1e-5)):
+        np.testing.assert_allclose(got, want, **tol)

@@ -60,6 +60,27 @@ def test_strided_batches_split_over_threads_match_numpy(threads):
         np.testing.assert_allclose(g, want, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.parametrize("blas_threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_single_products_on_blas_threads_match_numpy(dtype, blas_threads):
+    # a batch of one (a linear layer's backward, a's rows times b) is one plain call on the
+    # threads set_blas_threads gives: every layout of each operand, a row and a column
+    def operand(rows, cols, transposed):
+        x = RNG.standard_normal((cols, rows) if transposed else (rows, cols)).astype(dtype)
+        return x.T if transposed else x
+
+    _native.set_blas_threads(blas_threads)
+    try:
+        for m, k, n in [(96, 80, 72), (1, 33, 40), (40, 33, 1), (3, 1, 5)]:
+            for ta in (False, True):
+                for tb in (False, True):
+                    a, b = operand(m, k, ta), operand(k, n, tb)
+                    np.testing.assert_allclose(_native.matmul_batched(a, b), a @ b,
+                                               **REF_TOL[dtype])
+    finally:
+        _native.set_blas_threads(1)
+
+
 def test_the_native_product_reads_transposed_views_in_place():
     a = RNG.standard_normal((3, 5, 4)).astype(np.float32)
     b = RNG.standard_normal((3, 6, 4)).astype(np.float32).swapaxes(-1, -2)

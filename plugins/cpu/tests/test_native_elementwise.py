@@ -136,8 +136,12 @@ def test_unary_fallbacks(op):
 
 
 # (shape, dim): all, one dim (first, middle, last), adjacent dims, non-adjacent dims (the
-# reference), a reduction to one row of many, an empty reduced dim
-REDUCTIONS = [((GRAIN * 3 + 11,), None), ((40, 1000), None), ((40, 1000), (0,)),
+# reference), a reduction to one row of many, an empty reduced dim; sums of few columns
+# over many rows (a bias gradient), whose rows split into pieces: just below and above
+# two grains, many pieces, more than the most pieces (uneven ones), a few leading rows
+REDUCTIONS = [((1024, 384), (0,)), ((511, 128), (0,)), ((513, 128), (0,)),
+              ((40001, 64), (0,)), ((3, 4000, 100), (1,)), ((2, 700, 2100), (1,)),
+              ((GRAIN * 3 + 11,), None), ((40, 1000), None), ((40, 1000), (0,)),
               ((40, 1000), (1,)), ((7, 300, 50), (1,)), ((7, 300, 50), (0, 1)),
               ((7, 300, 50), (1, 2)), ((7, 300, 50), (0, 2)), ((2, 3000, 1100), (2,)),
               ((1, 200000), (1,)), ((50000, 0), (1,)), ((GRAIN, 3), (0,))]
@@ -171,7 +175,9 @@ def test_reductions_with_a_dtype_or_a_view_go_to_the_reference():
 
 
 @pytest.mark.parametrize("shape, dim", [((GRAIN * 5 + 3,), None), ((64, 3000), (0,)),
-                                        ((64, 3000), (1,)), ((1, GRAIN * 4), (1,))], ids=str)
+                                        ((64, 3000), (1,)), ((1, GRAIN * 4), (1,)),
+                                        ((1024, 384), (0,)), ((40001, 64), (0,)),
+                                        ((3, 4000, 100), (1,))], ids=str)
 def test_sums_are_the_same_on_every_thread_count(shape, dim):
     # fixed spans, added in their order: the thread count does not change a bit
     x = np.asarray(RNG.standard_normal(shape), np.float32)

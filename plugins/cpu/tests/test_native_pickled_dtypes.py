@@ -101,6 +101,8 @@ def _workload(dtype):
     cell = nn.LSTMCell(8, 8).to(dtype)
     hc = cell(out[0])
     emb = nn.Embedding(10, 8).to(dtype)(torcia.arange(16) % 10)
+    # bags of embeddings: their rows added with index_add
+    emb = emb + nn.EmbeddingBag(10, 8).to(dtype)(torcia.arange(32) % 10, torcia.arange(0, 32, 2))
     logits = nn.Linear(8, 5).to(dtype)(hc[0] + emb)
     loss = F.cross_entropy(logits, torcia.arange(16) % 5) + out.sum() * 0
     loss.backward()

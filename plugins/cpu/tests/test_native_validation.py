@@ -56,6 +56,10 @@ CASES = {
     "adam fewer steps than params": (
         "n.adam_step_f32([z(4), z(4)], [z(4), z(4)], [z(4), z(4)], [z(4), z(4)], [], [1.0], "
         "1e-3, 0.9, 0.999, 1e-8, 0.0, False, False, False)", "steps has 1 entries, params 2"),
+    "adam moment overlapping the parameter": (
+        "a = z(12)\n"
+        "n.adam_step_f32([a[:8]], [z(8)], [a[4:]], [z(8)], [], [1.0], 1e-3, 0.9, 0.999, "
+        "1e-8, 0.0, False, False, False)", "the parameter and the state of params[0] share"),
     # pooling
     "max_pool2d padding over half the kernel": (
         "n.max_pool2d(z(1, 1, 4, 4), 3, 3, 1, 1, 2, 2, 1, 1, 6, 6)",

@@ -201,6 +201,26 @@ class NativeKernels:
                                           _c(indices.astype(np.int64, copy=False)).reshape(-1),
                                           num_weights, -1 if padding_idx is None else padding_idx)
 
+    # ----- index_add: NumPy's add.at walks one element at a time on one thread; natively
+    # threads own blocks of columns and add the rows in index order, the reference's bits
+    def index_add(self, a, index, source, dim, alpha=1):
+        if a.ndim == 0 or index.ndim != 1 or index.dtype.kind not in "iu" \
+                or not _native_ok(a, source) \
+                or source.shape != a.shape[:dim] + index.shape + a.shape[dim + 1:]:
+            return _FALLBACK.index_add(a, index, source, dim, alpha)
+        n = a.shape[dim]
+        # out of range (core refuses it first): the reference's error
+        if index.size and (index.min() < 0 or index.max() >= n):
+            return _FALLBACK.index_add(a, index, source, dim, alpha)
+        # scaled as the reference scales it; a NumPy scalar that widens the dtype goes to
+        # the reference, which rounds the sum back into a's dtype
+        scaled = source * alpha if alpha != 1 else source
+        if not _native_ok(a, scaled):
+            return _FALLBACK.index_add(a, index, source, dim, alpha)
+        return _native.index_add_rows(_cc(a), _c(index.astype(np.int64, copy=False)),
+                                      _cc(scaled), math.prod(a.shape[:dim]), n,
+                                      math.prod(a.shape[dim + 1:]))
+
     # ----- softmax and cross-entropy over the last dimension --------------------------
     def softmax(self, a, dim):
         if not _last_dim_rows(a, dim):
@@ -783,7 +803,7 @@ OVERRIDES = ("matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
              "leaky_relu", "relu", "activation_backward", "layer_norm",
              "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
              "batch_norm_backward", "masked_fill", "flash_attention",
-             "flash_attention_backward")
+             "flash_attention_backward", "index_add")
 #: Not ops: helpers the reference kernels are written with (cross_entropy's rows), which
 #: the fallback's reference kernels call on "cpu" (see torcia.library.fallback).
 HELPERS = ("logsumexp_rows",)
