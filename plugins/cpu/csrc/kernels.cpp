@@ -1133,7 +1133,9 @@ constexpr int64_t kStepSpan = 1 << 15;
 template <typename T>
 struct AdamConstants {
   bool maximize, coupled, decoupled;  // coupled: L2 decay added to the gradient
-  T weight_decay, decay, one_minus_beta1, beta2, one_minus_beta2, eps;
+  // lerp_'s two sides, as torch's: from the gradient's end for a weight 1 - beta1 >= 0.5
+  bool from_end;
+  T weight_decay, decay, one_minus_beta1, end_weight, beta2, one_minus_beta2, eps;
 };
 
 // Products and sums rounded one at a time, as NumPy's passes round them: no fused
@@ -1156,7 +1158,7 @@ TORCIA_CLONES_WIDE TORCIA_NO_FMA void adam_span(T* __restrict__ p, const T* __re
     T d = c.maximize ? -g[k] : g[k];
     if (c.decoupled) p[k] *= c.decay;
     if (c.coupled) d += c.weight_decay * p[k];
-    m[k] += (d - m[k]) * c.one_minus_beta1;
+    m[k] = c.from_end ? d - (d - m[k]) * c.end_weight : m[k] + (d - m[k]) * c.one_minus_beta1;
     v[k] = c.beta2 * v[k] + c.one_minus_beta2 * d * d;
     T denom_v = v[k];
     if (AMSGRAD) {
@@ -1308,10 +1310,13 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
     // pow(x, 0.5) rather than sqrt: the reference computes it with Python's float power
     bc2_sqrt[i] = T(std::pow(1 - std::pow(beta2, step[i]), 0.5));
   }
+  const double weight = 1 - beta1;
+  // the end's weight 1 - w in T, as lerp_ takes its weight w
+  const T end_weight = T(1) - T(weight);
   const AdamConstants<T> c{maximize, weight_decay != 0 && !decoupled,
-                           weight_decay != 0 && decoupled, T(weight_decay),
-                           T(1 - lr * weight_decay), T(1 - beta1), T(beta2), T(1 - beta2),
-                           T(eps)};
+                           weight_decay != 0 && decoupled, std::abs(weight) >= 0.5,
+                           T(weight_decay), T(1 - lr * weight_decay), T(weight), end_weight,
+                           T(beta2), T(1 - beta2), T(eps)};
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)

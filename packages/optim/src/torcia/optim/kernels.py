@@ -54,10 +54,17 @@ def _grad(g, p, maximize, weight_decay):
 
 
 def _lerp_(a, b, weight, tmp):
-    """``a += weight * (b - a)`` in place, as ``lerp_`` computes it."""
+    """``a.lerp_(b, weight)`` in place, as torch computes it: ``a += weight * (b - a)`` for
+    a weight below 0.5, ``a = b - (b - a) * (1 - weight)`` from there (exact at both ends)."""
     np.subtract(b, a, out=tmp)
-    tmp *= weight
-    a += tmp
+    if abs(weight) < 0.5:
+        tmp *= weight
+        a += tmp
+    else:
+        # 1 - weight in the tensor's dtype, as lerp_ takes its weight
+        one = tmp.dtype.type(1)
+        tmp *= one - tmp.dtype.type(weight)
+        np.subtract(b, tmp, out=a)
 
 
 def _addcmul_(a, t1, t2, value, tmp):
