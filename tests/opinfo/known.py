@@ -96,7 +96,7 @@ _CX = ("complex64", "complex128")
 known(("add", "sub", "rsub", "op:add", "op:sub", "nn.functional.tanhshrink"), "nan", "design",
       "torch 2.13's CPU add/sub of complex numbers multiply the second operand by alpha as a "
       "complex number even when alpha is 1, so a NaN or infinite part spreads to the other "
-      "part (0 + (nan+1j) is nan+nanj, (inf+0j) - 0 is inf+nanj; tanhshrink is x - tanh(x)); "
+      "part (0 + (nan+1j) is nan+nanj, 0 - (-inf+0j) is inf+nanj; tanhshrink is x - tanh(x)); "
       "torcia adds part by part, as NumPy and C99 do", dtypes=_CX, kinds=("edge",))
 known("op:pow", "nan", "design",
       "torch 2.13 computes a complex power as exp(y log x), so x ** 0 is NaN for an infinite or "
