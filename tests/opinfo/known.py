@@ -138,8 +138,9 @@ known("argsort", ("accepted", "error class"), "lenient",
       "all positional-or-keyword); torcia takes the documented signature",
       detail="takes from 2 to 1 positional arguments")
 known("nn.functional.instance_norm", "value", "design",
-      "torch 2.13's CPU instance_norm in half precision rounds its intermediate statistics "
-      "to half; torcia computes in float32 and rounds once (nearer the exact value)",
+      "torch 2.13's CPU instance_norm in half precision differs from torcia's by an ulp or "
+      "two; torcia computes in float32 and rounds once, nearer the exact value of the same "
+      "inputs (on the CI sample: at most 0.00096 off, torch 0.00136)",
       dtypes=("float16", "bfloat16"))
 known(("complex", "view_as_complex"), "refused", "design",
       "torch 2.13 makes complex32 (ComplexHalf) of float16 parts; torcia has no complex32 "
