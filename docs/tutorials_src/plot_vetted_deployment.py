@@ -206,9 +206,9 @@ print(attacks["replaced byte code"], "check:", check()[0])
 pyc.write_bytes(original_pyc)
 
 # %%
-# **A vetted module edited.** The guard checks ``torcia/nn/functional.py`` when it is
+# **A vetted module edited.** The guard checks ``torcia/nn/functional/__init__.py`` when it is
 # imported, before a line of it runs.
-functional = site / "torcia" / "nn" / "functional.py"
+functional = site / "torcia" / "nn" / "functional" / "__init__.py"
 vetted = functional.read_bytes()
 functional.write_bytes(vetted + b"\nprint('ATTACKER')\n")
 attacks["edited module"] = attempt()

@@ -277,12 +277,12 @@ def test_2_a_replaced_pyc_of_torcia_itself_fails_the_check(deployment):
 
 def test_3_an_edited_locked_module_is_refused_at_import(deployment):
     deployment.lock()
-    functional = deployment.site / "torcia" / "nn" / "functional.py"
+    functional = deployment.site / "torcia" / "nn" / "functional" / "__init__.py"
     functional.write_text(functional.read_text() + "\nprint('EDITED CODE RAN')\n")
     result = deployment.run("import torcia.nn")
     assert "EDITED CODE RAN" not in result.stdout
     assert result.returncode != 0
-    assert "torcia/nn/functional.py was modified after locking" in result.stderr
+    assert "torcia/nn/functional/__init__.py was modified after locking" in result.stderr
     status, doc, _ = deployment.check()
     assert status != 0
 

@@ -550,8 +550,6 @@ def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
     if d is not None and d.is_complex:
         parts = [_draw_new(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
                  * complex_scale for _ in range(2)]
-        from torcia._oplib.complex_numbers import complex as make_complex
-
         out = make_complex(*parts)
         return out.requires_grad_() if requires_grad else out
     return _draw_new(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
@@ -701,3 +699,7 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     out = kernels["multinomial"](w, num_samples=int(num_samples), replacement=bool(replacement),
                                  rng=rng_of(generator))
     return Tensor._make(out, input.device)
+
+
+# last: the op library's families import this module
+from torcia._oplib.complex_numbers import complex as make_complex  # noqa: E402

@@ -51,7 +51,7 @@ def load_autograd():
     """Return the autograd mode, registering the one the ``torcia_autograd_engine`` hook
     provides on first use, or raise an error naming the distribution to install."""
     if AUTOGRAD.engine is None:
-        from torcia import library, plugins
+        from torcia import library
 
         engine = plugins.manager().hook.torcia_autograd_engine()
         if engine is None:
@@ -635,8 +635,6 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
-        from torcia._print import tensor_repr
-
         return tensor_repr(self)
 
     def __format__(self, spec):
@@ -645,10 +643,8 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, protocol):
-        from torcia._creation import _rebuild
-
-        return (_rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
-                           self._requires_grad))
+        return (_creation._rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
+                                     self._requires_grad))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """A DLPack capsule over this tensor's memory (no copy), for another library's
@@ -1160,16 +1156,14 @@ def _as_operand(x, like):
     (``-0.5 ** uint8_tensor`` is float, ``300 - uint8_tensor`` wraps in uint8): the one
     place a number in first position takes PyTorch's wrapped-number rule.
     """
-    from torcia._creation import tensor
-
     dev = like._device if isinstance(like, Tensor) else None
     if x.__class__ in (int, float, bool, complex):
         if dev is None:
-            return tensor(x)
-        return tensor(x, dtype=D.tensor_scalar_dtype(_FROM_NP[like._data.dtype], x.__class__),
-                      device=dev)
+            return _creation.tensor(x)
+        return _creation.tensor(x, dtype=D.tensor_scalar_dtype(_FROM_NP[like._data.dtype],
+                                                               x.__class__), device=dev)
     if isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
-        return tensor(x, device=dev)
+        return _creation.tensor(x, device=dev)
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
@@ -1389,8 +1383,6 @@ def parse_to(*args, **kwargs):
 def _legacy_new(dtype, args, device_=None):
     """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
     ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
-    from torcia import _creation
-
     if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
                            for a in args):
         return _creation.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
@@ -1411,4 +1403,7 @@ def _legacy_new(dtype, args, device_=None):
     return _creation.tensor(data, dtype=dtype, device=device_)
 
 
+# last: these modules import this one
+from torcia import _creation, plugins  # noqa: E402
 from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402
+from torcia._print import tensor_repr  # noqa: E402

@@ -229,9 +229,7 @@ def _unflatten(flat, spec):
 def _cast(x, dtype, device_type):
     if (isinstance(x, Tensor) and x.dtype is not dtype and x.dtype.is_floating_point
             and x.device.type == device_type):
-        from torcia._oplib.elementwise import to_dtype
-
-        return to_dtype(x, dtype)
+        return _to_dtype(x, dtype)
     return x
 
 
@@ -804,3 +802,7 @@ def _total(arr):
     """The sum of ``arr``'s elements on its device (float64 for floats: no overflow of
     finite values), finite exactly when every element is."""
     return arr.sum(dtype="float64") if arr.dtype.kind == "f" else arr.sum()
+
+
+# last: the op library imports this module
+from torcia._oplib.elementwise import to_dtype as _to_dtype  # noqa: E402

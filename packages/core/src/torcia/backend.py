@@ -13,7 +13,7 @@ import threading
 
 import numpy as np
 
-from torcia import plugins
+from torcia import ops, plugins
 
 #: The values of ``Backend(fallback=...)``.
 FALLBACKS = ("decompose", "host", "reference")
@@ -188,8 +188,6 @@ def _checkable() -> frozenset:
     """The ops whose overriding kernels are checked: core's pure ops. Running the
     overridden kernel once more must change nothing, so random ops (they would draw from
     the generator) and ops outside core's list (optimizer steps update in place) are not."""
-    from torcia import ops
-
     return frozenset(ops.ALL) - frozenset(ops.CREATION) - {"dropout_mask"}
 
 

@@ -66,7 +66,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torcia
-from torcia import _dtype, _meta, ops
+from torcia import _dtype, _meta, _shared_memory, ops
 from torcia._custom_ops import (
     CustomOpDef,
     OpNamespace,
@@ -163,7 +163,15 @@ from torcia._tensor import PUBLISHED_FIELDS as _PUBLISHED_FIELDS
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.amp import autocast_as
-from torcia.backend import Backend, KernelRegistry, check_async, get_backend, host_array
+from torcia.backend import (
+    FALLBACK_PROVIDER,
+    Backend,
+    KernelRegistry,
+    canonical,
+    check_async,
+    get_backend,
+    host_array,
+)
 from torcia.plugins import Registry, hookimpl, lent
 from torcia.utils.hooks import RemovableHandle
 
@@ -602,8 +610,6 @@ def _plugin_op_kernels(registry) -> None:
     """Put the reference kernels of the ops plugins define in every backend's table:
     on "cpu" as they are, elsewhere through the host fallback (at priority -10, so that
     a device plugin's own kernel wins); the "meta" device gets its own from the record."""
-    from torcia.backend import FALLBACK_PROVIDER
-
     for name, record in plugin_ops.build().items():
         for device_type in registry.backends:
             if device_type == "cpu":
@@ -838,8 +844,6 @@ def tensor_of(array, device) -> Tensor:
     >>> t
     tensor([3., 0.])
     """
-    from torcia.backend import canonical
-
     return _make(array, canonical(device))
 
 
@@ -974,8 +978,6 @@ def share_memory(tensors) -> None:
     >>> torcia.library.share_memory([a, b]); a.is_shared(), b.is_shared()
     (True, True)
     """
-    from torcia import _shared_memory
-
     _shared_memory.share(list(tensors))
 
 
@@ -998,8 +1000,6 @@ def _reference_table() -> dict[str, Callable]:
 def _install_fallbacks(registry) -> None:
     """Give each "host" or "reference" device the kernels of its declared fallback for
     the built-in ops no plugin registered a kernel for."""
-    from torcia.backend import FALLBACK_PROVIDER
-
     registry.current_plugin = FALLBACK_PROVIDER
     for backend in registry.backends.values():
         if backend.fallback == "host":
@@ -1100,8 +1100,6 @@ def device_ops(device_type: str) -> dict[str, str]:
     >>> library.device_ops("cpu")["matmul"]
     'native'
     """
-    from torcia.backend import FALLBACK_PROVIDER
-
     backend = get_backend(device_type)
     kernels, providers = backend.kernels, backend.kernel_providers
     out = {}

@@ -54,10 +54,8 @@ class Generator:
         """The generator's state as a uint8 tensor (opaque; for ``set_state``)."""
         import json
 
-        from torcia._creation import tensor
-
         blob = json.dumps({"seed": self._seed, "state": self.rng.bit_generator.state})
-        return tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
+        return _creation.tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
 
     def set_state(self, state) -> Generator:
         import json
@@ -183,3 +181,7 @@ def thread_safe_generator():
     torcia.Size([2])
     """
     return None
+
+
+# last: _creation imports this module
+from torcia import _creation  # noqa: E402

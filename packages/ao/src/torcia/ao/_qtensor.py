@@ -237,6 +237,44 @@ class QTensor:
     def cpu(self):
         return self
 
+    def chunk(self, chunks, dim=0):
+        return [self._reshaped(t, "chunk") for t in self._int.chunk(chunks, dim)]
+
+    def repeat(self, *sizes):
+        return self._reshaped(self._int.repeat(*sizes), "repeat")
+
+    def flip(self, *dims):
+        return self._same(self._int.flip(*dims))
+
+    def mean(self, dim=None, keepdim=False):
+        """The mean of the values, quantized at this tensor's scale and zero point (as
+        torch's quantized mean)."""
+        self._per_tensor("mean")
+        values = self.dequantize()
+        values = values.mean() if dim is None else values.mean(dim, keepdim=keepdim)
+        return self._requantized(values)
+
+    def _requantized(self, values: Tensor) -> QTensor:
+        return quantize_per_tensor(values, float(self._scale), int(self._zero_point),
+                                   self._dtype)
+
+    def _fixed_range(self, values: Tensor, low: float, high: float) -> QTensor:
+        # an output range known in advance ([0, 1] for sigmoid, [-1, 1] for tanh) takes the
+        # dtype's whole integer range, as torch's quantized sigmoid and tanh do
+        self._per_tensor("a fixed-range activation")
+        span = self._dtype.qmax - self._dtype.qmin + 1
+        scale = (high - low) / span
+        zero = self._dtype.qmin - round(low / scale)
+        return quantize_per_tensor(values, scale, zero, self._dtype)
+
+    def sigmoid(self):
+        """Sigmoid, its output at the fixed parameters of the range [0, 1] (scale 1/256)."""
+        return self._fixed_range(self.dequantize().sigmoid(), 0.0, 1.0)
+
+    def tanh(self):
+        """Tanh, its output at the fixed parameters of the range [-1, 1] (scale 2/256)."""
+        return self._fixed_range(self.dequantize().tanh(), -1.0, 1.0)
+
     def relu(self):
         """ReLU in the quantized domain: integers below the zero point become it."""
         self._per_tensor("relu")
@@ -317,6 +355,39 @@ def quantize_per_channel(input, scales, zero_points, axis: int, dtype) -> QTenso
     ints = call("quantize_per_channel", (input, scales, zero_points),
                 {"axis": axis, "qmin": dtype.qmin, "qmax": dtype.qmax, "dtype": dtype.name})
     return QTensor(ints, dtype, scales, zero_points, axis)
+
+
+def _joined(join, tensors, dim):
+    first = tensors[0]
+    if not isinstance(first, QTensor):
+        return join(tensors, dim=dim)
+    # torch's quantized cat and stack give every input the first one's parameters
+    ints = [t._int if (t._scale, t._zero_point, t._dtype) ==
+            (first._scale, first._zero_point, first._dtype)
+            else first._requantized(t.dequantize())._int for t in tensors]
+    return first._same(join(ints, dim=dim))
+
+
+def cat(tensors, dim=0):
+    """``torcia.cat`` of float tensors, or of quantized tensors, which come out at the first
+    one's scale and zero point (the others requantized to them, as torch's quantized cat).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao._qtensor import cat
+    >>> a = torcia.quantize_per_tensor(torcia.tensor([1.0]), 0.5, 0, torcia.quint8)
+    >>> b = torcia.quantize_per_tensor(torcia.tensor([2.0]), 0.25, 4, torcia.quint8)
+    >>> out = cat([a, b])
+    >>> out.int_repr().tolist(), out.q_scale()
+    ([2, 4], 0.5)
+    """
+    return _joined(torcia.cat, list(tensors), dim)
+
+
+def stack(tensors, dim=0):
+    """:func:`cat` along a new dimension ``dim``."""
+    return _joined(torcia.stack, list(tensors), dim)
 
 
 def dequantize(tensor):

@@ -130,7 +130,7 @@ def record(op: str, inputs: tuple, params: dict, out) -> None:
             return
         raise RuntimeError(
             f"the derivative for '{op}' is not implemented: add a row to "
-            "torcia/autograd/derivatives.py (a plugin's op: give it a backward in "
+            "torcia/autograd/derivatives/<family>.py (a plugin's op: give it a backward in "
             "torcia_register_ops), or call it under torcia.no_grad()"
         )
     if entry.fn is None:

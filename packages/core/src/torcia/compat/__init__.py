@@ -50,6 +50,11 @@ PREFIXES = {
     "torch.utils.data": "torcia.data",
     "torch.utils.data.datapipes": None,
     "torch.quantization": "torcia.ao.quantization",
+    # torch.nn's legacy aliases of torch.ao.nn's quantization modules
+    "torch.nn.quantized": "torcia.ao.nn.quantized",
+    "torch.nn.quantizable": "torcia.ao.nn.quantizable",
+    "torch.nn.intrinsic": "torcia.ao.nn.intrinsic",
+    "torch.nn.qat": "torcia.ao.nn.qat",
     "torch._C": "torcia.compat._C",
     "torch.ops": "torcia.compat.ops",
     "torch.version": "torcia.compat.version",

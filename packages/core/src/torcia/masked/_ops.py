@@ -10,8 +10,6 @@ _SMALL_INTS = ("uint8", "bool", "int8", "int16", "int32")
 
 
 def _is_masked(x) -> bool:
-    from torcia.masked.maskedtensor import MaskedTensor
-
     return isinstance(x, MaskedTensor)
 
 
@@ -454,3 +452,7 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
     denom = torcia.maximum(nrm, nrm.new_full([], eps))
     return _combine("sum", input, mask) / denom
+
+
+# last: maskedtensor imports this module
+from torcia.masked.maskedtensor import MaskedTensor  # noqa: E402

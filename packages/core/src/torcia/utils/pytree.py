@@ -29,6 +29,8 @@ from collections import OrderedDict, defaultdict, deque, namedtuple
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from torcia._tensor import Size
+
 __all__ = [
     "Context", "FlattenFunc", "GetAttrKey", "KeyEntry", "KeyPath", "LeafSpec", "MappingKey",
     "PyTree", "SUPPORTED_NODES", "SequenceKey", "TreeSpec", "UnflattenFunc", "is_namedtuple",
@@ -318,8 +320,6 @@ def _deque_flatten_with_keys(d):
 
 
 def _builtin_nodes():
-    from torcia import Size
-
     nodes = [
         (tuple, _tuple_flatten, _tuple_unflatten, _tuple_flatten_with_keys),
         (list, _list_flatten, _list_unflatten, _list_flatten_with_keys),

@@ -54,6 +54,8 @@ from torcia.ao.quantization.fake_quantize import (
     FakeQuantizeBase,
     FixedQParamsFakeQuantize,
     default_fake_quant,
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
     default_fused_act_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
@@ -63,6 +65,7 @@ from torcia.ao.quantization.fake_quantize import (
     enable_observer,
 )
 from torcia.ao.quantization.observer import (
+    FixedQParamsObserver,
     HistogramObserver,
     MinMaxObserver,
     MovingAverageMinMaxObserver,
@@ -73,6 +76,8 @@ from torcia.ao.quantization.observer import (
     PlaceholderObserver,
     default_debug_observer,
     default_dynamic_quant_observer,
+    default_fixed_qparams_range_0to1_observer,
+    default_fixed_qparams_range_neg1to1_observer,
     default_float_qparams_observer,
     default_histogram_observer,
     default_observer,
@@ -120,12 +125,14 @@ from torcia.ao.quantization.quantize import (
     fuse_modules,
     fuse_modules_qat,
     get_combined_dict,
+    get_default_custom_config_dict,
     get_default_dynamic_quant_module_mappings,
     get_default_qat_module_mappings,
     get_default_static_quant_module_mappings,
     get_dynamic_quant_module_class,
     get_fuser_method,
     get_static_quant_module_class,
+    no_observer_set,
     prepare,
     prepare_qat,
     propagate_qconfig_,
@@ -165,4 +172,10 @@ __all__ = [
     "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "get_combined_dict",
     "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
     "per_channel_weight_observer_range_neg_127_to_127", "weight_observer_range_neg_127_to_127",
+    # custom modules (the quantizable LSTM and MultiheadAttention)
+    "get_default_custom_config_dict", "no_observer_set",
+    # fixed output parameters (sigmoid, tanh)
+    "FixedQParamsObserver", "default_fixed_qparams_range_0to1_fake_quant",
+    "default_fixed_qparams_range_0to1_observer", "default_fixed_qparams_range_neg1to1_fake_quant",
+    "default_fixed_qparams_range_neg1to1_observer",
 ]

@@ -20,6 +20,8 @@ from torcia.ao.quantization.observer import (
     MovingAverageMinMaxObserver,
     MovingAveragePerChannelMinMaxObserver,
     _PartialWrapper,
+    default_fixed_qparams_range_0to1_observer,
+    default_fixed_qparams_range_neg1to1_observer,
 )
 from torcia.library import call
 
@@ -27,7 +29,8 @@ __all__ = [
     "FakeQuantize", "FakeQuantizeBase", "FixedQParamsFakeQuantize", "default_fake_quant",
     "default_fused_act_fake_quant", "default_per_channel_weight_fake_quant",
     "default_weight_fake_quant", "disable_fake_quant", "disable_observer",
-    "enable_fake_quant", "enable_observer",
+    "enable_fake_quant", "enable_observer", "default_fixed_qparams_range_0to1_fake_quant",
+    "default_fixed_qparams_range_neg1to1_fake_quant",
 ]
 
 
@@ -133,6 +136,10 @@ default_per_channel_weight_fake_quant = FakeQuantize.with_args(
     observer=MovingAveragePerChannelMinMaxObserver, quant_min=-128, quant_max=127,
     dtype=qint8, qscheme=per_channel_symmetric, reduce_range=False, ch_axis=0)
 default_fused_act_fake_quant = default_fake_quant
+default_fixed_qparams_range_0to1_fake_quant = FixedQParamsFakeQuantize.with_args(
+    observer=default_fixed_qparams_range_0to1_observer)
+default_fixed_qparams_range_neg1to1_fake_quant = FixedQParamsFakeQuantize.with_args(
+    observer=default_fixed_qparams_range_neg1to1_observer)
 
 
 def _switch(method):

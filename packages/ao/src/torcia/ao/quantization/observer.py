@@ -29,7 +29,7 @@ from torcia.ao._qtensor import (
 )
 
 __all__ = [
-    "HistogramObserver", "MinMaxObserver", "MovingAverageMinMaxObserver",
+    "FixedQParamsObserver", "HistogramObserver", "MinMaxObserver", "MovingAverageMinMaxObserver",
     "MovingAveragePerChannelMinMaxObserver", "NoopObserver", "ObserverBase",
     "PerChannelMinMaxObserver", "PlaceholderObserver", "default_debug_observer",
     "default_dynamic_quant_observer", "default_float_qparams_observer",
@@ -37,6 +37,7 @@ __all__ = [
     "default_placeholder_observer", "default_weight_observer", "get_observer_state_dict",
     "load_observer_state_dict", "per_channel_weight_observer_range_neg_127_to_127",
     "weight_observer_range_neg_127_to_127",
+    "default_fixed_qparams_range_0to1_observer", "default_fixed_qparams_range_neg1to1_observer",
 ]
 
 _EPS = float(np.finfo(np.float32).eps)
@@ -411,6 +412,38 @@ class PlaceholderObserver(ObserverBase):
         raise Exception("calculate_qparams should not be called for PlaceholderObserver")  # noqa: TRY002
 
 
+class FixedQParamsObserver(ObserverBase):
+    """Observes nothing; its scale and zero point are given (``torch.ao.quantization.
+    FixedQParamsObserver``): the parameters of an output whose range is known in advance,
+    a sigmoid's [0, 1] or a tanh's [-1, 1].
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import FixedQParamsObserver
+    >>> scale, zero = FixedQParamsObserver(scale=1.0 / 256, zero_point=0).calculate_qparams()
+    >>> scale.tolist(), zero.tolist()
+    ([0.00390625], [0])
+    """
+
+    def __init__(self, scale, zero_point, dtype=quint8, qscheme=per_tensor_affine,
+                 quant_min=0, quant_max=255, is_dynamic=False, **kwargs):
+        if is_dynamic:
+            raise NotImplementedError("FixedQParamsObserver doesn't support dynamic "
+                                      "quantization")
+        super().__init__(dtype, is_dynamic)
+        self.quant_min, self.quant_max = quant_min, quant_max
+        self.qscheme = qscheme
+        self.register_buffer("scale", torcia.tensor([float(scale)]))
+        self.register_buffer("zero_point", torcia.tensor([int(zero_point)],
+                                                         dtype=torcia.int32))
+
+    def forward(self, X):
+        return X
+
+    def calculate_qparams(self):
+        return self.scale, self.zero_point
+
+
 class NoopObserver(ObserverBase):
     """Observes nothing (a float16 activation's observer)."""
 
@@ -461,3 +494,8 @@ def load_observer_state_dict(mod, obs_dict) -> None:
     for name, t in obs_dict.items():
         owner, _, leaf = name.rpartition(".")
         setattr(mod.get_submodule(owner) if owner else mod, leaf, t.clone())
+# the fixed output parameters of torch's quantized sigmoid and tanh
+default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
+    scale=1.0 / 256.0, zero_point=0, dtype=quint8, quant_min=0, quant_max=255)
+default_fixed_qparams_range_neg1to1_observer = FixedQParamsObserver.with_args(
+    scale=2.0 / 256.0, zero_point=128, dtype=quint8, quant_min=0, quant_max=255)

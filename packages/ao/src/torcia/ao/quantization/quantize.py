@@ -18,10 +18,18 @@ from torcia import nn
 from torcia.ao._qtensor import qint8
 from torcia.ao.nn import intrinsic as nni
 from torcia.ao.nn import qat as nnqat
+from torcia.ao.nn import quantizable as nnqa
 from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.intrinsic import qat as nniqat
 from torcia.ao.nn.intrinsic import quantized as nniq
+from torcia.ao.nn.quantizable import _rnn as nnqa_rnn
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.quantization.fake_quantize import (
+    FakeQuantizeBase,
+    default_fixed_qparams_range_0to1_fake_quant,
+    default_fixed_qparams_range_neg1to1_fake_quant,
+)
+from torcia.ao.quantization.observer import ObserverBase
 from torcia.ao.quantization.qconfig import (
     QConfigMapping,
     default_dynamic_qconfig,
@@ -33,9 +41,9 @@ __all__ = [
     "fuse_conv_bn", "fuse_conv_bn_relu", "fuse_linear_bn", "fuse_modules",
     "fuse_modules_qat", "get_combined_dict", "get_default_dynamic_quant_module_mappings",
     "get_default_qat_module_mappings", "get_default_static_quant_module_mappings",
-    "get_dynamic_quant_module_class", "get_fuser_method", "get_static_quant_module_class",
-    "prepare", "prepare_qat", "propagate_qconfig_", "quantize", "quantize_dynamic",
-    "quantize_qat", "swap_module",
+    "get_default_custom_config_dict", "get_dynamic_quant_module_class", "get_fuser_method",
+    "get_static_quant_module_class", "no_observer_set", "prepare", "prepare_qat",
+    "propagate_qconfig_", "quantize", "quantize_dynamic", "quantize_qat", "swap_module",
 ]
 
 
@@ -402,6 +410,41 @@ def get_default_dynamic_quant_module_mappings() -> dict:
             nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
 
 
+def get_default_custom_config_dict() -> dict:
+    """The custom module mappings ``prepare`` and ``convert`` follow when given none
+    (``torch.ao.quantization.get_default_custom_config_dict``): ``nn.LSTM`` and
+    ``nn.MultiheadAttention`` become their quantizable modules when prepared, and those
+    their quantized ones when converted.
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import get_default_custom_config_dict
+    >>> observed = get_default_custom_config_dict()["float_to_observed_custom_module_class"]
+    >>> observed[nn.LSTM].__module__
+    'torcia.ao.nn.quantizable._rnn'
+    """
+    return {
+        "float_to_observed_custom_module_class": {
+            nn.LSTM: nnqa.LSTM, nn.MultiheadAttention: nnqa.MultiheadAttention},
+        "observed_to_quantized_custom_module_class": {
+            nnqa.LSTM: nnq.LSTM, nnqa.MultiheadAttention: nnq.MultiheadAttention},
+    }
+
+
+def no_observer_set() -> set:
+    """Module types that get no output observer of their own when prepared (their pieces
+    are observed): the quantizable LSTM and MultiheadAttention.
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import no_observer_set
+    >>> sorted(f"{c.__module__}.{c.__name__}" for c in no_observer_set())[0]
+    'torcia.ao.nn.quantizable._activation.MultiheadAttention'
+    """
+    return {nnqa.LSTM, nnqa.MultiheadAttention}
+
+
 # modules whose output an observer follows after prepare (what convert will quantize)
 _OBSERVED_EXCLUDED = (DeQuantStub, nn.Dropout, nnq.FloatFunctional) + _PASSTHROUGH
 
@@ -432,22 +475,68 @@ def propagate_qconfig_(module, qconfig_dict=None, prepare_custom_config_dict=Non
     walk(module, "", None)
 
 
+def _observer_hook(mod, inputs, output):
+    return mod.activation_post_process(output)
+
+
 def _observe(mod, observer):
     mod.add_module("activation_post_process", observer)
-    mod.register_forward_hook(lambda m, inp, out: m.activation_post_process(out))
+    mod.register_forward_hook(_observer_hook)
 
 
-def _add_observers(module, mapping):
-    for child in list(module.children()):
+def _fixed_range_fake_quant(mod):
+    """The fake quantizer of a training activation whose output range is known (torch's
+    ``DEFAULT_MODULE_TO_ACT_POST_PROCESS``): QAT then sees the fixed parameters the
+    quantized sigmoid and tanh will have."""
+    if not mod.training:
+        return None
+    if type(mod) in (nn.Sigmoid, nn.Hardsigmoid, nn.Softmax, nnqa_rnn._FixedRangeSigmoid):
+        return default_fixed_qparams_range_0to1_fake_quant
+    if type(mod) in (nn.Tanh, nnqa_rnn._FixedRangeTanh):
+        return default_fixed_qparams_range_neg1to1_fake_quant
+    return None
+
+
+def _remove_observers(module):
+    # what convert left unswapped keeps no observer (torch's _remove_activation_post_process)
+    for mod in module.modules():
+        if isinstance(getattr(mod, "activation_post_process", None),
+                      (ObserverBase, FakeQuantizeBase)) and \
+                not isinstance(mod, (nnq.FloatFunctional, FakeQuantizeBase)):
+            del mod.activation_post_process
+            for key in [k for k, hook in mod._forward_hooks.items()
+                        if hook is _observer_hook]:
+                del mod._forward_hooks[key]
+
+
+def _add_observers(module, mapping, custom_mapping):
+    for name, child in list(module.named_children()):
+        qconfig = getattr(child, "qconfig", None)
         if isinstance(child, nnq.FloatFunctional):
-            if getattr(child, "qconfig", None) is not None:
-                child.activation_post_process = child.qconfig.activation()
+            if qconfig is not None:
+                child.activation_post_process = qconfig.activation()
+            continue
+        fixed = _fixed_range_fake_quant(child)
+        if qconfig is not None and fixed is not None:
+            _observe(child, fixed())
+            continue
+        if qconfig is not None and type(child) in custom_mapping:
+            observed_class = custom_mapping[type(child)]
+            module._modules[name] = observed = observed_class.from_float(child)
+            if observed_class not in no_observer_set():
+                _observe(observed, qconfig.activation())
             continue
         quantizable = type(child) in mapping and not isinstance(child, _OBSERVED_EXCLUDED)
-        if quantizable and getattr(child, "qconfig", None) is not None:
-            _observe(child, child.qconfig.activation())
+        if quantizable and qconfig is not None:
+            _observe(child, qconfig.activation())
         elif not isinstance(child, (nni._FusedModule,)) and not quantizable:
-            _add_observers(child, mapping)
+            _add_observers(child, mapping, custom_mapping)
+
+
+def _custom_mapping(config, key: str) -> dict:
+    if config is None or isinstance(config, QConfigMapping):
+        config = get_default_custom_config_dict()
+    return config.get(key, {})
 
 
 def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list=None,
@@ -455,6 +544,10 @@ def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list
     """Put an observer after every quantizable layer and QuantStub that has a qconfig
     (``torch.ao.quantization.prepare``): run calibration data through the result, then
     :func:`convert`.
+
+    Modules named in ``prepare_custom_config_dict["float_to_observed_custom_module_class"]``
+    (by default :func:`get_default_custom_config_dict`'s: ``nn.LSTM`` and
+    ``nn.MultiheadAttention``) are swapped for their observed class's ``from_float``.
 
     Examples
     --------
@@ -472,22 +565,33 @@ def prepare(model, inplace=False, allow_list=None, observer_non_leaf_module_list
     qconfig_dict = prepare_custom_config_dict if isinstance(prepare_custom_config_dict,
                                                             QConfigMapping) else None
     propagate_qconfig_(model, qconfig_dict)
-    _add_observers(model, allow_list or get_default_static_quant_module_mappings())
+    _add_observers(model, allow_list or get_default_static_quant_module_mappings(),
+                   _custom_mapping(prepare_custom_config_dict,
+                                   "float_to_observed_custom_module_class"))
     return model
 
 
 def swap_module(mod, mapping, custom_module_class_mapping=None, use_precomputed_fake_quant=False):
-    """``mod``'s quantized counterpart from ``mapping`` (its ``from_float``), or ``mod``."""
-    if getattr(mod, "qconfig", None) is None or type(mod) not in mapping:
+    """``mod``'s quantized counterpart: from ``custom_module_class_mapping`` (its
+    ``from_observed``) or ``mapping`` (its ``from_float``); ``mod`` itself where neither has
+    its type or it has no qconfig."""
+    if getattr(mod, "qconfig", None) is None:
         return mod
-    return mapping[type(mod)].from_float(mod)
+    if type(mod) in (custom_module_class_mapping or {}):
+        return custom_module_class_mapping[type(mod)].from_observed(mod)
+    if type(mod) in mapping:
+        return mapping[type(mod)].from_float(mod)
+    return mod
 
 
 def convert(module, mapping=None, inplace=False, remove_qconfig=True,
             is_reference=False, convert_custom_config_dict=None,
             use_precomputed_fake_quant=False):
     """Swap every prepared (and calibrated) module for its quantized one
-    (``torch.ao.quantization.convert``).
+    (``torch.ao.quantization.convert``); observed custom modules (the types in
+    ``convert_custom_config_dict["observed_to_quantized_custom_module_class"]``, by default
+    the quantizable LSTM and MultiheadAttention) by their quantized class's
+    ``from_observed``.
 
     Examples
     --------
@@ -509,20 +613,23 @@ def convert(module, mapping=None, inplace=False, remove_qconfig=True,
     if not inplace:
         module = copy.deepcopy(module)
     mapping = mapping or get_default_static_quant_module_mappings()
-    _convert(module, mapping)
+    _convert(module, mapping, _custom_mapping(convert_custom_config_dict,
+                                              "observed_to_quantized_custom_module_class"))
     if remove_qconfig:
+        _remove_observers(module)
         for m in module.modules():
             if "qconfig" in m.__dict__:
                 del m.__dict__["qconfig"]
     return module
 
 
-def _convert(module, mapping):
+def _convert(module, mapping, custom_mapping):
     for name, child in list(module.named_children()):
-        if type(child) in mapping and getattr(child, "qconfig", None) is not None:
-            module._modules[name] = mapping[type(child)].from_float(child)
+        swapped = swap_module(child, mapping, custom_mapping)
+        if swapped is child:
+            _convert(child, mapping, custom_mapping)
         else:
-            _convert(child, mapping)
+            module._modules[name] = swapped
 
 
 def quantize(model, run_fn, run_args, mapping=None, inplace=False):
@@ -616,7 +723,8 @@ def prepare_qat(model, mapping=None, inplace=False):
                 swap(child)
 
     swap(model)
-    _add_observers(model, get_default_static_quant_module_mappings())
+    _add_observers(model, get_default_static_quant_module_mappings(),
+                   get_default_custom_config_dict()["float_to_observed_custom_module_class"])
     return model
 
 

@@ -6,6 +6,7 @@ holds the modules whose activations are quantized at run time,
 from __future__ import annotations
 
 from torcia.ao.nn.quantized import functional
+from torcia.ao.nn.quantized._custom import LSTM, MultiheadAttention
 from torcia.ao.nn.quantized._modules import (
     ELU,
     BatchNorm2d,
@@ -42,6 +43,6 @@ from torcia.ao.nn.quantized._modules import (
 __all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
            "ConvTranspose2d", "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding",
            "EmbeddingBag", "FXFloatFunctional", "FloatFunctional", "GroupNorm", "Hardswish",
-           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LayerNorm", "LeakyReLU",
-           "Linear", "PReLU", "QFunctional", "Quantize", "QuantizedPassthrough", "ReLU6",
-           "Sigmoid", "Softmax"]
+           "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm",
+           "LeakyReLU", "Linear", "MultiheadAttention", "PReLU", "QFunctional", "Quantize",
+           "QuantizedPassthrough", "ReLU6", "Sigmoid", "Softmax"]

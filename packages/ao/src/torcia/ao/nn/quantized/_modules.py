@@ -1073,7 +1073,18 @@ class QFunctional(nn.Module):
         return self._requant(x.dequantize() * y.dequantize())
 
     def mul_scalar(self, x, y):
-        return self._requant(x.dequantize() * y)
+        """``x * y`` without requantizing (torch's quantized ``mul_scalar``, which no
+        observer sees): the scale becomes ``scale * |y|``, a negative ``y`` mirrors the
+        integers and the zero point across the dtype's range, ``y = 0`` gives zeros at
+        scale 1."""
+        y = float(y)
+        if y == 0:
+            return quantize_per_tensor(torcia.zeros(x.shape), 1.0, 0, x.dtype)
+        if y > 0:
+            return QTensor(x._int, x.dtype, float(x._scale) * y, int(x._zero_point))
+        lo_hi = x.dtype.qmin + x.dtype.qmax
+        return QTensor((lo_hi - x._int.to(torcia.int64)).to(x._int.dtype), x.dtype,
+                       float(x._scale) * -y, lo_hi - int(x._zero_point))
 
     def cat(self, x, dim=0):
         return self._requant(torcia.cat([t.dequantize() for t in x], dim=dim))

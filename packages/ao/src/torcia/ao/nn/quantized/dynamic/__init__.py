@@ -128,14 +128,30 @@ def _qconfig_dtype(mod):
     return dtype
 
 
+def _from_module(cls, mod, dtype):
+    # the quantized module of a float one, without the fresh float layer its constructor
+    # makes
+    q = cls.__new__(cls)
+    nn.Module.__init__(q)
+    q._load(mod, dtype)
+    return q
+
+
 class _Recurrent(nn.Module):
-    """The layers and directions of a dynamically quantized RNN."""
+    """The layers and directions of a dynamically quantized RNN; constructed as PyTorch's
+    (sizes and options, ``dtype``), its weights those of a new float layer, quantized."""
 
     _MODE = ""
     _GATES = 1
 
-    def __init__(self, mod, dtype):
+    def __init__(self, input_size, hidden_size, num_layers=1, bias=True, batch_first=False,
+                 dropout=0.0, bidirectional=False, dtype=qint8):
         super().__init__()
+        self._load(self._FLOAT_MODULE(input_size, hidden_size, num_layers=num_layers, bias=bias,
+                                      batch_first=batch_first, dropout=dropout,
+                                      bidirectional=bidirectional), dtype)
+
+    def _load(self, mod, dtype):
         for attr in ("input_size", "hidden_size", "num_layers", "batch_first",
                      "bidirectional", "dropout"):
             setattr(self, attr, getattr(mod, attr))
@@ -223,7 +239,7 @@ class _Recurrent(nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        return cls(mod, _qconfig_dtype(mod))
+        return _from_module(cls, mod, _qconfig_dtype(mod))
 
     def extra_repr(self):
         return (f"{self.input_size}, {self.hidden_size}, num_layers={self.num_layers}, "
@@ -271,10 +287,14 @@ class GRU(_Recurrent):
 
 class _Cell(nn.Module):
     """One step of a dynamically quantized recurrent cell: int8 (or float16) weights, the
-    products on activations quantized per call, the update in float."""
+    products on activations quantized per call, the update in float. Constructed as
+    PyTorch's, its weights those of a new float cell, quantized."""
 
-    def __init__(self, mod, dtype):
+    def __init__(self, input_size, hidden_size, bias=True, dtype=qint8):
         super().__init__()
+        self._load(self._FLOAT_MODULE(input_size, hidden_size, bias=bias), dtype)
+
+    def _load(self, mod, dtype):
         self.input_size, self.hidden_size, self.bias = (mod.input_size, mod.hidden_size,
                                                         mod.bias)
         self.dtype = dtype
@@ -317,7 +337,7 @@ class _Cell(nn.Module):
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
-        return cls(mod, _qconfig_dtype(mod))
+        return _from_module(cls, mod, _qconfig_dtype(mod))
 
     def extra_repr(self):
         return f"{self.input_size}, {self.hidden_size}, dtype={self.dtype}"
@@ -373,8 +393,13 @@ class RNNCell(_Cell):
 
     _FLOAT_MODULE = nn.RNNCell
 
-    def __init__(self, mod, dtype):
-        super().__init__(mod, dtype)
+    def __init__(self, input_size, hidden_size, bias=True, nonlinearity="tanh", dtype=qint8):
+        nn.Module.__init__(self)
+        self._load(nn.RNNCell(input_size, hidden_size, bias=bias, nonlinearity=nonlinearity),
+                   dtype)
+
+    def _load(self, mod, dtype):
+        super()._load(mod, dtype)
         self.nonlinearity = mod.nonlinearity
         if self.nonlinearity not in ("tanh", "relu"):
             raise RuntimeError(f"Unknown nonlinearity: {self.nonlinearity}")

@@ -1,0 +1,216 @@
+"""Backward formulas of views and movement (``_oplib/views.py``): ``view``, ``permute``, ``expand``,
+``cat``, ``split``, ``flip``, ``pad``, diagonals."""
+
+from __future__ import annotations
+
+import torcia
+from torcia.autograd.derivatives import TABLE as _TABLE
+from torcia.autograd.derivatives import _scatter_back, derivative
+from torcia.library import call
+
+
+@derivative("view")
+def _(grad, _x, *, shape):
+    return grad.reshape(_x.shape)
+
+
+@derivative("reshape")
+def _(grad, _x, *, shape):
+    return grad.reshape(_x.shape)
+
+
+@derivative("detach_view")
+def _(grad, _x):
+    return grad
+
+
+@derivative("permute")
+def _(grad, _x, *, dims):
+    inverse = [0] * len(dims)
+    for i, d in enumerate(dims):
+        inverse[d] = i
+    return grad.permute(inverse)
+
+
+@derivative("transpose")
+def _(grad, _x, *, dim0, dim1):
+    return grad.transpose(dim0, dim1)
+
+
+@derivative("squeeze")
+def _(grad, _x, *, dim=None):
+    return grad.reshape(_x.shape)
+
+
+@derivative("unsqueeze")
+def _(grad, _x, *, dim):
+    return grad.squeeze(dim)
+
+
+@derivative("expand")
+def _(grad, _x, *, shape):
+    return grad  # the engine sums the broadcast dims back
+
+
+@derivative("contiguous")
+def _(grad, _x):
+    return grad
+
+
+@derivative("clone")
+def _(grad, _x):
+    return grad
+
+
+@derivative("narrow")
+def _(grad, _x, *, dim, start, length):
+    key = (slice(None),) * dim + (slice(start, start + length),)
+    return _scatter_back(grad, _x, key)
+
+
+def _index_map(meta, op, params):
+    """Where each element of a view comes from, as flat indices into its base."""
+    with torcia.no_grad():
+        flat = torcia.arange(meta.numel(), device=meta.device).reshape(meta.shape)
+        return call(op, (flat,), params)
+
+
+def _view_backward_by_index(grad, meta, op, params):
+    """Backward of any view op, overlapping windows included: scatter-add by index map."""
+    idx = _index_map(meta, op, params).reshape(-1)
+    flat = torcia.zeros(meta.numel(), dtype=grad.dtype, device=grad.device)
+    flat = call("index_put", (flat, grad.reshape(-1)),
+                {"key": (idx.__torcia_data__,), "accumulate": True})
+    return flat.reshape(meta.shape)
+
+
+@derivative("unfold")
+def _(grad, _x, *, dimension, size, step):
+    return _view_backward_by_index(grad, _x, "unfold",
+                                   {"dimension": dimension, "size": size, "step": step})
+
+
+@derivative("diagonal")
+def _(grad, _x, *, offset, dim1, dim2):
+    return _view_backward_by_index(grad, _x, "diagonal",
+                                   {"offset": offset, "dim1": dim1, "dim2": dim2})
+
+
+@derivative("as_strided")
+def _(grad, _x, *, size, stride, storage_offset):
+    return _view_backward_by_index(grad, _x, "as_strided",
+                                   {"size": size, "stride": stride,
+                                    "storage_offset": storage_offset})
+
+
+@derivative("copy_slices")
+def _(grad, _base, _src, *, index):
+    """An in-place write into a view of ``base``: the written region (``index``: flat
+    positions in the base, shaped as the view) sends its gradient to the written value,
+    the rest to the base's old value."""
+    flat = grad.reshape(-1)
+    g_src = flat[index]
+    keep = torcia.ones(_base.numel(), dtype=torcia.bool, device=grad.device)
+    keep[index] = False
+    return (flat * keep).reshape(_base.shape), g_src
+
+
+@derivative("flip")
+def _(grad, _x, *, dims):
+    return grad.flip(dims)
+
+
+@derivative("roll")
+def _(grad, _x, *, shifts, dims):
+    if dims is None:
+        return grad.reshape(-1).roll(-shifts).reshape(_x.shape)
+    return grad.roll(tuple(-s for s in shifts), dims)
+
+
+@derivative("repeat", names={"sizes": "repeats"})
+def _(grad, _x, *, sizes):
+    extra = len(sizes) - _x.ndim
+    shape = (1,) * extra + tuple(_x.shape)
+    split = []
+    for r, s in zip(sizes, shape):
+        split += [r, s]
+    g = grad.reshape(split).sum(tuple(range(0, len(split), 2)))
+    return g.reshape(_x.shape)
+
+
+@derivative("tile")
+def _(grad, _x, *, dims):
+    # tile pads short ``dims`` with leading ones; then it is repeat
+    sizes = (1,) * (_x.ndim - len(dims)) + tuple(dims)
+    return _TABLE["repeat"].fn(grad, _x, sizes=sizes)
+
+
+@derivative("tril")
+def _(grad, _x, *, diagonal):
+    return grad.tril(diagonal)
+
+
+@derivative("triu")
+def _(grad, _x, *, diagonal):
+    return grad.triu(diagonal)
+
+
+@derivative("cat")
+def _(grad, *_xs, dim):
+    return tuple(grad.split([m.shape[dim] for m in _xs], dim))
+
+
+@derivative("stack")
+def _(grad, *_xs, dim):
+    return tuple(grad.unbind(dim))
+
+
+@derivative("split", names={"sections": "split_size"})
+def _(grads, _x, *, sections, dim):
+    parts = []
+    for g, n in zip(grads, sections):
+        if g is None:
+            shape = list(_x.shape)
+            shape[dim] = n
+            g = torcia.zeros(shape, dtype=_x.dtype, device=_x.device)
+        parts.append(g)
+    return torcia.cat(parts, dim)
+
+
+def _backward_by_map(grad, meta, op, params):
+    """Backward of an op that only moves, repeats or pads elements: run ``op`` on the
+    numbers 1..n (0 marks padding) and scatter-add ``grad`` back by that map."""
+    with torcia.no_grad():
+        ids = torcia.arange(1, meta.numel() + 1, device=meta.device).reshape(meta.shape)
+        idx = call(op, (ids,), params).reshape(-1)
+    # slot 0 collects the gradient of padding, then is dropped
+    flat = torcia.zeros(meta.numel() + 1, dtype=grad.dtype, device=grad.device)
+    flat = call("index_put", (flat, grad.reshape(-1)),
+                {"key": (idx.__torcia_data__,), "accumulate": True})
+    return flat[1:].reshape(meta.shape)
+
+
+# =======================================================================================
+# gathering, padding, diagonals
+# =======================================================================================
+
+
+@derivative("repeat_interleave")
+def _(grad, _x, *, repeats, dim):
+    return _backward_by_map(grad, _x, "repeat_interleave", {"repeats": repeats, "dim": dim})
+
+
+@derivative("pad")
+def _(grad, _x, *, pad, mode, value):
+    return _backward_by_map(grad, _x, "pad", {"pad": pad, "mode": mode, "value": 0})
+
+
+@derivative("diag")
+def _(grad, _x, *, diagonal):
+    return _backward_by_map(grad, _x, "diag", {"diagonal": diagonal})
+
+
+@derivative("diag_embed")
+def _(grad, _x, *, offset, dim1, dim2):
+    return _backward_by_map(grad, _x, "diag_embed", {"offset": offset, "dim1": dim1,
+                                                     "dim2": dim2})
