@@ -635,7 +635,7 @@ class Tensor:
         return id(self)
 
     def __repr__(self):
-        return tensor_repr(self)
+        return _print.tensor_repr(self)
 
     def __format__(self, spec):
         if self._data.ndim == 0 and spec:
@@ -1404,6 +1404,5 @@ def _legacy_new(dtype, args, device_=None):
 
 
 # last: these modules import this one
-from torcia import _creation, plugins  # noqa: E402
+from torcia import _creation, _print, plugins  # noqa: E402
 from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402
-from torcia._print import tensor_repr  # noqa: E402
