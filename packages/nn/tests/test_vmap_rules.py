@@ -549,11 +549,41 @@ def test_scatters_into_a_copy_map(name):
     assert torcia.equal(got, _loop(f, (x, src), (0, 0)))
 
 
-def test_as_strided_of_a_batched_tensor_is_refused_not_misread():
-    # a per-sample run would address each sample's memory from the wrong start
+def test_as_strided_addresses_each_samples_storage():
+    # each sample is a storage of its own, as a tensor passed to torch's vmap: its offset
+    # counts from the sample's first element (a view's too), as the calls one by one
     x = _rand(3, 4, 4, seed=5)
-    with pytest.raises(RuntimeError, match="as_strided of a batched tensor"):
-        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3))(x)
+    for f in (lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3),
+              lambda a: a[1:].as_strided((2, 3), (2, 1)),
+              lambda a: a[1:].as_strided((2,), (1,), 0)):
+        got = vmap(f)(x)
+        assert torcia.equal(got, torcia.stack([f(x[i].clone()) for i in range(3)]))
+    # a view: writes through it reach the samples
+    y = x.clone()
+    vmap(lambda a: a.as_strided((4,), (5,)).zero_())(y)
+    want = x.clone()
+    for i in range(3):
+        want[i].fill_diagonal_(0)
+    assert torcia.equal(y, want)
+    got = vmap(vmap(lambda a: a.as_strided((2,), (2,), 1)))(x)
+    assert torcia.equal(got, x[:, :, 1::2])
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 15))(x)
+
+
+def test_as_strided_of_samples_interleaved_in_memory_is_refused():
+    # mapped over dim 1, a sample's strided memory holds the other samples' elements
+    x = _rand(4, 3, 4, seed=5)
+    with pytest.raises(RuntimeError, match="batch dims being vmapped over are at the front"):
+        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3), in_dims=1)(x)
+
+
+def test_as_strided_scatter_writes_each_sample():
+    # torch 2.13 has no batching rule for it ("requires special handling"); torcia's
+    # as_strided view of each sample gives the calls one by one
+    x, src = _rand(3, 4, 4, seed=5), _rand(3, 2, 2, seed=6)
+    f = lambda a, s: torcia.as_strided_scatter(a, s, (2, 2), (1, 5), 2)  # noqa: E731
+    assert torcia.equal(vmap(f)(x, src), _loop(f, (x, src), (0, 0)))
 
 
 def test_multilabel_margin_loss_maps_over_its_targets():

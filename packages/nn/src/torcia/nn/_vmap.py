@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import threading
+import types
 import warnings
 
 import torcia
@@ -70,6 +71,16 @@ class BatchedArray:
     @property
     def itemsize(self) -> int:
         return self.value.itemsize
+
+    @property
+    def data(self):
+        """The first sample's first element's address under ``ptr`` (as CuPy's arrays):
+        a view's storage offset is its distance from its base's, the same in every
+        sample."""
+        inner = self.value
+        iface = getattr(inner, "__array_interface__", None)
+        return types.SimpleNamespace(ptr=iface["data"][0] if iface is not None
+                                     else inner.data.ptr)
 
     @property
     def batch_size(self) -> int:
@@ -350,17 +361,8 @@ def dispatch(op, kernel, device, args, params):
 _KEYED = frozenset({"getitem", "index_put"})
 
 
-#: ops whose per-sample run would be wrong: their parameters address the storage, which
-#: one sample's array does not start
-_NOT_PER_SAMPLE = frozenset({"as_strided"})
-
-
 def _loop(ctx, vals, bats, params, level):
     """The fallback: the kernel once per sample, the results stacked."""
-    if ctx.op in _NOT_PER_SAMPLE:
-        raise RuntimeError(f"vmap: {ctx.op} of a batched tensor is not supported: its sizes, "
-                           f"strides and offset address the storage, which vmap cannot "
-                           f"split into the samples'; call it outside vmap")
     if ctx.op not in _warned_ops:
         _warned_ops.add(ctx.op)
         warnings.warn(
@@ -656,6 +658,25 @@ def _index_put(ctx, vals, bats, params):
         target = ctx.run("getitem", xs, key=key).ndim - 1
         values = _pad_front(values, target - _lndim(values, True))
     return ctx.inner(xs, values, **{**params, "key": key})
+
+
+def _as_strided(ctx, vals, bats, params):
+    """Each sample is a storage of its own (a batched tensor is no view): its offset and
+    strides address the sample's memory from its first element, as PyTorch's rule does
+    for a tensor passed to vmap. One strided view of the physical array, the mapped dim's
+    stride in front, so that writes through it reach the samples."""
+    (x,) = vals
+    item = x.itemsize
+    bstride = x.strides[0] // item
+    span = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape[1:], x.strides[1:])) // item
+    if ctx.size > 1 and 0 < bstride < span or bstride < 0:
+        # one sample's storage would hold others' elements
+        raise RuntimeError("vmap: Calling Tensor.as_strided is not supported unless the batch "
+                           "dims being vmapped over are at the front of the tensor (in memory "
+                           "layout)")
+    return ctx.inner(x, size=(ctx.size,) + tuple(params["size"]),
+                     stride=(bstride,) + tuple(params["stride"]),
+                     storage_offset=params.get("storage_offset", 0))
 
 
 _VIEW_OPS = ("view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand",
@@ -1160,6 +1181,7 @@ def _build() -> dict:
     for name in _RANDOM:
         table[name] = ("random", _random)
     table.update({
+        "as_strided": ("view", _as_strided),
         "softmax_backward": ("dim", _positional_dim),
         "log_softmax_backward": ("dim", _positional_dim),
         "cat": ("movement", _concat), "stack": ("movement", _concat),
