@@ -159,9 +159,9 @@ known(("conv_tbc", "nn.functional.conv_tbc", "gru", "nn.functional.multi_head_at
       "to half (and in what order it is summed) differs between torch 2.13's CPU kernels "
       "(its BLAS, its blocking) and torcia's, by a few ulps either way; both are as far "
       "from the exact value of the same inputs", dtypes=("float16", "bfloat16"))
-known(("histogram", "histogramdd"), "raised", "design",
-      "torch 2.13 has no meta kernel for these either (NotImplementedError: 'no fake impl "
-      "or Meta kernel registered'): histogram's bins come from the values", prop="meta")
+known("histogramdd", "raised", "design",
+      "torch 2.13 has no meta kernel for it either (NotImplementedError: 'no fake impl "
+      "or Meta kernel registered'): its bins come from the values", prop="meta")
 known("unique_consecutive", "raised", "design",
       "an output whose shape depends on the values cannot be batched: torch 2.13's vmap "
       "refuses it too ('We do not support batching operators that can output dynamic "

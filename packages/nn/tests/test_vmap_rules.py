@@ -3,6 +3,7 @@ warning turned into an error, so that a case passing here ran on the native rule
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -584,6 +585,21 @@ def test_as_strided_scatter_writes_each_sample():
     x, src = _rand(3, 4, 4, seed=5), _rand(3, 2, 2, seed=6)
     f = lambda a, s: torcia.as_strided_scatter(a, s, (2, 2), (1, 5), 2)  # noqa: E731
     assert torcia.equal(vmap(f)(x, src), _loop(f, (x, src), (0, 0)))
+
+
+def test_histogram_maps_with_each_samples_range():
+    # its bins were counted by NumPy on the host, which vmap refuses; each sample's range
+    # is its own extent
+    x = _rand(3, 20, seed=8)
+    for f in (lambda a: torcia.histogram(a, 4),
+              lambda a: torcia.histogram(a, 3, range=(-1.0, 1.0), density=True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(x)
+        for part, want in zip(got, _loop(f, (x,), (0,))):
+            assert torcia.allclose(part, want)
+    with pytest.raises(RuntimeError, match="is not finite"):
+        vmap(lambda a: torcia.histogram(a, 4))(x.index_fill(1, torcia.tensor([3]), math.nan))
 
 
 def test_multilabel_margin_loss_maps_over_its_targets():
