@@ -602,6 +602,21 @@ def test_histogram_maps_with_each_samples_range():
         vmap(lambda a: torcia.histogram(a, 4))(x.index_fill(1, torcia.tensor([3]), math.nan))
 
 
+def test_cholesky_ex_maps_with_each_samples_info():
+    # its info was found by NumPy on the host, which vmap refuses
+    a = _rand(3, 4, 4, seed=9)
+    a = a @ a.mT + 0.1 * torcia.eye(4, dtype=a.dtype)
+    a[1] -= 20 * torcia.eye(4, dtype=a.dtype)
+    for upper in (False, True):
+        f = lambda m: torcia.linalg.cholesky_ex(m, upper=upper)  # noqa: B023, E731
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(a)
+        want = _loop(f, (a,), (0,))
+        assert got.info.tolist() == want[1].tolist() and got.info.tolist()[1] > 0
+        assert torcia.allclose(got.L, want[0], equal_nan=True)
+
+
 def test_multilabel_margin_loss_maps_over_its_targets():
     # the targets (ending at the first -1) were read as one plain array
     x = _rand(3, 2, 5, seed=6)

@@ -243,7 +243,13 @@ class ExtraKernels:
 
     def linalg_cholesky(self, a, upper=False):
         xp = self.xp
-        low = _linalg(xp, "cholesky", a)
+        # PyTorch's upper factor reads the upper triangle: the lower factor of A^H, whose
+        # lower triangle it is, conjugate-transposed
+        read = xp.conj(xp.swapaxes(a, -1, -2)) if upper else a
+        low = _linalg(xp, "cholesky", read)
+        if xp.isnan(low).any():
+            # NumPy's factorization lets a NaN through where LAPACK's potrf stops at it
+            raise singular_error(xp, "cholesky", read)
         return xp.conj(xp.swapaxes(low, -1, -2)) if upper else low
 
     def linalg_eigh(self, a, UPLO="L"):
@@ -353,8 +359,10 @@ def singular_error(xp, name, a):
         for b, mat in enumerate(flat):
             for k in range(1, n + 1):
                 try:
-                    xp.linalg.cholesky(mat[:k, :k])
+                    failed = xp.isnan(xp.linalg.cholesky(mat[:k, :k])).any()
                 except xp.linalg.LinAlgError:
+                    failed = True
+                if failed:
                     where = f"(Batch element {b}): " if a.ndim > 2 else ""
                     return LinAlgError(
                         f"linalg.cholesky: {where}The factorization could not be completed "
