@@ -617,6 +617,23 @@ def test_cholesky_ex_maps_with_each_samples_info():
         assert torcia.allclose(got.L, want[0], equal_nan=True)
 
 
+def test_ctc_loss_maps_over_its_targets_and_lengths():
+    # the lengths and targets were read as plain arrays on the host
+    lp = F.log_softmax(_rand(6, 2, 4, seed=10), -1)
+    il = torcia.tensor([[6, 5], [6, 6], [4, 6]])
+    padded = torcia.tensor([[[1, 2], [3, 1]], [[2, 2], [1, 3]], [[3, 3], [2, 1]]])
+    concatenated = torcia.tensor([[1, 2, 3, 1], [2, 3, 1, 1], [3, 2, 1, 2]])
+    for targets, tl, f in (
+            (padded, torcia.tensor([[2, 1], [2, 2], [1, 2]]),
+             lambda t, il, tl: F.ctc_loss(lp, t, il, tl)),
+            (concatenated, torcia.tensor([[2, 2], [1, 3], [3, 1]]),
+             lambda t, il, tl: F.ctc_loss(lp, t, il, tl, reduction="none"))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(targets, il, tl)
+        assert torcia.allclose(got, _loop(f, (targets, il, tl), (0, 0, 0)))
+
+
 def test_multilabel_margin_loss_maps_over_its_targets():
     # the targets (ending at the first -1) were read as one plain array
     x = _rand(3, 2, 5, seed=6)
