@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from torcia import ops
+from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -141,8 +142,9 @@ def created(*names):
 
 
 def _float(dtype) -> np.dtype:
-    """NumPy's result dtype of a float function of ``dtype``: integers give float64."""
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    """NumPy's result dtype of a float function of ``dtype``: integers give float64
+    (bfloat16, of NumPy's kind "V", stays)."""
+    return dtype if dtype.kind == "c" or np_floating(dtype) else np.dtype(np.float64)
 
 
 def _real(dtype) -> np.dtype:
