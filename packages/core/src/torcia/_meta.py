@@ -858,7 +858,7 @@ for _name in ("gelu_backward", "silu_backward"):
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
 for _name, _kind in (("sum", "acc"), ("nansum", "acc"), ("prod", "acc"), ("mean", "float"),
-                     ("amax", "same"), ("amin", "same"), ("var", "float"), ("std", "float"),
+                     ("amax", "same"), ("amin", "same"), ("var", "real"), ("std", "real"),
                      ("logsumexp", "float"), ("norm", "real"), ("all", "bool"),
                      ("any", "bool"), ("argmax", "index"), ("argmin", "index"),
                      ("count_nonzero", "index")):
