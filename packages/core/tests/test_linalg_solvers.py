@@ -166,6 +166,19 @@ def test_cholesky_reads_torchs_triangle_and_stops_at_nan():
         L.cholesky(nan)
 
 
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+def test_half_precision_factorizations_keep_the_dtype(dtype):
+    # computed in float32 and rounded back, as the meta device says (bfloat16 came back
+    # float64, float16's LDL float32)
+    a = torcia.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=dtype)
+    for f in (L.qr, L.svd, L.eigh, L.eigvalsh, L.svdvals, L.pinv, L.slogdet, torcia.logdet,
+              L.cond, lambda m: L.ldl_factor(m)[0], lambda m: L.ldl_solve(*L.ldl_factor(m), m)):
+        out = f(a)
+        for part in out if isinstance(out, tuple) else (out,):
+            assert part.dtype is dtype
+    assert_close(L.eigvalsh(a).float(), L.eigvalsh(a.float()), atol=2e-2, rtol=1e-2)
+
+
 def test_lstsq_shapes():
     A, B = t(normal(2, 5, 3)), t(normal(2, 5, 4))
     out = L.lstsq(A, B, driver="gelsd")
