@@ -126,6 +126,16 @@ def test_mm_bmm_dot_outer_addmm_einsum():
           in_dims=(0, None))
 
 
+@pytest.mark.parametrize("dtype", [torcia.uint8, torcia.int8, torcia.int32])
+def test_integer_dot_keeps_its_dtype(dtype):
+    # the rule's sum widened it to int64 (uint64 for uint8)
+    x = torcia.arange(15).reshape(3, 5).to(dtype)
+    y = torcia.arange(5).to(dtype)
+    for f in (torcia.dot, torcia.inner, torcia.vdot):
+        got = vmap(f, in_dims=(0, None))(x, y)
+        assert got.dtype is dtype and torcia.equal(got, _loop(f, (x, y), (0, None)))
+
+
 def test_linear_with_batched_input_and_batched_weights():
     w, b = _rand(6, 5, seed=1), _rand(6, seed=2)
     check(F.linear, _rand(3, 4, 5), w, b, in_dims=(0, None, None))

@@ -765,7 +765,10 @@ def _dot(ctx, vals, bats, params):
     """dot and outer through elementwise products (no conjugation, as PyTorch's dot)."""
     a, b = (_full(v, bat, ctx.size) for v, bat in zip(vals, bats))
     if ctx.op == "dot":
-        return ctx.run("sum", ctx.run("mul", a, b), dim=(1,), keepdim=False, dtype=None)
+        prod = ctx.run("mul", a, b)
+        # an integer dot stays in its dtype, where sum would widen it to int64
+        return ctx.run("sum", prod, dim=(1,), keepdim=False,
+                       dtype=prod.dtype if prod.dtype.kind in "biu" else None)
     return ctx.run("mul", a.reshape(tuple(a.shape) + (1,)),
                    b.reshape((ctx.size, 1) + tuple(b.shape[1:])))
 
