@@ -136,6 +136,17 @@ def test_integer_dot_keeps_its_dtype(dtype):
         assert got.dtype is dtype and torcia.equal(got, _loop(f, (x, y), (0, None)))
 
 
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+def test_half_norms_with_per_sample_weights_round_once(dtype):
+    # normalised, scaled and shifted in the dtype, they were rounded three times
+    x, w, b = _rand(4, 3, 8, seed=11).to(dtype), _rand(4, 8, seed=12).to(dtype), \
+        _rand(4, 8, seed=13).to(dtype)
+    for f, args in ((lambda a, c, d: F.layer_norm(a, (8,), c, d), (x, w, b)),
+                    (lambda a, c: F.rms_norm(a, (8,), c), (x, w))):
+        got = vmap(f)(*args)
+        assert got.dtype is dtype and torcia.equal(got, _loop(f, args, (0,) * len(args)))
+
+
 def test_linear_with_batched_input_and_batched_weights():
     w, b = _rand(6, 5, seed=1), _rand(6, seed=2)
     check(F.linear, _rand(3, 4, 5), w, b, in_dims=(0, None, None))

@@ -988,6 +988,26 @@ def _embedding_backward(ctx, vals, bats, params):
     return out.reshape((n, v, -1))
 
 
+def _half(x) -> bool:
+    """float16 or bfloat16 (NumPy's kind "V"): what the norms' kernels compute in float32."""
+    return x.dtype.itemsize == 2 and x.dtype.kind in "fV"
+
+
+def _in_float32(rule):
+    """``rule`` with half-precision arrays in float32 and its result rounded back once,
+    where per-sample affine parameters split the kernel (which rounds once) into several
+    ops."""
+    def run(ctx, vals, bats, params):
+        if not (_half(vals[0]) and any(bats[1:])):
+            return rule(ctx, vals, bats, params)
+        dtype = vals[0].dtype
+        vals = [v if v is None else v.astype("float32") for v in vals]
+        return rule(ctx, vals, bats, params).astype(dtype)
+
+    return run
+
+
+@_in_float32
 def _layer_norm(ctx, vals, bats, params):
     x, weight, bias = vals
     if bats[1] or bats[2]:
@@ -1003,6 +1023,7 @@ def _layer_norm(ctx, vals, bats, params):
     return ctx.inner(x, weight, bias, **params)
 
 
+@_in_float32
 def _rms_norm(ctx, vals, bats, params):
     x, weight = vals
     if bats[1]:
