@@ -24,6 +24,17 @@ LOSSES = {
     "complex": lambda L, z, w: L.complex(z.real, w.imag).abs().sum(),
     "sgn_of_view": lambda L, z, w: L.view_as_complex(L.view_as_real(z) * 2).sgn().real.sum(),
     "mean_sum": lambda L, z, w: (z.mean() * w.sum()).abs(),
+    # these took f'(z) where the convention takes its conjugate (softsign, not holomorphic,
+    # also lacked its |z| term)
+    "sinc": lambda L, z, w: (L.sinc(z) * w).real.sum(),
+    "logsumexp_logcumsumexp": lambda L, z, w: (
+        L.logsumexp(z.reshape(2, 2), 1).sum() + L.logcumsumexp(w, 0).sum()).abs(),
+    "softsign_tanhshrink": lambda L, z, w: (
+        L.nn.functional.softsign(z) * L.nn.functional.tanhshrink(w)).abs().sum(),
+    "conv1d_conv_transpose1d": lambda L, z, w: (
+        L.nn.functional.conv1d(z.reshape(1, 1, 4), w[:3].reshape(1, 1, 3)).sum()
+        + L.nn.functional.conv_transpose1d(z.reshape(1, 1, 4), w[:2].reshape(1, 1, 2))
+        .pow(2).sum()).abs(),
 }
 
 

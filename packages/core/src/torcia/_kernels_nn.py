@@ -282,11 +282,16 @@ class NNKernels:
         if activation == "logsigmoid":
             return g * self.sigmoid(-a)
         if activation == "softsign":
-            d = 1 + xp.abs(a)
+            mag = xp.abs(a)
+            d = 1 + mag
+            if a.dtype.kind == "c":
+                # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
+                sgn = a / xp.where(mag == 0, 1, mag)
+                return g / d - (g * xp.conj(a)).real * sgn / (d * d)
             return g / (d * d)
         if activation == "tanhshrink":
             t = xp.tanh(a)
-            return g * t * t
+            return g * xp.conj(t * t)  # PyTorch's convention for complex: conj(f'(z))
         raise ValueError(f"activation_backward: unknown activation {activation!r}")
 
     # ----- softmax ------------------------------------------------------------------

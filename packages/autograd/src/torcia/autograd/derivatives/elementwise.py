@@ -260,8 +260,8 @@ def _(grad, x, *, result):
     # sinc'(x) = (cos(pi x) - sinc(x)) / x; at 0 its linear term, 0 with slope -pi^2/3, so
     # that the second derivative holds there too
     safe = _nonzero(x)
-    return grad * torcia.where(x == 0, -(math.pi ** 2 / 3) * x,
-                               ((math.pi * safe).cos() - result) / safe)
+    return grad * _c(torcia.where(x == 0, -(math.pi ** 2 / 3) * x,
+                                  ((math.pi * safe).cos() - result) / safe))
 
 
 @derivative("entr")
