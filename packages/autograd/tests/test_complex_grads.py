@@ -105,6 +105,9 @@ LINALG = {
     "solve": lambda L, a, b, g: L.linalg.solve(a, b),
     "det": lambda L, a, b, g: L.linalg.det(a),
     "slogdet": lambda L, a, b, g: L.linalg.slogdet(a).logabsdet,
+    # the sign of a complex determinant turns with A (its gradient was dropped)
+    "slogdet_sign": lambda L, a, b, g: (lambda s: (s.real, s.imag))(
+        L.linalg.slogdet(g[:3]).sign),
     "cholesky": lambda L, a, b, g: L.linalg.cholesky(a, upper=True),
     "qr": lambda L, a, b, g: tuple(x.abs() for x in L.linalg.qr(g)),
     "eigh": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(a)),
