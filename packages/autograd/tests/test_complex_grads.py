@@ -27,6 +27,7 @@ LOSSES = {
     # these took f'(z) where the convention takes its conjugate (softsign, not holomorphic,
     # also lacked its |z| term)
     "sinc": lambda L, z, w: (L.sinc(z) * w).real.sum(),
+
     "logsumexp_logcumsumexp": lambda L, z, w: (
         L.logsumexp(z.reshape(2, 2), 1).sum() + L.logcumsumexp(w, 0).sum()).abs(),
     "softsign_tanhshrink": lambda L, z, w: (
@@ -61,6 +62,14 @@ def test_complex_gradcheck_and_gradgradcheck(name):
     fn = LOSSES[name]
     assert gradcheck(lambda a, b: fn(torcia, a, b), (z, w))
     assert gradgradcheck(lambda a, b: fn(torcia, a, b), (z, w))
+
+
+@pytest.mark.parametrize("op", ["erf", "erfc", "ndtr", "log_ndtr", "erfcx", "entr"])
+def test_complex_special_functions_take_the_conjugate_convention(op):
+    # torch refuses them for complex; torcia computes them, and their gradients took f'(z)
+    z = torcia.tensor(np.abs(A.real) + 0.2 + 0.5j * A.imag, requires_grad=True)  # entr: Re > 0
+    assert gradcheck(getattr(torcia.special, op), (z,))
+    assert gradgradcheck(getattr(torcia.special, op), (z,))
 
 
 def test_gradcheck_sees_complex_outputs_and_wrong_conventions():
