@@ -24,6 +24,18 @@ LOSSES = {
     "complex": lambda L, z, w: L.complex(z.real, w.imag).abs().sum(),
     "sgn_of_view": lambda L, z, w: L.view_as_complex(L.view_as_real(z) * 2).sgn().real.sum(),
     "mean_sum": lambda L, z, w: (z.mean() * w.sum()).abs(),
+    # these took f'(z) where the convention takes its conjugate (softsign, not holomorphic,
+    # also lacked its |z| term)
+    "sinc": lambda L, z, w: (L.sinc(z) * w).real.sum(),
+
+    "logsumexp_logcumsumexp": lambda L, z, w: (
+        L.logsumexp(z.reshape(2, 2), 1).sum() + L.logcumsumexp(w, 0).sum()).abs(),
+    "softsign_tanhshrink": lambda L, z, w: (
+        L.nn.functional.softsign(z) * L.nn.functional.tanhshrink(w)).abs().sum(),
+    "conv1d_conv_transpose1d": lambda L, z, w: (
+        L.nn.functional.conv1d(z.reshape(1, 1, 4), w[:3].reshape(1, 1, 3)).sum()
+        + L.nn.functional.conv_transpose1d(z.reshape(1, 1, 4), w[:2].reshape(1, 1, 2))
+        .pow(2).sum()).abs(),
 }
 
 
@@ -50,6 +62,14 @@ def test_complex_gradcheck_and_gradgradcheck(name):
     fn = LOSSES[name]
     assert gradcheck(lambda a, b: fn(torcia, a, b), (z, w))
     assert gradgradcheck(lambda a, b: fn(torcia, a, b), (z, w))
+
+
+@pytest.mark.parametrize("op", ["erf", "erfc", "ndtr", "log_ndtr", "erfcx", "entr"])
+def test_complex_special_functions_take_the_conjugate_convention(op):
+    # torch refuses them for complex; torcia computes them, and their gradients took f'(z)
+    z = torcia.tensor(np.abs(A.real) + 0.2 + 0.5j * A.imag, requires_grad=True)  # entr: Re > 0
+    assert gradcheck(getattr(torcia.special, op), (z,))
+    assert gradgradcheck(getattr(torcia.special, op), (z,))
 
 
 def test_gradcheck_sees_complex_outputs_and_wrong_conventions():
@@ -94,6 +114,9 @@ LINALG = {
     "solve": lambda L, a, b, g: L.linalg.solve(a, b),
     "det": lambda L, a, b, g: L.linalg.det(a),
     "slogdet": lambda L, a, b, g: L.linalg.slogdet(a).logabsdet,
+    # the sign of a complex determinant turns with A (its gradient was dropped)
+    "slogdet_sign": lambda L, a, b, g: (lambda s: (s.real, s.imag))(
+        L.linalg.slogdet(g[:3]).sign),
     "cholesky": lambda L, a, b, g: L.linalg.cholesky(a, upper=True),
     "qr": lambda L, a, b, g: tuple(x.abs() for x in L.linalg.qr(g)),
     "eigh": lambda L, a, b, g: (lambda w, v: (w, v.abs()))(*L.linalg.eigh(a)),

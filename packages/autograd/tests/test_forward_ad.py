@@ -144,6 +144,15 @@ def test_complex_abs_tangent_is_real():
     np.testing.assert_allclose(t.numpy(), [0.8])
 
 
+def test_a_bool_or_complex_number_operand_has_no_tangent():
+    # x + True took True for its own tangent (x + 1j likewise)
+    x = torcia.tensor([1.0, 2.0], dtype=torcia.float64)
+    with fwAD.dual_level():
+        d = fwAD.make_dual(x, torcia.tensor([1.0, 0.0], dtype=torcia.float64))
+        for out in (d + True, True + d, d + 1j):
+            assert fwAD.unpack_dual(out).tangent.tolist() == [1.0, 0.0]
+
+
 def test_custom_function_jvp():
     class Cube(torcia.autograd.Function):
         @staticmethod

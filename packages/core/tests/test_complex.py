@@ -153,6 +153,14 @@ def test_printing_matches_torch():
         "tensor([0.+1.j], dtype=torcia.complex128)"
 
 
+def test_equality_with_a_python_complex_compares_elementwise():
+    # == and != with a complex number gave Python's identity answer (False / True)
+    z = torcia.tensor([1 + 2j, 3j])
+    assert (z == 3j).tolist() == [False, True]
+    assert (z != 3j).tolist() == [True, False]
+    assert (torcia.tensor([1.0, 2.0]) == 2 + 0j).tolist() == [False, True]
+
+
 def test_assert_close_compares_both_parts():
     from torcia.testing import assert_close
 

@@ -3,6 +3,7 @@ three priority levels of ``result_type`` (dimensioned tensors, 0-dim tensors, Py
 scalars), ``can_cast``, the default dtype, and parity with torch where it is installed."""
 
 import itertools
+import math
 
 import numpy as np
 import pytest
@@ -80,6 +81,20 @@ def test_zero_dim_pair_promotes_normally():
     a = torcia.tensor(1, dtype=torcia.uint8)
     b = torcia.tensor(1, dtype=torcia.int8)
     assert (a + b).dtype is torcia.int16
+
+
+def test_float_op_of_integers_takes_a_zero_dim_operand_straight_to_float():
+    # uint8 / tensor(-1): the result is float, and -1 goes to it as -1.0, not through
+    # uint8 (255), as torch's
+    x = torcia.tensor([0, 1, 2], dtype=torcia.uint8)
+    minus = torcia.tensor(-1)
+    assert (x / minus).tolist() == [0.0, -1.0, -2.0]
+    assert (minus / x)[1:].tolist() == [-1.0, -0.5]
+    assert torcia.atan2(x, minus)[0].item() == pytest.approx(math.pi)
+    assert (torcia.tensor([1, 2], dtype=torcia.int8) / torcia.tensor(1000)).tolist() == \
+        pytest.approx([0.001, 0.002])
+    with torcia.profiler.profile():  # the dispatch modes' path
+        assert (x / minus).tolist() == [0.0, -1.0, -2.0]
 
 
 @pytest.mark.parametrize("name", ["bool", "uint8", "int8", "int32", "int64"])

@@ -2,6 +2,8 @@
 matrix functions, the ``_ex`` variants, vector helpers) and PyTorch's top-level and method
 aliases: reconstructions, torch parity (float32 and float64, batched), and the errors."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -145,6 +147,36 @@ def test_ex_variants_and_linalg_error():
     good = t(spd(3))
     assert L.cholesky_ex(good).info.item() == 0
     assert_close(L.cholesky_ex(good).L, L.cholesky(good))
+
+
+def test_cholesky_reads_torchs_triangle_and_stops_at_nan():
+    # upper=True factors the upper triangle, as torch's (it read the lower one); a NaN in
+    # the triangle read fails its leading minor, as LAPACK's potrf (NumPy let it through)
+    a = torcia.tensor([[4.0, 3.0], [2.0, 5.0]], dtype=torcia.float64)
+    assert_close(L.cholesky(a, upper=True), torcia.tensor([[2.0, 1.5], [0.0, 11 ** 0.5 / 2]],
+                                                         dtype=torcia.float64))
+    assert_close(L.cholesky(a), torcia.tensor([[2.0, 0.0], [1.0, 2.0]], dtype=torcia.float64))
+    nan = torcia.tensor([[[4.0, 0.0], [0.0, 4.0]], [[4.0, 1.0], [math.nan, 4.0]]],
+                        dtype=torcia.float64)
+    assert L.cholesky_ex(nan).info.tolist() == [0, 2]
+    assert L.cholesky_ex(nan, upper=True).info.tolist() == [0, 0]
+    assert L.cholesky_ex(nan.mT, upper=True).info.tolist() == [0, 2]
+    assert torcia.isnan(L.cholesky_ex(nan).L[1]).all()
+    with pytest.raises(L.LinAlgError, match=r"\(Batch element 1\): .* leading minor of order 2"):
+        L.cholesky(nan)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+def test_half_precision_factorizations_keep_the_dtype(dtype):
+    # computed in float32 and rounded back, as the meta device says (bfloat16 came back
+    # float64, float16's LDL float32)
+    a = torcia.tensor([[4.0, 1.0], [1.0, 3.0]], dtype=dtype)
+    for f in (L.qr, L.svd, L.eigh, L.eigvalsh, L.svdvals, L.pinv, L.slogdet, torcia.logdet,
+              L.cond, lambda m: L.ldl_factor(m)[0], lambda m: L.ldl_solve(*L.ldl_factor(m), m)):
+        out = f(a)
+        for part in out if isinstance(out, tuple) else (out,):
+            assert part.dtype is dtype
+    assert_close(L.eigvalsh(a).float(), L.eigvalsh(a.float()), atol=2e-2, rtol=1e-2)
 
 
 def test_lstsq_shapes():

@@ -288,6 +288,23 @@ def test_meta_tensors_through_the_user_api():
     assert x.cumsum(1).shape == x.shape and x.to(torcia.float64).dtype is torcia.float64
 
 
+def test_bfloat16_float_functions_stay_bfloat16_on_meta():
+    # bfloat16 (NumPy's kind "V") was taken for an integer: its float results were float64
+    x = torcia.empty(3, 4, dtype=torcia.bfloat16, device="meta")
+    y = torcia.ones(3, 4, dtype=torcia.bfloat16)
+    for f in (torcia.mean, lambda t: t.logsumexp(1), torcia.angle, torcia.special.i0,
+              lambda t: torcia.special.zeta(t, t), torcia.norm, torcia.cov):
+        assert f(x).dtype is f(y).dtype is torcia.bfloat16
+
+
+def test_complex_var_and_std_are_real_on_meta():
+    # the variance of complex values is real, on meta as on the CPU (it was complex)
+    for dt, real in ((torcia.complex64, torcia.float32), (torcia.complex128, torcia.float64)):
+        z = torcia.empty(3, 4, dtype=dt, device="meta")
+        assert torcia.var(z).dtype is torcia.std(z, 1).dtype is real
+        assert [t.dtype for t in torcia.std_mean(z, 0)] == [real, dt]
+
+
 def test_creation_shape_functions_take_their_arguments_by_position_or_name():
     # init functions call the kernels positionally (``uniform_`` on a meta weight)
     for op, args in (("zeros", ((2, 3), np.float32)), ("full", ((4,), 1.5, np.float64)),

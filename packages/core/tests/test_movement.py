@@ -92,6 +92,18 @@ def test_scatter_reduce_integer_mean_and_errors():
 
 
 
+def test_scatter_reduce_of_complex_numbers_refuses_autograd_as_torch():
+    # its gradient formulas are real ones: they gave wrong complex gradients
+    x = torcia.tensor([1 + 1j, 2j], requires_grad=True)
+    src = torcia.tensor([2 - 1j, 1j])
+    with pytest.raises(RuntimeError, match="does not support automatic differentiation for "
+                                           "outputs with complex dtype"):
+        torcia.scatter_reduce(x, 0, torcia.tensor([0, 0]), src, "prod")
+    with torcia.no_grad():
+        assert torcia.scatter_reduce(x, 0, torcia.tensor([0, 0]), src, "sum").tolist() == \
+            [3 + 1j, 2j]
+
+
 def test_scatter_and_index_reduce_of_complex_numbers():
     x, idx = torcia.tensor([1 + 1j, 1 + 1j, 1 + 1j]), torcia.tensor([0, 0, 2])
     src = torcia.tensor([2 - 1j, 4 + 3j, 1j])

@@ -98,6 +98,21 @@ def test_conv_transpose_scatters_each_input_pixel():
     np.testing.assert_array_equal(out[0, 0], expected)
 
 
+def test_half_conv_transpose_is_rounded_once():
+    # float16 in, computed in float32, rounded once (as PyTorch's oneDNN kernel): the
+    # overlapping columns summed in float16 were up to 10 ulps off a small output
+    x = rng.standard_normal((2, 4, 5, 5)).astype(np.float16)
+    w = rng.standard_normal((4, 3, 3, 3)).astype(np.float16)
+    b = rng.standard_normal(3).astype(np.float16)
+    args = ((2, 2), ((1, 1), (0, 0)), (1, 0), (1, 1), 1)
+    out = K.conv_transpose(x, w, b, *args)
+    assert out.dtype == np.float16
+    exact = K.conv_transpose(x.astype(np.float64), w.astype(np.float64),
+                             b.astype(np.float64), *args)
+    ulp = np.spacing(np.abs(exact).astype(np.float16)).astype(np.float64)
+    assert (np.abs(out - exact) <= ulp * 0.5 + 1e-5 * np.abs(exact)).all()
+
+
 def test_im2col_col2im_by_loops():
     x = rng.standard_normal((2, 2, 5, 4))
     cols = K.im2col(x, kernel_size=(2, 3), dilation=(2, 1), padding=(1, 1), stride=(2, 1))

@@ -186,6 +186,18 @@ def test_errors_name_the_problem():
         torcia.is_nonzero(torcia.ones(2))
 
 
+def test_quantile_of_a_tensor_q_is_differentiable_in_q():
+    # q went through tolist(), out of the graph; a 0-dim q kept a q dim of 1
+    x = torcia.tensor([[1.0, 2.0, 4.0], [0.0, 3.0, 9.0]], dtype=torcia.float64)
+    q = torcia.tensor([0.25, 0.75], dtype=torcia.float64, requires_grad=True)
+    for f in (torcia.quantile, torcia.nanquantile):
+        (g,) = torcia.autograd.grad(f(x, q, 1).sum(), [q])
+        # d/dq of the linear interpolation: (n - 1) * (upper - lower) per row
+        assert g.tolist() == [2 * (2 - 1) + 2 * (3 - 0), 2 * (4 - 2) + 2 * (9 - 3)]
+    assert torcia.quantile(x, torcia.tensor(0.5)).shape == ()
+    assert torcia.quantile(x, torcia.tensor(0.5), 1).shape == (2,)
+
+
 def test_switches_random_fills_and_fill_diagonal():
     torch = pytest.importorskip("torch")
     x = torcia.zeros(4, 3)

@@ -1,5 +1,5 @@
 """Sorting, selection, counting: sort/argsort/topk/kthvalue/median/mode/unique/nonzero/
-searchsorted/bucketize/bincount/histc, against hand values and torch."""
+searchsorted/bucketize/bincount/histc/histogram, against hand values and torch."""
 
 import math
 
@@ -134,6 +134,40 @@ def test_bincount_histc():
         [0, 2, 1, 0]
     with pytest.raises(RuntimeError, match="torch.histc: max must be larger than min"):
         torcia.histc(torcia.ones(2), min=2, max=1)
+
+
+@pytest.mark.torch
+def test_histogram_values_on_edges_match_torch(torch_parity):
+    # the edges are PyTorch's linspace (from both ends towards the middle): 6/9 from
+    # linspace(0, 1, 10) lies below the edge 2/3 torch computes, in the middle bin (NumPy's
+    # edges put it in the last)
+    data = np.linspace(0, 1, 10)
+    weights = np.linspace(1, 2, 10)
+    edges = np.array([0.0, 0.25, 0.5, 1.0])
+    cases = [
+        lambda m, x, w, e: m.histogram(x, 3),
+        lambda m, x, w, e: m.histogram(x, 4, range=(0.25, 0.75), weight=w),
+        lambda m, x, w, e: m.histogram(x.float(), 3, density=True),
+        lambda m, x, w, e: m.histogram(x, e, weight=w, density=True),
+        lambda m, x, w, e: m.histogram(x.float()[:0], 2),
+    ]
+    torch_parity(cases, data, weights, edges, rtol=1e-6)
+    assert torcia.histogram(torcia.tensor(data), 3).hist.tolist() == [3, 4, 3]
+
+
+def test_histogram_errors_are_torchs():
+    x = torcia.tensor([1.0, 2.0, float("nan")])
+    for kw, words in (({"bins": 0}, "bins must be > 0"),
+                      ({"bins": 3, "range": (1.0, 0.0)}, "min should not exceed max"),
+                      ({"bins": 3}, r"range \[nan, nan\] is not finite"),
+                      ({"bins": torcia.tensor([0.0, 1.0], dtype=torcia.float64)},
+                       "should have the same dtype"),
+                      ({"bins": 3, "weight": torcia.ones(3, dtype=torcia.int64)},
+                       "weight tensor should have the same dtype")):
+        with pytest.raises(RuntimeError, match=words):
+            torcia.histogram(x, **kw)
+    with pytest.raises(TypeError, match="range="):
+        torcia.histogram(x, torcia.tensor([0.0, 1.0]), range=(0.0, 1.0))
 
 
 @settings(max_examples=50, deadline=None)

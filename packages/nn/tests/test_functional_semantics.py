@@ -294,6 +294,18 @@ def test_ctc_loss_with_tensor_lengths_on_the_meta_device_is_refused_by_name():
         F.ctc_loss(lp, targets, *lengths)
 
 
+def test_ctc_loss_concatenated_targets_must_sum_to_the_lengths():
+    # as torch: a 1-D targets tensor holds exactly sum(target_lengths) labels (extra ones
+    # were read past, too few failed in NumPy's words)
+    lp = torcia.randn(6, 2, 4).log_softmax(-1)
+    ok = F.ctc_loss(lp, torcia.tensor([1, 2, 3, 1]), [6, 6], [2, 2], reduction="none")
+    assert torcia.allclose(ok, F.ctc_loss(lp, torcia.tensor([[1, 2], [3, 1]]), [6, 6], [2, 2],
+                                          reduction="none"))
+    for targets in ([1, 2, 3], [1, 2, 3, 1, 2]):
+        with pytest.raises(RuntimeError, match="Expected tensor to have size 4 at dimension 0"):
+            F.ctc_loss(lp, torcia.tensor(targets), [6, 6], [2, 2])
+
+
 @pytest.mark.torch
 @pytest.mark.parametrize("seed", range(4))
 def test_multilabel_margin_loss_as_torch(seed):

@@ -3,6 +3,7 @@ warning turned into an error, so that a case passing here ran on the native rule
 
 from __future__ import annotations
 
+import math
 import warnings
 
 import numpy as np
@@ -123,6 +124,27 @@ def test_mm_bmm_dot_outer_addmm_einsum():
           in_dims=(None, 0))
     check(lambda a, b: torcia.einsum("ij,jk->ik", a, b), _rand(3, 4, 5), _rand(5, 2),
           in_dims=(0, None))
+
+
+@pytest.mark.parametrize("dtype", [torcia.uint8, torcia.int8, torcia.int32])
+def test_integer_dot_keeps_its_dtype(dtype):
+    # the rule's sum widened it to int64 (uint64 for uint8)
+    x = torcia.arange(15).reshape(3, 5).to(dtype)
+    y = torcia.arange(5).to(dtype)
+    for f in (torcia.dot, torcia.inner, torcia.vdot):
+        got = vmap(f, in_dims=(0, None))(x, y)
+        assert got.dtype is dtype and torcia.equal(got, _loop(f, (x, y), (0, None)))
+
+
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+def test_half_norms_with_per_sample_weights_round_once(dtype):
+    # normalised, scaled and shifted in the dtype, they were rounded three times
+    x, w, b = _rand(4, 3, 8, seed=11).to(dtype), _rand(4, 8, seed=12).to(dtype), \
+        _rand(4, 8, seed=13).to(dtype)
+    for f, args in ((lambda a, c, d: F.layer_norm(a, (8,), c, d), (x, w, b)),
+                    (lambda a, c: F.rms_norm(a, (8,), c), (x, w))):
+        got = vmap(f)(*args)
+        assert got.dtype is dtype and torcia.equal(got, _loop(f, args, (0,) * len(args)))
 
 
 def test_linear_with_batched_input_and_batched_weights():
@@ -549,11 +571,88 @@ def test_scatters_into_a_copy_map(name):
     assert torcia.equal(got, _loop(f, (x, src), (0, 0)))
 
 
-def test_as_strided_of_a_batched_tensor_is_refused_not_misread():
-    # a per-sample run would address each sample's memory from the wrong start
+def test_as_strided_addresses_each_samples_storage():
+    # each sample is a storage of its own, as a tensor passed to torch's vmap: its offset
+    # counts from the sample's first element (a view's too), as the calls one by one
     x = _rand(3, 4, 4, seed=5)
-    with pytest.raises(RuntimeError, match="as_strided of a batched tensor"):
-        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3))(x)
+    for f in (lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3),
+              lambda a: a[1:].as_strided((2, 3), (2, 1)),
+              lambda a: a[1:].as_strided((2,), (1,), 0)):
+        got = vmap(f)(x)
+        assert torcia.equal(got, torcia.stack([f(x[i].clone()) for i in range(3)]))
+    # a view: writes through it reach the samples
+    y = x.clone()
+    vmap(lambda a: a.as_strided((4,), (5,)).zero_())(y)
+    want = x.clone()
+    for i in range(3):
+        want[i].fill_diagonal_(0)
+    assert torcia.equal(y, want)
+    got = vmap(vmap(lambda a: a.as_strided((2,), (2,), 1)))(x)
+    assert torcia.equal(got, x[:, :, 1::2])
+    with pytest.raises(RuntimeError, match="out of bounds for storage"):
+        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 15))(x)
+
+
+def test_as_strided_of_samples_interleaved_in_memory_is_refused():
+    # mapped over dim 1, a sample's strided memory holds the other samples' elements
+    x = _rand(4, 3, 4, seed=5)
+    with pytest.raises(RuntimeError, match="batch dims being vmapped over are at the front"):
+        vmap(lambda a: torcia.as_strided(a, (2, 2), (1, 2), 3), in_dims=1)(x)
+
+
+def test_as_strided_scatter_writes_each_sample():
+    # torch 2.13 has no batching rule for it ("requires special handling"); torcia's
+    # as_strided view of each sample gives the calls one by one
+    x, src = _rand(3, 4, 4, seed=5), _rand(3, 2, 2, seed=6)
+    f = lambda a, s: torcia.as_strided_scatter(a, s, (2, 2), (1, 5), 2)  # noqa: E731
+    assert torcia.equal(vmap(f)(x, src), _loop(f, (x, src), (0, 0)))
+
+
+def test_histogram_maps_with_each_samples_range():
+    # its bins were counted by NumPy on the host, which vmap refuses; each sample's range
+    # is its own extent
+    x = _rand(3, 20, seed=8)
+    for f in (lambda a: torcia.histogram(a, 4),
+              lambda a: torcia.histogram(a, 3, range=(-1.0, 1.0), density=True)):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(x)
+        for part, want in zip(got, _loop(f, (x,), (0,))):
+            assert torcia.allclose(part, want)
+    with pytest.raises(RuntimeError, match="is not finite"):
+        vmap(lambda a: torcia.histogram(a, 4))(x.index_fill(1, torcia.tensor([3]), math.nan))
+
+
+def test_cholesky_ex_maps_with_each_samples_info():
+    # its info was found by NumPy on the host, which vmap refuses
+    a = _rand(3, 4, 4, seed=9)
+    a = a @ a.mT + 0.1 * torcia.eye(4, dtype=a.dtype)
+    a[1] -= 20 * torcia.eye(4, dtype=a.dtype)
+    for upper in (False, True):
+        f = lambda m: torcia.linalg.cholesky_ex(m, upper=upper)  # noqa: B023, E731
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(a)
+        want = _loop(f, (a,), (0,))
+        assert got.info.tolist() == want[1].tolist() and got.info.tolist()[1] > 0
+        assert torcia.allclose(got.L, want[0], equal_nan=True)
+
+
+def test_ctc_loss_maps_over_its_targets_and_lengths():
+    # the lengths and targets were read as plain arrays on the host
+    lp = F.log_softmax(_rand(6, 2, 4, seed=10), -1)
+    il = torcia.tensor([[6, 5], [6, 6], [4, 6]])
+    padded = torcia.tensor([[[1, 2], [3, 1]], [[2, 2], [1, 3]], [[3, 3], [2, 1]]])
+    concatenated = torcia.tensor([[1, 2, 3, 1], [2, 3, 1, 1], [3, 2, 1, 2]])
+    for targets, tl, f in (
+            (padded, torcia.tensor([[2, 1], [2, 2], [1, 2]]),
+             lambda t, il, tl: F.ctc_loss(lp, t, il, tl)),
+            (concatenated, torcia.tensor([[2, 2], [1, 3], [3, 1]]),
+             lambda t, il, tl: F.ctc_loss(lp, t, il, tl, reduction="none"))):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            got = vmap(f)(targets, il, tl)
+        assert torcia.allclose(got, _loop(f, (targets, il, tl), (0, 0, 0)))
 
 
 def test_multilabel_margin_loss_maps_over_its_targets():

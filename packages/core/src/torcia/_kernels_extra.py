@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia._dtype import np_floating as _floating
-from torcia._kernels_linalg import LinAlgError, lu_factor
+from torcia._kernels_linalg import LinAlgError, half_in_float32, lu_factor
 
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
                  "mean": "add"}
@@ -226,14 +226,17 @@ class ExtraKernels:
             return self.xp.linalg.det(a.astype(np.float32)).astype(a.dtype)
         return self.xp.linalg.det(a)
 
+    @half_in_float32
     def linalg_slogdet(self, a):
         sign, logabs = self.xp.linalg.slogdet(a)
         return sign.astype(a.dtype, copy=False), logabs
 
+    @half_in_float32
     def linalg_svd(self, a, full_matrices=True):
         u, s, vh = self.xp.linalg.svd(a, full_matrices=full_matrices)
         return u, s, vh
 
+    @half_in_float32
     def linalg_qr(self, a, mode="reduced"):
         if mode == "r":
             # NumPy returns R alone in this mode: unpacking it would split R's rows
@@ -243,15 +246,24 @@ class ExtraKernels:
 
     def linalg_cholesky(self, a, upper=False):
         xp = self.xp
-        low = _linalg(xp, "cholesky", a)
+        # PyTorch's upper factor reads the upper triangle: the lower factor of A^H, whose
+        # lower triangle it is, conjugate-transposed
+        read = xp.conj(xp.swapaxes(a, -1, -2)) if upper else a
+        low = _linalg(xp, "cholesky", read)
+        if xp.isnan(low).any():
+            # NumPy's factorization lets a NaN through where LAPACK's potrf stops at it
+            raise singular_error(xp, "cholesky", read)
         return xp.conj(xp.swapaxes(low, -1, -2)) if upper else low
 
+    @half_in_float32
     def linalg_eigh(self, a, UPLO="L"):
         return tuple(self.xp.linalg.eigh(a, UPLO=UPLO))
 
+    @half_in_float32
     def linalg_eigvalsh(self, a, UPLO="L"):
         return self.xp.linalg.eigvalsh(a, UPLO=UPLO)
 
+    @half_in_float32
     def linalg_pinv(self, a, rtol=None, hermitian=False):
         xp = self.xp
         if rtol is None:
@@ -353,8 +365,10 @@ def singular_error(xp, name, a):
         for b, mat in enumerate(flat):
             for k in range(1, n + 1):
                 try:
-                    xp.linalg.cholesky(mat[:k, :k])
+                    failed = xp.isnan(xp.linalg.cholesky(mat[:k, :k])).any()
                 except xp.linalg.LinAlgError:
+                    failed = True
+                if failed:
                     where = f"(Batch element {b}): " if a.ndim > 2 else ""
                     return LinAlgError(
                         f"linalg.cholesky: {where}The factorization could not be completed "

@@ -8,7 +8,32 @@ and are vectorised over the batch and the other dimension, in ``xp`` (NumPy or C
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
+
+from torcia._dtype import np_floating
+
+
+def half_in_float32(kernel):
+    """``kernel`` with float16 and bfloat16 arrays run in float32 and its floating results
+    rounded back to their dtype: NumPy's LAPACK has no half precision (float16 refused,
+    bfloat16 answered in float64), as PyTorch's CPU kernels that take them."""
+    @functools.wraps(kernel)
+    def run(self, *args, **params):
+        half = next((a.dtype for a in args if hasattr(a, "dtype") and a.dtype.itemsize == 2
+                     and np_floating(a.dtype)), None)
+        if half is None:
+            return kernel(self, *args, **params)
+        out = kernel(self, *(a.astype(np.float32) if getattr(a, "dtype", None) == half else a
+                             for a in args), **params)
+
+        def back(o):
+            return o.astype(half) if np_floating(o.dtype) else o
+
+        return tuple(back(o) for o in out) if isinstance(out, tuple) else back(out)
+
+    return run
 
 
 def outer_operands(a, b) -> None:
@@ -230,6 +255,7 @@ class LinalgKernels:
             residuals = (res * res.conj()).real.sum(axis=-2).reshape(batch + (k,))
         return solution.astype(a.dtype, copy=False), residuals, rank, singular
 
+    @half_in_float32
     def linalg_ldl_factor(self, a, hermitian=False):
         xp = self.xp
         lapack = _lapack(xp)
@@ -250,6 +276,7 @@ class LinalgKernels:
         info = np.asarray(infos, dtype=np.int32).reshape(shape)
         return xp.asarray(ld), xp.asarray(piv), xp.asarray(info)
 
+    @half_in_float32
     def linalg_ldl_solve(self, ld, pivots, b, hermitian=False):
         xp = self.xp
         lapack = _lapack(xp)

@@ -287,11 +287,16 @@ class NNKernels:
         if activation == "logsigmoid":
             return g * self.sigmoid(-a)
         if activation == "softsign":
-            d = 1 + xp.abs(a)
+            mag = xp.abs(a)
+            d = 1 + mag
+            if a.dtype.kind == "c":
+                # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
+                sgn = a / xp.where(mag == 0, 1, mag)
+                return g / d - (g * xp.conj(a)).real * sgn / (d * d)
             return g / (d * d)
         if activation == "tanhshrink":
             t = xp.tanh(a)
-            return g * t * t
+            return g * xp.conj(t * t)  # PyTorch's convention for complex: conj(f'(z))
         raise ValueError(f"activation_backward: unknown activation {activation!r}")
 
     # ----- softmax ------------------------------------------------------------------
@@ -363,6 +368,11 @@ class NNKernels:
         """``conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
         -> (N, Cout, *out)``, ``out = (in - 1) * stride - low - high + dilation * (k - 1) +
         output_padding + 1``: the adjoint of ``conv`` with the same geometry."""
+        if _low(x):
+            # float16 and bfloat16 in float32, rounded once, as PyTorch's oneDNN kernel:
+            # the overlapping columns summed in the dtype lose up to a fifth of a small value
+            return self.conv_transpose(*_in_float32(x, w, b), stride, padding, output_padding,
+                                       dilation, groups).astype(x.dtype)
         _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         xp = self.xp
         n, cin = x.shape[:2]

@@ -23,6 +23,7 @@ import math
 import numpy as np
 
 from torcia import ops
+from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -141,8 +142,9 @@ def created(*names):
 
 
 def _float(dtype) -> np.dtype:
-    """NumPy's result dtype of a float function of ``dtype``: integers give float64."""
-    return dtype if dtype.kind in "fc" else np.dtype(np.float64)
+    """NumPy's result dtype of a float function of ``dtype``: integers give float64
+    (bfloat16, of NumPy's kind "V", stays)."""
+    return dtype if dtype.kind == "c" or np_floating(dtype) else np.dtype(np.float64)
 
 
 def _real(dtype) -> np.dtype:
@@ -856,7 +858,7 @@ for _name in ("gelu_backward", "silu_backward"):
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
 for _name, _kind in (("sum", "acc"), ("nansum", "acc"), ("prod", "acc"), ("mean", "float"),
-                     ("amax", "same"), ("amin", "same"), ("var", "float"), ("std", "float"),
+                     ("amax", "same"), ("amin", "same"), ("var", "real"), ("std", "real"),
                      ("logsumexp", "float"), ("norm", "real"), ("all", "bool"),
                      ("any", "bool"), ("argmax", "index"), ("argmin", "index"),
                      ("count_nonzero", "index")):

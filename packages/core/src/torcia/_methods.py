@@ -154,7 +154,8 @@ Tensor.__setitem__ = lambda self, key, value: _oplib.setitem(self, key, value)
 
 
 def _comparable(other):
-    return isinstance(other, (Tensor, int, float, bool, np.ndarray, np.generic, list, tuple))
+    return isinstance(other, (Tensor, int, float, complex, bool, np.ndarray, np.generic, list,
+                              tuple))
 
 
 def _logical(a, b, logical, bitwise):

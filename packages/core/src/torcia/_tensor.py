@@ -990,7 +990,9 @@ def binary(op: str, a, b, float_op: bool = False):
                 [x for x, t in ((dt, a), (bt, b)) if not t._data.ndim],
                 (),
             )
-            if bt is not dt:
+            # an integer result of a float op: b goes straight to float (below), not
+            # through the integer dtype, where -1 would wrap to 255 for uint8
+            if bt is not dt and not (float_op and dt.category < 2):
                 bd = bd.astype(dt.np)
         if b._device is not a._device:
             raise _device_error(a._device, b._device)
@@ -1054,8 +1056,8 @@ def _promoted(a, b, float_op):
                 [x for x, t in ((dt, a), (bt, b)) if not t._data.ndim],
                 (),
             )
-            if bt is not dt:
-                bd = bd.astype(dt.np)
+            if bt is not dt and not (float_op and dt.category < 2):
+                bd = bd.astype(dt.np)  # as binary's: a float op's b straight to float
         if b._device is not a._device:
             raise _device_error(a._device, b._device)
         b_grad = b._requires_grad

@@ -20,7 +20,7 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
-from torcia._creation import eye, tensor, zeros
+from torcia._creation import arange, eye, zeros
 from torcia._kernels_linalg import LinAlgError
 from torcia._oplib._common import _dims, _return_type
 from torcia._oplib.elementwise import to_dtype
@@ -435,13 +435,20 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     tensor(1, dtype=torcia.int32)
     """
     _square(A, "cholesky_ex")
-    info = _cholesky_info(A)
+    try:
+        L = cholesky(A, upper=upper)
+    except LinAlgError:
+        L = None  # some matrix is not positive-definite: which minor, below
+    info = zeros(A.shape[:-2], dtype=D.int32, device=A.device) if L is not None \
+        else _cholesky_info(A.mH if upper else A)
     if check_errors:
         _info_check(info, "linalg.cholesky_ex", lambda k: (
             f"The factorization could not be completed because the input is not "
             f"positive-definite (the leading minor of order {k} is not positive-definite)."))
+    if L is not None:
+        return _CholeskyEx(L, info)
     # the failed matrices replaced by the identity, then their factors by nan: no branch on
-    # the values (meta)
+    # the values (vmap)
     bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
     eye = _eye(A.shape[-1], A)
     L = cholesky(A.masked_fill(bad, 0) + eye * bad, upper=upper)
@@ -449,31 +456,30 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
 
 
 def _cholesky_info(A):
-    if A.device.type == "meta":
-        # no values: the factorization's shapes, as PyTorch's meta kernel gives them
-        return zeros(A.shape[:-2], dtype=D.int32, device=A.device)
-    a = A.detach().cpu().numpy()
-    if a.dtype.itemsize < 4 and a.dtype.kind == "f":
-        a = a.astype(np.float32)  # NumPy's LAPACK has no half precision
+    """The order of each matrix's first leading minor that is not positive-definite (0: none),
+    read from its lower triangle: where LAPACK's potrf stops, its pivot not positive, by the
+    same column-by-column recurrence in tensor ops, so that it runs under vmap (each sample
+    its own)."""
+    a = A.detach()
+    if a.dtype in (D.float16, D.bfloat16):
+        a = a.float()  # as the factorization: LAPACK has no half precision
     n = a.shape[-1]
-    flat = a.reshape(-1, n, n)
-    info = []
-    for mat in flat:
-        order = 0
-        try:
-            np.linalg.cholesky(mat)
-        except np.linalg.LinAlgError:
-            order = next(k for k in range(1, n + 1) if not _is_pd(mat[:k, :k]))
-        info.append(order)
-    return tensor(np.asarray(info, dtype=np.int32).reshape(a.shape[:-2]), device=A.device)
-
-
-def _is_pd(mat):
-    try:
-        np.linalg.cholesky(mat)
-    except np.linalg.LinAlgError:
-        return False
-    return True
+    info = zeros(a.shape[:-2], dtype=D.int32, device=a.device)
+    cols = []  # the factor's columns found so far, each (..., n)
+    for k in range(n):
+        row = [c[..., k] for c in cols]  # L[k, :k]
+        d = a[..., k, k].real
+        for lkj in row:
+            d = d - (lkj * lkj.conj()).real
+        failed = ~(d > 0)  # a NaN pivot fails too
+        info = info.masked_fill((info == 0) & failed, k + 1)
+        col = a[..., :, k]
+        for j, lkj in enumerate(row):
+            col = col - cols[j] * lkj.conj().unsqueeze(-1)
+        # a failed pivot's column is not read again: its order is already recorded
+        col = col / d.clamp(min=1).where(failed, d).sqrt().unsqueeze(-1)
+        cols.append(col * (arange(n, device=a.device) >= k))
+    return info
 
 
 def _eye(n, like):

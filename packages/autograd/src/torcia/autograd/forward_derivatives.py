@@ -92,10 +92,11 @@ def output_tangents(op: str, primals: tuple, tangents: list, params: dict, resul
     if fn is not None:
         return fn(tangents, *primals, result=result, **params)
     if is_linear(op):
-        # a number operand (``x + 1``) is a constant: its tangent is zero
+        # a number operand (``x + 1``, ``x + True``, ``x + 1j``) is a constant: its tangent
+        # is a zero of its type, which promotes as the number does
         ins = tuple(
             (_zero_tangent(x) if t is None else t.to(x.dtype)) if isinstance(x, Tensor)
-            else 0 if isinstance(x, (int, float)) and not isinstance(x, bool) else x
+            else type(x)(0) if isinstance(x, (int, float, complex)) else x
             for x, t in zip(primals, tangents))
         return call(op, ins, params)
     return _transposed_vjp(op, primals, tangents, params, result)

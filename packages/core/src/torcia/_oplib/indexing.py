@@ -11,6 +11,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full, tensor
+from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _along_dim, _size_at
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
@@ -598,6 +599,10 @@ def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
     if input.is_complex() and reduce in ("amax", "amin"):
         raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
                                   f"implemented for '{_torch_name(input.dtype)}'")
+    if input.is_complex() and (input._requires_grad or src._requires_grad) and _GRAD.enabled:
+        # its gradients are real formulas (prod's, mean's): torch refuses as well
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for "
+                           "outputs with complex dtype.")
     return call("scatter_reduce", (input, index, src),
                 {"dim": d, "reduce": reduce, "include_self": bool(include_self)})
 

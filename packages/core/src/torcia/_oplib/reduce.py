@@ -624,8 +624,15 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
                          f"midpoint or nearest. Got {interpolation}")
     if not input.is_floating_point():
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
-    scalar_q = not isinstance(q, Tensor)
-    qs = C.tensor([float(q)] if scalar_q else q.tolist(), dtype=D.float64)
+    if isinstance(q, Tensor):
+        # in the graph: the interpolation's weights move with q, as torch's; a 0-dim q
+        # gives a result without the q dim, as a number does
+        qs = q.to(D.float64)
+        scalar_q = qs.ndim == 0
+        qs = qs.reshape(-1) if scalar_q else qs
+    else:
+        scalar_q = True
+        qs = C.tensor([float(q)], dtype=D.float64)
     if qs.ndim > 1 or bool(((qs < 0) | (qs > 1)).any()):
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     if dim is not None:

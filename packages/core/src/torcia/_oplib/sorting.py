@@ -12,7 +12,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import tensor
 from torcia._oplib._common import _along_dim, _return_type, _size_at
-from torcia._tensor import Tensor, _wrap_dim, call, result_type
+from torcia._tensor import Tensor, _cpp_name, _wrap_dim, call, result_type
 
 _Sort = _return_type("sort", ("values", "indices"))
 
@@ -286,12 +286,66 @@ def histogram(input, bins=100, *, range=None, weight=None, density=False):  # no
     >>> edges
     tensor([1., 2., 3., 4.])
     """
-    data = input.detach().cpu().numpy().reshape(-1)
-    edges = bins.detach().cpu().numpy() if isinstance(bins, Tensor) else bins
-    w = None if weight is None else weight.detach().cpu().numpy().reshape(-1)
-    hist, out_edges = np.histogram(data, edges, range=range, weights=w, density=density)
-    return _Histogram(C.tensor(hist.astype(data.dtype), device=input.device),
-                      C.tensor(out_edges.astype(data.dtype), device=input.device))
+    # tensor ops rather than NumPy on the host: they run under vmap (each sample its own
+    # range) and on any device
+    x = input.detach().reshape(-1)
+    dev = input.device
+    if isinstance(bins, Tensor) and range is not None:
+        raise TypeError("histogram(): range= goes with a number of bins; bins given as a "
+                        "tensor of edges bound the histogram themselves")
+    if weight is not None and weight.dtype != input.dtype:
+        raise RuntimeError(f"torch.histogramdd: if weight tensor is provided, input tensor "
+                           f"and weight tensor should have the same dtype, but got "
+                           f"input({_cpp_name(input.dtype)}), and weight"
+                           f"({_cpp_name(weight.dtype)})")
+    if isinstance(bins, Tensor):
+        if bins.dtype != input.dtype:
+            raise RuntimeError(f"torch.histogramdd: input tensor and bins tensors should have "
+                               f"the same dtype, but got input with dtype "
+                               f"{_cpp_name(input.dtype)} and bins for dimension 0 with dtype "
+                               f"{_cpp_name(bins.dtype)}")
+        if bins.numel() < 2:
+            raise RuntimeError("torch.histogram(): bins must be > 0, but got 0 for dimension 0")
+        edges = bins.detach()
+    else:
+        n = int(bins)
+        if n <= 0:
+            raise RuntimeError(f"torch.histogram(): bins must be > 0, but got {n} for "
+                               f"dimension 0")
+        if range is not None:
+            lo, hi = (C.full((), float(r), dtype=D.float64, device=dev) for r in range)
+        elif x.numel():
+            lo, hi = x.amin().double(), x.amax().double()
+        else:
+            lo, hi = (C.full((), r, dtype=D.float64, device=dev) for r in (0.0, 1.0))
+        # every sample's range at once (a batched array's min and max take them all)
+        first, last = float(lo._data.min()), float(hi._data.max())
+        if first > last:
+            raise RuntimeError(f"torch.histogramdd: min should not exceed max, but got min "
+                               f"{first:g} max {last:g} for dimension 0")
+        if not (np.isfinite(first) and np.isfinite(last)):
+            raise RuntimeError(f"torch.histogramdd: dimension 0's range [{first:g}, {last:g}] "
+                               f"is not finite")
+        same = (lo == hi).double() * 0.5  # an empty range widened, as NumPy's
+        # the edges in the input's dtype by PyTorch's linspace (from each end towards the
+        # middle): the values on an edge fall in the bin torch's do (integers, which torch
+        # refuses, in float64)
+        ct = input.dtype if input.is_floating_point() else D.float64
+        lo, hi = (lo - same).to(ct), (hi + same).to(ct)
+        at = C.arange(n + 1, dtype=ct, device=dev)
+        step = (hi - lo) / n
+        edges = (lo + step * at).where(at < (n + 1) // 2, hi - step * (n - at))
+    n = edges.numel() - 1
+    xe = x.to(edges.dtype)
+    # the bin whose edges hold the value, the last one closed on the right
+    at = searchsorted(edges, xe, right=True).sub(1).clamp(0, n - 1)
+    keep = ((xe >= edges[0]) & (xe <= edges[-1])).double()
+    w = keep if weight is None else keep * weight.detach().reshape(-1).double()
+    hist = C.zeros(n, dtype=D.float64, device=dev).scatter_add(0, at, w)
+    if density:
+        hist = hist / (edges[1:] - edges[:-1]).double() / hist.sum()
+    return _Histogram(hist.to(input.dtype), edges.to(input.dtype, copy=True))
+
 
 
 _Histogramdd = _return_type("histogramdd", ("hist", "bin_edges"))

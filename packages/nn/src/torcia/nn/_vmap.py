@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 import threading
+import types
 import warnings
 
 import torcia
@@ -70,6 +71,16 @@ class BatchedArray:
     @property
     def itemsize(self) -> int:
         return self.value.itemsize
+
+    @property
+    def data(self):
+        """The first sample's first element's address under ``ptr`` (as CuPy's arrays):
+        a view's storage offset is its distance from its base's, the same in every
+        sample."""
+        inner = self.value
+        iface = getattr(inner, "__array_interface__", None)
+        return types.SimpleNamespace(ptr=iface["data"][0] if iface is not None
+                                     else inner.data.ptr)
 
     @property
     def batch_size(self) -> int:
@@ -350,17 +361,8 @@ def dispatch(op, kernel, device, args, params):
 _KEYED = frozenset({"getitem", "index_put"})
 
 
-#: ops whose per-sample run would be wrong: their parameters address the storage, which
-#: one sample's array does not start
-_NOT_PER_SAMPLE = frozenset({"as_strided"})
-
-
 def _loop(ctx, vals, bats, params, level):
     """The fallback: the kernel once per sample, the results stacked."""
-    if ctx.op in _NOT_PER_SAMPLE:
-        raise RuntimeError(f"vmap: {ctx.op} of a batched tensor is not supported: its sizes, "
-                           f"strides and offset address the storage, which vmap cannot "
-                           f"split into the samples'; call it outside vmap")
     if ctx.op not in _warned_ops:
         _warned_ops.add(ctx.op)
         warnings.warn(
@@ -658,6 +660,25 @@ def _index_put(ctx, vals, bats, params):
     return ctx.inner(xs, values, **{**params, "key": key})
 
 
+def _as_strided(ctx, vals, bats, params):
+    """Each sample is a storage of its own (a batched tensor is no view): its offset and
+    strides address the sample's memory from its first element, as PyTorch's rule does
+    for a tensor passed to vmap. One strided view of the physical array, the mapped dim's
+    stride in front, so that writes through it reach the samples."""
+    (x,) = vals
+    item = x.itemsize
+    bstride = x.strides[0] // item
+    span = 1 + sum((n - 1) * abs(st) for n, st in zip(x.shape[1:], x.strides[1:])) // item
+    if ctx.size > 1 and 0 < bstride < span or bstride < 0:
+        # one sample's storage would hold others' elements
+        raise RuntimeError("vmap: Calling Tensor.as_strided is not supported unless the batch "
+                           "dims being vmapped over are at the front of the tensor (in memory "
+                           "layout)")
+    return ctx.inner(x, size=(ctx.size,) + tuple(params["size"]),
+                     stride=(bstride,) + tuple(params["stride"]),
+                     storage_offset=params.get("storage_offset", 0))
+
+
 _VIEW_OPS = ("view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand",
              "narrow", "unfold", "diagonal", "getitem", "flip", "roll", "repeat", "tile",
              "split")
@@ -744,7 +765,10 @@ def _dot(ctx, vals, bats, params):
     """dot and outer through elementwise products (no conjugation, as PyTorch's dot)."""
     a, b = (_full(v, bat, ctx.size) for v, bat in zip(vals, bats))
     if ctx.op == "dot":
-        return ctx.run("sum", ctx.run("mul", a, b), dim=(1,), keepdim=False, dtype=None)
+        prod = ctx.run("mul", a, b)
+        # an integer dot stays in its dtype, where sum would widen it to int64
+        return ctx.run("sum", prod, dim=(1,), keepdim=False,
+                       dtype=prod.dtype if prod.dtype.kind in "biu" else None)
     return ctx.run("mul", a.reshape(tuple(a.shape) + (1,)),
                    b.reshape((ctx.size, 1) + tuple(b.shape[1:])))
 
@@ -964,6 +988,26 @@ def _embedding_backward(ctx, vals, bats, params):
     return out.reshape((n, v, -1))
 
 
+def _half(x) -> bool:
+    """float16 or bfloat16 (NumPy's kind "V"): what the norms' kernels compute in float32."""
+    return x.dtype.itemsize == 2 and x.dtype.kind in "fV"
+
+
+def _in_float32(rule):
+    """``rule`` with half-precision arrays in float32 and its result rounded back once,
+    where per-sample affine parameters split the kernel (which rounds once) into several
+    ops."""
+    def run(ctx, vals, bats, params):
+        if not (_half(vals[0]) and any(bats[1:])):
+            return rule(ctx, vals, bats, params)
+        dtype = vals[0].dtype
+        vals = [v if v is None else v.astype("float32") for v in vals]
+        return rule(ctx, vals, bats, params).astype(dtype)
+
+    return run
+
+
+@_in_float32
 def _layer_norm(ctx, vals, bats, params):
     x, weight, bias = vals
     if bats[1] or bats[2]:
@@ -979,6 +1023,7 @@ def _layer_norm(ctx, vals, bats, params):
     return ctx.inner(x, weight, bias, **params)
 
 
+@_in_float32
 def _rms_norm(ctx, vals, bats, params):
     x, weight = vals
     if bats[1]:
@@ -1160,6 +1205,7 @@ def _build() -> dict:
     for name in _RANDOM:
         table[name] = ("random", _random)
     table.update({
+        "as_strided": ("view", _as_strided),
         "softmax_backward": ("dim", _positional_dim),
         "log_softmax_backward": ("dim", _positional_dim),
         "cat": ("movement", _concat), "stack": ("movement", _concat),

@@ -150,12 +150,12 @@ def _(grad, _x, *, result):
 
 @derivative("erf")
 def _(grad, x):
-    return grad * (2 / math.sqrt(math.pi)) * (-(x * x)).exp()
+    return grad * _c((2 / math.sqrt(math.pi)) * (-(x * x)).exp())
 
 
 @derivative("erfc")
 def _(grad, x):
-    return grad * (-2 / math.sqrt(math.pi)) * (-(x * x)).exp()
+    return grad * _c((-2 / math.sqrt(math.pi)) * (-(x * x)).exp())
 
 
 @derivative("erfinv")
@@ -237,7 +237,7 @@ def _(grad, x, *, result):
 
 @derivative("ndtr")
 def _(grad, x):
-    return grad * (-0.5 * x * x).exp() / math.sqrt(2 * math.pi)
+    return grad * _c((-0.5 * x * x).exp() / math.sqrt(2 * math.pi))
 
 
 @derivative("ndtri")
@@ -247,12 +247,12 @@ def _(grad, _x, *, result):
 
 @derivative("log_ndtr")
 def _(grad, x, *, result):
-    return grad * (-0.5 * x * x - result).exp() / math.sqrt(2 * math.pi)
+    return grad * _c((-0.5 * x * x - result).exp() / math.sqrt(2 * math.pi))
 
 
 @derivative("erfcx")
 def _(grad, x, *, result):
-    return grad * (2 * x * result - 2 / math.sqrt(math.pi))
+    return grad * _c(2 * x * result - 2 / math.sqrt(math.pi))
 
 
 @derivative("sinc")
@@ -260,13 +260,13 @@ def _(grad, x, *, result):
     # sinc'(x) = (cos(pi x) - sinc(x)) / x; at 0 its linear term, 0 with slope -pi^2/3, so
     # that the second derivative holds there too
     safe = _nonzero(x)
-    return grad * torcia.where(x == 0, -(math.pi ** 2 / 3) * x,
-                               ((math.pi * safe).cos() - result) / safe)
+    return grad * _c(torcia.where(x == 0, -(math.pi ** 2 / 3) * x,
+                                  ((math.pi * safe).cos() - result) / safe))
 
 
 @derivative("entr")
 def _(grad, x):
-    return grad * -(x.log() + 1)
+    return grad * _c(-(x.log() + 1))
 
 
 @derivative("polygamma")

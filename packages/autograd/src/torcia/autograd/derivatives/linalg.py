@@ -237,9 +237,14 @@ def _(grad, a, *, result):
     return (grad * _c(result)).unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH
 
 
-@derivative("linalg_slogdet", differentiable_outputs=(False, True), names={"a": "A"})
-def _(grads, a):
-    g = grads[1]
+@derivative("linalg_slogdet", names={"a": "A"})
+def _(grads, a, *, result):
+    # d logabsdet = Re(tr(A^-1 dA)); d sign = i Im(tr(A^-1 dA)) sign, nothing for a real
+    # sign (+-1): the adjoints at (g_sign, g_abs) are (g_abs - i Im(conj(g_sign) sign)) A^-H
+    g_sign, g = grads
+    if g_sign is not None and a.is_complex():
+        turn = -1j * (g_sign.conj() * result[0]).imag
+        g = turn if g is None else g + turn
     if g is None:
         return None
     return g.unsqueeze(-1).unsqueeze(-1) * torcia.linalg.inv(a).mH

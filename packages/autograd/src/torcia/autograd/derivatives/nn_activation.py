@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import torcia
-from torcia.autograd.derivatives import _differentiable_formulas, _fused, derivative
+from torcia.autograd.derivatives import _c, _differentiable_formulas, _fused, derivative
 from torcia.library import call
 
 
@@ -136,6 +136,9 @@ def _(grad, x):
     if fused is not None:
         return fused
     d = 1 + x.abs()
+    if x.is_complex():
+        # z / (1 + |z|) is not holomorphic: its |z| adds -Re(grad conj(z)) sgn(z) / d^2
+        return grad / d - (grad * x.conj()).real * torcia.sgn(x) / (d * d)
     return grad / (d * d)
 
 
@@ -145,7 +148,7 @@ def _(grad, x):
     if fused is not None:
         return fused
     t = x.tanh()
-    return grad * t * t
+    return grad * _c(t * t)
 
 
 @derivative("softmax")

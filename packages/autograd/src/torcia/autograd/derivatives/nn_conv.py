@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from torcia.autograd.derivatives import _INPUT_WEIGHT_BIAS, derivative
+from torcia.autograd.derivatives import _INPUT_WEIGHT_BIAS, _c, derivative
 from torcia.library import call
 
 # The window ops (conv, conv_transpose, conv_weight; avg_pool and avg_pool_backward; im2col
 # and col2im) are each other's adjoints, so their rows close over those ops and any order of
-# derivative works.
+# derivative works. conv, conv_transpose and conv_weight are bilinear: the gradient for one
+# operand is the adjoint with the other conjugated (PyTorch's convention for complex).
 
 
 def _conv_params(stride, padding, dilation, groups):
@@ -39,10 +40,10 @@ def _crop_to(t, shape):
 @derivative("conv", names=_INPUT_WEIGHT_BIAS)
 def _(grad, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
     params = _conv_params(stride, padding, dilation, groups)
-    gx = _conv_input_grad(grad, w, x.shape, stride, padding, dilation,
+    gx = _conv_input_grad(grad, _c(w), x.shape, stride, padding, dilation,
                           groups) if needs_input_grad[0] else None
-    gw = call("conv_weight", (x, grad), {"weight_shape": tuple(w.shape),
-                                         **params}) if needs_input_grad[1] else None
+    gw = call("conv_weight", (_c(x), grad), {"weight_shape": tuple(w.shape),
+                                             **params}) if needs_input_grad[1] else None
     gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if needs_input_grad[2] else None
     return gx, gw, gb
 
@@ -51,10 +52,10 @@ def _(grad, x, w, _b, *, stride, padding, dilation, groups, needs_input_grad):
 def _(grad, x, w, _b, *, stride, padding, output_padding, dilation, groups,
       needs_input_grad):
     params = _conv_params(stride, padding, dilation, groups)
-    gx = _crop_to(call("conv", (grad, w, None), params),
+    gx = _crop_to(call("conv", (grad, _c(w), None), params),
                   x.shape) if needs_input_grad[0] else None
-    gw = call("conv_weight", (grad, x), {"weight_shape": tuple(w.shape),
-                                         **params}) if needs_input_grad[1] else None
+    gw = call("conv_weight", (grad, _c(x)), {"weight_shape": tuple(w.shape),
+                                             **params}) if needs_input_grad[1] else None
     gb = grad.sum((0,) + tuple(range(2, grad.ndim))) if needs_input_grad[2] else None
     return gx, gw, gb
 
@@ -64,9 +65,9 @@ def _(grad, x, g, *, weight_shape, stride, padding, dilation, groups, needs_inpu
     # conv_weight is bilinear in (x, g): each gradient is conv's other derivative with
     # ``grad`` as the weight
     params = _conv_params(stride, padding, dilation, groups)
-    gx = _conv_input_grad(g, grad, x.shape, stride, padding, dilation,
+    gx = _conv_input_grad(_c(g), grad, x.shape, stride, padding, dilation,
                           groups) if needs_input_grad[0] else None
-    gg = _crop_to(call("conv", (x, grad, None), params), g.shape) if needs_input_grad[1] \
+    gg = _crop_to(call("conv", (_c(x), grad, None), params), g.shape) if needs_input_grad[1] \
         else None
     return gx, gg
 

@@ -108,7 +108,7 @@ def _(grad, x, *, p, dim, keepdim, result):
 def _(grad, x, *, dim, keepdim, result):
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     r = _restore_dims(result, dim, keepdim, x.ndim)
-    return g * (x - r).exp()
+    return g * _c((x - r).exp())
 
 
 @derivative("cumsum")
@@ -135,5 +135,5 @@ def _(grad, x, *, dim, result):
     # d r_j / d x_i = exp(x_i - r_j) for i <= j; shifted by the total so exp stays small
     n = x.shape[dim]
     total = result.narrow(dim, n - 1, 1)
-    tail = (grad * (total - result).exp()).flip((dim,)).cumsum(dim).flip((dim,))
-    return tail * (x - total).exp()
+    tail = (grad * _c((total - result).exp())).flip((dim,)).cumsum(dim).flip((dim,))
+    return tail * _c((x - total).exp())

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 import torcia
 from torcia.autograd import Function
 from torcia.library import Tensor, autocast_as, call, log_softmax, logsigmoid, pairwise_distance
@@ -416,46 +414,60 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reducti
         raise RuntimeError("ctc_loss with tensor lengths cannot run on the meta device: the "
                            "loss reads the lengths' values, which a meta tensor does not "
                            "hold (PyTorch has no meta kernel for it either)")
-    il = np.asarray(input_lengths.__torcia_data__ if isinstance(input_lengths, Tensor)
-                    else input_lengths, dtype=np.int64).reshape(-1)
-    tl = np.asarray(target_lengths.__torcia_data__ if isinstance(target_lengths, Tensor)
-                    else target_lengths, dtype=np.int64).reshape(-1)
-    if il.shape != (n,) or tl.shape != (n,):
+    dev = log_probs.device
+    # tensor ops, and the checks on the arrays themselves (under vmap an array's any() and
+    # max() see every sample at once): the lengths and targets may be batched. On the meta
+    # device they hold values only where they are: the targets' device, or the host
+    tgt = targets.long()
+    home = tgt.device
+    il, tl = (torcia.as_tensor(x, device=home).long().reshape(-1)
+              for x in (input_lengths, target_lengths))
+    if tuple(il.shape) != (n,) or tuple(tl.shape) != (n,):
         raise RuntimeError(f"ctc_loss: expected input_lengths and target_lengths of size {n}, "
                            f"got {list(il.shape)} and {list(tl.shape)}")
-    if (il > t_max).any() or (il < 1).any():
+    if _any((il > t_max) | (il < 1)):
         raise RuntimeError(f"Expected input_lengths to have value at most {t_max}, but got "
-                           f"value {int(il.max())} (while checking arguments for ctc_loss_cpu)")
-    tgt = np.asarray(targets.__torcia_data__, dtype=np.int64)
-    if tgt.ndim == 1 and n > 1 or tgt.ndim == 1 and not added and tgt.shape[0] != tl[0]:
+                           f"value {_most(il)} (while checking arguments for ctc_loss_cpu)")
+    if tgt.ndim == 1:
         # concatenated targets: split by target_lengths into padded rows
-        starts = np.concatenate([[0], np.cumsum(tl)[:-1]])
-        padded = np.full((n, max(int(tl.max()), 1)), blank, dtype=np.int64)
-        for k in range(n):
-            padded[k, :tl[k]] = tgt[starts[k]:starts[k] + tl[k]]
-        tgt = padded
+        total = tl.sum()
+        if _any(total != tgt.shape[0]):
+            raise RuntimeError(f"Expected tensor to have size {_most(total)} at dimension 0, "
+                               f"but got size {tgt.shape[0]} for argument #2 'targets' (while "
+                               f"checking arguments for ctc_loss_allocate_outputs)")
+        width = max(_most(tl), 1)
+        at = (tl.cumsum(0) - tl).unsqueeze(1) + torcia.arange(width, device=home)
+        tgt = tgt.take(at.clamp(max=max(tgt.shape[0] - 1, 0))) if tgt.shape[0] else \
+            torcia.full((n, width), blank, dtype=torcia.int64, device=home)
     tgt = tgt.reshape(n, -1)
-    if (tl > tgt.shape[1]).any():
-        raise RuntimeError(f"Expected tensor to have size at least {int(tl.max())} at "
+    if _any(tl > tgt.shape[1]):
+        raise RuntimeError(f"Expected tensor to have size at least {_most(tl)} at "
                            f"dimension 1, but got size {tgt.shape[1]} for argument #2 "
                            "'targets' (while checking arguments for ctc_loss_cpu)")
-    inside = np.arange(tgt.shape[1])[None, :] < tl[:, None]
-    if ((tgt < 0) | (tgt >= c) | (tgt == blank))[inside].any():
+    inside = torcia.arange(tgt.shape[1], device=home).unsqueeze(0) < tl.unsqueeze(1)
+    if _any(((tgt < 0) | (tgt >= c) | (tgt == blank)) & inside):
         raise RuntimeError(f"ctc_loss: targets must be class indices in [0, {c}) other than "
                            f"the blank {blank}")
-    tgt = np.where(inside, tgt, blank)
-    dev = log_probs.device
-    nll = call("ctc_loss", (log_probs, torcia.tensor(tgt, device=dev),
-                            torcia.tensor(il, device=dev), torcia.tensor(tl, device=dev)),
-               {"blank": int(blank)})
+    tgt = tgt.masked_fill(~inside, blank)
+    tgt, il, tl = tgt.to(dev), il.to(dev), tl.to(dev)
+    nll = call("ctc_loss", (log_probs, tgt, il, tl), {"blank": int(blank)})
     if zero_infinity:
         nll = torcia.where(nll.isinf(), torcia.zeros_like(nll), nll)
     if reduction == "mean":
-        lengths = torcia.tensor(np.maximum(tl, 1), dtype=nll.dtype, device=dev)
-        return (nll / lengths).mean()
+        return (nll / tl.clamp(min=1).to(nll.dtype)).mean()
     if reduction == "sum":
         return nll.sum()
     return nll.reshape(()) if added else nll
+
+
+def _any(mask) -> bool:
+    """Whether any element of ``mask`` is set (under vmap: of any sample)."""
+    return bool(mask.__torcia_data__.any())
+
+
+def _most(t) -> int:
+    """The largest value of an integer tensor (under vmap: of any sample), for a message."""
+    return int(t.__torcia_data__.max()) if t.numel() else 0
 
 
 @autocast_as("poisson_nll_loss")
