@@ -304,6 +304,167 @@ def stack(*tensors, dim=0):
     return torcia.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
+def square(a):
+    # a bool squares in int64, as PyTorch's pow(a, 2)
+    if a.dtype == torcia.bool:
+        a = a.to(torcia.int64)
+    return a * a
+
+
+def isfinite(a):
+    if a.is_complex():
+        return _both(isfinite(a.real), isfinite(a.imag))
+    if not a.is_floating_point():
+        return torcia.ones(a.shape, dtype=torcia.bool, device=a.device)
+    return _both(a == a, a.abs() != math.inf)
+
+
+def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
+    if a.is_complex():
+        return torcia.complex(nan_to_num(a.real, nan, posinf, neginf),
+                              nan_to_num(a.imag, nan, posinf, neginf))
+    if not a.is_floating_point():
+        return a.clone()
+    info = torcia.finfo(a.dtype)
+    out = a
+    for bad, value in ((a.isnan(), nan), (a == math.inf, info.max if posinf is None else posinf),
+                       (a == -math.inf, info.min if neginf is None else neginf)):
+        out = torcia.where(bad, torcia.full((), value, dtype=a.dtype, device=a.device), out)
+    return out
+
+
+def _dims(a, dim):
+    """``dim`` (None: all, an int or a sequence) as a tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(a.ndim))
+    dims = (dim,) if isinstance(dim, int) else tuple(dim)
+    return tuple(d % a.ndim if a.ndim else 0 for d in dims)
+
+
+def mean(a, dim=None, keepdim=False, dtype=None):
+    if dtype is None and a.dtype in _HALF:
+        return mean(a.float(), dim, keepdim).to(a.dtype)
+    dims = _dims(a, dim)
+    count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
+    return a.sum(dims, keepdim=keepdim, dtype=dtype) / count
+
+
+@_opmath
+def logsumexp(a, dim=None, keepdim=False):
+    dims = _dims(a, dim)
+    # shifted by the greatest real part (it sets the magnitude), 0 where that is infinite
+    if a.numel():
+        m = a.real.amax(dims, keepdim=True)
+        m = torcia.where(m.isinf(), _zero(m), m)
+    else:
+        m = torcia.zeros((1,) * a.ndim, dtype=a.real.dtype, device=a.device)
+    out = (a - m).exp().sum(dims, keepdim=True).log() + m
+    return out if keepdim else out.squeeze(dims)
+
+
+def roll(a, shifts, dims):
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None or (not isinstance(dims, int) and len(dims) == 0):
+        return roll(a.flatten(), shifts, (0,)).reshape(a.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    out = a.clone()
+    for shift, dim in zip(shifts, dims):
+        n = out.shape[dim]
+        shift = shift % n if n else 0
+        if shift:
+            out = torcia.cat([out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)],
+                             dim)
+    return out
+
+
+def index_select(a, index, dim):
+    return a.movedim(dim, 0)[index].movedim(0, dim)
+
+
+def embedding(weight, indices, padding_idx=None, sparse=False):
+    return weight[indices]
+
+
+@_opmath
+def rms_norm(x, weight, normalized_ndim, eps):
+    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()
+    return out if weight is None else out * weight
+
+
+@_opmath
+def layer_norm(x, weight, bias, normalized_ndim, eps):
+    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    centred = x - x.mean(dims, keepdim=True)
+    out = centred / ((centred * centred).mean(dims, keepdim=True) + eps).sqrt()
+    if weight is not None:
+        out = out * weight
+    return out if bias is None else out + bias
+
+
+def lstm_cell(gates, c):
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    c_new = f * c + i * g
+    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1)
+
+
+def _activation_derivative(a, activation, params):
+    """f'(a) of the activation ``activation`` (real ``a``)."""
+    if activation == "relu":
+        return (a > 0).to(a.dtype)
+    if activation == "leaky_relu":
+        return torcia.where(a > 0, torcia.ones((), dtype=a.dtype, device=a.device),
+                            torcia.full((), params["negative_slope"], dtype=a.dtype,
+                                        device=a.device))
+    if activation in ("elu", "selu", "celu"):
+        alpha = params.get("alpha", _SELU_ALPHA)
+        below = (torcia.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
+        d = torcia.where(a > 0, torcia.ones((), dtype=a.dtype, device=a.device),
+                         below * (1 if activation == "celu" else alpha))
+        return d * _SELU_SCALE if activation == "selu" else d
+    if activation == "softplus":
+        z = a * params["beta"]
+        return torcia.where(z > params["threshold"], torcia.ones((), dtype=a.dtype,
+                                                                 device=a.device), z.sigmoid())
+    if activation == "mish":
+        t = softplus(a).tanh()
+        return t + a * (1 - t * t) * a.sigmoid()
+    if activation == "hardtanh":
+        return _both(a > params["min_val"], a < params["max_val"]).to(a.dtype)
+    if activation == "hardsigmoid":
+        return _both(a > -3, a < 3).to(a.dtype) / 6
+    if activation == "logsigmoid":
+        return (-a).sigmoid()
+    if activation == "softsign":
+        d = 1 + a.abs()
+        return 1 / (d * d)
+    if activation == "tanhshrink":
+        t = a.tanh()
+        return t * t
+    raise ValueError(f"activation_backward: unknown activation {activation!r}")
+
+
+def activation_backward(g, a, activation, **params):
+    if a.is_complex() and activation in ("softsign", "tanhshrink"):
+        if activation == "tanhshrink":
+            t = a.tanh()
+            return g * (t * t).conj()  # PyTorch's convention for complex: conj(f'(z))
+        mag = a.abs()
+        d = 1 + mag
+        # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
+        sgn = a / torcia.where(mag == 0, torcia.ones((), dtype=mag.dtype, device=a.device), mag)
+        return g / d - (g * a.conj()).real * sgn / (d * d)
+    if a.dtype in _HALF:
+        return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
+    # zero where the slope is, whatever the gradient there (an infinite one included)
+    if activation == "relu":
+        return torcia.where(a <= 0, _zero(g), g)  # g where a is NaN
+    if activation == "hardswish":
+        return torcia.where(a < -3, _zero(g), torcia.where(a > 3, g, g * (a / 3 + 0.5)))
+    return g * _activation_derivative(a, activation, params)
+
+
 # ----- softmax and cross-entropy ---------------------------------------------------------
 
 
@@ -533,7 +694,8 @@ DECOMPOSITIONS = {
         silu_backward, softplus, mish, logsigmoid, elu, celu, selu, gelu, gelu_backward, sinc,
         frac, rsqrt, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not,
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
-        std, tile, stack)},
+        std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
+        embedding, rms_norm, layer_norm, lstm_cell, activation_backward)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,
