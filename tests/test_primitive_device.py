@@ -216,7 +216,11 @@ ELEMENTWISE_CASES = [
     ("rms_norm", "yw", {"normalized_ndim": 1, "eps": 1e-5}),
     ("layer_norm", "ywb", {"normalized_ndim": 1, "eps": 1e-5}),
     ("layer_norm", "y", {"weight": None, "bias": None, "normalized_ndim": 2, "eps": 1e-5}),
-    ("lstm_cell", "GC", {}),
+    ("lstm_cell", "GC", {}), ("sub", "xy", {}), ("reciprocal", "x", {}), ("gt", "xy", {}),
+    ("ge", "xx", {}), ("ne", "xy", {}), ("all", "x", {}), ("all", "m", {"dim": (1,)}),
+    ("any", "m", {"dim": (0,), "keepdim": True}), ("var", "y", {}),
+    ("var", "y", {"dim": (1,), "correction": 0, "keepdim": True}),
+    ("var", "y", {"dim": (0, 1), "correction": 30}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),

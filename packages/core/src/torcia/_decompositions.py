@@ -465,6 +465,53 @@ def activation_backward(g, a, activation, **params):
     return g * _activation_derivative(a, activation, params)
 
 
+def sub(a, b):
+    # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
+    # integers wrap alike
+    return a + (-b)
+
+
+def reciprocal(a):
+    return torcia.ones((), dtype=a.dtype, device=a.device) / a
+
+
+def gt(a, b):
+    return b < a
+
+
+def ge(a, b):
+    return b <= a
+
+
+def ne(a, b):
+    return logical_not(a == b)
+
+
+def all_true(a, dim=None, keepdim=False):
+    return _reduce_count(a == 0, dim, keepdim) == 0
+
+
+def any_true(a, dim=None, keepdim=False):
+    return _reduce_count(a != 0, dim, keepdim) > 0
+
+
+def _reduce_count(mask, dim, keepdim):
+    if dim is None and not keepdim:
+        return mask.sum()
+    return mask.sum(_dims(mask, dim), keepdim=keepdim)
+
+
+def var(a, dim=None, correction=1, keepdim=False):
+    if a.dtype in _HALF:
+        return var(a.float(), dim, correction, keepdim).to(a.dtype)
+    dims = _dims(a, dim)
+    count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
+    centred = a - a.mean(dims, keepdim=True)
+    squares = (centred * centred.conj()).real if a.is_complex() else centred * centred
+    # NumPy's and PyTorch's divisor: never below 0 (a zero gives inf or NaN)
+    return squares.sum(dims, keepdim=keepdim) / max(count - correction, 0)
+
+
 # ----- softmax and cross-entropy ---------------------------------------------------------
 
 
@@ -695,7 +742,9 @@ DECOMPOSITIONS = {
         frac, rsqrt, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not,
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
-        embedding, rms_norm, layer_norm, lstm_cell, activation_backward)},
+        embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, reciprocal, gt,
+        ge, ne, var)},
+    "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,

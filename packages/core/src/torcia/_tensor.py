@@ -1034,6 +1034,9 @@ def _binary_in_modes(modes, op, a, b, float_op):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
+    if op not in kernels:  # a composite the device lacks: its decomposition
+        dt = _FROM_NP[ad.dtype]
+        return call(op, (a.to(dt), _as_operand(b, a).to(dt)), {})
     out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd, op), dev)
     for mode in modes:
         mode.on_result(op, (a, b), {}, out)
@@ -1210,6 +1213,8 @@ def _unary_in_modes(modes, op, a, to_float):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
+    if op not in kernels:  # a composite the device lacks: its decomposition
+        return call(op, (a.to(_FROM_NP[ad.dtype]),), {})
     try:
         out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
     except (TypeError, ValueError) as exc:
