@@ -967,14 +967,14 @@ def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
 #: dtypes are refused
 _INTEGER_KERNEL = (D.uint8, D.int8, D.int16, D.int32, D.int64)
 
-#: Euclid's steps that suffice for any pair of a dtype (Lame: n steps need a divisor of at
+#: Euclid's steps that suffice for any pair of a dtype (Lamé: n steps need a divisor of at
 #: least the (n + 1)th Fibonacci number), with room for the first swap and |int min|
 _EUCLID_STEPS = {D.uint8: 14, D.int8: 14, D.int16: 26, D.int32: 49, D.int64: 95}
 
 
 def _integer_operands(name, input, other):
     """``input`` and ``other`` (either may be a number) in the dtype PyTorch promotes them
-    to, which must be one its integer kernel ``name`` takes; a number wraps into it as
+    to, which must be one that its integer kernel ``name`` takes; a number wraps into it as
     PyTorch's scalars do."""
     if not isinstance(input, Tensor):
         input = _as_operand(input, other)
