@@ -142,8 +142,7 @@ _BINARY = {
     "logaddexp": ({"scalars": False}, True, ()), "logaddexp2": ({"scalars": False}, True, ()),
     "bitwise_and": ({}, False, ()), "bitwise_or": ({}, False, ()),
     "bitwise_xor": ({}, False, ()),
-    "bitwise_left_shift": ({"domain": "nonneg", "other_domain": "nonneg"}, False, ()),
-    "bitwise_right_shift": ({"domain": "nonneg", "other_domain": "nonneg"}, False, ()),
+    "bitwise_left_shift": ({}, False, ()), "bitwise_right_shift": ({}, False, ()),
     "gcd": ({"scalars": False}, False, ()), "lcm": ({"scalars": False}, False, ()),
     "eq": ({}, False, ()), "ne": ({}, False, ("not_equal",)), "lt": ({}, False, ("less",)),
     "le": ({}, False, ("less_equal",)), "gt": ({}, False, ("greater",)),
@@ -176,7 +175,7 @@ _OPERATORS = {
     "eq": ("eq",), "ne": ("ne",), "lt": ("lt",), "le": ("le",), "gt": ("gt",), "ge": ("ge",),
 }
 for _fn, _dunders in _OPERATORS.items():
-    domain = "nonneg" if "shift" in _fn else "positive" if _fn == "pow" else "real"
+    domain = "positive" if _fn == "pow" else "real"
     other = "positive" if _fn in ("truediv", "floordiv", "mod") else domain
     op(f"op:{_fn}", "binary", grad=_fn in ("add", "sub", "mul", "truediv", "pow"),
        aliases=tuple(f"Tensor.__{d}__" for d in _dunders), scalar_first=True, domain=domain,

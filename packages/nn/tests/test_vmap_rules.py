@@ -678,3 +678,16 @@ def test_embedding_bag_maps_over_its_indices_and_offsets(mode):
         warnings.simplefilter("ignore")
         got = vmap(f)(idx, offsets)
     assert torcia.allclose(got, _loop(f, (idx, offsets), (0, 0)))
+
+
+_INTS = torcia.tensor([[5, -7, 100, -128], [3, 0, -1, 127], [64, 12, -18, 1]], dtype=torcia.int8)
+_AMOUNTS = torcia.tensor([[1, 7, 8, -1], [0, 9, 100, 3], [6, 2, -100, 5]], dtype=torcia.int8)
+
+
+@pytest.mark.parametrize("f", [torcia.bitwise_left_shift, torcia.bitwise_right_shift,
+                               torcia.gcd, torcia.lcm, lambda a, b: a << b,
+                               lambda a, b: a >> b, lambda a, b: (a + 0 * b).__irshift__(b)],
+                         ids=["lshift", "rshift", "gcd", "lcm", "<<", ">>", ">>="])
+@pytest.mark.parametrize("dims", [(0, 0), (1, 1), (0, None), (None, 0)])
+def test_integer_kernels_map_as_tensor_ops(f, dims):
+    check(f, _INTS, _AMOUNTS, in_dims=dims)

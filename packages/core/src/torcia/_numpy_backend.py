@@ -353,7 +353,13 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             return xp.true_divide(a, b)
         if rounding_mode in ("trunc", "floor"):
             _check_divisor(xp, a, b)
-        if rounding_mode == "trunc":
+        if rounding_mode == "trunc" and xp.result_type(a, b).kind in "iu":
+            # exactly, not through float64 (which rounds int64 past 2**53): the floor
+            # quotient is one less than the truncated one where the division is inexact
+            # and the signs differ
+            q = xp.floor_divide(a, b)
+            q = q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+        elif rounding_mode == "trunc":
             q = xp.true_divide(a, b)
             q = xp.trunc(q)
         elif rounding_mode == "floor":

@@ -875,7 +875,8 @@ def gcd(input, other):
     tensor([6, 1])
     """
     _tensor_arg(other, "other")
-    return _host_binary(np.gcd, "gcd", input, other, "iu")
+    a, b = _integer_operands("gcd", input, other)
+    return _gcd(a, b)
 
 
 def lcm(input, other):
@@ -888,7 +889,15 @@ def lcm(input, other):
     tensor([12, 30])
     """
     _tensor_arg(other, "other")
-    return _host_binary(np.lcm, "lcm", input, other, "iu")
+    a, b = _integer_operands("lcm", input, other)
+    g = _gcd(a, b)
+    # PyTorch's kernel computes abs(a / g * b) in C's promoted type: int8 and int16 in
+    # int32, so the absolute value is taken before the wrap to the narrow type, not after
+    dt = a.dtype
+    wide = dt if dt.itemsize >= 4 else D.int32
+    a, b, g = to_dtype(a, wide), to_dtype(b, wide), to_dtype(g, wide)
+    product = (div(a, where(g == 0, 1, g), rounding_mode="trunc") * b).abs()
+    return to_dtype(where(g == 0, 0, product), dt)
 
 
 def isneginf(input):
@@ -954,17 +963,47 @@ def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
     return input.nan_to_num_(nan=nan, posinf=posinf, neginf=neginf)
 
 
-def _host_binary(fn, name, input, other, kinds):
-    """``fn`` (a NumPy function) of two operands on the host, in their dtype as PyTorch
-    promotes them, which must be of a NumPy kind in ``kinds`` (else PyTorch's refusal of
-    its kernel ``name``); the result is not differentiable."""
+#: the dtypes PyTorch's integer kernels (shifts, gcd, lcm) take: bool and the wider unsigned
+#: dtypes are refused
+_INTEGER_KERNEL = (D.uint8, D.int8, D.int16, D.int32, D.int64)
+
+#: Euclid's steps that suffice for any pair of a dtype (Lamé: n steps need a divisor of at
+#: least the (n + 1)th Fibonacci number), with room for the first swap and |int min|
+_EUCLID_STEPS = {D.uint8: 14, D.int8: 14, D.int16: 26, D.int32: 49, D.int64: 95}
+
+
+def _integer_operands(name, input, other):
+    """``input`` and ``other`` (either may be a number) in the dtype PyTorch promotes them
+    to, which must be one that its integer kernel ``name`` takes; a number wraps into it as
+    PyTorch's scalars do."""
+    if not isinstance(input, Tensor):
+        input = _as_operand(input, other)
     dt = result_type(input, other)
-    if dt.to_numpy().kind not in kinds:
+    if dt not in _INTEGER_KERNEL:
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
-    a = to_dtype(input, dt).detach().cpu().numpy()
-    b = to_dtype(other, dt).detach().cpu().numpy() if isinstance(other, Tensor) else \
-        np.asarray(D.checked_scalar(other, dt), dtype=dt.np)
-    return C.tensor(np.asarray(fn(a, b)).astype(dt.np, copy=False), device=input.device)
+    b = _operand_as(other, dt)
+    if not isinstance(b, Tensor):
+        b = C.tensor(b, dtype=dt, device=input.device)
+    return to_dtype(input, dt).detach(), b.detach()
+
+
+def _gcd(a, b):
+    """Euclid's algorithm as PyTorch's kernel runs it (on absolute values, so int min, whose
+    absolute value wraps to itself, stays negative), for a fixed number of steps: tensor ops
+    with no data-dependent loop, so it runs on any device and under vmap."""
+    a, b = broadcast_tensors(a.abs(), b.abs())
+    for _ in range(_EUCLID_STEPS[a.dtype]):
+        going = a != 0
+        a, b = where(going, binary("fmod", b, where(going, a, 1)), a), where(going, a, b)
+    return b
+
+
+def _powers_of_two(dt, device):
+    """``1 << k`` for each bit ``k`` of the integer dtype ``dt``, wrapped into it."""
+    bits = dt.itemsize * 8
+    signed = dt is not D.uint8
+    return C.tensor([(1 << k) - (1 << bits if signed and k == bits - 1 else 0)
+                     for k in range(bits)], dtype=dt, device=device)
 
 
 def nextafter(input, other):
@@ -1018,7 +1057,12 @@ def bitwise_left_shift(input, other):
     >>> torcia.bitwise_left_shift(torcia.tensor([1, 3]), 2)
     tensor([ 4, 12])
     """
-    return _host_binary(np.left_shift, "lshift", input, other, "iu")
+    a, b = _integer_operands("lshift", input, other)
+    # PyTorch's kernel shifts unsigned: an amount that is negative or past the width gives 0
+    bits = a.dtype.itemsize * 8
+    n = to_dtype(b, D.int64)
+    shifted = a * _powers_of_two(a.dtype, a.device)[n.clamp(0, bits - 1)]
+    return where((n >= 0) & (n < bits), shifted, 0)
 
 
 def bitwise_right_shift(input, other):
@@ -1030,7 +1074,14 @@ def bitwise_right_shift(input, other):
     >>> torcia.bitwise_right_shift(torcia.tensor([8, -8]), 2)
     tensor([ 2, -2])
     """
-    return _host_binary(np.right_shift, "rshift", input, other, "iu")
+    a, b = _integer_operands("rshift", input, other)
+    # PyTorch's kernel: an amount that is negative or at least the width less the sign bit
+    # shifts by that, which leaves the sign (0 or -1; 0 for uint8)
+    last = a.dtype.itemsize * 8 - (a.dtype is not D.uint8)
+    n = to_dtype(b, D.int64)
+    shifted = div(a, _powers_of_two(a.dtype, a.device)[n.clamp(0, last - 1)],
+                  rounding_mode="floor")
+    return where((n >= 0) & (n < last), shifted, -(a < 0).to(a.dtype))
 
 
 _Frexp = _return_type("frexp", ("mantissa", "exponent"))
