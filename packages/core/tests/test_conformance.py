@@ -87,7 +87,7 @@ def test_the_suite_names_the_failing_and_the_missing_ops(tmp_path):
     assert any("test_values[mul] PASSED" in line for line in out.splitlines())
     # no fallback declared: primitives without a kernel are missing, composites decompose
     missing = summary["missing"].split("): ", 1)[1].split(", ")
-    assert {"exp", "sub", "sum", "matmul"} <= set(missing)
+    assert {"exp", "div", "sum", "matmul"} <= set(missing)
     assert "add" not in missing and "mul" not in missing
     assert "conv" in summary["decomposed"]
     # one line per op with -v
@@ -131,8 +131,8 @@ PLANTED = """
         return ref["sum"](x, dim=dim, keepdim=False, dtype=dtype)
 
 
-    def relu(a):  # writes into its input
-        np.maximum(a, 0, out=a)
+    def abs(a):  # writes into its input
+        np.abs(a, out=a)
         return a
 
 
@@ -165,7 +165,7 @@ PLANTED = """
         return ref["cumsum"](x, dim=(dim + 1) % x.ndim if x.ndim > 1 else dim, dtype=dtype)
 
 
-    BUGS = {f.__name__: f for f in (add, sum, relu, zeros, matmul, transpose, exp, amax,
+    BUGS = {f.__name__: f for f in (add, sum, abs, zeros, matmul, transpose, exp, amax,
                                      eye, cumsum)}
 
 
@@ -196,9 +196,9 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
                                        section))
     roots = {line.split()[0]: line for line in section}
     # every planted bug, and nothing else: the other failures are theirs
-    assert sorted(roots) == sorted(["add", "sum", "relu", "zeros", "matmul", "transpose",
+    assert sorted(roots) == sorted(["add", "sum", "abs", "zeros", "matmul", "transpose",
                                     "exp", "amax", "eye", "cumsum"]), "\n".join(section)
-    assert "wrote into its input" in out or "returned memory of its input" in out  # relu
+    assert "wrote into its input" in out or "returned memory of its input" in out  # abs
     assert "returned a copy where PyTorch returns a view" in out  # transpose
     # the composites that run a planted bug are explained by it, not blamed
     assert "softmax [values]" in roots["sum"] or "softmax [values]" in roots["exp"]

@@ -85,16 +85,6 @@ def relu(a):
 
 
 @_opmath
-def leaky_relu(a, negative_slope=0.01):
-    return torcia.where(a > 0, a, a * negative_slope)
-
-
-@_opmath
-def hardtanh(a, min_val=-1.0, max_val=1.0):
-    return a.clamp(min_val, max_val)
-
-
-@_opmath
 def hardsigmoid(a):
     return (a + 3).clamp(0, 6) / 6
 
@@ -142,22 +132,7 @@ def logsigmoid(a):
     return -softplus(-a)
 
 
-@_opmath
-def elu(a, alpha=1.0):
-    return torcia.where(a > 0, a, alpha * a.expm1())
-
-
-@_opmath
-def celu(a, alpha=1.0):
-    return torcia.where(a > 0, a, alpha * (a / alpha).expm1())
-
-
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
-@_opmath
-def selu(a):
-    return _SELU_SCALE * elu(a, _SELU_ALPHA)
 
 
 @_opmath
@@ -180,19 +155,8 @@ def gelu_backward(g, a, approximate="none"):
 
 
 @_opmath
-def sinc(a):
-    x = a * math.pi
-    return torcia.where(a == 0, torcia.ones((), dtype=a.dtype, device=a.device), x.sin() / x)
-
-
-@_opmath
 def frac(a):
     return a - a.trunc()
-
-
-@_opmath
-def rsqrt(a):
-    return a.sqrt().reciprocal()
 
 
 @_opmath
@@ -471,10 +435,6 @@ def sub(a, b):
     return a + (-b)
 
 
-def reciprocal(a):
-    return torcia.ones((), dtype=a.dtype, device=a.device) / a
-
-
 def gt(a, b):
     return b < a
 
@@ -737,13 +697,13 @@ def max_pool_backward(g, indices, input_shape):
 
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
-        relu, leaky_relu, hardtanh, hardsigmoid, hardswish, softsign, tanhshrink, silu,
-        silu_backward, softplus, mish, logsigmoid, elu, celu, selu, gelu, gelu_backward, sinc,
-        frac, rsqrt, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not,
+        relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
+        silu_backward, softplus, mish, logsigmoid, gelu, gelu_backward,
+        frac, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not,
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
-        embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, reciprocal, gt,
-        ge, ne, var)},
+        embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
+        var)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
