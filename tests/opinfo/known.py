@@ -119,13 +119,14 @@ known(("mode", "nanmedian", "median"), "value", "design",
       "unstable std::sort / nth_element happens to leave (implementation-defined); torcia the "
       "one its own order gives", kinds=("edge",), detail="result[1]")
 known("addbmm", "value", "design",
-      "torch 2.13's CPU addbmm in half precision adds the batch's products one addmm_ at a "
+      "torch 2.13's CPU addbmm in half precision adds the batch's products one addmm_() at a "
       "time, rounding to half after each; torcia accumulates in float32 and rounds once (a "
       "closer answer)", dtypes=("float16", "bfloat16"))
 known(("special.airy_ai", "special.bessel_j0", "special.bessel_j1", "special.bessel_y1"),
       "value", "design",
       "torch 2.13 computes these in float32 for float32 (and integer) input, whose phase of a "
-      "large argument (|x| >= ~3e4) has no digit left (bessel_j0(2**31) is 4.1e-6 in float32, "
+      "large argument (beyond about +-3e4) has no digit left (bessel_j0(2**31) is 4.1e-6 in "
+      "float32, "
       "-8.9e-6 in float64); torcia computes in float64 and rounds",
       dtypes=("int16", "int32", "int64", "float32"), kinds=("edge",))
 known("special.zeta", "nan", "design",
