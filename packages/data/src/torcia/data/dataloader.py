@@ -486,7 +486,9 @@ class _MultiProcessIter:
             if got:
                 return
             for w, proc in enumerate(workers.procs):
-                if proc.sentinel in ready:
+                # a worker that ended may have left messages (its error among them) behind
+                # the one just read: those are read first
+                if proc.sentinel in ready and not workers.readers[w].poll():
                     self._fail(RuntimeError(_death_message(w, proc)))
             if deadline is not None and time.monotonic() >= deadline:
                 self._fail(RuntimeError(f"DataLoader timed out after {self._timeout} seconds"))
