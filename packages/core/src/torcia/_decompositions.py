@@ -78,6 +78,11 @@ def _zero(a):
     return torcia.zeros((), dtype=a.dtype, device=a.device)
 
 
+def _one(a):
+    """A 0-dim one of ``a``'s dtype on its device."""
+    return torcia.ones((), dtype=a.dtype, device=a.device)
+
+
 @_opmath
 def relu(a):
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
@@ -378,19 +383,18 @@ def _activation_derivative(a, activation, params):
     if activation == "relu":
         return (a > 0).to(a.dtype)
     if activation == "leaky_relu":
-        return torcia.where(a > 0, torcia.ones((), dtype=a.dtype, device=a.device),
+        return torcia.where(a > 0, _one(a),
                             torcia.full((), params["negative_slope"], dtype=a.dtype,
                                         device=a.device))
     if activation in ("elu", "selu", "celu"):
         alpha = params.get("alpha", _SELU_ALPHA)
         below = (torcia.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
-        d = torcia.where(a > 0, torcia.ones((), dtype=a.dtype, device=a.device),
+        d = torcia.where(a > 0, _one(a),
                          below * (1 if activation == "celu" else alpha))
         return d * _SELU_SCALE if activation == "selu" else d
     if activation == "softplus":
         z = a * params["beta"]
-        return torcia.where(z > params["threshold"], torcia.ones((), dtype=a.dtype,
-                                                                 device=a.device), z.sigmoid())
+        return torcia.where(z > params["threshold"], _one(a), z.sigmoid())
     if activation == "mish":
         t = softplus(a).tanh()
         return t + a * (1 - t * t) * a.sigmoid()
@@ -417,7 +421,7 @@ def activation_backward(g, a, activation, **params):
         mag = a.abs()
         d = 1 + mag
         # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
-        sgn = a / torcia.where(mag == 0, torcia.ones((), dtype=mag.dtype, device=a.device), mag)
+        sgn = a / torcia.where(mag == 0, _one(mag), mag)
         return g / d - (g * a.conj()).real * sgn / (d * d)
     if a.dtype in _HALF:
         return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
