@@ -409,6 +409,11 @@ TORCH_META = {
     "randperm": lambda m, f, e, L: m.randperm(5, device="meta"),
     "dropout": lambda m, f, e, L: f.dropout(e(2, 4), 0.5),
     "topk": lambda m, f, e, L: m.topk(e(3, 5), 2),
+    # a 0-dim tensor fill value: read as a number on the CPU, a tensor operand here
+    "masked_fill_tensor": lambda m, f, e, L: e(3, 4).masked_fill(e(3, 4, dtype=m.bool), e(())),
+    "masked_fill_inplace": lambda m, f, e, L: e(3, 4).masked_fill_(e(4, dtype=m.bool), e(())),
+    "index_fill_tensor": lambda m, f, e, L: e(3, 4).index_fill(1, e(2, dtype=L), e(())),
+    "fill_tensor": lambda m, f, e, L: e(3, 4).fill_(e(())),
 }
 
 

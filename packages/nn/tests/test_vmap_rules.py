@@ -53,6 +53,12 @@ ELEMENTWISE = [
     ("gelu", F.gelu, (_rand(4, 3),), (0,)),
     ("pow scalar", lambda a: a ** 3, (_rand(4, 3),), (0,)),
     ("masked_fill", lambda a: a.masked_fill(a > 0, 1.0), (_rand(4, 3),), (0,)),
+    # a batched 0-dim fill value has no number to read: a tensor operand
+    ("masked_fill batched value", lambda a, v: a.masked_fill(a > 0, v), (_rand(4, 3), _rand(4)),
+     (0, 0)),
+    ("index_fill batched value", lambda a, v: a.index_fill(0, torcia.tensor([1]), v),
+     (_rand(3, 4, 2), _rand(4)), (1, 0)),
+    ("fill_ batched value", lambda a, v: a.clone().fill_(v), (_rand(4, 3), _rand(4)), (0, 0)),
 ]
 
 

@@ -62,7 +62,8 @@ def masked_fill_(self, mask, value):
     """In-place :meth:`Tensor.masked_fill`. A 0-dim ``value`` outside the graph is read as
     a number, as PyTorch reads it (so it may be an element of ``self``)."""
     if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
-        value = value.item()
+        number = indexing.fill_number(value)
+        value = value if number is None else number
     return inplace(_oplib.masked_fill, self, mask, value)
 
 
@@ -350,10 +351,12 @@ def fill_(self, value):
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        if value._requires_grad:
-            # the value's gradient is the sum of the filled tensor's
+        number = None if value._requires_grad else indexing.fill_number(value)
+        if number is None:
+            # in the graph (its gradient is the sum of the filled tensor's), or without a
+            # number to read (meta, batched by vmap): a tensor operand of masked_fill
             return inplace(lambda s, v: _oplib.masked_fill(s, _all_true(s), v), self, value)
-        value = value.item()
+        value = number
     return inplace(lambda s: _oplib.masked_fill(s, _all_true(s), value) if s._requires_grad
                    else C.full_like(s, value), self)
 
