@@ -456,3 +456,11 @@ def test_a_training_step_on_the_meta_device_gives_every_gradient_its_shape():
     assert out.shape == (5, 2, 3) and h.shape == c.shape == (1, 2, 3)
     (out.sum() + c.sum()).backward()
     assert all(p.grad.shape == p.shape for p in lstm.parameters())
+
+
+@pytest.mark.parametrize("dtype", [torcia.bool, torcia.int32, torcia.float16])
+def test_layer_and_group_norm_of_integers_on_meta_give_the_cpu_dtype(dtype):
+    # torcia normalises integers (torch has no kernel) in float64: meta said the input's dtype
+    x = torcia.ones(2, 4, 3, dtype=dtype)
+    for f in (lambda t: torcia.layer_norm(t, (3,)), lambda t: torcia.group_norm(t, 2)):
+        assert f(x.to("meta")).dtype == f(x).dtype

@@ -209,6 +209,11 @@ def polygamma(n, input):
                         f"{type(input).__name__}")
     if n == 0:
         return digamma(input)
+    if input.is_complex():
+        # SciPy's polygamma drops the imaginary part; torch has no complex kernel either
+        kernel = "trigamma" if n == 1 else "polygamma"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
     x = input if input.dtype.is_floating_point else to_dtype(
         input, _dtype.get_default_dtype())
     return call("polygamma", (x,), {"n": n})

@@ -14,7 +14,7 @@ from torcia import _tensor
 from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
 from torcia._oplib._common import _check_tensor
-from torcia._tensor import Tensor, call
+from torcia._tensor import Tensor, _torch_name, call
 from torcia.amp import autocast_as
 
 
@@ -110,6 +110,14 @@ def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, 
                       eps)
 
 
+def _no_complex(input, kernel):
+    """Refuse complex input as torch 2.13 does: the kernels' variance squares the values
+    (not their moduli), and their gradient formulas are real ones."""
+    if input.is_complex():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
+
+
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     """Normalise ``input`` over its last ``len(normalized_shape)`` dims (mean 0, biased
     variance 1), then scale by ``weight`` and shift by ``bias`` (elementwise).
@@ -121,6 +129,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
     tensor([[-1.,  1.]])
     """
     _check_tensor(input, "input", "layer_norm")
+    _no_complex(input, "LayerNormKernelImpl")
     shape = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) \
         else tuple(int(s) for s in normalized_shape)
     k = len(shape)
@@ -198,6 +207,7 @@ def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
     tensor([[-1.,  1.]])
     """
     _check_tensor(input, "input", "group_norm")
+    _no_complex(input, "GroupNormKernelImpl")
     if input.ndim < 2:
         raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
                            f"{input.ndim}")

@@ -170,13 +170,13 @@ def _(grad, x):
 
 @derivative("digamma")
 def _(grad, x):
-    return grad * _trigamma(x)
+    return grad * _c(_trigamma(x))
 
 
 def _trigamma(x):
     """psi'(x) from differentiable ops: the recurrence psi'(z) = psi'(z + 1) + 1/z^2 up to
-    z + 10, then the asymptotic series; negative x by reflection."""
-    neg = x < 0.5
+    z + 10, then the asymptotic series; x left of 1/2 (its real part) by reflection."""
+    neg = (x.real if x.is_complex() else x) < 0.5
     z = torcia.where(neg, 1 - x, x)
     total = torcia.zeros_like(z)
     for k in range(10):
@@ -281,9 +281,11 @@ def _(grad, a, b, *, needs_input_grad):
         # PyTorch's rule: log1p(b), except 0 where a == 0 and log1p(b) is not finite
         b_t = b if isinstance(b, Tensor) else torcia.full_like(a, b)
         log1p_b = b_t.log1p()
-        ga = grad * torcia.where((a == 0) & (b_t <= -1), torcia.zeros_like(log1p_b), log1p_b)
+        # complex b (torch has no complex kernel): where log1p(b) is infinite or NaN
+        pole = ~log1p_b.isfinite() if log1p_b.is_complex() else b_t <= -1
+        ga = grad * _c(torcia.where((a == 0) & pole, torcia.zeros_like(log1p_b), log1p_b))
     if needs_input_grad[1]:
-        gb = grad * a / (b + 1)
+        gb = grad * _c(a / (b + 1))
     return ga, gb
 
 

@@ -66,16 +66,18 @@ def _(grad, g, x, *, approximate, needs_input_grad):
 
 @derivative("silu")
 def _(grad, x):
-    return call("silu_backward", (grad, x), {})
+    # silu has real coefficients: silu'(conj z) is conj(silu'(z)), the factor a complex
+    # input's gradient takes (torch refuses complex autograd of silu)
+    return call("silu_backward", (grad, _c(x)), {})
 
 
 @derivative("silu_backward")
 def _(grad, g, x, *, needs_input_grad):
-    gg = call("silu_backward", (grad, x), {}) if needs_input_grad[0] else None
+    gg = call("silu_backward", (grad, _c(x)), {}) if needs_input_grad[0] else None
     if not needs_input_grad[1]:
         return gg, None
     s = x.sigmoid()
-    return gg, grad * g * s * (1 - s) * (2 + x * (1 - 2 * s))
+    return gg, grad * _c(g * s * (1 - s) * (2 + x * (1 - 2 * s)))
 
 
 @derivative("mish")
