@@ -220,3 +220,14 @@ def test_holomorphic_unary_gradients_match_torch(name):
     getattr(torcia, name)(z1).abs().sum().backward()
     getattr(torch, name)(z2).abs().sum().backward()
     np.testing.assert_allclose(z1.grad.numpy(), z2.grad.numpy(), rtol=1e-9, atol=1e-12)
+
+
+@pytest.mark.parametrize("op", ["prod", "prod_dim", "cumprod"])
+def test_products_of_complex_input_cast_to_a_real_dtype_differentiate_the_real_part(op):
+    # dtype= casts the input first: the gradient took the complex values' products
+    f = {"prod": lambda z: torcia.prod(z, dtype=torcia.float64),
+         "prod_dim": lambda z: torcia.prod(z, 0, dtype=torcia.float64),
+         "cumprod": lambda z: torcia.cumprod(z, 0, dtype=torcia.float64)}[op]
+    z = torcia.tensor(A.reshape(2, 2), requires_grad=True)
+    assert gradcheck(f, (z,))
+    assert gradgradcheck(f, (z,))

@@ -14,6 +14,7 @@ from torcia.autograd.derivatives import (
     _restore_dims,
     derivative,
 )
+from torcia.library import dtype_from_numpy
 
 
 @derivative("sum")
@@ -33,8 +34,15 @@ def _(grad, _x, *, dim, keepdim):
     return _expand_to(g, _x[0]) / _count(_x.shape, dim)
 
 
+def _read_as(x, dtype):
+    """``x`` as a kernel with ``dtype=`` reads it: cast first (a complex input cast to a real
+    dtype loses its imaginary part, whose gradient is then zero, as torch's)."""
+    return x if dtype is None else x.to(dtype_from_numpy(dtype))
+
+
 @derivative("prod")
-def _(grad, x, *, dim, keepdim):
+def _(grad, x, *, dim, keepdim, dtype=None):
+    x = _read_as(x, dtype)
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     if dim is None:
         return g * _c(_prod_others(x.reshape(-1), 0).reshape(x.shape))
@@ -119,6 +127,7 @@ def _(grad, _x, *, dim, dtype=None):
 @derivative("cumprod")
 def _(grad, x, *, dim, result, dtype=None):
     # d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed over j >= i
+    x = _read_as(x, dtype)
     n = x.shape[dim]
     out = []
     for i in range(n):
