@@ -85,6 +85,8 @@ def test_reductions_with_a_dim(name, f):
 
 VIEWS = [
     ("view", lambda a: a.contiguous().view(15)), ("reshape -1", lambda a: a.reshape(-1, 5)),
+    ("view dtype", lambda a: a.view(torcia.int64)),
+    ("view smaller dtype", lambda a: a.contiguous().view(torcia.int32)),
     ("flatten", lambda a: a.flatten()), ("permute", lambda a: a.permute(1, 0)),
     ("t", lambda a: a.t()), ("unsqueeze", lambda a: a.unsqueeze(-1)),
     ("squeeze", lambda a: a.unsqueeze(0).squeeze()), ("expand", lambda a: a.expand(2, 3, 5)),

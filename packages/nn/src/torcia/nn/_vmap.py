@@ -175,6 +175,15 @@ class BatchedArray:
     def item(self):
         self.__bool__()
 
+    def view(self, dtype):
+        """Each sample's bytes as ``dtype`` (``Tensor.view(dtype)``): the physical array's
+        view, whose last dim is the samples' (a sample of no dims has none to resize)."""
+        out = self.value.view(dtype)
+        if out.shape[0] != self.value.shape[0]:
+            raise ValueError("Changing the dtype of a 0d array is only supported if the "
+                             "itemsize is unchanged")
+        return BatchedArray(out, self.level)
+
     def __len__(self):
         return self.shape[0]
 
