@@ -23,7 +23,7 @@ import numpy as np
 
 import torcia
 
-from .core import COMPLEX, FLOAT_COMPLEX, T, resolve, to_lib
+from .core import COMPLEX, FLOAT_COMPLEX, Dtype, T, _walk, resolve, to_lib
 
 try:  # the specification, where installed: its checks are skipped elsewhere
     import torch
@@ -291,7 +291,12 @@ def _differentiable_call(info, sample):
 
 
 def check_grad(info, sample, second=False):
-    """Finite differences (first order, with forward mode where recorded; or second)."""
+    """Finite differences (first order, with forward mode where recorded; or second).
+    Only in double precision: a sample asking for another result dtype (a cast, an
+    integer ``dtype=``) and one whose result is not finite (a pole) say nothing."""
+    if any(isinstance(a, Dtype) and a.name not in ("float64", "complex128")
+           for a in _walk((sample.args, sample.kwargs))):
+        return []
     fn, leaves = _differentiable_call(info, sample)
     if not leaves:
         return []
@@ -308,6 +313,9 @@ def check_grad(info, sample, second=False):
             return []      # says whether it should
         if isinstance(out, tuple) and not out:
             return [Finding("grad", "no gradient", "no floating output requires grad")]
+        if not all(bool(o.detach().isfinite().all()) for o in
+                   (out if isinstance(out, tuple) else (out,))):
+            return []
         try:
             if second:
                 ok = torcia.autograd.gradgradcheck(fn, tuple(leaves))

@@ -265,8 +265,7 @@ _VIEWS = {
     # name: (calls, differentiable); each call (args, kwargs, kind) as samples.calls reads
     "reshape": ((((X(3, 4), (2, 6)),), ((X(3, 4), (-1,)),), ((X(3, 4), (5, -1)), {}, "refuse"),
                  ((NC(3, 4), (12,)), {}, "noncontig"), ((X(), ()),)), True),
-    "view": ((((X(3, 4), 2, 6),), ((X(3, 4), -1),), ((NC(3, 4), 12), {}, "refuse"),
-              ((X(3, 4), DT()),)), True),
+    "view": ((((X(3, 4), 2, 6),), ((X(3, 4), -1),), ((NC(3, 4), 12), {}, "refuse")), True),
     "flatten": ((((X(2, 3, 4),),), ((X(2, 3, 4), 1),), ((X(2, 3, 4), 0, 1),), ((X(),),),
                  ((X(2, 3, 4), 2, 1), {}, "refuse")), True),
     "unflatten": ((((X(3, 4), 1, (2, 2)),), ((X(3, 4), -1, (2, -1)),),
@@ -328,6 +327,8 @@ _METHOD_FORMS = {"view", "expand", "expand_as", "repeat", "contiguous", "permute
 for _name, (_calls, _grad) in _VIEWS.items():
     op(_name, "calls", calls=_calls, grad=_grad, aliases=(f"Tensor.{_name}",),
        torch_name=f"Tensor.{_name}" if _name in _METHOD_FORMS else "")
+op("view_dtype", "calls", grad=False, path="view", torch_name="Tensor.view",
+   calls=(((X(3, 4), DT()),),), note="view(dtype): not differentiable, in torch either")
 op("view_as_complex", "calls", dtypes=FLOATING, calls=(((X(3, 2),),), ((X(3, 4),), {},
                                                                         "refuse")))
 op("moveaxis", "calls", calls=(((X(2, 3, 4), 0, 2),),), aliases=("Tensor.moveaxis",))
@@ -841,8 +842,10 @@ op(_F + "linear", "calls", calls=(((X(3, 4), X(2, 4)),), ((X(3, 4), X(2, 4), X(2
 op(_F + "bilinear", "calls", aliases=("bilinear",),
    calls=(((X(3, 4), X(3, 2), X(5, 4, 2)),), ((X(3, 4), X(3, 2), X(5, 4, 2), X(5)),)))
 op(_F + "embedding", "calls", dtypes=FLOATING, aliases=("embedding",),
-   calls=(((IDX([0, 2, 1]), X(4, 3)),), ((IDX([[0, 3]]), X(4, 3)), {"padding_idx": 0}),
-          ((IDX([5]), X(4, 3)), {}, "refuse")))
+   calls=(((IDX([0, 2, 1]), X(4, 3)),), ((IDX([5]), X(4, 3)), {}, "refuse")))
+op(_F + "embedding_padding", "calls", dtypes=FLOATING, grad=False, path=_F + "embedding",
+   calls=(((IDX([[0, 3]]), X(4, 3)), {"padding_idx": 0}),),
+   note="padding_idx's row gets no gradient by definition: finite differences disagree")
 op(_F + "embedding_bag", "calls", dtypes=FLOATING,
    calls=(((IDX([0, 2, 1, 3]), X(4, 3), IDX([0, 2])),),
           ((IDX([0, 2, 1, 3]), X(4, 3), IDX([0, 2])), {"mode": "sum"}),
