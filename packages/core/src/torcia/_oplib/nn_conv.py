@@ -10,7 +10,7 @@ from torcia import _dtype as D
 from torcia._creation import tensor
 from torcia._kernels_nn import _check_geometry, _pool_geometry
 from torcia._oplib._common import _F, _check_tensor
-from torcia._tensor import Tensor, call
+from torcia._tensor import Tensor, _torch_name, call
 from torcia.amp import autocast_as
 
 
@@ -518,6 +518,11 @@ def adaptive_avg_pool2d(input, output_size):
 
 def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
     _check_tensor(input, "input", fn)
+    if input.is_complex():
+        # complex numbers have no order (NumPy's max compares them part by part)
+        kernel = "adaptive_max_pool3d_cpu" if nd == 3 else "adaptive_max_pool2d"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
     input, added = _batched(input, nd, fn)
     size = _adaptive_size(output_size, input, nd)
     if any(s < 0 for s in size) or any(i == 0 for i in input.shape[2:]):
