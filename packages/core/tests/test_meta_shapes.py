@@ -414,6 +414,7 @@ TORCH_META = {
     "masked_fill_inplace": lambda m, f, e, L: e(3, 4).masked_fill_(e(4, dtype=m.bool), e(())),
     "index_fill_tensor": lambda m, f, e, L: e(3, 4).index_fill(1, e(2, dtype=L), e(())),
     "fill_tensor": lambda m, f, e, L: e(3, 4).fill_(e(())),
+    "quantile_tensor_q": lambda m, f, e, L: m.quantile(e(3, 5), e(2), dim=1),
 }
 
 

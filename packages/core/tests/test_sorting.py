@@ -71,6 +71,19 @@ def test_mode_of_complex_numbers_with_an_empty_result_answers_as_torch():
         torcia.mode(torcia.zeros(2, 3, dtype=torcia.complex64), 1)
 
 
+def test_quantile_refuses_q_as_torch():
+    x = torcia.tensor([[0.0, 1.0, 2.0, 3.0]])
+    with pytest.raises(RuntimeError, match="q tensor must be same dtype as the input"):
+        torcia.quantile(x, torcia.tensor([0.5], dtype=torcia.float64))
+    with pytest.raises(RuntimeError, match="q must be a scalar or 1D tensor"):
+        torcia.quantile(x, torcia.tensor([[0.5]]))
+    with pytest.raises(RuntimeError, match=r"q values must be in the range \[0, 1\]"):
+        torcia.quantile(x, torcia.tensor([0.5, math.nan]))
+    with pytest.raises(RuntimeError, match=r"q must be in the range \[0, 1\] but got 1.5"):
+        torcia.quantile(x, 1.5)
+    assert torcia.quantile(x, torcia.tensor([0.5, 1.0]), 1).tolist() == [[1.5], [3.0]]
+
+
 def test_unique():
     x = torcia.tensor([3, 1, 2, 3, 1])
     assert torcia.unique(x).tolist() == [1, 2, 3]

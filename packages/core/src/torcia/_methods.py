@@ -14,6 +14,7 @@ from torcia import _dtype as D
 from torcia import _oplib, _shared_memory, _storage, linalg, special
 from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, nn_activation, properties, random
+from torcia._oplib._common import _readable_value
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -62,7 +63,7 @@ def masked_fill_(self, mask, value):
     """In-place :meth:`Tensor.masked_fill`. A 0-dim ``value`` outside the graph is read as
     a number, as PyTorch reads it (so it may be an element of ``self``)."""
     if isinstance(value, Tensor) and not value._requires_grad and not value.ndim:
-        number = indexing.fill_number(value)
+        number = _readable_value(value)
         value = value if number is None else number
     return inplace(_oplib.masked_fill, self, mask, value)
 
@@ -351,7 +352,7 @@ def fill_(self, value):
         if value.ndim:
             raise RuntimeError("fill_ only supports 0-dimension value tensor but got tensor with "
                                f"{value.ndim} dimensions.")
-        number = None if value._requires_grad else indexing.fill_number(value)
+        number = None if value._requires_grad else _readable_value(value)
         if number is None:
             # in the graph (its gradient is the sum of the filled tensor's), or without a
             # number to read (meta, batched by vmap): a tensor operand of masked_fill

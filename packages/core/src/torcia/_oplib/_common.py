@@ -119,6 +119,16 @@ def _same_dtype(tensors, op):
     return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
 
 
+def _readable_value(t):
+    """A one-element tensor's value as a Python number, or None where it holds none to read:
+    a meta tensor, or one batched by vmap (whose samples PyTorch's meta and batching
+    kernels take as tensors, without reading them)."""
+    try:
+        return t.item()
+    except RuntimeError:
+        return None
+
+
 def _check_tensor(x, name: str, fn: str) -> Tensor:
     if not isinstance(x, Tensor):
         raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "

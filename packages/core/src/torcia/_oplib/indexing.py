@@ -12,7 +12,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full, tensor
 from torcia._grad_mode import STATE as _GRAD
-from torcia._oplib._common import _along_dim, _size_at
+from torcia._oplib._common import _along_dim, _readable_value, _size_at
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
 
@@ -33,24 +33,13 @@ def masked_fill(input, mask, value):
         if value.ndim:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
                                f"got tensor with {value.ndim} dimension(s).")
-        number = None if value._requires_grad else fill_number(value)
+        number = None if value._requires_grad else _readable_value(value)
         if number is None:
             # a value in the graph (where() differentiates both), or one without a number
             # to read (meta, batched by vmap), is a tensor operand
             return where(mask, to_dtype(value, input.dtype), input)
         value = number
     return call("masked_fill", (input, mask), {"value": D.checked_scalar(value, input.dtype)})
-
-
-def fill_number(value):
-    """A 0-dim tensor fill value as the Python number PyTorch reads it as (its range then
-    checked against the filled dtype), or None where it holds no number to read: a meta
-    tensor, or one batched by vmap, which PyTorch's meta and batching kernels take as a
-    tensor."""
-    try:
-        return value.item()
-    except RuntimeError:
-        return None
 
 
 def _basic_key(shape, key):

@@ -14,7 +14,15 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full
 from torcia._grad_mode import STATE as _GRAD
-from torcia._oplib._common import _along_dim, _dims, _return_type, _size_at, _tname, _to_float
+from torcia._oplib._common import (
+    _along_dim,
+    _dims,
+    _readable_value,
+    _return_type,
+    _size_at,
+    _tname,
+    _to_float,
+)
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 
@@ -629,15 +637,22 @@ def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
     if not input.is_floating_point():
         raise RuntimeError("quantile() input tensor must be either float or double dtype")
     if isinstance(q, Tensor):
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
         # in the graph: the interpolation's weights move with q, as torch's; a 0-dim q
         # gives a result without the q dim, as a number does
         qs = q.to(D.float64)
         scalar_q = qs.ndim == 0
         qs = qs.reshape(-1) if scalar_q else qs
     else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
         scalar_q = True
         qs = C.tensor([float(q)], dtype=D.float64)
-    if qs.ndim > 1 or bool(((qs < 0) | (qs > 1)).any()):
+    if qs.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    # a q without values to read (meta, batched by vmap) is not checked, as torch's
+    if _readable_value(((qs >= 0) & (qs <= 1)).all()) is False:
         raise RuntimeError("quantile() q values must be in the range [0, 1]")
     if dim is not None:
         dim = _wrap_dim(dim, input.ndim)
