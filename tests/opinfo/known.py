@@ -137,6 +137,15 @@ known(("special.airy_ai", "special.bessel_j0", "special.bessel_j1", "special.bes
       "float32, "
       "-8.9e-6 in float64); torcia computes in float64 and rounds",
       dtypes=("int16", "int32", "int64", "float32"), kinds=("edge",))
+known("special.airy_ai", "value", "design",
+      "torch 2.13's float64 airy_ai is off by up to 2e-5 relative for negative arguments "
+      "near -2.5 (airy_ai(-2.2620753206696858) is 0.0531975 in torch, 0.0531965 in torcia and "
+      "mpmath); torcia's (SciPy's Cephes airy) agrees with mpmath to an ulp",
+      dtypes=("float64",))
+known("prod", "value", "design",
+      "torch 2.13's CPU prod in half precision rounds to half after each product (26.86 for "
+      "a row whose exact product is 26.888); torcia accumulates in float32 and rounds once "
+      "(26.89)", dtypes=("float16", "bfloat16"))
 known("special.zeta", "nan", "design",
       "torch 2.13's float32 zeta overflows in its Euler-Maclaurin terms for an order x of "
       "~1e19 and gives NaN where the value underflows to 0; torcia computes in float64 and "
@@ -168,6 +177,18 @@ known(("conv_tbc", "nn.functional.conv_tbc", "gru", "nn.functional.multi_head_at
       "to half (and in what order it is summed) differs between torch 2.13's CPU kernels "
       "(its BLAS, its blocking) and torcia's, by a few ulps either way; both are as far "
       "from the exact value of the same inputs", dtypes=("float16", "bfloat16"))
+known("getitem", "raised", "design",
+      "indexing with a boolean mask gives as many elements as the mask has True values: "
+      "torch 2.13 refuses it on the meta device too (its nonzero has no meta kernel)",
+      prop="meta", detail="with a boolean mask")
+known("getitem", "raised", "design",
+      "indexing with a batched boolean mask gives each sample its own length: torch 2.13's "
+      "vmap refuses it too ('Attempting to batch over indexing with a boolean mask')",
+      prop="vmap", detail="values were read as one plain array")
+known("repeat_interleave", "raised", "design",
+      "with a tensor of repeats the length comes from their values: torch 2.13's meta "
+      "device refuses it too ('cannot repeat_interleave a meta tensor without output_size')",
+      prop="meta", detail="cannot repeat_interleave a meta tensor")
 known("histogramdd", "raised", "design",
       "torch 2.13 has no meta kernel for it either (NotImplementedError: 'no fake impl "
       "or Meta kernel registered'): its bins come from the values", prop="meta")
