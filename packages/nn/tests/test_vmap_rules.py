@@ -109,6 +109,16 @@ def test_views_reshapes_and_indexing(name, f):
     check(f, _rand(3, 4, 5), in_dims=(1,))
 
 
+def test_repeat_interleave_with_batched_repeats():
+    # the counts are a parameter of the op: each sample's go to its own call (they were
+    # read as one plain array); the totals agree, as torch's vmap wants
+    repeats = torcia.tensor([[1, 0, 2], [2, 1, 0]])
+    check(lambda x, r: torcia.repeat_interleave(x, r, 0), _rand(2, 3, 4), repeats,
+          native=False)
+    check(lambda r: torcia.repeat_interleave(_rand(3, 4), r, 0), repeats, native=False)
+    check(torcia.repeat_interleave, repeats, native=False)
+
+
 def test_cat_of_batched_and_unbatched():
     check(lambda a, b: torcia.cat([a, b]), _rand(4, 3), _rand(2), in_dims=(0, None))
 

@@ -333,7 +333,7 @@ def dispatch(op, kernel, device, args, params):
     for a in args:
         if a.__class__ is BatchedArray and a.level > level:
             level = a.level
-    key = params.get("key") if op in _KEYED else None
+    key = params.get(_KEYED[op]) if op in _KEYED else None
     if key is not None:
         for k in key if isinstance(key, tuple) else (key,):
             if k.__class__ is BatchedArray and k.level > level:
@@ -366,8 +366,8 @@ def dispatch(op, kernel, device, args, params):
     return BatchedArray(out, level)
 
 
-# ops with index arrays inside their ``key`` parameter
-_KEYED = frozenset({"getitem", "index_put"})
+# ops with arrays inside a parameter (index arrays, repeat counts): the parameter's name
+_KEYED = {"getitem": "key", "index_put": "key", "repeat_interleave": "repeats"}
 
 
 def _loop(ctx, vals, bats, params, level):
@@ -378,11 +378,11 @@ def _loop(ctx, vals, bats, params, level):
             f"There is a performance drop because we have not yet implemented the batching "
             f"rule for {ctx.op}. It runs once per sample in vmap (see "
             f"torcia.func's list of ops with batching rules).", UserWarning, stacklevel=4)
-    key = params.get("key") if ctx.op in _KEYED else None
+    key = params.get(_KEYED[ctx.op]) if ctx.op in _KEYED else None
     results = []
     for b in range(ctx.size):
         if key is not None:
-            params = {**params, "key": _key_sample(key, level, b)}
+            params = {**params, _KEYED[ctx.op]: _key_sample(key, level, b)}
         results.append(ctx.inner(*[v[b] if bat else v for v, bat in zip(vals, bats)],
                                  **params))
     if isinstance(results[0], tuple):
