@@ -152,6 +152,21 @@ def test_hand_values():
     assert S.entr(torcia.tensor([0.0, -1.0])).tolist() == [0.0, -np.inf]
 
 
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_u", "shifted_chebyshev_polynomial_t",
+                                  "shifted_chebyshev_polynomial_w", "hermite_polynomial_h"])
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.bfloat16])
+def test_polynomials_in_half_precision_are_rounded_once(name, dtype):
+    # the recurrence ran in half: digits lost at each step (a few ulps), and inf - inf = NaN
+    # where the value overflows (U_11(1.7) is 1e5)
+    f = getattr(S, name)
+    x = torcia.tensor([1.7, 0.33, -0.9, 0.2]).to(dtype)
+    n = torcia.tensor([11.0, 7.0, 5.0, 3.0]).to(dtype)
+    got = f(x, n)
+    want = f(x.double(), n.double()).to(dtype)
+    assert got.dtype == dtype
+    np.testing.assert_allclose(got.float().numpy(), want.float().numpy(), rtol=1e-3)
+
+
 def test_bessel_functions_to_double_precision():
     # Abramowitz & Stegun's tables (and mpmath at 50 digits): torcia is within a few ulp
     # where PyTorch's float64 kernels are off by up to 4e-7 (see LOOSE above)

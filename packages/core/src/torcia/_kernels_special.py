@@ -61,6 +61,23 @@ def _make_scipy_unary(op, fn_name):
     return kernel
 
 
+def _low(dtype) -> bool:
+    """float16 or bfloat16 (ml_dtypes' bfloat16 is NumPy's kind "V")."""
+    return dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16")
+
+
+def _chebyshev_step(k, x, p, q):
+    return 2 * x * p - q
+
+
+#: the Chebyshev polynomials of the four kinds as (p_0, p_1, step), where
+#: p_{k+1} = step(k, x, p_k, p_{k-1})
+_CHEBYSHEV = {"t": (lambda x: 1, lambda x: x, _chebyshev_step),
+              "u": (lambda x: 1, lambda x: 2 * x, _chebyshev_step),
+              "v": (lambda x: 1, lambda x: 2 * x - 1, _chebyshev_step),
+              "w": (lambda x: 1, lambda x: 2 * x + 1, _chebyshev_step)}
+
+
 class SpecialKernels:
     """Kernels of :data:`torcia.ops.SPECIAL_UNARY`, ``SPECIAL_BINARY`` and ``polygamma``."""
 
@@ -131,51 +148,53 @@ class SpecialKernels:
         return _same(special_call(self.xp, "polygamma", "polygamma", n, a), a)
 
     # ----- orthogonal polynomials: p_{k+1} = step(k, x, p_k, p_{k-1}) ------------------
-    def _recurrence(self, x, n, p0, p1, step):
+    def _recurrence(self, x, n, p0, p1, step, shifted=False):
+        """p_n(x) (p_n(2x - 1) when ``shifted``); half precision in float32, rounded once
+        (in half its terms lost digits at each step, and overflowed to inf - inf = NaN
+        where the value is inf)."""
         xp = self.xp
         dtype = xp.result_type(x, n)
-        x = xp.asarray(x, dtype=dtype)
-        n = xp.trunc(xp.asarray(n, dtype=dtype))
+        work = np.float32 if _low(np.dtype(dtype)) else dtype
+        x = xp.asarray(x, dtype=work)
+        if shifted:
+            x = 2 * x - 1
+        n = xp.trunc(xp.asarray(n, dtype=work))
         shape = xp.broadcast_shapes(x.shape, n.shape)
         x, n = xp.broadcast_to(x, shape), xp.broadcast_to(n, shape)
-        prev = xp.broadcast_to(xp.asarray(p0(x), dtype=dtype), shape)
-        out = xp.where(n == 0, prev, 0).astype(dtype)
+        prev = xp.broadcast_to(xp.asarray(p0(x), dtype=work), shape)
+        out = xp.where(n == 0, prev, 0).astype(work)
         top = int(n.max()) if n.size else 0
         if top >= 1:
-            cur = xp.asarray(p1(x), dtype=dtype)
+            cur = xp.asarray(p1(x), dtype=work)
             out = xp.where(n == 1, cur, out)
             for k in range(1, top):
                 prev, cur = cur, step(k, x, cur, prev)
                 out = xp.where(n == k + 1, cur, out)
-        return out
+        return out.astype(dtype, copy=False)
 
     def chebyshev_polynomial_t(self, x, n):
-        return self._recurrence(x, n, lambda x: 1, lambda x: x,
-                                lambda k, x, p, q: 2 * x * p - q)
+        return self._recurrence(x, n, *_CHEBYSHEV["t"])
 
     def chebyshev_polynomial_u(self, x, n):
-        return self._recurrence(x, n, lambda x: 1, lambda x: 2 * x,
-                                lambda k, x, p, q: 2 * x * p - q)
+        return self._recurrence(x, n, *_CHEBYSHEV["u"])
 
     def chebyshev_polynomial_v(self, x, n):
-        return self._recurrence(x, n, lambda x: 1, lambda x: 2 * x - 1,
-                                lambda k, x, p, q: 2 * x * p - q)
+        return self._recurrence(x, n, *_CHEBYSHEV["v"])
 
     def chebyshev_polynomial_w(self, x, n):
-        return self._recurrence(x, n, lambda x: 1, lambda x: 2 * x + 1,
-                                lambda k, x, p, q: 2 * x * p - q)
+        return self._recurrence(x, n, *_CHEBYSHEV["w"])
 
     def shifted_chebyshev_polynomial_t(self, x, n):
-        return self.chebyshev_polynomial_t(2 * x - 1, n)
+        return self._recurrence(x, n, *_CHEBYSHEV["t"], shifted=True)
 
     def shifted_chebyshev_polynomial_u(self, x, n):
-        return self.chebyshev_polynomial_u(2 * x - 1, n)
+        return self._recurrence(x, n, *_CHEBYSHEV["u"], shifted=True)
 
     def shifted_chebyshev_polynomial_v(self, x, n):
-        return self.chebyshev_polynomial_v(2 * x - 1, n)
+        return self._recurrence(x, n, *_CHEBYSHEV["v"], shifted=True)
 
     def shifted_chebyshev_polynomial_w(self, x, n):
-        return self.chebyshev_polynomial_w(2 * x - 1, n)
+        return self._recurrence(x, n, *_CHEBYSHEV["w"], shifted=True)
 
     def hermite_polynomial_h(self, x, n):
         return self._recurrence(x, n, lambda x: 1, lambda x: 2 * x,
