@@ -146,6 +146,18 @@ def test_flip_roll_repeat_tile():
         x.repeat(2)
 
 
+def test_repeat_interleave_checks_output_size_as_torch():
+    # it was ignored: a wrong size gave the right-length result without a word
+    x = torcia.ones(3)
+    assert torcia.repeat_interleave(x, torcia.tensor([1, 2, 3]), output_size=6).shape == (6,)
+    with pytest.raises(RuntimeError, match="Invalid output_size, expected 6 but got 5"):
+        torcia.repeat_interleave(x, 2, output_size=5)
+    with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+        torcia.repeat_interleave(x, torcia.tensor([1, 2, 3]), output_size=5)
+    with pytest.raises(RuntimeError, match="allocated size does not match required size"):
+        torcia.repeat_interleave(torcia.tensor([1, 2]), output_size=4)
+
+
 def test_tril_triu_diag():
     x = torcia.arange(1, 10).reshape(3, 3)
     assert x.tril().tolist() == [[1, 0, 0], [4, 5, 0], [7, 8, 9]]

@@ -858,7 +858,14 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         # PyTorch reads the size of dim 0, which a 0-dim tensor lacks
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
                          "1)")
-    return call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
+    out = call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
+    length = out.shape[0 if d is None else d]
+    if output_size is not None and output_size != length:
+        if isinstance(rep, int):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {length} "
+                               f"but got {output_size}")
+        raise RuntimeError("allocated size does not match required size")
+    return out
 
 
 def tril(input, diagonal=0):
