@@ -12,6 +12,9 @@ includes 0, so that 0.0 (padding, ReLU's floor) is exact.
 from __future__ import annotations
 
 import functools
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import Enum, auto
 
 import numpy as np
 
@@ -24,6 +27,8 @@ from torcia.ao._qtensor import (
     per_tensor_affine,
     per_tensor_symmetric,
     qint8,
+    qint32,
+    quint4x2,
     quint8,
     reduced_range,
 )
@@ -38,6 +43,12 @@ __all__ = [
     "load_observer_state_dict", "per_channel_weight_observer_range_neg_127_to_127",
     "weight_observer_range_neg_127_to_127",
     "default_fixed_qparams_range_0to1_observer", "default_fixed_qparams_range_neg1to1_observer",
+    "AffineQuantizedObserverBase", "Granularity", "MappingType", "PerAxis", "PerBlock",
+    "PerGroup", "PerRow", "PerTensor", "PerToken", "RecordingObserver", "ReuseInputObserver",
+    "TorchAODType", "UniformQuantizationObserverBase", "ZeroPointDomain",
+    "default_affine_fixed_qparams_observer", "default_float_qparams_observer_4bit",
+    "default_reuse_input_observer", "default_symmetric_fixed_qparams_observer",
+    "get_block_size",
 ]
 
 _EPS = float(np.finfo(np.float32).eps)
@@ -83,8 +94,10 @@ class ObserverBase(nn.Module):
     with_callable_args = with_args
 
 
-class _ObserverBase(ObserverBase):
-    """An observer of a quantized dtype: its scheme and integer range."""
+class UniformQuantizationObserverBase(ObserverBase):
+    """Base of the observers of a quantized dtype with a uniform grid: its scheme, its
+    integer range, and the scale and zero point of a range of values
+    (``torch.ao.quantization.UniformQuantizationObserverBase``)."""
 
     def __init__(self, dtype=quint8, qscheme=per_tensor_affine, reduce_range=False,
                  quant_min=None, quant_max=None, factory_kwargs=None, eps=_EPS,
@@ -96,9 +109,9 @@ class _ObserverBase(ObserverBase):
                                       f"per_tensor_symmetric, per_channel_affine, "
                                       f"per_channel_symmetric and per_channel_float_qparams "
                                       f"quantization scheme, got {qscheme}")
-        if dtype not in (qint8, quint8) and quant_min is None:
-            raise ValueError(f"Default Observer only works for qint8 and quint8 data type, "
-                             f"got {dtype}")
+        if dtype not in (qint8, quint8, quint4x2, qint32) and quant_min is None:
+            raise ValueError(f"Default Observer only works for qint8, quint8 and quint4x2 "
+                             f"data type, got {dtype}")
         self.qscheme = qscheme
         self.reduce_range = reduce_range
         self.eps = eps
@@ -140,7 +153,7 @@ def _as_pair(scale, zero):
             torcia.from_numpy(np.asarray(zero).reshape(-1)))
 
 
-class MinMaxObserver(_ObserverBase):
+class MinMaxObserver(UniformQuantizationObserverBase):
     """The running minimum and maximum of everything seen
     (``torch.ao.quantization.MinMaxObserver``).
 
@@ -221,7 +234,7 @@ class MovingAverageMinMaxObserver(MinMaxObserver):
         return x_orig
 
 
-class PerChannelMinMaxObserver(_ObserverBase):
+class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
     """Minimum and maximum per slice along ``ch_axis`` (weights' output channels).
 
     Examples
@@ -289,7 +302,7 @@ class MovingAveragePerChannelMinMaxObserver(PerChannelMinMaxObserver):
         return x_orig
 
 
-class HistogramObserver(_ObserverBase):
+class HistogramObserver(UniformQuantizationObserverBase):
     """A histogram of the values, and the range whose quantization loses least (the L2
     error of the values binned, as PyTorch's search does): outliers are clipped when
     that costs less than the resolution they would take.
@@ -457,9 +470,53 @@ class NoopObserver(ObserverBase):
         raise Exception("calculate_qparams should not be called for NoopObserver")  # noqa: TRY002
 
 
+class RecordingObserver(ObserverBase):
+    """Keeps a copy of every tensor it sees, for debugging (``torch.ao.quantization.
+    RecordingObserver``, the default debug observer).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import RecordingObserver
+    >>> obs = RecordingObserver()
+    >>> _ = obs(torcia.tensor([1.0, 2.0])); _ = obs(torcia.tensor([3.0]))
+    >>> [t.tolist() for t in obs.get_tensor_value()]
+    [[1.0, 2.0], [3.0]]
+    """
+
+    def __init__(self, dtype=quint8):
+        super().__init__(dtype, False)
+        self.tensor_val = []
+
+    def forward(self, x):
+        self.tensor_val.append(x.clone())
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for RecordingObserver")  # noqa: TRY002
+
+    def get_tensor_value(self):
+        return self.tensor_val
+
+
+class ReuseInputObserver(ObserverBase):
+    """Observes nothing: marks an output (a reshape's) that takes the parameters of its
+    input (``torch.ao.quantization.ReuseInputObserver``)."""
+
+    def __init__(self):
+        super().__init__(quint8, False)
+
+    def forward(self, x):
+        return x
+
+    def calculate_qparams(self):
+        raise Exception("calculate_qparams should not be called for ReuseInputObserver")  # noqa: TRY002
+
+
 default_observer = MinMaxObserver.with_args(quant_min=0, quant_max=127)
 default_placeholder_observer = PlaceholderObserver
-default_debug_observer = MinMaxObserver
+default_debug_observer = RecordingObserver
+default_reuse_input_observer = ReuseInputObserver
 default_weight_observer = MinMaxObserver.with_args(dtype=qint8, qscheme=per_tensor_symmetric)
 weight_observer_range_neg_127_to_127 = MinMaxObserver.with_args(
     dtype=qint8, qscheme=per_tensor_symmetric, quant_min=-127, quant_max=127, eps=2 ** -12)
@@ -472,6 +529,8 @@ default_dynamic_quant_observer = PlaceholderObserver.with_args(
     dtype=quint8, quant_min=0, quant_max=255, is_dynamic=True)
 default_float_qparams_observer = PerChannelMinMaxObserver.with_args(
     dtype=quint8, qscheme=per_channel_affine_float_qparams, ch_axis=0)
+default_float_qparams_observer_4bit = PerChannelMinMaxObserver.with_args(
+    dtype=quint4x2, qscheme=per_channel_affine_float_qparams, ch_axis=0)
 
 
 def get_observer_state_dict(mod) -> dict:
@@ -499,3 +558,169 @@ default_fixed_qparams_range_0to1_observer = FixedQParamsObserver.with_args(
     scale=1.0 / 256.0, zero_point=0, dtype=quint8, quant_min=0, quant_max=255)
 default_fixed_qparams_range_neg1to1_observer = FixedQParamsObserver.with_args(
     scale=2.0 / 256.0, zero_point=128, dtype=quint8, quant_min=0, quant_max=255)
+default_symmetric_fixed_qparams_observer = default_fixed_qparams_range_neg1to1_observer
+default_affine_fixed_qparams_observer = default_fixed_qparams_range_0to1_observer
+
+
+# ---------------------------------------------------------------------------------------
+# affine quantization's vocabulary (torchao's, as torch.ao.quantization re-exports it)
+# ---------------------------------------------------------------------------------------
+
+
+class MappingType(Enum):
+    """How a float range maps onto the integer range: ``SYMMETRIC`` (``[-m, m]`` with
+    ``m`` the largest magnitude), ``SYMMETRIC_NO_CLIPPING_ERR`` (the larger of the
+    negative and the positive side's scale, so that neither side clips) or
+    ``ASYMMETRIC`` (``[min, max]`` itself)."""
+
+    SYMMETRIC = auto()
+    SYMMETRIC_NO_CLIPPING_ERR = auto()
+    ASYMMETRIC = auto()
+
+
+class ZeroPointDomain(Enum):
+    """Where the zero point lives: ``INT`` (``q = x / scale + zp``), ``FLOAT``
+    (``q = (x - (zp - scale * mid)) / scale``) or ``NONE`` (``q = x / scale``)."""
+
+    INT = auto()
+    FLOAT = auto()
+    NONE = auto()
+
+
+class TorchAODType(Enum):
+    """Sub-byte integer types named before they were dtypes (``INT1`` ... ``INT7``)."""
+
+    INT1 = auto()
+    INT2 = auto()
+    INT3 = auto()
+    INT4 = auto()
+    INT5 = auto()
+    INT6 = auto()
+    INT7 = auto()
+
+
+@dataclass(frozen=True)
+class Granularity:
+    """Base of the granularities: which elements share a scale and zero point."""
+
+
+@dataclass(frozen=True)
+class PerBlock(Granularity):
+    """One set of parameters per block of ``block_size`` elements."""
+
+    block_size: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class PerTensor(Granularity):
+    """One set of parameters for the whole tensor."""
+
+
+@dataclass(frozen=True)
+class PerAxis(Granularity):
+    """One set of parameters per index along ``axis``."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class PerGroup(Granularity):
+    """One set of parameters per group of ``group_size`` consecutive elements of a row
+    (2-D tensors)."""
+
+    group_size: int
+
+
+@dataclass(frozen=True)
+class PerRow(Granularity):
+    """One set of parameters per row: blocks of the last dimension's whole length."""
+
+
+@dataclass(frozen=True)
+class PerToken(Granularity):
+    """One set of parameters per token, the last dimension being a token's features."""
+
+
+def get_block_size(input_shape, granularity) -> tuple[int, ...]:
+    """The block of elements sharing one scale and zero point in a tensor of
+    ``input_shape`` quantized at ``granularity`` (``torch.ao.quantization.get_block_size``).
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import PerAxis, PerGroup, PerToken, get_block_size
+    >>> get_block_size((8, 16), PerAxis(0)), get_block_size((8, 16), PerGroup(4))
+    ((1, 16), (1, 4))
+    >>> get_block_size((2, 3, 4), PerToken())
+    (1, 1, 4)
+    """
+    if not isinstance(granularity, Granularity):
+        raise AssertionError("Please provide an instance of Granularity, not subclass of it")
+    shape = tuple(input_shape)
+    if isinstance(granularity, PerTensor):
+        return shape
+    if isinstance(granularity, PerAxis):
+        block = list(shape)
+        block[granularity.axis] = 1
+        return tuple(block)
+    if isinstance(granularity, (PerRow, PerToken)):
+        return (1,) * (len(shape) - 1) + shape[-1:]
+    if isinstance(granularity, PerGroup):
+        if len(shape) != 2:
+            raise AssertionError(f"Expecting input shape dim to be 2 for per group "
+                                 f"quantization, gotinput shape: {shape}")
+        return (1, granularity.group_size)
+    raise ValueError(f"Unsupported Granularity: {granularity}")
+
+
+class AffineQuantizedObserverBase(ABC, nn.Module):
+    """Base of observers for affine quantization at a :class:`Granularity`
+    (``torch.ao.quantization.AffineQuantizedObserverBase``): a subclass records what it
+    needs in ``forward`` (setting ``block_size`` and ``original_dtype``) and answers
+    ``calculate_qparams`` with ``(scale, zero_point)`` per block.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import (AffineQuantizedObserverBase, MappingType,
+    ...                                     PerTensor, get_block_size)
+    >>> class AbsMax(AffineQuantizedObserverBase):
+    ...     def forward(self, x):
+    ...         self.block_size, self.original_dtype = get_block_size(x.shape,
+    ...                                                               self.granularity), x.dtype
+    ...         self.absmax = x.abs().max()
+    ...         return x
+    ...     def calculate_qparams(self):
+    ...         return self.absmax / 127, torcia.tensor(0)
+    >>> obs = AbsMax(MappingType.SYMMETRIC, torcia.int8, PerTensor())
+    >>> _ = obs(torcia.tensor([-2.54, 1.0]))
+    >>> round(obs.calculate_qparams()[0].item(), 4), obs.block_size
+    (0.02, (2,))
+    """
+
+    with_args = classmethod(ObserverBase.with_args.__func__)
+
+    def __init__(self, mapping_type, target_dtype, granularity, quant_min=None,
+                 quant_max=None, eps=None, scale_dtype=None, zero_point_dtype=None,
+                 preserve_zero=True, zero_point_domain=ZeroPointDomain.INT, **kwargs):
+        super().__init__()
+        if granularity is None:
+            raise AssertionError("granularity is None")
+        self.mapping_type = mapping_type
+        self.target_dtype = target_dtype
+        self.granularity = granularity
+        self.quant_min, self.quant_max = quant_min, quant_max
+        self.eps = eps
+        self.scale_dtype, self.zero_point_dtype = scale_dtype, zero_point_dtype
+        self.preserve_zero = preserve_zero
+        self.zero_point_domain = zero_point_domain
+        # set by forward, from the first input seen
+        self.block_size = None
+        self.original_dtype = None
+
+    @abstractmethod
+    def forward(self, input):
+        """Record what the parameters need of ``input``; return ``input`` unchanged."""
+
+    @abstractmethod
+    def calculate_qparams(self):
+        """``(scale, zero_point)`` of what was recorded."""

@@ -12,6 +12,7 @@ a ``QuantStub`` starts them, a ``DeQuantStub`` ends them.
 from __future__ import annotations
 
 import copy
+import itertools
 
 import torcia
 from torcia import nn
@@ -39,6 +40,8 @@ from torcia.ao.quantization.qconfig import (
     default_dynamic_qconfig,
     float16_dynamic_qconfig,
 )
+from torcia.ao.quantization.utils import MatchAllNode
+from torcia.nn.utils.fusion import fuse_conv_bn_eval
 
 __all__ = [
     "DeQuantStub", "QuantStub", "QuantWrapper", "add_quant_dequant", "convert",
@@ -48,6 +51,9 @@ __all__ = [
     "get_default_custom_config_dict", "get_dynamic_quant_module_class", "get_fuser_method",
     "get_static_quant_module_class", "no_observer_set", "prepare", "prepare_qat",
     "propagate_qconfig_", "quantize", "quantize_dynamic", "quantize_qat", "swap_module",
+    "default_eval_fn", "fuse_convtranspose_bn", "get_default_compare_output_module_list",
+    "get_default_qconfig_propagation_list", "get_embedding_qat_module_mappings",
+    "get_embedding_static_quant_module_mappings", "get_fuser_method_new",
 ]
 
 
@@ -234,6 +240,29 @@ _FUSABLE = ((nn.Conv2d, nn.BatchNorm2d), (nn.Conv2d, nn.BatchNorm2d, nn.ReLU),
             (nn.BatchNorm2d, nn.ReLU))
 
 
+def fuse_convtranspose_bn(is_qat, convt, bn):
+    """A transposed convolution with its eval-mode BatchNorm folded in
+    (``torch.ao.quantization.fuse_convtranspose_bn``; not for QAT, as in PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_convtranspose_bn
+    >>> convt, bn = nn.ConvTranspose2d(3, 4, 3).eval(), nn.BatchNorm2d(4).eval()
+    >>> x = torcia.randn(1, 3, 5, 5)
+    >>> bool(torcia.allclose(fuse_convtranspose_bn(False, convt, bn)(x), bn(convt(x)),
+    ...                      atol=1e-5))
+    True
+    """
+    if convt.training != bn.training:
+        raise AssertionError("ConvTranspose and BN both must be in the same mode "
+                             "(train or eval).")
+    if is_qat:
+        raise Exception("Fusing ConvTranspose+BatchNorm not yet supported in QAT.")  # noqa: TRY002
+    return fuse_conv_bn_eval(convt, bn, transpose=True)
+
+
 def get_combined_dict(default_dict, additional_dict) -> dict:
     """``default_dict`` updated with ``additional_dict``, a new dict
     (``torch.ao.quantization.get_combined_dict``).
@@ -265,6 +294,33 @@ def get_fuser_method(op_list, additional_fuser_method_mapping=None):
     if method is None:
         raise AssertionError(f"did not find fuser method for: {op_list} ")
     return method
+
+
+def _valid_patterns(pattern) -> list:
+    """``pattern`` and every form of it with elements replaced by MatchAllNode, most
+    specific first."""
+    if isinstance(pattern, (tuple, list)):
+        return list(itertools.product(*(_valid_patterns(part) for part in pattern)))
+    return [pattern, MatchAllNode]
+
+
+def get_fuser_method_new(op_pattern, fuser_method_mapping):
+    """The fuser method of ``op_pattern`` in ``fuser_method_mapping``, whose keys may
+    use :class:`MatchAllNode` for any op (``torch.ao.quantization.get_fuser_method_new``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import MatchAllNode, get_fuser_method_new
+    >>> mapping = {(nn.ReLU, MatchAllNode): "relu after anything"}
+    >>> get_fuser_method_new((nn.ReLU, nn.Conv2d), mapping)
+    'relu after anything'
+    """
+    for pattern in _valid_patterns(op_pattern):
+        method = fuser_method_mapping.get(pattern)
+        if method is not None:
+            return method
+    raise AssertionError(f"did not find fuser method for: {op_pattern} ")
 
 
 def _fuse(model, modules_to_fuse, inplace, is_qat, fuser_func):
@@ -368,6 +424,44 @@ def get_default_qat_module_mappings() -> dict:
     return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d,
             nni.ConvReLU2d: nniqat.ConvReLU2d, nni.LinearReLU: nniqat.LinearReLU,
             nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d}
+
+
+def get_embedding_qat_module_mappings() -> dict:
+    """:func:`get_default_qat_module_mappings` with the embeddings' QAT modules."""
+    return {**get_default_qat_module_mappings(), nn.EmbeddingBag: nnqat.EmbeddingBag,
+            nn.Embedding: nnqat.Embedding}
+
+
+def get_embedding_static_quant_module_mappings() -> dict:
+    """:func:`get_default_static_quant_module_mappings` with the embeddings' QAT
+    modules converting to quantized embeddings."""
+    return {**get_default_static_quant_module_mappings(),
+            nnqat.EmbeddingBag: nnq.EmbeddingBag, nnqat.Embedding: nnq.Embedding}
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """The module types :func:`prepare` gives a qconfig to: every float, QAT and
+    dynamic module of the default mappings, and ``nn.Sequential``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import get_default_qconfig_propagation_list
+    >>> torcia.nn.Linear in get_default_qconfig_propagation_list()
+    True
+    """
+    return (set(get_default_static_quant_module_mappings())
+            | set(get_default_qat_module_mappings())
+            | set(get_default_dynamic_quant_module_mappings()) | {nn.Sequential})
+
+
+def get_default_compare_output_module_list() -> set:
+    """The module types whose outputs the numeric suite compares: those of
+    :func:`get_default_qconfig_propagation_list` and what the mappings make of them."""
+    mappings = (get_default_static_quant_module_mappings(), get_default_qat_module_mappings(),
+                get_default_dynamic_quant_module_mappings())
+    return get_default_qconfig_propagation_list().union(
+        *(set(mapping.values()) for mapping in mappings))
 
 
 def _module_class(mapping: dict, float_module_class):
@@ -643,6 +737,13 @@ def _convert(module, mapping, custom_mapping):
             module._modules[name] = swapped
 
 
+def default_eval_fn(model, calib_data):
+    """Run ``model`` on the inputs of ``calib_data``, pairs of ``(input, target)``:
+    calibration for :func:`quantize` (``torch.ao.quantization.default_eval_fn``)."""
+    for data, _target in calib_data:
+        model(data)
+
+
 def quantize(model, run_fn, run_args, mapping=None, inplace=False):
     """Post-training static quantization in one call: prepare, ``run_fn(model,
     *run_args)`` to calibrate, convert (``torch.ao.quantization.quantize``)."""
@@ -717,7 +818,7 @@ def prepare_qat(model, mapping=None, inplace=False):
     >>> model.qconfig = tq.get_default_qat_qconfig("x86")
     >>> qat = tq.prepare_qat(model)
     >>> type(qat[1]).__module__, type(qat[1].activation_post_process).__name__
-    ('torcia.ao.nn.qat', 'FakeQuantize')
+    ('torcia.ao.nn.qat', 'FusedMovingAvgObsFakeQuantize')
     """
     if not model.training:
         raise AssertionError("prepare_qat only works on models in training mode")

@@ -558,12 +558,13 @@ class Embedding(nn.Module):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """The quantized embedding of a float one whose qconfig is
-        :data:`~torcia.ao.quantization.float_qparams_weight_only_qconfig`."""
+        :data:`~torcia.ao.quantization.float_qparams_weight_only_qconfig`, or of a QAT
+        one (through the parameters its weight's fake quantizer learned)."""
         qconfig = getattr(mod, "qconfig", None)
         if qconfig is None:
             raise AssertionError("Embedding input float module must have qconfig defined")
         q = cls(mod.num_embeddings, mod.embedding_dim)
-        q.set_float_weight(mod.weight, qconfig.weight())
+        q.set_float_weight(mod.weight, _weight_observer(mod))
         return q
 
     def extra_repr(self):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import torcia
 from torcia import nn
 from torcia.ao.nn import intrinsic
-from torcia.ao.nn.qat import Conv2d, Linear, conv2d_zeros
+from torcia.ao.nn.qat import Conv2d, Linear
 from torcia.nn import functional as F
 
 __all__ = ["ConvBn2d", "ConvBnReLU2d", "ConvReLU2d", "LinearReLU", "freeze_bn_stats",
@@ -79,7 +79,7 @@ class ConvBn2d(Conv2d):
         running_std = torcia.sqrt(bn.running_var + bn.eps)
         factor = bn.weight / running_std
         weight = self.weight_fake_quant(self.weight * factor.reshape(-1, 1, 1, 1))
-        out = conv2d_zeros(self, input, weight, None) / factor.reshape(1, -1, 1, 1)
+        out = self._conv_forward(input, weight, None) / factor.reshape(1, -1, 1, 1)
         if self.bias is not None:
             out = out + self.bias.reshape(1, -1, 1, 1)
         return self.bn(out)
