@@ -22,6 +22,9 @@ except ImportError:
     torch = None
 
 needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 is not installed")
+# torch 2.13 marks its eager quantization deprecated; the comparisons call it on purpose
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore::UserWarning")]
 
 # what torcia leaves out of torch.ao.quantization's names: TorchScript graph-mode
 # quantization (``*_jit``, ``script_qconfig*``), sparse quantization's and reference
@@ -295,3 +298,142 @@ def test_default_eval_fn_calibrates_on_the_inputs():
     seen = []
     tq.default_eval_fn(lambda x: seen.append(x), [(1, "a"), (2, "b")])
     assert seen == [1, 2]
+
+
+@needs_torch
+@pytest.mark.parametrize("namespace", ["intrinsic", "intrinsic.qat", "intrinsic.quantized",
+                                       "qat"])
+def test_the_fused_and_qat_module_namespaces_have_torchs_classes(namespace):
+    import importlib
+    theirs = importlib.import_module(f"torch.ao.nn.{namespace}")
+    ours = importlib.import_module(f"torcia.ao.nn.{namespace}")
+    # FX-only fusions whose quantized kernels torcia does not have
+    fx_only = {"LinearLeakyReLU", "LinearTanh", "ConvAdd2d", "ConvAddReLU2d"}
+    names = {n for n in dir(theirs) if n[0].isupper() and isinstance(getattr(theirs, n), type)}
+    if namespace == "intrinsic.quantized":
+        names -= fx_only
+    assert sorted(n for n in names if not hasattr(ours, n)) == []
+
+
+def test_fused_modules_check_the_types_of_their_parts():
+    from torcia.ao.nn import intrinsic as nni
+    with pytest.raises(AssertionError, match="Incorrect types for input modules"):
+        nni.ConvReLU1d(nn.Conv2d(1, 1, 1), nn.ReLU())
+    with pytest.raises(AssertionError, match="Incorrect types for input modules"):
+        nni.LinearTanh(nn.Linear(1, 1), nn.ReLU())
+    m = nni.ConvAddReLU2d(nn.Conv2d(1, 1, 1), torcia.add, nn.ReLU())
+    assert m(torcia.ones(1, 1, 2, 2), -10 * torcia.ones(1, 1, 2, 2)).max().item() == 0.0
+
+
+def _stubbed(lib, nd, relu=True):
+    conv = getattr(lib.nn, f"Conv{nd}d")(3, 4, 3, padding=1)
+    bn = getattr(lib.nn, f"BatchNorm{nd}d")(4)
+    tail = [lib.nn.ReLU()] if relu else []
+    return lib.nn.Sequential(lib.ao.quantization.QuantStub(), conv, bn, *tail,
+                             lib.ao.quantization.DeQuantStub())
+
+
+def _same_state(ours, theirs):
+    theirs.load_state_dict({k: torch.tensor(v.detach().numpy())
+                            for k, v in ours.state_dict().items()})
+
+
+@needs_torch
+@pytest.mark.parametrize(("nd", "relu"), [(1, True), (3, True), (1, False), (3, False)])
+def test_post_training_quantization_of_1d_and_3d_conv_bn_relu_matches_torch(nd, relu):
+    torcia.manual_seed(nd)
+    ours, theirs = _stubbed(torcia, nd, relu), _stubbed(torch, nd, relu)
+    with torcia.no_grad():
+        ours[2].running_mean.copy_(torcia.randn(4) * 0.3)
+        ours[2].running_var.copy_(torcia.rand(4) + 0.5)
+    _same_state(ours, theirs)
+    names = ["1", "2", "3"] if relu else ["1", "2"]
+    ours = tq.fuse_modules(ours.eval(), names)
+    theirs = torch.ao.quantization.fuse_modules(theirs.eval(), names)
+    assert type(ours[1]).__name__ == type(theirs[1]).__name__
+    ours.qconfig = tq.default_per_channel_qconfig
+    theirs.qconfig = torch.ao.quantization.default_per_channel_qconfig
+    tq.prepare(ours, inplace=True)
+    torch.ao.quantization.prepare(theirs, inplace=True)
+    shape = (2, 3) + (5,) * nd
+    for _ in range(3):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        ours(torcia.tensor(x))
+        theirs(torch.tensor(x))
+    tq.convert(ours, inplace=True)
+    torch.ao.quantization.convert(theirs, inplace=True)
+    assert type(ours[1]).__name__ == type(theirs[1]).__name__
+    x = RNG.standard_normal(shape).astype(np.float32)
+    got, want = ours(torcia.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy()
+    assert ours[1].scale == pytest.approx(theirs[1].scale, rel=1e-6)
+    # the same integers: the dequantized values differ by the scale's float32 rounding
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+@needs_torch
+@pytest.mark.parametrize("nd", [1, 3])
+def test_quantization_aware_training_of_1d_and_3d_conv_bn_relu_matches_torch(nd):
+    torcia.manual_seed(10 + nd)
+    ours, theirs = _stubbed(torcia, nd), _stubbed(torch, nd)
+    _same_state(ours, theirs)
+    ours = tq.fuse_modules_qat(ours.train(), ["1", "2", "3"])
+    theirs = torch.ao.quantization.fuse_modules_qat(theirs.train(), ["1", "2", "3"])
+    ours.qconfig = tq.get_default_qat_qconfig("x86")
+    theirs.qconfig = torch.ao.quantization.get_default_qat_qconfig("x86")
+    tq.prepare_qat(ours, inplace=True)
+    torch.ao.quantization.prepare_qat(theirs, inplace=True)
+    assert type(ours[1]).__name__ == type(theirs[1]).__name__ == f"ConvBnReLU{nd}d"
+    shape = (2, 3) + (4,) * nd
+    for _ in range(2):
+        x = RNG.standard_normal(shape).astype(np.float32)
+        np.testing.assert_allclose(ours(torcia.tensor(x)).detach().numpy(),
+                                   theirs(torch.tensor(x)).detach().numpy(), atol=1e-4)
+    ours.apply(tq.fake_quantize.disable_observer)
+    ours.eval()
+    quantized = tq.convert(ours)
+    assert type(quantized[1]).__name__ == f"ConvReLU{nd}d"
+    assert quantized(torcia.randn(*shape)).shape == shape[:1] + (4,) + shape[2:]
+
+
+def test_linear_bn_fuses_for_qat_and_converts_to_a_quantized_linear():
+    torcia.manual_seed(3)
+    model = nn.Sequential(tq.QuantStub(), nn.Linear(4, 3), nn.BatchNorm1d(3), tq.DeQuantStub())
+    model = tq.fuse_modules_qat(model.train(), ["1", "2"])
+    model.qconfig = tq.get_default_qat_qconfig("x86")
+    tq.prepare_qat(model, inplace=True)
+    assert type(model[1]).__name__ == "LinearBn1d"
+    for _ in range(3):
+        model(torcia.randn(8, 4))
+    model.apply(tq.disable_observer)
+    model.eval()
+    x = torcia.randn(5, 4) * 0.3  # inside the calibrated range, where QAT's clamps agree
+    expected = model(x)
+    quantized = tq.convert(model)
+    assert type(quantized[1]).__name__ == "Linear"
+    assert (quantized(x) - expected).abs().max().item() < 0.1
+
+
+@needs_torch
+def test_batch_norm_relu_fuses_and_quantizes_as_torchs():
+    def build(lib):
+        return lib.nn.Sequential(lib.ao.quantization.QuantStub(), lib.nn.BatchNorm3d(2),
+                                 lib.nn.ReLU(), lib.ao.quantization.DeQuantStub())
+    ours, theirs = build(torcia), build(torch)
+    with torcia.no_grad():
+        ours[1].running_mean.copy_(torcia.tensor([0.3, -0.4]))
+        ours[1].running_var.copy_(torcia.tensor([1.5, 0.7]))
+    _same_state(ours, theirs)
+    ours = tq.fuse_modules(ours.eval(), ["1", "2"])
+    theirs = torch.ao.quantization.fuse_modules(theirs.eval(), ["1", "2"])
+    for model, api in ((ours, tq), (theirs, torch.ao.quantization)):
+        model.qconfig = api.default_qconfig
+        api.prepare(model, inplace=True)
+    x = RNG.standard_normal((2, 2, 3, 3, 3)).astype(np.float32)
+    ours(torcia.tensor(x))
+    theirs(torch.tensor(x))
+    tq.convert(ours, inplace=True)
+    torch.ao.quantization.convert(theirs, inplace=True)
+    assert type(ours[1]).__name__ == "BNReLU3d"
+    got, want = ours(torcia.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy()
+    # the same integers: the dequantized values differ by the scale's float32 rounding
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
