@@ -437,3 +437,74 @@ def test_batch_norm_relu_fuses_and_quantizes_as_torchs():
     got, want = ours(torcia.tensor(x)).numpy(), theirs(torch.tensor(x)).numpy()
     # the same integers: the dequantized values differ by the scale's float32 rounding
     np.testing.assert_allclose(got, want, rtol=1e-6, atol=0)
+
+
+def _observer_pair(kind, **kwargs):
+    ours = getattr(tq, kind)(**{k: getattr(tq, v) if isinstance(v, str) else v
+                                for k, v in kwargs.items()})
+    theirs = getattr(torch.ao.quantization, kind)(
+        **{k: getattr(torch, v) if isinstance(v, str) else v for k, v in kwargs.items()})
+    return ours, theirs
+
+
+HISTOGRAM_CASES = [
+    {}, {"reduce_range": True}, {"qscheme": "per_tensor_symmetric"},
+    {"qscheme": "per_tensor_symmetric", "reduce_range": True},
+    {"dtype": "qint8", "qscheme": "per_tensor_symmetric"}, {"quant_min": 0, "quant_max": 127},
+    {"bins": 256},
+]
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", HISTOGRAM_CASES, ids=str)
+@pytest.mark.parametrize("seed", range(6))
+def test_histogram_observer_gives_torchs_histogram_and_parameters(kwargs, seed):
+    rng = np.random.default_rng(seed)
+    ours, theirs = _observer_pair("HistogramObserver", **kwargs)
+    for step in range(1 + seed % 4):
+        x = (rng.standard_normal(int(rng.integers(1, 500))) * rng.uniform(0.1, 5)
+             + rng.uniform(-1, 1)).astype(np.float32)
+        if seed == 4:
+            x = np.abs(x)  # one-signed: the range still holds 0
+        if seed == 5 and step == 1:
+            x[:3] = [np.inf, -np.inf, 2.0]  # infinities are ignored, with a warning
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            ours(torcia.tensor(x))
+            theirs(torch.tensor(x))
+    np.testing.assert_array_equal(ours.histogram.numpy(), theirs.histogram.numpy())
+    assert (ours.min_val.item(), ours.max_val.item()) == \
+        (theirs.min_val.item(), theirs.max_val.item())
+    (scale, zero), (their_scale, their_zero) = ours.calculate_qparams(), \
+        theirs.calculate_qparams()
+    assert scale.tolist() == their_scale.tolist() and zero.tolist() == their_zero.tolist()
+
+
+@needs_torch
+@pytest.mark.parametrize("kwargs", [{"qscheme": "per_tensor_symmetric", "dtype": "qint8",
+                                     "reduce_range": True},
+                                    {"qscheme": "per_tensor_symmetric", "quant_min": 0,
+                                     "quant_max": 127},
+                                    {"quant_min": -3, "quant_max": 100}], ids=str)
+def test_min_max_parameters_are_torchs_float32_ones(kwargs):
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        ours, theirs = _observer_pair("MinMaxObserver", **kwargs)
+        x = (rng.standard_normal(50) * rng.uniform(0.01, 30)).astype(np.float32)
+        ours(torcia.tensor(x))
+        theirs(torch.tensor(x))
+        (scale, zero), (their_scale, their_zero) = ours.calculate_qparams(), \
+            theirs.calculate_qparams()
+        assert scale.tolist() == their_scale.tolist()
+        assert zero.tolist() == their_zero.tolist()
+
+
+def test_observers_refuse_what_torchs_refuse():
+    for kind, scheme in (("MinMaxObserver", tq.per_tensor_symmetric),
+                         ("PerChannelMinMaxObserver", tq.per_channel_symmetric)):
+        with pytest.raises(NotImplementedError, match="Cannot reduce range for symmetric"):
+            getattr(tq, kind)(qscheme=scheme, reduce_range=True)
+    with pytest.raises(NotImplementedError, match="per_tensor_symmetric and"):
+        tq.HistogramObserver(qscheme=tq.per_channel_affine)
+    with pytest.raises(NotImplementedError, match="dynamic quantization"):
+        tq.HistogramObserver(is_dynamic=True)

@@ -12,6 +12,7 @@ includes 0, so that 0.0 (padding, ReLU's floor) is exact.
 from __future__ import annotations
 
 import functools
+import warnings
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import Enum, auto
@@ -115,6 +116,7 @@ class UniformQuantizationObserverBase(ObserverBase):
         self.qscheme = qscheme
         self.reduce_range = reduce_range
         self.eps = eps
+        self.has_customized_qrange = quant_min is not None and quant_max is not None
         if quant_min is not None and quant_max is not None:
             if not quant_min <= 0 <= quant_max:
                 raise ValueError("Used-specified quantization range must include 0.")
@@ -135,17 +137,29 @@ class UniformQuantizationObserverBase(ObserverBase):
             lo, hi = np.asarray(lo, np.float64), np.asarray(hi, np.float64)
             scale = np.where(hi - lo > self.eps, (hi - lo) / (qmax - qmin), 1.0)
             return scale.astype(np.float32), (-lo / scale).astype(np.float32)
-        lo = np.minimum(np.asarray(lo, np.float64), 0.0)
-        hi = np.maximum(np.asarray(hi, np.float64), 0.0)
+        # in float32, as PyTorch computes them: a scale one ulp away moves zero points
+        lo = np.minimum(np.asarray(lo, np.float32), np.float32(0))
+        hi = np.maximum(np.asarray(hi, np.float32), np.float32(0))
+        eps = np.float32(self.eps)
         if self.qscheme in (per_tensor_symmetric, per_channel_symmetric):
             bound = np.maximum(-lo, hi)
-            scale = np.maximum(bound / ((qmax - qmin) / 2), self.eps)
-            mid = (qmin + qmax + 1) // 2 if self.dtype is quint8 else 0
+            scale = np.maximum(bound / np.float32((qmax - qmin) / 2), eps)
+            # PyTorch's: 128 for quint8 (even where reduce_range halves the range), the
+            # middle rounded down of a range the user gave
+            mid = ((qmin + qmax) // 2 if self.has_customized_qrange else 128) \
+                if self.dtype is quint8 else 0
             zero = np.full(scale.shape, mid, np.int64)
         else:
-            scale = np.maximum((hi - lo) / (qmax - qmin), self.eps)
+            scale = np.maximum((hi - lo) / np.float32(qmax - qmin), eps)
             zero = np.clip(qmin - np.round(lo / scale), qmin, qmax).astype(np.int64)
         return scale.astype(np.float32), zero
+
+
+def _refuse_reduced_symmetric(observer, scheme) -> None:
+    # PyTorch's min/max observers refuse it: quint8's symmetric zero point stays 128,
+    # outside the halved range
+    if observer.qscheme is scheme and observer.reduce_range and observer.dtype is quint8:
+        raise NotImplementedError("Cannot reduce range for symmetric quantization for quint8")
 
 
 def _as_pair(scale, zero):
@@ -173,6 +187,7 @@ class MinMaxObserver(UniformQuantizationObserverBase):
                  is_dynamic=False, **kwargs):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
                          eps, is_dynamic, **kwargs)
+        _refuse_reduced_symmetric(self, per_tensor_symmetric)
         self.register_buffer("min_val", torcia.tensor(float("inf")))
         self.register_buffer("max_val", torcia.tensor(float("-inf")))
 
@@ -253,6 +268,7 @@ class PerChannelMinMaxObserver(UniformQuantizationObserverBase):
                  eps=_EPS, is_dynamic=False, **kwargs):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
                          eps, is_dynamic, **kwargs)
+        _refuse_reduced_symmetric(self, per_channel_symmetric)
         self.ch_axis = ch_axis
         self.register_buffer("min_val", torcia.tensor([]))
         self.register_buffer("max_val", torcia.tensor([]))
@@ -318,12 +334,21 @@ class HistogramObserver(UniformQuantizationObserverBase):
     (1.0, 0)
     """
 
+    UPSAMPLE = 16  # parts of each bin when the histogram widens, as PyTorch's
+
     def __init__(self, bins: int = 2048, dtype=quint8, qscheme=per_tensor_affine,
                  reduce_range=False, quant_min=None, quant_max=None, factory_kwargs=None,
                  eps=_EPS, is_dynamic=False, **kwargs):
         super().__init__(dtype, qscheme, reduce_range, quant_min, quant_max, factory_kwargs,
                          eps, is_dynamic, **kwargs)
+        if qscheme not in (per_tensor_affine, per_tensor_symmetric):
+            raise NotImplementedError("HistogramObserver's qscheme only support "
+                                      "torch.per_tensor_symmetric and torch.per_tensor_affine.")
+        if is_dynamic:
+            raise NotImplementedError("HistogramObserver doesn't support dynamic quantization")
         self.bins = bins
+        # the error is measured on the levels of the stored integer type, as PyTorch does
+        self.levels = 2 ** 32 if dtype is qint32 else 256
         self.register_buffer("histogram", torcia.zeros(bins))
         self.register_buffer("min_val", torcia.tensor(float("inf")))
         self.register_buffer("max_val", torcia.tensor(float("-inf")))
@@ -331,72 +356,135 @@ class HistogramObserver(UniformQuantizationObserverBase):
     def forward(self, x_orig):
         if x_orig.numel() == 0:
             return x_orig
-        data = x_orig.detach().numpy().astype(np.float64).reshape(-1)
-        lo, hi = float(data.min()), float(data.max())
-        old_lo, old_hi = self.min_val.item(), self.max_val.item()
-        hist = self.histogram.numpy().astype(np.float64)
-        if old_lo == float("inf"):
-            new_lo, new_hi = lo, hi
-            merged = np.zeros(self.bins)
+        data = x_orig.detach().numpy().astype(np.float32).reshape(-1)
+        if np.isinf(data).any():
+            warnings.warn("torch.inf detected in input tensor, ignoring input", stacklevel=2)
+            data = data[~np.isinf(data)]
+            if data.size == 0:
+                return x_orig
+        lo, hi = data.min(), data.max()
+        old_lo = np.float32(self.min_val.item())
+        old_hi = np.float32(self.max_val.item())
+        if np.isinf(old_lo) or np.isinf(old_hi):
+            merged, new_lo, new_hi = _histc(data, self.bins, lo, hi), lo, hi
         else:
-            new_lo, new_hi = min(lo, old_lo), max(hi, old_hi)
-            # the old counts moved to the bins of the wider range (at their centres)
-            width = (old_hi - old_lo) / self.bins
-            centres = old_lo + (np.arange(self.bins) + 0.5) * width
-            merged = np.histogram(centres, bins=self.bins, range=(new_lo, new_hi),
-                                  weights=hist)[0] if new_hi > new_lo else hist
-        if new_hi > new_lo:
-            merged = merged + np.histogram(data, bins=self.bins, range=(new_lo, new_hi))[0]
-        else:
-            merged = merged.copy()
-            merged[0] += data.size
+            new_lo, new_hi = min(old_lo, lo), max(old_hi, hi)
+            merged = _histc(data, self.bins, new_lo, new_hi)
+            old = self.histogram.numpy().astype(np.float32)
+            if new_lo == old_lo and new_hi == old_hi:
+                merged = merged + old
+            elif old_lo == old_hi:
+                merged = merged + _histc(np.array([old_lo]), self.bins, new_lo, new_hi) \
+                    * old.sum(dtype=np.float32)
+            else:
+                merged = merged + self._upscaled(old, old_lo, old_hi, new_lo, new_hi)
         self.histogram = torcia.from_numpy(merged.astype(np.float32))
-        self.min_val, self.max_val = torcia.tensor(new_lo), torcia.tensor(new_hi)
+        self.min_val, self.max_val = torcia.tensor(float(new_lo)), torcia.tensor(float(new_hi))
         return x_orig
 
-    def _error(self, hist, start, end):
-        """The L2 quantization error (in bin widths squared) of keeping bins
-        [start, end]: rounding within a step inside, the distance to the range outside."""
-        levels = self.quant_max - self.quant_min + 1
-        step = (end - start + 1) / levels
-        centres = np.arange(self.bins) + 0.5
-        below, above = centres < start, centres > end + 1
-        err = np.full(self.bins, step * step / 12.0)
-        err[below] = (start - centres[below]) ** 2
-        err[above] = (centres[above] - end - 1) ** 2
-        return float((hist * err).sum())
+    def _upscaled(self, hist, old_lo, old_hi, new_lo, new_hi):
+        """``hist`` over [old_lo, old_hi] redistributed on the bins of [new_lo, new_hi]:
+        each bin split in ``UPSAMPLE`` equal parts, each part counted at its middle."""
+        rate = self.UPSAMPLE
+        parts = np.repeat(hist, rate) / np.float32(rate)
+        width = (old_hi - old_lo) / np.float32(self.bins * rate)
+        middles = _linspace(old_lo, old_hi, self.bins * rate + 1)[:-1] + np.float32(0.5) * width
+        edges = _linspace(new_lo, new_hi, self.bins + 1)
+        bins = np.clip(np.searchsorted(edges, middles, side="right") - 1, 0, self.bins - 1)
+        out = np.zeros(self.bins, np.float32)
+        np.add.at(out, bins, parts)  # one by one in float32, as torch.bincount sums
+        return out
 
-    def _search(self, hist):
-        """The range of least error among those clipping a fraction of the values at
-        either end (from none to a tenth, on a geometric grid; PyTorch's greedy search
-        walks the same objective one small step at a time)."""
-        cumsum = np.cumsum(hist)
-        total = cumsum[-1]
-        fractions = np.concatenate([[0.0], np.geomspace(1e-6, 0.1, 24)])
-        starts = {min(int(np.searchsorted(cumsum, f * total, side="right")), self.bins - 1)
-                  for f in fractions}
-        ends = {max(int(np.searchsorted(cumsum, (1 - f) * total, side="left")), 0)
-                for f in fractions}
-        best, best_err = (0, self.bins - 1), self._error(hist, 0, self.bins - 1)
-        for start in sorted(starts):
-            for end in sorted(ends):
-                if end <= start:
-                    continue
-                err = self._error(hist, start, end)
-                if err < best_err:
-                    best, best_err = (start, end), err
-        return best
+    def _error(self, start: int, end: int) -> float:
+        """The L2 error of quantizing the histogram with bins [start, end] as the range
+        on ``2 ** bits`` levels, the values spread evenly within each bin."""
+        width = np.float32((self.max_val.item() - self.min_val.item()) / self.bins)
+        dst_width = np.float32(width * (end - start + 1) / self.levels)
+        if dst_width == 0:
+            return 0.0
+        hist = self.histogram.numpy().astype(np.float32)
+        begin = (np.arange(self.bins) - start).astype(np.float32) * width
+        stop = begin + width
+        levels = np.float32(self.levels - 1)
+        dst_begin = np.clip(np.floor(begin / dst_width), 0, levels)
+        dst_end = np.clip(np.floor(stop / dst_width), 0, levels)
+        density = hist / width
+        half = dst_width / np.float32(2)
+        norm = _cube_norm(begin - (dst_begin + np.float32(0.5)) * dst_width, half, density)
+        norm = norm + (dst_end - dst_begin - 1) * _cube_norm(-half, half, density)
+        norm = norm + _cube_norm(-half, stop - (dst_end * dst_width + half), density)
+        return float(norm.sum(dtype=np.float32))
+
+    def _search(self) -> tuple[int, int]:
+        """The bins of the range to quantize: PyTorch's greedy search (after Caffe2's
+        norm minimisation), dropping the tail that holds fewer values, a 1e-5 of them
+        at a time, while the L2 error decreases."""
+        hist = self.histogram.numpy().astype(np.float32)
+        total = float(hist.sum(dtype=np.float32))
+        cumsum = np.cumsum(hist, dtype=np.float32)
+        alpha, beta, step = 0.0, 1.0, 1e-5
+        start, end = 0, self.bins - 1
+        best = float("inf")
+        while alpha < beta:
+            next_alpha, next_beta = alpha + step, beta - step
+            left = start
+            while left < end and cumsum[left] < next_alpha * total:
+                left += 1
+            right = end
+            while right > start and cumsum[right] > next_beta * total:
+                right -= 1
+            next_start, next_end = start, end
+            if left - start > end - right:
+                next_start, alpha = left, next_alpha
+            else:
+                next_end, beta = right, next_beta
+            if (next_start, next_end) == (start, end):
+                continue
+            norm = self._error(next_start, next_end)
+            if norm > best:
+                break
+            best, start, end = norm, next_start, next_end
+        return start, end
 
     def calculate_qparams(self):
-        lo, hi = self.min_val.item(), self.max_val.item()
-        if lo == float("inf"):
+        lo, hi = np.float32(self.min_val.item()), np.float32(self.max_val.item())
+        if np.isinf(lo) and np.isinf(hi):
+            warnings.warn("must run observer before calling calculate_qparams. Returning "
+                          "default scale and zero point ", stacklevel=2)
             return _as_pair(1.0, 0)
-        if hi == lo:
-            return _as_pair(*self._qparams(lo, hi))
-        hist = self.histogram.numpy().astype(np.float64)
-        start, end = self._search(hist)
-        width = (hi - lo) / self.bins
-        return _as_pair(*self._qparams(lo + start * width, lo + (end + 1) * width))
+        start, end = self._search()
+        width = (hi - lo) / np.float32(self.bins)
+        return _as_pair(*self._qparams(lo + width * np.float32(start),
+                                       lo + width * np.float32(end + 1)))
+
+
+def _histc(data, bins: int, lo, hi):
+    """``torch.histc``: ``bins`` equal bins over [lo, hi] (the last one closed), values
+    outside left out, in float32 arithmetic."""
+    lo, hi = np.float32(lo), np.float32(hi)
+    if lo == hi:
+        lo, hi = lo - np.float32(1), hi + np.float32(1)
+    data = np.asarray(data, np.float32)
+    data = data[(data >= lo) & (data <= hi)]
+    pos = ((data - lo) * np.float32(bins) / (hi - lo)).astype(np.int64)
+    return np.bincount(np.minimum(pos, bins - 1), minlength=bins).astype(np.float32)
+
+
+def _linspace(start, end, steps: int):
+    """``torch.linspace`` in float32: a float32 step, the first half stepped from
+    ``start`` and the second from ``end`` (both ends exact), each point rounded once
+    (a fused multiply-add)."""
+    start, end = np.float32(start), np.float32(end)
+    step = np.float64((end - start) / np.float32(steps - 1))
+    i = np.arange(steps)
+    return np.where(i < steps // 2, np.float64(start) + step * i,
+                    np.float64(end) - step * (steps - 1 - i)).astype(np.float32)
+
+
+def _cube_norm(begin, end, density):
+    """The L2 norm of values spread at ``density`` between ``begin`` and ``end`` around
+    their quantized value: ``density * (end^3 - begin^3) / 3``."""
+    return density * ((end * end * end - begin * begin * begin) / np.float32(3))
 
 
 class PlaceholderObserver(ObserverBase):
