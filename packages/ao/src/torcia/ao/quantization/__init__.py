@@ -31,6 +31,8 @@ True
 
 from __future__ import annotations
 
+from typing import Union
+
 from torcia.ao._qtensor import (
     QTensor,
     dequantize,
@@ -185,8 +187,8 @@ from torcia.ao.quantization.quantize import (
 )
 from torcia.ao.quantization.utils import MatchAllNode, Pattern
 
-#: what a QConfig's factories make
-ObserverOrFakeQuantize = ObserverBase | FakeQuantizeBase
+#: what a QConfig's factories make (a typing form, as PyTorch's)
+ObserverOrFakeQuantize = Union[ObserverBase, FakeQuantizeBase]  # noqa: UP007
 
 __all__ = [
     "DeQuantStub", "FakeQuantize", "FakeQuantizeBase", "FixedQParamsFakeQuantize",

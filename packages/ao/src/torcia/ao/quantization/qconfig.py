@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import warnings
 from collections import namedtuple
+from typing import Optional
 
 import torcia
 from torcia.ao.quantization.fake_quantize import (
@@ -66,8 +67,8 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
 
 
 QConfigDynamic = QConfig
-#: a QConfig, or None for "do not quantize"
-QConfigAny = QConfig | None
+#: a QConfig, or None for "do not quantize" (a typing form, as PyTorch's)
+QConfigAny = Optional[QConfig]  # noqa: UP045
 
 default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
 default_per_channel_qconfig = QConfig(activation=default_observer,

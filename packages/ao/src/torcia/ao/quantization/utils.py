@@ -5,11 +5,11 @@ first, as graph-mode fusion writes it; :class:`MatchAllNode` matches any op ther
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Union
 
 __all__ = ["MatchAllNode", "Pattern"]
 
-Pattern = Callable | tuple[Any, ...] | Any
+Pattern = Union[Callable, tuple[Any, ...], Any]  # noqa: UP007 - a typing form, as PyTorch's
 
 
 class MatchAllNode:
