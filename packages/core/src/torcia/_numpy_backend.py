@@ -151,6 +151,7 @@ def _refusing(name, kernel, refused):
 
     run.__name__ = name
     run.__wrapped__ = kernel  # the op's schema is read from the kernel's signature
+    run.__doc__ = kernel.__doc__
     return run
 
 
