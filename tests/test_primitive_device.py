@@ -190,13 +190,15 @@ _F = {"dtype": None}  # a float operand of the case's dtype
 # (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
 # (positive values), "m" (a bool mask), or a Python number
 ELEMENTWISE_CASES = [
-    ("relu", "x", {}), ("hardsigmoid", "x", {}),
+    ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
+    ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
     ("hardswish", "x", {}), ("softsign", "x", {}), ("tanhshrink", "x", {}), ("silu", "x", {}),
     ("silu_backward", "yx", {}), ("softplus", "x", {"beta": 2.0, "threshold": 10.0}),
-    ("mish", "x", {}), ("logsigmoid", "x", {}), ("gelu", "x", {}),
+    ("mish", "x", {}), ("logsigmoid", "x", {}), ("elu", "x", {"alpha": 0.7}),
+    ("celu", "x", {"alpha": 1.5}), ("selu", "x", {}), ("gelu", "x", {}),
     ("gelu", "x", {"approximate": "tanh"}), ("gelu_backward", "yx", {}),
-    ("gelu_backward", "yx", {"approximate": "tanh"}), ("frac", "x", {}),
-    ("addcmul", "xyp", {"value": 0.5}), ("addcdiv", "xyp", {"value": -2}),
+    ("gelu_backward", "yx", {"approximate": "tanh"}), ("sinc", "x", {}), ("frac", "x", {}),
+    ("rsqrt", "p", {}), ("addcmul", "xyp", {"value": 0.5}), ("addcdiv", "xyp", {"value": -2}),
     ("lerp", "xy", {"weight": 0.3}), ("lerp", "xy", {"weight": 0.8}), ("lerp", "xyp", {}),
     ("xlogy", "xp", {}), ("xlogy", "px", {}), ("xlog1py", "xp", {}), ("fmax", "xy", {}),
     ("fmin", "xy", {}), ("logical_not", "x", {}), ("logical_and", "xy", {}),
@@ -214,7 +216,7 @@ ELEMENTWISE_CASES = [
     ("rms_norm", "yw", {"normalized_ndim": 1, "eps": 1e-5}),
     ("layer_norm", "ywb", {"normalized_ndim": 1, "eps": 1e-5}),
     ("layer_norm", "y", {"weight": None, "bias": None, "normalized_ndim": 2, "eps": 1e-5}),
-    ("lstm_cell", "GC", {}), ("sub", "xy", {}), ("gt", "xy", {}),
+    ("lstm_cell", "GC", {}), ("sub", "xy", {}), ("reciprocal", "x", {}), ("gt", "xy", {}),
     ("ge", "xx", {}), ("ne", "xy", {}), ("all", "x", {}), ("all", "m", {"dim": (1,)}),
     ("any", "m", {"dim": (0,), "keepdim": True}), ("var", "y", {}),
     ("var", "y", {"dim": (1,), "correction": 0, "keepdim": True}),
@@ -276,3 +278,4 @@ def _same(op, got, want):
     # signed zeros where the reference gives a zero
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+

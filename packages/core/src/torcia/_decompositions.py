@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 import torcia
-from torcia._kernels_linalg import outer_operands
+from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._kernels_nn import _pool_geometry
 from torcia._tensor import call
 
@@ -36,6 +36,7 @@ def mm(a, b):
 
 
 def dot(a, b):
+    dot_operands(a, b)
     return a.matmul(b)
 
 
@@ -83,10 +84,26 @@ def _one(a):
     return torcia.ones((), dtype=a.dtype, device=a.device)
 
 
+def _scalar(a, value):
+    """``value`` as a 0-dim tensor of ``a``'s dtype on its device."""
+    return torcia.full((), value, dtype=a.dtype, device=a.device)
+
+
 @_opmath
 def relu(a):
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return torcia.where(a > 0, a, torcia.where(a < 0, _zero(a), a * 0))
+
+
+@_opmath
+def leaky_relu(a, negative_slope=0.01):
+    return torcia.where(a > 0, a, a * negative_slope)
+
+
+@_opmath
+def hardtanh(a, min_val=-1.0, max_val=1.0):
+    # limits of a's dtype: an integer tensor is clamped in its dtype, as PyTorch's
+    return a.clamp(_scalar(a, min_val), _scalar(a, max_val))
 
 
 @_opmath
@@ -137,7 +154,22 @@ def logsigmoid(a):
     return -softplus(-a)
 
 
+@_opmath
+def elu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * a.expm1())
+
+
+@_opmath
+def celu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * (a / alpha).expm1())
+
+
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+@_opmath
+def selu(a):
+    return _SELU_SCALE * elu(a, _SELU_ALPHA)
 
 
 @_opmath
@@ -160,8 +192,21 @@ def gelu_backward(g, a, approximate="none"):
 
 
 @_opmath
+def sinc(a):
+    # the zeros divide sin(pi) by pi, not 0 by 0, whose NaN would reach their gradient
+    zero = a == 0
+    x = torcia.where(zero, _one(a), a) * math.pi
+    return torcia.where(zero, _one(a), x.sin() / x)
+
+
+@_opmath
 def frac(a):
     return a - a.trunc()
+
+
+@_opmath
+def rsqrt(a):
+    return a.sqrt().reciprocal()
 
 
 @_opmath
@@ -191,7 +236,13 @@ def xlogy(a, b):
 
 @_opmath
 def xlog1py(a, b):
-    return torcia.where(_both(a == 0, b == b), _zero(a), a * b.log1p())
+    # PyTorch's gradient in a is log1p(b) at a == 0 too: there the product a * log1p(b)
+    # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
+    # masked; + 0 makes -0.0 the reference's 0.0
+    out = b.log1p()
+    out = torcia.where(_both(a == 0, _either(b <= -1, b == math.inf)),
+                       _zero(out), out)
+    return a * out + 0
 
 
 def fmax(a, b):
@@ -207,6 +258,10 @@ def _both(x, y):
     return call("bitwise_and", (x, y), {})
 
 
+def _either(x, y):
+    return call("bitwise_or", (x, y), {})
+
+
 def logical_not(a):
     return a == 0
 
@@ -216,7 +271,7 @@ def logical_and(a, b):
 
 
 def logical_or(a, b):
-    return call("bitwise_or", (a != 0, b != 0), {})
+    return _either(a != 0, b != 0)
 
 
 def logical_xor(a, b):
@@ -224,8 +279,7 @@ def logical_xor(a, b):
 
 
 def masked_fill(a, mask, value):
-    fill = (value.to(a.dtype) if isinstance(value, torcia.Tensor)
-            else torcia.full((), value, dtype=a.dtype, device=a.device))
+    fill = value.to(a.dtype) if isinstance(value, torcia.Tensor) else _scalar(a, value)
     return torcia.where(mask, fill, a)
 
 
@@ -298,7 +352,7 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     out = a
     for bad, value in ((a.isnan(), nan), (a == math.inf, info.max if posinf is None else posinf),
                        (a == -math.inf, info.min if neginf is None else neginf)):
-        out = torcia.where(bad, torcia.full((), value, dtype=a.dtype, device=a.device), out)
+        out = torcia.where(bad, _scalar(a, value), out)
     return out
 
 
@@ -375,7 +429,8 @@ def lstm_cell(gates, c):
     i, f, g, o = gates.chunk(4, -1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c_new = f * c + i * g
-    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1)
+    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
+    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1).detach()
 
 
 def _activation_derivative(a, activation, params):
@@ -383,9 +438,7 @@ def _activation_derivative(a, activation, params):
     if activation == "relu":
         return (a > 0).to(a.dtype)
     if activation == "leaky_relu":
-        return torcia.where(a > 0, _one(a),
-                            torcia.full((), params["negative_slope"], dtype=a.dtype,
-                                        device=a.device))
+        return torcia.where(a > 0, _one(a), _scalar(a, params["negative_slope"]))
     if activation in ("elu", "selu", "celu"):
         alpha = params.get("alpha", _SELU_ALPHA)
         below = (torcia.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
@@ -437,6 +490,10 @@ def sub(a, b):
     # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
     # integers wrap alike
     return a + (-b)
+
+
+def reciprocal(a):
+    return _one(a) / a
 
 
 def gt(a, b):
@@ -707,7 +764,7 @@ DECOMPOSITIONS = {
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
-        var)},
+        var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,

@@ -16,7 +16,7 @@ from torcia import ops
 from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
-from torcia._kernels_linalg import LinalgKernels, outer_operands
+from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
@@ -763,6 +763,7 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     mm = bmm = matmul
 
     def dot(self, a, b):
+        dot_operands(a, b)
         return _keep(self.xp.dot(a, b), a)
 
     def outer(self, a, b):
