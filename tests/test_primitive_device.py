@@ -7,6 +7,7 @@ The device "prims" is a test plugin holding NumPy arrays in memory of its own (t
 copy), with the reference kernels of the primitives only.
 """
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -279,3 +280,27 @@ def _same(op, got, want):
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
 
+
+def _pairs():
+    i, f = torcia.tensor([[3, -2], [0, 7]]), torcia.tensor([[0.5, -1.5], [2.0, 0.25]])
+    h = f.to(torcia.float16)
+    return [
+        lambda d: i.to(d) - f.to(d), lambda d: f.to(d) - i.to(d), lambda d: h.to(d) - f.to(d),
+        lambda d: i.to(d) - 0.5, lambda d: 1.5 - i.to(d), lambda d: i.to(d) - i.to(d),
+        lambda d: i.to(d) > f.to(d), lambda d: torcia.ne(h.to(d), 2.0),
+        lambda d: torcia.reciprocal(i.to(d)), lambda d: torcia.rsqrt(h.to(d).abs()),
+    ]
+
+
+@pytest.mark.parametrize("mode", [False, True])
+@pytest.mark.parametrize("case", range(len(_pairs())))
+def test_elementwise_composites_promote_their_operands_first(prims, case, mode):
+    """An elementwise composite of mixed dtypes or with a Python number decomposes on its
+    promoted operands (the dtypes its kernel would be given), with and without a dispatch
+    mode entered: the "cpu" device's result."""
+    fn = _pairs()[case]
+    want = fn("cpu")
+    with library.DispatchMode() if mode else contextlib.nullcontext():
+        got = fn(prims)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
