@@ -281,24 +281,32 @@ def _same(op, got, want):
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
 
 
-def _pairs():
-    i, f = torcia.tensor([[3, -2], [0, 7]]), torcia.tensor([[0.5, -1.5], [2.0, 0.25]])
-    h = f.to(torcia.float16)
-    return [
-        lambda d: i.to(d) - f.to(d), lambda d: f.to(d) - i.to(d), lambda d: h.to(d) - f.to(d),
-        lambda d: i.to(d) - 0.5, lambda d: 1.5 - i.to(d), lambda d: i.to(d) - i.to(d),
-        lambda d: i.to(d) > f.to(d), lambda d: torcia.ne(h.to(d), 2.0),
-        lambda d: torcia.reciprocal(i.to(d)), lambda d: torcia.rsqrt(h.to(d).abs()),
-    ]
+def _int(d):
+    return torcia.tensor([[3, -2], [0, 7]], device=d)
+
+
+def _float(d, dtype=torcia.float32):
+    return torcia.tensor([[0.5, -1.5], [2.0, 0.25]], dtype=dtype, device=d)
+
+
+# elementwise composites of mixed dtypes or with a Python number (tensors made in the test:
+# none at collection, which would build the device tables before the plugin registers)
+PROMOTING = [
+    lambda d: _int(d) - _float(d), lambda d: _float(d) - _int(d),
+    lambda d: _float(d, torcia.float16) - _float(d), lambda d: _int(d) - 0.5,
+    lambda d: 1.5 - _int(d), lambda d: _int(d) - _int(d), lambda d: _int(d) > _float(d),
+    lambda d: torcia.ne(_float(d, torcia.float16), 2.0), lambda d: torcia.reciprocal(_int(d)),
+    lambda d: torcia.rsqrt(_float(d, torcia.float16).abs()),
+]
 
 
 @pytest.mark.parametrize("mode", [False, True])
-@pytest.mark.parametrize("case", range(len(_pairs())))
+@pytest.mark.parametrize("case", range(len(PROMOTING)))
 def test_elementwise_composites_promote_their_operands_first(prims, case, mode):
     """An elementwise composite of mixed dtypes or with a Python number decomposes on its
     promoted operands (the dtypes its kernel would be given), with and without a dispatch
     mode entered: the "cpu" device's result."""
-    fn = _pairs()[case]
+    fn = PROMOTING[case]
     want = fn("cpu")
     with library.DispatchMode() if mode else contextlib.nullcontext():
         got = fn(prims)
