@@ -189,7 +189,8 @@ def _values(dtype, shape=(4, 6), seed=0):
 
 _F = {"dtype": None}  # a float operand of the case's dtype
 # (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
-# (positive values), "m" (a bool mask), or a Python number
+# (positive values), "m" (a bool mask), "n" and "u" (int64 and uint8 values), "s" (values
+# with dims of size 1), or a Python number
 ELEMENTWISE_CASES = [
     ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
     ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
@@ -222,6 +223,14 @@ ELEMENTWISE_CASES = [
     ("any", "m", {"dim": (0,), "keepdim": True}), ("var", "y", {}),
     ("var", "y", {"dim": (1,), "correction": 0, "keepdim": True}),
     ("var", "y", {"dim": (0, 1), "correction": 30}),
+    ("isnan", "x", {}), ("isnan", "n", {}), ("isinf", "x", {}), ("isinf", "u", {}),
+    ("sign", "x", {}), ("sign", "n", {}), ("sign", "u", {}), ("sign", "m", {}),
+    ("bitwise_not", "n", {}), ("bitwise_not", "u", {}), ("bitwise_not", "m", {}),
+    ("squeeze", "s", {"dim": None}), ("squeeze", "s", {"dim": (1, 2)}),
+    ("unsqueeze", "x", {"dim": -1}), ("transpose", "x", {"dim0": 1, "dim1": 0}),
+    ("narrow", "x", {"dim": 1, "start": 2, "length": 3}),
+    ("split", "x", {"sections": (2, 1, 3), "dim": -1}), ("flip", "x", {"dims": (0, -1)}),
+    ("repeat", "x", {"sizes": (2, 1, 3)}), ("repeat", "x", {"sizes": (1, 1)}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -238,7 +247,11 @@ def _inputs(spec, dtype):
             "m": _values(torcia.float64, seed=3) > 0,
             "w": _values(dtype, (6,), seed=4), "b": _values(dtype, (6,), seed=5),
             "i": torcia.tensor([3, 0, 3, 1]),
-            "G": _values(dtype, (4, 8), seed=6), "C": _values(dtype, (4, 2), seed=7)}
+            "G": _values(dtype, (4, 8), seed=6), "C": _values(dtype, (4, 2), seed=7),
+            "n": torcia.tensor(np.random.default_rng(8).integers(-50, 50, (4, 6))),
+            "u": torcia.tensor(np.random.default_rng(9).integers(0, 256, (4, 6)),
+                               dtype=torcia.uint8),
+            "s": _values(dtype, (4, 1, 6), seed=10)}
     # lerp's tensor weight: in [0, 1], around the 0.5 where its formula switches
     if spec == "xyp":
         made["p"] = torcia.tensor(np.linspace(0, 1, 24).reshape(4, 6), dtype=dtype)

@@ -21,7 +21,8 @@ import numpy as np
 import torcia
 from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._kernels_nn import _pool_geometry
-from torcia._tensor import call
+from torcia._numpy_backend import refusal
+from torcia._tensor import _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -316,6 +317,62 @@ def std(a, dim=None, correction=1, keepdim=False):
     return call("var", (a,), {"dim": dim, "correction": correction, "keepdim": keepdim}).sqrt()
 
 
+# ----- views and movement: the views are views of the input, as the kernels' -------------
+
+
+def _view(a, op, **params):
+    return call(op, (a,), params, view_of=a)
+
+
+def squeeze(a, dim=None):
+    dims = range(a.ndim) if dim is None else [d % a.ndim for d in dim] if a.ndim else ()
+    shape = tuple(n for d, n in enumerate(a.shape) if n != 1 or d not in dims)
+    return _view(a, "view", shape=shape)
+
+
+def unsqueeze(a, dim):
+    dim %= a.ndim + 1
+    return _view(a, "view", shape=tuple(a.shape[:dim]) + (1,) + tuple(a.shape[dim:]))
+
+
+def transpose(a, dim0, dim1):
+    dims = list(range(a.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return _view(a, "permute", dims=tuple(dims))
+
+
+def _along(a, dim, key):
+    """``a[..., key, ...]`` with ``key`` at ``dim``: a view."""
+    return _view(a, "getitem", key=(slice(None),) * (dim % a.ndim) + (key,))
+
+
+def narrow(a, dim, start, length):
+    return _along(a, dim, slice(start, start + length))
+
+
+def split(a, sections, dim=0):
+    bounds = itertools.accumulate(sections, initial=0)
+    return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
+
+
+def flip(a, dims):
+    key = [slice(None)] * a.ndim
+    for d in dims:
+        key[d % a.ndim] = slice(None, None, -1)
+    return _view(a, "getitem", key=tuple(key)).clone()  # a copy, as PyTorch's
+
+
+def repeat(a, sizes):
+    sizes = tuple(sizes)
+    shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
+    # each dim n as (1, n) expanded to (r, n), then (r * n)
+    spread = a.reshape(tuple(x for n in shape for x in (1, n)))
+    out = spread.expand(tuple(x for r, n in zip(sizes, shape) for x in (r, n)))
+    out = out.reshape(tuple(r * n for r, n in zip(sizes, shape)))
+    # a copy even where nothing repeats
+    return out if any(r != 1 for r in sizes) else out.clone()
+
+
 def tile(a, dims):
     dims = tuple(dims)
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
@@ -494,6 +551,46 @@ def sub(a, b):
 
 def reciprocal(a):
     return _one(a) / a
+
+
+def _refuse(op, a):
+    """Raise the reference kernel's error where it refuses ``a``'s dtype."""
+    error = refusal(op, a.dtype.to_numpy())
+    if error is not None:
+        raise error
+
+
+def isnan(a):
+    return a != a
+
+
+def isinf(a):
+    if a.is_complex():
+        return _either(isinf(a.real), isinf(a.imag))
+    if not a.is_floating_point():
+        return torcia.zeros(a.shape, dtype=torcia.bool, device=a.device)
+    return a.abs() == math.inf
+
+
+def sign(a):
+    _refuse("sign", a)
+    if a.dtype == torcia.bool:
+        return a.clone()
+    # 0 for a zero of either sign and for NaN, as PyTorch's
+    out = (a > 0).to(a.dtype) - (a < 0).to(a.dtype)
+    if not a.is_floating_point():
+        return out
+    # plus a zero made of a: the result is differentiable, its gradient 0 (PyTorch's)
+    return out + torcia.where(isfinite(a), a * 0, _zero(a))
+
+
+def bitwise_not(a):
+    if a.dtype == torcia.bool:
+        return logical_not(a)
+    if a.is_floating_point() or a.is_complex():
+        raise NotImplementedError(
+            f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
+    return call("bitwise_xor", (a, _scalar(a, -1)), {})  # all ones, in two's complement
 
 
 def gt(a, b):
@@ -764,7 +861,8 @@ DECOMPOSITIONS = {
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
-        var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal)},
+        var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
+        sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,

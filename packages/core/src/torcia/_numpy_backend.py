@@ -121,6 +121,16 @@ _ANSWERED_EARLY = {
 }
 
 
+def refusal(op: str, dtype) -> Exception | None:
+    """PyTorch's error for ``op`` on NumPy ``dtype`` where it has no kernel for it (None
+    where it has one): what the reference kernel raises, for a decomposition to raise."""
+    found = _REFUSED.get(op, {}).get(np.dtype(dtype).kind)
+    if found is None:
+        return None
+    error, message = found
+    return error(message.format(_torch_name(FROM_NUMPY[np.dtype(dtype)])))
+
+
 def _refusing(name, kernel, refused):
     """``kernel`` refusing operands of the NumPy kinds in ``refused`` with PyTorch's error.
     The array-module ufuncs get a wrapper of their exact arity, so the check costs a few
