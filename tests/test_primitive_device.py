@@ -190,7 +190,7 @@ def _values(dtype, shape=(4, 6), seed=0):
 _F = {"dtype": None}  # a float operand of the case's dtype
 # (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
 # (positive values), "m" (a bool mask), "n" and "u" (int64 and uint8 values), "s" (values
-# with dims of size 1), or a Python number
+# with dims of size 1), "k" and "K" (indices into the last dim), or a Python number
 ELEMENTWISE_CASES = [
     ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
     ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
@@ -231,6 +231,9 @@ ELEMENTWISE_CASES = [
     ("narrow", "x", {"dim": 1, "start": 2, "length": 3}),
     ("split", "x", {"sections": (2, 1, 3), "dim": -1}), ("flip", "x", {"dims": (0, -1)}),
     ("repeat", "x", {"sizes": (2, 1, 3)}), ("repeat", "x", {"sizes": (1, 1)}),
+    ("neg", "x", {}), ("neg", "n", {}), ("neg", "u", {}), ("le", "xy", {}), ("le", "xx", {}),
+    ("le", "nu", {}), ("take_along_dim", "xk", {"dim": -1}), ("take_along_dim", "xK", {"dim": 1}),
+    ("take_along_dim", "xk", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -251,7 +254,9 @@ def _inputs(spec, dtype):
             "n": torcia.tensor(np.random.default_rng(8).integers(-50, 50, (4, 6))),
             "u": torcia.tensor(np.random.default_rng(9).integers(0, 256, (4, 6)),
                                dtype=torcia.uint8),
-            "s": _values(dtype, (4, 1, 6), seed=10)}
+            "s": _values(dtype, (4, 1, 6), seed=10),
+            "k": torcia.tensor(np.random.default_rng(11).integers(0, 6, (4, 3))),
+            "K": torcia.tensor([[5, 0, 2]])}
     # lerp's tensor weight: in [0, 1], around the 0.5 where its formula switches
     if spec == "xyp":
         made["p"] = torcia.tensor(np.linspace(0, 1, 24).reshape(4, 6), dtype=dtype)

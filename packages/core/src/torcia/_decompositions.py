@@ -373,6 +373,21 @@ def repeat(a, sizes):
     return out if any(r != 1 for r in sizes) else out.clone()
 
 
+def take_along_dim(a, indices, dim=None):
+    if dim is None:
+        return a.reshape(-1).gather(0, indices.reshape(-1))
+    dim %= a.ndim
+    # both broadcast but along dim, where each keeps its size
+    shape = list(torcia.broadcast_shapes(
+        a.shape[:dim] + (1,) + a.shape[dim + 1:],
+        indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
+    expanded = []
+    for t in (a, indices):
+        shape[dim] = t.shape[dim]
+        expanded.append(t.expand(tuple(shape)))
+    return expanded[0].gather(dim, expanded[1])
+
+
 def tile(a, dims):
     dims = tuple(dims)
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
@@ -593,8 +608,21 @@ def bitwise_not(a):
     return call("bitwise_xor", (a, _scalar(a, -1)), {})  # all ones, in two's complement
 
 
+def neg(a):
+    _refuse("neg", a)
+    if a.is_complex():
+        return torcia.complex(neg(a.real), neg(a.imag))
+    # exact: a sign flip (signed zeros too), and integers wrap alike (-1 of uint8 is 255)
+    return a * _scalar(a, -1)
+
+
 def gt(a, b):
     return b < a
+
+
+def le(a, b):
+    _refuse("le", a)
+    return _either(a < b, a == b)
 
 
 def ge(a, b):
@@ -862,7 +890,8 @@ DECOMPOSITIONS = {
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
         var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
-        sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat)},
+        sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
+        take_along_dim)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
