@@ -233,7 +233,11 @@ ELEMENTWISE_CASES = [
     ("repeat", "x", {"sizes": (2, 1, 3)}), ("repeat", "x", {"sizes": (1, 1)}),
     ("neg", "x", {}), ("neg", "n", {}), ("neg", "u", {}), ("le", "xy", {}), ("le", "xx", {}),
     ("le", "nu", {}), ("take_along_dim", "xk", {"dim": -1}), ("take_along_dim", "xK", {"dim": 1}),
-    ("take_along_dim", "xk", {}),
+    ("take_along_dim", "xk", {}), ("argmin", "x", {}), ("argmin", "x", {"dim": 1}),
+    ("argmin", "n", {"dim": 0, "keepdim": True}), ("argmin", "u", {"dim": 1}),
+    ("argmin", "m", {}), ("min_dim", "x", {"dim": 1}), ("min_dim", "y", {"dim": 0}),
+    ("min_dim", "u", {"dim": 0, "keepdim": True}), ("diag", "x", {"diagonal": 1}),
+    ("diag", "w", {}), ("diag", "w", {"diagonal": 2}), ("diag", "w", {"diagonal": -3}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),

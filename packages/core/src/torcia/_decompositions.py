@@ -388,6 +388,19 @@ def take_along_dim(a, indices, dim=None):
     return expanded[0].gather(dim, expanded[1])
 
 
+def diag(a, diagonal=0):
+    if a.ndim == 2:
+        return call("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
+    # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
+    # holds a[c] below it
+    n = a.shape[0] + abs(diagonal)
+    padded = torcia.cat([a, torcia.zeros(abs(diagonal), dtype=a.dtype, device=a.device)])
+    values = padded.reshape((n, 1) if diagonal >= 0 else (1, n))
+    offset = (torcia.arange(n, device=a.device).unsqueeze(0)
+              - torcia.arange(n, device=a.device).unsqueeze(1))
+    return torcia.where(offset == diagonal, values, _zero(a))
+
+
 def tile(a, dims):
     dims = tuple(dims)
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
@@ -631,6 +644,26 @@ def ge(a, b):
 
 def ne(a, b):
     return logical_not(a == b)
+
+
+def _order_reversed(a):
+    """``a`` mapped onto values of reversed order, ties and NaN kept: the first minimum of
+    ``a`` is the first maximum of it (~ for integers and bools, where - would wrap)."""
+    return -a if a.is_floating_point() else ~a
+
+
+def argmin(a, dim=None, keepdim=False):
+    _refuse("argmin", a)
+    return call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": keepdim})
+
+
+def min_dim(a, dim, keepdim=False):
+    _refuse("min_dim", a)
+    index = call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": True})
+    values = a.gather(dim, index)
+    if keepdim:
+        return values, index
+    return values.squeeze(dim), index.squeeze(dim)
 
 
 def all_true(a, dim=None, keepdim=False):
@@ -891,7 +924,7 @@ DECOMPOSITIONS = {
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
         var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
         sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
-        take_along_dim)},
+        take_along_dim, argmin, min_dim, diag)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
