@@ -238,6 +238,7 @@ ELEMENTWISE_CASES = [
     ("argmin", "m", {}), ("min_dim", "x", {"dim": 1}), ("min_dim", "y", {"dim": 0}),
     ("min_dim", "u", {"dim": 0, "keepdim": True}), ("diag", "x", {"diagonal": 1}),
     ("diag", "w", {}), ("diag", "w", {"diagonal": 2}), ("diag", "w", {"diagonal": -3}),
+    ("trunc", "x", {}), ("trunc", "n", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),

@@ -200,6 +200,12 @@ def sinc(a):
     return torcia.where(zero, _one(a), x.sin() / x)
 
 
+def trunc(a):
+    _refuse("trunc", a)
+    # -0.0 is not below 0: floor keeps it, as trunc does
+    return torcia.where(a < 0, a.ceil(), a.floor())
+
+
 @_opmath
 def frac(a):
     return a - a.trunc()
@@ -924,7 +930,7 @@ DECOMPOSITIONS = {
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
         var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
         sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
-        take_along_dim, argmin, min_dim, diag)},
+        take_along_dim, argmin, min_dim, diag, trunc)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
