@@ -190,7 +190,8 @@ def _values(dtype, shape=(4, 6), seed=0):
 _F = {"dtype": None}  # a float operand of the case's dtype
 # (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
 # (positive values), "m" (a bool mask), "n" and "u" (int64 and uint8 values), "s" (values
-# with dims of size 1), "k" and "K" (indices into the last dim), or a Python number
+# with dims of size 1), "k" and "K" (indices into the last dim), "t" and "T" (class targets,
+# one -100 in t), or a Python number
 ELEMENTWISE_CASES = [
     ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
     ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
@@ -239,6 +240,10 @@ ELEMENTWISE_CASES = [
     ("min_dim", "u", {"dim": 0, "keepdim": True}), ("diag", "x", {"diagonal": 1}),
     ("diag", "w", {}), ("diag", "w", {"diagonal": 2}), ("diag", "w", {"diagonal": -3}),
     ("trunc", "x", {}), ("trunc", "n", {}),
+    ("nll_loss", "yt", {"weight": None, "reduction": "mean", "ignore_index": -100}),
+    ("nll_loss", "yTw", {"reduction": "mean", "ignore_index": 5}),
+    ("nll_loss", "ytw", {"reduction": "sum", "ignore_index": -100}),
+    ("nll_loss", "yTw", {"reduction": "none", "ignore_index": 3}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -261,7 +266,8 @@ def _inputs(spec, dtype):
                                dtype=torcia.uint8),
             "s": _values(dtype, (4, 1, 6), seed=10),
             "k": torcia.tensor(np.random.default_rng(11).integers(0, 6, (4, 3))),
-            "K": torcia.tensor([[5, 0, 2]])}
+            "K": torcia.tensor([[5, 0, 2]]), "t": torcia.tensor([5, 3, -100, 0]),
+            "T": torcia.tensor([5, 3, 1, 0])}
     # lerp's tensor weight: in [0, 1], around the 0.5 where its formula switches
     if spec == "xyp":
         made["p"] = torcia.tensor(np.linspace(0, 1, 24).reshape(4, 6), dtype=dtype)

@@ -728,6 +728,16 @@ def _target_weights(x, target, weight, ignore_index):
     return keep, safe, w
 
 
+def nll_loss(logp, target, weight, reduction, ignore_index):
+    _, safe, w = _target_weights(logp, target, weight, ignore_index)
+    losses = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
+
+
 def cross_entropy(x, target, weight, reduction, ignore_index, label_smoothing):
     logp = call("log_softmax", (x,), {"dim": 1})
     losses = call("nll_loss", (logp, target, weight),
@@ -930,7 +940,7 @@ DECOMPOSITIONS = {
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
         var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
         sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
-        take_along_dim, argmin, min_dim, diag, trunc)},
+        take_along_dim, argmin, min_dim, diag, trunc, nll_loss)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
