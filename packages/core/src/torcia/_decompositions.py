@@ -331,7 +331,7 @@ def _view(a, op, **params):
 
 
 def squeeze(a, dim=None):
-    dims = range(a.ndim) if dim is None else [d % a.ndim for d in dim] if a.ndim else ()
+    dims = set(range(a.ndim)) if dim is None else {d % max(a.ndim, 1) for d in dim}
     shape = tuple(n for d, n in enumerate(a.shape) if n != 1 or d not in dims)
     return _view(a, "view", shape=shape)
 
