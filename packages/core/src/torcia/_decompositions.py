@@ -19,9 +19,10 @@ import math
 import numpy as np
 
 import torcia
-from torcia._kernels_linalg import outer_operands
+from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._kernels_nn import _pool_geometry
-from torcia._tensor import call
+from torcia._numpy_backend import refusal
+from torcia._tensor import _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -36,6 +37,7 @@ def mm(a, b):
 
 
 def dot(a, b):
+    dot_operands(a, b)
     return a.matmul(b)
 
 
@@ -83,10 +85,26 @@ def _one(a):
     return torcia.ones((), dtype=a.dtype, device=a.device)
 
 
+def _scalar(a, value):
+    """``value`` as a 0-dim tensor of ``a``'s dtype on its device."""
+    return torcia.full((), value, dtype=a.dtype, device=a.device)
+
+
 @_opmath
 def relu(a):
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return torcia.where(a > 0, a, torcia.where(a < 0, _zero(a), a * 0))
+
+
+@_opmath
+def leaky_relu(a, negative_slope=0.01):
+    return torcia.where(a > 0, a, a * negative_slope)
+
+
+@_opmath
+def hardtanh(a, min_val=-1.0, max_val=1.0):
+    # limits of a's dtype: an integer tensor is clamped in its dtype, as PyTorch's
+    return a.clamp(_scalar(a, min_val), _scalar(a, max_val))
 
 
 @_opmath
@@ -137,7 +155,22 @@ def logsigmoid(a):
     return -softplus(-a)
 
 
+@_opmath
+def elu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * a.expm1())
+
+
+@_opmath
+def celu(a, alpha=1.0):
+    return torcia.where(a > 0, a, alpha * (a / alpha).expm1())
+
+
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+@_opmath
+def selu(a):
+    return _SELU_SCALE * elu(a, _SELU_ALPHA)
 
 
 @_opmath
@@ -160,8 +193,27 @@ def gelu_backward(g, a, approximate="none"):
 
 
 @_opmath
+def sinc(a):
+    # the zeros divide sin(pi) by pi, not 0 by 0, whose NaN would reach their gradient
+    zero = a == 0
+    x = torcia.where(zero, _one(a), a) * math.pi
+    return torcia.where(zero, _one(a), x.sin() / x)
+
+
+def trunc(a):
+    _refuse("trunc", a)
+    # -0.0 is not below 0: floor keeps it, as trunc does
+    return torcia.where(a < 0, a.ceil(), a.floor())
+
+
+@_opmath
 def frac(a):
     return a - a.trunc()
+
+
+@_opmath
+def rsqrt(a):
+    return a.sqrt().reciprocal()
 
 
 @_opmath
@@ -191,7 +243,13 @@ def xlogy(a, b):
 
 @_opmath
 def xlog1py(a, b):
-    return torcia.where(_both(a == 0, b == b), _zero(a), a * b.log1p())
+    # PyTorch's gradient in a is log1p(b) at a == 0 too: there the product a * log1p(b)
+    # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
+    # masked; + 0 makes -0.0 the reference's 0.0
+    out = b.log1p()
+    out = torcia.where(_both(a == 0, _either(b <= -1, b == math.inf)),
+                       _zero(out), out)
+    return a * out + 0
 
 
 def fmax(a, b):
@@ -207,6 +265,10 @@ def _both(x, y):
     return call("bitwise_and", (x, y), {})
 
 
+def _either(x, y):
+    return call("bitwise_or", (x, y), {})
+
+
 def logical_not(a):
     return a == 0
 
@@ -216,7 +278,7 @@ def logical_and(a, b):
 
 
 def logical_or(a, b):
-    return call("bitwise_or", (a != 0, b != 0), {})
+    return _either(a != 0, b != 0)
 
 
 def logical_xor(a, b):
@@ -224,8 +286,7 @@ def logical_xor(a, b):
 
 
 def masked_fill(a, mask, value):
-    fill = (value.to(a.dtype) if isinstance(value, torcia.Tensor)
-            else torcia.full((), value, dtype=a.dtype, device=a.device))
+    fill = value.to(a.dtype) if isinstance(value, torcia.Tensor) else _scalar(a, value)
     return torcia.where(mask, fill, a)
 
 
@@ -260,6 +321,90 @@ def nansum(a, dim=None, keepdim=False, dtype=None):
 @_opmath
 def std(a, dim=None, correction=1, keepdim=False):
     return call("var", (a,), {"dim": dim, "correction": correction, "keepdim": keepdim}).sqrt()
+
+
+# ----- views and movement: the views are views of the input, as the kernels' -------------
+
+
+def _view(a, op, **params):
+    return call(op, (a,), params, view_of=a)
+
+
+def squeeze(a, dim=None):
+    dims = set(range(a.ndim)) if dim is None else {d % max(a.ndim, 1) for d in dim}
+    shape = tuple(n for d, n in enumerate(a.shape) if n != 1 or d not in dims)
+    return _view(a, "view", shape=shape)
+
+
+def unsqueeze(a, dim):
+    dim %= a.ndim + 1
+    return _view(a, "view", shape=tuple(a.shape[:dim]) + (1,) + tuple(a.shape[dim:]))
+
+
+def transpose(a, dim0, dim1):
+    dims = list(range(a.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return _view(a, "permute", dims=tuple(dims))
+
+
+def _along(a, dim, key):
+    """``a[..., key, ...]`` with ``key`` at ``dim``: a view."""
+    return _view(a, "getitem", key=(slice(None),) * (dim % a.ndim) + (key,))
+
+
+def narrow(a, dim, start, length):
+    return _along(a, dim, slice(start, start + length))
+
+
+def split(a, sections, dim=0):
+    bounds = itertools.accumulate(sections, initial=0)
+    return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
+
+
+def flip(a, dims):
+    key = [slice(None)] * a.ndim
+    for d in dims:
+        key[d % a.ndim] = slice(None, None, -1)
+    return _view(a, "getitem", key=tuple(key)).clone()  # a copy, as PyTorch's
+
+
+def repeat(a, sizes):
+    sizes = tuple(sizes)
+    shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
+    # each dim n as (1, n) expanded to (r, n), then (r * n)
+    spread = a.reshape(tuple(x for n in shape for x in (1, n)))
+    out = spread.expand(tuple(x for r, n in zip(sizes, shape) for x in (r, n)))
+    out = out.reshape(tuple(r * n for r, n in zip(sizes, shape)))
+    # a copy even where nothing repeats
+    return out if any(r != 1 for r in sizes) else out.clone()
+
+
+def take_along_dim(a, indices, dim=None):
+    if dim is None:
+        return a.reshape(-1).gather(0, indices.reshape(-1))
+    dim %= a.ndim
+    # both broadcast but along dim, where each keeps its size
+    shape = list(torcia.broadcast_shapes(
+        a.shape[:dim] + (1,) + a.shape[dim + 1:],
+        indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
+    expanded = []
+    for t in (a, indices):
+        shape[dim] = t.shape[dim]
+        expanded.append(t.expand(tuple(shape)))
+    return expanded[0].gather(dim, expanded[1])
+
+
+def diag(a, diagonal=0):
+    if a.ndim == 2:
+        return call("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
+    # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
+    # holds a[c] below it
+    n = a.shape[0] + abs(diagonal)
+    padded = torcia.cat([a, torcia.zeros(abs(diagonal), dtype=a.dtype, device=a.device)])
+    values = padded.reshape((n, 1) if diagonal >= 0 else (1, n))
+    offset = (torcia.arange(n, device=a.device).unsqueeze(0)
+              - torcia.arange(n, device=a.device).unsqueeze(1))
+    return torcia.where(offset == diagonal, values, _zero(a))
 
 
 def tile(a, dims):
@@ -298,7 +443,7 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     out = a
     for bad, value in ((a.isnan(), nan), (a == math.inf, info.max if posinf is None else posinf),
                        (a == -math.inf, info.min if neginf is None else neginf)):
-        out = torcia.where(bad, torcia.full((), value, dtype=a.dtype, device=a.device), out)
+        out = torcia.where(bad, _scalar(a, value), out)
     return out
 
 
@@ -375,7 +520,8 @@ def lstm_cell(gates, c):
     i, f, g, o = gates.chunk(4, -1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c_new = f * c + i * g
-    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1)
+    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
+    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1).detach()
 
 
 def _activation_derivative(a, activation, params):
@@ -383,9 +529,7 @@ def _activation_derivative(a, activation, params):
     if activation == "relu":
         return (a > 0).to(a.dtype)
     if activation == "leaky_relu":
-        return torcia.where(a > 0, _one(a),
-                            torcia.full((), params["negative_slope"], dtype=a.dtype,
-                                        device=a.device))
+        return torcia.where(a > 0, _one(a), _scalar(a, params["negative_slope"]))
     if activation in ("elu", "selu", "celu"):
         alpha = params.get("alpha", _SELU_ALPHA)
         below = (torcia.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
@@ -439,8 +583,65 @@ def sub(a, b):
     return a + (-b)
 
 
+def reciprocal(a):
+    return _one(a) / a
+
+
+def _refuse(op, a):
+    """Raise the reference kernel's error where it refuses ``a``'s dtype."""
+    error = refusal(op, a.dtype.to_numpy())
+    if error is not None:
+        raise error
+
+
+def isnan(a):
+    return a != a
+
+
+def isinf(a):
+    if a.is_complex():
+        return _either(isinf(a.real), isinf(a.imag))
+    if not a.is_floating_point():
+        return torcia.zeros(a.shape, dtype=torcia.bool, device=a.device)
+    return a.abs() == math.inf
+
+
+def sign(a):
+    _refuse("sign", a)
+    if a.dtype == torcia.bool:
+        return a.clone()
+    # 0 for a zero of either sign and for NaN, as PyTorch's
+    out = (a > 0).to(a.dtype) - (a < 0).to(a.dtype)
+    if not a.is_floating_point():
+        return out
+    # plus a zero made of a: the result is differentiable, its gradient 0 (PyTorch's)
+    return out + torcia.where(isfinite(a), a * 0, _zero(a))
+
+
+def bitwise_not(a):
+    if a.dtype == torcia.bool:
+        return logical_not(a)
+    if a.is_floating_point() or a.is_complex():
+        raise NotImplementedError(
+            f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
+    return call("bitwise_xor", (a, _scalar(a, -1)), {})  # all ones, in two's complement
+
+
+def neg(a):
+    _refuse("neg", a)
+    if a.is_complex():
+        return torcia.complex(neg(a.real), neg(a.imag))
+    # exact: a sign flip (signed zeros too), and integers wrap alike (-1 of uint8 is 255)
+    return a * _scalar(a, -1)
+
+
 def gt(a, b):
     return b < a
+
+
+def le(a, b):
+    _refuse("le", a)
+    return _either(a < b, a == b)
 
 
 def ge(a, b):
@@ -449,6 +650,26 @@ def ge(a, b):
 
 def ne(a, b):
     return logical_not(a == b)
+
+
+def _order_reversed(a):
+    """``a`` mapped onto values of reversed order, ties and NaN kept: the first minimum of
+    ``a`` is the first maximum of it (~ for integers and bools, where - would wrap)."""
+    return -a if a.is_floating_point() else ~a
+
+
+def argmin(a, dim=None, keepdim=False):
+    _refuse("argmin", a)
+    return call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": keepdim})
+
+
+def min_dim(a, dim, keepdim=False):
+    _refuse("min_dim", a)
+    index = call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": True})
+    values = a.gather(dim, index)
+    if keepdim:
+        return values, index
+    return values.squeeze(dim), index.squeeze(dim)
 
 
 def all_true(a, dim=None, keepdim=False):
@@ -505,6 +726,16 @@ def _target_weights(x, target, weight, ignore_index):
     if weight is not None:
         w = w * weight.index_select(0, safe)
     return keep, safe, w
+
+
+def nll_loss(logp, target, weight, reduction, ignore_index):
+    _, safe, w = _target_weights(logp, target, weight, ignore_index)
+    losses = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w
+    if reduction == "none":
+        return losses
+    if reduction == "sum":
+        return losses.sum()
+    return losses.sum() / w.sum()
 
 
 def cross_entropy(x, target, weight, reduction, ignore_index, label_smoothing):
@@ -707,7 +938,9 @@ DECOMPOSITIONS = {
         logical_and, logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum,
         std, tile, stack, square, isfinite, nan_to_num, mean, logsumexp, roll, index_select,
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
-        var)},
+        var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
+        sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
+        take_along_dim, argmin, min_dim, diag, trunc, nll_loss)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,

@@ -16,7 +16,7 @@ from torcia import ops
 from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_fft import FFTKernels
-from torcia._kernels_linalg import LinalgKernels, outer_operands
+from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
@@ -119,6 +119,16 @@ _ANSWERED_EARLY = {
     "amax": lambda a: a.size == 0 and a.ndim > 0,
     "amin": lambda a: a.size == 0 and a.ndim > 0,
 }
+
+
+def refusal(op: str, dtype) -> Exception | None:
+    """PyTorch's error for ``op`` on NumPy ``dtype`` where it has no kernel for it (None
+    where it has one): what the reference kernel raises, for a decomposition to raise."""
+    found = _REFUSED.get(op, {}).get(np.dtype(dtype).kind)
+    if found is None:
+        return None
+    error, message = found
+    return error(message.format(_torch_name(FROM_NUMPY[np.dtype(dtype)])))
 
 
 def _refusing(name, kernel, refused):
@@ -764,6 +774,7 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     mm = bmm = matmul
 
     def dot(self, a, b):
+        dot_operands(a, b)
         return _keep(self.xp.dot(a, b), a)
 
     def outer(self, a, b):

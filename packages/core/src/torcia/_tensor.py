@@ -971,8 +971,8 @@ def binary(op: str, a, b, float_op: bool = False):
                 out = _make(kernels[op](ad, b._data), dev)
             except (TypeError, ValueError):  # reworded by _run2
                 out = _make(_run2(kernels[op], ad, b._data, op), dev)
-            except NotImplementedError:  # a composite the device lacks
-                return call(op, (a, b), {})
+            except NotImplementedError:
+                return _decomposed(op, (a, b), _FROM_NP[ad.dtype])
             if (a._requires_grad or b._requires_grad) and _GRAD.enabled:
                 AUTOGRAD.record(op, (a, b), {}, out)
             return out
@@ -1014,12 +1014,20 @@ def binary(op: str, a, b, float_op: bool = False):
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
     if op not in kernels:
-        # a composite the device lacks: its decomposition, on the promoted operands
-        return call(op, (a.to(dt), _as_operand(b, a).to(dt)), {})
+        return _decomposed(op, (a, b), dt)
     out = _make(_run2(kernels[op], ad, bd, op), dev)
     if (a._requires_grad or b_grad) and _GRAD.enabled:
         AUTOGRAD.record(op, (a, b), {}, out)
     return out
+
+
+def _decomposed(op, operands, dt):
+    """An elementwise ``op`` the device has no kernel for (a composite): its decomposition
+    on ``operands`` (tensors, or Python numbers beside the first) in ``dt``, the dtype its
+    kernel would have been given."""
+    first = operands[0]
+    return call(op, tuple((x if isinstance(x, Tensor) else _as_operand(x, first)).to(dt)
+                          for x in operands), {})
 
 
 def _binary_in_modes(modes, op, a, b, float_op):
@@ -1034,9 +1042,8 @@ def _binary_in_modes(modes, op, a, b, float_op):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    if op not in kernels:  # a composite the device lacks: its decomposition
-        dt = _FROM_NP[ad.dtype]
-        return call(op, (a.to(dt), _as_operand(b, a).to(dt)), {})
+    if op not in kernels:
+        return _decomposed(op, (a, b), _FROM_NP[ad.dtype])
     out = _make(_run2(_in_modes(modes, op, kernels[op], dev), ad, bd, op), dev)
     for mode in modes:
         mode.on_result(op, (a, b), {}, out)
@@ -1194,8 +1201,8 @@ def unary(op: str, a, to_float: bool = False):
         out = Tensor._make(kernels[op](ad), dev)
     except (TypeError, ValueError) as exc:
         raise _no_kernel(op, (ad,), exc) from None
-    except NotImplementedError:  # a composite the device lacks: its decomposition
-        return call(op, (a.to(_FROM_NP[ad.dtype]),), {})
+    except NotImplementedError:
+        return _decomposed(op, (a,), _FROM_NP[ad.dtype])
     if a._requires_grad and _GRAD.enabled:
         AUTOGRAD.record(op, (a,), {}, out)
     return out
@@ -1213,8 +1220,8 @@ def _unary_in_modes(modes, op, a, to_float):
     kernels = dev.kernels
     if kernels is None:
         kernels = dev.backend.kernels  # builds the tables on first use
-    if op not in kernels:  # a composite the device lacks: its decomposition
-        return call(op, (a.to(_FROM_NP[ad.dtype]),), {})
+    if op not in kernels:
+        return _decomposed(op, (a,), _FROM_NP[ad.dtype])
     try:
         out = Tensor._make(_in_modes(modes, op, kernels[op], dev)(ad), dev)
     except (TypeError, ValueError) as exc:

@@ -165,6 +165,17 @@ ALL = (
     + NN + SPARSE + CREATION
 )
 
+#: Ops whose kernels are given floating-point (or complex) inputs only: their public
+#: functions promote integer and bool inputs to the default float dtype or refuse them,
+#: as PyTorch does, before dispatch. What NumPy's reference kernel makes of an integer
+#: array there is no contract: a decomposition or a device kernel need not agree with it.
+FLOATING_INPUTS = frozenset(
+    UNARY_FLOAT + BINARY_FLOAT + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
+    + ("leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardswish",
+       "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "gelu_backward", "silu_backward",
+       "rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp")
+)
+
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE

@@ -13,7 +13,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import ones
-from torcia._kernels_linalg import outer_operands
+from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._oplib._common import _operand_as, _same_dtype, _sparse, _tname, _to_float
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 from torcia.amp import autocast_as
@@ -130,13 +130,7 @@ def dot(input, other):
     tensor(11.)
     """
     _matmul_dtype(input, other, "dot")
-    if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D tensors")
-    if input.shape[0] != other.shape[0]:
-        n, m = input.shape[0], other.shape[0]
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
-                           f"have the same number of elements, but got {n} and {m} elements "
-                           f"respectively")
+    dot_operands(input, other)
     return call("dot", (input, other), {})
 
 

@@ -152,7 +152,10 @@ _PRODUCTS = ("linalg",)
 
 def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
-    defaults: each input (3, 4) float, and variants."""
+    defaults: each input (3, 4) float, and variants (integers only for the ops whose
+    kernels are given integers: see ``torcia.ops.FLOATING_INPUTS``)."""
+    from torcia import ops
+
     rng = _rng()
     out = []
     for name, record in records.items():
@@ -164,8 +167,11 @@ def _generated(records) -> list[Sample]:
         base = [rng.uniform(0.2, 0.9, (3, 4)).astype(np.float32) for _ in range(n)]
         variants = {"float32": base, "float64": [a.astype(np.float64) for a in base],
                     # made on the device as a transposed view (see ``run``)
-                    "noncontiguous": base,
-                    "int64": [rng.integers(1, 5, (3, 4)) for _ in range(n)]}
+                    "noncontiguous": base}
+        # drawn for every op, so that the samples after it stay the same
+        integers = [rng.integers(1, 5, (3, 4)) for _ in range(n)]
+        if name not in ops.FLOATING_INPUTS:
+            variants["int64"] = integers
         if n == 1:
             # both signs: an op that writes into its input shows it (relu, abs)
             variants["signed"] = [rng.uniform(-1, 1, (3, 4)).astype(np.float32)]
