@@ -22,11 +22,10 @@ import typing
 from collections.abc import Callable, Sequence
 
 import torcia
-from torcia import _meta, plugins
+from torcia import _meta, backend, plugins
 from torcia._dtype import from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._tensor import Tensor, call
-from torcia.backend import canonical
 
 __all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
            "register_fake", "register_kernel"]
@@ -341,7 +340,7 @@ class CustomOpDef:
         tensor_args = [a.is_tensor for a in self._args]
 
         def kernel(*arrays):
-            where = canonical(device or device_type)
+            where = backend.canonical(device or device_type)
             inputs = [Tensor._make(x, where) if is_t and x is not None else x
                       for x, is_t in zip(arrays, tensor_args, strict=True)]
             with no_grad():
@@ -502,7 +501,7 @@ _plugin = _CustomOpsPlugin()
 def _install(op: CustomOpDef) -> None:
     """Put ``op`` into the tables already built (those built later get it from the
     plugin's hooks)."""
-    from torcia import backend, library
+    from torcia import library
 
     if not any(p is _plugin for _, p in plugins._state.builtins):
         plugins.register_builtin("custom_ops", _plugin)

@@ -101,6 +101,13 @@ def _reflected(op, float_op=False):
     return method
 
 
+def _iter(self):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(_oplib.unbind(self, 0))
+
+
+Tensor.__iter__ = _iter
 Tensor.__add__ = lambda self, other: binary("add", self, other)
 Tensor.__radd__ = lambda self, other: binary("add", self, other)
 Tensor.__sub__ = lambda self, other: _oplib.sub(self, other)

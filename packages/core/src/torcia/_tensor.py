@@ -15,7 +15,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._grad_mode import STATE as _GRAD
-from torcia.backend import CPU, canonical, device
+from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
 _ndarray = np.ndarray
 _NUMBERS = (int, float, bool, complex)
@@ -598,13 +598,6 @@ class Tensor:
         if self._data.ndim == 0:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
-
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        from torcia._oplib.views import unbind
-
-        return iter(unbind(self, 0))
 
     def __contains__(self, element):
         # PyTorch's: any element equal (iteration would compare whole rows)
@@ -1347,10 +1340,6 @@ def _check_writable(self: Tensor, out: Tensor) -> None:
 
 
 _torch_name = D.torch_type_name
-
-
-#: The device factory functions use when given none (``torcia.set_default_device``).
-DEFAULT_DEVICE = [CPU]
 
 
 def canonical_device(dev):

@@ -452,15 +452,11 @@ class device:
         >>> torcia.ones(2).device
         device(type='cpu')
         """
-        from torcia._oplib.runtime import get_default_device, set_default_device
-
         _DEVICE_CONTEXTS.append(get_default_device())
         set_default_device(self)
         return self
 
     def __exit__(self, *exc):
-        from torcia._oplib.runtime import set_default_device
-
         set_default_device(_DEVICE_CONTEXTS.pop())
         return False
 
@@ -479,6 +475,37 @@ class device:
 
 
 CPU = device("cpu")
+
+#: The device factory functions use when given none (``torcia.set_default_device``).
+DEFAULT_DEVICE = [CPU]
+
+
+def set_default_device(device) -> None:
+    """The device that factory functions (``torcia.tensor``, ``zeros``, ``arange``,
+    ``randn``...) use when given none; None restores the CPU. Ops on existing tensors
+    keep their inputs' device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_default_device("meta")
+    >>> torcia.zeros(2).device
+    device(type='meta')
+    >>> torcia.set_default_device(None)
+    """
+    DEFAULT_DEVICE[0] = CPU if device is None else canonical(device)
+
+
+def get_default_device():
+    """The device factory functions use when given none (see :func:`set_default_device`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_default_device()
+    device(type='cpu')
+    """
+    return DEFAULT_DEVICE[0]
 
 
 def canonical(dev) -> device:

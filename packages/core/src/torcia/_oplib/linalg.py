@@ -14,7 +14,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import ones
 from torcia._kernels_linalg import outer_operands
-from torcia._oplib._common import _operand_as, _same_dtype, _sparse, _tname, _to_float
+from torcia._oplib._common import _operand_as, _same_dtype, _tname, _to_float
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 from torcia.amp import autocast_as
 
@@ -397,9 +397,7 @@ def dist(input, other, p=2):
     >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    from torcia.linalg import vector_norm
-
-    return vector_norm(input - other, float(p))
+    return linalg.vector_norm(input - other, float(p))
 
 
 @autocast_as("cdist")
@@ -431,10 +429,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    from torcia.linalg import vector_norm
-
     diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
-    return vector_norm(diff, float(p), dim=-1)
+    return linalg.vector_norm(diff, float(p), dim=-1)
 
 
 def det(input):
@@ -806,12 +802,12 @@ def dsmm(input, mat2):
     Examples
     --------
     >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).tosparse
     >>> torcia.dsmm(sparse, torcia.tensor([[1.0], [3.0]]))
     tensor([[6.],
             [1.]])
     """
-    return _sparse().mm(input, mat2)
+    return sparse.mm(input, mat2)
 
 
 def hspmm(mat1, mat2):
@@ -825,11 +821,10 @@ def hspmm(mat1, mat2):
     >>> torcia.hspmm(s, torcia.ones(2, 2)).indices()
     tensor([[0, 1]])
     """
-    sp = _sparse()
-    dense = sp.mm(mat1, mat2)
+    dense = sparse.mm(mat1, mat2)
     rows = C.tensor(np.unique(mat1._indices_t.cpu().numpy()[0]) if mat1._nnz()
                     else np.zeros(0, dtype=np.int64), device=dense.device)
-    return sp.SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
+    return sparse.SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
                               dense.shape, is_coalesced=True)
 
 
@@ -844,12 +839,11 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     Examples
     --------
     >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).tosparse
     >>> torcia.sspaddmm(sparse, sparse, torcia.eye(2), beta=1.0, alpha=1.0).to_dense()
     tensor([[0., 4.],
             [2., 0.]])
     """
-    sp = _sparse()
     prod = hspmm(mat1, mat2)
     rows = prod._indices_t[0]
     k = mat2.shape[1]
@@ -857,7 +851,7 @@ def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
     c = C.arange(k, device=rows.device).repeat(rows.shape[0])
     idx = cat([input._indices_t, stack([r, c], 0)], 1)
     vals = cat([input._values_t * beta, prod._values_t.reshape(-1) * alpha], 0)
-    return sp.SparseCooTensor(idx, vals, input.shape)
+    return sparse.SparseCooTensor(idx, vals, input.shape)
 
 
 def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
@@ -866,7 +860,7 @@ def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
     Examples
     --------
     >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).tosparse
     >>> torcia.saddmm(sparse, sparse, torcia.eye(2)).to_dense()
     tensor([[0., 4.],
             [2., 0.]])
@@ -880,13 +874,12 @@ def smm(input, mat2):
     Examples
     --------
     >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).tosparse
     >>> torcia.smm(sparse, torcia.tensor([[1.0], [3.0]])).to_dense()
     tensor([[6.],
             [1.]])
     """
-    sp = _sparse()
-    empty = sp.SparseCooTensor(C.zeros(2, 0, dtype=D.int64, device=mat2.device),
+    empty = sparse.SparseCooTensor(C.zeros(2, 0, dtype=D.int64, device=mat2.device),
                                C.zeros(0, dtype=mat2.dtype, device=mat2.device),
                                (input.shape[0], mat2.shape[1]))
     return sspaddmm(empty, input, mat2)

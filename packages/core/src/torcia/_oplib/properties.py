@@ -10,7 +10,6 @@ import numpy as np
 
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad as _no_grad
-from torcia._oplib._common import _sparse
 from torcia._tensor import Tensor
 
 
@@ -259,15 +258,14 @@ def sparse_mask(self, mask):
     tensor([[0., 2.],
             [3., 0.]])
     """
-    sp = _sparse()
-    if not isinstance(mask, sp.SparseCooTensor):
+    if not isinstance(mask, sparse.SparseCooTensor):
         raise RuntimeError("sparse_mask expects mask to be sparse")
     if tuple(mask.shape) != tuple(self.shape):
         raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
                            f"{list(self.shape)} but mask has size {list(mask.shape)}")
     idx = mask._indices_t
     values = self[tuple(idx[d] for d in range(idx.shape[0]))]
-    return sp.SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
+    return sparse.SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
 
 
 def _name(self):
@@ -318,5 +316,7 @@ __all__ = [
 ]
 
 
-# the other families, bound once this one has loaded (they may import it first)
+# the other families, bound once this one has loaded (they may import it first); torcia.sparse
+# imports the op library first
+from torcia import sparse  # noqa: I001
 from torcia._oplib.views import view

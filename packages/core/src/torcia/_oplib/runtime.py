@@ -12,8 +12,8 @@ import numpy as np
 import torcia
 from torcia import _dtype as D
 from torcia._legacy import CPU_TYPES, CUDA_TYPES
-from torcia._tensor import AUTOGRAD, DEFAULT_DEVICE, Tensor, load_autograd
-from torcia.backend import CPU, canonical
+from torcia._tensor import AUTOGRAD, Tensor, load_autograd
+from torcia.backend import canonical, get_default_device, set_default_device
 from torcia.backend import device as _device
 
 inf = math.inf
@@ -267,34 +267,6 @@ def init_num_threads() -> None:
     True
     """
     torcia.set_num_threads(torcia.get_num_threads())
-
-
-def set_default_device(device) -> None:
-    """The device that factory functions (``torcia.tensor``, ``zeros``, ``arange``,
-    ``randn``...) use when given none; None restores the CPU. Ops on existing tensors
-    keep their inputs' device.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.set_default_device("meta")
-    >>> torcia.zeros(2).device
-    device(type='meta')
-    >>> torcia.set_default_device(None)
-    """
-    DEFAULT_DEVICE[0] = CPU if device is None else canonical(device)
-
-
-def get_default_device():
-    """The device factory functions use when given none (see :func:`set_default_device`).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.get_default_device()
-    device(type='cpu')
-    """
-    return DEFAULT_DEVICE[0]
 
 
 def set_default_tensor_type(t) -> None:
