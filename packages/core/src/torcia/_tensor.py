@@ -51,8 +51,6 @@ def load_autograd():
     """Return the autograd mode, registering the one the ``torcia_autograd_engine`` hook
     provides on first use, or raise an error naming the distribution to install."""
     if AUTOGRAD.engine is None:
-        from torcia import library
-
         engine = plugins.manager().hook.torcia_autograd_engine()
         if engine is None:
             blocked = [i for i in plugins.blocked_plugins() if i.name == "autograd"]
@@ -61,7 +59,7 @@ def load_autograd():
                 "gradients need the torcia-autograd distribution, which is not available"
                 f"{why}: {plugins.install_hint('torcia-autograd')}"
             )
-        library.register_autograd_mode(engine)
+        _register_autograd_mode(engine)
     return AUTOGRAD.engine
 
 
@@ -1408,4 +1406,5 @@ def _legacy_new(dtype, args, device_=None):
 
 # last: these modules import this one
 from torcia import _creation, _print, plugins  # noqa: E402
+from torcia._autograd_mode import register_autograd_mode as _register_autograd_mode  # noqa: E402
 from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402
