@@ -25,6 +25,7 @@ import torcia
 from torcia import _meta, backend, plugins
 from torcia._dtype import from_numpy_dtype
 from torcia._grad_mode import no_grad
+from torcia._opdef import OpDef
 from torcia._tensor import Tensor, call
 
 __all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
@@ -463,9 +464,7 @@ class CustomOpDef:
 # ---------------------------------------------------------------------------------------
 
 
-def _record(op: CustomOpDef):
-    from torcia.library import OpDef
-
+def _record(op: CustomOpDef) -> OpDef:
     return OpDef(name=op._op, group="custom", inputs=tuple(a.name for a in op._args),
                  kernel=op._kernel("cpu"), shape=op._shape,
                  backward=op._derivative if op._returns else None,
@@ -497,24 +496,22 @@ def _add_kernels(registry, op: CustomOpDef) -> None:
 
 _plugin = _CustomOpsPlugin()
 
+#: Called with the name and record of each custom op defined: torcia.library adds it to the
+#: op records already built (those built later get it from the plugin's hooks).
+ON_INSTALL: list[Callable] = []
+
 
 def _install(op: CustomOpDef) -> None:
     """Put ``op`` into the tables already built (those built later get it from the
     plugin's hooks)."""
-    from torcia import library
-
     if not any(p is _plugin for _, p in plugins._state.builtins):
         plugins.register_builtin("custom_ops", _plugin)
-    if library.plugin_ops._entries is not None:
-        library.plugin_ops.current_plugin = "custom_ops"
-        library.plugin_ops.add(op._op, _record(op))
-        library.plugin_ops.current_plugin = None
     if backend._kernels_built.is_set():
         registry = backend.KernelRegistry(backend.backends.build())
         registry.current_plugin = "custom_ops"
         _add_kernels(registry, op)
-    if library._AUTOGRAD.engine is not None:
-        library._install_derivatives(library._AUTOGRAD.engine)
+    for fn in ON_INSTALL:
+        fn(op._op, _record(op))
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from torcia._tensor import (
     load_autograd,
     parse_to,
 )
-from torcia.backend import CPU
+from torcia.backend import CPU, _cuda_backend, _cuda_runtime
 from torcia.random import rng_of
 
 #: The in-place methods of the op families: ``name_`` for each name of their ``INPLACE``
@@ -263,9 +263,7 @@ def _pin_memory(self, device=None):
     if self.device.type != "cpu":
         raise RuntimeError(f"cannot pin a tensor on {self.device}: only dense CPU tensors "
                            "can be pinned")
-    from torcia.cuda import _runtime
-
-    pinned = _runtime().pin(self._data)
+    pinned = _cuda_runtime().pin(self._data)
     if not self.requires_grad:
         return Tensor._make(pinned, self._device)
     out = self.clone()  # the graph's copy, then its storage swapped for the pinned one
@@ -274,8 +272,6 @@ def _pin_memory(self, device=None):
 
 
 def _is_pinned(self, device=None):
-    from torcia.cuda import _cuda_backend
-
     if self.device.type != "cpu":
         return False
     b = _cuda_backend()

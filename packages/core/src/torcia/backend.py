@@ -350,6 +350,27 @@ def get_backend(device_type: str) -> Backend:
     return backend
 
 
+def _cuda_backend() -> Backend | None:
+    """The "cuda" backend torcia-cuda registers, or None (what ``torcia.cuda`` and the
+    pinned-memory methods of a CPU tensor ask about)."""
+    return backends.build().get("cuda")
+
+
+def _cuda_runtime():
+    """The runtime of the "cuda" backend, or an error that says what to install or why
+    CUDA is not available."""
+    b = _cuda_backend()
+    if b is None:
+        raise RuntimeError(
+            plugins.missing_message("device backend", "cuda", sorted(backends.build()))
+            + ". Install torcia-cuda with the CuPy wheel for your driver "
+            "(pip install 'torcia-cuda[cuda12]')"
+        )
+    if not b.is_available():
+        raise RuntimeError(f"CUDA is not available: {b.unavailable_reason or 'no GPU found'}")
+    return b.runtime
+
+
 # ---------------------------------------------------------------------------------------
 # torcia.device
 # ---------------------------------------------------------------------------------------

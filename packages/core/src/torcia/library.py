@@ -58,7 +58,6 @@ tensor([1., 1.])
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import threading
@@ -66,7 +65,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torcia
-from torcia import _autograd_mode, _dtype, _meta, _shared_memory, ops
+from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _shared_memory, ops
 from torcia._autograd_mode import AutogradEngine, register_autograd_mode
 from torcia._custom_ops import (
     CustomOpDef,
@@ -82,6 +81,7 @@ from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
+from torcia._opdef import OpDef
 from torcia._oplib.nn import (
     alpha_dropout,
     cosine_similarity,
@@ -245,57 +245,6 @@ class KernelRegistryProtocol(Protocol):
 # ---------------------------------------------------------------------------------------
 # op records
 # ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class OpDef:
-    """Everything known about one op.
-
-    Attributes
-    ----------
-    name : str
-        The op's name, the key of every kernel table.
-    group : str
-        Its kind, the lower-cased name of its list in :mod:`torcia.ops` (``"binary"``,
-        ``"reduce"``, ``"nn"``...), or the group a plugin gave it.
-    inputs : tuple of str
-        The positional (tensor) arguments of its kernel.
-    params : dict
-        Its keyword parameters with their defaults.
-    kernel : callable or None
-        The reference kernel (NumPy arrays in, arrays out), which defines what the op means.
-    backward : callable or None
-        The backward formula (see ``torcia.autograd.derivatives``); None when the op is
-        not differentiable or no autograd engine is available.
-    jvp : callable or None
-        The forward-mode formula (``jvp(tangents, *inputs, result=..., **params)``), read
-        from autograd's forward table (``torcia.autograd.forward_derivatives``) for the
-        built-in ops; None without an engine or for non-differentiable ops.
-    shape : callable or None
-        ``shape(*input_metas, **params)`` -> the output's ``(shape, dtype)`` without data.
-    primitive : bool
-        Whether a backend must implement it; a composite has a ``decomposition`` into
-        primitives that runs where a backend has no kernel of its own.
-    decomposition : callable or None
-        ``decomposition(*inputs, **params)`` on tensors, for composites.
-    differentiable : bool
-        Whether its float outputs carry gradients.
-    doc : str
-        What the op computes.
-    """
-
-    name: str
-    group: str
-    inputs: tuple = ()
-    params: dict = dataclasses.field(default_factory=dict)
-    kernel: Callable | None = None
-    backward: Callable | None = None
-    jvp: Callable | None = None
-    shape: Callable | None = None
-    primitive: bool = True
-    decomposition: Callable | None = None
-    differentiable: bool = True
-    doc: str = ""
 
 
 _ARITY = {"unary_float": ("input",), "unary_same": ("input",), "unary_bool": ("input",),
@@ -623,6 +572,9 @@ def primitives() -> list[str]:
     return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
 
 
+_meta.RECORD_SOURCES.append(op_records)
+
+
 def get_op(name: str) -> OpDef:
     """The record of one op, or a KeyError listing close names.
 
@@ -666,6 +618,20 @@ def _derivatives_for(mode) -> None:
 
 
 _autograd_mode.ON_REGISTER.append(_derivatives_for)
+
+
+def _custom_op_added(name: str, record: OpDef) -> None:
+    # a custom op defined after the op records were built joins them, and the engine gets
+    # its derivative
+    if plugin_ops._entries is not None:
+        plugin_ops.current_plugin = "custom_ops"
+        plugin_ops.add(name, record)
+        plugin_ops.current_plugin = None
+    if _AUTOGRAD.engine is not None:
+        _install_derivatives(_AUTOGRAD.engine)
+
+
+_custom_ops.ON_INSTALL.append(_custom_op_added)
 
 
 def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:

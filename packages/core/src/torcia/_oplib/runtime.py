@@ -13,7 +13,7 @@ import torcia
 from torcia import _dtype as D
 from torcia._legacy import CPU_TYPES, CUDA_TYPES
 from torcia._tensor import AUTOGRAD, Tensor, load_autograd
-from torcia.backend import canonical, get_default_device, set_default_device
+from torcia.backend import _cuda_backend, canonical, get_default_device, set_default_device
 from torcia.backend import device as _device
 
 inf = math.inf
@@ -384,6 +384,7 @@ class Stream:
     def __new__(cls, device=None, *, priority=0, **kwargs):
         dev = canonical(device) if device is not None else get_default_device()
         if dev.type == "cuda":
+            # torcia.cuda, a module of the layer above, loads with its first use
             from torcia import cuda
 
             return cuda.Stream(dev, priority)
@@ -493,9 +494,8 @@ def get_device_module(device=None):
     import importlib
 
     if device is None:
-        from torcia import cuda
-
-        name = "cuda" if cuda.is_available() else "cpu"
+        cuda = _cuda_backend()
+        name = "cuda" if cuda is not None and cuda.is_available() else "cpu"
     else:
         name = device if isinstance(device, str) else _device(device).type
         name = name.split(":")[0]
