@@ -313,6 +313,7 @@ def set_float32_matmul_precision(precision: str) -> None:
     if precision not in ("highest", "high", "medium"):
         raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or "
                            "'medium'")
+    # torcia.backends loads with its first use, not with import torcia
     from torcia.backends import cuda
 
     cuda.matmul.allow_tf32 = precision != "highest"

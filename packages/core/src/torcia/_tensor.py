@@ -175,7 +175,8 @@ class Tensor:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
-        # which torcia.overrides switches on for every op the first time it matters
+        # which torcia.overrides switches on for every op the first time it matters (it
+        # loads then, not with import torcia)
         if _torch_function_of(cls) is not disabled_torch_function_impl:
             from torcia.overrides import switch_on
 
@@ -185,7 +186,7 @@ class Tensor:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default: run ``func`` and give its tensor results this subclass's type
         (see :mod:`torcia.overrides`)."""
-        from torcia.overrides import default_torch_function
+        from torcia.overrides import default_torch_function  # loaded by a subclass, above
 
         return default_torch_function(cls, func, types, args, kwargs)
 

@@ -277,6 +277,9 @@ def _build():
         with plugins.building("the device and kernel tables"):
             table = backends.build()
             registry = KernelRegistry(table)
+            # the op records and the ops plugins define: torcia.library, the facade, loads
+            # with the first table built, not with import torcia; it registers what it adds
+            # to the tables below it (_meta.RECORD_SOURCES, _custom_ops.ON_INSTALL)
             from torcia import library
 
             # first the kernels of the ops plugins define, so that any plugin can
