@@ -186,10 +186,16 @@ plugins.register_builtin("meta", _MetaPlugin())
 from torcia import _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 from torcia._sparse import (  # noqa: E402,F401
+    dsmm,
+    hsmm,
+    hspmm,
+    saddmm,
+    smm,
     sparse_compressed_tensor,
     sparse_coo_tensor,
     sparse_csc_tensor,
     sparse_csr_tensor,
+    sspaddmm,
 )
 from torcia._storage import LEGACY_CLASSES as _LEGACY_STORAGES  # noqa: E402
 from torcia._storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
@@ -198,6 +204,7 @@ Tensor.to_sparse = _sparse.to_sparse
 Tensor.to_sparse_coo = _sparse.to_sparse
 Tensor.to_sparse_csr = _sparse.to_sparse_csr
 Tensor.to_sparse_csc = _sparse.to_sparse_csc
+Tensor.sparse_mask = _sparse.sparse_mask
 for _n, _what in _sparse.DENSE_REFUSALS.items():
     setattr(Tensor, _n, _sparse._dense_refusal(_n, _what))
 Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (

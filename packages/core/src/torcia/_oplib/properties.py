@@ -246,28 +246,6 @@ def dense_dim(self) -> int:
     return self.ndim
 
 
-def sparse_mask(self, mask):
-    """The elements of dense ``self`` at the entries of the sparse ``mask``, as a sparse
-    tensor with ``mask``'s indices (differentiable in ``self``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> m = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
-    >>> torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).sparse_mask(m).to_dense()
-    tensor([[0., 2.],
-            [3., 0.]])
-    """
-    if not isinstance(mask, sparse.SparseCooTensor):
-        raise RuntimeError("sparse_mask expects mask to be sparse")
-    if tuple(mask.shape) != tuple(self.shape):
-        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
-                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
-    idx = mask._indices_t
-    values = self[tuple(idx[d] for d in range(idx.shape[0]))]
-    return sparse.SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
-
-
 def _name(self):
     """The tensor's name: None, as in PyTorch (a name only Python-side code sets).
 
@@ -301,7 +279,7 @@ def _volatile(self):
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
     "dim_order", "is_set_to", "map_", "map2_", "module_load", "as_subclass", "sparse_dim",
-    "dense_dim", "sparse_mask",
+    "dense_dim",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
@@ -316,7 +294,5 @@ __all__ = [
 ]
 
 
-# the other families, bound once this one has loaded (they may import it first); torcia.sparse
-# imports the op library first
-from torcia import sparse  # noqa: I001
+# the other families, bound once this one has loaded (they may import it first)
 from torcia._oplib.views import view
