@@ -270,40 +270,6 @@ def result_type(tensor1, tensor2) -> dtype:
     return _result_type(tensor1, tensor2)
 
 
-def get_num_threads() -> int:
-    """Threads the CPU kernels use (set by ``set_num_threads``; backends read it).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.get_num_threads() >= 1
-    True
-    """
-    return _threads[0]
-
-
-def set_num_threads(n: int) -> None:
-    """Set the threads CPU kernels use; plugins with native kernels follow it.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> n = torcia.get_num_threads()
-    >>> torcia.set_num_threads(1)
-    >>> torcia.get_num_threads()
-    1
-    >>> torcia.set_num_threads(n)
-    """
-    if n < 1:
-        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
-    _threads[0] = n
-    for callback in _thread_callbacks:
-        callback(n)
-
-
-_threads = [__import__("os").cpu_count() or 1]
-
-
 def set_float32_matmul_precision(precision: str) -> None:
     """``"highest"``, ``"high"`` or ``"medium"``: sets
     ``torcia.backends.cuda.matmul.allow_tf32`` as PyTorch does (torcia's kernels compute
@@ -340,7 +306,6 @@ def get_float32_matmul_precision() -> str:
 
 
 _matmul_precision = ["highest"]
-_thread_callbacks: list = []
 
 
 # ---------------------------------------------------------------------------------------

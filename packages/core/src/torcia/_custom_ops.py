@@ -21,9 +21,8 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 
-import torcia
-from torcia import _meta, backend, plugins
-from torcia._dtype import from_numpy_dtype
+from torcia import _creation, _meta, backend, plugins
+from torcia._dtype import dtype, from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._opdef import OpDef
 from torcia._tensor import Tensor, call
@@ -61,9 +60,9 @@ def _type_of(annotation, where: str) -> str:
         return "Tensor"
     if annotation in _SCALARS:
         return _SCALARS[annotation]
-    if annotation is torcia.dtype:
+    if annotation is dtype:
         return "ScalarType"
-    if annotation is torcia.device:
+    if annotation is backend.device:
         return "Device"
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
@@ -384,7 +383,7 @@ class CustomOpDef:
         list of them); a decorator when ``fn`` is omitted."""
         def add(fn):
             for d in [device_types] if isinstance(device_types, str) else device_types:
-                self._kernels[torcia.device(d).type] = fn
+                self._kernels[backend.device(d).type] = fn
             _install(self)
             return fn
 
@@ -428,7 +427,7 @@ class CustomOpDef:
                                "necessary for the meta device and torch.compile to work. "
                                f"Please use `{self._name}.register_fake` to add an fake "
                                "impl.")
-        inputs = [torcia.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
+        inputs = [_creation.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
                   if isinstance(m, _meta.Meta) else m for m in metas]
         out = self._run(self._fake, inputs)
         outs = out if isinstance(out, tuple) else (out,)
@@ -448,7 +447,7 @@ class CustomOpDef:
         if self._setup_context is not None:
             self._setup_context(ctx, tuple(inputs), result)
         if ctx.materialize_grads:
-            grads = [torcia.zeros_like(o) if g is None else g
+            grads = [_creation.zeros_like(o) if g is None else g
                      for g, o in zip(grads, outputs, strict=True)]
         got = self._backward(ctx, *grads)
         got = got if isinstance(got, tuple) else (got,)

@@ -65,7 +65,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torcia
-from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _shared_memory, ops
+from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _shared_memory, ops, random
 from torcia._autograd_mode import AutogradEngine, register_autograd_mode
 from torcia._custom_ops import (
     CustomOpDef,
@@ -82,6 +82,7 @@ from torcia._kernels_nn import _check_geometry as check_geometry
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
+from torcia._oplib import runtime as _runtime
 from torcia._oplib.nn import (
     alpha_dropout,
     cosine_similarity,
@@ -640,7 +641,7 @@ def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
     Example: a native backend follows torcia's thread count with
     ``library.add_thread_callback(native.set_num_threads)``.
     """
-    callbacks = torcia._thread_callbacks
+    callbacks = _runtime._thread_callbacks
     callbacks.append(fn)
     return RemovableHandle(callbacks, hook=fn)
 
@@ -787,7 +788,7 @@ def add_seed_callback(fn: Callable[[int], None]) -> RemovableHandle:
     >>> seen
     [7]
     """
-    callbacks = torcia.random._seed_callbacks
+    callbacks = random._seed_callbacks
     callbacks.append(fn)
     return RemovableHandle(callbacks, hook=fn)
 
