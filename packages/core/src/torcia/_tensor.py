@@ -15,6 +15,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._grad_mode import STATE as _GRAD
+from torcia._mode_order import ModeOrder
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
 _ndarray = np.ndarray
@@ -761,9 +762,9 @@ def _wrap_dim(dim, ndim: int) -> int:
 # of the shared kernel tables or functions of the engine; without an entered mode in any
 # thread an op pays one test of a module global.
 
-#: The fixed order of the built-in modes (lower runs first, outermost around the kernel;
-#: autograd's mode records last, once the kernel and every entered mode have run).
-AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER, AUTOGRAD_ORDER = 100, 200, 300, 400
+#: The built-in modes' orders by their earlier names.
+AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER, AUTOGRAD_ORDER = (
+    ModeOrder.AUTOCAST, ModeOrder.PROFILE, ModeOrder.TRACE, ModeOrder.AUTOGRAD)
 
 
 class _ModeStack(threading.local):

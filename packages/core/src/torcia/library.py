@@ -22,10 +22,11 @@ What is here:
   :class:`KernelRegistryProtocol` (``typing.Protocol``), one :class:`Registry` base, one
   :class:`~torcia.utils.hooks.RemovableHandle`.
 - **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
-  every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
-  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`, :data:`AUTOGRAD_ORDER`: the kernel, then
-  autograd recording, last); autocast, the profiler and the ONNX exporter are modes entered
-  in a thread, autograd's recording an :class:`AutogradMode` registered for all threads
+  every op of the thread that entered them, in a fixed order (:class:`ModeOrder`, whose
+  built-in places are also :data:`AUTOCAST_ORDER`, :data:`PROFILE_ORDER`,
+  :data:`TRACE_ORDER`, :data:`AUTOGRAD_ORDER`: the kernel, then autograd recording, last);
+  autocast, the profiler and the ONNX exporter are modes entered in a thread, autograd's
+  recording an :class:`AutogradMode` registered for all threads
   with :func:`register_autograd_mode`. :func:`autocast_as` makes a
   function written with several ops one op for the modes (its autocast policy).
 - **One fallback** for device plugins: a device declares what runs the ops it has no
@@ -149,6 +150,7 @@ from torcia._tensor import (
     TRACE_ORDER,
     AutogradMode,
     DispatchMode,
+    ModeOrder,
     Size,
     Tensor,
     _make,
@@ -180,7 +182,7 @@ from torcia.utils.hooks import RemovableHandle
 __all__ = [
     "AUTOCAST_ORDER", "AUTOGRAD_ORDER", "AutogradEngine", "AutogradMode", "Backend",
     "BackendProtocol", "DispatchMode",
-    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
+    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "ModeOrder", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
     "binary", "call", "check_geometry", "device_ops", "disabled_torch_function_impl",
