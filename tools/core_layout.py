@@ -51,8 +51,12 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(tree: ast.AST, module: str, is_package: bool):
-    """(imported module, inside a function) for each import of ``tree``."""
+def _imports(tree: ast.AST, module: str, is_package: bool, modules):
+    """(imported modules, inside a function, line) for each import statement of ``tree``.
+
+    ``from pkg import sub`` imports the submodule ``pkg.sub``, not what ``pkg/__init__.py``
+    defines, so it counts as an edge to ``pkg.sub`` alone; ``pkg`` is a target only where a
+    name imported from it is not a submodule."""
     package = module if is_package else module.rpartition(".")[0]
 
     def walk(node, local):
@@ -60,17 +64,18 @@ def _imports(tree: ast.AST, module: str, is_package: bool):
             inner = local or isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                 ast.Lambda))
             if isinstance(child, ast.Import):
-                for alias in child.names:
-                    yield alias.name, inner
+                yield [alias.name for alias in child.names], inner, child.lineno
             elif isinstance(child, ast.ImportFrom):
                 base = child.module or ""
                 if child.level:
                     anchor = package.split(".")
                     anchor = anchor[:len(anchor) - (child.level - 1)]
                     base = ".".join(anchor + ([base] if base else []))
-                yield base, inner
-                for alias in child.names:
-                    yield f"{base}.{alias.name}", inner
+                subs = [f"{base}.{alias.name}" for alias in child.names]
+                targets = [t for t in subs if t in modules]
+                if len(targets) < len(subs):
+                    targets.append(base)
+                yield targets, inner, child.lineno
             yield from walk(child, inner)
 
     yield from walk(tree, False)
@@ -111,21 +116,20 @@ def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def core_imports() -> tuple[dict[str, set[str]], list[str]]:
-    """The import graph among core's modules, and each function-local import's place."""
+    """The import graph among core's modules, and each function-local import's place: one
+    per module and target, however many functions of the module import it."""
     modules = {_module_name(p): p for p in _sources(CORE)}
-    graph, local = {}, []
+    graph, local = {}, set()
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
         edges = set()
-        for target, inside in _imports(tree, name, path.name == "__init__.py"):
-            if target in modules and target != name:
-                edges.add(target)
-            if inside and target.startswith("torcia") and (
-                    target in modules or target.rpartition(".")[0] in modules):
-                local.append(f"{path.relative_to(ROOT)}: {target}")
+        for targets, inside, _line in _imports(tree, name, path.name == "__init__.py", modules):
+            inner = sorted(t for t in targets if t in modules and t != name)
+            edges.update(inner)
+            if inside:
+                local.update(f"{path.relative_to(ROOT)}: {t}" for t in inner)
         graph[name] = edges
-    # `from torcia.x import name` counts once: drop the duplicates of the same statement
-    return graph, sorted(set(local))
+    return graph, sorted(local)
 
 
 def private_field_uses() -> list[str]:

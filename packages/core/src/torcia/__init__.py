@@ -186,10 +186,16 @@ plugins.register_builtin("meta", _MetaPlugin())
 from torcia import _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 from torcia._sparse import (  # noqa: E402,F401
+    dsmm,
+    hsmm,
+    hspmm,
+    saddmm,
+    smm,
     sparse_compressed_tensor,
     sparse_coo_tensor,
     sparse_csc_tensor,
     sparse_csr_tensor,
+    sspaddmm,
 )
 from torcia._storage import LEGACY_CLASSES as _LEGACY_STORAGES  # noqa: E402
 from torcia._storage import TypedStorage, UntypedStorage, is_storage  # noqa: E402,F401
@@ -198,6 +204,7 @@ Tensor.to_sparse = _sparse.to_sparse
 Tensor.to_sparse_coo = _sparse.to_sparse
 Tensor.to_sparse_csr = _sparse.to_sparse_csr
 Tensor.to_sparse_csc = _sparse.to_sparse_csc
+Tensor.sparse_mask = _sparse.sparse_mask
 for _n, _what in _sparse.DENSE_REFUSALS.items():
     setattr(Tensor, _n, _sparse._dense_refusal(_n, _what))
 Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
@@ -263,40 +270,6 @@ def result_type(tensor1, tensor2) -> dtype:
     return _result_type(tensor1, tensor2)
 
 
-def get_num_threads() -> int:
-    """Threads the CPU kernels use (set by ``set_num_threads``; backends read it).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.get_num_threads() >= 1
-    True
-    """
-    return _threads[0]
-
-
-def set_num_threads(n: int) -> None:
-    """Set the threads CPU kernels use; plugins with native kernels follow it.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> n = torcia.get_num_threads()
-    >>> torcia.set_num_threads(1)
-    >>> torcia.get_num_threads()
-    1
-    >>> torcia.set_num_threads(n)
-    """
-    if n < 1:
-        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
-    _threads[0] = n
-    for callback in _thread_callbacks:
-        callback(n)
-
-
-_threads = [__import__("os").cpu_count() or 1]
-
-
 def set_float32_matmul_precision(precision: str) -> None:
     """``"highest"``, ``"high"`` or ``"medium"``: sets
     ``torcia.backends.cuda.matmul.allow_tf32`` as PyTorch does (torcia's kernels compute
@@ -313,6 +286,7 @@ def set_float32_matmul_precision(precision: str) -> None:
     if precision not in ("highest", "high", "medium"):
         raise RuntimeError(f"Invalid precision {precision!r}: expected 'highest', 'high' or "
                            "'medium'")
+    # torcia.backends loads with its first use, not with import torcia
     from torcia.backends import cuda
 
     cuda.matmul.allow_tf32 = precision != "highest"
@@ -332,7 +306,6 @@ def get_float32_matmul_precision() -> str:
 
 
 _matmul_precision = ["highest"]
-_thread_callbacks: list = []
 
 
 # ---------------------------------------------------------------------------------------

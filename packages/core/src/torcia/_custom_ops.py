@@ -21,12 +21,11 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 
-import torcia
-from torcia import _meta, plugins
-from torcia._dtype import from_numpy_dtype
+from torcia import _creation, _meta, backend, plugins
+from torcia._dtype import dtype, from_numpy_dtype
 from torcia._grad_mode import no_grad
+from torcia._opdef import OpDef
 from torcia._tensor import Tensor, call
-from torcia.backend import canonical
 
 __all__ = ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register_autograd",
            "register_fake", "register_kernel"]
@@ -61,9 +60,9 @@ def _type_of(annotation, where: str) -> str:
         return "Tensor"
     if annotation in _SCALARS:
         return _SCALARS[annotation]
-    if annotation is torcia.dtype:
+    if annotation is dtype:
         return "ScalarType"
-    if annotation is torcia.device:
+    if annotation is backend.device:
         return "Device"
     origin, args = typing.get_origin(annotation), typing.get_args(annotation)
     if origin in (typing.Union, types.UnionType) and type(None) in args and len(args) == 2:
@@ -341,7 +340,7 @@ class CustomOpDef:
         tensor_args = [a.is_tensor for a in self._args]
 
         def kernel(*arrays):
-            where = canonical(device or device_type)
+            where = backend.canonical(device or device_type)
             inputs = [Tensor._make(x, where) if is_t and x is not None else x
                       for x, is_t in zip(arrays, tensor_args, strict=True)]
             with no_grad():
@@ -384,7 +383,7 @@ class CustomOpDef:
         list of them); a decorator when ``fn`` is omitted."""
         def add(fn):
             for d in [device_types] if isinstance(device_types, str) else device_types:
-                self._kernels[torcia.device(d).type] = fn
+                self._kernels[backend.device(d).type] = fn
             _install(self)
             return fn
 
@@ -428,7 +427,7 @@ class CustomOpDef:
                                "necessary for the meta device and torch.compile to work. "
                                f"Please use `{self._name}.register_fake` to add an fake "
                                "impl.")
-        inputs = [torcia.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
+        inputs = [_creation.empty(m.shape, dtype=from_numpy_dtype(m.dtype), device="meta")
                   if isinstance(m, _meta.Meta) else m for m in metas]
         out = self._run(self._fake, inputs)
         outs = out if isinstance(out, tuple) else (out,)
@@ -448,7 +447,7 @@ class CustomOpDef:
         if self._setup_context is not None:
             self._setup_context(ctx, tuple(inputs), result)
         if ctx.materialize_grads:
-            grads = [torcia.zeros_like(o) if g is None else g
+            grads = [_creation.zeros_like(o) if g is None else g
                      for g, o in zip(grads, outputs, strict=True)]
         got = self._backward(ctx, *grads)
         got = got if isinstance(got, tuple) else (got,)
@@ -464,9 +463,7 @@ class CustomOpDef:
 # ---------------------------------------------------------------------------------------
 
 
-def _record(op: CustomOpDef):
-    from torcia.library import OpDef
-
+def _record(op: CustomOpDef) -> OpDef:
     return OpDef(name=op._op, group="custom", inputs=tuple(a.name for a in op._args),
                  kernel=op._kernel("cpu"), shape=op._shape,
                  backward=op._derivative if op._returns else None,
@@ -498,24 +495,22 @@ def _add_kernels(registry, op: CustomOpDef) -> None:
 
 _plugin = _CustomOpsPlugin()
 
+#: Called with the name and record of each custom op defined: torcia.library adds it to the
+#: op records already built (those built later get it from the plugin's hooks).
+ON_INSTALL: list[Callable] = []
+
 
 def _install(op: CustomOpDef) -> None:
     """Put ``op`` into the tables already built (those built later get it from the
     plugin's hooks)."""
-    from torcia import backend, library
-
     if not any(p is _plugin for _, p in plugins._state.builtins):
         plugins.register_builtin("custom_ops", _plugin)
-    if library.plugin_ops._entries is not None:
-        library.plugin_ops.current_plugin = "custom_ops"
-        library.plugin_ops.add(op._op, _record(op))
-        library.plugin_ops.current_plugin = None
     if backend._kernels_built.is_set():
         registry = backend.KernelRegistry(backend.backends.build())
         registry.current_plugin = "custom_ops"
         _add_kernels(registry, op)
-    if library._AUTOGRAD.engine is not None:
-        library._install_derivatives(library._AUTOGRAD.engine)
+    for fn in ON_INSTALL:
+        fn(op._op, _record(op))
 
 
 # ---------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ torcia.Size([3, 5])
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -983,6 +984,12 @@ def meta_kernel(op: str, shape_fn, reference):
     return kernel
 
 
+#: What returns the op records ({name: OpDef}) the meta device has kernels for:
+#: torcia.library's op_records, added when it loads (torcia.backend loads it before the
+#: plugins register their kernels).
+RECORD_SOURCES: list[Callable[[], dict]] = []
+
+
 class MetaPlugin:
     """Core's built-in "meta" device: shapes and dtypes without data."""
 
@@ -992,12 +999,11 @@ class MetaPlugin:
 
     @hookimpl
     def torcia_register_kernels(self, registry):
-        from torcia import library
-
-        for name, record in library.op_records().items():
-            kernel = meta_kernel(name, record.shape, record.kernel)
-            if kernel is not None:
-                registry.add(name, "meta", kernel, priority=0)
+        for records in RECORD_SOURCES:
+            for name, record in records().items():
+                kernel = meta_kernel(name, record.shape, record.kernel)
+                if kernel is not None:
+                    registry.add(name, "meta", kernel, priority=0)
 
 
 #: Built-in ops without a shape function: those of :data:`DATA_DEPENDENT`, which raise on

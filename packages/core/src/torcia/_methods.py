@@ -27,7 +27,7 @@ from torcia._tensor import (
     load_autograd,
     parse_to,
 )
-from torcia.backend import CPU
+from torcia.backend import CPU, _cuda_backend, _cuda_runtime
 from torcia.random import rng_of
 
 #: The in-place methods of the op families: ``name_`` for each name of their ``INPLACE``
@@ -103,6 +103,13 @@ def _reflected(op, float_op=False):
     return method
 
 
+def _iter(self):
+    if self._data.ndim == 0:
+        raise TypeError("iteration over a 0-d tensor")
+    return iter(_oplib.unbind(self, 0))
+
+
+Tensor.__iter__ = _iter
 Tensor.__add__ = lambda self, other: binary("add", self, other)
 Tensor.__radd__ = lambda self, other: binary("add", self, other)
 Tensor.__sub__ = lambda self, other: _oplib.sub(self, other)
@@ -258,9 +265,7 @@ def _pin_memory(self, device=None):
     if self.device.type != "cpu":
         raise RuntimeError(f"cannot pin a tensor on {self.device}: only dense CPU tensors "
                            "can be pinned")
-    from torcia.cuda import _runtime
-
-    pinned = _runtime().pin(self._data)
+    pinned = _cuda_runtime().pin(self._data)
     if not self.requires_grad:
         return Tensor._make(pinned, self._device)
     out = self.clone()  # the graph's copy, then its storage swapped for the pinned one
@@ -269,8 +274,6 @@ def _pin_memory(self, device=None):
 
 
 def _is_pinned(self, device=None):
-    from torcia.cuda import _cuda_backend
-
     if self.device.type != "cpu":
         return False
     b = _cuda_backend()

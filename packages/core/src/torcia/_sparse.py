@@ -1164,5 +1164,121 @@ DENSE_REFUSALS = {
 }
 
 
+# ---------------------------------------------------------------------------------------
+# products with a sparse operand, as torch's top-level functions
+# ---------------------------------------------------------------------------------------
+
+
+def dsmm(input, mat2):
+    """``sparse @ dense`` as a dense tensor (``torcia.sparse.mm``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.dsmm(sparse, torcia.tensor([[1.0], [3.0]]))
+    tensor([[6.],
+            [1.]])
+    """
+    return sparse.mm(input, mat2)
+
+
+def hspmm(mat1, mat2):
+    """``sparse @ dense`` as a hybrid sparse tensor: one sparse dimension (the rows of
+    ``mat1`` that hold entries) and a dense one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> s = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (3, 2))
+    >>> torcia.hspmm(s, torcia.ones(2, 2)).indices()
+    tensor([[0, 1]])
+    """
+    dense = sparse.mm(mat1, mat2)
+    rows = _creation.tensor(np.unique(mat1._indices_t.cpu().numpy()[0]) if mat1._nnz()
+                            else np.zeros(0, dtype=np.int64), device=dense.device)
+    return SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
+                           dense.shape, is_coalesced=True)
+
+
+hsmm = hspmm
+
+
+def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)`` as a sparse tensor (``input`` and ``mat1``
+    sparse, ``mat2`` dense): ``input``'s entries followed by every entry of the product's
+    rows that ``mat1`` touches, not coalesced (as PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.sspaddmm(sparse, sparse, torcia.eye(2), beta=1.0, alpha=1.0).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
+    prod = hspmm(mat1, mat2)
+    rows = prod._indices_t[0]
+    k = mat2.shape[1]
+    r = rows.reshape(-1, 1).expand(rows.shape[0], k).reshape(-1)
+    c = _creation.arange(k, device=rows.device).repeat(rows.shape[0])
+    idx = _oplib.cat([input._indices_t, _oplib.stack([r, c], 0)], 1)
+    vals = _oplib.cat([input._values_t * beta, prod._values_t.reshape(-1) * alpha], 0)
+    return SparseCooTensor(idx, vals, input.shape)
+
+
+def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """PyTorch's older name of :func:`sspaddmm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.saddmm(sparse, sparse, torcia.eye(2)).to_dense()
+    tensor([[0., 4.],
+            [2., 0.]])
+    """
+    return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def smm(input, mat2):
+    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
+    >>> torcia.smm(sparse, torcia.tensor([[1.0], [3.0]])).to_dense()
+    tensor([[6.],
+            [1.]])
+    """
+    empty = SparseCooTensor(_creation.zeros(2, 0, dtype=D.int64, device=mat2.device),
+                            _creation.zeros(0, dtype=mat2.dtype, device=mat2.device),
+                            (input.shape[0], mat2.shape[1]))
+    return sspaddmm(empty, input, mat2)
+
+
+def sparse_mask(self, mask):
+    """The elements of dense ``self`` at the entries of the sparse ``mask``, as a sparse
+    tensor with ``mask``'s indices (differentiable in ``self``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
+    >>> torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).sparse_mask(m).to_dense()
+    tensor([[0., 2.],
+            [3., 0.]])
+    """
+    if not isinstance(mask, SparseCooTensor):
+        raise RuntimeError("sparse_mask expects mask to be sparse")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    idx = mask._indices_t
+    values = self[tuple(idx[d] for d in range(idx.shape[0]))]
+    return SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
+
+
 # torcia.sparse imports this module (for its tensor classes): bound once this one has loaded
 from torcia import sparse  # noqa: E402

@@ -15,7 +15,8 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._grad_mode import STATE as _GRAD
-from torcia.backend import CPU, canonical, device
+from torcia._mode_order import ModeOrder
+from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
 _ndarray = np.ndarray
 _NUMBERS = (int, float, bool, complex)
@@ -51,8 +52,6 @@ def load_autograd():
     """Return the autograd mode, registering the one the ``torcia_autograd_engine`` hook
     provides on first use, or raise an error naming the distribution to install."""
     if AUTOGRAD.engine is None:
-        from torcia import library
-
         engine = plugins.manager().hook.torcia_autograd_engine()
         if engine is None:
             blocked = [i for i in plugins.blocked_plugins() if i.name == "autograd"]
@@ -61,7 +60,7 @@ def load_autograd():
                 "gradients need the torcia-autograd distribution, which is not available"
                 f"{why}: {plugins.install_hint('torcia-autograd')}"
             )
-        library.register_autograd_mode(engine)
+        _register_autograd_mode(engine)
     return AUTOGRAD.engine
 
 
@@ -177,7 +176,8 @@ class Tensor:
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         # a subclass keeps its type through ops by PyTorch's __torch_function__ protocol,
-        # which torcia.overrides switches on for every op the first time it matters
+        # which torcia.overrides switches on for every op the first time it matters (it
+        # loads then, not with import torcia)
         if _torch_function_of(cls) is not disabled_torch_function_impl:
             from torcia.overrides import switch_on
 
@@ -187,7 +187,7 @@ class Tensor:
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default: run ``func`` and give its tensor results this subclass's type
         (see :mod:`torcia.overrides`)."""
-        from torcia.overrides import default_torch_function
+        from torcia.overrides import default_torch_function  # loaded by a subclass, above
 
         return default_torch_function(cls, func, types, args, kwargs)
 
@@ -599,13 +599,6 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
-    def __iter__(self):
-        if self._data.ndim == 0:
-            raise TypeError("iteration over a 0-d tensor")
-        from torcia._oplib.views import unbind
-
-        return iter(unbind(self, 0))
-
     def __contains__(self, element):
         # PyTorch's: any element equal (iteration would compare whole rows)
         if isinstance(element, (Tensor, int, float, bool, complex, np.generic)):
@@ -769,9 +762,9 @@ def _wrap_dim(dim, ndim: int) -> int:
 # of the shared kernel tables or functions of the engine; without an entered mode in any
 # thread an op pays one test of a module global.
 
-#: The fixed order of the built-in modes (lower runs first, outermost around the kernel;
-#: autograd's mode records last, once the kernel and every entered mode have run).
-AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER, AUTOGRAD_ORDER = 100, 200, 300, 400
+#: The built-in modes' orders by their earlier names.
+AUTOCAST_ORDER, PROFILE_ORDER, TRACE_ORDER, AUTOGRAD_ORDER = (
+    ModeOrder.AUTOCAST, ModeOrder.PROFILE, ModeOrder.TRACE, ModeOrder.AUTOGRAD)
 
 
 class _ModeStack(threading.local):
@@ -1356,10 +1349,6 @@ def _check_writable(self: Tensor, out: Tensor) -> None:
 _torch_name = D.torch_type_name
 
 
-#: The device factory functions use when given none (``torcia.set_default_device``).
-DEFAULT_DEVICE = [CPU]
-
-
 def canonical_device(dev):
     return DEFAULT_DEVICE[0] if dev is None else canonical(dev)
 
@@ -1426,4 +1415,5 @@ def _legacy_new(dtype, args, device_=None):
 
 # last: these modules import this one
 from torcia import _creation, _print, plugins  # noqa: E402
+from torcia._autograd_mode import register_autograd_mode as _register_autograd_mode  # noqa: E402
 from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402

@@ -27,6 +27,7 @@ class DispatchMode:
     order: Any
 
 MODES: Any
+ModeOrder: Any
 PROFILE_ORDER: Any
 PUBLISHED_FIELDS: Any
 

@@ -172,6 +172,7 @@ def methods_torch_function(cls, func, types, args=(), kwargs=None):
             method = vars(klass).get(name)
             if callable(method):
                 return method(*args, **kwargs)
+    # torcia.overrides, above the Tensor, loads when a subclass first needs it
     from torcia.overrides import DisableTorchFunctionSubclass
 
     with DisableTorchFunctionSubclass():

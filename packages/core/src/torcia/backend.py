@@ -277,6 +277,9 @@ def _build():
         with plugins.building("the device and kernel tables"):
             table = backends.build()
             registry = KernelRegistry(table)
+            # the op records and the ops plugins define: torcia.library, the facade, loads
+            # with the first table built, not with import torcia; it registers what it adds
+            # to the tables below it (_meta.RECORD_SOURCES, _custom_ops.ON_INSTALL)
             from torcia import library
 
             # first the kernels of the ops plugins define, so that any plugin can
@@ -348,6 +351,27 @@ def get_backend(device_type: str) -> Backend:
             msg += f". Install {hint}"
         raise RuntimeError(msg)
     return backend
+
+
+def _cuda_backend() -> Backend | None:
+    """The "cuda" backend torcia-cuda registers, or None (what ``torcia.cuda`` and the
+    pinned-memory methods of a CPU tensor ask about)."""
+    return backends.build().get("cuda")
+
+
+def _cuda_runtime():
+    """The runtime of the "cuda" backend, or an error that says what to install or why
+    CUDA is not available."""
+    b = _cuda_backend()
+    if b is None:
+        raise RuntimeError(
+            plugins.missing_message("device backend", "cuda", sorted(backends.build()))
+            + ". Install torcia-cuda with the CuPy wheel for your driver "
+            "(pip install 'torcia-cuda[cuda12]')"
+        )
+    if not b.is_available():
+        raise RuntimeError(f"CUDA is not available: {b.unavailable_reason or 'no GPU found'}")
+    return b.runtime
 
 
 # ---------------------------------------------------------------------------------------
@@ -452,15 +476,11 @@ class device:
         >>> torcia.ones(2).device
         device(type='cpu')
         """
-        from torcia._oplib.runtime import get_default_device, set_default_device
-
         _DEVICE_CONTEXTS.append(get_default_device())
         set_default_device(self)
         return self
 
     def __exit__(self, *exc):
-        from torcia._oplib.runtime import set_default_device
-
         set_default_device(_DEVICE_CONTEXTS.pop())
         return False
 
@@ -479,6 +499,37 @@ class device:
 
 
 CPU = device("cpu")
+
+#: The device factory functions use when given none (``torcia.set_default_device``).
+DEFAULT_DEVICE = [CPU]
+
+
+def set_default_device(device) -> None:
+    """The device that factory functions (``torcia.tensor``, ``zeros``, ``arange``,
+    ``randn``...) use when given none; None restores the CPU. Ops on existing tensors
+    keep their inputs' device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.set_default_device("meta")
+    >>> torcia.zeros(2).device
+    device(type='meta')
+    >>> torcia.set_default_device(None)
+    """
+    DEFAULT_DEVICE[0] = CPU if device is None else canonical(device)
+
+
+def get_default_device():
+    """The device factory functions use when given none (see :func:`set_default_device`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_default_device()
+    device(type='cpu')
+    """
+    return DEFAULT_DEVICE[0]
 
 
 def canonical(dev) -> device:

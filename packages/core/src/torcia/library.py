@@ -22,10 +22,11 @@ What is here:
   :class:`KernelRegistryProtocol` (``typing.Protocol``), one :class:`Registry` base, one
   :class:`~torcia.utils.hooks.RemovableHandle`.
 - **Dispatch modes** (:class:`DispatchMode`, :func:`active_modes`): features that join
-  every op of the thread that entered them, in a fixed order (:data:`AUTOCAST_ORDER`,
-  :data:`PROFILE_ORDER`, :data:`TRACE_ORDER`, :data:`AUTOGRAD_ORDER`: the kernel, then
-  autograd recording, last); autocast, the profiler and the ONNX exporter are modes entered
-  in a thread, autograd's recording an :class:`AutogradMode` registered for all threads
+  every op of the thread that entered them, in a fixed order (:class:`ModeOrder`, whose
+  built-in places are also :data:`AUTOCAST_ORDER`, :data:`PROFILE_ORDER`,
+  :data:`TRACE_ORDER`, :data:`AUTOGRAD_ORDER`: the kernel, then autograd recording, last);
+  autocast, the profiler and the ONNX exporter are modes entered in a thread, autograd's
+  recording an :class:`AutogradMode` registered for all threads
   with :func:`register_autograd_mode`. :func:`autocast_as` makes a
   function written with several ops one op for the modes (its autocast policy).
 - **One fallback** for device plugins: a device declares what runs the ops it has no
@@ -58,7 +59,6 @@ tensor([1., 1.])
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import inspect
 import threading
@@ -66,7 +66,8 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import torcia
-from torcia import _dtype, _meta, _shared_memory, ops
+from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _shared_memory, ops, random
+from torcia._autograd_mode import AutogradEngine, register_autograd_mode
 from torcia._custom_ops import (
     CustomOpDef,
     OpNamespace,
@@ -81,6 +82,8 @@ from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
 from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._numpy_backend import Reference as ReferenceKernels
+from torcia._opdef import OpDef
+from torcia._oplib import runtime as _runtime
 from torcia._oplib.nn import (
     alpha_dropout,
     cosine_similarity,
@@ -147,6 +150,7 @@ from torcia._tensor import (
     TRACE_ORDER,
     AutogradMode,
     DispatchMode,
+    ModeOrder,
     Size,
     Tensor,
     _make,
@@ -178,7 +182,7 @@ from torcia.utils.hooks import RemovableHandle
 __all__ = [
     "AUTOCAST_ORDER", "AUTOGRAD_ORDER", "AutogradEngine", "AutogradMode", "Backend",
     "BackendProtocol", "DispatchMode",
-    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "OpDef", "OpRegistry",
+    "GRAD_MODE", "KernelRegistry", "KernelRegistryProtocol", "ModeOrder", "OpDef", "OpRegistry",
     "PROFILE_ORDER", "ReferenceKernels", "Registry", "RemovableHandle", "Size", "TRACE_ORDER",
     "Tensor", "active_modes", "add_thread_callback", "autocast_as", "autograd_engine", "batched",
     "binary", "call", "check_geometry", "device_ops", "disabled_torch_function_impl",
@@ -218,48 +222,6 @@ __all__ += [
 
 
 @runtime_checkable
-class AutogradEngine(Protocol):
-    """What the object returned by ``torcia_autograd_engine`` provides to core.
-
-    Core calls ``record`` after an op ran on a tensor that requires grad (grad mode on),
-    ``check_inplace``/``rebase_inplace`` around an in-place op, ``record_transfer`` for a
-    device copy, and forwards ``Tensor.backward``, ``register_hook`` and friends.
-    ``derivative(op)`` returns the backward formula of an op (None when it has none),
-    ``define_derivative(op, fn)`` adds one for an op defined by a plugin.
-    :func:`register_autograd_mode` requires every method declared here; an engine may
-    also have ``forward_derivative(op)`` and ``define_forward_derivative(op, fn)``
-    (forward mode, read by :func:`op_records` and :class:`OpRegistry` where present) and
-    ``ANOMALY`` (an object with ``enabled`` and ``check_nan``, read and set by
-    :func:`torcia.set_anomaly_enabled`).
-    """
-
-    def record(self, op: str, inputs: tuple, params: dict, out) -> None: ...
-
-    def record_transfer(self, src: Tensor, out: Tensor) -> None: ...
-
-    def check_inplace(self, t: Tensor) -> None: ...
-
-    def rebase_inplace(self, t: Tensor, out: Tensor) -> None: ...
-
-    def backward(self, tensors, grad_tensors=None, retain_graph=None, create_graph=False,
-                 inputs=None) -> None: ...
-
-    def grad(self, outputs, inputs, grad_outputs=None, retain_graph=None,
-             create_graph=False, allow_unused=None): ...
-
-    def derivative(self, op: str) -> Callable | None: ...
-
-    def define_derivative(self, op: str, fn: Callable) -> None: ...
-
-    def register_hook(self, t: Tensor, hook: Callable) -> RemovableHandle: ...
-
-    def register_post_accumulate_grad_hook(self, t: Tensor,
-                                           hook: Callable) -> RemovableHandle: ...
-
-    def retain_grad(self, t: Tensor) -> None: ...
-
-
-@runtime_checkable
 class BackendProtocol(Protocol):
     """A device type as core uses it (``torcia.library.Backend`` implements it)."""
 
@@ -286,57 +248,6 @@ class KernelRegistryProtocol(Protocol):
 # ---------------------------------------------------------------------------------------
 # op records
 # ---------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass(frozen=True)
-class OpDef:
-    """Everything known about one op.
-
-    Attributes
-    ----------
-    name : str
-        The op's name, the key of every kernel table.
-    group : str
-        Its kind, the lower-cased name of its list in :mod:`torcia.ops` (``"binary"``,
-        ``"reduce"``, ``"nn"``...), or the group a plugin gave it.
-    inputs : tuple of str
-        The positional (tensor) arguments of its kernel.
-    params : dict
-        Its keyword parameters with their defaults.
-    kernel : callable or None
-        The reference kernel (NumPy arrays in, arrays out), which defines what the op means.
-    backward : callable or None
-        The backward formula (see ``torcia.autograd.derivatives``); None when the op is
-        not differentiable or no autograd engine is available.
-    jvp : callable or None
-        The forward-mode formula (``jvp(tangents, *inputs, result=..., **params)``), read
-        from autograd's forward table (``torcia.autograd.forward_derivatives``) for the
-        built-in ops; None without an engine or for non-differentiable ops.
-    shape : callable or None
-        ``shape(*input_metas, **params)`` -> the output's ``(shape, dtype)`` without data.
-    primitive : bool
-        Whether a backend must implement it; a composite has a ``decomposition`` into
-        primitives that runs where a backend has no kernel of its own.
-    decomposition : callable or None
-        ``decomposition(*inputs, **params)`` on tensors, for composites.
-    differentiable : bool
-        Whether its float outputs carry gradients.
-    doc : str
-        What the op computes.
-    """
-
-    name: str
-    group: str
-    inputs: tuple = ()
-    params: dict = dataclasses.field(default_factory=dict)
-    kernel: Callable | None = None
-    backward: Callable | None = None
-    jvp: Callable | None = None
-    shape: Callable | None = None
-    primitive: bool = True
-    decomposition: Callable | None = None
-    differentiable: bool = True
-    doc: str = ""
 
 
 _ARITY = {"unary_float": ("input",), "unary_same": ("input",), "unary_bool": ("input",),
@@ -664,6 +575,9 @@ def primitives() -> list[str]:
     return sorted(n for n, r in op_records().items() if r.primitive and n in ops.ALL)
 
 
+_meta.RECORD_SOURCES.append(op_records)
+
+
 def get_op(name: str) -> OpDef:
     """The record of one op, or a KeyError listing close names.
 
@@ -701,71 +615,26 @@ def autograd_engine() -> AutogradEngine:
     return _load_autograd()
 
 
-# what registration requires: the methods the Protocol declares
-_ENGINE_METHODS = tuple(name for name, value in vars(AutogradEngine).items()
-                        if callable(value) and not name.startswith("_"))
-
-
-class _EngineAsMode(AutogradMode):
-    """An engine of hook API 0.2 (an object with the :class:`AutogradEngine` functions,
-    not an :class:`AutogradMode`) registered as the autograd mode."""
-
-    def __init__(self, engine):
-        self.engine = engine
-        for name in _ENGINE_METHODS:
-            if hasattr(engine, name):
-                setattr(self, name, getattr(engine, name))
-
-
-def register_autograd_mode(mode) -> RemovableHandle:
-    """Make ``mode`` (an :class:`AutogradMode`) record the ops of every thread for gradients.
-
-    The last mode registered records; removing its handle gives recording back to the one
-    before (no mode: ``requires_grad`` loads torcia-autograd's through its hook again). An
-    object with :class:`AutogradEngine`'s functions that is not an :class:`AutogradMode`
-    (hook API 0.2) is wrapped in one.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia import library
-    >>> engine = library.autograd_engine()
-    >>> class Counting(library.AutogradMode):
-    ...     ops = []
-    ...     def __getattr__(self, name):  # the rest of the engine's functions
-    ...         return getattr(engine, name)
-    ...     def record(self, op, inputs, params, out):
-    ...         self.ops.append(op)
-    ...         engine.record(op, inputs, params, out)
-    >>> counting = Counting()
-    >>> with library.register_autograd_mode(counting):
-    ...     y = (torcia.ones(2, requires_grad=True) * 3).sum()
-    >>> counting.ops, y.grad_fn.name()
-    (['mul', 'sum'], 'SumBackward0')
-    """
-    if not isinstance(mode, AutogradMode):
-        mode = _EngineAsMode(mode)
-    missing = [name for name in _ENGINE_METHODS if not callable(getattr(mode, name, None))]
-    if missing:
-        raise TypeError(f"an autograd mode must implement {', '.join(missing)} "
-                        f"(see torcia.library.AutogradEngine); {type(mode).__name__} does not")
-    _AUTOGRAD.modes.append(mode)
-    _activate_autograd_mode()
+def _derivatives_for(mode) -> None:
     if plugin_ops._entries is not None:
         _install_derivatives(mode)
-    return _AutogradModeHandle(_AUTOGRAD.modes, hook=mode)
 
 
-def _activate_autograd_mode() -> None:
-    top = _AUTOGRAD.modes[-1] if _AUTOGRAD.modes else None
-    _AUTOGRAD.engine = top
-    _AUTOGRAD.record = None if top is None else top.record
+_autograd_mode.ON_REGISTER.append(_derivatives_for)
 
 
-class _AutogradModeHandle(RemovableHandle):
-    def remove(self) -> None:
-        super().remove()
-        _activate_autograd_mode()
+def _custom_op_added(name: str, record: OpDef) -> None:
+    # a custom op defined after the op records were built joins them, and the engine gets
+    # its derivative
+    if plugin_ops._entries is not None:
+        plugin_ops.current_plugin = "custom_ops"
+        plugin_ops.add(name, record)
+        plugin_ops.current_plugin = None
+    if _AUTOGRAD.engine is not None:
+        _install_derivatives(_AUTOGRAD.engine)
+
+
+_custom_ops.ON_INSTALL.append(_custom_op_added)
 
 
 def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
@@ -774,7 +643,7 @@ def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
     Example: a native backend follows torcia's thread count with
     ``library.add_thread_callback(native.set_num_threads)``.
     """
-    callbacks = torcia._thread_callbacks
+    callbacks = _runtime._thread_callbacks
     callbacks.append(fn)
     return RemovableHandle(callbacks, hook=fn)
 
@@ -921,7 +790,7 @@ def add_seed_callback(fn: Callable[[int], None]) -> RemovableHandle:
     >>> seen
     [7]
     """
-    callbacks = torcia.random._seed_callbacks
+    callbacks = random._seed_callbacks
     callbacks.append(fn)
     return RemovableHandle(callbacks, hook=fn)
 

@@ -39,8 +39,10 @@ import sys
 import threading
 import types as _types
 
-import torcia
-from torcia._tensor import Tensor, _torch_function_of, disabled_torch_function_impl
+from torcia import _creation
+from torcia._dtype import dtype as _dtype
+from torcia._tensor import Size, Tensor, _torch_function_of, disabled_torch_function_impl
+from torcia.backend import device as _device
 
 __all__ = [
     "DisableTorchFunction", "DisableTorchFunctionSubclass", "TorchFunctionMode",
@@ -61,7 +63,7 @@ _STATE = _State()
 
 # what never takes over a call: skipped at once when looking for overloaded arguments
 _PLAIN = frozenset({Tensor, int, float, bool, complex, str, bytes, type(None), slice,
-                    type(Ellipsis), torcia.dtype, torcia.device, torcia.Size})
+                    type(Ellipsis), _dtype, _device, Size})
 
 
 def _overloaded_type(t) -> bool:
@@ -290,7 +292,7 @@ def _convert(result, cls, args):
 
 @functools.cache
 def _layout_compatible(a, b) -> bool:
-    probe = torcia.empty(0)
+    probe = _creation.empty(0)
     try:
         probe.__class__ = a
         probe.__class__ = b

@@ -33,6 +33,7 @@ import functools
 import numpy as np
 
 from torcia import _creation
+from torcia._oplib.linalg import SPARSE_PRODUCTS
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr
 from torcia._sparse import (
     SparseCompressedTensor,
@@ -172,6 +173,7 @@ def mm(mat1, mat2) -> Tensor:
 
 
 spmm = mm
+SPARSE_PRODUCTS["mm"] = mm
 
 
 def addmm(mat, mat1, mat2, *, beta=1.0, alpha=1.0) -> Tensor:

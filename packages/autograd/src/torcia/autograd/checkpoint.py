@@ -22,7 +22,7 @@ import warnings
 import torcia
 from torcia.autograd.function import Function
 from torcia.autograd.graph import saved_tensors_hooks
-from torcia.library import DispatchMode
+from torcia.library import DispatchMode, ModeOrder
 
 __all__ = [
     "CheckpointError", "CheckpointFunction", "CheckpointPolicy", "DefaultDeviceType",
@@ -367,7 +367,7 @@ class _CachingMode(DispatchMode):
     """During the first pass, keeps the results of the ops the policy saves; during the
     recomputation, hands them back instead of running those ops again."""
 
-    order = 150  # after autocast has cast the inputs, before the profiler times kernels
+    order = ModeOrder.CHECKPOINT
 
     def __init__(self, policy, cache, recompute, allow_mutation):
         self.policy = policy

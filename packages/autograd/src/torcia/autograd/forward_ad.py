@@ -32,10 +32,6 @@ from torcia.library import alias as make_alias
 __all__ = ["UnpackedDualTensor", "dual_level", "enter_dual_level", "exit_dual_level",
            "is_dual", "make_dual", "map_tangents", "nested_dual_level", "unpack_dual"]
 
-#: where forward AD sits among the modes: after autocast has chosen dtypes, so tangents
-#: are computed from the values the kernels really saw
-FORWARD_AD_ORDER = 120
-
 
 class _Level:
     """One open level: its dispatch mode and the tangents it gave, by tensor."""
@@ -141,7 +137,7 @@ def _plain(x: Tensor, below: int = 0) -> Tensor:
 class _ForwardMode(library.DispatchMode):
     """The dispatch mode of a forward-AD level: gives each op's outputs their tangents."""
 
-    order = FORWARD_AD_ORDER
+    order = library.ModeOrder.FORWARD_AD
 
     def __init__(self, level: _Level):
         self.level = level

@@ -140,13 +140,6 @@ def _F():  # noqa: N802 - the usual name of the functional module
     return plugins.lent("torcia.nn.functional", "torcia-nn")
 
 
-def _sparse():
-    # torcia.sparse imports this module (for its layout), so it is reached at call time
-    from torcia import sparse
-
-    return sparse
-
-
 # the other families, bound once this one has loaded (they may import it first)
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.views import reshape

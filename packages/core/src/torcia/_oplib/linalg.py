@@ -1,12 +1,14 @@
 """Products and matrix functions at ``torcia.*``: ``matmul``, ``mm``, ``bmm``, ``einsum``,
-``addmm`` and friends, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``, the sparse
-products (``smm``, ``hspmm``...). ``torcia.linalg`` holds the ``torch.linalg`` namespace.
+``addmm`` and friends, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``; the products of
+sparse tensors (``smm``, ``hspmm``...) are torcia.sparse's. ``torcia.linalg`` holds the
+``torch.linalg`` namespace.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -14,7 +16,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import ones
 from torcia._kernels_linalg import dot_operands, outer_operands
-from torcia._oplib._common import _operand_as, _same_dtype, _sparse, _tname, _to_float
+from torcia._oplib._common import _operand_as, _same_dtype, _tname, _to_float
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 from torcia.amp import autocast_as
 
@@ -76,8 +78,13 @@ def matmul(input, other):
     raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
 
 
+#: The products with a sparse operand that mm and matmul hand over: torcia.sparse, the layer
+#: built on these ops, registers its ``mm`` here when it loads (import torcia loads it).
+SPARSE_PRODUCTS: dict[str, Callable] = {}
+
+
 def _sparse_mm(a, b):
-    return sparse.mm(a, b)
+    return SPARSE_PRODUCTS["mm"](a, b)
 
 
 def mm(input, mat2):
@@ -391,9 +398,7 @@ def dist(input, other, p=2):
     >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    from torcia.linalg import vector_norm
-
-    return vector_norm(input - other, float(p))
+    return linalg.vector_norm(input - other, float(p))
 
 
 @autocast_as("cdist")
@@ -425,10 +430,8 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
-    from torcia.linalg import vector_norm
-
     diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
-    return vector_norm(diff, float(p), dim=-1)
+    return linalg.vector_norm(diff, float(p), dim=-1)
 
 
 def det(input):
@@ -794,98 +797,6 @@ def cond(pred, true_fn, false_fn, operands=()):
     return true_fn(*operands) if pred else false_fn(*operands)
 
 
-def dsmm(input, mat2):
-    """``sparse @ dense`` as a dense tensor (``torcia.sparse.mm``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
-    >>> torcia.dsmm(sparse, torcia.tensor([[1.0], [3.0]]))
-    tensor([[6.],
-            [1.]])
-    """
-    return _sparse().mm(input, mat2)
-
-
-def hspmm(mat1, mat2):
-    """``sparse @ dense`` as a hybrid sparse tensor: one sparse dimension (the rows of
-    ``mat1`` that hold entries) and a dense one.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> s = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [2.0, 3.0], (3, 2))
-    >>> torcia.hspmm(s, torcia.ones(2, 2)).indices()
-    tensor([[0, 1]])
-    """
-    sp = _sparse()
-    dense = sp.mm(mat1, mat2)
-    rows = C.tensor(np.unique(mat1._indices_t.cpu().numpy()[0]) if mat1._nnz()
-                    else np.zeros(0, dtype=np.int64), device=dense.device)
-    return sp.SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
-                              dense.shape, is_coalesced=True)
-
-
-hsmm = hspmm
-
-
-def sspaddmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """``beta * input + alpha * (mat1 @ mat2)`` as a sparse tensor (``input`` and ``mat1``
-    sparse, ``mat2`` dense): ``input``'s entries followed by every entry of the product's
-    rows that ``mat1`` touches, not coalesced (as PyTorch).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
-    >>> torcia.sspaddmm(sparse, sparse, torcia.eye(2), beta=1.0, alpha=1.0).to_dense()
-    tensor([[0., 4.],
-            [2., 0.]])
-    """
-    sp = _sparse()
-    prod = hspmm(mat1, mat2)
-    rows = prod._indices_t[0]
-    k = mat2.shape[1]
-    r = rows.reshape(-1, 1).expand(rows.shape[0], k).reshape(-1)
-    c = C.arange(k, device=rows.device).repeat(rows.shape[0])
-    idx = cat([input._indices_t, stack([r, c], 0)], 1)
-    vals = cat([input._values_t * beta, prod._values_t.reshape(-1) * alpha], 0)
-    return sp.SparseCooTensor(idx, vals, input.shape)
-
-
-def saddmm(input, mat1, mat2, *, beta=1, alpha=1):
-    """PyTorch's older name of :func:`sspaddmm`.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
-    >>> torcia.saddmm(sparse, sparse, torcia.eye(2)).to_dense()
-    tensor([[0., 4.],
-            [2., 0.]])
-    """
-    return sspaddmm(input, mat1, mat2, beta=beta, alpha=alpha)
-
-
-def smm(input, mat2):
-    """``sparse @ dense`` as a sparse tensor (:func:`sspaddmm` onto an empty sparse).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> sparse = torcia.tensor([[0.0, 2.0], [1.0, 0.0]]).to_sparse()
-    >>> torcia.smm(sparse, torcia.tensor([[1.0], [3.0]])).to_dense()
-    tensor([[6.],
-            [1.]])
-    """
-    sp = _sparse()
-    empty = sp.SparseCooTensor(C.zeros(2, 0, dtype=D.int64, device=mat2.device),
-                               C.zeros(0, dtype=mat2.dtype, device=mat2.device),
-                               (input.shape[0], mat2.shape[1]))
-    return sspaddmm(empty, input, mat2)
-
-
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
     "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv",
@@ -912,16 +823,16 @@ FALLBACK_INPLACE = (
 #: the names ``torcia`` exports from here
 __all__ = [
     "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist",
-    "chain_matmul", "cond", "corrcoef", "cov", "det", "dist", "dot", "dsmm", "einsum",
-    "frobenius_norm", "ger", "hsmm", "hspmm", "inner", "inverse", "kron", "logdet", "matmul",
-    "mm", "mv", "norm_except_dim", "nuclear_norm", "outer", "pdist", "pinverse", "renorm",
-    "saddmm", "slogdet", "smm", "sspaddmm", "tensordot", "trace",
+    "chain_matmul", "cond", "corrcoef", "cov", "det", "dist", "dot", "einsum",
+    "frobenius_norm", "ger", "inner", "inverse", "kron", "logdet", "matmul", "mm", "mv",
+    "norm_except_dim", "nuclear_norm", "outer", "pdist", "pinverse", "renorm", "slogdet",
+    "tensordot", "trace",
 ]
 
 
 # the other families, bound once this one has loaded (they may import it first)
-# torcia.linalg and torcia.sparse import the op library first: bound once this family has loaded
-from torcia import linalg, sparse  # noqa: I001
+# torcia.linalg imports the op library first: bound once this family has loaded
+from torcia import linalg  # noqa: I001
 from torcia._oplib.complex_numbers import complex as _complex_of
 from torcia._oplib.elementwise import log, to_dtype, where
-from torcia._oplib.views import cat, expand, stack, unsqueeze
+from torcia._oplib.views import cat, expand, unsqueeze

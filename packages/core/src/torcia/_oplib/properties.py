@@ -10,7 +10,6 @@ import numpy as np
 
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad as _no_grad
-from torcia._oplib._common import _sparse
 from torcia._tensor import Tensor
 
 
@@ -247,29 +246,6 @@ def dense_dim(self) -> int:
     return self.ndim
 
 
-def sparse_mask(self, mask):
-    """The elements of dense ``self`` at the entries of the sparse ``mask``, as a sparse
-    tensor with ``mask``'s indices (differentiable in ``self``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> m = torcia.sparse_coo_tensor([[0, 1], [1, 0]], [1.0, 1.0], (2, 2))
-    >>> torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).sparse_mask(m).to_dense()
-    tensor([[0., 2.],
-            [3., 0.]])
-    """
-    sp = _sparse()
-    if not isinstance(mask, sp.SparseCooTensor):
-        raise RuntimeError("sparse_mask expects mask to be sparse")
-    if tuple(mask.shape) != tuple(self.shape):
-        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
-                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
-    idx = mask._indices_t
-    values = self[tuple(idx[d] for d in range(idx.shape[0]))]
-    return sp.SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
-
-
 def _name(self):
     """The tensor's name: None, as in PyTorch (a name only Python-side code sets).
 
@@ -303,7 +279,7 @@ def _volatile(self):
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
     "dim_order", "is_set_to", "map_", "map2_", "module_load", "as_subclass", "sparse_dim",
-    "dense_dim", "sparse_mask",
+    "dense_dim",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's

@@ -6,14 +6,14 @@ counts, default device, layouts and memory formats, ``Stream``/``Event``, anomal
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 
-import torcia
 from torcia import _dtype as D
 from torcia._legacy import CPU_TYPES, CUDA_TYPES
-from torcia._tensor import AUTOGRAD, DEFAULT_DEVICE, Tensor, load_autograd
-from torcia.backend import CPU, canonical
+from torcia._tensor import AUTOGRAD, Tensor, load_autograd
+from torcia.backend import _cuda_backend, canonical, get_default_device, set_default_device
 from torcia.backend import device as _device
 
 inf = math.inf
@@ -255,6 +255,42 @@ def set_flush_denormal(mode: bool) -> bool:
     return False
 
 
+_threads = [os.cpu_count() or 1]
+#: Called with the count set_num_threads sets (torcia.library.add_thread_callback adds them)
+_thread_callbacks: list = []
+
+
+def get_num_threads() -> int:
+    """Threads the CPU kernels use (set by ``set_num_threads``; backends read it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.get_num_threads() >= 1
+    True
+    """
+    return _threads[0]
+
+
+def set_num_threads(n: int) -> None:
+    """Set the threads CPU kernels use; plugins with native kernels follow it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> n = torcia.get_num_threads()
+    >>> torcia.set_num_threads(1)
+    >>> torcia.get_num_threads()
+    1
+    >>> torcia.set_num_threads(n)
+    """
+    if n < 1:
+        raise ValueError(f"set_num_threads expects a positive integer, got {n}")
+    _threads[0] = n
+    for callback in _thread_callbacks:
+        callback(n)
+
+
 def init_num_threads() -> None:
     """Pass the thread count set by :func:`torcia.set_num_threads` on to the kernels of the
     calling thread (native plugins keep it per thread).
@@ -266,35 +302,7 @@ def init_num_threads() -> None:
     >>> torcia.get_num_threads() >= 1
     True
     """
-    torcia.set_num_threads(torcia.get_num_threads())
-
-
-def set_default_device(device) -> None:
-    """The device that factory functions (``torcia.tensor``, ``zeros``, ``arange``,
-    ``randn``...) use when given none; None restores the CPU. Ops on existing tensors
-    keep their inputs' device.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.set_default_device("meta")
-    >>> torcia.zeros(2).device
-    device(type='meta')
-    >>> torcia.set_default_device(None)
-    """
-    DEFAULT_DEVICE[0] = CPU if device is None else canonical(device)
-
-
-def get_default_device():
-    """The device factory functions use when given none (see :func:`set_default_device`).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.get_default_device()
-    device(type='cpu')
-    """
-    return DEFAULT_DEVICE[0]
+    set_num_threads(get_num_threads())
 
 
 def set_default_tensor_type(t) -> None:
@@ -412,6 +420,7 @@ class Stream:
     def __new__(cls, device=None, *, priority=0, **kwargs):
         dev = canonical(device) if device is not None else get_default_device()
         if dev.type == "cuda":
+            # torcia.cuda, a module of the layer above, loads with its first use
             from torcia import cuda
 
             return cuda.Stream(dev, priority)
@@ -521,9 +530,8 @@ def get_device_module(device=None):
     import importlib
 
     if device is None:
-        from torcia import cuda
-
-        name = "cuda" if cuda.is_available() else "cpu"
+        cuda = _cuda_backend()
+        name = "cuda" if cuda is not None and cuda.is_available() else "cpu"
     else:
         name = device if isinstance(device, str) else _device(device).type
         name = name.split(":")[0]
@@ -610,12 +618,14 @@ __all__ = [
     "AcceleratorError", "Event", "OutOfMemoryError", "Stream",
     "are_deterministic_algorithms_enabled", "channels_last", "channels_last_3d",
     "contiguous_format", "e", "finfo", "get_default_device", "get_deterministic_debug_mode",
-    "get_device_module", "get_num_interop_threads", "iinfo", "inf", "init_num_threads",
+    "get_device_module", "get_num_interop_threads", "get_num_threads", "iinfo", "inf",
+    "init_num_threads",
     "is_anomaly_check_nan_enabled", "is_anomaly_enabled",
     "is_deterministic_algorithms_warn_only_enabled", "is_warn_always_enabled", "jagged",
     "layout", "memory_format", "nan", "newaxis", "pi", "preserve_format",
     "set_anomaly_enabled", "set_default_device", "set_default_tensor_type",
     "set_deterministic_debug_mode", "set_flush_denormal", "set_num_interop_threads",
+    "set_num_threads",
     "set_warn_always", "sparse_bsc", "sparse_bsr", "sparse_coo", "sparse_csc", "sparse_csr",
     "strided", "typename", "use_deterministic_algorithms",
 ]

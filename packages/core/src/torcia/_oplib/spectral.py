@@ -143,7 +143,9 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     >>> spec.shape
     torcia.Size([5, 9])
     """
+    # torcia.fft, a module of the layer above, loads with its first use
     from torcia import fft as F
+
     if return_complex is None:
         if not input.is_complex() and (window is None or not window.is_complex()):
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -189,7 +191,7 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     ...                 atol=1e-5)
     True
     """
-    from torcia import fft as F
+    from torcia import fft as F  # loads with its first use, as in stft
 
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor")

@@ -22,6 +22,7 @@ True
 import contextlib
 
 from torcia import backend
+from torcia.utils.hooks import RemovableHandle
 
 
 class _MatmulFlags:
@@ -65,8 +66,6 @@ def register_matmul_hook(hook):
     >>> seen
     [False, True, False]
     """
-    from torcia.utils.hooks import RemovableHandle
-
     handle = RemovableHandle(_matmul_hooks)
     _matmul_hooks[handle.id] = hook
     hook(matmul)

@@ -27,24 +27,8 @@ from torcia import random as _random
 from torcia._legacy import CUDA_TYPES as _LEGACY_TYPES
 from torcia._oplib.runtime import Event as _Event
 from torcia._oplib.runtime import Stream as _Stream
-
-
-def _cuda_backend():
-    return _backend.backends.build().get("cuda")
-
-
-def _runtime():
-    b = _cuda_backend()
-    if b is None:
-        raise RuntimeError(
-            _backend.plugins.missing_message("device backend", "cuda",
-                                             sorted(_backend.backends.build()))
-            + ". Install torcia-cuda with the CuPy wheel for your driver "
-            "(pip install 'torcia-cuda[cuda12]')"
-        )
-    if not b.is_available():
-        raise RuntimeError(f"CUDA is not available: {b.unavailable_reason or 'no GPU found'}")
-    return b.runtime
+from torcia.backend import _cuda_backend
+from torcia.backend import _cuda_runtime as _runtime
 
 
 def is_available() -> bool:

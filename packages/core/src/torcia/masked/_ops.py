@@ -9,8 +9,13 @@ from torcia import Tensor
 _SMALL_INTS = ("uint8", "bool", "int8", "int16", "int32")
 
 
+#: torcia.masked.MaskedTensor, built on these ops, registers itself here: the ops take
+#: one as their input (its data and mask)
+MASKED_TYPES: list[type] = []
+
+
 def _is_masked(x) -> bool:
-    return isinstance(x, MaskedTensor)
+    return isinstance(x, tuple(MASKED_TYPES))
 
 
 def _canonical_dim(dim, ndim: int) -> tuple:
@@ -452,7 +457,3 @@ def normalize(input, ord, dim, *, eps=1e-12, dtype=None, mask=None):
     nrm = norm(input, ord, dim, keepdim=True, dtype=dtype, mask=mask)
     denom = torcia.maximum(nrm, nrm.new_full([], eps))
     return _combine("sum", input, mask) / denom
-
-
-# last: maskedtensor imports this module
-from torcia.masked.maskedtensor import MaskedTensor  # noqa: E402

@@ -291,6 +291,9 @@ class MaskedTensor(WrappedTensor):
         return MaskedTensor._wrap(_ops.log_softmax(self, dim, dtype=dtype), self._masked_mask)
 
 
+_ops.MASKED_TYPES.append(MaskedTensor)
+
+
 def _masked_str(data, mask, fmt):
     if data.dim() == 1:
         items = [d.item() for d in data]

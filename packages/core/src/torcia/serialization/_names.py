@@ -17,6 +17,7 @@ import zipfile
 
 import torcia
 from torcia import _dtype as D
+from torcia import backend
 from torcia.serialization._allowlist import _allowed_by_user
 from torcia.serialization._format import _STORAGES
 
@@ -153,14 +154,15 @@ def validate_cuda_device(location) -> int:
     ...
     RuntimeError: Attempting to deserialize object on a CUDA device but ...
     """
-    device = torcia.device(location)
+    device = backend.device(location)
     index = device.index or 0
-    if not torcia.cuda.is_available():
+    cuda = backend._cuda_backend()
+    if cuda is None or not cuda.is_available():
         raise RuntimeError("Attempting to deserialize object on a CUDA device but "
                            "torcia.cuda.is_available() is False. If you are running on a "
                            "CPU-only machine, please use torcia.load with "
                            "map_location=torcia.device('cpu') to map your storages to the CPU.")
-    count = torcia.cuda.device_count()
+    count = cuda.device_count()
     if index >= count:
         raise RuntimeError(f"Attempting to deserialize object on CUDA device {index} but "
                            f"torcia.cuda.device_count() is {count}. Please use torcia.load "

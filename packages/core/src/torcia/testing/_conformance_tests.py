@@ -7,6 +7,7 @@ that op; the summary's root causes say which ops to fix first."""
 import numpy as np
 import pytest
 
+from torcia import library
 from torcia.testing import conformance
 
 
@@ -17,8 +18,6 @@ def _device(config):
 def pytest_generate_tests(metafunc):
     if "op" not in metafunc.fixturenames:
         return
-    from torcia import library
-
     ops = sorted(library.op_records())
     if metafunc.function.__name__ == "test_gradients":
         ops = [op for op in ops if library.op_records()[op].backward is not None]
@@ -36,8 +35,6 @@ def _label(request, op, check):
 
 
 def _how(device, op):
-    from torcia import library
-
     how = library.device_ops(device)[op]
     if how == "missing":
         pytest.fail(f"op {op!r} is missing on device {device!r}: no kernel, no fallback "
@@ -98,8 +95,6 @@ def test_values(request, device, op):
 
 def test_gradients(request, device, op):
     """Gradients through the device equal those on "cpu"."""
-    from torcia import library
-
     _label(request, op, "gradients")
     _how(device, op)
     try:

@@ -57,6 +57,12 @@ import warnings
 import numpy as np
 import pytest
 
+import torcia
+from torcia import ops
+
+# torcia.library is imported by the functions that use it: pytest loads this plugin in
+# every run, and only a run with --torcia-device needs the library
+
 #: The test module the option adds to the run.
 _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 
@@ -285,8 +291,6 @@ def _doc_examples(recorder) -> None:
     import doctest
     import importlib
 
-    import torcia
-
     finder = doctest.DocTestFinder()
     runner = doctest.DocTestRunner(verbose=False, optionflags=doctest.ELLIPSIS)
     modules = [importlib.import_module(m) for m in
@@ -300,7 +304,6 @@ def _doc_examples(recorder) -> None:
 def _nn_workload(recorder) -> None:
     """A convolution, pooling, normalisation, an embedding, an LSTM cell and losses,
     forward and (with torcia-autograd) backward, recording the kernels."""
-    import torcia
     from torcia import library
 
     try:
@@ -490,8 +493,6 @@ def _quiet():
 
 
 def _to_device(x, device, requires_grad=False, transposed=False):
-    import torcia
-
     if isinstance(x, np.ndarray):
         if transposed and x.ndim == 2:
             # the device's own strided view: its kernels receive a non-contiguous array
@@ -519,7 +520,6 @@ class Ran:
 def execute(sample, device, requires_grad=False) -> Ran:
     """Run the op on ``device``: through torcia's dispatch, or for a creation op through
     the device's kernel, as ``torcia.zeros`` and friends call it."""
-    import torcia
     from torcia import library
 
     transposed = sample.variant == "noncontiguous"
@@ -545,8 +545,6 @@ def run(sample, device, requires_grad=False):
 
 
 def _host(out):
-    import torcia
-
     if isinstance(out, tuple):
         return tuple(_host(o) for o in out)
     if isinstance(out, torcia.Tensor):
@@ -608,8 +606,6 @@ def _random_values(got, want, sample) -> None:
 
 
 def _arrays(x) -> list:
-    import torcia
-
     if isinstance(x, tuple):
         return [a for o in x for a in _arrays(o)]
     return [x._data] if isinstance(x, torcia.Tensor) else []
@@ -618,7 +614,7 @@ def _arrays(x) -> list:
 def _aliasing(ran: Ran, sample, device, host_args, want) -> None:
     """The memory contracts: inputs as they were, outputs of their own, views views.
     ``host_args`` and ``want``: the reference kernel's arguments and result."""
-    from torcia import library, ops
+    from torcia import library
 
     where = f"{sample.op} ({sample.variant})"
     for i, (given, t) in enumerate(zip(sample.args, ran.inputs)):
@@ -683,8 +679,6 @@ def gradients(sample, device):
     its float inputs, computed on ``device``; None where nothing is differentiable. The
     outputs cross to "cpu" before the sum, so that the device runs the op and its
     backward formula only."""
-    import torcia
-
     inputs, out = run(sample, device, requires_grad=True)
     outs = out if isinstance(out, tuple) else (out,)
     leaves = [t for t in inputs if isinstance(t, torcia.Tensor) and t.requires_grad]
@@ -721,7 +715,7 @@ class Report:
         self.ran: dict[tuple[str, str], set[str]] = {}
 
     def pytest_collection_modifyitems(self, session, config, items):
-        from torcia import library, ops
+        from torcia import library
 
         self.ops = library.device_ops(self.device)
         rank = {"creation": 0, "native": 1, "fallback": 2, "decomposed": 3, "missing": 4}
@@ -837,8 +831,6 @@ class Report:
         unselected = len(set(self.ops) - self.selected)
         if unselected:
             write(f"not selected (-k, -m): {unselected} ops")
-        from torcia import ops
-
         copies = sorted(op for op in ops.VIEW if _host_copies(op, self.device))
         if copies:
             write(f"views the host fallback copies ({len(copies)}; writing into one leaves "

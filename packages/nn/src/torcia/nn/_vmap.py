@@ -28,10 +28,6 @@ from torcia import library
 
 __all__ = ["RULES", "BatchedArray", "VmapMode", "rule_kinds"]
 
-#: where vmap sits among the modes: after autocast picks dtypes, outside the profiler and
-#: the tracers, which then see the physical (batched) kernels
-VMAP_ORDER = 150
-
 
 class BatchedArray:
     """The array of a batched tensor: ``value`` holds the samples along dim 0."""
@@ -290,7 +286,7 @@ class VmapMode(library.DispatchMode):
     """The dispatch mode ``vmap`` enters (once per thread, however deep the nesting):
     every kernel is wrapped so that batched arrays go through their op's batching rule."""
 
-    order = VMAP_ORDER
+    order = library.ModeOrder.VMAP
 
     def around_kernel(self, op, kernel, device):
         def batched_kernel(*args, **params):
