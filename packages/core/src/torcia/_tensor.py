@@ -1237,6 +1237,47 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     return write_inplace(op_fn, self, args, kwargs, args)
 
 
+#: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
+#: which binary converts first)
+_SCALAR_SAFE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+
+
+def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) -> Tensor:
+    """``self op= other`` (``a += b``): :func:`inplace` of ``op_fn``, the out-of-place
+    function, which computes as :func:`binary` does for ``op`` (``float_op`` as its).
+
+    Where nothing records, converts or watches (no grad, no mode, a plain tensor of
+    ``self``'s dtype and shape, or a Python float beside a float tensor), the kernel's
+    result is written straight into ``self``: what ``inplace`` does in that case, without
+    its generic steps. Anything else, a kernel's refusal included, takes ``inplace``.
+    """
+    if not _modes_on and self.__class__ is Tensor and not self._requires_grad:
+        sd = self._data
+        if other.__class__ is Tensor:
+            od = other._data
+            fast = (not other._requires_grad and od.dtype is sd.dtype and od.shape == sd.shape
+                    and other._device is self._device and (not float_op or sd.dtype.kind == "f"))
+        else:
+            od = other
+            fast = other.__class__ is float and sd.dtype in _SCALAR_SAFE
+        kernels = self._device.kernels
+        if fast and kernels is not None and op in kernels:
+            check_overlap(self, (other,))
+            try:
+                out = kernels[op](sd, od)
+            except (TypeError, ValueError, OverflowError, NotImplementedError):
+                out = None  # inplace raises it in PyTorch's words (or runs the decomposition)
+            if out is not None and out.dtype is sd.dtype and out.shape == sd.shape:
+                try:
+                    sd[...] = out
+                except ValueError:
+                    pass  # a read-only array: inplace raises PyTorch's error
+                else:
+                    self._vc[0] += 1
+                    return self
+    return inplace(op_fn, self, other)
+
+
 def write_inplace(op_fn, self: Tensor, args: tuple, kwargs: dict, overlap_args) -> Tensor:
     """:func:`inplace`, with the overlap of ``self`` checked against ``overlap_args`` only
     (a basic-indexing assignment writes a region of ``self``, checked by the caller)."""
@@ -1280,7 +1321,8 @@ def check_overlap(self: Tensor, args=()) -> None:
         return  # no memory: each meta array is one element seen through zero strides
     if sd.size == 0:
         return  # nothing is written (NumPy gives empty arrays' dims any stride, often 0)
-    for n, st in zip(sd.shape, sd.strides):
+    strides = sd.strides
+    for n, st in zip(sd.shape, strides) if 0 in strides else ():
         if st == 0 and n > 1:
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers "

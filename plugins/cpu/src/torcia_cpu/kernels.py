@@ -59,6 +59,12 @@ class NativeKernels:
     # NumPy's: 10-25% faster on this machine's AVX-512 GEMMs), others on NumPy's BLAS; on
     # several threads only when large ----------------------------------------------------
     def matmul(self, a, b):
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and (
+                a.dtype in _FLOATS and b.dtype == a.dtype and a.flags.c_contiguous
+                and b.flags.c_contiguous and a.size * b.shape[1] < _blas.PARALLEL_WORK):
+            # two small C-contiguous matrices (most calls): the product the row path below
+            # would make, without its per-call checks, which cost ten times this GEMM
+            return _native.matmul_batched(a, b)
         if _small_batch(a, b):
             # threads over the batch, one single-threaded GEMM per matrix, in C++: the
             # attention products of a transformer (64 matrices of 64x64x32 a step)
