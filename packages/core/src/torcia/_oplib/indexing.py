@@ -203,11 +203,11 @@ def _torch_placement(key, shape):
     stay in place. Returns ``(nb, p)`` (``nb`` broadcast dimensions that NumPy puts first
     and PyTorch at output position ``p``), or None when both rules agree.
     """
-    if builtins.any(isinstance(k, bool) for k in key):
-        return None
     ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))]
+    if not ints or builtins.any(isinstance(k, bool) for k in key):
+        return None  # (a bool is an int: without ints, no bools either)
     arrays = [i for i, k in enumerate(key) if _is_array_key(k)]
-    if not ints or not arrays:
+    if not arrays:
         return None
     numpy_adv = sorted(ints + arrays)
     if numpy_adv[-1] - numpy_adv[0] == len(numpy_adv) - 1:
