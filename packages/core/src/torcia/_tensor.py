@@ -904,6 +904,26 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             if x._requires_grad and _GRAD.enabled:
                 AUTOGRAD.record(op, inputs, params, result)
             return result
+    if not modes and len(inputs) == 2:
+        # two plain tensors on one device (products, cat, losses): the loop below, unrolled
+        x, y = inputs
+        if x.__class__ is Tensor and y.__class__ is Tensor and y._device is x._device and (
+                x._device.kernels is not None):
+            dev = x._device
+            kernel = dev.kernels.get(op)
+            if kernel is not None:
+                xd, yd = x._data, y._data
+                try:
+                    out = kernel(xd, yd, **params)
+                except (TypeError, ValueError) as exc:
+                    raise _no_kernel(op, (xd, yd), exc) from None
+                if out.__class__ is tuple:
+                    result = tuple(_make(o, dev) for o in out)
+                else:
+                    result = _make(out, dev, view_of)
+                if (x._requires_grad or y._requires_grad) and _GRAD.enabled:
+                    AUTOGRAD.record(op, inputs, params, result)
+                return result
     dev = None
     arrays = []
     needs_grad = False

@@ -69,14 +69,14 @@ def _basic_key(shape, key):
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
     shape = input._data.shape
-    # a Python range indexes as the list of its ints, as in PyTorch
+    basic = _basic_key(shape, key)
+    if basic is not None:
+        return basic, False
+    # a Python range indexes as the list of its ints, as in PyTorch (not a basic key)
     if isinstance(key, range):
         key = list(key)
     elif isinstance(key, tuple) and builtins.any(isinstance(k, range) for k in key):
         key = tuple(list(k) if isinstance(k, range) else k for k in key)
-    basic = _basic_key(shape, key)
-    if basic is not None:
-        return basic, False
     dev = input._device
     if key.__class__ is Tensor and key._device is dev and key._data.dtype.kind in "iu" and (
         shape and dev.backend.xp is np
