@@ -1190,8 +1190,12 @@ def _as_operand(x, like):
     if x.__class__ in (int, float, bool, complex):
         if dev is None:
             return _creation.tensor(x)
-        return _creation.tensor(x, dtype=D.tensor_scalar_dtype(_FROM_NP[like._data.dtype],
-                                                               x.__class__), device=dev)
+        dt = D.tensor_scalar_dtype(_FROM_NP[like._data.dtype], x.__class__)
+        if dev is CPU and dt.np in _FLOAT_OPERANDS and -9e18 < x < 9e18:
+            # a real number in int64's range taken to float32/float64 (1 - x in a formula):
+            # the array tensor() makes, without its inference (which refuses larger ints)
+            return _make(np.array(x, dt.np), dev)
+        return _creation.tensor(x, dtype=dt, device=dev)
     if isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
         return _creation.tensor(x, device=dev)
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
@@ -1260,6 +1264,7 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
 #: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
 #: which binary converts first)
 _SCALAR_SAFE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+_FLOAT_OPERANDS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
 
 
 def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) -> Tensor:
