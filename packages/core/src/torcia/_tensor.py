@@ -9,6 +9,7 @@ hook is called here.
 from __future__ import annotations
 
 import copy
+import os
 import threading
 
 import numpy as np
@@ -697,7 +698,6 @@ class Tensor:
 
 
 _new = object.__new__
-_make = Tensor._make
 
 # The fields of a Tensor other parts may read and write on their per-op paths (autograd's
 # recording and backward, the compiler's replay, the optimizers' steps), published as a
@@ -722,6 +722,27 @@ PUBLISHED_FIELDS = {
 for _name, (_slot, _) in PUBLISHED_FIELDS.items():
     setattr(Tensor, _name, vars(Tensor)[_slot])
 del _name, _slot
+
+
+def _native_make():
+    """torcia._speedups' ``make`` (``Tensor._make`` in C), or None where the module was
+    not built or ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python path."""
+    if os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
+        return None
+    try:
+        from torcia import _speedups
+    except ImportError:
+        return None
+    _speedups.setup(Tensor, np.ndarray, np.generic, np.asarray)
+    return _speedups.make
+
+
+#: the Python ``Tensor._make``: the reference the native one is tested against
+python_make = Tensor._make
+native_make = _native_make()
+if native_make is not None:
+    Tensor._make = staticmethod(native_make)
+_make = Tensor._make
 
 
 def disabled_torch_function_impl(func, types, args=(), kwargs=None):
