@@ -68,3 +68,46 @@ def test_other_in_place_methods():
     assert x.tolist() == [[7, 8, 9], [7, 8, 9]] and x.dtype is torcia.float32
     x.zero_()
     assert x.sum().item() == 0 and x._version == 8
+
+
+@pytest.mark.parametrize("dtype", [torcia.float16, torcia.float32, torcia.float64,
+                                   torcia.bfloat16, torcia.int64])
+@pytest.mark.parametrize("op", ["__iadd__", "__isub__", "__imul__", "__itruediv__"])
+@pytest.mark.parametrize("other", ["tensor", "float", "int"])
+def test_augmented_assignment_matches_out_of_place(op, dtype, other):
+    # the operators write a plain same-dtype operand or a float straight into self: the
+    # same values, version and refusals as the out-of-place op written back
+    base = torcia.tensor([[1.0, 2.0], [3.0, 4.0]]).to(dtype)
+    view = base[1]
+    operand = {"tensor": torcia.tensor([[2.0, 4.0], [5.0, 8.0]]).to(dtype), "float": 0.3,
+               "int": 3}[other]
+    try:
+        expected = getattr(base, op.replace("__i", "__"))(operand)
+        expected = expected.to(dtype) if torcia.can_cast(expected.dtype, dtype) else None
+    except RuntimeError:
+        expected = None
+    if expected is None:
+        with pytest.raises(RuntimeError):
+            getattr(base, op)(operand)
+        assert base._version == 0
+        return
+    assert getattr(base, op)(operand) is base
+    np.testing.assert_array_equal(base.float().numpy(), expected.float().numpy())
+    assert base.dtype is dtype and view._version == base._version == 1
+    np.testing.assert_array_equal(view.float().numpy(), expected[1].float().numpy())
+
+
+def test_augmented_assignment_refusals():
+    x = torcia.arange(6.0)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        x[1:] += x[:-1]
+    with pytest.raises(RuntimeError, match="more than one element"):
+        torcia.ones(1).expand(3).__iadd__(torcia.ones(3))
+    with pytest.raises(RuntimeError, match="bool tensors"):
+        torcia.ones(2, dtype=torcia.bool).__isub__(torcia.ones(2, dtype=torcia.bool))
+    frozen = np.ones(3, np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(RuntimeError, match="read-only"):
+        torcia.from_numpy(frozen).__imul__(2.0)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        torcia.ones(3).__iadd__(torcia.ones(2, 3))

@@ -21,6 +21,7 @@ from torcia._tensor import (
     _as_operand,
     active_modes,
     binary,
+    binary_inplace,
     canonical_device,
     check_overlap,
     inplace,
@@ -183,10 +184,17 @@ def _iop(op):
     return method
 
 
-Tensor.__iadd__ = _iop(lambda s, o: binary("add", s, o))
-Tensor.__isub__ = _iop(_oplib.sub)
-Tensor.__imul__ = _iop(lambda s, o: binary("mul", s, o))
-Tensor.__itruediv__ = _iop(lambda s, o: binary("div", s, o, True))
+def _binary_iop(op, op_fn, float_op=False):
+    def method(self, other):
+        return binary_inplace(op, op_fn, self, other, float_op)
+
+    return method
+
+
+Tensor.__iadd__ = _binary_iop("add", lambda s, o: binary("add", s, o))
+Tensor.__isub__ = _binary_iop("sub", _oplib.sub)
+Tensor.__imul__ = _binary_iop("mul", lambda s, o: binary("mul", s, o))
+Tensor.__itruediv__ = _binary_iop("div", lambda s, o: binary("div", s, o, True), True)
 Tensor.__ifloordiv__ = _iop(lambda s, o: _oplib.div(s, o, rounding_mode="floor"))
 Tensor.__imod__ = _iop(lambda s, o: binary("remainder", s, o))
 Tensor.__ipow__ = _iop(lambda s, o: binary("pow", s, o))

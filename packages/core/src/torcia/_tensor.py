@@ -9,6 +9,7 @@ hook is called here.
 from __future__ import annotations
 
 import copy
+import os
 import threading
 
 import numpy as np
@@ -690,7 +691,6 @@ class Tensor:
 
 
 _new = object.__new__
-_make = Tensor._make
 
 # The fields of a Tensor other parts may read and write on their per-op paths (autograd's
 # recording and backward, the compiler's replay, the optimizers' steps), published as a
@@ -715,6 +715,27 @@ PUBLISHED_FIELDS = {
 for _name, (_slot, _) in PUBLISHED_FIELDS.items():
     setattr(Tensor, _name, vars(Tensor)[_slot])
 del _name, _slot
+
+
+def _native_make():
+    """torcia._speedups' ``make`` (``Tensor._make`` in C), or None where the module was
+    not built or ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python path."""
+    if os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
+        return None
+    try:
+        from torcia import _speedups
+    except ImportError:
+        return None
+    _speedups.setup(Tensor, np.ndarray, np.generic, np.asarray)
+    return _speedups.make
+
+
+#: the Python ``Tensor._make``: the reference the native one is tested against
+python_make = Tensor._make
+native_make = _native_make()
+if native_make is not None:
+    Tensor._make = staticmethod(native_make)
+_make = Tensor._make
 
 
 def disabled_torch_function_impl(func, types, args=(), kwargs=None):
@@ -897,6 +918,26 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             if x._requires_grad and _GRAD.enabled:
                 AUTOGRAD.record(op, inputs, params, result)
             return result
+    if not modes and len(inputs) == 2:
+        # two plain tensors on one device (products, cat, losses): the loop below, unrolled
+        x, y = inputs
+        if x.__class__ is Tensor and y.__class__ is Tensor and y._device is x._device and (
+                x._device.kernels is not None):
+            dev = x._device
+            kernel = dev.kernels.get(op)
+            if kernel is not None:
+                xd, yd = x._data, y._data
+                try:
+                    out = kernel(xd, yd, **params)
+                except (TypeError, ValueError) as exc:
+                    raise _no_kernel(op, (xd, yd), exc) from None
+                if out.__class__ is tuple:
+                    result = tuple(_make(o, dev) for o in out)
+                else:
+                    result = _make(out, dev, view_of)
+                if (x._requires_grad or y._requires_grad) and _GRAD.enabled:
+                    AUTOGRAD.record(op, inputs, params, result)
+                return result
     dev = None
     arrays = []
     needs_grad = False
@@ -1170,8 +1211,12 @@ def _as_operand(x, like):
     if x.__class__ in (int, float, bool, complex):
         if dev is None:
             return _creation.tensor(x)
-        return _creation.tensor(x, dtype=D.tensor_scalar_dtype(_FROM_NP[like._data.dtype],
-                                                               x.__class__), device=dev)
+        dt = D.tensor_scalar_dtype(_FROM_NP[like._data.dtype], x.__class__)
+        if dev is CPU and dt.np in _FLOAT_OPERANDS and -9e18 < x < 9e18:
+            # a real number in int64's range taken to float32/float64 (1 - x in a formula):
+            # the array tensor() makes, without its inference (which refuses larger ints)
+            return _make(np.array(x, dt.np), dev)
+        return _creation.tensor(x, dtype=dt, device=dev)
     if isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
         return _creation.tensor(x, device=dev)
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
@@ -1237,6 +1282,48 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     return write_inplace(op_fn, self, args, kwargs, args)
 
 
+#: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
+#: which binary converts first)
+_SCALAR_SAFE = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+_FLOAT_OPERANDS = frozenset(np.dtype(t) for t in (np.float32, np.float64))
+
+
+def binary_inplace(op: str, op_fn, self: Tensor, other, float_op: bool = False) -> Tensor:
+    """``self op= other`` (``a += b``): :func:`inplace` of ``op_fn``, the out-of-place
+    function, which computes as :func:`binary` does for ``op`` (``float_op`` as its).
+
+    Where nothing records, converts or watches (no grad, no mode, a plain tensor of
+    ``self``'s dtype and shape, or a Python float beside a float tensor), the kernel's
+    result is written straight into ``self``: what ``inplace`` does in that case, without
+    its generic steps. Anything else, a kernel's refusal included, takes ``inplace``.
+    """
+    if not _modes_on and self.__class__ is Tensor and not self._requires_grad:
+        sd = self._data
+        if other.__class__ is Tensor:
+            od = other._data
+            fast = (not other._requires_grad and od.dtype is sd.dtype and od.shape == sd.shape
+                    and other._device is self._device and (not float_op or sd.dtype.kind == "f"))
+        else:
+            od = other
+            fast = other.__class__ is float and sd.dtype in _SCALAR_SAFE
+        kernels = self._device.kernels
+        if fast and kernels is not None and op in kernels:
+            check_overlap(self, (other,))
+            try:
+                out = kernels[op](sd, od)
+            except (TypeError, ValueError, OverflowError, NotImplementedError):
+                out = None  # inplace raises it in PyTorch's words (or runs the decomposition)
+            if out is not None and out.dtype is sd.dtype and out.shape == sd.shape:
+                try:
+                    sd[...] = out
+                except ValueError:
+                    pass  # a read-only array: inplace raises PyTorch's error
+                else:
+                    self._vc[0] += 1
+                    return self
+    return inplace(op_fn, self, other)
+
+
 def write_inplace(op_fn, self: Tensor, args: tuple, kwargs: dict, overlap_args) -> Tensor:
     """:func:`inplace`, with the overlap of ``self`` checked against ``overlap_args`` only
     (a basic-indexing assignment writes a region of ``self``, checked by the caller)."""
@@ -1280,7 +1367,8 @@ def check_overlap(self: Tensor, args=()) -> None:
         return  # no memory: each meta array is one element seen through zero strides
     if sd.size == 0:
         return  # nothing is written (NumPy gives empty arrays' dims any stride, often 0)
-    for n, st in zip(sd.shape, sd.strides):
+    strides = sd.strides
+    for n, st in zip(sd.shape, strides) if 0 in strides else ():
         if st == 0 and n > 1:
             raise RuntimeError(
                 "unsupported operation: more than one element of the written-to tensor refers "

@@ -22,6 +22,7 @@ from torcia.library import pool_geometry as _pool_geometry
 from torcia_cpu import _blas, _native
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_add_reduce = np.add.reduce
 
 
 def _native_ok(*arrays) -> bool:
@@ -59,6 +60,12 @@ class NativeKernels:
     # NumPy's: 10-25% faster on this machine's AVX-512 GEMMs), others on NumPy's BLAS; on
     # several threads only when large ----------------------------------------------------
     def matmul(self, a, b):
+        if a.ndim == 2 and b.ndim == 2 and a.shape[1] == b.shape[0] and (
+                a.dtype in _FLOATS and b.dtype == a.dtype and a.flags.c_contiguous
+                and b.flags.c_contiguous and a.size * b.shape[1] < _blas.PARALLEL_WORK):
+            # two small C-contiguous matrices (most calls): the product the row path below
+            # would make, without its per-call checks, which cost ten times this GEMM
+            return _native.matmul_batched(a, b)
         if _small_batch(a, b):
             # threads over the batch, one single-threaded GEMM per matrix, in C++: the
             # attention products of a transformer (64 matrices of 64x64x32 a step)
@@ -774,6 +781,10 @@ def _reduction_kernel(op):
             out = _reduction(a, dim, keepdim, dtype, mean)
             if out is not None:
                 return out
+        elif not mean and dtype is None and a.dtype in _FLOATS:
+            # a small float32/float64 sum: what the reference's ndarray.sum runs, without
+            # its two Python layers
+            return _add_reduce(a, dim, None, None, keepdim)
         return reference(a, dim, keepdim, dtype)
 
     kernel.__name__ = kernel.__qualname__ = op

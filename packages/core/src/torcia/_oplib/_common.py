@@ -15,6 +15,8 @@ def _dims(dim, ndim: int):
     """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
     if dim is None:
         return None
+    if dim.__class__ is int and -ndim <= dim < ndim:
+        return (dim % ndim,)  # one dim in range (most calls); the rest is checked below
     if isinstance(dim, (int, np.integer)):
         dim = (dim,)
     out = tuple(_wrap_dim(d, ndim) for d in dim)

@@ -349,6 +349,12 @@ def add(input, other, *deprecated, alpha=1):
     return binary("add", input, other)
 
 
+def _not_bool(v) -> bool:
+    """Whether ``v`` is a plain tensor not of bool dtype, an int or a float (False: maybe
+    a bool operand)."""
+    return v.__class__ in (int, float) or v.__class__ is Tensor and v._data.dtype.kind != "b"
+
+
 def sub(input, other, *deprecated, alpha=1):
     """``input - alpha * other`` with broadcasting.
 
@@ -358,9 +364,12 @@ def sub(input, other, *deprecated, alpha=1):
     >>> torcia.sub(torcia.tensor([5, 6]), torcia.tensor([1, 2]), alpha=2)
     tensor([3, 2])
     """
-    # a Python bool is a bool operand too (PyTorch wraps it as a bool tensor)
-    bools = builtins.sum(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is D.bool_
-                         for v in (input, other))
+    if _not_bool(input) and _not_bool(other):
+        bools = 0  # (most calls) found without the walk below
+    else:
+        # a Python bool is a bool operand too (PyTorch wraps it as a bool tensor)
+        bools = builtins.sum(isinstance(v, bool) or isinstance(v, Tensor) and v.dtype is D.bool_
+                             for v in (input, other))
     if bools == 2:
         raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
                            "supported. Use the `^` or `logical_xor()` operator instead.")

@@ -71,14 +71,14 @@ def _basic_key(shape, key):
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
     shape = input._data.shape
-    # a Python range indexes as the list of its ints, as in PyTorch
+    basic = _basic_key(shape, key)
+    if basic is not None:
+        return basic, False
+    # a Python range indexes as the list of its ints, as in PyTorch (not a basic key)
     if isinstance(key, range):
         key = list(key)
     elif isinstance(key, tuple) and builtins.any(isinstance(k, range) for k in key):
         key = tuple(list(k) if isinstance(k, range) else k for k in key)
-    basic = _basic_key(shape, key)
-    if basic is not None:
-        return basic, False
     dev = input._device
     if key.__class__ is Tensor and key._device is dev and key._data.dtype.kind in "iu" and (
         shape and dev.backend.xp is np
@@ -205,11 +205,11 @@ def _torch_placement(key, shape):
     stay in place. Returns ``(nb, p)`` (``nb`` broadcast dimensions that NumPy puts first
     and PyTorch at output position ``p``), or None when both rules agree.
     """
-    if builtins.any(isinstance(k, bool) for k in key):
-        return None
     ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))]
+    if not ints or builtins.any(isinstance(k, bool) for k in key):
+        return None  # (a bool is an int: without ints, no bools either)
     arrays = [i for i, k in enumerate(key) if _is_array_key(k)]
-    if not ints or not arrays:
+    if not arrays:
         return None
     numpy_adv = sorted(ints + arrays)
     if numpy_adv[-1] - numpy_adv[0] == len(numpy_adv) - 1:

@@ -70,7 +70,9 @@ def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
     >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
     (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
     """
-    if _over_all("sum", dim, keepdim, none_ok=True):
+    if dim is _ALL_DIMS and keepdim is None:
+        dim = None  # x.sum(): _over_all's first case, without the call
+    elif _over_all("sum", dim, keepdim, none_ok=True):
         dim = None
     if dim is None and dtype is None and input._data.dtype.kind in "fc":
         return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})

@@ -82,9 +82,20 @@ def view(input, *shape, dtype=None):
             [2, 3],
             [4, 5]])
     """
-    if dtype is not None:
-        if shape:
-            raise TypeError("view() takes a shape or dtype=, not both")
+    if dtype is None:
+        known = 1
+        for s in shape:
+            if s.__class__ is not int or s < 0:
+                break
+            known *= s
+        else:
+            if known == input._data.size:
+                # sizes as ints, none to infer (most calls): _shape_arg's and _infer_shape's
+                # common case in one pass
+                return call("view", (input,), {"shape": shape}, input)
+    elif shape:
+        raise TypeError("view() takes a shape or dtype=, not both")
+    else:
         shape = (dtype,)
     if len(shape) == 1 and isinstance(shape[0], D.dtype):
         return Tensor._make(input._data.view(shape[0].to_numpy()), input.device, input)
