@@ -25,6 +25,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,7 @@
 #include "checks.h"
 #include "gemm.h"
 #include "onednn.h"
+#include "vecmath.h"
 
 namespace torcia_blas {
 dnnl_gemm_u8s8s32_t dnnl_gemm_u8s8s32 = nullptr;
@@ -54,7 +56,7 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112, kFixOffset = 173;
 
 // nearest, ties to even (C's nearbyint in the default rounding mode), for |v| < 2^22:
 // plain additions the compiler vectorises, where nearbyint stays a call per element
-inline float round_even(float v) {
+TORCIA_INLINE float round_even(float v) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
   return (v + kMagic) - kMagic;
 }
@@ -379,40 +381,85 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
       }
 }
 
-// The epilogue of a convolution, exactly as torcia-ao's reference computes it: acc (N,
-// P, O) int32 sums, positions-major (a GEMM's rows, or oneDNN's channels-last output),
-// to out (N, O, P): acc * (x_scale * w_scale[o]) + bias[o] in double, then float32, or
+// A convolution's buffers (its sums, its input and sums channels-last, oneDNN's
+// scratchpad), kept
+// per thread between calls and grown as needed: fresh allocations of that size come from
+// mmap, and touching their new pages costs as much as a small convolution.
+constexpr int kSumsSlot = 0, kNhwcSlot = 1, kScratchSlot = 2, kChannelsLastSlot = 3;
+
+void* workspace(int slot, size_t bytes) {
+  constexpr size_t kAlign = 64;  // a cache line, as oneDNN's kernels prefer
+  thread_local std::vector<uint8_t> buffers[4];
+  std::vector<uint8_t>& b = buffers[slot];
+  if (b.size() < bytes + kAlign) b.resize(bytes + kAlign);
+  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+  return b.data() + (kAlign - at % kAlign) % kAlign;
+}
+
+// The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
+// mult + bias in double (mult = x_scale * w_scale of the sum's channel), then float32, or
 // uint8 at out_scale (rint(v / out_scale) + zero point, clamped; from the zero point up
-// with relu). A tile of positions at a time, so that the writes along each channel's
-// row stay in cache.
-void conv_epilogue(const int32_t* acc, int64_t n, int64_t p, int64_t o, double x_scale,
-                   const float* ws, const float* bias, float* of, uint8_t* oq,
-                   double out_scale, int out_zp, bool relu) {
-  std::vector<double> mult(static_cast<size_t>(o));
-  for (int64_t j = 0; j < o; ++j) mult[j] = x_scale * static_cast<double>(ws[j]);
-  constexpr int64_t kTile = 64;
-  const int64_t tiles = (p + kTile - 1) / kTile;
-  const float osf = static_cast<float>(out_scale), zp = static_cast<float>(out_zp);
-  const float lo = relu ? zp : 0.f;
-#pragma omp parallel for schedule(static) if (n * p * o > 65536)
-  for (int64_t t = 0; t < n * tiles; ++t) {
-    const int64_t img = t / tiles, p0 = (t % tiles) * kTile;
-    const int64_t count = std::min(kTile, p - p0);
-    const int32_t* a = acc + (img * p + p0) * o;
-    for (int64_t j = 0; j < o; ++j) {
-      const double m = mult[j], b = bias ? static_cast<double>(bias[j]) : 0.0;
-      const int64_t at = (img * o + j) * p + p0;
-      if (of) {
-        for (int64_t i = 0; i < count; ++i) {
-          const double v = static_cast<double>(a[i * o + j]) * m + b;
-          of[at + i] = static_cast<float>(relu ? std::max(v, 0.0) : v);
-        }
+// with relu). The spans below compute len outputs as floats (a uint8 output's integer
+// value) for the caller to store: their loops stay in float and double lanes, which the
+// compiler fills for AVX-512 and AVX2 too (a loop storing bytes would take 64 lanes, more
+// than most spans have). The multiply and add stay two roundings (quant.cpp is built
+// without contraction into FMA).
+struct Requant {
+  bool to_uint8, relu;
+  float scale, zp, lo;  // lo: the lowest output, the zero point with relu
+};
+
+TORCIA_INLINE float requantized(double v, const Requant& r) {
+  if (!r.to_uint8) return static_cast<float>(r.relu ? std::max(v, 0.0) : v);
+  const float q = round_even(static_cast<float>(v) / r.scale) + r.zp;  // |q| >= 2^22 clamps
+  return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
+}
+
+// one channel's sums (its mult and bias)
+TORCIA_CLONES_WIDE
+void conv_channel(const int32_t* acc, int64_t len, double mult, double bias, Requant r,
+                  float* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = requantized(static_cast<double>(acc[i]) * mult + bias, r);
+}
+
+// one position's sums, over the channels
+TORCIA_CLONES_WIDE
+void conv_position(const int32_t* acc, int64_t len, const double* mult, const double* bias,
+                   Requant r, float* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+}
+
+template <typename T>
+void store(const float* v, int64_t len, T* out, int64_t stride) {
+  for (int64_t i = 0; i < len; ++i) out[i * stride] = static_cast<T>(v[i]);
+}
+
+// the epilogue of a convolution's sums into out (N, O, P): sums (N, O, P) channels-first,
+// or (N, P, O) channels-last (small images: spans along the channels, stored with a
+// stride)
+template <typename T>
+void conv_epilogue(const int32_t* sums, bool channels_last, int64_t n, int64_t p, int64_t o,
+                   double x_scale, const float* ws, const float* bias, const Requant& r,
+                   T* out) {
+  std::vector<double> mult(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
+  for (int64_t j = 0; j < o; ++j) {
+    mult[j] = x_scale * static_cast<double>(ws[j]);
+    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+  }
+  const int64_t rows = channels_last ? n * p : n * o, len = channels_last ? o : p;
+#pragma omp parallel if (n * p * o > 65536)
+  {
+    std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      if (channels_last) {
+        conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get());
+        store(v.get(), o, out + (row / p) * o * p + row % p, p);
       } else {
-        for (int64_t i = 0; i < count; ++i) {
-          const float v = static_cast<float>(static_cast<double>(a[i * o + j]) * m + b);
-          const float q = round_even(v / osf) + zp;  // |q| >= 2^22 clamps either way
-          oq[at + i] = static_cast<uint8_t>(std::min(std::max(lo, q), 255.f));  // NaN -> lo
-        }
+        conv_channel(sums + row * p, p, mult[row % o], b[row % o], r, v.get());
+        store(v.get(), p, out + row * p, 1);
       }
     }
   }
@@ -517,6 +564,8 @@ struct ConvPlan {
       zp_md{dnnl.memory_desc_destroy};
   Owned conv_pd{dnnl.primitive_desc_destroy}, conv{dnnl.primitive_destroy};
   Owned to_nhwc_pd{dnnl.primitive_desc_destroy}, to_nhwc{dnnl.primitive_destroy};
+  Owned sums_md{dnnl.memory_desc_destroy}, to_nchw_pd{dnnl.primitive_desc_destroy},
+      to_nchw{dnnl.primitive_destroy};
   size_t scratch = 0;
   std::shared_ptr<Packed> packed;
   uint64_t used = 0;
@@ -525,7 +574,7 @@ struct ConvPlan {
 std::mutex plans_mutex;
 std::vector<std::shared_ptr<ConvPlan>> plans;
 uint64_t plans_clock = 0;
-constexpr size_t kMaxPlans = 64;
+constexpr size_t kMaxPlans = 256;
 
 std::shared_ptr<Packed> pack_weights(const ConvPlan& plan, const int8_t* w, size_t bytes) {
   auto packed = std::make_shared<Packed>();
@@ -560,6 +609,7 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, in
   strided_md(plan->src_md, 4, src_dims, nchw, kU8);
   strided_md(plan->nhwc_md, 4, src_dims, nhwc, kU8);
   strided_md(plan->dst_md, 4, dst_dims, nhwc, kS32);
+  strided_md(plan->sums_md, 4, dst_dims, nchw, kS32);
   const int plain5[5] = {0, 1, 2, 3, 4};
   if (groups == 1) {
     const int64_t w_dims[4] = {o, c, kh, kw};
@@ -607,6 +657,12 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, in
              "reorder_primitive_desc_create");
   dnnl_check(dnnl.primitive_create(plan->to_nhwc.out(), plan->to_nhwc_pd.get()),
              "primitive_create");
+  dnnl_check(dnnl.reorder_primitive_desc_create(plan->to_nchw_pd.out(), plan->dst_md.get(),
+                                                dnnl_engine(), plan->sums_md.get(),
+                                                dnnl_engine(), nullptr),
+             "reorder_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(plan->to_nchw.out(), plan->to_nchw_pd.get()),
+             "primitive_create");
   return plan;
 }
 
@@ -634,13 +690,15 @@ std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> plan_for(
   return {plan, plan->packed};
 }
 
-// acc (N, OH * OW, O) int32 = the convolution of x (N, C, H, W) uint8 (less its zero point)
-// with w (O, C / groups, kh, kw), on oneDNN's primitive
+// acc int32 = the convolution of x (N, C, H, W) uint8 (less its zero point) with w (O, C /
+// groups, kh, kw), on oneDNN's primitive: channels-last (the layout its int8 kernels take,
+// the input reordered to it), (N, OH * OW, O); or reordered to (N, O, OH * OW) where
+// channels_first
 void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c, int64_t h,
                int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t groups, int64_t oh,
                int64_t ow, const std::vector<int64_t>& stride,
                const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-               int32_t* acc) {
+               bool channels_first, int32_t* acc) {
   using namespace torcia_dnnl;
   const bool zero_point = x_zp != 0;
   ConvKey key{{n, c, h, wd, o, kh, kw, groups, stride[0], stride[1], padding[0], padding[1],
@@ -651,18 +709,22 @@ void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c
     return make_plan(key, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
                      zero_point);
   });
-  std::unique_ptr<uint8_t[]> nhwc(new uint8_t[static_cast<size_t>(n * c * h * wd)]);
-  std::vector<uint8_t> scratch(plan->scratch);
+  void* nhwc = workspace(kNhwcSlot, static_cast<size_t>(n * c * h * wd));
+  void* scratch = workspace(kScratchSlot, plan->scratch);
+  void* sums_nhwc = channels_first
+                        ? workspace(kChannelsLastSlot, sizeof(int32_t) * n * o * oh * ow)
+                        : acc;
   int32_t zp = x_zp;
   Owned src(dnnl.memory_destroy), src_nhwc(dnnl.memory_destroy), dst(dnnl.memory_destroy),
-      zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
+      sums(dnnl.memory_destroy), zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
   memory_over(src, plan->src_md.get(), x);
-  memory_over(src_nhwc, plan->nhwc_md.get(), nhwc.get());
-  memory_over(dst, plan->dst_md.get(), acc);
+  memory_over(src_nhwc, plan->nhwc_md.get(), nhwc);
+  memory_over(dst, plan->dst_md.get(), sums_nhwc);
+  memory_over(sums, plan->sums_md.get(), acc);
   memory_over(zp_mem, plan->zp_md.get(), &zp);
   memory_over(scratch_mem,
               dnnl.primitive_desc_query_md(plan->conv_pd.get(), kQueryScratchpadMd, 0),
-              scratch.data());
+              scratch);
   run_primitive(plan->to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
   if (zero_point)
     run_primitive(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
@@ -675,6 +737,8 @@ void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c
                                      {kArgWeights, packed->memory.get()},
                                      {kArgDst, dst.get()},
                                      {kArgScratchpad, scratch_mem.get()}});
+  if (channels_first)
+    run_primitive(plan->to_nchw.get(), {{kArgSrc, dst.get()}, {kArgDst, sums.get()}});
 }
 
 // the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the
@@ -762,21 +826,28 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
   if (n == 0 || o == 0) return out;
-  float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
-  uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
   {
     py::gil_scoped_release release;
-    // uninitialised: the primitive or the GEMM writes every sum
-    std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(n * p * o)]);
+    // the primitive or the GEMM writes every sum
+    int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * n * p * o));
+    // sums of large images channels-first (oneDNN's reorder transposes them faster than
+    // the epilogue's stores would), of small ones channels-last
+    const bool channels_first = dnnl_conv_loaded && p >= 64;
     if (c == 0)
-      std::fill(acc.get(), acc.get() + n * p * o, 0);
+      std::fill(acc, acc + n * p * o, 0);
     else if (dnnl_conv_loaded)
       dnnl_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
-                acc.get());
+                channels_first, acc);
     else
-      gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation,
-                acc.get());
-    conv_epilogue(acc.get(), n, p, o, x_scale, ws, b, of, oq, out_scale, out_zp, relu);
+      gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
+    const Requant r{!to_float, relu, static_cast<float>(out_scale),
+                    static_cast<float>(out_zp), relu ? static_cast<float>(out_zp) : 0.f};
+    if (to_float)
+      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
+                    static_cast<float*>(out.mutable_data()));
+    else
+      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
+                    static_cast<uint8_t*>(out.mutable_data()));
   }
   return out;
 }
