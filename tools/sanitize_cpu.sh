@@ -37,7 +37,9 @@ py="$work/venv/bin/python"
 "$py" tools/install_parts.py --python "$py" ao nn optim >/dev/null
 # -fno-sanitize-recover: an undefined-behaviour report fails the run instead of scrolling by
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
-"$py" -m pip install plugins/cpu \
+# with the int8 extra: oneDNN loaded, so that the quantized kernels' oneDNN paths (the
+# integer GEMM, the convolution primitive) run under the sanitizers too
+"$py" -m pip install "plugins/cpu[int8]" \
     -C "build-dir=$work/build" \
     -C "cmake.define.CMAKE_CXX_FLAGS=$flags" \
     -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"

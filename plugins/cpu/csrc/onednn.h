@@ -42,7 +42,6 @@ struct Api {
   int (*memory_desc_create_with_strides)(handle*, int, const dims, int, const dims);
   int (*memory_desc_create_with_tag)(handle*, int, const dims, int, int);
   int (*memory_desc_destroy)(handle);
-  int (*memory_desc_equal)(const_handle, const_handle);
   std::size_t (*memory_desc_get_size)(const_handle);
   int (*memory_create)(handle*, const_handle, handle, handle);
   int (*memory_destroy)(handle);

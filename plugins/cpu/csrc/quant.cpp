@@ -531,20 +531,23 @@ void memory_over(Owned& mem, torcia_dnnl::const_handle md, const void* data) {
              "memory_create");
 }
 
-void run_primitive(torcia_dnnl::handle primitive,
-                   std::initializer_list<torcia_dnnl::exec_arg> args) {
-  Owned stream(dnnl.stream_destroy);  // one per call: a stream is not shared between threads
-  dnnl_check(dnnl.stream_create(stream.out(), dnnl_engine(), torcia_dnnl::kStreamInOrder),
-             "stream_create");
-  dnnl_check(dnnl.primitive_execute(primitive, stream.get(), static_cast<int>(args.size()),
-                                    args.begin()),
-             "primitive_execute");
-  dnnl_check(dnnl.stream_wait(stream.get()), "stream_wait");
-}
+// a stream for one call's primitives (a stream is not to be shared between threads)
+struct Stream : Owned {
+  Stream() : Owned(dnnl.stream_destroy) {
+    dnnl_check(dnnl.stream_create(out(), dnnl_engine(), torcia_dnnl::kStreamInOrder),
+               "stream_create");
+  }
+  void run(torcia_dnnl::handle primitive, std::initializer_list<torcia_dnnl::exec_arg> args) {
+    dnnl_check(dnnl.primitive_execute(primitive, get(), static_cast<int>(args.size()),
+                                      args.begin()),
+               "primitive_execute");
+    dnnl_check(dnnl.stream_wait(get()), "stream_wait");
+  }
+};
 
 // the problem a plan serves: shapes, options and the weights' address
 struct ConvKey {
-  int64_t v[16];
+  int64_t v[17];
   const int8_t* w;
   bool operator==(const ConvKey& k) const {
     return w == k.w && std::memcmp(v, k.v, sizeof v) == 0;
@@ -590,8 +593,8 @@ std::shared_ptr<Packed> pack_weights(const ConvPlan& plan, const int8_t* w, size
              "reorder_primitive_desc_create");
   dnnl_check(dnnl.primitive_create(reorder.out(), pd.get()), "primitive_create");
   memory_over(from, plan.w_md.get(), packed->plain.data());
-  run_primitive(reorder.get(), {{torcia_dnnl::kArgSrc, from.get()},
-                                {torcia_dnnl::kArgDst, packed->memory.get()}});
+  Stream().run(reorder.get(), {{torcia_dnnl::kArgSrc, from.get()},
+                               {torcia_dnnl::kArgDst, packed->memory.get()}});
   return packed;
 }
 
@@ -702,7 +705,7 @@ void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c
   using namespace torcia_dnnl;
   const bool zero_point = x_zp != 0;
   ConvKey key{{n, c, h, wd, o, kh, kw, groups, stride[0], stride[1], padding[0], padding[1],
-               padding[2], padding[3], dilation[0] * 2 + zero_point, dilation[1]},
+               padding[2], padding[3], dilation[0], dilation[1], zero_point},
               w};
   const size_t w_bytes = static_cast<size_t>(o * (c / groups) * kh * kw);
   auto [plan, packed] = plan_for(key, w_bytes, [&] {
@@ -725,20 +728,21 @@ void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c
   memory_over(scratch_mem,
               dnnl.primitive_desc_query_md(plan->conv_pd.get(), kQueryScratchpadMd, 0),
               scratch);
-  run_primitive(plan->to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
+  Stream stream;
+  stream.run(plan->to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
   if (zero_point)
-    run_primitive(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
-                                     {kArgWeights, packed->memory.get()},
-                                     {kArgDst, dst.get()},
-                                     {kArgScratchpad, scratch_mem.get()},
-                                     {kArgZeroPoints | kArgSrc, zp_mem.get()}});
+    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()},
+                                  {kArgZeroPoints | kArgSrc, zp_mem.get()}});
   else
-    run_primitive(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
-                                     {kArgWeights, packed->memory.get()},
-                                     {kArgDst, dst.get()},
-                                     {kArgScratchpad, scratch_mem.get()}});
+    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()}});
   if (channels_first)
-    run_primitive(plan->to_nchw.get(), {{kArgSrc, dst.get()}, {kArgDst, sums.get()}});
+    stream.run(plan->to_nchw.get(), {{kArgSrc, dst.get()}, {kArgDst, sums.get()}});
 }
 
 // the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the
@@ -989,7 +993,6 @@ bool load_dnnl_api(void* lib, int major) {
       {"dnnl_memory_desc_create_with_tag",
        reinterpret_cast<void**>(&api.memory_desc_create_with_tag)},
       {"dnnl_memory_desc_destroy", reinterpret_cast<void**>(&api.memory_desc_destroy)},
-      {"dnnl_memory_desc_equal", reinterpret_cast<void**>(&api.memory_desc_equal)},
       {"dnnl_memory_desc_get_size", reinterpret_cast<void**>(&api.memory_desc_get_size)},
       {"dnnl_memory_create", reinterpret_cast<void**>(&api.memory_create)},
       {"dnnl_memory_destroy", reinterpret_cast<void**>(&api.memory_destroy)},

@@ -107,26 +107,29 @@ def test_quantized_conv2d(int8_gemm, stride, padding, dilation, groups, kernel):
         np.testing.assert_array_equal(got, want)
 
 
+def _conv_matches_reference(xq, wq, scales, **kw):
+    np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, None, **kw),
+                                  reference("quantized_conv2d")(xq, wq, scales, None, **kw))
+
+
 def test_quantized_conv2d_weights_changed_in_place(int8_gemm):
     # the filters packed for oneDNN are kept per weight array: a change in place is seen
     xq = RNG.integers(0, 256, (2, 3, 6, 6)).astype(np.uint8)
     wq = RNG.integers(-128, 128, (5, 3, 3, 3)).astype(np.int8)
     scales = RNG.uniform(1e-3, 1e-2, 5).astype(np.float32)
-    kw = dict(x_scale=0.02, x_zero_point=7, padding=((1, 1), (1, 1)), out_scale=0.05)
     for _ in range(2):
-        np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, None, **kw),
-                                      reference("quantized_conv2d")(xq, wq, scales, None, **kw))
+        _conv_matches_reference(xq, wq, scales, x_scale=0.02, x_zero_point=7,
+                                padding=((1, 1), (1, 1)), out_scale=0.05)
         wq[...] = RNG.integers(-128, 128, wq.shape)
 
 
 def test_quantized_conv2d_batch_sizes_share_weights(int8_gemm):
     wq = RNG.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
     scales = RNG.uniform(1e-3, 1e-2, 6).astype(np.float32)
-    kw = dict(x_scale=0.02, x_zero_point=3, stride=(2, 2), out_scale=0.05)
     for n in (1, 5, 1, 2):
         xq = RNG.integers(0, 256, (n, 2, 7, 7)).astype(np.uint8)
-        np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, None, **kw),
-                                      reference("quantized_conv2d")(xq, wq, scales, None, **kw))
+        _conv_matches_reference(xq, wq, scales, x_scale=0.02, x_zero_point=3, stride=(2, 2),
+                                out_scale=0.05)
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
@@ -218,14 +221,21 @@ def test_native_entry_points_name_bad_arguments(int8_gemm):
                                             r"got \(4, 2\)"):
         _native.int8_linear(u8, 0, i8, f32, np.ones(4, np.float32), np.ones((4, 2), np.float32),
                             -1.0, 0, False)
-    with pytest.raises(RuntimeError, match="qconv2d: wq has shape"):
-        _native.qconv2d(np.zeros((1, 2, 4, 4), np.uint8), 0, np.zeros((3, 5, 3, 3), np.int8),
-                        1.0, np.ones(3, np.float32), None, [1, 1], [0, 0, 0, 0], [1, 1], 1, -1.0,
-                        0, False)
-    with pytest.raises(RuntimeError, match="qconv2d: stride must be positive"):
-        _native.qconv2d(np.zeros((1, 2, 4, 4), np.uint8), 0, np.zeros((3, 2, 3, 3), np.int8),
-                        1.0, np.ones(3, np.float32), None, [0, 1], [0, 0, 0, 0], [1, 1], 1, -1.0,
-                        0, False)
+    # (the error, then what changes from a valid 3x3 convolution of 2 channels to 4)
+    for match, change in [
+        ("wq has shape", dict(w=np.zeros((4, 5, 3, 3), np.int8))),
+        ("stride must be positive", dict(stride=[0, 1])),
+        # no group; wq's channels times 2 is not the input's 2; 2 channels in 3 groups
+        *[(r"wq has shape \(4, 2, 3, 3\) for an input of 2 channels in -?\d group",
+           dict(groups=g)) for g in (0, 2, 3)],
+        ("the output would be empty", dict(x=np.zeros((1, 2, 2, 2), np.uint8))),
+        ("zero points must be in 0..255", dict(zp=256)),
+    ]:
+        a = dict(x=np.zeros((1, 2, 4, 4), np.uint8), zp=0, w=np.zeros((4, 2, 3, 3), np.int8),
+                 stride=[1, 1], groups=1) | change
+        with pytest.raises(RuntimeError, match="qconv2d: " + match):
+            _native.qconv2d(a["x"], a["zp"], a["w"], 1.0, np.ones(4, np.float32), None,
+                            a["stride"], [0, 0, 0, 0], [1, 1], a["groups"], -1.0, 0, False)
     with pytest.raises(RuntimeError, match="linear_w4: packed has shape"):
         _native.linear_w4(np.ones((2, 8), np.float32), np.zeros((3, 3), np.uint8),
                           np.ones((3, 1), np.float32), np.zeros((3, 1), np.float32), 8, None)
