@@ -40,9 +40,9 @@ flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-po
 # with the int8 extra: oneDNN loaded, so that the quantized kernels' oneDNN paths (the
 # integer GEMM, the convolution primitive) run under the sanitizers too
 "$py" -m pip install "plugins/cpu[int8]" \
-    -C "build-dir=$work/build" \
-    -C "cmake.define.CMAKE_CXX_FLAGS=$flags" \
-    -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
+    --config-settings "build-dir=$work/build" \
+    --config-settings "cmake.define.CMAKE_CXX_FLAGS=$flags" \
+    --config-settings "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 "$py" - <<'EOF'
 import torcia_cpu._native as n
 with open(n.__file__, "rb") as f:

@@ -382,18 +382,30 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
 }
 
 // A convolution's buffers (its sums, its input and sums channels-last, oneDNN's
-// scratchpad), kept
-// per thread between calls and grown as needed: fresh allocations of that size come from
-// mmap, and touching their new pages costs as much as a small convolution.
+// scratchpad), kept per thread between calls and grown as needed: fresh allocations of
+// that size come from mmap, and touching their new pages costs as much as a small
+// convolution. Buffers past kKeepBytes (large images) are let go after each call.
 constexpr int kSumsSlot = 0, kNhwcSlot = 1, kScratchSlot = 2, kChannelsLastSlot = 3;
+constexpr size_t kKeepBytes = size_t(32) << 20;
+
+std::vector<uint8_t>* workspaces() {
+  thread_local std::vector<uint8_t> buffers[4];
+  return buffers;
+}
 
 void* workspace(int slot, size_t bytes) {
   constexpr size_t kAlign = 64;  // a cache line, as oneDNN's kernels prefer
-  thread_local std::vector<uint8_t> buffers[4];
-  std::vector<uint8_t>& b = buffers[slot];
+  std::vector<uint8_t>& b = workspaces()[slot];
   if (b.size() < bytes + kAlign) b.resize(bytes + kAlign);
   const auto at = reinterpret_cast<std::uintptr_t>(b.data());
   return b.data() + (kAlign - at % kAlign) % kAlign;
+}
+
+void trim_workspaces() {
+  for (int slot = 0; slot < 4; ++slot) {
+    std::vector<uint8_t>& b = workspaces()[slot];
+    if (b.size() > kKeepBytes) std::vector<uint8_t>().swap(b);
+  }
 }
 
 // The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
@@ -852,6 +864,7 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     else
       conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
                     static_cast<uint8_t*>(out.mutable_data()));
+    trim_workspaces();
   }
   return out;
 }
