@@ -4,12 +4,18 @@ PyTorch ships, and :class:`QConfigMapping`."""
 
 from __future__ import annotations
 
+import re
+import warnings
 from collections import namedtuple
+from typing import Optional
 
 import torcia
 from torcia.ao.quantization.fake_quantize import (
     FakeQuantize,
+    FusedMovingAvgObsFakeQuantize,
     default_fake_quant,
+    default_fused_per_channel_wt_fake_quant,
+    default_fused_wt_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
 )
@@ -18,6 +24,7 @@ from torcia.ao.quantization.observer import (
     MovingAverageMinMaxObserver,
     NoopObserver,
     PlaceholderObserver,
+    _PartialWrapper,
     default_dynamic_quant_observer,
     default_float_qparams_observer,
     default_observer,
@@ -26,11 +33,12 @@ from torcia.ao.quantization.observer import (
 )
 
 __all__ = [
-    "QConfig", "QConfigDynamic", "QConfigMapping", "default_dynamic_qconfig",
+    "QConfig", "QConfigAny", "QConfigDynamic", "QConfigMapping", "default_dynamic_qconfig",
     "default_per_channel_qconfig", "default_qat_qconfig", "default_qconfig",
     "float16_dynamic_qconfig", "float16_static_qconfig", "float_qparams_weight_only_qconfig",
     "get_default_qat_qconfig", "get_default_qat_qconfig_mapping", "get_default_qconfig",
-    "get_default_qconfig_mapping", "per_channel_dynamic_qconfig",
+    "get_default_qconfig_mapping", "per_channel_dynamic_qconfig", "get_default_qat_qconfig_dict",
+    "get_default_qconfig_dict", "qconfig_equals",
 ]
 
 
@@ -59,6 +67,8 @@ class QConfig(namedtuple("QConfig", ["activation", "weight"])):
 
 
 QConfigDynamic = QConfig
+#: a QConfig, or None for "do not quantize" (a typing form, as PyTorch's)
+QConfigAny = Optional[QConfig]  # noqa: UP045
 
 default_qconfig = QConfig(activation=default_observer, weight=default_weight_observer)
 default_per_channel_qconfig = QConfig(activation=default_observer,
@@ -107,22 +117,66 @@ def get_default_qconfig(backend: str = "x86", version: int = 0) -> QConfig:
 
 def get_default_qat_qconfig(backend: str = "x86", version: int = 1) -> QConfig:
     """The quantization-aware-training QConfig PyTorch uses for ``backend``: moving
-    averages of the activations, per-channel int8 weights (x86).
+    averages of the activations, per-channel int8 weights (x86). Version 1 (the
+    default) observes and fake-quantizes in one module,
+    :class:`FusedMovingAvgObsFakeQuantize`, as PyTorch's does; version 0 uses
+    :class:`FakeQuantize`.
 
     Examples
     --------
     >>> from torcia.ao.quantization import get_default_qat_qconfig
     >>> type(get_default_qat_qconfig().weight()).__name__
+    'FusedMovingAvgObsFakeQuantize'
+    >>> type(get_default_qat_qconfig(version=0).weight()).__name__
     'FakeQuantize'
     """
     _check_backend(backend)
+    if version not in (0, 1):
+        raise AssertionError(f"Version number: {version}in get_default_qat_qconfig is not "
+                             f"supported. Version number must be 0 or 1")
+    # version 1 observes and fake-quantizes in one module, the same values as version 0's
+    fake_quant = FusedMovingAvgObsFakeQuantize if version == 1 else FakeQuantize
     if backend == "qnnpack":
-        return QConfig(activation=FakeQuantize.with_args(
-            observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
-            reduce_range=False), weight=default_weight_fake_quant)
-    return QConfig(activation=FakeQuantize.with_args(
-        observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255,
-        reduce_range=backend != "onednn"), weight=default_per_channel_weight_fake_quant)
+        weight = default_fused_wt_fake_quant if version == 1 else default_weight_fake_quant
+    else:
+        weight = default_fused_per_channel_wt_fake_quant if version == 1 \
+            else default_per_channel_weight_fake_quant
+    reduce = {"onednn": {}, "qnnpack": {"reduce_range": False}}.get(
+        backend, {"reduce_range": True})
+    return QConfig(activation=fake_quant.with_args(
+        observer=MovingAverageMinMaxObserver, quant_min=0, quant_max=255, **reduce),
+        weight=weight)
+
+
+def qconfig_equals(q1, q2) -> bool:
+    """Whether two QConfigs make the same observers: factories made by ``with_args``
+    compare by class and arguments (``torch.ao.quantization.qconfig_equals``).
+
+    Examples
+    --------
+    >>> from torcia.ao.quantization import get_default_qconfig, qconfig_equals
+    >>> qconfig_equals(get_default_qconfig("x86"), get_default_qconfig("x86"))
+    True
+    >>> qconfig_equals(get_default_qconfig("x86"), get_default_qconfig("qnnpack"))
+    False
+    """
+    if q1 is None or q2 is None:
+        return q1 == q2
+    try:
+        return (_factories_equal(q1.activation, q2.activation)
+                and _factories_equal(q1.weight, q2.weight))
+    except AttributeError:
+        return q1 == q2
+
+
+def _factories_equal(f1, f2) -> bool:
+    if not (isinstance(f1, _PartialWrapper) and isinstance(f2, _PartialWrapper)):
+        return f1 == f2
+    k1, k2 = dict(f1.p.keywords), dict(f2.p.keywords)
+    if "observer" in k1 and "observer" in k2 \
+            and not _factories_equal(k1.pop("observer"), k2.pop("observer")):
+        return False
+    return f1.p.func == f2.p.func and f1.p.args == f2.p.args and k1 == k2
 
 
 class QConfigMapping:
@@ -143,6 +197,7 @@ class QConfigMapping:
     def __init__(self):
         self.global_qconfig = None
         self.object_type_qconfigs: dict = {}
+        self.module_name_regex_qconfigs: dict = {}
         self.module_name_qconfigs: dict = {}
 
     def set_global(self, global_qconfig):
@@ -153,19 +208,79 @@ class QConfigMapping:
         self.object_type_qconfigs[object_type] = qconfig
         return self
 
+    def set_module_name_regex(self, module_name_regex: str, qconfig):
+        """The QConfig of the modules whose names match ``module_name_regex``
+        (``re.match``); the first regex set that matches wins."""
+        self.module_name_regex_qconfigs[module_name_regex] = qconfig
+        return self
+
     def set_module_name(self, module_name: str, qconfig):
         self.module_name_qconfigs[module_name] = qconfig
         return self
 
     def qconfig_for(self, name: str, module):
-        """The QConfig of the module called ``name``: by name, then by type, then the
-        global one."""
+        """The QConfig of the module called ``name``: by name, then by the first name
+        regex that matches, then by type, then the global one."""
         if name in self.module_name_qconfigs:
             return self.module_name_qconfigs[name]
+        for pattern, qconfig in self.module_name_regex_qconfigs.items():
+            if re.match(pattern, name):
+                return qconfig
         for kind, qconfig in self.object_type_qconfigs.items():
             if type(module) is kind:
                 return qconfig
         return self.global_qconfig
+
+    def to_dict(self) -> dict:
+        """The mapping as PyTorch's ``qconfig_dict``: ``""`` for the global QConfig, then
+        lists of pairs under ``"object_type"``, ``"module_name_regex"``, ``"module_name"``.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> from torcia.ao.quantization import QConfigMapping
+        >>> QConfigMapping().set_object_type(torcia.nn.LSTM, None).to_dict()["object_type"]
+        [(<class 'torcia.nn.modules.rnn.LSTM'>, None)]
+        """
+        return {"": self.global_qconfig,
+                "object_type": list(self.object_type_qconfigs.items()),
+                "module_name_regex": list(self.module_name_regex_qconfigs.items()),
+                "module_name": list(self.module_name_qconfigs.items()),
+                "module_name_object_type_order": []}
+
+    @classmethod
+    def from_dict(cls, qconfig_dict: dict) -> QConfigMapping:
+        """The mapping of a ``qconfig_dict`` (the form :meth:`to_dict` gives)."""
+        if qconfig_dict.get("module_name_object_type_order"):
+            raise NotImplementedError("module_name_object_type_order needs FX graph mode's "
+                                      "call order, which eager quantization does not have")
+        mapping = cls()
+        if "" in qconfig_dict:
+            mapping.set_global(qconfig_dict[""])
+        for key, setter in (("object_type", mapping.set_object_type),
+                            ("module_name_regex", mapping.set_module_name_regex),
+                            ("module_name", mapping.set_module_name)):
+            for target, qconfig in qconfig_dict.get(key, []):
+                setter(target, qconfig)
+        return mapping
+
+
+def get_default_qconfig_dict(backend: str = "x86", version: int = 0) -> dict:
+    """:func:`get_default_qconfig_mapping` as a ``qconfig_dict`` (deprecated in PyTorch
+    too: use the mapping)."""
+    warnings.warn("`torch.ao.quantization.get_default_qconfig_dict` is deprecated and will "
+                  "be removed in a future version. Please use `torch.ao.quantization."
+                  "get_default_qconfig_mapping` instead.", FutureWarning, stacklevel=2)
+    return get_default_qconfig_mapping(backend, version).to_dict()
+
+
+def get_default_qat_qconfig_dict(backend: str = "x86", version: int = 1) -> dict:
+    """:func:`get_default_qat_qconfig_mapping` as a ``qconfig_dict`` (deprecated in
+    PyTorch too: use the mapping)."""
+    warnings.warn("`torch.ao.quantization.get_default_qat_qconfig_dict` is deprecated and "
+                  "will be removed in a future version. Please use `torch.ao.quantization."
+                  "get_default_qat_qconfig_mapping` instead.", FutureWarning, stacklevel=2)
+    return get_default_qat_qconfig_mapping(backend, version).to_dict()
 
 
 def get_default_qconfig_mapping(backend: str = "x86", version: int = 0) -> QConfigMapping:

@@ -12,6 +12,7 @@ a ``QuantStub`` starts them, a ``DeQuantStub`` ends them.
 from __future__ import annotations
 
 import copy
+import itertools
 
 import torcia
 from torcia import nn
@@ -39,6 +40,8 @@ from torcia.ao.quantization.qconfig import (
     default_dynamic_qconfig,
     float16_dynamic_qconfig,
 )
+from torcia.ao.quantization.utils import MatchAllNode
+from torcia.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
 __all__ = [
     "DeQuantStub", "QuantStub", "QuantWrapper", "add_quant_dequant", "convert",
@@ -48,6 +51,9 @@ __all__ = [
     "get_default_custom_config_dict", "get_dynamic_quant_module_class", "get_fuser_method",
     "get_static_quant_module_class", "no_observer_set", "prepare", "prepare_qat",
     "propagate_qconfig_", "quantize", "quantize_dynamic", "quantize_qat", "swap_module",
+    "default_eval_fn", "fuse_convtranspose_bn", "get_default_compare_output_module_list",
+    "get_default_qconfig_propagation_list", "get_embedding_qat_module_mappings",
+    "get_embedding_static_quant_module_mappings", "get_fuser_method_new",
 ]
 
 
@@ -123,70 +129,27 @@ def add_quant_dequant(module):
 # ---------------------------------------------------------------------------------------
 
 
-def fold_bn(conv_or_linear, bn):
-    """A copy of ``conv_or_linear`` with eval-mode ``bn`` folded into its weight and
-    bias: ``w * gamma / sqrt(var + eps)``, ``(b - mean) * gamma / sqrt(var + eps) + beta``.
-    """
-    fused = copy.deepcopy(conv_or_linear)
-    factor = bn.weight.detach() / torcia.sqrt(bn.running_var + bn.eps)
-    shape = (-1,) + (1,) * (fused.weight.dim() - 1)
-    bias = fused.bias.detach() if fused.bias is not None else torcia.zeros_like(
-        bn.running_mean)
-    with torcia.no_grad():
-        fused.weight = nn.Parameter(fused.weight.detach() * factor.reshape(shape))
-        fused.bias = nn.Parameter((bias - bn.running_mean) * factor + bn.bias.detach())
-    return fused
+_BATCH_NORMS = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 
 
-def _fuse_eval(mods):
-    kinds = tuple(type(m) for m in mods)
-    if kinds in ((nn.Conv2d, nn.BatchNorm2d), (nn.Linear, nn.BatchNorm1d)):
-        return fold_bn(*mods)
-    if kinds == (nn.Conv2d, nn.BatchNorm2d, nn.ReLU):
-        return nni.ConvReLU2d(fold_bn(mods[0], mods[1]), mods[2])
-    if kinds == (nn.Conv2d, nn.ReLU):
-        return nni.ConvReLU2d(*mods)
-    if kinds == (nn.Linear, nn.ReLU):
-        return nni.LinearReLU(*mods)
-    if kinds == (nn.BatchNorm2d, nn.ReLU):
-        return nni.BNReLU2d(*mods)
-    return None
+def _same_mode(first, bn, what: str) -> None:
+    if first.training != bn.training:
+        raise AssertionError(f"{what} and BN both must be in the same mode (train or eval).")
 
 
-def _fuse_train(mods):
-    kinds = tuple(type(m) for m in mods)
-    if kinds == (nn.Conv2d, nn.BatchNorm2d):
-        return nni.ConvBn2d(*mods)
-    if kinds == (nn.Conv2d, nn.BatchNorm2d, nn.ReLU):
-        return nni.ConvBnReLU2d(*mods)
-    return _fuse_eval(mods) if nn.BatchNorm2d not in kinds and nn.BatchNorm1d not in kinds \
-        else None
-
-
-def fuse_known_modules(mod_list, is_qat=False, additional_fuser_method_mapping=None):
-    """The fused module of a sequence (conv-bn, conv-bn-relu, conv-relu, linear-bn,
-    linear-relu, bn-relu) and identities for the rest of it."""
-    fused = (_fuse_train if is_qat else _fuse_eval)(mod_list)
-    if fused is None:
-        kinds = tuple(type(m).__name__ for m in mod_list)
-        raise NotImplementedError(
-            f"Cannot fuse modules: {kinds} (fusable: Conv2d-BatchNorm2d(-ReLU), Conv2d-ReLU, "
-            "Linear-BatchNorm1d, Linear-ReLU, BatchNorm2d-ReLU)")
-    return [fused] + [nn.Identity() for _ in mod_list[1:]]
-
-
-def _fused(is_qat, *mods):
-    if isinstance(mods[1], (nn.BatchNorm1d, nn.BatchNorm2d)) and \
-            mods[0].training != mods[1].training:
-        first = "Linear" if isinstance(mods[0], nn.Linear) else "Conv"
-        raise AssertionError(f"{first} and BN both must be in the same mode (train or eval).")
-    return fuse_known_modules(list(mods), is_qat)[0]
+def _check_qat_bn(bn, out: int, what: str) -> None:
+    if bn.num_features != out:
+        raise AssertionError(f"Output channel of {what} must match num_features of "
+                             f"BatchNorm")
+    if not (bn.affine and bn.track_running_stats):
+        raise AssertionError("Only support fusing BatchNorm with affine set to True and "
+                             "tracking_running_stats set to True")
 
 
 def fuse_conv_bn(is_qat, conv, bn):
     """A convolution and its BatchNorm as one module (``torch.ao.quantization.
     fuse_conv_bn``): the BatchNorm folded into the weights, or, for QAT (``is_qat``),
-    ``ConvBn2d``.
+    ``ConvBn1d``/``ConvBn2d``/``ConvBn3d``.
 
     Examples
     --------
@@ -198,12 +161,17 @@ def fuse_conv_bn(is_qat, conv, bn):
     >>> bool(torcia.allclose(fuse_conv_bn(False, conv, bn)(x), bn(conv(x)), atol=1e-5))
     True
     """
-    return _fused(is_qat, conv, bn)
+    _same_mode(conv, bn, "Conv")
+    if is_qat:
+        _check_qat_bn(bn, conv.out_channels, type(conv).__name__)
+        return _CONV_FUSED[type(conv)][0](conv, bn)
+    return fuse_conv_bn_eval(conv, bn)
 
 
 def fuse_conv_bn_relu(is_qat, conv, bn, relu):
     """Convolution, BatchNorm and ReLU as one module (``torch.ao.quantization.
-    fuse_conv_bn_relu``).
+    fuse_conv_bn_relu``): ``ConvReLU*d`` of the folded convolution, or ``ConvBnReLU*d``
+    for QAT.
 
     Examples
     --------
@@ -212,12 +180,17 @@ def fuse_conv_bn_relu(is_qat, conv, bn, relu):
     >>> type(fuse_conv_bn_relu(True, nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU())).__name__
     'ConvBnReLU2d'
     """
-    return _fused(is_qat, conv, bn, relu)
+    _same_mode(conv, bn, "Conv")
+    _, conv_bn_relu, conv_relu = _CONV_FUSED[type(conv)]
+    if is_qat:
+        _check_qat_bn(bn, conv.out_channels, type(conv).__name__)
+        return conv_bn_relu(conv, bn, relu)
+    return conv_relu(fuse_conv_bn_eval(conv, bn), relu)
 
 
 def fuse_linear_bn(is_qat, linear, bn):
-    """A Linear layer with its BatchNorm1d folded in (``torch.ao.quantization.
-    fuse_linear_bn``; post-training only here).
+    """A Linear layer with its BatchNorm1d folded in, or ``LinearBn1d`` for QAT
+    (``torch.ao.quantization.fuse_linear_bn``).
 
     Examples
     --------
@@ -226,12 +199,72 @@ def fuse_linear_bn(is_qat, linear, bn):
     >>> type(fuse_linear_bn(False, nn.Linear(4, 2).eval(), nn.BatchNorm1d(2).eval())).__name__
     'Linear'
     """
-    return _fused(is_qat, linear, bn)
+    _same_mode(linear, bn, "Linear")
+    if is_qat:
+        _check_qat_bn(bn, linear.out_features, "Linear")
+        return nni.LinearBn1d(linear, bn)
+    return fuse_linear_bn_eval(linear, bn)
 
 
-_FUSABLE = ((nn.Conv2d, nn.BatchNorm2d), (nn.Conv2d, nn.BatchNorm2d, nn.ReLU),
-            (nn.Conv2d, nn.ReLU), (nn.Linear, nn.BatchNorm1d), (nn.Linear, nn.ReLU),
-            (nn.BatchNorm2d, nn.ReLU))
+def _sequence(fused_kind):
+    """The fuser method that puts two modules in ``fused_kind``."""
+    def fuse(is_qat, first, second):
+        return fused_kind(first, second)
+    return fuse
+
+
+#: each convolution's fused kinds: with BatchNorm, with BatchNorm and ReLU, with ReLU
+_CONV_FUSED = {nn.Conv1d: (nni.ConvBn1d, nni.ConvBnReLU1d, nni.ConvReLU1d),
+               nn.Conv2d: (nni.ConvBn2d, nni.ConvBnReLU2d, nni.ConvReLU2d),
+               nn.Conv3d: (nni.ConvBn3d, nni.ConvBnReLU3d, nni.ConvReLU3d)}
+#: what fuse_modules fuses (PyTorch's table), sequence of types -> fuser method
+_FUSER_METHODS = {
+    **{(conv, bn): fuse_conv_bn for conv, bn in zip(_CONV_FUSED, _BATCH_NORMS, strict=True)},
+    **{(conv, bn, nn.ReLU): fuse_conv_bn_relu
+       for conv, bn in zip(_CONV_FUSED, _BATCH_NORMS, strict=True)},
+    **{(conv, nn.ReLU): _sequence(kinds[2]) for conv, kinds in _CONV_FUSED.items()},
+    (nn.Linear, nn.BatchNorm1d): fuse_linear_bn,
+    (nn.Linear, nn.ReLU): _sequence(nni.LinearReLU),
+    (nn.BatchNorm2d, nn.ReLU): _sequence(nni.BNReLU2d),
+    (nn.BatchNorm3d, nn.ReLU): _sequence(nni.BNReLU3d),
+}
+
+
+def fuse_known_modules(mod_list, is_qat=False, additional_fuser_method_mapping=None):
+    """The fused module of a sequence (conv-bn, conv-bn-relu, conv-relu in 1, 2 or 3
+    dimensions, transposed conv-bn, linear-bn, linear-relu, bn-relu) and identities for
+    the rest of it (``torch.ao.quantization.fuse_modules.fuse_known_modules``)."""
+    method = get_fuser_method(tuple(type(m) for m in mod_list),
+                              additional_fuser_method_mapping)
+    return [method(is_qat, *mod_list)] + [nn.Identity() for _ in mod_list[1:]]
+
+
+def fuse_convtranspose_bn(is_qat, convt, bn):
+    """A transposed convolution with its eval-mode BatchNorm folded in
+    (``torch.ao.quantization.fuse_convtranspose_bn``; not for QAT, as in PyTorch).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import fuse_convtranspose_bn
+    >>> convt, bn = nn.ConvTranspose2d(3, 4, 3).eval(), nn.BatchNorm2d(4).eval()
+    >>> x = torcia.randn(1, 3, 5, 5)
+    >>> bool(torcia.allclose(fuse_convtranspose_bn(False, convt, bn)(x), bn(convt(x)),
+    ...                      atol=1e-5))
+    True
+    """
+    if convt.training != bn.training:
+        raise AssertionError("ConvTranspose and BN both must be in the same mode "
+                             "(train or eval).")
+    if is_qat:
+        raise Exception("Fusing ConvTranspose+BatchNorm not yet supported in QAT.")  # noqa: TRY002
+    return fuse_conv_bn_eval(convt, bn, transpose=True)
+
+
+_FUSER_METHODS.update({
+    (convt, bn): fuse_convtranspose_bn for convt, bn in zip(
+        (nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d), _BATCH_NORMS, strict=True)})
 
 
 def get_combined_dict(default_dict, additional_dict) -> dict:
@@ -259,12 +292,38 @@ def get_fuser_method(op_list, additional_fuser_method_mapping=None):
     >>> type(fuser(False, nn.Linear(2, 2), nn.ReLU())).__name__
     'LinearReLU'
     """
-    methods = get_combined_dict(dict.fromkeys(_FUSABLE, _fused),
-                                additional_fuser_method_mapping or {})
+    methods = get_combined_dict(_FUSER_METHODS, additional_fuser_method_mapping or {})
     method = methods.get(op_list)
     if method is None:
         raise AssertionError(f"did not find fuser method for: {op_list} ")
     return method
+
+
+def _valid_patterns(pattern) -> list:
+    """``pattern`` and every form of it with elements replaced by MatchAllNode, most
+    specific first."""
+    if isinstance(pattern, (tuple, list)):
+        return list(itertools.product(*(_valid_patterns(part) for part in pattern)))
+    return [pattern, MatchAllNode]
+
+
+def get_fuser_method_new(op_pattern, fuser_method_mapping):
+    """The fuser method of ``op_pattern`` in ``fuser_method_mapping``, whose keys may
+    use :class:`MatchAllNode` for any op (``torch.ao.quantization.get_fuser_method_new``).
+
+    Examples
+    --------
+    >>> from torcia import nn
+    >>> from torcia.ao.quantization import MatchAllNode, get_fuser_method_new
+    >>> mapping = {(nn.ReLU, MatchAllNode): "relu after anything"}
+    >>> get_fuser_method_new((nn.ReLU, nn.Conv2d), mapping)
+    'relu after anything'
+    """
+    for pattern in _valid_patterns(op_pattern):
+        method = fuser_method_mapping.get(pattern)
+        if method is not None:
+            return method
+    raise AssertionError(f"did not find fuser method for: {op_pattern} ")
 
 
 def _fuse(model, modules_to_fuse, inplace, is_qat, fuser_func):
@@ -276,7 +335,7 @@ def _fuse(model, modules_to_fuse, inplace, is_qat, fuser_func):
     for names in groups:
         mods = [model.get_submodule(n) for n in names]
         if not is_qat and any(m.training for m in mods) and any(
-                isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)) for m in mods):
+                isinstance(m, _BATCH_NORMS) for m in mods):
             raise AssertionError("Fusion only for eval!")
         new = fuser_func(mods, is_qat=is_qat) if fuser_func is not fuse_known_modules \
             else fuse_known_modules(mods, is_qat=is_qat)
@@ -349,10 +408,16 @@ def get_default_static_quant_module_mappings() -> dict:
         nn.InstanceNorm3d: nnq.InstanceNorm3d, nn.BatchNorm3d: nnq.BatchNorm3d,
         nn.PReLU: nnq.PReLU,
         nn.Embedding: nnq.Embedding, nn.EmbeddingBag: nnq.EmbeddingBag, nnqat.Linear: nnq.Linear,
-        nnqat.Conv2d: nnq.Conv2d, nni.ConvReLU2d: nniq.ConvReLU2d,
-        nni.LinearReLU: nniq.LinearReLU, nniqat.ConvReLU2d: nniq.ConvReLU2d,
-        nniqat.LinearReLU: nniq.LinearReLU, nniqat.ConvBn2d: nnq.Conv2d,
-        nniqat.ConvBnReLU2d: nniq.ConvReLU2d, nn.ReLU6: nnq.ReLU6,
+        nnqat.Conv1d: nnq.Conv1d, nnqat.Conv2d: nnq.Conv2d, nnqat.Conv3d: nnq.Conv3d,
+        nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
+        nni.ConvReLU3d: nniq.ConvReLU3d, nni.LinearReLU: nniq.LinearReLU,
+        nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
+        nniqat.ConvReLU1d: nniq.ConvReLU1d, nniqat.ConvReLU2d: nniq.ConvReLU2d,
+        nniqat.ConvReLU3d: nniq.ConvReLU3d, nniqat.LinearReLU: nniq.LinearReLU,
+        nniqat.ConvBn1d: nnq.Conv1d, nniqat.ConvBn2d: nnq.Conv2d, nniqat.ConvBn3d: nnq.Conv3d,
+        nniqat.ConvBnReLU1d: nniq.ConvReLU1d, nniqat.ConvBnReLU2d: nniq.ConvReLU2d,
+        nniqat.ConvBnReLU3d: nniq.ConvReLU3d, nniqat.LinearBn1d: nnq.Linear,
+        nn.ReLU6: nnq.ReLU6,
         nn.Hardswish: nnq.Hardswish, nn.LeakyReLU: nnq.LeakyReLU, nn.ELU: nnq.ELU,
         nn.BatchNorm2d: nnq.BatchNorm2d, nn.Dropout: nnq.Dropout,
         nnq.FloatFunctional: nnq.QFunctional,
@@ -365,9 +430,51 @@ def get_default_static_quant_module_mappings() -> dict:
 
 def get_default_qat_module_mappings() -> dict:
     """Float (or fused) module type -> QAT module type, for :func:`prepare_qat`."""
-    return {nn.Linear: nnqat.Linear, nn.Conv2d: nnqat.Conv2d,
-            nni.ConvReLU2d: nniqat.ConvReLU2d, nni.LinearReLU: nniqat.LinearReLU,
-            nni.ConvBn2d: nniqat.ConvBn2d, nni.ConvBnReLU2d: nniqat.ConvBnReLU2d}
+    return {nn.Linear: nnqat.Linear, nn.Conv1d: nnqat.Conv1d, nn.Conv2d: nnqat.Conv2d,
+            nn.Conv3d: nnqat.Conv3d, nni.ConvReLU1d: nniqat.ConvReLU1d,
+            nni.ConvReLU2d: nniqat.ConvReLU2d, nni.ConvReLU3d: nniqat.ConvReLU3d,
+            nni.LinearReLU: nniqat.LinearReLU, nni.LinearBn1d: nniqat.LinearBn1d,
+            nni.ConvBn1d: nniqat.ConvBn1d, nni.ConvBn2d: nniqat.ConvBn2d,
+            nni.ConvBn3d: nniqat.ConvBn3d, nni.ConvBnReLU1d: nniqat.ConvBnReLU1d,
+            nni.ConvBnReLU2d: nniqat.ConvBnReLU2d, nni.ConvBnReLU3d: nniqat.ConvBnReLU3d}
+
+
+def get_embedding_qat_module_mappings() -> dict:
+    """:func:`get_default_qat_module_mappings` with the embeddings' QAT modules."""
+    return {**get_default_qat_module_mappings(), nn.EmbeddingBag: nnqat.EmbeddingBag,
+            nn.Embedding: nnqat.Embedding}
+
+
+def get_embedding_static_quant_module_mappings() -> dict:
+    """:func:`get_default_static_quant_module_mappings` with the embeddings' QAT
+    modules converting to quantized embeddings."""
+    return {**get_default_static_quant_module_mappings(),
+            nnqat.EmbeddingBag: nnq.EmbeddingBag, nnqat.Embedding: nnq.Embedding}
+
+
+def get_default_qconfig_propagation_list() -> set:
+    """The module types :func:`prepare` gives a qconfig to: every float, QAT and
+    dynamic module of the default mappings, and ``nn.Sequential``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import get_default_qconfig_propagation_list
+    >>> torcia.nn.Linear in get_default_qconfig_propagation_list()
+    True
+    """
+    return (set(get_default_static_quant_module_mappings())
+            | set(get_default_qat_module_mappings())
+            | set(get_default_dynamic_quant_module_mappings()) | {nn.Sequential})
+
+
+def get_default_compare_output_module_list() -> set:
+    """The module types whose outputs the numeric suite compares: those of
+    :func:`get_default_qconfig_propagation_list` and what the mappings make of them."""
+    mappings = (get_default_static_quant_module_mappings(), get_default_qat_module_mappings(),
+                get_default_dynamic_quant_module_mappings())
+    return get_default_qconfig_propagation_list().union(
+        *(set(mapping.values()) for mapping in mappings))
 
 
 def _module_class(mapping: dict, float_module_class):
@@ -643,6 +750,13 @@ def _convert(module, mapping, custom_mapping):
             module._modules[name] = swapped
 
 
+def default_eval_fn(model, calib_data):
+    """Run ``model`` on the inputs of ``calib_data``, pairs of ``(input, target)``:
+    calibration for :func:`quantize` (``torch.ao.quantization.default_eval_fn``)."""
+    for data, _target in calib_data:
+        model(data)
+
+
 def quantize(model, run_fn, run_args, mapping=None, inplace=False):
     """Post-training static quantization in one call: prepare, ``run_fn(model,
     *run_args)`` to calibrate, convert (``torch.ao.quantization.quantize``)."""
@@ -717,7 +831,7 @@ def prepare_qat(model, mapping=None, inplace=False):
     >>> model.qconfig = tq.get_default_qat_qconfig("x86")
     >>> qat = tq.prepare_qat(model)
     >>> type(qat[1]).__module__, type(qat[1].activation_post_process).__name__
-    ('torcia.ao.nn.qat', 'FakeQuantize')
+    ('torcia.ao.nn.qat', 'FusedMovingAvgObsFakeQuantize')
     """
     if not model.training:
         raise AssertionError("prepare_qat only works on models in training mode")

@@ -137,8 +137,13 @@ class _Conv(_ConvNd):
 
     def forward(self, input):
         self._check_input(input)
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input, weight, bias):
+        # PyTorch's name and signature: subclasses (QAT's, weight-standardising ones in
+        # timm) run the layer's padding and geometry with a weight of their own
         input, padding = self._conv_padding(input)
-        return getattr(F, self._function)(input, self.weight, self.bias, self.stride, padding,
+        return getattr(F, self._function)(input, weight, bias, self.stride, padding,
                                           self.dilation, self.groups)
 
 

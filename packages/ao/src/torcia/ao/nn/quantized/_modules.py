@@ -193,12 +193,14 @@ class Linear(nn.Module):
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """The quantized layer of a calibrated float (or QAT) one: its weight through the
         QConfig's weight observer, its output parameters from its activation observer."""
-        linear = mod[0] if isinstance(mod, (intrinsic.LinearReLU,)) else mod
-        if isinstance(mod, intrinsic.LinearReLU):
+        linear = mod[0] if isinstance(mod, intrinsic._FusedModule) else mod
+        if linear is not mod:
             linear.qconfig = mod.qconfig
-        q = cls(linear.in_features, linear.out_features, linear.bias is not None)
-        q.weight_int8, q.weight_scales = weight_params(linear.weight, _weight_observer(linear))
-        q.bias_ = None if linear.bias is None else linear.bias.detach().to(torcia.float32)
+        weight, bias = mod.folded() if isinstance(mod, nniqat.LinearBn1d) \
+            else (linear.weight, linear.bias)
+        q = cls(linear.in_features, linear.out_features, bias is not None)
+        q.weight_int8, q.weight_scales = weight_params(weight, _weight_observer(linear))
+        q.bias_ = None if bias is None else bias.detach().to(torcia.float32)
         q.scale, q.zero_point = output_params(mod)
         return q
 
@@ -277,9 +279,9 @@ class _ConvNd(nn.Module):
     def _float_parts(mod):
         """The float convolution inside ``mod`` and its (weight, bias): a QAT ConvBn's
         BatchNorm folded into the weight first."""
-        if isinstance(mod, nniqat.ConvBn2d):
+        if isinstance(mod, nniqat._ConvBnNd):
             return mod, *mod.folded()
-        conv = mod[0] if isinstance(mod, intrinsic.ConvReLU2d) else mod
+        conv = mod[0] if isinstance(mod, intrinsic._FusedModule) else mod
         if conv is not mod:
             conv.qconfig = mod.qconfig
         return conv, conv.weight, conv.bias
@@ -334,7 +336,7 @@ class Conv1d(_ConvNd):
     """
 
     _ND = 1
-    _FLOAT_MODULE = (nn.Conv1d,)
+    _FLOAT_MODULE = (nn.Conv1d, nnqat.Conv1d)
 
     def _run(self, xi, x):
         params = self._params(x)
@@ -383,7 +385,7 @@ class Conv3d(_ConvNd):
     """
 
     _ND = 3
-    _FLOAT_MODULE = (nn.Conv3d,)
+    _FLOAT_MODULE = (nn.Conv3d, nnqat.Conv3d)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -558,12 +560,13 @@ class Embedding(nn.Module):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         """The quantized embedding of a float one whose qconfig is
-        :data:`~torcia.ao.quantization.float_qparams_weight_only_qconfig`."""
+        :data:`~torcia.ao.quantization.float_qparams_weight_only_qconfig`, or of a QAT
+        one (through the parameters its weight's fake quantizer learned)."""
         qconfig = getattr(mod, "qconfig", None)
         if qconfig is None:
             raise AssertionError("Embedding input float module must have qconfig defined")
         q = cls(mod.num_embeddings, mod.embedding_dim)
-        q.set_float_weight(mod.weight, qconfig.weight())
+        q.set_float_weight(mod.weight, _weight_observer(mod))
         return q
 
     def extra_repr(self):
@@ -860,8 +863,9 @@ class BatchNorm2d(_Requantizing):
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
         scale, zero = output_params(mod)
-        q = cls(mod.num_features, mod.eps, mod.momentum, scale, zero)
-        q.bn.load_state_dict(mod.state_dict(), strict=False)
+        bn = mod[0] if isinstance(mod, intrinsic._FusedModule) else mod
+        q = cls(bn.num_features, bn.eps, bn.momentum, scale, zero)
+        q.bn.load_state_dict(bn.state_dict(), strict=False)
         return q
 
 
