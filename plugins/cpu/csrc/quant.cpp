@@ -1,6 +1,7 @@
 // Integer kernels of torcia-ao's quantized ops: int8 products on oneDNN's
 // dnnl_gemm_u8s8s32 (uint8 activations times int8 weights, int32 sums, on VNNI where the
-// CPU has it), or MKL's cblas_gemm_s8u8s32 without oneDNN; the quantization of
+// CPU has it), or MKL's cblas_gemm_s8u8s32 without oneDNN; 2-d convolutions on oneDNN's
+// convolution primitive (columns and the GEMM without it); the quantization of
 // activations and the epilogues (scales, bias, ReLU, requantization to uint8) in C++
 // around it; and the weight-only products (int8 and 4-bit weights dequantized a block of
 // rows at a time into a float buffer, multiplied with the table's SGEMM).
@@ -25,7 +26,6 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
