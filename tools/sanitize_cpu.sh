@@ -37,10 +37,12 @@ py="$work/venv/bin/python"
 "$py" tools/install_parts.py --python "$py" ao nn optim >/dev/null
 # -fno-sanitize-recover: an undefined-behaviour report fails the run instead of scrolling by
 flags="-fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g"
-"$py" -m pip install plugins/cpu \
-    -C "build-dir=$work/build" \
-    -C "cmake.define.CMAKE_CXX_FLAGS=$flags" \
-    -C "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
+# with the int8 extra: oneDNN loaded, so that the quantized kernels' oneDNN paths (the
+# integer GEMM, the convolution primitive) run under the sanitizers too
+"$py" -m pip install "plugins/cpu[int8]" \
+    --config-settings "build-dir=$work/build" \
+    --config-settings "cmake.define.CMAKE_CXX_FLAGS=$flags" \
+    --config-settings "cmake.define.CMAKE_SHARED_LINKER_FLAGS=-fsanitize=address,undefined"
 LD_PRELOAD="$preload" ASAN_OPTIONS=detect_leaks=0 "$py" - <<'EOF'
 import torcia_cpu._native as n
 with open(n.__file__, "rb") as f:

@@ -1,6 +1,7 @@
 // Integer kernels of torcia-ao's quantized ops: int8 products on oneDNN's
 // dnnl_gemm_u8s8s32 (uint8 activations times int8 weights, int32 sums, on VNNI where the
-// CPU has it), or MKL's cblas_gemm_s8u8s32 without oneDNN; the quantization of
+// CPU has it), or MKL's cblas_gemm_s8u8s32 without oneDNN; 2-d convolutions on oneDNN's
+// convolution primitive (columns and the GEMM without it); the quantization of
 // activations and the epilogues (scales, bias, ReLU, requantization to uint8) in C++
 // around it; and the weight-only products (int8 and 4-bit weights dequantized a block of
 // rows at a time into a float buffer, multiplied with the table's SGEMM).
@@ -19,9 +20,13 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
+#include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #ifdef _OPENMP
@@ -32,6 +37,8 @@
 
 #include "checks.h"
 #include "gemm.h"
+#include "onednn.h"
+#include "vecmath.h"
 
 namespace torcia_blas {
 dnnl_gemm_u8s8s32_t dnnl_gemm_u8s8s32 = nullptr;
@@ -49,7 +56,7 @@ constexpr int kRowMajor = 101, kNoTrans = 111, kTrans = 112, kFixOffset = 173;
 
 // nearest, ties to even (C's nearbyint in the default rounding mode), for |v| < 2^22:
 // plain additions the compiler vectorises, where nearbyint stays a call per element
-inline float round_even(float v) {
+TORCIA_INLINE float round_even(float v) {
   constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
   return (v + kMagic) - kMagic;
 }
@@ -134,12 +141,12 @@ void gemm_u8s8(int64_t m, int64_t n, int64_t k, const uint8_t* a, int64_t lda, i
 // the epilogue of one row: acc * row_scale * col_scale + bias, as float or requantized
 void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col_scale,
                 const float* bias, float* out_f, uint8_t* out_q, float inv_out, int out_zp,
-                bool relu, int64_t out_stride) {
+                bool relu) {
   if (out_f) {
     for (int64_t j = 0; j < n; ++j) {
       const float v = static_cast<float>(acc[j]) * (row_scale * col_scale[j]) +
                       (bias ? bias[j] : 0.f);
-      out_f[j * out_stride] = relu ? std::max(v, 0.f) : v;
+      out_f[j] = relu ? std::max(v, 0.f) : v;
     }
     return;
   }
@@ -149,7 +156,7 @@ void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col
                     (bias ? bias[j] : 0.f);
     float q = round_even(v * inv_out) + static_cast<float>(out_zp);
     q = std::min(std::max(lo, q), 255.f);  // NaN -> lo
-    out_q[j * out_stride] = static_cast<uint8_t>(q);
+    out_q[j] = static_cast<uint8_t>(q);
   }
 }
 
@@ -211,7 +218,7 @@ py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
     for (int64_t i = 0; i < m; ++i)
       finish_row(acc.get() + i * n, n, rs[i], cs, b ? b + i * b_row : nullptr,
                  of ? of + i * n : nullptr,
-                 oq ? oq + i * n : nullptr, inv, out_zp, relu, 1);
+                 oq ? oq + i * n : nullptr, inv, out_zp, relu);
   }
   return out;
 }
@@ -374,16 +381,427 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
       }
 }
 
-// qconv2d(xq (N, C, H, W) uint8, x_zero_point, wq (O, C, kh, kw) int8, x_scale, w_scale
-// (O,), bias (O,) or None, stride, padding (top, bottom, left, right), dilation,
-// out_scale, out_zero_point, relu) -> (N, O, OH, OW): uint8 (float32 when out_scale <=
-// 0). The input's windows as columns (padded with its zero point, the quantized 0.0), a
-// chunk of samples at a time, one int8 GEMM against the filters, the epilogue writing
-// channels first.
+// A convolution's buffers (its sums, its input and sums channels-last, oneDNN's
+// scratchpad), kept per thread between calls and grown as needed: fresh allocations of
+// that size come from mmap, and touching their new pages costs as much as a small
+// convolution. Buffers past kKeepBytes (large images) are let go after each call.
+constexpr int kSumsSlot = 0, kNhwcSlot = 1, kScratchSlot = 2, kChannelsLastSlot = 3;
+constexpr size_t kKeepBytes = size_t(32) << 20;
+
+std::vector<uint8_t>* workspaces() {
+  thread_local std::vector<uint8_t> buffers[4];
+  return buffers;
+}
+
+void* workspace(int slot, size_t bytes) {
+  constexpr size_t kAlign = 64;  // a cache line, as oneDNN's kernels prefer
+  std::vector<uint8_t>& b = workspaces()[slot];
+  if (b.size() < bytes + kAlign) b.resize(bytes + kAlign);
+  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+  return b.data() + (kAlign - at % kAlign) % kAlign;
+}
+
+void trim_workspaces() {
+  for (int slot = 0; slot < 4; ++slot) {
+    std::vector<uint8_t>& b = workspaces()[slot];
+    if (b.size() > kKeepBytes) std::vector<uint8_t>().swap(b);
+  }
+}
+
+// The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
+// mult + bias in double (mult = x_scale * w_scale of the sum's channel), then float32, or
+// uint8 at out_scale (rint(v / out_scale) + zero point, clamped; from the zero point up
+// with relu). The spans below compute len outputs as floats (a uint8 output's integer
+// value) for the caller to store: their loops stay in float and double lanes, which the
+// compiler fills for AVX-512 and AVX2 too (a loop storing bytes would take 64 lanes, more
+// than most spans have). The multiply and add stay two roundings (quant.cpp is built
+// without contraction into FMA).
+struct Requant {
+  bool to_uint8, relu;
+  float scale, zp, lo;  // lo: the lowest output, the zero point with relu
+};
+
+TORCIA_INLINE float requantized(double v, const Requant& r) {
+  if (!r.to_uint8) return static_cast<float>(r.relu ? std::max(v, 0.0) : v);
+  const float q = round_even(static_cast<float>(v) / r.scale) + r.zp;  // |q| >= 2^22 clamps
+  return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
+}
+
+// one channel's sums (its mult and bias)
+TORCIA_CLONES_WIDE
+void conv_channel(const int32_t* acc, int64_t len, double mult, double bias, Requant r,
+                  float* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = requantized(static_cast<double>(acc[i]) * mult + bias, r);
+}
+
+// one position's sums, over the channels
+TORCIA_CLONES_WIDE
+void conv_position(const int32_t* acc, int64_t len, const double* mult, const double* bias,
+                   Requant r, float* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+}
+
+template <typename T>
+void store(const float* v, int64_t len, T* out, int64_t stride) {
+  for (int64_t i = 0; i < len; ++i) out[i * stride] = static_cast<T>(v[i]);
+}
+
+// the epilogue of a convolution's sums into out (N, O, P): sums (N, O, P) channels-first,
+// or (N, P, O) channels-last (small images: spans along the channels, stored with a
+// stride)
+template <typename T>
+void conv_epilogue(const int32_t* sums, bool channels_last, int64_t n, int64_t p, int64_t o,
+                   double x_scale, const float* ws, const float* bias, const Requant& r,
+                   T* out) {
+  std::vector<double> mult(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
+  for (int64_t j = 0; j < o; ++j) {
+    mult[j] = x_scale * static_cast<double>(ws[j]);
+    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+  }
+  const int64_t rows = channels_last ? n * p : n * o, len = channels_last ? o : p;
+#pragma omp parallel if (n * p * o > 65536)
+  {
+    std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
+#pragma omp for schedule(static)
+    for (int64_t row = 0; row < rows; ++row) {
+      if (channels_last) {
+        conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get());
+        store(v.get(), o, out + (row / p) * o * p + row % p, p);
+      } else {
+        conv_channel(sums + row * p, p, mult[row % o], b[row % o], r, v.get());
+        store(v.get(), p, out + row * p, 1);
+      }
+    }
+  }
+}
+
+// ---- oneDNN's convolution ----
+//
+// An int8 convolution on oneDNN's own primitive (u8 activations channels-last, s8 weights
+// in the blocked layout it chooses, s32 sums, the input's zero point applied by the
+// primitive, padding as the quantized 0.0): its kernels read each window in place, where
+// columns and a GEMM copy every input kh*kw times. The filters are packed into the
+// primitive's layout once per weight array and kept (with the primitive) in a small
+// cache; each call compares the weights with the copy they were packed from, so weights
+// changed in place are packed again.
+
+torcia_dnnl::Api dnnl{};
+bool dnnl_conv_loaded = false;
+
+void dnnl_check(int status, const char* what) {
+  if (status != torcia_dnnl::kSuccess)
+    throw std::runtime_error(std::string("qconv2d: oneDNN's ") + what +
+                             " failed with status " + std::to_string(status));
+}
+
+// an oneDNN object, destroyed with it
+class Owned {
+ public:
+  explicit Owned(int (*destroy)(torcia_dnnl::handle)) : destroy_(destroy) {}
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+  ~Owned() {
+    if (h_) destroy_(h_);
+  }
+  torcia_dnnl::handle* out() { return &h_; }
+  torcia_dnnl::handle get() const { return h_; }
+
+ private:
+  torcia_dnnl::handle h_ = nullptr;
+  int (*destroy_)(torcia_dnnl::handle);
+};
+
+torcia_dnnl::handle dnnl_engine() {
+  // one per process, never destroyed (the primitives cached below refer to it)
+  static torcia_dnnl::handle engine = [] {
+    torcia_dnnl::handle e = nullptr;
+    dnnl_check(dnnl.engine_create(&e, torcia_dnnl::kCpu, 0), "engine_create");
+    return e;
+  }();
+  return engine;
+}
+
+// a memory descriptor of dims with strides (row-major over perm: perm lists the dims from
+// outermost to innermost)
+void strided_md(Owned& md, int ndims, const int64_t* dims_in, const int* perm, int dtype) {
+  torcia_dnnl::dims dims{}, strides{};
+  int64_t step = 1;
+  for (int i = ndims - 1; i >= 0; --i) {
+    strides[perm[i]] = step;
+    step *= dims_in[perm[i]];
+  }
+  for (int i = 0; i < ndims; ++i) dims[i] = dims_in[i];
+  dnnl_check(dnnl.memory_desc_create_with_strides(md.out(), ndims, dims, dtype, strides),
+             "memory_desc_create_with_strides");
+}
+
+// a memory object over data
+void memory_over(Owned& mem, torcia_dnnl::const_handle md, const void* data) {
+  dnnl_check(dnnl.memory_create(mem.out(), md, dnnl_engine(), const_cast<void*>(data)),
+             "memory_create");
+}
+
+// a stream for one call's primitives (a stream is not to be shared between threads)
+struct Stream : Owned {
+  Stream() : Owned(dnnl.stream_destroy) {
+    dnnl_check(dnnl.stream_create(out(), dnnl_engine(), torcia_dnnl::kStreamInOrder),
+               "stream_create");
+  }
+  void run(torcia_dnnl::handle primitive, std::initializer_list<torcia_dnnl::exec_arg> args) {
+    dnnl_check(dnnl.primitive_execute(primitive, get(), static_cast<int>(args.size()),
+                                      args.begin()),
+               "primitive_execute");
+    dnnl_check(dnnl.stream_wait(get()), "stream_wait");
+  }
+};
+
+// the problem a plan serves: shapes, options and the weights' address
+struct ConvKey {
+  int64_t v[17];
+  const int8_t* w;
+  bool operator==(const ConvKey& k) const {
+    return w == k.w && std::memcmp(v, k.v, sizeof v) == 0;
+  }
+};
+
+// filters packed for a primitive, and the plain ones they were packed from
+struct Packed {
+  Owned memory{dnnl.memory_destroy};
+  std::vector<int8_t> plain;
+};
+
+struct ConvPlan {
+  ConvKey key;
+  Owned src_md{dnnl.memory_desc_destroy}, nhwc_md{dnnl.memory_desc_destroy},
+      dst_md{dnnl.memory_desc_destroy}, w_md{dnnl.memory_desc_destroy},
+      zp_md{dnnl.memory_desc_destroy};
+  Owned conv_pd{dnnl.primitive_desc_destroy}, conv{dnnl.primitive_destroy};
+  Owned to_nhwc_pd{dnnl.primitive_desc_destroy}, to_nhwc{dnnl.primitive_destroy};
+  Owned sums_md{dnnl.memory_desc_destroy}, to_nchw_pd{dnnl.primitive_desc_destroy},
+      to_nchw{dnnl.primitive_destroy};
+  size_t scratch = 0;
+  std::shared_ptr<Packed> packed;
+  uint64_t used = 0;
+};
+
+std::mutex plans_mutex;
+std::vector<std::shared_ptr<ConvPlan>> plans;
+uint64_t plans_clock = 0;
+constexpr size_t kMaxPlans = 256;
+
+std::shared_ptr<Packed> pack_weights(const ConvPlan& plan, const int8_t* w, size_t bytes) {
+  auto packed = std::make_shared<Packed>();
+  packed->plain.assign(w, w + bytes);
+  torcia_dnnl::const_handle to = dnnl.primitive_desc_query_md(plan.conv_pd.get(),
+                                                              torcia_dnnl::kQueryWeightsMd, 0);
+  dnnl_check(dnnl.memory_create(packed->memory.out(), to, dnnl_engine(), torcia_dnnl::kAllocate),
+             "memory_create");
+  Owned pd(dnnl.primitive_desc_destroy), reorder(dnnl.primitive_destroy),
+      from(dnnl.memory_destroy);
+  dnnl_check(dnnl.reorder_primitive_desc_create(pd.out(), plan.w_md.get(), dnnl_engine(), to,
+                                                dnnl_engine(), nullptr),
+             "reorder_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(reorder.out(), pd.get()), "primitive_create");
+  memory_over(from, plan.w_md.get(), packed->plain.data());
+  Stream().run(reorder.get(), {{torcia_dnnl::kArgSrc, from.get()},
+                               {torcia_dnnl::kArgDst, packed->memory.get()}});
+  return packed;
+}
+
+std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, int64_t h,
+                                    int64_t wd, int64_t o, int64_t kh, int64_t kw,
+                                    int64_t groups, int64_t oh, int64_t ow,
+                                    const std::vector<int64_t>& stride,
+                                    const std::vector<int64_t>& padding,
+                                    const std::vector<int64_t>& dilation, bool zero_point) {
+  using namespace torcia_dnnl;
+  auto plan = std::make_shared<ConvPlan>();
+  plan->key = key;
+  const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
+  const int64_t src_dims[4] = {n, c, h, wd}, dst_dims[4] = {n, o, oh, ow};
+  strided_md(plan->src_md, 4, src_dims, nchw, kU8);
+  strided_md(plan->nhwc_md, 4, src_dims, nhwc, kU8);
+  strided_md(plan->dst_md, 4, dst_dims, nhwc, kS32);
+  strided_md(plan->sums_md, 4, dst_dims, nchw, kS32);
+  const int plain5[5] = {0, 1, 2, 3, 4};
+  if (groups == 1) {
+    const int64_t w_dims[4] = {o, c, kh, kw};
+    strided_md(plan->w_md, 4, w_dims, nchw, kS8);
+  } else {
+    const int64_t w_dims[5] = {groups, o / groups, c / groups, kh, kw};
+    strided_md(plan->w_md, 5, w_dims, plain5, kS8);
+  }
+  const int64_t one = 1;
+  strided_md(plan->zp_md, 1, &one, nchw, kS32);
+  Owned any_w(dnnl.memory_desc_destroy);
+  {
+    dims w_dims{};
+    int w_ndims = groups == 1 ? 4 : 5;
+    if (groups == 1) {
+      w_dims[0] = o, w_dims[1] = c, w_dims[2] = kh, w_dims[3] = kw;
+    } else {
+      w_dims[0] = groups, w_dims[1] = o / groups, w_dims[2] = c / groups, w_dims[3] = kh,
+      w_dims[4] = kw;
+    }
+    dnnl_check(dnnl.memory_desc_create_with_tag(any_w.out(), w_ndims, w_dims, kS8, kFormatAny),
+               "memory_desc_create_with_tag");
+  }
+  Owned attr(dnnl.primitive_attr_destroy);
+  dnnl_check(dnnl.primitive_attr_create(attr.out()), "primitive_attr_create");
+  dnnl_check(dnnl.primitive_attr_set_scratchpad_mode(attr.get(), kScratchpadUser),
+             "primitive_attr_set_scratchpad_mode");
+  if (zero_point)
+    dnnl_check(dnnl.primitive_attr_set_zero_points_mask(attr.get(), kArgSrc, 0),
+               "primitive_attr_set_zero_points_mask");
+  // oneDNN counts dilation from 0 (no gap)
+  dims strides{stride[0], stride[1]}, dilates{dilation[0] - 1, dilation[1] - 1},
+      pad_l{padding[0], padding[2]}, pad_r{padding[1], padding[3]};
+  dnnl_check(dnnl.convolution_forward_primitive_desc_create(
+                 plan->conv_pd.out(), dnnl_engine(), kForwardInference, kConvolutionDirect,
+                 plan->nhwc_md.get(), any_w.get(), nullptr, plan->dst_md.get(), strides,
+                 dilates, pad_l, pad_r, attr.get()),
+             "convolution_forward_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(plan->conv.out(), plan->conv_pd.get()), "primitive_create");
+  plan->scratch = dnnl.memory_desc_get_size(
+      dnnl.primitive_desc_query_md(plan->conv_pd.get(), kQueryScratchpadMd, 0));
+  dnnl_check(dnnl.reorder_primitive_desc_create(plan->to_nhwc_pd.out(), plan->src_md.get(),
+                                                dnnl_engine(), plan->nhwc_md.get(),
+                                                dnnl_engine(), nullptr),
+             "reorder_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(plan->to_nhwc.out(), plan->to_nhwc_pd.get()),
+             "primitive_create");
+  dnnl_check(dnnl.reorder_primitive_desc_create(plan->to_nchw_pd.out(), plan->dst_md.get(),
+                                                dnnl_engine(), plan->sums_md.get(),
+                                                dnnl_engine(), nullptr),
+             "reorder_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(plan->to_nchw.out(), plan->to_nchw_pd.get()),
+             "primitive_create");
+  return plan;
+}
+
+// the plan of a problem, and the filters packed for it (packed again when the weights at
+// that address have changed since)
+std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> plan_for(
+    const ConvKey& key, size_t w_bytes, const std::function<std::shared_ptr<ConvPlan>()>& make) {
+  std::lock_guard<std::mutex> lock(plans_mutex);
+  std::shared_ptr<ConvPlan> plan;
+  for (auto& p : plans)
+    if (p->key == key) plan = p;
+  if (!plan) {
+    plan = make();
+    if (plans.size() >= kMaxPlans) {
+      auto oldest = std::min_element(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
+        return a->used < b->used;
+      });
+      plans.erase(oldest);
+    }
+    plans.push_back(plan);
+  }
+  plan->used = ++plans_clock;
+  if (!plan->packed || std::memcmp(plan->packed->plain.data(), key.w, w_bytes) != 0)
+    plan->packed = pack_weights(*plan, key.w, w_bytes);
+  return {plan, plan->packed};
+}
+
+// acc int32 = the convolution of x (N, C, H, W) uint8 (less its zero point) with w (O, C /
+// groups, kh, kw), on oneDNN's primitive: channels-last (the layout its int8 kernels take,
+// the input reordered to it), (N, OH * OW, O); or reordered to (N, O, OH * OW) where
+// channels_first
+void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c, int64_t h,
+               int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t groups, int64_t oh,
+               int64_t ow, const std::vector<int64_t>& stride,
+               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
+               bool channels_first, int32_t* acc) {
+  using namespace torcia_dnnl;
+  const bool zero_point = x_zp != 0;
+  ConvKey key{{n, c, h, wd, o, kh, kw, groups, stride[0], stride[1], padding[0], padding[1],
+               padding[2], padding[3], dilation[0], dilation[1], zero_point},
+              w};
+  const size_t w_bytes = static_cast<size_t>(o * (c / groups) * kh * kw);
+  auto [plan, packed] = plan_for(key, w_bytes, [&] {
+    return make_plan(key, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
+                     zero_point);
+  });
+  void* nhwc = workspace(kNhwcSlot, static_cast<size_t>(n * c * h * wd));
+  void* scratch = workspace(kScratchSlot, plan->scratch);
+  void* sums_nhwc = channels_first
+                        ? workspace(kChannelsLastSlot, sizeof(int32_t) * n * o * oh * ow)
+                        : acc;
+  int32_t zp = x_zp;
+  Owned src(dnnl.memory_destroy), src_nhwc(dnnl.memory_destroy), dst(dnnl.memory_destroy),
+      sums(dnnl.memory_destroy), zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
+  memory_over(src, plan->src_md.get(), x);
+  memory_over(src_nhwc, plan->nhwc_md.get(), nhwc);
+  memory_over(dst, plan->dst_md.get(), sums_nhwc);
+  memory_over(sums, plan->sums_md.get(), acc);
+  memory_over(zp_mem, plan->zp_md.get(), &zp);
+  memory_over(scratch_mem,
+              dnnl.primitive_desc_query_md(plan->conv_pd.get(), kQueryScratchpadMd, 0),
+              scratch);
+  Stream stream;
+  stream.run(plan->to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
+  if (zero_point)
+    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()},
+                                  {kArgZeroPoints | kArgSrc, zp_mem.get()}});
+  else
+    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()}});
+  if (channels_first)
+    stream.run(plan->to_nchw.get(), {{kArgSrc, dst.get()}, {kArgDst, sums.get()}});
+}
+
+// the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the
+// input's windows as columns (padded with its zero point, the quantized 0.0), a chunk of
+// samples at a time, one int8 GEMM against the filters; acc (N, OH * OW, O)
+void gemm_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c, int64_t h,
+               int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t oh, int64_t ow,
+               const std::vector<int64_t>& stride, const std::vector<int64_t>& padding,
+               const std::vector<int64_t>& dilation, int32_t* acc) {
+  const int64_t p = oh * ow, ckk = c * kh * kw;
+  // a 1x1 window of stride 1 without padding reads the image itself as the columns
+  const bool direct = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
+                      padding[0] == 0 && padding[1] == 0 && padding[2] == 0 && padding[3] == 0;
+  // samples of few positions share one product (a GEMM of 4 rows wastes the kernel's
+  // tiles): chunks of at least 256 positions
+  const int64_t per = direct ? 1 : std::min<int64_t>(n, std::max<int64_t>(1, 256 / p));
+  const int64_t chunks = (n + per - 1) / per;
+#pragma omp parallel if (chunks > 1)
+  {
+    // uninitialised, as int8_linear's: the columns and the GEMM write every element
+    std::unique_ptr<uint8_t[]> cols(direct ? nullptr
+                                           : new uint8_t[static_cast<size_t>(per * p * ckk)]);
+#pragma omp for schedule(static)
+    for (int64_t chunk = 0; chunk < chunks; ++chunk) {
+      const int64_t first = chunk * per, count = std::min(per, n - first);
+      const uint8_t* a = x + first * c * h * wd;
+      if (!direct) {
+        for (int64_t i = 0; i < count; ++i)
+          columns(x + (first + i) * c * h * wd, c, h, wd, kh, kw, stride, padding, dilation,
+                  oh, ow, static_cast<uint8_t>(x_zp), cols.get() + i * p, count * p);
+        a = cols.get();
+      }
+      // C (positions, out channels): the (ckk, positions) columns read transposed
+      gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc + first * p * o, o, true);
+    }
+  }
+}
+
+// qconv2d(xq (N, C, H, W) uint8, x_zero_point, wq (O, C / groups, kh, kw) int8, x_scale,
+// w_scale (O,), bias (O,) or None, stride, padding (top, bottom, left, right), dilation,
+// groups, out_scale, out_zero_point, relu) -> (N, O, OH, OW): uint8 (float32 when
+// out_scale <= 0). The sums on oneDNN's convolution where it is loaded, else by columns and
+// GEMM (groups 1 only); the epilogue as torcia-ao's reference, to the same values.
 py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_scale,
                   const py::array& w_scale, const py::object& bias, std::vector<int64_t> stride,
-                  std::vector<int64_t> padding, std::vector<int64_t> dilation, double out_scale,
-                  int out_zp, bool relu) {
+                  std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
+                  double out_scale, int out_zp, bool relu) {
   const std::string fn = "qconv2d";
   need_gemm(fn);
   const uint8_t* x = data_of<uint8_t>(fn, "xq", xq, 4);
@@ -392,9 +810,13 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     throw std::runtime_error(fn + ": stride and dilation need 2 values, padding 4");
   const int64_t n = xq.shape(0), c = xq.shape(1), h = xq.shape(2), wd = xq.shape(3);
   const int64_t o = wq.shape(0), kh = wq.shape(2), kw = wq.shape(3);
-  if (wq.shape(1) != c)
+  if (groups < 1 || c % groups != 0 || o % groups != 0 || wq.shape(1) * groups != c)
     throw std::runtime_error(fn + ": wq has shape " + torcia_checks::shape_of(wq) +
-                             " for an input of " + std::to_string(c) + " channels");
+                             " for an input of " + std::to_string(c) + " channels in " +
+                             std::to_string(groups) + " group(s)");
+  if (groups != 1 && !dnnl_conv_loaded)
+    throw std::runtime_error(fn + ": grouped convolutions need oneDNN (torcia-cpu's int8 "
+                             "extra)");
   for (int64_t v : stride)
     if (v < 1) throw std::runtime_error(fn + ": stride must be positive");
   for (int64_t v : dilation)
@@ -406,57 +828,43 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
   const float* ws = data_of<float>(fn, "w_scale", w_scale, 1);
   check_len(fn, "w_scale", w_scale, o);
   const float* b = optional_bias(fn, bias, o);
+  if (kh < 1 || kw < 1) throw std::runtime_error(fn + ": the kernel must not be empty");
   const int64_t oh = (h + padding[0] + padding[1] - dilation[0] * (kh - 1) - 1) / stride[0] + 1;
   const int64_t ow = (wd + padding[2] + padding[3] - dilation[1] * (kw - 1) - 1) / stride[1] + 1;
-  if (oh <= 0 || ow <= 0) throw std::runtime_error(fn + ": the output would be empty");
+  if (oh <= 0 || ow <= 0 || h + padding[0] + padding[1] < dilation[0] * (kh - 1) + 1 ||
+      wd + padding[2] + padding[3] < dilation[1] * (kw - 1) + 1)
+    throw std::runtime_error(fn + ": the output would be empty");
   const int64_t p = oh * ow, ckk = c * kh * kw;
-  if (p > kMax32 || ckk > kMax32 || o > kMax32)
+  if (p > kMax32 || ckk > kMax32 || o > kMax32 || n * p > kMax32)
     throw std::runtime_error(fn + ": a matrix dimension exceeds 32 bits");
   const bool to_float = out_scale <= 0;
   std::vector<py::ssize_t> shape{n, o, oh, ow};
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
-  float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
-  uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
-  const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
-  const float xs = static_cast<float>(x_scale);
+  if (n == 0 || o == 0) return out;
   {
     py::gil_scoped_release release;
-    // a 1x1 window of stride 1 without padding reads the image itself as the columns
-    const bool direct = kh == 1 && kw == 1 && stride[0] == 1 && stride[1] == 1 &&
-                        padding[0] == 0 && padding[1] == 0 && padding[2] == 0 &&
-                        padding[3] == 0;
-    // samples of few positions share one product (a GEMM of 4 rows wastes the kernel's
-    // tiles): chunks of at least 256 positions
-    const int64_t per = direct ? 1 : std::min<int64_t>(n, std::max<int64_t>(1, 256 / p));
-    const int64_t chunks = (n + per - 1) / per;
-#pragma omp parallel if (chunks > 1)
-    {
-      // uninitialised, as int8_linear's: the columns and the GEMM write every element
-      std::unique_ptr<uint8_t[]> cols(direct ? nullptr
-                                             : new uint8_t[static_cast<size_t>(per * p * ckk)]);
-      std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(per * p * o)]);
-#pragma omp for schedule(static)
-      for (int64_t chunk = 0; chunk < chunks; ++chunk) {
-        const int64_t first = chunk * per, count = std::min(per, n - first);
-        const uint8_t* a = x + first * c * h * wd;
-        if (!direct) {
-          for (int64_t i = 0; i < count; ++i)
-            columns(x + (first + i) * c * h * wd, c, h, wd, kh, kw, stride, padding, dilation,
-                    oh, ow, static_cast<uint8_t>(x_zp), cols.get() + i * p, count * p);
-          a = cols.get();
-        }
-        // C (positions, out channels): the (ckk, positions) columns read transposed
-        gemm_u8s8(count * p, o, ckk, a, count * p, x_zp, w, ckk, acc.get(), o, true);
-        for (int64_t i = 0; i < count; ++i) {
-          const int64_t base = (first + i) * o * p;
-          for (int64_t q = 0; q < p; ++q)
-            finish_row(acc.get() + (i * p + q) * o, o, xs, ws, b,
-                       of ? of + base + q : nullptr, oq ? oq + base + q : nullptr, inv, out_zp,
-                       relu, p);
-        }
-      }
-    }
+    // the primitive or the GEMM writes every sum
+    int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * n * p * o));
+    // sums of large images channels-first (oneDNN's reorder transposes them faster than
+    // the epilogue's stores would), of small ones channels-last
+    const bool channels_first = dnnl_conv_loaded && p >= 64;
+    if (c == 0)
+      std::fill(acc, acc + n * p * o, 0);
+    else if (dnnl_conv_loaded)
+      dnnl_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
+                channels_first, acc);
+    else
+      gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
+    const Requant r{!to_float, relu, static_cast<float>(out_scale),
+                    static_cast<float>(out_zp), relu ? static_cast<float>(out_zp) : 0.f};
+    if (to_float)
+      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
+                    static_cast<float*>(out.mutable_data()));
+    else
+      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
+                    static_cast<uint8_t*>(out.mutable_data()));
+    trim_workspaces();
   }
   return out;
 }
@@ -582,8 +990,50 @@ py::array linear_w4(const py::array& x, const py::array& packed, const py::array
   });
 }
 
-// Load oneDNN's integer GEMM from its library (libdnnl.so.3 of the onednn-cpu-gomp wheel,
-// GNU OpenMP threading: the OpenMP this extension runs on) at path; returns its version.
+// oneDNN's convolution API (onednn.h), looked up by name in lib: a library that lacks any
+// of it, or of another major version than the constants', keeps the convolutions on its
+// GEMM
+bool load_dnnl_api(void* lib, int major) {
+  if (major != 3) return false;
+  torcia_dnnl::Api api{};
+  const std::pair<const char*, void**> symbols[] = {
+      {"dnnl_engine_create", reinterpret_cast<void**>(&api.engine_create)},
+      {"dnnl_stream_create", reinterpret_cast<void**>(&api.stream_create)},
+      {"dnnl_stream_wait", reinterpret_cast<void**>(&api.stream_wait)},
+      {"dnnl_stream_destroy", reinterpret_cast<void**>(&api.stream_destroy)},
+      {"dnnl_memory_desc_create_with_strides",
+       reinterpret_cast<void**>(&api.memory_desc_create_with_strides)},
+      {"dnnl_memory_desc_create_with_tag",
+       reinterpret_cast<void**>(&api.memory_desc_create_with_tag)},
+      {"dnnl_memory_desc_destroy", reinterpret_cast<void**>(&api.memory_desc_destroy)},
+      {"dnnl_memory_desc_get_size", reinterpret_cast<void**>(&api.memory_desc_get_size)},
+      {"dnnl_memory_create", reinterpret_cast<void**>(&api.memory_create)},
+      {"dnnl_memory_destroy", reinterpret_cast<void**>(&api.memory_destroy)},
+      {"dnnl_primitive_attr_create", reinterpret_cast<void**>(&api.primitive_attr_create)},
+      {"dnnl_primitive_attr_destroy", reinterpret_cast<void**>(&api.primitive_attr_destroy)},
+      {"dnnl_primitive_attr_set_scratchpad_mode",
+       reinterpret_cast<void**>(&api.primitive_attr_set_scratchpad_mode)},
+      {"dnnl_primitive_attr_set_zero_points_mask",
+       reinterpret_cast<void**>(&api.primitive_attr_set_zero_points_mask)},
+      {"dnnl_convolution_forward_primitive_desc_create",
+       reinterpret_cast<void**>(&api.convolution_forward_primitive_desc_create)},
+      {"dnnl_reorder_primitive_desc_create",
+       reinterpret_cast<void**>(&api.reorder_primitive_desc_create)},
+      {"dnnl_primitive_desc_query_md", reinterpret_cast<void**>(&api.primitive_desc_query_md)},
+      {"dnnl_primitive_desc_destroy", reinterpret_cast<void**>(&api.primitive_desc_destroy)},
+      {"dnnl_primitive_create", reinterpret_cast<void**>(&api.primitive_create)},
+      {"dnnl_primitive_execute", reinterpret_cast<void**>(&api.primitive_execute)},
+      {"dnnl_primitive_destroy", reinterpret_cast<void**>(&api.primitive_destroy)},
+  };
+  for (const auto& [name, slot] : symbols)
+    if (!(*slot = dlsym(lib, name))) return false;
+  dnnl = api;
+  return true;
+}
+
+// Load oneDNN's integer GEMM and convolution from its library (libdnnl.so.3 of the
+// onednn-cpu-gomp wheel, GNU OpenMP threading: the OpenMP this extension runs on) at path;
+// returns its version.
 // The symbol is looked up before anything changes, so a wrong library changes nothing.
 std::string use_onednn(const std::string& path) {
   if (torcia_blas::dnnl_gemm_u8s8s32) return int8_library;  // loaded once per process
@@ -598,6 +1048,7 @@ std::string use_onednn(const std::string& path) {
     const char* hash;
   };
   const Version* v = reinterpret_cast<const Version* (*)()>(version)();
+  dnnl_conv_loaded = load_dnnl_api(lib, v->major);
   torcia_blas::dnnl_gemm_u8s8s32 = reinterpret_cast<torcia_blas::dnnl_gemm_u8s8s32_t>(gemm);
   int8_library = "oneDNN " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." +
                  std::to_string(v->patch);
@@ -608,6 +1059,7 @@ std::string use_onednn(const std::string& path) {
 
 void define_quant(py::module_& m) {
   m.def("has_int8_gemm", &has_int8_gemm);
+  m.def("has_int8_conv", [] { return dnnl_conv_loaded; });
   m.def("use_onednn", &use_onednn, py::arg("path"));
   m.def("int8_library", [] {
     if (torcia_blas::dnnl_gemm_u8s8s32) return int8_library;
@@ -624,7 +1076,7 @@ void define_quant(py::module_& m) {
         py::arg("zero_point"));
   m.def("qconv2d", &qconv2d, py::arg("xq"), py::arg("x_zero_point"), py::arg("wq"),
         py::arg("x_scale"), py::arg("w_scale"), py::arg("bias"), py::arg("stride"),
-        py::arg("padding"), py::arg("dilation"), py::arg("out_scale"),
+        py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("out_scale"),
         py::arg("out_zero_point"), py::arg("relu"));
   m.def("qadd", &qadd, py::arg("a"), py::arg("b"), py::arg("a_scale"), py::arg("a_zero_point"),
         py::arg("b_scale"), py::arg("b_zero_point"), py::arg("out_scale"),

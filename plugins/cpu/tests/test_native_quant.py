@@ -8,6 +8,7 @@ rounding tie.
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 
 import numpy as np
@@ -80,29 +81,79 @@ def test_linear_dynamic(int8_gemm, m, k, n, per_row, reduce_range):
         assert np.mean(np.isclose(got, want, rtol=1e-4, atol=1e-4)) > 0.95
 
 
-@pytest.mark.parametrize("stride, padding, dilation", [
-    ((1, 1), ((1, 1), (1, 1)), (1, 1)), ((2, 2), ((3, 3), (3, 3)), (1, 1)),
-    ((2, 1), ((0, 2), (1, 0)), (2, 1)),
+@pytest.mark.parametrize("stride, padding, dilation, groups", [
+    ((1, 1), ((1, 1), (1, 1)), (1, 1), 1), ((2, 2), ((3, 3), (3, 3)), (1, 1), 1),
+    ((2, 1), ((0, 2), (1, 0)), (2, 1), 1), ((1, 1), ((0, 0), (0, 0)), (1, 1), 1),
+    ((3, 2), ((2, 1), (0, 3)), (1, 3), 2), ((1, 1), ((1, 1), (1, 1)), (1, 1), 4),
+    ((2, 2), ((0, 0), (0, 0)), (1, 1), 1),
 ])
-def test_quantized_conv2d(int8_gemm, stride, padding, dilation):
+@pytest.mark.parametrize("kernel", [(3, 3), (1, 1), (2, 3)])
+def test_quantized_conv2d(int8_gemm, stride, padding, dilation, groups, kernel):
+    # the same integers as the reference (and torch's quantized convolution): exact sums,
+    # the epilogue in the reference's order of operations; per-channel scales, zero points
+    # 0 and not, with and without bias and ReLU, uint8 and float outputs
     xq = RNG.integers(0, 256, (3, 4, 9, 8)).astype(np.uint8)
-    wq = RNG.integers(-128, 128, (6, 4, 3, 3)).astype(np.int8)
-    scales = RNG.uniform(1e-3, 1e-2, 6).astype(np.float32)
-    b = RNG.standard_normal(6).astype(np.float32)
-    for out_scale, relu in ((None, False), (0.05, True), (0.05, False)):
-        kw = dict(x_scale=0.02, x_zero_point=131, stride=stride, padding=padding,
-                  dilation=dilation, out_scale=out_scale, out_zero_point=9, relu=relu)
+    wq = RNG.integers(-128, 128, (8, 4 // groups, *kernel)).astype(np.int8)
+    scales = RNG.uniform(1e-3, 1e-2, 8).astype(np.float32)
+    for zp, b, out_scale, relu in itertools.product(
+            (0, 131), (None, RNG.standard_normal(8).astype(np.float32)), (None, 0.05, 0.31),
+            (False, True)):
+        kw = dict(x_scale=0.02, x_zero_point=zp, stride=stride, padding=padding,
+                  dilation=dilation, groups=groups, out_scale=out_scale, out_zero_point=9,
+                  relu=relu)
         got = KERNELS.quantized_conv2d(xq, wq, scales, b, **kw)
         want = reference("quantized_conv2d")(xq, wq, scales, b, **kw)
-        if out_scale is None:
-            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-        else:
-            assert np.abs(got.astype(int) - want.astype(int)).max() <= 1
-    # grouped convolutions go to the reference
-    grouped = RNG.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
-    kw = dict(x_scale=0.02, x_zero_point=3, groups=2)
-    np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, grouped, scales, None, **kw),
-                                  reference("quantized_conv2d")(xq, grouped, scales, None, **kw))
+        assert got.dtype == want.dtype and got.shape == want.shape
+        np.testing.assert_array_equal(got, want)
+
+
+def _conv_matches_reference(xq, wq, scales, **kw):
+    np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, None, **kw),
+                                  reference("quantized_conv2d")(xq, wq, scales, None, **kw))
+
+
+def test_quantized_conv2d_weights_changed_in_place(int8_gemm):
+    # the filters packed for oneDNN are kept per weight array: a change in place is seen
+    xq = RNG.integers(0, 256, (2, 3, 6, 6)).astype(np.uint8)
+    wq = RNG.integers(-128, 128, (5, 3, 3, 3)).astype(np.int8)
+    scales = RNG.uniform(1e-3, 1e-2, 5).astype(np.float32)
+    for _ in range(2):
+        _conv_matches_reference(xq, wq, scales, x_scale=0.02, x_zero_point=7,
+                                padding=((1, 1), (1, 1)), out_scale=0.05)
+        wq[...] = RNG.integers(-128, 128, wq.shape)
+
+
+def test_quantized_conv2d_batch_sizes_share_weights(int8_gemm):
+    wq = RNG.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
+    scales = RNG.uniform(1e-3, 1e-2, 6).astype(np.float32)
+    for n in (1, 5, 1, 2):
+        xq = RNG.integers(0, 256, (n, 2, 7, 7)).astype(np.uint8)
+        _conv_matches_reference(xq, wq, scales, x_scale=0.02, x_zero_point=3, stride=(2, 2),
+                                out_scale=0.05)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch")
+def test_quantized_conv2d_matches_torch(int8_gemm):
+    import torch
+
+    torch.backends.quantized.engine = "x86"
+    x = torch.randn(2, 8, 10, 10)
+    w = torch.randn(16, 8, 3, 3)
+    b = torch.randn(16)
+    xq = torch.quantize_per_tensor(x, 0.03, 100, torch.quint8)
+    w_scales = (w.abs().amax((1, 2, 3)) / 127).double()
+    wq = torch.quantize_per_channel(w, w_scales, torch.zeros(16, dtype=torch.long), 0,
+                                    torch.qint8)
+    for relu in (False, True):
+        packed = torch.ops.quantized.conv2d_prepack(wq, b, [2, 1], [1, 1], [1, 1], 1)
+        op = torch.ops.quantized.conv2d_relu if relu else torch.ops.quantized.conv2d
+        want = op(xq, packed, 0.07, 11).int_repr().numpy()
+        got = KERNELS.quantized_conv2d(
+            xq.int_repr().numpy(), wq.int_repr().numpy(),
+            wq.q_per_channel_scales().float().numpy(), b.numpy(), x_scale=0.03,
+            x_zero_point=100, stride=(2, 1), padding=((1, 1), (1, 1)), out_scale=0.07,
+            out_zero_point=11, relu=relu)
+        np.testing.assert_array_equal(got, want)
 
 
 def test_quantize_and_dequantize_are_exact():
@@ -170,14 +221,21 @@ def test_native_entry_points_name_bad_arguments(int8_gemm):
                                             r"got \(4, 2\)"):
         _native.int8_linear(u8, 0, i8, f32, np.ones(4, np.float32), np.ones((4, 2), np.float32),
                             -1.0, 0, False)
-    with pytest.raises(RuntimeError, match="qconv2d: wq has shape"):
-        _native.qconv2d(np.zeros((1, 2, 4, 4), np.uint8), 0, np.zeros((3, 5, 3, 3), np.int8),
-                        1.0, np.ones(3, np.float32), None, [1, 1], [0, 0, 0, 0], [1, 1], -1.0,
-                        0, False)
-    with pytest.raises(RuntimeError, match="qconv2d: stride must be positive"):
-        _native.qconv2d(np.zeros((1, 2, 4, 4), np.uint8), 0, np.zeros((3, 2, 3, 3), np.int8),
-                        1.0, np.ones(3, np.float32), None, [0, 1], [0, 0, 0, 0], [1, 1], -1.0,
-                        0, False)
+    # (the error, then what changes from a valid 3x3 convolution of 2 channels to 4)
+    for match, change in [
+        ("wq has shape", dict(w=np.zeros((4, 5, 3, 3), np.int8))),
+        ("stride must be positive", dict(stride=[0, 1])),
+        # no group; wq's channels times 2 is not the input's 2; 2 channels in 3 groups
+        *[(r"wq has shape \(4, 2, 3, 3\) for an input of 2 channels in -?\d group",
+           dict(groups=g)) for g in (0, 2, 3)],
+        ("the output would be empty", dict(x=np.zeros((1, 2, 2, 2), np.uint8))),
+        ("zero points must be in 0..255", dict(zp=256)),
+    ]:
+        a = dict(x=np.zeros((1, 2, 4, 4), np.uint8), zp=0, w=np.zeros((4, 2, 3, 3), np.int8),
+                 stride=[1, 1], groups=1) | change
+        with pytest.raises(RuntimeError, match="qconv2d: " + match):
+            _native.qconv2d(a["x"], a["zp"], a["w"], 1.0, np.ones(4, np.float32), None,
+                            a["stride"], [0, 0, 0, 0], [1, 1], a["groups"], -1.0, 0, False)
     with pytest.raises(RuntimeError, match="linear_w4: packed has shape"):
         _native.linear_w4(np.ones((2, 8), np.float32), np.zeros((3, 3), np.uint8),
                           np.ones((3, 1), np.float32), np.zeros((3, 1), np.float32), 8, None)

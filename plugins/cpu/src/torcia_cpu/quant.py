@@ -2,9 +2,10 @@
 
 The ops are defined by torcia-ao (its NumPy reference kernels define them); this plugin
 registers faster kernels for the same names, as for any op. The int8 products run on
-oneDNN's integer GEMM (the ``int8`` extra), or MKL's where oneDNN is missing (see
-``_provider``); inputs they do not cover (another dtype, grouped convolutions, no integer
-GEMM) go to the op's reference kernel (its record's, ``torcia.library.get_op``).
+oneDNN's integer GEMM and convolutions on its convolution primitive (the ``int8`` extra),
+or on MKL's integer GEMM where oneDNN is missing (see ``_provider``); inputs they do not
+cover (another dtype, grouped convolutions without oneDNN, no integer GEMM) go to the
+op's reference kernel (its record's, ``torcia.library.get_op``).
 """
 
 from __future__ import annotations
@@ -69,12 +70,13 @@ class QuantKernels:
     def quantized_conv2d(self, xq, wq, w_scales, bias, *, x_scale, x_zero_point,
                          stride=(1, 1), padding=((0, 0), (0, 0)), dilation=(1, 1), groups=1,
                          out_scale=None, out_zero_point=0, relu=False):
-        if groups == 1 and _is(xq, _U8) and xq.ndim == 4 and _is(wq, _I8) and _int8_gemm():
+        if (_is(xq, _U8) and xq.ndim == 4 and _is(wq, _I8) and _int8_gemm()
+                and (groups == 1 or _native.has_int8_conv())):
             (top, bottom), (left, right) = padding
             return _native.qconv2d(
                 np.ascontiguousarray(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
                 np.ascontiguousarray(np.broadcast_to(w_scales, (wq.shape[0],)), dtype=_F32),
-                _bias(bias), list(stride), [top, bottom, left, right], list(dilation),
+                _bias(bias), list(stride), [top, bottom, left, right], list(dilation), groups,
                 -1.0 if out_scale is None else out_scale, out_zero_point, relu)
         return _reference("quantized_conv2d")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point, stride=stride,
