@@ -123,8 +123,25 @@ def generate() -> str:
     import torcia  # noqa: F401  (attaches the Tensor methods)
     from torcia import _tensor
 
-    lines = [HEADER.rstrip("\n"), ""]
+    lines, imports = [], []
     tensor = _tensor.Tensor
+    # the stub shows the Python Tensor._make's signature whether or not the C one
+    # (torcia._speedups, built where a compiler was found) replaced it
+    installed_make = vars(tensor)["_make"]
+    tensor._make = staticmethod(_tensor.python_make)
+    try:
+        _module_lines(_tensor, tensor, lines, imports)
+    finally:
+        tensor._make = installed_make
+    header = HEADER.rstrip("\n").splitlines()
+    lines = header + [""] + sorted(imports) + [""] + lines
+    lines += ["", "def __getattr__(name: str) -> Any: ..."]
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _module_lines(_tensor, tensor, lines, imports) -> None:
+    """The stub's lines for the names of ``_tensor``; the classes other core modules
+    define are re-exported (``imports``)."""
     for name in sorted(vars(_tensor)):
         # the module's private helpers are left to __getattr__ below: they change often
         # and nobody outside core may use them
@@ -142,14 +159,14 @@ def generate() -> str:
                 body = _class_body(obj)
                 lines.extend(body or ["    ..."])
                 lines.append("")
+            elif (obj.__module__ or "").startswith("torcia."):
+                imports.append(f"from {obj.__module__} import {obj.__name__} as {name}")
             else:
                 lines.append(f"{name}: Any")
         elif inspect.isfunction(obj) or inspect.isbuiltin(obj):
             lines += _def("", name, _params(obj, False), _returns(obj))
         else:
             lines.append(f"{name}: Any")
-    lines += ["", "def __getattr__(name: str) -> Any: ..."]
-    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv=None) -> int:

@@ -16,7 +16,7 @@ from torcia import _tensor
 SLOTS = ("_data", "_device", "_requires_grad", "_grad", "grad_fn", "_vc", "_base", "_out_nr",
          "_hooks", "_retains_grad")
 
-native = pytest.mark.skipif(_tensor.native_make is None,
+native = pytest.mark.skipif(_tensor._NATIVE_MAKE is None,
                             reason="torcia._speedups is not built (or TORCIA_PURE_PYTHON)")
 
 
@@ -48,7 +48,7 @@ def test_native_make_builds_the_python_tensor(case):
         "view_of_view": (mid._data[1:], mid),
         "0-d": (np.array(1.0), None),
     }[case]
-    ours = _tensor.native_make(arr, dev, base) if base is not None else _tensor.native_make(
+    ours = _tensor._NATIVE_MAKE(arr, dev, base) if base is not None else _tensor._NATIVE_MAKE(
         arr, dev)
     reference = _tensor.python_make(arr, dev, base)
     assert type(ours) is torcia.Tensor
@@ -61,7 +61,7 @@ def test_native_make_builds_the_python_tensor(case):
 
 @native
 def test_native_make_tensors_are_plain_tensors():
-    t = _tensor.native_make(np.zeros(2), torcia.ones(1).device)
+    t = _tensor._NATIVE_MAKE(np.zeros(2), torcia.ones(1).device)
     t.requires_grad_()
     (t * 2).sum().backward()
     assert t.grad.tolist() == [2.0, 2.0]
@@ -77,16 +77,16 @@ def test_native_make_tensors_are_plain_tensors():
 def test_native_make_errors():
     dev = torcia.ones(1).device
     with pytest.raises(TypeError, match="2 or 3 arguments"):
-        _tensor.native_make(np.zeros(1))
+        _tensor._NATIVE_MAKE(np.zeros(1))
     with pytest.raises(AttributeError):
-        _tensor.native_make(np.zeros(1), dev, object())  # a base without _vc, as in Python
+        _tensor._NATIVE_MAKE(np.zeros(1), dev, object())  # a base without _vc, as in Python
     with pytest.raises(AttributeError):
         _tensor.python_make(np.zeros(1), dev, object())
 
 
 def test_pure_python_environment_runs_the_python_make():
     code = ("import torcia, torcia._tensor as T; "
-            "assert T.native_make is None and torcia.Tensor._make is T.python_make; "
+            "assert T._NATIVE_MAKE is None and torcia.Tensor._make is T.python_make; "
             "x = torcia.ones(3, requires_grad=True); (x * x).sum().backward(); "
             "print(x.grad.tolist())")
     env = {**os.environ, "TORCIA_PURE_PYTHON": "1", "TORCIA_DISABLE_PLUGINS": "cpu"}

@@ -17,6 +17,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
+from torcia._size import Size
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
 _ndarray = np.ndarray
@@ -63,29 +64,6 @@ def load_autograd():
             )
         _register_autograd_mode(engine)
     return AUTOGRAD.engine
-
-
-class Size(tuple):
-    """The shape of a tensor: a tuple of ints, printed as ``torcia.Size([2, 3])``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> s = torcia.zeros(2, 3).shape
-    >>> s
-    torcia.Size([2, 3])
-    >>> s.numel(), tuple(s), s[1]
-    (6, (2, 3), 3)
-    """
-
-    def __repr__(self):
-        return f"torcia.Size({list(self)})"
-
-    def numel(self) -> int:
-        n = 1
-        for s in self:
-            n *= s
-        return n
 
 
 def _device_error(a, b):
@@ -717,14 +695,16 @@ for _name, (_slot, _) in PUBLISHED_FIELDS.items():
 del _name, _slot
 
 
+try:
+    from torcia import _speedups
+except ImportError:  # built only where setuptools found a C compiler
+    _speedups = None
+
+
 def _native_make():
     """torcia._speedups' ``make`` (``Tensor._make`` in C), or None where the module was
     not built or ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python path."""
-    if os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
-        return None
-    try:
-        from torcia import _speedups
-    except ImportError:
+    if _speedups is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
         return None
     _speedups.setup(Tensor, np.ndarray, np.generic, np.asarray)
     return _speedups.make
@@ -732,9 +712,9 @@ def _native_make():
 
 #: the Python ``Tensor._make``: the reference the native one is tested against
 python_make = Tensor._make
-native_make = _native_make()
-if native_make is not None:
-    Tensor._make = staticmethod(native_make)
+_NATIVE_MAKE = _native_make()
+if _NATIVE_MAKE is not None:
+    Tensor._make = staticmethod(_NATIVE_MAKE)
 _make = Tensor._make
 
 

@@ -160,8 +160,6 @@ def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
     defaults: each input (3, 4) float, and variants (integers only for the ops whose
     kernels are given integers: see ``torcia.ops.FLOATING_INPUTS``)."""
-    from torcia import ops
-
     rng = _rng()
     out = []
     for name, record in records.items():
