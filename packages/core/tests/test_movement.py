@@ -158,6 +158,22 @@ def test_repeat_interleave_checks_output_size_as_torch():
         torcia.repeat_interleave(torcia.tensor([1, 2]), output_size=4)
 
 
+@pytest.mark.parametrize(("shape", "repeats", "dim", "size", "expected"),
+                         [((3,), 3, None, 6, (6,)), ((2, 4), 4, 1, 9, (2, 9)),
+                          ((2, 4), 1, 0, 5, (5, 4)), ((2, 3), 6, None, 7, (7,))])
+def test_repeat_interleave_on_meta_takes_the_given_output_size_as_torch(shape, repeats, dim,
+                                                                        size, expected):
+    x = torcia.empty(*shape, device="meta")
+    r = torcia.empty(repeats, dtype=torcia.int64, device="meta")
+    out = torcia.repeat_interleave(x, r, dim=dim, output_size=size)
+    assert out.shape == expected and out.device.type == "meta"
+    with pytest.raises(RuntimeError, match="repeats must have the same size as input"):
+        torcia.repeat_interleave(x, torcia.empty(repeats + 2, dtype=torcia.int64,
+                                                 device="meta"), dim=dim, output_size=size)
+    with pytest.raises(RuntimeError, match="cannot repeat_interleave a meta tensor"):
+        torcia.repeat_interleave(x, r, dim=dim)
+
+
 def test_tril_triu_diag():
     x = torcia.arange(1, 10).reshape(3, 3)
     assert x.tril().tolist() == [[1, 0, 0], [4, 5, 0], [7, 8, 9]]

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _storage
 from torcia._creation import arange
@@ -869,6 +870,9 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
         # PyTorch reads the size of dim 0, which a 0-dim tensor lacks
         raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
                          "1)")
+    if output_size is not None and isinstance(repeats, Tensor) and "meta" in (
+            input.device.type, repeats.device.type):
+        return _meta_repeated(input, repeats, d, int(output_size))
     out = call("repeat_interleave", (input,), {"repeats": rep, "dim": d})
     length = out.shape[0 if d is None else d]
     if output_size is not None and output_size != length:
@@ -877,6 +881,19 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
                                f"but got {output_size}")
         raise RuntimeError("allocated size does not match required size")
     return out
+
+
+def _meta_repeated(input, repeats, d, output_size):
+    """repeat_interleave's result where the repeats' values cannot be read (the meta
+    device) but the caller gave its length, as PyTorch's meta kernel takes it."""
+    along = input.numel() if d is None else input.shape[d]
+    if repeats.ndim > 1 or (repeats.ndim == 1 and repeats.shape[0] not in (1, along)):
+        raise RuntimeError("repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {repeats.shape[0] if repeats.ndim else 1} "
+                           f"and input.size({0 if d is None else d}) = {along}")
+    shape = [input.numel()] if d is None else list(input.shape)
+    shape[0 if d is None else d] = output_size
+    return C.empty(shape, dtype=input.dtype, device="meta")
 
 
 def tril(input, diagonal=0):
