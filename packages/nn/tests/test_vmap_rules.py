@@ -117,6 +117,12 @@ def test_repeat_interleave_with_batched_repeats():
           native=False)
     check(lambda r: torcia.repeat_interleave(_rand(3, 4), r, 0), repeats, native=False)
     check(torcia.repeat_interleave, repeats, native=False)
+    # totals that differ cannot make one batch: refused in the words of torch's stack
+    with pytest.raises(
+            RuntimeError, match=r"stack expects each tensor to be equal size, but got \[3\] "
+                                r"at entry 0 and \[6\] at entry 1"):
+        torcia.func.vmap(torcia.repeat_interleave)(torcia.ones(2, 3),
+                                                   torcia.tensor([[1, 1, 1], [2, 2, 2]]))
 
 
 def test_cat_of_batched_and_unbatched():

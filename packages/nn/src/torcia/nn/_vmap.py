@@ -382,7 +382,19 @@ def _loop(ctx, vals, bats, params, level):
         results.append(ctx.inner(*[v[b] if bat else v for v, bat in zip(vals, bats)],
                                  **params))
     if isinstance(results[0], tuple):
-        return tuple(_stack([r[k] for r in results]) for k in range(len(results[0])))
+        return tuple(_stack_samples([r[k] for r in results]) for k in range(len(results[0])))
+    return _stack_samples(results)
+
+
+def _stack_samples(results):
+    """The per-sample results as one batch; samples of different shapes (a length that
+    depends on each sample's values) refused as torch's stack refuses them."""
+    first = tuple(getattr(results[0], "shape", ()))
+    for i, r in enumerate(results[1:], 1):
+        if tuple(getattr(r, "shape", ())) != first:
+            raise RuntimeError(f"stack expects each tensor to be equal size, but got "
+                               f"{list(first)} at entry 0 and "
+                               f"{list(getattr(r, 'shape', ()))} at entry {i}")
     return _stack(results)
 
 
