@@ -71,14 +71,42 @@ class ConvReLU3d(_ConvReLU, Conv3d):
 
 
 class _FoldedBn:
-    """A QAT layer with a BatchNorm (``bn``) that follows the layer's training mode unless
-    its statistics are frozen."""
+    """A QAT layer with a BatchNorm (``bn``) folded into its fake-quantized weight; the
+    BatchNorm follows the layer's training mode unless its statistics are frozen."""
 
     def train(self, mode: bool = True):
         super().train(mode)
         if not self.freeze_bn:
             self.bn.train(mode)
         return self
+
+    def _factor(self):
+        bn = self.bn
+        return bn.weight / torcia.sqrt(bn.running_var + bn.eps)
+
+    def _per_channel(self, t, axis):
+        shape = [1] * self.weight.dim()
+        shape[axis] = -1
+        return t.reshape(shape)
+
+    def _folded_forward(self, input, layer):
+        """``bn(layer(input, folded weight) / factor + bias)``, ``layer`` run without its
+        bias on the weight scaled by the BatchNorm's factor and fake-quantized."""
+        factor = self._factor()
+        weight = self.weight_fake_quant(self.weight * self._per_channel(factor, 0))
+        out = layer(input, weight) / self._per_channel(factor, 1)
+        if self.bias is not None:
+            out = out + self._per_channel(self.bias, 1)
+        return self.bn(out)
+
+    def folded(self):
+        """``(weight, bias)`` with the BatchNorm's running statistics folded in: what the
+        quantized layer runs."""
+        bn = self.bn
+        factor = self._factor()
+        weight = self.weight * self._per_channel(factor, 0)
+        bias = self.bias if self.bias is not None else torcia.zeros_like(bn.running_mean)
+        return weight.detach(), ((bias - bn.running_mean) * factor + bn.bias).detach()
 
 
 class _ConvBnNd(_FoldedBn):
@@ -96,20 +124,9 @@ class _ConvBnNd(_FoldedBn):
         self.bn = self._BN(out_channels, eps=eps, momentum=momentum)
         self.freeze_bn = freeze_bn if self.training else True
 
-    def _per_channel(self, t, axis):
-        shape = [1] * self.weight.dim()
-        shape[axis] = -1
-        return t.reshape(shape)
-
     def forward(self, input):
         self._check_input(input)
-        bn = self.bn
-        factor = bn.weight / torcia.sqrt(bn.running_var + bn.eps)
-        weight = self.weight_fake_quant(self.weight * self._per_channel(factor, 0))
-        out = self._conv_forward(input, weight, None) / self._per_channel(factor, 1)
-        if self.bias is not None:
-            out = out + self._per_channel(self.bias, 1)
-        out = self.bn(out)
+        out = self._folded_forward(input, lambda x, w: self._conv_forward(x, w, None))
         return F.relu(out) if self._relu else out
 
     @classmethod
@@ -123,15 +140,6 @@ class _ConvBnNd(_FoldedBn):
         qat.weight, qat.bias = conv.weight, conv.bias
         qat.bn = bn
         return qat
-
-    def folded(self):
-        """``(weight, bias)`` with the BatchNorm's running statistics folded in: what the
-        quantized convolution runs."""
-        bn = self.bn
-        factor = bn.weight / torcia.sqrt(bn.running_var + bn.eps)
-        weight = self.weight * self._per_channel(factor, 0)
-        bias = self.bias if self.bias is not None else torcia.zeros_like(bn.running_mean)
-        return weight.detach(), ((bias - bn.running_mean) * factor + bn.bias).detach()
 
 
 class ConvBn1d(_ConvBnNd, Conv1d):
@@ -208,13 +216,7 @@ class LinearBn1d(_FoldedBn, Linear):
         self.freeze_bn = freeze_bn if self.training else True
 
     def forward(self, input):
-        bn = self.bn
-        factor = bn.weight / torcia.sqrt(bn.running_var + bn.eps)
-        weight = self.weight_fake_quant(self.weight * factor.reshape(-1, 1))
-        out = F.linear(input, weight) / factor.reshape(1, -1)
-        if self.bias is not None:
-            out = out + self.bias.reshape(1, -1)
-        return self.bn(out)
+        return self._folded_forward(input, F.linear)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -225,14 +227,6 @@ class LinearBn1d(_FoldedBn, Linear):
         qat.weight, qat.bias = linear.weight, linear.bias
         qat.bn = bn
         return qat
-
-    def folded(self):
-        """``(weight, bias)`` with the BatchNorm's running statistics folded in."""
-        bn = self.bn
-        factor = bn.weight / torcia.sqrt(bn.running_var + bn.eps)
-        bias = self.bias if self.bias is not None else torcia.zeros_like(bn.running_mean)
-        return (self.weight * factor.reshape(-1, 1)).detach(), \
-            ((bias - bn.running_mean) * factor + bn.bias).detach()
 
 
 def freeze_bn_stats(mod):
