@@ -395,14 +395,12 @@ class HistogramObserver(UniformQuantizationObserverBase):
         np.add.at(out, bins, parts)  # one by one in float32, as torch.bincount sums
         return out
 
-    def _error(self, start: int, end: int) -> float:
-        """The L2 error of quantizing the histogram with bins [start, end] as the range
-        on ``2 ** bits`` levels, the values spread evenly within each bin."""
-        width = np.float32((self.max_val.item() - self.min_val.item()) / self.bins)
+    def _error(self, hist, width, start: int, end: int) -> float:
+        """The L2 error of quantizing ``hist`` (bins of ``width``) with bins [start, end]
+        as the range on ``2 ** bits`` levels, the values spread evenly within each bin."""
         dst_width = np.float32(width * (end - start + 1) / self.levels)
         if dst_width == 0:
             return 0.0
-        hist = self.histogram.numpy().astype(np.float32)
         begin = (np.arange(self.bins) - start).astype(np.float32) * width
         stop = begin + width
         levels = np.float32(self.levels - 1)
@@ -420,6 +418,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
         norm minimisation), dropping the tail that holds fewer values, a 1e-5 of them
         at a time, while the L2 error decreases."""
         hist = self.histogram.numpy().astype(np.float32)
+        width = np.float32((self.max_val.item() - self.min_val.item()) / self.bins)
         total = float(hist.sum(dtype=np.float32))
         cumsum = np.cumsum(hist, dtype=np.float32)
         alpha, beta, step = 0.0, 1.0, 1e-5
@@ -440,7 +439,7 @@ class HistogramObserver(UniformQuantizationObserverBase):
                 next_end, beta = right, next_beta
             if (next_start, next_end) == (start, end):
                 continue
-            norm = self._error(next_start, next_end)
+            norm = self._error(hist, width, next_start, next_end)
             if norm > best:
                 break
             best, start, end = norm, next_start, next_end
