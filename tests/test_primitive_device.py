@@ -9,6 +9,7 @@ copy), with the reference kernels of the primitives only.
 
 import contextlib
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -341,3 +342,87 @@ def test_elementwise_composites_promote_their_operands_first(prims, case, mode):
         got = fn(prims)
     assert got.dtype == want.dtype
     np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+
+
+def _clean(dtype, shape, seed):
+    """Random values without edges (for the ops whose work mixes elements)."""
+    return torcia.tensor(np.random.default_rng(seed).standard_normal(shape), dtype=dtype)
+
+
+def _made(spec, dtype):
+    """The inputs of a case: the letters of ``_inputs``, and "q" (a well-conditioned
+    square matrix), "h" (a symmetric one), "z" (4, 4 values), "c" and "d" (clean (4, 6)
+    values), "v" (positive (6,) variances), "a" (LSTM activations in (0, 1)), "_" (None)."""
+    made = {"q": _clean(dtype, (4, 4), 20) + 4 * torcia.eye(4, dtype=dtype),
+            "z": _values(dtype, (4, 4), seed=21), "c": _clean(dtype, (4, 6), 22),
+            "d": _clean(dtype, (4, 6), 23), "v": _clean(dtype, (6,), 24).abs() + 0.5,
+            "a": torcia.tensor(np.random.default_rng(25).uniform(0, 1, (4, 8)), dtype=dtype),
+            "_": None}
+    made["h"] = made["q"] + made["q"].t()
+    plain = [k for k in spec if k not in made]
+    given = iter(_inputs("".join(plain), dtype))
+    return tuple(made[k] if k in made else next(given) for k in spec)
+
+
+# (op, inputs as in _made, further positional inputs, params)
+COMPOSITE_CASES = [
+    ("tensordot", "xy", (), {"dims": ([0], [0])}), ("tensordot", "qz", (), {"dims": 1}),
+    ("tensordot", "xy", (), {"dims": 2}),
+    *[("norm", "x", (), {"p": p, "dim": (1,)}) for p in (2.0, 1.0, 0.0, math.inf, -math.inf)],
+    ("norm", "c", (), {"p": 3.0}), ("norm", "y", (), {"p": 2.0, "dim": (0,), "keepdim": True}),
+    ("linalg_vector_norm", "y", (), {"ord": 2.0, "dim": (0, 1), "keepdim": True}),
+    *[("linalg_matrix_norm", "q", (), {"ord": o})
+      for o in ("fro", "nuc", 2, -2, 1, -1, math.inf, -math.inf)],
+    ("linalg_matrix_norm", "c", (), {"ord": 1, "dim": (1, 0), "keepdim": True}),
+    ("linalg_matrix_norm", "c", (), {"ord": "nuc", "keepdim": True}),
+    ("linalg_norm", "q", (), {}), ("linalg_norm", "q", (), {"ord": "nuc", "dim": (0, 1)}),
+    ("linalg_norm", "y", (), {"ord": 1, "dim": (1,)}),
+    ("linalg_eigvalsh", "h", (), {}), ("linalg_eigvalsh", "h", (), {"UPLO": "U"}),
+    ("linalg_eigvals", "q", (), {}),
+    ("max_dim", "x", (), {"dim": 1}), ("max_dim", "n", (), {"dim": 0, "keepdim": True}),
+    ("max_dim", "m", (), {"dim": 1}), ("kthvalue", "x", (), {"k": 2, "dim": 1}),
+    ("kthvalue", "n", (), {"k": 3, "dim": 0, "keepdim": True}),
+    ("topk", "x", (), {"k": 3, "dim": 1}), ("topk", "n", (), {"k": 2, "dim": 0, "largest": False}),
+    ("median_dim", "x", (), {"dim": 1}), ("median_dim", "y", (), {"dim": 0, "keepdim": True}),
+    ("median_dim", "n", (), {"dim": 1}),
+    ("index_add", "xiz", (), {"dim": 1, "alpha": 2}), ("index_add", "xiy", (), {"dim": 0}),
+    ("index_copy", "xiy", (), {"dim": 0}), ("index_copy", "xiz", (), {"dim": 1}),
+    ("masked_select", "xm", (), {}), ("masked_select", "nm", (), {}),
+    ("diag_embed", "x", (), {}), ("diag_embed", "x", (), {"offset": 2}),
+    ("diag_embed", "x", (), {"offset": -1, "dim1": 0, "dim2": 2}),
+    ("embedding_backward", "yi", (), {"num_weights": 5, "padding_idx": None}),
+    ("embedding_backward", "yi", (), {"num_weights": 4, "padding_idx": 3}),
+    ("batch_norm_backward", "dcwbv", (True, 1e-5), {}),
+    ("batch_norm_backward", "dcwbv", (False, 1e-3), {}),
+    ("batch_norm_backward", "dc_bv", (True, 1e-5), {}),
+    ("layer_norm_backward", "dcw", (1, 1e-5), {}), ("layer_norm_backward", "dc_", (2, 1e-5), {}),
+    ("rms_norm_backward", "dcw", (1, 1e-5), {}), ("rms_norm_backward", "dc_", (2, 1e-5), {}),
+    ("lstm_cell_backward", "CCaCC", (), {}), ("lstm_cell_backward", "_CaCC", (), {}),
+    ("lstm_cell_backward", "C_aCC", (), {}),
+]
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+@pytest.mark.parametrize("op, spec, extra, params", COMPOSITE_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(COMPOSITE_CASES)])
+def test_decompositions_match_the_reference_kernels(prims, op, spec, extra, params, dtype):
+    """The other composites' decompositions on a primitives-only device: the reference
+    kernel's values, dtypes and shapes, every output of them."""
+    assert not library.get_op(op).primitive
+    inputs = _made(spec, dtype)
+    with np.errstate(all="ignore"):
+        want = REFERENCE[op](*(None if t is None else t.numpy() for t in inputs), *extra,
+                             **params)
+        got = library.call(op, tuple(None if t is None else t.to(prims) for t in inputs)
+                           + extra, params)
+    want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
+    assert len(got) == len(want)
+    for got_part, want_part in zip(got, want):
+        got_part = got_part.to("cpu").numpy()
+        assert got_part.dtype == want_part.dtype and got_part.shape == want_part.shape
+        if want_part.dtype.kind in "fc":
+            tol = 1e-10 if want_part.dtype.itemsize * (2 if want_part.dtype.kind == "f" else 1) \
+                >= 16 else 1e-5
+            np.testing.assert_allclose(got_part, want_part, rtol=tol, atol=tol, equal_nan=True)
+        else:
+            np.testing.assert_array_equal(got_part, want_part)

@@ -930,6 +930,252 @@ def max_pool_backward(g, indices, input_shape):
     return out.reshape((n, c) + tuple(input_shape))
 
 
+# ----- products, norms and eigenvalues ---------------------------------------------------
+
+
+def _axes(ndim, axes):
+    return [d % ndim for d in ((axes,) if isinstance(axes, int) else axes)]
+
+
+def tensordot(a, b, dims=2):
+    # NumPy's steps: the contracted dims moved together, the product one matmul
+    if isinstance(dims, int):
+        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+    else:
+        da, db = _axes(a.ndim, dims[0]), _axes(b.ndim, dims[1])
+    free_a = [d for d in range(a.ndim) if d not in da]
+    free_b = [d for d in range(b.ndim) if d not in db]
+    k = math.prod(a.shape[d] for d in da)
+    left = a.permute(*free_a, *da).reshape(-1, k)
+    right = b.permute(*db, *free_b).reshape(k, -1)
+    return left.matmul(right).reshape(tuple(a.shape[d] for d in free_a)
+                                      + tuple(b.shape[d] for d in free_b))
+
+
+def _sqrt_of_sum(s):
+    """sqrt(s) for sums of squares, whose gradient is 0 (not NaN) where the sum is 0."""
+    zero = s == 0
+    return torcia.where(zero, _zero(s), torcia.where(zero, _one(s), s).sqrt())
+
+
+def norm(a, p=2.0, dim=None, keepdim=False):
+    x = a.abs()
+    dims = _dims(x, dim)
+    if p == math.inf:
+        return x.amax(dims, keepdim=keepdim)
+    if p == -math.inf:
+        return x.amin(dims, keepdim=keepdim)
+    if p == 0:  # a count, in the real dtype of a norm
+        return (x != 0).to(x.dtype).sum(dims, keepdim=keepdim)
+    if p == 1:
+        return x.sum(dims, keepdim=keepdim)
+    if p == 2:
+        return _sqrt_of_sum((x * x).sum(dims, keepdim=keepdim))
+    return (x ** p).sum(dims, keepdim=keepdim) ** (1.0 / p)
+
+
+def linalg_vector_norm(x, ord=2.0, dim=None, keepdim=False):
+    return norm(x, ord, dim, keepdim)
+
+
+def linalg_matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):
+    d0, d1 = (d % a.ndim for d in dim)
+    if ord == "fro":
+        squares = (a * a.conj()).real if a.is_complex() else a * a
+        return _sqrt_of_sum(squares.sum((d0, d1), keepdim=keepdim))
+    if ord in ("nuc", 2, -2):
+        moved = a.movedim((d0, d1), (-2, -1))
+        s = call("linalg_svd", (moved,), {"full_matrices": False})[1]
+        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
+        for d in sorted((d0, d1)) if keepdim else ():
+            out = out.unsqueeze(d)
+        return out
+    # 1 / -1: max/min over columns of the column sums; inf / -inf: over rows
+    sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
+    sums = a.abs().sum(sum_dim, keepdim=True)
+    out = sums.amax(pick_dim, keepdim=True) if ord in (1, math.inf) else sums.amin(
+        pick_dim, keepdim=True)
+    return out if keepdim else out.squeeze((d0, d1))
+
+
+def linalg_norm(a, ord=None, dim=None, keepdim=False):
+    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
+        return linalg_matrix_norm(a, "fro" if ord is None else ord, dim, keepdim)
+    return norm(a, 2.0 if ord is None else ord, dim, keepdim)
+
+
+def linalg_eigvalsh(a, UPLO="L"):  # noqa: N803 - PyTorch's name
+    return call("linalg_eigh", (a,), {"UPLO": UPLO})[0]
+
+
+def linalg_eigvals(a):
+    return call("linalg_eig", (a,), {})[0]
+
+
+# ----- selection along a dim: sort's order, argmax's first maximum -------------------------
+
+
+def max_dim(a, dim, keepdim=False):
+    _refuse("max_dim", a)
+    index = call("argmax", (a,), {"dim": dim, "keepdim": True})
+    values = a.gather(dim, index)
+    if keepdim:
+        return values, index
+    return values.squeeze(dim), index.squeeze(dim)
+
+
+def _sorted_at(a, k, dim, keepdim, descending=False):
+    """Element ``k`` of ``a`` sorted along ``dim`` (stably), and its index."""
+    values, index = call("sort", (a,), {"dim": dim, "descending": descending})
+    values, index = values.narrow(dim, k, 1), index.narrow(dim, k, 1)
+    if keepdim:
+        return values, index
+    return values.squeeze(dim), index.squeeze(dim)
+
+
+def kthvalue(a, k, dim=-1, keepdim=False):
+    return _sorted_at(a, k - 1, dim, keepdim)
+
+
+def topk(a, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+    values, index = call("sort", (a,), {"dim": dim, "descending": largest})
+    return values.narrow(dim, 0, k).clone(), index.narrow(dim, 0, k).clone()
+
+
+def median_dim(a, dim=-1, keepdim=False):
+    n = a.shape[dim] if a.ndim else 1
+    values, index = _sorted_at(a, (n - 1) // 2, dim, True)
+    if a.is_floating_point():
+        # NaN sorts last; a row holding one has median NaN at its first NaN
+        nan = a.isnan()
+        has_nan = nan.any(dim, keepdim=True)
+        values = torcia.where(has_nan, _scalar(a, math.nan), values)
+        index = torcia.where(has_nan, call("argmax", (nan,), {"dim": dim, "keepdim": True}),
+                             index)
+    if keepdim:
+        return values, index
+    return values.squeeze(dim), index.squeeze(dim)
+
+
+# ----- indexing ----------------------------------------------------------------------------
+
+
+def _spread(index, like, dim):
+    """The index of an ``index_*`` op along ``dim``, expanded to ``like``'s shape: the
+    index of the scatter doing its work."""
+    shape = [1] * like.ndim
+    shape[dim] = -1
+    return index.reshape(tuple(shape)).expand(tuple(like.shape))
+
+
+def index_add(a, index, source, dim, alpha=1):
+    if alpha != 1:
+        source = source * alpha
+    return call("scatter_add", (a, _spread(index, source, dim), source), {"dim": dim})
+
+
+def index_copy(a, index, source, dim):
+    return call("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
+
+
+def masked_select(a, mask):
+    shape = torcia.broadcast_shapes(a.shape, mask.shape)
+    return a.expand(shape)[mask.expand(shape)]
+
+
+def diag_embed(a, offset=0, dim1=-2, dim2=-1):
+    # as diag's: row r holds a[r] where offset >= 0, column c holds a[c] below it
+    n = a.shape[-1] + abs(offset)
+    lead = tuple(a.shape[:-1])
+    padded = torcia.cat([a, torcia.zeros(lead + (abs(offset),), dtype=a.dtype,
+                                         device=a.device)], -1)
+    values = padded.unsqueeze(-1 if offset >= 0 else -2)
+    place = (torcia.arange(n, device=a.device).unsqueeze(0)
+             - torcia.arange(n, device=a.device).unsqueeze(1))
+    out = torcia.where(place == offset, values, _zero(a))
+    return out.movedim((-2, -1), (dim1, dim2))
+
+
+def embedding_backward(g, indices, num_weights, padding_idx):
+    flat = indices.reshape(-1)
+    rows = g.reshape(-1, g.shape[-1])
+    if padding_idx is not None:
+        rows = torcia.where((flat != padding_idx).unsqueeze(1), rows, _zero(rows))
+    out = torcia.zeros(num_weights, g.shape[-1], dtype=g.dtype, device=g.device)
+    return call("index_add", (out, flat, rows), {"dim": 0})
+
+
+# ----- fused backward ops, written out ------------------------------------------------------
+
+
+def _sum_over(t, dims):
+    """``t`` summed over ``dims`` (none: a copy of it)."""
+    return t.sum(dims) if dims else t.clone()
+
+
+def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps):
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    axes = (0,) + tuple(range(2, x.ndim))
+    if training:
+        mean = x.mean(axes)
+        centred = x - mean.reshape(shape)
+        var = (centred * centred).mean(axes)
+    else:
+        mean, var = running_mean, running_var
+    invstd = (var + eps).sqrt().reciprocal().to(x.dtype)
+    xhat = (x - mean.reshape(shape)) * invstd.reshape(shape)
+    gb = g.sum(axes)
+    gw = (g * xhat).sum(axes)
+    scale = invstd if weight is None else invstd * weight
+    if not training:
+        return g * scale.reshape(shape), gw, gb
+    n = x.numel() // x.shape[1]
+    gx = (g - (gb / n).reshape(shape)) - xhat * (gw / n).reshape(shape)
+    return gx * scale.reshape(shape), gw, gb
+
+
+def _norm_backward(g, xhat, invstd, weight, axes, centre):
+    """The input's gradient of a normalisation of ``axes`` (``centre``: the mean taken
+    out, as layer_norm's): invstd (gxhat [- mean(gxhat)] - xhat mean(gxhat xhat))."""
+    gxhat = g if weight is None else g * weight
+    gx = gxhat - gxhat.mean(axes, keepdim=True) if centre else gxhat
+    return (gx - xhat * (gxhat * xhat).mean(axes, keepdim=True)) * invstd
+
+
+def layer_norm_backward(g, x, weight, normalized_ndim, eps):
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    lead = tuple(range(x.ndim - normalized_ndim))
+    centred = x - x.mean(axes, keepdim=True)
+    invstd = ((centred * centred).mean(axes, keepdim=True) + eps).sqrt().reciprocal()
+    xhat = centred * invstd
+    gx = _norm_backward(g, xhat, invstd, weight, axes, centre=True)
+    return gx, _sum_over(g * xhat, lead), _sum_over(g, lead)
+
+
+def rms_norm_backward(g, x, weight, normalized_ndim, eps):
+    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
+    lead = tuple(range(x.ndim - normalized_ndim))
+    invrms = ((x * x).mean(axes, keepdim=True) + eps).sqrt().reciprocal()
+    xhat = x * invrms
+    gx = _norm_backward(g, xhat, invrms, weight, axes, centre=False)
+    return gx, _sum_over(g * xhat, lead)
+
+
+def lstm_cell_backward(gh, gc, act, c, c_new):
+    i, f, g, o = act.chunk(4, -1)
+    tc = c_new.tanh()
+    dc = torcia.zeros(c_new.shape, dtype=c_new.dtype, device=c_new.device) if gc is None \
+        else gc
+    if gh is None:
+        go = torcia.zeros(o.shape, dtype=act.dtype, device=act.device)
+    else:
+        gho = gh * o
+        dc = dc + gho * (1 - tc * tc)
+        go = gho * tc * (1 - o)
+    parts = [dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g), go]
+    return torcia.cat([p.to(act.dtype) for p in parts], -1), dc * f
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -940,7 +1186,11 @@ DECOMPOSITIONS = {
         embedding, rms_norm, layer_norm, lstm_cell, activation_backward, sub, gt, ge, ne,
         var, leaky_relu, hardtanh, elu, celu, selu, sinc, rsqrt, reciprocal, isnan, isinf,
         sign, bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
-        take_along_dim, argmin, min_dim, diag, trunc, nll_loss)},
+        take_along_dim, argmin, min_dim, diag, trunc, nll_loss, tensordot, norm,
+        linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals,
+        max_dim, kthvalue, topk, median_dim, index_add, index_copy, masked_select, diag_embed,
+        embedding_backward, batch_norm_backward, layer_norm_backward, rms_norm_backward,
+        lstm_cell_backward)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,

@@ -173,7 +173,8 @@ FLOATING_INPUTS = frozenset(
     UNARY_FLOAT + BINARY_FLOAT + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
     + ("leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardswish",
        "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "gelu_backward", "silu_backward",
-       "rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp")
+       "rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
+       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
