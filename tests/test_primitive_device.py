@@ -158,6 +158,44 @@ def test_3d_cnn_training_step_through_decompositions(prims):
     _compare(make, x, y, prims)
 
 
+def test_normalised_pooled_upsampling_cnn_training_step_through_decompositions(prims):
+    torcia.manual_seed(6)
+    x, y = torcia.randn(3, 2, 8, 8), torcia.tensor([1, 3, 0])
+
+    def make():
+        return nn.Sequential(nn.Conv2d(2, 4, 3, padding=1), nn.BatchNorm2d(4), nn.ReLU(),
+                             nn.AvgPool2d(2, ceil_mode=True, count_include_pad=False),
+                             nn.ConvTranspose2d(4, 3, 2, stride=2),
+                             nn.AdaptiveMaxPool2d((3, 2)), nn.Flatten(), nn.Linear(18, 5))
+
+    _compare(make, x, y, prims)
+
+
+def test_transformer_training_step_through_decompositions(prims):
+    torcia.manual_seed(7)
+    tokens, y = torcia.tensor([[1, 4, 2, 0], [3, 3, 5, 1]]), torcia.tensor([2, 0])
+
+    class Text(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Embedding(6, 8, padding_idx=0)
+            self.qkv = nn.Linear(8, 24)
+            self.norm = nn.LayerNorm(8)
+            self.layer = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True)
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, t):
+            x = self.embed(t)
+            q, k, v = (part.reshape(2, 4, 2, 4).transpose(1, 2)
+                       for part in self.qkv(x).chunk(3, -1))
+            a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = self.norm(x + a.transpose(1, 2).reshape(2, 4, 8))
+            mask = nn.Transformer.generate_square_subsequent_mask(4, device=t.device)
+            return self.head(self.layer(x, src_mask=mask, is_causal=True).mean(1))
+
+    _compare(Text, tokens, y, prims)
+
+
 def test_listing_names_native_and_decomposed_ops():
     here = str(Path(__file__).parent)
     code = (
@@ -357,13 +395,26 @@ def _made(spec, dtype):
             "z": _values(dtype, (4, 4), seed=21), "c": _clean(dtype, (4, 6), 22),
             "d": _clean(dtype, (4, 6), 23), "v": _clean(dtype, (6,), 24).abs() + 0.5,
             "a": torcia.tensor(np.random.default_rng(25).uniform(0, 1, (4, 8)), dtype=dtype),
-            "_": None}
+            "_": None, "I": _clean(dtype, (2, 3, 5, 6), 26), "E": _values(dtype, (2, 3, 5, 6)),
+            "J": _clean(dtype, (2, 8, 9), 27), "P": _clean(dtype, (2, 3, 3, 4), 28),
+            "V": _clean(dtype, (1, 2, 4, 5, 3), 29), "X": _clean(dtype, (2, 4, 3, 3), 30),
+            "W": _clean(dtype, (4, 3, 2, 2), 31), "B": _clean(dtype, (3,), 32),
+            "Q": _clean(dtype, (2, 4, 3, 5), 33), "R": _clean(dtype, (2, 2, 6, 5), 34),
+            "S": _clean(dtype, (2, 2, 6, 7), 35), "F": _clean(dtype, (3, 6), 36),
+            "M": torcia.tensor(np.arange(18).reshape(3, 6) % 4 == 1) & torcia.tensor(
+                [[True], [False], [True]]),
+            "e": _clean(dtype, (4,), 37)}
     made["h"] = made["q"] + made["q"].t()
     plain = [k for k in spec if k not in made]
     given = iter(_inputs("".join(plain), dtype))
     return tuple(made[k] if k in made else next(given) for k in spec)
 
 
+class Named(str):
+    """A tensor parameter of a case: the letter of its input as in ``_made``."""
+
+
+AVG = {"kernel_size": (2, 3), "stride": (2, 2), "padding": (1, 1), "ceil_mode": True}
 # (op, inputs as in _made, further positional inputs, params)
 COMPOSITE_CASES = [
     ("tensordot", "xy", (), {"dims": ([0], [0])}), ("tensordot", "qz", (), {"dims": 1}),
@@ -399,6 +450,37 @@ COMPOSITE_CASES = [
     ("rms_norm_backward", "dcw", (1, 1e-5), {}), ("rms_norm_backward", "dc_", (2, 1e-5), {}),
     ("lstm_cell_backward", "CCaCC", (), {}), ("lstm_cell_backward", "_CaCC", (), {}),
     ("lstm_cell_backward", "C_aCC", (), {}),
+    ("im2col", "I", (), {"kernel_size": (2, 3), "dilation": (1, 2), "padding": (1, 0),
+                         "stride": (2, 1)}),
+    ("col2im", "J", (), {"output_size": (4, 4), "kernel_size": (2, 2), "dilation": (1, 1),
+                         "padding": (0, 0), "stride": (1, 1)}),
+    ("col2im", "J", (), {"output_size": (4, 4), "kernel_size": (2, 2), "dilation": (1, 1),
+                         "padding": (1, 1), "stride": (2, 2)}),
+    *[("avg_pool", "I", (), {**AVG, "count_include_pad": include, "divisor_override": d})
+      for include, d in ((True, None), (False, None), (False, 5))],
+    ("avg_pool", "V", (), {"kernel_size": (2, 2, 2), "stride": (1, 2, 2), "padding": (1, 0, 1),
+                           "ceil_mode": False, "count_include_pad": False,
+                           "divisor_override": None}),
+    *[("avg_pool_backward", "P", (), {"input_shape": (5, 6), "kernel_size": (2, 2),
+                                      "stride": (2, 2), "padding": (1, 1), "ceil_mode": False,
+                                      "count_include_pad": include, "divisor_override": None})
+      for include in (True, False)],
+    ("adaptive_max_pool", "E", (), {"output_size": (2, 3)}),
+    ("adaptive_max_pool", "I", (), {"output_size": (3, 4)}),
+    ("conv_transpose", "XWB", (), {"stride": (2, 2), "padding": ((0, 1), (1, 0)),
+                                   "output_padding": (1, 0), "dilation": (1, 1), "groups": 1}),
+    ("conv_transpose", "XW_", (), {"stride": (1, 2), "padding": ((1, 1), (0, 0)),
+                                   "output_padding": (0, 1), "dilation": (2, 1), "groups": 2}),
+    ("flash_attention", "QRS_", (), {"scale": 0.4}),
+    ("flash_attention", "QRS_", (), {"is_causal": True}),
+    ("flash_attention", "QRSM", (), {}), ("flash_attention", "QRSF", (), {"scale": 0.7}),
+    ("batch_norm", "cwb__", (True, 1e-5), {}), ("batch_norm", "cwbbv", (False, 1e-5), {}),
+    ("batch_norm", "s__bv", (False, 1e-3), {}),
+    ("repeat_interleave", "x", (), {"repeats": 2, "dim": 1}),
+    ("repeat_interleave", "n", (), {"repeats": 3, "dim": None}),
+    ("repeat_interleave", "x", (), {"repeats": np.array([1, 0, 2, 1]), "dim": 0}),
+    ("bincount", "i", (), {}), ("bincount", "i", (), {"minlength": 7}),
+    ("bincount", "i", (), {"weights": Named("e")}),
 ]
 
 
@@ -410,11 +492,14 @@ def test_decompositions_match_the_reference_kernels(prims, op, spec, extra, para
     kernel's values, dtypes and shapes, every output of them."""
     assert not library.get_op(op).primitive
     inputs = _made(spec, dtype)
+    named = {k: _made(v, dtype)[0] for k, v in params.items() if isinstance(v, Named)}
+    params = {**params, **named}
     with np.errstate(all="ignore"):
         want = REFERENCE[op](*(None if t is None else t.numpy() for t in inputs), *extra,
-                             **params)
+                             **{k: v.numpy() if k in named else v for k, v in params.items()})
         got = library.call(op, tuple(None if t is None else t.to(prims) for t in inputs)
-                           + extra, params)
+                           + extra, {k: v.to(prims) if k in named else v
+                                     for k, v in params.items()})
     want, got = (want, got) if isinstance(want, tuple) else ((want,), (got,))
     assert len(got) == len(want)
     for got_part, want_part in zip(got, want):
@@ -426,3 +511,23 @@ def test_decompositions_match_the_reference_kernels(prims, op, spec, extra, para
             np.testing.assert_allclose(got_part, want_part, rtol=tol, atol=tol, equal_nan=True)
         else:
             np.testing.assert_array_equal(got_part, want_part)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+@pytest.mark.parametrize("mask, params", [("_", {"scale": 0.4}), ("_", {"is_causal": True}),
+                                          ("M", {}), ("F", {"scale": 0.7})])
+def test_attention_backward_decomposes_like_its_kernel(prims, mask, params, dtype):
+    """flash_attention_backward on the forward's own output and lse (grouped heads, masked
+    rows that attend to nothing included): the reference kernel's three gradients."""
+    q, k, v, m = _made("QRS" + mask, dtype)
+    g = _clean(dtype, (2, 4, 3, 7), 38)
+    host = [None if t is None else t.numpy() for t in (q, k, v, m)]
+    out, lse = REFERENCE["flash_attention"](*host, **params)
+    want = REFERENCE["flash_attention_backward"](g.numpy(), *host[:3], out, lse, host[3],
+                                                 **params)
+    inputs = (g, q, k, v, torcia.tensor(out), torcia.tensor(lse), m)
+    got = library.call("flash_attention_backward",
+                       tuple(None if t is None else t.to(prims) for t in inputs), params)
+    tol = 1e-10 if dtype == torcia.float64 else 1e-5
+    for got_part, want_part in zip(got, want):
+        np.testing.assert_allclose(got_part.to("cpu").numpy(), want_part, rtol=tol, atol=tol)

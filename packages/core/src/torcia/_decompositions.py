@@ -20,7 +20,7 @@ import numpy as np
 
 import torcia
 from torcia._kernels_linalg import dot_operands, outer_operands
-from torcia._kernels_nn import _pool_geometry
+from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._numpy_backend import refusal
 from torcia._tensor import _torch_name, call
 
@@ -496,6 +496,11 @@ def index_select(a, index, dim):
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
+    if padding_idx is not None:
+        # the padding row's values, without a gradient (as the kernel's derivative)
+        rows = weight.shape[0]
+        pad = torcia.arange(rows, device=weight.device) == padding_idx % rows
+        weight = torcia.where(pad.unsqueeze(1), weight.detach(), weight)
     return weight[indices]
 
 
@@ -1176,6 +1181,260 @@ def lstm_cell_backward(gh, gc, act, c, c_new):
     return torcia.cat([p.to(act.dtype) for p in parts], -1), dc * f
 
 
+# ----- windows: their adjoint, average and adaptive pooling, transposed convolution ---------
+
+
+def _add_windows(cols, size, stride, dilation):
+    """The adjoint of :func:`_windows` without padding: ``cols`` (N, C, *kernel,
+    *positions); each kernel offset's values added at their strided positions of zeros of
+    spatial ``size``."""
+    nd = len(size)
+    kernel, positions = tuple(cols.shape[2:2 + nd]), tuple(cols.shape[2 + nd:])
+    out = torcia.zeros(tuple(cols.shape[:2]) + tuple(size), dtype=cols.dtype,
+                       device=cols.device)
+    for offsets in itertools.product(*(range(k) for k in kernel)):
+        key = (slice(None), slice(None)) + tuple(
+            slice(o * d, o * d + (n - 1) * s + 1, s)
+            for o, d, n, s in zip(offsets, dilation, positions, stride))
+        out = call("index_put", (out, cols[(slice(None), slice(None)) + offsets]),
+                   {"key": key, "accumulate": True})
+    return out
+
+
+def _inner(x, padding, size):
+    """x's spatial dims cropped to ``size`` after ``padding``: its own memory."""
+    key = tuple(slice(p, p + n) for p, n in zip(padding, size))
+    return x[(slice(None), slice(None)) + key].contiguous()
+
+
+def im2col(x, kernel_size, dilation, padding, stride):
+    pads = tuple((p, p) for p in padding)
+    out = _conv_out(x.shape[2:], kernel_size, stride, pads, dilation)
+    cols = _windows(x, kernel_size, stride, pads, dilation, out)  # (N, C, K, *out)
+    return cols.reshape(x.shape[0], -1, math.prod(out))
+
+
+def col2im(cols, output_size, kernel_size, dilation, padding, stride):
+    n, c = cols.shape[0], cols.shape[1] // math.prod(kernel_size)
+    pads = tuple((p, p) for p in padding)
+    blocks = _conv_out(output_size, kernel_size, stride, pads, dilation)
+    cols = cols.reshape((n, c) + tuple(kernel_size) + blocks)
+    full = tuple(o + 2 * p for o, p in zip(output_size, padding))
+    return _inner(_add_windows(cols, full, stride, dilation), padding, output_size)
+
+
+def _divisor(like, in_sp, out_sp, kernel, stride, padding, count_include_pad,
+             divisor_override):
+    """avg_pool's divisor of each window (computed on the host from the geometry) as a
+    float64 tensor beside ``like``, or ``divisor_override``."""
+    div = _avg_divisor(np, in_sp, out_sp, kernel, stride, padding, count_include_pad,
+                       divisor_override)
+    return div if divisor_override else torcia.tensor(div, device=like.device)
+
+
+def avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    ones = (1,) * len(kernel_size)
+    out, extra = _pool_geometry(tuple(x.shape[2:]), kernel_size, stride, padding, ones,
+                                ceil_mode)
+    pads = tuple((p, p + e) for p, e in zip(padding, extra))
+    total = _windows(x, kernel_size, stride, pads, ones, out).sum(2)
+    div = _divisor(x, x.shape[2:], out, kernel_size, stride, padding, count_include_pad,
+                   divisor_override)
+    return (total / div).to(x.dtype)
+
+
+def avg_pool_backward(g, input_shape, kernel_size, stride, padding, ceil_mode,
+                      count_include_pad, divisor_override):
+    nd = len(kernel_size)
+    out = tuple(g.shape[2:])
+    div = _divisor(g, input_shape, out, kernel_size, stride, padding, count_include_pad,
+                   divisor_override)
+    share = (g / div).to(g.dtype).reshape(tuple(g.shape[:2]) + (1,) * nd + out)
+    cols = share.expand(tuple(g.shape[:2]) + tuple(kernel_size) + out)
+    full = tuple(max(i + 2 * p, (o - 1) * s + k) for i, p, o, s, k in zip(
+        input_shape, padding, out, stride, kernel_size))
+    return _inner(_add_windows(cols, full, stride, (1,) * nd), padding, input_shape)
+
+
+def adaptive_max_pool(x, output_size):
+    # as the reference kernel: each dim gathers fixed-width windows [floor(i I / O),
+    # ceil((i + 1) I / O)), a short one repeating its last element
+    nd, in_sp, dev = len(output_size), tuple(x.shape[2:]), x.device
+    tables = []
+    g = x
+    for dim, (i, o) in enumerate(zip(in_sp, output_size)):
+        start = (np.arange(o) * i) // o
+        end = -((-(np.arange(o) + 1) * i) // o)
+        width = int((end - start).max())
+        table = np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
+        tables.append(table)
+        g = g.index_select(2 + 2 * dim, torcia.tensor(table.reshape(-1), device=dev))
+        g = g.reshape(tuple(g.shape[:2 + 2 * dim]) + table.shape
+                      + tuple(g.shape[3 + 2 * dim:]))
+    # (N, C, O1, W1, O2, W2, ...) -> (N, C, O1, O2, ..., W1*W2*...)
+    perm = (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2))
+    flat = g.permute(*perm).reshape(tuple(x.shape[:2]) + tuple(output_size) + (-1,))
+    arg = flat.argmax(-1, keepdim=True)  # the first maximum, as PyTorch
+    values = flat.gather(-1, arg).squeeze(-1)
+    arg = arg.squeeze(-1)
+    widths = [t.shape[1] for t in tables]
+    index = None
+    for dim, table in enumerate(tables):
+        offset = torcia.remainder(torcia.div(arg, math.prod(widths[dim + 1:]),
+                                             rounding_mode="floor"), widths[dim])
+        shape = [1] * (2 + nd)
+        shape[2 + dim] = output_size[dim]
+        row = torcia.arange(output_size[dim], device=dev).reshape(tuple(shape))
+        coord = torcia.tensor(table.reshape(-1), device=dev)[row * widths[dim] + offset]
+        index = coord if index is None else index * in_sp[dim] + coord
+    return values, index
+
+
+def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
+    if x.dtype in _HALF:  # in float32, rounded once, as the reference kernel
+        wide = [None if t is None else t.float() for t in (x, w, b)]
+        return conv_transpose(*wide, stride, padding, output_padding, dilation,
+                              groups).to(x.dtype)
+    _check_geometry(tuple(w.shape[2:]), stride, padding, dilation, output_padding)
+    n, cin, in_sp = x.shape[0], x.shape[1], tuple(x.shape[2:])
+    kernel, og = tuple(w.shape[2:]), w.shape[1]
+    # each input position's contribution to each kernel offset: (N, g, O/g * K, P)
+    xm = x.reshape(n, groups, cin // groups, -1)
+    wm = w.reshape(groups, cin // groups, -1).transpose(1, 2)
+    cols = wm.matmul(xm).reshape((n, groups * og) + kernel + in_sp)
+    full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
+                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                     output_padding, padding))
+    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
+                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                     output_padding, padding))
+    if any(sz <= 0 for sz in size):
+        raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
+                           f"output size per channel: {list(size)}. Output size is too small")
+    out = _inner(_add_windows(cols, full, stride, dilation), [lo for lo, _ in padding], size)
+    return out if b is None else out + b.reshape((1, -1) + (1,) * len(kernel))
+
+
+# ----- attention and batch normalisation ----------------------------------------------------
+
+
+def _attention_scores(q, k, mask, is_causal, scale):
+    """q k^T scale (k's heads repeated for grouped queries), -inf where a bool mask or
+    causality forbids, plus a float mask."""
+    rep = q.shape[-3] // k.shape[-3]
+    if rep > 1:
+        k = repeat_interleave(k, rep, k.ndim - 3)
+    s = q.matmul(k.transpose(-1, -2)) * _scalar(q, scale)
+    lq, lk = s.shape[-2:]
+    if is_causal:
+        mask = (torcia.arange(lk, device=q.device).unsqueeze(0)
+                <= torcia.arange(lq, device=q.device).unsqueeze(1))
+    if mask is not None and mask.dtype == torcia.bool:
+        return torcia.where(mask, s, _scalar(s, -math.inf))
+    return s if mask is None else s + mask.to(s.dtype)
+
+
+def _in_float32(*tensors):
+    return tuple(t.float() if isinstance(t, torcia.Tensor) and t.dtype in _HALF else t
+                 for t in tensors)
+
+
+def flash_attention(q, k, v, mask, is_causal=False, scale=1.0):
+    if q.dtype in _HALF:
+        out = flash_attention(*_in_float32(q, k, v, mask), is_causal, scale)
+        return tuple(t.to(q.dtype) for t in out)
+    s = _attention_scores(q, k, mask, is_causal, scale)
+    # the shift changes neither result: no gradient goes through it
+    top = s.amax(-1, keepdim=True).detach()
+    top = torcia.where(top == -math.inf, _zero(top), top)
+    p = (s - top).exp()
+    total = p.sum(-1, keepdim=True)
+    rep = q.shape[-3] // k.shape[-3]
+    if rep > 1:
+        v = repeat_interleave(v, rep, v.ndim - 3)
+    # a query that may attend to no key: a zero output, an lse of -inf
+    out = (p / torcia.where(total == 0, _one(total), total)).matmul(v)
+    # lse is saved for backward, not differentiated (as the kernel's derivative has it)
+    return out, (total.log() + top).squeeze(-1).detach()
+
+
+def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=1.0):
+    if q.dtype in _HALF:
+        grads = flash_attention_backward(*_in_float32(g, q, k, v, out, lse, mask),
+                                         is_causal, scale)
+        return tuple(t.to(q.dtype) for t in grads)
+    rep = q.shape[-3] // k.shape[-3]
+    s = _attention_scores(q, k, mask, is_causal, scale)
+    live = (lse != -math.inf).unsqueeze(-1)
+    safe = torcia.where(live, lse.unsqueeze(-1), _zero(lse))
+    p = torcia.where(live, (s - safe).exp(), _zero(s))
+    kk, vv = (repeat_interleave(t, rep, t.ndim - 3) if rep > 1 else t for t in (k, v))
+    dv = p.transpose(-1, -2).matmul(g)
+    ds = p * (g.matmul(vv.transpose(-1, -2)) - (g * out).sum(-1, keepdim=True))
+    ds = ds * _scalar(ds, scale)
+    dq = ds.matmul(kk)
+    dk = ds.transpose(-1, -2).matmul(q)
+    if rep > 1:  # a group's query heads add into its key/value head
+        shape = tuple(k.shape[:-2]) + (rep, k.shape[-2])
+        dk = dk.reshape(shape + tuple(dk.shape[-1:])).sum(-3)
+        dv = dv.reshape(shape + tuple(dv.shape[-1:])).sum(-3)
+    return dq, dk, dv
+
+
+def batch_norm(x, weight, bias, running_mean, running_var, training, eps):
+    if x.dtype in _HALF:
+        # in float32, rounded once; the statistics in the dtype they would have had
+        out, mean, var = batch_norm(*_in_float32(x, weight, bias, running_mean, running_var),
+                                    training, eps)
+        stat = x.dtype if training else running_mean.dtype
+        return out.to(x.dtype), mean.to(stat), var.to(stat)
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    if training:
+        axes = (0,) + tuple(range(2, x.ndim))
+        mean = x.mean(axes)
+        centred = x - mean.reshape(shape)
+        var = (centred * centred).mean(axes)
+    else:
+        # copies: outputs must not alias the running buffers, which training updates
+        mean, var = running_mean.clone(), running_var.clone()
+        centred = x - mean.reshape(shape)
+    scale = (var + eps).sqrt().reciprocal()
+    if weight is not None:
+        scale = scale * weight
+    out = centred * scale.reshape(shape).to(x.dtype)
+    # the statistics are saved for backward and the running averages, not differentiated
+    # (as the kernel's derivative has it)
+    return (out if bias is None else out + bias.reshape(shape)), mean.detach(), var.detach()
+
+
+# ----- repeating and counting ---------------------------------------------------------------
+
+
+def repeat_interleave(a, repeats, dim=None):
+    if dim is None:
+        a, dim = a.reshape(-1), 0
+    dim %= a.ndim
+    n = a.shape[dim]
+    if isinstance(repeats, (int, np.integer)):
+        counts = np.full(n, int(repeats))
+    else:  # an array of the device's (or one count for all)
+        counts = np.broadcast_to(np.asarray(repeats.tolist(), dtype=np.int64), (n,))
+    index = torcia.tensor(np.repeat(np.arange(n), counts), device=a.device)
+    return a.index_select(dim, index)
+
+
+def bincount(a, weights=None, minlength=0):
+    size = max(int(a.amax()) + 1 if a.numel() else 0, minlength)
+    if weights is None:
+        dtype, src = torcia.int64, torcia.ones(a.shape, dtype=torcia.int64, device=a.device)
+    else:
+        if not isinstance(weights, torcia.Tensor):  # given as a parameter: an array
+            weights = torcia.tensor(weights, device=a.device)
+        dtype = weights.dtype if weights.dtype == torcia.float32 else torcia.float64
+        src = weights.to(dtype)
+    return torcia.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1190,7 +1449,9 @@ DECOMPOSITIONS = {
         linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals,
         max_dim, kthvalue, topk, median_dim, index_add, index_copy, masked_select, diag_embed,
         embedding_backward, batch_norm_backward, layer_norm_backward, rms_norm_backward,
-        lstm_cell_backward)},
+        lstm_cell_backward, im2col, col2im, avg_pool, avg_pool_backward, adaptive_max_pool,
+        conv_transpose, flash_attention, flash_attention_backward, batch_norm,
+        repeat_interleave, bincount)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
