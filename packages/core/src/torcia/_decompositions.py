@@ -1435,6 +1435,168 @@ def bincount(a, weights=None, minlength=0):
     return torcia.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
 
 
+# ----- special functions: the reference kernels' own steps ---------------------------------
+
+
+def _shifted(op, x, n):
+    """``op`` (a Chebyshev polynomial) at 2x - 1; half precision in float32, rounded once."""
+    wide_x, wide_n = _in_float32(x, n)
+    return call(op, (2 * wide_x - 1, wide_n), {}).to(x.dtype)
+
+
+def shifted_chebyshev_polynomial_t(x, n):
+    return _shifted("chebyshev_polynomial_t", x, n)
+
+
+def shifted_chebyshev_polynomial_u(x, n):
+    return _shifted("chebyshev_polynomial_u", x, n)
+
+
+def shifted_chebyshev_polynomial_v(x, n):
+    return _shifted("chebyshev_polynomial_v", x, n)
+
+
+def shifted_chebyshev_polynomial_w(x, n):
+    return _shifted("chebyshev_polynomial_w", x, n)
+
+
+def spherical_bessel_j0(a):
+    # sin(x) / x: 1 at 0, and 0 at +-inf (where sin would give NaN)
+    inf = a.isinf()
+    safe = torcia.where(_either(a == 0, inf), _one(a), a)
+    return torcia.where(a == 0, _one(a), torcia.where(inf, _zero(a), safe.sin() / safe))
+
+
+def angle(a):
+    if a.is_complex():
+        return torcia.atan2(a.imag, a.real)
+    # pi for negative numbers only (not for -0.0), NaN kept; the gradient is 0
+    return torcia.where(a.isnan(), a, torcia.where(a < 0, _scalar(a, math.pi), _zero(a)))
+
+
+# ----- scans: each position reduces the elements up to it (n^2 work along the dim) --------
+
+
+def _up_to(a, dim, fill):
+    """(moved, masked): ``a`` with ``dim`` moved last (..., n), and (..., n, n) whose row i
+    holds the elements 0..i, ``fill`` after them."""
+    moved = a.movedim(dim, -1)
+    n = moved.shape[-1]
+    upto = (torcia.arange(n, device=a.device).unsqueeze(0)
+            <= torcia.arange(n, device=a.device).unsqueeze(1))
+    return moved, torcia.where(upto, moved.unsqueeze(-2), fill)
+
+
+def logcumsumexp(a, dim):
+    if not a.numel():
+        return a.clone()
+    _, rows = _up_to(a, dim, _scalar(a, -math.inf))
+    return logsumexp(rows, (-1,)).movedim(-1, dim)
+
+
+def cumprod(a, dim, dtype=None):
+    if dtype is not None:  # a NumPy dtype, as kernels are given
+        a = call("cast", (a,), {"dtype": np.dtype(dtype)})
+    elif a.dtype in _HALF:  # in float32, rounded once, as the reference kernel
+        return cumprod(a.float(), dim).to(a.dtype)
+    if not a.numel():
+        return a.clone()
+    _, rows = _up_to(a, dim, _one(a))
+    return rows.prod(-1).movedim(-1, dim)
+
+
+def _cum_extreme(a, dim, largest):
+    """cummax (``largest``) or cummin: the running extreme (NaN once one is met) and the
+    latest index of an element equal to it."""
+    if not a.numel():
+        return a.clone(), torcia.zeros(a.shape, dtype=torcia.int64, device=a.device)
+    n = a.shape[dim]
+    if a.is_floating_point():
+        fill = _scalar(a, -math.inf if largest else math.inf)
+    else:
+        info = torcia.iinfo(a.dtype) if a.dtype != torcia.bool else None
+        fill = _scalar(a, (info.min if largest else info.max) if info else not largest)
+    moved, rows = _up_to(a, dim, fill)
+    values = rows.amax(-1) if largest else rows.amin(-1)
+    hit = moved.unsqueeze(-2) == values.unsqueeze(-1)  # [i, j]: a_j is the extreme up to i
+    if a.is_floating_point():
+        hit = _either(hit, moved.isnan().unsqueeze(-2))
+    pos = torcia.arange(n, device=a.device)
+    upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
+    index = torcia.where(_both(hit, upto), pos, torcia.zeros((), dtype=pos.dtype,
+                                                              device=a.device)).amax(-1)
+    return values.movedim(-1, dim), index.movedim(-1, dim)
+
+
+def cummax(a, dim):
+    return _cum_extreme(a, dim, largest=True)
+
+
+def cummin(a, dim):
+    return _cum_extreme(a, dim, largest=False)
+
+
+# ----- real FFTs through the complex one ---------------------------------------------------
+
+
+def _complex_of(a):
+    return a.to(torcia.complex128 if a.dtype == torcia.float64 else torcia.complex64)
+
+
+def fft_r2c(a, dims=(-1,), norm="backward", onesided=True):
+    full = call("fft_c2c", (_complex_of(a),), {"dims": dims, "norm": norm, "forward": True})
+    if not onesided:
+        return full
+    last = dims[-1] % a.ndim
+    return full.narrow(last, 0, a.shape[last] // 2 + 1).clone()
+
+
+def fft_c2r(a, dims=(-1,), norm="backward", last_dim_size=1):
+    # as NumPy's irfftn: the inverse over the other dims, then the last dim's Hermitian
+    # spectrum completed (its first n // 2 + 1 terms, zero-padded or cut; the rest their
+    # conjugates mirrored) and inverted, its real part kept
+    last, n = dims[-1] % a.ndim, last_dim_size
+    if len(dims) > 1:
+        a = call("fft_c2c", (a,), {"dims": tuple(dims[:-1]), "norm": norm, "forward": False})
+    half = n // 2 + 1
+    if a.shape[last] >= half:
+        a = a.narrow(last, 0, half)
+    else:
+        shape = list(a.shape)
+        shape[last] = half - a.shape[last]
+        a = torcia.cat([a, torcia.zeros(tuple(shape), dtype=a.dtype, device=a.device)], last)
+    mirror = torcia.tensor(np.arange(n - half, 0, -1), device=a.device)
+    full = torcia.cat([a, a.index_select(last, mirror).conj()], last)
+    out = call("fft_c2c", (full,), {"dims": (last,), "norm": norm, "forward": False})
+    return out.real.contiguous()
+
+
+# ----- padding -------------------------------------------------------------------------------
+
+
+def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
+    fresh = False  # whether a is memory of its own yet (a crop alone is a view)
+    for i in range(len(pad) // 2):
+        d, lo, hi = a.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = a.shape[d]
+        if mode != "constant":
+            # NumPy's own rule picks the source of each padded position
+            source = np.pad(np.arange(n), (lo, hi), mode={
+                "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
+            a, fresh = a.index_select(d, torcia.tensor(source, device=a.device)), True
+            continue
+        # negative padding crops
+        a = a.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
+        shape = list(a.shape)
+        fills = []
+        for width in (lo, hi):
+            shape[d] = max(width, 0)
+            fills.append(torcia.full(tuple(shape), value, dtype=a.dtype, device=a.device))
+        if lo > 0 or hi > 0:
+            a, fresh = torcia.cat([fills[0], a, fills[1]], d), True
+    return a if fresh else a.clone()
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1451,7 +1613,10 @@ DECOMPOSITIONS = {
         embedding_backward, batch_norm_backward, layer_norm_backward, rms_norm_backward,
         lstm_cell_backward, im2col, col2im, avg_pool, avg_pool_backward, adaptive_max_pool,
         conv_transpose, flash_attention, flash_attention_backward, batch_norm,
-        repeat_interleave, bincount)},
+        repeat_interleave, bincount, shifted_chebyshev_polynomial_t,
+        shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
+        shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
+        cumprod, cummax, cummin, fft_r2c, fft_c2r, pad)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,

@@ -174,7 +174,7 @@ FLOATING_INPUTS = frozenset(
     + ("leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardswish",
        "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "gelu_backward", "silu_backward",
        "rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
-       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
+       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "fft_r2c")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
