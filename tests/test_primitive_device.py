@@ -196,6 +196,22 @@ def test_transformer_training_step_through_decompositions(prims):
     _compare(Text, tokens, y, prims)
 
 
+def test_lstm_training_step_through_decompositions(prims):
+    torcia.manual_seed(8)
+    x, y = torcia.randn(2, 5, 3), torcia.tensor([1, 0])
+
+    class Recurrent(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(3, 4, num_layers=2, batch_first=True)
+            self.head = nn.Linear(4, 2)
+
+        def forward(self, t):
+            return self.head(self.lstm(t)[0][:, -1])
+
+    _compare(Recurrent, x, y, prims)
+
+
 def test_listing_names_native_and_decomposed_ops():
     here = str(Path(__file__).parent)
     code = (
@@ -405,7 +421,12 @@ def _made(spec, dtype):
                 [[True], [False], [True]]),
             "e": _clean(dtype, (4,), 37),
             "N": torcia.tensor(np.random.default_rng(38).integers(0, 6, (4, 6)), dtype=dtype),
-            "Z": torcia.complex(_clean(dtype, (4, 6), 39), _clean(dtype, (4, 6), 40))}
+            "Z": torcia.complex(_clean(dtype, (4, 6), 39), _clean(dtype, (4, 6), 40)),
+            "L": _clean(dtype, (3, 2, 8), 41), "H": _clean(dtype, (2, 2), 42),
+            "D": _clean(dtype, (2, 8), 43), "Y": 3 * _clean(dtype, (2, 3, 3), 44),
+            "A": torcia.tensor(np.random.default_rng(45).choice([0.0, 1.0, 2.0, np.nan],
+                                                                (4, 6)), dtype=dtype),
+            "r": torcia.tensor(np.random.default_rng(46).integers(0, 3, (4, 6)))}
     made["h"] = made["q"] + made["q"].t()
     plain = [k for k in spec if k not in made]
     given = iter(_inputs("".join(plain), dtype))
@@ -500,6 +521,14 @@ COMPOSITE_CASES = [
     ("pad", "n", (), {"pad": (1, 1), "mode": "constant", "value": 3}),
     *[("pad", "s", (), {"pad": (2, 1, 0, 0), "mode": m})
       for m in ("reflect", "replicate", "circular")],
+    ("lstm_layer", "LHHD", (), {}), ("linalg_matrix_exp", "q", (), {}),
+    ("linalg_matrix_exp", "Y", (), {}), ("linalg_pinv", "c", (), {}),
+    ("linalg_pinv", "c", (), {"rtol": 0.5}), ("linalg_pinv", "h", (), {"hermitian": True}),
+    ("linalg_pinv", "Z", (), {}), ("mode_dim", "A", (), {"dim": 1}),
+    ("mode_dim", "r", (), {"dim": 0, "keepdim": True}), ("mode_dim", "n", (), {"dim": 1}),
+    ("histc", "c", (), {"bins": 5, "min": -1.0, "max": 1.0}), ("histc", "c", (), {"bins": 7}),
+    ("histc", "N", (), {"bins": 6, "min": 0, "max": 5}),
+    ("histc", "x", (), {"bins": 4, "min": -3.0, "max": 3.0}),
 ]
 
 
@@ -559,6 +588,8 @@ GRADIENT_CASES = [
     ("fft_c2r", lambda t: torcia.fft.irfft(t, n=9), "Z"),
     ("pad", lambda t: F.pad(t.unsqueeze(0), (2, 3), mode="reflect"), "c"),
     ("avg_pool", lambda t: F.avg_pool2d(t.reshape(1, 1, 4, 6), 2, padding=1), "c"),
+    ("linalg_matrix_exp", lambda t: torcia.linalg.matrix_exp(t), "Y"),
+    ("linalg_pinv", lambda t: torcia.linalg.pinv(t), "c"),
 ]
 
 
@@ -578,3 +609,24 @@ def test_gradients_through_decompositions(prims, op, fn, spec):
                                                              device=device)).backward()
         grads.append(x.grad.to("cpu").numpy())
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+@pytest.mark.parametrize("given", ["both", "out", "cs"])
+def test_lstm_layer_backward_decomposes_like_its_kernel(prims, given, dtype):
+    """lstm_layer_backward on the forward's own results, with either gradient absent: the
+    reference kernel's four gradients."""
+    x_gates, h0, c0, w = _made("LHHD", dtype)
+    host = [t.numpy() for t in (x_gates, h0, c0, w)]
+    out, cs, acts = REFERENCE["lstm_layer"](*host)
+    g_out = None if given == "cs" else _clean(dtype, out.shape, 47)
+    g_cs = None if given == "out" else _clean(dtype, cs.shape, 48)
+    grads = (g_out, g_cs)
+    want = REFERENCE["lstm_layer_backward"](
+        *(None if g is None else g.numpy() for g in grads), acts, cs, out, *host[1:])
+    inputs = (*grads, *(torcia.tensor(t) for t in (acts, cs, out)), h0, c0, w)
+    got = library.call("lstm_layer_backward",
+                       tuple(None if t is None else t.to(prims) for t in inputs), {})
+    tol = 1e-10 if dtype == torcia.float64 else 1e-5
+    for got_part, want_part in zip(got, want):
+        np.testing.assert_allclose(got_part.to("cpu").numpy(), want_part, rtol=tol, atol=tol)

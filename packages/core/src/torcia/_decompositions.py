@@ -19,7 +19,7 @@ import math
 import numpy as np
 
 import torcia
-from torcia._kernels_linalg import dot_operands, outer_operands
+from torcia._kernels_linalg import _PADE13, _THETA13, dot_operands, outer_operands
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._numpy_backend import refusal
 from torcia._tensor import _torch_name, call
@@ -1597,6 +1597,120 @@ def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
     return a if fresh else a.clone()
 
 
+# ----- recurrences, matrix functions, counting ----------------------------------------------
+
+
+def lstm_layer(x_gates, h0, c0, w_hh_t):
+    h, c = h0, c0
+    outs, cells, acts = [], [], []
+    for t in range(x_gates.shape[0]):
+        h, c, act = call("lstm_cell", (x_gates[t] + h.matmul(w_hh_t), c), {})
+        outs.append(h)
+        cells.append(c)
+        acts.append(act)
+    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
+    return torcia.stack(outs), torcia.stack(cells), torcia.stack(acts).detach()
+
+
+def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+    # back through time; the recurrent weight's gradient is one product over all steps
+    dh = torcia.zeros(h0.shape, dtype=h0.dtype, device=h0.device)
+    dc = torcia.zeros(c0.shape, dtype=c0.dtype, device=c0.device)
+    steps = []
+    for t in range(acts.shape[0] - 1, -1, -1):
+        gh = dh if g_out is None else dh + g_out[t]
+        gc = dc if g_cs is None else dc + g_cs[t]
+        g_gates, dc = call("lstm_cell_backward",
+                           (gh, gc, acts[t], c0 if t == 0 else cs[t - 1], cs[t]), {})
+        steps.append(g_gates)
+        dh = g_gates.matmul(w_hh_t.transpose(0, 1))
+    g_gates = torcia.stack(steps[::-1])
+    h_prev = torcia.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
+    g_w = h_prev.transpose(0, 1).matmul(g_gates.reshape(-1, g_gates.shape[-1]))
+    return g_gates, dh, dc, g_w
+
+
+def linalg_matrix_exp(a):
+    # the reference kernel's scaling and squaring of Pade's [13/13] approximant
+    if a.dtype in _HALF:
+        return linalg_matrix_exp(a.float()).to(a.dtype)
+    n = a.shape[-1]
+    flat = a.reshape(-1, n, n)
+    if not n:
+        return a.clone()
+    norm1 = flat.abs().sum(-2).amax(-1).tolist()  # the squarings: a host decision
+    s = [max(math.ceil(math.log2(v / _THETA13)), 0) if 0 < v < math.inf else 0
+         for v in norm1]
+    x = flat / torcia.tensor([2.0 ** k for k in s], device=a.device).to(a.dtype).reshape(
+        -1, 1, 1)
+    eye = torcia.eye(n, dtype=a.dtype, device=a.device)
+    b = _PADE13
+    x2 = x.matmul(x)
+    x4 = x2.matmul(x2)
+    x6 = x4.matmul(x2)
+    u = x.matmul(x6.matmul(b[13] * x6 + b[11] * x4 + b[9] * x2)
+                 + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
+    v = (x6.matmul(b[12] * x6 + b[10] * x4 + b[8] * x2)
+         + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye)
+    r = call("linalg_solve", (v - u, v + u), {"left": True})
+    steps = torcia.tensor(s, device=a.device).reshape(-1, 1, 1)
+    for k in range(max(s, default=0)):
+        r = torcia.where(steps > k, r.matmul(r), r)
+    return r.reshape(a.shape)
+
+
+def linalg_pinv(a, rtol=None, hermitian=False):
+    # V S^+ U^H, the singular values at or below rtol times the largest dropped
+    if a.dtype in _HALF:
+        return linalg_pinv(a.float(), rtol, hermitian).to(a.dtype)
+    u, s, vh = call("linalg_svd", (a,), {"full_matrices": False})
+    if rtol is None:
+        rtol = max(a.shape[-2:]) * torcia.finfo(s.dtype).eps
+    large = s > rtol * s.amax(-1, keepdim=True)
+    inv = torcia.where(large, torcia.where(large, s, _one(s)).reciprocal(), _zero(s))
+    if a.is_complex():
+        inv = inv.to(a.dtype)
+    return vh.transpose(-2, -1).conj().matmul(inv.unsqueeze(-1) * u.transpose(-2, -1).conj())
+
+
+def mode_dim(a, dim=-1, keepdim=False):
+    # the most frequent value (NaN counting as one value), the smallest among ties, at its
+    # last occurrence; n^2 comparisons along the dim
+    moved = a.movedim(dim, -1)
+    ordered = call("sort", (moved,), {"dim": -1})[0]
+
+    def same(x, y):
+        eq = x == y
+        return _either(eq, _both(x.isnan(), y.isnan())) if a.is_floating_point() else eq
+
+    counts = same(ordered.unsqueeze(-1), ordered.unsqueeze(-2)).sum(-1)
+    best = ordered.gather(-1, call("argmax", (counts,), {"dim": -1, "keepdim": True}))
+    pos = torcia.arange(moved.shape[-1], device=a.device)
+    index = torcia.where(same(moved, best), pos, torcia.full((), -1, dtype=pos.dtype,
+                                                             device=a.device)).amax(-1)
+    values = best.squeeze(-1)
+    if keepdim:
+        return values.unsqueeze(dim), index.unsqueeze(dim)
+    return values, index
+
+
+def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
+    lo, hi = float(min), float(max)
+    if lo == hi and a.numel():
+        lo, hi = float(a.amin()), float(a.amax())
+    if lo == hi:
+        lo, hi = lo - 1, hi + 1
+    # NumPy's histogram: bin i holds edges[i] <= x < edges[i + 1], the last one hi too;
+    # its edges in its dtype (a's, or float64 where a is an integer)
+    kind = np.result_type(lo, hi, np.empty(0, a.dtype.to_numpy()))
+    edges = torcia.tensor(np.linspace(lo, hi, bins + 1, dtype=kind), device=a.device)
+    x = a.reshape(-1).to(edges.dtype)
+    index = (x.unsqueeze(-1) >= edges).sum(-1) - 1
+    index = index.clamp(0, bins - 1)
+    inside = _both(x >= edges[0], x <= edges[-1]).to(a.dtype)
+    return torcia.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1616,7 +1730,8 @@ DECOMPOSITIONS = {
         repeat_interleave, bincount, shifted_chebyshev_polynomial_t,
         shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
-        cumprod, cummax, cummin, fft_r2c, fft_c2r, pad)},
+        cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
+        linalg_matrix_exp, linalg_pinv, mode_dim, histc)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
