@@ -529,6 +529,10 @@ COMPOSITE_CASES = [
     ("histc", "c", (), {"bins": 5, "min": -1.0, "max": 1.0}), ("histc", "c", (), {"bins": 7}),
     ("histc", "N", (), {"bins": 6, "min": 0, "max": 5}),
     ("histc", "x", (), {"bins": 4, "min": -3.0, "max": 3.0}),
+    *[("einsum", spec, (), {"equation": eq}) for spec, eq in (
+        ("qz", "ij,jk->ik"), ("q", "ii->i"), ("q", "ii"), ("x", "ij->ji"), ("x", "ij"),
+        ("cd", "ij,ij->i"), ("nn", "ij,kj"), ("QQ", "bhqd,bhkd->bhqk"),
+        ("YY", "...ij,...kj->...ik"), ("cdq", "ij,kj,il->kl"), ("e", "i->"))],
 ]
 
 
@@ -590,6 +594,7 @@ GRADIENT_CASES = [
     ("avg_pool", lambda t: F.avg_pool2d(t.reshape(1, 1, 4, 6), 2, padding=1), "c"),
     ("linalg_matrix_exp", lambda t: torcia.linalg.matrix_exp(t), "Y"),
     ("linalg_pinv", lambda t: torcia.linalg.pinv(t), "c"),
+    ("einsum", lambda t: torcia.einsum("ij,kj,ii->ik", t, t * 2, t[:, :4]), "c"),
 ]
 
 

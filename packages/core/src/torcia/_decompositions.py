@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import string
 
 import numpy as np
 
@@ -1711,6 +1712,77 @@ def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     return torcia.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
 
 
+# ----- einsum: one contraction of two operands at a time, each one matmul -------------------
+
+
+def _einsum_prepared(x, labels, keep):
+    """Operand ``x`` of subscripts ``labels``: a repeated label's diagonal taken, the
+    labels that are not in ``keep`` summed out."""
+    for label in labels:
+        while labels.count(label) > 1:
+            i = labels.index(label)
+            j = labels.index(label, i + 1)
+            x = call("diagonal", (x,), {"offset": 0, "dim1": i, "dim2": j})
+            labels = labels[:i] + labels[i + 1:j] + labels[j + 1:] + label
+    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
+    if drop:
+        x = x.sum(drop)
+        labels = "".join(c for c in labels if c in keep)
+    return x, labels
+
+
+def _contract(x, lx, y, ly, keep):
+    """x (labels lx) times y (labels ly), summed over the shared labels not in ``keep``:
+    one batched matmul, (batch, x's own, y's own) in the result."""
+    size = {c: n for labels, t in ((lx, x), (ly, y)) for c, n in zip(labels, t.shape) if n != 1}
+    x = x.expand(tuple(size.get(c, 1) for c in lx))
+    y = y.expand(tuple(size.get(c, 1) for c in ly))
+    batch = [c for c in lx if c in ly and c in keep]
+    summed = [c for c in lx if c in ly and c not in keep]
+    own_x = [c for c in lx if c not in ly]
+    own_y = [c for c in ly if c not in lx]
+
+    def count(labels):
+        return math.prod(size.get(c, 1) for c in labels)
+
+    xm = x.permute(*(lx.index(c) for c in batch + own_x + summed)).reshape(
+        count(batch), count(own_x), count(summed))
+    ym = y.permute(*(ly.index(c) for c in batch + summed + own_y)).reshape(
+        count(batch), count(summed), count(own_y))
+    labels = batch + own_x + own_y
+    return xm.matmul(ym).reshape(tuple(size.get(c, 1) for c in labels)), "".join(labels)
+
+
+def einsum(*operands, equation):
+    if operands[0].dtype in _HALF:  # sums in float32, rounded once, as the reference kernel
+        return einsum(*(o.float() for o in operands), equation=equation).to(operands[0].dtype)
+    lhs, arrow, rhs = equation.partition("->")
+    terms = lhs.split(",")
+    # the ellipsis as letters of its own, right-aligned as it broadcasts
+    spare = [c for c in string.ascii_letters if c not in equation]
+    rank = max((o.ndim - len(t) + 3 for t, o in zip(terms, operands) if "..." in t), default=0)
+    ellipsis = "".join(spare[:rank])
+    terms = [t.replace("...", ellipsis[rank - (o.ndim - len(t) + 3):]) if "..." in t else t
+             for t, o in zip(terms, operands)]
+    if arrow:
+        out = rhs.replace("...", ellipsis)
+    else:  # NumPy's implicit output: the labels used once, in alphabetical order
+        joined = "".join(terms)
+        out = ellipsis + "".join(sorted(c for c in set(joined)
+                                        if joined.count(c) == 1 and c not in ellipsis))
+    parts = []
+    for i, (t, o) in enumerate(zip(terms, operands)):
+        others = set(out).union(*(terms[:i] + terms[i + 1:]))
+        parts.append(_einsum_prepared(o, t, others))
+    x, labels = parts[0]
+    for i, (y, ly) in enumerate(parts[1:], 1):
+        keep = set(out).union(*(p[1] for p in parts[i + 1:]))
+        x, labels = _contract(x, labels, y, ly, keep)
+    x = x.permute(*(labels.index(c) for c in out))
+    # memory of its own (one operand's transposition or diagonal is a view)
+    return x if len(parts) > 1 else x.clone()
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1731,7 +1803,7 @@ DECOMPOSITIONS = {
         shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
         cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
-        linalg_matrix_exp, linalg_pinv, mode_dim, histc)},
+        linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
