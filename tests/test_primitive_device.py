@@ -426,7 +426,9 @@ def _made(spec, dtype):
             "D": _clean(dtype, (2, 8), 43), "Y": 3 * _clean(dtype, (2, 3, 3), 44),
             "A": torcia.tensor(np.random.default_rng(45).choice([0.0, 1.0, 2.0, np.nan],
                                                                 (4, 6)), dtype=dtype),
-            "r": torcia.tensor(np.random.default_rng(46).integers(0, 3, (4, 6)))}
+            "r": torcia.tensor(np.random.default_rng(46).integers(0, 3, (4, 6))),
+            "g": torcia.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]], dtype=dtype),
+            "k": torcia.complex(_clean(dtype, (3, 3), 49), _clean(dtype, (3, 3), 50))}
     made["h"] = made["q"] + made["q"].t()
     plain = [k for k in spec if k not in made]
     given = iter(_inputs("".join(plain), dtype))
@@ -533,6 +535,9 @@ COMPOSITE_CASES = [
         ("qz", "ij,jk->ik"), ("q", "ii->i"), ("q", "ii"), ("x", "ij->ji"), ("x", "ij"),
         ("cd", "ij,ij->i"), ("nn", "ij,kj"), ("QQ", "bhqd,bhkd->bhqk"),
         ("YY", "...ij,...kj->...ik"), ("cdq", "ij,kj,il->kl"), ("e", "i->"))],
+    *[(op, spec, (), {}) for op in ("linalg_det", "linalg_slogdet")
+      for spec in ("q", "Y", "g", "k")],
+    ("linalg_inv", "q", (), {}), ("linalg_inv", "Y", (), {}), ("linalg_inv", "k", (), {}),
 ]
 
 
@@ -594,11 +599,16 @@ GRADIENT_CASES = [
     ("avg_pool", lambda t: F.avg_pool2d(t.reshape(1, 1, 4, 6), 2, padding=1), "c"),
     ("linalg_matrix_exp", lambda t: torcia.linalg.matrix_exp(t), "Y"),
     ("linalg_pinv", lambda t: torcia.linalg.pinv(t), "c"),
+    ("linalg_det", lambda t: torcia.linalg.det(t), "Y"),
+    ("linalg_slogdet", lambda t: torcia.linalg.slogdet(t)[1], "Y"),
+    ("linalg_slogdet", lambda t: torcia.linalg.slogdet(torcia.complex(t, t.t()))[0], "q"),
+    ("linalg_inv", lambda t: torcia.linalg.inv(t), "Y"),
     ("einsum", lambda t: torcia.einsum("ij,kj,ii->ik", t, t * 2, t[:, :4]), "c"),
 ]
 
 
-@pytest.mark.parametrize("op, fn, spec", GRADIENT_CASES, ids=[c[0] for c in GRADIENT_CASES])
+@pytest.mark.parametrize("op, fn, spec", GRADIENT_CASES,
+                         ids=[f"{c[0]}-{i}" for i, c in enumerate(GRADIENT_CASES)])
 def test_gradients_through_decompositions(prims, op, fn, spec):
     """Gradients through a decomposition (complex inputs and outputs included) equal the
     ones the op's own derivative gives on "cpu"."""
@@ -635,3 +645,13 @@ def test_lstm_layer_backward_decomposes_like_its_kernel(prims, given, dtype):
     tol = 1e-10 if dtype == torcia.float64 else 1e-5
     for got_part, want_part in zip(got, want):
         np.testing.assert_allclose(got_part.to("cpu").numpy(), want_part, rtol=tol, atol=tol)
+
+
+def test_a_singular_matrix_has_no_inverse_in_the_kernels_words(prims):
+    singular = torcia.tensor([[[1.0, 0.0], [0.0, 2.0]], [[1.0, 2.0], [2.0, 4.0]]])
+    with pytest.raises(torcia.linalg.LinAlgError) as want:
+        torcia.linalg.inv(singular)
+    with pytest.raises(torcia.linalg.LinAlgError) as got:
+        torcia.linalg.inv(singular.to(prims))
+    assert str(got.value) == str(want.value)
+    assert "(Batch element 1): The diagonal element 2 is zero" in str(got.value)

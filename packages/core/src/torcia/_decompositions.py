@@ -20,7 +20,7 @@ import string
 import numpy as np
 
 import torcia
-from torcia._kernels_linalg import _PADE13, _THETA13, dot_operands, outer_operands
+from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._numpy_backend import refusal
 from torcia._tensor import _torch_name, call
@@ -1783,6 +1783,59 @@ def einsum(*operands, equation):
     return x if len(parts) > 1 else x.clone()
 
 
+# ----- determinants and the inverse from the LU factors -------------------------------------
+
+
+def _lu_diagonal(a):
+    """(the diagonal of U in A = P L U, the permutation's sign: +-1 in a's dtype)."""
+    lu, pivots, _ = call("linalg_lu_factor", (a,), {})
+    diagonal = call("diagonal", (lu,), {"offset": 0, "dim1": -2, "dim2": -1})
+    steps = torcia.arange(1, pivots.shape[-1] + 1, device=a.device).to(pivots.dtype)
+    swaps = (pivots != steps).to(torcia.int64).sum(-1)
+    sign = 1 - 2 * torcia.remainder(swaps, 2).to(a.dtype)
+    return diagonal, sign
+
+
+def linalg_det(a):
+    if a.dtype in _HALF:  # in float32, rounded once, as the reference kernel
+        return linalg_det(a.float()).to(a.dtype)
+    diagonal, sign = _lu_diagonal(a)
+    return diagonal.prod(-1) * sign
+
+
+def linalg_slogdet(a):
+    if a.dtype in _HALF:
+        sign, logabs = linalg_slogdet(a.float())
+        return sign.to(a.dtype), logabs.to(a.dtype)
+    diagonal, sign = _lu_diagonal(a)
+    size = diagonal.abs()
+    # a zero pivot: sign 0 and log|det| -inf, as LAPACK-based slogdet
+    zero = (size == 0).any(-1)
+    if a.is_complex():
+        unit = diagonal / torcia.where(size == 0, _one(size), size).to(diagonal.dtype)
+    else:
+        # each pivot's sign (+1 for NaN, as LAPACK-based slogdet), plus a zero made of the
+        # pivots: the sign is differentiable, its gradient 0 (the kernel's derivative)
+        unit = torcia.where(diagonal < 0, _scalar(diagonal, -1), _one(diagonal))
+        sign = sign + torcia.where(isfinite(diagonal), diagonal * 0, _zero(diagonal)).sum(-1)
+    sign = torcia.where(zero, _zero(sign), unit.prod(-1) * sign)
+    return sign, size.log().sum(-1)
+
+
+def linalg_inv(a):
+    eye = torcia.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(tuple(a.shape))
+    try:
+        return call("linalg_solve", (a, eye), {"left": True})
+    except LinAlgError:
+        # the inverse's own words: the first zero pivot of the first singular matrix
+        info = call("linalg_lu_factor", (a,), {})[2].reshape(-1).tolist()
+        b = next((i for i, k in enumerate(info) if k), 0)
+        where = f"(Batch element {b}): " if a.ndim > 2 else ""
+        raise LinAlgError(f"linalg.inv: {where}The diagonal element {info[b]} is zero, the "
+                          "inversion could not be completed because the input matrix is "
+                          "singular.") from None
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1803,7 +1856,8 @@ DECOMPOSITIONS = {
         shifted_chebyshev_polynomial_u, shifted_chebyshev_polynomial_v,
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
         cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
-        linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum)},
+        linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
+        linalg_inv)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
