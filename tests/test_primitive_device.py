@@ -655,3 +655,24 @@ def test_a_singular_matrix_has_no_inverse_in_the_kernels_words(prims):
         torcia.linalg.inv(singular.to(prims))
     assert str(got.value) == str(want.value)
     assert "(Batch element 1): The diagonal element 2 is zero" in str(got.value)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+def test_ctc_loss_decomposes_like_its_kernel(prims, dtype):
+    """CTC's negative log likelihoods (repeated labels, an empty target, sequences shorter
+    than the batch's) and their gradients through the decomposition: the kernel's."""
+    rng = np.random.default_rng(51)
+    logits = rng.standard_normal((7, 4, 5))
+    targets = torcia.tensor([[1, 1, 2], [3, 4, 0], [2, 0, 0], [0, 0, 0]])
+    inputs, lengths = torcia.tensor([7, 6, 3, 5]), torcia.tensor([3, 2, 1, 0])
+    tol = 1e-10 if dtype == torcia.float64 else 1e-5
+    results = []
+    for device in ("cpu", prims):
+        x = torcia.tensor(logits, dtype=dtype, device=device, requires_grad=True)
+        log_probs = F.log_softmax(x, dim=2)
+        nll = library.call("ctc_loss", (log_probs, *(t.to(device) for t in (
+            targets, inputs, lengths))), {"blank": 0})
+        (nll * torcia.tensor([1.0, -0.5, 2.0, 0.25], dtype=dtype, device=device)).sum().backward()
+        results.append((nll.detach().to("cpu").numpy(), x.grad.to("cpu").numpy()))
+    for got, want in zip(results[1], results[0]):
+        np.testing.assert_allclose(got, want, rtol=tol, atol=tol)

@@ -1836,6 +1836,58 @@ def linalg_inv(a):
                           "singular.") from None
 
 
+# ----- CTC: the forward recursion over time, in log space -----------------------------------
+
+
+def _logaddexp(a, b):
+    top = torcia.maximum(a, b)
+    live = top != -math.inf  # both -inf: -inf, not the NaN of -inf - -inf
+    a, b, top = (torcia.where(live, t, _zero(t)) for t in (a, b, top))
+    return torcia.where(live, top + (-(a - b).abs()).exp().log1p(), _scalar(top, -math.inf))
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
+    # the reference kernel's steps (float64 throughout): alpha over the targets with blanks
+    # around every label, a label reachable from two back where it differs from it
+    t_max, n = log_probs.shape[:2]
+    lp = log_probs.to(torcia.float64)
+    dev = log_probs.device
+    blanks = torcia.full(tuple(targets.shape), blank, dtype=torcia.int64, device=dev)
+    ext = torcia.cat([torcia.stack([blanks, targets.to(torcia.int64)], -1).reshape(n, -1),
+                      blanks[:, :1] if targets.shape[1] else torcia.full(
+                          (n, 1), blank, dtype=torcia.int64, device=dev)], 1)
+    width = ext.shape[1]
+    skip = torcia.cat([torcia.zeros((n, min(2, width)), dtype=torcia.bool, device=dev),
+                       _both(ext[:, 2:] != blank, ext[:, 2:] != ext[:, :-2])], 1)
+    lp_ext = lp.gather(2, ext.unsqueeze(0).expand(t_max, n, width))
+
+    def never(k):
+        return torcia.full((n, k), -math.inf, dtype=torcia.float64, device=dev)
+
+    first = torcia.where(target_lengths > 0, lp_ext[0, :, 1], _scalar(lp, -math.inf)) if \
+        width > 1 else never(0)
+    alpha = [torcia.cat([lp_ext[0, :, :1], first.reshape(n, -1), never(max(width - 2, 0))],
+                        1)]
+    for t in range(1, t_max):
+        prev = alpha[-1]
+        one = torcia.cat([never(1), prev[:, :width - 1]], 1)
+        two = torcia.cat([never(min(2, width)), prev[:, :max(width - 2, 0)]], 1)
+        step = _logaddexp(_logaddexp(prev, one), torcia.where(skip, two, _scalar(lp, -math.inf)))
+        alpha.append(step + lp_ext[t])
+    valid = (torcia.arange(width, device=dev).unsqueeze(0)
+             < (2 * target_lengths.to(torcia.int64) + 1).unsqueeze(1))
+    alpha = torcia.where(valid.unsqueeze(0), torcia.stack(alpha), _scalar(lp, -math.inf))
+    # each sequence's last step, at the last label or the blank after it
+    last = alpha.permute(1, 0, 2).gather(1, (input_lengths.to(torcia.int64) - 1).reshape(
+        n, 1, 1).expand(n, 1, width)).squeeze(1)
+    end = 2 * target_lengths.to(torcia.int64)
+    a = last.gather(1, end.unsqueeze(1)).squeeze(1)
+    b = torcia.where(target_lengths > 0,
+                     last.gather(1, (end - 1).clamp(min=0).unsqueeze(1)).squeeze(1),
+                     _scalar(lp, -math.inf))
+    return (-_logaddexp(a, b)).to(log_probs.dtype)
+
+
 DECOMPOSITIONS = {
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
@@ -1857,7 +1909,7 @@ DECOMPOSITIONS = {
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
         cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv)},
+        linalg_inv, ctc_loss)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
