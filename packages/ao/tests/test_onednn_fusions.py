@@ -34,6 +34,30 @@ def _set(m, w, b, scale, zero_point):
     m.scale, m.zero_point = scale, zero_point
 
 
+@pytest.fixture
+def torch_onednn():
+    torch = pytest.importorskip("torch")
+    saved = torch.backends.quantized.engine
+    torch.backends.quantized.engine = "onednn"
+    yield torch
+    torch.backends.quantized.engine = saved
+
+
+def _same_as_torch(torch, ours, theirs, w, b, out, inputs):
+    """Give both modules int8 weights ``w`` (scale 0.02 per channel), bias ``b`` and output
+    parameters ``out``; assert their integers agree on ``inputs`` ((array, scale, zp)...)."""
+    n = w.shape[0]
+    theirs.set_weight_bias(torch._make_per_channel_quantized_tensor(
+        torch.from_numpy(w), torch.full((n,), 0.02, dtype=torch.float64),
+        torch.zeros(n, dtype=torch.int64), 0), torch.from_numpy(b))
+    theirs.scale, theirs.zero_point = out
+    _set(ours, w, b, *out)
+    want = theirs(*(torch.quantize_per_tensor(torch.from_numpy(a), s, z, torch.quint8)
+                    for a, s, z in inputs))
+    got = ours(*(_q(a, s, z) for a, s, z in inputs))
+    np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
+
+
 def test_engine_setting_checks_like_torchs():
     q = torcia.backends.quantized
     assert q.engine == "x86" and q.supported_engines == ["qnnpack", "onednn", "x86", "fbgemm"]
@@ -65,62 +89,31 @@ def test_other_engines_refuse_with_torchs_message(engine):
         torcia.backends.quantized.engine = saved
 
 
-def test_linear_fusions_give_torchs_integers(onednn):
-    torch = pytest.importorskip("torch")
+def test_linear_fusions_give_torchs_integers(onednn, torch_onednn):
     import torch.ao.nn.intrinsic.quantized as tnniq
 
     rng = np.random.default_rng(0)
-    saved = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "onednn"
-    try:
-        for k, n in [(1, 1), (7, 3), (33, 17)]:
-            w = rng.integers(-128, 128, (n, k)).astype(np.int8)
-            b = rng.standard_normal(n).astype(np.float32)
-            x = (rng.standard_normal((5, k)) * 2).astype(np.float32)
-            for ours, theirs in [(nniq.LinearLeakyReLU(k, n, 0.1),
-                                  tnniq.LinearLeakyReLU(k, n, 0.1)),
-                                 (nniq.LinearTanh(k, n), tnniq.LinearTanh(k, n))]:
-                tw = torch._make_per_channel_quantized_tensor(
-                    torch.from_numpy(w), torch.full((n,), 0.02, dtype=torch.float64),
-                    torch.zeros(n, dtype=torch.int64), 0)
-                theirs.set_weight_bias(tw, torch.from_numpy(b))
-                theirs.scale, theirs.zero_point = 0.03, 100
-                _set(ours, w, b, 0.03, 100)
-                want = theirs(torch.quantize_per_tensor(torch.from_numpy(x), 0.05, 120,
-                                                        torch.quint8)).int_repr().numpy()
-                got = ours(_q(x, 0.05, 120)).int_repr().numpy()
-                np.testing.assert_array_equal(got, want)
-    finally:
-        torch.backends.quantized.engine = saved
+    for k, n in [(1, 1), (7, 3), (33, 17)]:
+        w = rng.integers(-128, 128, (n, k)).astype(np.int8)
+        b = rng.standard_normal(n).astype(np.float32)
+        x = (rng.standard_normal((5, k)) * 2).astype(np.float32)
+        for ours, theirs in [(nniq.LinearLeakyReLU(k, n, 0.1), tnniq.LinearLeakyReLU(k, n, 0.1)),
+                             (nniq.LinearTanh(k, n), tnniq.LinearTanh(k, n))]:
+            _same_as_torch(torch_onednn, ours, theirs, w, b, (0.03, 100), [(x, 0.05, 120)])
 
 
-def test_conv_add_fusions_give_torchs_integers(onednn):
-    torch = pytest.importorskip("torch")
+def test_conv_add_fusions_give_torchs_integers(onednn, torch_onednn):
     import torch.ao.nn.intrinsic.quantized as tnniq
 
     rng = np.random.default_rng(1)
-    saved = torch.backends.quantized.engine
-    torch.backends.quantized.engine = "onednn"
-    try:
-        w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
-        b = rng.standard_normal(4).astype(np.float32)
-        x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32)
-        e = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
-        for ours, theirs in [(nniq.ConvAdd2d(3, 4, 3), tnniq.ConvAdd2d(3, 4, 3)),
-                             (nniq.ConvAddReLU2d(3, 4, 3), tnniq.ConvAddReLU2d(3, 4, 3))]:
-            tw = torch._make_per_channel_quantized_tensor(
-                torch.from_numpy(w), torch.full((4,), 0.02, dtype=torch.float64),
-                torch.zeros(4, dtype=torch.int64), 0)
-            theirs.set_weight_bias(tw, torch.from_numpy(b))
-            theirs.scale, theirs.zero_point = 0.04, 90
-            _set(ours, w, b, 0.04, 90)
-            want = theirs(
-                torch.quantize_per_tensor(torch.from_numpy(x), 0.05, 120, torch.quint8),
-                torch.quantize_per_tensor(torch.from_numpy(e), 0.06, 110, torch.quint8))
-            got = ours(_q(x, 0.05, 120), _q(e, 0.06, 110))
-            np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
-    finally:
-        torch.backends.quantized.engine = saved
+    w = rng.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8)
+    b = rng.standard_normal(4).astype(np.float32)
+    x = rng.standard_normal((2, 3, 7, 7)).astype(np.float32)
+    e = rng.standard_normal((2, 4, 5, 5)).astype(np.float32)
+    for ours, theirs in [(nniq.ConvAdd2d(3, 4, 3), tnniq.ConvAdd2d(3, 4, 3)),
+                         (nniq.ConvAddReLU2d(3, 4, 3), tnniq.ConvAddReLU2d(3, 4, 3))]:
+        _same_as_torch(torch_onednn, ours, theirs, w, b, (0.04, 90),
+                       [(x, 0.05, 120), (e, 0.06, 110)])
 
 
 def test_conv_add_refuses_a_float_extra_input(onednn):
