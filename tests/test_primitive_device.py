@@ -676,3 +676,15 @@ def test_ctc_loss_decomposes_like_its_kernel(prims, dtype):
         results.append((nll.detach().to("cpu").numpy(), x.grad.to("cpu").numpy()))
     for got, want in zip(results[1], results[0]):
         np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 5, 3), (3, 2)])
+def test_lu_permutation_decomposes_like_its_kernel(prims, shape):
+    """The permutation matrices of LU's row swaps (batched, tall and wide matrices)."""
+    a = _clean(torcia.float64, shape, 52)
+    pivots = library.call("linalg_lu_factor", (a,), {})[1]
+    params = {"m": shape[-2], "dtype": np.dtype(np.float32)}
+    want = REFERENCE["linalg_lu_permutation"](pivots.numpy(), **params)
+    got = library.call("linalg_lu_permutation", (pivots.to(prims),), params)
+    assert got.dtype == torcia.float32
+    np.testing.assert_array_equal(got.to("cpu").numpy(), want)

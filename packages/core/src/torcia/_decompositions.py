@@ -1836,6 +1836,23 @@ def linalg_inv(a):
                           "singular.") from None
 
 
+def linalg_lu_permutation(pivots, m=0, dtype=None):
+    # LAPACK's sequential row swaps applied to 0..m-1; P[perm[i], i] = 1 (A = P L U)
+    k = pivots.shape[-1]
+    swaps = pivots.reshape(-1, k).to(torcia.int64) - 1
+    count = swaps.shape[0]
+    perm = torcia.arange(m, device=pivots.device).expand(count, m).clone()
+    for j in range(k):
+        to = swaps[:, j:j + 1]
+        here, there = perm[:, j:j + 1], perm.gather(1, to)
+        perm = perm.scatter(1, torcia.full((count, 1), j, dtype=torcia.int64,
+                                           device=pivots.device), there)
+        perm = perm.scatter(1, to, here)
+    rows = torcia.arange(m, device=pivots.device).reshape(m, 1)
+    out = call("cast", (perm.unsqueeze(-2) == rows,), {"dtype": np.dtype(dtype)})
+    return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
+
+
 # ----- CTC: the forward recursion over time, in log space -----------------------------------
 
 
@@ -1909,7 +1926,7 @@ DECOMPOSITIONS = {
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
         cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, ctc_loss)},
+        linalg_inv, ctc_loss, linalg_lu_permutation)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
