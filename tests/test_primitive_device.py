@@ -688,3 +688,23 @@ def test_lu_permutation_decomposes_like_its_kernel(prims, shape):
     got = library.call("linalg_lu_permutation", (pivots.to(prims),), params)
     assert got.dtype == torcia.float32
     np.testing.assert_array_equal(got.to("cpu").numpy(), want)
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+def test_ctc_loss_backward_decomposes_like_its_kernel(prims, dtype):
+    """CTC's fused backward (alpha and beta) on the forward's own losses, an impossible
+    alignment (a target longer than its input: an infinite loss, no gradient) included."""
+    rng = np.random.default_rng(53)
+    logits = rng.standard_normal((6, 4, 5))
+    log_probs = (logits - np.log(np.exp(logits).sum(2, keepdims=True))).astype(
+        str(dtype).removeprefix("torcia."))
+    host = (log_probs, np.array([[1, 1, 2], [3, 4, 0], [2, 0, 0], [4, 4, 4]]),
+            np.array([6, 5, 3, 4]), np.array([3, 2, 1, 3]))
+    nll = REFERENCE["ctc_loss"](*host, blank=0)
+    g = np.array([1.0, -0.5, 2.0, 0.25]).astype(log_probs.dtype)
+    want = REFERENCE["ctc_loss_backward"](g, *host, nll, 0)
+    inputs = tuple(torcia.tensor(x).to(prims) for x in (g, *host, nll))
+    got = library.call("ctc_loss_backward", inputs + (0,), {})
+    assert np.isinf(nll[3]) and got.dtype == dtype
+    tol = 1e-10 if dtype == torcia.float64 else 1e-5
+    np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=tol, atol=tol)

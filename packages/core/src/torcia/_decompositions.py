@@ -1863,37 +1863,43 @@ def _logaddexp(a, b):
     return torcia.where(live, top + (-(a - b).abs()).exp().log1p(), _scalar(top, -math.inf))
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
-    # the reference kernel's steps (float64 throughout): alpha over the targets with blanks
-    # around every label, a label reachable from two back where it differs from it
+def _never(like, *shape):
+    return torcia.full(shape, -math.inf, dtype=like.dtype, device=like.device)
+
+
+def _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank):
+    """The kernel's steps (float64 throughout): (alpha (T, N, L'), the targets with blanks
+    around every label (N, L'), which of them are reachable from two back, their
+    log-probabilities (T, N, L'))."""
     t_max, n = log_probs.shape[:2]
     lp = log_probs.to(torcia.float64)
     dev = log_probs.device
     blanks = torcia.full(tuple(targets.shape), blank, dtype=torcia.int64, device=dev)
     ext = torcia.cat([torcia.stack([blanks, targets.to(torcia.int64)], -1).reshape(n, -1),
-                      blanks[:, :1] if targets.shape[1] else torcia.full(
-                          (n, 1), blank, dtype=torcia.int64, device=dev)], 1)
+                      torcia.full((n, 1), blank, dtype=torcia.int64, device=dev)], 1)
     width = ext.shape[1]
+    # a label differing from the one two back may be reached from it
     skip = torcia.cat([torcia.zeros((n, min(2, width)), dtype=torcia.bool, device=dev),
                        _both(ext[:, 2:] != blank, ext[:, 2:] != ext[:, :-2])], 1)
     lp_ext = lp.gather(2, ext.unsqueeze(0).expand(t_max, n, width))
-
-    def never(k):
-        return torcia.full((n, k), -math.inf, dtype=torcia.float64, device=dev)
-
-    first = torcia.where(target_lengths > 0, lp_ext[0, :, 1], _scalar(lp, -math.inf)) if \
-        width > 1 else never(0)
-    alpha = [torcia.cat([lp_ext[0, :, :1], first.reshape(n, -1), never(max(width - 2, 0))],
-                        1)]
+    never = _scalar(lp, -math.inf)
+    first = torcia.where(target_lengths > 0, lp_ext[0, :, 1], never).reshape(n, 1) if \
+        width > 1 else _never(lp, n, 0)
+    alpha = [torcia.cat([lp_ext[0, :, :1], first, _never(lp, n, max(width - 2, 0))], 1)]
     for t in range(1, t_max):
         prev = alpha[-1]
-        one = torcia.cat([never(1), prev[:, :width - 1]], 1)
-        two = torcia.cat([never(min(2, width)), prev[:, :max(width - 2, 0)]], 1)
-        step = _logaddexp(_logaddexp(prev, one), torcia.where(skip, two, _scalar(lp, -math.inf)))
+        one = torcia.cat([_never(lp, n, 1), prev[:, :width - 1]], 1)
+        two = torcia.cat([_never(lp, n, min(2, width)), prev[:, :max(width - 2, 0)]], 1)
+        step = _logaddexp(_logaddexp(prev, one), torcia.where(skip, two, never))
         alpha.append(step + lp_ext[t])
     valid = (torcia.arange(width, device=dev).unsqueeze(0)
              < (2 * target_lengths.to(torcia.int64) + 1).unsqueeze(1))
-    alpha = torcia.where(valid.unsqueeze(0), torcia.stack(alpha), _scalar(lp, -math.inf))
+    return torcia.where(valid.unsqueeze(0), torcia.stack(alpha), never), ext, skip, lp_ext
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
+    alpha, _, _, _ = _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank)
+    n, width = alpha.shape[1:]
     # each sequence's last step, at the last label or the blank after it
     last = alpha.permute(1, 0, 2).gather(1, (input_lengths.to(torcia.int64) - 1).reshape(
         n, 1, 1).expand(n, 1, width)).squeeze(1)
@@ -1901,8 +1907,42 @@ def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
     a = last.gather(1, end.unsqueeze(1)).squeeze(1)
     b = torcia.where(target_lengths > 0,
                      last.gather(1, (end - 1).clamp(min=0).unsqueeze(1)).squeeze(1),
-                     _scalar(lp, -math.inf))
+                     _scalar(alpha, -math.inf))
     return (-_logaddexp(a, b)).to(log_probs.dtype)
+
+
+def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll, blank):
+    # minus the share of each sample's alignments through each (t, class), from alpha and
+    # beta (the backward recursion), times g
+    alpha, ext, skip, lp_ext = _ctc_alpha(log_probs, targets, input_lengths, target_lengths,
+                                          blank)
+    t_max, n, width = alpha.shape
+    never = _scalar(alpha, -math.inf)
+    ahead = torcia.cat([skip[:, 2:], torcia.zeros((n, min(2, width)), dtype=torcia.bool,
+                                                  device=skip.device)], 1)
+    end = (2 * target_lengths.to(torcia.int64)).unsqueeze(1)
+    pos = torcia.arange(width, device=alpha.device).unsqueeze(0)
+    start = _either(pos == end, _both(pos == end - 1, (target_lengths > 0).unsqueeze(1)))
+    beta = [None] * t_max
+    nxt = _never(alpha, n, width)
+    for t in range(t_max - 1, -1, -1):
+        one = torcia.cat([nxt[:, 1:], _never(alpha, n, 1)], 1)
+        two = torcia.cat([nxt[:, min(2, width):], _never(alpha, n, min(2, width))], 1)
+        rec = _logaddexp(_logaddexp(nxt, one), torcia.where(ahead, two, never)) + lp_ext[t]
+        cur = torcia.where((input_lengths == t + 1).unsqueeze(1),
+                           torcia.where(start, lp_ext[t], never), rec)
+        beta[t] = nxt = torcia.where((input_lengths > t).unsqueeze(1), cur, never)
+    # alpha + beta counts y[t, s] twice
+    log_share = torcia.stack(beta) + alpha
+    live = log_share != -math.inf
+    log_share = torcia.where(live, log_share, _zero(alpha)) - lp_ext + nll.to(
+        torcia.float64).reshape(1, n, 1)
+    share = torcia.where(live, log_share.exp(), _zero(alpha))
+    share = torcia.where(isfinite(share), share, _zero(share))
+    grad = torcia.zeros(tuple(log_probs.shape), dtype=torcia.float64, device=alpha.device)
+    grad = grad.scatter_add(2, ext.unsqueeze(0).expand(t_max, n, width), share)
+    scale = g.to(torcia.float64) * isfinite(nll).to(torcia.float64)
+    return (-grad * scale.reshape(1, n, 1)).to(log_probs.dtype)
 
 
 DECOMPOSITIONS = {
@@ -1926,7 +1966,7 @@ DECOMPOSITIONS = {
         shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle, logcumsumexp,
         cumprod, cummax, cummin, fft_r2c, fft_c2r, pad, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, ctc_loss, linalg_lu_permutation)},
+        linalg_inv, ctc_loss, linalg_lu_permutation, ctc_loss_backward)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
