@@ -106,7 +106,7 @@ def _load_library():
 
 
 _tensor_module.OVERRIDES.load = _load_overrides
-_backend_module.load_library = _load_library
+_backend_module._load_library = _load_library
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,
