@@ -9,6 +9,7 @@ gradient has run.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
 import weakref
@@ -436,6 +437,16 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     (``autograd.grad``); ``accumulate`` says whether leaves' ``.grad`` is written;
     ``targets`` restricts accumulation to these AccumulateGrad nodes (``inputs=``).
     """
+    if _NATIVE is not None and not ANOMALY.enabled and not active_modes():
+        try:
+            results = _NATIVE.run(roots, root_grads, retain_graph, create_graph, capture,
+                                  accumulate, targets)
+        except BaseException:
+            _CALLBACKS.clear()
+            raise
+        while _CALLBACKS:
+            _CALLBACKS.pop(0)()
+        return results
     # count, for each node, how many edges feed it; a node is pushed when first reached
     deps: dict = {}
     # one entry per node: two roots on one node (outputs of one op) must count edges once
@@ -572,6 +583,23 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
 _CALLBACKS: list = []
 
 
+try:
+    from torcia.autograd import _native
+except ImportError:  # built only where setuptools found a C compiler
+    _native = None
+
+
+def _native_loop():
+    """torcia.autograd._native (the loop of :func:`run_backward` in C, for passes without
+    anomaly detection or a dispatch mode), or None where it was not built or
+    ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python loop."""
+    if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
+        return None
+    _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place,
+                  _no_leaf_hooks, _needed, set_grad_mode)
+    return _native
+
+
 def _apply_in_modes(modes, node, grads, create_graph):
     def run():
         return node.apply(grads, create_graph)
@@ -695,6 +723,10 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
     if acc.post_hooks:
         for hook in acc.post_hooks:
             hook(leaf)
+
+
+#: the native loop, or None for the Python one (the reference the tests compare it with)
+_NATIVE = _native_loop()
 
 
 def _root(t: Tensor):

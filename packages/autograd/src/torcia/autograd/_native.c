@@ -1,0 +1,567 @@
+/* torcia.autograd._native: the backward loop of torcia/autograd/engine.py, optional.
+ *
+ * run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets) is the
+ * loop of engine.run_backward (dependency counting, the ready stack, the gradient buffers,
+ * calling each node's backward, its post hooks, releasing it), statement for statement,
+ * for the passes with neither anomaly detection nor a dispatch mode; what is rarer (hooks,
+ * accumulation into .grad, the in-place sum of two gradients) calls the engine's own Python
+ * helpers, given once to setup(). Those helpers count references (sys.getrefcount) to know
+ * when a gradient is private: this loop holds the same references to a gradient as the
+ * Python one at each of their calls.
+ *
+ * The module is built where a C compiler is found; without it, or with
+ * TORCIA_PURE_PYTHON=1 in the environment, the Python loop runs, which the tests compare
+ * this one with.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+
+/* setup()'s arguments */
+static PyObject *node_type, *acc_type, *accumulate_fn, *pre_hooks_fn, *add_in_place_fn,
+    *no_leaf_hooks_fn, *needed_fn, *set_grad_mode_fn;
+static PyObject *s_next_functions, *s_n_outputs, *s_pre_hooks, *s_post_hooks, *s_entry,
+    *s_backward, *s_apply, *s_release, *one, *two;
+
+static PyObject *setup(PyObject *self, PyObject *args) {
+  PyObject *a[8];
+  if (!PyArg_ParseTuple(args, "OOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6],
+                        &a[7]))
+    return NULL;
+  PyObject **dst[8] = {&node_type,        &acc_type,  &accumulate_fn,   &pre_hooks_fn,
+                       &add_in_place_fn, &no_leaf_hooks_fn, &needed_fn, &set_grad_mode_fn};
+  for (int i = 0; i < 8; i++) {
+    Py_INCREF(a[i]);
+    Py_XSETREF(*dst[i], a[i]);
+  }
+  Py_RETURN_NONE;
+}
+
+static inline int is_none(PyObject *o) { return o == Py_None; }
+
+/* [None] * n */
+static PyObject *nones(Py_ssize_t n) {
+  PyObject *list = PyList_New(n);
+  if (list == NULL) return NULL;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    Py_INCREF(Py_None);
+    PyList_SET_ITEM(list, i, Py_None);
+  }
+  return list;
+}
+
+static Py_ssize_t n_outputs(PyObject *node) {
+  PyObject *n = PyObject_GetAttr(node, s_n_outputs);
+  if (n == NULL) return -1;
+  Py_ssize_t v = PyNumber_AsSsize_t(n, PyExc_OverflowError);
+  Py_DECREF(n);
+  return v;
+}
+
+/* obj[i] for a list or any sequence; a new reference */
+static PyObject *item(PyObject *seq, Py_ssize_t i) {
+  if (PyList_CheckExact(seq)) {
+    if (i < 0 || i >= PyList_GET_SIZE(seq)) {
+      PyErr_SetString(PyExc_IndexError, "list index out of range");
+      return NULL;
+    }
+    PyObject *v = PyList_GET_ITEM(seq, i);
+    Py_INCREF(v);
+    return v;
+  }
+  return PySequence_GetItem(seq, i);
+}
+
+/* the count of edges into nxt, from deps */
+static Py_ssize_t count_of(PyObject *deps, PyObject *nxt) {
+  PyObject *c = PyDict_GetItemWithError(deps, nxt);
+  if (c == NULL) {
+    if (!PyErr_Occurred()) PyErr_SetObject(PyExc_KeyError, nxt);
+    return -1;
+  }
+  return PyLong_AsSsize_t(c);
+}
+
+static int set_count(PyObject *deps, PyObject *nxt, Py_ssize_t v) {
+  PyObject *c = PyLong_FromSsize_t(v);
+  if (c == NULL) return -1;
+  int r = PyDict_SetItem(deps, nxt, c);
+  Py_DECREF(c);
+  return r;
+}
+
+/* the Python loop's `buffers.pop(node, None)`: a new reference or None (new) */
+static PyObject *pop(PyObject *dict, PyObject *key) {
+  PyObject *v = PyDict_GetItemWithError(dict, key);
+  if (v == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    Py_RETURN_NONE;
+  }
+  Py_INCREF(v);
+  if (PyDict_DelItem(dict, key) < 0) {
+    Py_DECREF(v);
+    return NULL;
+  }
+  return v;
+}
+
+/* Counts edges (deps), the pruning's parents, the first buffers and the ready stack, as
+ * the first half of engine.run_backward. */
+static int prepare(PyObject *roots, PyObject *root_grads, int pruning, PyObject *deps,
+                   PyObject *parents, PyObject *buffers, PyObject *ready) {
+  PyObject *starts = NULL, *root_set = NULL, *stack = NULL;
+  int ok = -1;
+  Py_ssize_t n_roots = PyList_GET_SIZE(roots);
+  if ((starts = PyList_New(0)) == NULL) goto done;
+  if ((root_set = PySet_New(NULL)) == NULL) goto done;
+  for (Py_ssize_t i = 0; i < n_roots; i++) {
+    PyObject *node = PyTuple_GET_ITEM(PyList_GET_ITEM(roots, i), 0);
+    int seen = PySet_Contains(root_set, node);
+    if (seen < 0) goto done;
+    if (seen) continue;
+    if (PySet_Add(root_set, node) < 0 || PyList_Append(starts, node) < 0) goto done;
+  }
+  if ((stack = PyList_GetSlice(starts, 0, PyList_GET_SIZE(starts))) == NULL) goto done;
+  while (PyList_GET_SIZE(stack)) {
+    Py_ssize_t top = PyList_GET_SIZE(stack) - 1;
+    PyObject *node = PyList_GET_ITEM(stack, top);
+    Py_INCREF(node);
+    if (PyList_SetSlice(stack, top, top + 1, NULL) < 0) {
+      Py_DECREF(node);
+      goto done;
+    }
+    PyObject *edges = PyObject_GetAttr(node, s_next_functions);
+    if (edges == NULL) {
+      Py_DECREF(node);
+      goto done;
+    }
+    PyObject *fast = PySequence_Fast(edges, "next_functions must be a sequence");
+    Py_DECREF(edges);
+    if (fast == NULL) {
+      Py_DECREF(node);
+      goto done;
+    }
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(fast);
+    for (Py_ssize_t k = 0; k < n; k++) {
+      PyObject *edge = PySequence_Fast_GET_ITEM(fast, k);
+      PyObject *nxt = PySequence_GetItem(edge, 0);
+      if (nxt == NULL) goto edge_fail;
+      if (is_none(nxt)) {
+        Py_DECREF(nxt);
+        continue;
+      }
+      PyObject *count = PyDict_GetItemWithError(deps, nxt);
+      int r;
+      if (count == NULL) {
+        if (PyErr_Occurred()) goto nxt_fail;
+        r = PyDict_SetItem(deps, nxt, one);
+        if (r == 0) {
+          int in_roots = PySet_Contains(root_set, nxt);
+          r = in_roots < 0 ? -1 : in_roots ? 0 : PyList_Append(stack, nxt);
+        }
+      } else {
+        r = set_count(deps, nxt, PyLong_AsSsize_t(count) + 1);
+      }
+      if (r == 0 && pruning) {
+        PyObject *list = PyDict_GetItemWithError(parents, nxt);
+        if (list == NULL) {
+          if (PyErr_Occurred()) goto nxt_fail;
+          if ((list = PyList_New(0)) == NULL) goto nxt_fail;
+          r = PyDict_SetItem(parents, nxt, list);
+          Py_DECREF(list);
+        }
+        if (r == 0) r = PyList_Append(list, node);
+      }
+      Py_DECREF(nxt);
+      if (r < 0) goto edge_fail;
+      continue;
+    nxt_fail:
+      Py_DECREF(nxt);
+    edge_fail:
+      Py_DECREF(fast);
+      Py_DECREF(node);
+      goto done;
+    }
+    Py_DECREF(fast);
+    Py_DECREF(node);
+  }
+  for (Py_ssize_t i = 0; i < n_roots; i++) {
+    PyObject *root = PyList_GET_ITEM(roots, i), *g = PyList_GET_ITEM(root_grads, i);
+    PyObject *node = PyTuple_GET_ITEM(root, 0);
+    Py_ssize_t nr = PyLong_AsSsize_t(PyTuple_GET_ITEM(root, 1));
+    if (nr == -1 && PyErr_Occurred()) goto done;
+    PyObject *buf = PyDict_GetItemWithError(buffers, node);
+    if (buf == NULL) {
+      if (PyErr_Occurred()) goto done;
+      Py_ssize_t n = n_outputs(node);
+      if (n < 0 || (buf = nones(n)) == NULL) goto done;
+      int r = PyDict_SetItem(buffers, node, buf);
+      Py_DECREF(buf);
+      if (r < 0) goto done;
+    }
+    PyObject *old = item(buf, nr);
+    if (old == NULL) goto done;
+    PyObject *sum = is_none(old) ? (Py_INCREF(g), g) : PyNumber_Add(old, g);
+    Py_DECREF(old);
+    if (sum == NULL || PyList_SetItem(buf, nr, sum) < 0) goto done;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(starts); i++) {
+    PyObject *node = PyList_GET_ITEM(starts, i);
+    int has = PyDict_Contains(deps, node);
+    if (has < 0 || (!has && PyList_Append(ready, node) < 0)) goto done;
+  }
+  ok = 0;
+done:
+  Py_XDECREF(starts);
+  Py_XDECREF(root_set);
+  Py_XDECREF(stack);
+  return ok;
+}
+
+/* The ready-stack loop of engine.run_backward; results is filled for capture. */
+static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *needed,
+                PyObject *results, PyObject *retain_graph, PyObject *create_graph,
+                PyObject *capture, int accumulate, PyObject *targets) {
+  int keep_graph = PyObject_IsTrue(retain_graph);
+  int make_graph = PyObject_IsTrue(create_graph);
+  int capturing = is_none(capture) ? 0 : PyObject_IsTrue(capture);
+  if (keep_graph < 0 || make_graph < 0 || capturing < 0) return -1;
+  int direct = accumulate && !capturing && is_none(targets);
+  PyObject *node = NULL, *grads = NULL, *edges = NULL, *grad_inputs = NULL, *g = NULL;
+  while (PyList_GET_SIZE(ready)) {
+    Py_ssize_t top = PyList_GET_SIZE(ready) - 1;
+    node = PyList_GET_ITEM(ready, top);
+    Py_INCREF(node);
+    if (PyList_SetSlice(ready, top, top + 1, NULL) < 0) goto fail;
+    if ((grads = pop(buffers, node)) == NULL) goto fail;
+    if (is_none(grads)) {
+      Py_ssize_t n = n_outputs(node);
+      Py_SETREF(grads, n < 0 ? NULL : nones(n));
+      if (grads == NULL) goto fail;
+    }
+    PyObject *pre = PyObject_GetAttr(node, s_pre_hooks);
+    if (pre == NULL) goto fail;
+    int hooked = PyObject_IsTrue(pre);
+    if (hooked > 0) {
+      PyObject *a[2] = {pre, grads};
+      Py_SETREF(grads, PyObject_Vectorcall(pre_hooks_fn, a, 2, NULL));
+    }
+    Py_DECREF(pre);
+    if (hooked < 0 || grads == NULL) goto fail;
+    if (capturing) {
+      Py_ssize_t n = n_outputs(node);
+      if (n < 0) goto fail;
+      for (Py_ssize_t nr = 0; nr < n; nr++) {
+        PyObject *key = Py_BuildValue("(On)", node, nr);
+        if (key == NULL) goto fail;
+        PyObject *slot = PyDict_GetItemWithError(capture, key);
+        Py_DECREF(key);
+        if (slot == NULL) {
+          if (PyErr_Occurred()) goto fail;
+          continue;
+        }
+        PyObject *gn = item(grads, nr);
+        if (gn == NULL || PyObject_SetItem(results, slot, gn) < 0) {
+          Py_XDECREF(gn);
+          goto fail;
+        }
+        Py_DECREF(gn);
+      }
+    }
+    if ((PyObject *)Py_TYPE(node) == acc_type) {
+      if (accumulate) {
+        PyObject *g0 = item(grads, 0);
+        if (g0 == NULL) goto fail;
+        int wanted = !is_none(g0);
+        Py_DECREF(g0); /* as the Python loop: the buffer list is the only reference held */
+        if (wanted && !is_none(targets)) wanted = PySequence_Contains(targets, node);
+        if (wanted < 0) goto fail;
+        if (wanted) {
+          PyObject *a[4] = {node, PyList_GET_ITEM(grads, 0), create_graph, one};
+          if (!PyList_CheckExact(grads)) {
+            PyErr_SetString(PyExc_TypeError, "a pre hook must give a list of gradients");
+            goto fail;
+          }
+          PyObject *r = PyObject_Vectorcall(accumulate_fn, a, 4, NULL);
+          if (r == NULL) goto fail;
+          Py_DECREF(r);
+        }
+      }
+      Py_CLEAR(grads);
+      Py_CLEAR(node);
+      continue;
+    }
+    if ((edges = PyObject_GetAttr(node, s_next_functions)) == NULL) goto fail;
+    PyObject *fast = PySequence_Fast(edges, "next_functions must be a sequence");
+    if (fast == NULL) goto fail;
+    Py_SETREF(edges, fast);
+    Py_ssize_t n_edges = PySequence_Fast_GET_SIZE(edges);
+    int builtin = (PyObject *)Py_TYPE(node) == node_type;
+    /* the references to a formula's gradient this loop holds when passing it on: its
+     * place in grad_inputs and g (None: unknown, a hook may keep it) */
+    PyObject *owned = builtin ? two : Py_None;
+    int flowing = 0;
+    Py_ssize_t n_grads = PySequence_Size(grads);
+    if (n_grads < 0) goto fail;
+    for (Py_ssize_t i = 0; i < n_grads && !flowing; i++) {
+      PyObject *gi = item(grads, i);
+      if (gi == NULL) goto fail;
+      flowing = !is_none(gi);
+      Py_DECREF(gi);
+    }
+    if (flowing && needed != NULL) {
+      flowing = PySet_Contains(needed, node);
+      if (flowing < 0) goto fail;
+    }
+    if (!flowing) {
+      if ((grad_inputs = PyTuple_New(n_edges)) == NULL) goto fail;
+      for (Py_ssize_t i = 0; i < n_edges; i++) {
+        Py_INCREF(Py_None);
+        PyTuple_SET_ITEM(grad_inputs, i, Py_None);
+      }
+    } else {
+      if (builtin) {
+        PyObject *entry = PyObject_GetAttr(node, s_entry);
+        if (entry == NULL) goto fail;
+        PyObject *a[4] = {entry, node, grads, create_graph};
+        grad_inputs = PyObject_VectorcallMethod(s_backward, a, 4, NULL);
+        Py_DECREF(entry);
+      } else {
+        PyObject *a[3] = {node, grads, create_graph};
+        grad_inputs = PyObject_VectorcallMethod(s_apply, a, 3, NULL);
+      }
+      if (grad_inputs == NULL) goto fail;
+      PyObject *post = PyObject_GetAttr(node, s_post_hooks);
+      if (post == NULL) goto fail;
+      int has_post = PyObject_IsTrue(post);
+      if (has_post > 0) {
+        owned = Py_None;
+        PyObject *hooks = PySequence_List(post), *as_tuple = NULL;
+        if (hooks == NULL || (as_tuple = PySequence_Tuple(grads)) == NULL) has_post = -1;
+        for (Py_ssize_t k = 0; has_post > 0 && k < PyList_GET_SIZE(hooks); k++) {
+          PyObject *a[2] = {grad_inputs, as_tuple};
+          PyObject *r = PyObject_Vectorcall(PyList_GET_ITEM(hooks, k), a, 2, NULL);
+          if (r == NULL) {
+            has_post = -1;
+          } else if (!is_none(r)) {
+            Py_SETREF(grad_inputs, PySequence_Tuple(r));
+            if (grad_inputs == NULL) has_post = -1;
+          }
+          Py_XDECREF(r);
+          /* the next hook is given a fresh tuple of the same grads, as the Python loop */
+          if (has_post > 0 && k + 1 < PyList_GET_SIZE(hooks)) {
+            Py_SETREF(as_tuple, PySequence_Tuple(grads));
+            if (as_tuple == NULL) has_post = -1;
+          }
+        }
+        Py_XDECREF(hooks);
+        Py_XDECREF(as_tuple);
+      }
+      Py_DECREF(post);
+      if (has_post < 0) goto fail;
+      if (!keep_graph) {
+        PyObject *r = PyObject_CallMethodNoArgs(node, s_release);
+        if (r == NULL) goto fail;
+        Py_DECREF(r);
+      }
+    }
+    for (Py_ssize_t i = 0; i < n_edges; i++) {
+      PyObject *edge = PySequence_Fast_GET_ITEM(edges, i);
+      PyObject *nxt = PySequence_GetItem(edge, 0), *nr_obj = NULL;
+      if (nxt == NULL) goto fail;
+      if (is_none(nxt)) {
+        Py_DECREF(nxt);
+        continue;
+      }
+      if ((nr_obj = PySequence_GetItem(edge, 1)) == NULL) goto edge_fail;
+      if ((g = item(grad_inputs, i)) == NULL) goto edge_fail;
+      if (direct && (PyObject *)Py_TYPE(nxt) == acc_type) {
+        Py_ssize_t left = count_of(deps, nxt);
+        if (left < 0) goto edge_fail;
+        int fast_leaf = 0;
+        if (left == 1) {
+          int buffered = PyDict_Contains(buffers, nxt);
+          if (buffered < 0) goto edge_fail;
+          if (!buffered) {
+            PyObject *r = PyObject_Vectorcall(no_leaf_hooks_fn, &nxt, 1, NULL);
+            if (r == NULL) goto edge_fail;
+            fast_leaf = PyObject_IsTrue(r);
+            Py_DECREF(r);
+            if (fast_leaf < 0) goto edge_fail;
+          }
+        }
+        if (fast_leaf) {
+          /* the last edge into a leaf, and the others brought nothing: accumulate now */
+          if (set_count(deps, nxt, 0) < 0) goto edge_fail;
+          if (!is_none(g)) {
+            PyObject *a[4] = {nxt, g, create_graph, owned};
+            PyObject *r = PyObject_Vectorcall(accumulate_fn, a, 4, NULL);
+            if (r == NULL) goto edge_fail;
+            Py_DECREF(r);
+          }
+          Py_CLEAR(g);
+          Py_DECREF(nr_obj);
+          Py_DECREF(nxt);
+          continue;
+        }
+      }
+      if (!is_none(g)) {
+        Py_ssize_t nr = PyLong_AsSsize_t(nr_obj);
+        if (nr == -1 && PyErr_Occurred()) goto edge_fail;
+        PyObject *buf = PyDict_GetItemWithError(buffers, nxt);
+        if (buf == NULL) {
+          if (PyErr_Occurred()) goto edge_fail;
+          Py_ssize_t n = n_outputs(nxt);
+          if (n < 0 || (buf = nones(n)) == NULL) goto edge_fail;
+          int r = PyDict_SetItem(buffers, nxt, buf);
+          Py_DECREF(buf);
+          if (r < 0 || PyList_SetItem(buf, nr, (Py_INCREF(g), g)) < 0) goto edge_fail;
+        } else {
+          PyObject *old = item(buf, nr); /* a reference, as the Python loop's local */
+          if (old == NULL) goto edge_fail;
+          if (is_none(old)) {
+            Py_DECREF(old);
+            if (PyList_SetItem(buf, nr, (Py_INCREF(g), g)) < 0) goto edge_fail;
+          } else {
+            int added = 0;
+            if (!make_graph) {
+              PyObject *a[2] = {old, g};
+              PyObject *r = PyObject_Vectorcall(add_in_place_fn, a, 2, NULL);
+              added = r == NULL ? -1 : PyObject_IsTrue(r);
+              Py_XDECREF(r);
+            }
+            PyObject *sum = NULL;
+            if (added == 0) sum = PyNumber_Add(old, g);
+            Py_DECREF(old);
+            if (added < 0 || (added == 0 && sum == NULL)) goto edge_fail;
+            if (sum != NULL && PyList_SetItem(buf, nr, sum) < 0) goto edge_fail;
+          }
+        }
+      }
+      Py_CLEAR(g);
+      Py_DECREF(nr_obj);
+      nr_obj = NULL;
+      Py_ssize_t left = count_of(deps, nxt);
+      if (left < 0 || set_count(deps, nxt, left - 1) < 0) goto edge_fail;
+      if (left == 1 && PyList_Append(ready, nxt) < 0) goto edge_fail;
+      Py_DECREF(nxt);
+      continue;
+    edge_fail:
+      Py_XDECREF(nr_obj);
+      Py_DECREF(nxt);
+      goto fail;
+    }
+    Py_CLEAR(grad_inputs);
+    Py_CLEAR(edges);
+    Py_CLEAR(grads);
+    Py_CLEAR(node);
+  }
+  return 0;
+fail:
+  Py_XDECREF(g);
+  Py_XDECREF(grad_inputs);
+  Py_XDECREF(edges);
+  Py_XDECREF(grads);
+  Py_XDECREF(node);
+  return -1;
+}
+
+static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (node_type == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "run: setup() was not called");
+    return NULL;
+  }
+  if (nargs != 7) {
+    PyErr_SetString(PyExc_TypeError, "run() takes 7 arguments");
+    return NULL;
+  }
+  PyObject *roots = args[0], *root_grads = args[1], *retain_graph = args[2],
+           *create_graph = args[3], *capture = args[4], *targets = args[6];
+  int accumulate = PyObject_IsTrue(args[5]);
+  if (accumulate < 0) return NULL;
+  if (!PyList_CheckExact(roots) || !PyList_CheckExact(root_grads) ||
+      PyList_GET_SIZE(roots) != PyList_GET_SIZE(root_grads)) {
+    PyErr_SetString(PyExc_TypeError, "run: roots and root_grads must be lists of one length");
+    return NULL;
+  }
+  for (Py_ssize_t i = 0; i < PyList_GET_SIZE(roots); i++) {
+    PyObject *r = PyList_GET_ITEM(roots, i);
+    if (!PyTuple_CheckExact(r) || PyTuple_GET_SIZE(r) != 2) {
+      PyErr_SetString(PyExc_TypeError, "run: a root must be a (node, output_nr) tuple");
+      return NULL;
+    }
+  }
+  int pruning = !is_none(capture) || !is_none(targets);
+  PyObject *deps = PyDict_New(), *parents = PyDict_New(), *buffers = PyDict_New(),
+           *ready = PyList_New(0), *needed = NULL, *results = NULL, *before = NULL;
+  if (deps == NULL || parents == NULL || buffers == NULL || ready == NULL) goto done;
+  if (prepare(roots, root_grads, pruning, deps, parents, buffers, ready) < 0) goto done;
+  if (pruning) {
+    PyObject *a[3] = {parents, capture, targets};
+    if ((needed = PyObject_Vectorcall(needed_fn, a, 3, NULL)) == NULL) goto done;
+    if (!PyAnySet_Check(needed)) {
+      PyErr_SetString(PyExc_TypeError, "run: the needed nodes must be a set");
+      goto done;
+    }
+  }
+  Py_ssize_t n_results = 0;
+  if (!is_none(capture)) {
+    int any = PyObject_IsTrue(capture);
+    if (any < 0) goto done;
+    if (any && (n_results = PyObject_Size(capture)) < 0) goto done;
+  }
+  if ((results = nones(n_results)) == NULL) goto done;
+  if ((before = PyObject_CallOneArg(set_grad_mode_fn, create_graph)) == NULL) goto done;
+  int failed = loop(ready, deps, buffers, needed, results, retain_graph, create_graph, capture,
+                    accumulate, targets);
+  /* grad mode comes back whatever happened, keeping the loop's error */
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject *r = PyObject_CallOneArg(set_grad_mode_fn, before);
+  if (failed) {
+    Py_XDECREF(r);
+    if (r == NULL) {
+      Py_XDECREF(type);
+      Py_XDECREF(value);
+      Py_XDECREF(tb);
+    } else {
+      PyErr_Restore(type, value, tb);
+    }
+    Py_CLEAR(results);
+  } else if (r == NULL) {
+    Py_CLEAR(results);
+  } else {
+    Py_DECREF(r);
+  }
+done:
+  Py_XDECREF(deps);
+  Py_XDECREF(parents);
+  Py_XDECREF(buffers);
+  Py_XDECREF(ready);
+  Py_XDECREF(needed);
+  Py_XDECREF(before);
+  return results;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS,
+     "setup(Node, AccumulateGrad, accumulate, run_pre_hooks, add_in_place, no_leaf_hooks, "
+     "needed, set_grad_mode)"},
+    {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
+     "run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets): "
+     "engine.run_backward's loop, natively"},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "torcia.autograd._native",
+                                    "The native backward loop of torcia.autograd (optional).",
+                                    -1, methods};
+
+PyMODINIT_FUNC PyInit__native(void) {
+  const char *names[] = {"next_functions", "n_outputs", "pre_hooks", "post_hooks",
+                         "entry",          "backward",  "apply",     "release"};
+  PyObject **dst[] = {&s_next_functions, &s_n_outputs, &s_pre_hooks, &s_post_hooks,
+                      &s_entry,          &s_backward,  &s_apply,     &s_release};
+  for (int i = 0; i < 8; i++)
+    if ((*dst[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+  if ((one = PyLong_FromLong(1)) == NULL || (two = PyLong_FromLong(2)) == NULL) return NULL;
+  return PyModule_Create(&module);
+}
