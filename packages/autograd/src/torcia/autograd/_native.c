@@ -15,23 +15,70 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 
 /* setup()'s arguments */
 static PyObject *node_type, *acc_type, *accumulate_fn, *pre_hooks_fn, *add_in_place_fn,
-    *no_leaf_hooks_fn, *needed_fn, *set_grad_mode_fn;
+    *no_leaf_hooks_fn, *needed_fn, *set_grad_mode_fn, *entry_type, *meta_type, *tensor_type,
+    *fit_fn;
 static PyObject *s_next_functions, *s_n_outputs, *s_pre_hooks, *s_post_hooks, *s_entry,
-    *s_backward, *s_apply, *s_release, *one, *two;
+    *s_backward, *s_apply, *s_release, *s_shape, *s_dtype, *s_result, *s_needs, *one, *two;
+
+/* slots read by offset: a slot of a Node or an Entry, or a Tensor's published field */
+enum { N_ARGS, N_VERSIONS, N_METAS, N_EDGES, N_PARAMS, N_RELEASED, N_PACKED, N_HOLDS,
+       E_FN, E_MULTI, E_PARAM_NAMES, E_USES_RESULT, E_WANTS_NEEDS, T_DATA, T_VERSION,
+       N_OFFSETS };
+static const char *offset_names[N_OFFSETS] = {
+    "args", "versions", "metas", "next_functions", "params", "released", "packed",
+    "holds_saved", "fn", "multi", "param_names", "uses_result", "wants_needs",
+    "__torcia_data__", "__torcia_version__"};
+static Py_ssize_t offsets[N_OFFSETS];
+
+/* a slot's value (borrowed), or NULL with AttributeError where it is unset */
+static inline PyObject *slot(PyObject *o, int i) {
+  PyObject *v = *(PyObject **)((char *)o + offsets[i]);
+  if (v == NULL) PyErr_SetString(PyExc_AttributeError, offset_names[i]);
+  return v;
+}
+
+static int read_offsets(void) {
+  for (int i = 0; i < N_OFFSETS; i++) {
+    PyObject *cls = i < E_FN ? node_type : i < T_DATA ? entry_type : tensor_type;
+    PyObject *descr = PyDict_GetItemString(((PyTypeObject *)cls)->tp_dict, offset_names[i]);
+    if (descr == NULL || !PyObject_TypeCheck(descr, &PyMemberDescr_Type) ||
+        ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX) {
+      PyErr_Format(PyExc_TypeError, "setup: %s is not a slot of %R", offset_names[i], cls);
+      return -1;
+    }
+    offsets[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+  }
+  return 0;
+}
+
+#define N_SETUP 12
 
 static PyObject *setup(PyObject *self, PyObject *args) {
-  PyObject *a[8];
-  if (!PyArg_ParseTuple(args, "OOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5], &a[6],
-                        &a[7]))
+  PyObject *a[N_SETUP];
+  if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+                        &a[6], &a[7], &a[8], &a[9], &a[10], &a[11]))
     return NULL;
-  PyObject **dst[8] = {&node_type,        &acc_type,  &accumulate_fn,   &pre_hooks_fn,
-                       &add_in_place_fn, &no_leaf_hooks_fn, &needed_fn, &set_grad_mode_fn};
-  for (int i = 0; i < 8; i++) {
+  PyObject **dst[N_SETUP] = {&node_type,   &acc_type,         &accumulate_fn,
+                             &pre_hooks_fn, &add_in_place_fn, &no_leaf_hooks_fn,
+                             &needed_fn,   &set_grad_mode_fn, &entry_type,
+                             &meta_type,   &tensor_type,      &fit_fn};
+  for (int i = 0; i < N_SETUP; i++) {
+    if (i == 0 || i == 1 || i == 8 || i == 9 || i == 10) {
+      if (!PyType_Check(a[i])) {
+        PyErr_SetString(PyExc_TypeError, "setup: expected a class");
+        return NULL;
+      }
+    }
     Py_INCREF(a[i]);
     Py_XSETREF(*dst[i], a[i]);
+  }
+  if (read_offsets() < 0) {
+    Py_CLEAR(node_type); /* run() refuses to run with offsets unread */
+    return NULL;
   }
   Py_RETURN_NONE;
 }
@@ -217,6 +264,209 @@ done:
   return ok;
 }
 
+/* Entry.backward (torcia/autograd/derivatives/__init__.py) for a Node whose saved tensors
+ * are its own (not packed by saved-tensor hooks), whose versions still match, and that
+ * needs no output re-attached (result under create_graph): everything else, errors
+ * included, is the Python method's. */
+static PyObject *entry_backward(PyObject *entry, PyObject *node, PyObject *grads,
+                                PyObject *create_graph) {
+  PyObject *released, *packed, *args, *versions, *metas, *edges, *uses_result;
+  if ((released = slot(node, N_RELEASED)) == NULL || (packed = slot(node, N_PACKED)) == NULL ||
+      (args = slot(node, N_ARGS)) == NULL || (versions = slot(node, N_VERSIONS)) == NULL ||
+      (metas = slot(node, N_METAS)) == NULL || (edges = slot(node, N_EDGES)) == NULL ||
+      (uses_result = slot(entry, E_USES_RESULT)) == NULL)
+    return NULL;
+  int slow = released != Py_False || packed != Py_False || !PyTuple_CheckExact(args) ||
+             !PyTuple_CheckExact(versions) || !PyTuple_CheckExact(metas) ||
+             !PyTuple_CheckExact(edges) || (PyObject *)Py_TYPE(entry) != entry_type;
+  if (!slow && uses_result != Py_False) {
+    slow = PyObject_IsTrue(create_graph);
+    if (slow < 0) return NULL;
+  }
+  for (Py_ssize_t k = 0; !slow && k < PyTuple_GET_SIZE(versions); k++) {
+    PyObject *pair = PyTuple_GET_ITEM(versions, k);
+    if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+      slow = 1;
+      break;
+    }
+    Py_ssize_t i = PyLong_AsSsize_t(PyTuple_GET_ITEM(pair, 0));
+    if (i == -1 && PyErr_Occurred()) return NULL;
+    PyObject *t = i >= 0 && i < PyTuple_GET_SIZE(args) ? PyTuple_GET_ITEM(args, i) : NULL;
+    PyObject *vc = t != NULL && Py_TYPE(t) == (PyTypeObject *)tensor_type
+                       ? *(PyObject **)((char *)t + offsets[T_VERSION]) : NULL;
+    if (vc == NULL || !PyList_CheckExact(vc) || PyList_GET_SIZE(vc) != 1) {
+      slow = 1;
+      break;
+    }
+    int same = PyObject_RichCompareBool(PyList_GET_ITEM(vc, 0), PyTuple_GET_ITEM(pair, 1),
+                                        Py_EQ);
+    if (same < 0) return NULL;
+    slow = !same;  /* the Python method raises PyTorch's error */
+  }
+  if (slow) {
+    PyObject *a[4] = {entry, node, grads, create_graph};
+    return PyObject_VectorcallMethod(s_backward, a, 4, NULL);
+  }
+  PyObject *fn, *multi, *param_names, *wants_needs;
+  if ((fn = slot(entry, E_FN)) == NULL || (multi = slot(entry, E_MULTI)) == NULL ||
+      (param_names = slot(entry, E_PARAM_NAMES)) == NULL ||
+      (wants_needs = slot(entry, E_WANTS_NEEDS)) == NULL)
+    return NULL;
+  Py_ssize_t n = PyTuple_GET_SIZE(edges), n_args = PyTuple_GET_SIZE(args);
+  if (PyTuple_GET_SIZE(metas) != n || n_args < n || (uses_result != Py_False && n_args == n)) {
+    PyObject *a[4] = {entry, node, grads, create_graph};
+    return PyObject_VectorcallMethod(s_backward, a, 4, NULL);
+  }
+  PyObject *call = PyTuple_New(n + 1), *kwargs = NULL, *out = NULL, *fitted = NULL;
+  if (call == NULL) return NULL;
+  PyObject *first;
+  if (PyObject_IsTrue(multi)) {
+    Py_INCREF(grads);
+    first = grads;
+  } else if ((first = item(grads, 0)) == NULL) {
+    goto done;
+  }
+  PyTuple_SET_ITEM(call, 0, first);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *x = PyTuple_GET_ITEM(args, i), *m = PyTuple_GET_ITEM(metas, i);
+    if (x == Py_None && m != Py_None) {
+      /* an input the formula does not keep: its Meta */
+      if ((x = PyObject_CallOneArg(meta_type, m)) == NULL) goto done;
+    } else {
+      Py_INCREF(x);
+    }
+    PyTuple_SET_ITEM(call, i + 1, x);
+  }
+  if ((kwargs = PyDict_New()) == NULL) goto done;
+  if (PyObject_IsTrue(param_names)) {
+    PyObject *params = slot(node, N_PARAMS);
+    if (params == NULL) goto done;
+    PyObject *names = PySequence_Fast(param_names, "param_names must be a sequence");
+    if (names == NULL) goto done;
+    for (Py_ssize_t k = 0; k < PySequence_Fast_GET_SIZE(names); k++) {
+      PyObject *name = PySequence_Fast_GET_ITEM(names, k);
+      PyObject *v = PyObject_GetItem(params, name);
+      if (v == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_KeyError)) {
+          Py_DECREF(names);
+          goto done;
+        }
+        PyErr_Clear();
+        continue;
+      }
+      int r = PyDict_SetItem(kwargs, name, v);
+      Py_DECREF(v);
+      if (r < 0) {
+        Py_DECREF(names);
+        goto done;
+      }
+    }
+    Py_DECREF(names);
+  }
+  if (uses_result != Py_False) {
+    PyObject *result = n_args - n == 1 ? (Py_INCREF(PyTuple_GET_ITEM(args, n)),
+                                          PyTuple_GET_ITEM(args, n))
+                                       : PyTuple_GetSlice(args, n, n_args);
+    if (result == NULL) goto done;
+    int r = PyDict_SetItem(kwargs, s_result, result);
+    Py_DECREF(result);
+    if (r < 0) goto done;
+  }
+  if (PyObject_IsTrue(wants_needs)) {
+    PyObject *needs = PyTuple_New(n);
+    if (needs == NULL) goto done;
+    for (Py_ssize_t i = 0; i < n; i++) {
+      PyObject *nxt = PySequence_GetItem(PyTuple_GET_ITEM(edges, i), 0);
+      if (nxt == NULL) {
+        Py_DECREF(needs);
+        goto done;
+      }
+      PyObject *flag = nxt != Py_None ? Py_True : Py_False;
+      Py_DECREF(nxt);
+      Py_INCREF(flag);
+      PyTuple_SET_ITEM(needs, i, flag);
+    }
+    int r = PyDict_SetItem(kwargs, s_needs, needs);
+    Py_DECREF(needs);
+    if (r < 0) goto done;
+  }
+  out = PyObject_Call(fn, call, PyDict_GET_SIZE(kwargs) ? kwargs : NULL);
+  if (out == NULL) goto done;
+  if (!PyTuple_CheckExact(out)) {
+    PyObject *one_out = PyTuple_Pack(1, out);
+    Py_SETREF(out, one_out);
+    if (out == NULL) goto done;
+  }
+  /* zip(out, metas, edges) */
+  Py_ssize_t n_out = PyTuple_GET_SIZE(out) < n ? PyTuple_GET_SIZE(out) : n;
+  if ((fitted = PyList_New(n_out)) == NULL) goto done;
+  for (Py_ssize_t i = 0; i < n_out; i++) {
+    PyObject *g = PyTuple_GET_ITEM(out, i), *m = PyTuple_GET_ITEM(metas, i);
+    PyObject *nxt = PySequence_GetItem(PyTuple_GET_ITEM(edges, i), 0), *kept = NULL;
+    if (nxt == NULL) goto fitted_fail;
+    int no_edge = nxt == Py_None;
+    Py_DECREF(nxt);
+    if (g == Py_None || no_edge) {
+      kept = Py_None;
+      Py_INCREF(kept);
+    } else {
+      int fits = 0;
+      if (Py_TYPE(g) == (PyTypeObject *)tensor_type && PyTuple_CheckExact(m) &&
+          PyTuple_GET_SIZE(m) == 3) {
+        PyObject *data = *(PyObject **)((char *)g + offsets[T_DATA]);
+        PyObject *shape = data ? PyObject_GetAttr(data, s_shape) : NULL;
+        if (shape == NULL) goto fitted_fail;
+        fits = PyObject_RichCompareBool(shape, PyTuple_GET_ITEM(m, 0), Py_EQ);
+        Py_DECREF(shape);
+        if (fits < 0) goto fitted_fail;
+        if (fits) {
+          PyObject *dtype = PyObject_GetAttr(data, s_dtype);
+          if (dtype == NULL) goto fitted_fail;
+          fits = dtype == PyTuple_GET_ITEM(m, 1);
+          Py_DECREF(dtype);
+        }
+      }
+      if (fits) {
+        kept = g;
+        Py_INCREF(kept);
+      } else {
+        PyObject *a[2] = {g, m};
+        if ((kept = PyObject_Vectorcall(fit_fn, a, 2, NULL)) == NULL) goto fitted_fail;
+      }
+    }
+    PyList_SET_ITEM(fitted, i, kept);
+    continue;
+  fitted_fail:
+    Py_CLEAR(fitted);
+    goto done;
+  }
+done:
+  Py_DECREF(call);
+  Py_XDECREF(kwargs);
+  Py_XDECREF(out);
+  return fitted;
+}
+
+/* Node.release(): a node that saved nothing can run again */
+static int release(PyObject *node) {
+  if ((PyObject *)Py_TYPE(node) != node_type) {
+    PyObject *r = PyObject_CallMethodNoArgs(node, s_release);
+    Py_XDECREF(r);
+    return r == NULL ? -1 : 0;
+  }
+  PyObject *holds = slot(node, N_HOLDS);
+  if (holds == NULL) return -1;
+  int h = PyObject_IsTrue(holds);
+  if (h <= 0) return h;
+  PyObject **args = (PyObject **)((char *)node + offsets[N_ARGS]);
+  PyObject **released = (PyObject **)((char *)node + offsets[N_RELEASED]);
+  Py_INCREF(Py_None);
+  Py_XSETREF(*args, Py_None);
+  Py_INCREF(Py_True);
+  Py_XSETREF(*released, Py_True);
+  return 0;
+}
+
 /* The ready-stack loop of engine.run_backward; results is filled for capture. */
 static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *needed,
                 PyObject *results, PyObject *retain_graph, PyObject *create_graph,
@@ -322,8 +572,7 @@ static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *ne
       if (builtin) {
         PyObject *entry = PyObject_GetAttr(node, s_entry);
         if (entry == NULL) goto fail;
-        PyObject *a[4] = {entry, node, grads, create_graph};
-        grad_inputs = PyObject_VectorcallMethod(s_backward, a, 4, NULL);
+        grad_inputs = entry_backward(entry, node, grads, create_graph);
         Py_DECREF(entry);
       } else {
         PyObject *a[3] = {node, grads, create_graph};
@@ -359,9 +608,7 @@ static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *ne
       Py_DECREF(post);
       if (has_post < 0) goto fail;
       if (!keep_graph) {
-        PyObject *r = PyObject_CallMethodNoArgs(node, s_release);
-        if (r == NULL) goto fail;
-        Py_DECREF(r);
+        if (release(node) < 0) goto fail;
       }
     }
     for (Py_ssize_t i = 0; i < n_edges; i++) {
@@ -545,7 +792,7 @@ done:
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
      "setup(Node, AccumulateGrad, accumulate, run_pre_hooks, add_in_place, no_leaf_hooks, "
-     "needed, set_grad_mode)"},
+     "needed, set_grad_mode, Entry, Meta, Tensor, fit)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets): "
      "engine.run_backward's loop, natively"},
@@ -557,10 +804,12 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "torcia.autograd._nat
 
 PyMODINIT_FUNC PyInit__native(void) {
   const char *names[] = {"next_functions", "n_outputs", "pre_hooks", "post_hooks",
-                         "entry",          "backward",  "apply",     "release"};
+                         "entry",          "backward",  "apply",     "release",
+                         "shape",          "dtype",     "result",    "needs_input_grad"};
   PyObject **dst[] = {&s_next_functions, &s_n_outputs, &s_pre_hooks, &s_post_hooks,
-                      &s_entry,          &s_backward,  &s_apply,     &s_release};
-  for (int i = 0; i < 8; i++)
+                      &s_entry,          &s_backward,  &s_apply,     &s_release,
+                      &s_shape,          &s_dtype,     &s_result,    &s_needs};
+  for (int i = 0; i < 12; i++)
     if ((*dst[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
   if ((one = PyLong_FromLong(1)) == NULL || (two = PyLong_FromLong(2)) == NULL) return NULL;
   return PyModule_Create(&module);

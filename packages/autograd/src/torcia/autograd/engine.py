@@ -596,7 +596,8 @@ def _native_loop():
     if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
         return None
     _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place,
-                  _no_leaf_hooks, _needed, set_grad_mode)
+                  _no_leaf_hooks, _needed, set_grad_mode, _derivs.Entry, _graph.Meta, Tensor,
+                  _derivs._fit)
     return _native
 
 
