@@ -214,10 +214,29 @@ def no_grad_needed_branch():
     return _vals(ga, a.grad, b.grad)
 
 
+def saved_tensor_hooks():
+    log = []
+    a, b = _leaves()
+    with torcia.autograd.graph.saved_tensors_hooks(lambda t: log.append("pack") or t * 1,
+                                                   lambda t: log.append("unpack") or t):
+        y = (a * b).exp().sum()
+    y.backward()
+    return log, _vals(a.grad, b.grad)
+
+
+def results_under_create_graph():
+    a, _ = _leaves()
+    y = a.sigmoid() * a.exp()
+    (g,) = torcia.autograd.grad(y.sum(), a, create_graph=True)
+    (gg,) = torcia.autograd.grad(g.sum(), a)
+    return _vals(g, gg), g.grad_fn.name()
+
+
 SCENARIOS = [tiny, chain, broadcast_and_dtypes, hooks, accumulate_grad_hooks, retain_then_free,
              double_backward, grad_of_non_leaf_and_unused, backward_inputs, several_roots,
              multi_output_op, custom_function, modified_in_place, formula_error, hook_error,
-             callbacks, steal_and_in_place_sum, anomaly_mode, no_grad_needed_branch]
+             callbacks, steal_and_in_place_sum, anomaly_mode, no_grad_needed_branch,
+             saved_tensor_hooks, results_under_create_graph]
 
 
 @native
