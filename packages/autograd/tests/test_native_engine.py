@@ -1,6 +1,7 @@
-"""torcia.autograd._native, the optional backward loop in C: every scenario gives the same
-gradients, hook calls (in the same order), errors and buffer ownership as the Python loop,
-and ``TORCIA_PURE_PYTHON=1`` runs the Python one."""
+"""torcia.autograd._native, the optional backward loop and recording in C: every scenario
+gives the same gradients, hook calls (in the same order), errors and buffer ownership as the
+Python engine, recording leaves the same node, and ``TORCIA_PURE_PYTHON=1`` runs the Python
+engine."""
 
 import os
 import subprocess
@@ -9,17 +10,31 @@ import sys
 import pytest
 
 import torcia
+from torcia import library
 from torcia.autograd import engine
 
 native = pytest.mark.skipif(engine._NATIVE is None,
                             reason="torcia.autograd._native is not built (or TORCIA_PURE_PYTHON)")
 
 
+class _PythonRecording(library.AutogradMode):
+    """The engine with the Python record (the native one is what the engine registers)."""
+
+    def __getattr__(self, name):
+        return getattr(engine.ENGINE, name)
+
+    def record(self, op, inputs, params, out):
+        engine.record(op, inputs, params, out)
+
+
 def _run(scenario, loop, monkeypatch):
     monkeypatch.setattr(engine, "_NATIVE", loop)
     try:
+        if loop is None:
+            with library.register_autograd_mode(_PythonRecording()):
+                return ("ok", scenario())
         return ("ok", scenario())
-    except Exception as exc:  # the error is part of what both loops must agree on
+    except Exception as exc:  # the error is part of what both paths must agree on
         return ("error", type(exc).__name__, str(exc))
 
 
@@ -265,3 +280,72 @@ def test_pure_python_environment_runs_the_python_loop():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "True"
+
+
+def _node_fields(out):
+    node = out.grad_fn
+    return {
+        "class": type(node), "op": node.op, "entry": node.entry,
+        "args": [a if not isinstance(a, torcia.Tensor) else ("tensor", id(a))
+                 for a in node.args[:len(node.next_functions)]],
+        "results": [None if a is None else (type(a), a._version, a.requires_grad,
+                                            a.grad_fn, a.tolist())
+                    for a in node.args[len(node.next_functions):]],
+        "versions": node.versions, "params": node.params,
+        "next_functions": node.next_functions, "metas": node.metas,
+        "n_outputs": node.n_outputs, "pre_hooks": node.pre_hooks,
+        "post_hooks": node.post_hooks, "released": node.released, "trace": node.trace,
+        "holds_saved": node.holds_saved, "packed": node.packed, "name": node.name(),
+        "out": (out.requires_grad, out._output_nr if hasattr(out, "_output_nr") else None),
+    }
+
+
+def _recordings():
+    a = torcia.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    b = torcia.tensor([0.5, 0.25, 2.0])
+    h = a * 2  # a non-leaf input: its node is the edge
+    i = torcia.tensor([0, 2])
+    return [
+        ("mul", (a, b), {}), ("mul", (b, a), {}), ("mul", (a, h), {}), ("mul", (a, 2.0), {}),
+        ("add", (h, a), {}), ("exp", (h,), {}), ("sigmoid", (a,), {}),
+        ("sum", (a,), {"dim": None, "keepdim": False}),
+        ("sum", (h,), {"dim": (0,), "keepdim": True}),
+        ("pow", (a, 3), {}), ("pow", (a, h), {}), ("cat", (a, h, b), {"dim": 0}),
+        ("index_select", (a, i), {"dim": 0}), ("argmax", (a,), {"dim": None,
+                                                                 "keepdim": False}),
+        ("eq", (a, b), {}),
+    ]
+
+
+@native
+@pytest.mark.parametrize("case", range(len(_recordings())))
+def test_native_record_leaves_the_python_node(case):
+    op, inputs, params = _recordings()[case]
+    with torcia.no_grad():
+        ours = library.call(op, inputs, params)
+        reference = library.call(op, inputs, params)
+    engine._NATIVE.record(op, inputs, params, ours)
+    engine.record(op, inputs, params, reference)
+    assert ours.requires_grad == reference.requires_grad
+    if reference.grad_fn is None:
+        assert ours.grad_fn is None
+        return
+    assert _node_fields(ours) == _node_fields(reference)
+    engine._NATIVE.record(op, inputs, params, ours)  # recorded once
+    assert _node_fields(ours)["class"] is type(reference.grad_fn)
+
+
+@native
+def test_native_record_leaves_the_rest_to_the_python_one():
+    a = torcia.tensor([1.0, 2.0], requires_grad=True)
+    with torcia.no_grad():
+        out = a * 1
+    with pytest.raises(RuntimeError, match="the derivative for 'no_such_op'"):
+        engine._NATIVE.record("no_such_op", (a,), {}, out)
+    with torcia.autograd.graph.saved_tensors_hooks(lambda t: ("packed", t), lambda p: p[1]):
+        y = a * a
+    assert y.grad_fn.packed
+    with torcia.no_grad():
+        values, indices = a.max(0)
+    engine._NATIVE.record("max_dim", (a,), {"dim": 0, "keepdim": False}, (values, indices))
+    assert values.grad_fn is not None and indices.grad_fn is None

@@ -26,12 +26,19 @@ static PyObject *s_next_functions, *s_n_outputs, *s_pre_hooks, *s_post_hooks, *s
 
 /* slots read by offset: a slot of a Node or an Entry, or a Tensor's published field */
 enum { N_ARGS, N_VERSIONS, N_METAS, N_EDGES, N_PARAMS, N_RELEASED, N_PACKED, N_HOLDS,
-       E_FN, E_MULTI, E_PARAM_NAMES, E_USES_RESULT, E_WANTS_NEEDS, T_DATA, T_VERSION,
+       N_OP, N_ENTRY, N_N_OUTPUTS, N_PRE_HOOKS, N_POST_HOOKS, N_TRACE,
+       E_FN, E_MULTI, E_PARAM_NAMES, E_USES_RESULT, E_WANTS_NEEDS, E_SAVED_FLAGS,
+       E_VARIADIC_SAVED, E_ONLY_FOR, E_SAVED_OUTPUTS,
+       T_DATA, T_VERSION, T_DEVICE, T_REQUIRES_GRAD, T_GRAD_FN, T_OUTPUT_NR, T_META,
        N_OFFSETS };
 static const char *offset_names[N_OFFSETS] = {
     "args", "versions", "metas", "next_functions", "params", "released", "packed",
-    "holds_saved", "fn", "multi", "param_names", "uses_result", "wants_needs",
-    "__torcia_data__", "__torcia_version__"};
+    "holds_saved", "op", "entry", "n_outputs", "pre_hooks", "post_hooks", "trace",
+    "fn", "multi", "param_names", "uses_result", "wants_needs", "saved_flags",
+    "variadic_saved", "only_for", "saved_outputs",
+    "__torcia_data__", "__torcia_version__", "__torcia_device__",
+    "__torcia_requires_grad__", "grad_fn", "__torcia_output_nr__",
+    "__torcia_autograd_meta__"};
 static Py_ssize_t offsets[N_OFFSETS];
 
 /* a slot's value (borrowed), or NULL with AttributeError where it is unset */
@@ -712,6 +719,280 @@ fail:
   return -1;
 }
 
+/* setup_record()'s arguments */
+static PyObject *table, *python_record, *accumulator_of_fn, *no_edge,
+    *saved_hooks, *anomaly, *alias_fn, *bfloat16;
+static PyObject *s_enabled, *s_accumulator, *s_kind, *fc;
+
+static PyObject *setup_record(PyObject *self, PyObject *args) {
+  PyObject *a[8];
+  if (!PyArg_ParseTuple(args, "O!OOO!O!OOO", &PyDict_Type, &a[0], &a[1], &a[2],
+                        &PyTuple_Type, &a[3], &PyList_Type, &a[4], &a[5], &a[6], &a[7]))
+    return NULL;
+  PyObject **dst[8] = {&table,   &python_record, &accumulator_of_fn, &no_edge,
+                       &saved_hooks, &anomaly, &alias_fn, &bfloat16};
+  for (int i = 0; i < 8; i++) {
+    Py_INCREF(a[i]);
+    Py_XSETREF(*dst[i], a[i]);
+  }
+  Py_RETURN_NONE;
+}
+
+#define T_SLOT(o, i) (*(PyObject **)((char *)(o) + offsets[i]))
+
+static PyObject *fallback(PyObject *const *args) {
+  return PyObject_Vectorcall(python_record, args, 4, NULL);
+}
+
+/* the edge of a tensor that requires grad: (grad_fn, output_nr), or the leaf's
+ * accumulator; a new reference */
+static PyObject *edge_of(PyObject *x) {
+  PyObject *fn = T_SLOT(x, T_GRAD_FN);
+  if (fn == NULL) return slot(x, T_GRAD_FN);
+  if (fn != Py_None) {
+    PyObject *nr = T_SLOT(x, T_OUTPUT_NR);
+    if (nr == NULL) return slot(x, T_OUTPUT_NR);
+    return PyTuple_Pack(2, fn, nr);
+  }
+  PyObject *acc = NULL, *meta = T_SLOT(x, T_META);
+  if (meta != NULL && meta != Py_None) {
+    /* meta.accumulator() if meta.accumulator else None */
+    PyObject *ref = PyObject_GetAttr(meta, s_accumulator);
+    if (ref == NULL) return NULL;
+    int has = PyObject_IsTrue(ref);
+    if (has > 0) acc = PyObject_CallNoArgs(ref);
+    Py_DECREF(ref);
+    if (has < 0 || (has && acc == NULL)) return NULL;
+    if (acc != NULL) {
+      has = PyObject_IsTrue(acc);
+      if (has < 0) {
+        Py_DECREF(acc);
+        return NULL;
+      }
+      if (!has) Py_CLEAR(acc);
+    }
+  }
+  if (acc == NULL && (acc = PyObject_CallOneArg(accumulator_of_fn, x)) == NULL) return NULL;
+  PyObject *edge = PyTuple_Pack(2, acc, PyTuple_GET_ITEM(no_edge, 1));
+  Py_DECREF(acc);
+  return edge;
+}
+
+/* whether a result of this dtype carries a gradient: float, complex or bfloat16 */
+static int differentiable_dtype(PyObject *out) {
+  PyObject *data = T_SLOT(out, T_DATA);
+  if (data == NULL) return slot(out, T_DATA) == NULL ? -1 : 0;
+  PyObject *dtype = PyObject_GetAttr(data, s_dtype);
+  if (dtype == NULL) return -1;
+  PyObject *kind = PyObject_GetAttr(dtype, s_kind);
+  Py_DECREF(dtype);
+  if (kind == NULL) return -1;
+  int found = PySequence_Contains(fc, kind);
+  Py_DECREF(kind);
+  if (found) return found;
+  PyObject *tdtype = PyObject_GetAttr(out, s_dtype);
+  if (tdtype == NULL) return -1;
+  found = tdtype == bfloat16;
+  Py_DECREF(tdtype);
+  return found;
+}
+
+/* engine.record for one plain Tensor output of an op with a formula, plain Tensor (or
+ * non-tensor) inputs, and no saved-tensor hooks or anomaly mode; anything else is the
+ * Python record's. */
+static PyObject *record(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
+  if (table == NULL || node_type == NULL) {
+    PyErr_SetString(PyExc_RuntimeError, "record: setup_record() was not called");
+    return NULL;
+  }
+  if (nargs != 4) {
+    PyErr_SetString(PyExc_TypeError, "record() takes 4 arguments");
+    return NULL;
+  }
+  PyObject *op = args[0], *inputs = args[1], *params = args[2], *out = args[3];
+  if (Py_TYPE(out) != (PyTypeObject *)tensor_type || !PyTuple_CheckExact(inputs) ||
+      PyList_GET_SIZE(saved_hooks))
+    return fallback(args);
+  PyObject *out_fn = slot(out, T_GRAD_FN);
+  if (out_fn == NULL) return NULL;
+  if (out_fn != Py_None) Py_RETURN_NONE;
+  PyObject *entry = PyDict_GetItemWithError(table, op);
+  if (entry == NULL) {
+    if (PyErr_Occurred()) return NULL;
+    return fallback(args);
+  }
+  if ((PyObject *)Py_TYPE(entry) != entry_type) return fallback(args);
+  PyObject *on = PyObject_GetAttr(anomaly, s_enabled);
+  if (on == NULL) return NULL;
+  int anomalous = PyObject_IsTrue(on);
+  Py_DECREF(on);
+  if (anomalous) return anomalous < 0 ? NULL : fallback(args);
+  PyObject *fn, *flags, *variadic, *only_for, *uses_result;
+  if ((fn = slot(entry, E_FN)) == NULL || (flags = slot(entry, E_SAVED_FLAGS)) == NULL ||
+      (variadic = slot(entry, E_VARIADIC_SAVED)) == NULL ||
+      (only_for = slot(entry, E_ONLY_FOR)) == NULL ||
+      (uses_result = slot(entry, E_USES_RESULT)) == NULL)
+    return NULL;
+  if (fn == Py_None) Py_RETURN_NONE;
+  if (!PyTuple_CheckExact(flags) || (only_for != Py_None && !PyDict_CheckExact(only_for)))
+    return fallback(args);
+  Py_ssize_t n = PyTuple_GET_SIZE(inputs), n_flags = PyTuple_GET_SIZE(flags);
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *x = PyTuple_GET_ITEM(inputs, i);
+    if (Py_TYPE(x) == (PyTypeObject *)tensor_type) continue;
+    int sub = PyObject_IsInstance(x, tensor_type);
+    if (sub) return sub < 0 ? NULL : fallback(args);  /* a subclass: a dual tensor... */
+  }
+  PyObject *edges = PyTuple_New(n), *saved = PyTuple_New(n), *metas = PyTuple_New(n),
+           *versions = PyList_New(0), *node = NULL, *result = NULL;
+  int scalar_saved = 0;
+  if (edges == NULL || saved == NULL || metas == NULL || versions == NULL) goto done;
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *x = PyTuple_GET_ITEM(inputs, i);
+    PyObject *flag = i < n_flags ? PyTuple_GET_ITEM(flags, i) : variadic;
+    int keep = PyObject_IsTrue(flag);
+    if (keep < 0) goto done;
+    if (Py_TYPE(x) != (PyTypeObject *)tensor_type) {
+      Py_INCREF(no_edge);
+      PyTuple_SET_ITEM(edges, i, no_edge);
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(metas, i, Py_None);
+      Py_INCREF(x);
+      PyTuple_SET_ITEM(saved, i, x);
+      /* a number in a saved slot counts as saved, as PyTorch's wrapped scalars do */
+      if (x != Py_None && keep) scalar_saved = 1;
+      continue;
+    }
+    PyObject *rg = slot(x, T_REQUIRES_GRAD);
+    if (rg == NULL) goto done;
+    int wants = PyObject_IsTrue(rg);
+    if (wants < 0) goto done;
+    PyObject *edge = wants ? edge_of(x) : (Py_INCREF(no_edge), no_edge);
+    if (edge == NULL) goto done;
+    PyTuple_SET_ITEM(edges, i, edge);
+    PyObject *data = slot(x, T_DATA), *dev = slot(x, T_DEVICE);
+    if (data == NULL || dev == NULL) goto done;
+    PyObject *shape = PyObject_GetAttr(data, s_shape), *dtype = NULL;
+    if (shape == NULL || (dtype = PyObject_GetAttr(data, s_dtype)) == NULL) {
+      Py_XDECREF(shape);
+      goto done;
+    }
+    PyObject *meta = PyTuple_Pack(3, shape, dtype, dev);
+    Py_DECREF(shape);
+    Py_DECREF(dtype);
+    if (meta == NULL) goto done;
+    PyTuple_SET_ITEM(metas, i, meta);
+    if (keep && only_for != Py_None) {
+      PyObject *key = PyLong_FromSsize_t(i);
+      if (key == NULL) goto done;
+      PyObject *j = PyDict_GetItemWithError(only_for, key);
+      Py_DECREF(key);
+      if (j == NULL && PyErr_Occurred()) goto done;
+      if (j != NULL) {
+        /* kept only when the other input wants a gradient */
+        PyObject *other = PyObject_GetItem(inputs, j);
+        if (other == NULL) goto done;
+        keep = PyObject_IsInstance(other, tensor_type);
+        if (keep > 0) {
+          PyObject *org = PyObject_GetAttrString(other, "__torcia_requires_grad__");
+          keep = org == NULL ? -1 : PyObject_IsTrue(org);
+          Py_XDECREF(org);
+        }
+        Py_DECREF(other);
+        if (keep < 0) goto done;
+      }
+    }
+    if (keep) {
+      PyObject *vc = slot(x, T_VERSION);
+      if (vc == NULL) goto done;
+      PyObject *v = PySequence_GetItem(vc, 0);
+      if (v == NULL) goto done;
+      PyObject *pair = Py_BuildValue("(nN)", i, v);
+      if (pair == NULL || PyList_Append(versions, pair) < 0) {
+        Py_XDECREF(pair);
+        goto done;
+      }
+      Py_DECREF(pair);
+      Py_INCREF(x);
+      PyTuple_SET_ITEM(saved, i, x);
+    } else {
+      Py_INCREF(Py_None);
+      PyTuple_SET_ITEM(saved, i, Py_None);
+    }
+  }
+  if (uses_result != Py_False) {
+    /* the output through an alias without grad_fn: saving it would make a cycle */
+    PyObject *kept = slot(entry, E_SAVED_OUTPUTS), *alias;
+    if (kept == NULL) goto done;
+    int keep_out = 1;
+    if (kept != Py_None) {
+      PyObject *zero = PyLong_FromLong(0);
+      keep_out = zero == NULL ? -1 : PySequence_Contains(kept, zero);
+      Py_XDECREF(zero);
+      if (keep_out < 0) goto done;
+    }
+    if (keep_out) {
+      if ((alias = PyObject_CallOneArg(alias_fn, out)) == NULL) goto done;
+      PyObject *vc = slot(out, T_VERSION), *v = vc ? PySequence_GetItem(vc, 0) : NULL;
+      PyObject *pair = v ? Py_BuildValue("(nN)", n, v) : NULL;
+      if (pair == NULL || PyList_Append(versions, pair) < 0) {
+        Py_XDECREF(pair);
+        Py_DECREF(alias);
+        goto done;
+      }
+      Py_DECREF(pair);
+    } else {
+      alias = Py_None;
+      Py_INCREF(alias);
+    }
+    PyObject *longer = PyTuple_New(n + 1);
+    if (longer == NULL) {
+      Py_DECREF(alias);
+      goto done;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+      Py_INCREF(PyTuple_GET_ITEM(saved, i));
+      PyTuple_SET_ITEM(longer, i, PyTuple_GET_ITEM(saved, i));
+    }
+    PyTuple_SET_ITEM(longer, n, alias);
+    Py_SETREF(saved, longer);
+  }
+  PyObject *version_tuple = PyList_AsTuple(versions);
+  if (version_tuple == NULL) goto done;
+  Py_SETREF(versions, version_tuple);
+  int holds = PyTuple_GET_SIZE(versions) > 0 || scalar_saved || uses_result != Py_False;
+  if ((node = ((PyTypeObject *)node_type)->tp_alloc((PyTypeObject *)node_type, 0)) == NULL)
+    goto done;
+  /* Node.__init__'s slots, stored directly */
+  PyObject *values[] = {op,        entry,     saved,   versions, params,   edges,
+                        metas,     one,       Py_None, Py_None,  Py_False, Py_None,
+                        holds ? Py_True : Py_False, Py_False};
+  int which[] = {N_OP,        N_ENTRY,      N_ARGS,     N_VERSIONS, N_PARAMS,
+                 N_EDGES,     N_METAS,      N_N_OUTPUTS, N_PRE_HOOKS, N_POST_HOOKS,
+                 N_RELEASED,  N_TRACE,      N_HOLDS,    N_PACKED};
+  for (int k = 0; k < 14; k++) {
+    Py_INCREF(values[k]);
+    T_SLOT(node, which[k]) = values[k];
+  }
+  int diff = differentiable_dtype(out);
+  if (diff < 0) goto done;
+  if (diff) {
+    Py_INCREF(Py_True);
+    Py_XSETREF(T_SLOT(out, T_REQUIRES_GRAD), Py_True);
+    Py_INCREF(node);
+    Py_XSETREF(T_SLOT(out, T_GRAD_FN), node);
+  }
+  result = Py_None;
+  Py_INCREF(result);
+done:
+  Py_XDECREF(edges);
+  Py_XDECREF(saved);
+  Py_XDECREF(metas);
+  Py_XDECREF(versions);
+  Py_XDECREF(node);
+  return result;
+}
+
 static PyObject *run(PyObject *self, PyObject *const *args, Py_ssize_t nargs) {
   if (node_type == NULL) {
     PyErr_SetString(PyExc_RuntimeError, "run: setup() was not called");
@@ -796,6 +1077,11 @@ static PyMethodDef methods[] = {
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets): "
      "engine.run_backward's loop, natively"},
+    {"setup_record", setup_record, METH_VARARGS,
+     "setup_record(TABLE, record, accumulator_of, NO_EDGE, SAVED_HOOKS, ANOMALY, alias, "
+     "bfloat16)"},
+    {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
+     "record(op, inputs, params, out): engine.record, natively for its common case"},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "torcia.autograd._native",
@@ -811,6 +1097,11 @@ PyMODINIT_FUNC PyInit__native(void) {
                       &s_shape,          &s_dtype,     &s_result,    &s_needs};
   for (int i = 0; i < 12; i++)
     if ((*dst[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
+  if ((s_enabled = PyUnicode_InternFromString("enabled")) == NULL ||
+      (s_accumulator = PyUnicode_InternFromString("accumulator")) == NULL ||
+      (s_kind = PyUnicode_InternFromString("kind")) == NULL ||
+      (fc = PyUnicode_FromString("fc")) == NULL)
+    return NULL;
   if ((one = PyLong_FromLong(1)) == NULL || (two = PyLong_FromLong(2)) == NULL) return NULL;
   return PyModule_Create(&module);
 }

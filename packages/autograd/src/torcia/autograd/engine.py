@@ -590,14 +590,16 @@ except ImportError:  # built only where setuptools found a C compiler
 
 
 def _native_loop():
-    """torcia.autograd._native (the loop of :func:`run_backward` in C, for passes without
-    anomaly detection or a dispatch mode), or None where it was not built or
+    """torcia.autograd._native (the loop of :func:`run_backward` and :func:`record` in C, for
+    their common cases), or None where it was not built or
     ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python loop."""
     if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
         return None
     _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place,
                   _no_leaf_hooks, _needed, set_grad_mode, _derivs.Entry, _graph.Meta, Tensor,
                   _derivs._fit)
+    _native.setup_record(_TABLE, record, accumulator_of, NO_EDGE, SAVED_HOOKS, ANOMALY,
+                         make_alias, torcia.bfloat16)
     return _native
 
 
@@ -929,7 +931,9 @@ class Engine(AutogradMode):
     """
 
     def __init__(self):
-        for fn in (record, record_transfer, check_inplace, rebase_inplace, backward, grad,
+        # record: the native one where torcia.autograd._native was built
+        self.record = record if _NATIVE is None else _NATIVE.record
+        for fn in (record_transfer, check_inplace, rebase_inplace, backward, grad,
                    derivative, define_derivative, forward_derivative,
                    define_forward_derivative, register_hook,
                    register_post_accumulate_grad_hook, retain_grad):
