@@ -247,11 +247,21 @@ def results_under_create_graph():
     return _vals(g, gg), g.grad_fn.name()
 
 
+def existing_grads():
+    a, b = _leaves()
+    store = torcia.zeros(8)
+    a.grad = store[::2]  # a view: the sum lands in store
+    b.grad = torcia.ones(4, requires_grad=True)  # a .grad that records: a new sum
+    y = (a * b + a).sum()
+    y.backward()
+    return _vals(store, a.grad, b.grad), a.grad._version, b.grad.requires_grad
+
+
 SCENARIOS = [tiny, chain, broadcast_and_dtypes, hooks, accumulate_grad_hooks, retain_then_free,
              double_backward, grad_of_non_leaf_and_unused, backward_inputs, several_roots,
              multi_output_op, custom_function, modified_in_place, formula_error, hook_error,
              callbacks, steal_and_in_place_sum, anomaly_mode, no_grad_needed_branch,
-             saved_tensor_hooks, results_under_create_graph]
+             saved_tensor_hooks, results_under_create_graph, existing_grads]
 
 
 @native

@@ -1,16 +1,18 @@
-/* torcia.autograd._native: the backward loop of torcia/autograd/engine.py, optional.
+/* torcia.autograd._native: the hot paths of torcia/autograd/engine.py in C, optional.
  *
- * run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets) is the
- * loop of engine.run_backward (dependency counting, the ready stack, the gradient buffers,
- * calling each node's backward, its post hooks, releasing it), statement for statement,
- * for the passes with neither anomaly detection nor a dispatch mode; what is rarer (hooks,
- * accumulation into .grad, the in-place sum of two gradients) calls the engine's own Python
- * helpers, given once to setup(). Those helpers count references (sys.getrefcount) to know
- * when a gradient is private: this loop holds the same references to a gradient as the
- * Python one at each of their calls.
+ * record(op, inputs, params, out) is engine.record for its common case (one plain Tensor
+ * output of an op with a formula); run(roots, root_grads, retain_graph, create_graph,
+ * capture, accumulate, targets) is the loop of engine.run_backward (dependency counting, the
+ * ready stack, the gradient buffers, each node's Entry.backward, its post hooks, releasing
+ * it), statement for statement, for the passes with neither anomaly detection nor a
+ * dispatch mode. What is rarer (hooks, a leaf's first gradient, the in-place sum of two
+ * gradients, packed or modified saved tensors) calls the engine's own Python code, given
+ * once to setup() and setup_record(). The helpers that count references (sys.getrefcount)
+ * to know when a gradient is private are called holding the same references to it as the
+ * Python loop holds.
  *
  * The module is built where a C compiler is found; without it, or with
- * TORCIA_PURE_PYTHON=1 in the environment, the Python loop runs, which the tests compare
+ * TORCIA_PURE_PYTHON=1 in the environment, the Python engine runs, which the tests compare
  * this one with.
  */
 #define PY_SSIZE_T_CLEAN
@@ -19,10 +21,13 @@
 
 /* setup()'s arguments */
 static PyObject *node_type, *acc_type, *accumulate_fn, *pre_hooks_fn, *add_in_place_fn,
-    *no_leaf_hooks_fn, *needed_fn, *set_grad_mode_fn, *entry_type, *meta_type, *tensor_type,
-    *fit_fn;
+    *needed_fn, *set_grad_mode_fn, *entry_type, *meta_type, *tensor_type, *fit_fn;
 static PyObject *s_next_functions, *s_n_outputs, *s_pre_hooks, *s_post_hooks, *s_entry,
     *s_backward, *s_apply, *s_release, *s_shape, *s_dtype, *s_result, *s_needs, *one, *two;
+
+/* setup_record()'s arguments */
+static PyObject *table, *python_record, *accumulator_of_fn, *no_edge,
+    *saved_hooks, *anomaly, *alias_fn, *bfloat16, *strided;
 
 /* slots read by offset: a slot of a Node or an Entry, or a Tensor's published field */
 enum { N_ARGS, N_VERSIONS, N_METAS, N_EDGES, N_PARAMS, N_RELEASED, N_PACKED, N_HOLDS,
@@ -62,19 +67,19 @@ static int read_offsets(void) {
   return 0;
 }
 
-#define N_SETUP 12
+#define N_SETUP 11
 
 static PyObject *setup(PyObject *self, PyObject *args) {
   PyObject *a[N_SETUP];
-  if (!PyArg_ParseTuple(args, "OOOOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
-                        &a[6], &a[7], &a[8], &a[9], &a[10], &a[11]))
+  if (!PyArg_ParseTuple(args, "OOOOOOOOOOO", &a[0], &a[1], &a[2], &a[3], &a[4], &a[5],
+                        &a[6], &a[7], &a[8], &a[9], &a[10]))
     return NULL;
-  PyObject **dst[N_SETUP] = {&node_type,   &acc_type,         &accumulate_fn,
-                             &pre_hooks_fn, &add_in_place_fn, &no_leaf_hooks_fn,
-                             &needed_fn,   &set_grad_mode_fn, &entry_type,
-                             &meta_type,   &tensor_type,      &fit_fn};
+  PyObject **dst[N_SETUP] = {&node_type,    &acc_type,        &accumulate_fn,
+                             &pre_hooks_fn, &add_in_place_fn, &needed_fn,
+                             &set_grad_mode_fn, &entry_type,  &meta_type,
+                             &tensor_type,  &fit_fn};
   for (int i = 0; i < N_SETUP; i++) {
-    if (i == 0 || i == 1 || i == 8 || i == 9 || i == 10) {
+    if (i == 0 || i == 1 || i == 7 || i == 8 || i == 9) {
       if (!PyType_Check(a[i])) {
         PyErr_SetString(PyExc_TypeError, "setup: expected a class");
         return NULL;
@@ -474,6 +479,75 @@ static int release(PyObject *node) {
   return 0;
 }
 
+static PyObject *s_variable, *s_hooks, *s_post_accumulate_hooks, *s_layout;
+
+/* engine._no_leaf_hooks: no hook of any kind on the leaf acc accumulates into */
+static int no_leaf_hooks(PyObject *acc) {
+  PyObject *v = PyObject_GetAttr(acc, s_pre_hooks);
+  if (v == NULL) return -1;
+  int none = v == Py_None;
+  Py_DECREF(v);
+  if (!none) return 0;
+  if ((v = PyObject_GetAttr(acc, s_post_hooks)) == NULL) return -1;
+  none = v == Py_None;
+  Py_DECREF(v);
+  if (!none) return 0;
+  PyObject *leaf = PyObject_GetAttr(acc, s_variable);
+  if (leaf == NULL) return -1;
+  PyObject *meta = PyObject_GetAttrString(leaf, "__torcia_autograd_meta__");
+  Py_DECREF(leaf);
+  if (meta == NULL) return -1;
+  int quiet = 1;
+  const PyObject *names[2] = {s_hooks, s_post_accumulate_hooks};
+  for (int k = 0; k < 2 && quiet == 1 && meta != Py_None; k++) {
+    PyObject *hooks = PyObject_GetAttr(meta, (PyObject *)names[k]);
+    int any = hooks == NULL ? -1 : PyObject_IsTrue(hooks);
+    Py_XDECREF(hooks);
+    quiet = any < 0 ? -1 : !any;
+  }
+  Py_DECREF(meta);
+  return quiet;
+}
+
+/* engine._accumulate where the leaf has no hook (no_leaf_hooks), no graph of the gradient is
+ * made and the leaf's .grad is a plain Tensor that does not require grad: g's values are
+ * added into it in place. 1 when done, 0 when the Python _accumulate must do it. */
+static int add_into_grad(PyObject *acc, PyObject *g) {
+  if (Py_TYPE(g) != (PyTypeObject *)tensor_type) return 0;
+  PyObject *layout = PyObject_GetAttr(g, s_layout);
+  if (layout == NULL) return -1;
+  int dense = layout == strided;
+  Py_DECREF(layout);
+  if (!dense) return 0;
+  PyObject *leaf = PyObject_GetAttr(acc, s_variable);
+  if (leaf == NULL) return -1;
+  int done = 0;
+  PyObject *old = Py_TYPE(leaf) == (PyTypeObject *)tensor_type
+                      ? PyObject_GetAttrString(leaf, "__torcia_grad__") : NULL;
+  Py_DECREF(leaf);
+  if (old == NULL) return PyErr_Occurred() ? -1 : 0;
+  if (Py_TYPE(old) == (PyTypeObject *)tensor_type &&
+      *(PyObject **)((char *)old + offsets[T_REQUIRES_GRAD]) == Py_False) {
+    PyObject **data = (PyObject **)((char *)old + offsets[T_DATA]);
+    PyObject *other = *(PyObject **)((char *)g + offsets[T_DATA]);
+    PyObject *vc = *(PyObject **)((char *)old + offsets[T_VERSION]);
+    if (*data != NULL && other != NULL && vc != NULL && PyList_CheckExact(vc) &&
+        PyList_GET_SIZE(vc) == 1) {
+      /* old.__torcia_data__ += grad.__torcia_data__; old.__torcia_version__[0] += 1 */
+      PyObject *sum = PyNumber_InPlaceAdd(*data, other);
+      if (sum == NULL) {
+        done = -1;
+      } else {
+        Py_SETREF(*data, sum);
+        PyObject *bumped = PyNumber_Add(PyList_GET_ITEM(vc, 0), one);
+        done = bumped == NULL ? -1 : (PyList_SetItem(vc, 0, bumped), 1);
+      }
+    }
+  }
+  Py_DECREF(old);
+  return done;
+}
+
 /* The ready-stack loop of engine.run_backward; results is filled for capture. */
 static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *needed,
                 PyObject *results, PyObject *retain_graph, PyObject *create_graph,
@@ -533,14 +607,19 @@ static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *ne
         if (wanted && !is_none(targets)) wanted = PySequence_Contains(targets, node);
         if (wanted < 0) goto fail;
         if (wanted) {
-          PyObject *a[4] = {node, PyList_GET_ITEM(grads, 0), create_graph, one};
           if (!PyList_CheckExact(grads)) {
             PyErr_SetString(PyExc_TypeError, "a pre hook must give a list of gradients");
             goto fail;
           }
-          PyObject *r = PyObject_Vectorcall(accumulate_fn, a, 4, NULL);
-          if (r == NULL) goto fail;
-          Py_DECREF(r);
+          int added = make_graph ? 0 : no_leaf_hooks(node);
+          if (added > 0) added = add_into_grad(node, PyList_GET_ITEM(grads, 0));
+          if (added < 0) goto fail;
+          if (!added) {
+            PyObject *a[4] = {node, PyList_GET_ITEM(grads, 0), create_graph, one};
+            PyObject *r = PyObject_Vectorcall(accumulate_fn, a, 4, NULL);
+            if (r == NULL) goto fail;
+            Py_DECREF(r);
+          }
         }
       }
       Py_CLEAR(grads);
@@ -635,18 +714,14 @@ static int loop(PyObject *ready, PyObject *deps, PyObject *buffers, PyObject *ne
         if (left == 1) {
           int buffered = PyDict_Contains(buffers, nxt);
           if (buffered < 0) goto edge_fail;
-          if (!buffered) {
-            PyObject *r = PyObject_Vectorcall(no_leaf_hooks_fn, &nxt, 1, NULL);
-            if (r == NULL) goto edge_fail;
-            fast_leaf = PyObject_IsTrue(r);
-            Py_DECREF(r);
-            if (fast_leaf < 0) goto edge_fail;
-          }
+          if (!buffered && (fast_leaf = no_leaf_hooks(nxt)) < 0) goto edge_fail;
         }
         if (fast_leaf) {
           /* the last edge into a leaf, and the others brought nothing: accumulate now */
           if (set_count(deps, nxt, 0) < 0) goto edge_fail;
-          if (!is_none(g)) {
+          int added = is_none(g) || make_graph ? 0 : add_into_grad(nxt, g);
+          if (added < 0) goto edge_fail;
+          if (!added && !is_none(g)) {
             PyObject *a[4] = {nxt, g, create_graph, owned};
             PyObject *r = PyObject_Vectorcall(accumulate_fn, a, 4, NULL);
             if (r == NULL) goto edge_fail;
@@ -719,19 +794,17 @@ fail:
   return -1;
 }
 
-/* setup_record()'s arguments */
-static PyObject *table, *python_record, *accumulator_of_fn, *no_edge,
-    *saved_hooks, *anomaly, *alias_fn, *bfloat16;
 static PyObject *s_enabled, *s_accumulator, *s_kind, *fc;
 
 static PyObject *setup_record(PyObject *self, PyObject *args) {
-  PyObject *a[8];
-  if (!PyArg_ParseTuple(args, "O!OOO!O!OOO", &PyDict_Type, &a[0], &a[1], &a[2],
-                        &PyTuple_Type, &a[3], &PyList_Type, &a[4], &a[5], &a[6], &a[7]))
+  PyObject *a[9];
+  if (!PyArg_ParseTuple(args, "O!OOO!O!OOOO", &PyDict_Type, &a[0], &a[1], &a[2],
+                        &PyTuple_Type, &a[3], &PyList_Type, &a[4], &a[5], &a[6], &a[7],
+                        &a[8]))
     return NULL;
-  PyObject **dst[8] = {&table,   &python_record, &accumulator_of_fn, &no_edge,
-                       &saved_hooks, &anomaly, &alias_fn, &bfloat16};
-  for (int i = 0; i < 8; i++) {
+  PyObject **dst[9] = {&table,   &python_record, &accumulator_of_fn, &no_edge,
+                       &saved_hooks, &anomaly, &alias_fn, &bfloat16, &strided};
+  for (int i = 0; i < 9; i++) {
     Py_INCREF(a[i]);
     Py_XSETREF(*dst[i], a[i]);
   }
@@ -1072,14 +1145,14 @@ done:
 
 static PyMethodDef methods[] = {
     {"setup", setup, METH_VARARGS,
-     "setup(Node, AccumulateGrad, accumulate, run_pre_hooks, add_in_place, no_leaf_hooks, "
-     "needed, set_grad_mode, Entry, Meta, Tensor, fit)"},
+     "setup(Node, AccumulateGrad, accumulate, run_pre_hooks, add_in_place, needed, "
+     "set_grad_mode, Entry, Meta, Tensor, fit)"},
     {"run", (PyCFunction)(void (*)(void))run, METH_FASTCALL,
      "run(roots, root_grads, retain_graph, create_graph, capture, accumulate, targets): "
      "engine.run_backward's loop, natively"},
     {"setup_record", setup_record, METH_VARARGS,
      "setup_record(TABLE, record, accumulator_of, NO_EDGE, SAVED_HOOKS, ANOMALY, alias, "
-     "bfloat16)"},
+     "bfloat16, strided)"},
     {"record", (PyCFunction)(void (*)(void))record, METH_FASTCALL,
      "record(op, inputs, params, out): engine.record, natively for its common case"},
     {NULL, NULL, 0, NULL}};
@@ -1097,7 +1170,11 @@ PyMODINIT_FUNC PyInit__native(void) {
                       &s_shape,          &s_dtype,     &s_result,    &s_needs};
   for (int i = 0; i < 12; i++)
     if ((*dst[i] = PyUnicode_InternFromString(names[i])) == NULL) return NULL;
-  if ((s_enabled = PyUnicode_InternFromString("enabled")) == NULL ||
+  if ((s_variable = PyUnicode_InternFromString("variable")) == NULL ||
+      (s_hooks = PyUnicode_InternFromString("hooks")) == NULL ||
+      (s_post_accumulate_hooks = PyUnicode_InternFromString("post_accumulate_hooks")) == NULL ||
+      (s_layout = PyUnicode_InternFromString("layout")) == NULL ||
+      (s_enabled = PyUnicode_InternFromString("enabled")) == NULL ||
       (s_accumulator = PyUnicode_InternFromString("accumulator")) == NULL ||
       (s_kind = PyUnicode_InternFromString("kind")) == NULL ||
       (fc = PyUnicode_FromString("fc")) == NULL)

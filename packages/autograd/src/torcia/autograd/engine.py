@@ -595,11 +595,10 @@ def _native_loop():
     ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python loop."""
     if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
         return None
-    _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place,
-                  _no_leaf_hooks, _needed, set_grad_mode, _derivs.Entry, _graph.Meta, Tensor,
-                  _derivs._fit)
+    _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place, _needed,
+                  set_grad_mode, _derivs.Entry, _graph.Meta, Tensor, _derivs._fit)
     _native.setup_record(_TABLE, record, accumulator_of, NO_EDGE, SAVED_HOOKS, ANOMALY,
-                         make_alias, torcia.bfloat16)
+                         make_alias, torcia.bfloat16, _STRIDED)
     return _native
 
 
