@@ -589,10 +589,10 @@ except ImportError:  # built only where setuptools found a C compiler
     _native = None
 
 
-def _native_loop():
+def _native_engine():
     """torcia.autograd._native (the loop of :func:`run_backward` and :func:`record` in C, for
     their common cases), or None where it was not built or
-    ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python loop."""
+    ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python engine."""
     if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
         return None
     _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place, _needed,
@@ -727,8 +727,9 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
             hook(leaf)
 
 
-#: the native loop, or None for the Python one (the reference the tests compare it with)
-_NATIVE = _native_loop()
+#: the native record and backward loop, or None for the Python engine (the reference the
+#: tests compare them with)
+_NATIVE = _native_engine()
 
 
 def _root(t: Tensor):
