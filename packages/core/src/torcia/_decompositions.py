@@ -23,7 +23,7 @@ import torcia
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._numpy_backend import refusal
-from torcia._tensor import _torch_name, call
+from torcia._tensor import DECOMPOSITIONS, _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -1945,7 +1945,8 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
     return (-grad * scale.reshape(1, n, 1)).to(log_probs.dtype)
 
 
-DECOMPOSITIONS = {
+# the dispatcher's table (torcia._tensor): call() runs these where a device lacks a kernel
+DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
         silu_backward, softplus, mish, logsigmoid, gelu, gelu_backward,
@@ -1973,4 +1974,4 @@ DECOMPOSITIONS = {
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "max_pool_backward": max_pool_backward,
-}
+})
