@@ -317,11 +317,101 @@ static int clear_if_retryable(void) {
   return 0;
 }
 
-static inline int is_true(PyObject *t, int slot) { return SLOT(t, slot) == Py_True; }
+/* a slot's truth (requires_grad), without a call where it holds a bool */
+static inline int is_true(PyObject *t, int slot) {
+  PyObject *v = SLOT(t, slot);
+  return v == Py_True || (v != Py_False && v != Py_None && PyObject_IsTrue(v) > 0);
+}
 
 static PyObject *fallback(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
                           PyObject *kwnames) {
   return PyObject_Vectorcall(fn, args, nargs, kwnames);
+}
+
+#define MAX_INPUTS 8
+
+/* the kernel's TypeError or ValueError (set) as _no_kernel words it, raised from None */
+static void reword(PyObject *op, PyObject *const *arrays, Py_ssize_t n) {
+  PyObject *type, *value, *tb;
+  PyErr_Fetch(&type, &value, &tb);
+  PyErr_NormalizeException(&type, &value, &tb);
+  if (tb != NULL) PyException_SetTraceback(value, tb);
+  Py_XDECREF(type);
+  Py_XDECREF(tb);
+  PyObject *list = PyList_New(n), *error = NULL;
+  if (list != NULL) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+      Py_INCREF(arrays[i]);
+      PyList_SET_ITEM(list, i, arrays[i]);
+    }
+    PyObject *nargs[3] = {op, list, value};
+    error = PyObject_Vectorcall(no_kernel, nargs, 3, NULL);
+    Py_DECREF(list);
+  }
+  if (error == NULL) {
+    Py_DECREF(value);
+    return;
+  }
+  if (error != value)
+    PyException_SetContext(error, value);  /* steals value */
+  else
+    Py_DECREF(value);
+  PyException_SetCause(error, NULL);  /* and sets __suppress_context__ */
+  PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, PyException_GetTraceback(error));
+}
+
+/* kernel(*args), or kernel(*args, **params), wrapped as a new tensor on dev (a tuple of
+ * them for a tuple; view_of as for make), or NULL with the error set, reworded by
+ * _no_kernel where op is given. The kernel, its arrays and dev were read from a table
+ * and from slots that another thread may change while the kernel runs (it may release
+ * the GIL), so they are held until the result is made. */
+static PyObject *run(PyObject *kernel, PyObject *const *args, Py_ssize_t n, PyObject *params,
+                     PyObject *dev, PyObject *view_of, PyObject *op) {
+  Py_INCREF(kernel);
+  Py_INCREF(dev);
+  for (Py_ssize_t i = 0; i < n; i++) Py_INCREF(args[i]);
+  PyObject *out = params != NULL ? PyObject_VectorcallDict(kernel, args, n, params)
+                                 : PyObject_Vectorcall(kernel, args, n, NULL);
+  PyObject *result = NULL;
+  if (out == NULL) {
+    if (op != NULL &&
+        (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError)))
+      reword(op, args, n);
+  } else if (PyTuple_CheckExact(out)) {
+    Py_ssize_t k = PyTuple_GET_SIZE(out);
+    result = PyTuple_New(k);
+    for (Py_ssize_t i = 0; result != NULL && i < k; i++) {
+      PyObject *margs[2] = {PyTuple_GET_ITEM(out, i), dev};
+      PyObject *t = make(NULL, margs, 2);
+      if (t == NULL)
+        Py_CLEAR(result);
+      else
+        PyTuple_SET_ITEM(result, i, t);
+    }
+  } else {
+    PyObject *margs[3] = {out, dev, view_of};
+    result = make(NULL, margs, 3);
+  }
+  Py_XDECREF(out);
+  for (Py_ssize_t i = 0; i < n; i++) Py_DECREF(args[i]);
+  Py_DECREF(dev);
+  Py_DECREF(kernel);
+  return result;
+}
+
+/* record() of an elementwise op of n operands, with no params */
+static PyObject *recorded(PyObject *result, PyObject *op, PyObject *const *operands,
+                          Py_ssize_t n) {
+  PyObject *inputs = PyTuple_New(n), *params = PyDict_New();
+  for (Py_ssize_t i = 0; inputs != NULL && i < n; i++) {
+    Py_INCREF(operands[i]);
+    PyTuple_SET_ITEM(inputs, i, operands[i]);
+  }
+  int rc = inputs && params ? record(op, inputs, params, result) : -1;
+  Py_XDECREF(inputs);
+  Py_XDECREF(params);
+  if (rc < 0) Py_CLEAR(result);
+  return result;
 }
 
 /* binary(op, a, b, float_op=False) */
@@ -366,21 +456,12 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     return fallback(py_binary, args, nargs, NULL);
   }
   PyObject *karg[2] = {ad, bd};
-  PyObject *out = PyObject_Vectorcall(kernel, karg, 2, NULL);
-  if (out == NULL) {
+  PyObject *result = run(kernel, karg, 2, NULL, dev, Py_None, NULL);
+  if (result == NULL) {
     if (!clear_if_retryable()) return NULL;
     return fallback(py_binary, args, nargs, NULL);
   }
-  PyObject *margs[2] = {out, dev};
-  PyObject *result = make(NULL, margs, 2);
-  Py_DECREF(out);
-  if (result == NULL || !grad) return result;
-  PyObject *inputs = PyTuple_Pack(2, a, b), *params = PyDict_New();
-  int rc = inputs && params ? record(op, inputs, params, result) : -1;
-  Py_XDECREF(inputs);
-  Py_XDECREF(params);
-  if (rc < 0) Py_CLEAR(result);
-  return result;
+  return grad ? recorded(result, op, args + 1, 2) : result;
 }
 
 /* unary(op, a, to_float=False) */
@@ -409,53 +490,12 @@ static PyObject *unary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (PyErr_Occurred()) return NULL;
     return fallback(py_unary, args, nargs, NULL);
   }
-  PyObject *out = PyObject_Vectorcall(kernel, &ad, 1, NULL);
-  if (out == NULL) {
+  PyObject *result = run(kernel, &ad, 1, NULL, dev, Py_None, NULL);
+  if (result == NULL) {
     if (!clear_if_retryable()) return NULL;
     return fallback(py_unary, args, nargs, NULL);
   }
-  PyObject *margs[2] = {out, dev};
-  PyObject *result = make(NULL, margs, 2);
-  Py_DECREF(out);
-  if (result == NULL || !is_true(a, REQUIRES_GRAD)) return result;
-  PyObject *inputs = PyTuple_Pack(1, a), *params = PyDict_New();
-  int rc = inputs && params ? record(op, inputs, params, result) : -1;
-  Py_XDECREF(inputs);
-  Py_XDECREF(params);
-  if (rc < 0) Py_CLEAR(result);
-  return result;
-}
-
-#define MAX_INPUTS 8
-
-/* the kernel's TypeError or ValueError (set) as _no_kernel words it, raised from None */
-static void reword(PyObject *op, PyObject *const *arrays, Py_ssize_t n) {
-  PyObject *type, *value, *tb;
-  PyErr_Fetch(&type, &value, &tb);
-  PyErr_NormalizeException(&type, &value, &tb);
-  if (tb != NULL) PyException_SetTraceback(value, tb);
-  Py_XDECREF(type);
-  Py_XDECREF(tb);
-  PyObject *list = PyList_New(n), *error = NULL;
-  if (list != NULL) {
-    for (Py_ssize_t i = 0; i < n; i++) {
-      Py_INCREF(arrays[i]);
-      PyList_SET_ITEM(list, i, arrays[i]);
-    }
-    PyObject *nargs[3] = {op, list, value};
-    error = PyObject_Vectorcall(no_kernel, nargs, 3, NULL);
-    Py_DECREF(list);
-  }
-  if (error == NULL) {
-    Py_DECREF(value);
-    return;
-  }
-  if (error != value)
-    PyException_SetContext(error, value);  /* steals value */
-  else
-    Py_DECREF(value);
-  PyException_SetCause(error, NULL);  /* and sets __suppress_context__ */
-  PyErr_Restore(Py_NewRef((PyObject *)Py_TYPE(error)), error, PyException_GetTraceback(error));
+  return is_true(a, REQUIRES_GRAD) ? recorded(result, op, args + 1, 1) : result;
 }
 
 /* call(op, inputs, params, view_of=None) */
@@ -500,27 +540,7 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
     if (PyErr_Occurred()) return NULL;
     return fallback(py_call, args, nargs, NULL);  /* a decomposition, or its error */
   }
-  PyObject *out = PyObject_VectorcallDict(kernel, arrays, n, params);
-  if (out == NULL) {
-    if (PyErr_ExceptionMatches(PyExc_TypeError) || PyErr_ExceptionMatches(PyExc_ValueError))
-      reword(op, arrays, n);
-    return NULL;
-  }
-  PyObject *result;
-  if (PyTuple_CheckExact(out)) {
-    Py_ssize_t k = PyTuple_GET_SIZE(out);
-    result = PyTuple_New(k);
-    for (Py_ssize_t i = 0; result != NULL && i < k; i++) {
-      PyObject *margs[2] = {PyTuple_GET_ITEM(out, i), dev};
-      PyObject *t = make(NULL, margs, 2);
-      if (t == NULL) Py_CLEAR(result);
-      else PyTuple_SET_ITEM(result, i, t);
-    }
-  } else {
-    PyObject *margs[3] = {out, dev, view_of};
-    result = make(NULL, margs, 3);
-  }
-  Py_DECREF(out);
+  PyObject *result = run(kernel, arrays, n, params, dev, view_of, op);
   if (result != NULL && grad && record(op, inputs, params, result) < 0) Py_CLEAR(result);
   return result;
 }
@@ -558,18 +578,28 @@ static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t
     if (PyErr_Occurred()) return NULL;
     return fallback(py_inplace, args, nargs, NULL);
   }
+  /* held while the kernel runs, as in run() */
+  Py_INCREF(kernel);
+  Py_INCREF(sd);
+  Py_INCREF(od);
   PyObject *karg[2] = {sd, od};
   PyObject *out = PyObject_Vectorcall(kernel, karg, 2, NULL);
+  Py_DECREF(kernel);
+  Py_DECREF(od);
+  int rc = -1;
+  if (out != NULL) {
+    int same = (PyObject *)Py_TYPE(out) == ndarray_type &&
+               ARR(out)->descr == ARR(sd)->descr && ARR(out)->nd == ARR(sd)->nd;
+    for (int i = 0; same && i < ARR(sd)->nd; i++)
+      same = ARR(out)->dimensions[i] == ARR(sd)->dimensions[i];
+    rc = same ? PyObject_SetItem(sd, Py_Ellipsis, out) : -1;
+    Py_DECREF(out);
+  }
+  Py_DECREF(sd);
   if (out == NULL) {
     if (!clear_if_retryable()) return NULL;
     return fallback(py_inplace, args, nargs, NULL);
   }
-  int same = (PyObject *)Py_TYPE(out) == ndarray_type && ARR(out)->descr == ARR(sd)->descr &&
-             ARR(out)->nd == ARR(sd)->nd;
-  for (int i = 0; same && i < ARR(sd)->nd; i++)
-    same = ARR(out)->dimensions[i] == ARR(sd)->dimensions[i];
-  int rc = same ? PyObject_SetItem(sd, Py_Ellipsis, out) : -1;
-  Py_DECREF(out);
   if (rc < 0) {
     /* a read-only array, or a result to convert: the Python path raises or converts */
     if (PyErr_Occurred()) {
