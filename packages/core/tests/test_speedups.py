@@ -1,6 +1,7 @@
 """torcia._speedups, the optional native ``Tensor._make``: the same tensor as the Python
 one (every slot), the same errors, and ``TORCIA_PURE_PYTHON=1`` runs the Python one."""
 
+import functools
 import gc
 import importlib.util
 import os
@@ -367,3 +368,24 @@ def test_native_and_python_paths_agree_under_every_mode():
     assert native[1:] == python[1:]
     assert any(line.startswith("override calls") and "exp" in line for line in native)
     assert any(line.startswith("override [('Logged'") for line in native)
+
+
+@dispatch
+def test_native_dispatch_takes_arguments_by_name_as_python():
+    x, y = torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 8.0])
+    cases = [
+        (_tensor.call, _tensor.python_call, ("view",), {"inputs": (x,), "params": {"shape": (2,)},
+                                                        "view_of": x}),
+        (_tensor.call, _tensor.python_call, ("getitem", (x,), {"key": (0, Ellipsis)}),
+         {"view_of": x}),
+        (_tensor.binary, _tensor.python_binary, ("div", x, y), {"float_op": True}),
+        (_tensor.unary, _tensor.python_unary, ("exp",), {"a": x, "to_float": False}),
+        (_tensor.call, _tensor.python_call, ("add", (x, y)), {"view_of": None}),  # no params
+        (_tensor.binary, _tensor.python_binary, ("add", x, y), {"op": "mul"}),  # twice
+        (_tensor.unary, _tensor.python_unary, ("exp", x), {"float": True}),  # unknown
+    ]
+    for native, python, args, kwargs in cases:
+        assert _outcome(functools.partial(native, *args, **kwargs)) == _outcome(
+            functools.partial(python, *args, **kwargs))
+    view = _tensor.call("getitem", (x,), {"key": (0, Ellipsis)}, view_of=x)
+    assert view._base is x

@@ -328,6 +328,28 @@ static PyObject *fallback(PyObject *fn, PyObject *const *args, Py_ssize_t nargs,
   return PyObject_Vectorcall(fn, args, nargs, kwnames);
 }
 
+/* the arguments of a call, given by position or by name, in the order of names (NULL for
+ * one not given): how many there are up to the last one given, or -1 where a name is
+ * unknown, given twice, or leaves a gap (the Python function reports those) */
+static Py_ssize_t by_position(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames,
+                              const char *const *names, Py_ssize_t n, PyObject **out) {
+  if (nargs > n) return -1;
+  for (Py_ssize_t i = 0; i < n; i++) out[i] = i < nargs ? args[i] : NULL;
+  Py_ssize_t given = nargs;
+  Py_ssize_t nk = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+  for (Py_ssize_t k = 0; k < nk; k++) {
+    PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+    Py_ssize_t j = nargs;
+    while (j < n && PyUnicode_CompareWithASCIIString(name, names[j]) != 0) j++;
+    if (j == n || out[j] != NULL) return -1;
+    out[j] = args[nargs + k];
+    if (j >= given) given = j + 1;
+  }
+  for (Py_ssize_t i = 0; i < given; i++)
+    if (out[i] == NULL) return -1;
+  return given;
+}
+
 #define MAX_INPUTS 8
 
 /* the kernel's TypeError or ValueError (set) as _no_kernel words it, raised from None */
@@ -417,100 +439,106 @@ static PyObject *recorded(PyObject *result, PyObject *op, PyObject *const *opera
 /* binary(op, a, b, float_op=False) */
 static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                         PyObject *kwnames) {
-  if (!dispatch_on || kwnames != NULL || nargs < 3 || nargs > 4)
-    return fallback(py_binary, args, nargs, kwnames);
-  PyObject *op = args[0], *a = args[1], *b = args[2];
+  static const char *const names[] = {"op", "a", "b", "float_op"};
+  PyObject *arg[4];
+  Py_ssize_t given = by_position(args, nargs, kwnames, names, 4, arg);
+  if (!dispatch_on || given < 3) return fallback(py_binary, args, nargs, kwnames);
+  PyObject *op = arg[0], *a = arg[1], *b = arg[2];
   int float_op = 0;
-  if (nargs == 4 && (float_op = PyObject_IsTrue(args[3])) < 0) return NULL;
-  if (Py_TYPE(a) != tensor_type) return fallback(py_binary, args, nargs, NULL);
+  if (given == 4 && (float_op = PyObject_IsTrue(arg[3])) < 0) return NULL;
+  if (Py_TYPE(a) != tensor_type) return fallback(py_binary, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
   PyObject *ad = SLOT(a, DATA), *dev = SLOT(a, DEVICE), *bd;
   if (!off || (PyObject *)Py_TYPE(ad) != ndarray_type || !PyUnicode_CheckExact(op))
-    return fallback(py_binary, args, nargs, NULL);
+    return fallback(py_binary, args, nargs, kwnames);
   int grad = is_true(a, REQUIRES_GRAD);
   if (Py_TYPE(b) == tensor_type) {
     /* one dtype and device: nothing to promote */
     bd = SLOT(b, DATA);
     if ((PyObject *)Py_TYPE(bd) != ndarray_type || ARR(bd)->descr != ARR(ad)->descr ||
         SLOT(b, DEVICE) != dev || (float_op && KIND(ad) != 'f'))
-      return fallback(py_binary, args, nargs, NULL);
+      return fallback(py_binary, args, nargs, kwnames);
     grad |= is_true(b, REQUIRES_GRAD);
   } else if (PyFloat_CheckExact(b) || PyLong_CheckExact(b)) {
     /* a float32/float64 tensor keeps its dtype beside a Python number, which the
      * kernel takes as it is */
     if (ARR(ad)->descr != float32 && ARR(ad)->descr != float64)
-      return fallback(py_binary, args, nargs, NULL);
+      return fallback(py_binary, args, nargs, kwnames);
     bd = b;
   } else {
-    return fallback(py_binary, args, nargs, NULL);
+    return fallback(py_binary, args, nargs, kwnames);
   }
   if (grad) {
     int anomaly = anomaly_on();
     if (anomaly < 0) return NULL;
-    if (anomaly) return fallback(py_binary, args, nargs, NULL);
+    if (anomaly) return fallback(py_binary, args, nargs, kwnames);
   }
   PyObject *kernel = kernel_of(dev, op);
   if (kernel == NULL) {
     if (PyErr_Occurred()) return NULL;
-    return fallback(py_binary, args, nargs, NULL);
+    return fallback(py_binary, args, nargs, kwnames);
   }
   PyObject *karg[2] = {ad, bd};
   PyObject *result = run(kernel, karg, 2, NULL, dev, Py_None, NULL);
   if (result == NULL) {
     if (!clear_if_retryable()) return NULL;
-    return fallback(py_binary, args, nargs, NULL);
+    return fallback(py_binary, args, nargs, kwnames);
   }
-  return grad ? recorded(result, op, args + 1, 2) : result;
+  return grad ? recorded(result, op, arg + 1, 2) : result;
 }
 
 /* unary(op, a, to_float=False) */
 static PyObject *unary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                        PyObject *kwnames) {
-  if (!dispatch_on || kwnames != NULL || nargs < 2 || nargs > 3)
-    return fallback(py_unary, args, nargs, kwnames);
-  PyObject *op = args[0], *a = args[1];
+  static const char *const names[] = {"op", "a", "to_float"};
+  PyObject *arg[3];
+  Py_ssize_t given = by_position(args, nargs, kwnames, names, 3, arg);
+  if (!dispatch_on || given < 2) return fallback(py_unary, args, nargs, kwnames);
+  PyObject *op = arg[0], *a = arg[1];
   int to_float = 0;
-  if (nargs == 3 && (to_float = PyObject_IsTrue(args[2])) < 0) return NULL;
+  if (given == 3 && (to_float = PyObject_IsTrue(arg[2])) < 0) return NULL;
   if (Py_TYPE(a) != tensor_type || !PyUnicode_CheckExact(op))
-    return fallback(py_unary, args, nargs, NULL);
+    return fallback(py_unary, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
   PyObject *ad = SLOT(a, DATA), *dev = SLOT(a, DEVICE);
   if (!off || (PyObject *)Py_TYPE(ad) != ndarray_type ||
       (to_float && strchr("biu", KIND(ad)) != NULL))
-    return fallback(py_unary, args, nargs, NULL);
+    return fallback(py_unary, args, nargs, kwnames);
   if (is_true(a, REQUIRES_GRAD)) {
     int anomaly = anomaly_on();
     if (anomaly < 0) return NULL;
-    if (anomaly) return fallback(py_unary, args, nargs, NULL);
+    if (anomaly) return fallback(py_unary, args, nargs, kwnames);
   }
   PyObject *kernel = kernel_of(dev, op);
   if (kernel == NULL) {
     if (PyErr_Occurred()) return NULL;
-    return fallback(py_unary, args, nargs, NULL);
+    return fallback(py_unary, args, nargs, kwnames);
   }
   PyObject *result = run(kernel, &ad, 1, NULL, dev, Py_None, NULL);
   if (result == NULL) {
     if (!clear_if_retryable()) return NULL;
-    return fallback(py_unary, args, nargs, NULL);
+    return fallback(py_unary, args, nargs, kwnames);
   }
-  return is_true(a, REQUIRES_GRAD) ? recorded(result, op, args + 1, 1) : result;
+  return is_true(a, REQUIRES_GRAD) ? recorded(result, op, arg + 1, 1) : result;
 }
 
 /* call(op, inputs, params, view_of=None) */
 static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
                       PyObject *kwnames) {
-  if (!dispatch_on || kwnames != NULL || nargs < 3 || nargs > 4)
-    return fallback(py_call, args, nargs, kwnames);
-  PyObject *op = args[0], *inputs = args[1], *params = args[2];
-  PyObject *view_of = nargs == 4 ? args[3] : Py_None;
+  static const char *const names[] = {"op", "inputs", "params", "view_of"};
+  PyObject *arg[4];
+  Py_ssize_t given = by_position(args, nargs, kwnames, names, 4, arg);
+  if (!dispatch_on || given < 3) return fallback(py_call, args, nargs, kwnames);
+  PyObject *op = arg[0], *inputs = arg[1], *params = arg[2];
+  PyObject *view_of = given == 4 ? arg[3] : Py_None;
   if (!PyTuple_CheckExact(inputs) || PyTuple_GET_SIZE(inputs) > MAX_INPUTS ||
       !PyDict_CheckExact(params) || !PyUnicode_CheckExact(op))
-    return fallback(py_call, args, nargs, NULL);
+    return fallback(py_call, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
-  if (!off) return fallback(py_call, args, nargs, NULL);
+  if (!off) return fallback(py_call, args, nargs, kwnames);
   Py_ssize_t n = PyTuple_GET_SIZE(inputs);
   PyObject *arrays[MAX_INPUTS], *dev = NULL;
   int grad = 0;
@@ -521,11 +549,11 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
       if (dev == NULL)
         dev = d;
       else if (d != dev)
-        return fallback(py_call, args, nargs, NULL);  /* its error */
+        return fallback(py_call, args, nargs, kwnames);  /* its error */
       arrays[i] = SLOT(x, DATA);
       grad |= is_true(x, REQUIRES_GRAD);
     } else if (PyObject_TypeCheck(x, tensor_type)) {
-      return fallback(py_call, args, nargs, NULL);
+      return fallback(py_call, args, nargs, kwnames);
     } else {
       arrays[i] = x;
     }
@@ -533,12 +561,12 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
   if (grad) {
     int anomaly = anomaly_on();
     if (anomaly < 0) return NULL;
-    if (anomaly) return fallback(py_call, args, nargs, NULL);
+    if (anomaly) return fallback(py_call, args, nargs, kwnames);
   }
   PyObject *kernel = dev != NULL ? kernel_of(dev, op) : NULL;
   if (kernel == NULL) {
     if (PyErr_Occurred()) return NULL;
-    return fallback(py_call, args, nargs, NULL);  /* a decomposition, or its error */
+    return fallback(py_call, args, nargs, kwnames);  /* a decomposition, or its error */
   }
   PyObject *result = run(kernel, arrays, n, params, dev, view_of, op);
   if (result != NULL && grad && record(op, inputs, params, result) < 0) Py_CLEAR(result);
@@ -550,13 +578,15 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
  * another storage (no overlap to check), and self has no dim broadcast by a zero stride */
 static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t nargs,
                                 PyObject *kwnames) {
-  if (!dispatch_on || kwnames != NULL || nargs < 4 || nargs > 5)
-    return fallback(py_inplace, args, nargs, kwnames);
-  PyObject *op = args[0], *t = args[2], *other = args[3];
+  static const char *const names[] = {"op", "op_fn", "self", "other", "float_op"};
+  PyObject *arg[5];
+  Py_ssize_t given = by_position(args, nargs, kwnames, names, 5, arg);
+  if (!dispatch_on || given < 4) return fallback(py_inplace, args, nargs, kwnames);
+  PyObject *op = arg[0], *t = arg[2], *other = arg[3];
   int float_op = 0;
-  if (nargs == 5 && (float_op = PyObject_IsTrue(args[4])) < 0) return NULL;
+  if (given == 5 && (float_op = PyObject_IsTrue(arg[4])) < 0) return NULL;
   if (Py_TYPE(t) != tensor_type || Py_TYPE(other) != tensor_type || !PyUnicode_CheckExact(op))
-    return fallback(py_inplace, args, nargs, NULL);
+    return fallback(py_inplace, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
   PyObject *sd = SLOT(t, DATA), *od = SLOT(other, DATA), *dev = SLOT(t, DEVICE);
@@ -564,19 +594,19 @@ static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t
       SLOT(other, DEVICE) != dev || (PyObject *)Py_TYPE(sd) != ndarray_type ||
       (PyObject *)Py_TYPE(od) != ndarray_type || ARR(sd)->descr != ARR(od)->descr ||
       (float_op && KIND(sd) != 'f') || ARR(sd)->nd != ARR(od)->nd)
-    return fallback(py_inplace, args, nargs, NULL);
+    return fallback(py_inplace, args, nargs, kwnames);
   PyObject *t_root = SLOT(t, BASE) != Py_None ? SLOT(t, BASE) : t;
   PyObject *o_root = SLOT(other, BASE) != Py_None ? SLOT(other, BASE) : other;
-  if (t_root == o_root) return fallback(py_inplace, args, nargs, NULL);
+  if (t_root == o_root) return fallback(py_inplace, args, nargs, kwnames);
   for (int i = 0; i < ARR(sd)->nd; i++) {
     Py_ssize_t size = ARR(sd)->dimensions[i];
     if (size != ARR(od)->dimensions[i] || (ARR(sd)->strides[i] == 0 && size > 1))
-      return fallback(py_inplace, args, nargs, NULL);
+      return fallback(py_inplace, args, nargs, kwnames);
   }
   PyObject *kernel = kernel_of(dev, op);
   if (kernel == NULL) {
     if (PyErr_Occurred()) return NULL;
-    return fallback(py_inplace, args, nargs, NULL);
+    return fallback(py_inplace, args, nargs, kwnames);
   }
   /* held while the kernel runs, as in run() */
   Py_INCREF(kernel);
@@ -598,7 +628,7 @@ static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t
   Py_DECREF(sd);
   if (out == NULL) {
     if (!clear_if_retryable()) return NULL;
-    return fallback(py_inplace, args, nargs, NULL);
+    return fallback(py_inplace, args, nargs, kwnames);
   }
   if (rc < 0) {
     /* a read-only array, or a result to convert: the Python path raises or converts */
@@ -606,7 +636,7 @@ static PyObject *binary_inplace(PyObject *mod, PyObject *const *args, Py_ssize_t
       if (!PyErr_ExceptionMatches(PyExc_ValueError)) return NULL;
       PyErr_Clear();
     }
-    return fallback(py_inplace, args, nargs, NULL);
+    return fallback(py_inplace, args, nargs, kwnames);
   }
   PyObject *vc = SLOT(t, VC);
   PyObject *version = PyList_Check(vc) && PyList_GET_SIZE(vc) == 1 ? PyList_GET_ITEM(vc, 0)
