@@ -125,6 +125,20 @@ class _Sub(torcia.Tensor):
     pass
 
 
+class _Param(torcia.Tensor):  # as nn.Parameter: out of the __torch_function__ protocol
+    __torch_function__ = _tensor.disabled_torch_function_impl
+
+
+class _OwnData(_Param):  # a class that keeps its elements elsewhere, doubled
+    @property
+    def _data(self):
+        return self.__dict__["elements"]
+
+    @_data.setter
+    def _data(self, value):
+        self.__dict__["elements"] = value * 2
+
+
 def _operands():
     f32 = torcia.tensor([1.5, -2.0, 3.0])
     return {
@@ -133,7 +147,8 @@ def _operands():
         "bool": torcia.tensor([True, False, True]), "0d": torcia.tensor(2.0),
         "row": torcia.ones(2, 3), "four": torcia.ones(4), "meta": torcia.ones(3, device="meta"),
         "bf16": f32.to(torcia.bfloat16), "c64": f32.to(torcia.complex64),
-        "sub": torcia.ones(3).as_subclass(_Sub),
+        "sub": torcia.ones(3).as_subclass(_Sub), "param": f32.as_subclass(_Param),
+        "own": torcia.ones(3).as_subclass(_OwnData),
     }
 
 
@@ -150,6 +165,8 @@ BINARY_CASES = [
     ("bitwise_and", "bool", "bool", False), ("lt", "f32", "f32b", False),
     ("add", "c64", "c64", False), ("add", "sub", "f32", False), ("add", "f32", "sub", False),
     ("add", "f32", [1.0, 2.0, 3.0], False), ("add", "f32", "text", False),
+    ("mul", "param", "f32", False), ("mul", "f32", "param", False), ("add", "own", "f32", False),
+    ("add", "f32", "own", False), ("div", "param", 2, True),
     ("no_such_op", "f32", "f32b", False),
 ]
 
@@ -171,7 +188,8 @@ def test_native_binary_matches_python(op, a, b, float_op, grad):
 
 UNARY_CASES = [("exp", "f32", False), ("exp", "i64", True), ("neg", "i64", False),
                ("sqrt", "bool", True), ("bitwise_not", "f32", False), ("exp", "sub", False),
-               ("exp", "meta", False), ("no_such_op", "f32", False), ("abs", "c64", False)]
+               ("exp", "meta", False), ("no_such_op", "f32", False), ("abs", "c64", False),
+               ("exp", "param", False), ("exp", "own", False)]
 
 
 @dispatch
@@ -204,19 +222,22 @@ def _call_cases(ops):
         ("add", (ops["f32"], 2.0), {}, None), ("add", (None, ops["f32"]), {}, None),
         ("no_such_op", (ops["f32"],), {}, None), ("add", (), {}, None),
         ("cat", ([ops["f32"], ops["f32b"]],), {"dim": 0}, None),
+        ("matmul", (ops["param"], ops["f32"]), {}, None),
+        ("add", (ops["f32"], ops["own"]), {}, None),
     ]
 
 
 @dispatch
 @pytest.mark.parametrize("grad", [False, True])
-@pytest.mark.parametrize("case", range(14))
+@pytest.mark.parametrize("case", range(16))
 def test_native_call_matches_python(case, grad):
     if grad and not HAS_AUTOGRAD:
         pytest.skip("needs torcia-autograd")
     ops = _operands()
     if grad:
         ops = {k: v.detach().requires_grad_() if v.dtype.is_floating_point and (
-            v.device.type == "cpu") and type(v) is torcia.Tensor else v for k, v in ops.items()}
+            v.device.type == "cpu") and type(v) in (torcia.Tensor, _Param) else v
+            for k, v in ops.items()}
     op, inputs, params, view_of = _call_cases(ops)[case]
     native = _outcome(lambda: _tensor.call(op, inputs, dict(params), view_of))
     assert native == _outcome(lambda: _tensor.python_call(op, inputs, dict(params), view_of))

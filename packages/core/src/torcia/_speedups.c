@@ -182,6 +182,9 @@ static PyObject *s_modes_on = NULL, *s_enabled = NULL, *s_record = NULL, *s_engi
                 *s_anomaly = NULL;
 static PyObject *one = NULL;
 static Py_ssize_t kernels_offset;    /* torcia.device's kernels slot */
+/* the slots an op reads from its tensors: their names and Tensor's member descriptors */
+static const int read_slots[3] = {DATA, DEVICE, REQUIRES_GRAD};
+static PyObject *read_names[3], *read_descrs[3], *s_layout_binary = NULL;
 
 /* setup_dispatch(globals, device, grad_state, autograd, call, binary, unary,
  * binary_inplace, no_kernel, probe): probe is a 1-d float32 array of 3 elements */
@@ -201,6 +204,19 @@ static PyObject *setup_dispatch(PyObject *self, PyObject *args) {
     return NULL;
   }
   kernels_offset = ((PyMemberDescrObject *)descr)->d_member->offset;
+  for (int i = 0; i < 3; i++) {
+    const char *name = slot_names[read_slots[i]];
+    PyObject *slot = PyDict_GetItemString(tensor_type->tp_dict, name);
+    PyObject *interned = PyUnicode_InternFromString(name);
+    if (slot == NULL || interned == NULL) {
+      Py_XDECREF(interned);
+      PyErr_Format(PyExc_TypeError, "setup_dispatch: %s is not a slot of Tensor", name);
+      return NULL;
+    }
+    Py_INCREF(slot);
+    Py_XSETREF(read_descrs[i], slot);
+    Py_XSETREF(read_names[i], interned);
+  }
   PyObject *dtype = PyObject_GetAttrString(probe, "dtype");
   if (dtype == NULL) return NULL;
   int matches = (PyObject *)Py_TYPE(probe) == ndarray_type && ARR(probe)->nd == 1 &&
@@ -213,9 +229,10 @@ static PyObject *setup_dispatch(PyObject *self, PyObject *args) {
     s_record = PyUnicode_InternFromString("record");
     s_engine = PyUnicode_InternFromString("engine");
     s_anomaly = PyUnicode_InternFromString("ANOMALY");
+    s_layout_binary = PyUnicode_InternFromString("_layout_binary");
     one = PyLong_FromLong(1);
     if (s_modes_on == NULL || s_enabled == NULL || s_record == NULL || s_engine == NULL ||
-        s_anomaly == NULL || one == NULL)
+        s_anomaly == NULL || s_layout_binary == NULL || one == NULL)
       return NULL;
   }
   PyObject *np = PyImport_ImportModule("numpy");
@@ -315,6 +332,22 @@ static int clear_if_retryable(void) {
     return 1;
   }
   return 0;
+}
+
+/* 1 where x is a Tensor whose class keeps the dense layout: Tensor, or a subclass
+ * (nn.Parameter) that reads the same slots and has no layout arithmetic of its own, which
+ * the Python functions treat as a Tensor; 0 otherwise (a sparse layout, or not a
+ * tensor), -1 on error */
+static int dense_tensor(PyObject *x) {
+  PyTypeObject *t = Py_TYPE(x);
+  if (t == tensor_type) return 1;
+  if (!PyType_IsSubtype(t, tensor_type)) return 0;
+  for (int i = 0; i < 3; i++)
+    if (_PyType_Lookup(t, read_names[i]) != read_descrs[i]) return 0;
+  PyObject *layout = PyObject_GetAttr(x, s_layout_binary);
+  if (layout == NULL) return -1;
+  Py_DECREF(layout);
+  return layout == Py_None;
 }
 
 /* a slot's truth (requires_grad), without a call where it holds a bool */
@@ -446,14 +479,16 @@ static PyObject *binary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
   PyObject *op = arg[0], *a = arg[1], *b = arg[2];
   int float_op = 0;
   if (given == 4 && (float_op = PyObject_IsTrue(arg[3])) < 0) return NULL;
-  if (Py_TYPE(a) != tensor_type) return fallback(py_binary, args, nargs, kwnames);
+  int dense = dense_tensor(a);
+  if (dense <= 0) return dense < 0 ? NULL : fallback(py_binary, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
   PyObject *ad = SLOT(a, DATA), *dev = SLOT(a, DEVICE), *bd;
   if (!off || (PyObject *)Py_TYPE(ad) != ndarray_type || !PyUnicode_CheckExact(op))
     return fallback(py_binary, args, nargs, kwnames);
   int grad = is_true(a, REQUIRES_GRAD);
-  if (Py_TYPE(b) == tensor_type) {
+  if ((dense = dense_tensor(b)) < 0) return NULL;
+  if (dense) {
     /* one dtype and device: nothing to promote */
     bd = SLOT(b, DATA);
     if ((PyObject *)Py_TYPE(bd) != ndarray_type || ARR(bd)->descr != ARR(ad)->descr ||
@@ -498,8 +533,9 @@ static PyObject *unary(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
   PyObject *op = arg[0], *a = arg[1];
   int to_float = 0;
   if (given == 3 && (to_float = PyObject_IsTrue(arg[2])) < 0) return NULL;
-  if (Py_TYPE(a) != tensor_type || !PyUnicode_CheckExact(op))
-    return fallback(py_unary, args, nargs, kwnames);
+  int dense = dense_tensor(a);
+  if (dense < 0) return NULL;
+  if (!dense || !PyUnicode_CheckExact(op)) return fallback(py_unary, args, nargs, kwnames);
   int off = modes_off();
   if (off < 0) return NULL;
   PyObject *ad = SLOT(a, DATA), *dev = SLOT(a, DEVICE);
@@ -544,7 +580,9 @@ static PyObject *call(PyObject *self, PyObject *const *args, Py_ssize_t nargs,
   int grad = 0;
   for (Py_ssize_t i = 0; i < n; i++) {
     PyObject *x = PyTuple_GET_ITEM(inputs, i);
-    if (Py_TYPE(x) == tensor_type) {
+    int dense = dense_tensor(x);
+    if (dense < 0) return NULL;
+    if (dense) {
       PyObject *d = SLOT(x, DEVICE);
       if (dev == NULL)
         dev = d;
