@@ -333,7 +333,7 @@ import importlib.util
 import torcia
 from torcia import _tensor
 
-print("native", _tensor.NATIVE_DISPATCH)
+print("native", bool(_tensor.NATIVE_DISPATCH))
 x, y = torcia.tensor([0.5, 1.0, 2.0]), torcia.tensor([1.5, -1.0, 0.25])
 m = torcia.ones(2, 2)
 def ops(a, b):

@@ -187,7 +187,9 @@ static const int read_slots[3] = {DATA, DEVICE, REQUIRES_GRAD};
 static PyObject *read_names[3], *read_descrs[3], *s_layout_binary = NULL;
 
 /* setup_dispatch(globals, device, grad_state, autograd, call, binary, unary,
- * binary_inplace, no_kernel, probe): probe is a 1-d float32 array of 3 elements */
+ * binary_inplace, no_kernel, probe): probe is a 1-d float32 array of 3 elements. Returns
+ * the native (call, binary, unary, binary_inplace), or False where NumPy's arrays are not
+ * laid out as this module reads them */
 static PyObject *setup_dispatch(PyObject *self, PyObject *args) {
   PyObject *g, *dev_cls, *gs, *ag, *c, *b, *u, *bi, *nk, *probe;
   if (!PyArg_ParseTuple(args, "O!O!OOOOOOOO", &PyDict_Type, &g, &PyType_Type, &dev_cls, &gs,
@@ -257,7 +259,17 @@ static PyObject *setup_dispatch(PyObject *self, PyObject *args) {
   KEEP(no_kernel, nk);
 #undef KEEP
   dispatch_on = matches;
-  return PyBool_FromLong(matches);
+  if (!matches) Py_RETURN_FALSE;
+  PyObject *fns = PyTuple_New(4);
+  const char *names[4] = {"call", "binary", "unary", "binary_inplace"};
+  for (int i = 0; fns != NULL && i < 4; i++) {
+    PyObject *fn = PyObject_GetAttrString(self, names[i]);
+    if (fn == NULL)
+      Py_CLEAR(fns);
+    else
+      PyTuple_SET_ITEM(fns, i, fn);
+  }
+  return fns;
 }
 
 /* 1: no dispatch mode is entered in any thread (_modes_on is 0), 0: one is, -1: error */
@@ -696,7 +708,7 @@ static PyMethodDef methods[] = {
      "make(arr, dev, base=None): Tensor._make, natively"},
     {"setup_dispatch", setup_dispatch, METH_VARARGS,
      "setup_dispatch(globals, device, grad_state, autograd, call, binary, unary, "
-     "binary_inplace, no_kernel, probe): True where the native dispatch is on"},
+     "binary_inplace, no_kernel, probe): the native functions, or False"},
     {"call", (PyCFunction)(void (*)(void))call, METH_FASTCALL | METH_KEYWORDS,
      "call(op, inputs, params, view_of=None): torcia._tensor.call, natively"},
     {"binary", (PyCFunction)(void (*)(void))binary, METH_FASTCALL | METH_KEYWORDS,
