@@ -125,14 +125,21 @@ def generate() -> str:
 
     lines, imports = [], []
     tensor = _tensor.Tensor
-    # the stub shows the Python Tensor._make's signature whether or not the C one
-    # (torcia._speedups, built where a compiler was found) replaced it
+    # the stub shows the signatures of the Python Tensor._make and dispatch functions
+    # whether or not the C ones (torcia._speedups, built where a compiler was found)
+    # replaced them
     installed_make = vars(tensor)["_make"]
     tensor._make = staticmethod(_tensor.python_make)
+    dispatch = ("call", "binary", "unary", "binary_inplace")
+    installed = {name: getattr(_tensor, name) for name in dispatch}
+    for name in dispatch:
+        setattr(_tensor, name, getattr(_tensor, "python_" + name))
     try:
         _module_lines(_tensor, tensor, lines, imports)
     finally:
         tensor._make = installed_make
+        for name, fn in installed.items():
+            setattr(_tensor, name, fn)
     header = HEADER.rstrip("\n").splitlines()
     lines = header + [""] + sorted(imports) + [""] + lines
     lines += ["", "def __getattr__(name: str) -> Any: ..."]

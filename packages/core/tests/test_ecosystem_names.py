@@ -99,6 +99,7 @@ def test_torch_function_subclass_keeps_type_and_graph():
     x = w.as_subclass(Tagged)
     y = (x * 3 + 1).sum()
     assert type(y) is Tagged and type(torcia.cat([x, x])) is Tagged
+    assert type(x * 3 + x) is Tagged  # two instances: found by identity, not by __eq__
     assert all(type(t) is Tagged for t in x.split(1))
     y.backward()
     assert w.grad.tolist() == [3.0, 3.0]

@@ -44,7 +44,10 @@ def _finish(arr, dev, requires_grad=False) -> Tensor:
 def _create(op, dtype, device, requires_grad=False, **params) -> Tensor:
     dev = canonical_device(device)
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
-    arr = kernels[op](dtype=(dtype or D._default[0]).to_numpy(), **params)
+    dt = (dtype or D._default[0]).to_numpy()
+    # zeros/ones/empty name their one parameter: a call without ** costs half as much
+    arr = kernels[op](dtype=dt, **params) if len(params) != 1 else kernels[op](
+        dtype=dt, shape=params["shape"])
     return _finish(arr, dev, requires_grad) if requires_grad else Tensor._make(arr, dev)
 
 

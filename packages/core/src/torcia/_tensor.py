@@ -714,21 +714,14 @@ try:
     from torcia import _speedups
 except ImportError:  # built only where setuptools found a C compiler
     _speedups = None
-
-
-def _native_make():
-    """torcia._speedups' ``make`` (``Tensor._make`` in C), or None where the module was
-    not built or ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python path."""
-    if _speedups is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
-        return None
-    _speedups.setup(Tensor, np.ndarray, np.generic, np.asarray)
-    return _speedups.make
-
+if os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
+    _speedups = None  # the Python path, which the tests compare the native one with
 
 #: the Python ``Tensor._make``: the reference the native one is tested against
 python_make = Tensor._make
-_NATIVE_MAKE = _native_make()
+_NATIVE_MAKE = None if _speedups is None else _speedups.make
 if _NATIVE_MAKE is not None:
+    _speedups.setup(Tensor, np.ndarray, np.generic, np.asarray)
     Tensor._make = staticmethod(_NATIVE_MAKE)
 _make = Tensor._make
 
@@ -1495,3 +1488,13 @@ def _legacy_new(dtype, args, device_=None):
         raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
     return FACTORIES.tensor(data, dtype=dtype, device=device_)
 
+
+#: the Python dispatch functions: the reference the native ones are tested against
+python_call, python_binary, python_unary, python_binary_inplace = (
+    call, binary, unary, binary_inplace)
+#: torcia._speedups' call, binary, unary and binary_inplace, which replace those (or False)
+NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
+    globals(), device, _GRAD, AUTOGRAD, call, binary, unary, binary_inplace, _no_kernel,
+    np.zeros(3, np.float32))
+if NATIVE_DISPATCH:
+    call, binary, unary, binary_inplace = NATIVE_DISPATCH

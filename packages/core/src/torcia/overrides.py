@@ -83,7 +83,8 @@ def _collect(value, found: list) -> None:
         for v in value:
             if type(v) not in _PLAIN:
                 _collect(v, found)
-    elif _overloaded_type(t) and value not in found:
+    elif _overloaded_type(t) and all(v is not value for v in found):
+        # by identity: ``in`` would compare tensors with their own (routed) __eq__
         found.append(value)
 
 

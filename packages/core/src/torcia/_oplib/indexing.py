@@ -71,6 +71,12 @@ def _basic_key(shape, key):
 def _index_key(input, key):
     """Turn a user index into a key of arrays; report out-of-range and bad keys like PyTorch."""
     shape = input._data.shape
+    dev = input._device
+    if key.__class__ is Tensor and key._device is dev and key._data.dtype.kind in "iu" and (
+        shape and dev.backend.xp is np
+    ):
+        # one integer index tensor on NumPy: NumPy checks the range itself (see getitem)
+        return (key._data, Ellipsis), True
     basic = _basic_key(shape, key)
     if basic is not None:
         return basic, False
@@ -79,12 +85,6 @@ def _index_key(input, key):
         key = list(key)
     elif isinstance(key, tuple) and builtins.any(isinstance(k, range) for k in key):
         key = tuple(list(k) if isinstance(k, range) else k for k in key)
-    dev = input._device
-    if key.__class__ is Tensor and key._device is dev and key._data.dtype.kind in "iu" and (
-        shape and dev.backend.xp is np
-    ):
-        # one integer index tensor on NumPy: NumPy checks the range itself (see getitem)
-        return (key._data, Ellipsis), True
     if not isinstance(key, tuple):
         key = (key,)
     ndim = len(shape)
@@ -205,6 +205,8 @@ def _torch_placement(key, shape):
     stay in place. Returns ``(nb, p)`` (``nb`` broadcast dimensions that NumPy puts first
     and PyTorch at output position ``p``), or None when both rules agree.
     """
+    if len(key) == 2 and key[1] is Ellipsis:
+        return None  # one index and the Ellipsis (a[idx]): nothing beside it to place
     ints = [i for i, k in enumerate(key) if isinstance(k, (int, np.integer))]
     if not ints or builtins.any(isinstance(k, bool) for k in key):
         return None  # (a bool is an int: without ints, no bools either)
