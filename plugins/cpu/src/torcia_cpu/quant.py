@@ -37,6 +37,21 @@ def _is(a, dtype) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == dtype
 
 
+def _image(x):
+    """A 4-d array as the image kernels take it: C-contiguous or channels-last (the layout
+    of their outputs, as of PyTorch's quantized convolutions), copied to C order otherwise."""
+    if x.flags.c_contiguous or x.transpose(0, 2, 3, 1).flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x)
+
+
+def _dense_order(a):
+    """The axes of ``a`` from outermost to innermost in memory where its elements fill it
+    without gaps in some order (C order, channels-last...), else None."""
+    order = sorted(range(a.ndim), key=lambda d: -a.strides[d])
+    return order if a.transpose(order).flags.c_contiguous else None
+
+
 class QuantKernels:
     """The kernels, by op name (each with the reference's signature)."""
 
@@ -74,7 +89,7 @@ class QuantKernels:
                 and (groups == 1 or _native.has_int8_conv())):
             (top, bottom), (left, right) = padding
             return _native.qconv2d(
-                np.ascontiguousarray(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
+                _image(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
                 np.ascontiguousarray(np.broadcast_to(w_scales, (wq.shape[0],)), dtype=_F32),
                 _bias(bias), list(stride), [top, bottom, left, right], list(dilation), groups,
                 -1.0 if out_scale is None else out_scale, out_zero_point, relu)
@@ -83,12 +98,29 @@ class QuantKernels:
             padding=padding, dilation=dilation, groups=groups, out_scale=out_scale,
             out_zero_point=out_zero_point, relu=relu)
 
+    def quantized_max_pool2d(self, xq, *, kernel_size, stride, padding=(0, 0),
+                             dilation=(1, 1), ceil_mode=False):
+        if _is(xq, _U8) and xq.ndim in (3, 4):
+            x4 = _image(xq if xq.ndim == 4 else xq[None])
+            out = _native.qmax_pool2d(x4, list(kernel_size), list(stride), list(padding),
+                                      list(dilation), ceil_mode)
+            return out if xq.ndim == 4 else out[0]
+        return _reference("quantized_max_pool2d")(
+            xq, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+            ceil_mode=ceil_mode)
+
     def quantized_add(self, a, b, *, a_scale, a_zero_point, b_scale, b_zero_point,
                       out_scale, out_zero_point, relu=False):
         if _is(a, _U8) and _is(b, _U8) and a.shape == b.shape:
-            return _native.qadd(np.ascontiguousarray(a), np.ascontiguousarray(b), a_scale,
-                                a_zero_point, b_scale, b_zero_point, out_scale,
-                                out_zero_point, relu)
+            # elementwise: two operands laid out alike (channels-last images) are added in
+            # their memory order, and the sum keeps it
+            order = _dense_order(a) if a.strides == b.strides else None
+            if order is None:
+                a, b, order = np.ascontiguousarray(a), np.ascontiguousarray(b), list(
+                    range(a.ndim))
+            out = _native.qadd(a.transpose(order), b.transpose(order), a_scale, a_zero_point,
+                               b_scale, b_zero_point, out_scale, out_zero_point, relu)
+            return out.transpose(np.argsort(order))
         return _reference("quantized_add")(
             a, b, a_scale=a_scale, a_zero_point=a_zero_point, b_scale=b_scale,
             b_zero_point=b_zero_point, out_scale=out_scale, out_zero_point=out_zero_point,
@@ -135,5 +167,5 @@ class QuantKernels:
 #: the ops these kernels serve (defined by torcia-ao; registered whether or not it is
 #: installed, where they wait unused)
 QUANT_OPS = ("quantize_per_tensor", "dequantize_per_tensor", "quantized_linear",
-             "quantized_conv2d", "quantized_add", "linear_dynamic", "linear_weight_int8",
-             "linear_weight_int4")
+             "quantized_conv2d", "quantized_max_pool2d", "quantized_add", "linear_dynamic",
+             "linear_weight_int8", "linear_weight_int4")
