@@ -428,12 +428,16 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// one position's sums, over the channels
-TORCIA_CLONES_WIDE
-void conv_position(const int32_t* acc, int64_t len, const double* mult, const double* bias,
-                   Requant r, float* out) {
+// one position's sums, over the channels, into out: the values in float first (float and
+// double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
+// the same clone (a loop storing bytes alone would take 64 lanes, more than most rows
+// have, and stay scalar)
+template <typename T>
+TORCIA_CLONES_WIDE void conv_position(const int32_t* acc, int64_t len, const double* mult,
+                                      const double* bias, Requant r, float* v, T* out) {
   for (int64_t i = 0; i < len; ++i)
-    out[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+    v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
@@ -450,11 +454,8 @@ void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
   {
     std::unique_ptr<float[]> v(new float[static_cast<size_t>(o)]);
 #pragma omp for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-      conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get());
-      T* dst = out + row * o;
-      for (int64_t j = 0; j < o; ++j) dst[j] = static_cast<T>(v[j]);
-    }
+    for (int64_t row = 0; row < rows; ++row)
+      conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get(), out + row * o);
   }
 }
 
@@ -985,31 +986,72 @@ py::array qmax_pool2d(const py::array& x, std::vector<int64_t> kernel,
   return channels_last ? as_nchw(out) : out;
 }
 
-// qadd(a uint8, b uint8 of a's shape, a_scale, a_zp, b_scale, b_zp, out_scale, out_zp,
-// relu) -> uint8: the sum requantized
+// Whether a's elements fill its memory without gaps in some order of its dimensions (C
+// order, channels-last...), every stride positive: an elementwise kernel then runs over the
+// memory as it lies. The strides of dimensions of size 1 are not looked at.
+bool dense(const py::array& a) {
+  std::vector<std::pair<py::ssize_t, py::ssize_t>> dims;  // (stride, size), outermost first
+  for (py::ssize_t d = 0; d < a.ndim(); ++d)
+    if (a.shape(d) > 1) dims.emplace_back(a.strides(d), a.shape(d));
+  std::sort(dims.begin(), dims.end(), std::greater<>());
+  py::ssize_t step = a.itemsize();
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+    if (d->first != step) return false;
+    step *= d->second;
+  }
+  return true;
+}
+
+// n sums of a and b requantized (the clones fill AVX-512's and AVX2's lanes)
+TORCIA_CLONES_WIDE
+void qadd_span(const uint8_t* a, const uint8_t* b, int64_t n, int az, int bz, float fa,
+               float fb, float inv, float oz, float lo, uint8_t* o) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(a[i] - az) * fa + static_cast<float>(b[i] - bz) * fb;
+    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
+  }
+}
+
+// qadd(a uint8, b uint8 of a's shape and layout, a_scale, a_zp, b_scale, b_zp, out_scale,
+// out_zp, relu) -> uint8 laid out as a: the sum requantized. The operands may be laid out
+// in any order of their dimensions without gaps (channels-last images), both alike.
 py::array qadd(const py::array& a, const py::array& b, double as, int az, double bs, int bz,
                double os, int oz, bool relu) {
   const std::string fn = "qadd";
-  const uint8_t* ap = data_of<uint8_t>(fn, "a", a, -1);
-  const uint8_t* bp = data_of<uint8_t>(fn, "b", b, a.ndim());
-  for (int64_t d = 0; d < a.ndim(); ++d)
-    if (a.shape(d) != b.shape(d))
-      throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
-                               torcia_checks::shape_of(b));
+  for (const auto& [name, arr] : {std::pair<const char*, const py::array&>{"a", a}, {"b", b}})
+    if (!torcia_checks::is_dtype<uint8_t>(arr.dtype()))
+      throw std::runtime_error(fn + ": " + name + " has dtype " +
+                               std::string(py::str(arr.dtype())) + ", expected uint8");
+  bool alike = a.ndim() == b.ndim();
+  for (int64_t d = 0; alike && d < a.ndim(); ++d)
+    alike = a.shape(d) == b.shape(d) && (a.shape(d) <= 1 || a.strides(d) == b.strides(d));
+  if (!alike)
+    throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
+                             torcia_checks::shape_of(b) + " (or another layout)");
+  if (!dense(a))
+    throw std::runtime_error(fn + ": a and b must fill their memory without gaps "
+                             "(C-contiguous or channels-last)");
   std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-  py::array out(py::dtype::of<uint8_t>(), shape);
-  uint8_t* o = static_cast<uint8_t*>(out.mutable_data());
+  std::vector<py::ssize_t> strides(a.strides(), a.strides() + a.ndim());
   const int64_t n = a.size();
+  if (n == 0) return py::array(py::dtype::of<uint8_t>(), shape);
+  py::array out(py::dtype::of<uint8_t>(), shape, strides);
+  const uint8_t* ap = static_cast<const uint8_t*>(a.data());
+  const uint8_t* bp = static_cast<const uint8_t*>(b.data());
+  uint8_t* o = static_cast<uint8_t*>(out.mutable_data());
   const float fa = static_cast<float>(as), fb = static_cast<float>(bs);
   const float inv = static_cast<float>(1.0 / os);
   const float lo = relu ? static_cast<float>(oz) : 0.f;
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n > 262144)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = static_cast<float>(ap[i] - az) * fa + static_cast<float>(bp[i] - bz) * fb;
-    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
-  }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+      qadd_span(ap + first, bp + first, len, az, bz, fa, fb, inv, static_cast<float>(oz), lo,
+                o + first);
+    }
   }
   return out;
 }

@@ -45,13 +45,6 @@ def _image(x):
     return np.ascontiguousarray(x)
 
 
-def _dense_order(a):
-    """The axes of ``a`` from outermost to innermost in memory where its elements fill it
-    without gaps in some order (C order, channels-last...), else None."""
-    order = sorted(range(a.ndim), key=lambda d: -a.strides[d])
-    return order if a.transpose(order).flags.c_contiguous else None
-
-
 class QuantKernels:
     """The kernels, by op name (each with the reference's signature)."""
 
@@ -112,15 +105,13 @@ class QuantKernels:
     def quantized_add(self, a, b, *, a_scale, a_zero_point, b_scale, b_zero_point,
                       out_scale, out_zero_point, relu=False):
         if _is(a, _U8) and _is(b, _U8) and a.shape == b.shape:
-            # elementwise: two operands laid out alike (channels-last images) are added in
-            # their memory order, and the sum keeps it
-            order = _dense_order(a) if a.strides == b.strides else None
-            if order is None:
-                a, b, order = np.ascontiguousarray(a), np.ascontiguousarray(b), list(
-                    range(a.ndim))
-            out = _native.qadd(a.transpose(order), b.transpose(order), a_scale, a_zero_point,
-                               b_scale, b_zero_point, out_scale, out_zero_point, relu)
-            return out.transpose(np.argsort(order))
+            # elementwise: operands laid out alike (channels-last images) are added in their
+            # memory order, and the sum keeps it
+            if a.strides != b.strides or not (a.flags.c_contiguous or (
+                    a.ndim == 4 and a.transpose(0, 2, 3, 1).flags.c_contiguous)):
+                a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+            return _native.qadd(a, b, a_scale, a_zero_point, b_scale, b_zero_point, out_scale,
+                                out_zero_point, relu)
         return _reference("quantized_add")(
             a, b, a_scale=a_scale, a_zero_point=a_zero_point, b_scale=b_scale,
             b_zero_point=b_zero_point, out_scale=out_scale, out_zero_point=out_zero_point,
