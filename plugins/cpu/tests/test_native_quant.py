@@ -107,6 +107,20 @@ def test_quantized_conv2d(int8_gemm, stride, padding, dilation, groups, kernel):
         np.testing.assert_array_equal(got, want)
 
 
+def test_quantized_conv2d_rounds_halves_as_the_reference(int8_gemm):
+    # sums * 31.5 / 63.0 lands every odd sum on a half, which rint takes to the even
+    # neighbour; the product by the inverse of 63.0 (inexact) misses half of them
+    xq = RNG.integers(0, 256, (2, 64, 5, 5)).astype(np.uint8)
+    wq = np.zeros((64, 64, 1, 1), np.int8)
+    wq[np.arange(64), np.arange(64), 0, 0] = RNG.choice([-1, 1, 3], 64)
+    for relu, zp in itertools.product((False, True), (0, 128)):
+        kw = dict(x_scale=31.5, x_zero_point=zp, out_scale=63.0, out_zero_point=100,
+                  relu=relu)
+        got = KERNELS.quantized_conv2d(xq, wq, np.ones(64, np.float32), None, **kw)
+        want = reference("quantized_conv2d")(xq, wq, np.ones(64, np.float32), None, **kw)
+        np.testing.assert_array_equal(got, want)
+
+
 def _conv_matches_reference(xq, wq, scales, **kw):
     np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, None, **kw),
                                   reference("quantized_conv2d")(xq, wq, scales, None, **kw))
@@ -216,6 +230,9 @@ def test_quantized_conv2d_matches_torch(int8_gemm):
     import torch
 
     torch.backends.quantized.engine = "x86"
+    # seeded: on 2 of 120 unseeded draws torch's requantization rounds a value at a tie to
+    # the other side of the reference (one step), which this exact comparison would flag
+    torch.manual_seed(0)
     x = torch.randn(2, 8, 10, 10)
     w = torch.randn(16, 8, 3, 3)
     b = torch.randn(16)
