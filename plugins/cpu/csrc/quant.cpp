@@ -420,7 +420,6 @@ void trim_workspaces() {
 struct Requant {
   bool to_uint8, relu;
   float scale, zp, lo;  // lo: the lowest output, the zero point with relu
-  float inv;  // 1 / scale in float where that is a normal number, else 0 (see conv_position)
 };
 
 TORCIA_INLINE float requantized(double v, const Requant& r) {
@@ -429,33 +428,15 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// One position's sums, over the channels, into out: the values in float first (float and
+// one position's sums, over the channels, into out: the values in float first (float and
 // double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
 // the same clone (a loop storing bytes alone would take 64 lanes, more than most rows
-// have, and stay scalar).
-// A uint8 output is rint(v / scale); a division costs a quarter of the row's time, so the
-// row is first computed with the product by the rounded inverse: it lies within 3 * 2^-24
-// |v / scale| of the rounded quotient (the inverse's rounding, the product's, the
-// quotient's), so both round to the same integer unless the product lies within that of
-// a half. A row holding a value within 2^-20 of its size from a half (about one value in
-// 2^14), and not past 1024 (beyond which both clamp alike), is divided again.
+// have, and stay scalar)
 template <typename T>
 TORCIA_CLONES_WIDE void conv_position(const int32_t* acc, int64_t len, const double* mult,
                                       const double* bias, Requant r, float* v, T* out) {
-  int near = 1;
-  if (r.to_uint8 && r.inv > 0) {
-    near = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      const float y =
-          static_cast<float>(static_cast<double>(acc[i]) * mult[i] + bias[i]) * r.inv;
-      const float q = round_even(y), size = std::fabs(y);
-      near |= (size <= 1024.f) & (std::fabs(std::fabs(y - q) - 0.5f) <= size * 0x1p-20f);
-      v[i] = std::min(std::max(r.lo, q + r.zp), 255.f);  // NaN -> lo
-    }
-  }
-  if (near)
-    for (int64_t i = 0; i < len; ++i)
-      v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+  for (int64_t i = 0; i < len; ++i)
+    v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
   for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
 }
 
@@ -745,7 +726,7 @@ void dnnl_conv(const ConvPlan& plan, const Packed& packed, const uint8_t* x, int
                bool channels_last, const ConvShape& s, int32_t* acc) {
   using namespace torcia_dnnl;
   const void* nhwc = x;
-  thread_local Stream stream;  // one per thread (not to be shared), kept between calls
+  Stream stream;
   Owned src(dnnl.memory_destroy), src_nhwc(dnnl.memory_destroy), dst(dnnl.memory_destroy),
       zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
   if (!channels_last) {
@@ -909,9 +890,8 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
       }
       gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
     }
-    const float inv = 1.f / static_cast<float>(out_scale);
-    const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
-                    relu ? static_cast<float>(out_zp) : 0.f, std::isnormal(inv) ? inv : 0.f};
+    const Requant r{!to_float, relu, static_cast<float>(out_scale),
+                    static_cast<float>(out_zp), relu ? static_cast<float>(out_zp) : 0.f};
     if (to_float)
       conv_epilogue(acc, n * p, o, x_scale, ws, b, r, static_cast<float*>(out.mutable_data()));
     else
