@@ -25,8 +25,19 @@ def _reference(op):
 
 
 def _int8_gemm() -> bool:
+    if _native.has_int8_gemm():  # loaded: what follows would change nothing
+        return True
     _provider.choose()  # MKL is loaded by the plugin's first kernel; this may be it
     return _native.has_int8_gemm()
+
+
+def _per_channel(v, n: int):
+    """``v`` (one value, or one per channel) as ``n`` contiguous float32s: ``v`` itself
+    where it is that already (a module's scales, on every call)."""
+    if v.__class__ is np.ndarray and v.dtype == _F32 and v.shape == (n,) and (
+            v.flags.c_contiguous):
+        return v
+    return np.ascontiguousarray(np.broadcast_to(v, (n,)), dtype=_F32)
 
 
 def _bias(b):
@@ -80,11 +91,10 @@ class QuantKernels:
                          out_scale=None, out_zero_point=0, relu=False):
         if (_is(xq, _U8) and xq.ndim == 4 and _is(wq, _I8) and _int8_gemm()
                 and (groups == 1 or _native.has_int8_conv())):
-            (top, bottom), (left, right) = padding
             return _native.qconv2d(
                 _image(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
-                np.ascontiguousarray(np.broadcast_to(w_scales, (wq.shape[0],)), dtype=_F32),
-                _bias(bias), list(stride), [top, bottom, left, right], list(dilation), groups,
+                _per_channel(w_scales, wq.shape[0]), _bias(bias), stride,
+                (*padding[0], *padding[1]), dilation, groups,
                 -1.0 if out_scale is None else out_scale, out_zero_point, relu)
         return _reference("quantized_conv2d")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point, stride=stride,
