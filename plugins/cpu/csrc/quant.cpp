@@ -388,6 +388,8 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
 // kKeepBytes (large images) are let go after each call.
 constexpr int kSumsSlot = 0, kImageSlot = 1, kScratchSlot = 2, kSlots = 3;
 constexpr size_t kKeepBytes = size_t(32) << 20;
+// the sums of one chunk of images (qconv2d): well inside a core's L2 cache
+constexpr int64_t kChunkBytes = int64_t(512) << 10;
 
 std::vector<uint8_t>* workspaces() {
   thread_local std::vector<uint8_t> buffers[kSlots];
@@ -420,6 +422,7 @@ void trim_workspaces() {
 struct Requant {
   bool to_uint8, relu;
   float scale, zp, lo;  // lo: the lowest output, the zero point with relu
+  float inv;  // 1 / scale in float where that is a normal number, else 0 (see conv_span)
 };
 
 TORCIA_INLINE float requantized(double v, const Requant& r) {
@@ -428,34 +431,58 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// one position's sums, over the channels, into out: the values in float first (float and
-// double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
-// the same clone (a loop storing bytes alone would take 64 lanes, more than most rows
-// have, and stay scalar)
+// A span of sums into out (acc[i] * mult[i] + bias[i]), the values in float first (float
+// and double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
+// the same clone (a loop storing bytes alone would take 64 lanes and stay scalar on short
+// spans).
+// A uint8 output is rint(v / scale). The span is first computed with the product by the
+// rounded inverse: it lies within 3 * 2^-24 |v / scale| of the rounded quotient (the
+// inverse's rounding, the product's, the quotient's), so both round to the same integer
+// unless the product lies within that of a half. A span holding a value within 2^-21 of
+// its size from a half (about one value in 2^15), and not past 1024 (beyond which both
+// clamp alike), is divided again.
 template <typename T>
-TORCIA_CLONES_WIDE void conv_position(const int32_t* acc, int64_t len, const double* mult,
-                                      const double* bias, Requant r, float* v, T* out) {
-  for (int64_t i = 0; i < len; ++i)
-    v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+TORCIA_CLONES_WIDE void conv_span(const int32_t* acc, int64_t len, const double* mult,
+                                  const double* bias, Requant r, float* v, T* out) {
+  int near = 1;
+  if (r.to_uint8 && r.inv > 0) {
+    near = 0;
+    for (int64_t i = 0; i < len; ++i) {
+      const float y =
+          static_cast<float>(static_cast<double>(acc[i]) * mult[i] + bias[i]) * r.inv;
+      const float q = round_even(y), size = std::fabs(y);
+      near |= (size <= 1024.f) & (std::fabs(std::fabs(y - q) - 0.5f) <= size * 0x1p-21f);
+      v[i] = std::min(std::max(r.lo, q + r.zp), 255.f);  // NaN -> lo
+    }
+  }
+  if (near)
+    for (int64_t i = 0; i < len; ++i)
+      v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
   for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
-// into out of the same shape
+// into out of the same shape: spans of several rows, the channels' multipliers and biases
+// repeated along them
 template <typename T>
 void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
                    const float* ws, const float* bias, const Requant& r, T* out) {
-  std::vector<double> mult(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
-  for (int64_t j = 0; j < o; ++j) {
-    mult[j] = x_scale * static_cast<double>(ws[j]);
-    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
-  }
+  const int64_t per = std::max<int64_t>(1, 1024 / o), len = per * o;
+  std::vector<double> mult(static_cast<size_t>(len)), b(static_cast<size_t>(len), 0.0);
+  for (int64_t j = 0; j < o; ++j)
+    for (int64_t k = 0; k < per; ++k) {
+      mult[k * o + j] = x_scale * static_cast<double>(ws[j]);
+      if (bias) b[k * o + j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+    }
+  const int64_t spans = (rows + per - 1) / per;
 #pragma omp parallel if (rows * o > 65536)
   {
-    std::unique_ptr<float[]> v(new float[static_cast<size_t>(o)]);
+    std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
 #pragma omp for schedule(static)
-    for (int64_t row = 0; row < rows; ++row)
-      conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get(), out + row * o);
+    for (int64_t span = 0; span < spans; ++span) {
+      const int64_t first = span * per, count = std::min(per, rows - first);
+      conv_span(sums + first * o, count * o, mult.data(), b.data(), r, v.get(), out + first * o);
+    }
   }
 }
 
@@ -726,7 +753,7 @@ void dnnl_conv(const ConvPlan& plan, const Packed& packed, const uint8_t* x, int
                bool channels_last, const ConvShape& s, int32_t* acc) {
   using namespace torcia_dnnl;
   const void* nhwc = x;
-  Stream stream;
+  thread_local Stream stream;  // one per thread (not to be shared), kept between calls
   Owned src(dnnl.memory_destroy), src_nhwc(dnnl.memory_destroy), dst(dnnl.memory_destroy),
       zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
   if (!channels_last) {
@@ -867,35 +894,55 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
   if (n == 0 || o == 0) return as_nchw(out);
-  const ConvShape geometry{n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation};
-  std::shared_ptr<ConvPlan> plan;
-  std::shared_ptr<Packed> packed;
-  if (dnnl_conv_loaded && c > 0) std::tie(plan, packed) = plan_for(wq, geometry, x_zp != 0);
+  // On oneDNN, a chunk of images at a time, so that the epilogue reads their sums back
+  // from the core's own cache
+  const bool on_dnnl = dnnl_conv_loaded && c > 0;
+  const int64_t chunk =
+      on_dnnl ? std::clamp<int64_t>(kChunkBytes / (static_cast<int64_t>(sizeof(int32_t)) * p * o),
+                                    1, n)
+              : n;
+  auto geometry = [&](int64_t images) {
+    return ConvShape{images, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation};
+  };
+  std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> full, rest;
+  if (on_dnnl) {
+    full = plan_for(wq, geometry(chunk), x_zp != 0);
+    if (n % chunk) rest = plan_for(wq, geometry(n % chunk), x_zp != 0);
+  }
+  const float inv = 1.f / static_cast<float>(out_scale);
+  const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
+                  relu ? static_cast<float>(out_zp) : 0.f, std::isnormal(inv) ? inv : 0.f};
   {
     py::gil_scoped_release release;
     // the primitive or the GEMM writes every sum
-    int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * n * p * o));
-    if (c == 0) {
-      std::fill(acc, acc + n * p * o, 0);
-    } else if (plan) {
-      dnnl_conv(*plan, *packed, x, x_zp, channels_last, geometry, acc);
-    } else {
-      if (channels_last) {  // the columns are read from images channels-first
-        uint8_t* nchw = static_cast<uint8_t*>(workspace(kImageSlot, n * c * h * wd));
-        for (int64_t i = 0; i < n; ++i)
-          for (int64_t q = 0; q < h * wd; ++q)
-            for (int64_t ch = 0; ch < c; ++ch)
-              nchw[(i * c + ch) * h * wd + q] = x[(i * h * wd + q) * c + ch];
-        x = nchw;
-      }
-      gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
+    int32_t* acc =
+        static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * chunk * p * o));
+    if (!on_dnnl && c > 0 && channels_last) {  // the columns are read from images channels-first
+      uint8_t* nchw = static_cast<uint8_t*>(workspace(kImageSlot, n * c * h * wd));
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t q = 0; q < h * wd; ++q)
+          for (int64_t ch = 0; ch < c; ++ch)
+            nchw[(i * c + ch) * h * wd + q] = x[(i * h * wd + q) * c + ch];
+      x = nchw;
     }
-    const Requant r{!to_float, relu, static_cast<float>(out_scale),
-                    static_cast<float>(out_zp), relu ? static_cast<float>(out_zp) : 0.f};
-    if (to_float)
-      conv_epilogue(acc, n * p, o, x_scale, ws, b, r, static_cast<float*>(out.mutable_data()));
-    else
-      conv_epilogue(acc, n * p, o, x_scale, ws, b, r, static_cast<uint8_t*>(out.mutable_data()));
+    for (int64_t first = 0; first < n; first += chunk) {
+      const int64_t count = std::min(chunk, n - first);
+      if (c == 0) {
+        std::fill(acc, acc + count * p * o, 0);
+      } else if (on_dnnl) {
+        const auto& [plan, packed] = count == chunk ? full : rest;
+        dnnl_conv(*plan, *packed, x + first * c * h * wd, x_zp, channels_last, geometry(count),
+                  acc);
+      } else {
+        gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
+      }
+      if (to_float)
+        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+                      static_cast<float*>(out.mutable_data()) + first * p * o);
+      else
+        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+                      static_cast<uint8_t*>(out.mutable_data()) + first * p * o);
+    }
     trim_workspaces();
   }
   return as_nchw(out);
