@@ -119,11 +119,15 @@ def core_imports() -> tuple[dict[str, set[str]], list[str]]:
     """The import graph among core's modules, and each function-local import's place: one
     per module and target, however many functions of the module import it."""
     modules = {_module_name(p): p for p in _sources(CORE)}
+    # C extensions (torcia._speedups) are submodules too: ``from torcia import _speedups``
+    # loads the extension, not what the package's __init__ imports; they import no module
+    # of core, so they are known names without edges
+    known = set(modules) | {_module_name(p) for p in CORE.rglob("*.c")}
     graph, local = {}, set()
     for name, path in modules.items():
         tree = ast.parse(path.read_text(), str(path))
         edges = set()
-        for targets, inside, _line in _imports(tree, name, path.name == "__init__.py", modules):
+        for targets, inside, _line in _imports(tree, name, path.name == "__init__.py", known):
             inner = sorted(t for t in targets if t in modules and t != name)
             edges.update(inner)
             if inside:

@@ -83,6 +83,18 @@ with torcia.no_grad():
     print(model(ids).argmax(-1).tolist())
 
 # %%
+# :func:`~torcia.export.unflatten` gives the program back its model's module hierarchy:
+# each submodule runs the ops its call ran, and the parent calls it with the model's
+# arguments, so a submodule can be called alone or replaced by another module.
+unflat = torcia.export.unflatten(torcia.export.load(folder / "tiny_lm.pt2"))
+print([name for name, _ in unflat.named_children()], type(unflat.head).__name__)
+with torcia.no_grad():
+    h = torcia.randn(2, 8, 32)
+    print("head alone:", (unflat.head(h) - model.head(h)).abs().max().item())
+    unflat.head = model.head  # the eager layer swapped in
+    print("swapped:", (unflat(ids) - model(ids)).abs().max().item())
+
+# %%
 # Control flow that depends on values cannot be one graph: export names the line.
 class Gate(nn.Module):
     def forward(self, x):

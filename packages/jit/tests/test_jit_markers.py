@@ -8,6 +8,7 @@ Each is checked against what PyTorch 2.13's does in eager code where torch is in
 from __future__ import annotations
 
 import itertools
+import warnings
 from typing import Any, Dict, List, Optional, Tuple, Union
 
 import pytest
@@ -249,3 +250,39 @@ def test_reached_as_an_attribute_of_torcia_and_through_compat():
     assert importlib.import_module("torcia").jit is torcia.jit
     assert torcia.compat.torcia_name("torch.jit") == "torcia.jit"
     assert torcia.compat.torcia_name("torch.jit.annotations") == "torcia.jit.annotations"
+
+
+def test_fusion_strategy_round_trips_and_checks_like_torchs():
+    old = torcia.jit.set_fusion_strategy([("DYNAMIC", 3), ("STATIC", 0)])
+    try:
+        assert old == [("STATIC", 2), ("DYNAMIC", 10)]
+        assert torcia.jit.set_fusion_strategy(old) == [("DYNAMIC", 3), ("STATIC", 0)]
+        with pytest.raises(ValueError, match="only supported 'STATIC' or 'DYNAMIC', got: FOO"):
+            torcia.jit.set_fusion_strategy([("FOO", 2)])
+        for bad in ([("STATIC", -1)], [("STATIC", 2.0)], ["STATIC"]):
+            with pytest.raises(TypeError):
+                torcia.jit.set_fusion_strategy(bad)
+        assert torcia.jit.set_fusion_strategy(old) == old  # refused calls changed nothing
+    finally:
+        torcia.jit.set_fusion_strategy(old)
+
+
+def test_onednn_fusion_switch_and_strict_fusion():
+    assert torcia.jit.onednn_fusion_enabled() is False
+    torcia.jit.enable_onednn_fusion(1)
+    try:
+        assert torcia.jit.onednn_fusion_enabled() is True
+    finally:
+        torcia.jit.enable_onednn_fusion(False)
+    with pytest.warns(UserWarning, match="Only works in script mode"):
+        with torcia.jit.strict_fusion():
+            pass
+
+    @torcia.jit.script
+    def triple(x):
+        with torcia.jit.strict_fusion():
+            return x + x + x
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert triple(torcia.ones(2)).tolist() == [3.0, 3.0]

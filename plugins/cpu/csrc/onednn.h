@@ -1,4 +1,4 @@
-// The part of oneDNN's C API (version 3) that quant.cpp's convolutions use, declared here
+// The part of oneDNN's C API (version 3) that quant.cpp's convolutions and products use, declared here
 // because the onednn-cpu-gomp wheel ships the library without its headers. Every handle
 // of the API is an opaque pointer; the constants are the values of oneDNN 3's
 // dnnl_types.h / dnnl_common_types.h, which oneDNN keeps stable across a major version
@@ -60,6 +60,9 @@ struct Api {
   int (*primitive_create)(handle*, const_handle);
   int (*primitive_execute)(const_handle, handle, int, const exec_arg*);
   int (*primitive_destroy)(handle);
+  // looked up on its own: a library without it keeps the linear layers on its GEMM
+  int (*matmul_primitive_desc_create)(handle*, handle, const_handle, const_handle,
+                                      const_handle, const_handle, const_handle);
 };
 
 }  // namespace torcia_dnnl

@@ -161,6 +161,38 @@ void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col
   }
 }
 
+// A product's or a convolution's buffers (its sums, its input channels-last, oneDNN's
+// scratchpad), kept per thread between calls and grown as needed: fresh allocations of
+// that size come from mmap, and touching their new pages costs as much as a small
+// convolution. Buffers past kKeepBytes (large images) are let go after each call.
+constexpr int kSumsSlot = 0, kImageSlot = 1, kScratchSlot = 2, kSlots = 3;
+constexpr size_t kKeepBytes = size_t(32) << 20;
+// the sums of one chunk of images (qconv2d): well inside a core's L2 cache
+constexpr int64_t kChunkBytes = int64_t(512) << 10;
+
+std::vector<uint8_t>* workspaces() {
+  thread_local std::vector<uint8_t> buffers[kSlots];
+  return buffers;
+}
+
+void* workspace(int slot, size_t bytes) {
+  constexpr size_t kAlign = 64;  // a cache line, as oneDNN's kernels prefer
+  std::vector<uint8_t>& b = workspaces()[slot];
+  if (b.size() < bytes + kAlign) b.resize(bytes + kAlign);
+  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
+  return b.data() + (kAlign - at % kAlign) % kAlign;
+}
+
+void trim_workspaces() {
+  for (int slot = 0; slot < kSlots; ++slot) {
+    std::vector<uint8_t>& b = workspaces()[slot];
+    if (b.size() > kKeepBytes) std::vector<uint8_t>().swap(b);
+  }
+}
+
+bool dnnl_product(const uint8_t* x, int x_zp, const int8_t* w, int64_t m, int64_t k,
+                  int64_t n, int32_t* acc);
+
 // int8_linear(xq (M, K) uint8, a_offset, wq (N, K) int8, row_scale (M,), col_scale (N,),
 // bias (N,), (M, N) or None, out_scale, out_zero_point, relu) -> (M, N): float32 when out_scale
 // <= 0, else uint8 at out_scale / out_zero_point
@@ -205,21 +237,24 @@ py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
   if (m == 0 || n == 0) return out;
-  // left uninitialised: the GEMM writes every sum (beta 0), and zeroing megabytes the
-  // product then overwrites costs as much as a small product's epilogue
-  std::unique_ptr<int32_t[]> acc(new int32_t[static_cast<size_t>(m * n)]);
-  if (k == 0) std::fill(acc.get(), acc.get() + m * n, 0);
   float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
   uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
   const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
   {
     py::gil_scoped_release release;
-    if (k > 0) gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc.get(), n);
+    // the sums in this thread's buffer, kept between calls (its pages touched once); the
+    // GEMM writes every sum (beta 0)
+    int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * m * n));
+    if (k == 0)
+      std::fill(acc, acc + m * n, 0);
+    else if (!dnnl_product(x, a_offset, w, m, k, n, acc))
+      gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc, n);
 #pragma omp parallel for schedule(static) if (m * n > 65536)
     for (int64_t i = 0; i < m; ++i)
-      finish_row(acc.get() + i * n, n, rs[i], cs, b ? b + i * b_row : nullptr,
+      finish_row(acc + i * n, n, rs[i], cs, b ? b + i * b_row : nullptr,
                  of ? of + i * n : nullptr,
                  oq ? oq + i * n : nullptr, inv, out_zp, relu);
+    trim_workspaces();
   }
   return out;
 }
@@ -382,35 +417,6 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
       }
 }
 
-// A convolution's buffers (its sums, its input channels-last, oneDNN's scratchpad), kept
-// per thread between calls and grown as needed: fresh allocations of that size come from
-// mmap, and touching their new pages costs as much as a small convolution. Buffers past
-// kKeepBytes (large images) are let go after each call.
-constexpr int kSumsSlot = 0, kImageSlot = 1, kScratchSlot = 2, kSlots = 3;
-constexpr size_t kKeepBytes = size_t(32) << 20;
-// the sums of one chunk of images (qconv2d): well inside a core's L2 cache
-constexpr int64_t kChunkBytes = int64_t(512) << 10;
-
-std::vector<uint8_t>* workspaces() {
-  thread_local std::vector<uint8_t> buffers[kSlots];
-  return buffers;
-}
-
-void* workspace(int slot, size_t bytes) {
-  constexpr size_t kAlign = 64;  // a cache line, as oneDNN's kernels prefer
-  std::vector<uint8_t>& b = workspaces()[slot];
-  if (b.size() < bytes + kAlign) b.resize(bytes + kAlign);
-  const auto at = reinterpret_cast<std::uintptr_t>(b.data());
-  return b.data() + (kAlign - at % kAlign) % kAlign;
-}
-
-void trim_workspaces() {
-  for (int slot = 0; slot < kSlots; ++slot) {
-    std::vector<uint8_t>& b = workspaces()[slot];
-    if (b.size() > kKeepBytes) std::vector<uint8_t>().swap(b);
-  }
-}
-
 // The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
 // mult + bias in double (mult = x_scale * w_scale of the sum's channel), then float32, or
 // uint8 at out_scale (rint(v / out_scale) + zero point, clamped; from the zero point up
@@ -504,7 +510,7 @@ bool dnnl_conv_loaded = false;
 
 void dnnl_check(int status, const char* what) {
   if (status != torcia_dnnl::kSuccess)
-    throw std::runtime_error(std::string("qconv2d: oneDNN's ") + what +
+    throw std::runtime_error(std::string("torcia-cpu: oneDNN's ") + what +
                              " failed with status " + std::to_string(status));
 }
 
@@ -620,21 +626,23 @@ PyObject* frozen_owner(const py::array& w) {
   return nullptr;
 }
 
-std::shared_ptr<Packed> pack_weights(const ConvPlan& plan, const int8_t* w, size_t bytes,
-                                     bool keep_plain) {
+// weights packed into the layout primitive pd reads (from plain ones described by w_md),
+// with a copy of the plain ones to compare later calls' weights with where keep_plain
+std::shared_ptr<Packed> pack_for(torcia_dnnl::const_handle pd, torcia_dnnl::const_handle w_md,
+                                 const int8_t* w, size_t bytes, bool keep_plain = true) {
   auto packed = std::make_shared<Packed>();
   if (keep_plain) packed->plain.assign(w, w + bytes);
-  torcia_dnnl::const_handle to = dnnl.primitive_desc_query_md(plan.conv_pd.get(),
-                                                              torcia_dnnl::kQueryWeightsMd, 0);
+  torcia_dnnl::const_handle to = dnnl.primitive_desc_query_md(pd, torcia_dnnl::kQueryWeightsMd,
+                                                              0);
   dnnl_check(dnnl.memory_create(packed->memory.out(), to, dnnl_engine(), torcia_dnnl::kAllocate),
              "memory_create");
-  Owned pd(dnnl.primitive_desc_destroy), reorder(dnnl.primitive_destroy),
+  Owned reorder_pd(dnnl.primitive_desc_destroy), reorder(dnnl.primitive_destroy),
       from(dnnl.memory_destroy);
-  dnnl_check(dnnl.reorder_primitive_desc_create(pd.out(), plan.w_md.get(), dnnl_engine(), to,
+  dnnl_check(dnnl.reorder_primitive_desc_create(reorder_pd.out(), w_md, dnnl_engine(), to,
                                                 dnnl_engine(), nullptr),
              "reorder_primitive_desc_create");
-  dnnl_check(dnnl.primitive_create(reorder.out(), pd.get()), "primitive_create");
-  memory_over(from, plan.w_md.get(), w);
+  dnnl_check(dnnl.primitive_create(reorder.out(), reorder_pd.get()), "primitive_create");
+  memory_over(from, w_md, w);
   Stream().run(reorder.get(), {{torcia_dnnl::kArgSrc, from.get()},
                                {torcia_dnnl::kArgDst, packed->memory.get()}});
   return packed;
@@ -737,7 +745,9 @@ std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> plan_for(
       ((owner && plan->owner == owner) ||
        (!plan->packed->plain.empty() &&
         std::memcmp(plan->packed->plain.data(), key.w, w_bytes) == 0));
-  if (!same) plan->packed = pack_weights(*plan, key.w, w_bytes, owner == nullptr);
+  if (!same)
+    plan->packed =
+        pack_for(plan->conv_pd.get(), plan->w_md.get(), key.w, w_bytes, owner == nullptr);
   if (plan->owner != owner) {
     Py_XINCREF(owner);
     Py_XDECREF(plan->owner);
@@ -781,6 +791,120 @@ void dnnl_conv(const ConvPlan& plan, const Packed& packed, const uint8_t* x, int
                                  {kArgWeights, packed.memory.get()},
                                  {kArgDst, dst.get()},
                                  {kArgScratchpad, scratch_mem.get()}});
+}
+
+// ---- oneDNN's matmul ----
+//
+// The products of the linear layers (int8_linear) on oneDNN's matmul primitive, with the
+// weights packed once into the layout its kernels read and kept, with the primitive, per
+// problem (packed again when changed in place, as the convolutions' filters), the
+// activations' zero point applied by the primitive, s32 sums. dnnl_gemm_u8s8s32 packs the
+// weights on every call: for a recurrent layer's step (32 x 512 by 512 x 2048) that
+// packing costs as much as the product.
+
+struct MatmulPlan {
+  int64_t m, k, n;
+  bool zero_point;
+  const int8_t* w;
+  Owned src_md{dnnl.memory_desc_destroy}, w_md{dnnl.memory_desc_destroy},
+      dst_md{dnnl.memory_desc_destroy}, zp_md{dnnl.memory_desc_destroy};
+  Owned pd{dnnl.primitive_desc_destroy}, prim{dnnl.primitive_destroy};
+  size_t scratch = 0;
+  std::shared_ptr<Packed> packed;
+  uint64_t used = 0;
+};
+
+std::vector<std::shared_ptr<MatmulPlan>> matmul_plans;
+
+std::shared_ptr<MatmulPlan> make_matmul_plan(int64_t m, int64_t k, int64_t n, bool zero_point,
+                                             const int8_t* w) {
+  using namespace torcia_dnnl;
+  auto plan = std::make_shared<MatmulPlan>();
+  plan->m = m, plan->k = k, plan->n = n, plan->zero_point = zero_point, plan->w = w;
+  const int rows[2] = {0, 1}, cols[2] = {1, 0};
+  const int64_t src_dims[2] = {m, k}, w_dims[2] = {k, n}, dst_dims[2] = {m, n}, one = 1;
+  strided_md(plan->src_md, 2, src_dims, rows, kU8);
+  strided_md(plan->w_md, 2, w_dims, cols, kS8);  // (N, K) row-major, read as (K, N)
+  strided_md(plan->dst_md, 2, dst_dims, rows, kS32);
+  strided_md(plan->zp_md, 1, &one, rows, kS32);
+  Owned any_w(dnnl.memory_desc_destroy);
+  dims any_dims{k, n};
+  dnnl_check(dnnl.memory_desc_create_with_tag(any_w.out(), 2, any_dims, kS8, kFormatAny),
+             "memory_desc_create_with_tag");
+  Owned attr(dnnl.primitive_attr_destroy);
+  dnnl_check(dnnl.primitive_attr_create(attr.out()), "primitive_attr_create");
+  dnnl_check(dnnl.primitive_attr_set_scratchpad_mode(attr.get(), kScratchpadUser),
+             "primitive_attr_set_scratchpad_mode");
+  if (zero_point)
+    dnnl_check(dnnl.primitive_attr_set_zero_points_mask(attr.get(), kArgSrc, 0),
+               "primitive_attr_set_zero_points_mask");
+  dnnl_check(dnnl.matmul_primitive_desc_create(plan->pd.out(), dnnl_engine(),
+                                               plan->src_md.get(), any_w.get(), nullptr,
+                                               plan->dst_md.get(), attr.get()),
+             "matmul_primitive_desc_create");
+  dnnl_check(dnnl.primitive_create(plan->prim.out(), plan->pd.get()), "primitive_create");
+  plan->scratch = dnnl.memory_desc_get_size(
+      dnnl.primitive_desc_query_md(plan->pd.get(), kQueryScratchpadMd, 0));
+  return plan;
+}
+
+// acc (M, N) int32 = (x (M, K) uint8 - x_zp) w^T, w (N, K) int8, on oneDNN's matmul; false
+// where that primitive is not loaded
+bool dnnl_product(const uint8_t* x, int x_zp, const int8_t* w, int64_t m, int64_t k,
+                  int64_t n, int32_t* acc) {
+  using namespace torcia_dnnl;
+  if (!dnnl_conv_loaded || !dnnl.matmul_primitive_desc_create) return false;
+  const bool zero_point = x_zp != 0;
+  const size_t w_bytes = static_cast<size_t>(n * k);
+  std::shared_ptr<MatmulPlan> plan;
+  std::shared_ptr<Packed> packed;
+  {
+    std::lock_guard<std::mutex> lock(plans_mutex);
+    for (auto& p : matmul_plans)
+      if (p->m == m && p->k == k && p->n == n && p->zero_point == zero_point && p->w == w)
+        plan = p;
+    if (!plan) {
+      try {
+        plan = make_matmul_plan(m, k, n, zero_point, w);
+      } catch (const std::runtime_error&) {
+        // a library whose matmul refuses the problem: its GEMM runs it, as before
+        return false;
+      }
+      if (matmul_plans.size() >= kMaxPlans) {
+        auto oldest = std::min_element(
+            matmul_plans.begin(), matmul_plans.end(),
+            [](const auto& a, const auto& b) { return a->used < b->used; });
+        matmul_plans.erase(oldest);
+      }
+      matmul_plans.push_back(plan);
+    }
+    plan->used = ++plans_clock;
+    if (!plan->packed || std::memcmp(plan->packed->plain.data(), w, w_bytes) != 0)
+      plan->packed = pack_for(plan->pd.get(), plan->w_md.get(), w, w_bytes);
+    packed = plan->packed;
+  }
+  void* scratch = workspace(kScratchSlot, plan->scratch);
+  int32_t zp = x_zp;
+  Owned src(dnnl.memory_destroy), dst(dnnl.memory_destroy), zp_mem(dnnl.memory_destroy),
+      scratch_mem(dnnl.memory_destroy);
+  memory_over(src, plan->src_md.get(), x);
+  memory_over(dst, plan->dst_md.get(), acc);
+  memory_over(zp_mem, plan->zp_md.get(), &zp);
+  memory_over(scratch_mem, dnnl.primitive_desc_query_md(plan->pd.get(), kQueryScratchpadMd, 0),
+              scratch);
+  Stream stream;
+  if (zero_point)
+    stream.run(plan->prim.get(), {{kArgSrc, src.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()},
+                                  {kArgZeroPoints | kArgSrc, zp_mem.get()}});
+  else
+    stream.run(plan->prim.get(), {{kArgSrc, src.get()},
+                                  {kArgWeights, packed->memory.get()},
+                                  {kArgDst, dst.get()},
+                                  {kArgScratchpad, scratch_mem.get()}});
+  return true;
 }
 
 // the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the
@@ -1232,6 +1356,8 @@ bool load_dnnl_api(void* lib, int major) {
   };
   for (const auto& [name, slot] : symbols)
     if (!(*slot = dlsym(lib, name))) return false;
+  api.matmul_primitive_desc_create = reinterpret_cast<decltype(api.matmul_primitive_desc_create)>(
+      dlsym(lib, "dnnl_matmul_primitive_desc_create"));
   dnnl = api;
   return true;
 }

@@ -216,6 +216,22 @@ def test_quantized_add_keeps_channels_last():
     np.testing.assert_array_equal(KERNELS.quantized_add(_channels_last(a), b, **kw), want)
 
 
+def test_int8_linear_weights_changed_in_place_and_batch_sizes(int8_gemm):
+    # the weights packed for oneDNN's matmul are kept per weight array and batch size: a
+    # change in place is seen, and each batch size gives the sums a fresh array gives
+    wq = RNG.integers(-128, 128, (6, 9)).astype(np.int8)
+    scales = RNG.uniform(1e-3, 1e-2, 6).astype(np.float32)
+    for m in (4, 1, 4, 7, 4):
+        xq = RNG.integers(0, 256, (m, 9)).astype(np.uint8)
+        row = np.full(m, 0.02, np.float32)
+        got = _native.int8_linear(xq, 3, wq, row, scales, None, -1.0, 0, False)
+        want = _native.int8_linear(xq, 3, wq.copy(), row, scales, None, -1.0, 0, False)
+        np.testing.assert_array_equal(got, want)
+        acc = (xq.astype(np.int64) - 3) @ wq.astype(np.int64).T
+        np.testing.assert_allclose(got, acc * 0.02 * scales, rtol=1e-6)
+        wq[...] = RNG.integers(-128, 128, wq.shape)
+
+
 def test_quantized_conv2d_batch_sizes_share_weights(int8_gemm):
     wq = RNG.integers(-128, 128, (6, 2, 3, 3)).astype(np.int8)
     scales = RNG.uniform(1e-3, 1e-2, 6).astype(np.float32)

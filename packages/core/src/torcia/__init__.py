@@ -79,11 +79,34 @@ cfloat = complex64
 cdouble = complex128
 
 from torcia import (  # noqa: E402
+    _autograd_mode,  # gives load_autograd its registration
+    _decompositions,  # fills the dispatcher's table of decompositions
     _methods,  # attaches the Tensor methods
     linalg,
     plugins,
     special,
 )
+from torcia import _tensor as _tensor_module  # noqa: E402
+from torcia import backend as _backend_module  # noqa: E402
+
+
+# Modules above the Tensor and the dispatcher that these hand work to, loaded with their
+# first use rather than with import torcia (its import time); wired here, the one module
+# above both sides.
+def _load_overrides():
+    from torcia import overrides  # the __torch_function__ protocol, with a Tensor subclass
+
+    return overrides
+
+
+def _load_library():
+    from torcia import library  # the facade's op records, with the first kernel table
+
+    return library
+
+
+_tensor_module.OVERRIDES.load = _load_overrides
+_backend_module._load_library = _load_library
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,

@@ -122,3 +122,7 @@ class _AutogradModeHandle(RemovableHandle):
     def remove(self) -> None:
         super().remove()
         _activate_autograd_mode()
+
+
+# load_autograd (in torcia._tensor, below this module) registers the engine it loads here
+AUTOGRAD.register = register_autograd_mode

@@ -7,7 +7,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _storage, _tensor
 from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
-from torcia._tensor import Tensor, canonical_device
+from torcia._tensor import FACTORIES, Tensor, call, canonical_device
 from torcia.backend import CPU
 from torcia.random import rng_of
 
@@ -550,7 +550,7 @@ def _sample(op, size, generator, dtype, device, requires_grad, complex_scale):
     if d is not None and d.is_complex:
         parts = [_draw_new(op, d.to_real(), device, shape=_size(size), rng=rng_of(generator))
                  * complex_scale for _ in range(2)]
-        out = make_complex(*parts)
+        out = call("complex", tuple(parts), {})  # torcia.complex of two float parts
         return out.requires_grad_() if requires_grad else out
     return _draw_new(op, _float_dtype(dtype, op), device, requires_grad, shape=_size(size),
                      rng=rng_of(generator))
@@ -701,5 +701,5 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     return Tensor._make(out, input.device)
 
 
-# last: the op library's families import this module
-from torcia._oplib.complex_numbers import complex as make_complex  # noqa: E402
+# Tensor's methods make tensors with these (Tensor sits below this module)
+FACTORIES.tensor, FACTORIES.empty, FACTORIES.rebuild = tensor, empty, _rebuild

@@ -22,7 +22,7 @@ import torcia
 from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._kernels_nn import _pool_geometry
 from torcia._numpy_backend import refusal
-from torcia._tensor import _torch_name, call
+from torcia._tensor import DECOMPOSITIONS, _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -930,7 +930,8 @@ def max_pool_backward(g, indices, input_shape):
     return out.reshape((n, c) + tuple(input_shape))
 
 
-DECOMPOSITIONS = {
+# the dispatcher's table (torcia._tensor): call() runs these where a device lacks a kernel
+DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
         relu, hardsigmoid, hardswish, softsign, tanhshrink, silu,
         silu_backward, softplus, mish, logsigmoid, gelu, gelu_backward,
@@ -947,4 +948,4 @@ DECOMPOSITIONS = {
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "max_pool_backward": max_pool_backward,
-}
+})

@@ -22,6 +22,7 @@ silent densification; ``to_dense()`` is there when the dense tensor fits.
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from torcia import _dtype as D
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr, strided
 from torcia._tensor import Size, Tensor, _wrap_dim
 from torcia._wrapped import WrappedTensor
+
+#: ``torcia.sparse.mm`` and ``torcia.sparse.sum``, which the sparse classes' products and
+#: sums run: torcia.sparse, built on this module's classes, sets them as it loads
+PRODUCTS = types.SimpleNamespace(mm=None, sum=None)
 
 _LAYOUT_NAMES = {sparse_coo: "torcia.sparse_coo", sparse_csr: "torcia.sparse_csr",
                  sparse_csc: "torcia.sparse_csc"}
@@ -248,20 +253,20 @@ class _SparseBase(WrappedTensor):
         return self._assign(empty)
 
     def __matmul__(self, other):
-        return sparse.mm(self, other)
+        return PRODUCTS.mm(self, other)
 
     def __rmatmul__(self, other):
-        return sparse.mm(other, self)
+        return PRODUCTS.mm(other, self)
 
     def mm(self, mat2):
-        return sparse.mm(self, mat2)
+        return PRODUCTS.mm(self, mat2)
 
     matmul = mm
 
     def sum(self, dim=None, keepdim=False, dtype=None):
         if keepdim:
             raise SparseLayoutError("sum(keepdim=True) of a sparse tensor is not supported")
-        return sparse.sum(self, dim, dtype=dtype)
+        return PRODUCTS.sum(self, dim, dtype=dtype)
 
     def pow(self, exponent):
         if not isinstance(exponent, (int, float)):
@@ -1180,7 +1185,7 @@ def dsmm(input, mat2):
     tensor([[6.],
             [1.]])
     """
-    return sparse.mm(input, mat2)
+    return PRODUCTS.mm(input, mat2)
 
 
 def hspmm(mat1, mat2):
@@ -1194,7 +1199,7 @@ def hspmm(mat1, mat2):
     >>> torcia.hspmm(s, torcia.ones(2, 2)).indices()
     tensor([[0, 1]])
     """
-    dense = sparse.mm(mat1, mat2)
+    dense = PRODUCTS.mm(mat1, mat2)
     rows = _creation.tensor(np.unique(mat1._indices_t.cpu().numpy()[0]) if mat1._nnz()
                             else np.zeros(0, dtype=np.int64), device=dense.device)
     return SparseCooTensor(rows.reshape(1, -1), dense.index_select(0, rows),
@@ -1278,7 +1283,3 @@ def sparse_mask(self, mask):
     idx = mask._indices_t
     values = self[tuple(idx[d] for d in range(idx.shape[0]))]
     return SparseCooTensor(idx, values, self.shape, is_coalesced=mask.is_coalesced())
-
-
-# torcia.sparse imports this module (for its tensor classes): bound once this one has loaded
-from torcia import sparse  # noqa: E402

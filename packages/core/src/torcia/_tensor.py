@@ -11,10 +11,12 @@ from __future__ import annotations
 import copy
 import os
 import threading
+import types
 
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
 from torcia._size import Size
@@ -35,6 +37,9 @@ class _AutogradSlot:
         self.engine = None
         self.record = None
         self.modes = []  # registered, the last one active
+        # torcia._autograd_mode's register_autograd_mode: that module, built on this one,
+        # sets it as it loads (torcia imports it), and load_autograd registers with it
+        self.register = None
 
 
 AUTOGRAD = _AutogradSlot()
@@ -50,6 +55,19 @@ class _AutocastState(threading.local):
 AUTOCAST = _AutocastState()
 
 
+# Filled in from above as those modules load, so that this one imports none of them.
+#: ``tensor``, ``empty`` and ``rebuild`` (the unpickler), what Tensor's methods make tensors
+#: with: torcia._creation sets them (torcia imports it before any tensor exists)
+FACTORIES = types.SimpleNamespace(tensor=None, empty=None, rebuild=None)
+#: ``load()`` imports and returns torcia.overrides, PyTorch's __torch_function__ protocol,
+#: which loads with the first Tensor subclass, not with import torcia (torcia's __init__,
+#: above both modules, sets it)
+OVERRIDES = types.SimpleNamespace(load=None)
+#: An op's decomposition into other ops, which ``call`` runs where a device has no kernel
+#: of its own: torcia._decompositions, above the ops it composes, fills it in
+DECOMPOSITIONS: dict = {}
+
+
 def load_autograd():
     """Return the autograd mode, registering the one the ``torcia_autograd_engine`` hook
     provides on first use, or raise an error naming the distribution to install."""
@@ -62,7 +80,7 @@ def load_autograd():
                 "gradients need the torcia-autograd distribution, which is not available"
                 f"{why}: {plugins.install_hint('torcia-autograd')}"
             )
-        _register_autograd_mode(engine)
+        AUTOGRAD.register(engine)
     return AUTOGRAD.engine
 
 
@@ -158,17 +176,14 @@ class Tensor:
         # which torcia.overrides switches on for every op the first time it matters (it
         # loads then, not with import torcia)
         if _torch_function_of(cls) is not disabled_torch_function_impl:
-            from torcia.overrides import switch_on
-
-            switch_on()
+            OVERRIDES.load().switch_on()
 
     @classmethod
     def __torch_function__(cls, func, types, args=(), kwargs=None):
         """PyTorch's default: run ``func`` and give its tensor results this subclass's type
         (see :mod:`torcia.overrides`)."""
-        from torcia.overrides import default_torch_function  # loaded by a subclass, above
-
-        return default_torch_function(cls, func, types, args, kwargs)
+        # loaded by the subclass's definition (__init_subclass__ above)
+        return OVERRIDES.load().default_torch_function(cls, func, types, args, kwargs)
 
     def __init__(self, *args, **kwargs):
         pass
@@ -615,7 +630,7 @@ class Tensor:
         return object.__format__(self, spec) if spec else repr(self)
 
     def __reduce_ex__(self, protocol):
-        return (_creation._rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
+        return (FACTORIES.rebuild, (self.cpu().detach().numpy().copy(), str(self._device),
                                      self._requires_grad))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
@@ -938,7 +953,7 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
     try:
         kernel = kernels[op]
     except (KeyError, NotImplementedError):  # a KernelTable raises the latter
-        decomposition = _DECOMPOSITIONS.get(op)
+        decomposition = DECOMPOSITIONS.get(op)
         if decomposition is None:
             raise NotImplementedError(
                 f"op {op!r} has no kernel for device type {dev.type!r} "
@@ -1190,15 +1205,15 @@ def _as_operand(x, like):
     dev = like._device if isinstance(like, Tensor) else None
     if x.__class__ in (int, float, bool, complex):
         if dev is None:
-            return _creation.tensor(x)
+            return FACTORIES.tensor(x)
         dt = D.tensor_scalar_dtype(_FROM_NP[like._data.dtype], x.__class__)
         if dev is CPU and dt.np in _FLOAT_OPERANDS and -9e18 < x < 9e18:
             # a real number in int64's range taken to float32/float64 (1 - x in a formula):
             # the array tensor() makes, without its inference (which refuses larger ints)
             return _make(np.array(x, dt.np), dev)
-        return _creation.tensor(x, dtype=dt, device=dev)
+        return FACTORIES.tensor(x, dtype=dt, device=dev)
     if isinstance(x, (np.ndarray, np.generic, list, tuple, int, float)):
-        return _creation.tensor(x, device=dev)
+        return FACTORIES.tensor(x, device=dev)
     raise TypeError(f"unsupported operand type: {type(x).__name__}")
 
 
@@ -1463,14 +1478,14 @@ def _legacy_new(dtype, args, device_=None):
     ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
     if not args or all(isinstance(a, (int, np.integer)) and not isinstance(a, bool)
                            for a in args):
-        return _creation.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
+        return FACTORIES.empty(*[int(a) for a in args] or [0], dtype=dtype, device=device_)
     if len(args) > 1:
         raise TypeError(f"new() received an invalid combination of arguments: expected sizes "
                         f"(ints) or one sequence of data, got "
                         f"({', '.join(type(a).__name__ for a in args)})")
     data = args[0]
     if isinstance(data, Size):
-        return _creation.empty(*data, dtype=dtype, device=device_)
+        return FACTORIES.empty(*data, dtype=dtype, device=device_)
     if isinstance(data, Tensor):
         if data.dtype is not dtype:
             raise TypeError(f"expected a {dtype} tensor (got {data.dtype}); convert it with "
@@ -1478,10 +1493,5 @@ def _legacy_new(dtype, args, device_=None):
         return data
     if isinstance(data, (int, float, bool, np.generic)):
         raise TypeError(f"new(): data must be a sequence (got {type(data).__name__})")
-    return _creation.tensor(data, dtype=dtype, device=device_)
+    return FACTORIES.tensor(data, dtype=dtype, device=device_)
 
-
-# last: these modules import this one
-from torcia import _creation, _print, plugins  # noqa: E402
-from torcia._autograd_mode import register_autograd_mode as _register_autograd_mode  # noqa: E402
-from torcia._decompositions import DECOMPOSITIONS as _DECOMPOSITIONS  # noqa: E402

@@ -17,6 +17,7 @@ class AutogradMode(DispatchMode):
     order: Any
 
 CPU: Any
+DECOMPOSITIONS: Any
 DEFAULT_DEVICE: Any
 
 class DispatchMode:
@@ -30,7 +31,9 @@ class DispatchMode:
     def on_result(self, op: Any, inputs: Any, params: Any, result: Any) -> None: ...
     order: Any
 
+FACTORIES: Any
 MODES: Any
+OVERRIDES: Any
 PROFILE_ORDER: Any
 PUBLISHED_FIELDS: Any
 TRACE_ORDER: Any

@@ -10,7 +10,7 @@ import os
 import sys
 
 from torcia import _dtype
-from torcia._tensor import Tensor, disabled_torch_function_impl
+from torcia._tensor import OVERRIDES, Tensor, disabled_torch_function_impl
 
 _PACKAGE = os.sep + "torcia" + os.sep
 #: the dispatch entry points, whose ``op`` argument names the op being run
@@ -173,7 +173,5 @@ def methods_torch_function(cls, func, types, args=(), kwargs=None):
             if callable(method):
                 return method(*args, **kwargs)
     # torcia.overrides, above the Tensor, loads when a subclass first needs it
-    from torcia.overrides import DisableTorchFunctionSubclass
-
-    with DisableTorchFunctionSubclass():
+    with OVERRIDES.load().DisableTorchFunctionSubclass():
         return func(*args, **kwargs)

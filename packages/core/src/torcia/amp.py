@@ -25,7 +25,7 @@ import math
 import threading
 
 from torcia import _dtype as D
-from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
+from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes, call
 
 # The lists follow PyTorch 2.13's autocast_mode.cpp, as observed op by op on the CPU and as
 # its CUDA test lists name them (packages/nn/tests/test_autocast_lists.py compares both).
@@ -229,7 +229,7 @@ def _unflatten(flat, spec):
 def _cast(x, dtype, device_type):
     if (isinstance(x, Tensor) and x.dtype is not dtype and x.dtype.is_floating_point
             and x.device.type == device_type):
-        return _to_dtype(x, dtype)
+        return call("cast", (x,), {"dtype": dtype.to_numpy()})  # torcia.to_dtype
     return x
 
 
@@ -803,6 +803,3 @@ def _total(arr):
     finite values), finite exactly when every element is."""
     return arr.sum(dtype="float64") if arr.dtype.kind == "f" else arr.sum()
 
-
-# last: the op library imports this module
-from torcia._oplib.elementwise import to_dtype as _to_dtype  # noqa: E402

@@ -269,6 +269,10 @@ backends = BackendRegistry("device backend", "torcia_register_backends")
 _kernels_built = threading.Event()
 _build_lock = threading.RLock()
 
+#: Imports and returns :mod:`torcia.library`, the facade above every module of core, whose
+#: op records add to the kernel tables: set by torcia's ``__init__``, which sits above both.
+_load_library = None
+
 
 def _build():
     with _build_lock:
@@ -280,7 +284,7 @@ def _build():
             # the op records and the ops plugins define: torcia.library, the facade, loads
             # with the first table built, not with import torcia; it registers what it adds
             # to the tables below it (_meta.RECORD_SOURCES, _custom_ops.ON_INSTALL)
-            from torcia import library
+            library = _load_library()
 
             # first the kernels of the ops plugins define, so that any plugin can
             # override them

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from torcia._tensor import FACTORIES
 from torcia.backend import device as _device
 
 
@@ -55,7 +56,7 @@ class Generator:
         import json
 
         blob = json.dumps({"seed": self._seed, "state": self.rng.bit_generator.state})
-        return _creation.tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
+        return FACTORIES.tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
 
     def set_state(self, state) -> Generator:
         import json
@@ -182,6 +183,3 @@ def thread_safe_generator():
     """
     return None
 
-
-# last: _creation imports this module
-from torcia import _creation  # noqa: E402

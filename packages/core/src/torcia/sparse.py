@@ -32,7 +32,7 @@ import functools
 
 import numpy as np
 
-from torcia import _creation
+from torcia import _creation, _sparse
 from torcia._oplib.linalg import SPARSE_PRODUCTS
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr
 from torcia._sparse import (
@@ -397,3 +397,7 @@ def as_sparse_gradcheck(gradcheck):
 
     sparse_gradcheck.__name__ = f"sparse_{getattr(gradcheck, '__name__', 'gradcheck')}"
     return sparse_gradcheck
+
+
+# the sparse classes' products and sums (torcia._sparse, below this module) run these
+_sparse.PRODUCTS.mm, _sparse.PRODUCTS.sum = mm, sum

@@ -9,6 +9,7 @@ gradient has run.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 import traceback
 import weakref
@@ -436,6 +437,16 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
     (``autograd.grad``); ``accumulate`` says whether leaves' ``.grad`` is written;
     ``targets`` restricts accumulation to these AccumulateGrad nodes (``inputs=``).
     """
+    if _NATIVE is not None and not ANOMALY.enabled and not active_modes():
+        try:
+            results = _NATIVE.run(roots, root_grads, retain_graph, create_graph, capture,
+                                  accumulate, targets)
+        except BaseException:
+            _CALLBACKS.clear()
+            raise
+        while _CALLBACKS:
+            _CALLBACKS.pop(0)()
+        return results
     # count, for each node, how many edges feed it; a node is pushed when first reached
     deps: dict = {}
     # one entry per node: two roots on one node (outputs of one op) must count edges once
@@ -572,6 +583,25 @@ def run_backward(roots, root_grads, retain_graph, create_graph, capture=None,
 _CALLBACKS: list = []
 
 
+try:
+    from torcia.autograd import _native
+except ImportError:  # built only where setuptools found a C compiler
+    _native = None
+
+
+def _native_engine():
+    """torcia.autograd._native (the loop of :func:`run_backward` and :func:`record` in C, for
+    their common cases), or None where it was not built or
+    ``TORCIA_PURE_PYTHON`` (set, not "0") asks for the Python engine."""
+    if _native is None or os.environ.get("TORCIA_PURE_PYTHON", "0") != "0":
+        return None
+    _native.setup(Node, AccumulateGrad, _accumulate, _run_pre_hooks, _add_in_place, _needed,
+                  set_grad_mode, _derivs.Entry, _graph.Meta, Tensor, _derivs._fit)
+    _native.setup_record(_TABLE, record, accumulator_of, NO_EDGE, SAVED_HOOKS, ANOMALY,
+                         make_alias, torcia.bfloat16, _STRIDED)
+    return _native
+
+
 def _apply_in_modes(modes, node, grads, create_graph):
     def run():
         return node.apply(grads, create_graph)
@@ -695,6 +725,11 @@ def _accumulate(acc: AccumulateGrad, grad: Tensor, create_graph: bool, owned=Non
     if acc.post_hooks:
         for hook in acc.post_hooks:
             hook(leaf)
+
+
+#: the native record and backward loop, or None for the Python engine (the reference the
+#: tests compare them with)
+_NATIVE = _native_engine()
 
 
 def _root(t: Tensor):
@@ -896,7 +931,9 @@ class Engine(AutogradMode):
     """
 
     def __init__(self):
-        for fn in (record, record_transfer, check_inplace, rebase_inplace, backward, grad,
+        # record: the native one where torcia.autograd._native was built
+        self.record = record if _NATIVE is None else _NATIVE.record
+        for fn in (record_transfer, check_inplace, rebase_inplace, backward, grad,
                    derivative, define_derivative, forward_derivative,
                    define_forward_derivative, register_hook,
                    register_post_accumulate_grad_hook, retain_grad):

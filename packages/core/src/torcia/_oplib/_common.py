@@ -97,7 +97,13 @@ def _return_type(name: str, fields: tuple) -> type:
     attrs = {"_fields": fields, "_name": name, "__slots__": ()}
     for i, f in enumerate(fields):
         attrs[f] = property(lambda self, i=i: self[i])
-    return type(name, (_ReturnType,), attrs)
+    cls = type(name, (_ReturnType,), attrs)
+    RETURN_TYPES.append(cls)
+    return cls
+
+
+#: every class ``_return_type`` made, for torcia.utils.pytree (which makes them nodes)
+RETURN_TYPES: list[type] = []
 
 
 def _same_dtype(tensors, op):

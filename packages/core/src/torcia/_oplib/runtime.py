@@ -421,9 +421,7 @@ class Stream:
         dev = canonical(device) if device is not None else get_default_device()
         if dev.type == "cuda":
             # torcia.cuda, a module of the layer above, loads with its first use
-            from torcia import cuda
-
-            return cuda.Stream(dev, priority)
+            return get_device_module(dev).Stream(dev, priority)
         if dev.type not in ("cpu", "meta"):
             raise RuntimeError(f"torcia.Stream: no stream for device type {dev.type!r}")
         self = object.__new__(cls)

@@ -5,7 +5,7 @@ Each submodule keeps PyTorch's names and defaults. Flags torcia acts on say so; 
 belong to libraries torcia does not use (cuDNN, oneDNN/MKLDNN, opt_einsum) and are
 *accepted and inert*: setting them is allowed, as common training scripts do, and changes
 nothing. The submodules are ``cpu``, ``cuda``, ``cudnn``, ``mha``, ``mkl``, ``mkldnn``,
-``mps``, ``openmp`` and ``opt_einsum``.
+``mps``, ``openmp``, ``opt_einsum`` and ``quantized``.
 
 Examples
 --------
@@ -17,6 +17,18 @@ False
 False
 """
 
-from torcia.backends import cpu, cuda, cudnn, mha, mkl, mkldnn, mps, openmp, opt_einsum
+from torcia.backends import (
+    cpu,
+    cuda,
+    cudnn,
+    mha,
+    mkl,
+    mkldnn,
+    mps,
+    openmp,
+    opt_einsum,
+    quantized,
+)
 
-__all__ = ["cpu", "cuda", "cudnn", "mha", "mkl", "mkldnn", "mps", "openmp", "opt_einsum"]
+__all__ = ["cpu", "cuda", "cudnn", "mha", "mkl", "mkldnn", "mps", "openmp", "opt_einsum",
+           "quantized"]

@@ -56,6 +56,7 @@ from torcia.serialization._format import (
 )
 from torcia.serialization._load import (
     _get_layout,
+    get_unsafe_globals_in_checkpoint,
     load,
 )
 from torcia.serialization._names import (
@@ -67,7 +68,6 @@ from torcia.serialization._names import (
     get_crc32_options,
     get_default_load_endianness,
     get_default_mmap_options,
-    get_unsafe_globals_in_checkpoint,
     location_tag,
     mkdtemp,
     normalize_storage_type,

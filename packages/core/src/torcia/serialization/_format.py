@@ -1,6 +1,11 @@
-"""The archive format's constants and the limits that stop crafted archives."""
+"""The archive format's constants, the limits that stop crafted archives, and what both
+readers (the zip archive's and the legacy formats') restore tensors with."""
 
 from __future__ import annotations
+
+from torcia import _dtype as D
+from torcia._tensor import Tensor
+from torcia.backend import device as _device
 
 DEFAULT_PROTOCOL = 2
 """PyTorch's default pickle protocol, kept so that old PyTorch versions read the files."""
@@ -34,3 +39,30 @@ _TORCH_ONLY_DTYPES = (
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "qint8", "quint8", "qint32",
     "quint4x2", "quint2x4", "bits8", "bits16", "bits1x8", "bits2x4", "bits4x2",
 )
+
+
+def _torcia_dtype(name: str):
+    try:
+        return D._by_name(name)
+    except KeyError:
+        return None
+
+
+def _place(t: Tensor, location: str, ml, fail) -> Tensor:
+    if ml is None:
+        target = location
+    elif callable(ml) and not isinstance(ml, (str, _device)):
+        result = ml(t, location)
+        return t if result is None else result
+    elif isinstance(ml, dict):
+        target = ml.get(location, location)
+    else:
+        target = ml
+    if str(target) == "cpu":
+        return t
+    try:
+        return t.to(target)
+    except Exception as exc:  # noqa: BLE001 - the device may not exist here
+        raise fail(f"a tensor saved on {location} cannot be restored to {target} "
+                   f"({type(exc).__name__}: {exc}); pass map_location='cpu' to load it on "
+                   "the CPU") from None

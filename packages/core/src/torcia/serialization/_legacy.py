@@ -19,6 +19,8 @@ from torcia.serialization._format import (
     _MAX_DEPTH,
     _MAX_RATIO,
     _MAX_STRUCTURE_BYTES,
+    _place,
+    _torcia_dtype,
 )
 
 
@@ -167,7 +169,3 @@ def _load_legacy(archive: zipfile.ZipFile, name: str, map_location):
     reader.specs = structure.get("tensors") if isinstance(structure.get("tensors"), dict) \
         else {}
     return reader.node(structure.get("root"))
-
-
-# bound once this module has loaded: the package's modules use each other at call time
-from torcia.serialization._load import _place, _torcia_dtype

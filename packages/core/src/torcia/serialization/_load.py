@@ -31,7 +31,12 @@ from torcia.serialization._format import (
     _MAX_RATIO,
     _STORAGES,
     _TORCH_ONLY_DTYPES,
+    _place,
+    _torcia_dtype,
 )
+from torcia.serialization._legacy import _load_legacy
+from torcia.serialization._names import _OPTIONS, _default_byteorder, _mapped
+from torcia.serialization._save import _frame_digest
 
 
 class _StorageType:
@@ -48,13 +53,6 @@ class _LoadedStorage:
 
     def __init__(self, array, location, loader):
         self.array, self.location, self.loader = array, location, loader
-
-
-def _torcia_dtype(name: str):
-    try:
-        return D._by_name(name)
-    except KeyError:
-        return None
 
 
 def _unsupported(what):
@@ -374,26 +372,6 @@ class _ZipLoader:
         return _place(t, storage.location, self.map_location, self.fail)
 
 
-def _place(t: Tensor, location: str, ml, fail) -> Tensor:
-    if ml is None:
-        target = location
-    elif callable(ml) and not isinstance(ml, (str, _device)):
-        result = ml(t, location)
-        return t if result is None else result
-    elif isinstance(ml, dict):
-        target = ml.get(location, location)
-    else:
-        target = ml
-    if str(target) == "cpu":
-        return t
-    try:
-        return t.to(target)
-    except Exception as exc:  # noqa: BLE001 - the device may not exist here
-        raise fail(f"a tensor saved on {location} cannot be restored to {target} "
-                   f"({type(exc).__name__}: {exc}); pass map_location='cpu' to load it on "
-                   "the CPU") from None
-
-
 def _load_zip(loader: _ZipLoader, archive: zipfile.ZipFile, weights_only: bool, encoding):
     names = archive.namelist()
     pkl = [n for n in names if n.endswith("data.pkl") and n.count("/") == 1]
@@ -637,7 +615,44 @@ def _read_all(f, mmap):
     return bytes(f.read()), repr(getattr(f, "name", None) or f"<{type(f).__name__}>")
 
 
-# bound once this module has loaded: the package's modules use each other at call time
-from torcia.serialization._legacy import _load_legacy
-from torcia.serialization._names import _OPTIONS, _default_byteorder, _mapped
-from torcia.serialization._save import _frame_digest
+
+def get_unsafe_globals_in_checkpoint(f) -> list:
+    """The globals a checkpoint's pickle names that ``load(weights_only=True)`` would
+    refuse (neither PyTorch's allowlist nor :func:`add_safe_globals`'), without running
+    it.
+
+    Examples
+    --------
+    >>> import io, collections
+    >>> import torcia
+    >>> buf = io.BytesIO()
+    >>> torcia.save({"w": torcia.ones(1), "c": collections.Counter()}, buf)
+    >>> _ = buf.seek(0)
+    >>> torcia.serialization.get_unsafe_globals_in_checkpoint(buf)
+    []
+    """
+    data, name = _read_all(f, False)
+    with zipfile.ZipFile(io.BytesIO(data)) as archive:
+        pkl = [n for n in archive.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
+        if len(pkl) != 1:
+            raise RuntimeError(f"{name} is not a PyTorch checkpoint (no single data.pkl)")
+        raw = archive.read(pkl[0])
+    found, strings = [], []
+    for op, arg, _ in pickletools.genops(raw):
+        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
+            strings.append(arg)
+        elif op.name == "GLOBAL":
+            module, _, attr = arg.partition(" ")
+            found.append(f"{module}.{attr}")
+        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
+            found.append(f"{strings[-2]}.{strings[-1]}")
+    unsafe = []
+    for full in found:
+        module, _, attr = full.rpartition(".")
+        if (module, attr) in _compat_pickle.NAME_MAPPING:
+            module, attr = _compat_pickle.NAME_MAPPING[(module, attr)]
+        name_ = f"{module}.{attr}"
+        if name_ not in _TORCH_GLOBALS and _allowed_by_user(name_) is None and \
+                name_ not in unsafe:
+            unsafe.append(name_)
+    return unsafe

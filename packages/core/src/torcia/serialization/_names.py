@@ -3,22 +3,18 @@ endianness, CRC and mmap options, ``skip_data``."""
 
 from __future__ import annotations
 
-import _compat_pickle
 import contextlib
 import enum
-import io
 import mmap as _mmap
-import pickletools
 import shutil
 import sys
 import tempfile
 import warnings
-import zipfile
 
-import torcia
 from torcia import _dtype as D
 from torcia import backend
-from torcia.serialization._allowlist import _allowed_by_user
+from torcia._legacy import CPU_TYPES
+from torcia._storage import LEGACY_CLASSES, TypedStorage, UntypedStorage
 from torcia.serialization._format import _STORAGES
 
 
@@ -249,7 +245,15 @@ def normalize_storage_type(storage_type):
     >>> torcia.serialization.normalize_storage_type(torcia.FloatStorage) is torcia.FloatStorage
     True
     """
-    return getattr(torcia, storage_type.__name__)
+    name = storage_type.__name__
+    if name not in _STORAGE_CLASSES:
+        raise AttributeError(f"module 'torcia' has no attribute {name!r}")
+    return _STORAGE_CLASSES[name]
+
+
+#: torcia's storage classes by name, as the package exports them
+_STORAGE_CLASSES = {**LEGACY_CLASSES, "TypedStorage": TypedStorage,
+                    "UntypedStorage": UntypedStorage}
 
 
 def storage_to_tensor_type(storage):
@@ -264,12 +268,12 @@ def storage_to_tensor_type(storage):
     'FloatTensor'
     """
     name = type(storage).__name__
-    if name.endswith("Storage") and hasattr(torcia, name[: -len("Storage")] + "Tensor"):
-        return getattr(torcia, name[: -len("Storage")] + "Tensor")
+    if name.endswith("Storage") and name[: -len("Storage")] + "Tensor" in CPU_TYPES:
+        return CPU_TYPES[name[: -len("Storage")] + "Tensor"]
     dtype = storage.dtype
     for legacy in ("FloatTensor", "DoubleTensor", "HalfTensor", "BFloat16Tensor", "LongTensor",
                    "IntTensor", "ShortTensor", "CharTensor", "ByteTensor", "BoolTensor"):
-        cls = getattr(torcia, legacy, None)
+        cls = CPU_TYPES.get(legacy)
         if cls is not None and getattr(cls, "dtype", None) is dtype:
             return cls
     raise TypeError(f"no tensor type for storage of dtype {dtype}")
@@ -415,49 +419,3 @@ class skip_data:  # noqa: N801 - PyTorch's name
     def __exit__(self, *exc):
         _OPTIONS.skip_data = self._saved
         return False
-
-
-def get_unsafe_globals_in_checkpoint(f) -> list:
-    """The globals a checkpoint's pickle names that ``load(weights_only=True)`` would
-    refuse (neither PyTorch's allowlist nor :func:`add_safe_globals`'), without running
-    it.
-
-    Examples
-    --------
-    >>> import io, collections
-    >>> import torcia
-    >>> buf = io.BytesIO()
-    >>> torcia.save({"w": torcia.ones(1), "c": collections.Counter()}, buf)
-    >>> _ = buf.seek(0)
-    >>> torcia.serialization.get_unsafe_globals_in_checkpoint(buf)
-    []
-    """
-    data, name = _read_all(f, False)
-    with zipfile.ZipFile(io.BytesIO(data)) as archive:
-        pkl = [n for n in archive.namelist() if n.endswith("data.pkl") and n.count("/") == 1]
-        if len(pkl) != 1:
-            raise RuntimeError(f"{name} is not a PyTorch checkpoint (no single data.pkl)")
-        raw = archive.read(pkl[0])
-    found, strings = [], []
-    for op, arg, _ in pickletools.genops(raw):
-        if op.name in ("SHORT_BINUNICODE", "BINUNICODE", "UNICODE", "BINUNICODE8"):
-            strings.append(arg)
-        elif op.name == "GLOBAL":
-            module, _, attr = arg.partition(" ")
-            found.append(f"{module}.{attr}")
-        elif op.name == "STACK_GLOBAL" and len(strings) >= 2:
-            found.append(f"{strings[-2]}.{strings[-1]}")
-    unsafe = []
-    for full in found:
-        module, _, attr = full.rpartition(".")
-        if (module, attr) in _compat_pickle.NAME_MAPPING:
-            module, attr = _compat_pickle.NAME_MAPPING[(module, attr)]
-        name_ = f"{module}.{attr}"
-        if name_ not in _TORCH_GLOBALS and _allowed_by_user(name_) is None and \
-                name_ not in unsafe:
-            unsafe.append(name_)
-    return unsafe
-
-
-# bound once this module has loaded: the package's modules use each other at call time
-from torcia.serialization._load import _TORCH_GLOBALS, _read_all

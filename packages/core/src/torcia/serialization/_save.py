@@ -25,6 +25,7 @@ from torcia.serialization._format import (
     _STORAGES,
     DEFAULT_PROTOCOL,
 )
+from torcia.serialization._names import _OPTIONS
 
 
 class _TorchName:
@@ -306,7 +307,3 @@ def _replace_atomically(path: str, chunks: list) -> None:
             os.fsync(dir_fd)
         finally:
             os.close(dir_fd)
-
-
-# bound once this module has loaded: the package's modules use each other at call time
-from torcia.serialization._names import _OPTIONS

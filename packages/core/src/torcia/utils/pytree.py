@@ -29,6 +29,7 @@ from collections import OrderedDict, defaultdict, deque, namedtuple
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from torcia._oplib._common import RETURN_TYPES
 from torcia._tensor import Size
 
 __all__ = [
@@ -337,6 +338,18 @@ def _builtin_nodes():
 
 
 _builtin_nodes()
+
+
+def _return_type_nodes():
+    # the named results of multi-output ops (torch.return_types) are nodes, as
+    # torch/return_types.py registers them: their values are the children
+    for cls in RETURN_TYPES:
+        SUPPORTED_NODES[cls] = NodeDef(cls, _tuple_flatten,
+                                       lambda values, _, cls=cls: cls(*values),
+                                       _tuple_flatten_with_keys)
+
+
+_return_type_nodes()
 
 
 def _node_type(tree):

@@ -70,7 +70,16 @@ from torcia.export._dims import (
     summarize,
 )
 from torcia.export._draft import DraftExportReport, draft_export
+from torcia.export._hierarchy import (
+    FlatArgsAdapter,
+    InterpreterModule,
+    ModuleCallEntry,
+    ModuleCallSignature,
+    UnflattenedModule,
+    module_call_graph,
+)
 from torcia.export._program import (
+    ModuleCall,
     Node,
     Program,
     Sym,
@@ -81,13 +90,20 @@ from torcia.export._program import (
     program_from_json,
     program_to_json,
     strip_grad_flags,
+    tuples,
 )
 from torcia.library import Tensor
 
-__all__ = ["AdditionalInputs", "Dim", "DraftExportReport", "ExportError", "ExportGraph",
-           "ExportGraphSignature", "ExportedModule", "ExportedProgram", "InputKind", "InputSpec",
-           "Node", "OutputKind", "OutputSpec", "ShapesCollection", "dims", "draft_export",
-           "export", "load", "named_state", "register_dataclass", "register_state", "save"]
+__all__ = ["AdditionalInputs", "Constraint", "CustomDecompTable", "Dim", "DraftExportReport",
+           "ExportBackwardSignature", "ExportError", "ExportGraph", "ExportGraphSignature",
+           "ExportedModule", "ExportedProgram", "FlatArgsAdapter", "InputKind", "InputSpec",
+           "InterpreterModule", "ModuleCallEntry", "ModuleCallSignature", "Node", "OutputKind",
+           "OutputSpec", "ShapesCollection", "UnflattenedModule", "default_decompositions",
+           "dims", "draft_export", "export", "load", "named_state", "register_dataclass",
+           "register_state", "save", "unflatten"]
+
+#: What a ``dynamic_shapes`` entry constrains a size with (``torch.export.Constraint``).
+Constraint = Dim | DimInfo
 
 
 ExportError.__module__ = "torcia.export"  # where users meet it
@@ -359,6 +375,23 @@ class ExportedProgram:
                  for target, vid in written.items()]
         return ExportGraphSignature(specs, outs)
 
+    @property
+    def module_call_graph(self) -> list:
+        """A :class:`ModuleCallEntry` for the model (``""``) and each of its submodules, in
+        ``named_modules`` order; the model's and those named in
+        ``preserve_module_call_signature`` carry their call's signature.
+
+        Examples
+        --------
+        >>> import torcia
+        >>> model = torcia.nn.Sequential(torcia.nn.Linear(2, 2), torcia.nn.ReLU())
+        >>> ep = torcia.export.export(model, (torcia.ones(1, 2),),
+        ...                           preserve_module_call_signature=("1",))
+        >>> [(e.fqn, e.signature is not None) for e in ep.module_call_graph]
+        [('', True), ('0', False), ('1', True)]
+        """
+        return module_call_graph(self)
+
     def module(self) -> nn.Module:
         """An :class:`~torcia.nn.Module` that runs the program, holding the parameters
         and buffers under their original names (``state_dict()`` keys match the
@@ -526,6 +559,90 @@ def _describe_spec(spec) -> str:
         return f"{name}(" + ", ".join(f"{k}={_describe_spec(s)}" for k, s in fields) + ")"
     inner = ", ".join(_describe_spec(s) for s in spec[1])
     return f"({inner})" if tag == "tuple" else f"[{inner}]"
+
+
+def unflatten(module, flat_args_adapter: FlatArgsAdapter | None = None) -> UnflattenedModule:
+    """The exported program ``module`` as its model's module hierarchy
+    (``torch.export.unflatten``): each submodule an :class:`InterpreterModule` that runs
+    the ops its calls ran, called by its parent with the arguments the model passed it.
+
+    Parameters
+    ----------
+    module : ExportedProgram
+        The program (from :func:`export`, or :func:`load`: the model's source is not needed).
+    flat_args_adapter : FlatArgsAdapter, optional
+        Adapts inputs whose structure differs from the program's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import nn
+    >>> class Net(nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.body = nn.Sequential(nn.Linear(4, 4), nn.ReLU())
+    ...         self.head = nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return self.head(self.body(x) + 1)
+    >>> net = Net().eval()
+    >>> ep = torcia.export.export(net, (torcia.randn(2, 4),),
+    ...                           preserve_module_call_signature=("body",))
+    >>> m = torcia.export.unflatten(ep)
+    >>> type(m.body).__name__, sorted(m.state_dict()) == sorted(net.state_dict())
+    ('InterpreterModule', True)
+    >>> x = torcia.randn(2, 4)
+    >>> torcia.allclose(m.body(x), net.body(x))
+    True
+    >>> m.body = nn.Identity()  # swapped: the model's call now runs it
+    >>> torcia.allclose(m(x), net.head(x + 1))
+    True
+    """
+    if not isinstance(module, ExportedProgram):
+        raise TypeError(f"unflatten expects an ExportedProgram, got {type(module).__name__}")
+    return UnflattenedModule(module, flat_args_adapter)
+
+
+
+
+class CustomDecompTable(dict):
+    """Op name -> the decomposition :meth:`ExportedProgram.run_decompositions` would use
+    (``torch.export.CustomDecompTable``): a dict that users edit before passing it.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> table = torcia.export.default_decompositions()
+    >>> callable(table["addmm"])
+    True
+    >>> del table["addmm"]
+    >>> "addmm" in table
+    False
+    """
+
+
+def default_decompositions() -> CustomDecompTable:
+    """Every op that has a decomposition into torcia's primitives, with it
+    (``torch.export.default_decompositions``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> "relu" in torcia.export.default_decompositions()
+    True
+    """
+    return CustomDecompTable({name: rec.decomposition for name, rec in
+                              sorted(library.op_records().items())
+                              if rec.decomposition is not None})
+
+
+@dataclasses.dataclass
+class ExportBackwardSignature:
+    """Which outputs of a joint forward-backward graph are the gradients of which
+    parameters and inputs, and which is the loss (``torch.export.ExportBackwardSignature``)."""
+
+    gradients_to_parameters: dict
+    gradients_to_user_inputs: dict
+    loss_output: str
 
 
 # ---------------------------------------------------------------------------------------
@@ -875,8 +992,12 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         or a tuple with one :class:`Dim` (or ``None``) per axis; other sizes are static.
         :class:`AdditionalInputs` infers them from more examples, each of which the
         program must then accept.
-    strict, preserve_module_call_signature
+    strict
         Accepted for PyTorch compatibility; capture is always by running the model.
+    preserve_module_call_signature : tuple of str
+        Submodules whose call signature :attr:`ExportedProgram.module_call_graph` keeps,
+        so that :func:`unflatten`'s module calls them with their original arguments (and
+        a replacement module swapped in gets them too).
     on_data_read : "error" or a Warning class
         What Python reading a tensor's values does: torch.export's error (the default),
         or, a torcia extension that :func:`torcia.jit.trace` uses, a warning of that
@@ -911,6 +1032,7 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     kwargs = dict(kwargs or {})
     if not isinstance(kwargs, dict):
         raise ValueError(f"Expecting `kwargs` to be a dict, got {type(kwargs)}")
+    preserved = _preserved(mod, preserve_module_call_signature)
     verify = None
     if isinstance(dynamic_shapes, AdditionalInputs):
         verify = dynamic_shapes.verify
@@ -945,9 +1067,44 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     lifted = _lifted(tracing, base, captures, fitted, active, steps)
     ep = _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec,
                 _leaf_names(mod, args, kwargs, leaves), state, (args, kwargs))
+    ep._program.preserved = preserved
     if verify is not None:
         verify(ep)
     return ep
+
+
+def _preserved(mod, fqns) -> list:
+    if isinstance(fqns, str):
+        fqns = (fqns,)
+    known = {name for name, _ in mod.named_modules() if name}
+    for fqn in fqns:
+        if fqn not in known:
+            raise ValueError(f"preserve_module_call_signature names {fqn!r}, which is not a "
+                             "submodule of the exported module")
+    return list(fqns)
+
+
+def _module_calls(tracer, offset: int) -> list:
+    """The submodule calls the capture saw, their node ranges shifted by ``offset`` (the
+    nodes the program puts before the captured ones)."""
+
+    def ref(leaf):
+        if isinstance(leaf, Tensor):
+            vid = tracer.ids.get(id(leaf.__torcia_data__))
+            return ("v", vid) if vid is not None else ("c", None)
+        try:
+            encode(leaf, {})
+        except Unencodable:
+            return ("c", None)
+        return ("c", leaf)
+
+    calls = []
+    for fqn, start, end, args, in_spec, outs, out_spec, depth in tracer.calls:
+        if end is None:  # the module raised, and the model caught the error
+            continue
+        calls.append(ModuleCall(fqn, start + offset, end + offset, [ref(a) for a in args],
+                                in_spec, [ref(o) for o in outs], out_spec, depth))
+    return calls
 
 
 def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, names, state,
@@ -986,6 +1143,7 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
             nodes.append(Node("arange", "arange", [], {
                 "start": ("c", start), "step": ("c", step), "length": ("c", shape[0]),
                 "dtype": ("c", dtype)}, [vid], loc=tracer.input_locs.get(vid, "")))
+    offset = len(nodes)
     for node in graph.nodes:
         loc = tracer.locs.get(id(node), "")
         if node.kind not in ("call", "cast", "copy_"):
@@ -999,7 +1157,9 @@ def _build(mod, base, fitted, lifted, active, captures, steps, leaves, spec, nam
     dim_names = [d.name for d in active]
     meta = _fit_meta(graph, captures, steps)
     outputs = strip_grad_flags(graph.outputs)
-    program = Program(nodes, inputs, outputs, meta, dim_names, constants)
+    program = Program(nodes, inputs, outputs, meta, dim_names, constants,
+                      _module_calls(tracer, offset),
+                      [name for name, _ in mod.named_modules() if name])
     where = {w: k for k, d in enumerate(active) for w in d.where}
     shapes, dtypes, values = [], [], []
     for i, leaf in enumerate(leaves):
@@ -1140,7 +1300,7 @@ def load(f, *, extra_files: dict | None = None,
          for s in raw["shapes"]],
         [None if d is None else np.dtype(d) for d in raw["dtypes"]],
         [decode(v, arrays) for v in raw["values"]], dims_)
-    inputs.spec = _tuplify_spec(inputs.spec)
+    inputs.spec = tuples(inputs.spec)
     state = {}
     grads = set(description["requires_grad"])
     for name, t in payload["state_dict"].items():
@@ -1155,11 +1315,3 @@ def load(f, *, extra_files: dict | None = None,
         for k in list(extra_files):
             extra_files[k] = description["extra_files"].get(k, "")
     return ExportedProgram(program, inputs, state, description["kinds"])
-
-
-def _tuplify_spec(spec):
-    """A decoded spec as :func:`flatten` builds it (tuples all the way down)."""
-    if isinstance(spec, (list, tuple)):
-        return tuple(_tuplify_spec(x) for x in spec)
-    return spec
-

@@ -11,6 +11,7 @@ import warnings
 import numpy as np
 
 import torcia
+from torcia import nn
 from torcia.compiler.capture import Tracer
 from torcia.library import Tensor
 
@@ -72,6 +73,10 @@ class ExportTracer(Tracer):
         self.input_locs: dict[int, str] = {}  # value id of an input -> user line
         self.reads = on_read  # "error", or the Warning class to warn with
         self.warned: set = set()
+        # the calls of the model's submodules, in the order they started: [fqn, first
+        # node, end node, argument leaves, their spec, output leaves, their spec, depth]
+        self.calls: list = []
+        self.open_calls: list = []
 
     def fail(self, reason: str) -> None:
         raise ExportError(located(f"torcia.export cannot capture this program: {reason}",
@@ -116,6 +121,21 @@ class ExportTracer(Tracer):
             return out
 
         return with_location
+
+
+    def enter_module(self, fqn: str, args: tuple) -> None:
+        leaves: list = []
+        spec = flatten((args, {}), leaves)
+        call = [fqn, len(self.graph.nodes), None, leaves, spec, None, None,
+                len(self.open_calls)]
+        self.calls.append(call)
+        self.open_calls.append(call)
+
+    def exit_module(self, output) -> None:
+        call = self.open_calls.pop()
+        leaves: list = []
+        call[6] = flatten(output, leaves)
+        call[2], call[5] = len(self.graph.nodes), leaves
 
 
 #: serialized type name -> dataclass, and back: the dataclasses :func:`register_dataclass`
@@ -243,9 +263,25 @@ def capture(module, args: tuple, kwargs: dict, on_read="error"):
     for i, leaf in enumerate(leaves):
         if isinstance(leaf, Tensor):
             tracer.register(leaf, ("arg", i))
-    with torcia.no_grad(), tracer:
-        out = module(*args, **kwargs)
-        tracer.graph.outputs = tracer.output(as_tree(out))
+    names = {id(m): name for name, m in module.named_modules() if name}
+
+    def enter(mod, call_args):
+        if id(mod) in names and tracer._tracing():
+            tracer.enter_module(names[id(mod)], call_args)
+
+    def leave(mod, call_args, output):
+        if id(mod) in names and tracer._tracing():
+            tracer.exit_module(output)
+
+    handles = [nn.register_module_forward_pre_hook(enter),
+               nn.register_module_forward_hook(leave)]
+    try:
+        with torcia.no_grad(), tracer:
+            out = module(*args, **kwargs)
+            tracer.graph.outputs = tracer.output(as_tree(out))
+    finally:
+        for h in handles:
+            h.remove()
     return tracer, leaves
 
 

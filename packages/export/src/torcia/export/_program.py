@@ -116,6 +116,25 @@ class Node:
         return found
 
 
+@dataclasses.dataclass
+class ModuleCall:
+    """One call of a submodule of the exported model, as the capture saw it: the
+    submodule's name, the program's nodes it ran (``start`` to ``end``), its arguments
+    (``("v", value id)`` for a tensor of the program, ``("c", value)`` otherwise) with
+    their structure ``in_spec`` (``((args...), {})``, as :func:`flatten` makes it), and
+    its outputs, referred to in the same way, with their structure ``out_spec``; ``depth``
+    is how many submodule calls enclose it."""
+
+    fqn: str
+    start: int
+    end: int
+    args: list
+    in_spec: tuple
+    outs: list
+    out_spec: tuple
+    depth: int
+
+
 def _full(shape, value, dtype):
     return np.full(shape, value, dtype)
 
@@ -138,6 +157,9 @@ class Program:
     meta: dict  # value id -> (shape: ints, Syms or None, numpy dtype)
     dim_names: list
     constants: dict = dataclasses.field(default_factory=dict)  # name -> array
+    calls: list = dataclasses.field(default_factory=list)  # ModuleCall, in start order
+    module_names: list = dataclasses.field(default_factory=list)  # the model's submodules
+    preserved: list = dataclasses.field(default_factory=list)  # preserve_module_call_signature
     backend: Any = None  # a torcia.compile backend run on each binding's graph
     _cache: dict = dataclasses.field(default_factory=dict, repr=False)
 
@@ -220,32 +242,7 @@ class Program:
         """Run op by op through torcia's dispatch, so that autograd records the ops and
         the modes entered (a profiler, an exporter) see them."""
         env: dict[int, Tensor] = {vid: t for (vid, _, _), t in zip(self.inputs, tensors)}
-
-        def arg(ref):
-            kind, what = ref
-            if kind == "v":
-                return env[what]
-            if kind == "l":
-                return [arg(r) for r in what]
-            return evaluate(what, sizes)
-
-        for node in self.nodes:
-            if node.kind == "cast":
-                env[node.outs[0]] = env[node.args[0][1]].to(
-                    library.dtype_from_numpy(node.params["dtype"][1]))
-            elif node.kind == "copy_":
-                env[node.args[0][1]].copy_(env[node.args[1][1]])
-            elif node.kind in _MADE:
-                params = {k: evaluate(r[1], sizes) for k, r in node.params.items()}
-                env[node.outs[0]] = torcia.from_numpy(_MADE[node.kind](**params))
-            elif node.kind == "python":
-                arrays = [env[r[1]].detach().numpy() for r in node.args]
-                env[node.outs[0]] = torcia.from_numpy(np.asarray(node.fn(*arrays)))
-            else:
-                out = library.call(node.op, tuple(arg(r) for r in node.args),
-                                   {k: arg(r) for k, r in node.params.items()})
-                for vid, o in zip(node.outs, out if node.tuple_out else (out,)):
-                    env[vid] = o
+        run_nodes(self.nodes, env, sizes)
         return rebuild(self.outputs, env.__getitem__)
 
     # -- printing -------------------------------------------------------------------------
@@ -324,6 +321,37 @@ class Program:
         parts += [f"{k}={fmt(r)}" for k, r in node.params.items()]
         text = ", ".join(parts)
         return text if len(text) <= 60 else text[:57] + "..."
+
+
+def run_nodes(nodes: list, env: dict, sizes: tuple) -> None:
+    """Run ``nodes`` op by op through torcia's dispatch, reading and writing the tensors
+    of ``env`` (value id -> Tensor)."""
+
+    def arg(ref):
+        kind, what = ref
+        if kind == "v":
+            return env[what]
+        if kind == "l":
+            return [arg(r) for r in what]
+        return evaluate(what, sizes)
+
+    for node in nodes:
+        if node.kind == "cast":
+            env[node.outs[0]] = env[node.args[0][1]].to(
+                library.dtype_from_numpy(node.params["dtype"][1]))
+        elif node.kind == "copy_":
+            env[node.args[0][1]].copy_(env[node.args[1][1]])
+        elif node.kind in _MADE:
+            params = {k: evaluate(r[1], sizes) for k, r in node.params.items()}
+            env[node.outs[0]] = torcia.from_numpy(_MADE[node.kind](**params))
+        elif node.kind == "python":
+            arrays = [env[r[1]].detach().numpy() for r in node.args]
+            env[node.outs[0]] = torcia.from_numpy(np.asarray(node.fn(*arrays)))
+        else:
+            out = library.call(node.op, tuple(arg(r) for r in node.args),
+                               {k: arg(r) for k, r in node.params.items()})
+            for vid, o in zip(node.outs, out if node.tuple_out else (out,)):
+                env[vid] = o
 
 
 def _fmt_const(obj, names) -> str:
@@ -527,6 +555,14 @@ def program_to_json(program: Program, arrays: dict) -> dict:
         "meta": [[vid, None if shape is None else [encode(s, arrays) for s in shape],
                   np.dtype(dtype).str] for vid, (shape, dtype) in program.meta.items()],
         "dim_names": program.dim_names,
+        "calls": [{"fqn": c.fqn, "start": c.start, "end": c.end,
+                   "args": [encode_ref(r, arrays) for r in c.args],
+                   "in_spec": encode(c.in_spec, arrays),
+                   "outs": [encode_ref(r, arrays) for r in c.outs],
+                   "out_spec": encode(c.out_spec, arrays), "depth": c.depth}
+                  for c in program.calls],
+        "module_names": program.module_names,
+        "preserved": program.preserved,
     }
 
 
@@ -536,6 +572,21 @@ def program_from_json(data: dict, arrays: dict, constants: dict) -> Program:
                    list(n["outs"]), n["tuple_out"], n["loc"]) for n in data["nodes"]]
     meta = {vid: (None if shape is None else tuple(decode(s, arrays) for s in shape),
                   np.dtype(dtype)) for vid, shape, dtype in data["meta"]}
+    calls = [ModuleCall(c["fqn"], c["start"], c["end"],
+                        [decode_ref(r, arrays) for r in c["args"]],
+                        tuples(decode(c["in_spec"], arrays)),
+                        [decode_ref(r, arrays) for r in c["outs"]],
+                        tuples(decode(c["out_spec"], arrays)), c["depth"])
+             for c in data.get("calls", [])]
     return Program(nodes, [tuple(i) for i in data["inputs"]],
                    decode_structure(data["outputs"], arrays), meta, list(data["dim_names"]),
-                   constants)
+                   constants, calls, list(data.get("module_names", [])),
+                   list(data.get("preserved", [])))
+
+
+def tuples(spec):
+    """A decoded structure spec as :func:`~torcia.export._capture.flatten` builds it
+    (tuples all the way down)."""
+    if isinstance(spec, (list, tuple)):
+        return tuple(tuples(x) for x in spec)
+    return spec

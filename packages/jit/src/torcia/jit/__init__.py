@@ -45,6 +45,12 @@ from torcia.jit._compiled import (
     trace_module,
 )
 from torcia.jit._frontend import NotSupportedError
+from torcia.jit._fusion import (
+    enable_onednn_fusion,
+    onednn_fusion_enabled,
+    set_fusion_strategy,
+    strict_fusion,
+)
 from torcia.jit._markers import (
     Attribute,
     Final,
@@ -69,10 +75,12 @@ from torcia.jit._unit import CompilationUnit, export_opnames
 __all__ = [
     "Attribute", "CompilationUnit", "Error", "Final", "Future", "NotSupportedError",
     "RecursiveScriptModule", "ScriptFunction", "ScriptModule", "TopLevelTracedModule",
-    "TracedModule", "TracerWarning", "TracingCheckError", "annotate", "annotations", "export",
-    "export_opnames", "fork", "freeze", "ignore", "interface", "is_scripting", "is_tracing",
-    "isinstance", "load", "optimize_for_inference", "save", "script", "script_if_tracing",
-    "trace", "trace_module", "unused", "wait",
+    "TracedModule", "TracerWarning", "TracingCheckError", "annotate", "annotations",
+    "enable_onednn_fusion", "export", "export_opnames", "fork", "freeze", "ignore", "interface",
+    "is_scripting", "is_tracing",
+    "isinstance", "load", "onednn_fusion_enabled", "optimize_for_inference", "save", "script",
+    "script_if_tracing", "set_fusion_strategy", "strict_fusion", "trace", "trace_module",
+    "unused", "wait",
 ]
 
 _script_if_tracing = script_if_tracing

@@ -34,6 +34,7 @@ from torcia import library
 from torcia.nn import _vmap as _vm
 from torcia.nn.modules.module import Module
 from torcia.nn.utils.stateless import functional_call as _functional_call
+from torcia.utils import pytree
 
 __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "jacrev", "jvp",
            "linearize", "replace_all_batch_norm_modules_", "stack_module_state", "vjp",
@@ -46,24 +47,10 @@ __all__ = ["functional_call", "grad", "grad_and_value", "hessian", "jacfwd", "ja
 
 
 def _flatten(tree):
-    """``(leaves, rebuild)`` with ``rebuild(leaves) == tree``."""
-    if isinstance(tree, (tuple, list)):
-        parts = [_flatten(x) for x in tree]
-        sizes = [len(p[0]) for p in parts]
-        kind = type(tree)
-
-        def rebuild(leaves):
-            out, i = [], 0
-            for (_, sub), n in zip(parts, sizes):
-                out.append(sub(leaves[i:i + n]))
-                i += n
-            return kind(out) if kind in (tuple, list) else kind(*out)
-        return [leaf for p in parts for leaf in p[0]], rebuild
-    if isinstance(tree, dict):
-        keys = list(tree)
-        inner, sub = _flatten([tree[k] for k in keys])
-        return inner, lambda leaves: dict(zip(keys, sub(leaves)))
-    return [tree], lambda leaves: leaves[0]
+    """``(leaves, rebuild)`` with ``rebuild(leaves) == tree``: torch.func walks its
+    arguments and results as torch.utils._pytree's trees."""
+    leaves, spec = pytree.tree_flatten(tree)
+    return leaves, lambda new: pytree.tree_unflatten(list(new), spec)
 
 
 def _tensors_only(tree, what):

@@ -12,6 +12,7 @@ import torcia
 from onnx import helper, numpy_helper
 from torcia import nn
 from torcia.library import TRACE_ORDER, DispatchMode, Tensor
+from torcia.utils import pytree
 
 _INT_MAX = np.iinfo(np.int64).max
 
@@ -1096,16 +1097,6 @@ class _Trace(DispatchMode):
         return kernel
 
 
-def _flatten(obj):
-    if isinstance(obj, Tensor):
-        return [obj]
-    if isinstance(obj, (list, tuple)):
-        return [t for x in obj for t in _flatten(x)]
-    if isinstance(obj, dict):
-        return [t for x in obj.values() for t in _flatten(x)]
-    return []
-
-
 def _value_info(name, t, dynamic):
     shape = [dynamic.get(i, d) for i, d in enumerate(t.shape)]
     return helper.make_tensor_value_info(
@@ -1165,7 +1156,7 @@ def export(model, args, f, export_params=True, verbose=False, input_names=None,
             result = model(*traced_inputs)
     finally:
         model.train(was_training)
-    outputs = _flatten(result)
+    outputs = [t for t in pytree.tree_leaves(result) if isinstance(t, Tensor)]
     output_names = list(output_names or [f"output_{i}" for i in range(len(outputs))])
     for name, t in zip(output_names, outputs):
         source = graph.value(t.__torcia_data__)

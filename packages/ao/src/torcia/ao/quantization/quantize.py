@@ -412,6 +412,8 @@ def get_default_static_quant_module_mappings() -> dict:
         nni.ConvReLU1d: nniq.ConvReLU1d, nni.ConvReLU2d: nniq.ConvReLU2d,
         nni.ConvReLU3d: nniq.ConvReLU3d, nni.LinearReLU: nniq.LinearReLU,
         nni.BNReLU2d: nniq.BNReLU2d, nni.BNReLU3d: nniq.BNReLU3d,
+        nni.LinearLeakyReLU: nniq.LinearLeakyReLU, nni.LinearTanh: nniq.LinearTanh,
+        nni.ConvAdd2d: nniq.ConvAdd2d, nni.ConvAddReLU2d: nniq.ConvAddReLU2d,
         nniqat.ConvReLU1d: nniq.ConvReLU1d, nniqat.ConvReLU2d: nniq.ConvReLU2d,
         nniqat.ConvReLU3d: nniq.ConvReLU3d, nniqat.LinearReLU: nniq.LinearReLU,
         nniqat.ConvBn1d: nnq.Conv1d, nniqat.ConvBn2d: nnq.Conv2d, nniqat.ConvBn3d: nnq.Conv3d,

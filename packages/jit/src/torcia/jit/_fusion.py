@@ -1,0 +1,111 @@
+"""TorchScript's fusion switches (``torch.jit.set_fusion_strategy``,
+``enable_onednn_fusion``, ``strict_fusion``), as scripts tuning a deployment call them.
+
+torcia's compiled programs are captured once with dynamic sizes and fused by
+torcia.compile (:func:`~torcia.jit.optimize_for_inference`), and torcia-cpu runs its
+convolutions on oneDNN already, so neither setting changes what a program computes. They
+keep PyTorch's values, checks and return values so that code saving and restoring them
+(``old = set_fusion_strategy(...)``; ``set_fusion_strategy(old)``) works unchanged.
+"""
+
+from __future__ import annotations
+
+import threading
+import warnings
+
+from torcia.jit._markers import is_scripting
+
+_DEFAULT_STRATEGY = (("STATIC", 2), ("DYNAMIC", 10))
+_lock = threading.Lock()
+_strategy = list(_DEFAULT_STRATEGY)
+_onednn = [False]
+
+
+def set_fusion_strategy(strategy: list) -> list:
+    """Set how many shape-specialised and how many dynamic-shape fusions a compiled
+    function may make, and return the previous strategy (``torch.jit.set_fusion_strategy``).
+
+    ``strategy`` is a list of ``("STATIC" | "DYNAMIC", depth)`` pairs; PyTorch's default is
+    ``[("STATIC", 2), ("DYNAMIC", 10)]``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> old = torcia.jit.set_fusion_strategy([("DYNAMIC", 3)])
+    >>> old
+    [('STATIC', 2), ('DYNAMIC', 10)]
+    >>> torcia.jit.set_fusion_strategy(old)
+    [('DYNAMIC', 3)]
+    """
+    checked = []
+    for entry in strategy:
+        if not (isinstance(entry, (tuple, list)) and len(entry) == 2
+                and isinstance(entry[0], str) and isinstance(entry[1], int)
+                and not isinstance(entry[1], bool)):
+            raise TypeError("set_fusion_strategy(): expected a list of (str, int) pairs, "
+                            f"got {entry!r}")
+        kind, depth = entry
+        if kind not in ("STATIC", "DYNAMIC"):
+            raise ValueError(f"FusionBehavior only supported 'STATIC' or 'DYNAMIC', got: "
+                             f"{kind}")
+        if depth < 0:
+            raise TypeError(f"set_fusion_strategy(): a depth is a count, got {depth}")
+        checked.append((kind, depth))
+    global _strategy
+    with _lock:
+        previous, _strategy = _strategy, checked
+    return previous
+
+
+def enable_onednn_fusion(enabled: bool) -> None:
+    """Switch TorchScript's oneDNN graph fusion on or off (``torch.jit.enable_onednn_fusion``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.jit.enable_onednn_fusion(True)
+    >>> torcia.jit.onednn_fusion_enabled()
+    True
+    >>> torcia.jit.enable_onednn_fusion(False)
+    """
+    _onednn[0] = bool(enabled)
+
+
+def onednn_fusion_enabled() -> bool:
+    """Whether :func:`enable_onednn_fusion` switched oneDNN graph fusion on (off by default).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.jit.onednn_fusion_enabled()
+    False
+    """
+    return _onednn[0]
+
+
+class strict_fusion:
+    """A block whose ops a scripted program must fuse (``torch.jit.strict_fusion``).
+
+    Outside a script capture it does nothing but warn, as PyTorch's does; inside one,
+    torcia's programs fuse through torcia.compile as a whole, so the block holds.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> @torcia.jit.script
+    ... def triple(x):
+    ...     with torcia.jit.strict_fusion():
+    ...         return x + x + x
+    >>> triple(torcia.ones(2))
+    tensor([3., 3.])
+    """
+
+    def __init__(self) -> None:
+        if not is_scripting():
+            warnings.warn("Only works in script mode", stacklevel=2)
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        return None
