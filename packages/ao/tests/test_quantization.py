@@ -251,6 +251,10 @@ def _op_samples():
     yield "quantized_add", (xq, xq[:, :1]), {"a_scale": 0.1, "a_zero_point": 1,
                                              "b_scale": 0.2, "b_zero_point": 2,
                                              "out_scale": 0.3, "out_zero_point": 4}
+    for ceil_mode in (False, True):
+        yield "quantized_max_pool2d", (img,), {"kernel_size": (3, 2), "stride": (2, 2),
+                                              "padding": (1, 0), "dilation": (1, 2),
+                                              "ceil_mode": ceil_mode}
     yield "linear_dynamic", (x, wq, s4, None), {}
     yield "linear_weight_int8", (x, wq, s4, None), {}
     yield "linear_weight_int8", (x, wq, s4, b4), {}
@@ -969,6 +973,59 @@ def test_quantized_functional_forms_match_torch(i):
         (theirs.q_scale(), theirs.q_zero_point()))
     steps = np.abs(mine.int_repr().numpy().astype(int) - theirs.int_repr().numpy().astype(int))
     assert steps.max() <= 1 and steps.mean() < 0.05
+
+
+MAX_POOLS = [((2, 3, 7, 6), (3,), {"stride": 2, "padding": 1}),
+             ((2, 3, 7, 6), (3,), {"stride": 2, "ceil_mode": True}),
+             ((2, 3, 8, 9), ((2, 3),), {"stride": (1, 2), "padding": (1, 1), "dilation": 2}),
+             ((2, 3, 5, 5), (2,), {"stride": 2, "padding": 1, "ceil_mode": True}),
+             ((3, 9, 8), (3,), {"stride": 1, "padding": 1, "dilation": (2, 1)})]
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype, zero_point", [("quint8", 110), ("qint8", -3)])
+@pytest.mark.parametrize("shape, args, kwargs", MAX_POOLS)
+def test_quantized_max_pool2d_gives_torchs_integers(shape, args, kwargs, dtype, zero_point):
+    x = RNG.standard_normal(shape).astype(np.float32)
+    mine = torcia.ao.nn.quantized.functional.max_pool2d(torcia.quantize_per_tensor(
+        torcia.from_numpy(x), 0.02, zero_point, getattr(torcia, dtype)), *args, **kwargs)
+    theirs = torch.ao.nn.quantized.functional.max_pool2d(torch.quantize_per_tensor(
+        torch.from_numpy(x), 0.02, zero_point, getattr(torch, dtype)), *args, **kwargs)
+    assert (mine.q_scale(), mine.q_zero_point(), mine.dtype.name) == (
+        theirs.q_scale(), theirs.q_zero_point(), dtype)
+    np.testing.assert_array_equal(mine.int_repr().numpy(), theirs.int_repr().numpy())
+
+
+def test_quantized_max_pool2d_refuses_padding_past_half_the_window():
+    x = torcia.quantize_per_tensor(torcia.rand(1, 1, 6, 6), 0.1, 0, torcia.quint8)
+    with pytest.raises(RuntimeError, match="pad should be at most half"):
+        torcia.ao.nn.quantized.functional.max_pool2d(x, 2, padding=2)
+
+
+def test_convolution_follows_its_weight_written_in_place():
+    """The convolutions hand the kernels a frozen copy of their weight (which a native
+    kernel packs once): a write through torcia or a new buffer makes a new copy."""
+    model = nn.Sequential(tq.QuantStub(), nn.Conv2d(3, 4, 3, padding=1),
+                          tq.DeQuantStub()).eval()
+    model.qconfig = tq.get_default_qconfig("x86")
+    prepared = tq.prepare(model)
+    prepared(torcia.randn(2, 3, 6, 6))
+    qmodel = tq.convert(prepared)
+    conv = qmodel[1]
+    x = qmodel[0](torcia.randn(2, 3, 6, 6))
+
+    def reference():
+        return quantized_conv2d(
+            x.int_repr().numpy(), conv.weight_int8.numpy(), conv.weight_scales.numpy(),
+            conv.bias_.numpy(), x_scale=x.q_scale(), x_zero_point=x.q_zero_point(),
+            padding=((1, 1), (1, 1)), out_scale=conv.scale, out_zero_point=conv.zero_point)
+
+    np.testing.assert_array_equal(conv(x).int_repr().numpy(), reference())
+    with torcia.no_grad():
+        conv.weight_int8.copy_(-conv.weight_int8.clamp(min=-127))
+    np.testing.assert_array_equal(conv(x).int_repr().numpy(), reference())
+    conv.weight_int8 = torcia.from_numpy(RNG.integers(-128, 128, (4, 3, 3, 3)).astype(np.int8))
+    np.testing.assert_array_equal(conv(x).int_repr().numpy(), reference())
 
 
 AVERAGES = [("avg_pool2d", (2, 3, 7, 6), (2,), {"padding": 1}),

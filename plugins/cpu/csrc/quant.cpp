@@ -26,6 +26,7 @@
 #include <mutex>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -160,15 +161,17 @@ void finish_row(const int32_t* acc, int64_t n, float row_scale, const float* col
   }
 }
 
-// A product's or a convolution's buffers (its sums, its input and sums channels-last,
-// oneDNN's scratchpad), kept per thread between calls and grown as needed: fresh allocations of
+// A product's or a convolution's buffers (its sums, its input channels-last, oneDNN's
+// scratchpad), kept per thread between calls and grown as needed: fresh allocations of
 // that size come from mmap, and touching their new pages costs as much as a small
 // convolution. Buffers past kKeepBytes (large images) are let go after each call.
-constexpr int kSumsSlot = 0, kNhwcSlot = 1, kScratchSlot = 2, kChannelsLastSlot = 3;
+constexpr int kSumsSlot = 0, kImageSlot = 1, kScratchSlot = 2, kSlots = 3;
 constexpr size_t kKeepBytes = size_t(32) << 20;
+// the sums of one chunk of images (qconv2d): well inside a core's L2 cache
+constexpr int64_t kChunkBytes = int64_t(512) << 10;
 
 std::vector<uint8_t>* workspaces() {
-  thread_local std::vector<uint8_t> buffers[4];
+  thread_local std::vector<uint8_t> buffers[kSlots];
   return buffers;
 }
 
@@ -181,7 +184,7 @@ void* workspace(int slot, size_t bytes) {
 }
 
 void trim_workspaces() {
-  for (int slot = 0; slot < 4; ++slot) {
+  for (int slot = 0; slot < kSlots; ++slot) {
     std::vector<uint8_t>& b = workspaces()[slot];
     if (b.size() > kKeepBytes) std::vector<uint8_t>().swap(b);
   }
@@ -425,6 +428,7 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
 struct Requant {
   bool to_uint8, relu;
   float scale, zp, lo;  // lo: the lowest output, the zero point with relu
+  float inv;  // 1 / scale in float where that is a normal number, else 0 (see conv_span)
 };
 
 TORCIA_INLINE float requantized(double v, const Requant& r) {
@@ -433,52 +437,57 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// one channel's sums (its mult and bias)
-TORCIA_CLONES_WIDE
-void conv_channel(const int32_t* acc, int64_t len, double mult, double bias, Requant r,
-                  float* out) {
-  for (int64_t i = 0; i < len; ++i)
-    out[i] = requantized(static_cast<double>(acc[i]) * mult + bias, r);
-}
-
-// one position's sums, over the channels
-TORCIA_CLONES_WIDE
-void conv_position(const int32_t* acc, int64_t len, const double* mult, const double* bias,
-                   Requant r, float* out) {
-  for (int64_t i = 0; i < len; ++i)
-    out[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
-}
-
+// A span of sums into out (acc[i] * mult[i] + bias[i]), the values in float first (float
+// and double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
+// the same clone (a loop storing bytes alone would take 64 lanes and stay scalar on short
+// spans).
+// A uint8 output is rint(v / scale). The span is first computed with the product by the
+// rounded inverse: it lies within 3 * 2^-24 |v / scale| of the rounded quotient (the
+// inverse's rounding, the product's, the quotient's), so both round to the same integer
+// unless the product lies within that of a half. A span holding a value within 2^-21 of
+// its size from a half (about one value in 2^15), and not past 1024 (beyond which both
+// clamp alike), is divided again.
 template <typename T>
-void store(const float* v, int64_t len, T* out, int64_t stride) {
-  for (int64_t i = 0; i < len; ++i) out[i * stride] = static_cast<T>(v[i]);
-}
-
-// the epilogue of a convolution's sums into out (N, O, P): sums (N, O, P) channels-first,
-// or (N, P, O) channels-last (small images: spans along the channels, stored with a
-// stride)
-template <typename T>
-void conv_epilogue(const int32_t* sums, bool channels_last, int64_t n, int64_t p, int64_t o,
-                   double x_scale, const float* ws, const float* bias, const Requant& r,
-                   T* out) {
-  std::vector<double> mult(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
-  for (int64_t j = 0; j < o; ++j) {
-    mult[j] = x_scale * static_cast<double>(ws[j]);
-    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+TORCIA_CLONES_WIDE void conv_span(const int32_t* acc, int64_t len, const double* mult,
+                                  const double* bias, Requant r, float* v, T* out) {
+  int near = 1;
+  if (r.to_uint8 && r.inv > 0) {
+    near = 0;
+    for (int64_t i = 0; i < len; ++i) {
+      const float y =
+          static_cast<float>(static_cast<double>(acc[i]) * mult[i] + bias[i]) * r.inv;
+      const float q = round_even(y), size = std::fabs(y);
+      near |= (size <= 1024.f) & (std::fabs(std::fabs(y - q) - 0.5f) <= size * 0x1p-21f);
+      v[i] = std::min(std::max(r.lo, q + r.zp), 255.f);  // NaN -> lo
+    }
   }
-  const int64_t rows = channels_last ? n * p : n * o, len = channels_last ? o : p;
-#pragma omp parallel if (n * p * o > 65536)
+  if (near)
+    for (int64_t i = 0; i < len; ++i)
+      v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
+  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
+}
+
+// the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
+// into out of the same shape: spans of several rows, the channels' multipliers and biases
+// repeated along them
+template <typename T>
+void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
+                   const float* ws, const float* bias, const Requant& r, T* out) {
+  const int64_t per = std::max<int64_t>(1, 1024 / o), len = per * o;
+  std::vector<double> mult(static_cast<size_t>(len)), b(static_cast<size_t>(len), 0.0);
+  for (int64_t j = 0; j < o; ++j)
+    for (int64_t k = 0; k < per; ++k) {
+      mult[k * o + j] = x_scale * static_cast<double>(ws[j]);
+      if (bias) b[k * o + j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+    }
+  const int64_t spans = (rows + per - 1) / per;
+#pragma omp parallel if (rows * o > 65536)
   {
     std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
 #pragma omp for schedule(static)
-    for (int64_t row = 0; row < rows; ++row) {
-      if (channels_last) {
-        conv_position(sums + row * o, o, mult.data(), b.data(), r, v.get());
-        store(v.get(), o, out + (row / p) * o * p + row % p, p);
-      } else {
-        conv_channel(sums + row * p, p, mult[row % o], b[row % o], r, v.get());
-        store(v.get(), p, out + row * p, 1);
-      }
+    for (int64_t span = 0; span < spans; ++span) {
+      const int64_t first = span * per, count = std::min(per, rows - first);
+      conv_span(sums + first * o, count * o, mult.data(), b.data(), r, v.get(), out + first * o);
     }
   }
 }
@@ -486,12 +495,15 @@ void conv_epilogue(const int32_t* sums, bool channels_last, int64_t n, int64_t p
 // ---- oneDNN's convolution ----
 //
 // An int8 convolution on oneDNN's own primitive (u8 activations channels-last, s8 weights
-// in the blocked layout it chooses, s32 sums, the input's zero point applied by the
-// primitive, padding as the quantized 0.0): its kernels read each window in place, where
-// columns and a GEMM copy every input kh*kw times. The filters are packed into the
+// in the blocked layout it chooses, s32 sums channels-last, the input's zero point applied
+// by the primitive, padding as the quantized 0.0): its kernels read each window in place,
+// where columns and a GEMM copy every input kh*kw times. The filters are packed into the
 // primitive's layout once per weight array and kept (with the primitive) in a small
-// cache; each call compares the weights with the copy they were packed from, so weights
-// changed in place are packed again.
+// cache. Frozen weights (a read-only array over memory that read-only arrays own, as
+// torcia-ao's quantized modules pass) are packed once while that owner lives: the cache
+// holds a reference to it, so its memory stays its own; other weights are compared with
+// the copy they were packed from on every call, so weights changed in place are packed
+// again.
 
 torcia_dnnl::Api dnnl{};
 bool dnnl_conv_loaded = false;
@@ -572,7 +584,8 @@ struct ConvKey {
   }
 };
 
-// filters packed for a primitive, and the plain ones they were packed from
+// filters packed for a primitive, and the plain ones they were packed from (empty for
+// frozen weights, which are not compared)
 struct Packed {
   Owned memory{dnnl.memory_destroy};
   std::vector<int8_t> plain;
@@ -585,10 +598,12 @@ struct ConvPlan {
       zp_md{dnnl.memory_desc_destroy};
   Owned conv_pd{dnnl.primitive_desc_destroy}, conv{dnnl.primitive_destroy};
   Owned to_nhwc_pd{dnnl.primitive_desc_destroy}, to_nhwc{dnnl.primitive_destroy};
-  Owned sums_md{dnnl.memory_desc_destroy}, to_nchw_pd{dnnl.primitive_desc_destroy},
-      to_nchw{dnnl.primitive_destroy};
   size_t scratch = 0;
   std::shared_ptr<Packed> packed;
+  // the frozen weights' owner (a strong reference), or null; changed only with the GIL
+  // held, in plan_for, and never released by a destructor (a plan may outlive the
+  // interpreter, or be dropped by a call running without the GIL)
+  PyObject* owner = nullptr;
   uint64_t used = 0;
 };
 
@@ -597,11 +612,26 @@ std::vector<std::shared_ptr<ConvPlan>> plans;
 uint64_t plans_clock = 0;
 constexpr size_t kMaxPlans = 256;
 
-// weights packed into the layout primitive pd reads (from plain ones described by w_md)
+// The array that owns the memory of w where w and every array it views are read-only (a
+// borrowed reference), else null: its elements cannot change while it lives, short of
+// making it writeable again.
+PyObject* frozen_owner(const py::array& w) {
+  py::array a = w;
+  while (!a.writeable()) {
+    if (a.owndata()) return a.ptr();
+    const py::object base = a.base();
+    if (!py::isinstance<py::array>(base)) return nullptr;
+    a = py::reinterpret_borrow<py::array>(base);
+  }
+  return nullptr;
+}
+
+// weights packed into the layout primitive pd reads (from plain ones described by w_md),
+// with a copy of the plain ones to compare later calls' weights with where keep_plain
 std::shared_ptr<Packed> pack_for(torcia_dnnl::const_handle pd, torcia_dnnl::const_handle w_md,
-                                 const int8_t* w, size_t bytes) {
+                                 const int8_t* w, size_t bytes, bool keep_plain = true) {
   auto packed = std::make_shared<Packed>();
-  packed->plain.assign(w, w + bytes);
+  if (keep_plain) packed->plain.assign(w, w + bytes);
   torcia_dnnl::const_handle to = dnnl.primitive_desc_query_md(pd, torcia_dnnl::kQueryWeightsMd,
                                                               0);
   dnnl_check(dnnl.memory_create(packed->memory.out(), to, dnnl_engine(), torcia_dnnl::kAllocate),
@@ -612,33 +642,32 @@ std::shared_ptr<Packed> pack_for(torcia_dnnl::const_handle pd, torcia_dnnl::cons
                                                 dnnl_engine(), nullptr),
              "reorder_primitive_desc_create");
   dnnl_check(dnnl.primitive_create(reorder.out(), reorder_pd.get()), "primitive_create");
-  memory_over(from, w_md, packed->plain.data());
+  memory_over(from, w_md, w);
   Stream().run(reorder.get(), {{torcia_dnnl::kArgSrc, from.get()},
                                {torcia_dnnl::kArgDst, packed->memory.get()}});
   return packed;
 }
 
-std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, int64_t h,
-                                    int64_t wd, int64_t o, int64_t kh, int64_t kw,
-                                    int64_t groups, int64_t oh, int64_t ow,
-                                    const std::vector<int64_t>& stride,
-                                    const std::vector<int64_t>& padding,
-                                    const std::vector<int64_t>& dilation, bool zero_point) {
+struct ConvShape {
+  int64_t n, c, h, wd, o, kh, kw, groups, oh, ow;
+  std::vector<int64_t> stride, padding, dilation;
+};
+
+std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, const ConvShape& s, bool zero_point) {
   using namespace torcia_dnnl;
   auto plan = std::make_shared<ConvPlan>();
   plan->key = key;
   const int nchw[4] = {0, 1, 2, 3}, nhwc[4] = {0, 2, 3, 1};
-  const int64_t src_dims[4] = {n, c, h, wd}, dst_dims[4] = {n, o, oh, ow};
+  const int64_t src_dims[4] = {s.n, s.c, s.h, s.wd}, dst_dims[4] = {s.n, s.o, s.oh, s.ow};
   strided_md(plan->src_md, 4, src_dims, nchw, kU8);
   strided_md(plan->nhwc_md, 4, src_dims, nhwc, kU8);
   strided_md(plan->dst_md, 4, dst_dims, nhwc, kS32);
-  strided_md(plan->sums_md, 4, dst_dims, nchw, kS32);
   const int plain5[5] = {0, 1, 2, 3, 4};
-  if (groups == 1) {
-    const int64_t w_dims[4] = {o, c, kh, kw};
+  if (s.groups == 1) {
+    const int64_t w_dims[4] = {s.o, s.c, s.kh, s.kw};
     strided_md(plan->w_md, 4, w_dims, nchw, kS8);
   } else {
-    const int64_t w_dims[5] = {groups, o / groups, c / groups, kh, kw};
+    const int64_t w_dims[5] = {s.groups, s.o / s.groups, s.c / s.groups, s.kh, s.kw};
     strided_md(plan->w_md, 5, w_dims, plain5, kS8);
   }
   const int64_t one = 1;
@@ -646,12 +675,12 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, in
   Owned any_w(dnnl.memory_desc_destroy);
   {
     dims w_dims{};
-    int w_ndims = groups == 1 ? 4 : 5;
-    if (groups == 1) {
-      w_dims[0] = o, w_dims[1] = c, w_dims[2] = kh, w_dims[3] = kw;
+    int w_ndims = s.groups == 1 ? 4 : 5;
+    if (s.groups == 1) {
+      w_dims[0] = s.o, w_dims[1] = s.c, w_dims[2] = s.kh, w_dims[3] = s.kw;
     } else {
-      w_dims[0] = groups, w_dims[1] = o / groups, w_dims[2] = c / groups, w_dims[3] = kh,
-      w_dims[4] = kw;
+      w_dims[0] = s.groups, w_dims[1] = s.o / s.groups, w_dims[2] = s.c / s.groups,
+      w_dims[3] = s.kh, w_dims[4] = s.kw;
     }
     dnnl_check(dnnl.memory_desc_create_with_tag(any_w.out(), w_ndims, w_dims, kS8, kFormatAny),
                "memory_desc_create_with_tag");
@@ -664,8 +693,8 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, in
     dnnl_check(dnnl.primitive_attr_set_zero_points_mask(attr.get(), kArgSrc, 0),
                "primitive_attr_set_zero_points_mask");
   // oneDNN counts dilation from 0 (no gap)
-  dims strides{stride[0], stride[1]}, dilates{dilation[0] - 1, dilation[1] - 1},
-      pad_l{padding[0], padding[2]}, pad_r{padding[1], padding[3]};
+  dims strides{s.stride[0], s.stride[1]}, dilates{s.dilation[0] - 1, s.dilation[1] - 1},
+      pad_l{s.padding[0], s.padding[2]}, pad_r{s.padding[1], s.padding[3]};
   dnnl_check(dnnl.convolution_forward_primitive_desc_create(
                  plan->conv_pd.out(), dnnl_engine(), kForwardInference, kConvolutionDirect,
                  plan->nhwc_md.get(), any_w.get(), nullptr, plan->dst_md.get(), strides,
@@ -680,89 +709,88 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, int64_t n, int64_t c, in
              "reorder_primitive_desc_create");
   dnnl_check(dnnl.primitive_create(plan->to_nhwc.out(), plan->to_nhwc_pd.get()),
              "primitive_create");
-  dnnl_check(dnnl.reorder_primitive_desc_create(plan->to_nchw_pd.out(), plan->dst_md.get(),
-                                                dnnl_engine(), plan->sums_md.get(),
-                                                dnnl_engine(), nullptr),
-             "reorder_primitive_desc_create");
-  dnnl_check(dnnl.primitive_create(plan->to_nchw.out(), plan->to_nchw_pd.get()),
-             "primitive_create");
   return plan;
 }
 
-// the plan of a problem, and the filters packed for it (packed again when the weights at
-// that address have changed since)
+// The plan of a problem and the filters packed for it (packed again when the weights at
+// that address may have changed since). Called with the GIL held: it changes the plans'
+// references to frozen owners.
 std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> plan_for(
-    const ConvKey& key, size_t w_bytes, const std::function<std::shared_ptr<ConvPlan>()>& make) {
+    const py::array& wq, const ConvShape& s, bool zero_point) {
+  ConvKey key{{s.n, s.c, s.h, s.wd, s.o, s.kh, s.kw, s.groups, s.stride[0], s.stride[1],
+               s.padding[0], s.padding[1], s.padding[2], s.padding[3], s.dilation[0],
+               s.dilation[1], zero_point},
+              static_cast<const int8_t*>(wq.data())};
+  const size_t w_bytes = static_cast<size_t>(s.o * (s.c / s.groups) * s.kh * s.kw);
+  PyObject* owner = frozen_owner(wq);
   std::lock_guard<std::mutex> lock(plans_mutex);
   std::shared_ptr<ConvPlan> plan;
   for (auto& p : plans)
     if (p->key == key) plan = p;
   if (!plan) {
-    plan = make();
+    plan = make_plan(key, s, zero_point);
     if (plans.size() >= kMaxPlans) {
       auto oldest = std::min_element(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
         return a->used < b->used;
       });
+      Py_XDECREF((*oldest)->owner);
+      (*oldest)->owner = nullptr;
       plans.erase(oldest);
     }
     plans.push_back(plan);
   }
   plan->used = ++plans_clock;
-  if (!plan->packed || std::memcmp(plan->packed->plain.data(), key.w, w_bytes) != 0)
-    plan->packed = pack_for(plan->conv_pd.get(), plan->w_md.get(), key.w, w_bytes);
+  const bool same =
+      plan->packed &&
+      ((owner && plan->owner == owner) ||
+       (!plan->packed->plain.empty() &&
+        std::memcmp(plan->packed->plain.data(), key.w, w_bytes) == 0));
+  if (!same)
+    plan->packed =
+        pack_for(plan->conv_pd.get(), plan->w_md.get(), key.w, w_bytes, owner == nullptr);
+  if (plan->owner != owner) {
+    Py_XINCREF(owner);
+    Py_XDECREF(plan->owner);
+    plan->owner = owner;
+  }
   return {plan, plan->packed};
 }
 
-// acc int32 = the convolution of x (N, C, H, W) uint8 (less its zero point) with w (O, C /
-// groups, kh, kw), on oneDNN's primitive: channels-last (the layout its int8 kernels take,
-// the input reordered to it), (N, OH * OW, O); or reordered to (N, O, OH * OW) where
-// channels_first
-void dnnl_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c, int64_t h,
-               int64_t wd, int64_t o, int64_t kh, int64_t kw, int64_t groups, int64_t oh,
-               int64_t ow, const std::vector<int64_t>& stride,
-               const std::vector<int64_t>& padding, const std::vector<int64_t>& dilation,
-               bool channels_first, int32_t* acc) {
+// acc int32 (N, OH * OW, O) channels-last = the convolution of x (N, C, H, W) uint8 (less
+// its zero point; channels-last in memory where channels_last, else reordered to it) with
+// the plan's packed filters, on oneDNN's primitive
+void dnnl_conv(const ConvPlan& plan, const Packed& packed, const uint8_t* x, int x_zp,
+               bool channels_last, const ConvShape& s, int32_t* acc) {
   using namespace torcia_dnnl;
-  const bool zero_point = x_zp != 0;
-  ConvKey key{{n, c, h, wd, o, kh, kw, groups, stride[0], stride[1], padding[0], padding[1],
-               padding[2], padding[3], dilation[0], dilation[1], zero_point},
-              w};
-  const size_t w_bytes = static_cast<size_t>(o * (c / groups) * kh * kw);
-  auto [plan, packed] = plan_for(key, w_bytes, [&] {
-    return make_plan(key, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
-                     zero_point);
-  });
-  void* nhwc = workspace(kNhwcSlot, static_cast<size_t>(n * c * h * wd));
-  void* scratch = workspace(kScratchSlot, plan->scratch);
-  void* sums_nhwc = channels_first
-                        ? workspace(kChannelsLastSlot, sizeof(int32_t) * n * o * oh * ow)
-                        : acc;
-  int32_t zp = x_zp;
+  const void* nhwc = x;
+  thread_local Stream stream;  // one per thread (not to be shared), kept between calls
   Owned src(dnnl.memory_destroy), src_nhwc(dnnl.memory_destroy), dst(dnnl.memory_destroy),
-      sums(dnnl.memory_destroy), zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
-  memory_over(src, plan->src_md.get(), x);
-  memory_over(src_nhwc, plan->nhwc_md.get(), nhwc);
-  memory_over(dst, plan->dst_md.get(), sums_nhwc);
-  memory_over(sums, plan->sums_md.get(), acc);
-  memory_over(zp_mem, plan->zp_md.get(), &zp);
+      zp_mem(dnnl.memory_destroy), scratch_mem(dnnl.memory_destroy);
+  if (!channels_last) {
+    nhwc = workspace(kImageSlot, static_cast<size_t>(s.n * s.c * s.h * s.wd));
+    memory_over(src, plan.src_md.get(), x);
+  }
+  memory_over(src_nhwc, plan.nhwc_md.get(), nhwc);
+  if (!channels_last)
+    stream.run(plan.to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
+  void* scratch = workspace(kScratchSlot, plan.scratch);
+  int32_t zp = x_zp;
+  memory_over(dst, plan.dst_md.get(), acc);
+  memory_over(zp_mem, plan.zp_md.get(), &zp);
   memory_over(scratch_mem,
-              dnnl.primitive_desc_query_md(plan->conv_pd.get(), kQueryScratchpadMd, 0),
+              dnnl.primitive_desc_query_md(plan.conv_pd.get(), kQueryScratchpadMd, 0),
               scratch);
-  Stream stream;
-  stream.run(plan->to_nhwc.get(), {{kArgSrc, src.get()}, {kArgDst, src_nhwc.get()}});
-  if (zero_point)
-    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
-                                  {kArgWeights, packed->memory.get()},
-                                  {kArgDst, dst.get()},
-                                  {kArgScratchpad, scratch_mem.get()},
-                                  {kArgZeroPoints | kArgSrc, zp_mem.get()}});
+  if (x_zp != 0)
+    stream.run(plan.conv.get(), {{kArgSrc, src_nhwc.get()},
+                                 {kArgWeights, packed.memory.get()},
+                                 {kArgDst, dst.get()},
+                                 {kArgScratchpad, scratch_mem.get()},
+                                 {kArgZeroPoints | kArgSrc, zp_mem.get()}});
   else
-    stream.run(plan->conv.get(), {{kArgSrc, src_nhwc.get()},
-                                  {kArgWeights, packed->memory.get()},
-                                  {kArgDst, dst.get()},
-                                  {kArgScratchpad, scratch_mem.get()}});
-  if (channels_first)
-    stream.run(plan->to_nchw.get(), {{kArgSrc, dst.get()}, {kArgDst, sums.get()}});
+    stream.run(plan.conv.get(), {{kArgSrc, src_nhwc.get()},
+                                 {kArgWeights, packed.memory.get()},
+                                 {kArgDst, dst.get()},
+                                 {kArgScratchpad, scratch_mem.get()}});
 }
 
 // ---- oneDNN's matmul ----
@@ -915,18 +943,44 @@ void gemm_conv(const uint8_t* x, int x_zp, const int8_t* w, int64_t n, int64_t c
   }
 }
 
-// qconv2d(xq (N, C, H, W) uint8, x_zero_point, wq (O, C / groups, kh, kw) int8, x_scale,
-// w_scale (O,), bias (O,) or None, stride, padding (top, bottom, left, right), dilation,
-// groups, out_scale, out_zero_point, relu) -> (N, O, OH, OW): uint8 (float32 when
-// out_scale <= 0). The sums on oneDNN's convolution where it is loaded, else by columns and
-// GEMM (groups 1 only); the epilogue as torcia-ao's reference, to the same values.
+// Whether a (N, C, H, W) array is channels-last in memory ((N, H, W, C) without gaps, as
+// qconv2d returns its outputs) rather than C-contiguous; any other layout raises. The
+// strides of dimensions of size 1 are not looked at: NumPy leaves them arbitrary.
+bool channels_last_image(const std::string& fn, const std::string& name, const py::array& a) {
+  if (a.ndim() != 4)
+    throw std::runtime_error(fn + ": " + name + " must have 4 dims, got " +
+                             torcia_checks::shape_of(a));
+  const py::ssize_t item = a.itemsize(), c = a.shape(1), h = a.shape(2), w = a.shape(3);
+  const py::ssize_t dense[4] = {h * w * c * item, item, w * c * item, c * item};
+  bool last = true;
+  for (int d = 0; d < 4; ++d)
+    if (a.shape(d) > 1 && a.strides(d) != dense[d]) last = false;
+  if (last) return true;
+  if (a.flags() & py::array::c_style) return false;
+  throw std::runtime_error(fn + ": " + name + " must be C-contiguous or channels-last");
+}
+
+// a (N, H, W, C) array viewed as (N, C, H, W): how the images come out of the kernels
+// here, channels-last as from PyTorch's quantized convolutions
+py::array as_nchw(const py::array& nhwc) { return nhwc.attr("transpose")(0, 3, 1, 2); }
+
+// qconv2d(xq (N, C, H, W) uint8 (C-contiguous or channels-last), x_zero_point, wq (O, C /
+// groups, kh, kw) int8, x_scale, w_scale (O,), bias (O,) or None, stride, padding (top,
+// bottom, left, right), dilation, groups, out_scale, out_zero_point, relu) -> (N, O, OH,
+// OW) channels-last: uint8 (float32 when out_scale <= 0). The sums on oneDNN's convolution
+// where it is loaded, else by columns and GEMM (groups 1 only); the epilogue as torcia-ao's
+// reference, to the same values.
 py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_scale,
                   const py::array& w_scale, const py::object& bias, std::vector<int64_t> stride,
                   std::vector<int64_t> padding, std::vector<int64_t> dilation, int64_t groups,
                   double out_scale, int out_zp, bool relu) {
   const std::string fn = "qconv2d";
   need_gemm(fn);
-  const uint8_t* x = data_of<uint8_t>(fn, "xq", xq, 4);
+  if (!torcia_checks::is_dtype<uint8_t>(xq.dtype()))
+    throw std::runtime_error(fn + ": xq has dtype " + std::string(py::str(xq.dtype())) +
+                             ", expected uint8");
+  const bool channels_last = channels_last_image(fn, "xq", xq);
+  const uint8_t* x = static_cast<const uint8_t*>(xq.data());
   const int8_t* w = data_of<int8_t>(fn, "wq", wq, 4);
   if (stride.size() != 2 || dilation.size() != 2 || padding.size() != 4)
     throw std::runtime_error(fn + ": stride and dilation need 2 values, padding 4");
@@ -960,62 +1014,215 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
   if (p > kMax32 || ckk > kMax32 || o > kMax32 || n * p > kMax32)
     throw std::runtime_error(fn + ": a matrix dimension exceeds 32 bits");
   const bool to_float = out_scale <= 0;
-  std::vector<py::ssize_t> shape{n, o, oh, ow};
+  const std::vector<py::ssize_t> shape{n, oh, ow, o};
   py::array out = to_float ? py::array(py::dtype::of<float>(), shape)
                            : py::array(py::dtype::of<uint8_t>(), shape);
-  if (n == 0 || o == 0) return out;
+  if (n == 0 || o == 0) return as_nchw(out);
+  // On oneDNN, a chunk of images at a time, so that the epilogue reads their sums back
+  // from the core's own cache
+  const bool on_dnnl = dnnl_conv_loaded && c > 0;
+  const int64_t chunk =
+      on_dnnl ? std::clamp<int64_t>(kChunkBytes / (static_cast<int64_t>(sizeof(int32_t)) * p * o),
+                                    1, n)
+              : n;
+  auto geometry = [&](int64_t images) {
+    return ConvShape{images, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation};
+  };
+  std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> full, rest;
+  if (on_dnnl) {
+    full = plan_for(wq, geometry(chunk), x_zp != 0);
+    if (n % chunk) rest = plan_for(wq, geometry(n % chunk), x_zp != 0);
+  }
+  const float inv = 1.f / static_cast<float>(out_scale);
+  const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
+                  relu ? static_cast<float>(out_zp) : 0.f, std::isnormal(inv) ? inv : 0.f};
   {
     py::gil_scoped_release release;
     // the primitive or the GEMM writes every sum
-    int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * n * p * o));
-    // sums of large images channels-first (oneDNN's reorder transposes them faster than
-    // the epilogue's stores would), of small ones channels-last
-    const bool channels_first = dnnl_conv_loaded && p >= 64;
-    if (c == 0)
-      std::fill(acc, acc + n * p * o, 0);
-    else if (dnnl_conv_loaded)
-      dnnl_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation,
-                channels_first, acc);
-    else
-      gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
-    const Requant r{!to_float, relu, static_cast<float>(out_scale),
-                    static_cast<float>(out_zp), relu ? static_cast<float>(out_zp) : 0.f};
-    if (to_float)
-      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
-                    static_cast<float*>(out.mutable_data()));
-    else
-      conv_epilogue(acc, !channels_first, n, p, o, x_scale, ws, b, r,
-                    static_cast<uint8_t*>(out.mutable_data()));
+    int32_t* acc =
+        static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * chunk * p * o));
+    if (!on_dnnl && c > 0 && channels_last) {  // the columns are read from images channels-first
+      uint8_t* nchw = static_cast<uint8_t*>(workspace(kImageSlot, n * c * h * wd));
+      for (int64_t i = 0; i < n; ++i)
+        for (int64_t q = 0; q < h * wd; ++q)
+          for (int64_t ch = 0; ch < c; ++ch)
+            nchw[(i * c + ch) * h * wd + q] = x[(i * h * wd + q) * c + ch];
+      x = nchw;
+    }
+    for (int64_t first = 0; first < n; first += chunk) {
+      const int64_t count = std::min(chunk, n - first);
+      if (c == 0) {
+        std::fill(acc, acc + count * p * o, 0);
+      } else if (on_dnnl) {
+        const auto& [plan, packed] = count == chunk ? full : rest;
+        dnnl_conv(*plan, *packed, x + first * c * h * wd, x_zp, channels_last, geometry(count),
+                  acc);
+      } else {
+        gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
+      }
+      if (to_float)
+        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+                      static_cast<float*>(out.mutable_data()) + first * p * o);
+      else
+        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+                      static_cast<uint8_t*>(out.mutable_data()) + first * p * o);
+    }
     trim_workspaces();
   }
+  return as_nchw(out);
+}
+
+// The size of a max pooling's output along one dimension, as PyTorch computes it (the
+// last window starts inside the input or its low padding, with ceil_mode too), after
+// PyTorch's checks of the window.
+int64_t pooled_size(const std::string& fn, int64_t size, int64_t k, int64_t stride, int64_t pad,
+                    int64_t dilation, bool ceil_mode) {
+  if (k < 1 || stride < 1 || dilation < 1 || pad < 0)
+    throw std::runtime_error(fn + ": kernel_size, stride and dilation must be positive and "
+                             "padding non-negative");
+  const int64_t span = dilation * (k - 1) + 1;
+  if (pad > span / 2)
+    throw std::runtime_error(fn + ": pad should be at most half of effective kernel size, "
+                             "but got pad=" + std::to_string(pad) + ", kernel_size=" +
+                             std::to_string(k) + " and dilation=" + std::to_string(dilation));
+  const int64_t room = size + 2 * pad - span + (ceil_mode ? stride - 1 : 0);
+  int64_t out = (room >= 0 ? room / stride : -((-room + stride - 1) / stride)) + 1;
+  if (ceil_mode && out > 0 && (out - 1) * stride >= size + pad) --out;
+  if (out < 1)
+    throw std::runtime_error(fn + ": the output would be empty (input size " +
+                             std::to_string(size) + ", window " + std::to_string(span) +
+                             ", padding " + std::to_string(pad) + ")");
   return out;
 }
 
-// qadd(a uint8, b uint8 of a's shape, a_scale, a_zp, b_scale, b_zp, out_scale, out_zp,
-// relu) -> uint8: the sum requantized
+// The largest of each window, over the images' inner elements at once: b images of h x w
+// elements of `inner` bytes each (the channels of a channels-last image, or 1), windows
+// that skip what lies outside (0, the smallest uint8, in PyTorch's quantized max pooling)
+TORCIA_CLONES
+void max_pool_images(const uint8_t* __restrict__ x, uint8_t* __restrict__ out, int64_t b,
+                     int64_t h, int64_t w, int64_t inner, int64_t oh, int64_t ow,
+                     const int64_t* g) {
+  const int64_t kh = g[0], kw = g[1], sh = g[2], sw = g[3], ph = g[4], pw = g[5], dh = g[6],
+                dw = g[7];
+#pragma omp parallel for schedule(static) if (b * oh * ow * inner * kh * kw > (1 << 18))
+  for (int64_t row = 0; row < b * oh; ++row) {
+    const int64_t img = row / oh, i = row % oh;
+    const uint8_t* plane = x + img * h * w * inner;
+    for (int64_t j = 0; j < ow; ++j) {
+      uint8_t* best = out + (row * ow + j) * inner;
+      std::memset(best, 0, inner);
+      for (int64_t ki = 0; ki < kh; ++ki) {
+        const int64_t y = i * sh - ph + ki * dh;
+        if (y < 0 || y >= h) continue;
+        for (int64_t kj = 0; kj < kw; ++kj) {
+          const int64_t xx = j * sw - pw + kj * dw;
+          if (xx < 0 || xx >= w) continue;
+          const uint8_t* v = plane + (y * w + xx) * inner;
+          for (int64_t e = 0; e < inner; ++e) best[e] = std::max(best[e], v[e]);
+        }
+      }
+    }
+  }
+}
+
+// qmax_pool2d(x (N, C, H, W) uint8 (C-contiguous or channels-last), kernel_size, stride,
+// padding, dilation (2 values each), ceil_mode) -> (N, C, OH, OW) uint8 in x's layout: the
+// integers' max pooling (max commutes with the increasing map to the values they stand
+// for, so the quantization parameters are the input's)
+py::array qmax_pool2d(const py::array& x, std::vector<int64_t> kernel,
+                      std::vector<int64_t> stride, std::vector<int64_t> padding,
+                      std::vector<int64_t> dilation, bool ceil_mode) {
+  const std::string fn = "qmax_pool2d";
+  if (!torcia_checks::is_dtype<uint8_t>(x.dtype()))
+    throw std::runtime_error(fn + ": x has dtype " + std::string(py::str(x.dtype())) +
+                             ", expected uint8");
+  const bool channels_last = channels_last_image(fn, "x", x);
+  if (kernel.size() != 2 || stride.size() != 2 || padding.size() != 2 || dilation.size() != 2)
+    throw std::runtime_error(fn + ": kernel_size, stride, padding and dilation need 2 values");
+  const int64_t n = x.shape(0), c = x.shape(1), h = x.shape(2), w = x.shape(3);
+  const int64_t oh = pooled_size(fn, h, kernel[0], stride[0], padding[0], dilation[0], ceil_mode);
+  const int64_t ow = pooled_size(fn, w, kernel[1], stride[1], padding[1], dilation[1], ceil_mode);
+  const std::vector<py::ssize_t> shape = channels_last ? std::vector<py::ssize_t>{n, oh, ow, c}
+                                                       : std::vector<py::ssize_t>{n, c, oh, ow};
+  py::array out(py::dtype::of<uint8_t>(), shape);
+  const int64_t geometry[] = {kernel[0], kernel[1], stride[0], stride[1],
+                              padding[0], padding[1], dilation[0], dilation[1]};
+  {
+    py::gil_scoped_release release;
+    if (n * c > 0)
+      max_pool_images(static_cast<const uint8_t*>(x.data()),
+                      static_cast<uint8_t*>(out.mutable_data()), channels_last ? n : n * c, h,
+                      w, channels_last ? c : 1, oh, ow, geometry);
+  }
+  return channels_last ? as_nchw(out) : out;
+}
+
+// Whether a's elements fill its memory without gaps in some order of its dimensions (C
+// order, channels-last...), every stride positive: an elementwise kernel then runs over the
+// memory as it lies. The strides of dimensions of size 1 are not looked at.
+bool dense(const py::array& a) {
+  std::vector<std::pair<py::ssize_t, py::ssize_t>> dims;  // (stride, size), outermost first
+  for (py::ssize_t d = 0; d < a.ndim(); ++d)
+    if (a.shape(d) > 1) dims.emplace_back(a.strides(d), a.shape(d));
+  std::sort(dims.begin(), dims.end(), std::greater<>());
+  py::ssize_t step = a.itemsize();
+  for (auto d = dims.rbegin(); d != dims.rend(); ++d) {
+    if (d->first != step) return false;
+    step *= d->second;
+  }
+  return true;
+}
+
+// n sums of a and b requantized (the clones fill AVX-512's and AVX2's lanes)
+TORCIA_CLONES_WIDE
+void qadd_span(const uint8_t* a, const uint8_t* b, int64_t n, int az, int bz, float fa,
+               float fb, float inv, float oz, float lo, uint8_t* o) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = static_cast<float>(a[i] - az) * fa + static_cast<float>(b[i] - bz) * fb;
+    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
+  }
+}
+
+// qadd(a uint8, b uint8 of a's shape and layout, a_scale, a_zp, b_scale, b_zp, out_scale,
+// out_zp, relu) -> uint8 laid out as a: the sum requantized. The operands may be laid out
+// in any order of their dimensions without gaps (channels-last images), both alike.
 py::array qadd(const py::array& a, const py::array& b, double as, int az, double bs, int bz,
                double os, int oz, bool relu) {
   const std::string fn = "qadd";
-  const uint8_t* ap = data_of<uint8_t>(fn, "a", a, -1);
-  const uint8_t* bp = data_of<uint8_t>(fn, "b", b, a.ndim());
-  for (int64_t d = 0; d < a.ndim(); ++d)
-    if (a.shape(d) != b.shape(d))
-      throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
-                               torcia_checks::shape_of(b));
+  for (const auto& [name, arr] : {std::pair<const char*, const py::array&>{"a", a}, {"b", b}})
+    if (!torcia_checks::is_dtype<uint8_t>(arr.dtype()))
+      throw std::runtime_error(fn + ": " + name + " has dtype " +
+                               std::string(py::str(arr.dtype())) + ", expected uint8");
+  bool alike = a.ndim() == b.ndim();
+  for (int64_t d = 0; alike && d < a.ndim(); ++d)
+    alike = a.shape(d) == b.shape(d) && (a.shape(d) <= 1 || a.strides(d) == b.strides(d));
+  if (!alike)
+    throw std::runtime_error(fn + ": a has shape " + torcia_checks::shape_of(a) + ", b has " +
+                             torcia_checks::shape_of(b) + " (or another layout)");
+  if (!dense(a))
+    throw std::runtime_error(fn + ": a and b must fill their memory without gaps "
+                             "(C-contiguous or channels-last)");
   std::vector<py::ssize_t> shape(a.shape(), a.shape() + a.ndim());
-  py::array out(py::dtype::of<uint8_t>(), shape);
-  uint8_t* o = static_cast<uint8_t*>(out.mutable_data());
+  std::vector<py::ssize_t> strides(a.strides(), a.strides() + a.ndim());
   const int64_t n = a.size();
+  if (n == 0) return py::array(py::dtype::of<uint8_t>(), shape);
+  py::array out(py::dtype::of<uint8_t>(), shape, strides);
+  const uint8_t* ap = static_cast<const uint8_t*>(a.data());
+  const uint8_t* bp = static_cast<const uint8_t*>(b.data());
+  uint8_t* o = static_cast<uint8_t*>(out.mutable_data());
   const float fa = static_cast<float>(as), fb = static_cast<float>(bs);
   const float inv = static_cast<float>(1.0 / os);
   const float lo = relu ? static_cast<float>(oz) : 0.f;
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n > 262144)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = static_cast<float>(ap[i] - az) * fa + static_cast<float>(bp[i] - bz) * fb;
-    o[i] = static_cast<uint8_t>(std::min(std::max(lo, round_even(v * inv) + oz), 255.f));
-  }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+      qadd_span(ap + first, bp + first, len, az, bz, fa, fb, inv, static_cast<float>(oz), lo,
+                o + first);
+    }
   }
   return out;
 }
@@ -1202,6 +1409,8 @@ void define_quant(py::module_& m) {
         py::arg("x_scale"), py::arg("w_scale"), py::arg("bias"), py::arg("stride"),
         py::arg("padding"), py::arg("dilation"), py::arg("groups"), py::arg("out_scale"),
         py::arg("out_zero_point"), py::arg("relu"));
+  m.def("qmax_pool2d", &qmax_pool2d, py::arg("x"), py::arg("kernel_size"), py::arg("stride"),
+        py::arg("padding"), py::arg("dilation"), py::arg("ceil_mode"));
   m.def("qadd", &qadd, py::arg("a"), py::arg("b"), py::arg("a_scale"), py::arg("a_zero_point"),
         py::arg("b_scale"), py::arg("b_zero_point"), py::arg("out_scale"),
         py::arg("out_zero_point"), py::arg("relu"));

@@ -25,8 +25,19 @@ def _reference(op):
 
 
 def _int8_gemm() -> bool:
+    if _native.has_int8_gemm():  # loaded: what follows would change nothing
+        return True
     _provider.choose()  # MKL is loaded by the plugin's first kernel; this may be it
     return _native.has_int8_gemm()
+
+
+def _per_channel(v, n: int):
+    """``v`` (one value, or one per channel) as ``n`` contiguous float32s: ``v`` itself
+    where it is that already (a module's scales, on every call)."""
+    if v.__class__ is np.ndarray and v.dtype == _F32 and v.shape == (n,) and (
+            v.flags.c_contiguous):
+        return v
+    return np.ascontiguousarray(np.broadcast_to(v, (n,)), dtype=_F32)
 
 
 def _bias(b):
@@ -35,6 +46,14 @@ def _bias(b):
 
 def _is(a, dtype) -> bool:
     return isinstance(a, np.ndarray) and a.dtype == dtype
+
+
+def _image(x):
+    """A 4-d array as the image kernels take it: C-contiguous or channels-last (the layout
+    of their outputs, as of PyTorch's quantized convolutions), copied to C order otherwise."""
+    if x.flags.c_contiguous or x.transpose(0, 2, 3, 1).flags.c_contiguous:
+        return x
+    return np.ascontiguousarray(x)
 
 
 class QuantKernels:
@@ -72,22 +91,36 @@ class QuantKernels:
                          out_scale=None, out_zero_point=0, relu=False):
         if (_is(xq, _U8) and xq.ndim == 4 and _is(wq, _I8) and _int8_gemm()
                 and (groups == 1 or _native.has_int8_conv())):
-            (top, bottom), (left, right) = padding
             return _native.qconv2d(
-                np.ascontiguousarray(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
-                np.ascontiguousarray(np.broadcast_to(w_scales, (wq.shape[0],)), dtype=_F32),
-                _bias(bias), list(stride), [top, bottom, left, right], list(dilation), groups,
+                _image(xq), x_zero_point, np.ascontiguousarray(wq), x_scale,
+                _per_channel(w_scales, wq.shape[0]), _bias(bias), stride,
+                (*padding[0], *padding[1]), dilation, groups,
                 -1.0 if out_scale is None else out_scale, out_zero_point, relu)
         return _reference("quantized_conv2d")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point, stride=stride,
             padding=padding, dilation=dilation, groups=groups, out_scale=out_scale,
             out_zero_point=out_zero_point, relu=relu)
 
+    def quantized_max_pool2d(self, xq, *, kernel_size, stride, padding=(0, 0),
+                             dilation=(1, 1), ceil_mode=False):
+        if _is(xq, _U8) and xq.ndim in (3, 4):
+            x4 = _image(xq if xq.ndim == 4 else xq[None])
+            out = _native.qmax_pool2d(x4, list(kernel_size), list(stride), list(padding),
+                                      list(dilation), ceil_mode)
+            return out if xq.ndim == 4 else out[0]
+        return _reference("quantized_max_pool2d")(
+            xq, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
+            ceil_mode=ceil_mode)
+
     def quantized_add(self, a, b, *, a_scale, a_zero_point, b_scale, b_zero_point,
                       out_scale, out_zero_point, relu=False):
         if _is(a, _U8) and _is(b, _U8) and a.shape == b.shape:
-            return _native.qadd(np.ascontiguousarray(a), np.ascontiguousarray(b), a_scale,
-                                a_zero_point, b_scale, b_zero_point, out_scale,
+            # elementwise: operands laid out alike (channels-last images) are added in their
+            # memory order, and the sum keeps it
+            if a.strides != b.strides or not (a.flags.c_contiguous or (
+                    a.ndim == 4 and a.transpose(0, 2, 3, 1).flags.c_contiguous)):
+                a, b = np.ascontiguousarray(a), np.ascontiguousarray(b)
+            return _native.qadd(a, b, a_scale, a_zero_point, b_scale, b_zero_point, out_scale,
                                 out_zero_point, relu)
         return _reference("quantized_add")(
             a, b, a_scale=a_scale, a_zero_point=a_zero_point, b_scale=b_scale,
@@ -135,5 +168,5 @@ class QuantKernels:
 #: the ops these kernels serve (defined by torcia-ao; registered whether or not it is
 #: installed, where they wait unused)
 QUANT_OPS = ("quantize_per_tensor", "dequantize_per_tensor", "quantized_linear",
-             "quantized_conv2d", "quantized_add", "linear_dynamic", "linear_weight_int8",
-             "linear_weight_int4")
+             "quantized_conv2d", "quantized_max_pool2d", "quantized_add", "linear_dynamic",
+             "linear_weight_int8", "linear_weight_int4")

@@ -264,6 +264,49 @@ def quantized_add(a, b, *, a_scale: float, a_zero_point: int, b_scale: float,
     return _requantize(total, out_scale, out_zero_point, relu)
 
 
+def _pooled_size(size, k, stride, pad, dilation, ceil_mode):
+    """PyTorch's output size of a max pooling along one dimension: the last window starts
+    inside the input or its low padding (with ``ceil_mode`` too)."""
+    span = dilation * (k - 1) + 1
+    if pad > span // 2:
+        raise RuntimeError(f"pad should be at most half of effective kernel size, but got "
+                           f"pad={pad}, kernel_size={k} and dilation={dilation}")
+    room = size + 2 * pad - span + (stride - 1 if ceil_mode else 0)
+    out = room // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + pad:
+        out -= 1
+    if out < 1:
+        raise RuntimeError(f"max_pool2d: the output would be empty (input size {size}, "
+                           f"window {span}, padding {pad})")
+    return out
+
+
+def quantized_max_pool2d(xq, *, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                         ceil_mode: bool = False):
+    """Max pooling of the integers of (…, H, W) ``xq`` (max commutes with the increasing
+    map to the values they stand for, so the quantization parameters stay the input's);
+    each window skips what lies outside the input: it takes the dtype's smallest integer
+    there, as PyTorch's quantized max pooling. ``kernel_size``, ``stride``, ``padding`` and
+    ``dilation``: two values each."""
+    h, w = xq.shape[-2:]
+    out = [_pooled_size(n, k, s, p, d, ceil_mode) for n, k, s, p, d in
+           zip((h, w), kernel_size, stride, padding, dilation)]
+    lowest = np.iinfo(xq.dtype).min
+    # enough padding on the high side for the last window of ceil_mode
+    high = [max(0, (o - 1) * s + d * (k - 1) + 1 - n - p) for o, s, d, k, n, p in
+            zip(out, stride, dilation, kernel_size, (h, w), padding)]
+    lead = [(0, 0)] * (xq.ndim - 2)
+    padded = np.pad(xq, lead + [(padding[0], high[0]), (padding[1], high[1])],
+                    constant_values=lowest)
+    best = np.full(xq.shape[:-2] + tuple(out), lowest, xq.dtype)
+    for ki, kj in np.ndindex(*kernel_size):
+        y, x = ki * dilation[0], kj * dilation[1]
+        window = padded[..., y:y + stride[0] * (out[0] - 1) + 1:stride[0],
+                        x:x + stride[1] * (out[1] - 1) + 1:stride[1]]
+        np.maximum(best, window, out=best)
+    return best
+
+
 def _dynamic_rows(x2, per_row: bool, reduce_range: bool):
     """Quantize activations at run time: uint8 affine over the whole tensor (PyTorch's
     ``quantize_dynamic``, FBGEMM's parameters) or int8 symmetric per row (torchao's
@@ -407,6 +450,13 @@ def _quantized_add_shape(a, b, *, out_scale, **params):
     return np.broadcast_shapes(a.shape, b.shape), _requantized(out_scale)
 
 
+def _max_pool_shape(xq, *, kernel_size, stride, padding=(0, 0), dilation=(1, 1),
+                    ceil_mode=False):
+    out = tuple(_pooled_size(n, k, s, p, d, ceil_mode) for n, k, s, p, d in
+                zip(xq.shape[-2:], kernel_size, stride, padding, dilation))
+    return tuple(xq.shape[:-2]) + out, xq.dtype
+
+
 def _dynamic_linear_shape(x, wq, w_scales, bias, **params):
     return x.shape[:-1] + (wq.shape[0],), np.dtype(np.float32)
 
@@ -435,6 +485,7 @@ OPS = {
     "embedding_byte": (embedding_byte, None),
     "embedding_bag_byte": (embedding_bag_byte, None),
     "quantized_add": (quantized_add, None),
+    "quantized_max_pool2d": (quantized_max_pool2d, None),
     "linear_dynamic": (linear_dynamic, None),
     "linear_weight_int8": (linear_weight_int8, None),
     "linear_weight_int4": (linear_weight_int4, None),
@@ -454,6 +505,7 @@ SHAPES = {
     "embedding_byte": _embedding_shape,
     "embedding_bag_byte": _embedding_bag_shape,
     "quantized_add": _quantized_add_shape,
+    "quantized_max_pool2d": _max_pool_shape,
     "linear_dynamic": _dynamic_linear_shape,
     "linear_weight_int8": _float_linear_shape,
     "linear_weight_int4": _float_linear_shape,

@@ -554,12 +554,16 @@ def _conv_transpose(g, op, args, p, out):
     return _conv_transpose_node(g, inputs, attrs, list(p["output_padding"]))
 
 
+def _max_pool_node(g, x, p):
+    return g.node("MaxPool", [g.value(x)], kernel_shape=list(p["kernel_size"]),
+                  strides=list(p["stride"]), pads=list(p["padding"]) * 2,
+                  dilations=list(p["dilation"]), ceil_mode=int(p["ceil_mode"]))
+
+
 @converts("max_pool")
 def _max_pool(g, op, args, p, out):
-    values = g.node("MaxPool", [g.value(args[0])], kernel_shape=list(p["kernel_size"]),
-                    strides=list(p["stride"]), pads=list(p["padding"]) * 2,
-                    dilations=list(p["dilation"]), ceil_mode=int(p["ceil_mode"]))
-    return [values, _Unsupported("max_pool's indices (return_indices=True)")]
+    return [_max_pool_node(g, args[0], p),
+            _Unsupported("max_pool's indices (return_indices=True)")]
 
 
 @converts("avg_pool")
@@ -859,6 +863,12 @@ def _quantized_conv(g, op, args, p, out):
     inputs += _dequantize_bias(g, bias, p["x_scale"], w_scales, wq.shape[0])
     y = g.node("Conv", inputs, **_conv_attrs(p, wq, padding_pairs=True))
     return _requantize(g, y, p)
+
+
+@converts("quantized_max_pool2d")
+def _quantized_max_pool2d(g, op, args, p, out):
+    # ONNX's MaxPool takes uint8 and int8 (opset 12 on): the integers pooled as they are
+    return _max_pool_node(g, args[0], p)
 
 
 @converts("quantized_conv_transpose")

@@ -20,7 +20,7 @@ from torcia.ao._qtensor import (
 from torcia.ao.nn import intrinsic
 from torcia.ao.nn import qat as nnqat
 from torcia.ao.nn.intrinsic import qat as nniqat
-from torcia.library import Tensor, call
+from torcia.library import Tensor, call, tensor_of
 
 
 def weight_params(weight: Tensor, observer) -> tuple[Tensor, Tensor]:
@@ -86,6 +86,39 @@ def _averaged(x, fn, what):
     out = (fn(x._int.to(torcia.float64) - zero_point) + zero_point).round()
     return QTensor(out.clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
                    x._zero_point)
+
+
+def max_pooled2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False):
+    """2-d max pooling of a quantized (C, H, W) or (N, C, H, W) tensor, on its integers (the
+    quantization parameters kept); ``stride`` None or empty: ``kernel_size``."""
+    x = _check_quantized(x, "quantized max_pool2d")
+    if x.dim() not in (3, 4):
+        raise ValueError(f"quantized max_pool2d expects a 3-D or 4-D input, got {x.dim()}-D")
+    kernel = pair(kernel_size)
+    out = call("quantized_max_pool2d", (x._int,),
+               {"kernel_size": kernel, "stride": pair(stride) if stride else kernel,
+                "padding": pair(padding), "dilation": pair(dilation),
+                "ceil_mode": bool(ceil_mode)})
+    return QTensor(out, x._dtype, x._scale, x._zero_point)
+
+
+def frozen(module, weight: Tensor) -> Tensor:
+    """``weight`` as the kernels get it: a read-only copy, made again whenever the buffer is
+    another tensor or torcia wrote into it (its version counter moved), so that a native
+    kernel may keep what it prepares from the copy (oneDNN's packed filters) while it lives,
+    without comparing the weights on every call. Like the weights PyTorch packs, it does
+    not follow writes into the buffer's array from outside torcia (``numpy()``)."""
+    data = weight.__torcia_data__
+    version = weight.__torcia_version__[0]
+    seen = module.__dict__.get("_frozen")
+    if seen is not None and seen[0] is data and seen[1] == version:
+        return seen[2]
+    if not isinstance(data, np.ndarray):
+        return weight
+    copy = np.array(data)
+    copy.flags.writeable = False
+    module.__dict__["_frozen"] = (data, version, tensor_of(copy, weight.device))
+    return module.__dict__["_frozen"][2]
 
 
 class Quantize(nn.Module):
@@ -342,7 +375,8 @@ class Conv1d(_ConvNd):
         params = self._params(x)
         params.update(stride=(1, *self.stride), padding=((0, 0), (self.padding[0],) * 2),
                       dilation=(1, *self.dilation), relu=self._relu)
-        out = call("quantized_conv2d", (xi.unsqueeze(2), self.weight_int8.unsqueeze(2),
+        out = call("quantized_conv2d", (xi.unsqueeze(2),
+                                        frozen(self, self.weight_int8).unsqueeze(2),
                                         self.weight_scales, self.bias_), params)
         return out.squeeze(2)
 
@@ -366,8 +400,8 @@ class Conv2d(_ConvNd):
     def _run(self, xi, x):
         params = self._params(x)
         params.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
-        return call("quantized_conv2d", (xi, self.weight_int8, self.weight_scales,
-                                         self.bias_), params)
+        return call("quantized_conv2d", (xi, frozen(self, self.weight_int8),
+                                         self.weight_scales, self.bias_), params)
 
 
 class Conv3d(_ConvNd):
@@ -1040,11 +1074,9 @@ class QuantizedPassthrough(nn.Module):
             return x
         if isinstance(m, nn.Flatten):
             return x.flatten(m.start_dim, m.end_dim)
-        if isinstance(m, nn.MaxPool2d):
-            # max commutes with the increasing affine map: pool the integers (exactly, as
-            # floats of 0..255)
-            pooled = m(x._int.to(torcia.float32)).to(x._int.dtype)
-            return QTensor(pooled, x._dtype, x._scale, x._zero_point)
+        if isinstance(m, nn.MaxPool2d) and not m.return_indices:
+            return max_pooled2d(x, m.kernel_size, m.stride, m.padding, m.dilation,
+                                m.ceil_mode)
         if isinstance(m, _AVERAGES):
             return _averaged(x, m, type(m).__name__)
         return quantize_per_tensor(m(x.dequantize()), float(x._scale), int(x._zero_point),

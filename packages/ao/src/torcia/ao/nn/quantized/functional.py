@@ -22,7 +22,12 @@ from __future__ import annotations
 import torcia
 from torcia import nn
 from torcia.ao._qtensor import QTensor, qint8, quantize_per_tensor, quint8
-from torcia.ao.nn.quantized._modules import _averaged, _check_quantized, ntuple
+from torcia.ao.nn.quantized._modules import (
+    _averaged,
+    _check_quantized,
+    max_pooled2d,
+    ntuple,
+)
 from torcia.library import call
 
 __all__ = ["adaptive_avg_pool2d", "adaptive_avg_pool3d", "avg_pool2d", "avg_pool3d", "celu",
@@ -184,6 +189,8 @@ def _max_pool(nd: int, doc: str):
         if return_indices:
             raise NotImplementedError(f"quantized {name}: return_indices is not supported "
                                       "for quantized inputs")
+        if nd == 2:
+            return max_pooled2d(input, kernel_size, stride, padding, dilation, ceil_mode)
         return _on_integers(input, lambda t: getattr(F, name)(t, kernel_size, stride,
                                                               padding, dilation, ceil_mode),
                             f"quantized {name}")
