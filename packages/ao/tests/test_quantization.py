@@ -1136,6 +1136,32 @@ _DYNAMIC_CONVS = [
 ]
 
 
+def test_dynamic_linear_and_lstm_follow_their_weights_written_in_place():
+    """Dynamic layers hand the kernels frozen copies of their int8 weights (packed once by a
+    native kernel): a write through torcia or a new buffer makes new copies."""
+    torcia.manual_seed(0)
+    model = nn.Sequential(nn.Linear(6, 5))
+    lstm = nn.LSTM(5, 4, num_layers=2)
+    q = tq.quantize_dynamic(model, {nn.Linear}, dtype=torcia.qint8)[0]
+    ql = tq.quantize_dynamic(nn.Sequential(lstm), {nn.LSTM}, dtype=torcia.qint8)[0]
+    x = torcia.randn(3, 6)
+    seq = torcia.randn(7, 2, 5)
+
+    def fresh(module):  # the same weights in a module whose kernels saw none of them
+        return copy.deepcopy(module)
+
+    for _ in range(2):
+        assert torcia.equal(q(x), fresh(q)(x))
+        assert torcia.equal(ql(seq)[0], fresh(ql)(seq)[0])
+        with torcia.no_grad():
+            q.weight_int8.copy_(-q.weight_int8.clamp(min=-127))
+            for name, buf in ql.named_buffers():
+                if name.startswith("weight_"):
+                    buf.copy_(-buf.clamp(min=-127))
+    q.weight_int8 = torcia.from_numpy(RNG.integers(-128, 128, (5, 6)).astype(np.int8))
+    assert torcia.equal(q(x), fresh(q)(x))
+
+
 @needs_torch
 @pytest.mark.parametrize("name, make, shape", _DYNAMIC_CONVS, ids=[c[0] for c in _DYNAMIC_CONVS])
 @pytest.mark.parametrize("reduce_range", [True, False])

@@ -190,8 +190,12 @@ void trim_workspaces() {
   }
 }
 
-bool dnnl_product(const uint8_t* x, int x_zp, const int8_t* w, int64_t m, int64_t k,
-                  int64_t n, int32_t* acc);
+struct MatmulPlan;
+struct Packed;
+std::pair<std::shared_ptr<MatmulPlan>, std::shared_ptr<Packed>> matmul_plan_for(
+    const py::array& wq, int64_t m, bool zero_point);
+void dnnl_product(const MatmulPlan& plan, const Packed& packed, const uint8_t* x, int x_zp,
+                  int32_t* acc);
 
 // int8_linear(xq (M, K) uint8, a_offset, wq (N, K) int8, row_scale (M,), col_scale (N,),
 // bias (N,), (M, N) or None, out_scale, out_zero_point, relu) -> (M, N): float32 when out_scale
@@ -240,6 +244,10 @@ py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
   float* of = to_float ? static_cast<float*>(out.mutable_data()) : nullptr;
   uint8_t* oq = to_float ? nullptr : static_cast<uint8_t*>(out.mutable_data());
   const float inv = to_float ? 0.f : static_cast<float>(1.0 / out_scale);
+  // oneDNN's matmul and its packed weights, found with the GIL held (frozen weights' owners
+  // are Python objects); null where the library has no matmul
+  auto [plan, packed] = k > 0 ? matmul_plan_for(wq, m, a_offset != 0)
+                              : std::pair<std::shared_ptr<MatmulPlan>, std::shared_ptr<Packed>>{};
   {
     py::gil_scoped_release release;
     // the sums in this thread's buffer, kept between calls (its pages touched once); the
@@ -247,7 +255,9 @@ py::array int8_linear(const py::array& xq, int a_offset, const py::array& wq,
     int32_t* acc = static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * m * n));
     if (k == 0)
       std::fill(acc, acc + m * n, 0);
-    else if (!dnnl_product(x, a_offset, w, m, k, n, acc))
+    else if (plan)
+      dnnl_product(*plan, *packed, x, a_offset, acc);
+    else
       gemm_u8s8(m, n, k, x, k, a_offset, w, k, acc, n);
 #pragma omp parallel for schedule(static) if (m * n > 65536)
     for (int64_t i = 0; i < m; ++i)
@@ -811,6 +821,7 @@ struct MatmulPlan {
   Owned pd{dnnl.primitive_desc_destroy}, prim{dnnl.primitive_destroy};
   size_t scratch = 0;
   std::shared_ptr<Packed> packed;
+  PyObject* owner = nullptr;  // as ConvPlan's
   uint64_t used = 0;
 };
 
@@ -848,63 +859,75 @@ std::shared_ptr<MatmulPlan> make_matmul_plan(int64_t m, int64_t k, int64_t n, bo
   return plan;
 }
 
-// acc (M, N) int32 = (x (M, K) uint8 - x_zp) w^T, w (N, K) int8, on oneDNN's matmul; false
-// where that primitive is not loaded
-bool dnnl_product(const uint8_t* x, int x_zp, const int8_t* w, int64_t m, int64_t k,
-                  int64_t n, int32_t* acc) {
-  using namespace torcia_dnnl;
-  if (!dnnl_conv_loaded || !dnnl.matmul_primitive_desc_create) return false;
-  const bool zero_point = x_zp != 0;
+// The matmul of x (m, K) uint8 with wq (N, K) int8 and its packed weights (packed again
+// when the weights at that address may have changed since, as plan_for's filters), or
+// nulls where oneDNN's matmul is not loaded or refuses the problem (the GEMM runs it).
+// Called with the GIL held.
+std::pair<std::shared_ptr<MatmulPlan>, std::shared_ptr<Packed>> matmul_plan_for(
+    const py::array& wq, int64_t m, bool zero_point) {
+  if (!dnnl_conv_loaded || !dnnl.matmul_primitive_desc_create) return {};
+  const int64_t n = wq.shape(0), k = wq.shape(1);
+  const auto* w = static_cast<const int8_t*>(wq.data());
   const size_t w_bytes = static_cast<size_t>(n * k);
+  PyObject* owner = frozen_owner(wq);
+  std::lock_guard<std::mutex> lock(plans_mutex);
   std::shared_ptr<MatmulPlan> plan;
-  std::shared_ptr<Packed> packed;
-  {
-    std::lock_guard<std::mutex> lock(plans_mutex);
-    for (auto& p : matmul_plans)
-      if (p->m == m && p->k == k && p->n == n && p->zero_point == zero_point && p->w == w)
-        plan = p;
-    if (!plan) {
-      try {
-        plan = make_matmul_plan(m, k, n, zero_point, w);
-      } catch (const std::runtime_error&) {
-        // a library whose matmul refuses the problem: its GEMM runs it, as before
-        return false;
-      }
-      if (matmul_plans.size() >= kMaxPlans) {
-        auto oldest = std::min_element(
-            matmul_plans.begin(), matmul_plans.end(),
-            [](const auto& a, const auto& b) { return a->used < b->used; });
-        matmul_plans.erase(oldest);
-      }
-      matmul_plans.push_back(plan);
+  for (auto& p : matmul_plans)
+    if (p->m == m && p->k == k && p->n == n && p->zero_point == zero_point && p->w == w)
+      plan = p;
+  if (!plan) {
+    try {
+      plan = make_matmul_plan(m, k, n, zero_point, w);
+    } catch (const std::runtime_error&) {
+      return {};
     }
-    plan->used = ++plans_clock;
-    if (!plan->packed || std::memcmp(plan->packed->plain.data(), w, w_bytes) != 0)
-      plan->packed = pack_for(plan->pd.get(), plan->w_md.get(), w, w_bytes);
-    packed = plan->packed;
+    if (matmul_plans.size() >= kMaxPlans) {
+      auto oldest = std::min_element(matmul_plans.begin(), matmul_plans.end(),
+                                     [](const auto& a, const auto& b) { return a->used < b->used; });
+      Py_XDECREF((*oldest)->owner);
+      (*oldest)->owner = nullptr;
+      matmul_plans.erase(oldest);
+    }
+    matmul_plans.push_back(plan);
   }
-  void* scratch = workspace(kScratchSlot, plan->scratch);
+  plan->used = ++plans_clock;
+  const bool same = plan->packed && ((owner && plan->owner == owner) ||
+                                     (!plan->packed->plain.empty() &&
+                                      std::memcmp(plan->packed->plain.data(), w, w_bytes) == 0));
+  if (!same) plan->packed = pack_for(plan->pd.get(), plan->w_md.get(), w, w_bytes, !owner);
+  if (plan->owner != owner) {
+    Py_XINCREF(owner);
+    Py_XDECREF(plan->owner);
+    plan->owner = owner;
+  }
+  return {plan, plan->packed};
+}
+
+// acc (m, N) int32 = (x (m, K) uint8 - x_zp) w^T on the plan's matmul and packed weights
+void dnnl_product(const MatmulPlan& plan, const Packed& packed, const uint8_t* x, int x_zp,
+                  int32_t* acc) {
+  using namespace torcia_dnnl;
+  void* scratch = workspace(kScratchSlot, plan.scratch);
   int32_t zp = x_zp;
   Owned src(dnnl.memory_destroy), dst(dnnl.memory_destroy), zp_mem(dnnl.memory_destroy),
       scratch_mem(dnnl.memory_destroy);
-  memory_over(src, plan->src_md.get(), x);
-  memory_over(dst, plan->dst_md.get(), acc);
-  memory_over(zp_mem, plan->zp_md.get(), &zp);
-  memory_over(scratch_mem, dnnl.primitive_desc_query_md(plan->pd.get(), kQueryScratchpadMd, 0),
+  memory_over(src, plan.src_md.get(), x);
+  memory_over(dst, plan.dst_md.get(), acc);
+  memory_over(zp_mem, plan.zp_md.get(), &zp);
+  memory_over(scratch_mem, dnnl.primitive_desc_query_md(plan.pd.get(), kQueryScratchpadMd, 0),
               scratch);
-  Stream stream;
-  if (zero_point)
-    stream.run(plan->prim.get(), {{kArgSrc, src.get()},
-                                  {kArgWeights, packed->memory.get()},
-                                  {kArgDst, dst.get()},
-                                  {kArgScratchpad, scratch_mem.get()},
-                                  {kArgZeroPoints | kArgSrc, zp_mem.get()}});
+  thread_local Stream stream;  // one per thread (not to be shared), kept between calls
+  if (plan.zero_point)
+    stream.run(plan.prim.get(), {{kArgSrc, src.get()},
+                                 {kArgWeights, packed.memory.get()},
+                                 {kArgDst, dst.get()},
+                                 {kArgScratchpad, scratch_mem.get()},
+                                 {kArgZeroPoints | kArgSrc, zp_mem.get()}});
   else
-    stream.run(plan->prim.get(), {{kArgSrc, src.get()},
-                                  {kArgWeights, packed->memory.get()},
-                                  {kArgDst, dst.get()},
-                                  {kArgScratchpad, scratch_mem.get()}});
-  return true;
+    stream.run(plan.prim.get(), {{kArgSrc, src.get()},
+                                 {kArgWeights, packed.memory.get()},
+                                 {kArgDst, dst.get()},
+                                 {kArgScratchpad, scratch_mem.get()}});
 }
 
 // the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the

@@ -80,7 +80,8 @@ cdouble = complex128
 
 from torcia import (  # noqa: E402
     _autograd_mode,  # gives load_autograd its registration
-    _decompositions,  # fills the dispatcher's table of decompositions
+    _decompositions,  # fill the dispatcher's table of decompositions
+    _decompositions_nn,
     _methods,  # attaches the Tensor methods
     linalg,
     plugins,

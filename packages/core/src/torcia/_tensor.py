@@ -64,7 +64,7 @@ FACTORIES = types.SimpleNamespace(tensor=None, empty=None, rebuild=None)
 #: above both modules, sets it)
 OVERRIDES = types.SimpleNamespace(load=None)
 #: An op's decomposition into other ops, which ``call`` runs where a device has no kernel
-#: of its own: torcia._decompositions, above the ops it composes, fills it in
+#: of its own: torcia._decompositions(_nn), above the ops it composes, fill it in
 DECOMPOSITIONS: dict = {}
 
 

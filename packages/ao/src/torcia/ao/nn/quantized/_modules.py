@@ -102,23 +102,25 @@ def max_pooled2d(x, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=F
     return QTensor(out, x._dtype, x._scale, x._zero_point)
 
 
-def frozen(module, weight: Tensor) -> Tensor:
+def frozen(module, weight: Tensor, name: str = "weight") -> Tensor:
     """``weight`` as the kernels get it: a read-only copy, made again whenever the buffer is
     another tensor or torcia wrote into it (its version counter moved), so that a native
     kernel may keep what it prepares from the copy (oneDNN's packed filters) while it lives,
     without comparing the weights on every call. Like the weights PyTorch packs, it does
-    not follow writes into the buffer's array from outside torcia (``numpy()``)."""
+    not follow writes into the buffer's array from outside torcia (``numpy()``). ``name``
+    tells a module's weights apart (a recurrent layer has two per layer and direction)."""
     data = weight.__torcia_data__
     version = weight.__torcia_version__[0]
-    seen = module.__dict__.get("_frozen")
+    copies = module.__dict__.setdefault("_frozen", {})
+    seen = copies.get(name)
     if seen is not None and seen[0] is data and seen[1] == version:
         return seen[2]
     if not isinstance(data, np.ndarray):
         return weight
     copy = np.array(data)
     copy.flags.writeable = False
-    module.__dict__["_frozen"] = (data, version, tensor_of(copy, weight.device))
-    return module.__dict__["_frozen"][2]
+    copies[name] = (data, version, tensor_of(copy, weight.device))
+    return copies[name][2]
 
 
 class Quantize(nn.Module):

@@ -11,7 +11,7 @@ from torcia import nn
 from torcia.ao import _ops
 from torcia.ao._qtensor import QTensor, qint8, quantize_per_tensor, quint8
 from torcia.ao.nn import quantized as nnq
-from torcia.ao.nn.quantized._modules import weight_params
+from torcia.ao.nn.quantized._modules import frozen, weight_params
 from torcia.library import call
 
 __all__ = ["GRU", "GRUCell", "LSTM", "LSTMCell", "Linear", "RNNCell", "Conv1d", "Conv2d",
@@ -25,13 +25,14 @@ def _weights(weight, dtype, observer):
     return weight_params(weight, observer)
 
 
-def _product(x, w, scales, bias, reduce_range):
+def _product(x, w, scales, bias, reduce_range, owner, name="weight"):
     """``x @ w.T + bias`` with ``w`` int8 (activations quantized now) or float16; ``bias``
-    (N,) or one per output element."""
+    (N,) or one per output element. An int8 ``w`` goes to the kernel as ``owner``'s frozen
+    copy of it (named ``name``), whose packing a native kernel keeps."""
     if scales is None:
         out = nn.functional.linear(x, w.to(x.dtype))
         return out if bias is None else out + bias
-    return call("linear_dynamic", (x, w, scales, bias),
+    return call("linear_dynamic", (x, frozen(owner, w, name), scales, bias),
                 {"per_row": False, "reduce_range": reduce_range})
 
 
@@ -75,7 +76,7 @@ class Linear(nn.Module):
 
     def forward(self, x):
         return _product(x, self.weight_int8, self.weight_scales, self.bias_,
-                        self.reduce_range)
+                        self.reduce_range, self)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -191,18 +192,20 @@ class _Recurrent(nn.Module):
             # the input projection, made once for all steps, which each step's hidden
             # product then takes as its bias (added in the GEMM's epilogue)
             b_ih = b_hh if b_ih is None else b_ih + b_hh
-        gx = _product(x.reshape(t_len * batch, -1), w_ih, s_ih, b_ih,
-                      self.reduce_range).reshape(t_len, batch, -1)
+        gx = _product(x.reshape(t_len * batch, -1), w_ih, s_ih, b_ih, self.reduce_range,
+                      self, f"ih_{name}").reshape(t_len, batch, -1)
         outs = [None] * t_len
         steps = range(t_len - 1, -1, -1) if reverse else range(t_len)
         per_step = gx.unbind(0)  # one op rather than an index per step
         for t in steps:
             if fold:
-                gates = _product(states[0], w_hh, s_hh, per_step[t], self.reduce_range)
+                gates = _product(states[0], w_hh, s_hh, per_step[t], self.reduce_range,
+                                 self, f"hh_{name}")
                 states = tuple(call("lstm_cell", (gates, states[1]), {})[:2])
             else:
-                states = self._step(per_step[t], _product(states[0], w_hh, s_hh, b_hh,
-                                                    self.reduce_range), states)
+                hidden = _product(states[0], w_hh, s_hh, b_hh, self.reduce_range, self,
+                                  f"hh_{name}")
+                states = self._step(per_step[t], hidden, states)
             outs[t] = states[0]
         return torcia.stack(outs), states
 
@@ -309,7 +312,7 @@ class _Cell(nn.Module):
 
     def _project(self, x, kind):
         return _product(x, getattr(self, f"weight_{kind}"), getattr(self, f"scales_{kind}"),
-                        getattr(self, f"bias_{kind}"), self.reduce_range)
+                        getattr(self, f"bias_{kind}"), self.reduce_range, self, kind)
 
     def forward(self, input, hx=None):
         # PyTorch's dynamic cells take a batch (batch, input_size) only, and check the
