@@ -115,6 +115,8 @@ def test_device_predicates():
     assert not (x.is_xpu or x.is_mps or x.is_meta or x.is_ipu or x.is_hpu or x.is_mtia
                 or x.is_vulkan or x.is_xla or x.is_sparse or x.is_quantized or x.is_mkldnn
                 or x.is_nested)
+    meta = torcia.empty(2, device="meta")
+    assert meta.is_meta and not meta.is_cpu
 
 
 @pytest.mark.parametrize("shape", [(3, 7), (7,), (1, 5)])

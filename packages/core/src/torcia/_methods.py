@@ -519,7 +519,6 @@ Tensor.is_shared = _shared_memory.is_shared
 Tensor.is_sparse = False
 Tensor.is_sparse_csr = False
 Tensor.is_quantized = False
-Tensor.is_meta = False
 Tensor.is_mkldnn = False
 Tensor.is_nested = False
 
@@ -530,7 +529,7 @@ def _on(device_type):
 
 
 # PyTorch's device predicates; a plugin's device answers for its own type name
-for _name in ("cpu", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"):
+for _name in ("cpu", "meta", "xpu", "mps", "ipu", "hpu", "mtia", "maia", "vulkan", "xla"):
     setattr(Tensor, f"is_{_name}", _on(_name))
 del _name
 Tensor.layout = _oplib.strided
