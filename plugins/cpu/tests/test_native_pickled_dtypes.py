@@ -139,6 +139,7 @@ def _quant_workload():
                                         dtype="quint8")
     kernels.quantized_conv2d(image, rng.integers(-127, 128, (8, 4, 3, 3)).astype(np.int8),
                              scales, bias, padding=((1, 1), (1, 1)), **act)
+    kernels.quantized_max_pool2d(image, kernel_size=(2, 2), stride=(2, 2))
 
 
 def _ones(n, dtype):
