@@ -25,7 +25,8 @@ import math
 import threading
 
 from torcia import _dtype as D
-from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes, call
+from torcia import _tensor
+from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
 
 # The lists follow PyTorch 2.13's autocast_mode.cpp, as observed op by op on the CPU and as
 # its CUDA test lists name them (packages/nn/tests/test_autocast_lists.py compares both).
@@ -229,7 +230,7 @@ def _unflatten(flat, spec):
 def _cast(x, dtype, device_type):
     if (isinstance(x, Tensor) and x.dtype is not dtype and x.dtype.is_floating_point
             and x.device.type == device_type):
-        return call("cast", (x,), {"dtype": dtype.to_numpy()})  # torcia.to_dtype
+        return _tensor.call("cast", (x,), {"dtype": dtype.to_numpy()})  # torcia.to_dtype
     return x
 
 

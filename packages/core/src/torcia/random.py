@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from torcia._tensor import FACTORIES
+from torcia import _tensor
 from torcia.backend import device as _device
 
 
@@ -56,7 +56,7 @@ class Generator:
         import json
 
         blob = json.dumps({"seed": self._seed, "state": self.rng.bit_generator.state})
-        return FACTORIES.tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
+        return _tensor.FACTORIES.tensor(np.frombuffer(blob.encode(), dtype=np.uint8).copy())
 
     def set_state(self, state) -> Generator:
         import json
