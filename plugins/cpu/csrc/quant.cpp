@@ -722,6 +722,39 @@ std::shared_ptr<ConvPlan> make_plan(const ConvKey& key, const ConvShape& s, bool
   return plan;
 }
 
+// Keep a new plan in its cache, letting the least recently used one go (and its reference
+// to a frozen owner) when the cache is full. Called with the GIL and plans_mutex held.
+template <typename Plan>
+void remember(std::vector<std::shared_ptr<Plan>>& cache, const std::shared_ptr<Plan>& plan) {
+  if (cache.size() >= kMaxPlans) {
+    auto oldest = std::min_element(cache.begin(), cache.end(),
+                                   [](const auto& a, const auto& b) { return a->used < b->used; });
+    Py_XDECREF((*oldest)->owner);
+    (*oldest)->owner = nullptr;
+    cache.erase(oldest);
+  }
+  cache.push_back(plan);
+}
+
+// Mark the plan used and its weights packed from w for primitive pd: packed again unless
+// they are the same frozen owner's or equal to the copy they were packed from; the plan
+// then holds a reference to owner (null for weights that may change). Called with the GIL
+// and plans_mutex held.
+template <typename Plan>
+void refresh(Plan& plan, torcia_dnnl::const_handle pd, const int8_t* w, size_t w_bytes,
+             PyObject* owner) {
+  plan.used = ++plans_clock;
+  const bool same = plan.packed && ((owner && plan.owner == owner) ||
+                                    (!plan.packed->plain.empty() &&
+                                     std::memcmp(plan.packed->plain.data(), w, w_bytes) == 0));
+  if (!same) plan.packed = pack_for(pd, plan.w_md.get(), w, w_bytes, owner == nullptr);
+  if (plan.owner != owner) {
+    Py_XINCREF(owner);
+    Py_XDECREF(plan.owner);
+    plan.owner = owner;
+  }
+}
+
 // The plan of a problem and the filters packed for it (packed again when the weights at
 // that address may have changed since). Called with the GIL held: it changes the plans'
 // references to frozen owners.
@@ -739,30 +772,9 @@ std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> plan_for(
     if (p->key == key) plan = p;
   if (!plan) {
     plan = make_plan(key, s, zero_point);
-    if (plans.size() >= kMaxPlans) {
-      auto oldest = std::min_element(plans.begin(), plans.end(), [](const auto& a, const auto& b) {
-        return a->used < b->used;
-      });
-      Py_XDECREF((*oldest)->owner);
-      (*oldest)->owner = nullptr;
-      plans.erase(oldest);
-    }
-    plans.push_back(plan);
+    remember(plans, plan);
   }
-  plan->used = ++plans_clock;
-  const bool same =
-      plan->packed &&
-      ((owner && plan->owner == owner) ||
-       (!plan->packed->plain.empty() &&
-        std::memcmp(plan->packed->plain.data(), key.w, w_bytes) == 0));
-  if (!same)
-    plan->packed =
-        pack_for(plan->conv_pd.get(), plan->w_md.get(), key.w, w_bytes, owner == nullptr);
-  if (plan->owner != owner) {
-    Py_XINCREF(owner);
-    Py_XDECREF(plan->owner);
-    plan->owner = owner;
-  }
+  refresh(*plan, plan->conv_pd.get(), key.w, w_bytes, owner);
   return {plan, plan->packed};
 }
 
@@ -881,25 +893,9 @@ std::pair<std::shared_ptr<MatmulPlan>, std::shared_ptr<Packed>> matmul_plan_for(
     } catch (const std::runtime_error&) {
       return {};
     }
-    if (matmul_plans.size() >= kMaxPlans) {
-      auto oldest = std::min_element(matmul_plans.begin(), matmul_plans.end(),
-                                     [](const auto& a, const auto& b) { return a->used < b->used; });
-      Py_XDECREF((*oldest)->owner);
-      (*oldest)->owner = nullptr;
-      matmul_plans.erase(oldest);
-    }
-    matmul_plans.push_back(plan);
+    remember(matmul_plans, plan);
   }
-  plan->used = ++plans_clock;
-  const bool same = plan->packed && ((owner && plan->owner == owner) ||
-                                     (!plan->packed->plain.empty() &&
-                                      std::memcmp(plan->packed->plain.data(), w, w_bytes) == 0));
-  if (!same) plan->packed = pack_for(plan->pd.get(), plan->w_md.get(), w, w_bytes, !owner);
-  if (plan->owner != owner) {
-    Py_XINCREF(owner);
-    Py_XDECREF(plan->owner);
-    plan->owner = owner;
-  }
+  refresh(*plan, plan->pd.get(), w, w_bytes, owner);
   return {plan, plan->packed};
 }
 
