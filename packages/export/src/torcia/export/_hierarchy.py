@@ -131,8 +131,7 @@ class InterpreterModule(nn.Module):
         env = {ref[1]: leaf for ref, leaf in zip(run.args, leaves)
                if ref[0] == "v" and ref[1] is not None}
         for vid, name in run.state.items():
-            env[vid] = self.get_parameter(name) if _is_parameter(self, name) else \
-                self.get_buffer(name)
+            env[vid] = _state(self, name)
         owner = self._unflattened
         for vid, name in run.constants.items():
             env[vid] = owner.constants[name]
@@ -206,10 +205,8 @@ class UnflattenedModule(nn.Module):
                 continue
             elif kind == "constant":
                 env[vid] = self.constants[target]
-            elif _is_parameter(self, target):
-                env[vid] = self.get_parameter(target)
             else:
-                env[vid] = self.get_buffer(target)
+                env[vid] = _state(self, target)
         outer = (_active.sizes, _active.counts)
         _active.sizes, _active.counts = sizes, {}
         try:
@@ -219,9 +216,10 @@ class UnflattenedModule(nn.Module):
         return from_tree(rebuild(prog.outputs, env.__getitem__))
 
 
-def _is_parameter(module, name: str) -> bool:
+def _state(module, name: str):
+    """The parameter or buffer of ``module`` at dotted ``name``."""
     owner, _, leaf = name.rpartition(".")
-    return leaf in (module.get_submodule(owner) if owner else module)._parameters
+    return getattr(module.get_submodule(owner) if owner else module, leaf)
 
 
 def _register(root, program) -> None:
