@@ -585,6 +585,23 @@ struct Stream : Owned {
   }
 };
 
+// run an int8 primitive (a convolution or a matmul) on its source, packed weights,
+// destination and scratchpad, with the source's zero point where zero_point is not null
+void run_int8(Stream& stream, torcia_dnnl::handle primitive, torcia_dnnl::handle src,
+              torcia_dnnl::handle weights, torcia_dnnl::handle dst, torcia_dnnl::handle scratch,
+              torcia_dnnl::handle zero_point) {
+  using namespace torcia_dnnl;
+  if (zero_point)
+    stream.run(primitive, {{kArgSrc, src},
+                           {kArgWeights, weights},
+                           {kArgDst, dst},
+                           {kArgScratchpad, scratch},
+                           {kArgZeroPoints | kArgSrc, zero_point}});
+  else
+    stream.run(primitive,
+               {{kArgSrc, src}, {kArgWeights, weights}, {kArgDst, dst}, {kArgScratchpad, scratch}});
+}
+
 // the problem a plan serves: shapes, options and the weights' address
 struct ConvKey {
   int64_t v[17];
@@ -802,17 +819,8 @@ void dnnl_conv(const ConvPlan& plan, const Packed& packed, const uint8_t* x, int
   memory_over(scratch_mem,
               dnnl.primitive_desc_query_md(plan.conv_pd.get(), kQueryScratchpadMd, 0),
               scratch);
-  if (x_zp != 0)
-    stream.run(plan.conv.get(), {{kArgSrc, src_nhwc.get()},
-                                 {kArgWeights, packed.memory.get()},
-                                 {kArgDst, dst.get()},
-                                 {kArgScratchpad, scratch_mem.get()},
-                                 {kArgZeroPoints | kArgSrc, zp_mem.get()}});
-  else
-    stream.run(plan.conv.get(), {{kArgSrc, src_nhwc.get()},
-                                 {kArgWeights, packed.memory.get()},
-                                 {kArgDst, dst.get()},
-                                 {kArgScratchpad, scratch_mem.get()}});
+  run_int8(stream, plan.conv.get(), src_nhwc.get(), packed.memory.get(), dst.get(),
+           scratch_mem.get(), x_zp != 0 ? zp_mem.get() : nullptr);
 }
 
 // ---- oneDNN's matmul ----
@@ -913,17 +921,8 @@ void dnnl_product(const MatmulPlan& plan, const Packed& packed, const uint8_t* x
   memory_over(scratch_mem, dnnl.primitive_desc_query_md(plan.pd.get(), kQueryScratchpadMd, 0),
               scratch);
   thread_local Stream stream;  // one per thread (not to be shared), kept between calls
-  if (plan.zero_point)
-    stream.run(plan.prim.get(), {{kArgSrc, src.get()},
-                                 {kArgWeights, packed.memory.get()},
-                                 {kArgDst, dst.get()},
-                                 {kArgScratchpad, scratch_mem.get()},
-                                 {kArgZeroPoints | kArgSrc, zp_mem.get()}});
-  else
-    stream.run(plan.prim.get(), {{kArgSrc, src.get()},
-                                 {kArgWeights, packed.memory.get()},
-                                 {kArgDst, dst.get()},
-                                 {kArgScratchpad, scratch_mem.get()}});
+  run_int8(stream, plan.prim.get(), src.get(), packed.memory.get(), dst.get(),
+           scratch_mem.get(), plan.zero_point ? zp_mem.get() : nullptr);
 }
 
 // the convolution's sums by columns and GEMM (without oneDNN: MKL's integer GEMM): the
