@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from torcia_cpu import _blas, _native
+from torcia_cpu import _blas, _native, _provider
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
 import torcia
@@ -390,6 +390,35 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     clock["now"] += 0.5
     assert _blas.crowded()  # within the second: the last answer, without a new sample
     assert not second(busy=0.2, own=0.0)
+
+
+def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):
+    # MKL's threads (passive libgomp) never stall a partner by spinning: a mid-sized
+    # product gets torcia's threads on a crowded machine too, so its rounding, which
+    # depends on the thread count, does not depend on the load
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(_blas, "crowded", lambda: True)
+    mid = 128 * 784 * 512
+    assert _blas.worth_threads(mid, spins=False)
+    assert not _blas.worth_threads(mid, spins=True)
+    assert not _blas.worth_threads(_blas.PARALLEL_WORK - 1, spins=False)
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 1)
+    assert not _blas.worth_threads(mid, spins=False)
+
+
+def test_a_mid_sized_product_does_not_depend_on_the_load(monkeypatch):
+    _provider.choose()  # as the plugin's first kernel would
+    if _provider.threads_spin():
+        pytest.skip("products on OpenBLAS (or spinning OpenMP): the load decides its threads")
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+    # a shape whose rounding differs on one and two MKL threads (131M multiply-adds)
+    x, w = _rand((1000, 1024), np.float32), _rand((128, 1024), np.float32)
+    out = {}
+    for busy in (False, True):
+        monkeypatch.setattr(_blas, "crowded", lambda busy=busy: busy)
+        out[busy] = NAT.linear(x, w, None), NAT.matmul(x, np.ascontiguousarray(w.T))
+    for a, b in zip(out[False], out[True]):
+        np.testing.assert_array_equal(a, b)
 
 
 def test_an_explicit_openblas_thread_count_is_left_alone():

@@ -1,4 +1,4 @@
-"""How many threads NumPy's BLAS (OpenBLAS) runs a matrix product on.
+"""How many threads the matrix products run on.
 
 OpenBLAS splits every product above a small size over all its threads, whose hand-offs
 spin until the other thread arrives. That pays on an idle machine for products of a
@@ -7,10 +7,19 @@ costs little below. On a crowded machine, where other processes keep cores busy,
 descheduled BLAS thread stalls its partner for a scheduler slice per hand-off, so the same
 mid-sized products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
 one thread and gives torcia's thread count (``torcia.set_num_threads``) to products of at
-least :data:`PARALLEL_WORK` multiply-adds, or of :data:`CROWDED_WORK` while the machine
-is crowded: while other processes use more than :data:`SPARE_CORES` of the cores
-torcia's threads would need (measured from ``/proc/stat`` at most once a second, less
-this process's own CPU time; elsewhere from the load average).
+least :data:`PARALLEL_WORK` multiply-adds, or, on a library whose threads spin, of
+:data:`CROWDED_WORK` while the machine is crowded: while other processes use more than
+:data:`SPARE_CORES` of the cores torcia's threads would need (measured from ``/proc/stat``
+at most once a second, less this process's own CPU time; elsewhere from the load average).
+
+MKL's threads do not spin: they are libgomp's, which the plugin has wait passively
+(``OMP_WAIT_POLICY``, see ``torcia_cpu/__init__.py``), so its products get torcia's
+thread count from :data:`PARALLEL_WORK` whatever the load. That keeps a product's result
+a function of the thread count alone: a (128, 784) @ (784, 512) product rounds
+differently on one MKL thread and on two, so a load test would make an MLP's steps at
+``set_num_threads(2)`` differ from run to run. (On the loaded 2-core machine, a Linear
+128x784x512 forward and backward at 2 threads: MKL 4.2 ms, OpenBLAS 96 ms against its
+6.1 ms kept on one thread.)
 
 Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), or
 ``OPENBLAS_NUM_THREADS`` is set (the user chose), the functions do nothing and BLAS keeps
@@ -108,11 +117,13 @@ def crowded() -> bool:
     return _load["crowded"]
 
 
-def worth_threads(work: int) -> bool:
-    """Whether a product of ``work`` multiply-adds is worth torcia's threads now."""
-    if torcia.get_num_threads() == 1:
+def worth_threads(work: int, spins: bool = True) -> bool:
+    """Whether a product of ``work`` multiply-adds is worth torcia's threads now, on a
+    library whose threads spin while they wait for each other (``spins``: OpenBLAS) or
+    sleep (MKL on passive libgomp, whose products then never ask about the load)."""
+    if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False
-    return work >= PARALLEL_WORK and (work >= CROWDED_WORK or not crowded())
+    return not spins or work >= CROWDED_WORK or not crowded()
 
 
 def wide(a, b) -> bool:

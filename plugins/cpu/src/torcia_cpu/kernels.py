@@ -19,7 +19,7 @@ import torcia
 from torcia.library import check_geometry as _check_geometry
 from torcia.library import fallback
 from torcia.library import pool_geometry as _pool_geometry
-from torcia_cpu import _blas, _native
+from torcia_cpu import _blas, _native, _provider
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _add_reduce = np.add.reduce
@@ -469,9 +469,9 @@ def _lstm_layer_ok(x_gates, h0, c0, w_hh_t, *others) -> bool:
 
 @contextmanager
 def _own_blas_threads(work):
-    """The extension's OpenBLAS on torcia's threads for products of ``work`` multiply-adds
+    """The extension's BLAS on torcia's threads for products of ``work`` multiply-adds
     inside the block where they pay (see ``_blas``), on one thread after it."""
-    if not _blas.worth_threads(work):
+    if not _blas.worth_threads(work, _provider.threads_spin()):
         yield
         return
     _native.set_blas_threads(torcia.get_num_threads())
