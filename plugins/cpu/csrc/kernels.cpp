@@ -46,7 +46,19 @@ using std::int64_t;
 template <typename T>
 using carray = py::array_t<T, py::array::c_style | py::array::forcecast>;
 
-static int num_threads = 1;
+// The team OpenMP runs a parallel region on until set_num_threads: its default (the CPU
+// count, or OMP_NUM_THREADS), which is also torcia's default count. The plugin calls
+// set_num_threads only for a count set explicitly (plugin.py), so starting at 1 left the
+// kernels that size their work by this count (convolution) on one thread by default.
+static int initial_threads() {
+#ifdef _OPENMP
+  return omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+static int num_threads = initial_threads();
 
 // Below this many elements a loop runs on the calling thread: waking the team costs more
 // than it saves, and much more when the machine is loaded.

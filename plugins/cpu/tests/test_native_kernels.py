@@ -421,6 +421,20 @@ def test_a_mid_sized_product_does_not_depend_on_the_load(monkeypatch):
         np.testing.assert_array_equal(a, b)
 
 
+def test_the_kernels_start_on_torcias_default_thread_count():
+    # torcia's default (the CPU count) is never passed on (only an explicit count is):
+    # the extension starts on OpenMP's default, the same count where every CPU is ours
+    if hasattr(os, "sched_getaffinity") and len(os.sched_getaffinity(0)) != os.cpu_count():
+        pytest.skip("OpenMP's default is the CPUs this process may run on, not all")
+    code = ("import torcia; from torcia_cpu import _native; "
+            "torcia.nn.functional.conv2d(torcia.randn(2, 3, 8, 8), torcia.randn(4, 3, 3, 3)); "
+            "print(torcia.get_num_threads(), _native.get_num_threads())")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_NUM_THREADS"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.split()
+    assert out[0] == out[1] == str(os.cpu_count() or 1)
+
+
 def test_an_explicit_openblas_thread_count_is_left_alone():
     code = "from torcia_cpu import _blas; print(_blas._setter is None)"
     env = dict(os.environ, OPENBLAS_NUM_THREADS="2")
