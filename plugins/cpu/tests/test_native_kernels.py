@@ -401,7 +401,10 @@ def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(mo
     mid = 128 * 784 * 512
     assert _blas.worth_threads(mid, spins=False)
     assert not _blas.worth_threads(mid, spins=True)
-    assert not _blas.worth_threads(_blas.PARALLEL_WORK - 1, spins=False)
+    # below SLEEPING_WORK a wake-up per product costs more than the second thread gives
+    lstm_step = 32 * 128 * 512
+    assert _blas.PARALLEL_WORK <= lstm_step < _blas.SLEEPING_WORK
+    assert not _blas.worth_threads(lstm_step, spins=False)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 1)
     assert not _blas.worth_threads(mid, spins=False)
 

@@ -14,8 +14,12 @@ at most once a second, less this process's own CPU time; elsewhere from the load
 
 MKL's threads do not spin: they are libgomp's, which the plugin has wait passively
 (``OMP_WAIT_POLICY``, see ``torcia_cpu/__init__.py``), so its products get torcia's
-thread count from :data:`PARALLEL_WORK` whatever the load. That keeps a product's result
-a function of the thread count alone: a (128, 784) @ (784, 512) product rounds
+thread count from :data:`SLEEPING_WORK` whatever the load. The price of sleeping is a
+wake-up per product: an LSTM layer's steps, a product of (32, 128) @ (128, 512) then the
+cell's arithmetic on the calling thread, 32 times, ran 5x slower on two MKL threads than
+on one on the loaded 2-core machine (59 against 12 ms a training step), so products
+below :data:`SLEEPING_WORK` stay on one thread. That keeps a product's result
+a function of its shape and the thread count alone: a (128, 784) @ (784, 512) product rounds
 differently on one MKL thread and on two, so a load test would make an MLP's steps at
 ``set_num_threads(2)`` differ from run to run. (On the loaded 2-core machine, a Linear
 128x784x512 forward and backward at 2 threads: MKL 4.2 ms, OpenBLAS 96 ms against its
@@ -40,6 +44,10 @@ import torcia
 #: Multiply-adds from which a product runs on torcia's thread count (a 102^3 GEMM; an
 #: LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two threads).
 PARALLEL_WORK = 1 << 20
+#: Multiply-adds from which a product runs on torcia's thread count on a library whose
+#: threads sleep between products (203^3: a transformer's (1024, 128) @ (128, 128)
+#: projections are above, an LSTM step's products below).
+SLEEPING_WORK = 1 << 23
 #: The same on a crowded machine, where only long products amortise a stall (645^3).
 CROWDED_WORK = 1 << 28
 #: Cores that other processes may keep busy before torcia's threads count as crowded.
@@ -120,10 +128,12 @@ def crowded() -> bool:
 def worth_threads(work: int, spins: bool = True) -> bool:
     """Whether a product of ``work`` multiply-adds is worth torcia's threads now, on a
     library whose threads spin while they wait for each other (``spins``: OpenBLAS) or
-    sleep (MKL on passive libgomp, whose products then never ask about the load)."""
+    sleep (MKL on passive libgomp: decided by the size alone, never by the load)."""
     if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False
-    return not spins or work >= CROWDED_WORK or not crowded()
+    if not spins:
+        return work >= SLEEPING_WORK
+    return work >= CROWDED_WORK or not crowded()
 
 
 def wide(a, b) -> bool:
