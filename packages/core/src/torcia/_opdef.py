@@ -8,7 +8,7 @@ import types
 from collections.abc import Callable
 
 #: The module whose public function of an op documents the op's record (``torcia.add`` for
-#: ``"add"``): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
+#: the op add): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
 #: reads it here, so that the facade does not import the package that loads it.
 PUBLIC: types.ModuleType | None = None
 
