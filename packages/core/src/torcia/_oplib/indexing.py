@@ -1,5 +1,6 @@
-"""Indexing: ``tensor[key]`` and its assignment, gathers and scatters, ``index_*``,
-masked ops, ``nonzero``, ``take``/``put`` and the ``*_scatter`` functions.
+"""Indexing: ``tensor[key]`` and its assignment, the slices written with it (``select``,
+``tensor_split``, ``hsplit``...), gathers and scatters, ``index_*``, masked ops,
+``nonzero``, ``take``/``put`` and the ``*_scatter`` functions.
 """
 
 from __future__ import annotations

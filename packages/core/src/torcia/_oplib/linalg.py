@@ -1,7 +1,7 @@
 """Products and matrix functions at ``torcia.*``: ``matmul``, ``mm``, ``bmm``, ``einsum``,
-``addmm`` and friends, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``; the products of
-sparse tensors (``smm``, ``hspmm``...) are torcia.sparse's. ``torcia.linalg`` holds the
-``torch.linalg`` namespace.
+``addmm`` and friends, ``vdot``, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``; the
+products of sparse tensors (``smm``, ``hspmm``...) are torcia.sparse's. ``torcia.linalg``
+holds the ``torch.linalg`` namespace.
 """
 
 from __future__ import annotations
