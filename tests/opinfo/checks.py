@@ -185,6 +185,10 @@ def _compare_tensors(a, b, tol, where):
         got, want = xs[~inf][i], ys[~inf][i]
         return (f"{where}: {got!r} where torch gives {want!r} (|diff| {abs(got - want):.3g}, "
                 f"rtol {rtol:.2g}, atol {atol:.2g})")
+    zero = (xs == 0) & (ys == 0)
+    if not np.array_equal(np.signbit(xs[zero]), np.signbit(ys[zero])):
+        i = np.argmax(np.signbit(xs[zero]) != np.signbit(ys[zero]))
+        return f"{where}: {xs[zero][i]!r} where torch gives {ys[zero][i]!r} (the sign of zero)"
     return None
 
 

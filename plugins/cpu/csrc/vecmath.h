@@ -102,7 +102,7 @@ static TORCIA_INLINE double exp_approx(double x) { return std::exp(x); }
 
 // tanh for float: Cephes' odd polynomial below |x| = 0.625 (where 1 - 2 / (e^2x + 1)
 // would lose digits to cancellation), that expression above; both are computed and one
-// picked, so that the loop stays vectorised.
+// picked, so that the loop stays vectorised. copysign keeps tanh(-0) = -0.
 static TORCIA_INLINE float tanh_approx(float x) {
   const float z = std::fabs(x);
   const float s = x * x;
@@ -111,7 +111,7 @@ static TORCIA_INLINE float tanh_approx(float x) {
   p = p * s - 5.37397155531e-2f;
   p = p * s + 1.33314422036e-1f;
   p = p * s - 3.33332819422e-1f;
-  const float small = p * s * x + x;
+  const float small = std::copysign(p * s * x + x, x);
   const float large = std::copysign(1.0f - 2.0f / (exp_approx(2.0f * z) + 1.0f), x);
   return z < 0.625f ? small : large;
 }
@@ -119,7 +119,8 @@ static TORCIA_INLINE float tanh_approx(float x) {
 static TORCIA_INLINE double tanh_approx(double x) { return std::tanh(x); }
 
 // expm1 for float: its Taylor polynomial below |x| = 0.5 (relative error under 3e-7),
-// exp(x) - 1 above, where the subtraction no longer cancels digits.
+// exp(x) - 1 above, where the subtraction no longer cancels digits. copysign: the sum
+// x^2 p + x gives +0 at x = -0, where libm and torch give -0.
 static TORCIA_INLINE float expm1_approx(float x) {
   float p = 1.0f / 5040;
   p = p * x + 1.0f / 720;
@@ -127,7 +128,7 @@ static TORCIA_INLINE float expm1_approx(float x) {
   p = p * x + 1.0f / 24;
   p = p * x + 1.0f / 6;
   p = p * x + 0.5f;
-  const float small = (p * x) * x + x;
+  const float small = std::copysign((p * x) * x + x, x);
   const float large = exp_approx(x) - 1.0f;
   return std::fabs(x) < 0.5f ? small : large;
 }
