@@ -136,6 +136,8 @@ def tanhshrink(a):
 
 @_opmath
 def silu(a):
+    if a.is_complex():
+        return a / (1 + (-a).exp())  # PyTorch's quotient: +0 for the real part of -0+0j
     return a * a.sigmoid()
 
 
@@ -159,7 +161,7 @@ def mish(a):
 
 @_opmath
 def logsigmoid(a):
-    return -softplus(-a)
+    return 0 - softplus(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
 
 
 @_opmath
@@ -1002,7 +1004,9 @@ def _cum_extreme(a, dim, largest):
     upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
     index = torcia.where(_both(hit, upto), pos, torcia.zeros((), dtype=pos.dtype,
                                                               device=a.device)).amax(-1)
-    return values.movedim(-1, dim), index.movedim(-1, dim)
+    index = index.movedim(-1, dim)
+    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
+    return a.gather(dim, index), index
 
 
 def cummax(a, dim):

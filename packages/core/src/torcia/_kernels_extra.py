@@ -318,8 +318,10 @@ def _cum_extreme(xp, a, dim, ufunc):
     hit = a == vals
     if _floating(a.dtype):
         hit = hit | xp.isnan(a)
-    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim)
-    return vals, idx.astype(np.int64)
+    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(np.int64)
+    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
+    # (maximum's choice between them varies with the dtype's loop)
+    return xp.take_along_axis(a, idx, axis=dim), idx
 
 
 def _identity(xp, reduce, dtype):
