@@ -1143,7 +1143,8 @@ def mode_dim(a, dim=-1, keepdim=False):
     pos = torcia.arange(moved.shape[-1], device=a.device)
     index = torcia.where(same(moved, best), pos, torcia.full((), -1, dtype=pos.dtype,
                                                              device=a.device)).amax(-1)
-    values = best.squeeze(-1)
+    # the element at the index (of 0.0 and -0.0, sort's may be the other one)
+    values = moved.gather(-1, index.unsqueeze(-1)).squeeze(-1)
     if keepdim:
         return values.unsqueeze(dim), index.unsqueeze(dim)
     return values, index

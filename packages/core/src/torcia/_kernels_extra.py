@@ -74,8 +74,10 @@ class ExtraKernels:
             uniq, counts = xp.unique(rows[r], return_counts=True)
             # the most frequent value; the smallest among ties, at its last occurrence
             best = uniq[int(xp.argmax(counts))]
-            vals[r] = best
             idx[r] = int(xp.nonzero(rows[r] == best)[0][-1])
+            # the element at the index: unique's representative of 0.0 and -0.0 may be the
+            # other one
+            vals[r] = rows[r][idx[r]]
         shape = moved.shape[:-1]
         vals, idx = vals.reshape(shape), idx.reshape(shape)
         if keepdim:
