@@ -98,11 +98,20 @@ def render() -> str:
                 lines += [""] + [f"   {line}" for line in textwrap.wrap(summary, 88)]
             if record.decomposition is not None:
                 source = textwrap.dedent(inspect.getsource(record.decomposition)).rstrip()
+                # the decompositions call core's lower modules (import circles forbid the
+                # package); the page shows the public names those objects have
+                source = _PUBLIC_ALIASES.sub("torcia.", source).replace("torcia.bool_",
+                                                                        "torcia.bool")
                 lines += ["", "   Default decomposition:", "", "   .. code-block:: python",
                           ""] + [f"      {line}" if line else "" for line in
                                  source.splitlines()]
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+# _oplib's functions, _creation's factories and _dtype's dtypes are torcia's own objects
+# (_dtype's bool_ is published as torcia.bool)
+_PUBLIC_ALIASES = re.compile(r"\b(?:_oplib|C|D)\.(?=[a-z])")
 
 
 def main(argv=None) -> int:

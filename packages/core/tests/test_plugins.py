@@ -621,8 +621,9 @@ def _locked(site, monkeypatch):
     config.write_text('[plugins]\nallow = ["pinned-dist"]\nlock = "plugins.lock"\n')
     monkeypatch.setenv("TORCIA_CONFIG", str(config))
     # lock the fake one alone: this checkout's editable installs are not pristine
-    monkeypatch.setattr(plugins, "is_own", lambda dist, shadowed=False: False)
-    monkeypatch.setattr(plugins, "_core_dist", lambda: None)
+    # (patched in the module that looks them up for discovery and the lock)
+    monkeypatch.setattr(plugins._identity, "is_own", lambda dist, shadowed=False: False)
+    monkeypatch.setattr(plugins._identity, "core_dist", lambda: None)
     assert cli.main(["plugins", "lock", str(lock), "--in-process"]) == 0
     doc = json.loads(lock.read_text())
     assert [d["distribution"] for d in doc["distributions"]] == ["pinned-dist"]

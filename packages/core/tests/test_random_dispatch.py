@@ -33,6 +33,22 @@ def test_streams_are_numpys_pcg64_draws():
     np.testing.assert_array_equal(F.dropout2d(torcia.ones(2, 3, 2, 2), 0.5).numpy(), want)
 
 
+def test_large_float32_draws_are_the_stream_of_one_call():
+    """Tensors past one drawing block (2**20 samples) are drawn in blocks, so no float64
+    copy of their size exists; the values are those of one float64 call."""
+    n = (1 << 21) + 3
+    torcia.manual_seed(5)
+    rng = _numpy_stream(5)
+    np.testing.assert_array_equal(torcia.randn(n).numpy(),
+                                  rng.standard_normal(n).astype(np.float32))
+    np.testing.assert_array_equal(torcia.rand(n, dtype=torcia.float16).numpy(),
+                                  rng.random(n).astype(np.float16))
+    np.testing.assert_array_equal(torcia.empty(n).uniform_(-2.0, 3.0).numpy(),
+                                  rng.uniform(-2.0, 3.0, n).astype(np.float32))
+    np.testing.assert_array_equal(torcia.empty(2, n // 2).normal_(1.0, 0.5).numpy(),
+                                  rng.normal(1.0, 0.5, (2, n // 2)).astype(np.float32))
+
+
 def test_manual_seed_restarts_the_stream_of_the_same_numpy_generator():
     g = torcia.Generator()
     rng = g.rng

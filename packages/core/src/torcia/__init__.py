@@ -83,6 +83,7 @@ from torcia import (  # noqa: E402
     _decompositions,  # fill the dispatcher's table of decompositions
     _decompositions_nn,
     _methods,  # attaches the Tensor methods
+    _opdef,
     linalg,
     plugins,
     special,
@@ -108,6 +109,7 @@ def _load_library():
 
 _tensor_module.OVERRIDES.load = _load_overrides
 _backend_module._load_library = _load_library
+_opdef.PUBLIC = sys.modules[__name__]  # the public functions that document the op records
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,

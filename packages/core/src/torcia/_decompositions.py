@@ -21,10 +21,12 @@ import string
 
 import numpy as np
 
-import torcia
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia import _oplib
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._numpy_backend import refusal
-from torcia._tensor import DECOMPOSITIONS, _torch_name, call
+from torcia._tensor import DECOMPOSITIONS, Tensor, _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -61,19 +63,19 @@ def addmm(c, a, b, beta=1, alpha=1):
 # Half precision computes in float32 and rounds once, as the reference kernels (and
 # PyTorch's opmath) do: rounding after each step would drift by several ulps.
 
-_HALF = (torcia.float16, torcia.bfloat16)
+_HALF = (D.float16, D.bfloat16)
 
 
 def _in_float32(*tensors):
-    return tuple(t.float() if isinstance(t, torcia.Tensor) and t.dtype in _HALF else t
+    return tuple(t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
                  for t in tensors)
 
 
 def _opmath(fn):
     """``fn`` computed in float32 for half-precision tensors, its result rounded back."""
     def run(a, *args, **kw):
-        if isinstance(a, torcia.Tensor) and a.dtype in _HALF:
-            wide = [t.float() if isinstance(t, torcia.Tensor) and t.dtype in _HALF else t
+        if isinstance(a, Tensor) and a.dtype in _HALF:
+            wide = [t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
                     for t in args]
             return fn(a.float(), *wide, **kw).to(a.dtype)
         return fn(a, *args, **kw)
@@ -84,28 +86,28 @@ def _opmath(fn):
 
 def _zero(a):
     """A 0-dim zero of ``a``'s dtype on its device (a Python 0 would promote a bool)."""
-    return torcia.zeros((), dtype=a.dtype, device=a.device)
+    return C.zeros((), dtype=a.dtype, device=a.device)
 
 
 def _one(a):
     """A 0-dim one of ``a``'s dtype on its device."""
-    return torcia.ones((), dtype=a.dtype, device=a.device)
+    return C.ones((), dtype=a.dtype, device=a.device)
 
 
 def _scalar(a, value):
     """``value`` as a 0-dim tensor of ``a``'s dtype on its device."""
-    return torcia.full((), value, dtype=a.dtype, device=a.device)
+    return C.full((), value, dtype=a.dtype, device=a.device)
 
 
 @_opmath
 def relu(a):
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
-    return torcia.where(a > 0, a, torcia.where(a < 0, _zero(a), a * 0))
+    return _oplib.where(a > 0, a, _oplib.where(a < 0, _zero(a), a * 0))
 
 
 @_opmath
 def leaky_relu(a, negative_slope=0.01):
-    return torcia.where(a > 0, a, a * negative_slope)
+    return _oplib.where(a > 0, a, a * negative_slope)
 
 
 @_opmath
@@ -151,7 +153,7 @@ def silu_backward(g, a):
 def softplus(a, beta=1.0, threshold=20.0):
     # above the threshold the value is the input itself: log1p(exp) would overflow there
     z = a * beta
-    return torcia.where(z > threshold, a, z.clamp(max=threshold).exp().log1p() / beta)
+    return _oplib.where(z > threshold, a, z.clamp(max=threshold).exp().log1p() / beta)
 
 
 @_opmath
@@ -166,12 +168,12 @@ def logsigmoid(a):
 
 @_opmath
 def elu(a, alpha=1.0):
-    return torcia.where(a > 0, a, alpha * a.expm1())
+    return _oplib.where(a > 0, a, alpha * a.expm1())
 
 
 @_opmath
 def celu(a, alpha=1.0):
-    return torcia.where(a > 0, a, alpha * (a / alpha).expm1())
+    return _oplib.where(a > 0, a, alpha * (a / alpha).expm1())
 
 
 _SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
@@ -205,14 +207,14 @@ def gelu_backward(g, a, approximate="none"):
 def sinc(a):
     # the zeros divide sin(pi) by pi, not 0 by 0, whose NaN would reach their gradient
     zero = a == 0
-    x = torcia.where(zero, _one(a), a) * math.pi
-    return torcia.where(zero, _one(a), x.sin() / x)
+    x = _oplib.where(zero, _one(a), a) * math.pi
+    return _oplib.where(zero, _one(a), x.sin() / x)
 
 
 def trunc(a):
     _refuse("trunc", a)
     # -0.0 is not below 0: floor keeps it, as trunc does
-    return torcia.where(a < 0, a.ceil(), a.floor())
+    return _oplib.where(a < 0, a.ceil(), a.floor())
 
 
 @_opmath
@@ -239,15 +241,15 @@ def addcdiv(a, t1, t2, value=1):
 def lerp(start, end, weight):
     # PyTorch's two-sided form: exact at both ends (weight 0 gives start, 1 gives end)
     diff = end - start
-    if not isinstance(weight, torcia.Tensor):
+    if not isinstance(weight, Tensor):
         return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-    return torcia.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
+    return _oplib.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
 
 
 @_opmath
 def xlogy(a, b):
     # 0 * log(y) is 0 unless y is NaN
-    return torcia.where(_both(a == 0, b == b), _zero(a), a * b.log())
+    return _oplib.where(_both(a == 0, b == b), _zero(a), a * b.log())
 
 
 @_opmath
@@ -256,17 +258,17 @@ def xlog1py(a, b):
     # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
     # masked; + 0 makes -0.0 the reference's 0.0
     out = b.log1p()
-    out = torcia.where(_both(a == 0, _either(b <= -1, b == math.inf)),
+    out = _oplib.where(_both(a == 0, _either(b <= -1, b == math.inf)),
                        _zero(out), out)
     return a * out + 0
 
 
 def fmax(a, b):
-    return torcia.where(b.isnan(), a, torcia.where(a.isnan(), b, torcia.maximum(a, b)))
+    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.maximum(a, b)))
 
 
 def fmin(a, b):
-    return torcia.where(b.isnan(), a, torcia.where(a.isnan(), b, torcia.minimum(a, b)))
+    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.minimum(a, b)))
 
 
 def _both(x, y):
@@ -295,16 +297,16 @@ def logical_xor(a, b):
 
 
 def masked_fill(a, mask, value):
-    fill = value.to(a.dtype) if isinstance(value, torcia.Tensor) else _scalar(a, value)
-    return torcia.where(mask, fill, a)
+    fill = value.to(a.dtype) if isinstance(value, Tensor) else _scalar(a, value)
+    return _oplib.where(mask, fill, a)
 
 
 def _triangle(a, diagonal, lower):
     rows, cols = a.shape[-2:]
-    offset = (torcia.arange(cols, device=a.device).unsqueeze(0)
-              - torcia.arange(rows, device=a.device).unsqueeze(1))
+    offset = (C.arange(cols, device=a.device).unsqueeze(0)
+              - C.arange(rows, device=a.device).unsqueeze(1))
     keep = offset <= diagonal if lower else offset >= diagonal
-    return torcia.where(keep, a, _zero(a))
+    return _oplib.where(keep, a, _zero(a))
 
 
 def tril(a, diagonal=0):
@@ -320,7 +322,7 @@ def count_nonzero(a, dim=None):
 
 
 def nansum(a, dim=None, keepdim=False, dtype=None):
-    clean = torcia.where(a.isnan(), _zero(a), a)
+    clean = _oplib.where(a.isnan(), _zero(a), a)
     if dim is None and not keepdim:
         return clean.sum(dtype=dtype)
     dims = tuple(range(a.ndim)) if dim is None else dim
@@ -393,7 +395,7 @@ def take_along_dim(a, indices, dim=None):
         return a.reshape(-1).gather(0, indices.reshape(-1))
     dim %= a.ndim
     # both broadcast but along dim, where each keeps its size
-    shape = list(torcia.broadcast_shapes(
+    shape = list(_oplib.broadcast_shapes(
         a.shape[:dim] + (1,) + a.shape[dim + 1:],
         indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
     expanded = []
@@ -409,11 +411,11 @@ def diag(a, diagonal=0):
     # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
     # holds a[c] below it
     n = a.shape[0] + abs(diagonal)
-    padded = torcia.cat([a, torcia.zeros(abs(diagonal), dtype=a.dtype, device=a.device)])
+    padded = _oplib.cat([a, C.zeros(abs(diagonal), dtype=a.dtype, device=a.device)])
     values = padded.reshape((n, 1) if diagonal >= 0 else (1, n))
-    offset = (torcia.arange(n, device=a.device).unsqueeze(0)
-              - torcia.arange(n, device=a.device).unsqueeze(1))
-    return torcia.where(offset == diagonal, values, _zero(a))
+    offset = (C.arange(n, device=a.device).unsqueeze(0)
+              - C.arange(n, device=a.device).unsqueeze(1))
+    return _oplib.where(offset == diagonal, values, _zero(a))
 
 
 def tile(a, dims):
@@ -424,13 +426,13 @@ def tile(a, dims):
 def stack(*tensors, dim=0):
     if dim < 0:
         dim += tensors[0].ndim + 1
-    return torcia.cat([t.unsqueeze(dim) for t in tensors], dim)
+    return _oplib.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
 def square(a):
     # a bool squares in int64, as PyTorch's pow(a, 2)
-    if a.dtype == torcia.bool:
-        a = a.to(torcia.int64)
+    if a.dtype == D.bool_:
+        a = a.to(D.int64)
     return a * a
 
 
@@ -438,21 +440,21 @@ def isfinite(a):
     if a.is_complex():
         return _both(isfinite(a.real), isfinite(a.imag))
     if not a.is_floating_point():
-        return torcia.ones(a.shape, dtype=torcia.bool, device=a.device)
+        return C.ones(a.shape, dtype=D.bool_, device=a.device)
     return _both(a == a, a.abs() != math.inf)
 
 
 def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     if a.is_complex():
-        return torcia.complex(nan_to_num(a.real, nan, posinf, neginf),
+        return _oplib.complex(nan_to_num(a.real, nan, posinf, neginf),
                               nan_to_num(a.imag, nan, posinf, neginf))
     if not a.is_floating_point():
         return a.clone()
-    info = torcia.finfo(a.dtype)
+    info = _oplib.finfo(a.dtype)
     out = a
     for bad, value in ((a.isnan(), nan), (a == math.inf, info.max if posinf is None else posinf),
                        (a == -math.inf, info.min if neginf is None else neginf)):
-        out = torcia.where(bad, _scalar(a, value), out)
+        out = _oplib.where(bad, _scalar(a, value), out)
     return out
 
 
@@ -478,9 +480,9 @@ def logsumexp(a, dim=None, keepdim=False):
     # shifted by the greatest real part (it sets the magnitude), 0 where that is infinite
     if a.numel():
         m = a.real.amax(dims, keepdim=True)
-        m = torcia.where(m.isinf(), _zero(m), m)
+        m = _oplib.where(m.isinf(), _zero(m), m)
     else:
-        m = torcia.zeros((1,) * a.ndim, dtype=a.real.dtype, device=a.device)
+        m = C.zeros((1,) * a.ndim, dtype=a.real.dtype, device=a.device)
     out = (a - m).exp().sum(dims, keepdim=True).log() + m
     return out if keepdim else out.squeeze(dims)
 
@@ -495,7 +497,7 @@ def roll(a, shifts, dims):
         n = out.shape[dim]
         shift = shift % n if n else 0
         if shift:
-            out = torcia.cat([out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)],
+            out = _oplib.cat([out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)],
                              dim)
     return out
 
@@ -508,8 +510,8 @@ def embedding(weight, indices, padding_idx=None, sparse=False):
     if padding_idx is not None:
         # the padding row's values, without a gradient (as the kernel's derivative)
         rows = weight.shape[0]
-        pad = torcia.arange(rows, device=weight.device) == padding_idx % rows
-        weight = torcia.where(pad.unsqueeze(1), weight.detach(), weight)
+        pad = C.arange(rows, device=weight.device) == padding_idx % rows
+        weight = _oplib.where(pad.unsqueeze(1), weight.detach(), weight)
     return weight[indices]
 
 
@@ -535,7 +537,7 @@ def lstm_cell(gates, c):
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c_new = f * c + i * g
     # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return o * c_new.tanh(), c_new, torcia.cat([i, f, g, o], -1).detach()
+    return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
 
 
 def _activation_derivative(a, activation, params):
@@ -543,16 +545,16 @@ def _activation_derivative(a, activation, params):
     if activation == "relu":
         return (a > 0).to(a.dtype)
     if activation == "leaky_relu":
-        return torcia.where(a > 0, _one(a), _scalar(a, params["negative_slope"]))
+        return _oplib.where(a > 0, _one(a), _scalar(a, params["negative_slope"]))
     if activation in ("elu", "selu", "celu"):
         alpha = params.get("alpha", _SELU_ALPHA)
-        below = (torcia.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
-        d = torcia.where(a > 0, _one(a),
+        below = (_oplib.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
+        d = _oplib.where(a > 0, _one(a),
                          below * (1 if activation == "celu" else alpha))
         return d * _SELU_SCALE if activation == "selu" else d
     if activation == "softplus":
         z = a * params["beta"]
-        return torcia.where(z > params["threshold"], _one(a), z.sigmoid())
+        return _oplib.where(z > params["threshold"], _one(a), z.sigmoid())
     if activation == "mish":
         t = softplus(a).tanh()
         return t + a * (1 - t * t) * a.sigmoid()
@@ -579,15 +581,15 @@ def activation_backward(g, a, activation, **params):
         mag = a.abs()
         d = 1 + mag
         # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
-        sgn = a / torcia.where(mag == 0, _one(mag), mag)
+        sgn = a / _oplib.where(mag == 0, _one(mag), mag)
         return g / d - (g * a.conj()).real * sgn / (d * d)
     if a.dtype in _HALF:
         return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
     # zero where the slope is, whatever the gradient there (an infinite one included)
     if activation == "relu":
-        return torcia.where(a <= 0, _zero(g), g)  # g where a is NaN
+        return _oplib.where(a <= 0, _zero(g), g)  # g where a is NaN
     if activation == "hardswish":
-        return torcia.where(a < -3, _zero(g), torcia.where(a > 3, g, g * (a / 3 + 0.5)))
+        return _oplib.where(a < -3, _zero(g), _oplib.where(a > 3, g, g * (a / 3 + 0.5)))
     return g * _activation_derivative(a, activation, params)
 
 
@@ -616,24 +618,24 @@ def isinf(a):
     if a.is_complex():
         return _either(isinf(a.real), isinf(a.imag))
     if not a.is_floating_point():
-        return torcia.zeros(a.shape, dtype=torcia.bool, device=a.device)
+        return C.zeros(a.shape, dtype=D.bool_, device=a.device)
     return a.abs() == math.inf
 
 
 def sign(a):
     _refuse("sign", a)
-    if a.dtype == torcia.bool:
+    if a.dtype == D.bool_:
         return a.clone()
     # 0 for a zero of either sign and for NaN, as PyTorch's
     out = (a > 0).to(a.dtype) - (a < 0).to(a.dtype)
     if not a.is_floating_point():
         return out
     # plus a zero made of a: the result is differentiable, its gradient 0 (PyTorch's)
-    return out + torcia.where(isfinite(a), a * 0, _zero(a))
+    return out + _oplib.where(isfinite(a), a * 0, _zero(a))
 
 
 def bitwise_not(a):
-    if a.dtype == torcia.bool:
+    if a.dtype == D.bool_:
         return logical_not(a)
     if a.is_floating_point() or a.is_complex():
         raise NotImplementedError(
@@ -644,7 +646,7 @@ def bitwise_not(a):
 def neg(a):
     _refuse("neg", a)
     if a.is_complex():
-        return torcia.complex(neg(a.real), neg(a.imag))
+        return _oplib.complex(neg(a.real), neg(a.imag))
     # exact: a sign flip (signed zeros too), and integers wrap alike (-1 of uint8 is 255)
     return a * _scalar(a, -1)
 
@@ -736,7 +738,7 @@ def tensordot(a, b, dims=2):
 def _sqrt_of_sum(s):
     """sqrt(s) for sums of squares, whose gradient is 0 (not NaN) where the sum is 0."""
     zero = s == 0
-    return torcia.where(zero, _zero(s), torcia.where(zero, _one(s), s).sqrt())
+    return _oplib.where(zero, _zero(s), _oplib.where(zero, _one(s), s).sqrt())
 
 
 def norm(a, p=2.0, dim=None, keepdim=False):
@@ -830,8 +832,8 @@ def median_dim(a, dim=-1, keepdim=False):
         # NaN sorts last; a row holding one has median NaN at its first NaN
         nan = a.isnan()
         has_nan = nan.any(dim, keepdim=True)
-        values = torcia.where(has_nan, _scalar(a, math.nan), values)
-        index = torcia.where(has_nan, call("argmax", (nan,), {"dim": dim, "keepdim": True}),
+        values = _oplib.where(has_nan, _scalar(a, math.nan), values)
+        index = _oplib.where(has_nan, call("argmax", (nan,), {"dim": dim, "keepdim": True}),
                              index)
     if keepdim:
         return values, index
@@ -860,7 +862,7 @@ def index_copy(a, index, source, dim):
 
 
 def masked_select(a, mask):
-    shape = torcia.broadcast_shapes(a.shape, mask.shape)
+    shape = _oplib.broadcast_shapes(a.shape, mask.shape)
     return a.expand(shape)[mask.expand(shape)]
 
 
@@ -868,12 +870,12 @@ def diag_embed(a, offset=0, dim1=-2, dim2=-1):
     # as diag's: row r holds a[r] where offset >= 0, column c holds a[c] below it
     n = a.shape[-1] + abs(offset)
     lead = tuple(a.shape[:-1])
-    padded = torcia.cat([a, torcia.zeros(lead + (abs(offset),), dtype=a.dtype,
+    padded = _oplib.cat([a, C.zeros(lead + (abs(offset),), dtype=a.dtype,
                                          device=a.device)], -1)
     values = padded.unsqueeze(-1 if offset >= 0 else -2)
-    place = (torcia.arange(n, device=a.device).unsqueeze(0)
-             - torcia.arange(n, device=a.device).unsqueeze(1))
-    out = torcia.where(place == offset, values, _zero(a))
+    place = (C.arange(n, device=a.device).unsqueeze(0)
+             - C.arange(n, device=a.device).unsqueeze(1))
+    out = _oplib.where(place == offset, values, _zero(a))
     return out.movedim((-2, -1), (dim1, dim2))
 
 
@@ -881,8 +883,8 @@ def embedding_backward(g, indices, num_weights, padding_idx):
     flat = indices.reshape(-1)
     rows = g.reshape(-1, g.shape[-1])
     if padding_idx is not None:
-        rows = torcia.where((flat != padding_idx).unsqueeze(1), rows, _zero(rows))
-    out = torcia.zeros(num_weights, g.shape[-1], dtype=g.dtype, device=g.device)
+        rows = _oplib.where((flat != padding_idx).unsqueeze(1), rows, _zero(rows))
+    out = C.zeros(num_weights, g.shape[-1], dtype=g.dtype, device=g.device)
     return call("index_add", (out, flat, rows), {"dim": 0})
 
 
@@ -898,20 +900,20 @@ def repeat_interleave(a, repeats, dim=None):
         counts = np.full(n, int(repeats))
     else:  # an array of the device's (or one count for all)
         counts = np.broadcast_to(np.asarray(repeats.tolist(), dtype=np.int64), (n,))
-    index = torcia.tensor(np.repeat(np.arange(n), counts), device=a.device)
+    index = C.tensor(np.repeat(np.arange(n), counts), device=a.device)
     return a.index_select(dim, index)
 
 
 def bincount(a, weights=None, minlength=0):
     size = max(int(a.amax()) + 1 if a.numel() else 0, minlength)
     if weights is None:
-        dtype, src = torcia.int64, torcia.ones(a.shape, dtype=torcia.int64, device=a.device)
+        dtype, src = D.int64, C.ones(a.shape, dtype=D.int64, device=a.device)
     else:
-        if not isinstance(weights, torcia.Tensor):  # given as a parameter: an array
-            weights = torcia.tensor(weights, device=a.device)
-        dtype = weights.dtype if weights.dtype == torcia.float32 else torcia.float64
+        if not isinstance(weights, Tensor):  # given as a parameter: an array
+            weights = C.tensor(weights, device=a.device)
+        dtype = weights.dtype if weights.dtype == D.float32 else D.float64
         src = weights.to(dtype)
-    return torcia.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
+    return C.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
 
 
 # ----- special functions: the reference kernels' own steps ---------------------------------
@@ -942,15 +944,15 @@ def shifted_chebyshev_polynomial_w(x, n):
 def spherical_bessel_j0(a):
     # sin(x) / x: 1 at 0, and 0 at +-inf (where sin would give NaN)
     inf = a.isinf()
-    safe = torcia.where(_either(a == 0, inf), _one(a), a)
-    return torcia.where(a == 0, _one(a), torcia.where(inf, _zero(a), safe.sin() / safe))
+    safe = _oplib.where(_either(a == 0, inf), _one(a), a)
+    return _oplib.where(a == 0, _one(a), _oplib.where(inf, _zero(a), safe.sin() / safe))
 
 
 def angle(a):
     if a.is_complex():
-        return torcia.atan2(a.imag, a.real)
+        return _oplib.atan2(a.imag, a.real)
     # pi for negative numbers only (not for -0.0), NaN kept; the gradient is 0
-    return torcia.where(a.isnan(), a, torcia.where(a < 0, _scalar(a, math.pi), _zero(a)))
+    return _oplib.where(a.isnan(), a, _oplib.where(a < 0, _scalar(a, math.pi), _zero(a)))
 
 
 # ----- scans: each position reduces the elements up to it (n^2 work along the dim) --------
@@ -961,9 +963,9 @@ def _up_to(a, dim, fill):
     holds the elements 0..i, ``fill`` after them."""
     moved = a.movedim(dim, -1)
     n = moved.shape[-1]
-    upto = (torcia.arange(n, device=a.device).unsqueeze(0)
-            <= torcia.arange(n, device=a.device).unsqueeze(1))
-    return moved, torcia.where(upto, moved.unsqueeze(-2), fill)
+    upto = (C.arange(n, device=a.device).unsqueeze(0)
+            <= C.arange(n, device=a.device).unsqueeze(1))
+    return moved, _oplib.where(upto, moved.unsqueeze(-2), fill)
 
 
 def logcumsumexp(a, dim):
@@ -988,21 +990,21 @@ def _cum_extreme(a, dim, largest):
     """cummax (``largest``) or cummin: the running extreme (NaN once one is met) and the
     latest index of an element equal to it."""
     if not a.numel():
-        return a.clone(), torcia.zeros(a.shape, dtype=torcia.int64, device=a.device)
+        return a.clone(), C.zeros(a.shape, dtype=D.int64, device=a.device)
     n = a.shape[dim]
     if a.is_floating_point():
         fill = _scalar(a, -math.inf if largest else math.inf)
     else:
-        info = torcia.iinfo(a.dtype) if a.dtype != torcia.bool else None
+        info = _oplib.iinfo(a.dtype) if a.dtype != D.bool_ else None
         fill = _scalar(a, (info.min if largest else info.max) if info else not largest)
     moved, rows = _up_to(a, dim, fill)
     values = rows.amax(-1) if largest else rows.amin(-1)
     hit = moved.unsqueeze(-2) == values.unsqueeze(-1)  # [i, j]: a_j is the extreme up to i
     if a.is_floating_point():
         hit = _either(hit, moved.isnan().unsqueeze(-2))
-    pos = torcia.arange(n, device=a.device)
+    pos = C.arange(n, device=a.device)
     upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
-    index = torcia.where(_both(hit, upto), pos, torcia.zeros((), dtype=pos.dtype,
+    index = _oplib.where(_both(hit, upto), pos, C.zeros((), dtype=pos.dtype,
                                                               device=a.device)).amax(-1)
     index = index.movedim(-1, dim)
     # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
@@ -1021,7 +1023,7 @@ def cummin(a, dim):
 
 
 def _complex_of(a):
-    return a.to(torcia.complex128 if a.dtype == torcia.float64 else torcia.complex64)
+    return a.to(D.complex128 if a.dtype == D.float64 else D.complex64)
 
 
 def fft_r2c(a, dims=(-1,), norm="backward", onesided=True):
@@ -1045,9 +1047,9 @@ def fft_c2r(a, dims=(-1,), norm="backward", last_dim_size=1):
     else:
         shape = list(a.shape)
         shape[last] = half - a.shape[last]
-        a = torcia.cat([a, torcia.zeros(tuple(shape), dtype=a.dtype, device=a.device)], last)
-    mirror = torcia.tensor(np.arange(n - half, 0, -1), device=a.device)
-    full = torcia.cat([a, a.index_select(last, mirror).conj()], last)
+        a = _oplib.cat([a, C.zeros(tuple(shape), dtype=a.dtype, device=a.device)], last)
+    mirror = C.tensor(np.arange(n - half, 0, -1), device=a.device)
+    full = _oplib.cat([a, a.index_select(last, mirror).conj()], last)
     out = call("fft_c2c", (full,), {"dims": (last,), "norm": norm, "forward": False})
     return out.real.contiguous()
 
@@ -1064,13 +1066,13 @@ def lstm_layer(x_gates, h0, c0, w_hh_t):
         cells.append(c)
         acts.append(act)
     # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return torcia.stack(outs), torcia.stack(cells), torcia.stack(acts).detach()
+    return _oplib.stack(outs), _oplib.stack(cells), _oplib.stack(acts).detach()
 
 
 def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
     # back through time; the recurrent weight's gradient is one product over all steps
-    dh = torcia.zeros(h0.shape, dtype=h0.dtype, device=h0.device)
-    dc = torcia.zeros(c0.shape, dtype=c0.dtype, device=c0.device)
+    dh = C.zeros(h0.shape, dtype=h0.dtype, device=h0.device)
+    dc = C.zeros(c0.shape, dtype=c0.dtype, device=c0.device)
     steps = []
     for t in range(acts.shape[0] - 1, -1, -1):
         gh = dh if g_out is None else dh + g_out[t]
@@ -1079,8 +1081,8 @@ def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
                            (gh, gc, acts[t], c0 if t == 0 else cs[t - 1], cs[t]), {})
         steps.append(g_gates)
         dh = g_gates.matmul(w_hh_t.transpose(0, 1))
-    g_gates = torcia.stack(steps[::-1])
-    h_prev = torcia.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
+    g_gates = _oplib.stack(steps[::-1])
+    h_prev = _oplib.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
     g_w = h_prev.transpose(0, 1).matmul(g_gates.reshape(-1, g_gates.shape[-1]))
     return g_gates, dh, dc, g_w
 
@@ -1096,9 +1098,9 @@ def linalg_matrix_exp(a):
     norm1 = flat.abs().sum(-2).amax(-1).tolist()  # the squarings: a host decision
     s = [max(math.ceil(math.log2(v / _THETA13)), 0) if 0 < v < math.inf else 0
          for v in norm1]
-    x = flat / torcia.tensor([2.0 ** k for k in s], device=a.device).to(a.dtype).reshape(
+    x = flat / C.tensor([2.0 ** k for k in s], device=a.device).to(a.dtype).reshape(
         -1, 1, 1)
-    eye = torcia.eye(n, dtype=a.dtype, device=a.device)
+    eye = C.eye(n, dtype=a.dtype, device=a.device)
     b = _PADE13
     x2 = x.matmul(x)
     x4 = x2.matmul(x2)
@@ -1108,9 +1110,9 @@ def linalg_matrix_exp(a):
     v = (x6.matmul(b[12] * x6 + b[10] * x4 + b[8] * x2)
          + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye)
     r = call("linalg_solve", (v - u, v + u), {"left": True})
-    steps = torcia.tensor(s, device=a.device).reshape(-1, 1, 1)
+    steps = C.tensor(s, device=a.device).reshape(-1, 1, 1)
     for k in range(max(s, default=0)):
-        r = torcia.where(steps > k, r.matmul(r), r)
+        r = _oplib.where(steps > k, r.matmul(r), r)
     return r.reshape(a.shape)
 
 
@@ -1120,9 +1122,9 @@ def linalg_pinv(a, rtol=None, hermitian=False):
         return linalg_pinv(a.float(), rtol, hermitian).to(a.dtype)
     u, s, vh = call("linalg_svd", (a,), {"full_matrices": False})
     if rtol is None:
-        rtol = max(a.shape[-2:]) * torcia.finfo(s.dtype).eps
+        rtol = max(a.shape[-2:]) * _oplib.finfo(s.dtype).eps
     large = s > rtol * s.amax(-1, keepdim=True)
-    inv = torcia.where(large, torcia.where(large, s, _one(s)).reciprocal(), _zero(s))
+    inv = _oplib.where(large, _oplib.where(large, s, _one(s)).reciprocal(), _zero(s))
     if a.is_complex():
         inv = inv.to(a.dtype)
     return vh.transpose(-2, -1).conj().matmul(inv.unsqueeze(-1) * u.transpose(-2, -1).conj())
@@ -1140,8 +1142,8 @@ def mode_dim(a, dim=-1, keepdim=False):
 
     counts = same(ordered.unsqueeze(-1), ordered.unsqueeze(-2)).sum(-1)
     best = ordered.gather(-1, call("argmax", (counts,), {"dim": -1, "keepdim": True}))
-    pos = torcia.arange(moved.shape[-1], device=a.device)
-    index = torcia.where(same(moved, best), pos, torcia.full((), -1, dtype=pos.dtype,
+    pos = C.arange(moved.shape[-1], device=a.device)
+    index = _oplib.where(same(moved, best), pos, C.full((), -1, dtype=pos.dtype,
                                                              device=a.device)).amax(-1)
     # the element at the index (of 0.0 and -0.0, sort's may be the other one)
     values = moved.gather(-1, index.unsqueeze(-1)).squeeze(-1)
@@ -1159,12 +1161,12 @@ def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     # NumPy's histogram: bin i holds edges[i] <= x < edges[i + 1], the last one hi too;
     # its edges in its dtype (a's, or float64 where a is an integer)
     kind = np.result_type(lo, hi, np.empty(0, a.dtype.to_numpy()))
-    edges = torcia.tensor(np.linspace(lo, hi, bins + 1, dtype=kind), device=a.device)
+    edges = C.tensor(np.linspace(lo, hi, bins + 1, dtype=kind), device=a.device)
     x = a.reshape(-1).to(edges.dtype)
     index = (x.unsqueeze(-1) >= edges).sum(-1) - 1
     index = index.clamp(0, bins - 1)
     inside = _both(x >= edges[0], x <= edges[-1]).to(a.dtype)
-    return torcia.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
+    return C.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
 
 
 # ----- einsum: one contraction of two operands at a time, each one matmul -------------------
@@ -1245,9 +1247,9 @@ def _lu_diagonal(a):
     """(the diagonal of U in A = P L U, the permutation's sign: +-1 in a's dtype)."""
     lu, pivots, _ = call("linalg_lu_factor", (a,), {})
     diagonal = call("diagonal", (lu,), {"offset": 0, "dim1": -2, "dim2": -1})
-    steps = torcia.arange(1, pivots.shape[-1] + 1, device=a.device).to(pivots.dtype)
-    swaps = (pivots != steps).to(torcia.int64).sum(-1)
-    sign = 1 - 2 * torcia.remainder(swaps, 2).to(a.dtype)
+    steps = C.arange(1, pivots.shape[-1] + 1, device=a.device).to(pivots.dtype)
+    swaps = (pivots != steps).to(D.int64).sum(-1)
+    sign = 1 - 2 * _oplib.remainder(swaps, 2).to(a.dtype)
     return diagonal, sign
 
 
@@ -1267,18 +1269,18 @@ def linalg_slogdet(a):
     # a zero pivot: sign 0 and log|det| -inf, as LAPACK-based slogdet
     zero = (size == 0).any(-1)
     if a.is_complex():
-        unit = diagonal / torcia.where(size == 0, _one(size), size).to(diagonal.dtype)
+        unit = diagonal / _oplib.where(size == 0, _one(size), size).to(diagonal.dtype)
     else:
         # each pivot's sign (+1 for NaN, as LAPACK-based slogdet), plus a zero made of the
         # pivots: the sign is differentiable, its gradient 0 (the kernel's derivative)
-        unit = torcia.where(diagonal < 0, _scalar(diagonal, -1), _one(diagonal))
-        sign = sign + torcia.where(isfinite(diagonal), diagonal * 0, _zero(diagonal)).sum(-1)
-    sign = torcia.where(zero, _zero(sign), unit.prod(-1) * sign)
+        unit = _oplib.where(diagonal < 0, _scalar(diagonal, -1), _one(diagonal))
+        sign = sign + _oplib.where(isfinite(diagonal), diagonal * 0, _zero(diagonal)).sum(-1)
+    sign = _oplib.where(zero, _zero(sign), unit.prod(-1) * sign)
     return sign, size.log().sum(-1)
 
 
 def linalg_inv(a):
-    eye = torcia.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(tuple(a.shape))
+    eye = C.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(tuple(a.shape))
     try:
         return call("linalg_solve", (a, eye), {"left": True})
     except LinAlgError:
@@ -1294,16 +1296,16 @@ def linalg_inv(a):
 def linalg_lu_permutation(pivots, m=0, dtype=None):
     # LAPACK's sequential row swaps applied to 0..m-1; P[perm[i], i] = 1 (A = P L U)
     k = pivots.shape[-1]
-    swaps = pivots.reshape(-1, k).to(torcia.int64) - 1
+    swaps = pivots.reshape(-1, k).to(D.int64) - 1
     count = swaps.shape[0]
-    perm = torcia.arange(m, device=pivots.device).expand(count, m).clone()
+    perm = C.arange(m, device=pivots.device).expand(count, m).clone()
     for j in range(k):
         to = swaps[:, j:j + 1]
         here, there = perm[:, j:j + 1], perm.gather(1, to)
-        perm = perm.scatter(1, torcia.full((count, 1), j, dtype=torcia.int64,
+        perm = perm.scatter(1, C.full((count, 1), j, dtype=D.int64,
                                            device=pivots.device), there)
         perm = perm.scatter(1, to, here)
-    rows = torcia.arange(m, device=pivots.device).reshape(m, 1)
+    rows = C.arange(m, device=pivots.device).reshape(m, 1)
     out = call("cast", (perm.unsqueeze(-2) == rows,), {"dtype": np.dtype(dtype)})
     return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
 

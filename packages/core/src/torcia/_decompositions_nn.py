@@ -10,7 +10,9 @@ import math
 
 import numpy as np
 
-import torcia
+from torcia import _creation as C
+from torcia import _dtype as D
+from torcia import _oplib
 from torcia._decompositions import (
     _HALF,
     _both,
@@ -91,10 +93,10 @@ def cross_entropy_backward(g, x, target, weight, reduction, ignore_index, label_
     ws = w * scale
     eps = label_smoothing
     p = call("softmax", (x,), {"dim": 1})
-    onehot = (torcia.arange(c, device=x.device).unsqueeze(0) == safe.unsqueeze(1)).to(x.dtype)
+    onehot = (C.arange(c, device=x.device).unsqueeze(0) == safe.unsqueeze(1)).to(x.dtype)
     if not eps:
         return p * ws.unsqueeze(1) - onehot * ws.unsqueeze(1)
-    wc = torcia.ones(c, dtype=x.dtype, device=x.device) if weight is None else weight
+    wc = C.ones(c, dtype=x.dtype, device=x.device) if weight is None else weight
     out = p * ((1 - eps) * ws + (eps / c) * wc.sum() * scale).unsqueeze(1)
     out = out - (eps / c) * wc * scale.unsqueeze(1)
     return out - onehot * ((1 - eps) * ws).unsqueeze(1)
@@ -121,7 +123,7 @@ def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
         key = tuple(slice(o * d, o * d + (n - 1) * s + 1, s)
                     for o, d, n, s in zip(offsets, dilation, out, stride))
         views.append(x[(slice(None), slice(None)) + key])
-    return torcia.stack(views, 2)
+    return _oplib.stack(views, 2)
 
 
 def _conv_out(size, kernel, stride, padding, dilation):
@@ -219,10 +221,10 @@ def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
     values = cols.take_along_dim(arg, 2).squeeze(2)
     arg = arg.squeeze(2)
     dev = x.device
-    row = (torcia.arange(oh, device=dev) * stride[0] - padding[0]).reshape(1, 1, oh, 1)
-    col = (torcia.arange(ow, device=dev) * stride[1] - padding[1]).reshape(1, 1, 1, ow)
-    row = row + torcia.div(arg, kernel[1], rounding_mode="floor") * dilation[0]
-    col = col + torcia.remainder(arg, kernel[1]) * dilation[1]
+    row = (C.arange(oh, device=dev) * stride[0] - padding[0]).reshape(1, 1, oh, 1)
+    col = (C.arange(ow, device=dev) * stride[1] - padding[1]).reshape(1, 1, 1, ow)
+    row = row + _oplib.div(arg, kernel[1], rounding_mode="floor") * dilation[0]
+    col = col + _oplib.remainder(arg, kernel[1]) * dilation[1]
     index = row * w + col
     if nd == 1:
         return values.squeeze(-2), index.squeeze(-2)
@@ -241,9 +243,9 @@ def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
     # the flat index in the input plane: each dim's window start plus its offset in arg
     index = None
     for i in range(nd):
-        offset = torcia.remainder(torcia.div(arg, math.prod(kernel[i + 1:]),
+        offset = _oplib.remainder(_oplib.div(arg, math.prod(kernel[i + 1:]),
                                              rounding_mode="floor"), kernel[i])
-        start = torcia.arange(out[i], device=x.device) * stride[i] - padding[i]
+        start = C.arange(out[i], device=x.device) * stride[i] - padding[i]
         start = start.reshape((1, 1) + (1,) * i + (out[i],) + (1,) * (nd - i - 1))
         term = (start + offset * dilation[i]) * math.prod(size[i + 1:])
         index = term if index is None else index + term
@@ -253,7 +255,7 @@ def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
 def max_pool_backward(g, indices, input_shape):
     n, c = g.shape[:2]
     plane = math.prod(input_shape)
-    out = torcia.zeros(n * c, plane, dtype=g.dtype, device=g.device)
+    out = C.zeros(n * c, plane, dtype=g.dtype, device=g.device)
     out = out.scatter_add(1, indices.reshape(n * c, -1), g.reshape(n * c, -1))
     return out.reshape((n, c) + tuple(input_shape))
 
@@ -317,16 +319,16 @@ def rms_norm_backward(g, x, weight, normalized_ndim, eps):
 def lstm_cell_backward(gh, gc, act, c, c_new):
     i, f, g, o = act.chunk(4, -1)
     tc = c_new.tanh()
-    dc = torcia.zeros(c_new.shape, dtype=c_new.dtype, device=c_new.device) if gc is None \
+    dc = C.zeros(c_new.shape, dtype=c_new.dtype, device=c_new.device) if gc is None \
         else gc
     if gh is None:
-        go = torcia.zeros(o.shape, dtype=act.dtype, device=act.device)
+        go = C.zeros(o.shape, dtype=act.dtype, device=act.device)
     else:
         gho = gh * o
         dc = dc + gho * (1 - tc * tc)
         go = gho * tc * (1 - o)
     parts = [dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g), go]
-    return torcia.cat([p.to(act.dtype) for p in parts], -1), dc * f
+    return _oplib.cat([p.to(act.dtype) for p in parts], -1), dc * f
 
 
 # ----- windows: their adjoint, average and adaptive pooling, transposed convolution ---------
@@ -338,7 +340,7 @@ def _add_windows(cols, size, stride, dilation):
     spatial ``size``."""
     nd = len(size)
     kernel, positions = tuple(cols.shape[2:2 + nd]), tuple(cols.shape[2 + nd:])
-    out = torcia.zeros(tuple(cols.shape[:2]) + tuple(size), dtype=cols.dtype,
+    out = C.zeros(tuple(cols.shape[:2]) + tuple(size), dtype=cols.dtype,
                        device=cols.device)
     for offsets in itertools.product(*(range(k) for k in kernel)):
         key = (slice(None), slice(None)) + tuple(
@@ -377,7 +379,7 @@ def _divisor(like, in_sp, out_sp, kernel, stride, padding, count_include_pad,
     float64 tensor beside ``like``, or ``divisor_override``."""
     div = _avg_divisor(np, in_sp, out_sp, kernel, stride, padding, count_include_pad,
                        divisor_override)
-    return div if divisor_override else torcia.tensor(div, device=like.device)
+    return div if divisor_override else C.tensor(div, device=like.device)
 
 
 def avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
@@ -416,7 +418,7 @@ def adaptive_max_pool(x, output_size):
         width = int((end - start).max())
         table = np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
         tables.append(table)
-        g = g.index_select(2 + 2 * dim, torcia.tensor(table.reshape(-1), device=dev))
+        g = g.index_select(2 + 2 * dim, C.tensor(table.reshape(-1), device=dev))
         g = g.reshape(tuple(g.shape[:2 + 2 * dim]) + table.shape
                       + tuple(g.shape[3 + 2 * dim:]))
     # (N, C, O1, W1, O2, W2, ...) -> (N, C, O1, O2, ..., W1*W2*...)
@@ -428,12 +430,12 @@ def adaptive_max_pool(x, output_size):
     widths = [t.shape[1] for t in tables]
     index = None
     for dim, table in enumerate(tables):
-        offset = torcia.remainder(torcia.div(arg, math.prod(widths[dim + 1:]),
+        offset = _oplib.remainder(_oplib.div(arg, math.prod(widths[dim + 1:]),
                                              rounding_mode="floor"), widths[dim])
         shape = [1] * (2 + nd)
         shape[2 + dim] = output_size[dim]
-        row = torcia.arange(output_size[dim], device=dev).reshape(tuple(shape))
-        coord = torcia.tensor(table.reshape(-1), device=dev)[row * widths[dim] + offset]
+        row = C.arange(output_size[dim], device=dev).reshape(tuple(shape))
+        coord = C.tensor(table.reshape(-1), device=dev)[row * widths[dim] + offset]
         index = coord if index is None else index * in_sp[dim] + coord
     return values, index
 
@@ -475,10 +477,10 @@ def _attention_scores(q, k, mask, is_causal, scale):
     s = q.matmul(k.transpose(-1, -2)) * _scalar(q, scale)
     lq, lk = s.shape[-2:]
     if is_causal:
-        mask = (torcia.arange(lk, device=q.device).unsqueeze(0)
-                <= torcia.arange(lq, device=q.device).unsqueeze(1))
-    if mask is not None and mask.dtype == torcia.bool:
-        return torcia.where(mask, s, _scalar(s, -math.inf))
+        mask = (C.arange(lk, device=q.device).unsqueeze(0)
+                <= C.arange(lq, device=q.device).unsqueeze(1))
+    if mask is not None and mask.dtype == D.bool_:
+        return _oplib.where(mask, s, _scalar(s, -math.inf))
     return s if mask is None else s + mask.to(s.dtype)
 
 
@@ -489,14 +491,14 @@ def flash_attention(q, k, v, mask, is_causal=False, scale=1.0):
     s = _attention_scores(q, k, mask, is_causal, scale)
     # the shift changes neither result: no gradient goes through it
     top = s.amax(-1, keepdim=True).detach()
-    top = torcia.where(top == -math.inf, _zero(top), top)
+    top = _oplib.where(top == -math.inf, _zero(top), top)
     p = (s - top).exp()
     total = p.sum(-1, keepdim=True)
     rep = q.shape[-3] // k.shape[-3]
     if rep > 1:
         v = repeat_interleave(v, rep, v.ndim - 3)
     # a query that may attend to no key: a zero output, an lse of -inf
-    out = (p / torcia.where(total == 0, _one(total), total)).matmul(v)
+    out = (p / _oplib.where(total == 0, _one(total), total)).matmul(v)
     # lse is saved for backward, not differentiated (as the kernel's derivative has it)
     return out, (total.log() + top).squeeze(-1).detach()
 
@@ -509,8 +511,8 @@ def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=
     rep = q.shape[-3] // k.shape[-3]
     s = _attention_scores(q, k, mask, is_causal, scale)
     live = (lse != -math.inf).unsqueeze(-1)
-    safe = torcia.where(live, lse.unsqueeze(-1), _zero(lse))
-    p = torcia.where(live, (s - safe).exp(), _zero(s))
+    safe = _oplib.where(live, lse.unsqueeze(-1), _zero(lse))
+    p = _oplib.where(live, (s - safe).exp(), _zero(s))
     kk, vv = (repeat_interleave(t, rep, t.ndim - 3) if rep > 1 else t for t in (k, v))
     dv = p.transpose(-1, -2).matmul(g)
     ds = p * (g.matmul(vv.transpose(-1, -2)) - (g * out).sum(-1, keepdim=True))
@@ -562,7 +564,7 @@ def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
             # NumPy's own rule picks the source of each padded position
             source = np.pad(np.arange(n), (lo, hi), mode={
                 "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
-            a, fresh = a.index_select(d, torcia.tensor(source, device=a.device)), True
+            a, fresh = a.index_select(d, C.tensor(source, device=a.device)), True
             continue
         # negative padding crops
         a = a.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
@@ -570,9 +572,9 @@ def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
         fills = []
         for width in (lo, hi):
             shape[d] = max(width, 0)
-            fills.append(torcia.full(tuple(shape), value, dtype=a.dtype, device=a.device))
+            fills.append(C.full(tuple(shape), value, dtype=a.dtype, device=a.device))
         if lo > 0 or hi > 0:
-            a, fresh = torcia.cat([fills[0], a, fills[1]], d), True
+            a, fresh = _oplib.cat([fills[0], a, fills[1]], d), True
     return a if fresh else a.clone()
 
 
@@ -580,14 +582,14 @@ def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
 
 
 def _logaddexp(a, b):
-    top = torcia.maximum(a, b)
+    top = _oplib.maximum(a, b)
     live = top != -math.inf  # both -inf: -inf, not the NaN of -inf - -inf
-    a, b, top = (torcia.where(live, t, _zero(t)) for t in (a, b, top))
-    return torcia.where(live, top + (-(a - b).abs()).exp().log1p(), _scalar(top, -math.inf))
+    a, b, top = (_oplib.where(live, t, _zero(t)) for t in (a, b, top))
+    return _oplib.where(live, top + (-(a - b).abs()).exp().log1p(), _scalar(top, -math.inf))
 
 
 def _never(like, *shape):
-    return torcia.full(shape, -math.inf, dtype=like.dtype, device=like.device)
+    return C.full(shape, -math.inf, dtype=like.dtype, device=like.device)
 
 
 def _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank):
@@ -595,40 +597,40 @@ def _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank):
     around every label (N, L'), which of them are reachable from two back, their
     log-probabilities (T, N, L'))."""
     t_max, n = log_probs.shape[:2]
-    lp = log_probs.to(torcia.float64)
+    lp = log_probs.to(D.float64)
     dev = log_probs.device
-    blanks = torcia.full(tuple(targets.shape), blank, dtype=torcia.int64, device=dev)
-    ext = torcia.cat([torcia.stack([blanks, targets.to(torcia.int64)], -1).reshape(n, -1),
-                      torcia.full((n, 1), blank, dtype=torcia.int64, device=dev)], 1)
+    blanks = C.full(tuple(targets.shape), blank, dtype=D.int64, device=dev)
+    ext = _oplib.cat([_oplib.stack([blanks, targets.to(D.int64)], -1).reshape(n, -1),
+                      C.full((n, 1), blank, dtype=D.int64, device=dev)], 1)
     width = ext.shape[1]
     # a label differing from the one two back may be reached from it
-    skip = torcia.cat([torcia.zeros((n, min(2, width)), dtype=torcia.bool, device=dev),
+    skip = _oplib.cat([C.zeros((n, min(2, width)), dtype=D.bool_, device=dev),
                        _both(ext[:, 2:] != blank, ext[:, 2:] != ext[:, :-2])], 1)
     lp_ext = lp.gather(2, ext.unsqueeze(0).expand(t_max, n, width))
     never = _scalar(lp, -math.inf)
-    first = torcia.where(target_lengths > 0, lp_ext[0, :, 1], never).reshape(n, 1) if \
+    first = _oplib.where(target_lengths > 0, lp_ext[0, :, 1], never).reshape(n, 1) if \
         width > 1 else _never(lp, n, 0)
-    alpha = [torcia.cat([lp_ext[0, :, :1], first, _never(lp, n, max(width - 2, 0))], 1)]
+    alpha = [_oplib.cat([lp_ext[0, :, :1], first, _never(lp, n, max(width - 2, 0))], 1)]
     for t in range(1, t_max):
         prev = alpha[-1]
-        one = torcia.cat([_never(lp, n, 1), prev[:, :width - 1]], 1)
-        two = torcia.cat([_never(lp, n, min(2, width)), prev[:, :max(width - 2, 0)]], 1)
-        step = _logaddexp(_logaddexp(prev, one), torcia.where(skip, two, never))
+        one = _oplib.cat([_never(lp, n, 1), prev[:, :width - 1]], 1)
+        two = _oplib.cat([_never(lp, n, min(2, width)), prev[:, :max(width - 2, 0)]], 1)
+        step = _logaddexp(_logaddexp(prev, one), _oplib.where(skip, two, never))
         alpha.append(step + lp_ext[t])
-    valid = (torcia.arange(width, device=dev).unsqueeze(0)
-             < (2 * target_lengths.to(torcia.int64) + 1).unsqueeze(1))
-    return torcia.where(valid.unsqueeze(0), torcia.stack(alpha), never), ext, skip, lp_ext
+    valid = (C.arange(width, device=dev).unsqueeze(0)
+             < (2 * target_lengths.to(D.int64) + 1).unsqueeze(1))
+    return _oplib.where(valid.unsqueeze(0), _oplib.stack(alpha), never), ext, skip, lp_ext
 
 
 def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
     alpha, _, _, _ = _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank)
     n, width = alpha.shape[1:]
     # each sequence's last step, at the last label or the blank after it
-    last = alpha.permute(1, 0, 2).gather(1, (input_lengths.to(torcia.int64) - 1).reshape(
+    last = alpha.permute(1, 0, 2).gather(1, (input_lengths.to(D.int64) - 1).reshape(
         n, 1, 1).expand(n, 1, width)).squeeze(1)
-    end = 2 * target_lengths.to(torcia.int64)
+    end = 2 * target_lengths.to(D.int64)
     a = last.gather(1, end.unsqueeze(1)).squeeze(1)
-    b = torcia.where(target_lengths > 0,
+    b = _oplib.where(target_lengths > 0,
                      last.gather(1, (end - 1).clamp(min=0).unsqueeze(1)).squeeze(1),
                      _scalar(alpha, -math.inf))
     return (-_logaddexp(a, b)).to(log_probs.dtype)
@@ -641,30 +643,30 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
                                           blank)
     t_max, n, width = alpha.shape
     never = _scalar(alpha, -math.inf)
-    ahead = torcia.cat([skip[:, 2:], torcia.zeros((n, min(2, width)), dtype=torcia.bool,
+    ahead = _oplib.cat([skip[:, 2:], C.zeros((n, min(2, width)), dtype=D.bool_,
                                                   device=skip.device)], 1)
-    end = (2 * target_lengths.to(torcia.int64)).unsqueeze(1)
-    pos = torcia.arange(width, device=alpha.device).unsqueeze(0)
+    end = (2 * target_lengths.to(D.int64)).unsqueeze(1)
+    pos = C.arange(width, device=alpha.device).unsqueeze(0)
     start = _either(pos == end, _both(pos == end - 1, (target_lengths > 0).unsqueeze(1)))
     beta = [None] * t_max
     nxt = _never(alpha, n, width)
     for t in range(t_max - 1, -1, -1):
-        one = torcia.cat([nxt[:, 1:], _never(alpha, n, 1)], 1)
-        two = torcia.cat([nxt[:, min(2, width):], _never(alpha, n, min(2, width))], 1)
-        rec = _logaddexp(_logaddexp(nxt, one), torcia.where(ahead, two, never)) + lp_ext[t]
-        cur = torcia.where((input_lengths == t + 1).unsqueeze(1),
-                           torcia.where(start, lp_ext[t], never), rec)
-        beta[t] = nxt = torcia.where((input_lengths > t).unsqueeze(1), cur, never)
+        one = _oplib.cat([nxt[:, 1:], _never(alpha, n, 1)], 1)
+        two = _oplib.cat([nxt[:, min(2, width):], _never(alpha, n, min(2, width))], 1)
+        rec = _logaddexp(_logaddexp(nxt, one), _oplib.where(ahead, two, never)) + lp_ext[t]
+        cur = _oplib.where((input_lengths == t + 1).unsqueeze(1),
+                           _oplib.where(start, lp_ext[t], never), rec)
+        beta[t] = nxt = _oplib.where((input_lengths > t).unsqueeze(1), cur, never)
     # alpha + beta counts y[t, s] twice
-    log_share = torcia.stack(beta) + alpha
+    log_share = _oplib.stack(beta) + alpha
     live = log_share != -math.inf
-    log_share = torcia.where(live, log_share, _zero(alpha)) - lp_ext + nll.to(
-        torcia.float64).reshape(1, n, 1)
-    share = torcia.where(live, log_share.exp(), _zero(alpha))
-    share = torcia.where(isfinite(share), share, _zero(share))
-    grad = torcia.zeros(tuple(log_probs.shape), dtype=torcia.float64, device=alpha.device)
+    log_share = _oplib.where(live, log_share, _zero(alpha)) - lp_ext + nll.to(
+        D.float64).reshape(1, n, 1)
+    share = _oplib.where(live, log_share.exp(), _zero(alpha))
+    share = _oplib.where(isfinite(share), share, _zero(share))
+    grad = C.zeros(tuple(log_probs.shape), dtype=D.float64, device=alpha.device)
     grad = grad.scatter_add(2, ext.unsqueeze(0).expand(t_max, n, width), share)
-    scale = g.to(torcia.float64) * isfinite(nll).to(torcia.float64)
+    scale = g.to(D.float64) * isfinite(nll).to(D.float64)
     return (-grad * scale.reshape(1, n, 1)).to(log_probs.dtype)
 
 

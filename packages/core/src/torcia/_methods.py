@@ -395,15 +395,15 @@ def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
     """Fill in place with samples uniform on [a, b) (``from``/``to`` accepted too)."""
     a, b = kw.get("from", a), kw.get("to", b)
     kernel = self._device.backend.kernels["uniform"]
-    return _fill_from(self, kernel(tuple(self.shape), float(a), float(b),
-                                   self.dtype.to_numpy(), rng_of(generator)))
+    dtype, rng = self.dtype.to_numpy(), rng_of(generator)
+    return _fill_drawn(self, lambda shape: kernel(shape, float(a), float(b), dtype, rng))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with normal samples."""
     kernel = self._device.backend.kernels["normal"]
-    return _fill_from(self, kernel(tuple(self.shape), float(mean), float(std),
-                                   self.dtype.to_numpy(), rng_of(generator)))
+    dtype, rng = self.dtype.to_numpy(), rng_of(generator)
+    return _fill_drawn(self, lambda shape: kernel(shape, float(mean), float(std), dtype, rng))
 
 
 def bernoulli_(self, p=0.5, *, generator=None):
@@ -425,15 +425,39 @@ def exponential_(self, lambd=1.0, *, generator=None):
     return _fill_from(self, rng_of(generator).exponential(1.0 / lambd, tuple(self.shape)))
 
 
-def _fill_from(self, arr) -> Tensor:
-    """Overwrite ``self``'s data in place with samples, host arrays or the device's own
-    (not recorded for autograd)."""
+# elements a large contiguous CPU tensor is filled with per draw: a weight initialised in
+# place has one block of samples beside it, not a copy of its size
+_FILL_BLOCK = 1 << 20
+
+
+def _fill_drawn(self, draw) -> Tensor:
+    """Fill ``self`` in place with ``draw(shape)``'s samples: in blocks of its memory order
+    where that is its logical order, which gives the same values (the streams draw element
+    by element)."""
+    data = self._data
+    if self._device is not CPU or data.size <= _FILL_BLOCK or not data.flags.c_contiguous:
+        return _fill_from(self, draw(tuple(self.shape)))
+    _check_fill(self)
+    flat = data.reshape(-1)
+    for start in range(0, flat.size, _FILL_BLOCK):
+        flat[start:start + _FILL_BLOCK] = draw((min(_FILL_BLOCK, flat.size - start),))
+    self._vc[0] += 1
+    return self
+
+
+def _check_fill(self) -> None:
     if self._requires_grad and self.grad_fn is None and STATE.enabled:
         raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
                            "operation.")
     check_overlap(self)
+
+
+def _fill_from(self, arr) -> Tensor:
+    """Overwrite ``self``'s data in place with samples, host arrays or the device's own
+    (not recorded for autograd)."""
+    _check_fill(self)
     if isinstance(arr, np.ndarray) or self._device is CPU:
-        arr = np.asarray(arr).astype(self.dtype.to_numpy())
+        arr = np.asarray(arr).astype(self.dtype.to_numpy(), copy=False)
         if self._device is not CPU:
             arr = self._device.backend.from_host(arr, self._device.index)
     self._data[...] = arr

@@ -24,6 +24,9 @@ from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
+# samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
+_DRAW_BLOCK = 1 << 20
+
 _UFUNC_NAMES = {
     # op name -> attribute of xp, for the ops that are one array-module call
     "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
@@ -853,17 +856,30 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
     def _host(self, arr):
         return self.xp.asarray(arr)
 
+    def _drawn(self, shape, dtype, draw):
+        """``draw(n)``'s float64 samples as an array of ``shape`` in ``dtype``, drawn in
+        blocks: a float32 tensor never has a float64 copy of its whole size beside it (a
+        GPT-2-sized model's initialisation peaked at twice its size in such copies). The
+        values are those of one call, as NumPy's Generator draws element by element."""
+        n = math.prod(shape)
+        if n <= _DRAW_BLOCK or dtype == np.float64:
+            return self._host(draw(shape).astype(dtype, copy=False))
+        out = np.empty(n, dtype)
+        for start in range(0, n, _DRAW_BLOCK):
+            out[start:start + _DRAW_BLOCK] = draw(min(_DRAW_BLOCK, n - start))
+        return self._host(out.reshape(shape))
+
     def rand(self, shape, dtype, rng):
-        return self._host(rng.random(shape, dtype=np.float64).astype(dtype))
+        return self._drawn(shape, dtype, lambda n: rng.random(n, dtype=np.float64))
 
     def uniform(self, shape, low, high, dtype, rng):
-        return self._host(rng.uniform(low, high, shape).astype(dtype))
+        return self._drawn(shape, dtype, lambda n: rng.uniform(low, high, n))
 
     def randn(self, shape, dtype, rng):
-        return self._host(rng.standard_normal(shape).astype(dtype))
+        return self._drawn(shape, dtype, rng.standard_normal)
 
     def normal(self, shape, mean, std, dtype, rng):
-        return self._host(rng.normal(mean, std, shape).astype(dtype))
+        return self._drawn(shape, dtype, lambda n: rng.normal(mean, std, n))
 
     def randint(self, shape, low, high, dtype, rng):
         return self._host(rng.integers(low, high, shape, dtype=np.int64).astype(dtype))

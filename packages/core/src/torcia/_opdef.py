@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 import dataclasses
+import types
 from collections.abc import Callable
+
+#: The module whose public function of an op documents the op's record (``torcia.add`` for
+#: the op add): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
+#: reads it here, so that the facade does not import the package that loads it.
+PUBLIC: types.ModuleType | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import functools
 import math
-import threading
 
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._switches import Switches
 from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
 
 # The lists follow PyTorch 2.13's autocast_mode.cpp, as observed op by op on the CPU and as
@@ -406,15 +406,16 @@ def clear_autocast_cache() -> None:
     """
 
 
-class _Switches(threading.local):
+class _Switches(Switches):
     """What the setter functions (``set_autocast_enabled``...) changed on this thread:
     the dtype per device type, the autocast mode they entered, and the nesting count."""
 
+    mode = None
+    nesting = 0
+    cache_enabled = True
+
     def __init__(self):
-        self.dtypes = dict(_DEFAULTS)
-        self.mode = None
-        self.nesting = 0
-        self.cache_enabled = True
+        self.dtypes = dict(_DEFAULTS)  # a thread's own: set_autocast_dtype changes it
 
 
 _SWITCHES = _Switches()

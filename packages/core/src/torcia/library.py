@@ -65,8 +65,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-import torcia
-from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _shared_memory, ops, random
+from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _opdef, _shared_memory, ops, random
 from torcia._autograd_mode import AutogradEngine, register_autograd_mode
 from torcia._custom_ops import (
     CustomOpDef,
@@ -346,7 +345,7 @@ def _build_builtin() -> dict[str, OpDef]:
             if backward is not None and group not in _ARITY:
                 inputs, params = _schema_from_formula(backward, inputs, params)
             doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
-            fn = getattr(torcia, name, None)
+            fn = getattr(_opdef.PUBLIC, name, None)
             if callable(fn) and getattr(fn, "__doc__", None):
                 doc = fn.__doc__.strip()
             records[name] = OpDef(
@@ -648,7 +647,7 @@ def add_thread_callback(fn: Callable[[int], None]) -> RemovableHandle:
     return RemovableHandle(callbacks, hook=fn)
 
 
-def dtype_from_numpy(np_dtype) -> torcia.dtype:
+def dtype_from_numpy(np_dtype) -> _dtype.dtype:
     """The torcia dtype of a NumPy dtype (``numpy.dtype("float32")`` -> ``torcia.float32``).
 
     Examples
@@ -795,7 +794,7 @@ def add_seed_callback(fn: Callable[[int], None]) -> RemovableHandle:
     return RemovableHandle(callbacks, hook=fn)
 
 
-def dtype_by_name(name: str) -> torcia.dtype:
+def dtype_by_name(name: str) -> _dtype.dtype:
     """A dtype by its name: ``"float32"``, ``"float"``, ``"bfloat16"``...; a KeyError
     naming the known names otherwise.
 

@@ -22,14 +22,27 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._creation import arange, eye, zeros
 from torcia._kernels_linalg import LinAlgError
-from torcia._oplib._common import _dims, _return_type
+from torcia._oplib._common import _return_type
+
+# the norms, inv, pinv, det and slogdet: op families call them too, so they are defined in
+# the op library, below this module
+from torcia._oplib._linalg import (
+    _float,
+    _matrix,
+    _square,
+    det,
+    inv,
+    matrix_norm,
+    pinv,
+    slogdet,
+    vector_norm,
+)
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.linalg import matmul
 from torcia._oplib.views import cat
-from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
+from torcia._tensor import _torch_name, _wrap_dim, call
 from torcia.amp import autocast_as
 
-_Slogdet = _return_type("linalg_slogdet", ("sign", "logabsdet"))
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
 _Qr = _return_type("linalg_qr", ("Q", "R"))
 _Eigh = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
@@ -50,68 +63,7 @@ _Geqrf = _return_type("geqrf", ("a", "tau"))
 _TriangularSolve = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
 
-def _float(A, name):
-    if not isinstance(A, Tensor):
-        raise TypeError(f"linalg.{name}(): argument 'A' must be Tensor, not {type(A).__name__}")
-    if A.dtype.category < 2:
-        raise RuntimeError(f"linalg.{name}: Expected a floating point or complex tensor as "
-                           f"input. Got {_torch_name(A.dtype)}")
-
-
-def _square(A, name):
-    _matrix(A, name)
-    if A.shape[-1] != A.shape[-2]:
-        raise RuntimeError(f"linalg.{name}: A must be batches of square matrices, but they are "
-                           f"{A.shape[-2]} by {A.shape[-1]} matrices")
-
-
-def _matrix(A, name):
-    _float(A, name)
-    if A.ndim < 2:
-        raise RuntimeError(f"linalg.{name}: The input tensor A must have at least 2 "
-                           f"dimensions.")
-
-
 # ----- norms --------------------------------------------------------------------------------
-
-
-def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    """The vector ``ord``-norm over ``dim`` (all elements when None).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.vector_norm(torcia.tensor([3.0, -4.0]))
-    tensor(5.)
-    >>> torcia.linalg.vector_norm(torcia.tensor([3.0, -4.0]), ord=float("inf"))
-    tensor(4.)
-    """
-    if dtype is not None:
-        x = to_dtype(x, dtype)
-    _float(x, "vector_norm")
-    return call("linalg_vector_norm", (x,), {"ord": float(ord), "dim": _dims(dim, x.ndim),
-                                             "keepdim": bool(keepdim)})
-
-
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim=False, *, dtype=None):
-    """The matrix norm ``ord`` ("fro", "nuc", 1, -1, 2, -2, inf, -inf) over the two ``dim``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.matrix_norm(torcia.tensor([[1.0, -2.0], [3.0, 4.0]]), ord=1)
-    tensor(6.)
-    """
-    if dtype is not None:
-        A = to_dtype(A, dtype)
-    _matrix(A, "matrix_norm")
-    if ord not in ("fro", "nuc") and ord not in (1, -1, 2, -2, math.inf, -math.inf):
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    d = tuple(_wrap_dim(x, A.ndim) for x in dim)
-    if len(d) != 2 or d[0] == d[1]:
-        raise RuntimeError(f"linalg.matrix_norm: dim must be a 2-tuple of different dims. "
-                           f"Got {tuple(dim)}")
-    return call("linalg_matrix_norm", (A,), {"ord": ord, "dim": d, "keepdim": bool(keepdim)})
 
 
 def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
@@ -149,20 +101,6 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
 # ----- inverses and solves ---------------------------------------------------------------
 
 
-def inv(A):
-    """The inverse of each square matrix in ``A``; raises for a singular one.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.inv(torcia.tensor([[1.0, 1.0], [0.0, 1.0]]))
-    tensor([[ 1., -1.],
-            [ 0.,  1.]])
-    """
-    _square(A, "inv")
-    return call("linalg_inv", (A,), {})
-
-
 @autocast_as("linalg_solve")  # cast before the same-dtype check, as PyTorch
 def solve(A, B, *, left=True):
     """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left`` is False).
@@ -191,53 +129,6 @@ def solve(A, B, *, left=True):
             f"{Bm.shape[-2]}x{Bm.shape[-1]})")
     X = call("linalg_solve", (A, Bm), {"left": bool(left)})
     return X.squeeze(-1) if vector else X
-
-
-def pinv(A, *, atol=None, rtol=None, hermitian=False):
-    """The Moore-Penrose pseudo-inverse; singular values below ``rtol * max`` count as 0.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.pinv(torcia.tensor([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]]))
-    tensor([[1.0000, 0.0000, 0.0000],
-            [0.0000, 0.0000, 0.5000]])
-    """
-    _matrix(A, "pinv")
-    if atol is not None:
-        raise NotImplementedError("linalg.pinv: atol is not supported; use rtol")
-    return call("linalg_pinv", (A,), {"rtol": rtol, "hermitian": bool(hermitian)})
-
-
-# ----- determinants -------------------------------------------------------------------------
-
-
-def det(A):
-    """The determinant of each square matrix in ``A``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.det(torcia.tensor([[2.0, 1.0], [0.0, 3.0]]))
-    tensor(6.)
-    """
-    _square(A, "det")
-    return call("linalg_det", (A,), {})
-
-
-def slogdet(A):
-    """``(sign, logabsdet)`` of the determinant, stable where ``det`` over- or underflows.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.slogdet(torcia.tensor([[-2.0, 0.0], [0.0, 3.0]]))
-    torcia.return_types.linalg_slogdet(
-    sign=tensor(-1.),
-    logabsdet=tensor(1.7918))
-    """
-    _square(A, "slogdet")
-    return _Slogdet(*call("linalg_slogdet", (A,), {}))
 
 
 # ----- decompositions ---------------------------------------------------------------------

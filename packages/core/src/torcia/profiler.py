@@ -28,6 +28,7 @@ import traceback
 import warnings
 from contextlib import ContextDecorator, contextmanager
 
+from torcia._switches import Switches
 from torcia._tensor import PROFILE_ORDER, DispatchMode
 
 
@@ -163,7 +164,7 @@ def _fmt(us: float) -> str:
     return f"{us:.3f}us"
 
 
-class _Recorder(threading.local):
+class _Recorder(Switches):
     active = None  # the profile being recorded, in this thread
     stack = None
 

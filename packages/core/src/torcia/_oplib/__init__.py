@@ -6,18 +6,20 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``torcia``'s namespace through each family's ``__all__``, and Tensor's methods through its
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
-A family imports ``_common`` at its top and the other families at its bottom, once its own
-names are bound: whichever family is imported first, the others it loads find its names
-there, so the families import each other without function-local imports. (``nn`` and
-``aliases`` use other families while they load, and import those at the top.)
+The families import each other in one direction, at their tops: ``_common`` imports no
+family; ``complex_numbers``, ``views``, ``elementwise``, ``indexing``, ``_linalg`` (the
+functions of :mod:`torcia.linalg` that families call: norms, ``inv``, ``det``...) and
+``linalg`` follow in that order, each importing only those before it, and the other
+families import these. None imports :mod:`torcia.linalg`, which imports from here.
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
 ``reduce``           reductions and scans: ``sum``, ``max``, ``var``, ``median``, ``cumsum``...
 ``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
-``indexing``         ``tensor[key]``, gathers and scatters, ``index_*``, masked ops
+``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
+                     ``index_*``, masked ops
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
-``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``kron``
+``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
 ``random``           ``poisson``, ``binomial``, the in-place random fills

@@ -1,5 +1,6 @@
-"""Helpers the op families share: argument normalisation (dims, shapes, operands),
-named-tuple results and the docstring examples of generated ops.
+"""Helpers the op families share: argument normalisation (dims, shapes, operands), the
+cast to a dtype (``to_dtype``, exported by ``elementwise``), named-tuple results and the
+docstring examples of generated ops. It imports no family: every family may import it.
 """
 
 from __future__ import annotations
@@ -33,18 +34,27 @@ def _size_at(input, d) -> int:
     return input.shape[d] if input.ndim else 1
 
 
-def _along_dim(op, inputs, params, view_of=None):
-    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
-    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
-    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
-    if inputs[0]._data.ndim:
-        return call(op, inputs, params, view_of)
-    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
-                 for x in inputs)
-    out = call(op, ones, params)
-    if isinstance(out, tuple):
-        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
-    return reshape(out, ()) if out._data.size == 1 else out
+def to_dtype(input, dtype) -> Tensor:
+    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
+    tensor([ 1, -1])
+    """
+    if input.dtype is dtype:
+        return input
+    return call("cast", (input,), {"dtype": dtype.to_numpy()})
+
+
+def _nonzero_tuple(input) -> tuple:
+    """``nonzero(input, as_tuple=True)``, which ``where(condition)`` returns too: one int64
+    index tensor per dim (one for a 0-dim tensor)."""
+    idx = call("nonzero", (input,), {})
+    if input.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx[:, j] for j in range(input.ndim))
 
 
 def _operand_as(x, dt):
@@ -146,8 +156,3 @@ def _check_tensor(x, name: str, fn: str) -> Tensor:
 
 def _F():  # noqa: N802 - the usual name of the functional module
     return plugins.lent("torcia.nn.functional", "torcia-nn")
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import to_dtype
-from torcia._oplib.views import reshape

@@ -1,12 +1,11 @@
 """Complex numbers: ``real``/``imag``, ``view_as_real``/``view_as_complex``, ``conj`` and
-its lazy-bit queries, ``angle``, ``sgn``, ``polar``, ``vdot``.
+its lazy-bit queries, ``angle``, ``sgn``, ``polar``.
 """
 
 from __future__ import annotations
 
 from torcia import _dtype as D
 from torcia._tensor import Tensor, _torch_name, call, inplace
-from torcia.amp import autocast_as
 
 
 def _tensor(x, name):
@@ -200,30 +199,6 @@ def complex(real, imag):
     return call("complex", (real, imag), {})
 
 
-@autocast_as("vdot")
-def vdot(input, other):
-    """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1]))
-    tensor(3.+0.j)
-    """
-    if input.ndim != 1 or other.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
-                           f"tensors")
-    if input.dtype is not other.dtype:
-        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{_torch_name(input.dtype)} and {_torch_name(other.dtype)}")
-    if input.shape[0] != other.shape[0]:
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
-                           f"src [{other.shape[0]}] to have the same number of elements, but "
-                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
-    # a dot product in the inputs' dtype (an integer sum would widen to int64)
-    return dot(conj(input) if input.dtype.category == 3 else input, other)
-
-
 def polar(abs, angle):
     """The complex tensor with modulus ``abs`` and argument ``angle``.
 
@@ -293,8 +268,8 @@ def cdouble(self):
 
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
-    "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "vdot",
-    "conj_physical_", "is_neg", "cfloat", "cdouble",
+    "conj", "conj_physical", "resolve_conj", "resolve_neg", "angle", "sgn", "conj_physical_",
+    "is_neg", "cfloat", "cdouble",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -305,10 +280,6 @@ INPLACE = (
 #: the names ``torcia`` exports from here
 __all__ = [
     "angle", "complex", "conj", "conj_physical", "conj_physical_", "imag", "is_complex",
-    "is_conj", "is_neg", "polar", "real", "resolve_conj", "resolve_neg", "sgn", "vdot",
+    "is_conj", "is_neg", "polar", "real", "resolve_conj", "resolve_neg", "sgn",
     "view_as_complex", "view_as_real",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.linalg import dot

@@ -14,6 +14,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._oplib.views import stack
 from torcia._tensor import Tensor, _legacy_new
 
 
@@ -308,7 +309,3 @@ __all__ = [
     "cartesian_prod", "combinations", "empty_permuted", "empty_strided", "from_file",
     "frombuffer", "meshgrid", "scalar_tensor", "tril_indices", "triu_indices",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.views import stack

@@ -17,7 +17,16 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import ops as _oplist
 from torcia._creation import tensor
-from torcia._oplib._common import _operand_as, _return_type, _tname, _to_float
+from torcia._oplib._common import (
+    _nonzero_tuple,
+    _operand_as,
+    _return_type,
+    _tname,
+    _to_float,
+    to_dtype,
+)
+from torcia._oplib.complex_numbers import imag
+from torcia._oplib.views import broadcast_tensors
 from torcia._tensor import (
     Tensor,
     _as_operand,
@@ -568,7 +577,7 @@ def where(condition, input=None, other=None):
     (tensor([1]),)
     """
     if input is None and other is None:
-        return nonzero(condition, as_tuple=True)
+        return _nonzero_tuple(condition)
     if condition.dtype is not D.bool_:
         raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
                            f"tensor with dtype {condition.dtype.name}")
@@ -677,20 +686,6 @@ def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
     tensor([  0., 100.,  -1.])
     """
     return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
-
-
-def to_dtype(input, dtype) -> Tensor:
-    """A copy of ``input`` in ``dtype`` (or ``input`` itself when already so).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.to_dtype(torcia.tensor([1.7, -1.7]), torcia.int64)
-    tensor([ 1, -1])
-    """
-    if input.dtype is dtype:
-        return input
-    return call("cast", (input,), {"dtype": dtype.to_numpy()})
 
 
 def multiply(input, other):
@@ -1179,10 +1174,4 @@ __all__ = [
     _n for _n, _v in list(globals().items())
     if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", "") == __name__
     and _n != "float_power_"  # a Tensor method only, as in PyTorch
-]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.complex_numbers import imag
-from torcia._oplib.indexing import nonzero
-from torcia._oplib.views import broadcast_tensors
+] + ["to_dtype"]  # defined in _common, below the families that all use it

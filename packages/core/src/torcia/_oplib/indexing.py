@@ -1,5 +1,6 @@
-"""Indexing: ``tensor[key]`` and its assignment, gathers and scatters, ``index_*``,
-masked ops, ``nonzero``, ``take``/``put`` and the ``*_scatter`` functions.
+"""Indexing: ``tensor[key]`` and its assignment, the slices written with it (``select``,
+``tensor_split``, ``hsplit``...), gathers and scatters, ``index_*``, masked ops,
+``nonzero``, ``take``/``put`` and the ``*_scatter`` functions.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full, tensor
 from torcia._grad_mode import STATE as _GRAD
-from torcia._oplib._common import _along_dim, _readable_value, _size_at
+from torcia._oplib._common import _nonzero_tuple, _readable_value, _size_at
+from torcia._oplib.elementwise import to_dtype, where
+from torcia._oplib.views import _along_dim, cat, contiguous, expand, permute, split
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
 
@@ -532,12 +535,9 @@ def nonzero(input, *, as_tuple=False):
     tensor([[0, 1],
             [1, 0]])
     """
-    idx = call("nonzero", (input,), {})
-    if not as_tuple:
-        return idx
-    if input.ndim == 0:
-        return (idx.reshape(-1),)
-    return tuple(idx[:, j] for j in range(input.ndim))
+    if as_tuple:
+        return _nonzero_tuple(input)
+    return call("nonzero", (input,), {})
 
 
 def argwhere(input):
@@ -912,11 +912,92 @@ def as_strided_scatter(input, src, size, stride, storage_offset=None):
     return out
 
 
+def select(input, dim, index):
+    """The slice of ``input`` at ``index`` along ``dim``, without that dimension (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.select(x, 1, 0)
+    tensor([1, 3])
+    """
+    d = _wrap_dim(dim, input.ndim)
+    return getitem(input, (slice(None),) * d + (index,))
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split into ``n`` nearly equal pieces (the first ones larger), or at indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor_split(torcia.arange(7), 3)
+    (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
+    >>> torcia.tensor_split(torcia.arange(7), [1, 5])
+    (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
+    """
+    d = _wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(indices_or_sections, Tensor):
+        if indices_or_sections.ndim > 1 or indices_or_sections.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor of dtype long, but "
+                               f"got a tensor with {indices_or_sections.ndim} dims and dtype "
+                               f"{indices_or_sections.dtype}")
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
+        return split(input, sections, d)
+    # each piece is input[start:end] along d, with a Python slice's reading of negative and
+    # out-of-range bounds: pieces can be empty, or overlap when the indices decrease
+    bounds = [0, *(int(i) for i in indices_or_sections), None]
+    head = (slice(None),) * d
+    return tuple(getitem(input, (*head, slice(a, b))) for a, b in zip(bounds, bounds[1:]))
+
+
+def _split_by(name, dim_needed, dim, example):
+    def split(input, indices_or_sections):
+        if input.ndim < dim_needed:
+            raise RuntimeError(f"torcia.{name} requires a tensor with at least {dim_needed} "
+                               f"dimension, but got a tensor with {input.ndim} dimensions!")
+        d = 0 if (name == "hsplit" and input.ndim == 1) else dim
+        if isinstance(indices_or_sections, int) and input.shape[d] % indices_or_sections:
+            raise RuntimeError(f"torcia.{name} attempted to split along dimension {d}, but "
+                               f"the size of the dimension {input.shape[d]} is not "
+                               f"divisible by the split_size {indices_or_sections}!")
+        return tensor_split(input, indices_or_sections, d)
+
+    split.__name__ = name
+    split.__doc__ = (f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+                     f"\n\nExamples\n--------\n>>> import torcia\n{example}\n")
+    return split
+
+
+hsplit = _split_by("hsplit", 1, 1, """>>> torcia.hsplit(torcia.arange(6).reshape(2, 3), [1])
+(tensor([[0],
+        [3]]), tensor([[1, 2],
+        [4, 5]]))""")
+
+
+vsplit = _split_by("vsplit", 2, 0, """>>> torcia.vsplit(torcia.arange(6).reshape(3, 2), [1])
+(tensor([[0, 1]]), tensor([[2, 3],
+        [4, 5]]))""")
+
+
+dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia.zeros(2, 2, 4), 2)]
+[torcia.Size([2, 2, 2]), torcia.Size([2, 2, 2])]""")
+
+
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
     "masked_fill", "gather", "scatter", "scatter_add", "index_select", "index_add",
     "index_copy", "index_put", "take_along_dim", "nonzero", "argwhere", "masked_select",
-    "scatter_reduce", "index_reduce", "nonzero_static", "as_strided_scatter",
+    "scatter_reduce", "index_reduce", "nonzero_static", "as_strided_scatter", "select",
+    "tensor_split",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -929,7 +1010,7 @@ INPLACE = (
 #: own have not set them
 FALLBACK_METHODS = (
     "take", "index_fill", "masked_scatter", "put", "select_scatter", "slice_scatter",
-    "diagonal_scatter", "fill_diagonal",
+    "diagonal_scatter", "fill_diagonal", "hsplit", "vsplit", "dsplit",
 )
 
 #: ... and the in-place ``name_`` methods set the same way
@@ -939,14 +1020,10 @@ FALLBACK_INPLACE = (
 
 #: the names ``torcia`` exports from here
 __all__ = [
-    "argwhere", "as_strided_scatter", "diagonal_scatter", "fill", "gather", "getitem",
-    "index_add", "index_copy", "index_fill", "index_put", "index_reduce", "index_select",
-    "masked_fill", "masked_scatter", "masked_select", "nonzero", "nonzero_static", "put",
-    "scatter", "scatter_add", "scatter_reduce", "select_scatter", "setitem", "slice_scatter",
-    "take", "take_along_dim", "unravel_index",
+    "argwhere", "as_strided_scatter", "diagonal_scatter", "dsplit", "fill", "gather", "getitem",
+    "hsplit", "index_add", "index_copy", "index_fill", "index_put", "index_reduce",
+    "index_select", "masked_fill", "masked_scatter", "masked_select", "nonzero",
+    "nonzero_static", "put", "scatter", "scatter_add", "scatter_reduce", "select",
+    "select_scatter", "setitem", "slice_scatter", "take", "take_along_dim", "tensor_split",
+    "unravel_index", "vsplit",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import to_dtype, where
-from torcia._oplib.views import cat, contiguous, expand, permute

@@ -1,7 +1,7 @@
 """Products and matrix functions at ``torcia.*``: ``matmul``, ``mm``, ``bmm``, ``einsum``,
-``addmm`` and friends, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``; the products of
-sparse tensors (``smm``, ``hspmm``...) are torcia.sparse's. ``torcia.linalg`` holds the
-``torch.linalg`` namespace.
+``addmm`` and friends, ``vdot``, ``det``/``inverse``, ``cov``, ``kron``, ``cdist``; the
+products of sparse tensors (``smm``, ``hspmm``...) are torcia.sparse's. ``torcia.linalg``
+holds the ``torch.linalg`` namespace.
 """
 
 from __future__ import annotations
@@ -16,7 +16,12 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import ones
 from torcia._kernels_linalg import dot_operands, outer_operands
+from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import _operand_as, _same_dtype, _tname, _to_float
+from torcia._oplib.complex_numbers import complex as _complex_of
+from torcia._oplib.complex_numbers import conj
+from torcia._oplib.elementwise import log, to_dtype, where
+from torcia._oplib.views import cat, expand, unsqueeze
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 from torcia.amp import autocast_as
 
@@ -797,11 +802,35 @@ def cond(pred, true_fn, false_fn, operands=()):
     return true_fn(*operands) if pred else false_fn(*operands)
 
 
+@autocast_as("vdot")
+def vdot(input, other):
+    """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1]))
+    tensor(3.+0.j)
+    """
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_torch_name(input.dtype)} and {_torch_name(other.dtype)}")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
+    # a dot product in the inputs' dtype (an integer sum would widen to int64)
+    return dot(conj(input) if input.dtype.category == 3 else input, other)
+
+
 #: the functions here that are also Tensor methods, under the same name
 METHODS = (
-    "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv",
-    "addmv", "addr", "addbmm", "baddbmm", "dist", "det", "slogdet", "logdet", "inverse",
-    "pinverse", "cov", "corrcoef", "addmm_",
+    "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv", "addmv",
+    "addr", "addbmm", "baddbmm", "dist", "det", "slogdet", "logdet", "inverse", "pinverse",
+    "cov", "corrcoef", "addmm_", "vdot",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -822,17 +851,8 @@ FALLBACK_INPLACE = (
 
 #: the names ``torcia`` exports from here
 __all__ = [
-    "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist",
-    "chain_matmul", "cond", "corrcoef", "cov", "det", "dist", "dot", "einsum",
-    "frobenius_norm", "ger", "inner", "inverse", "kron", "logdet", "matmul", "mm", "mv",
-    "norm_except_dim", "nuclear_norm", "outer", "pdist", "pinverse", "renorm", "slogdet",
-    "tensordot", "trace",
+    "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist", "chain_matmul",
+    "cond", "corrcoef", "cov", "det", "dist", "dot", "einsum", "frobenius_norm", "ger", "inner",
+    "inverse", "kron", "logdet", "matmul", "mm", "mv", "norm_except_dim", "nuclear_norm",
+    "outer", "pdist", "pinverse", "renorm", "slogdet", "tensordot", "trace", "vdot",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-# torcia.linalg imports the op library first: bound once this family has loaded
-from torcia import linalg  # noqa: I001
-from torcia._oplib.complex_numbers import complex as _complex_of
-from torcia._oplib.elementwise import log, to_dtype, where
-from torcia._oplib.views import cat, expand, unsqueeze

@@ -14,8 +14,11 @@ from torcia import _tensor
 from torcia._creation import draw
 from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
+from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import _F, _check_tensor
+from torcia._oplib.elementwise import where
 from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
+from torcia._oplib.views import broadcast_tensors
 from torcia._tensor import Tensor, call, inplace
 from torcia.amp import autocast_as
 from torcia.backend import check_async
@@ -482,11 +485,3 @@ __all__ = [
     "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle",
 ]
-
-# torcia.linalg imports the op library first: bound once this family has loaded
-from torcia import linalg  # noqa: I001
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import where
-from torcia._oplib.views import broadcast_tensors

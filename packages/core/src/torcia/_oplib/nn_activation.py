@@ -8,6 +8,7 @@ import warnings
 
 from torcia import _tensor
 from torcia._oplib._common import _F, _check_tensor, _to_float
+from torcia._oplib.elementwise import where
 from torcia._tensor import _wrap_dim, call, inplace
 from torcia.amp import autocast_as
 
@@ -439,7 +440,3 @@ __all__ = [
     "celu", "celu_", "hardshrink", "log_softmax", "prelu", "rrelu", "rrelu_", "selu", "selu_",
     "softmax", "threshold", "threshold_",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import where

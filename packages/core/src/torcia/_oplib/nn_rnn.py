@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import functools
 
+from torcia._oplib.elementwise import relu
+from torcia._oplib.linalg import matmul
+from torcia._oplib.nn import dropout as _dropout
+from torcia._oplib.views import cat, stack
 from torcia._tensor import AUTOCAST, Tensor
 from torcia.amp import autocast_as, op_policy
 
@@ -245,10 +249,3 @@ __all__ = [
     "gru", "gru_cell", "lstm", "lstm_cell", "rnn_relu", "rnn_relu_cell", "rnn_tanh",
     "rnn_tanh_cell",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import relu
-from torcia._oplib.linalg import matmul
-from torcia._oplib.nn import dropout as _dropout
-from torcia._oplib.views import cat, stack

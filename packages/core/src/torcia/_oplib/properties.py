@@ -10,6 +10,7 @@ import numpy as np
 
 from torcia._grad_mode import STATE as _GRAD
 from torcia._grad_mode import no_grad as _no_grad
+from torcia._oplib.views import view
 from torcia._tensor import Tensor
 
 
@@ -292,7 +293,3 @@ FALLBACK_METHODS = (
 __all__ = [
     "get_device", "is_distributed", "is_inference", "is_nonzero", "is_same_size", "is_signed",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.views import view

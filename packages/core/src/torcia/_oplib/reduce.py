@@ -14,14 +14,20 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full
 from torcia._grad_mode import STATE as _GRAD
+from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import (
-    _along_dim,
     _dims,
     _readable_value,
     _return_type,
     _size_at,
     _tname,
     _to_float,
+)
+from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
+from torcia._oplib.views import (
+    _along_dim,
+    cat,
+    reshape,
 )
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
@@ -960,13 +966,3 @@ __all__ = [
     "nansum", "norm", "prod", "quantile", "std", "std_mean", "sum", "trapezoid", "trapz",
     "var", "var_mean",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first), and
-# torcia.linalg, which imports the op library first
-from torcia import linalg  # noqa: I001
-from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
-from torcia._oplib.views import (
-    cat,
-    reshape,
-)

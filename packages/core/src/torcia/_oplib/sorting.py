@@ -11,7 +11,10 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import tensor
-from torcia._oplib._common import _along_dim, _return_type, _size_at
+from torcia._oplib._common import _return_type, _size_at
+from torcia._oplib.elementwise import to_dtype
+from torcia._oplib.indexing import take_along_dim
+from torcia._oplib.views import _along_dim, cat
 from torcia._tensor import Tensor, _cpp_name, _wrap_dim, call, result_type
 
 _Sort = _return_type("sort", ("values", "indices"))
@@ -405,9 +408,3 @@ __all__ = [
     "argsort", "bincount", "bucketize", "histc", "histogram", "histogramdd", "isin",
     "kthvalue", "msort", "searchsorted", "sort", "topk", "unique", "unique_consecutive",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.elementwise import to_dtype
-from torcia._oplib.indexing import take_along_dim
-from torcia._oplib.views import cat

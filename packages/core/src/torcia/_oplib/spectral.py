@@ -9,6 +9,8 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
+from torcia._oplib.complex_numbers import view_as_real
+from torcia._oplib.views import cat, pad
 from torcia._tensor import canonical_device
 
 
@@ -263,8 +265,3 @@ __all__ = [
     "bartlett_window", "blackman_window", "hamming_window", "hann_window", "istft",
     "kaiser_window", "stft",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.complex_numbers import view_as_real
-from torcia._oplib.views import cat, pad

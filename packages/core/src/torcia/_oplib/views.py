@@ -19,6 +19,7 @@ from torcia import _storage
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
+from torcia._oplib.complex_numbers import conj
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 from torcia.amp import autocast_as
@@ -122,6 +123,20 @@ def reshape(input, *shape):
         out._vc = input._vc
         out._base = input._base if input._base is not None else input
     return out
+
+
+def _along_dim(op, inputs, params, view_of=None):
+    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
+    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
+    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return call(op, inputs, params, view_of)
+    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = call(op, ones, params)
+    if isinstance(out, tuple):
+        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
+    return reshape(out, ()) if out._data.size == 1 else out
 
 
 def permute(input, *dims):
@@ -545,20 +560,6 @@ def detach(input):
     return t
 
 
-def select(input, dim, index):
-    """The slice of ``input`` at ``index`` along ``dim``, without that dimension (a view).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[1, 2], [3, 4]])
-    >>> torcia.select(x, 1, 0)
-    tensor([1, 3])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    return getitem(input, (slice(None),) * d + (index,))
-
-
 def cat(tensors, dim=0):
     """Concatenate along an existing ``dim``.
 
@@ -700,39 +701,6 @@ def chunk(input, chunks, dim=0):
     size = input.shape[_wrap_dim(dim, input.ndim)]
     step = -(-size // chunks) if size else 1
     return split(input, step, dim)
-
-
-def tensor_split(input, indices_or_sections, dim=0):
-    """Split into ``n`` nearly equal pieces (the first ones larger), or at indices.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.tensor_split(torcia.arange(7), 3)
-    (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
-    >>> torcia.tensor_split(torcia.arange(7), [1, 5])
-    (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    size = input.shape[d]
-    if isinstance(indices_or_sections, Tensor):
-        if indices_or_sections.ndim > 1 or indices_or_sections.dtype is not D.int64:
-            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
-                               "zero-dimensional or one-dimensional tensor of dtype long, but "
-                               f"got a tensor with {indices_or_sections.ndim} dims and dtype "
-                               f"{indices_or_sections.dtype}")
-        indices_or_sections = indices_or_sections.tolist()
-    if isinstance(indices_or_sections, int):
-        n = indices_or_sections
-        if n <= 0:
-            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
-        sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
-        return split(input, sections, d)
-    # each piece is input[start:end] along d, with a Python slice's reading of negative and
-    # out-of-range bounds: pieces can be empty, or overlap when the indices decrease
-    bounds = [0, *(int(i) for i in indices_or_sections), None]
-    head = (slice(None),) * d
-    return tuple(getitem(input, (*head, slice(a, b))) for a, b in zip(bounds, bounds[1:]))
 
 
 def unbind(input, dim=0):
@@ -1100,39 +1068,6 @@ def dstack(tensors):
     return cat([atleast_3d(t) for t in tensors], 2)
 
 
-def _split_by(name, dim_needed, dim, example):
-    def split(input, indices_or_sections):
-        if input.ndim < dim_needed:
-            raise RuntimeError(f"torcia.{name} requires a tensor with at least {dim_needed} "
-                               f"dimension, but got a tensor with {input.ndim} dimensions!")
-        d = 0 if (name == "hsplit" and input.ndim == 1) else dim
-        if isinstance(indices_or_sections, int) and input.shape[d] % indices_or_sections:
-            raise RuntimeError(f"torcia.{name} attempted to split along dimension {d}, but "
-                               f"the size of the dimension {input.shape[d]} is not "
-                               f"divisible by the split_size {indices_or_sections}!")
-        return tensor_split(input, indices_or_sections, d)
-
-    split.__name__ = name
-    split.__doc__ = (f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
-                     f"\n\nExamples\n--------\n>>> import torcia\n{example}\n")
-    return split
-
-
-hsplit = _split_by("hsplit", 1, 1, """>>> torcia.hsplit(torcia.arange(6).reshape(2, 3), [1])
-(tensor([[0],
-        [3]]), tensor([[1, 2],
-        [4, 5]]))""")
-
-
-vsplit = _split_by("vsplit", 2, 0, """>>> torcia.vsplit(torcia.arange(6).reshape(3, 2), [1])
-(tensor([[0, 1]]), tensor([[2, 3],
-        [4, 5]]))""")
-
-
-dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia.zeros(2, 2, 4), 2)]
-[torcia.Size([2, 2, 2]), torcia.Size([2, 2, 2])]""")
-
-
 def ravel(input):
     """The flattened tensor.
 
@@ -1385,11 +1320,11 @@ def resize_as(self, tensor):
 METHODS = (
     "view", "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze",
     "unsqueeze", "expand", "expand_as", "broadcast_to", "flatten", "unflatten", "narrow",
-    "unfold", "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided",
-    "detach", "select", "split", "chunk", "tensor_split", "unbind", "flip", "fliplr",
-    "flipud", "roll", "repeat", "tile", "repeat_interleave", "tril", "triu", "diag",
-    "diag_embed", "t_", "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_",
-    "as_strided_", "resize_", "resize_as_", "resize", "resize_as",
+    "unfold", "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided", "detach",
+    "split", "chunk", "unbind", "flip", "fliplr", "flipud", "roll", "repeat", "tile",
+    "repeat_interleave", "tril", "triu", "diag", "diag_embed", "t_", "transpose_", "swapaxes_",
+    "swapdims_", "squeeze_", "unsqueeze_", "as_strided_", "resize_", "resize_as_", "resize",
+    "resize_as",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -1400,7 +1335,7 @@ INPLACE = (
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
 #: own have not set them
 FALLBACK_METHODS = (
-    "ravel", "rot90", "diagflat", "hsplit", "vsplit", "dsplit", "split_with_sizes",
+    "ravel", "rot90", "diagflat", "split_with_sizes",
 )
 
 #: the names ``torcia`` exports from here
@@ -1408,15 +1343,9 @@ __all__ = [
     "adjoint", "as_strided", "as_strided_", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat", "chunk", "clone",
     "column_stack", "concat", "concatenate", "constant_pad_nd", "contiguous", "detach", "diag",
-    "diag_embed", "diagflat", "diagonal", "dsplit", "dstack", "expand", "expand_as", "flatten",
-    "flip", "fliplr", "flipud", "hsplit", "hstack", "moveaxis", "movedim", "narrow", "permute",
-    "ravel", "repeat", "repeat_interleave", "reshape", "resize_as_", "roll", "rot90", "select",
-    "split", "split_with_sizes", "squeeze", "stack", "swapaxes", "swapdims", "t",
-    "tensor_split", "tile", "transpose", "tril", "triu", "unbind", "unflatten", "unfold",
-    "unsqueeze", "view", "vsplit", "vstack",
+    "diag_embed", "diagflat", "diagonal", "dstack", "expand", "expand_as", "flatten", "flip",
+    "fliplr", "flipud", "hstack", "moveaxis", "movedim", "narrow", "permute", "ravel", "repeat",
+    "repeat_interleave", "reshape", "resize_as_", "roll", "rot90", "split", "split_with_sizes",
+    "squeeze", "stack", "swapaxes", "swapdims", "t", "tile", "transpose", "tril", "triu",
+    "unbind", "unflatten", "unfold", "unsqueeze", "view", "vstack",
 ]
-
-
-# the other families, bound once this one has loaded (they may import it first)
-from torcia._oplib.complex_numbers import conj
-from torcia._oplib.indexing import getitem

@@ -5,9 +5,17 @@ from __future__ import annotations
 import contextlib
 import threading
 
+from torcia._switches import Switches
+
 _user_globals: dict[str, object] = {}
 _user_lock = threading.Lock()
-_scoped = threading.local()
+
+
+class _Scoped(Switches):
+    stack = ()  # the allowlists of the safe_globals blocks entered, innermost last
+
+
+_SCOPED = _Scoped()
 
 
 def _global_name(entry) -> tuple[str, object]:
@@ -95,18 +103,12 @@ def safe_globals(safe_globals: list):
     deque([1, 2])
     """
     entries = dict(_global_name(g) for g in safe_globals)
-    stack = getattr(_scoped, "stack", None)
-    if stack is None:
-        stack = _scoped.stack = []
-    stack.append(entries)
-    try:
+    with _SCOPED.switched(stack=_SCOPED.stack + (entries,)):
         yield
-    finally:
-        stack.pop()
 
 
 def _allowed_by_user(full_name: str):
-    for entries in reversed(getattr(_scoped, "stack", None) or []):
+    for entries in reversed(_SCOPED.stack):
         if full_name in entries:
             return entries[full_name]
     with _user_lock:

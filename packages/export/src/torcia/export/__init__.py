@@ -77,6 +77,7 @@ from torcia.export._hierarchy import (
     ModuleCallSignature,
     UnflattenedModule,
     module_call_graph,
+    register_state,
 )
 from torcia.export._program import (
     ModuleCall,
@@ -504,34 +505,6 @@ def named_state(module: nn.Module) -> tuple[dict, dict]:
             state.setdefault(name, b)
             kinds.setdefault(name, "buffer")
     return state, kinds
-
-
-def register_state(module: nn.Module, state: dict, kinds: dict) -> None:
-    """Register ``state`` (dotted name -> tensor, as :func:`named_state` gives) on
-    ``module``, making empty submodules along the names: the same tensor objects, so a
-    tied weight stays one parameter.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> m = torcia.nn.Module()
-    >>> torcia.export.register_state(m, {"fc.weight": torcia.nn.Parameter(torcia.ones(2))},
-    ...                              {"fc.weight": "parameter"})
-    >>> sorted(m.state_dict())
-    ['fc.weight']
-    """
-    for name, t in state.items():
-        owner, _, leaf = name.rpartition(".")
-        mod = module
-        for part in owner.split(".") if owner else ():
-            if part not in mod._modules:
-                mod.add_module(part, nn.Module())
-            mod = mod._modules[part]
-        if kinds[name] == "parameter":
-            mod.register_parameter(leaf, t if isinstance(t, nn.Parameter)
-                                   else nn.Parameter(t, requires_grad=t.requires_grad))
-        else:
-            mod.register_buffer(leaf, t)
 
 
 def _wrap(obj):

@@ -169,7 +169,7 @@ class UnflattenedModule(nn.Module):
             owner, _, leaf = fqn.rpartition(".")
             parent = self.get_submodule(owner) if owner else self
             parent.add_module(leaf, InterpreterModule())
-        _register(self, program)
+        register_state(self, program.state_dict, program._kinds, InterpreterModule)
         for m in self.modules():
             if isinstance(m, InterpreterModule):
                 object.__setattr__(m, "_unflattened", self)
@@ -222,15 +222,28 @@ def _state(module, name: str):
     return getattr(module.get_submodule(owner) if owner else module, leaf)
 
 
-def _register(root, program) -> None:
-    for name, t in program.state_dict.items():
+def register_state(module: nn.Module, state: dict, kinds: dict, empty=nn.Module) -> None:
+    """Register ``state`` (dotted name -> tensor, as :func:`torcia.export.named_state` gives) on
+    ``module``, making submodules of class ``empty`` along the names where ``module`` has
+    none: the same tensor objects, so a tied weight stays one parameter.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.nn.Module()
+    >>> torcia.export.register_state(m, {"fc.weight": torcia.nn.Parameter(torcia.ones(2))},
+    ...                              {"fc.weight": "parameter"})
+    >>> sorted(m.state_dict())
+    ['fc.weight']
+    """
+    for name, t in state.items():
         owner, _, leaf = name.rpartition(".")
-        mod = root
+        mod = module
         for part in owner.split(".") if owner else ():
             if part not in mod._modules:
-                mod.add_module(part, InterpreterModule())
+                mod.add_module(part, empty())
             mod = mod._modules[part]
-        if program._kinds[name] == "parameter":
+        if kinds[name] == "parameter":
             mod.register_parameter(leaf, t if isinstance(t, nn.Parameter)
                                    else nn.Parameter(t, requires_grad=t.requires_grad))
         else:
