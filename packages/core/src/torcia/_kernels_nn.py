@@ -245,6 +245,9 @@ class NNKernels:
 
     def logsigmoid(self, a):
         """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
+        if _low(a):
+            # in float32, as PyTorch: logsigmoid(20) is -2e-9, -0 once rounded to half
+            return self.logsigmoid(a.astype(np.float32)).astype(a.dtype)
         # 0 - rather than a negation: +0 at +inf, as PyTorch's min(a, 0) - log1p(exp(-|a|))
         return 0 - self.xp.logaddexp(0, -a)
 
