@@ -126,6 +126,39 @@ known(("mode", "nanmedian", "median"), "value", "design",
       "among elements that compare equal (0.0 and -0.0), torch 2.13 returns the index its "
       "unstable std::sort / nth_element happens to leave (implementation-defined); torcia the "
       "one its own order gives", kinds=("edge",), detail="result[1]")
+known(("mode", "nanmedian", "median"), "value", "design",
+      "the same choice among equal elements decides the value's sign of zero: torch 2.13 "
+      "returns the -0.0 or 0.0 its unstable std::sort / nth_element leaves at the index it "
+      "picks; torcia the element at the index its own order gives", kinds=("edge",),
+      detail="(the sign of zero)")
+known(("neg", "op:neg"), "value", "design",
+      "torch 2.13's vectorised complex negation is 0 - z, which gives +0 for a part that is "
+      "+0 or -0, while its scalar path (a lone element, the tail of a vector loop) gives -z: "
+      "the sign depends on the element's position (zeros(5, dtype=complex128).neg() gives "
+      "+0 for the first four, -0 for the fifth); torcia negates exactly, -z everywhere, as "
+      "the real negation", dtypes=_CX, kinds=("edge",), detail="(the sign of zero)")
+known("acos", "value", "design",
+      "torch 2.13 computes complex128 acos as pi/2 - asin(z) (its vectorised formula, used "
+      "for a lone element too), whose imaginary part 0 - asin(z).imag is +0 where C's cacos "
+      "and torch's own complex64 give -0 (cacos(0.5+0j) is 1.047-0j); torcia gives "
+      "cacos's sign in both precisions", dtypes=("complex128",), kinds=("edge",),
+      detail="(the sign of zero)")
+known("nn.functional.softshrink", "value", "design",
+      "inside [-lambd, lambd] torch 2.13's vectorised softshrink gives +0 and its scalar "
+      "path (a lone element, the tail of a vector loop) input * 0, -0 for a negative input: "
+      "the sign depends on the element's position (softshrink of 17 -0.2's in float32 is 16 "
+      "+0's and a -0); torcia gives +0 everywhere, the vectorised answer",
+      detail="(the sign of zero)")
+known(("fft.*", "stft"), "value", "design",
+      "an FFT output's part that comes out exactly 0 (the imaginary part of a bin where the "
+      "terms cancel) carries the sign of the transform's order of additions: torch 2.13's "
+      "pocketfft/MKL plans and NumPy's pocketfft (torcia's) add in different orders, so such "
+      "a zero may be +0 in one and -0 in the other; the values are equal",
+      detail="(the sign of zero)")
+known(("cholesky", "linalg.cholesky", "linalg.cholesky_ex"), "value", "design",
+      "the diagonal of a complex Cholesky factor is real; the sign of its imaginary zero is "
+      "the LAPACK build's (torch 2.13's MKL zpotrf leaves -0 in some diagonal elements, "
+      "NumPy's LAPACK, torcia's, +0)", dtypes=_CX, detail="(the sign of zero)")
 known("addbmm", "value", "design",
       "torch 2.13's CPU addbmm in half precision adds the batch's products one addmm_() at a "
       "time, rounding to half after each; torcia accumulates in float32 and rounds once (a "

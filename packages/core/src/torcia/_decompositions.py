@@ -138,6 +138,8 @@ def tanhshrink(a):
 
 @_opmath
 def silu(a):
+    if a.is_complex():
+        return a / (1 + (-a).exp())  # PyTorch's quotient: +0 for the real part of -0+0j
     return a * a.sigmoid()
 
 
@@ -161,7 +163,7 @@ def mish(a):
 
 @_opmath
 def logsigmoid(a):
-    return -softplus(-a)
+    return 0 - softplus(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
 
 
 @_opmath
@@ -1004,7 +1006,9 @@ def _cum_extreme(a, dim, largest):
     upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
     index = _oplib.where(_both(hit, upto), pos, C.zeros((), dtype=pos.dtype,
                                                               device=a.device)).amax(-1)
-    return values.movedim(-1, dim), index.movedim(-1, dim)
+    index = index.movedim(-1, dim)
+    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
+    return a.gather(dim, index), index
 
 
 def cummax(a, dim):
@@ -1141,7 +1145,8 @@ def mode_dim(a, dim=-1, keepdim=False):
     pos = C.arange(moved.shape[-1], device=a.device)
     index = _oplib.where(same(moved, best), pos, C.full((), -1, dtype=pos.dtype,
                                                              device=a.device)).amax(-1)
-    values = best.squeeze(-1)
+    # the element at the index (of 0.0 and -0.0, sort's may be the other one)
+    values = moved.gather(-1, index.unsqueeze(-1)).squeeze(-1)
     if keepdim:
         return values.unsqueeze(dim), index.unsqueeze(dim)
     return values, index

@@ -74,8 +74,10 @@ class ExtraKernels:
             uniq, counts = xp.unique(rows[r], return_counts=True)
             # the most frequent value; the smallest among ties, at its last occurrence
             best = uniq[int(xp.argmax(counts))]
-            vals[r] = best
             idx[r] = int(xp.nonzero(rows[r] == best)[0][-1])
+            # the element at the index: unique's representative of 0.0 and -0.0 may be the
+            # other one
+            vals[r] = rows[r][idx[r]]
         shape = moved.shape[:-1]
         vals, idx = vals.reshape(shape), idx.reshape(shape)
         if keepdim:
@@ -318,8 +320,10 @@ def _cum_extreme(xp, a, dim, ufunc):
     hit = a == vals
     if _floating(a.dtype):
         hit = hit | xp.isnan(a)
-    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim)
-    return vals, idx.astype(np.int64)
+    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(np.int64)
+    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
+    # (maximum's choice between them varies with the dtype's loop)
+    return xp.take_along_axis(a, idx, axis=dim), idx
 
 
 def _identity(xp, reduce, dtype):

@@ -206,7 +206,10 @@ class NNKernels:
         return (g * (cdf + a * pdf)).astype(g.dtype, copy=False)
 
     def silu(self, a):
-        """silu(a): a * sigmoid(a)."""
+        """silu(a): a * sigmoid(a); a / (1 + exp(-a)) for a complex a, as PyTorch (the
+        product gives -0 for the real part of -0+0j, the quotient PyTorch's +0)."""
+        if a.dtype.kind == "c":
+            return a / (1 + self.xp.exp(-a))
         return a * self.sigmoid(a)
 
     def silu_backward(self, g, a):
@@ -242,7 +245,11 @@ class NNKernels:
 
     def logsigmoid(self, a):
         """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
-        return -self.xp.logaddexp(0, -a)
+        if _low(a):
+            # in float32, as PyTorch: logsigmoid(20) is -2e-9, -0 once rounded to half
+            return self.logsigmoid(a.astype(np.float32)).astype(a.dtype)
+        # 0 - rather than a negation: +0 at +inf, as PyTorch's min(a, 0) - log1p(exp(-|a|))
+        return 0 - self.xp.logaddexp(0, -a)
 
     def softsign(self, a):
         """softsign(a): a / (1 + |a|)."""

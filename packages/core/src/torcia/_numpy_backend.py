@@ -207,8 +207,10 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
             return a.copy()
         xp = self.xp
         out = xp.sign(a)
-        return xp.where(out != out, xp.zeros((), out.dtype), out) if a.dtype.kind in "fV" \
-            else out
+        if a.dtype.kind not in "fV":
+            return out
+        # +0 for NaN and for -0 (ml_dtypes' bfloat16 sign keeps -0), as PyTorch's
+        return xp.where((out != out) | (out == 0), xp.zeros((), out.dtype), out)
 
     def reciprocal(self, a):
         # a complex one as PyTorch's 1 / z: NumPy's reciprocal of 0j is nan+nanj, where
@@ -226,12 +228,14 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         # NumPy's complex log1p is log(1 + z), which loses z's digits below 1's ulp
         # (log1p(1e-7+0j) is 1.19e-7 in complex64); PyTorch's formula: the modulus of
         # 1 + z through log1p(x (2 + x) + y^2) near 0, through hypot elsewhere; a NaN part
-        # makes both NaN (PyTorch's too, where C's clog(nan+inf*j) keeps the infinity)
+        # makes both NaN (PyTorch's too, where C's clog(nan+inf*j) keeps the infinity);
+        # on the real axis the real log1p (-0 stays -0), off it a y^2 that underflows
+        # gives log1p(+0) = +0, as PyTorch's
         x, y = a.real, a.imag
         with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
             r = x * (2 + x) + y * y
             near = xp.abs(a) < 0.5
-            log_mod = xp.where(near, xp.where(r == 0, x, 0.5 * xp.log1p(r)),
+            log_mod = xp.where(near, xp.where(y == 0, xp.log1p(x), 0.5 * xp.log1p(r)),
                                xp.log(xp.hypot(x + 1, y)))
             log_mod = xp.where(xp.isnan(x) | xp.isnan(y), xp.nan, log_mod)
             out = xp.empty_like(a)
@@ -272,7 +276,8 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
         return _special("erfc", self.xp, a)
 
     def erfinv(self, a):
-        return _special("erfinv", self.xp, a)
+        # erfinv(-0) is -0 (SciPy's is +0)
+        return self.xp.where(a == 0, a, _special("erfinv", self.xp, a))
 
     def lgamma(self, a):
         # log|gamma(-inf)| is +inf (SciPy's gammaln says -inf)
@@ -331,8 +336,14 @@ class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKerne
 
     def remainder(self, a, b):
         _check_divisor(self.xp, a, b)
-        # Python's sign convention (the divisor's), as PyTorch's remainder
-        return self.xp.remainder(a, b)
+        xp = self.xp
+        if xp.result_type(a, b).kind not in "fV":
+            return xp.remainder(a, b)
+        # PyTorch's: fmod moved into the divisor's sign, so an exact 0 keeps the dividend's
+        # sign (NumPy's remainder gives the divisor's: remainder(-0.0, 2) is +0, PyTorch -0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = xp.fmod(a, b)
+            return xp.where((out != 0) & ((out < 0) != (b < 0)), out + b, out)
 
     def fmod(self, a, b):
         _check_divisor(self.xp, a, b)

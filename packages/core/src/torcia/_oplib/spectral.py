@@ -25,7 +25,7 @@ def _window(name, window_length, periodic, dtype, device, requires_grad, values)
         w = np.ones(window_length)
     else:
         n = window_length + 1 if periodic else window_length
-        w = values(np.arange(n, dtype=np.float64), n)[:window_length]
+        w = values(np.arange(n, dtype=np.float64), n, np.dtype(d.name))[:window_length]
     out = tensor(w, dtype=d, device=canonical_device(device))
     return out.requires_grad_() if requires_grad else out
 
@@ -42,7 +42,7 @@ def hann_window(window_length, periodic=True, *, dtype=None, layout=None, device
     tensor([0.0000, 0.5000, 1.0000, 0.5000])
     """
     return _window("hann_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, n: 0.5 - 0.5 * np.cos(2 * math.pi * k / (n - 1)))
+                   lambda k, n, _: 0.5 - 0.5 * np.cos(2 * math.pi * k / (n - 1)))
 
 
 def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype=None,
@@ -56,7 +56,7 @@ def hamming_window(window_length, periodic=True, alpha=0.54, beta=0.46, *, dtype
     tensor([0.0800, 1.0000, 0.0800])
     """
     return _window("hamming_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, n: alpha - beta * np.cos(2 * math.pi * k / (n - 1)))
+                   lambda k, n, _: alpha - beta * np.cos(2 * math.pi * k / (n - 1)))
 
 
 def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -71,8 +71,24 @@ def blackman_window(window_length, periodic=True, *, dtype=None, layout=None, de
     (tensor(1.), torcia.Size([5]))
     """
     return _window("blackman_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, n: 0.42 - 0.5 * np.cos(2 * math.pi * k / (n - 1))
-                   + 0.08 * np.cos(4 * math.pi * k / (n - 1)))
+                   _blackman)
+
+
+def _blackman(k, n, dt):
+    # PyTorch's sequence of ops in the window's dtype, each rounded to it (a half precision
+    # one computed in float32), its scalars too: so the ends are its rounding residues
+    # (+0 in float16 where 0.42 - 0.5 + 0.08 in float64 is -1.4e-17, -0 once rounded)
+    op = np.float32 if dt.itemsize == 2 else dt.type
+
+    def r(x):
+        return np.asarray(x, op).astype(dt).astype(op)
+
+    def s(x):
+        return op(dt.type(x))
+
+    x = r(k * s(math.pi / (n - 1)))
+    c4, c2 = r(np.cos(r(x * s(4)))), r(np.cos(r(x * s(2))))
+    return r(r(r(c4 * s(0.08)) - r(c2 * s(0.5))) + s(0.42)).astype(dt)
 
 
 def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, device=None,
@@ -86,7 +102,7 @@ def bartlett_window(window_length, periodic=True, *, dtype=None, layout=None, de
     tensor([0.0000, 0.5000, 1.0000, 0.5000, 0.0000])
     """
     return _window("bartlett_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, n: 1 - np.abs(2 * k / (n - 1) - 1))
+                   lambda k, n, _: 1 - np.abs(2 * k / (n - 1) - 1))
 
 
 def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout=None,
@@ -100,7 +116,7 @@ def kaiser_window(window_length, periodic=True, beta=12.0, *, dtype=None, layout
     tensor([1., 1., 1.])
     """
     return _window("kaiser_window", window_length, periodic, dtype, device, requires_grad,
-                   lambda k, n: np.i0(beta * np.sqrt(np.clip(
+                   lambda k, n, _: np.i0(beta * np.sqrt(np.clip(
                        1 - (2 * k / (n - 1) - 1) ** 2, 0, None))) / np.i0(beta))
 
 

@@ -88,7 +88,8 @@ def hardshrink(input, lambd=0.5):
     >>> F.hardshrink(torcia.tensor([-1.0, 0.2, 0.7]))
     tensor([-1.0000,  0.0000,  0.7000])
     """
-    return input * (input.abs() > lambd)
+    # a +0 inside [-lambd, lambd] (a product with the mask gave -0 for negatives), as PyTorch
+    return torcia.where(input.abs() <= lambd, torcia.zeros_like(input), input)
 
 
 def softshrink(input, lambd=0.5):
