@@ -190,9 +190,9 @@ class Policy:
     --------
     >>> import torcia
     >>> from torcia import plugins
-    >>> policy = plugins.Policy()
-    >>> policy.strict, policy.block
-    (None, {})
+    >>> policy = plugins.Policy()  # read from the environment and the config files
+    >>> sorted(vars(policy))
+    ['allow', 'allowlists', 'block', 'lock', 'locked_by', 'roots', 'strict']
     """
 
     def __init__(self):

@@ -242,7 +242,8 @@ def _factory(name):
                        f"{plugins.install_hint('torcia-mpi')}",
                 "nccl": "torcia-cuda with NCCL"}.get(name, f"a plugin providing {name!r}")
         msg = plugins.missing_message("process group backend", name, backends.names())
-        if "blocked" not in msg:
+        # the hint stays unless the message names the plugin that provides the backend
+        if "is provided by plugin" not in msg:
             msg += f". Install {hint}"
         raise RuntimeError(msg)
     factory = backends.get(name)

@@ -196,5 +196,7 @@ def __getattr__(name: str):
                 return cls
         msg = plugins.missing_message("distribution", name, distributions.names())
         if "blocked" in msg:
-            raise AttributeError(msg)
+            # Python's own message first (what code matching on it expects), then which
+            # blocked plugin may provide the name
+            raise AttributeError(f"module 'torcia.distributions' has no attribute {name!r}: {msg}")
     raise AttributeError(f"module 'torcia.distributions' has no attribute {name!r}")

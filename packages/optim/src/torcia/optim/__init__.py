@@ -102,5 +102,7 @@ def __getattr__(name: str):
                 return cls
         msg = plugins.missing_message("optimizer", name, optimizers.names())
         if "blocked" in msg:
-            raise AttributeError(msg)
+            # Python's own message first (what code matching on it expects), then which
+            # blocked plugin may provide the name
+            raise AttributeError(f"module 'torcia.optim' has no attribute {name!r}: {msg}")
     raise AttributeError(f"module 'torcia.optim' has no attribute {name!r}")
