@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -430,15 +431,11 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
 // The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
 // mult + bias in double (mult = x_scale * w_scale of the sum's channel), then float32, or
 // uint8 at out_scale (rint(v / out_scale) + zero point, clamped; from the zero point up
-// with relu). The spans below compute len outputs as floats (a uint8 output's integer
-// value) for the caller to store: their loops stay in float and double lanes, which the
-// compiler fills for AVX-512 and AVX2 too (a loop storing bytes would take 64 lanes, more
-// than most spans have). The multiply and add stay two roundings (quant.cpp is built
-// without contraction into FMA).
+// with relu). quant.cpp is built without contraction into FMA: every multiply and add below
+// rounds once, as the error bounds count them.
 struct Requant {
   bool to_uint8, relu;
   float scale, zp, lo;  // lo: the lowest output, the zero point with relu
-  float inv;  // 1 / scale in float where that is a normal number, else 0 (see conv_span)
 };
 
 TORCIA_INLINE float requantized(double v, const Requant& r) {
@@ -447,34 +444,80 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// A span of sums into out (acc[i] * mult[i] + bias[i]), the values in float first (float
-// and double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
-// the same clone (a loop storing bytes alone would take 64 lanes and stay scalar on short
-// spans).
-// A uint8 output is rint(v / scale). The span is first computed with the product by the
-// rounded inverse: it lies within 3 * 2^-24 |v / scale| of the rounded quotient (the
-// inverse's rounding, the product's, the quotient's), so both round to the same integer
-// unless the product lies within that of a half. A span holding a value within 2^-21 of
-// its size from a half (about one value in 2^15), and not past 1024 (beyond which both
-// clamp alike), is divided again.
+// A span of sums as the reference computes them, stored as T.
 template <typename T>
-TORCIA_CLONES_WIDE void conv_span(const int32_t* acc, int64_t len, const double* mult,
-                                  const double* bias, Requant r, float* v, T* out) {
-  int near = 1;
-  if (r.to_uint8 && r.inv > 0) {
-    near = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      const float y =
-          static_cast<float>(static_cast<double>(acc[i]) * mult[i] + bias[i]) * r.inv;
-      const float q = round_even(y), size = std::fabs(y);
-      near |= (size <= 1024.f) & (std::fabs(std::fabs(y - q) - 0.5f) <= size * 0x1p-21f);
-      v[i] = std::min(std::max(r.lo, q + r.zp), 255.f);  // NaN -> lo
-    }
+TORCIA_CLONES_WIDE void exact_span(const int32_t* acc, int64_t len, const double* mult,
+                                   const double* bias, Requant r, T* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = static_cast<T>(requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r));
+}
+
+// The uint8 outputs of a span in float arithmetic. With fm = fl(mult / scale) and fb =
+// fl(bias / scale), y = fl(fl(fl(acc) fm) + fb) lies within 6.01 u (|p| + |fb|) of the
+// reference's quotient fl(fl(acc mult + bias) / scale) (u = 2^-24; p = fl(fl(acc) fm); the
+// reference's double roundings count 2^-53 each, its float ones u; subnormals add less
+// than 2^-40 for scales of at least 2^-100), so both round to the same integer unless y
+// lies within 16 u (|p| + |fb|) + 2^-40 of a half (slack = fl(16 u |fb| + 2^-40), a
+// channel's; the margin's own roundings are covered by 16 u against 6.01 u). Sets q to y
+// rounded and says whether y may round otherwise than the reference (values past 2^22,
+// which clamp, may be flagged too: they are computed again, as the reference does).
+TORCIA_INLINE bool near_half(int32_t acc, float fm, float fb, float slack, float& q) {
+  const float p = static_cast<float>(acc) * fm;
+  const float y = p + fb;
+  q = round_even(y);
+  return std::fabs(y - q) + (std::fabs(p) * 0x1p-20f + slack) >= 0.5f;
+}
+
+// The uint8 outputs of a span through near_half, in loops over the whole span that the
+// clones fill for AVX-512 and AVX2 (v: the span's outputs as floats, a loop storing bytes
+// alone would stay scalar on short spans). A span with a value near a half (about one in
+// 10^4 values of 100 or so) is looked at again by groups of 16 values, and the groups that
+// hold one are computed as the reference does.
+constexpr int64_t kGroup = 16;
+
+TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float* fm,
+                                   const float* fb, const float* slack, const double* mult,
+                                   const double* bias, Requant r, float* v, uint8_t* out) {
+  int near = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    float q;
+    near |= near_half(acc[i], fm[i], fb[i], slack[i], q);
+    v[i] = std::min(255.f, std::max(r.lo, q + r.zp));
   }
-  if (near)
-    for (int64_t i = 0; i < len; ++i)
-      v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
-  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
+  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  if (!near) return;
+  for (int64_t g = 0; g < len; g += kGroup) {
+    const int64_t n = std::min(kGroup, len - g);
+    int close = 0;
+    for (int64_t k = g; k < g + n; ++k) {
+      float q;
+      close |= near_half(acc[k], fm[k], fb[k], slack[k], q);
+    }
+    if (close) exact_span(acc + g, n, mult + g, bias + g, r, out + g);
+  }
+}
+
+// Whether uint8_span's bound holds for these multipliers and biases (repeated along a span)
+// at r's scale, and their quotients by the scale in fm and fb (and fb's share of the
+// margin in slack): the scale at least 2^-100, the quotients finite and under 2^60 (so
+// that no product or sum of int32 sums overflows a float); otherwise the epilogue computes
+// as the reference throughout.
+bool float_requant(const std::vector<double>& mult, const std::vector<double>& bias,
+                   const Requant& r, std::vector<float>& fm, std::vector<float>& fb,
+                   std::vector<float>& slack) {
+  if (!r.to_uint8 || !(r.scale >= 0x1p-100f) || !std::isfinite(r.scale)) return false;
+  fm.resize(mult.size());
+  fb.resize(bias.size());
+  slack.resize(bias.size());
+  const double s = r.scale;
+  for (size_t j = 0; j < mult.size(); ++j) {
+    const double m = mult[j] / s, b = bias[j] / s;
+    if (!(std::fabs(m) < 0x1p60) || !(std::fabs(b) < 0x1p60)) return false;  // NaN too
+    fm[j] = static_cast<float>(m);
+    fb[j] = static_cast<float>(b);
+    slack[j] = std::fabs(fb[j]) * 0x1p-20f + 0x1p-40f;
+  }
+  return true;
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
@@ -490,14 +533,23 @@ void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
       mult[k * o + j] = x_scale * static_cast<double>(ws[j]);
       if (bias) b[k * o + j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
     }
+  std::vector<float> fm, fb, slack;
+  const bool in_float = std::is_same_v<T, uint8_t> && float_requant(mult, b, r, fm, fb, slack);
   const int64_t spans = (rows + per - 1) / per;
 #pragma omp parallel if (rows * o > 65536)
   {
-    std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
+    std::unique_ptr<float[]> v(in_float ? new float[static_cast<size_t>(len)] : nullptr);
 #pragma omp for schedule(static)
     for (int64_t span = 0; span < spans; ++span) {
       const int64_t first = span * per, count = std::min(per, rows - first);
-      conv_span(sums + first * o, count * o, mult.data(), b.data(), r, v.get(), out + first * o);
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        if (in_float) {
+          uint8_span(sums + first * o, count * o, fm.data(), fb.data(), slack.data(),
+                     mult.data(), b.data(), r, v.get(), out + first * o);
+          continue;
+        }
+      }
+      exact_span(sums + first * o, count * o, mult.data(), b.data(), r, out + first * o);
     }
   }
 }
@@ -1051,9 +1103,8 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     full = plan_for(wq, geometry(chunk), x_zp != 0);
     if (n % chunk) rest = plan_for(wq, geometry(n % chunk), x_zp != 0);
   }
-  const float inv = 1.f / static_cast<float>(out_scale);
   const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
-                  relu ? static_cast<float>(out_zp) : 0.f, std::isnormal(inv) ? inv : 0.f};
+                  relu ? static_cast<float>(out_zp) : 0.f};
   {
     py::gil_scoped_release release;
     // the primitive or the GEMM writes every sum
