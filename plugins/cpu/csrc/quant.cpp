@@ -497,59 +497,72 @@ TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float*
   }
 }
 
-// Whether uint8_span's bound holds for these multipliers and biases (repeated along a span)
-// at r's scale, and their quotients by the scale in fm and fb (and fb's share of the
-// margin in slack): the scale at least 2^-100, the quotients finite and under 2^60 (so
-// that no product or sum of int32 sums overflows a float); otherwise the epilogue computes
-// as the reference throughout.
-bool float_requant(const std::vector<double>& mult, const std::vector<double>& bias,
-                   const Requant& r, std::vector<float>& fm, std::vector<float>& fb,
-                   std::vector<float>& slack) {
-  if (!r.to_uint8 || !(r.scale >= 0x1p-100f) || !std::isfinite(r.scale)) return false;
-  fm.resize(mult.size());
-  fb.resize(bias.size());
-  slack.resize(bias.size());
+// The constants of a convolution's epilogue, per output channel repeated along a span of
+// `per` rows (len values): the reference's multipliers and biases in double, and for
+// uint8_span their quotients by the scale (fm, fb) and fb's share of the margin (slack),
+// left empty where its bound may not hold (float outputs; a scale under 2^-100; quotients
+// not finite or past 2^60, where a product or sum of int32 sums could overflow a float):
+// the epilogue then computes as the reference throughout.
+struct Epilogue {
+  Requant r;
+  int64_t o, per, len;
+  std::vector<double> mult, bias;
+  std::vector<float> fm, fb, slack;
+};
+
+Epilogue make_epilogue(int64_t o, double x_scale, const float* ws, const float* bias,
+                       const Requant& r) {
+  const int64_t per = std::max<int64_t>(1, 1024 / o);
+  Epilogue e{r, o, per, per * o, {}, {}, {}, {}, {}};
+  std::vector<double> m(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
+  std::vector<float> fm(static_cast<size_t>(o)), fb(static_cast<size_t>(o)),
+      slack(static_cast<size_t>(o));
+  bool in_float = r.to_uint8 && r.scale >= 0x1p-100f && std::isfinite(r.scale);
   const double s = r.scale;
-  for (size_t j = 0; j < mult.size(); ++j) {
-    const double m = mult[j] / s, b = bias[j] / s;
-    if (!(std::fabs(m) < 0x1p60) || !(std::fabs(b) < 0x1p60)) return false;  // NaN too
-    fm[j] = static_cast<float>(m);
-    fb[j] = static_cast<float>(b);
+  for (int64_t j = 0; j < o; ++j) {
+    m[j] = x_scale * static_cast<double>(ws[j]);
+    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+    const double qm = m[j] / s, qb = b[j] / s;
+    in_float &= std::fabs(qm) < 0x1p60 && std::fabs(qb) < 0x1p60;  // NaN: false
+    fm[j] = static_cast<float>(qm);
+    fb[j] = static_cast<float>(qb);
     slack[j] = std::fabs(fb[j]) * 0x1p-20f + 0x1p-40f;
   }
-  return true;
+  auto repeat = [&](const auto& v, auto& into) {
+    into.reserve(static_cast<size_t>(e.len));
+    for (int64_t k = 0; k < per; ++k) into.insert(into.end(), v.begin(), v.end());
+  };
+  repeat(m, e.mult);
+  repeat(b, e.bias);
+  if (in_float) {
+    repeat(fm, e.fm);
+    repeat(fb, e.fb);
+    repeat(slack, e.slack);
+  }
+  return e;
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
-// into out of the same shape: spans of several rows, the channels' multipliers and biases
-// repeated along them
+// into out of the same shape, by spans of e.per rows
 template <typename T>
-void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
-                   const float* ws, const float* bias, const Requant& r, T* out) {
-  const int64_t per = std::max<int64_t>(1, 1024 / o), len = per * o;
-  std::vector<double> mult(static_cast<size_t>(len)), b(static_cast<size_t>(len), 0.0);
-  for (int64_t j = 0; j < o; ++j)
-    for (int64_t k = 0; k < per; ++k) {
-      mult[k * o + j] = x_scale * static_cast<double>(ws[j]);
-      if (bias) b[k * o + j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
-    }
-  std::vector<float> fm, fb, slack;
-  const bool in_float = std::is_same_v<T, uint8_t> && float_requant(mult, b, r, fm, fb, slack);
-  const int64_t spans = (rows + per - 1) / per;
+void conv_epilogue(const Epilogue& e, const int32_t* sums, int64_t rows, T* out) {
+  const int64_t o = e.o, per = e.per, spans = (rows + per - 1) / per;
+  const bool in_float = std::is_same_v<T, uint8_t> && !e.fm.empty();
 #pragma omp parallel if (rows * o > 65536)
   {
-    std::unique_ptr<float[]> v(in_float ? new float[static_cast<size_t>(len)] : nullptr);
+    std::unique_ptr<float[]> v(in_float ? new float[static_cast<size_t>(e.len)] : nullptr);
 #pragma omp for schedule(static)
     for (int64_t span = 0; span < spans; ++span) {
       const int64_t first = span * per, count = std::min(per, rows - first);
       if constexpr (std::is_same_v<T, uint8_t>) {
         if (in_float) {
-          uint8_span(sums + first * o, count * o, fm.data(), fb.data(), slack.data(),
-                     mult.data(), b.data(), r, v.get(), out + first * o);
+          uint8_span(sums + first * o, count * o, e.fm.data(), e.fb.data(), e.slack.data(),
+                     e.mult.data(), e.bias.data(), e.r, v.get(), out + first * o);
           continue;
         }
       }
-      exact_span(sums + first * o, count * o, mult.data(), b.data(), r, out + first * o);
+      exact_span(sums + first * o, count * o, e.mult.data(), e.bias.data(), e.r,
+                 out + first * o);
     }
   }
 }
@@ -1107,6 +1120,7 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
                   relu ? static_cast<float>(out_zp) : 0.f};
   {
     py::gil_scoped_release release;
+    const Epilogue epilogue = make_epilogue(o, x_scale, ws, b, r);
     // the primitive or the GEMM writes every sum
     int32_t* acc =
         static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * chunk * p * o));
@@ -1130,10 +1144,10 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
         gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
       }
       if (to_float)
-        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+        conv_epilogue(epilogue, acc, count * p,
                       static_cast<float*>(out.mutable_data()) + first * p * o);
       else
-        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+        conv_epilogue(epilogue, acc, count * p,
                       static_cast<uint8_t*>(out.mutable_data()) + first * p * o);
     }
     trim_workspaces();
