@@ -341,6 +341,14 @@ py::tuple quantize_rows(const py::array& x, bool per_row, bool reduce_range) {
   return py::make_tuple(q, scales, offset);
 }
 
+// n values quantized as T (the clones fill AVX-512's and AVX2's lanes)
+template <typename T>
+TORCIA_CLONES_WIDE void quantize_span(const float* x, int64_t n, float inv, float zp, float lo,
+                                      float hi, T* out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(std::min(std::max(lo, round_even(x[i] * inv + zp)), hi));  // NaN: lo
+}
+
 // quantize_tensor(x float32, scale, zero_point, qmin, qmax, signed) -> uint8 or int8 array
 // of x's shape: clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)
 py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, int qmax,
@@ -348,23 +356,30 @@ py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, in
   const std::string fn = "quantize_tensor";
   const float* xp = data_of<float>(fn, "x", x, -1);
   if (!(scale > 0)) throw std::runtime_error(fn + ": scale must be positive");
+  if (qmin > qmax || qmin < (is_signed ? -128 : 0) || qmax > (is_signed ? 127 : 255))
+    throw std::runtime_error(fn + ": qmin and qmax must be in the dtype's range, in order; got " +
+                             std::to_string(qmin) + " and " + std::to_string(qmax));
   std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
   py::array q = is_signed ? py::array(py::dtype::of<int8_t>(), shape)
                           : py::array(py::dtype::of<uint8_t>(), shape);
   const int64_t n = x.size();
   const float inv = 1.f / static_cast<float>(scale);
   const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
-  char* out = static_cast<char*>(q.mutable_data());
+  void* out = q.mutable_data();
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n > 262144)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::min(std::max(lo, round_even(xp[i] * inv + zp)), hi);  // NaN -> lo
-    if (is_signed)
-      reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-    else
-      reinterpret_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-  }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+      if (is_signed)
+        quantize_span(xp + first, len, inv, static_cast<float>(zp), lo, hi,
+                      static_cast<int8_t*>(out) + first);
+      else
+        quantize_span(xp + first, len, inv, static_cast<float>(zp), lo, hi,
+                      static_cast<uint8_t*>(out) + first);
+    }
   }
   return q;
 }

@@ -351,6 +351,11 @@ def test_native_entry_points_name_bad_arguments(int8_gemm):
     with pytest.raises(RuntimeError, match="linear_w4: packed has shape"):
         _native.linear_w4(np.ones((2, 8), np.float32), np.zeros((3, 3), np.uint8),
                           np.ones((3, 1), np.float32), np.zeros((3, 1), np.float32), 8, None)
+    # a range the dtype cannot hold, or upside down
+    for qmin, qmax, signed in ((0, 256, False), (-1, 255, False), (-129, 127, True),
+                               (0, 128, True), (10, 9, False)):
+        with pytest.raises(RuntimeError, match="quantize_tensor: qmin and qmax must be in"):
+            _native.quantize_tensor(np.ones(3, np.float32), 0.1, 0, qmin, qmax, signed)
 
 
 def test_quantized_conv2d_float_epilogue_is_exact_near_halves(int8_gemm):
