@@ -27,6 +27,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -340,6 +341,14 @@ py::tuple quantize_rows(const py::array& x, bool per_row, bool reduce_range) {
   return py::make_tuple(q, scales, offset);
 }
 
+// n values quantized as T (the clones fill AVX-512's and AVX2's lanes)
+template <typename T>
+TORCIA_CLONES_WIDE void quantize_span(const float* x, int64_t n, float inv, float zp, float lo,
+                                      float hi, T* out) {
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = static_cast<T>(std::min(std::max(lo, round_even(x[i] * inv + zp)), hi));  // NaN: lo
+}
+
 // quantize_tensor(x float32, scale, zero_point, qmin, qmax, signed) -> uint8 or int8 array
 // of x's shape: clamp(rint(x * (1 / scale) + zero_point), qmin, qmax)
 py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, int qmax,
@@ -347,23 +356,30 @@ py::array quantize_tensor(const py::array& x, double scale, int zp, int qmin, in
   const std::string fn = "quantize_tensor";
   const float* xp = data_of<float>(fn, "x", x, -1);
   if (!(scale > 0)) throw std::runtime_error(fn + ": scale must be positive");
+  if (qmin > qmax || qmin < (is_signed ? -128 : 0) || qmax > (is_signed ? 127 : 255))
+    throw std::runtime_error(fn + ": qmin and qmax must be in the dtype's range, in order; got " +
+                             std::to_string(qmin) + " and " + std::to_string(qmax));
   std::vector<py::ssize_t> shape(x.shape(), x.shape() + x.ndim());
   py::array q = is_signed ? py::array(py::dtype::of<int8_t>(), shape)
                           : py::array(py::dtype::of<uint8_t>(), shape);
   const int64_t n = x.size();
   const float inv = 1.f / static_cast<float>(scale);
   const float lo = static_cast<float>(qmin), hi = static_cast<float>(qmax);
-  char* out = static_cast<char*>(q.mutable_data());
+  void* out = q.mutable_data();
+  constexpr int64_t kBlock = 65536;
+  const int64_t blocks = (n + kBlock - 1) / kBlock;
   {
     py::gil_scoped_release release;
 #pragma omp parallel for schedule(static) if (n > 262144)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::min(std::max(lo, round_even(xp[i] * inv + zp)), hi);  // NaN -> lo
-    if (is_signed)
-      reinterpret_cast<int8_t*>(out)[i] = static_cast<int8_t>(v);
-    else
-      reinterpret_cast<uint8_t*>(out)[i] = static_cast<uint8_t>(v);
-  }
+    for (int64_t blk = 0; blk < blocks; ++blk) {
+      const int64_t first = blk * kBlock, len = std::min(kBlock, n - first);
+      if (is_signed)
+        quantize_span(xp + first, len, inv, static_cast<float>(zp), lo, hi,
+                      static_cast<int8_t*>(out) + first);
+      else
+        quantize_span(xp + first, len, inv, static_cast<float>(zp), lo, hi,
+                      static_cast<uint8_t*>(out) + first);
+    }
   }
   return q;
 }
@@ -430,15 +446,11 @@ void columns(const uint8_t* img, int64_t c, int64_t h, int64_t wd, int64_t kh, i
 // The epilogue of a convolution, exactly as torcia-ao's reference computes it: sum *
 // mult + bias in double (mult = x_scale * w_scale of the sum's channel), then float32, or
 // uint8 at out_scale (rint(v / out_scale) + zero point, clamped; from the zero point up
-// with relu). The spans below compute len outputs as floats (a uint8 output's integer
-// value) for the caller to store: their loops stay in float and double lanes, which the
-// compiler fills for AVX-512 and AVX2 too (a loop storing bytes would take 64 lanes, more
-// than most spans have). The multiply and add stay two roundings (quant.cpp is built
-// without contraction into FMA).
+// with relu). quant.cpp is built without contraction into FMA: every multiply and add below
+// rounds once, as the error bounds count them.
 struct Requant {
   bool to_uint8, relu;
   float scale, zp, lo;  // lo: the lowest output, the zero point with relu
-  float inv;  // 1 / scale in float where that is a normal number, else 0 (see conv_span)
 };
 
 TORCIA_INLINE float requantized(double v, const Requant& r) {
@@ -447,57 +459,125 @@ TORCIA_INLINE float requantized(double v, const Requant& r) {
   return std::min(std::max(r.lo, q), 255.f);  // NaN -> lo
 }
 
-// A span of sums into out (acc[i] * mult[i] + bias[i]), the values in float first (float
-// and double lanes, which the compiler fills for AVX-512 and AVX2 too), then stored as T, in
-// the same clone (a loop storing bytes alone would take 64 lanes and stay scalar on short
-// spans).
-// A uint8 output is rint(v / scale). The span is first computed with the product by the
-// rounded inverse: it lies within 3 * 2^-24 |v / scale| of the rounded quotient (the
-// inverse's rounding, the product's, the quotient's), so both round to the same integer
-// unless the product lies within that of a half. A span holding a value within 2^-21 of
-// its size from a half (about one value in 2^15), and not past 1024 (beyond which both
-// clamp alike), is divided again.
+// A span of sums as the reference computes them, stored as T.
 template <typename T>
-TORCIA_CLONES_WIDE void conv_span(const int32_t* acc, int64_t len, const double* mult,
-                                  const double* bias, Requant r, float* v, T* out) {
-  int near = 1;
-  if (r.to_uint8 && r.inv > 0) {
-    near = 0;
-    for (int64_t i = 0; i < len; ++i) {
-      const float y =
-          static_cast<float>(static_cast<double>(acc[i]) * mult[i] + bias[i]) * r.inv;
-      const float q = round_even(y), size = std::fabs(y);
-      near |= (size <= 1024.f) & (std::fabs(std::fabs(y - q) - 0.5f) <= size * 0x1p-21f);
-      v[i] = std::min(std::max(r.lo, q + r.zp), 255.f);  // NaN -> lo
-    }
+TORCIA_CLONES_WIDE void exact_span(const int32_t* acc, int64_t len, const double* mult,
+                                   const double* bias, Requant r, T* out) {
+  for (int64_t i = 0; i < len; ++i)
+    out[i] = static_cast<T>(requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r));
+}
+
+// The uint8 outputs of a span in float arithmetic. With fm = fl(mult / scale) and fb =
+// fl(bias / scale), y = fl(fl(fl(acc) fm) + fb) lies within 6.01 u (|p| + |fb|) of the
+// reference's quotient fl(fl(acc mult + bias) / scale) (u = 2^-24; p = fl(fl(acc) fm); the
+// reference's double roundings count 2^-53 each, its float ones u; subnormals add less
+// than 2^-40 for scales of at least 2^-100), so both round to the same integer unless y
+// lies within 16 u (|p| + |fb|) + 2^-40 of a half (slack = fl(16 u |fb| + 2^-40), a
+// channel's; the margin's own roundings are covered by 16 u against 6.01 u). Sets q to y
+// rounded and says whether y may round otherwise than the reference (values past 2^22,
+// which clamp, may be flagged too: they are computed again, as the reference does).
+TORCIA_INLINE bool near_half(int32_t acc, float fm, float fb, float slack, float& q) {
+  const float p = static_cast<float>(acc) * fm;
+  const float y = p + fb;
+  q = round_even(y);
+  return std::fabs(y - q) + (std::fabs(p) * 0x1p-20f + slack) >= 0.5f;
+}
+
+// The uint8 outputs of a span through near_half, in loops over the whole span that the
+// clones fill for AVX-512 and AVX2 (v: the span's outputs as floats, a loop storing bytes
+// alone would stay scalar on short spans). A span with a value near a half (about one in
+// 10^4 values of 100 or so) is looked at again by groups of 16 values, and the groups that
+// hold one are computed as the reference does.
+constexpr int64_t kGroup = 16;
+
+TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float* fm,
+                                   const float* fb, const float* slack, const double* mult,
+                                   const double* bias, Requant r, float* v, uint8_t* out) {
+  int near = 0;
+  for (int64_t i = 0; i < len; ++i) {
+    float q;
+    near |= near_half(acc[i], fm[i], fb[i], slack[i], q);
+    v[i] = std::min(255.f, std::max(r.lo, q + r.zp));
   }
-  if (near)
-    for (int64_t i = 0; i < len; ++i)
-      v[i] = requantized(static_cast<double>(acc[i]) * mult[i] + bias[i], r);
-  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<T>(v[i]);
+  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  if (!near) return;
+  for (int64_t g = 0; g < len; g += kGroup) {
+    const int64_t n = std::min(kGroup, len - g);
+    int close = 0;
+    for (int64_t k = g; k < g + n; ++k) {
+      float q;
+      close |= near_half(acc[k], fm[k], fb[k], slack[k], q);
+    }
+    if (close) exact_span(acc + g, n, mult + g, bias + g, r, out + g);
+  }
+}
+
+// The constants of a convolution's epilogue, per output channel repeated along a span of
+// `per` rows (len values): the reference's multipliers and biases in double, and for
+// uint8_span their quotients by the scale (fm, fb) and fb's share of the margin (slack),
+// left empty where its bound may not hold (float outputs; a scale under 2^-100; quotients
+// not finite or past 2^60, where a product or sum of int32 sums could overflow a float):
+// the epilogue then computes as the reference throughout.
+struct Epilogue {
+  Requant r;
+  int64_t o, per, len;
+  std::vector<double> mult, bias;
+  std::vector<float> fm, fb, slack;
+};
+
+Epilogue make_epilogue(int64_t o, double x_scale, const float* ws, const float* bias,
+                       const Requant& r) {
+  const int64_t per = std::max<int64_t>(1, 1024 / o);
+  Epilogue e{r, o, per, per * o, {}, {}, {}, {}, {}};
+  std::vector<double> m(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
+  std::vector<float> fm(static_cast<size_t>(o)), fb(static_cast<size_t>(o)),
+      slack(static_cast<size_t>(o));
+  bool in_float = r.to_uint8 && r.scale >= 0x1p-100f && std::isfinite(r.scale);
+  const double s = r.scale;
+  for (int64_t j = 0; j < o; ++j) {
+    m[j] = x_scale * static_cast<double>(ws[j]);
+    if (bias) b[j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
+    const double qm = m[j] / s, qb = b[j] / s;
+    in_float &= std::fabs(qm) < 0x1p60 && std::fabs(qb) < 0x1p60;  // NaN: false
+    fm[j] = static_cast<float>(qm);
+    fb[j] = static_cast<float>(qb);
+    slack[j] = std::fabs(fb[j]) * 0x1p-20f + 0x1p-40f;
+  }
+  auto repeat = [&](const auto& v, auto& into) {
+    into.reserve(static_cast<size_t>(e.len));
+    for (int64_t k = 0; k < per; ++k) into.insert(into.end(), v.begin(), v.end());
+  };
+  repeat(m, e.mult);
+  repeat(b, e.bias);
+  if (in_float) {
+    repeat(fm, e.fm);
+    repeat(fb, e.fb);
+    repeat(slack, e.slack);
+  }
+  return e;
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
-// into out of the same shape: spans of several rows, the channels' multipliers and biases
-// repeated along them
+// into out of the same shape, by spans of e.per rows
 template <typename T>
-void conv_epilogue(const int32_t* sums, int64_t rows, int64_t o, double x_scale,
-                   const float* ws, const float* bias, const Requant& r, T* out) {
-  const int64_t per = std::max<int64_t>(1, 1024 / o), len = per * o;
-  std::vector<double> mult(static_cast<size_t>(len)), b(static_cast<size_t>(len), 0.0);
-  for (int64_t j = 0; j < o; ++j)
-    for (int64_t k = 0; k < per; ++k) {
-      mult[k * o + j] = x_scale * static_cast<double>(ws[j]);
-      if (bias) b[k * o + j] = static_cast<double>(bias[j]);  // + 0.0 changes no sum (but -0.0)
-    }
-  const int64_t spans = (rows + per - 1) / per;
+void conv_epilogue(const Epilogue& e, const int32_t* sums, int64_t rows, T* out) {
+  const int64_t o = e.o, per = e.per, spans = (rows + per - 1) / per;
+  const bool in_float = std::is_same_v<T, uint8_t> && !e.fm.empty();
 #pragma omp parallel if (rows * o > 65536)
   {
-    std::unique_ptr<float[]> v(new float[static_cast<size_t>(len)]);
+    std::unique_ptr<float[]> v(in_float ? new float[static_cast<size_t>(e.len)] : nullptr);
 #pragma omp for schedule(static)
     for (int64_t span = 0; span < spans; ++span) {
       const int64_t first = span * per, count = std::min(per, rows - first);
-      conv_span(sums + first * o, count * o, mult.data(), b.data(), r, v.get(), out + first * o);
+      if constexpr (std::is_same_v<T, uint8_t>) {
+        if (in_float) {
+          uint8_span(sums + first * o, count * o, e.fm.data(), e.fb.data(), e.slack.data(),
+                     e.mult.data(), e.bias.data(), e.r, v.get(), out + first * o);
+          continue;
+        }
+      }
+      exact_span(sums + first * o, count * o, e.mult.data(), e.bias.data(), e.r,
+                 out + first * o);
     }
   }
 }
@@ -1051,11 +1131,11 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     full = plan_for(wq, geometry(chunk), x_zp != 0);
     if (n % chunk) rest = plan_for(wq, geometry(n % chunk), x_zp != 0);
   }
-  const float inv = 1.f / static_cast<float>(out_scale);
   const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
-                  relu ? static_cast<float>(out_zp) : 0.f, std::isnormal(inv) ? inv : 0.f};
+                  relu ? static_cast<float>(out_zp) : 0.f};
   {
     py::gil_scoped_release release;
+    const Epilogue epilogue = make_epilogue(o, x_scale, ws, b, r);
     // the primitive or the GEMM writes every sum
     int32_t* acc =
         static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * chunk * p * o));
@@ -1079,10 +1159,10 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
         gemm_conv(x, x_zp, w, n, c, h, wd, o, kh, kw, oh, ow, stride, padding, dilation, acc);
       }
       if (to_float)
-        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+        conv_epilogue(epilogue, acc, count * p,
                       static_cast<float*>(out.mutable_data()) + first * p * o);
       else
-        conv_epilogue(acc, count * p, o, x_scale, ws, b, r,
+        conv_epilogue(epilogue, acc, count * p,
                       static_cast<uint8_t*>(out.mutable_data()) + first * p * o);
     }
     trim_workspaces();

@@ -351,3 +351,44 @@ def test_native_entry_points_name_bad_arguments(int8_gemm):
     with pytest.raises(RuntimeError, match="linear_w4: packed has shape"):
         _native.linear_w4(np.ones((2, 8), np.float32), np.zeros((3, 3), np.uint8),
                           np.ones((3, 1), np.float32), np.zeros((3, 1), np.float32), 8, None)
+    # a range the dtype cannot hold, or upside down
+    for qmin, qmax, signed in ((0, 256, False), (-1, 255, False), (-129, 127, True),
+                               (0, 128, True), (10, 9, False)):
+        with pytest.raises(RuntimeError, match="quantize_tensor: qmin and qmax must be in"):
+            _native.quantize_tensor(np.ones(3, np.float32), 0.1, 0, qmin, qmax, signed)
+
+
+def test_quantized_conv2d_float_epilogue_is_exact_near_halves(int8_gemm):
+    # the uint8 epilogue computes in float and again as the reference where a value may
+    # round otherwise: quotients a hair off a half (0.1 / fl32(0.2) is not 1/2), biases that
+    # cancel most of the sum, scales whose quotients are inexact, values past the clamps
+    xq = RNG.integers(0, 256, (2, 16, 8, 16)).astype(np.uint8)
+    wq = np.zeros((16, 16, 1, 1), np.int8)
+    wq[np.arange(16), np.arange(16), 0, 0] = RNG.choice([-3, -1, 1, 2, 5], 16)
+    cases = [
+        (0.1, np.ones(16, np.float32), None, 0.2, 0),
+        (0.1, np.ones(16, np.float32), np.full(16, -12.75, np.float32), 0.2, 128),
+        (0.01, RNG.uniform(0.5, 2.0, 16).astype(np.float32),
+         RNG.standard_normal(16).astype(np.float32), 0.0123, 77),
+        (1.0 / 3, np.full(16, 3.0, np.float32), np.full(16, 0.5, np.float32), 1.0, 0),
+        (0.5, np.ones(16, np.float32), None, 1e-3, 200),
+        (1e-30, np.ones(16, np.float32), None, 1e-35, 3),
+    ]
+    for x_scale, scales, b, out_scale, zp in cases:
+        for relu in (False, True):
+            kw = dict(x_scale=x_scale, x_zero_point=zp, out_scale=out_scale,
+                      out_zero_point=100, relu=relu)
+            np.testing.assert_array_equal(
+                KERNELS.quantized_conv2d(xq, wq, scales, b, **kw),
+                reference("quantized_conv2d")(xq, wq, scales, b, **kw))
+    # random 3x3 convolutions over many values: every integer as the reference's
+    xq = RNG.integers(0, 256, (4, 32, 16, 16)).astype(np.uint8)
+    wq = RNG.integers(-128, 128, (32, 32, 3, 3)).astype(np.int8)
+    for _ in range(4):
+        scales = RNG.uniform(1e-3, 1e-2, 32).astype(np.float32)
+        b = RNG.standard_normal(32).astype(np.float32)
+        kw = dict(x_scale=float(RNG.uniform(0.005, 0.05)), x_zero_point=int(RNG.integers(256)),
+                  padding=((1, 1), (1, 1)), out_scale=float(RNG.uniform(0.5, 3.0)),
+                  out_zero_point=int(RNG.integers(256)), relu=bool(RNG.integers(2)))
+        np.testing.assert_array_equal(KERNELS.quantized_conv2d(xq, wq, scales, b, **kw),
+                                      reference("quantized_conv2d")(xq, wq, scales, b, **kw))
