@@ -139,6 +139,26 @@ def test_windows_match_torch(name):
     assert getattr(torcia, name)(5).dtype is torcia.float32
 
 
+
+@pytest.mark.torch
+@pytest.mark.parametrize("name", WINDOWS[:4])
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32"])
+def test_half_precision_windows_have_torchs_bits(name, dtype):
+    """Half precision windows are PyTorch's bit for bit, signs of zero included (its
+    sequence of rounded ops); float32 ones within an ulp (its vectorised cos), Bartlett's
+    exactly."""
+    torch = pytest.importorskip("torch")
+    for periodic in (True, False):
+        for n in range(64):
+            ours = getattr(torcia, name)(n, periodic=periodic, dtype=getattr(torcia, dtype))
+            theirs = getattr(torch, name)(n, periodic=periodic, dtype=getattr(torch, dtype))
+            a, b = ours.double().numpy(), theirs.double().numpy()
+            if dtype == "float32" and name != "bartlett_window":
+                np.testing.assert_allclose(a, b, rtol=0, atol=2.4e-7)
+            else:
+                np.testing.assert_array_equal(a, b)
+            np.testing.assert_array_equal(np.signbit(a), np.signbit(b))
+
 STFT = [dict(n_fft=16, hop_length=4, window="hann"),
         dict(n_fft=16, hop_length=3, win_length=10, window="hamming", normalized=True),
         dict(n_fft=15, center=False, window="kaiser"),
