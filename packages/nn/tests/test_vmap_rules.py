@@ -503,8 +503,10 @@ def test_nested_levels_batch_the_draws_where_they_differ():
                                         randomness="different"), randomness="same"), x)
     assert torcia.equal(outer_same[0], outer_same[1])
     assert len(set(outer_same[0].tolist())) == 3
-    both = _no_fallback(vmap(vmap(lambda t: t + torcia.rand(()), randomness="different"),
-                             randomness="different"), torcia.zeros(40, 50))
+    # float64 draws: 2,000 float32 ones (2^24 values) would collide about one run in eight
+    both = _no_fallback(vmap(vmap(lambda t: t + torcia.rand((), dtype=torcia.float64),
+                                  randomness="different"), randomness="different"),
+                        torcia.zeros(40, 50, dtype=torcia.float64))
     assert len(set(both.flatten().tolist())) == 2000
 
 
