@@ -23,7 +23,7 @@ import numpy as np
 
 import torcia
 
-from .core import COMPLEX, FLOAT_COMPLEX, Dtype, T, _walk, resolve, to_lib
+from .core import COMPLEX, FLOAT_COMPLEX, HALF, Dtype, Sample, T, _walk, resolve, to_lib
 
 try:  # the specification, where installed: its checks are skipped elsewhere
     import torch
@@ -210,6 +210,10 @@ def check_torch(info, sample, random=False):
         if ours[0] == "error":
             return [Finding("torch", "refused",
                             f"{error_class(ours[1])}: {ours[1]!s:.160}")], "differ"
+        if not random:
+            why = _widened_check(info, sample, ours[1])
+            if why:
+                return [Finding("torch", _kind(why), why)], "differ"
         return [Finding("torch", "accepted",
                         f"torch raises {error_class(theirs[1])}: {theirs[1]!s:.160}")], \
             "differ"
@@ -221,10 +225,64 @@ def check_torch(info, sample, random=False):
     else:
         why = compare(ours[1], theirs[1], info.tol)
     if why:
-        what = ("dtype" if "dtype" in why else "shape" if "shape" in why else
-                "nan" if "NaN" in why or "infinit" in why else "value")
-        return [Finding("torch", what, why)], "differ"
+        return [Finding("torch", _kind(why), why)], "differ"
     return [], "agree"
+
+
+def _kind(why):
+    """The kind of a difference ``compare`` describes."""
+    return ("dtype" if "dtype" in why else "shape" if "shape" in why else
+            "nan" if "NaN" in why or "infinit" in why else "value")
+
+
+def _widened(value):
+    """A sample's half-precision tensors and dtype arguments made float32, the tensors'
+    values rounded to their dtype first (1e30 is infinity in float16)."""
+    if isinstance(value, T) and value.dtype in HALF:
+        with np.errstate(over="ignore"):
+            rounded = torch.from_numpy(np.asarray(value.values, np.float32)).to(
+                getattr(torch, value.dtype)).float().numpy()
+        return dataclasses.replace(value, values=rounded, dtype="float32")
+    if isinstance(value, Dtype) and value.name in HALF:
+        return Dtype("float32")
+    if isinstance(value, (list, tuple)):
+        return type(value)(_widened(v) for v in value)
+    if isinstance(value, dict):
+        return {k: _widened(v) for k, v in value.items()}
+    return value
+
+
+def _narrowed(x, dtype):
+    """torch's float32 results of a widened call, rounded to ``dtype``."""
+    if torch is not None and isinstance(x, torch.Tensor):
+        return x.to(getattr(torch, dtype)) if x.dtype == torch.float32 else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(_narrowed(v, dtype) for v in x)
+    return x
+
+
+def _widened_check(info, sample, ours):
+    """Why torcia's answer to a half-precision sample torch refuses (no CPU kernel for the
+    dtype) is not torch's float32 answer rounded to it, or None; None too where torch
+    refuses the float32 call as well or the sample holds no half precision. What torcia
+    promises there, computing in a wider dtype and rounding, is then checked, not only
+    that it answers."""
+    halves = {t.dtype for t in sample.tensors() if t.dtype in HALF} | {
+        v.name for v in _walk((sample.args, sample.kwargs))
+        if isinstance(v, Dtype) and v.name in HALF}
+    outs = ours if isinstance(ours, (tuple, list)) else (ours,)
+    if len(halves) != 1 or not all(_is_tensor(o) and not o.is_complex() for o in outs):
+        # a NumPy array, a number, or complex (no complex bfloat16 to round torch's to)
+        return None
+    wide = Sample(_widened(sample.args), _widened(sample.kwargs), sample.kind)
+    theirs = call(torch, info.torch_path, wide)
+    if theirs[0] == "error":
+        return None
+    theirs = _narrowed(theirs[1], halves.pop())
+    if info.arg("gauge"):
+        ours, theirs = _magnitudes(ours), _magnitudes(theirs)
+    why = compare(ours, theirs, info.tol)
+    return why and f"{why} (torch's float32 answer, rounded)"
 
 
 def _magnitudes(x):

@@ -188,6 +188,11 @@ known("argsort", ("accepted", "error class"), "lenient",
       "(argsort(x, 0, stable=True) is a TypeError, though its documented signature has them "
       "all positional-or-keyword); torcia takes the documented signature",
       detail="takes from 2 to 1 positional arguments")
+known("nn.functional.lp_pool3d", "value", "design",
+      "torch 2.13 has no half-precision avg_pool3d on the CPU; torcia computes lp_pool3d as "
+      "torch computes lp_pool1d and lp_pool2d in half precision (power, average and root each "
+      "rounded to the dtype), up to 2 ulps from the float32 answer rounded once",
+      dtypes=("float16", "bfloat16"), detail="float32 answer, rounded")
 known("nn.functional.instance_norm", "value", "design",
       "torch 2.13's CPU instance_norm in half precision differs from torcia's by an ulp or "
       "two; torcia computes in float32 and rounds once, nearer the exact value of the same "

@@ -76,7 +76,8 @@ def edges(dtype, domain="real"):
         special += [1.0 - 1e-7, 1e-7]
     x = np.array(special)
     if dtype in COMPLEX:
-        x = np.concatenate([x + 0j, x * 1j, np.array([np.nan + 1j, 1 + np.inf * 1j])])
+        with np.errstate(invalid="ignore"):  # inf * 1j: the (nan, inf) edge it is meant to be
+            x = np.concatenate([x + 0j, x * 1j, np.array([np.nan + 1j, 1 + np.inf * 1j])])
     return x
 
 

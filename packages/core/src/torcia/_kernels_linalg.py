@@ -226,6 +226,7 @@ class LinalgKernels:
             r = xp.where((k < s)[:, None, None], r @ r, r)
         return r.reshape(a.shape).astype(a.dtype, copy=False)
 
+    @half_in_float32
     def linalg_geqrf(self, a):
         return geqrf(self.xp, a)
 

@@ -659,6 +659,9 @@ def householder_product(A, tau):
         raise RuntimeError(f"torcia.linalg.householder_product: Expected batch dimensions of "
                            f"tau to be equal to input.shape[:-2], but got "
                            f"{list(tau.shape[:-1])}")
+    if A.dtype in (D.float16, D.bfloat16) and tau.dtype == A.dtype:
+        # each reflector's product would round to half precision: k roundings, not one
+        return householder_product(A.float(), tau.float()).to(A.dtype)
     eye = _eye(m, A)
     V = A.tril(-1) + eye[:, :n]
     Q = eye.expand(*A.shape[:-2], m, m)
@@ -1140,6 +1143,10 @@ def ormqr(input, input2, input3, left=True, transpose=False):
     if other_rows != m:
         raise RuntimeError(f"torcia.ormqr: other.shape[{-2 if left else -1}] must be equal to "
                            f"input.shape[-2]")
+    if input.dtype in (D.float16, D.bfloat16) and input2.dtype == input3.dtype == input.dtype:
+        # one rounding of the product, not one per reflector
+        return ormqr(input.float(), input2.float(), input3.float(), left,
+                     transpose).to(input.dtype)
     if m > n:  # reflectors beyond tau's count are the identity: pad to a square Q
         input = cat([input, input.new_zeros((*input.shape[:-1], m - n))], -1)
     Q = householder_product(input[..., :, :m], input2)
