@@ -23,7 +23,7 @@ import numpy as np
 
 import torcia
 
-from .core import COMPLEX, FLOAT_COMPLEX, HALF, Dtype, Sample, T, _walk, resolve, to_lib
+from .core import COMPLEX, FLOAT_COMPLEX, HALF, INTS, Dtype, Sample, T, _walk, resolve, to_lib
 
 try:  # the specification, where installed: its checks are skipped elsewhere
     import torch
@@ -235,20 +235,22 @@ def _kind(why):
             "nan" if "NaN" in why or "infinit" in why else "value")
 
 
-def _widened(value):
-    """A sample's half-precision tensors and dtype arguments made float32, the tensors'
-    values rounded to their dtype first (1e30 is infinity in float16)."""
-    if isinstance(value, T) and value.dtype in HALF:
+def _widened(value, narrow, wide="float32"):
+    """A sample's tensors of the dtypes ``narrow`` (and its dtype arguments among them)
+    made ``wide``, the values rounded to their dtype first (1e30 is infinity in float16)."""
+    if isinstance(value, T) and value.dtype in narrow:
         with np.errstate(over="ignore"):
-            rounded = torch.from_numpy(np.asarray(value.values, np.float32)).to(
-                getattr(torch, value.dtype)).float().numpy()
-        return dataclasses.replace(value, values=rounded, dtype="float32")
-    if isinstance(value, Dtype) and value.name in HALF:
-        return Dtype("float32")
+            exact = torch.from_numpy(np.asarray(value.values).astype(np.float32))
+            if value.dtype in HALF:
+                exact = exact.to(getattr(torch, value.dtype)).float()
+        values = exact.numpy() if wide == "float32" else np.asarray(value.values, wide)
+        return dataclasses.replace(value, values=values, dtype=wide)
+    if isinstance(value, Dtype) and value.name in narrow:
+        return Dtype(wide)
     if isinstance(value, (list, tuple)):
-        return type(value)(_widened(v) for v in value)
+        return type(value)(_widened(v, narrow, wide) for v in value)
     if isinstance(value, dict):
-        return {k: _widened(v) for k, v in value.items()}
+        return {k: _widened(v, narrow, wide) for k, v in value.items()}
     return value
 
 
@@ -262,27 +264,48 @@ def _narrowed(x, dtype):
 
 
 def _widened_check(info, sample, ours):
-    """Why torcia's answer to a half-precision sample torch refuses (no CPU kernel for the
-    dtype) is not torch's float32 answer rounded to it, or None; None too where torch
-    refuses the float32 call as well or the sample holds no half precision. What torcia
-    promises there, computing in a wider dtype and rounding, is then checked, not only
-    that it answers."""
-    halves = {t.dtype for t in sample.tensors() if t.dtype in HALF} | {
-        v.name for v in _walk((sample.args, sample.kwargs))
-        if isinstance(v, Dtype) and v.name in HALF}
+    """Why torcia's answer to a sample torch refuses for its dtype (no CPU kernel) is not
+    torch's float32 answer on the same values, or None; None too where torch refuses the
+    float32 call as well, or where the sample is not one of the two cases checked:
+
+    - half precision (one of float16, bfloat16): torcia computes in float32 and rounds, so
+      its answer is torch's float32 answer rounded to the dtype;
+    - integer and bool tensors only, with a float32 answer: torch's answer on the values
+      made int64 where torch takes int64 (its integer arithmetic, e.g. an average pool's
+      truncation, is what the op does in integers), else made float32 (the promotion).
+
+    What torcia promises there is then checked, not only that it answers."""
+    given = {t.dtype for t in sample.tensors()}
+    halves = (given & set(HALF)) | {v.name for v in _walk((sample.args, sample.kwargs))
+                                    if isinstance(v, Dtype) and v.name in HALF}
     outs = ours if isinstance(ours, (tuple, list)) else (ours,)
-    if len(halves) != 1 or not all(_is_tensor(o) and not o.is_complex() for o in outs):
+    if not all(_is_tensor(o) and not o.is_complex() for o in outs):
         # a NumPy array, a number, or complex (no complex bfloat16 to round torch's to)
         return None
-    wide = Sample(_widened(sample.args), _widened(sample.kwargs), sample.kind)
-    theirs = call(torch, info.torch_path, wide)
-    if theirs[0] == "error":
+    if len(halves) == 1:
+        narrow = halves
+    elif given and given <= set(INTS + ("bool",)) and all(
+            o.dtype == torcia.float32 for o in outs):
+        narrow = given
+    else:
         return None
-    theirs = _narrowed(theirs[1], halves.pop())
+    outcome = "error"
+    if narrow != halves and not narrow & {"bool", "int64"}:
+        wide = Sample(_widened(sample.args, narrow, "int64"),
+                      _widened(sample.kwargs, narrow, "int64"), sample.kind)
+        outcome, theirs = call(torch, info.torch_path, wide)
+    if outcome == "error":
+        wide = Sample(_widened(sample.args, narrow), _widened(sample.kwargs, narrow),
+                      sample.kind)
+        outcome, theirs = call(torch, info.torch_path, wide)
+    if outcome == "error":
+        return None
+    if narrow == halves:
+        theirs = _narrowed(theirs, next(iter(halves)))
     if info.arg("gauge"):
         ours, theirs = _magnitudes(ours), _magnitudes(theirs)
     why = compare(ours, theirs, info.tol)
-    return why and f"{why} (torch's float32 answer, rounded)"
+    return why and f"{why} (torch's float32 answer" + (", rounded)" if narrow == halves else ")")
 
 
 def _magnitudes(x):

@@ -132,17 +132,18 @@ class SpecialKernels:
         xp = self.xp
         return special_call(xp, "zeta", "zeta", a, b).astype(xp.result_type(a, b), copy=False)
 
-    # at x = 0 the regularised incomplete gamma functions are 0 and 1 for any a >= 0, NaN
-    # included (PyTorch checks a < 0 first, then x == 0)
+    # at x = 0 the regularised incomplete gamma functions are 0 and 1 for a > 0 and for a
+    # NaN a, where SciPy gives NaN (PyTorch checks a < 0, then a == 0, which is NaN at
+    # x = 0 as in SciPy, then x == 0)
     def gammainc(self, a, b):
         xp = self.xp
         out = special_call(xp, "gammainc", "gammainc", a, b)
-        return xp.where((b == 0) & ~(a < 0), 0, out).astype(xp.result_type(a, b), copy=False)
+        return xp.where((b == 0) & ~(a <= 0), 0, out).astype(xp.result_type(a, b), copy=False)
 
     def gammaincc(self, a, b):
         xp = self.xp
         out = special_call(xp, "gammaincc", "gammaincc", a, b)
-        return xp.where((b == 0) & ~(a < 0), 1, out).astype(xp.result_type(a, b), copy=False)
+        return xp.where((b == 0) & ~(a <= 0), 1, out).astype(xp.result_type(a, b), copy=False)
 
     def polygamma(self, a, n=1):
         return _same(special_call(self.xp, "polygamma", "polygamma", n, a), a)

@@ -802,6 +802,13 @@ def sum_to_size(input, *size):
     return out.sum(dim=dims, keepdim=True) if dims else out
 
 
+def _no_bool(name, y, x):
+    """PyTorch's refusal of bool samples, whose differences and sums are not numbers."""
+    if y.dtype == D.bool_ or (isinstance(x, Tensor) and x.dtype == D.bool_):
+        raise RuntimeError(f"{name}: received a bool input for `x` or `y`, but bool is not "
+                           "supported")
+
+
 def trapezoid(y, x=None, *, dx=None, dim=-1):
     """The trapezoidal-rule integral of ``y`` along ``dim`` (spacing ``dx``, default 1, or
     sample points ``x``).
@@ -812,6 +819,7 @@ def trapezoid(y, x=None, *, dx=None, dim=-1):
     >>> torcia.trapezoid(torcia.tensor([1.0, 2.0, 3.0]))
     tensor(4.)
     """
+    _no_bool("trapezoid", y, x)
     n = y.shape[dim]
     left, right = y.narrow(dim, 0, n - 1), y.narrow(dim, 1, n - 1)
     if x is None:
@@ -845,6 +853,7 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim=-1):
     >>> torcia.cumulative_trapezoid(torcia.tensor([1.0, 2.0, 3.0]))
     tensor([1.5000, 4.0000])
     """
+    _no_bool("cumulative_trapezoid", y, x)
     n = y.shape[dim]
     pieces = y.narrow(dim, 0, n - 1) + y.narrow(dim, 1, n - 1)
     if x is None:

@@ -95,6 +95,7 @@ def smooth_l1_loss(input, target, size_average=None, reduce=None, reduction="mea
     _same_shape(input, target, "smooth_l1_loss")
     if beta < 0:
         raise RuntimeError("smooth_l1_loss does not support negative values for beta.")
+    _check_float_operands(input, target, "smooth_l1_cpu")
     d = (input - target).abs()
     if beta == 0:
         loss = d
@@ -116,6 +117,7 @@ def huber_loss(input, target, reduction="mean", delta=1.0, weight=None):
     """
     reduction = _reduction(None, None, reduction)
     _same_shape(input, target, "huber_loss")
+    _check_float_operands(input, target, "huber_cpu")
     d = (input - target).abs()
     loss = torcia.where(d <= delta, 0.5 * d * d, delta * (d - 0.5 * delta))
     if weight is not None:
@@ -128,6 +130,15 @@ def _check_float_input(input, kernel):
     if isinstance(input, Tensor) and not input.is_floating_point():
         raise NotImplementedError(f"\"{kernel}\" not implemented for "
                                   f"'{_scalar(input.dtype)}'")
+
+
+def _check_float_operands(input, target, kernel):
+    """PyTorch's error for a loss of two integer (or bool) tensors: its kernel runs in
+    their common dtype and has no integer version (a difference of uint8 would wrap)."""
+    if not (input.is_floating_point() or target.is_floating_point()):
+        _check_float_input(input if input.dtype == target.dtype else
+                           torcia.empty(0, dtype=torcia.promote_types(input.dtype,
+                                                                      target.dtype)), kernel)
 
 
 def _class_target(input, target, fn):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import torcia
 from torcia.library import avg_pool2d
 from torcia.nn.functional._vision import pad
 
@@ -35,6 +36,8 @@ def local_response_norm(input, size, alpha=1e-4, beta=0.75, k=1.0):
     if input.ndim < 3:
         raise ValueError(f"Expected 3D or higher dimensionality input (got {input.ndim} "
                          "dimensions)")
+    if input.dtype == torcia.bool:  # its squares' average pool, as PyTorch's, has no bool
+        raise NotImplementedError("\"avg_pool2d\" not implemented for 'Bool'")
     n, c = input.shape[:2]
     sq = (input * input).reshape(n, 1, c, -1)
     sq = pad(sq, (0, 0, size // 2, (size - 1) // 2))
