@@ -41,6 +41,7 @@ from torcia.ao.quantization.qconfig import (
     float16_dynamic_qconfig,
 )
 from torcia.ao.quantization.utils import MatchAllNode
+from torcia.nn.modules.linear import NonDynamicallyQuantizableLinear
 from torcia.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
 __all__ = [
@@ -400,7 +401,8 @@ def get_default_static_quant_module_mappings() -> dict:
     """
     mapping = {
         QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
-        nn.Linear: nnq.Linear, nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
+        nn.Linear: nnq.Linear, NonDynamicallyQuantizableLinear: nnq.Linear,
+        nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
         nn.Conv3d: nnq.Conv3d, nn.ConvTranspose1d: nnq.ConvTranspose1d,
         nn.ConvTranspose2d: nnq.ConvTranspose2d, nn.ConvTranspose3d: nnq.ConvTranspose3d,
         nn.LayerNorm: nnq.LayerNorm, nn.GroupNorm: nnq.GroupNorm,
@@ -432,7 +434,8 @@ def get_default_static_quant_module_mappings() -> dict:
 
 def get_default_qat_module_mappings() -> dict:
     """Float (or fused) module type -> QAT module type, for :func:`prepare_qat`."""
-    return {nn.Linear: nnqat.Linear, nn.Conv1d: nnqat.Conv1d, nn.Conv2d: nnqat.Conv2d,
+    return {nn.Linear: nnqat.Linear, NonDynamicallyQuantizableLinear: nnqat.Linear,
+            nn.Conv1d: nnqat.Conv1d, nn.Conv2d: nnqat.Conv2d,
             nn.Conv3d: nnqat.Conv3d, nni.ConvReLU1d: nniqat.ConvReLU1d,
             nni.ConvReLU2d: nniqat.ConvReLU2d, nni.ConvReLU3d: nniqat.ConvReLU3d,
             nni.LinearReLU: nniqat.LinearReLU, nni.LinearBn1d: nniqat.LinearBn1d,
@@ -524,9 +527,12 @@ def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
-    """Float module type -> dynamically quantized module type."""
-    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
-            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
+    """Float module type -> dynamically quantized module type (the embeddings' are
+    weight-only quantized: ``float_qparams_weight_only_qconfig``)."""
+    return {nn.Linear: nnqd.Linear, NonDynamicallyQuantizableLinear: nnqd.Linear,
+            nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
+            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell,
+            nn.EmbeddingBag: nnq.EmbeddingBag, nn.Embedding: nnq.Embedding}
 
 
 def get_default_custom_config_dict() -> dict:

@@ -31,6 +31,7 @@ from torcia.ao.nn.quantized._modules import (
     LayerNorm,
     LeakyReLU,
     Linear,
+    MaxPool2d,
     PReLU,
     QFunctional,
     Quantize,
@@ -44,5 +45,5 @@ __all__ = ["BatchNorm2d", "BatchNorm3d", "Conv1d", "Conv2d", "Conv3d", "ConvTran
            "ConvTranspose2d", "ConvTranspose3d", "DeQuantize", "Dropout", "ELU", "Embedding",
            "EmbeddingBag", "FXFloatFunctional", "FloatFunctional", "GroupNorm", "Hardswish",
            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LSTM", "LayerNorm",
-           "LeakyReLU", "Linear", "MultiheadAttention", "PReLU", "QFunctional", "Quantize",
-           "QuantizedPassthrough", "ReLU6", "Sigmoid", "Softmax"]
+           "LeakyReLU", "Linear", "MaxPool2d", "MultiheadAttention", "PReLU", "QFunctional",
+           "Quantize", "QuantizedPassthrough", "ReLU6", "Sigmoid", "Softmax"]

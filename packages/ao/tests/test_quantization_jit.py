@@ -1,0 +1,370 @@
+"""TorchScript graph-mode quantization (``quantize_jit`` and its steps) over torcia.jit's
+compiled modules, the rest of PyTorch's default QConfigs, the mapping constants, the
+quantized operators of ``get_quantized_operator``, ``torcia.ao.nn.quantized.MaxPool2d``
+and the sparse quantized Linear layers; compared with PyTorch 2.13 where installed."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+
+import torcia
+from torcia import nn
+from torcia.ao import quantization as tq
+from torcia.ao.nn import quantized as nnq
+from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.nn.sparse import quantized as nnsq
+from torcia.ao.ops import quantized as qops
+
+try:
+    import torch
+    import torch.ao.quantization as ttq
+except ImportError:
+    torch = ttq = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 is not installed")
+pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+              pytest.mark.filterwarnings("ignore::UserWarning")]
+
+NEW_QCONFIGS = ["default_activation_only_qconfig", "default_debug_qconfig",
+                "default_dynamic_qat_qconfig", "default_embedding_qat_qconfig",
+                "default_embedding_qat_qconfig_4bit",
+                "default_per_channel_symmetric_qnnpack_qat_qconfig",
+                "default_per_channel_symmetric_qnnpack_qconfig", "default_qat_qconfig_v2",
+                "default_quint8_weight_qconfig", "default_reuse_input_qconfig",
+                "default_symmetric_qnnpack_qat_qconfig", "default_symmetric_qnnpack_qconfig",
+                "default_weight_only_qconfig", "float_qparams_weight_only_qconfig_4bit"]
+ATTRIBUTES = ("dtype", "qscheme", "quant_min", "quant_max", "reduce_range", "eps", "ch_axis",
+              "averaging_constant", "is_dynamic")
+
+
+def _describe(obj) -> dict:
+    """An observer's (or fake quantizer's, with its observer's) settings, in words."""
+    out = {"type": type(obj).__name__}
+    for name in ATTRIBUTES:
+        if hasattr(obj, name):
+            value = getattr(obj, name)
+            if hasattr(value, "item") and getattr(value, "numel", lambda: 2)() == 1:
+                value = value.item()
+            out[name] = str(value).replace("torch.", "").replace("torcia.", "") \
+                if not isinstance(value, float) else round(value, 12)
+    inner = getattr(obj, "activation_post_process", None)
+    if inner is not None and inner is not obj:
+        out["observer"] = _describe(inner)
+    return out
+
+
+def _common(a: dict, b: dict) -> tuple:
+    """``a`` and ``b`` on the settings both have (PyTorch's placeholder observers carry
+    an unused ``eps``)."""
+    keys = a.keys() & b.keys()
+    pair = [{k: d[k] for k in keys} for d in (a, b)]
+    if "observer" in keys:
+        pair[0]["observer"], pair[1]["observer"] = _common(a["observer"], b["observer"])
+    return tuple(pair)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", NEW_QCONFIGS)
+def test_the_default_qconfigs_make_torchs_observers(name):
+    ours, theirs = getattr(tq, name), getattr(ttq, name)
+    for part in ("activation", "weight"):
+        mine, torchs = _describe(getattr(ours, part)()), _describe(getattr(theirs, part)())
+        assert mine["type"] == torchs["type"] and len(mine) >= len(torchs) - 1, part
+        got, want = _common(mine, torchs)
+        assert got == want, part
+
+
+def _pairs(mapping) -> set:
+    return {(k.__name__, v.__name__) for k, v in mapping.items()}
+
+
+@needs_torch
+@pytest.mark.parametrize("name, absent", [
+    ("DEFAULT_STATIC_QUANT_MODULE_MAPPINGS", set()),
+    ("DEFAULT_QAT_MODULE_MAPPINGS", set()),
+    # torcia has no QAT dynamic Linear nor dynamic LinearReLU
+    ("DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS", {("Linear", "Linear"), ("LinearReLU",
+                                                                      "LinearReLU")}),
+    ("DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS", set()),
+    ("DEFAULT_DYNAMIC_SPARSE_QUANT_MODULE_MAPPINGS", set())])
+def test_the_mapping_constants_hold_torchs_entries(name, absent):
+    ours, theirs = _pairs(getattr(tq, name)), _pairs(getattr(ttq, name))
+    assert theirs - ours <= absent
+    assert theirs - absent <= ours
+
+
+def test_the_mapping_constants_and_their_getters_agree():
+    assert tq.DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS == \
+        tq.get_default_dynamic_quant_module_mappings()
+    assert tq.DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS[nn.Linear] is nnqd.Linear
+    assert tq.DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS[nn.EmbeddingBag] is nnq.EmbeddingBag
+    sparse = tq.get_default_static_sparse_quant_module_mappings()
+    assert sparse == {nn.Linear: nnsq.Linear}
+    sparse[nn.Conv2d] = None  # a copy
+    assert nn.Conv2d not in tq.DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS
+    assert tq.get_default_dynamic_sparse_quant_module_mappings() == {
+        nn.Linear: nnsq.dynamic.Linear}
+    act = tq.DEFAULT_MODULE_TO_ACT_POST_PROCESS
+    assert act[nn.Tanh]().activation_post_process.zero_point == 128
+    assert act[nn.Softmax]().activation_post_process.scale == 1 / 256
+
+
+@needs_torch
+def test_the_module_to_act_post_process_table_is_torchs():
+    ours = {k.__name__: _describe(v()) for k, v in tq.DEFAULT_MODULE_TO_ACT_POST_PROCESS.items()}
+    theirs = {k.__name__: _describe(v())
+              for k, v in ttq.DEFAULT_MODULE_TO_ACT_POST_PROCESS.items()}
+    assert ours.keys() == theirs.keys()
+    for name in ours:
+        got, want = _common(ours[name], theirs[name])
+        assert got == want, name
+
+
+def _q(values, scale=0.05, zero_point=60):
+    return (torcia.quantize_per_tensor(torcia.tensor(values), scale, zero_point, torcia.quint8),
+            torch.quantize_per_tensor(torch.tensor(values), scale, zero_point, torch.quint8))
+
+
+@needs_torch
+@pytest.mark.parametrize("op, args", [
+    ("elu", (0.04, 70, 1.5, 2.0, 0.5)), ("hardswish", (0.03, 20)),
+    ("leaky_relu", (0.1, False, 0.02, 90)), ("dropout", (0.2, 10, 0.5, True)),
+    ("layer_norm", ([6], None, None, 1e-5, 0.03, 128)),
+    ("instance_norm", (None, None, 1e-5, 0.03, 128))])
+def test_the_quantized_operators_give_torchs_integers(op, args):
+    values = np.random.default_rng(3).uniform(-3, 3, (2, 3, 6)).astype(np.float32)
+    ours, theirs = _q(values)
+    got = getattr(qops, op)(ours, *args)
+    want = getattr(torch.ops.quantized, op)(theirs, *args)
+    assert got.q_scale() == pytest.approx(want.q_scale())
+    assert got.q_zero_point() == want.q_zero_point()
+    np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
+
+
+def test_get_quantized_operator_maps_the_functionals_and_refuses_others():
+    for fn in (nn.functional.elu, nn.functional.hardswish, nn.functional.instance_norm,
+               nn.functional.layer_norm, nn.functional.leaky_relu, nn.functional.dropout):
+        assert tq.get_quantized_operator(fn) is getattr(qops, fn.__name__)
+    assert tq.get_default_float_to_quantized_operator_mappings() == \
+        tq.DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS
+    with pytest.raises(AssertionError, match="does not have corresponding quantized op"):
+        tq.get_quantized_operator(nn.functional.relu)
+
+
+@needs_torch
+def test_quantized_max_pool2d_is_torchs():
+    values = np.random.default_rng(4).uniform(-2, 2, (1, 2, 5, 5)).astype(np.float32)
+    ours, theirs = _q(values)
+    got = nnq.MaxPool2d(2, stride=2, ceil_mode=True)(ours)
+    want = torch.ao.nn.quantized.MaxPool2d(2, stride=2, ceil_mode=True)(theirs)
+    np.testing.assert_array_equal(got.int_repr().numpy(), want.int_repr().numpy())
+    assert (got.q_scale(), got.q_zero_point()) == (0.05, 60)
+    x = torcia.tensor(values)
+    assert torcia.equal(nnq.MaxPool2d(3)(x), nn.MaxPool2d(3)(x))
+
+
+# --- sparse quantized Linear -----------------------------------------------------------
+
+
+def _sparse_float(bias=True, qconfig=None):
+    torcia.manual_seed(1)
+    layer = nn.Linear(8, 4, bias=bias)
+    with torcia.no_grad():
+        layer.weight.mul_((torcia.arange(8) % 4 < 2).to(torcia.float32))  # 1x4 blocks, half 0
+    layer.sparse_params = {"sparse_block_shape": (1, 4)}
+    layer.qconfig = qconfig or tq.default_qconfig
+    return layer
+
+
+def test_the_sparse_linear_layers_compute_their_dense_counterparts():
+    layer = _sparse_float()
+    layer.activation_post_process = layer.qconfig.activation()
+    x = torcia.randn(5, 8)
+    layer.activation_post_process(layer(x))
+    sparse, dense = nnsq.Linear.from_float(layer), nnq.Linear.from_float(layer)
+    qx = torcia.quantize_per_tensor(x, 0.03, 128, torcia.quint8)
+    assert torcia.equal(sparse(qx).int_repr(), dense(qx).int_repr())
+    weight, bias, rows, cols = sparse._weight_bias()
+    assert (rows, cols) == (1, 4) and torcia.equal(bias, layer.bias.detach())
+    assert sparse._get_name() == "SparseQuantizedLinear"
+    layer.qconfig = tq.default_dynamic_qconfig
+    dyn, dense_dyn = nnsq.dynamic.Linear.from_float(layer), nnqd.Linear.from_float(layer)
+    assert torcia.equal(dyn(x), dense_dyn(x))
+    packed = nnsq.LinearPackedParams(row_block_size=2, col_block_size=8)
+    packed.set_weight_bias(weight, bias, 1, 4)
+    assert packed._weight_bias()[2:] == (1, 4) and packed(x) is x
+
+
+def test_the_sparse_linear_layers_refuse_what_torchs_refuse():
+    layer = nn.Linear(4, 2)
+    layer.qconfig = tq.default_qconfig
+    with pytest.raises(AssertionError, match="sparse_params"):
+        nnsq.Linear.from_float(layer)
+    layer.sparse_params = {"sparse_block_shape": (1, 4, 1)}
+    with pytest.raises(AssertionError, match="must have length 2"):
+        nnsq.dynamic.Linear.from_float(layer)
+    with pytest.raises(NotImplementedError, match="QINT8"):
+        nnsq.Linear(4, 2, 1, 4, dtype=torcia.quint8)
+    with pytest.raises(AssertionError, match="must not be None"):
+        nnsq.Linear(4, 2, None, 4)
+
+
+# --- graph mode ------------------------------------------------------------------------
+
+
+def _ConvNet(mod):
+    """A conv-bn-relu, pooling, conv, flatten, linear network in ``mod`` (torcia's or
+    torch's nn)."""
+
+    class ConvNet(mod.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = mod.Conv2d(3, 6, 3, padding=1)
+            self.bn = mod.BatchNorm2d(6)
+            self.relu = mod.ReLU()
+            self.pool = mod.MaxPool2d(2)
+            self.conv2 = mod.Conv2d(6, 4, 3)
+            self.flat = mod.Flatten()
+            self.fc = mod.Linear(4 * 2 * 2, 3)
+
+        def forward(self, x):
+            return self.fc(self.flat(self.conv2(self.pool(self.relu(self.bn(self.conv(x)))))))
+
+    return ConvNet()
+
+
+def _mlp(mod):
+    return mod.Sequential(mod.Linear(8, 16), mod.ReLU(), mod.Linear(16, 4))
+
+
+def _pair(build, seed=0):
+    torcia.manual_seed(seed)
+    ours = build(nn).eval()
+    theirs = build(torch.nn).eval()
+    with torcia.no_grad():
+        for module in ours.modules():
+            if isinstance(module, nn.BatchNorm2d):  # statistics worth folding
+                module.running_mean.uniform_(-0.5, 0.5)
+                module.running_var.uniform_(0.5, 2.0)
+    theirs.load_state_dict({k: torch.tensor(v.numpy()) for k, v in ours.state_dict().items()})
+    return ours, theirs
+
+
+def _calibrate(model, batches):
+    for x in batches:
+        model(x)
+
+
+@needs_torch
+@pytest.mark.parametrize("build, shape", [(_mlp, (4, 8)), (_ConvNet, (2, 3, 8, 8))])
+@pytest.mark.parametrize("compile_with", ["script", "trace"])
+@pytest.mark.parametrize("qconfig", ["default_qconfig", "per_channel"])
+def test_quantize_jit_gives_torchs_outputs(build, shape, compile_with, qconfig):
+    ours, theirs = _pair(build)
+    rng = np.random.default_rng(5)
+    data = [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
+    ours_qc, theirs_qc = (tq.default_qconfig, ttq.default_qconfig) if qconfig != "per_channel" \
+        else (tq.default_per_channel_qconfig, ttq.default_per_channel_qconfig)
+
+    def compiled(jit, model, example):
+        return jit.script(model) if compile_with == "script" else jit.trace(model, example)
+
+    ts = [torcia.tensor(x) for x in data]
+    tt = [torch.tensor(x) for x in data]
+    q = tq.quantize_jit(compiled(torcia.jit, ours, ts[0]), {"": ours_qc}, _calibrate, [ts])
+    with torch.no_grad():
+        tqm = ttq.quantize_jit(compiled(torch.jit, theirs, tt[0]), {"": theirs_qc},
+                               _calibrate, [tt])
+        # the output's scale: the convolutions' folded weights and float32 sums can round
+        # an output to the neighbouring integer
+        step = [m for m in q.original_module.modules() if isinstance(m, nnq.Linear)][-1].scale
+        for x, t in zip(ts, tt):
+            np.testing.assert_allclose(q(x).numpy(), tqm(t).numpy(), rtol=0, atol=step * 1.01)
+    assert isinstance(q, torcia.jit.ScriptModule)
+    buf = io.BytesIO()
+    q.save(buf)
+    buf.seek(0)
+    assert torcia.equal(torcia.jit.load(buf)(ts[1]), q(ts[1]))
+
+
+@needs_torch
+def test_quantize_jit_of_an_mlp_is_torchs_to_the_bit():
+    ours, theirs = _pair(_mlp)
+    rng = np.random.default_rng(6)
+    data = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(3)]
+    q = tq.quantize_jit(torcia.jit.script(ours), {"": tq.default_qconfig}, _calibrate,
+                        [[torcia.tensor(x) for x in data]])
+    tqm = ttq.quantize_jit(torch.jit.script(theirs), {"": ttq.default_qconfig}, _calibrate,
+                           [[torch.tensor(x) for x in data]])
+    for x in data:
+        np.testing.assert_array_equal(q(torcia.tensor(x)).numpy(),
+                                      tqm(torch.tensor(x)).numpy())
+
+
+@needs_torch
+def test_quantize_dynamic_jit_gives_torchs_outputs():
+    ours, theirs = _pair(_mlp)
+    x = np.random.default_rng(7).standard_normal((5, 8)).astype(np.float32)
+    q = tq.quantize_dynamic_jit(torcia.jit.script(ours), {"": tq.default_dynamic_qconfig})
+    tqm = ttq.quantize_dynamic_jit(torch.jit.script(theirs), {"": ttq.default_dynamic_qconfig})
+    np.testing.assert_allclose(q(torcia.tensor(x)).numpy(), tqm(torch.tensor(x)).numpy(),
+                               rtol=0, atol=1e-6)
+    assert type(q.original_module[0]) is nnqd.Linear
+
+
+def test_qconfig_dict_names_choose_the_quantized_layers():
+    torcia.manual_seed(0)
+    model = _mlp(nn).eval()
+    data = [torcia.randn(4, 8)]
+    q = tq.quantize_jit(torcia.jit.script(model), {"": tq.default_qconfig, "2": None},
+                        _calibrate, [data])
+    kinds = [type(m).__name__ for m in q.original_module.children()]
+    assert kinds[0] == "QuantWrapper" and kinds[-1] == "Linear"
+    assert type(q.original_module[-1]) is nn.Linear
+    d = tq.quantize_dynamic_jit(torcia.jit.script(model), {"0": tq.default_dynamic_qconfig})
+    assert [type(m) for m in d.original_module] == [nnqd.Linear, nn.ReLU, nn.Linear]
+    assert torcia.equal(model(data[0]), model(data[0]))  # the original is left as it was
+    assert type(model[0]) is nn.Linear
+
+
+def test_the_jit_flows_refuse_what_torchs_refuse():
+    model = _mlp(nn).eval()
+    with pytest.raises(ValueError, match="input must be a script module"):
+        tq.prepare_jit(model, {"": tq.default_qconfig})
+    scripted = torcia.jit.script(model)
+    with pytest.raises(ValueError, match="only contain names"):
+        tq.prepare_jit(scripted, {nn.Linear: tq.default_qconfig})
+    with pytest.raises(AssertionError, match="calibration function"):
+        tq.quantize_jit(scripted, {"": tq.default_qconfig}, None, [[]])
+    with pytest.raises(AssertionError, match="calibration dataset"):
+        tq.quantize_jit(scripted, {"": tq.default_qconfig}, _calibrate, [])
+    buf = io.BytesIO()
+    traced = torcia.jit.trace(model, torcia.randn(2, 8))
+    torcia.jit.save(traced, buf)
+    buf.seek(0)
+    with pytest.raises(NotImplementedError, match="loaded"):
+        tq.prepare_jit(torcia.jit.load(buf), {"": tq.default_qconfig})
+
+
+def test_fuse_conv_bn_jit_folds_in_eval():
+    ours = _ConvNet(nn).eval()
+    with torcia.no_grad():
+        ours.bn.running_mean.uniform_(-0.5, 0.5)
+    fused = tq.fuse_conv_bn_jit(torcia.jit.script(ours))
+    x = torcia.randn(2, 3, 8, 8)
+    assert type(fused.original_module.bn) is nn.Identity
+    np.testing.assert_allclose(fused(x).detach().numpy(), ours(x).detach().numpy(), rtol=1e-5,
+                               atol=1e-5)
+    assert type(ours.bn) is nn.BatchNorm2d
+
+
+def test_script_qconfig_copies_one_instance_per_use():
+    qc = tq.script_qconfig(tq.default_qconfig)
+    first, second = qc.weight(), qc.weight()
+    assert type(first) is tq.MinMaxObserver and first is not second
+    assert first.dtype == torcia.qint8
+    scripted = tq.script_qconfig_dict({"": tq.default_qconfig, "fc": None})
+    assert scripted["fc"] is None and type(scripted[""].activation()) is tq.MinMaxObserver
