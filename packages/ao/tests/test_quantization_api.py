@@ -26,9 +26,8 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 is not instal
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
-# what torcia leaves out of torch.ao.quantization's names: the reference (simulated)
-# quantized modules' mapping
-NOT_COVERED = {"get_default_static_quant_reference_module_mappings"}
+# what torcia leaves out of torch.ao.quantization's names
+NOT_COVERED: set = set()
 
 RNG = np.random.default_rng(7)
 

@@ -15,6 +15,7 @@ from torcia import nn
 from torcia.ao import quantization as tq
 from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.nn.quantized import reference as nnqr
 from torcia.ao.nn.sparse import quantized as nnsq
 from torcia.ao.ops import quantized as qops
 
@@ -89,6 +90,7 @@ def _pairs(mapping) -> set:
     ("DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS", {("Linear", "Linear"), ("LinearReLU",
                                                                       "LinearReLU")}),
     ("DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS", set()),
+    ("DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS", set()),
     ("DEFAULT_DYNAMIC_SPARSE_QUANT_MODULE_MAPPINGS", set())])
 def test_the_mapping_constants_hold_torchs_entries(name, absent):
     ours, theirs = _pairs(getattr(tq, name)), _pairs(getattr(ttq, name))
@@ -461,3 +463,84 @@ def test_torch_ops_quantized_under_compat_is_this_namespace():
     assert ops.quantized.linear_prepack is qops.linear_prepack
     assert ops.quantized.add is qops.add
     assert not hasattr(ops, "no_such_namespace")
+
+
+# --- reference (simulated) quantized modules ---------------------------------------------
+
+
+def _qparams(lib, per_channel, channels):
+    if per_channel:
+        scales = np.linspace(0.005, 0.02, channels).astype(np.float32)
+        return {"qscheme": lib.per_channel_affine, "dtype": lib.qint8,
+                "scale": lib.tensor(scales), "zero_point": lib.zeros(channels, dtype=lib.int32),
+                "axis": 0}
+    return {"qscheme": lib.per_tensor_affine, "dtype": lib.qint8, "scale": 0.01,
+            "zero_point": 0}
+
+
+def _same_weights(name, args):
+    theirs = getattr(torch.nn, name)(*args)
+    ours = getattr(nn, name)(*args)
+    ours.load_state_dict({k: torcia.tensor(v.detach().numpy())
+                          for k, v in theirs.state_dict().items()})
+    return ours, theirs
+
+
+@needs_torch
+@pytest.mark.parametrize("name, args, shape", [
+    ("Linear", (6, 4), (3, 6)), ("Conv1d", (3, 4, 2), (2, 3, 9)),
+    ("Conv2d", (3, 4, 3), (2, 3, 7, 7)), ("Conv3d", (2, 3, 2), (1, 2, 4, 4, 4)),
+    ("ConvTranspose2d", (3, 4, 3), (2, 3, 5, 5)), ("Embedding", (10, 4), None)])
+@pytest.mark.parametrize("per_channel", [False, True])
+def test_reference_modules_give_torchs_outputs(name, args, shape, per_channel):
+    ours, theirs = _same_weights(name, args)
+    channels = theirs.weight.shape[0]
+    ref = getattr(nnqr, name).from_float(ours, _qparams(torcia, per_channel, channels))
+    tref = getattr(torch.ao.nn.quantized.reference, name).from_float(
+        theirs, _qparams(torch, per_channel, channels))
+    rng = np.random.default_rng(11)
+    x = rng.integers(0, 10, (3, 5)) if shape is None \
+        else rng.standard_normal(shape).astype(np.float32)
+    np.testing.assert_allclose(ref(torcia.tensor(x)).detach().numpy(),
+                               tref(torch.tensor(x)).detach().numpy(), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(_ints(ref.get_quantized_weight()),
+                                  _ints(tref.get_quantized_weight()))
+    assert ref._get_name() == tref._get_name()
+    assert type(ours) is getattr(nn, name)  # the float module is left as it was
+
+
+@needs_torch
+@pytest.mark.parametrize("name, args", [("RNNCell", (4, 5)), ("LSTMCell", (4, 5)),
+                                        ("GRUCell", (4, 5)), ("LSTM", (4, 5, 2)),
+                                        ("GRU", (4, 5))])
+def test_reference_recurrent_modules_give_torchs_outputs(name, args):
+    ours, theirs = _same_weights(name, args)
+    keys = [k for k, _ in theirs.named_parameters() if k.startswith("weight")]
+    ref = getattr(nnqr, name).from_float(ours, {"is_decomposed": False, **{
+        k: _qparams(torcia, False, 0) for k in keys}})
+    tref = getattr(torch.ao.nn.quantized.reference, name).from_float(theirs, {
+        "is_decomposed": False, **{k: _qparams(torch, False, 0) for k in keys}})
+    x = np.random.default_rng(12).standard_normal(
+        (3, 4) if "Cell" in name else (6, 3, 4)).astype(np.float32)
+    got, want = ref(torcia.tensor(x)), tref(torch.tensor(x))
+    got, want = (got[0], want[0]) if isinstance(got, tuple) else (got, want)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=0, atol=1e-6)
+    assert ref._get_name() == tref._get_name()
+
+
+def test_reference_modules_refuse_unsupported_schemes_and_map_from_float_classes():
+    with pytest.raises(AssertionError, match="not supported in reference"):
+        nnqr.Linear(2, 2, weight_qparams={"qscheme": torcia.per_tensor_symmetric,
+                                          "dtype": torcia.qint8, "scale": 1.0,
+                                          "zero_point": 0})
+    assert tq.get_static_quant_module_class(nn.Conv2d, is_reference=True) is nnqr.Conv2d
+    assert tq.DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS[nn.LSTM] is nnqr.LSTM
+    with pytest.raises(AssertionError, match="does not have a corresponding"):
+        tq.get_static_quant_module_class(nn.ReLU, is_reference=True)
+
+
+def test_convert_refuses_is_reference_naming_the_reference_modules():
+    model = nn.Sequential(tq.QuantStub(), nn.Linear(2, 2), tq.DeQuantStub()).eval()
+    model.qconfig = tq.default_qconfig
+    with pytest.raises(NotImplementedError, match="reference"):
+        tq.convert(tq.prepare(model), is_reference=True)

@@ -171,6 +171,7 @@ from torcia.ao.quantization.quantization_mappings import (
     DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS,
     DEFAULT_MODULE_TO_ACT_POST_PROCESS,
     DEFAULT_QAT_MODULE_MAPPINGS,
+    DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS,
     DEFAULT_STATIC_QUANT_MODULE_MAPPINGS,
     DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS,
     get_default_dynamic_sparse_quant_module_mappings,
@@ -198,6 +199,7 @@ from torcia.ao.quantization.quantize import (
     get_default_qat_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
+    get_default_static_quant_reference_module_mappings,
     get_dynamic_quant_module_class,
     get_embedding_qat_module_mappings,
     get_embedding_static_quant_module_mappings,
@@ -288,6 +290,7 @@ __all__ = [
     "get_default_qconfig_dict", "get_default_qconfig_propagation_list",
     "get_embedding_qat_module_mappings", "get_embedding_static_quant_module_mappings",
     "get_fuser_method_new", "qconfig_equals", "MatchAllNode", "Pattern",
+    "get_default_static_quant_reference_module_mappings",
     # affine quantization's vocabulary (torchao's)
     "AffineQuantizedObserverBase", "Granularity", "MappingType", "PerAxis", "PerBlock",
     "PerGroup", "PerRow", "PerTensor", "PerToken", "TorchAODType", "ZeroPointDomain",

@@ -30,12 +30,14 @@ from torcia.ao.quantization.quantize import (
     get_default_dynamic_quant_module_mappings,
     get_default_qat_module_mappings,
     get_default_static_quant_module_mappings,
+    get_default_static_quant_reference_module_mappings,
 )
 
 __all__ = [
     "DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS", "DEFAULT_DYNAMIC_SPARSE_QUANT_MODULE_MAPPINGS",
     "DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS", "DEFAULT_MODULE_TO_ACT_POST_PROCESS",
-    "DEFAULT_QAT_MODULE_MAPPINGS", "DEFAULT_STATIC_QUANT_MODULE_MAPPINGS",
+    "DEFAULT_QAT_MODULE_MAPPINGS", "DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS",
+    "DEFAULT_STATIC_QUANT_MODULE_MAPPINGS",
     "DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS",
     "get_default_dynamic_sparse_quant_module_mappings",
     "get_default_float_to_quantized_operator_mappings",
@@ -43,6 +45,8 @@ __all__ = [
 ]
 
 DEFAULT_STATIC_QUANT_MODULE_MAPPINGS = get_default_static_quant_module_mappings()
+DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS = \
+    get_default_static_quant_reference_module_mappings()
 DEFAULT_QAT_MODULE_MAPPINGS = get_default_qat_module_mappings()
 DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = get_default_dynamic_quant_module_mappings()
 DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS = {nn.Linear: ao_nn_sparse_q.Linear}

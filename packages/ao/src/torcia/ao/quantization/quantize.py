@@ -24,6 +24,7 @@ from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.intrinsic import qat as nniqat
 from torcia.ao.nn.intrinsic import quantized as nniq
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.nn.quantized import reference as nnqr
 from torcia.ao.nn.quantized._modules import (
     _FixedRangeHardsigmoid,
     _FixedRangeSigmoid,
@@ -55,6 +56,7 @@ __all__ = [
     "default_eval_fn", "fuse_convtranspose_bn", "get_default_compare_output_module_list",
     "get_default_qconfig_propagation_list", "get_embedding_qat_module_mappings",
     "get_embedding_static_quant_module_mappings", "get_fuser_method_new",
+    "get_default_static_quant_reference_module_mappings",
 ]
 
 
@@ -492,9 +494,9 @@ def _module_class(mapping: dict, float_module_class):
 
 def get_static_quant_module_class(float_module_class, additional_static_quant_mapping=None,
                                   is_reference=False):
-    """The statically quantized class of a float module class
-    (``torch.ao.quantization.get_static_quant_module_class``; reference modules are not
-    offered).
+    """The statically quantized class of a float module class, or its reference
+    (simulated) class with ``is_reference``
+    (``torch.ao.quantization.get_static_quant_module_class``).
 
     Examples
     --------
@@ -502,12 +504,33 @@ def get_static_quant_module_class(float_module_class, additional_static_quant_ma
     >>> from torcia.ao.quantization import get_static_quant_module_class
     >>> get_static_quant_module_class(nn.Conv2d).__module__
     'torcia.ao.nn.quantized._modules'
+    >>> get_static_quant_module_class(nn.Conv2d, is_reference=True).__module__
+    'torcia.ao.nn.quantized.reference'
     """
-    if is_reference:
-        raise NotImplementedError("reference quantized modules (is_reference=True)")
-    return _module_class(get_combined_dict(get_default_static_quant_module_mappings(),
-                                           additional_static_quant_mapping or {}),
+    default = get_default_static_quant_reference_module_mappings() if is_reference \
+        else get_default_static_quant_module_mappings()
+    return _module_class(get_combined_dict(default, additional_static_quant_mapping or {}),
                          float_module_class)
+
+
+def get_default_static_quant_reference_module_mappings() -> dict:
+    """Float module type -> reference (simulated) quantized module type
+    (``torch.ao.quantization.get_default_static_quant_reference_module_mappings``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import get_default_static_quant_reference_module_mappings
+    >>> get_default_static_quant_reference_module_mappings()[torcia.nn.LSTM].__module__
+    'torcia.ao.nn.quantized.reference'
+    """
+    return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
+            nn.Linear: nnqr.Linear, nn.Conv1d: nnqr.Conv1d, nn.Conv2d: nnqr.Conv2d,
+            nn.Conv3d: nnqr.Conv3d, nn.ConvTranspose1d: nnqr.ConvTranspose1d,
+            nn.ConvTranspose2d: nnqr.ConvTranspose2d, nn.ConvTranspose3d: nnqr.ConvTranspose3d,
+            nn.Embedding: nnqr.Embedding, nn.EmbeddingBag: nnqr.EmbeddingBag,
+            nn.GRUCell: nnqr.GRUCell, nn.LSTMCell: nnqr.LSTMCell, nn.RNNCell: nnqr.RNNCell,
+            nn.LSTM: nnqr.LSTM}
 
 
 def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_mapping=None):
@@ -736,6 +759,10 @@ def convert(module, mapping=None, inplace=False, remove_qconfig=True,
     >>> bool((q(x) - model(x)).abs().max() < 0.1)
     True
     """
+    if is_reference:
+        raise NotImplementedError(
+            "convert(is_reference=True) is not offered: build the reference modules "
+            "(torcia.ao.nn.quantized.reference) with their from_float(module, weight_qparams)")
     if not inplace:
         module = copy.deepcopy(module)
     mapping = mapping or get_default_static_quant_module_mappings()

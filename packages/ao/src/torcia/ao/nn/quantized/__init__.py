@@ -1,11 +1,12 @@
 """Quantized modules (``torch.ao.nn.quantized``): quantized tensors in and out, int8
 weights, the ops of torcia-ao through dispatch. :mod:`torcia.ao.nn.quantized.dynamic`
 holds the modules whose activations are quantized at run time,
-:mod:`torcia.ao.nn.quantized.functional` the functional forms."""
+:mod:`torcia.ao.nn.quantized.functional` the functional forms,
+:mod:`torcia.ao.nn.quantized.reference` the reference (simulated) modules."""
 
 from __future__ import annotations
 
-from torcia.ao.nn.quantized import functional
+from torcia.ao.nn.quantized import functional, reference
 from torcia.ao.nn.quantized._custom import LSTM, MultiheadAttention
 from torcia.ao.nn.quantized._modules import (
     ELU,
