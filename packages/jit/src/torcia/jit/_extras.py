@@ -7,7 +7,6 @@ import builtins
 import warnings
 
 from torcia import nn
-from torcia.export import passes
 from torcia.jit import _compiled
 from torcia.jit._compiled import RecursiveScriptModule, load, save, trace
 
@@ -45,7 +44,6 @@ class RecursiveScriptClass:
 
     def __init__(self, cpp_class):
         object.__setattr__(self, "_c", cpp_class)
-        object.__setattr__(self, "_props", {})
 
     def __getattr__(self, name):
         return getattr(object.__getattribute__(self, "_c"), name)
@@ -122,9 +120,10 @@ def last_executed_optimized_graph():
 def run_frozen_optimizations(mod, optimize_numerics: bool = True,
                              preserved_methods=None) -> None:
     """Run the frozen-graph optimizations on a frozen module, in place
-    (``torch.jit.run_frozen_optimizations``): each convolution's eval-mode BatchNorm
-    folded into it, parameters as constants (what :func:`~torcia.jit.freeze` does;
-    a frozen module's programs stay as they are).
+    (``torch.jit.run_frozen_optimizations``). PyTorch's :func:`~torcia.jit.freeze` runs
+    them itself, and so does torcia's (each convolution's eval-mode BatchNorm folded into
+    it, parameters as constants, programs captured later frozen when made), so a frozen
+    module is left as it is; a module that is not compiled is refused.
 
     Examples
     --------
@@ -139,11 +138,6 @@ def run_frozen_optimizations(mod, optimize_numerics: bool = True,
     if not builtins.isinstance(mod, RecursiveScriptModule):
         raise RuntimeError("run_frozen_optimizations expects a frozen ScriptModule (from "
                            "torcia.jit.freeze)")
-    programs = mod._programs
-    programs.entries = [(ep, ep.module()) for ep in
-                        (passes.freeze(ep, tuple(preserved_methods or ()))
-                         for ep, _ in programs.entries)]
-    programs.last = None
 
 
 def save_jit_module_to_flatbuffer(m, f, _extra_files=None) -> None:
