@@ -26,15 +26,8 @@ needs_torch = pytest.mark.skipif(torch is None, reason="torch 2.13 is not instal
 pytestmark = [pytest.mark.filterwarnings("ignore::DeprecationWarning"),
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
-# what torcia leaves out of torch.ao.quantization's names: TorchScript graph-mode
-# quantization (``*_jit``, ``script_qconfig*``), sparse quantization's and reference
-# (simulated) quantized modules' mappings, and the table of ``torch.ops.quantized`` ops
-NOT_COVERED = {"convert_dynamic_jit", "convert_jit", "fuse_conv_bn_jit", "prepare_dynamic_jit",
-               "prepare_jit", "quantize_dynamic_jit", "quantize_jit", "script_qconfig",
-               "script_qconfig_dict", "get_default_dynamic_sparse_quant_module_mappings",
-               "get_default_static_sparse_quant_module_mappings",
-               "get_default_static_quant_reference_module_mappings",
-               "get_default_float_to_quantized_operator_mappings", "get_quantized_operator"}
+# what torcia leaves out of torch.ao.quantization's names
+NOT_COVERED: set = set()
 
 RNG = np.random.default_rng(7)
 

@@ -44,10 +44,23 @@ from torcia.jit._compiled import (
     trace,
     trace_module,
 )
+from torcia.jit._extras import (
+    ONNXTracedModule,
+    RecursiveScriptClass,
+    ScriptWarning,
+    jit_module_from_flatbuffer,
+    last_executed_optimized_graph,
+    run_frozen_optimizations,
+    save_jit_module_to_flatbuffer,
+    script_method,
+    set_module,
+)
 from torcia.jit._frontend import NotSupportedError
 from torcia.jit._fusion import (
     enable_onednn_fusion,
+    fuser,
     onednn_fusion_enabled,
+    optimized_execution,
     set_fusion_strategy,
     strict_fusion,
 )
@@ -81,6 +94,9 @@ __all__ = [
     "isinstance", "load", "onednn_fusion_enabled", "optimize_for_inference", "save", "script",
     "script_if_tracing", "set_fusion_strategy", "strict_fusion", "trace", "trace_module",
     "unused", "wait",
+    "ONNXTracedModule", "RecursiveScriptClass", "ScriptWarning", "fuser",
+    "jit_module_from_flatbuffer", "last_executed_optimized_graph", "optimized_execution",
+    "run_frozen_optimizations", "save_jit_module_to_flatbuffer", "script_method", "set_module",
 ]
 
 _script_if_tracing = script_if_tracing

@@ -28,6 +28,8 @@ from torcia.jit._markers import FunctionModifiers, capturing, get_torchscript_mo
 
 #: the extra file of a saved program that says what torcia.jit.load rebuilds
 _MARK = "torcia.jit.json"
+#: the program a compiled callable ran last, in any of them (last_executed_optimized_graph)
+_last_run: list = [None]
 
 
 class TracerWarning(Warning):
@@ -128,12 +130,12 @@ class _Programs:
                     raise
                 failure = exc
                 continue
-            self.last = ep
+            self.last = _last_run[0] = ep
             return out
         if self.make is None:
             raise failure
         ep = self.add(self.make(args, kwargs))
-        self.last = ep
+        self.last = _last_run[0] = ep
         return self.entries[-1][1](*args, **kwargs)
 
     def current(self, what: str):
@@ -211,12 +213,21 @@ class RecursiveScriptModule(ScriptModule):
     """
 
     def __init__(self, programs: _Programs, original_name: str, state: dict, kinds: dict,
-                 training: bool = False):
+                 training: bool = False, original_module: nn.Module | None = None):
         super().__init__()
         self._programs = programs
         self.original_name = original_name
+        # not a submodule: its parameters are this module's already
+        object.__setattr__(self, "_original_module", original_module)
         register_state(self, state, kinds)
         self.train(training)
+
+    @property
+    def original_module(self) -> nn.Module | None:
+        """The module this one was compiled from (its parameters are this one's), or
+        None for a loaded or frozen one: graph-mode quantization
+        (``torcia.ao.quantization.quantize_jit``) transforms it."""
+        return self._original_module
 
     def forward(self, *args, **kwargs):
         return self._programs(args, kwargs)
@@ -323,7 +334,7 @@ def _script_module(module: nn.Module, example_inputs) -> RecursiveScriptModule:
     programs = _Programs(lambda a, k: _capture(module, a, k, "script"))
     state, kinds = named_state(module)
     scripted = RecursiveScriptModule(programs, type(module).__name__, state, kinds,
-                                     module.training)
+                                     module.training, module)
     for n in exported:
         wrapper = _Function(getattr(module, n), module)
         method = ScriptFunction(getattr(module, n), _Programs(
@@ -379,7 +390,7 @@ def trace(func, example_inputs=None, optimize=None, check_trace=True, check_inpu
     programs.add(ep)
     if builtins.isinstance(func, nn.Module):
         traced = TopLevelTracedModule(programs, type(func).__name__, ep.state_dict,
-                                      ep._kinds, func.training)
+                                      ep._kinds, func.training, func)
     else:
         traced = ScriptFunction(func, programs)
     for inputs in check_inputs or ():

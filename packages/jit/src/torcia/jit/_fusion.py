@@ -10,6 +10,7 @@ keep PyTorch's values, checks and return values so that code saving and restorin
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
 
@@ -109,3 +110,55 @@ class strict_fusion:
 
     def __exit__(self, exc_type, exc, tb) -> None:
         return None
+
+
+_FUSERS = ("fuser0", "fuser1", "fuser2", "fuser3", "none")
+_optimize = [True]
+
+
+@contextlib.contextmanager
+def fuser(name: str):
+    """A block run with one of TorchScript's fusers chosen (``torch.jit.fuser``):
+    ``"fuser0"`` (legacy), ``"fuser1"`` (NNC), ``"fuser2"`` (nvFuser), ``"fuser3"``
+    (oneDNN graph: :func:`onednn_fusion_enabled` is true inside) or ``"none"``; another
+    name raises PyTorch's ``Exception``. The previous settings come back on exit.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> with torcia.jit.fuser("fuser3"):
+    ...     torcia.jit.onednn_fusion_enabled()
+    True
+    >>> torcia.jit.onednn_fusion_enabled()
+    False
+    """
+    if name not in _FUSERS:
+        raise Exception(f"unrecognized fuser option (name: {name})")  # noqa: TRY002
+    old = _onednn[0]
+    _onednn[0] = name == "fuser3"
+    try:
+        yield
+    finally:
+        _onednn[0] = old
+
+
+@contextlib.contextmanager
+def optimized_execution(should_optimize: bool):
+    """A block in which compiled programs run with (or without) the executor's
+    optimizations (``torch.jit.optimized_execution``); torcia's programs are optimized when
+    made, so the switch is kept for the code that reads it back.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> relu = torcia.jit.trace(torcia.nn.ReLU(), torcia.zeros(1))
+    >>> with torcia.jit.optimized_execution(False):
+    ...     relu(torcia.tensor([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+    old = _optimize[0]
+    _optimize[0] = bool(should_optimize)
+    try:
+        yield
+    finally:
+        _optimize[0] = old

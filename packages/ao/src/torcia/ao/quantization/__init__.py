@@ -31,6 +31,7 @@ True
 
 from __future__ import annotations
 
+import sys
 from typing import Union
 
 from torcia.ao._qtensor import (
@@ -126,13 +127,27 @@ from torcia.ao.quantization.qconfig import (
     QConfigAny,
     QConfigDynamic,
     QConfigMapping,
+    default_activation_only_qconfig,
+    default_debug_qconfig,
+    default_dynamic_qat_qconfig,
     default_dynamic_qconfig,
+    default_embedding_qat_qconfig,
+    default_embedding_qat_qconfig_4bit,
     default_per_channel_qconfig,
+    default_per_channel_symmetric_qnnpack_qat_qconfig,
+    default_per_channel_symmetric_qnnpack_qconfig,
     default_qat_qconfig,
+    default_qat_qconfig_v2,
     default_qconfig,
+    default_quint8_weight_qconfig,
+    default_reuse_input_qconfig,
+    default_symmetric_qnnpack_qat_qconfig,
+    default_symmetric_qnnpack_qconfig,
+    default_weight_only_qconfig,
     float16_dynamic_qconfig,
     float16_static_qconfig,
     float_qparams_weight_only_qconfig,
+    float_qparams_weight_only_qconfig_4bit,
     get_default_qat_qconfig,
     get_default_qat_qconfig_dict,
     get_default_qat_qconfig_mapping,
@@ -150,6 +165,20 @@ from torcia.ao.quantization.quant_api import (
     quantize_,
 )
 from torcia.ao.quantization.quant_type import QuantType
+from torcia.ao.quantization.quantization_mappings import (
+    DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS,
+    DEFAULT_DYNAMIC_SPARSE_QUANT_MODULE_MAPPINGS,
+    DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS,
+    DEFAULT_MODULE_TO_ACT_POST_PROCESS,
+    DEFAULT_QAT_MODULE_MAPPINGS,
+    DEFAULT_REFERENCE_STATIC_QUANT_MODULE_MAPPINGS,
+    DEFAULT_STATIC_QUANT_MODULE_MAPPINGS,
+    DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS,
+    get_default_dynamic_sparse_quant_module_mappings,
+    get_default_float_to_quantized_operator_mappings,
+    get_default_static_sparse_quant_module_mappings,
+    get_quantized_operator,
+)
 from torcia.ao.quantization.quantize import (
     DeQuantStub,
     QuantStub,
@@ -170,6 +199,7 @@ from torcia.ao.quantization.quantize import (
     get_default_qat_module_mappings,
     get_default_qconfig_propagation_list,
     get_default_static_quant_module_mappings,
+    get_default_static_quant_reference_module_mappings,
     get_dynamic_quant_module_class,
     get_embedding_qat_module_mappings,
     get_embedding_static_quant_module_mappings,
@@ -185,7 +215,23 @@ from torcia.ao.quantization.quantize import (
     quantize_qat,
     swap_module,
 )
+from torcia.ao.quantization.quantize_jit import (
+    convert_dynamic_jit,
+    convert_jit,
+    fuse_conv_bn_jit,
+    prepare_dynamic_jit,
+    prepare_jit,
+    quantize_dynamic_jit,
+    quantize_jit,
+    script_qconfig,
+    script_qconfig_dict,
+)
 from torcia.ao.quantization.utils import MatchAllNode, Pattern
+
+# the modules (``quantize_jit`` the package's name is its function, as in PyTorch)
+_qconfig = sys.modules["torcia.ao.quantization.qconfig"]
+_mappings = sys.modules["torcia.ao.quantization.quantization_mappings"]
+_jit_flow = sys.modules["torcia.ao.quantization.quantize_jit"]
 
 #: what a QConfig's factories make (a typing form, as PyTorch's)
 ObserverOrFakeQuantize = Union[ObserverBase, FakeQuantizeBase]  # noqa: UP007
@@ -244,8 +290,13 @@ __all__ = [
     "get_default_qconfig_dict", "get_default_qconfig_propagation_list",
     "get_embedding_qat_module_mappings", "get_embedding_static_quant_module_mappings",
     "get_fuser_method_new", "qconfig_equals", "MatchAllNode", "Pattern",
+    "get_default_static_quant_reference_module_mappings",
     # affine quantization's vocabulary (torchao's)
     "AffineQuantizedObserverBase", "Granularity", "MappingType", "PerAxis", "PerBlock",
     "PerGroup", "PerRow", "PerTensor", "PerToken", "TorchAODType", "ZeroPointDomain",
     "get_block_size",
 ]
+# the rest of PyTorch's default QConfigs, the mappings' constants (sparse quantization's,
+# the quantized operators'), TorchScript graph mode over torcia.jit's compiled modules
+__all__ += [name for names in (_qconfig.__all__, _mappings.__all__, _jit_flow.__all__)
+            for name in names if name not in __all__]

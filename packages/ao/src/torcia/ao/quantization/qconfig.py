@@ -10,26 +10,40 @@ from collections import namedtuple
 from typing import Optional
 
 import torcia
+from torcia.ao._qtensor import qint8
 from torcia.ao.quantization.fake_quantize import (
     FakeQuantize,
     FusedMovingAvgObsFakeQuantize,
+    default_dynamic_fake_quant,
+    default_embedding_fake_quant,
+    default_embedding_fake_quant_4bit,
     default_fake_quant,
+    default_fused_act_fake_quant,
     default_fused_per_channel_wt_fake_quant,
     default_fused_wt_fake_quant,
     default_per_channel_weight_fake_quant,
     default_weight_fake_quant,
+    fused_per_channel_wt_fake_quant_range_neg_127_to_127,
+    fused_wt_fake_quant_range_neg_127_to_127,
 )
 from torcia.ao.quantization.observer import (
     HistogramObserver,
+    MinMaxObserver,
     MovingAverageMinMaxObserver,
     NoopObserver,
     PlaceholderObserver,
     _PartialWrapper,
+    default_debug_observer,
     default_dynamic_quant_observer,
     default_float_qparams_observer,
+    default_float_qparams_observer_4bit,
     default_observer,
     default_per_channel_weight_observer,
+    default_placeholder_observer,
+    default_reuse_input_observer,
     default_weight_observer,
+    per_channel_weight_observer_range_neg_127_to_127,
+    weight_observer_range_neg_127_to_127,
 )
 
 __all__ = [
@@ -39,6 +53,13 @@ __all__ = [
     "get_default_qat_qconfig", "get_default_qat_qconfig_mapping", "get_default_qconfig",
     "get_default_qconfig_mapping", "per_channel_dynamic_qconfig", "get_default_qat_qconfig_dict",
     "get_default_qconfig_dict", "qconfig_equals",
+    "default_activation_only_qconfig", "default_debug_qconfig", "default_dynamic_qat_qconfig",
+    "default_embedding_qat_qconfig", "default_embedding_qat_qconfig_4bit",
+    "default_per_channel_symmetric_qnnpack_qat_qconfig",
+    "default_per_channel_symmetric_qnnpack_qconfig", "default_qat_qconfig_v2",
+    "default_quint8_weight_qconfig", "default_reuse_input_qconfig",
+    "default_symmetric_qnnpack_qat_qconfig", "default_symmetric_qnnpack_qconfig",
+    "default_weight_only_qconfig", "float_qparams_weight_only_qconfig_4bit",
 ]
 
 
@@ -85,6 +106,45 @@ float16_static_qconfig = QConfig(activation=PlaceholderObserver.with_args(dtype=
 float_qparams_weight_only_qconfig = QConfig(activation=NoopObserver,
                                             weight=default_float_qparams_observer)
 default_qat_qconfig = QConfig(activation=default_fake_quant, weight=default_weight_fake_quant)
+
+# the rest of PyTorch's defaults, with its observers' arguments
+default_debug_qconfig = QConfig(activation=default_debug_observer, weight=default_weight_observer)
+float_qparams_weight_only_qconfig_4bit = QConfig(activation=default_placeholder_observer,
+                                                 weight=default_float_qparams_observer_4bit)
+default_dynamic_qat_qconfig = QConfig(activation=default_dynamic_fake_quant,
+                                      weight=default_weight_fake_quant)
+# ``Identity`` leaves the other side float (its call returns its input)
+default_weight_only_qconfig = QConfig(activation=torcia.nn.Identity,
+                                      weight=default_weight_fake_quant)
+default_activation_only_qconfig = QConfig(activation=default_fake_quant,
+                                          weight=torcia.nn.Identity)
+default_qat_qconfig_v2 = QConfig(activation=default_fused_act_fake_quant,
+                                 weight=default_fused_wt_fake_quant)
+default_reuse_input_qconfig = QConfig(activation=default_reuse_input_observer,
+                                      weight=NoopObserver)
+default_quint8_weight_qconfig = QConfig(activation=HistogramObserver, weight=MinMaxObserver)
+default_embedding_qat_qconfig = QConfig(activation=NoopObserver.with_args(dtype=torcia.float32),
+                                        weight=default_embedding_fake_quant)
+default_embedding_qat_qconfig_4bit = QConfig(
+    activation=NoopObserver.with_args(dtype=torcia.float32),
+    weight=default_embedding_fake_quant_4bit)
+# qnnpack's symmetric int8 activations: eps 2**-12 keeps XNNPACK's requantization scale
+# (input scale * weight scale / output scale) inside the range it accepts
+default_symmetric_qnnpack_qconfig = QConfig(
+    activation=HistogramObserver.with_args(dtype=qint8, reduce_range=False, eps=2**-12),
+    weight=weight_observer_range_neg_127_to_127)
+default_per_channel_symmetric_qnnpack_qconfig = QConfig(
+    activation=HistogramObserver.with_args(dtype=qint8, reduce_range=False, eps=2**-12),
+    weight=per_channel_weight_observer_range_neg_127_to_127)
+_symmetric_qnnpack_qat_activation = FusedMovingAvgObsFakeQuantize.with_args(
+    observer=MovingAverageMinMaxObserver, quant_min=-128, quant_max=127, dtype=qint8,
+    reduce_range=False, eps=2**-12)
+default_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=_symmetric_qnnpack_qat_activation,
+    weight=fused_wt_fake_quant_range_neg_127_to_127)
+default_per_channel_symmetric_qnnpack_qat_qconfig = QConfig(
+    activation=_symmetric_qnnpack_qat_activation,
+    weight=fused_per_channel_wt_fake_quant_range_neg_127_to_127)
 
 _BACKENDS = ("x86", "fbgemm", "qnnpack", "onednn")
 

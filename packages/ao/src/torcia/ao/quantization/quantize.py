@@ -24,6 +24,7 @@ from torcia.ao.nn import quantized as nnq
 from torcia.ao.nn.intrinsic import qat as nniqat
 from torcia.ao.nn.intrinsic import quantized as nniq
 from torcia.ao.nn.quantized import dynamic as nnqd
+from torcia.ao.nn.quantized import reference as nnqr
 from torcia.ao.nn.quantized._modules import (
     _FixedRangeHardsigmoid,
     _FixedRangeSigmoid,
@@ -41,6 +42,7 @@ from torcia.ao.quantization.qconfig import (
     float16_dynamic_qconfig,
 )
 from torcia.ao.quantization.utils import MatchAllNode
+from torcia.nn.modules.linear import NonDynamicallyQuantizableLinear
 from torcia.nn.utils.fusion import fuse_conv_bn_eval, fuse_linear_bn_eval
 
 __all__ = [
@@ -54,6 +56,7 @@ __all__ = [
     "default_eval_fn", "fuse_convtranspose_bn", "get_default_compare_output_module_list",
     "get_default_qconfig_propagation_list", "get_embedding_qat_module_mappings",
     "get_embedding_static_quant_module_mappings", "get_fuser_method_new",
+    "get_default_static_quant_reference_module_mappings",
 ]
 
 
@@ -400,7 +403,8 @@ def get_default_static_quant_module_mappings() -> dict:
     """
     mapping = {
         QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
-        nn.Linear: nnq.Linear, nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
+        nn.Linear: nnq.Linear, NonDynamicallyQuantizableLinear: nnq.Linear,
+        nn.Conv1d: nnq.Conv1d, nn.Conv2d: nnq.Conv2d,
         nn.Conv3d: nnq.Conv3d, nn.ConvTranspose1d: nnq.ConvTranspose1d,
         nn.ConvTranspose2d: nnq.ConvTranspose2d, nn.ConvTranspose3d: nnq.ConvTranspose3d,
         nn.LayerNorm: nnq.LayerNorm, nn.GroupNorm: nnq.GroupNorm,
@@ -432,7 +436,8 @@ def get_default_static_quant_module_mappings() -> dict:
 
 def get_default_qat_module_mappings() -> dict:
     """Float (or fused) module type -> QAT module type, for :func:`prepare_qat`."""
-    return {nn.Linear: nnqat.Linear, nn.Conv1d: nnqat.Conv1d, nn.Conv2d: nnqat.Conv2d,
+    return {nn.Linear: nnqat.Linear, NonDynamicallyQuantizableLinear: nnqat.Linear,
+            nn.Conv1d: nnqat.Conv1d, nn.Conv2d: nnqat.Conv2d,
             nn.Conv3d: nnqat.Conv3d, nni.ConvReLU1d: nniqat.ConvReLU1d,
             nni.ConvReLU2d: nniqat.ConvReLU2d, nni.ConvReLU3d: nniqat.ConvReLU3d,
             nni.LinearReLU: nniqat.LinearReLU, nni.LinearBn1d: nniqat.LinearBn1d,
@@ -489,9 +494,9 @@ def _module_class(mapping: dict, float_module_class):
 
 def get_static_quant_module_class(float_module_class, additional_static_quant_mapping=None,
                                   is_reference=False):
-    """The statically quantized class of a float module class
-    (``torch.ao.quantization.get_static_quant_module_class``; reference modules are not
-    offered).
+    """The statically quantized class of a float module class, or its reference
+    (simulated) class with ``is_reference``
+    (``torch.ao.quantization.get_static_quant_module_class``).
 
     Examples
     --------
@@ -499,12 +504,33 @@ def get_static_quant_module_class(float_module_class, additional_static_quant_ma
     >>> from torcia.ao.quantization import get_static_quant_module_class
     >>> get_static_quant_module_class(nn.Conv2d).__module__
     'torcia.ao.nn.quantized._modules'
+    >>> get_static_quant_module_class(nn.Conv2d, is_reference=True).__module__
+    'torcia.ao.nn.quantized.reference'
     """
-    if is_reference:
-        raise NotImplementedError("reference quantized modules (is_reference=True)")
-    return _module_class(get_combined_dict(get_default_static_quant_module_mappings(),
-                                           additional_static_quant_mapping or {}),
+    default = get_default_static_quant_reference_module_mappings() if is_reference \
+        else get_default_static_quant_module_mappings()
+    return _module_class(get_combined_dict(default, additional_static_quant_mapping or {}),
                          float_module_class)
+
+
+def get_default_static_quant_reference_module_mappings() -> dict:
+    """Float module type -> reference (simulated) quantized module type
+    (``torch.ao.quantization.get_default_static_quant_reference_module_mappings``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.quantization import get_default_static_quant_reference_module_mappings
+    >>> get_default_static_quant_reference_module_mappings()[torcia.nn.LSTM].__module__
+    'torcia.ao.nn.quantized.reference'
+    """
+    return {QuantStub: nnq.Quantize, DeQuantStub: nnq.DeQuantize,
+            nn.Linear: nnqr.Linear, nn.Conv1d: nnqr.Conv1d, nn.Conv2d: nnqr.Conv2d,
+            nn.Conv3d: nnqr.Conv3d, nn.ConvTranspose1d: nnqr.ConvTranspose1d,
+            nn.ConvTranspose2d: nnqr.ConvTranspose2d, nn.ConvTranspose3d: nnqr.ConvTranspose3d,
+            nn.Embedding: nnqr.Embedding, nn.EmbeddingBag: nnqr.EmbeddingBag,
+            nn.GRUCell: nnqr.GRUCell, nn.LSTMCell: nnqr.LSTMCell, nn.RNNCell: nnqr.RNNCell,
+            nn.LSTM: nnqr.LSTM}
 
 
 def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_mapping=None):
@@ -524,9 +550,12 @@ def get_dynamic_quant_module_class(float_module_class, additional_dynamic_quant_
 
 
 def get_default_dynamic_quant_module_mappings() -> dict:
-    """Float module type -> dynamically quantized module type."""
-    return {nn.Linear: nnqd.Linear, nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
-            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell}
+    """Float module type -> dynamically quantized module type (the embeddings' are
+    weight-only quantized: ``float_qparams_weight_only_qconfig``)."""
+    return {nn.Linear: nnqd.Linear, NonDynamicallyQuantizableLinear: nnqd.Linear,
+            nn.LSTM: nnqd.LSTM, nn.GRU: nnqd.GRU,
+            nn.LSTMCell: nnqd.LSTMCell, nn.GRUCell: nnqd.GRUCell, nn.RNNCell: nnqd.RNNCell,
+            nn.EmbeddingBag: nnq.EmbeddingBag, nn.Embedding: nnq.Embedding}
 
 
 def get_default_custom_config_dict() -> dict:
@@ -730,6 +759,10 @@ def convert(module, mapping=None, inplace=False, remove_qconfig=True,
     >>> bool((q(x) - model(x)).abs().max() < 0.1)
     True
     """
+    if is_reference:
+        raise NotImplementedError(
+            "convert(is_reference=True) is not offered: build the reference modules "
+            "(torcia.ao.nn.quantized.reference) with their from_float(module, weight_qparams)")
     if not inplace:
         module = copy.deepcopy(module)
     mapping = mapping or get_default_static_quant_module_mappings()

@@ -1092,6 +1092,33 @@ class QuantizedPassthrough(nn.Module):
         return "works on quantized tensors"
 
 
+class MaxPool2d(nn.MaxPool2d):
+    """``torch.ao.nn.quantized.MaxPool2d``, PyTorch's ``nn.MaxPool2d`` itself: float
+    tensors pool as they are, quantized ones pool their integers (the parameters kept).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.ao.nn.quantized import MaxPool2d
+    >>> x = torcia.quantize_per_tensor(torcia.arange(16.0).reshape(1, 1, 4, 4), 0.5, 3,
+    ...                                torcia.quint8)
+    >>> MaxPool2d(2)(x).dequantize().tolist()
+    [[[[5.0, 7.0], [13.0, 15.0]]]]
+    """
+
+    def forward(self, input):
+        if not isinstance(input, QTensor):
+            return super().forward(input)
+        if self.return_indices:
+            raise NotImplementedError("quantized max_pool2d: return_indices is not "
+                                      "supported for quantized inputs")
+        return max_pooled2d(input, self.kernel_size, self.stride, self.padding,
+                            self.dilation, self.ceil_mode)
+
+    def _get_name(self):
+        return "MaxPool2d"
+
+
 class FloatFunctional(nn.Module):
     """Arithmetic that quantization can see (``torch.ao.nn.quantized.FloatFunctional``):
     ``add``, ``mul``, ``cat``, ``add_relu``, ``add_scalar``, ``mul_scalar``, whose
