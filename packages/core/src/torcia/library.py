@@ -142,6 +142,7 @@ from torcia._oplib.nn_conv import (
 )
 from torcia._oplib.nn_norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from torcia._oplib.views import pad
+from torcia._ops import DECLARED as _DECLARED
 from torcia._tensor import (
     AUTOCAST_ORDER,
     AUTOGRAD_ORDER,
@@ -334,7 +335,11 @@ def _build_builtin() -> dict[str, OpDef]:
             if name in records:
                 continue
             kernel = reference.get(name)
-            inputs, params = _signature(kernel, group)
+            declared = _DECLARED.get(name)
+            if declared is not None:  # its schema says
+                inputs, params = declared.inputs, dict(declared.params)
+            else:
+                inputs, params = _signature(kernel, group)
             differentiable = name not in ops.NOT_DIFFERENTIABLE
             backward = engine.derivative(name) if engine is not None and differentiable \
                 else None
@@ -342,7 +347,7 @@ def _build_builtin() -> dict[str, OpDef]:
             # without forward mode has none)
             forward = getattr(engine, "forward_derivative", None)
             jvp = forward(name) if forward is not None and backward is not None else None
-            if backward is not None and group not in _ARITY:
+            if backward is not None and group not in _ARITY and declared is None:
                 inputs, params = _schema_from_formula(backward, inputs, params)
             doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
             fn = getattr(_opdef.PUBLIC, name, None)
