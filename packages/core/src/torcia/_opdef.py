@@ -143,8 +143,8 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
     Examples
     --------
     >>> from torcia._opdef import parse_schema
-    >>> parse_schema("scaled(Tensor x, Tensor? w, *, float beta=1.0, str how='sum') -> Tensor")
-    ('scaled', ('x', 'w'), {'beta': 1.0, 'how': 'sum'})
+    >>> parse_schema("scaled(Tensor x, Tensor? w, *, float beta=1.0, str mode='fast') -> Tensor")
+    ('scaled', ('x', 'w'), {'beta': 1.0, 'mode': 'fast'})
     """
     head, sep, rest = schema.partition("(")
     args, close, _ = rest.rpartition(")")
