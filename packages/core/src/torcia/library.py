@@ -376,7 +376,11 @@ class OpRegistry(Registry):
         ----------
         name : str
             A new op name (a built-in one cannot be redefined; override its kernel through
-            ``torcia_register_kernels`` instead).
+            ``torcia_register_kernels`` instead), or its schema, as core declares its own
+            ops (``torcia._opdef.define``): ``"softclip(Tensor x, *, float limit=1.0) ->
+            Tensor"``; the arguments before ``*`` are the op's inputs, those after it its
+            parameters with their defaults. Without a schema they are read from the
+            kernel's signature (those with a default are parameters).
         kernel : callable
             The reference kernel on NumPy arrays: the tensor inputs positionally, the
             parameters as keywords (with their defaults); it runs on "cpu", and on other
@@ -407,13 +411,16 @@ class OpRegistry(Registry):
         doc : str, optional
             What it computes; the kernel's docstring by default.
         """
+        schema = None
+        if "(" in name:
+            name, *schema = _opdef.parse_schema(name)
         if name in ops.ALL:
             raise ValueError(f"op {name!r} is a built-in op; register a kernel for it with "
                              "torcia_register_kernels instead of defining it again")
         if not callable(kernel):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
-        inputs, params = _signature(kernel, group)
+        inputs, params = schema if schema is not None else _signature(kernel, group)
         if backward is not None:
             backward = _backward_as_declared(name, backward, inputs, params)
         if jvp is not None:
