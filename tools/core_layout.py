@@ -10,7 +10,8 @@ Prints, for the checkout:
 - the op records: how many, how many are primitives;
 - for each op, the source files that declare something of it: a ``def`` of its name or its
   name as a string (the keys of name-keyed tables: kernels, shapes, derivatives, vmap,
-  compiler and ONNX rules), in every part.
+  compiler and ONNX rules), in every part, and in torcia-core alone (``core_files_*``: the
+  issue's "one core file" per op; the other parts' rule files are allowed).
 
 Standard library only; ``--json`` prints the figures as JSON, ``--check`` exits 1 where a
 figure is over the limit given for it (``--max NAME=N``), so CI can hold a figure once it
@@ -166,26 +167,28 @@ def long_files() -> list[str]:
     return out
 
 
-def ops() -> tuple[int, int, dict[str, int]]:
-    """(op records, primitives, {op: source files declaring something of it}); needs torcia
-    importable."""
+def ops() -> tuple[int, int, dict[str, int], dict[str, int]]:
+    """(op records, primitives, {op: source files declaring something of it}, the same in
+    torcia-core only); needs torcia importable."""
     import torcia.library as library
 
     records = library.op_records()
-    texts = [p.read_text() for family in ("packages", "plugins")
+    paths = [p for family in ("packages", "plugins")
              for src in sorted((ROOT / family).glob("*/src")) for p in _sources(src)]
-    touched = {}
+    texts = [(p.is_relative_to(CORE), p.read_text()) for p in paths]
+    touched, in_core = {}, {}
     for name in records:
         n = re.escape(name)
         declared = re.compile(rf"""def {n}\b|["']{n}["']""")
-        touched[name] = sum(1 for text in texts if declared.search(text))
-    return len(records), len(library.primitives()), touched
+        found = [core for core, text in texts if declared.search(text)]
+        touched[name], in_core[name] = len(found), sum(found)
+    return len(records), len(library.primitives()), touched, in_core
 
 
 def figures() -> dict:
     graph, local = core_imports()
     circles = _circles(graph)
-    n_ops, n_prims, touched = ops()
+    n_ops, n_prims, touched, in_core = ops()
     worst = sorted(touched.items(), key=lambda kv: -kv[1])[:5]
     return {
         "circles": len(circles),
@@ -198,6 +201,9 @@ def figures() -> dict:
         "files_per_op_median": statistics.median(touched.values()) if touched else 0,
         "files_per_op_max": max(touched.values(), default=0),
         "files_of_softplus": touched.get("softplus", 0),
+        "core_files_per_op_median": statistics.median(in_core.values()) if in_core else 0,
+        "core_files_per_op_max": max(in_core.values(), default=0),
+        "core_files_of_softplus": in_core.get("softplus", 0),
         "most_spread_ops": dict(worst),
         "core_files": len(_sources(CORE)),
         "core_lines": sum(len(p.read_text().splitlines()) for p in _sources(CORE)),

@@ -150,6 +150,9 @@ def torcia_register_ops(registry):
     for name, backward in (("clip_positional", _positional), ("clip_default", _with_default),
                            ("clip_gathered", _gathered)):
         registry.define(name, _softclip, backward=backward)
+    # a schema names the inputs and parameters a kernel taking **params does not show
+    registry.define("clip_schema(Tensor x, *, float limit=1.0) -> Tensor",
+                    lambda a, **params: _softclip(a, **params), backward=_positional)
 '''
 
 BROKEN = '''
@@ -170,10 +173,12 @@ from torcia.autograd import gradcheck
 
 x = torcia.randn(3, 4, dtype=torcia.float64, requires_grad=True)
 out = {}
-for op in ("clip_positional", "clip_default", "clip_gathered"):
+for op in ("clip_positional", "clip_default", "clip_gathered", "clip_schema"):
     # limit = 2 reaches the formula: with the default (1) its gradient would be wrong
     out[op] = gradcheck(lambda x: library.call(op, (x,), {"limit": 2.0}), (x,),
                         raise_exception=False)
+record = library.get_op("clip_schema")
+out["schema"] = [list(record.inputs), record.params]
 print(json.dumps(out))
 '''
 
@@ -181,7 +186,8 @@ print(json.dumps(out))
 def test_define_passes_backward_parameters_as_the_formula_declares_them(tmp_path):
     _install(tmp_path, "torcia-declared", "declared", {"declared_plugin": DECLARED})
     assert json.loads(_run(tmp_path, "-c", GRADIENTS)) == {
-        "clip_positional": True, "clip_default": True, "clip_gathered": True}
+        "clip_positional": True, "clip_default": True, "clip_gathered": True,
+        "clip_schema": True, "schema": [["x"], {"limit": 1.0}]}
 
 
 def test_define_refuses_a_backward_parameter_the_op_does_not_have(tmp_path):

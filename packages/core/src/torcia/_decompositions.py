@@ -26,6 +26,9 @@ from torcia import _dtype as D
 from torcia import _oplib
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._numpy_backend import refusal
+from torcia._ops import DECLARED
+from torcia._ops._common import HALF as _HALF
+from torcia._ops._common import opmath as _opmath
 from torcia._tensor import DECOMPOSITIONS, Tensor, _torch_name, call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -63,25 +66,10 @@ def addmm(c, a, b, beta=1, alpha=1):
 # Half precision computes in float32 and rounds once, as the reference kernels (and
 # PyTorch's opmath) do: rounding after each step would drift by several ulps.
 
-_HALF = (D.float16, D.bfloat16)
-
 
 def _in_float32(*tensors):
     return tuple(t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
                  for t in tensors)
-
-
-def _opmath(fn):
-    """``fn`` computed in float32 for half-precision tensors, its result rounded back."""
-    def run(a, *args, **kw):
-        if isinstance(a, Tensor) and a.dtype in _HALF:
-            wide = [t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
-                    for t in args]
-            return fn(a.float(), *wide, **kw).to(a.dtype)
-        return fn(a, *args, **kw)
-
-    run.__name__ = fn.__name__
-    return run
 
 
 def _zero(a):
@@ -103,104 +91,6 @@ def _scalar(a, value):
 def relu(a):
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return _oplib.where(a > 0, a, _oplib.where(a < 0, _zero(a), a * 0))
-
-
-@_opmath
-def leaky_relu(a, negative_slope=0.01):
-    return _oplib.where(a > 0, a, a * negative_slope)
-
-
-@_opmath
-def hardtanh(a, min_val=-1.0, max_val=1.0):
-    # limits of a's dtype: an integer tensor is clamped in its dtype, as PyTorch's
-    return a.clamp(_scalar(a, min_val), _scalar(a, max_val))
-
-
-@_opmath
-def hardsigmoid(a):
-    return (a + 3).clamp(0, 6) / 6
-
-
-@_opmath
-def hardswish(a):
-    return a * (a + 3).clamp(0, 6) / 6
-
-
-@_opmath
-def softsign(a):
-    return a / (1 + a.abs())
-
-
-@_opmath
-def tanhshrink(a):
-    return a - a.tanh()
-
-
-@_opmath
-def silu(a):
-    if a.is_complex():
-        return a / (1 + (-a).exp())  # PyTorch's quotient: +0 for the real part of -0+0j
-    return a * a.sigmoid()
-
-
-@_opmath
-def silu_backward(g, a):
-    s = a.sigmoid()
-    return g * s * (1 + a * (1 - s))
-
-
-@_opmath
-def softplus(a, beta=1.0, threshold=20.0):
-    # above the threshold the value is the input itself: log1p(exp) would overflow there
-    z = a * beta
-    return _oplib.where(z > threshold, a, z.clamp(max=threshold).exp().log1p() / beta)
-
-
-@_opmath
-def mish(a):
-    return a * softplus(a).tanh()
-
-
-@_opmath
-def logsigmoid(a):
-    return 0 - softplus(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
-
-
-@_opmath
-def elu(a, alpha=1.0):
-    return _oplib.where(a > 0, a, alpha * a.expm1())
-
-
-@_opmath
-def celu(a, alpha=1.0):
-    return _oplib.where(a > 0, a, alpha * (a / alpha).expm1())
-
-
-_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
-
-
-@_opmath
-def selu(a):
-    return _SELU_SCALE * elu(a, _SELU_ALPHA)
-
-
-@_opmath
-def gelu(a, approximate="none"):
-    if approximate == "tanh":
-        inner = math.sqrt(2 / math.pi) * (a + 0.044715 * a * a * a)
-        return 0.5 * a * (1 + inner.tanh())
-    return 0.5 * a * (1 + (a * math.sqrt(0.5)).erf())
-
-
-@_opmath
-def gelu_backward(g, a, approximate="none"):
-    if approximate == "tanh":
-        k = math.sqrt(2 / math.pi)
-        t = (k * (a + 0.044715 * a * a * a)).tanh()
-        return g * (0.5 * (1 + t) + 0.5 * a * (1 - t * t) * k * (1 + 3 * 0.044715 * a * a))
-    cdf = 0.5 * (1 + (a * math.sqrt(0.5)).erf())
-    pdf = (-0.5 * a * a).exp() / math.sqrt(2 * math.pi)
-    return g * (cdf + a * pdf)
 
 
 @_opmath
@@ -538,59 +428,6 @@ def lstm_cell(gates, c):
     c_new = f * c + i * g
     # the activated gates are the backward's workspace, not differentiated (as the kernel's)
     return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
-
-
-def _activation_derivative(a, activation, params):
-    """f'(a) of the activation ``activation`` (real ``a``)."""
-    if activation == "relu":
-        return (a > 0).to(a.dtype)
-    if activation == "leaky_relu":
-        return _oplib.where(a > 0, _one(a), _scalar(a, params["negative_slope"]))
-    if activation in ("elu", "selu", "celu"):
-        alpha = params.get("alpha", _SELU_ALPHA)
-        below = (_oplib.where(a > 0, _zero(a), a) / (alpha if activation == "celu" else 1)).exp()
-        d = _oplib.where(a > 0, _one(a),
-                         below * (1 if activation == "celu" else alpha))
-        return d * _SELU_SCALE if activation == "selu" else d
-    if activation == "softplus":
-        z = a * params["beta"]
-        return _oplib.where(z > params["threshold"], _one(a), z.sigmoid())
-    if activation == "mish":
-        t = softplus(a).tanh()
-        return t + a * (1 - t * t) * a.sigmoid()
-    if activation == "hardtanh":
-        return _both(a > params["min_val"], a < params["max_val"]).to(a.dtype)
-    if activation == "hardsigmoid":
-        return _both(a > -3, a < 3).to(a.dtype) / 6
-    if activation == "logsigmoid":
-        return (-a).sigmoid()
-    if activation == "softsign":
-        d = 1 + a.abs()
-        return 1 / (d * d)
-    if activation == "tanhshrink":
-        t = a.tanh()
-        return t * t
-    raise ValueError(f"activation_backward: unknown activation {activation!r}")
-
-
-def activation_backward(g, a, activation, **params):
-    if a.is_complex() and activation in ("softsign", "tanhshrink"):
-        if activation == "tanhshrink":
-            t = a.tanh()
-            return g * (t * t).conj()  # PyTorch's convention for complex: conj(f'(z))
-        mag = a.abs()
-        d = 1 + mag
-        # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
-        sgn = a / _oplib.where(mag == 0, _one(mag), mag)
-        return g / d - (g * a.conj()).real * sgn / (d * d)
-    if a.dtype in _HALF:
-        return activation_backward(g.float(), a.float(), activation, **params).to(g.dtype)
-    # zero where the slope is, whatever the gradient there (an infinite one included)
-    if activation == "relu":
-        return _oplib.where(a <= 0, _zero(g), g)  # g where a is NaN
-    if activation == "hardswish":
-        return _oplib.where(a < -3, _zero(g), _oplib.where(a > 3, g, g * (a / 3 + 0.5)))
-    return g * _activation_derivative(a, activation, params)
 
 
 def sub(a, b):
@@ -1311,23 +1148,21 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
 
 
 DECOMPOSITIONS.update({
+    **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        relu, hardsigmoid, hardswish, softsign, tanhshrink, silu, silu_backward, softplus,
-        mish, logsigmoid, gelu, gelu_backward, frac, addcmul, addcdiv, lerp, xlogy, xlog1py,
-        fmax, fmin, logical_not, logical_and, logical_or, logical_xor, masked_fill, tril,
-        triu, count_nonzero, nansum, std, tile, stack, square, isfinite, nan_to_num, mean,
-        logsumexp, roll, index_select, embedding, rms_norm, layer_norm, lstm_cell,
-        activation_backward, sub, gt, ge, ne, var, leaky_relu, hardtanh, elu, celu, selu,
-        sinc, rsqrt, reciprocal, isnan, isinf, sign, bitwise_not, squeeze, unsqueeze,
-        transpose, narrow, split, flip, repeat, neg, le, take_along_dim, argmin, min_dim,
-        diag, trunc, tensordot, norm, linalg_vector_norm, linalg_matrix_norm, linalg_norm,
-        linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk, median_dim, index_add,
-        index_copy, masked_select, diag_embed, embedding_backward, repeat_interleave,
-        bincount, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
-        shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0,
-        angle, logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum,
-        linalg_det, linalg_slogdet, linalg_inv, linalg_lu_permutation)},
+        relu, frac, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not, logical_and,
+        logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum, std, tile, stack,
+        square, isfinite, nan_to_num, mean, logsumexp, roll, index_select, embedding, rms_norm,
+        layer_norm, lstm_cell, sub, gt, ge, ne, var, sinc, rsqrt, reciprocal, isnan, isinf, sign,
+        bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
+        take_along_dim, argmin, min_dim, diag, trunc, tensordot, norm, linalg_vector_norm,
+        linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk,
+        median_dim, index_add, index_copy, masked_select, diag_embed, embedding_backward,
+        repeat_interleave, bincount, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+        shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
+        logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
+        linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
+        linalg_inv, linalg_lu_permutation,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

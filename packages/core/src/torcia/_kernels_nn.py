@@ -1,4 +1,5 @@
-"""Reference kernels for the neural-network primitives (:data:`torcia.ops.NN`).
+"""Reference kernels for the neural-network primitives (:data:`torcia.ops.NN`) but the
+activations, whose kernels are declared with them in :mod:`torcia._ops.nn_activation`.
 
 A mixin of :class:`torcia._numpy_backend.Reference`: arrays of ``self.xp`` positionally,
 parameters as keywords, multi-output ops return a tuple. The public functions in
@@ -32,9 +33,6 @@ def _in_float32(*arrays):
     """``arrays`` in float32 (None and bool masks as they are)."""
     return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
 
-_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
-_SELU_ALPHA = 1.6732632423543772848170429916717
-_SELU_SCALE = 1.0507009873554804934193349852946
 
 
 def _windows(xp, x, kernel, stride, dilation, padding, value=0):
@@ -155,156 +153,6 @@ class NNKernels:
     """Kernels of the neural-network ops."""
 
     xp = np
-
-    # ----- activations (elementwise) ------------------------------------------------
-    def leaky_relu(self, a, negative_slope=0.01):
-        """leaky_relu(a, negative_slope): a where a > 0, else a * negative_slope."""
-        return self.xp.where(a > 0, a, a * a.dtype.type(negative_slope))
-
-    def elu(self, a, alpha=1.0):
-        """elu(a, alpha): a where a > 0, else alpha * (exp(a) - 1)."""
-        xp = self.xp
-        # the positive inputs zeroed (their exp could overflow), -0.0 kept: elu(-0.0) is
-        # -0.0 in PyTorch
-        neg = xp.expm1(xp.where(a > 0, a.dtype.type(0), a)) * a.dtype.type(alpha)
-        return xp.where(a > 0, a, neg)
-
-    def selu(self, a):
-        """selu(a): scale * elu(a, alpha) with the self-normalising constants."""
-        return self.elu(a, alpha=_SELU_ALPHA) * a.dtype.type(_SELU_SCALE)
-
-    def celu(self, a, alpha=1.0):
-        """celu(a, alpha): max(0, a) + min(0, alpha * (exp(a / alpha) - 1))."""
-        xp = self.xp
-        al = a.dtype.type(alpha)
-        return xp.where(a > 0, a, xp.expm1(xp.where(a > 0, a.dtype.type(0), a) / al) * al)
-
-    def gelu(self, a, approximate="none"):
-        """gelu(a, approximate): a * Phi(a), or its tanh approximation."""
-        if approximate == "tanh":
-            # 0.5 (1 + tanh u) as sigmoid(2 u): 1 + tanh u cancels for a < 0 (down to a
-            # 1e-2 relative error at a = -7 in float64)
-            inner = a.dtype.type(2 * _SQRT_2_OVER_PI) * (a + a.dtype.type(0.044715) * a * a * a)
-            return a * self.sigmoid(inner)
-        return (0.5 * a * (1 + self.erf(a * a.dtype.type(1 / math.sqrt(2))))).astype(
-            a.dtype, copy=False)
-
-    def gelu_backward(self, g, a, approximate="none"):
-        """gelu_backward(g, a, approximate): g * gelu'(a)."""
-        xp = self.xp
-        if _low(a):
-            # in float32, rounded once, as PyTorch: a's cube overflows half precision
-            return self.gelu_backward(*_in_float32(g, a), approximate).astype(g.dtype)
-        if approximate == "tanh":
-            # with s = sigmoid(2 u): 0.5 (1 + tanh u) = s and 1 - tanh^2 u = 4 s (1 - s),
-            # without the cancellation of 1 + tanh u for a < 0
-            k, c = a.dtype.type(_SQRT_2_OVER_PI), a.dtype.type(0.044715)
-            s = self.sigmoid(2 * k * (a + c * a * a * a))
-            return g * (s + 2 * a * s * (1 - s) * k * (1 + 3 * c * a * a))
-        cdf = 0.5 * (1 + self.erf(a * a.dtype.type(1 / math.sqrt(2))))
-        pdf = xp.exp(-0.5 * a * a) * a.dtype.type(1 / math.sqrt(2 * math.pi))
-        return (g * (cdf + a * pdf)).astype(g.dtype, copy=False)
-
-    def silu(self, a):
-        """silu(a): a * sigmoid(a); a / (1 + exp(-a)) for a complex a, as PyTorch (the
-        product gives -0 for the real part of -0+0j, the quotient PyTorch's +0)."""
-        if a.dtype.kind == "c":
-            return a / (1 + self.xp.exp(-a))
-        return a * self.sigmoid(a)
-
-    def silu_backward(self, g, a):
-        """silu_backward(g, a): g * silu'(a) = g * s * (1 + a * (1 - s)), s = sigmoid(a)."""
-        s = self.sigmoid(a)
-        return g * s * (1 + a * (1 - s))
-
-    def softplus(self, a, beta=1.0, threshold=20.0):
-        """softplus(a, beta, threshold): log(1 + exp(beta * a)) / beta; a where
-        beta * a > threshold."""
-        xp = self.xp
-        b = a * a.dtype.type(beta)
-        return xp.where(b > threshold, a, xp.logaddexp(0, b) / a.dtype.type(beta))
-
-    def mish(self, a):
-        """mish(a): a * tanh(softplus(a))."""
-        return a * self.xp.tanh(self.xp.logaddexp(0, a))
-
-    # NOTE: ml_dtypes' bfloat16 has no clip loop (NumPy computes it in float32): the
-    # results are cast back to the input's dtype
-    def hardtanh(self, a, min_val=-1.0, max_val=1.0):
-        """hardtanh(a, min_val, max_val): a clipped to [min_val, max_val]."""
-        return self.xp.clip(a, a.dtype.type(min_val), a.dtype.type(max_val)).astype(
-            a.dtype, copy=False)
-
-    def hardswish(self, a):
-        """hardswish(a): a * clip(a + 3, 0, 6) / 6."""
-        return (a * self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
-
-    def hardsigmoid(self, a):
-        """hardsigmoid(a): clip(a + 3, 0, 6) / 6."""
-        return (self.xp.clip(a + 3, 0, 6) / 6).astype(a.dtype, copy=False)
-
-    def logsigmoid(self, a):
-        """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
-        if _low(a):
-            # in float32, as PyTorch: logsigmoid(20) is -2e-9, -0 once rounded to half
-            return self.logsigmoid(a.astype(np.float32)).astype(a.dtype)
-        # 0 - rather than a negation: +0 at +inf, as PyTorch's min(a, 0) - log1p(exp(-|a|))
-        return 0 - self.xp.logaddexp(0, -a)
-
-    def softsign(self, a):
-        """softsign(a): a / (1 + |a|)."""
-        return a / (1 + self.xp.abs(a))
-
-    def tanhshrink(self, a):
-        """tanhshrink(a): a - tanh(a)."""
-        return a - self.xp.tanh(a)
-
-    def activation_backward(self, g, a, activation, **params):
-        """``activation_backward(g, a, activation, **params)``: ``g * f'(a)`` for the activation
-        named ``activation`` with its parameters (first derivatives; second ones go
-        through differentiable ops)."""
-        xp = self.xp
-        one = a.dtype.type(1)
-        if activation == "relu":
-            # ``a``: ReLU's input or its output (positive at the same places); as PyTorch's
-            # threshold_backward, zero where a <= 0 whatever the gradient there, g where a
-            # is NaN
-            return xp.where(a <= 0, g.dtype.type(0), g)
-        if activation == "leaky_relu":
-            return xp.where(a > 0, g, g * a.dtype.type(params["negative_slope"]))
-        if activation in ("elu", "selu"):
-            alpha = params.get("alpha", _SELU_ALPHA)
-            d = xp.where(a > 0, one, a.dtype.type(alpha) * xp.exp(xp.minimum(a, 0)))
-            return g * d * a.dtype.type(_SELU_SCALE) if activation == "selu" else g * d
-        if activation == "celu":
-            alpha = a.dtype.type(params["alpha"])
-            return g * xp.where(a > 0, one, xp.exp(xp.minimum(a, 0) / alpha))
-        if activation == "softplus":
-            z = a * a.dtype.type(params["beta"])
-            return xp.where(z > params["threshold"], g, g * self.sigmoid(z))
-        if activation == "mish":
-            t = xp.tanh(xp.logaddexp(0, a))
-            return g * (t + a * (1 - t * t) * self.sigmoid(a))
-        if activation == "hardtanh":
-            return g * ((a > params["min_val"]) & (a < params["max_val"]))
-        if activation == "hardswish":
-            return xp.where(a < -3, 0, xp.where(a > 3, g, g * (a / 3 + a.dtype.type(0.5))))
-        if activation == "hardsigmoid":
-            return g * ((a > -3) & (a < 3)) / 6
-        if activation == "logsigmoid":
-            return g * self.sigmoid(-a)
-        if activation == "softsign":
-            mag = xp.abs(a)
-            d = 1 + mag
-            if a.dtype.kind == "c":
-                # z / (1 + |z|) is not holomorphic: its |z| adds -Re(g conj(z)) sgn(z) / d^2
-                sgn = a / xp.where(mag == 0, 1, mag)
-                return g / d - (g * xp.conj(a)).real * sgn / (d * d)
-            return g / (d * d)
-        if activation == "tanhshrink":
-            t = xp.tanh(a)
-            return g * xp.conj(t * t)  # PyTorch's convention for complex: conj(f'(z))
-        raise ValueError(f"activation_backward: unknown activation {activation!r}")
 
     # ----- softmax ------------------------------------------------------------------
     def softmax(self, a, dim):

@@ -26,6 +26,8 @@ import numpy as np
 from torcia import ops
 from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
+from torcia._ops import DECLARED
+from torcia._ops._common import first_shape, grad_like
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -161,16 +163,6 @@ def float_broadcast(*xs, **params):
     """Several inputs broadcast together, a float result: ``zeta``, the polynomials..."""
     return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _float(
         np.result_type(*(x.dtype if isinstance(x, Meta) else x for x in xs if x is not None)))
-
-
-def first_shape(x, *rest, **params):
-    """The first input's shape and dtype: ``x`` with the same shape as ``g`` (backward
-    of activations, ``masked_fill``, ``softmax``...)."""
-    return x.shape, x.dtype
-
-
-def _grad_like(g, x, *rest, **params):
-    return np.broadcast_shapes(g.shape, x.shape), np.result_type(g.dtype, x.dtype)
 
 
 def _reduced(shape, dim, keepdim) -> tuple:
@@ -309,7 +301,7 @@ def stacked(*xs, dim=0, **params):
 
 
 def softmax_backward(g, y, dim, **params):
-    return _grad_like(g, y)
+    return grad_like(g, y)
 
 
 def _with(shape, dim, size) -> tuple:
@@ -849,13 +841,10 @@ for _name in ops.SPECIAL_UNARY + ops.SPECIAL_OTHER:
     SHAPES[_name] = float_shape
 for _name in ops.SPECIAL_BINARY:
     SHAPES[_name] = float_broadcast
-for _name in ("leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus",
-              "hardtanh", "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
-              "softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj", "clone",
+for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj", "clone",
               "contiguous", "detach_view", "flip", "roll", "tril", "triu"):
     SHAPES[_name] = first_shape
-for _name in ("gelu_backward", "silu_backward"):
-    SHAPES[_name] = _grad_like
+SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
 for _name, _kind in (("sum", "acc"), ("nansum", "acc"), ("prod", "acc"), ("mean", "float"),
@@ -888,7 +877,7 @@ SHAPES.update({
     "im2col": im2col, "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "unfold": unfold, "as_strided": as_strided, "diag": diag, "fft_c2c": fft_c2c,
     "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
-    "activation_backward": _grad_like, "batch_norm": batch_norm,
+    "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
     "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,

@@ -20,6 +20,7 @@ from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
+from torcia._ops import DECLARED
 from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -168,10 +169,18 @@ def _refusing(name, kernel, refused):
     return run
 
 
-class Reference(NNKernels, ExtraKernels, LinalgKernels, SpecialKernels, FFTKernels,
-                SparseKernels):
+#: the kernels of the declared ops (torcia._ops), each a method named as its op
+DeclaredKernels = type("DeclaredKernels", (), {
+    "__doc__": "The reference kernels of the ops declared in :mod:`torcia._ops`.",
+    "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
+
+
+class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, SpecialKernels,
+                FFTKernels, SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
+    The kernels of the ops declared in :mod:`torcia._ops` (the activations) come from
+    their declarations through :class:`DeclaredKernels`.
     Sorting, scans, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special

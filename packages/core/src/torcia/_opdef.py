@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import types
 from collections.abc import Callable
@@ -62,3 +63,133 @@ class OpDef:
     decomposition: Callable | None = None
     differentiable: bool = True
     doc: str = ""
+
+
+@dataclasses.dataclass(frozen=True)
+class Declaration:
+    """A built-in op as its family module in :mod:`torcia._ops` declares it: what
+    :func:`define` was given. The tables the rest of torcia reads (:mod:`torcia.ops`'s
+    lists, the reference kernels, the meta shapes, the decompositions, autocast's lists)
+    are filled from these, so a declared op is written down once.
+
+    Attributes
+    ----------
+    name : str
+        The op's name, read from ``schema``.
+    schema : str
+        ``"name(Tensor x, *, float alpha=1.0) -> Tensor"``: the arguments before ``*``
+        are the op's inputs (passed positionally to its kernel), those after it its
+        parameters (keywords, with their defaults); ``**params`` takes any others.
+    inputs : tuple of str
+        The input names, from ``schema``.
+    params : dict
+        The parameters and their defaults, from ``schema``.
+    kernel : callable
+        The reference kernel, written as a method of the reference backend
+        (``kernel(self, *arrays, **params)``, ``self.xp`` the array module).
+    shape : callable or None
+        ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta" device.
+    decomposition : callable or None
+        The op written with other ops, on tensors; an op with one is a composite.
+    autocast : dict
+        Device type -> what autocast does with the op there (``"lower"``, ``"float32"``,
+        ``"promote"``); a device type absent runs it in its inputs' dtypes.
+    floating_inputs : bool
+        Whether the kernel is given floating-point (or complex) inputs only
+        (:data:`torcia.ops.FLOATING_INPUTS`).
+    differentiable : bool
+        Whether its float outputs carry gradients.
+    group : str
+        The list of :mod:`torcia.ops` it belongs to (``"nn"``...).
+    """
+
+    name: str
+    schema: str
+    inputs: tuple
+    params: dict
+    kernel: Callable
+    shape: Callable | None = None
+    decomposition: Callable | None = None
+    autocast: dict = dataclasses.field(default_factory=dict)
+    floating_inputs: bool = False
+    differentiable: bool = True
+    group: str = "plugin"
+
+
+_POLICIES = ("lower", "float32", "promote")
+
+
+def _top_level_split(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets and quotes (a default may be a tuple)."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def parse_schema(schema: str) -> tuple[str, tuple, dict]:
+    """``(name, inputs, params)`` of an op schema.
+
+    Examples
+    --------
+    >>> from torcia._opdef import parse_schema
+    >>> parse_schema("scaled(Tensor x, Tensor? w, *, float beta=1.0, str mode='fast') -> Tensor")
+    ('scaled', ('x', 'w'), {'beta': 1.0, 'mode': 'fast'})
+    """
+    head, sep, rest = schema.partition("(")
+    args, close, _ = rest.rpartition(")")
+    name = head.strip()
+    if not sep or not close or not name.isidentifier():
+        raise ValueError(f"op schema {schema!r}: expected 'name(arguments) -> returns'")
+    inputs, params, keyword = [], {}, False
+    for arg in filter(None, (a.strip() for a in _top_level_split(args))):
+        if arg == "*":
+            keyword = True
+            continue
+        if arg.startswith("**"):
+            continue  # any other keyword parameters: not part of the record
+        declared, eq, default = arg.partition("=")
+        arg_name = declared.split()[-1]
+        if not keyword:
+            inputs.append(arg_name)
+        elif not eq:
+            raise ValueError(f"op schema {schema!r}: parameter {arg_name!r} has no default")
+        else:
+            params[arg_name] = ast.literal_eval(default.strip())
+    return name, tuple(inputs), params
+
+
+def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
+           decomposition: Callable | None = None, autocast: dict | None = None,
+           floating_inputs: bool = False, differentiable: bool = True,
+           group: str = "plugin") -> Declaration:
+    """Declare a built-in op: its schema and everything core needs of it (see
+    :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
+    the ops core ships; the backward formula stays in the autograd engine.
+
+    Examples
+    --------
+    >>> from torcia._opdef import define
+    >>> op = define("twice(Tensor x) -> Tensor", lambda self, a: a * 2, group="nn")
+    >>> op.name, op.inputs, op.params
+    ('twice', ('x',), {})
+    """
+    name, inputs, params = parse_schema(schema)
+    for device_type, policy in (autocast or {}).items():
+        if policy not in _POLICIES:
+            raise ValueError(f"op {name!r}: autocast policy {policy!r} on {device_type!r} is "
+                             f"none of {', '.join(_POLICIES)}")
+    return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
+                       shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
+                       floating_inputs=floating_inputs, differentiable=differentiable,
+                       group=group)

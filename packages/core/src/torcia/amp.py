@@ -25,6 +25,7 @@ import math
 
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._ops import DECLARED as _DECLARED
 from torcia._switches import Switches
 from torcia._tensor import AUTOCAST, AUTOCAST_ORDER, DispatchMode, Tensor, active_modes
 
@@ -69,7 +70,7 @@ FLOAT32 = {
         "prod", "cumprod", "cumsum", "sum", "norm", "logsumexp", "softmax", "log_softmax",
         "layer_norm", "group_norm", "rms_norm", "exp", "log", "log1p", "log2", "log10", "pow",
         "reciprocal", "rsqrt", "acos", "asin", "cosh", "sinh", "tan", "erfinv", "expm1",
-        "softplus", "dist", "cdist", "pdist", "cosine_similarity", "linalg_norm",
+        "dist", "cdist", "pdist", "cosine_similarity", "linalg_norm",
         "linalg_vector_norm", "linalg_matrix_norm", "renorm",
     },
 }
@@ -93,6 +94,19 @@ PROMOTE = {
         "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }
+
+
+def _add_declared():
+    """Put the ops declared in :mod:`torcia._ops` on the lists their policies name."""
+    tables = {"lower": LOWER_PRECISION, "float32": FLOAT32, "promote": PROMOTE}
+    for name, op in _DECLARED.items():
+        for device_type, policy in op.autocast.items():
+            table = tables[policy]
+            table[device_type] = table.get(device_type, frozenset()) | {name}
+
+
+_add_declared()
+
 
 _DEFAULTS = {"cpu": D.bfloat16, "cuda": D.float16}
 

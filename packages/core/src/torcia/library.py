@@ -142,6 +142,7 @@ from torcia._oplib.nn_conv import (
 )
 from torcia._oplib.nn_norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from torcia._oplib.views import pad
+from torcia._ops import DECLARED as _DECLARED
 from torcia._tensor import (
     AUTOCAST_ORDER,
     AUTOGRAD_ORDER,
@@ -334,7 +335,11 @@ def _build_builtin() -> dict[str, OpDef]:
             if name in records:
                 continue
             kernel = reference.get(name)
-            inputs, params = _signature(kernel, group)
+            declared = _DECLARED.get(name)
+            if declared is not None:  # its schema says
+                inputs, params = declared.inputs, dict(declared.params)
+            else:
+                inputs, params = _signature(kernel, group)
             differentiable = name not in ops.NOT_DIFFERENTIABLE
             backward = engine.derivative(name) if engine is not None and differentiable \
                 else None
@@ -342,7 +347,7 @@ def _build_builtin() -> dict[str, OpDef]:
             # without forward mode has none)
             forward = getattr(engine, "forward_derivative", None)
             jvp = forward(name) if forward is not None and backward is not None else None
-            if backward is not None and group not in _ARITY:
+            if backward is not None and group not in _ARITY and declared is None:
                 inputs, params = _schema_from_formula(backward, inputs, params)
             doc = (getattr(kernel, "__doc__", None) or "").strip() if kernel is not None else ""
             fn = getattr(_opdef.PUBLIC, name, None)
@@ -371,7 +376,11 @@ class OpRegistry(Registry):
         ----------
         name : str
             A new op name (a built-in one cannot be redefined; override its kernel through
-            ``torcia_register_kernels`` instead).
+            ``torcia_register_kernels`` instead), or its schema, as core declares its own
+            ops (``torcia._opdef.define``): ``"softclip(Tensor x, *, float limit=1.0) ->
+            Tensor"``; the arguments before ``*`` are the op's inputs, those after it its
+            parameters with their defaults. Without a schema they are read from the
+            kernel's signature (those with a default are parameters).
         kernel : callable
             The reference kernel on NumPy arrays: the tensor inputs positionally, the
             parameters as keywords (with their defaults); it runs on "cpu", and on other
@@ -402,13 +411,16 @@ class OpRegistry(Registry):
         doc : str, optional
             What it computes; the kernel's docstring by default.
         """
+        schema = None
+        if "(" in name:
+            name, *schema = _opdef.parse_schema(name)
         if name in ops.ALL:
             raise ValueError(f"op {name!r} is a built-in op; register a kernel for it with "
                              "torcia_register_kernels instead of defining it again")
         if not callable(kernel):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
-        inputs, params = _signature(kernel, group)
+        inputs, params = schema if schema is not None else _signature(kernel, group)
         if backward is not None:
             backward = _backward_as_declared(name, backward, inputs, params)
         if jvp is not None:

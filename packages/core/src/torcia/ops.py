@@ -4,9 +4,14 @@ Backends key their kernel tables on these names, the derivative table in torcia-
 keys on them too, and tests iterate over them (an op without a reference kernel, or a
 differentiable op without a derivative and a gradcheck, fails the suite).
 
+The ops of a family declared in :mod:`torcia._ops` (the activations) are read from their
+declarations, in order; the others are listed here.
+
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
 """
+
+from torcia import _ops
 
 # --- elementwise, one input; integer inputs promote to the default float dtype ---------
 UNARY_FLOAT = (
@@ -115,13 +120,10 @@ LINALG = (
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
-NN = (
-    # activations; gelu_backward and silu_backward are differentiable ops of their own,
-    # activation_backward and the softmax ones fused first derivatives only (higher
-    # orders go through differentiable ops, so they have no derivative row)
-    "leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardtanh",
-    "hardswish", "hardsigmoid", "logsigmoid", "softsign", "tanhshrink",
-    "gelu_backward", "silu_backward", "activation_backward",
+NN = _ops.names("nn") + (
+    # the activations come first, declared in torcia._ops.nn_activation; the softmax
+    # backward ops are fused first derivatives only (higher orders go through
+    # differentiable ops, so they have no derivative row)
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
     "linear",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
@@ -171,15 +173,15 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     UNARY_FLOAT + BINARY_FLOAT + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
-    + ("leaky_relu", "elu", "selu", "celu", "gelu", "silu", "mish", "softplus", "hardswish",
-       "hardsigmoid", "logsigmoid", "softsign", "tanhshrink", "gelu_backward", "silu_backward",
-       "rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
+    + tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
+    + ("rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
        "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "fft_r2c")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
+    + tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
     + ("bitwise_not", "bitwise_and", "bitwise_or",
        "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
        "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
