@@ -646,3 +646,17 @@ def test_register_dataclass_matches_torch():
     want, got = theirs(TorchIn(torch.from_numpy(y), 3.0)), mine(MineIn(torcia.from_numpy(y), 3.0))
     np.testing.assert_array_equal(got.x.numpy(), want.x.numpy())
     assert got.k == want.k
+
+
+def test_one_tensor_passed_for_two_arguments():
+    """export(m, (x, x)): an input per argument, so the program adds its two inputs,
+    not twice its first (torch.export's inputs are its arguments too)."""
+    class Add(nn.Module):
+        def forward(self, a, b):
+            return a * 2 + b
+
+    x = torcia.randn(3)
+    program = torcia.export.export(Add(), (x, x)).module()
+    assert torcia.equal(program(x, x), x * 2 + x)
+    y = torcia.randn(3)
+    assert torcia.equal(program(x, y), x * 2 + y)

@@ -135,6 +135,82 @@ def test_other_data_dependent_flow_is_named(body, kind, tmp_path):
         torcia.jit.script(namespace["f"])
 
 
+def _helper_sum(x):
+    return x.sum()
+
+
+def _helper_sizes(x):
+    return x.shape
+
+
+def test_helpers_are_read_one_level_deep():
+    """A module-level helper returning sizes is not data; one returning a reduction is."""
+    def on_sizes(x):
+        shape = _helper_sizes(x)
+        if shape[-1] != 3:
+            return x * 2
+        return x
+
+    def on_values(x):
+        s = _helper_sum(x)
+        if s > 0:
+            return x
+        return -x
+
+    assert torcia.equal(torcia.jit.script(on_sizes)(torcia.ones(2, 3)), torcia.ones(2, 3))
+    with pytest.raises(torcia.jit.NotSupportedError, match="if s > 0"):
+        torcia.jit.script(on_values)
+
+
+_STANDARD_MODULES = {
+    "Linear": (lambda: nn.Linear(3, 4), [(2, 3)]),
+    "Bilinear": (lambda: nn.Bilinear(3, 3, 2), [(2, 3), (2, 3)]),
+    "LSTMCell": (lambda: nn.LSTMCell(3, 4), [(2, 3)]),
+    "GRUCell": (lambda: nn.GRUCell(3, 4), [(3,)]),
+    "RNNCell": (lambda: nn.RNNCell(3, 4), [(2, 3)]),
+    "MultiheadAttention": (lambda: nn.MultiheadAttention(4, 2), [(5, 1, 4)] * 3),
+    "TransformerEncoderLayer": (lambda: nn.TransformerEncoderLayer(4, 2, 8, dropout=0.0),
+                                [(5, 1, 4)]),
+    "Conv2d": (lambda: nn.Conv2d(3, 4, 3), [(1, 3, 6, 6)]),
+    "LSTM": (lambda: nn.LSTM(3, 4), [(5, 1, 3)]),
+    "LayerNorm": (lambda: nn.LayerNorm(3), [(2, 3)]),
+    "Embedding": (lambda: nn.Embedding(10, 3), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_STANDARD_MODULES))
+def test_standard_modules_script_and_match_eager(name):
+    """torch.jit.script takes every standard layer: their shape checks and flags are not
+    data-dependent flow (a literal loop over the inputs, a helper's (x, batched) tuple, a
+    bool argument with a default)."""
+    make, shapes = _STANDARD_MODULES[name]
+    torcia.manual_seed(0)
+    module = make()
+    inputs = ([torcia.tensor([[1, 2], [3, 4]])] if shapes is None
+              else [torcia.randn(*s) for s in shapes])
+    scripted = torcia.jit.script(module)
+    want, got = _tensors(module(*inputs)), _tensors(scripted(*inputs))
+    assert len(want) == len(got) and all(torcia.equal(w, g) for w, g in zip(want, got))
+
+
+def _tensors(out) -> list:
+    if isinstance(out, (tuple, list)):
+        return [t for item in out for t in _tensors(item)]
+    return [] if out is None else [out]
+
+
+def test_self_attention_with_one_tensor_then_three():
+    """mha(x, x, x): the program has an input per argument, so a later call with three
+    different tensors uses all three (as torch.jit.script's and torch.export's do)."""
+    torcia.manual_seed(0)
+    mha = nn.MultiheadAttention(4, 2)
+    x = torcia.randn(5, 1, 4)
+    q, k, v = torcia.randn(5, 1, 4), torcia.randn(5, 1, 4), torcia.randn(5, 1, 4)
+    for compiled in (torcia.jit.script(mha), torcia.jit.trace(mha, (x, x, x))):
+        assert torcia.equal(compiled(x, x, x)[0], mha(x, x, x)[0])
+        assert torcia.allclose(compiled(q, k, v)[0], mha(q, k, v)[0], atol=1e-6)
+
+
 def test_control_flow_on_sizes_and_python_values_compiles():
     @torcia.jit.script
     def f(x, mask: bool = False, bias=None):

@@ -1017,8 +1017,10 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
         if isinstance(leaf, Tensor) and leaf.device.type != "cpu":
             raise ExportError(f"torcia.export captures on the 'cpu' device only (an input is "
                               f"on {leaf.device})")
-    infos = parse(mod, args, kwargs, dynamic_shapes, leaves)
     state = _state_names(mod)
+    leaves = _distinct(leaves, state)
+    args, kwargs = _unflatten(spec, iter(leaves))
+    infos = parse(mod, args, kwargs, dynamic_shapes, leaves)
     if on_data_read != "error" and not (isinstance(on_data_read, type)
                                         and issubclass(on_data_read, Warning)):
         raise ValueError(f"on_data_read must be 'error' or a Warning class, got "
@@ -1044,6 +1046,22 @@ def export(mod, args, kwargs=None, *, dynamic_shapes=None, strict: bool = False,
     if verify is not None:
         verify(ep)
     return ep
+
+
+def _distinct(leaves: list, state: dict) -> list:
+    """The input tensors, one argument each: a tensor passed again (``mha(x, x, x)``)
+    is captured as a copy of itself (a view would alias an input the capture tracks), so
+    that the program has an input per argument and a later call with three different
+    tensors runs on those three, as PyTorch's does."""
+    seen, out = set(), []
+    for leaf in leaves:
+        if isinstance(leaf, Tensor) and id(leaf.__torcia_data__) not in state:
+            key = id(leaf.__torcia_data__)
+            if key in seen:
+                leaf = leaf.detach().clone().requires_grad_(leaf.requires_grad)
+            seen.add(id(leaf.__torcia_data__))
+        out.append(leaf)
+    return out
 
 
 def _preserved(mod, fqns) -> list:

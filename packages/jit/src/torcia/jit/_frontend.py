@@ -48,9 +48,11 @@ _NOT_TENSOR_TYPES = ("int", "float", "bool", "str", "List[int]", "list[int]",
 class _Flow(ast.NodeVisitor):
     """Marks names that hold tensor data, then finds conditions that read them."""
 
-    def __init__(self, tensors: set, owner):
+    def __init__(self, tensors: set, owner, scope=None, depth=0):
         self.tensors = set(tensors)
         self.owner = owner
+        self.scope = scope or {}  # the function's globals: the helpers it calls
+        self.depth = depth
         self.found: list = []  # (ast node, kind)
 
     # -- is an expression tensor data? ------------------------------------------------
@@ -76,7 +78,9 @@ class _Flow(ast.NodeVisitor):
                     and func.value.id == "self" and isinstance(
                         getattr(self.owner, func.attr, None), nn.Module):
                 return any(self.data(a) for a in node.args)  # a submodule on tensors
-            return any(self.data(a) for a in [*node.args, *(k.value for k in node.keywords)])
+            if not any(self.data(a) for a in [*node.args, *(k.value for k in node.keywords)]):
+                return False
+            return self._returned(func) != [False]
         if isinstance(node, ast.Compare):
             if all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
                 return False
@@ -95,6 +99,33 @@ class _Flow(ast.NodeVisitor):
             return any(self.data(e) for e in node.elts)
         return False
 
+    def _returned(self, func, n=1):
+        """What ``func`` returns, for a helper named in the code (a function of the module,
+        or a method of ``self``) whose source can be read: ``[data?]``, or one flag per
+        item where every ``return`` gives an ``n``-tuple (``shape_of(x)`` returning
+        ``x.shape`` gives ``[False]``); None where unknown. One level deep."""
+        if self.depth > 0:
+            return None
+        if isinstance(func, ast.Name):
+            target = self.scope.get(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) \
+                and func.value.id == "self" and self.owner is not None:
+            target = getattr(type(self.owner), func.attr, None)
+        else:
+            return None
+        fn_node, _, _, target = _parse(target)
+        if fn_node is None:
+            return None
+        inner = _Flow(_tensor_args(fn_node), self.owner, target.__globals__, self.depth + 1)
+        for stmt in fn_node.body:
+            inner.visit(stmt)
+        returns = [r.value for r in ast.walk(fn_node) if isinstance(r, ast.Return)]
+        if not returns or any(v is None for v in returns):
+            return None
+        if n > 1 and all(isinstance(v, ast.Tuple) and len(v.elts) == n for v in returns):
+            return [any(inner.data(v.elts[i]) for v in returns) for i in range(n)]
+        return [any(inner.data(v) for v in returns)]
+
     # -- assignments carry data --------------------------------------------------------
 
     def _bind(self, target, is_data: bool) -> None:
@@ -107,6 +138,14 @@ class _Flow(ast.NodeVisitor):
 
     def visit_Assign(self, node):
         for t in node.targets:
+            if isinstance(t, ast.Tuple) and isinstance(node.value, ast.Call) and self.data(
+                    node.value):
+                # a helper's tuple: which of its items are data (x, batched = prepare(x))
+                each = self._returned(node.value.func, len(t.elts))
+                if each is not None and len(each) == len(t.elts):
+                    for target, is_data in zip(t.elts, each):
+                        self._bind(target, is_data)
+                    continue
             self._bind(t, self.data(node.value))
         self.generic_visit(node)
 
@@ -123,11 +162,19 @@ class _Flow(ast.NodeVisitor):
         # iterating over a tensor goes along its first dimension: a size, not data;
         # over range(<data>) reads values
         it = node.iter
-        if not isinstance(it, ast.Name) and self.data(it) and not (
+        if not isinstance(it, (ast.Name, ast.Tuple, ast.List)) and self.data(it) and not (
                 isinstance(it, ast.Call) and isinstance(it.func, ast.Attribute)
                 and it.func.attr in ("unbind", "split", "chunk", "children", "parameters")):
             self.found.append((node, "for"))
-        self._bind(node.target, isinstance(it, ast.Name) and it.id in self.tensors)
+        target = node.target
+        if isinstance(it, (ast.Tuple, ast.List)) and isinstance(target, ast.Tuple) and all(
+                isinstance(e, ast.Tuple) and len(e.elts) == len(target.elts) for e in it.elts):
+            # a literal of tuples: each loop variable holds data where some tuple's item does
+            for i, t in enumerate(target.elts):
+                self._bind(t, any(self.data(e.elts[i]) for e in it.elts))
+        else:
+            self._bind(target, (isinstance(it, ast.Name) and it.id in self.tensors)
+                       or (isinstance(it, (ast.Tuple, ast.List)) and self.data(it)))
         self.generic_visit(node)
 
     # -- conditions ------------------------------------------------------------------
@@ -163,34 +210,50 @@ def _tensor_args(fn_node: ast.FunctionDef) -> set:
     annotation names Tensor (not ``self``)."""
     out = set()
     args = fn_node.args
-    for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]:
+    positional = [*args.posonlyargs, *args.args]
+    defaults = dict(zip([a.arg for a in positional][len(positional) - len(args.defaults):],
+                        args.defaults))
+    defaults.update((a.arg, d) for a, d in zip(args.kwonlyargs, args.kw_defaults) if d)
+    for a in [*positional, *args.kwonlyargs]:
         if a.arg == "self":
             continue
         ann = ast.unparse(a.annotation) if a.annotation is not None else ""
+        default = defaults.get(a.arg)
+        if not ann and isinstance(default, ast.Constant) and isinstance(
+                default.value, (bool, int, float, str)):
+            continue  # typed by its default, as TorchScript infers it: a flag, not a tensor
         if not ann or ("Tensor" in ann) or not ann.startswith(_NOT_TENSOR_TYPES):
             out.add(a.arg)
     return out
 
 
+def _parse(fn):
+    """(function node, source lines, first line, unwrapped function) of ``fn``'s source,
+    or Nones where it cannot be read (a builtin, a lambda inside an expression)."""
+    fn = inspect.unwrap(getattr(fn, "__func__", fn)) if fn is not None else None
+    if not inspect.isfunction(fn):
+        return None, None, None, None
+    try:
+        lines, start = inspect.getsourcelines(fn)
+    except (OSError, TypeError):
+        return None, None, None, None
+    try:
+        tree = ast.parse(textwrap.dedent("".join(lines)))
+    except SyntaxError:
+        return None, None, None, None
+    fn_node = next((n for n in ast.walk(tree)
+                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    return fn_node, lines, start, fn
+
+
 def check(fn, owner=None, name: str | None = None) -> None:
     """Raise :class:`NotSupportedError` where ``fn``'s control flow depends on tensor
     values (nothing when its source cannot be read: the capture still refuses)."""
-    fn = inspect.unwrap(getattr(fn, "__func__", fn))
-    try:
-        lines, start = inspect.getsourcelines(fn)
-        file = inspect.getsourcefile(fn) or "<unknown>"
-    except (OSError, TypeError):
-        return
-    source = textwrap.dedent("".join(lines))
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
-        return  # a lambda inside an expression: its line does not parse alone
-    fn_node = next((n for n in ast.walk(tree)
-                    if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    fn_node, lines, start, fn = _parse(fn)
     if fn_node is None:
         return
-    flow = _Flow(_tensor_args(fn_node), owner)
+    file = inspect.getsourcefile(fn) or "<unknown>"
+    flow = _Flow(_tensor_args(fn_node), owner, fn.__globals__)
     for _ in range(2):  # twice: a name made from data later in a loop body
         flow.found = []
         for stmt in fn_node.body:

@@ -17,6 +17,7 @@ Examples
 from __future__ import annotations
 
 import copy
+import inspect
 
 from torcia import nn
 from torcia.ao.nn.sparse import quantized as ao_nn_sparse_q
@@ -52,13 +53,15 @@ DEFAULT_DYNAMIC_QUANT_MODULE_MAPPINGS = get_default_dynamic_quant_module_mapping
 DEFAULT_STATIC_SPARSE_QUANT_MODULE_MAPPINGS = {nn.Linear: ao_nn_sparse_q.Linear}
 DEFAULT_DYNAMIC_SPARSE_QUANT_MODULE_MAPPINGS = {nn.Linear: ao_nn_sparse_qd.Linear}
 #: functionals whose quantized operator takes the output's scale and zero point
+# keyed by the functions themselves: torcia.overrides wraps the public functions once a
+# tensor subclass exists (the wrapper's __wrapped__ is the function), so lookups unwrap
 DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS = {
-    nn.functional.elu: quantized_ops.elu,
-    nn.functional.hardswish: quantized_ops.hardswish,
-    nn.functional.instance_norm: quantized_ops.instance_norm,
-    nn.functional.layer_norm: quantized_ops.layer_norm,
-    nn.functional.leaky_relu: quantized_ops.leaky_relu,
-    nn.functional.dropout: quantized_ops.dropout,
+    inspect.unwrap(nn.functional.elu): quantized_ops.elu,
+    inspect.unwrap(nn.functional.hardswish): quantized_ops.hardswish,
+    inspect.unwrap(nn.functional.instance_norm): quantized_ops.instance_norm,
+    inspect.unwrap(nn.functional.layer_norm): quantized_ops.layer_norm,
+    inspect.unwrap(nn.functional.leaky_relu): quantized_ops.leaky_relu,
+    inspect.unwrap(nn.functional.dropout): quantized_ops.dropout,
 }
 #: modules whose output has fixed quantization parameters (their range's)
 DEFAULT_MODULE_TO_ACT_POST_PROCESS = {
@@ -109,7 +112,7 @@ def get_quantized_operator(float_op):
     ...
     AssertionError: Operator ... does not have corresponding quantized op
     """
-    quantized_op = DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS.get(float_op)
+    quantized_op = DEFAULT_FLOAT_TO_QUANTIZED_OPERATOR_MAPPINGS.get(inspect.unwrap(float_op))
     if quantized_op is None:
         raise AssertionError(f"Operator {float_op} does not have corresponding quantized op")
     return quantized_op
