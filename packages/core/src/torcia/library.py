@@ -66,6 +66,7 @@ from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from torcia import _autograd_mode, _custom_ops, _dtype, _meta, _opdef, _shared_memory, ops, random
+from torcia._autocast import autocast_as
 from torcia._autograd_mode import AutogradEngine, register_autograd_mode
 from torcia._custom_ops import (
     CustomOpDef,
@@ -165,7 +166,6 @@ from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import PUBLISHED_FIELDS as _PUBLISHED_FIELDS
 from torcia._tensor import _wrap_dim as wrap_dim
 from torcia._tensor import load_autograd as _load_autograd
-from torcia.amp import autocast_as
 from torcia.backend import (
     FALLBACK_PROVIDER,
     Backend,
