@@ -17,7 +17,7 @@ tensor([2.])
 from __future__ import annotations
 
 from torcia import _custom_ops
-from torcia.library import OpNamespace
+from torcia._custom_ops import OpNamespace
 
 
 def __getattr__(name: str) -> OpNamespace:
