@@ -4,6 +4,8 @@ Prints, for the checkout:
 
 - import circles among core's modules (every import counted, function-local ones too: a
   local import that breaks a circle at import time still ties the two modules together);
+- upward imports: a module of one of core's layers (:data:`LAYERS`) importing a module of a
+  layer above it, or any module of core importing :mod:`torcia.library`, the facade;
 - function-local imports in core;
 - uses of core objects' private fields (a Tensor's ``_data``, ``_vc``...) outside core;
 - source files over 1,500 lines;
@@ -38,6 +40,28 @@ CORE = ROOT / "packages" / "core" / "src" / "torcia"
 PRIVATE_FIELDS = {"_data", "_device", "_requires_grad", "_grad", "_vc", "_base", "_out_nr",
                   "_hooks", "_retains_grad"}
 LONG_FILE = 1500
+#: Core's layers, bottom first (docs/architecture.rst): a module imports from its own layer
+#: and those below, never from one above; each layer is named by module prefixes. A module
+#: none names is held to one rule only: :mod:`torcia.library`, the facade over all of core,
+#: is imported by no module of core.
+LAYERS = (
+    ("_core", ("torcia._dtype", "torcia._grad_mode", "torcia._mode_order", "torcia._opdef",
+               "torcia._policy", "torcia._print", "torcia._size", "torcia._switches",
+               "torcia._tensor", "torcia._storage", "torcia._dlpack", "torcia._shared_memory",
+               "torcia._wrapped", "torcia._legacy", "torcia._autocast", "torcia._autograd_mode",
+               "torcia.backend", "torcia.plugins", "torcia.hookspecs", "torcia.ops",
+               "torcia.random", "torcia.utils.hooks")),
+    ("ops", ("torcia._oplib", "torcia._creation", "torcia._kernels_", "torcia._numpy_backend",
+             "torcia._meta", "torcia._decompositions", "torcia._custom_ops", "torcia._sparse")),
+    ("public API", ("torcia.linalg", "torcia.fft", "torcia.special", "torcia.sparse",
+                    "torcia.signal", "torcia.overrides", "torcia.accelerator", "torcia.cpu",
+                    "torcia._methods", "torcia.backends", "torcia.multiprocessing",
+                    "torcia.futures", "torcia.utils.pytree", "torcia.utils.dlpack")),
+    ("services", ("torcia.serialization", "torcia.hub", "torcia.amp", "torcia.profiler",
+                  "torcia.compat", "torcia.testing", "torcia.utils.safetensors")),
+    ("facade", ("torcia.library",)),
+)
+FACADE = "torcia.library"
 
 
 def _sources(root: Path) -> list[Path]:
@@ -137,6 +161,36 @@ def core_imports() -> tuple[dict[str, set[str]], list[str]]:
     return graph, sorted(local)
 
 
+def layer_of(module: str) -> int | None:
+    """The index in :data:`LAYERS` of ``module``'s layer (the longest prefix naming it),
+    or None."""
+    best, found = -1, None
+    for i, (_name, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if len(prefix) > best and (module == prefix or module.startswith(prefix)
+                                       and (prefix.endswith("_")
+                                            or module[len(prefix)] == ".")):
+                best, found = len(prefix), i
+    return found
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Each import of core that runs against the layers: ``module (layer) -> target
+    (layer)``."""
+    def name(layer):
+        return LAYERS[layer][0] if layer is not None else "no layer"
+
+    out = []
+    for module, targets in sorted(graph.items()):
+        here = layer_of(module)
+        for target in sorted(targets):
+            there = layer_of(target)
+            if target == FACADE and module != FACADE or (
+                    here is not None and there is not None and there > here):
+                out.append(f"{module} ({name(here)}) -> {target} ({name(there)})")
+    return out
+
+
 def private_field_uses() -> list[str]:
     """``obj._field`` for a Tensor's private fields in every part and plugin except core."""
     uses = []
@@ -193,6 +247,7 @@ def figures() -> dict:
     return {
         "circles": len(circles),
         "largest_circle": len(circles[0]) if circles else 0,
+        "upward_imports": len(upward_imports(graph)),
         "local_imports": len(local),
         "private_field_uses": len(private_field_uses()),
         "long_files": len(long_files()),
@@ -217,13 +272,14 @@ def main(argv=None) -> int:
                         help="exit 1 where a figure is over its --max")
     parser.add_argument("--max", action="append", default=[], metavar="NAME=N",
                         help="the limit of a figure for --check, e.g. circles=0")
-    parser.add_argument("--list", choices=("circles", "local_imports", "private_field_uses",
-                                           "long_files"),
+    parser.add_argument("--list", choices=("circles", "upward_imports", "local_imports",
+                                           "private_field_uses", "long_files"),
                         help="list the places behind one figure")
     args = parser.parse_args(argv)
     if args.list:
         graph, local = core_imports()
         places = {"circles": lambda: [" ".join(c) for c in _circles(graph)],
+                  "upward_imports": lambda: upward_imports(graph),
                   "local_imports": lambda: local, "private_field_uses": private_field_uses,
                   "long_files": long_files}[args.list]()
         print("\n".join(places))

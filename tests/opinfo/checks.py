@@ -492,7 +492,7 @@ def reference_kernels():
     cpu.backend  # noqa: B018 - builds the tables
     saved = cpu.kernels
     table = dict(saved)
-    table.update(library._reference_table())
+    table.update(library.ReferenceKernels().table())
     cpu.kernels = table
     try:
         yield

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import library, ops
+from torcia import _oprecords, library, ops
 from torcia.utils.hooks import RemovableHandle
 
 
@@ -29,10 +29,10 @@ def test_records_carry_the_reference_kernel_and_docstring():
 
 def test_an_op_added_to_a_list_becomes_a_record(monkeypatch):
     monkeypatch.setattr(ops, "MY_GROUP", ("my_op",), raising=False)
-    monkeypatch.setattr(library._records, "builtin", None)
+    monkeypatch.setattr(_oprecords._records, "builtin", None)
     assert library.get_op("my_op").group == "my_group"
     monkeypatch.undo()
-    library._records.builtin = None
+    _oprecords._records.builtin = None
     with pytest.raises(KeyError, match="no op named 'my_op'"):
         library.get_op("my_op")
 

@@ -84,15 +84,15 @@ from torcia import (  # noqa: E402
     _decompositions_nn,
     _methods,  # attaches the Tensor methods
     _opdef,
+    _oprecords,  # the op records, which add to the tables below them
     linalg,
     plugins,
     special,
 )
 from torcia import _tensor as _tensor_module  # noqa: E402
-from torcia import backend as _backend_module  # noqa: E402
 
 
-# Modules above the Tensor and the dispatcher that these hand work to, loaded with their
+# The module above the Tensor that it hands a Tensor subclass's calls to, loaded with its
 # first use rather than with import torcia (its import time); wired here, the one module
 # above both sides.
 def _load_overrides():
@@ -101,14 +101,7 @@ def _load_overrides():
     return overrides
 
 
-def _load_library():
-    from torcia import library  # the facade's op records, with the first kernel table
-
-    return library
-
-
 _tensor_module.OVERRIDES.load = _load_overrides
-_backend_module._load_library = _load_library
 _opdef.PUBLIC = sys.modules[__name__]  # the public functions that document the op records
 from torcia._creation import (  # noqa: E402
     arange,
@@ -426,7 +419,7 @@ def __getattr__(name):
     if name in _PARTS or name in ("linalg", "fft", "testing", "cuda", "utils", "backends", "amp",
                                   "profiler", "hub", "accelerator", "compat", "cpu",
                                   "func", "fx", "overrides", "version", "masked", "nested",
-                                  "signal", "multiprocessing", "futures"):
+                                  "signal", "multiprocessing", "futures", "library"):
         try:
             return importlib.import_module(f"torcia.{name}")
         except ModuleNotFoundError as exc:

@@ -38,7 +38,7 @@ import threading
 import warnings
 
 import torcia
-from torcia import library, plugins
+from torcia import _oprecords, plugins
 from torcia.backend import backends, get_backend
 
 #: How many names of one group the text listing shows before eliding (``-v`` shows all).
@@ -82,7 +82,7 @@ def _devices() -> dict[str, dict[str, list[str]]]:
     :func:`torcia.library.device_ops`."""
     out = {}
     for name in sorted(backends.build()):
-        ops = library.device_ops(name)
+        ops = _oprecords.device_ops(name)
         out[name] = {kind: sorted(op for op, how in ops.items() if how == kind)
                      for kind in ("native", "fallback", "decomposed", "missing")}
     return out
@@ -103,7 +103,7 @@ def _document(infos, policy: plugins.Policy) -> dict:
             for info in infos
         ],
         "devices": devices,
-        "primitive_ops": len(library.primitives()),
+        "primitive_ops": len(_oprecords.primitives()),
         "fallbacks": {name: get_backend(name).fallback for name in devices},
     }
 

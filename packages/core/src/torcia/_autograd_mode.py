@@ -10,7 +10,7 @@ from typing import Protocol, runtime_checkable
 from torcia._tensor import AUTOGRAD, AutogradMode, Tensor
 from torcia.utils.hooks import RemovableHandle
 
-#: Called with each mode registered, after it is active: torcia.library gives it the
+#: Called with each mode registered, after it is active: torcia._oprecords gives it the
 #: derivatives of the ops plugins define.
 ON_REGISTER: list[Callable] = []
 

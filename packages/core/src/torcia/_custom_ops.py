@@ -21,7 +21,7 @@ import types
 import typing
 from collections.abc import Callable, Sequence
 
-from torcia import _creation, _meta, backend, plugins
+from torcia import _creation, _meta, _oprecords, backend, plugins
 from torcia._dtype import dtype, from_numpy_dtype
 from torcia._grad_mode import no_grad
 from torcia._opdef import OpDef
@@ -495,11 +495,6 @@ def _add_kernels(registry, op: CustomOpDef) -> None:
 
 _plugin = _CustomOpsPlugin()
 
-#: Called with the name and record of each custom op defined: torcia.library adds it to the
-#: op records already built (those built later get it from the plugin's hooks).
-ON_INSTALL: list[Callable] = []
-
-
 def _install(op: CustomOpDef) -> None:
     """Put ``op`` into the tables already built (those built later get it from the
     plugin's hooks)."""
@@ -509,8 +504,7 @@ def _install(op: CustomOpDef) -> None:
         registry = backend.KernelRegistry(backend.backends.build())
         registry.current_plugin = "custom_ops"
         _add_kernels(registry, op)
-    for fn in ON_INSTALL:
-        fn(op._op, _record(op))
+    _oprecords.custom_op_added(op._op, _record(op))
 
 
 # ---------------------------------------------------------------------------------------

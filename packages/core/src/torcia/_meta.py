@@ -974,7 +974,7 @@ def meta_kernel(op: str, shape_fn, reference):
 
 
 #: What returns the op records ({name: OpDef}) the meta device has kernels for:
-#: torcia.library's op_records, added when it loads (torcia.backend loads it before the
+#: torcia._oprecords's op_records, added when it loads (import torcia loads it, before the
 #: plugins register their kernels).
 RECORD_SOURCES: list[Callable[[], dict]] = []
 

@@ -22,7 +22,6 @@ lock it costs a few ``stat`` calls: it runs at every ``import torcia``. It and
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import sys
@@ -97,6 +96,7 @@ def normalize(name: str) -> str:
 def sha256(data: bytes) -> str:
     """``"sha256=..."`` in the urlsafe base64 form of a wheel's RECORD."""
     import base64
+    import hashlib
 
     return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(
         b"=").decode()

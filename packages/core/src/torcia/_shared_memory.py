@@ -15,7 +15,6 @@ import gc
 import mmap
 import os
 import sys
-import tempfile
 import weakref
 
 import numpy as np
@@ -41,6 +40,8 @@ def _new_fd(size: int) -> int:
         fd = os.memfd_create("torcia-shared", os.MFD_CLOEXEC)
     else:
         folder = "/dev/shm" if os.path.isdir("/dev/shm") else None
+        import tempfile  # with the first shared tensor: not a cost of import torcia
+
         fd, path = tempfile.mkstemp(prefix="torcia-shared-", dir=folder)
         os.unlink(path)
     os.ftruncate(fd, size)

@@ -269,9 +269,13 @@ backends = BackendRegistry("device backend", "torcia_register_backends")
 _kernels_built = threading.Event()
 _build_lock = threading.RLock()
 
-#: Imports and returns :mod:`torcia.library`, the facade above every module of core, whose
-#: op records add to the kernel tables: set by torcia's ``__init__``, which sits above both.
-_load_library = None
+#: What the modules above the dispatcher add to each kernel table it builds, filled as they
+#: load (``torcia._oprecords``): each step is called with the :class:`KernelRegistry`,
+#: before the plugins register their kernels (the kernels of the ops plugins define, so
+#: that any plugin can override them) or after them (each device's declared fallback for
+#: the ops no plugin gave it a kernel for).
+BEFORE_PLUGIN_KERNELS: list = []
+AFTER_PLUGIN_KERNELS: list = []
 
 
 def _build():
@@ -281,18 +285,12 @@ def _build():
         with plugins.building("the device and kernel tables"):
             table = backends.build()
             registry = KernelRegistry(table)
-            # the op records and the ops plugins define: torcia.library, the facade, loads
-            # with the first table built, not with import torcia; it registers what it adds
-            # to the tables below it (_meta.RECORD_SOURCES, _custom_ops.ON_INSTALL)
-            library = _load_library()
-
-            # first the kernels of the ops plugins define, so that any plugin can
-            # override them
-            library._plugin_op_kernels(registry)
+            for step in BEFORE_PLUGIN_KERNELS:
+                step(registry)
             registry.current_plugin = None
             plugins.call_each("torcia_register_kernels", registry=registry)
-            # last, what each device declared for the ops no plugin gave it a kernel for
-            library._install_fallbacks(registry)
+            for step in AFTER_PLUGIN_KERNELS:
+                step(registry)
         _kernels_built.set()
 
 

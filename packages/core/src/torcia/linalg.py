@@ -20,6 +20,7 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._autocast import autocast_as
 from torcia._creation import arange, eye, zeros
 from torcia._kernels_linalg import LinAlgError
 from torcia._oplib._common import _return_type
@@ -41,7 +42,6 @@ from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.linalg import matmul
 from torcia._oplib.views import cat
 from torcia._tensor import _torch_name, _wrap_dim, call
-from torcia.amp import autocast_as
 
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
 _Qr = _return_type("linalg_qr", ("Q", "R"))

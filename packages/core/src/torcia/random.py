@@ -6,10 +6,15 @@ seed on every platform. Backends for other devices draw their seeds from it.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from torcia import _tensor
 from torcia.backend import device as _device
+
+#: Held while a generator makes its NumPy generator, so that threads share one.
+_MAKING = threading.Lock()
 
 
 class Generator:
@@ -28,7 +33,19 @@ class Generator:
     def __init__(self, device="cpu"):
         self.device = _device(device)
         self._seed = 67280421310721
-        self.rng = np.random.Generator(np.random.PCG64(self._seed))
+        self._rng = None
+
+    @property
+    def rng(self):
+        """The NumPy generator drawing this generator's numbers, one object for its life.
+
+        Made with its first use, from the seed: ``import torcia`` makes the default
+        generator without importing ``numpy.random``."""
+        if self._rng is None:
+            with _MAKING:
+                if self._rng is None:
+                    self._rng = np.random.Generator(np.random.PCG64(self._seed))
+        return self._rng
 
     def manual_seed(self, seed: int) -> Generator:
         seed = int(seed)

@@ -10,7 +10,9 @@ The families import each other in one direction, at their tops: ``_common`` impo
 family; ``complex_numbers``, ``views``, ``elementwise``, ``indexing``, ``_linalg`` (the
 functions of :mod:`torcia.linalg` that families call: norms, ``inv``, ``det``...) and
 ``linalg`` follow in that order, each importing only those before it, and the other
-families import these. None imports :mod:`torcia.linalg`, which imports from here.
+families import these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which
+import from here (``_linalg`` and ``_fft`` hold what the families call of them), nor a
+service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...

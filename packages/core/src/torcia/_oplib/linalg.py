@@ -14,6 +14,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
+from torcia._autocast import autocast_as
 from torcia._creation import ones
 from torcia._kernels_linalg import dot_operands, outer_operands
 from torcia._oplib import _linalg as linalg
@@ -23,7 +24,6 @@ from torcia._oplib.complex_numbers import conj
 from torcia._oplib.elementwise import log, to_dtype, where
 from torcia._oplib.views import cat, expand, unsqueeze
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
-from torcia.amp import autocast_as
 
 
 def _matmul_dtype(a, b, name):

@@ -11,6 +11,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._autocast import autocast_as
 from torcia._creation import draw
 from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
@@ -20,7 +21,6 @@ from torcia._oplib.elementwise import where
 from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
 from torcia._oplib.views import broadcast_tensors
 from torcia._tensor import Tensor, call, inplace
-from torcia.amp import autocast_as
 from torcia.backend import check_async
 from torcia.random import rng_of
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import warnings
 
 from torcia import _tensor
+from torcia._autocast import autocast_as
 from torcia._oplib._common import _F, _check_tensor, _to_float
 from torcia._oplib.elementwise import where
 from torcia._tensor import _wrap_dim, call, inplace
-from torcia.amp import autocast_as
 
 #: the dtype categories (1 integer, 2 floating, 3 complex) of the activations that take
 #: more than floating inputs, as PyTorch: hardtanh clamps integers in their dtype, the others

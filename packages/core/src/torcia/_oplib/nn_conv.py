@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._autocast import autocast_as
 from torcia._creation import tensor
 from torcia._kernels_nn import _check_geometry, _pool_geometry
 from torcia._oplib._common import _F, _check_tensor
 from torcia._tensor import Tensor, _torch_name, call
-from torcia.amp import autocast_as
 
 
 def _ntuple(value, n: int, name: str) -> tuple:

@@ -11,11 +11,11 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _tensor
+from torcia._autocast import autocast_as
 from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
 from torcia._oplib._common import _check_tensor
 from torcia._tensor import Tensor, _torch_name, call
-from torcia.amp import autocast_as
 
 
 def _check_channel_param(t, name, c):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import functools
 
+from torcia._autocast import autocast_as, op_policy
 from torcia._oplib.elementwise import relu
 from torcia._oplib.linalg import matmul
 from torcia._oplib.nn import dropout as _dropout
 from torcia._oplib.views import cat, stack
 from torcia._tensor import AUTOCAST, Tensor
-from torcia.amp import autocast_as, op_policy
 
 
 def _listed_where_listed(name):

@@ -9,6 +9,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
+from torcia._oplib._fft import _c2c, _c2r, _r2c
 from torcia._oplib.complex_numbers import view_as_real
 from torcia._oplib.views import cat, pad
 from torcia._tensor import canonical_device
@@ -190,9 +191,6 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     >>> spec.shape
     torcia.Size([5, 9])
     """
-    # torcia.fft, a module of the layer above, loads with its first use
-    from torcia import fft as F
-
     if return_complex is None:
         if not input.is_complex() and (window is None or not window.is_complex()):
             raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -214,7 +212,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     frames = x.unfold(-1, n_fft, hop) * w  # (B, n_frames, n_fft)
     one = (not x.is_complex() and not w.is_complex()) if onesided is None else onesided
     norm = "ortho" if normalized else "backward"
-    spec = F.rfft(frames, dim=-1, norm=norm) if one else F.fft(frames, dim=-1, norm=norm)
+    spec = (_r2c(frames, None, [-1], norm, "rfft", False) if one
+            else _c2c(frames, None, [-1], norm, True, "fft", False))
     spec = spec.transpose(-2, -1)
     if not batched:
         spec = spec.squeeze(0)
@@ -238,8 +237,6 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
     ...                 atol=1e-5)
     True
     """
-    from torcia import fft as F  # loads with its first use, as in stft
-
     if not input.is_complex():
         raise RuntimeError("istft requires a complex-valued input tensor")
     if input.ndim not in (2, 3):
@@ -256,8 +253,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            f"{spec.shape[-2]}")
     norm = "ortho" if normalized else "backward"
     cols = spec.transpose(-2, -1)  # (B, n_frames, freq)
-    frames = F.irfft(cols, n=n_fft, dim=-1, norm=norm) if one and not return_complex else (
-        F.ifft(cols, n=n_fft, dim=-1, norm=norm))
+    frames = (_c2r(cols, [n_fft], [-1], norm, "irfft", False) if one and not return_complex
+              else _c2c(cols, [n_fft], [-1], norm, False, "ifft", False))
     if not return_complex and frames.is_complex():
         frames = frames.real
     w = _padded_window(window, win, n_fft, frames if not frames.is_complex() else

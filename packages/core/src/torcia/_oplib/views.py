@@ -16,13 +16,13 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _storage
+from torcia._autocast import autocast_as
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
 from torcia._oplib.complex_numbers import conj
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
-from torcia.amp import autocast_as
 
 
 def _shape_arg(shape) -> tuple:

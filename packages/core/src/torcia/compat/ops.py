@@ -18,7 +18,7 @@ tensor([2.])
 from __future__ import annotations
 
 from torcia import _custom_ops, plugins
-from torcia.library import OpNamespace
+from torcia._custom_ops import OpNamespace
 
 #: torch's operator namespaces a part serves (lent through torcia_register_names)
 LENT = {"quantized": "torcia-ao"}

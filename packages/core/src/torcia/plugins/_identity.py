@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -173,6 +172,8 @@ def is_own(dist, shadowed: bool = False) -> bool:
 
 
 def builtin_info(name, plugin) -> PluginInfo:
+    import hashlib  # loads OpenSSL: with its first use, not with import torcia
+
     module = getattr(plugin, "__module__", None) or getattr(plugin, "__name__", "")
     path = getattr(sys.modules.get(module), "__file__", None) or ""
     digest = hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else ""

@@ -9,8 +9,6 @@ changes torcia's own callables while it loads is put right by the integrity chec
 
 from __future__ import annotations
 
-import difflib
-import hashlib
 import inspect
 import json
 import sys
@@ -188,6 +186,8 @@ def _check_hook_names(pm) -> None:
                 continue
             # close enough to be a typo, not another part's hook (0.95: a missing or
             # extra letter, as torcia_register_loss for torcia_register_losses)
+            import difflib  # for a hook no part defines: not a cost of import torcia
+
             close = difflib.get_close_matches(hook, sorted(known), n=1, cutoff=0.95)
             if close:
                 fail(info, f"implements {hook}, which no part defines (did you mean "
@@ -206,6 +206,8 @@ def check_unknown_hooks() -> list[PluginInfo]:
     for info in list(state.infos.values()):
         unknown = [h for h in info.hooks if h not in known]
         if info.status == "loaded" and unknown:
+            import difflib  # as above
+
             close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
             fail(info, f"implements {unknown[0]}, which no installed part defines"
                   + (f" (did you mean {close[0]}?)" if close else ""))
@@ -361,6 +363,8 @@ def _refuse_duplicate(info: PluginInfo, reason: str) -> None:
 
 
 def _discover(pm, policy, lock: Lock | None) -> None:
+    import hashlib  # loads OpenSSL: with its first use, not with import torcia
+
     core = _identity.core_dist()
     if lock is not None and core is not None and "torcia-core" in lock.dists:
         reason = _pinning.lock_check(lock.dists["torcia-core"], core)

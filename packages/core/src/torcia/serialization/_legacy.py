@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
-import zipfile
 import zlib
 from collections import OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -23,6 +22,10 @@ from torcia.serialization._format import (
     _torcia_dtype,
 )
 
+# zipfile is imported where an archive is read, as in _load: not a cost of import torcia
+if TYPE_CHECKING:
+    import zipfile
+
 
 class _LegacyReader:
     def __init__(self, archive: zipfile.ZipFile, name: str, tensors, map_location):
@@ -36,6 +39,8 @@ class _LegacyReader:
         return RuntimeError(f"torcia.load: {self.name}: {problem}")
 
     def read(self, file: str) -> bytes:
+        import zipfile
+
         try:
             info = self.archive.getinfo(file)
         except KeyError:
@@ -50,6 +55,8 @@ class _LegacyReader:
             raise self.fail(f"{file} cannot be read ({exc})") from None
 
     def tensor(self, key) -> Tensor:
+        import hashlib  # loads OpenSSL: with its first use, not with import torcia
+
         if not isinstance(key, str):
             raise self.fail(f"structure.json refers to a tensor by {key!r:.40}")
         if key in self.loaded:

@@ -4,17 +4,15 @@ from __future__ import annotations
 
 import _compat_pickle
 import codecs
-import hashlib
 import io
 import json
 import math
 import os
 import pickle
-import pickletools
 import sys
-import zipfile
 import zlib
 from collections import Counter, OrderedDict
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +35,12 @@ from torcia.serialization._format import (
 from torcia.serialization._legacy import _load_legacy
 from torcia.serialization._names import _OPTIONS, _default_byteorder, _mapped
 from torcia.serialization._save import _frame_digest
+
+# zipfile and pickletools are imported by the functions that read an archive: import
+# torcia loads this module, and they (with what zipfile imports: shutil, bz2, lzma) would
+# add a twentieth to its time
+if TYPE_CHECKING:
+    import zipfile
 
 
 class _StorageType:
@@ -233,6 +237,8 @@ class _ZipLoader:
 
     # ----- integrity ------------------------------------------------------------------
     def open(self, archive: zipfile.ZipFile, prefix: str):
+        import zipfile
+
         self.archive = archive
         self.prefix = prefix
         self.records = {}
@@ -266,6 +272,8 @@ class _ZipLoader:
         return info.header_offset + 30 + name_len + extra_len
 
     def read(self, name: str):
+        import zipfile
+
         entry = self.records.get(f"{self.prefix}{name}")
         if entry is None:
             raise self.fail(f"the archive lacks {self.prefix}{name}")
@@ -280,6 +288,8 @@ class _ZipLoader:
     def verify_manifest(self):
         """A torcia-written file: every byte is covered by the comment's sha256 or, for
         the records, by their sha256 in the manifest."""
+        import hashlib  # loads OpenSSL: with its first use, not with import torcia
+
         key = f"{self.prefix}{_MANIFEST}"
         comment = self.archive.comment
         if key not in self.records:
@@ -404,6 +414,8 @@ _WEIGHTS_ONLY_OPCODES = frozenset({
 
 def _check_opcodes(loader, file, what: str) -> None:
     """Refuse a pickle using an opcode outside the weights-only set, before running it."""
+    import pickletools
+
     start = file.tell()
     try:
         for op, _, _ in pickletools.genops(file):
@@ -565,6 +577,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     >>> torcia.load(buf, map_location="cpu")
     [tensor([0, 1, 2]), (1.5, None)]
     """
+    import zipfile
+
     if weights_only is None:
         weights_only = True
     if pickle_module not in (None, pickle):
@@ -631,6 +645,9 @@ def get_unsafe_globals_in_checkpoint(f) -> list:
     >>> torcia.serialization.get_unsafe_globals_in_checkpoint(buf)
     []
     """
+    import pickletools
+    import zipfile
+
     data, name = _read_all(f, False)
     with zipfile.ZipFile(io.BytesIO(data)) as archive:
         pkl = [n for n in archive.namelist() if n.endswith("data.pkl") and n.count("/") == 1]

@@ -6,9 +6,7 @@ from __future__ import annotations
 import contextlib
 import enum
 import mmap as _mmap
-import shutil
 import sys
-import tempfile
 import warnings
 
 from torcia import _dtype as D
@@ -52,6 +50,10 @@ def mkdtemp():
     ...     os.path.isdir(path)
     True
     """
+    # loaded with their first use: not a cost of import torcia
+    import shutil
+    import tempfile
+
     path = tempfile.mkdtemp()
     try:
         yield path

@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
 import json
 import os
 import pickle
 import sys
-import tempfile
-import zipfile
 from collections import OrderedDict
 
 import numpy as np
@@ -165,6 +162,8 @@ def _frame_digest(buffer, skipped, end: int) -> bytes:
     """The sha256 of ``buffer[:end]`` without the byte ranges ``skipped``: the zip's
     headers, directory and small records, while the storages have their own sha256 in the
     manifest (so that no byte is hashed twice)."""
+    import hashlib  # loads OpenSSL: with its first use, not with import torcia
+
     digest = hashlib.sha256()
     view = memoryview(buffer)
     position = 0
@@ -179,6 +178,9 @@ def _frame_digest(buffer, skipped, end: int) -> bytes:
 
 def _archive(obj, protocol: int) -> list:
     """The checkpoint's bytes, as a list of chunks to write in order."""
+    import hashlib
+    import zipfile
+
     pkl = io.BytesIO()
     pickler = _Pickler(pkl, protocol)
     pickler.dump(obj)
@@ -281,6 +283,8 @@ _FILE_MODE = 0o666 & ~_read_umask()
 def _replace_atomically(path: str, chunks: list) -> None:
     path = os.path.realpath(path)  # through a symlink to its target, as open() writes
     folder = os.path.dirname(path)
+    import tempfile  # with the first save to a path: not a cost of import torcia
+
     try:
         fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp",
                                    dir=folder)

@@ -7,7 +7,7 @@ that op; the summary's root causes say which ops to fix first."""
 import numpy as np
 import pytest
 
-from torcia import library
+from torcia import _oprecords, _tensor
 from torcia.testing import conformance
 
 
@@ -18,9 +18,9 @@ def _device(config):
 def pytest_generate_tests(metafunc):
     if "op" not in metafunc.fixturenames:
         return
-    ops = sorted(library.op_records())
+    ops = sorted(_oprecords.op_records())
     if metafunc.function.__name__ == "test_gradients":
-        ops = [op for op in ops if library.op_records()[op].backward is not None]
+        ops = [op for op in ops if _oprecords.op_records()[op].backward is not None]
     metafunc.parametrize("op", ops)
 
 
@@ -35,7 +35,7 @@ def _label(request, op, check):
 
 
 def _how(device, op):
-    how = library.device_ops(device)[op]
+    how = _oprecords.device_ops(device)[op]
     if how == "missing":
         pytest.fail(f"op {op!r} is missing on device {device!r}: no kernel, no fallback "
                     "and no decomposition", pytrace=False)
@@ -98,7 +98,7 @@ def test_gradients(request, device, op):
     _label(request, op, "gradients")
     _how(device, op)
     try:
-        library.autograd_engine()
+        _tensor.load_autograd()
     except RuntimeError as exc:
         pytest.skip(str(exc))
     found = [s for s in conformance.samples().get(op, ()) if s.variant != "int64"]

@@ -58,15 +58,14 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import ops
-
-# torcia.library is imported by the functions that use it: pytest loads this plugin in
-# every run, and only a run with --torcia-device needs the library
+from torcia import _oprecords, _tensor, ops
+from torcia import backend as _backend
+from torcia._oplib import nn, nn_activation, nn_conv, nn_norm
 
 #: The test module the option adds to the run.
 _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 
-#: What ``library.device_ops`` says, in the order the summary lists them.
+#: What ``torcia.library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
 
 #: Creation ops whose values are drawn at random: checked by what the values must be.
@@ -99,10 +98,8 @@ def pytest_configure(config):
     device = config.getoption("torcia_device")
     if not device:
         return
-    from torcia import library
-
     try:
-        library.get_backend(device)
+        _backend.get_backend(device)
     except RuntimeError as exc:
         raise pytest.UsageError(f"--torcia-device {device}: {exc}") from None
     # the checks replace the default collection; paths given on the command line join them
@@ -127,9 +124,7 @@ class _Recorder:
     """Records the calls of every op's kernel (a dispatch mode, made on first use)."""
 
     def __init__(self):
-        from torcia import library
-
-        class Mode(library.DispatchMode):
+        class Mode(_tensor.DispatchMode):
             order = 10**6  # innermost: what the kernel itself receives
 
             def __init__(self, calls):
@@ -302,10 +297,8 @@ def _doc_examples(recorder) -> None:
 def _nn_workload(recorder) -> None:
     """A convolution, pooling, normalisation, an embedding, an LSTM cell and losses,
     forward and (with torcia-autograd) backward, recording the kernels."""
-    from torcia import library
-
     try:
-        library.autograd_engine()
+        _tensor.load_autograd()
         grad = True
     except RuntimeError:
         grad = False
@@ -313,36 +306,36 @@ def _nn_workload(recorder) -> None:
     x = torcia.randn(2, 3, 6, 6, requires_grad=grad)
     w = torcia.randn(4, 3, 3, 3, requires_grad=grad)
     with recorder.mode:
-        y = library.conv2d(x, w, padding=1)
-        y = library.batch_norm(y, torcia.zeros(4), torcia.ones(4), training=True)
-        y = library.max_pool2d(y, 2) + library.avg_pool2d(y, 2)
-        y = library.layer_norm(library.gelu(y), (3,))
-        y = library.rms_norm(y, (3,), torcia.full((3,), 0.5)).flatten(1)
-        z = library.log_softmax(library.silu(y), dim=1)
+        y = nn_conv.conv2d(x, w, padding=1)
+        y = nn_norm.batch_norm(y, torcia.zeros(4), torcia.ones(4), training=True)
+        y = nn_conv.max_pool2d(y, 2) + nn_conv.avg_pool2d(y, 2)
+        y = nn_norm.layer_norm(nn_activation.gelu(y), (3,))
+        y = nn_norm.rms_norm(y, (3,), torcia.full((3,), 0.5)).flatten(1)
+        z = nn_activation.log_softmax(nn_activation.silu(y), dim=1)
         loss = z.sum()
-        t = library.conv_transpose2d(x, torcia.randn(3, 2, 2, 2), stride=2)
-        loss = loss + library.softmax(t, dim=1).mean()
-        emb = library.embedding(torcia.tensor([[0, 2], [1, 1]]),
+        t = nn_conv.conv_transpose2d(x, torcia.randn(3, 2, 2, 2), stride=2)
+        loss = loss + nn_activation.softmax(t, dim=1).mean()
+        emb = nn.embedding(torcia.tensor([[0, 2], [1, 1]]),
                                 torcia.randn(3, 4, requires_grad=grad))
-        loss = loss + emb.sum() + library.call(
+        loss = loss + emb.sum() + _tensor.call(
             "cross_entropy", (y, torcia.tensor([1, 0]), None),
             {"reduction": "mean", "ignore_index": -100, "label_smoothing": 0.0})
         gates = torcia.randn(2, 8, requires_grad=grad)
-        h, c, _ = library.call("lstm_cell", (gates, torcia.randn(2, 2)), {})
+        h, c, _ = _tensor.call("lstm_cell", (gates, torcia.randn(2, 2)), {})
         loss = loss + h.sum() + c.sum()
         # a whole LSTM layer and a CTC loss: their fused backward ops run in backward
-        out, _, _ = library.call("lstm_layer", (
+        out, _, _ = _tensor.call("lstm_layer", (
             torcia.randn(3, 2, 8, requires_grad=grad), torcia.randn(2, 2),
             torcia.randn(2, 2), torcia.randn(2, 8)), {})
-        log_probs = library.log_softmax(torcia.randn(5, 1, 3, requires_grad=grad), dim=2)
-        loss = loss + out.sum() + library.call("ctc_loss", (
+        log_probs = nn_activation.log_softmax(torcia.randn(5, 1, 3, requires_grad=grad), dim=2)
+        loss = loss + out.sum() + _tensor.call("ctc_loss", (
             log_probs, torcia.tensor([[1, 2]]), torcia.tensor([5]), torcia.tensor([2])),
             {"blank": 0}).sum()
         # products and indexing the docstring examples leave out
         a = torcia.randn(3, 4, requires_grad=grad)
         b = torcia.randn(4, 2, requires_grad=grad)
         for part in (torcia.einsum("ij,jk->ik", a, b), torcia.addmm(torcia.randn(3, 2), a, b),
-                     library.call("linear", (a, b.t(), torcia.randn(2)), {}),
+                     _tensor.call("linear", (a, b.t(), torcia.randn(2)), {}),
                      torcia.tensordot(a, b, 1), a.index_select(1, torcia.tensor([0, 2])),
                      a.gather(1, torcia.tensor([[0], [1], [2]])), a.topk(2)[0],
                      a.kthvalue(2, 1)[0], torcia.stack([a, a]), a.permute(1, 0),
@@ -360,9 +353,7 @@ def samples() -> dict[str, list[Sample]]:
     global _SAMPLES
     if _SAMPLES is not None:
         return _SAMPLES
-    from torcia import library
-
-    records = library.op_records()
+    records = _oprecords.op_records()
     found = _generated(records) + _creation(records) + _explicit(records)
     recorder = _Recorder()
     _doc_examples(recorder)
@@ -406,10 +397,8 @@ class _Tracer:
     fallback calls from within) so that :meth:`trace` can say which ops ran."""
 
     def __init__(self, device: str):
-        from torcia import library
-
         self.local = threading.local()
-        backend = library.get_backend(device)
+        backend = _backend.get_backend(device)
         for op, kernel in list(backend.kernels.items()):
             backend.kernels[op] = self._wrap(op, kernel)
         # an op the device lacks counts as run when something asks for it
@@ -470,9 +459,7 @@ def tracer(device: str) -> _Tracer:
 
 def reference(sample):
     """The reference kernel's result, on host arrays."""
-    from torcia import library
-
-    record = library.op_records()[sample.op]
+    record = _oprecords.op_records()[sample.op]
     with _quiet():
         return record.kernel(*_copy(sample.args), **_copy(sample.params))
 
@@ -518,19 +505,17 @@ class Ran:
 def execute(sample, device, requires_grad=False) -> Ran:
     """Run the op on ``device``: through torcia's dispatch, or for a creation op through
     the device's kernel, as ``torcia.zeros`` and friends call it."""
-    from torcia import library
-
     transposed = sample.variant == "noncontiguous"
     inputs = tuple(_to_device(a, device, requires_grad, transposed) for a in sample.args)
     with _quiet():
-        if library.op_records()[sample.op].group == "creation" or not any(
+        if _oprecords.op_records()[sample.op].group == "creation" or not any(
                 isinstance(a, np.ndarray) for a in sample.args):
             dev = torcia.device(device)
-            kernel = library.get_backend(dev.type).kernels[sample.op]
+            kernel = _backend.get_backend(dev.type).kernels[sample.op]
             arrays = [t._data if isinstance(t, torcia.Tensor) else t for t in inputs]
             return Ran(inputs, torcia.Tensor._make(kernel(*arrays, **_copy(sample.params)),
                                                    dev))
-        return Ran(inputs, library.call(sample.op, inputs, _copy(sample.params)))
+        return Ran(inputs, _tensor.call(sample.op, inputs, _copy(sample.params)))
 
 
 def run(sample, device, requires_grad=False):
@@ -612,8 +597,6 @@ def _arrays(x) -> list:
 def _aliasing(ran: Ran, sample, device, host_args, want) -> None:
     """The memory contracts: inputs as they were, outputs of their own, views views.
     ``host_args`` and ``want``: the reference kernel's arguments and result."""
-    from torcia import library
-
     where = f"{sample.op} ({sample.variant})"
     for i, (given, t) in enumerate(zip(sample.args, ran.inputs)):
         if isinstance(given, np.ndarray):
@@ -622,7 +605,7 @@ def _aliasing(ran: Ran, sample, device, host_args, want) -> None:
                 after, given, equal_nan=given.dtype.kind in "fc"), (
                 f"{where}: wrote into its input {i} (an out-of-place op leaves its inputs "
                 "as they were)")
-    shares = getattr(library.get_backend(device).xp, "may_share_memory", None)
+    shares = getattr(_backend.get_backend(device).xp, "may_share_memory", None)
     if shares is None:
         return  # an array module that cannot say: aliasing is not checked
     outs, ins = _arrays(ran.out), _arrays(ran.inputs)
@@ -648,21 +631,17 @@ def _host_copies(op: str, device: str) -> bool:
 
 @functools.cache
 def _host_fallback_ops(device: str) -> frozenset:
-    from torcia import library
-
-    if library.get_backend(device).fallback != "host":
+    if _backend.get_backend(device).fallback != "host":
         return frozenset()
-    return frozenset(op for op, how in library.device_ops(device).items() if how == "fallback")
+    return frozenset(op for op, how in _oprecords.device_ops(device).items() if how == "fallback")
 
 
 def check(sample, device) -> None:
     """The values and aliasing checks of one sample on ``device``; an AssertionError
     saying what differs."""
-    from torcia import library
-
     host_args = _copy(sample.args)
     with _quiet():
-        want = library.op_records()[sample.op].kernel(*host_args, **_copy(sample.params))
+        want = _oprecords.op_records()[sample.op].kernel(*host_args, **_copy(sample.params))
     ran = execute(sample, device)
     got = _host(ran.out)
     if sample.op in RANDOM:
@@ -713,11 +692,9 @@ class Report:
         self.ran: dict[tuple[str, str], set[str]] = {}
 
     def pytest_collection_modifyitems(self, session, config, items):
-        from torcia import library
-
-        self.ops = library.device_ops(self.device)
+        self.ops = _oprecords.device_ops(self.device)
         rank = {"creation": 0, "native": 1, "fallback": 2, "decomposed": 3, "missing": 4}
-        records = library.op_records()
+        records = _oprecords.op_records()
 
         def order(item):
             op = item.callspec.params.get("op") if hasattr(item, "callspec") else None
