@@ -300,12 +300,14 @@ class _ConvNd(nn.Module):
                 "out_zero_point": self.zero_point}
 
     def _run(self, xi: Tensor, x: QTensor) -> Tensor:
-        return call("quantized_conv", (xi, self.weight_int8, self.weight_scales, self.bias_),
+        b = self._buffers
+        return call("quantized_conv", (xi, b["weight_int8"], b["weight_scales"], b["bias_"]),
                     {**self._params(x), "relu": self._relu})
 
     def forward(self, x):
-        x = _check_quantized(x, type(self).__name__)
-        if x.dim() != self._ND + 2:
+        if x.__class__ is not QTensor or x._axis is not None:
+            x = _check_quantized(x, type(self).__name__)
+        if x._int.dim() != self._ND + 2:
             raise ValueError(f"Input shape must be `(N, C, {', '.join('DHW'[-self._ND:])})`!"
                              f" got a {x.dim()}-d input")
         return QTensor(self._run(x._int, x), quint8, self.scale, self.zero_point)
@@ -400,10 +402,22 @@ class Conv2d(_ConvNd):
     _FLOAT_MODULE = (nn.Conv2d, nnqat.Conv2d)
 
     def _run(self, xi, x):
-        params = self._params(x)
-        params.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
-        return call("quantized_conv2d", (xi, frozen(self, self.weight_int8),
-                                         self.weight_scales, self.bias_), params)
+        # a quantized model's hot path: the parameters that depend on the module alone are
+        # made once (again when one of them is set anew), the buffers read from their dict
+        # (Module.__getattr__ costs microseconds a lookup)
+        key = (self.stride, self.padding, self.dilation, self.groups, self.scale,
+               self.zero_point, self._relu)
+        kept = self.__dict__.get("_call_params")
+        if kept is None or kept[0] != key:
+            made = self._params(x)
+            made.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
+            kept = self.__dict__["_call_params"] = (key, made)
+        params = kept[1].copy()
+        params["x_scale"] = float(x._scale)
+        params["x_zero_point"] = int(x._zero_point)
+        b = self._buffers
+        return call("quantized_conv2d", (xi, frozen(self, b["weight_int8"]),
+                                         b["weight_scales"], b["bias_"]), params)
 
 
 class Conv3d(_ConvNd):
