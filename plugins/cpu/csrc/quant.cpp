@@ -1264,43 +1264,46 @@ void max_pool_images(const uint8_t* __restrict__ x, uint8_t* __restrict__ out, i
   const int64_t kh = g[0], kw = g[1], sh = g[2], sw = g[3], ph = g[4], pw = g[5], dh = g[6],
                 dw = g[7];
   const int64_t blocked = inner / kPoolBlock * kPoolBlock;
+  // the taps [first, last) of a window starting at `start` that fall inside `size`
+  auto inside = [](int64_t start, int64_t k, int64_t d, int64_t size, int64_t& first,
+                   int64_t& last) {
+    first = start >= 0 ? 0 : (-start + d - 1) / d;
+    last = start >= size ? 0 : std::min(k, (size - start + d - 1) / d);
+  };
 #pragma omp parallel for schedule(static) if (b * oh * ow * inner * kh * kw > (1 << 18))
   for (int64_t row = 0; row < b * oh; ++row) {
     const int64_t img = row / oh, i = row % oh;
     const uint8_t* plane = x + img * h * w * inner;
+    int64_t ki0, ki1;
+    inside(i * sh - ph, kh, dh, h, ki0, ki1);
     for (int64_t j = 0; j < ow; ++j) {
       uint8_t* best = out + (row * ow + j) * inner;
+      int64_t kj0, kj1;
+      inside(j * sw - pw, kw, dw, w, kj0, kj1);
+      // where the window's first tap would lie in the image (maybe outside: an offset, not
+      // a pointer), taps ki, kj at ki * dh rows and kj * dw columns from it
+      const int64_t corner = ((i * sh - ph) * w + j * sw - pw) * inner;
       for (int64_t e0 = 0; e0 < blocked; e0 += kPoolBlock) {
         Bytes32 m0 = {}, m1 = {};
-        for (int64_t ki = 0; ki < kh; ++ki) {
-          const int64_t y = i * sh - ph + ki * dh;
-          if (y < 0 || y >= h) continue;
-          for (int64_t kj = 0; kj < kw; ++kj) {
-            const int64_t xx = j * sw - pw + kj * dw;
-            if (xx < 0 || xx >= w) continue;
-            const uint8_t* v = plane + (y * w + xx) * inner + e0;
+        for (int64_t ki = ki0; ki < ki1; ++ki)
+          for (int64_t kj = kj0; kj < kj1; ++kj) {
+            const uint8_t* v = plane + (corner + (ki * dh * w + kj * dw) * inner + e0);
             Bytes32 a, c;
             std::memcpy(&a, v, sizeof a);
             std::memcpy(&c, v + sizeof a, sizeof c);
             m0 = m0 > a ? m0 : a;
             m1 = m1 > c ? m1 : c;
           }
-        }
         std::memcpy(best + e0, &m0, sizeof m0);
         std::memcpy(best + e0 + sizeof m0, &m1, sizeof m1);
       }
       if (blocked == inner) continue;
       std::memset(best + blocked, 0, inner - blocked);
-      for (int64_t ki = 0; ki < kh; ++ki) {
-        const int64_t y = i * sh - ph + ki * dh;
-        if (y < 0 || y >= h) continue;
-        for (int64_t kj = 0; kj < kw; ++kj) {
-          const int64_t xx = j * sw - pw + kj * dw;
-          if (xx < 0 || xx >= w) continue;
-          const uint8_t* v = plane + (y * w + xx) * inner;
+      for (int64_t ki = ki0; ki < ki1; ++ki)
+        for (int64_t kj = kj0; kj < kj1; ++kj) {
+          const uint8_t* v = plane + (corner + (ki * dh * w + kj * dw) * inner);
           for (int64_t e = blocked; e < inner; ++e) best[e] = std::max(best[e], v[e]);
         }
-      }
     }
   }
 }
