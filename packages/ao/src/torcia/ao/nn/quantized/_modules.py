@@ -83,8 +83,12 @@ def _averaged(x, fn, what):
     x = _check_quantized(x, what)
     info = torcia.iinfo(x._int.dtype)
     zero_point = int(x._zero_point)
-    out = (fn(x._int.to(torcia.float64) - zero_point) + zero_point).round()
-    return QTensor(out.clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
+    out = x._int.to(torcia.float64)
+    if zero_point:  # the ops of a zero point 0 change nothing (a ReLU's output): skipped
+        out = fn(out - zero_point) + zero_point
+    else:
+        out = fn(out)
+    return QTensor(out.round().clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
                    x._zero_point)
 
 
