@@ -483,26 +483,34 @@ TORCIA_INLINE bool near_half(int32_t acc, float fm, float fb, float slack, float
   return std::fabs(y - q) + (std::fabs(p) * 0x1p-20f + slack) >= 0.5f;
 }
 
-// The uint8 outputs of a span through near_half, in loops over the whole span that the
-// clones fill for AVX-512 and AVX2 (v: the span's outputs as floats, a loop storing bytes
-// alone would stay scalar on short spans). A span with a value near a half (about one in
-// 10^4 values of 100 or so) is looked at again by groups of 16 values, and the groups that
-// hold one are computed as the reference does.
-constexpr int64_t kGroup = 16;
+// The uint8 outputs of a span through near_half. Blocks of kBlock values run as loops of
+// that constant count, which the clones fill for AVX-512 and AVX2 with the block's floats
+// kept in registers and packed to bytes from there; the rest of the span as loops over it
+// (v: its outputs as floats, a loop storing bytes alone would stay scalar on short spans).
+// A block or rest with a value near a half (about one in 10^4 values of 100 or so) is
+// looked at again by groups of 16 values, and the groups that hold one are computed as the
+// reference does.
+constexpr int64_t kGroup = 16, kBlock = 64;
 
-TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float* fm,
-                                   const float* fb, const float* slack, const double* mult,
-                                   const double* bias, Requant r, float* v, uint8_t* out) {
+TORCIA_INLINE int uint8_block(const int32_t* acc, const float* fm, const float* fb,
+                              const float* slack, float lo, float zp, uint8_t* out) {
+  float v[kBlock];
   int near = 0;
-  for (int64_t i = 0; i < len; ++i) {
+  for (int64_t i = 0; i < kBlock; ++i) {
     float q;
     near |= near_half(acc[i], fm[i], fb[i], slack[i], q);
-    v[i] = std::min(255.f, std::max(r.lo, q + r.zp));
+    v[i] = std::min(255.f, std::max(lo, q + zp));
   }
-  for (int64_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(v[i]);
-  if (!near) return;
-  for (int64_t g = 0; g < len; g += kGroup) {
-    const int64_t n = std::min(kGroup, len - g);
+  for (int64_t i = 0; i < kBlock; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  return near;
+}
+
+// the groups of [first, first + len) that hold a value near a half, as the reference
+TORCIA_INLINE void recheck(const int32_t* acc, int64_t first, int64_t len, const float* fm,
+                           const float* fb, const float* slack, const double* mult,
+                           const double* bias, const Requant& r, uint8_t* out) {
+  for (int64_t g = first; g < first + len; g += kGroup) {
+    const int64_t n = std::min(kGroup, first + len - g);
     int close = 0;
     for (int64_t k = g; k < g + n; ++k) {
       float q;
@@ -510,6 +518,24 @@ TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float*
     }
     if (close) exact_span(acc + g, n, mult + g, bias + g, r, out + g);
   }
+}
+
+TORCIA_CLONES_WIDE void uint8_span(const int32_t* acc, int64_t len, const float* fm,
+                                   const float* fb, const float* slack, const double* mult,
+                                   const double* bias, Requant r, float* v, uint8_t* out) {
+  int64_t first = 0;
+  for (; first + kBlock <= len; first += kBlock)
+    if (uint8_block(acc + first, fm + first, fb + first, slack + first, r.lo, r.zp,
+                    out + first))
+      recheck(acc, first, kBlock, fm, fb, slack, mult, bias, r, out);
+  int near = 0;
+  for (int64_t i = first; i < len; ++i) {
+    float q;
+    near |= near_half(acc[i], fm[i], fb[i], slack[i], q);
+    v[i] = std::min(255.f, std::max(r.lo, q + r.zp));
+  }
+  for (int64_t i = first; i < len; ++i) out[i] = static_cast<uint8_t>(v[i]);
+  if (near) recheck(acc, first, len - first, fm, fb, slack, mult, bias, r, out);
 }
 
 // The constants of a convolution's epilogue, per output channel repeated along a span of
@@ -523,12 +549,16 @@ struct Epilogue {
   int64_t o, per, len;
   std::vector<double> mult, bias;
   std::vector<float> fm, fb, slack;
+  // what it was made from (bias_of empty without a bias), for the_epilogue
+  double x_scale;
+  std::vector<float> scale_of, bias_of;
 };
 
 Epilogue make_epilogue(int64_t o, double x_scale, const float* ws, const float* bias,
                        const Requant& r) {
   const int64_t per = std::max<int64_t>(1, 1024 / o);
-  Epilogue e{r, o, per, per * o, {}, {}, {}, {}, {}};
+  Epilogue e{r, o, per, per * o, {}, {}, {}, {}, {}, x_scale, {ws, ws + o}, {}};
+  if (bias) e.bias_of.assign(bias, bias + o);
   std::vector<double> m(static_cast<size_t>(o)), b(static_cast<size_t>(o), 0.0);
   std::vector<float> fm(static_cast<size_t>(o)), fb(static_cast<size_t>(o)),
       slack(static_cast<size_t>(o));
@@ -555,6 +585,25 @@ Epilogue make_epilogue(int64_t o, double x_scale, const float* ws, const float* 
     repeat(slack, e.slack);
   }
   return e;
+}
+
+// The epilogue of a convolution's call: kept, where it was made from the same constants
+// (the scales and bias compared, as they may change in place between calls), else made
+// and kept. A plan keeps its own: repeating the constants along a span costs a small
+// convolution's time. Called with plans_mutex held.
+std::shared_ptr<const Epilogue> the_epilogue(std::shared_ptr<const Epilogue>& kept, int64_t o,
+                                             double x_scale, const float* ws,
+                                             const float* bias, const Requant& r) {
+  const size_t bytes = sizeof(float) * static_cast<size_t>(o);
+  const Epilogue* e = kept.get();
+  if (e && e->o == o && e->x_scale == x_scale && e->r.to_uint8 == r.to_uint8 &&
+      e->r.relu == r.relu && e->r.scale == r.scale && e->r.zp == r.zp && e->r.lo == r.lo &&
+      std::memcmp(e->scale_of.data(), ws, bytes) == 0 &&
+      (bias ? !e->bias_of.empty() && std::memcmp(e->bias_of.data(), bias, bytes) == 0
+            : e->bias_of.empty()))
+    return kept;
+  kept = std::make_shared<const Epilogue>(make_epilogue(o, x_scale, ws, bias, r));
+  return kept;
 }
 
 // the epilogue of a convolution's sums (rows, O), a row per output position (channels-last),
@@ -707,6 +756,7 @@ struct ConvPlan {
   Owned to_nhwc_pd{dnnl.primitive_desc_destroy}, to_nhwc{dnnl.primitive_destroy};
   size_t scratch = 0;
   std::shared_ptr<Packed> packed;
+  std::shared_ptr<const Epilogue> epilogue;  // the last call's (the_epilogue)
   // the frozen weights' owner (a strong reference), or null; changed only with the GIL
   // held, in plan_for, and never released by a destructor (a plan may outlive the
   // interpreter, or be dropped by a call running without the GIL)
@@ -1127,15 +1177,19 @@ py::array qconv2d(const py::array& xq, int x_zp, const py::array& wq, double x_s
     return ConvShape{images, c, h, wd, o, kh, kw, groups, oh, ow, stride, padding, dilation};
   };
   std::pair<std::shared_ptr<ConvPlan>, std::shared_ptr<Packed>> full, rest;
+  const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
+                  relu ? static_cast<float>(out_zp) : 0.f};
+  std::shared_ptr<const Epilogue> kept;
   if (on_dnnl) {
     full = plan_for(wq, geometry(chunk), x_zp != 0);
     if (n % chunk) rest = plan_for(wq, geometry(n % chunk), x_zp != 0);
+    std::lock_guard<std::mutex> lock(plans_mutex);
+    kept = the_epilogue(full.first->epilogue, o, x_scale, ws, b, r);
   }
-  const Requant r{!to_float, relu, static_cast<float>(out_scale), static_cast<float>(out_zp),
-                  relu ? static_cast<float>(out_zp) : 0.f};
   {
     py::gil_scoped_release release;
-    const Epilogue epilogue = make_epilogue(o, x_scale, ws, b, r);
+    if (!kept) kept = std::make_shared<const Epilogue>(make_epilogue(o, x_scale, ws, b, r));
+    const Epilogue& epilogue = *kept;
     // the primitive or the GEMM writes every sum
     int32_t* acc =
         static_cast<int32_t*>(workspace(kSumsSlot, sizeof(int32_t) * chunk * p * o));
@@ -1195,30 +1249,61 @@ int64_t pooled_size(const std::string& fn, int64_t size, int64_t k, int64_t stri
 
 // The largest of each window, over the images' inner elements at once: b images of h x w
 // elements of `inner` bytes each (the channels of a channels-last image, or 1), windows
-// that skip what lies outside (0, the smallest uint8, in PyTorch's quantized max pooling)
+// that skip what lies outside (0, the smallest uint8, in PyTorch's quantized max pooling).
+// The inner elements run by blocks of kPoolBlock bytes kept in registers over the window
+// (two vectors of 32 bytes, which the clones fill with AVX2's or SSE2's lanes: the same
+// maxima kept in memory chain each tap's loads to the last tap's stores), the rest by a
+// loop over memory.
+typedef uint8_t Bytes32 __attribute__((vector_size(32)));
+constexpr int64_t kPoolBlock = 2 * sizeof(Bytes32);
+
 TORCIA_CLONES
 void max_pool_images(const uint8_t* __restrict__ x, uint8_t* __restrict__ out, int64_t b,
                      int64_t h, int64_t w, int64_t inner, int64_t oh, int64_t ow,
                      const int64_t* g) {
   const int64_t kh = g[0], kw = g[1], sh = g[2], sw = g[3], ph = g[4], pw = g[5], dh = g[6],
                 dw = g[7];
+  const int64_t blocked = inner / kPoolBlock * kPoolBlock;
+  // the taps [first, last) of a window starting at `start` that fall inside `size`
+  auto inside = [](int64_t start, int64_t k, int64_t d, int64_t size, int64_t& first,
+                   int64_t& last) {
+    first = start >= 0 ? 0 : (-start + d - 1) / d;
+    last = start >= size ? 0 : std::min(k, (size - start + d - 1) / d);
+  };
 #pragma omp parallel for schedule(static) if (b * oh * ow * inner * kh * kw > (1 << 18))
   for (int64_t row = 0; row < b * oh; ++row) {
     const int64_t img = row / oh, i = row % oh;
     const uint8_t* plane = x + img * h * w * inner;
+    int64_t ki0, ki1;
+    inside(i * sh - ph, kh, dh, h, ki0, ki1);
     for (int64_t j = 0; j < ow; ++j) {
       uint8_t* best = out + (row * ow + j) * inner;
-      std::memset(best, 0, inner);
-      for (int64_t ki = 0; ki < kh; ++ki) {
-        const int64_t y = i * sh - ph + ki * dh;
-        if (y < 0 || y >= h) continue;
-        for (int64_t kj = 0; kj < kw; ++kj) {
-          const int64_t xx = j * sw - pw + kj * dw;
-          if (xx < 0 || xx >= w) continue;
-          const uint8_t* v = plane + (y * w + xx) * inner;
-          for (int64_t e = 0; e < inner; ++e) best[e] = std::max(best[e], v[e]);
-        }
+      int64_t kj0, kj1;
+      inside(j * sw - pw, kw, dw, w, kj0, kj1);
+      // where the window's first tap would lie in the image (maybe outside: an offset, not
+      // a pointer), taps ki, kj at ki * dh rows and kj * dw columns from it
+      const int64_t corner = ((i * sh - ph) * w + j * sw - pw) * inner;
+      for (int64_t e0 = 0; e0 < blocked; e0 += kPoolBlock) {
+        Bytes32 m0 = {}, m1 = {};
+        for (int64_t ki = ki0; ki < ki1; ++ki)
+          for (int64_t kj = kj0; kj < kj1; ++kj) {
+            const uint8_t* v = plane + (corner + (ki * dh * w + kj * dw) * inner + e0);
+            Bytes32 a, c;
+            std::memcpy(&a, v, sizeof a);
+            std::memcpy(&c, v + sizeof a, sizeof c);
+            m0 = m0 > a ? m0 : a;
+            m1 = m1 > c ? m1 : c;
+          }
+        std::memcpy(best + e0, &m0, sizeof m0);
+        std::memcpy(best + e0 + sizeof m0, &m1, sizeof m1);
       }
+      if (blocked == inner) continue;
+      std::memset(best + blocked, 0, inner - blocked);
+      for (int64_t ki = ki0; ki < ki1; ++ki)
+        for (int64_t kj = kj0; kj < kj1; ++kj) {
+          const uint8_t* v = plane + (corner + (ki * dh * w + kj * dw) * inner);
+          for (int64_t e = blocked; e < inner; ++e) best[e] = std::max(best[e], v[e]);
+        }
     }
   }
 }

@@ -83,8 +83,12 @@ def _averaged(x, fn, what):
     x = _check_quantized(x, what)
     info = torcia.iinfo(x._int.dtype)
     zero_point = int(x._zero_point)
-    out = (fn(x._int.to(torcia.float64) - zero_point) + zero_point).round()
-    return QTensor(out.clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
+    out = x._int.to(torcia.float64)
+    if zero_point:  # the ops of a zero point 0 change nothing (a ReLU's output): skipped
+        out = fn(out - zero_point) + zero_point
+    else:
+        out = fn(out)
+    return QTensor(out.round().clamp(info.min, info.max).to(x._int.dtype), x.dtype, x._scale,
                    x._zero_point)
 
 
@@ -141,7 +145,8 @@ class Quantize(nn.Module):
         self.dtype = dtype
 
     def forward(self, X):
-        return quantize_per_tensor(X, self.scale.item(), self.zero_point.item(), self.dtype)
+        b = self._buffers  # not Module.__getattr__: microseconds a lookup
+        return quantize_per_tensor(X, b["scale"].item(), b["zero_point"].item(), self.dtype)
 
     @classmethod
     def from_float(cls, mod, use_precomputed_fake_quant=False):
@@ -217,8 +222,9 @@ class Linear(nn.Module):
 
     def forward(self, x):
         x = _check_quantized(x, type(self).__name__)
-        out = call("quantized_linear", (x._int, self.weight_int8, self.weight_scales,
-                                        self.bias_),
+        b = self._buffers  # not Module.__getattr__: microseconds a lookup
+        out = call("quantized_linear", (x._int, b["weight_int8"], b["weight_scales"],
+                                        b["bias_"]),
                    {"x_scale": float(x._scale), "x_zero_point": int(x._zero_point),
                     "out_scale": self.scale, "out_zero_point": self.zero_point,
                     "relu": self._relu})
@@ -300,12 +306,14 @@ class _ConvNd(nn.Module):
                 "out_zero_point": self.zero_point}
 
     def _run(self, xi: Tensor, x: QTensor) -> Tensor:
-        return call("quantized_conv", (xi, self.weight_int8, self.weight_scales, self.bias_),
+        b = self._buffers
+        return call("quantized_conv", (xi, b["weight_int8"], b["weight_scales"], b["bias_"]),
                     {**self._params(x), "relu": self._relu})
 
     def forward(self, x):
-        x = _check_quantized(x, type(self).__name__)
-        if x.dim() != self._ND + 2:
+        if x.__class__ is not QTensor or x._axis is not None:
+            x = _check_quantized(x, type(self).__name__)
+        if x._int.dim() != self._ND + 2:
             raise ValueError(f"Input shape must be `(N, C, {', '.join('DHW'[-self._ND:])})`!"
                              f" got a {x.dim()}-d input")
         return QTensor(self._run(x._int, x), quint8, self.scale, self.zero_point)
@@ -400,10 +408,22 @@ class Conv2d(_ConvNd):
     _FLOAT_MODULE = (nn.Conv2d, nnqat.Conv2d)
 
     def _run(self, xi, x):
-        params = self._params(x)
-        params.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
-        return call("quantized_conv2d", (xi, frozen(self, self.weight_int8),
-                                         self.weight_scales, self.bias_), params)
+        # a quantized model's hot path: the parameters that depend on the module alone are
+        # made once (again when one of them is set anew), the buffers read from their dict
+        # (Module.__getattr__ costs microseconds a lookup)
+        key = (self.stride, self.padding, self.dilation, self.groups, self.scale,
+               self.zero_point, self._relu)
+        kept = self.__dict__.get("_call_params")
+        if kept is None or kept[0] != key:
+            made = self._params(x)
+            made.update(padding=tuple((p, p) for p in self.padding), relu=self._relu)
+            kept = self.__dict__["_call_params"] = (key, made)
+        params = kept[1].copy()
+        params["x_scale"] = float(x._scale)
+        params["x_zero_point"] = int(x._zero_point)
+        b = self._buffers
+        return call("quantized_conv2d", (xi, frozen(self, b["weight_int8"]),
+                                         b["weight_scales"], b["bias_"]), params)
 
 
 class Conv3d(_ConvNd):
@@ -1067,9 +1087,9 @@ class QuantizedPassthrough(nn.Module):
         self.module = module
 
     def forward(self, x):
+        m = self._modules["module"]  # not Module.__getattr__: microseconds a lookup
         if not isinstance(x, QTensor):
-            return self.module(x)
-        m = self.module
+            return m(x)
         if isinstance(m, nn.ReLU):
             return x.relu()
         if isinstance(m, (nn.Dropout, nn.Identity)):
