@@ -4,7 +4,7 @@ formula would have said."""
 
 import pytest
 
-from torcia import _meta, _opdef, _ops, amp, library, ops
+from torcia import _meta, _opdef, _oprecords, _ops, amp, library, ops
 from torcia._numpy_backend import Reference
 from torcia._tensor import DECOMPOSITIONS
 
@@ -41,10 +41,10 @@ def test_the_schema_agrees_with_the_kernel_and_the_derivative_formula(name):
     # kernel's signature or the formula's argument names fails here
     op = DECLARED[name]
     kernel = Reference().table()[name]
-    inputs, params = library._signature(kernel, op.group)
+    inputs, params = _oprecords._signature(kernel, op.group)
     backward = library.autograd_engine().derivative(name)
     if backward is not None:
-        inputs, params = library._schema_from_formula(backward, inputs, params)
+        inputs, params = _oprecords._schema_from_formula(backward, inputs, params)
     assert (op.inputs, op.params) == (inputs, params)
 
 

@@ -25,8 +25,8 @@ from torcia import _autograd_mode, _meta, _opdef, ops
 from torcia import backend as _backend
 from torcia._decompositions import DECOMPOSITIONS
 from torcia._numpy_backend import Reference as ReferenceKernels
-from torcia._ops import DECLARED as _DECLARED
 from torcia._opdef import OpDef
+from torcia._ops import DECLARED as _DECLARED
 from torcia._tensor import AUTOGRAD as _AUTOGRAD
 from torcia._tensor import load_autograd as _load_autograd
 from torcia.backend import FALLBACK_PROVIDER, get_backend
