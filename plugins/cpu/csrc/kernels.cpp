@@ -920,7 +920,8 @@ py::tuple lstm_cell(carray<T> gates, carray<T> c) {
   {
     py::gil_scoped_release release;
     for (int64_t r = 0; r < m; ++r)
-      lstm_cell_row(gp + r * 4 * hd, cp + r * hd, ap + r * 4 * hd, hp + r * hd, cn + r * hd, hd);
+      lstm_cell_row(gp + r * 4 * hd, hd, cp + r * hd, ap + r * 4 * hd, hd, hp + r * hd,
+                    cn + r * hd, hd);
   }
   return py::make_tuple(h, c_new, act);
 }
@@ -954,7 +955,7 @@ py::tuple lstm_cell_backward(carray<T> gh, carray<T> gc, carray<T> act, carray<T
     for (int64_t r = 0; r < m; ++r) {
       const int64_t e = r * hd;
       lstm_cell_backward_row(ghp + e, gcp + e, ap + 4 * e, cp + e, cnp + e, out + 4 * e,
-                             outc + e, hd);
+                             outc + e, hd, hd);
     }
   }
   return py::make_tuple(g_gates, g_c);

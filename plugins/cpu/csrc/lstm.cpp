@@ -1,23 +1,40 @@
 // A one-direction LSTM layer over a whole sequence, forward and back through time, in C++:
-// each step's recurrent product is one GEMM on OpenBLAS and the cell one vectorised pass,
-// with no return to Python between steps (NumPy: a matmul call, temporaries and a cell
-// call per step).
+// each step's recurrent product is one GEMM and the cell one vectorised pass, with no
+// return to Python between steps (NumPy: a matmul call, temporaries and a cell call per
+// step).
+//
+// On several threads (torcia's count), the hidden units are split into a slice a thread:
+// a slice of a step is its units' columns of the step's product, on one BLAS thread, and
+// their cell; the next step starts once every slice is done (stages.h, which lets a thread
+// that has a core run the slices of one that has none). A step's product is too small for
+// BLAS's own threads to pay (MKL's sleeping ones made an LSTM step 5x slower, see
+// torcia_cpu/_blas.py), and they would leave the cell on one thread. The slices depend on
+// the thread count alone, so results are the same from run to run at a given count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
 #include "checks.h"
 #include "gemm.h"
 #include "lstm_rows.h"
+#include "stages.h"
 
 namespace py = pybind11;
 using std::int64_t;
+
+int get_num_threads();  // torcia's thread count (kernels.cpp)
 
 namespace {
 
@@ -61,10 +78,110 @@ Dims layer_dims(const std::string& fn, const py::array& x_gates, const py::array
   return d;
 }
 
+// A step's multiply-adds (N x H x 4H) from which the layer runs on several threads, and
+// the fewest units a slice takes (a cache line of float32).
+constexpr int64_t kThreadedMacs = 1 << 17;
+constexpr int64_t kMinUnits = 16;
+
+// The slices to split a layer's units into: torcia's thread count, fewer where a slice
+// would get under kMinUnits units, one for a small step or inside another parallel region.
+int slices_for(const Dims& d) {
+#ifdef _OPENMP
+  if (omp_in_parallel() || d.batch * 4 * d.hidden * d.hidden < kThreadedMacs) return 1;
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), d.hidden / kMinUnits)));
+#else
+  (void)d;
+  return 1;
+#endif
+}
+
+// The first unit of slice j of `slices` over h units (j = slices gives h): boundaries on
+// multiples of kMinUnits, so that slices write whole cache lines of float32 rows.
+int64_t unit_bound(int64_t h, int j, int slices) {
+  if (j >= slices) return h;
+  return h * j / slices / kMinUnits * kMinUnits;
+}
+
+// A scratch buffer on a 64-byte boundary: GEMM's results do not then depend on where the
+// allocator put it.
+template <typename T>
+class Scratch {
+ public:
+  explicit Scratch(int64_t count) {
+    const size_t bytes = (std::max<int64_t>(count, 1) * sizeof(T) + 63) / 64 * 64;
+    ptr_.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
+    if (!ptr_) throw std::bad_alloc();
+  }
+  T* get() const { return ptr_.get(); }
+
+ private:
+  struct Free {
+    void operator()(T* p) const { std::free(p); }
+  };
+  std::unique_ptr<T, Free> ptr_;
+};
+
+// Runs grid.run(work) on a team of `slices` threads (or fewer, where OpenMP gives fewer).
+template <typename Work>
+void on_team(int slices, torcia_stages::Grid& grid, Work&& work) {
+#pragma omp parallel num_threads(slices)
+  grid.run(work);
+}
+
+// The forward in slices: stage 0 copies each slice's columns of the four gates of w into
+// a (H, 4 * units) matrix, gate-major as the gates of a row; stage 1 + s is step s: each
+// slice's gates (N, 4 * units) = x_gates' columns + h_prev times those columns, and their
+// cell, which writes the slice's columns of out, cs and acts.
+template <typename T>
+void forward_split(const Dims& d, int slices, const T* xg, const T* h0, const T* c0,
+                   const T* w, T* out, T* cs, T* acts) {
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h;
+  std::vector<Scratch<T>> wp, gates;
+  wp.reserve(slices);
+  gates.reserve(slices);
+  for (int j = 0; j < slices; ++j) {
+    const int64_t u = unit_bound(h, j + 1, slices) - unit_bound(h, j, slices);
+    wp.emplace_back(h * 4 * u);
+    gates.emplace_back(n * 4 * u);
+  }
+  torcia_stages::Grid grid(1 + d.steps, slices);
+  on_team(slices, grid, [&](int64_t stage, int j) {
+    const int64_t lo = unit_bound(h, j, slices), u = unit_bound(h, j + 1, slices) - lo;
+    T* wj = wp[j].get();
+    if (stage == 0) {
+      for (int64_t k = 0; k < h; ++k)
+        for (int64_t q = 0; q < 4; ++q)
+          std::memcpy(wj + k * 4 * u + q * u, w + k * g + q * h + lo, sizeof(T) * u);
+      return;
+    }
+    const int64_t s = stage - 1;
+    const T* h_prev = s == 0 ? h0 : out + (s - 1) * n * h;
+    const T* c_prev = s == 0 ? c0 : cs + (s - 1) * n * h;
+    T* gt = gates[j].get();
+    const T* xs = xg + s * n * g;
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t q = 0; q < 4; ++q)
+        std::memcpy(gt + r * 4 * u + q * u, xs + r * g + q * h + lo, sizeof(T) * u);
+    gemm<T>(CblasNoTrans, CblasNoTrans, n, 4 * u, h, h_prev, h, wj, 4 * u, T(1), gt, 4 * u);
+    T* ht = out + s * n * h;
+    T* ct = cs + s * n * h;
+    T* at = acts + s * n * g;
+    for (int64_t r = 0; r < n; ++r)
+      lstm_cell_row(gt + r * 4 * u, u, c_prev + r * h + lo, at + r * g + lo, h,
+                    ht + r * h + lo, ct + r * h + lo, u);
+  });
+}
+
 template <typename T>
 void forward(const Dims& d, const T* xg, const T* h0, const T* c0, const T* w, T* out, T* cs,
              T* acts) {
   py::gil_scoped_release release;
+  const int slices = d.steps > 0 ? slices_for(d) : 1;
+  if (slices > 1) {
+    forward_split<T>(d, slices, xg, h0, c0, w, out, cs, acts);
+    return;
+  }
   const int64_t n = d.batch, h = d.hidden, g = 4 * h;
   std::vector<T> gates(n * g);
   const T* h_prev = h0;
@@ -77,7 +194,8 @@ void forward(const Dims& d, const T* xg, const T* h0, const T* c0, const T* w, T
     T* ct = cs + t * n * h;
     T* at = acts + t * n * g;
     for (int64_t r = 0; r < n; ++r)
-      lstm_cell_row(gates.data() + r * g, c_prev + r * h, at + r * g, ht + r * h, ct + r * h, h);
+      lstm_cell_row(gates.data() + r * g, h, c_prev + r * h, at + r * g, h, ht + r * h,
+                    ct + r * h, h);
     h_prev = ht;
     c_prev = ct;
   }
@@ -107,11 +225,84 @@ py::tuple lstm_layer(const py::array& x_gates, const py::array& h0, const py::ar
   return py::make_tuple(out, cs, acts);
 }
 
+// The backward in the forward's slices. Stage 0 copies each slice's columns of w^T,
+// (4H, units) row-major as the whole-layer loop's, and zeroes its columns of dh and dc.
+// Then two stages a step, last step first: the slice's cell derivative, writing its
+// columns of the step's g_gates and of dc; then its columns of dh = g_gates w^T, which
+// read all of the step's g_gates. The last stage splits the 4H columns of
+// grad_w_hh_t = [h0; out[:-1]]^T g_gates into slices.
+template <typename T>
+void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, const T* acts,
+                    const T* cs, const T* out, const T* h0, const T* c0, const T* w,
+                    T* g_gates, T* dh, T* dc, T* g_w) {
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h;
+  std::vector<Scratch<T>> w_t, gh, gc;
+  w_t.reserve(slices);
+  gh.reserve(slices);
+  gc.reserve(slices);
+  for (int j = 0; j < slices; ++j) {
+    const int64_t u = unit_bound(h, j + 1, slices) - unit_bound(h, j, slices);
+    w_t.emplace_back(g * u);
+    gh.emplace_back(n * u);
+    gc.emplace_back(n * u);
+  }
+  const int64_t last = 1 + 2 * d.steps;
+  torcia_stages::Grid grid(last + 1, slices);
+  on_team(slices, grid, [&](int64_t stage, int j) {
+    const int64_t lo = unit_bound(h, j, slices), u = unit_bound(h, j + 1, slices) - lo;
+    T* wj = w_t[j].get();
+    if (stage == 0) {
+      for (int64_t k = 0; k < u; ++k)
+        for (int64_t c = 0; c < g; ++c) wj[c * u + k] = w[(lo + k) * g + c];
+      for (int64_t r = 0; r < n; ++r) {
+        std::fill_n(dh + r * h + lo, u, T(0));
+        std::fill_n(dc + r * h + lo, u, T(0));
+      }
+      return;
+    }
+    if (stage == last) {
+      const int64_t c_lo = g * j / slices, width = g * (j + 1) / slices - c_lo;
+      if (width == 0) return;
+      gemm<T>(CblasTrans, CblasNoTrans, h, width, n, h0, h, g_gates + c_lo, g, T(0),
+              g_w + c_lo, g);
+      if (d.steps > 1)
+        gemm<T>(CblasTrans, CblasNoTrans, h, width, (d.steps - 1) * n, out, h,
+                g_gates + n * g + c_lo, g, T(1), g_w + c_lo, g);
+      return;
+    }
+    const int64_t s = d.steps - 1 - (stage - 1) / 2;
+    T* gt = g_gates + s * n * g;
+    if ((stage - 1) % 2 == 1) {
+      gemm<T>(CblasNoTrans, CblasNoTrans, n, u, g, gt, g, wj, u, T(0), dh + lo, h);
+      return;
+    }
+    T* ghj = gh[j].get();
+    T* gcj = gc[j].get();
+    for (int64_t r = 0; r < n; ++r) {
+      const int64_t e = r * h + lo;
+      for (int64_t k = 0; k < u; ++k) {
+        ghj[r * u + k] = g_out ? dh[e + k] + g_out[s * nh + e + k] : dh[e + k];
+        gcj[r * u + k] = g_cs ? dc[e + k] + g_cs[s * nh + e + k] : dc[e + k];
+      }
+    }
+    const T* c_prev = s == 0 ? c0 : cs + (s - 1) * nh;
+    for (int64_t r = 0; r < n; ++r)
+      lstm_cell_backward_row(ghj + r * u, gcj + r * u, acts + s * n * g + r * g + lo,
+                             c_prev + r * h + lo, cs + s * nh + r * h + lo, gt + r * g + lo,
+                             dc + r * h + lo, u, h);
+  });
+}
+
 template <typename T>
 void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const T* cs,
               const T* out, const T* h0, const T* c0, const T* w, T* g_gates, T* dh, T* dc,
               T* g_w) {
   py::gil_scoped_release release;
+  const int slices = d.steps > 0 ? slices_for(d) : 1;
+  if (slices > 1) {
+    backward_split<T>(d, slices, g_out, g_cs, acts, cs, out, h0, c0, w, g_gates, dh, dc, g_w);
+    return;
+  }
   const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h;
   std::vector<T> gh(nh), gc(nh), dc_next(nh);
   // w (H, 4H) transposed once: the per-step products run ~1.3x faster on a row-major
@@ -131,7 +322,7 @@ void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const
     for (int64_t r = 0; r < n; ++r)
       lstm_cell_backward_row(gh.data() + r * h, gc.data() + r * h, acts + t * n * g + r * g,
                              c_prev + r * h, cs + t * nh + r * h, gt + r * g,
-                             dc_next.data() + r * h, h);
+                             dc_next.data() + r * h, h, h);
     std::copy(dc_next.begin(), dc_next.end(), dc);
     if (h > 0) gemm<T>(CblasNoTrans, CblasNoTrans, n, h, g, gt, g, w_t.data(), h, T(0), dh, h);
   }

@@ -135,6 +135,38 @@ def test_lstm_layer_and_backward_match_the_reference(dtype, sizes):
             np.testing.assert_allclose(g, r, **REF_TOL[dtype])
 
 
+# (steps, batch, hidden): a step of at least 2^17 multiply-adds, split over the threads'
+# hidden units, evenly and not (50 units on 3 threads: 16, 16, 18)
+THREADED_LSTM_SIZES = [(4, 16, 48), (3, 20, 50), (2, 1, 192)]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", THREADED_LSTM_SIZES)
+def test_lstm_layer_on_threads_matches_the_reference_run_after_run(dtype, sizes, on_threads):
+    ref = Reference()
+    xg, h0, c0, w = _lstm_inputs(dtype, *sizes)
+    out, cs, acts = ref.lstm_layer(xg, h0, c0, w)
+    g_out, g_cs = (RNG.standard_normal(out.shape).astype(dtype) for _ in range(2))
+    want = (*ref.lstm_layer(xg, h0, c0, w),
+            *ref.lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w),
+            *ref.lstm_layer_backward(None, g_cs, acts, cs, out, h0, c0, w))
+
+    def run():
+        return (*NAT.lstm_layer(xg, h0, c0, w),
+                *NAT.lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w),
+                *NAT.lstm_layer_backward(None, g_cs, acts, cs, out, h0, c0, w))
+
+    results = on_threads(run, (1, 2, 3))
+    for got in results:
+        for g, r in zip(got, want, strict=True):
+            assert g.shape == r.shape and g.dtype == r.dtype
+            np.testing.assert_allclose(g, r, **REF_TOL[dtype])
+    # twice on each count: the same bits
+    for first, again in zip(results[::2], results[1::2]):
+        for a, b in zip(first, again, strict=True):
+            np.testing.assert_array_equal(a, b)
+
+
 def _lstm_call(**change):
     xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
     args = dict(x_gates=xg, h0=h0, c0=c0, w_hh_t=w)

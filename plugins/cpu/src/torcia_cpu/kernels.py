@@ -422,22 +422,21 @@ class NativeKernels:
             _mask4(mask, q, k, b), bool(is_causal), float(scale))
         return tuple(d.reshape(lead + d.shape[1:]) for d in grads)
 
-    # ----- recurrent layers: the time loop in C++, the cells natively -------------------
+    # ----- recurrent layers: the time loop in C++, the cells natively; on torcia's threads,
+    # which split the hidden units (csrc/lstm.cpp), each product on one BLAS thread --------
     def lstm_layer(self, x_gates, h0, c0, w_hh_t):
         if not _lstm_layer_ok(x_gates, h0, c0, w_hh_t):
             return _FALLBACK.lstm_layer(x_gates, h0, c0, w_hh_t)
-        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
-            return tuple(_native.lstm_layer(_c(x_gates), _c(h0), _c(c0), _c(w_hh_t)))
+        return tuple(_native.lstm_layer(_c(x_gates), _c(h0), _c(c0), _c(w_hh_t)))
 
     def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
         grads = [g for g in (g_out, g_cs) if g is not None]
         if not _lstm_layer_ok(acts, h0, c0, w_hh_t, cs, out, *grads) or any(
                 a.shape != acts.shape[:-1] + h0.shape[-1:] for a in (cs, out, *grads)):
             return _FALLBACK.lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t)
-        with _own_blas_threads(h0.size * w_hh_t.shape[-1]):
-            return tuple(_native.lstm_layer_backward(
-                None if g_out is None else _c(g_out), None if g_cs is None else _c(g_cs),
-                _c(acts), _c(cs), _c(out), _c(h0), _c(c0), _c(w_hh_t)))
+        return tuple(_native.lstm_layer_backward(
+            None if g_out is None else _c(g_out), None if g_cs is None else _c(g_cs),
+            _c(acts), _c(cs), _c(out), _c(h0), _c(c0), _c(w_hh_t)))
 
     # ----- recurrent cells ----------------------------------------------------------
     def lstm_cell(self, gates, c):
