@@ -239,11 +239,14 @@ def _widened(value, narrow, wide="float32"):
     """A sample's tensors of the dtypes ``narrow`` (and its dtype arguments among them)
     made ``wide``, the values rounded to their dtype first (1e30 is infinity in float16)."""
     if isinstance(value, T) and value.dtype in narrow:
-        with np.errstate(over="ignore"):
-            exact = torch.from_numpy(np.asarray(value.values).astype(np.float32))
-            if value.dtype in HALF:
-                exact = exact.to(getattr(torch, value.dtype)).float()
-        values = exact.numpy() if wide == "float32" else np.asarray(value.values, wide)
+        if wide != "float32":
+            values = np.asarray(value.values, wide)
+        else:
+            with np.errstate(over="ignore"):
+                exact = torch.from_numpy(np.asarray(value.values).astype(np.float32))
+                if value.dtype in HALF:
+                    exact = exact.to(getattr(torch, value.dtype)).float()
+            values = exact.numpy()
         return dataclasses.replace(value, values=values, dtype=wide)
     if isinstance(value, Dtype) and value.name in narrow:
         return Dtype(wide)
