@@ -166,7 +166,7 @@ def test_winograd_is_used_and_can_be_turned_off():
         _close_to(a, d, np.float32)
 
 
-def test_winograd_environment_switch_is_read_when_the_plugin_starts():
+def test_winograd_environment_switch_is_read_when_the_plugin_starts(registered):
     code = ("import torcia; torcia.ones(2, 2) @ torcia.ones(2, 2); from torcia_cpu import _native; "
             "print(_native.winograd())")
     for value, expected in (("0", "False"), ("1", "True")):
@@ -484,7 +484,7 @@ def test_lstm_cell_in_other_dtypes_falls_back_to_the_reference():
     _same(NAT.lstm_cell(gates, c), REF.lstm_cell(gates, c), np.float32)
 
 
-def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch):
+def test_gradients_through_native_conv_and_linear_pass_gradcheck(monkeypatch, registered):
     import torcia.nn.functional as F
     from torcia.autograd import gradcheck, gradgradcheck
 

@@ -163,7 +163,7 @@ def recorded():
     return recorder.calls
 
 
-def test_the_workload_reaches_every_entry_point(recorded):
+def test_the_workload_reaches_every_entry_point(registered, recorded):
     reached = {name for name, _ in recorded}
     _provider.choose()
     expected = set(ENTRY_POINTS) - (set() if _native.has_int8_gemm() else INT8_GEMM)

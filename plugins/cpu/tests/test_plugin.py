@@ -15,7 +15,7 @@ from torcia.autograd import gradcheck
 from torcia.backend import get_backend
 
 
-def test_registered_over_the_reference_kernels():
+def test_registered_over_the_reference_kernels(registered):
     from torcia import library
 
     cpu = get_backend("cpu")
@@ -26,7 +26,7 @@ def test_registered_over_the_reference_kernels():
         assert isinstance(reference.__self__, library.ReferenceKernels)
 
 
-def test_listing_shows_the_plugin_and_its_kernels():
+def test_listing_shows_the_plugin_and_its_kernels(registered):
     out = subprocess.run([sys.executable, "-m", "torcia", "plugins", "--json"],
                          capture_output=True, text=True, check=True).stdout
     info = {p["name"]: p for p in json.loads(out)["plugins"]}["cpu"]
@@ -34,7 +34,7 @@ def test_listing_shows_the_plugin_and_its_kernels():
     assert "kernel:conv@cpu" in info["provides"]
 
 
-def test_policy_waits_for_the_first_kernel_call():
+def test_policy_waits_for_the_first_kernel_call(registered):
     # listing the plugins builds the kernel tables but runs no kernel: nothing is set
     code = ("import torcia, torcia_cpu.plugin as p; torcia.plugins.plugin_infos(); "
             "before = p.policy_applied(); torcia.ones(2, 2) @ torcia.ones(2, 2); "
@@ -44,7 +44,7 @@ def test_policy_waits_for_the_first_kernel_call():
     assert out == ["False", "True"]
 
 
-def test_policy_opt_out_leaves_blas_and_malloc_alone():
+def test_policy_opt_out_leaves_blas_and_malloc_alone(registered):
     code = ("import torcia, torcia_cpu._memory as m, torcia_cpu._blas as b; "
             "calls = []; m.keep_freed_memory = lambda *a: calls.append('malloc'); "
             "b.set_threads = lambda n: calls.append('blas'); "
