@@ -182,7 +182,7 @@ range = _inclusive_range  # noqa: A001
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
 
-from torcia import _sparse, sparse  # noqa: E402
+from torcia import _foreach, _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 from torcia._sparse import (  # noqa: E402,F401
     dsmm,
@@ -210,8 +210,8 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
 
-# torch._foreach_add, ...: one op over lists of tensors
-globals().update(__import__("torcia._foreach", fromlist=["namespace"]).namespace())
+# torch._foreach_add, ...: one op over lists of tensors, each run by its public function
+globals().update(_foreach.namespace(sys.modules[__name__]))
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
