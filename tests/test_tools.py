@@ -1,4 +1,5 @@
-"""The developer tools: tools/parts.py, tools/install_parts.py and tools/check_deps.py."""
+"""The developer tools: tools/parts.py, tools/install_parts.py, tools/check_deps.py and
+tools/core_layout.py."""
 
 import shutil
 import subprocess
@@ -13,6 +14,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import build_wheels  # noqa: E402
 import check_deps  # noqa: E402
+import core_layout  # noqa: E402
 import install_parts  # noqa: E402
 import parts  # noqa: E402
 
@@ -373,3 +375,18 @@ def test_installs_leave_no_build_metadata_in_the_checkout(fake_repo, tmp_path_fa
         listed = subprocess.run([python, "-c", count], check=True, capture_output=True,
                                 text=True, cwd=tmp_path_factory.getbasetemp()).stdout
         assert listed.strip() == "['torcia-autograd', 'torcia-core']"
+
+
+def test_the_package_torcia_is_a_layer_of_its_own_module():
+    # named alone: its name is not a prefix that puts every unnamed module in its layer
+    layers = [name for name, _ in core_layout.LAYERS]
+    assert layers.index("public API") < layers.index("package") < layers.index("services")
+    assert core_layout.layer_of("torcia") == layers.index("package")
+    assert core_layout.layer_of("torcia.not_in_a_layer") is None
+    graph = {"torcia.linalg": {"torcia"}, "torcia.masked._ops": {"torcia"},
+             "torcia": {"torcia.linalg"}, "torcia.version": {"torcia.library"}}
+    # below the package, importing it runs upward; above it, it does not; the facade
+    # is imported by no module of core
+    assert core_layout.upward_imports(graph) == [
+        "torcia.linalg (public API) -> torcia (package)",
+        "torcia.version (services) -> torcia.library (facade)"]

@@ -6,6 +6,7 @@ Prints, for the checkout:
   local import that breaks a circle at import time still ties the two modules together);
 - upward imports: a module of one of core's layers (:data:`LAYERS`) importing a module of a
   layer above it, or any module of core importing :mod:`torcia.library`, the facade;
+- the modules of core in no layer (the upward check does not see them);
 - function-local imports in core;
 - uses of core objects' private fields (a Tensor's ``_data``, ``_vc``...) outside core;
 - source files over 1,500 lines;
@@ -41,27 +42,39 @@ PRIVATE_FIELDS = {"_data", "_device", "_requires_grad", "_grad", "_vc", "_base",
                   "_hooks", "_retains_grad"}
 LONG_FILE = 1500
 #: Core's layers, bottom first (docs/architecture.rst): a module imports from its own layer
-#: and those below, never from one above; each layer is named by module prefixes. A module
-#: none names is held to one rule only: :mod:`torcia.library`, the facade over all of core,
-#: is imported by no module of core.
+#: and those below, never from one above; each layer is named by module prefixes. The
+#: package ``torcia`` itself (its ``__init__``, :data:`PACKAGE`) gathers the public API and
+#: is named alone, not as a prefix: a module below it reaches the public functions through
+#: what the package hands down (``_opdef.PUBLIC``, ``_foreach.namespace``); a module above
+#: it imports it: the services, the command line (``__main__``), ``version``, and the
+#: tensor subclasses ``masked`` and ``nested``, which call the public functions as a user
+#: does (through ``__torch_function__`` once dispatch is on). A module none names is held
+#: to one rule only: :mod:`torcia.library`, the facade over all of core, is imported by no
+#: module of core.
 LAYERS = (
     ("_core", ("torcia._dtype", "torcia._grad_mode", "torcia._mode_order", "torcia._opdef",
                "torcia._policy", "torcia._print", "torcia._size", "torcia._switches",
                "torcia._tensor", "torcia._storage", "torcia._dlpack", "torcia._shared_memory",
                "torcia._wrapped", "torcia._legacy", "torcia._autocast", "torcia._autograd_mode",
                "torcia.backend", "torcia.plugins", "torcia.hookspecs", "torcia.ops",
-               "torcia.random", "torcia.utils.hooks")),
+               "torcia.random", "torcia.utils.hooks", "torcia.utils")),
     ("ops", ("torcia._oplib", "torcia._creation", "torcia._kernels_", "torcia._numpy_backend",
-             "torcia._meta", "torcia._decompositions", "torcia._custom_ops", "torcia._sparse")),
+             "torcia._meta", "torcia._decompositions", "torcia._decompositions_nn",
+             "torcia._custom_ops", "torcia._sparse", "torcia._oprecords")),
     ("public API", ("torcia.linalg", "torcia.fft", "torcia.special", "torcia.sparse",
                     "torcia.signal", "torcia.overrides", "torcia.accelerator", "torcia.cpu",
                     "torcia._methods", "torcia.backends", "torcia.multiprocessing",
-                    "torcia.futures", "torcia.utils.pytree", "torcia.utils.dlpack")),
+                    "torcia.futures", "torcia.utils.pytree", "torcia.utils.dlpack",
+                    "torcia._foreach")),
+    ("package", ("torcia",)),
     ("services", ("torcia.serialization", "torcia.hub", "torcia.amp", "torcia.profiler",
-                  "torcia.compat", "torcia.testing", "torcia.utils.safetensors")),
+                  "torcia.compat", "torcia.testing", "torcia.utils.safetensors",
+                  "torcia.utils.benchmark", "torcia.utils.tensorboard", "torcia.cuda",
+                  "torcia.masked", "torcia.nested", "torcia.version", "torcia.__main__")),
     ("facade", ("torcia.library",)),
 )
 FACADE = "torcia.library"
+PACKAGE = "torcia"
 
 
 def _sources(root: Path) -> list[Path]:
@@ -167,7 +180,8 @@ def layer_of(module: str) -> int | None:
     best, found = -1, None
     for i, (_name, prefixes) in enumerate(LAYERS):
         for prefix in prefixes:
-            if len(prefix) > best and (module == prefix or module.startswith(prefix)
+            if len(prefix) > best and (module == prefix or prefix != PACKAGE
+                                       and module.startswith(prefix)
                                        and (prefix.endswith("_")
                                             or module[len(prefix)] == ".")):
                 best, found = len(prefix), i
@@ -189,6 +203,11 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
                     here is not None and there is not None and there > here):
                 out.append(f"{module} ({name(here)}) -> {target} ({name(there)})")
     return out
+
+
+def unlayered(graph: dict[str, set[str]]) -> list[str]:
+    """The modules of core that no layer names: only the facade rule holds for them."""
+    return sorted(m for m in graph if layer_of(m) is None)
 
 
 def private_field_uses() -> list[str]:
@@ -248,6 +267,7 @@ def figures() -> dict:
         "circles": len(circles),
         "largest_circle": len(circles[0]) if circles else 0,
         "upward_imports": len(upward_imports(graph)),
+        "unlayered_modules": len(unlayered(graph)),
         "local_imports": len(local),
         "private_field_uses": len(private_field_uses()),
         "long_files": len(long_files()),
@@ -272,14 +292,16 @@ def main(argv=None) -> int:
                         help="exit 1 where a figure is over its --max")
     parser.add_argument("--max", action="append", default=[], metavar="NAME=N",
                         help="the limit of a figure for --check, e.g. circles=0")
-    parser.add_argument("--list", choices=("circles", "upward_imports", "local_imports",
-                                           "private_field_uses", "long_files"),
+    parser.add_argument("--list", choices=("circles", "upward_imports", "unlayered_modules",
+                                           "local_imports", "private_field_uses",
+                                           "long_files"),
                         help="list the places behind one figure")
     args = parser.parse_args(argv)
     if args.list:
         graph, local = core_imports()
         places = {"circles": lambda: [" ".join(c) for c in _circles(graph)],
                   "upward_imports": lambda: upward_imports(graph),
+                  "unlayered_modules": lambda: unlayered(graph),
                   "local_imports": lambda: local, "private_field_uses": private_field_uses,
                   "long_files": long_files}[args.list]()
         print("\n".join(places))

@@ -37,6 +37,27 @@ print(json.dumps({{"ml_dtypes": "ml_dtypes" in sys.modules,
                      "dtype": "torcia.bfloat16"}
 
 
+def test_import_defers_serialization_amp_and_their_libraries():
+    state = _fresh("""
+import sys
+import torcia
+deferred = ("torcia.serialization", "torcia.amp", "json", "zlib")
+before = [m for m in deferred if m in sys.modules]
+import json
+import torcia.amp, torcia.serialization
+print(json.dumps({
+    "before": before,
+    # the lazy names are the modules' own objects, listed as the others are
+    "same": [n for n in ("save", "load", "autocast", "GradScaler", "is_autocast_enabled")
+             if getattr(torcia, n) is getattr(
+                 torcia.serialization if n in ("save", "load") else torcia.amp, n)],
+    "listed": all(n in dir(torcia) for n in ("save", "load", "set_autocast_gpu_dtype")),
+}))
+""")
+    assert state == {"before": [], "same": ["save", "load", "autocast", "GradScaler",
+                                            "is_autocast_enabled"], "listed": True}
+
+
 def test_bfloat16_loads_ml_dtypes_on_first_use():
     pytest.importorskip("ml_dtypes")
     state = _fresh("""
@@ -61,3 +82,24 @@ t = torcia.from_numpy(np.ones(3, dtype=ml_dtypes.bfloat16))
 print(json.dumps({"dtype": repr(t.dtype), "float": t.float().tolist()}))
 """)
     assert state == {"dtype": "torcia.bfloat16", "float": [1.0, 1.0, 1.0]}
+
+
+def test_a_name_bound_on_first_use_is_routed_as_the_others():
+    # a mode switches __torch_function__ dispatch on before torcia.is_autocast_enabled is
+    # first asked for: the mode sees it as it sees torcia.add
+    state = _fresh("""
+import json
+import torcia
+from torcia.overrides import TorchFunctionMode
+seen = []
+class Log(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        seen.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+with Log():
+    torcia.is_autocast_enabled()
+    torcia.add(torcia.ones(1), 1)
+print(json.dumps({"seen": seen,
+                  "same": torcia.is_autocast_enabled is torcia.amp.is_autocast_enabled}))
+""")
+    assert state == {"seen": ["is_autocast_enabled", "ones", "add"], "same": True}

@@ -159,25 +159,6 @@ from torcia._oplib.nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia._tensor import result_type as _result_type  # noqa: E402
-from torcia.amp import (  # noqa: E402
-    GradScaler,
-    autocast,
-    autocast_decrement_nesting,
-    autocast_increment_nesting,
-    clear_autocast_cache,
-    get_autocast_cpu_dtype,
-    get_autocast_dtype,
-    get_autocast_gpu_dtype,
-    is_autocast_cache_enabled,
-    is_autocast_cpu_enabled,
-    is_autocast_enabled,
-    set_autocast_cache_enabled,
-    set_autocast_cpu_dtype,
-    set_autocast_cpu_enabled,
-    set_autocast_dtype,
-    set_autocast_enabled,
-    set_autocast_gpu_dtype,
-)
 from torcia.backend import device  # noqa: E402
 from torcia.plugins import hookimpl  # noqa: E402
 from torcia.random import (  # noqa: E402
@@ -190,7 +171,6 @@ from torcia.random import (  # noqa: E402
     set_rng_state,
     thread_safe_generator,
 )
-from torcia.serialization import load, save  # noqa: E402
 
 globals().update(_NN_TOP_LEVEL)
 globals().update({_n: getattr(special, _n) for _n in special.TOP_LEVEL})
@@ -202,7 +182,7 @@ range = _inclusive_range  # noqa: A001
 plugins.register_builtin("core", _NumpyPlugin())
 plugins.register_builtin("meta", _MetaPlugin())
 
-from torcia import _sparse, sparse  # noqa: E402
+from torcia import _foreach, _sparse, sparse  # noqa: E402
 from torcia._legacy import CPU_TYPES as _LEGACY_TYPES  # noqa: E402
 from torcia._sparse import (  # noqa: E402,F401
     dsmm,
@@ -230,8 +210,8 @@ Tensor.to_dense = lambda self, dtype=None, masked_grad=None: (
     self if dtype is None else self.to(dtype))
 spmm = sparse.spmm
 
-# torch._foreach_add, ...: one op over lists of tensors
-globals().update(__import__("torcia._foreach", fromlist=["namespace"]).namespace())
+# torch._foreach_add, ...: one op over lists of tensors, each run by its public function
+globals().update(_foreach.namespace(sys.modules[__name__]))
 
 # FloatTensor, LongTensor, ...: PyTorch's legacy typed constructors
 globals().update(_LEGACY_TYPES)
@@ -398,6 +378,21 @@ if not __import__("builtins").any(isinstance(f, _PartFinder) for f in sys.meta_p
     sys.meta_path.append(_PartFinder())
 
 
+#: Public names whose modules load with their first use rather than with ``import torcia``
+#: (their import time): the name is bound here when first asked for, to the same object.
+_LAZY = {
+    **dict.fromkeys(("load", "save"), "torcia.serialization"),
+    **dict.fromkeys((
+        "GradScaler", "autocast", "autocast_decrement_nesting", "autocast_increment_nesting",
+        "clear_autocast_cache", "get_autocast_cpu_dtype", "get_autocast_dtype",
+        "get_autocast_gpu_dtype", "is_autocast_cache_enabled", "is_autocast_cpu_enabled",
+        "is_autocast_enabled", "set_autocast_cache_enabled", "set_autocast_cpu_dtype",
+        "set_autocast_cpu_enabled", "set_autocast_dtype", "set_autocast_enabled",
+        "set_autocast_gpu_dtype",
+    ), "torcia.amp"),
+}
+
+
 #: torch's quantized tensors, dtypes and schemes at the top level; torcia-ao provides them
 _QUANTIZATION = frozenset({
     "quantize_per_tensor", "quantize_per_channel", "quantize_per_tensor_dynamic",
@@ -407,6 +402,13 @@ _QUANTIZATION = frozenset({
 
 
 def __getattr__(name):
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        overrides = sys.modules.get("torcia.overrides")
+        if overrides is not None:  # as its other functions, where dispatch is already on
+            value = overrides.routed(value)
+        globals()[name] = value
+        return value
     if name in ("compile", "vmap"):  # torch's names, lent by torcia-compiler and torcia-nn
         return plugins.lent(f"torcia.{name}",
                             "torcia-compiler" if name == "compile" else "torcia-nn")
@@ -428,3 +430,7 @@ def __getattr__(name):
             # an AttributeError, so that hasattr(torcia, "optim") answers False
             raise AttributeError(_missing_part(f"torcia.{name}")) from None
     raise AttributeError(f"module 'torcia' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY))

@@ -6,8 +6,8 @@ op per tensor: the names are there for the libraries, the speed of fused kernels
 
 from __future__ import annotations
 
-import torcia
-from torcia import _oplib
+from types import ModuleType
+
 from torcia._tensor import Tensor
 
 _UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
@@ -35,9 +35,9 @@ def _spread(other, n: int, name: str) -> list:
     return [other] * n
 
 
-def _unary(name):
+def _unary(name, public):
     def out_of_place(self):
-        return tuple(getattr(_ops_ns(), name)(t) for t in _check(self, name))
+        return tuple(getattr(public, name)(t) for t in _check(self, name))
 
     def in_place(self):
         for t in _check(self, name):
@@ -46,10 +46,10 @@ def _unary(name):
     return out_of_place, in_place
 
 
-def _binary(name):
+def _binary(name, public):
     def out_of_place(self, other, *, alpha=None):
         self = _check(self, name)
-        fn = getattr(_ops_ns(), name)
+        fn = getattr(public, name)
         kw = {} if alpha is None else {"alpha": alpha}
         return tuple(fn(t, o, **kw) for t, o in zip(self, _spread(other, len(self), name)))
 
@@ -58,18 +58,18 @@ def _binary(name):
         kw = {} if alpha is None else {"alpha": alpha}
         for t, o in zip(self, _spread(other, len(self), name)):
             if name in _NO_INPLACE:
-                t.copy_(getattr(_ops_ns(), name)(t, o))
+                t.copy_(getattr(public, name)(t, o))
             else:
                 getattr(t, name + "_")(o, **kw)
 
     return out_of_place, in_place
 
 
-def _ternary(name):
+def _ternary(name, public):
     def out_of_place(self, tensor1, tensor2, value=1):
         self = _check(self, name)
         n = len(self)
-        fn = getattr(_ops_ns(), name)
+        fn = getattr(public, name)
         return tuple(fn(t, a, b, value=v) for t, a, b, v in zip(
             self, _spread(tensor1, n, name), _spread(tensor2, n, name),
             _values(value, n, name)))
@@ -90,26 +90,11 @@ def _values(value, n, name):
     return _spread(value, n, name)
 
 
-def _ops_ns():
-    return torcia
-
-
-def _foreach_lerp(self, tensors1, weight):
-    self = _check(self, "lerp")
-    n = len(self)
-    return tuple(_ops_ns().lerp(t, e, w) for t, e, w in zip(self, _spread(tensors1, n, "lerp"),
-                                                       _spread(weight, n, "lerp")))
-
-
 def _foreach_lerp_(self, tensors1, weight):
     self = _check(self, "lerp")
     n = len(self)
     for t, e, w in zip(self, _spread(tensors1, n, "lerp"), _spread(weight, n, "lerp")):
         t.lerp_(e, w)
-
-
-def _foreach_norm(self, ord=2, dtype=None):
-    return tuple(_ops_ns().linalg.vector_norm(t, ord, dtype=dtype) for t in _check(self, "norm"))
 
 
 def _foreach_max(self):
@@ -130,18 +115,35 @@ def _foreach_copy_(self, src, non_blocking=False):
         t.copy_(s)
 
 
-def namespace() -> dict:
-    """Every ``_foreach_*`` function by name."""
+def _through(public):
+    """The functions that call an op of ``public`` by a fixed name."""
+    def _foreach_lerp(self, tensors1, weight):
+        self = _check(self, "lerp")
+        n = len(self)
+        return tuple(public.lerp(t, e, w) for t, e, w in zip(
+            self, _spread(tensors1, n, "lerp"), _spread(weight, n, "lerp")))
+
+    def _foreach_norm(self, ord=2, dtype=None):
+        return tuple(public.linalg.vector_norm(t, ord, dtype=dtype)
+                     for t in _check(self, "norm"))
+
+    return _foreach_lerp, _foreach_norm
+
+
+def namespace(public: ModuleType) -> dict:
+    """Every ``_foreach_*`` function by name, running each op as ``public`` names it.
+
+    ``public`` is the package ``torcia``, which hands itself down as it loads: the ops are
+    its public functions, looked up at each call, so that once ``__torch_function__``
+    dispatch is on they go through it as a user's own calls do, and this module, below
+    the package, does not import it."""
     out = {}
     for kind, names in ((_unary, _UNARY), (_binary, _BINARY), (_ternary, _TERNARY)):
         for name in names:
-            fn, fn_ = kind(name)
+            fn, fn_ = kind(name, public)
             fn.__name__, fn_.__name__ = f"_foreach_{name}", f"_foreach_{name}_"
             out[fn.__name__], out[fn_.__name__] = fn, fn_
-    for fn in (_foreach_lerp, _foreach_lerp_, _foreach_norm, _foreach_max, _foreach_clone,
+    for fn in (*_through(public), _foreach_lerp_, _foreach_max, _foreach_clone,
                _foreach_zero_, _foreach_copy_):
         out[fn.__name__] = fn
     return out
-
-
-del _oplib

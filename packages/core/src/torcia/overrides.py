@@ -415,6 +415,30 @@ def switch_on() -> None:
         module = sys.modules.get(name)
         if module is not None:
             _route_module(module)
+    _one_object()
+
+
+def routed(value):
+    """``value``, a public function of torcia's namespace that is bound with its first use
+    (``torcia.save``), as :func:`switch_on` would have left it had the name been bound then:
+    routed through the protocol once dispatch is on, under each of its public names.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import overrides
+    >>> overrides.routed(torcia.save) is torcia.save
+    True
+    """
+    if not _on[0] or not isinstance(value, _types.FunctionType) or id(value) in _wrapped or (
+            value.__module__ in (__name__, "typing")):
+        return value
+    wrapper = _wrappers.get(id(value)) or _dispatching(value)
+    _one_object()
+    return wrapper
+
+
+def _one_object() -> None:
     # a function is one object under every public name (torcia.save is
     # torcia.serialization.save; library re-exports nn.functional's), routed or not
     for name, module in list(sys.modules.items()):

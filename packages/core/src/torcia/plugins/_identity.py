@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import sys
 from pathlib import Path
 
@@ -107,6 +106,8 @@ def editable_root(dist) -> Path | None:
     text = dist.read_text("direct_url.json")
     if not text:
         return None
+    import json  # with plugin discovery, which reads it: not a cost of import torcia
+
     try:
         doc = json.loads(text)
     except ValueError:

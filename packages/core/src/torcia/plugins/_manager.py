@@ -10,7 +10,6 @@ changes torcia's own callables while it loads is put right by the integrity chec
 from __future__ import annotations
 
 import inspect
-import json
 import sys
 import threading
 import warnings
@@ -513,6 +512,8 @@ def write_lock(path: Path) -> dict:
         finally:
             state.writing_lock = False
             reset()
+    import json  # as difflib above: not a cost of import torcia
+
     path = Path(path)
     temporary = path.with_name(path.name + ".tmp")
     temporary.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
