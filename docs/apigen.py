@@ -128,7 +128,8 @@ def public_names(module: types.ModuleType, root: str = "", other_roots=frozenset
     top = root or module.__name__.split(".")[0]
     declared = getattr(module, "__all__", None)
     out = {}
-    for name in declared if declared is not None else sorted(vars(module)):
+    # dir(), not vars(): a module may bind some names on first use (torcia.save)
+    for name in declared if declared is not None else sorted(dir(module)):
         if name.startswith("_") or not hasattr(module, name):
             continue
         obj = getattr(module, name)

@@ -17,6 +17,19 @@ Examples
 True
 """
 
-from torcia.onnx.export import UnsupportedOperatorError, export
-
 __all__ = ["UnsupportedOperatorError", "export"]
+
+
+def __getattr__(name):
+    # importing onnx takes about 0.7 s of CPU, and plugin discovery loads this package with
+    # torcia's first op: the names are bound on their first use instead
+    if name not in __all__:
+        raise AttributeError(f"module 'torcia.onnx' has no attribute {name!r}")
+    from torcia.onnx import _export
+
+    value = globals()[name] = getattr(_export, name)
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__})
