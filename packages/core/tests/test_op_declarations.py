@@ -17,11 +17,13 @@ DECLARED = _ops.DECLARED
 
 
 def test_each_list_of_ops_starts_with_its_declared_ops_in_order():
-    for group in ("unary_float", "unary_same", "unary_bool", "nn"):
+    groups = ("unary_float", "unary_same", "unary_bool", "binary", "binary_float", "compare",
+              "nn")
+    for group in groups:
         names = _ops.names(group)
         assert getattr(ops, group.upper())[:len(names)] == names
-    # the one-input elementwise lists are declared whole
-    assert ops.UNARY_FLOAT == _ops.names("unary_float") and ops.UNARY_BOOL[0] == "isnan"
+    # the elementwise lists are declared whole
+    assert ops.UNARY_FLOAT == _ops.names("unary_float") and ops.COMPARE[0] == "eq"
     assert _ops.names("nn")[:3] == ("leaky_relu", "elu", "selu")
     assert "activation_backward" in DECLARED and "softmax" not in DECLARED
 
@@ -84,17 +86,17 @@ def test_the_declared_refusals_are_raised_by_kernel_and_decomposition(name):
     op = DECLARED[name]
     kernel = Reference().table()[name]
     for kind in op.refuses:
-        a = np.array([1, 0], dtype=np.complex64 if kind == "c" else bool)
+        a = np.array([1, 2], dtype=np.complex64 if kind == "c" else bool)
         expected = _numpy_backend.refusal(name, a.dtype)
         assert type(expected) is op.refuses[kind][0]
         with pytest.raises(type(expected)) as raised:
-            kernel(a)
+            kernel(*[a] * len(op.inputs))
         assert str(raised.value) == str(expected)
         # frac's and relu's decompositions meet the refusals of the ops they are made of
         # (relu's of a bool none: it answers where the kernel refuses)
-        if name in ("neg", "sign", "trunc"):
+        if name in ("neg", "sign", "trunc", "le"):
             with pytest.raises(type(expected), match="^" + str(expected)[:20]):
-                op.decomposition(torcia.from_numpy(a))
+                op.decomposition(*[torcia.from_numpy(a)] * len(op.inputs))
 
 
 def test_an_array_function_reads_the_backends_array_module():

@@ -47,7 +47,7 @@ LOWER_PRECISION = {
     }),
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
-#: log, rsqrt... on CUDA, see :mod:`torcia._ops.elementwise`).
+#: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`).
 FLOAT32 = {
     "cpu": _LOSSES | _LINALG | {
         "prod", "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
@@ -55,7 +55,7 @@ FLOAT32 = {
     },
     "cuda": _LOSSES | _LINALG | {
         "prod", "cumprod", "cumsum", "sum", "norm", "logsumexp", "softmax", "log_softmax",
-        "layer_norm", "group_norm", "rms_norm", "pow", "dist", "cdist", "pdist",
+        "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
         "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
         "renorm",
     },
@@ -76,7 +76,7 @@ BANNED = {
 PROMOTE = {
     "cpu": frozenset({"cat", "stack"}),
     "cuda": frozenset({
-        "cat", "stack", "addcmul", "addcdiv", "atan2", "index_put", "scatter_add", "dot",
+        "cat", "stack", "addcmul", "addcdiv", "index_put", "scatter_add", "dot",
         "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }

@@ -29,7 +29,7 @@ from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
-from torcia._ops.elementwise import isfinite, logical_not
+from torcia._ops.elementwise import isfinite
 from torcia._tensor import DECOMPOSITIONS, Tensor, call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -116,12 +116,6 @@ def lerp(start, end, weight):
 
 
 @_opmath
-def xlogy(a, b):
-    # 0 * log(y) is 0 unless y is NaN
-    return _oplib.where(_both(a == 0, b == b), _zero(a), a * b.log())
-
-
-@_opmath
 def xlog1py(a, b):
     # PyTorch's gradient in a is log1p(b) at a == 0 too: there the product a * log1p(b)
     # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
@@ -132,14 +126,6 @@ def xlog1py(a, b):
     return a * out + 0
 
 
-def fmax(a, b):
-    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.maximum(a, b)))
-
-
-def fmin(a, b):
-    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.minimum(a, b)))
-
-
 def _both(x, y):
     # bitwise on bools; ``&`` would dispatch logical_and again
     return call("bitwise_and", (x, y), {})
@@ -147,18 +133,6 @@ def _both(x, y):
 
 def _either(x, y):
     return call("bitwise_or", (x, y), {})
-
-
-def logical_and(a, b):
-    return _both(a != 0, b != 0)
-
-
-def logical_or(a, b):
-    return _either(a != 0, b != 0)
-
-
-def logical_xor(a, b):
-    return (a != 0) != (b != 0)
 
 
 def masked_fill(a, mask, value):
@@ -390,34 +364,11 @@ def lstm_cell(gates, c):
     return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
 
 
-def sub(a, b):
-    # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
-    # integers wrap alike
-    return a + (-b)
-
-
 def _refuse(op, a):
     """Raise the reference kernel's error where it refuses ``a``'s dtype."""
     error = refusal(op, a.dtype.to_numpy())
     if error is not None:
         raise error
-
-
-def gt(a, b):
-    return b < a
-
-
-def le(a, b):
-    _refuse("le", a)
-    return _either(a < b, a == b)
-
-
-def ge(a, b):
-    return b <= a
-
-
-def ne(a, b):
-    return logical_not(a == b)
 
 
 def _order_reversed(a):
@@ -1065,11 +1016,10 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_and, logical_or,
-        logical_xor, masked_fill, tril, triu, count_nonzero, nansum, std, tile, stack,
-        nan_to_num, mean, logsumexp, roll, index_select, embedding, rms_norm, layer_norm,
-        lstm_cell, sub, gt, ge, ne, var, sinc, squeeze, unsqueeze, transpose, narrow, split,
-        flip, repeat, le,
+        addcmul, addcdiv, lerp, xlog1py, masked_fill, tril, triu, count_nonzero, nansum,
+        std, tile, stack, nan_to_num, mean, logsumexp, roll, index_select, embedding,
+        rms_norm, layer_norm, lstm_cell, var, sinc, squeeze, unsqueeze, transpose, narrow,
+        split, flip, repeat,
         take_along_dim, argmin, min_dim, diag, tensordot, norm, linalg_vector_norm,
         linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk,
         median_dim, index_add, index_copy, masked_select, diag_embed, embedding_backward,

@@ -27,7 +27,7 @@ from torcia import ops
 from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import bool_like, first_shape, grad_like, real_like
+from torcia._ops._common import broadcast, first_shape, grad_like, real_like
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -72,16 +72,6 @@ class Meta:
 
 def _shape_of(x):
     return x.shape if isinstance(x, Meta) else ()
-
-
-def _dtype_of(*xs):
-    arrays = [x.dtype for x in xs if isinstance(x, Meta)]
-    return arrays[0] if arrays else np.dtype(np.float32)
-
-
-def broadcast(*xs, **params):
-    """Several inputs broadcast together; the first tensor's (promoted) dtype."""
-    return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _dtype_of(*xs)
 
 
 def matmul(a, b, **params):
@@ -881,10 +871,6 @@ SHAPES.update({
 for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
               "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
-for _name in ops.COMPARE:
-    SHAPES[_name] = bool_like
-for _name in ops.BINARY + ops.BINARY_FLOAT:
-    SHAPES[_name] = broadcast
 for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
                      ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
                      ("normal", ("mean", "std")), ("randint", ("low", "high"))):

@@ -31,33 +31,11 @@ from torcia.plugins import hookimpl
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
 _DRAW_BLOCK = 1 << 20
 
-_UFUNC_NAMES = {
-    # op name -> attribute of xp, for the ops that are one array-module call (the declared
-    # ones name theirs in their declaration)
-    "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
-    "minimum": "minimum", "fmax": "fmax", "fmin": "fmin", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
-    "hypot": "hypot", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-    "gt": "greater", "ge": "greater_equal", "logical_and": "logical_and",
-    "logical_or": "logical_or", "logical_xor": "logical_xor",
-}
 
 def _half(dt) -> bool:
     """Whether ``dt`` is float16 or bfloat16, which compute in float32 (PyTorch's
     accumulate and opmath type); by name, not to load ml_dtypes at import."""
     return dt.itemsize == 2 and (dt.kind == "f" or dt.name == "bfloat16")
-
-
-class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
-    """An integer division by zero: PyTorch raises RuntimeError("ZeroDivisionError"), and
-    Python code expects ZeroDivisionError; this is both."""
-
-
-def _check_divisor(xp, a, b) -> None:
-    # NumPy returns 0 for an integer division by zero (with a warning at most); PyTorch's
-    # CPU kernels raise
-    if xp.result_type(a, b).kind in "iub" and not xp.all(b):
-        raise IntegerDivisionByZero("ZeroDivisionError")
 
 
 # Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
@@ -67,8 +45,7 @@ def _check_divisor(xp, a, b) -> None:
 _REFUSED = {
     **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
     **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "hypot", "xlogy",
-                  "atan2")},
+       for op in ("cummax", "cummin", "kthvalue")},
     "median_dim": {_COMPLEX: (NotImplementedError, '"median_out" not implemented for \'{}\'')},
     "mode_dim": {_COMPLEX: (NotImplementedError, '"mode_cpu" not implemented for \'{}\'')},
     "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
@@ -77,19 +54,10 @@ _REFUSED = {
     "min_dim": {_COMPLEX: (RuntimeError, "min(): does not support complex input")},
     "argmax": {_COMPLEX: (RuntimeError, "argmax(): does not support complex input")},
     "argmin": {_COMPLEX: (RuntimeError, "argmin(): does not support complex input")},
-    "maximum": {_COMPLEX: (RuntimeError, "maximum not implemented for complex tensors.")},
-    "minimum": {_COMPLEX: (RuntimeError, "minimum not implemented for complex tensors.")},
-    "fmax": {_COMPLEX: (RuntimeError, "fmax not implemented for complex tensors.")},
-    "fmin": {_COMPLEX: (RuntimeError, "fmin not implemented for complex tensors.")},
     "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
     "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
     "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
     "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
-    "floor_divide": {_BOOL: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\''),
-                     _COMPLEX: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\'')},
-    **{op: {_BOOL: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\''),
-            _COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("remainder", "fmod")},
     "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
     "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
                                               '\'{}\'') for k in (_BOOL, _COMPLEX)},
@@ -177,8 +145,7 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
     xp = np
 
     def table(self) -> dict:
-        xp = self.xp
-        out = {name: getattr(xp, attr) for name, attr in _UFUNC_NAMES.items()}
+        out = {}
         for name in ops.ALL:
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
@@ -222,79 +189,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
         out.real = re
         out.imag = im
         return out
-
-    def floor_divide(self, a, b):
-        _check_divisor(self.xp, a, b)
-        return self.xp.floor_divide(a, b)
-
-    def remainder(self, a, b):
-        _check_divisor(self.xp, a, b)
-        xp = self.xp
-        if xp.result_type(a, b).kind not in "fV":
-            return xp.remainder(a, b)
-        # PyTorch's: fmod moved into the divisor's sign, so an exact 0 keeps the dividend's
-        # sign (NumPy's remainder gives the divisor's: remainder(-0.0, 2) is +0, PyTorch -0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = xp.fmod(a, b)
-            return xp.where((out != 0) & ((out < 0) != (b < 0)), out + b, out)
-
-    def fmod(self, a, b):
-        _check_divisor(self.xp, a, b)
-        return self.xp.fmod(a, b)
-
-    def pow(self, a, b):
-        xp = self.xp
-        if xp.asarray(a).dtype.kind == "b":
-            if b.__class__ is bool or getattr(b, "dtype", np.dtype(np.int64)).kind == "b":
-                if b.__class__ is not bool:
-                    raise NotImplementedError('"pow" not implemented for \'Bool\'')
-                # a bool to a bool power stays bool: x ** True is x, x ** False True
-                return a.copy() if b else xp.ones_like(a)
-        if xp.asarray(a).dtype.kind not in "iub":
-            return xp.power(a, b)
-        if isinstance(b, (int, np.integer)):
-            if b < 0:
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            return xp.power(a, b)
-        negative = b < 0
-        if not negative.any():
-            return xp.power(a, b)
-        # a tensor of exponents: a ** -k is 1 / a ** k truncated, which is 0 but for
-        # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
-        out = xp.power(a, xp.where(negative, 0, b))
-        unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
-        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
-
-    def div(self, a, b, rounding_mode=None):
-        xp = self.xp
-        if rounding_mode is None:
-            return xp.true_divide(a, b)
-        if rounding_mode in ("trunc", "floor"):
-            _check_divisor(xp, a, b)
-        if rounding_mode == "trunc" and xp.result_type(a, b).kind in "iu":
-            # exactly, not through float64 (which rounds int64 past 2**53): the floor
-            # quotient is one less than the truncated one where the division is inexact
-            # and the signs differ
-            q = xp.floor_divide(a, b)
-            q = q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
-        elif rounding_mode == "trunc":
-            q = xp.true_divide(a, b)
-            q = xp.trunc(q)
-        elif rounding_mode == "floor":
-            q = xp.floor_divide(a, b)
-        else:
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
-                             f"'floor' but found '{rounding_mode}'")
-        return q.astype(xp.result_type(a, b), copy=False)
-
-    def xlogy(self, a, b):
-        xp = self.xp
-        # a Python number b is of a's dtype (xp.log would make it float64); 0 * log(nan)
-        # is nan, 0 * log(anything else) 0
-        b = b if isinstance(b, xp.ndarray) else xp.asarray(b, dtype=a.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)),
-                            a * xp.log(b))
 
     def round(self, a, decimals=0):
         return self.xp.round(a, decimals)

@@ -20,7 +20,8 @@ Public functions stay in :mod:`torcia._oplib` and backward formulas in torcia-au
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 ==================  =========================================================================
-``elementwise``     the one-input elementwise ops (``exp``, ``abs``, ``isnan``...)
+``elementwise``     the elementwise ops of one and two inputs (``exp``, ``abs``, ``isnan``,
+                    ``add``, ``div``, ``eq``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ==================  =========================================================================

@@ -58,6 +58,14 @@ def first_shape(x, *rest, **params):
     return x.shape, x.dtype
 
 
+def broadcast(*xs, **params):
+    """Several inputs broadcast together (Python numbers count as 0-dim), in the first
+    tensor's dtype (the dispatcher has promoted them; float32 where none is a tensor)."""
+    dtypes = [x.dtype for x in xs if hasattr(x, "dtype")]
+    return (np.broadcast_shapes(*(getattr(x, "shape", ()) for x in xs)),
+            dtypes[0] if dtypes else np.dtype(np.float32))
+
+
 def bool_like(x, *rest, **params):
     """The broadcast of the inputs (Python numbers count as 0-dim), as bool: the tests
     (``isnan``, ``eq``...)."""

@@ -1,7 +1,8 @@
-"""The one-input elementwise ops of :data:`torcia.ops.UNARY_FLOAT` (integers promote to
-the default float dtype), ``UNARY_SAME`` (dtype kept) and ``UNARY_BOOL`` (bool result),
-each declared once: schema, reference kernel, meta shape, decomposition, autocast policy,
-the dtypes it refuses.
+"""The elementwise ops, each declared once: schema, reference kernel, meta shape,
+decomposition, autocast policy, the dtypes it refuses. One input: :data:`torcia.ops.UNARY_FLOAT`
+(integers promote to the default float dtype), ``UNARY_SAME`` (dtype kept) and
+``UNARY_BOOL`` (bool result); two inputs, broadcast and promoted together: ``BINARY``,
+``BINARY_FLOAT`` (floating results) and ``COMPARE`` (bool results).
 
 A kernel is one function of the array module (:class:`~torcia._ops._common.ArrayFunction`:
 the table holds ``xp.exp`` itself) or a method of the reference backend (``self.xp`` the
@@ -25,6 +26,7 @@ from torcia._ops._common import (
     COMPLEX,
     ArrayFunction,
     bool_like,
+    broadcast,
     first_shape,
     no_kernel,
     opmath,
@@ -75,6 +77,18 @@ def _giles_large(xp, w):
               0.00943887047, 1.00167406, 2.83297682):
         p = c + p * w
     return p
+
+
+class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
+    """An integer division by zero: PyTorch raises RuntimeError("ZeroDivisionError"), and
+    Python code expects ZeroDivisionError; this is both."""
+
+
+def _check_divisor(xp, a, b) -> None:
+    # NumPy returns 0 for an integer division by zero (with a warning at most); PyTorch's
+    # CPU kernels raise
+    if xp.result_type(a, b).kind in "iub" and not xp.all(b):
+        raise IntegerDivisionByZero("ZeroDivisionError")
 
 
 class Kernels:
@@ -179,6 +193,79 @@ class Kernels:
             a = a.astype(np.float32)  # no bfloat16 loop: the sign survives the cast
         return self.xp.signbit(a)
 
+    def floor_divide(self, a, b):
+        _check_divisor(self.xp, a, b)
+        return self.xp.floor_divide(a, b)
+
+    def remainder(self, a, b):
+        _check_divisor(self.xp, a, b)
+        xp = self.xp
+        if xp.result_type(a, b).kind not in "fV":
+            return xp.remainder(a, b)
+        # PyTorch's: fmod moved into the divisor's sign, so an exact 0 keeps the dividend's
+        # sign (NumPy's remainder gives the divisor's: remainder(-0.0, 2) is +0, PyTorch -0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = xp.fmod(a, b)
+            return xp.where((out != 0) & ((out < 0) != (b < 0)), out + b, out)
+
+    def fmod(self, a, b):
+        _check_divisor(self.xp, a, b)
+        return self.xp.fmod(a, b)
+
+    def pow(self, a, b):
+        xp = self.xp
+        if xp.asarray(a).dtype.kind == "b":
+            if b.__class__ is bool or getattr(b, "dtype", np.dtype(np.int64)).kind == "b":
+                if b.__class__ is not bool:
+                    raise NotImplementedError('"pow" not implemented for \'Bool\'')
+                # a bool to a bool power stays bool: x ** True is x, x ** False True
+                return a.copy() if b else xp.ones_like(a)
+        if xp.asarray(a).dtype.kind not in "iub":
+            return xp.power(a, b)
+        if isinstance(b, (int, np.integer)):
+            if b < 0:
+                raise RuntimeError("Integers to negative integer powers are not allowed.")
+            return xp.power(a, b)
+        negative = b < 0
+        if not negative.any():
+            return xp.power(a, b)
+        # a tensor of exponents: a ** -k is 1 / a ** k truncated, which is 0 but for
+        # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
+        out = xp.power(a, xp.where(negative, 0, b))
+        unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
+        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
+
+    def div(self, a, b, rounding_mode=None):
+        xp = self.xp
+        if rounding_mode is None:
+            return xp.true_divide(a, b)
+        if rounding_mode in ("trunc", "floor"):
+            _check_divisor(xp, a, b)
+        if rounding_mode == "trunc" and xp.result_type(a, b).kind in "iu":
+            # exactly, not through float64 (which rounds int64 past 2**53): the floor
+            # quotient is one less than the truncated one where the division is inexact
+            # and the signs differ
+            q = xp.floor_divide(a, b)
+            q = q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
+        elif rounding_mode == "trunc":
+            q = xp.true_divide(a, b)
+            q = xp.trunc(q)
+        elif rounding_mode == "floor":
+            q = xp.floor_divide(a, b)
+        else:
+            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
+                             f"'floor' but found '{rounding_mode}'")
+        return q.astype(xp.result_type(a, b), copy=False)
+
+    def xlogy(self, a, b):
+        xp = self.xp
+        # a Python number b is of a's dtype (xp.log would make it float64); 0 * log(nan)
+        # is nan, 0 * log(anything else) 0
+        b = b if isinstance(b, xp.ndarray) else xp.asarray(b, dtype=a.dtype)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)),
+                            a * xp.log(b))
+
 
 # ----- the dtypes PyTorch has no kernel for ----------------------------------------------
 # NumPy would do bool arithmetic its own way and order complex numbers lexicographically;
@@ -196,6 +283,22 @@ _NEG = {BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is no
                "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
                "instead.")}
 _TRUNC = _rounding("trunc")
+
+
+def _no_complex(op):
+    """PyTorch's refusal of complex operands of ``op`` (no order, or no formula)."""
+    return {COMPLEX: no_kernel(f"{op}_cpu")}
+
+
+def _no_complex_extreme(op):
+    return {COMPLEX: (RuntimeError, f"{op} not implemented for complex tensors.")}
+
+
+def _no_bool_or_complex(kernel):
+    return {BOOL: no_kernel(kernel), COMPLEX: no_kernel(kernel)}
+
+
+_LE = _no_complex("le")
 
 
 def _refuse(refuses, a):
@@ -295,6 +398,56 @@ def square(a):
     return a * a
 
 
+def sub(a, b):
+    # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
+    # integers wrap alike
+    return a + (-b)
+
+
+def fmax(a, b):
+    return _where(b.isnan(), a, _where(a.isnan(), b, a.maximum(b)))
+
+
+def fmin(a, b):
+    return _where(b.isnan(), a, _where(a.isnan(), b, a.minimum(b)))
+
+
+@opmath
+def xlogy(a, b):
+    # 0 * log(y) is 0 unless y is NaN
+    return _where((a == 0).bitwise_and(b == b), a.new_zeros(()), a * b.log())
+
+
+def gt(a, b):
+    return b < a
+
+
+def le(a, b):
+    _refuse(_LE, a)
+    return (a < b).bitwise_or(a == b)
+
+
+def ge(a, b):
+    return b <= a
+
+
+def ne(a, b):
+    return logical_not(a == b)
+
+
+# bitwise on bools: ``&`` would dispatch logical_and again
+def logical_and(a, b):
+    return (a != 0).bitwise_and(b != 0)
+
+
+def logical_or(a, b):
+    return (a != 0).bitwise_or(b != 0)
+
+
+def logical_xor(a, b):
+    return (a != 0) != (b != 0)
+
+
 def _square_shape(x, **params):
     """``square`` is ``pow(x, 2)``: a bool input squares in int64."""
     return x.shape, np.dtype(np.int64) if x.dtype.kind == "b" else x.dtype
@@ -321,10 +474,30 @@ def _test(name, kernel, **fields):
                   differentiable=False, group="unary_bool", **fields)
 
 
+def _binary(name, kernel, **fields):
+    """An op of ``BINARY``: two inputs broadcast and promoted together."""
+    return define(f"{name}(Tensor input, Tensor other) -> Tensor", kernel, shape=broadcast,
+                  group="binary", **fields)
+
+
+def _binary_float(name, kernel, **fields):
+    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers).
+    ``**params``: div's rounding_mode, not part of the record."""
+    return define(f"{name}(Tensor input, Tensor other, **params) -> Tensor", kernel,
+                  shape=broadcast, floating_inputs=True, group="binary_float", **fields)
+
+
+def _compare(name, kernel, **fields):
+    """An op of ``COMPARE``: a bool result, which carries no gradient."""
+    return define(f"{name}(Tensor input, Tensor other) -> Tensor", kernel, shape=bool_like,
+                  differentiable=False, group="compare", **fields)
+
+
 #: PyTorch runs these in float32 under CUDA autocast
 _CUDA_FLOAT32 = {"cuda": "float32"}
 
-#: in the order of :data:`torcia.ops.UNARY_FLOAT`, ``UNARY_SAME`` and ``UNARY_BOOL``
+#: in the order of :data:`torcia.ops.UNARY_FLOAT`, ``UNARY_SAME``, ``UNARY_BOOL``,
+#: ``BINARY``, ``BINARY_FLOAT`` and ``COMPARE``
 DECLARED = (
     _float("exp", ArrayFunction("exp"), autocast=_CUDA_FLOAT32),
     _float("exp2", ArrayFunction("exp2")),
@@ -376,4 +549,38 @@ DECLARED = (
     _test("isfinite", ArrayFunction("isfinite"), decomposition=isfinite),
     _test("logical_not", ArrayFunction("logical_not"), decomposition=logical_not),
     _test("signbit", Kernels.signbit),
+    _binary("add", ArrayFunction("add")),
+    _binary("sub", ArrayFunction("subtract"), decomposition=sub),
+    _binary("mul", ArrayFunction("multiply")),
+    # an integer result: no gradient
+    _binary("floor_divide", Kernels.floor_divide, differentiable=False,
+            refuses=_no_bool_or_complex("div_floor_cpu")),
+    _binary("remainder", Kernels.remainder, refuses=_no_bool_or_complex("remainder_cpu")),
+    _binary("fmod", Kernels.fmod, refuses=_no_bool_or_complex("fmod_cpu")),
+    _binary("pow", Kernels.pow, autocast=_CUDA_FLOAT32),
+    _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum")),
+    _binary("minimum", ArrayFunction("minimum"), refuses=_no_complex_extreme("minimum")),
+    _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False),
+    _binary("bitwise_or", ArrayFunction("bitwise_or"), differentiable=False),
+    _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False),
+    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax,
+            refuses=_no_complex_extreme("fmax")),
+    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin,
+            refuses=_no_complex_extreme("fmin")),
+    _binary_float("div", Kernels.div),
+    # PyTorch promotes atan2's inputs to the widest under CUDA autocast
+    _binary_float("atan2", ArrayFunction("arctan2"), autocast={"cuda": "promote"},
+                  refuses=_no_complex("atan2")),
+    _binary_float("hypot", ArrayFunction("hypot"), refuses=_no_complex("hypot")),
+    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_no_complex("xlogy")),
+    _compare("eq", ArrayFunction("equal")),
+    _compare("ne", ArrayFunction("not_equal"), decomposition=ne),
+    _compare("lt", ArrayFunction("less"), refuses=_no_complex("lt")),
+    _compare("le", ArrayFunction("less_equal"), decomposition=le, refuses=_LE),
+    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_no_complex("gt")),
+    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge,
+             refuses=_no_complex("ge")),
+    _compare("logical_and", ArrayFunction("logical_and"), decomposition=logical_and),
+    _compare("logical_or", ArrayFunction("logical_or"), decomposition=logical_or),
+    _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=logical_xor),
 )
