@@ -103,10 +103,10 @@ class Declaration:
     group : str
         The list of :mod:`torcia.ops` it belongs to (``"nn"``...).
     refuses : dict
-        The inputs PyTorch has no kernel for: NumPy kind of the first input's dtype
-        (``"c"`` complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the
-        message standing for PyTorch's name of the dtype. The reference kernel raises it
-        (and so the dispatcher, before a device kernel runs).
+        The inputs PyTorch has no kernel for: NumPy kind of an input's dtype (``"c"``
+        complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
+        standing for PyTorch's name of the dtype. The reference kernel raises it, and
+        ``torcia._numpy_backend.refusal`` gives it to the decompositions.
     """
 
     name: str
