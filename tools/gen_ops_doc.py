@@ -111,7 +111,7 @@ def render() -> str:
 
 # _oplib's functions, _creation's factories and _dtype's dtypes are torcia's own objects
 # (_dtype's bool_ is published as torcia.bool)
-_PUBLIC_ALIASES = re.compile(r"\b(?:_oplib|C|D)\.(?=[a-z])")
+_PUBLIC_ALIASES = re.compile(r"\b(?:_oplib|C|D|_opdef\.PUBLIC)\.(?=[a-z])")
 
 
 def main(argv=None) -> int:

@@ -46,7 +46,8 @@ LOWER_PRECISION = {
         "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),
 }
-#: Ops run in float32, per device type.
+#: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
+#: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`).
 FLOAT32 = {
     "cpu": _LOSSES | _LINALG | {
         "prod", "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
@@ -54,10 +55,9 @@ FLOAT32 = {
     },
     "cuda": _LOSSES | _LINALG | {
         "prod", "cumprod", "cumsum", "sum", "norm", "logsumexp", "softmax", "log_softmax",
-        "layer_norm", "group_norm", "rms_norm", "exp", "log", "log1p", "log2", "log10", "pow",
-        "reciprocal", "rsqrt", "acos", "asin", "cosh", "sinh", "tan", "erfinv", "expm1",
-        "dist", "cdist", "pdist", "cosine_similarity", "linalg_norm",
-        "linalg_vector_norm", "linalg_matrix_norm", "renorm",
+        "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
+        "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
+        "renorm",
     },
 }
 #: Ops that raise inside autocast, per device type (PyTorch's reason: unsafe in float16).
@@ -76,7 +76,7 @@ BANNED = {
 PROMOTE = {
     "cpu": frozenset({"cat", "stack"}),
     "cuda": frozenset({
-        "cat", "stack", "addcmul", "addcdiv", "atan2", "index_put", "scatter_add", "dot",
+        "cat", "stack", "addcmul", "addcdiv", "index_put", "scatter_add", "dot",
         "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }

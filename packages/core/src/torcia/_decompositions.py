@@ -29,7 +29,8 @@ from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
-from torcia._tensor import DECOMPOSITIONS, Tensor, _torch_name, call
+from torcia._ops.elementwise import isfinite
+from torcia._tensor import DECOMPOSITIONS, Tensor, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -88,33 +89,11 @@ def _scalar(a, value):
 
 
 @_opmath
-def relu(a):
-    # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
-    return _oplib.where(a > 0, a, _oplib.where(a < 0, _zero(a), a * 0))
-
-
-@_opmath
 def sinc(a):
     # the zeros divide sin(pi) by pi, not 0 by 0, whose NaN would reach their gradient
     zero = a == 0
     x = _oplib.where(zero, _one(a), a) * math.pi
     return _oplib.where(zero, _one(a), x.sin() / x)
-
-
-def trunc(a):
-    _refuse("trunc", a)
-    # -0.0 is not below 0: floor keeps it, as trunc does
-    return _oplib.where(a < 0, a.ceil(), a.floor())
-
-
-@_opmath
-def frac(a):
-    return a - a.trunc()
-
-
-@_opmath
-def rsqrt(a):
-    return a.sqrt().reciprocal()
 
 
 @_opmath
@@ -137,12 +116,6 @@ def lerp(start, end, weight):
 
 
 @_opmath
-def xlogy(a, b):
-    # 0 * log(y) is 0 unless y is NaN
-    return _oplib.where(_both(a == 0, b == b), _zero(a), a * b.log())
-
-
-@_opmath
 def xlog1py(a, b):
     # PyTorch's gradient in a is log1p(b) at a == 0 too: there the product a * log1p(b)
     # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
@@ -153,14 +126,6 @@ def xlog1py(a, b):
     return a * out + 0
 
 
-def fmax(a, b):
-    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.maximum(a, b)))
-
-
-def fmin(a, b):
-    return _oplib.where(b.isnan(), a, _oplib.where(a.isnan(), b, _oplib.minimum(a, b)))
-
-
 def _both(x, y):
     # bitwise on bools; ``&`` would dispatch logical_and again
     return call("bitwise_and", (x, y), {})
@@ -168,22 +133,6 @@ def _both(x, y):
 
 def _either(x, y):
     return call("bitwise_or", (x, y), {})
-
-
-def logical_not(a):
-    return a == 0
-
-
-def logical_and(a, b):
-    return _both(a != 0, b != 0)
-
-
-def logical_or(a, b):
-    return _either(a != 0, b != 0)
-
-
-def logical_xor(a, b):
-    return (a != 0) != (b != 0)
 
 
 def masked_fill(a, mask, value):
@@ -319,21 +268,6 @@ def stack(*tensors, dim=0):
     return _oplib.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
-def square(a):
-    # a bool squares in int64, as PyTorch's pow(a, 2)
-    if a.dtype == D.bool_:
-        a = a.to(D.int64)
-    return a * a
-
-
-def isfinite(a):
-    if a.is_complex():
-        return _both(isfinite(a.real), isfinite(a.imag))
-    if not a.is_floating_point():
-        return C.ones(a.shape, dtype=D.bool_, device=a.device)
-    return _both(a == a, a.abs() != math.inf)
-
-
 def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     if a.is_complex():
         return _oplib.complex(nan_to_num(a.real, nan, posinf, neginf),
@@ -430,79 +364,11 @@ def lstm_cell(gates, c):
     return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
 
 
-def sub(a, b):
-    # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
-    # integers wrap alike
-    return a + (-b)
-
-
-def reciprocal(a):
-    return _one(a) / a
-
-
 def _refuse(op, a):
     """Raise the reference kernel's error where it refuses ``a``'s dtype."""
     error = refusal(op, a.dtype.to_numpy())
     if error is not None:
         raise error
-
-
-def isnan(a):
-    return a != a
-
-
-def isinf(a):
-    if a.is_complex():
-        return _either(isinf(a.real), isinf(a.imag))
-    if not a.is_floating_point():
-        return C.zeros(a.shape, dtype=D.bool_, device=a.device)
-    return a.abs() == math.inf
-
-
-def sign(a):
-    _refuse("sign", a)
-    if a.dtype == D.bool_:
-        return a.clone()
-    # 0 for a zero of either sign and for NaN, as PyTorch's
-    out = (a > 0).to(a.dtype) - (a < 0).to(a.dtype)
-    if not a.is_floating_point():
-        return out
-    # plus a zero made of a: the result is differentiable, its gradient 0 (PyTorch's)
-    return out + _oplib.where(isfinite(a), a * 0, _zero(a))
-
-
-def bitwise_not(a):
-    if a.dtype == D.bool_:
-        return logical_not(a)
-    if a.is_floating_point() or a.is_complex():
-        raise NotImplementedError(
-            f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
-    return call("bitwise_xor", (a, _scalar(a, -1)), {})  # all ones, in two's complement
-
-
-def neg(a):
-    _refuse("neg", a)
-    if a.is_complex():
-        return _oplib.complex(neg(a.real), neg(a.imag))
-    # exact: a sign flip (signed zeros too), and integers wrap alike (-1 of uint8 is 255)
-    return a * _scalar(a, -1)
-
-
-def gt(a, b):
-    return b < a
-
-
-def le(a, b):
-    _refuse("le", a)
-    return _either(a < b, a == b)
-
-
-def ge(a, b):
-    return b <= a
-
-
-def ne(a, b):
-    return logical_not(a == b)
 
 
 def _order_reversed(a):
@@ -1150,12 +1016,11 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        relu, frac, addcmul, addcdiv, lerp, xlogy, xlog1py, fmax, fmin, logical_not, logical_and,
-        logical_or, logical_xor, masked_fill, tril, triu, count_nonzero, nansum, std, tile, stack,
-        square, isfinite, nan_to_num, mean, logsumexp, roll, index_select, embedding, rms_norm,
-        layer_norm, lstm_cell, sub, gt, ge, ne, var, sinc, rsqrt, reciprocal, isnan, isinf, sign,
-        bitwise_not, squeeze, unsqueeze, transpose, narrow, split, flip, repeat, neg, le,
-        take_along_dim, argmin, min_dim, diag, trunc, tensordot, norm, linalg_vector_norm,
+        addcmul, addcdiv, lerp, xlog1py, masked_fill, tril, triu, count_nonzero, nansum,
+        std, tile, stack, nan_to_num, mean, logsumexp, roll, index_select, embedding,
+        rms_norm, layer_norm, lstm_cell, var, sinc, squeeze, unsqueeze, transpose, narrow,
+        split, flip, repeat,
+        take_along_dim, argmin, min_dim, diag, tensordot, norm, linalg_vector_norm,
         linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk,
         median_dim, index_add, index_copy, masked_select, diag_embed, embedding_backward,
         repeat_interleave, bincount, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,

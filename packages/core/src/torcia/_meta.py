@@ -27,7 +27,7 @@ from torcia import ops
 from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import first_shape, grad_like
+from torcia._ops._common import broadcast, first_shape, grad_like, real_like
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -72,30 +72,6 @@ class Meta:
 
 def _shape_of(x):
     return x.shape if isinstance(x, Meta) else ()
-
-
-def _dtype_of(*xs):
-    arrays = [x.dtype for x in xs if isinstance(x, Meta)]
-    return arrays[0] if arrays else np.dtype(np.float32)
-
-
-def square(x, **params):
-    """``square`` is ``pow(x, 2)``: a bool input squares in int64."""
-    return x.shape, np.dtype(np.int64) if x.dtype.kind == "b" else x.dtype
-
-
-def same_shape(x, *rest, **params):
-    """One input, dtype kept: ``neg``, ``exp`` on a float input..."""
-    return x.shape, x.dtype
-
-
-def bool_result(x, *rest, **params):
-    return np.broadcast_shapes(*(_shape_of(v) for v in (x, *rest))), np.dtype(bool)
-
-
-def broadcast(*xs, **params):
-    """Several inputs broadcast together; the first tensor's (promoted) dtype."""
-    return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _dtype_of(*xs)
 
 
 def matmul(a, b, **params):
@@ -218,10 +194,6 @@ def cast(x, dtype, **params):
 
 def angle(x, **params):
     return x.shape, _real(_float(x.dtype)) if x.dtype.kind == "c" else _float(x.dtype)
-
-
-def real_part(x, **params):
-    return x.shape, _real(x.dtype)
 
 
 def view_as_real(x, **params):
@@ -835,8 +807,6 @@ def adaptive_max_pool(x, output_size, **params):
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
 SHAPES = {}
-for _name in ops.UNARY_FLOAT + ops.UNARY_SAME:
-    SHAPES[_name] = same_shape
 for _name in ops.SPECIAL_UNARY + ops.SPECIAL_OTHER:
     SHAPES[_name] = float_shape
 for _name in ops.SPECIAL_BINARY:
@@ -860,7 +830,7 @@ for _name in ("cumsum", "cumprod", "logcumsumexp"):
 for _name in ("cummax", "cummin"):
     SHAPES[_name] = scan_with_indices
 SHAPES.update({
-    "cast": cast, "angle": angle, "real": real_part, "imag": real_part, "abs": real_part,
+    "cast": cast, "angle": angle, "real": real_like, "imag": real_like,
     "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,
     "where": where, "view": view, "reshape": view, "expand": view, "permute": permute,
     "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow,
@@ -901,17 +871,13 @@ SHAPES.update({
 for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
               "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
-for _name in ops.UNARY_BOOL + ops.COMPARE:
-    SHAPES[_name] = bool_result
-for _name in ops.BINARY + ops.BINARY_FLOAT:
-    SHAPES[_name] = broadcast
 for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
                      ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
                      ("normal", ("mean", "std")), ("randint", ("low", "high"))):
     SHAPES[_name] = created("shape", *_args, "dtype", "rng")
 SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
-               "addmm": addmm, "square": square})
+               "addmm": addmm})
 
 
 def _meta_of(x):

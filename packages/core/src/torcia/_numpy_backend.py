@@ -21,31 +21,15 @@ from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._kernels_special import SpecialKernels
 from torcia._ops import DECLARED
+from torcia._ops._common import BOOL as _BOOL
+from torcia._ops._common import COMPLEX as _COMPLEX
+from torcia._ops._common import refusal as _refusal
 from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
 _DRAW_BLOCK = 1 << 20
-
-_UFUNC_NAMES = {
-    # op name -> attribute of xp, for the ops that are one array-module call
-    "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
-    "log1p": "log1p", "expm1": "expm1", "sqrt": "sqrt",
-    "sin": "sin", "cos": "cos", "tan": "tan", "asin": "arcsin", "acos": "arccos",
-    "atan": "arctan", "sinh": "sinh", "cosh": "cosh", "tanh": "tanh", "asinh": "arcsinh",
-    "acosh": "arccosh", "atanh": "arctanh", "neg": "negative", "abs": "abs",
-    "floor": "floor", "ceil": "ceil", "trunc": "trunc",
-    "bitwise_not": "invert", "isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite",
-    "logical_not": "logical_not",
-    "add": "add", "sub": "subtract", "mul": "multiply", "maximum": "maximum",
-    "minimum": "minimum", "fmax": "fmax", "fmin": "fmin", "bitwise_and": "bitwise_and",
-    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "atan2": "arctan2",
-    "hypot": "hypot", "eq": "equal", "ne": "not_equal", "lt": "less", "le": "less_equal",
-    "gt": "greater", "ge": "greater_equal", "logical_and": "logical_and",
-    "logical_or": "logical_or", "logical_xor": "logical_xor",
-
-}
 
 
 def _half(dt) -> bool:
@@ -54,26 +38,14 @@ def _half(dt) -> bool:
     return dt.itemsize == 2 and (dt.kind == "f" or dt.name == "bfloat16")
 
 
-class IntegerDivisionByZero(RuntimeError, ZeroDivisionError):
-    """An integer division by zero: PyTorch raises RuntimeError("ZeroDivisionError"), and
-    Python code expects ZeroDivisionError; this is both."""
-
-
-def _check_divisor(xp, a, b) -> None:
-    # NumPy returns 0 for an integer division by zero (with a warning at most); PyTorch's
-    # CPU kernels raise
-    if xp.result_type(a, b).kind in "iub" and not xp.all(b):
-        raise IntegerDivisionByZero("ZeroDivisionError")
-
-
 # Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
 # the error it raises, its message formatted with PyTorch's name of the dtype. NumPy would
-# order complex numbers lexicographically and do bool arithmetic in its own way.
-_COMPLEX, _BOOL = "c", "b"
+# order complex numbers lexicographically and do bool arithmetic in its own way. The
+# declared ops' come from their declarations.
 _REFUSED = {
+    **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
     **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("lt", "le", "gt", "ge", "cummax", "cummin", "kthvalue", "hypot", "xlogy",
-                  "atan2")},
+       for op in ("cummax", "cummin", "kthvalue")},
     "median_dim": {_COMPLEX: (NotImplementedError, '"median_out" not implemented for \'{}\'')},
     "mode_dim": {_COMPLEX: (NotImplementedError, '"mode_cpu" not implemented for \'{}\'')},
     "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
@@ -82,32 +54,10 @@ _REFUSED = {
     "min_dim": {_COMPLEX: (RuntimeError, "min(): does not support complex input")},
     "argmax": {_COMPLEX: (RuntimeError, "argmax(): does not support complex input")},
     "argmin": {_COMPLEX: (RuntimeError, "argmin(): does not support complex input")},
-    "maximum": {_COMPLEX: (RuntimeError, "maximum not implemented for complex tensors.")},
-    "minimum": {_COMPLEX: (RuntimeError, "minimum not implemented for complex tensors.")},
-    "fmax": {_COMPLEX: (RuntimeError, "fmax not implemented for complex tensors.")},
-    "fmin": {_COMPLEX: (RuntimeError, "fmin not implemented for complex tensors.")},
     "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
     "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
     "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
-    "relu": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
-             _BOOL: (RuntimeError, "Boolean inputs not supported for relu")},
-    "sign": {_COMPLEX: (NotImplementedError, "Unlike NumPy, torch.sign is not intended to "
-                        "support complex numbers. Please use torch.sgn instead.")},
-    "abs": {_BOOL: (NotImplementedError, '"abs_cpu" not implemented for \'{}\'')},
-    "neg": {_BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is not "
-                    "supported. If you are trying to invert a mask, use the `~` or "
-                    "`logical_not()` operator instead.")},
-    "frac": {_COMPLEX: (NotImplementedError, "frac is not supported for complex inputs"),
-             _BOOL: (NotImplementedError, '"frac_cpu" not implemented for \'{}\'')},
-    **{op: {_COMPLEX: (NotImplementedError, f"{op} is not supported for complex inputs"),
-            _BOOL: (NotImplementedError, f'"{op}_vml_cpu" not implemented for \'{{}}\'')}
-       for op in ("floor", "ceil", "trunc")},
     "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
-    "floor_divide": {_BOOL: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\''),
-                     _COMPLEX: (NotImplementedError, '"div_floor_cpu" not implemented for \'{}\'')},
-    **{op: {_BOOL: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\''),
-            _COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("remainder", "fmod")},
     "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
     "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
                                               '\'{}\'') for k in (_BOOL, _COMPLEX)},
@@ -128,11 +78,7 @@ _ANSWERED_EARLY = {
 def refusal(op: str, dtype) -> Exception | None:
     """PyTorch's error for ``op`` on NumPy ``dtype`` where it has no kernel for it (None
     where it has one): what the reference kernel raises, for a decomposition to raise."""
-    found = _REFUSED.get(op, {}).get(np.dtype(dtype).kind)
-    if found is None:
-        return None
-    error, message = found
-    return error(message.format(_torch_name(FROM_NUMPY[np.dtype(dtype)])))
+    return _refusal(_REFUSED.get(op, {}), dtype)
 
 
 def _refusing(name, kernel, refused):
@@ -179,8 +125,8 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
                 FFTKernels, SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
-    The kernels of the ops declared in :mod:`torcia._ops` (the activations) come from
-    their declarations through :class:`DeclaredKernels`.
+    The kernels of the ops declared in :mod:`torcia._ops` (the one-input elementwise ops,
+    the activations) come from their declarations through :class:`DeclaredKernels`.
     Sorting, scans, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
@@ -199,8 +145,7 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
     xp = np
 
     def table(self) -> dict:
-        xp = self.xp
-        out = {name: getattr(xp, attr) for name, attr in _UFUNC_NAMES.items()}
+        out = {}
         for name in ops.ALL:
             fn = getattr(self, name, None)
             if fn is not None and callable(fn):
@@ -208,93 +153,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
         for name, refused in _REFUSED.items():
             out[name] = _refusing(name, out[name], refused)
         return out
-
-    # ----- elementwise ---------------------------------------------------------------
-    def sign(self, a):
-        # NumPy's sign has no bool loop; PyTorch's sign of a bool is itself, of NaN 0
-        if a.dtype.kind == "b":
-            return a.copy()
-        xp = self.xp
-        out = xp.sign(a)
-        if a.dtype.kind not in "fV":
-            return out
-        # +0 for NaN and for -0 (ml_dtypes' bfloat16 sign keeps -0), as PyTorch's
-        return xp.where((out != out) | (out == 0), xp.zeros((), out.dtype), out)
-
-    def reciprocal(self, a):
-        # a complex one as PyTorch's 1 / z: NumPy's reciprocal of 0j is nan+nanj, where
-        # the division gives inf+nanj as PyTorch does
-        xp = self.xp
-        if a.dtype.kind != "c":
-            return xp.reciprocal(a)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return xp.divide(1, a)
-
-    def log1p(self, a):
-        xp = self.xp
-        if a.dtype.kind != "c":
-            return xp.log1p(a)
-        # NumPy's complex log1p is log(1 + z), which loses z's digits below 1's ulp
-        # (log1p(1e-7+0j) is 1.19e-7 in complex64); PyTorch's formula: the modulus of
-        # 1 + z through log1p(x (2 + x) + y^2) near 0, through hypot elsewhere; a NaN part
-        # makes both NaN (PyTorch's too, where C's clog(nan+inf*j) keeps the infinity);
-        # on the real axis the real log1p (-0 stays -0), off it a y^2 that underflows
-        # gives log1p(+0) = +0, as PyTorch's
-        x, y = a.real, a.imag
-        with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
-            r = x * (2 + x) + y * y
-            near = xp.abs(a) < 0.5
-            log_mod = xp.where(near, xp.where(y == 0, xp.log1p(x), 0.5 * xp.log1p(r)),
-                               xp.log(xp.hypot(x + 1, y)))
-            log_mod = xp.where(xp.isnan(x) | xp.isnan(y), xp.nan, log_mod)
-            out = xp.empty_like(a)
-            out.real = log_mod
-            out.imag = xp.arctan2(y, x + 1)
-        return out
-
-    def square(self, a):
-        # PyTorch squares a bool as pow(a, 2): in int64 (NumPy's square gives int8)
-        return self.xp.square(a.astype(np.int64) if a.dtype.kind == "b" else a)
-
-    def rsqrt(self, a):
-        return 1 / self.xp.sqrt(a)
-
-    def sigmoid(self, a):
-        xp = self.xp
-        if a.dtype.kind == "c":
-            # the formula below orders its operands: complex ones have no order
-            return 1 / (1 + xp.exp(-a))
-        # NOTE: written through exp(-|a|) so nothing overflows: sigmoid(|a|) = 1 / (1 + e),
-        # and for a < 0 that times e. max(e, a >= 0) picks the factor (e <= 1) without
-        # xp.where, which NumPy runs 3x slower than the rest of the kernel on float32
-        # In place where possible: in a training step the arrays are out of cache, and each
-        # temporary is a trip to memory.
-        e = xp.abs(a, out=xp.empty_like(a))  # an array even for 0-d input
-        xp.negative(e, out=e)
-        xp.exp(e, out=e)
-        factor = xp.maximum(e, (a >= 0).astype(e.dtype))
-        e += 1
-        xp.reciprocal(e, out=e)
-        e *= factor
-        return e
-
-    def erf(self, a):
-        return _special("erf", self.xp, a)
-
-    def erfc(self, a):
-        return _special("erfc", self.xp, a)
-
-    def erfinv(self, a):
-        # erfinv(-0) is -0 (SciPy's is +0)
-        return self.xp.where(a == 0, a, _special("erfinv", self.xp, a))
-
-    def lgamma(self, a):
-        # log|gamma(-inf)| is +inf (SciPy's gammaln says -inf)
-        out = _special("gammaln", self.xp, a)
-        return self.xp.where(self.xp.isneginf(a), self.xp.asarray(np.inf, out.dtype), out)
-
-    def digamma(self, a):
-        return _special("psi", self.xp, a)
 
     # ----- complex numbers ----------------------------------------------------------------
     def real(self, a):
@@ -331,86 +189,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
         out.real = re
         out.imag = im
         return out
-
-    def frac(self, a):
-        return a - self.xp.trunc(a)
-
-    def relu(self, a):
-        # negatives to 0, NaN and -0.0 kept, as PyTorch (maximum(-0.0, 0) gives 0.0)
-        return self.xp.where(a < 0, a.dtype.type(0), a)
-
-    def floor_divide(self, a, b):
-        _check_divisor(self.xp, a, b)
-        return self.xp.floor_divide(a, b)
-
-    def remainder(self, a, b):
-        _check_divisor(self.xp, a, b)
-        xp = self.xp
-        if xp.result_type(a, b).kind not in "fV":
-            return xp.remainder(a, b)
-        # PyTorch's: fmod moved into the divisor's sign, so an exact 0 keeps the dividend's
-        # sign (NumPy's remainder gives the divisor's: remainder(-0.0, 2) is +0, PyTorch -0)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out = xp.fmod(a, b)
-            return xp.where((out != 0) & ((out < 0) != (b < 0)), out + b, out)
-
-    def fmod(self, a, b):
-        _check_divisor(self.xp, a, b)
-        return self.xp.fmod(a, b)
-
-    def pow(self, a, b):
-        xp = self.xp
-        if xp.asarray(a).dtype.kind == "b":
-            if b.__class__ is bool or getattr(b, "dtype", np.dtype(np.int64)).kind == "b":
-                if b.__class__ is not bool:
-                    raise NotImplementedError('"pow" not implemented for \'Bool\'')
-                # a bool to a bool power stays bool: x ** True is x, x ** False True
-                return a.copy() if b else xp.ones_like(a)
-        if xp.asarray(a).dtype.kind not in "iub":
-            return xp.power(a, b)
-        if isinstance(b, (int, np.integer)):
-            if b < 0:
-                raise RuntimeError("Integers to negative integer powers are not allowed.")
-            return xp.power(a, b)
-        negative = b < 0
-        if not negative.any():
-            return xp.power(a, b)
-        # a tensor of exponents: a ** -k is 1 / a ** k truncated, which is 0 but for
-        # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
-        out = xp.power(a, xp.where(negative, 0, b))
-        unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
-        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
-
-    def div(self, a, b, rounding_mode=None):
-        xp = self.xp
-        if rounding_mode is None:
-            return xp.true_divide(a, b)
-        if rounding_mode in ("trunc", "floor"):
-            _check_divisor(xp, a, b)
-        if rounding_mode == "trunc" and xp.result_type(a, b).kind in "iu":
-            # exactly, not through float64 (which rounds int64 past 2**53): the floor
-            # quotient is one less than the truncated one where the division is inexact
-            # and the signs differ
-            q = xp.floor_divide(a, b)
-            q = q + ((xp.remainder(a, b) != 0) & ((a < 0) != (b < 0)))
-        elif rounding_mode == "trunc":
-            q = xp.true_divide(a, b)
-            q = xp.trunc(q)
-        elif rounding_mode == "floor":
-            q = xp.floor_divide(a, b)
-        else:
-            raise ValueError(f"div expected rounding_mode to be one of None, 'trunc', or "
-                             f"'floor' but found '{rounding_mode}'")
-        return q.astype(xp.result_type(a, b), copy=False)
-
-    def xlogy(self, a, b):
-        xp = self.xp
-        # a Python number b is of a's dtype (xp.log would make it float64); 0 * log(nan)
-        # is nan, 0 * log(anything else) 0
-        b = b if isinstance(b, xp.ndarray) else xp.asarray(b, dtype=a.dtype)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return xp.where((a == 0) & ~xp.isnan(b), xp.zeros((), dtype=xp.result_type(a, b)),
-                            a * xp.log(b))
 
     def round(self, a, decimals=0):
         return self.xp.round(a, decimals)
@@ -473,11 +251,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, Special
                                       neginf=float(info.min) if neginf is None else neginf
                                       ).astype(a.dtype)
         return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
-
-    def signbit(self, a):
-        if a.dtype.name == "bfloat16":
-            a = a.astype(np.float32)  # no bfloat16 loop: the sign survives the cast
-        return self.xp.signbit(a)
 
     # ----- reductions -------------------------------------------------------------
     # NOTE: reductions call the array's method: xp.sum's Python wrapper costs more than
@@ -938,47 +711,6 @@ def _add_at(xp, out, key, values):
         np.add.at(out, key, values)
     else:
         xp.add.at(out, key, values)
-
-
-def _special(name, xp, a):
-    """Special functions through SciPy when present, else a vectorised ``math`` fallback."""
-    try:
-        import scipy.special as sp
-
-        return getattr(sp, name)(a).astype(a.dtype, copy=False)
-    except ImportError:
-        fn = {"erf": math.erf, "erfc": math.erfc, "gammaln": math.lgamma}.get(name)
-        if fn is None:
-            if name == "erfinv":
-                return _erfinv(xp, a)
-            raise NotImplementedError(f"{name} needs SciPy on this backend") from None
-        return np.vectorize(fn, otypes=[a.dtype])(a)
-
-
-def _erfinv(xp, y):
-    # Newton steps from Giles' single-precision start point; exact enough for float64
-    w = -xp.log((1.0 - y) * (1.0 + y))
-    x = xp.where(w < 5, _giles_small(xp, w - 2.5), _giles_large(xp, xp.sqrt(w) - 3.0)) * y
-    for _ in range(3):
-        err = np.vectorize(math.erf, otypes=[np.float64])(x) - y
-        x = x - err / (2 / math.sqrt(math.pi) * xp.exp(-x * x))
-    return x.astype(y.dtype, copy=False)
-
-
-def _giles_small(xp, w):
-    p = 2.81022636e-08
-    for c in (3.43273939e-07, -3.5233877e-06, -4.39150654e-06, 0.00021858087, -0.00125372503,
-              -0.00417768164, 0.246640727, 1.50140941):
-        p = c + p * w
-    return p
-
-
-def _giles_large(xp, w):
-    p = -0.000200214257
-    for c in (0.000100950558, 0.00134934322, -0.00367342844, 0.00573950773, -0.0076224613,
-              0.00943887047, 1.00167406, 2.83297682):
-        p = c + p * w
-    return p
 
 
 # ---------------------------------------------------------------------------------------

@@ -86,7 +86,8 @@ class Declaration:
         The parameters and their defaults, from ``schema``.
     kernel : callable
         The reference kernel, written as a method of the reference backend
-        (``kernel(self, *arrays, **params)``, ``self.xp`` the array module).
+        (``kernel(self, *arrays, **params)``, ``self.xp`` the array module), or an
+        :class:`~torcia._ops._common.ArrayFunction` naming one function of the array module.
     shape : callable or None
         ``shape(*input_metas, **params) -> (shape, numpy dtype)`` for the "meta" device.
     decomposition : callable or None
@@ -101,6 +102,11 @@ class Declaration:
         Whether its float outputs carry gradients.
     group : str
         The list of :mod:`torcia.ops` it belongs to (``"nn"``...).
+    refuses : dict
+        The inputs PyTorch has no kernel for: NumPy kind of an input's dtype (``"c"``
+        complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
+        standing for PyTorch's name of the dtype. The reference kernel raises it, and
+        ``torcia._numpy_backend.refusal`` gives it to the decompositions.
     """
 
     name: str
@@ -114,6 +120,7 @@ class Declaration:
     floating_inputs: bool = False
     differentiable: bool = True
     group: str = "plugin"
+    refuses: dict = dataclasses.field(default_factory=dict)
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -172,7 +179,7 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
 def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            decomposition: Callable | None = None, autocast: dict | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
-           group: str = "plugin") -> Declaration:
+           group: str = "plugin", refuses: dict | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -192,4 +199,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
     return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
                        shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
                        floating_inputs=floating_inputs, differentiable=differentiable,
-                       group=group)
+                       group=group, refuses=dict(refuses or {}))

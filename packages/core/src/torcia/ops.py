@@ -4,8 +4,8 @@ Backends key their kernel tables on these names, the derivative table in torcia-
 keys on them too, and tests iterate over them (an op without a reference kernel, or a
 differentiable op without a derivative and a gradcheck, fails the suite).
 
-The ops of a family declared in :mod:`torcia._ops` (the activations) are read from their
-declarations, in order; the others are listed here.
+The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the
+activations) are read from their declarations, in order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -13,28 +13,17 @@ optional tensor, Python scalars as they are) and the op's parameters as keywords
 
 from torcia import _ops
 
-# --- elementwise, one input; integer inputs promote to the default float dtype ---------
-UNARY_FLOAT = (
-    "exp", "exp2", "log", "log2", "log10", "log1p", "expm1", "sqrt", "rsqrt", "reciprocal",
-    "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh", "tanh", "asinh", "acosh",
-    "atanh", "sigmoid", "erf", "erfc", "erfinv", "lgamma", "digamma",
-)
-# --- elementwise, one input; dtype preserved ---------------------------------------------
-UNARY_SAME = (
-    "neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu", "bitwise_not",
-)
-# --- elementwise, one input; bool output -------------------------------------------------
-UNARY_BOOL = ("isnan", "isinf", "isfinite", "logical_not", "signbit")
+# --- elementwise, one input, declared in torcia._ops.elementwise: integer inputs promote
+# to the default float dtype; dtype preserved; bool output ---------------------------------
+UNARY_FLOAT = _ops.names("unary_float")
+UNARY_SAME = _ops.names("unary_same")
+UNARY_BOOL = _ops.names("unary_bool")
 
-# --- elementwise, two inputs with broadcasting and type promotion -------------------------
-BINARY = (
-    "add", "sub", "mul", "floor_divide", "remainder", "fmod", "pow", "maximum", "minimum",
-    "bitwise_and", "bitwise_or", "bitwise_xor", "fmax", "fmin",
-)
-# two inputs, promoted to floating point
-BINARY_FLOAT = ("div", "atan2", "hypot", "xlogy")
-# two inputs, bool output
-COMPARE = ("eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor")
+# --- elementwise, two inputs with broadcasting and type promotion, declared in
+# torcia._ops.elementwise: results in the promoted dtype; promoted to floating point; bool
+BINARY = _ops.names("binary")
+BINARY_FLOAT = _ops.names("binary_float")
+COMPARE = _ops.names("compare")
 
 # --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
 SPECIAL_UNARY = (
@@ -172,7 +161,7 @@ ALL = (
 #: as PyTorch does, before dispatch. What NumPy's reference kernel makes of an integer
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
-    UNARY_FLOAT + BINARY_FLOAT + SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
+    SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
     + tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
     + ("rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
        "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "fft_r2c")
@@ -180,10 +169,9 @@ FLOATING_INPUTS = frozenset(
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    UNARY_BOOL + COMPARE + CREATION + SPECIAL_NOT_DIFFERENTIABLE
+    CREATION + SPECIAL_NOT_DIFFERENTIABLE
     + tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("bitwise_not", "bitwise_and", "bitwise_or",
-       "bitwise_xor", "floor_divide", "argmax", "argmin", "all", "any", "count_nonzero",
+    + ("argmax", "argmin", "all", "any", "count_nonzero",
        "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
        "linalg_lu_permutation")
 )

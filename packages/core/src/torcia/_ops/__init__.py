@@ -2,31 +2,35 @@
 
 A family module calls :func:`torcia._opdef.define` for each of its ops with everything
 core needs of it: the schema, the reference kernel, the meta shape, the decomposition,
-the autocast policy and whether it takes floating inputs only. The tables the rest of
-torcia reads by op name are filled from these declarations where they are built:
+the autocast policy, whether it takes floating inputs only and the dtypes it refuses.
+The tables the rest of torcia reads by op name are filled from these declarations where
+they are built:
 
-==========================================  ==============================================
-:mod:`torcia.ops` (``NN``, ``FLOATING_INPUTS``)  the names, in the family's order
-``torcia._numpy_backend.Reference``          the kernels, as methods (``self.xp``)
-``torcia._meta.SHAPES``                     the shape functions
-``torcia._tensor.DECOMPOSITIONS``           the decompositions (composites)
-``torcia.amp`` (``FLOAT32``...)             the autocast policies
-``torcia.library.op_records()``             the inputs and parameters, from the schema
-==========================================  ==============================================
+==============================================  ==========================================
+:mod:`torcia.ops` (``UNARY_FLOAT``, ``NN``...)  the names, in the family's order
+``torcia._numpy_backend.Reference``             the kernels, as methods (``self.xp``)
+``torcia._numpy_backend.refusal``               the dtypes refused, with PyTorch's errors
+``torcia._meta.SHAPES``                         the shape functions
+``torcia._tensor.DECOMPOSITIONS``               the decompositions (composites)
+``torcia.amp`` (``FLOAT32``...)                 the autocast policies
+``torcia.library.op_records()``                 the inputs and parameters, from the schema
+==============================================  ==========================================
 
 Public functions stay in :mod:`torcia._oplib` and backward formulas in torcia-autograd.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 ==================  =========================================================================
+``elementwise``     the elementwise ops of one and two inputs (``exp``, ``abs``, ``isnan``,
+                    ``add``, ``div``, ``eq``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ==================  =========================================================================
 """
 
-from torcia._ops import nn_activation
+from torcia._ops import elementwise, nn_activation
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (nn_activation,) for d in family.DECLARED}
+DECLARED = {d.name: d for family in (elementwise, nn_activation) for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:

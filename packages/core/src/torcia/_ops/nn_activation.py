@@ -18,15 +18,11 @@ import numpy as np
 from torcia._kernels_nn import _in_float32, _low
 from torcia._opdef import define
 from torcia._ops._common import HALF, first_shape, grad_like, opmath
+from torcia._ops._common import where as _where
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
-
-
-def _where(condition, a, b):
-    """``a`` where ``condition``, else ``b`` (tensors), as ``torcia.where``."""
-    return a.where(condition, b)
 
 
 # ----- reference kernels -----------------------------------------------------------------
