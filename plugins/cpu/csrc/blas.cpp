@@ -23,6 +23,7 @@
 
 #include "checks.h"
 #include "gemm.h"
+#include "stages.h"
 
 namespace py = pybind11;
 using std::int64_t;
@@ -46,6 +47,51 @@ namespace {
 
 // Below this many multiply-adds in all, a batch runs on the calling thread.
 constexpr int64_t kParallelMacs = 1 << 18;
+
+// Panels of a product split over threads are at least this wide, and start on multiples of
+// kPanelAlign columns (or rows): whole vector registers of float32 for the GEMM kernels.
+constexpr int64_t kMinPanel = 64;
+constexpr int64_t kPanelAlign = 16;
+
+// C = A B + beta C cut for `threads` threads and run by `team` OpenMP threads: C's
+// columns (or its rows, where it has more rows than columns) in panels, each one
+// single-threaded GEMM of the columns of B (rows of A) it needs. OpenBLAS's own threads
+// spin while they wait for each other, and a thread another process keeps off its core
+// stalls its partner for a scheduler slice at every hand-off (a 128x1024x512 product:
+// 3.5 ms on one thread, 57 ms on two on the loaded 2-core machine; MKL's threads 2.6 and
+// 5.4 ms), and the rounding of both depends on their thread count; these are libgomp's,
+// which the plugin has wait passively, and they take the panels in turn (stages.h), twice
+// as many as `threads`, so a thread without a core leaves its panels to the others. The
+// panels depend on the shape and `threads` alone, and so does the result: a team of one
+// (a crowded machine, see torcia_cpu/_blas.py) gives the same bits as a full one.
+template <typename T>
+void gemm_panels(int threads, int team, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, int64_t m,
+                 int64_t n, int64_t k, const T* a, blasint lda, const T* b, blasint ldb,
+                 T beta, T* c, blasint ldc) {
+  const bool cols = n >= m;
+  const int64_t dim = cols ? n : m;
+  const int panels = static_cast<int>(std::min<int64_t>(2 * int64_t(std::max(threads, 1)),
+                                                        dim / kMinPanel));
+  if (panels < 2) {
+    gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
+    return;
+  }
+  const auto bound = [&](int j) {
+    return j >= panels ? dim : dim * j / panels / kPanelAlign * kPanelAlign;
+  };
+  torcia_stages::Grid grid(1, panels);
+  const auto work = [&](int64_t, int j) {
+    const int64_t lo = bound(j), size = bound(j + 1) - lo;
+    if (cols)
+      gemm<T>(ta, tb, m, size, k, a, lda, tb == CblasNoTrans ? b + lo : b + lo * ldb, ldb,
+              beta, c + lo, ldc);
+    else
+      gemm<T>(ta, tb, size, n, k, ta == CblasNoTrans ? a + lo * lda : a + lo, lda, b, ldb,
+              beta, c + lo * ldc, ldc);
+  };
+#pragma omp parallel num_threads(std::min(team, panels)) if (team > 1)
+  grid.run(work);
+}
 
 // How one matrix operand (its last two dims) is laid out for GEMM: row-major (unit stride
 // along the row) or transposed (unit stride down the column), with its leading dimension.
@@ -83,7 +129,7 @@ int64_t batch_offset(const py::array& a, const std::vector<int64_t>& lead, int64
 template <typename T>
 void run_batched(const py::array& a, const py::array& b, py::array& out, Layout la, Layout lb,
                  const std::vector<int64_t>& lead, int64_t batch, int64_t m, int64_t k,
-                 int64_t n) {
+                 int64_t n, int threads, int team) {
   const T* ap = static_cast<const T*>(a.data());
   const T* bp = static_cast<const T*>(b.data());
   T* cp = static_cast<T*>(out.mutable_data());
@@ -101,16 +147,18 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
     strided = aoff[i] == i * sa && boff[i] == i * sb;
   py::gil_scoped_release release;
   if (batch == 1) {
-    // one product (a's rows times b: a linear layer's backward): the plain call, where
-    // the library uses the threads set_blas_threads gives it; its batched call splits the
-    // batch over them, which leaves a single product on one thread
-    gemm<T>(la.trans, lb.trans, m, n, k, ap, la.ld, bp, lb.ld, T(0), cp, n);
+    // one product (a's rows times b: a linear layer's backward): in panels (threads > 1),
+    // or the plain call, where the library uses the threads set_blas_threads gives it;
+    // its batched call splits the batch over them, which leaves a single product on one
+    // thread
+    gemm_panels<T>(threads, team, la.trans, lb.trans, m, n, k, ap, la.ld, bp, lb.ld, T(0),
+                   cp, n);
     return;
   }
-  const bool threads = batch * m * n * k > kParallelMacs;
+  const bool wide = batch * m * n * k > kParallelMacs;
   if (strided) {
     // each thread a contiguous range of the batch
-#pragma omp parallel if (threads)
+#pragma omp parallel if (wide)
     {
       int64_t lo = 0, hi = batch;
 #ifdef _OPENMP
@@ -124,17 +172,21 @@ void run_batched(const py::array& a, const py::array& b, py::array& out, Layout 
     }
     return;
   }
-#pragma omp parallel for schedule(static) if (threads)
+#pragma omp parallel for schedule(static) if (wide)
   for (int64_t i = 0; i < batch; ++i)
     gemm<T>(la.trans, lb.trans, m, n, k, ap + aoff[i], la.ld, bp + boff[i], lb.ld, T(0),
             cp + i * m * n, n);
 }
 
-// matmul_batched(a (*, M, K), b (*, K, N)) -> (*, M, N), C-contiguous; the leading dims of
-// a and b are equal (broadcast by the caller: stride 0 is fine), each operand's last two
-// dims row-major or transposed, with any strides elsewhere.
-py::array matmul_batched(const py::array& a, const py::array& b) {
+// matmul_batched(a (*, M, K), b (*, K, N), threads, team) -> (*, M, N), C-contiguous; the
+// leading dims of a and b are equal (broadcast by the caller: stride 0 is fine), each
+// operand's last two dims row-major or transposed, with any strides elsewhere. A single
+// product (no leading dims) runs in panels cut for `threads` threads, run by `team`
+// (gemm_panels).
+py::array matmul_batched(const py::array& a, const py::array& b, int threads, int team) {
   const std::string fn = "matmul_batched";
+  if (threads < 1 || team < 1)
+    throw std::runtime_error(fn + ": threads and team must be at least 1");
   if (a.ndim() < 2) throw std::runtime_error(fn + ": a must have at least 2 dims");
   if (b.ndim() != a.ndim())
     throw std::runtime_error(fn + ": b has " + std::to_string(b.ndim()) + " dims, a has " +
@@ -177,17 +229,21 @@ py::array matmul_batched(const py::array& a, const py::array& b) {
   }
   const Layout la = layout_of(fn, "a", a), lb = layout_of(fn, "b", b);
   if (torcia_checks::is_dtype<float>(dt))
-    run_batched<float>(a, b, out, la, lb, lead, batch, m, k, n);
+    run_batched<float>(a, b, out, la, lb, lead, batch, m, k, n, threads, team);
   else
-    run_batched<double>(a, b, out, la, lb, lead, batch, m, k, n);
+    run_batched<double>(a, b, out, la, lb, lead, batch, m, k, n, threads, team);
   return out;
 }
 
-// linear(x (M, K), w (N, K), bias (N,) or None) -> x w^T + bias (M, N), C-contiguous: one
-// GEMM, the bias written first and added by the product (beta = 1), so that no second
-// pass over the output adds it. x and w row-major or transposed, as matmul_batched's.
-py::array linear(const py::array& x, const py::array& w, const py::object& bias) {
+// linear(x (M, K), w (N, K), bias (N,) or None, threads, team) -> x w^T + bias (M, N),
+// C-contiguous: one GEMM (in panels, as matmul_batched's), the bias written first and
+// added by the product (beta = 1), so that no second pass over the output adds it. x and
+// w row-major or transposed, as matmul_batched's.
+py::array linear(const py::array& x, const py::array& w, const py::object& bias,
+                 int threads, int team) {
   const std::string fn = "linear";
+  if (threads < 1 || team < 1)
+    throw std::runtime_error(fn + ": threads and team must be at least 1");
   if (x.ndim() != 2) throw std::runtime_error(fn + ": x must be 2-D, got " +
                                               torcia_checks::shape_of(x));
   if (w.ndim() != 2) throw std::runtime_error(fn + ": weight must be 2-D, got " +
@@ -234,13 +290,15 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias)
   lw.trans = lw.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
   py::gil_scoped_release release;
   if (torcia_checks::is_dtype<float>(dt))
-    gemm<float>(lx.trans, lw.trans, m, n, k, static_cast<const float*>(x.data()), lx.ld,
-                static_cast<const float*>(w.data()), lw.ld, 1.0f,
-                reinterpret_cast<float*>(op), n);
+    gemm_panels<float>(threads, team, lx.trans, lw.trans, m, n, k,
+                       static_cast<const float*>(x.data()), lx.ld,
+                       static_cast<const float*>(w.data()), lw.ld, 1.0f,
+                       reinterpret_cast<float*>(op), n);
   else
-    gemm<double>(lx.trans, lw.trans, m, n, k, static_cast<const double*>(x.data()), lx.ld,
-                 static_cast<const double*>(w.data()), lw.ld, 1.0,
-                 reinterpret_cast<double*>(op), n);
+    gemm_panels<double>(threads, team, lx.trans, lw.trans, m, n, k,
+                        static_cast<const double*>(x.data()), lx.ld,
+                        static_cast<const double*>(w.data()), lw.ld, 1.0,
+                        reinterpret_cast<double*>(op), n);
   return out;
 }
 
@@ -319,8 +377,10 @@ void define_blas(py::module_& m) {
   // torcia's threads go over the batch, each product on one; the LSTM layer asks for more
   // for the duration of a large one (set_blas_threads)
   torcia_blas::table.set_threads(1);
-  m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"));
-  m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"));
+  m.def("matmul_batched", &matmul_batched, py::arg("a"), py::arg("b"), py::arg("threads") = 1,
+        py::arg("team") = 1);
+  m.def("linear", &linear, py::arg("x"), py::arg("weight"), py::arg("bias"),
+        py::arg("threads") = 1, py::arg("team") = 1);
   m.def("set_blas_threads", [](int n) { torcia_blas::table.set_threads(std::max(1, n)); },
         py::arg("n"));
   m.def("use_mkl", &use_mkl, py::arg("path"));

@@ -81,6 +81,38 @@ def test_single_products_on_blas_threads_match_numpy(dtype, blas_threads):
         _native.set_blas_threads(1)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_single_products_in_panels_match_numpy_on_any_team(dtype):
+    # a product cut into panels of C's columns (more columns than rows) or of its rows,
+    # every layout of each operand, for 2 and 3 threads: the same bits whether the whole
+    # team or the calling thread alone runs the panels; beside a bias too (linear)
+    def operand(rows, cols, transposed):
+        x = RNG.standard_normal((cols, rows) if transposed else (rows, cols)).astype(dtype)
+        return x.T if transposed else x
+
+    bias = RNG.standard_normal(300).astype(dtype)
+    for m, k, n in [(96, 40, 300), (300, 40, 96), (70, 33, 129)]:
+        for ta in (False, True):
+            for tb in (False, True):
+                a, b = operand(m, k, ta), operand(k, n, tb)
+                for threads in (2, 3):
+                    got = _native.matmul_batched(a, b, threads, threads)
+                    np.testing.assert_allclose(got, a @ b, **REF_TOL[dtype])
+                    np.testing.assert_array_equal(_native.matmul_batched(a, b, threads, 1), got)
+                    lin = _native.linear(a, b.T, bias[:n], threads, threads)
+                    np.testing.assert_allclose(lin, a @ b + bias[:n], **REF_TOL[dtype])
+                    np.testing.assert_array_equal(_native.linear(a, b.T, bias[:n], threads, 1),
+                                                  lin)
+
+
+def test_products_check_their_thread_counts():
+    a = np.ones((4, 4), np.float32)
+    with pytest.raises(RuntimeError, match="threads and team must be at least 1"):
+        _native.matmul_batched(a, a, 0, 1)
+    with pytest.raises(RuntimeError, match="threads and team must be at least 1"):
+        _native.linear(a, a, None, 2, 0)
+
+
 def test_the_native_product_reads_transposed_views_in_place():
     a = RNG.standard_normal((3, 5, 4)).astype(np.float32)
     b = RNG.standard_normal((3, 6, 4)).astype(np.float32).swapaxes(-1, -2)

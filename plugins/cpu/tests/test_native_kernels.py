@@ -378,18 +378,21 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     monkeypatch.setattr(_blas.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
 
-    def second(busy, own):
-        clock["now"] += 1.0
+    def span(seconds, busy, own):
+        clock["now"] += seconds
         clock["busy"] += busy
         clock["own"] += own
         return _blas.crowded()
 
     assert not _blas.crowded()  # no earlier sample yet
-    assert not second(busy=2.0, own=1.9)  # the busy cores were this process's own
-    assert second(busy=2.0, own=1.0)  # another process took a core
-    clock["now"] += 0.5
-    assert _blas.crowded()  # within the second: the last answer, without a new sample
-    assert not second(busy=0.2, own=0.0)
+    assert not span(1.0, busy=2.0, own=1.9)  # the busy cores were this process's own
+    assert span(1.0, busy=2.0, own=1.0)  # another process took a core
+    assert span(0.1, busy=0.0, own=0.0)  # too soon: the last answer, without a new sample
+    assert not span(0.5, busy=0.1, own=0.0)
+    # a span in which this process was idle (a benchmark's other child had the cores)
+    # only starts a new span, and the last answer stands
+    assert not span(5.0, busy=10.0, own=0.0)
+    assert not span(0.5, busy=1.0, own=0.9)
 
 
 def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):
@@ -409,19 +412,55 @@ def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(mo
     assert not _blas.worth_threads(mid, spins=False)
 
 
-def test_a_mid_sized_product_does_not_depend_on_the_load(monkeypatch):
-    _provider.choose()  # as the plugin's first kernel would
-    if _provider.threads_spin():
-        pytest.skip("products on OpenBLAS (or spinning OpenMP): the load decides its threads")
+def test_products_are_split_by_their_size_and_run_on_one_thread_when_crowded(monkeypatch):
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
-    # a shape whose rounding differs on one and two MKL threads (131M multiply-adds)
-    x, w = _rand((1000, 1024), np.float32), _rand((128, 1024), np.float32)
-    out = {}
-    for busy in (False, True):
+    small, mid, large = 32 * 128 * 512, 128 * 784 * 512, _blas.CROWDED_WORK
+    for busy, team in ((False, 2), (True, 1)):
         monkeypatch.setattr(_blas, "crowded", lambda busy=busy: busy)
-        out[busy] = NAT.linear(x, w, None), NAT.matmul(x, np.ascontiguousarray(w.T))
-    for a, b in zip(out[False], out[True]):
-        np.testing.assert_array_equal(a, b)
+        assert _blas.split(small) == (1, 1)
+        assert _blas.split(mid) == (2, team)  # cut for 2 threads, the load or not
+        assert _blas.split(large) == (2, 2)
+        assert _blas.split(small, spins=True) == (2, team)
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 1)
+    assert _blas.split(large) == (1, 1)
+
+
+MID_SIZED = r"""
+import sys
+import numpy as np
+import torcia
+from torcia_cpu import _blas, _provider
+from torcia_cpu.kernels import NativeKernels
+
+torcia.set_num_threads(2)
+nat = NativeKernels()
+rng = np.random.default_rng(0)
+# a shape whose rounding differs on one and two MKL threads, and on one and two OpenBLAS
+# threads at (128, 784) @ (784, 512) (131M and 51M multiply-adds)
+pairs = [(rng.standard_normal((1000, 1024)).astype(np.float32),
+          rng.standard_normal((128, 1024)).astype(np.float32)),
+         (rng.standard_normal((128, 784)).astype(np.float32),
+          rng.standard_normal((512, 784)).astype(np.float32))]
+out = {}
+for busy in (False, True):
+    _blas.crowded = lambda busy=busy: busy
+    out[busy] = [f(x, w) for x, w in pairs
+                 for f in (lambda x, w: nat.linear(x, w, None),
+                           lambda x, w: nat.matmul(x, np.ascontiguousarray(w.T)))]
+print(_provider.choose(), all(np.array_equal(a, b) for a, b in zip(out[False], out[True])))
+"""
+
+
+@pytest.mark.parametrize("blas", ["openblas", "mkl"])
+def test_a_mid_sized_product_does_not_depend_on_the_load(blas):
+    if blas == "mkl" and _provider.find_mkl() is None:
+        pytest.skip("the mkl package is not installed")
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env["TORCIA_CPU_BLAS"] = blas
+    out = subprocess.run([sys.executable, "-c", MID_SIZED], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[0].lower().startswith("openblas" if blas == "openblas" else "intel")
+    assert out[-1] == "True"
 
 
 def test_the_kernels_start_on_torcias_default_thread_count():

@@ -1,34 +1,37 @@
 """How many threads the matrix products run on.
 
 OpenBLAS splits every product above a small size over all its threads, whose hand-offs
-spin until the other thread arrives. That pays on an idle machine for products of a
-million multiply-adds up (an MLP layer, a transformer's projections, an LSTM step), and
-costs little below. On a crowded machine, where other processes keep cores busy, a
-descheduled BLAS thread stalls its partner for a scheduler slice per hand-off, so the same
-mid-sized products cost tens of times their single-thread time. The plugin therefore keeps BLAS on
-one thread and gives torcia's thread count (``torcia.set_num_threads``) to products of at
-least :data:`PARALLEL_WORK` multiply-adds, or, on a library whose threads spin, of
-:data:`CROWDED_WORK` while the machine is crowded: while other processes use more than
-:data:`SPARE_CORES` of the cores torcia's threads would need (measured from ``/proc/stat``
-at most once a second, less this process's own CPU time; elsewhere from the load average).
+spin until the other thread arrives. On a crowded machine, where other processes keep
+cores busy, a descheduled BLAS thread stalls its partner for a scheduler slice per
+hand-off, so mid-sized products cost tens of times their single-thread time (on the loaded
+2-core machine, load average 7-8: a (128, 784) @ (784, 512) product 3.3 ms on one thread,
+123 ms on two). MKL's threads sleep between products (libgomp's, passive), but stall
+too (a (128, 1024) @ (1024, 512) product: 2.6 ms on one, 5.4 ms on two). And both
+libraries round differently on one and two threads (that same (128, 784) @ (784, 512)
+product), so a thread count chosen by the load would make a model's steps differ from run
+to run.
 
-MKL's threads do not spin: they are libgomp's, which the plugin has wait passively
-(``OMP_WAIT_POLICY``, see ``torcia_cpu/__init__.py``), so its products get torcia's
-thread count from :data:`SLEEPING_WORK` whatever the load. The price of sleeping is a
-wake-up per product: an LSTM layer's steps, a product of (32, 128) @ (128, 512) then the
-cell's arithmetic on the calling thread, 32 times, ran 5x slower on two MKL threads than
-on one on the loaded 2-core machine (59 against 12 ms a training step), so products
-below :data:`SLEEPING_WORK` stay on one thread. That keeps a product's result
-a function of its shape and the thread count alone: a (128, 784) @ (784, 512) product rounds
-differently on one MKL thread and on two, so a load test would make an MLP's steps at
-``set_num_threads(2)`` differ from run to run. (On the loaded 2-core machine, a Linear
-128x784x512 forward and backward at 2 threads: MKL 4.2 ms, OpenBLAS 96 ms against its
-6.1 ms kept on one thread.)
+The extension's float products therefore use neither library's threads: from
+:data:`SLEEPING_WORK` multiply-adds, :func:`split` cuts a product into panels for torcia's
+thread count (``torcia.set_num_threads``), each a single-threaded GEMM, taken in turn by
+libgomp's threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
+``torcia_cpu/__init__.py``; blas.cpp's ``gemm_panels``). The panels, and with them every
+result, depend on the shape and the thread count alone; the load only decides how many
+threads run them: one while the machine is crowded (:func:`crowded`), below
+:data:`CROWDED_WORK`. The price of sleeping threads is a wake-up per product: an LSTM
+layer's steps, a product of (32, 128) @ (128, 512) then the cell's arithmetic on the
+calling thread, 32 times, ran 5x slower on two MKL threads than on one on the loaded
+2-core machine (59 against 12 ms a training step), so products below :data:`SLEEPING_WORK`
+stay on one thread (the LSTM layer splits its steps itself).
 
+MKL's own threads run torcia-ao's int8 products, from :data:`SLEEPING_WORK` whatever the
+load (:func:`worth_threads`). NumPy's own OpenBLAS (products of other dtypes, and layouts
+the extension does not take) keeps its spinning threads: it gets torcia's thread count
+from :data:`PARALLEL_WORK`, or from :data:`CROWDED_WORK` while the machine is crowded.
 Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), or
-``OPENBLAS_NUM_THREADS`` is set (the user chose), the functions do nothing and BLAS keeps
-its own policy. The setting is process-wide: NumPy products outside torcia run on one
-thread too once the plugin has loaded.
+``OPENBLAS_NUM_THREADS`` is set (the user chose), :func:`wide` says no and BLAS keeps its
+own policy. The setting is process-wide: NumPy products outside torcia run on one thread
+too once the plugin has loaded.
 """
 
 from __future__ import annotations
@@ -41,17 +44,20 @@ from contextlib import contextmanager
 
 import torcia
 
-#: Multiply-adds from which a product runs on torcia's thread count (a 102^3 GEMM; an
-#: LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two threads).
+#: Multiply-adds from which a product runs on torcia's thread count on threads that spin
+#: while they wait (a 102^3 GEMM; an LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two
+#: threads).
 PARALLEL_WORK = 1 << 20
-#: Multiply-adds from which a product runs on torcia's thread count on a library whose
-#: threads sleep between products (203^3: a transformer's (1024, 128) @ (128, 128)
-#: projections are above, an LSTM step's products below).
+#: Multiply-adds from which a product runs on torcia's thread count on threads that sleep
+#: between products (203^3: a transformer's (1024, 128) @ (128, 128) projections are
+#: above, an LSTM step's products below).
 SLEEPING_WORK = 1 << 23
 #: The same on a crowded machine, where only long products amortise a stall (645^3).
 CROWDED_WORK = 1 << 28
 #: Cores that other processes may keep busy before torcia's threads count as crowded.
 SPARE_CORES = 0.5
+#: The shortest and longest spans (seconds) over which :func:`crowded` measures the load.
+CHECK_SECONDS = (0.2, 1.0)
 
 # the symbol's name depends on how OpenBLAS was built: plain, with 64-bit integers, or
 # prefixed as in the wheels of NumPy and SciPy
@@ -107,18 +113,25 @@ _load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0}
 
 
 def crowded() -> bool:
-    """Whether other processes use the cores torcia's threads would run on (checked at
-    most once a second, over the time since the previous check)."""
+    """Whether other processes use the cores torcia's threads would run on.
+
+    Measured from ``/proc/stat`` (elsewhere: the load average) over the time since the
+    previous measurement, less this process's own CPU time, at most every
+    :data:`CHECK_SECONDS` [0]. A span longer than :data:`CHECK_SECONDS` [1] (this process
+    was idle in between: another process's work then, such as a benchmark's other child,
+    or PyTorch's threads spinning after their own round, says nothing about the cores
+    while torcia runs) only starts a new one, and the last answer stands.
+    """
     now = time.monotonic()
     elapsed = now - _load["checked"]
-    if elapsed < 1.0:
+    if elapsed < CHECK_SECONDS[0]:
         return _load["crowded"]
     cores = os.cpu_count() or 1
     threads = torcia.get_num_threads()
     busy, own = _busy_seconds(), sum(os.times()[:2])
     if busy is None:
         _load["crowded"] = os.getloadavg()[0] > cores + SPARE_CORES
-    elif _load["busy"] is not None and elapsed < 10.0:
+    elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1]:
         others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
         _load["crowded"] = others > cores - threads + SPARE_CORES
     _load.update(checked=now, busy=busy, own=own)
@@ -127,13 +140,26 @@ def crowded() -> bool:
 
 def worth_threads(work: int, spins: bool = True) -> bool:
     """Whether a product of ``work`` multiply-adds is worth torcia's threads now, on a
-    library whose threads spin while they wait for each other (``spins``: OpenBLAS) or
-    sleep (MKL on passive libgomp: decided by the size alone, never by the load)."""
+    library whose threads spin while they wait for each other (``spins``: NumPy's
+    OpenBLAS) or sleep (MKL on passive libgomp: decided by the size alone, never by the
+    load)."""
     if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False
     if not spins:
         return work >= SLEEPING_WORK
     return work >= CROWDED_WORK or not crowded()
+
+
+def split(work: int, spins: bool = False) -> tuple[int, int]:
+    """``(threads, team)`` for a product of ``work`` multiply-adds cut into panels
+    (blas.cpp's ``gemm_panels``): the thread count the panels are cut for, by the size
+    alone, from :data:`SLEEPING_WORK` (:data:`PARALLEL_WORK` on threads that spin:
+    ``spins``), and the threads that run them, one while the machine is crowded, so that
+    the load never changes the result."""
+    threads = torcia.get_num_threads()
+    if threads == 1 or work < (PARALLEL_WORK if spins else SLEEPING_WORK):
+        return 1, 1
+    return threads, (threads if work >= CROWDED_WORK or not crowded() else 1)
 
 
 def wide(a, b) -> bool:

@@ -34,7 +34,6 @@ from torcia_cpu import _native
 
 CHOICES = ("auto", "openblas", "mkl")
 _chosen = []
-_spin = []
 #: Whether libgomp, loaded with the extension above, read a passive wait policy
 #: (torcia_cpu/__init__.py's default): its idle threads sleep instead of spinning.
 _PASSIVE_OPENMP = os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive"
@@ -81,14 +80,10 @@ def _load_int8() -> None:
 
 def threads_spin() -> bool:
     """Whether the threads of the extension's products spin while they wait for each
-    other (see ``_blas``): OpenBLAS's do; MKL's run on libgomp, whose threads sleep
-    under the passive wait policy the plugin sets unless the user chose another."""
-    if _spin:
-        return _spin[0]
-    spins = _native.blas_name() == "openblas" or not _PASSIVE_OPENMP
-    if _chosen:  # the library is settled: asked on every product, answered from here
-        _spin.append(spins)
-    return spins
+    other (see ``_blas``): they are libgomp's (the panels a float product is split into,
+    MKL's own for torcia-ao's int8 products), which sleep under the passive wait policy
+    the plugin sets unless the user chose another."""
+    return not _PASSIVE_OPENMP
 
 
 def choose() -> str:
