@@ -238,8 +238,12 @@ def _spec(a, dtype, domain, rng):
     if tag == "i":
         return T(np.asarray(a[1], dtype=np.int64), "int64", grad=False)
     if tag == "v":
-        return T(np.asarray(a[1]).astype(dtype if len(a) < 3 else a[2]),
-                 dtype if len(a) < 3 else a[2])
+        name = dtype if len(a) < 3 else a[2]
+        # the given values as they are, floats in float64 as values() leaves them: NumPy
+        # knows bfloat16 only once ml_dtypes is loaded
+        held = name if name in INTS or name in BOOL else np.complex128 if name in COMPLEX \
+            else np.float64
+        return T(np.asarray(a[1]).astype(held), name)
     if tag == "dtype":
         return Dtype(dtype if a[1] == "same" else a[1])
     if tag == "derive-c":

@@ -401,3 +401,26 @@ def test_half_precision_linalg_as_its_ex_variant(name, dtype):
     want = getattr(L, name)(*(x.float() for x in args))
     assert_close(plain.float(), want, atol=2e-2, rtol=2e-2)
     assert_close(ex.float(), want, atol=2e-2, rtol=2e-2)
+
+
+def test_ldl_solve_refuses_pivots_that_are_not_a_factorisations():
+    # LAPACK's sytrs reads pivots as row numbers without a check: junk ones must be refused
+    # before it runs (PyTorch 2.13 crashes on some of these)
+    a = torcia.tensor([[0.0, 1.0, 2.0], [1.0, 0.0, 3.0], [2.0, 3.0, 0.0]])
+    ld, pivots = L.ldl_factor(a)
+    assert pivots.tolist() == [-3, -3, 3]  # a 2x2 block, then a row
+    assert_close(a @ L.ldl_solve(ld, pivots, torcia.eye(3)), torcia.eye(3), atol=1e-5, rtol=0)
+    b = torcia.ones(3, 2)
+    for junk, message in (([9, -100, 1], "not those of a factorisation"),
+                          ([1, 2, 4], "not those of a factorisation"),
+                          ([1, 2, -3], "not those of a factorisation"),
+                          ([-1, -1, -1], "not those of a factorisation"),
+                          ([1, 0, 3], r"\|pivot\| >= 1")):
+        with pytest.raises(RuntimeError, match=message):
+            L.ldl_solve(ld, torcia.tensor(junk, dtype=torcia.int32), b)
+    for args, message in (((ld, pivots[:2], b), "pivots.shape to be the same"),
+                          ((ld, pivots.float(), b), "pivots to be integers. Got Float"),
+                          ((ld, pivots, b.double()), "same dtype"),
+                          ((ld, pivots, torcia.ones(2, 2)), "each b matrix is 2 by 2")):
+        with pytest.raises(RuntimeError, match=message):
+            L.ldl_solve(*args)

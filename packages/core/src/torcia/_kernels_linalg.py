@@ -298,12 +298,36 @@ class LinalgKernels:
         batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
         lds = np.broadcast_to(_host(xp, ld), batch + (n, n)).reshape((-1, n, n))
         pivs = np.broadcast_to(_host(xp, pivots), batch + (n,)).reshape((-1, n))
+        _check_ldl_pivots(pivs)
         bs = np.broadcast_to(_host(xp, b), batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
         solve = lapack.get_lapack_funcs("hetrs" if hermitian and lds.dtype.kind == "c"
                                         else "sytrs", (lds,))
         out = [solve(l_, p_, b_, lower=1)[0] for l_, p_, b_ in zip(lds, pivs, bs)]
         x = np.stack(out) if out else np.zeros(bs.shape, bs.dtype)
         return xp.asarray(x.reshape(batch + b.shape[-2:]))
+
+
+def _check_ldl_pivots(pivs):
+    """Refuse pivots that are not a factorisation's: LAPACK's sytrs reads them as 1-based
+    row numbers, unchecked, so one out of range reads and writes outside the matrices."""
+    n = pivs.shape[-1]
+    if (pivs == 0).any():
+        raise RuntimeError("Pivots given to ldl_solve must all satisfy |pivot| >= 1. Did you "
+                           "properly pass the result of ldl_factor?")
+    bad = (pivs > n) | (pivs < -n)
+    # a 2x2 block (lower storage) is two equal negative pivots, the first not the last row
+    neg = pivs < 0
+    first = neg & ~np.concatenate([np.zeros_like(neg[:, :1]), neg[:, :-1]], axis=1)
+    for row, col in zip(*np.nonzero(first)):
+        run = 1
+        while col + run < n and pivs[row, col + run] == pivs[row, col]:
+            run += 1
+        bad[row, col] |= run % 2 == 1
+    if bad.any():
+        raise RuntimeError(
+            "torcia.linalg.ldl_solve: pivots are not those of a factorisation: each must be "
+            f"a row number in 1..{n} or, for a 2x2 block, two equal negative ones "
+            "(as torcia.linalg.ldl_factor returns them)")
 
 
 def _lapack(xp):

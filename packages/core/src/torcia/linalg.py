@@ -631,6 +631,21 @@ def ldl_solve(LD, pivots, B, *, hermitian=False):
     _float(B, "ldl_solve")
     if B.ndim < 2:
         raise RuntimeError("torcia.linalg.ldl_solve: Expected B to have at least 2 dimensions")
+    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
+        raise RuntimeError(f"torcia.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape "
+                           f"to be the same, but got pivots with shape {list(pivots.shape)} "
+                           f"instead")
+    if pivots.dtype.is_floating_point or pivots.dtype.is_complex or pivots.dtype is D.bool_:
+        raise RuntimeError(f"torcia.linalg.ldl_solve: Expected pivots to be integers. Got "
+                           f"{_torch_name(pivots.dtype)}")
+    if LD.dtype != B.dtype:
+        raise RuntimeError("torcia.linalg.ldl_solve: Expected LD and B to have the same dtype, "
+                           f"but found LD of type {_torch_name(LD.dtype)} and B of type "
+                           f"{_torch_name(B.dtype)} instead")
+    if B.shape[-2] != LD.shape[-1]:
+        raise RuntimeError(f"Incompatible matrix sizes for torcia.linalg.ldl_solve: each A "
+                           f"matrix is {LD.shape[-2]} by {LD.shape[-1]} but each b matrix is "
+                           f"{B.shape[-2]} by {B.shape[-1]}")
     return call("linalg_ldl_solve", (LD, pivots, B), {"hermitian": bool(hermitian)})
 
 
