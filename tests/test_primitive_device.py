@@ -299,6 +299,10 @@ ELEMENTWISE_CASES = [
     ("nll_loss", "yTw", {"reduction": "mean", "ignore_index": 5}),
     ("nll_loss", "ytw", {"reduction": "sum", "ignore_index": -100}),
     ("nll_loss", "yTw", {"reduction": "none", "ignore_index": 3}),
+    ("ndtr", "x", {}), ("log_ndtr", "x", {}), ("log_ndtr", "y", {}), ("entr", "x", {}),
+    ("entr", "p", {}), ("i0", "x", {}), ("i1", "x", {}), ("modified_bessel_i0", "y", {}),
+    ("modified_bessel_i1", "x", {}), ("modified_bessel_k0", "x", {}),
+    ("modified_bessel_k1", "p", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -363,6 +367,31 @@ def _same(op, got, want):
     # signed zeros where the reference gives a zero
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+POLYNOMIALS = [*(f"chebyshev_polynomial_{k}" for k in "tuvw"), "hermite_polynomial_h",
+               "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32, torcia.float16])
+@pytest.mark.parametrize("op", POLYNOMIALS)
+def test_orthogonal_polynomials_decompose_like_their_kernels(prims, op, dtype):
+    """The recurrences on a primitives-only device: the reference kernel's values for
+    degrees 0 to 12, negative and fractional ones, x at the edges (NaN, infinities, +-1,
+    large), a degree given as a number, empty and 0-dim inputs."""
+    x = torcia.tensor([-1.0, 1.0, 0.5, -0.3, 2.5, -7.0, np.nan, np.inf, -np.inf, 0.0, -0.0],
+                      dtype=dtype).reshape(-1, 1)
+    n = torcia.tensor([0, 1, 2, 3, 5, 8, 12, -1, -0.5, 2.7], dtype=dtype)
+    for inputs in ((x, n), (x[:0, 0], n[:0]), (x[2, 0], n[3])):
+        with np.errstate(all="ignore"):
+            want = REFERENCE[op](*(t.numpy() for t in inputs))
+        got = library.call(op, tuple(t.to(prims) for t in inputs), {})
+        _same(op, got.to("cpu").numpy(), want)
+    fn = getattr(torcia.special, op)
+    with np.errstate(all="ignore"):
+        want = fn(x, 4).numpy()
+    np.testing.assert_array_equal(fn(x.to(prims), 4).to("cpu").numpy(), want)
+    assert not fn(x.to(prims).requires_grad_(), n.to(prims)).requires_grad
 
 
 def _int(d):
@@ -604,6 +633,10 @@ GRADIENT_CASES = [
     ("linalg_slogdet", lambda t: torcia.linalg.slogdet(torcia.complex(t, t.t()))[0], "q"),
     ("linalg_inv", lambda t: torcia.linalg.inv(t), "Y"),
     ("einsum", lambda t: torcia.einsum("ij,kj,ii->ik", t, t * 2, t[:, :4]), "c"),
+    ("ndtr", lambda t: torcia.special.ndtr(3 * t), "c"),
+    ("log_ndtr", lambda t: torcia.special.log_ndtr(3 * t), "c"),
+    ("i0", lambda t: torcia.special.i0(t), "c"), ("i1", lambda t: torcia.special.i1(t), "c"),
+    ("entr", lambda t: torcia.special.entr(t), "v"),
 ]
 
 
