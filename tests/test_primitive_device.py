@@ -303,6 +303,14 @@ ELEMENTWISE_CASES = [
     ("entr", "p", {}), ("i0", "x", {}), ("i1", "x", {}), ("modified_bessel_i0", "y", {}),
     ("modified_bessel_i1", "x", {}), ("modified_bessel_k0", "x", {}),
     ("modified_bessel_k1", "p", {}),
+    ("floor", "x", {}), ("floor", "n", {}), ("floor", "u", {}), ("minimum", "xy", {}),
+    ("minimum", "xx", {}), ("minimum", "nu", {}), ("minimum", "un", {}), ("amin", "x", {}),
+    ("amin", "y", {"dim": (1,)}), ("amin", "n", {"dim": (0,), "keepdim": True}),
+    ("amin", "u", {}), ("amin", "m", {"dim": (1,)}), ("clamp", "xyp", {}),
+    ("clamp", "x", {"lo": -1.5, "hi": None}), ("clamp", "n", {"lo": None, "hi": 7}),
+    ("clamp", "x", {"lo": 2.0, "hi": -1.0}), ("remainder", "xy", {}), ("remainder", "yp", {}),
+    ("clone", "x", {}), ("clone", "u", {}), ("contiguous", "x", {}),
+    ("scatter_add", "xky", {"dim": 1}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -392,6 +400,27 @@ def test_orthogonal_polynomials_decompose_like_their_kernels(prims, op, dtype):
         want = fn(x, 4).numpy()
     np.testing.assert_array_equal(fn(x.to(prims), 4).to("cpu").numpy(), want)
     assert not fn(x.to(prims).requires_grad_(), n.to(prims)).requires_grad
+
+
+@pytest.mark.parametrize("dtype", [torcia.int8, torcia.int64, torcia.uint8])
+def test_integer_remainder_decomposes_like_its_kernel(prims, dtype):
+    """The floor modulus of integers through fmod: both signs, exact multiples, the
+    smallest value by -1, and the kernel's error for a zero divisor."""
+    signed = dtype != torcia.uint8
+    a = torcia.tensor([7, -7, 7, -7, 6, 0, -128, 5] if signed else [7, 200, 6, 0, 255],
+                      dtype=dtype)
+    b = torcia.tensor([3, 3, -3, -3, -3, 4, -1, 7] if signed else [3, 7, 3, 4, 2],
+                      dtype=dtype)
+    want = torcia.remainder(a, b)
+    got = torcia.remainder(a.to(prims), b.to(prims))
+    np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+    assert got.dtype == want.dtype
+    zero = torcia.zeros(1, dtype=dtype)
+    with pytest.raises(ZeroDivisionError) as kernel:
+        torcia.remainder(a[:1], zero)
+    with pytest.raises(ZeroDivisionError) as decomposition:
+        torcia.remainder(a[:1].to(prims), zero.to(prims))
+    assert str(decomposition.value) == str(kernel.value)
 
 
 def _int(d):
@@ -637,6 +666,13 @@ GRADIENT_CASES = [
     ("log_ndtr", lambda t: torcia.special.log_ndtr(3 * t), "c"),
     ("i0", lambda t: torcia.special.i0(t), "c"), ("i1", lambda t: torcia.special.i1(t), "c"),
     ("entr", lambda t: torcia.special.entr(t), "v"),
+    ("clamp", lambda t: torcia.clamp(t, min=-0.5, max=0.7), "c"),
+    ("clamp", lambda t: torcia.clamp(t, min=t.flip(0) / 2, max=t.abs() + 0.1), "c"),
+    ("minimum", lambda t: torcia.minimum(t, t.flip(1)), "c"),
+    ("amin", lambda t: t.amin(1), "c"), ("scatter_add", lambda t: t.scatter_add(
+        1, torcia.tensor([[0, 0, 5], [1, 2, 1]], device=t.device), 2 * t[:2]), "c"),
+    ("remainder", lambda t: torcia.remainder(3 * t, t.flip(0)), "c"),
+    ("clone", lambda t: t.clone() * t, "c"), ("floor", lambda t: (3 * t).floor() * t, "c"),
 ]
 
 

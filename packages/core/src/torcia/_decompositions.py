@@ -550,6 +550,72 @@ def var(a, dim=None, correction=1, keepdim=False):
     return squares.sum(dims, keepdim=keepdim) / max(count - correction, 0)
 
 
+# ----- through a mirror op: the same values, the dtype refusals the kernel's own ----------
+
+
+def floor(a):
+    _refuse("floor", a)
+    # exact: ceil of the negation, negated (signed zeros and integers' wrapping alike)
+    return -(-a).ceil()
+
+
+def minimum(a, b):
+    _refuse("minimum", a)
+    # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
+    # kernel's choice between equal values, such as 0.0 and -0.0: the second)
+    if isinstance(b, Tensor) and b.dtype != a.dtype:  # ~ and - before promotion would differ
+        dt = D.promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
+    if a.is_floating_point():
+        return -_oplib.maximum(-a, -b)
+    return ~_oplib.maximum(~a, ~b)
+
+
+def amin(a, dim=None, keepdim=False):
+    _refuse("amin", a)
+    if a.is_floating_point():
+        return -(-a).amax(dim, keepdim=keepdim)
+    return ~(~a).amax(dim, keepdim=keepdim)
+
+
+def clamp(a, lo, hi):
+    _refuse("clamp", a)
+    # each bound where the value is beyond it or where it is NaN (the maximum and minimum
+    # of the reference kernel); at a bound the value is kept, and takes the gradient, as
+    # in PyTorch's
+    for bound, beyond in ((lo, Tensor.__lt__), (hi, Tensor.__gt__)):
+        if bound is None:
+            continue
+        if not isinstance(bound, Tensor):
+            bound = _scalar(a, bound)
+        a = _oplib.where(_either(beyond(a, bound), bound != bound), bound, a)
+    return a
+
+
+def remainder(a, b):
+    _refuse("remainder", a)
+    if not isinstance(b, Tensor):
+        b = _scalar(a, b)
+    # the reference kernel's: fmod (which refuses an integer division by zero) moved into
+    # the divisor's sign, so an exact 0 keeps the dividend's; integers' floor modulus alike
+    out = call("fmod", (a, b), {})
+    return _oplib.where(_both(out != 0, (out < 0) != (b < 0)), out + b, out)
+
+
+def clone(a):
+    return call("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
+
+
+def contiguous(a):
+    # torcia.contiguous calls the op for a non-contiguous tensor only: a contiguous copy
+    return call("clone", (a,), {})
+
+
+def scatter_add(a, index, src, dim):
+    return call("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
+                                                    "include_self": True})
+
+
 # ----- products, norms and eigenvalues ---------------------------------------------------
 
 
@@ -1162,7 +1228,8 @@ DECOMPOSITIONS.update({
         shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
         logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, linalg_lu_permutation,)},
+        linalg_inv, linalg_lu_permutation, floor, minimum, amin, clamp, remainder, clone,
+        contiguous, scatter_add,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })
