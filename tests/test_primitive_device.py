@@ -310,7 +310,8 @@ ELEMENTWISE_CASES = [
     ("clamp", "x", {"lo": -1.5, "hi": None}), ("clamp", "n", {"lo": None, "hi": 7}),
     ("clamp", "x", {"lo": 2.0, "hi": -1.0}), ("remainder", "xy", {}), ("remainder", "yp", {}),
     ("clone", "x", {}), ("clone", "u", {}), ("contiguous", "x", {}),
-    ("scatter_add", "xky", {"dim": 1}),
+    ("scatter_add", "xky", {"dim": 1}), ("sigmoid", "x", {}), ("hypot", "xy", {}),
+    ("hypot", "xx", {}), ("hypot", "px", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -421,6 +422,44 @@ def test_integer_remainder_decomposes_like_its_kernel(prims, dtype):
     with pytest.raises(ZeroDivisionError) as decomposition:
         torcia.remainder(a[:1].to(prims), zero.to(prims))
     assert str(decomposition.value) == str(kernel.value)
+
+
+# creation ops through their public functions (made in the test, as PROMOTING's)
+CREATION = [
+    lambda d: torcia.zeros(2, 3, device=d), lambda d: torcia.zeros((), dtype=torcia.bool, device=d),
+    lambda d: torcia.zeros(2, requires_grad=True, device=d),
+    lambda d: torcia.ones(4, dtype=torcia.int64, device=d),
+    lambda d: torcia.ones(0, 2, dtype=torcia.complex64, device=d),
+    lambda d: torcia.ones(3, dtype=torcia.bfloat16, device=d),
+    lambda d: torcia.eye(3, 4, device=d), lambda d: torcia.eye(2, 0, dtype=torcia.int64, device=d),
+    lambda d: torcia.eye(3, dtype=torcia.bool, device=d),
+    lambda d: torcia.linspace(0, 1, 7, device=d), lambda d: torcia.linspace(-3, 10, 1, device=d),
+    lambda d: torcia.linspace(2, 3, 0, device=d),
+    lambda d: torcia.linspace(5.0, -2.5, 11, dtype=torcia.int64, device=d),
+    lambda d: torcia.linspace(0.1, 0.7, 13, dtype=torcia.float64, device=d),
+    # a step that underflows to 0, and an infinite end
+    lambda d: torcia.linspace(0.0, 1e-320, 5, dtype=torcia.float64, device=d),
+    lambda d: torcia.linspace(-1.0, math.inf, 3, dtype=torcia.float64, device=d),
+    lambda d: torcia.logspace(0, 3, 4, device=d),
+    lambda d: torcia.logspace(-2.5, 4, 9, base=2.0, dtype=torcia.float64, device=d),
+]
+
+
+@pytest.mark.parametrize("case", range(len(CREATION)))
+def test_creation_ops_decompose_like_their_kernels(prims, case):
+    """zeros, ones, eye, linspace and logspace on a device without their kernels (through
+    full and arange): the reference kernels' values and dtypes, bit for bit."""
+    fn = CREATION[case]
+    with np.errstate(all="ignore"):
+        want, got = fn("cpu"), fn(prims)
+    assert got.device.type == prims and got.dtype == want.dtype
+    assert got.requires_grad == want.requires_grad and got.shape == want.shape
+
+    def host(t):  # NumPy compares no bfloat16: its values are float32's
+        t = t.detach().to("cpu")
+        return (t.float() if t.dtype == torcia.bfloat16 else t).numpy()
+
+    np.testing.assert_array_equal(host(got), host(want))
 
 
 def _int(d):
@@ -672,7 +711,11 @@ GRADIENT_CASES = [
     ("amin", lambda t: t.amin(1), "c"), ("scatter_add", lambda t: t.scatter_add(
         1, torcia.tensor([[0, 0, 5], [1, 2, 1]], device=t.device), 2 * t[:2]), "c"),
     ("remainder", lambda t: torcia.remainder(3 * t, t.flip(0)), "c"),
-    ("clone", lambda t: t.clone() * t, "c"), ("floor", lambda t: (3 * t).floor() * t, "c"),
+    ("clone", lambda t: t.clone() * t, "c"), ("sigmoid", lambda t: (3 * t).sigmoid(), "c"),
+    # at 0 exactly (3t - 3t, whose gradient is 3t's): where the kernel's -|a| is not smooth
+    ("sigmoid", lambda t: (3 * t - (3 * t).detach()).sigmoid(), "c"),
+    ("hypot", lambda t: torcia.hypot(t, 2 * t.flip(1)), "c"),
+    ("floor", lambda t: (3 * t).floor() * t, "c"),
 ]
 
 
