@@ -311,6 +311,8 @@ ELEMENTWISE_CASES = [
     ("clamp", "x", {"lo": 2.0, "hi": -1.0}), ("remainder", "xy", {}), ("remainder", "yp", {}),
     ("clone", "x", {}), ("clone", "u", {}), ("contiguous", "x", {}),
     ("scatter_add", "xky", {"dim": 1}), ("sigmoid", "x", {}), ("hypot", "xy", {}),
+    ("bitwise_or", "nn", {}), ("bitwise_or", "nu", {}), ("bitwise_or", "um", {}),
+    ("bitwise_or", "mm", {}), ("floor_divide", "xp", {}), ("floor_divide", "yx", {}),
     ("hypot", "xx", {}), ("hypot", "px", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
@@ -404,24 +406,26 @@ def test_orthogonal_polynomials_decompose_like_their_kernels(prims, op, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torcia.int8, torcia.int64, torcia.uint8])
-def test_integer_remainder_decomposes_like_its_kernel(prims, dtype):
-    """The floor modulus of integers through fmod: both signs, exact multiples, the
-    smallest value by -1, and the kernel's error for a zero divisor."""
+def test_integer_remainder_and_floor_division_decompose_like_their_kernels(prims, dtype):
+    """The floor modulus (through fmod) and floor division (through div) of integers: both
+    signs, exact multiples, the smallest value by -1, and the kernel's error for a zero
+    divisor."""
     signed = dtype != torcia.uint8
     a = torcia.tensor([7, -7, 7, -7, 6, 0, -128, 5] if signed else [7, 200, 6, 0, 255],
                       dtype=dtype)
     b = torcia.tensor([3, 3, -3, -3, -3, 4, -1, 7] if signed else [3, 7, 3, 4, 2],
                       dtype=dtype)
-    want = torcia.remainder(a, b)
-    got = torcia.remainder(a.to(prims), b.to(prims))
-    np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
-    assert got.dtype == want.dtype
     zero = torcia.zeros(1, dtype=dtype)
-    with pytest.raises(ZeroDivisionError) as kernel:
-        torcia.remainder(a[:1], zero)
-    with pytest.raises(ZeroDivisionError) as decomposition:
-        torcia.remainder(a[:1].to(prims), zero.to(prims))
-    assert str(decomposition.value) == str(kernel.value)
+    for fn in (torcia.remainder, torcia.floor_divide):
+        want = fn(a, b)
+        got = fn(a.to(prims), b.to(prims))
+        np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+        assert got.dtype == want.dtype
+        with pytest.raises(ZeroDivisionError) as kernel:
+            fn(a[:1], zero)
+        with pytest.raises(ZeroDivisionError) as decomposition:
+            fn(a[:1].to(prims), zero.to(prims))
+        assert str(decomposition.value) == str(kernel.value)
 
 
 # creation ops through their public functions (made in the test, as PROMOTING's)
@@ -443,6 +447,11 @@ CREATION = [
     lambda d: torcia.logspace(0, 3, 4, device=d),
     lambda d: torcia.logspace(-2.5, 4, 9, base=2.0, dtype=torcia.float64, device=d),
 ]
+
+
+def test_empty_decomposes_into_a_tensor_of_its_shape_and_dtype(prims):
+    out = torcia.empty(2, 3, dtype=torcia.int16, device=prims)
+    assert out.device.type == prims and out.shape == (2, 3) and out.dtype == torcia.int16
 
 
 @pytest.mark.parametrize("case", range(len(CREATION)))

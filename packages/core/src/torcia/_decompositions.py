@@ -471,13 +471,33 @@ def sign(a):
     return out + _oplib.where(isfinite(a), a * 0, _zero(a))
 
 
+def _integral_only(op, *operands):
+    """Raise the reference kernel's error where a bitwise op is given floats."""
+    for x in operands:
+        if isinstance(x, Tensor) and (x.is_floating_point() or x.is_complex()):
+            raise NotImplementedError(
+                f'"{op}_cpu" not implemented for \'{_torch_name(x.dtype)}\'')
+
+
 def bitwise_not(a):
     if a.dtype == D.bool_:
         return logical_not(a)
-    if a.is_floating_point() or a.is_complex():
-        raise NotImplementedError(
-            f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
+    _integral_only("bitwise_not", a)
     return call("bitwise_xor", (a, _scalar(a, -1)), {})  # all ones, in two's complement
+
+
+def bitwise_or(a, b):
+    _integral_only("bitwise_or", a, b)
+    # exact: the bits set in one of them, and those set in both (disjoint, so xor adds them)
+    return call("bitwise_xor", (call("bitwise_xor", (a, b), {}),
+                                call("bitwise_and", (a, b), {})), {})
+
+
+def floor_divide(a, b):
+    _refuse("floor_divide", a)
+    # the division kernel's floor mode is the same NumPy floor division (and the same
+    # error for an integer divisor of 0)
+    return call("div", (a, b), {"rounding_mode": "floor"})
 
 
 def neg(a):
@@ -643,6 +663,10 @@ def scatter_add(a, index, src, dim):
 
 def zeros(shape, dtype, device=None):
     return C.full(shape, 0, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
+
+
+def empty(shape, dtype, device=None):
+    return zeros(shape, dtype, device)  # any values will do
 
 
 def ones(shape, dtype, device=None):
@@ -1294,7 +1318,8 @@ DECOMPOSITIONS.update({
         logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
         linalg_inv, linalg_lu_permutation, floor, minimum, amin, clamp, remainder, clone,
-        contiguous, scatter_add, sigmoid, hypot, zeros, ones, eye, linspace, logspace,)},
+        contiguous, scatter_add, sigmoid, hypot, zeros, ones, eye, linspace, logspace,
+        bitwise_or, floor_divide, empty,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })
