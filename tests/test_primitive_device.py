@@ -299,6 +299,21 @@ ELEMENTWISE_CASES = [
     ("nll_loss", "yTw", {"reduction": "mean", "ignore_index": 5}),
     ("nll_loss", "ytw", {"reduction": "sum", "ignore_index": -100}),
     ("nll_loss", "yTw", {"reduction": "none", "ignore_index": 3}),
+    ("ndtr", "x", {}), ("log_ndtr", "x", {}), ("log_ndtr", "y", {}), ("entr", "x", {}),
+    ("entr", "p", {}), ("i0", "x", {}), ("i1", "x", {}), ("modified_bessel_i0", "y", {}),
+    ("modified_bessel_i1", "x", {}), ("modified_bessel_k0", "x", {}),
+    ("modified_bessel_k1", "p", {}),
+    ("floor", "x", {}), ("floor", "n", {}), ("floor", "u", {}), ("minimum", "xy", {}),
+    ("minimum", "xx", {}), ("minimum", "nu", {}), ("minimum", "un", {}), ("amin", "x", {}),
+    ("amin", "y", {"dim": (1,)}), ("amin", "n", {"dim": (0,), "keepdim": True}),
+    ("amin", "u", {}), ("amin", "m", {"dim": (1,)}), ("clamp", "xyp", {}),
+    ("clamp", "x", {"lo": -1.5, "hi": None}), ("clamp", "n", {"lo": None, "hi": 7}),
+    ("clamp", "x", {"lo": 2.0, "hi": -1.0}), ("remainder", "xy", {}), ("remainder", "yp", {}),
+    ("clone", "x", {}), ("clone", "u", {}), ("contiguous", "x", {}),
+    ("scatter_add", "xky", {"dim": 1}), ("sigmoid", "x", {}), ("hypot", "xy", {}),
+    ("bitwise_or", "nn", {}), ("bitwise_or", "nu", {}), ("bitwise_or", "um", {}),
+    ("bitwise_or", "mm", {}), ("floor_divide", "xp", {}), ("floor_divide", "yx", {}),
+    ("hypot", "xx", {}), ("hypot", "px", {}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -363,6 +378,97 @@ def _same(op, got, want):
     # signed zeros where the reference gives a zero
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+POLYNOMIALS = [*(f"chebyshev_polynomial_{k}" for k in "tuvw"), "hermite_polynomial_h",
+               "hermite_polynomial_he", "laguerre_polynomial_l", "legendre_polynomial_p"]
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32, torcia.float16])
+@pytest.mark.parametrize("op", POLYNOMIALS)
+def test_orthogonal_polynomials_decompose_like_their_kernels(prims, op, dtype):
+    """The recurrences on a primitives-only device: the reference kernel's values for
+    degrees 0 to 12, negative and fractional ones, x at the edges (NaN, infinities, +-1,
+    large), a degree given as a number, empty and 0-dim inputs."""
+    x = torcia.tensor([-1.0, 1.0, 0.5, -0.3, 2.5, -7.0, np.nan, np.inf, -np.inf, 0.0, -0.0],
+                      dtype=dtype).reshape(-1, 1)
+    n = torcia.tensor([0, 1, 2, 3, 5, 8, 12, -1, -0.5, 2.7], dtype=dtype)
+    for inputs in ((x, n), (x[:0, 0], n[:0]), (x[2, 0], n[3])):
+        with np.errstate(all="ignore"):
+            want = REFERENCE[op](*(t.numpy() for t in inputs))
+        got = library.call(op, tuple(t.to(prims) for t in inputs), {})
+        _same(op, got.to("cpu").numpy(), want)
+    fn = getattr(torcia.special, op)
+    with np.errstate(all="ignore"):
+        want = fn(x, 4).numpy()
+    np.testing.assert_array_equal(fn(x.to(prims), 4).to("cpu").numpy(), want)
+    assert not fn(x.to(prims).requires_grad_(), n.to(prims)).requires_grad
+
+
+@pytest.mark.parametrize("dtype", [torcia.int8, torcia.int64, torcia.uint8])
+def test_integer_remainder_and_floor_division_decompose_like_their_kernels(prims, dtype):
+    """The floor modulus (through fmod) and floor division (through div) of integers: both
+    signs, exact multiples, the smallest value by -1, and the kernel's error for a zero
+    divisor."""
+    signed = dtype != torcia.uint8
+    a = torcia.tensor([7, -7, 7, -7, 6, 0, -128, 5] if signed else [7, 200, 6, 0, 255],
+                      dtype=dtype)
+    b = torcia.tensor([3, 3, -3, -3, -3, 4, -1, 7] if signed else [3, 7, 3, 4, 2],
+                      dtype=dtype)
+    zero = torcia.zeros(1, dtype=dtype)
+    for fn in (torcia.remainder, torcia.floor_divide):
+        want = fn(a, b)
+        got = fn(a.to(prims), b.to(prims))
+        np.testing.assert_array_equal(got.to("cpu").numpy(), want.numpy())
+        assert got.dtype == want.dtype
+        with pytest.raises(ZeroDivisionError) as kernel:
+            fn(a[:1], zero)
+        with pytest.raises(ZeroDivisionError) as decomposition:
+            fn(a[:1].to(prims), zero.to(prims))
+        assert str(decomposition.value) == str(kernel.value)
+
+
+# creation ops through their public functions (made in the test, as PROMOTING's)
+CREATION = [
+    lambda d: torcia.zeros(2, 3, device=d), lambda d: torcia.zeros((), dtype=torcia.bool, device=d),
+    lambda d: torcia.zeros(2, requires_grad=True, device=d),
+    lambda d: torcia.ones(4, dtype=torcia.int64, device=d),
+    lambda d: torcia.ones(0, 2, dtype=torcia.complex64, device=d),
+    lambda d: torcia.ones(3, dtype=torcia.bfloat16, device=d),
+    lambda d: torcia.eye(3, 4, device=d), lambda d: torcia.eye(2, 0, dtype=torcia.int64, device=d),
+    lambda d: torcia.eye(3, dtype=torcia.bool, device=d),
+    lambda d: torcia.linspace(0, 1, 7, device=d), lambda d: torcia.linspace(-3, 10, 1, device=d),
+    lambda d: torcia.linspace(2, 3, 0, device=d),
+    lambda d: torcia.linspace(5.0, -2.5, 11, dtype=torcia.int64, device=d),
+    lambda d: torcia.linspace(0.1, 0.7, 13, dtype=torcia.float64, device=d),
+    # a step that underflows to 0, and an infinite end
+    lambda d: torcia.linspace(0.0, 1e-320, 5, dtype=torcia.float64, device=d),
+    lambda d: torcia.linspace(-1.0, math.inf, 3, dtype=torcia.float64, device=d),
+    lambda d: torcia.logspace(0, 3, 4, device=d),
+    lambda d: torcia.logspace(-2.5, 4, 9, base=2.0, dtype=torcia.float64, device=d),
+]
+
+
+def test_empty_decomposes_into_a_tensor_of_its_shape_and_dtype(prims):
+    out = torcia.empty(2, 3, dtype=torcia.int16, device=prims)
+    assert out.device.type == prims and out.shape == (2, 3) and out.dtype == torcia.int16
+
+
+@pytest.mark.parametrize("case", range(len(CREATION)))
+def test_creation_ops_decompose_like_their_kernels(prims, case):
+    """zeros, ones, eye, linspace and logspace on a device without their kernels (through
+    full and arange): the reference kernels' values and dtypes, bit for bit."""
+    fn = CREATION[case]
+    with np.errstate(all="ignore"):
+        want, got = fn("cpu"), fn(prims)
+    assert got.device.type == prims and got.dtype == want.dtype
+    assert got.requires_grad == want.requires_grad and got.shape == want.shape
+
+    def host(t):  # NumPy compares no bfloat16: its values are float32's
+        t = t.detach().to("cpu")
+        return (t.float() if t.dtype == torcia.bfloat16 else t).numpy()
+
+    np.testing.assert_array_equal(host(got), host(want))
 
 
 def _int(d):
@@ -604,6 +710,21 @@ GRADIENT_CASES = [
     ("linalg_slogdet", lambda t: torcia.linalg.slogdet(torcia.complex(t, t.t()))[0], "q"),
     ("linalg_inv", lambda t: torcia.linalg.inv(t), "Y"),
     ("einsum", lambda t: torcia.einsum("ij,kj,ii->ik", t, t * 2, t[:, :4]), "c"),
+    ("ndtr", lambda t: torcia.special.ndtr(3 * t), "c"),
+    ("log_ndtr", lambda t: torcia.special.log_ndtr(3 * t), "c"),
+    ("i0", lambda t: torcia.special.i0(t), "c"), ("i1", lambda t: torcia.special.i1(t), "c"),
+    ("entr", lambda t: torcia.special.entr(t), "v"),
+    ("clamp", lambda t: torcia.clamp(t, min=-0.5, max=0.7), "c"),
+    ("clamp", lambda t: torcia.clamp(t, min=t.flip(0) / 2, max=t.abs() + 0.1), "c"),
+    ("minimum", lambda t: torcia.minimum(t, t.flip(1)), "c"),
+    ("amin", lambda t: t.amin(1), "c"), ("scatter_add", lambda t: t.scatter_add(
+        1, torcia.tensor([[0, 0, 5], [1, 2, 1]], device=t.device), 2 * t[:2]), "c"),
+    ("remainder", lambda t: torcia.remainder(3 * t, t.flip(0)), "c"),
+    ("clone", lambda t: t.clone() * t, "c"), ("sigmoid", lambda t: (3 * t).sigmoid(), "c"),
+    # at 0 exactly (3t - 3t, whose gradient is 3t's): where the kernel's -|a| is not smooth
+    ("sigmoid", lambda t: (3 * t - (3 * t).detach()).sigmoid(), "c"),
+    ("hypot", lambda t: torcia.hypot(t, 2 * t.flip(1)), "c"),
+    ("floor", lambda t: (3 * t).floor() * t, "c"),
 ]
 
 

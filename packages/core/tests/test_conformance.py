@@ -162,7 +162,7 @@ PLANTED = PRIMITIVES + """
         return a
 
 
-    def zeros(shape, dtype):  # creation: ones
+    def full(shape, fill_value, dtype):  # creation: ones
         return np.ones(shape, dtype)
 
 
@@ -183,16 +183,16 @@ PLANTED = PRIMITIVES + """
         return ref["amin"](x, dim=dim, keepdim=keepdim)
 
 
-    def eye(n, m, dtype):  # square whatever m
-        return np.eye(n, dtype=dtype)
+    def arange(start, end, step, dtype):  # one element short
+        return ref["arange"](start, end, step, dtype)[:-1]
 
 
     def cumsum(x, dim, dtype=None):  # along the other dim
         return ref["cumsum"](x, dim=(dim + 1) % x.ndim if x.ndim > 1 else dim, dtype=dtype)
 
 
-    BUGS.update({f.__name__: f for f in (add, sum, abs, zeros, matmul, permute, exp, amax,
-                                         eye, cumsum)})
+    BUGS.update({f.__name__: f for f in (add, sum, abs, full, matmul, permute, exp, amax,
+                                         arange, cumsum)})
 """
 
 
@@ -210,8 +210,8 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
                                        section))
     roots = {line.split()[0]: line for line in section}
     # every planted bug, and nothing else: the other failures are theirs
-    assert sorted(roots) == sorted(["add", "sum", "abs", "zeros", "matmul", "permute",
-                                    "exp", "amax", "eye", "cumsum"]), "\n".join(section)
+    assert sorted(roots) == sorted(["add", "sum", "abs", "full", "matmul", "permute",
+                                    "exp", "amax", "arange", "cumsum"]), "\n".join(section)
     assert "wrote into its input" in out or "returned memory of its input" in out  # abs
     assert "returned a copy where PyTorch returns a view" in out  # permute
     # the composites that run a planted bug are explained by it, not blamed

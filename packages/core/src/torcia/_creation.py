@@ -7,7 +7,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _storage, _tensor
 from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
-from torcia._tensor import FACTORIES, Tensor, call, canonical_device
+from torcia._tensor import DECOMPOSITIONS, FACTORIES, Tensor, call, canonical_device
 from torcia.backend import CPU
 from torcia.random import rng_of
 
@@ -45,8 +45,16 @@ def _create(op, dtype, device, requires_grad=False, **params) -> Tensor:
     dev = canonical_device(device)
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
     dt = (dtype or D._default[0]).to_numpy()
+    try:
+        kernel = kernels[op]
+    except (KeyError, NotImplementedError):  # a KernelTable raises the latter
+        if op not in DECOMPOSITIONS:
+            raise
+        # a composite the device lacks (zeros...): its decomposition, given the device
+        out = DECOMPOSITIONS[op](dtype=dt, device=dev, **params)
+        return out.requires_grad_(True) if requires_grad else out
     # zeros/ones/empty name their one parameter: a call without ** costs half as much
-    arr = kernels[op](dtype=dt, **params) if len(params) != 1 else kernels[op](
+    arr = kernel(dtype=dt, **params) if len(params) != 1 else kernel(
         dtype=dt, shape=params["shape"])
     return _finish(arr, dev, requires_grad) if requires_grad else Tensor._make(arr, dev)
 

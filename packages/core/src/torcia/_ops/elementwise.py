@@ -299,6 +299,7 @@ def _no_bool_or_complex(kernel):
 
 
 _LE = _no_complex("le")
+_FLOOR_DIVIDE = _no_bool_or_complex("div_floor_cpu")
 
 
 def _refuse(refuses, a):
@@ -380,6 +381,23 @@ def bitwise_not(a):
         raise NotImplementedError(
             f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
     return a.bitwise_xor(a.new_full((), -1))  # all ones, in two's complement
+
+
+def bitwise_or(a, b):
+    for x in (a, b):
+        # a Python number has no is_complex: the kernel refuses tensors of floats only
+        if hasattr(x, "is_complex") and (x.is_floating_point() or x.is_complex()):
+            raise NotImplementedError(
+                f'"bitwise_or_cpu" not implemented for \'{_torch_name(x.dtype)}\'')
+    # exact: the bits set in one of them, and those set in both (disjoint, so xor adds them)
+    return a.bitwise_xor(b).bitwise_xor(a.bitwise_and(b))
+
+
+def floor_divide(a, b):
+    _refuse(_FLOOR_DIVIDE, a)
+    # the division kernel's floor mode is the same NumPy floor division (and the same
+    # error for an integer divisor of 0)
+    return a.div(b, rounding_mode="floor")
 
 
 def neg(a):
@@ -553,15 +571,16 @@ DECLARED = (
     _binary("sub", ArrayFunction("subtract"), decomposition=sub),
     _binary("mul", ArrayFunction("multiply")),
     # an integer result: no gradient
-    _binary("floor_divide", Kernels.floor_divide, differentiable=False,
-            refuses=_no_bool_or_complex("div_floor_cpu")),
+    _binary("floor_divide", Kernels.floor_divide, decomposition=floor_divide,
+            differentiable=False, refuses=_FLOOR_DIVIDE),
     _binary("remainder", Kernels.remainder, refuses=_no_bool_or_complex("remainder_cpu")),
     _binary("fmod", Kernels.fmod, refuses=_no_bool_or_complex("fmod_cpu")),
     _binary("pow", Kernels.pow, autocast=_CUDA_FLOAT32),
     _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum")),
     _binary("minimum", ArrayFunction("minimum"), refuses=_no_complex_extreme("minimum")),
     _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False),
-    _binary("bitwise_or", ArrayFunction("bitwise_or"), differentiable=False),
+    _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=bitwise_or,
+            differentiable=False),
     _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False),
     _binary("fmax", ArrayFunction("fmax"), decomposition=fmax,
             refuses=_no_complex_extreme("fmax")),

@@ -508,10 +508,15 @@ def execute(sample, device, requires_grad=False) -> Ran:
     transposed = sample.variant == "noncontiguous"
     inputs = tuple(_to_device(a, device, requires_grad, transposed) for a in sample.args)
     with _quiet():
-        if _oprecords.op_records()[sample.op].group == "creation" or not any(
-                isinstance(a, np.ndarray) for a in sample.args):
+        creation = _oprecords.op_records()[sample.op].group == "creation"
+        if creation or not any(isinstance(a, np.ndarray) for a in sample.args):
             dev = torcia.device(device)
-            kernel = _backend.get_backend(dev.type).kernels[sample.op]
+            kernels = _backend.get_backend(dev.type).kernels
+            decomposition = _tensor.DECOMPOSITIONS.get(sample.op) if creation else None
+            if decomposition is not None and sample.op not in kernels:
+                # a composite (zeros...) the device lacks: its decomposition on the device
+                return Ran(inputs, decomposition(*inputs, device=dev, **_copy(sample.params)))
+            kernel = kernels[sample.op]
             arrays = [t._data if isinstance(t, torcia.Tensor) else t for t in inputs]
             return Ran(inputs, torcia.Tensor._make(kernel(*arrays, **_copy(sample.params)),
                                                    dev))
