@@ -564,6 +564,21 @@ def test_memory_planning_reuses_dead_fused_buffers():
     assert "out=v" in source and "# 1 fused kernel(s) write into a dead buffer" in source
 
 
+def test_relu_of_nan_is_nan_in_fused_kernels():
+    # as eager's relu (and PyTorch's): NaN propagates, only values <= 0 become 0; a NaN
+    # that first shows up after the first replay's check must not turn into 0
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    f = torcia.compile(lambda x: (x * 2).relu() + 1)
+    x = torcia.tensor([1.0, -1.0, 0.0, 2.0])
+    f(x)
+    f(x)
+    x = torcia.tensor([float("nan"), -1.0, 0.0, 2.0])
+    got = f(x).numpy()
+    np.testing.assert_array_equal(got, (x * 2).relu().numpy() + 1)
+    assert np.isnan(got[0]) and f._entries[0].eager_reason is None
+
+
 def test_kernels_come_from_the_disk_cache(monkeypatch):
     f = torcia.compile(lambda x: (x * 3).exp() - x)
     x = torcia.randn(8)

@@ -37,7 +37,8 @@ UNARY = {
     "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})", "sqrt": "std::sqrt({a})",
     "rsqrt": "(T(1) / std::sqrt({a}))", "tanh": "std::tanh({a})", "sin": "std::sin({a})",
     "cos": "std::cos({a})", "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
-    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "({a} > T(0) ? {a} : T(0))",
+    # relu: a NaN stays NaN, as in eager (``a > 0 ? a : 0`` would make it 0)
+    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "(!({a} <= T(0)) ? {a} : T(0))",
     "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
     "expm1": "std::expm1({a})", "erf": "std::erf({a})", "sign": "T(({a} > T(0)) - ({a} < T(0)))",
 }
