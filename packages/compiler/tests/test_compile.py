@@ -564,6 +564,21 @@ def test_memory_planning_reuses_dead_fused_buffers():
     assert "out=v" in source and "# 1 fused kernel(s) write into a dead buffer" in source
 
 
+def test_relu_of_nan_is_nan_in_fused_kernels():
+    # as eager's relu (and PyTorch's): NaN propagates, only values <= 0 become 0; a NaN
+    # that first shows up after the first replay's check must not turn into 0
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    f = torcia.compile(lambda x: (x * 2).relu() + 1)
+    x = torcia.tensor([1.0, -1.0, 0.0, 2.0])
+    f(x)
+    f(x)
+    x = torcia.tensor([float("nan"), -1.0, 0.0, 2.0])
+    got = f(x).numpy()
+    np.testing.assert_array_equal(got, (x * 2).relu().numpy() + 1)
+    assert np.isnan(got[0]) and f._entries[0].eager_reason is None
+
+
 def test_kernels_come_from_the_disk_cache(monkeypatch):
     f = torcia.compile(lambda x: (x * 3).exp() - x)
     x = torcia.randn(8)
@@ -1100,6 +1115,68 @@ def test_cross_entropy_and_its_backward_share_one_softmax(reduction, dtype):
     assert "cross_entropy+softmax" in ops and "cross_entropy_backward(softmax)" in ops
     with pytest.raises(IndexError, match="Target 9 is out of bounds"):
         compiled(torcia.randn(7, 6, dtype=dtype), torcia.full((7,), 9))
+
+
+@pytest.mark.parametrize("dtype", [torcia.float32, torcia.float64])
+@pytest.mark.parametrize("batched", [False, True])
+def test_cross_entropy_backward_sums_the_bias_gradient(batched, dtype):
+    # a Linear head's bias gradient is the CE gradient summed over its rows: the
+    # backward kernel adds it up as it writes them (through the reshapes of a (B, L, C)
+    # head), and no separate sum reads the (N, C) gradient again
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    torcia.manual_seed(0)
+    head = nn.Linear(6, 5).to(dtype)
+    opt = torcia.optim.SGD(head.parameters(), lr=0.1, momentum=0.9)
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = nn.functional.cross_entropy(head(x).reshape(-1, 5), y, ignore_index=2)
+        loss.backward()
+        opt.step()
+        return loss
+
+    compiled = torcia.compile(step)
+    twin = nn.Linear(6, 5).to(dtype)
+    twin.load_state_dict(head.state_dict())
+    twin_opt = torcia.optim.SGD(twin.parameters(), lr=0.1, momentum=0.9)
+    for _ in range(4):
+        shape = (3, 4, 6) if batched else (12, 6)
+        x, y = torcia.randn(*shape, dtype=dtype), torcia.randint(0, 5, (12,))
+        got = compiled(x, y)
+        twin_opt.zero_grad()
+        want = nn.functional.cross_entropy(twin(x).reshape(-1, 5), y, ignore_index=2)
+        want.backward()
+        twin_opt.step()
+        np.testing.assert_allclose(got.item(), want.item(), rtol=1e-6)
+        for a, b in zip(head.parameters(), twin.parameters()):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5,
+                                       atol=1e-6)
+    nodes = compiled._entries[0].graph.nodes
+    fused = [n for n in nodes if n.op == "cross_entropy_backward(softmax)+sum"]
+    assert len(fused) == 1 and not any(n.op == "sum" for n in nodes)
+
+
+def test_cross_entropy_backward_kernel_writes_over_the_softmax():
+    if inductor.compiler() is None:
+        pytest.skip("no C++ compiler")
+    dt = np.dtype(np.float64)
+    ce = inductor.CrossEntropyKernel(3, 4, dt, "mean", -100)
+    back = inductor.CrossEntropyKernel(3, 4, dt, "mean", -100, backward=True,
+                                       column_sum=True)
+    x, t = np.random.default_rng(0).standard_normal((3, 4)), np.array([1, -100, 3])
+    _, p = ce(x, t)
+    want = p / 2  # two rows kept: the mean's divisor
+    want[0, 1] -= 0.5
+    want[1] = 0
+    want[2, 3] -= 0.5
+    grad, colsum = back(np.array(1.0), p, t)
+    assert grad is p  # the softmax's buffer, read by nothing else in a program
+    np.testing.assert_allclose(grad, want, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(colsum, want.sum(0), rtol=1e-12, atol=1e-15)
+    with pytest.raises(ValueError, match="probabilities"):
+        back(np.array(1.0), np.zeros((2, 4)), t)
 
 
 def test_cross_entropy_kernel_all_rows_ignored_and_infinite_logits():

@@ -37,7 +37,8 @@ UNARY = {
     "neg": "(-{a})", "exp": "std::exp({a})", "log": "std::log({a})", "sqrt": "std::sqrt({a})",
     "rsqrt": "(T(1) / std::sqrt({a}))", "tanh": "std::tanh({a})", "sin": "std::sin({a})",
     "cos": "std::cos({a})", "abs": "std::abs({a})", "reciprocal": "(T(1) / {a})",
-    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "({a} > T(0) ? {a} : T(0))",
+    # relu: a NaN stays NaN, as in eager (``a > 0 ? a : 0`` would make it 0)
+    "sigmoid": "(T(1) / (T(1) + std::exp(-{a})))", "relu": "(!({a} <= T(0)) ? {a} : T(0))",
     "square": "({a} * {a})", "exp2": "std::exp2({a})", "log1p": "std::log1p({a})",
     "expm1": "std::expm1({a})", "erf": "std::erf({a})", "sign": "T(({a} > T(0)) - ({a} < T(0)))",
 }
@@ -654,7 +655,10 @@ def fuse_cross_entropy(graph: Graph) -> None:
     """``cross_entropy(x, t)`` and ``cross_entropy_backward(g, x, t)`` of one graph as two
     generated kernels: the forward writes the softmax it computes anyway (one pass of
     ``exp`` over the logits instead of two), the backward only subtracts the targets and
-    scales.
+    scales, in place of that softmax (nothing else reads it). Where the gradient's sum
+    over its rows is taken (a Linear's bias gradient, through reshapes), the backward
+    adds it up as it writes the rows, and the separate ``sum`` (one more pass over the
+    (N, C) gradient) goes.
 
     Examples
     --------
@@ -693,21 +697,54 @@ def fuse_cross_entropy(graph: Graph) -> None:
         probs = graph.n_values
         graph.n_values += 1
         graph.meta[probs] = (tuple(xshape), dtype)
+        column_sum = _rows_summed(graph, users, back[0].outs[0], (n, c))
         fk = CrossEntropyKernel(n, c, dtype, *params)
-        bk = CrossEntropyKernel(n, c, dtype, *params, backward=True)
+        bk = CrossEntropyKernel(n, c, dtype, *params, backward=True,
+                                column_sum=column_sum is not None)
         replace[id(fwd)] = Node("call", "cross_entropy+softmax", fk, list(fwd.args[:2]), {},
                                 [fwd.outs[0], probs], tuple_out=True, source=fk.source)
-        replace[id(back[0])] = Node("call", "cross_entropy_backward(softmax)", bk,
-                                    [back[0].args[0], ("v", probs), fwd.args[1]], {},
-                                    list(back[0].outs), source=bk.source)
-    graph.nodes = [replace.get(id(node), node) for node in graph.nodes]
+        outs = list(back[0].outs)
+        if column_sum is not None:
+            outs.append(column_sum.outs[0])
+            replace[id(column_sum)] = None
+        replace[id(back[0])] = Node(
+            "call", "cross_entropy_backward(softmax)" + ("+sum" if column_sum else ""), bk,
+            [back[0].args[0], ("v", probs), fwd.args[1]], {}, outs,
+            tuple_out=column_sum is not None, source=bk.source)
+    graph.nodes = [replace.get(id(node), node) for node in graph.nodes
+                   if replace.get(id(node), node) is not None]
+
+
+def _rows_summed(graph: Graph, users: dict, vid: int, shape: tuple):
+    """The node summing value ``vid`` (an (N, C) array) over its rows into C values of its
+    dtype, reached through reshapes (views) that give it that shape back, or None. The
+    only one: two would each need the kernel's output."""
+    found, seen, todo = [], set(), [vid]
+    while todo:
+        v = todo.pop()
+        if v in seen:
+            continue
+        seen.add(v)
+        for node in users.get(v, ()):
+            if node.kind != "call" or len(node.outs) != 1 or node.args[0] != ("v", v):
+                continue
+            if node.op in ("reshape", "view") and len(node.args) == 1:
+                todo.append(node.outs[0])
+            elif node.op == "sum" and len(node.args) == 1 \
+                    and graph.meta[v] == (shape, graph.meta[vid][1]) \
+                    and _reduction(graph, node) == (shape[0], shape[1], False) \
+                    and graph.meta[node.outs[0]] == ((shape[1],), graph.meta[vid][1]):
+                found.append(node)
+    return found[0] if len(found) == 1 else None
 
 
 class CrossEntropyKernel:
     """The generated cross-entropy of (N, C) logits and (N,) int64 targets (no class
     weights, no label smoothing): ``(x, t) -> (loss, softmax)``, or with ``backward``
-    ``(g, softmax, t) -> gradient``. A target outside ``[0, C)`` other than
-    ``ignore_index`` raises ``IndexError`` as PyTorch's ``Target ... is out of bounds``.
+    ``(g, softmax, t) -> gradient``, written over ``softmax`` (its buffer), and with
+    ``column_sum`` also the gradient's sum over its rows: ``(gradient, sums)``. A target
+    outside ``[0, C)`` other than ``ignore_index`` raises ``IndexError`` as PyTorch's
+    ``Target ... is out of bounds``.
 
     Examples
     --------
@@ -719,9 +756,11 @@ class CrossEntropyKernel:
     (0.6931, [[0.5, 0.5]])
     """
 
-    def __init__(self, n, c, dtype, reduction, ignore_index, backward=False):
+    def __init__(self, n, c, dtype, reduction, ignore_index, backward=False,
+                 column_sum=False):
         self.n, self.c, self.dtype, self.backward = n, c, dtype, backward
         self.reduction, self.ignore_index = reduction, ignore_index
+        self.column_sum = column_sum
         ctype = _CTYPE[dtype]
         head = ("#include <algorithm>\n#include <cmath>\n#include <cstdint>\n"
                 f"typedef {ctype} T;\n")
@@ -731,17 +770,24 @@ class CrossEntropyKernel:
                      f"    for (int64_t r = 0; r < {n}; ++r) kept += t[r] != {ignore_index};\n"
                      "    const T scale = g[0] / T(kept);\n" if reduction == "mean"
                      else "    const T scale = g[0];\n")
+            # the gradient overwrites the probabilities (out is p); with column_sum
+            # the rows are added up in double as they are written (the bias gradient)
+            sums = (f"    double acc[{c}] = {{}};\n" if column_sum else "")
+            add = ("        #pragma omp simd\n"
+                   f"        for (int64_t j = 0; j < {c}; ++j) acc[j] += double(o[j]);\n"
+                   if column_sum else "")
+            finish = (f"    for (int64_t j = 0; j < {c}; ++j) colsum[j] = T(acc[j]);\n"
+                      if column_sum else "")
             self.source = head + (
-                'extern "C" void kernel(const T* __restrict g, const T* __restrict p, '
-                "const int64_t* __restrict t, T* __restrict out) {\n" + count +
+                'extern "C" void kernel(const T* __restrict g, T* __restrict out, '
+                "const int64_t* __restrict t, T* __restrict colsum) {\n" + count + sums +
                 f"    for (int64_t r = 0; r < {n}; ++r) {{\n"
-                f"        const T* __restrict pr = p + r * {c};\n"
                 f"        T* __restrict o = out + r * {c};\n"
                 f"        const T s = t[r] == {ignore_index} ? T(0) : scale;\n"
                 "        #pragma omp simd\n"
-                f"        for (int64_t j = 0; j < {c}; ++j) o[j] = pr[j] * s;\n"
-                f"        if (t[r] != {ignore_index}) o[t[r]] -= s;\n"
-                "    }\n}\n")
+                f"        for (int64_t j = 0; j < {c}; ++j) o[j] *= s;\n"
+                f"        if (t[r] != {ignore_index}) o[t[r]] -= s;\n" + add +
+                "    }\n" + finish + "}\n")
         else:
             # per row: the maximum, exp(x - max) written out and summed (in SIMD lanes),
             # then the loss of the target from log(sum); the losses added in double
@@ -806,9 +852,14 @@ class CrossEntropyKernel:
             g = self._ready(arrays[0], (), self.dtype, "a loss gradient")
             p = self._ready(arrays[1], (n, c), self.dtype, "probabilities")
             t = self._ready(arrays[2], (n,), np.dtype(np.int64), "targets")
-            out = np.empty((n, c), self.dtype)
-            self.fn(g.ctypes.data, p.ctypes.data, t.ctypes.data, out.ctypes.data)
-            return out
+            # the forward's softmax, read by this kernel alone: its buffer becomes the
+            # gradient (a copy where the caller's array is not that buffer)
+            out = p if p is not arrays[1] or (p.base is None and p.flags.owndata) \
+                else p.copy()
+            colsum = np.empty((c,), self.dtype) if self.column_sum else None
+            self.fn(g.ctypes.data, out.ctypes.data, t.ctypes.data,
+                    None if colsum is None else colsum.ctypes.data)
+            return out if colsum is None else (out, colsum)
         x = self._ready(arrays[0], (n, c), self.dtype, "logits")
         t = self._ready(arrays[1], (n,), np.dtype(np.int64), "targets")
         loss, p = np.empty((), self.dtype), np.empty((n, c), self.dtype)
