@@ -58,8 +58,7 @@ constexpr int64_t kPanelAlign = 16;
 // single-threaded GEMM of the columns of B (rows of A) it needs. OpenBLAS's own threads
 // spin while they wait for each other, and a thread another process keeps off its core
 // stalls its partner for a scheduler slice at every hand-off (a 128x1024x512 product:
-// 3.5 ms on one thread, 57 ms on two on the loaded 2-core machine; MKL's threads 2.6 and
-// 5.4 ms), and the rounding of both depends on their thread count; these are libgomp's,
+// 3.5 ms on one thread, 57 ms on two on the loaded 2-core machine); these are libgomp's,
 // which the plugin has wait passively, and they take the panels in turn (stages.h), twice
 // as many as `threads`, so a thread without a core leaves its panels to the others. The
 // panels depend on the shape and `threads` alone, and so does the result: a team of one

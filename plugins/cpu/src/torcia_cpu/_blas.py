@@ -4,34 +4,35 @@ OpenBLAS splits every product above a small size over all its threads, whose han
 spin until the other thread arrives. On a crowded machine, where other processes keep
 cores busy, a descheduled BLAS thread stalls its partner for a scheduler slice per
 hand-off, so mid-sized products cost tens of times their single-thread time (on the loaded
-2-core machine, load average 7-8: a (128, 784) @ (784, 512) product 3.3 ms on one thread,
-123 ms on two). MKL's threads sleep between products (libgomp's, passive), but stall
-too (a (128, 1024) @ (1024, 512) product: 2.6 ms on one, 5.4 ms on two). And both
-libraries round differently on one and two threads (that same (128, 784) @ (784, 512)
-product), so a thread count chosen by the load would make a model's steps differ from run
-to run.
+2-core machine, load average 7: a transformer's (1024, 128) @ (128, 128) projection 1.2 ms
+on one thread, 31 ms on two). And its rounding depends on the thread count (a (128, 784) @
+(784, 512) product differs on one and two threads), so a thread count chosen by the load
+would make a model's steps differ from run to run.
 
-The extension's float products therefore use neither library's threads: from
-:data:`SLEEPING_WORK` multiply-adds, :func:`split` cuts a product into panels for torcia's
-thread count (``torcia.set_num_threads``), each a single-threaded GEMM, taken in turn by
-libgomp's threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
+The extension therefore never uses OpenBLAS's threads: from :data:`SLEEPING_WORK`
+multiply-adds, :func:`split` cuts a product into panels for torcia's thread count
+(``torcia.set_num_threads``), each a single-threaded GEMM, taken in turn by libgomp's
+threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
 ``torcia_cpu/__init__.py``; blas.cpp's ``gemm_panels``). The panels, and with them every
 result, depend on the shape and the thread count alone; the load only decides how many
 threads run them: one while the machine is crowded (:func:`crowded`), below
-:data:`CROWDED_WORK`. The price of sleeping threads is a wake-up per product: an LSTM
-layer's steps, a product of (32, 128) @ (128, 512) then the cell's arithmetic on the
-calling thread, 32 times, ran 5x slower on two MKL threads than on one on the loaded
-2-core machine (59 against 12 ms a training step), so products below :data:`SLEEPING_WORK`
-stay on one thread (the LSTM layer splits its steps itself).
+:data:`CROWDED_WORK`.
 
-MKL's own threads run torcia-ao's int8 products, from :data:`SLEEPING_WORK` whatever the
-load (:func:`worth_threads`). NumPy's own OpenBLAS (products of other dtypes, and layouts
-the extension does not take) keeps its spinning threads: it gets torcia's thread count
-from :data:`PARALLEL_WORK`, or from :data:`CROWDED_WORK` while the machine is crowded.
-Where NumPy's BLAS is not an OpenBLAS this module finds (another BLAS, another OS), or
-``OPENBLAS_NUM_THREADS`` is set (the user chose), :func:`wide` says no and BLAS keeps its
-own policy. The setting is process-wide: NumPy products outside torcia run on one thread
-too once the plugin has loaded.
+MKL's threads are libgomp's too, and sleep between products the same way, but its
+rounding depends on the thread count, so its products get torcia's thread count from
+:data:`SLEEPING_WORK` whatever the load (:func:`worth_threads`). The price of sleeping is a
+wake-up per product: an LSTM layer's steps, a product of (32, 128) @ (128, 512) then the
+cell's arithmetic on the calling thread, 32 times, ran 5x slower on two MKL threads than
+on one on the loaded 2-core machine (59 against 12 ms a training step), so products below
+:data:`SLEEPING_WORK` stay on one thread (the LSTM layer splits its steps itself).
+
+NumPy's own OpenBLAS (products of other dtypes, and layouts the extension does not take)
+keeps the spinning threads: it gets torcia's thread count from :data:`PARALLEL_WORK`, or
+from :data:`CROWDED_WORK` while the machine is crowded. Where NumPy's BLAS is not an
+OpenBLAS this module finds (another BLAS, another OS), or ``OPENBLAS_NUM_THREADS`` is set
+(the user chose), :func:`wide` says no and BLAS keeps its own policy. The setting is
+process-wide: NumPy products outside torcia run on one thread too once the plugin has
+loaded.
 """
 
 from __future__ import annotations

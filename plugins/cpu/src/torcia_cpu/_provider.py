@@ -34,6 +34,7 @@ from torcia_cpu import _native
 
 CHOICES = ("auto", "openblas", "mkl")
 _chosen = []
+_splits = []
 #: Whether libgomp, loaded with the extension above, read a passive wait policy
 #: (torcia_cpu/__init__.py's default): its idle threads sleep instead of spinning.
 _PASSIVE_OPENMP = os.environ.get("OMP_WAIT_POLICY", "").strip().lower() == "passive"
@@ -78,10 +79,23 @@ def _load_int8() -> None:
                       f"the reference: {exc}", RuntimeWarning, stacklevel=3)
 
 
+def splits_products() -> bool:
+    """Whether the extension splits a product over torcia's threads itself (panels on
+    libgomp's threads, see blas.cpp's gemm_panels) rather than handing it to the
+    library's threads: on OpenBLAS, whose threads spin while they wait for each other
+    (see ``_blas``)."""
+    if _splits:
+        return _splits[0]
+    splits = _native.blas_name() == "openblas"
+    if _chosen:  # the library is settled: asked on every product, answered from here
+        _splits.append(splits)
+    return splits
+
+
 def threads_spin() -> bool:
     """Whether the threads of the extension's products spin while they wait for each
-    other (see ``_blas``): they are libgomp's (the panels a float product is split into,
-    MKL's own for torcia-ao's int8 products), which sleep under the passive wait policy
+    other (see ``_blas``): they are libgomp's (MKL's, or the panels OpenBLAS's products
+    are split into: :func:`splits_products`), which sleep under the passive wait policy
     the plugin sets unless the user chose another."""
     return not _PASSIVE_OPENMP
 

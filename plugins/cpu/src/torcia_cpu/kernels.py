@@ -74,9 +74,8 @@ class NativeKernels:
                                           _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
         if _rows_product(a, b):
             a2 = _as_rows(a)
-            threads, team = _blas.split(a2.shape[0] * a2.shape[1] * b.shape[1],
-                                        _provider.threads_spin())
-            out = _native.matmul_batched(_gemm_ready(a2), _gemm_ready(b), threads, team)
+            with _own_blas_threads(a2.shape[0] * a2.shape[1] * b.shape[1]) as (threads, team):
+                out = _native.matmul_batched(_gemm_ready(a2), _gemm_ready(b), threads, team)
             return _shaped(out, a.shape[:-1] + b.shape[-1:])
         if not _blas.wide(a, b):
             return _FALLBACK.matmul(a, b)
@@ -98,9 +97,9 @@ class NativeKernels:
         if w.ndim == 2 and _rows_product(x, w.T) and (b is None or (
                 b.shape == w.shape[:1] and _native_ok(x, b))):
             x2 = _as_rows(x)
-            threads, team = _blas.split(x2.shape[0] * x2.shape[1] * w.shape[0],
-                                        _provider.threads_spin())
-            out = _native.linear(_gemm_ready(x2), _gemm_ready(w), _opt_c(b), threads, team)
+            with _own_blas_threads(x2.shape[0] * x2.shape[1] * w.shape[0]) as (threads, team):
+                out = _native.linear(_gemm_ready(x2), _gemm_ready(w), _opt_c(b), threads,
+                                     team)
             return _shaped(out, x.shape[:-1] + w.shape[:1])
         if not _blas.wide(x, w.T):
             return _FALLBACK.linear(x, w, b)
@@ -470,16 +469,21 @@ def _lstm_layer_ok(x_gates, h0, c0, w_hh_t, *others) -> bool:
 
 @contextmanager
 def _own_blas_threads(work):
-    """The library's own threads (torcia's count) for the extension's products of
-    ``work`` multiply-adds inside the block where they pay (see ``_blas``), on one thread
-    after it: the int8 products of torcia-ao on MKL. The float products split themselves
-    (:func:`_blas.split`)."""
-    if not _blas.worth_threads(work, _provider.threads_spin()):
-        yield
+    """Torcia's threads for the extension's products of ``work`` multiply-adds inside the
+    block, where they pay (see ``_blas``). The block gets ``(threads, team)`` for the
+    native products: on OpenBLAS, whose own threads spin, a product in panels cut for
+    ``threads`` threads and run by ``team`` (:func:`_blas.split`); on MKL, ``(1, 1)``,
+    and MKL's own threads inside the block, on one after it."""
+    spins = _provider.threads_spin()
+    if _provider.splits_products():
+        yield _blas.split(work, spins)
+        return
+    if not _blas.worth_threads(work, spins):
+        yield 1, 1
         return
     _native.set_blas_threads(torcia.get_num_threads())
     try:
-        yield
+        yield 1, 1
     finally:
         _native.set_blas_threads(1)
 
