@@ -71,7 +71,9 @@ void gemm_panels(int threads, int team, CBLAS_TRANSPOSE ta, CBLAS_TRANSPOSE tb, 
   const int64_t dim = cols ? n : m;
   const int panels = static_cast<int>(std::min<int64_t>(2 * int64_t(std::max(threads, 1)),
                                                         dim / kMinPanel));
-  if (panels < 2) {
+  // one thread: the library's own call, whatever threads set_blas_threads gave it (MKL's
+  // from SLEEPING_WORK), not two halves of it
+  if (threads <= 1 || panels < 2) {
     gemm<T>(ta, tb, m, n, k, a, lda, b, ldb, beta, c, ldc);
     return;
   }
