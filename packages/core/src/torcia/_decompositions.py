@@ -419,24 +419,6 @@ def var(a, dim=None, correction=1, keepdim=False):
 # ----- through a mirror op: the same values, the dtype refusals the kernel's own ----------
 
 
-def floor(a):
-    _refuse("floor", a)
-    # exact: ceil of the negation, negated (signed zeros and integers' wrapping alike)
-    return -(-a).ceil()
-
-
-def minimum(a, b):
-    _refuse("minimum", a)
-    # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
-    # kernel's choice between equal values, such as 0.0 and -0.0: the second)
-    if isinstance(b, Tensor) and b.dtype != a.dtype:  # ~ and - before promotion would differ
-        dt = D.promote_types(a.dtype, b.dtype)
-        a, b = a.to(dt), b.to(dt)
-    if a.is_floating_point():
-        return -_oplib.maximum(-a, -b)
-    return ~_oplib.maximum(~a, ~b)
-
-
 def amin(a, dim=None, keepdim=False):
     _refuse("amin", a)
     if a.is_floating_point():
@@ -458,16 +440,6 @@ def clamp(a, lo, hi):
     return a
 
 
-def remainder(a, b):
-    _refuse("remainder", a)
-    if not isinstance(b, Tensor):
-        b = _scalar(a, b)
-    # the reference kernel's: fmod (which refuses an integer division by zero) moved into
-    # the divisor's sign, so an exact 0 keeps the dividend's; integers' floor modulus alike
-    out = call("fmod", (a, b), {})
-    return _oplib.where(_both(out != 0, (out < 0) != (b < 0)), out + b, out)
-
-
 def clone(a):
     return call("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
 
@@ -477,28 +449,7 @@ def contiguous(a):
     return call("clone", (a,), {})
 
 
-def sigmoid(a):
-    if a.is_complex():
-        return (1 + (-a).exp()).reciprocal()
-    # the reference kernel's steps, in a's dtype: 1 / (1 + e) with e = exp(-|a|), times e
-    # below 0 (nothing overflows); -|a| written as a where, whose gradient is not 0 at 0
-    nonnegative = a >= 0
-    e = _oplib.where(nonnegative, -a, a).exp()
-    r = (e + 1).reciprocal()
-    return _oplib.where(nonnegative, r, r * e)
-
-
 @_opmath
-def hypot(a, b):
-    # the larger side times sqrt(1 + r^2), r = smaller / larger: nothing overflows; an
-    # infinite side gives inf beside NaN too
-    x, y = a.abs(), b.abs()
-    big, small = _oplib.maximum(x, y), _oplib.minimum(x, y)
-    r = small / _oplib.where(big == 0, _one(big), big)
-    out = big * (1 + r * r).sqrt()
-    return _oplib.where(_either(x == math.inf, y == math.inf), _scalar(out, math.inf), out)
-
-
 def scatter_add(a, index, src, dim):
     return call("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
                                                     "include_self": True})
@@ -1162,9 +1113,8 @@ DECOMPOSITIONS.update({
         shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
         logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, linalg_lu_permutation, floor, minimum, amin, clamp, remainder, clone,
-        contiguous, scatter_add, sigmoid, hypot, zeros, ones, eye, linspace, logspace,
-        empty,)},
+        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,
+        zeros, ones, eye, linspace, logspace, empty,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

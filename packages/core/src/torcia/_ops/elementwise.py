@@ -300,6 +300,9 @@ def _no_bool_or_complex(kernel):
 
 _LE = _no_complex("le")
 _FLOOR_DIVIDE = _no_bool_or_complex("div_floor_cpu")
+_REMAINDER = _no_bool_or_complex("remainder_cpu")
+_FLOOR = _rounding("floor")
+_MINIMUM = _no_complex_extreme("minimum")
 
 
 def _refuse(refuses, a):
@@ -398,6 +401,55 @@ def floor_divide(a, b):
     # the division kernel's floor mode is the same NumPy floor division (and the same
     # error for an integer divisor of 0)
     return a.div(b, rounding_mode="floor")
+
+
+def floor(a):
+    _refuse(_FLOOR, a)
+    # exact: ceil of the negation, negated (signed zeros and integers' wrapping alike)
+    return -(-a).ceil()
+
+
+def minimum(a, b):
+    _refuse(_MINIMUM, a)
+    # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
+    # kernel's choice between equal values, such as 0.0 and -0.0: the second)
+    if hasattr(b, "dtype") and b.dtype != a.dtype:  # ~ and - before promotion would differ
+        dt = D.promote_types(a.dtype, b.dtype)
+        a, b = a.to(dt), b.to(dt)
+    if a.is_floating_point():
+        return -(-a).maximum(-b)
+    return ~(~a).maximum(~b)
+
+
+def remainder(a, b):
+    _refuse(_REMAINDER, a)
+    if not hasattr(b, "dtype"):
+        b = a.new_full((), b)
+    # the reference kernel's: fmod (which refuses an integer division by zero) moved into
+    # the divisor's sign, so an exact 0 keeps the dividend's; integers' floor modulus alike
+    out = a.fmod(b)
+    return _where((out != 0).bitwise_and((out < 0) != (b < 0)), out + b, out)
+
+
+def sigmoid(a):
+    if a.is_complex():
+        return (1 + (-a).exp()).reciprocal()
+    # the reference kernel's steps, in a's dtype: 1 / (1 + e) with e = exp(-|a|), times e
+    # below 0 (nothing overflows); -|a| written as a where, whose gradient is not 0 at 0
+    nonnegative = a >= 0
+    e = _where(nonnegative, -a, a).exp()
+    r = (e + 1).reciprocal()
+    return _where(nonnegative, r, r * e)
+
+
+def hypot(a, b):
+    # the larger side times sqrt(1 + r^2), r = smaller / larger: nothing overflows; an
+    # infinite side gives inf beside NaN too
+    x, y = a.abs(), b.abs()
+    big, small = x.maximum(y), x.minimum(y)
+    r = small / _where(big == 0, big.new_ones(()), big)
+    out = big * (1 + r * r).sqrt()
+    return _where((x == math.inf).bitwise_or(y == math.inf), out.new_full((), math.inf), out)
 
 
 def neg(a):
@@ -540,7 +592,7 @@ DECLARED = (
     _float("asinh", ArrayFunction("arcsinh")),
     _float("acosh", ArrayFunction("arccosh")),
     _float("atanh", ArrayFunction("arctanh")),
-    _float("sigmoid", Kernels.sigmoid),
+    _float("sigmoid", Kernels.sigmoid, decomposition=sigmoid),
     _float("erf", Kernels.erf),
     _float("erfc", Kernels.erfc),
     _float("erfinv", Kernels.erfinv, autocast=_CUDA_FLOAT32),
@@ -550,7 +602,7 @@ DECLARED = (
     _same("abs", ArrayFunction("abs"), shape=real_like, refuses={BOOL: no_kernel("abs_cpu")}),
     _same("sign", Kernels.sign, decomposition=sign, refuses=_SIGN),
     _same("square", Kernels.square, shape=_square_shape, decomposition=square),
-    _same("floor", ArrayFunction("floor"), refuses=_rounding("floor")),
+    _same("floor", ArrayFunction("floor"), decomposition=floor, refuses=_FLOOR),
     _same("ceil", ArrayFunction("ceil"), refuses=_rounding("ceil")),
     _same("trunc", ArrayFunction("trunc"), decomposition=trunc, refuses=_TRUNC),
     _same("frac", Kernels.frac, decomposition=frac, refuses={
@@ -573,11 +625,11 @@ DECLARED = (
     # an integer result: no gradient
     _binary("floor_divide", Kernels.floor_divide, decomposition=floor_divide,
             differentiable=False, refuses=_FLOOR_DIVIDE),
-    _binary("remainder", Kernels.remainder, refuses=_no_bool_or_complex("remainder_cpu")),
+    _binary("remainder", Kernels.remainder, decomposition=remainder, refuses=_REMAINDER),
     _binary("fmod", Kernels.fmod, refuses=_no_bool_or_complex("fmod_cpu")),
     _binary("pow", Kernels.pow, autocast=_CUDA_FLOAT32),
     _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum")),
-    _binary("minimum", ArrayFunction("minimum"), refuses=_no_complex_extreme("minimum")),
+    _binary("minimum", ArrayFunction("minimum"), decomposition=minimum, refuses=_MINIMUM),
     _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False),
     _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=bitwise_or,
             differentiable=False),
@@ -590,7 +642,8 @@ DECLARED = (
     # PyTorch promotes atan2's inputs to the widest under CUDA autocast
     _binary_float("atan2", ArrayFunction("arctan2"), autocast={"cuda": "promote"},
                   refuses=_no_complex("atan2")),
-    _binary_float("hypot", ArrayFunction("hypot"), refuses=_no_complex("hypot")),
+    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot,
+                  refuses=_no_complex("hypot")),
     _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_no_complex("xlogy")),
     _compare("eq", ArrayFunction("equal")),
     _compare("ne", ArrayFunction("not_equal"), decomposition=ne),
