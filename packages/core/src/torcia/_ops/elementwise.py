@@ -377,21 +377,24 @@ def logical_not(a):
     return a == 0
 
 
+def _integers_only(op, *operands):
+    """Raise the reference kernel's error where the bitwise op ``op`` is given a floating or
+    complex tensor (a Python number has no is_complex: the kernel takes it)."""
+    for x in operands:
+        if hasattr(x, "is_complex") and (x.is_floating_point() or x.is_complex()):
+            raise NotImplementedError(
+                f'"{op}_cpu" not implemented for \'{_torch_name(x.dtype)}\'')
+
+
 def bitwise_not(a):
     if a.dtype == D.bool_:
         return logical_not(a)
-    if a.is_floating_point() or a.is_complex():
-        raise NotImplementedError(
-            f'"bitwise_not_cpu" not implemented for \'{_torch_name(a.dtype)}\'')
+    _integers_only("bitwise_not", a)
     return a.bitwise_xor(a.new_full((), -1))  # all ones, in two's complement
 
 
 def bitwise_or(a, b):
-    for x in (a, b):
-        # a Python number has no is_complex: the kernel refuses tensors of floats only
-        if hasattr(x, "is_complex") and (x.is_floating_point() or x.is_complex()):
-            raise NotImplementedError(
-                f'"bitwise_or_cpu" not implemented for \'{_torch_name(x.dtype)}\'')
+    _integers_only("bitwise_or", a, b)
     # exact: the bits set in one of them, and those set in both (disjoint, so xor adds them)
     return a.bitwise_xor(b).bitwise_xor(a.bitwise_and(b))
 
