@@ -577,10 +577,10 @@ def _binary(name, kernel, **fields):
                   group="binary", **fields)
 
 
-def _binary_float(name, kernel, **fields):
-    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers).
-    ``**params``: div's rounding_mode, not part of the record."""
-    return define(f"{name}(Tensor input, Tensor other, **params) -> Tensor", kernel,
+def _binary_float(name, kernel, params="", **fields):
+    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers);
+    ``params``: the schema's keyword-only parameters."""
+    return define(f"{name}(Tensor input, Tensor other{params}) -> Tensor", kernel,
                   shape=broadcast, floating_inputs=True, group="binary_float", **fields)
 
 
@@ -659,7 +659,7 @@ DECLARED = (
     _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False),
     _binary("fmax", ArrayFunction("fmax"), decomposition=fmax, refuses=_FMAX),
     _binary("fmin", ArrayFunction("fmin"), decomposition=fmin, refuses=_FMIN),
-    _binary_float("div", Kernels.div),
+    _binary_float("div", Kernels.div, params=", *, str? rounding_mode=None"),
     # PyTorch promotes atan2's inputs to the widest under CUDA autocast
     _binary_float("atan2", ArrayFunction("arctan2"), autocast={"cuda": "promote"},
                   refuses=_no_complex("atan2")),
