@@ -1,7 +1,7 @@
 """A device backend that implements only the primitive ops runs whole training steps:
 the composite ops (linear, cross_entropy, conv, max_pool and their fused backward ops)
-run through their default decompositions, and autograd records the ops they decompose
-into. The results match the "cpu" device's.
+run through their default decompositions; autograd records such an op once where it has a
+backward formula, else the ops it decomposes into. The results match the "cpu" device's.
 
 The device "prims" is a test plugin holding NumPy arrays in memory of its own (transfers
 copy), with the reference kernels of the primitives only.
@@ -829,3 +829,21 @@ def test_ctc_loss_backward_decomposes_like_its_kernel(prims, dtype):
     assert np.isinf(nll[3]) and got.dtype == dtype
     tol = 1e-10 if dtype == torcia.float64 else 1e-5
     np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("fn, values", [
+    (torcia.special.entr, [0.0, math.inf, 0.5]),  # -(log x + 1): +inf at 0, -inf at inf
+    (lambda t: torcia.hypot(t, t.flip(0)), [0.0, 0.0, 3.0]),  # NaN at the origin
+], ids=["entr", "hypot"])
+def test_a_decomposed_op_with_a_formula_takes_its_gradient_from_the_formula(prims, fn, values):
+    # where a composition's chain rule differs from the op's formula (an infinite slope,
+    # a point where the formula is NaN), the device without the kernel gives the formula's
+    # gradient, as the device with it does; the op is one node of the graph
+    grads = []
+    for device in ("cpu", prims):
+        x = torcia.tensor(values, dtype=torcia.float64, device=device, requires_grad=True)
+        out = fn(x)
+        assert out.grad_fn.name() == fn(x.detach().to("cpu").requires_grad_()).grad_fn.name()
+        out.sum().backward()
+        grads.append(x.grad.to("cpu").numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])
