@@ -212,6 +212,41 @@ def test_lstm_training_step_through_decompositions(prims):
     _compare(Recurrent, x, y, prims)
 
 
+def test_vision_resnet18_training_step_through_decompositions(prims):
+    # torcia-vision's model as users build it: batch norm in training mode, residual adds,
+    # strided convolutions, max and adaptive average pooling
+    models = pytest.importorskip("torcia.vision.models")
+    torcia.manual_seed(9)
+    # in float64: 20 layers of float32 sums in another order, each renormalised by batch
+    # norm, end 1e-4 apart
+    x, y = torcia.randn(2, 3, 32, 32, dtype=torcia.float64), torcia.tensor([1, 3])
+    _compare(lambda: models.resnet18(num_classes=4).double(), x, y, prims)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "lstm_classifier"])
+def test_text_models_training_step_through_decompositions(prims, model):
+    text = pytest.importorskip("torcia.text.models")
+    torcia.manual_seed(10)
+    tokens, y = torcia.tensor([[1, 4, 2, 7, 3], [3, 3, 5, 1, 6]]), torcia.tensor([2, 0])
+
+    class Last(nn.Module):  # the language model's logits at the last position: a class
+        def __init__(self):
+            super().__init__()
+            self.lm = text.GPT2LMHeadModel(vocab_size=8, n_positions=8, n_embd=8, n_layer=2,
+                                           n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
+                                           attn_pdrop=0.0)
+
+        def forward(self, t):
+            return self.lm(t)[:, -1]
+
+    def make():
+        if model == "gpt2":
+            return Last()
+        return text.LSTMClassifier(vocab_size=8, num_classes=3, embed_dim=6, hidden_size=5)
+
+    _compare(make, tokens, y, prims)
+
+
 def test_listing_names_native_and_decomposed_ops():
     here = str(Path(__file__).parent)
     code = (
