@@ -61,7 +61,6 @@ LAYERS = (
                "torcia._ops")),
     ("ops", ("torcia._oplib", "torcia._creation", "torcia._kernels_", "torcia._numpy_backend",
              "torcia._meta", "torcia._decompositions", "torcia._decompositions_nn",
-             "torcia._decompositions_special",
              "torcia._custom_ops", "torcia._sparse", "torcia._oprecords")),
     ("public API", ("torcia.linalg", "torcia.fft", "torcia.special", "torcia.sparse",
                     "torcia.signal", "torcia.overrides", "torcia.accelerator", "torcia.cpu",

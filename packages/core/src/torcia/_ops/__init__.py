@@ -24,13 +24,16 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
+                    ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation
+from torcia._ops import elementwise, nn_activation, special
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation) for d in family.DECLARED}
+DECLARED = {d.name: d for family in (elementwise, nn_activation, special)
+            for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:
