@@ -25,6 +25,11 @@ BINARY = _ops.names("binary")
 BINARY_FLOAT = _ops.names("binary_float")
 COMPARE = _ops.names("compare")
 
+#: PyTorch's other names of the declared ops (``arcsin`` for ``asin``) -> the op
+ALIASES = {alias: name for name, op in _ops.DECLARED.items() for alias in op.aliases}
+#: the declared ops a subsystem carries (``tagged("masked")``), see :func:`torcia._ops.tagged`
+tagged = _ops.tagged
+
 # --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
 SPECIAL_UNARY = (
     "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "sinc", "entr",
