@@ -148,8 +148,9 @@ class Declaration:
 _POLICIES = ("lower", "float32", "promote")
 
 #: the tags of :attr:`Declaration.tags`: ``torcia.masked``'s MaskedTensor, torcia.nested's
-#: NestedTensor and ``torcia._foreach_*`` carry the op (PyTorch's lists of each)
-TAGS = ("masked", "nested", "foreach")
+#: NestedTensor, ``torcia._foreach_*`` and the sparse tensors (zero stays zero: PyTorch
+#: has a sparse kernel) carry the op (PyTorch's lists of each)
+TAGS = ("masked", "nested", "foreach", "sparse")
 
 
 def _top_level_split(text: str) -> list[str]:
