@@ -123,6 +123,10 @@ class Declaration:
         PyTorch's other names of its public function (``arcsin`` for ``asin``).
     tags : frozenset of str
         The tensor subclasses and list functions that carry the op (:data:`TAGS`).
+    operator : str
+        The Python operator that runs it, as its special method is named without the
+        underscores (``"add"`` for ``+``, ``"truediv"`` for div, ``"invert"`` for ``~``);
+        "" where none does.
     """
 
     name: str
@@ -143,6 +147,7 @@ class Declaration:
     inplace_example: tuple = ()
     aliases: tuple = ()
     tags: frozenset = frozenset()
+    operator: str = ""
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -208,7 +213,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
            group: str = "plugin", refuses: dict | None = None, doc: str = "",
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
-           aliases: tuple = (), tags: tuple = ()) -> Declaration:
+           aliases: tuple = (), tags: tuple = (), operator: str = "") -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -231,4 +236,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        group=group, refuses=dict(refuses or {}), doc=doc,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
-                       tags=frozenset(tags))
+                       tags=frozenset(tags), operator=operator)

@@ -325,11 +325,9 @@ _UNARY = _named(_oplist.tagged("masked", "unary_float", "unary_same", "unary_boo
 _BINARY = _named(_oplist.tagged("masked", "binary", "binary_float", "compare")) + (
     "divide", "true_divide", "multiply", "subtract", "logaddexp", "logaddexp2",
 )
-_OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
-              "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
-              "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
-              "__ge__": "ge", "__and__": "bitwise_and", "__or__": "bitwise_or",
-              "__xor__": "bitwise_xor"}
+#: the operators of two operands: those of the declared ops (torcia.ops.OPERATORS)
+_OPERATORS = {f"__{py}__": op for py, op in _oplist.OPERATORS.items()
+              if op not in _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL}
 _REFLECTED = {"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul",
               "__rtruediv__": "div", "__rpow__": "pow"}
 
@@ -376,9 +374,9 @@ for _dunder, _name in _OPERATORS.items():
     setattr(MaskedTensor, _dunder, _binary_method(_name))
 for _dunder, _name in _REFLECTED.items():
     setattr(MaskedTensor, _dunder, _binary_method(_name, reflected=True))
-MaskedTensor.__neg__ = _unary_method("neg")
-MaskedTensor.__abs__ = _unary_method("abs")
-MaskedTensor.__invert__ = _unary_method("bitwise_not")
+for _py, _name in _oplist.OPERATORS.items():  # -x, abs(x), ~x
+    if _name in _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL:
+        setattr(MaskedTensor, f"__{_py}__", _unary_method(_name))
 # torcia.add(tensor, masked) and the other binary functions land here
 MaskedTensor._layout_binary = staticmethod(
     lambda op, a, b, float_op=False: _binary({"div": "div"}.get(op, op), a, b))
