@@ -782,7 +782,8 @@ def _values_op_(name):
 
 for _name in _LINEAR_UNARY + _NONLINEAR_UNARY:
     setattr(_SparseBase, _name, _values_op(_name, _name in _LINEAR_UNARY))
-    if not _name.startswith(("is", "signbit")):  # bool results have no in-place form
+    # bool results (isposinf, isneginf and the declared tests) have no in-place form
+    if not _name.startswith("is") and _name not in _oplist.UNARY_BOOL:
         setattr(_SparseBase, _name + "_", _values_op_(_name))
 
 
