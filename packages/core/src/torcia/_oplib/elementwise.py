@@ -28,7 +28,6 @@ from torcia._oplib._common import (
 from torcia._oplib.complex_numbers import imag
 from torcia._oplib.views import broadcast_tensors
 from torcia._ops import DECLARED
-from torcia._ops._common import bool_like
 from torcia._tensor import (
     Tensor,
     _as_operand,
@@ -181,7 +180,7 @@ def _inplace_example(name, function=False):
     elif name in _INPLACE_EXAMPLES:
         first, given, result = _INPLACE_EXAMPLES[name]
         args = [given] if given else []
-    elif op is None or not op.examples or op.shape is bool_like:
+    elif op is None or not op.examples or op.group in ("compare", "unary_bool"):
         return ""
     else:
         first, *others, result = op.examples[0]
