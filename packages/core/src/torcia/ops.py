@@ -25,6 +25,14 @@ BINARY = _ops.names("binary")
 BINARY_FLOAT = _ops.names("binary_float")
 COMPARE = _ops.names("compare")
 
+#: PyTorch's other names of the declared ops (``arcsin`` for ``asin``) -> the op
+ALIASES = {alias: name for name, op in _ops.DECLARED.items() for alias in op.aliases}
+#: Python's operators (their special methods' names without the underscores: ``"truediv"``)
+#: -> the declared op each runs
+OPERATORS = {op.operator: name for name, op in _ops.DECLARED.items() if op.operator}
+#: the declared ops a subsystem carries (``tagged("masked")``), see :func:`torcia._ops.tagged`
+tagged = _ops.tagged
+
 # --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
 # declared in torcia._ops.special: one input; two, broadcast (zeta, the orthogonal
 # polynomials of (x, n)); polygamma (n=: the order, an int >= 1)

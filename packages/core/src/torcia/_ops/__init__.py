@@ -39,3 +39,10 @@ DECLARED = {d.name: d for family in (elementwise, nn_activation, special)
 def names(group: str) -> tuple[str, ...]:
     """The declared ops of ``group`` (a list of :mod:`torcia.ops`), in declaration order."""
     return tuple(name for name, d in DECLARED.items() if d.group == group)
+
+
+def tagged(tag: str, *groups: str) -> tuple[str, ...]:
+    """The declared ops carrying ``tag`` (:data:`torcia._opdef.TAGS`), in declaration
+    order; only those of ``groups`` where some are given."""
+    return tuple(name for name, d in DECLARED.items()
+                 if tag in d.tags and (not groups or d.group in groups))
