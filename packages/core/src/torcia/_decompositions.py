@@ -761,41 +761,6 @@ def cummin(a, dim):
     return _cum_extreme(a, dim, largest=False)
 
 
-# ----- real FFTs through the complex one ---------------------------------------------------
-
-
-def _complex_of(a):
-    return a.to(D.complex128 if a.dtype == D.float64 else D.complex64)
-
-
-def fft_r2c(a, dims=(-1,), norm="backward", onesided=True):
-    full = call("fft_c2c", (_complex_of(a),), {"dims": dims, "norm": norm, "forward": True})
-    if not onesided:
-        return full
-    last = dims[-1] % a.ndim
-    return full.narrow(last, 0, a.shape[last] // 2 + 1).clone()
-
-
-def fft_c2r(a, dims=(-1,), norm="backward", last_dim_size=1):
-    # as NumPy's irfftn: the inverse over the other dims, then the last dim's Hermitian
-    # spectrum completed (its first n // 2 + 1 terms, zero-padded or cut; the rest their
-    # conjugates mirrored) and inverted, its real part kept
-    last, n = dims[-1] % a.ndim, last_dim_size
-    if len(dims) > 1:
-        a = call("fft_c2c", (a,), {"dims": tuple(dims[:-1]), "norm": norm, "forward": False})
-    half = n // 2 + 1
-    if a.shape[last] >= half:
-        a = a.narrow(last, 0, half)
-    else:
-        shape = list(a.shape)
-        shape[last] = half - a.shape[last]
-        a = _oplib.cat([a, C.zeros(tuple(shape), dtype=a.dtype, device=a.device)], last)
-    mirror = C.tensor(np.arange(n - half, 0, -1), device=a.device)
-    full = _oplib.cat([a, a.index_select(last, mirror).conj()], last)
-    out = call("fft_c2c", (full,), {"dims": (last,), "norm": norm, "forward": False})
-    return out.real.contiguous()
-
-
 # ----- recurrences, matrix functions, counting ----------------------------------------------
 
 
@@ -1063,7 +1028,7 @@ DECOMPOSITIONS.update({
         linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk,
         median_dim, index_add, index_copy, masked_select, diag_embed, embedding_backward,
         repeat_interleave, bincount, angle,
-        logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
+        logcumsumexp, cumprod, cummax, cummin, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
         linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,
         zeros, ones, eye, linspace, logspace, empty,)},

@@ -400,19 +400,6 @@ def diag(x, diagonal=0, **params):
     return diagonal_shape(x, diagonal, 0, 1)
 
 
-def fft_c2c(x, dims=(-1,), norm="backward", forward=True, **params):
-    return x.shape, x.dtype
-
-
-def fft_r2c(x, dims=(-1,), norm="backward", onesided=True, **params):
-    shape = _with(x.shape, dims[-1], x.shape[dims[-1]] // 2 + 1) if onesided else x.shape
-    return shape, np.result_type(x.dtype, np.complex64)
-
-
-def fft_c2r(x, dims=(-1,), norm="backward", last_dim_size=1, **params):
-    return _with(x.shape, dims[-1], last_dim_size), _real(x.dtype)
-
-
 def im2col(x, kernel_size, dilation, padding, stride, **params):
     out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
            zip(x.shape[2:], kernel_size, dilation, padding, stride)]
@@ -824,8 +811,7 @@ SHAPES.update({
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "pad": pad,
     "im2col": im2col, "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
-    "unfold": unfold, "as_strided": as_strided, "diag": diag, "fft_c2c": fft_c2c,
-    "fft_r2c": fft_r2c, "fft_c2r": fft_c2r,
+    "unfold": unfold, "as_strided": as_strided, "diag": diag,
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,

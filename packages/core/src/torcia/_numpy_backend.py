@@ -15,7 +15,6 @@ import numpy as np
 from torcia import ops
 from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
-from torcia._kernels_fft import FFTKernels
 from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
@@ -121,16 +120,15 @@ DeclaredKernels = type("DeclaredKernels", (), {
 
 
 class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
-                FFTKernels, SparseKernels):
+                SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
-    activations, the special functions) come from their declarations through
+    activations, the special functions, the Fourier transforms) come from their declarations through
     :class:`DeclaredKernels`.
     Sorting, scans, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
-    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the Fourier
-    transforms in :class:`~torcia._kernels_fft.FFTKernels`.
+    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
 
     Examples
     --------

@@ -46,10 +46,10 @@ SPECIAL_NOT_DIFFERENTIABLE = tuple(
 # --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
 COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
 
-# --- discrete Fourier transforms over dims= with norm= ("backward", "ortho", "forward"):
-# complex-to-complex (forward= the direction), real-to-complex (onesided=), and
-# complex-to-real of a one-sided spectrum (last_dim_size= the real signal's length)
-FFT = ("fft_c2c", "fft_r2c", "fft_c2r")
+# --- discrete Fourier transforms, declared in torcia._ops.spectral: over dims= with norm=
+# ("backward", "ortho", "forward"): complex-to-complex (forward= the direction),
+# real-to-complex (onesided=), complex-to-real (last_dim_size= the real length)
+FFT = _ops.names("fft")
 
 # --- elementwise with parameters or three inputs ------------------------------------------
 ELEMENTWISE_OTHER = (
@@ -157,7 +157,7 @@ ALL = (
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
     + ("rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
-       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "fft_r2c")
+       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).

@@ -26,13 +26,14 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     fused backward ops
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
+``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation, special
+from torcia._ops import elementwise, nn_activation, special, spectral
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation, special)
+DECLARED = {d.name: d for family in (elementwise, nn_activation, special, spectral)
             for d in family.DECLARED}
 
 

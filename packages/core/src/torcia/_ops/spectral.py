@@ -1,0 +1,101 @@
+"""The discrete Fourier transforms, each declared once: schema, reference kernel (on
+``xp.fft``, NumPy's or CuPy's), meta shape, decomposition. Three ops, as PyTorch's
+primitives: complex-to-complex (``forward=`` the direction), real-to-complex
+(``onesided=``) and complex-to-real of a one-sided spectrum (``last_dim_size=`` the real
+signal's length), each over ``dims=`` with a normalization mode ``norm=`` ("backward",
+"ortho", "forward"). The public functions of :mod:`torcia.fft` resize the input first, so
+the kernels transform the sizes they are given (``last_dim_size`` aside). The real
+transforms decompose into the complex one; the derivatives are torcia-autograd's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia._opdef import define
+from torcia._ops._common import first_shape, op
+
+# ----- reference kernels -----------------------------------------------------------------
+
+
+class Kernels:
+    """The reference kernels (``self.xp`` the array module)."""
+
+    def fft_c2c(self, a, dims=(-1,), norm="backward", forward=True):
+        fn = self.xp.fft.fftn if forward else self.xp.fft.ifftn
+        return fn(a, axes=dims, norm=norm).astype(a.dtype, copy=False)
+
+    def fft_r2c(self, a, dims=(-1,), norm="backward", onesided=True):
+        xp = self.xp
+        out = xp.fft.rfftn(a, axes=dims, norm=norm) if onesided else xp.fft.fftn(
+            a, axes=dims, norm=norm)
+        return out.astype(np.result_type(a.dtype, np.complex64), copy=False)
+
+    def fft_c2r(self, a, dims=(-1,), norm="backward", last_dim_size=1):
+        xp = self.xp
+        sizes = [a.shape[d] for d in dims[:-1]] + [last_dim_size]
+        out = xp.fft.irfftn(a, s=sizes, axes=dims, norm=norm)
+        return out.astype(a.real.dtype, copy=False)
+
+
+# ----- meta shapes -----------------------------------------------------------------------
+
+
+def _with(shape, dim, size) -> tuple:
+    shape = list(shape)
+    shape[dim] = size
+    return tuple(shape)
+
+
+def _r2c_shape(x, dims=(-1,), norm="backward", onesided=True, **params):
+    shape = _with(x.shape, dims[-1], x.shape[dims[-1]] // 2 + 1) if onesided else x.shape
+    return shape, np.result_type(x.dtype, np.complex64)
+
+
+def _c2r_shape(x, dims=(-1,), norm="backward", last_dim_size=1, **params):
+    return _with(x.shape, dims[-1], last_dim_size), np.empty(0, x.dtype).real.dtype
+
+
+# ----- decompositions: the real transforms through the complex one -----------------------
+
+
+def fft_r2c(a, dims=(-1,), norm="backward", onesided=True):
+    full = op("fft_c2c", a.to(D.complex128 if a.dtype == D.float64 else D.complex64),
+              dims=dims, norm=norm, forward=True)
+    if not onesided:
+        return full
+    last = dims[-1] % a.ndim
+    return full.narrow(last, 0, a.shape[last] // 2 + 1).clone()
+
+
+def fft_c2r(a, dims=(-1,), norm="backward", last_dim_size=1):
+    # as NumPy's irfftn: the inverse over the other dims, then the last dim's Hermitian
+    # spectrum completed (its first n // 2 + 1 terms, zero-padded or cut; the rest their
+    # conjugates mirrored) and inverted, its real part kept
+    last, n = dims[-1] % a.ndim, last_dim_size
+    if len(dims) > 1:
+        a = op("fft_c2c", a, dims=tuple(dims[:-1]), norm=norm, forward=False)
+    half = n // 2 + 1
+    if a.shape[last] >= half:
+        a = a.narrow(last, 0, half)
+    else:
+        a = op("cat", a, a.new_zeros(_with(a.shape, last, half - a.shape[last])), dim=last)
+    mirror = a.new_tensor(np.arange(n - half, 0, -1), dtype=D.int64)
+    full = op("cat", a, a.index_select(last, mirror).conj(), dim=last)
+    out = op("fft_c2c", full, dims=(last,), norm=norm, forward=False)
+    return out.real.contiguous()
+
+
+# ----- the declarations ------------------------------------------------------------------
+
+_NORM = 'int[] dims=(-1,), str norm="backward"'
+
+DECLARED = (
+    define(f"fft_c2c(Tensor x, *, {_NORM}, bool forward=True) -> Tensor", Kernels.fft_c2c,
+           shape=first_shape, group="fft"),
+    define(f"fft_r2c(Tensor x, *, {_NORM}, bool onesided=True) -> Tensor", Kernels.fft_r2c,
+           shape=_r2c_shape, decomposition=fft_r2c, floating_inputs=True, group="fft"),
+    define(f"fft_c2r(Tensor x, *, {_NORM}, int last_dim_size=1) -> Tensor", Kernels.fft_c2r,
+           shape=_c2r_shape, decomposition=fft_c2r, group="fft"),
+)
