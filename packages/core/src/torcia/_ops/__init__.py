@@ -24,13 +24,15 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``views``           the views and movement (``view``, ``permute``, ``expand``,
+                    ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation
+from torcia._ops import elementwise, nn_activation, views
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation) for d in family.DECLARED}
+DECLARED = {d.name: d for family in (elementwise, nn_activation, views) for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:

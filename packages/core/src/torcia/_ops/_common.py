@@ -77,6 +77,13 @@ def real_like(x, **params):
     return x.shape, np.empty(0, x.dtype).real.dtype
 
 
+def with_size(shape, dim, size) -> tuple:
+    """``shape`` with ``size`` at ``dim``."""
+    shape = list(shape)
+    shape[dim] = size
+    return tuple(shape)
+
+
 def grad_like(g, x, *rest, **params):
     """The broadcast of a gradient and an input, in their common dtype (the fused
     ``*_backward`` ops of elementwise functions)."""
