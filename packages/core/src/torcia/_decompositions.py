@@ -23,13 +23,14 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _opdef, _oplib
+from torcia._grad_mode import STATE as _GRAD
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
 from torcia._ops.elementwise import isfinite
-from torcia._tensor import DECOMPOSITIONS, Tensor, call
+from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -907,8 +908,22 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
     return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
 
 
-# the declared decompositions (torcia._ops) run ops by name through it
-_opdef.CALL = call
+
+
+def ran(op, inputs, params, result):
+    """What :func:`torcia._tensor.call` does with a kernel's ``result`` of ``op`` on
+    ``inputs``: the dispatch modes' ``on_result`` (forward AD's tangents...) and autograd's
+    record. For a decomposition that computes the kernel's result itself (a view through
+    as_strided of its detached input), so that the op is seen as the op it is."""
+    for mode in active_modes():
+        mode.on_result(op, inputs, params, result)
+    if _GRAD.enabled and any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        AUTOGRAD.record(op, inputs, params, result)
+    return result
+
+
+# the declared decompositions (torcia._ops) run ops by name, and stand for one, with these
+_opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (

@@ -548,6 +548,124 @@ def _take_along_dim_shape(x, indices, dim=None, **params):
 
 
 # ----- decompositions ---------------------------------------------------------------------
+# The views whose result is strides arithmetic over their input (view, reshape, permute,
+# expand, unfold, diagonal, detach_view) decompose into as_strided of the input's memory,
+# so that a device needs as_strided (and clone, for reshape's copy) for all of them.
+
+
+def _strided(op, a, params, size, stride, offset=0):
+    """``op``'s result: ``a``'s memory seen as ``size`` and ``stride`` from ``offset``
+    (elements, from ``a``'s first one), a view of ``a`` as PyTorch's (``_base``, version
+    counter). The modes and autograd see ``op`` itself, as they would its
+    kernel's (as_strided runs on the detached input): as_strided's derivatives map
+    positions in their input's row-major order, its memory's only where it is contiguous."""
+    out = _opdef.CALL("as_strided", (a.detach(),),
+                      {"size": tuple(size), "stride": tuple(stride), "storage_offset": offset},
+                      view_of=a)
+    return _opdef.RAN(op, (a,), params, out)
+
+
+def _copied(op, a, params, size):
+    """``op``'s result: a copy of ``a``'s elements in row-major order, seen as ``size``,
+    C-contiguous, a view of nothing (PyTorch's ``contiguous`` and reshape's copy; clone
+    keeps a dense layout, as PyTorch's). The modes and autograd see ``op``."""
+    buf = a.new_empty(tuple(a.shape))
+    buf.copy_(a.detach())
+    out = _opdef.CALL("as_strided", (buf,), {"size": tuple(size), "storage_offset": 0,
+                                              "stride": _contiguous_strides(size)})
+    return _opdef.RAN(op, (a,), params, out)
+
+
+def view_strides(shape, stride, size):
+    """The strides of a view of ``shape`` and ``stride`` with ``size`` (a shape of as many
+    elements), or None where its elements are not one stride apart within each dim:
+    PyTorch's rule (``computeStride``), chunk by chunk of dims contiguous among
+    themselves."""
+    shape, stride, size = tuple(shape), tuple(stride), tuple(size)
+    if not shape:
+        return (1,) * len(size)
+    numel = math.prod(shape)
+    if numel == 0 and shape == size:
+        return stride
+    out = [0] * len(size)
+    if numel == 0:
+        for d in range(len(size) - 1, -1, -1):
+            out[d] = 1 if d == len(size) - 1 else max(size[d + 1], 1) * out[d + 1]
+        return tuple(out)
+    d, base, chunk, seen = len(size) - 1, stride[-1], 1, 1
+    for t in range(len(shape) - 1, -1, -1):
+        chunk *= shape[t]
+        if t == 0 or (shape[t - 1] != 1 and stride[t - 1] != chunk * base):
+            while d >= 0 and (seen < chunk or size[d] == 1):
+                out[d] = seen * base
+                seen *= size[d]
+                d -= 1
+            if seen != chunk:
+                return None
+            if t > 0:
+                base, chunk, seen = stride[t - 1], 1, 1
+    return tuple(out) if d == -1 else None
+
+
+def _contiguous_strides(size):
+    out, step = [], 1
+    for n in reversed(tuple(size)):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def view(a, shape):
+    strides = view_strides(a.shape, a.stride(), shape)
+    if strides is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return _strided("view", a, {"shape": shape}, shape, strides)
+
+
+def reshape(a, shape):
+    strides = view_strides(a.shape, a.stride(), shape)
+    if strides is not None:
+        return _strided("reshape", a, {"shape": shape}, shape, strides)
+    return _copied("reshape", a, {"shape": shape}, shape)
+
+
+def permute(a, dims):
+    stride = a.stride()
+    return _strided("permute", a, {"dims": dims}, (a.shape[d] for d in dims),
+                    (stride[d] for d in dims))
+
+
+def expand(a, shape):
+    lead = len(shape) - a.ndim
+    strides = [0] * lead + [s if n == size else 0 for n, size, s in
+                            zip(a.shape, shape[lead:], a.stride())]
+    return _strided("expand", a, {"shape": shape}, shape, strides)
+
+
+def unfold(a, dimension, size, step):
+    shape, stride = list(a.shape), list(a.stride())
+    shape[dimension] = (shape[dimension] - size) // step + 1
+    stride[dimension] *= step
+    params = {"dimension": dimension, "size": size, "step": step}
+    return _strided("unfold", a, params, shape + [size], stride + [a.stride(dimension)])
+
+
+def diagonal(a, offset=0, dim1=0, dim2=1):
+    dim1, dim2 = dim1 % a.ndim, dim2 % a.ndim
+    size = _diagonal_shape(a, offset, dim1, dim2)[0][-1]
+    stride = a.stride()
+    start = 0 if size == 0 else offset * stride[dim2] if offset >= 0 else -offset * stride[dim1]
+    keep = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    params = {"offset": offset, "dim1": dim1, "dim2": dim2}
+    return _strided("diagonal", a, params, [a.shape[d] for d in keep] + [size],
+                    [stride[d] for d in keep] + [stride[dim1] + stride[dim2]], start)
+
+
+def detach_view(a):
+    return _strided("detach_view", a, {}, a.shape, a.stride())
+
 
 
 def _zero(a):
@@ -707,7 +825,7 @@ def clone(a):
 
 def contiguous(a):
     # torcia.contiguous calls the op for a non-contiguous tensor only: a contiguous copy
-    return _opdef.CALL("clone", (a,), {})
+    return _copied("contiguous", a, {}, a.shape)
 
 
 
@@ -808,26 +926,31 @@ def _a_move(schema, kernel, **declared):
 
 
 DECLARED = (
-    _a_view("view(Tensor x, *, shape=None) -> Tensor", Kernels.view, shape=_view_shape),
-    _a_view("reshape(Tensor x, *, shape=None) -> Tensor", Kernels.reshape, shape=_view_shape),
-    _a_view("permute(Tensor x, *, dims=None) -> Tensor", Kernels.permute, shape=_permute_shape),
+    _a_view("view(Tensor x, *, shape=None) -> Tensor", Kernels.view, shape=_view_shape,
+            decomposition=view),
+    _a_view("reshape(Tensor x, *, shape=None) -> Tensor", Kernels.reshape, shape=_view_shape,
+            decomposition=reshape),
+    _a_view("permute(Tensor x, *, dims=None) -> Tensor", Kernels.permute, shape=_permute_shape,
+            decomposition=permute),
     _a_view("transpose(Tensor x, *, dim0=None, dim1=None) -> Tensor", Kernels.transpose,
             shape=_transpose_shape, decomposition=transpose),
     _a_view("squeeze(Tensor x, *, dim=None) -> Tensor", Kernels.squeeze, shape=_squeeze_shape,
             decomposition=squeeze),
     _a_view("unsqueeze(Tensor x, *, dim=None) -> Tensor", Kernels.unsqueeze,
             shape=_unsqueeze_shape, decomposition=unsqueeze),
-    _a_view("expand(Tensor x, *, shape=None) -> Tensor", Kernels.expand, shape=_view_shape),
+    _a_view("expand(Tensor x, *, shape=None) -> Tensor", Kernels.expand, shape=_view_shape,
+            decomposition=expand),
     _a_view("narrow(Tensor x, *, dim=None, start=None, length=None) -> Tensor", Kernels.narrow,
             shape=_narrow_shape, decomposition=narrow),
     _a_view("unfold(Tensor x, *, dimension=None, size=None, step=None) -> Tensor", Kernels.unfold,
-            shape=_unfold_shape),
+            shape=_unfold_shape, decomposition=unfold),
     _a_view("diagonal(Tensor x, *, offset=0, dim1=0, dim2=1) -> Tensor", Kernels.diagonal,
-            shape=_diagonal_shape),
+            shape=_diagonal_shape, decomposition=diagonal),
     _a_view("as_strided(Tensor x, *, size=None, stride=None, storage_offset=0) -> Tensor",
             Kernels.as_strided, shape=_as_strided_shape),
     _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
-    _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape),
+    _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape,
+            decomposition=detach_view),
     _a_move("contiguous(Tensor x) -> Tensor", Kernels.contiguous, shape=first_shape,
             decomposition=contiguous),
     _a_move("clone(Tensor x) -> Tensor", Kernels.clone, shape=first_shape, decomposition=clone),
