@@ -12,9 +12,6 @@ import numpy as np
 from torcia._dtype import np_floating as _floating
 from torcia._kernels_linalg import LinAlgError, half_in_float32, lu_factor
 
-_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
-                 "mean": "add"}
-
 
 class ExtraKernels:
     """Kernels that are more than one array-module call."""
@@ -260,19 +257,6 @@ def _cum_extreme(xp, a, dim, ufunc):
     # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
     # (maximum's choice between them varies with the dtype's loop)
     return xp.take_along_axis(a, idx, axis=dim), idx
-
-
-def _identity(xp, reduce, dtype):
-    if reduce in ("sum", "mean"):
-        return 0
-    if reduce == "prod":
-        return 1
-    if _floating(np.dtype(dtype)):
-        return -np.inf if reduce == "amax" else np.inf
-    if np.dtype(dtype).kind == "b":
-        return reduce == "amin"
-    info = np.iinfo(dtype)
-    return info.min if reduce == "amax" else info.max
 
 
 def _keep(xp, out, dims, keepdim):

@@ -21,7 +21,6 @@ import numpy as np
 
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
-from torcia._kernels_extra import _REDUCE_UFUNC, _identity
 from torcia._opdef import define
 from torcia._ops._common import first_shape, opmath, with_size
 from torcia._ops._common import where as _where
@@ -36,6 +35,25 @@ def _scatter_index(xp, index, dim):
              for d, s in enumerate(index.shape)]
     grids[dim] = index
     return tuple(grids)
+
+
+#: scatter_reduce's reductions: the ufunc that accumulates each
+_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
+                 "mean": "add"}
+
+
+def _identity(xp, reduce, dtype):
+    """What the places scatter_reduce writes to start from where it leaves out their values."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if _floating(np.dtype(dtype)):
+        return -np.inf if reduce == "amax" else np.inf
+    if np.dtype(dtype).kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
 
 
 def _add_at(xp, out, key, values):
