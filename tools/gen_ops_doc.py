@@ -100,8 +100,8 @@ def render() -> str:
                 source = textwrap.dedent(inspect.getsource(record.decomposition)).rstrip()
                 # the decompositions call core's lower modules (import circles forbid the
                 # package); the page shows the public names those objects have
-                source = _PUBLIC_ALIASES.sub("torcia.", source).replace("torcia.bool_",
-                                                                        "torcia.bool")
+                source = _PUBLIC_ALIASES.sub("torcia.", source).replace(
+                    "torcia.bool_", "torcia.bool").replace("_opdef.CALL(", "torcia.library.call(")
                 lines += ["", "   Default decomposition:", "", "   .. code-block:: python",
                           ""] + [f"      {line}" if line else "" for line in
                                  source.splitlines()]
@@ -110,7 +110,7 @@ def render() -> str:
 
 
 # _oplib's functions, _creation's factories and _dtype's dtypes are torcia's own objects
-# (_dtype's bool_ is published as torcia.bool)
+# (_dtype's bool_ is published as torcia.bool); _opdef.CALL is torcia.library.call
 _PUBLIC_ALIASES = re.compile(r"\b(?:_oplib|C|D|_opdef\.PUBLIC)\.(?=[a-z])")
 
 

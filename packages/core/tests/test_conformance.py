@@ -171,8 +171,9 @@ PLANTED = PRIMITIVES + """
         return np.ascontiguousarray(out[::-1]) if out.ndim > 2 else out
 
 
-    def permute(x, dims):  # a copy where a view is expected
-        return np.transpose(x, dims).copy()
+    def as_strided(x, size, stride, storage_offset=0):  # a copy where a view is expected
+        return ref["as_strided"](x, size=size, stride=stride,
+                                 storage_offset=storage_offset).copy()
 
 
     def exp(a):  # float64 whatever the input
@@ -191,7 +192,7 @@ PLANTED = PRIMITIVES + """
         return ref["cumsum"](x, dim=(dim + 1) % x.ndim if x.ndim > 1 else dim, dtype=dtype)
 
 
-    BUGS.update({f.__name__: f for f in (add, sum, abs, full, matmul, permute, exp, amax,
+    BUGS.update({f.__name__: f for f in (add, sum, abs, full, matmul, as_strided, exp, amax,
                                          arange, cumsum)})
 """
 
@@ -210,10 +211,12 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
                                        section))
     roots = {line.split()[0]: line for line in section}
     # every planted bug, and nothing else: the other failures are theirs
-    assert sorted(roots) == sorted(["add", "sum", "abs", "full", "matmul", "permute",
+    assert sorted(roots) == sorted(["add", "sum", "abs", "full", "matmul", "as_strided",
                                     "exp", "amax", "arange", "cumsum"]), "\n".join(section)
     assert "wrote into its input" in out or "returned memory of its input" in out  # abs
-    assert "returned a copy where PyTorch returns a view" in out  # permute
+    assert "returned a copy where PyTorch returns a view" in out  # as_strided
+    # permute is strides arithmetic over as_strided: the copy is as_strided's fault
+    assert "permute [" in roots["as_strided"], roots["as_strided"]
     # the composites that run a planted bug are explained by it, not blamed
     assert "softmax [values]" in roots["sum"] or "softmax [values]" in roots["exp"]
     assert "conv [values]" in roots["matmul"] or "conv [values]" in roots["add"]

@@ -360,9 +360,9 @@ def test_view_as_complex_and_embedding_renorm_on_meta_tensors():
 def test_getitem_shape_function_checks_the_key():
     x = _meta.Meta((3, 4), np.float32)
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
-        _meta.getitem(x, 3)
+        _meta.SHAPES["getitem"](x, 3)
     with pytest.raises(IndexError, match="too many indices for tensor of dimension 2"):
-        _meta.getitem(x, (0, 1, 2))
+        _meta.SHAPES["getitem"](x, (0, 1, 2))
 
 
 # (name, fn(module, functional, empty, int64)) run on the meta devices of torcia and torch

@@ -18,7 +18,7 @@ DECLARED = _ops.DECLARED
 
 def test_each_list_of_ops_starts_with_its_declared_ops_in_order():
     groups = ("unary_float", "unary_same", "unary_bool", "binary", "binary_float", "compare",
-              "nn")
+              "nn", "view", "movement")
     for group in groups:
         names = _ops.names(group)
         assert getattr(ops, group.upper())[:len(names)] == names
@@ -26,6 +26,8 @@ def test_each_list_of_ops_starts_with_its_declared_ops_in_order():
     assert ops.UNARY_FLOAT == _ops.names("unary_float") and ops.COMPARE[0] == "eq"
     assert _ops.names("nn")[:3] == ("leaky_relu", "elu", "selu")
     assert "activation_backward" in DECLARED and "softmax" not in DECLARED
+    # the views and movement are declared whole too
+    assert ops.VIEW == _ops.names("view") and ops.MOVEMENT == _ops.names("movement")
 
 
 def _declared_kernel(op):
@@ -48,7 +50,7 @@ def test_each_table_holds_what_the_declaration_says(name):
     op = DECLARED[name]
     assert getattr(Reference, name) is op.kernel
     assert _unwrapped(Reference().table()[name]) is _declared_kernel(op)
-    assert _meta.SHAPES[name] is op.shape
+    assert _meta.SHAPES.get(name) is op.shape  # None: data-dependent (masked_select)
     assert DECOMPOSITIONS.get(name) is op.decomposition
     assert (name in ops.FLOATING_INPUTS) is op.floating_inputs
     assert (name in ops.NOT_DIFFERENTIABLE) is (not op.differentiable)

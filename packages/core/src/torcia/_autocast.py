@@ -72,11 +72,11 @@ BANNED = {
             "BCEWithLogits are\nsafe to autocast."),
     },
 }
-#: Ops run in the widest floating dtype among their inputs, per device type.
+#: Ops run in the widest floating dtype among their inputs, per device type (and the
+#: declared ops whose policy says so: cat, stack, index_put, scatter_add).
 PROMOTE = {
-    "cpu": frozenset({"cat", "stack"}),
     "cuda": frozenset({
-        "cat", "stack", "addcmul", "addcdiv", "index_put", "scatter_add", "dot",
+        "addcmul", "addcdiv", "dot",
         "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }

@@ -15,7 +15,6 @@ padding, CTC) are in :mod:`torcia._decompositions_nn`.
 
 from __future__ import annotations
 
-import itertools
 import math
 import string
 
@@ -23,14 +22,15 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _oplib
+from torcia import _opdef, _oplib
+from torcia._grad_mode import STATE as _GRAD
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
 from torcia._ops.elementwise import isfinite
-from torcia._tensor import DECOMPOSITIONS, Tensor, call
+from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 
 # ----- linear algebra -------------------------------------------------------------------
 
@@ -123,22 +123,6 @@ def masked_fill(a, mask, value):
     return _oplib.where(mask, fill, a)
 
 
-def _triangle(a, diagonal, lower):
-    rows, cols = a.shape[-2:]
-    offset = (C.arange(cols, device=a.device).unsqueeze(0)
-              - C.arange(rows, device=a.device).unsqueeze(1))
-    keep = offset <= diagonal if lower else offset >= diagonal
-    return _oplib.where(keep, a, _zero(a))
-
-
-def tril(a, diagonal=0):
-    return _triangle(a, diagonal, lower=True)
-
-
-def triu(a, diagonal=0):
-    return _triangle(a, diagonal, lower=False)
-
-
 def count_nonzero(a, dim=None):
     return (a != 0).sum() if dim is None else (a != 0).sum(dim)
 
@@ -157,98 +141,6 @@ def std(a, dim=None, correction=1, keepdim=False):
 
 
 # ----- views and movement: the views are views of the input, as the kernels' -------------
-
-
-def _view(a, op, **params):
-    return call(op, (a,), params, view_of=a)
-
-
-def squeeze(a, dim=None):
-    dims = set(range(a.ndim)) if dim is None else {d % max(a.ndim, 1) for d in dim}
-    shape = tuple(n for d, n in enumerate(a.shape) if n != 1 or d not in dims)
-    return _view(a, "view", shape=shape)
-
-
-def unsqueeze(a, dim):
-    dim %= a.ndim + 1
-    return _view(a, "view", shape=tuple(a.shape[:dim]) + (1,) + tuple(a.shape[dim:]))
-
-
-def transpose(a, dim0, dim1):
-    dims = list(range(a.ndim))
-    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
-    return _view(a, "permute", dims=tuple(dims))
-
-
-def _along(a, dim, key):
-    """``a[..., key, ...]`` with ``key`` at ``dim``: a view."""
-    return _view(a, "getitem", key=(slice(None),) * (dim % a.ndim) + (key,))
-
-
-def narrow(a, dim, start, length):
-    return _along(a, dim, slice(start, start + length))
-
-
-def split(a, sections, dim=0):
-    bounds = itertools.accumulate(sections, initial=0)
-    return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
-
-
-def flip(a, dims):
-    key = [slice(None)] * a.ndim
-    for d in dims:
-        key[d % a.ndim] = slice(None, None, -1)
-    return _view(a, "getitem", key=tuple(key)).clone()  # a copy, as PyTorch's
-
-
-def repeat(a, sizes):
-    sizes = tuple(sizes)
-    shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
-    # each dim n as (1, n) expanded to (r, n), then (r * n)
-    spread = a.reshape(tuple(x for n in shape for x in (1, n)))
-    out = spread.expand(tuple(x for r, n in zip(sizes, shape) for x in (r, n)))
-    out = out.reshape(tuple(r * n for r, n in zip(sizes, shape)))
-    # a copy even where nothing repeats
-    return out if any(r != 1 for r in sizes) else out.clone()
-
-
-def take_along_dim(a, indices, dim=None):
-    if dim is None:
-        return a.reshape(-1).gather(0, indices.reshape(-1))
-    dim %= a.ndim
-    # both broadcast but along dim, where each keeps its size
-    shape = list(_oplib.broadcast_shapes(
-        a.shape[:dim] + (1,) + a.shape[dim + 1:],
-        indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
-    expanded = []
-    for t in (a, indices):
-        shape[dim] = t.shape[dim]
-        expanded.append(t.expand(tuple(shape)))
-    return expanded[0].gather(dim, expanded[1])
-
-
-def diag(a, diagonal=0):
-    if a.ndim == 2:
-        return call("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
-    # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
-    # holds a[c] below it
-    n = a.shape[0] + abs(diagonal)
-    padded = _oplib.cat([a, C.zeros(abs(diagonal), dtype=a.dtype, device=a.device)])
-    values = padded.reshape((n, 1) if diagonal >= 0 else (1, n))
-    offset = (C.arange(n, device=a.device).unsqueeze(0)
-              - C.arange(n, device=a.device).unsqueeze(1))
-    return _oplib.where(offset == diagonal, values, _zero(a))
-
-
-def tile(a, dims):
-    dims = tuple(dims)
-    return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
-
-
-def stack(*tensors, dim=0):
-    if dim < 0:
-        dim += tensors[0].ndim + 1
-    return _oplib.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
 def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
@@ -292,25 +184,6 @@ def logsumexp(a, dim=None, keepdim=False):
         m = C.zeros((1,) * a.ndim, dtype=a.real.dtype, device=a.device)
     out = (a - m).exp().sum(dims, keepdim=True).log() + m
     return out if keepdim else out.squeeze(dims)
-
-
-def roll(a, shifts, dims):
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if dims is None or (not isinstance(dims, int) and len(dims) == 0):
-        return roll(a.flatten(), shifts, (0,)).reshape(a.shape)
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    out = a.clone()
-    for shift, dim in zip(shifts, dims):
-        n = out.shape[dim]
-        shift = shift % n if n else 0
-        if shift:
-            out = _oplib.cat([out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)],
-                             dim)
-    return out
-
-
-def index_select(a, index, dim):
-    return a.movedim(dim, 0)[index].movedim(0, dim)
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -421,21 +294,6 @@ def clamp(a, lo, hi):
             bound = _scalar(a, bound)
         a = _oplib.where(_either(beyond(a, bound), bound != bound), bound, a)
     return a
-
-
-def clone(a):
-    return call("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
-
-
-def contiguous(a):
-    # torcia.contiguous calls the op for a non-contiguous tensor only: a contiguous copy
-    return call("clone", (a,), {})
-
-
-@_opmath
-def scatter_add(a, index, src, dim):
-    return call("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
-                                                    "include_self": True})
 
 
 # ----- creation: given the NumPy dtype a kernel is given, and the device ------------------
@@ -615,42 +473,6 @@ def median_dim(a, dim=-1, keepdim=False):
 # ----- indexing ----------------------------------------------------------------------------
 
 
-def _spread(index, like, dim):
-    """The index of an ``index_*`` op along ``dim``, expanded to ``like``'s shape: the
-    index of the scatter doing its work."""
-    shape = [1] * like.ndim
-    shape[dim] = -1
-    return index.reshape(tuple(shape)).expand(tuple(like.shape))
-
-
-def index_add(a, index, source, dim, alpha=1):
-    if alpha != 1:
-        source = source * alpha
-    return call("scatter_add", (a, _spread(index, source, dim), source), {"dim": dim})
-
-
-def index_copy(a, index, source, dim):
-    return call("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
-
-
-def masked_select(a, mask):
-    shape = _oplib.broadcast_shapes(a.shape, mask.shape)
-    return a.expand(shape)[mask.expand(shape)]
-
-
-def diag_embed(a, offset=0, dim1=-2, dim2=-1):
-    # as diag's: row r holds a[r] where offset >= 0, column c holds a[c] below it
-    n = a.shape[-1] + abs(offset)
-    lead = tuple(a.shape[:-1])
-    padded = _oplib.cat([a, C.zeros(lead + (abs(offset),), dtype=a.dtype,
-                                         device=a.device)], -1)
-    values = padded.unsqueeze(-1 if offset >= 0 else -2)
-    place = (C.arange(n, device=a.device).unsqueeze(0)
-             - C.arange(n, device=a.device).unsqueeze(1))
-    out = _oplib.where(place == offset, values, _zero(a))
-    return out.movedim((-2, -1), (dim1, dim2))
-
-
 def embedding_backward(g, indices, num_weights, padding_idx):
     flat = indices.reshape(-1)
     rows = g.reshape(-1, g.shape[-1])
@@ -661,19 +483,6 @@ def embedding_backward(g, indices, num_weights, padding_idx):
 
 
 # ----- repeating and counting ---------------------------------------------------------------
-
-
-def repeat_interleave(a, repeats, dim=None):
-    if dim is None:
-        a, dim = a.reshape(-1), 0
-    dim %= a.ndim
-    n = a.shape[dim]
-    if isinstance(repeats, (int, np.integer)):
-        counts = np.full(n, int(repeats))
-    else:  # an array of the device's (or one count for all)
-        counts = np.broadcast_to(np.asarray(repeats.tolist(), dtype=np.int64), (n,))
-    index = C.tensor(np.repeat(np.arange(n), counts), device=a.device)
-    return a.index_select(dim, index)
 
 
 def bincount(a, weights=None, minlength=0):
@@ -1017,21 +826,33 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
     return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
 
 
+
+
+def ran(op, inputs, params, result):
+    """What :func:`torcia._tensor.call` does with a kernel's ``result`` of ``op`` on
+    ``inputs``: the dispatch modes' ``on_result`` (forward AD's tangents...) and autograd's
+    record. For a decomposition that computes the kernel's result itself (a view through
+    as_strided of its detached input), so that the op is seen as the op it is."""
+    for mode in active_modes():
+        mode.on_result(op, inputs, params, result)
+    if _GRAD.enabled and any(isinstance(x, Tensor) and x.requires_grad for x in inputs):
+        AUTOGRAD.record(op, inputs, params, result)
+    return result
+
+
+# the declared decompositions (torcia._ops) run ops by name, and stand for one, with these
+_opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        addcmul, addcdiv, lerp, masked_fill, tril, triu, count_nonzero, nansum,
-        std, tile, stack, nan_to_num, mean, logsumexp, roll, index_select, embedding,
-        rms_norm, layer_norm, lstm_cell, var, squeeze, unsqueeze, transpose, narrow,
-        split, flip, repeat,
-        take_along_dim, argmin, min_dim, diag, tensordot, norm, linalg_vector_norm,
-        linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, max_dim, kthvalue, topk,
-        median_dim, index_add, index_copy, masked_select, diag_embed, embedding_backward,
-        repeat_interleave, bincount, angle,
-        logcumsumexp, cumprod, cummax, cummin, lstm_layer, lstm_layer_backward,
-        linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,
-        zeros, ones, eye, linspace, logspace, empty,)},
+        addcmul, addcdiv, lerp, masked_fill, count_nonzero, nansum, std, nan_to_num,
+        mean, logsumexp, embedding, rms_norm, layer_norm, lstm_cell, var, argmin, min_dim,
+        tensordot, norm, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
+        linalg_eigvals, max_dim, kthvalue, topk, median_dim, embedding_backward, bincount,
+        angle, logcumsumexp, cumprod, cummax, cummin, lstm_layer,
+        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det,
+        linalg_slogdet, linalg_inv, linalg_lu_permutation, amin, clamp, zeros, ones, eye,
+        linspace, logspace, empty,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -22,9 +22,9 @@ from torcia._decompositions import (
     _scalar,
     _zero,
     isfinite,
-    repeat_interleave,
 )
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
+from torcia._ops.views import repeat_interleave
 from torcia._tensor import DECOMPOSITIONS, call
 
 # ----- softmax and cross-entropy ---------------------------------------------------------
@@ -555,29 +555,6 @@ def batch_norm(x, weight, bias, running_mean, running_var, training, eps):
 # ----- padding -------------------------------------------------------------------------------
 
 
-def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
-    fresh = False  # whether a is memory of its own yet (a crop alone is a view)
-    for i in range(len(pad) // 2):
-        d, lo, hi = a.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
-        n = a.shape[d]
-        if mode != "constant":
-            # NumPy's own rule picks the source of each padded position
-            source = np.pad(np.arange(n), (lo, hi), mode={
-                "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
-            a, fresh = a.index_select(d, C.tensor(source, device=a.device)), True
-            continue
-        # negative padding crops
-        a = a.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
-        shape = list(a.shape)
-        fills = []
-        for width in (lo, hi):
-            shape[d] = max(width, 0)
-            fills.append(C.full(tuple(shape), value, dtype=a.dtype, device=a.device))
-        if lo > 0 or hi > 0:
-            a, fresh = _oplib.cat([fills[0], a, fills[1]], d), True
-    return a if fresh else a.clone()
-
-
 # ----- CTC: the forward recursion over time, in log space -----------------------------------
 
 
@@ -677,7 +654,7 @@ DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
         nll_loss, batch_norm_backward, layer_norm_backward, rms_norm_backward,
         lstm_cell_backward, im2col, col2im, avg_pool, avg_pool_backward, adaptive_max_pool,
-        conv_transpose, flash_attention, flash_attention_backward, batch_norm, pad,
+        conv_transpose, flash_attention, flash_attention_backward, batch_norm,
         ctc_loss, ctc_loss_backward)},
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,

@@ -12,9 +12,6 @@ import numpy as np
 from torcia._dtype import np_floating as _floating
 from torcia._kernels_linalg import LinAlgError, half_in_float32, lu_factor
 
-_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
-                 "mean": "add"}
-
 
 class ExtraKernels:
     """Kernels that are more than one array-module call."""
@@ -145,70 +142,6 @@ class ExtraKernels:
         return xp.moveaxis(out, 0, dim)
 
     # ----- gathering and shaping ---------------------------------------------------------
-    def repeat_interleave(self, a, repeats, dim=None):
-        if dim is None:
-            return self.xp.repeat(a.reshape(-1), repeats)
-        return self.xp.repeat(a, repeats, axis=dim)
-
-    def scatter_reduce(self, a, index, src, dim, reduce, include_self=True):
-        xp = self.xp
-        key = self._scatter_index(index, dim)
-        src = src[tuple(slice(0, s) for s in index.shape)]
-        ufunc = getattr(xp, _REDUCE_UFUNC[reduce])
-        out = a.copy()
-        count = xp.ones(a.shape, dtype=np.int64) if include_self else xp.zeros(a.shape, np.int64)
-        if not include_self:
-            # the scattered-to places start from the reduction's identity
-            out[key] = _identity(xp, reduce, a.dtype)
-        ufunc.at(out, key, src)
-        if reduce == "mean":
-            xp.add.at(count, key, 1)
-            count = xp.maximum(count, 1)
-            hit = xp.zeros(a.shape, dtype=bool)
-            hit[key] = True
-            if _floating(a.dtype) or a.dtype.kind == "c":
-                mean = out / count
-            else:
-                mean = xp.floor_divide(out, count)
-            out = xp.where(hit, mean, out).astype(a.dtype, copy=False)
-        return out
-
-    def pad(self, a, pad, mode="constant", value=0.0):
-        xp = self.xp
-        widths = [(0, 0)] * a.ndim
-        crop = [slice(None)] * a.ndim
-        for i in range(len(pad) // 2):
-            d = a.ndim - 1 - i
-            lo, hi = pad[2 * i], pad[2 * i + 1]
-            # negative padding crops (constant mode only, checked by F.pad)
-            crop[d] = slice(-lo if lo < 0 else 0, a.shape[d] + hi if hi < 0 else None)
-            widths[d] = (max(lo, 0), max(hi, 0))
-        a = a[tuple(crop)]
-        if mode == "constant":
-            return xp.pad(a, widths, mode="constant", constant_values=value)
-        np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
-        return xp.pad(a, widths, mode=np_mode)
-
-    def diag(self, a, diagonal=0):
-        xp = self.xp
-        if a.ndim == 1:
-            return xp.diag(a, diagonal)
-        return xp.diagonal(a, offset=diagonal).copy()
-
-    def diag_embed(self, a, offset=0, dim1=-2, dim2=-1):
-        xp = self.xp
-        n = a.shape[-1] + abs(offset)
-        out = xp.zeros(a.shape[:-1] + (n, n), dtype=a.dtype)
-        i = xp.arange(a.shape[-1])
-        rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
-        out[..., rows, cols] = a
-        return xp.moveaxis(out, (-2, -1), (dim1, dim2))
-
-    def masked_select(self, a, mask):
-        xp = self.xp
-        shape = xp.broadcast_shapes(a.shape, mask.shape)
-        return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
-
     # ----- linear algebra ----------------------------------------------------------------
     def linalg_inv(self, a):
         return _linalg(self.xp, "inv", a)
@@ -324,19 +257,6 @@ def _cum_extreme(xp, a, dim, ufunc):
     # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
     # (maximum's choice between them varies with the dtype's loop)
     return xp.take_along_axis(a, idx, axis=dim), idx
-
-
-def _identity(xp, reduce, dtype):
-    if reduce in ("sum", "mean"):
-        return 0
-    if reduce == "prod":
-        return 1
-    if _floating(np.dtype(dtype)):
-        return -np.inf if reduce == "amax" else np.inf
-    if np.dtype(dtype).kind == "b":
-        return reduce == "amin"
-    info = np.iinfo(dtype)
-    return info.min if reduce == "amax" else info.max
 
 
 def _keep(xp, out, dims, keepdim):

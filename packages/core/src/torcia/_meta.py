@@ -27,6 +27,7 @@ from torcia import ops
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
 from torcia._ops._common import broadcast, first_shape, floating_dtype, grad_like, real_like
+from torcia._ops._common import with_size as _with
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -199,70 +200,8 @@ def where(cond, a, b, **params):
         *(v.dtype if isinstance(v, Meta) else v for v in (a, b)))
 
 
-def view(x, shape, **params):
-    return tuple(shape), x.dtype
-
-
-def permute(x, dims, **params):
-    return tuple(x.shape[d] for d in dims), x.dtype
-
-
-def transpose(x, dim0, dim1, **params):
-    shape = list(x.shape)
-    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
-    return tuple(shape), x.dtype
-
-
-def squeeze(x, dim=None, **params):
-    if dim is None:
-        return tuple(n for n in x.shape if n != 1), x.dtype
-    dims = {d % x.ndim for d in ((dim,) if isinstance(dim, int) else dim)} if x.shape else set()
-    return tuple(n for i, n in enumerate(x.shape) if not (i in dims and n == 1)), x.dtype
-
-
-def unsqueeze(x, dim, **params):
-    shape = list(x.shape)
-    shape.insert(dim, 1)
-    return tuple(shape), x.dtype
-
-
-def narrow(x, dim, start, length, **params):
-    shape = list(x.shape)
-    shape[dim] = length
-    return tuple(shape), x.dtype
-
-
-def diagonal_shape(x, offset=0, dim1=0, dim2=1, **params):
-    n1, n2 = x.shape[dim1], x.shape[dim2]
-    size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
-    rest = tuple(n for i, n in enumerate(x.shape) if i not in (dim1 % x.ndim, dim2 % x.ndim))
-    return rest + (size,), x.dtype
-
-
-def joined(*xs, dim=0, stacked=False):
-    shapes = [x.shape for x in xs]
-    dtype = np.result_type(*(x.dtype for x in xs))
-    if stacked:
-        shape = list(shapes[0])
-        shape.insert(dim, len(xs))
-        return tuple(shape), dtype
-    shape = list(shapes[0])
-    shape[dim] = sum(s[dim] for s in shapes)
-    return tuple(shape), dtype
-
-
-def stacked(*xs, dim=0, **params):
-    return joined(*xs, dim=dim, stacked=True)
-
-
 def softmax_backward(g, y, dim, **params):
     return grad_like(g, y)
-
-
-def _with(shape, dim, size) -> tuple:
-    shape = list(shape)
-    shape[dim] = size
-    return tuple(shape)
 
 
 def topk(x, k, dim=-1, **params):
@@ -272,15 +211,6 @@ def topk(x, k, dim=-1, **params):
 
 def kthvalue(x, k, dim=-1, keepdim=False):
     return values_and_indices(x, dim, keepdim)
-
-
-def gather(x, index, dim, **params):
-    return index.shape, x.dtype
-
-
-def index_select(x, index, dim, **params):
-    dim %= max(x.ndim, 1)
-    return x.shape[:dim] + index.shape + x.shape[dim + 1:], x.dtype
 
 
 def dot(a, b, **params):
@@ -324,16 +254,6 @@ def arange(start, end, step, dtype, **params):
     return (max(0, math.ceil((end - start) / step)),), np.dtype(dtype)
 
 
-def repeat(x, sizes, **params):
-    shape = (1,) * (len(sizes) - x.ndim) + x.shape
-    return tuple(n * r for n, r in zip(shape, sizes)), x.dtype
-
-
-def tile(x, dims, **params):
-    dims = (1,) * (x.ndim - len(dims)) + tuple(dims)
-    return repeat(x, dims)
-
-
 def pool_backward(g, *rest, input_shape, **params):
     """``max_pool_backward`` and ``avg_pool_backward``: the gradient of the input."""
     return g.shape[:2] + tuple(input_shape), g.dtype
@@ -369,13 +289,6 @@ def avg_pool(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
     return x.shape[:2] + out, x.dtype
 
 
-def pad(x, pad, mode="constant", value=0.0, **params):
-    shape = list(x.shape)
-    for i in range(len(pad) // 2):
-        shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
-    return tuple(shape), x.dtype
-
-
 def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
     return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
@@ -384,20 +297,6 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
     return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
-def unfold(x, dimension, size, step, **params):
-    return _with(x.shape, dimension, (x.shape[dimension] - size) // step + 1) + (size,), \
-        x.dtype
-
-
-def as_strided(x, size, stride, storage_offset=0, **params):
-    return tuple(size), x.dtype
-
-
-def diag(x, diagonal=0, **params):
-    if x.ndim == 1:
-        n = x.shape[0] + abs(diagonal)
-        return (n, n), x.dtype
-    return diagonal_shape(x, diagonal, 0, 1)
 
 
 def im2col(x, kernel_size, dilation, padding, stride, **params):
@@ -499,14 +398,6 @@ def ctc_loss_backward(g, log_probs, *rest, **params):
     return log_probs.shape, log_probs.dtype
 
 
-def diag_embed(x, offset=0, dim1=-2, dim2=-1, **params):
-    n = x.shape[-1] + abs(offset)
-    ndim = x.ndim + 1
-    dims = {dim1 % ndim: n, dim2 % ndim: n}
-    rest = iter(x.shape[:-1])
-    return tuple(dims[i] if i in dims else next(rest) for i in range(ndim)), x.dtype
-
-
 def einsum(*operands, equation, **params):
     """The output of ``equation`` (explicit ``->`` or implicit, with ``...``)."""
     eq = equation.replace(" ", "")
@@ -560,64 +451,6 @@ def tensordot(a, b, dims, **params):
     da, db = {d % max(a.ndim, 1) for d in da}, {d % max(b.ndim, 1) for d in db}
     return (tuple(n for i, n in enumerate(a.shape) if i not in da)
             + tuple(n for i, n in enumerate(b.shape) if i not in db)), a.dtype
-
-
-def _is_stand_in(arr) -> bool:
-    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
-
-
-def getitem(x, key, **params):
-    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
-    advanced ones (arrays, and integers alongside an array) broadcast together, and their
-    dims go where the first is when they are adjacent in the key, else first. A boolean
-    mask of a meta tensor has no shape without its values."""
-    key = key if isinstance(key, tuple) else (key,)
-
-    def is_mask(k):
-        return isinstance(k, (bool, np.bool_)) or (
-            isinstance(k, np.ndarray) and k.dtype.kind == "b")
-
-    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
-    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
-                   if k is not None and k is not Ellipsis)
-    if consumed > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-    out, arrays, where, dim = [], [], [], 0
-    for i, k in enumerate(key):
-        if k is None:
-            out.append(1)
-        elif k is Ellipsis:
-            n = x.ndim - consumed
-            out.extend(x.shape[dim:dim + n])
-            dim += n
-        elif isinstance(k, slice):
-            out.append(len(range(*k.indices(x.shape[dim]))))
-            dim += 1
-        elif is_mask(k):
-            k = np.asarray(k)
-            if _is_stand_in(k):
-                raise NotImplementedError(
-                    "getitem: indexing a meta tensor with a boolean mask has no shape "
-                    "without the mask's values (it depends on how many are True)")
-            where.append((i, len(out)))
-            arrays.append((int(k.sum()),))
-            dim += k.ndim
-        elif isinstance(k, np.ndarray) or has_array:
-            where.append((i, len(out)))
-            arrays.append(np.shape(k))
-            dim += 1
-        else:
-            n = x.shape[dim]
-            if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
-                                 f"size {n}")
-            dim += 1
-    out.extend(x.shape[dim:])
-    if arrays:
-        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
-        at = where[0][1] if adjacent else 0
-        out[at:at] = np.broadcast_shapes(*arrays)
-    return tuple(out), x.dtype
 
 
 def histc(x, bins=100, min=0.0, max=0.0, **params):
@@ -729,31 +562,8 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
     return vector_norm(a, dim=dim, keepdim=keepdim)
 
 
-def repeat_interleave(x, repeats, dim=None, **params):
-    """An int ``repeats`` only: with a tensor of counts the length depends on their values,
-    and PyTorch's meta device refuses it the same way."""
-    if isinstance(repeats, np.ndarray):
-        raise RuntimeError("cannot repeat_interleave a meta tensor with a tensor of repeats: "
-                           "the output's length depends on their values; pass an int")
-    if dim is None:
-        return (math.prod(x.shape) * repeats,), x.dtype
-    return _with(x.shape, dim, x.shape[dim] * repeats), x.dtype
-
-
 def searchsorted(seq, values, right=False, out_int32=False, **params):
     return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
-
-
-def split(x, sections, dim=0, **params):
-    return tuple((_with(x.shape, dim, n), x.dtype) for n in sections)
-
-
-def take_along_dim(x, indices, dim=None, **params):
-    if dim is None:
-        return (math.prod(indices.shape),), x.dtype
-    dim %= max(x.ndim, 1)
-    shape = np.broadcast_shapes(_with(x.shape, dim, 1), _with(indices.shape, dim, 1))
-    return _with(shape, dim, indices.shape[dim]), x.dtype
 
 
 def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups, **params):
@@ -777,8 +587,7 @@ def adaptive_max_pool(x, output_size, **params):
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
 SHAPES = {}
-for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj", "clone",
-              "contiguous", "detach_view", "flip", "roll", "tril", "triu"):
+for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj"):
     SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
@@ -798,20 +607,15 @@ for _name in ("cummax", "cummin"):
 SHAPES.update({
     "cast": cast, "angle": angle, "real": real_like, "imag": real_like,
     "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,
-    "where": where, "view": view, "reshape": view, "expand": view, "permute": permute,
-    "transpose": transpose, "squeeze": squeeze, "unsqueeze": unsqueeze, "narrow": narrow,
-    "diagonal": diagonal_shape, "cat": joined, "stack": stacked,
-    "softmax_backward": softmax_backward, "log_softmax_backward": softmax_backward,
-    "sort": scan_with_indices, "topk": topk, "kthvalue": kthvalue, "gather": gather,
-    "index_select": index_select, "dot": dot, "outer": outer,
-    "linalg_det": batch_of_matrices(2), "linalg_eigvalsh": batch_of_matrices(1, real=True),
-    "linalg_slogdet": slogdet, "linalg_eigh": eigh, "eye": eye, "linspace": linspace,
-    "logspace": logspace, "arange": arange, "repeat": repeat, "tile": tile,
+    "where": where, "softmax_backward": softmax_backward,
+    "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
+    "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
+    "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
+    "linalg_eigh": eigh, "eye": eye, "linspace": linspace, "logspace": logspace, "arange": arange,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
-    "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "pad": pad,
-    "im2col": im2col, "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
-    "unfold": unfold, "as_strided": as_strided, "diag": diag,
+    "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
+    "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
@@ -820,21 +624,18 @@ SHAPES.update({
     "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
-    "ctc_loss_backward": ctc_loss_backward, "diag_embed": diag_embed, "einsum": einsum,
-    "tensordot": tensordot, "getitem": getitem, "histc": histc, "randperm": randperm,
-    "bernoulli": bernoulli, "dropout_mask": dropout_mask, "multinomial": multinomial,
-    "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals, "linalg_geqrf": linalg_geqrf,
-    "linalg_lu_factor": linalg_lu_factor, "linalg_lu_permutation": linalg_lu_permutation,
-    "linalg_ldl_factor": linalg_ldl_factor, "linalg_ldl_solve": linalg_ldl_solve,
-    "linalg_solve": linalg_solve, "linalg_solve_triangular": linalg_solve_triangular,
-    "linalg_pinv": linalg_pinv, "linalg_qr": linalg_qr, "linalg_svd": linalg_svd,
-    "linalg_lstsq": linalg_lstsq, "linalg_norm": linalg_norm,
-    "repeat_interleave": repeat_interleave, "searchsorted": searchsorted, "split": split,
-    "take_along_dim": take_along_dim, "conv_transpose": conv_transpose, "col2im": col2im,
-    "adaptive_max_pool": adaptive_max_pool,
+    "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
+    "histc": histc, "randperm": randperm, "bernoulli": bernoulli, "dropout_mask": dropout_mask,
+    "multinomial": multinomial, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
+    "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
+    "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
+    "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
+    "linalg_solve_triangular": linalg_solve_triangular, "linalg_pinv": linalg_pinv,
+    "linalg_qr": linalg_qr, "linalg_svd": linalg_svd, "linalg_lstsq": linalg_lstsq,
+    "linalg_norm": linalg_norm, "searchsorted": searchsorted, "conv_transpose": conv_transpose,
+    "col2im": col2im, "adaptive_max_pool": adaptive_max_pool,
 })
-for _name in ("scatter", "scatter_add", "scatter_reduce", "index_add", "index_copy",
-              "index_put", "linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
+for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
 for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
                      ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),

@@ -123,9 +123,9 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
                 SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
-    The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
-    activations, the special functions, the Fourier transforms) come from their declarations through
-    :class:`DeclaredKernels`.
+    The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the views,
+    the activations, the special functions, the Fourier transforms) come from their
+    declarations through :class:`DeclaredKernels`.
     Sorting, scans, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
@@ -366,199 +366,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
         return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
     # ----- views and movement -------------------------------------------------------
-    def view(self, a, shape):
-        if a.flags.c_contiguous:
-            return a.reshape(shape)  # always a view, without copy=False's slower path
-        try:
-            return a.reshape(shape, copy=False)
-        except ValueError as exc:
-            if "copy" in str(exc) or "view" in str(exc):
-                raise RuntimeError(
-                    "view size is not compatible with input tensor's size and stride (at least "
-                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
-                    "instead."
-                ) from None
-            raise
-
-    def reshape(self, a, shape):
-        return self.xp.reshape(a, shape)
-
-    def permute(self, a, dims):
-        return self.xp.transpose(a, dims)
-
-    def transpose(self, a, dim0, dim1):
-        return self.xp.swapaxes(a, dim0, dim1)
-
-    def squeeze(self, a, dim=None):
-        xp = self.xp
-        if dim is None:
-            return xp.squeeze(a)
-        dims = tuple(d for d in dim if a.shape[d] == 1)
-        return xp.squeeze(a, axis=dims) if dims else a.view()
-
-    def unsqueeze(self, a, dim):
-        return self.xp.expand_dims(a, dim)
-
-    def expand(self, a, shape):
-        # a writable view (np.broadcast_to's is read-only): PyTorch writes into an expanded
-        # tensor whose stride-0 dims have size 1, and refuses the others before any write
-        # (torcia._tensor.check_overlap)
-        lead = len(shape) - a.ndim
-        strides = [0] * lead
-        for n, size, stride in zip(a.shape, shape[lead:], a.strides):
-            strides.append(stride if n == size else 0)
-        if self.xp is np and a.__class__ is np.ndarray and a.flags.c_contiguous:
-            # NOTE: as_strided costs 2 us in Python; a strided ndarray over the same buffer
-            # is the same view in a quarter of that
-            return np.ndarray(shape, a.dtype, a, 0, strides)
-        return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
-
-    def narrow(self, a, dim, start, length):
-        idx = [slice(None)] * a.ndim
-        idx[dim] = slice(start, start + length)
-        return a[tuple(idx)]
-
-    def unfold(self, a, dimension, size, step):
-        xp = self.xp
-        n = (a.shape[dimension] - size) // step + 1
-        strides = list(a.strides)
-        shape = list(a.shape)
-        shape[dimension] = n
-        strides[dimension] = a.strides[dimension] * step
-        shape.append(size)
-        strides.append(a.strides[dimension])
-        return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
-
-    def diagonal(self, a, offset=0, dim1=0, dim2=1):
-        d = self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
-        # NumPy hands out the diagonal read-only, PyTorch's is a writable view; CuPy's
-        # arrays are always writable (their flags have no "writeable")
-        if not getattr(d.flags, "writeable", True) and a.flags.writeable:
-            d.flags.writeable = True
-        return d
-
-    def as_strided(self, a, size, stride, storage_offset=0):
-        # a is a storage (a tensor that is no view): its memory, in memory order, is the
-        # flat array indexed here; the public function checks the bounds
-        xp = self.xp
-        item = a.itemsize
-        if a.flags.c_contiguous or a.flags.f_contiguous:
-            flat = a.ravel(order="K")
-        else:
-            span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // item
-            flat = xp.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
-        return xp.lib.stride_tricks.as_strided(
-            flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
-        )
-
-    def getitem(self, a, key):
-        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
-                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
-            # one index array into a vector, (array, ...): NumPy's own path for a[array],
-            # the same copy at a fifth of the cost
-            return a[key[0]]
-        return a[key]
-
-    def detach_view(self, a):
-        return a
-
-    def contiguous(self, a):
-        return self.xp.ascontiguousarray(a)
-
-    def clone(self, a):
-        return a.copy()
-
-    def flip(self, a, dims):
-        # NumPy's flip is a view; PyTorch's copies (x.flip(0).mul_(2) leaves x alone)
-        return self.xp.flip(a, axis=dims).copy()
-
-    def roll(self, a, shifts, dims):
-        return self.xp.roll(a, shifts, axis=dims)
-
-    def repeat(self, a, sizes):
-        xp = self.xp
-        extra = len(sizes) - a.ndim
-        return xp.tile(a.reshape((1,) * extra + a.shape), sizes)
-
-    def tile(self, a, dims):
-        return self.xp.tile(a, dims)
-
-    def tril(self, a, diagonal=0):
-        return self.xp.tril(a, diagonal)
-
-    def triu(self, a, diagonal=0):
-        return self.xp.triu(a, diagonal)
-
-    def cat(self, *arrays, dim=0):
-        return self.xp.concatenate(arrays, axis=dim)
-
-    def stack(self, *arrays, dim=0):
-        return self.xp.stack(arrays, axis=dim)
-
-    def split(self, a, sections, dim=0):
-        # sections: a list of sizes; returns a tuple of views
-        xp = self.xp
-        bounds = list(np.cumsum(sections)[:-1])
-        return tuple(xp.split(a, bounds, axis=dim))
-
-    def gather(self, a, index, dim):
-        # the result has the index's shape: take_along_axis would broadcast a smaller index
-        # across the dims not gathered
-        return a[self._scatter_index(index, dim)]
-
-    def take_along_dim(self, a, indices, dim=None):
-        xp = self.xp
-        if dim is None:
-            return xp.take_along_axis(a.reshape(-1), indices.reshape(-1), axis=0)
-        return xp.take_along_axis(a, indices, axis=dim)
-
-    def _scatter_index(self, index, dim):
-        xp = self.xp
-        # the open grids of indices(shape, sparse=True), which CuPy has no "sparse" for
-        n = index.ndim
-        grids = [xp.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
-                 for d, s in enumerate(index.shape)]
-        grids[dim] = index
-        return tuple(grids)
-
-    def scatter(self, a, index, src, dim):
-        out = a.copy()
-        if not isinstance(src, self.xp.ndarray):
-            out[self._scatter_index(index, dim)] = src
-        else:
-            out[self._scatter_index(index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
-        return out
-
-    def scatter_add(self, a, index, src, dim):
-        xp = self.xp
-        out = a.copy()
-        src = src[tuple(slice(0, s) for s in index.shape)]
-        _add_at(xp, out, self._scatter_index(index, dim), src)
-        return out
-
-    def index_select(self, a, index, dim):
-        return self.xp.take(a, index, axis=dim)
-
-    def index_add(self, a, index, source, dim, alpha=1):
-        xp = self.xp
-        out = a.copy()
-        key = (slice(None),) * dim + (index,)
-        _add_at(xp, out, key, source * alpha if alpha != 1 else source)
-        return out
-
-    def index_copy(self, a, index, source, dim):
-        out = a.copy()
-        out[(slice(None),) * dim + (index,)] = source
-        return out
-
-    def index_put(self, a, values, key, accumulate=False):
-        out = a.copy()
-        if accumulate:
-            _add_at(self.xp, out, key, values)
-        else:
-            out[key] = values
-        return out
-
     # ----- linear algebra -----------------------------------------------------------
     # NOTE: ml_dtypes' bfloat16 products come back as float32; PyTorch keeps the dtype
     def matmul(self, a, b):
@@ -701,13 +508,6 @@ def _blas_ready(xp, x):
 def _keep(out, like):
     """``out`` in ``like``'s dtype (a no-op unless a library widened it)."""
     return out if out.dtype == like.dtype else out.astype(like.dtype)
-
-
-def _add_at(xp, out, key, values):
-    if xp is np:
-        np.add.at(out, key, values)
-    else:
-        xp.add.at(out, key, values)
 
 
 # ---------------------------------------------------------------------------------------

@@ -13,6 +13,14 @@ from collections.abc import Callable
 #: reads it here, so that the facade does not import the package that loads it.
 PUBLIC: types.ModuleType | None = None
 
+#: ``torcia._tensor.call`` and ``torcia._decompositions.ran``, set by
+#: :mod:`torcia._decompositions` as it fills the table of decompositions: the declared ones
+#: that run an op by name (as a view of their input, a cast to the same dtype) or stand for
+#: the kernel of the op they decompose (the strided views of :mod:`torcia._ops.views`)
+#: reach them here, the family modules of :mod:`torcia._ops` being below the Tensor class.
+CALL: Callable | None = None
+RAN: Callable | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class OpDef:

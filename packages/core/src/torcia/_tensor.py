@@ -19,7 +19,6 @@ from torcia import _dtype as D
 from torcia import _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
-from torcia._ops import _common as _ops_common
 from torcia._size import Size
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
@@ -1479,4 +1478,3 @@ NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
     np.zeros(3, np.float32))
 if NATIVE_DISPATCH:
     call, binary, unary, binary_inplace = NATIVE_DISPATCH
-_ops_common.DISPATCH.call = call  # the one in use, native or not

@@ -5,7 +5,8 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the
-activations) are read from their declarations, in order; the others are listed here.
+activations, the views and movement) are read from their declarations, in order; the
+others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -72,17 +73,9 @@ REDUCE = (
 REDUCE_INDEX = ("max_dim", "min_dim", "argmax", "argmin", "median_dim", "mode_dim")
 SCAN = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
 
-# --- shape and movement; these return views where PyTorch does -------------------------
-VIEW = (
-    "view", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "expand", "narrow",
-    "unfold", "diagonal", "as_strided", "getitem", "detach_view",
-)
-MOVEMENT = (
-    "contiguous", "clone", "flip", "roll", "repeat", "tile", "repeat_interleave", "tril",
-    "triu", "cat", "stack", "split", "gather", "scatter", "scatter_add", "scatter_reduce",
-    "index_select", "index_add", "index_copy", "index_put", "take_along_dim", "pad",
-    "diag", "diag_embed", "masked_select",
-)
+# --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
+VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
+MOVEMENT = _ops.names("movement")
 SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
            "histc")
 

@@ -27,13 +27,15 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
+``views``           the views and movement (``view``, ``permute``, ``expand``,
+                    ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation, special, spectral
+from torcia._ops import elementwise, nn_activation, special, spectral, views
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation, special, spectral)
+DECLARED = {d.name: d for family in (elementwise, nn_activation, views, special, spectral)
             for d in family.DECLARED}
 
 

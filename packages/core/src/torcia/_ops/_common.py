@@ -5,11 +5,10 @@ half-precision wrapper of decompositions. Imports nothing of torcia but dtypes, 
 
 from __future__ import annotations
 
-import types
-
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _opdef
 
 #: the dtypes whose decompositions compute in float32 and round once, as the reference
 #: kernels (and PyTorch's opmath) do: rounding after each step would drift by several ulps
@@ -79,6 +78,13 @@ def real_like(x, **params):
     return x.shape, np.empty(0, x.dtype).real.dtype
 
 
+def with_size(shape, dim, size) -> tuple:
+    """``shape`` with ``size`` at ``dim``."""
+    shape = list(shape)
+    shape[dim] = size
+    return tuple(shape)
+
+
 def grad_like(g, x, *rest, **params):
     """The broadcast of a gradient and an input, in their common dtype (the fused
     ``*_backward`` ops of elementwise functions)."""
@@ -115,15 +121,11 @@ def in_float32(*arrays):
     return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
 
 
-#: ``call``, torcia._tensor's dispatch of an op by name, set by that module as it loads: a
-#: decomposition here calls the ops that have no Tensor method (``i0e``...) through
-#: :func:`op`, this package being below the Tensor class
-DISPATCH = types.SimpleNamespace(call=None)
-
-
 def op(name, *inputs, **params):
-    """The op ``name`` on ``inputs`` (tensors), dispatched as a Tensor method would be."""
-    return DISPATCH.call(name, inputs, params)
+    """The op ``name`` on ``inputs`` (tensors), dispatched as a Tensor method would be: for
+    a decomposition here that calls an op without a Tensor method (``i0e``...), this
+    package being below the Tensor class (see :data:`torcia._opdef.CALL`)."""
+    return _opdef.CALL(name, inputs, params)
 
 
 def float_like(x, *rest, **params):

@@ -15,6 +15,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._opdef import define
 from torcia._ops._common import first_shape, op
+from torcia._ops._common import with_size as _with
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -40,12 +41,6 @@ class Kernels:
 
 
 # ----- meta shapes -----------------------------------------------------------------------
-
-
-def _with(shape, dim, size) -> tuple:
-    shape = list(shape)
-    shape[dim] = size
-    return tuple(shape)
 
 
 def _r2c_shape(x, dims=(-1,), norm="backward", onesided=True, **params):

@@ -1,0 +1,1024 @@
+"""The view and movement ops, each declared once: schema, reference kernel, meta shape,
+decomposition and autocast policy. :data:`torcia.ops.VIEW` (``view``, ``permute``,
+``expand``, ``as_strided``...: their results are views of their input, as PyTorch's) and
+``MOVEMENT`` (``cat``, ``flip``, ``gather``, ``scatter``, ``pad``...: copies).
+
+A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
+CuPy). A view's kernel returns a view of its input array; its public function (in
+:mod:`torcia._oplib.views`) checks the arguments and marks the result as a view
+(``_base``, the version counter). A decomposition is written with Tensor methods, the
+public functions (:data:`torcia._opdef.PUBLIC`) and :data:`torcia._opdef.CALL` (an op by
+name, as a view of its input where it is one): it runs on any device, and this module is
+below the Tensor class. Their derivatives are torcia-autograd's.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+
+from torcia import _opdef
+from torcia._dtype import np_floating as _floating
+from torcia._opdef import define
+from torcia._ops._common import first_shape, opmath, with_size
+from torcia._ops._common import where as _where
+
+# ----- reference kernels -----------------------------------------------------------------
+
+def _scatter_index(xp, index, dim):
+    """The key of ``gather``/``scatter`` along ``dim``: the open grids of
+    ``indices(index.shape, sparse=True)`` (CuPy has no ``sparse``), ``index`` at ``dim``."""
+    n = index.ndim
+    grids = [xp.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+             for d, s in enumerate(index.shape)]
+    grids[dim] = index
+    return tuple(grids)
+
+
+#: scatter_reduce's reductions: the ufunc that accumulates each
+_REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
+                 "mean": "add"}
+
+
+def _identity(xp, reduce, dtype):
+    """What the places scatter_reduce writes to start from where it leaves out their values."""
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if _floating(np.dtype(dtype)):
+        return -np.inf if reduce == "amax" else np.inf
+    if np.dtype(dtype).kind == "b":
+        return reduce == "amin"
+    info = np.iinfo(dtype)
+    return info.min if reduce == "amax" else info.max
+
+
+def _add_at(xp, out, key, values):
+    if xp is np:
+        np.add.at(out, key, values)
+    else:
+        xp.add.at(out, key, values)
+
+
+class Kernels:
+    """The reference kernels of the view and movement ops (see the module's doc)."""
+
+
+    def view(self, a, shape):
+        if a.flags.c_contiguous:
+            return a.reshape(shape)  # always a view, without copy=False's slower path
+        try:
+            return a.reshape(shape, copy=False)
+        except ValueError as exc:
+            if "copy" in str(exc) or "view" in str(exc):
+                raise RuntimeError(
+                    "view size is not compatible with input tensor's size and stride (at least "
+                    "one dimension spans across two contiguous subspaces). Use .reshape(...) "
+                    "instead."
+                ) from None
+            raise
+
+
+    def reshape(self, a, shape):
+        return self.xp.reshape(a, shape)
+
+
+    def permute(self, a, dims):
+        return self.xp.transpose(a, dims)
+
+
+    def transpose(self, a, dim0, dim1):
+        return self.xp.swapaxes(a, dim0, dim1)
+
+
+    def squeeze(self, a, dim=None):
+        xp = self.xp
+        if dim is None:
+            return xp.squeeze(a)
+        dims = tuple(d for d in dim if a.shape[d] == 1)
+        return xp.squeeze(a, axis=dims) if dims else a.view()
+
+
+    def unsqueeze(self, a, dim):
+        return self.xp.expand_dims(a, dim)
+
+
+    def expand(self, a, shape):
+        # a writable view (np.broadcast_to's is read-only): PyTorch writes into an expanded
+        # tensor whose stride-0 dims have size 1, and refuses the others before any write
+        # (torcia._tensor.check_overlap)
+        lead = len(shape) - a.ndim
+        strides = [0] * lead
+        for n, size, stride in zip(a.shape, shape[lead:], a.strides):
+            strides.append(stride if n == size else 0)
+        if self.xp is np and a.__class__ is np.ndarray and a.flags.c_contiguous:
+            # NOTE: as_strided costs 2 us in Python; a strided ndarray over the same buffer
+            # is the same view in a quarter of that
+            return np.ndarray(shape, a.dtype, a, 0, strides)
+        return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
+
+
+    def narrow(self, a, dim, start, length):
+        idx = [slice(None)] * a.ndim
+        idx[dim] = slice(start, start + length)
+        return a[tuple(idx)]
+
+
+    def unfold(self, a, dimension, size, step):
+        xp = self.xp
+        n = (a.shape[dimension] - size) // step + 1
+        strides = list(a.strides)
+        shape = list(a.shape)
+        shape[dimension] = n
+        strides[dimension] = a.strides[dimension] * step
+        shape.append(size)
+        strides.append(a.strides[dimension])
+        return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
+
+
+    def diagonal(self, a, offset=0, dim1=0, dim2=1):
+        d = self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
+        # NumPy hands out the diagonal read-only, PyTorch's is a writable view; CuPy's
+        # arrays are always writable (their flags have no "writeable")
+        if not getattr(d.flags, "writeable", True) and a.flags.writeable:
+            d.flags.writeable = True
+        return d
+
+
+    def as_strided(self, a, size, stride, storage_offset=0):
+        # a is a storage (a tensor that is no view): its memory, in memory order, is the
+        # flat array indexed here; the public function checks the bounds
+        xp = self.xp
+        item = a.itemsize
+        if a.flags.c_contiguous or a.flags.f_contiguous:
+            flat = a.ravel(order="K")
+        else:
+            span = 1 + sum((n - 1) * s for n, s in zip(a.shape, a.strides)) // item
+            flat = xp.lib.stride_tricks.as_strided(a, shape=(span,), strides=(item,))
+        return xp.lib.stride_tricks.as_strided(
+            flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
+        )
+
+
+    def getitem(self, a, key):
+        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
+                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
+            # one index array into a vector, (array, ...): NumPy's own path for a[array],
+            # the same copy at a fifth of the cost
+            return a[key[0]]
+        return a[key]
+
+
+    def detach_view(self, a):
+        return a
+
+
+    def contiguous(self, a):
+        return self.xp.ascontiguousarray(a)
+
+
+    def clone(self, a):
+        return a.copy()
+
+
+    def flip(self, a, dims):
+        # NumPy's flip is a view; PyTorch's copies (x.flip(0).mul_(2) leaves x alone)
+        return self.xp.flip(a, axis=dims).copy()
+
+
+    def roll(self, a, shifts, dims):
+        return self.xp.roll(a, shifts, axis=dims)
+
+
+    def repeat(self, a, sizes):
+        xp = self.xp
+        extra = len(sizes) - a.ndim
+        return xp.tile(a.reshape((1,) * extra + a.shape), sizes)
+
+
+    def tile(self, a, dims):
+        return self.xp.tile(a, dims)
+
+
+    def repeat_interleave(self, a, repeats, dim=None):
+        if dim is None:
+            return self.xp.repeat(a.reshape(-1), repeats)
+        return self.xp.repeat(a, repeats, axis=dim)
+
+
+    def tril(self, a, diagonal=0):
+        return self.xp.tril(a, diagonal)
+
+
+    def triu(self, a, diagonal=0):
+        return self.xp.triu(a, diagonal)
+
+
+    def cat(self, *arrays, dim=0):
+        return self.xp.concatenate(arrays, axis=dim)
+
+
+    def stack(self, *arrays, dim=0):
+        return self.xp.stack(arrays, axis=dim)
+
+
+    def split(self, a, sections, dim=0):
+        # sections: a list of sizes; returns a tuple of views
+        xp = self.xp
+        bounds = list(np.cumsum(sections)[:-1])
+        return tuple(xp.split(a, bounds, axis=dim))
+
+
+    def gather(self, a, index, dim):
+        # the result has the index's shape: take_along_axis would broadcast a smaller index
+        # across the dims not gathered
+        return a[_scatter_index(self.xp, index, dim)]
+
+
+    def scatter(self, a, index, src, dim):
+        out = a.copy()
+        if not isinstance(src, self.xp.ndarray):
+            out[_scatter_index(self.xp, index, dim)] = src
+        else:
+            out[_scatter_index(self.xp, index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
+        return out
+
+
+    def scatter_add(self, a, index, src, dim):
+        xp = self.xp
+        out = a.copy()
+        src = src[tuple(slice(0, s) for s in index.shape)]
+        _add_at(xp, out, _scatter_index(self.xp, index, dim), src)
+        return out
+
+
+    def scatter_reduce(self, a, index, src, dim, reduce, include_self=True):
+        xp = self.xp
+        key = _scatter_index(self.xp, index, dim)
+        src = src[tuple(slice(0, s) for s in index.shape)]
+        ufunc = getattr(xp, _REDUCE_UFUNC[reduce])
+        out = a.copy()
+        count = xp.ones(a.shape, dtype=np.int64) if include_self else xp.zeros(a.shape, np.int64)
+        if not include_self:
+            # the scattered-to places start from the reduction's identity
+            out[key] = _identity(xp, reduce, a.dtype)
+        ufunc.at(out, key, src)
+        if reduce == "mean":
+            xp.add.at(count, key, 1)
+            count = xp.maximum(count, 1)
+            hit = xp.zeros(a.shape, dtype=bool)
+            hit[key] = True
+            if _floating(a.dtype) or a.dtype.kind == "c":
+                mean = out / count
+            else:
+                mean = xp.floor_divide(out, count)
+            out = xp.where(hit, mean, out).astype(a.dtype, copy=False)
+        return out
+
+
+    def index_select(self, a, index, dim):
+        return self.xp.take(a, index, axis=dim)
+
+
+    def index_add(self, a, index, source, dim, alpha=1):
+        xp = self.xp
+        out = a.copy()
+        key = (slice(None),) * dim + (index,)
+        _add_at(xp, out, key, source * alpha if alpha != 1 else source)
+        return out
+
+
+    def index_copy(self, a, index, source, dim):
+        out = a.copy()
+        out[(slice(None),) * dim + (index,)] = source
+        return out
+
+
+    def index_put(self, a, values, key, accumulate=False):
+        out = a.copy()
+        if accumulate:
+            _add_at(self.xp, out, key, values)
+        else:
+            out[key] = values
+        return out
+
+
+    def take_along_dim(self, a, indices, dim=None):
+        xp = self.xp
+        if dim is None:
+            return xp.take_along_axis(a.reshape(-1), indices.reshape(-1), axis=0)
+        return xp.take_along_axis(a, indices, axis=dim)
+
+
+    def pad(self, a, pad, mode="constant", value=0.0):
+        xp = self.xp
+        widths = [(0, 0)] * a.ndim
+        crop = [slice(None)] * a.ndim
+        for i in range(len(pad) // 2):
+            d = a.ndim - 1 - i
+            lo, hi = pad[2 * i], pad[2 * i + 1]
+            # negative padding crops (constant mode only, checked by F.pad)
+            crop[d] = slice(-lo if lo < 0 else 0, a.shape[d] + hi if hi < 0 else None)
+            widths[d] = (max(lo, 0), max(hi, 0))
+        a = a[tuple(crop)]
+        if mode == "constant":
+            return xp.pad(a, widths, mode="constant", constant_values=value)
+        np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
+        return xp.pad(a, widths, mode=np_mode)
+
+
+    def diag(self, a, diagonal=0):
+        xp = self.xp
+        if a.ndim == 1:
+            return xp.diag(a, diagonal)
+        return xp.diagonal(a, offset=diagonal).copy()
+
+
+    def diag_embed(self, a, offset=0, dim1=-2, dim2=-1):
+        xp = self.xp
+        n = a.shape[-1] + abs(offset)
+        out = xp.zeros(a.shape[:-1] + (n, n), dtype=a.dtype)
+        i = xp.arange(a.shape[-1])
+        rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
+        out[..., rows, cols] = a
+        return xp.moveaxis(out, (-2, -1), (dim1, dim2))
+
+
+    def masked_select(self, a, mask):
+        xp = self.xp
+        shape = xp.broadcast_shapes(a.shape, mask.shape)
+        return xp.broadcast_to(a, shape)[xp.broadcast_to(mask, shape)]
+
+
+# ----- meta shapes -----------------------------------------------------------------------
+
+
+def _view_shape(x, shape, **params):
+    return tuple(shape), x.dtype
+
+
+
+def _permute_shape(x, dims, **params):
+    return tuple(x.shape[d] for d in dims), x.dtype
+
+
+
+def _transpose_shape(x, dim0, dim1, **params):
+    shape = list(x.shape)
+    shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
+    return tuple(shape), x.dtype
+
+
+
+def _squeeze_shape(x, dim=None, **params):
+    if dim is None:
+        return tuple(n for n in x.shape if n != 1), x.dtype
+    dims = {d % x.ndim for d in ((dim,) if isinstance(dim, int) else dim)} if x.shape else set()
+    return tuple(n for i, n in enumerate(x.shape) if not (i in dims and n == 1)), x.dtype
+
+
+
+def _unsqueeze_shape(x, dim, **params):
+    shape = list(x.shape)
+    shape.insert(dim, 1)
+    return tuple(shape), x.dtype
+
+
+
+def _narrow_shape(x, dim, start, length, **params):
+    shape = list(x.shape)
+    shape[dim] = length
+    return tuple(shape), x.dtype
+
+
+
+def _diagonal_shape(x, offset=0, dim1=0, dim2=1, **params):
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+    rest = tuple(n for i, n in enumerate(x.shape) if i not in (dim1 % x.ndim, dim2 % x.ndim))
+    return rest + (size,), x.dtype
+
+
+
+def _joined(*xs, dim=0, stacked=False):
+    shapes = [x.shape for x in xs]
+    dtype = np.result_type(*(x.dtype for x in xs))
+    if stacked:
+        shape = list(shapes[0])
+        shape.insert(dim, len(xs))
+        return tuple(shape), dtype
+    shape = list(shapes[0])
+    shape[dim] = sum(s[dim] for s in shapes)
+    return tuple(shape), dtype
+
+
+
+def _stacked(*xs, dim=0, **params):
+    return _joined(*xs, dim=dim, stacked=True)
+
+
+
+def _gather_shape(x, index, dim, **params):
+    return index.shape, x.dtype
+
+
+
+def _index_select_shape(x, index, dim, **params):
+    dim %= max(x.ndim, 1)
+    return x.shape[:dim] + index.shape + x.shape[dim + 1:], x.dtype
+
+
+
+def _repeat_shape(x, sizes, **params):
+    shape = (1,) * (len(sizes) - x.ndim) + x.shape
+    return tuple(n * r for n, r in zip(shape, sizes)), x.dtype
+
+
+
+def _tile_shape(x, dims, **params):
+    dims = (1,) * (x.ndim - len(dims)) + tuple(dims)
+    return _repeat_shape(x, dims)
+
+
+
+def _pad_shape(x, pad, mode="constant", value=0.0, **params):
+    shape = list(x.shape)
+    for i in range(len(pad) // 2):
+        shape[-1 - i] += pad[2 * i] + pad[2 * i + 1]
+    return tuple(shape), x.dtype
+
+
+
+def _unfold_shape(x, dimension, size, step, **params):
+    return with_size(x.shape, dimension, (x.shape[dimension] - size) // step + 1) + (size,), \
+        x.dtype
+
+
+
+def _as_strided_shape(x, size, stride, storage_offset=0, **params):
+    return tuple(size), x.dtype
+
+
+
+def _diag_shape(x, diagonal=0, **params):
+    if x.ndim == 1:
+        n = x.shape[0] + abs(diagonal)
+        return (n, n), x.dtype
+    return _diagonal_shape(x, diagonal, 0, 1)
+
+
+
+def _diag_embed_shape(x, offset=0, dim1=-2, dim2=-1, **params):
+    n = x.shape[-1] + abs(offset)
+    ndim = x.ndim + 1
+    dims = {dim1 % ndim: n, dim2 % ndim: n}
+    rest = iter(x.shape[:-1])
+    return tuple(dims[i] if i in dims else next(rest) for i in range(ndim)), x.dtype
+
+
+
+def _is_stand_in(arr) -> bool:
+    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
+
+
+
+def _getitem_shape(x, key, **params):
+    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
+    advanced ones (arrays, and integers alongside an array) broadcast together, and their
+    dims go where the first is when they are adjacent in the key, else first. A boolean
+    mask of a meta tensor has no shape without its values."""
+    key = key if isinstance(key, tuple) else (key,)
+
+    def is_mask(k):
+        return isinstance(k, (bool, np.bool_)) or (
+            isinstance(k, np.ndarray) and k.dtype.kind == "b")
+
+    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
+    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
+                   if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out, arrays, where, dim = [], [], [], 0
+    for i, k in enumerate(key):
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = x.ndim - consumed
+            out.extend(x.shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            out.append(len(range(*k.indices(x.shape[dim]))))
+            dim += 1
+        elif is_mask(k):
+            k = np.asarray(k)
+            if _is_stand_in(k):
+                raise NotImplementedError(
+                    "getitem: indexing a meta tensor with a boolean mask has no shape "
+                    "without the mask's values (it depends on how many are True)")
+            where.append((i, len(out)))
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        elif isinstance(k, np.ndarray) or has_array:
+            where.append((i, len(out)))
+            arrays.append(np.shape(k))
+            dim += 1
+        else:
+            n = x.shape[dim]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
+                                 f"size {n}")
+            dim += 1
+    out.extend(x.shape[dim:])
+    if arrays:
+        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
+        at = where[0][1] if adjacent else 0
+        out[at:at] = np.broadcast_shapes(*arrays)
+    return tuple(out), x.dtype
+
+
+
+def _repeat_interleave_shape(x, repeats, dim=None, **params):
+    """An int ``repeats`` only: with a tensor of counts the length depends on their values,
+    and PyTorch's meta device refuses it the same way."""
+    if isinstance(repeats, np.ndarray):
+        raise RuntimeError("cannot repeat_interleave a meta tensor with a tensor of repeats: "
+                           "the output's length depends on their values; pass an int")
+    if dim is None:
+        return (math.prod(x.shape) * repeats,), x.dtype
+    return with_size(x.shape, dim, x.shape[dim] * repeats), x.dtype
+
+
+
+def _split_shape(x, sections, dim=0, **params):
+    return tuple((with_size(x.shape, dim, n), x.dtype) for n in sections)
+
+
+
+def _take_along_dim_shape(x, indices, dim=None, **params):
+    if dim is None:
+        return (math.prod(indices.shape),), x.dtype
+    dim %= max(x.ndim, 1)
+    shape = np.broadcast_shapes(with_size(x.shape, dim, 1), with_size(indices.shape, dim, 1))
+    return with_size(shape, dim, indices.shape[dim]), x.dtype
+
+
+# ----- decompositions ---------------------------------------------------------------------
+# The views whose result is strides arithmetic over their input (view, reshape, permute,
+# expand, unfold, diagonal, detach_view) decompose into as_strided of the input's memory,
+# so that a device needs as_strided (and clone, for reshape's copy) for all of them.
+
+
+def _strided(op, a, params, size, stride, offset=0):
+    """``op``'s result: ``a``'s memory seen as ``size`` and ``stride`` from ``offset``
+    (elements, from ``a``'s first one), a view of ``a`` as PyTorch's (``_base``, version
+    counter). The modes and autograd see ``op`` itself, as they would its
+    kernel's (as_strided runs on the detached input): as_strided's derivatives map
+    positions in their input's row-major order, its memory's only where it is contiguous."""
+    out = _opdef.CALL("as_strided", (a.detach(),),
+                      {"size": tuple(size), "stride": tuple(stride), "storage_offset": offset},
+                      view_of=a)
+    return _opdef.RAN(op, (a,), params, out)
+
+
+def _copied(op, a, params, size):
+    """``op``'s result: a copy of ``a``'s elements in row-major order, seen as ``size``,
+    C-contiguous, a view of nothing (PyTorch's ``contiguous`` and reshape's copy; clone
+    keeps a dense layout, as PyTorch's). The modes and autograd see ``op``."""
+    buf = a.new_empty(tuple(a.shape))
+    buf.copy_(a.detach())
+    out = _opdef.CALL("as_strided", (buf,), {"size": tuple(size), "storage_offset": 0,
+                                              "stride": _contiguous_strides(size)})
+    return _opdef.RAN(op, (a,), params, out)
+
+
+def view_strides(shape, stride, size):
+    """The strides of a view of ``shape`` and ``stride`` with ``size`` (a shape of as many
+    elements), or None where its elements are not one stride apart within each dim:
+    PyTorch's rule (``computeStride``), chunk by chunk of dims contiguous among
+    themselves."""
+    shape, stride, size = tuple(shape), tuple(stride), tuple(size)
+    if not shape:
+        return (1,) * len(size)
+    numel = math.prod(shape)
+    if numel == 0 and shape == size:
+        return stride
+    out = [0] * len(size)
+    if numel == 0:
+        for d in range(len(size) - 1, -1, -1):
+            out[d] = 1 if d == len(size) - 1 else max(size[d + 1], 1) * out[d + 1]
+        return tuple(out)
+    d, base, chunk, seen = len(size) - 1, stride[-1], 1, 1
+    for t in range(len(shape) - 1, -1, -1):
+        chunk *= shape[t]
+        if t == 0 or (shape[t - 1] != 1 and stride[t - 1] != chunk * base):
+            while d >= 0 and (seen < chunk or size[d] == 1):
+                out[d] = seen * base
+                seen *= size[d]
+                d -= 1
+            if seen != chunk:
+                return None
+            if t > 0:
+                base, chunk, seen = stride[t - 1], 1, 1
+    return tuple(out) if d == -1 else None
+
+
+def _contiguous_strides(size):
+    out, step = [], 1
+    for n in reversed(tuple(size)):
+        out.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(out))
+
+
+def view(a, shape):
+    strides = view_strides(a.shape, a.stride(), shape)
+    if strides is None:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead.")
+    return _strided("view", a, {"shape": shape}, shape, strides)
+
+
+def reshape(a, shape):
+    strides = view_strides(a.shape, a.stride(), shape)
+    if strides is not None:
+        return _strided("reshape", a, {"shape": shape}, shape, strides)
+    return _copied("reshape", a, {"shape": shape}, shape)
+
+
+def permute(a, dims):
+    stride = a.stride()
+    return _strided("permute", a, {"dims": dims}, (a.shape[d] for d in dims),
+                    (stride[d] for d in dims))
+
+
+def expand(a, shape):
+    lead = len(shape) - a.ndim
+    strides = [0] * lead + [s if n == size else 0 for n, size, s in
+                            zip(a.shape, shape[lead:], a.stride())]
+    return _strided("expand", a, {"shape": shape}, shape, strides)
+
+
+def unfold(a, dimension, size, step):
+    shape, stride = list(a.shape), list(a.stride())
+    shape[dimension] = (shape[dimension] - size) // step + 1
+    stride[dimension] *= step
+    params = {"dimension": dimension, "size": size, "step": step}
+    return _strided("unfold", a, params, shape + [size], stride + [a.stride(dimension)])
+
+
+def diagonal(a, offset=0, dim1=0, dim2=1):
+    dim1, dim2 = dim1 % a.ndim, dim2 % a.ndim
+    size = _diagonal_shape(a, offset, dim1, dim2)[0][-1]
+    stride = a.stride()
+    start = 0 if size == 0 else offset * stride[dim2] if offset >= 0 else -offset * stride[dim1]
+    keep = [d for d in range(a.ndim) if d not in (dim1, dim2)]
+    params = {"offset": offset, "dim1": dim1, "dim2": dim2}
+    return _strided("diagonal", a, params, [a.shape[d] for d in keep] + [size],
+                    [stride[d] for d in keep] + [stride[dim1] + stride[dim2]], start)
+
+
+def detach_view(a):
+    return _strided("detach_view", a, {}, a.shape, a.stride())
+
+
+
+def _zero(a):
+    """A 0-dim zero of ``a``'s dtype on its device (a Python 0 would promote a bool)."""
+    return a.new_zeros(())
+
+
+def _triangle(a, diagonal, lower):
+    rows, cols = a.shape[-2:]
+    offset = (_opdef.PUBLIC.arange(cols, device=a.device).unsqueeze(0)
+              - _opdef.PUBLIC.arange(rows, device=a.device).unsqueeze(1))
+    keep = offset <= diagonal if lower else offset >= diagonal
+    return _where(keep, a, _zero(a))
+
+
+
+def tril(a, diagonal=0):
+    return _triangle(a, diagonal, lower=True)
+
+
+
+def triu(a, diagonal=0):
+    return _triangle(a, diagonal, lower=False)
+
+
+
+def _view(a, op, **params):
+    return _opdef.CALL(op, (a,), params, view_of=a)
+
+
+
+def squeeze(a, dim=None):
+    dims = set(range(a.ndim)) if dim is None else {d % max(a.ndim, 1) for d in dim}
+    shape = tuple(n for d, n in enumerate(a.shape) if n != 1 or d not in dims)
+    return _view(a, "view", shape=shape)
+
+
+
+def unsqueeze(a, dim):
+    dim %= a.ndim + 1
+    return _view(a, "view", shape=tuple(a.shape[:dim]) + (1,) + tuple(a.shape[dim:]))
+
+
+
+def transpose(a, dim0, dim1):
+    dims = list(range(a.ndim))
+    dims[dim0], dims[dim1] = dims[dim1], dims[dim0]
+    return _view(a, "permute", dims=tuple(dims))
+
+
+
+def _along(a, dim, key):
+    """``a[..., key, ...]`` with ``key`` at ``dim``: a view."""
+    return _view(a, "getitem", key=(slice(None),) * (dim % a.ndim) + (key,))
+
+
+
+def narrow(a, dim, start, length):
+    return _along(a, dim, slice(start, start + length))
+
+
+
+def split(a, sections, dim=0):
+    bounds = itertools.accumulate(sections, initial=0)
+    return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
+
+
+
+def flip(a, dims):
+    key = [slice(None)] * a.ndim
+    for d in dims:
+        key[d % a.ndim] = slice(None, None, -1)
+    return _view(a, "getitem", key=tuple(key)).clone()  # a copy, as PyTorch's
+
+
+
+def repeat(a, sizes):
+    sizes = tuple(sizes)
+    shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
+    # each dim n as (1, n) expanded to (r, n), then (r * n)
+    spread = a.reshape(tuple(x for n in shape for x in (1, n)))
+    out = spread.expand(tuple(x for r, n in zip(sizes, shape) for x in (r, n)))
+    out = out.reshape(tuple(r * n for r, n in zip(sizes, shape)))
+    # a copy even where nothing repeats
+    return out if any(r != 1 for r in sizes) else out.clone()
+
+
+
+def take_along_dim(a, indices, dim=None):
+    if dim is None:
+        return a.reshape(-1).gather(0, indices.reshape(-1))
+    dim %= a.ndim
+    # both broadcast but along dim, where each keeps its size
+    shape = list(_opdef.PUBLIC.broadcast_shapes(
+        a.shape[:dim] + (1,) + a.shape[dim + 1:],
+        indices.shape[:dim] + (1,) + indices.shape[dim + 1:]))
+    expanded = []
+    for t in (a, indices):
+        shape[dim] = t.shape[dim]
+        expanded.append(t.expand(tuple(shape)))
+    return expanded[0].gather(dim, expanded[1])
+
+
+
+def diag(a, diagonal=0):
+    if a.ndim == 2:
+        return _opdef.CALL("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
+    # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
+    # holds a[c] below it
+    n = a.shape[0] + abs(diagonal)
+    padded = _opdef.PUBLIC.cat([a, a.new_zeros(abs(diagonal))])
+    values = padded.reshape((n, 1) if diagonal >= 0 else (1, n))
+    offset = (_opdef.PUBLIC.arange(n, device=a.device).unsqueeze(0)
+              - _opdef.PUBLIC.arange(n, device=a.device).unsqueeze(1))
+    return _where(offset == diagonal, values, _zero(a))
+
+
+
+def tile(a, dims):
+    dims = tuple(dims)
+    return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
+
+
+
+def stack(*tensors, dim=0):
+    if dim < 0:
+        dim += tensors[0].ndim + 1
+    return _opdef.PUBLIC.cat([t.unsqueeze(dim) for t in tensors], dim)
+
+
+
+def roll(a, shifts, dims):
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if dims is None or (not isinstance(dims, int) and len(dims) == 0):
+        return roll(a.flatten(), shifts, (0,)).reshape(a.shape)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    out = a.clone()
+    for shift, dim in zip(shifts, dims):
+        n = out.shape[dim]
+        shift = shift % n if n else 0
+        if shift:
+            out = _opdef.PUBLIC.cat(
+                [out.narrow(dim, n - shift, shift), out.narrow(dim, 0, n - shift)], dim)
+    return out
+
+
+
+def index_select(a, index, dim):
+    return a.movedim(dim, 0)[index].movedim(0, dim)
+
+
+
+def clone(a):
+    return _opdef.CALL("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
+
+
+
+def contiguous(a):
+    # torcia.contiguous calls the op for a non-contiguous tensor only: a contiguous copy
+    return _copied("contiguous", a, {}, a.shape)
+
+
+
+@opmath
+def scatter_add(a, index, src, dim):
+    return _opdef.CALL("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
+                                                    "include_self": True})
+
+
+
+def _spread(index, like, dim):
+    """The index of an ``index_*`` op along ``dim``, expanded to ``like``'s shape: the
+    index of the scatter doing its work."""
+    shape = [1] * like.ndim
+    shape[dim] = -1
+    return index.reshape(tuple(shape)).expand(tuple(like.shape))
+
+
+
+def index_add(a, index, source, dim, alpha=1):
+    if alpha != 1:
+        source = source * alpha
+    return _opdef.CALL("scatter_add", (a, _spread(index, source, dim), source), {"dim": dim})
+
+
+
+def index_copy(a, index, source, dim):
+    return _opdef.CALL("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
+
+
+
+def masked_select(a, mask):
+    shape = _opdef.PUBLIC.broadcast_shapes(a.shape, mask.shape)
+    return a.expand(shape)[mask.expand(shape)]
+
+
+
+def diag_embed(a, offset=0, dim1=-2, dim2=-1):
+    # as diag's: row r holds a[r] where offset >= 0, column c holds a[c] below it
+    n = a.shape[-1] + abs(offset)
+    lead = tuple(a.shape[:-1])
+    padded = _opdef.PUBLIC.cat([a, _opdef.PUBLIC.zeros(lead + (abs(offset),), dtype=a.dtype,
+                                         device=a.device)], -1)
+    values = padded.unsqueeze(-1 if offset >= 0 else -2)
+    place = (_opdef.PUBLIC.arange(n, device=a.device).unsqueeze(0)
+             - _opdef.PUBLIC.arange(n, device=a.device).unsqueeze(1))
+    out = _where(place == offset, values, _zero(a))
+    return out.movedim((-2, -1), (dim1, dim2))
+
+
+
+def repeat_interleave(a, repeats, dim=None):
+    if dim is None:
+        a, dim = a.reshape(-1), 0
+    dim %= a.ndim
+    n = a.shape[dim]
+    if isinstance(repeats, (int, np.integer)):
+        counts = np.full(n, int(repeats))
+    else:  # an array of the device's (or one count for all)
+        counts = np.broadcast_to(np.asarray(repeats.tolist(), dtype=np.int64), (n,))
+    index = _opdef.PUBLIC.tensor(np.repeat(np.arange(n), counts), device=a.device)
+    return a.index_select(dim, index)
+
+
+
+def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
+    fresh = False  # whether a is memory of its own yet (a crop alone is a view)
+    for i in range(len(pad) // 2):
+        d, lo, hi = a.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        n = a.shape[d]
+        if mode != "constant":
+            # NumPy's own rule picks the source of each padded position
+            source = np.pad(np.arange(n), (lo, hi), mode={
+                "reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode])
+            a, fresh = a.index_select(d, _opdef.PUBLIC.tensor(source, device=a.device)), True
+            continue
+        # negative padding crops
+        a = a.narrow(d, max(-lo, 0), n - max(-lo, 0) - max(-hi, 0))
+        shape = list(a.shape)
+        fills = []
+        for width in (lo, hi):
+            shape[d] = max(width, 0)
+            fills.append(_opdef.PUBLIC.full(tuple(shape), value, dtype=a.dtype, device=a.device))
+        if lo > 0 or hi > 0:
+            a, fresh = _opdef.PUBLIC.cat([fills[0], a, fills[1]], d), True
+    return a if fresh else a.clone()
+
+
+#: the view and movement ops, in the order of torcia.ops.VIEW and MOVEMENT
+
+
+def _a_view(schema, kernel, **declared):
+    return define(schema, kernel, group="view", **declared)
+
+
+def _a_move(schema, kernel, **declared):
+    return define(schema, kernel, group="movement", **declared)
+
+
+DECLARED = (
+    _a_view("view(Tensor x, *, shape=None) -> Tensor", Kernels.view, shape=_view_shape,
+            decomposition=view),
+    _a_view("reshape(Tensor x, *, shape=None) -> Tensor", Kernels.reshape, shape=_view_shape,
+            decomposition=reshape),
+    _a_view("permute(Tensor x, *, dims=None) -> Tensor", Kernels.permute, shape=_permute_shape,
+            decomposition=permute),
+    _a_view("transpose(Tensor x, *, dim0=None, dim1=None) -> Tensor", Kernels.transpose,
+            shape=_transpose_shape, decomposition=transpose),
+    _a_view("squeeze(Tensor x, *, dim=None) -> Tensor", Kernels.squeeze, shape=_squeeze_shape,
+            decomposition=squeeze),
+    _a_view("unsqueeze(Tensor x, *, dim=None) -> Tensor", Kernels.unsqueeze,
+            shape=_unsqueeze_shape, decomposition=unsqueeze),
+    _a_view("expand(Tensor x, *, shape=None) -> Tensor", Kernels.expand, shape=_view_shape,
+            decomposition=expand),
+    _a_view("narrow(Tensor x, *, dim=None, start=None, length=None) -> Tensor", Kernels.narrow,
+            shape=_narrow_shape, decomposition=narrow),
+    _a_view("unfold(Tensor x, *, dimension=None, size=None, step=None) -> Tensor", Kernels.unfold,
+            shape=_unfold_shape, decomposition=unfold),
+    _a_view("diagonal(Tensor x, *, offset=0, dim1=0, dim2=1) -> Tensor", Kernels.diagonal,
+            shape=_diagonal_shape, decomposition=diagonal),
+    _a_view("as_strided(Tensor x, *, size=None, stride=None, storage_offset=0) -> Tensor",
+            Kernels.as_strided, shape=_as_strided_shape),
+    _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
+    _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape,
+            decomposition=detach_view),
+    _a_move("contiguous(Tensor x) -> Tensor", Kernels.contiguous, shape=first_shape,
+            decomposition=contiguous),
+    _a_move("clone(Tensor x) -> Tensor", Kernels.clone, shape=first_shape, decomposition=clone),
+    _a_move("flip(Tensor x, *, dims=None) -> Tensor", Kernels.flip, shape=first_shape,
+            decomposition=flip),
+    _a_move("roll(Tensor x, *, shifts=None, dims=None) -> Tensor", Kernels.roll,
+            shape=first_shape, decomposition=roll),
+    _a_move("repeat(Tensor x, *, sizes=None) -> Tensor", Kernels.repeat, shape=_repeat_shape,
+            decomposition=repeat),
+    _a_move("tile(Tensor x, *, dims=None) -> Tensor", Kernels.tile, shape=_tile_shape,
+            decomposition=tile),
+    _a_move("repeat_interleave(Tensor x, *, repeats=None, dim=None) -> Tensor",
+            Kernels.repeat_interleave, shape=_repeat_interleave_shape,
+            decomposition=repeat_interleave),
+    _a_move("tril(Tensor x, *, diagonal=0) -> Tensor", Kernels.tril, shape=first_shape,
+            decomposition=tril),
+    _a_move("triu(Tensor x, *, diagonal=0) -> Tensor", Kernels.triu, shape=first_shape,
+            decomposition=triu),
+    _a_move("cat(Tensor[] *xs, *, dim=0) -> Tensor", Kernels.cat, shape=_joined,
+            autocast={"cpu": "promote", "cuda": "promote"}),
+    _a_move("stack(Tensor[] *xs, *, dim=0) -> Tensor", Kernels.stack, shape=_stacked,
+            decomposition=stack, autocast={"cpu": "promote", "cuda": "promote"}),
+    _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
+            shape=_split_shape, decomposition=split),
+    _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
+            shape=_gather_shape),
+    _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
+            Kernels.scatter, shape=first_shape),
+    _a_move("scatter_add(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
+            Kernels.scatter_add, shape=first_shape, decomposition=scatter_add,
+            autocast={"cuda": "promote"}),
+    _a_move("scatter_reduce(Tensor x, Tensor index, Tensor src, *, dim=None, reduce=None, "
+            "include_self=True) -> Tensor",
+            Kernels.scatter_reduce, shape=first_shape),
+    _a_move("index_select(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.index_select,
+            shape=_index_select_shape, decomposition=index_select),
+    _a_move("index_add(Tensor x, Tensor index, Tensor source, *, dim=None, alpha=1) -> Tensor",
+            Kernels.index_add, shape=first_shape, decomposition=index_add),
+    _a_move("index_copy(Tensor x, Tensor index, Tensor source, *, dim=None) -> Tensor",
+            Kernels.index_copy, shape=first_shape, decomposition=index_copy),
+    _a_move("index_put(Tensor x, Tensor values, *, key=None, accumulate=False) -> Tensor",
+            Kernels.index_put, shape=first_shape, autocast={"cuda": "promote"}),
+    _a_move("take_along_dim(Tensor x, Tensor indices, *, dim=None) -> Tensor",
+            Kernels.take_along_dim, shape=_take_along_dim_shape, decomposition=take_along_dim),
+    _a_move("pad(Tensor x, *, pad=None, mode='constant', value=0.0) -> Tensor", Kernels.pad,
+            shape=_pad_shape, decomposition=pad),
+    _a_move("diag(Tensor x, *, diagonal=0) -> Tensor", Kernels.diag, shape=_diag_shape,
+            decomposition=diag),
+    _a_move("diag_embed(Tensor x, *, offset=0, dim1=-2, dim2=-1) -> Tensor", Kernels.diag_embed,
+            shape=_diag_embed_shape, decomposition=diag_embed),
+    _a_move("masked_select(Tensor x, Tensor mask) -> Tensor", Kernels.masked_select,
+            decomposition=masked_select),
+)
