@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _meta, _numpy_backend, _opdef, _oprecords, _ops, amp, library, ops
+from torcia import _meta, _numpy_backend, _opdef, _oprecords, _ops, amp, backend, library, ops
 from torcia._numpy_backend import Reference
 from torcia._ops._common import ArrayFunction
 from torcia._tensor import DECOMPOSITIONS
@@ -59,6 +59,7 @@ def test_each_table_holds_what_the_declaration_says(name):
     assert _unwrapped(record.kernel) is _declared_kernel(op)
     assert record.decomposition is op.decomposition
     assert record.group == op.group and record.primitive is (op.decomposition is None)
+    assert record.random is op.random and (name in ops.RANDOM) is op.random
 
 
 @pytest.mark.parametrize("name", list(DECLARED))
@@ -121,3 +122,17 @@ def test_parse_schema():
 def test_define_refuses_an_unknown_autocast_policy():
     with pytest.raises(ValueError, match="autocast policy 'fast'"):
         _opdef.define("f(Tensor x) -> Tensor", lambda self, a: a, autocast={"cuda": "fast"})
+
+
+def test_the_random_ops_are_told_by_their_declarations():
+    # one list, made from the declarations: what the check of overriding kernels leaves out
+    # and what the conformance kit checks by what the values may be
+    from torcia.testing import conformance
+
+    assert ops.RANDOM == {"rand", "randn", "randint", "randperm", "normal", "uniform",
+                          "bernoulli", "multinomial", "dropout_mask"}
+    assert {n for n, r in library.op_records().items() if r.random} == ops.RANDOM
+    assert not ops.RANDOM & backend._checkable() and "zeros" in backend._checkable()
+    assert conformance.RANDOM == ops.RANDOM | {"empty"}
+    assert ops.CREATION == _ops.names("creation") and ops.CREATION[:3] == ("zeros", "ones",
+                                                                           "full")

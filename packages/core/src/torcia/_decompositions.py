@@ -455,53 +455,6 @@ def scatter_add(a, index, src, dim):
                                                     "include_self": True})
 
 
-# ----- creation: given the NumPy dtype a kernel is given, and the device ------------------
-
-
-def zeros(shape, dtype, device=None):
-    return C.full(shape, 0, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
-
-
-def empty(shape, dtype, device=None):
-    return zeros(shape, dtype, device)  # any values will do
-
-
-def ones(shape, dtype, device=None):
-    return C.full(shape, 1, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
-
-
-def eye(n, m, dtype, device=None):
-    diagonal = C.arange(n, device=device).unsqueeze(1) == C.arange(m, device=device)
-    return diagonal.to(D.FROM_NUMPY[np.dtype(dtype)])
-
-
-def _linspace(start, end, steps, device):
-    """NumPy's linspace in float64, step for step (the reference kernel's)."""
-    y = C.arange(steps, dtype=D.float64, device=device)
-    delta, div = float(end) - float(start), steps - 1
-    if div > 0:
-        step = delta / div
-        # NumPy divides first where the step underflows to 0
-        y = y / div * delta if step == 0 else y * step
-    else:
-        y = y * delta
-    y = y + start
-    if steps > 1:
-        y = _oplib.where(C.arange(steps, device=device) == steps - 1,
-                         C.full((), end, dtype=D.float64, device=device), y)
-    return y
-
-
-def linspace(start, end, steps, dtype, device=None):
-    return _linspace(start, end, steps, device).to(D.FROM_NUMPY[np.dtype(dtype)])
-
-
-def logspace(start, end, steps, base, dtype, device=None):
-    exponents = _linspace(start, end, steps, device)
-    return (C.full((), base, dtype=D.float64, device=device) ** exponents).to(
-        D.FROM_NUMPY[np.dtype(dtype)])
-
-
 # ----- products, norms and eigenvalues ---------------------------------------------------
 
 
@@ -1113,8 +1066,7 @@ DECOMPOSITIONS.update({
         shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
         logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,
-        zeros, ones, eye, linspace, logspace, empty,)},
+        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

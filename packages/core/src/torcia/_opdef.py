@@ -47,6 +47,9 @@ class OpDef:
         ``decomposition(*inputs, **params)`` on tensors, for composites.
     differentiable : bool
         Whether its float outputs carry gradients.
+    random : bool
+        Whether it draws from a random generator (its kernel's ``rng``): not pure, so
+        running it again gives other values; a compiler must neither fold nor merge it.
     doc : str
         What the op computes.
     """
@@ -62,6 +65,7 @@ class OpDef:
     primitive: bool = True
     decomposition: Callable | None = None
     differentiable: bool = True
+    random: bool = False
     doc: str = ""
 
 
@@ -107,6 +111,9 @@ class Declaration:
         complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
         standing for PyTorch's name of the dtype. The reference kernel raises it, and
         ``torcia._numpy_backend.refusal`` gives it to the decompositions.
+    random : bool
+        Whether its kernel draws from the random generator it is given (``rng``): the op
+        is not pure (:attr:`OpDef.random`, :data:`torcia.ops.RANDOM`).
     """
 
     name: str
@@ -121,6 +128,7 @@ class Declaration:
     differentiable: bool = True
     group: str = "plugin"
     refuses: dict = dataclasses.field(default_factory=dict)
+    random: bool = False
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -179,7 +187,8 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
 def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            decomposition: Callable | None = None, autocast: dict | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
-           group: str = "plugin", refuses: dict | None = None) -> Declaration:
+           group: str = "plugin", refuses: dict | None = None,
+           random: bool = False) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -199,4 +208,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
     return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
                        shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
                        floating_inputs=floating_inputs, differentiable=differentiable,
-                       group=group, refuses=dict(refuses or {}))
+                       group=group, refuses=dict(refuses or {}), random=random)

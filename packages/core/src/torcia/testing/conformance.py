@@ -68,9 +68,9 @@ _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 #: What ``torcia.library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
 
-#: Creation ops whose values are drawn at random: checked by what the values must be.
-RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "uniform", "bernoulli",
-                    "multinomial", "empty", "dropout_mask"})
+#: Ops whose values their arguments do not determine, checked by what the values may be:
+#: the random ops (their records say ``random``) and ``empty``.
+RANDOM = ops.RANDOM | {"empty"}
 
 
 @dataclasses.dataclass
@@ -149,7 +149,6 @@ def _rng():
 
 #: Groups whose ops take vectors or batches of matrices as well as (3, 4) matrices.
 _PRODUCTS = ("linalg",)
-
 
 def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
