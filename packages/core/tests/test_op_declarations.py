@@ -136,3 +136,42 @@ def test_the_random_ops_are_told_by_their_declarations():
     assert conformance.RANDOM == ops.RANDOM | {"empty"}
     assert ops.CREATION == _ops.names("creation") and ops.CREATION[:3] == ("zeros", "ones",
                                                                            "full")
+
+
+def _seeded():
+    return np.random.default_rng(1234)
+
+
+_DRAWS = [("uniform", {"low": -2.0, "high": 3.0}), ("uniform", {"low": -0.0, "high": 0.0}),
+          ("normal", {"mean": 1.0, "std": 2.0}), ("normal", {"mean": 0.0, "std": 1.0}),
+          ("dropout_mask", {"p": 0.3}), ("dropout_mask", {"p": 0.0})]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(3, 4), (), (0,)])
+def test_the_random_decompositions_draw_the_reference_kernels_numbers(dtype, shape):
+    # the same generator, the same draws, the same float64 operations, one rounding: equal
+    # bit for bit (signed zeros too), and the generator left in the same state
+    dt = getattr(torcia, dtype).to_numpy()
+    reference = Reference().table()
+    for op, params in _DRAWS:
+        want_rng, got_rng = _seeded(), _seeded()
+        want = reference[op](shape=shape, dtype=dt, rng=want_rng, **params)
+        got = DECOMPOSITIONS[op](shape=shape, dtype=dt, rng=got_rng, device="cpu", **params)
+        assert got.numpy().dtype == want.dtype and got.shape == want.shape, op
+        assert got.numpy().tobytes() == want.tobytes(), (op, params)
+        assert want_rng.random() == got_rng.random(), op
+    p = np.random.default_rng(0).random(shape).astype(dt)
+    want = reference["bernoulli"](p, rng=_seeded())
+    got = DECOMPOSITIONS["bernoulli"](torcia.from_numpy(p), rng=_seeded())
+    assert got.numpy().dtype == want.dtype and got.numpy().tobytes() == want.tobytes()
+
+
+def test_a_large_draw_decomposes_to_the_reference_kernels_blocks():
+    # the float32 kernel draws in blocks of 2**20; the decomposition in one float64 draw
+    shape, dt = ((1 << 20) + 7,), np.dtype(np.float32)
+    want = Reference().table()["uniform"](shape=shape, low=-1.0, high=1.0, dtype=dt,
+                                           rng=_seeded())
+    got = DECOMPOSITIONS["uniform"](shape=shape, low=-1.0, high=1.0, dtype=dt, rng=_seeded(),
+                                    device="cpu")
+    assert got.numpy().tobytes() == want.tobytes()

@@ -5,6 +5,8 @@ half-precision wrapper of decompositions. Imports nothing of torcia but dtypes, 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from torcia import _dtype as D
@@ -12,6 +14,13 @@ from torcia import _dtype as D
 #: the dtypes whose decompositions compute in float32 and round once, as the reference
 #: kernels (and PyTorch's opmath) do: rounding after each step would drift by several ulps
 HALF = (D.float16, D.bfloat16)
+
+
+#: What runs an op without tensor inputs on a device, through the dispatch modes (vmap
+#: batches it, a tracer records it): ``draw(op, device, params)`` -> Tensor, set by
+#: :mod:`torcia._creation` as it loads (this package is below it). The random ops'
+#: decompositions draw with it.
+DISPATCH = types.SimpleNamespace(draw=None)
 
 
 #: NumPy kinds of :attr:`torcia._opdef.Declaration.refuses`: complex and bool inputs

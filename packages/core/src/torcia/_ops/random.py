@@ -5,6 +5,15 @@ record's :attr:`~torcia.library.OpDef.random` (or :data:`torcia.ops.RANDOM`), no
 of names: the check of a plugin's overriding kernels, which runs the kernel below it once
 more, leaves them out, and the conformance kit checks their values by what they may be.
 
+The primitives draw: ``rand`` (NumPy's ``Generator.random``), ``randn``
+(``standard_normal``), ``randint``, ``randperm``, ``multinomial``. The others are
+composites whose decompositions draw the same numbers from the same generator, step for
+step: NumPy computes ``uniform`` as ``low + (high - low) * random()`` in float64 and
+``normal`` as ``mean + std * standard_normal()``, ``bernoulli`` and ``dropout_mask``
+compare ``random()``'s float64 draws, and each rounds to the dtype once; their
+decompositions compute the same float64 operations on ``rand``'s and ``randn``'s float64
+draws, so a device with the primitives only gives the reference's values bit for bit.
+
 Their public functions are in :mod:`torcia._creation` (``dropout_mask``'s in
 :mod:`torcia._oplib.nn`), which run them through :func:`torcia._creation.draw`.
 """
@@ -15,7 +24,9 @@ import math
 
 import numpy as np
 
+from torcia import _dtype as D
 from torcia._opdef import define
+from torcia._ops._common import DISPATCH
 from torcia._ops.creation import created
 
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
@@ -107,6 +118,34 @@ def _multinomial_shape(w, num_samples, replacement=False, rng=None, **params):
     return w.shape[:-1] + (num_samples,), np.dtype(np.int64)
 
 
+# ----- decompositions: the same draws of the same generator (see the module's doc) -------
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _draws(op, shape, rng, device):
+    """``op``'s (``rand``'s or ``randn``'s) float64 draws of ``shape`` on ``device``."""
+    return DISPATCH.draw(op, device, {"shape": tuple(shape), "dtype": _FLOAT64, "rng": rng})
+
+
+def uniform(shape, low, high, dtype, rng, device=None):
+    return (_draws("rand", shape, rng, device) * (high - low) + low).to(
+        D.FROM_NUMPY[np.dtype(dtype)])
+
+
+def normal(shape, mean, std, dtype, rng, device=None):
+    return (_draws("randn", shape, rng, device) * std + mean).to(D.FROM_NUMPY[np.dtype(dtype)])
+
+
+def bernoulli(p, rng, device=None):
+    return (_draws("rand", p.shape, rng, p.device) < p).to(p.dtype)
+
+
+def dropout_mask(shape, p, dtype, rng, device=None):
+    keep = _draws("rand", shape, rng, device) >= p
+    return (keep.to(D.float64) / (1.0 - p)).to(D.FROM_NUMPY[np.dtype(dtype)])
+
+
 # ----- the declarations ------------------------------------------------------------------
 
 
@@ -128,13 +167,15 @@ DECLARED = (
     _random("randperm(int n, ScalarType dtype, Generator rng) -> Tensor", Kernels.randperm,
             _randperm_shape),
     _random("normal(int[] shape, float mean, float std, ScalarType dtype, Generator rng) -> "
-            "Tensor", Kernels.normal, _normal_shape),
+            "Tensor", Kernels.normal, _normal_shape,
+            decomposition=normal),
     _random("bernoulli(Tensor p, Generator rng) -> Tensor", Kernels.bernoulli,
-            _bernoulli_shape),
+            _bernoulli_shape, decomposition=bernoulli),
     _random("multinomial(Tensor w, int num_samples, bool replacement, Generator rng) -> Tensor",
             Kernels.multinomial, _multinomial_shape),
     _random("uniform(int[] shape, float low, float high, ScalarType dtype, Generator rng) -> "
-            "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng")),
+            "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng"),
+            decomposition=uniform),
     _random("dropout_mask(int[] shape, float p, ScalarType dtype, Generator rng) -> Tensor",
-            Kernels.dropout_mask, _dropout_mask_shape, group="nn"),
+            Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask),
 )

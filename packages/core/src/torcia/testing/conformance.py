@@ -507,13 +507,14 @@ def execute(sample, device, requires_grad=False) -> Ran:
     transposed = sample.variant == "noncontiguous"
     inputs = tuple(_to_device(a, device, requires_grad, transposed) for a in sample.args)
     with _quiet():
-        creation = _oprecords.op_records()[sample.op].group == "creation"
+        record = _oprecords.op_records()[sample.op]
+        creation = record.group == "creation" or record.random
         if creation or not any(isinstance(a, np.ndarray) for a in sample.args):
             dev = torcia.device(device)
             kernels = _backend.get_backend(dev.type).kernels
             decomposition = _tensor.DECOMPOSITIONS.get(sample.op) if creation else None
             if decomposition is not None and sample.op not in kernels:
-                # a composite (zeros...) the device lacks: its decomposition on the device
+                # a composite (zeros, uniform...) the device lacks: its decomposition there
                 return Ran(inputs, decomposition(*inputs, device=dev, **_copy(sample.params)))
             kernel = kernels[sample.op]
             arrays = [t._data if isinstance(t, torcia.Tensor) else t for t in inputs]
@@ -704,7 +705,10 @@ class Report:
             op = item.callspec.params.get("op") if hasattr(item, "callspec") else None
             if op is None:
                 return (2, 0, 0, "")
-            first = "creation" if records[op].group == "creation" else self.ops.get(op)
+            first = self.ops.get(op)
+            if records[op].group == "creation" and first != "decomposed":
+                # a composite one (uniform...) runs primitives: it comes after them
+                first = "creation"
             # views first: the checks make their non-contiguous inputs with transpose
             return (0 if item.originalname == "test_values" else 1, rank.get(first, 4),
                     op not in ops.VIEW, op)
