@@ -175,3 +175,28 @@ def test_a_large_draw_decomposes_to_the_reference_kernels_blocks():
     got = DECOMPOSITIONS["uniform"](shape=shape, low=-1.0, high=1.0, dtype=dt, rng=_seeded(),
                                     device="cpu")
     assert got.numpy().tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.float16])
+@pytest.mark.parametrize("shapes", [((7,), (5,)), ((7,), ()), ((7,), (2, 3)), ((3, 6), (3, 4)),
+                                    ((2, 3, 5), (2, 3, 4)), ((0,), (3,)), ((4,), (0,))])
+def test_the_searchsorted_decomposition_is_the_reference_kernel_on_sorted_sequences(dtype,
+                                                                                   shapes):
+    # NaN sorts last, as NumPy's (and -0.0 equals 0.0)
+    rng = np.random.default_rng(0)
+    reference, decomposition = Reference().table()["searchsorted"], DECOMPOSITIONS[
+        "searchsorted"]
+    for trial in range(6):
+        seq = rng.integers(-4, 5, shapes[0]).astype(np.float64)
+        values = rng.integers(-5, 6, shapes[1]).astype(np.float64)
+        if trial % 2 and np.dtype(dtype).kind == "f":
+            seq.reshape(-1)[: min(seq.size, 1)] = np.nan
+            values.reshape(-1)[: min(values.size, 2)] = (np.nan, -0.0)[:min(values.size, 2)]
+        seq, values = np.sort(seq.astype(dtype), -1), values.astype(dtype)
+        for right in (False, True):
+            for out_int32 in (False, True):
+                want = reference(seq, values, right=right, out_int32=out_int32)
+                got = decomposition(torcia.from_numpy(seq), torcia.from_numpy(values),
+                                    right=right, out_int32=out_int32).numpy()
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_array_equal(got, want)

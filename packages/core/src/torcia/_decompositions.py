@@ -646,6 +646,24 @@ def repeat_interleave(a, repeats, dim=None):
     return a.index_select(dim, index)
 
 
+def searchsorted(seq, values, right=False, out_int32=False):
+    _refuse("searchsorted", seq)
+    # exact for a sorted sequence: the insertion point is the number of its elements before
+    # the value (left) or not after it (right), in NumPy's order, which puts NaN last
+    s = seq if seq.ndim == 1 else seq.unsqueeze(-2)  # (..., 1, n) against (..., m, 1)
+    v = values.unsqueeze(-1)
+    if right:
+        before = v < s
+        if s.is_floating_point():
+            before = before.bitwise_or((s != s).bitwise_and(v == v))
+        before = before.logical_not()
+    else:
+        before = s < v
+        if s.is_floating_point():
+            before = before.bitwise_or((v != v).bitwise_and(s == s))
+    return before.sum(-1).to(D.int32 if out_int32 else D.int64)
+
+
 def bincount(a, weights=None, minlength=0):
     size = max(int(a.amax()) + 1 if a.numel() else 0, minlength)
     if weights is None:
@@ -1066,7 +1084,8 @@ DECOMPOSITIONS.update({
         shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
         logcumsumexp, cumprod, cummax, cummin, fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det, linalg_slogdet,
-        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,)},
+        linalg_inv, linalg_lu_permutation, amin, clamp, clone, contiguous, scatter_add,
+        searchsorted,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

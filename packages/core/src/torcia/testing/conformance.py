@@ -150,6 +150,12 @@ def _rng():
 #: Groups whose ops take vectors or batches of matrices as well as (3, 4) matrices.
 _PRODUCTS = ("linalg",)
 
+#: Ops whose first input is a sequence sorted along its last dim, the others values with
+#: the same leading dims: on another sequence the result is undefined (PyTorch's
+#: ``searchsorted``), so their generated samples sort it and do not broadcast.
+_SORTED_FIRST = ("searchsorted",)
+
+
 def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
     defaults: each input (3, 4) float, and variants (integers only for the ops whose
@@ -181,6 +187,9 @@ def _generated(records) -> list[Sample]:
                                    rng.uniform(-1, 1, (2, 4, 3)).astype(np.float32)]
             variants["batch broadcast"] = [rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32),
                                            rng.uniform(-1, 1, (4, 5)).astype(np.float32)]
+        if name in _SORTED_FIRST:
+            variants = {k: [np.sort(v[0], -1), *v[1:]] for k, v in variants.items()
+                        if k != "broadcast"}
         for variant, args in variants.items():
             out.append(Sample(name, variant, tuple(args), {}))
         # ops along a dimension (scans, reductions, flips): the last one, then the first,
