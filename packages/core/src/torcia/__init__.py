@@ -82,7 +82,6 @@ from torcia import (  # noqa: E402
     _autograd_mode,  # gives load_autograd its registration
     _decompositions,  # fill the dispatcher's table of decompositions
     _decompositions_nn,
-    _decompositions_special,
     _methods,  # attaches the Tensor methods
     _opdef,
     _oprecords,  # the op records, which add to the tables below them

@@ -24,10 +24,9 @@ from collections.abc import Callable
 import numpy as np
 
 from torcia import ops
-from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import broadcast, first_shape, grad_like, real_like
+from torcia._ops._common import broadcast, first_shape, floating_dtype, grad_like, real_like
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -109,25 +108,8 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-def _float(dtype) -> np.dtype:
-    """NumPy's result dtype of a float function of ``dtype``: integers give float64
-    (bfloat16, of NumPy's kind "V", stays)."""
-    return dtype if dtype.kind == "c" or np_floating(dtype) else np.dtype(np.float64)
-
-
 def _real(dtype) -> np.dtype:
     return np.empty(0, dtype).real.dtype
-
-
-def float_shape(x, *rest, **params):
-    """One input, a float result of its shape: the special functions."""
-    return x.shape, _float(x.dtype)
-
-
-def float_broadcast(*xs, **params):
-    """Several inputs broadcast together, a float result: ``zeta``, the polynomials..."""
-    return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _float(
-        np.result_type(*(x.dtype if isinstance(x, Meta) else x for x in xs if x is not None)))
 
 
 def _reduced(shape, dim, keepdim) -> tuple:
@@ -148,9 +130,9 @@ def reduction(kind):
             d = np.dtype(dtype) if dtype is not None else (
                 np.dtype(np.int64) if d.kind in "biu" else d)
         elif kind == "float":
-            d = np.dtype(dtype) if dtype is not None else _float(d)
+            d = np.dtype(dtype) if dtype is not None else floating_dtype(d)
         elif kind == "real":
-            d = _real(_float(d))
+            d = _real(floating_dtype(d))
         elif kind == "bool":
             d = np.dtype(bool)
         elif kind == "index":
@@ -182,7 +164,8 @@ def cast(x, dtype, **params):
 
 
 def angle(x, **params):
-    return x.shape, _real(_float(x.dtype)) if x.dtype.kind == "c" else _float(x.dtype)
+    dtype = floating_dtype(x.dtype)
+    return x.shape, _real(dtype) if dtype.kind == "c" else dtype
 
 
 def view_as_real(x, **params):
@@ -367,11 +350,11 @@ def pad(x, pad, mode="constant", value=0.0, **params):
 
 
 def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
 def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
 def unfold(x, dimension, size, step, **params):
@@ -431,7 +414,7 @@ def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, 
 
 
 def layer_norm(x, weight, bias, normalized_ndim, eps, **params):
-    return x.shape, _float(x.dtype)
+    return x.shape, floating_dtype(x.dtype)
 
 
 def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
@@ -764,10 +747,6 @@ def adaptive_max_pool(x, output_size, **params):
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
 SHAPES = {}
-for _name in ops.SPECIAL_UNARY + ops.SPECIAL_OTHER:
-    SHAPES[_name] = float_shape
-for _name in ops.SPECIAL_BINARY:
-    SHAPES[_name] = float_broadcast
 for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj", "clone",
               "contiguous", "detach_view", "flip", "roll", "tril", "triu"):
     SHAPES[_name] = first_shape

@@ -111,6 +111,26 @@ class Declaration:
         complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
         standing for PyTorch's name of the dtype. The reference kernel raises it, and
         ``torcia._numpy_backend.refusal`` gives it to the decompositions.
+    doc : str
+        The first line of its public function's docstring; "" for the family's default.
+    examples : tuple
+        The calls that its public function's docstring shows and the docs tests run: each
+        the arguments (a string starting with ``[`` stands for a tensor of that list) and,
+        last, what the call prints.
+    inplace : bool
+        Whether ``Tensor.name_`` computes it in place (out of place, then written back).
+    inplace_example : tuple
+        ``(input, arguments after it, what the input holds afterwards)``: the example of
+        ``name_``, where running ``examples[0]`` in place would not show it (no example,
+        or a bool result written back in the input's dtype).
+    aliases : tuple of str
+        PyTorch's other names of its public function (``arcsin`` for ``asin``).
+    tags : frozenset of str
+        The tensor subclasses and list functions that carry the op (:data:`TAGS`).
+    operator : str
+        The Python operator that runs it, as its special method is named without the
+        underscores (``"add"`` for ``+``, ``"truediv"`` for div, ``"invert"`` for ``~``);
+        "" where none does.
     random : bool
         Whether its kernel draws from the random generator it is given (``rng``): the op
         is not pure (:attr:`OpDef.random`, :data:`torcia.ops.RANDOM`).
@@ -128,10 +148,22 @@ class Declaration:
     differentiable: bool = True
     group: str = "plugin"
     refuses: dict = dataclasses.field(default_factory=dict)
+    doc: str = ""
+    examples: tuple = ()
+    inplace: bool = False
+    inplace_example: tuple = ()
+    aliases: tuple = ()
+    tags: frozenset = frozenset()
+    operator: str = ""
     random: bool = False
 
 
 _POLICIES = ("lower", "float32", "promote")
+
+#: the tags of :attr:`Declaration.tags`: ``torcia.masked``'s MaskedTensor, torcia.nested's
+#: NestedTensor, ``torcia._foreach_*`` and the sparse tensors (zero stays zero: PyTorch
+#: has a sparse kernel) carry the op (PyTorch's lists of each)
+TAGS = ("masked", "nested", "foreach", "sparse")
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -187,7 +219,9 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
 def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            decomposition: Callable | None = None, autocast: dict | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
-           group: str = "plugin", refuses: dict | None = None,
+           group: str = "plugin", refuses: dict | None = None, doc: str = "",
+           examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
+           aliases: tuple = (), tags: tuple = (), operator: str = "",
            random: bool = False) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
@@ -208,4 +242,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
     return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
                        shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
                        floating_inputs=floating_inputs, differentiable=differentiable,
-                       group=group, refuses=dict(refuses or {}), random=random)
+                       group=group, refuses=dict(refuses or {}), doc=doc,
+                       examples=tuple(examples), inplace=inplace,
+                       inplace_example=tuple(inplace_example), aliases=tuple(aliases),
+                       tags=frozenset(tags), operator=operator, random=random)

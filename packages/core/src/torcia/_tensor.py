@@ -19,6 +19,7 @@ from torcia import _dtype as D
 from torcia import _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
+from torcia._ops import _common as _ops_common
 from torcia._size import Size
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
@@ -952,7 +953,11 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
                 f"op {op!r} has no kernel for device type {dev.type!r} "
                 f"(backend from plugin {dev.backend.plugin!r}) and no decomposition"
             ) from None
-        # a composite op the device lacks: its ops run (and are recorded) one by one
+        if needs_grad and _GRAD.enabled and view_of is None and (
+                AUTOGRAD.engine.derivative(op) is not None):
+            return _decomposed_with_formula(op, decomposition, inputs, params)
+        # a composite op the device lacks, with no formula of its own: its ops run (and
+        # are recorded) one by one
         return decomposition(*inputs, **params)
     if modes:
         kernel = _in_modes(modes, op, kernel, dev)
@@ -969,6 +974,19 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             mode.on_result(op, inputs, params, result)
     if needs_grad and _GRAD.enabled:
         AUTOGRAD.record(op, inputs, params, result)
+    return result
+
+
+def _decomposed_with_formula(op, decomposition, inputs, params):
+    """A composite op the device lacks, whose gradient is its own formula's, as on a device
+    with its kernel (entr's infinite slope at 0, hypot's NaN at the origin): the
+    decomposition runs unrecorded, the op is recorded once."""
+    _GRAD.enabled = False
+    try:
+        result = decomposition(*inputs, **params)
+    finally:
+        _GRAD.enabled = True
+    AUTOGRAD.record(op, inputs, params, result)
     return result
 
 
@@ -1429,43 +1447,6 @@ def canonical_device(dev):
     return DEFAULT_DEVICE[0] if dev is None else canonical(dev)
 
 
-def parse_to(*args, **kwargs):
-    """The arguments of ``Tensor.to`` and ``Module.to`` read once, as PyTorch reads them.
-
-    Returns ``(device, dtype, non_blocking, copy)``; ``to(other_tensor)`` takes the
-    other tensor's device and dtype. Unknown keywords raise a TypeError naming them.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia.library import parse_to
-    >>> parse_to("cpu", torcia.float64)
-    ('cpu', torcia.float64, False, False)
-    """
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    non_blocking = bool(kwargs.pop("non_blocking", False))
-    copy = bool(kwargs.pop("copy", False))
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    positional_bools = []
-    for a in args:
-        if isinstance(a, D.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, bool):
-            positional_bools.append(a)
-        elif a is not None:
-            device = a
-    if positional_bools:
-        non_blocking = positional_bools[0]
-        if len(positional_bools) > 1:
-            copy = positional_bools[1]
-    return device, dtype, non_blocking, copy
-
-
 def _legacy_new(dtype, args, device_=None):
     """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
     ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
@@ -1498,3 +1479,4 @@ NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
     np.zeros(3, np.float32))
 if NATIVE_DISPATCH:
     call, binary, unary, binary_inplace = NATIVE_DISPATCH
+_ops_common.DISPATCH.call = call  # the one in use, native or not

@@ -25,6 +25,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
+                    ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
                     ``eye``...)
 ``random``          the ops that draw from a random generator (``rand``, ``normal``,
@@ -32,13 +34,21 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ==================  =========================================================================
 """
 
-from torcia._ops import creation, elementwise, nn_activation, random
+from torcia._ops import creation, elementwise, nn_activation, random, special
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation, creation, random)
+DECLARED = {d.name: d
+            for family in (elementwise, nn_activation, special, creation, random)
             for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:
     """The declared ops of ``group`` (a list of :mod:`torcia.ops`), in declaration order."""
     return tuple(name for name, d in DECLARED.items() if d.group == group)
+
+
+def tagged(tag: str, *groups: str) -> tuple[str, ...]:
+    """The declared ops carrying ``tag`` (:data:`torcia._opdef.TAGS`), in declaration
+    order; only those of ``groups`` where some are given."""
+    return tuple(name for name, d in DECLARED.items()
+                 if tag in d.tags and (not groups or d.group in groups))

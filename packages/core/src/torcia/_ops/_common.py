@@ -16,13 +16,6 @@ from torcia import _dtype as D
 HALF = (D.float16, D.bfloat16)
 
 
-#: What runs an op without tensor inputs on a device, through the dispatch modes (vmap
-#: batches it, a tracer records it): ``draw(op, device, params)`` -> Tensor, set by
-#: :mod:`torcia._creation` as it loads (this package is below it). The random ops'
-#: decompositions draw with it.
-DISPATCH = types.SimpleNamespace(draw=None)
-
-
 #: NumPy kinds of :attr:`torcia._opdef.Declaration.refuses`: complex and bool inputs
 COMPLEX, BOOL = "c", "b"
 
@@ -110,3 +103,45 @@ def opmath(fn):
     run.__name__ = fn.__name__
     run.__wrapped__ = fn  # its signature and source (the op reference shows the source)
     return run
+
+
+def low_precision(a) -> bool:
+    """float16 or bfloat16 (an array): kernels that PyTorch runs in float32 on the CPU."""
+    return a.dtype.itemsize == 2 and D.np_floating(a.dtype)
+
+
+def in_float32(*arrays):
+    """``arrays`` in float32 (None and bool masks as they are)."""
+    return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
+
+
+#: The dispatch, which modules above this package set as they load (it is below the Tensor
+#: class): ``call``, torcia._tensor's dispatch of an op by name, through which a
+#: decomposition here calls the ops that have no Tensor method (``i0e``...: :func:`op`);
+#: ``draw(op, device, params)`` -> Tensor, torcia._creation's of an op without tensor
+#: inputs on a device through the dispatch modes (vmap batches it, a tracer records it),
+#: with which the random ops' decompositions draw
+DISPATCH = types.SimpleNamespace(call=None, draw=None)
+
+
+def op(name, *inputs, **params):
+    """The op ``name`` on ``inputs`` (tensors), dispatched as a Tensor method would be."""
+    return DISPATCH.call(name, inputs, params)
+
+
+def float_like(x, *rest, **params):
+    """One input, a float result of its shape (integers give float64; the public
+    functions have promoted them to the default dtype)."""
+    return x.shape, floating_dtype(x.dtype)
+
+
+def float_broadcast(*xs, **params):
+    """Inputs broadcast together (Python numbers count as 0-dim), a float result."""
+    return (np.broadcast_shapes(*(getattr(x, "shape", ()) for x in xs)),
+            floating_dtype(np.result_type(*(getattr(x, "dtype", x) for x in xs if x is not None))))
+
+
+def floating_dtype(dtype) -> np.dtype:
+    """NumPy's result dtype of a float function of ``dtype``: integers give float64
+    (bfloat16, of NumPy's kind "V", stays)."""
+    return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)

@@ -283,6 +283,11 @@ _NEG = {BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is no
                "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
                "instead.")}
 _TRUNC = _rounding("trunc")
+# frac has a kernel for floating types only (trunc, floor and ceil have integer ones: the
+# identity)
+_FRAC = dict.fromkeys((COMPLEX, BOOL, "i", "u"), no_kernel("frac_cpu"))
+_RELU = {COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
+         BOOL: (RuntimeError, "Boolean inputs not supported for relu")}
 
 
 def _no_complex(op):
@@ -303,6 +308,9 @@ _FLOOR_DIVIDE = _no_bool_or_complex("div_floor_cpu")
 _REMAINDER = _no_bool_or_complex("remainder_cpu")
 _FLOOR = _rounding("floor")
 _MINIMUM = _no_complex_extreme("minimum")
+_FMAX, _FMIN = _no_complex_extreme("fmax"), _no_complex_extreme("fmin")
+_HYPOT, _XLOGY = _no_complex("hypot"), _no_complex("xlogy")
+_GT, _GE = _no_complex("gt"), _no_complex("ge")
 
 
 def _refuse(refuses, a):
@@ -312,11 +320,20 @@ def _refuse(refuses, a):
         raise error
 
 
+def _refuse_complex(refuses, *operands):
+    """:func:`_refuse` for an op of several operands that refuses complex ones only: any
+    complex operand makes the promoted dtype complex."""
+    for x in operands:
+        if hasattr(x, "is_complex") and x.is_complex():
+            _refuse(refuses, x)
+
+
 # ----- decompositions (tensors; half precision computes in float32, see opmath) ---------
 
 
 @opmath
 def relu(a):
+    _refuse(_RELU, a)
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return _where(a > 0, a, _where(a < 0, a.new_zeros(()), a * 0))
 
@@ -329,6 +346,7 @@ def trunc(a):
 
 @opmath
 def frac(a):
+    _refuse(_FRAC, a)
     return a - a.trunc()
 
 
@@ -413,7 +431,7 @@ def floor(a):
 
 
 def minimum(a, b):
-    _refuse(_MINIMUM, a)
+    _refuse_complex(_MINIMUM, a, b)
     # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
     # kernel's choice between equal values, such as 0.0 and -0.0: the second)
     if hasattr(b, "dtype") and b.dtype != a.dtype:  # ~ and - before promotion would differ
@@ -446,6 +464,7 @@ def sigmoid(a):
 
 
 def hypot(a, b):
+    _refuse_complex(_HYPOT, a, b)
     # the larger side times sqrt(1 + r^2), r = smaller / larger: nothing overflows; an
     # infinite side gives inf beside NaN too
     x, y = a.abs(), b.abs()
@@ -478,29 +497,34 @@ def sub(a, b):
 
 
 def fmax(a, b):
+    _refuse_complex(_FMAX, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.maximum(b)))
 
 
 def fmin(a, b):
+    _refuse_complex(_FMIN, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.minimum(b)))
 
 
 @opmath
 def xlogy(a, b):
+    _refuse_complex(_XLOGY, a, b)
     # 0 * log(y) is 0 unless y is NaN
     return _where((a == 0).bitwise_and(b == b), a.new_zeros(()), a * b.log())
 
 
 def gt(a, b):
+    _refuse_complex(_GT, a, b)
     return b < a
 
 
 def le(a, b):
-    _refuse(_LE, a)
+    _refuse_complex(_LE, a, b)
     return (a < b).bitwise_or(a == b)
 
 
 def ge(a, b):
+    _refuse_complex(_GE, a, b)
     return b <= a
 
 
@@ -529,41 +553,54 @@ def _square_shape(x, **params):
 # ----- the declarations ------------------------------------------------------------------
 
 
+def _fields(example=None, **fields):
+    """``fields`` for :func:`define`: ``example``, one call of the docs example, given as
+    ``examples`` (pow shows two); the family's ops compute in place as ``name_`` unless
+    told not to."""
+    if example is not None:
+        fields["examples"] = (example,)
+    fields.setdefault("inplace", True)
+    return fields
+
+
 def _float(name, kernel, **fields):
     """An op of ``UNARY_FLOAT``: floating inputs (the public function promotes integers)."""
     return define(f"{name}(Tensor input) -> Tensor", kernel, shape=first_shape,
-                  floating_inputs=True, group="unary_float", **fields)
+                  floating_inputs=True, group="unary_float", **_fields(**fields))
 
 
 def _same(name, kernel, shape=first_shape, **fields):
     """An op of ``UNARY_SAME``: the input's dtype kept."""
     return define(f"{name}(Tensor input) -> Tensor", kernel, shape=shape, group="unary_same",
-                  **fields)
+                  **_fields(**fields))
 
 
-def _test(name, kernel, **fields):
-    """An op of ``UNARY_BOOL``: a bool result, which carries no gradient."""
+def _test(name, kernel, inplace=False, **fields):
+    """An op of ``UNARY_BOOL``: a bool result, which carries no gradient (and which only
+    ``logical_not_`` writes back in place, in the input's dtype)."""
     return define(f"{name}(Tensor input) -> Tensor", kernel, shape=bool_like,
-                  differentiable=False, group="unary_bool", **fields)
+                  differentiable=False, group="unary_bool", **_fields(inplace=inplace, **fields))
 
 
-def _binary(name, kernel, **fields):
-    """An op of ``BINARY``: two inputs broadcast and promoted together."""
-    return define(f"{name}(Tensor input, Tensor other) -> Tensor", kernel, shape=broadcast,
-                  group="binary", **fields)
+def _binary(name, kernel, other="other", **fields):
+    """An op of ``BINARY``: two inputs broadcast and promoted together (``other`` the name
+    of the second, ``exponent`` for pow)."""
+    return define(f"{name}(Tensor input, Tensor {other}) -> Tensor", kernel, shape=broadcast,
+                  group="binary", **_fields(**fields))
 
 
-def _binary_float(name, kernel, **fields):
-    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers).
-    ``**params``: div's rounding_mode, not part of the record."""
-    return define(f"{name}(Tensor input, Tensor other, **params) -> Tensor", kernel,
-                  shape=broadcast, floating_inputs=True, group="binary_float", **fields)
+def _binary_float(name, kernel, params="", **fields):
+    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers);
+    ``params``: the schema's keyword-only parameters."""
+    return define(f"{name}(Tensor input, Tensor other{params}) -> Tensor", kernel,
+                  shape=broadcast, floating_inputs=True, group="binary_float",
+                  **_fields(**fields))
 
 
 def _compare(name, kernel, **fields):
     """An op of ``COMPARE``: a bool result, which carries no gradient."""
     return define(f"{name}(Tensor input, Tensor other) -> Tensor", kernel, shape=bool_like,
-                  differentiable=False, group="compare", **fields)
+                  differentiable=False, group="compare", **_fields(**fields))
 
 
 #: PyTorch runs these in float32 under CUDA autocast
@@ -572,90 +609,269 @@ _CUDA_FLOAT32 = {"cuda": "float32"}
 #: in the order of :data:`torcia.ops.UNARY_FLOAT`, ``UNARY_SAME``, ``UNARY_BOOL``,
 #: ``BINARY``, ``BINARY_FLOAT`` and ``COMPARE``
 DECLARED = (
-    _float("exp", ArrayFunction("exp"), autocast=_CUDA_FLOAT32),
-    _float("exp2", ArrayFunction("exp2")),
-    _float("log", ArrayFunction("log"), autocast=_CUDA_FLOAT32),
-    _float("log2", ArrayFunction("log2"), autocast=_CUDA_FLOAT32),
-    _float("log10", ArrayFunction("log10"), autocast=_CUDA_FLOAT32),
-    _float("log1p", Kernels.log1p, autocast=_CUDA_FLOAT32),
-    _float("expm1", ArrayFunction("expm1"), autocast=_CUDA_FLOAT32),
-    _float("sqrt", ArrayFunction("sqrt")),
-    _float("rsqrt", Kernels.rsqrt, decomposition=rsqrt, autocast=_CUDA_FLOAT32),
+    _float("exp", ArrayFunction("exp"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
+           tags=("masked", "nested", "foreach")),
+    _float("exp2", ArrayFunction("exp2"),
+           example=("[0, 3]", "tensor([1., 8.])"),
+           tags=("masked",)),
+    _float("log", ArrayFunction("log"), autocast=_CUDA_FLOAT32,
+           example=("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
+           tags=("masked", "nested", "foreach")),
+    _float("log2", ArrayFunction("log2"), autocast=_CUDA_FLOAT32,
+           example=("[1, 8]", "tensor([0., 3.])"),
+           tags=("masked", "foreach")),
+    _float("log10", ArrayFunction("log10"), autocast=_CUDA_FLOAT32,
+           example=("[1.0, 10.0]", "tensor([0., 1.])"),
+           tags=("masked", "foreach")),
+    _float("log1p", Kernels.log1p, autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("expm1", ArrayFunction("expm1"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("sqrt", ArrayFunction("sqrt"),
+           example=("[4, 9]", "tensor([2., 3.])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("rsqrt", Kernels.rsqrt, decomposition=rsqrt, autocast=_CUDA_FLOAT32,
+           example=("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
+           tags=("masked", "nested", "foreach")),
     _float("reciprocal", Kernels.reciprocal, decomposition=reciprocal,
-           autocast=_CUDA_FLOAT32),
-    _float("sin", ArrayFunction("sin")),
-    _float("cos", ArrayFunction("cos")),
-    _float("tan", ArrayFunction("tan"), autocast=_CUDA_FLOAT32),
-    _float("asin", ArrayFunction("arcsin"), autocast=_CUDA_FLOAT32),
-    _float("acos", ArrayFunction("arccos"), autocast=_CUDA_FLOAT32),
-    _float("atan", ArrayFunction("arctan")),
-    _float("sinh", ArrayFunction("sinh"), autocast=_CUDA_FLOAT32),
-    _float("cosh", ArrayFunction("cosh"), autocast=_CUDA_FLOAT32),
-    _float("tanh", ArrayFunction("tanh")),
-    _float("asinh", ArrayFunction("arcsinh")),
-    _float("acosh", ArrayFunction("arccosh")),
-    _float("atanh", ArrayFunction("arctanh")),
-    _float("sigmoid", Kernels.sigmoid, decomposition=sigmoid),
-    _float("erf", Kernels.erf),
-    _float("erfc", Kernels.erfc),
-    _float("erfinv", Kernels.erfinv, autocast=_CUDA_FLOAT32),
-    _float("lgamma", Kernels.lgamma),
-    _float("digamma", Kernels.digamma),
-    _same("neg", ArrayFunction("negative"), decomposition=neg, refuses=_NEG),
-    _same("abs", ArrayFunction("abs"), shape=real_like, refuses={BOOL: no_kernel("abs_cpu")}),
-    _same("sign", Kernels.sign, decomposition=sign, refuses=_SIGN),
-    _same("square", Kernels.square, shape=_square_shape, decomposition=square),
-    _same("floor", ArrayFunction("floor"), decomposition=floor, refuses=_FLOOR),
-    _same("ceil", ArrayFunction("ceil"), refuses=_rounding("ceil")),
-    _same("trunc", ArrayFunction("trunc"), decomposition=trunc, refuses=_TRUNC),
-    _same("frac", Kernels.frac, decomposition=frac, refuses={
-        COMPLEX: (NotImplementedError, "frac is not supported for complex inputs"),
-        BOOL: no_kernel("frac_cpu")}),
-    _same("relu", Kernels.relu, decomposition=relu, refuses={
-        COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
-        BOOL: (RuntimeError, "Boolean inputs not supported for relu")}),
+           autocast=_CUDA_FLOAT32,
+           example=("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
+           tags=("masked", "nested", "foreach")),
+    _float("sin", ArrayFunction("sin"),
+           example=("[0.0, 1.5708]", "tensor([0., 1.])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("cos", ArrayFunction("cos"),
+           example=("[0.0, 3.1416]", "tensor([ 1., -1.])"),
+           tags=("masked", "nested", "foreach")),
+    _float("tan", ArrayFunction("tan"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("asin", ArrayFunction("arcsin"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
+           aliases=("arcsin",),
+           tags=("masked", "foreach", "sparse")),
+    _float("acos", ArrayFunction("arccos"), autocast=_CUDA_FLOAT32,
+           example=("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
+           aliases=("arccos",),
+           tags=("masked", "foreach")),
+    _float("atan", ArrayFunction("arctan"),
+           example=("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
+           aliases=("arctan",),
+           tags=("masked", "foreach", "sparse")),
+    _float("sinh", ArrayFunction("sinh"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
+           tags=("masked", "foreach", "sparse")),
+    _float("cosh", ArrayFunction("cosh"), autocast=_CUDA_FLOAT32,
+           example=("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
+           tags=("masked", "foreach")),
+    _float("tanh", ArrayFunction("tanh"),
+           example=("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("asinh", ArrayFunction("arcsinh"),
+           example=("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
+           aliases=("arcsinh",),
+           tags=("masked", "sparse")),
+    _float("acosh", ArrayFunction("arccosh"),
+           example=("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
+           aliases=("arccosh",),
+           tags=("masked",)),
+    _float("atanh", ArrayFunction("arctanh"),
+           example=("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
+           aliases=("arctanh",),
+           tags=("masked", "sparse")),
+    _float("sigmoid", Kernels.sigmoid, decomposition=sigmoid,
+           example=("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
+           tags=("masked", "nested", "foreach")),
+    _float("erf", Kernels.erf,
+           example=("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
+           tags=("masked", "nested", "foreach", "sparse")),
+    _float("erfc", Kernels.erfc,
+           example=("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
+           tags=("masked", "foreach")),
+    _float("erfinv", Kernels.erfinv, autocast=_CUDA_FLOAT32,
+           example=("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
+           tags=("masked", "sparse")),
+    _float("lgamma", Kernels.lgamma,
+           example=("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
+           tags=("masked", "foreach")),
+    _float("digamma", Kernels.digamma,
+           example=("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
+           tags=("masked",)),
+    _same("neg", ArrayFunction("negative"), decomposition=neg, refuses=_NEG,
+          example=("[1, -2]", "tensor([-1,  2])"),
+          aliases=("negative",),
+          tags=("masked", "nested", "foreach"),
+          operator="neg"),
+    _same("abs", ArrayFunction("abs"), shape=real_like, refuses={BOOL: no_kernel("abs_cpu")},
+          example=("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
+          aliases=("absolute",),
+          tags=("masked", "nested", "foreach", "sparse"),
+          operator="abs"),
+    _same("sign", Kernels.sign, decomposition=sign, refuses=_SIGN,
+          example=("[-2, 0, 3]", "tensor([-1,  0,  1])"),
+          tags=("masked", "nested", "foreach", "sparse")),
+    _same("square", Kernels.square, shape=_square_shape, decomposition=square,
+          example=("[2, -3]", "tensor([4, 9])"),
+          tags=("masked", "nested", "sparse")),
+    _same("floor", ArrayFunction("floor"), decomposition=floor, refuses=_FLOOR,
+          example=("[-1.5, 1.5]", "tensor([-2.,  1.])"),
+          tags=("masked", "nested", "foreach", "sparse")),
+    _same("ceil", ArrayFunction("ceil"), refuses=_rounding("ceil"),
+          example=("[-1.5, 1.5]", "tensor([-1.,  2.])"),
+          tags=("masked", "nested", "foreach", "sparse")),
+    _same("trunc", ArrayFunction("trunc"), decomposition=trunc, refuses=_TRUNC,
+          example=("[-1.5, 1.5]", "tensor([-1.,  1.])"),
+          aliases=("fix",),
+          tags=("masked", "nested", "foreach", "sparse")),
+    _same("frac", Kernels.frac, decomposition=frac, refuses=_FRAC,
+          example=("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
+          tags=("masked", "nested", "foreach", "sparse")),
+    _same("relu", Kernels.relu, decomposition=relu, refuses=_RELU,
+          example=("[-1.0, 2.0]", "tensor([0., 2.])"),
+          tags=("nested", "sparse")),
     # an integer result: no gradient
     _same("bitwise_not", ArrayFunction("invert"), decomposition=bitwise_not,
-          differentiable=False),
-    _test("isnan", ArrayFunction("isnan"), decomposition=isnan),
-    _test("isinf", ArrayFunction("isinf"), decomposition=isinf),
-    _test("isfinite", ArrayFunction("isfinite"), decomposition=isfinite),
-    _test("logical_not", ArrayFunction("logical_not"), decomposition=logical_not),
-    _test("signbit", Kernels.signbit),
-    _binary("add", ArrayFunction("add")),
-    _binary("sub", ArrayFunction("subtract"), decomposition=sub),
-    _binary("mul", ArrayFunction("multiply")),
+          differentiable=False,
+          example=("[0, 5]", "tensor([-1, -6])"),
+          tags=("masked", "nested"),
+          operator="invert"),
+    _test("isnan", ArrayFunction("isnan"), decomposition=isnan,
+          example=('[float("nan"), 1.0]', "tensor([ True, False])"),
+          tags=("masked", "nested", "sparse")),
+    _test("isinf", ArrayFunction("isinf"), decomposition=isinf,
+          example=('[float("inf"), 1.0]', "tensor([ True, False])"),
+          tags=("sparse",)),
+    _test("isfinite", ArrayFunction("isfinite"), decomposition=isfinite,
+          example=('[float("inf"), 1.0]', "tensor([False,  True])")),
+    _test("logical_not", ArrayFunction("logical_not"), decomposition=logical_not,
+          example=("[0, 3]", "tensor([ True, False])"),
+          inplace_example=("[0.0, 3.0]", "", "tensor([1., 0.])"),
+          tags=("nested",),
+          inplace=True),
+    _test("signbit", Kernels.signbit,
+          example=("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
+          tags=("masked", "sparse")),
+    _binary("add", ArrayFunction("add"),
+            inplace_example=("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
+            tags=("masked", "nested", "foreach"),
+            operator="add"),
+    _binary("sub", ArrayFunction("subtract"), decomposition=sub,
+            inplace_example=("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
+            tags=("masked", "nested", "foreach"),
+            operator="sub"),
+    _binary("mul", ArrayFunction("multiply"),
+            example=("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
+            tags=("masked", "nested", "foreach"),
+            operator="mul"),
     # an integer result: no gradient
     _binary("floor_divide", Kernels.floor_divide, decomposition=floor_divide,
-            differentiable=False, refuses=_FLOOR_DIVIDE),
-    _binary("remainder", Kernels.remainder, decomposition=remainder, refuses=_REMAINDER),
-    _binary("fmod", Kernels.fmod, refuses=_no_bool_or_complex("fmod_cpu")),
-    _binary("pow", Kernels.pow, autocast=_CUDA_FLOAT32),
-    _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum")),
-    _binary("minimum", ArrayFunction("minimum"), decomposition=minimum, refuses=_MINIMUM),
-    _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False),
+            differentiable=False, refuses=_FLOOR_DIVIDE,
+            example=("[7, -7]", "2", "tensor([ 3, -4])"),
+            tags=("masked",),
+            operator="floordiv"),
+    _binary("remainder", Kernels.remainder, decomposition=remainder, refuses=_REMAINDER,
+            example=("[7, -7]", "3", "tensor([1, 2])"),
+            tags=("masked",),
+            operator="mod"),
+    _binary("fmod", Kernels.fmod, refuses=_no_bool_or_complex("fmod_cpu"),
+            example=("[7, -7]", "3", "tensor([ 1, -1])"),
+            tags=("masked",)),
+    _binary("pow", Kernels.pow, autocast=_CUDA_FLOAT32,
+            other="exponent",
+            doc="``input ** exponent`` elementwise; either may be a number.",
+            examples=(("[1, 2, 3]", "2", "tensor([1, 4, 9])"),
+                      ("2", "[1.0, 0.5]", "tensor([2.0000, 1.4142])")),
+            inplace_example=("[2.0, 3.0]", "2", "tensor([4., 9.])"),
+            tags=("nested", "foreach"),
+            operator="pow"),
+    _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum"),
+            example=("[1, 5]", "[3, 2]", "tensor([3, 5])"),
+            tags=("masked", "nested", "foreach")),
+    _binary("minimum", ArrayFunction("minimum"), decomposition=minimum, refuses=_MINIMUM,
+            example=("[1, 5]", "[3, 2]", "tensor([1, 2])"),
+            tags=("masked", "nested", "foreach")),
+    _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False,
+            example=("[12, 10]", "[10, 6]", "tensor([8, 2])"),
+            tags=("masked",),
+            operator="and"),
     _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=bitwise_or,
-            differentiable=False),
-    _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False),
-    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax,
-            refuses=_no_complex_extreme("fmax")),
-    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin,
-            refuses=_no_complex_extreme("fmin")),
-    _binary_float("div", Kernels.div),
+            differentiable=False,
+            example=("[12, 10]", "[10, 6]", "tensor([14, 14])"),
+            tags=("masked",),
+            operator="or"),
+    _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False,
+            example=("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
+            tags=("masked",),
+            operator="xor"),
+    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax, refuses=_FMAX,
+            example=('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
+            tags=("masked",)),
+    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin, refuses=_FMIN,
+            example=('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
+            tags=("masked",)),
+    _binary_float("div", Kernels.div, params=", *, str? rounding_mode=None",
+                  inplace_example=("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
+                  tags=("masked", "nested", "foreach"),
+                  operator="truediv"),
     # PyTorch promotes atan2's inputs to the widest under CUDA autocast
     _binary_float("atan2", ArrayFunction("arctan2"), autocast={"cuda": "promote"},
-                  refuses=_no_complex("atan2")),
-    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot,
-                  refuses=_no_complex("hypot")),
-    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_no_complex("xlogy")),
-    _compare("eq", ArrayFunction("equal")),
-    _compare("ne", ArrayFunction("not_equal"), decomposition=ne),
-    _compare("lt", ArrayFunction("less"), refuses=_no_complex("lt")),
-    _compare("le", ArrayFunction("less_equal"), decomposition=le, refuses=_LE),
-    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_no_complex("gt")),
-    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge,
-             refuses=_no_complex("ge")),
-    _compare("logical_and", ArrayFunction("logical_and"), decomposition=logical_and),
-    _compare("logical_or", ArrayFunction("logical_or"), decomposition=logical_or),
-    _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=logical_xor),
+                  refuses=_no_complex("atan2"),
+                  example=("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
+                  aliases=("arctan2",),
+                  tags=("masked",)),
+    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot, refuses=_HYPOT,
+                  example=("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])")),
+    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_XLOGY,
+                  example=("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
+                  inplace_example=("[0.0, 2.0]", "torcia.tensor([3.0, 4.0])",
+                                   "tensor([0.0000, 2.7726])")),
+    _compare("eq", ArrayFunction("equal"),
+             example=("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])",
+                              "tensor([1., 0., 1.])"),
+             tags=("masked",),
+             operator="eq"),
+    _compare("ne", ArrayFunction("not_equal"), decomposition=ne,
+             example=("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])",
+                              "tensor([0., 1., 0.])"),
+             aliases=("not_equal",),
+             tags=("masked",),
+             operator="ne"),
+    _compare("lt", ArrayFunction("less"), refuses=_no_complex("lt"),
+             example=("[1, 2, 3]", "2", "tensor([ True, False, False])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
+             aliases=("less",),
+             tags=("masked",),
+             operator="lt"),
+    _compare("le", ArrayFunction("less_equal"), decomposition=le, refuses=_LE,
+             example=("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
+             aliases=("less_equal",),
+             tags=("masked",),
+             operator="le"),
+    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_GT,
+             example=("[1, 2, 3]", "2", "tensor([False, False,  True])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
+             aliases=("greater",),
+             tags=("masked",),
+             operator="gt"),
+    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge, refuses=_GE,
+             example=("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
+             inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
+             aliases=("greater_equal",),
+             tags=("masked",),
+             operator="ge"),
+    _compare("logical_and", ArrayFunction("logical_and"), decomposition=logical_and,
+             example=("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
+             inplace_example=("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([0, 1, 0])")),
+    _compare("logical_or", ArrayFunction("logical_or"), decomposition=logical_or,
+             example=("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
+             inplace_example=("[0, 1, 2]", "torcia.tensor([1, 0, 0])", "tensor([1, 1, 1])")),
+    _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=logical_xor,
+             example=("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
+             inplace_example=("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([1, 0, 1])")),
 )
