@@ -226,6 +226,29 @@ def test_each_device_runs_what_it_lacks_through_its_declared_fallback(devices):
     assert torcia.zeros(2).to("hdev").exp().tolist() == [1.0, 1.0]
 
 
+def test_the_random_composites_draw_the_same_numbers_on_a_device_of_primitives(devices):
+    # "ddev" has rand and randn only: uniform, normal, bernoulli and dropout's mask draw
+    # through them, from the same generator, the reference kernels' values bit for bit
+    assert {op: library.device_ops("ddev")[op] for op in ("rand", "uniform", "dropout_mask")} \
+        == {"rand": "native", "uniform": "decomposed", "dropout_mask": "decomposed"}
+    p = torcia.rand(3, 4)
+    x = torcia.ones(3, 4)
+    results = {}
+    for device in ("cpu", "ddev"):
+        torcia.manual_seed(7)
+        results[device] = [
+            torcia.empty(3, 4, device=device).uniform_(-2, 3),
+            torcia.empty(3, 4, dtype=torcia.float64, device=device).normal_(1, 2),
+            torcia.normal(1.0, 2.0, size=(5,), device=device),
+            torcia.bernoulli(p.to(device)),
+            library.dropout(x.to(device), 0.3),
+            torcia.rand(2, device=device),  # the generator is where the reference left it
+        ]
+    for want, got in zip(results["cpu"], results["ddev"]):
+        assert got.device.type == "ddev" and got.dtype == want.dtype
+        assert got.cpu().numpy().tobytes() == want.numpy().tobytes()
+
+
 def test_reference_kernels_on_a_device_call_its_own_kernels(devices):
     # the reference SiLU is written with sigmoid: on "rdev" it runs the device's, on
     # "hdev" the host's (the round trip copies the arrays to NumPy's "cpu")

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _meta, _numpy_backend, _opdef, _oprecords, _ops, amp, library, ops
+from torcia import _meta, _numpy_backend, _opdef, _oprecords, _ops, amp, backend, library, ops
 from torcia._numpy_backend import Reference
 from torcia._ops._common import ArrayFunction
 from torcia._tensor import DECOMPOSITIONS
@@ -61,6 +61,7 @@ def test_each_table_holds_what_the_declaration_says(name):
     assert _unwrapped(record.kernel) is _declared_kernel(op)
     assert record.decomposition is op.decomposition
     assert record.group == op.group and record.primitive is (op.decomposition is None)
+    assert record.random is op.random and (name in ops.RANDOM) is op.random
 
 
 @pytest.mark.parametrize("name", list(DECLARED))
@@ -126,3 +127,81 @@ def test_parse_schema():
 def test_define_refuses_an_unknown_autocast_policy():
     with pytest.raises(ValueError, match="autocast policy 'fast'"):
         _opdef.define("f(Tensor x) -> Tensor", lambda self, a: a, autocast={"cuda": "fast"})
+
+
+def test_the_random_ops_are_told_by_their_declarations():
+    # one list, made from the declarations: what the check of overriding kernels leaves out
+    # and what the conformance kit checks by what the values may be
+    from torcia.testing import conformance
+
+    assert ops.RANDOM == {"rand", "randn", "randint", "randperm", "normal", "uniform",
+                          "bernoulli", "multinomial", "dropout_mask"}
+    assert {n for n, r in library.op_records().items() if r.random} == ops.RANDOM
+    assert not ops.RANDOM & backend._checkable() and "zeros" in backend._checkable()
+    assert conformance.RANDOM == ops.RANDOM | {"empty"}
+    assert ops.CREATION == _ops.names("creation") and ops.CREATION[:3] == ("zeros", "ones",
+                                                                           "full")
+
+
+def _seeded():
+    return np.random.default_rng(1234)
+
+
+_DRAWS = [("uniform", {"low": -2.0, "high": 3.0}), ("uniform", {"low": -0.0, "high": 0.0}),
+          ("normal", {"mean": 1.0, "std": 2.0}), ("normal", {"mean": 0.0, "std": 1.0}),
+          ("dropout_mask", {"p": 0.3}), ("dropout_mask", {"p": 0.0})]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(3, 4), (), (0,)])
+def test_the_random_decompositions_draw_the_reference_kernels_numbers(dtype, shape):
+    # the same generator, the same draws, the same float64 operations, one rounding: equal
+    # bit for bit (signed zeros too), and the generator left in the same state
+    dt = getattr(torcia, dtype).to_numpy()
+    reference = Reference().table()
+    for op, params in _DRAWS:
+        want_rng, got_rng = _seeded(), _seeded()
+        want = reference[op](shape=shape, dtype=dt, rng=want_rng, **params)
+        got = DECOMPOSITIONS[op](shape=shape, dtype=dt, rng=got_rng, device="cpu", **params)
+        assert got.numpy().dtype == want.dtype and got.shape == want.shape, op
+        assert got.numpy().tobytes() == want.tobytes(), (op, params)
+        assert want_rng.random() == got_rng.random(), op
+    p = np.random.default_rng(0).random(shape).astype(dt)
+    want = reference["bernoulli"](p, rng=_seeded())
+    got = DECOMPOSITIONS["bernoulli"](torcia.from_numpy(p), rng=_seeded())
+    assert got.numpy().dtype == want.dtype and got.numpy().tobytes() == want.tobytes()
+
+
+def test_a_large_draw_decomposes_to_the_reference_kernels_blocks():
+    # the float32 kernel draws in blocks of 2**20; the decomposition in one float64 draw
+    shape, dt = ((1 << 20) + 7,), np.dtype(np.float32)
+    want = Reference().table()["uniform"](shape=shape, low=-1.0, high=1.0, dtype=dt,
+                                           rng=_seeded())
+    got = DECOMPOSITIONS["uniform"](shape=shape, low=-1.0, high=1.0, dtype=dt, rng=_seeded(),
+                                    device="cpu")
+    assert got.numpy().tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.uint8, np.float16])
+@pytest.mark.parametrize("shapes", [((7,), (5,)), ((7,), ()), ((7,), (2, 3)), ((3, 6), (3, 4)),
+                                    ((2, 3, 5), (2, 3, 4)), ((0,), (3,)), ((4,), (0,))])
+def test_the_searchsorted_decomposition_is_the_reference_kernel_on_sorted_sequences(dtype,
+                                                                                   shapes):
+    # NaN sorts last, as NumPy's (and -0.0 equals 0.0)
+    rng = np.random.default_rng(0)
+    reference, decomposition = Reference().table()["searchsorted"], DECOMPOSITIONS[
+        "searchsorted"]
+    for trial in range(6):
+        seq = rng.integers(-4, 5, shapes[0]).astype(np.float64)
+        values = rng.integers(-5, 6, shapes[1]).astype(np.float64)
+        if trial % 2 and np.dtype(dtype).kind == "f":
+            seq.reshape(-1)[: min(seq.size, 1)] = np.nan
+            values.reshape(-1)[: min(values.size, 2)] = (np.nan, -0.0)[:min(values.size, 2)]
+        seq, values = np.sort(seq.astype(dtype), -1), values.astype(dtype)
+        for right in (False, True):
+            for out_int32 in (False, True):
+                want = reference(seq, values, right=right, out_int32=out_int32)
+                got = decomposition(torcia.from_numpy(seq), torcia.from_numpy(values),
+                                    right=right, out_int32=out_int32).numpy()
+                assert got.dtype == want.dtype and got.shape == want.shape
+                np.testing.assert_array_equal(got, want)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import _storage, _tensor
+from torcia import _opdef, _storage, _tensor
 from torcia._dlpack import from_dlpack  # noqa: F401 - torcia.from_dlpack's home
 from torcia._tensor import DECOMPOSITIONS, FACTORIES, Tensor, call, canonical_device
 from torcia.backend import CPU
@@ -574,7 +574,16 @@ def draw(op, dev, inputs, params) -> Tensor:
     Not differentiable: autograd does not record it. Without a mode it is the kernel call
     it always was, on the same generator, so a seed gives the same numbers."""
     kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
-    kernel = kernels[op]
+    try:
+        kernel = kernels[op]
+    except (KeyError, NotImplementedError):  # a KernelTable raises the latter
+        decomposition = DECOMPOSITIONS.get(op)
+        if decomposition is None:
+            raise
+        # a composite the device lacks (uniform...): the draws it is made of, each through
+        # here; an op without a tensor input is told the device
+        return decomposition(*inputs, **params) if inputs else decomposition(device=dev,
+                                                                             **params)
     if not _tensor._modes_on or not _tensor.MODES.modes:
         if inputs:
             return Tensor._make(kernel(*[x._data for x in inputs], **params), dev)
@@ -587,6 +596,28 @@ def draw(op, dev, inputs, params) -> Tensor:
     for mode in modes:
         mode.on_result(op, inputs, params, result)
     return result
+
+
+def _draw_on(op, device, params) -> Tensor:
+    """:func:`draw` of an op without tensor inputs on ``device`` (a device or its name,
+    its index implied)."""
+    return draw(op, canonical_device(device), (), params)
+
+
+def drawing(dev, op):
+    """The kernel of random op ``op`` without a tensor input on device ``dev``, called
+    outside the dispatch modes (``Tensor.uniform_``...); on a device without one, a
+    function of the same arguments that draws through the op's decomposition there and
+    returns the array."""
+    kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
+    kernel = kernels.get(op)
+    if kernel is not None or op not in DECOMPOSITIONS:
+        return kernels[op]  # the device's own, or its error for a missing primitive
+
+    def run(*args, **params):
+        return DECOMPOSITIONS[op](*args, device=dev, **params)._data
+
+    return run
 
 
 def _draw_new(op, dtype, device, requires_grad=False, **params) -> Tensor:
@@ -714,3 +745,5 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
 
 # Tensor's methods make tensors with these (Tensor sits below this module)
 FACTORIES.tensor, FACTORIES.empty, FACTORIES.rebuild = tensor, empty, _rebuild
+# the random ops' decompositions draw with it (torcia._ops sits below this module)
+_opdef.DRAW = _draw_on

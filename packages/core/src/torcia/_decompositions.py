@@ -296,51 +296,6 @@ def clamp(a, lo, hi):
     return a
 
 
-# ----- creation: given the NumPy dtype a kernel is given, and the device ------------------
-
-
-def zeros(shape, dtype, device=None):
-    return C.full(shape, 0, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
-
-
-def empty(shape, dtype, device=None):
-    return zeros(shape, dtype, device)  # any values will do
-
-
-def ones(shape, dtype, device=None):
-    return C.full(shape, 1, dtype=D.FROM_NUMPY[np.dtype(dtype)], device=device)
-
-
-def eye(n, m, dtype, device=None):
-    diagonal = C.arange(n, device=device).unsqueeze(1) == C.arange(m, device=device)
-    return diagonal.to(D.FROM_NUMPY[np.dtype(dtype)])
-
-
-def _linspace(start, end, steps, device):
-    """NumPy's linspace in float64, step for step (the reference kernel's)."""
-    y = C.arange(steps, dtype=D.float64, device=device)
-    delta, div = float(end) - float(start), steps - 1
-    if div > 0:
-        step = delta / div
-        # NumPy divides first where the step underflows to 0
-        y = y / div * delta if step == 0 else y * step
-    else:
-        y = y * delta
-    y = y + start
-    if steps > 1:
-        y = _oplib.where(C.arange(steps, device=device) == steps - 1,
-                         C.full((), end, dtype=D.float64, device=device), y)
-    return y
-
-
-def linspace(start, end, steps, dtype, device=None):
-    return _linspace(start, end, steps, device).to(D.FROM_NUMPY[np.dtype(dtype)])
-
-
-def logspace(start, end, steps, base, dtype, device=None):
-    exponents = _linspace(start, end, steps, device)
-    return (C.full((), base, dtype=D.float64, device=device) ** exponents).to(
-        D.FROM_NUMPY[np.dtype(dtype)])
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------
@@ -483,6 +438,24 @@ def embedding_backward(g, indices, num_weights, padding_idx):
 
 
 # ----- repeating and counting ---------------------------------------------------------------
+
+
+def searchsorted(seq, values, right=False, out_int32=False):
+    _refuse("searchsorted", seq)
+    # exact for a sorted sequence: the insertion point is the number of its elements before
+    # the value (left) or not after it (right), in NumPy's order, which puts NaN last
+    s = seq if seq.ndim == 1 else seq.unsqueeze(-2)  # (..., 1, n) against (..., m, 1)
+    v = values.unsqueeze(-1)
+    if right:
+        before = v < s
+        if s.is_floating_point():
+            before = before.bitwise_or((s != s).bitwise_and(v == v))
+        before = before.logical_not()
+    else:
+        before = s < v
+        if s.is_floating_point():
+            before = before.bitwise_or((v != v).bitwise_and(s == s))
+    return before.sum(-1).to(D.int32 if out_int32 else D.int64)
 
 
 def bincount(a, weights=None, minlength=0):
@@ -851,8 +824,7 @@ DECOMPOSITIONS.update({
         linalg_eigvals, max_dim, kthvalue, topk, median_dim, embedding_backward, bincount,
         angle, logcumsumexp, cumprod, cummax, cummin, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det,
-        linalg_slogdet, linalg_inv, linalg_lu_permutation, amin, clamp, zeros, ones, eye,
-        linspace, logspace, empty,)},
+        linalg_slogdet, linalg_inv, linalg_lu_permutation, amin, clamp, searchsorted,)},
     "all": all_true, "any": any_true,
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -109,17 +109,6 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-def created(*names):
-    """A creation op's shape function; ``names`` are its kernel's positional arguments,
-    among them ``shape`` and ``dtype`` (passed by position or by name)."""
-    def shape_fn(*args, **params):
-        bound = dict(zip(names, args), **params)
-        return tuple(bound["shape"]), np.dtype(bound["dtype"])
-
-    shape_fn.__name__ = "created"
-    return shape_fn
-
-
 def _real(dtype) -> np.dtype:
     return np.empty(0, dtype).real.dtype
 
@@ -238,20 +227,6 @@ def eigh(a, **params):
     return (a.shape[:-1], _real(a.dtype)), (a.shape, a.dtype)
 
 
-def eye(n, m, dtype, **params):
-    return (n, n if m is None else m), np.dtype(dtype)
-
-
-def linspace(start, end, steps, dtype, **params):
-    return (steps,), np.dtype(dtype)
-
-
-def logspace(start, end, steps, base, dtype, **params):
-    return (steps,), np.dtype(dtype)
-
-
-def arange(start, end, step, dtype, **params):
-    return (max(0, math.ceil((end - start) / step)),), np.dtype(dtype)
 
 
 def pool_backward(g, *rest, input_shape, **params):
@@ -457,22 +432,6 @@ def histc(x, bins=100, min=0.0, max=0.0, **params):
     return (bins,), x.dtype
 
 
-def randperm(n, dtype, rng=None, **params):
-    return (n,), np.dtype(dtype)
-
-
-def bernoulli(p, rng=None, **params):
-    return p.shape, p.dtype
-
-
-def dropout_mask(shape, p, dtype, rng=None, **params):
-    return tuple(shape), np.dtype(dtype)
-
-
-def multinomial(w, num_samples, replacement=False, rng=None, **params):
-    return w.shape[:-1] + (num_samples,), np.dtype(np.int64)
-
-
 def _complex(dtype) -> np.dtype:
     return np.result_type(dtype, np.complex64)
 
@@ -611,7 +570,7 @@ SHAPES.update({
     "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
     "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
-    "linalg_eigh": eigh, "eye": eye, "linspace": linspace, "logspace": logspace, "arange": arange,
+    "linalg_eigh": eigh,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
@@ -625,8 +584,7 @@ SHAPES.update({
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
-    "histc": histc, "randperm": randperm, "bernoulli": bernoulli, "dropout_mask": dropout_mask,
-    "multinomial": multinomial, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
+    "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
     "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
@@ -637,10 +595,6 @@ SHAPES.update({
 })
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
-for _name, _args in (("zeros", ()), ("ones", ()), ("empty", ()), ("full", ("fill_value",)),
-                     ("rand", ()), ("randn", ()), ("uniform", ("low", "high")),
-                     ("normal", ("mean", "std")), ("randint", ("low", "high"))):
-    SHAPES[_name] = created("shape", *_args, "dtype", "rng")
 SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})

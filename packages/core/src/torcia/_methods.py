@@ -431,14 +431,14 @@ def copy_(self, src, non_blocking=False):
 def uniform_(self, a=0.0, b=1.0, *, generator=None, **kw):
     """Fill in place with samples uniform on [a, b) (``from``/``to`` accepted too)."""
     a, b = kw.get("from", a), kw.get("to", b)
-    kernel = self._device.backend.kernels["uniform"]
+    kernel = C.drawing(self._device, "uniform")
     dtype, rng = self.dtype.to_numpy(), rng_of(generator)
     return _fill_drawn(self, lambda shape: kernel(shape, float(a), float(b), dtype, rng))
 
 
 def normal_(self, mean=0.0, std=1.0, *, generator=None):
     """Fill in place with normal samples."""
-    kernel = self._device.backend.kernels["normal"]
+    kernel = C.drawing(self._device, "normal")
     dtype, rng = self.dtype.to_numpy(), rng_of(generator)
     return _fill_drawn(self, lambda shape: kernel(shape, float(mean), float(std), dtype, rng))
 

@@ -26,9 +26,6 @@ from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
-# samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
-_DRAW_BLOCK = 1 << 20
-
 
 def _half(dt) -> bool:
     """Whether ``dt`` is float16 or bfloat16, which compute in float32 (PyTorch's
@@ -410,87 +407,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
         if beta == 0:
             return prod
         return prod + (c if beta == 1 else beta * c)
-
-    # ----- creation -----------------------------------------------------------------
-    def zeros(self, shape, dtype):
-        return self.xp.zeros(shape, dtype=dtype)
-
-    def ones(self, shape, dtype):
-        return self.xp.ones(shape, dtype=dtype)
-
-    def empty(self, shape, dtype):
-        return self.xp.empty(shape, dtype=dtype)
-
-    def full(self, shape, fill_value, dtype):
-        return self.xp.full(shape, fill_value, dtype=dtype)
-
-    def arange(self, start, end, step, dtype):
-        if np.dtype(dtype).kind in "iu":
-            n = max(0, math.ceil((end - start) / step))
-            return (self.xp.arange(n, dtype=np.int64) * step + start).astype(dtype)
-        return self.xp.arange(start, end, step, dtype=np.float64).astype(dtype)
-
-    def linspace(self, start, end, steps, dtype):
-        return self.xp.linspace(start, end, steps, dtype=np.float64).astype(dtype)
-
-    def logspace(self, start, end, steps, base, dtype):
-        return self.xp.logspace(start, end, steps, base=base, dtype=np.float64).astype(dtype)
-
-    def eye(self, n, m, dtype):
-        return self.xp.eye(n, m, dtype=dtype)
-
-    def _host(self, arr):
-        return self.xp.asarray(arr)
-
-    def _drawn(self, shape, dtype, draw):
-        """``draw(n)``'s float64 samples as an array of ``shape`` in ``dtype``, drawn in
-        blocks: a float32 tensor never has a float64 copy of its whole size beside it (a
-        GPT-2-sized model's initialisation peaked at twice its size in such copies). The
-        values are those of one call, as NumPy's Generator draws element by element."""
-        n = math.prod(shape)
-        if n <= _DRAW_BLOCK or dtype == np.float64:
-            return self._host(draw(shape).astype(dtype, copy=False))
-        out = np.empty(n, dtype)
-        for start in range(0, n, _DRAW_BLOCK):
-            out[start:start + _DRAW_BLOCK] = draw(min(_DRAW_BLOCK, n - start))
-        return self._host(out.reshape(shape))
-
-    def rand(self, shape, dtype, rng):
-        return self._drawn(shape, dtype, lambda n: rng.random(n, dtype=np.float64))
-
-    def uniform(self, shape, low, high, dtype, rng):
-        return self._drawn(shape, dtype, lambda n: rng.uniform(low, high, n))
-
-    def randn(self, shape, dtype, rng):
-        return self._drawn(shape, dtype, rng.standard_normal)
-
-    def normal(self, shape, mean, std, dtype, rng):
-        return self._drawn(shape, dtype, lambda n: rng.normal(mean, std, n))
-
-    def randint(self, shape, low, high, dtype, rng):
-        return self._host(rng.integers(low, high, shape, dtype=np.int64).astype(dtype))
-
-    def randperm(self, n, dtype, rng):
-        return self._host(rng.permutation(n).astype(dtype))
-
-    def bernoulli(self, p, rng):
-        host = np.asarray(p) if self.xp is np else self.xp.asnumpy(p)
-        draw = rng.random(host.shape) < host
-        return self._host(draw.astype(host.dtype))
-
-    def dropout_mask(self, shape, p, dtype, rng):
-        """Inverted-dropout multiplier: 0 with probability p, 1/(1-p) elsewhere."""
-        keep = rng.random(shape) >= p
-        return self._host((keep / (1.0 - p)).astype(dtype))
-
-    def multinomial(self, w, num_samples, replacement, rng):
-        host = np.asarray(w, dtype=np.float64) if self.xp is np else self.xp.asnumpy(w)
-        rows = host.reshape(-1, host.shape[-1])
-        out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
-        for i, row in enumerate(rows):
-            out[i] = rng.choice(row.shape[0], size=num_samples, replace=replacement,
-                                p=row / row.sum())
-        return self._host(out.reshape(host.shape[:-1] + (num_samples,)))
 
 
 def _blas_ready(xp, x):

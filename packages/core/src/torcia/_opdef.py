@@ -20,6 +20,10 @@ PUBLIC: types.ModuleType | None = None
 #: reach them here, the family modules of :mod:`torcia._ops` being below the Tensor class.
 CALL: Callable | None = None
 RAN: Callable | None = None
+#: ``draw(op, device, params)`` -> Tensor, torcia._creation's run of an op without tensor
+#: inputs on a device through the dispatch modes (vmap batches it, a tracer records it),
+#: set by that module as it loads: the random ops' decompositions draw with it
+DRAW: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,6 +59,9 @@ class OpDef:
         ``decomposition(*inputs, **params)`` on tensors, for composites.
     differentiable : bool
         Whether its float outputs carry gradients.
+    random : bool
+        Whether it draws from a random generator (its kernel's ``rng``): not pure, so
+        running it again gives other values; a compiler must neither fold nor merge it.
     doc : str
         What the op computes.
     """
@@ -70,6 +77,7 @@ class OpDef:
     primitive: bool = True
     decomposition: Callable | None = None
     differentiable: bool = True
+    random: bool = False
     doc: str = ""
 
 
@@ -135,6 +143,9 @@ class Declaration:
         The Python operator that runs it, as its special method is named without the
         underscores (``"add"`` for ``+``, ``"truediv"`` for div, ``"invert"`` for ``~``);
         "" where none does.
+    random : bool
+        Whether its kernel draws from the random generator it is given (``rng``): the op
+        is not pure (:attr:`OpDef.random`, :data:`torcia.ops.RANDOM`).
     """
 
     name: str
@@ -156,6 +167,7 @@ class Declaration:
     aliases: tuple = ()
     tags: frozenset = frozenset()
     operator: str = ""
+    random: bool = False
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -221,7 +233,8 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
            group: str = "plugin", refuses: dict | None = None, doc: str = "",
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
-           aliases: tuple = (), tags: tuple = (), operator: str = "") -> Declaration:
+           aliases: tuple = (), tags: tuple = (), operator: str = "",
+           random: bool = False) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -244,4 +257,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        group=group, refuses=dict(refuses or {}), doc=doc,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
-                       tags=frozenset(tags), operator=operator)
+                       tags=frozenset(tags), operator=operator, random=random)

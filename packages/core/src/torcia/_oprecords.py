@@ -149,7 +149,8 @@ def _build_builtin() -> dict[str, OpDef]:
                 shape=_meta.SHAPES.get(name),
                 primitive=name not in DECOMPOSITIONS,
                 decomposition=DECOMPOSITIONS.get(name),
-                backward=backward, jvp=jvp, differentiable=differentiable, doc=doc,
+                backward=backward, jvp=jvp, differentiable=differentiable,
+                random=declared is not None and declared.random, doc=doc,
             )
     return records
 

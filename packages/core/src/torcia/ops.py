@@ -5,8 +5,9 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the
-activations, the views and movement) are read from their declarations, in order; the
-others are listed here.
+activations, the views and movement, the special functions, the Fourier transforms, the
+creation and random ops) are read from their declarations, in order; the others are
+listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -97,7 +98,8 @@ LINALG = (
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
-    # the activations come first, declared in torcia._ops.nn_activation; the softmax
+    # the activations come first, declared in torcia._ops.nn_activation, then
+    # dropout_mask, declared in torcia._ops.random; the softmax
     # backward ops are fused first derivatives only (higher orders go through
     # differentiable ops, so they have no derivative row)
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
@@ -112,7 +114,6 @@ NN = _ops.names("nn") + (
     "rms_norm", "rms_norm_backward", "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
-    "dropout_mask",
     # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
     # layer, and their fused first derivatives (higher orders go through differentiable
     # ops, so the *_backward ops have no row)
@@ -129,11 +130,9 @@ NN = _ops.names("nn") + (
 # transpose=True; differentiable in values and dense (torcia.sparse's products use it)
 SPARSE = ("sparse_mm",)
 
-# --- creation and randomness (no inputs, not differentiable) ------------------------------
-CREATION = (
-    "zeros", "ones", "full", "empty", "arange", "linspace", "logspace", "eye",
-    "rand", "randn", "randint", "randperm", "normal", "bernoulli", "multinomial", "uniform",
-)
+# --- creation and randomness (no tensor inputs but bernoulli's and multinomial's
+# probabilities, not differentiable), declared in torcia._ops.creation and torcia._ops.random
+CREATION = _ops.names("creation")
 
 ALL = (
     UNARY_FLOAT + UNARY_SAME + UNARY_BOOL + BINARY + BINARY_FLOAT + COMPARE
@@ -155,9 +154,11 @@ FLOATING_INPUTS = frozenset(
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    CREATION
-    + tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
+    tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
     + ("argmax", "argmin", "all", "any", "count_nonzero",
-       "nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
-       "linalg_lu_permutation")
+       "nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
 )
+
+#: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``
+#: in :mod:`torcia._ops.random`: running one again gives other values.
+RANDOM = frozenset(name for name, op in _ops.DECLARED.items() if op.random)

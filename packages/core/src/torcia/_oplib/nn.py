@@ -111,10 +111,8 @@ def _check_p(p):
 def _dropout_mask(input, shape, p):
     dev = input._device
     if not _tensor._modes_on:  # the no-mode path: draw's, without its call
-        kernels = dev.kernels if dev.kernels is not None else dev.backend.kernels
-        return Tensor._make(kernels["dropout_mask"](shape=tuple(shape), p=float(p),
-                                                    dtype=input._data.dtype,
-                                                    rng=rng_of(None)), dev)
+        return Tensor._make(C.drawing(dev, "dropout_mask")(
+            shape=tuple(shape), p=float(p), dtype=input._data.dtype, rng=rng_of(None)), dev)
     # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
     return draw("dropout_mask", dev, (), {"shape": tuple(shape), "p": float(p),
                                           "dtype": input._data.dtype, "rng": rng_of(None)})

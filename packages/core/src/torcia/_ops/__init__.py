@@ -2,7 +2,8 @@
 
 A family module calls :func:`torcia._opdef.define` for each of its ops with everything
 core needs of it: the schema, the reference kernel, the meta shape, the decomposition,
-the autocast policy, whether it takes floating inputs only and the dtypes it refuses.
+the autocast policy, whether it takes floating inputs only, the dtypes it refuses and
+whether it draws random numbers.
 The tables the rest of torcia reads by op name are filled from these declarations where
 they are built:
 
@@ -29,13 +30,18 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
 ``views``           the views and movement (``view``, ``permute``, ``expand``,
                     ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
+``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
+                    ``eye``...)
+``random``          the ops that draw from a random generator (``rand``, ``normal``,
+                    ``bernoulli``, ``dropout_mask``...), declared ``random=True``
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation, special, spectral, views
+from torcia._ops import creation, elementwise, nn_activation, random, special, spectral, views
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation, views, special, spectral)
+DECLARED = {d.name: d for family in (elementwise, nn_activation, views, special, spectral,
+                                     creation, random)
             for d in family.DECLARED}
 
 

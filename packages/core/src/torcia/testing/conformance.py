@@ -68,9 +68,9 @@ _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 #: What ``torcia.library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
 
-#: Creation ops whose values are drawn at random: checked by what the values must be.
-RANDOM = frozenset({"rand", "randn", "randint", "randperm", "normal", "uniform", "bernoulli",
-                    "multinomial", "empty", "dropout_mask"})
+#: Ops whose values their arguments do not determine, checked by what the values may be:
+#: the random ops (their records say ``random``) and ``empty``.
+RANDOM = ops.RANDOM | {"empty"}
 
 
 @dataclasses.dataclass
@@ -150,6 +150,11 @@ def _rng():
 #: Groups whose ops take vectors or batches of matrices as well as (3, 4) matrices.
 _PRODUCTS = ("linalg",)
 
+#: Ops whose first input is a sequence sorted along its last dim, the others values with
+#: the same leading dims: on another sequence the result is undefined (PyTorch's
+#: ``searchsorted``), so their generated samples sort it and do not broadcast.
+_SORTED_FIRST = ("searchsorted",)
+
 
 def _generated(records) -> list[Sample]:
     """Samples for the ops whose inputs are plain tensors and whose parameters all have
@@ -182,6 +187,9 @@ def _generated(records) -> list[Sample]:
                                    rng.uniform(-1, 1, (2, 4, 3)).astype(np.float32)]
             variants["batch broadcast"] = [rng.uniform(-1, 1, (2, 3, 4)).astype(np.float32),
                                            rng.uniform(-1, 1, (4, 5)).astype(np.float32)]
+        if name in _SORTED_FIRST:
+            variants = {k: [np.sort(v[0], -1), *v[1:]] for k, v in variants.items()
+                        if k != "broadcast"}
         for variant, args in variants.items():
             out.append(Sample(name, variant, tuple(args), {}))
         # ops along a dimension (scans, reductions, flips): the last one, then the first,
@@ -508,13 +516,14 @@ def execute(sample, device, requires_grad=False) -> Ran:
     transposed = sample.variant == "noncontiguous"
     inputs = tuple(_to_device(a, device, requires_grad, transposed) for a in sample.args)
     with _quiet():
-        creation = _oprecords.op_records()[sample.op].group == "creation"
+        record = _oprecords.op_records()[sample.op]
+        creation = record.group == "creation" or record.random
         if creation or not any(isinstance(a, np.ndarray) for a in sample.args):
             dev = torcia.device(device)
             kernels = _backend.get_backend(dev.type).kernels
             decomposition = _tensor.DECOMPOSITIONS.get(sample.op) if creation else None
             if decomposition is not None and sample.op not in kernels:
-                # a composite (zeros...) the device lacks: its decomposition on the device
+                # a composite (zeros, uniform...) the device lacks: its decomposition there
                 return Ran(inputs, decomposition(*inputs, device=dev, **_copy(sample.params)))
             kernel = kernels[sample.op]
             arrays = [t._data if isinstance(t, torcia.Tensor) else t for t in inputs]
@@ -705,7 +714,10 @@ class Report:
             op = item.callspec.params.get("op") if hasattr(item, "callspec") else None
             if op is None:
                 return (2, 0, 0, "")
-            first = "creation" if records[op].group == "creation" else self.ops.get(op)
+            first = self.ops.get(op)
+            if records[op].group == "creation" and first != "decomposed":
+                # a composite one (uniform...) runs primitives: it comes after them
+                first = "creation"
             # views first: the checks make their non-contiguous inputs with transpose
             return (0 if item.originalname == "test_values" else 1, rank.get(first, 4),
                     op not in ops.VIEW, op)

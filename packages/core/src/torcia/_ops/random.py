@@ -1,0 +1,181 @@
+"""The random ops, each declared once: schema, reference kernel, meta shape, decomposition,
+and ``random=True``: the kernel draws from the NumPy generator it is given (``rng``), so
+the op is not pure and running it again draws other numbers. What must know reads the
+record's :attr:`~torcia.library.OpDef.random` (or :data:`torcia.ops.RANDOM`), not a list
+of names: the check of a plugin's overriding kernels, which runs the kernel below it once
+more, leaves them out, and the conformance kit checks their values by what they may be.
+
+The primitives draw: ``rand`` (NumPy's ``Generator.random``), ``randn``
+(``standard_normal``), ``randint``, ``randperm``, ``multinomial``. The others are
+composites whose decompositions draw the same numbers from the same generator, step for
+step: NumPy computes ``uniform`` as ``low + (high - low) * random()`` in float64 and
+``normal`` as ``mean + std * standard_normal()``, ``bernoulli`` and ``dropout_mask``
+compare ``random()``'s float64 draws, and each rounds to the dtype once; their
+decompositions compute the same float64 operations on ``rand``'s and ``randn``'s float64
+draws, so a device with the primitives only gives the reference's values bit for bit.
+
+Their public functions are in :mod:`torcia._creation` (``dropout_mask``'s in
+:mod:`torcia._oplib.nn`), which run them through :func:`torcia._creation.draw`.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from torcia import _dtype as D
+from torcia import _opdef
+from torcia._opdef import define
+from torcia._ops.creation import created
+
+# samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
+_DRAW_BLOCK = 1 << 20
+
+# ----- reference kernels -----------------------------------------------------------------
+
+
+def _drawn(xp, shape, dtype, draw):
+    """``draw(n)``'s float64 samples as an array of ``shape`` in ``dtype``, drawn in
+    blocks: a float32 tensor never has a float64 copy of its whole size beside it (a
+    GPT-2-sized model's initialisation peaked at twice its size in such copies). The
+    values are those of one call, as NumPy's Generator draws element by element."""
+    n = math.prod(shape)
+    if n <= _DRAW_BLOCK or dtype == np.float64:
+        return xp.asarray(draw(shape).astype(dtype, copy=False))
+    out = np.empty(n, dtype)
+    for start in range(0, n, _DRAW_BLOCK):
+        out[start:start + _DRAW_BLOCK] = draw(min(_DRAW_BLOCK, n - start))
+    return xp.asarray(out.reshape(shape))
+
+
+def _on_host(xp, a):
+    return np.asarray(a) if xp is np else xp.asnumpy(a)
+
+
+class Kernels:
+    """The reference kernels: the generator ``rng`` draws on the host, the result is
+    copied to the array module's memory (``self.xp``, NumPy or CuPy)."""
+
+    def rand(self, shape, dtype, rng):
+        return _drawn(self.xp, shape, dtype, lambda n: rng.random(n, dtype=np.float64))
+
+    def uniform(self, shape, low, high, dtype, rng):
+        return _drawn(self.xp, shape, dtype, lambda n: rng.uniform(low, high, n))
+
+    def randn(self, shape, dtype, rng):
+        return _drawn(self.xp, shape, dtype, rng.standard_normal)
+
+    def normal(self, shape, mean, std, dtype, rng):
+        return _drawn(self.xp, shape, dtype, lambda n: rng.normal(mean, std, n))
+
+    def randint(self, shape, low, high, dtype, rng):
+        return self.xp.asarray(rng.integers(low, high, shape, dtype=np.int64).astype(dtype))
+
+    def randperm(self, n, dtype, rng):
+        return self.xp.asarray(rng.permutation(n).astype(dtype))
+
+    def bernoulli(self, p, rng):
+        host = _on_host(self.xp, p)
+        draw = rng.random(host.shape) < host
+        return self.xp.asarray(draw.astype(host.dtype))
+
+    def dropout_mask(self, shape, p, dtype, rng):
+        """Inverted-dropout multiplier: 0 with probability p, 1/(1-p) elsewhere."""
+        keep = rng.random(shape) >= p
+        return self.xp.asarray((keep / (1.0 - p)).astype(dtype))
+
+    def multinomial(self, w, num_samples, replacement, rng):
+        host = np.asarray(w, dtype=np.float64) if self.xp is np else self.xp.asnumpy(w)
+        rows = host.reshape(-1, host.shape[-1])
+        out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
+        for i, row in enumerate(rows):
+            out[i] = rng.choice(row.shape[0], size=num_samples, replace=replacement,
+                                p=row / row.sum())
+        return self.xp.asarray(out.reshape(host.shape[:-1] + (num_samples,)))
+
+
+# ----- meta shapes -----------------------------------------------------------------------
+
+
+def _normal_shape(shape, mean, std, dtype, rng=None, **params):
+    return tuple(shape), np.dtype(dtype)
+
+
+def _randperm_shape(n, dtype, rng=None, **params):
+    return (n,), np.dtype(dtype)
+
+
+def _bernoulli_shape(p, rng=None, **params):
+    return p.shape, p.dtype
+
+
+def _dropout_mask_shape(shape, p, dtype, rng=None, **params):
+    return tuple(shape), np.dtype(dtype)
+
+
+def _multinomial_shape(w, num_samples, replacement=False, rng=None, **params):
+    return w.shape[:-1] + (num_samples,), np.dtype(np.int64)
+
+
+# ----- decompositions: the same draws of the same generator (see the module's doc) -------
+
+_FLOAT64 = np.dtype(np.float64)
+
+
+def _draws(op, shape, rng, device):
+    """``op``'s (``rand``'s or ``randn``'s) float64 draws of ``shape`` on ``device``."""
+    return _opdef.DRAW(op, device, {"shape": tuple(shape), "dtype": _FLOAT64, "rng": rng})
+
+
+def uniform(shape, low, high, dtype, rng, device=None):
+    return (_draws("rand", shape, rng, device) * (high - low) + low).to(
+        D.FROM_NUMPY[np.dtype(dtype)])
+
+
+def normal(shape, mean, std, dtype, rng, device=None):
+    return (_draws("randn", shape, rng, device) * std + mean).to(D.FROM_NUMPY[np.dtype(dtype)])
+
+
+def bernoulli(p, rng, device=None):
+    return (_draws("rand", p.shape, rng, p.device) < p).to(p.dtype)
+
+
+def dropout_mask(shape, p, dtype, rng, device=None):
+    keep = _draws("rand", shape, rng, device) >= p
+    return (keep.to(D.float64) / (1.0 - p)).to(D.FROM_NUMPY[np.dtype(dtype)])
+
+
+# ----- the declarations ------------------------------------------------------------------
+
+
+def _random(schema, kernel, shape, group="creation", **fields):
+    """A random op: it draws from its ``rng``, and carries no gradient."""
+    return define(schema, kernel, shape=shape, differentiable=False, random=True, group=group,
+                  **fields)
+
+
+#: in the order of :data:`torcia.ops.CREATION` after :mod:`torcia._ops.creation`'s ops;
+#: ``dropout_mask`` is one of :data:`torcia.ops.NN`
+DECLARED = (
+    _random("rand(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.rand,
+            created("shape", "dtype", "rng")),
+    _random("randn(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.randn,
+            created("shape", "dtype", "rng")),
+    _random("randint(int[] shape, int low, int high, ScalarType dtype, Generator rng) -> Tensor",
+            Kernels.randint, created("shape", "low", "high", "dtype", "rng")),
+    _random("randperm(int n, ScalarType dtype, Generator rng) -> Tensor", Kernels.randperm,
+            _randperm_shape),
+    _random("normal(int[] shape, float mean, float std, ScalarType dtype, Generator rng) -> "
+            "Tensor", Kernels.normal, _normal_shape,
+            decomposition=normal),
+    _random("bernoulli(Tensor p, Generator rng) -> Tensor", Kernels.bernoulli,
+            _bernoulli_shape, decomposition=bernoulli),
+    _random("multinomial(Tensor w, int num_samples, bool replacement, Generator rng) -> Tensor",
+            Kernels.multinomial, _multinomial_shape),
+    _random("uniform(int[] shape, float low, float high, ScalarType dtype, Generator rng) -> "
+            "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng"),
+            decomposition=uniform),
+    _random("dropout_mask(int[] shape, float p, ScalarType dtype, Generator rng) -> Tensor",
+            Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask),
+)
