@@ -104,6 +104,7 @@ def _load_overrides():
 
 _tensor_module.OVERRIDES.load = _load_overrides
 _opdef.PUBLIC = sys.modules[__name__]  # the public functions that document the op records
+_opdef.DISPATCH = _tensor_module.call  # how the declared decompositions run an op itself
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,

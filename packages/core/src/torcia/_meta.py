@@ -24,10 +24,19 @@ from collections.abc import Callable
 import numpy as np
 
 from torcia import ops
-from torcia._dtype import np_floating
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import broadcast, first_shape, grad_like, real_like
+from torcia._ops._common import (
+    broadcast,
+    first_shape,
+    grad_like,
+    real_like,
+    scan_with_indices,
+    values_and_indices,
+)
+from torcia._ops._common import float_dtype as _float
+from torcia._ops._common import real_dtype as _real
+from torcia._ops._common import reduced as _reduced
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -120,16 +129,6 @@ def created(*names):
     return shape_fn
 
 
-def _float(dtype) -> np.dtype:
-    """NumPy's result dtype of a float function of ``dtype``: integers give float64
-    (bfloat16, of NumPy's kind "V", stays)."""
-    return dtype if dtype.kind == "c" or np_floating(dtype) else np.dtype(np.float64)
-
-
-def _real(dtype) -> np.dtype:
-    return np.empty(0, dtype).real.dtype
-
-
 def float_shape(x, *rest, **params):
     """One input, a float result of its shape: the special functions."""
     return x.shape, _float(x.dtype)
@@ -139,53 +138,6 @@ def float_broadcast(*xs, **params):
     """Several inputs broadcast together, a float result: ``zeta``, the polynomials..."""
     return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _float(
         np.result_type(*(x.dtype if isinstance(x, Meta) else x for x in xs if x is not None)))
-
-
-def _reduced(shape, dim, keepdim) -> tuple:
-    """``shape`` reduced over ``dim`` (None: all dims; an int or a sequence)."""
-    if dim is None:
-        return (1,) * len(shape) if keepdim else ()
-    dims = {d % len(shape) for d in ((dim,) if isinstance(dim, int) else dim)} \
-        if shape else set()
-    return tuple(1 if i in dims else n for i, n in enumerate(shape) if keepdim or i not in dims)
-
-
-def reduction(kind):
-    """A reduction's shape function; ``kind`` picks its dtype: "acc" (``dtype`` or the
-    input's), "float" (NumPy's float result), "real" (a norm), "bool", "index" (int64)."""
-    def shape_fn(x, dim=None, keepdim=False, dtype=None, **params):
-        d = x.dtype
-        if kind == "acc":
-            d = np.dtype(dtype) if dtype is not None else (
-                np.dtype(np.int64) if d.kind in "biu" else d)
-        elif kind == "float":
-            d = np.dtype(dtype) if dtype is not None else _float(d)
-        elif kind == "real":
-            d = _real(_float(d))
-        elif kind == "bool":
-            d = np.dtype(bool)
-        elif kind == "index":
-            d = np.dtype(np.int64)
-        return _reduced(x.shape, dim, keepdim), d
-
-    shape_fn.__name__ = f"{kind}_reduction"
-    return shape_fn
-
-
-def values_and_indices(x, dim=-1, keepdim=False, **params):
-    """``max_dim``, ``median_dim``...: the reduced values and their int64 indices."""
-    shape = _reduced(x.shape, dim, keepdim)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def scan(x, dim=0, dtype=None, **params):
-    if dtype is not None:
-        return x.shape, np.dtype(dtype)
-    return x.shape, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype
-
-
-def scan_with_indices(x, dim=0, **params):
-    return (x.shape, x.dtype), (x.shape, np.dtype(np.int64))
 
 
 def cast(x, dtype, **params):
@@ -817,18 +769,6 @@ for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "c
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
-for _name, _kind in (("sum", "acc"), ("nansum", "acc"), ("prod", "acc"), ("mean", "float"),
-                     ("amax", "same"), ("amin", "same"), ("var", "real"), ("std", "real"),
-                     ("logsumexp", "float"), ("norm", "real"), ("all", "bool"),
-                     ("any", "bool"), ("argmax", "index"), ("argmin", "index"),
-                     ("count_nonzero", "index")):
-    SHAPES[_name] = reduction(_kind)
-for _name in ("max_dim", "min_dim", "median_dim", "mode_dim"):
-    SHAPES[_name] = values_and_indices
-for _name in ("cumsum", "cumprod", "logcumsumexp"):
-    SHAPES[_name] = scan
-for _name in ("cummax", "cummin"):
-    SHAPES[_name] = scan_with_indices
 SHAPES.update({
     "cast": cast, "angle": angle, "real": real_like, "imag": real_like,
     "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,

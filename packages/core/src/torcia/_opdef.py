@@ -12,6 +12,11 @@ from collections.abc import Callable
 #: the op add): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
 #: reads it here, so that the facade does not import the package that loads it.
 PUBLIC: types.ModuleType | None = None
+#: The dispatcher's ``call(op, inputs, params, view_of=None)`` (``torcia._tensor.call``),
+#: set by the package's ``__init__`` as it loads: a decomposition in :mod:`torcia._ops`,
+#: below the Tensor class, runs an op itself through it where the op's public function
+#: would refuse what it is given (``argmax`` of a bool mask...).
+DISPATCH: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,6 +112,9 @@ class Declaration:
         complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
         standing for PyTorch's name of the dtype. The reference kernel raises it, and
         ``torcia._numpy_backend.refusal`` gives it to the decompositions.
+    answers_early : callable or None
+        ``answers_early(array) -> bool``: the inputs PyTorch answers before it looks for
+        their dtype's kernel (a scan of an empty tensor), which ``refuses`` lets through.
     """
 
     name: str
@@ -121,6 +129,7 @@ class Declaration:
     differentiable: bool = True
     group: str = "plugin"
     refuses: dict = dataclasses.field(default_factory=dict)
+    answers_early: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -153,7 +162,8 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
     >>> parse_schema("scaled(Tensor x, Tensor? w, *, float beta=1.0, str mode='fast') -> Tensor")
     ('scaled', ('x', 'w'), {'beta': 1.0, 'mode': 'fast'})
     """
-    head, sep, rest = schema.partition("(")
+    # the returns may be a tuple, "-> (Tensor, Tensor)": the arguments end before the arrow
+    head, sep, rest = schema.partition("->")[0].partition("(")
     args, close, _ = rest.rpartition(")")
     name = head.strip()
     if not sep or not close or not name.isidentifier():
@@ -179,7 +189,8 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
 def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            decomposition: Callable | None = None, autocast: dict | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
-           group: str = "plugin", refuses: dict | None = None) -> Declaration:
+           group: str = "plugin", refuses: dict | None = None,
+           answers_early: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -199,4 +210,5 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
     return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
                        shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
                        floating_inputs=floating_inputs, differentiable=differentiable,
-                       group=group, refuses=dict(refuses or {}))
+                       group=group, refuses=dict(refuses or {}),
+                       answers_early=answers_early)

@@ -22,15 +22,17 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ==================  =========================================================================
 ``elementwise``     the elementwise ops of one and two inputs (``exp``, ``abs``, ``isnan``,
                     ``add``, ``div``, ``eq``...)
+``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
+                    ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation
+from torcia._ops import elementwise, nn_activation, reduce
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation) for d in family.DECLARED}
+DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation) for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:

@@ -31,8 +31,8 @@ from torcia._ops._common import (
     no_kernel,
     opmath,
     real_like,
-    refusal,
 )
+from torcia._ops._common import refuse as _refuse
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -303,13 +303,6 @@ _FLOOR_DIVIDE = _no_bool_or_complex("div_floor_cpu")
 _REMAINDER = _no_bool_or_complex("remainder_cpu")
 _FLOOR = _rounding("floor")
 _MINIMUM = _no_complex_extreme("minimum")
-
-
-def _refuse(refuses, a):
-    """Raise the reference kernel's error where it refuses ``a``'s dtype."""
-    error = refusal(refuses, a.dtype.to_numpy())
-    if error is not None:
-        raise error
 
 
 # ----- decompositions (tensors; half precision computes in float32, see opmath) ---------
