@@ -600,6 +600,8 @@ DECLARED = (
             _INDEX, decomposition=count_nonzero, differentiable=False),
     _reduce(f"nansum(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.nansum, _ACC,
             decomposition=nansum),
+    # dim=None as the records have always read it: the kernels take dim without a default,
+    # and the public functions always pass one
     _along("max_dim(Tensor x, *, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)",
            Kernels.max_dim, decomposition=max_dim, refuses=_MAX_DIM),
     _along("min_dim(Tensor x, *, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)",
