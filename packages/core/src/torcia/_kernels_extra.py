@@ -11,6 +11,7 @@ import numpy as np
 
 from torcia._dtype import np_floating as _floating
 from torcia._kernels_linalg import LinAlgError, half_in_float32, lu_factor
+from torcia._ops.reduce import pick as _pick
 
 _REDUCE_UFUNC = {"sum": "add", "prod": "multiply", "amax": "maximum", "amin": "minimum",
                  "mean": "add"}
@@ -241,16 +242,6 @@ class ExtraKernels:
             return self.linalg_matrix_norm(a, ord="fro" if ord is None else ord, dim=dim,
                                            keepdim=keepdim)
         return self.norm(a, p=2.0 if ord is None else ord, dim=dim, keepdim=keepdim)
-
-
-def _pick(xp, vals, idx, k, dim, keepdim):
-    """Element ``k`` along ``dim`` of sorted values and their indices."""
-    key = [slice(None)] * vals.ndim
-    key[dim] = slice(k, k + 1)
-    v, i = vals[tuple(key)], idx[tuple(key)]
-    if not keepdim:
-        v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
-    return v.copy(), i.astype(np.int64)
 
 
 def _identity(xp, reduce, dtype):

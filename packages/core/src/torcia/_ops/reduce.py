@@ -25,13 +25,12 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
-from torcia._kernels_extra import _pick
-from torcia._kernels_nn import _low
 from torcia._opdef import define
 from torcia._ops._common import (
     COMPLEX,
     HALF,
     float_dtype,
+    low_precision,
     no_kernel,
     opmath,
     real_dtype,
@@ -49,23 +48,23 @@ class Kernels:
     """The reference kernels of the reductions and scans (see the module's doc)."""
 
     def sum(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return a.sum(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def nansum(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return self.xp.nansum(a.astype(np.float32), axis=dim, keepdims=keepdim).astype(
                 a.dtype)
         return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
 
     def mean(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return a.mean(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
 
     def prod(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
         return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
 
@@ -76,12 +75,12 @@ class Kernels:
         return a.min(axis=dim, keepdims=keepdim)
 
     def var(self, a, dim=None, correction=1, keepdim=False):
-        x = a.astype(np.float32) if _low(a) else a
+        x = a.astype(np.float32) if low_precision(a) else a
         return self.xp.var(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
             a.real.dtype, copy=False)
 
     def std(self, a, dim=None, correction=1, keepdim=False):
-        x = a.astype(np.float32) if _low(a) else a
+        x = a.astype(np.float32) if low_precision(a) else a
         return self.xp.std(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
             a.real.dtype, copy=False)
 
@@ -151,12 +150,12 @@ class Kernels:
         return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
 
     def cumsum(self, a, dim, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return self.xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumsum(a, axis=dim, dtype=dtype)
 
     def cumprod(self, a, dim, dtype=None):
-        if dtype is None and _low(a):
+        if dtype is None and low_precision(a):
             return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
@@ -165,7 +164,7 @@ class Kernels:
         xp = self.xp
         n = a.shape[dim] if a.ndim else 1
         vals, idx = self.sort(a, dim=dim)
-        v, i = _pick(xp, vals, idx, (n - 1) // 2, dim, True)
+        v, i = pick(xp, vals, idx, (n - 1) // 2, dim, True)
         if _floating(a.dtype):
             # NaN sorts last; a row holding one has median NaN at its first NaN
             nan = xp.isnan(a)
@@ -219,6 +218,17 @@ class Kernels:
         return xp.moveaxis(out, 0, dim)
 
 
+def pick(xp, vals, idx, k, dim, keepdim):
+    """Element ``k`` along ``dim`` of sorted values and their indices (``median_dim``, and
+    ``kthvalue``'s kernel)."""
+    key = [slice(None)] * vals.ndim
+    key[dim] = slice(k, k + 1)
+    v, i = vals[tuple(key)], idx[tuple(key)]
+    if not keepdim:
+        v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
+    return v.copy(), i.astype(np.int64)
+
+
 def _cum_extreme(xp, a, dim, ufunc):
     vals = ufunc.accumulate(a, axis=dim)
     shape = [1] * a.ndim
@@ -246,6 +256,8 @@ def _no_complex(op):
 _AMIN = {COMPLEX: no_kernel("min_values_cpu")}
 _MAX_DIM, _MIN_DIM = _no_complex("max"), _no_complex("min")
 _ARGMIN = _no_complex("argmin")
+_MEDIAN, _MODE = {COMPLEX: no_kernel("median_out")}, {COMPLEX: no_kernel("mode_cpu")}
+_CUMMAX, _CUMMIN = {COMPLEX: no_kernel("cummax_cpu")}, {COMPLEX: no_kernel("cummin_cpu")}
 
 
 def _empty(a):
@@ -411,6 +423,7 @@ def sorted_at(a, k, dim, keepdim, descending=False):
 
 
 def median_dim(a, dim=-1, keepdim=False):
+    refuse(_MEDIAN, a)
     n = a.shape[dim] if a.ndim else 1
     values, index = sorted_at(a, (n - 1) // 2, dim, True)
     if a.is_floating_point():
@@ -427,6 +440,7 @@ def median_dim(a, dim=-1, keepdim=False):
 def mode_dim(a, dim=-1, keepdim=False):
     # the most frequent value (NaN counting as one value), the smallest among ties, at its
     # last occurrence; n^2 comparisons along the dim
+    refuse(_MODE, a)
     moved = a.movedim(dim, -1)
     ordered = _call("sort", moved, dim=-1)[0]
 
@@ -480,8 +494,9 @@ def cumprod(a, dim, dtype=None):
 def _running_extreme(a, dim, largest):
     """cummax (``largest``) or cummin: the running extreme (NaN once one is met) and the
     latest index of an element equal to it."""
-    if not a.numel():
+    if not a.numel():  # answered before the dtype's kernel is looked for (answers_early)
         return a.clone(), a.new_zeros(a.shape, dtype=D.int64)
+    refuse(_CUMMAX if largest else _CUMMIN, a)
     n = a.shape[dim]
     if a.is_floating_point():
         fill = a.new_full((), -math.inf if largest else math.inf)
@@ -612,20 +627,19 @@ DECLARED = (
     _along("argmin(Tensor a, *, int? dim=None, bool keepdim=False) -> Tensor", Kernels.argmin,
            shape=_INDEX, decomposition=argmin, differentiable=False, refuses=_ARGMIN),
     _along("median_dim(Tensor x, *, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",
-           Kernels.median_dim, decomposition=median_dim,
-           refuses={COMPLEX: no_kernel("median_out")}),
+           Kernels.median_dim, decomposition=median_dim, refuses=_MEDIAN),
     _along("mode_dim(Tensor x, *, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",
-           Kernels.mode_dim, decomposition=mode_dim, refuses={COMPLEX: no_kernel("mode_cpu")}),
+           Kernels.mode_dim, decomposition=mode_dim, refuses=_MODE),
     _scan("cumsum(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
           Kernels.cumsum, autocast=_CUDA_FLOAT32),
     _scan("cumprod(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
           Kernels.cumprod, decomposition=cumprod, autocast=_CUDA_FLOAT32),
     _scan("cummax(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummax,
           shape=scan_with_indices, decomposition=cummax,
-          refuses={COMPLEX: no_kernel("cummax_cpu")}, answers_early=_empty),
+          refuses=_CUMMAX, answers_early=_empty),
     _scan("cummin(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummin,
           shape=scan_with_indices, decomposition=cummin,
-          refuses={COMPLEX: no_kernel("cummin_cpu")}, answers_early=_empty),
+          refuses=_CUMMIN, answers_early=_empty),
     _scan("logcumsumexp(Tensor x, *, int? dim=None) -> Tensor", Kernels.logcumsumexp,
           decomposition=logcumsumexp),
 )
