@@ -242,7 +242,7 @@ def test_functions_cupyx_lacks_run_on_the_host(monkeypatch):
 
     import scipy.special
 
-    from torcia._kernels_special import special_call
+    from torcia._ops.special import special_call
 
     class DeviceArray(np.ndarray):
         device = "fake"

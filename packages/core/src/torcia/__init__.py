@@ -82,7 +82,6 @@ from torcia import (  # noqa: E402
     _autograd_mode,  # gives load_autograd its registration
     _decompositions,  # fill the dispatcher's table of decompositions
     _decompositions_nn,
-    _decompositions_special,
     _methods,  # attaches the Tensor methods
     _opdef,
     _oprecords,  # the op records, which add to the tables below them
@@ -104,7 +103,6 @@ def _load_overrides():
 
 _tensor_module.OVERRIDES.load = _load_overrides
 _opdef.PUBLIC = sys.modules[__name__]  # the public functions that document the op records
-_opdef.DISPATCH = _tensor_module.call  # how the declared decompositions run an op itself
 from torcia._creation import (  # noqa: E402
     arange,
     as_tensor,

@@ -89,13 +89,6 @@ def _scalar(a, value):
     return C.full((), value, dtype=a.dtype, device=a.device)
 
 
-@_opmath
-def sinc(a):
-    # the zeros divide sin(pi) by pi, not 0 by 0, whose NaN would reach their gradient
-    zero = a == 0
-    x = _oplib.where(zero, _one(a), a) * math.pi
-    return _oplib.where(zero, _one(a), x.sin() / x)
-
 
 @_opmath
 def addcmul(a, t1, t2, value=1):
@@ -115,16 +108,6 @@ def lerp(start, end, weight):
         return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
     return _oplib.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
 
-
-@_opmath
-def xlog1py(a, b):
-    # PyTorch's gradient in a is log1p(b) at a == 0 too: there the product a * log1p(b)
-    # gives the value 0, but where log1p(b) is not finite and b not NaN (b <= -1, inf),
-    # masked; + 0 makes -0.0 the reference's 0.0
-    out = b.log1p()
-    out = _oplib.where(_both(a == 0, _either(b <= -1, b == math.inf)),
-                       _zero(out), out)
-    return a * out + 0
 
 
 def _both(x, y):
@@ -553,36 +536,6 @@ def bincount(a, weights=None, minlength=0):
     return C.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
 
 
-# ----- special functions: the reference kernels' own steps ---------------------------------
-
-
-def _shifted(op, x, n):
-    """``op`` (a Chebyshev polynomial) at 2x - 1; half precision in float32, rounded once."""
-    wide_x, wide_n = _in_float32(x, n)
-    return call(op, (2 * wide_x - 1, wide_n), {}).to(x.dtype)
-
-
-def shifted_chebyshev_polynomial_t(x, n):
-    return _shifted("chebyshev_polynomial_t", x, n)
-
-
-def shifted_chebyshev_polynomial_u(x, n):
-    return _shifted("chebyshev_polynomial_u", x, n)
-
-
-def shifted_chebyshev_polynomial_v(x, n):
-    return _shifted("chebyshev_polynomial_v", x, n)
-
-
-def shifted_chebyshev_polynomial_w(x, n):
-    return _shifted("chebyshev_polynomial_w", x, n)
-
-
-def spherical_bessel_j0(a):
-    # sin(x) / x: 1 at 0, and 0 at +-inf (where sin would give NaN)
-    inf = a.isinf()
-    safe = _oplib.where(_either(a == 0, inf), _one(a), a)
-    return _oplib.where(a == 0, _one(a), _oplib.where(inf, _zero(a), safe.sin() / safe))
 
 
 def angle(a):
@@ -864,15 +817,14 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        addcmul, addcdiv, lerp, xlog1py, masked_fill, tril, triu,
+        addcmul, addcdiv, lerp, masked_fill, tril, triu,
         tile, stack, nan_to_num, roll, index_select, embedding,
-        rms_norm, layer_norm, lstm_cell, sinc, squeeze, unsqueeze, transpose, narrow,
+        rms_norm, layer_norm, lstm_cell, squeeze, unsqueeze, transpose, narrow,
         split, flip, repeat,
         take_along_dim, diag, tensordot, linalg_vector_norm,
         linalg_matrix_norm, linalg_norm, linalg_eigvalsh, linalg_eigvals, kthvalue, topk,
         index_add, index_copy, masked_select, diag_embed, embedding_backward,
-        repeat_interleave, bincount, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
-        shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0, angle,
+        repeat_interleave, bincount, angle,
         fft_r2c, fft_c2r, lstm_layer, lstm_layer_backward,
         linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det, linalg_slogdet,
         linalg_inv, linalg_lu_permutation, clamp, clone, contiguous, scatter_add,

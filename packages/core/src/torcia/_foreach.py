@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from types import ModuleType
 
+from torcia import ops as _oplist
 from torcia._tensor import Tensor
 
-_UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
-          "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
-          "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
-_BINARY = ("add", "sub", "mul", "div", "maximum", "minimum", "pow", "clamp_min", "clamp_max")
+#: PyTorch's ``_foreach_*`` ops: the declared ones (torcia.ops.tagged), and these
+_UNARY = _oplist.tagged("foreach", "unary_float", "unary_same") + ("round",)
+_BINARY = _oplist.tagged("foreach", "binary", "binary_float") + ("clamp_min", "clamp_max")
 _TERNARY = ("addcmul", "addcdiv")
 # in-place forms PyTorch lacks for these (maximum_ and minimum_ are PyTorch's too)
 _NO_INPLACE = frozenset({"maximum", "minimum"})

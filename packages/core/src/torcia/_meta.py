@@ -29,12 +29,12 @@ from torcia._ops import DECLARED
 from torcia._ops._common import (
     broadcast,
     first_shape,
+    floating_dtype,
     grad_like,
     real_like,
     scan_with_indices,
     values_and_indices,
 )
-from torcia._ops._common import float_dtype as _float
 from torcia._ops._common import real_dtype as _real
 from torcia._ops._common import reduced as _reduced
 from torcia.backend import Backend
@@ -129,15 +129,6 @@ def created(*names):
     return shape_fn
 
 
-def float_shape(x, *rest, **params):
-    """One input, a float result of its shape: the special functions."""
-    return x.shape, _float(x.dtype)
-
-
-def float_broadcast(*xs, **params):
-    """Several inputs broadcast together, a float result: ``zeta``, the polynomials..."""
-    return np.broadcast_shapes(*(_shape_of(x) for x in xs)), _float(
-        np.result_type(*(x.dtype if isinstance(x, Meta) else x for x in xs if x is not None)))
 
 
 def cast(x, dtype, **params):
@@ -145,7 +136,8 @@ def cast(x, dtype, **params):
 
 
 def angle(x, **params):
-    return x.shape, _real(_float(x.dtype)) if x.dtype.kind == "c" else _float(x.dtype)
+    dtype = floating_dtype(x.dtype)
+    return x.shape, _real(dtype) if dtype.kind == "c" else dtype
 
 
 def view_as_real(x, **params):
@@ -346,11 +338,11 @@ def pad(x, pad, mode="constant", value=0.0, **params):
 
 
 def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
 def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(_float(x.dtype))
+    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
 def unfold(x, dimension, size, step, **params):
@@ -410,7 +402,7 @@ def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, 
 
 
 def layer_norm(x, weight, bias, normalized_ndim, eps, **params):
-    return x.shape, _float(x.dtype)
+    return x.shape, floating_dtype(x.dtype)
 
 
 def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
@@ -759,10 +751,6 @@ def adaptive_max_pool(x, output_size, **params):
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
 SHAPES = {}
-for _name in ops.SPECIAL_UNARY + ops.SPECIAL_OTHER:
-    SHAPES[_name] = float_shape
-for _name in ops.SPECIAL_BINARY:
-    SHAPES[_name] = float_broadcast
 for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj", "clone",
               "contiguous", "detach_view", "flip", "roll", "tril", "triu"):
     SHAPES[_name] = first_shape

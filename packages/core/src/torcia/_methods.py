@@ -26,10 +26,47 @@ from torcia._tensor import (
     check_overlap,
     inplace,
     load_autograd,
-    parse_to,
 )
 from torcia.backend import CPU, _cuda_backend, _cuda_runtime
 from torcia.random import rng_of
+
+
+def parse_to(*args, **kwargs):
+    """The arguments of ``Tensor.to`` and ``Module.to`` read once, as PyTorch reads them.
+
+    Returns ``(device, dtype, non_blocking, copy)``; ``to(other_tensor)`` takes the
+    other tensor's device and dtype. Unknown keywords raise a TypeError naming them.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.library import parse_to
+    >>> parse_to("cpu", torcia.float64)
+    ('cpu', torcia.float64, False, False)
+    """
+    device = kwargs.pop("device", None)
+    dtype = kwargs.pop("dtype", None)
+    non_blocking = bool(kwargs.pop("non_blocking", False))
+    copy = bool(kwargs.pop("copy", False))
+    kwargs.pop("memory_format", None)
+    if kwargs:
+        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
+    positional_bools = []
+    for a in args:
+        if isinstance(a, D.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            device, dtype = a.device, a.dtype
+        elif isinstance(a, bool):
+            positional_bools.append(a)
+        elif a is not None:
+            device = a
+    if positional_bools:
+        non_blocking = positional_bools[0]
+        if len(positional_bools) > 1:
+            copy = positional_bools[1]
+    return device, dtype, non_blocking, copy
+
 
 #: The in-place methods of the op families: ``name_`` for each name of their ``INPLACE``
 INPLACE = tuple(n for family in _oplib.FAMILIES for n in getattr(family, "INPLACE", ()))

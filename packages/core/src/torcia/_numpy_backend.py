@@ -19,7 +19,6 @@ from torcia._kernels_fft import FFTKernels
 from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
-from torcia._kernels_special import SpecialKernels
 from torcia._ops import DECLARED
 from torcia._ops._common import BOOL as _BOOL
 from torcia._ops._common import COMPLEX as _COMPLEX
@@ -108,17 +107,17 @@ DeclaredKernels = type("DeclaredKernels", (), {
     "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
 
 
-class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels, SpecialKernels,
+class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
                 FFTKernels, SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
-    reductions and scans, the activations) come from their declarations through
-    :class:`DeclaredKernels`. Sorting, gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
-    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`, the special
-    functions in :class:`~torcia._kernels_special.SpecialKernels`, the Fourier transforms
-    in :class:`~torcia._kernels_fft.FFTKernels`.
+    reductions and scans, the activations, the special functions) come from their
+    declarations through :class:`DeclaredKernels`. Sorting, gathering extras and linear
+    algebra live in the :class:`~torcia._kernels_extra.ExtraKernels` mixin, the
+    factorizations and solvers ``xp.linalg`` lacks in
+    :class:`~torcia._kernels_linalg.LinalgKernels`, the Fourier transforms in
+    :class:`~torcia._kernels_fft.FFTKernels`.
 
     Examples
     --------

@@ -12,11 +12,6 @@ from collections.abc import Callable
 #: the op add): the ``torcia`` package, set by its ``__init__`` as it loads. torcia.library
 #: reads it here, so that the facade does not import the package that loads it.
 PUBLIC: types.ModuleType | None = None
-#: The dispatcher's ``call(op, inputs, params, view_of=None)`` (``torcia._tensor.call``),
-#: set by the package's ``__init__`` as it loads: a decomposition in :mod:`torcia._ops`,
-#: below the Tensor class, runs an op itself through it where the op's public function
-#: would refuse what it is given (``argmax`` of a bool mask...).
-DISPATCH: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +107,26 @@ class Declaration:
         complex, ``"b"`` bool) -> ``(error class, message)``, ``{}`` in the message
         standing for PyTorch's name of the dtype. The reference kernel raises it, and
         ``torcia._numpy_backend.refusal`` gives it to the decompositions.
+    doc : str
+        The first line of its public function's docstring; "" for the family's default.
+    examples : tuple
+        The calls that its public function's docstring shows and the docs tests run: each
+        the arguments (a string starting with ``[`` stands for a tensor of that list) and,
+        last, what the call prints.
+    inplace : bool
+        Whether ``Tensor.name_`` computes it in place (out of place, then written back).
+    inplace_example : tuple
+        ``(input, arguments after it, what the input holds afterwards)``: the example of
+        ``name_``, where running ``examples[0]`` in place would not show it (no example,
+        or a bool result written back in the input's dtype).
+    aliases : tuple of str
+        PyTorch's other names of its public function (``arcsin`` for ``asin``).
+    tags : frozenset of str
+        The tensor subclasses and list functions that carry the op (:data:`TAGS`).
+    operator : str
+        The Python operator that runs it, as its special method is named without the
+        underscores (``"add"`` for ``+``, ``"truediv"`` for div, ``"invert"`` for ``~``);
+        "" where none does.
     answers_early : callable or None
         ``answers_early(array) -> bool``: the inputs PyTorch answers before it looks for
         their dtype's kernel (a scan of an empty tensor), which ``refuses`` lets through.
@@ -129,10 +144,22 @@ class Declaration:
     differentiable: bool = True
     group: str = "plugin"
     refuses: dict = dataclasses.field(default_factory=dict)
+    doc: str = ""
+    examples: tuple = ()
+    inplace: bool = False
+    inplace_example: tuple = ()
+    aliases: tuple = ()
+    tags: frozenset = frozenset()
+    operator: str = ""
     answers_early: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
+
+#: the tags of :attr:`Declaration.tags`: ``torcia.masked``'s MaskedTensor, torcia.nested's
+#: NestedTensor, ``torcia._foreach_*`` and the sparse tensors (zero stays zero: PyTorch
+#: has a sparse kernel) carry the op (PyTorch's lists of each)
+TAGS = ("masked", "nested", "foreach", "sparse")
 
 
 def _top_level_split(text: str) -> list[str]:
@@ -189,7 +216,9 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
 def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            decomposition: Callable | None = None, autocast: dict | None = None,
            floating_inputs: bool = False, differentiable: bool = True,
-           group: str = "plugin", refuses: dict | None = None,
+           group: str = "plugin", refuses: dict | None = None, doc: str = "",
+           examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
+           aliases: tuple = (), tags: tuple = (), operator: str = "",
            answers_early: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
@@ -210,5 +239,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
     return Declaration(name=name, schema=schema, inputs=inputs, params=params, kernel=kernel,
                        shape=shape, decomposition=decomposition, autocast=dict(autocast or {}),
                        floating_inputs=floating_inputs, differentiable=differentiable,
-                       group=group, refuses=dict(refuses or {}),
-                       answers_early=answers_early)
+                       group=group, refuses=dict(refuses or {}), doc=doc,
+                       examples=tuple(examples), inplace=inplace,
+                       inplace_example=tuple(inplace_example), aliases=tuple(aliases),
+                       tags=frozenset(tags), operator=operator, answers_early=answers_early)

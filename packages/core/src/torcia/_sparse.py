@@ -28,6 +28,7 @@ import numpy as np
 
 from torcia import _creation, _oplib
 from torcia import _dtype as D
+from torcia import ops as _oplist
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr, strided
 from torcia._tensor import Size, Tensor, _wrap_dim
 from torcia._wrapped import WrappedTensor
@@ -754,13 +755,12 @@ def _rebuild(layout, structure, values, size, device, requires_grad):
 # zero-preserving elementwise ops on the values
 # ---------------------------------------------------------------------------------------
 
-#: the unary ops PyTorch has sparse kernels of (f(0) == 0), by whether they are linear
+#: the unary ops PyTorch has sparse kernels of (f(0) == 0), by whether they are linear: the
+#: declared ones (torcia.ops.tagged) with their other names, and these
 _LINEAR_UNARY = ("conj_physical",)
-_NONLINEAR_UNARY = (
-    "abs", "absolute", "sqrt", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh",
-    "arcsin", "arcsinh", "arctan", "arctanh", "ceil", "floor", "trunc", "fix", "round", "sign",
-    "sgn", "signbit", "expm1", "log1p", "erf", "erfinv", "frac", "relu", "square", "deg2rad",
-    "rad2deg", "isnan", "isinf", "isposinf", "isneginf", "nan_to_num",
+_NONLINEAR_UNARY = _oplist.tagged("sparse") + tuple(
+    alias for alias, op in _oplist.ALIASES.items() if op in _oplist.tagged("sparse")) + (
+    "round", "sgn", "deg2rad", "rad2deg", "isposinf", "isneginf", "nan_to_num",
 )
 
 
@@ -782,7 +782,8 @@ def _values_op_(name):
 
 for _name in _LINEAR_UNARY + _NONLINEAR_UNARY:
     setattr(_SparseBase, _name, _values_op(_name, _name in _LINEAR_UNARY))
-    if not _name.startswith(("is", "signbit")):  # bool results have no in-place form
+    # bool results (isposinf, isneginf and the declared tests) have no in-place form
+    if not _name.startswith("is") and _name not in _oplist.UNARY_BOOL:
         setattr(_SparseBase, _name + "_", _values_op_(_name))
 
 

@@ -19,6 +19,7 @@ from torcia import _dtype as D
 from torcia import _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
+from torcia._ops import _common as _ops_common
 from torcia._size import Size
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
@@ -1446,43 +1447,6 @@ def canonical_device(dev):
     return DEFAULT_DEVICE[0] if dev is None else canonical(dev)
 
 
-def parse_to(*args, **kwargs):
-    """The arguments of ``Tensor.to`` and ``Module.to`` read once, as PyTorch reads them.
-
-    Returns ``(device, dtype, non_blocking, copy)``; ``to(other_tensor)`` takes the
-    other tensor's device and dtype. Unknown keywords raise a TypeError naming them.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia.library import parse_to
-    >>> parse_to("cpu", torcia.float64)
-    ('cpu', torcia.float64, False, False)
-    """
-    device = kwargs.pop("device", None)
-    dtype = kwargs.pop("dtype", None)
-    non_blocking = bool(kwargs.pop("non_blocking", False))
-    copy = bool(kwargs.pop("copy", False))
-    kwargs.pop("memory_format", None)
-    if kwargs:
-        raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
-    positional_bools = []
-    for a in args:
-        if isinstance(a, D.dtype):
-            dtype = a
-        elif isinstance(a, Tensor):
-            device, dtype = a.device, a.dtype
-        elif isinstance(a, bool):
-            positional_bools.append(a)
-        elif a is not None:
-            device = a
-    if positional_bools:
-        non_blocking = positional_bools[0]
-        if len(positional_bools) > 1:
-            copy = positional_bools[1]
-    return device, dtype, non_blocking, copy
-
-
 def _legacy_new(dtype, args, device_=None):
     """PyTorch's legacy constructor ``torch.Tensor(*sizes)`` / ``torch.Tensor(data)`` (and
     ``torch.FloatTensor`` ...): sizes give an uninitialised tensor, data is converted."""
@@ -1515,3 +1479,4 @@ NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
     np.zeros(3, np.float32))
 if NATIVE_DISPATCH:
     call, binary, unary, binary_inplace = NATIVE_DISPATCH
+_ops_common.DISPATCH.call = call  # the one in use, native or not

@@ -77,6 +77,7 @@ from torcia._custom_ops import (
 from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._kernels_nn import _check_geometry as check_geometry
 from torcia._kernels_nn import _pool_geometry as pool_geometry
+from torcia._methods import parse_to
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
 from torcia._oplib import runtime as _runtime
@@ -165,7 +166,6 @@ from torcia._tensor import (
     call,
     disabled_torch_function_impl,
     inplace,
-    parse_to,
     unary,
 )
 from torcia._tensor import PUBLISHED_FIELDS as _PUBLISHED_FIELDS

@@ -25,29 +25,23 @@ BINARY = _ops.names("binary")
 BINARY_FLOAT = _ops.names("binary_float")
 COMPARE = _ops.names("compare")
 
+#: PyTorch's other names of the declared ops (``arcsin`` for ``asin``) -> the op
+ALIASES = {alias: name for name, op in _ops.DECLARED.items() for alias in op.aliases}
+#: Python's operators (their special methods' names without the underscores: ``"truediv"``)
+#: -> the declared op each runs
+OPERATORS = {op.operator: name for name, op in _ops.DECLARED.items() if op.operator}
+#: the declared ops a subsystem carries (``tagged("masked")``), see :func:`torcia._ops.tagged`
+tagged = _ops.tagged
+
 # --- special functions (torcia.special); most run on SciPy, the torcia-core[scipy] extra ---
-SPECIAL_UNARY = (
-    "i0", "i0e", "i1", "i1e", "ndtr", "ndtri", "log_ndtr", "erfcx", "sinc", "entr",
-    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
-    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
-)
-SPECIAL_BINARY = (
-    "xlog1py", "zeta", "gammainc", "gammaincc",
-    # orthogonal polynomials (x, n): degree n truncated to an integer, 0 where n < 0
-    "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
-    "chebyshev_polynomial_w", "shifted_chebyshev_polynomial_t",
-    "shifted_chebyshev_polynomial_u", "shifted_chebyshev_polynomial_v",
-    "shifted_chebyshev_polynomial_w", "hermite_polynomial_h", "hermite_polynomial_he",
-    "laguerre_polynomial_l", "legendre_polynomial_p",
-)
-SPECIAL_OTHER = ("polygamma",)  # n=: the order, an int >= 1 (n = 0 is digamma)
+# declared in torcia._ops.special: one input; two, broadcast (zeta, the orthogonal
+# polynomials of (x, n)); polygamma (n=: the order, an int >= 1)
+SPECIAL_UNARY = _ops.names("special_unary")
+SPECIAL_BINARY = _ops.names("special_binary")
+SPECIAL_OTHER = _ops.names("special_other")
 #: Special functions PyTorch gives no derivative: their results never require grad.
-SPECIAL_NOT_DIFFERENTIABLE = (
-    "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0",
-    "modified_bessel_i1", "modified_bessel_k0", "modified_bessel_k1",
-    "scaled_modified_bessel_k0", "scaled_modified_bessel_k1", "airy_ai", "spherical_bessel_j0",
-) + SPECIAL_BINARY[4:]
+SPECIAL_NOT_DIFFERENTIABLE = tuple(
+    name for name in SPECIAL_UNARY + SPECIAL_BINARY if not _ops.DECLARED[name].differentiable)
 
 # --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
 COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
@@ -159,15 +153,14 @@ ALL = (
 #: as PyTorch does, before dispatch. What NumPy's reference kernel makes of an integer
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
-    SPECIAL_UNARY + SPECIAL_BINARY + SPECIAL_OTHER
-    + tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
+    tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
     + ("rms_norm", "addcdiv", "lerp",
        "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm", "fft_r2c")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    CREATION + SPECIAL_NOT_DIFFERENTIABLE
+    CREATION
     + tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
     + ("nonzero", "unique", "searchsorted", "bincount", "histc", "dropout_mask",
        "linalg_lu_permutation")

@@ -5,18 +5,15 @@ table.
 
 from __future__ import annotations
 
+from torcia import ops as _oplist
 from torcia._oplib import elementwise, views
 from torcia._oplib.elementwise import _example, _inplace_example
 
-ALIASES = {
-    "absolute": "abs", "arccos": "acos", "arccosh": "acosh", "arcsin": "asin",
-    "arcsinh": "asinh", "arctan": "atan", "arctan2": "atan2", "arctanh": "atanh",
-    "negative": "neg", "greater": "gt", "greater_equal": "ge", "less": "lt",
-    "less_equal": "le", "not_equal": "ne", "fix": "trunc", "row_stack": "vstack",
-}
+#: the declared ops' other names (torcia.ops.ALIASES) and a view's
+ALIASES = {**_oplist.ALIASES, "row_stack": "vstack"}
 
 
-# the examples of the aliases of ops that have none in ``elementwise._EXAMPLES``
+# the examples of the aliases of ops that are not declared with one
 _ALIAS_EXAMPLES = {
     "row_stack": """
 

@@ -9,13 +9,13 @@ import builtins
 import math
 import numbers
 import re
+import types
 import warnings
 
 import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import ops as _oplist
 from torcia._creation import tensor
 from torcia._oplib._common import (
     _nonzero_tuple,
@@ -27,6 +27,7 @@ from torcia._oplib._common import (
 )
 from torcia._oplib.complex_numbers import imag
 from torcia._oplib.views import broadcast_tensors
+from torcia._ops import DECLARED
 from torcia._tensor import (
     Tensor,
     _as_operand,
@@ -39,105 +40,19 @@ from torcia._tensor import (
     unary,
 )
 
-# The example of each function made below: its arguments (a list stands for a tensor of it)
-# and what the call prints; the docs tests run them.
-_EXAMPLES = {
-    "exp": ("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
-    "exp2": ("[0, 3]", "tensor([1., 8.])"),
-    "log": ("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
-    "log2": ("[1, 8]", "tensor([0., 3.])"),
-    "log10": ("[1.0, 10.0]", "tensor([0., 1.])"),
-    "log1p": ("[0.0, 1.0]", "tensor([0.0000, 0.6931])"),
-    "expm1": ("[0.0, 1.0]", "tensor([0.0000, 1.7183])"),
-    "sqrt": ("[4, 9]", "tensor([2., 3.])"),
-    "rsqrt": ("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
-    "reciprocal": ("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
-    "sin": ("[0.0, 1.5708]", "tensor([0., 1.])"),
-    "cos": ("[0.0, 3.1416]", "tensor([ 1., -1.])"),
-    "tan": ("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
-    "asin": ("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
-    "acos": ("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
-    "atan": ("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
-    "sinh": ("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
-    "cosh": ("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
-    "tanh": ("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
-    "asinh": ("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
-    "acosh": ("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
-    "atanh": ("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
-    "sigmoid": ("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
-    "erf": ("[0.0, 1.0]", "tensor([0.0000, 0.8427])"),
-    "erfc": ("[0.0, 1.0]", "tensor([1.0000, 0.1573])"),
-    "erfinv": ("[0.0, 0.5]", "tensor([0.0000, 0.4769])"),
-    "lgamma": ("[1.0, 5.0]", "tensor([0.0000, 3.1781])"),
-    "digamma": ("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
-    "neg": ("[1, -2]", "tensor([-1,  2])"),
-    "abs": ("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
-    "sign": ("[-2, 0, 3]", "tensor([-1,  0,  1])"),
-    "square": ("[2, -3]", "tensor([4, 9])"),
-    "floor": ("[-1.5, 1.5]", "tensor([-2.,  1.])"),
-    "ceil": ("[-1.5, 1.5]", "tensor([-1.,  2.])"),
-    "trunc": ("[-1.5, 1.5]", "tensor([-1.,  1.])"),
-    "frac": ("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
-    "relu": ("[-1.0, 2.0]", "tensor([0., 2.])"),
-    "bitwise_not": ("[0, 5]", "tensor([-1, -6])"),
-    "isnan": ('[float("nan"), 1.0]', "tensor([ True, False])"),
-    "isinf": ('[float("inf"), 1.0]', "tensor([ True, False])"),
-    "isfinite": ('[float("inf"), 1.0]', "tensor([False,  True])"),
-    "logical_not": ("[0, 3]", "tensor([ True, False])"),
-    "signbit": ("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
-    "mul": ("[2, 3]", "[4, 5]", "tensor([ 8, 15])"),
-    "floor_divide": ("[7, -7]", "2", "tensor([ 3, -4])"),
-    "remainder": ("[7, -7]", "3", "tensor([1, 2])"),
-    "fmod": ("[7, -7]", "3", "tensor([ 1, -1])"),
-    "maximum": ("[1, 5]", "[3, 2]", "tensor([3, 5])"),
-    "minimum": ("[1, 5]", "[3, 2]", "tensor([1, 2])"),
-    "bitwise_and": ("[12, 10]", "[10, 6]", "tensor([8, 2])"),
-    "bitwise_or": ("[12, 10]", "[10, 6]", "tensor([14, 14])"),
-    "bitwise_xor": ("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
-    "fmax": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
-    "fmin": ('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
-    "atan2": ("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
-    "hypot": ("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])"),
-    "xlogy": ("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
-    "eq": ("[1, 2, 3]", "[1, 0, 3]", "tensor([ True, False,  True])"),
-    "ne": ("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
-    "lt": ("[1, 2, 3]", "2", "tensor([ True, False, False])"),
-    "le": ("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
-    "gt": ("[1, 2, 3]", "2", "tensor([False, False,  True])"),
-    "ge": ("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
-    "logical_and": ("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
-    "logical_or": ("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
-    "logical_xor": ("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
-}
-
-
-# The example of each in-place form whose op has none above (or whose bool result an
-# in-place call writes back in the input's dtype): the input, the arguments after it
-# and what the input holds afterwards.
+# The example of each in-place form of a function that is not an op declared in
+# torcia._ops (whose declarations carry theirs): the input, the arguments after it and
+# what the input holds afterwards.
 _INPLACE_EXAMPLES = {
-    "add": ("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
-    "sub": ("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
-    "pow": ("[2.0, 3.0]", "2", "tensor([4., 9.])"),
-    "div": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
     "divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
     "true_divide": ("[3.0, 8.0]", "2", "tensor([1.5000, 4.0000])"),
     "multiply": ("[1, 2]", "3", "tensor([3, 6])"),
     "subtract": ("[5, 7]", "2", "tensor([3, 5])"),
-    "eq": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([1., 0., 1.])"),
-    "ne": ("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])", "tensor([0., 1., 0.])"),
-    "lt": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
-    "le": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
-    "gt": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
-    "ge": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
     "greater": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
     "greater_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
     "less": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
     "less_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
     "not_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 1.])"),
-    "logical_not": ("[0.0, 3.0]", "", "tensor([1., 0.])"),
-    "logical_and": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([0, 1, 0])"),
-    "logical_or": ("[0, 1, 2]", "torcia.tensor([1, 0, 0])", "tensor([1, 1, 1])"),
-    "logical_xor": ("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([1, 0, 1])"),
     "clamp": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
     "clip": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
     "clamp_min": ("[-2.0, 0.5, 3.0]", "0.0", "tensor([0.0000, 0.5000, 3.0000])"),
@@ -202,7 +117,6 @@ _INPLACE_EXAMPLES = {
     "i0": ("[0.0, 1.0]", "", "tensor([1.0000, 1.2661])"),
     "sinc": ("[0.0, 0.5]", "", "tensor([1.0000, 0.6366])"),
     "logit": ("[0.5, 0.75]", "", "tensor([0.0000, 1.0986])"),
-    "xlogy": ("[0.0, 2.0]", "torcia.tensor([3.0, 4.0])", "tensor([0.0000, 2.7726])"),
     "mvlgamma": ("[2.5, 3.0]", "p=2", "tensor([0.8570, 1.5502])"),
     "igamma": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.6321, 0.2642])"),
     "igammac": ("[1.0, 2.0]", "torcia.tensor([1.0, 1.0])", "tensor([0.3679, 0.7358])"),
@@ -235,27 +149,42 @@ _INPLACE_EXAMPLES = {
 }
 
 
+def _calls(name, examples):
+    """The doctest lines of ``examples`` (see :attr:`torcia._opdef.Declaration.examples`),
+    calls of ``torcia.<name>``."""
+    lines = []
+    for *args, result in examples:
+        call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+        lines.append(f">>> torcia.{name}({call})\n{result}\n")
+    return "".join(lines)
+
+
 def _example(name):
-    if name not in _EXAMPLES:
-        # add, sub and pow: defined again below, with examples of their own
+    """The Examples section of the declared op ``name``; "" for the others and for the
+    ops declared without one (add and sub: their functions below carry their own)."""
+    op = DECLARED.get(name)
+    if op is None or not op.examples:
         return ""
-    *args, result = _EXAMPLES[name]
-    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
-    return f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.{name}({call})\n{result}\n"
+    return f"\n\nExamples\n--------\n>>> import torcia\n{_calls(name, op.examples)}"
 
 
 def _inplace_example(name, function=False):
     """The Examples section of the in-place ``name_``, as ``Tensor.name_`` (or
-    ``torcia.name_`` with ``function``): its entry of ``_INPLACE_EXAMPLES``, else the
-    example of the elementwise ``name`` above run in place; "" for the others."""
-    if name in _INPLACE_EXAMPLES:
+    ``torcia.name_`` with ``function``): the declaration's ``inplace_example`` or the entry
+    of ``_INPLACE_EXAMPLES``, else the declared op's example run in place; "" for the
+    others and for a bool result (which in place is written back in the input's dtype)."""
+    op = DECLARED.get(name)
+    if op is not None and op.inplace_example:
+        first, given, result = op.inplace_example
+        args = [given] if given else []
+    elif name in _INPLACE_EXAMPLES:
         first, given, result = _INPLACE_EXAMPLES[name]
         args = [given] if given else []
-    elif name not in _EXAMPLES or name in _oplist.COMPARE + _oplist.UNARY_BOOL:
+    elif op is None or not op.examples or op.group in ("compare", "unary_bool"):
         return ""
     else:
-        first, *others, result = _EXAMPLES[name]
-        if name in _oplist.UNARY_FLOAT:
+        first, *others, result = op.examples[0]
+        if op.group == "unary_float":
             # in place, the result keeps the input's dtype: an integer input cannot hold it
             first = re.sub(r"(?<![\w.])(-?\d+)(?![\d.])", r"\1.0", first)
         args = [f"torcia.tensor({a})" if a.startswith("[") else a for a in others]
@@ -271,58 +200,55 @@ def _tensor_arg(x, name="input") -> Tensor:
     raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
 
 
-def _make_unary(name, to_float):
+def _unary_function(name, to_float):
     def fn(input):
         return unary(name, input, to_float)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` of ``input``." + (
-        " Integer inputs give the default float dtype." if to_float else ""
-    ) + _example(name)
     return fn
 
 
-def _make_binary(name, float_op):
+def _binary_function(name, float_op):
     def fn(input, other):
         return binary(name, input, other, float_op)
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise ``{name}`` with broadcasting and PyTorch's type promotion."
-                  + _example(name))
     return fn
 
 
-def _make_compare(name):
-    def fn(input, other):
-        return binary(name, input, other)
+#: the first line of each kind's docstring, and the public function it is made with
+_KINDS = {
+    "unary_float": ("Elementwise ``{}`` of ``input``. Integer inputs give the default "
+                    "float dtype.", lambda name: _unary_function(name, True)),
+    "unary_same": ("Elementwise ``{}`` of ``input``.",
+                   lambda name: _unary_function(name, False)),
+    "unary_bool": ("Elementwise ``{}`` of ``input``.",
+                   lambda name: _unary_function(name, False)),
+    "binary": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
+               lambda name: _binary_function(name, False)),
+    "binary_float": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
+                     lambda name: _binary_function(name, True)),
+    "compare": ("Elementwise ``{}`` comparison; returns a bool tensor.",
+                lambda name: _binary_function(name, False)),
+}
 
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = f"Elementwise ``{name}`` comparison; returns a bool tensor." + _example(name)
+
+def _public(op):
+    """The public function of the declared elementwise ``op``: its arguments named as its
+    schema names them, its docstring its ``doc`` (or its kind's) and its examples."""
+    doc, make = _KINDS[op.group]
+    fn = make(op.name)
+    # the arguments as the schema names them (pow's second is ``exponent``)
+    fn.__code__ = fn.__code__.replace(co_varnames=op.inputs, co_name=op.name,
+                                      co_qualname=op.name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = (op.doc or doc.format(op.name)) + _example(op.name)
     return fn
 
 
-_g = globals()
-
-
-for _n in _oplist.UNARY_FLOAT:
-    _g[_n] = _make_unary(_n, True)
-
-
-for _n in _oplist.UNARY_SAME + _oplist.UNARY_BOOL:
-    _g[_n] = _make_unary(_n, False)
-
-
-for _n in _oplist.BINARY + ("atan2", "hypot", "xlogy"):
-    _g[_n] = _make_binary(_n, _n in _oplist.BINARY_FLOAT)
-
-
-for _n in _oplist.COMPARE:
-    _g[_n] = _make_compare(_n)
-
-
-# named here for the functions below (and for linters); the loops above made them
-mul, maximum, minimum = _g["mul"], _g["maximum"], _g["minimum"]
-isfinite, isinf, signbit = _g["isfinite"], _g["isinf"], _g["signbit"]
+#: the public functions made from the declarations (named here for the functions below,
+#: which call them as attributes; those defined below by hand replace their globals)
+_made = types.SimpleNamespace(**{name: _public(op) for name, op in DECLARED.items()
+                                 if op.group in _KINDS})
+globals().update(vars(_made))
 
 
 def _scalar_first(op: str, value, rest: tuple, names: str):
@@ -354,7 +280,7 @@ def add(input, other, *deprecated, alpha=1):
     if deprecated:
         alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
     if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+        other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("add", input, other)
 
 
@@ -389,7 +315,7 @@ def sub(input, other, *deprecated, alpha=1):
     if deprecated:
         alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
     if alpha != 1:
-        other = mul(other, alpha) if isinstance(other, Tensor) else other * alpha
+        other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("sub", input, other)
 
 
@@ -425,20 +351,6 @@ def div(input, other, *, rounding_mode=None):
 true_divide = divide = div
 
 
-def pow(input, exponent):
-    """``input ** exponent`` elementwise; either may be a number.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.pow(torcia.tensor([1, 2, 3]), 2)
-    tensor([1, 4, 9])
-    >>> torcia.pow(2, torcia.tensor([1.0, 0.5]))
-    tensor([2.0000, 1.4142])
-    """
-    return binary("pow", input, exponent)
-
-
 def float_power(input, exponent):
     """``input ** exponent`` computed in double precision (float64, or complex128).
 
@@ -449,7 +361,7 @@ def float_power(input, exponent):
     tensor([4., 9.], dtype=torcia.float64)
     """
     dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
-    return pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
+    return _made.pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
                to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
 
 
@@ -522,7 +434,7 @@ def equal(input, other) -> bool:
     """
     if tuple(input.shape) != tuple(other.shape):
         return False
-    return bool(binary("eq", input, other).all().item())
+    return bool(_made.eq(input, other).all().item())
 
 
 def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
@@ -698,7 +610,7 @@ def multiply(input, other):
     tensor([[3, 6],
             [4, 8]])
     """
-    return binary("mul", input, other)
+    return _made.mul(input, other)
 
 
 def subtract(input, other, *, alpha=1):
@@ -775,8 +687,8 @@ def logaddexp(input, other):
     if input.is_complex():
         return _logaddexp_complex(input, other)
     # shifted by the greater, which sets the magnitude
-    m = maximum(input, other).detach()
-    m = where(isfinite(m), m, C.zeros_like(m))
+    m = _made.maximum(input, other).detach()
+    m = where(_made.isfinite(m), m, C.zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
 
 
@@ -790,7 +702,7 @@ def _logaddexp_complex(x, y):
     lo, hi = where(x_less, x, y), where(x_less, y, x)
     with np.errstate(all="ignore"):
         out = (lo - hi).exp().log1p() + hi
-        both_inf = ~isfinite(lo.real) & (lo.real == hi.real)
+        both_inf = ~_made.isfinite(lo.real) & (lo.real == hi.real)
         out = where(both_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()), out)
     return where(nan_x | nan_y, C.full_like(out, complex(math.nan, math.nan)), out)
 
@@ -850,7 +762,7 @@ def copysign(input, other):
     # the gradient flows to input only (PyTorch's: other's sign is piecewise constant)
     if not isinstance(other, Tensor):
         return -mag if math.copysign(1.0, other) < 0 else mag
-    return where(signbit(other), -mag, mag)
+    return where(_made.signbit(other), -mag, mag)
 
 
 def ldexp(input, other):
@@ -913,7 +825,7 @@ def isneginf(input):
     >>> torcia.isneginf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
     tensor([ True, False, False])
     """
-    return isinf(input) & (input < 0)
+    return _made.isinf(input) & (input < 0)
 
 
 def isposinf(input):
@@ -925,7 +837,7 @@ def isposinf(input):
     >>> torcia.isposinf(torcia.tensor([float("-inf"), float("inf"), 0.0]))
     tensor([False,  True, False])
     """
-    return isinf(input) & (input > 0)
+    return _made.isinf(input) & (input > 0)
 
 
 def isreal(input):
@@ -998,7 +910,7 @@ def _gcd(a, b):
     a, b = broadcast_tensors(a.abs(), b.abs())
     for _ in range(_EUCLID_STEPS[a.dtype]):
         going = a != 0
-        a, b = where(going, binary("fmod", b, where(going, a, 1)), a), where(going, a, b)
+        a, b = where(going, _made.fmod(b, where(going, a, 1)), a), where(going, a, b)
     return b
 
 
@@ -1133,25 +1045,18 @@ def float_power_(self, exponent):
     return inplace(float_power, self, exponent)
 
 
-#: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL + _oplist.BINARY + _oplist.COMPARE
-    + (
-        "equal", "isclose", "allclose", "div", "divide", "true_divide", "multiply", "subtract",
-        "atan2", "hypot", "xlogy", "float_power", "round", "clamp", "clip", "clamp_min",
-        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "float_power_",
-    )
+#: the functions here that are also Tensor methods, under the same name: the declared ops'
+#: and these
+METHODS = tuple(vars(_made)) + (
+    "equal", "isclose", "allclose", "divide", "true_divide", "multiply", "subtract",
+    "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
+    "addcdiv", "nan_to_num", "float_power_",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = (
-    _oplist.UNARY_FLOAT + _oplist.BINARY + _oplist.COMPARE
-    + (
-        "neg", "abs", "sign", "square", "floor", "ceil", "trunc", "frac", "relu", "bitwise_not",
-        "logical_not", "div", "atan2", "hypot", "xlogy", "clamp", "clip", "clamp_min",
-        "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num", "round", "multiply",
-        "subtract", "divide", "true_divide",
-    )
+INPLACE = tuple(name for name, op in DECLARED.items() if op.group in _KINDS and op.inplace) + (
+    "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num",
+    "round", "multiply", "subtract", "divide", "true_divide",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's

@@ -26,15 +26,25 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
+                    ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ==================  =========================================================================
 """
 
-from torcia._ops import elementwise, nn_activation, reduce
+from torcia._ops import elementwise, nn_activation, reduce, special
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation) for d in family.DECLARED}
+DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation, special)
+            for d in family.DECLARED}
 
 
 def names(group: str) -> tuple[str, ...]:
     """The declared ops of ``group`` (a list of :mod:`torcia.ops`), in declaration order."""
     return tuple(name for name, d in DECLARED.items() if d.group == group)
+
+
+def tagged(tag: str, *groups: str) -> tuple[str, ...]:
+    """The declared ops carrying ``tag`` (:data:`torcia._opdef.TAGS`), in declaration
+    order; only those of ``groups`` where some are given."""
+    return tuple(name for name, d in DECLARED.items()
+                 if tag in d.tags and (not groups or d.group in groups))

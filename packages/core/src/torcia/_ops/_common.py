@@ -5,6 +5,8 @@ half-precision wrapper of decompositions. Imports nothing of torcia but dtypes, 
 
 from __future__ import annotations
 
+import types
+
 import numpy as np
 
 from torcia import _dtype as D
@@ -85,12 +87,6 @@ def real_like(x, **params):
     return x.shape, real_dtype(x.dtype)
 
 
-def float_dtype(dtype) -> np.dtype:
-    """NumPy's result dtype of a float function of ``dtype``: integers give float64
-    (bfloat16, of NumPy's kind "V", stays)."""
-    return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
-
-
 def real_dtype(dtype) -> np.dtype:
     """The real dtype of ``dtype`` (float32 for complex64), ``dtype`` itself if real."""
     return np.empty(0, dtype).real.dtype
@@ -151,3 +147,32 @@ def low_precision(a) -> bool:
 def in_float32(*arrays):
     """``arrays`` in float32 (None and bool masks as they are)."""
     return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
+
+
+#: ``call``, torcia._tensor's dispatch of an op by name, set by that module as it loads: a
+#: decomposition here calls the ops that have no Tensor method (``i0e``...) through
+#: :func:`op`, this package being below the Tensor class
+DISPATCH = types.SimpleNamespace(call=None)
+
+
+def op(name, *inputs, **params):
+    """The op ``name`` on ``inputs`` (tensors), dispatched as a Tensor method would be."""
+    return DISPATCH.call(name, inputs, params)
+
+
+def float_like(x, *rest, **params):
+    """One input, a float result of its shape (integers give float64; the public
+    functions have promoted them to the default dtype)."""
+    return x.shape, floating_dtype(x.dtype)
+
+
+def float_broadcast(*xs, **params):
+    """Inputs broadcast together (Python numbers count as 0-dim), a float result."""
+    return (np.broadcast_shapes(*(getattr(x, "shape", ()) for x in xs)),
+            floating_dtype(np.result_type(*(getattr(x, "dtype", x) for x in xs if x is not None))))
+
+
+def floating_dtype(dtype) -> np.dtype:
+    """NumPy's result dtype of a float function of ``dtype``: integers give float64
+    (bfloat16, of NumPy's kind "V", stays)."""
+    return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)

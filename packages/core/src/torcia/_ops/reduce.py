@@ -11,7 +11,7 @@ CuPy): reductions call the array's method, whose cost on small tensors is below
 accumulate type) and are rounded once. A decomposition is written with Tensor methods
 (it runs on any device, and this module is below the Tensor class); where it must run an
 op itself rather than its public function (which refuses what PyTorch's argument parser
-refuses: argmax of a bool mask, an empty dim), through :data:`torcia._opdef.DISPATCH`.
+refuses: argmax of a bool mask, an empty dim), through :func:`torcia._ops._common.op`.
 Their public functions are in :mod:`torcia._oplib.reduce`, their derivatives are
 torcia-autograd's.
 """
@@ -29,9 +29,10 @@ from torcia._opdef import define
 from torcia._ops._common import (
     COMPLEX,
     HALF,
-    float_dtype,
+    floating_dtype,
     low_precision,
     no_kernel,
+    op,
     opmath,
     real_dtype,
     reduced,
@@ -282,12 +283,6 @@ def _dims(a, dim):
     return tuple(d % a.ndim if a.ndim else 0 for d in dims)
 
 
-def _call(op, *inputs, **params):
-    """The op ``op`` itself, dispatched: not its public function, which refuses what
-    PyTorch's argument parser does (a bool argmax, an empty dim...)."""
-    return _opdef.DISPATCH(op, inputs, params)
-
-
 def count_nonzero(a, dim=None):
     return (a != 0).sum() if dim is None else (a != 0).sum(dim)
 
@@ -321,7 +316,7 @@ def var(a, dim=None, correction=1, keepdim=False):
 
 @opmath
 def std(a, dim=None, correction=1, keepdim=False):
-    return _call("var", a, dim=dim, correction=correction, keepdim=keepdim).sqrt()
+    return op("var", a, dim=dim, correction=correction, keepdim=keepdim).sqrt()
 
 
 def sqrt_of_sum(s):
@@ -390,7 +385,7 @@ def amin(a, dim=None, keepdim=False):
 
 def argmin(a, dim=None, keepdim=False):
     refuse(_ARGMIN, a)
-    return _call("argmax", _order_reversed(a), dim=dim, keepdim=keepdim)
+    return op("argmax", _order_reversed(a), dim=dim, keepdim=keepdim)
 
 
 def _at_index(a, index, dim, keepdim):
@@ -403,19 +398,19 @@ def _at_index(a, index, dim, keepdim):
 
 def max_dim(a, dim, keepdim=False):
     refuse(_MAX_DIM, a)
-    return _at_index(a, _call("argmax", a, dim=dim, keepdim=True), dim, keepdim)
+    return _at_index(a, op("argmax", a, dim=dim, keepdim=True), dim, keepdim)
 
 
 def min_dim(a, dim, keepdim=False):
     refuse(_MIN_DIM, a)
-    return _at_index(a, _call("argmax", _order_reversed(a), dim=dim, keepdim=True), dim,
+    return _at_index(a, op("argmax", _order_reversed(a), dim=dim, keepdim=True), dim,
                      keepdim)
 
 
 def sorted_at(a, k, dim, keepdim, descending=False):
     """Element ``k`` of ``a`` sorted along ``dim`` (stably), and its index (``median_dim``,
     and ``kthvalue``'s decomposition)."""
-    values, index = _call("sort", a, dim=dim, descending=descending)
+    values, index = op("sort", a, dim=dim, descending=descending)
     values, index = values.narrow(dim, k, 1), index.narrow(dim, k, 1)
     if keepdim:
         return values, index
@@ -431,7 +426,7 @@ def median_dim(a, dim=-1, keepdim=False):
         nan = a.isnan()
         has_nan = nan.any(dim, keepdim=True)
         values = _where(has_nan, a.new_full((), math.nan), values)
-        index = _where(has_nan, _call("argmax", nan, dim=dim, keepdim=True), index)
+        index = _where(has_nan, op("argmax", nan, dim=dim, keepdim=True), index)
     if keepdim:
         return values, index
     return values.squeeze(dim), index.squeeze(dim)
@@ -442,7 +437,7 @@ def mode_dim(a, dim=-1, keepdim=False):
     # last occurrence; n^2 comparisons along the dim
     refuse(_MODE, a)
     moved = a.movedim(dim, -1)
-    ordered = _call("sort", moved, dim=-1)[0]
+    ordered = op("sort", moved, dim=-1)[0]
 
     def same(x, y):
         eq = x == y
@@ -450,7 +445,7 @@ def mode_dim(a, dim=-1, keepdim=False):
             else eq
 
     counts = same(ordered.unsqueeze(-1), ordered.unsqueeze(-2)).sum(-1)
-    best = ordered.gather(-1, _call("argmax", counts, dim=-1, keepdim=True))
+    best = ordered.gather(-1, op("argmax", counts, dim=-1, keepdim=True))
     pos = _opdef.PUBLIC.arange(moved.shape[-1], device=a.device)
     index = _where(same(moved, best), pos, pos.new_full((), -1)).amax(-1)
     # the element at the index (of 0.0 and -0.0, sort's may be the other one)
@@ -482,7 +477,7 @@ def logcumsumexp(a, dim):
 
 def cumprod(a, dim, dtype=None):
     if dtype is not None:  # a NumPy dtype, as kernels are given
-        a = _call("cast", a, dtype=np.dtype(dtype))
+        a = op("cast", a, dtype=np.dtype(dtype))
     elif a.dtype in HALF:  # in float32, rounded once, as the reference kernel
         return cumprod(a.float(), dim).to(a.dtype)
     if not a.numel():
@@ -538,9 +533,9 @@ def reduction(kind):
             d = np.dtype(dtype) if dtype is not None else (
                 np.dtype(np.int64) if d.kind in "biu" else d)
         elif kind == "float":
-            d = np.dtype(dtype) if dtype is not None else float_dtype(d)
+            d = np.dtype(dtype) if dtype is not None else floating_dtype(d)
         elif kind == "real":
-            d = real_dtype(float_dtype(d))
+            d = real_dtype(floating_dtype(d))
         elif kind == "bool":
             d = np.dtype(bool)
         elif kind == "index":

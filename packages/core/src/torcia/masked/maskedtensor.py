@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import torcia
 from torcia import Tensor
+from torcia import ops as _oplist
 from torcia._wrapped import WrappedTensor, methods_torch_function
 from torcia.masked import _ops
 
@@ -308,28 +309,25 @@ def _masked_str(data, mask, fmt):
 
 # ----- elementwise ops: the data's op, the mask carried -----------------------------------
 
-#: PyTorch's unary MaskedTensor ops torcia's tensors have
-_UNARY = (
-    "abs", "absolute", "acos", "arccos", "acosh", "arccosh", "asin", "arcsin", "asinh",
-    "arcsinh", "atan", "arctan", "atanh", "arctanh", "bitwise_not", "ceil", "clamp", "clip",
-    "cos", "cosh", "deg2rad", "digamma", "erf", "erfc", "erfinv", "exp", "exp2", "expm1",
-    "fix", "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "logit", "i0", "isnan",
-    "nan_to_num", "neg", "negative", "positive", "pow", "rad2deg", "reciprocal", "round",
-    "rsqrt", "sigmoid", "sign", "sgn", "signbit", "sin", "sinc", "sinh", "sqrt", "square",
-    "tan", "tanh", "trunc",
+def _named(ops: tuple) -> tuple:
+    """``ops`` and their other names (``arcsin`` for ``asin``)."""
+    return ops + tuple(alias for alias, op in _oplist.ALIASES.items() if op in ops)
+
+
+#: PyTorch's unary MaskedTensor ops torcia's tensors have: the declared ones
+#: (torcia.ops.tagged), and these; pow among them as a method of a number exponent
+_UNARY = _named(_oplist.tagged("masked", "unary_float", "unary_same", "unary_bool")) + (
+    "clamp", "clip", "deg2rad", "logit", "i0", "nan_to_num", "positive", "pow", "rad2deg",
+    "round", "sgn", "sinc",
 )
-#: PyTorch's binary MaskedTensor ops (two MaskedTensors must share their mask)
-_BINARY = (
-    "add", "atan2", "arctan2", "bitwise_and", "bitwise_or", "bitwise_xor", "div", "divide",
-    "floor_divide", "fmod", "logaddexp", "logaddexp2", "mul", "multiply", "remainder", "sub",
-    "subtract", "true_divide", "eq", "ne", "le", "ge", "greater", "greater_equal", "gt",
-    "less_equal", "lt", "less", "maximum", "minimum", "fmax", "fmin", "not_equal",
+#: PyTorch's binary MaskedTensor ops (two MaskedTensors must share their mask): the
+#: declared ones, and these
+_BINARY = _named(_oplist.tagged("masked", "binary", "binary_float", "compare")) + (
+    "divide", "true_divide", "multiply", "subtract", "logaddexp", "logaddexp2",
 )
-_OPERATORS = {"__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
-              "__floordiv__": "floor_divide", "__mod__": "remainder", "__pow__": "pow",
-              "__eq__": "eq", "__ne__": "ne", "__lt__": "lt", "__le__": "le", "__gt__": "gt",
-              "__ge__": "ge", "__and__": "bitwise_and", "__or__": "bitwise_or",
-              "__xor__": "bitwise_xor"}
+#: the operators of two operands: those of the declared ops (torcia.ops.OPERATORS)
+_OPERATORS = {f"__{py}__": op for py, op in _oplist.OPERATORS.items()
+              if op not in _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL}
 _REFLECTED = {"__radd__": "add", "__rsub__": "sub", "__rmul__": "mul",
               "__rtruediv__": "div", "__rpow__": "pow"}
 
@@ -367,7 +365,7 @@ def _binary_method(name, reflected=False):
 
 for _name in _UNARY:
     setattr(MaskedTensor, _name, _unary_method(_name))
-    if _name not in ("positive", "signbit", "isnan"):
+    if _name != "positive" and _name not in _oplist.UNARY_BOOL:  # no bool result in place
         setattr(MaskedTensor, _name + "_",
                 lambda self, *a, _n=_name, **k: self._assign(getattr(self, _n)(*a, **k)))
 for _name in _BINARY:
@@ -376,9 +374,9 @@ for _dunder, _name in _OPERATORS.items():
     setattr(MaskedTensor, _dunder, _binary_method(_name))
 for _dunder, _name in _REFLECTED.items():
     setattr(MaskedTensor, _dunder, _binary_method(_name, reflected=True))
-MaskedTensor.__neg__ = _unary_method("neg")
-MaskedTensor.__abs__ = _unary_method("abs")
-MaskedTensor.__invert__ = _unary_method("bitwise_not")
+for _py, _name in _oplist.OPERATORS.items():  # -x, abs(x), ~x
+    if _name in _oplist.UNARY_FLOAT + _oplist.UNARY_SAME + _oplist.UNARY_BOOL:
+        setattr(MaskedTensor, f"__{_py}__", _unary_method(_name))
 # torcia.add(tensor, masked) and the other binary functions land here
 MaskedTensor._layout_binary = staticmethod(
     lambda op, a, b, float_op=False: _binary({"div": "div"}.get(op, op), a, b))

@@ -11,6 +11,7 @@ import numpy as np
 
 import torcia
 from torcia import Tensor
+from torcia import ops as _oplist
 from torcia._oplib.runtime import jagged, strided
 from torcia._wrapped import WrappedTensor, methods_torch_function
 
@@ -329,11 +330,8 @@ class NestedTensor(WrappedTensor):
 
 # ----- elementwise ops ----------------------------------------------------------------------
 
-_UNARY = (
-    "abs", "neg", "exp", "expm1", "log", "log1p", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
-    "sigmoid", "relu", "sign", "floor", "ceil", "round", "trunc", "square", "reciprocal",
-    "erf", "isnan", "logical_not", "bitwise_not", "sgn", "frac",
-)
+#: the unary ops of a NestedTensor: the declared ones (torcia.ops.tagged), and these
+_UNARY = _oplist.tagged("nested", "unary_float", "unary_same", "unary_bool") + ("round", "sgn")
 
 
 def _unary(name):
@@ -396,7 +394,7 @@ for _dunder, _op, _reflected in (("__add__", "add", False), ("__radd__", "add", 
     setattr(NestedTensor, _dunder,
             (lambda op: lambda self, other: _binary(op, other, self))(_op) if _reflected else
             (lambda op: lambda self, other: _binary(op, self, other))(_op))
-for _name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum"):
+for _name in _oplist.tagged("nested", "binary", "binary_float"):
     setattr(NestedTensor, _name, (lambda op: lambda self, other: _binary(op, self, other))(_name))
 NestedTensor.__neg__ = _unary("neg")
 
