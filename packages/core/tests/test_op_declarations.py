@@ -18,12 +18,15 @@ DECLARED = _ops.DECLARED
 
 def test_each_list_of_ops_starts_with_its_declared_ops_in_order():
     groups = ("unary_float", "unary_same", "unary_bool", "binary", "binary_float", "compare",
-              "nn", "view", "movement")
+              "reduce", "reduce_index", "scan", "nn", "view", "movement")
     for group in groups:
         names = _ops.names(group)
         assert getattr(ops, group.upper())[:len(names)] == names
     # the elementwise lists are declared whole
     assert ops.UNARY_FLOAT == _ops.names("unary_float") and ops.COMPARE[0] == "eq"
+    # the reductions and scans too
+    assert ops.REDUCE[:3] == ("sum", "mean", "prod") and ops.SCAN[-1] == "logcumsumexp"
+    assert ops.REDUCE_INDEX == _ops.names("reduce_index")
     assert _ops.names("nn")[:3] == ("leaky_relu", "elu", "selu")
     assert "activation_backward" in DECLARED and "softmax" not in DECLARED
     # the views and movement are declared whole too
@@ -100,9 +103,28 @@ def test_the_declared_refusals_are_raised_by_kernel_and_decomposition(name):
             kernel(*[a] * len(op.inputs))
         assert str(raised.value) == str(expected)
         if op.decomposition is not None:
+            dim = {"dim": 0} if name in ("max_dim", "min_dim", "cummax", "cummin") else {}
             with pytest.raises(type(expected)) as raised:
-                op.decomposition(*[torcia.from_numpy(a)] * len(op.inputs))
+                op.decomposition(*[torcia.from_numpy(a)] * len(op.inputs), **dim)
             assert str(raised.value) == str(expected)
+
+
+@pytest.mark.parametrize("name", [n for n, op in DECLARED.items() if op.answers_early])
+def test_what_pytorch_answers_early_is_not_refused(name):
+    # a scan of an empty complex tensor, the extreme over a dim of one: PyTorch answers
+    # before it looks for the dtype's kernel, so the refusal lets them through
+    op = DECLARED[name]
+    empty = np.zeros((0, 2), dtype=np.complex64)
+    assert op.answers_early(empty) and not op.answers_early(np.zeros(2, np.complex64))
+    assert name in _numpy_backend._ANSWERED_EARLY
+    with pytest.raises(NotImplementedError):
+        Reference().table()[name](np.zeros(2, np.complex64), dim=0)
+    try:
+        Reference().table()[name](empty, dim=0)
+    except NotImplementedError:
+        pytest.fail(f"{name} refused an input PyTorch answers early")
+    except ValueError:  # NumPy's own answer (an empty reduction): not the refusal
+        pass
 
 
 def test_an_array_function_reads_the_backends_array_module():
@@ -118,6 +140,9 @@ def test_parse_schema():
         "f", ("a", "b", "how"), {})
     assert _opdef.parse_schema("g(Tensor x, *, float eps=1e-5, int[] dims=(1, 2)) -> Tensor") \
         == ("g", ("x",), {"eps": 1e-5, "dims": (1, 2)})
+    # several returns: the arguments end before the arrow
+    assert _opdef.parse_schema("m(Tensor x, *, int dim=-1) -> (Tensor, Tensor)") == (
+        "m", ("x",), {"dim": -1})
     with pytest.raises(ValueError, match="has no default"):
         _opdef.parse_schema("h(Tensor x, *, float eps) -> Tensor")
     with pytest.raises(ValueError, match="expected 'name"):

@@ -47,14 +47,15 @@ LOWER_PRECISION = {
     }),
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
-#: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`).
+#: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
+#: :mod:`torcia._ops.reduce`).
 FLOAT32 = {
     "cpu": _LOSSES | _LINALG | {
-        "prod", "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
+        "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
         "adaptive_max_pool3d", "reflection_pad", "replication_pad", "grid_sample",
     },
     "cuda": _LOSSES | _LINALG | {
-        "prod", "cumprod", "cumsum", "sum", "norm", "logsumexp", "softmax", "log_softmax",
+        "softmax", "log_softmax",
         "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
         "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
         "renorm",

@@ -30,6 +30,7 @@ from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
 from torcia._ops.elementwise import isfinite
+from torcia._ops.reduce import norm, sorted_at, sqrt_of_sum
 from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -123,21 +124,6 @@ def masked_fill(a, mask, value):
     return _oplib.where(mask, fill, a)
 
 
-def count_nonzero(a, dim=None):
-    return (a != 0).sum() if dim is None else (a != 0).sum(dim)
-
-
-def nansum(a, dim=None, keepdim=False, dtype=None):
-    clean = _oplib.where(a.isnan(), _zero(a), a)
-    if dim is None and not keepdim:
-        return clean.sum(dtype=dtype)
-    dims = tuple(range(a.ndim)) if dim is None else dim
-    return clean.sum(dims, keepdim=keepdim, dtype=dtype)
-
-
-@_opmath
-def std(a, dim=None, correction=1, keepdim=False):
-    return call("var", (a,), {"dim": dim, "correction": correction, "keepdim": keepdim}).sqrt()
 
 
 # ----- views and movement: the views are views of the input, as the kernels' -------------
@@ -157,33 +143,6 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
     return out
 
 
-def _dims(a, dim):
-    """``dim`` (None: all, an int or a sequence) as a tuple of non-negative dims."""
-    if dim is None:
-        return tuple(range(a.ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    return tuple(d % a.ndim if a.ndim else 0 for d in dims)
-
-
-def mean(a, dim=None, keepdim=False, dtype=None):
-    if dtype is None and a.dtype in _HALF:
-        return mean(a.float(), dim, keepdim).to(a.dtype)
-    dims = _dims(a, dim)
-    count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
-    return a.sum(dims, keepdim=keepdim, dtype=dtype) / count
-
-
-@_opmath
-def logsumexp(a, dim=None, keepdim=False):
-    dims = _dims(a, dim)
-    # shifted by the greatest real part (it sets the magnitude), 0 where that is infinite
-    if a.numel():
-        m = a.real.amax(dims, keepdim=True)
-        m = _oplib.where(m.isinf(), _zero(m), m)
-    else:
-        m = C.zeros((1,) * a.ndim, dtype=a.real.dtype, device=a.device)
-    out = (a - m).exp().sum(dims, keepdim=True).log() + m
-    return out if keepdim else out.squeeze(dims)
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -227,59 +186,7 @@ def _refuse(op, a):
         raise error
 
 
-def _order_reversed(a):
-    """``a`` mapped onto values of reversed order, ties and NaN kept: the first minimum of
-    ``a`` is the first maximum of it (~ for integers and bools, where - would wrap)."""
-    return -a if a.is_floating_point() else ~a
-
-
-def argmin(a, dim=None, keepdim=False):
-    _refuse("argmin", a)
-    return call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": keepdim})
-
-
-def min_dim(a, dim, keepdim=False):
-    _refuse("min_dim", a)
-    index = call("argmax", (_order_reversed(a),), {"dim": dim, "keepdim": True})
-    values = a.gather(dim, index)
-    if keepdim:
-        return values, index
-    return values.squeeze(dim), index.squeeze(dim)
-
-
-def all_true(a, dim=None, keepdim=False):
-    return _reduce_count(a == 0, dim, keepdim) == 0
-
-
-def any_true(a, dim=None, keepdim=False):
-    return _reduce_count(a != 0, dim, keepdim) > 0
-
-
-def _reduce_count(mask, dim, keepdim):
-    if dim is None and not keepdim:
-        return mask.sum()
-    return mask.sum(_dims(mask, dim), keepdim=keepdim)
-
-
-def var(a, dim=None, correction=1, keepdim=False):
-    if a.dtype in _HALF:
-        return var(a.float(), dim, correction, keepdim).to(a.dtype)
-    dims = _dims(a, dim)
-    count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
-    centred = a - a.mean(dims, keepdim=True)
-    squares = (centred * centred.conj()).real if a.is_complex() else centred * centred
-    # NumPy's and PyTorch's divisor: never below 0 (a zero gives inf or NaN)
-    return squares.sum(dims, keepdim=keepdim) / max(count - correction, 0)
-
-
 # ----- through a mirror op: the same values, the dtype refusals the kernel's own ----------
-
-
-def amin(a, dim=None, keepdim=False):
-    _refuse("amin", a)
-    if a.is_floating_point():
-        return -(-a).amax(dim, keepdim=keepdim)
-    return ~(~a).amax(dim, keepdim=keepdim)
 
 
 def clamp(a, lo, hi):
@@ -320,28 +227,6 @@ def tensordot(a, b, dims=2):
                                       + tuple(b.shape[d] for d in free_b))
 
 
-def _sqrt_of_sum(s):
-    """sqrt(s) for sums of squares, whose gradient is 0 (not NaN) where the sum is 0."""
-    zero = s == 0
-    return _oplib.where(zero, _zero(s), _oplib.where(zero, _one(s), s).sqrt())
-
-
-def norm(a, p=2.0, dim=None, keepdim=False):
-    x = a.abs()
-    dims = _dims(x, dim)
-    if p == math.inf:
-        return x.amax(dims, keepdim=keepdim)
-    if p == -math.inf:
-        return x.amin(dims, keepdim=keepdim)
-    if p == 0:  # a count, in the real dtype of a norm
-        return (x != 0).to(x.dtype).sum(dims, keepdim=keepdim)
-    if p == 1:
-        return x.sum(dims, keepdim=keepdim)
-    if p == 2:
-        return _sqrt_of_sum((x * x).sum(dims, keepdim=keepdim))
-    return (x ** p).sum(dims, keepdim=keepdim) ** (1.0 / p)
-
-
 def linalg_vector_norm(x, ord=2.0, dim=None, keepdim=False):
     return norm(x, ord, dim, keepdim)
 
@@ -350,7 +235,7 @@ def linalg_matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):
     d0, d1 = (d % a.ndim for d in dim)
     if ord == "fro":
         squares = (a * a.conj()).real if a.is_complex() else a * a
-        return _sqrt_of_sum(squares.sum((d0, d1), keepdim=keepdim))
+        return sqrt_of_sum(squares.sum((d0, d1), keepdim=keepdim))
     if ord in ("nuc", 2, -2):
         moved = a.movedim((d0, d1), (-2, -1))
         s = call("linalg_svd", (moved,), {"full_matrices": False})[1]
@@ -380,49 +265,16 @@ def linalg_eigvals(a):
     return call("linalg_eig", (a,), {})[0]
 
 
-# ----- selection along a dim: sort's order, argmax's first maximum -------------------------
-
-
-def max_dim(a, dim, keepdim=False):
-    _refuse("max_dim", a)
-    index = call("argmax", (a,), {"dim": dim, "keepdim": True})
-    values = a.gather(dim, index)
-    if keepdim:
-        return values, index
-    return values.squeeze(dim), index.squeeze(dim)
-
-
-def _sorted_at(a, k, dim, keepdim, descending=False):
-    """Element ``k`` of ``a`` sorted along ``dim`` (stably), and its index."""
-    values, index = call("sort", (a,), {"dim": dim, "descending": descending})
-    values, index = values.narrow(dim, k, 1), index.narrow(dim, k, 1)
-    if keepdim:
-        return values, index
-    return values.squeeze(dim), index.squeeze(dim)
+# ----- selection along a dim: sort's order -------------------------------------------------
 
 
 def kthvalue(a, k, dim=-1, keepdim=False):
-    return _sorted_at(a, k - 1, dim, keepdim)
+    return sorted_at(a, k - 1, dim, keepdim)
 
 
 def topk(a, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
     values, index = call("sort", (a,), {"dim": dim, "descending": largest})
     return values.narrow(dim, 0, k).clone(), index.narrow(dim, 0, k).clone()
-
-
-def median_dim(a, dim=-1, keepdim=False):
-    n = a.shape[dim] if a.ndim else 1
-    values, index = _sorted_at(a, (n - 1) // 2, dim, True)
-    if a.is_floating_point():
-        # NaN sorts last; a row holding one has median NaN at its first NaN
-        nan = a.isnan()
-        has_nan = nan.any(dim, keepdim=True)
-        values = _oplib.where(has_nan, _scalar(a, math.nan), values)
-        index = _oplib.where(has_nan, call("argmax", (nan,), {"dim": dim, "keepdim": True}),
-                             index)
-    if keepdim:
-        return values, index
-    return values.squeeze(dim), index.squeeze(dim)
 
 
 # ----- indexing ----------------------------------------------------------------------------
@@ -479,68 +331,6 @@ def angle(a):
     return _oplib.where(a.isnan(), a, _oplib.where(a < 0, _scalar(a, math.pi), _zero(a)))
 
 
-# ----- scans: each position reduces the elements up to it (n^2 work along the dim) --------
-
-
-def _up_to(a, dim, fill):
-    """(moved, masked): ``a`` with ``dim`` moved last (..., n), and (..., n, n) whose row i
-    holds the elements 0..i, ``fill`` after them."""
-    moved = a.movedim(dim, -1)
-    n = moved.shape[-1]
-    upto = (C.arange(n, device=a.device).unsqueeze(0)
-            <= C.arange(n, device=a.device).unsqueeze(1))
-    return moved, _oplib.where(upto, moved.unsqueeze(-2), fill)
-
-
-def logcumsumexp(a, dim):
-    if not a.numel():
-        return a.clone()
-    _, rows = _up_to(a, dim, _scalar(a, -math.inf))
-    return logsumexp(rows, (-1,)).movedim(-1, dim)
-
-
-def cumprod(a, dim, dtype=None):
-    if dtype is not None:  # a NumPy dtype, as kernels are given
-        a = call("cast", (a,), {"dtype": np.dtype(dtype)})
-    elif a.dtype in _HALF:  # in float32, rounded once, as the reference kernel
-        return cumprod(a.float(), dim).to(a.dtype)
-    if not a.numel():
-        return a.clone()
-    _, rows = _up_to(a, dim, _one(a))
-    return rows.prod(-1).movedim(-1, dim)
-
-
-def _cum_extreme(a, dim, largest):
-    """cummax (``largest``) or cummin: the running extreme (NaN once one is met) and the
-    latest index of an element equal to it."""
-    if not a.numel():
-        return a.clone(), C.zeros(a.shape, dtype=D.int64, device=a.device)
-    n = a.shape[dim]
-    if a.is_floating_point():
-        fill = _scalar(a, -math.inf if largest else math.inf)
-    else:
-        info = _oplib.iinfo(a.dtype) if a.dtype != D.bool_ else None
-        fill = _scalar(a, (info.min if largest else info.max) if info else not largest)
-    moved, rows = _up_to(a, dim, fill)
-    values = rows.amax(-1) if largest else rows.amin(-1)
-    hit = moved.unsqueeze(-2) == values.unsqueeze(-1)  # [i, j]: a_j is the extreme up to i
-    if a.is_floating_point():
-        hit = _either(hit, moved.isnan().unsqueeze(-2))
-    pos = C.arange(n, device=a.device)
-    upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
-    index = _oplib.where(_both(hit, upto), pos, C.zeros((), dtype=pos.dtype,
-                                                              device=a.device)).amax(-1)
-    index = index.movedim(-1, dim)
-    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
-    return a.gather(dim, index), index
-
-
-def cummax(a, dim):
-    return _cum_extreme(a, dim, largest=True)
-
-
-def cummin(a, dim):
-    return _cum_extreme(a, dim, largest=False)
 
 
 # ----- recurrences, matrix functions, counting ----------------------------------------------
@@ -617,28 +407,6 @@ def linalg_pinv(a, rtol=None, hermitian=False):
     if a.is_complex():
         inv = inv.to(a.dtype)
     return vh.transpose(-2, -1).conj().matmul(inv.unsqueeze(-1) * u.transpose(-2, -1).conj())
-
-
-def mode_dim(a, dim=-1, keepdim=False):
-    # the most frequent value (NaN counting as one value), the smallest among ties, at its
-    # last occurrence; n^2 comparisons along the dim
-    moved = a.movedim(dim, -1)
-    ordered = call("sort", (moved,), {"dim": -1})[0]
-
-    def same(x, y):
-        eq = x == y
-        return _either(eq, _both(x.isnan(), y.isnan())) if a.is_floating_point() else eq
-
-    counts = same(ordered.unsqueeze(-1), ordered.unsqueeze(-2)).sum(-1)
-    best = ordered.gather(-1, call("argmax", (counts,), {"dim": -1, "keepdim": True}))
-    pos = C.arange(moved.shape[-1], device=a.device)
-    index = _oplib.where(same(moved, best), pos, C.full((), -1, dtype=pos.dtype,
-                                                             device=a.device)).amax(-1)
-    # the element at the index (of 0.0 and -0.0, sort's may be the other one)
-    values = moved.gather(-1, index.unsqueeze(-1)).squeeze(-1)
-    if keepdim:
-        return values.unsqueeze(dim), index.unsqueeze(dim)
-    return values, index
 
 
 def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
@@ -818,13 +586,10 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        addcmul, addcdiv, lerp, masked_fill, count_nonzero, nansum, std, nan_to_num,
-        mean, logsumexp, embedding, rms_norm, layer_norm, lstm_cell, var, argmin, min_dim,
-        tensordot, norm, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, max_dim, kthvalue, topk, median_dim, embedding_backward, bincount,
-        angle, logcumsumexp, cumprod, cummax, cummin, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, mode_dim, histc, einsum, linalg_det,
-        linalg_slogdet, linalg_inv, linalg_lu_permutation, amin, clamp, searchsorted,)},
-    "all": all_true, "any": any_true,
+        addcmul, addcdiv, lerp, masked_fill, nan_to_num, embedding, rms_norm, layer_norm, lstm_cell,
+        tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
+        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, angle, lstm_layer,
+        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
+        linalg_slogdet, linalg_inv, linalg_lu_permutation, clamp, searchsorted,)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -1,4 +1,4 @@
-"""Reference kernels for sorting, scans, gathering extras and linear algebra.
+"""Reference kernels for sorting, gathering extras and linear algebra.
 
 A mixin of :class:`torcia._numpy_backend.Reference`: the same conventions hold (arrays of
 ``self.xp`` positionally, parameters as keywords, multi-output ops return a tuple). The
@@ -11,6 +11,7 @@ import numpy as np
 
 from torcia._dtype import np_floating as _floating
 from torcia._kernels_linalg import LinAlgError, half_in_float32, lu_factor
+from torcia._ops.reduce import pick as _pick
 
 
 class ExtraKernels:
@@ -44,42 +45,6 @@ class ExtraKernels:
     def kthvalue(self, a, k, dim=-1, keepdim=False):
         vals, idx = self.sort(a, dim=dim)
         return _pick(self.xp, vals, idx, k - 1, dim, keepdim)
-
-    def median_dim(self, a, dim=-1, keepdim=False):
-        xp = self.xp
-        n = a.shape[dim] if a.ndim else 1
-        vals, idx = self.sort(a, dim=dim)
-        v, i = _pick(xp, vals, idx, (n - 1) // 2, dim, True)
-        if _floating(a.dtype):
-            # NaN sorts last; a row holding one has median NaN at its first NaN
-            nan = xp.isnan(a)
-            has_nan = xp.any(nan, axis=dim, keepdims=True)
-            first_nan = xp.argmax(nan, axis=dim, keepdims=True)
-            v = xp.where(has_nan, xp.asarray(np.nan, dtype=a.dtype), v)
-            i = xp.where(has_nan, first_nan, i)
-        if not keepdim:
-            v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
-        return v, i.astype(np.int64)
-
-    def mode_dim(self, a, dim=-1, keepdim=False):
-        xp = self.xp
-        moved = xp.moveaxis(a, dim, -1)
-        rows = moved.reshape(-1, moved.shape[-1])
-        vals = xp.empty(rows.shape[0], dtype=a.dtype)
-        idx = xp.empty(rows.shape[0], dtype=np.int64)
-        for r in range(rows.shape[0]):
-            uniq, counts = xp.unique(rows[r], return_counts=True)
-            # the most frequent value; the smallest among ties, at its last occurrence
-            best = uniq[int(xp.argmax(counts))]
-            idx[r] = int(xp.nonzero(rows[r] == best)[0][-1])
-            # the element at the index: unique's representative of 0.0 and -0.0 may be the
-            # other one
-            vals[r] = rows[r][idx[r]]
-        shape = moved.shape[:-1]
-        vals, idx = vals.reshape(shape), idx.reshape(shape)
-        if keepdim:
-            vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
-        return vals, idx
 
     def unique(self, a, dim=None):
         """Sorted unique values (or slices along ``dim``), the inverse and the counts."""
@@ -118,28 +83,6 @@ class ExtraKernels:
             lo, hi = lo - 1, hi + 1
         counts, _ = xp.histogram(a, bins=bins, range=(lo, hi))
         return counts.astype(a.dtype)
-
-    # ----- scans -------------------------------------------------------------------------
-    def cummax(self, a, dim):
-        return _cum_extreme(self.xp, a, dim, self.xp.maximum)
-
-    def cummin(self, a, dim):
-        return _cum_extreme(self.xp, a, dim, self.xp.minimum)
-
-    def logcumsumexp(self, a, dim):
-        xp = self.xp
-        if a.dtype.kind != "c":
-            return xp.logaddexp.accumulate(a, axis=dim)
-        # logaddexp has no complex loop: accumulate along dim, each step shifted by the
-        # greater real part of the two terms
-        out = xp.moveaxis(a.copy(), dim, 0)
-        with np.errstate(invalid="ignore", over="ignore"):
-            for i in range(1, out.shape[0]):
-                x, y = out[i - 1], out[i]
-                big = xp.where(x.real >= y.real, x, y)
-                small = xp.where(x.real >= y.real, y, x)
-                out[i] = big + xp.log1p(xp.exp(small - big))
-        return xp.moveaxis(out, 0, dim)
 
     # ----- gathering and shaping ---------------------------------------------------------
     # ----- linear algebra ----------------------------------------------------------------
@@ -234,29 +177,6 @@ class ExtraKernels:
         return self.norm(a, p=2.0 if ord is None else ord, dim=dim, keepdim=keepdim)
 
 
-def _pick(xp, vals, idx, k, dim, keepdim):
-    """Element ``k`` along ``dim`` of sorted values and their indices."""
-    key = [slice(None)] * vals.ndim
-    key[dim] = slice(k, k + 1)
-    v, i = vals[tuple(key)], idx[tuple(key)]
-    if not keepdim:
-        v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
-    return v.copy(), i.astype(np.int64)
-
-
-def _cum_extreme(xp, a, dim, ufunc):
-    vals = ufunc.accumulate(a, axis=dim)
-    shape = [1] * a.ndim
-    shape[dim] = a.shape[dim]
-    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
-    # the running index moves to the latest element equal to the running extreme (or NaN)
-    hit = a == vals
-    if _floating(a.dtype):
-        hit = hit | xp.isnan(a)
-    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(np.int64)
-    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
-    # (maximum's choice between them varies with the dtype's loop)
-    return xp.take_along_axis(a, idx, axis=dim), idx
 
 
 def _keep(xp, out, dims, keepdim):

@@ -26,7 +26,17 @@ import numpy as np
 from torcia import ops
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import broadcast, first_shape, floating_dtype, grad_like, real_like
+from torcia._ops._common import (
+    broadcast,
+    first_shape,
+    floating_dtype,
+    grad_like,
+    real_like,
+    scan_with_indices,
+    values_and_indices,
+)
+from torcia._ops._common import real_dtype as _real
+from torcia._ops._common import reduced as _reduced
 from torcia._ops._common import with_size as _with
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
@@ -109,55 +119,6 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-def _real(dtype) -> np.dtype:
-    return np.empty(0, dtype).real.dtype
-
-
-def _reduced(shape, dim, keepdim) -> tuple:
-    """``shape`` reduced over ``dim`` (None: all dims; an int or a sequence)."""
-    if dim is None:
-        return (1,) * len(shape) if keepdim else ()
-    dims = {d % len(shape) for d in ((dim,) if isinstance(dim, int) else dim)} \
-        if shape else set()
-    return tuple(1 if i in dims else n for i, n in enumerate(shape) if keepdim or i not in dims)
-
-
-def reduction(kind):
-    """A reduction's shape function; ``kind`` picks its dtype: "acc" (``dtype`` or the
-    input's), "float" (NumPy's float result), "real" (a norm), "bool", "index" (int64)."""
-    def shape_fn(x, dim=None, keepdim=False, dtype=None, **params):
-        d = x.dtype
-        if kind == "acc":
-            d = np.dtype(dtype) if dtype is not None else (
-                np.dtype(np.int64) if d.kind in "biu" else d)
-        elif kind == "float":
-            d = np.dtype(dtype) if dtype is not None else floating_dtype(d)
-        elif kind == "real":
-            d = _real(floating_dtype(d))
-        elif kind == "bool":
-            d = np.dtype(bool)
-        elif kind == "index":
-            d = np.dtype(np.int64)
-        return _reduced(x.shape, dim, keepdim), d
-
-    shape_fn.__name__ = f"{kind}_reduction"
-    return shape_fn
-
-
-def values_and_indices(x, dim=-1, keepdim=False, **params):
-    """``max_dim``, ``median_dim``...: the reduced values and their int64 indices."""
-    shape = _reduced(x.shape, dim, keepdim)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def scan(x, dim=0, dtype=None, **params):
-    if dtype is not None:
-        return x.shape, np.dtype(dtype)
-    return x.shape, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype
-
-
-def scan_with_indices(x, dim=0, **params):
-    return (x.shape, x.dtype), (x.shape, np.dtype(np.int64))
 
 
 def cast(x, dtype, **params):
@@ -551,18 +512,6 @@ for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "c
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
-for _name, _kind in (("sum", "acc"), ("nansum", "acc"), ("prod", "acc"), ("mean", "float"),
-                     ("amax", "same"), ("amin", "same"), ("var", "real"), ("std", "real"),
-                     ("logsumexp", "float"), ("norm", "real"), ("all", "bool"),
-                     ("any", "bool"), ("argmax", "index"), ("argmin", "index"),
-                     ("count_nonzero", "index")):
-    SHAPES[_name] = reduction(_kind)
-for _name in ("max_dim", "min_dim", "median_dim", "mode_dim"):
-    SHAPES[_name] = values_and_indices
-for _name in ("cumsum", "cumprod", "logcumsumexp"):
-    SHAPES[_name] = scan
-for _name in ("cummax", "cummin"):
-    SHAPES[_name] = scan_with_indices
 SHAPES.update({
     "cast": cast, "angle": angle, "real": real_like, "imag": real_like,
     "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,

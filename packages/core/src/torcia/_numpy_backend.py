@@ -8,8 +8,6 @@ class serves CuPy by setting ``xp`` (torcia-cuda subclasses it).
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from torcia import ops
@@ -39,16 +37,7 @@ def _half(dt) -> bool:
 # declared ops' come from their declarations.
 _REFUSED = {
     **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
-    **{op: {_COMPLEX: (NotImplementedError, f'"{op}_cpu" not implemented for \'{{}}\'')}
-       for op in ("cummax", "cummin", "kthvalue")},
-    "median_dim": {_COMPLEX: (NotImplementedError, '"median_out" not implemented for \'{}\'')},
-    "mode_dim": {_COMPLEX: (NotImplementedError, '"mode_cpu" not implemented for \'{}\'')},
-    "amax": {_COMPLEX: (NotImplementedError, '"max_values_cpu" not implemented for \'{}\'')},
-    "amin": {_COMPLEX: (NotImplementedError, '"min_values_cpu" not implemented for \'{}\'')},
-    "max_dim": {_COMPLEX: (RuntimeError, "max(): does not support complex input")},
-    "min_dim": {_COMPLEX: (RuntimeError, "min(): does not support complex input")},
-    "argmax": {_COMPLEX: (RuntimeError, "argmax(): does not support complex input")},
-    "argmin": {_COMPLEX: (RuntimeError, "argmin(): does not support complex input")},
+    "kthvalue": {_COMPLEX: (NotImplementedError, '"kthvalue_cpu" not implemented for \'{}\'')},
     "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
     "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
     "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
@@ -61,13 +50,9 @@ _REFUSED = {
 }
 
 
-# inputs PyTorch answers before it looks for the dtype's kernel: a scan of an empty tensor,
-# the extreme over a dim of an empty one
-_ANSWERED_EARLY = {
-    "cummax": lambda a: a.size == 0, "cummin": lambda a: a.size == 0,
-    "amax": lambda a: a.size == 0 and a.ndim > 0,
-    "amin": lambda a: a.size == 0 and a.ndim > 0,
-}
+# inputs PyTorch answers before it looks for the dtype's kernel (a scan of an empty tensor),
+# from the declarations
+_ANSWERED_EARLY = {name: op.answers_early for name, op in DECLARED.items() if op.answers_early}
 
 
 def refusal(op: str, dtype) -> Exception | None:
@@ -120,10 +105,10 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
                 SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
-    The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the views,
-    the activations, the special functions, the Fourier transforms) come from their
-    declarations through :class:`DeclaredKernels`.
-    Sorting, scans, gathering extras and linear algebra live in the
+    The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
+    reductions and scans, the views, the activations, the special functions, the Fourier
+    transforms, creation and random) come from their declarations through
+    :class:`DeclaredKernels`. Sorting, gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
 
@@ -245,122 +230,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
                                       neginf=float(info.min) if neginf is None else neginf
                                       ).astype(a.dtype)
         return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
-
-    # ----- reductions -------------------------------------------------------------
-    # NOTE: reductions call the array's method: xp.sum's Python wrapper costs more than
-    # the reduction itself on small tensors. float16 and bfloat16 accumulate in float32
-    # (PyTorch's accumulate type), and the result is rounded once.
-    def sum(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return a.sum(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
-        return a.sum(axis=dim, keepdims=keepdim, dtype=dtype)
-
-    def nansum(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return self.xp.nansum(a.astype(np.float32), axis=dim, keepdims=keepdim).astype(
-                a.dtype)
-        return self.xp.nansum(a, axis=dim, keepdims=keepdim, dtype=dtype)
-
-    def mean(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return a.mean(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
-        return a.mean(axis=dim, keepdims=keepdim, dtype=dtype)
-
-    def prod(self, a, dim=None, keepdim=False, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return a.prod(axis=dim, keepdims=keepdim, dtype=np.float32).astype(a.dtype)
-        return a.prod(axis=dim, keepdims=keepdim, dtype=dtype)
-
-    def amax(self, a, dim=None, keepdim=False):
-        return a.max(axis=dim, keepdims=keepdim)
-
-    def amin(self, a, dim=None, keepdim=False):
-        return a.min(axis=dim, keepdims=keepdim)
-
-    def var(self, a, dim=None, correction=1, keepdim=False):
-        x = a.astype(np.float32) if _half(a.dtype) else a
-        return self.xp.var(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
-            a.real.dtype, copy=False)
-
-    def std(self, a, dim=None, correction=1, keepdim=False):
-        x = a.astype(np.float32) if _half(a.dtype) else a
-        return self.xp.std(x, axis=dim, ddof=correction, keepdims=keepdim).astype(
-            a.real.dtype, copy=False)
-
-    def norm(self, a, p=2.0, dim=None, keepdim=False):
-        xp = self.xp
-        x = xp.abs(a)
-        if p == math.inf:
-            return xp.amax(x, axis=dim, keepdims=keepdim)
-        if p == -math.inf:
-            return xp.amin(x, axis=dim, keepdims=keepdim)
-        if p == 0:
-            # a count, in the real dtype of a norm (a complex input's too)
-            return xp.sum(x != 0, axis=dim, keepdims=keepdim).astype(x.dtype)
-        if p == 1:
-            return xp.sum(x, axis=dim, keepdims=keepdim)
-        if p == 2:
-            return xp.sqrt(xp.sum(x * x, axis=dim, keepdims=keepdim))
-        return xp.sum(x ** p, axis=dim, keepdims=keepdim) ** (1.0 / p)
-
-    def logsumexp(self, a, dim=None, keepdim=False):
-        xp = self.xp
-        # a complex input is shifted by its greatest real part (what sets the magnitude)
-        m = xp.amax(a.real, axis=dim, keepdims=True) if a.size else xp.zeros(
-            (1,) * a.ndim, a.real.dtype)
-        m = xp.where(xp.isfinite(m), m, 0)
-        with np.errstate(divide="ignore"):  # all -inf: log(0) is the right answer
-            out = xp.log(xp.sum(xp.exp(a - m), axis=dim, keepdims=True)) + m
-        return out if keepdim else xp.squeeze(out, axis=dim)
-
-    def all(self, a, dim=None, keepdim=False):
-        return a.all(axis=dim, keepdims=keepdim)
-
-    def any(self, a, dim=None, keepdim=False):
-        return a.any(axis=dim, keepdims=keepdim)
-
-    def count_nonzero(self, a, dim=None):
-        return self.xp.asarray(self.xp.count_nonzero(a, axis=dim), dtype=np.int64)
-
-    def max_dim(self, a, dim, keepdim=False):
-        xp = self.xp
-        idx = xp.argmax(a, axis=dim, keepdims=True)
-        val = xp.take_along_axis(a, idx, axis=dim)
-        if not keepdim:
-            val, idx = xp.squeeze(val, axis=dim), xp.squeeze(idx, axis=dim)
-        return val, idx.astype(np.int64)
-
-    def min_dim(self, a, dim, keepdim=False):
-        xp = self.xp
-        idx = xp.argmin(a, axis=dim, keepdims=True)
-        val = xp.take_along_axis(a, idx, axis=dim)
-        if not keepdim:
-            val, idx = xp.squeeze(val, axis=dim), xp.squeeze(idx, axis=dim)
-        return val, idx.astype(np.int64)
-
-    def argmax(self, a, dim=None, keepdim=False):
-        xp = self.xp
-        if dim is None:
-            out = xp.argmax(a)
-            return xp.asarray(out, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
-        return xp.argmax(a, axis=dim, keepdims=keepdim).astype(np.int64)
-
-    def argmin(self, a, dim=None, keepdim=False):
-        xp = self.xp
-        if dim is None:
-            out = xp.argmin(a)
-            return xp.asarray(out, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
-        return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
-
-    def cumsum(self, a, dim, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return self.xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)
-        return self.xp.cumsum(a, axis=dim, dtype=dtype)
-
-    def cumprod(self, a, dim, dtype=None):
-        if dtype is None and _half(a.dtype):
-            return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
-        return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
     # ----- views and movement -------------------------------------------------------
     # ----- linear algebra -----------------------------------------------------------

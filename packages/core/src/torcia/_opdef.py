@@ -146,6 +146,9 @@ class Declaration:
     random : bool
         Whether its kernel draws from the random generator it is given (``rng``): the op
         is not pure (:attr:`OpDef.random`, :data:`torcia.ops.RANDOM`).
+    answers_early : callable or None
+        ``answers_early(array) -> bool``: the inputs PyTorch answers before it looks for
+        their dtype's kernel (a scan of an empty tensor), which ``refuses`` lets through.
     """
 
     name: str
@@ -168,6 +171,7 @@ class Declaration:
     tags: frozenset = frozenset()
     operator: str = ""
     random: bool = False
+    answers_early: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -205,7 +209,8 @@ def parse_schema(schema: str) -> tuple[str, tuple, dict]:
     >>> parse_schema("scaled(Tensor x, Tensor? w, *, float beta=1.0, str mode='fast') -> Tensor")
     ('scaled', ('x', 'w'), {'beta': 1.0, 'mode': 'fast'})
     """
-    head, sep, rest = schema.partition("(")
+    # the returns may be a tuple, "-> (Tensor, Tensor)": the arguments end before the arrow
+    head, sep, rest = schema.partition("->")[0].partition("(")
     args, close, _ = rest.rpartition(")")
     name = head.strip()
     if not sep or not close or not name.isidentifier():
@@ -234,7 +239,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            group: str = "plugin", refuses: dict | None = None, doc: str = "",
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
            aliases: tuple = (), tags: tuple = (), operator: str = "",
-           random: bool = False) -> Declaration:
+           random: bool = False, answers_early: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -257,4 +262,5 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        group=group, refuses=dict(refuses or {}), doc=doc,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
-                       tags=frozenset(tags), operator=operator, random=random)
+                       tags=frozenset(tags), operator=operator, random=random,
+                       answers_early=answers_early)

@@ -4,10 +4,10 @@ Backends key their kernel tables on these names, the derivative table in torcia-
 keys on them too, and tests iterate over them (an op without a reference kernel, or a
 differentiable op without a derivative and a gradcheck, fails the suite).
 
-The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the
-activations, the views and movement, the special functions, the Fourier transforms, the
-creation and random ops) are read from their declarations, in order; the others are
-listed here.
+The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
+and scans, the activations, the views and movement, the special functions, the Fourier
+transforms, the creation and random ops) are read from their declarations, in order; the
+others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -65,14 +65,12 @@ ELEMENTWISE_OTHER = (
     "nan_to_num",  # nan=, posinf=, neginf=
 )
 
-# --- reductions: dim is a tuple of non-negative ints or None (all), keepdim a bool -------
-REDUCE = (
-    "sum", "mean", "prod", "amax", "amin", "var", "std", "norm", "logsumexp", "all", "any",
-    "count_nonzero", "nansum",
-)
-# reductions along one dim returning (values, indices), or indices alone
-REDUCE_INDEX = ("max_dim", "min_dim", "argmax", "argmin", "median_dim", "mode_dim")
-SCAN = ("cumsum", "cumprod", "cummax", "cummin", "logcumsumexp")
+# --- reductions, declared in torcia._ops.reduce: dim is a tuple of non-negative ints or
+# None (all), keepdim a bool; along one dim returning (values, indices), or indices alone;
+# scans along one dim ----------------------------------------------------------------------
+REDUCE = _ops.names("reduce")
+REDUCE_INDEX = _ops.names("reduce_index")
+SCAN = _ops.names("scan")
 
 # --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
 VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
@@ -148,15 +146,14 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("rms_norm", "mean", "var", "std", "logsumexp", "addcdiv", "lerp", "norm",
+    + ("rms_norm", "addcdiv", "lerp",
        "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("argmax", "argmin", "all", "any", "count_nonzero",
-       "nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
+    + ("nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
 )
 
 #: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``

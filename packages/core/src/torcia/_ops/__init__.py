@@ -23,6 +23,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ==================  =========================================================================
 ``elementwise``     the elementwise ops of one and two inputs (``exp``, ``abs``, ``isnan``,
                     ``add``, ``div``, ``eq``...)
+``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
+                    ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -37,11 +39,20 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ==================  =========================================================================
 """
 
-from torcia._ops import creation, elementwise, nn_activation, random, special, spectral, views
+from torcia._ops import (
+    creation,
+    elementwise,
+    nn_activation,
+    random,
+    reduce,
+    special,
+    spectral,
+    views,
+)
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, nn_activation, views, special, spectral,
-                                     creation, random)
+DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation, views, special,
+                                     spectral, creation, random)
             for d in family.DECLARED}
 
 

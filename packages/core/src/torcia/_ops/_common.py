@@ -35,6 +35,14 @@ def refusal(refuses: dict, dtype) -> Exception | None:
     return error(message.format(D.torch_type_name(D.FROM_NUMPY[np.dtype(dtype)])))
 
 
+def refuse(refuses: dict, a) -> None:
+    """Raise, in a decomposition, the reference kernel's error where ``refuses`` refuses
+    tensor ``a``'s dtype."""
+    error = refusal(refuses, a.dtype.to_numpy())
+    if error is not None:
+        raise error
+
+
 class ArrayFunction:
     """A reference kernel that is one function of the array module: read from a backend,
     ``backend.<op>`` is ``backend.xp.<attr>`` itself (``np.exp``, or CuPy's for
@@ -75,7 +83,33 @@ def bool_like(x, *rest, **params):
 
 def real_like(x, **params):
     """The input's shape, in its real dtype: ``abs``, ``real``, ``imag``."""
-    return x.shape, np.empty(0, x.dtype).real.dtype
+    return x.shape, real_dtype(x.dtype)
+
+
+def real_dtype(dtype) -> np.dtype:
+    """The real dtype of ``dtype`` (float32 for complex64), ``dtype`` itself if real."""
+    return np.empty(0, dtype).real.dtype
+
+
+def reduced(shape, dim, keepdim) -> tuple:
+    """``shape`` reduced over ``dim`` (None: all dims; an int or a sequence)."""
+    if dim is None:
+        return (1,) * len(shape) if keepdim else ()
+    dims = {d % len(shape) for d in ((dim,) if isinstance(dim, int) else dim)} \
+        if shape else set()
+    return tuple(1 if i in dims else n for i, n in enumerate(shape) if keepdim or i not in dims)
+
+
+def values_and_indices(x, dim=-1, keepdim=False, **params):
+    """The values reduced along ``dim`` and their int64 indices: ``max_dim``,
+    ``median_dim``, ``kthvalue``..."""
+    shape = reduced(x.shape, dim, keepdim)
+    return (shape, x.dtype), (shape, np.dtype(np.int64))
+
+
+def scan_with_indices(x, dim=0, **params):
+    """The input's shape, as values and int64 indices: ``cummax``, ``sort``..."""
+    return (x.shape, x.dtype), (x.shape, np.dtype(np.int64))
 
 
 def with_size(shape, dim, size) -> tuple:

@@ -31,8 +31,8 @@ from torcia._ops._common import (
     no_kernel,
     opmath,
     real_like,
-    refusal,
 )
+from torcia._ops._common import refuse as _refuse
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -311,13 +311,6 @@ _MINIMUM = _no_complex_extreme("minimum")
 _FMAX, _FMIN = _no_complex_extreme("fmax"), _no_complex_extreme("fmin")
 _HYPOT, _XLOGY = _no_complex("hypot"), _no_complex("xlogy")
 _GT, _GE = _no_complex("gt"), _no_complex("ge")
-
-
-def _refuse(refuses, a):
-    """Raise the reference kernel's error where it refuses ``a``'s dtype."""
-    error = refusal(refuses, a.dtype.to_numpy())
-    if error is not None:
-        raise error
 
 
 def _refuse_complex(refuses, *operands):
