@@ -84,18 +84,24 @@ print(json.dumps({"dtype": repr(t.dtype), "float": t.float().tolist()}))
     assert state == {"dtype": "torcia.bfloat16", "float": [1.0, 1.0, 1.0]}
 
 
-def test_a_name_bound_on_first_use_is_routed_as_the_others():
-    # a mode switches __torch_function__ dispatch on before torcia.is_autocast_enabled is
-    # first asked for: the mode sees it as it sees torcia.add
-    state = _fresh("""
-import json
-import torcia
+#: a fresh process's mode that lists the names of the functions it sees, in ``seen``
+_LOG_MODE = """
 from torcia.overrides import TorchFunctionMode
 seen = []
 class Log(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         seen.append(func.__name__)
         return func(*args, **(kwargs or {}))
+"""
+
+
+def test_a_name_bound_on_first_use_is_routed_as_the_others():
+    # a mode switches __torch_function__ dispatch on before torcia.is_autocast_enabled is
+    # first asked for: the mode sees it as it sees torcia.add
+    state = _fresh("""
+import json
+import torcia
+""" + _LOG_MODE + """
 with Log():
     torcia.is_autocast_enabled()
     torcia.add(torcia.ones(1), 1)
@@ -111,12 +117,7 @@ def test_a_namespace_imported_after_dispatch_is_on_is_routed():
     state = _fresh("""
 import inspect, json, sys
 import torcia
-from torcia.overrides import TorchFunctionMode
-seen = []
-class Log(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        seen.append(func.__name__)
-        return func(*args, **(kwargs or {}))
+""" + _LOG_MODE + """
 x = torcia.ones(4)
 loaded = "torcia.fft" in sys.modules
 with Log():
