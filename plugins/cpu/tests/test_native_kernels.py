@@ -371,17 +371,29 @@ def test_only_large_products_ask_blas_for_threads(monkeypatch):
 def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch):
     clock = {"now": 100.0, "busy": 0.0, "own": 0.0}
     monkeypatch.setattr(_blas, "_load", {"checked": -np.inf, "crowded": False, "busy": None,
-                                         "own": 0.0})
+                                         "own": 0.0, "called": -np.inf})
     monkeypatch.setattr(_blas.time, "monotonic", lambda: clock["now"])
     monkeypatch.setattr(_blas, "_busy_seconds", lambda: clock["busy"])
     monkeypatch.setattr(_blas.os, "times", lambda: (clock["own"], 0.0))
     monkeypatch.setattr(_blas.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
 
-    def span(seconds, busy, own):
+    def advance(seconds, busy, own):
         clock["now"] += seconds
         clock["busy"] += busy
         clock["own"] += own
+
+    def span(seconds, busy, own):
+        # products every 10 ms (a training loop), the cores' time spread over them
+        calls = round(seconds / 0.01)
+        for _ in range(calls):
+            advance(seconds / calls, busy / calls, own / calls)
+            answer = _blas.crowded()
+        return answer
+
+    def pause(seconds, busy):
+        # no product for `seconds` while other processes use `busy` core-seconds
+        advance(seconds, busy, 0.0)
         return _blas.crowded()
 
     assert not _blas.crowded()  # no earlier sample yet
@@ -389,10 +401,15 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     assert span(1.0, busy=2.0, own=1.0)  # another process took a core
     assert span(0.1, busy=0.0, own=0.0)  # too soon: the last answer, without a new sample
     assert not span(0.5, busy=0.1, own=0.0)
-    # a span in which this process was idle (a benchmark's other child had the cores)
-    # only starts a new span, and the last answer stands
-    assert not span(5.0, busy=10.0, own=0.0)
+    # a pause in which this process asked for no product (a benchmark's other child had
+    # the cores, for seconds or for a round of 0.25 s) only starts a new span, and the
+    # last answer stands
+    assert not pause(5.0, busy=10.0)
     assert not span(0.5, busy=1.0, own=0.9)
+    span(0.15, busy=0.3, own=0.3)
+    assert not pause(0.25, busy=0.5)
+    assert not span(0.25, busy=0.5, own=0.45)
+    assert span(0.25, busy=0.5, own=0.1)  # then a crowded span is seen again
 
 
 def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):

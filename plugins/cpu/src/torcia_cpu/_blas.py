@@ -59,6 +59,10 @@ CROWDED_WORK = 1 << 28
 SPARE_CORES = 0.5
 #: The shortest and longest spans (seconds) over which :func:`crowded` measures the load.
 CHECK_SECONDS = (0.2, 1.0)
+#: A pause (seconds) between two products longer than this (a training step's are
+#: milliseconds apart) means this process was idle or busy elsewhere: the span being
+#: measured restarts at the later product.
+IDLE_SECONDS = 0.1
 
 # the symbol's name depends on how OpenBLAS was built: plain, with 64-bit integers, or
 # prefixed as in the wheels of NumPy and SciPy
@@ -110,7 +114,8 @@ def _busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-_load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0}
+_load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0,
+         "called": -math.inf}
 
 
 def crowded() -> bool:
@@ -118,21 +123,25 @@ def crowded() -> bool:
 
     Measured from ``/proc/stat`` (elsewhere: the load average) over the time since the
     previous measurement, less this process's own CPU time, at most every
-    :data:`CHECK_SECONDS` [0]. A span longer than :data:`CHECK_SECONDS` [1] (this process
-    was idle in between: another process's work then, such as a benchmark's other child,
-    or PyTorch's threads spinning after their own round, says nothing about the cores
-    while torcia runs) only starts a new one, and the last answer stands.
+    :data:`CHECK_SECONDS` [0]. Only spans in which this process asked for products without
+    a pause longer than :data:`IDLE_SECONDS` count: after a pause (this process was idle or
+    busy elsewhere: the other child of a benchmark's alternating rounds then has the
+    cores, PyTorch's threads spinning after their own round, even in a round of 0.25 s),
+    and after a span longer than :data:`CHECK_SECONDS` [1], a new span starts and the last
+    answer stands.
     """
     now = time.monotonic()
+    paused = now - _load["called"] > IDLE_SECONDS
+    _load["called"] = now
     elapsed = now - _load["checked"]
-    if elapsed < CHECK_SECONDS[0]:
+    if elapsed < CHECK_SECONDS[0] and not paused:
         return _load["crowded"]
     cores = os.cpu_count() or 1
     threads = torcia.get_num_threads()
     busy, own = _busy_seconds(), sum(os.times()[:2])
     if busy is None:
         _load["crowded"] = os.getloadavg()[0] > cores + SPARE_CORES
-    elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1]:
+    elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1] and not paused:
         others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
         _load["crowded"] = others > cores - threads + SPARE_CORES
     _load.update(checked=now, busy=busy, own=own)
