@@ -27,6 +27,7 @@
 #include "checks.h"
 #include "gemm.h"
 #include "lstm_rows.h"
+#include "team.h"
 #include "vecmath.h"
 #include "winograd.h"
 
@@ -1021,7 +1022,7 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i) softmax_row(src + i * n, dst + i * n, n, log);
   }
   return out;
@@ -1064,7 +1065,7 @@ py::array_t<T> cross_entropy_backward_rows(carray<T> x, carray<T> scale,
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i)
       cross_entropy_backward_row(src + i * n, dst + i * n, n, sp[i], tp[i]);
   }
@@ -1089,7 +1090,7 @@ py::array_t<T> logsumexp_rows(carray<T> x) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel if (r * n > kParallelWork)
+#pragma omp parallel num_threads(torcia_team::fixed_split()) if (r * n > kParallelWork)
     {
       std::vector<T> buf(n);
 #pragma omp for schedule(static)
@@ -1131,7 +1132,7 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i)
       softmax_backward_row(gp + i * n, yp + i * n, dst + i * n, n, log);
   }
@@ -1282,7 +1283,7 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
                           T(weight_decay), T(momentum), T(1 - dampening), T(lr)};
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (total > kParallelWork && n_spans > 1)
   for (int64_t t = 0; t < n_spans; ++t) {
     const auto [i, lo, len] = spans[t];
     sgd_span<T>(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
@@ -1332,7 +1333,7 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
                            T(beta2), T(1 - beta2), T(eps)};
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (total > kParallelWork && n_spans > 1)
   for (int64_t t = 0; t < n_spans; ++t) {
     const auto [i, lo, len] = spans[t];
     T* vmi = amsgrad ? vmax[i] + lo : nullptr;
@@ -1375,6 +1376,8 @@ PYBIND11_MODULE(_native, m) {
         py::arg("outer"), py::arg("n"), py::arg("inner"));
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
+  // team.h: one thread for the regions of a fixed split while the machine is crowded
+  m.def("set_crowded", [](bool on) { torcia_team::crowded.store(on); }, py::arg("on"));
   m.def("set_winograd", &set_winograd, py::arg("on"));
   m.def("winograd", [] { return winograd_enabled; });
   define_activations(m);

@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from torcia_cpu import _blas, _native, _provider
-from torcia_cpu.kernels import OVERRIDES, NativeKernels
+from torcia_cpu.kernels import OVERRIDES, NativeKernels, sgd_step
 
 import torcia
 from torcia.library import ReferenceKernels as Reference
@@ -377,6 +377,8 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     monkeypatch.setattr(_blas.os, "times", lambda: (clock["own"], 0.0))
     monkeypatch.setattr(_blas.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+    pushed = []  # what the extension's regions of a fixed split are told (team.h)
+    monkeypatch.setattr(_native, "set_crowded", pushed.append)
 
     def advance(seconds, busy, own):
         clock["now"] += seconds
@@ -410,6 +412,37 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     assert not pause(0.25, busy=0.5)
     assert not span(0.25, busy=0.5, own=0.45)
     assert span(0.25, busy=0.5, own=0.1)  # then a crowded span is seen again
+    assert pushed[-1] is True and False in pushed
+
+
+def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
+    # a crowded machine runs them on one thread (team.h): the spans, rows and partial sums
+    # are the shape's, so the bits are those of the full team
+    x, y = _rand((300, 1000), np.float32), _rand((300, 1000), np.float32)
+    w, b = _rand((1000,), np.float32), _rand((1000,), np.float32)
+
+    def run():
+        p, buf = [x.copy()], [None]
+        for _ in range(2):  # the first step makes the momentum buffer, the second reads it
+            sgd_step(p, [y], buf, lr=0.01, weight_decay=0.0, momentum=0.9, dampening=0.0,
+                     nesterov=False, maximize=False)
+        return [_native.binary("add", x.ravel(), y.ravel()),
+                _native.reduce_sum(x.ravel(), 1, x.size, 1, False),
+                _native.reduce_sum(x.ravel(), 1, 300, 1000, False),
+                _native.activation("relu", x), NAT.softmax(x, 1),
+                NAT.layer_norm(x, w, b, 1, 1e-5), p[0], buf[0]]
+
+    before = _native.get_num_threads()
+    _native.set_num_threads(3)
+    try:
+        full = run()
+        _native.set_crowded(True)
+        alone = run()
+    finally:
+        _native.set_crowded(False)
+        _native.set_num_threads(before)
+    for a, c in zip(full, alone):
+        np.testing.assert_array_equal(a, c)
 
 
 def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):

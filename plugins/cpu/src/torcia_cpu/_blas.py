@@ -16,7 +16,9 @@ threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
 ``torcia_cpu/__init__.py``; blas.cpp's ``gemm_panels``). The panels, and with them every
 result, depend on the shape and the thread count alone; the load only decides how many
 threads run them: one while the machine is crowded (:func:`crowded`), below
-:data:`CROWDED_WORK`.
+:data:`CROWDED_WORK`. So do the extension's other parallel regions whose split the shape
+alone fixes (elementwise ops, sums, softmaxes, norms' rows, optimizer steps: team.h), on
+either library.
 
 MKL's threads are libgomp's too, and sleep between products the same way, but its
 rounding depends on the thread count, so its products get torcia's thread count from
@@ -44,6 +46,7 @@ import time
 from contextlib import contextmanager
 
 import torcia
+from torcia_cpu import _native
 
 #: Multiply-adds from which a product runs on torcia's thread count on threads that spin
 #: while they wait (a 102^3 GEMM; an LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two
@@ -145,6 +148,8 @@ def crowded() -> bool:
         others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
         _load["crowded"] = others > cores - threads + SPARE_CORES
     _load.update(checked=now, busy=busy, own=own)
+    # the elementwise ops, sums, softmaxes, norms and optimizer steps too (team.h)
+    _native.set_crowded(_load["crowded"])
     return _load["crowded"]
 
 
@@ -156,6 +161,7 @@ def worth_threads(work: int, spins: bool = True) -> bool:
     if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False
     if not spins:
+        crowded()  # measured for the regions of a fixed split alone (team.h)
         return work >= SLEEPING_WORK
     return work >= CROWDED_WORK or not crowded()
 
