@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from torcia_cpu import _blas, _native, _provider
-from torcia_cpu.kernels import OVERRIDES, NativeKernels, sgd_step
+from torcia_cpu.kernels import OVERRIDES, NativeKernels, adam_step, sgd_step
 
 import torcia
 from torcia.library import ReferenceKernels as Reference
@@ -413,6 +413,23 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     assert not span(0.25, busy=0.5, own=0.45)
     assert span(0.25, busy=0.5, own=0.1)  # then a crowded span is seen again
     assert pushed[-1] is True and False in pushed
+
+
+def test_an_optimizer_step_measures_the_load_on_several_threads(monkeypatch):
+    # a step without large products (a CNN's) still tells the regions of a fixed split
+    # whether the machine is crowded
+    checks = []
+    monkeypatch.setattr(_blas, "crowded", lambda: checks.append(True) or False)
+    p, g = [np.ones(4, np.float32)], [np.ones(4, np.float32)]
+    for threads, expected in ((1, 0), (2, 2)):
+        monkeypatch.setattr(torcia, "get_num_threads", lambda threads=threads: threads)
+        checks.clear()
+        sgd_step(p, g, [None], lr=0.1, weight_decay=0.0, momentum=0.9, dampening=0.0,
+                 nesterov=False, maximize=False)
+        adam_step(p, g, [np.zeros(4, np.float32)], [np.zeros(4, np.float32)], [], [1],
+                  lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False,
+                  maximize=False, decoupled_weight_decay=False)
+        assert len(checks) == expected
 
 
 def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
