@@ -308,7 +308,8 @@ void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double
   const int64_t tasks = outer * blocks * pieces;
   if (pieces <= 1) {
     py::gil_scoped_release release;
-#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (big && tasks > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (big && tasks > 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t o = t / blocks, j0 = (t % blocks) * kColumns;
       const int64_t m = std::min(kColumns, inner - j0);

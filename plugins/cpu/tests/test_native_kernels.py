@@ -437,6 +437,7 @@ def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
     # are the shape's, so the bits are those of the full team
     x, y = _rand((300, 1000), np.float32), _rand((300, 1000), np.float32)
     w, b = _rand((1000,), np.float32), _rand((1000,), np.float32)
+    image = _rand((16, 32, 16, 16), np.float32)
 
     def run():
         p, buf = [x.copy()], [None]
@@ -447,7 +448,8 @@ def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
                 _native.reduce_sum(x.ravel(), 1, x.size, 1, False),
                 _native.reduce_sum(x.ravel(), 1, 300, 1000, False),
                 _native.activation("relu", x), NAT.softmax(x, 1),
-                NAT.layer_norm(x, w, b, 1, 1e-5), p[0], buf[0]]
+                NAT.layer_norm(x, w, b, 1, 1e-5), p[0], buf[0],
+                *_native.max_pool2d(image, 2, 2, 2, 2, 0, 0, 1, 1, 8, 8)]
 
     before = _native.get_num_threads()
     _native.set_num_threads(3)
