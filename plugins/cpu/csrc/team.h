@@ -1,6 +1,7 @@
 // The team of the parallel regions whose split is fixed by the shape alone (elementwise
-// spans, a sum's partial sums, an optimizer's spans, a softmax's or a norm's rows): each
-// result is the same on any number of threads, so the load may choose it. All of OpenMP's
+// spans, a sum's partial sums, an optimizer's spans, a softmax's or a norm's rows, pooling
+// planes, im2col taps, an embedding gradient's columns): each result is the same on any
+// number of threads, so the load may choose it. All of OpenMP's
 // (torcia's) threads, or one while the machine is crowded (torcia_cpu/_blas.py's
 // crowded(), which sets it through set_crowded): a thread that another process keeps off
 // its core holds the region's end until it gets one, and on the loaded 2-core machine
