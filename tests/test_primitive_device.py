@@ -1,7 +1,7 @@
 """A device backend that implements only the primitive ops runs whole training steps:
 the composite ops (linear, cross_entropy, conv, max_pool and their fused backward ops)
-run through their default decompositions, and autograd records the ops they decompose
-into. The results match the "cpu" device's.
+run through their default decompositions; autograd records such an op once where it has a
+backward formula, else the ops it decomposes into. The results match the "cpu" device's.
 
 The device "prims" is a test plugin holding NumPy arrays in memory of its own (transfers
 copy), with the reference kernels of the primitives only.
@@ -210,6 +210,41 @@ def test_lstm_training_step_through_decompositions(prims):
             return self.head(self.lstm(t)[0][:, -1])
 
     _compare(Recurrent, x, y, prims)
+
+
+def test_vision_resnet18_training_step_through_decompositions(prims):
+    # torcia-vision's model as users build it: batch norm in training mode, residual adds,
+    # strided convolutions, max and adaptive average pooling
+    models = pytest.importorskip("torcia.vision.models")
+    torcia.manual_seed(9)
+    # in float64: 20 layers of float32 sums in another order, each renormalised by batch
+    # norm, end 1e-4 apart
+    x, y = torcia.randn(2, 3, 32, 32, dtype=torcia.float64), torcia.tensor([1, 3])
+    _compare(lambda: models.resnet18(num_classes=4).double(), x, y, prims)
+
+
+@pytest.mark.parametrize("model", ["gpt2", "lstm_classifier"])
+def test_text_models_training_step_through_decompositions(prims, model):
+    text = pytest.importorskip("torcia.text.models")
+    torcia.manual_seed(10)
+    tokens, y = torcia.tensor([[1, 4, 2, 7, 3], [3, 3, 5, 1, 6]]), torcia.tensor([2, 0])
+
+    class Last(nn.Module):  # the language model's logits at the last position: a class
+        def __init__(self):
+            super().__init__()
+            self.lm = text.GPT2LMHeadModel(vocab_size=8, n_positions=8, n_embd=8, n_layer=2,
+                                           n_head=2, resid_pdrop=0.0, embd_pdrop=0.0,
+                                           attn_pdrop=0.0)
+
+        def forward(self, t):
+            return self.lm(t)[:, -1]
+
+    def make():
+        if model == "gpt2":
+            return Last()
+        return text.LSTMClassifier(vocab_size=8, num_classes=3, embed_dim=6, hidden_size=5)
+
+    _compare(make, tokens, y, prims)
 
 
 def test_listing_names_native_and_decomposed_ops():
@@ -829,3 +864,21 @@ def test_ctc_loss_backward_decomposes_like_its_kernel(prims, dtype):
     assert np.isinf(nll[3]) and got.dtype == dtype
     tol = 1e-10 if dtype == torcia.float64 else 1e-5
     np.testing.assert_allclose(got.to("cpu").numpy(), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("fn, values", [
+    (torcia.special.entr, [0.0, math.inf, 0.5]),  # -(log x + 1): +inf at 0, -inf at inf
+    (lambda t: torcia.hypot(t, t.flip(0)), [0.0, 0.0, 3.0]),  # NaN at the origin
+], ids=["entr", "hypot"])
+def test_a_decomposed_op_with_a_formula_takes_its_gradient_from_the_formula(prims, fn, values):
+    # where a composition's chain rule differs from the op's formula (an infinite slope,
+    # a point where the formula is NaN), the device without the kernel gives the formula's
+    # gradient, as the device with it does; the op is one node of the graph
+    grads = []
+    for device in ("cpu", prims):
+        x = torcia.tensor(values, dtype=torcia.float64, device=device, requires_grad=True)
+        out = fn(x)
+        assert out.grad_fn.name() == fn(x.detach().to("cpu").requires_grad_()).grad_fn.name()
+        out.sum().backward()
+        grads.append(x.grad.to("cpu").numpy())
+    np.testing.assert_array_equal(grads[1], grads[0])

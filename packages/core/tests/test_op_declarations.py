@@ -86,17 +86,17 @@ def test_the_declared_refusals_are_raised_by_kernel_and_decomposition(name):
     op = DECLARED[name]
     kernel = Reference().table()[name]
     for kind in op.refuses:
-        a = np.array([1, 2], dtype=np.complex64 if kind == "c" else bool)
+        a = np.array([1, 2], dtype={"c": np.complex64, "b": bool, "i": np.int64,
+                                    "u": np.uint8}[kind])
         expected = _numpy_backend.refusal(name, a.dtype)
         assert type(expected) is op.refuses[kind][0]
         with pytest.raises(type(expected)) as raised:
             kernel(*[a] * len(op.inputs))
         assert str(raised.value) == str(expected)
-        # frac's and relu's decompositions meet the refusals of the ops they are made of
-        # (relu's of a bool none: it answers where the kernel refuses)
-        if name in ("neg", "sign", "trunc", "le"):
-            with pytest.raises(type(expected), match="^" + str(expected)[:20]):
+        if op.decomposition is not None:
+            with pytest.raises(type(expected)) as raised:
                 op.decomposition(*[torcia.from_numpy(a)] * len(op.inputs))
+            assert str(raised.value) == str(expected)
 
 
 def test_an_array_function_reads_the_backends_array_module():

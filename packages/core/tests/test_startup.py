@@ -103,3 +103,26 @@ print(json.dumps({"seen": seen,
                   "same": torcia.is_autocast_enabled is torcia.amp.is_autocast_enabled}))
 """)
     assert state == {"seen": ["is_autocast_enabled", "ones", "add"], "same": True}
+
+
+def test_a_namespace_imported_after_dispatch_is_on_is_routed():
+    # torcia.fft loads on first use: a mode entered before that sees torcia.fft.fft as
+    # it would had the module been loaded first, and the module's source stays readable
+    state = _fresh("""
+import inspect, json, sys
+import torcia
+from torcia.overrides import TorchFunctionMode
+seen = []
+class Log(TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        seen.append(func.__name__)
+        return func(*args, **(kwargs or {}))
+x = torcia.ones(4)
+loaded = "torcia.fft" in sys.modules
+with Log():
+    import torcia.fft
+    torcia.fft.fft(x)
+print(json.dumps({"loaded_before": loaded, "seen": seen,
+                  "source": "def fft" in inspect.getsource(torcia.fft)}))
+""")
+    assert state == {"loaded_before": False, "seen": ["fft"], "source": True}

@@ -164,8 +164,7 @@ def log_ndtr(a):
 
 def entr(a):
     # the reference kernel's values, in a's dtype: -x log x above 0, 0 at 0, -inf below
-    # and NaN kept; log of a itself, so that below 0 the gradient is NaN, as PyTorch's
-    # -(log x + 1) (at 0 and inf it is NaN too, where PyTorch's is inf and -inf)
+    # and NaN kept (its gradient is entr's formula's: the dispatcher records entr itself)
     positive = a > 0
     body = -a * a.log()
     out = _oplib.where(positive, body, _oplib.where(a == 0, _zero(a), _scalar(a, -math.inf)))

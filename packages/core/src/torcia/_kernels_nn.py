@@ -22,17 +22,7 @@ import math
 import numpy as np
 
 from torcia._dtype import np_floating as _floating
-
-
-def _low(a) -> bool:
-    """float16 or bfloat16: kernels that PyTorch runs in float32 on the CPU."""
-    return a.dtype.itemsize == 2 and _floating(a.dtype)
-
-
-def _in_float32(*arrays):
-    """``arrays`` in float32 (None and bool masks as they are)."""
-    return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)
-
+from torcia._ops._common import in_float32, low_precision
 
 
 def _windows(xp, x, kernel, stride, dilation, padding, value=0):
@@ -223,10 +213,10 @@ class NNKernels:
         """``conv_transpose(x (N, Cin, *in), w (Cin, Cout/groups, *k), b (Cout,) or None)
         -> (N, Cout, *out)``, ``out = (in - 1) * stride - low - high + dilation * (k - 1) +
         output_padding + 1``: the adjoint of ``conv`` with the same geometry."""
-        if _low(x):
+        if low_precision(x):
             # float16 and bfloat16 in float32, rounded once, as PyTorch's oneDNN kernel:
             # the overlapping columns summed in the dtype lose up to a fifth of a small value
-            return self.conv_transpose(*_in_float32(x, w, b), stride, padding, output_padding,
+            return self.conv_transpose(*in_float32(x, w, b), stride, padding, output_padding,
                                        dilation, groups).astype(x.dtype)
         _check_geometry(w.shape[2:], stride, padding, dilation, output_padding)
         xp = self.xp
@@ -422,11 +412,11 @@ class NNKernels:
         """batch_norm(x (N, C, *), weight, bias, running_mean, running_var) ->
         (out, mean, var): normalised per channel with the batch statistics (training)
         or the running ones; ``mean`` and the biased ``var`` are the statistics used."""
-        if _low(x):
+        if low_precision(x):
             # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel; the
             # statistics in the dtype they would have had
             out, mean, var = self.batch_norm(
-                *_in_float32(x, weight, bias, running_mean, running_var), training, eps)
+                *in_float32(x, weight, bias, running_mean, running_var), training, eps)
             stat = x.dtype if training else running_mean.dtype
             return out.astype(x.dtype), mean.astype(stat), var.astype(stat)
         xp = self.xp
@@ -495,9 +485,9 @@ class NNKernels:
     def layer_norm(self, x, weight, bias, normalized_ndim, eps):
         """layer_norm(x, weight, bias) -> out: normalised over the last
         ``normalized_ndim`` dims, then scaled and shifted elementwise."""
-        if _low(x):
+        if low_precision(x):
             # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel
-            return self.layer_norm(*_in_float32(x, weight, bias), normalized_ndim,
+            return self.layer_norm(*in_float32(x, weight, bias), normalized_ndim,
                                    eps).astype(x.dtype)
         xp = self.xp
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
@@ -514,8 +504,8 @@ class NNKernels:
     def rms_norm(self, x, weight, normalized_ndim, eps):
         """rms_norm(x, weight) -> out: divided by the root mean square over the last
         ``normalized_ndim`` dims, then scaled elementwise."""
-        if _low(x):
-            return self.rms_norm(*_in_float32(x, weight), normalized_ndim, eps).astype(x.dtype)
+        if low_precision(x):
+            return self.rms_norm(*in_float32(x, weight), normalized_ndim, eps).astype(x.dtype)
         xp = self.xp
         axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
         out = x / xp.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
@@ -566,9 +556,9 @@ class NNKernels:
         ``is_causal`` lets query i attend to keys j <= i (no mask then). A query that may
         attend to no key gets a zero output and an lse of -inf (PyTorch's safe softmax).
         This kernel holds the (Lq, Lk) scores; a native one need not."""
-        if _low(q):
+        if low_precision(q):
             # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel
-            out = self.flash_attention(*_in_float32(q, k, v, mask), is_causal, scale)
+            out = self.flash_attention(*in_float32(q, k, v, mask), is_causal, scale)
             return tuple(t.astype(q.dtype) for t in out)
         xp = self.xp
         s = self._attention_scores(q, k, mask, is_causal, scale)
@@ -591,8 +581,8 @@ class NNKernels:
         recomputed from the scores and ``lse``, dV = P^T g, dS = P (g V^T - rowsum(g out)),
         dQ = dS K scale, dK = dS^T Q scale; a group's query heads add into its key/value
         head."""
-        if _low(q):
-            grads = self.flash_attention_backward(*_in_float32(g, q, k, v, out, lse, mask),
+        if low_precision(q):
+            grads = self.flash_attention_backward(*in_float32(g, q, k, v, out, lse, mask),
                                                   is_causal, scale)
             return tuple(t.astype(q.dtype) for t in grads)
         xp = self.xp

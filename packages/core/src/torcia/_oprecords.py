@@ -54,11 +54,15 @@ def op_groups() -> dict[str, tuple[str, ...]]:
 
 def _signature(fn, group: str) -> tuple[tuple, dict]:
     if group in _ARITY:
-        return _ARITY[group], {}
+        # the kernel names its inputs a, b, or is a ufunc (whose out=, where=... are
+        # NumPy's): the inputs are the family's, the parameters a Python kernel's own
+        inner = inspect.unwrap(fn)
+        own = inspect.isfunction(inner) or inspect.ismethod(inner)
+        return _ARITY[group], _signature(fn, "")[1] if own else {}
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):  # a NumPy ufunc
-        return (), {}
+        return _ARITY.get(group, ()), {}
     inputs, params = [], {}
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:

@@ -952,7 +952,11 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
                 f"op {op!r} has no kernel for device type {dev.type!r} "
                 f"(backend from plugin {dev.backend.plugin!r}) and no decomposition"
             ) from None
-        # a composite op the device lacks: its ops run (and are recorded) one by one
+        if needs_grad and _GRAD.enabled and view_of is None and (
+                AUTOGRAD.engine.derivative(op) is not None):
+            return _decomposed_with_formula(op, decomposition, inputs, params)
+        # a composite op the device lacks, with no formula of its own: its ops run (and
+        # are recorded) one by one
         return decomposition(*inputs, **params)
     if modes:
         kernel = _in_modes(modes, op, kernel, dev)
@@ -969,6 +973,19 @@ def call(op: str, inputs: tuple, params: dict, view_of=None):
             mode.on_result(op, inputs, params, result)
     if needs_grad and _GRAD.enabled:
         AUTOGRAD.record(op, inputs, params, result)
+    return result
+
+
+def _decomposed_with_formula(op, decomposition, inputs, params):
+    """A composite op the device lacks, whose gradient is its own formula's, as on a device
+    with its kernel (entr's infinite slope at 0, hypot's NaN at the origin): the
+    decomposition runs unrecorded, the op is recorded once."""
+    _GRAD.enabled = False
+    try:
+        result = decomposition(*inputs, **params)
+    finally:
+        _GRAD.enabled = True
+    AUTOGRAD.record(op, inputs, params, result)
     return result
 
 

@@ -35,6 +35,7 @@ mul
 from __future__ import annotations
 
 import functools
+import importlib.abc
 import sys
 import threading
 import types as _types
@@ -415,7 +416,44 @@ def switch_on() -> None:
         module = sys.modules.get(name)
         if module is not None:
             _route_module(module)
+    # a namespace imported later (torcia.fft, torcia.nn.functional are imported on first
+    # use) is routed as it finishes loading, as if it had been there now
+    sys.meta_path.insert(0, _RouteOnImport())
     _one_object()
+
+
+class _RouteOnImport(importlib.abc.MetaPathFinder):
+    """Finds nothing itself: for a namespace of :data:`NAMESPACES`, it takes the spec the
+    other finders give and routes the module's functions once the module has run."""
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in NAMESPACES:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                if spec.loader is not None and hasattr(spec.loader, "exec_module"):
+                    spec.loader = _RoutingLoader(spec.loader)
+                return spec
+        return None
+
+
+class _RoutingLoader(importlib.abc.Loader):
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        self.loader.exec_module(module)
+        _route_module(module)
+        _one_object()
+
+    def __getattr__(self, name):  # get_source, is_package... for inspect and linecache
+        return getattr(self.loader, name)
 
 
 def routed(value):

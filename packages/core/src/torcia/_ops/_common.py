@@ -101,3 +101,13 @@ def opmath(fn):
     run.__name__ = fn.__name__
     run.__wrapped__ = fn  # its signature and source (the op reference shows the source)
     return run
+
+
+def low_precision(a) -> bool:
+    """float16 or bfloat16 (an array): kernels that PyTorch runs in float32 on the CPU."""
+    return a.dtype.itemsize == 2 and D.np_floating(a.dtype)
+
+
+def in_float32(*arrays):
+    """``arrays`` in float32 (None and bool masks as they are)."""
+    return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)

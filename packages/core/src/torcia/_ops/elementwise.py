@@ -283,6 +283,11 @@ _NEG = {BOOL: (RuntimeError, "Negation, the `-` operator, on a bool tensor is no
                "If you are trying to invert a mask, use the `~` or `logical_not()` operator "
                "instead.")}
 _TRUNC = _rounding("trunc")
+# frac has a kernel for floating types only (trunc, floor and ceil have integer ones: the
+# identity)
+_FRAC = dict.fromkeys((COMPLEX, BOOL, "i", "u"), no_kernel("frac_cpu"))
+_RELU = {COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
+         BOOL: (RuntimeError, "Boolean inputs not supported for relu")}
 
 
 def _no_complex(op):
@@ -303,6 +308,9 @@ _FLOOR_DIVIDE = _no_bool_or_complex("div_floor_cpu")
 _REMAINDER = _no_bool_or_complex("remainder_cpu")
 _FLOOR = _rounding("floor")
 _MINIMUM = _no_complex_extreme("minimum")
+_FMAX, _FMIN = _no_complex_extreme("fmax"), _no_complex_extreme("fmin")
+_HYPOT, _XLOGY = _no_complex("hypot"), _no_complex("xlogy")
+_GT, _GE = _no_complex("gt"), _no_complex("ge")
 
 
 def _refuse(refuses, a):
@@ -312,11 +320,20 @@ def _refuse(refuses, a):
         raise error
 
 
+def _refuse_complex(refuses, *operands):
+    """:func:`_refuse` for an op of several operands that refuses complex ones only: any
+    complex operand makes the promoted dtype complex."""
+    for x in operands:
+        if hasattr(x, "is_complex") and x.is_complex():
+            _refuse(refuses, x)
+
+
 # ----- decompositions (tensors; half precision computes in float32, see opmath) ---------
 
 
 @opmath
 def relu(a):
+    _refuse(_RELU, a)
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return _where(a > 0, a, _where(a < 0, a.new_zeros(()), a * 0))
 
@@ -329,6 +346,7 @@ def trunc(a):
 
 @opmath
 def frac(a):
+    _refuse(_FRAC, a)
     return a - a.trunc()
 
 
@@ -413,7 +431,7 @@ def floor(a):
 
 
 def minimum(a, b):
-    _refuse(_MINIMUM, a)
+    _refuse_complex(_MINIMUM, a, b)
     # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
     # kernel's choice between equal values, such as 0.0 and -0.0: the second)
     if hasattr(b, "dtype") and b.dtype != a.dtype:  # ~ and - before promotion would differ
@@ -446,6 +464,7 @@ def sigmoid(a):
 
 
 def hypot(a, b):
+    _refuse_complex(_HYPOT, a, b)
     # the larger side times sqrt(1 + r^2), r = smaller / larger: nothing overflows; an
     # infinite side gives inf beside NaN too
     x, y = a.abs(), b.abs()
@@ -478,29 +497,34 @@ def sub(a, b):
 
 
 def fmax(a, b):
+    _refuse_complex(_FMAX, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.maximum(b)))
 
 
 def fmin(a, b):
+    _refuse_complex(_FMIN, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.minimum(b)))
 
 
 @opmath
 def xlogy(a, b):
+    _refuse_complex(_XLOGY, a, b)
     # 0 * log(y) is 0 unless y is NaN
     return _where((a == 0).bitwise_and(b == b), a.new_zeros(()), a * b.log())
 
 
 def gt(a, b):
+    _refuse_complex(_GT, a, b)
     return b < a
 
 
 def le(a, b):
-    _refuse(_LE, a)
+    _refuse_complex(_LE, a, b)
     return (a < b).bitwise_or(a == b)
 
 
 def ge(a, b):
+    _refuse_complex(_GE, a, b)
     return b <= a
 
 
@@ -553,10 +577,10 @@ def _binary(name, kernel, **fields):
                   group="binary", **fields)
 
 
-def _binary_float(name, kernel, **fields):
-    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers).
-    ``**params``: div's rounding_mode, not part of the record."""
-    return define(f"{name}(Tensor input, Tensor other, **params) -> Tensor", kernel,
+def _binary_float(name, kernel, params="", **fields):
+    """An op of ``BINARY_FLOAT``: floating inputs (the public function promotes integers);
+    ``params``: the schema's keyword-only parameters."""
+    return define(f"{name}(Tensor input, Tensor other{params}) -> Tensor", kernel,
                   shape=broadcast, floating_inputs=True, group="binary_float", **fields)
 
 
@@ -608,12 +632,8 @@ DECLARED = (
     _same("floor", ArrayFunction("floor"), decomposition=floor, refuses=_FLOOR),
     _same("ceil", ArrayFunction("ceil"), refuses=_rounding("ceil")),
     _same("trunc", ArrayFunction("trunc"), decomposition=trunc, refuses=_TRUNC),
-    _same("frac", Kernels.frac, decomposition=frac, refuses={
-        COMPLEX: (NotImplementedError, "frac is not supported for complex inputs"),
-        BOOL: no_kernel("frac_cpu")}),
-    _same("relu", Kernels.relu, decomposition=relu, refuses={
-        COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
-        BOOL: (RuntimeError, "Boolean inputs not supported for relu")}),
+    _same("frac", Kernels.frac, decomposition=frac, refuses=_FRAC),
+    _same("relu", Kernels.relu, decomposition=relu, refuses=_RELU),
     # an integer result: no gradient
     _same("bitwise_not", ArrayFunction("invert"), decomposition=bitwise_not,
           differentiable=False),
@@ -637,24 +657,20 @@ DECLARED = (
     _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=bitwise_or,
             differentiable=False),
     _binary("bitwise_xor", ArrayFunction("bitwise_xor"), differentiable=False),
-    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax,
-            refuses=_no_complex_extreme("fmax")),
-    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin,
-            refuses=_no_complex_extreme("fmin")),
-    _binary_float("div", Kernels.div),
+    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax, refuses=_FMAX),
+    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin, refuses=_FMIN),
+    _binary_float("div", Kernels.div, params=", *, str? rounding_mode=None"),
     # PyTorch promotes atan2's inputs to the widest under CUDA autocast
     _binary_float("atan2", ArrayFunction("arctan2"), autocast={"cuda": "promote"},
                   refuses=_no_complex("atan2")),
-    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot,
-                  refuses=_no_complex("hypot")),
-    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_no_complex("xlogy")),
+    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot, refuses=_HYPOT),
+    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_XLOGY),
     _compare("eq", ArrayFunction("equal")),
     _compare("ne", ArrayFunction("not_equal"), decomposition=ne),
     _compare("lt", ArrayFunction("less"), refuses=_no_complex("lt")),
     _compare("le", ArrayFunction("less_equal"), decomposition=le, refuses=_LE),
-    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_no_complex("gt")),
-    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge,
-             refuses=_no_complex("ge")),
+    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_GT),
+    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge, refuses=_GE),
     _compare("logical_and", ArrayFunction("logical_and"), decomposition=logical_and),
     _compare("logical_or", ArrayFunction("logical_or"), decomposition=logical_or),
     _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=logical_xor),

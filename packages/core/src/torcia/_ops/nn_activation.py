@@ -15,9 +15,15 @@ import math
 
 import numpy as np
 
-from torcia._kernels_nn import _in_float32, _low
 from torcia._opdef import define
-from torcia._ops._common import HALF, first_shape, grad_like, opmath
+from torcia._ops._common import (
+    HALF,
+    first_shape,
+    grad_like,
+    in_float32,
+    low_precision,
+    opmath,
+)
 from torcia._ops._common import where as _where
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
@@ -66,9 +72,9 @@ class Kernels:
     def gelu_backward(self, g, a, approximate="none"):
         """gelu_backward(g, a, approximate): g * gelu'(a)."""
         xp = self.xp
-        if _low(a):
+        if low_precision(a):
             # in float32, rounded once, as PyTorch: a's cube overflows half precision
-            return self.gelu_backward(*_in_float32(g, a), approximate).astype(g.dtype)
+            return self.gelu_backward(*in_float32(g, a), approximate).astype(g.dtype)
         if approximate == "tanh":
             # with s = sigmoid(2 u): 0.5 (1 + tanh u) = s and 1 - tanh^2 u = 4 s (1 - s),
             # without the cancellation of 1 + tanh u for a < 0
@@ -119,7 +125,7 @@ class Kernels:
 
     def logsigmoid(self, a):
         """logsigmoid(a): log(sigmoid(a)) = -log(1 + exp(-a)), computed stably."""
-        if _low(a):
+        if low_precision(a):
             # in float32, as PyTorch: logsigmoid(20) is -2e-9, -0 once rounded to half
             return self.logsigmoid(a.astype(np.float32)).astype(a.dtype)
         # 0 - rather than a negation: +0 at +inf, as PyTorch's min(a, 0) - log1p(exp(-|a|))
