@@ -13,6 +13,7 @@
 #include <string>
 
 #include "checks.h"
+#include "team.h"
 #include "vecmath.h"
 
 namespace py = pybind11;
@@ -217,7 +218,7 @@ template <typename Body>
 void chunked(int64_t n, Body body) {
   py::gil_scoped_release release;
   const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (chunks > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (chunks > 1)
   for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(kChunk, n - c * kChunk));
 }
 
@@ -299,7 +300,7 @@ void run_fill(const py::array& a, const py::array& mask, py::array& out, double 
   const int64_t per = std::max<int64_t>(1, kChunk / d);
   const int64_t blocks = (rows + per - 1) / per;
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (blocks > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (blocks > 1)
   for (int64_t c = 0; c < blocks; ++c)
     fill_rows<T>(ap + c * per * d, m, op + c * per * d, std::min(per, rows - c * per), d,
                  T(value));

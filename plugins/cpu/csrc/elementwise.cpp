@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "checks.h"
+#include "team.h"
 #include "vecmath.h"
 
 namespace py = pybind11;
@@ -68,7 +69,7 @@ void spans(int64_t n, Body body) {
     return;
   }
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static)
   for (int64_t c = 0; c < count; ++c) body(c * kGrain, std::min(kGrain, n - c * kGrain));
 }
 
@@ -260,7 +261,7 @@ double total(const T* x, int64_t n, bool parallel) {
   std::vector<double> part(count);
   if (parallel) {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static)
     for (int64_t c = 0; c < count; ++c)
       part[c] = span_sum(x + c * kGrain, std::min(kGrain, n - c * kGrain));
   } else {
@@ -294,7 +295,7 @@ void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double
       return;
     }
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (big)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (big)
     for (int64_t o = 0; o < outer; ++o) out[o] = T(total(x + o * r, r, false) / divisor);
     return;
   }
@@ -307,7 +308,8 @@ void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double
   const int64_t tasks = outer * blocks * pieces;
   if (pieces <= 1) {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (big && tasks > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (big && tasks > 1)
     for (int64_t t = 0; t < tasks; ++t) {
       const int64_t o = t / blocks, j0 = (t % blocks) * kColumns;
       const int64_t m = std::min(kColumns, inner - j0);
@@ -322,7 +324,7 @@ void run_sum(const T* x, T* out, int64_t outer, int64_t r, int64_t inner, double
   const int64_t rows = (r + pieces - 1) / pieces;
   std::vector<double> part(tasks * kColumns, 0.0);
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static)
   for (int64_t t = 0; t < tasks; ++t) {
     const int64_t ob = t / pieces, p = t % pieces;
     const int64_t o = ob / blocks, j0 = (ob % blocks) * kColumns;

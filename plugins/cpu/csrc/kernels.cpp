@@ -27,6 +27,7 @@
 #include "checks.h"
 #include "gemm.h"
 #include "lstm_rows.h"
+#include "team.h"
 #include "vecmath.h"
 #include "winograd.h"
 
@@ -275,7 +276,8 @@ py::array_t<T> im2col(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t s
   const int64_t kk = kh * kw;
   {
     py::gil_scoped_release release;
-#pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    collapse(2) schedule(static) if (n * rows * p > kParallelWork)
     for (int64_t b = 0; b < n; ++b)
       for (int64_t r = 0; r < rows; ++r)
         im2col_tap(src + (b * c + r / kk) * h * w,
@@ -308,7 +310,8 @@ py::array_t<T> col2im(carray<T> cols, int64_t n, int64_t c, int64_t h, int64_t w
   {
     py::gil_scoped_release release;
     // one (batch, channel) plane per task: no two tasks write the same element
-#pragma omp parallel for collapse(2) schedule(static) if (n * rows * p > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    collapse(2) schedule(static) if (n * rows * p > kParallelWork)
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t ch = 0; ch < c; ++ch) {
         T* sample = dst + b * c * h * w;
@@ -745,7 +748,8 @@ py::tuple max_pool2d(carray<T> x, int64_t kh, int64_t kw, int64_t sh, int64_t sw
   valid_outputs(ow, kw, sw, pw, dw, w, col_lo, col_hi);
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (n * c * oh * ow * kh * kw > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (n * c * oh * ow * kh * kw > kParallelWork)
     for (int64_t pl = 0; pl < n * c; ++pl) {
       for (int64_t i = 0; i < oh; ++i) {
         const int64_t row = (pl * oh + i) * ow;
@@ -779,7 +783,8 @@ py::array_t<T> max_pool2d_backward(carray<T> g, carray<int64_t> indices, int64_t
   const T* src = g.data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (n * c * h * w > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (n * c * h * w > kParallelWork)
     for (int64_t pl = 0; pl < n * c; ++pl) {
       T* plane = dst + pl * h * w;
       std::fill(plane, plane + h * w, T(0));
@@ -812,7 +817,8 @@ py::array_t<T> embedding_backward(carray<T> g, carray<int64_t> indices, int64_t 
     py::gil_scoped_release release;
     std::fill(dst, dst + num_weights * d, T(0));
     // split the embedding dimension among threads: each owns whole columns
-#pragma omp parallel for schedule(static) if (m * d > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (m * d > kParallelWork)
     for (int64_t col = 0; col < d; ++col) {
       for (int64_t r = 0; r < m; ++r) {
         const int64_t row = idx[r];
@@ -1021,7 +1027,8 @@ py::array_t<T> softmax_rows(carray<T> x, bool log) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i) softmax_row(src + i * n, dst + i * n, n, log);
   }
   return out;
@@ -1064,7 +1071,8 @@ py::array_t<T> cross_entropy_backward_rows(carray<T> x, carray<T> scale,
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i)
       cross_entropy_backward_row(src + i * n, dst + i * n, n, sp[i], tp[i]);
   }
@@ -1089,7 +1097,7 @@ py::array_t<T> logsumexp_rows(carray<T> x) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel if (r * n > kParallelWork)
+#pragma omp parallel num_threads(torcia_team::fixed_split()) if (r * n > kParallelWork)
     {
       std::vector<T> buf(n);
 #pragma omp for schedule(static)
@@ -1131,7 +1139,8 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
   T* dst = out.mutable_data();
   {
     py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (r * n > kParallelWork)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (r * n > kParallelWork)
     for (int64_t i = 0; i < r; ++i)
       softmax_backward_row(gp + i * n, yp + i * n, dst + i * n, n, log);
   }
@@ -1282,7 +1291,8 @@ void sgd_step(py::list params, py::list grads, py::list bufs, double lr, double 
                           T(weight_decay), T(momentum), T(1 - dampening), T(lr)};
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (total > kParallelWork && n_spans > 1)
   for (int64_t t = 0; t < n_spans; ++t) {
     const auto [i, lo, len] = spans[t];
     sgd_span<T>(p[i] + lo, g[i] + lo, b[i] ? b[i] + lo : nullptr, len, c);
@@ -1332,7 +1342,8 @@ void adam_step(py::list params, py::list grads, py::list exp_avgs, py::list exp_
                            T(beta2), T(1 - beta2), T(eps)};
   const int64_t n_spans = int64_t(spans.size());
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (total > kParallelWork && n_spans > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (total > kParallelWork && n_spans > 1)
   for (int64_t t = 0; t < n_spans; ++t) {
     const auto [i, lo, len] = spans[t];
     T* vmi = amsgrad ? vmax[i] + lo : nullptr;
@@ -1375,6 +1386,8 @@ PYBIND11_MODULE(_native, m) {
         py::arg("outer"), py::arg("n"), py::arg("inner"));
   m.def("set_num_threads", &set_num_threads);
   m.def("get_num_threads", &get_num_threads);
+  // team.h: one thread for the regions of a fixed split while the machine is crowded
+  m.def("set_crowded", [](bool on) { torcia_team::crowded.store(on); }, py::arg("on"));
   m.def("set_winograd", &set_winograd, py::arg("on"));
   m.def("winograd", [] { return winograd_enabled; });
   define_activations(m);

@@ -20,6 +20,7 @@
 #endif
 
 #include "checks.h"
+#include "team.h"
 #include "vecmath.h"
 
 namespace py = pybind11;
@@ -178,7 +179,8 @@ BackwardArgs backward_args(const std::string& fn, const py::array& g, const py::
 template <typename T>
 void forward(const T* x, const T* w, const T* b, T* y, int64_t rows, int64_t d, double eps) {
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (rows * d > kParallelElements && rows > 1)
   for (int64_t r = 0; r < rows; ++r) forward_row(x + r * d, w, b, y + r * d, d, eps);
 }
 
@@ -312,7 +314,8 @@ template <typename T>
 void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* var_in, T* out,
                 T* mean_out, T* var_out, const Channels& d, double eps) {
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
     auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
     double mean, var;
@@ -380,7 +383,8 @@ void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* 
                  T* gw, T* gb, const Channels& d, double eps) {
   py::gil_scoped_release release;
   const int64_t count = d.n * d.s;
-#pragma omp parallel for schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
     auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
     double mean, var, sum_g, sum_gx;
@@ -547,7 +551,8 @@ py::array rms_norm(const py::array& x, const py::object& weight, int64_t d, doub
   const bool f32 = torcia_checks::is_dtype<float>(x.dtype());
   const int64_t row_bytes = d * x.itemsize();
   py::gil_scoped_release release;
-#pragma omp parallel for schedule(static) if (rows * d > kParallelElements && rows > 1)
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (rows * d > kParallelElements && rows > 1)
   for (int64_t r = 0; r < rows; ++r) {
     if (f32)
       rms_forward_row(reinterpret_cast<const float*>(xp + r * row_bytes),

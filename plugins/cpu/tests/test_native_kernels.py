@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 from torcia_cpu import _blas, _native, _provider
-from torcia_cpu.kernels import OVERRIDES, NativeKernels
+from torcia_cpu.kernels import OVERRIDES, NativeKernels, adam_step, sgd_step
 
 import torcia
 from torcia.library import ReferenceKernels as Reference
@@ -371,17 +371,31 @@ def test_only_large_products_ask_blas_for_threads(monkeypatch):
 def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch):
     clock = {"now": 100.0, "busy": 0.0, "own": 0.0}
     monkeypatch.setattr(_blas, "_load", {"checked": -np.inf, "crowded": False, "busy": None,
-                                         "own": 0.0})
+                                         "own": 0.0, "called": -np.inf})
     monkeypatch.setattr(_blas.time, "monotonic", lambda: clock["now"])
     monkeypatch.setattr(_blas, "_busy_seconds", lambda: clock["busy"])
     monkeypatch.setattr(_blas.os, "times", lambda: (clock["own"], 0.0))
     monkeypatch.setattr(_blas.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+    pushed = []  # what the extension's regions of a fixed split are told (team.h)
+    monkeypatch.setattr(_native, "set_crowded", pushed.append)
 
-    def span(seconds, busy, own):
+    def advance(seconds, busy, own):
         clock["now"] += seconds
         clock["busy"] += busy
         clock["own"] += own
+
+    def span(seconds, busy, own):
+        # products every 10 ms (a training loop), the cores' time spread over them
+        calls = round(seconds / 0.01)
+        for _ in range(calls):
+            advance(seconds / calls, busy / calls, own / calls)
+            answer = _blas.crowded()
+        return answer
+
+    def pause(seconds, busy):
+        # no product for `seconds` while other processes use `busy` core-seconds
+        advance(seconds, busy, 0.0)
         return _blas.crowded()
 
     assert not _blas.crowded()  # no earlier sample yet
@@ -389,10 +403,65 @@ def test_a_crowded_machine_is_measured_from_what_other_processes_use(monkeypatch
     assert span(1.0, busy=2.0, own=1.0)  # another process took a core
     assert span(0.1, busy=0.0, own=0.0)  # too soon: the last answer, without a new sample
     assert not span(0.5, busy=0.1, own=0.0)
-    # a span in which this process was idle (a benchmark's other child had the cores)
-    # only starts a new span, and the last answer stands
-    assert not span(5.0, busy=10.0, own=0.0)
+    # a pause in which this process asked for no product (a benchmark's other child had
+    # the cores, for seconds or for a round of 0.25 s) only starts a new span, and the
+    # last answer stands
+    assert not pause(5.0, busy=10.0)
     assert not span(0.5, busy=1.0, own=0.9)
+    span(0.15, busy=0.3, own=0.3)
+    assert not pause(0.25, busy=0.5)
+    assert not span(0.25, busy=0.5, own=0.45)
+    assert span(0.25, busy=0.5, own=0.1)  # then a crowded span is seen again
+    assert pushed[-1] is True and False in pushed
+
+
+def test_an_optimizer_step_measures_the_load_on_several_threads(monkeypatch):
+    # a step without large products (a CNN's) still tells the regions of a fixed split
+    # whether the machine is crowded
+    checks = []
+    monkeypatch.setattr(_blas, "crowded", lambda: checks.append(True) or False)
+    p, g = [np.ones(4, np.float32)], [np.ones(4, np.float32)]
+    for threads, expected in ((1, 0), (2, 2)):
+        monkeypatch.setattr(torcia, "get_num_threads", lambda threads=threads: threads)
+        checks.clear()
+        sgd_step(p, g, [None], lr=0.1, weight_decay=0.0, momentum=0.9, dampening=0.0,
+                 nesterov=False, maximize=False)
+        adam_step(p, g, [np.zeros(4, np.float32)], [np.zeros(4, np.float32)], [], [1],
+                  lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0, amsgrad=False,
+                  maximize=False, decoupled_weight_decay=False)
+        assert len(checks) == expected
+
+
+def test_regions_of_a_fixed_split_give_the_same_bits_on_a_team_of_one():
+    # a crowded machine runs them on one thread (team.h): the spans, rows and partial sums
+    # are the shape's, so the bits are those of the full team
+    x, y = _rand((300, 1000), np.float32), _rand((300, 1000), np.float32)
+    w, b = _rand((1000,), np.float32), _rand((1000,), np.float32)
+    image = _rand((16, 32, 16, 16), np.float32)
+
+    def run():
+        p, buf = [x.copy()], [None]
+        for _ in range(2):  # the first step makes the momentum buffer, the second reads it
+            sgd_step(p, [y], buf, lr=0.01, weight_decay=0.0, momentum=0.9, dampening=0.0,
+                     nesterov=False, maximize=False)
+        return [_native.binary("add", x.ravel(), y.ravel()),
+                _native.reduce_sum(x.ravel(), 1, x.size, 1, False),
+                _native.reduce_sum(x.ravel(), 1, 300, 1000, False),
+                _native.activation("relu", x), NAT.softmax(x, 1),
+                NAT.layer_norm(x, w, b, 1, 1e-5), p[0], buf[0],
+                *_native.max_pool2d(image, 2, 2, 2, 2, 0, 0, 1, 1, 8, 8)]
+
+    before = _native.get_num_threads()
+    _native.set_num_threads(3)
+    try:
+        full = run()
+        _native.set_crowded(True)
+        alone = run()
+    finally:
+        _native.set_crowded(False)
+        _native.set_num_threads(before)
+    for a, c in zip(full, alone):
+        np.testing.assert_array_equal(a, c)
 
 
 def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(monkeypatch):

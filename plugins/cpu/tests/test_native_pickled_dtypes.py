@@ -24,7 +24,7 @@ import torcia.nn.functional as F
 from torcia import nn
 
 # entry points that take no arrays (settings and queries)
-SETTINGS = {"blas_name", "get_num_threads", "set_num_threads", "set_blas_threads",
+SETTINGS = {"blas_name", "get_num_threads", "set_num_threads", "set_blas_threads", "set_crowded",
             "set_winograd", "winograd", "openmp", "use_mkl", "ELEMENTWISE_GRAIN",
             "has_int8_gemm", "has_int8_conv", "int8_library", "use_onednn"}
 # the int8 products run only where an integer GEMM (oneDNN or MKL) was loaded

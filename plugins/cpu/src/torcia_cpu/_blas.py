@@ -16,7 +16,9 @@ threads, which the plugin has wait passively (``OMP_WAIT_POLICY``, see
 ``torcia_cpu/__init__.py``; blas.cpp's ``gemm_panels``). The panels, and with them every
 result, depend on the shape and the thread count alone; the load only decides how many
 threads run them: one while the machine is crowded (:func:`crowded`), below
-:data:`CROWDED_WORK`.
+:data:`CROWDED_WORK`. So do the extension's other parallel regions whose split the shape
+alone fixes (elementwise ops, sums, softmaxes, norms' rows, optimizer steps: team.h), on
+either library.
 
 MKL's threads are libgomp's too, and sleep between products the same way, but its
 rounding depends on the thread count, so its products get torcia's thread count from
@@ -44,6 +46,7 @@ import time
 from contextlib import contextmanager
 
 import torcia
+from torcia_cpu import _native
 
 #: Multiply-adds from which a product runs on torcia's thread count on threads that spin
 #: while they wait (a 102^3 GEMM; an LSTM step's (32, 128) @ (128, 512): 56 -> 34 us on two
@@ -59,6 +62,10 @@ CROWDED_WORK = 1 << 28
 SPARE_CORES = 0.5
 #: The shortest and longest spans (seconds) over which :func:`crowded` measures the load.
 CHECK_SECONDS = (0.2, 1.0)
+#: A pause (seconds) between two products longer than this (a training step's are
+#: milliseconds apart) means this process was idle or busy elsewhere: the span being
+#: measured restarts at the later product.
+IDLE_SECONDS = 0.1
 
 # the symbol's name depends on how OpenBLAS was built: plain, with 64-bit integers, or
 # prefixed as in the wheels of NumPy and SciPy
@@ -110,7 +117,8 @@ def _busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-_load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0}
+_load = {"checked": -math.inf, "crowded": False, "busy": None, "own": 0.0,
+         "called": -math.inf}
 
 
 def crowded() -> bool:
@@ -118,24 +126,30 @@ def crowded() -> bool:
 
     Measured from ``/proc/stat`` (elsewhere: the load average) over the time since the
     previous measurement, less this process's own CPU time, at most every
-    :data:`CHECK_SECONDS` [0]. A span longer than :data:`CHECK_SECONDS` [1] (this process
-    was idle in between: another process's work then, such as a benchmark's other child,
-    or PyTorch's threads spinning after their own round, says nothing about the cores
-    while torcia runs) only starts a new one, and the last answer stands.
+    :data:`CHECK_SECONDS` [0]. Only spans in which this process asked for products without
+    a pause longer than :data:`IDLE_SECONDS` count: after a pause (this process was idle or
+    busy elsewhere: the other child of a benchmark's alternating rounds then has the
+    cores, PyTorch's threads spinning after their own round, even in a round of 0.25 s),
+    and after a span longer than :data:`CHECK_SECONDS` [1], a new span starts and the last
+    answer stands.
     """
     now = time.monotonic()
+    paused = now - _load["called"] > IDLE_SECONDS
+    _load["called"] = now
     elapsed = now - _load["checked"]
-    if elapsed < CHECK_SECONDS[0]:
+    if elapsed < CHECK_SECONDS[0] and not paused:
         return _load["crowded"]
     cores = os.cpu_count() or 1
     threads = torcia.get_num_threads()
     busy, own = _busy_seconds(), sum(os.times()[:2])
     if busy is None:
         _load["crowded"] = os.getloadavg()[0] > cores + SPARE_CORES
-    elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1]:
+    elif _load["busy"] is not None and elapsed <= CHECK_SECONDS[1] and not paused:
         others = ((busy - _load["busy"]) - (own - _load["own"])) / elapsed
         _load["crowded"] = others > cores - threads + SPARE_CORES
     _load.update(checked=now, busy=busy, own=own)
+    # the elementwise ops, sums, softmaxes, norms and optimizer steps too (team.h)
+    _native.set_crowded(_load["crowded"])
     return _load["crowded"]
 
 
@@ -147,6 +161,7 @@ def worth_threads(work: int, spins: bool = True) -> bool:
     if torcia.get_num_threads() == 1 or work < PARALLEL_WORK:
         return False
     if not spins:
+        crowded()  # measured for the regions of a fixed split alone (team.h)
         return work >= SLEEPING_WORK
     return work >= CROWDED_WORK or not crowded()
 

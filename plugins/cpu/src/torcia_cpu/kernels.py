@@ -620,6 +620,14 @@ def _delegate(op, fn, *args, **kwargs):
     return fallback(op, "cpu", fn)(*args, **kwargs)
 
 
+def _follow_load():
+    """Measure the load (:func:`_blas.crowded`) once per optimizer step, so that the regions
+    of a fixed split (csrc/team.h) follow it in a training step without large products
+    too (a CNN's, an LSTM's)."""
+    if torcia.get_num_threads() > 1:
+        _blas.crowded()
+
+
 def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dampening,
              nesterov, maximize):
     """torcia-optim's ``sgd_step`` for all parameters in one native call."""
@@ -627,6 +635,7 @@ def sgd_step(params, grads, momentum_buffers, *, lr, weight_decay, momentum, dam
               nesterov=nesterov, maximize=maximize)
     if not _same_float(params):
         return _delegate("sgd_step", sgd_step, params, grads, momentum_buffers, **kw)
+    _follow_load()
     step = _native.sgd_step_f32 if params[0].dtype == np.float32 else _native.sgd_step_f64
     # a parameter's first step makes its buffer, which the update fills with the gradient
     fresh = [i for i, b in enumerate(momentum_buffers) if b is None] if momentum != 0 else []
@@ -648,6 +657,7 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps, *, l
                          max_exp_avg_sqs, steps, lr=lr, beta1=beta1, beta2=beta2, eps=eps,
                          weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
                          decoupled_weight_decay=decoupled_weight_decay)
+    _follow_load()
     step = _native.adam_step_f32 if params[0].dtype == np.float32 else _native.adam_step_f64
     step(list(params), [_c(g) for g in grads], list(exp_avgs), list(exp_avg_sqs),
          list(max_exp_avg_sqs) if amsgrad else [], [float(s) for s in steps], lr, beta1, beta2,
