@@ -162,3 +162,30 @@ def test_a_decomposed_view_carries_forward_mode_tangents(vprims):
             out = dual.permute(1, 0).reshape(24).view(6, 4).t().contiguous().diagonal(1) * 3
             got[device] = fwAD.unpack_dual(out).tangent.to("cpu").numpy()
     np.testing.assert_array_equal(got[vprims], got["cpu"])
+
+
+def _layouts(lib, count=400):
+    """Seeded tensors of up to 4 dims, permuted, sliced with steps and expanded."""
+    rng = np.random.default_rng(7)
+    for _ in range(count):
+        shape = [int(n) for n in rng.integers(1, 5, rng.integers(1, 5))]
+        t = lib.arange(int(np.prod(shape)), dtype=lib.float64).reshape(shape)
+        t = t.permute(*[int(d) for d in rng.permutation(len(shape))])
+        if rng.random() < 0.5:
+            dim = int(rng.integers(t.ndim))
+            t = t.narrow(dim, 0, t.shape[dim])[(slice(None),) * dim + (slice(None, None, 2),)]
+        ones = [d for d in range(t.ndim) if t.shape[d] == 1]
+        if ones and rng.random() < 0.5:
+            t = t.expand(*[3 if d == ones[0] else n for d, n in enumerate(t.shape)])
+        yield t
+
+
+def test_clone_keeps_the_layout_as_pytorch_does():
+    # preserve_format: a dense layout kept (a transposed tensor's clone is transposed, and
+    # view(-1) of it fails as torch's), any other made dense in the same order of dims
+    for ours, theirs in zip(_layouts(torcia), _layouts(torch)):
+        got, want = ours.clone(), theirs.clone()
+        assert got.tolist() == want.tolist()
+        if all(n > 1 for n in want.shape):  # NumPy's strides of a size-1 dim are its own
+            assert got.stride() == want.stride(), (tuple(theirs.shape), theirs.stride())
+        assert got.is_contiguous() == want.is_contiguous()

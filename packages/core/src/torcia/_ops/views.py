@@ -63,6 +63,48 @@ def _add_at(xp, out, key, values):
         xp.add.at(out, key, values)
 
 
+def clone_strides(shape, strides) -> tuple:
+    """The strides (in elements) of PyTorch's clone of a tensor of ``shape`` and
+    ``strides``: the same where they are dense and non-overlapping, else dense strides in
+    the same order of dims, fastest first (a dim of stride 0 keeps its place, equal
+    strides put the larger dim outside)."""
+    if _dense(shape, strides):
+        return tuple(strides)
+    order = list(range(len(shape) - 1, -1, -1))  # fastest first; C order where undecided
+
+    def outer(d0, d1):  # 1: d0 belongs outside d1, -1: inside, 0: undecided
+        s0, s1 = strides[d0], strides[d1]
+        if s0 == 0 or s1 == 0:
+            return 0
+        if s0 != s1:
+            return -1 if s0 < s1 else 1
+        return 1 if shape[d0] > shape[d1] else 0
+
+    for i in range(1, len(order)):  # an insertion sort that stops at the first "inside"
+        j = i
+        for k in range(i - 1, -1, -1):
+            found = outer(order[k], order[j])
+            if found > 0:
+                order[k], order[j] = order[j], order[k]
+                j = k
+            elif found < 0:
+                break
+    out, step = [0] * len(shape), 1
+    for d in order:
+        out[d] = step
+        step *= shape[d]
+    return tuple(out)
+
+
+def _dense(shape, strides) -> bool:
+    step = 1
+    for stride, n in sorted((s, n) for s, n in zip(strides, shape) if n != 1):
+        if stride != step:
+            return False
+        step *= n
+    return True
+
+
 class Kernels:
     """The reference kernels of the view and movement ops (see the module's doc)."""
 
@@ -181,7 +223,17 @@ class Kernels:
 
 
     def clone(self, a):
-        return a.copy()
+        # PyTorch's preserve_format: a transposed or permuted tensor's clone is laid out as
+        # it is (x.t().clone() is not contiguous), in fresh dense memory
+        if a.flags.c_contiguous or not a.size:
+            return a.copy()
+        xp = self.xp
+        item = a.itemsize
+        strides = clone_strides(a.shape, tuple(s // item for s in a.strides))
+        out = xp.lib.stride_tricks.as_strided(xp.empty(a.size, a.dtype), a.shape,
+                                              tuple(s * item for s in strides))
+        out[...] = a
+        return out
 
 
     def flip(self, a, dims):
