@@ -227,3 +227,12 @@ def test_sorting_matches_torch(torch_parity):
         lambda m, x, i: m.masked_select(x, x > 0),
     ]
     torch_parity(cases, data, ints, rtol=1e-5)
+
+
+@pytest.mark.parametrize("seq, values", [((2, 0), (2, 2)), ((0,), (2, 2)), ((0, 3), (0, 2)),
+                                         ((2, 3), (2, 0))])
+def test_searchsorted_of_empty_sequences_and_values(seq, values):
+    # an empty sequence puts every value at 0; no rows, or no values, give an empty answer
+    out = torcia.searchsorted(torcia.zeros(*seq), torcia.ones(*values))
+    assert out.dtype == torcia.int64 and tuple(out.shape) == values
+    assert not out.any()

@@ -7,6 +7,8 @@ public functions have already wrapped dims and checked shapes and dtypes.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from torcia._dtype import np_floating as _floating
@@ -62,8 +64,12 @@ class ExtraKernels:
         dtype = np.int32 if out_int32 else np.int64
         if seq.ndim == 1:
             return xp.asarray(xp.searchsorted(seq, values, side=side), dtype=dtype)
-        rows = seq.reshape(-1, seq.shape[-1])
-        vrows = values.reshape(-1, values.shape[-1])
+        # the rows counted, not inferred: a sequence of length 0 has as many (-1 is ambiguous)
+        n = math.prod(seq.shape[:-1])
+        if not n:
+            return xp.zeros(values.shape, dtype)
+        rows = seq.reshape(n, seq.shape[-1])
+        vrows = values.reshape(n, values.shape[-1])
         out = xp.stack([xp.searchsorted(s, v, side=side) for s, v in zip(rows, vrows)])
         return out.reshape(values.shape).astype(dtype)
 
