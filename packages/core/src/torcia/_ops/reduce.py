@@ -160,7 +160,6 @@ class Kernels:
             return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
         return self.xp.cumprod(a, axis=dim, dtype=dtype)
 
-
     def median_dim(self, a, dim=-1, keepdim=False):
         xp = self.xp
         n = a.shape[dim] if a.ndim else 1

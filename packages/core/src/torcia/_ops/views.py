@@ -108,7 +108,6 @@ def _dense(shape, strides) -> bool:
 class Kernels:
     """The reference kernels of the view and movement ops (see the module's doc)."""
 
-
     def view(self, a, shape):
         if a.flags.c_contiguous:
             return a.reshape(shape)  # always a view, without copy=False's slower path
@@ -123,18 +122,14 @@ class Kernels:
                 ) from None
             raise
 
-
     def reshape(self, a, shape):
         return self.xp.reshape(a, shape)
-
 
     def permute(self, a, dims):
         return self.xp.transpose(a, dims)
 
-
     def transpose(self, a, dim0, dim1):
         return self.xp.swapaxes(a, dim0, dim1)
-
 
     def squeeze(self, a, dim=None):
         xp = self.xp
@@ -143,10 +138,8 @@ class Kernels:
         dims = tuple(d for d in dim if a.shape[d] == 1)
         return xp.squeeze(a, axis=dims) if dims else a.view()
 
-
     def unsqueeze(self, a, dim):
         return self.xp.expand_dims(a, dim)
-
 
     def expand(self, a, shape):
         # a writable view (np.broadcast_to's is read-only): PyTorch writes into an expanded
@@ -162,12 +155,10 @@ class Kernels:
             return np.ndarray(shape, a.dtype, a, 0, strides)
         return self.xp.lib.stride_tricks.as_strided(a, shape, strides)
 
-
     def narrow(self, a, dim, start, length):
         idx = [slice(None)] * a.ndim
         idx[dim] = slice(start, start + length)
         return a[tuple(idx)]
-
 
     def unfold(self, a, dimension, size, step):
         xp = self.xp
@@ -180,7 +171,6 @@ class Kernels:
         strides.append(a.strides[dimension])
         return xp.lib.stride_tricks.as_strided(a, shape=shape, strides=strides)
 
-
     def diagonal(self, a, offset=0, dim1=0, dim2=1):
         d = self.xp.diagonal(a, offset=offset, axis1=dim1, axis2=dim2)
         # NumPy hands out the diagonal read-only, PyTorch's is a writable view; CuPy's
@@ -188,7 +178,6 @@ class Kernels:
         if not getattr(d.flags, "writeable", True) and a.flags.writeable:
             d.flags.writeable = True
         return d
-
 
     def as_strided(self, a, size, stride, storage_offset=0):
         # a is a storage (a tensor that is no view): its memory, in memory order, is the
@@ -204,7 +193,6 @@ class Kernels:
             flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
         )
 
-
     def getitem(self, a, key):
         if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
                 key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
@@ -213,14 +201,11 @@ class Kernels:
             return a[key[0]]
         return a[key]
 
-
     def detach_view(self, a):
         return a
 
-
     def contiguous(self, a):
         return self.xp.ascontiguousarray(a)
-
 
     def clone(self, a):
         # PyTorch's preserve_format: a transposed or permuted tensor's clone is laid out as
@@ -235,47 +220,37 @@ class Kernels:
         out[...] = a
         return out
 
-
     def flip(self, a, dims):
         # NumPy's flip is a view; PyTorch's copies (x.flip(0).mul_(2) leaves x alone)
         return self.xp.flip(a, axis=dims).copy()
 
-
     def roll(self, a, shifts, dims):
         return self.xp.roll(a, shifts, axis=dims)
-
 
     def repeat(self, a, sizes):
         xp = self.xp
         extra = len(sizes) - a.ndim
         return xp.tile(a.reshape((1,) * extra + a.shape), sizes)
 
-
     def tile(self, a, dims):
         return self.xp.tile(a, dims)
-
 
     def repeat_interleave(self, a, repeats, dim=None):
         if dim is None:
             return self.xp.repeat(a.reshape(-1), repeats)
         return self.xp.repeat(a, repeats, axis=dim)
 
-
     def tril(self, a, diagonal=0):
         return self.xp.tril(a, diagonal)
-
 
     def triu(self, a, diagonal=0):
         return self.xp.triu(a, diagonal)
 
-
     def cat(self, *arrays, dim=0):
         return self.xp.concatenate(arrays, axis=dim)
 
-
     def stack(self, *arrays, dim=0):
         return self.xp.stack(arrays, axis=dim)
-
 
     def split(self, a, sections, dim=0):
         # sections: a list of sizes; returns a tuple of views
@@ -283,12 +258,10 @@ class Kernels:
         bounds = list(np.cumsum(sections)[:-1])
         return tuple(xp.split(a, bounds, axis=dim))
 
-
     def gather(self, a, index, dim):
         # the result has the index's shape: take_along_axis would broadcast a smaller index
         # across the dims not gathered
         return a[_scatter_index(self.xp, index, dim)]
-
 
     def scatter(self, a, index, src, dim):
         out = a.copy()
@@ -298,14 +271,12 @@ class Kernels:
             out[_scatter_index(self.xp, index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
         return out
 
-
     def scatter_add(self, a, index, src, dim):
         xp = self.xp
         out = a.copy()
         src = src[tuple(slice(0, s) for s in index.shape)]
         _add_at(xp, out, _scatter_index(self.xp, index, dim), src)
         return out
-
 
     def scatter_reduce(self, a, index, src, dim, reduce, include_self=True):
         xp = self.xp
@@ -330,10 +301,8 @@ class Kernels:
             out = xp.where(hit, mean, out).astype(a.dtype, copy=False)
         return out
 
-
     def index_select(self, a, index, dim):
         return self.xp.take(a, index, axis=dim)
-
 
     def index_add(self, a, index, source, dim, alpha=1):
         xp = self.xp
@@ -342,12 +311,10 @@ class Kernels:
         _add_at(xp, out, key, source * alpha if alpha != 1 else source)
         return out
 
-
     def index_copy(self, a, index, source, dim):
         out = a.copy()
         out[(slice(None),) * dim + (index,)] = source
         return out
-
 
     def index_put(self, a, values, key, accumulate=False):
         out = a.copy()
@@ -357,13 +324,11 @@ class Kernels:
             out[key] = values
         return out
 
-
     def take_along_dim(self, a, indices, dim=None):
         xp = self.xp
         if dim is None:
             return xp.take_along_axis(a.reshape(-1), indices.reshape(-1), axis=0)
         return xp.take_along_axis(a, indices, axis=dim)
-
 
     def pad(self, a, pad, mode="constant", value=0.0):
         xp = self.xp
@@ -381,13 +346,11 @@ class Kernels:
         np_mode = {"reflect": "reflect", "replicate": "edge", "circular": "wrap"}[mode]
         return xp.pad(a, widths, mode=np_mode)
 
-
     def diag(self, a, diagonal=0):
         xp = self.xp
         if a.ndim == 1:
             return xp.diag(a, diagonal)
         return xp.diagonal(a, offset=diagonal).copy()
-
 
     def diag_embed(self, a, offset=0, dim1=-2, dim2=-1):
         xp = self.xp
@@ -397,7 +360,6 @@ class Kernels:
         rows, cols = (i, i + offset) if offset >= 0 else (i - offset, i)
         out[..., rows, cols] = a
         return xp.moveaxis(out, (-2, -1), (dim1, dim2))
-
 
     def masked_select(self, a, mask):
         xp = self.xp
@@ -412,17 +374,14 @@ def _view_shape(x, shape, **params):
     return tuple(shape), x.dtype
 
 
-
 def _permute_shape(x, dims, **params):
     return tuple(x.shape[d] for d in dims), x.dtype
-
 
 
 def _transpose_shape(x, dim0, dim1, **params):
     shape = list(x.shape)
     shape[dim0], shape[dim1] = shape[dim1], shape[dim0]
     return tuple(shape), x.dtype
-
 
 
 def _squeeze_shape(x, dim=None, **params):
@@ -432,12 +391,10 @@ def _squeeze_shape(x, dim=None, **params):
     return tuple(n for i, n in enumerate(x.shape) if not (i in dims and n == 1)), x.dtype
 
 
-
 def _unsqueeze_shape(x, dim, **params):
     shape = list(x.shape)
     shape.insert(dim, 1)
     return tuple(shape), x.dtype
-
 
 
 def _narrow_shape(x, dim, start, length, **params):
@@ -446,13 +403,11 @@ def _narrow_shape(x, dim, start, length, **params):
     return tuple(shape), x.dtype
 
 
-
 def _diagonal_shape(x, offset=0, dim1=0, dim2=1, **params):
     n1, n2 = x.shape[dim1], x.shape[dim2]
     size = max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
     rest = tuple(n for i, n in enumerate(x.shape) if i not in (dim1 % x.ndim, dim2 % x.ndim))
     return rest + (size,), x.dtype
-
 
 
 def _joined(*xs, dim=0, stacked=False):
@@ -467,15 +422,12 @@ def _joined(*xs, dim=0, stacked=False):
     return tuple(shape), dtype
 
 
-
 def _stacked(*xs, dim=0, **params):
     return _joined(*xs, dim=dim, stacked=True)
 
 
-
 def _gather_shape(x, index, dim, **params):
     return index.shape, x.dtype
-
 
 
 def _index_select_shape(x, index, dim, **params):
@@ -483,17 +435,14 @@ def _index_select_shape(x, index, dim, **params):
     return x.shape[:dim] + index.shape + x.shape[dim + 1:], x.dtype
 
 
-
 def _repeat_shape(x, sizes, **params):
     shape = (1,) * (len(sizes) - x.ndim) + x.shape
     return tuple(n * r for n, r in zip(shape, sizes)), x.dtype
 
 
-
 def _tile_shape(x, dims, **params):
     dims = (1,) * (x.ndim - len(dims)) + tuple(dims)
     return _repeat_shape(x, dims)
-
 
 
 def _pad_shape(x, pad, mode="constant", value=0.0, **params):
@@ -503,16 +452,13 @@ def _pad_shape(x, pad, mode="constant", value=0.0, **params):
     return tuple(shape), x.dtype
 
 
-
 def _unfold_shape(x, dimension, size, step, **params):
     return with_size(x.shape, dimension, (x.shape[dimension] - size) // step + 1) + (size,), \
         x.dtype
 
 
-
 def _as_strided_shape(x, size, stride, storage_offset=0, **params):
     return tuple(size), x.dtype
-
 
 
 def _diag_shape(x, diagonal=0, **params):
@@ -520,7 +466,6 @@ def _diag_shape(x, diagonal=0, **params):
         n = x.shape[0] + abs(diagonal)
         return (n, n), x.dtype
     return _diagonal_shape(x, diagonal, 0, 1)
-
 
 
 def _diag_embed_shape(x, offset=0, dim1=-2, dim2=-1, **params):
@@ -531,10 +476,8 @@ def _diag_embed_shape(x, offset=0, dim1=-2, dim2=-1, **params):
     return tuple(dims[i] if i in dims else next(rest) for i in range(ndim)), x.dtype
 
 
-
 def _is_stand_in(arr) -> bool:
     return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
-
 
 
 def _getitem_shape(x, key, **params):
@@ -591,7 +534,6 @@ def _getitem_shape(x, key, **params):
     return tuple(out), x.dtype
 
 
-
 def _repeat_interleave_shape(x, repeats, dim=None, **params):
     """An int ``repeats`` only: with a tensor of counts the length depends on their values,
     and PyTorch's meta device refuses it the same way."""
@@ -603,10 +545,8 @@ def _repeat_interleave_shape(x, repeats, dim=None, **params):
     return with_size(x.shape, dim, x.shape[dim] * repeats), x.dtype
 
 
-
 def _split_shape(x, sections, dim=0, **params):
     return tuple((with_size(x.shape, dim, n), x.dtype) for n in sections)
-
 
 
 def _take_along_dim_shape(x, indices, dim=None, **params):
@@ -737,7 +677,6 @@ def detach_view(a):
     return _strided("detach_view", a, {}, a.shape, a.stride())
 
 
-
 def _zero(a):
     """A 0-dim zero of ``a``'s dtype on its device (a Python 0 would promote a bool)."""
     return a.new_zeros(())
@@ -751,20 +690,16 @@ def _triangle(a, diagonal, lower):
     return _where(keep, a, _zero(a))
 
 
-
 def tril(a, diagonal=0):
     return _triangle(a, diagonal, lower=True)
-
 
 
 def triu(a, diagonal=0):
     return _triangle(a, diagonal, lower=False)
 
 
-
 def _view(a, op, **params):
     return _opdef.CALL(op, (a,), params, view_of=a)
-
 
 
 def squeeze(a, dim=None):
@@ -773,11 +708,9 @@ def squeeze(a, dim=None):
     return _view(a, "view", shape=shape)
 
 
-
 def unsqueeze(a, dim):
     dim %= a.ndim + 1
     return _view(a, "view", shape=tuple(a.shape[:dim]) + (1,) + tuple(a.shape[dim:]))
-
 
 
 def transpose(a, dim0, dim1):
@@ -786,16 +719,13 @@ def transpose(a, dim0, dim1):
     return _view(a, "permute", dims=tuple(dims))
 
 
-
 def _along(a, dim, key):
     """``a[..., key, ...]`` with ``key`` at ``dim``: a view."""
     return _view(a, "getitem", key=(slice(None),) * (dim % a.ndim) + (key,))
 
 
-
 def narrow(a, dim, start, length):
     return _along(a, dim, slice(start, start + length))
-
 
 
 def split(a, sections, dim=0):
@@ -803,13 +733,11 @@ def split(a, sections, dim=0):
     return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
 
 
-
 def flip(a, dims):
     key = [slice(None)] * a.ndim
     for d in dims:
         key[d % a.ndim] = slice(None, None, -1)
     return _view(a, "getitem", key=tuple(key)).clone()  # a copy, as PyTorch's
-
 
 
 def repeat(a, sizes):
@@ -821,7 +749,6 @@ def repeat(a, sizes):
     out = out.reshape(tuple(r * n for r, n in zip(sizes, shape)))
     # a copy even where nothing repeats
     return out if any(r != 1 for r in sizes) else out.clone()
-
 
 
 def take_along_dim(a, indices, dim=None):
@@ -839,7 +766,6 @@ def take_along_dim(a, indices, dim=None):
     return expanded[0].gather(dim, expanded[1])
 
 
-
 def diag(a, diagonal=0):
     if a.ndim == 2:
         return _opdef.CALL("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
@@ -853,18 +779,15 @@ def diag(a, diagonal=0):
     return _where(offset == diagonal, values, _zero(a))
 
 
-
 def tile(a, dims):
     dims = tuple(dims)
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
-
 
 
 def stack(*tensors, dim=0):
     if dim < 0:
         dim += tensors[0].ndim + 1
     return _opdef.PUBLIC.cat([t.unsqueeze(dim) for t in tensors], dim)
-
 
 
 def roll(a, shifts, dims):
@@ -882,15 +805,12 @@ def roll(a, shifts, dims):
     return out
 
 
-
 def index_select(a, index, dim):
     return a.movedim(dim, 0)[index].movedim(0, dim)
 
 
-
 def clone(a):
     return _opdef.CALL("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
-
 
 
 def contiguous(a):
@@ -898,12 +818,10 @@ def contiguous(a):
     return _copied("contiguous", a, {}, a.shape)
 
 
-
 @opmath
 def scatter_add(a, index, src, dim):
     return _opdef.CALL("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
                                                     "include_self": True})
-
 
 
 def _spread(index, like, dim):
@@ -914,23 +832,19 @@ def _spread(index, like, dim):
     return index.reshape(tuple(shape)).expand(tuple(like.shape))
 
 
-
 def index_add(a, index, source, dim, alpha=1):
     if alpha != 1:
         source = source * alpha
     return _opdef.CALL("scatter_add", (a, _spread(index, source, dim), source), {"dim": dim})
 
 
-
 def index_copy(a, index, source, dim):
     return _opdef.CALL("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
-
 
 
 def masked_select(a, mask):
     shape = _opdef.PUBLIC.broadcast_shapes(a.shape, mask.shape)
     return a.expand(shape)[mask.expand(shape)]
-
 
 
 def diag_embed(a, offset=0, dim1=-2, dim2=-1):
@@ -946,7 +860,6 @@ def diag_embed(a, offset=0, dim1=-2, dim2=-1):
     return out.movedim((-2, -1), (dim1, dim2))
 
 
-
 def repeat_interleave(a, repeats, dim=None):
     if dim is None:
         a, dim = a.reshape(-1), 0
@@ -958,7 +871,6 @@ def repeat_interleave(a, repeats, dim=None):
         counts = np.broadcast_to(np.asarray(repeats.tolist(), dtype=np.int64), (n,))
     index = _opdef.PUBLIC.tensor(np.repeat(np.arange(n), counts), device=a.device)
     return a.index_select(dim, index)
-
 
 
 def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
