@@ -89,7 +89,6 @@ def _scalar(a, value):
     return C.full((), value, dtype=a.dtype, device=a.device)
 
 
-
 @_opmath
 def addcmul(a, t1, t2, value=1):
     return a + value * (t1 * t2)
@@ -109,7 +108,6 @@ def lerp(start, end, weight):
     return _oplib.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
 
 
-
 def _both(x, y):
     # bitwise on bools; ``&`` would dispatch logical_and again
     return call("bitwise_and", (x, y), {})
@@ -122,8 +120,6 @@ def _either(x, y):
 def masked_fill(a, mask, value):
     fill = value.to(a.dtype) if isinstance(value, Tensor) else _scalar(a, value)
     return _oplib.where(mask, fill, a)
-
-
 
 
 # ----- views and movement: the views are views of the input, as the kernels' -------------
@@ -141,8 +137,6 @@ def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
                        (a == -math.inf, info.min if neginf is None else neginf)):
         out = _oplib.where(bad, _scalar(a, value), out)
     return out
-
-
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -201,8 +195,6 @@ def clamp(a, lo, hi):
             bound = _scalar(a, bound)
         a = _oplib.where(_either(beyond(a, bound), bound != bound), bound, a)
     return a
-
-
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------
@@ -320,17 +312,6 @@ def bincount(a, weights=None, minlength=0):
         dtype = weights.dtype if weights.dtype == D.float32 else D.float64
         src = weights.to(dtype)
     return C.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
-
-
-
-
-def angle(a):
-    if a.is_complex():
-        return _oplib.atan2(a.imag, a.real)
-    # pi for negative numbers only (not for -0.0), NaN kept; the gradient is 0
-    return _oplib.where(a.isnan(), a, _oplib.where(a < 0, _scalar(a, math.pi), _zero(a)))
-
-
 
 
 # ----- recurrences, matrix functions, counting ----------------------------------------------
@@ -567,8 +548,6 @@ def linalg_lu_permutation(pivots, m=0, dtype=None):
     return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
 
 
-
-
 def ran(op, inputs, params, result):
     """What :func:`torcia._tensor.call` does with a kernel's ``result`` of ``op`` on
     ``inputs``: the dispatch modes' ``on_result`` (forward AD's tangents...) and autograd's
@@ -588,7 +567,7 @@ DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
         addcmul, addcdiv, lerp, masked_fill, nan_to_num, embedding, rms_norm, layer_norm, lstm_cell,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, angle, lstm_layer,
+        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation, clamp, searchsorted,)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,

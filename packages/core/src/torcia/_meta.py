@@ -31,7 +31,6 @@ from torcia._ops._common import (
     first_shape,
     floating_dtype,
     grad_like,
-    real_like,
     scan_with_indices,
     values_and_indices,
 )
@@ -123,26 +122,6 @@ def addmm(c, a, b, **params):
 
 def cast(x, dtype, **params):
     return x.shape, np.dtype(dtype)
-
-
-def angle(x, **params):
-    dtype = floating_dtype(x.dtype)
-    return x.shape, _real(dtype) if dtype.kind == "c" else dtype
-
-
-def view_as_real(x, **params):
-    return x.shape + (2,), _real(x.dtype)
-
-
-def view_as_complex(x, **params):
-    if not x.shape or x.shape[-1] != 2:
-        raise RuntimeError("Tensor must have a last dimension of size 2")
-    return x.shape[:-1], np.dtype(np.complex128 if x.dtype == np.float64 else np.complex64)
-
-
-def complex_(re, im, **params):
-    return np.broadcast_shapes(re.shape, im.shape), np.dtype(
-        np.complex128 if re.dtype == np.float64 else np.complex64)
 
 
 def where(cond, a, b, **params):
@@ -506,16 +485,15 @@ def adaptive_max_pool(x, output_size, **params):
     shape = x.shape[:2] + tuple(output_size)
     return (shape, x.dtype), (shape, np.dtype(np.int64))
 
+
 SHAPES = {}
-for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill", "conj"):
+for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill"):
     SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
     SHAPES[_name] = broadcast
 SHAPES.update({
-    "cast": cast, "angle": angle, "real": real_like, "imag": real_like,
-    "view_as_real": view_as_real, "view_as_complex": view_as_complex, "complex": complex_,
-    "where": where, "softmax_backward": softmax_backward,
+    "cast": cast, "where": where, "softmax_backward": softmax_backward,
     "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
     "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,

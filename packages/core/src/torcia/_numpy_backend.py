@@ -133,42 +133,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
             out[name] = _refusing(name, out[name], refused)
         return out
 
-    # ----- complex numbers ----------------------------------------------------------------
-    def real(self, a):
-        return a.real
-
-    def imag(self, a):
-        return a.imag
-
-    def view_as_real(self, a):
-        real = a.real.dtype
-        return self.xp.expand_dims(a, -1).view(real)
-
-    def view_as_complex(self, a):
-        xp = self.xp
-        cplx = np.complex128 if a.dtype == np.float64 else np.complex64
-        return a.view(cplx)[..., 0] if a.ndim > 1 else xp.squeeze(a.view(cplx), -1)
-
-    def conj(self, a):
-        return self.xp.conj(a)
-
-    def angle(self, a):
-        xp = self.xp
-        out = xp.angle(a)
-        if a.dtype.kind != "c":
-            # pi for negative numbers only: NumPy's angle(-0.0) is pi (the sign bit), and
-            # NaN stays NaN
-            out = xp.where(xp.isnan(a), a, xp.where(a < 0, out, 0))
-        return out.astype(a.real.dtype, copy=False)
-
-    def complex(self, re, im):
-        xp = self.xp
-        shape = xp.broadcast_shapes(re.shape, im.shape)
-        out = xp.empty(shape, dtype=np.complex128 if re.dtype == np.float64 else np.complex64)
-        out.real = re
-        out.imag = im
-        return out
-
     def round(self, a, decimals=0):
         return self.xp.round(a, decimals)
 

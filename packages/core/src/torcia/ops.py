@@ -45,8 +45,9 @@ SPECIAL_OTHER = _ops.names("special_other")
 SPECIAL_NOT_DIFFERENTIABLE = tuple(
     name for name in SPECIAL_UNARY + SPECIAL_BINARY if not _ops.DECLARED[name].differentiable)
 
-# --- complex numbers: real/imag/view_as_real/view_as_complex are views; conj a copy --------
-COMPLEX = ("real", "imag", "view_as_real", "view_as_complex", "conj", "angle", "complex")
+# --- complex numbers, declared in torcia._ops.complex_numbers: real/imag/view_as_real/
+# view_as_complex are views; conj a copy
+COMPLEX = _ops.names("complex")
 
 # --- discrete Fourier transforms, declared in torcia._ops.spectral: over dims= with norm=
 # ("backward", "ortho", "forward"): complex-to-complex (forward= the direction),

@@ -27,6 +27,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
+                    ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
@@ -40,6 +42,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 """
 
 from torcia._ops import (
+    complex_numbers,
     creation,
     elementwise,
     nn_activation,
@@ -51,8 +54,8 @@ from torcia._ops import (
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation, views, special,
-                                     spectral, creation, random)
+DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation, views,
+                                     complex_numbers, special, spectral, creation, random)
             for d in family.DECLARED}
 
 
