@@ -77,7 +77,7 @@ BANNED = {
 #: declared ops whose policy says so: cat, stack, index_put, scatter_add).
 PROMOTE = {
     "cuda": frozenset({
-        "addcmul", "addcdiv", "dot",
+        "dot",
         "tensordot", "bilinear", "grid_sample", "cross", "vdot",
     }),
 }

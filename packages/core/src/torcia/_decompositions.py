@@ -89,25 +89,6 @@ def _scalar(a, value):
     return C.full((), value, dtype=a.dtype, device=a.device)
 
 
-@_opmath
-def addcmul(a, t1, t2, value=1):
-    return a + value * (t1 * t2)
-
-
-@_opmath
-def addcdiv(a, t1, t2, value=1):
-    return a + value * (t1 / t2)
-
-
-@_opmath
-def lerp(start, end, weight):
-    # PyTorch's two-sided form: exact at both ends (weight 0 gives start, 1 gives end)
-    diff = end - start
-    if not isinstance(weight, Tensor):
-        return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
-    return _oplib.where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
-
-
 def _both(x, y):
     # bitwise on bools; ``&`` would dispatch logical_and again
     return call("bitwise_and", (x, y), {})
@@ -117,26 +98,7 @@ def _either(x, y):
     return call("bitwise_or", (x, y), {})
 
 
-def masked_fill(a, mask, value):
-    fill = value.to(a.dtype) if isinstance(value, Tensor) else _scalar(a, value)
-    return _oplib.where(mask, fill, a)
-
-
 # ----- views and movement: the views are views of the input, as the kernels' -------------
-
-
-def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
-    if a.is_complex():
-        return _oplib.complex(nan_to_num(a.real, nan, posinf, neginf),
-                              nan_to_num(a.imag, nan, posinf, neginf))
-    if not a.is_floating_point():
-        return a.clone()
-    info = _oplib.finfo(a.dtype)
-    out = a
-    for bad, value in ((a.isnan(), nan), (a == math.inf, info.max if posinf is None else posinf),
-                       (a == -math.inf, info.min if neginf is None else neginf)):
-        out = _oplib.where(bad, _scalar(a, value), out)
-    return out
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -181,20 +143,6 @@ def _refuse(op, a):
 
 
 # ----- through a mirror op: the same values, the dtype refusals the kernel's own ----------
-
-
-def clamp(a, lo, hi):
-    _refuse("clamp", a)
-    # each bound where the value is beyond it or where it is NaN (the maximum and minimum
-    # of the reference kernel); at a bound the value is kept, and takes the gradient, as
-    # in PyTorch's
-    for bound, beyond in ((lo, Tensor.__lt__), (hi, Tensor.__gt__)):
-        if bound is None:
-            continue
-        if not isinstance(bound, Tensor):
-            bound = _scalar(a, bound)
-        a = _oplib.where(_either(beyond(a, bound), bound != bound), bound, a)
-    return a
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------
@@ -565,10 +513,10 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        addcmul, addcdiv, lerp, masked_fill, nan_to_num, embedding, rms_norm, layer_norm, lstm_cell,
+        embedding, rms_norm, layer_norm, lstm_cell,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
         linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
-        linalg_slogdet, linalg_inv, linalg_lu_permutation, clamp, searchsorted,)},
+        linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -27,7 +27,6 @@ from torcia import ops
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
 from torcia._ops._common import (
-    broadcast,
     first_shape,
     floating_dtype,
     grad_like,
@@ -118,15 +117,6 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-
-
-def cast(x, dtype, **params):
-    return x.shape, np.dtype(dtype)
-
-
-def where(cond, a, b, **params):
-    return np.broadcast_shapes(*(_shape_of(v) for v in (cond, a, b))), np.result_type(
-        *(v.dtype if isinstance(v, Meta) else v for v in (a, b)))
 
 
 def softmax_backward(g, y, dim, **params):
@@ -487,13 +477,11 @@ def adaptive_max_pool(x, output_size, **params):
 
 
 SHAPES = {}
-for _name in ("softmax", "log_softmax", "round", "nan_to_num", "masked_fill"):
+for _name in ("softmax", "log_softmax"):
     SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
-for _name in ("clamp", "lerp", "addcmul", "addcdiv"):
-    SHAPES[_name] = broadcast
 SHAPES.update({
-    "cast": cast, "where": where, "softmax_backward": softmax_backward,
+    "softmax_backward": softmax_backward,
     "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
     "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,

@@ -40,8 +40,6 @@ _REFUSED = {
     "kthvalue": {_COMPLEX: (NotImplementedError, '"kthvalue_cpu" not implemented for \'{}\'')},
     "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
     "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
-    "clamp": {_COMPLEX: (NotImplementedError, "clamp is not supported for complex types")},
-    "round": {_BOOL: (NotImplementedError, '"round_vml_cpu" not implemented for \'{}\'')},
     "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
     "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
                                               '\'{}\'') for k in (_BOOL, _COMPLEX)},
@@ -132,68 +130,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
         for name, refused in _REFUSED.items():
             out[name] = _refusing(name, out[name], refused)
         return out
-
-    def round(self, a, decimals=0):
-        return self.xp.round(a, decimals)
-
-    def clamp(self, a, lo, hi):
-        xp = self.xp
-        if lo is not None:
-            a = xp.maximum(a, lo)
-        if hi is not None:
-            a = xp.minimum(a, hi)
-        return a
-
-    def where(self, cond, a, b):
-        return self.xp.where(cond, a, b)
-
-    # float16 and bfloat16 compute in float32 and round once, as PyTorch's opmath
-    def lerp(self, start, end, weight):
-        dt = start.dtype
-        if _half(dt):
-            start, end = start.astype(np.float32), end.astype(np.float32)
-            weight = weight.astype(np.float32) if hasattr(weight, "astype") else weight
-        # PyTorch's two-sided form, exact at both ends: from start below a weight of 0.5,
-        # from end above
-        diff = end - start
-        near_start = np.abs(weight) < 0.5
-        out = np.where(near_start, start + weight * diff, end - diff * (1 - weight))
-        return np.asarray(out).astype(dt, copy=False)
-
-    def addcmul(self, a, t1, t2, value=1):
-        dt = a.dtype
-        if _half(dt):
-            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
-            value = float(value)
-        return (a + value * t1 * t2).astype(dt, copy=False)
-
-    def addcdiv(self, a, t1, t2, value=1):
-        dt = a.dtype
-        if _half(dt):
-            a, t1, t2 = (x.astype(np.float32) for x in (a, t1, t2))
-            value = float(value)
-        return (a + value * t1 / t2).astype(dt, copy=False)
-
-    def cast(self, a, dtype):
-        if a.dtype.name == "bfloat16" and np.dtype(dtype).kind in "iu":
-            # ml_dtypes saturates (-2 to uint8 is 0); PyTorch converts as from float32,
-            # which wraps (254)
-            a = a.astype(np.float32)
-        return a.astype(dtype)
-
-    def masked_fill(self, a, mask, value):
-        return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
-
-    def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
-        if a.dtype.name == "bfloat16":
-            # NumPy's nan_to_num knows kinds "f" and "c" only: through float32, whose
-            # finfo would give +-inf the wrong (float32) limits
-            info = np.finfo(a.dtype)
-            return self.xp.nan_to_num(a.astype(np.float32), nan=nan,
-                                      posinf=float(info.max) if posinf is None else posinf,
-                                      neginf=float(info.min) if neginf is None else neginf
-                                      ).astype(a.dtype)
-        return self.xp.nan_to_num(a, nan=nan, posinf=posinf, neginf=neginf)
 
     # ----- views and movement -------------------------------------------------------
     # ----- linear algebra -----------------------------------------------------------

@@ -54,17 +54,8 @@ COMPLEX = _ops.names("complex")
 # real-to-complex (onesided=), complex-to-real (last_dim_size= the real length)
 FFT = _ops.names("fft")
 
-# --- elementwise with parameters or three inputs ------------------------------------------
-ELEMENTWISE_OTHER = (
-    "round",  # decimals=
-    "clamp",  # (x, min, max): min/max tensors, scalars or None
-    "where",  # (condition, x, y)
-    "lerp",  # (start, end, weight)
-    "addcmul", "addcdiv",  # (x, t1, t2, value=)
-    "cast",  # dtype=: a change of dtype, differentiable between float types
-    "masked_fill",  # (x, mask, value)
-    "nan_to_num",  # nan=, posinf=, neginf=
-)
+# --- elementwise with parameters or three inputs, declared in torcia._ops.pointwise -------
+ELEMENTWISE_OTHER = _ops.names("elementwise_other")
 
 # --- reductions, declared in torcia._ops.reduce: dim is a tuple of non-negative ints or
 # None (all), keepdim a bool; along one dim returning (values, indices), or indices alone;
@@ -147,8 +138,7 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("rms_norm", "addcdiv", "lerp",
-       "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
+    + ("rms_norm", "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).

@@ -25,6 +25,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
                     ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``pointwise``       the elementwise ops with parameters or three inputs (``clamp``,
+                    ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
@@ -46,6 +48,7 @@ from torcia._ops import (
     creation,
     elementwise,
     nn_activation,
+    pointwise,
     random,
     reduce,
     special,
@@ -54,7 +57,7 @@ from torcia._ops import (
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, reduce, nn_activation, views,
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, views,
                                      complex_numbers, special, spectral, creation, random)
             for d in family.DECLARED}
 
