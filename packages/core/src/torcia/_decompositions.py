@@ -64,12 +64,12 @@ def addmm(c, a, b, beta=1, alpha=1):
     return prod + (c if beta == 1 else c * beta)
 
 
-# ----- elementwise ----------------------------------------------------------------------
-# Half precision computes in float32 and rounds once, as the reference kernels (and
-# PyTorch's opmath) do: rounding after each step would drift by several ulps.
+# ----- helpers -----------------------------------------------------------------------------
 
 
 def _in_float32(*tensors):
+    """Half-precision ``tensors`` in float32 (the reference kernels' opmath), others as
+    they are."""
     return tuple(t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
                  for t in tensors)
 
@@ -98,7 +98,7 @@ def _either(x, y):
     return call("bitwise_or", (x, y), {})
 
 
-# ----- views and movement: the views are views of the input, as the kernels' -------------
+# ----- embedding, norms, the LSTM cell -----------------------------------------------------
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -140,9 +140,6 @@ def _refuse(op, a):
     error = refusal(op, a.dtype.to_numpy())
     if error is not None:
         raise error
-
-
-# ----- through a mirror op: the same values, the dtype refusals the kernel's own ----------
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------

@@ -90,7 +90,6 @@ class ExtraKernels:
         counts, _ = xp.histogram(a, bins=bins, range=(lo, hi))
         return counts.astype(a.dtype)
 
-    # ----- gathering and shaping ---------------------------------------------------------
     # ----- linear algebra ----------------------------------------------------------------
     def linalg_inv(self, a):
         return _linalg(self.xp, "inv", a)

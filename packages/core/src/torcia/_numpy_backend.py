@@ -131,7 +131,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
             out[name] = _refusing(name, out[name], refused)
         return out
 
-    # ----- views and movement -------------------------------------------------------
     # ----- linear algebra -----------------------------------------------------------
     # NOTE: ml_dtypes' bfloat16 products come back as float32; PyTorch keeps the dtype
     def matmul(self, a, b):
