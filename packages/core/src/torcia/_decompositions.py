@@ -29,6 +29,7 @@ from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
+from torcia._ops._common import widened
 from torcia._ops.elementwise import isfinite
 from torcia._ops.reduce import norm, sorted_at, sqrt_of_sum
 from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
@@ -70,8 +71,7 @@ def addmm(c, a, b, beta=1, alpha=1):
 def _in_float32(*tensors):
     """Half-precision ``tensors`` in float32 (the reference kernels' opmath), others as
     they are."""
-    return tuple(t.float() if isinstance(t, Tensor) and t.dtype in _HALF else t
-                 for t in tensors)
+    return tuple(map(widened, tensors))
 
 
 def _zero(a):

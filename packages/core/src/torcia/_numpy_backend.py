@@ -19,17 +19,11 @@ from torcia._kernels_sparse import SparseKernels
 from torcia._ops import DECLARED
 from torcia._ops._common import BOOL as _BOOL
 from torcia._ops._common import COMPLEX as _COMPLEX
+from torcia._ops._common import low_precision
 from torcia._ops._common import refusal as _refusal
 from torcia._tensor import _torch_name
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
-
-
-def _half(dt) -> bool:
-    """Whether ``dt`` is float16 or bfloat16, which compute in float32 (PyTorch's
-    accumulate and opmath type); by name, not to load ml_dtypes at import."""
-    return dt.itemsize == 2 and (dt.kind == "f" or dt.name == "bfloat16")
-
 
 # Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
 # the error it raises, its message formatted with PyTorch's name of the dtype. NumPy would
@@ -155,7 +149,7 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
 
     def einsum(self, *operands, equation):
         like = operands[0]
-        if _half(like.dtype):
+        if low_precision(like):
             # sums in float32, rounded once (NumPy's einsum refuses ml_dtypes' bfloat16,
             # and sums float16 in float16)
             operands = tuple(o.astype(np.float32) for o in operands)

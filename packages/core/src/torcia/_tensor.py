@@ -19,6 +19,7 @@ from torcia import _dtype as D
 from torcia import _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
+from torcia._ops import _common as _ops_common
 from torcia._size import Size
 from torcia.backend import CPU, DEFAULT_DEVICE, canonical, device
 
@@ -1400,13 +1401,9 @@ def _address(arr) -> int:
 
 
 def _dense(arr) -> bool:
-    """Whether ``arr``'s elements fill a block of memory once each, in some dim order."""
-    expected = arr.itemsize
-    for st, n in sorted((abs(st), n) for n, st in zip(arr.shape, arr.strides) if n != 1):
-        if st != expected:
-            return False
-        expected *= n
-    return True
+    """Whether ``arr``'s elements fill a block of memory once each, in some dim order (a
+    reversed dim too)."""
+    return _ops_common.dense(arr.shape, [abs(s) for s in arr.strides], arr.itemsize)
 
 
 def _partial_overlap(a, b) -> bool:

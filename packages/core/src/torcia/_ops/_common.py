@@ -112,6 +112,18 @@ def scan_with_indices(x, dim=0, **params):
     return (x.shape, x.dtype), (x.shape, np.dtype(np.int64))
 
 
+def dense(shape, strides, itemsize=1) -> bool:
+    """Whether elements of ``shape`` at ``strides`` fill a block of memory once each, in
+    some order of dims (PyTorch's non-overlapping and dense); strides in units of
+    ``itemsize``."""
+    step = itemsize
+    for stride, n in sorted((s, n) for s, n in zip(strides, shape) if n != 1):
+        if stride != step:
+            return False
+        step *= n
+    return True
+
+
 def with_size(shape, dim, size) -> tuple:
     """``shape`` with ``size`` at ``dim``."""
     shape = list(shape)
@@ -131,13 +143,18 @@ def where(condition, a, b):
     return a.where(condition, b)
 
 
+def widened(t):
+    """``t`` in float32 where it is a half-precision tensor (the kernels' working dtype),
+    anything else as it is."""
+    return t.float() if getattr(t, "dtype", None) in HALF else t
+
+
 def opmath(fn):
     """``fn`` computed in float32 for half-precision tensors, its result rounded back.
     Tensors are told by their torcia dtype (this module is below the Tensor class)."""
     def run(a, *args, **kw):
         if getattr(a, "dtype", None) in HALF:
-            wide = [t.float() if getattr(t, "dtype", None) in HALF else t for t in args]
-            return fn(a.float(), *wide, **kw).to(a.dtype)
+            return fn(a.float(), *map(widened, args), **kw).to(a.dtype)
         return fn(a, *args, **kw)
 
     run.__name__ = fn.__name__
@@ -146,8 +163,10 @@ def opmath(fn):
 
 
 def low_precision(a) -> bool:
-    """float16 or bfloat16 (an array): kernels that PyTorch runs in float32 on the CPU."""
-    return a.dtype.itemsize == 2 and D.np_floating(a.dtype)
+    """float16 or bfloat16 (an array, or a NumPy dtype): kernels that PyTorch runs in
+    float32 on the CPU."""
+    dtype = getattr(a, "dtype", a)
+    return dtype.itemsize == 2 and D.np_floating(dtype)
 
 
 def in_float32(*arrays):

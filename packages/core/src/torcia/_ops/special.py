@@ -30,7 +30,14 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._opdef import define
-from torcia._ops._common import HALF, float_broadcast, float_like, op, opmath
+from torcia._ops._common import (
+    float_broadcast,
+    float_like,
+    low_precision,
+    op,
+    opmath,
+    widened,
+)
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -85,11 +92,6 @@ def _scipy_unary(name, fn_name):
     return kernel
 
 
-def _low(dtype) -> bool:
-    """float16 or bfloat16 (ml_dtypes' bfloat16 is NumPy's kind "V")."""
-    return dtype.itemsize == 2 and (dtype.kind == "f" or dtype.name == "bfloat16")
-
-
 def _chebyshev_step(k, x, p, q):
     return 2 * x * p - q
 
@@ -112,7 +114,7 @@ def _polynomial_array(xp, x, n, p1, step, shifted=False):
     (in half its terms lost digits at each step, and overflowed to inf - inf = NaN
     where the value is inf)."""
     dtype = xp.result_type(x, n)
-    work = np.float32 if _low(np.dtype(dtype)) else dtype
+    work = np.float32 if low_precision(np.dtype(dtype)) else dtype
     x = xp.asarray(x, dtype=work)
     if shifted:
         x = 2 * x - 1
@@ -255,18 +257,13 @@ def _in_float64(fn):
     return run
 
 
-def _wide(t):
-    """``t`` in float32 where it is half precision (the kernels' working dtype)."""
-    return t.float() if t.dtype in HALF else t
-
-
 def _recurrence(x, n, p1, step):
     """p_n(x) from p_0 = 1 and p_1(x) (``n`` truncated to an integer); half precision in
     float32, rounded once. Not differentiable, as PyTorch's."""
     if not hasattr(n, "dtype"):
         n = x.new_full((), n)
     x, n = x.detach(), n.detach()
-    wide_x, wide_n = _wide(x), _wide(n).trunc()
+    wide_x, wide_n = widened(x), widened(n).trunc()
     shape = np.broadcast_shapes(tuple(wide_x.shape), tuple(wide_n.shape))
     wide_x, wide_n = wide_x.expand(shape), wide_n.expand(shape)
     one = wide_x.new_ones(())
@@ -302,8 +299,8 @@ def chebyshev_polynomial_w(x, n):
 def _shifted(kind, x, n):
     """The Chebyshev polynomial of ``kind`` at 2x - 1; half precision in float32, rounded
     once."""
-    n = _wide(n) if hasattr(n, "dtype") else n
-    return op(f"chebyshev_polynomial_{kind}", 2 * _wide(x) - 1, n).to(x.dtype)
+    n = widened(n)
+    return op(f"chebyshev_polynomial_{kind}", 2 * widened(x) - 1, n).to(x.dtype)
 
 
 def shifted_chebyshev_polynomial_t(x, n):

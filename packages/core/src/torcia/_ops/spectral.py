@@ -14,7 +14,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._opdef import define
-from torcia._ops._common import first_shape, op
+from torcia._ops._common import first_shape, op, real_dtype
 from torcia._ops._common import with_size as _with
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -49,7 +49,7 @@ def _r2c_shape(x, dims=(-1,), norm="backward", onesided=True, **params):
 
 
 def _c2r_shape(x, dims=(-1,), norm="backward", last_dim_size=1, **params):
-    return _with(x.shape, dims[-1], last_dim_size), np.empty(0, x.dtype).real.dtype
+    return _with(x.shape, dims[-1], last_dim_size), real_dtype(x.dtype)
 
 
 # ----- decompositions: the real transforms through the complex one -----------------------

@@ -22,7 +22,7 @@ import numpy as np
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
 from torcia._opdef import define
-from torcia._ops._common import first_shape, opmath, with_size
+from torcia._ops._common import dense, first_shape, opmath, with_size
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -68,7 +68,7 @@ def clone_strides(shape, strides) -> tuple:
     ``strides``: the same where they are dense and non-overlapping, else dense strides in
     the same order of dims, fastest first (a dim of stride 0 keeps its place, equal
     strides put the larger dim outside)."""
-    if _dense(shape, strides):
+    if dense(shape, strides):
         return tuple(strides)
     order = list(range(len(shape) - 1, -1, -1))  # fastest first; C order where undecided
 
@@ -94,15 +94,6 @@ def clone_strides(shape, strides) -> tuple:
         out[d] = step
         step *= shape[d]
     return tuple(out)
-
-
-def _dense(shape, strides) -> bool:
-    step = 1
-    for stride, n in sorted((s, n) for s, n in zip(strides, shape) if n != 1):
-        if stride != step:
-            return False
-        step *= n
-    return True
 
 
 class Kernels:
