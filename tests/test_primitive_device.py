@@ -326,7 +326,11 @@ ELEMENTWISE_CASES = [
     ("le", "nu", {}), ("take_along_dim", "xk", {"dim": -1}), ("take_along_dim", "xK", {"dim": 1}),
     ("take_along_dim", "xk", {}), ("argmin", "x", {}), ("argmin", "x", {"dim": 1}),
     ("argmin", "n", {"dim": 0, "keepdim": True}), ("argmin", "u", {"dim": 1}),
-    ("argmin", "m", {}), ("min_dim", "x", {"dim": 1}), ("min_dim", "y", {"dim": 0}),
+    ("argmin", "m", {}), ("argmax", "x", {}), ("argmax", "x", {"dim": 1}),
+    ("argmax", "y", {"dim": 0, "keepdim": True}), ("argmax", "n", {"dim": 1}),
+    ("argmax", "u", {"dim": 0}), ("argmax", "m", {"dim": 1}), ("argmax", "x", {"keepdim": True}),
+    ("abs", "x", {}), ("abs", "n", {}), ("abs", "u", {}), ("min_dim", "x", {"dim": 1}),
+    ("min_dim", "y", {"dim": 0}),
     ("min_dim", "u", {"dim": 0, "keepdim": True}), ("diag", "x", {"diagonal": 1}),
     ("diag", "w", {}), ("diag", "w", {"diagonal": 2}), ("diag", "w", {"diagonal": -3}),
     ("trunc", "x", {}), ("trunc", "n", {}),
@@ -422,7 +426,7 @@ def _same(op, got, want):
 
 
 @pytest.mark.parametrize("op", ["tan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
-                                "asin", "acos", "atan", "exp2", "log2", "log10"])
+                                "asin", "acos", "atan", "exp2", "log2", "log10", "abs"])
 def test_complex_trigonometry_decomposes_like_the_reference_kernels(prims, op):
     rng = np.random.default_rng(13)
     z = torcia.tensor((rng.standard_normal(40) + 1j * rng.standard_normal(40)) * 2)

@@ -233,7 +233,7 @@ class Kernels:
         # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
         out = xp.power(a, xp.where(negative, 0, b))
         unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
-        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
+        return xp.where(negative, xp.where(xp.abs(a) == 1, unit, 0), out).astype(out.dtype)
 
     def div(self, a, b, rounding_mode=None):
         xp = self.xp
@@ -286,6 +286,7 @@ _TRUNC = _rounding("trunc")
 # frac has a kernel for floating types only (trunc, floor and ceil have integer ones: the
 # identity)
 _FRAC = dict.fromkeys((COMPLEX, BOOL, "i", "u"), no_kernel("frac_cpu"))
+_ABS = {BOOL: no_kernel("abs_cpu")}
 _RELU = {COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
          BOOL: (RuntimeError, "Boolean inputs not supported for relu")}
 
@@ -350,6 +351,14 @@ def rsqrt(a):
 
 def reciprocal(a):
     return a.new_ones(()) / a
+
+
+def abs(a):  # noqa: A001 - the op's name
+    _refuse(_ABS, a)
+    if a.is_complex():
+        return a.real.hypot(a.imag)
+    # the sign bit, not a < 0: -0.0 becomes 0.0 (integers wrap at their minimum, as NumPy's)
+    return _where(a.signbit() if a.is_floating_point() else a < 0, -a, a)
 
 
 def isnan(a):
@@ -810,7 +819,7 @@ DECLARED = (
           aliases=("negative",),
           tags=("masked", "nested", "foreach"),
           operator="neg"),
-    _same("abs", ArrayFunction("abs"), shape=real_like, refuses={BOOL: no_kernel("abs_cpu")},
+    _same("abs", ArrayFunction("abs"), shape=real_like, decomposition=abs, refuses=_ABS,
           example=("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
           aliases=("absolute",),
           tags=("masked", "nested", "foreach", "sparse"),
