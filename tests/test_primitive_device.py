@@ -357,7 +357,8 @@ ELEMENTWISE_CASES = [
     ("asinh", "x", {}), ("acosh", "x", {}), ("acosh", "p", {}), ("atanh", "x", {}),
     ("atanh", "r", {}), ("asin", "r", {}), ("acos", "r", {}), ("atan", "x", {}),
     ("exp2", "x", {}), ("log2", "x", {}), ("log2", "p", {}), ("log10", "p", {}),
-    ("log10", "x", {}),
+    ("log10", "x", {}), ("polygamma", "p", {"n": 1}), ("polygamma", "x", {"n": 3}),
+    ("polygamma", "x", {"n": 0}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),

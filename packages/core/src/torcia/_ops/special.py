@@ -433,6 +433,14 @@ def xlog1py(a, b):
     return a * out + 0
 
 
+@opmath
+def polygamma(a, n=1):
+    if n == 0:
+        return op("digamma", a)
+    # SciPy's formula, which the reference kernel runs: (-1)^(n+1) n! zeta(n + 1, a)
+    return op("zeta", a.new_full((), n + 1.0), a) * float((-1) ** (n + 1) * math.factorial(n))
+
+
 # ----- the declarations ------------------------------------------------------------------
 
 
@@ -539,5 +547,5 @@ DECLARED = (
     _polynomial("legendre_polynomial_p", ("[0.5, 1.0]", "2", "tensor([-0.1250,  1.0000])"),
                 legendre_polynomial_p),
     define("polygamma(Tensor x, *, int n=1) -> Tensor", Kernels.polygamma, shape=float_like,
-           floating_inputs=True, group="special_other"),
+           decomposition=polygamma, floating_inputs=True, group="special_other"),
 )
