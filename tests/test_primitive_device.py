@@ -350,7 +350,8 @@ ELEMENTWISE_CASES = [
     ("clamp", "x", {"lo": -1.5, "hi": None}), ("clamp", "n", {"lo": None, "hi": 7}),
     ("clamp", "x", {"lo": 2.0, "hi": -1.0}), ("remainder", "xy", {}), ("remainder", "yp", {}),
     ("clone", "x", {}), ("clone", "u", {}), ("contiguous", "x", {}),
-    ("scatter_add", "xky", {"dim": 1}), ("sigmoid", "x", {}), ("hypot", "xy", {}),
+    ("scatter_add", "xky", {"dim": 1}), ("scatter", "xky", {"dim": 1}),
+    ("scatter", "xkx", {"dim": 1}), ("sigmoid", "x", {}), ("hypot", "xy", {}),
     ("bitwise_or", "nn", {}), ("bitwise_or", "nu", {}), ("bitwise_or", "um", {}),
     ("bitwise_or", "mm", {}), ("floor_divide", "xp", {}), ("floor_divide", "yx", {}),
     ("hypot", "xx", {}), ("hypot", "px", {}),
@@ -436,6 +437,33 @@ def test_complex_trigonometry_decomposes_like_the_reference_kernels(prims, op):
     got = library.call(op, (z.to(prims),), {}).to("cpu").numpy()
     assert got.dtype == want.dtype
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
+
+
+def _same_parts(got, want):
+    """Equal complex numbers, part by part, with the signs of their zeros (a NaN's sign is
+    not a value: negation by a product may keep it)."""
+    for part in ("real", "imag"):
+        g, w = getattr(got, part), getattr(want, part)
+        np.testing.assert_array_equal(g, w)
+        assert (np.signbit(g) == np.signbit(w))[~np.isnan(w)].all()
+
+
+@pytest.mark.parametrize("dtype", [torcia.float64, torcia.float32])
+def test_complex_numbers_are_made_and_conjugated_like_the_kernels(prims, dtype):
+    """complex stacks the parts (an infinite part stays what it was, as the kernel's, where
+    re + 1j * im would give NaN) and conj negates the imaginary part (-0.0 from 0.0)."""
+    re, im = _values(dtype), _values(dtype, seed=1)
+    want = REFERENCE["complex"](re.numpy(), im.numpy())
+    got = library.call("complex", (re.to(prims), im.to(prims)), {}).to("cpu").numpy()
+    assert got.dtype == want.dtype and got.shape == want.shape
+    _same_parts(got, want)
+    z = torcia.tensor(want)
+    got = library.call("conj", (z.to(prims),), {}).to("cpu").numpy()
+    want = REFERENCE["conj"](want)
+    _same_parts(got, want)
+    # broadcast parts
+    got = library.call("complex", (re[:1].to(prims), im[:, :1].to(prims)), {})
+    assert got.shape == (4, 6)
 
 
 POLYNOMIALS = [*(f"chebyshev_polynomial_{k}" for k in "tuvw"), "hermite_polynomial_h",

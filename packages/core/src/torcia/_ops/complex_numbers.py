@@ -12,8 +12,10 @@ import math
 
 import numpy as np
 
+from torcia import _dtype as D
+from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import first_shape, floating_dtype, real_dtype, real_like
+from torcia._ops._common import first_shape, floating_dtype, op, real_dtype, real_like
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -94,6 +96,20 @@ def angle(a):
     return _where(a.isnan(), a, _where(a < 0, a.new_full((), math.pi), a.new_zeros(())))
 
 
+def conj(a):
+    if not a.is_complex():
+        return a.clone()  # the kernel's copy
+    return op("complex", a.real, -a.imag)  # -0.0 where the part was 0.0, as the kernel's
+
+
+def complex(re, im):  # noqa: A001 - the op's name
+    # the parts side by side along a new last dim, read as complex numbers: exact, where
+    # re + 1j * im would turn an infinite part's product with 0 into NaN
+    part = D.float64 if re.dtype == D.float64 else D.float32  # as the kernel's _complex_of
+    re, im = _opdef.PUBLIC.broadcast_tensors(re.to(part), im.to(part))
+    return op("view_as_complex", _opdef.PUBLIC.stack((re, im), -1))
+
+
 # ----- the declarations ------------------------------------------------------------------
 
 
@@ -107,8 +123,8 @@ DECLARED = (
     _one("imag", Kernels.imag, real_like),
     _one("view_as_real", Kernels.view_as_real, _view_as_real_shape),
     _one("view_as_complex", Kernels.view_as_complex, _view_as_complex_shape),
-    _one("conj", Kernels.conj, first_shape),
+    _one("conj", Kernels.conj, first_shape, decomposition=conj),
     _one("angle", Kernels.angle, _angle_shape, decomposition=angle),
     define("complex(Tensor re, Tensor im) -> Tensor", Kernels.complex, shape=_complex_shape,
-           group="complex"),
+           decomposition=complex, group="complex"),
 )

@@ -742,14 +742,28 @@ def repeat(a, sizes):
     return out if any(r != 1 for r in sizes) else out.clone()
 
 
-def gather(x, index, dim=None):
-    # the reference kernel's key, of tensors: the open grids of the index's shape, the index
-    # at dim
+def _key_along(index, dim, device):
+    """The reference kernels' key of gather and scatter (:func:`_scatter_index`), of
+    tensors: the open grids of the index's shape, the index at ``dim``."""
     n = index.ndim
-    key = [_opdef.PUBLIC.arange(s, device=x.device).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+    key = [_opdef.PUBLIC.arange(s, device=device).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
            for d, s in enumerate(index.shape)]
     key[dim] = index
-    return x[tuple(key)]
+    return tuple(key)
+
+
+def gather(x, index, dim=None):
+    return x[_key_along(index, dim, x.device)]
+
+
+def scatter(x, index, src, dim=None):
+    # the kernel's writes: src's part of the index's shape (or a number) at the key, into a
+    # copy (of repeated places, the last written stays, as NumPy's assignment)
+    out = x.clone()
+    if hasattr(src, "shape"):
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    out[_key_along(index, dim, x.device)] = src
+    return out
 
 
 def take_along_dim(a, indices, dim=None):
@@ -961,7 +975,7 @@ DECLARED = (
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
             shape=_gather_shape, decomposition=gather),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
-            Kernels.scatter, shape=first_shape),
+            Kernels.scatter, shape=first_shape, decomposition=scatter),
     _a_move("scatter_add(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
             Kernels.scatter_add, shape=first_shape, decomposition=scatter_add,
             autocast={"cuda": "promote"}),
