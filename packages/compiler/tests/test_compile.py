@@ -73,6 +73,20 @@ def _ce(out, y):
     return nn.functional.cross_entropy(out, y)
 
 
+def _train_step(model, opt):
+    """A whole training step over ``model`` and ``opt``: ``zero_grad``, the loss,
+    ``backward``, ``opt.step()``."""
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = _ce(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def _mse(out, y):
     return ((out - y) ** 2).mean()
 
@@ -479,12 +493,7 @@ def test_a_whole_training_step_with_the_optimizer(name):
     model, opt = make()
     ref, ref_opt = make()
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = _ce(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = _train_step(model, opt)
 
     compiled = torcia.compile(step)
     compiled_step = torcia.compile(ref_opt.step)
@@ -506,6 +515,47 @@ def test_a_whole_training_step_with_the_optimizer(name):
         f"{name}.zero_grad", f"{name}.step"]
     assert [n.op for n in compiled_step._entries[0].graph.nodes] == [f"{name}.step"]
     assert "step" not in vars(opt) and "zero_grad" not in vars(opt)  # unpatched
+
+
+def test_kernel_profile_times_the_kernels_of_programs_traced_inside():
+    """``kernel_profile`` instruments the programs traced while it is active (results
+    unchanged), per op, the optimizer's opaque calls included; a program traced before
+    runs as it was."""
+    opt_mod = pytest.importorskip("torcia.optim")
+    model, ref = _mlp(), _mlp()
+    opt = opt_mod.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    ref_opt = opt_mod.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+
+    step = _train_step(model, opt)
+
+    def ref_step(x, y):
+        ref_opt.zero_grad()
+        _ce(ref(x), y).backward()
+        ref_opt.step()
+
+    before = torcia.compile(lambda x: (x.sin() * 2).sum())
+    before(torcia.ones(3))
+    compiled = torcia.compile(step)
+    x, y = torcia.randn(4, 8), torcia.randint(0, 4, (4,))
+    with torcia.compiler.kernel_profile() as prof:
+        for _ in range(4):
+            compiled(x, y)
+            ref_step(x, y)
+        prof.clear()
+        before(torcia.ones(3))
+        compiled(x, y)
+        ref_step(x, y)
+    assert prof.calls["SGD.step"] == prof.calls["SGD.zero_grad"] == 1
+    assert prof.calls["linear"] == 2 and all(t >= 0 for t in prof.times.values())
+    assert not any("sin" in op for op in prof.calls)  # traced before the block
+    compiled(x, y)  # after the block: still instrumented
+    ref_step(x, y)
+    assert prof.calls["SGD.step"] == 2
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    table = prof.table(steps=2)
+    assert "SGD.step" in table and table.splitlines()[-1].startswith("all kernels")
 
 
 def test_an_optimizer_step_with_a_closure_runs_eagerly(capsys):
