@@ -975,6 +975,10 @@ POOLS = [  # kernel_size, stride, padding, dilation, ceil_mode, input (N, C, H, 
     (3, 2, 1, 1, False, (1, 2, 9, 7)),  # overlapping windows, padding
     (3, 1, 1, 2, False, (1, 2, 8, 8)),  # dilation
     ((2, 3), (1, 2), (1, 0), 1, False, (2, 2, 6, 10)),
+    # 2x2 tiles in rows of 8 or more outputs: loops of their own (an odd row or column
+    # past the last window is left out)
+    (2, 2, 0, 1, False, (2, 3, 16, 17)),
+    (2, 2, 0, 1, False, (1, 2, 9, 20)),
 ]
 
 
@@ -1026,6 +1030,8 @@ def test_generated_max_pooling_matches_eager(k, s, p, d, ceil, shape, dtype, who
     nodes = entry.graph.nodes + (entry.joint.bwd_graph.nodes if entry.joint else [])
     pools = [n for n in nodes if n.op in ("max_pool", "max_pool_backward")]
     assert len(pools) == 2 and all(isinstance(n.fn, inductor.PoolKernel) for n in pools)
+    tiled = k == 2 and s == 2 and p == 0 and shape[3] >= 16
+    assert ("table()" not in pools[0].source) == tiled
 
 
 def test_generated_max_pooling_checks_its_arrays():
@@ -1051,6 +1057,17 @@ def test_generated_max_pooling_checks_its_arrays():
     x[0, 1, 3, 3] = 5.0
     values, _ = relu_pool(x)
     np.testing.assert_array_equal(values, [[[[0, 0], [0, 0]], [[np.nan, 0], [0, 5]]]])
+    # the same in rows of 8 outputs (the tiled loop): NaN wins, then stays; relu after
+    spec = (2, 2, 16, 1, 8, (2, 2, 2, 2, 0, 0, 1, 1))
+    tiled = inductor.PoolKernel(inductor._pool_source("float", *spec, relu=True), spec,
+                                np.dtype(np.float32))
+    assert "table()" not in tiled.source
+    x = -np.arange(64, dtype=np.float32).reshape(1, 2, 2, 16)
+    x[0, 1, 0, 1], x[0, 1, 1, 0] = np.nan, 7.0
+    x[0, 1, 1, 15] = 5.0
+    values, indices = tiled(x)
+    np.testing.assert_array_equal(values[0, :, 0], [[0] * 8, [np.nan] + [0] * 6 + [5]])
+    np.testing.assert_array_equal(indices[0, 1, 0, [0, 7]], [1, 31])
 
 
 def test_gradients_handed_to_the_optimizer_are_not_aliased():
@@ -1087,7 +1104,7 @@ def test_gradients_handed_to_the_optimizer_are_not_aliased():
     assert compiled._entries[0].eager_reason is None
 
 
-@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3])
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3] + POOLS[-2:])
 def test_relu_then_max_pooling_is_one_kernel_each_way(k, s, p, d, ceil, shape):
     if inductor.compiler() is None:
         pytest.skip("no C++ compiler")
