@@ -17,12 +17,15 @@ from the cache (a fresh process would see the same: the kernels are loaded from 
 torch.compile's first call with an empty inductor cache.
 
     python benchmarks/bench_compile.py [--rounds 7] [--only mlp,lstm] [--no-torch-compile]
-                                       [--module] [--threads 1] [--clock cpu]
+                                       [--module] [--threads 1] [--clock cpu] [--breakdown]
 
 ``--threads`` sets both frameworks' thread count (default: the CPU count) and ``--clock cpu``
 times the process's CPU time (all its threads) instead of the wall clock, as in
 ``bench_training.py``: on a machine shared with other jobs, one thread and the CPU clock
 compare the work each variant does rather than how long it waited for a core.
+``--breakdown`` then times, in a separate run of each workload, every kernel of torcia's
+compiled step (``torcia.compiler.kernel_profile``): the ops by time and what the step spends
+outside them (guards, the replay's Python, the gradients handed to the leaves).
 """
 
 from __future__ import annotations
@@ -226,6 +229,29 @@ def run(name, rounds, number, torch_compile, module=False, threads=None, clock="
     return {k: statistics.median(t) for k, t in times.items()}, compile_times
 
 
+def breakdown(name, module=False, threads=None, clock="wall", steps=20) -> str:
+    """torcia's compiled step of ``name`` with each kernel timed: a table of the ops by
+    time per step, and the step's time outside the kernels."""
+    import torcia
+    import torcia.compiler
+
+    timer = CLOCKS[clock]
+    torcia.set_num_threads(threads or os.cpu_count() or 1)
+    make = _torcia_compiled_module if module else _torcia_compiled
+    with torcia.compiler.kernel_profile(timer) as prof:
+        step, _ = make(torcia, *WORKLOADS[name](torcia))
+        for _ in range(3):  # traced, checked, replayed
+            step()
+        prof.clear()
+        start = timer()
+        for _ in range(steps):
+            step()
+        total = (timer() - start) / steps
+    outside = total - sum(prof.times.values()) / steps
+    return (f"{name}: torcia compiled step {total * 1e3:.2f} ms, of which "
+            f"{outside * 1e3:.2f} ms outside the kernels\n{prof.table(steps)}")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=7)
@@ -238,6 +264,8 @@ def main(argv=None):
                         help="threads for every variant (default: the CPU count)")
     parser.add_argument("--clock", choices=sorted(CLOCKS), default="wall",
                         help="time the wall clock (default) or the process's CPU time")
+    parser.add_argument("--breakdown", action="store_true",
+                        help="then time each kernel of torcia's compiled step")
     args = parser.parse_args(argv)
     # torch.compile's first call, cold too: an empty inductor cache (read at torch's import)
     torch_cache = tempfile.TemporaryDirectory()
@@ -260,6 +288,9 @@ def main(argv=None):
         fmt = {k: (f"{v:.2f} s" if isinstance(v, float) else v) for k, v in ct.items()}
         notes.append(f"{name}: compile " + ", ".join(f"{k} {v}" for k, v in fmt.items()))
     print("\n".join(notes))
+    if args.breakdown:
+        for name in args.only.split(","):
+            print("\n" + breakdown(name, args.module, args.threads, args.clock), flush=True)
 
 
 if __name__ == "__main__":

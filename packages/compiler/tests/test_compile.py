@@ -73,6 +73,20 @@ def _ce(out, y):
     return nn.functional.cross_entropy(out, y)
 
 
+def _train_step(model, opt):
+    """A whole training step over ``model`` and ``opt``: ``zero_grad``, the loss,
+    ``backward``, ``opt.step()``."""
+
+    def step(x, y):
+        opt.zero_grad()
+        loss = _ce(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def _mse(out, y):
     return ((out - y) ** 2).mean()
 
@@ -479,12 +493,7 @@ def test_a_whole_training_step_with_the_optimizer(name):
     model, opt = make()
     ref, ref_opt = make()
 
-    def step(x, y):
-        opt.zero_grad()
-        loss = _ce(model(x), y)
-        loss.backward()
-        opt.step()
-        return loss
+    step = _train_step(model, opt)
 
     compiled = torcia.compile(step)
     compiled_step = torcia.compile(ref_opt.step)
@@ -506,6 +515,47 @@ def test_a_whole_training_step_with_the_optimizer(name):
         f"{name}.zero_grad", f"{name}.step"]
     assert [n.op for n in compiled_step._entries[0].graph.nodes] == [f"{name}.step"]
     assert "step" not in vars(opt) and "zero_grad" not in vars(opt)  # unpatched
+
+
+def test_kernel_profile_times_the_kernels_of_programs_traced_inside():
+    """``kernel_profile`` instruments the programs traced while it is active (results
+    unchanged), per op, the optimizer's opaque calls included; a program traced before
+    runs as it was."""
+    opt_mod = pytest.importorskip("torcia.optim")
+    model, ref = _mlp(), _mlp()
+    opt = opt_mod.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    ref_opt = opt_mod.SGD(ref.parameters(), lr=0.05, momentum=0.9)
+
+    step = _train_step(model, opt)
+
+    def ref_step(x, y):
+        ref_opt.zero_grad()
+        _ce(ref(x), y).backward()
+        ref_opt.step()
+
+    before = torcia.compile(lambda x: (x.sin() * 2).sum())
+    before(torcia.ones(3))
+    compiled = torcia.compile(step)
+    x, y = torcia.randn(4, 8), torcia.randint(0, 4, (4,))
+    with torcia.compiler.kernel_profile() as prof:
+        for _ in range(4):
+            compiled(x, y)
+            ref_step(x, y)
+        prof.clear()
+        before(torcia.ones(3))
+        compiled(x, y)
+        ref_step(x, y)
+    assert prof.calls["SGD.step"] == prof.calls["SGD.zero_grad"] == 1
+    assert prof.calls["linear"] == 2 and all(t >= 0 for t in prof.times.values())
+    assert not any("sin" in op for op in prof.calls)  # traced before the block
+    compiled(x, y)  # after the block: still instrumented
+    ref_step(x, y)
+    assert prof.calls["SGD.step"] == 2
+    for p, q in zip(model.parameters(), ref.parameters()):
+        np.testing.assert_allclose(p.detach().numpy(), q.detach().numpy(), rtol=1e-5,
+                                   atol=1e-6)
+    table = prof.table(steps=2)
+    assert "SGD.step" in table and table.splitlines()[-1].startswith("all kernels")
 
 
 def test_an_optimizer_step_with_a_closure_runs_eagerly(capsys):
@@ -925,6 +975,10 @@ POOLS = [  # kernel_size, stride, padding, dilation, ceil_mode, input (N, C, H, 
     (3, 2, 1, 1, False, (1, 2, 9, 7)),  # overlapping windows, padding
     (3, 1, 1, 2, False, (1, 2, 8, 8)),  # dilation
     ((2, 3), (1, 2), (1, 0), 1, False, (2, 2, 6, 10)),
+    # 2x2 tiles in rows of 8 or more outputs: loops of their own (an odd row or column
+    # past the last window is left out)
+    (2, 2, 0, 1, False, (2, 3, 16, 17)),
+    (2, 2, 0, 1, False, (1, 2, 9, 20)),
 ]
 
 
@@ -976,6 +1030,8 @@ def test_generated_max_pooling_matches_eager(k, s, p, d, ceil, shape, dtype, who
     nodes = entry.graph.nodes + (entry.joint.bwd_graph.nodes if entry.joint else [])
     pools = [n for n in nodes if n.op in ("max_pool", "max_pool_backward")]
     assert len(pools) == 2 and all(isinstance(n.fn, inductor.PoolKernel) for n in pools)
+    tiled = k == 2 and s == 2 and p == 0 and shape[3] >= 16
+    assert ("table()" not in pools[0].source) == tiled
 
 
 def test_generated_max_pooling_checks_its_arrays():
@@ -1001,6 +1057,17 @@ def test_generated_max_pooling_checks_its_arrays():
     x[0, 1, 3, 3] = 5.0
     values, _ = relu_pool(x)
     np.testing.assert_array_equal(values, [[[[0, 0], [0, 0]], [[np.nan, 0], [0, 5]]]])
+    # the same in rows of 8 outputs (the tiled loop): NaN wins, then stays; relu after
+    spec = (2, 2, 16, 1, 8, (2, 2, 2, 2, 0, 0, 1, 1))
+    tiled = inductor.PoolKernel(inductor._pool_source("float", *spec, relu=True), spec,
+                                np.dtype(np.float32))
+    assert "table()" not in tiled.source
+    x = -np.arange(64, dtype=np.float32).reshape(1, 2, 2, 16)
+    x[0, 1, 0, 1], x[0, 1, 1, 0] = np.nan, 7.0
+    x[0, 1, 1, 15] = 5.0
+    values, indices = tiled(x)
+    np.testing.assert_array_equal(values[0, :, 0], [[0] * 8, [np.nan] + [0] * 6 + [5]])
+    np.testing.assert_array_equal(indices[0, 1, 0, [0, 7]], [1, 31])
 
 
 def test_gradients_handed_to_the_optimizer_are_not_aliased():
@@ -1037,7 +1104,7 @@ def test_gradients_handed_to_the_optimizer_are_not_aliased():
     assert compiled._entries[0].eager_reason is None
 
 
-@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3])
+@pytest.mark.parametrize("k,s,p,d,ceil,shape", POOLS[:3] + POOLS[-2:])
 def test_relu_then_max_pooling_is_one_kernel_each_way(k, s, p, d, ceil, shape):
     if inductor.compiler() is None:
         pytest.skip("no C++ compiler")

@@ -55,7 +55,13 @@ from torcia.compiler import hookspecs
 from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
 from torcia.compiler.inductor import draws
-from torcia.compiler.replay import DataGuardFailed, generate, same_values
+from torcia.compiler.replay import (
+    DataGuardFailed,
+    KernelProfile,
+    generate,
+    kernel_profile,
+    same_values,
+)
 from torcia.library import (
     Tensor,
     active_modes,
@@ -69,10 +75,10 @@ from torcia.plugins import hookimpl
 
 plugins.add_hookspecs(hookspecs)
 
-__all__ = ["Graph", "Node", "OptimizedModule", "Unsupported", "allow_in_graph",
-           "assume_constant_result", "backends", "compile", "disable", "hookimpl",
-           "is_compiling", "is_dynamo_compiling", "is_exporting", "list_backends",
-           "recompile_limit", "reset", "set_logs"]
+__all__ = ["Graph", "KernelProfile", "Node", "OptimizedModule", "Unsupported",
+           "allow_in_graph", "assume_constant_result", "backends", "compile", "disable",
+           "hookimpl", "is_compiling", "is_dynamo_compiling", "is_exporting",
+           "kernel_profile", "list_backends", "recompile_limit", "reset", "set_logs"]
 
 #: programs kept per compiled function before it runs eagerly (torch._dynamo's
 #: ``recompile_limit``)

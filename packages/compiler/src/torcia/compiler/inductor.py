@@ -1064,10 +1064,58 @@ static const int64_t* table() {{
 """
 
 
+#: the geometry (kernel, stride, padding, dilation) of the usual 2x2 pooling, whose
+#: windows tile the plane: loops of their own read the two rows of each window in place
+_TILES = (2, 2, 2, 2, 0, 0, 1, 1)
+
+
+def _tiles(h, w, oh, ow, geometry) -> bool:
+    """Whether the windows are 2x2 tiles inside the plane (no padding, no ceil overhang)
+    in rows of at least 8 outputs. Measured on one thread against the table's loop (the
+    CNN benchmark's float32 planes): 1.8x faster at 14 outputs a row, 1.4-3.5x at 8-28,
+    1.4x slower at 7, whose vectors are mostly tail."""
+    return tuple(geometry or ()) == _TILES and 2 * oh <= h and 2 * ow <= w and ow >= 8
+
+
+def _tiled_pool_source(ctype, planes, h, w, oh, ow, relu) -> str:
+    # each output's window is rows 2i and 2i+1, columns 2j and 2j+1: the four elements in
+    # window order through the same selects as the table's loop, across a row of outputs
+    steps = "".join(
+        f"                {{ const T v = {src}; const bool t = v > b || (v != v && b == b); "
+        f"b = t ? v : b; at = t ? {pos} : at; }}\n"
+        for src, pos in (("r0[2 * j + 1]", "base + 2 * j + 1"),
+                         ("r1[2 * j]", f"base + {w} + 2 * j"),
+                         ("r1[2 * j + 1]", f"base + {w} + 2 * j + 1")))
+    return (
+        "#include <cmath>\n#include <cstdint>\n"
+        f"typedef {ctype} T;\n"
+        'extern "C" void kernel(const T* __restrict x, T* __restrict out, '
+        "int64_t* __restrict idx) {\n"
+        f"    #pragma omp parallel for schedule(static) if({planes * h * w} > 4194304)\n"
+        f"    for (int64_t p = 0; p < {planes}; ++p) {{\n"
+        f"        for (int64_t i = 0; i < {oh}; ++i) {{\n"
+        f"            const int64_t base = 2 * i * {w};\n"
+        f"            const T* __restrict r0 = x + p * {h * w} + base;\n"
+        f"            const T* __restrict r1 = r0 + {w};\n"
+        f"            T* __restrict best = out + p * {oh * ow} + i * {ow};\n"
+        f"            int64_t* __restrict where = idx + p * {oh * ow} + i * {ow};\n"
+        "            #pragma omp simd\n"
+        f"            for (int64_t j = 0; j < {ow}; ++j) {{\n"
+        "                T b = r0[2 * j];\n"
+        "                int64_t at = base + 2 * j;\n"
+        + steps
+        + ("                b = b > T(0) || b != b ? b : T(0);  // relu (NaN stays NaN)\n"
+           if relu else "")
+        + "                best[j] = b;\n                where[j] = at;\n"
+        "            }\n        }\n    }\n}\n")
+
+
 def _pool_source(ctype, planes, h, w, oh, ow, geometry, relu=False) -> str:
     # a window element at a time across a chunk of a plane's outputs: a gather into a
     # buffer, then selects over contiguous lanes that vectorise (a window at a time is a
     # chain of data-dependent branches, mispredicted half the time on real data)
+    if _tiles(h, w, oh, ow, geometry):
+        return _tiled_pool_source(ctype, planes, h, w, oh, ow, relu)
     kh, kw, sh, sw, ph, pw, dh, dw = geometry
     ohw = oh * ow
     return (
