@@ -76,6 +76,40 @@ def _array_add_windows(xp, cols, size, stride, dilation):
     return out
 
 
+def _conv_out(size, kernel, stride, padding, dilation):
+    """The output sizes of a convolution over spatial ``size`` (``padding``: (low, high)
+    pairs): the number of windows along each dim."""
+    return tuple((i + lo + hi - d * (k - 1) - 1) // s + 1
+                 for i, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
+
+
+def _transposed_sizes(in_sp, kernel, stride, padding, output_padding, dilation):
+    """``conv_transpose``'s output sizes, ``(in - 1) * stride - low - high + dilation *
+    (k - 1) + output_padding + 1``, with PyTorch's error where one is not positive, and
+    the sizes its columns are added into before the padding is cropped."""
+    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
+                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                     output_padding, padding))
+    if any(sz <= 0 for sz in size):
+        raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
+                           f"output size per channel: {list(size)}. Output size is too small")
+    full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
+                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
+                                                     output_padding, padding))
+    return size, full
+
+
+def _adaptive_windows(size, out):
+    """The input positions of adaptive pooling's ``out`` windows over a dim of ``size``,
+    window i spanning [floor(i size / out), ceil((i + 1) size / out)), as an (out, width)
+    NumPy table: each window has the width of the widest, a short one repeating its last
+    element, which cannot change a maximum."""
+    start = (np.arange(out) * size) // out
+    end = -((-(np.arange(out) + 1) * size) // out)
+    width = int((end - start).max())
+    return np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
+
+
 _INT_MAX = 2**31 - 1
 
 
@@ -156,20 +190,16 @@ def _lowest(xp, dtype):
     return np.iinfo(dtype).min
 
 
-def _channels_first(xp, x):
-    """(N, C, *sp) as a contiguous (C, N, *sp): the layout the column matrices use."""
-    return xp.ascontiguousarray(xp.moveaxis(x, 1, 0))
-
-
-def _batch_first(xp, x):
-    """(C, N, *sp) back to a contiguous (N, C, *sp)."""
+def _swap_batch(xp, x):
+    """``x`` with its first two dims swapped, contiguous: (N, C, *sp) as the (C, N, *sp)
+    layout the column matrices use, and back."""
     return xp.ascontiguousarray(xp.moveaxis(x, 1, 0))
 
 
 def _array_columns(xp, x, kernel, stride, dilation, padding, out_sp):
     """im2col: (N, C, *in) -> contiguous (C, *kernel, N, *out) (a (C*K, N*P) matrix), one
     strided block copy per kernel offset. Only the first ``out_sp`` windows are taken."""
-    xt = _channels_first(xp, x)
+    xt = _swap_batch(xp, x)
     if any(lo or hi for lo, hi in padding):
         xt = xp.pad(xt, ((0, 0), (0, 0)) + tuple(padding))
     c, n = xt.shape[:2]
@@ -236,14 +266,13 @@ class Kernels:
         n = x.shape[0]
         o = w.shape[0]
         kernel = w.shape[2:]
-        out_sp = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, (lo, hi), d, k, s in zip(
-            x.shape[2:], padding, dilation, kernel, stride))
+        out_sp = _conv_out(x.shape[2:], kernel, stride, padding, dilation)
         cols = _array_columns(xp, x, kernel, stride, dilation, padding, out_sp)
         # sizes spelled out: an empty batch (N = 0) leaves -1 nothing to infer
         per_group = x.shape[1] // groups * math.prod(kernel)
         cols = cols.reshape(groups, per_group, n * math.prod(out_sp))  # (g, C/g*K, N*P)
         out = w.reshape(groups, o // groups, per_group) @ cols  # (g, O/g, N*P)
-        out = _batch_first(xp, out.reshape((o, n) + out_sp)).astype(x.dtype, copy=False)
+        out = _swap_batch(xp, out.reshape((o, n) + out_sp)).astype(x.dtype, copy=False)
         if b is not None:
             out += b.reshape((1, o) + (1,) * len(kernel))
         return out
@@ -263,21 +292,13 @@ class Kernels:
         in_sp = x.shape[2:]
         kernel = w.shape[2:]
         og = w.shape[1]
-        xm = _channels_first(xp, x).reshape(groups, cin // groups, -1)  # (g, Cin/g, N*P)
+        xm = _swap_batch(xp, x).reshape(groups, cin // groups, -1)  # (g, Cin/g, N*P)
         wm = w.reshape(groups, cin // groups, -1).transpose(0, 2, 1)  # (g, O/g*K, Cin/g)
+        size, full = _transposed_sizes(in_sp, kernel, stride, padding, output_padding,
+                                       dilation)
         cols = (wm @ xm).reshape((groups * og,) + kernel + (n,) + in_sp)
-        full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
-                     for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
-                                                         output_padding, padding))
         out = _array_add_columns(xp, cols, full, stride, dilation)  # (Cout, N, *full)
-        size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
-                     for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
-                                                         output_padding, padding))
-        if any(sz <= 0 for sz in size):
-            raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
-                               f"output size per channel: {list(size)}. Output size is too "
-                               "small")
-        out = _batch_first(xp, out[(slice(None), slice(None)) + tuple(
+        out = _swap_batch(xp, out[(slice(None), slice(None)) + tuple(
             slice(lo, lo + sz) for (lo, _), sz in zip(padding, size))]).astype(x.dtype,
                                                                               copy=False)
         if b is not None:
@@ -293,7 +314,7 @@ class Kernels:
         o = weight_shape[0]
         cols = _array_columns(xp, x, kernel, stride, dilation, padding, g.shape[2:])
         cols = cols.reshape(groups, -1, x.shape[0] * math.prod(g.shape[2:]))  # (g, C/g*K, N*P)
-        gm = _channels_first(xp, g).reshape(groups, o // groups, -1)  # (g, O/g, N*P)
+        gm = _swap_batch(xp, g).reshape(groups, o // groups, -1)  # (g, O/g, N*P)
         return (gm @ cols.transpose(0, 2, 1)).reshape(weight_shape)
 
     def im2col(self, x, kernel_size, dilation, padding, stride):
@@ -312,8 +333,8 @@ class Kernels:
         n = cols.shape[0]
         k = math.prod(kernel_size)
         c = cols.shape[1] // k
-        blocks = tuple((o + 2 * p - d * (kk - 1) - 1) // s + 1 for o, p, d, kk, s in zip(
-            output_size, padding, dilation, kernel_size, stride))
+        blocks = _conv_out(output_size, kernel_size, stride, tuple((p, p) for p in padding),
+                           dilation)
         cols = cols.reshape((n, c) + tuple(kernel_size) + blocks)
         full = tuple(o + 2 * p for o, p in zip(output_size, padding))
         out = _array_add_windows(self.xp, cols, full, stride, dilation)
@@ -380,15 +401,7 @@ class Kernels:
         xp = self.xp
         nd = len(output_size)
         in_sp = x.shape[2:]
-        # each dim gathers a fixed-width window; short windows repeat their last element,
-        # which cannot change a maximum
-        idx = []
-        for i, o in zip(in_sp, output_size):
-            start = (np.arange(o) * i) // o
-            end = -((-(np.arange(o) + 1) * i) // o)
-            width = int((end - start).max())
-            pos = np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
-            idx.append(pos)
+        idx = [_adaptive_windows(i, o) for i, o in zip(in_sp, output_size)]
         g = x
         for dim, pos in enumerate(idx):
             g = xp.take(g, xp.asarray(pos.reshape(-1)), axis=2 + 2 * dim)
@@ -477,11 +490,6 @@ def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
                     for o, d, n, s in zip(offsets, dilation, out, stride))
         views.append(x[(slice(None), slice(None)) + key])
     return _opdef.PUBLIC.stack(views, 2)
-
-
-def _conv_out(size, kernel, stride, padding, dilation):
-    return tuple((i + lo + hi - d * (k - 1) - 1) // s + 1
-                 for i, k, s, (lo, hi), d in zip(size, kernel, stride, padding, dilation))
 
 
 def _conv_nd(x, w, b, stride, padding, dilation, groups):
@@ -693,10 +701,7 @@ def adaptive_max_pool(x, output_size):
     tables = []
     g = x
     for dim, (i, o) in enumerate(zip(in_sp, output_size)):
-        start = (np.arange(o) * i) // o
-        end = -((-(np.arange(o) + 1) * i) // o)
-        width = int((end - start).max())
-        table = np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
+        table = _adaptive_windows(i, o)
         tables.append(table)
         g = g.index_select(2 + 2 * dim, _opdef.PUBLIC.tensor(table.reshape(-1), device=dev))
         g = g.reshape(tuple(g.shape[:2 + 2 * dim]) + table.shape
@@ -732,16 +737,8 @@ def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
     # each input position's contribution to each kernel offset: (N, g, O/g * K, P)
     xm = x.reshape(n, groups, cin // groups, -1)
     wm = w.reshape(groups, cin // groups, -1).transpose(1, 2)
+    size, full = _transposed_sizes(in_sp, kernel, stride, padding, output_padding, dilation)
     cols = wm.matmul(xm).reshape((n, groups * og) + kernel + in_sp)
-    full = tuple((i - 1) * s + d * (k - 1) + 1 + max(op - hi, 0)
-                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
-                                                     output_padding, padding))
-    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
-                 for i, s, d, k, op, (lo, hi) in zip(in_sp, stride, dilation, kernel,
-                                                     output_padding, padding))
-    if any(sz <= 0 for sz in size):
-        raise RuntimeError(f"Given input size per channel: {list(in_sp)}. Calculated "
-                           f"output size per channel: {list(size)}. Output size is too small")
     out = _inner(_add_windows(cols, full, stride, dilation), [lo for lo, _ in padding], size)
     return out if b is None else out + b.reshape((1, -1) + (1,) * len(kernel))
 
@@ -760,20 +757,14 @@ def _linear_shape(x, w, b=None, **params):
 
 
 def _conv_shape(x, w, b, stride, padding, dilation, groups, **params):
-    out = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, k, s, (lo, hi), d in
-                zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
+    out = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
     return (x.shape[0], w.shape[0]) + out, np.result_type(x.dtype, w.dtype)
 
 
 def _conv_transpose_shape(x, w, b, stride, padding, output_padding, dilation, groups,
                           **params):
-    """``(in - 1) * stride - low - high + dilation * (k - 1) + output_padding + 1``."""
-    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
-                 for i, s, d, k, op, (lo, hi) in zip(x.shape[2:], stride, dilation,
-                                                     w.shape[2:], output_padding, padding))
-    if any(n <= 0 for n in size):
-        raise RuntimeError(f"Given input size per channel: {list(x.shape[2:])}. Calculated "
-                           f"output size per channel: {list(size)}. Output size is too small")
+    size, _ = _transposed_sizes(x.shape[2:], w.shape[2:], stride, padding, output_padding,
+                                dilation)
     return (x.shape[0], w.shape[1] * groups) + size, np.result_type(x.dtype, w.dtype)
 
 
@@ -782,8 +773,8 @@ def _conv_weight_shape(x, g, weight_shape, *rest, **params):
 
 
 def _im2col_shape(x, kernel_size, dilation, padding, stride, **params):
-    out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
-           zip(x.shape[2:], kernel_size, dilation, padding, stride)]
+    out = _conv_out(x.shape[2:], kernel_size, stride, tuple((p, p) for p in padding),
+                    dilation)
     return (x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)), x.dtype
 
 
