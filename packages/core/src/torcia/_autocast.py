@@ -32,16 +32,17 @@ _LINALG = frozenset({
     "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_pinv",
 })
 
-#: Ops run in the low-precision dtype, per device type.
+#: Ops run in the low-precision dtype, per device type (and the declared ops whose policy
+#: says so: linear, conv and conv_transpose, see :mod:`torcia._ops.nn_conv`).
 LOWER_PRECISION = {
     "cpu": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv",
-        "conv_transpose", "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
+        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm",
+        "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
         "conv_tbc",
     }),
     "cuda": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
-        "conv", "conv_transpose", "einsum", "prelu", "scaled_dot_product_attention",
+        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv",
+        "einsum", "prelu", "scaled_dot_product_attention",
         "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
         "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),

@@ -37,11 +37,6 @@ from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 # ----- linear algebra -------------------------------------------------------------------
 
 
-def linear(x, w, b):
-    out = x.matmul(w.transpose(0, 1))
-    return out if b is None else out + b
-
-
 def mm(a, b):
     return a.matmul(b)
 
@@ -515,5 +510,5 @@ DECOMPOSITIONS.update({
         linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
-    "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
+    "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -18,13 +18,11 @@ torcia.Size([3, 5])
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 
 import numpy as np
 
 from torcia import ops
-from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
 from torcia._ops._common import (
     first_shape,
@@ -107,11 +105,6 @@ def sparse_mm(crow, col, values, dense, ncols, transpose=False):
             np.result_type(values.dtype, dense.dtype))
 
 
-def linear(x, w, b=None, **params):
-    shape, dtype = matmul(x, Meta(w.shape[::-1], w.dtype))
-    return shape, dtype
-
-
 def addmm(c, a, b, **params):
     shape, dtype = matmul(a, b)
     return np.broadcast_shapes(c.shape, shape), dtype
@@ -159,39 +152,12 @@ def eigh(a, **params):
 
 
 
-def pool_backward(g, *rest, input_shape, **params):
-    """``max_pool_backward`` and ``avg_pool_backward``: the gradient of the input."""
-    return g.shape[:2] + tuple(input_shape), g.dtype
-
-
 def embedding(weight, indices, padding_idx=None, **params):
     return indices.shape + weight.shape[1:], weight.dtype
 
 
 def embedding_backward(g, indices, num_weights, padding_idx=None, **params):
     return (num_weights, g.shape[-1]), g.dtype
-
-
-def conv(x, w, b, stride, padding, dilation, groups, **params):
-    out = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, k, s, (lo, hi), d in
-                zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
-    return (x.shape[0], w.shape[0]) + out, np.result_type(x.dtype, w.dtype)
-
-
-def conv_weight(x, g, weight_shape, *rest, **params):
-    return tuple(weight_shape), np.result_type(x.dtype, g.dtype)
-
-
-def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode, **params):
-    out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation, ceil_mode)
-    shape = x.shape[:2] + out
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def avg_pool(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
-    ones = (1,) * len(kernel_size)
-    out, _ = _pool_geometry(x.shape[2:], kernel_size, stride, padding, ones, ceil_mode)
-    return x.shape[:2] + out, x.dtype
 
 
 def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
@@ -202,12 +168,6 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
     return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
 
-
-
-def im2col(x, kernel_size, dilation, padding, stride, **params):
-    out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
-           zip(x.shape[2:], kernel_size, dilation, padding, stride)]
-    return (x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)), x.dtype
 
 
 
@@ -455,27 +415,6 @@ def searchsorted(seq, values, right=False, out_int32=False, **params):
     return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
 
 
-def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups, **params):
-    """``(in - 1) * stride - low - high + dilation * (k - 1) + output_padding + 1``."""
-    size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
-                 for i, s, d, k, op, (lo, hi) in zip(x.shape[2:], stride, dilation,
-                                                     w.shape[2:], output_padding, padding))
-    if any(n <= 0 for n in size):
-        raise RuntimeError(f"Given input size per channel: {list(x.shape[2:])}. Calculated "
-                           f"output size per channel: {list(size)}. Output size is too small")
-    return (x.shape[0], w.shape[1] * groups) + size, np.result_type(x.dtype, w.dtype)
-
-
-def col2im(cols, output_size, kernel_size, dilation, padding, stride, **params):
-    return (cols.shape[0], cols.shape[1] // math.prod(kernel_size)) + tuple(output_size), \
-        cols.dtype
-
-
-def adaptive_max_pool(x, output_size, **params):
-    shape = x.shape[:2] + tuple(output_size)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
 SHAPES = {}
 for _name in ("softmax", "log_softmax"):
     SHAPES[_name] = first_shape
@@ -486,9 +425,7 @@ SHAPES.update({
     "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
-    "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
-    "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
-    "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
+    "embedding": embedding, "embedding_backward": embedding_backward,
     "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
@@ -505,13 +442,12 @@ SHAPES.update({
     "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
     "linalg_solve_triangular": linalg_solve_triangular, "linalg_pinv": linalg_pinv,
     "linalg_qr": linalg_qr, "linalg_svd": linalg_svd, "linalg_lstsq": linalg_lstsq,
-    "linalg_norm": linalg_norm, "searchsorted": searchsorted, "conv_transpose": conv_transpose,
-    "col2im": col2im, "adaptive_max_pool": adaptive_max_pool,
+    "linalg_norm": linalg_norm, "searchsorted": searchsorted,
 })
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
 SHAPES["sparse_mm"] = sparse_mm
-SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
+SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul,
                "addmm": addmm})
 
 

@@ -75,8 +75,6 @@ from torcia._custom_ops import (
     register_kernel,
 )
 from torcia._grad_mode import STATE as GRAD_MODE
-from torcia._kernels_nn import _check_geometry as check_geometry
-from torcia._kernels_nn import _pool_geometry as pool_geometry
 from torcia._methods import parse_to
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
@@ -150,6 +148,7 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
+from torcia._ops.nn_conv import check_geometry, pool_geometry
 from torcia._tensor import (
     AUTOCAST_ORDER,
     AUTOGRAD_ORDER,

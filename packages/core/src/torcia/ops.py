@@ -5,9 +5,9 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
-and scans, the activations, the views and movement, the special functions, the Fourier
-transforms, the creation and random ops) are read from their declarations, in order; the
-others are listed here.
+and scans, the activations, the convolutions and pooling, the views and movement, the
+special functions, the Fourier transforms, the creation and random ops) are read from their
+declarations, in order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -88,16 +88,12 @@ LINALG = (
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
-    # the activations come first, declared in torcia._ops.nn_activation, then
-    # dropout_mask, declared in torcia._ops.random; the softmax
+    # the activations come first, declared in torcia._ops.nn_activation, then linear,
+    # the convolutions and pooling, declared in torcia._ops.nn_conv, then dropout_mask,
+    # declared in torcia._ops.random; the softmax
     # backward ops are fused first derivatives only (higher orders go through
     # differentiable ops, so they have no derivative row)
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
-    "linear",
-    # windows: conv_weight is conv's weight gradient, max_pool_backward and
-    # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
-    "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
-    "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
     # normalisation, lookup, losses, randomness; the *_norm_backward ops are the fused first
     # derivatives (higher orders go through differentiable ops, so they have no row)
     "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward",

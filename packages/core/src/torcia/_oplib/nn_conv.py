@@ -9,8 +9,8 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import tensor
-from torcia._kernels_nn import _check_geometry, _pool_geometry
 from torcia._oplib._common import _F, _check_tensor
+from torcia._ops.nn_conv import check_geometry, pool_geometry
 from torcia._tensor import Tensor, _torch_name, call
 
 
@@ -209,7 +209,7 @@ def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, gr
     dilation = _ntuple(dilation, nd, "dilation")
     pad = _ntuple(padding, nd, "padding")
     out_pad = _ntuple(output_padding, nd, "output_padding")
-    _check_geometry(weight.shape[2:], stride, pad, dilation, out_pad)
+    check_geometry(weight.shape[2:], stride, pad, dilation, out_pad)
     for op, s, d in zip(out_pad, stride, dilation):
         if op >= s and op >= d:
             raise RuntimeError(f"output padding must be smaller than either stride or "
@@ -298,7 +298,7 @@ def _pool_args(nd, input, kernel_size, stride, padding, dilation, fn):
                            f"{list(kernel)}")
     if any(s <= 0 for s in stride):
         raise RuntimeError(f"{fn}(): stride must be greater than zero, but got {list(stride)}")
-    _check_geometry(kernel, stride, pad, dilation, pool=True)
+    check_geometry(kernel, stride, pad, dilation, pool=True)
     return input, added, kernel, stride, pad, dilation
 
 
@@ -314,7 +314,7 @@ def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, retu
               fn):
     input, added, kernel, stride, pad, dilation = _pool_args(
         nd, input, kernel_size, stride, padding, dilation, fn)
-    out_sp, _ = _pool_geometry(input.shape[2:], kernel, stride, pad, dilation, bool(ceil_mode))
+    out_sp, _ = pool_geometry(input.shape[2:], kernel, stride, pad, dilation, bool(ceil_mode))
     _check_pool_output(input, out_sp, fn)
     values, indices = call("max_pool", (input,), {
         "kernel_size": kernel, "stride": stride, "padding": pad, "dilation": dilation,
@@ -383,8 +383,8 @@ def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_
         t, h, w = input.shape[2:]
         raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
                            f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
-    out_sp, _ = _pool_geometry(input.shape[2:], kernel, stride, pad, (1,) * nd,
-                               bool(ceil_mode))
+    out_sp, _ = pool_geometry(input.shape[2:], kernel, stride, pad, (1,) * nd,
+                              bool(ceil_mode))
     _check_pool_output(input, out_sp, fn)
     out = call("avg_pool", (input,), {
         "kernel_size": kernel, "stride": stride, "padding": pad, "ceil_mode": bool(ceil_mode),
