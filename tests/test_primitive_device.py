@@ -12,44 +12,20 @@ import json
 import math
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 import torcia
 import torcia.nn.functional as F
-from torcia import library, nn, plugins
-from torcia.library import Backend
-
-
-def _copy(array, index=None):
-    return np.array(array, copy=True)
-
-
-class PrimitivesOnly:
-    @torcia.hookimpl
-    def torcia_register_backends(self, registry):
-        registry.add(Backend("prims", np, to_host=_copy, from_host=_copy))
-
-    @torcia.hookimpl
-    def torcia_register_kernels(self, registry):
-        reference = library.ReferenceKernels().table()
-        for name in library.primitives():
-            if name in reference:
-                registry.add(name, "prims", reference[name])
+from torcia import library, nn
+from torcia.testing.conformance import primitives_only
 
 
 @pytest.fixture
 def prims():
-    pm = plugins.manager()
-    plugin = PrimitivesOnly()
-    pm.register(plugin, name="test-primitives-only")
-    for registry in list(plugins._state.registries.values()):
-        registry.reset()
-    yield "prims"
-    pm.unregister(plugin)
-    plugins.reset()
+    with primitives_only("prims") as device:
+        yield device
 
 
 def _train_step(model, x, y, device):
@@ -248,14 +224,11 @@ def test_text_models_training_step_through_decompositions(prims, model):
 
 
 def test_listing_names_native_and_decomposed_ops():
-    here = str(Path(__file__).parent)
     code = (
-        "import json, sys, torcia\n"
-        f"sys.path.insert(0, {here!r})\n"
-        "import test_primitive_device as t\n"
-        "torcia.plugins.manager().register(t.PrimitivesOnly(), name='prims')\n"
         "from torcia import __main__ as cli\n"
-        "cli.main(['plugins', '--json'])\n"
+        "from torcia.testing.conformance import primitives_only\n"
+        "with primitives_only('prims'):\n"
+        "    cli.main(['plugins', '--json'])\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout

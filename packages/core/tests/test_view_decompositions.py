@@ -7,41 +7,18 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import library, plugins
-from torcia.library import Backend
+from torcia import library
+from torcia.testing.conformance import primitives_only
 
 torch = pytest.importorskip("torch")
 
 STRIDED = ("view", "reshape", "permute", "expand", "unfold", "diagonal", "detach_view")
 
 
-def _copy(array, index=None):
-    return np.array(array, copy=True)
-
-
-class PrimitivesOnly:
-    @torcia.hookimpl
-    def torcia_register_backends(self, registry):
-        registry.add(Backend("vprims", np, to_host=_copy, from_host=_copy))
-
-    @torcia.hookimpl
-    def torcia_register_kernels(self, registry):
-        reference = library.ReferenceKernels().table()
-        for name in library.primitives():
-            if name in reference:
-                registry.add(name, "vprims", reference[name])
-
-
 @pytest.fixture(scope="module")
 def vprims():
-    pm = plugins.manager()
-    plugin = PrimitivesOnly()
-    pm.register(plugin, name="test-view-primitives")
-    for registry in list(plugins._state.registries.values()):
-        registry.reset()
-    yield "vprims"
-    pm.unregister(plugin)
-    plugins.reset()
+    with primitives_only("vprims") as device:
+        yield device
 
 
 #: name -> (the input made from a (4, 6) grid, the op), one function for both libraries

@@ -58,9 +58,51 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _oprecords, _tensor, ops
+from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
 from torcia._oplib import nn, nn_activation, nn_conv, nn_norm
+
+@contextlib.contextmanager
+def primitives_only(name: str = "prims"):
+    """A device ``name`` for the block whose kernels are the reference kernels of the
+    primitives only, as a new backend that has written just what it owes: every composite
+    runs through its decomposition there. It holds NumPy arrays in memory of its own
+    (transfers copy); the plugin that adds it is registered on entry and the plugins are
+    reset on exit.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia.testing.conformance import primitives_only
+    >>> with primitives_only("prims") as device:
+    ...     torcia.tensor([-1.0, 2.0], device=device).relu().to("cpu")
+    tensor([0., 2.])
+    """
+    def copy(array, index=None):
+        return np.array(array, copy=True)
+
+    class PrimitivesOnly:
+        @torcia.hookimpl
+        def torcia_register_backends(self, registry):
+            registry.add(_backend.Backend(name, np, to_host=copy, from_host=copy))
+
+        @torcia.hookimpl
+        def torcia_register_kernels(self, registry):
+            reference = _oprecords.ReferenceKernels().table()
+            for op in _oprecords.primitives():
+                if op in reference:
+                    registry.add(op, name, reference[op])
+
+    plugin = PrimitivesOnly()
+    plugins.manager().register(plugin, name=f"primitives-only-{name}")
+    for registry in list(plugins._state.registries.values()):
+        registry.reset()  # the tables fill again, with the device's
+    try:
+        yield name
+    finally:
+        plugins.manager().unregister(plugin)
+        plugins.reset()
+
 
 #: The test module the option adds to the run.
 _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
