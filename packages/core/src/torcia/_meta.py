@@ -26,16 +26,9 @@ import numpy as np
 from torcia import ops
 from torcia._kernels_nn import _pool_geometry
 from torcia._ops import DECLARED
-from torcia._ops._common import (
-    first_shape,
-    floating_dtype,
-    grad_like,
-    scan_with_indices,
-    values_and_indices,
-)
+from torcia._ops._common import first_shape, floating_dtype, grad_like
 from torcia._ops._common import real_dtype as _real
 from torcia._ops._common import reduced as _reduced
-from torcia._ops._common import with_size as _with
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -78,10 +71,6 @@ class Meta:
 # has already promoted the inputs, so an elementwise result keeps the promoted dtype.
 
 
-def _shape_of(x):
-    return x.shape if isinstance(x, Meta) else ()
-
-
 def matmul(a, b, **params):
     """``matmul`` with NumPy's rules: vectors, matrices and broadcast batches."""
     sa, sb = a.shape, b.shape
@@ -121,15 +110,6 @@ def addmm(c, a, b, **params):
 
 def softmax_backward(g, y, dim, **params):
     return grad_like(g, y)
-
-
-def topk(x, k, dim=-1, **params):
-    shape = _with(x.shape, dim, k)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def kthvalue(x, k, dim=-1, keepdim=False):
-    return values_and_indices(x, dim, keepdim)
 
 
 def dot(a, b, **params):
@@ -358,10 +338,6 @@ def tensordot(a, b, dims, **params):
             + tuple(n for i, n in enumerate(b.shape) if i not in db)), a.dtype
 
 
-def histc(x, bins=100, min=0.0, max=0.0, **params):
-    return (bins,), x.dtype
-
-
 def _complex(dtype) -> np.dtype:
     return np.result_type(dtype, np.complex64)
 
@@ -451,10 +427,6 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
     return vector_norm(a, dim=dim, keepdim=keepdim)
 
 
-def searchsorted(seq, values, right=False, out_int32=False, **params):
-    return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
-
-
 def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups, **params):
     """``(in - 1) * stride - low - high + dilation * (k - 1) + output_padding + 1``."""
     size = tuple((i - 1) * s - lo - hi + d * (k - 1) + op + 1
@@ -482,8 +454,8 @@ for _name in ("softmax", "log_softmax"):
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 SHAPES.update({
     "softmax_backward": softmax_backward,
-    "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
-    "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
+    "log_softmax_backward": softmax_backward, "dot": dot, "outer": outer,
+    "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
@@ -499,13 +471,13 @@ SHAPES.update({
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
-    "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
+    "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
     "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
     "linalg_solve_triangular": linalg_solve_triangular, "linalg_pinv": linalg_pinv,
     "linalg_qr": linalg_qr, "linalg_svd": linalg_svd, "linalg_lstsq": linalg_lstsq,
-    "linalg_norm": linalg_norm, "searchsorted": searchsorted, "conv_transpose": conv_transpose,
+    "linalg_norm": linalg_norm, "conv_transpose": conv_transpose,
     "col2im": col2im, "adaptive_max_pool": adaptive_max_pool,
 })
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):

@@ -5,9 +5,9 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
-and scans, the activations, the views and movement, the special functions, the Fourier
-transforms, the creation and random ops) are read from their declarations, in order; the
-others are listed here.
+and scans, sorting, the activations, the views and movement, the special functions, the
+Fourier transforms, the creation and random ops) are read from their declarations, in
+order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -67,8 +67,9 @@ SCAN = _ops.names("scan")
 # --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
 VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
 MOVEMENT = _ops.names("movement")
-SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
-           "histc")
+
+# --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------
+SORTING = _ops.names("sorting")
 
 # --- linear algebra -----------------------------------------------------------------------
 LINALG = (
@@ -144,7 +145,7 @@ FLOATING_INPUTS = frozenset(
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
+    + ("linalg_lu_permutation",)
 )
 
 #: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``

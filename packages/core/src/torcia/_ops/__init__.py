@@ -25,6 +25,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
                     ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``sorting``         sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
+                    ``unique``, ``nonzero``, ``searchsorted``, ``bincount``, ``histc``)
 ``pointwise``       the elementwise ops with parameters or three inputs (``clamp``,
                     ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
@@ -51,14 +53,16 @@ from torcia._ops import (
     pointwise,
     random,
     reduce,
+    sorting,
     special,
     spectral,
     views,
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, views,
-                                     complex_numbers, special, spectral, creation, random)
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
+                                     views, complex_numbers, special, spectral, creation,
+                                     random)
             for d in family.DECLARED}
 
 
