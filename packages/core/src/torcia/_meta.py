@@ -90,12 +90,6 @@ def matmul(a, b, **params):
     return tuple(batch) + rows + cols, np.result_type(a.dtype, b.dtype)
 
 
-def sparse_mm(crow, col, values, dense, ncols, transpose=False):
-    """(len(crow) - 1, k), or (ncols, k) with ``transpose``, for a dense (rows, k)."""
-    return ((ncols if transpose else crow.shape[0] - 1, dense.shape[1]),
-            np.result_type(values.dtype, dense.dtype))
-
-
 def linear(x, w, b=None, **params):
     shape, dtype = matmul(x, Meta(w.shape[::-1], w.dtype))
     return shape, dtype
@@ -482,7 +476,6 @@ SHAPES.update({
 })
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
-SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
                "addmm": addmm})
 

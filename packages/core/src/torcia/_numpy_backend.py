@@ -15,7 +15,6 @@ from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
-from torcia._kernels_sparse import SparseKernels
 from torcia._ops import DECLARED
 from torcia._ops._common import BOOL as _BOOL
 from torcia._ops._common import low_precision
@@ -87,13 +86,12 @@ DeclaredKernels = type("DeclaredKernels", (), {
     "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
 
 
-class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
-                SparseKernels):
+class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
     reductions and scans, sorting, the views, the activations, the special functions, the
-    Fourier transforms, creation and random) come from their declarations through
+    Fourier transforms, creation and random, sparse_mm) come from their declarations through
     :class:`DeclaredKernels`. Gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.

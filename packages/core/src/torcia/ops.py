@@ -115,11 +115,9 @@ NN = _ops.names("nn") + (
     "flash_attention", "flash_attention_backward",
 )
 
-# --- sparse matrices -----------------------------------------------------------------------
-# (crow, col, values, dense, ncols=, transpose=): the compressed-row matrix the first three
-# describe (rows = len(crow) - 1, ncols columns) times dense, or its transpose with
-# transpose=True; differentiable in values and dense (torcia.sparse's products use it)
-SPARSE = ("sparse_mm",)
+# --- sparse matrices, declared in torcia._ops.sparse: sparse_mm, the compressed-row matrix
+# times a dense one (torcia.sparse's products use it)
+SPARSE = _ops.names("sparse")
 
 # --- creation and randomness (no tensor inputs but bernoulli's and multinomial's
 # probabilities, not differentiable), declared in torcia._ops.creation and torcia._ops.random

@@ -42,6 +42,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``eye``...)
 ``random``          the ops that draw from a random generator (``rand``, ``normal``,
                     ``bernoulli``, ``dropout_mask``...), declared ``random=True``
+``sparse``          ``sparse_mm``, a compressed-row sparse matrix times a dense one
 ==================  =========================================================================
 """
 
@@ -54,6 +55,7 @@ from torcia._ops import (
     random,
     reduce,
     sorting,
+    sparse,
     special,
     spectral,
     views,
@@ -62,7 +64,7 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
                                      views, complex_numbers, special, spectral, creation,
-                                     random)
+                                     random, sparse)
             for d in family.DECLARED}
 
 
