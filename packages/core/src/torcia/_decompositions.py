@@ -9,8 +9,8 @@ and the composite's own derivative (and fused ``*_backward`` op) is not needed.
 A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
 parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
 It is written with torcia ops only: it runs on any device. The neural-network ops'
-decompositions (softmax and the losses, convolution and pooling, normalisation, attention,
-padding, CTC) are in :mod:`torcia._decompositions_nn`.
+decompositions (softmax and the losses, convolution and pooling, normalisation, padding,
+CTC) are in :mod:`torcia._decompositions_nn`.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def _either(x, y):
     return call("bitwise_or", (x, y), {})
 
 
-# ----- embedding, norms, the LSTM cell -----------------------------------------------------
+# ----- embedding, norms -------------------------------------------------------------------
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -124,14 +124,6 @@ def layer_norm(x, weight, bias, normalized_ndim, eps):
     if weight is not None:
         out = out * weight
     return out if bias is None else out + bias
-
-
-def lstm_cell(gates, c):
-    i, f, g, o = gates.chunk(4, -1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    c_new = f * c + i * g
-    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------
@@ -206,37 +198,7 @@ def embedding_backward(g, indices, num_weights, padding_idx):
     return call("index_add", (out, flat, rows), {"dim": 0})
 
 
-# ----- recurrences, matrix functions --------------------------------------------------------
-
-
-def lstm_layer(x_gates, h0, c0, w_hh_t):
-    h, c = h0, c0
-    outs, cells, acts = [], [], []
-    for t in range(x_gates.shape[0]):
-        h, c, act = call("lstm_cell", (x_gates[t] + h.matmul(w_hh_t), c), {})
-        outs.append(h)
-        cells.append(c)
-        acts.append(act)
-    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return _oplib.stack(outs), _oplib.stack(cells), _oplib.stack(acts).detach()
-
-
-def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
-    # back through time; the recurrent weight's gradient is one product over all steps
-    dh = C.zeros(h0.shape, dtype=h0.dtype, device=h0.device)
-    dc = C.zeros(c0.shape, dtype=c0.dtype, device=c0.device)
-    steps = []
-    for t in range(acts.shape[0] - 1, -1, -1):
-        gh = dh if g_out is None else dh + g_out[t]
-        gc = dc if g_cs is None else dc + g_cs[t]
-        g_gates, dc = call("lstm_cell_backward",
-                           (gh, gc, acts[t], c0 if t == 0 else cs[t - 1], cs[t]), {})
-        steps.append(g_gates)
-        dh = g_gates.matmul(w_hh_t.transpose(0, 1))
-    g_gates = _oplib.stack(steps[::-1])
-    h_prev = _oplib.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
-    g_w = h_prev.transpose(0, 1).matmul(g_gates.reshape(-1, g_gates.shape[-1]))
-    return g_gates, dh, dc, g_w
+# ----- matrix functions --------------------------------------------------------------------
 
 
 def linalg_matrix_exp(a):
@@ -440,10 +402,9 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        embedding, rms_norm, layer_norm, lstm_cell,
+        embedding, rms_norm, layer_norm,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, embedding_backward, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, einsum, linalg_det,
+        linalg_eigvals, embedding_backward, linalg_matrix_exp, linalg_pinv, einsum, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation,)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

@@ -224,41 +224,6 @@ def rms_norm_backward(g, x, weight, normalized_ndim, eps, **params):
     return (x.shape, dtype), (x.shape[x.ndim - normalized_ndim:], dtype)
 
 
-def lstm_cell(gates, c, **params):
-    """``(h, c', act)`` of one LSTM step: ``gates`` is (*, 4H), ``c`` (*, H)."""
-    dtype = np.result_type(gates.dtype, c.dtype)
-    state = tuple(np.broadcast_shapes(gates.shape[:-1] + (gates.shape[-1] // 4,), c.shape))
-    return (state, dtype), (state, dtype), (gates.shape, gates.dtype)
-
-
-def lstm_cell_backward(gh, gc, act, c, c_new, **params):
-    """``(grad_gates, grad_c)``; ``gh`` or ``gc`` may be absent."""
-    return (c_new.shape[:-1] + act.shape[-1:], act.dtype), (
-        tuple(np.broadcast_shapes(c_new.shape, c.shape)), np.result_type(act.dtype, c.dtype))
-
-
-def lstm_layer(x_gates, h0, c0, w_hh_t, **params):
-    """``(out, cs, acts)`` of a layer over ``x_gates`` (L, N, 4H)."""
-    state = x_gates.shape[:-1] + h0.shape[-1:]
-    return (state, x_gates.dtype), (state, x_gates.dtype), (x_gates.shape, x_gates.dtype)
-
-
-def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **params):
-    dtype = np.result_type(acts.dtype, w_hh_t.dtype)
-    return ((acts.shape, acts.dtype), (h0.shape, dtype),
-            (c0.shape, np.result_type(c0.dtype, dtype)),
-            (w_hh_t.shape, np.result_type(h0.dtype, acts.dtype)))
-
-
-def flash_attention(q, k, v, mask, **params):
-    """``(out, lse)``: ``out`` (*, Hq, Lq, Ev), ``lse`` (*, Hq, Lq)."""
-    return (q.shape[:-1] + v.shape[-1:], q.dtype), (q.shape[:-1], q.dtype)
-
-
-def flash_attention_backward(g, q, k, v, out, lse, mask, **params):
-    return (q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)
-
-
 def loss(x, target, weight=None, reduction="mean", *rest, **params):
     """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
     return (x.shape[:1] if reduction == "none" else ()), x.dtype
@@ -459,10 +424,7 @@ SHAPES.update({
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
-    "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,
-    "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
-    "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
-    "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
+    "rms_norm_backward": rms_norm_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
     "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,

@@ -90,7 +90,8 @@ LINALG = (
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
     # the activations come first, declared in torcia._ops.nn_activation, then
-    # dropout_mask, declared in torcia._ops.random; the softmax
+    # dropout_mask, declared in torcia._ops.random, the LSTM ops, in torcia._ops.nn_rnn,
+    # and flash_attention, in torcia._ops.nn_attention; the softmax
     # backward ops are fused first derivatives only (higher orders go through
     # differentiable ops, so they have no derivative row)
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
@@ -105,14 +106,6 @@ NN = _ops.names("nn") + (
     "rms_norm", "rms_norm_backward", "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
-    # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
-    # layer, and their fused first derivatives (higher orders go through differentiable
-    # ops, so the *_backward ops have no row)
-    "lstm_cell", "lstm_cell_backward", "lstm_layer", "lstm_layer_backward",
-    # scaled-dot-product attention -> (out, lse) in one op, so that a backend need not hold
-    # the (Lq, Lk) scores (flash attention), and its fused first derivative (higher orders
-    # go through differentiable ops, so flash_attention_backward has no row)
-    "flash_attention", "flash_attention_backward",
 )
 
 # --- sparse matrices, declared in torcia._ops.sparse: sparse_mm, the compressed-row matrix

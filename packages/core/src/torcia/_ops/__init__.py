@@ -31,6 +31,10 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``nn_rnn``          the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their fused
+                    backward ops
+``nn_attention``    ``flash_attention`` (scaled-dot-product attention) and its fused
+                    backward op
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
                     ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -51,6 +55,8 @@ from torcia._ops import (
     creation,
     elementwise,
     nn_activation,
+    nn_attention,
+    nn_rnn,
     pointwise,
     random,
     reduce,
@@ -64,7 +70,7 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
                                      views, complex_numbers, special, spectral, creation,
-                                     random, sparse)
+                                     random, nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 
