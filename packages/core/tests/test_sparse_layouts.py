@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import torcia
-from torcia import _kernels_sparse
 from torcia._numpy_backend import Reference
+from torcia._ops import sparse as _sparse_op
 
 RNG = np.random.default_rng(7)
 
@@ -125,7 +125,7 @@ def test_sparse_mm_kernel_against_dense(with_scipy, dtype, transpose, monkeypatc
     if with_scipy:
         pytest.importorskip("scipy.sparse")
     else:
-        monkeypatch.setattr(_kernels_sparse, "scipy_sparse", lambda xp: None)
+        monkeypatch.setattr(_sparse_op, "scipy_sparse", lambda xp: None)
     m, n, k = 7, 5, 3
     dense_a = (RNG.standard_normal((m, n)) * (RNG.random((m, n)) < 0.4))
     if dtype == "complex128":

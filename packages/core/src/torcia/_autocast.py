@@ -43,7 +43,7 @@ LOWER_PRECISION = {
     "cuda": frozenset({
         "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv",
         "einsum", "prelu", "scaled_dot_product_attention",
-        "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
+        "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
         "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),
 }

@@ -9,8 +9,8 @@ and the composite's own derivative (and fused ``*_backward`` op) is not needed.
 A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
 parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
 It is written with torcia ops only: it runs on any device. The neural-network ops'
-decompositions (softmax and the losses, convolution and pooling, normalisation, attention,
-padding, CTC) are in :mod:`torcia._decompositions_nn`.
+decompositions (softmax and the losses, convolution and pooling, normalisation, padding,
+CTC) are in :mod:`torcia._decompositions_nn`.
 """
 
 from __future__ import annotations
@@ -25,13 +25,12 @@ from torcia import _dtype as D
 from torcia import _opdef, _oplib
 from torcia._grad_mode import STATE as _GRAD
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
-from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
 from torcia._ops._common import widened
 from torcia._ops.elementwise import isfinite
-from torcia._ops.reduce import norm, sorted_at, sqrt_of_sum
+from torcia._ops.reduce import norm, sqrt_of_sum
 from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -93,7 +92,7 @@ def _either(x, y):
     return call("bitwise_or", (x, y), {})
 
 
-# ----- embedding, norms, the LSTM cell -----------------------------------------------------
+# ----- embedding, norms -------------------------------------------------------------------
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -120,21 +119,6 @@ def layer_norm(x, weight, bias, normalized_ndim, eps):
     if weight is not None:
         out = out * weight
     return out if bias is None else out + bias
-
-
-def lstm_cell(gates, c):
-    i, f, g, o = gates.chunk(4, -1)
-    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
-    c_new = f * c + i * g
-    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return o * c_new.tanh(), c_new, _oplib.cat([i, f, g, o], -1).detach()
-
-
-def _refuse(op, a):
-    """Raise the reference kernel's error where it refuses ``a``'s dtype."""
-    error = refusal(op, a.dtype.to_numpy())
-    if error is not None:
-        raise error
 
 
 # ----- products, norms and eigenvalues ---------------------------------------------------
@@ -197,18 +181,6 @@ def linalg_eigvals(a):
     return call("linalg_eig", (a,), {})[0]
 
 
-# ----- selection along a dim: sort's order -------------------------------------------------
-
-
-def kthvalue(a, k, dim=-1, keepdim=False):
-    return sorted_at(a, k - 1, dim, keepdim)
-
-
-def topk(a, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
-    values, index = call("sort", (a,), {"dim": dim, "descending": largest})
-    return values.narrow(dim, 0, k).clone(), index.narrow(dim, 0, k).clone()
-
-
 # ----- indexing ----------------------------------------------------------------------------
 
 
@@ -221,70 +193,7 @@ def embedding_backward(g, indices, num_weights, padding_idx):
     return call("index_add", (out, flat, rows), {"dim": 0})
 
 
-# ----- repeating and counting ---------------------------------------------------------------
-
-
-def searchsorted(seq, values, right=False, out_int32=False):
-    _refuse("searchsorted", seq)
-    # exact for a sorted sequence: the insertion point is the number of its elements before
-    # the value (left) or not after it (right), in NumPy's order, which puts NaN last
-    s = seq if seq.ndim == 1 else seq.unsqueeze(-2)  # (..., 1, n) against (..., m, 1)
-    v = values.unsqueeze(-1)
-    if right:
-        before = v < s
-        if s.is_floating_point():
-            before = before.bitwise_or((s != s).bitwise_and(v == v))
-        before = before.logical_not()
-    else:
-        before = s < v
-        if s.is_floating_point():
-            before = before.bitwise_or((v != v).bitwise_and(s == s))
-    return before.sum(-1).to(D.int32 if out_int32 else D.int64)
-
-
-def bincount(a, weights=None, minlength=0):
-    size = max(int(a.amax()) + 1 if a.numel() else 0, minlength)
-    if weights is None:
-        dtype, src = D.int64, C.ones(a.shape, dtype=D.int64, device=a.device)
-    else:
-        if not isinstance(weights, Tensor):  # given as a parameter: an array
-            weights = C.tensor(weights, device=a.device)
-        dtype = weights.dtype if weights.dtype == D.float32 else D.float64
-        src = weights.to(dtype)
-    return C.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
-
-
-# ----- recurrences, matrix functions, counting ----------------------------------------------
-
-
-def lstm_layer(x_gates, h0, c0, w_hh_t):
-    h, c = h0, c0
-    outs, cells, acts = [], [], []
-    for t in range(x_gates.shape[0]):
-        h, c, act = call("lstm_cell", (x_gates[t] + h.matmul(w_hh_t), c), {})
-        outs.append(h)
-        cells.append(c)
-        acts.append(act)
-    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
-    return _oplib.stack(outs), _oplib.stack(cells), _oplib.stack(acts).detach()
-
-
-def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
-    # back through time; the recurrent weight's gradient is one product over all steps
-    dh = C.zeros(h0.shape, dtype=h0.dtype, device=h0.device)
-    dc = C.zeros(c0.shape, dtype=c0.dtype, device=c0.device)
-    steps = []
-    for t in range(acts.shape[0] - 1, -1, -1):
-        gh = dh if g_out is None else dh + g_out[t]
-        gc = dc if g_cs is None else dc + g_cs[t]
-        g_gates, dc = call("lstm_cell_backward",
-                           (gh, gc, acts[t], c0 if t == 0 else cs[t - 1], cs[t]), {})
-        steps.append(g_gates)
-        dh = g_gates.matmul(w_hh_t.transpose(0, 1))
-    g_gates = _oplib.stack(steps[::-1])
-    h_prev = _oplib.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
-    g_w = h_prev.transpose(0, 1).matmul(g_gates.reshape(-1, g_gates.shape[-1]))
-    return g_gates, dh, dc, g_w
+# ----- matrix functions --------------------------------------------------------------------
 
 
 def linalg_matrix_exp(a):
@@ -328,23 +237,6 @@ def linalg_pinv(a, rtol=None, hermitian=False):
     if a.is_complex():
         inv = inv.to(a.dtype)
     return vh.transpose(-2, -1).conj().matmul(inv.unsqueeze(-1) * u.transpose(-2, -1).conj())
-
-
-def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
-    lo, hi = float(min), float(max)
-    if lo == hi and a.numel():
-        lo, hi = float(a.amin()), float(a.amax())
-    if lo == hi:
-        lo, hi = lo - 1, hi + 1
-    # NumPy's histogram: bin i holds edges[i] <= x < edges[i + 1], the last one hi too;
-    # its edges in its dtype (a's, or float64 where a is an integer)
-    kind = np.result_type(lo, hi, np.empty(0, a.dtype.to_numpy()))
-    edges = C.tensor(np.linspace(lo, hi, bins + 1, dtype=kind), device=a.device)
-    x = a.reshape(-1).to(edges.dtype)
-    index = (x.unsqueeze(-1) >= edges).sum(-1) - 1
-    index = index.clamp(0, bins - 1)
-    inside = _both(x >= edges[0], x <= edges[-1]).to(a.dtype)
-    return C.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
 
 
 # ----- einsum: one contraction of two operands at a time, each one matmul -------------------
@@ -505,10 +397,9 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        embedding, rms_norm, layer_norm, lstm_cell,
+        embedding, rms_norm, layer_norm,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
-        linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
+        linalg_eigvals, embedding_backward, linalg_matrix_exp, linalg_pinv, einsum, linalg_det,
+        linalg_slogdet, linalg_inv, linalg_lu_permutation,)},
     "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

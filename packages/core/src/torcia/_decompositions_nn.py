@@ -1,7 +1,7 @@
 """Decompositions of the neural-network ops: softmax and the losses, normalisation and its
-fused backward ops, attention, padding and CTC (those of the convolutions and pooling are
-declared with them, in :mod:`torcia._ops.nn_conv`). What a decomposition is, and the rest
-of them: :mod:`torcia._decompositions`.
+fused backward ops, padding and CTC (the convolutions and pooling, the LSTM ops and
+attention declare theirs in :mod:`torcia._ops`). What a decomposition is, and the rest of
+them: :mod:`torcia._decompositions`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,10 @@ from torcia._decompositions import (
     _both,
     _either,
     _in_float32,
-    _one,
     _scalar,
     _zero,
     isfinite,
 )
-from torcia._ops.views import repeat_interleave
 from torcia._tensor import DECOMPOSITIONS, call
 
 # ----- softmax and cross-entropy ---------------------------------------------------------
@@ -155,80 +153,7 @@ def rms_norm_backward(g, x, weight, normalized_ndim, eps):
     return gx, _sum_over(g * xhat, lead)
 
 
-def lstm_cell_backward(gh, gc, act, c, c_new):
-    i, f, g, o = act.chunk(4, -1)
-    tc = c_new.tanh()
-    dc = C.zeros(c_new.shape, dtype=c_new.dtype, device=c_new.device) if gc is None \
-        else gc
-    if gh is None:
-        go = C.zeros(o.shape, dtype=act.dtype, device=act.device)
-    else:
-        gho = gh * o
-        dc = dc + gho * (1 - tc * tc)
-        go = gho * tc * (1 - o)
-    parts = [dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g), go]
-    return _oplib.cat([p.to(act.dtype) for p in parts], -1), dc * f
-
-
 # ----- attention and batch normalisation ----------------------------------------------------
-
-
-def _attention_scores(q, k, mask, is_causal, scale):
-    """q k^T scale (k's heads repeated for grouped queries), -inf where a bool mask or
-    causality forbids, plus a float mask."""
-    rep = q.shape[-3] // k.shape[-3]
-    if rep > 1:
-        k = repeat_interleave(k, rep, k.ndim - 3)
-    s = q.matmul(k.transpose(-1, -2)) * _scalar(q, scale)
-    lq, lk = s.shape[-2:]
-    if is_causal:
-        mask = (C.arange(lk, device=q.device).unsqueeze(0)
-                <= C.arange(lq, device=q.device).unsqueeze(1))
-    if mask is not None and mask.dtype == D.bool_:
-        return _oplib.where(mask, s, _scalar(s, -math.inf))
-    return s if mask is None else s + mask.to(s.dtype)
-
-
-def flash_attention(q, k, v, mask, is_causal=False, scale=1.0):
-    if q.dtype in _HALF:
-        out = flash_attention(*_in_float32(q, k, v, mask), is_causal, scale)
-        return tuple(t.to(q.dtype) for t in out)
-    s = _attention_scores(q, k, mask, is_causal, scale)
-    # the shift changes neither result: no gradient goes through it
-    top = s.amax(-1, keepdim=True).detach()
-    top = _oplib.where(top == -math.inf, _zero(top), top)
-    p = (s - top).exp()
-    total = p.sum(-1, keepdim=True)
-    rep = q.shape[-3] // k.shape[-3]
-    if rep > 1:
-        v = repeat_interleave(v, rep, v.ndim - 3)
-    # a query that may attend to no key: a zero output, an lse of -inf
-    out = (p / _oplib.where(total == 0, _one(total), total)).matmul(v)
-    # lse is saved for backward, not differentiated (as the kernel's derivative has it)
-    return out, (total.log() + top).squeeze(-1).detach()
-
-
-def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=1.0):
-    if q.dtype in _HALF:
-        grads = flash_attention_backward(*_in_float32(g, q, k, v, out, lse, mask),
-                                         is_causal, scale)
-        return tuple(t.to(q.dtype) for t in grads)
-    rep = q.shape[-3] // k.shape[-3]
-    s = _attention_scores(q, k, mask, is_causal, scale)
-    live = (lse != -math.inf).unsqueeze(-1)
-    safe = _oplib.where(live, lse.unsqueeze(-1), _zero(lse))
-    p = _oplib.where(live, (s - safe).exp(), _zero(s))
-    kk, vv = (repeat_interleave(t, rep, t.ndim - 3) if rep > 1 else t for t in (k, v))
-    dv = p.transpose(-1, -2).matmul(g)
-    ds = p * (g.matmul(vv.transpose(-1, -2)) - (g * out).sum(-1, keepdim=True))
-    ds = ds * _scalar(ds, scale)
-    dq = ds.matmul(kk)
-    dk = ds.transpose(-1, -2).matmul(q)
-    if rep > 1:  # a group's query heads add into its key/value head
-        shape = tuple(k.shape[:-2]) + (rep, k.shape[-2])
-        dk = dk.reshape(shape + tuple(dk.shape[-1:])).sum(-3)
-        dv = dv.reshape(shape + tuple(dv.shape[-1:])).sum(-3)
-    return dq, dk, dv
 
 
 def batch_norm(x, weight, bias, running_mean, running_var, training, eps):
@@ -358,7 +283,7 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
 DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
         nll_loss, batch_norm_backward, layer_norm_backward, rms_norm_backward,
-        lstm_cell_backward, flash_attention, flash_attention_backward, batch_norm,
+        batch_norm,
         ctc_loss, ctc_loss_backward)},
     "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
     "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,

@@ -1,6 +1,7 @@
 """Reference kernels for the neural-network primitives (:data:`torcia.ops.NN`) but the
-activations and the convolutions and pooling, whose kernels are declared with them in
-:mod:`torcia._ops.nn_activation` and :mod:`torcia._ops.nn_conv`.
+activations, the convolutions and pooling, the LSTM ops and attention, whose kernels are
+declared with them in :mod:`torcia._ops` (``nn_activation``, ``nn_conv``, ``nn_rnn``,
+``nn_attention``).
 
 A mixin of :class:`torcia._numpy_backend.Reference`: arrays of ``self.xp`` positionally,
 parameters as keywords, multi-output ops return a tuple. The public functions in
@@ -171,81 +172,6 @@ class NNKernels:
         gx *= invrms
         return gx, gw
 
-    # ----- attention ----------------------------------------------------------------
-    def _attention_scores(self, q, k, mask, is_causal, scale):
-        """The masked scores of ``flash_attention``: ``q k^T scale`` (k's heads repeated
-        for grouped queries) plus a float mask, -inf where a bool mask or causality
-        forbids."""
-        xp = self.xp
-        rep = q.shape[-3] // k.shape[-3]
-        if rep > 1:
-            k = xp.repeat(k, rep, axis=-3)
-        s = (q @ xp.swapaxes(k, -1, -2)) * xp.asarray(scale, dtype=q.dtype)
-        lq, lk = s.shape[-2:]
-        if is_causal:
-            s = xp.where(xp.tri(lq, lk, dtype=bool), s, xp.asarray(-xp.inf, dtype=s.dtype))
-        elif mask is not None and mask.dtype == bool:
-            s = xp.where(mask, s, xp.asarray(-xp.inf, dtype=s.dtype))
-        elif mask is not None:
-            s = s + mask.astype(s.dtype, copy=False)
-        return s
-
-    def flash_attention(self, q, k, v, mask, is_causal=False, scale=1.0):
-        """flash_attention(q (*, Hq, Lq, E), k (*, Hk, Lk, E), v (*, Hk, Lk, Ev), mask or
-        None) -> (out (*, Hq, Lq, Ev), lse (*, Hq, Lq)): ``softmax(q k^T scale + mask) v``
-        and the log of each softmax's denominator (with the scores' maximum), the query
-        heads in Hk groups of Hq / Hk sharing a key/value head. A bool ``mask`` (broadcast
-        to (*, Hq, Lq, Lk)) marks the keys a query may attend to, a float one is added;
-        ``is_causal`` lets query i attend to keys j <= i (no mask then). A query that may
-        attend to no key gets a zero output and an lse of -inf (PyTorch's safe softmax).
-        This kernel holds the (Lq, Lk) scores; a native one need not."""
-        if low_precision(q):
-            # float16 and bfloat16 in float32, rounded once, as PyTorch's CPU kernel
-            out = self.flash_attention(*in_float32(q, k, v, mask), is_causal, scale)
-            return tuple(t.astype(q.dtype) for t in out)
-        xp = self.xp
-        s = self._attention_scores(q, k, mask, is_causal, scale)
-        top = s.max(axis=-1, keepdims=True)
-        top = xp.where(xp.isneginf(top), xp.zeros((), dtype=s.dtype), top)
-        p = xp.exp(s - top)
-        total = p.sum(axis=-1, keepdims=True)
-        rep = q.shape[-3] // k.shape[-3]
-        if rep > 1:
-            v = xp.repeat(v, rep, axis=-3)
-        out = (p / xp.where(total == 0, xp.ones((), dtype=s.dtype), total)) @ v
-        with np.errstate(divide="ignore"):
-            lse = (xp.log(total) + top)[..., 0]
-        return out.astype(q.dtype, copy=False), lse.astype(q.dtype, copy=False)
-
-    def flash_attention_backward(self, g, q, k, v, out, lse, mask, is_causal=False,
-                                 scale=1.0):
-        """flash_attention_backward(g, q, k, v, out, lse, mask) -> (grad_q, grad_k,
-        grad_v) of ``flash_attention``'s output (first order): with P the softmax
-        recomputed from the scores and ``lse``, dV = P^T g, dS = P (g V^T - rowsum(g out)),
-        dQ = dS K scale, dK = dS^T Q scale; a group's query heads add into its key/value
-        head."""
-        if low_precision(q):
-            grads = self.flash_attention_backward(*in_float32(g, q, k, v, out, lse, mask),
-                                                  is_causal, scale)
-            return tuple(t.astype(q.dtype) for t in grads)
-        xp = self.xp
-        rep = q.shape[-3] // k.shape[-3]
-        s = self._attention_scores(q, k, mask, is_causal, scale)
-        live = ~xp.isneginf(lse)[..., None]
-        safe = xp.where(live, lse[..., None], xp.zeros((), dtype=lse.dtype))
-        p = xp.where(live, xp.exp(s - safe), xp.zeros((), dtype=s.dtype))
-        kk, vv = (xp.repeat(t, rep, axis=-3) if rep > 1 else t for t in (k, v))
-        dv = xp.swapaxes(p, -1, -2) @ g
-        ds = p * (g @ xp.swapaxes(vv, -1, -2) - (g * out).sum(axis=-1, keepdims=True))
-        ds *= xp.asarray(scale, dtype=ds.dtype)
-        dq = ds @ kk
-        dk = xp.swapaxes(ds, -1, -2) @ q
-        if rep > 1:
-            shape = k.shape[:-3] + (k.shape[-3], rep) + k.shape[-2:]
-            dk = dk.reshape(shape[:-1] + dk.shape[-1:]).sum(axis=-3)
-            dv = dv.reshape(shape[:-1] + dv.shape[-1:]).sum(axis=-3)
-        return tuple(t.astype(q.dtype, copy=False) for t in (dq, dk, dv))
-
     # ----- embedding ----------------------------------------------------------------
     def embedding(self, weight, indices, padding_idx=None, sparse=False):
         """embedding(weight (V, D), indices) -> (*indices.shape, D): rows of ``weight``
@@ -278,77 +204,6 @@ class NNKernels:
             starts = xp.concatenate([xp.asarray([0]), xp.nonzero(flat[1:] != flat[:-1])[0] + 1])
             out[flat[starts]] = xp.add.reduceat(rows, starts, axis=0)
         return out
-
-    # ----- recurrent cells ----------------------------------------------------------
-    def lstm_cell(self, gates, c):
-        """lstm_cell(gates (*, 4H), c (*, H)) -> (h, c', act): one LSTM step from its gate
-        pre-activations (i, f, g, o): c' = sigmoid(f) c + sigmoid(i) tanh(g),
-        h = sigmoid(o) tanh(c'); ``act`` holds the activated gates, for the backward."""
-        hidden = gates.shape[-1] // 4
-        act = self.sigmoid(gates)  # one pass for all four; g's quarter is redone with tanh
-        act[..., 2 * hidden:3 * hidden] = self.xp.tanh(gates[..., 2 * hidden:3 * hidden])
-        i, f, g, o = _quarters(act)
-        c_new = f * c + i * g
-        return o * self.xp.tanh(c_new), c_new, act
-
-    def lstm_cell_backward(self, gh, gc, act, c, c_new):
-        """lstm_cell_backward(gh, gc, act, c, c') -> (grad_gates, grad_c) of ``lstm_cell``
-        (first order) from its saved outputs; ``gh`` or ``gc`` may be None (no gradient
-        reached that output)."""
-        xp = self.xp
-        i, f, g, o = _quarters(act)
-        hidden = c_new.shape[-1]
-        tc = xp.tanh(c_new)
-        dc = xp.zeros_like(c_new) if gc is None else gc
-        out = xp.empty(c_new.shape[:-1] + act.shape[-1:], dtype=act.dtype)
-        if gh is None:
-            out[..., 3 * hidden:] = 0
-        else:
-            gho = gh * o
-            dc = dc + gho * (1 - tc * tc)
-            out[..., 3 * hidden:] = gho * tc * (1 - o)
-        out[..., :hidden] = dc * g * i * (1 - i)
-        out[..., hidden:2 * hidden] = dc * c * f * (1 - f)
-        out[..., 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
-        return out, dc * f
-
-    def lstm_layer(self, x_gates, h0, c0, w_hh_t):
-        """lstm_layer(x_gates (L, N, 4H), h0 (N, H), c0 (N, H), w_hh_t (H, 4H)) ->
-        (out (L, N, H), cs (L, N, H), acts (L, N, 4H)): a one-direction LSTM layer over a
-        whole sequence; ``x_gates`` holds the input projection with both biases, ``cs``
-        every step's cell state and ``acts`` its activated gates, for the backward."""
-        steps = x_gates.shape[0]
-        out = self.xp.empty(x_gates.shape[:-1] + h0.shape[-1:], dtype=x_gates.dtype)
-        cs = self.xp.empty_like(out)
-        acts = self.xp.empty_like(x_gates)
-        h, c = h0, c0
-        for t in range(steps):
-            # self.matmul, not @: a backend's matmul may pick its threads per product
-            h, c, acts[t] = self.lstm_cell(x_gates[t] + self.matmul(h, w_hh_t), c)
-            out[t], cs[t] = h, c
-        return out, cs, acts
-
-    def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
-        """lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t) ->
-        (grad_x_gates, grad_h0, grad_c0, grad_w_hh_t) of ``lstm_layer`` (first order),
-        back through time; ``g_out`` or ``g_cs`` may be None. The recurrent weight's
-        gradient is one product over all steps rather than one a step."""
-        xp = self.xp
-        steps = acts.shape[0]
-        g_gates = xp.empty_like(acts)
-        dh = xp.zeros_like(h0)
-        dc = xp.zeros_like(c0)
-        w_t = w_hh_t.T
-        for t in range(steps - 1, -1, -1):
-            gh = dh if g_out is None else dh + g_out[t]
-            gc = dc if g_cs is None else dc + g_cs[t]
-            g_gates[t], dc = self.lstm_cell_backward(gh, gc, acts[t],
-                                                     c0 if t == 0 else cs[t - 1], cs[t])
-            dh = self.matmul(g_gates[t], w_t)
-        hidden = h0.shape[-1]
-        h_prev = xp.concatenate([h0[None], out[:-1]]).reshape(-1, hidden)
-        g_w = self.matmul(h_prev.T, g_gates.reshape(-1, g_gates.shape[-1]))
-        return g_gates, dh, dc, g_w
 
     # ----- losses -------------------------------------------------------------------
     def nll_loss(self, logp, target, weight, reduction, ignore_index):
@@ -518,12 +373,6 @@ def _add_at_flat(xp, out, key, values):
     """``out[key] += values`` with repeated keys summed."""
     flat = xp.ravel_multi_index(tuple(k.reshape(-1) for k in key), out.shape)
     out.reshape(-1)[...] += xp.bincount(flat, weights=values.reshape(-1), minlength=out.size)
-
-
-def _quarters(act):
-    """The four gates of an LSTM's (*, 4H) array, as views."""
-    hidden = act.shape[-1] // 4
-    return tuple(act[..., k * hidden:(k + 1) * hidden] for k in range(4))
 
 
 def _target_weights(xp, weight, safe, keep, dtype):

@@ -24,16 +24,9 @@ import numpy as np
 
 from torcia import ops
 from torcia._ops import DECLARED
-from torcia._ops._common import (
-    first_shape,
-    floating_dtype,
-    grad_like,
-    scan_with_indices,
-    values_and_indices,
-)
+from torcia._ops._common import first_shape, floating_dtype, grad_like
 from torcia._ops._common import real_dtype as _real
 from torcia._ops._common import reduced as _reduced
-from torcia._ops._common import with_size as _with
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -76,10 +69,6 @@ class Meta:
 # has already promoted the inputs, so an elementwise result keeps the promoted dtype.
 
 
-def _shape_of(x):
-    return x.shape if isinstance(x, Meta) else ()
-
-
 def matmul(a, b, **params):
     """``matmul`` with NumPy's rules: vectors, matrices and broadcast batches."""
     sa, sb = a.shape, b.shape
@@ -99,12 +88,6 @@ def matmul(a, b, **params):
     return tuple(batch) + rows + cols, np.result_type(a.dtype, b.dtype)
 
 
-def sparse_mm(crow, col, values, dense, ncols, transpose=False):
-    """(len(crow) - 1, k), or (ncols, k) with ``transpose``, for a dense (rows, k)."""
-    return ((ncols if transpose else crow.shape[0] - 1, dense.shape[1]),
-            np.result_type(values.dtype, dense.dtype))
-
-
 def addmm(c, a, b, **params):
     shape, dtype = matmul(a, b)
     return np.broadcast_shapes(c.shape, shape), dtype
@@ -114,15 +97,6 @@ def addmm(c, a, b, **params):
 
 def softmax_backward(g, y, dim, **params):
     return grad_like(g, y)
-
-
-def topk(x, k, dim=-1, **params):
-    shape = _with(x.shape, dim, k)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def kthvalue(x, k, dim=-1, keepdim=False):
-    return values_and_indices(x, dim, keepdim)
 
 
 def dot(a, b, **params):
@@ -210,41 +184,6 @@ def rms_norm_backward(g, x, weight, normalized_ndim, eps, **params):
     return (x.shape, dtype), (x.shape[x.ndim - normalized_ndim:], dtype)
 
 
-def lstm_cell(gates, c, **params):
-    """``(h, c', act)`` of one LSTM step: ``gates`` is (*, 4H), ``c`` (*, H)."""
-    dtype = np.result_type(gates.dtype, c.dtype)
-    state = tuple(np.broadcast_shapes(gates.shape[:-1] + (gates.shape[-1] // 4,), c.shape))
-    return (state, dtype), (state, dtype), (gates.shape, gates.dtype)
-
-
-def lstm_cell_backward(gh, gc, act, c, c_new, **params):
-    """``(grad_gates, grad_c)``; ``gh`` or ``gc`` may be absent."""
-    return (c_new.shape[:-1] + act.shape[-1:], act.dtype), (
-        tuple(np.broadcast_shapes(c_new.shape, c.shape)), np.result_type(act.dtype, c.dtype))
-
-
-def lstm_layer(x_gates, h0, c0, w_hh_t, **params):
-    """``(out, cs, acts)`` of a layer over ``x_gates`` (L, N, 4H)."""
-    state = x_gates.shape[:-1] + h0.shape[-1:]
-    return (state, x_gates.dtype), (state, x_gates.dtype), (x_gates.shape, x_gates.dtype)
-
-
-def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **params):
-    dtype = np.result_type(acts.dtype, w_hh_t.dtype)
-    return ((acts.shape, acts.dtype), (h0.shape, dtype),
-            (c0.shape, np.result_type(c0.dtype, dtype)),
-            (w_hh_t.shape, np.result_type(h0.dtype, acts.dtype)))
-
-
-def flash_attention(q, k, v, mask, **params):
-    """``(out, lse)``: ``out`` (*, Hq, Lq, Ev), ``lse`` (*, Hq, Lq)."""
-    return (q.shape[:-1] + v.shape[-1:], q.dtype), (q.shape[:-1], q.dtype)
-
-
-def flash_attention_backward(g, q, k, v, out, lse, mask, **params):
-    return (q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)
-
-
 def loss(x, target, weight=None, reduction="mean", *rest, **params):
     """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
     return (x.shape[:1] if reduction == "none" else ()), x.dtype
@@ -316,10 +255,6 @@ def tensordot(a, b, dims, **params):
     da, db = {d % max(a.ndim, 1) for d in da}, {d % max(b.ndim, 1) for d in db}
     return (tuple(n for i, n in enumerate(a.shape) if i not in da)
             + tuple(n for i, n in enumerate(b.shape) if i not in db)), a.dtype
-
-
-def histc(x, bins=100, min=0.0, max=0.0, **params):
-    return (bins,), x.dtype
 
 
 def _complex(dtype) -> np.dtype:
@@ -411,18 +346,14 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
     return vector_norm(a, dim=dim, keepdim=keepdim)
 
 
-def searchsorted(seq, values, right=False, out_int32=False, **params):
-    return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
-
-
 SHAPES = {}
 for _name in ("softmax", "log_softmax"):
     SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 SHAPES.update({
     "softmax_backward": softmax_backward,
-    "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
-    "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
+    "log_softmax_backward": softmax_backward, "dot": dot, "outer": outer,
+    "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
     "embedding": embedding, "embedding_backward": embedding_backward,
@@ -430,23 +361,19 @@ SHAPES.update({
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
-    "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,
-    "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
-    "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
-    "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
+    "rms_norm_backward": rms_norm_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
-    "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
+    "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
     "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
     "linalg_solve_triangular": linalg_solve_triangular, "linalg_pinv": linalg_pinv,
     "linalg_qr": linalg_qr, "linalg_svd": linalg_svd, "linalg_lstsq": linalg_lstsq,
-    "linalg_norm": linalg_norm, "searchsorted": searchsorted,
+    "linalg_norm": linalg_norm,
 })
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
-SHAPES["sparse_mm"] = sparse_mm
 SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul,
                "addmm": addmm})
 

@@ -15,10 +15,8 @@ from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
 from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
-from torcia._kernels_sparse import SparseKernels
 from torcia._ops import DECLARED
 from torcia._ops._common import BOOL as _BOOL
-from torcia._ops._common import COMPLEX as _COMPLEX
 from torcia._ops._common import low_precision
 from torcia._ops._common import refusal as _refusal
 from torcia._tensor import _torch_name
@@ -31,12 +29,7 @@ from torcia.plugins import hookimpl
 # declared ops' come from their declarations.
 _REFUSED = {
     **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
-    "kthvalue": {_COMPLEX: (NotImplementedError, '"kthvalue_cpu" not implemented for \'{}\'')},
-    "sort": {_COMPLEX: (RuntimeError, "Sort does not support complex dtypes on CPU")},
-    "topk": {_COMPLEX: (RuntimeError, "topk does not support complex dtypes on CPU")},
     "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
-    "searchsorted": {k: (NotImplementedError, '"searchsorted_out_cpu" not implemented for '
-                                              '\'{}\'') for k in (_BOOL, _COMPLEX)},
     **{op: {_BOOL: (NotImplementedError, '"addmm_impl_cpu_" not implemented for \'{}\'')}
        for op in ("matmul", "mm", "bmm", "addmm")},
 }
@@ -93,14 +86,13 @@ DeclaredKernels = type("DeclaredKernels", (), {
     "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
 
 
-class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
-                SparseKernels):
+class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
-    reductions and scans, the views, the activations, the special functions, the Fourier
-    transforms, creation and random) come from their declarations through
-    :class:`DeclaredKernels`. Sorting, gathering extras and linear algebra live in the
+    reductions and scans, sorting, the views, the activations, the special functions, the
+    Fourier transforms, creation and random, sparse_mm) come from their declarations through
+    :class:`DeclaredKernels`. Gathering extras and linear algebra live in the
     :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
     ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
 

@@ -5,9 +5,9 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
-and scans, the activations, the convolutions and pooling, the views and movement, the
-special functions, the Fourier transforms, the creation and random ops) are read from their
-declarations, in order; the others are listed here.
+and scans, sorting, the activations, the convolutions and pooling, the views and movement,
+the special functions, the Fourier transforms, the creation and random ops) are read from
+their declarations, in order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -67,8 +67,9 @@ SCAN = _ops.names("scan")
 # --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
 VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
 MOVEMENT = _ops.names("movement")
-SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
-           "histc")
+
+# --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------
+SORTING = _ops.names("sorting")
 
 # --- linear algebra -----------------------------------------------------------------------
 LINALG = (
@@ -90,7 +91,8 @@ LINALG = (
 NN = _ops.names("nn") + (
     # the activations come first, declared in torcia._ops.nn_activation, then linear,
     # the convolutions and pooling, declared in torcia._ops.nn_conv, then dropout_mask,
-    # declared in torcia._ops.random; the softmax
+    # declared in torcia._ops.random, the LSTM ops, in torcia._ops.nn_rnn, and
+    # flash_attention, in torcia._ops.nn_attention; the softmax
     # backward ops are fused first derivatives only (higher orders go through
     # differentiable ops, so they have no derivative row)
     "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
@@ -100,21 +102,11 @@ NN = _ops.names("nn") + (
     "rms_norm", "rms_norm_backward", "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
-    # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
-    # layer, and their fused first derivatives (higher orders go through differentiable
-    # ops, so the *_backward ops have no row)
-    "lstm_cell", "lstm_cell_backward", "lstm_layer", "lstm_layer_backward",
-    # scaled-dot-product attention -> (out, lse) in one op, so that a backend need not hold
-    # the (Lq, Lk) scores (flash attention), and its fused first derivative (higher orders
-    # go through differentiable ops, so flash_attention_backward has no row)
-    "flash_attention", "flash_attention_backward",
 )
 
-# --- sparse matrices -----------------------------------------------------------------------
-# (crow, col, values, dense, ncols=, transpose=): the compressed-row matrix the first three
-# describe (rows = len(crow) - 1, ncols columns) times dense, or its transpose with
-# transpose=True; differentiable in values and dense (torcia.sparse's products use it)
-SPARSE = ("sparse_mm",)
+# --- sparse matrices, declared in torcia._ops.sparse: sparse_mm, the compressed-row matrix
+# times a dense one (torcia.sparse's products use it)
+SPARSE = _ops.names("sparse")
 
 # --- creation and randomness (no tensor inputs but bernoulli's and multinomial's
 # probabilities, not differentiable), declared in torcia._ops.creation and torcia._ops.random
@@ -140,7 +132,7 @@ FLOATING_INPUTS = frozenset(
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
+    + ("linalg_lu_permutation",)
 )
 
 #: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``

@@ -25,12 +25,18 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``add``, ``div``, ``eq``...)
 ``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
                     ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``sorting``         sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
+                    ``unique``, ``nonzero``, ``searchsorted``, ``bincount``, ``histc``)
 ``pointwise``       the elementwise ops with parameters or three inputs (``clamp``,
                     ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
 ``nn_conv``         ``linear``, the convolutions and pooling (``conv``, ``im2col``,
                     ``max_pool``, ``avg_pool``...) and their adjoints
+``nn_rnn``          the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their fused
+                    backward ops
+``nn_attention``    ``flash_attention`` (scaled-dot-product attention) and its fused
+                    backward op
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
                     ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -42,6 +48,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``eye``...)
 ``random``          the ops that draw from a random generator (``rand``, ``normal``,
                     ``bernoulli``, ``dropout_mask``...), declared ``random=True``
+``sparse``          ``sparse_mm``, a compressed-row sparse matrix times a dense one
 ==================  =========================================================================
 """
 
@@ -50,19 +57,23 @@ from torcia._ops import (
     creation,
     elementwise,
     nn_activation,
+    nn_attention,
     nn_conv,
+    nn_rnn,
     pointwise,
     random,
     reduce,
+    sorting,
+    sparse,
     special,
     spectral,
     views,
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, nn_conv,
-                                     views, complex_numbers, special, spectral, creation,
-                                     random)
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
+                                     nn_conv, views, complex_numbers, special, spectral,
+                                     creation, random, nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 

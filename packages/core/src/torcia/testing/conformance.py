@@ -62,6 +62,7 @@ from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
 from torcia._oplib import nn, nn_activation, nn_conv, nn_norm
 
+
 @contextlib.contextmanager
 def primitives_only(name: str = "prims"):
     """A device ``name`` for the block whose kernels are the reference kernels of the

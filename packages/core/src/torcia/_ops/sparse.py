@@ -1,12 +1,21 @@
-"""The reference kernel of ``sparse_mm``: a compressed-row sparse matrix times a dense one.
+"""The sparse-matrix product, declared once: schema, reference kernel, meta shape.
+``sparse_mm(crow, col, values, dense, ncols=, transpose=)`` is the compressed-row matrix
+the first three describe (``len(crow) - 1`` rows, ``ncols`` columns) times ``dense``, or
+its transpose times ``dense`` with ``transpose=True``; differentiable in ``values`` and
+``dense``. A primitive: a device backend owes it.
 
-SciPy's sparse products (CuPy's ``cupyx.scipy.sparse`` for CuPy arrays) are the fast path,
-through the ``scipy`` extra of torcia-core; without it the product is a pass over the
-entries per column of the result (``bincount``), which needs memory for one column of
-products, never a dense copy of the sparse matrix.
+SciPy's sparse products (CuPy's ``cupyx.scipy.sparse`` for CuPy arrays) are the kernel's
+fast path, through the ``scipy`` extra of torcia-core; without it the product is a pass
+over the entries per column of the result (``bincount``), which needs memory for one
+column of products, never a dense copy of the sparse matrix. The public functions are
+:mod:`torcia.sparse`'s products, the derivative is torcia-autograd's.
 """
 
 from __future__ import annotations
+
+import numpy as np
+
+from torcia._opdef import define
 
 #: the dtypes SciPy's sparse kernels take (others are computed in float32 and cast)
 _SCIPY_DTYPES = frozenset("float32 float64 complex64 complex128 int32 int64".split())
@@ -24,8 +33,11 @@ def scipy_sparse(xp):
     return sp
 
 
-class SparseKernels:
-    """Mixed into the reference kernels (``xp`` is the array module)."""
+# ----- reference kernel ------------------------------------------------------------------
+
+
+class Kernels:
+    """The reference kernel (``self.xp`` the array module)."""
 
     def sparse_mm(self, crow, col, values, dense, ncols, transpose=False):
         """sparse_mm(crow (m + 1,), col (nnz,), values (nnz,), dense, ncols, transpose):
@@ -55,3 +67,23 @@ class SparseKernels:
                 out[:, j] += (column * unit).astype(dtype) if part is not None else \
                     column.astype(dtype)
         return out
+
+
+# ----- shape -----------------------------------------------------------------------------
+
+
+def _sparse_mm_shape(crow, col, values, dense, ncols, transpose=False):
+    """(len(crow) - 1, k), or (ncols, k) with ``transpose``, for a dense (rows, k)."""
+    return ((ncols if transpose else crow.shape[0] - 1, dense.shape[1]),
+            np.result_type(values.dtype, dense.dtype))
+
+
+# ----- the declaration -------------------------------------------------------------------
+
+#: :data:`torcia.ops.SPARSE`; ncols=None as the records have always read it: the products
+#: of torcia.sparse always pass it
+DECLARED = (
+    define("sparse_mm(Tensor crow, Tensor col, Tensor values, Tensor dense, *, "
+           "int? ncols=None, bool transpose=False) -> Tensor", Kernels.sparse_mm,
+           shape=_sparse_mm_shape, group="sparse"),
+)

@@ -1,0 +1,210 @@
+"""The recurrent ops of :data:`torcia.ops.NN`, each declared once: schema, reference
+kernel, meta shape, decomposition, autocast policy. ``lstm_cell`` is one LSTM step from its
+gate pre-activations, ``lstm_layer`` a whole one-direction layer over a sequence, and
+``lstm_cell_backward`` and ``lstm_layer_backward`` their fused first derivatives (higher
+orders go through differentiable ops, so the ``*_backward`` ops have no derivative row).
+The activated gates (``act``, ``acts``) are the backward's workspace, not differentiated.
+
+A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
+CuPy; ``self.sigmoid`` and ``self.matmul`` its kernels, which a faster backend may
+override): torcia-cpu has native kernels of all four and is tested against these. A
+decomposition is written with Tensor methods, running ``lstm_cell`` and its backward
+through :func:`torcia._ops._common.op` (this module is below the Tensor class). The public
+functions are in :mod:`torcia._oplib.nn_rnn`, the derivatives in torcia-autograd.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from torcia import _opdef
+from torcia._opdef import define
+from torcia._ops._common import op
+
+# ----- reference kernels -----------------------------------------------------------------
+
+
+class Kernels:
+    """The reference kernels of the recurrent ops (see the module's doc)."""
+
+    def lstm_cell(self, gates, c):
+        """lstm_cell(gates (*, 4H), c (*, H)) -> (h, c', act): one LSTM step from its gate
+        pre-activations (i, f, g, o): c' = sigmoid(f) c + sigmoid(i) tanh(g),
+        h = sigmoid(o) tanh(c'); ``act`` holds the activated gates, for the backward."""
+        hidden = gates.shape[-1] // 4
+        act = self.sigmoid(gates)  # one pass for all four; g's quarter is redone with tanh
+        act[..., 2 * hidden:3 * hidden] = self.xp.tanh(gates[..., 2 * hidden:3 * hidden])
+        i, f, g, o = _quarters(act)
+        c_new = f * c + i * g
+        return o * self.xp.tanh(c_new), c_new, act
+
+    def lstm_cell_backward(self, gh, gc, act, c, c_new):
+        """lstm_cell_backward(gh, gc, act, c, c') -> (grad_gates, grad_c) of ``lstm_cell``
+        (first order) from its saved outputs; ``gh`` or ``gc`` may be None (no gradient
+        reached that output)."""
+        xp = self.xp
+        i, f, g, o = _quarters(act)
+        hidden = c_new.shape[-1]
+        tc = xp.tanh(c_new)
+        dc = xp.zeros_like(c_new) if gc is None else gc
+        out = xp.empty(c_new.shape[:-1] + act.shape[-1:], dtype=act.dtype)
+        if gh is None:
+            out[..., 3 * hidden:] = 0
+        else:
+            gho = gh * o
+            dc = dc + gho * (1 - tc * tc)
+            out[..., 3 * hidden:] = gho * tc * (1 - o)
+        out[..., :hidden] = dc * g * i * (1 - i)
+        out[..., hidden:2 * hidden] = dc * c * f * (1 - f)
+        out[..., 2 * hidden:3 * hidden] = dc * i * (1 - g * g)
+        return out, dc * f
+
+    def lstm_layer(self, x_gates, h0, c0, w_hh_t):
+        """lstm_layer(x_gates (L, N, 4H), h0 (N, H), c0 (N, H), w_hh_t (H, 4H)) ->
+        (out (L, N, H), cs (L, N, H), acts (L, N, 4H)): a one-direction LSTM layer over a
+        whole sequence; ``x_gates`` holds the input projection with both biases, ``cs``
+        every step's cell state and ``acts`` its activated gates, for the backward."""
+        steps = x_gates.shape[0]
+        out = self.xp.empty(x_gates.shape[:-1] + h0.shape[-1:], dtype=x_gates.dtype)
+        cs = self.xp.empty_like(out)
+        acts = self.xp.empty_like(x_gates)
+        h, c = h0, c0
+        for t in range(steps):
+            # self.matmul, not @: a backend's matmul may pick its threads per product
+            h, c, acts[t] = self.lstm_cell(x_gates[t] + self.matmul(h, w_hh_t), c)
+            out[t], cs[t] = h, c
+        return out, cs, acts
+
+    def lstm_layer_backward(self, g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+        """lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t) ->
+        (grad_x_gates, grad_h0, grad_c0, grad_w_hh_t) of ``lstm_layer`` (first order),
+        back through time; ``g_out`` or ``g_cs`` may be None. The recurrent weight's
+        gradient is one product over all steps rather than one a step."""
+        xp = self.xp
+        steps = acts.shape[0]
+        g_gates = xp.empty_like(acts)
+        dh = xp.zeros_like(h0)
+        dc = xp.zeros_like(c0)
+        w_t = w_hh_t.T
+        for t in range(steps - 1, -1, -1):
+            gh = dh if g_out is None else dh + g_out[t]
+            gc = dc if g_cs is None else dc + g_cs[t]
+            g_gates[t], dc = self.lstm_cell_backward(gh, gc, acts[t],
+                                                     c0 if t == 0 else cs[t - 1], cs[t])
+            dh = self.matmul(g_gates[t], w_t)
+        hidden = h0.shape[-1]
+        h_prev = xp.concatenate([h0[None], out[:-1]]).reshape(-1, hidden)
+        g_w = self.matmul(h_prev.T, g_gates.reshape(-1, g_gates.shape[-1]))
+        return g_gates, dh, dc, g_w
+
+
+def _quarters(act):
+    """The four gates of an LSTM's (*, 4H) array, as views."""
+    hidden = act.shape[-1] // 4
+    return tuple(act[..., k * hidden:(k + 1) * hidden] for k in range(4))
+
+
+# ----- decompositions --------------------------------------------------------------------
+
+
+def lstm_cell(gates, c):
+    i, f, g, o = gates.chunk(4, -1)
+    i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
+    c_new = f * c + i * g
+    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
+    return o * c_new.tanh(), c_new, _opdef.PUBLIC.cat([i, f, g, o], -1).detach()
+
+
+def lstm_cell_backward(gh, gc, act, c, c_new):
+    i, f, g, o = act.chunk(4, -1)
+    tc = c_new.tanh()
+    dc = c_new.new_zeros(c_new.shape) if gc is None else gc
+    if gh is None:
+        go = act.new_zeros(o.shape)
+    else:
+        gho = gh * o
+        dc = dc + gho * (1 - tc * tc)
+        go = gho * tc * (1 - o)
+    parts = [dc * g * i * (1 - i), dc * c * f * (1 - f), dc * i * (1 - g * g), go]
+    return _opdef.PUBLIC.cat([p.to(act.dtype) for p in parts], -1), dc * f
+
+
+def lstm_layer(x_gates, h0, c0, w_hh_t):
+    h, c = h0, c0
+    outs, cells, acts = [], [], []
+    for t in range(x_gates.shape[0]):
+        h, c, act = op("lstm_cell", x_gates[t] + h.matmul(w_hh_t), c)
+        outs.append(h)
+        cells.append(c)
+        acts.append(act)
+    stack = _opdef.PUBLIC.stack
+    # the activated gates are the backward's workspace, not differentiated (as the kernel's)
+    return stack(outs), stack(cells), stack(acts).detach()
+
+
+def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
+    # back through time; the recurrent weight's gradient is one product over all steps
+    dh = h0.new_zeros(h0.shape)
+    dc = c0.new_zeros(c0.shape)
+    steps = []
+    for t in range(acts.shape[0] - 1, -1, -1):
+        gh = dh if g_out is None else dh + g_out[t]
+        gc = dc if g_cs is None else dc + g_cs[t]
+        g_gates, dc = op("lstm_cell_backward", gh, gc, acts[t], c0 if t == 0 else cs[t - 1],
+                         cs[t])
+        steps.append(g_gates)
+        dh = g_gates.matmul(w_hh_t.transpose(0, 1))
+    g_gates = _opdef.PUBLIC.stack(steps[::-1])
+    h_prev = _opdef.PUBLIC.cat([h0.unsqueeze(0), out[:-1]]).reshape(-1, h0.shape[-1])
+    g_w = h_prev.transpose(0, 1).matmul(g_gates.reshape(-1, g_gates.shape[-1]))
+    return g_gates, dh, dc, g_w
+
+
+# ----- shapes ----------------------------------------------------------------------------
+
+
+def _lstm_cell_shape(gates, c, **params):
+    """``(h, c', act)`` of one LSTM step: ``gates`` is (*, 4H), ``c`` (*, H)."""
+    dtype = np.result_type(gates.dtype, c.dtype)
+    state = tuple(np.broadcast_shapes(gates.shape[:-1] + (gates.shape[-1] // 4,), c.shape))
+    return (state, dtype), (state, dtype), (gates.shape, gates.dtype)
+
+
+def _lstm_cell_backward_shape(gh, gc, act, c, c_new, **params):
+    """``(grad_gates, grad_c)``; ``gh`` or ``gc`` may be absent."""
+    return (c_new.shape[:-1] + act.shape[-1:], act.dtype), (
+        tuple(np.broadcast_shapes(c_new.shape, c.shape)), np.result_type(act.dtype, c.dtype))
+
+
+def _lstm_layer_shape(x_gates, h0, c0, w_hh_t, **params):
+    """``(out, cs, acts)`` of a layer over ``x_gates`` (L, N, 4H)."""
+    state = x_gates.shape[:-1] + h0.shape[-1:]
+    return (state, x_gates.dtype), (state, x_gates.dtype), (x_gates.shape, x_gates.dtype)
+
+
+def _lstm_layer_backward_shape(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **params):
+    dtype = np.result_type(acts.dtype, w_hh_t.dtype)
+    return ((acts.shape, acts.dtype), (h0.shape, dtype),
+            (c0.shape, np.result_type(c0.dtype, dtype)),
+            (w_hh_t.shape, np.result_type(h0.dtype, acts.dtype)))
+
+
+# ----- the declarations ------------------------------------------------------------------
+
+#: in :data:`torcia.ops.NN`'s order; PyTorch runs lstm_cell in the low-precision dtype
+#: under CUDA autocast
+DECLARED = (
+    define("lstm_cell(Tensor gates, Tensor c) -> (Tensor, Tensor, Tensor)", Kernels.lstm_cell,
+           shape=_lstm_cell_shape, decomposition=lstm_cell, autocast={"cuda": "lower"},
+           group="nn"),
+    define("lstm_cell_backward(Tensor? gh, Tensor? gc, Tensor act, Tensor c, Tensor c_new) "
+           "-> (Tensor, Tensor)", Kernels.lstm_cell_backward,
+           shape=_lstm_cell_backward_shape, decomposition=lstm_cell_backward, group="nn"),
+    define("lstm_layer(Tensor x_gates, Tensor h0, Tensor c0, Tensor w_hh_t) "
+           "-> (Tensor, Tensor, Tensor)", Kernels.lstm_layer, shape=_lstm_layer_shape,
+           decomposition=lstm_layer, group="nn"),
+    define("lstm_layer_backward(Tensor? g_out, Tensor? g_cs, Tensor acts, Tensor cs, "
+           "Tensor out, Tensor h0, Tensor c0, Tensor w_hh_t) -> (Tensor, Tensor, Tensor, Tensor)",
+           Kernels.lstm_layer_backward, shape=_lstm_layer_backward_shape,
+           decomposition=lstm_layer_backward, group="nn"),
+)
