@@ -48,15 +48,14 @@ LOWER_PRECISION = {
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
 #: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
-#: :mod:`torcia._ops.reduce`).
+#: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`).
 FLOAT32 = {
     "cpu": _LOSSES | _LINALG | {
         "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
         "adaptive_max_pool3d", "reflection_pad", "replication_pad", "grid_sample",
     },
     "cuda": _LOSSES | _LINALG | {
-        "softmax", "log_softmax",
-        "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
+        "group_norm", "dist", "cdist", "pdist",
         "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
         "renorm",
     },

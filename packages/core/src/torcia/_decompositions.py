@@ -9,8 +9,9 @@ and the composite's own derivative (and fused ``*_backward`` op) is not needed.
 A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
 parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
 It is written with torcia ops only: it runs on any device. The neural-network ops'
-decompositions (softmax and the losses, convolution and pooling, normalisation, attention,
-padding, CTC) are in :mod:`torcia._decompositions_nn`.
+decompositions (the losses, convolution and pooling, attention, CTC) are in
+:mod:`torcia._decompositions_nn`; those of the declared ops are declared with them, in
+:mod:`torcia._ops`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands,
 from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
-from torcia._ops._common import opmath as _opmath
 from torcia._ops._common import widened
 from torcia._ops.elementwise import isfinite
 from torcia._ops.reduce import norm, sorted_at, sqrt_of_sum
@@ -98,7 +98,7 @@ def _either(x, y):
     return call("bitwise_or", (x, y), {})
 
 
-# ----- embedding, norms, the LSTM cell -----------------------------------------------------
+# ----- embedding, the LSTM cell ------------------------------------------------------------
 
 
 def embedding(weight, indices, padding_idx=None, sparse=False):
@@ -108,23 +108,6 @@ def embedding(weight, indices, padding_idx=None, sparse=False):
         pad = C.arange(rows, device=weight.device) == padding_idx % rows
         weight = _oplib.where(pad.unsqueeze(1), weight.detach(), weight)
     return weight[indices]
-
-
-@_opmath
-def rms_norm(x, weight, normalized_ndim, eps):
-    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()
-    return out if weight is None else out * weight
-
-
-@_opmath
-def layer_norm(x, weight, bias, normalized_ndim, eps):
-    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    centred = x - x.mean(dims, keepdim=True)
-    out = centred / ((centred * centred).mean(dims, keepdim=True) + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    return out if bias is None else out + bias
 
 
 def lstm_cell(gates, c):
@@ -510,7 +493,7 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        embedding, rms_norm, layer_norm, lstm_cell,
+        embedding, lstm_cell,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
         linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,

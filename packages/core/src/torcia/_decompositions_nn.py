@@ -1,6 +1,7 @@
-"""Decompositions of the neural-network ops: softmax and the losses, convolution and pooling
-through their windows, normalisation and its fused backward ops, attention, padding and
-CTC. What a decomposition is, and the rest of them: :mod:`torcia._decompositions`.
+"""Decompositions of the neural-network ops: the losses, convolution and pooling through
+their windows, the LSTM cell's fused backward op, attention and CTC. What a decomposition
+is, and the rest of them: :mod:`torcia._decompositions`; those of the declared ops are
+declared with them, in :mod:`torcia._ops`.
 """
 
 from __future__ import annotations
@@ -27,25 +28,7 @@ from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._ops.views import repeat_interleave
 from torcia._tensor import DECOMPOSITIONS, call
 
-# ----- softmax and cross-entropy ---------------------------------------------------------
-
-
-def softmax(a, dim):
-    e = (a - a.amax(dim, keepdim=True)).exp()
-    return e / e.sum(dim, keepdim=True)
-
-
-def log_softmax(a, dim):
-    shifted = a - a.amax(dim, keepdim=True)
-    return shifted - shifted.exp().sum(dim, keepdim=True).log()
-
-
-def softmax_backward(g, y, dim):
-    return y * (g - (g * y).sum(dim, keepdim=True))
-
-
-def log_softmax_backward(g, y, dim):
-    return g - y.exp() * g.sum(dim, keepdim=True)
+# ----- cross-entropy ---------------------------------------------------------------------
 
 
 def _target_weights(x, target, weight, ignore_index):
@@ -263,59 +246,6 @@ def max_pool_backward(g, indices, input_shape):
 # ----- fused backward ops, written out ------------------------------------------------------
 
 
-def _sum_over(t, dims):
-    """``t`` summed over ``dims`` (none: a copy of it)."""
-    return t.sum(dims) if dims else t.clone()
-
-
-def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps):
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    axes = (0,) + tuple(range(2, x.ndim))
-    if training:
-        mean = x.mean(axes)
-        centred = x - mean.reshape(shape)
-        var = (centred * centred).mean(axes)
-    else:
-        mean, var = running_mean, running_var
-    invstd = (var + eps).sqrt().reciprocal().to(x.dtype)
-    xhat = (x - mean.reshape(shape)) * invstd.reshape(shape)
-    gb = g.sum(axes)
-    gw = (g * xhat).sum(axes)
-    scale = invstd if weight is None else invstd * weight
-    if not training:
-        return g * scale.reshape(shape), gw, gb
-    n = x.numel() // x.shape[1]
-    gx = (g - (gb / n).reshape(shape)) - xhat * (gw / n).reshape(shape)
-    return gx * scale.reshape(shape), gw, gb
-
-
-def _norm_backward(g, xhat, invstd, weight, axes, centre):
-    """The input's gradient of a normalisation of ``axes`` (``centre``: the mean taken
-    out, as layer_norm's): invstd (gxhat [- mean(gxhat)] - xhat mean(gxhat xhat))."""
-    gxhat = g if weight is None else g * weight
-    gx = gxhat - gxhat.mean(axes, keepdim=True) if centre else gxhat
-    return (gx - xhat * (gxhat * xhat).mean(axes, keepdim=True)) * invstd
-
-
-def layer_norm_backward(g, x, weight, normalized_ndim, eps):
-    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    lead = tuple(range(x.ndim - normalized_ndim))
-    centred = x - x.mean(axes, keepdim=True)
-    invstd = ((centred * centred).mean(axes, keepdim=True) + eps).sqrt().reciprocal()
-    xhat = centred * invstd
-    gx = _norm_backward(g, xhat, invstd, weight, axes, centre=True)
-    return gx, _sum_over(g * xhat, lead), _sum_over(g, lead)
-
-
-def rms_norm_backward(g, x, weight, normalized_ndim, eps):
-    axes = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    lead = tuple(range(x.ndim - normalized_ndim))
-    invrms = ((x * x).mean(axes, keepdim=True) + eps).sqrt().reciprocal()
-    xhat = x * invrms
-    gx = _norm_backward(g, xhat, invrms, weight, axes, centre=False)
-    return gx, _sum_over(g * xhat, lead)
-
-
 def lstm_cell_backward(gh, gc, act, c, c_new):
     i, f, g, o = act.chunk(4, -1)
     tc = c_new.tanh()
@@ -465,7 +395,7 @@ def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
     return out if b is None else out + b.reshape((1, -1) + (1,) * len(kernel))
 
 
-# ----- attention and batch normalisation ----------------------------------------------------
+# ----- attention -----------------------------------------------------------------------------
 
 
 def _attention_scores(q, k, mask, is_causal, scale):
@@ -524,32 +454,6 @@ def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=
         dk = dk.reshape(shape + tuple(dk.shape[-1:])).sum(-3)
         dv = dv.reshape(shape + tuple(dv.shape[-1:])).sum(-3)
     return dq, dk, dv
-
-
-def batch_norm(x, weight, bias, running_mean, running_var, training, eps):
-    if x.dtype in _HALF:
-        # in float32, rounded once; the statistics in the dtype they would have had
-        out, mean, var = batch_norm(*_in_float32(x, weight, bias, running_mean, running_var),
-                                    training, eps)
-        stat = x.dtype if training else running_mean.dtype
-        return out.to(x.dtype), mean.to(stat), var.to(stat)
-    shape = (1, -1) + (1,) * (x.ndim - 2)
-    if training:
-        axes = (0,) + tuple(range(2, x.ndim))
-        mean = x.mean(axes)
-        centred = x - mean.reshape(shape)
-        var = (centred * centred).mean(axes)
-    else:
-        # copies: outputs must not alias the running buffers, which training updates
-        mean, var = running_mean.clone(), running_var.clone()
-        centred = x - mean.reshape(shape)
-    scale = (var + eps).sqrt().reciprocal()
-    if weight is not None:
-        scale = scale * weight
-    out = centred * scale.reshape(shape).to(x.dtype)
-    # the statistics are saved for backward and the running averages, not differentiated
-    # (as the kernel's derivative has it)
-    return (out if bias is None else out + bias.reshape(shape)), mean.detach(), var.detach()
 
 
 # ----- padding -------------------------------------------------------------------------------
@@ -652,12 +556,11 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
 
 DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
-        nll_loss, batch_norm_backward, layer_norm_backward, rms_norm_backward,
+        nll_loss,
         lstm_cell_backward, im2col, col2im, avg_pool, avg_pool_backward, adaptive_max_pool,
-        conv_transpose, flash_attention, flash_attention_backward, batch_norm,
+        conv_transpose, flash_attention, flash_attention_backward,
         ctc_loss, ctc_loss_backward)},
-    "softmax": softmax, "log_softmax": log_softmax, "softmax_backward": softmax_backward,
-    "log_softmax_backward": log_softmax_backward, "cross_entropy": cross_entropy,
+    "cross_entropy": cross_entropy,
     "cross_entropy_backward": cross_entropy_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "max_pool_backward": max_pool_backward,
 })

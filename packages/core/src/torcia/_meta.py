@@ -29,7 +29,6 @@ from torcia._ops import DECLARED
 from torcia._ops._common import (
     first_shape,
     floating_dtype,
-    grad_like,
     scan_with_indices,
     values_and_indices,
 )
@@ -117,10 +116,6 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-
-
-def softmax_backward(g, y, dim, **params):
-    return grad_like(g, y)
 
 
 def topk(x, k, dim=-1, **params):
@@ -214,40 +209,6 @@ def im2col(x, kernel_size, dilation, padding, stride, **params):
 def _batch(*xs) -> tuple:
     """The broadcast batch dims (all but the last two) of several matrices."""
     return tuple(np.broadcast_shapes(*(x.shape[:-2] for x in xs)))
-
-
-def _channels(x, dim=1) -> tuple:
-    return (x.shape[dim],) if x.ndim > dim else ()
-
-
-def batch_norm(x, weight, bias, running_mean, running_var, training, eps, **params):
-    """``(out, mean, var)``: the statistics used, one per channel."""
-    stats = x.dtype if training or running_mean is None else running_mean.dtype
-    return (x.shape, x.dtype), (_channels(x), stats), (_channels(x), stats)
-
-
-def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    return (x.shape, dtype), (_channels(x), dtype), (_channels(x), dtype)
-
-
-def layer_norm(x, weight, bias, normalized_ndim, eps, **params):
-    return x.shape, floating_dtype(x.dtype)
-
-
-def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    normalized = x.shape[x.ndim - normalized_ndim:]
-    return (x.shape, dtype), (normalized, dtype), (normalized, dtype)
-
-
-def rms_norm(x, weight, normalized_ndim, eps, **params):
-    return x.shape, x.dtype
-
-
-def rms_norm_backward(g, x, weight, normalized_ndim, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    return (x.shape, dtype), (x.shape[x.ndim - normalized_ndim:], dtype)
 
 
 def lstm_cell(gates, c, **params):
@@ -477,12 +438,9 @@ def adaptive_max_pool(x, output_size, **params):
 
 
 SHAPES = {}
-for _name in ("softmax", "log_softmax"):
-    SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 SHAPES.update({
-    "softmax_backward": softmax_backward,
-    "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
+    "sort": scan_with_indices, "topk": topk,
     "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
@@ -490,10 +448,7 @@ SHAPES.update({
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
     "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
-    "batch_norm": batch_norm,
-    "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
-    "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
-    "rms_norm_backward": rms_norm_backward, "lstm_cell": lstm_cell,
+    "lstm_cell": lstm_cell,
     "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
     "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,

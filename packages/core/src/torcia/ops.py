@@ -88,20 +88,16 @@ LINALG = (
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
-    # the activations come first, declared in torcia._ops.nn_activation, then
-    # dropout_mask, declared in torcia._ops.random; the softmax
-    # backward ops are fused first derivatives only (higher orders go through
-    # differentiable ops, so they have no derivative row)
-    "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
+    # the activations come first, declared in torcia._ops.nn_activation, then softmax and
+    # the normalisations, declared in torcia._ops.nn_norm, and dropout_mask, declared in
+    # torcia._ops.random
     "linear",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
     "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
-    # normalisation, lookup, losses, randomness; the *_norm_backward ops are the fused first
-    # derivatives (higher orders go through differentiable ops, so they have no row)
-    "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward",
-    "rms_norm", "rms_norm_backward", "embedding",
+    # lookup, losses
+    "embedding",
     "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
     "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
     # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
@@ -138,7 +134,7 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("rms_norm", "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
+    + ("linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).

@@ -29,6 +29,9 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
                     fused backward ops
+``nn_norm``         the softmax family (``softmax``, ``log_softmax``) and the
+                    normalisations (``batch_norm``, ``layer_norm``, ``rms_norm``) with
+                    their fused backward ops
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
                     ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -48,6 +51,7 @@ from torcia._ops import (
     creation,
     elementwise,
     nn_activation,
+    nn_norm,
     pointwise,
     random,
     reduce,
@@ -57,8 +61,9 @@ from torcia._ops import (
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, views,
-                                     complex_numbers, special, spectral, creation, random)
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, nn_norm,
+                                     views, complex_numbers, special, spectral, creation,
+                                     random)
             for d in family.DECLARED}
 
 
