@@ -21,11 +21,11 @@ from torcia._tensor import AUTOCAST, Tensor, active_modes
 # through :func:`autocast_as` under PyTorch's name for them (``mse_loss``, ``addmv``...).
 
 _LOSSES = frozenset({
-    "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
     "poisson_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss",
-    "multilabel_margin_loss", "ctc_loss",
+    "multilabel_margin_loss",
 })
 _LINALG = frozenset({
     "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",

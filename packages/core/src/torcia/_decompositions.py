@@ -9,7 +9,7 @@ and the composite's own derivative (and fused ``*_backward`` op) is not needed.
 A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
 parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
 It is written with torcia ops only: it runs on any device. The neural-network ops'
-decompositions (the losses, convolution and pooling, attention, CTC) are in
+decompositions (convolution and pooling, attention) are in
 :mod:`torcia._decompositions_nn`; those of the declared ops are declared with them, in
 :mod:`torcia._ops`.
 """
@@ -94,20 +94,7 @@ def _both(x, y):
     return call("bitwise_and", (x, y), {})
 
 
-def _either(x, y):
-    return call("bitwise_or", (x, y), {})
-
-
-# ----- embedding, the LSTM cell ------------------------------------------------------------
-
-
-def embedding(weight, indices, padding_idx=None, sparse=False):
-    if padding_idx is not None:
-        # the padding row's values, without a gradient (as the kernel's derivative)
-        rows = weight.shape[0]
-        pad = C.arange(rows, device=weight.device) == padding_idx % rows
-        weight = _oplib.where(pad.unsqueeze(1), weight.detach(), weight)
-    return weight[indices]
+# ----- the LSTM cell -----------------------------------------------------------------------
 
 
 def lstm_cell(gates, c):
@@ -195,18 +182,6 @@ def kthvalue(a, k, dim=-1, keepdim=False):
 def topk(a, k, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
     values, index = call("sort", (a,), {"dim": dim, "descending": largest})
     return values.narrow(dim, 0, k).clone(), index.narrow(dim, 0, k).clone()
-
-
-# ----- indexing ----------------------------------------------------------------------------
-
-
-def embedding_backward(g, indices, num_weights, padding_idx):
-    flat = indices.reshape(-1)
-    rows = g.reshape(-1, g.shape[-1])
-    if padding_idx is not None:
-        rows = _oplib.where((flat != padding_idx).unsqueeze(1), rows, _zero(rows))
-    out = C.zeros(num_weights, g.shape[-1], dtype=g.dtype, device=g.device)
-    return call("index_add", (out, flat, rows), {"dim": 0})
 
 
 # ----- repeating and counting ---------------------------------------------------------------
@@ -493,9 +468,9 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        embedding, lstm_cell,
+        lstm_cell,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
+        linalg_eigvals, kthvalue, topk, bincount, lstm_layer,
         lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
     "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,

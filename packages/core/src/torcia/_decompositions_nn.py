@@ -1,7 +1,7 @@
-"""Decompositions of the neural-network ops: the losses, convolution and pooling through
-their windows, the LSTM cell's fused backward op, attention and CTC. What a decomposition
-is, and the rest of them: :mod:`torcia._decompositions`; those of the declared ops are
-declared with them, in :mod:`torcia._ops`.
+"""Decompositions of the neural-network ops: convolution and pooling through their
+windows, the LSTM cell's fused backward op and attention. What a decomposition is, and the
+rest of them: :mod:`torcia._decompositions`; those of the declared ops are declared with
+them, in :mod:`torcia._ops`.
 """
 
 from __future__ import annotations
@@ -16,74 +16,14 @@ from torcia import _dtype as D
 from torcia import _oplib
 from torcia._decompositions import (
     _HALF,
-    _both,
-    _either,
     _in_float32,
     _one,
     _scalar,
     _zero,
-    isfinite,
 )
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
 from torcia._ops.views import repeat_interleave
 from torcia._tensor import DECOMPOSITIONS, call
-
-# ----- cross-entropy ---------------------------------------------------------------------
-
-
-def _target_weights(x, target, weight, ignore_index):
-    """(keep, safe target, per-sample weight) for x (N, C) and target (N,)."""
-    keep = target != ignore_index
-    safe = target * keep.to(target.dtype)
-    w = keep.to(x.dtype)
-    if weight is not None:
-        w = w * weight.index_select(0, safe)
-    return keep, safe, w
-
-
-def nll_loss(logp, target, weight, reduction, ignore_index):
-    _, safe, w = _target_weights(logp, target, weight, ignore_index)
-    losses = -logp.gather(1, safe.unsqueeze(1)).squeeze(1) * w
-    if reduction == "none":
-        return losses
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / w.sum()
-
-
-def cross_entropy(x, target, weight, reduction, ignore_index, label_smoothing):
-    logp = call("log_softmax", (x,), {"dim": 1})
-    losses = call("nll_loss", (logp, target, weight),
-                  {"reduction": "none", "ignore_index": ignore_index})
-    keep, _, w = _target_weights(x, target, weight, ignore_index)
-    if label_smoothing:
-        c = x.shape[1]
-        smooth = -(logp.sum(1) if weight is None else logp.matmul(weight))
-        losses = (1 - label_smoothing) * losses + (label_smoothing / c) * smooth * keep.to(
-            x.dtype)
-    if reduction == "none":
-        return losses
-    if reduction == "sum":
-        return losses.sum()
-    return losses.sum() / w.sum()
-
-
-def cross_entropy_backward(g, x, target, weight, reduction, ignore_index, label_smoothing):
-    n, c = x.shape
-    keep, safe, w = _target_weights(x, target, weight, ignore_index)
-    keep_f = keep.to(x.dtype)
-    scale = g * keep_f if reduction != "mean" else (g / w.sum()) * keep_f
-    ws = w * scale
-    eps = label_smoothing
-    p = call("softmax", (x,), {"dim": 1})
-    onehot = (C.arange(c, device=x.device).unsqueeze(0) == safe.unsqueeze(1)).to(x.dtype)
-    if not eps:
-        return p * ws.unsqueeze(1) - onehot * ws.unsqueeze(1)
-    wc = C.ones(c, dtype=x.dtype, device=x.device) if weight is None else weight
-    out = p * ((1 - eps) * ws + (eps / c) * wc.sum() * scale).unsqueeze(1)
-    out = out - (eps / c) * wc * scale.unsqueeze(1)
-    return out - onehot * ((1 - eps) * ws).unsqueeze(1)
-
 
 # ----- convolution and pooling -------------------------------------------------------------
 # 1-D and 2-D windows go through im2col (1-D as 2-D of height 1); any other number of
@@ -456,111 +396,13 @@ def flash_attention_backward(g, q, k, v, out, lse, mask, is_causal=False, scale=
     return dq, dk, dv
 
 
-# ----- padding -------------------------------------------------------------------------------
-
-
-# ----- CTC: the forward recursion over time, in log space -----------------------------------
-
-
-def _logaddexp(a, b):
-    top = _oplib.maximum(a, b)
-    live = top != -math.inf  # both -inf: -inf, not the NaN of -inf - -inf
-    a, b, top = (_oplib.where(live, t, _zero(t)) for t in (a, b, top))
-    return _oplib.where(live, top + (-(a - b).abs()).exp().log1p(), _scalar(top, -math.inf))
-
-
-def _never(like, *shape):
-    return C.full(shape, -math.inf, dtype=like.dtype, device=like.device)
-
-
-def _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank):
-    """The kernel's steps (float64 throughout): (alpha (T, N, L'), the targets with blanks
-    around every label (N, L'), which of them are reachable from two back, their
-    log-probabilities (T, N, L'))."""
-    t_max, n = log_probs.shape[:2]
-    lp = log_probs.to(D.float64)
-    dev = log_probs.device
-    blanks = C.full(tuple(targets.shape), blank, dtype=D.int64, device=dev)
-    ext = _oplib.cat([_oplib.stack([blanks, targets.to(D.int64)], -1).reshape(n, -1),
-                      C.full((n, 1), blank, dtype=D.int64, device=dev)], 1)
-    width = ext.shape[1]
-    # a label differing from the one two back may be reached from it
-    skip = _oplib.cat([C.zeros((n, min(2, width)), dtype=D.bool_, device=dev),
-                       _both(ext[:, 2:] != blank, ext[:, 2:] != ext[:, :-2])], 1)
-    lp_ext = lp.gather(2, ext.unsqueeze(0).expand(t_max, n, width))
-    never = _scalar(lp, -math.inf)
-    first = _oplib.where(target_lengths > 0, lp_ext[0, :, 1], never).reshape(n, 1) if \
-        width > 1 else _never(lp, n, 0)
-    alpha = [_oplib.cat([lp_ext[0, :, :1], first, _never(lp, n, max(width - 2, 0))], 1)]
-    for t in range(1, t_max):
-        prev = alpha[-1]
-        one = _oplib.cat([_never(lp, n, 1), prev[:, :width - 1]], 1)
-        two = _oplib.cat([_never(lp, n, min(2, width)), prev[:, :max(width - 2, 0)]], 1)
-        step = _logaddexp(_logaddexp(prev, one), _oplib.where(skip, two, never))
-        alpha.append(step + lp_ext[t])
-    valid = (C.arange(width, device=dev).unsqueeze(0)
-             < (2 * target_lengths.to(D.int64) + 1).unsqueeze(1))
-    return _oplib.where(valid.unsqueeze(0), _oplib.stack(alpha), never), ext, skip, lp_ext
-
-
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
-    alpha, _, _, _ = _ctc_alpha(log_probs, targets, input_lengths, target_lengths, blank)
-    n, width = alpha.shape[1:]
-    # each sequence's last step, at the last label or the blank after it
-    last = alpha.permute(1, 0, 2).gather(1, (input_lengths.to(D.int64) - 1).reshape(
-        n, 1, 1).expand(n, 1, width)).squeeze(1)
-    end = 2 * target_lengths.to(D.int64)
-    a = last.gather(1, end.unsqueeze(1)).squeeze(1)
-    b = _oplib.where(target_lengths > 0,
-                     last.gather(1, (end - 1).clamp(min=0).unsqueeze(1)).squeeze(1),
-                     _scalar(alpha, -math.inf))
-    return (-_logaddexp(a, b)).to(log_probs.dtype)
-
-
-def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll, blank):
-    # minus the share of each sample's alignments through each (t, class), from alpha and
-    # beta (the backward recursion), times g
-    alpha, ext, skip, lp_ext = _ctc_alpha(log_probs, targets, input_lengths, target_lengths,
-                                          blank)
-    t_max, n, width = alpha.shape
-    never = _scalar(alpha, -math.inf)
-    ahead = _oplib.cat([skip[:, 2:], C.zeros((n, min(2, width)), dtype=D.bool_,
-                                                  device=skip.device)], 1)
-    end = (2 * target_lengths.to(D.int64)).unsqueeze(1)
-    pos = C.arange(width, device=alpha.device).unsqueeze(0)
-    start = _either(pos == end, _both(pos == end - 1, (target_lengths > 0).unsqueeze(1)))
-    beta = [None] * t_max
-    nxt = _never(alpha, n, width)
-    for t in range(t_max - 1, -1, -1):
-        one = _oplib.cat([nxt[:, 1:], _never(alpha, n, 1)], 1)
-        two = _oplib.cat([nxt[:, min(2, width):], _never(alpha, n, min(2, width))], 1)
-        rec = _logaddexp(_logaddexp(nxt, one), _oplib.where(ahead, two, never)) + lp_ext[t]
-        cur = _oplib.where((input_lengths == t + 1).unsqueeze(1),
-                           _oplib.where(start, lp_ext[t], never), rec)
-        beta[t] = nxt = _oplib.where((input_lengths > t).unsqueeze(1), cur, never)
-    # alpha + beta counts y[t, s] twice
-    log_share = _oplib.stack(beta) + alpha
-    live = log_share != -math.inf
-    log_share = _oplib.where(live, log_share, _zero(alpha)) - lp_ext + nll.to(
-        D.float64).reshape(1, n, 1)
-    share = _oplib.where(live, log_share.exp(), _zero(alpha))
-    share = _oplib.where(isfinite(share), share, _zero(share))
-    grad = C.zeros(tuple(log_probs.shape), dtype=D.float64, device=alpha.device)
-    grad = grad.scatter_add(2, ext.unsqueeze(0).expand(t_max, n, width), share)
-    scale = g.to(D.float64) * isfinite(nll).to(D.float64)
-    return (-grad * scale.reshape(1, n, 1)).to(log_probs.dtype)
-
-
 # the dispatcher's table (torcia._tensor): call() runs these where a device lacks a kernel
 
 
 DECOMPOSITIONS.update({
     **{fn.__name__: fn for fn in (
-        nll_loss,
         lstm_cell_backward, im2col, col2im, avg_pool, avg_pool_backward, adaptive_max_pool,
-        conv_transpose, flash_attention, flash_attention_backward,
-        ctc_loss, ctc_loss_backward)},
-    "cross_entropy": cross_entropy,
-    "cross_entropy_backward": cross_entropy_backward, "conv": conv,
+        conv_transpose, flash_attention, flash_attention_backward)},
+    "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "max_pool_backward": max_pool_backward,
 })

@@ -159,14 +159,6 @@ def pool_backward(g, *rest, input_shape, **params):
     return g.shape[:2] + tuple(input_shape), g.dtype
 
 
-def embedding(weight, indices, padding_idx=None, **params):
-    return indices.shape + weight.shape[1:], weight.dtype
-
-
-def embedding_backward(g, indices, num_weights, padding_idx=None, **params):
-    return (num_weights, g.shape[-1]), g.dtype
-
-
 def conv(x, w, b, stride, padding, dilation, groups, **params):
     out = tuple((i + lo + hi - d * (k - 1) - 1) // s + 1 for i, k, s, (lo, hi), d in
                 zip(x.shape[2:], w.shape[2:], stride, padding, dilation))
@@ -244,24 +236,6 @@ def flash_attention(q, k, v, mask, **params):
 
 def flash_attention_backward(g, q, k, v, out, lse, mask, **params):
     return (q.shape, q.dtype), (k.shape, k.dtype), (v.shape, v.dtype)
-
-
-def loss(x, target, weight=None, reduction="mean", *rest, **params):
-    """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
-    return (x.shape[:1] if reduction == "none" else ()), x.dtype
-
-
-def cross_entropy_backward(g, x, *rest, **params):
-    return x.shape, x.dtype
-
-
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, **params):
-    """One loss per sample of ``log_probs`` (T, N, C)."""
-    return log_probs.shape[1:2], log_probs.dtype
-
-
-def ctc_loss_backward(g, log_probs, *rest, **params):
-    return log_probs.shape, log_probs.dtype
 
 
 def einsum(*operands, equation, **params):
@@ -445,15 +419,14 @@ SHAPES.update({
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
-    "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
+    "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
     "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "lstm_cell": lstm_cell,
     "lstm_cell_backward": lstm_cell_backward, "lstm_layer": lstm_layer,
     "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
-    "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
-    "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
-    "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
+    "flash_attention_backward": flash_attention_backward,
+    "einsum": einsum, "tensordot": tensordot,
     "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,

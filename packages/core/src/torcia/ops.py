@@ -89,17 +89,13 @@ LINALG = (
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
     # the activations come first, declared in torcia._ops.nn_activation, then softmax and
-    # the normalisations, declared in torcia._ops.nn_norm, and dropout_mask, declared in
-    # torcia._ops.random
+    # the normalisations, declared in torcia._ops.nn_norm, the embedding and the losses,
+    # declared in torcia._ops.nn_loss, and dropout_mask, declared in torcia._ops.random
     "linear",
     # windows: conv_weight is conv's weight gradient, max_pool_backward and
     # avg_pool_backward the pools' adjoints (each an op so a faster backend can override it)
     "conv", "conv_transpose", "conv_weight", "im2col", "col2im",
     "max_pool", "max_pool_backward", "avg_pool", "avg_pool_backward", "adaptive_max_pool",
-    # lookup, losses
-    "embedding",
-    "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
-    "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
     # recurrent cells: one LSTM step from its gate pre-activations, a whole one-direction
     # layer, and their fused first derivatives (higher orders go through differentiable
     # ops, so the *_backward ops have no row)

@@ -32,6 +32,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``nn_norm``         the softmax family (``softmax``, ``log_softmax``) and the
                     normalisations (``batch_norm``, ``layer_norm``, ``rms_norm``) with
                     their fused backward ops
+``nn_loss``         the embedding lookup and the losses (``nll_loss``, ``cross_entropy``,
+                    ``ctc_loss``) with their fused backward ops
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
                     ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -51,6 +53,7 @@ from torcia._ops import (
     creation,
     elementwise,
     nn_activation,
+    nn_loss,
     nn_norm,
     pointwise,
     random,
@@ -62,8 +65,8 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, nn_norm,
-                                     views, complex_numbers, special, spectral, creation,
-                                     random)
+                                     nn_loss, views, complex_numbers, special, spectral,
+                                     creation, random)
             for d in family.DECLARED}
 
 
