@@ -62,7 +62,7 @@ LAYERS = (
                "torcia.random", "torcia.utils.hooks", "torcia.utils",
                "torcia._ops")),
     ("ops", ("torcia._oplib", "torcia._creation", "torcia._kernels_", "torcia._numpy_backend",
-             "torcia._meta", "torcia._decompositions", "torcia._decompositions_nn",
+             "torcia._meta", "torcia._decompositions",
              "torcia._custom_ops", "torcia._sparse", "torcia._oprecords")),
     ("public API", ("torcia.linalg", "torcia.fft", "torcia.special", "torcia.sparse",
                     "torcia.signal", "torcia.overrides", "torcia.accelerator", "torcia.cpu",

@@ -81,7 +81,6 @@ cdouble = complex128
 from torcia import (  # noqa: E402
     _autograd_mode,  # gives load_autograd its registration
     _decompositions,  # fill the dispatcher's table of decompositions
-    _decompositions_nn,
     _methods,  # attaches the Tensor methods
     _opdef,
     _oprecords,  # the op records, which add to the tables below them

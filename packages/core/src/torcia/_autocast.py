@@ -21,11 +21,11 @@ from torcia._tensor import AUTOCAST, Tensor, active_modes
 # through :func:`autocast_as` under PyTorch's name for them (``mse_loss``, ``addmv``...).
 
 _LOSSES = frozenset({
-    "nll_loss", "cross_entropy", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
     "binary_cross_entropy", "binary_cross_entropy_with_logits", "kl_div", "soft_margin_loss",
     "poisson_nll_loss", "cosine_embedding_loss", "hinge_embedding_loss",
     "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss",
-    "multilabel_margin_loss", "ctc_loss",
+    "multilabel_margin_loss",
 })
 _LINALG = frozenset({
     "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
@@ -49,15 +49,14 @@ LOWER_PRECISION = {
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
 #: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
-#: :mod:`torcia._ops.reduce`).
+#: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`).
 FLOAT32 = {
     "cpu": _LOSSES | _LINALG | {
         "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
         "adaptive_max_pool3d", "reflection_pad", "replication_pad", "grid_sample",
     },
     "cuda": _LOSSES | _LINALG | {
-        "softmax", "log_softmax",
-        "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
+        "group_norm", "dist", "cdist", "pdist",
         "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
         "renorm",
     },

@@ -8,9 +8,8 @@ and the composite's own derivative (and fused ``*_backward`` op) is not needed.
 
 A decomposition takes the op's inputs (tensors, numbers or None) positionally and its
 parameters as keywords, as a kernel does, and returns a tensor (or a tuple of tensors).
-It is written with torcia ops only: it runs on any device. The neural-network ops'
-decompositions (softmax and the losses, convolution and pooling, normalisation, padding,
-CTC) are in :mod:`torcia._decompositions_nn`.
+It is written with torcia ops only: it runs on any device. Those of the declared ops are
+declared with them, in :mod:`torcia._ops`.
 """
 
 from __future__ import annotations
@@ -27,7 +26,6 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
-from torcia._ops._common import opmath as _opmath
 from torcia._ops._common import widened
 from torcia._ops.elementwise import isfinite
 from torcia._ops.reduce import norm, sqrt_of_sum
@@ -88,39 +86,6 @@ def _both(x, y):
     return call("bitwise_and", (x, y), {})
 
 
-def _either(x, y):
-    return call("bitwise_or", (x, y), {})
-
-
-# ----- embedding, norms -------------------------------------------------------------------
-
-
-def embedding(weight, indices, padding_idx=None, sparse=False):
-    if padding_idx is not None:
-        # the padding row's values, without a gradient (as the kernel's derivative)
-        rows = weight.shape[0]
-        pad = C.arange(rows, device=weight.device) == padding_idx % rows
-        weight = _oplib.where(pad.unsqueeze(1), weight.detach(), weight)
-    return weight[indices]
-
-
-@_opmath
-def rms_norm(x, weight, normalized_ndim, eps):
-    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()
-    return out if weight is None else out * weight
-
-
-@_opmath
-def layer_norm(x, weight, bias, normalized_ndim, eps):
-    dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
-    centred = x - x.mean(dims, keepdim=True)
-    out = centred / ((centred * centred).mean(dims, keepdim=True) + eps).sqrt()
-    if weight is not None:
-        out = out * weight
-    return out if bias is None else out + bias
-
-
 # ----- products, norms and eigenvalues ---------------------------------------------------
 
 
@@ -179,18 +144,6 @@ def linalg_eigvalsh(a, UPLO="L"):  # noqa: N803 - PyTorch's name
 
 def linalg_eigvals(a):
     return call("linalg_eig", (a,), {})[0]
-
-
-# ----- indexing ----------------------------------------------------------------------------
-
-
-def embedding_backward(g, indices, num_weights, padding_idx):
-    flat = indices.reshape(-1)
-    rows = g.reshape(-1, g.shape[-1])
-    if padding_idx is not None:
-        rows = _oplib.where((flat != padding_idx).unsqueeze(1), rows, _zero(rows))
-    out = C.zeros(num_weights, g.shape[-1], dtype=g.dtype, device=g.device)
-    return call("index_add", (out, flat, rows), {"dim": 0})
 
 
 # ----- matrix functions --------------------------------------------------------------------
@@ -397,9 +350,8 @@ _opdef.CALL, _opdef.RAN = call, ran
 DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
-        embedding, rms_norm, layer_norm,
         tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, embedding_backward, linalg_matrix_exp, linalg_pinv, einsum, linalg_det,
+        linalg_eigvals, linalg_matrix_exp, linalg_pinv, einsum, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation,)},
     "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
 })

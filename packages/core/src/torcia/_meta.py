@@ -24,7 +24,7 @@ import numpy as np
 
 from torcia import ops
 from torcia._ops import DECLARED
-from torcia._ops._common import first_shape, floating_dtype, grad_like
+from torcia._ops._common import first_shape, floating_dtype
 from torcia._ops._common import real_dtype as _real
 from torcia._ops._common import reduced as _reduced
 from torcia.backend import Backend
@@ -93,12 +93,6 @@ def addmm(c, a, b, **params):
     return np.broadcast_shapes(c.shape, shape), dtype
 
 
-
-
-def softmax_backward(g, y, dim, **params):
-    return grad_like(g, y)
-
-
 def dot(a, b, **params):
     return (), a.dtype
 
@@ -124,16 +118,6 @@ def eigh(a, **params):
     return (a.shape[:-1], _real(a.dtype)), (a.shape, a.dtype)
 
 
-
-
-def embedding(weight, indices, padding_idx=None, **params):
-    return indices.shape + weight.shape[1:], weight.dtype
-
-
-def embedding_backward(g, indices, num_weights, padding_idx=None, **params):
-    return (num_weights, g.shape[-1]), g.dtype
-
-
 def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
     return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
 
@@ -148,58 +132,6 @@ def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
 def _batch(*xs) -> tuple:
     """The broadcast batch dims (all but the last two) of several matrices."""
     return tuple(np.broadcast_shapes(*(x.shape[:-2] for x in xs)))
-
-
-def _channels(x, dim=1) -> tuple:
-    return (x.shape[dim],) if x.ndim > dim else ()
-
-
-def batch_norm(x, weight, bias, running_mean, running_var, training, eps, **params):
-    """``(out, mean, var)``: the statistics used, one per channel."""
-    stats = x.dtype if training or running_mean is None else running_mean.dtype
-    return (x.shape, x.dtype), (_channels(x), stats), (_channels(x), stats)
-
-
-def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    return (x.shape, dtype), (_channels(x), dtype), (_channels(x), dtype)
-
-
-def layer_norm(x, weight, bias, normalized_ndim, eps, **params):
-    return x.shape, floating_dtype(x.dtype)
-
-
-def layer_norm_backward(g, x, weight, normalized_ndim, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    normalized = x.shape[x.ndim - normalized_ndim:]
-    return (x.shape, dtype), (normalized, dtype), (normalized, dtype)
-
-
-def rms_norm(x, weight, normalized_ndim, eps, **params):
-    return x.shape, x.dtype
-
-
-def rms_norm_backward(g, x, weight, normalized_ndim, eps, **params):
-    dtype = np.result_type(g.dtype, x.dtype)
-    return (x.shape, dtype), (x.shape[x.ndim - normalized_ndim:], dtype)
-
-
-def loss(x, target, weight=None, reduction="mean", *rest, **params):
-    """``nll_loss`` and ``cross_entropy`` over (N, C): one loss a sample or their reduction."""
-    return (x.shape[:1] if reduction == "none" else ()), x.dtype
-
-
-def cross_entropy_backward(g, x, *rest, **params):
-    return x.shape, x.dtype
-
-
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, **params):
-    """One loss per sample of ``log_probs`` (T, N, C)."""
-    return log_probs.shape[1:2], log_probs.dtype
-
-
-def ctc_loss_backward(g, log_probs, *rest, **params):
-    return log_probs.shape, log_probs.dtype
 
 
 def einsum(*operands, equation, **params):
@@ -347,23 +279,13 @@ def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
 
 
 SHAPES = {}
-for _name in ("softmax", "log_softmax"):
-    SHAPES[_name] = first_shape
 SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is not None})
 SHAPES.update({
-    "softmax_backward": softmax_backward,
-    "log_softmax_backward": softmax_backward, "dot": dot, "outer": outer,
-    "linalg_det": batch_of_matrices(2),
+    "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
-    "embedding": embedding, "embedding_backward": embedding_backward,
     "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
-    "batch_norm": batch_norm,
-    "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
-    "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
-    "rms_norm_backward": rms_norm_backward, "nll_loss": loss, "cross_entropy": loss,
-    "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
-    "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
+    "einsum": einsum, "tensordot": tensordot,
     "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,

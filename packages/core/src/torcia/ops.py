@@ -5,8 +5,8 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
-and scans, sorting, the activations, the convolutions and pooling, the views and movement,
-the special functions, the Fourier transforms, the creation and random ops) are read from
+and scans, sorting, the neural-network ops, the views and movement, the special functions,
+the Fourier transforms, the sparse product, the creation and random ops) are read from
 their declarations, in order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
@@ -88,21 +88,12 @@ LINALG = (
 )
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
-NN = _ops.names("nn") + (
-    # the activations come first, declared in torcia._ops.nn_activation, then linear,
-    # the convolutions and pooling, declared in torcia._ops.nn_conv, then dropout_mask,
-    # declared in torcia._ops.random, the LSTM ops, in torcia._ops.nn_rnn, and
-    # flash_attention, in torcia._ops.nn_attention; the softmax
-    # backward ops are fused first derivatives only (higher orders go through
-    # differentiable ops, so they have no derivative row)
-    "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
-    # normalisation, lookup, losses, randomness; the *_norm_backward ops are the fused first
-    # derivatives (higher orders go through differentiable ops, so they have no row)
-    "batch_norm", "batch_norm_backward", "layer_norm", "layer_norm_backward",
-    "rms_norm", "rms_norm_backward", "embedding",
-    "embedding_backward", "nll_loss", "cross_entropy", "cross_entropy_backward",
-    "ctc_loss", "ctc_loss_backward",  # first order only: ctc_loss_backward has no row
-)
+# every one declared: the activations in torcia._ops.nn_activation, linear, the convolutions
+# and pooling in nn_conv, softmax and the normalisations in nn_norm, the embedding and the
+# losses in nn_loss, dropout_mask in random, the LSTM ops in nn_rnn and flash_attention in
+# nn_attention; their *_backward ops are fused first derivatives (higher orders go through
+# differentiable ops, so they have no derivative row)
+NN = _ops.names("nn")
 
 # --- sparse matrices, declared in torcia._ops.sparse: sparse_mm, the compressed-row matrix
 # times a dense one (torcia.sparse's products use it)
@@ -126,7 +117,7 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("rms_norm", "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
+    + ("linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).

@@ -37,6 +37,11 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     backward ops
 ``nn_attention``    ``flash_attention`` (scaled-dot-product attention) and its fused
                     backward op
+``nn_norm``         the softmax family (``softmax``, ``log_softmax``) and the
+                    normalisations (``batch_norm``, ``layer_norm``, ``rms_norm``) with
+                    their fused backward ops
+``nn_loss``         the embedding lookup and the losses (``nll_loss``, ``cross_entropy``,
+                    ``ctc_loss``) with their fused backward ops
 ``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
                     ``angle``, ``complex``
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
@@ -59,6 +64,8 @@ from torcia._ops import (
     nn_activation,
     nn_attention,
     nn_conv,
+    nn_loss,
+    nn_norm,
     nn_rnn,
     pointwise,
     random,
@@ -72,8 +79,8 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, views, complex_numbers, special, spectral,
-                                     creation, random, nn_rnn, nn_attention, sparse)
+                                     nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
+                                     spectral, creation, random, nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 
