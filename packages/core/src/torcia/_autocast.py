@@ -32,16 +32,17 @@ _LINALG = frozenset({
     "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_pinv",
 })
 
-#: Ops run in the low-precision dtype, per device type.
+#: Ops run in the low-precision dtype, per device type (and the declared ops whose policy
+#: says so: matmul, mm, einsum..., see :mod:`torcia._ops.linalg`).
 LOWER_PRECISION = {
     "cpu": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "linear", "conv",
-        "conv_transpose", "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
+        "baddbmm", "addbmm", "linear", "conv",
+        "conv_transpose", "prelu", "scaled_dot_product_attention",
         "conv_tbc",
     }),
     "cuda": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
-        "conv", "conv_transpose", "einsum", "prelu", "scaled_dot_product_attention",
+        "baddbmm", "addbmm", "addmv", "addr", "mv", "linear",
+        "conv", "conv_transpose", "prelu", "scaled_dot_product_attention",
         "lstm_cell", "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
         "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),
@@ -74,11 +75,10 @@ BANNED = {
     },
 }
 #: Ops run in the widest floating dtype among their inputs, per device type (and the
-#: declared ops whose policy says so: cat, stack, index_put, scatter_add).
+#: declared ops whose policy says so: cat, stack, index_put, scatter_add, dot, tensordot).
 PROMOTE = {
     "cuda": frozenset({
-        "dot",
-        "tensordot", "bilinear", "grid_sample", "cross", "vdot",
+        "bilinear", "grid_sample", "cross", "vdot",
     }),
 }
 

@@ -16,7 +16,6 @@ padding, CTC) are in :mod:`torcia._decompositions_nn`.
 from __future__ import annotations
 
 import math
-import string
 
 import numpy as np
 
@@ -24,7 +23,7 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _opdef, _oplib
 from torcia._grad_mode import STATE as _GRAD
-from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError, dot_operands, outer_operands
+from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError
 from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
 from torcia._ops._common import HALF as _HALF
@@ -40,29 +39,6 @@ from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 def linear(x, w, b):
     out = x.matmul(w.transpose(0, 1))
     return out if b is None else out + b
-
-
-def mm(a, b):
-    return a.matmul(b)
-
-
-def dot(a, b):
-    dot_operands(a, b)
-    return a.matmul(b)
-
-
-def outer(a, b):
-    outer_operands(a, b)
-    return a.unsqueeze(1) * b.unsqueeze(0)
-
-
-def addmm(c, a, b, beta=1, alpha=1):
-    prod = a.matmul(b)
-    if alpha != 1:
-        prod = prod * alpha
-    if beta == 0:  # c is ignored, NaN included, as in PyTorch
-        return prod
-    return prod + (c if beta == 1 else c * beta)
 
 
 # ----- helpers -----------------------------------------------------------------------------
@@ -142,26 +118,7 @@ def _refuse(op, a):
         raise error
 
 
-# ----- products, norms and eigenvalues ---------------------------------------------------
-
-
-def _axes(ndim, axes):
-    return [d % ndim for d in ((axes,) if isinstance(axes, int) else axes)]
-
-
-def tensordot(a, b, dims=2):
-    # NumPy's steps: the contracted dims moved together, the product one matmul
-    if isinstance(dims, int):
-        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    else:
-        da, db = _axes(a.ndim, dims[0]), _axes(b.ndim, dims[1])
-    free_a = [d for d in range(a.ndim) if d not in da]
-    free_b = [d for d in range(b.ndim) if d not in db]
-    k = math.prod(a.shape[d] for d in da)
-    left = a.permute(*free_a, *da).reshape(-1, k)
-    right = b.permute(*db, *free_b).reshape(k, -1)
-    return left.matmul(right).reshape(tuple(a.shape[d] for d in free_a)
-                                      + tuple(b.shape[d] for d in free_b))
+# ----- norms and eigenvalues ---------------------------------------------------------------
 
 
 def linalg_vector_norm(x, ord=2.0, dim=None, keepdim=False):
@@ -352,77 +309,6 @@ def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     return C.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
 
 
-# ----- einsum: one contraction of two operands at a time, each one matmul -------------------
-
-
-def _einsum_prepared(x, labels, keep):
-    """Operand ``x`` of subscripts ``labels``: a repeated label's diagonal taken, the
-    labels that are not in ``keep`` summed out."""
-    for label in labels:
-        while labels.count(label) > 1:
-            i = labels.index(label)
-            j = labels.index(label, i + 1)
-            x = call("diagonal", (x,), {"offset": 0, "dim1": i, "dim2": j})
-            labels = labels[:i] + labels[i + 1:j] + labels[j + 1:] + label
-    drop = tuple(i for i, c in enumerate(labels) if c not in keep)
-    if drop:
-        x = x.sum(drop)
-        labels = "".join(c for c in labels if c in keep)
-    return x, labels
-
-
-def _contract(x, lx, y, ly, keep):
-    """x (labels lx) times y (labels ly), summed over the shared labels not in ``keep``:
-    one batched matmul, (batch, x's own, y's own) in the result."""
-    size = {c: n for labels, t in ((lx, x), (ly, y)) for c, n in zip(labels, t.shape) if n != 1}
-    x = x.expand(tuple(size.get(c, 1) for c in lx))
-    y = y.expand(tuple(size.get(c, 1) for c in ly))
-    batch = [c for c in lx if c in ly and c in keep]
-    summed = [c for c in lx if c in ly and c not in keep]
-    own_x = [c for c in lx if c not in ly]
-    own_y = [c for c in ly if c not in lx]
-
-    def count(labels):
-        return math.prod(size.get(c, 1) for c in labels)
-
-    xm = x.permute(*(lx.index(c) for c in batch + own_x + summed)).reshape(
-        count(batch), count(own_x), count(summed))
-    ym = y.permute(*(ly.index(c) for c in batch + summed + own_y)).reshape(
-        count(batch), count(summed), count(own_y))
-    labels = batch + own_x + own_y
-    return xm.matmul(ym).reshape(tuple(size.get(c, 1) for c in labels)), "".join(labels)
-
-
-def einsum(*operands, equation):
-    if operands[0].dtype in _HALF:  # sums in float32, rounded once, as the reference kernel
-        return einsum(*(o.float() for o in operands), equation=equation).to(operands[0].dtype)
-    lhs, arrow, rhs = equation.partition("->")
-    terms = lhs.split(",")
-    # the ellipsis as letters of its own, right-aligned as it broadcasts
-    spare = [c for c in string.ascii_letters if c not in equation]
-    rank = max((o.ndim - len(t) + 3 for t, o in zip(terms, operands) if "..." in t), default=0)
-    ellipsis = "".join(spare[:rank])
-    terms = [t.replace("...", ellipsis[rank - (o.ndim - len(t) + 3):]) if "..." in t else t
-             for t, o in zip(terms, operands)]
-    if arrow:
-        out = rhs.replace("...", ellipsis)
-    else:  # NumPy's implicit output: the labels used once, in alphabetical order
-        joined = "".join(terms)
-        out = ellipsis + "".join(sorted(c for c in set(joined)
-                                        if joined.count(c) == 1 and c not in ellipsis))
-    parts = []
-    for i, (t, o) in enumerate(zip(terms, operands)):
-        others = set(out).union(*(terms[:i] + terms[i + 1:]))
-        parts.append(_einsum_prepared(o, t, others))
-    x, labels = parts[0]
-    for i, (y, ly) in enumerate(parts[1:], 1):
-        keep = set(out).union(*(p[1] for p in parts[i + 1:]))
-        x, labels = _contract(x, labels, y, ly, keep)
-    x = x.permute(*(labels.index(c) for c in out))
-    # memory of its own (one operand's transposition or diagonal is a view)
-    return x if len(parts) > 1 else x.clone()
-
-
 # ----- determinants and the inverse from the LU factors -------------------------------------
 
 
@@ -511,9 +397,9 @@ DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
         embedding, rms_norm, layer_norm, lstm_cell,
-        tensordot, linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
+        linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
         linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, einsum, linalg_det,
+        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, linalg_det,
         linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
-    "linear": linear, "mm": mm, "bmm": mm, "dot": dot, "outer": outer, "addmm": addmm,
+    "linear": linear,
 })

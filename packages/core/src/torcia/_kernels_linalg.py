@@ -36,28 +36,6 @@ def half_in_float32(kernel):
     return run
 
 
-def outer_operands(a, b) -> None:
-    """Refuse what is not a vector: PyTorch's ``outer`` takes 1-D operands only, where
-    NumPy's flattens anything (the reference kernel, the public function and the
-    decomposition all check, so that every device refuses alike)."""
-    for which, x in (("self", a), ("vec2", b)):
-        if x.ndim != 1:
-            raise RuntimeError(f"outer: Expected 1-D argument {which}, but got {x.ndim}-D")
-
-
-def dot_operands(a, b) -> None:
-    """Refuse what is not two vectors of one length: PyTorch's ``dot`` takes those only,
-    where NumPy's multiplies matrices (checked where ``outer_operands`` is, for the same
-    reason)."""
-    if a.ndim != 1 or b.ndim != 1:
-        raise RuntimeError(f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
-    if a.shape[0] != b.shape[0]:
-        n, m = a.shape[0], b.shape[0]
-        raise RuntimeError(f"inconsistent tensor size, expected tensor [{n}] and src [{m}] to "
-                           f"have the same number of elements, but got {n} and {m} elements "
-                           f"respectively")
-
-
 class LinAlgError(RuntimeError):
     """A linear-algebra routine failed on its input (singular or not positive-definite), as
     ``torch.linalg.LinAlgError``; a subclass of :class:`RuntimeError`.

@@ -36,6 +36,7 @@ from torcia._ops._common import (
 from torcia._ops._common import real_dtype as _real
 from torcia._ops._common import reduced as _reduced
 from torcia._ops._common import with_size as _with
+from torcia._ops.linalg import matmul_shape
 from torcia.backend import Backend
 from torcia.plugins import hookimpl
 
@@ -82,25 +83,6 @@ def _shape_of(x):
     return x.shape if isinstance(x, Meta) else ()
 
 
-def matmul(a, b, **params):
-    """``matmul`` with NumPy's rules: vectors, matrices and broadcast batches."""
-    sa, sb = a.shape, b.shape
-    if not sa or not sb:
-        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
-                           f"{len(sa)}D and {len(sb)}D")
-    ka = sa[-1]
-    kb = sb[-2] if len(sb) > 1 else sb[0]
-    if ka != kb:
-        left = sa if len(sa) > 1 else (1,) + sa
-        right = sb if len(sb) > 1 else sb + (1,)
-        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({left[-2]}x{left[-1]} "
-                           f"and {right[-2]}x{right[-1]})")
-    batch = np.broadcast_shapes(sa[:-2], sb[:-2])
-    rows = sa[-2:-1]
-    cols = sb[-1:] if len(sb) > 1 else ()
-    return tuple(batch) + rows + cols, np.result_type(a.dtype, b.dtype)
-
-
 def sparse_mm(crow, col, values, dense, ncols, transpose=False):
     """(len(crow) - 1, k), or (ncols, k) with ``transpose``, for a dense (rows, k)."""
     return ((ncols if transpose else crow.shape[0] - 1, dense.shape[1]),
@@ -108,13 +90,8 @@ def sparse_mm(crow, col, values, dense, ncols, transpose=False):
 
 
 def linear(x, w, b=None, **params):
-    shape, dtype = matmul(x, Meta(w.shape[::-1], w.dtype))
+    shape, dtype = matmul_shape(x, Meta(w.shape[::-1], w.dtype))
     return shape, dtype
-
-
-def addmm(c, a, b, **params):
-    shape, dtype = matmul(a, b)
-    return np.broadcast_shapes(c.shape, shape), dtype
 
 
 
@@ -130,14 +107,6 @@ def topk(x, k, dim=-1, **params):
 
 def kthvalue(x, k, dim=-1, keepdim=False):
     return values_and_indices(x, dim, keepdim)
-
-
-def dot(a, b, **params):
-    return (), a.dtype
-
-
-def outer(a, b, **params):
-    return (a.shape[0], b.shape[0]), a.dtype
 
 
 def batch_of_matrices(drop: int, real: bool = False):
@@ -303,61 +272,6 @@ def ctc_loss_backward(g, log_probs, *rest, **params):
     return log_probs.shape, log_probs.dtype
 
 
-def einsum(*operands, equation, **params):
-    """The output of ``equation`` (explicit ``->`` or implicit, with ``...``)."""
-    eq = equation.replace(" ", "")
-    inputs, arrow, output = eq.partition("->")
-    terms = inputs.split(",")
-    if len(terms) != len(operands):
-        raise ValueError(f"einsum(): {len(terms)} operands in the equation but "
-                         f"{len(operands)} given")
-    sizes, ellipsis = {}, []
-    for term, x in zip(terms, operands):
-        letters = term.replace("...", "")
-        if "..." in term:
-            if x.ndim < len(letters):
-                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
-                                   f"({len(letters)}) is more than the number of dimensions "
-                                   f"({x.ndim}) for operand {len(ellipsis)}")
-            head = term.index("...")
-            n_ell = x.ndim - len(letters)
-            ellipsis.append(x.shape[head:head + n_ell])
-            dims = x.shape[:head] + x.shape[head + n_ell:]
-        else:
-            if x.ndim != len(letters):
-                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
-                                   f"({len(letters)}) does not match the number of "
-                                   f"dimensions ({x.ndim}) for operand {terms.index(term)}"
-                                   " and no ellipsis was given")
-            dims = x.shape
-        for letter, n in zip(letters, dims):
-            seen = sizes.get(letter, 1)
-            if seen != n and 1 not in (seen, n):
-                raise RuntimeError(f"einsum(): operands do not broadcast with remapped "
-                                   f"shapes (original->remapped): subscript {letter} has "
-                                   f"sizes {seen} and {n}")
-            sizes[letter] = max(seen, n) if letter in sizes else n
-    batch = tuple(np.broadcast_shapes(*ellipsis)) if ellipsis else ()
-    if not arrow:
-        counts = inputs.replace("...", "").replace(",", "")
-        output = ("..." if ellipsis else "") + "".join(
-            sorted(c for c in set(counts) if counts.count(c) == 1))
-    head, _, tail = output.partition("...")
-    shape = tuple(sizes[c] for c in head) + (batch if "..." in output else ()) + tuple(
-        sizes[c] for c in tail)
-    return shape, np.result_type(*(x.dtype for x in operands[:1]))
-
-
-def tensordot(a, b, dims, **params):
-    if isinstance(dims, int):
-        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
-    else:
-        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-    da, db = {d % max(a.ndim, 1) for d in da}, {d % max(b.ndim, 1) for d in db}
-    return (tuple(n for i, n in enumerate(a.shape) if i not in da)
-            + tuple(n for i, n in enumerate(b.shape) if i not in db)), a.dtype
-
-
 def histc(x, bins=100, min=0.0, max=0.0, **params):
     return (bins,), x.dtype
 
@@ -483,7 +397,7 @@ SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is no
 SHAPES.update({
     "softmax_backward": softmax_backward,
     "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
-    "kthvalue": kthvalue, "dot": dot, "outer": outer, "linalg_det": batch_of_matrices(2),
+    "kthvalue": kthvalue, "linalg_det": batch_of_matrices(2),
     "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
     "linalg_eigh": eigh,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
@@ -498,7 +412,7 @@ SHAPES.update({
     "lstm_layer_backward": lstm_layer_backward, "flash_attention": flash_attention,
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
-    "ctc_loss_backward": ctc_loss_backward, "einsum": einsum, "tensordot": tensordot,
+    "ctc_loss_backward": ctc_loss_backward,
     "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
     "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
     "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
@@ -511,8 +425,7 @@ SHAPES.update({
 for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
     SHAPES[_name] = first_shape
 SHAPES["sparse_mm"] = sparse_mm
-SHAPES.update({"matmul": matmul, "mm": matmul, "bmm": matmul, "linear": linear,
-               "addmm": addmm})
+SHAPES["linear"] = linear
 
 
 def _meta_of(x):

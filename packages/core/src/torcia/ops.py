@@ -70,9 +70,8 @@ MOVEMENT = _ops.names("movement")
 SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
            "histc")
 
-# --- linear algebra -----------------------------------------------------------------------
-LINALG = (
-    "matmul", "mm", "bmm", "dot", "outer", "einsum", "tensordot", "addmm",
+# --- linear algebra: the products declared in torcia._ops.linalg --------------------------
+LINALG = _ops.names("linalg") + (
     "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
     "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
     "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",

@@ -34,6 +34,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
+``linalg``          the matrix products (``matmul``, ``mm``, ``dot``, ``einsum``, ``addmm``...)
 ``views``           the views and movement (``view``, ``permute``, ``expand``,
                     ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
 ``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
@@ -47,6 +48,7 @@ from torcia._ops import (
     complex_numbers,
     creation,
     elementwise,
+    linalg,
     nn_activation,
     pointwise,
     random,
@@ -58,7 +60,8 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, views,
-                                     complex_numbers, special, spectral, creation, random)
+                                     complex_numbers, special, spectral, linalg, creation,
+                                     random)
             for d in family.DECLARED}
 
 
