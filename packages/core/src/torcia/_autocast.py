@@ -27,10 +27,6 @@ _LOSSES = frozenset({
     "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss",
     "multilabel_margin_loss", "ctc_loss",
 })
-_LINALG = frozenset({
-    "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
-    "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_pinv",
-})
 
 #: Ops run in the low-precision dtype, per device type (and the declared ops whose policy
 #: says so: matmul, mm, einsum..., see :mod:`torcia._ops.linalg`).
@@ -49,17 +45,17 @@ LOWER_PRECISION = {
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
 #: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
-#: :mod:`torcia._ops.reduce`).
+#: :mod:`torcia._ops.reduce`; the factorizations, solvers and norms,
+#: :mod:`torcia._ops.linalg_decompositions`).
 FLOAT32 = {
-    "cpu": _LOSSES | _LINALG | {
+    "cpu": _LOSSES | {
         "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
         "adaptive_max_pool3d", "reflection_pad", "replication_pad", "grid_sample",
     },
-    "cuda": _LOSSES | _LINALG | {
+    "cuda": _LOSSES | {
         "softmax", "log_softmax",
         "layer_norm", "group_norm", "rms_norm", "dist", "cdist", "pdist",
-        "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
-        "renorm",
+        "cosine_similarity", "renorm",
     },
 }
 #: Ops that raise inside autocast, per device type (PyTorch's reason: unsafe in float16).

@@ -15,22 +15,17 @@ padding, CTC) are in :mod:`torcia._decompositions_nn`.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _opdef, _oplib
 from torcia._grad_mode import STATE as _GRAD
-from torcia._kernels_linalg import _PADE13, _THETA13, LinAlgError
 from torcia._numpy_backend import refusal
 from torcia._ops import DECLARED
-from torcia._ops._common import HALF as _HALF
 from torcia._ops._common import opmath as _opmath
 from torcia._ops._common import widened
-from torcia._ops.elementwise import isfinite
-from torcia._ops.reduce import norm, sorted_at, sqrt_of_sum
+from torcia._ops.reduce import sorted_at
 from torcia._tensor import AUTOGRAD, DECOMPOSITIONS, Tensor, active_modes, call
 
 # ----- linear algebra -------------------------------------------------------------------
@@ -118,47 +113,6 @@ def _refuse(op, a):
         raise error
 
 
-# ----- norms and eigenvalues ---------------------------------------------------------------
-
-
-def linalg_vector_norm(x, ord=2.0, dim=None, keepdim=False):
-    return norm(x, ord, dim, keepdim)
-
-
-def linalg_matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):
-    d0, d1 = (d % a.ndim for d in dim)
-    if ord == "fro":
-        squares = (a * a.conj()).real if a.is_complex() else a * a
-        return sqrt_of_sum(squares.sum((d0, d1), keepdim=keepdim))
-    if ord in ("nuc", 2, -2):
-        moved = a.movedim((d0, d1), (-2, -1))
-        s = call("linalg_svd", (moved,), {"full_matrices": False})[1]
-        out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
-        for d in sorted((d0, d1)) if keepdim else ():
-            out = out.unsqueeze(d)
-        return out
-    # 1 / -1: max/min over columns of the column sums; inf / -inf: over rows
-    sum_dim, pick_dim = (d0, d1) if ord in (1, -1) else (d1, d0)
-    sums = a.abs().sum(sum_dim, keepdim=True)
-    out = sums.amax(pick_dim, keepdim=True) if ord in (1, math.inf) else sums.amin(
-        pick_dim, keepdim=True)
-    return out if keepdim else out.squeeze((d0, d1))
-
-
-def linalg_norm(a, ord=None, dim=None, keepdim=False):
-    if dim is not None and not isinstance(dim, int) and len(dim) == 2:
-        return linalg_matrix_norm(a, "fro" if ord is None else ord, dim, keepdim)
-    return norm(a, 2.0 if ord is None else ord, dim, keepdim)
-
-
-def linalg_eigvalsh(a, UPLO="L"):  # noqa: N803 - PyTorch's name
-    return call("linalg_eigh", (a,), {"UPLO": UPLO})[0]
-
-
-def linalg_eigvals(a):
-    return call("linalg_eig", (a,), {})[0]
-
-
 # ----- selection along a dim: sort's order -------------------------------------------------
 
 
@@ -216,7 +170,7 @@ def bincount(a, weights=None, minlength=0):
     return C.zeros(size, dtype=dtype, device=a.device).scatter_add(0, a, src)
 
 
-# ----- recurrences, matrix functions, counting ----------------------------------------------
+# ----- recurrences and counting -------------------------------------------------------------
 
 
 def lstm_layer(x_gates, h0, c0, w_hh_t):
@@ -249,49 +203,6 @@ def lstm_layer_backward(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t):
     return g_gates, dh, dc, g_w
 
 
-def linalg_matrix_exp(a):
-    # the reference kernel's scaling and squaring of Pade's [13/13] approximant
-    if a.dtype in _HALF:
-        return linalg_matrix_exp(a.float()).to(a.dtype)
-    n = a.shape[-1]
-    flat = a.reshape(-1, n, n)
-    if not n:
-        return a.clone()
-    norm1 = flat.abs().sum(-2).amax(-1).tolist()  # the squarings: a host decision
-    s = [max(math.ceil(math.log2(v / _THETA13)), 0) if 0 < v < math.inf else 0
-         for v in norm1]
-    x = flat / C.tensor([2.0 ** k for k in s], device=a.device).to(a.dtype).reshape(
-        -1, 1, 1)
-    eye = C.eye(n, dtype=a.dtype, device=a.device)
-    b = _PADE13
-    x2 = x.matmul(x)
-    x4 = x2.matmul(x2)
-    x6 = x4.matmul(x2)
-    u = x.matmul(x6.matmul(b[13] * x6 + b[11] * x4 + b[9] * x2)
-                 + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
-    v = (x6.matmul(b[12] * x6 + b[10] * x4 + b[8] * x2)
-         + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye)
-    r = call("linalg_solve", (v - u, v + u), {"left": True})
-    steps = C.tensor(s, device=a.device).reshape(-1, 1, 1)
-    for k in range(max(s, default=0)):
-        r = _oplib.where(steps > k, r.matmul(r), r)
-    return r.reshape(a.shape)
-
-
-def linalg_pinv(a, rtol=None, hermitian=False):
-    # V S^+ U^H, the singular values at or below rtol times the largest dropped
-    if a.dtype in _HALF:
-        return linalg_pinv(a.float(), rtol, hermitian).to(a.dtype)
-    u, s, vh = call("linalg_svd", (a,), {"full_matrices": False})
-    if rtol is None:
-        rtol = max(a.shape[-2:]) * _oplib.finfo(s.dtype).eps
-    large = s > rtol * s.amax(-1, keepdim=True)
-    inv = _oplib.where(large, _oplib.where(large, s, _one(s)).reciprocal(), _zero(s))
-    if a.is_complex():
-        inv = inv.to(a.dtype)
-    return vh.transpose(-2, -1).conj().matmul(inv.unsqueeze(-1) * u.transpose(-2, -1).conj())
-
-
 def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     lo, hi = float(min), float(max)
     if lo == hi and a.numel():
@@ -307,76 +218,6 @@ def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     index = index.clamp(0, bins - 1)
     inside = _both(x >= edges[0], x <= edges[-1]).to(a.dtype)
     return C.zeros(bins, dtype=a.dtype, device=a.device).scatter_add(0, index, inside)
-
-
-# ----- determinants and the inverse from the LU factors -------------------------------------
-
-
-def _lu_diagonal(a):
-    """(the diagonal of U in A = P L U, the permutation's sign: +-1 in a's dtype)."""
-    lu, pivots, _ = call("linalg_lu_factor", (a,), {})
-    diagonal = call("diagonal", (lu,), {"offset": 0, "dim1": -2, "dim2": -1})
-    steps = C.arange(1, pivots.shape[-1] + 1, device=a.device).to(pivots.dtype)
-    swaps = (pivots != steps).to(D.int64).sum(-1)
-    sign = 1 - 2 * _oplib.remainder(swaps, 2).to(a.dtype)
-    return diagonal, sign
-
-
-def linalg_det(a):
-    if a.dtype in _HALF:  # in float32, rounded once, as the reference kernel
-        return linalg_det(a.float()).to(a.dtype)
-    diagonal, sign = _lu_diagonal(a)
-    return diagonal.prod(-1) * sign
-
-
-def linalg_slogdet(a):
-    if a.dtype in _HALF:
-        sign, logabs = linalg_slogdet(a.float())
-        return sign.to(a.dtype), logabs.to(a.dtype)
-    diagonal, sign = _lu_diagonal(a)
-    size = diagonal.abs()
-    # a zero pivot: sign 0 and log|det| -inf, as LAPACK-based slogdet
-    zero = (size == 0).any(-1)
-    if a.is_complex():
-        unit = diagonal / _oplib.where(size == 0, _one(size), size).to(diagonal.dtype)
-    else:
-        # each pivot's sign (+1 for NaN, as LAPACK-based slogdet), plus a zero made of the
-        # pivots: the sign is differentiable, its gradient 0 (the kernel's derivative)
-        unit = _oplib.where(diagonal < 0, _scalar(diagonal, -1), _one(diagonal))
-        sign = sign + _oplib.where(isfinite(diagonal), diagonal * 0, _zero(diagonal)).sum(-1)
-    sign = _oplib.where(zero, _zero(sign), unit.prod(-1) * sign)
-    return sign, size.log().sum(-1)
-
-
-def linalg_inv(a):
-    eye = C.eye(a.shape[-1], dtype=a.dtype, device=a.device).expand(tuple(a.shape))
-    try:
-        return call("linalg_solve", (a, eye), {"left": True})
-    except LinAlgError:
-        # the inverse's own words: the first zero pivot of the first singular matrix
-        info = call("linalg_lu_factor", (a,), {})[2].reshape(-1).tolist()
-        b = next((i for i, k in enumerate(info) if k), 0)
-        where = f"(Batch element {b}): " if a.ndim > 2 else ""
-        raise LinAlgError(f"linalg.inv: {where}The diagonal element {info[b]} is zero, the "
-                          "inversion could not be completed because the input matrix is "
-                          "singular.") from None
-
-
-def linalg_lu_permutation(pivots, m=0, dtype=None):
-    # LAPACK's sequential row swaps applied to 0..m-1; P[perm[i], i] = 1 (A = P L U)
-    k = pivots.shape[-1]
-    swaps = pivots.reshape(-1, k).to(D.int64) - 1
-    count = swaps.shape[0]
-    perm = C.arange(m, device=pivots.device).expand(count, m).clone()
-    for j in range(k):
-        to = swaps[:, j:j + 1]
-        here, there = perm[:, j:j + 1], perm.gather(1, to)
-        perm = perm.scatter(1, C.full((count, 1), j, dtype=D.int64,
-                                           device=pivots.device), there)
-        perm = perm.scatter(1, to, here)
-    rows = C.arange(m, device=pivots.device).reshape(m, 1)
-    out = call("cast", (perm.unsqueeze(-2) == rows,), {"dtype": np.dtype(dtype)})
-    return out.reshape(tuple(pivots.shape[:-1]) + (m, m))
 
 
 def ran(op, inputs, params, result):
@@ -397,9 +238,7 @@ DECOMPOSITIONS.update({
     **{name: op.decomposition for name, op in DECLARED.items() if op.decomposition},
     **{fn.__name__: fn for fn in (
         embedding, rms_norm, layer_norm, lstm_cell,
-        linalg_vector_norm, linalg_matrix_norm, linalg_norm, linalg_eigvalsh,
-        linalg_eigvals, kthvalue, topk, embedding_backward, bincount, lstm_layer,
-        lstm_layer_backward, linalg_matrix_exp, linalg_pinv, histc, linalg_det,
-        linalg_slogdet, linalg_inv, linalg_lu_permutation, searchsorted,)},
+        kthvalue, topk, embedding_backward, bincount, lstm_layer,
+        lstm_layer_backward, histc, searchsorted,)},
     "linear": linear,
 })

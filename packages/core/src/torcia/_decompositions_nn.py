@@ -14,16 +14,16 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _oplib
 from torcia._decompositions import (
-    _HALF,
     _both,
     _either,
     _in_float32,
     _one,
     _scalar,
     _zero,
-    isfinite,
 )
 from torcia._kernels_nn import _avg_divisor, _check_geometry, _pool_geometry
+from torcia._ops._common import HALF as _HALF
+from torcia._ops.elementwise import isfinite
 from torcia._ops.views import repeat_interleave
 from torcia._tensor import DECOMPOSITIONS, call
 

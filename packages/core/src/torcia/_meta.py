@@ -33,8 +33,6 @@ from torcia._ops._common import (
     scan_with_indices,
     values_and_indices,
 )
-from torcia._ops._common import real_dtype as _real
-from torcia._ops._common import reduced as _reduced
 from torcia._ops._common import with_size as _with
 from torcia._ops.linalg import matmul_shape
 from torcia.backend import Backend
@@ -109,25 +107,6 @@ def kthvalue(x, k, dim=-1, keepdim=False):
     return values_and_indices(x, dim, keepdim)
 
 
-def batch_of_matrices(drop: int, real: bool = False):
-    """A linear-algebra result over the batch dims: ``drop`` trailing dims removed."""
-    def shape_fn(a, *rest, **params):
-        return a.shape[:len(a.shape) - drop], _real(a.dtype) if real else a.dtype
-
-    return shape_fn
-
-
-def slogdet(a, **params):
-    batch = a.shape[:-2]
-    return (batch, a.dtype), (batch, _real(a.dtype))
-
-
-def eigh(a, **params):
-    return (a.shape[:-1], _real(a.dtype)), (a.shape, a.dtype)
-
-
-
-
 def pool_backward(g, *rest, input_shape, **params):
     """``max_pool_backward`` and ``avg_pool_backward``: the gradient of the input."""
     return g.shape[:2] + tuple(input_shape), g.dtype
@@ -163,26 +142,11 @@ def avg_pool(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
     return x.shape[:2] + out, x.dtype
 
 
-def vector_norm(x, ord=2.0, dim=None, keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
-
-
-def matrix_norm(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
-    return _reduced(x.shape, dim, keepdim), _real(floating_dtype(x.dtype))
-
-
-
-
 def im2col(x, kernel_size, dilation, padding, stride, **params):
     out = [(i + 2 * p - d * (k - 1) - 1) // s + 1 for i, k, d, p, s in
            zip(x.shape[2:], kernel_size, dilation, padding, stride)]
     return (x.shape[0], x.shape[1] * math.prod(kernel_size), math.prod(out)), x.dtype
 
-
-
-def _batch(*xs) -> tuple:
-    """The broadcast batch dims (all but the last two) of several matrices."""
-    return tuple(np.broadcast_shapes(*(x.shape[:-2] for x in xs)))
 
 
 def _channels(x, dim=1) -> tuple:
@@ -276,95 +240,6 @@ def histc(x, bins=100, min=0.0, max=0.0, **params):
     return (bins,), x.dtype
 
 
-def _complex(dtype) -> np.dtype:
-    return np.result_type(dtype, np.complex64)
-
-
-def linalg_eig(a, **params):
-    return (a.shape[:-1], _complex(a.dtype)), (a.shape, _complex(a.dtype))
-
-
-def linalg_eigvals(a, **params):
-    return a.shape[:-1], _complex(a.dtype)
-
-
-def linalg_geqrf(a, **params):
-    return (a.shape, a.dtype), (a.shape[:-2] + (min(a.shape[-2:]),), a.dtype)
-
-
-def linalg_lu_factor(a, **params):
-    """``(LU, pivots, info)`` as LAPACK's getrf: int32 pivots and info."""
-    return ((a.shape, a.dtype), (a.shape[:-2] + (min(a.shape[-2:]),), np.dtype(np.int32)),
-            (a.shape[:-2], np.dtype(np.int32)))
-
-
-def linalg_lu_permutation(pivots, m=0, dtype=None, **params):
-    return pivots.shape[:-1] + (m, m), np.dtype(dtype)
-
-
-def linalg_ldl_factor(a, hermitian=False, **params):
-    return ((a.shape, a.dtype), (a.shape[:-1], np.dtype(np.int32)),
-            (a.shape[:-2], np.dtype(np.int32)))
-
-
-def linalg_ldl_solve(ld, pivots, b, hermitian=False, **params):
-    return _batch(ld, b) + b.shape[-2:], np.result_type(ld.dtype, b.dtype)
-
-
-def linalg_solve(a, b, left=True, **params):
-    """NumPy's rule (the kernel's): ``b`` is a vector only when it is 1-D."""
-    if b.ndim == 1:
-        return a.shape[:-2] + b.shape, np.result_type(a.dtype, b.dtype)
-    return _batch(a, b) + b.shape[-2:], np.result_type(a.dtype, b.dtype)
-
-
-def linalg_solve_triangular(a, b, upper=False, left=True, unitriangular=False, **params):
-    return _batch(a, b) + b.shape[-2:], np.result_type(a.dtype, b.dtype)
-
-
-def linalg_pinv(a, rtol=None, hermitian=False, **params):
-    return a.shape[:-2] + a.shape[:-3:-1], a.dtype
-
-
-def linalg_qr(a, mode="reduced", **params):
-    m, n = a.shape[-2:]
-    k, batch = min(m, n), a.shape[:-2]
-    if mode == "r":
-        return ((0,), a.dtype), (batch + (k, n), a.dtype)
-    q = m if mode == "complete" else k
-    return (batch + (m, q), a.dtype), (batch + (q, n), a.dtype)
-
-
-def linalg_svd(a, full_matrices=True, **params):
-    m, n = a.shape[-2:]
-    k, batch = min(m, n), a.shape[:-2]
-    return ((batch + (m, m if full_matrices else k), a.dtype), (batch + (k,), _real(a.dtype)),
-            (batch + (n if full_matrices else k, n), a.dtype))
-
-
-def linalg_lstsq(a, b, rcond=None, driver="gelsy", **params):
-    """``(solution, residuals, rank, singular_values)``. The residuals exist only when every
-    matrix has full rank, which a meta tensor cannot tell: with ``m > n`` and a driver
-    other than gelsy the shape depends on the values."""
-    m, n = a.shape[-2:]
-    if driver != "gelsy" and m > n:
-        raise NotImplementedError(
-            f"linalg_lstsq: with driver {driver!r} and more rows than columns the "
-            "residuals' shape depends on the rank of the matrices, which a meta tensor "
-            "does not have; use driver='gelsy'")
-    batch = _batch(a, b)
-    real = _real(a.dtype)
-    singular = batch + (min(m, n),) if driver in ("gelsd", "gelss") else (0,)
-    return ((batch + (n, b.shape[-1]), a.dtype), ((0,), real), (batch, np.dtype(np.int64)),
-            (singular, real))
-
-
-def linalg_norm(a, ord=None, dim=None, keepdim=False, **params):
-    if dim is not None and len(dim) == 2:
-        return matrix_norm(a, dim=dim, keepdim=keepdim)
-    return vector_norm(a, dim=dim, keepdim=keepdim)
-
-
 def searchsorted(seq, values, right=False, out_int32=False, **params):
     return _shape_of(values), np.dtype(np.int32 if out_int32 else np.int64)
 
@@ -397,13 +272,10 @@ SHAPES.update({name: op.shape for name, op in DECLARED.items() if op.shape is no
 SHAPES.update({
     "softmax_backward": softmax_backward,
     "log_softmax_backward": softmax_backward, "sort": scan_with_indices, "topk": topk,
-    "kthvalue": kthvalue, "linalg_det": batch_of_matrices(2),
-    "linalg_eigvalsh": batch_of_matrices(1, real=True), "linalg_slogdet": slogdet,
-    "linalg_eigh": eigh,
+    "kthvalue": kthvalue,
     "max_pool_backward": pool_backward, "avg_pool_backward": pool_backward,
     "embedding": embedding, "embedding_backward": embedding_backward, "conv": conv,
     "conv_weight": conv_weight, "max_pool": max_pool, "avg_pool": avg_pool, "im2col": im2col,
-    "linalg_vector_norm": vector_norm, "linalg_matrix_norm": matrix_norm,
     "batch_norm": batch_norm,
     "batch_norm_backward": batch_norm_backward, "layer_norm": layer_norm,
     "layer_norm_backward": layer_norm_backward, "rms_norm": rms_norm,
@@ -413,17 +285,9 @@ SHAPES.update({
     "flash_attention_backward": flash_attention_backward, "nll_loss": loss, "cross_entropy": loss,
     "cross_entropy_backward": cross_entropy_backward, "ctc_loss": ctc_loss,
     "ctc_loss_backward": ctc_loss_backward,
-    "histc": histc, "linalg_eig": linalg_eig, "linalg_eigvals": linalg_eigvals,
-    "linalg_geqrf": linalg_geqrf, "linalg_lu_factor": linalg_lu_factor,
-    "linalg_lu_permutation": linalg_lu_permutation, "linalg_ldl_factor": linalg_ldl_factor,
-    "linalg_ldl_solve": linalg_ldl_solve, "linalg_solve": linalg_solve,
-    "linalg_solve_triangular": linalg_solve_triangular, "linalg_pinv": linalg_pinv,
-    "linalg_qr": linalg_qr, "linalg_svd": linalg_svd, "linalg_lstsq": linalg_lstsq,
-    "linalg_norm": linalg_norm, "searchsorted": searchsorted, "conv_transpose": conv_transpose,
+    "histc": histc, "searchsorted": searchsorted, "conv_transpose": conv_transpose,
     "col2im": col2im, "adaptive_max_pool": adaptive_max_pool,
 })
-for _name in ("linalg_inv", "linalg_matrix_exp", "linalg_cholesky"):
-    SHAPES[_name] = first_shape
 SHAPES["sparse_mm"] = sparse_mm
 SHAPES["linear"] = linear
 

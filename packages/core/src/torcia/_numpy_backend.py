@@ -13,7 +13,6 @@ import numpy as np
 from torcia import ops
 from torcia._dtype import FROM_NUMPY
 from torcia._kernels_extra import ExtraKernels
-from torcia._kernels_linalg import LinalgKernels
 from torcia._kernels_nn import NNKernels
 from torcia._kernels_sparse import SparseKernels
 from torcia._ops import DECLARED
@@ -90,16 +89,14 @@ DeclaredKernels = type("DeclaredKernels", (), {
     "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
 
 
-class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels,
-                SparseKernels):
+class Reference(DeclaredKernels, NNKernels, ExtraKernels, SparseKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
     The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
     reductions and scans, the views, the activations, the special functions, the Fourier
-    transforms, the products, creation and random) come from their declarations through
-    :class:`DeclaredKernels`. Sorting, gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
-    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
+    transforms, linear algebra, creation and random) come from their declarations through
+    :class:`DeclaredKernels`. Sorting and counting live in the
+    :class:`~torcia._kernels_extra.ExtraKernels` mixin.
 
     Examples
     --------

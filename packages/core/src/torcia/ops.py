@@ -70,20 +70,9 @@ MOVEMENT = _ops.names("movement")
 SORTING = ("sort", "topk", "unique", "nonzero", "kthvalue", "searchsorted", "bincount",
            "histc")
 
-# --- linear algebra: the products declared in torcia._ops.linalg --------------------------
-LINALG = _ops.names("linalg") + (
-    "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
-    "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
-    "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",
-    # LU with partial pivoting -> (LU, pivots, info), the permutation of pivots, triangular
-    # solves, the matrix exponential, least squares -> (solution, residuals, rank,
-    # singular_values), and LDL (SciPy's LAPACK) -> (LD, pivots, info) and its solve
-    "linalg_lu_factor", "linalg_lu_permutation", "linalg_solve_triangular",
-    "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
-    # the eigendecomposition of a general matrix: complex (eigenvalues, eigenvectors)
-    "linalg_eig", "linalg_eigvals",
-    "linalg_geqrf",  # LAPACK's packed Householder QR -> (a, tau)
-)
+# --- linear algebra, declared in torcia._ops.linalg (the products) and
+# torcia._ops.linalg_decompositions (the factorizations, solvers, norms and matrix functions)
+LINALG = _ops.names("linalg")
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 NN = _ops.names("nn") + (
@@ -137,13 +126,13 @@ ALL = (
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
 FLOATING_INPUTS = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("rms_norm", "linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
+    + ("rms_norm",)
 )
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
     tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("nonzero", "unique", "searchsorted", "bincount", "histc", "linalg_lu_permutation")
+    + ("nonzero", "unique", "searchsorted", "bincount", "histc")
 )
 
 #: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``

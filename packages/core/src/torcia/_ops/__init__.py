@@ -35,6 +35,10 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
 ``linalg``          the matrix products (``matmul``, ``mm``, ``dot``, ``einsum``, ``addmm``...)
+``linalg_decompositions``
+                    the factorizations, solvers, norms and matrix functions of
+                    :mod:`torcia.linalg` (``linalg_svd``, ``linalg_solve``, ``linalg_det``,
+                    ``linalg_lu_factor``, ``linalg_vector_norm``, ``linalg_matrix_exp``...)
 ``views``           the views and movement (``view``, ``permute``, ``expand``,
                     ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
 ``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
@@ -49,6 +53,7 @@ from torcia._ops import (
     creation,
     elementwise,
     linalg,
+    linalg_decompositions,
     nn_activation,
     pointwise,
     random,
@@ -60,8 +65,8 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, nn_activation, views,
-                                     complex_numbers, special, spectral, linalg, creation,
-                                     random)
+                                     complex_numbers, special, spectral, linalg,
+                                     linalg_decompositions, creation, random)
             for d in family.DECLARED}
 
 
