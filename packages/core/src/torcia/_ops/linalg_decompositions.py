@@ -2,14 +2,14 @@
 (the ``linalg_*`` ops), each declared once: schema, reference kernel, meta shape,
 decomposition and autocast policy. The primitives are LAPACK's routines: ``linalg_solve``,
 ``linalg_svd``, ``linalg_qr``, ``linalg_cholesky``, ``linalg_eigh``, ``linalg_eig``, LU with
-partial pivoting (``linalg_lu_factor`` -> (LU, pivots, info)), triangular solves, least
-squares (``linalg_lstsq`` -> (solution, residuals, rank, singular_values)), LDL on SciPy's
-LAPACK (the ``torcia-core[scipy]`` extra: ``linalg_ldl_factor`` -> (LD, pivots, info) and
-its solve) and the packed Householder QR (``linalg_geqrf`` -> (a, tau)). The inverse, the
-determinants, the pseudo-inverse, the matrix exponential, the norms, the eigenvalues alone
-and the permutation of LU's pivots decompose into them. The products are in
-:mod:`torcia._ops.linalg`; the public functions in :mod:`torcia.linalg` and
-:mod:`torcia._oplib`, the derivatives torcia-autograd's.
+partial pivoting (``linalg_lu_factor`` -> (LU, pivots, info)), least squares
+(``linalg_lstsq`` -> (solution, residuals, rank, singular_values)), LDL on SciPy's LAPACK
+(the ``torcia-core[scipy]`` extra: ``linalg_ldl_factor`` -> (LD, pivots, info) and its
+solve) and the packed Householder QR (``linalg_geqrf`` -> (a, tau)). The inverse, the
+determinants, the pseudo-inverse, the matrix exponential, the norms, the eigenvalues alone,
+the permutation of LU's pivots and the triangular solves (substitution, a row at a time)
+decompose into them. The products are in :mod:`torcia._ops.linalg`; the public functions
+in :mod:`torcia.linalg` and :mod:`torcia._oplib`, the derivatives torcia-autograd's.
 
 The kernels the array module lacks loop over one matrix dimension and are vectorised over
 the batch and the other dimension, in ``xp`` (NumPy or CuPy). NumPy's LAPACK has no half
@@ -653,6 +653,29 @@ def linalg_eigvals(a):
     return op("linalg_eig", a)[0]
 
 
+def linalg_solve_triangular(a, b, upper=False, left=True, unitriangular=False):
+    # the reference kernel's substitution, one row of X at a time
+    if not left:
+        # X A = B  <=>  A^T X^T = B^T, and A^T is triangular the other way
+        return linalg_solve_triangular(a.transpose(-2, -1), b.transpose(-2, -1), not upper,
+                                       True, unitriangular).transpose(-2, -1)
+    batch = tuple(np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2])))
+    a = a.expand(batch + tuple(a.shape[-2:]))
+    b = b.expand(batch + tuple(b.shape[-2:]))
+    n = a.shape[-1]
+    if not n:
+        return b.clone()
+    rows = [None] * n
+    for i in range(n - 1, -1, -1) if upper else range(n):
+        done = range(i + 1, n) if upper else range(i)
+        row = b[..., i, :]
+        if done:
+            solved = op("stack", *(rows[j] for j in done), dim=-2)
+            row = row - a[..., i:i + 1, done.start:done.stop].matmul(solved).squeeze(-2)
+        rows[i] = row if unitriangular else row / a[..., i, i].unsqueeze(-1)
+    return op("stack", *rows, dim=-2)
+
+
 def linalg_matrix_exp(a):
     # the reference kernel's scaling and squaring of Pade's [13/13] approximant
     if a.dtype in HALF:
@@ -818,7 +841,7 @@ DECLARED = (
             decomposition=linalg_lu_permutation, differentiable=False),
     _linalg_op("linalg_solve_triangular(Tensor a, Tensor b, *, bool upper=False, bool left=True, "
             "bool unitriangular=False) -> Tensor", Kernels.linalg_solve_triangular,
-            _solve_triangular_shape),
+            _solve_triangular_shape, decomposition=linalg_solve_triangular),
     _linalg_op("linalg_matrix_exp(Tensor a) -> Tensor", Kernels.linalg_matrix_exp, first_shape,
             decomposition=linalg_matrix_exp),
     _linalg_op("linalg_lstsq(Tensor a, Tensor b, *, float? rcond=None, str driver='gelsy') -> "
