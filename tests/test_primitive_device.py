@@ -279,9 +279,9 @@ def _values(dtype, shape=(4, 6), seed=0):
 
 _F = {"dtype": None}  # a float operand of the case's dtype
 # (op, inputs, params): each input is "x" (values as above), "y" (other values), "p"
-# (positive values), "m" (a bool mask), "n" and "u" (int64 and uint8 values), "s" (values
-# with dims of size 1), "k" and "K" (indices into the last dim), "t" and "T" (class targets,
-# one -100 in t), or a Python number
+# (positive values), "r" (values mostly within [-1, 1]), "m" (a bool mask), "n" and "u"
+# (int64 and uint8 values), "s" (values with dims of size 1), "k" and "K" (indices into the
+# last dim), "t" and "T" (class targets, one -100 in t), or a Python number
 ELEMENTWISE_CASES = [
     ("relu", "x", {}), ("leaky_relu", "x", {"negative_slope": 0.2}),
     ("hardtanh", "x", {"min_val": -2.0, "max_val": 0.5}), ("hardsigmoid", "x", {}),
@@ -324,9 +324,14 @@ ELEMENTWISE_CASES = [
     ("repeat", "x", {"sizes": (2, 1, 3)}), ("repeat", "x", {"sizes": (1, 1)}),
     ("neg", "x", {}), ("neg", "n", {}), ("neg", "u", {}), ("le", "xy", {}), ("le", "xx", {}),
     ("le", "nu", {}), ("take_along_dim", "xk", {"dim": -1}), ("take_along_dim", "xK", {"dim": 1}),
-    ("take_along_dim", "xk", {}), ("argmin", "x", {}), ("argmin", "x", {"dim": 1}),
+    ("take_along_dim", "xk", {}), ("gather", "xk", {"dim": 1}),
+    ("gather", "Gk", {"dim": 1}), ("argmin", "x", {}), ("argmin", "x", {"dim": 1}),
     ("argmin", "n", {"dim": 0, "keepdim": True}), ("argmin", "u", {"dim": 1}),
-    ("argmin", "m", {}), ("min_dim", "x", {"dim": 1}), ("min_dim", "y", {"dim": 0}),
+    ("argmin", "m", {}), ("argmax", "x", {}), ("argmax", "x", {"dim": 1}),
+    ("argmax", "y", {"dim": 0, "keepdim": True}), ("argmax", "n", {"dim": 1}),
+    ("argmax", "u", {"dim": 0}), ("argmax", "m", {"dim": 1}), ("argmax", "x", {"keepdim": True}),
+    ("abs", "x", {}), ("abs", "n", {}), ("abs", "u", {}), ("min_dim", "x", {"dim": 1}),
+    ("min_dim", "y", {"dim": 0}),
     ("min_dim", "u", {"dim": 0, "keepdim": True}), ("diag", "x", {"diagonal": 1}),
     ("diag", "w", {}), ("diag", "w", {"diagonal": 2}), ("diag", "w", {"diagonal": -3}),
     ("trunc", "x", {}), ("trunc", "n", {}),
@@ -349,6 +354,12 @@ ELEMENTWISE_CASES = [
     ("bitwise_or", "nn", {}), ("bitwise_or", "nu", {}), ("bitwise_or", "um", {}),
     ("bitwise_or", "mm", {}), ("floor_divide", "xp", {}), ("floor_divide", "yx", {}),
     ("hypot", "xx", {}), ("hypot", "px", {}),
+    ("tan", "x", {}), ("sinh", "x", {}), ("cosh", "x", {}), ("tanh", "x", {}),
+    ("asinh", "x", {}), ("acosh", "x", {}), ("acosh", "p", {}), ("atanh", "x", {}),
+    ("atanh", "r", {}), ("asin", "r", {}), ("acos", "r", {}), ("atan", "x", {}),
+    ("exp2", "x", {}), ("log2", "x", {}), ("log2", "p", {}), ("log10", "p", {}),
+    ("log10", "x", {}), ("polygamma", "p", {"n": 1}), ("polygamma", "x", {"n": 3}),
+    ("polygamma", "x", {"n": 0}),
 ] + [("activation_backward", "yx", {"activation": name, **params}) for name, params in (
     ("relu", {}), ("leaky_relu", {"negative_slope": 0.1}), ("elu", {"alpha": 0.7}),
     ("selu", {}), ("celu", {"alpha": 1.5}), ("softplus", {"beta": 2.0, "threshold": 10.0}),
@@ -371,6 +382,7 @@ def _inputs(spec, dtype):
                                dtype=torcia.uint8),
             "s": _values(dtype, (4, 1, 6), seed=10),
             "k": torcia.tensor(np.random.default_rng(11).integers(0, 6, (4, 3))),
+            "r": _values(dtype, seed=12) / 8,
             "K": torcia.tensor([[5, 0, 2]]), "t": torcia.tensor([5, 3, -100, 0]),
             "T": torcia.tensor([5, 3, 1, 0])}
     # lerp's tensor weight: in [0, 1], around the 0.5 where its formula switches
@@ -413,6 +425,17 @@ def _same(op, got, want):
     # signed zeros where the reference gives a zero
     zero = want == 0
     np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]))
+
+
+@pytest.mark.parametrize("op", ["tan", "sinh", "cosh", "tanh", "asinh", "acosh", "atanh",
+                                "asin", "acos", "atan", "exp2", "log2", "log10", "abs"])
+def test_complex_trigonometry_decomposes_like_the_reference_kernels(prims, op):
+    rng = np.random.default_rng(13)
+    z = torcia.tensor((rng.standard_normal(40) + 1j * rng.standard_normal(40)) * 2)
+    want = REFERENCE[op](z.numpy())
+    got = library.call(op, (z.to(prims),), {}).to("cpu").numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
 
 
 POLYNOMIALS = [*(f"chebyshev_polynomial_{k}" for k in "tuvw"), "hermite_polynomial_h",

@@ -198,3 +198,76 @@ def test_define_refuses_a_backward_parameter_the_op_does_not_have(tmp_path):
     assert info["status"] == "failed"
     assert ("TypeError: the backward of op 'clip_unknown' has a parameter 'beta', which is "
             "neither an input (a) nor a parameter (limit) of its kernel") in info["reason"]
+
+
+NOISY = '''
+import numpy as np
+import torcia
+from torcia import library
+
+
+def _jitter(a, scale=1.0, rng=None):
+    """a plus uniform noise in [0, scale)."""
+    return (a + scale * rng.random(a.shape)).astype(a.dtype, copy=False)
+
+
+def jitter(x, scale=1.0):
+    return library.call("jitter", (x,), {"scale": float(scale),
+                                          "rng": torcia.random.default_generator.rng})
+
+
+@torcia.hookimpl
+def torcia_register_ops(registry):
+    registry.define("jitter", _jitter, random=True)
+'''
+
+NOISY_CHECK = '''
+import importlib.util
+import json
+import warnings
+import torcia
+from torcia import library
+import noisy_plugin as p
+
+out = {"random": library.get_op("jitter").random}
+if importlib.util.find_spec("torcia.func") is not None:  # vmap comes with torcia-nn
+    from torcia.func import vmap
+
+    f = lambda t: t + p.jitter(torcia.zeros(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # batched by its random rule, not the loop
+        d = vmap(f, randomness="different")(torcia.zeros(3, 4))
+        s = vmap(f, randomness="same")(torcia.zeros(3, 4))
+    out["different"] = not torcia.equal(d[0], d[1])
+    out["same"] = torcia.equal(s[0], s[1])
+    try:
+        vmap(f)(torcia.zeros(3, 4))
+    except RuntimeError as e:
+        out["error"] = "randomness error mode" in str(e)
+print(json.dumps(out))
+'''
+
+NOT_NOISY = '''
+import torcia
+
+
+@torcia.hookimpl
+def torcia_register_ops(registry):
+    registry.define("quiet", lambda a, scale=1.0: a, random=True)
+'''
+
+
+def test_a_plugins_random_op_is_batched_by_vmap_as_its_record_says(tmp_path):
+    _install(tmp_path, "torcia-noisy", "noisy", {"noisy_plugin": NOISY})
+    got = json.loads(_run(tmp_path, "-c", NOISY_CHECK))
+    assert got.pop("random")
+    assert got in ({}, {"different": True, "same": True, "error": True})
+
+
+def test_define_refuses_a_random_op_without_a_generator(tmp_path):
+    _install(tmp_path, "torcia-not-noisy", "not_noisy", {"not_noisy_plugin": NOT_NOISY})
+    listing = json.loads(_run(tmp_path, "-m", "torcia", "plugins", "--json"))
+    info = {p["name"]: p for p in listing["plugins"]}["not_noisy"]
+    assert info["status"] == "failed"
+    assert ("op 'quiet' is declared random but its kernel takes no parameter 'rng'"
+            in info["reason"])

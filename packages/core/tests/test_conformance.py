@@ -157,8 +157,8 @@ PLANTED = PRIMITIVES + """
         return ref["sum"](x, dim=dim, keepdim=False, dtype=dtype)
 
 
-    def abs(a):  # writes into its input
-        np.abs(a, out=a)
+    def sqrt(a):  # writes into its input
+        np.sqrt(a, out=a)
         return a
 
 
@@ -192,7 +192,7 @@ PLANTED = PRIMITIVES + """
         return ref["cumsum"](x, dim=(dim + 1) % x.ndim if x.ndim > 1 else dim, dtype=dtype)
 
 
-    BUGS.update({f.__name__: f for f in (add, sum, abs, full, matmul, as_strided, exp, amax,
+    BUGS.update({f.__name__: f for f in (add, sum, sqrt, full, matmul, as_strided, exp, amax,
                                          arange, cumsum)})
 """
 
@@ -211,9 +211,9 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
                                        section))
     roots = {line.split()[0]: line for line in section}
     # every planted bug, and nothing else: the other failures are theirs
-    assert sorted(roots) == sorted(["add", "sum", "abs", "full", "matmul", "as_strided",
+    assert sorted(roots) == sorted(["add", "sum", "sqrt", "full", "matmul", "as_strided",
                                     "exp", "amax", "arange", "cumsum"]), "\n".join(section)
-    assert "wrote into its input" in out or "returned memory of its input" in out  # abs
+    assert "wrote into its input" in out or "returned memory of its input" in out  # sqrt
     assert "returned a copy where PyTorch returns a view" in out  # as_strided
     # permute is strides arithmetic over as_strided: the copy is as_strided's fault
     assert "permute [" in roots["as_strided"], roots["as_strided"]

@@ -550,17 +550,47 @@ def test_per_sample_dropout_gradients_without_the_loop():
 
 
 def test_random_ops_outside_dispatch_fall_back_to_the_loop():
-    """randint draws outside dispatch: the batched run would give every sample the same
-    numbers, so vmap notices the generator moved and reruns the loop (with a warning)."""
+    """An in-place draw (uniform_) runs outside dispatch: the batched run would give every
+    sample the same numbers, so vmap notices the generator moved and reruns the loop (with
+    a warning)."""
     x = torcia.zeros(3, 50)
     with pytest.warns(UserWarning, match="outside dispatch"):
-        got = vmap(lambda t: t + torcia.randint(0, 1000, (50,)), randomness="different")(x)
+        got = vmap(lambda t: t.clone().uniform_(), randomness="different")(x)
     assert not torcia.equal(got[0], got[1])
 
 
+@pytest.mark.parametrize("draw", [
+    lambda t: t + torcia.randint(0, 1000, (50,)), lambda t: t + torcia.randperm(50),
+    lambda t: torcia.multinomial(t + 1, 20), lambda t: t + torcia.rand_like(t),
+])
+def test_every_random_op_draws_per_sample_in_the_loops_order(draw):
+    """The ops whose record says they draw (randint, randperm, multinomial...) are batched
+    by the random rule: sample b gets the numbers the loop's b-th call drew."""
+    x = torcia.zeros(4, 50)
+    torcia.manual_seed(3)
+    got = vmap(draw, randomness="different")(x)
+    torcia.manual_seed(3)
+    want = torcia.stack([draw(x[i]) for i in range(4)])
+    assert torcia.equal(got, want)
+
+
+def test_multinomial_checks_each_samples_probabilities():
+    p = torcia.tensor([[0.2, 0.8], [-1.0, 2.0]])
+    with pytest.raises(RuntimeError, match="probability tensor contains"):
+        vmap(lambda w: torcia.multinomial(w, 1), randomness="different")(p)
+    with pytest.raises(RuntimeError, match="same randomness with a batched tensor input"):
+        vmap(lambda w: torcia.multinomial(w, 1), randomness="same")(p.abs())
+
+
 def test_random_ops_are_in_the_coverage_list():
-    assert {"bernoulli", "dropout_mask", "normal", "rand", "randn"} <= set(
-        _vmap.rule_kinds()["random"])
+    """Every op whose record draws (``OpDef.random``) has the random rule."""
+    from torcia import library
+
+    records = library.op_records()
+    drawing = {name for name, record in records.items() if record.random}
+    assert drawing >= {"bernoulli", "dropout_mask", "normal", "rand", "randn", "randint",
+                       "randperm", "multinomial"}
+    assert set(_vmap.rule_kinds()["random"]) == drawing
 
 
 @pytest.mark.parametrize("name", ["inv_ex", "solve_ex", "lu_factor", "lu_factor_ex"])

@@ -653,8 +653,8 @@ def randint(low=0, high=None, size=None, *, generator=None, dtype=None, device=N
     if low >= high:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={low} "
                            f">= to={high}")
-    return _create("randint", _dtype_arg(dtype) if dtype else D.int64, device, requires_grad,
-                   shape=_size((size,)), low=int(low), high=int(high), rng=rng_of(generator))
+    return _draw_new("randint", _dtype_arg(dtype) if dtype else D.int64, device, requires_grad,
+                     shape=_size((size,)), low=int(low), high=int(high), rng=rng_of(generator))
 
 
 def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False):
@@ -666,8 +666,8 @@ def randperm(n, *, generator=None, dtype=None, device=None, requires_grad=False)
     >>> torcia.randperm(5).sort().values
     tensor([0, 1, 2, 3, 4])
     """
-    return _create("randperm", _dtype_arg(dtype) if dtype else D.int64, device,
-                   requires_grad, n=int(n), rng=rng_of(generator))
+    return _draw_new("randperm", _dtype_arg(dtype) if dtype else D.int64, device,
+                     requires_grad, n=int(n), rng=rng_of(generator))
 
 
 def normal(mean=0.0, std=1.0, size=None, *, generator=None, dtype=None, device=None,
@@ -728,19 +728,12 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     """
     if input.ndim not in (1, 2):
         raise RuntimeError(f"prob_dist must be 1 or 2 dim, got {input.ndim}")
-    w = input.detach()._data
-    meta = input.device.type == "meta"  # no values to check: only the shape is known
-    if not meta and ((w < 0).any() or not np.isfinite(w).all()):
-        raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
-    if not meta and (w.sum(axis=-1) == 0).any():
-        raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
-    if not replacement and num_samples > w.shape[-1]:
+    if not replacement and num_samples > input.shape[-1]:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    kernels = input.device.backend.kernels
-    out = kernels["multinomial"](w, num_samples=int(num_samples), replacement=bool(replacement),
-                                 rng=rng_of(generator))
-    return Tensor._make(out, input.device)
+    return draw("multinomial", input.device, (input.detach(),),
+                {"num_samples": int(num_samples), "replacement": bool(replacement),
+                 "rng": rng_of(generator)})
 
 
 # Tensor's methods make tensors with these (Tensor sits below this module)

@@ -161,7 +161,7 @@ class OpRegistry(Registry):
     def define(self, name: str, kernel: Callable, *, backward: Callable | None = None,
                shape: Callable | None = None, jvp: Callable | None = None,
                differentiable: bool | None = None, group: str = "plugin",
-               doc: str | None = None) -> OpDef:
+               doc: str | None = None, random: bool = False) -> OpDef:
         """Define the op ``name``.
 
         Parameters
@@ -202,6 +202,12 @@ class OpRegistry(Registry):
             The op's kind, as the groups of :mod:`torcia.ops`.
         doc : str, optional
             What it computes; the kernel's docstring by default.
+        random : bool
+            Whether the kernel draws from the random generator it is given as the
+            parameter ``rng`` (a ``numpy.random.Generator``; keyword-only in the schema,
+            or with a default in the kernel's signature): the op is not pure, so vmap
+            batches its draws as its ``randomness`` says and the compiler never folds or
+            reuses it (:attr:`OpDef.random`).
         """
         schema = None
         if "(" in name:
@@ -213,6 +219,9 @@ class OpRegistry(Registry):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
         inputs, params = schema if schema is not None else _signature(kernel, group)
+        if random and "rng" not in params:
+            raise TypeError(f"op {name!r} is declared random but its kernel takes no "
+                            "parameter 'rng' (the generator it draws from)")
         if backward is not None:
             backward = _backward_as_declared(name, backward, inputs, params)
         if jvp is not None:
@@ -221,7 +230,7 @@ class OpRegistry(Registry):
             name=name, group=group, inputs=inputs, params=params, kernel=kernel,
             backward=backward, jvp=jvp, shape=shape,
             differentiable=backward is not None if differentiable is None else differentiable,
-            doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(),
+            doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(), random=random,
         )
         self.add(name, record)
         return record

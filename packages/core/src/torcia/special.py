@@ -25,7 +25,7 @@ import math
 from torcia import _dtype
 from torcia import ops as _oplist
 from torcia._creation import arange
-from torcia._oplib._common import _to_float
+from torcia._oplib._common import _to_float, examples_section
 
 # re-exported under torch.special's names (``x as x`` marks a re-export)
 from torcia._oplib.elementwise import digamma, lgamma, sigmoid, to_dtype
@@ -40,6 +40,7 @@ from torcia._oplib.elementwise import xlogy as xlogy
 from torcia._oplib.nn_activation import log_softmax as _log_softmax
 from torcia._oplib.nn_activation import softmax as _softmax
 from torcia._oplib.reduce import logsumexp as logsumexp
+from torcia._ops import DECLARED
 from torcia._tensor import Tensor, _torch_name, binary, call, unary
 
 psi = digamma
@@ -47,111 +48,32 @@ gammaln = lgamma
 expit = sigmoid
 
 
-# The example of each function made below: its arguments (a list stands for a tensor of it)
-# and what the call prints; the docs tests run them.
-_EXAMPLES = {
-    "i0": ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"),
-    "i0e": ("[0.0, 1.0]", "tensor([1.0000, 0.4658])"),
-    "i1": ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"),
-    "i1e": ("[0.0, 1.0]", "tensor([0.0000, 0.2079])"),
-    "ndtr": ("[0.0, 1.0]", "tensor([0.5000, 0.8413])"),
-    "ndtri": ("[0.5, 0.975]", "tensor([0.0000, 1.9600])"),
-    "log_ndtr": ("[0.0, 3.0]", "tensor([-0.6931, -0.0014])"),
-    "erfcx": ("[0.0, 1.0]", "tensor([1.0000, 0.4276])"),
-    "sinc": ("[0.0, 0.5]", "tensor([1.0000, 0.6366])"),
-    "entr": ("[0.5, 1.0]", "tensor([0.3466, -0.0000])"),
-    "bessel_j0": ("[0.0, 1.0]", "tensor([1.0000, 0.7652])"),
-    "bessel_j1": ("[0.0, 1.0]", "tensor([0.0000, 0.4401])"),
-    "bessel_y0": ("[1.0, 2.0]", "tensor([0.0883, 0.5104])"),
-    "bessel_y1": ("[1.0, 2.0]", "tensor([-0.7812, -0.1070])"),
-    "modified_bessel_i0": ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"),
-    "modified_bessel_i1": ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"),
-    "modified_bessel_k0": ("[1.0, 2.0]", "tensor([0.4210, 0.1139])"),
-    "modified_bessel_k1": ("[1.0, 2.0]", "tensor([0.6019, 0.1399])"),
-    "scaled_modified_bessel_k0": ("[1.0, 2.0]", "tensor([1.1445, 0.8416])"),
-    "scaled_modified_bessel_k1": ("[1.0, 2.0]", "tensor([1.6362, 1.0335])"),
-    "airy_ai": ("[0.0, 1.0]", "tensor([0.3550, 0.1353])"),
-    "spherical_bessel_j0": ("[0.0, 1.0]", "tensor([1.0000, 0.8415])"),
-    "xlog1py": ("[0.0, 2.0]", "[1.0, 1.0]", "tensor([0.0000, 1.3863])"),
-    "zeta": ("[2.0, 4.0]", "1.0", "tensor([1.6449, 1.0823])"),
-    "gammainc": ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.6321, 0.2642])"),
-    "gammaincc": ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.3679, 0.7358])"),
-    "chebyshev_polynomial_t": ("[0.5, 1.0]", "2", "tensor([-0.5000,  1.0000])"),
-    "chebyshev_polynomial_u": ("[0.5, 1.0]", "2", "tensor([0., 3.])"),
-    "chebyshev_polynomial_v": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
-    "chebyshev_polynomial_w": ("[0.5, 1.0]", "2", "tensor([1., 5.])"),
-    "shifted_chebyshev_polynomial_t": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
-    "shifted_chebyshev_polynomial_u": ("[0.5, 1.0]", "2", "tensor([-1.,  3.])"),
-    "shifted_chebyshev_polynomial_v": ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
-    "shifted_chebyshev_polynomial_w": ("[0.5, 1.0]", "2", "tensor([-1.,  5.])"),
-    "hermite_polynomial_h": ("[0.5, 1.0]", "2", "tensor([-1.,  2.])"),
-    "hermite_polynomial_he": ("[0.5, 1.0]", "2", "tensor([-0.7500,  0.0000])"),
-    "laguerre_polynomial_l": ("[0.5, 1.0]", "2", "tensor([ 0.1250, -0.5000])"),
-    "legendre_polynomial_p": ("[0.5, 1.0]", "2", "tensor([-0.1250,  1.0000])"),
-}
+def _public(op):
+    """The function of ``torch.special`` made from the declared special function ``op``:
+    its docstring is the declaration's ``doc`` and examples."""
+    if op.group == "special_unary":
+        def fn(input):
+            return unary(op.name, input, True)
 
+        doc = (f"Elementwise ``{op.name}`` (as ``torch.special.{op.name}``); integer inputs "
+               "give the default float dtype.")
+    else:
+        def fn(input, other):
+            return binary(op.name, input, other, True)
 
-def _example(name):
-    *args, result = _EXAMPLES[name]
-    call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
-    return (f"\n\nExamples\n--------\n>>> import torcia\n>>> torcia.special.{name}({call})\n"
-            f"{result}\n")
-
-
-def _make_unary(name):
-    def fn(input):
-        return unary(name, input, True)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise ``{name}`` (as ``torch.special.{name}``); integer inputs give "
-                  f"the default float dtype." + _example(name))
-    return fn
-
-
-def _make_binary(name):
-    def fn(input, other):
-        return binary(name, input, other, True)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = (f"Elementwise ``{name}(input, other)`` (as ``torch.special.{name}``), "
-                  f"with broadcasting; either argument may be a number." + _example(name))
+        doc = (f"Elementwise ``{op.name}(input, other)`` (as ``torch.special.{op.name}``), "
+               "with broadcasting; either argument may be a number.")
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = ((f"{op.doc}\n\n{doc}" if op.doc else doc)
+                  + examples_section(f"torcia.special.{op.name}", op.examples))
     return fn
 
 
 _g = globals()
-for _n in _oplist.SPECIAL_UNARY:
-    _g[_n] = _make_unary(_n)
-for _n in _oplist.SPECIAL_BINARY:
-    _g[_n] = _make_binary(_n)
-# named here for the functions below (and for linters); the loops above made them
+for _n in _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY:
+    _g[_n] = _public(DECLARED[_n])
+# named here for the functions below (and for linters); the loop above made them
 i0, sinc, gammainc, gammaincc = _g["i0"], _g["sinc"], _g["gammainc"], _g["gammaincc"]
-
-_DOCS = {
-    "i0": "The modified Bessel function of the first kind, order 0.",
-    "i0e": "``i0(x) * exp(-|x|)``, the exponentially scaled ``i0``.",
-    "i1": "The modified Bessel function of the first kind, order 1.",
-    "i1e": "``i1(x) * exp(-|x|)``, the exponentially scaled ``i1``.",
-    "ndtr": "The standard normal cumulative distribution function.",
-    "ndtri": "The inverse of :func:`ndtr` (the normal quantile function).",
-    "log_ndtr": "``log(ndtr(x))``, accurate far in the lower tail.",
-    "erfcx": "The scaled complementary error function ``exp(x**2) * erfc(x)``.",
-    "sinc": "The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0.",
-    "entr": "The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative x.",
-    "xlog1py": "``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN).",
-    "zeta": "The Hurwitz zeta function ``sum_k (k + other) ** -input``.",
-    "gammainc": "The regularized lower incomplete gamma function ``P(input, other)``.",
-    "gammaincc": "The regularized upper incomplete gamma function ``Q(input, other)``.",
-}
-for _n, _doc in _DOCS.items():
-    _g[_n].__doc__ = _doc + "\n\n" + _g[_n].__doc__
-i0.__doc__ += """
-
-Examples
---------
->>> import torcia
->>> torcia.special.i0(torcia.tensor([0.0, 1.0]))
-tensor([1.0000, 1.2661])
-"""
 
 
 def logit(input, eps=None):

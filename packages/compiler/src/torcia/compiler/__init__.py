@@ -54,7 +54,7 @@ from torcia.autograd import Function, once_differentiable
 from torcia.compiler import hookspecs
 from torcia.compiler.capture import Tracer, Unsupported, accumulate
 from torcia.compiler.graph import Graph, Node
-from torcia.compiler.inductor import IMPURE
+from torcia.compiler.inductor import draws
 from torcia.compiler.replay import DataGuardFailed, generate, same_values
 from torcia.library import (
     Tensor,
@@ -517,8 +517,7 @@ class _CompiledFunction:
                 log("guards", f"{self._name()}: {reason}")
                 self._entries.append(_Entry(key, reason=reason))
                 return out
-            entry.rng = any(n.kind == "call" and any(w in n.op for w in IMPURE)
-                            for n in before)
+            entry.rng = any(draws(n) for n in before)
             log("guards", f"{self._name()}: {len(breaks)} graph break(s) (Python reads "
                 f"tensor values): compiled in {len(breaks) + 1} pieces, each break guarded "
                 "by the values read")

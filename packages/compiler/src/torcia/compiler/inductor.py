@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from torcia.compiler.graph import Graph, Node
+from torcia.library import op_records
 
 #: elementwise ops fusion knows: C++ expressions over ``a`` (and ``b``)
 UNARY = {
@@ -51,8 +52,6 @@ BINARY = {
 #: activation=...)``: C++ over the gradient ``a`` and the saved tensor ``b`` (relu's output:
 #: zero where it is <= 0, NaN passing the gradient, as PyTorch's threshold_backward)
 ACTIVATION_BACKWARD = {"relu": "({b} <= T(0) ? T(0) : {a})"}
-IMPURE = ("rand", "dropout", "bernoulli", "normal", "uniform", "multinomial", "randperm",
-           "exponential", "cauchy", "geometric", "poisson")
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 _CTYPE = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
 FLAGS = ["-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-std=c++17", "-fno-math-errno"]
@@ -100,8 +99,16 @@ def inductor(graph: Graph, example_inputs, **options) -> Graph:
     return graph
 
 
+def draws(node: Node) -> bool:
+    """Whether ``node`` runs an op whose record says it draws from a random generator
+    (``OpDef.random``, a plugin's op included): each replay must draw again, so it is
+    never folded, merged or reused."""
+    record = op_records().get(node.op) if node.kind == "call" else None
+    return record is not None and record.random
+
+
 def _pure(node: Node) -> bool:
-    return node.kind in ("call", "cast") and not any(w in node.op for w in IMPURE)
+    return node.kind in ("call", "cast") and not draws(node)
 
 
 def _rename(graph: Graph, subst: dict) -> None:

@@ -23,6 +23,7 @@ from torcia._oplib._common import (
     _return_type,
     _tname,
     _to_float,
+    examples_section,
     to_dtype,
 )
 from torcia._oplib.complex_numbers import imag
@@ -149,23 +150,11 @@ _INPLACE_EXAMPLES = {
 }
 
 
-def _calls(name, examples):
-    """The doctest lines of ``examples`` (see :attr:`torcia._opdef.Declaration.examples`),
-    calls of ``torcia.<name>``."""
-    lines = []
-    for *args, result in examples:
-        call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
-        lines.append(f">>> torcia.{name}({call})\n{result}\n")
-    return "".join(lines)
-
-
 def _example(name):
     """The Examples section of the declared op ``name``; "" for the others and for the
     ops declared without one (add and sub: their functions below carry their own)."""
     op = DECLARED.get(name)
-    if op is None or not op.examples:
-        return ""
-    return f"\n\nExamples\n--------\n>>> import torcia\n{_calls(name, op.examples)}"
+    return examples_section(f"torcia.{name}", op.examples) if op is not None else ""
 
 
 def _inplace_example(name, function=False):

@@ -233,7 +233,7 @@ class Kernels:
         # a = 1 (1) and a = -1 (+-1 by the parity of k), as PyTorch's integer pow
         out = xp.power(a, xp.where(negative, 0, b))
         unit = xp.where(b % 2 == 0, 1, xp.where(a == -1, -1, 1)).astype(out.dtype)
-        return xp.where(negative, xp.where(abs(a) == 1, unit, 0), out).astype(out.dtype)
+        return xp.where(negative, xp.where(xp.abs(a) == 1, unit, 0), out).astype(out.dtype)
 
     def div(self, a, b, rounding_mode=None):
         xp = self.xp
@@ -286,6 +286,7 @@ _TRUNC = _rounding("trunc")
 # frac has a kernel for floating types only (trunc, floor and ceil have integer ones: the
 # identity)
 _FRAC = dict.fromkeys((COMPLEX, BOOL, "i", "u"), no_kernel("frac_cpu"))
+_ABS = {BOOL: no_kernel("abs_cpu")}
 _RELU = {COMPLEX: (NotImplementedError, "clamp is not supported for complex types"),
          BOOL: (RuntimeError, "Boolean inputs not supported for relu")}
 
@@ -350,6 +351,14 @@ def rsqrt(a):
 
 def reciprocal(a):
     return a.new_ones(()) / a
+
+
+def abs(a):  # noqa: A001 - the op's name
+    _refuse(_ABS, a)
+    if a.is_complex():
+        return a.real.hypot(a.imag)
+    # the sign bit, not a < 0: -0.0 becomes 0.0 (integers wrap at their minimum, as NumPy's)
+    return _where(a.signbit() if a.is_floating_point() else a < 0, -a, a)
 
 
 def isnan(a):
@@ -465,6 +474,118 @@ def hypot(a, b):
     r = small / _where(big == 0, big.new_ones(()), big)
     out = big * (1 + r * r).sqrt()
     return _where((x == math.inf).bitwise_or(y == math.inf), out.new_full((), math.inf), out)
+
+
+# The trigonometric and hyperbolic functions and the other bases' logarithms and powers, from
+# sin, cos, atan2, pow, exp, expm1, log, log1p and sqrt: written to keep their accuracy (a
+# few ulp: expm1 and log1p near 0, nothing overflowing before the result itself does) and
+# their signed zeros, NaN and infinities; complex inputs take the textbook formulas.
+
+_LN2 = math.log(2.0)
+#: beyond it, sqrt(x^2 + 1) is x (and x^2 may overflow): asinh and acosh are log(2x)
+_HUGE = 2.0 ** 28
+
+
+@opmath
+def tan(a):
+    return a.sin() / a.cos()
+
+
+def _half_exp(m):
+    """e^m / 2 for m >= 20, where e^-m is below the rounding of e^m (sinh and cosh are
+    this): as e^(m/2) / 2 * e^(m/2), finite wherever the result is, though e^m may not be."""
+    h = (m / 2).exp()
+    return h * 0.5 * h
+
+
+@opmath
+def sinh(a):
+    if a.is_complex():
+        return (a.exp() - (-a).exp()) / 2
+    near = (a.expm1() - (-a).expm1()) / 2
+    return _where(a.abs() < 20, near, _half_exp(a.abs()).copysign(a))
+
+
+@opmath
+def cosh(a):
+    if a.is_complex():
+        return (a.exp() + (-a).exp()) / 2
+    m = a.abs()
+    return _where(m < 20, (m.exp() + (-m).exp()) / 2, _half_exp(m))
+
+
+@opmath
+def tanh(a):
+    if a.is_complex():
+        e = (2 * a).exp()
+        return (e - 1) / (e + 1)
+    e = (2 * a).expm1()
+    # beyond 20, tanh rounds to +-1 (and e to inf); NaN goes through the formula
+    near = (a.abs() < 20).bitwise_or(a != a)
+    return _where(near, e / (e + 2), a.new_ones(()).copysign(a))
+
+
+@opmath
+def asinh(a):
+    if a.is_complex():
+        return (a + (a * a + 1).sqrt()).log()
+    m = a.abs()
+    near = (m + m * m / ((m * m + 1).sqrt() + 1)).log1p()
+    return _where(m < _HUGE, near, m.log() + _LN2).copysign(a)
+
+
+@opmath
+def acosh(a):
+    if a.is_complex():
+        return (a + (a + 1).sqrt() * (a - 1).sqrt()).log()
+    t = a - 1
+    out = _where(a < _HUGE, (t + (2 * t + t * t).sqrt()).log1p(), a.log() + _LN2)
+    return _where(a < 1, a.new_full((), math.nan), out)
+
+
+@opmath
+def atanh(a):
+    if a.is_complex():
+        return ((1 + a).log() - (1 - a).log()) / 2
+    # odd: taken at |a|, where log1p's argument is positive (near -1 it would cancel)
+    m = a.abs()
+    return ((2 * m / (1 - m)).log1p() / 2).copysign(a)
+
+
+@opmath
+def asin(a):
+    if a.is_complex():
+        return -1j * asinh(1j * a)
+    return a.atan2(((1 - a) * (1 + a)).sqrt())
+
+
+@opmath
+def acos(a):
+    if a.is_complex():
+        return math.pi / 2 - asin(a)
+    return ((1 - a) * (1 + a)).sqrt().atan2(a)
+
+
+@opmath
+def atan(a):
+    if a.is_complex():
+        return 0.5j * ((1 - 1j * a).log() - (1 + 1j * a).log())
+    return a.atan2(a.new_ones(()))
+
+
+@opmath
+def exp2(a):
+    return a.new_full((), 2.0).pow(a)
+
+
+@opmath
+def log2(a):
+    return a.log() * (1 / _LN2)
+
+
+@opmath
+def log10(a):
+    return a.log() * (1 / math.log(10.0))
 
 
 def neg(a):
@@ -605,16 +726,16 @@ DECLARED = (
     _float("exp", ArrayFunction("exp"), autocast=_CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
            tags=("masked", "nested", "foreach")),
-    _float("exp2", ArrayFunction("exp2"),
+    _float("exp2", ArrayFunction("exp2"), decomposition=exp2,
            example=("[0, 3]", "tensor([1., 8.])"),
            tags=("masked",)),
     _float("log", ArrayFunction("log"), autocast=_CUDA_FLOAT32,
            example=("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
            tags=("masked", "nested", "foreach")),
-    _float("log2", ArrayFunction("log2"), autocast=_CUDA_FLOAT32,
+    _float("log2", ArrayFunction("log2"), decomposition=log2, autocast=_CUDA_FLOAT32,
            example=("[1, 8]", "tensor([0., 3.])"),
            tags=("masked", "foreach")),
-    _float("log10", ArrayFunction("log10"), autocast=_CUDA_FLOAT32,
+    _float("log10", ArrayFunction("log10"), decomposition=log10, autocast=_CUDA_FLOAT32,
            example=("[1.0, 10.0]", "tensor([0., 1.])"),
            tags=("masked", "foreach")),
     _float("log1p", Kernels.log1p, autocast=_CUDA_FLOAT32,
@@ -639,39 +760,39 @@ DECLARED = (
     _float("cos", ArrayFunction("cos"),
            example=("[0.0, 3.1416]", "tensor([ 1., -1.])"),
            tags=("masked", "nested", "foreach")),
-    _float("tan", ArrayFunction("tan"), autocast=_CUDA_FLOAT32,
+    _float("tan", ArrayFunction("tan"), decomposition=tan, autocast=_CUDA_FLOAT32,
            example=("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
            tags=("masked", "nested", "foreach", "sparse")),
-    _float("asin", ArrayFunction("arcsin"), autocast=_CUDA_FLOAT32,
+    _float("asin", ArrayFunction("arcsin"), decomposition=asin, autocast=_CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
            aliases=("arcsin",),
            tags=("masked", "foreach", "sparse")),
-    _float("acos", ArrayFunction("arccos"), autocast=_CUDA_FLOAT32,
+    _float("acos", ArrayFunction("arccos"), decomposition=acos, autocast=_CUDA_FLOAT32,
            example=("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
            aliases=("arccos",),
            tags=("masked", "foreach")),
-    _float("atan", ArrayFunction("arctan"),
+    _float("atan", ArrayFunction("arctan"), decomposition=atan,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
            aliases=("arctan",),
            tags=("masked", "foreach", "sparse")),
-    _float("sinh", ArrayFunction("sinh"), autocast=_CUDA_FLOAT32,
+    _float("sinh", ArrayFunction("sinh"), decomposition=sinh, autocast=_CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
            tags=("masked", "foreach", "sparse")),
-    _float("cosh", ArrayFunction("cosh"), autocast=_CUDA_FLOAT32,
+    _float("cosh", ArrayFunction("cosh"), decomposition=cosh, autocast=_CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
            tags=("masked", "foreach")),
-    _float("tanh", ArrayFunction("tanh"),
+    _float("tanh", ArrayFunction("tanh"), decomposition=tanh,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
            tags=("masked", "nested", "foreach", "sparse")),
-    _float("asinh", ArrayFunction("arcsinh"),
+    _float("asinh", ArrayFunction("arcsinh"), decomposition=asinh,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
            aliases=("arcsinh",),
            tags=("masked", "sparse")),
-    _float("acosh", ArrayFunction("arccosh"),
+    _float("acosh", ArrayFunction("arccosh"), decomposition=acosh,
            example=("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
            aliases=("arccosh",),
            tags=("masked",)),
-    _float("atanh", ArrayFunction("arctanh"),
+    _float("atanh", ArrayFunction("arctanh"), decomposition=atanh,
            example=("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
            aliases=("arctanh",),
            tags=("masked", "sparse")),
@@ -698,7 +819,7 @@ DECLARED = (
           aliases=("negative",),
           tags=("masked", "nested", "foreach"),
           operator="neg"),
-    _same("abs", ArrayFunction("abs"), shape=real_like, refuses={BOOL: no_kernel("abs_cpu")},
+    _same("abs", ArrayFunction("abs"), shape=real_like, decomposition=abs, refuses=_ABS,
           example=("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
           aliases=("absolute",),
           tags=("masked", "nested", "foreach", "sparse"),

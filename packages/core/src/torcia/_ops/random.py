@@ -87,6 +87,12 @@ class Kernels:
 
     def multinomial(self, w, num_samples, replacement, rng):
         host = np.asarray(w, dtype=np.float64) if self.xp is np else self.xp.asnumpy(w)
+        # the values are checked here, where they are, as PyTorch's kernel checks them:
+        # under vmap the public function sees one sample's shape, not the batch's values
+        if (host < 0).any() or not np.isfinite(host).all():
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if (host.sum(axis=-1) == 0).any():
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
         rows = host.reshape(-1, host.shape[-1])
         out = np.empty((rows.shape[0], num_samples), dtype=np.int64)
         for i, row in enumerate(rows):

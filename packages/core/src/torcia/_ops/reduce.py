@@ -255,7 +255,7 @@ def _no_complex(op):
 
 _AMIN = {COMPLEX: no_kernel("min_values_cpu")}
 _MAX_DIM, _MIN_DIM = _no_complex("max"), _no_complex("min")
-_ARGMIN = _no_complex("argmin")
+_ARGMAX, _ARGMIN = _no_complex("argmax"), _no_complex("argmin")
 _MEDIAN, _MODE = {COMPLEX: no_kernel("median_out")}, {COMPLEX: no_kernel("mode_cpu")}
 _CUMMAX, _CUMMIN = {COMPLEX: no_kernel("cummax_cpu")}, {COMPLEX: no_kernel("cummin_cpu")}
 
@@ -380,6 +380,25 @@ def amin(a, dim=None, keepdim=False):
     if a.is_floating_point():
         return -(-a).amax(dim, keepdim=keepdim)
     return ~(~a).amax(dim, keepdim=keepdim)
+
+
+def argmax(a, dim=None, keepdim=False):
+    refuse(_ARGMAX, a)
+    if dim is None:
+        flat = op("argmax", a.reshape(-1), dim=0)
+        return flat.reshape((1,) * a.ndim) if keepdim else flat
+    # the first position holding the maximum (the first NaN, which the maximum then is):
+    # the largest of n - position over those that hold it
+    top = a.amax(dim, keepdim=True)
+    hit = a == top
+    if a.is_floating_point():
+        hit = hit.bitwise_or(a.isnan().bitwise_and(top.isnan()))
+    n = a.shape[dim]
+    shape = [1] * a.ndim
+    shape[dim] = n
+    countdown = _opdef.PUBLIC.arange(n, 0, -1, device=a.device).reshape(shape)
+    score = _where(hit, countdown, countdown.new_zeros(()))
+    return n - score.amax(dim, keepdim=keepdim)
 
 
 def argmin(a, dim=None, keepdim=False):
@@ -617,7 +636,7 @@ DECLARED = (
            Kernels.min_dim, decomposition=min_dim, refuses=_MIN_DIM),
     # indices: no gradient
     _along("argmax(Tensor a, *, int? dim=None, bool keepdim=False) -> Tensor", Kernels.argmax,
-           shape=_INDEX, differentiable=False, refuses=_no_complex("argmax")),
+           shape=_INDEX, decomposition=argmax, differentiable=False, refuses=_ARGMAX),
     _along("argmin(Tensor a, *, int? dim=None, bool keepdim=False) -> Tensor", Kernels.argmin,
            shape=_INDEX, decomposition=argmin, differentiable=False, refuses=_ARGMIN),
     _along("median_dim(Tensor x, *, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",

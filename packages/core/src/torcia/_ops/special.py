@@ -433,59 +433,119 @@ def xlog1py(a, b):
     return a * out + 0
 
 
+@opmath
+def polygamma(a, n=1):
+    if n == 0:
+        return op("digamma", a)
+    # SciPy's formula, which the reference kernel runs: (-1)^(n+1) n! zeta(n + 1, a)
+    return op("zeta", a.new_full((), n + 1.0), a) * float((-1) ** (n + 1) * math.factorial(n))
+
+
 # ----- the declarations ------------------------------------------------------------------
 
 
-def _unary(name, decomposition=None, differentiable=True, param="x"):
+# Each declaration carries its public function's example in torcia.special (the arguments,
+# a list standing for a tensor of it, then what the call prints; the docs tests run it) and,
+# for some, the first line of its docstring.
+
+
+def _unary(name, example, decomposition=None, differentiable=True, param="x", doc=""):
     """An op of ``SPECIAL_UNARY``."""
     kernel = getattr(Kernels, name)
     return define(f"{name}(Tensor {param}) -> Tensor", kernel, shape=float_like,
                   decomposition=decomposition, floating_inputs=True,
-                  differentiable=differentiable, group="special_unary")
+                  differentiable=differentiable, group="special_unary", doc=doc,
+                  examples=(example,))
 
 
-def _unary_no_grad(name, decomposition=None):
-    return _unary(name, decomposition, differentiable=False, param="a")
+def _unary_no_grad(name, example, decomposition=None):
+    return _unary(name, example, decomposition, differentiable=False, param="a")
 
 
-def _binary(name, decomposition=None):
+def _binary(name, example, decomposition=None, doc=""):
     """An op of ``SPECIAL_BINARY`` with a derivative."""
     return define(f"{name}(Tensor a, Tensor b) -> Tensor", getattr(Kernels, name),
                   shape=float_broadcast, decomposition=decomposition, floating_inputs=True,
-                  group="special_binary")
+                  group="special_binary", doc=doc, examples=(example,))
 
 
-def _polynomial(name, decomposition):
+def _polynomial(name, example, decomposition):
     """An orthogonal polynomial p_n(x) of ``SPECIAL_BINARY``: no derivative."""
     return define(f"{name}(Tensor x, Tensor n) -> Tensor", getattr(Kernels, name),
                   shape=float_broadcast, decomposition=decomposition, floating_inputs=True,
-                  differentiable=False, group="special_binary")
+                  differentiable=False, group="special_binary", examples=(example,))
 
 
 DECLARED = (
-    _unary("i0", i0), _unary("i0e"), _unary("i1", i1), _unary("i1e"), _unary("ndtr", ndtr),
-    _unary("ndtri"), _unary("log_ndtr", log_ndtr), _unary("erfcx"), _unary("sinc", sinc),
-    _unary("entr", entr),
-    _unary_no_grad("bessel_j0"), _unary_no_grad("bessel_j1"), _unary_no_grad("bessel_y0"),
-    _unary_no_grad("bessel_y1"), _unary_no_grad("modified_bessel_i0", modified_bessel_i0),
-    _unary_no_grad("modified_bessel_i1", modified_bessel_i1),
-    _unary_no_grad("modified_bessel_k0", modified_bessel_k0),
-    _unary_no_grad("modified_bessel_k1", modified_bessel_k1),
-    _unary_no_grad("scaled_modified_bessel_k0"), _unary_no_grad("scaled_modified_bessel_k1"),
-    _unary_no_grad("airy_ai"), _unary_no_grad("spherical_bessel_j0", spherical_bessel_j0),
-    _binary("xlog1py", xlog1py), _binary("zeta"), _binary("gammainc"), _binary("gammaincc"),
-    _polynomial("chebyshev_polynomial_t", chebyshev_polynomial_t),
-    _polynomial("chebyshev_polynomial_u", chebyshev_polynomial_u),
-    _polynomial("chebyshev_polynomial_v", chebyshev_polynomial_v),
-    _polynomial("chebyshev_polynomial_w", chebyshev_polynomial_w),
-    _polynomial("shifted_chebyshev_polynomial_t", shifted_chebyshev_polynomial_t),
-    _polynomial("shifted_chebyshev_polynomial_u", shifted_chebyshev_polynomial_u),
-    _polynomial("shifted_chebyshev_polynomial_v", shifted_chebyshev_polynomial_v),
-    _polynomial("shifted_chebyshev_polynomial_w", shifted_chebyshev_polynomial_w),
-    _polynomial("hermite_polynomial_h", hermite_polynomial_h),
-    _polynomial("hermite_polynomial_he", hermite_polynomial_he),
-    _polynomial("laguerre_polynomial_l", laguerre_polynomial_l),
-    _polynomial("legendre_polynomial_p", legendre_polynomial_p),
+    _unary("i0", ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"), i0,
+           doc="The modified Bessel function of the first kind, order 0."),
+    _unary("i0e", ("[0.0, 1.0]", "tensor([1.0000, 0.4658])"),
+           doc="``i0(x) * exp(-|x|)``, the exponentially scaled ``i0``."),
+    _unary("i1", ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"), i1,
+           doc="The modified Bessel function of the first kind, order 1."),
+    _unary("i1e", ("[0.0, 1.0]", "tensor([0.0000, 0.2079])"),
+           doc="``i1(x) * exp(-|x|)``, the exponentially scaled ``i1``."),
+    _unary("ndtr", ("[0.0, 1.0]", "tensor([0.5000, 0.8413])"), ndtr,
+           doc="The standard normal cumulative distribution function."),
+    _unary("ndtri", ("[0.5, 0.975]", "tensor([0.0000, 1.9600])"),
+           doc="The inverse of :func:`ndtr` (the normal quantile function)."),
+    _unary("log_ndtr", ("[0.0, 3.0]", "tensor([-0.6931, -0.0014])"), log_ndtr,
+           doc="``log(ndtr(x))``, accurate far in the lower tail."),
+    _unary("erfcx", ("[0.0, 1.0]", "tensor([1.0000, 0.4276])"),
+           doc="The scaled complementary error function ``exp(x**2) * erfc(x)``."),
+    _unary("sinc", ("[0.0, 0.5]", "tensor([1.0000, 0.6366])"), sinc,
+           doc="The normalised sinc ``sin(pi x) / (pi x)``, 1 at 0."),
+    _unary("entr", ("[0.5, 1.0]", "tensor([0.3466, -0.0000])"), entr,
+           doc="The elementwise entropy ``-x log(x)``: 0 at 0, ``-inf`` for negative x."),
+    _unary_no_grad("bessel_j0", ("[0.0, 1.0]", "tensor([1.0000, 0.7652])")),
+    _unary_no_grad("bessel_j1", ("[0.0, 1.0]", "tensor([0.0000, 0.4401])")),
+    _unary_no_grad("bessel_y0", ("[1.0, 2.0]", "tensor([0.0883, 0.5104])")),
+    _unary_no_grad("bessel_y1", ("[1.0, 2.0]", "tensor([-0.7812, -0.1070])")),
+    _unary_no_grad("modified_bessel_i0", ("[0.0, 1.0]", "tensor([1.0000, 1.2661])"),
+                   modified_bessel_i0),
+    _unary_no_grad("modified_bessel_i1", ("[0.0, 1.0]", "tensor([0.0000, 0.5652])"),
+                   modified_bessel_i1),
+    _unary_no_grad("modified_bessel_k0", ("[1.0, 2.0]", "tensor([0.4210, 0.1139])"),
+                   modified_bessel_k0),
+    _unary_no_grad("modified_bessel_k1", ("[1.0, 2.0]", "tensor([0.6019, 0.1399])"),
+                   modified_bessel_k1),
+    _unary_no_grad("scaled_modified_bessel_k0", ("[1.0, 2.0]", "tensor([1.1445, 0.8416])")),
+    _unary_no_grad("scaled_modified_bessel_k1", ("[1.0, 2.0]", "tensor([1.6362, 1.0335])")),
+    _unary_no_grad("airy_ai", ("[0.0, 1.0]", "tensor([0.3550, 0.1353])")),
+    _unary_no_grad("spherical_bessel_j0", ("[0.0, 1.0]", "tensor([1.0000, 0.8415])"),
+                   spherical_bessel_j0),
+    _binary("xlog1py", ("[0.0, 2.0]", "[1.0, 1.0]", "tensor([0.0000, 1.3863])"), xlog1py,
+            doc="``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."),
+    _binary("zeta", ("[2.0, 4.0]", "1.0", "tensor([1.6449, 1.0823])"),
+            doc="The Hurwitz zeta function ``sum_k (k + other) ** -input``."),
+    _binary("gammainc", ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.6321, 0.2642])"),
+            doc="The regularized lower incomplete gamma function ``P(input, other)``."),
+    _binary("gammaincc", ("[1.0, 2.0]", "[1.0, 1.0]", "tensor([0.3679, 0.7358])"),
+            doc="The regularized upper incomplete gamma function ``Q(input, other)``."),
+    _polynomial("chebyshev_polynomial_t", ("[0.5, 1.0]", "2", "tensor([-0.5000,  1.0000])"),
+                chebyshev_polynomial_t),
+    _polynomial("chebyshev_polynomial_u", ("[0.5, 1.0]", "2", "tensor([0., 3.])"),
+                chebyshev_polynomial_u),
+    _polynomial("chebyshev_polynomial_v", ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+                chebyshev_polynomial_v),
+    _polynomial("chebyshev_polynomial_w", ("[0.5, 1.0]", "2", "tensor([1., 5.])"),
+                chebyshev_polynomial_w),
+    _polynomial("shifted_chebyshev_polynomial_t", ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+                shifted_chebyshev_polynomial_t),
+    _polynomial("shifted_chebyshev_polynomial_u", ("[0.5, 1.0]", "2", "tensor([-1.,  3.])"),
+                shifted_chebyshev_polynomial_u),
+    _polynomial("shifted_chebyshev_polynomial_v", ("[0.5, 1.0]", "2", "tensor([-1.,  1.])"),
+                shifted_chebyshev_polynomial_v),
+    _polynomial("shifted_chebyshev_polynomial_w", ("[0.5, 1.0]", "2", "tensor([-1.,  5.])"),
+                shifted_chebyshev_polynomial_w),
+    _polynomial("hermite_polynomial_h", ("[0.5, 1.0]", "2", "tensor([-1.,  2.])"),
+                hermite_polynomial_h),
+    _polynomial("hermite_polynomial_he", ("[0.5, 1.0]", "2", "tensor([-0.7500,  0.0000])"),
+                hermite_polynomial_he),
+    _polynomial("laguerre_polynomial_l", ("[0.5, 1.0]", "2", "tensor([ 0.1250, -0.5000])"),
+                laguerre_polynomial_l),
+    _polynomial("legendre_polynomial_p", ("[0.5, 1.0]", "2", "tensor([-0.1250,  1.0000])"),
+                legendre_polynomial_p),
     define("polygamma(Tensor x, *, int n=1) -> Tensor", Kernels.polygamma, shape=float_like,
-           floating_inputs=True, group="special_other"),
+           decomposition=polygamma, floating_inputs=True, group="special_other"),
 )

@@ -742,6 +742,16 @@ def repeat(a, sizes):
     return out if any(r != 1 for r in sizes) else out.clone()
 
 
+def gather(x, index, dim=None):
+    # the reference kernel's key, of tensors: the open grids of the index's shape, the index
+    # at dim
+    n = index.ndim
+    key = [_opdef.PUBLIC.arange(s, device=x.device).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+           for d, s in enumerate(index.shape)]
+    key[dim] = index
+    return x[tuple(key)]
+
+
 def take_along_dim(a, indices, dim=None):
     if dim is None:
         return a.reshape(-1).gather(0, indices.reshape(-1))
@@ -949,7 +959,7 @@ DECLARED = (
     _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
             shape=_split_shape, decomposition=split),
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
-            shape=_gather_shape),
+            shape=_gather_shape, decomposition=gather),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
             Kernels.scatter, shape=first_shape),
     _a_move("scatter_add(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",

@@ -322,7 +322,8 @@ class _Ctx:
 def dispatch(op, kernel, device, args, params):
     """Run ``kernel`` on ``args``; the rule of the highest batched level among them
     handles that level and calls back here for the lower ones."""
-    if op in _RANDOM:
+    rule = RULES.get(op)
+    if rule is not None and rule[1] is _random:
         # before the level search: a draw with no batched argument is batched too
         return _random(op, kernel, args, params)
     level = -1
@@ -351,7 +352,6 @@ def dispatch(op, kernel, device, args, params):
             if k.__class__ is BatchedArray and k.level == level:
                 size = k.value.shape[0]
     ctx = _Ctx(op, kernel, device, size, level)
-    rule = RULES.get(op)
     out = NotImplemented
     if rule is not None:
         out = rule[1](ctx, vals, bats, params)
@@ -409,10 +409,6 @@ def _key_sample(key, level, b):
 # random ops
 # ---------------------------------------------------------------------------------------
 
-#: the random ops dispatch sees (their kernels take ``rng``): rand, randn, normal and
-#: dropout_mask take a ``shape``, bernoulli an array of probabilities
-_RANDOM = frozenset({"rand", "randn", "normal", "dropout_mask", "bernoulli"})
-
 RANDOMNESS_ERROR = ("vmap: called random operation while in randomness error mode. Please "
                     "either use the 'same' or 'different' randomness flags on vmap or "
                     "perform the randomness operation out of vmap")
@@ -451,8 +447,15 @@ def _draw(kernel, args, params, level):
     size = LEVELS.sizes[level]
     if args:
         args = tuple(a.value if m else _expand_dim(a, 0, size) for a, m in zip(args, mine))
-    else:
+    elif "shape" in params:
         params = {**params, "shape": (size,) + tuple(params["shape"])}
+    else:
+        # a draw of no shape to lead with the samples (randperm's n): one draw per sample
+        draws = [_draw(kernel, args, params, level - 1) for _ in range(size)]
+        if any(d.__class__ is BatchedArray for d in draws):
+            raise RuntimeError("vmap: randomness='different' at two nested levels of an op "
+                               "without a shape argument (randperm) is not supported")
+        return BatchedArray(_xp_of(draws[0]).stack(draws), level)
     return BatchedArray(_draw(kernel, args, params, level - 1), level)
 
 
@@ -1219,8 +1222,9 @@ def _build() -> dict:
         table[name] = ("view", _view_rule)
     for name in _TRAILING_OPS:
         table[name] = ("elementwise", _identity_like)
-    for name in _RANDOM:
-        table[name] = ("random", _random)
+    for name, record in records.items():
+        if record.random:  # its kernel takes the generator (``rng``)
+            table[name] = ("random", _random)
     table.update({
         "as_strided": ("view", _as_strided),
         "softmax_backward": ("dim", _positional_dim),
