@@ -703,6 +703,11 @@ COMPOSITE_CASES = [
     *[(op, spec, (), {}) for op in ("linalg_det", "linalg_slogdet")
       for spec in ("q", "Y", "g", "k")],
     ("linalg_inv", "q", (), {}), ("linalg_inv", "Y", (), {}), ("linalg_inv", "k", (), {}),
+    *[("linalg_solve_triangular", spec, (), {"upper": upper, "left": left,
+                                              "unitriangular": unit})
+      for spec, left in (("qc", True), ("qz", False), ("YY", True), ("YY", False))
+      for upper in (False, True) for unit in (False, True)],
+    ("linalg_solve_triangular", "kk", (), {"upper": True}),
 ]
 
 

@@ -46,8 +46,9 @@ def _declared_kernel(op):
 
 def _unwrapped(kernel):
     """The declared kernel behind a table entry (the refusing wrapper's, a bound method's
-    function)."""
-    kernel = getattr(kernel, "__wrapped__", kernel)
+    function: a kernel's own decorator, linalg's half_in_float32, stays)."""
+    if not hasattr(kernel, "__func__"):
+        kernel = getattr(kernel, "__wrapped__", kernel)
     return getattr(kernel, "__func__", kernel)
 
 

@@ -27,38 +27,31 @@ _LOSSES = frozenset({
     "margin_ranking_loss", "triplet_margin_loss", "multi_margin_loss",
     "multilabel_margin_loss",
 })
-_LINALG = frozenset({
-    "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
-    "linalg_cholesky", "linalg_eigh", "linalg_eigvalsh", "linalg_pinv",
-})
 
 #: Ops run in the low-precision dtype, per device type (and the declared ops whose policy
-#: says so: linear, conv and conv_transpose, see :mod:`torcia._ops.nn_conv`).
+#: says so: matmul, mm, einsum..., see :mod:`torcia._ops.linalg`; linear, conv and
+#: conv_transpose, :mod:`torcia._ops.nn_conv`).
 LOWER_PRECISION = {
     "cpu": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm",
-        "einsum", "tensordot", "prelu", "scaled_dot_product_attention",
-        "conv_tbc",
+        "baddbmm", "addbmm", "prelu", "scaled_dot_product_attention", "conv_tbc",
     }),
     "cuda": frozenset({
-        "matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "addmv", "addr", "mv",
-        "einsum", "prelu", "scaled_dot_product_attention",
+        "baddbmm", "addbmm", "addmv", "addr", "mv", "prelu", "scaled_dot_product_attention",
         "chain_matmul", "linalg_multi_dot", "linalg_vecdot", "conv_tbc",
         "gru_cell", "rnn_tanh_cell", "rnn_relu_cell",
     }),
 }
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
 #: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
-#: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`).
+#: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`; the
+#: factorizations, solvers and norms, :mod:`torcia._ops.linalg_decompositions`).
 FLOAT32 = {
-    "cpu": _LOSSES | _LINALG | {
+    "cpu": _LOSSES | {
         "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
         "adaptive_max_pool3d", "reflection_pad", "replication_pad", "grid_sample",
     },
-    "cuda": _LOSSES | _LINALG | {
-        "group_norm", "dist", "cdist", "pdist",
-        "cosine_similarity", "linalg_norm", "linalg_vector_norm", "linalg_matrix_norm",
-        "renorm",
+    "cuda": _LOSSES | {
+        "group_norm", "dist", "cdist", "pdist", "cosine_similarity", "renorm",
     },
 }
 #: Ops that raise inside autocast, per device type (PyTorch's reason: unsafe in float16).
@@ -74,11 +67,10 @@ BANNED = {
     },
 }
 #: Ops run in the widest floating dtype among their inputs, per device type (and the
-#: declared ops whose policy says so: cat, stack, index_put, scatter_add).
+#: declared ops whose policy says so: cat, stack, index_put, scatter_add, dot, tensordot).
 PROMOTE = {
     "cuda": frozenset({
-        "dot",
-        "tensordot", "bilinear", "grid_sample", "cross", "vdot",
+        "bilinear", "grid_sample", "cross", "vdot",
     }),
 }
 

@@ -12,12 +12,8 @@ import numpy as np
 
 from torcia import ops
 from torcia._dtype import FROM_NUMPY
-from torcia._kernels_extra import ExtraKernels
-from torcia._kernels_linalg import LinalgKernels, dot_operands, outer_operands
 from torcia._kernels_nn import NNKernels
 from torcia._ops import DECLARED
-from torcia._ops._common import BOOL as _BOOL
-from torcia._ops._common import low_precision
 from torcia._ops._common import refusal as _refusal
 from torcia._tensor import _torch_name
 from torcia.backend import Backend
@@ -29,9 +25,6 @@ from torcia.plugins import hookimpl
 # declared ops' come from their declarations.
 _REFUSED = {
     **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
-    "dot": {_BOOL: (NotImplementedError, '"dot" not implemented for \'{}\'')},
-    **{op: {_BOOL: (NotImplementedError, '"addmm_impl_cpu_" not implemented for \'{}\'')}
-       for op in ("matmul", "mm", "bmm", "addmm")},
 }
 
 
@@ -86,15 +79,12 @@ DeclaredKernels = type("DeclaredKernels", (), {
     "__module__": __name__, **{name: op.kernel for name, op in DECLARED.items()}})
 
 
-class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels):
+class Reference(DeclaredKernels, NNKernels):
     """Kernels on ``xp`` arrays. Methods named like ops are kernels; ``table()`` lists them.
 
-    The kernels of the ops declared in :mod:`torcia._ops` (the elementwise ops, the
-    reductions and scans, sorting, the views, the activations, the special functions, the
-    Fourier transforms, creation and random, sparse_mm) come from their declarations through
-    :class:`DeclaredKernels`. Gathering extras and linear algebra live in the
-    :class:`~torcia._kernels_extra.ExtraKernels` mixin, the factorizations and solvers
-    ``xp.linalg`` lacks in :class:`~torcia._kernels_linalg.LinalgKernels`.
+    The kernels of every op come from its declaration in :mod:`torcia._ops` through
+    :class:`DeclaredKernels`; :class:`~torcia._kernels_nn.NNKernels` adds
+    ``logsumexp_rows``, the cross-entropy kernels' helper that torcia-cpu runs natively.
 
     Examples
     --------
@@ -116,68 +106,6 @@ class Reference(DeclaredKernels, NNKernels, ExtraKernels, LinalgKernels):
         for name, refused in _REFUSED.items():
             out[name] = _refusing(name, out[name], refused)
         return out
-
-    # ----- linear algebra -----------------------------------------------------------
-    # NOTE: ml_dtypes' bfloat16 products come back as float32; PyTorch keeps the dtype
-    def matmul(self, a, b):
-        xp = self.xp
-        if a.ndim > 2 and b.ndim == 2:
-            # one GEMM over all rows: NumPy runs a batch against a transposed 2-D operand
-            # in a slow loop (30x slower measured for (32, 64, 128) @ (128, 384).T)
-            out = xp.matmul(a.reshape(-1, a.shape[-1]), b).reshape(a.shape[:-1] + b.shape[-1:])
-        else:
-            out = xp.matmul(_blas_ready(xp, a), _blas_ready(xp, b))
-        return _keep(out, a)
-
-    mm = bmm = matmul
-
-    def dot(self, a, b):
-        dot_operands(a, b)
-        return _keep(self.xp.dot(a, b), a)
-
-    def outer(self, a, b):
-        outer_operands(a, b)
-        return _keep(self.xp.outer(a, b), a)
-
-    def einsum(self, *operands, equation):
-        like = operands[0]
-        if low_precision(like):
-            # sums in float32, rounded once (NumPy's einsum refuses ml_dtypes' bfloat16,
-            # and sums float16 in float16)
-            operands = tuple(o.astype(np.float32) for o in operands)
-        # NumPy's path search (contractions through BLAS) costs ~50 us: worth it for more
-        # than two operands or large ones (c_einsum's loops took 50 ms for an NTK's
-        # 'Naf,Mbf->NMab' of (20, 10, 8778) by (5, 10, 8778), tensordot 3 ms)
-        optimize = len(operands) > 2 or max(o.size for o in operands) >= 1 << 14
-        return _keep(self.xp.einsum(equation, *operands, optimize=optimize), like)
-
-    def tensordot(self, a, b, dims):
-        return _keep(self.xp.tensordot(a, b, axes=dims), a)
-
-    def addmm(self, c, a, b, beta=1, alpha=1):
-        prod = _keep(a @ b, a)
-        if alpha != 1:
-            prod = prod * alpha
-        if beta == 0:
-            return prod
-        return prod + (c if beta == 1 else beta * c)
-
-
-def _blas_ready(xp, x):
-    """``x`` itself when each of its matrices is row- or column-major (BLAS takes it),
-    else a contiguous copy: matmul on other strides leaves BLAS for a naive loop."""
-    if x.ndim < 3:
-        return x
-    item = x.itemsize
-    s1, s2 = x.strides[-2], x.strides[-1]
-    if (s2 == item and s1 >= item * x.shape[-1]) or (s1 == item and s2 >= item * x.shape[-2]):
-        return x
-    return xp.ascontiguousarray(x)
-
-
-def _keep(out, like):
-    """``out`` in ``like``'s dtype (a no-op unless a library widened it)."""
-    return out if out.dtype == like.dtype else out.astype(like.dtype)
 
 
 # ---------------------------------------------------------------------------------------

@@ -22,7 +22,6 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import arange, eye, zeros
-from torcia._kernels_linalg import LinAlgError
 from torcia._oplib._common import _return_type
 
 # the norms, inv, pinv, det and slogdet: op families call them too, so they are defined in
@@ -41,6 +40,7 @@ from torcia._oplib._linalg import (
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.linalg import matmul
 from torcia._oplib.views import cat
+from torcia._ops.linalg_decompositions import LinAlgError
 from torcia._tensor import _torch_name, _wrap_dim, call
 
 _Svd = _return_type("linalg_svd", ("U", "S", "Vh"))

@@ -5,9 +5,9 @@ keys on them too, and tests iterate over them (an op without a reference kernel,
 differentiable op without a derivative and a gradcheck, fails the suite).
 
 The ops of a family declared in :mod:`torcia._ops` (the elementwise ops, the reductions
-and scans, sorting, the neural-network ops, the views and movement, the special functions,
-the Fourier transforms, the sparse product, the creation and random ops) are read from
-their declarations, in order; the others are listed here.
+and scans, sorting, linear algebra, the neural-network ops, the views and movement, the
+special functions, the Fourier transforms, the sparse product, the creation and random ops)
+are read from their declarations, in order; the others are listed here.
 
 A kernel receives the arrays of its tensor arguments positionally (``None`` for an absent
 optional tensor, Python scalars as they are) and the op's parameters as keywords.
@@ -71,21 +71,9 @@ MOVEMENT = _ops.names("movement")
 # --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------
 SORTING = _ops.names("sorting")
 
-# --- linear algebra -----------------------------------------------------------------------
-LINALG = (
-    "matmul", "mm", "bmm", "dot", "outer", "einsum", "tensordot", "addmm",
-    "linalg_inv", "linalg_solve", "linalg_det", "linalg_slogdet", "linalg_svd", "linalg_qr",
-    "linalg_cholesky", "linalg_eigh", "linalg_norm", "linalg_vector_norm",
-    "linalg_matrix_norm", "linalg_pinv", "linalg_eigvalsh",
-    # LU with partial pivoting -> (LU, pivots, info), the permutation of pivots, triangular
-    # solves, the matrix exponential, least squares -> (solution, residuals, rank,
-    # singular_values), and LDL (SciPy's LAPACK) -> (LD, pivots, info) and its solve
-    "linalg_lu_factor", "linalg_lu_permutation", "linalg_solve_triangular",
-    "linalg_matrix_exp", "linalg_lstsq", "linalg_ldl_factor", "linalg_ldl_solve",
-    # the eigendecomposition of a general matrix: complex (eigenvalues, eigenvectors)
-    "linalg_eig", "linalg_eigvals",
-    "linalg_geqrf",  # LAPACK's packed Householder QR -> (a, tau)
-)
+# --- linear algebra, declared in torcia._ops.linalg (the products) and
+# torcia._ops.linalg_decompositions (the factorizations, solvers, norms and matrix functions)
+LINALG = _ops.names("linalg")
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
 # every one declared: the activations in torcia._ops.nn_activation, linear, the convolutions
@@ -115,16 +103,11 @@ ALL = (
 #: functions promote integer and bool inputs to the default float dtype or refuse them,
 #: as PyTorch does, before dispatch. What NumPy's reference kernel makes of an integer
 #: array there is no contract: a decomposition or a device kernel need not agree with it.
-FLOATING_INPUTS = frozenset(
-    tuple(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
-    + ("linalg_vector_norm", "linalg_matrix_norm", "linalg_norm")
-)
+FLOATING_INPUTS = frozenset(name for name, op in _ops.DECLARED.items() if op.floating_inputs)
 
 #: Ops whose outputs never carry a gradient (integer or bool results, creation).
 NOT_DIFFERENTIABLE = frozenset(
-    tuple(name for name, op in _ops.DECLARED.items() if not op.differentiable)
-    + ("linalg_lu_permutation",)
-)
+    name for name, op in _ops.DECLARED.items() if not op.differentiable)
 
 #: Ops that draw from a random generator (their kernels' ``rng``), declared ``random=True``
 #: in :mod:`torcia._ops.random`: running one again gives other values.

@@ -47,6 +47,11 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
                     ``zeta``, the orthogonal polynomials, ``polygamma``...)
 ``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
+``linalg``          the matrix products (``matmul``, ``mm``, ``dot``, ``einsum``, ``addmm``...)
+``linalg_decompositions``
+                    the factorizations, solvers, norms and matrix functions of
+                    :mod:`torcia.linalg` (``linalg_svd``, ``linalg_solve``, ``linalg_det``,
+                    ``linalg_lu_factor``, ``linalg_vector_norm``, ``linalg_matrix_exp``...)
 ``views``           the views and movement (``view``, ``permute``, ``expand``,
                     ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
 ``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
@@ -61,6 +66,8 @@ from torcia._ops import (
     complex_numbers,
     creation,
     elementwise,
+    linalg,
+    linalg_decompositions,
     nn_activation,
     nn_attention,
     nn_conv,
@@ -80,7 +87,8 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
                                      nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
-                                     spectral, creation, random, nn_rnn, nn_attention, sparse)
+                                     spectral, linalg, linalg_decompositions, creation, random,
+                                     nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 
