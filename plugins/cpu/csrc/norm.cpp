@@ -112,10 +112,15 @@ TORCIA_INLINE RowSums row_sums(const T* __restrict__ g, const T* __restrict__ x,
 // x's first element s, so that the centred sums do not cancel the way raw sums of x^2
 // would (the forward keeps two passes; here the row is read twice, not five times)
 template <typename T>
-TORCIA_INLINE RowGrad<T> row_grad(const T* __restrict__ g, const T* __restrict__ x,
-                                  const T* __restrict__ w, int64_t d, double eps) {
+TORCIA_INLINE RowSums row_sums(const T* __restrict__ g, const T* __restrict__ x,
+                               const T* __restrict__ w, int64_t d) {
   const double s = double(x[0]);
-  auto [t1, t2, ta, tc] = w ? row_sums<true>(g, x, w, d, s) : row_sums<false>(g, x, w, d, s);
+  return w ? row_sums<true>(g, x, w, d, s) : row_sums<false>(g, x, w, d, s);
+}
+
+template <typename T>
+TORCIA_INLINE RowGrad<T> row_grad(RowSums sums, T x0, int64_t d, double eps) {
+  auto [t1, t2, ta, tc] = sums;
   // products with 1/d, not four divisions a row (their latency showed in rows of 128)
   const double inv_d = 1.0 / double(d);
   const double shift = t1 * inv_d;  // mean - s
@@ -125,7 +130,7 @@ TORCIA_INLINE RowGrad<T> row_grad(const T* __restrict__ g, const T* __restrict__
   // x - mean as (x - s) - (mean - s), in T: x - s is exact for the x near s (Sterbenz),
   // and mean - s small, so a mean far from zero loses no digits to its rounding in T;
   // gxhat - mean(gxhat) in double, as the sums (zero for a row of one element)
-  return {T(ta * inv_d), T(tc * rstd * inv_d), T(rstd), x[0], T(shift)};
+  return {T(ta * inv_d), T(tc * rstd * inv_d), T(rstd), x0, T(shift)};
 }
 
 // Columns of a block handled together in its last pass: their gw and gb sums stay in
@@ -167,8 +172,12 @@ TORCIA_CLONES void backward_block(const T* __restrict__ g, const T* __restrict__
                                   const T* __restrict__ w, T* __restrict__ gx,
                                   T* __restrict__ gw, T* __restrict__ gb, int64_t n, int64_t d,
                                   double eps) {
+  // the block's sums first, then its rows' divisions and square roots together: apart
+  // from the sums' loops their latencies overlap
+  RowSums sums[kBlockRows];
+  for (int64_t i = 0; i < n; ++i) sums[i] = row_sums(g + i * d, x + i * d, w, d);
   RowGrad<T> rg[kBlockRows];
-  for (int64_t i = 0; i < n; ++i) rg[i] = row_grad(g + i * d, x + i * d, w, d, eps);
+  for (int64_t i = 0; i < n; ++i) rg[i] = row_grad(sums[i], x[i * d], d, eps);
   int64_t k0 = 0;
   for (; k0 + kCols <= d; k0 += kCols) block_cols<kCols>(g, x, w, gx, gw, gb, rg, n, d, k0);
   for (; k0 < d; ++k0) block_cols<1>(g, x, w, gx, gw, gb, rg, n, d, k0);
