@@ -222,7 +222,6 @@ def torcia_register_ops(registry):
 '''
 
 NOISY_CHECK = '''
-import importlib.util
 import json
 import warnings
 import torcia
@@ -230,9 +229,11 @@ from torcia import library
 import noisy_plugin as p
 
 out = {"random": library.get_op("jitter").random}
-if importlib.util.find_spec("torcia.func") is not None:  # vmap comes with torcia-nn
+try:
     from torcia.func import vmap
-
+except ModuleNotFoundError:  # vmap comes with torcia-nn: torcia-autograd alone has none
+    vmap = None
+if vmap is not None:
     f = lambda t: t + p.jitter(torcia.zeros(4))
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # batched by its random rule, not the loop
