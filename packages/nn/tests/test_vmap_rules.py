@@ -574,6 +574,15 @@ def test_every_random_op_draws_per_sample_in_the_loops_order(draw):
     assert torcia.equal(got, want)
 
 
+def test_randperm_draws_a_permutation_per_sample_at_nested_levels():
+    x = torcia.zeros(2, 3, 20)
+    got = _no_fallback(vmap(vmap(lambda t: t + torcia.randperm(20), randomness="different"),
+                            randomness="different"), x)
+    rows = {tuple(r) for r in got.reshape(6, 20).long().tolist()}
+    assert got.shape == (2, 3, 20) and len(rows) == 6
+    assert all(sorted(r) == list(range(20)) for r in rows)
+
+
 def test_multinomial_checks_each_samples_probabilities():
     p = torcia.tensor([[0.2, 0.8], [-1.0, 2.0]])
     with pytest.raises(RuntimeError, match="probability tensor contains"):

@@ -451,11 +451,8 @@ def _draw(kernel, args, params, level):
         params = {**params, "shape": (size,) + tuple(params["shape"])}
     else:
         # a draw of no shape to lead with the samples (randperm's n): one draw per sample
-        draws = [_draw(kernel, args, params, level - 1) for _ in range(size)]
-        if any(d.__class__ is BatchedArray for d in draws):
-            raise RuntimeError("vmap: randomness='different' at two nested levels of an op "
-                               "without a shape argument (randperm) is not supported")
-        return BatchedArray(_xp_of(draws[0]).stack(draws), level)
+        return BatchedArray(_stack([_draw(kernel, args, params, level - 1)
+                                    for _ in range(size)]), level)
     return BatchedArray(_draw(kernel, args, params, level - 1), level)
 
 
