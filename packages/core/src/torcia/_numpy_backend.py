@@ -21,11 +21,9 @@ from torcia.plugins import hookimpl
 
 # Ops PyTorch has no kernel for on some dtypes, by NumPy kind ("c" complex, "b" bool):
 # the error it raises, its message formatted with PyTorch's name of the dtype. NumPy would
-# order complex numbers lexicographically and do bool arithmetic in its own way. The
-# declared ops' come from their declarations.
-_REFUSED = {
-    **{name: op.refuses for name, op in DECLARED.items() if op.refuses},
-}
+# order complex numbers lexicographically and do bool arithmetic in its own way. They come
+# from the ops' declarations.
+_REFUSED = {name: op.refuses for name, op in DECLARED.items() if op.refuses}
 
 
 # inputs PyTorch answers before it looks for the dtype's kernel (a scan of an empty tensor),

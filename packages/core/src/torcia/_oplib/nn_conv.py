@@ -10,7 +10,7 @@ from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import tensor
 from torcia._oplib._common import _F, _check_tensor
-from torcia._ops.nn_conv import check_geometry, pool_geometry
+from torcia._ops.nn_conv import adaptive_bounds, check_geometry, pool_geometry
 from torcia._tensor import Tensor, _torch_name, call
 
 
@@ -451,10 +451,9 @@ def _adaptive_size(output_size, input, nd):
 
 
 def _adaptive_windows(i: int, o: int, like: Tensor) -> tuple[Tensor, Tensor]:
-    """The (o, i) 0/1 matrix of adaptive pooling's windows along one dim (row r covers input
-    positions [floor(r*i/o), ceil((r+1)*i/o))) and each window's length."""
-    r = np.arange(o)
-    start, end = (r * i) // o, -((-(r + 1) * i) // o)
+    """The (o, i) 0/1 matrix of adaptive pooling's windows along one dim
+    (:func:`~torcia._ops.nn_conv.adaptive_bounds`) and each window's length."""
+    start, end = adaptive_bounds(i, o)
     pos = np.arange(i)
     m = (pos >= start[:, None]) & (pos < end[:, None])
     # built on the host, then moved: ``like`` may live on another device

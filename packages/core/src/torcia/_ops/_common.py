@@ -169,6 +169,12 @@ def low_precision(a) -> bool:
     return dtype.itemsize == 2 and D.np_floating(dtype)
 
 
+def on_host(xp, a):
+    """The array ``a`` of the array module ``xp`` as a NumPy array (a CuPy array copied to
+    the host), for the kernels whose routine only NumPy, SciPy or LAPACK has."""
+    return np.asarray(a) if xp is np else xp.asnumpy(a)
+
+
 def in_float32(*arrays):
     """``arrays`` in float32 (None and bool masks as they are)."""
     return tuple(a if a is None or a.dtype == bool else a.astype(np.float32) for a in arrays)

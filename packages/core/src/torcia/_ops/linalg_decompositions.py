@@ -33,6 +33,7 @@ from torcia._ops._common import (
     first_shape,
     floating_dtype,
     low_precision,
+    on_host,
     op,
     real_dtype,
     reduced,
@@ -331,7 +332,7 @@ class Kernels:
         xp = self.xp
         cplx = np.result_type(a.dtype, np.complex64)
         if not hasattr(xp.linalg, "eig"):  # CuPy before v14: on the host
-            w, v = np.linalg.eig(_host(xp, a))
+            w, v = np.linalg.eig(on_host(xp, a))
             return xp.asarray(w.astype(cplx)), xp.asarray(v.astype(cplx))
         w, v = xp.linalg.eig(a)
         return w.astype(cplx, copy=False), v.astype(cplx, copy=False)
@@ -371,7 +372,7 @@ class Kernels:
         xp = self.xp
         lapack = _lapack(xp)
         n = a.shape[-1]
-        flat = _host(xp, a).reshape((-1, n, n))
+        flat = on_host(xp, a).reshape((-1, n, n))
         factor = lapack.get_lapack_funcs("hetrf" if hermitian and flat.dtype.kind == "c"
                                          else "sytrf", (flat,))
         lds, pivs, infos = [], [], []
@@ -393,10 +394,10 @@ class Kernels:
         lapack = _lapack(xp)
         n = ld.shape[-1]
         batch = np.broadcast_shapes(ld.shape[:-2], b.shape[:-2])
-        lds = np.broadcast_to(_host(xp, ld), batch + (n, n)).reshape((-1, n, n))
-        pivs = np.broadcast_to(_host(xp, pivots), batch + (n,)).reshape((-1, n))
+        lds = np.broadcast_to(on_host(xp, ld), batch + (n, n)).reshape((-1, n, n))
+        pivs = np.broadcast_to(on_host(xp, pivots), batch + (n,)).reshape((-1, n))
         _check_ldl_pivots(pivs)
-        bs = np.broadcast_to(_host(xp, b), batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
+        bs = np.broadcast_to(on_host(xp, b), batch + b.shape[-2:]).reshape((-1,) + b.shape[-2:])
         solve = lapack.get_lapack_funcs("hetrs" if hermitian and lds.dtype.kind == "c"
                                         else "sytrs", (lds,))
         out = [solve(l_, p_, b_, lower=1)[0] for l_, p_, b_ in zip(lds, pivs, bs)]
@@ -488,11 +489,6 @@ def _lapack(xp):
             "installed: pip install 'torcia-core[scipy]'"
         ) from None
     return sl
-
-
-def _host(xp, a):
-    """``a`` as a NumPy array (LAPACK's LDL routines run on the host)."""
-    return a if isinstance(a, np.ndarray) else xp.asnumpy(a)
 
 
 # ----- meta shapes -----------------------------------------------------------------------

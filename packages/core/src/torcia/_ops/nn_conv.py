@@ -99,13 +99,18 @@ def _transposed_sizes(in_sp, kernel, stride, padding, output_padding, dilation):
     return size, full
 
 
+def adaptive_bounds(size, out):
+    """(start, end): NumPy arrays of the bounds of adaptive pooling's ``out`` windows over a
+    dim of ``size``, window i spanning [floor(i size / out), ceil((i + 1) size / out))."""
+    r = np.arange(out)
+    return (r * size) // out, -((-(r + 1) * size) // out)
+
+
 def _adaptive_windows(size, out):
-    """The input positions of adaptive pooling's ``out`` windows over a dim of ``size``,
-    window i spanning [floor(i size / out), ceil((i + 1) size / out)), as an (out, width)
-    NumPy table: each window has the width of the widest, a short one repeating its last
-    element, which cannot change a maximum."""
-    start = (np.arange(out) * size) // out
-    end = -((-(np.arange(out) + 1) * size) // out)
+    """The input positions of adaptive pooling's windows (:func:`adaptive_bounds`) as an
+    (out, width) NumPy table: each window has the width of the widest, a short one
+    repeating its last element, which cannot change a maximum."""
+    start, end = adaptive_bounds(size, out)
     width = int((end - start).max())
     return np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
 

@@ -27,6 +27,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
+from torcia._ops._common import on_host
 from torcia._ops.creation import created
 
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
@@ -47,10 +48,6 @@ def _drawn(xp, shape, dtype, draw):
     for start in range(0, n, _DRAW_BLOCK):
         out[start:start + _DRAW_BLOCK] = draw(min(_DRAW_BLOCK, n - start))
     return xp.asarray(out.reshape(shape))
-
-
-def _on_host(xp, a):
-    return np.asarray(a) if xp is np else xp.asnumpy(a)
 
 
 class Kernels:
@@ -76,7 +73,7 @@ class Kernels:
         return self.xp.asarray(rng.permutation(n).astype(dtype))
 
     def bernoulli(self, p, rng):
-        host = _on_host(self.xp, p)
+        host = on_host(self.xp, p)
         draw = rng.random(host.shape) < host
         return self.xp.asarray(draw.astype(host.dtype))
 
@@ -86,7 +83,7 @@ class Kernels:
         return self.xp.asarray((keep / (1.0 - p)).astype(dtype))
 
     def multinomial(self, w, num_samples, replacement, rng):
-        host = np.asarray(w, dtype=np.float64) if self.xp is np else self.xp.asnumpy(w)
+        host = on_host(self.xp, w).astype(np.float64, copy=False)
         # the values are checked here, where they are, as PyTorch's kernel checks them:
         # under vmap the public function sees one sample's shape, not the batch's values
         if (host < 0).any() or not np.isfinite(host).all():

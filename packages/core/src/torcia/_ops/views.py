@@ -14,6 +14,7 @@ below the Tensor class. Their derivatives are torcia-autograd's.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 
@@ -27,11 +28,13 @@ from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
 
-def _scatter_index(xp, index, dim):
+def _scatter_index(arange, index, dim):
     """The key of ``gather``/``scatter`` along ``dim``: the open grids of
-    ``indices(index.shape, sparse=True)`` (CuPy has no ``sparse``), ``index`` at ``dim``."""
+    ``indices(index.shape, sparse=True)`` (CuPy has no ``sparse``), ``index`` at ``dim``;
+    ``arange`` makes them (the array module's for a kernel, a device's for a decomposition
+    on tensors)."""
     n = index.ndim
-    grids = [xp.arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
+    grids = [arange(s).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
              for d, s in enumerate(index.shape)]
     grids[dim] = index
     return tuple(grids)
@@ -252,26 +255,25 @@ class Kernels:
     def gather(self, a, index, dim):
         # the result has the index's shape: take_along_axis would broadcast a smaller index
         # across the dims not gathered
-        return a[_scatter_index(self.xp, index, dim)]
+        return a[_scatter_index(self.xp.arange, index, dim)]
 
     def scatter(self, a, index, src, dim):
         out = a.copy()
-        if not isinstance(src, self.xp.ndarray):
-            out[_scatter_index(self.xp, index, dim)] = src
-        else:
-            out[_scatter_index(self.xp, index, dim)] = src[tuple(slice(0, s) for s in index.shape)]
+        if isinstance(src, self.xp.ndarray):
+            src = src[tuple(slice(0, s) for s in index.shape)]
+        out[_scatter_index(self.xp.arange, index, dim)] = src
         return out
 
     def scatter_add(self, a, index, src, dim):
         xp = self.xp
         out = a.copy()
         src = src[tuple(slice(0, s) for s in index.shape)]
-        _add_at(xp, out, _scatter_index(self.xp, index, dim), src)
+        _add_at(xp, out, _scatter_index(self.xp.arange, index, dim), src)
         return out
 
     def scatter_reduce(self, a, index, src, dim, reduce, include_self=True):
         xp = self.xp
-        key = _scatter_index(self.xp, index, dim)
+        key = _scatter_index(self.xp.arange, index, dim)
         src = src[tuple(slice(0, s) for s in index.shape)]
         ufunc = getattr(xp, _REDUCE_UFUNC[reduce])
         out = a.copy()
@@ -743,13 +745,8 @@ def repeat(a, sizes):
 
 
 def _key_along(index, dim, device):
-    """The reference kernels' key of gather and scatter (:func:`_scatter_index`), of
-    tensors: the open grids of the index's shape, the index at ``dim``."""
-    n = index.ndim
-    key = [_opdef.PUBLIC.arange(s, device=device).reshape((1,) * d + (s,) + (1,) * (n - d - 1))
-           for d, s in enumerate(index.shape)]
-    key[dim] = index
-    return tuple(key)
+    """The reference kernels' key (:func:`_scatter_index`), of tensors on ``device``."""
+    return _scatter_index(functools.partial(_opdef.PUBLIC.arange, device=device), index, dim)
 
 
 def gather(x, index, dim=None):
