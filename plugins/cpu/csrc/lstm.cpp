@@ -1,10 +1,10 @@
 // A one-direction LSTM layer over a whole sequence, forward and back through time, in C++:
-// each step's recurrent product is one GEMM and the cell one vectorised pass, with no
-// return to Python between steps (NumPy: a matmul call, temporaries and a cell call per
-// step).
+// each step's recurrent product is one GEMM against the weight packed once a call
+// (packed_gemm.h) and the cell one vectorised pass, with no return to Python between steps
+// (NumPy: a matmul call, temporaries and a cell call per step).
 //
 // On several threads (torcia's count), the hidden units are split into a slice a thread:
-// a slice of a step is its units' columns of the step's product, on one BLAS thread, and
+// a slice of a step is its units' columns of the step's product, on one thread, and
 // their cell; the next step starts once every slice is done (stages.h, which lets a thread
 // that has a core run the slices of one that has none). A step's product is too small for
 // BLAS's own threads to pay (MKL's sleeping ones made an LSTM step 5x slower, see
@@ -29,6 +29,7 @@
 #include "checks.h"
 #include "gemm.h"
 #include "lstm_rows.h"
+#include "packed_gemm.h"
 #include "stages.h"
 
 namespace py = pybind11;
@@ -122,6 +123,45 @@ class Scratch {
   std::unique_ptr<T, Free> ptr_;
 };
 
+// The recurrent weight as every step's product reads it, B (k, n): packed once a layer
+// call where packed_gemm.h runs (a BLAS call would pack it again at every step: 1.5-1.8x
+// slower on OpenBLAS), else row-major for BLAS. Allocated before a parallel region, filled
+// in it.
+template <typename T>
+class StepWeight {
+ public:
+  StepWeight(int64_t k, int64_t n)
+      : k_(k), n_(n), packed_(torcia_packed::available()),
+        data_(packed_ ? torcia_packed::packed_size<T>(k, n) : k * n) {}
+
+  // B's element (p, j) is at(p, j)
+  template <typename At>
+  void fill(At at) {
+    const int64_t k = k_, n = n_;
+    if (packed_) {
+      torcia_packed::pack<T>(k, n, at, data_.get());
+      return;
+    }
+    T* d = data_.get();
+    for (int64_t p = 0; p < k; ++p)
+      for (int64_t j = 0; j < n; ++j) d[p * n + j] = at(p, j);
+  }
+
+  // c (m, n) = a (m, k) B + beta c
+  void product(int64_t m, const T* a, int64_t lda, T beta, T* c, int64_t ldc) const {
+    if (m == 0 || n_ == 0) return;  // k is H or 4H: never 0 with n
+    if (packed_)
+      torcia_packed::gemm<T>(m, n_, k_, a, lda, data_.get(), beta, c, ldc);
+    else
+      gemm<T>(CblasNoTrans, CblasNoTrans, m, n_, k_, a, lda, data_.get(), n_, beta, c, ldc);
+  }
+
+ private:
+  int64_t k_, n_;
+  bool packed_;
+  Scratch<T> data_;
+};
+
 // Runs grid.run(work) on a team of `slices` threads (or fewer, where OpenMP gives fewer).
 template <typename Work>
 void on_team(int slices, torcia_stages::Grid& grid, Work&& work) {
@@ -129,30 +169,28 @@ void on_team(int slices, torcia_stages::Grid& grid, Work&& work) {
   grid.run(work);
 }
 
-// The forward in slices: stage 0 copies each slice's columns of the four gates of w into
-// a (H, 4 * units) matrix, gate-major as the gates of a row; stage 1 + s is step s: each
+// The forward in slices: stage 0 packs each slice's columns of the four gates of w as a
+// (H, 4 * units) matrix, gate-major as the gates of a row; stage 1 + s is step s: each
 // slice's gates (N, 4 * units) = x_gates' columns + h_prev times those columns, and their
 // cell, which writes the slice's columns of out, cs and acts.
 template <typename T>
 void forward_split(const Dims& d, int slices, const T* xg, const T* h0, const T* c0,
                    const T* w, T* out, T* cs, T* acts) {
   const int64_t n = d.batch, h = d.hidden, g = 4 * h;
-  std::vector<Scratch<T>> wp, gates;
+  std::vector<StepWeight<T>> wp;
+  std::vector<Scratch<T>> gates;
   wp.reserve(slices);
   gates.reserve(slices);
   for (int j = 0; j < slices; ++j) {
     const int64_t u = unit_bound(h, j + 1, slices) - unit_bound(h, j, slices);
-    wp.emplace_back(h * 4 * u);
+    wp.emplace_back(h, 4 * u);
     gates.emplace_back(n * 4 * u);
   }
   torcia_stages::Grid grid(1 + d.steps, slices);
   on_team(slices, grid, [&](int64_t stage, int j) {
     const int64_t lo = unit_bound(h, j, slices), u = unit_bound(h, j + 1, slices) - lo;
-    T* wj = wp[j].get();
     if (stage == 0) {
-      for (int64_t k = 0; k < h; ++k)
-        for (int64_t q = 0; q < 4; ++q)
-          std::memcpy(wj + k * 4 * u + q * u, w + k * g + q * h + lo, sizeof(T) * u);
+      wp[j].fill([&](int64_t p, int64_t c) { return w[p * g + c / u * h + lo + c % u]; });
       return;
     }
     const int64_t s = stage - 1;
@@ -163,7 +201,7 @@ void forward_split(const Dims& d, int slices, const T* xg, const T* h0, const T*
     for (int64_t r = 0; r < n; ++r)
       for (int64_t q = 0; q < 4; ++q)
         std::memcpy(gt + r * 4 * u + q * u, xs + r * g + q * h + lo, sizeof(T) * u);
-    gemm<T>(CblasNoTrans, CblasNoTrans, n, 4 * u, h, h_prev, h, wj, 4 * u, T(1), gt, 4 * u);
+    wp[j].product(n, h_prev, h, T(1), gt, 4 * u);
     T* ht = out + s * n * h;
     T* ct = cs + s * n * h;
     T* at = acts + s * n * g;
@@ -184,12 +222,13 @@ void forward(const Dims& d, const T* xg, const T* h0, const T* c0, const T* w, T
   }
   const int64_t n = d.batch, h = d.hidden, g = 4 * h;
   std::vector<T> gates(n * g);
+  StepWeight<T> wp(h, g);
+  wp.fill([&](int64_t p, int64_t c) { return w[p * g + c]; });
   const T* h_prev = h0;
   const T* c_prev = c0;
   for (int64_t t = 0; t < d.steps; ++t) {
     std::memcpy(gates.data(), xg + t * n * g, sizeof(T) * n * g);
-    if (h > 0)
-      gemm<T>(CblasNoTrans, CblasNoTrans, n, g, h, h_prev, h, w, g, T(1), gates.data(), g);
+    wp.product(n, h_prev, h, T(1), gates.data(), g);
     T* ht = out + t * n * h;
     T* ct = cs + t * n * h;
     T* at = acts + t * n * g;
@@ -225,8 +264,8 @@ py::tuple lstm_layer(const py::array& x_gates, const py::array& h0, const py::ar
   return py::make_tuple(out, cs, acts);
 }
 
-// The backward in the forward's slices. Stage 0 copies each slice's columns of w^T,
-// (4H, units) row-major as the whole-layer loop's, and zeroes its columns of dh and dc.
+// The backward in the forward's slices. Stage 0 packs each slice's columns of w^T,
+// (4H, units), and zeroes its columns of dh and dc.
 // Then two stages a step, last step first: the slice's cell derivative, writing its
 // columns of the step's g_gates and of dc; then its columns of dh = g_gates w^T, which
 // read all of the step's g_gates. The last stage splits the 4H columns of
@@ -236,13 +275,14 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
                     const T* cs, const T* out, const T* h0, const T* c0, const T* w,
                     T* g_gates, T* dh, T* dc, T* g_w) {
   const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h;
-  std::vector<Scratch<T>> w_t, gh, gc;
+  std::vector<StepWeight<T>> w_t;
+  std::vector<Scratch<T>> gh, gc;
   w_t.reserve(slices);
   gh.reserve(slices);
   gc.reserve(slices);
   for (int j = 0; j < slices; ++j) {
     const int64_t u = unit_bound(h, j + 1, slices) - unit_bound(h, j, slices);
-    w_t.emplace_back(g * u);
+    w_t.emplace_back(g, u);
     gh.emplace_back(n * u);
     gc.emplace_back(n * u);
   }
@@ -250,10 +290,8 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
   torcia_stages::Grid grid(last + 1, slices);
   on_team(slices, grid, [&](int64_t stage, int j) {
     const int64_t lo = unit_bound(h, j, slices), u = unit_bound(h, j + 1, slices) - lo;
-    T* wj = w_t[j].get();
     if (stage == 0) {
-      for (int64_t k = 0; k < u; ++k)
-        for (int64_t c = 0; c < g; ++c) wj[c * u + k] = w[(lo + k) * g + c];
+      w_t[j].fill([&](int64_t p, int64_t k) { return w[(lo + k) * g + p]; });
       for (int64_t r = 0; r < n; ++r) {
         std::fill_n(dh + r * h + lo, u, T(0));
         std::fill_n(dc + r * h + lo, u, T(0));
@@ -273,7 +311,7 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
     const int64_t s = d.steps - 1 - (stage - 1) / 2;
     T* gt = g_gates + s * n * g;
     if ((stage - 1) % 2 == 1) {
-      gemm<T>(CblasNoTrans, CblasNoTrans, n, u, g, gt, g, wj, u, T(0), dh + lo, h);
+      w_t[j].product(n, gt, g, T(0), dh + lo, h);
       return;
     }
     T* ghj = gh[j].get();
@@ -305,11 +343,10 @@ void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const
   }
   const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h;
   std::vector<T> gh(nh), gc(nh), dc_next(nh);
-  // w (H, 4H) transposed once: the per-step products run ~1.3x faster on a row-major
-  // operand than on w read transposed
-  std::vector<T> w_t(h * g);
-  for (int64_t i = 0; i < h; ++i)
-    for (int64_t j = 0; j < g; ++j) w_t[j * h + i] = w[i * g + j];
+  // w (H, 4H) transposed once: BLAS runs the per-step products ~1.3x faster on a
+  // row-major operand than on w read transposed
+  StepWeight<T> w_t(g, h);
+  w_t.fill([&](int64_t p, int64_t k) { return w[k * g + p]; });
   std::fill(dh, dh + nh, T(0));
   std::fill(dc, dc + nh, T(0));
   for (int64_t t = d.steps - 1; t >= 0; --t) {
@@ -324,7 +361,7 @@ void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const
                              c_prev + r * h, cs + t * nh + r * h, gt + r * g,
                              dc_next.data() + r * h, h, h);
     std::copy(dc_next.begin(), dc_next.end(), dc);
-    if (h > 0) gemm<T>(CblasNoTrans, CblasNoTrans, n, h, g, gt, g, w_t.data(), h, T(0), dh, h);
+    w_t.product(n, gt, g, T(0), dh, h);
   }
   // the recurrent weight's gradient, one product over all steps: [h0; out[:-1]]^T g_gates
   if (h > 0 && n > 0) {
