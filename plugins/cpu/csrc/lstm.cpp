@@ -3,13 +3,19 @@
 // (packed_gemm.h) and the cell one vectorised pass, with no return to Python between steps
 // (NumPy: a matmul call, temporaries and a cell call per step).
 //
-// On several threads (torcia's count), the hidden units are split into a slice a thread:
-// a slice of a step is its units' columns of the step's product, on one thread, and
-// their cell; the next step starts once every slice is done (stages.h, which lets a thread
-// that has a core run the slices of one that has none). A step's product is too small for
-// BLAS's own threads to pay (MKL's sleeping ones made an LSTM step 5x slower, see
-// torcia_cpu/_blas.py), and they would leave the cell on one thread. The slices depend on
-// the thread count alone, so results are the same from run to run at a given count.
+// On several threads (torcia's count), the batch's rows are split into a group a thread
+// (at least kMinRows rows each): the rows of a batch never meet through time, so a group
+// runs all steps, forward or back, without waiting on the others, and only the recurrent
+// weight's gradient (one product over every row) waits for all of them. Each element is
+// computed as on one thread, so on the packed products the results are the same bits on
+// any thread count. A batch too small for groups splits the hidden units into a slice a
+// thread instead: a slice of a step is its units' columns of the step's product and their
+// cell, and the next step starts once every slice is done. Either way stages.h runs the
+// work: a thread that has a core takes the groups or slices of one that has none. A step's
+// product is too small for BLAS's own threads to pay (MKL's sleeping ones made an LSTM step
+// 5x slower, see torcia_cpu/_blas.py), and they would leave the cell on one thread. The
+// split depends on the shape and thread count alone, so results are the same from run to
+// run at a given count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 
@@ -79,22 +85,38 @@ Dims layer_dims(const std::string& fn, const py::array& x_gates, const py::array
   return d;
 }
 
-// A step's multiply-adds (N x H x 4H) from which the layer runs on several threads, and
-// the fewest units a slice takes (a cache line of float32).
+// A step's multiply-adds (N x H x 4H) from which the layer runs on several threads, the
+// fewest units a slice takes (a cache line of float32) and the fewest rows a group takes.
 constexpr int64_t kThreadedMacs = 1 << 17;
 constexpr int64_t kMinUnits = 16;
+constexpr int64_t kMinRows = 8;
 
-// The slices to split a layer's units into: torcia's thread count, fewer where a slice
-// would get under kMinUnits units, one for a small step or inside another parallel region.
-int slices_for(const Dims& d) {
+// The threads a layer call may take: torcia's count, one for a small step or inside
+// another parallel region.
+int64_t layer_threads(const Dims& d) {
 #ifdef _OPENMP
-  if (omp_in_parallel() || d.batch * 4 * d.hidden * d.hidden < kThreadedMacs) return 1;
-  return static_cast<int>(
-      std::max<int64_t>(1, std::min<int64_t>(get_num_threads(), d.hidden / kMinUnits)));
+  if (d.steps == 0 || omp_in_parallel() || d.batch * 4 * d.hidden * d.hidden < kThreadedMacs)
+    return 1;
+  return get_num_threads();
 #else
   (void)d;
   return 1;
 #endif
+}
+
+// The groups to split a layer's batch rows into: rows never meet through time, so a group
+// runs every step with no wait on the others. The layer's threads, fewer where a group
+// would get under kMinRows rows.
+int groups_for(const Dims& d) {
+  return static_cast<int>(std::max<int64_t>(
+      1, std::min<int64_t>(layer_threads(d), d.batch / kMinRows)));
+}
+
+// The slices to split a layer's units into where its batch is too small for groups: the
+// layer's threads, fewer where a slice would get under kMinUnits units.
+int slices_for(const Dims& d) {
+  return static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(layer_threads(d), d.hidden / kMinUnits)));
 }
 
 // The first unit of slice j of `slices` over h units (j = slices gives h): boundaries on
@@ -211,33 +233,49 @@ void forward_split(const Dims& d, int slices, const T* xg, const T* h0, const T*
   });
 }
 
+// Rows [r0, r1) of the forward through every step, the weight packed for the whole row.
+template <typename T>
+void forward_rows(const Dims& d, int64_t r0, int64_t r1, const StepWeight<T>& wp, const T* xg,
+                  const T* h0, const T* c0, T* out, T* cs, T* acts) {
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h, m = r1 - r0;
+  Scratch<T> gates(m * g);
+  T* gt = gates.get();
+  const T* h_prev = h0 + r0 * h;
+  const T* c_prev = c0 + r0 * h;
+  for (int64_t t = 0; t < d.steps; ++t) {
+    std::memcpy(gt, xg + (t * n + r0) * g, sizeof(T) * m * g);
+    wp.product(m, h_prev, h, T(1), gt, g);
+    T* ht = out + (t * n + r0) * h;
+    T* ct = cs + (t * n + r0) * h;
+    T* at = acts + (t * n + r0) * g;
+    for (int64_t r = 0; r < m; ++r)
+      lstm_cell_row(gt + r * g, h, c_prev + r * h, at + r * g, h, ht + r * h, ct + r * h, h);
+    h_prev = ht;
+    c_prev = ct;
+  }
+}
+
 template <typename T>
 void forward(const Dims& d, const T* xg, const T* h0, const T* c0, const T* w, T* out, T* cs,
              T* acts) {
   py::gil_scoped_release release;
-  const int slices = d.steps > 0 ? slices_for(d) : 1;
+  const int groups = groups_for(d);
+  const int slices = groups > 1 ? 1 : slices_for(d);
   if (slices > 1) {
     forward_split<T>(d, slices, xg, h0, c0, w, out, cs, acts);
     return;
   }
   const int64_t n = d.batch, h = d.hidden, g = 4 * h;
-  std::vector<T> gates(n * g);
   StepWeight<T> wp(h, g);
   wp.fill([&](int64_t p, int64_t c) { return w[p * g + c]; });
-  const T* h_prev = h0;
-  const T* c_prev = c0;
-  for (int64_t t = 0; t < d.steps; ++t) {
-    std::memcpy(gates.data(), xg + t * n * g, sizeof(T) * n * g);
-    wp.product(n, h_prev, h, T(1), gates.data(), g);
-    T* ht = out + t * n * h;
-    T* ct = cs + t * n * h;
-    T* at = acts + t * n * g;
-    for (int64_t r = 0; r < n; ++r)
-      lstm_cell_row(gates.data() + r * g, h, c_prev + r * h, at + r * g, h, ht + r * h,
-                    ct + r * h, h);
-    h_prev = ht;
-    c_prev = ct;
+  if (groups == 1) {
+    forward_rows<T>(d, 0, n, wp, xg, h0, c0, out, cs, acts);
+    return;
   }
+  torcia_stages::Grid grid(1, groups);
+  on_team(groups, grid, [&](int64_t, int j) {
+    forward_rows<T>(d, n * j / groups, n * (j + 1) / groups, wp, xg, h0, c0, out, cs, acts);
+  });
 }
 
 // lstm_layer(x_gates (L, N, 4H), h0 (N, H), c0 (N, H), w_hh_t (H, 4H)) -> (out (L, N, H),
@@ -262,6 +300,23 @@ py::tuple lstm_layer(const py::array& x_gates, const py::array& h0, const py::ar
                     static_cast<double*>(cs.mutable_data()),
                     static_cast<double*>(acts.mutable_data()));
   return py::make_tuple(out, cs, acts);
+}
+
+// Columns [c_lo, c_hi) of the recurrent weight's gradient, one product over all steps:
+// [h0; out[:-1]]^T g_gates
+template <typename T>
+void weight_grad(const Dims& d, int64_t c_lo, int64_t c_hi, const T* h0, const T* out,
+                 const T* g_gates, T* g_w) {
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h, width = c_hi - c_lo;
+  if (width == 0 || h == 0) return;
+  if (n == 0) {
+    for (int64_t i = 0; i < h; ++i) std::fill_n(g_w + i * g + c_lo, width, T(0));
+    return;
+  }
+  gemm<T>(CblasTrans, CblasNoTrans, h, width, n, h0, h, g_gates + c_lo, g, T(0), g_w + c_lo, g);
+  if (d.steps > 1)
+    gemm<T>(CblasTrans, CblasNoTrans, h, width, (d.steps - 1) * n, out, h,
+            g_gates + n * g + c_lo, g, T(1), g_w + c_lo, g);
 }
 
 // The backward in the forward's slices. Stage 0 packs each slice's columns of w^T,
@@ -299,13 +354,7 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
       return;
     }
     if (stage == last) {
-      const int64_t c_lo = g * j / slices, width = g * (j + 1) / slices - c_lo;
-      if (width == 0) return;
-      gemm<T>(CblasTrans, CblasNoTrans, h, width, n, h0, h, g_gates + c_lo, g, T(0),
-              g_w + c_lo, g);
-      if (d.steps > 1)
-        gemm<T>(CblasTrans, CblasNoTrans, h, width, (d.steps - 1) * n, out, h,
-                g_gates + n * g + c_lo, g, T(1), g_w + c_lo, g);
+      weight_grad<T>(d, g * j / slices, g * (j + 1) / slices, h0, out, g_gates, g_w);
       return;
     }
     const int64_t s = d.steps - 1 - (stage - 1) / 2;
@@ -331,47 +380,64 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
   });
 }
 
+// Rows [r0, r1) of the backward through every step (their rows of g_gates, dh and dc),
+// w^T packed for the whole row.
+template <typename T>
+void backward_rows(const Dims& d, int64_t r0, int64_t r1, const StepWeight<T>& w_t,
+                   const T* g_out, const T* g_cs, const T* acts, const T* cs, const T* c0,
+                   T* g_gates, T* dh, T* dc) {
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h, m = r1 - r0, mh = m * h;
+  Scratch<T> gh(mh), gc(mh);
+  dh += r0 * h;
+  dc += r0 * h;
+  std::fill(dh, dh + mh, T(0));
+  std::fill(dc, dc + mh, T(0));
+  for (int64_t t = d.steps - 1; t >= 0; --t) {
+    const int64_t e = t * nh + r0 * h;
+    for (int64_t k = 0; k < mh; ++k) {
+      gh.get()[k] = g_out ? dh[k] + g_out[e + k] : dh[k];
+      gc.get()[k] = g_cs ? dc[k] + g_cs[e + k] : dc[k];
+    }
+    const T* c_prev = t == 0 ? c0 + r0 * h : cs + e - nh;
+    T* gt = g_gates + (t * n + r0) * g;
+    for (int64_t r = 0; r < m; ++r)
+      lstm_cell_backward_row(gh.get() + r * h, gc.get() + r * h, acts + (t * n + r0) * g + r * g,
+                             c_prev + r * h, cs + e + r * h, gt + r * g, dc + r * h, h, h);
+    w_t.product(m, gt, g, T(0), dh, h);
+  }
+}
+
 template <typename T>
 void backward(const Dims& d, const T* g_out, const T* g_cs, const T* acts, const T* cs,
               const T* out, const T* h0, const T* c0, const T* w, T* g_gates, T* dh, T* dc,
               T* g_w) {
   py::gil_scoped_release release;
-  const int slices = d.steps > 0 ? slices_for(d) : 1;
+  const int groups = groups_for(d);
+  const int slices = groups > 1 ? 1 : slices_for(d);
   if (slices > 1) {
     backward_split<T>(d, slices, g_out, g_cs, acts, cs, out, h0, c0, w, g_gates, dh, dc, g_w);
     return;
   }
-  const int64_t n = d.batch, h = d.hidden, g = 4 * h, nh = n * h;
-  std::vector<T> gh(nh), gc(nh), dc_next(nh);
+  const int64_t n = d.batch, h = d.hidden, g = 4 * h;
   // w (H, 4H) transposed once: BLAS runs the per-step products ~1.3x faster on a
   // row-major operand than on w read transposed
   StepWeight<T> w_t(g, h);
   w_t.fill([&](int64_t p, int64_t k) { return w[k * g + p]; });
-  std::fill(dh, dh + nh, T(0));
-  std::fill(dc, dc + nh, T(0));
-  for (int64_t t = d.steps - 1; t >= 0; --t) {
-    for (int64_t k = 0; k < nh; ++k) {
-      gh[k] = g_out ? dh[k] + g_out[t * nh + k] : dh[k];
-      gc[k] = g_cs ? dc[k] + g_cs[t * nh + k] : dc[k];
-    }
-    const T* c_prev = t == 0 ? c0 : cs + (t - 1) * nh;
-    T* gt = g_gates + t * n * g;
-    for (int64_t r = 0; r < n; ++r)
-      lstm_cell_backward_row(gh.data() + r * h, gc.data() + r * h, acts + t * n * g + r * g,
-                             c_prev + r * h, cs + t * nh + r * h, gt + r * g,
-                             dc_next.data() + r * h, h, h);
-    std::copy(dc_next.begin(), dc_next.end(), dc);
-    w_t.product(n, gt, g, T(0), dh, h);
+  if (groups == 1) {
+    backward_rows<T>(d, 0, n, w_t, g_out, g_cs, acts, cs, c0, g_gates, dh, dc);
+    weight_grad<T>(d, 0, g, h0, out, g_gates, g_w);
+    return;
   }
-  // the recurrent weight's gradient, one product over all steps: [h0; out[:-1]]^T g_gates
-  if (h > 0 && n > 0) {
-    gemm<T>(CblasTrans, CblasNoTrans, h, g, n, h0, h, g_gates, g, T(0), g_w, g);
-    if (d.steps > 1)
-      gemm<T>(CblasTrans, CblasNoTrans, h, g, (d.steps - 1) * n, out, h, g_gates + n * g, g,
-              T(1), g_w, g);
-  } else {
-    std::fill(g_w, g_w + h * g, T(0));
-  }
+  // stage 0: each group's rows through time; stage 1: the weight gradient's columns in
+  // slices, once every row of g_gates is done
+  torcia_stages::Grid grid(2, groups);
+  on_team(groups, grid, [&](int64_t stage, int j) {
+    if (stage == 0)
+      backward_rows<T>(d, n * j / groups, n * (j + 1) / groups, w_t, g_out, g_cs, acts, cs, c0,
+                       g_gates, dh, dc);
+    else
+      weight_grad<T>(d, g * j / groups, g * (j + 1) / groups, h0, out, g_gates, g_w);
+  });
 }
 
 const void* optional_grad(const std::string& fn, const std::string& name, const py::object& a,

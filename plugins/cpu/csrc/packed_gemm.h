@@ -101,19 +101,30 @@ TORCIA_AVX512 inline __attribute__((always_inline)) void block(
 }
 
 // C (m, n) = A (m, k) B + beta C, B packed by pack; beta 0 never reads C. Only where
-// available().
+// available(). The rows go in blocks of at most 8, as even as may be (10 rows: 5 and 5,
+// not 8, 1 and 1, whose one-row blocks load a panel row for two products).
 template <typename T>
 TORCIA_AVX512 void gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
                         const T* packed, T beta, T* c, int64_t ldc) {
+  const int64_t blocks = (m + 7) / 8;
   for (int64_t j = 0; j < n; j += kPanel<T>) {
     const T* b = packed + j * k;
     const int64_t cols = n - j < kPanel<T> ? n - j : kPanel<T>;
-    int64_t i = 0;
-    for (; i + 8 <= m; i += 8)
-      block<T, 8>(k, a + i * lda, lda, b, beta, c + i * ldc + j, ldc, cols);
-    for (; i + 4 <= m; i += 4)
-      block<T, 4>(k, a + i * lda, lda, b, beta, c + i * ldc + j, ldc, cols);
-    for (; i < m; ++i) block<T, 1>(k, a + i * lda, lda, b, beta, c + i * ldc + j, ldc, cols);
+    for (int64_t q = 0; q < blocks; ++q) {
+      const int64_t i = m * q / blocks, rows = m * (q + 1) / blocks - i;
+      const T* ai = a + i * lda;
+      T* ci = c + i * ldc + j;
+      switch (rows) {
+        case 8: block<T, 8>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 7: block<T, 7>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 6: block<T, 6>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 5: block<T, 5>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 4: block<T, 4>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 3: block<T, 3>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        case 2: block<T, 2>(k, ai, lda, b, beta, ci, ldc, cols); break;
+        default: block<T, 1>(k, ai, lda, b, beta, ci, ldc, cols); break;
+      }
+    }
   }
 }
 
