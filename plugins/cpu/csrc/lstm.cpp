@@ -6,16 +6,17 @@
 // On several threads (torcia's count), the batch's rows are split into a group a thread
 // (at least kMinRows rows each): the rows of a batch never meet through time, so a group
 // runs all steps, forward or back, without waiting on the others, and only the recurrent
-// weight's gradient (one product over every row) waits for all of them. Each element is
-// computed as on one thread, so on the packed products the results are the same bits on
-// any thread count. A batch too small for groups splits the hidden units into a slice a
-// thread instead: a slice of a step is its units' columns of the step's product and their
-// cell, and the next step starts once every slice is done. Either way stages.h runs the
-// work: a thread that has a core takes the groups or slices of one that has none. A step's
-// product is too small for BLAS's own threads to pay (MKL's sleeping ones made an LSTM step
-// 5x slower, see torcia_cpu/_blas.py), and they would leave the cell on one thread. The
-// split depends on the shape and thread count alone, so results are the same from run to
-// run at a given count.
+// weight's gradient (one product over every row) waits for all of them. Each element of
+// the steps is computed as on one thread, so on the packed products the outputs and the
+// gradients but the weight's (BLAS's, in column slices) are the same bits on any thread
+// count. A batch too small for groups splits the hidden units into a slice a thread
+// instead: a slice of a step is its units' columns of the step's product and their cell,
+// and the next step starts once every slice is done. Either way stages.h runs the work: a
+// thread that has a core takes the groups or slices of one that has none. A step's product
+// is too small for BLAS's own threads to pay (MKL's sleeping ones made an LSTM step 5x
+// slower, see torcia_cpu/_blas.py), and they would leave the cell on one thread. The split
+// depends on the shape and thread count alone, so results are the same from run to run at
+// a given count.
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 

@@ -199,6 +199,36 @@ def test_lstm_layer_on_threads_matches_the_reference_run_after_run(dtype, sizes,
             np.testing.assert_array_equal(a, b)
 
 
+def _has_avx512():
+    try:
+        with open("/proc/cpuinfo") as f:
+            return " avx512f" in f.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.skipif(not _has_avx512(), reason="the packed products run on AVX-512 alone")
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("sizes", [(5, 32, 64), (3, 20, 50), *THREADED_LSTM_SIZES])
+def test_lstm_layer_is_the_same_bits_on_any_thread_count(dtype, sizes, on_threads):
+    # row groups (a batch of 16 rows or more) and unit slices (fewer) both compute each
+    # element as one thread does, on the packed products (csrc/packed_gemm.h); the weight's
+    # gradient is BLAS's, in column slices, whose rounding BLAS may choose by their width
+    xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(dtype, *sizes))
+    g_out = RNG.standard_normal(xg.shape[:-1] + h0.shape[-1:]).astype(dtype)
+
+    def run():
+        out, cs, acts = _native.lstm_layer(xg, h0, c0, w)
+        return (out, cs, acts,
+                *_native.lstm_layer_backward(g_out, None, acts, cs, out, h0, c0, w))
+
+    results = on_threads(run, (1, 2, 3))
+    for got in results[1:]:
+        for a, b in zip(results[0][:-1], got[:-1], strict=True):
+            np.testing.assert_array_equal(a, b)
+        np.testing.assert_allclose(got[-1], results[0][-1], **REF_TOL[dtype])
+
+
 def _lstm_call(**change):
     xg, h0, c0, w = (np.ascontiguousarray(a) for a in _lstm_inputs(np.float64, 3, 2, 4))
     args = dict(x_gates=xg, h0=h0, c0=c0, w_hh_t=w)
