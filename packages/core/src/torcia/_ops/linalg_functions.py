@@ -23,13 +23,14 @@ from torcia._ops._common import (
     first_shape,
     floating_dtype,
     low_precision,
-    op,
     real_dtype,
     reduced,
     wrap_dim,
 )
 from torcia._ops._common import where as _where
 from torcia._ops._linalg import check_float, check_matrix, check_square, linalg_op
+from torcia._ops.linalg_factorizations import svd
+from torcia._ops.linalg_solves import solve
 from torcia._ops.reduce import norm, sqrt_of_sum
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -141,7 +142,7 @@ def linalg_matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):
         return sqrt_of_sum(squares.sum((d0, d1), keepdim=keepdim))
     if ord in ("nuc", 2, -2):
         moved = a.movedim((d0, d1), (-2, -1))
-        s = op("linalg_svd", moved, full_matrices=False)[1]
+        s = svd(moved, full_matrices=False).S
         out = s.sum(-1) if ord == "nuc" else s.amax(-1) if ord == 2 else s.amin(-1)
         for d in sorted((d0, d1)) if keepdim else ():
             out = out.unsqueeze(d)
@@ -176,7 +177,7 @@ def linalg_matrix_exp(a):
                  + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
     v = (x6.matmul(b[12] * x6 + b[10] * x4 + b[8] * x2)
          + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye)
-    r = op("linalg_solve", v - u, v + u, left=True)
+    r = solve(v - u, v + u)
     steps = _opdef.PUBLIC.tensor(s, device=a.device).reshape(-1, 1, 1)
     for k in range(max(s, default=0)):
         r = _where(steps > k, r.matmul(r), r)

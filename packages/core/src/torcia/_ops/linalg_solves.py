@@ -39,6 +39,7 @@ from torcia._ops._linalg import (
     xp_linalg,
 )
 from torcia._ops.elementwise import isfinite
+from torcia._ops.linalg_factorizations import lu_factor_ex, svd
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -204,7 +205,7 @@ def linalg_pinv(a, rtol=None, hermitian=False):
     # V S^+ U^H, the singular values at or below rtol times the largest dropped
     if a.dtype in HALF:
         return linalg_pinv(a.float(), rtol, hermitian).to(a.dtype)
-    u, s, vh = op("linalg_svd", a, full_matrices=False)
+    u, s, vh = svd(a, full_matrices=False)
     if rtol is None:
         rtol = max(a.shape[-2:]) * _opdef.PUBLIC.finfo(s.dtype).eps
     large = s > rtol * s.amax(-1, keepdim=True)
@@ -219,7 +220,7 @@ def linalg_pinv(a, rtol=None, hermitian=False):
 
 def _lu_diagonal(a):
     """(the diagonal of U in A = P L U, the permutation's sign: +-1 in a's dtype)."""
-    lu, pivots, _ = op("linalg_lu_factor", a)
+    lu, pivots, _ = lu_factor_ex(a)
     diagonal = op("diagonal", lu, offset=0, dim1=-2, dim2=-1)
     steps = _opdef.PUBLIC.arange(1, pivots.shape[-1] + 1, device=a.device).to(pivots.dtype)
     swaps = (pivots != steps).to(D.int64).sum(-1)
@@ -259,7 +260,7 @@ def linalg_inv(a):
         return op("linalg_solve", a, eye, left=True)
     except LinAlgError:
         # the inverse's own words: the first zero pivot of the first singular matrix
-        info = op("linalg_lu_factor", a)[2].reshape(-1).tolist()
+        info = lu_factor_ex(a).info.reshape(-1).tolist()
         b = next((i for i, k in enumerate(info) if k), 0)
         where = f"(Batch element {b}): " if a.ndim > 2 else ""
         raise LinAlgError(f"linalg.inv: {where}The diagonal element {info[b]} is zero, the "
