@@ -234,7 +234,7 @@ void forward_split(const Dims& d, int slices, const T* xg, const T* h0, const T*
   });
 }
 
-// Rows [r0, r1) of the forward through every step, the weight packed for the whole row.
+// Rows [r0, r1) of the forward through every step, on the packed weight all groups share.
 template <typename T>
 void forward_rows(const Dims& d, int64_t r0, int64_t r1, const StepWeight<T>& wp, const T* xg,
                   const T* h0, const T* c0, T* out, T* cs, T* acts) {
@@ -381,8 +381,8 @@ void backward_split(const Dims& d, int slices, const T* g_out, const T* g_cs, co
   });
 }
 
-// Rows [r0, r1) of the backward through every step (their rows of g_gates, dh and dc),
-// w^T packed for the whole row.
+// Rows [r0, r1) of the backward through every step (their rows of g_gates, dh and dc), on
+// the packed w^T all groups share.
 template <typename T>
 void backward_rows(const Dims& d, int64_t r0, int64_t r1, const StepWeight<T>& w_t,
                    const T* g_out, const T* g_cs, const T* acts, const T* cs, const T* c0,
