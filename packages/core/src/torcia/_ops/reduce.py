@@ -618,7 +618,8 @@ DECLARED = (
     _reduce(f"norm(Tensor x, *, float p=2.0, {_DIMS}) -> Tensor", Kernels.norm, _REAL,
             decomposition=norm, floating_inputs=True, autocast=_CUDA_FLOAT32),
     _reduce(f"logsumexp(Tensor x, *, {_DIMS}) -> Tensor", Kernels.logsumexp, _FLOAT,
-            decomposition=logsumexp, floating_inputs=True, autocast=_CUDA_FLOAT32),
+            decomposition=logsumexp, floating_inputs=True, autocast=_CUDA_FLOAT32,
+            tags=("special",)),
     # bool and integer results: no gradient
     _reduce(f"all(Tensor a, *, {_DIMS}) -> Tensor", Kernels.all, _BOOL,
             decomposition=all_true, differentiable=False),
