@@ -24,11 +24,11 @@ from torcia._oplib._common import (
     _to_float,
 )
 from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
-from torcia._oplib.views import (
-    _along_dim,
-    cat,
-    reshape,
-)
+from torcia._oplib.views import cat, reshape
+from torcia._ops import reduce as _declared
+from torcia._ops._common import along_dim as _along_dim
+from torcia._ops.reduce import acc_dtype as _acc_dtype
+from torcia._ops.reduce import itself_at_zero as _itself_at_zero
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 
@@ -41,6 +41,10 @@ class _AllDims:
 
 
 _ALL_DIMS = _AllDims()
+
+#: the public functions declared beside their ops in torcia._ops.reduce (``any``,
+#: ``cummax``...)
+globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
 
 
 def _over_all(name, dim, keepdim, none_ok=False):
@@ -56,14 +60,6 @@ def _over_all(name, dim, keepdim, none_ok=False):
     if dim is None and not none_ok:
         raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
     return dim is None
-
-
-def _acc_dtype(input, dtype):
-    if dtype is not None:
-        return dtype.to_numpy()
-    if input._data.dtype.kind in "biu":
-        return np.int64
-    return None
 
 
 def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
@@ -84,19 +80,6 @@ def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
         return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})
     return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                   "dtype": _acc_dtype(input, dtype)})
-
-
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over ``dim`` (all dims when None), counting NaN as zero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
-    tensor(3.)
-    """
-    return call("nansum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
-                                     "dtype": _acc_dtype(input, dtype)})
 
 
 def mean(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
@@ -392,57 +375,6 @@ def logsumexp(input, dim, keepdim=False):
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
-def all(input, dim=None, keepdim=False):
-    """Whether all elements (along ``dim``) are nonzero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[True, False], [True, True]])
-    >>> torcia.all(x)
-    tensor(False)
-    >>> torcia.all(x, dim=1)
-    tensor([False,  True])
-    """
-    return _logical_reduction("all", input, dim, keepdim)
-
-
-def any(input, dim=None, keepdim=False):
-    """Whether any element (along ``dim``) is nonzero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[0, 0], [0, 3]])
-    >>> torcia.any(x)
-    tensor(True)
-    >>> torcia.any(x, dim=1)
-    tensor([False,  True])
-    """
-    return _logical_reduction("any", input, dim, keepdim)
-
-
-def _logical_reduction(op, input, dim, keepdim):
-    out = call(op, (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
-    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
-    return to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
-
-
-def count_nonzero(input, dim=None):
-    """The number of nonzero elements (along ``dim``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
-    >>> torcia.count_nonzero(x)
-    tensor(3)
-    >>> torcia.count_nonzero(x, dim=0)
-    tensor([0, 1, 2])
-    """
-    return call("count_nonzero", (input,), {"dim": _dims(dim, input.ndim)})
-
-
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along ``dim``.
 
@@ -474,12 +406,6 @@ _Median = _return_type("median", ("values", "indices"))
 
 
 _Mode = _return_type("mode", ("values", "indices"))
-
-
-_Cummax = _return_type("cummax", ("values", "indices"))
-
-
-_Cummin = _return_type("cummin", ("values", "indices"))
 
 
 def _nonempty_dim(input, d, name):
@@ -538,60 +464,6 @@ def mode(input, dim=-1, keepdim=False):
     return _Mode(v, i)
 
 
-def _itself_at_zero(input):
-    """A 0-dim input's running extreme or mode: PyTorch answers it (the value, at index 0)
-    before it looks for the dtype's kernel, so complex has one."""
-    return input.clone(), C.zeros((), dtype=D.int64, device=input.device)
-
-
-def cummax(input, dim):
-    """Running maximum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
-    torcia.return_types.cummax(
-    values=tensor([1, 3, 3, 5]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummax(*_itself_at_zero(input))
-    return _Cummax(*_along_dim("cummax", (input,), {"dim": d}))
-
-
-def cummin(input, dim):
-    """Running minimum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
-    torcia.return_types.cummin(
-    values=tensor([4, 2, 2, 1]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummin(*_itself_at_zero(input))
-    return _Cummin(*_along_dim("cummin", (input,), {"dim": d}))
-
-
-def logcumsumexp(input, dim):
-    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
-    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
-    """
-    input = _to_float(input)
-    d = _wrap_dim(dim, input.ndim)
-    return _along_dim("logcumsumexp", (input,), {"dim": d})
-
-
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements.
 
@@ -608,7 +480,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     # refuses a complex input
     keep = ~isnan(input)
     count = keep.sum(dim=dim, keepdim=keepdim) if dim is not None else keep.sum()
-    total = nansum(input, dim=dim, keepdim=keepdim)
+    total = _declared.nansum(input, dim=dim, keepdim=keepdim)
     out = total / count
     return out if dtype is None else out.to(dtype)
 
@@ -950,10 +822,9 @@ def _gradient_1d(f, d, h, edge_order):
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    "sum", "nansum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-    "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
-    "var_mean", "std_mean", "median", "mode", "cummax", "cummin", "logcumsumexp",
+METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
+    "norm", "logsumexp", "cumsum", "cumprod", "var_mean", "std_mean", "median", "mode",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -968,10 +839,9 @@ FALLBACK_METHODS = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = [
-    "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "count_nonzero", "cummax",
-    "cummin", "cumprod", "cumsum", "cumulative_trapezoid", "diff", "gradient", "logcumsumexp",
-    "logsumexp", "max", "mean", "median", "min", "mode", "nanmean", "nanmedian", "nanquantile",
-    "nansum", "norm", "prod", "quantile", "std", "std_mean", "sum", "trapezoid", "trapz",
-    "var", "var_mean",
-]
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+    "amax", "amin", "aminmax", "argmax", "argmin", "cumprod", "cumsum", "cumulative_trapezoid",
+    "diff", "gradient", "logsumexp", "max", "mean", "median", "min", "mode", "nanmean",
+    "nanmedian", "nanquantile", "norm", "prod", "quantile", "std", "std_mean", "sum",
+    "trapezoid", "trapz", "var", "var_mean",
+))

@@ -12,7 +12,8 @@ accumulate type) and are rounded once. A decomposition is written with Tensor me
 (it runs on any device, and this module is below the Tensor class); where it must run an
 op itself rather than its public function (which refuses what PyTorch's argument parser
 refuses: argmax of a bool mask, an empty dim), through :func:`torcia._ops._common.op`.
-Their public functions are in :mod:`torcia._oplib.reduce`, their derivatives are
+Their public functions are in :mod:`torcia._oplib.reduce`, but for those at the end of
+this module (``any``, ``cummax``...), next to their declarations; their derivatives are
 torcia-autograd's.
 """
 
@@ -29,6 +30,8 @@ from torcia._opdef import define
 from torcia._ops._common import (
     COMPLEX,
     HALF,
+    along_dim,
+    dims_arg,
     floating_dtype,
     low_precision,
     no_kernel,
@@ -37,8 +40,11 @@ from torcia._ops._common import (
     real_dtype,
     reduced,
     refuse,
+    return_type,
     scan_with_indices,
+    to_float,
     values_and_indices,
+    wrap_dim,
 )
 from torcia._ops._common import where as _where
 
@@ -282,11 +288,11 @@ def _dims(a, dim):
     return tuple(d % a.ndim if a.ndim else 0 for d in dims)
 
 
-def count_nonzero(a, dim=None):
+def nonzero_count(a, dim=None):
     return (a != 0).sum() if dim is None else (a != 0).sum(dim)
 
 
-def nansum(a, dim=None, keepdim=False, dtype=None):
+def nan_zero_sum(a, dim=None, keepdim=False, dtype=None):
     clean = _where(a.isnan(), a.new_zeros(()), a)
     if dim is None and not keepdim:
         return clean.sum(dtype=dtype)
@@ -486,7 +492,7 @@ def _up_to(a, dim, fill):
     return moved, _where(upto, moved.unsqueeze(-2), fill)
 
 
-def logcumsumexp(a, dim):
+def running_logsumexp(a, dim):
     if not a.numel():
         return a.clone()
     _, rows = _up_to(a, dim, a.new_full((), -math.inf))
@@ -531,11 +537,11 @@ def _running_extreme(a, dim, largest):
     return a.gather(dim, index), index
 
 
-def cummax(a, dim):
+def running_max(a, dim):
     return _running_extreme(a, dim, largest=True)
 
 
-def cummin(a, dim):
+def running_min(a, dim):
     return _running_extreme(a, dim, largest=False)
 
 
@@ -626,9 +632,9 @@ DECLARED = (
     _reduce(f"any(Tensor a, *, {_DIMS}) -> Tensor", Kernels.any, _BOOL,
             decomposition=any_true, differentiable=False),
     _reduce("count_nonzero(Tensor a, *, int[]? dim=None) -> Tensor", Kernels.count_nonzero,
-            _INDEX, decomposition=count_nonzero, differentiable=False),
+            _INDEX, decomposition=nonzero_count, differentiable=False),
     _reduce(f"nansum(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.nansum, _ACC,
-            decomposition=nansum),
+            decomposition=nan_zero_sum),
     # dim=None as the records have always read it: the kernels take dim without a default,
     # and the public functions always pass one
     _along("max_dim(Tensor x, *, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)",
@@ -649,11 +655,154 @@ DECLARED = (
     _scan("cumprod(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
           Kernels.cumprod, decomposition=cumprod, autocast=_CUDA_FLOAT32),
     _scan("cummax(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummax,
-          shape=scan_with_indices, decomposition=cummax,
+          shape=scan_with_indices, decomposition=running_max,
           refuses=_CUMMAX, answers_early=_empty),
     _scan("cummin(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummin,
-          shape=scan_with_indices, decomposition=cummin,
+          shape=scan_with_indices, decomposition=running_min,
           refuses=_CUMMIN, answers_early=_empty),
     _scan("logcumsumexp(Tensor x, *, int? dim=None) -> Tensor", Kernels.logcumsumexp,
-          decomposition=logcumsumexp),
+          decomposition=running_logsumexp),
 )
+
+
+# ----- public functions (torcia.any, torcia.cummax...): the ops' calls by name ------------
+
+
+def acc_dtype(input, dtype):
+    """The NumPy dtype ``sum`` and its kin accumulate ``input`` in: ``dtype`` when given,
+    int64 for bool and integer inputs, else None (the input's)."""
+    if dtype is not None:
+        return dtype.to_numpy()
+    if input._data.dtype.kind in "biu":
+        return np.int64
+    return None
+
+
+def itself_at_zero(input):
+    """A 0-dim input's running extreme or mode: PyTorch answers it (the value, at index 0)
+    before it looks for the dtype's kernel, so complex has one."""
+    return input.clone(), _opdef.PUBLIC.zeros((), dtype=D.int64, device=input.device)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (all dims when None), counting NaN as zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    return _opdef.CALL("nansum", (input,), {"dim": dims_arg(dim, input.ndim),
+                                            "keepdim": bool(keepdim),
+                                            "dtype": acc_dtype(input, dtype)})
+
+
+def all(input, dim=None, keepdim=False):
+    """Whether all elements (along ``dim``) are nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[True, False], [True, True]])
+    >>> torcia.all(x)
+    tensor(False)
+    >>> torcia.all(x, dim=1)
+    tensor([False,  True])
+    """
+    return _logical_reduction("all", input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    """Whether any element (along ``dim``) is nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 0], [0, 3]])
+    >>> torcia.any(x)
+    tensor(True)
+    >>> torcia.any(x, dim=1)
+    tensor([False,  True])
+    """
+    return _logical_reduction("any", input, dim, keepdim)
+
+
+def _logical_reduction(name, input, dim, keepdim):
+    out = _opdef.CALL(name, (input,), {"dim": dims_arg(dim, input.ndim),
+                                       "keepdim": bool(keepdim)})
+    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
+    return _opdef.PUBLIC.to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements (along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
+    >>> torcia.count_nonzero(x)
+    tensor(3)
+    >>> torcia.count_nonzero(x, dim=0)
+    tensor([0, 1, 2])
+    """
+    return _opdef.CALL("count_nonzero", (input,), {"dim": dims_arg(dim, input.ndim)})
+
+
+_Cummax = return_type("cummax", ("values", "indices"))
+
+
+_Cummin = return_type("cummin", ("values", "indices"))
+
+
+def cummax(input, dim):
+    """Running maximum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
+    torcia.return_types.cummax(
+    values=tensor([1, 3, 3, 5]),
+    indices=tensor([0, 1, 1, 3]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not input.ndim and input.is_complex():
+        return _Cummax(*itself_at_zero(input))
+    return _Cummax(*along_dim("cummax", (input,), {"dim": d}))
+
+
+def cummin(input, dim):
+    """Running minimum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
+    torcia.return_types.cummin(
+    values=tensor([4, 2, 2, 1]),
+    indices=tensor([0, 1, 1, 3]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not input.ndim and input.is_complex():
+        return _Cummin(*itself_at_zero(input))
+    return _Cummin(*along_dim("cummin", (input,), {"dim": d}))
+
+
+def logcumsumexp(input, dim):
+    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
+    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
+    """
+    input = to_float(input)
+    d = wrap_dim(dim, input.ndim)
+    return along_dim("logcumsumexp", (input,), {"dim": d})
+
+
+#: the public functions above, which torcia exports and Tensor has as methods
+PUBLIC = (nansum, all, any, count_nonzero, cummax, cummin, logcumsumexp)
