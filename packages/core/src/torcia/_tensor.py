@@ -739,6 +739,7 @@ def _torch_function_of(cls):
     return getattr(fn, "__func__", fn)
 
 
+# written below the Tensor, for the public functions of torcia._ops too
 _wrap_dim = _ops_common.wrap_dim
 
 

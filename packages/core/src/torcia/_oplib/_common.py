@@ -9,16 +9,13 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._ops import _common as _ops_common
+from torcia._ops._common import dim_tuple, return_type, to_float
 from torcia._tensor import Tensor, _torch_name, call
 
-# what the public functions declared in torcia._ops share with those here (they are below
-# the Tensor class), under the names the families import
-_dims = _ops_common.dims_arg
-_to_float = _ops_common.to_float
-_return_type = _ops_common.return_type
-#: every class ``_return_type`` made, for torcia.utils.pytree (which makes them nodes)
-RETURN_TYPES = _ops_common.RETURN_TYPES
+# the families' names of helpers written in torcia._ops, below them
+_dims = dim_tuple
+_return_type = return_type
+_to_float = to_float
 
 
 def _size_at(input, d) -> int:
@@ -61,8 +58,6 @@ def _operand_as(x, dt):
 
 def _tname(d):
     return _torch_name(d)
-
-
 
 
 def _same_dtype(tensors, op):

@@ -1,8 +1,10 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
-half-precision wrapper of decompositions, and what public functions read of their
-arguments (``dim``) and give back (named results). Imports nothing of torcia but dtypes,
-so that :mod:`torcia.ops` (below the Tensor) can read the declarations."""
+half-precision wrapper of decompositions, and what the public functions written here
+need: dims made non-negative, named-tuple results, the cast to float and the call of an
+op along one dim. Imports nothing of
+torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
+declarations."""
 
 from __future__ import annotations
 
@@ -206,9 +208,6 @@ def floating_dtype(dtype) -> np.dtype:
     return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
 
 
-# ----- what public functions share: their dim arguments, ops along one dim, named results --
-
-
 def wrap_dim(dim, ndim: int) -> int:
     """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
 
@@ -228,15 +227,7 @@ def wrap_dim(dim, ndim: int) -> int:
     return dim % n if ndim else 0
 
 
-def to_float(input):
-    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
-    compute in floating point take it; float and complex inputs are returned as they are."""
-    if input.dtype.category >= 2:
-        return input
-    return _opdef.CALL("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
-
-
-def dims_arg(dim, ndim: int):
+def dim_tuple(dim, ndim: int):
     """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
     if dim is None:
         return None
@@ -251,21 +242,6 @@ def dims_arg(dim, ndim: int):
         # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
         return None
     return tuple(sorted(out))
-
-
-def along_dim(name, inputs, params, view_of=None):
-    """The op ``name`` on ``inputs`` along one dim: a 0-dim first input (and 0-dim tensors
-    beside it, an index) runs as a 1-element 1-D tensor, and the results come back 0-dim,
-    as PyTorch treats a 0-dim tensor's dim 0."""
-    if inputs[0]._data.ndim:
-        return _opdef.CALL(name, inputs, params, view_of)
-    tensor = _opdef.PUBLIC.Tensor
-    ones = tuple(x.reshape((1,)) if isinstance(x, tensor) and not x._data.ndim else x
-                 for x in inputs)
-    out = _opdef.CALL(name, ones, params)
-    if isinstance(out, tuple):
-        return tuple(o.reshape(()) if o._data.size == 1 else o for o in out)
-    return out.reshape(()) if out._data.size == 1 else out
 
 
 class ReturnType(tuple):
@@ -303,3 +279,26 @@ def return_type(name: str, fields: tuple) -> type:
 
 #: every class ``return_type`` made, for torcia.utils.pytree (which makes them nodes)
 RETURN_TYPES: list[type] = []
+
+
+def to_float(input):
+    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
+    compute in floating point take it; float and complex inputs are returned as they are."""
+    if input.dtype.category >= 2:
+        return input
+    return _opdef.CALL("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
+
+
+def along_dim(name, inputs, params, view_of=None):
+    """The op ``name`` on ``inputs`` along one dim: a 0-dim first input (and 0-dim tensors
+    beside it, an index) runs as a 1-element 1-D tensor, and the results come back 0-dim,
+    as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return _opdef.CALL(name, inputs, params, view_of)
+    tensor = _opdef.PUBLIC.Tensor
+    ones = tuple(x.reshape((1,)) if isinstance(x, tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = _opdef.CALL(name, ones, params)
+    if isinstance(out, tuple):
+        return tuple(o.reshape(()) if o._data.size == 1 else o for o in out)
+    return out.reshape(()) if out._data.size == 1 else out

@@ -31,7 +31,7 @@ from torcia._ops._common import (
     COMPLEX,
     HALF,
     along_dim,
-    dims_arg,
+    dim_tuple,
     floating_dtype,
     low_precision,
     no_kernel,
@@ -693,7 +693,7 @@ def nansum(input, dim=None, keepdim=False, *, dtype=None):
     >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
     tensor(3.)
     """
-    return _opdef.CALL("nansum", (input,), {"dim": dims_arg(dim, input.ndim),
+    return _opdef.CALL("nansum", (input,), {"dim": dim_tuple(dim, input.ndim),
                                             "keepdim": bool(keepdim),
                                             "dtype": acc_dtype(input, dtype)})
 
@@ -729,7 +729,7 @@ def any(input, dim=None, keepdim=False):
 
 
 def _logical_reduction(name, input, dim, keepdim):
-    out = _opdef.CALL(name, (input,), {"dim": dims_arg(dim, input.ndim),
+    out = _opdef.CALL(name, (input,), {"dim": dim_tuple(dim, input.ndim),
                                        "keepdim": bool(keepdim)})
     # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
     return _opdef.PUBLIC.to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
@@ -747,7 +747,7 @@ def count_nonzero(input, dim=None):
     >>> torcia.count_nonzero(x, dim=0)
     tensor([0, 1, 2])
     """
-    return _opdef.CALL("count_nonzero", (input,), {"dim": dims_arg(dim, input.ndim)})
+    return _opdef.CALL("count_nonzero", (input,), {"dim": dim_tuple(dim, input.ndim)})
 
 
 _Cummax = return_type("cummax", ("values", "indices"))
