@@ -9,18 +9,14 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._ops._common import dim_tuple, return_type, to_float
+from torcia._ops._common import dim_tuple, return_type, size_at, to_float
 from torcia._tensor import Tensor, _torch_name, call
 
 # the families' names of helpers written in torcia._ops, below them
 _dims = dim_tuple
 _return_type = return_type
 _to_float = to_float
-
-
-def _size_at(input, d) -> int:
-    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
-    return input.shape[d] if input.ndim else 1
+_size_at = size_at
 
 
 def to_dtype(input, dtype) -> Tensor:

@@ -8,58 +8,29 @@ from __future__ import annotations
 import builtins
 import math
 
-import numpy as np
-
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._creation import full
-from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import (
     _dims,
     _readable_value,
     _return_type,
-    _size_at,
     _tname,
     _to_float,
 )
-from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
-from torcia._oplib.views import cat, reshape
+from torcia._oplib.elementwise import isnan, to_dtype, where
+from torcia._oplib.views import cat
 from torcia._ops import reduce as _declared
 from torcia._ops._common import along_dim as _along_dim
+from torcia._ops.reduce import ALL_DIMS as _ALL_DIMS
 from torcia._ops.reduce import acc_dtype as _acc_dtype
-from torcia._ops.reduce import itself_at_zero as _itself_at_zero
+from torcia._ops.reduce import check_nonempty as _check_nonempty
+from torcia._ops.reduce import over_all as _over_all
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
-
-
-class _AllDims:
-    """``dim`` not given: PyTorch's overload over every element, which takes no ``keepdim``
-    (and, except for ``sum``/``mean``, no ``dim=None`` either)."""
-
-    def __repr__(self):
-        return "<all dims>"
-
-
-_ALL_DIMS = _AllDims()
 
 #: the public functions declared beside their ops in torcia._ops.reduce (``any``,
 #: ``cummax``...)
 globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
-
-
-def _over_all(name, dim, keepdim, none_ok=False):
-    """Whether ``dim`` asks to reduce every element; refuses what PyTorch's argument parser
-    refuses: ``keepdim`` without ``dim``, and ``dim=None`` unless ``none_ok``."""
-    if dim is _ALL_DIMS:
-        if keepdim is None:
-            return True
-        if name in ("median", "nanmedian"):
-            raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
-        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
-                        f"keepdim=bool), but expected (Tensor input, int dim, bool keepdim)")
-    if dim is None and not none_ok:
-        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
-    return dim is None
 
 
 def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
@@ -154,77 +125,6 @@ def amin(input, dim=(), keepdim=False):
     _check_nonempty(input, dim, "amin")
     return call("amin", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
-
-
-def _check_nonempty(input, dim, name):
-    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
-    of an empty tensor without a dim, or along a dim of size 0."""
-    if input.numel():
-        return
-    if dim is None or dim == ():
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                         "== 0. Specify the reduction dim with the 'dim' argument.")
-    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
-        d = _wrap_dim(d, input.ndim)
-        if _size_at(input, d) == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-
-
-_Max = _return_type("max", ("values", "indices"))
-
-
-_Min = _return_type("min", ("values", "indices"))
-
-
-def max(input, dim=_ALL_DIMS, keepdim=None, *, other=None):
-    """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
-    as second argument, the elementwise maximum.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[1, 5], [7, 2]])
-    >>> torcia.max(x)
-    tensor(7)
-    >>> torcia.max(x, dim=1)
-    torcia.return_types.max(
-    values=tensor([5, 7]),
-    indices=tensor([1, 0]))
-    """
-    if isinstance(dim, Tensor):
-        return maximum(input, dim)
-    if _over_all("max", dim, keepdim):
-        _check_nonempty(input, None, "max")
-        return amax(input)
-    d = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, d, "max")
-    v, i = _along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Max(v, i)
-
-
-def min(input, dim=_ALL_DIMS, keepdim=None):
-    """As :func:`max`, for the minimum.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[4, 1], [2, 3]])
-    >>> torcia.min(x)
-    tensor(1)
-    >>> torcia.min(x, dim=1)
-    torcia.return_types.min(
-    values=tensor([1, 2]),
-    indices=tensor([1, 0]))
-    """
-    if isinstance(dim, Tensor):
-        return minimum(input, dim)
-    if _over_all("min", dim, keepdim):
-        _check_nonempty(input, None, "min")
-        return amin(input)
-    d = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, d, "min")
-    v, i = _along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Min(v, i)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -402,68 +302,6 @@ def cumprod(input, dim, *, dtype=None):
                                             "dtype": _acc_dtype(input, dtype)})
 
 
-_Median = _return_type("median", ("values", "indices"))
-
-
-_Mode = _return_type("mode", ("values", "indices"))
-
-
-def _nonempty_dim(input, d, name):
-    if input.numel() == 0 and _size_at(input, d) == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-
-
-def median(input, dim=_ALL_DIMS, keepdim=None):
-    """The lower median of all elements, or ``(values, indices)`` along ``dim``.
-
-    NaN propagates: a row holding NaN has median NaN.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
-    tensor(2.)
-    """
-    if _over_all("median", dim, keepdim):
-        if input.numel() == 0:
-            return full((), float("nan"), dtype=input.dtype, device=input.device)
-        flat = reshape(input, (-1,))
-        value = call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
-        if not (input._requires_grad and _GRAD.enabled):
-            return value
-        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
-        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
-        # as x - value is 0 where tied, and its derivative is tied / count
-        value = value.detach()
-        tied = isnan(flat) if bool(isnan(value)) else flat == value
-        return value + where(tied, flat - value, 0).sum() / tied.sum()
-    d = _wrap_dim(dim, input.ndim)
-    _nonempty_dim(input, d, "median")
-    v, i = _along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Median(v, i)
-
-
-def mode(input, dim=-1, keepdim=False):
-    """The most frequent value along ``dim`` (the smallest among ties) and its last index.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.mode(torcia.tensor([1, 3, 3, 1, 2])).values
-    tensor(1)
-    """
-    d = _wrap_dim(dim, input.ndim)
-    _nonempty_dim(input, d, "mode")
-    if not input.ndim and input.is_complex():
-        return _Mode(*_itself_at_zero(input))
-    if input.is_complex() and not input.numel():
-        # an empty result: PyTorch gives it before it looks for the dtype's kernel
-        v, i = _along_dim("mode_dim", (input.real,), {"dim": d, "keepdim": bool(keepdim)})
-        return _Mode(v.to(input.dtype), i)
-    v, i = _along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Mode(v, i)
-
-
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements.
 
@@ -594,7 +432,8 @@ def nanmedian(input, dim=_ALL_DIMS, keepdim=None):
     keepdim = bool(keepdim)
     if not input.is_floating_point():
         # no NaN to ignore: the median, as PyTorch computes it for integers
-        return median(input) if over_all else _NanMedian(*median(input, dim, keepdim))
+        return _declared.median(input) if over_all else _NanMedian(
+            *_declared.median(input, dim, keepdim))
     if over_all:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
@@ -823,8 +662,8 @@ def _gradient_1d(f, d, h, edge_order):
 
 #: the functions here that are also Tensor methods, under the same name
 METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
-    "sum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin", "var", "std",
-    "norm", "logsumexp", "cumsum", "cumprod", "var_mean", "std_mean", "median", "mode",
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+    "logsumexp", "cumsum", "cumprod", "var_mean", "std_mean",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -841,7 +680,6 @@ FALLBACK_METHODS = (
 #: the names ``torcia`` exports from here
 __all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "amax", "amin", "aminmax", "argmax", "argmin", "cumprod", "cumsum", "cumulative_trapezoid",
-    "diff", "gradient", "logsumexp", "max", "mean", "median", "min", "mode", "nanmean",
-    "nanmedian", "nanquantile", "norm", "prod", "quantile", "std", "std_mean", "sum",
-    "trapezoid", "trapz", "var", "var_mean",
+    "diff", "gradient", "logsumexp", "mean", "nanmean", "nanmedian", "nanquantile", "norm",
+    "prod", "quantile", "std", "std_mean", "sum", "trapezoid", "trapz", "var", "var_mean",
 ))

@@ -302,3 +302,8 @@ def along_dim(name, inputs, params, view_of=None):
     if isinstance(out, tuple):
         return tuple(o.reshape(()) if o._data.size == 1 else o for o in out)
     return out.reshape(()) if out._data.size == 1 else out
+
+
+def size_at(input, d) -> int:
+    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
+    return input.shape[d] if input.ndim else 1

@@ -19,6 +19,7 @@ torcia-autograd's.
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -26,6 +27,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
+from torcia._grad_mode import STATE as _GRAD
 from torcia._opdef import define
 from torcia._ops._common import (
     COMPLEX,
@@ -42,6 +44,7 @@ from torcia._ops._common import (
     refuse,
     return_type,
     scan_with_indices,
+    size_at,
     to_float,
     values_and_indices,
     wrap_dim,
@@ -316,7 +319,7 @@ def var(a, dim=None, correction=1, keepdim=False):
     centred = a - a.mean(dims, keepdim=True)
     squares = (centred * centred.conj()).real if a.is_complex() else centred * centred
     # NumPy's and PyTorch's divisor: never below 0 (a zero gives inf or NaN)
-    return squares.sum(dims, keepdim=keepdim) / max(count - correction, 0)
+    return squares.sum(dims, keepdim=keepdim) / builtins.max(count - correction, 0)
 
 
 @opmath
@@ -804,5 +807,165 @@ def logcumsumexp(input, dim):
     return along_dim("logcumsumexp", (input,), {"dim": d})
 
 
+class _AllDims:
+    """``dim`` not given: PyTorch's overload over every element, which takes no ``keepdim``
+    (and, except for ``sum``/``mean``, no ``dim=None`` either)."""
+
+    def __repr__(self):
+        return "<all dims>"
+
+
+ALL_DIMS = _AllDims()
+
+
+def over_all(name, dim, keepdim, none_ok=False):
+    """Whether ``dim`` asks to reduce every element; refuses what PyTorch's argument parser
+    refuses: ``keepdim`` without ``dim``, and ``dim=None`` unless ``none_ok``."""
+    if dim is ALL_DIMS:
+        if keepdim is None:
+            return True
+        if name in ("median", "nanmedian"):
+            raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"keepdim=bool), but expected (Tensor input, int dim, bool keepdim)")
+    if dim is None and not none_ok:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim is None
+
+
+def check_nonempty(input, dim, name):
+    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
+    of an empty tensor without a dim, or along a dim of size 0."""
+    if input.numel():
+        return
+    if dim is None or dim == ():
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                         "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+        d = wrap_dim(d, input.ndim)
+        if size_at(input, d) == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+_Max = return_type("max", ("values", "indices"))
+
+
+_Min = return_type("min", ("values", "indices"))
+
+
+def max(input, dim=ALL_DIMS, keepdim=None, *, other=None):
+    """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
+    as second argument, the elementwise maximum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [7, 2]])
+    >>> torcia.max(x)
+    tensor(7)
+    >>> torcia.max(x, dim=1)
+    torcia.return_types.max(
+    values=tensor([5, 7]),
+    indices=tensor([1, 0]))
+    """
+    if isinstance(dim, _opdef.PUBLIC.Tensor):
+        return _opdef.PUBLIC.maximum(input, dim)
+    if over_all("max", dim, keepdim):
+        check_nonempty(input, None, "max")
+        return _opdef.PUBLIC.amax(input)
+    d = wrap_dim(dim, input.ndim)
+    check_nonempty(input, d, "max")
+    v, i = along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Max(v, i)
+
+
+def min(input, dim=ALL_DIMS, keepdim=None):
+    """As :func:`max`, for the minimum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[4, 1], [2, 3]])
+    >>> torcia.min(x)
+    tensor(1)
+    >>> torcia.min(x, dim=1)
+    torcia.return_types.min(
+    values=tensor([1, 2]),
+    indices=tensor([1, 0]))
+    """
+    if isinstance(dim, _opdef.PUBLIC.Tensor):
+        return _opdef.PUBLIC.minimum(input, dim)
+    if over_all("min", dim, keepdim):
+        check_nonempty(input, None, "min")
+        return _opdef.PUBLIC.amin(input)
+    d = wrap_dim(dim, input.ndim)
+    check_nonempty(input, d, "min")
+    v, i = along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Min(v, i)
+
+
+_Median = return_type("median", ("values", "indices"))
+
+
+_Mode = return_type("mode", ("values", "indices"))
+
+
+def _nonempty_dim(input, d, name):
+    if input.numel() == 0 and size_at(input, d) == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def median(input, dim=ALL_DIMS, keepdim=None):
+    """The lower median of all elements, or ``(values, indices)`` along ``dim``.
+
+    NaN propagates: a row holding NaN has median NaN.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
+    tensor(2.)
+    """
+    if over_all("median", dim, keepdim):
+        if input.numel() == 0:
+            return _opdef.PUBLIC.full((), float("nan"), dtype=input.dtype, device=input.device)
+        flat = _opdef.PUBLIC.reshape(input, (-1,))
+        value = _opdef.CALL("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        if not (input._requires_grad and _GRAD.enabled):
+            return value
+        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
+        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
+        # as x - value is 0 where tied, and its derivative is tied / count
+        value = value.detach()
+        tied = _opdef.PUBLIC.isnan(flat) if bool(_opdef.PUBLIC.isnan(value)) else flat == value
+        return value + _opdef.PUBLIC.where(tied, flat - value, 0).sum() / tied.sum()
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "median")
+    v, i = along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Median(v, i)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest among ties) and its last index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mode(torcia.tensor([1, 3, 3, 1, 2])).values
+    tensor(1)
+    """
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "mode")
+    if not input.ndim and input.is_complex():
+        return _Mode(*itself_at_zero(input))
+    if input.is_complex() and not input.numel():
+        # an empty result: PyTorch gives it before it looks for the dtype's kernel
+        v, i = along_dim("mode_dim", (input.real,), {"dim": d, "keepdim": bool(keepdim)})
+        return _Mode(v.to(input.dtype), i)
+    v, i = along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Mode(v, i)
+
+
 #: the public functions above, which torcia exports and Tensor has as methods
-PUBLIC = (nansum, all, any, count_nonzero, cummax, cummin, logcumsumexp)
+PUBLIC = (nansum, all, any, count_nonzero, max, min, median, mode, cummax, cummin,
+          logcumsumexp)
