@@ -10,7 +10,6 @@ import math
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import (
     _dims,
     _readable_value,
@@ -20,6 +19,7 @@ from torcia._oplib._common import (
 )
 from torcia._oplib.elementwise import isnan, to_dtype, where
 from torcia._oplib.views import cat
+from torcia._ops import linalg_functions
 from torcia._ops import reduce as _declared
 from torcia._ops._common import along_dim as _along_dim
 from torcia._ops.reduce import ALL_DIMS as _ALL_DIMS
@@ -254,7 +254,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":
-        return linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
+        return linalg_functions.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
                                   keepdim=keepdim)
     if dtype is not None:
         input = to_dtype(input, dtype)

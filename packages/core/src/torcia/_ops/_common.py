@@ -1,12 +1,14 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
-need: dims made non-negative, named-tuple results, the cast to float and the call of an
-op along one dim. Imports nothing of
+need: dims made non-negative, named-tuple results, autocast, the cast to float
+and the call of an op along one dim. Imports nothing of
 torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
 declarations."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -279,6 +281,24 @@ def return_type(name: str, fields: tuple) -> type:
 
 #: every class ``return_type`` made, for torcia.utils.pytree (which makes them nodes)
 RETURN_TYPES: list[type] = []
+
+
+def autocast_as(name):
+    """:func:`torcia._autocast.autocast_as` for a public function written in this package,
+    which sits below that module: the function it makes is made at the first call, from
+    :data:`torcia._opdef.AUTOCAST_AS`."""
+    def decorate(fn):
+        made = []
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if not made:
+                made.append(_opdef.AUTOCAST_AS(name)(fn))
+            return made[0](*args, **kwargs)
+
+        return run
+
+    return decorate
 
 
 def to_float(input):
