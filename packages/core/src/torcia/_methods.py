@@ -159,9 +159,11 @@ def _reflected(py, float_op=False):
 
 def _comparison(op):
     def method(self, other):
+        if other.__class__ in _PLAIN or _comparable(other):
+            return binary(op, self, other)
         # an operand no comparison takes: Python's answer, as PyTorch's (``t == "a"`` is
         # False, ``t < "a"`` a TypeError)
-        return binary(op, self, other) if _comparable(other) else NotImplemented
+        return NotImplemented
 
     return method
 
@@ -232,6 +234,10 @@ for _py, _op in _RUNS.items():
 Tensor.__hash__ = lambda self: id(self)
 Tensor.__getitem__ = lambda self, key: _oplib.getitem(self, key)
 Tensor.__setitem__ = lambda self, key, value: _oplib.setitem(self, key, value)
+
+
+#: the operands most comparisons take, found without ``_comparable``'s isinstance walk
+_PLAIN = (Tensor, int, float)
 
 
 def _comparable(other):
