@@ -12,6 +12,7 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _oplib, _shared_memory, _storage, linalg, special
+from torcia import ops as _oplist
 from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, nn_activation, properties, random
 from torcia._oplib._common import _readable_value
@@ -133,10 +134,36 @@ for _name, _fn in FALLBACK_METHOD_FUNCTIONS.items():
 
 # ----- operators ------------------------------------------------------------------------
 
+#: the declared op each Python operator runs (its declaration's ``operator``: ``%`` runs
+#: remainder), keyed by the operator's special method's name without the underscores
+_RUNS = _oplist.OPERATORS
 
-def _reflected(op, float_op=False):
+
+def _forward(py, float_op=False):
+    op = _RUNS[py]
+
+    def method(self, other):
+        return binary(op, self, other, float_op)
+
+    return method
+
+
+def _reflected(py, float_op=False):
+    op = _RUNS[py]
+
     def method(self, other):
         return binary(op, other, self, float_op)
+
+    return method
+
+
+def _comparison(op):
+    def method(self, other):
+        if other.__class__ in _PLAIN or _comparable(other):
+            return binary(op, self, other)
+        # an operand no comparison takes: Python's answer, as PyTorch's (``t == "a"`` is
+        # False, ``t < "a"`` a TypeError)
+        return NotImplemented
 
     return method
 
@@ -148,19 +175,17 @@ def _iter(self):
 
 
 Tensor.__iter__ = _iter
-Tensor.__add__ = lambda self, other: binary("add", self, other)
-Tensor.__radd__ = lambda self, other: binary("add", self, other)
+Tensor.__add__ = Tensor.__radd__ = _forward("add")
 Tensor.__sub__ = lambda self, other: _oplib.sub(self, other)
 Tensor.__rsub__ = lambda self, other: _oplib.sub(other, self)
-Tensor.__mul__ = lambda self, other: binary("mul", self, other)
-Tensor.__rmul__ = lambda self, other: binary("mul", self, other)
-Tensor.__truediv__ = lambda self, other: binary("div", self, other, True)
-Tensor.__rtruediv__ = _reflected("div", True)
+Tensor.__mul__ = Tensor.__rmul__ = _forward("mul")
+Tensor.__truediv__ = _forward("truediv", True)
+Tensor.__rtruediv__ = _reflected("truediv", True)
 Tensor.__floordiv__ = lambda self, other: _oplib.div(self, other, rounding_mode="floor")
 Tensor.__rfloordiv__ = lambda self, other: _oplib.div(other, self, rounding_mode="floor")
-Tensor.__mod__ = lambda self, other: binary("remainder", self, other)
-Tensor.__rmod__ = _reflected("remainder")
-Tensor.__pow__ = lambda self, other: binary("pow", self, other)
+Tensor.__mod__ = _forward("mod")
+Tensor.__rmod__ = _reflected("mod")
+Tensor.__pow__ = _forward("pow")
 Tensor.__rpow__ = _reflected("pow")
 Tensor.__matmul__ = lambda self, other: _oplib.matmul(self, other)
 Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(elementwise._tensor_arg(other), self)
@@ -176,42 +201,48 @@ def _invert(self):
     return _oplib.bitwise_not(self)
 
 
+def _bitwise(py, logical):
+    """``&``, ``|`` or ``^``: the bitwise op it runs, or on two bools the ``logical`` op (a
+    graph's consumers know these: ONNX's And, Or, Xor)."""
+    bitwise = _RUNS[py]
+
+    def method(self, other):
+        other_bool = other.dtype is D.bool_ if isinstance(other, Tensor) else \
+            isinstance(other, bool)
+        if self.dtype is D.bool_ and other_bool:
+            return binary(logical, self, other)
+        # a float operand: the kernel refuses it, as PyTorch's ("bitwise_and_cpu" not
+        # implemented for 'Float')
+        return binary(bitwise, self, other)
+
+    return method
+
+
 Tensor.__invert__ = _invert
-Tensor.__and__ = lambda self, other: _logical(self, other, "logical_and", "bitwise_and")
-Tensor.__or__ = lambda self, other: _logical(self, other, "logical_or", "bitwise_or")
-Tensor.__xor__ = lambda self, other: _logical(self, other, "logical_xor", "bitwise_xor")
+Tensor.__and__ = Tensor.__rand__ = _bitwise("and", "logical_and")
+Tensor.__or__ = Tensor.__ror__ = _bitwise("or", "logical_or")
+Tensor.__xor__ = Tensor.__rxor__ = _bitwise("xor", "logical_xor")
 Tensor.__lshift__ = lambda self, other: _oplib.bitwise_left_shift(self, other)
 Tensor.__rshift__ = lambda self, other: _oplib.bitwise_right_shift(self, other)
 Tensor.__rlshift__ = lambda self, other: _oplib.bitwise_left_shift(
     _as_operand(other, self), self)
 Tensor.__rrshift__ = lambda self, other: _oplib.bitwise_right_shift(
     _as_operand(other, self), self)
-Tensor.__rand__ = Tensor.__and__
-Tensor.__ror__ = Tensor.__or__
-Tensor.__rxor__ = Tensor.__xor__
-Tensor.__eq__ = lambda self, other: binary("eq", self, other) if _comparable(other) else False
-Tensor.__ne__ = lambda self, other: binary("ne", self, other) if _comparable(other) else True
-Tensor.__lt__ = lambda self, other: binary("lt", self, other)
-Tensor.__le__ = lambda self, other: binary("le", self, other)
-Tensor.__gt__ = lambda self, other: binary("gt", self, other)
-Tensor.__ge__ = lambda self, other: binary("ge", self, other)
+for _py, _op in _RUNS.items():
+    if _op in _oplist.COMPARE:
+        setattr(Tensor, f"__{_py}__", _comparison(_op))
 Tensor.__hash__ = lambda self: id(self)
 Tensor.__getitem__ = lambda self, key: _oplib.getitem(self, key)
 Tensor.__setitem__ = lambda self, key, value: _oplib.setitem(self, key, value)
 
 
+#: the operands most comparisons take, found without ``_comparable``'s isinstance walk
+_PLAIN = (Tensor, int, float)
+
+
 def _comparable(other):
     return isinstance(other, (Tensor, int, float, complex, bool, np.ndarray, np.generic, list,
                               tuple))
-
-
-def _logical(a, b, logical, bitwise):
-    other_bool = b.dtype is D.bool_ if isinstance(b, Tensor) else isinstance(b, bool)
-    if a.dtype is D.bool_ and other_bool:
-        return binary(logical, a, b)
-    # a float operand: the kernel refuses it, as PyTorch's ("bitwise_and_cpu" not
-    # implemented for 'Float')
-    return binary(bitwise, a, b)
 
 
 def _iop(op):
@@ -221,20 +252,22 @@ def _iop(op):
     return method
 
 
-def _binary_iop(op, op_fn, float_op=False):
+def _binary_iop(py, op_fn, float_op=False):
+    op = _RUNS[py]
+
     def method(self, other):
         return binary_inplace(op, op_fn, self, other, float_op)
 
     return method
 
 
-Tensor.__iadd__ = _binary_iop("add", lambda s, o: binary("add", s, o))
+Tensor.__iadd__ = _binary_iop("add", _forward("add"))
 Tensor.__isub__ = _binary_iop("sub", _oplib.sub)
-Tensor.__imul__ = _binary_iop("mul", lambda s, o: binary("mul", s, o))
-Tensor.__itruediv__ = _binary_iop("div", lambda s, o: binary("div", s, o, True), True)
+Tensor.__imul__ = _binary_iop("mul", _forward("mul"))
+Tensor.__itruediv__ = _binary_iop("truediv", _forward("truediv", True), True)
 Tensor.__ifloordiv__ = _iop(lambda s, o: _oplib.div(s, o, rounding_mode="floor"))
-Tensor.__imod__ = _iop(lambda s, o: binary("remainder", s, o))
-Tensor.__ipow__ = _iop(lambda s, o: binary("pow", s, o))
+Tensor.__imod__ = _iop(_forward("mod"))
+Tensor.__ipow__ = _iop(_forward("pow"))
 Tensor.__imatmul__ = _iop(_oplib.matmul)
 Tensor.__iand__ = _iop(Tensor.__and__)
 Tensor.__ior__ = _iop(Tensor.__or__)

@@ -142,7 +142,8 @@ class Declaration:
     aliases : tuple of str
         PyTorch's other names of its public function (``arcsin`` for ``asin``).
     tags : frozenset of str
-        The tensor subclasses and list functions that carry the op (:data:`TAGS`).
+        The tensor subclasses, list functions and namespaces that carry the op
+        (:data:`TAGS`).
     operator : str
         The Python operator that runs it, as its special method is named without the
         underscores (``"add"`` for ``+``, ``"truediv"`` for div, ``"invert"`` for ``~``);
@@ -182,8 +183,9 @@ _POLICIES = ("lower", "float32", "promote")
 
 #: the tags of :attr:`Declaration.tags`: ``torcia.masked``'s MaskedTensor, torcia.nested's
 #: NestedTensor, ``torcia._foreach_*`` and the sparse tensors (zero stays zero: PyTorch
-#: has a sparse kernel) carry the op (PyTorch's lists of each)
-TAGS = ("masked", "nested", "foreach", "sparse")
+#: has a sparse kernel) carry the op (PyTorch's lists of each); ``torcia.special`` exports
+#: the public function of an op declared in another family under its name too
+TAGS = ("masked", "nested", "foreach", "sparse", "special")
 
 
 def _top_level_split(text: str) -> list[str]:

@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import _print, plugins
+from torcia import _ops, _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
 from torcia._ops import _common as _ops_common
@@ -1168,7 +1168,10 @@ def _run2(kernel, ad, bd, op):
         raise error from None
 
 
-_COMPARE_OPS = frozenset(("eq", "ne", "lt", "le", "gt", "ge"))
+#: the comparisons of Python's operators (the declared ops of ``COMPARE`` with an
+#: ``operator``; the logical ops take no number in PyTorch)
+_COMPARE_OPS = frozenset(name for name, op in _ops.DECLARED.items()
+                         if op.group == "compare" and op.operator)
 
 
 def _wrapped(value: int, dtype):

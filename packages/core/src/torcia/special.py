@@ -21,28 +21,19 @@ tensor([-5.])
 from __future__ import annotations
 
 import math
+import types
 
-from torcia import _dtype
+from torcia import _dtype, _oplib
 from torcia import ops as _oplist
 from torcia._creation import arange
 from torcia._oplib._common import _to_float, examples_section
-
-# re-exported under torch.special's names (``x as x`` marks a re-export)
 from torcia._oplib.elementwise import digamma, lgamma, sigmoid, to_dtype
-from torcia._oplib.elementwise import erf as erf
-from torcia._oplib.elementwise import erfc as erfc
-from torcia._oplib.elementwise import erfinv as erfinv
-from torcia._oplib.elementwise import exp2 as exp2
-from torcia._oplib.elementwise import expm1 as expm1
-from torcia._oplib.elementwise import log1p as log1p
-from torcia._oplib.elementwise import round as round  # noqa: A004 - PyTorch's name
-from torcia._oplib.elementwise import xlogy as xlogy
 from torcia._oplib.nn_activation import log_softmax as _log_softmax
 from torcia._oplib.nn_activation import softmax as _softmax
-from torcia._oplib.reduce import logsumexp as logsumexp
 from torcia._ops import DECLARED
 from torcia._tensor import Tensor, _torch_name, binary, call, unary
 
+# torch.special's other names of three of them
 psi = digamma
 gammaln = lgamma
 expit = sigmoid
@@ -69,11 +60,15 @@ def _public(op):
     return fn
 
 
-_g = globals()
-for _n in _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY:
-    _g[_n] = _public(DECLARED[_n])
-# named here for the functions below (and for linters); the loop above made them
-i0, sinc, gammainc, gammaincc = _g["i0"], _g["sinc"], _g["gammainc"], _g["gammaincc"]
+#: the public functions made from the declarations (the functions below call them as
+#: attributes)
+_made = types.SimpleNamespace(**{name: _public(DECLARED[name]) for name in
+                                 _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY})
+globals().update(vars(_made))
+#: the ops of other families that torch.special exports under their names too (their
+#: declarations' tag "special"): their public functions, as they are
+SHARED = _oplist.tagged("special")
+globals().update({name: getattr(_oplib, name) for name in SHARED})
 
 
 def logit(input, eps=None):
@@ -201,7 +196,7 @@ def igamma(input, other):
     >>> torcia.igamma(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0]))
     tensor([0.6321, 0.2642])
     """
-    return gammainc(input, other)
+    return _made.gammainc(input, other)
 
 
 def igammac(input, other):
@@ -213,18 +208,17 @@ def igammac(input, other):
     >>> torcia.igammac(torcia.tensor([1.0, 2.0]), torcia.tensor([1.0, 1.0]))
     tensor([0.3679, 0.7358])
     """
-    return gammaincc(input, other)
+    return _made.gammaincc(input, other)
 
 
 #: torcia.<name> for these (PyTorch's top-level aliases)
 TOP_LEVEL = ("i0", "sinc", "logit", "polygamma", "mvlgamma", "igamma", "igammac")
 #: Tensor.<name> (and an in-place ``name_``) for these; polygamma takes (n) as a method
-METHODS = {"i0": i0, "sinc": sinc, "logit": logit, "mvlgamma": mvlgamma,
+METHODS = {"i0": _made.i0, "sinc": _made.sinc, "logit": logit, "mvlgamma": mvlgamma,
            "igamma": igamma, "igammac": igammac, "polygamma": _polygamma_method}
 
 __all__ = sorted(
-    _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY
-    + ("digamma", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln", "log1p",
-       "log_softmax", "logit", "logsumexp", "multigammaln", "polygamma", "psi", "round",
-       "softmax", "xlogy")
+    _oplist.SPECIAL_UNARY + _oplist.SPECIAL_BINARY + SHARED
+    + ("expit", "gammaln", "log_softmax", "logit", "multigammaln", "polygamma", "psi",
+       "softmax")
 )

@@ -9,17 +9,14 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._ops._common import dim_tuple, return_type
+from torcia._ops._common import dim_tuple, return_type, size_at, to_float
 from torcia._tensor import Tensor, _torch_name, call
 
 # the families' names of helpers written in torcia._ops, below them
 _dims = dim_tuple
 _return_type = return_type
-
-
-def _size_at(input, d) -> int:
-    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
-    return input.shape[d] if input.ndim else 1
+_to_float = to_float
+_size_at = size_at
 
 
 def to_dtype(input, dtype) -> Tensor:
@@ -53,14 +50,6 @@ def _operand_as(x, dt):
     if x is None or dt.category == 3 or x.__class__ is complex:
         return x
     return np.array(x).astype(dt.to_numpy())[()]
-
-
-def _to_float(input) -> Tensor:
-    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
-    compute in floating point take it; float and complex inputs are returned as they are."""
-    if input.dtype.category >= 2:
-        return input
-    return call("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
 
 
 def _tname(d):

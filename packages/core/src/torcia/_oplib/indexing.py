@@ -15,7 +15,8 @@ from torcia._creation import full, tensor
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _nonzero_tuple, _readable_value, _size_at
 from torcia._oplib.elementwise import to_dtype, where
-from torcia._oplib.views import _along_dim, cat, contiguous, expand, permute, split
+from torcia._oplib.views import cat, contiguous, expand, permute, split
+from torcia._ops._common import along_dim as _along_dim
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
 

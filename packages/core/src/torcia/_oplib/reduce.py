@@ -8,62 +8,29 @@ from __future__ import annotations
 import builtins
 import math
 
-import numpy as np
-
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._creation import full
-from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import (
     _dims,
     _readable_value,
     _return_type,
-    _size_at,
     _tname,
     _to_float,
 )
-from torcia._oplib.elementwise import isnan, maximum, minimum, to_dtype, where
-from torcia._oplib.views import (
-    _along_dim,
-    cat,
-    reshape,
-)
+from torcia._oplib.elementwise import isnan, to_dtype, where
+from torcia._oplib.views import cat
 from torcia._ops import linalg_functions
+from torcia._ops import reduce as _declared
+from torcia._ops._common import along_dim as _along_dim
+from torcia._ops.reduce import ALL_DIMS as _ALL_DIMS
+from torcia._ops.reduce import acc_dtype as _acc_dtype
+from torcia._ops.reduce import check_nonempty as _check_nonempty
+from torcia._ops.reduce import over_all as _over_all
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
-
-class _AllDims:
-    """``dim`` not given: PyTorch's overload over every element, which takes no ``keepdim``
-    (and, except for ``sum``/``mean``, no ``dim=None`` either)."""
-
-    def __repr__(self):
-        return "<all dims>"
-
-
-_ALL_DIMS = _AllDims()
-
-
-def _over_all(name, dim, keepdim, none_ok=False):
-    """Whether ``dim`` asks to reduce every element; refuses what PyTorch's argument parser
-    refuses: ``keepdim`` without ``dim``, and ``dim=None`` unless ``none_ok``."""
-    if dim is _ALL_DIMS:
-        if keepdim is None:
-            return True
-        if name in ("median", "nanmedian"):
-            raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
-        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
-                        f"keepdim=bool), but expected (Tensor input, int dim, bool keepdim)")
-    if dim is None and not none_ok:
-        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
-    return dim is None
-
-
-def _acc_dtype(input, dtype):
-    if dtype is not None:
-        return dtype.to_numpy()
-    if input._data.dtype.kind in "biu":
-        return np.int64
-    return None
+#: the public functions declared beside their ops in torcia._ops.reduce (``any``,
+#: ``cummax``...)
+globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
 
 
 def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
@@ -84,19 +51,6 @@ def sum(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
         return call("sum", (input,), {"dim": None, "keepdim": bool(keepdim), "dtype": None})
     return call("sum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
                                   "dtype": _acc_dtype(input, dtype)})
-
-
-def nansum(input, dim=None, keepdim=False, *, dtype=None):
-    """Sum over ``dim`` (all dims when None), counting NaN as zero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
-    tensor(3.)
-    """
-    return call("nansum", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim),
-                                     "dtype": _acc_dtype(input, dtype)})
 
 
 def mean(input, dim=_ALL_DIMS, keepdim=None, *, dtype=None):
@@ -171,77 +125,6 @@ def amin(input, dim=(), keepdim=False):
     _check_nonempty(input, dim, "amin")
     return call("amin", (input,), {"dim": _dims(dim, input.ndim) if dim != () else None,
                                    "keepdim": bool(keepdim)})
-
-
-def _check_nonempty(input, dim, name):
-    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
-    of an empty tensor without a dim, or along a dim of size 0."""
-    if input.numel():
-        return
-    if dim is None or dim == ():
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                         "== 0. Specify the reduction dim with the 'dim' argument.")
-    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
-        d = _wrap_dim(d, input.ndim)
-        if _size_at(input, d) == 0:
-            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-
-
-_Max = _return_type("max", ("values", "indices"))
-
-
-_Min = _return_type("min", ("values", "indices"))
-
-
-def max(input, dim=_ALL_DIMS, keepdim=None, *, other=None):
-    """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
-    as second argument, the elementwise maximum.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[1, 5], [7, 2]])
-    >>> torcia.max(x)
-    tensor(7)
-    >>> torcia.max(x, dim=1)
-    torcia.return_types.max(
-    values=tensor([5, 7]),
-    indices=tensor([1, 0]))
-    """
-    if isinstance(dim, Tensor):
-        return maximum(input, dim)
-    if _over_all("max", dim, keepdim):
-        _check_nonempty(input, None, "max")
-        return amax(input)
-    d = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, d, "max")
-    v, i = _along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Max(v, i)
-
-
-def min(input, dim=_ALL_DIMS, keepdim=None):
-    """As :func:`max`, for the minimum.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[4, 1], [2, 3]])
-    >>> torcia.min(x)
-    tensor(1)
-    >>> torcia.min(x, dim=1)
-    torcia.return_types.min(
-    values=tensor([1, 2]),
-    indices=tensor([1, 0]))
-    """
-    if isinstance(dim, Tensor):
-        return minimum(input, dim)
-    if _over_all("min", dim, keepdim):
-        _check_nonempty(input, None, "min")
-        return amin(input)
-    d = _wrap_dim(dim, input.ndim)
-    _check_nonempty(input, d, "min")
-    v, i = _along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Min(v, i)
 
 
 def argmax(input, dim=None, keepdim=False):
@@ -392,57 +275,6 @@ def logsumexp(input, dim, keepdim=False):
     return call("logsumexp", (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
 
 
-def all(input, dim=None, keepdim=False):
-    """Whether all elements (along ``dim``) are nonzero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[True, False], [True, True]])
-    >>> torcia.all(x)
-    tensor(False)
-    >>> torcia.all(x, dim=1)
-    tensor([False,  True])
-    """
-    return _logical_reduction("all", input, dim, keepdim)
-
-
-def any(input, dim=None, keepdim=False):
-    """Whether any element (along ``dim``) is nonzero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[0, 0], [0, 3]])
-    >>> torcia.any(x)
-    tensor(True)
-    >>> torcia.any(x, dim=1)
-    tensor([False,  True])
-    """
-    return _logical_reduction("any", input, dim, keepdim)
-
-
-def _logical_reduction(op, input, dim, keepdim):
-    out = call(op, (input,), {"dim": _dims(dim, input.ndim), "keepdim": bool(keepdim)})
-    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
-    return to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
-
-
-def count_nonzero(input, dim=None):
-    """The number of nonzero elements (along ``dim``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
-    >>> torcia.count_nonzero(x)
-    tensor(3)
-    >>> torcia.count_nonzero(x, dim=0)
-    tensor([0, 1, 2])
-    """
-    return call("count_nonzero", (input,), {"dim": _dims(dim, input.ndim)})
-
-
 def cumsum(input, dim, *, dtype=None):
     """Cumulative sum along ``dim``.
 
@@ -470,128 +302,6 @@ def cumprod(input, dim, *, dtype=None):
                                             "dtype": _acc_dtype(input, dtype)})
 
 
-_Median = _return_type("median", ("values", "indices"))
-
-
-_Mode = _return_type("mode", ("values", "indices"))
-
-
-_Cummax = _return_type("cummax", ("values", "indices"))
-
-
-_Cummin = _return_type("cummin", ("values", "indices"))
-
-
-def _nonempty_dim(input, d, name):
-    if input.numel() == 0 and _size_at(input, d) == 0:
-        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
-
-
-def median(input, dim=_ALL_DIMS, keepdim=None):
-    """The lower median of all elements, or ``(values, indices)`` along ``dim``.
-
-    NaN propagates: a row holding NaN has median NaN.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
-    tensor(2.)
-    """
-    if _over_all("median", dim, keepdim):
-        if input.numel() == 0:
-            return full((), float("nan"), dtype=input.dtype, device=input.device)
-        flat = reshape(input, (-1,))
-        value = call("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
-        if not (input._requires_grad and _GRAD.enabled):
-            return value
-        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
-        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
-        # as x - value is 0 where tied, and its derivative is tied / count
-        value = value.detach()
-        tied = isnan(flat) if bool(isnan(value)) else flat == value
-        return value + where(tied, flat - value, 0).sum() / tied.sum()
-    d = _wrap_dim(dim, input.ndim)
-    _nonempty_dim(input, d, "median")
-    v, i = _along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Median(v, i)
-
-
-def mode(input, dim=-1, keepdim=False):
-    """The most frequent value along ``dim`` (the smallest among ties) and its last index.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.mode(torcia.tensor([1, 3, 3, 1, 2])).values
-    tensor(1)
-    """
-    d = _wrap_dim(dim, input.ndim)
-    _nonempty_dim(input, d, "mode")
-    if not input.ndim and input.is_complex():
-        return _Mode(*_itself_at_zero(input))
-    if input.is_complex() and not input.numel():
-        # an empty result: PyTorch gives it before it looks for the dtype's kernel
-        v, i = _along_dim("mode_dim", (input.real,), {"dim": d, "keepdim": bool(keepdim)})
-        return _Mode(v.to(input.dtype), i)
-    v, i = _along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
-    return _Mode(v, i)
-
-
-def _itself_at_zero(input):
-    """A 0-dim input's running extreme or mode: PyTorch answers it (the value, at index 0)
-    before it looks for the dtype's kernel, so complex has one."""
-    return input.clone(), C.zeros((), dtype=D.int64, device=input.device)
-
-
-def cummax(input, dim):
-    """Running maximum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
-    torcia.return_types.cummax(
-    values=tensor([1, 3, 3, 5]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummax(*_itself_at_zero(input))
-    return _Cummax(*_along_dim("cummax", (input,), {"dim": d}))
-
-
-def cummin(input, dim):
-    """Running minimum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
-    torcia.return_types.cummin(
-    values=tensor([4, 2, 2, 1]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummin(*_itself_at_zero(input))
-    return _Cummin(*_along_dim("cummin", (input,), {"dim": d}))
-
-
-def logcumsumexp(input, dim):
-    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
-    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
-    """
-    input = _to_float(input)
-    d = _wrap_dim(dim, input.ndim)
-    return _along_dim("logcumsumexp", (input,), {"dim": d})
-
-
 def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     """Mean over the non-NaN elements.
 
@@ -608,7 +318,7 @@ def nanmean(input, dim=None, keepdim=False, *, dtype=None):
     # refuses a complex input
     keep = ~isnan(input)
     count = keep.sum(dim=dim, keepdim=keepdim) if dim is not None else keep.sum()
-    total = nansum(input, dim=dim, keepdim=keepdim)
+    total = _declared.nansum(input, dim=dim, keepdim=keepdim)
     out = total / count
     return out if dtype is None else out.to(dtype)
 
@@ -722,7 +432,8 @@ def nanmedian(input, dim=_ALL_DIMS, keepdim=None):
     keepdim = bool(keepdim)
     if not input.is_floating_point():
         # no NaN to ignore: the median, as PyTorch computes it for integers
-        return median(input) if over_all else _NanMedian(*median(input, dim, keepdim))
+        return _declared.median(input) if over_all else _NanMedian(
+            *_declared.median(input, dim, keepdim))
     if over_all:
         flat = input.reshape(-1)
         return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
@@ -950,10 +661,9 @@ def _gradient_1d(f, d, h, edge_order):
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    "sum", "nansum", "mean", "prod", "amax", "amin", "max", "min", "argmax", "argmin",
-    "var", "std", "norm", "logsumexp", "all", "any", "count_nonzero", "cumsum", "cumprod",
-    "var_mean", "std_mean", "median", "mode", "cummax", "cummin", "logcumsumexp",
+METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+    "sum", "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+    "logsumexp", "cumsum", "cumprod", "var_mean", "std_mean",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -968,10 +678,8 @@ FALLBACK_METHODS = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = [
-    "all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "count_nonzero", "cummax",
-    "cummin", "cumprod", "cumsum", "cumulative_trapezoid", "diff", "gradient", "logcumsumexp",
-    "logsumexp", "max", "mean", "median", "min", "mode", "nanmean", "nanmedian", "nanquantile",
-    "nansum", "norm", "prod", "quantile", "std", "std_mean", "sum", "trapezoid", "trapz",
-    "var", "var_mean",
-]
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+    "amax", "amin", "aminmax", "argmax", "argmin", "cumprod", "cumsum", "cumulative_trapezoid",
+    "diff", "gradient", "logsumexp", "mean", "nanmean", "nanmedian", "nanquantile", "norm",
+    "prod", "quantile", "std", "std_mean", "sum", "trapezoid", "trapz", "var", "var_mean",
+))

@@ -125,20 +125,6 @@ def reshape(input, *shape):
     return out
 
 
-def _along_dim(op, inputs, params, view_of=None):
-    """``call(op, inputs, params)`` for an op along one dim: a 0-dim first input (and 0-dim
-    tensors beside it, an index) runs as a 1-element 1-D tensor, and the results come back
-    0-dim, as PyTorch treats a 0-dim tensor's dim 0."""
-    if inputs[0]._data.ndim:
-        return call(op, inputs, params, view_of)
-    ones = tuple(reshape(x, (1,)) if isinstance(x, Tensor) and not x._data.ndim else x
-                 for x in inputs)
-    out = call(op, ones, params)
-    if isinstance(out, tuple):
-        return tuple(reshape(o, ()) if o._data.size == 1 else o for o in out)
-    return reshape(out, ()) if out._data.size == 1 else out
-
-
 def permute(input, *dims):
     """Reorder dimensions (a view).
 

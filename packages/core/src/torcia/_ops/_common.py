@@ -1,7 +1,8 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
-need: dims made non-negative, named-tuple results and autocast. Imports nothing of
+need: dims made non-negative, named-tuple results, autocast, the cast to float
+and the call of an op along one dim. Imports nothing of
 torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
 declarations."""
 
@@ -298,3 +299,31 @@ def autocast_as(name):
         return run
 
     return decorate
+
+
+def to_float(input):
+    """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
+    compute in floating point take it; float and complex inputs are returned as they are."""
+    if input.dtype.category >= 2:
+        return input
+    return _opdef.CALL("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
+
+
+def along_dim(name, inputs, params, view_of=None):
+    """The op ``name`` on ``inputs`` along one dim: a 0-dim first input (and 0-dim tensors
+    beside it, an index) runs as a 1-element 1-D tensor, and the results come back 0-dim,
+    as PyTorch treats a 0-dim tensor's dim 0."""
+    if inputs[0]._data.ndim:
+        return _opdef.CALL(name, inputs, params, view_of)
+    tensor = _opdef.PUBLIC.Tensor
+    ones = tuple(x.reshape((1,)) if isinstance(x, tensor) and not x._data.ndim else x
+                 for x in inputs)
+    out = _opdef.CALL(name, ones, params)
+    if isinstance(out, tuple):
+        return tuple(o.reshape(()) if o._data.size == 1 else o for o in out)
+    return out.reshape(()) if out._data.size == 1 else out
+
+
+def size_at(input, d) -> int:
+    """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
+    return input.shape[d] if input.ndim else 1

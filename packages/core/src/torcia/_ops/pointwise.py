@@ -176,7 +176,7 @@ def _pointwise(schema, kernel, shape=broadcast, **fields):
 
 DECLARED = (
     _pointwise("round(Tensor x, *, int decimals=0) -> Tensor", Kernels.round,
-               shape=first_shape, refuses=_ROUND),
+               shape=first_shape, refuses=_ROUND, tags=("special",)),
     _pointwise("clamp(Tensor x, Tensor? lo, Tensor? hi) -> Tensor", Kernels.clamp,
                decomposition=clamp, refuses=_CLAMP),
     _pointwise("where(Tensor cond, Tensor a, Tensor b) -> Tensor", Kernels.where,

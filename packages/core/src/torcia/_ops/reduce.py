@@ -12,12 +12,14 @@ accumulate type) and are rounded once. A decomposition is written with Tensor me
 (it runs on any device, and this module is below the Tensor class); where it must run an
 op itself rather than its public function (which refuses what PyTorch's argument parser
 refuses: argmax of a bool mask, an empty dim), through :func:`torcia._ops._common.op`.
-Their public functions are in :mod:`torcia._oplib.reduce`, their derivatives are
+Their public functions are in :mod:`torcia._oplib.reduce`, but for those at the end of
+this module (``any``, ``cummax``...), next to their declarations; their derivatives are
 torcia-autograd's.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 
 import numpy as np
@@ -25,10 +27,13 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
+from torcia._grad_mode import STATE as _GRAD
 from torcia._opdef import define
 from torcia._ops._common import (
     COMPLEX,
     HALF,
+    along_dim,
+    dim_tuple,
     floating_dtype,
     low_precision,
     no_kernel,
@@ -37,8 +42,12 @@ from torcia._ops._common import (
     real_dtype,
     reduced,
     refuse,
+    return_type,
     scan_with_indices,
+    size_at,
+    to_float,
     values_and_indices,
+    wrap_dim,
 )
 from torcia._ops._common import where as _where
 
@@ -282,11 +291,11 @@ def _dims(a, dim):
     return tuple(d % a.ndim if a.ndim else 0 for d in dims)
 
 
-def count_nonzero(a, dim=None):
+def nonzero_count(a, dim=None):
     return (a != 0).sum() if dim is None else (a != 0).sum(dim)
 
 
-def nansum(a, dim=None, keepdim=False, dtype=None):
+def nan_zero_sum(a, dim=None, keepdim=False, dtype=None):
     clean = _where(a.isnan(), a.new_zeros(()), a)
     if dim is None and not keepdim:
         return clean.sum(dtype=dtype)
@@ -310,7 +319,7 @@ def var(a, dim=None, correction=1, keepdim=False):
     centred = a - a.mean(dims, keepdim=True)
     squares = (centred * centred.conj()).real if a.is_complex() else centred * centred
     # NumPy's and PyTorch's divisor: never below 0 (a zero gives inf or NaN)
-    return squares.sum(dims, keepdim=keepdim) / max(count - correction, 0)
+    return squares.sum(dims, keepdim=keepdim) / builtins.max(count - correction, 0)
 
 
 @opmath
@@ -486,7 +495,7 @@ def _up_to(a, dim, fill):
     return moved, _where(upto, moved.unsqueeze(-2), fill)
 
 
-def logcumsumexp(a, dim):
+def running_logsumexp(a, dim):
     if not a.numel():
         return a.clone()
     _, rows = _up_to(a, dim, a.new_full((), -math.inf))
@@ -531,11 +540,11 @@ def _running_extreme(a, dim, largest):
     return a.gather(dim, index), index
 
 
-def cummax(a, dim):
+def running_max(a, dim):
     return _running_extreme(a, dim, largest=True)
 
 
-def cummin(a, dim):
+def running_min(a, dim):
     return _running_extreme(a, dim, largest=False)
 
 
@@ -618,16 +627,17 @@ DECLARED = (
     _reduce(f"norm(Tensor x, *, float p=2.0, {_DIMS}) -> Tensor", Kernels.norm, _REAL,
             decomposition=norm, floating_inputs=True, autocast=_CUDA_FLOAT32),
     _reduce(f"logsumexp(Tensor x, *, {_DIMS}) -> Tensor", Kernels.logsumexp, _FLOAT,
-            decomposition=logsumexp, floating_inputs=True, autocast=_CUDA_FLOAT32),
+            decomposition=logsumexp, floating_inputs=True, autocast=_CUDA_FLOAT32,
+            tags=("special",)),
     # bool and integer results: no gradient
     _reduce(f"all(Tensor a, *, {_DIMS}) -> Tensor", Kernels.all, _BOOL,
             decomposition=all_true, differentiable=False),
     _reduce(f"any(Tensor a, *, {_DIMS}) -> Tensor", Kernels.any, _BOOL,
             decomposition=any_true, differentiable=False),
     _reduce("count_nonzero(Tensor a, *, int[]? dim=None) -> Tensor", Kernels.count_nonzero,
-            _INDEX, decomposition=count_nonzero, differentiable=False),
+            _INDEX, decomposition=nonzero_count, differentiable=False),
     _reduce(f"nansum(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.nansum, _ACC,
-            decomposition=nansum),
+            decomposition=nan_zero_sum),
     # dim=None as the records have always read it: the kernels take dim without a default,
     # and the public functions always pass one
     _along("max_dim(Tensor x, *, int? dim=None, bool keepdim=False) -> (Tensor, Tensor)",
@@ -648,11 +658,314 @@ DECLARED = (
     _scan("cumprod(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
           Kernels.cumprod, decomposition=cumprod, autocast=_CUDA_FLOAT32),
     _scan("cummax(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummax,
-          shape=scan_with_indices, decomposition=cummax,
+          shape=scan_with_indices, decomposition=running_max,
           refuses=_CUMMAX, answers_early=_empty),
     _scan("cummin(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummin,
-          shape=scan_with_indices, decomposition=cummin,
+          shape=scan_with_indices, decomposition=running_min,
           refuses=_CUMMIN, answers_early=_empty),
     _scan("logcumsumexp(Tensor x, *, int? dim=None) -> Tensor", Kernels.logcumsumexp,
-          decomposition=logcumsumexp),
+          decomposition=running_logsumexp),
 )
+
+
+# ----- public functions (torcia.any, torcia.cummax...): the ops' calls by name ------------
+
+
+def acc_dtype(input, dtype):
+    """The NumPy dtype ``sum`` and its kin accumulate ``input`` in: ``dtype`` when given,
+    int64 for bool and integer inputs, else None (the input's)."""
+    if dtype is not None:
+        return dtype.to_numpy()
+    if input._data.dtype.kind in "biu":
+        return np.int64
+    return None
+
+
+def itself_at_zero(input):
+    """A 0-dim input's running extreme or mode: PyTorch answers it (the value, at index 0)
+    before it looks for the dtype's kernel, so complex has one."""
+    return input.clone(), _opdef.PUBLIC.zeros((), dtype=D.int64, device=input.device)
+
+
+def nansum(input, dim=None, keepdim=False, *, dtype=None):
+    """Sum over ``dim`` (all dims when None), counting NaN as zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nansum(torcia.tensor([1.0, float("nan"), 2.0]))
+    tensor(3.)
+    """
+    return _opdef.CALL("nansum", (input,), {"dim": dim_tuple(dim, input.ndim),
+                                            "keepdim": bool(keepdim),
+                                            "dtype": acc_dtype(input, dtype)})
+
+
+def all(input, dim=None, keepdim=False):
+    """Whether all elements (along ``dim``) are nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[True, False], [True, True]])
+    >>> torcia.all(x)
+    tensor(False)
+    >>> torcia.all(x, dim=1)
+    tensor([False,  True])
+    """
+    return _logical_reduction("all", input, dim, keepdim)
+
+
+def any(input, dim=None, keepdim=False):
+    """Whether any element (along ``dim``) is nonzero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 0], [0, 3]])
+    >>> torcia.any(x)
+    tensor(True)
+    >>> torcia.any(x, dim=1)
+    tensor([False,  True])
+    """
+    return _logical_reduction("any", input, dim, keepdim)
+
+
+def _logical_reduction(name, input, dim, keepdim):
+    out = _opdef.CALL(name, (input,), {"dim": dim_tuple(dim, input.ndim),
+                                       "keepdim": bool(keepdim)})
+    # PyTorch keeps uint8 for uint8 inputs (its masks of old), bool for every other dtype
+    return _opdef.PUBLIC.to_dtype(out, D.uint8) if input.dtype is D.uint8 else out
+
+
+def count_nonzero(input, dim=None):
+    """The number of nonzero elements (along ``dim``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[0, 1, 2], [0, 0, 3]])
+    >>> torcia.count_nonzero(x)
+    tensor(3)
+    >>> torcia.count_nonzero(x, dim=0)
+    tensor([0, 1, 2])
+    """
+    return _opdef.CALL("count_nonzero", (input,), {"dim": dim_tuple(dim, input.ndim)})
+
+
+_Cummax = return_type("cummax", ("values", "indices"))
+
+
+_Cummin = return_type("cummin", ("values", "indices"))
+
+
+def cummax(input, dim):
+    """Running maximum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
+    torcia.return_types.cummax(
+    values=tensor([1, 3, 3, 5]),
+    indices=tensor([0, 1, 1, 3]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not input.ndim and input.is_complex():
+        return _Cummax(*itself_at_zero(input))
+    return _Cummax(*along_dim("cummax", (input,), {"dim": d}))
+
+
+def cummin(input, dim):
+    """Running minimum along ``dim`` and the index where it was reached.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
+    torcia.return_types.cummin(
+    values=tensor([4, 2, 2, 1]),
+    indices=tensor([0, 1, 1, 3]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not input.ndim and input.is_complex():
+        return _Cummin(*itself_at_zero(input))
+    return _Cummin(*along_dim("cummin", (input,), {"dim": d}))
+
+
+def logcumsumexp(input, dim):
+    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
+    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
+    """
+    input = to_float(input)
+    d = wrap_dim(dim, input.ndim)
+    return along_dim("logcumsumexp", (input,), {"dim": d})
+
+
+class _AllDims:
+    """``dim`` not given: PyTorch's overload over every element, which takes no ``keepdim``
+    (and, except for ``sum``/``mean``, no ``dim=None`` either)."""
+
+    def __repr__(self):
+        return "<all dims>"
+
+
+ALL_DIMS = _AllDims()
+
+
+def over_all(name, dim, keepdim, none_ok=False):
+    """Whether ``dim`` asks to reduce every element; refuses what PyTorch's argument parser
+    refuses: ``keepdim`` without ``dim``, and ``dim=None`` unless ``none_ok``."""
+    if dim is ALL_DIMS:
+        if keepdim is None:
+            return True
+        if name in ("median", "nanmedian"):
+            raise TypeError(f'{name}() missing 1 required positional arguments: "dim"')
+        raise TypeError(f"{name}() received an invalid combination of arguments - got (Tensor, "
+                        f"keepdim=bool), but expected (Tensor input, int dim, bool keepdim)")
+    if dim is None and not none_ok:
+        raise TypeError(f"{name}(): argument 'dim' must be int, not NoneType")
+    return dim is None
+
+
+def check_nonempty(input, dim, name):
+    """PyTorch's refusal of a reduction with no identity (max, argmax...) over nothing:
+    of an empty tensor without a dim, or along a dim of size 0."""
+    if input.numel():
+        return
+    if dim is None or dim == ():
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                         "== 0. Specify the reduction dim with the 'dim' argument.")
+    for d in (dim,) if isinstance(dim, (int, np.integer)) else dim:
+        d = wrap_dim(d, input.ndim)
+        if size_at(input, d) == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+_Max = return_type("max", ("values", "indices"))
+
+
+_Min = return_type("min", ("values", "indices"))
+
+
+def max(input, dim=ALL_DIMS, keepdim=None, *, other=None):
+    """The maximum of all elements; with ``dim``, (values, indices) along it; with a tensor
+    as second argument, the elementwise maximum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [7, 2]])
+    >>> torcia.max(x)
+    tensor(7)
+    >>> torcia.max(x, dim=1)
+    torcia.return_types.max(
+    values=tensor([5, 7]),
+    indices=tensor([1, 0]))
+    """
+    if isinstance(dim, _opdef.PUBLIC.Tensor):
+        return _opdef.PUBLIC.maximum(input, dim)
+    if over_all("max", dim, keepdim):
+        check_nonempty(input, None, "max")
+        return _opdef.PUBLIC.amax(input)
+    d = wrap_dim(dim, input.ndim)
+    check_nonempty(input, d, "max")
+    v, i = along_dim("max_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Max(v, i)
+
+
+def min(input, dim=ALL_DIMS, keepdim=None):
+    """As :func:`max`, for the minimum.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[4, 1], [2, 3]])
+    >>> torcia.min(x)
+    tensor(1)
+    >>> torcia.min(x, dim=1)
+    torcia.return_types.min(
+    values=tensor([1, 2]),
+    indices=tensor([1, 0]))
+    """
+    if isinstance(dim, _opdef.PUBLIC.Tensor):
+        return _opdef.PUBLIC.minimum(input, dim)
+    if over_all("min", dim, keepdim):
+        check_nonempty(input, None, "min")
+        return _opdef.PUBLIC.amin(input)
+    d = wrap_dim(dim, input.ndim)
+    check_nonempty(input, d, "min")
+    v, i = along_dim("min_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Min(v, i)
+
+
+_Median = return_type("median", ("values", "indices"))
+
+
+_Mode = return_type("mode", ("values", "indices"))
+
+
+def _nonempty_dim(input, d, name):
+    if input.numel() == 0 and size_at(input, d) == 0:
+        raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
+
+
+def median(input, dim=ALL_DIMS, keepdim=None):
+    """The lower median of all elements, or ``(values, indices)`` along ``dim``.
+
+    NaN propagates: a row holding NaN has median NaN.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.median(torcia.tensor([4.0, 1.0, 3.0, 2.0]))
+    tensor(2.)
+    """
+    if over_all("median", dim, keepdim):
+        if input.numel() == 0:
+            return _opdef.PUBLIC.full((), float("nan"), dtype=input.dtype, device=input.device)
+        flat = _opdef.PUBLIC.reshape(input, (-1,))
+        value = _opdef.CALL("median_dim", (flat,), {"dim": 0, "keepdim": False})[0]
+        if not (input._requires_grad and _GRAD.enabled):
+            return value
+        # PyTorch spreads the gradient evenly over the elements equal to the median (NaN
+        # ones, when it is NaN): value + sum((x - value) * tied) / count is value exactly,
+        # as x - value is 0 where tied, and its derivative is tied / count
+        value = value.detach()
+        tied = _opdef.PUBLIC.isnan(flat) if bool(_opdef.PUBLIC.isnan(value)) else flat == value
+        return value + _opdef.PUBLIC.where(tied, flat - value, 0).sum() / tied.sum()
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "median")
+    v, i = along_dim("median_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Median(v, i)
+
+
+def mode(input, dim=-1, keepdim=False):
+    """The most frequent value along ``dim`` (the smallest among ties) and its last index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mode(torcia.tensor([1, 3, 3, 1, 2])).values
+    tensor(1)
+    """
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dim(input, d, "mode")
+    if not input.ndim and input.is_complex():
+        return _Mode(*itself_at_zero(input))
+    if input.is_complex() and not input.numel():
+        # an empty result: PyTorch gives it before it looks for the dtype's kernel
+        v, i = along_dim("mode_dim", (input.real,), {"dim": d, "keepdim": bool(keepdim)})
+        return _Mode(v.to(input.dtype), i)
+    v, i = along_dim("mode_dim", (input,), {"dim": d, "keepdim": bool(keepdim)})
+    return _Mode(v, i)
+
+
+#: the public functions above, which torcia exports and Tensor has as methods
+PUBLIC = (nansum, all, any, count_nonzero, max, min, median, mode, cummax, cummin,
+          logcumsumexp)
