@@ -8,6 +8,7 @@ from __future__ import annotations
 import types
 import warnings
 
+from torcia import _dtype as D
 from torcia import _tensor
 from torcia._autocast import autocast_as
 from torcia._oplib._common import _F, _check_tensor, examples_section
@@ -17,38 +18,48 @@ from torcia._ops.nn_activation import DECLARED as _DECLARED
 from torcia._tensor import _wrap_dim, call, inplace
 
 
-def _activate(op, input, inplace_, **params):
-    """The declared activation ``op`` of ``input`` (in place with ``inplace_``): its float
-    parameters as floats, its declaration's checks and refusals, then its kernel."""
-    _check_tensor(input, "input", op.name)
-    params = {name: float(value) if isinstance(op.params[name], float) else value
-              for name, value in params.items()}
-    if op.checks is not None:
-        op.checks(input, **params)
-    error = refusal(op.refuses, input.dtype.to_numpy())
-    if error is not None:
-        raise error
-    if op.floating_inputs and input.dtype.category < 2:
-        # what is not refused of integers is PyTorch's composite, computed in their dtype
-        # (softsign's 1 + |x| wraps: int8 127 gives -128)
-        return op.decomposition(input, **params)
-    if inplace_:
-        return inplace(lambda t: call(op.name, (t,), params), input)
-    return call(op.name, (input,), params)
+def _runner(op):
+    """``run(input, inplace_, **params)``: the declared activation ``op`` of ``input`` (in
+    place with ``inplace_``) after its declaration's checks and refusals."""
+    name, checks, decomposition = op.name, op.checks, op.decomposition
+    # whether each dtype is refused, as dtypes are met: a call pays a dict lookup, and
+    # import does not load ml_dtypes for bfloat16's NumPy dtype
+    refused = {}
+    # what is not refused of integers is PyTorch's composite, computed in their dtype
+    # (softsign's 1 + |x| wraps: int8 127 gives -128)
+    composite = frozenset(d for d in D.ALL if op.floating_inputs and d.category < 2)
+
+    def run(input, inplace_, **params):
+        _check_tensor(input, "input", name)
+        if checks is not None:
+            checks(input, **params)
+        dtype = input.dtype
+        if refused.get(dtype) is None:
+            refused[dtype] = refusal(op.refuses, dtype.to_numpy()) is not None
+        if refused[dtype]:
+            raise refusal(op.refuses, dtype.to_numpy())
+        if dtype in composite:
+            return decomposition(input, **params)
+        if inplace_:
+            return inplace(lambda t: call(name, (t,), params), input)
+        return call(name, (input,), params)
+
+    return run
 
 
 def _public(op):
     """The functional form of the declared activation ``op``, as ``torch.nn.functional``
-    has it: ``input``, the schema's parameters with their defaults, ``inplace=False`` where
-    the declaration has ``inplace``; its docstring the declaration's doc and examples."""
-    names = [*op.params, *(["inplace"] if op.inplace else [])]
-    keywords = "".join(f", {name}={name}" for name in op.params)
+    has it: ``input``, the schema's parameters with their defaults (a float one converted
+    with ``float``), ``inplace=False`` where the declaration has ``inplace``; its docstring
+    the declaration's doc and examples."""
+    names = ["input", *op.params, *(["inplace"] if op.inplace else [])]
+    given = "".join(f", {p}=float({p})" if isinstance(default, float) else f", {p}={p}"
+                    for p, default in op.params.items())
     # written out and compiled, so that the function has the schema's signature (for
     # inspect.signature and for calls by keyword) at the cost of a plain call
-    source = (f"def {op.name}({', '.join(['input', *names])}):\n"
-              f"    return _activate(op, input, {'inplace' if op.inplace else 'False'}"
-              f"{keywords})\n")
-    namespace = {"__name__": __name__, "_activate": _activate, "op": op}
+    source = (f"def {op.name}({', '.join(names)}):\n"
+              f"    return run(input, {'inplace' if op.inplace else 'False'}{given})\n")
+    namespace = {"__name__": __name__, "run": _runner(op)}
     exec(source, namespace)
     fn = namespace[op.name]
     fn.__defaults__ = (*op.params.values(), *([False] if op.inplace else []))
@@ -268,6 +279,10 @@ def prelu_method(self, weight):
 METHODS = (
     "softmax", "log_softmax",
 )
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (*vars(_made), "log_softmax", "prelu", "relu6", "softmax", "softmin")
 
 #: the names ``torcia`` exports from here
 __all__ = [
