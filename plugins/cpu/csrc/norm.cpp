@@ -3,7 +3,7 @@
 //
 // NumPy's version makes about ten passes over the activations (mean, centring, variance,
 // scaling, their gradients); here each row is read twice forward and backward,
-// with sums in double precision (the backward's row sums in float32 over short chunks),
+// with sums in the input's dtype over short chunks, added in double (chunk_sum),
 // rows split among OpenMP threads. LayerNorm's backward reads each row twice (its
 // statistics and sums in one pass, then the gradient).
 #include <pybind11/numpy.h>
@@ -32,18 +32,36 @@ namespace {
 // Rows are split among threads from this many elements.
 constexpr int64_t kParallelElements = 1 << 15;
 
-// sum over k < d of f(k) in double, with eight independent accumulators: one would be a
-// chain of dependent additions (the compiler may not reorder them itself), four times
-// slower than the vectorised lanes
-template <typename F>
-TORCIA_INLINE double lanes_sum(int64_t d, F f) {
-  double acc[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= d; k += 8)
-    for (int u = 0; u < 8; ++u) acc[u] += f(k + u);
+// Elements summed in T before their sums join double totals: vector lanes of T are as
+// fast as the loads, where converting each element to double took most of a norm's time
+// (LayerNorm's backward at 1024 rows of 128: 77 -> 64 us, PyTorch's 61; its forward at
+// 512 rows of 768: 158 -> 126 us, PyTorch's 112). A float32 lane sums at most
+// kSumChunk / 4 terms (SSE's four lanes; 16 in chunk_sum), so a sum stays within a few
+// float32 roundings of float64's (measured on LayerNorm's backward: at most 1.1e-6 of the
+// largest gradient, 1.8e-7 with double sums; PyTorch's float32 layer_norm 1.4e-7 to 4e-3,
+// worst far from zero; its forward at a mean of 1e4: 0.08 from float64's, PyTorch's 0.12).
+constexpr int64_t kSumChunk = 256;
+
+// Independent partial sums of a chunk: two AVX2 vectors of float, two chains of additions
+// where an OpenMP simd reduction makes one, which waits on each addition's latency (more
+// lanes than two vectors spilled to the stack and ran slower)
+constexpr int kLanes = 16;
+
+// sum over k < d of f(k), f's terms in T, as above
+template <typename T, typename F>
+TORCIA_INLINE double chunk_sum(int64_t d, F f) {
   double total = 0;
-  for (; k < d; ++k) total += f(k);
-  for (int u = 0; u < 8; ++u) total += acc[u];
+  for (int64_t k0 = 0; k0 < d; k0 += kSumChunk) {
+    const int64_t k1 = std::min(d, k0 + kSumChunk);
+    T lanes[kLanes] = {};
+    int64_t k = k0;
+    for (; k + kLanes <= k1; k += kLanes)
+      for (int u = 0; u < kLanes; ++u) lanes[u] += f(k + u);
+    T t = 0;
+    for (; k < k1; ++k) t += f(k);
+    for (int u = 0; u < kLanes; ++u) t += lanes[u];
+    total += t;
+  }
   return total;
 }
 
@@ -52,9 +70,10 @@ TORCIA_INLINE double lanes_sum(int64_t d, F f) {
 template <typename T>
 TORCIA_INLINE void row_stats(const T* __restrict__ x, int64_t d, double eps, double* mean,
                              double* rstd) {
-  const double m = lanes_sum(d, [&](int64_t k) { return double(x[k]); }) / d;
-  const double v = lanes_sum(d, [&](int64_t k) {
-    const double c = x[k] - m;
+  const double m = chunk_sum<T>(d, [&](int64_t k) { return x[k]; }) / d;
+  const T mt = T(m);
+  const double v = chunk_sum<T>(d, [&](int64_t k) {
+    const T c = x[k] - mt;
     return c * c;
   });
   *mean = m;
@@ -86,19 +105,11 @@ struct RowGrad {
   T a, c, r, x0, sh;
 };
 
-// sums over a row of x - s, (x - s)^2, gxhat and gxhat (x - s): OpenMP simd reductions
-// in T over chunks of kSumChunk elements, their results added in double. Vector lanes of
-// T: the float to double conversions of sums in double took two thirds of the backward's
-// time (1024 rows of 128: 77 -> 64 us, PyTorch's 61); a float32 lane sums at most
-// kSumChunk / 4 terms, and x - s is exact near s, so the gradients stay within a few
-// float32 roundings of float64's (measured: at most 1.1e-6 of the largest, 1.8e-7 with
-// double sums; PyTorch's float32 layer_norm 1.4e-7 to 4e-3, worst far from zero)
+// sums over a row of x - s, (x - s)^2, gxhat and gxhat (x - s), in T over chunks of
+// kSumChunk elements (as chunk_sum), their results added in double; x - s is exact near s
 struct RowSums {
   double t1, t2, ta, tc;
 };
-
-// Elements of a row summed in T before their sums join the double totals.
-constexpr int64_t kSumChunk = 256;
 
 template <bool HasWeight, typename T>
 TORCIA_INLINE RowSums row_sums(const T* __restrict__ g, const T* __restrict__ x,
@@ -259,7 +270,8 @@ void backward(const T* g, const T* x, const T* w, T* gx, T* gw, T* gb, int64_t r
   const int64_t runs = std::min(kMaxRuns, blocks);
   const int64_t per_run = runs ? (blocks + runs - 1) / runs : 0;
   std::vector<double> partial(static_cast<size_t>(runs) * 2 * d, 0.0);
-#pragma omp parallel if (rows * d > kParallelElements && rows > 1)
+#pragma omp parallel num_threads(torcia_team::fixed_split()) \
+    if (rows * d > kParallelElements && rows > 1)
   {
     std::vector<T> block(2 * d);
 #pragma omp for schedule(static)
@@ -324,11 +336,11 @@ py::tuple layer_norm_backward(const py::array& g, const py::array& x, const py::
 
 // ----- BatchNorm: per channel of (N, C, S) ------------------------------------------
 
-// sum over the N segments of length S of channel c of f(segment, k)
-template <typename F>
+// sum over the N segments of length S of channel c of f(segment, k), f's terms in T
+template <typename T, typename F>
 TORCIA_INLINE double channel_sum(int64_t n, int64_t s, F f) {
   double total = 0;
-  for (int64_t b = 0; b < n; ++b) total += lanes_sum(s, [&](int64_t k) { return f(b, k); });
+  for (int64_t b = 0; b < n; ++b) total += chunk_sum<T>(s, [&](int64_t k) { return f(b, k); });
   return total;
 }
 
@@ -358,19 +370,85 @@ void channel_stats(const T* x, const Channels& d, int64_t c, const T* mean_in, c
   }
   auto at = [&](int64_t b, int64_t k) { return (b * d.c + c) * d.s + k; };
   const double count = double(d.n * d.s);
-  const double m =
-      channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(x[at(b, k)]); }) / count;
+  const double m = channel_sum<T>(d.n, d.s, [&](int64_t b, int64_t k) { return x[at(b, k)]; }) /
+                   count;
+  const T mt = T(m);
   *mean = m;
-  *var = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
-           const double v = x[at(b, k)] - m;
+  *var = channel_sum<T>(d.n, d.s, [&](int64_t b, int64_t k) {
+           const T v = x[at(b, k)] - mt;
            return v * v;
          }) / count;
+}
+
+// out = (x - m) scale + shift over a channel of mean ``mean`` and variance ``var``
+template <typename T>
+struct BnAffine {
+  T m, scale, shift;
+};
+
+template <typename T>
+TORCIA_INLINE BnAffine<T> bn_affine(double mean, double var, const T* w, const T* b, int64_t c,
+                                    double eps) {
+  return {T(mean), T((w ? double(w[c]) : 1.0) / std::sqrt(var + eps)), b ? b[c] : T(0)};
+}
+
+// Channels handled together where a channel is a column of (N, C) (S = 1, BatchNorm1d's
+// usual input): walking one channel would read one element per row, each from another
+// cache line (a (1024, 1024) forward took 24 ms, PyTorch's 0.54); a block's sums run along
+// the rows instead, its columns in vector lanes, each column's sum in row order whatever
+// the split.
+constexpr int64_t kColumns = 64;
+
+// columns [c0, c1) of (N, C): statistics (the given ones in eval) and out
+template <typename T>
+TORCIA_CLONES void bn_forward_columns(const T* __restrict__ x, const T* w, const T* b,
+                                      const T* mean_in, const T* var_in, T* __restrict__ out,
+                                      T* mean_out, T* var_out, int64_t n, int64_t c, int64_t c0,
+                                      int64_t c1, double eps) {
+  const int64_t m = c1 - c0;
+  double mean[kColumns], var[kColumns];
+  for (int64_t j = 0; j < m; ++j) {
+    mean[j] = mean_in ? double(mean_in[c0 + j]) : 0.0;
+    var[j] = var_in ? double(var_in[c0 + j]) : 0.0;
+  }
+  if (!mean_in) {  // two passes, as row_stats
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < m; ++j) mean[j] += x[r * c + c0 + j];
+    for (int64_t j = 0; j < m; ++j) mean[j] /= double(n);
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < m; ++j) {
+        const double v = x[r * c + c0 + j] - mean[j];
+        var[j] += v * v;
+      }
+    for (int64_t j = 0; j < m; ++j) var[j] /= double(n);
+  }
+  T mt[kColumns], scale[kColumns], shift[kColumns];
+  for (int64_t j = 0; j < m; ++j) {
+    mean_out[c0 + j] = T(mean[j]);
+    var_out[c0 + j] = T(var[j]);
+    const BnAffine<T> a = bn_affine(mean[j], var[j], w, b, c0 + j, eps);
+    mt[j] = a.m;
+    scale[j] = a.scale;
+    shift[j] = a.shift;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < m; ++j)
+      out[r * c + c0 + j] = (x[r * c + c0 + j] - mt[j]) * scale[j] + shift[j];
 }
 
 template <typename T>
 void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* var_in, T* out,
                 T* mean_out, T* var_out, const Channels& d, double eps) {
   py::gil_scoped_release release;
+  if (d.s == 1) {
+    const int64_t blocks = (d.c + kColumns - 1) / kColumns;
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (d.n * d.c > kParallelElements && blocks > 1)
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      bn_forward_columns(x, w, b, mean_in, var_in, out, mean_out, var_out, d.n, d.c,
+                         blk * kColumns, std::min(d.c, (blk + 1) * kColumns), eps);
+    return;
+  }
 #pragma omp parallel for num_threads(torcia_team::fixed_split()) \
     schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
@@ -379,9 +457,7 @@ void bn_forward(const T* x, const T* w, const T* b, const T* mean_in, const T* v
     channel_stats(x, d, c, mean_in, var_in, &mean, &var);
     mean_out[c] = T(mean);
     var_out[c] = T(var);
-    const T scale = T((w ? double(w[c]) : 1.0) / std::sqrt(var + eps));
-    const T shift = b ? b[c] : T(0);
-    const T m = T(mean);
+    const auto [m, scale, shift] = bn_affine(mean, var, w, b, c, eps);
     for (int64_t bb = 0; bb < d.n; ++bb) {
       const T* xi = x + at(bb, 0);
       T* oi = out + at(bb, 0);
@@ -435,11 +511,88 @@ TORCIA_CLONES void channel_backward_sums(const T* __restrict__ g, const T* __res
   *sum_gc = tc - shift * tg;
 }
 
+// gx = (g - a - ((x - x0) - sh) k) scale over a channel; its gw and gb written. training:
+// g - mean(g) - xhat mean(g xhat), times the scale; eval (a = k = 0): g times it. x - mean
+// as (x - x0) - (mean - x0) about one of the channel's elements x0, as LayerNorm's
+// row_grad: exact near x0, where x - T(mean) would carry mean's rounding to T (half a unit
+// of 1e4 in float32 is 5e-4 of a unit deviation)
+template <typename T>
+struct BnGrad {
+  T a, k, x0, sh, scale;
+};
+
+template <typename T>
+TORCIA_INLINE BnGrad<T> bn_grad(double mean, double var, double sum_g, double sum_gx,
+                                T x0, const T* w, int64_t c, double count, bool eval,
+                                double eps, T* gw, T* gb) {
+  const double rstd = 1.0 / std::sqrt(var + eps);
+  sum_gx *= rstd;
+  gb[c] = T(sum_g);
+  gw[c] = T(sum_gx);
+  const double a = eval ? 0.0 : sum_g / count, k2 = eval ? 0.0 : sum_gx / count;
+  return {T(a), T(k2 * rstd), x0, T(mean - double(x0)), T(rstd * (w ? double(w[c]) : 1.0))};
+}
+
+// columns [c0, c1) of (N, C) (see kColumns): the statistics (two passes, as
+// bn_forward_columns), the sums of g and g (x - mean), then gx
+template <typename T>
+TORCIA_CLONES void bn_backward_columns(const T* __restrict__ g, const T* __restrict__ x,
+                                       const T* w, const T* mean_in, const T* var_in,
+                                       T* __restrict__ gx, T* gw, T* gb, int64_t n, int64_t c,
+                                       int64_t c0, int64_t c1, double eps) {
+  const int64_t m = c1 - c0;
+  double mean[kColumns], var[kColumns], sg[kColumns], sgx[kColumns];
+  for (int64_t j = 0; j < m; ++j) {
+    mean[j] = mean_in ? double(mean_in[c0 + j]) : 0.0;
+    var[j] = var_in ? double(var_in[c0 + j]) : 0.0;
+    sg[j] = sgx[j] = 0.0;
+  }
+  // an empty batch: no gradient for the parameters (statistics 0, as channel_backward_sums)
+  const double count = n ? double(n) : 1.0;
+  if (!mean_in) {
+    for (int64_t r = 0; r < n; ++r)
+      for (int64_t j = 0; j < m; ++j) mean[j] += x[r * c + c0 + j];
+    for (int64_t j = 0; j < m; ++j) mean[j] /= count;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < m; ++j) {
+      const double v = x[r * c + c0 + j] - mean[j], gr = g[r * c + c0 + j];
+      if (!mean_in) var[j] += v * v;
+      sg[j] += gr;
+      sgx[j] += gr * v;
+    }
+  T ta[kColumns], tk[kColumns], x0[kColumns], sh[kColumns], ts[kColumns];
+  for (int64_t j = 0; j < m; ++j) {
+    if (!mean_in) var[j] /= count;
+    const BnGrad<T> q = bn_grad(mean[j], var[j], sg[j], sgx[j], n ? x[c0 + j] : T(0), w,
+                                c0 + j, count, mean_in, eps, gw, gb);
+    ta[j] = q.a;
+    tk[j] = q.k;
+    x0[j] = q.x0;
+    sh[j] = q.sh;
+    ts[j] = q.scale;
+  }
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t j = 0; j < m; ++j) {
+      const int64_t i = r * c + c0 + j;
+      gx[i] = (g[i] - ta[j] - ((x[i] - x0[j]) - sh[j]) * tk[j]) * ts[j];
+    }
+}
+
 template <typename T>
 void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* var_in, T* gx,
                  T* gw, T* gb, const Channels& d, double eps) {
   py::gil_scoped_release release;
-  const int64_t count = d.n * d.s;
+  if (d.s == 1) {
+    const int64_t blocks = (d.c + kColumns - 1) / kColumns;
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) \
+    schedule(static) if (d.n * d.c > kParallelElements && blocks > 1)
+    for (int64_t blk = 0; blk < blocks; ++blk)
+      bn_backward_columns(g, x, w, mean_in, var_in, gx, gw, gb, d.n, d.c, blk * kColumns,
+                          std::min(d.c, (blk + 1) * kColumns), eps);
+    return;
+  }
+  const double count = double(d.n * d.s);
 #pragma omp parallel for num_threads(torcia_team::fixed_split()) \
     schedule(static) if (d.n * d.c * d.s > kParallelElements && d.c > 1)
   for (int64_t c = 0; c < d.c; ++c) {
@@ -447,26 +600,22 @@ void bn_backward(const T* g, const T* x, const T* w, const T* mean_in, const T* 
     double mean, var, sum_g, sum_gx;
     if (mean_in) {
       channel_stats(x, d, c, mean_in, var_in, &mean, &var);
-      sum_g = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) { return double(g[at(b, k)]); });
-      sum_gx = channel_sum(d.n, d.s, [&](int64_t b, int64_t k) {
-        return double(g[at(b, k)]) * (x[at(b, k)] - mean);
+      const T tm = T(mean);
+      sum_g = channel_sum<T>(d.n, d.s, [&](int64_t b, int64_t k) { return g[at(b, k)]; });
+      sum_gx = channel_sum<T>(d.n, d.s, [&](int64_t b, int64_t k) {
+        return g[at(b, k)] * (x[at(b, k)] - tm);
       });
     } else {
       channel_backward_sums(g, x, d, c, &mean, &var, &sum_g, &sum_gx);
     }
-    const double rstd = 1.0 / std::sqrt(var + eps);
-    sum_gx *= rstd;
-    gb[c] = T(sum_g);
-    gw[c] = T(sum_gx);
-    const double scale = rstd * (w ? double(w[c]) : 1.0);
-    // training: g - mean(g) - xhat mean(g xhat), times the scale; eval: g times it
-    const double a = mean_in ? 0.0 : sum_g / count, k2 = mean_in ? 0.0 : sum_gx / count;
-    const T ts = T(scale), ta = T(a), tk = T(k2 * rstd), tm = T(mean);
+    const T x0 = count > 0 ? x[at(0, 0)] : T(0);
+    const auto [ta, tk, s, sh, ts] =
+        bn_grad(mean, var, sum_g, sum_gx, x0, w, c, count, mean_in, eps, gw, gb);
     for (int64_t bb = 0; bb < d.n; ++bb) {
       const T* gi = g + at(bb, 0);
       const T* xi = x + at(bb, 0);
       T* oi = gx + at(bb, 0);
-      for (int64_t k = 0; k < d.s; ++k) oi[k] = (gi[k] - ta - (xi[k] - tm) * tk) * ts;
+      for (int64_t k = 0; k < d.s; ++k) oi[k] = (gi[k] - ta - ((xi[k] - s) - sh) * tk) * ts;
     }
   }
 }
@@ -540,7 +689,7 @@ const std::string kRmsForward = "rms_norm", kRmsBackward = "rms_norm_backward";
 // 1 / sqrt(mean(x^2) + eps) of one row
 template <typename T>
 TORCIA_INLINE double row_invrms(const T* __restrict__ x, int64_t d, double eps) {
-  return 1.0 / std::sqrt(lanes_sum(d, [&](int64_t k) { return double(x[k]) * x[k]; }) / d + eps);
+  return 1.0 / std::sqrt(chunk_sum<T>(d, [&](int64_t k) { return x[k] * x[k]; }) / d + eps);
 }
 
 template <typename T>
@@ -558,7 +707,8 @@ TORCIA_CLONES void rms_backward_row(const T* __restrict__ g, const T* __restrict
                                     double* __restrict__ gw, int64_t d, double eps) {
   const double r = row_invrms(x, d, eps);
   auto gh = [&](int64_t k) { return w ? double(g[k]) * w[k] : double(g[k]); };
-  const double c = lanes_sum(d, [&](int64_t k) { return gh(k) * x[k]; }) * r / d;
+  const double c =
+      chunk_sum<T>(d, [&](int64_t k) { return (w ? g[k] * w[k] : g[k]) * x[k]; }) * r / d;
   for (int64_t k = 0; k < d; ++k) {
     const double xhat = x[k] * r;
     gw[k] += double(g[k]) * xhat;

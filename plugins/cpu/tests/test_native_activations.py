@@ -228,20 +228,22 @@ def test_layer_norm_backward_rows_far_from_zero(dtype, rows):
 
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("channels", ["offset", "outlier_first", "constant"])
-def test_batch_norm_backward_channels_far_from_zero(dtype, channels):
-    """Training's one-pass channel statistics and sums (about each channel's first
-    element) against the reference's, in float64: channels with a mean 1e4 standard
-    deviations from zero, a first element far from the rest, a constant channel."""
-    x = RNG.standard_normal((5, 3, 7, 3))
+@pytest.mark.parametrize("shape", [(5, 3, 7, 3), (40, 130)])
+def test_batch_norm_backward_channels_far_from_zero(dtype, channels, shape):
+    """Training's channel statistics and sums against the reference's, in float64:
+    channels with a mean 1e4 standard deviations from zero, a first element far from the
+    rest, a constant channel; channels of planes (one pass about each channel's first
+    element) and the columns of (N, C) (blocks of columns, across the blocks' edge)."""
+    x = RNG.standard_normal(shape)
     if channels == "offset":
         x = 1e4 + x
     elif channels == "outlier_first":
-        x[0, :, 0, 0] = 300.0
+        x[(0, slice(None)) + (0,) * (len(shape) - 2)] = 300.0
     else:
         x[:, 1] = 2.5
     x = x.astype(dtype)
     g = RNG.standard_normal(x.shape).astype(dtype)
-    w = RNG.standard_normal(3).astype(dtype)
+    w = RNG.standard_normal(shape[1]).astype(dtype)
     wide = REF.batch_norm_backward(g.astype(np.float64), x.astype(np.float64),
                                    w.astype(np.float64), None, None, True, 1e-5)
     tol = dict(rtol=1e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-8, atol=1e-9)
@@ -317,7 +319,8 @@ def test_rms_norm_of_zero_rows_and_nan():
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:Degrees of freedom")
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (2, 5), (3, 2, 9), (1, 4, 1, 1), (0, 3, 2)])
+@pytest.mark.parametrize("shape", [(4, 3, 5, 7), (2, 5), (7, 150), (3, 2, 9), (1, 4, 1, 1),
+                                   (0, 3, 2), (0, 70)])
 @pytest.mark.parametrize("training", [True, False])
 @pytest.mark.parametrize("affine", [True, False])
 def test_batch_norm_and_backward(dtype, shape, training, affine):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 
+from torcia import _opdef
 from torcia._ops import DECLARED as _DECLARED
 from torcia._tensor import AUTOCAST, Tensor, active_modes
 
@@ -44,7 +45,7 @@ LOWER_PRECISION = {
 #: Ops run in float32, per device type (and the declared ops whose policy says so: exp,
 #: log, pow... on CUDA, see :mod:`torcia._ops.elementwise`; prod, sum, cumsum...,
 #: :mod:`torcia._ops.reduce`; softmax, layer_norm..., :mod:`torcia._ops.nn_norm`; the
-#: factorizations, solvers and norms, :mod:`torcia._ops.linalg_decompositions`).
+#: solvers, factorizations and norms, :mod:`torcia._ops.linalg_solves` and its siblings).
 FLOAT32 = {
     "cpu": _LOSSES | {
         "cdist", "avg_pool3d", "max_pool3d", "adaptive_avg_pool3d",
@@ -160,6 +161,9 @@ def autocast_as(name):
         return wrapper
 
     return decorate
+
+
+_opdef.AUTOCAST_AS = autocast_as
 
 
 def _flatten(args):

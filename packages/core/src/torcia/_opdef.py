@@ -24,6 +24,10 @@ RAN: Callable | None = None
 #: inputs on a device through the dispatch modes (vmap batches it, a tracer records it),
 #: set by that module as it loads: the random ops' decompositions draw with it
 DRAW: Callable | None = None
+#: ``torcia._autocast.autocast_as``, set by that module as it loads: the public functions
+#: written in :mod:`torcia._ops` that autocast takes as one op (``torcia.linalg.solve``)
+#: reach it here, that module being above the family modules
+AUTOCAST_AS: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -739,23 +739,8 @@ def _torch_function_of(cls):
     return getattr(fn, "__func__", fn)
 
 
-def _wrap_dim(dim, ndim: int) -> int:
-    """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
-
-    Examples
-    --------
-    >>> import torcia.library
-    >>> torcia.library.wrap_dim(-1, 3)
-    2
-    """
-    n = max(ndim, 1)
-    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
-    if dim < -n or dim >= n:
-        raise IndexError(
-            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
-        )
-    return dim % n if ndim else 0
+# written below the Tensor, for the public functions of torcia._ops too
+_wrap_dim = _ops_common.wrap_dim
 
 
 # ---------------------------------------------------------------------------------------

@@ -21,46 +21,49 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._creation import arange, eye, zeros
-from torcia._oplib._common import _return_type
-
-# the norms, inv, pinv, det and slogdet: op families call them too, so they are defined in
-# the op library, below this module
-from torcia._oplib._linalg import (
-    _float,
-    _matrix,
-    _square,
-    det,
-    inv,
-    matrix_norm,
-    pinv,
-    slogdet,
-    vector_norm,
-)
+from torcia._creation import arange, zeros
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.linalg import matmul
 from torcia._oplib.views import cat
-from torcia._ops.linalg_decompositions import LinAlgError
-from torcia._tensor import _torch_name, _wrap_dim, call
+from torcia._ops._common import return_type
 
-_Svd = _return_type("linalg_svd", ("U", "S", "Vh"))
-_Qr = _return_type("linalg_qr", ("Q", "R"))
-_Eigh = _return_type("linalg_eigh", ("eigenvalues", "eigenvectors"))
-_Eig = _return_type("linalg_eig", ("eigenvalues", "eigenvectors"))
-_CholeskyEx = _return_type("linalg_cholesky_ex", ("L", "info"))
-_InvEx = _return_type("linalg_inv_ex", ("inverse", "info"))
-_SolveEx = _return_type("linalg_solve_ex", ("result", "info"))
-_LuFactor = _return_type("linalg_lu_factor", ("LU", "pivots"))
-_LuFactorEx = _return_type("linalg_lu_factor_ex", ("LU", "pivots", "info"))
-_Lu = _return_type("linalg_lu", ("P", "L", "U"))
-_LuUnpack = _return_type("lu_unpack", ("P", "L", "U"))
-_Lstsq = _return_type("linalg_lstsq", ("solution", "residuals", "rank", "singular_values"))
-_LdlFactor = _return_type("linalg_ldl_factor", ("LD", "pivots"))
-_LdlFactorEx = _return_type("linalg_ldl_factor_ex", ("LD", "pivots", "info"))
-_SvdOld = _return_type("svd", ("U", "S", "V"))
-_QrOld = _return_type("qr", ("Q", "R"))
-_Geqrf = _return_type("geqrf", ("a", "tau"))
-_TriangularSolve = _return_type("triangular_solve", ("solution", "cloned_coefficient"))
+# the functions that run one op are written next to its declaration, in the op families
+# below this module
+from torcia._ops._linalg import (
+    LinAlgError,
+    check_float,
+    check_info,
+    check_matrix,
+    check_square,
+    eye_like,
+)
+from torcia._ops.linalg_factorizations import (
+    cholesky,
+    eig,
+    eigh,
+    eigvals,
+    eigvalsh,
+    geqrf,
+    ldl_factor,
+    ldl_factor_ex,
+    ldl_solve,
+    lu_factor,
+    lu_factor_ex,
+    lu_unpack,
+    qr,
+    svd,
+)
+from torcia._ops.linalg_functions import matrix_exp, matrix_norm, vector_norm
+from torcia._ops.linalg_solves import det, inv, lstsq, pinv, slogdet, solve, solve_triangular
+from torcia._tensor import _torch_name, _wrap_dim
+
+_CholeskyEx = return_type("linalg_cholesky_ex", ("L", "info"))
+_InvEx = return_type("linalg_inv_ex", ("inverse", "info"))
+_SolveEx = return_type("linalg_solve_ex", ("result", "info"))
+_Lu = return_type("linalg_lu", ("P", "L", "U"))
+_SvdOld = return_type("svd", ("U", "S", "V"))
+_QrOld = return_type("qr", ("Q", "R"))
+_TriangularSolve = return_type("triangular_solve", ("solution", "cloned_coefficient"))
 
 
 # ----- norms --------------------------------------------------------------------------------
@@ -83,7 +86,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     """
     if dtype is not None:
         A = to_dtype(A, dtype)
-    _float(A, "norm")
+    check_float(A, "norm")
     if isinstance(dim, int):
         dim = (dim,)
     if ord is not None and dim is None:
@@ -98,57 +101,7 @@ def norm(A, ord=None, dim=None, keepdim=False, *, dtype=None):
     return vector_norm(A, 2 if ord is None else ord, dim, keepdim)
 
 
-# ----- inverses and solves ---------------------------------------------------------------
-
-
-@autocast_as("linalg_solve")  # cast before the same-dtype check, as PyTorch
-def solve(A, B, *, left=True):
-    """The solution ``X`` of ``A @ X = B`` (``X @ A = B`` when ``left`` is False).
-
-    ``B`` may be a batch of vectors (one dim fewer than ``A``) or of matrices.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[2.0, 0.0], [1.0, 1.0]])
-    >>> torcia.linalg.solve(A, torcia.tensor([2.0, 3.0]))
-    tensor([1., 2.])
-    """
-    _square(A, "solve")
-    _float(B, "solve")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {_torch_name(A.dtype)} and B of type "
-                           f"{_torch_name(B.dtype)} instead")
-    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
-    Bm = B.unsqueeze(-1) if vector else B
-    if left and Bm.shape[-2] != A.shape[-1] or not left and Bm.shape[-1] != A.shape[-1]:
-        raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation "
-            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
-            f"{Bm.shape[-2]}x{Bm.shape[-1]})")
-    X = call("linalg_solve", (A, Bm), {"left": bool(left)})
-    return X.squeeze(-1) if vector else X
-
-
 # ----- decompositions ---------------------------------------------------------------------
-
-
-def svd(A, full_matrices=True):
-    """``U, S, Vh`` with ``A = U @ diag(S) @ Vh``; singular values in descending order.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[0.0, 2.0], [1.0, 0.0]])
-    >>> U, S, Vh = torcia.linalg.svd(A)
-    >>> S
-    tensor([2., 1.])
-    >>> torcia.allclose(U @ torcia.diag(S) @ Vh, A)
-    True
-    """
-    _matrix(A, "svd")
-    return _Svd(*call("linalg_svd", (A,), {"full_matrices": bool(full_matrices)}))
 
 
 def svdvals(A):
@@ -163,112 +116,7 @@ def svdvals(A):
     return svd(A, full_matrices=False).S
 
 
-def qr(A, mode="reduced"):
-    """``Q, R`` with ``A = Q @ R``; ``mode`` is "reduced", "complete" or "r" (Q empty).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[3.0, 1.0], [4.0, 2.0]])
-    >>> Q, R = torcia.linalg.qr(A)
-    >>> torcia.allclose(Q @ R, A), torcia.allclose(Q.T @ Q, torcia.eye(2))
-    (True, True)
-    """
-    _matrix(A, "qr")
-    if mode not in ("reduced", "complete", "r"):
-        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
-                           f"'reduced' (default), 'r', or 'complete'")
-    return _Qr(*call("linalg_qr", (A,), {"mode": mode}))
-
-
-def cholesky(A, *, upper=False):
-    """The lower (or ``upper``) Cholesky factor of a symmetric positive-definite matrix.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.cholesky(torcia.tensor([[4.0, 2.0], [2.0, 5.0]]))
-    tensor([[2., 0.],
-            [1., 2.]])
-    """
-    _square(A, "cholesky")
-    return call("linalg_cholesky", (A,), {"upper": bool(upper)})
-
-
-def eigh(A, UPLO="L"):
-    """Eigenvalues (ascending) and eigenvectors of a symmetric matrix, reading the ``UPLO``
-    triangle.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> values, vectors = torcia.linalg.eigh(torcia.tensor([[2.0, 1.0], [1.0, 2.0]]))
-    >>> values
-    tensor([1., 3.])
-    """
-    _square(A, "eigh")
-    _uplo(UPLO)
-    return _Eigh(*call("linalg_eigh", (A,), {"UPLO": UPLO}))
-
-
-def eig(A):
-    """Eigenvalues and eigenvectors of a general square matrix, complex (as LAPACK's geev:
-    each eigenvector of unit norm, its largest component real).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.eig(torcia.tensor([[0.0, -1.0], [1.0, 0.0]])).eigenvalues
-    tensor([0.+1.j, 0.-1.j])
-    """
-    _square(A, "eig")
-    return _Eig(*call("linalg_eig", (A,), {}))
-
-
-def eigvals(A):
-    """Eigenvalues of a general square matrix, complex.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.eigvals(torcia.tensor([[2.0, 0.0], [0.0, 3.0]]))
-    tensor([2.+0.j, 3.+0.j])
-    """
-    _square(A, "eigvals")
-    return call("linalg_eigvals", (A,), {})
-
-
-def eigvalsh(A, UPLO="L"):
-    """Eigenvalues (ascending) of a symmetric matrix.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.eigvalsh(torcia.tensor([[2.0, 1.0], [1.0, 2.0]]))
-    tensor([1., 3.])
-    """
-    _square(A, "eigvalsh")
-    _uplo(UPLO)
-    return call("linalg_eigvalsh", (A,), {"UPLO": UPLO})
-
-
-def _uplo(UPLO):
-    if UPLO not in ("L", "U"):
-        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {UPLO}")
-
-
 # ----- the "_ex" variants: an info tensor instead of an error -------------------------------
-
-
-def _info_check(info, name, message):
-    if info.device.type == "meta":
-        return  # no values to check: PyTorch's meta kernels do not check either
-    # the array's own test: under vmap it sees every sample at once
-    if (info.detach()._data != 0).any():
-        bad = info.reshape(-1).nonzero()[0, 0].item() if info.ndim else 0
-        where = f"(Batch element {bad}): " if info.ndim else ""
-        value = info.reshape(-1)[bad].item()
-        raise LinAlgError(f"{name}: {where}{message(value)}")
 
 
 def inv_ex(A, *, check_errors=False):
@@ -281,14 +129,14 @@ def inv_ex(A, *, check_errors=False):
     >>> torcia.linalg.inv_ex(torcia.zeros(2, 2)).info
     tensor(1, dtype=torcia.int32)
     """
-    _square(A, "inv_ex")
+    check_square(A, "inv_ex")
     LU, pivots, info = lu_factor_ex(A)
     if check_errors:
-        _info_check(info, "linalg.inv_ex", lambda k: (
+        check_info(info, "linalg.inv_ex", lambda k: (
             f"The diagonal element {k} is zero, the inversion could not be completed because "
             f"the input matrix is singular."))
     # from the factors whatever info holds: no branch on the values (meta, vmap)
-    eye = _eye(A.shape[-1], A).expand(A.shape)
+    eye = eye_like(A.shape[-1], A).expand(A.shape)
     return _InvEx(lu_solve(LU, pivots, eye), info)
 
 
@@ -304,10 +152,10 @@ def solve_ex(A, B, *, left=True, check_errors=False):
     result=tensor([1.0000, 0.5000]),
     info=tensor(0, dtype=torcia.int32))
     """
-    _square(A, "solve_ex")
+    check_square(A, "solve_ex")
     LU, pivots, info = lu_factor_ex(A)
     if check_errors:
-        _info_check(info, "torcia.linalg.solve_ex",
+        check_info(info, "torcia.linalg.solve_ex",
                     lambda k: "The solver failed because the input matrix is singular.")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     X = lu_solve(LU, pivots, B.unsqueeze(-1) if vector else B, left=left)
@@ -325,7 +173,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     >>> torcia.linalg.cholesky_ex(-torcia.eye(2)).info
     tensor(1, dtype=torcia.int32)
     """
-    _square(A, "cholesky_ex")
+    check_square(A, "cholesky_ex")
     try:
         L = cholesky(A, upper=upper)
     except LinAlgError:
@@ -333,7 +181,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     info = zeros(A.shape[:-2], dtype=D.int32, device=A.device) if L is not None \
         else _cholesky_info(A.mH if upper else A)
     if check_errors:
-        _info_check(info, "linalg.cholesky_ex", lambda k: (
+        check_info(info, "linalg.cholesky_ex", lambda k: (
             f"The factorization could not be completed because the input is not "
             f"positive-definite (the leading minor of order {k} is not positive-definite)."))
     if L is not None:
@@ -341,7 +189,7 @@ def cholesky_ex(A, *, upper=False, check_errors=False):
     # the failed matrices replaced by the identity, then their factors by nan: no branch on
     # the values (vmap)
     bad = (info != 0).unsqueeze(-1).unsqueeze(-1)
-    eye = _eye(A.shape[-1], A)
+    eye = eye_like(A.shape[-1], A)
     L = cholesky(A.masked_fill(bad, 0) + eye * bad, upper=upper)
     return _CholeskyEx(L.masked_fill(bad, math.nan), info)
 
@@ -373,84 +221,7 @@ def _cholesky_info(A):
     return info
 
 
-def _eye(n, like):
-    return eye(n, dtype=like.dtype, device=like.device)
-
-
 # ----- LU ---------------------------------------------------------------------------------
-
-
-def _zero_pivot(k):
-    return (f"U[{k},{k}] is zero and using it on lu_solve would result in a division by zero. "
-            f"If you still want to perform the factorization, consider calling "
-            f"linalg.lu(A, pivot) or linalg.lu_factor_ex(A, pivot)")
-
-
-def lu_factor_ex(A, *, pivot=True, check_errors=False):
-    """``(LU, pivots, info)``: the LU factorization with partial pivoting of each matrix,
-    packed as LAPACK's getrf (``L`` below the unit diagonal, ``U`` on and above it), the
-    1-based row swaps (int32), and info (0, or the index of the first zero pivot).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> LU, pivots, info = torcia.linalg.lu_factor_ex(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    >>> pivots, info
-    (tensor([2, 2], dtype=torcia.int32), tensor(0, dtype=torcia.int32))
-    """
-    _matrix(A, "lu_factor_ex")
-    if not pivot:
-        raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the "
-                           "CPU")
-    LU, pivots, info = call("linalg_lu_factor", (A,), {})
-    if check_errors:
-        _info_check(info, "torcia.linalg.lu_factor_ex", _zero_pivot)
-    return _LuFactorEx(LU, pivots, info)
-
-
-def lu_factor(A, *, pivot=True):
-    """``(LU, pivots)`` as :func:`lu_factor_ex`; raises for a singular matrix.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
-    >>> LU, pivots = torcia.linalg.lu_factor(A)
-    >>> torcia.linalg.lu_solve(LU, pivots, torcia.tensor([[5.0], [6.0]]))
-    tensor([[-4.0000],
-            [ 4.5000]])
-    """
-    LU, pivots, info = lu_factor_ex(A, pivot=pivot)
-    if A.shape[-1] == A.shape[-2]:
-        _info_check(info, "torcia.linalg.lu_factor", _zero_pivot)
-    return _LuFactor(LU, pivots)
-
-
-def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
-    """``(P, L, U)`` from the packed factors and pivots of :func:`lu_factor`, with
-    ``A = P @ L @ U`` (``L`` m x k unit lower, ``U`` k x n upper, k = min(m, n)).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
-    >>> P, L, U = torcia.lu_unpack(*torcia.linalg.lu_factor(A))
-    >>> P @ L @ U
-    tensor([[1., 2.],
-            [3., 4.]])
-    """
-    m, n = LU_data.shape[-2], LU_data.shape[-1]
-    k = min(m, n)
-    P = L = U = None
-    if unpack_pivots:
-        P = call("linalg_lu_permutation", (LU_pivots,),
-                 {"m": m, "dtype": LU_data.dtype.to_numpy()})
-    if unpack_data:
-        L = LU_data.narrow(-1, 0, k).tril(-1) + _eye(max(m, k), LU_data)[:m, :k]
-        U = LU_data.narrow(-2, 0, k).triu()
-    empty = LU_data.new_zeros((0,))
-    return _LuUnpack(empty if P is None else P, empty if L is None else L,
-                     empty if U is None else U)
 
 
 def lu(A, *, pivot=True):
@@ -482,8 +253,8 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     tensor([[1.],
             [2.]])
     """
-    _square(LU, "lu_solve")
-    _float(B, "lu_solve")
+    check_square(LU, "lu_solve")
+    check_float(B, "lu_solve")
     if B.ndim < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
                            "dimensions.")
@@ -507,146 +278,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     return solve_triangular(U.mT, Y, upper=False, left=False)
 
 
-def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
-    """The solution of ``A X = B`` (``X A = B`` when not ``left``) for triangular ``A``,
-    reading only its ``upper`` or lower triangle (and a unit diagonal when
-    ``unitriangular``). Batch dims broadcast.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[2.0, 1.0], [0.0, 4.0]])
-    >>> torcia.linalg.solve_triangular(A, torcia.tensor([[3.0], [4.0]]), upper=True)
-    tensor([[1.],
-            [1.]])
-    """
-    _square(A, "solve_triangular")
-    _float(B, "solve_triangular")
-    if B.ndim < 2:
-        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
-                           "dimensions.")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
-                           f"but found A of type {_torch_name(A.dtype)} and B of type "
-                           f"{_torch_name(B.dtype)} instead")
-    n = A.shape[-1]
-    if (B.shape[-2] if left else B.shape[-1]) != n:
-        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
-                           f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
-                           f"{B.shape[-2]}x{B.shape[-1]})")
-    return call("linalg_solve_triangular", (A, B), {"upper": bool(upper), "left": bool(left),
-                                                    "unitriangular": bool(unitriangular)})
-
-
-# ----- least squares, LDL, Householder -------------------------------------------------------
-
-
-def lstsq(A, B, rcond=None, *, driver=None):
-    """``(solution, residuals, rank, singular_values)`` of ``min ||A X - B||``.
-
-    The solution is the minimum-norm one; ``rank`` counts singular values above
-    ``rcond * max``; ``singular_values`` come with the "gelsd" and "gelss" drivers, and
-    ``residuals`` (squared column norms of ``A X - B``) when ``A`` is tall and of full rank
-    with a driver other than the default "gelsy", as in PyTorch.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[1.0, 0.0], [0.0, 1.0], [0.0, 0.0]])
-    >>> torcia.linalg.lstsq(A, torcia.tensor([[1.0], [2.0], [3.0]])).solution
-    tensor([[1.],
-            [2.]])
-    """
-    _matrix(A, "lstsq")
-    _float(B, "lstsq")
-    if driver is None:
-        driver = "gelsy"
-    if driver not in ("gels", "gelsy", "gelsd", "gelss"):
-        raise RuntimeError("torcia.linalg.lstsq: parameter `driver` should be one of "
-                           "(gels, gelsy, gelsd, gelss)")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"torcia.linalg.lstsq: Expected input and other to have the same "
-                           f"dtype, but got input's dtype {_torch_name(A.dtype)} and other's "
-                           f"dtype {_torch_name(B.dtype)}")
-    vector = B.ndim == A.ndim - 1
-    Bm = B.unsqueeze(-1) if vector else B
-    if Bm.shape[-2] != A.shape[-2]:
-        raise RuntimeError(f"torcia.linalg.lstsq: input.size(-2) should match other.size(-2) "
-                           f"when other is a matrix (got {A.shape[-2]} and {Bm.shape[-2]})")
-    X, res, rank, sv = call("linalg_lstsq", (A, Bm), {"rcond": rcond, "driver": driver})
-    return _Lstsq(X.squeeze(-1) if vector else X, res, rank, sv)
-
-
-def ldl_factor_ex(A, *, hermitian=False, check_errors=False):
-    """``(LD, pivots, info)``: the Bunch-Kaufman LDL factorization of a symmetric matrix as
-    LAPACK's sytrf packs it (needs SciPy: ``torcia-core[scipy]``). Not differentiable.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
-    >>> LD, pivots, info = torcia.linalg.ldl_factor_ex(A)
-    >>> info
-    tensor(0, dtype=torcia.int32)
-    """
-    _square(A, "ldl_factor_ex")
-    LD, pivots, info = call("linalg_ldl_factor", (A,), {"hermitian": bool(hermitian)})
-    if check_errors:
-        _info_check(info, "torcia.linalg.ldl_factor_ex", lambda k: (
-            f"The factorization could not be completed because the input is singular "
-            f"(D[{k},{k}] is zero)."))
-    return _LdlFactorEx(LD, pivots, info)
-
-
-def ldl_factor(A, *, hermitian=False):
-    """``(LD, pivots)`` as :func:`ldl_factor_ex`.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
-    >>> LD, pivots = torcia.linalg.ldl_factor(A)
-    >>> torcia.linalg.ldl_solve(LD, pivots, torcia.tensor([[6.0], [5.0]]))
-    tensor([[1.],
-            [1.]])
-    """
-    LD, pivots, _ = ldl_factor_ex(A, hermitian=hermitian)
-    return _LdlFactor(LD, pivots)
-
-
-def ldl_solve(LD, pivots, B, *, hermitian=False):
-    """The solution of ``A X = B`` from the factors of :func:`ldl_factor` (SciPy's
-    LAPACK). Not differentiable.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> A = torcia.tensor([[4.0, 2.0], [2.0, 3.0]])
-    >>> LD, pivots = torcia.linalg.ldl_factor(A)
-    >>> torcia.linalg.ldl_solve(LD, pivots, torcia.tensor([[6.0], [5.0]]))
-    tensor([[1.],
-            [1.]])
-    """
-    _square(LD, "ldl_solve")
-    _float(B, "ldl_solve")
-    if B.ndim < 2:
-        raise RuntimeError("torcia.linalg.ldl_solve: Expected B to have at least 2 dimensions")
-    if tuple(pivots.shape) != tuple(LD.shape[:-1]):
-        raise RuntimeError(f"torcia.linalg.ldl_solve: Expected LD.shape[:-1] and pivots.shape "
-                           f"to be the same, but got pivots with shape {list(pivots.shape)} "
-                           f"instead")
-    if pivots.dtype.is_floating_point or pivots.dtype.is_complex or pivots.dtype is D.bool_:
-        raise RuntimeError(f"torcia.linalg.ldl_solve: Expected pivots to be integers. Got "
-                           f"{_torch_name(pivots.dtype)}")
-    if LD.dtype != B.dtype:
-        raise RuntimeError("torcia.linalg.ldl_solve: Expected LD and B to have the same dtype, "
-                           f"but found LD of type {_torch_name(LD.dtype)} and B of type "
-                           f"{_torch_name(B.dtype)} instead")
-    if B.shape[-2] != LD.shape[-1]:
-        raise RuntimeError(f"Incompatible matrix sizes for torcia.linalg.ldl_solve: each A "
-                           f"matrix is {LD.shape[-2]} by {LD.shape[-1]} but each b matrix is "
-                           f"{B.shape[-2]} by {B.shape[-1]}")
-    return call("linalg_ldl_solve", (LD, pivots, B), {"hermitian": bool(hermitian)})
+# ----- Householder ---------------------------------------------------------------------------
 
 
 def householder_product(A, tau):
@@ -661,7 +293,7 @@ def householder_product(A, tau):
     tensor([[1., 0.],
             [0., 1.]])
     """
-    _matrix(A, "householder_product")
+    check_matrix(A, "householder_product")
     m, n = A.shape[-2], A.shape[-1]
     k = tau.shape[-1]
     if m < n:
@@ -677,7 +309,7 @@ def householder_product(A, tau):
     if A.dtype in (D.float16, D.bfloat16) and tau.dtype == A.dtype:
         # each reflector's product would round to half precision: k roundings, not one
         return householder_product(A.float(), tau.float()).to(A.dtype)
-    eye = _eye(m, A)
+    eye = eye_like(m, A)
     V = A.tril(-1) + eye[:, :n]
     Q = eye.expand(*A.shape[:-2], m, m)
     for i in range(k):
@@ -687,21 +319,6 @@ def householder_product(A, tau):
 
 
 # ----- functions of matrices ----------------------------------------------------------------
-
-
-def matrix_exp(A):
-    """The matrix exponential ``sum_k A^k / k!`` of each square matrix (Pade approximation
-    of degree 13 with scaling and squaring, as PyTorch and SciPy).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.linalg.matrix_exp(torcia.tensor([[0.0, 1.0], [0.0, 0.0]]))
-    tensor([[1., 1.],
-            [0., 1.]])
-    """
-    _square(A, "matrix_exp")
-    return call("linalg_matrix_exp", (A,), {})
 
 
 def matrix_power(A, n):
@@ -722,7 +339,7 @@ def matrix_power(A, n):
     if not isinstance(n, int) or isinstance(n, bool):
         raise TypeError(f"matrix_power(): argument 'n' must be int, not {type(n).__name__}")
     if n == 0:
-        return _eye(A.shape[-1], A).expand(A.shape).clone()
+        return eye_like(A.shape[-1], A).expand(A.shape).clone()
     if n < 0:
         A, n = inv(A), -n
     result = None
@@ -745,7 +362,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian=False, tol=None):
     >>> torcia.linalg.matrix_rank(torcia.tensor([[1.0, 2.0], [2.0, 4.0]]))
     tensor(1)
     """
-    _matrix(A, "matrix_rank")
+    check_matrix(A, "matrix_rank")
     if tol is not None:
         atol, rtol = tol, 0.0
     S = eigvalsh(A).abs() if hermitian else svdvals(A)
@@ -769,12 +386,12 @@ def cond(A, p=None):
     >>> torcia.linalg.cond(torcia.tensor([[2.0, 0.0], [0.0, 0.5]]))
     tensor(4.)
     """
-    _matrix(A, "cond")
+    check_matrix(A, "cond")
     if p in (None, 2, -2):
         S = svdvals(A)
         big, small = S.narrow(-1, 0, 1).squeeze(-1), S.narrow(-1, S.shape[-1] - 1, 1).squeeze(-1)
         return small / big if p == -2 else big / small
-    _square(A, "cond")
+    check_square(A, "cond")
     return matrix_norm(A, p) * matrix_norm(inv(A), p)
 
 
@@ -1008,7 +625,7 @@ def cholesky_inverse(L, upper=False):
     tensor([[1., 0.],
             [0., 1.]])
     """
-    return cholesky_solve(_eye(L.shape[-1], L).expand(L.shape), L, upper)
+    return cholesky_solve(eye_like(L.shape[-1], L).expand(L.shape), L, upper)
 
 
 def _lu_top(A, pivot=True, get_infos=False):
@@ -1123,22 +740,6 @@ def _cross_top(input, other, dim=None):
             raise RuntimeError("no dimension of size 3 in input")
         dim = sizes[0]
     return cross(input, other, dim=dim)
-
-
-def geqrf(input):
-    """``(a, tau)``: the QR factorization as LAPACK's geqrf packs it (``R`` on and above
-    the diagonal, Householder vectors below it, their scalars in ``tau``). Not
-    differentiable, as in PyTorch; ``torcia.linalg.householder_product`` rebuilds ``Q``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> a, tau = torcia.geqrf(torcia.tensor([[3.0, 1.0], [4.0, 2.0]]))
-    >>> a[0, 0]
-    tensor(-5.)
-    """
-    _matrix(input, "geqrf")
-    return _Geqrf(*call("linalg_geqrf", (input,), {}))
 
 
 def ormqr(input, input2, input3, left=True, transpose=False):

@@ -71,8 +71,9 @@ MOVEMENT = _ops.names("movement")
 # --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------
 SORTING = _ops.names("sorting")
 
-# --- linear algebra, declared in torcia._ops.linalg (the products) and
-# torcia._ops.linalg_decompositions (the factorizations, solvers, norms and matrix functions)
+# --- linear algebra, declared in torcia._ops.linalg (the products), linalg_solves (the
+# solves, inverses and determinants), linalg_factorizations and linalg_functions (the norms
+# and the matrix exponential)
 LINALG = _ops.names("linalg")
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------

@@ -9,24 +9,12 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
+from torcia._ops._common import dim_tuple, return_type
+from torcia._tensor import Tensor, _torch_name, call
 
-
-def _dims(dim, ndim: int):
-    """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
-    if dim is None:
-        return None
-    if dim.__class__ is int and -ndim <= dim < ndim:
-        return (dim % ndim,)  # one dim in range (most calls); the rest is checked below
-    if isinstance(dim, (int, np.integer)):
-        dim = (dim,)
-    out = tuple(_wrap_dim(d, ndim) for d in dim)
-    if len(set(out)) != len(out):
-        raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
-    if not out or not ndim:
-        # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
-        return None
-    return tuple(sorted(out))
+# the families' names of helpers written in torcia._ops, below them
+_dims = dim_tuple
+_return_type = return_type
 
 
 def _size_at(input, d) -> int:
@@ -77,43 +65,6 @@ def _to_float(input) -> Tensor:
 
 def _tname(d):
     return _torch_name(d)
-
-
-class _ReturnType(tuple):
-    """Base of the named results of multi-output ops (``values``/``indices``...)."""
-
-    __slots__ = ()
-    _fields: tuple = ()
-    _name = ""
-
-    def __new__(cls, *items):
-        return tuple.__new__(cls, items)
-
-    def __repr__(self):
-        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
-        return f"torcia.return_types.{self._name}(\n{body})"
-
-
-def _return_type(name: str, fields: tuple) -> type:
-    """A tuple subclass named like ``torch.return_types.<name>`` with attributes ``fields``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> r = torcia.max(torcia.tensor([[1, 5], [7, 2]]), dim=1)
-    >>> r.values, r.indices
-    (tensor([5, 7]), tensor([1, 0]))
-    """
-    attrs = {"_fields": fields, "_name": name, "__slots__": ()}
-    for i, f in enumerate(fields):
-        attrs[f] = property(lambda self, i=i: self[i])
-    cls = type(name, (_ReturnType,), attrs)
-    RETURN_TYPES.append(cls)
-    return cls
-
-
-#: every class ``_return_type`` made, for torcia.utils.pytree (which makes them nodes)
-RETURN_TYPES: list[type] = []
 
 
 def _same_dtype(tensors, op):

@@ -16,12 +16,12 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import ones
-from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import _operand_as, _same_dtype, _tname, _to_float
 from torcia._oplib.complex_numbers import complex as _complex_of
 from torcia._oplib.complex_numbers import conj
 from torcia._oplib.elementwise import log, to_dtype, where
 from torcia._oplib.views import cat, expand, unsqueeze
+from torcia._ops import linalg_functions, linalg_solves
 from torcia._ops.linalg import dot_operands, outer_operands
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 
@@ -403,7 +403,7 @@ def dist(input, other, p=2):
     >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
     tensor(5.)
     """
-    return linalg.vector_norm(input - other, float(p))
+    return linalg_functions.vector_norm(input - other, float(p))
 
 
 @autocast_as("cdist")
@@ -436,7 +436,7 @@ def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     diff = unsqueeze(x1, -2) - unsqueeze(x2, -3)
-    return linalg.vector_norm(diff, float(p), dim=-1)
+    return linalg_functions.vector_norm(diff, float(p), dim=-1)
 
 
 def det(input):
@@ -448,7 +448,7 @@ def det(input):
     >>> torcia.det(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
     tensor(-2.)
     """
-    return linalg.det(input)
+    return linalg_solves.det(input)
 
 
 def slogdet(input):
@@ -462,7 +462,7 @@ def slogdet(input):
     sign=tensor(-1.),
     logabsdet=tensor(1.7918))
     """
-    return linalg.slogdet(input)
+    return linalg_solves.slogdet(input)
 
 
 def logdet(input):
@@ -491,7 +491,7 @@ def inverse(input):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.2500]])
     """
-    return linalg.inv(input)
+    return linalg_solves.inv(input)
 
 
 def pinverse(input, rcond=1e-15):
@@ -504,7 +504,7 @@ def pinverse(input, rcond=1e-15):
     tensor([[0.5000, 0.0000],
             [0.0000, 0.0000]])
     """
-    return linalg.pinv(input, rtol=rcond)
+    return linalg_solves.pinv(input, rtol=rcond)
 
 
 def cov(input, *, correction=1, fweights=None, aweights=None):
@@ -773,7 +773,7 @@ def nuclear_norm(input, dim=None, keepdim=False, *, dtype=None):
                                f"{input.ndim} dimension{'s' if input.ndim != 1 else ''} "
                                "instead.")
         dim = (-2, -1)
-    return linalg.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim, dtype=dtype)
+    return linalg_functions.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim, dtype=dtype)
 
 
 def cond(pred, true_fn, false_fn, operands=()):

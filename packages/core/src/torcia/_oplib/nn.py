@@ -15,11 +15,11 @@ from torcia._autocast import autocast_as
 from torcia._creation import draw
 from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
-from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import _F, _check_tensor
 from torcia._oplib.elementwise import where
 from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
 from torcia._oplib.views import broadcast_tensors
+from torcia._ops import linalg_functions
 from torcia._tensor import Tensor, call, inplace
 from torcia.backend import check_async
 from torcia.random import rng_of
@@ -464,7 +464,7 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
     with _no_grad():
         rows = C.tensor(np.unique(indices.cpu().numpy().reshape(-1)), device=weight.device)
         picked = weight.index_select(0, rows)
-        norms = linalg.vector_norm(picked, norm_type, dim=1)
+        norms = linalg_functions.vector_norm(picked, norm_type, dim=1)
         scale = where(norms > max_norm, max_norm / (norms + 1e-7),
                            C.ones_like(norms))
         weight.index_copy_(0, rows, picked * scale.unsqueeze(1))

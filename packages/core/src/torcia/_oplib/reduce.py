@@ -14,7 +14,6 @@ from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._creation import full
 from torcia._grad_mode import STATE as _GRAD
-from torcia._oplib import _linalg as linalg
 from torcia._oplib._common import (
     _dims,
     _readable_value,
@@ -29,6 +28,7 @@ from torcia._oplib.views import (
     cat,
     reshape,
 )
+from torcia._ops import linalg_functions
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call
 
 
@@ -371,7 +371,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
     if p in ("fro", None):
         p = 2.0
     if p == "nuc":
-        return linalg.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
+        return linalg_functions.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
                                   keepdim=keepdim)
     if dtype is not None:
         input = to_dtype(input, dtype)

@@ -17,49 +17,61 @@ they are built:
 ``torcia.library.op_records()``                 the inputs and parameters, from the schema
 ==============================================  ==========================================
 
-Public functions stay in :mod:`torcia._oplib` and backward formulas in torcia-autograd.
+Public functions stay in :mod:`torcia._oplib`, but for the linear-algebra families,
+which write each op's next to its declaration (:mod:`torcia.linalg` publishes them, with
+what the families share in ``_linalg``); backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
-==================  =========================================================================
-``elementwise``     the elementwise ops of one and two inputs (``exp``, ``abs``, ``isnan``,
-                    ``add``, ``div``, ``eq``...)
-``reduce``          the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
-                    ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
-``sorting``         sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
-                    ``unique``, ``nonzero``, ``searchsorted``, ``bincount``, ``histc``)
-``pointwise``       the elementwise ops with parameters or three inputs (``clamp``,
-                    ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
-``nn_activation``   the elementwise activations (``gelu``, ``softplus``...) and their
-                    fused backward ops
-``nn_conv``         ``linear``, the convolutions and pooling (``conv``, ``im2col``,
-                    ``max_pool``, ``avg_pool``...) and their adjoints
-``nn_rnn``          the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their fused
-                    backward ops
-``nn_attention``    ``flash_attention`` (scaled-dot-product attention) and its fused
-                    backward op
-``nn_norm``         the softmax family (``softmax``, ``log_softmax``) and the
-                    normalisations (``batch_norm``, ``layer_norm``, ``rms_norm``) with
-                    their fused backward ops
-``nn_loss``         the embedding lookup and the losses (``nll_loss``, ``cross_entropy``,
-                    ``ctc_loss``) with their fused backward ops
-``complex_numbers`` ``real``, ``imag``, ``view_as_real``, ``view_as_complex``, ``conj``,
-                    ``angle``, ``complex``
-``special``         the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
-                    ``zeta``, the orthogonal polynomials, ``polygamma``...)
-``spectral``        the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``, ``fft_c2r``)
-``linalg``          the matrix products (``matmul``, ``mm``, ``dot``, ``einsum``, ``addmm``...)
-``linalg_decompositions``
-                    the factorizations, solvers, norms and matrix functions of
-                    :mod:`torcia.linalg` (``linalg_svd``, ``linalg_solve``, ``linalg_det``,
-                    ``linalg_lu_factor``, ``linalg_vector_norm``, ``linalg_matrix_exp``...)
-``views``           the views and movement (``view``, ``permute``, ``expand``,
-                    ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
-``creation``        the tensors made from their arguments alone (``zeros``, ``arange``,
-                    ``eye``...)
-``random``          the ops that draw from a random generator (``rand``, ``normal``,
-                    ``bernoulli``, ``dropout_mask``...), declared ``random=True``
-``sparse``          ``sparse_mm``, a compressed-row sparse matrix times a dense one
-==================  =========================================================================
+=========================  ==================================================================
+``elementwise``            the elementwise ops of one and two inputs (``exp``, ``abs``,
+                           ``isnan``, ``add``, ``div``, ``eq``...)
+``reduce``                 the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
+                           ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``sorting``                sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
+                           ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
+                           ``histc``)
+``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
+``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
+                           fused backward ops
+``nn_conv``                ``linear``, the convolutions and pooling (``conv``, ``im2col``,
+                           ``max_pool``, ``avg_pool``...) and their adjoints
+``nn_rnn``                 the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their
+                           fused backward ops
+``nn_attention``           ``flash_attention`` (scaled-dot-product attention) and its fused
+                           backward op
+``nn_norm``                the softmax family (``softmax``, ``log_softmax``) and the
+                           normalisations (``batch_norm``, ``layer_norm``, ``rms_norm``)
+                           with their fused backward ops
+``nn_loss``                the embedding lookup and the losses (``nll_loss``,
+                           ``cross_entropy``, ``ctc_loss``) with their fused backward ops
+``complex_numbers``        ``real``, ``imag``, ``view_as_real``, ``view_as_complex``,
+                           ``conj``, ``angle``, ``complex``
+``special``                the special functions of :mod:`torcia.special` (``i0``, ``ndtr``,
+                           ``zeta``, the orthogonal polynomials, ``polygamma``...)
+``spectral``               the discrete Fourier transforms (``fft_c2c``, ``fft_r2c``,
+                           ``fft_c2r``)
+``linalg``                 the matrix products (``matmul``, ``mm``, ``dot``, ``einsum``,
+                           ``addmm``...)
+``linalg_solves``          the solves, inverses and determinants of :mod:`torcia.linalg`
+                           (``linalg_solve``, ``linalg_solve_triangular``,
+                           ``linalg_lstsq``, ``linalg_inv``, ``linalg_det``...), with their
+                           public functions
+``linalg_factorizations``  the factorizations of :mod:`torcia.linalg` (``linalg_svd``,
+                           ``linalg_qr``, ``linalg_cholesky``, ``linalg_eigh``,
+                           ``linalg_lu_factor``, ``linalg_geqrf``...), with their public
+                           functions
+``linalg_functions``       the norms and the matrix exponential of :mod:`torcia.linalg`
+                           (``linalg_vector_norm``, ``linalg_matrix_norm``,
+                           ``linalg_matrix_exp``...), with their public functions
+``views``                  the views and movement (``view``, ``permute``, ``expand``,
+                           ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
+``creation``               the tensors made from their arguments alone (``zeros``,
+                           ``arange``, ``eye``...)
+``random``                 the ops that draw from a random generator (``rand``, ``normal``,
+                           ``bernoulli``, ``dropout_mask``...), declared ``random=True``
+``sparse``                 ``sparse_mm``, a compressed-row sparse matrix times a dense one
+=========================  ==================================================================
 """
 
 from torcia._ops import (
@@ -67,7 +79,9 @@ from torcia._ops import (
     creation,
     elementwise,
     linalg,
-    linalg_decompositions,
+    linalg_factorizations,
+    linalg_functions,
+    linalg_solves,
     nn_activation,
     nn_attention,
     nn_conv,
@@ -87,8 +101,9 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
                                      nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
-                                     spectral, linalg, linalg_decompositions, creation, random,
-                                     nn_rnn, nn_attention, sparse)
+                                     spectral, linalg, linalg_solves, linalg_factorizations,
+                                     linalg_functions, creation, random, nn_rnn, nn_attention,
+                                     sparse)
             for d in family.DECLARED}
 
 

@@ -1,9 +1,13 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
-that are one function of the array module, the dtypes an op refuses and the
-half-precision wrapper of decompositions. Imports nothing of torcia but dtypes, so that
-:mod:`torcia.ops` (below the Tensor) can read the declarations."""
+that are one function of the array module, the dtypes an op refuses, the
+half-precision wrapper of decompositions, and what the public functions written here
+need: dims made non-negative, named-tuple results and autocast. Imports nothing of
+torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
+declarations."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 
@@ -203,3 +207,94 @@ def floating_dtype(dtype) -> np.dtype:
     """NumPy's result dtype of a float function of ``dtype``: integers give float64
     (bfloat16, of NumPy's kind "V", stays)."""
     return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
+
+
+def wrap_dim(dim, ndim: int) -> int:
+    """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.wrap_dim(-1, 3)
+    2
+    """
+    n = max(ndim, 1)
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if dim < -n or dim >= n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})"
+        )
+    return dim % n if ndim else 0
+
+
+def dim_tuple(dim, ndim: int):
+    """``dim`` (None, int or sequence) as None or a sorted tuple of non-negative ints."""
+    if dim is None:
+        return None
+    if dim.__class__ is int and -ndim <= dim < ndim:
+        return (dim % ndim,)  # one dim in range (most calls); the rest is checked below
+    if isinstance(dim, (int, np.integer)):
+        dim = (dim,)
+    out = tuple(wrap_dim(d, ndim) for d in dim)
+    if len(set(out)) != len(out):
+        raise RuntimeError(f"dim {list(dim)} appears multiple times in the list of dims")
+    if not out or not ndim:
+        # a 0-dim tensor's dim 0 (or -1) is all of it: the kernels reduce it as dim=None
+        return None
+    return tuple(sorted(out))
+
+
+class ReturnType(tuple):
+    """Base of the named results of multi-output ops (``values``/``indices``...)."""
+
+    __slots__ = ()
+    _fields: tuple = ()
+    _name = ""
+
+    def __new__(cls, *items):
+        return tuple.__new__(cls, items)
+
+    def __repr__(self):
+        body = ",\n".join(f"{f}={v!r}" for f, v in zip(self._fields, self))
+        return f"torcia.return_types.{self._name}(\n{body})"
+
+
+def return_type(name: str, fields: tuple) -> type:
+    """A tuple subclass named like ``torch.return_types.<name>`` with attributes ``fields``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> r = torcia.max(torcia.tensor([[1, 5], [7, 2]]), dim=1)
+    >>> r.values, r.indices
+    (tensor([5, 7]), tensor([1, 0]))
+    """
+    attrs = {"_fields": fields, "_name": name, "__slots__": ()}
+    for i, f in enumerate(fields):
+        attrs[f] = property(lambda self, i=i: self[i])
+    cls = type(name, (ReturnType,), attrs)
+    RETURN_TYPES.append(cls)
+    return cls
+
+
+#: every class ``return_type`` made, for torcia.utils.pytree (which makes them nodes)
+RETURN_TYPES: list[type] = []
+
+
+def autocast_as(name):
+    """:func:`torcia._autocast.autocast_as` for a public function written in this package,
+    which sits below that module: the function it makes is made at the first call, from
+    :data:`torcia._opdef.AUTOCAST_AS`."""
+    def decorate(fn):
+        made = []
+
+        @functools.wraps(fn)
+        def run(*args, **kwargs):
+            if not made:
+                made.append(_opdef.AUTOCAST_AS(name)(fn))
+            return made[0](*args, **kwargs)
+
+        return run
+
+    return decorate

@@ -3,9 +3,10 @@ meta shape, decomposition, autocast policy and refused dtypes. ``matmul`` (NumPy
 vectors, matrices, broadcast batches) is the primitive; ``mm``, ``bmm``, ``dot``,
 ``outer``, ``addmm`` (``beta * c + alpha * a @ b``), ``tensordot`` (over ``dims=``) and
 ``einsum`` (``equation=``) decompose into it. A product keeps its first operand's dtype
-(the public functions have checked that the operands agree). The factorizations, solvers
-and norms are in :mod:`torcia._ops.linalg_decompositions`. Their public functions are in
-:mod:`torcia._oplib.linalg`, their derivatives torcia-autograd's.
+(the public functions have checked that the operands agree). The solvers, factorizations
+and norms are in :mod:`torcia._ops.linalg_solves`, ``linalg_factorizations`` and
+``linalg_functions``. The products' public functions are in :mod:`torcia._oplib.linalg`,
+their derivatives torcia-autograd's.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from collections import OrderedDict, defaultdict, deque, namedtuple
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from torcia._oplib._common import RETURN_TYPES
+from torcia._ops._common import RETURN_TYPES
 from torcia._tensor import Size
 
 __all__ = [
