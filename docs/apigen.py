@@ -155,8 +155,8 @@ def _kind(obj) -> str:
 
 
 #: Modules that re-export other modules' objects for plugin authors: an object they share
-#: with another public module is documented there (``torcia.nn.functional.gelu``, not
-#: ``torcia.library.gelu``), and here only what they alone make public.
+#: with another public module is documented there (``torcia.Tensor``, not
+#: ``torcia.library.Tensor``), and here only what they alone make public.
 LAST = ("torcia.library",)
 
 

@@ -163,8 +163,10 @@ def test_names_are_documented_under_their_public_path(documented):
                      "torcia.optim.SGD", "torcia.float32"]:
         assert expected in names
     assert "torcia.nn.modules.module.Module" not in names
-    # torcia.library re-exports nn.functional's gelu for plugin authors: one page, nn's
-    assert "torcia.nn.functional.gelu" in names and "torcia.library.gelu" not in names
+    # torcia.library re-exports Tensor for plugin authors, and nn.functional core's gelu:
+    # one page each, torcia's and nn's
+    assert "torcia.Tensor" in names and "torcia.library.Tensor" not in names
+    assert "torcia.nn.functional.gelu" in names and "torcia.library.functional.gelu" not in names
     assert "torcia.library.unary" in names
     assert not any(".." in n or "._" in n for n in names)
 

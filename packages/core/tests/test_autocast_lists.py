@@ -110,22 +110,22 @@ CASES = {
     "dist": lambda d, t: torcia.dist(_x(d, t, 3), _x(d, t, 3) * 2),
     "cdist": lambda d, t: torcia.cdist(_x(d, t, 3, 4), _x(d, t, 2, 4)),
     "pdist": lambda d, t: _nn().pdist(_x(d, t, 3, 4)),
-    "cosine_similarity": lambda d, t: library.cosine_similarity(_x(d, t, 2, 3),
+    "cosine_similarity": lambda d, t: library.functional.cosine_similarity(_x(d, t, 2, 3),
                                                                 _x(d, t, 2, 3)),
     # ----- normalization, activations -----
     "softmax": lambda d, t: torcia.softmax(_x(d, t, 2, 3), dim=1),
     "log_softmax": lambda d, t: torcia.log_softmax(_x(d, t, 2, 3), dim=1),
-    "softplus": lambda d, t: library.softplus(_x(d, t, 2, 3)),
-    "layer_norm": lambda d, t: library.layer_norm(_x(d, t, 2, 3), (3,)),
-    "group_norm": lambda d, t: library.group_norm(_x(d, t, 2, 4, 3), 2),
+    "softplus": lambda d, t: library.functional.softplus(_x(d, t, 2, 3)),
+    "layer_norm": lambda d, t: library.functional.layer_norm(_x(d, t, 2, 3), (3,)),
+    "group_norm": lambda d, t: library.functional.group_norm(_x(d, t, 2, 4, 3), 2),
     "rms_norm": lambda d, t: _nn().rms_norm(_x(d, t, 2, 3), (3,)),
-    "prelu": lambda d, t: library.prelu(_x(d, t, 2, 3), _x(d, t, 1)),
+    "prelu": lambda d, t: library.functional.prelu(_x(d, t, 2, 3), _x(d, t, 1)),
     # ----- pooling, padding, sampling -----
-    "avg_pool3d": lambda d, t: library.avg_pool3d(_x(d, t, 1, 1, 4, 4, 4), 2),
-    "max_pool3d": lambda d, t: library.max_pool3d(_x(d, t, 1, 1, 4, 4, 4), 2),
-    "adaptive_avg_pool3d": lambda d, t: library.adaptive_avg_pool3d(
+    "avg_pool3d": lambda d, t: library.functional.avg_pool3d(_x(d, t, 1, 1, 4, 4, 4), 2),
+    "max_pool3d": lambda d, t: library.functional.max_pool3d(_x(d, t, 1, 1, 4, 4, 4), 2),
+    "adaptive_avg_pool3d": lambda d, t: library.functional.adaptive_avg_pool3d(
         _x(d, t, 1, 1, 4, 4, 4), 2),
-    "adaptive_max_pool3d": lambda d, t: library.adaptive_max_pool3d(
+    "adaptive_max_pool3d": lambda d, t: library.functional.adaptive_max_pool3d(
         _x(d, t, 1, 1, 4, 4, 4), 2),
     "reflection_pad": lambda d, t: library.pad(_x(d, t, 1, 2, 4), (1, 1), mode="reflect"),
     "replication_pad": lambda d, t: library.pad(_x(d, t, 1, 2, 4), (1, 1), mode="replicate"),
@@ -190,8 +190,8 @@ CASES = {
     "linear": lambda d, t: library.call("linear", (_x(d, t, 2, 3), _x(d, t, 4, 3), None), {}),
     "einsum": lambda d, t: torcia.einsum("ij,jk->ik", _x(d, t, 2, 3), _x(d, t, 3, 2)),
     "tensordot": lambda d, t: torcia.tensordot(_x(d, t, 2, 3), _x(d, t, 3, 2), dims=1),
-    "conv": lambda d, t: library.conv2d(_x(d, t, 1, 2, 4, 4), _x(d, t, 3, 2, 3, 3)),
-    "conv_transpose": lambda d, t: library.conv_transpose2d(_x(d, t, 1, 2, 4, 4),
+    "conv": lambda d, t: library.functional.conv2d(_x(d, t, 1, 2, 4, 4), _x(d, t, 3, 2, 3, 3)),
+    "conv_transpose": lambda d, t: library.functional.conv_transpose2d(_x(d, t, 1, 2, 4, 4),
                                                             _x(d, t, 2, 3, 3, 3)),
     "scaled_dot_product_attention": lambda d, t: _nn().scaled_dot_product_attention(
         _x(d, t, 1, 2, 4), _x(d, t, 1, 2, 4), _x(d, t, 1, 2, 4)),

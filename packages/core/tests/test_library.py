@@ -213,11 +213,11 @@ def test_a_backend_declares_a_known_fallback():
 def test_each_device_runs_what_it_lacks_through_its_declared_fallback(devices):
     x = torcia.randn(2, 3, 5, 5)
     w = torcia.randn(4, 3, 3, 3)
-    want = library.conv2d(x, w, padding=1)
+    want = library.functional.conv2d(x, w, padding=1)
     for device, how in (("hdev", "fallback"), ("rdev", "fallback"), ("ddev", "decomposed")):
         ops = library.device_ops(device)
         assert ops["matmul"] == "native" and ops["conv"] == how, device
-        got = library.conv2d(x.to(device), w.to(device), padding=1)
+        got = library.functional.conv2d(x.to(device), w.to(device), padding=1)
         torcia.testing.assert_close(got.cpu(), want, rtol=1e-5, atol=1e-5)
     # a primitive without a kernel: on host, on the device's array module, or missing
     assert library.device_ops("ddev")["exp"] == "missing"
@@ -241,7 +241,7 @@ def test_the_random_composites_draw_the_same_numbers_on_a_device_of_primitives(d
             torcia.empty(3, 4, dtype=torcia.float64, device=device).normal_(1, 2),
             torcia.normal(1.0, 2.0, size=(5,), device=device),
             torcia.bernoulli(p.to(device)),
-            library.dropout(x.to(device), 0.3),
+            library.functional.dropout(x.to(device), 0.3),
             torcia.rand(2, device=device),  # the generator is where the reference left it
         ]
     for want, got in zip(results["cpu"], results["ddev"]):
@@ -254,11 +254,11 @@ def test_reference_kernels_on_a_device_call_its_own_kernels(devices):
     # "hdev" the host's (the round trip copies the arrays to NumPy's "cpu")
     x = torcia.randn(2, 3)
     devices.sigmoids.clear()
-    library.silu(x.to("hdev"))
+    library.functional.silu(x.to("hdev"))
     assert devices.sigmoids == []
-    out = library.silu(x.to("rdev"))
+    out = library.functional.silu(x.to("rdev"))
     assert devices.sigmoids == [(2, 3)]
-    torcia.testing.assert_close(out.cpu(), library.silu(x))
+    torcia.testing.assert_close(out.cpu(), library.functional.silu(x))
 
 
 def test_a_partial_kernel_hands_the_rest_to_the_fallback(devices):

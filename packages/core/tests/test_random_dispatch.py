@@ -5,7 +5,7 @@ import pytest
 
 import torcia
 from torcia import library
-from torcia import library as F  # the functional dropouts, as torcia.nn.functional's
+from torcia.library import functional as F  # the dropouts, as torcia.nn.functional's
 
 
 def _numpy_stream(seed):

@@ -66,6 +66,8 @@ def _refusing(name, kernel, refused):
             return kernel(a, *rest, **params)
 
     run.__name__ = name
+    # the record's kernel names the kernel it checks (Kernels.softplus)
+    run.__qualname__ = getattr(kernel, "__qualname__", name)
     run.__wrapped__ = kernel  # the op's schema is read from the kernel's signature
     run.__doc__ = kernel.__doc__
     return run

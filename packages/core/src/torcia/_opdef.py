@@ -128,13 +128,15 @@ class Declaration:
         standing for PyTorch's name of the dtype. The reference kernel raises it, and
         ``torcia._numpy_backend.refusal`` gives it to the decompositions.
     doc : str
-        The first line of its public function's docstring; "" for the family's default.
+        The summary of its public function's docstring; "" for the family's default.
     examples : tuple
         The calls that its public function's docstring shows and the docs tests run: each
         the arguments (a string starting with ``[`` stands for a tensor of that list) and,
         last, what the call prints.
     inplace : bool
-        Whether ``Tensor.name_`` computes it in place (out of place, then written back).
+        Whether ``Tensor.name_`` computes it in place (out of place, then written back); for
+        an activation (:mod:`torcia._ops.nn_activation`), whether its functional form takes
+        ``inplace=False``.
     inplace_example : tuple
         ``(input, arguments after it, what the input holds afterwards)``: the example of
         ``name_``, where running ``examples[0]`` in place would not show it (no example,
@@ -154,6 +156,10 @@ class Declaration:
     answers_early : callable or None
         ``answers_early(array) -> bool``: the inputs PyTorch answers before it looks for
         their dtype's kernel (a scan of an empty tensor), which ``refuses`` lets through.
+    checks : callable or None
+        ``checks(input, **params)``: the checks of its public function's arguments that the
+        schema cannot say (gelu's ``approximate`` is ``"none"`` or ``"tanh"``), raising
+        PyTorch's error; run before the dtype's refusal.
     """
 
     name: str
@@ -177,6 +183,7 @@ class Declaration:
     operator: str = ""
     random: bool = False
     answers_early: Callable | None = None
+    checks: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -245,7 +252,8 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            group: str = "plugin", refuses: dict | None = None, doc: str = "",
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
            aliases: tuple = (), tags: tuple = (), operator: str = "",
-           random: bool = False, answers_early: Callable | None = None) -> Declaration:
+           random: bool = False, answers_early: Callable | None = None,
+           checks: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -269,4 +277,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
                        tags=frozenset(tags), operator=operator, random=random,
-                       answers_early=answers_early)
+                       answers_early=answers_early, checks=checks)

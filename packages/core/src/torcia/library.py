@@ -42,6 +42,8 @@ What is here:
   :func:`bump_version`, :func:`set_grad_mode`, :func:`add_seed_callback`, and for per-op
   paths the published field names of :data:`TENSOR_FIELDS` (``t.__torcia_data__``, the
   version counter, the one autograd-meta slot...), which cost what an attribute costs.
+- **The functional forms** of core's NN ops (:data:`functional`: ``functional.conv2d``,
+  ``functional.gelu``...), which :mod:`torcia.nn.functional` re-exports.
 - Small shared helpers: :func:`parse_to` (the arguments of ``.to()``), :func:`ntuple`,
   :func:`dtype_from_numpy`, :func:`pool_geometry`, :func:`check_geometry`,
   :func:`add_thread_callback`.
@@ -59,6 +61,8 @@ tensor([1., 1.])
 
 from __future__ import annotations
 
+import sys
+import types
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
@@ -78,65 +82,14 @@ from torcia._grad_mode import STATE as GRAD_MODE
 from torcia._methods import parse_to
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
+from torcia._oplib import nn as _nn
+from torcia._oplib import nn_activation as _nn_activation
+from torcia._oplib import nn_conv as _nn_conv
+from torcia._oplib import nn_norm as _nn_norm
 from torcia._oplib import runtime as _runtime
-from torcia._oplib.nn import (
-    alpha_dropout,
-    cosine_similarity,
-    dropout,
-    dropout1d,
-    dropout2d,
-    dropout3d,
-    embedding,
-    feature_alpha_dropout,
-    pairwise_distance,
-    pixel_shuffle,
-    pixel_unshuffle,
-)
-from torcia._oplib.nn_activation import (
-    celu,
-    elu,
-    gelu,
-    hardsigmoid,
-    hardswish,
-    hardtanh,
-    leaky_relu,
-    log_softmax,
-    logsigmoid,
-    mish,
-    prelu,
-    relu6,
-    selu,
-    silu,
-    softmax,
-    softmin,
-    softplus,
-    softsign,
-    tanhshrink,
-)
 from torcia._oplib.nn_conv import _batched as batched
 from torcia._oplib.nn_conv import _ntuple as ntuple
 from torcia._oplib.nn_conv import _unbatch as unbatch
-from torcia._oplib.nn_conv import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_avg_pool3d,
-    adaptive_max_pool1d,
-    adaptive_max_pool2d,
-    adaptive_max_pool3d,
-    avg_pool1d,
-    avg_pool2d,
-    avg_pool3d,
-    conv1d,
-    conv2d,
-    conv3d,
-    conv_transpose1d,
-    conv_transpose2d,
-    conv_transpose3d,
-    max_pool1d,
-    max_pool2d,
-    max_pool3d,
-)
-from torcia._oplib.nn_norm import batch_norm, group_norm, instance_norm, layer_norm, rms_norm
 from torcia._oplib.views import pad
 from torcia._oprecords import (
     OpRegistry,
@@ -205,17 +158,37 @@ __all__ += ["CustomOpDef", "OpNamespace", "custom_op", "infer_schema", "register
             "register_fake", "register_kernel"]
 
 # the functional forms of the NN ops (checks, batching), which torcia.nn.functional re-exports
-__all__ += [
-    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
-    "adaptive_max_pool2d", "adaptive_max_pool3d", "alpha_dropout", "avg_pool1d", "avg_pool2d",
-    "avg_pool3d", "batch_norm", "celu", "conv1d", "conv2d", "conv3d", "conv_transpose1d",
-    "conv_transpose2d", "conv_transpose3d", "cosine_similarity", "dropout", "dropout1d",
-    "dropout2d", "dropout3d", "elu", "embedding", "feature_alpha_dropout", "gelu", "group_norm",
-    "hardsigmoid", "hardswish", "hardtanh", "instance_norm", "layer_norm", "leaky_relu",
-    "log_softmax", "logsigmoid", "max_pool1d", "max_pool2d", "max_pool3d", "mish",
-    "pairwise_distance", "pixel_shuffle", "pixel_unshuffle", "prelu", "relu6", "rms_norm", "selu",
-    "silu", "softmax", "softmin", "softplus", "softsign", "tanhshrink",
-]
+__all__ += ["functional"]
+
+
+_FUNCTIONAL_DOC = """The functional forms of core's NN ops, which :mod:`torcia.nn.functional`
+re-exports (``functional.conv2d``, ``functional.gelu``...): their argument checks, batching
+and dispatch. Each op family of core names its own (its ``FUNCTIONAL``); the activations'
+are made from their declarations (:mod:`torcia._ops.nn_activation`). ``__all__`` lists them.
+
+Examples
+--------
+>>> import torcia
+>>> from torcia.library import functional
+>>> functional.softplus(torcia.tensor([0.0]))
+tensor([0.6931])
+"""
+
+
+def _functional() -> types.ModuleType:
+    """The module :data:`functional`: each NN family's ``FUNCTIONAL`` forms."""
+    module = types.ModuleType(f"{__name__}.functional", _FUNCTIONAL_DOC)
+    forms = {name: getattr(family, name) for family in (_nn_activation, _nn_conv, _nn_norm, _nn)
+             for name in family.FUNCTIONAL}
+    vars(module).update(forms, __all__=sorted(forms))
+    return module
+
+
+#: The functional forms of core's NN ops (a module: ``functional.conv2d``,
+#: ``functional.gelu``...), which :mod:`torcia.nn.functional` re-exports. Importable as
+#: ``torcia.library.functional`` (as ``os.path`` is), so that it star-imports them.
+functional = _functional()
+sys.modules[functional.__name__] = functional
 
 
 # ---------------------------------------------------------------------------------------

@@ -94,17 +94,18 @@ def _check_tensor(x, name: str, fn: str) -> Tensor:
     return x
 
 
-def examples_section(function: str, examples: tuple) -> str:
+def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:
     """The Examples section of a public function's docstring, made from a declaration's
-    ``examples`` (:attr:`torcia._opdef.Declaration.examples`): calls of ``function``, its
-    name as a user writes it (``torcia.special.i0``); "" without examples."""
+    ``examples`` (:attr:`torcia._opdef.Declaration.examples`): ``imports`` (``import``
+    statements without the keyword), then calls of ``function``, its name as a user writes
+    it (``torcia.special.i0``); "" without examples."""
     if not examples:
         return ""
-    lines = []
+    lines = [f">>> import {module}\n" for module in imports]
     for *args, result in examples:
         call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
         lines.append(f">>> {function}({call})\n{result}\n")
-    return "\n\nExamples\n--------\n>>> import torcia\n" + "".join(lines)
+    return "\n\nExamples\n--------\n" + "".join(lines)
 
 
 def _F():  # noqa: N802 - the usual name of the functional module

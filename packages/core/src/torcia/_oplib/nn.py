@@ -184,8 +184,8 @@ def dropout2d(input, p=0.5, training=True, inplace=False):
     Examples
     --------
     >>> import torcia
-    >>> from torcia.library import dropout2d
-    >>> dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
+    >>> from torcia.library import functional
+    >>> functional.dropout2d(torcia.ones(1, 2, 3, 3), p=0.0).sum().item()
     18.0
     """
     ndim = input.ndim
@@ -475,6 +475,14 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 #: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s.
 TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,
              "group_norm": _torch_group_norm, "embedding": _torch_embedding}
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (
+    "alpha_dropout", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
+    "embedding", "feature_alpha_dropout", "pairwise_distance", "pixel_shuffle",
+    "pixel_unshuffle",
+)
 
 #: the names ``torcia`` exports from here
 __all__ = [

@@ -1,167 +1,80 @@
-"""Activation functions and softmax at ``torcia.*`` (``torcia.gelu``,
-``torcia.softmax``, ``torcia.rrelu``...).
+"""Activation functions and softmax: the functional forms of the activations declared in
+:mod:`torcia._ops.nn_activation` (``torcia.nn.functional.gelu``...), made from their
+declarations, and the functions at ``torcia.*`` (``torcia.softmax``, ``torcia.rrelu``...).
 """
 
 from __future__ import annotations
 
+import types
 import warnings
 
+from torcia import _dtype as D
 from torcia import _tensor
 from torcia._autocast import autocast_as
-from torcia._oplib._common import _F, _check_tensor, _to_float
+from torcia._oplib._common import _F, _check_tensor, examples_section
 from torcia._oplib.elementwise import where
+from torcia._ops._common import refusal
+from torcia._ops.nn_activation import DECLARED as _DECLARED
 from torcia._tensor import _wrap_dim, call, inplace
 
-#: the dtype categories (1 integer, 2 floating, 3 complex) of the activations that take
-#: more than floating inputs, as PyTorch: hardtanh clamps integers in their dtype, the others
-#: compute integers in the default float dtype
-_CATEGORIES = {"hardtanh": (1, 2), "silu": (2, 3), "softsign": (1, 2, 3),
-               "tanhshrink": (1, 2, 3)}
+
+def _runner(op):
+    """``run(input, inplace_, **params)``: the declared activation ``op`` of ``input`` (in
+    place with ``inplace_``) after its declaration's checks and refusals."""
+    name, checks, decomposition = op.name, op.checks, op.decomposition
+    # whether each dtype is refused, as dtypes are met: a call pays a dict lookup, and
+    # import does not load ml_dtypes for bfloat16's NumPy dtype
+    refused = {}
+    # what is not refused of integers is PyTorch's composite, computed in their dtype
+    # (softsign's 1 + |x| wraps: int8 127 gives -128)
+    composite = frozenset(d for d in D.ALL if op.floating_inputs and d.category < 2)
+
+    def run(input, inplace_, **params):
+        _check_tensor(input, "input", name)
+        if checks is not None:
+            checks(input, **params)
+        dtype = input.dtype
+        if refused.get(dtype) is None:
+            refused[dtype] = refusal(op.refuses, dtype.to_numpy()) is not None
+        if refused[dtype]:
+            raise refusal(op.refuses, dtype.to_numpy())
+        if dtype in composite:
+            return decomposition(input, **params)
+        if inplace_:
+            return inplace(lambda t: call(name, (t,), params), input)
+        return call(name, (input,), params)
+
+    return run
 
 
-def _activation(op, input, fn, inplace_, **params):
-    _check_tensor(input, "input", fn)
-    category = input.dtype.category
-    if category == 0 and op == "hardtanh":
-        raise RuntimeError(f"Bool inputs not supported for {op}")
-    if category not in _CATEGORIES.get(op, (2,)):
-        raise RuntimeError(f"\"{fn}\" not implemented for '{_tensor._torch_name(input.dtype)}'")
-    if category == 1 and op != "hardtanh" and not inplace_:
-        input = _to_float(input)
-    if inplace_:
-        return inplace(lambda t: call(op, (t,), params), input)
-    return call(op, (input,), params)
+def _public(op):
+    """The functional form of the declared activation ``op``, as ``torch.nn.functional``
+    has it: ``input``, the schema's parameters with their defaults (a float one converted
+    with ``float``), ``inplace=False`` where the declaration has ``inplace``; its docstring
+    the declaration's doc and examples."""
+    names = ["input", *op.params, *(["inplace"] if op.inplace else [])]
+    given = "".join(f", {p}=float({p})" if isinstance(default, float) else f", {p}={p}"
+                    for p, default in op.params.items())
+    # written out and compiled, so that the function has the schema's signature (for
+    # inspect.signature and for calls by keyword) at the cost of a plain call
+    source = (f"def {op.name}({', '.join(names)}):\n"
+              f"    return run(input, {'inplace' if op.inplace else 'False'}{given})\n")
+    namespace = {"__name__": __name__, "run": _runner(op)}
+    exec(source, namespace)
+    fn = namespace[op.name]
+    fn.__defaults__ = (*op.params.values(), *([False] if op.inplace else []))
+    fn.__doc__ = op.doc + examples_section(f"F.{op.name}", op.examples,
+                                           ("torcia", "torcia.nn.functional as F"))
+    return fn
 
 
-def leaky_relu(input, negative_slope=0.01, inplace=False):
-    """``input`` where positive, else ``input * negative_slope``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia._oplib.nn_activation import leaky_relu
-    >>> leaky_relu(torcia.tensor([-2.0, 3.0]), 0.5)
-    tensor([-1.,  3.])
-    """
-    return _activation("leaky_relu", input, "leaky_relu", inplace,
-                       negative_slope=float(negative_slope))
-
-
-def elu(input, alpha=1.0, inplace=False):
-    """``input`` where positive, else ``alpha * (exp(input) - 1)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.elu(torcia.tensor([-1.0, 2.0]))
-    tensor([-0.6321,  2.0000])
-    """
-    return _activation("elu", input, "elu", inplace, alpha=float(alpha))
-
-
-def selu(input, inplace=False):
-    """``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.selu(torcia.tensor([-1.0, 1.0]))
-    tensor([-1.1113,  1.0507])
-    """
-    return _activation("selu", input, "selu", inplace)
-
-
-def celu(input, alpha=1.0, inplace=False):
-    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.celu(torcia.tensor([-1.0, 2.0]))
-    tensor([-0.6321,  2.0000])
-    """
-    if alpha == 0:
-        raise RuntimeError("ZeroDivisionError")
-    return _activation("celu", input, "celu", inplace, alpha=float(alpha))
-
-
-def gelu(input, approximate="none"):
-    """``input * Phi(input)`` (Phi the standard normal CDF); ``approximate="tanh"`` uses
-    ``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.gelu(torcia.tensor([-1.0, 0.0, 1.0]))
-    tensor([-0.1587,  0.0000,  0.8413])
-    >>> F.gelu(torcia.tensor([1.0]), approximate="tanh")
-    tensor([0.8412])
-    """
-    if approximate not in ("none", "tanh"):
-        raise RuntimeError(f"approximate argument must be either none or tanh, but got "
-                           f"{approximate}")
-    return _activation("gelu", input, "gelu", False, approximate=approximate)
-
-
-def silu(input, inplace=False):
-    """``input * sigmoid(input)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.silu(torcia.tensor([0.0, 1.0]))
-    tensor([0.0000, 0.7311])
-    """
-    return _activation("silu", input, "silu", inplace)
-
-
-def mish(input, inplace=False):
-    """``input * tanh(softplus(input))``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.mish(torcia.tensor([0.0, 1.0]))
-    tensor([0.0000, 0.8651])
-    """
-    return _activation("mish", input, "mish", inplace)
-
-
-def softplus(input, beta=1.0, threshold=20.0):
-    """``log(1 + exp(beta * input)) / beta``, linear where ``beta * input > threshold``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.softplus(torcia.tensor([0.0, 30.0]))
-    tensor([ 0.6931, 30.0000])
-    """
-    return _activation("softplus", input, "softplus", False, beta=float(beta),
-                       threshold=float(threshold))
-
-
-def hardtanh(input, min_val=-1.0, max_val=1.0, inplace=False):
-    """``input`` clipped to ``[min_val, max_val]``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.hardtanh(torcia.tensor([-2.0, 0.5, 2.0]))
-    tensor([-1.0000,  0.5000,  1.0000])
-    """
-    if min_val > max_val:
-        raise ValueError("min_val cannot be greater than max_val")
-    # PyTorch converts the limits to the integer dtype first (truncating), -0.5 passes
-    if input._data.dtype.kind == "u" and (int(min_val) < 0 or int(max_val) < 0):
-        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
-    return _activation("hardtanh", input, "hardtanh", inplace, min_val=float(min_val),
-                       max_val=float(max_val))
+#: the functional forms made from the declarations of the activations (those of one input:
+#: the backward ops take the gradient too), named here for the functions below
+_made = types.SimpleNamespace(**{op.name: _public(op) for op in _DECLARED
+                                 if len(op.inputs) == 1})
+globals().update(vars(_made))
+# also at torcia.* (as torch.celu and torch.selu), named here for __all__ below
+celu, selu = _made.celu, _made.selu
 
 
 def relu6(input, inplace=False):
@@ -174,75 +87,7 @@ def relu6(input, inplace=False):
     >>> F.relu6(torcia.tensor([-1.0, 3.0, 9.0]))
     tensor([0., 3., 6.])
     """
-    return hardtanh(input, 0.0, 6.0, inplace)
-
-
-def hardswish(input, inplace=False):
-    """``input * relu6(input + 3) / 6``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.hardswish(torcia.tensor([0.0, 1.0, 4.0]))
-    tensor([0.0000, 0.6667, 4.0000])
-    """
-    return _activation("hardswish", input, "hardswish", inplace)
-
-
-def hardsigmoid(input, inplace=False):
-    """``relu6(input + 3) / 6``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.hardsigmoid(torcia.tensor([-4.0, 0.0, 1.5]))
-    tensor([0.0000, 0.5000, 0.7500])
-    """
-    return _activation("hardsigmoid", input, "hardsigmoid", inplace)
-
-
-def logsigmoid(input):
-    """``log(sigmoid(input))``, computed without overflow.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.logsigmoid(torcia.tensor([0.0, 2.0]))
-    tensor([-0.6931, -0.1269])
-    """
-    return _activation("logsigmoid", input, "log_sigmoid_forward", False)
-
-
-def softsign(input):
-    """``input / (1 + |input|)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.softsign(torcia.tensor([-1.0, 3.0]))
-    tensor([-0.5000,  0.7500])
-    """
-    if input._data.dtype.kind in "biu":
-        # PyTorch's formula in the integer dtype: 1 + |x| wraps (int8 127 gives -128)
-        return input / (input.abs() + 1)
-    return _activation("softsign", input, "softsign", False)
-
-
-def tanhshrink(input):
-    """``input - tanh(input)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.tanhshrink(torcia.tensor([0.0, 1.0]))
-    tensor([0.0000, 0.2384])
-    """
-    return _activation("tanhshrink", input, "tanhshrink", False)
+    return _made.hardtanh(input, 0.0, 6.0, inplace)
 
 
 @autocast_as("prelu")
@@ -434,6 +279,10 @@ def prelu_method(self, weight):
 METHODS = (
     "softmax", "log_softmax",
 )
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (*vars(_made), "log_softmax", "prelu", "relu6", "softmax", "softmin")
 
 #: the names ``torcia`` exports from here
 __all__ = [

@@ -660,6 +660,15 @@ def conv_tbc(input, weight, bias, pad=0):
     return out.permute(2, 0, 1)
 
 
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+    "max_pool1d", "max_pool2d", "max_pool3d",
+)
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "adaptive_avg_pool1d", "adaptive_max_pool1d", "avg_pool1d", "conv1d", "conv2d", "conv3d",

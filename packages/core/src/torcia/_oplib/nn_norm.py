@@ -447,6 +447,10 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
     return out if weight is None else out * _per_channel(weight, input)
 
 
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = ("batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm")
+
 #: the names ``torcia`` exports from here
 __all__ = [
     "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",

@@ -5,8 +5,10 @@ A kernel here is written as a method of the reference backend: ``self.xp`` is th
 module (NumPy, or CuPy for torcia-cuda's subclass) and ``self.sigmoid``/``self.erf`` its
 other kernels; arrays come positionally, parameters as keywords. A decomposition is
 written with Tensor methods only (it runs on any device, and this module is below the
-Tensor class). Their public functions are in :mod:`torcia._oplib.nn_activation`, their
-derivatives in torcia-autograd.
+Tensor class). Each forward activation's declaration also says what its functional form
+(``torcia.nn.functional.softplus``), made from it in :mod:`torcia._oplib.nn_activation`,
+needs: its docstring and examples, whether it takes ``inplace``, the dtypes it refuses and
+the checks of its arguments. Their derivatives are in torcia-autograd.
 """
 
 from __future__ import annotations
@@ -17,18 +19,69 @@ import numpy as np
 
 from torcia._opdef import define
 from torcia._ops._common import (
+    BOOL,
+    COMPLEX,
     HALF,
     first_shape,
     grad_like,
     in_float32,
     low_precision,
     opmath,
+    refuse,
 )
 from torcia._ops._common import where as _where
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
+
+
+# ----- the dtypes refused, the checks of the arguments ----------------------------------
+
+
+def _not_implemented(kernel, kinds):
+    """The refusal of the NumPy ``kinds`` by the activation PyTorch's errors name
+    ``kernel`` (:attr:`torcia._opdef.Declaration.refuses`)."""
+    return dict.fromkeys(kinds, (RuntimeError, f'"{kernel}" not implemented for \'{{}}\''))
+
+
+#: the integer kinds, bool included: PyTorch has floating (and complex) kernels only
+_INTEGERS = (BOOL, "i", "u")
+_REAL = (*_INTEGERS, COMPLEX)
+
+_LEAKY_RELU = _not_implemented("leaky_relu", _REAL)
+_ELU = _not_implemented("elu", _REAL)
+_SELU = _not_implemented("selu", _REAL)
+_CELU = _not_implemented("celu", _REAL)
+_GELU = _not_implemented("gelu", _REAL)
+_SILU = _not_implemented("silu", _INTEGERS)
+_MISH = _not_implemented("mish", _REAL)
+_SOFTPLUS = _not_implemented("softplus", _REAL)
+_HARDTANH = {**_not_implemented("hardtanh", (COMPLEX,)),
+             BOOL: (RuntimeError, "Bool inputs not supported for hardtanh")}
+_HARDSWISH = _not_implemented("hardswish", _REAL)
+_HARDSIGMOID = _not_implemented("hardsigmoid", _REAL)
+_LOGSIGMOID = _not_implemented("log_sigmoid_forward", _REAL)
+_TANHSHRINK = _not_implemented("tanhshrink", (BOOL,))
+
+
+def _check_celu(input, alpha=1.0):
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+
+
+def _check_gelu(input, approximate="none"):
+    if approximate not in ("none", "tanh"):
+        raise RuntimeError(f"approximate argument must be either none or tanh, but got "
+                           f"{approximate}")
+
+
+def _check_hardtanh(input, min_val=-1.0, max_val=1.0):
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    # PyTorch converts the limits to the integer dtype first (truncating), -0.5 passes
+    if input.dtype.to_numpy().kind == "u" and (int(min_val) < 0 or int(max_val) < 0):
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
 
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -192,22 +245,26 @@ class Kernels:
 
 @opmath
 def leaky_relu(a, negative_slope=0.01):
+    refuse(_LEAKY_RELU, a)
     return _where(a > 0, a, a * negative_slope)
 
 
 @opmath
 def hardtanh(a, min_val=-1.0, max_val=1.0):
+    refuse(_HARDTANH, a)
     # limits of a's dtype: an integer tensor is clamped in its dtype, as PyTorch's
     return a.clamp(a.new_full((), min_val), a.new_full((), max_val))
 
 
 @opmath
 def hardsigmoid(a):
+    refuse(_HARDSIGMOID, a)
     return (a + 3).clamp(0, 6) / 6
 
 
 @opmath
 def hardswish(a):
+    refuse(_HARDSWISH, a)
     return a * (a + 3).clamp(0, 6) / 6
 
 
@@ -218,11 +275,13 @@ def softsign(a):
 
 @opmath
 def tanhshrink(a):
+    refuse(_TANHSHRINK, a)
     return a - a.tanh()
 
 
 @opmath
 def silu(a):
+    refuse(_SILU, a)
     if a.is_complex():
         return a / (1 + (-a).exp())  # PyTorch's quotient: +0 for the real part of -0+0j
     return a * a.sigmoid()
@@ -236,6 +295,7 @@ def silu_backward(g, a):
 
 @opmath
 def softplus(a, beta=1.0, threshold=20.0):
+    refuse(_SOFTPLUS, a)
     # above the threshold the value is the input itself: log1p(exp) would overflow there
     z = a * beta
     return _where(z > threshold, a, z.clamp(max=threshold).exp().log1p() / beta)
@@ -243,31 +303,37 @@ def softplus(a, beta=1.0, threshold=20.0):
 
 @opmath
 def mish(a):
+    refuse(_MISH, a)
     return a * softplus(a).tanh()
 
 
 @opmath
 def logsigmoid(a):
+    refuse(_LOGSIGMOID, a)
     return 0 - softplus(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
 
 
 @opmath
 def elu(a, alpha=1.0):
+    refuse(_ELU, a)
     return _where(a > 0, a, alpha * a.expm1())
 
 
 @opmath
 def celu(a, alpha=1.0):
+    refuse(_CELU, a)
     return _where(a > 0, a, alpha * (a / alpha).expm1())
 
 
 @opmath
 def selu(a):
+    refuse(_SELU, a)
     return _SELU_SCALE * elu(a, _SELU_ALPHA)
 
 
 @opmath
 def gelu(a, approximate="none"):
+    refuse(_GELU, a)
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (a + 0.044715 * a * a * a)
         return 0.5 * a * (1 + inner.tanh())
@@ -341,42 +407,75 @@ def _derivative(a, activation, params):
 # ----- the declarations ------------------------------------------------------------------
 
 
+def _activation(schema, kernel, decomposition, refuses, doc, examples, **more):
+    """The declaration of a forward activation: the first input's shape, floating inputs
+    (see ``DECLARED``), ``group="nn"``."""
+    more.setdefault("floating_inputs", True)
+    return define(schema, kernel, shape=first_shape, decomposition=decomposition,
+                  refuses=refuses, doc=doc, examples=examples, group="nn", **more)
+
+
 #: in :data:`torcia.ops.NN`'s order; gelu_backward and silu_backward are differentiable
 #: ops of their own, activation_backward a fused first derivative only (higher orders go
 #: through differentiable ops, so it has no derivative row). All take floating (or
 #: complex) inputs only but hardtanh, which clamps integers in their dtype, and
-#: activation_backward, which is given what the forward was.
+#: activation_backward, which is given what the forward was; softsign's and tanhshrink's
+#: functional forms compute integers with the decomposition, as PyTorch's composites.
 DECLARED = (
-    define("leaky_relu(Tensor x, *, float negative_slope=0.01) -> Tensor", Kernels.leaky_relu,
-           shape=first_shape, decomposition=leaky_relu, floating_inputs=True, group="nn"),
-    define("elu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.elu,
-           shape=first_shape, decomposition=elu, floating_inputs=True, group="nn"),
-    define("selu(Tensor x) -> Tensor", Kernels.selu,
-           shape=first_shape, decomposition=selu, floating_inputs=True, group="nn"),
-    define("celu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.celu,
-           shape=first_shape, decomposition=celu, floating_inputs=True, group="nn"),
-    define("gelu(Tensor x, *, str approximate='none') -> Tensor", Kernels.gelu,
-           shape=first_shape, decomposition=gelu, floating_inputs=True, group="nn"),
-    define("silu(Tensor x) -> Tensor", Kernels.silu,
-           shape=first_shape, decomposition=silu, floating_inputs=True, group="nn"),
-    define("mish(Tensor x) -> Tensor", Kernels.mish,
-           shape=first_shape, decomposition=mish, floating_inputs=True, group="nn"),
+    _activation("leaky_relu(Tensor x, *, float negative_slope=0.01) -> Tensor",
+                Kernels.leaky_relu, leaky_relu, _LEAKY_RELU,
+                "``input`` where positive, else ``input * negative_slope``.",
+                (("[-2.0, 3.0]", "0.5", "tensor([-1.,  3.])"),), inplace=True),
+    _activation("elu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.elu, elu, _ELU,
+                "``input`` where positive, else ``alpha * (exp(input) - 1)``.",
+                (("[-1.0, 2.0]", "tensor([-0.6321,  2.0000])"),), inplace=True),
+    _activation("selu(Tensor x) -> Tensor", Kernels.selu, selu, _SELU,
+                "``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507.",
+                (("[-1.0, 1.0]", "tensor([-1.1113,  1.0507])"),), inplace=True),
+    _activation("celu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.celu, celu, _CELU,
+                "``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.",
+                (("[-1.0, 2.0]", "tensor([-0.6321,  2.0000])"),), inplace=True,
+                checks=_check_celu),
+    _activation("gelu(Tensor x, *, str approximate='none') -> Tensor", Kernels.gelu, gelu,
+                _GELU,
+                "``input * Phi(input)`` (Phi the standard normal CDF); "
+                "``approximate=\"tanh\"`` uses\n"
+                "``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.",
+                (("[-1.0, 0.0, 1.0]", "tensor([-0.1587,  0.0000,  0.8413])"),
+                 ("[1.0]", 'approximate="tanh"', "tensor([0.8412])")),
+                checks=_check_gelu),
+    _activation("silu(Tensor x) -> Tensor", Kernels.silu, silu, _SILU,
+                "``input * sigmoid(input)``.",
+                (("[0.0, 1.0]", "tensor([0.0000, 0.7311])"),), inplace=True),
+    _activation("mish(Tensor x) -> Tensor", Kernels.mish, mish, _MISH,
+                "``input * tanh(softplus(input))``.",
+                (("[0.0, 1.0]", "tensor([0.0000, 0.8651])"),), inplace=True),
     # PyTorch runs softplus in float32 under CUDA autocast
-    define("softplus(Tensor x, *, float beta=1.0, float threshold=20.0) -> Tensor",
-           Kernels.softplus, shape=first_shape, decomposition=softplus,
-           autocast={"cuda": "float32"}, floating_inputs=True, group="nn"),
-    define("hardtanh(Tensor x, *, float min_val=-1.0, float max_val=1.0) -> Tensor",
-           Kernels.hardtanh, shape=first_shape, decomposition=hardtanh, group="nn"),
-    define("hardswish(Tensor x) -> Tensor", Kernels.hardswish,
-           shape=first_shape, decomposition=hardswish, floating_inputs=True, group="nn"),
-    define("hardsigmoid(Tensor x) -> Tensor", Kernels.hardsigmoid,
-           shape=first_shape, decomposition=hardsigmoid, floating_inputs=True, group="nn"),
-    define("logsigmoid(Tensor x) -> Tensor", Kernels.logsigmoid,
-           shape=first_shape, decomposition=logsigmoid, floating_inputs=True, group="nn"),
-    define("softsign(Tensor x) -> Tensor", Kernels.softsign,
-           shape=first_shape, decomposition=softsign, floating_inputs=True, group="nn"),
-    define("tanhshrink(Tensor x) -> Tensor", Kernels.tanhshrink,
-           shape=first_shape, decomposition=tanhshrink, floating_inputs=True, group="nn"),
+    _activation("softplus(Tensor x, *, float beta=1.0, float threshold=20.0) -> Tensor",
+                Kernels.softplus, softplus, _SOFTPLUS,
+                "``log(1 + exp(beta * input)) / beta``, linear where "
+                "``beta * input > threshold``.",
+                (("[0.0, 30.0]", "tensor([ 0.6931, 30.0000])"),),
+                autocast={"cuda": "float32"}),
+    _activation("hardtanh(Tensor x, *, float min_val=-1.0, float max_val=1.0) -> Tensor",
+                Kernels.hardtanh, hardtanh, _HARDTANH,
+                "``input`` clipped to ``[min_val, max_val]``.",
+                (("[-2.0, 0.5, 2.0]", "tensor([-1.0000,  0.5000,  1.0000])"),),
+                inplace=True, checks=_check_hardtanh, floating_inputs=False),
+    _activation("hardswish(Tensor x) -> Tensor", Kernels.hardswish, hardswish, _HARDSWISH,
+                "``input * relu6(input + 3) / 6``.",
+                (("[0.0, 1.0, 4.0]", "tensor([0.0000, 0.6667, 4.0000])"),), inplace=True),
+    _activation("hardsigmoid(Tensor x) -> Tensor", Kernels.hardsigmoid, hardsigmoid,
+                _HARDSIGMOID, "``relu6(input + 3) / 6``.",
+                (("[-4.0, 0.0, 1.5]", "tensor([0.0000, 0.5000, 0.7500])"),), inplace=True),
+    _activation("logsigmoid(Tensor x) -> Tensor", Kernels.logsigmoid, logsigmoid,
+                _LOGSIGMOID, "``log(sigmoid(input))``, computed without overflow.",
+                (("[0.0, 2.0]", "tensor([-0.6931, -0.1269])"),)),
+    _activation("softsign(Tensor x) -> Tensor", Kernels.softsign, softsign, {},
+                "``input / (1 + |input|)``.",
+                (("[-1.0, 3.0]", "tensor([-0.5000,  0.7500])"),)),
+    _activation("tanhshrink(Tensor x) -> Tensor", Kernels.tanhshrink, tanhshrink, _TANHSHRINK,
+                "``input - tanh(input)``.", (("[0.0, 1.0]", "tensor([0.0000, 0.2384])"),)),
     define("gelu_backward(Tensor g, Tensor x, *, str approximate='none') -> Tensor",
            Kernels.gelu_backward, shape=grad_like, decomposition=gelu_backward,
            floating_inputs=True, group="nn"),

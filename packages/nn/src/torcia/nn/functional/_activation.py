@@ -5,7 +5,8 @@ forms, ``gumbel_softmax``."""
 from __future__ import annotations
 
 import torcia
-from torcia.library import Tensor, celu, elu, hardtanh, inplace, leaky_relu, selu, softmax
+from torcia.library import Tensor, inplace
+from torcia.library.functional import celu, elu, hardtanh, leaky_relu, selu, softmax
 
 
 def relu(input, inplace=False):

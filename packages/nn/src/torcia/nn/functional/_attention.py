@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 import torcia
-from torcia.library import autocast_as, call, dropout, softmax
+from torcia.library import autocast_as, call
+from torcia.library.functional import dropout, softmax
 from torcia.nn.attention import SDPBackend as _SDPBackend
 from torcia.nn.attention import _enabled as _sdpa_enabled
 from torcia.nn.attention import check_viable

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from torcia.library import autocast_as, call, conv1d
+from torcia.library import autocast_as, call
 from torcia.library import batched as _batched
 from torcia.library import ntuple as _ntuple
 from torcia.library import unbatch as _unbatch
+from torcia.library.functional import conv1d
 
 
 def unfold(input, kernel_size, dilation=1, padding=0, stride=1):

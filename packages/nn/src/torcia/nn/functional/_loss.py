@@ -6,8 +6,9 @@ import math
 
 import torcia
 from torcia.autograd import Function
-from torcia.library import Tensor, autocast_as, call, log_softmax, logsigmoid, pairwise_distance
+from torcia.library import Tensor, autocast_as, call
 from torcia.library import check_async as _check_async
+from torcia.library.functional import log_softmax, logsigmoid, pairwise_distance
 from torcia.nn.functional._common import _scalar
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torcia
-from torcia.library import avg_pool2d
+from torcia.library.functional import avg_pool2d
 from torcia.nn.functional._vision import pad
 
 

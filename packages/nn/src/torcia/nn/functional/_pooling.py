@@ -8,7 +8,11 @@ import math
 import numpy as np
 
 import torcia
-from torcia.library import (
+from torcia.library import batched as _batched
+from torcia.library import host_array as _host_array
+from torcia.library import ntuple as _ntuple
+from torcia.library import unbatch as _unbatch
+from torcia.library.functional import (
     adaptive_max_pool1d,
     adaptive_max_pool2d,
     adaptive_max_pool3d,
@@ -19,10 +23,6 @@ from torcia.library import (
     max_pool2d,
     max_pool3d,
 )
-from torcia.library import batched as _batched
-from torcia.library import host_array as _host_array
-from torcia.library import ntuple as _ntuple
-from torcia.library import unbatch as _unbatch
 
 
 def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,

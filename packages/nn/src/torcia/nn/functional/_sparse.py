@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import torcia
-from torcia.library import embedding
+from torcia.library.functional import embedding
 
 
 def embedding_bag(input, weight, offsets=None, max_norm=None, norm_type=2,

@@ -9,14 +9,10 @@ import math
 import numpy as np
 
 import torcia
-from torcia.library import (
-    adaptive_avg_pool1d,
-    adaptive_avg_pool2d,
-    adaptive_avg_pool3d,
-    autocast_as,
-)
+from torcia.library import autocast_as
 from torcia.library import ntuple as _ntuple
 from torcia.library import pad as _pad
+from torcia.library.functional import adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d
 
 
 def pad(input, pad, mode="constant", value=None):
