@@ -17,9 +17,12 @@ they are built:
 ``torcia.library.op_records()``                 the inputs and parameters, from the schema
 ==============================================  ==========================================
 
-Public functions stay in :mod:`torcia._oplib`, but for the linear-algebra families,
-which write each op's next to its declaration (:mod:`torcia.linalg` publishes them, with
-what the families share in ``_linalg``); backward formulas are torcia-autograd's.
+An op's public function is made from its declaration (the elementwise and special
+functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
+where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
+publishes, with what they share in ``_linalg``; the reductions in ``reduce``'s
+``PUBLIC``); the other families' stay in :mod:`torcia._oplib`. Backward formulas are
+torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
