@@ -16,8 +16,15 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _nonzero_tuple, _readable_value, _size_at
 from torcia._oplib.elementwise import to_dtype, where
 from torcia._oplib.views import cat, contiguous, expand, permute, split
+from torcia._ops import views as _declared
 from torcia._ops._common import along_dim as _along_dim
+from torcia._ops.views import check_range as _check_range
+from torcia._ops.views import index_tensor as _index_tensor
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
+
+#: the public functions declared beside their ops in torcia._ops.views (``gather``,
+#: ``index_select``, ``take_along_dim``)
+globals().update({fn.__name__: fn for fn in _declared.INDEXING_PUBLIC})
 
 
 def masked_fill(input, mask, value):
@@ -173,22 +180,6 @@ def _check_mask(mask_shape, shape, dim):
                 f"shape of the indexed tensor {list(shape)} at index {dim + j}")
 
 
-def _check_range(arr, size, dim, exc=IndexError, negative=True, message=None):
-    """Raise ``exc`` (IndexError for indexing; gather and scatter raise RuntimeError in
-    PyTorch) naming the first out-of-range index. ``negative``: whether an index may count
-    from the end, as in ``t[-1]``; gather, scatter and the index_* ops refuse it, as
-    PyTorch does, instead of wrapping around. ``message`` replaces the default text (a
-    function of the index, or a string)."""
-    if arr.size:
-        lo, hi = int(arr.min()), int(arr.max())
-        if lo < (-size if negative else 0) or hi >= size:
-            bad = hi if hi >= size else lo
-            if callable(message):
-                message = message(bad)
-            raise exc(message or f"index {bad} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
-
-
 def _is_array_key(k):
     return not (k is None or k is Ellipsis or isinstance(k, (slice, int, np.integer)))
 
@@ -341,37 +332,6 @@ def index_put(input, indices, values, accumulate=False):
     return call("index_put", (input, values), {"key": k, "accumulate": bool(accumulate)})
 
 
-def _index_tensor(index, name="index"):
-    if not isinstance(index, Tensor) or index.dtype not in (D.int64, D.int32):
-        got = index.dtype.name if isinstance(index, Tensor) else type(index).__name__
-        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index, got {got}")
-    return index
-
-
-def gather(input, dim, index, *, sparse_grad=False):
-    """Values of ``input`` along ``dim`` at positions ``index``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[1, 2], [3, 4]])
-    >>> torcia.gather(x, 1, torcia.tensor([[0, 0], [1, 0]]))
-    tensor([[1, 1],
-            [4, 3]])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    _index_tensor(index, "gather")
-    if index.ndim != input.ndim:
-        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
-    for i in range(input.ndim):
-        if i != d and index.shape[i] > input.shape[i]:
-            raise RuntimeError(
-                f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
-                f"smaller than self {list(input.shape)} apart from dimension {d}")
-    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
-    return _along_dim("gather", (input, index), {"dim": d})
-
-
 def scatter(input, dim, index, src=None, *, value=None, reduce=None):
     """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``.
 
@@ -415,25 +375,6 @@ def scatter_add(input, dim, index, src):
     _index_tensor(index, "scatter_add")
     _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
     return _along_dim("scatter_add", (input, index, src), {"dim": d})
-
-
-def index_select(input, dim, index):
-    """Rows (along ``dim``) of ``input`` at the 1-D ``index``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[1, 2], [3, 4], [5, 6]])
-    >>> torcia.index_select(x, 0, torcia.tensor([2, 0]))
-    tensor([[5, 6],
-            [1, 2]])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if index.dtype.category != 1 or index.ndim > 1:
-        raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
-    _check_range(index._data, _size_at(input, d), d, IndexError,
-                 negative=False, message="index out of range in self")
-    return _along_dim("index_select", (input, index), {"dim": d})
 
 
 def index_add(input, dim, index, source, *, alpha=1):
@@ -498,31 +439,6 @@ def index_copy(input, dim, index, source):
                  f"index {bad} is out of bounds for dimension {d} with size {size}")
     _check_index_source(input, d, index, source, "index_copy_")
     return _along_dim("index_copy", (input, index, source), {"dim": d})
-
-
-def take_along_dim(input, indices, dim=None):
-    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([[10, 30, 20], [60, 40, 50]])
-    >>> torcia.take_along_dim(x, torcia.argsort(x, dim=1), dim=1)
-    tensor([[10, 20, 30],
-            [40, 50, 60]])
-    """
-    if dim is None:
-        return call("take_along_dim", (input, indices), {"dim": None})
-    d = _wrap_dim(dim, input.ndim)
-    shape_in = list(input.shape)
-    shape_ix = list(indices.shape)
-    shape_in[d] = shape_ix[d] = 1
-    common = list(np.broadcast_shapes(tuple(shape_in), tuple(shape_ix)))
-    a_shape = common.copy()
-    a_shape[d] = input.shape[d]
-    i_shape = common.copy()
-    i_shape[d] = indices.shape[d]
-    return call("take_along_dim", (expand(input, a_shape), expand(indices, i_shape)), {"dim": d})
 
 
 def nonzero(input, *, as_tuple=False):
@@ -994,11 +910,10 @@ dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    "masked_fill", "gather", "scatter", "scatter_add", "index_select", "index_add",
-    "index_copy", "index_put", "take_along_dim", "nonzero", "argwhere", "masked_select",
-    "scatter_reduce", "index_reduce", "nonzero_static", "as_strided_scatter", "select",
-    "tensor_split",
+METHODS = tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
+    "masked_fill", "scatter", "scatter_add", "index_add", "index_copy", "index_put", "nonzero",
+    "argwhere", "masked_select", "scatter_reduce", "index_reduce", "nonzero_static",
+    "as_strided_scatter", "select", "tensor_split",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -1020,11 +935,10 @@ FALLBACK_INPLACE = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = [
-    "argwhere", "as_strided_scatter", "diagonal_scatter", "dsplit", "fill", "gather", "getitem",
-    "hsplit", "index_add", "index_copy", "index_fill", "index_put", "index_reduce",
-    "index_select", "masked_fill", "masked_scatter", "masked_select", "nonzero",
-    "nonzero_static", "put", "scatter", "scatter_add", "scatter_reduce", "select",
-    "select_scatter", "setitem", "slice_scatter", "take", "take_along_dim", "tensor_split",
-    "unravel_index", "vsplit",
-]
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
+    "argwhere", "as_strided_scatter", "diagonal_scatter", "dsplit", "fill", "getitem", "hsplit",
+    "index_add", "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
+    "masked_scatter", "masked_select", "nonzero", "nonzero_static", "put", "scatter",
+    "scatter_add", "scatter_reduce", "select", "select_scatter", "setitem", "slice_scatter",
+    "take", "tensor_split", "unravel_index", "vsplit",
+))

@@ -13,9 +13,9 @@ from torcia import _dtype as D
 from torcia._creation import tensor
 from torcia._oplib._common import _return_type, _size_at
 from torcia._oplib.elementwise import to_dtype
-from torcia._oplib.indexing import take_along_dim
 from torcia._oplib.views import cat
 from torcia._ops._common import along_dim as _along_dim
+from torcia._ops.views import take_along_dim
 from torcia._tensor import Tensor, _cpp_name, _wrap_dim, call, result_type
 
 _Sort = _return_type("sort", ("values", "indices"))

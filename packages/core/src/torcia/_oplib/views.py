@@ -21,8 +21,13 @@ from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
 from torcia._oplib.complex_numbers import conj
+from torcia._ops import views as _declared
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
+
+#: the public functions declared beside their ops in torcia._ops.views (``flip``,
+#: ``unfold``...)
+globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
 
 
 def _shape_arg(shape) -> tuple:
@@ -384,25 +389,6 @@ def narrow(input, dim, start, length):
     return _view_call("narrow", input, {"dim": d, "start": start, "length": length})
 
 
-def unfold(input, dimension, size, step):
-    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.unfold(torcia.arange(6), 0, 3, 2)
-    tensor([[0, 1, 2],
-            [2, 3, 4]])
-    """
-    d = _wrap_dim(dimension, input.ndim)
-    if size > (input.shape[d] if input.ndim else 1):
-        raise RuntimeError(f"maximum size for tensor at dimension {d} is "
-                           f"{input.shape[d]} but size is {size}")
-    if step <= 0:
-        raise RuntimeError(f"step is {step} but must be > 0")
-    return _view_call("unfold", input, {"dimension": d, "size": size, "step": step})
-
-
 def movedim(input, source, destination):
     """Move dims from ``source`` positions to ``destination`` positions.
 
@@ -706,20 +692,6 @@ def unbind(input, dim=0):
     return tuple(squeeze(t, d) for t in split(input, 1, d))
 
 
-def flip(input, dims):
-    """Reverse the order along ``dims``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.flip(torcia.tensor([[1, 2], [3, 4]]), dims=(0,))
-    tensor([[3, 4],
-            [1, 2]])
-    """
-    d = _dims(dims if not isinstance(dims, int) else (dims,), input.ndim)
-    return call("flip", (input,), {"dims": d or ()})
-
-
 def fliplr(input):
     """``input`` reversed along its second dimension (left-right).
 
@@ -730,7 +702,7 @@ def fliplr(input):
     tensor([[2, 1],
             [4, 3]])
     """
-    return flip(input, (1,))
+    return _declared.flip(input, (1,))
 
 
 def flipud(input):
@@ -743,27 +715,7 @@ def flipud(input):
     tensor([[3, 4],
             [1, 2]])
     """
-    return flip(input, (0,))
-
-
-def roll(input, shifts, dims=None):
-    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.roll(torcia.tensor([1, 2, 3, 4]), 1)
-    tensor([4, 1, 2, 3])
-    """
-    if dims is None:
-        return call("roll", (input,), {"shifts": shifts, "dims": None})
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
-    if len(shifts) != len(dims):
-        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
-                           f"dims:{len(dims)}")
-    return call("roll", (input,), {"shifts": shifts,
-                                   "dims": tuple(_wrap_dim(d, input.ndim) for d in dims)})
+    return _declared.flip(input, (0,))
 
 
 def repeat(input, *sizes):
@@ -781,22 +733,6 @@ def repeat(input, *sizes):
         raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
                            "of dimensions of tensor")
     return call("repeat", (input,), {"sizes": sizes})
-
-
-def tile(input, dims):
-    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.tile(torcia.tensor([1, 2]), (2, 2))
-    tensor([[1, 2, 1, 2],
-            [1, 2, 1, 2]])
-    """
-    dims = (dims,) if isinstance(dims, int) else tuple(dims)
-    if len(dims) < input.ndim:
-        dims = (1,) * (input.ndim - len(dims)) + dims
-    return repeat(input, dims)
 
 
 def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
@@ -939,43 +875,6 @@ _PAD_AUTOCAST = {"reflect": autocast_as("reflection_pad")(_pad),
                  "replicate": autocast_as("replication_pad")(_pad)}
 
 
-def diag(input, diagonal=0):
-    """A 1-D input as the ``diagonal``-th diagonal of a square matrix; a 2-D input's
-    ``diagonal``-th diagonal as 1-D.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.diag(torcia.tensor([1, 2]))
-    tensor([[1, 0],
-            [0, 2]])
-    """
-    if input.ndim not in (1, 2):
-        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
-    return call("diag", (input,), {"diagonal": int(diagonal)})
-
-
-def diag_embed(input, offset=0, dim1=-2, dim2=-1):
-    """Put the last dim of ``input`` on the ``offset`` diagonals of new 2-D planes
-    spanning dims ``dim1`` and ``dim2`` of the result.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.diag_embed(torcia.tensor([[1, 2], [3, 4]]))
-    tensor([[[1, 0],
-             [0, 2]],
-    <BLANKLINE>
-            [[3, 0],
-             [0, 4]]])
-    """
-    n = input.ndim + 1
-    d1, d2 = _wrap_dim(dim1, n), _wrap_dim(dim2, n)
-    if d1 == d2:
-        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
-    return call("diag_embed", (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
-
-
 def _each(fn, tensors):
     if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
         return tuple(fn(t) for t in tensors[0])
@@ -1097,7 +996,7 @@ def diagflat(input, offset=0):
     tensor([[1, 0],
             [0, 2]])
     """
-    return diag(input.reshape(-1), offset)
+    return _declared.diag(input.reshape(-1), offset)
 
 
 def adjoint(input):
@@ -1303,14 +1202,13 @@ def resize_as(self, tensor):
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = (
+METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "view", "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze",
     "unsqueeze", "expand", "expand_as", "broadcast_to", "flatten", "unflatten", "narrow",
-    "unfold", "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided", "detach",
-    "split", "chunk", "unbind", "flip", "fliplr", "flipud", "roll", "repeat", "tile",
-    "repeat_interleave", "tril", "triu", "diag", "diag_embed", "t_", "transpose_", "swapaxes_",
-    "swapdims_", "squeeze_", "unsqueeze_", "as_strided_", "resize_", "resize_as_", "resize",
-    "resize_as",
+    "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided", "detach", "split",
+    "chunk", "unbind", "fliplr", "flipud", "repeat", "repeat_interleave", "tril", "triu", "t_",
+    "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "as_strided_", "resize_",
+    "resize_as_", "resize", "resize_as",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
@@ -1325,13 +1223,13 @@ FALLBACK_METHODS = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = [
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "adjoint", "as_strided", "as_strided_", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat", "chunk", "clone",
-    "column_stack", "concat", "concatenate", "constant_pad_nd", "contiguous", "detach", "diag",
-    "diag_embed", "diagflat", "diagonal", "dstack", "expand", "expand_as", "flatten", "flip",
-    "fliplr", "flipud", "hstack", "moveaxis", "movedim", "narrow", "permute", "ravel", "repeat",
-    "repeat_interleave", "reshape", "resize_as_", "roll", "rot90", "split", "split_with_sizes",
-    "squeeze", "stack", "swapaxes", "swapdims", "t", "tile", "transpose", "tril", "triu",
-    "unbind", "unflatten", "unfold", "unsqueeze", "view", "vstack",
-]
+    "column_stack", "concat", "concatenate", "constant_pad_nd", "contiguous", "detach",
+    "diagflat", "diagonal", "dstack", "expand", "expand_as", "flatten", "fliplr", "flipud",
+    "hstack", "moveaxis", "movedim", "narrow", "permute", "ravel", "repeat", "repeat_interleave",
+    "reshape", "resize_as_", "rot90", "split", "split_with_sizes", "squeeze", "stack",
+    "swapaxes", "swapdims", "t", "transpose", "tril", "triu", "unbind", "unflatten",
+    "unsqueeze", "view", "vstack",
+))

@@ -5,8 +5,9 @@ decomposition and autocast policy. :data:`torcia.ops.VIEW` (``view``, ``permute`
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy). A view's kernel returns a view of its input array; its public function (in
-:mod:`torcia._oplib.views`) checks the arguments and marks the result as a view
-(``_base``, the version counter). A decomposition is written with Tensor methods, the
+:mod:`torcia._oplib.views`, or at the end of this module: ``unfold``, ``flip``,
+``gather``...) checks the arguments and marks the result as a view (``_base``, the version
+counter). A decomposition is written with Tensor methods, the
 public functions (:data:`torcia._opdef.PUBLIC`) and :data:`torcia._opdef.CALL` (an op by
 name, as a view of its input where it is one): it runs on any device, and this module is
 below the Tensor class. Their derivatives are torcia-autograd's.
@@ -20,10 +21,20 @@ import math
 
 import numpy as np
 
+from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
 from torcia._opdef import define
-from torcia._ops._common import dense, first_shape, opmath, with_size
+from torcia._ops._common import (
+    along_dim,
+    dense,
+    dim_tuple,
+    first_shape,
+    opmath,
+    size_at,
+    with_size,
+    wrap_dim,
+)
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -647,7 +658,7 @@ def expand(a, shape):
     return _strided("expand", a, {"shape": shape}, shape, strides)
 
 
-def unfold(a, dimension, size, step):
+def windows(a, dimension, size, step):
     shape, stride = list(a.shape), list(a.stride())
     shape[dimension] = (shape[dimension] - size) // step + 1
     stride[dimension] *= step
@@ -726,7 +737,7 @@ def split(a, sections, dim=0):
     return tuple(_along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
 
 
-def flip(a, dims):
+def reversed_along(a, dims):
     key = [slice(None)] * a.ndim
     for d in dims:
         key[d % a.ndim] = slice(None, None, -1)
@@ -749,7 +760,7 @@ def _key_along(index, dim, device):
     return _scatter_index(functools.partial(_opdef.PUBLIC.arange, device=device), index, dim)
 
 
-def gather(x, index, dim=None):
+def gathered(x, index, dim=None):
     return x[_key_along(index, dim, x.device)]
 
 
@@ -763,7 +774,7 @@ def scatter(x, index, src, dim=None):
     return out
 
 
-def take_along_dim(a, indices, dim=None):
+def taken_along(a, indices, dim=None):
     if dim is None:
         return a.reshape(-1).gather(0, indices.reshape(-1))
     dim %= a.ndim
@@ -778,7 +789,7 @@ def take_along_dim(a, indices, dim=None):
     return expanded[0].gather(dim, expanded[1])
 
 
-def diag(a, diagonal=0):
+def diagonal_matrix(a, diagonal=0):
     if a.ndim == 2:
         return _opdef.CALL("diagonal", (a,), {"offset": diagonal, "dim1": 0, "dim2": 1}).clone()
     # a square matrix with a on the diagonal: row r holds a[r] where diagonal >= 0, column c
@@ -791,7 +802,7 @@ def diag(a, diagonal=0):
     return _where(offset == diagonal, values, _zero(a))
 
 
-def tile(a, dims):
+def tiled(a, dims):
     dims = tuple(dims)
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
 
@@ -802,10 +813,10 @@ def stack(*tensors, dim=0):
     return _opdef.PUBLIC.cat([t.unsqueeze(dim) for t in tensors], dim)
 
 
-def roll(a, shifts, dims):
+def rolled(a, shifts, dims):
     shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
     if dims is None or (not isinstance(dims, int) and len(dims) == 0):
-        return roll(a.flatten(), shifts, (0,)).reshape(a.shape)
+        return rolled(a.flatten(), shifts, (0,)).reshape(a.shape)
     dims = (dims,) if isinstance(dims, int) else tuple(dims)
     out = a.clone()
     for shift, dim in zip(shifts, dims):
@@ -817,7 +828,7 @@ def roll(a, shifts, dims):
     return out
 
 
-def index_select(a, index, dim):
+def selected_along(a, index, dim):
     return a.movedim(dim, 0)[index].movedim(0, dim)
 
 
@@ -859,7 +870,7 @@ def masked_select(a, mask):
     return a.expand(shape)[mask.expand(shape)]
 
 
-def diag_embed(a, offset=0, dim1=-2, dim2=-1):
+def embedded_diagonals(a, offset=0, dim1=-2, dim2=-1):
     # as diag's: row r holds a[r] where offset >= 0, column c holds a[c] below it
     n = a.shape[-1] + abs(offset)
     lead = tuple(a.shape[:-1])
@@ -937,7 +948,7 @@ DECLARED = (
     _a_view("narrow(Tensor x, *, dim=None, start=None, length=None) -> Tensor", Kernels.narrow,
             shape=_narrow_shape, decomposition=narrow),
     _a_view("unfold(Tensor x, *, dimension=None, size=None, step=None) -> Tensor", Kernels.unfold,
-            shape=_unfold_shape, decomposition=unfold),
+            shape=_unfold_shape, decomposition=windows),
     _a_view("diagonal(Tensor x, *, offset=0, dim1=0, dim2=1) -> Tensor", Kernels.diagonal,
             shape=_diagonal_shape, decomposition=diagonal),
     _a_view("as_strided(Tensor x, *, size=None, stride=None, storage_offset=0) -> Tensor",
@@ -949,13 +960,13 @@ DECLARED = (
             decomposition=contiguous),
     _a_move("clone(Tensor x) -> Tensor", Kernels.clone, shape=first_shape, decomposition=clone),
     _a_move("flip(Tensor x, *, dims=None) -> Tensor", Kernels.flip, shape=first_shape,
-            decomposition=flip),
+            decomposition=reversed_along),
     _a_move("roll(Tensor x, *, shifts=None, dims=None) -> Tensor", Kernels.roll,
-            shape=first_shape, decomposition=roll),
+            shape=first_shape, decomposition=rolled),
     _a_move("repeat(Tensor x, *, sizes=None) -> Tensor", Kernels.repeat, shape=_repeat_shape,
             decomposition=repeat),
     _a_move("tile(Tensor x, *, dims=None) -> Tensor", Kernels.tile, shape=_tile_shape,
-            decomposition=tile),
+            decomposition=tiled),
     _a_move("repeat_interleave(Tensor x, *, repeats=None, dim=None) -> Tensor",
             Kernels.repeat_interleave, shape=_repeat_interleave_shape,
             decomposition=repeat_interleave),
@@ -970,7 +981,7 @@ DECLARED = (
     _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
             shape=_split_shape, decomposition=split),
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
-            shape=_gather_shape, decomposition=gather),
+            shape=_gather_shape, decomposition=gathered),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
             Kernels.scatter, shape=first_shape, decomposition=scatter),
     _a_move("scatter_add(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
@@ -980,7 +991,7 @@ DECLARED = (
             "include_self=True) -> Tensor",
             Kernels.scatter_reduce, shape=first_shape),
     _a_move("index_select(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.index_select,
-            shape=_index_select_shape, decomposition=index_select),
+            shape=_index_select_shape, decomposition=selected_along),
     _a_move("index_add(Tensor x, Tensor index, Tensor source, *, dim=None, alpha=1) -> Tensor",
             Kernels.index_add, shape=first_shape, decomposition=index_add),
     _a_move("index_copy(Tensor x, Tensor index, Tensor source, *, dim=None) -> Tensor",
@@ -988,13 +999,227 @@ DECLARED = (
     _a_move("index_put(Tensor x, Tensor values, *, key=None, accumulate=False) -> Tensor",
             Kernels.index_put, shape=first_shape, autocast={"cuda": "promote"}),
     _a_move("take_along_dim(Tensor x, Tensor indices, *, dim=None) -> Tensor",
-            Kernels.take_along_dim, shape=_take_along_dim_shape, decomposition=take_along_dim),
+            Kernels.take_along_dim, shape=_take_along_dim_shape, decomposition=taken_along),
     _a_move("pad(Tensor x, *, pad=None, mode='constant', value=0.0) -> Tensor", Kernels.pad,
             shape=_pad_shape, decomposition=pad),
     _a_move("diag(Tensor x, *, diagonal=0) -> Tensor", Kernels.diag, shape=_diag_shape,
-            decomposition=diag),
+            decomposition=diagonal_matrix),
     _a_move("diag_embed(Tensor x, *, offset=0, dim1=-2, dim2=-1) -> Tensor", Kernels.diag_embed,
-            shape=_diag_embed_shape, decomposition=diag_embed),
+            shape=_diag_embed_shape, decomposition=embedded_diagonals),
     _a_move("masked_select(Tensor x, Tensor mask) -> Tensor", Kernels.masked_select,
             decomposition=masked_select),
 )
+
+
+# ----- public functions (torcia.flip, torcia.gather...): the ops' calls by name -----------
+
+
+def unfold(input, dimension, size, step):
+    """Sliding windows of ``size`` with ``step`` along ``dimension``, as a new last dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unfold(torcia.arange(6), 0, 3, 2)
+    tensor([[0, 1, 2],
+            [2, 3, 4]])
+    """
+    d = wrap_dim(dimension, input.ndim)
+    if size > (input.shape[d] if input.ndim else 1):
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is "
+                           f"{input.shape[d]} but size is {size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return _opdef.CALL("unfold", (input,), {"dimension": d, "size": size, "step": step},
+                       view_of=input)
+
+
+def flip(input, dims):
+    """Reverse the order along ``dims``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flip(torcia.tensor([[1, 2], [3, 4]]), dims=(0,))
+    tensor([[3, 4],
+            [1, 2]])
+    """
+    d = dim_tuple(dims if not isinstance(dims, int) else (dims,), input.ndim)
+    return _opdef.CALL("flip", (input,), {"dims": d or ()})
+
+
+def roll(input, shifts, dims=None):
+    """Shift elements circularly by ``shifts`` along ``dims`` (flattened when None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.roll(torcia.tensor([1, 2, 3, 4]), 1)
+    tensor([4, 1, 2, 3])
+    """
+    if dims is None:
+        return _opdef.CALL("roll", (input,), {"shifts": shifts, "dims": None})
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(shifts)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return _opdef.CALL("roll", (input,), {"shifts": shifts,
+                                          "dims": tuple(wrap_dim(d, input.ndim) for d in dims)})
+
+
+def tile(input, dims):
+    """Repeat ``input`` ``dims`` times per dimension (an int counts for the last one).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tile(torcia.tensor([1, 2]), (2, 2))
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(dims) < input.ndim:
+        dims = (1,) * (input.ndim - len(dims)) + dims
+    return _opdef.PUBLIC.repeat(input, dims)
+
+
+def diag(input, diagonal=0):
+    """A 1-D input as the ``diagonal``-th diagonal of a square matrix; a 2-D input's
+    ``diagonal``-th diagonal as 1-D.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diag(torcia.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    if input.ndim not in (1, 2):
+        raise RuntimeError("diag(): Supports 1D or 2D tensors. Got " + f"{input.ndim}D")
+    return _opdef.CALL("diag", (input,), {"diagonal": int(diagonal)})
+
+
+def diag_embed(input, offset=0, dim1=-2, dim2=-1):
+    """Put the last dim of ``input`` on the ``offset`` diagonals of new 2-D planes
+    spanning dims ``dim1`` and ``dim2`` of the result.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diag_embed(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[[1, 0],
+             [0, 2]],
+    <BLANKLINE>
+            [[3, 0],
+             [0, 4]]])
+    """
+    n = input.ndim + 1
+    d1, d2 = wrap_dim(dim1, n), wrap_dim(dim2, n)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return _opdef.CALL("diag_embed", (input,), {"offset": int(offset), "dim1": d1, "dim2": d2})
+
+
+def check_range(arr, size, dim, exc=IndexError, negative=True, message=None):
+    """Raise ``exc`` (IndexError for indexing; gather and scatter raise RuntimeError in
+    PyTorch) naming the first out-of-range index. ``negative``: whether an index may count
+    from the end, as in ``t[-1]``; gather, scatter and the index_* ops refuse it, as
+    PyTorch does, instead of wrapping around. ``message`` replaces the default text (a
+    function of the index, or a string)."""
+    if arr.size:
+        lo, hi = int(arr.min()), int(arr.max())
+        if lo < (-size if negative else 0) or hi >= size:
+            bad = hi if hi >= size else lo
+            if callable(message):
+                message = message(bad)
+            raise exc(message or f"index {bad} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+
+
+def index_tensor(index, name="index"):
+    """``index``, when it is an int32 or int64 tensor (what ``name`` takes), else
+    PyTorch's RuntimeError."""
+    if not isinstance(index, _opdef.PUBLIC.Tensor) or index.dtype not in (D.int64, D.int32):
+        got = index.dtype.name if isinstance(index, _opdef.PUBLIC.Tensor) else \
+            type(index).__name__
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index, got {got}")
+    return index
+
+
+def gather(input, dim, index, *, sparse_grad=False):
+    """Values of ``input`` along ``dim`` at positions ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.gather(x, 1, torcia.tensor([[0, 0], [1, 0]]))
+    tensor([[1, 1],
+            [4, 3]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    index_tensor(index, "gather")
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for i in range(input.ndim):
+        if i != d and index.shape[i] > input.shape[i]:
+            raise RuntimeError(
+                f"Size does not match at dimension {i} expected index {list(index.shape)} to be "
+                f"smaller than self {list(input.shape)} apart from dimension {d}")
+    check_range(index._data, size_at(input, d), d, RuntimeError, negative=False)
+    return along_dim("gather", (input, index), {"dim": d})
+
+
+def index_select(input, dim, index):
+    """Rows (along ``dim``) of ``input`` at the 1-D ``index``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4], [5, 6]])
+    >>> torcia.index_select(x, 0, torcia.tensor([2, 0]))
+    tensor([[5, 6],
+            [1, 2]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    if index.dtype.category != 1 or index.ndim > 1:
+        raise RuntimeError("index_select(): Index is supposed to be a vector of int64")
+    check_range(index._data, size_at(input, d), d, IndexError,
+                negative=False, message="index out of range in self")
+    return along_dim("index_select", (input, index), {"dim": d})
+
+
+def take_along_dim(input, indices, dim=None):
+    """As :func:`gather` with broadcasting (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[10, 30, 20], [60, 40, 50]])
+    >>> torcia.take_along_dim(x, torcia.argsort(x, dim=1), dim=1)
+    tensor([[10, 20, 30],
+            [40, 50, 60]])
+    """
+    if dim is None:
+        return _opdef.CALL("take_along_dim", (input, indices), {"dim": None})
+    d = wrap_dim(dim, input.ndim)
+    shape_in = list(input.shape)
+    shape_ix = list(indices.shape)
+    shape_in[d] = shape_ix[d] = 1
+    common = list(np.broadcast_shapes(tuple(shape_in), tuple(shape_ix)))
+    a_shape = common.copy()
+    a_shape[d] = input.shape[d]
+    i_shape = common.copy()
+    i_shape[d] = indices.shape[d]
+    expand = _opdef.PUBLIC.expand
+    return _opdef.CALL("take_along_dim", (expand(input, a_shape), expand(indices, i_shape)),
+                       {"dim": d})
+
+
+#: the public functions above that torcia exports (through torcia._oplib.views) and Tensor
+#: has as methods
+PUBLIC = (unfold, flip, roll, tile, diag, diag_embed)
+
+#: ... and those it exports through torcia._oplib.indexing, beside the indexing written there
+INDEXING_PUBLIC = (gather, index_select, take_along_dim)
