@@ -11,19 +11,18 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._creation import full, tensor
+from torcia._creation import tensor
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _nonzero_tuple, _readable_value, _size_at
 from torcia._oplib.elementwise import to_dtype, where
 from torcia._oplib.views import cat, contiguous, expand, permute, split
 from torcia._ops import views as _declared
-from torcia._ops._common import along_dim as _along_dim
 from torcia._ops.views import check_range as _check_range
 from torcia._ops.views import index_tensor as _index_tensor
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
 #: the public functions declared beside their ops in torcia._ops.views (``gather``,
-#: ``index_select``, ``take_along_dim``)
+#: ``scatter``, ``index_add``...)
 globals().update({fn.__name__: fn for fn in _declared.INDEXING_PUBLIC})
 
 
@@ -330,115 +329,6 @@ def index_put(input, indices, values, accumulate=False):
     """
     k, _ = _index_key(input, tuple(indices))
     return call("index_put", (input, values), {"key": k, "accumulate": bool(accumulate)})
-
-
-def scatter(input, dim, index, src=None, *, value=None, reduce=None):
-    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.zeros(2, 3)
-    >>> torcia.scatter(x, 1, torcia.tensor([[2], [0]]), torcia.tensor([[1.0], [2.0]]))
-    tensor([[0., 0., 1.],
-            [2., 0., 0.]])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    _index_tensor(index, "scatter")
-    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
-    if src is None:
-        src = value
-    if reduce is not None:
-        if reduce not in ("add", "multiply"):
-            raise RuntimeError("reduce argument must be either add or multiply.")
-        if not isinstance(src, Tensor):
-            src = full(index.shape, src, dtype=input.dtype, device=input.device)
-        if reduce == "add":
-            return scatter_add(input, dim, index, src)
-        return scatter_reduce(input, dim, index, src, "prod")
-    if isinstance(src, Tensor) and src.dtype is not input.dtype:
-        src = to_dtype(src, input.dtype)
-    return _along_dim("scatter", (input, index, src), {"dim": d})
-
-
-def scatter_add(input, dim, index, src):
-    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.zeros(3)
-    >>> torcia.scatter_add(x, 0, torcia.tensor([0, 0, 2]), torcia.tensor([1.0, 2.0, 3.0]))
-    tensor([3., 0., 3.])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    _index_tensor(index, "scatter_add")
-    _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
-    return _along_dim("scatter_add", (input, index, src), {"dim": d})
-
-
-def index_add(input, dim, index, source, *, alpha=1):
-    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.zeros(3, 2)
-    >>> torcia.index_add(x, 0, torcia.tensor([0, 2, 0]), torcia.ones(3, 2))
-    tensor([[2., 2.],
-            [0., 0.],
-            [1., 1.]])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    # PyTorch's 1-D kernel and its n-D one word the error differently
-    if input.ndim <= 1:
-        _check_range(index._data, _size_at(input, d), d, IndexError, negative=False,
-                     message="index out of range in self")
-    else:
-        _check_range(index._data, _size_at(input, d), d, RuntimeError, negative=False)
-    _check_index_source(input, d, index, source, "index_add_")
-    return _along_dim("index_add", (input, index, source), {"dim": d, "alpha": alpha})
-
-
-def _check_index_source(input, d, index, source, name):
-    """PyTorch's checks of index_add_/index_copy_'s source: one slice per index, each of the
-    input's slice shape."""
-    if not input.ndim or not source.ndim:
-        if source.ndim != input.ndim or index.numel() != 1:
-            raise RuntimeError(
-                "source tensor shape must match self tensor shape, excluding the specified "
-                f"dimension. Got self.shape = {list(input.shape)} source.shape = "
-                f"{list(source.shape)}")
-        return
-    if index.numel() != source.shape[d]:
-        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
-                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
-    if source.ndim != input.ndim or builtins.any(
-            a != b for i, (a, b) in enumerate(zip(input.shape, source.shape)) if i != d):
-        raise RuntimeError(
-            "source tensor shape must match self tensor shape, excluding the specified "
-            f"dimension. Got self.shape = {list(input.shape)} source.shape = "
-            f"{list(source.shape)}")
-
-
-def index_copy(input, dim, index, source):
-    """A copy of ``input`` with its slices at ``index`` along ``dim`` from ``source``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.zeros(3, 2)
-    >>> torcia.index_copy(x, 0, torcia.tensor([2, 0]), torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
-    tensor([[3., 4.],
-            [0., 0.],
-            [1., 2.]])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    size = _size_at(input, d)
-    _check_range(index._data, size, d, negative=False, message=lambda bad: f"index_copy_(): "
-                 f"index {bad} is out of bounds for dimension {d} with size {size}")
-    _check_index_source(input, d, index, source, "index_copy_")
-    return _along_dim("index_copy", (input, index, source), {"dim": d})
 
 
 def nonzero(input, *, as_tuple=False):
@@ -911,15 +801,14 @@ dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia
 
 #: the functions here that are also Tensor methods, under the same name
 METHODS = tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
-    "masked_fill", "scatter", "scatter_add", "index_add", "index_copy", "index_put", "nonzero",
-    "argwhere", "masked_select", "scatter_reduce", "index_reduce", "nonzero_static",
-    "as_strided_scatter", "select", "tensor_split",
+    "masked_fill", "index_put", "nonzero", "argwhere", "masked_select", "scatter_reduce",
+    "index_reduce", "nonzero_static", "as_strided_scatter", "select", "tensor_split",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = (
-    "scatter", "scatter_add", "index_add", "index_copy", "index_put", "scatter_reduce",
-    "index_reduce",
+INPLACE = tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC
+                if fn.__name__ in _declared.INPLACE) + (
+    "index_put", "scatter_reduce", "index_reduce",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
@@ -937,8 +826,7 @@ FALLBACK_INPLACE = (
 #: the names ``torcia`` exports from here
 __all__ = sorted(tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
     "argwhere", "as_strided_scatter", "diagonal_scatter", "dsplit", "fill", "getitem", "hsplit",
-    "index_add", "index_copy", "index_fill", "index_put", "index_reduce", "masked_fill",
-    "masked_scatter", "masked_select", "nonzero", "nonzero_static", "put", "scatter",
-    "scatter_add", "scatter_reduce", "select", "select_scatter", "setitem", "slice_scatter",
-    "take", "tensor_split", "unravel_index", "vsplit",
+    "index_fill", "index_put", "index_reduce", "masked_fill", "masked_scatter", "masked_select",
+    "nonzero", "nonzero_static", "put", "scatter_reduce", "select", "select_scatter", "setitem",
+    "slice_scatter", "take", "tensor_split", "unravel_index", "vsplit",
 ))

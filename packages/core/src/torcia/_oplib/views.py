@@ -786,38 +786,6 @@ def _meta_repeated(input, repeats, d, output_size):
     return C.empty(shape, dtype=input.dtype, device="meta")
 
 
-def tril(input, diagonal=0):
-    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.tril(torcia.ones(3, 3))
-    tensor([[1., 0., 0.],
-            [1., 1., 0.],
-            [1., 1., 1.]])
-    """
-    if input.ndim < 2:
-        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
-    return call("tril", (input,), {"diagonal": int(diagonal)})
-
-
-def triu(input, diagonal=0):
-    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.triu(torcia.ones(3, 3), diagonal=1)
-    tensor([[0., 1., 1.],
-            [0., 0., 1.],
-            [0., 0., 0.]])
-    """
-    if input.ndim < 2:
-        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
-    return call("triu", (input,), {"diagonal": int(diagonal)})
-
-
 def pad(input, pad, mode="constant", value=None):
     """Pad ``input`` as ``torch.nn.functional.pad``: ``pad`` lists (left, right) amounts
     from the last dim backwards; ``mode`` is "constant" (with ``value``, negative amounts
@@ -1206,15 +1174,13 @@ METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "view", "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze",
     "unsqueeze", "expand", "expand_as", "broadcast_to", "flatten", "unflatten", "narrow",
     "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided", "detach", "split",
-    "chunk", "unbind", "fliplr", "flipud", "repeat", "repeat_interleave", "tril", "triu", "t_",
-    "transpose_", "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "as_strided_", "resize_",
-    "resize_as_", "resize", "resize_as",
+    "chunk", "unbind", "fliplr", "flipud", "repeat", "repeat_interleave", "t_", "transpose_",
+    "swapaxes_", "swapdims_", "squeeze_", "unsqueeze_", "as_strided_", "resize_", "resize_as_",
+    "resize", "resize_as",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = (
-    "tril", "triu",
-)
+INPLACE = tuple(fn.__name__ for fn in _declared.PUBLIC if fn.__name__ in _declared.INPLACE)
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
 #: own have not set them
@@ -1230,6 +1196,6 @@ __all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "diagflat", "diagonal", "dstack", "expand", "expand_as", "flatten", "fliplr", "flipud",
     "hstack", "moveaxis", "movedim", "narrow", "permute", "ravel", "repeat", "repeat_interleave",
     "reshape", "resize_as_", "rot90", "split", "split_with_sizes", "squeeze", "stack",
-    "swapaxes", "swapdims", "t", "transpose", "tril", "triu", "unbind", "unflatten",
-    "unsqueeze", "view", "vstack",
+    "swapaxes", "swapdims", "t", "transpose", "unbind", "unflatten", "unsqueeze", "view",
+    "vstack",
 ))

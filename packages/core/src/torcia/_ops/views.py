@@ -694,11 +694,11 @@ def _triangle(a, diagonal, lower):
     return _where(keep, a, _zero(a))
 
 
-def tril(a, diagonal=0):
+def lower_triangle(a, diagonal=0):
     return _triangle(a, diagonal, lower=True)
 
 
-def triu(a, diagonal=0):
+def upper_triangle(a, diagonal=0):
     return _triangle(a, diagonal, lower=False)
 
 
@@ -764,7 +764,7 @@ def gathered(x, index, dim=None):
     return x[_key_along(index, dim, x.device)]
 
 
-def scatter(x, index, src, dim=None):
+def scattered(x, index, src, dim=None):
     # the kernel's writes: src's part of the index's shape (or a number) at the key, into a
     # copy (of repeated places, the last written stays, as NumPy's assignment)
     out = x.clone()
@@ -842,7 +842,7 @@ def contiguous(a):
 
 
 @opmath
-def scatter_add(a, index, src, dim):
+def scattered_sum(a, index, src, dim):
     return _opdef.CALL("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
                                                     "include_self": True})
 
@@ -855,13 +855,13 @@ def _spread(index, like, dim):
     return index.reshape(tuple(shape)).expand(tuple(like.shape))
 
 
-def index_add(a, index, source, dim, alpha=1):
+def added_at(a, index, source, dim, alpha=1):
     if alpha != 1:
         source = source * alpha
     return _opdef.CALL("scatter_add", (a, _spread(index, source, dim), source), {"dim": dim})
 
 
-def index_copy(a, index, source, dim):
+def copied_at(a, index, source, dim):
     return _opdef.CALL("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
 
 
@@ -975,10 +975,10 @@ DECLARED = (
             Kernels.repeat_interleave, shape=_repeat_interleave_shape,
             decomposition=repeat_interleave),
     _a_move("tril(Tensor x, *, diagonal=0) -> Tensor", Kernels.tril, shape=first_shape,
-            decomposition=tril,
+            decomposition=lower_triangle, inplace=True,
             inplace_example=("[[1, 2], [3, 4]]", "", "tensor([[1, 0],\n        [3, 4]])")),
     _a_move("triu(Tensor x, *, diagonal=0) -> Tensor", Kernels.triu, shape=first_shape,
-            decomposition=triu,
+            decomposition=upper_triangle, inplace=True,
             inplace_example=("[[1, 2], [3, 4]]", "", "tensor([[1, 2],\n        [0, 4]])")),
     _a_move("cat(Tensor[] *xs, *, dim=0) -> Tensor", Kernels.cat, shape=_joined,
             autocast={"cpu": "promote", "cuda": "promote"}),
@@ -989,12 +989,12 @@ DECLARED = (
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
             shape=_gather_shape, decomposition=gathered),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
-            Kernels.scatter, shape=first_shape, decomposition=scatter,
+            Kernels.scatter, shape=first_shape, decomposition=scattered, inplace=True,
             inplace_example=("[0, 0, 0, 0]", "0, torcia.tensor([1, 3]), torcia.tensor([5, 7])",
                              "tensor([0, 5, 0, 7])")),
     _a_move("scatter_add(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
-            Kernels.scatter_add, shape=first_shape, decomposition=scatter_add,
-            autocast={"cuda": "promote"},
+            Kernels.scatter_add, shape=first_shape, decomposition=scattered_sum,
+            autocast={"cuda": "promote"}, inplace=True,
             inplace_example=("[1, 1, 1, 1]", "0, torcia.tensor([1, 1]), torcia.tensor([5, 7])",
                              "tensor([ 1, 13,  1,  1])")),
     _a_move("scatter_reduce(Tensor x, Tensor index, Tensor src, *, dim=None, reduce=None, "
@@ -1007,11 +1007,11 @@ DECLARED = (
     _a_move("index_select(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.index_select,
             shape=_index_select_shape, decomposition=selected_along),
     _a_move("index_add(Tensor x, Tensor index, Tensor source, *, dim=None, alpha=1) -> Tensor",
-            Kernels.index_add, shape=first_shape, decomposition=index_add,
+            Kernels.index_add, shape=first_shape, decomposition=added_at, inplace=True,
             inplace_example=("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
                              "tensor([11,  1, 21])")),
     _a_move("index_copy(Tensor x, Tensor index, Tensor source, *, dim=None) -> Tensor",
-            Kernels.index_copy, shape=first_shape, decomposition=index_copy,
+            Kernels.index_copy, shape=first_shape, decomposition=copied_at, inplace=True,
             inplace_example=("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
                              "tensor([10,  1, 20])")),
     _a_move("index_put(Tensor x, Tensor values, *, key=None, accumulate=False) -> Tensor",
@@ -1237,9 +1237,156 @@ def take_along_dim(input, indices, dim=None):
                        {"dim": d})
 
 
+def tril(input, diagonal=0):
+    """The lower triangle (below ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tril(torcia.ones(3, 3))
+    tensor([[1., 0., 0.],
+            [1., 1., 0.],
+            [1., 1., 1.]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError("tril: input tensor must have at least 2 dimensions")
+    return _opdef.CALL("tril", (input,), {"diagonal": int(diagonal)})
+
+
+def triu(input, diagonal=0):
+    """The upper triangle (above ``diagonal``) of the last two dims; the rest zero.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.triu(torcia.ones(3, 3), diagonal=1)
+    tensor([[0., 1., 1.],
+            [0., 0., 1.],
+            [0., 0., 0.]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError("triu: input tensor must have at least 2 dimensions")
+    return _opdef.CALL("triu", (input,), {"diagonal": int(diagonal)})
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None):
+    """Write ``src`` (or ``value``) into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(2, 3)
+    >>> torcia.scatter(x, 1, torcia.tensor([[2], [0]]), torcia.tensor([[1.0], [2.0]]))
+    tensor([[0., 0., 1.],
+            [2., 0., 0.]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    index_tensor(index, "scatter")
+    check_range(index._data, size_at(input, d), d, RuntimeError, negative=False)
+    if src is None:
+        src = value
+    tensor = _opdef.PUBLIC.Tensor
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError("reduce argument must be either add or multiply.")
+        if not isinstance(src, tensor):
+            src = _opdef.PUBLIC.full(index.shape, src, dtype=input.dtype, device=input.device)
+        if reduce == "add":
+            return scatter_add(input, dim, index, src)
+        return _opdef.PUBLIC.scatter_reduce(input, dim, index, src, "prod")
+    if isinstance(src, tensor) and src.dtype is not input.dtype:
+        src = _opdef.PUBLIC.to_dtype(src, input.dtype)
+    return along_dim("scatter", (input, index, src), {"dim": d})
+
+
+def scatter_add(input, dim, index, src):
+    """Add ``src`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3)
+    >>> torcia.scatter_add(x, 0, torcia.tensor([0, 0, 2]), torcia.tensor([1.0, 2.0, 3.0]))
+    tensor([3., 0., 3.])
+    """
+    d = wrap_dim(dim, input.ndim)
+    index_tensor(index, "scatter_add")
+    check_range(index._data, size_at(input, d), d, RuntimeError, negative=False)
+    return along_dim("scatter_add", (input, index, src), {"dim": d})
+
+
+def index_add(input, dim, index, source, *, alpha=1):
+    """Add ``alpha * source`` into a copy of ``input`` at ``index`` along ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_add(x, 0, torcia.tensor([0, 2, 0]), torcia.ones(3, 2))
+    tensor([[2., 2.],
+            [0., 0.],
+            [1., 1.]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    # PyTorch's 1-D kernel and its n-D one word the error differently
+    if input.ndim <= 1:
+        check_range(index._data, size_at(input, d), d, IndexError, negative=False,
+                    message="index out of range in self")
+    else:
+        check_range(index._data, size_at(input, d), d, RuntimeError, negative=False)
+    _check_index_source(input, d, index, source, "index_add_")
+    return along_dim("index_add", (input, index, source), {"dim": d, "alpha": alpha})
+
+
+def _check_index_source(input, d, index, source, name):
+    """PyTorch's checks of index_add_/index_copy_'s source: one slice per index, each of the
+    input's slice shape."""
+    if not input.ndim or not source.ndim:
+        if source.ndim != input.ndim or index.numel() != 1:
+            raise RuntimeError(
+                "source tensor shape must match self tensor shape, excluding the specified "
+                f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+                f"{list(source.shape)}")
+        return
+    if index.numel() != source.shape[d]:
+        raise RuntimeError(f"{name}(): Number of indices ({index.numel()}) should be equal to "
+                           f"source.size(dim): ({source.shape[d]}), for dim: {d}")
+    if source.ndim != input.ndim or any(
+            a != b for i, (a, b) in enumerate(zip(input.shape, source.shape)) if i != d):
+        raise RuntimeError(
+            "source tensor shape must match self tensor shape, excluding the specified "
+            f"dimension. Got self.shape = {list(input.shape)} source.shape = "
+            f"{list(source.shape)}")
+
+
+def index_copy(input, dim, index, source):
+    """A copy of ``input`` with its slices at ``index`` along ``dim`` from ``source``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(3, 2)
+    >>> torcia.index_copy(x, 0, torcia.tensor([2, 0]), torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor([[3., 4.],
+            [0., 0.],
+            [1., 2.]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    size = size_at(input, d)
+    check_range(index._data, size, d, negative=False, message=lambda bad: f"index_copy_(): "
+                f"index {bad} is out of bounds for dimension {d} with size {size}")
+    _check_index_source(input, d, index, source, "index_copy_")
+    return along_dim("index_copy", (input, index, source), {"dim": d})
+
+
 #: the public functions above that torcia exports (through torcia._oplib.views) and Tensor
 #: has as methods
-PUBLIC = (unfold, flip, roll, tile, diag, diag_embed)
+PUBLIC = (unfold, flip, roll, tile, diag, diag_embed, tril, triu)
 
 #: ... and those it exports through torcia._oplib.indexing, beside the indexing written there
-INDEXING_PUBLIC = (gather, index_select, take_along_dim)
+INDEXING_PUBLIC = (gather, index_select, take_along_dim, scatter, scatter_add, index_add,
+                   index_copy)
+
+#: the names of those whose Tensor method has an in-place ``name_`` form too (declared
+#: ``inplace``)
+INPLACE = tuple(d.name for d in DECLARED if d.inplace)
