@@ -10,8 +10,8 @@ import numpy as np
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
 from torcia._oplib._fft import _c2c, _c2r, _r2c
-from torcia._oplib.complex_numbers import view_as_real
 from torcia._oplib.views import cat, pad
+from torcia._ops.complex_numbers import view_as_real
 from torcia._tensor import canonical_device
 
 
