@@ -10,10 +10,9 @@ The families import each other in one direction, at their tops: ``_common`` impo
 family; ``complex_numbers``, ``views``, ``elementwise``, ``indexing`` and ``linalg``
 follow in that order, each importing only those before it, and the other families import
 these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here
-(``_fft`` holds what the families call of the transforms; the functions of
-:mod:`torcia.linalg` that they call, the norms, ``inv``, ``det``..., are written next to
-their ops' declarations in :mod:`torcia._ops`), nor a service such as :mod:`torcia.amp`
-(the autocast policy is ``torcia._autocast``'s).
+(what they call of those, the transforms' op calls, the norms, ``inv``, ``det``..., are
+written next to their ops' declarations in :mod:`torcia._ops`), nor a service such as
+:mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...

@@ -17,11 +17,11 @@ from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import ones
 from torcia._oplib._common import _operand_as, _same_dtype, _tname, _to_float
-from torcia._oplib.complex_numbers import complex as _complex_of
-from torcia._oplib.complex_numbers import conj
 from torcia._oplib.elementwise import log, to_dtype, where
 from torcia._oplib.views import cat, expand, unsqueeze
 from torcia._ops import linalg_functions, linalg_solves
+from torcia._ops.complex_numbers import complex as _complex_of
+from torcia._ops.complex_numbers import conj
 from torcia._ops.linalg import dot_operands, outer_operands
 from torcia._tensor import AUTOCAST, Tensor, _torch_name, _wrap_dim, call, inplace, result_type
 

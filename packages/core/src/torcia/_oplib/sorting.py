@@ -1,5 +1,7 @@
 """Sorting, selection and counting: ``sort``, ``topk``, ``kthvalue``, ``unique``,
-``searchsorted``, ``bucketize``, ``bincount``, ``histc``/``histogram``, ``isin``...
+``searchsorted``, ``bucketize``, ``bincount``, ``histc``/``histogram``, ``isin``... The
+public functions of the ops (``sort``... ``histc``) are written beside their declarations
+in :mod:`torcia._ops.sorting`; here are those built on them.
 """
 
 from __future__ import annotations
@@ -10,36 +12,17 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._creation import tensor
-from torcia._oplib._common import _return_type, _size_at
+from torcia._oplib._common import _return_type
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.views import cat
-from torcia._ops._common import along_dim as _along_dim
-from torcia._ops.views import take_along_dim
-from torcia._tensor import Tensor, _cpp_name, _wrap_dim, call, result_type
+from torcia._ops import sorting as _declared
+from torcia._ops.sorting import searchsorted, sort
+from torcia._tensor import Tensor, _cpp_name, result_type
 
-_Sort = _return_type("sort", ("values", "indices"))
-
-
-_Topk = _return_type("topk", ("values", "indices"))
+#: the public functions declared beside their ops in torcia._ops.sorting
+globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
 
 
-_Kth = _return_type("kthvalue", ("values", "indices"))
-
-
-def sort(input, dim=-1, descending=False, stable=False):
-    """Sort along ``dim``; returns ``(values, indices)``. Equal elements keep their order.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.sort(torcia.tensor([3, 1, 2])).values
-    tensor([1, 2, 3])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    v, i = _along_dim("sort", (input,), {"dim": d, "descending": bool(descending),
-                                   "stable": bool(stable)})
-    return _Sort(v, i)
 
 
 def argsort(input, dim=-1, descending=False, stable=False):
@@ -67,92 +50,12 @@ def msort(input):
     return sort(input, 0).values
 
 
-def topk(input, k, dim=-1, largest=True, sorted=True):
-    """The ``k`` largest (or smallest) elements along ``dim``, with their indices.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.topk(torcia.tensor([1.0, 5.0, 3.0]), 2).indices
-    tensor([1, 2])
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not 0 <= k <= _size_at(input, d):
-        raise RuntimeError("selected index k out of range")
-    v, i = _along_dim("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
-                                   "sorted": bool(sorted)})
-    return _Topk(v, i)
 
 
-def kthvalue(input, k, dim=-1, keepdim=False):
-    """The ``k``-th smallest element (1-based) along ``dim``, with its index.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.kthvalue(torcia.tensor([3.0, 1.0, 2.0]), 2)
-    torcia.return_types.kthvalue(
-    values=tensor(2.),
-    indices=tensor(2))
-    """
-    d = _wrap_dim(dim, input.ndim)
-    if not 1 <= k <= _size_at(input, d):
-        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
-    v, i = _along_dim("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
-    return _Kth(v, i)
 
 
-def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
-    """The sorted unique elements (or slices along ``dim``), optionally with the inverse
-    indices and the counts.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.unique(torcia.tensor([3, 1, 3]), return_counts=True)
-    (tensor([1, 3]), tensor([1, 2]))
-    """
-    d = None if dim is None else _wrap_dim(dim, input.ndim)
-    values, inverse, counts = call("unique", (input,), {"dim": d})
-    out = (values,) + ((inverse,) if return_inverse else ()) + (
-        (counts,) if return_counts else ())
-    return out[0] if len(out) == 1 else out
 
 
-def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
-                 sorter=None):
-    """Indices where ``input`` would be inserted into the innermost dim of
-    ``sorted_sequence`` to keep it sorted (``right`` or ``side="right"``: after equals).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.searchsorted(torcia.tensor([1, 3, 5]), torcia.tensor([3, 4]))
-    tensor([1, 2])
-    """
-    if side is not None:
-        if side not in ("left", "right"):
-            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
-                               f"we got '{side}'")
-        if right and side == "left":
-            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
-        right = side == "right"
-    if not isinstance(input, Tensor):
-        # a Python number promotes with the sequence as a weak scalar (2.5 among int64
-        # values stays 2.5; 4 among bools makes both int64), held in double precision
-        dt = result_type(sorted_sequence, input)
-        input = to_dtype(tensor(np.asarray(input), device=sorted_sequence.device), dt)
-    if sorter is not None:
-        sorted_sequence = take_along_dim(sorted_sequence, sorter, -1)
-    seq_shape, val_shape = tuple(sorted_sequence.shape), tuple(input.shape)
-    if len(seq_shape) > 1 and seq_shape[:-1] != val_shape[:-1]:
-        raise RuntimeError(
-            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
-            "dimensions of boundaries tensor and input value tensor must match, but we got "
-            f"boundaries tensor {list(seq_shape)} and input value tensor {list(val_shape)}")
-    dt = D.promote_types(sorted_sequence.dtype, input.dtype)
-    return call("searchsorted", (to_dtype(sorted_sequence, dt), to_dtype(input, dt)),
-                {"right": bool(right), "out_int32": bool(out_int32)})
 
 
 def bucketize(input, boundaries, *, out_int32=False, right=False):
@@ -170,46 +73,8 @@ def bucketize(input, boundaries, *, out_int32=False, right=False):
     return searchsorted(boundaries, input, out_int32=out_int32, right=right)
 
 
-def bincount(input, weights=None, minlength=0):
-    """Count the occurrences of each value in a 1-D tensor of non-negative integers
-    (summing ``weights`` instead when given).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.bincount(torcia.tensor([0, 2, 2]))
-    tensor([1, 0, 2])
-    """
-    if input.ndim != 1 or input.dtype.category != 1 or (
-        input.numel() and int(input._data.min()) < 0
-    ):
-        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    if minlength < 0:
-        raise RuntimeError("minlength should be >= 0")
-    if weights is not None and tuple(weights.shape) != tuple(input.shape):
-        raise RuntimeError("weights should be 1-d and have the same length as input")
-    return call("bincount", (input, weights), {"minlength": int(minlength)})
 
 
-def histc(input, bins=100, min=0, max=0):
-    """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both
-    are 0); elements outside are ignored.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.histc(torcia.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
-    tensor([0., 2., 1., 0.])
-    """
-    if bins <= 0:
-        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
-    if min > max:
-        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} "
-                           f"max {max}")
-    if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histc: input tensor must be of floating point dtype, got "
-                           f"{input.dtype.name}")
-    return call("histc", (input,), {"bins": int(bins), "min": float(min), "max": float(max)})
 
 
 def unique_consecutive(input, return_inverse=False, return_counts=False, dim=None):
@@ -394,8 +259,8 @@ def histogramdd(input, bins=10, *, range=None, weight=None, density=False):  # n
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    "sort", "argsort", "msort", "topk", "kthvalue", "unique", "bincount", "histc",
+METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC if fn is not searchsorted) + (
+    "argsort", "msort",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
@@ -405,7 +270,6 @@ FALLBACK_METHODS = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = [
-    "argsort", "bincount", "bucketize", "histc", "histogram", "histogramdd", "isin",
-    "kthvalue", "msort", "searchsorted", "sort", "topk", "unique", "unique_consecutive",
-]
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+    "argsort", "bucketize", "histogram", "histogramdd", "isin", "msort", "unique_consecutive",
+))

@@ -9,9 +9,9 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._creation import _dtype_arg, arange, ones, tensor, zeros
-from torcia._oplib._fft import _c2c, _c2r, _r2c
-from torcia._oplib.complex_numbers import view_as_real
 from torcia._oplib.views import cat, pad
+from torcia._ops.complex_numbers import view_as_real
+from torcia._ops.spectral import c2c, c2r, r2c
 from torcia._tensor import canonical_device
 
 
@@ -212,8 +212,8 @@ def stft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tru
     frames = x.unfold(-1, n_fft, hop) * w  # (B, n_frames, n_fft)
     one = (not x.is_complex() and not w.is_complex()) if onesided is None else onesided
     norm = "ortho" if normalized else "backward"
-    spec = (_r2c(frames, None, [-1], norm, "rfft", False) if one
-            else _c2c(frames, None, [-1], norm, True, "fft", False))
+    spec = (r2c(frames, None, [-1], norm, "rfft", False) if one
+            else c2c(frames, None, [-1], norm, True, "fft", False))
     spec = spec.transpose(-2, -1)
     if not batched:
         spec = spec.squeeze(0)
@@ -253,8 +253,8 @@ def istft(input, n_fft, hop_length=None, win_length=None, window=None, center=Tr
                            f"{spec.shape[-2]}")
     norm = "ortho" if normalized else "backward"
     cols = spec.transpose(-2, -1)  # (B, n_frames, freq)
-    frames = (_c2r(cols, [n_fft], [-1], norm, "irfft", False) if one and not return_complex
-              else _c2c(cols, [n_fft], [-1], norm, False, "ifft", False))
+    frames = (c2r(cols, [n_fft], [-1], norm, "irfft", False) if one and not return_complex
+              else c2c(cols, [n_fft], [-1], norm, False, "ifft", False))
     if not return_complex and frames.is_complex():
         frames = frames.real
     w = _padded_window(window, win, n_fft, frames if not frames.is_complex() else

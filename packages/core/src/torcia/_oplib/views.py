@@ -20,8 +20,8 @@ from torcia._autocast import autocast_as
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
-from torcia._oplib.complex_numbers import conj
 from torcia._ops import views as _declared
+from torcia._ops.complex_numbers import conj
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 

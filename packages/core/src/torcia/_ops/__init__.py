@@ -20,10 +20,10 @@ they are built:
 An op's public function is made from its declaration (the elementwise and special
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
-publishes, with what they share in ``_linalg``; the reductions in ``reduce``'s
-``PUBLIC``; ``flip``, ``gather``... in ``views``' ``PUBLIC`` and ``INDEXING_PUBLIC``); the
-other families' stay in :mod:`torcia._oplib`. Backward formulas are
-torcia-autograd's.
+publishes, with what they share in ``_linalg``; the reductions, the complex-number
+ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
+``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
+Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================

@@ -2,8 +2,9 @@
 decomposition. ``real``, ``imag``, ``view_as_real`` and ``view_as_complex`` are views of
 their input (their public functions mark them so); ``conj`` is a copy, ``angle`` the
 argument (of a real number: 0, or pi below 0), ``complex`` builds one from two real
-tensors. Their public functions are in :mod:`torcia._oplib.complex_numbers`, their
-derivatives torcia-autograd's.
+tensors. Their public functions are at the end of this module, next to their
+declarations (``polar``, ``sgn`` and the lazy-bit queries, built on them, are in
+:mod:`torcia._oplib.complex_numbers`); their derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import _opdef
+from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
 from torcia._ops._common import first_shape, floating_dtype, op, real_dtype, real_like
 from torcia._ops._common import where as _where
@@ -89,20 +91,20 @@ def _complex_shape(re, im, **params):
 # ----- decompositions ----------------------------------------------------------------------
 
 
-def angle(a):
+def angle_of_parts(a):
     if a.is_complex():
         return a.imag.atan2(a.real)
     # pi for negative numbers only (not for -0.0), NaN kept; the gradient is 0
     return _where(a.isnan(), a, _where(a < 0, a.new_full((), math.pi), a.new_zeros(())))
 
 
-def conj(a):
+def conj_of_parts(a):
     if not a.is_complex():
         return a.clone()  # the kernel's copy
     return op("complex", a.real, -a.imag)  # -0.0 where the part was 0.0, as the kernel's
 
 
-def complex(re, im):  # noqa: A001 - the op's name
+def complex_of_parts(re, im):
     # the parts side by side along a new last dim, read as complex numbers: exact, where
     # re + 1j * im would turn an infinite part's product with 0 into NaN
     part = D.float64 if re.dtype == D.float64 else D.float32  # as the kernel's _complex_of
@@ -123,8 +125,143 @@ DECLARED = (
     _one("imag", Kernels.imag, real_like),
     _one("view_as_real", Kernels.view_as_real, _view_as_real_shape),
     _one("view_as_complex", Kernels.view_as_complex, _view_as_complex_shape),
-    _one("conj", Kernels.conj, first_shape, decomposition=conj),
-    _one("angle", Kernels.angle, _angle_shape, decomposition=angle),
+    _one("conj", Kernels.conj, first_shape, decomposition=conj_of_parts),
+    _one("angle", Kernels.angle, _angle_shape, decomposition=angle_of_parts),
     define("complex(Tensor re, Tensor im) -> Tensor", Kernels.complex, shape=_complex_shape,
-           decomposition=complex, group="complex"),
+           decomposition=complex_of_parts, group="complex"),
 )
+
+
+# ----- public functions (torcia.real, torcia.view_as_complex...): the ops' calls by name --
+
+
+def _tensor(x, name):
+    if not isinstance(x, _opdef.PUBLIC.Tensor):
+        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+
+
+def real(input):
+    """The real parts of a complex tensor, as a view (``input`` itself when real).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.real(torcia.tensor([1 + 2j, 3 - 1j]))
+    tensor([1., 3.])
+    """
+    _tensor(input, "real")
+    if not input.is_complex():
+        return input
+    return _opdef.CALL("real", (input,), {}, input)
+
+
+def imag(input):
+    """The imaginary parts of a complex tensor, as a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.imag(torcia.tensor([1 + 2j, 3 - 1j]))
+    tensor([ 2., -1.])
+    """
+    _tensor(input, "imag")
+    if not input.is_complex():
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return _opdef.CALL("imag", (input,), {}, input)
+
+
+def view_as_real(input):
+    """A complex tensor as a real one with a last dim of size 2 (real, imaginary): a view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view_as_real(torcia.tensor([1 + 2j]))
+    tensor([[1., 2.]])
+    """
+    _tensor(input, "view_as_real")
+    if not input.is_complex():
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return _opdef.CALL("view_as_real", (input,), {}, input)
+
+
+def view_as_complex(input):
+    """A float tensor whose last dim (size 2, stride 1) holds real and imaginary parts, as a
+    complex view.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.view_as_complex(torcia.tensor([[1.0, 2.0], [3.0, -1.0]]))
+    tensor([1.+2.j, 3.-1.j])
+    """
+    _tensor(input, "view_as_complex")
+    if input.dtype not in (D.float32, D.float64):
+        raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
+                           f"but got a tensor of scalar type: {_torch_name(input.dtype)}")
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    # a meta tensor holds no storage: it has no strides to check
+    if input.device.type != "meta" and input.stride(-1) != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if input.device.type != "meta" and any(s % 2 for s in input.stride()[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last "
+                           "dimension")
+    return _opdef.CALL("view_as_complex", (input,), {}, input)
+
+
+def conj(input):
+    """The complex conjugate: a copy for a complex tensor (see the module notes), ``input``
+    itself for a real one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conj(torcia.tensor([1 + 2j]))
+    tensor([1.-2.j])
+    """
+    _tensor(input, "conj")
+    if not input.is_complex():
+        return input
+    return _opdef.CALL("conj", (input,), {})
+
+
+def angle(input):
+    """The argument of each element in radians (0 or pi for real numbers).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.angle(torcia.tensor([1j, -1.0 + 0j]))
+    tensor([1.5708, 3.1416])
+    """
+    _tensor(input, "angle")
+    if input.dtype.category < 2:
+        input = input.to(D.get_default_dtype())
+    return _opdef.CALL("angle", (input,), {})
+
+
+def complex(real, imag):
+    """The complex tensor ``real + 1j * imag`` from two float tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.complex(torcia.tensor([1.0]), torcia.tensor([2.0]))
+    tensor([1.+2.j])
+    """
+    for name, x in (("real", real), ("imag", imag)):
+        if not isinstance(x, _opdef.PUBLIC.Tensor):
+            raise TypeError(f"complex(): argument '{name}' must be Tensor, not "
+                            f"{type(x).__name__}")
+    if real.dtype not in (D.float32, D.float64) or imag.dtype is not real.dtype:
+        raise RuntimeError(f"Expected both inputs to be Float or Double tensors but got "
+                           f"{_torch_name(real.dtype)} and {_torch_name(imag.dtype)}")
+    return _opdef.CALL("complex", (real, imag), {})
+
+
+#: the public functions above, which torcia exports ...
+PUBLIC = (real, imag, view_as_real, view_as_complex, conj, angle, complex)
+#: ... and those that are Tensor methods too (``real`` and ``imag`` are properties)
+METHODS = (conj, angle)

@@ -9,8 +9,10 @@ CuPy; ``self.sort`` its sort). ``unique``, ``nonzero`` and ``bincount`` have no 
 their output's size depends on the values (:data:`torcia._meta.DATA_DEPENDENT`). A
 decomposition is written with Tensor methods, running ``sort`` through
 :func:`torcia._ops._common.op` (this module is below the Tensor class). The integer
-results carry no gradient. Their public functions are in :mod:`torcia._oplib.sorting`,
-the derivatives of sort, topk and kthvalue are torcia-autograd's.
+results carry no gradient. Their public functions are at the end of this module, next to
+their declarations (``argsort``, ``msort``, ``bucketize``, ``histogram``... built on them
+are in :mod:`torcia._oplib.sorting`); the derivatives of sort, topk and kthvalue are
+torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -22,7 +24,18 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import BOOL, COMPLEX, op, refuse, scan_with_indices, values_and_indices
+from torcia._ops._common import (
+    BOOL,
+    COMPLEX,
+    along_dim,
+    op,
+    refuse,
+    return_type,
+    scan_with_indices,
+    size_at,
+    values_and_indices,
+    wrap_dim,
+)
 from torcia._ops._common import with_size as _with
 from torcia._ops.reduce import pick, sorted_at
 
@@ -116,18 +129,18 @@ _SEARCHSORTED = {kind: (NotImplementedError, '"searchsorted_out_cpu" not impleme
 # k=None as the records read it: the public functions always pass k
 
 
-def kthvalue(a, k=None, dim=-1, keepdim=False):
+def kth_by_sort(a, k=None, dim=-1, keepdim=False):
     refuse(_KTHVALUE, a)
     return sorted_at(a, k - 1, dim, keepdim)
 
 
-def topk(a, k=None, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
+def topk_by_sort(a, k=None, dim=-1, largest=True, sorted=True):  # noqa: A002 - PyTorch's name
     refuse(_TOPK, a)
     values, index = op("sort", a, dim=dim, descending=largest)
     return values.narrow(dim, 0, k).clone(), index.narrow(dim, 0, k).clone()
 
 
-def searchsorted(seq, values, right=False, out_int32=False):
+def searchsorted_by_count(seq, values, right=False, out_int32=False):
     refuse(_SEARCHSORTED, seq)
     # exact for a sorted sequence: the insertion point is the number of its elements before
     # the value (left) or not after it (right), in NumPy's order, which puts NaN last
@@ -145,7 +158,7 @@ def searchsorted(seq, values, right=False, out_int32=False):
     return before.sum(-1).to(D.int32 if out_int32 else D.int64)
 
 
-def bincount(a, weights=None, minlength=0):
+def bincount_by_scatter(a, weights=None, minlength=0):
     size = max(int(a.amax()) + 1 if a.numel() else 0, minlength)
     if weights is None:
         dtype, src = D.int64, a.new_ones(a.shape, dtype=D.int64)
@@ -157,7 +170,7 @@ def bincount(a, weights=None, minlength=0):
     return a.new_zeros(size, dtype=dtype).scatter_add(0, a, src)
 
 
-def histc(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
+def histc_by_scatter(a, bins=100, min=0.0, max=0.0):  # noqa: A002 - PyTorch's names
     lo, hi = float(min), float(max)
     if lo == hi and a.numel():
         lo, hi = float(a.amin()), float(a.amax())
@@ -208,20 +221,185 @@ DECLARED = (
     _sorting("sort(Tensor x, *, int dim=-1, bool descending=False, bool stable=False) "
              "-> (Tensor, Tensor)", Kernels.sort, shape=scan_with_indices, refuses=_SORT),
     _sorting("topk(Tensor x, *, int? k=None, int dim=-1, bool largest=True, bool sorted=True) "
-             "-> (Tensor, Tensor)", Kernels.topk, shape=_topk_shape, decomposition=topk,
+             "-> (Tensor, Tensor)", Kernels.topk, shape=_topk_shape, decomposition=topk_by_sort,
              refuses=_TOPK),
     _sorting("unique(Tensor a, *, int? dim=None) -> (Tensor, Tensor, Tensor)", Kernels.unique,
              differentiable=False),
     _sorting("nonzero(Tensor a) -> Tensor", Kernels.nonzero, differentiable=False),
     _sorting("kthvalue(Tensor x, *, int? k=None, int dim=-1, bool keepdim=False) "
              "-> (Tensor, Tensor)", Kernels.kthvalue, shape=_kthvalue_shape,
-             decomposition=kthvalue, refuses=_KTHVALUE),
+             decomposition=kth_by_sort, refuses=_KTHVALUE),
     _sorting("searchsorted(Tensor seq, Tensor values, *, bool right=False, "
              "bool out_int32=False) -> Tensor", Kernels.searchsorted,
-             shape=_searchsorted_shape, decomposition=searchsorted, differentiable=False,
+             shape=_searchsorted_shape, decomposition=searchsorted_by_count, differentiable=False,
              refuses=_SEARCHSORTED),
     _sorting("bincount(Tensor a, *, Tensor? weights=None, int minlength=0) -> Tensor",
-             Kernels.bincount, decomposition=bincount, differentiable=False),
+             Kernels.bincount, decomposition=bincount_by_scatter, differentiable=False),
     _sorting("histc(Tensor a, *, int bins=100, float min=0.0, float max=0.0) -> Tensor",
-             Kernels.histc, shape=_histc_shape, decomposition=histc, differentiable=False),
+             Kernels.histc, shape=_histc_shape, decomposition=histc_by_scatter,
+             differentiable=False),
 )
+
+
+# ----- public functions (torcia.sort, torcia.topk...): the ops' calls by name -----------
+
+_Sort = return_type("sort", ("values", "indices"))
+
+
+_Topk = return_type("topk", ("values", "indices"))
+
+
+_Kth = return_type("kthvalue", ("values", "indices"))
+
+
+def sort(input, dim=-1, descending=False, stable=False):
+    """Sort along ``dim``; returns ``(values, indices)``. Equal elements keep their order.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.sort(torcia.tensor([3, 1, 2])).values
+    tensor([1, 2, 3])
+    """
+    d = wrap_dim(dim, input.ndim)
+    v, i = along_dim("sort", (input,), {"dim": d, "descending": bool(descending),
+                                        "stable": bool(stable)})
+    return _Sort(v, i)
+
+
+def topk(input, k, dim=-1, largest=True, sorted=True):
+    """The ``k`` largest (or smallest) elements along ``dim``, with their indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.topk(torcia.tensor([1.0, 5.0, 3.0]), 2).indices
+    tensor([1, 2])
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not 0 <= k <= size_at(input, d):
+        raise RuntimeError("selected index k out of range")
+    v, i = along_dim("topk", (input,), {"k": int(k), "dim": d, "largest": bool(largest),
+                                        "sorted": bool(sorted)})
+    return _Topk(v, i)
+
+
+def kthvalue(input, k, dim=-1, keepdim=False):
+    """The ``k``-th smallest element (1-based) along ``dim``, with its index.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.kthvalue(torcia.tensor([3.0, 1.0, 2.0]), 2)
+    torcia.return_types.kthvalue(
+    values=tensor(2.),
+    indices=tensor(2))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if not 1 <= k <= size_at(input, d):
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
+    v, i = along_dim("kthvalue", (input,), {"k": int(k), "dim": d, "keepdim": bool(keepdim)})
+    return _Kth(v, i)
+
+
+def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=None):
+    """The sorted unique elements (or slices along ``dim``), optionally with the inverse
+    indices and the counts.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unique(torcia.tensor([3, 1, 3]), return_counts=True)
+    (tensor([1, 3]), tensor([1, 2]))
+    """
+    d = None if dim is None else wrap_dim(dim, input.ndim)
+    values, inverse, counts = _opdef.CALL("unique", (input,), {"dim": d})
+    out = (values,) + ((inverse,) if return_inverse else ()) + (
+        (counts,) if return_counts else ())
+    return out[0] if len(out) == 1 else out
+
+
+def searchsorted(sorted_sequence, input, *, out_int32=False, right=False, side=None,
+                 sorter=None):
+    """Indices where ``input`` would be inserted into the innermost dim of
+    ``sorted_sequence`` to keep it sorted (``right`` or ``side="right"``: after equals).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.searchsorted(torcia.tensor([1, 3, 5]), torcia.tensor([3, 4]))
+    tensor([1, 2])
+    """
+    if side is not None:
+        if side not in ("left", "right"):
+            raise RuntimeError(f"torch.searchsorted(): side can only be 'left' or 'right' but "
+                               f"we got '{side}'")
+        if right and side == "left":
+            raise RuntimeError("torch.searchsorted(): side and right can't be set to opposites")
+        right = side == "right"
+    if not isinstance(input, _opdef.PUBLIC.Tensor):
+        # a Python number promotes with the sequence as a weak scalar (2.5 among int64
+        # values stays 2.5; 4 among bools makes both int64), held in double precision
+        dt = _opdef.PUBLIC.result_type(sorted_sequence, input)
+        input = _opdef.PUBLIC.to_dtype(
+            _opdef.PUBLIC.tensor(np.asarray(input), device=sorted_sequence.device), dt)
+    if sorter is not None:
+        sorted_sequence = _opdef.PUBLIC.take_along_dim(sorted_sequence, sorter, -1)
+    seq_shape, val_shape = tuple(sorted_sequence.shape), tuple(input.shape)
+    if len(seq_shape) > 1 and seq_shape[:-1] != val_shape[:-1]:
+        raise RuntimeError(
+            "torch.searchsorted(): boundaries tensor should be 1 dimension or the first N-1 "
+            "dimensions of boundaries tensor and input value tensor must match, but we got "
+            f"boundaries tensor {list(seq_shape)} and input value tensor {list(val_shape)}")
+    dt = D.promote_types(sorted_sequence.dtype, input.dtype)
+    to_dtype = _opdef.PUBLIC.to_dtype
+    return _opdef.CALL("searchsorted", (to_dtype(sorted_sequence, dt), to_dtype(input, dt)),
+                       {"right": bool(right), "out_int32": bool(out_int32)})
+
+
+def bincount(input, weights=None, minlength=0):
+    """Count the occurrences of each value in a 1-D tensor of non-negative integers
+    (summing ``weights`` instead when given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.bincount(torcia.tensor([0, 2, 2]))
+    tensor([1, 0, 2])
+    """
+    if input.ndim != 1 or input.dtype.category != 1 or (
+        input.numel() and int(input._data.min()) < 0
+    ):
+        raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
+    if minlength < 0:
+        raise RuntimeError("minlength should be >= 0")
+    if weights is not None and tuple(weights.shape) != tuple(input.shape):
+        raise RuntimeError("weights should be 1-d and have the same length as input")
+    return _opdef.CALL("bincount", (input, weights), {"minlength": int(minlength)})
+
+
+def histc(input, bins=100, min=0, max=0):
+    """Histogram of ``bins`` equal-width bins over [min, max] (the data's range when both
+    are 0); elements outside are ignored.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.histc(torcia.tensor([1.0, 2.0, 1.0]), bins=4, min=0, max=3)
+    tensor([0., 2., 1., 0.])
+    """
+    if bins <= 0:
+        raise RuntimeError(f"torch.histc: bins must be > 0, but got {bins} for dimension 0")
+    if min > max:
+        raise RuntimeError(f"torch.histc: max must be larger than min, but got min {min} "
+                           f"max {max}")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"torch.histc: input tensor must be of floating point dtype, got "
+                           f"{input.dtype.name}")
+    return _opdef.CALL("histc", (input,), {"bins": int(bins), "min": float(min),
+                                           "max": float(max)})
+
+
+#: the public functions above, which torcia exports and Tensor has as methods (but
+#: ``searchsorted``, a function only)
+PUBLIC = (sort, topk, kthvalue, unique, searchsorted, bincount, histc)

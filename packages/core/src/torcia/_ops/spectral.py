@@ -6,6 +6,10 @@ signal's length), each over ``dims=`` with a normalization mode ``norm=`` ("back
 "ortho", "forward"). The public functions of :mod:`torcia.fft` resize the input first, so
 the kernels transform the sizes they are given (``last_dim_size`` aside). The real
 transforms decompose into the complex one; the derivatives are torcia-autograd's.
+
+The ops' calls are at the end of this module (``c2c``, ``r2c``, ``c2r``: argument checks,
+the signal sizes, the input resized to them), which the transforms of :mod:`torcia.fft`
+and ``stft``/``istft`` (:mod:`torcia._oplib.spectral`) make.
 """
 
 from __future__ import annotations
@@ -13,8 +17,10 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _opdef
+from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
-from torcia._ops._common import first_shape, op, real_dtype
+from torcia._ops._common import first_shape, op, real_dtype, wrap_dim
 from torcia._ops._common import with_size as _with
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -94,3 +100,106 @@ DECLARED = (
     define(f"fft_c2r(Tensor x, *, {_NORM}, int last_dim_size=1) -> Tensor", Kernels.fft_c2r,
            shape=_c2r_shape, decomposition=fft_c2r, group="fft"),
 )
+
+
+# ----- the ops' calls, as torcia.fft and stft/istft make them ----------------------------
+
+_NORMS = ("backward", "ortho", "forward")
+_SWAP = {"backward": "forward", "ortho": "ortho", "forward": "backward"}
+
+
+def _norm(norm):
+    if norm is None:
+        return "backward"
+    if norm not in _NORMS:
+        raise ValueError(f'Invalid normalization mode: "{norm}"')
+    return norm
+
+
+def _prepare(x, name, want_complex):
+    if not isinstance(x, _opdef.PUBLIC.Tensor):
+        raise TypeError(f"fft_{name}(): argument 'input' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    if x.dtype in (D.float16, D.bfloat16):
+        raise RuntimeError(f"Unsupported dtype {_torch_name(x.dtype)}")
+    if x.dtype.category < 2:
+        x = x.to(D.get_default_dtype())
+    if want_complex and not x.is_complex():
+        x = x.to(x.dtype.to_complex())
+    return x
+
+
+def _dims_sizes(x, s, dim, default_all, name):
+    """The dims transformed (non-negative) and the signal size along each (None: as is)."""
+    if dim is None:
+        if s is not None:
+            dims = list(range(x.ndim - len(s), x.ndim))
+        else:
+            dims = list(range(x.ndim)) if default_all else [x.ndim - 1]
+    else:
+        dims = [wrap_dim(d, x.ndim) for d in ((dim,) if isinstance(dim, int) else dim)]
+        if len(set(dims)) != len(dims):
+            raise RuntimeError(f"fft_{name} dims must be unique")
+    if s is not None:
+        s = [s] if isinstance(s, int) else list(s)
+        if len(s) != len(dims):
+            raise RuntimeError("When given, dim and shape arguments must have the same "
+                               "length")
+        sizes = [None if n == -1 else n for n in s]
+    else:
+        sizes = [None] * len(dims)
+    for n in sizes:
+        if n is not None and n < 1:
+            raise RuntimeError(f"Invalid number of data points ({n}) specified")
+    return dims, sizes
+
+
+def _resize(x, dims, sizes):
+    """Zero-pad or cut ``x`` to ``sizes`` along ``dims`` (differentiably)."""
+    for d, n in zip(dims, sizes):
+        have = x.shape[d]
+        if n is None or n == have:
+            continue
+        if n < have:
+            x = x.narrow(d, 0, n)
+        else:
+            shape = list(x.shape)
+            shape[d] = n - have
+            pad = _opdef.PUBLIC.zeros(*shape, dtype=x.dtype, device=x.device)
+            x = _opdef.PUBLIC.cat([x, pad], d)
+    return x
+
+
+def c2c(x, s, dim, norm, forward, name, default_all):
+    x = _prepare(x, name, True)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    x = _resize(x, dims, sizes)
+    return _opdef.CALL("fft_c2c", (x,), {"dims": tuple(dims), "norm": _norm(norm),
+                                  "forward": forward})
+
+
+def r2c(x, s, dim, norm, name, default_all, conj=False):
+    if isinstance(x, _opdef.PUBLIC.Tensor) and x.is_complex():
+        raise RuntimeError(f"{name} expects a real input tensor, but got "
+                           f"{_torch_name(x.dtype)}")
+    x = _prepare(x, name, False)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    x = _resize(x, dims, sizes)
+    out = _opdef.CALL("fft_r2c", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
+                                 else _SWAP[_norm(norm)], "onesided": True})
+    return out.conj() if conj else out
+
+
+def c2r(x, s, dim, norm, name, default_all, conj=False):
+    x = _prepare(x, name, True)
+    dims, sizes = _dims_sizes(x, s, dim, default_all, name)
+    last = sizes[-1]
+    if last is None:
+        last = 2 * (x.shape[dims[-1]] - 1)
+    if last < 1:
+        raise RuntimeError(f"Invalid number of data points ({last}) specified")
+    x = _resize(x, dims, sizes[:-1] + [last // 2 + 1])
+    if conj:
+        x = x.conj()
+    return _opdef.CALL("fft_c2r", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
+                                  else _SWAP[_norm(norm)], "last_dim_size": last})

@@ -1,5 +1,5 @@
-"""Backward formulas of the complex-number ops (``_oplib/complex_numbers.py``): ``real``, ``imag``,
-``view_as_real``, ``conj``, ``angle``, ``complex``."""
+"""Backward formulas of the complex-number ops (declared in ``_ops/complex_numbers.py``):
+``real``, ``imag``, ``view_as_real``, ``conj``, ``angle``, ``complex``."""
 
 from __future__ import annotations
 

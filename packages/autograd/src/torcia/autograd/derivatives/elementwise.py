@@ -1,5 +1,6 @@
-"""Backward formulas of the elementwise ops (``_oplib/elementwise.py``): unary functions, special
-functions, arithmetic, comparisons' neighbours ``clamp``, ``where``, ``lerp``, casts."""
+"""Backward formulas of the elementwise ops (declared in ``_ops/elementwise.py``): unary
+functions, special functions, arithmetic, comparisons' neighbours ``clamp``, ``where``,
+``lerp``, casts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backward formulas of activations and softmax (``_oplib/nn_activation.py``)."""
+"""Backward formulas of activations and softmax (declared in ``_ops/nn_activation.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backward formulas of convolutions and pooling (``_oplib/nn_conv.py``)."""
+"""Backward formulas of convolutions and pooling (declared in ``_ops/nn_conv.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backward formulas of the losses (``_oplib/nn_loss.py``)."""
+"""Backward formulas of the losses (declared in ``_ops/nn_loss.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backward formulas of batch, layer and RMS norm (``_oplib/nn_norm.py``)."""
+"""Backward formulas of batch, layer and RMS norm (declared in ``_ops/nn_norm.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Backward formulas of the LSTM cell and layer (``_oplib/nn_rnn.py``)."""
+"""Backward formulas of the LSTM cell and layer (declared in ``_ops/nn_rnn.py``)."""
 
 from __future__ import annotations
 

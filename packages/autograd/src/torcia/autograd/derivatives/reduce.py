@@ -1,5 +1,5 @@
-"""Backward formulas of reductions and scans (``_oplib/reduce.py``): ``sum``, ``max``, ``var``,
-``norm``, ``logsumexp``, ``cumsum``."""
+"""Backward formulas of reductions and scans (declared in ``_ops/reduce.py``): ``sum``,
+``max``, ``var``, ``norm``, ``logsumexp``, ``cumsum``."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Backward formulas of sorting and selection (``_oplib/sorting.py``): ``sort``, ``topk``, and the
-scans that pick an element (``cummax``, ``cummin``)."""
+"""Backward formulas of sorting and selection (declared in ``_ops/sorting.py``): ``sort``,
+``topk``, and the scans that pick an element (``cummax``, ``cummin``)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Backward formulas of views and movement (``_oplib/views.py``): ``view``, ``permute``, ``expand``,
-``cat``, ``split``, ``flip``, ``pad``, diagonals."""
+"""Backward formulas of views and movement (declared in ``_ops/views.py``): ``view``,
+``permute``, ``expand``, ``cat``, ``split``, ``flip``, ``pad``, diagonals."""
 
 from __future__ import annotations
 
