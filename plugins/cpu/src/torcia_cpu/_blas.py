@@ -153,6 +153,19 @@ def crowded() -> bool:
     return _load["crowded"]
 
 
+#: Rows below which a product's time is its (K, N) operand's reading, not its multiply-adds:
+#: a decoding step's (1, 768) @ (768, 2304) projection reads 7 MB for 1.8M multiply-adds,
+#: as long on one thread as 16 rows (0.23 ms), and halves on two (torch: 0.22 -> 0.12 ms).
+MEMORY_ROWS = 16
+
+
+def product_work(rows: int, k: int, n: int) -> int:
+    """The multiply-adds :func:`worth_threads` and :func:`split` weigh a (rows, k) @ (k, n)
+    product by: those of at least :data:`MEMORY_ROWS` rows, as long as reading the (k, n)
+    operand takes."""
+    return max(rows, MEMORY_ROWS) * k * n
+
+
 def worth_threads(work: int, spins: bool = True) -> bool:
     """Whether a product of ``work`` multiply-adds is worth torcia's threads now, on a
     library whose threads spin while they wait for each other (``spins``: NumPy's

@@ -74,7 +74,7 @@ class NativeKernels:
                                           _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
         if _rows_product(a, b):
             a2 = _as_rows(a)
-            with _own_blas_threads(a2.shape[0] * a2.shape[1] * b.shape[1]) as (threads, team):
+            with _own_blas_threads(_blas.product_work(*a2.shape, b.shape[1])) as (threads, team):
                 out = _native.matmul_batched(_gemm_ready(a2), _gemm_ready(b), threads, team)
             return _shaped(out, a.shape[:-1] + b.shape[-1:])
         if not _blas.wide(a, b):
@@ -97,7 +97,7 @@ class NativeKernels:
         if w.ndim == 2 and _rows_product(x, w.T) and (b is None or (
                 b.shape == w.shape[:1] and _native_ok(x, b))):
             x2 = _as_rows(x)
-            with _own_blas_threads(x2.shape[0] * x2.shape[1] * w.shape[0]) as (threads, team):
+            with _own_blas_threads(_blas.product_work(*x2.shape, w.shape[0])) as (threads, team):
                 out = _native.linear(_gemm_ready(x2), _gemm_ready(w), _opt_c(b), threads,
                                      team)
             return _shaped(out, x.shape[:-1] + w.shape[:1])
