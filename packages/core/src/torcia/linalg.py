@@ -35,6 +35,7 @@ from torcia._ops._linalg import (
     check_info,
     check_matrix,
     check_square,
+    check_system,
     eye_like,
 )
 from torcia._ops.linalg_factorizations import (
@@ -258,11 +259,7 @@ def lu_solve(LU, pivots, B, *, left=True, adjoint=False):
     if B.ndim < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
                            "dimensions.")
-    n = LU.shape[-1]
-    if (B.shape[-2] if left else B.shape[-1]) != n:
-        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
-                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
-                           f"{B.shape[-2]}x{B.shape[-1]})")
+    check_system(LU, B, left, "lu_solve")
     P, L, U = lu_unpack(LU, pivots)
     if left and not adjoint:  # X = U^-1 L^-1 P^T B
         Y = solve_triangular(L, P.mT @ B, upper=False, unitriangular=True)

@@ -179,6 +179,24 @@ def check_square(A, name):
                            f"{A.shape[-2]} by {A.shape[-1]} matrices")
 
 
+def check_same_dtype(A, B, name):
+    """PyTorch's error of ``linalg.<name>`` for an ``A`` and a ``B`` of two dtypes."""
+    if A.dtype is not B.dtype:
+        raise RuntimeError(f"linalg.{name}: Expected A and B to have the same dtype, but found "
+                           f"A of type {D.torch_type_name(A.dtype)} and B of type "
+                           f"{D.torch_type_name(B.dtype)} instead")
+
+
+def check_system(A, B, left, name):
+    """PyTorch's error of ``linalg.<name>`` for a batch of matrices ``B`` that is no right
+    side of ``A X = B`` (``X A = B`` when not ``left``), ``A`` square."""
+    n = A.shape[-1]
+    if (B.shape[-2] if left else B.shape[-1]) != n:
+        raise RuntimeError(f"linalg.{name}: Incompatible shapes of A and B for the equation "
+                           f"{'AX = B' if left else 'XA = B'} ({n}x{n} and "
+                           f"{B.shape[-2]}x{B.shape[-1]})")
+
+
 def check_info(info, name, message):
     """:class:`LinAlgError` ``name: message(info)`` for the first nonzero ``info`` of a
     factorization's (each matrix's), as the ``check_errors`` of the ``_ex`` functions."""

@@ -33,7 +33,9 @@ from torcia._ops._linalg import (
     batch_dims,
     check_float,
     check_matrix,
+    check_same_dtype,
     check_square,
+    check_system,
     half_in_float32,
     linalg_op,
     xp_linalg,
@@ -303,17 +305,10 @@ def solve(A, B, *, left=True):
     """
     check_square(A, "solve")
     check_float(B, "solve")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found "
-                           f"A of type {D.torch_type_name(A.dtype)} and B of type "
-                           f"{D.torch_type_name(B.dtype)} instead")
+    check_same_dtype(A, B, "solve")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     Bm = B.unsqueeze(-1) if vector else B
-    if left and Bm.shape[-2] != A.shape[-1] or not left and Bm.shape[-1] != A.shape[-1]:
-        raise RuntimeError(
-            f"linalg.solve: Incompatible shapes of A and B for the equation "
-            f"{'AX = B' if left else 'XA = B'} ({A.shape[-2]}x{A.shape[-1]} and "
-            f"{Bm.shape[-2]}x{Bm.shape[-1]})")
+    check_system(A, Bm, left, "solve")
     X = _opdef.CALL("linalg_solve", (A, Bm), {"left": bool(left)})
     return X.squeeze(-1) if vector else X
 
@@ -380,15 +375,8 @@ def solve_triangular(A, B, *, upper, left=True, unitriangular=False):
     if B.ndim < 2:
         raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
                            "dimensions.")
-    if A.dtype is not B.dtype:
-        raise RuntimeError(f"linalg.solve_triangular: Expected A and B to have the same dtype, "
-                           f"but found A of type {D.torch_type_name(A.dtype)} and B of "
-                           f"type {D.torch_type_name(B.dtype)} instead")
-    n = A.shape[-1]
-    if (B.shape[-2] if left else B.shape[-1]) != n:
-        raise RuntimeError(f"linalg.solve_triangular: Incompatible shapes of A and B for the "
-                           f"equation {'AX = B' if left else 'XA = B'} ({n}x{n} and "
-                           f"{B.shape[-2]}x{B.shape[-1]})")
+    check_same_dtype(A, B, "solve_triangular")
+    check_system(A, B, left, "solve_triangular")
     return _opdef.CALL("linalg_solve_triangular", (A, B),
                        {"upper": bool(upper), "left": bool(left),
                         "unitriangular": bool(unitriangular)})
