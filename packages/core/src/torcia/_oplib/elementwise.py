@@ -330,7 +330,7 @@ def float_power(input, exponent):
     """
     dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
     return _made.pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
-               to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
+                     to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
 
 
 def round(input, *, decimals=0):

@@ -255,7 +255,7 @@ def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
         p = 2.0
     if p == "nuc":
         return linalg_functions.matrix_norm(input, "nuc", dim=(-2, -1) if dim is None else dim,
-                                  keepdim=keepdim)
+                                            keepdim=keepdim)
     if dtype is not None:
         input = to_dtype(input, dtype)
     return call("norm", (_float_input(input, "norm"),),

@@ -495,7 +495,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data=True, unpack_pivots=True):
     P = L = U = None
     if unpack_pivots:
         P = _opdef.CALL("linalg_lu_permutation", (LU_pivots,),
-                 {"m": m, "dtype": LU_data.dtype.to_numpy()})
+                        {"m": m, "dtype": LU_data.dtype.to_numpy()})
     if unpack_data:
         L = LU_data.narrow(-1, 0, k).tril(-1) + eye_like(max(m, k), LU_data)[:m, :k]
         U = LU_data.narrow(-2, 0, k).triu()

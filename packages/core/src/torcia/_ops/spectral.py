@@ -175,7 +175,7 @@ def c2c(x, s, dim, norm, forward, name, default_all):
     dims, sizes = _dims_sizes(x, s, dim, default_all, name)
     x = _resize(x, dims, sizes)
     return _opdef.CALL("fft_c2c", (x,), {"dims": tuple(dims), "norm": _norm(norm),
-                                  "forward": forward})
+                                         "forward": forward})
 
 
 def r2c(x, s, dim, norm, name, default_all, conj=False):
@@ -186,7 +186,7 @@ def r2c(x, s, dim, norm, name, default_all, conj=False):
     dims, sizes = _dims_sizes(x, s, dim, default_all, name)
     x = _resize(x, dims, sizes)
     out = _opdef.CALL("fft_r2c", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
-                                 else _SWAP[_norm(norm)], "onesided": True})
+                                        else _SWAP[_norm(norm)], "onesided": True})
     return out.conj() if conj else out
 
 
@@ -202,4 +202,4 @@ def c2r(x, s, dim, norm, name, default_all, conj=False):
     if conj:
         x = x.conj()
     return _opdef.CALL("fft_c2r", (x,), {"dims": tuple(dims), "norm": _norm(norm) if not conj
-                                  else _SWAP[_norm(norm)], "last_dim_size": last})
+                                         else _SWAP[_norm(norm)], "last_dim_size": last})

@@ -844,7 +844,7 @@ def contiguous(a):
 @opmath
 def scattered_sum(a, index, src, dim):
     return _opdef.CALL("scatter_reduce", (a, index, src), {"dim": dim, "reduce": "sum",
-                                                    "include_self": True})
+                                                           "include_self": True})
 
 
 def _spread(index, like, dim):
@@ -875,7 +875,7 @@ def embedded_diagonals(a, offset=0, dim1=-2, dim2=-1):
     n = a.shape[-1] + abs(offset)
     lead = tuple(a.shape[:-1])
     padded = _opdef.PUBLIC.cat([a, _opdef.PUBLIC.zeros(lead + (abs(offset),), dtype=a.dtype,
-                                         device=a.device)], -1)
+                                                       device=a.device)], -1)
     values = padded.unsqueeze(-1 if offset >= 0 else -2)
     place = (_opdef.PUBLIC.arange(n, device=a.device).unsqueeze(0)
              - _opdef.PUBLIC.arange(n, device=a.device).unsqueeze(1))
