@@ -124,6 +124,19 @@ def test_file_store_is_shared_between_processes(tmp_path):
     assert FileStore(path).get("parent") == b"hello" and os.path.getsize(path) > 0
 
 
+def test_file_store_loses_no_update_of_concurrent_processes(tmp_path):
+    # each operation rewrites the whole table: one written after its lock is released
+    # let another process read a torn table and drop keys (a 4-process rendezvous hung)
+    path = str(tmp_path / "shared")
+    code = ("import sys; from torcia.distributed import FileStore; s = FileStore(sys.argv[1]);"
+            "r = sys.argv[2]; [(s.set(f'{r}/{i}', r), s.add('n', 1)) for i in range(200)]")
+    children = [subprocess.Popen([sys.executable, "-c", code, path, str(r)]) for r in range(4)]
+    assert [child.wait(120) for child in children] == [0] * 4
+    store = FileStore(path)
+    assert store.get("n") == b"800" and store.num_keys() == 801
+    assert store.multi_get([f"{r}/199" for r in range(4)]) == [b"0", b"1", b"2", b"3"]
+
+
 def test_tcp_store_counts_its_bookkeeping_key():
     master = TCPStore("127.0.0.1", 0, is_master=True)
     master.set("x", 1)

@@ -476,6 +476,10 @@ class FileStore(Store):
                     f.seek(0)
                     f.truncate()
                     f.write(table.dump())
+                    # written before the lock goes: flushed at close, after the unlock, a
+                    # process that locks in between would read a torn table and write
+                    # back one without this operation's keys
+                    f.flush()
             finally:
                 fcntl.flock(f, fcntl.LOCK_UN)
         return reply
