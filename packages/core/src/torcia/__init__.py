@@ -142,6 +142,7 @@ from torcia._grad_mode import (  # noqa: E402
 from torcia._meta import MetaPlugin as _MetaPlugin  # noqa: E402
 from torcia._numpy_backend import NumpyPlugin as _NumpyPlugin  # noqa: E402
 from torcia._oplib import *  # noqa: E402,F401,F403
+from torcia._oplib import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._oplib import (  # noqa: E402
     abs,  # noqa: A004 - PyTorch's names
     all,
@@ -154,7 +155,6 @@ from torcia._oplib import (  # noqa: E402
     sum,
 )
 from torcia._oplib.creation import inclusive_range as _inclusive_range  # noqa: E402
-from torcia._oplib.nn import TOP_LEVEL as _NN_TOP_LEVEL  # noqa: E402
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia._tensor import result_type as _result_type  # noqa: E402

@@ -85,7 +85,6 @@ from torcia._opdef import OpDef
 from torcia._oplib import nn as _nn
 from torcia._oplib import nn_activation as _nn_activation
 from torcia._oplib import nn_conv as _nn_conv
-from torcia._oplib import nn_norm as _nn_norm
 from torcia._oplib import runtime as _runtime
 from torcia._oplib.nn_conv import _batched as batched
 from torcia._oplib.nn_conv import _ntuple as ntuple
@@ -101,6 +100,7 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
+from torcia._ops import nn_norm as _nn_norm
 from torcia._ops.nn_conv import check_geometry, pool_geometry
 from torcia._tensor import (
     AUTOCAST_ORDER,

@@ -28,7 +28,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``spectral``         windows, ``stft``/``istft``
 ``nn_activation``    activations and softmax
 ``nn_conv``          convolutions and pooling
-``nn_norm``          batch, layer, group, instance and RMS norm
 ``nn_loss``          the losses at ``torch.*``
 ``nn``               embedding, dropout, pixel shuffles, distances
 ``nn_rnn``           RNN/LSTM/GRU cells and sequences
@@ -37,7 +36,10 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
 ===================  =====================================================================
 
-``_common``          holds the helpers several families share.
+``_common``          holds the helpers several families share. The normalisations (batch,
+layer, group, instance and RMS norm, the synchronised batch-norm pieces) have no module
+here: their public functions are written beside their declarations in
+:mod:`torcia._ops.nn_norm`, which is registered below as a family of its own.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -54,7 +56,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     spectral,
     nn_activation,
     nn_conv,
-    nn_norm,
     nn_loss,
     nn,
     nn_rnn,
@@ -75,13 +76,14 @@ from torcia._oplib.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
 from torcia._oplib.nn_activation import *  # noqa: F403
 from torcia._oplib.nn_conv import *  # noqa: F403
-from torcia._oplib.nn_norm import *  # noqa: F403
+from torcia._ops.nn_norm import *  # noqa: F403
 from torcia._oplib.nn_loss import *  # noqa: F403
 from torcia._oplib.nn import *  # noqa: F403
 from torcia._oplib.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
+from torcia._ops import nn_norm
 
 #: the op families, in load order
 FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,
@@ -92,3 +94,8 @@ FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbe
 
 #: the names ``torcia`` exports from the op library
 __all__ = [name for family in FAMILIES for name in family.__all__]
+
+#: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s
+#: (``torch.batch_norm``, ``torch.embedding``...): name -> function, from the families
+TOP_LEVEL = {name: fn for family in FAMILIES for name, fn in getattr(family, "TOP_LEVEL",
+                                                                     {}).items()}

@@ -8,8 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import plugins
-from torcia._ops._common import dim_tuple, return_type, size_at, to_float
+from torcia._ops._common import check_tensor, dim_tuple, functional, return_type, size_at, to_float
 from torcia._tensor import Tensor, _torch_name, call
 
 # the families' names of helpers written in torcia._ops, below them
@@ -17,6 +16,8 @@ _dims = dim_tuple
 _return_type = return_type
 _to_float = to_float
 _size_at = size_at
+_check_tensor = check_tensor
+_F = functional
 
 
 def to_dtype(input, dtype) -> Tensor:
@@ -87,13 +88,6 @@ def _readable_value(t):
         return None
 
 
-def _check_tensor(x, name: str, fn: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    return x
-
-
 def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:
     """The Examples section of a public function's docstring, made from a declaration's
     ``examples`` (:attr:`torcia._opdef.Declaration.examples`): ``imports`` (``import``
@@ -106,7 +100,3 @@ def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",
         call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
         lines.append(f">>> {function}({call})\n{result}\n")
     return "\n\nExamples\n--------\n" + "".join(lines)
-
-
-def _F():  # noqa: N802 - the usual name of the functional module
-    return plugins.lent("torcia.nn.functional", "torcia-nn")

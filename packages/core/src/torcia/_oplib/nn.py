@@ -17,7 +17,6 @@ from torcia._grad_mode import no_grad
 from torcia._grad_mode import no_grad as _no_grad
 from torcia._oplib._common import _F, _check_tensor
 from torcia._oplib.elementwise import where
-from torcia._oplib.nn_norm import _torch_batch_norm, _torch_group_norm, _torch_layer_norm
 from torcia._oplib.views import broadcast_tensors
 from torcia._ops import linalg_functions
 from torcia._tensor import Tensor, call, inplace
@@ -472,9 +471,8 @@ def embedding_renorm_(weight, indices, max_norm, norm_type):
 
 
 
-#: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s.
-TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,
-             "group_norm": _torch_group_norm, "embedding": _torch_embedding}
+#: PyTorch's top-level names here whose signatures differ from ``torch.nn.functional``'s
+TOP_LEVEL = {"embedding": _torch_embedding}
 
 #: the functional forms here that ``torcia.nn.functional`` re-exports (through
 #: :data:`torcia.library.functional`)

@@ -1,10 +1,10 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
-need: dims made non-negative, named-tuple results, autocast, the cast to float
-and the call of an op along one dim. Imports nothing of
-torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
-declarations."""
+need: dims made non-negative, named-tuple results, autocast, the cast to float,
+the call of an op along one dim, the check that an argument is a tensor and torcia-nn's
+functional module. Imports nothing of torcia but dtypes and the plugin registry, so that
+:mod:`torcia.ops` (below the Tensor) can read the declarations."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import functools
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import _opdef
+from torcia import _opdef, plugins
 
 #: the dtypes whose decompositions compute in float32 and round once, as the reference
 #: kernels (and PyTorch's opmath) do: rounding after each step would drift by several ulps
@@ -327,3 +327,17 @@ def along_dim(name, inputs, params, view_of=None):
 def size_at(input, d) -> int:
     """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
     return input.shape[d] if input.ndim else 1
+
+
+def check_tensor(x, name: str, fn: str):
+    """``x``, or PyTorch's TypeError when it is not a tensor (argument ``name`` of ``fn``)."""
+    if not isinstance(x, _opdef.PUBLIC.Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def functional():
+    """:mod:`torcia.nn.functional`, lent by torcia-nn: the public functions here that are
+    PyTorch's names of its functional forms (``torch.kl_div``...) run those."""
+    return plugins.lent("torcia.nn.functional", "torcia-nn")

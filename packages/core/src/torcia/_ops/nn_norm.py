@@ -5,20 +5,31 @@ autocast policy.
 A kernel here is written as a method of the reference backend: ``self.xp`` is the array
 module (NumPy, or CuPy for torcia-cuda's subclass); arrays come positionally, parameters
 as keywords, and a multi-output op returns a tuple. A decomposition is written with Tensor
-methods only (it runs on any device, and this module is below the Tensor class). Their
-public functions are in :mod:`torcia._oplib.nn_activation` (``softmax``, ``log_softmax``)
-and :mod:`torcia._oplib.nn_norm`, their derivatives in torcia-autograd; the ``*_backward``
-ops are fused first derivatives (higher orders go through differentiable ops, so they have
-no derivative row).
+methods only (it runs on any device, and this module is below the Tensor class). The
+public functions of softmax and log_softmax are in :mod:`torcia._oplib.nn_activation`;
+those of the normalisations are written below, beside their declarations, with what is
+built on them (group and instance norm, the synchronised batch-norm pieces): ``torcia``
+exports ``__all__`` and ``TOP_LEVEL`` (PyTorch's argument orders), and
+:data:`torcia.library.functional` the ``FUNCTIONAL`` forms. They reach dispatch
+late-bound (:data:`torcia._opdef.CALL`, :data:`torcia._opdef.PUBLIC`). The derivatives are
+torcia-autograd's; the ``*_backward`` ops are fused first derivatives (higher orders go
+through differentiable ops, so they have no derivative row).
 """
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
+from torcia import _dtype as D
+from torcia import _opdef
+from torcia._grad_mode import no_grad
 from torcia._opdef import define
 from torcia._ops._common import (
     HALF,
+    autocast_as,
+    check_tensor,
     first_shape,
     floating_dtype,
     grad_like,
@@ -239,11 +250,11 @@ def log_softmax_backward(g, y, dim):
     return g - y.exp() * g.sum(dim, keepdim=True)
 
 
-def batch_norm(x, weight, bias, running_mean, running_var, training, eps):
+def per_channel_normalised(x, weight, bias, running_mean, running_var, training, eps):
     if x.dtype in HALF:
         # in float32, rounded once; the statistics in the dtype they would have had
-        out, mean, var = batch_norm(*map(widened, (x, weight, bias, running_mean, running_var)),
-                                    training, eps)
+        out, mean, var = per_channel_normalised(
+            *map(widened, (x, weight, bias, running_mean, running_var)), training, eps)
         stat = x.dtype if training else running_mean.dtype
         return out.to(x.dtype), mean.to(stat), var.to(stat)
     shape = (1, -1) + (1,) * (x.ndim - 2)
@@ -287,7 +298,7 @@ def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps):
 
 
 @opmath
-def layer_norm(x, weight, bias, normalized_ndim, eps):
+def normalised_over_last_dims(x, weight, bias, normalized_ndim, eps):
     dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
     centred = x - x.mean(dims, keepdim=True)
     out = centred / ((centred * centred).mean(dims, keepdim=True) + eps).sqrt()
@@ -297,7 +308,7 @@ def layer_norm(x, weight, bias, normalized_ndim, eps):
 
 
 @opmath
-def rms_norm(x, weight, normalized_ndim, eps):
+def divided_by_rms(x, weight, normalized_ndim, eps):
     dims = tuple(range(x.ndim - normalized_ndim, x.ndim))
     out = x / ((x * x).mean(dims, keepdim=True) + eps).sqrt()
     return out if weight is None else out * weight
@@ -358,21 +369,473 @@ DECLARED = (
     define("batch_norm(Tensor x, Tensor? weight, Tensor? bias, Tensor? running_mean, "
            "Tensor? running_var, *, bool training=None, float eps=None) "
            "-> (Tensor, Tensor, Tensor)", Kernels.batch_norm,
-           shape=_batch_norm_shape, decomposition=batch_norm, group="nn"),
+           shape=_batch_norm_shape, decomposition=per_channel_normalised, group="nn"),
     define("batch_norm_backward(Tensor g, Tensor x, Tensor? weight, Tensor? running_mean, "
            "Tensor? running_var, bool training, float eps) -> (Tensor, Tensor, Tensor)",
            Kernels.batch_norm_backward, shape=_batch_norm_backward_shape,
            decomposition=batch_norm_backward, group="nn"),
     define("layer_norm(Tensor x, Tensor? weight, Tensor? bias, *, int normalized_ndim=None, "
            "float eps=None) -> Tensor", Kernels.layer_norm, shape=_layer_norm_shape,
-           decomposition=layer_norm, autocast={"cuda": "float32"}, group="nn"),
+           decomposition=normalised_over_last_dims, autocast={"cuda": "float32"},
+           group="nn"),
     define("layer_norm_backward(Tensor g, Tensor x, Tensor? weight, int normalized_ndim, "
            "float eps) -> (Tensor, Tensor, Tensor)", Kernels.layer_norm_backward,
            shape=_layer_norm_backward_shape, decomposition=layer_norm_backward, group="nn"),
     define("rms_norm(Tensor x, Tensor? weight, *, int normalized_ndim=None, float eps=None) "
-           "-> Tensor", Kernels.rms_norm, shape=first_shape, decomposition=rms_norm,
+           "-> Tensor", Kernels.rms_norm, shape=first_shape, decomposition=divided_by_rms,
            autocast={"cuda": "float32"}, floating_inputs=True, group="nn"),
     define("rms_norm_backward(Tensor g, Tensor x, Tensor? weight, int normalized_ndim, "
            "float eps) -> (Tensor, Tensor)", Kernels.rms_norm_backward,
            shape=_rms_norm_backward_shape, decomposition=rms_norm_backward, group="nn"),
 )
+
+
+# ----- public functions (torcia.rms_norm, functional.batch_norm...): checks, then the ops --
+
+
+def _check_channel_param(t, name, c):
+    if t is not None and (t.ndim != 1 or t.shape[0] != c):
+        raise RuntimeError(f"running_mean should contain {c} elements not {t.numel()}"
+                           if name == "running_mean" else
+                           f"Expected {name} to have {c} elements, but got {name} of size "
+                           f"{list(t.shape)}")
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False,
+               momentum=0.1, eps=1e-05):
+    """Normalise each channel (dim 1) of ``input`` with the batch statistics (training)
+    or the running ones, then scale by ``weight`` and shift by ``bias``. In training,
+    ``running_mean`` and ``running_var`` (unbiased variance) move towards the batch
+    statistics by ``momentum``, in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0], [3.0]])
+    >>> rm, rv = torcia.zeros(1), torcia.ones(1)
+    >>> from torcia._ops.nn_norm import batch_norm
+    >>> batch_norm(x, rm, rv, training=True, eps=0.0)
+    tensor([[-1.],
+            [ 1.]])
+    >>> rm, rv
+    (tensor([0.2000]), tensor([1.1000]))
+    """
+    check_tensor(input, "input", "batch_norm")
+    if input.ndim < 2:
+        raise ValueError(f"expected 2D or 3D input (got {input.ndim}D input)")
+    if eps < 0:
+        raise ValueError(f"batch_norm eps must be non-negative, but got {float(eps)}")
+    if not input.is_floating_point():
+        raise NotImplementedError(f"\"batch_norm\" not implemented for "
+                                  f"'{D.torch_type_name(input.dtype)}'")
+    c = input.shape[1]
+    for name, t in (("running_mean", running_mean), ("running_var", running_var),
+                    ("weight", weight), ("bias", bias)):
+        _check_channel_param(t, name, c)
+    if training:
+        count = input.numel() // c if c else 0
+        if count == 1:
+            raise ValueError(f"Expected more than 1 value per channel when training, got "
+                             f"input size {list(input.shape)}")
+        if count == 0:
+            # an empty batch has no statistics: PyTorch returns it (scaled and shifted,
+            # so that weight and bias get their zero gradients) and leaves the running
+            # statistics as they are
+            shape = (1, c) + (1,) * (input.ndim - 2)
+            out = input.clone()
+            if weight is not None:
+                out = out * weight.reshape(shape)
+            if bias is not None:
+                out = out + bias.reshape(shape)
+            return out
+    elif running_mean is None or running_var is None:
+        raise RuntimeError("running_mean and running_var must be defined in evaluation mode")
+    _check_param_dtypes(input, weight, bias, running_mean, running_var)
+    stats = (None, None) if training else (running_mean, running_var)
+    out, mean, var = _opdef.CALL("batch_norm", (input, weight, bias) + stats,
+                                 {"training": bool(training), "eps": float(eps)})
+    if out.dtype is not input.dtype:
+        # half input with float32 statistics (PyTorch's mixed kernel): the input's dtype
+        out = out.to(input.dtype)
+    if training and (running_mean is not None or running_var is not None):
+        n = input.numel() // c
+        with no_grad():
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.detach().to(running_mean.dtype)
+                                                     * momentum)
+            if running_var is not None:
+                unbiased = var.detach() * (n / (n - 1))
+                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    return out
+
+
+def _torch_batch_norm(input, weight, bias, running_mean, running_var, training, momentum,
+                      eps, cudnn_enabled=True):
+    """``torch.batch_norm``'s argument order for :func:`batch_norm`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0], [3.0]])
+    >>> torcia.batch_norm(x, None, None, None, None, True, 0.1, 1e-5)
+    tensor([[-1.0000],
+            [ 1.0000]])
+    """
+    return batch_norm(input, running_mean, running_var, weight, bias, training, momentum,
+                      eps)
+
+
+def _no_complex(input, kernel):
+    """Refuse complex input as torch 2.13 does: the kernels' variance squares the values
+    (not their moduli), and their gradient formulas are real ones."""
+    if input.is_complex():
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{D.torch_type_name(input.dtype)}'")
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05):
+    """Normalise ``input`` over its last ``len(normalized_shape)`` dims (mean 0, biased
+    variance 1), then scale by ``weight`` and shift by ``bias`` (elementwise).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.layer_norm(torcia.tensor([[1.0, 3.0]]), (2,), eps=0.0)
+    tensor([[-1.,  1.]])
+    """
+    check_tensor(input, "input", "layer_norm")
+    _no_complex(input, "LayerNormKernelImpl")
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(shape)
+    if k == 0 or tuple(input.shape[input.ndim - k:]) != shape or input.ndim < k:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and tuple(t.shape) != shape:
+            raise RuntimeError(f"Expected {name} to be of same shape as normalized_shape, "
+                               f"but got {name} of shape {list(t.shape)} and "
+                               f"normalized_shape = {list(shape)}")
+    return _opdef.CALL("layer_norm", (input, weight, bias),
+                       {"normalized_ndim": k, "eps": float(eps)})
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    """Divide ``input`` by its root mean square over its last ``len(normalized_shape)``
+    dims (``x / sqrt(mean(x**2) + eps)``), then scale by ``weight`` (elementwise).
+
+    ``eps`` defaults to the machine epsilon of ``input``'s dtype, as PyTorch's does.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rms_norm(torcia.tensor([[3.0, 4.0]]), (2,), eps=0.0) ** 2
+    tensor([[0.7200, 1.2800]])
+    """
+    check_tensor(input, "input", "rms_norm")
+    shape = (int(normalized_shape),) if isinstance(normalized_shape, numbers.Integral) \
+        else tuple(int(s) for s in normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
+                           f"[*, {', '.join(map(str, shape))}], but got input of size"
+                           f"{list(input.shape)}")
+    if weight is not None and tuple(weight.shape) != shape:
+        raise RuntimeError(f"Expected weight to be of same shape as normalized_shape, but got "
+                           f"weight of shape {list(weight.shape)} and normalized_shape = "
+                           f"{list(shape)}")
+    if input.is_complex():
+        # PyTorch's composite formula, which squares x (not |x|), in the input's precision
+        eps = float(np.finfo(input.dtype.np).eps) if eps is None else float(eps)
+        dims = tuple(range(input.ndim - k, input.ndim))
+        out = input * (input.pow(2).mean(dims, keepdim=True) + eps).rsqrt()
+        return out if weight is None else out * weight
+    if not input.is_floating_point():
+        raise RuntimeError(f"rms_norm: expected a floating-point input, got {input.dtype}")
+    if eps is None:
+        eps = 2.0 ** -7 if input.dtype is D.bfloat16 else float(np.finfo(input.dtype.np).eps)
+    return _opdef.CALL("rms_norm", (input, weight), {"normalized_ndim": k, "eps": float(eps)})
+
+
+def _torch_layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-05,
+                      cudnn_enable=True):
+    """``torch.layer_norm``: :func:`layer_norm` with the unused ``cudnn_enable``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.layer_norm(torcia.tensor([[1.0, 3.0]]), (2,))
+    tensor([[-1.0000,  1.0000]])
+    """
+    return layer_norm(input, normalized_shape, weight, bias, eps)
+
+
+@autocast_as("group_norm")
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-05):
+    """Normalise each of ``num_groups`` groups of channels of ``input`` ``(N, C, *)`` over
+    its channels and positions, then scale and shift per channel.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.group_norm(torcia.tensor([[1.0, 3.0]]), 1, eps=0.0)
+    tensor([[-1.,  1.]])
+    """
+    check_tensor(input, "input", "group_norm")
+    _no_complex(input, "GroupNormKernelImpl")
+    if input.ndim < 2:
+        raise RuntimeError(f"Expected at least 2 dimensions for input tensor but received "
+                           f"{input.ndim}")
+    n, c = input.shape[:2]
+    if c % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (t.ndim != 1 or t.shape[0] != c):
+            raise RuntimeError(f"Expected {name} to be a vector of size equal to the number "
+                               f"of channels in input, but got {name} of shape "
+                               f"{list(t.shape)} and input of shape {list(input.shape)}")
+    grouped = input.reshape(n, num_groups, -1)
+    out = _opdef.CALL("layer_norm", (grouped, None, None),
+                      {"normalized_ndim": 1, "eps": float(eps)})
+    out = out.reshape(input.shape)
+    shape = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    return out
+
+
+def _torch_group_norm(input, num_groups, weight=None, bias=None, eps=1e-05,
+                      cudnn_enabled=True):
+    """``torch.group_norm``: :func:`group_norm` with the unused ``cudnn_enabled``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 3.0, 5.0, 7.0]]).reshape(1, 4, 1)
+    >>> torcia.group_norm(x, 2).flatten()
+    tensor([-1.0000,  1.0000, -1.0000,  1.0000])
+    """
+    return group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None,
+                  use_input_stats=True, momentum=0.1, eps=1e-05):
+    """Normalise each channel of each sample of ``input`` ``(N, C, *)`` over its positions;
+    with running statistics, they are updated from the per-instance means and variances
+    averaged over the batch, and used when ``use_input_stats`` is False.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia._ops.nn_norm import instance_norm
+    >>> instance_norm(torcia.tensor([[[1.0, 3.0]]]), eps=0.0)
+    tensor([[[-1.,  1.]]])
+    """
+    check_tensor(input, "input", "instance_norm")
+    if input.ndim < 3:
+        raise ValueError(f"expected 3D or higher input (got {input.ndim}D input)")
+    n, c = input.shape[:2]
+    # an instance is a channel of a batch of one: batch_norm over (1, N*C, *)
+    rm = running_mean.repeat(n) if running_mean is not None else None
+    rv = running_var.repeat(n) if running_var is not None else None
+    w = weight.repeat(n) if weight is not None else None
+    b = bias.repeat(n) if bias is not None else None
+    flat = input.reshape((1, n * c) + tuple(input.shape[2:]))
+    out = batch_norm(flat, rm, rv, w, b, use_input_stats, momentum, eps)
+    if use_input_stats:
+        with no_grad():
+            if running_mean is not None:
+                running_mean.copy_(rm.reshape(n, c).mean(0))
+            if running_var is not None:
+                running_var.copy_(rv.reshape(n, c).mean(0))
+    return out.reshape(input.shape)
+
+
+def _reduce_dims(x):
+    return [d for d in range(x.ndim) if d != 1]
+
+
+def _per_channel(v, x):
+    return v.reshape(1, -1, *([1] * (x.ndim - 2)))
+
+
+def _check_param_dtypes(input, *params):
+    """PyTorch's CPU rule for batch_norm's parameters (weight, bias, running_mean,
+    running_var): all of the input's dtype, or, for a half-precision input, all float32
+    (its mixed-precision kernel); the first one given decides which is meant."""
+    params = [p for p in params if p is not None]
+    if not params:
+        return
+    if params[0].dtype is not input.dtype:
+        if any(p.dtype is not D.float32 for p in params):
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of "
+                               "Float")
+        if input.dtype not in (D.float16, D.bfloat16):
+            raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+        return
+    for p in params:
+        if p.dtype is not input.dtype:
+            raise RuntimeError(f"expected scalar type {D.torch_type_name(input.dtype)} but "
+                               f"found {D.torch_type_name(p.dtype)}")
+
+
+def batch_norm_stats(input, eps):
+    """Per-channel mean and inverse standard deviation ``1 / sqrt(var + eps)`` (biased
+    variance) of an ``N x C x ...`` input: the local step of SyncBatchNorm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.batch_norm_stats(torcia.tensor([[1.0], [3.0]]), 0.0)
+    (tensor([2.]), tensor([1.]))
+    """
+    dims = _reduce_dims(input)
+    mean = input.mean(dims)
+    var = input.var(dims, correction=0)
+    return mean, (var + eps).rsqrt()
+
+
+def batch_norm_elemt(input, weight, bias, mean, invstd, eps):
+    """``(input - mean) * invstd * weight + bias`` per channel (dimension 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.tensor([2.0, 6.0]), torcia.tensor([1.0, 0.5])
+    >>> torcia.batch_norm_elemt(x, torcia.ones(2), torcia.zeros(2), mean, invstd, 1e-5)
+    tensor([[-1., -1.],
+            [ 1.,  1.]])
+    """
+    out = (input - _per_channel(mean, input)) * _per_channel(invstd, input)
+    if weight is not None:
+        out = out * _per_channel(weight, input)
+    if bias is not None:
+        out = out + _per_channel(bias, input)
+    return out
+
+
+def batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean, running_var,
+                                        momentum, eps, counts):
+    """Combine per-process statistics (rows of ``mean`` and ``invstd``, each from
+    ``counts`` elements) into global ones, updating the running statistics in place
+    (unbiased variance, as batch norm); returns ``(mean, invstd)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats_with_counts(x, mean.unsqueeze(0), invstd.unsqueeze(0),
+    ...                                            None, None, 0.1, 1e-5, torcia.tensor([2.0]))
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
+    counts = counts.to(mean.dtype).reshape(-1, 1)
+    n = counts.sum()
+    g_mean = (mean * counts).sum(0) / n
+    var_each = invstd.pow(-2) - eps
+    var = ((var_each + (mean - g_mean) ** 2) * counts).sum(0) / n
+    if running_mean is not None:
+        with no_grad():
+            running_mean.mul_(1 - momentum).add_(g_mean.to(running_mean.dtype) * momentum)
+    if running_var is not None:
+        with no_grad():
+            unbiased = var * (n / (n - 1))
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype) * momentum)
+    return g_mean, (var + eps).rsqrt()
+
+
+def batch_norm_gather_stats(input, mean, invstd, running_mean, running_var, momentum, eps,
+                            count):
+    """:func:`batch_norm_gather_stats_with_counts` with every process counting ``count``
+    elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> mean, invstd = torcia.batch_norm_stats(x, 1e-5)
+    >>> torcia.batch_norm_gather_stats(x, mean.unsqueeze(0), invstd.unsqueeze(0), None, None, 0.1,
+    ...                                1e-5, 2)
+    (tensor([2., 6.]), tensor([1.0000, 0.5000]))
+    """
+    counts = _opdef.PUBLIC.full((mean.shape[0],), float(count), dtype=mean.dtype,
+                                device=mean.device)
+    return batch_norm_gather_stats_with_counts(input, mean, invstd, running_mean,
+                                               running_var, momentum, eps, counts)
+
+
+def batch_norm_update_stats(input, running_mean, running_var, momentum):
+    """Per-channel mean and biased variance of ``input``; the running statistics move
+    toward them by ``momentum`` (the variance unbiased), in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 4.0], [3.0, 8.0]])
+    >>> running_mean, running_var = torcia.zeros(2), torcia.ones(2)
+    >>> torcia.batch_norm_update_stats(x, running_mean, running_var, 0.5)
+    (tensor([2., 6.]), tensor([1., 4.]))
+    >>> running_mean, running_var
+    (tensor([1., 3.]), tensor([1.5000, 4.5000]))
+    """
+    dims = _reduce_dims(input)
+    mean = input.mean(dims)
+    var = input.var(dims, correction=0)
+    n = input.numel() // input.shape[1]
+    with no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean * momentum)
+        if running_var is not None:
+            running_var.mul_(1 - momentum).add_(var * (n / max(n - 1, 1)) * momentum)
+    return mean, var
+
+
+def batch_norm_backward_reduce(grad_out, input, mean, invstd, weight, input_g, weight_g,
+                               bias_g):
+    """The per-channel sums SyncBatchNorm's backward all-reduces: ``(sum_dy, sum_dy_xmu,
+    grad_weight, grad_bias)``; the gradients asked for by ``weight_g``/``bias_g`` (None
+    otherwise) and the sums only when ``input_g``."""
+    dims = _reduce_dims(input)
+    sum_dy = grad_out.sum(dims)
+    sum_dy_xmu = (grad_out * (input - _per_channel(mean, input))).sum(dims)
+    grad_weight = sum_dy_xmu * invstd if weight_g else None
+    grad_bias = sum_dy if bias_g else None
+    if not input_g:
+        sum_dy = sum_dy_xmu = None
+    return sum_dy, sum_dy_xmu, grad_weight, grad_bias
+
+
+def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum_dy_xmu,
+                              count):
+    """The input gradient of batch norm from the all-reduced sums (``count``: elements
+    per process, summed to the global count)."""
+    # a 0-dim tensor rather than a Python number, so that meta tensors and vmap run it
+    n = count.sum() if isinstance(count, _opdef.PUBLIC.Tensor) else float(count)
+    mean_dy = _per_channel(sum_dy / n, input)
+    mean_dy_xmu = _per_channel(sum_dy_xmu / n, input)
+    inv = _per_channel(invstd, input)
+    xmu = input - _per_channel(mean, input)
+    out = (grad_out - mean_dy - xmu * inv * inv * mean_dy_xmu) * inv
+    return out if weight is None else out * _per_channel(weight, input)
+
+
+#: PyTorch's top-level names here whose signatures differ from ``torch.nn.functional``'s
+TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,
+             "group_norm": _torch_group_norm}
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = ("batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm")
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",
+    "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_stats",
+    "batch_norm_update_stats", "instance_norm", "rms_norm",
+]

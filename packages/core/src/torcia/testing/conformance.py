@@ -60,7 +60,8 @@ import pytest
 import torcia
 from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
-from torcia._oplib import nn, nn_activation, nn_conv, nn_norm
+from torcia._oplib import nn, nn_activation, nn_conv
+from torcia._ops import nn_norm
 
 
 @contextlib.contextmanager
