@@ -8,7 +8,7 @@ import pytest
 import torcia
 from torcia._oplib import nn_activation
 from torcia._oplib.nn_conv import avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d
-from torcia._oplib.nn_norm import batch_norm
+from torcia._ops.nn_norm import batch_norm
 
 # ----- indices are never wrapped around --------------------------------------------
 

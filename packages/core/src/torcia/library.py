@@ -100,6 +100,7 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
+from torcia._ops import nn_loss as _nn_loss
 from torcia._ops import nn_norm as _nn_norm
 from torcia._ops.nn_conv import check_geometry, pool_geometry
 from torcia._tensor import (
@@ -178,7 +179,8 @@ tensor([0.6931])
 def _functional() -> types.ModuleType:
     """The module :data:`functional`: each NN family's ``FUNCTIONAL`` forms."""
     module = types.ModuleType(f"{__name__}.functional", _FUNCTIONAL_DOC)
-    forms = {name: getattr(family, name) for family in (_nn_activation, _nn_conv, _nn_norm, _nn)
+    forms = {name: getattr(family, name)
+             for family in (_nn_activation, _nn_conv, _nn_norm, _nn_loss, _nn)
              for name in family.FUNCTIONAL}
     vars(module).update(forms, __all__=sorted(forms))
     return module

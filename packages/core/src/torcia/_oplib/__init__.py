@@ -28,8 +28,7 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``spectral``         windows, ``stft``/``istft``
 ``nn_activation``    activations and softmax
 ``nn_conv``          convolutions and pooling
-``nn_loss``          the losses at ``torch.*``
-``nn``               embedding, dropout, pixel shuffles, distances
+``nn``               dropout, pixel shuffles, distances
 ``nn_rnn``           RNN/LSTM/GRU cells and sequences
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
@@ -37,9 +36,10 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ===================  =====================================================================
 
 ``_common``          holds the helpers several families share. The normalisations (batch,
-layer, group, instance and RMS norm, the synchronised batch-norm pieces) have no module
-here: their public functions are written beside their declarations in
-:mod:`torcia._ops.nn_norm`, which is registered below as a family of its own.
+layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding
+and the losses at ``torch.*`` have no module here: their public functions are written
+beside their declarations in :mod:`torcia._ops.nn_norm` and :mod:`torcia._ops.nn_loss`,
+which are registered below as families of their own.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -56,7 +56,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     spectral,
     nn_activation,
     nn_conv,
-    nn_loss,
     nn,
     nn_rnn,
     aliases,
@@ -77,13 +76,13 @@ from torcia._oplib.spectral import *  # noqa: F403
 from torcia._oplib.nn_activation import *  # noqa: F403
 from torcia._oplib.nn_conv import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403
-from torcia._oplib.nn_loss import *  # noqa: F403
+from torcia._ops.nn_loss import *  # noqa: F403
 from torcia._oplib.nn import *  # noqa: F403
 from torcia._oplib.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
-from torcia._ops import nn_norm
+from torcia._ops import nn_loss, nn_norm
 
 #: the op families, in load order
 FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,

@@ -1,4 +1,4 @@
-"""The other neural-network ops at ``torcia.*``: embedding, dropout, pixel shuffles,
+"""The other neural-network functions at ``torcia.*``: dropout, pixel shuffles,
 ``cosine_similarity``, ``pairwise_distance``, ``bilinear``, ``channel_shuffle``.
 """
 
@@ -6,100 +6,14 @@ from __future__ import annotations
 
 import warnings
 
-import numpy as np
-
 from torcia import _creation as C
-from torcia import _dtype as D
 from torcia import _tensor
 from torcia._autocast import autocast_as
 from torcia._creation import draw
-from torcia._grad_mode import no_grad
-from torcia._grad_mode import no_grad as _no_grad
-from torcia._oplib._common import _F, _check_tensor
-from torcia._oplib.elementwise import where
+from torcia._oplib._common import _F
 from torcia._oplib.views import broadcast_tensors
-from torcia._ops import linalg_functions
-from torcia._tensor import Tensor, call, inplace
-from torcia.backend import check_async
+from torcia._tensor import Tensor, inplace
 from torcia.random import rng_of
-
-
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
-    """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``; the row
-    ``padding_idx`` gets no gradient; with ``max_norm``, looked-up rows whose
-    ``norm_type``-norm exceeds it are rescaled in place first; with ``sparse``, the
-    gradient of ``weight`` is a sparse COO tensor of the looked-up rows (for
-    :class:`torcia.optim.SparseAdam`).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> w = torcia.tensor([[0.0, 0.0], [1.0, 2.0]])
-    >>> from torcia._oplib.nn import embedding
-    >>> embedding(torcia.tensor([1, 0, 1]), w)
-    tensor([[1., 2.],
-            [0., 0.],
-            [1., 2.]])
-    """
-    _check_tensor(input, "input", "embedding")
-    if input.dtype not in (D.int64, D.int32):
-        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
-                           f"following scalar types: Long, Int; but got "
-                           f"{_torch_tensor_type(input)} instead (while checking arguments "
-                           "for embedding)")
-    if weight.ndim != 2:
-        raise RuntimeError("'weight' must be 2-D")
-    v = weight.shape[0]
-    if padding_idx is not None:
-        if not -v <= padding_idx < v:
-            raise AssertionError("Padding_idx must be within num_embeddings")
-        padding_idx = int(padding_idx) % v
-    idx = input._data
-    if idx.size:
-        check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
-                    lambda: IndexError("index out of range in self"))
-    if scale_grad_by_freq:
-        raise NotImplementedError("embedding: scale_grad_by_freq is not supported")
-    if max_norm is not None:
-        _renorm_rows(weight, input, float(max_norm), float(norm_type))
-    params = {"padding_idx": padding_idx}
-    if sparse:
-        # the gradient of weight becomes a sparse COO tensor of the rows looked up
-        params["sparse"] = True
-    return call("embedding", (weight, input), params)
-
-
-def _torch_tensor_type(t) -> str:
-    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor"}.get(
-        t.dtype.name, f"torcia.{t.dtype.name}")
-
-
-def _renorm_rows(weight, input, max_norm, norm_type):
-    with no_grad():
-        xp = weight.device.backend.xp
-        rows = xp.unique(input._data.reshape(-1))
-        w = weight._data
-        norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
-        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
-        w[rows] = w[rows] * scale[:, None].astype(w.dtype)
-        weight._vc[0] += 1
-
-
-def _torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
-                     sparse=False):
-    """``torch.embedding``: weight first, and -1 for "no padding row".
-
-    Examples
-    --------
-    >>> import torcia
-    >>> weight = torcia.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
-    >>> torcia.embedding(weight, torcia.tensor([2, 1]))
-    tensor([[3., 4.],
-            [1., 2.]])
-    """
-    return embedding(indices, weight, None if padding_idx == -1 else padding_idx,
-                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
 
 
 def _check_p(p):
@@ -439,53 +353,17 @@ def feature_dropout_(input, p=0.5, train=True):
     return inplace(feature_dropout, input, p, train)
 
 
-def embedding_renorm_(weight, indices, max_norm, norm_type):
-    """Rescale, in place, the rows of ``weight`` named in ``indices`` whose ``norm_type``
-    norm exceeds ``max_norm`` to norm ``max_norm`` (as ``nn.Embedding(max_norm=...)``);
-    not recorded by autograd.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> w = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
-    >>> torcia.embedding_renorm_(w, torcia.tensor([0, 1]), 1.0, 2.0)
-    tensor([[0.6000, 0.8000],
-            [0.3000, 0.4000]])
-    """
-    if weight.ndim != 2:
-        raise RuntimeError(f"embedding_renorm_(): expected weight to be a 2-D tensor, got "
-                           f"{weight.ndim}-D")
-    if indices.dtype not in (D.int64, D.int32):
-        raise RuntimeError(f"embedding_renorm_(): Expected dtype int32/int64 for indices but "
-                           f"got: {indices.dtype}")
-    if weight.device.type == "meta":
-        return weight  # no values to rescale: the shape is all there is, and it stays
-    with _no_grad():
-        rows = C.tensor(np.unique(indices.cpu().numpy().reshape(-1)), device=weight.device)
-        picked = weight.index_select(0, rows)
-        norms = linalg_functions.vector_norm(picked, norm_type, dim=1)
-        scale = where(norms > max_norm, max_norm / (norms + 1e-7),
-                           C.ones_like(norms))
-        weight.index_copy_(0, rows, picked * scale.unsqueeze(1))
-    return weight
-
-
-
-#: PyTorch's top-level names here whose signatures differ from ``torch.nn.functional``'s
-TOP_LEVEL = {"embedding": _torch_embedding}
-
 #: the functional forms here that ``torcia.nn.functional`` re-exports (through
 #: :data:`torcia.library.functional`)
 FUNCTIONAL = (
     "alpha_dropout", "cosine_similarity", "dropout", "dropout1d", "dropout2d", "dropout3d",
-    "embedding", "feature_alpha_dropout", "pairwise_distance", "pixel_shuffle",
-    "pixel_unshuffle",
+    "feature_alpha_dropout", "pairwise_distance", "pixel_shuffle", "pixel_unshuffle",
 )
 
 #: the names ``torcia`` exports from here
 __all__ = [
     "alpha_dropout", "alpha_dropout_", "bilinear", "channel_shuffle", "cosine_similarity",
-    "dropout", "dropout_", "embedding_renorm_", "feature_alpha_dropout",
+    "dropout", "dropout_", "feature_alpha_dropout",
     "feature_alpha_dropout_", "feature_dropout", "feature_dropout_", "pairwise_distance",
     "pixel_shuffle", "pixel_unshuffle",
 ]

@@ -23,8 +23,9 @@ where the schema cannot say it (the linear-algebra families, which :mod:`torcia.
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
 ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
 ``PUBLIC`` and ``INDEXING_PUBLIC``; the normalisations, with group and instance norm, in
-``nn_norm``, which :mod:`torcia._oplib` registers as a family); the other families' stay
-in :mod:`torcia._oplib`.
+``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``, which
+:mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 

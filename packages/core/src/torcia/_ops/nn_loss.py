@@ -7,11 +7,15 @@ module (NumPy, or CuPy for torcia-cuda's subclass) and ``self.softmax`` and
 ``self.logsumexp_rows`` (the rows of the cross-entropy, which torcia-cpu runs natively) its
 other kernels; arrays come positionally, parameters as keywords. A decomposition is written
 with Tensor methods and, where no method does, the public functions of the loaded package
-(:data:`torcia._opdef.PUBLIC`), this module being below the Tensor class. Their public
-functions are ``torcia.nn.functional``'s (``embedding`` in :mod:`torcia._oplib.nn`,
-``ctc_loss``'s checks in :mod:`torcia._oplib.nn_loss`), their derivatives in
-torcia-autograd; the ``*_backward`` ops are fused first derivatives (``ctc_loss_backward``
-has no derivative row: CTC is first order only).
+(:data:`torcia._opdef.PUBLIC`), this module being below the Tensor class. The losses'
+public functions are ``torcia.nn.functional``'s; written below are ``embedding``'s (with
+``torch.embedding``'s argument order and ``embedding_renorm_``) and the losses PyTorch also
+has at ``torch.*`` (``torch.ctc_loss``, ``torch.kl_div``...: torcia-nn's forms, the
+reduction given as PyTorch's enum), which reach dispatch late-bound
+(:data:`torcia._opdef.CALL`, :data:`torcia._opdef.PUBLIC`): ``torcia`` exports ``__all__``
+and ``TOP_LEVEL``, :data:`torcia.library.functional` the ``FUNCTIONAL`` forms. The
+derivatives are torcia-autograd's; the ``*_backward`` ops are fused first derivatives
+(``ctc_loss_backward`` has no derivative row: CTC is first order only).
 """
 
 from __future__ import annotations
@@ -22,10 +26,12 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import _opdef
+from torcia._grad_mode import no_grad
 from torcia._opdef import define
-from torcia._ops._common import op
+from torcia._ops._common import check_tensor, functional, op
 from torcia._ops._common import where as _where
 from torcia._ops.elementwise import isfinite
+from torcia._ops.linalg_functions import vector_norm
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -277,7 +283,7 @@ def _ctc_loss_backward_shape(g, log_probs, *rest, **params):
 # ----- decompositions --------------------------------------------------------------------
 
 
-def embedding(weight, indices, padding_idx=None, sparse=False):
+def rows_looked_up(weight, indices, padding_idx=None, sparse=False):
     if padding_idx is not None:
         # the padding row's values, without a gradient (as the kernel's derivative)
         rows = weight.shape[0]
@@ -394,7 +400,7 @@ def _ctc_forward(log_probs, targets, input_lengths, target_lengths, blank):
     return _where(valid.unsqueeze(0), tc.stack(alpha), never), ext, skip, lp_ext
 
 
-def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank):
+def ctc_alignments_nll(log_probs, targets, input_lengths, target_lengths, blank):
     alpha, _, _, _ = _ctc_forward(log_probs, targets, input_lengths, target_lengths, blank)
     n, width = alpha.shape[1:]
     # each sequence's last step, at the last label or the blank after it
@@ -455,7 +461,7 @@ _LOSS = {"cpu": "float32", "cuda": "float32"}
 DECLARED = (
     define("embedding(Tensor weight, Tensor indices, *, int? padding_idx=None, "
            "bool sparse=False) -> Tensor", Kernels.embedding, shape=_embedding_shape,
-           decomposition=embedding, group="nn"),
+           decomposition=rows_looked_up, group="nn"),
     define("embedding_backward(Tensor g, Tensor indices, *, int num_weights=None, "
            "int? padding_idx=None) -> Tensor", Kernels.embedding_backward,
            shape=_embedding_backward_shape, decomposition=embedding_backward, group="nn"),
@@ -472,9 +478,263 @@ DECLARED = (
            decomposition=cross_entropy_backward, group="nn"),
     define("ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, "
            "Tensor target_lengths, *, int blank=None) -> Tensor", Kernels.ctc_loss,
-           shape=_ctc_loss_shape, decomposition=ctc_loss, autocast=_LOSS, group="nn"),
+           shape=_ctc_loss_shape, decomposition=ctc_alignments_nll, autocast=_LOSS,
+           group="nn"),
     define("ctc_loss_backward(Tensor g, Tensor log_probs, Tensor targets, "
            "Tensor input_lengths, Tensor target_lengths, Tensor nll, int blank) -> Tensor",
            Kernels.ctc_loss_backward, shape=_ctc_loss_backward_shape,
            decomposition=ctc_loss_backward, group="nn"),
 )
+
+
+# ----- public functions (torcia.embedding, torcia.ctc_loss...): checks, then the ops -----
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """Rows of ``weight`` (num_embeddings, dim) picked by the integer ``input``; the row
+    ``padding_idx`` gets no gradient; with ``max_norm``, looked-up rows whose
+    ``norm_type``-norm exceeds it are rescaled in place first; with ``sparse``, the
+    gradient of ``weight`` is a sparse COO tensor of the looked-up rows (for
+    :class:`torcia.optim.SparseAdam`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([[0.0, 0.0], [1.0, 2.0]])
+    >>> from torcia._ops.nn_loss import embedding
+    >>> embedding(torcia.tensor([1, 0, 1]), w)
+    tensor([[1., 2.],
+            [0., 0.],
+            [1., 2.]])
+    """
+    check_tensor(input, "input", "embedding")
+    if input.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"Expected tensor for argument #1 'indices' to have one of the "
+                           f"following scalar types: Long, Int; but got "
+                           f"{_torch_tensor_type(input)} instead (while checking arguments "
+                           "for embedding)")
+    if weight.ndim != 2:
+        raise RuntimeError("'weight' must be 2-D")
+    v = weight.shape[0]
+    if padding_idx is not None:
+        if not -v <= padding_idx < v:
+            raise AssertionError("Padding_idx must be within num_embeddings")
+        padding_idx = int(padding_idx) % v
+    idx = input._data
+    if idx.size:
+        _opdef.PUBLIC.backend.check_async(input.device, (idx.min() < 0) | (idx.max() >= v),
+                                          lambda: IndexError("index out of range in self"))
+    if scale_grad_by_freq:
+        raise NotImplementedError("embedding: scale_grad_by_freq is not supported")
+    if max_norm is not None:
+        _renorm_rows(weight, input, float(max_norm), float(norm_type))
+    params = {"padding_idx": padding_idx}
+    if sparse:
+        # the gradient of weight becomes a sparse COO tensor of the rows looked up
+        params["sparse"] = True
+    return _opdef.CALL("embedding", (weight, input), params)
+
+
+def _torch_tensor_type(t) -> str:
+    return {"float32": "torch.FloatTensor", "float64": "torch.DoubleTensor"}.get(
+        t.dtype.name, f"torcia.{t.dtype.name}")
+
+
+def _renorm_rows(weight, input, max_norm, norm_type):
+    with no_grad():
+        xp = weight.device.backend.xp
+        rows = xp.unique(input._data.reshape(-1))
+        w = weight._data
+        norms = (xp.abs(w[rows]) ** norm_type).sum(axis=1) ** (1.0 / norm_type)
+        scale = xp.where(norms > max_norm, max_norm / (norms + 1e-7), 1.0)
+        w[rows] = w[rows] * scale[:, None].astype(w.dtype)
+        weight._vc[0] += 1
+
+
+def _torch_embedding(weight, indices, padding_idx=-1, scale_grad_by_freq=False,
+                     sparse=False):
+    """``torch.embedding``: weight first, and -1 for "no padding row".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> weight = torcia.tensor([[0.0, 0.0], [1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.embedding(weight, torcia.tensor([2, 1]))
+    tensor([[3., 4.],
+            [1., 2.]])
+    """
+    return embedding(indices, weight, None if padding_idx == -1 else padding_idx,
+                     scale_grad_by_freq=scale_grad_by_freq, sparse=sparse)
+
+
+def embedding_renorm_(weight, indices, max_norm, norm_type):
+    """Rescale, in place, the rows of ``weight`` named in ``indices`` whose ``norm_type``
+    norm exceeds ``max_norm`` to norm ``max_norm`` (as ``nn.Embedding(max_norm=...)``);
+    not recorded by autograd.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.embedding_renorm_(w, torcia.tensor([0, 1]), 1.0, 2.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if weight.ndim != 2:
+        raise RuntimeError(f"embedding_renorm_(): expected weight to be a 2-D tensor, got "
+                           f"{weight.ndim}-D")
+    if indices.dtype not in (D.int64, D.int32):
+        raise RuntimeError(f"embedding_renorm_(): Expected dtype int32/int64 for indices but "
+                           f"got: {indices.dtype}")
+    if weight.device.type == "meta":
+        return weight  # no values to rescale: the shape is all there is, and it stays
+    with no_grad():
+        rows = _opdef.PUBLIC.tensor(np.unique(indices.cpu().numpy().reshape(-1)),
+                                    device=weight.device)
+        picked = weight.index_select(0, rows)
+        norms = vector_norm(picked, norm_type, dim=1)
+        scale = _where(norms > max_norm, max_norm / (norms + 1e-7),
+                       _opdef.PUBLIC.ones_like(norms))
+        weight.index_copy_(0, rows, picked * scale.unsqueeze(1))
+    return weight
+
+
+_REDUCTIONS = {0: "none", 1: "mean", 2: "sum"}
+
+
+def _reduction(value) -> str:
+    if isinstance(value, str):
+        return value
+    if value not in _REDUCTIONS:
+        raise ValueError(f"{value} is not a valid value for reduction")
+    return _REDUCTIONS[value]
+
+
+def kl_div(input, target, reduction=0, log_target=False):
+    """``torch.kl_div``: :func:`torcia.nn.functional.kl_div`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> p = torcia.tensor([0.5, 0.5])
+    >>> torcia.kl_div(p.log(), p)
+    tensor([0., 0.])
+    """
+    return functional().kl_div(input, target, reduction=_reduction(reduction),
+                               log_target=log_target)
+
+
+def hinge_embedding_loss(input, target, margin=1.0, reduction=0):
+    """``torch.hinge_embedding_loss``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hinge_embedding_loss(torcia.tensor([0.25, 2.0]), torcia.tensor([-1.0, 1.0]))
+    tensor([0.7500, 2.0000])
+    """
+    return functional().hinge_embedding_loss(input, target, margin=margin,
+                                             reduction=_reduction(reduction))
+
+
+def cosine_embedding_loss(input1, input2, target, margin=0.0, reduction=0):
+    """``torch.cosine_embedding_loss``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.tensor([[1.0, 0.0]]), torcia.tensor([[0.0, 1.0]])
+    >>> torcia.cosine_embedding_loss(a, b, torcia.tensor([1.0]))
+    tensor([1.])
+    """
+    return functional().cosine_embedding_loss(input1, input2, target, margin=margin,
+                                              reduction=_reduction(reduction))
+
+
+def margin_ranking_loss(input1, input2, target, margin=0.0, reduction=0):
+    """``torch.margin_ranking_loss``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, b = torcia.tensor([1.0, 0.0]), torcia.tensor([0.0, 1.0])
+    >>> torcia.margin_ranking_loss(a, b, torcia.tensor([1.0, 1.0]))
+    tensor([0., 1.])
+    """
+    return functional().margin_ranking_loss(input1, input2, target, margin=margin,
+                                            reduction=_reduction(reduction))
+
+
+def poisson_nll_loss(input, target, log_input, full, eps, reduction):
+    """``torch.poisson_nll_loss`` (every argument required, as ATen's).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.poisson_nll_loss(torcia.tensor([0.0]), torcia.tensor([1.0]), True, False, 1e-8, 1)
+    tensor(1.)
+    """
+    return functional().poisson_nll_loss(input, target, log_input=log_input, full=full, eps=eps,
+                                         reduction=_reduction(reduction))
+
+
+def triplet_margin_loss(anchor, positive, negative, margin=1.0, p=2, eps=1e-6, swap=False,
+                        reduction=0):
+    """``torch.triplet_margin_loss``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a, p, n = torcia.tensor([[0.0]]), torcia.tensor([[1.0]]), torcia.tensor([[1.5]])
+    >>> torcia.triplet_margin_loss(a, p, n)
+    tensor([0.5000])
+    """
+    return functional().triplet_margin_loss(anchor, positive, negative, margin=margin, p=p, eps=eps,
+                                            swap=swap, reduction=_reduction(reduction))
+
+
+def binary_cross_entropy_with_logits(input, target, weight=None, pos_weight=None,
+                                     reduction=0):
+    """``torch.binary_cross_entropy_with_logits`` (``pos_weight`` before ``reduction``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.binary_cross_entropy_with_logits(torcia.tensor([0.0]), torcia.tensor([1.0]))
+    tensor([0.6931])
+    """
+    return functional().binary_cross_entropy_with_logits(input, target, weight=weight,
+                                                         reduction=_reduction(reduction),
+                                                         pos_weight=pos_weight)
+
+
+def ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=0, reduction=0,
+             zero_infinity=False):
+    """``torch.ctc_loss``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> log_probs = torcia.zeros(2, 1, 2).log_softmax(-1)
+    >>> targets = torcia.tensor([[1]])
+    >>> torcia.ctc_loss(log_probs, targets, torcia.tensor([2]), torcia.tensor([1]))
+    tensor([0.2877])
+    """
+    return functional().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank=blank,
+                                 reduction=_reduction(reduction), zero_infinity=zero_infinity)
+
+
+#: PyTorch's top-level names here whose signatures differ from ``torch.nn.functional``'s
+TOP_LEVEL = {"embedding": _torch_embedding}
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = ("embedding",)
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "binary_cross_entropy_with_logits", "cosine_embedding_loss", "ctc_loss",
+    "embedding_renorm_", "hinge_embedding_loss", "kl_div", "margin_ranking_loss",
+    "poisson_nll_loss", "triplet_margin_loss",
+]

@@ -60,8 +60,8 @@ import pytest
 import torcia
 from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
-from torcia._oplib import nn, nn_activation, nn_conv
-from torcia._ops import nn_norm
+from torcia._oplib import nn_activation, nn_conv
+from torcia._ops import nn_loss, nn_norm
 
 
 @contextlib.contextmanager
@@ -367,7 +367,7 @@ def _nn_workload(recorder) -> None:
         loss = z.sum()
         t = nn_conv.conv_transpose2d(x, torcia.randn(3, 2, 2, 2), stride=2)
         loss = loss + nn_activation.softmax(t, dim=1).mean()
-        emb = nn.embedding(torcia.tensor([[0, 2], [1, 1]]),
+        emb = nn_loss.embedding(torcia.tensor([[0, 2], [1, 1]]),
                                 torcia.randn(3, 4, requires_grad=grad))
         loss = loss + emb.sum() + _tensor.call(
             "cross_entropy", (y, torcia.tensor([1, 0]), None),

@@ -1,4 +1,5 @@
-"""Backward formulas of ``linear``, ``embedding`` and attention (``_oplib/nn.py``)."""
+"""Backward formulas of ``linear``, ``embedding`` and attention (declared in ``_ops/nn_conv.py``,
+``_ops/nn_loss.py`` and ``_ops/nn_attention.py``)."""
 
 from __future__ import annotations
 
