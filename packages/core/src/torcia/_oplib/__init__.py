@@ -96,5 +96,5 @@ __all__ = [name for family in FAMILIES for name in family.__all__]
 
 #: PyTorch's top-level names whose signatures differ from ``torch.nn.functional``'s
 #: (``torch.batch_norm``, ``torch.embedding``...): name -> function, from the families
-TOP_LEVEL = {name: fn for family in FAMILIES for name, fn in getattr(family, "TOP_LEVEL",
-                                                                     {}).items()}
+TOP_LEVEL = {name: fn for family in FAMILIES
+             for name, fn in getattr(family, "TOP_LEVEL", {}).items()}
