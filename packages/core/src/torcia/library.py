@@ -101,7 +101,8 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
-from torcia._ops.nn_conv import check_geometry, pool_geometry
+from torcia._ops.nn_conv import check_geometry
+from torcia._ops.nn_pool import pool_geometry
 from torcia._tensor import (
     AUTOCAST_ORDER,
     AUTOGRAD_ORDER,

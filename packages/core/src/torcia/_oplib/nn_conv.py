@@ -10,7 +10,8 @@ from torcia import _dtype as D
 from torcia._autocast import autocast_as
 from torcia._creation import tensor
 from torcia._oplib._common import _F, _check_tensor
-from torcia._ops.nn_conv import adaptive_bounds, check_geometry, pool_geometry
+from torcia._ops.nn_conv import check_geometry
+from torcia._ops.nn_pool import adaptive_bounds, pool_geometry
 from torcia._tensor import Tensor, _torch_name, call
 
 
@@ -452,7 +453,7 @@ def _adaptive_size(output_size, input, nd):
 
 def _adaptive_windows(i: int, o: int, like: Tensor) -> tuple[Tensor, Tensor]:
     """The (o, i) 0/1 matrix of adaptive pooling's windows along one dim
-    (:func:`~torcia._ops.nn_conv.adaptive_bounds`) and each window's length."""
+    (:func:`~torcia._ops.nn_pool.adaptive_bounds`) and each window's length."""
     start, end = adaptive_bounds(i, o)
     pos = np.arange(i)
     m = (pos >= start[:, None]) & (pos < end[:, None])

@@ -38,8 +38,10 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
-``nn_conv``                ``linear``, the convolutions and pooling (``conv``, ``im2col``,
-                           ``max_pool``, ``avg_pool``...) and their adjoints
+``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
+                           ``im2col``...) and their adjoints
+``nn_pool``                pooling (``max_pool``, ``avg_pool``, ``adaptive_max_pool``) and
+                           its adjoints
 ``nn_rnn``                 the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their
                            fused backward ops
 ``nn_attention``           ``flash_attention`` (scaled-dot-product attention) and its fused
@@ -91,6 +93,7 @@ from torcia._ops import (
     nn_conv,
     nn_loss,
     nn_norm,
+    nn_pool,
     nn_rnn,
     pointwise,
     random,
@@ -104,10 +107,10 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
-                                     spectral, linalg, linalg_solves, linalg_factorizations,
-                                     linalg_functions, creation, random, nn_rnn, nn_attention,
-                                     sparse)
+                                     nn_conv, nn_pool, nn_norm, nn_loss, views, complex_numbers,
+                                     special, spectral, linalg, linalg_solves,
+                                     linalg_factorizations, linalg_functions, creation, random,
+                                     nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 

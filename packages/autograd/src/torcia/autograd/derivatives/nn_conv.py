@@ -1,4 +1,5 @@
-"""Backward formulas of convolutions and pooling (declared in ``_ops/nn_conv.py``)."""
+"""Backward formulas of convolutions and pooling (declared in ``_ops/nn_conv.py`` and
+``_ops/nn_pool.py``)."""
 
 from __future__ import annotations
 
