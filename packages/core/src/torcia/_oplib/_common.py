@@ -9,7 +9,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._ops._common import dim_tuple, return_type, size_at, to_float
+from torcia._ops._common import check_tensor, dim_tuple, return_type, size_at, to_float
 from torcia._tensor import Tensor, _torch_name, call
 
 # the families' names of helpers written in torcia._ops, below them
@@ -17,6 +17,7 @@ _dims = dim_tuple
 _return_type = return_type
 _to_float = to_float
 _size_at = size_at
+_check_tensor = check_tensor
 
 
 def to_dtype(input, dtype) -> Tensor:
@@ -85,13 +86,6 @@ def _readable_value(t):
         return t.item()
     except RuntimeError:
         return None
-
-
-def _check_tensor(x, name: str, fn: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    return x
 
 
 def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:

@@ -21,8 +21,9 @@ An op's public function is made from its declaration (the elementwise and specia
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
-``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
+ops, sorting, the convolutions and pooling in their module's ``PUBLIC``; ``flip``,
+``gather``... in ``views``' ``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -39,9 +40,9 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
 ``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
-                           ``im2col``...) and their adjoints
+                           ``im2col``...) and their adjoints, with their public functions
 ``nn_pool``                pooling (``max_pool``, ``avg_pool``, ``adaptive_max_pool``) and
-                           its adjoints
+                           its adjoints, with their public functions
 ``nn_rnn``                 the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their
                            fused backward ops
 ``nn_attention``           ``flash_attention`` (scaled-dot-product attention) and its fused

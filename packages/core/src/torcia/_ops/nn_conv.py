@@ -7,9 +7,9 @@ its windows from here.
 
 A kernel here is a method of the reference backend: ``self.xp`` is the array module
 (NumPy, or CuPy for torcia-cuda's subclass), arrays come positionally, parameters as
-keywords, multi-output ops return a tuple. The public functions in
-:mod:`torcia._oplib.nn_conv` have already checked shapes and normalised every parameter:
-inputs are batched (``N, C, *spatial``), and
+keywords, multi-output ops return a tuple. The public functions at the end of this module
+(``conv1d``... ``conv_transpose3d``, ``convolution``, ``conv_tbc``) have already checked
+shapes and normalised every parameter: inputs are batched (``N, C, *spatial``), and
 ``kernel_size``, ``stride``, ``dilation`` are tuples with one int per spatial dim;
 ``padding`` is a tuple of ``(low, high)`` pairs (``im2col``'s and ``col2im``'s, of ints,
 the same on both sides). Windows are taken with ``sliding_window_view`` and contracted with
@@ -35,7 +35,16 @@ import numpy as np
 
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import BOOL, HALF, in_float32, low_precision, no_kernel, refuse
+from torcia._ops._common import (
+    BOOL,
+    HALF,
+    autocast_as,
+    check_tensor,
+    in_float32,
+    low_precision,
+    no_kernel,
+    refuse,
+)
 from torcia._ops._common import op as _op
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -498,3 +507,338 @@ DECLARED = (
         "padding=None, stride=None) -> Tensor", Kernels.col2im, shape=_col2im_shape,
         decomposition=col2im),
 )
+
+
+# ----- the public functions ----------------------------------------------------------------
+
+
+def ntuple(value, n: int, name: str) -> tuple:
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.ntuple(3, 2, "kernel_size")
+    (3, 3)
+    >>> torcia.library.ntuple((1, 2), 2, "stride")
+    (1, 2)
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got "
+                           f"{name}={list(value)}")
+    return value
+
+
+def batched(input, nd: int, fn: str) -> tuple:
+    """``input`` with a batch dim, and whether one was added (an unbatched input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> x = torcia.zeros(3, 4)  # an unbatched (C, L) input
+    >>> batch, added = library.batched(x, 1, "conv1d")
+    >>> batch.shape, added, library.unbatch(batch, added).shape
+    (torcia.Size([1, 3, 4]), True, torcia.Size([3, 4]))
+    """
+    if input.ndim == nd + 1:
+        return input.unsqueeze(0), True
+    if input.ndim == nd + 2:
+        return input, False
+    raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                       f"{fn}, but got input of size: {list(input.shape)}")
+
+
+def unbatch(out, added: bool):
+    return out.squeeze(0) if added else out
+
+
+def _same_dtype(input, other, name: str) -> None:
+    if other is not None and other.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_tname(input.dtype)}) and {name} type "
+                           f"({_tname(other.dtype)}) should be the same")
+
+
+def _tname(d) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(d.name, d.name)
+
+
+def _conv_padding(padding, nd, kernel, dilation, stride, fn):
+    """``padding`` (int, tuple, "valid" or "same") as (low, high) pairs."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pairs = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+            return tuple(pairs)
+        raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                         "{'valid', 'same'}")
+    pad = ntuple(padding, nd, "padding")
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    return tuple((p, p) for p in pad)
+
+
+def _conv(nd, input, weight, bias, stride, padding, dilation, groups, fn):
+    check_tensor(input, "input", fn)
+    input, added = batched(input, nd, fn)
+    if weight.ndim != nd + 2:
+        raise RuntimeError("weight should have at least three dimensions" if nd == 1 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional "
+                           f"input {list(input.shape)}, but got {weight.ndim}-dimensional "
+                           f"weight of size {list(weight.shape)} instead")
+    _same_dtype(input, weight, "weight")
+    _same_dtype(input, bias, "bias")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    kernel = tuple(weight.shape[2:])
+    stride = ntuple(stride, nd, "stride")
+    dilation = ntuple(dilation, nd, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    pads = _conv_padding(padding, nd, kernel, dilation, stride, fn)
+    out_ch, c = weight.shape[0], input.shape[1]
+    if out_ch == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+    if out_ch % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(input.shape)} to have "
+                           f"{weight.shape[1] * groups} channels, but got {c} channels "
+                           "instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_ch):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_ch} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    padded = tuple(i + lo + hi for i, (lo, hi) in zip(input.shape[2:], pads))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(p < s for p, s in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, span))}). Kernel size can't be greater "
+                           "than actual input size")
+    if c == 0:
+        # PyTorch hands an input without channels back as an empty (N, 0, *out) batch
+        out_sp = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+        empty = input.sum(dim=tuple(range(2, 2 + nd)), keepdim=True)
+        return unbatch(empty.expand((input.shape[0], 0) + out_sp).clone(), added)
+    out = _opdef.CALL("conv", (input, weight, bias), {"stride": stride, "padding": pads,
+                                                      "dilation": dilation, "groups": groups})
+    return unbatch(out, added)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of ``input`` (N, C, L) or (C, L) with ``weight``
+    (out_channels, C / groups, k); ``padding`` may be an int, "valid" or "same".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[[1.0, 2.0, 3.0]]])
+    >>> torcia.conv1d(x, torcia.tensor([[[1.0, -1.0]]]))
+    tensor([[[-1., -1.]]])
+    """
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of ``input`` (N, C, H, W) or (C, H, W) with ``weight``
+    (out_channels, C / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 3, 3)
+    >>> torcia.conv2d(x, torcia.ones(1, 1, 2, 2), padding=1)[0, 0]
+    tensor([[1., 2., 2., 1.],
+            [2., 4., 4., 2.],
+            [2., 4., 4., 2.],
+            [1., 2., 2., 1.]])
+    """
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2, 2)
+    >>> torcia.conv3d(x, torcia.ones(1, 1, 2, 2, 2)).flatten()
+    tensor([8.])
+    """
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation, fn):
+    check_tensor(input, "input", fn)
+    input, added = batched(input, nd, fn)
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional "
+                           f"input {list(input.shape)}, but got {weight.ndim}-dimensional "
+                           f"weight of size {list(weight.shape)} instead")
+    _same_dtype(input, weight, "weight")
+    _same_dtype(input, bias, "bias")
+    if isinstance(padding, str):
+        raise ValueError(f"{fn}: padding must be an int or a tuple, not '{padding}'")
+    groups = int(groups)
+    stride = ntuple(stride, nd, "stride")
+    dilation = ntuple(dilation, nd, "dilation")
+    pad = ntuple(padding, nd, "padding")
+    out_pad = ntuple(output_padding, nd, "output_padding")
+    check_geometry(weight.shape[2:], stride, pad, dilation, out_pad)
+    for op, s, d in zip(out_pad, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError(f"output padding must be smaller than either stride or "
+                               f"dilation, but got output_padding: {list(out_pad)}, "
+                               f"stride: {list(stride)}, dilation: {list(dilation)}")
+    c = input.shape[1]
+    if c != weight.shape[0] or c % groups:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(input.shape)} to have {weight.shape[0]} "
+                           f"channels, but got {c} channels instead")
+    out_ch = weight.shape[1] * groups
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_ch):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected bias to be 1-dimensional with {out_ch} elements, but "
+                           f"got bias of size {list(bias.shape)} instead")
+    size = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in zip(
+        input.shape[2:], stride, pad, dilation, weight.shape[2:], out_pad)]
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"Given input size per channel: {list(input.shape[2:])}. "
+                           f"Calculated output size per channel: {size}. Output size is too "
+                           "small")
+    out = _opdef.CALL("conv_transpose", (input, weight, bias), {
+        "stride": stride, "padding": tuple((p, p) for p in pad), "output_padding": out_pad,
+        "dilation": dilation, "groups": groups})
+    return unbatch(out, added)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv1d`: ``weight`` is (in_channels,
+    out_channels / groups, k).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conv_transpose1d(torcia.tensor([[[1.0, 2.0]]]), torcia.tensor([[[1.0, 1.0]]]))
+    tensor([[[1., 3., 2.]]])
+    """
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv2d` ("deconvolution"): ``weight`` is
+    (in_channels, out_channels / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2)
+    >>> torcia.conv_transpose2d(x, torcia.ones(1, 1, 2, 2))
+    tensor([[[[1., 2., 1.],
+              [2., 4., 2.],
+              [1., 2., 1.]]]])
+    """
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 1, 1, 1)
+    >>> torcia.conv_transpose3d(x, torcia.ones(1, 2, 2, 2, 2)).shape
+    torcia.Size([1, 2, 2, 2, 2])
+    """
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose3d")
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """PyTorch's generic convolution: 1-, 2- or 3-D by ``weight``'s rank, transposed or
+    not; the arguments are all positional, as ``torch.convolution``'s.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.convolution(torcia.ones(1, 1, 4), torcia.ones(1, 1, 2), None, [1], [0], [1],
+    ...                    False, [0], 1)
+    tensor([[[2., 2., 2.]]])
+    """
+    n = weight.ndim - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D weight, got "
+                           f"{weight.ndim}-D")
+    if transposed:
+        fn = globals()[f"conv_transpose{n}d"]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return globals()[f"conv{n}d"](input, weight, bias, stride, padding, dilation,
+                                         groups)
+
+
+@autocast_as("conv_tbc")
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over a ``(time, batch, channels)`` input with a ``(kernel,
+    in_channels, out_channels)`` weight, ``pad`` zeros at each end of time.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conv_tbc(torcia.ones(4, 1, 1), torcia.ones(2, 1, 1), torcia.zeros(1)).shape
+    torcia.Size([3, 1, 1])
+    """
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)
+
+
+#: the public functions above, which torcia exports
+PUBLIC = (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+          convolution, conv_tbc)
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [fn.__name__ for fn in PUBLIC]

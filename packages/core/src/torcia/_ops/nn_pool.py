@@ -4,8 +4,9 @@ adjoints ``max_pool_backward`` and ``avg_pool_backward`` (each an op, so that a 
 backend can override it).
 
 A kernel here is a method of the reference backend, as in :mod:`torcia._ops.nn_conv`,
-whose windows (``array_windows``, ``tensor_windows``...) it takes. The public functions in
-:mod:`torcia._oplib.nn_conv` have already checked shapes and normalised every parameter:
+whose windows (``array_windows``, ``tensor_windows``...) it takes. The public functions at
+the end of this module (``max_pool1d``... ``adaptive_max_pool3d``,
+``max_pool1d_with_indices``) have already checked shapes and normalised every parameter:
 inputs are batched (``N, C, *spatial``), and ``kernel_size``, ``stride``, ``dilation`` and
 ``padding`` are tuples with one int per spatial dim (the padding the same on both sides).
 Adaptive average pooling is no op of its own: a matmul of window sums per spatial dim.
@@ -26,19 +27,25 @@ import math
 
 import numpy as np
 
-from torcia import _opdef
+from torcia import _dtype as D
+from torcia import _opdef, plugins
 from torcia._dtype import np_floating as _floating
+from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
+from torcia._ops._common import autocast_as, check_tensor
 from torcia._ops.nn_conv import (
     add_tensor_windows,
     array_add_windows,
     array_windows,
     as_2d,
     as_2d_params,
+    batched,
     check_geometry,
     columns,
     inner,
+    ntuple,
     tensor_windows,
+    unbatch,
 )
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -418,3 +425,353 @@ DECLARED = (
            Kernels.adaptive_max_pool, shape=_adaptive_max_pool_shape,
            decomposition=adaptive_max_pool, group="nn"),
 )
+
+
+# ----- the public functions ----------------------------------------------------------------
+
+
+def _pool_args(nd, input, kernel_size, stride, padding, dilation, fn):
+    check_tensor(input, "input", fn)
+    input, added = batched(input, nd, fn)
+    kernel = ntuple(kernel_size, nd, "kernel_size")
+    stride = kernel if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else ntuple(stride, nd, "stride")
+    pad = ntuple(padding, nd, "padding")
+    dilation = ntuple(dilation, nd, "dilation")
+    if any(k <= 0 for k in kernel):
+        raise RuntimeError(f"{fn}(): kernel_size must be greater than zero, but got "
+                           f"{list(kernel)}")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError(f"{fn}(): stride must be greater than zero, but got {list(stride)}")
+    check_geometry(kernel, stride, pad, dilation, pool=True)
+    return input, added, kernel, stride, pad, dilation
+
+
+def _check_pool_output(input, out_sp, fn):
+    if any(o <= 0 for o in out_sp):
+        size = "x".join(map(str, input.shape[1:]))
+        out = "x".join(map(str, (input.shape[1],) + tuple(out_sp)))
+        raise RuntimeError(f"Given input size: ({size}). Calculated output size: ({out}). "
+                           "Output size is too small")
+
+
+def _max_pool(nd, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices,
+              fn):
+    input, added, kernel, stride, pad, dilation = _pool_args(
+        nd, input, kernel_size, stride, padding, dilation, fn)
+    out_sp, _ = pool_geometry(input.shape[2:], kernel, stride, pad, dilation, bool(ceil_mode))
+    _check_pool_output(input, out_sp, fn)
+    values, indices = _opdef.CALL("max_pool", (input,), {
+        "kernel_size": kernel, "stride": stride, "padding": pad, "dilation": dilation,
+        "ceil_mode": bool(ceil_mode)})
+    values = unbatch(values, added)
+    if return_indices:
+        return values, unbatch(indices, added)
+    return values
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum of each window of ``input`` (N, C, L) or (C, L); ``stride`` defaults
+    to ``kernel_size``; indices (with ``return_indices``) are positions along L.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.max_pool1d(torcia.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+    tensor([[3., 2.]])
+    """
+    return _max_pool(1, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool1d")
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum of each window of ``input`` (N, C, H, W) or (C, H, W); indices (with
+    ``return_indices``) are flat positions in each H x W plane.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(16.0).reshape(1, 1, 4, 4)
+    >>> torcia.max_pool2d(x, 2)
+    tensor([[[[ 5.,  7.],
+              [13., 15.]]]])
+    """
+    return _max_pool(2, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool2d")
+
+
+@autocast_as("max_pool3d")
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    """The maximum of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([7.])
+    """
+    return _max_pool(3, input, kernel_size, stride, padding, dilation, ceil_mode,
+                     return_indices, "max_pool3d")
+
+
+def _avg_pool(nd, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+              divisor_override, fn):
+    input, added, kernel, stride, pad, _ = _pool_args(nd, input, kernel_size, stride,
+                                                      padding, 1, fn)
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    if nd == 3 and any(i < k for i, k in zip(input.shape[2:], kernel)):
+        # PyTorch's 3-D average pooling wants the window inside the unpadded input
+        t, h, w = input.shape[2:]
+        raise RuntimeError(f"input image (T: {t} H: {h} W: {w}) smaller than kernel size "
+                           f"(kT: {kernel[0]} kH: {kernel[1]} kW: {kernel[2]})")
+    out_sp, _ = pool_geometry(input.shape[2:], kernel, stride, pad, (1,) * nd,
+                              bool(ceil_mode))
+    _check_pool_output(input, out_sp, fn)
+    out = _opdef.CALL("avg_pool", (input,), {
+        "kernel_size": kernel, "stride": stride, "padding": pad, "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
+        "divisor_override": None if divisor_override is None else int(divisor_override)})
+    return unbatch(out, added)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True):
+    """The mean of each window of ``input`` (N, C, L) or (C, L).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.avg_pool1d(torcia.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+    tensor([[2., 1.]])
+    """
+    return _avg_pool(1, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     None, "avg_pool1d")
+
+
+def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window of ``input`` (N, C, H, W) or (C, H, W); padded zeros count
+    unless ``count_include_pad=False``; ``divisor_override`` replaces the window size.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
+    return _avg_pool(2, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "avg_pool2d")
+
+
+@autocast_as("avg_pool3d")
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
+               count_include_pad=True, divisor_override=None):
+    """The mean of each window of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 2).flatten()
+    tensor([3.5000])
+    """
+    return _avg_pool(3, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                     divisor_override, "avg_pool3d")
+
+
+def _adaptive_size(output_size, input, nd):
+    size = ntuple(output_size, nd, "output_size") if not isinstance(output_size, (list, tuple)) \
+        else tuple(input.shape[-nd + i] if s is None else int(s)
+                   for i, s in enumerate(output_size))
+    if len(size) != nd:
+        raise RuntimeError(f"adaptive pooling: output_size must be {nd}-dimensional, got "
+                           f"{list(size)}")
+    return size
+
+
+def _window_matrix(i: int, o: int, like) -> tuple:
+    """The (o, i) 0/1 matrix of adaptive pooling's windows along one dim
+    (:func:`adaptive_bounds`) and each window's length."""
+    start, end = adaptive_bounds(i, o)
+    pos = np.arange(i)
+    m = (pos >= start[:, None]) & (pos < end[:, None])
+    # built on the host, then moved: ``like`` may live on another device
+    return (_opdef.PUBLIC.tensor(m, dtype=like.dtype, device=like.device),
+            _opdef.PUBLIC.tensor(end - start, dtype=like.dtype, device=like.device))
+
+
+def _adaptive_avg_pool(nd, input, output_size, fn):
+    check_tensor(input, "input", fn)
+    batched(input, nd, fn)
+    size = _adaptive_size(output_size, input, nd)
+    if any(s < 0 for s in size):
+        raise RuntimeError(f"{fn}(): output_size must be non-negative, got {list(size)}")
+    # separable and linear: one small matmul of window sums per spatial dim, then one
+    # division by the window's size, as PyTorch divides its sum (multiplying by a fraction
+    # per dim rounds an exact half of integers off it)
+    out, count = input, None
+    for k in range(nd):
+        dim = input.ndim - nd + k
+        windows, length = _window_matrix(input.shape[dim], size[k], input)
+        out = (out.movedim(dim, -1) @ windows.mT).movedim(-1, dim)
+        count = length if count is None else count[..., None] * length
+    return out / count
+
+
+@autocast_as("adaptive_avg_pool1d")
+def adaptive_avg_pool1d(input, output_size):
+    """Means over ``output_size`` nearly equal windows covering ``input`` (N, C, L).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.adaptive_avg_pool1d(torcia.tensor([[1.0, 3.0, 2.0, 0.0]]), 2)
+    tensor([[2., 1.]])
+    """
+    if (isinstance(input, _opdef.PUBLIC.Tensor) and input.ndim in (2, 3)
+            and output_size in (1, (1,), [1])):
+        # PyTorch's global-pooling shortcut (through adaptive_avg_pool2d's): a mean, which
+        # refuses integers
+        return input.mean(-1, keepdim=True)
+    return _adaptive_avg_pool(1, input, output_size, "adaptive_avg_pool1d")
+
+
+@autocast_as("adaptive_avg_pool2d")
+def adaptive_avg_pool2d(input, output_size):
+    """Means over nearly equal windows of ``input`` (N, C, H, W) giving ``output_size``
+    (an int, a pair, or a pair with None for "keep").
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool2d(torcia.arange(16.0).reshape(1, 1, 4, 4), 2)
+    tensor([[[[ 2.5000,  4.5000],
+              [10.5000, 12.5000]]]])
+    """
+    if (isinstance(input, _opdef.PUBLIC.Tensor) and input.ndim >= 2
+            and output_size in (1, (1, 1), [1, 1])):
+        # PyTorch's global-pooling shortcut: a mean over the last two dims, of any rank
+        return input.mean((-2, -1), keepdim=True)
+    return _adaptive_avg_pool(2, input, output_size, "adaptive_avg_pool2d")
+
+
+def _adaptive_max_pool(nd, input, output_size, return_indices, fn):
+    check_tensor(input, "input", fn)
+    if input.is_complex():
+        # complex numbers have no order (NumPy's max compares them part by part)
+        kernel = "adaptive_max_pool3d_cpu" if nd == 3 else "adaptive_max_pool2d"
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{_torch_name(input.dtype)}'")
+    input, added = batched(input, nd, fn)
+    size = _adaptive_size(output_size, input, nd)
+    if any(s < 0 for s in size) or any(i == 0 for i in input.shape[2:]):
+        raise RuntimeError(f"{fn}(): Expected input to have non-zero size for non-batch "
+                           f"dimensions, but input has sizes {list(input.shape)} with "
+                           f"output_size {list(size)}")
+    if 0 in size:
+        # an empty output, as PyTorch gives
+        shape = tuple(input.shape[:2]) + size
+        values = unbatch(input.new_empty(shape), added)
+        if return_indices:
+            return values, unbatch(input.new_empty(shape, dtype=D.int64), added)
+        return values
+    values, indices = _opdef.CALL("adaptive_max_pool", (input,), {"output_size": size})
+    values = unbatch(values, added)
+    if return_indices:
+        return values, unbatch(indices, added)
+    return values
+
+
+@autocast_as("adaptive_avg_pool3d")
+def adaptive_avg_pool3d(input, output_size):
+    """Means over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_avg_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([3.5000])
+    """
+    if (isinstance(input, _opdef.PUBLIC.Tensor) and input.ndim in (4, 5)
+            and output_size in (1, (1, 1, 1), [1, 1, 1])):
+        # PyTorch's global-pooling shortcut, as adaptive_avg_pool2d's
+        return input.mean((-3, -2, -1), keepdim=True)
+    return _adaptive_avg_pool(3, input, output_size, "adaptive_avg_pool3d")
+
+
+def adaptive_max_pool1d(input, output_size, return_indices=False):
+    """Maxima over ``output_size`` nearly equal windows covering ``input`` (N, C, L).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.adaptive_max_pool1d(torcia.tensor([[[1.0, 4.0, 2.0, 3.0]]]), 2)
+    tensor([[[4., 3.]]])
+    """
+    return _adaptive_max_pool(1, input, output_size, return_indices, "adaptive_max_pool1d")
+
+
+@autocast_as("adaptive_max_pool3d")
+def adaptive_max_pool3d(input, output_size, return_indices=False):
+    """Maxima over nearly equal windows of ``input`` (N, C, D, H, W).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.adaptive_max_pool3d(torcia.arange(8.0).reshape(1, 1, 2, 2, 2), 1).flatten()
+    tensor([7.])
+    """
+    return _adaptive_max_pool(3, input, output_size, return_indices, "adaptive_max_pool3d")
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """Maxima over nearly equal windows of ``input`` (N, C, H, W) giving ``output_size``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia._ops.nn_pool import adaptive_max_pool2d
+    >>> adaptive_max_pool2d(torcia.arange(9.0).reshape(1, 3, 3), 1)
+    tensor([[[8.]]])
+    """
+    return _adaptive_max_pool(2, input, output_size, return_indices, "adaptive_max_pool2d")
+
+
+def max_pool1d_with_indices(input, kernel_size, stride=None, padding=0, dilation=1,
+                            ceil_mode=False):
+    """``torch.max_pool1d_with_indices``: ``(values, indices)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.max_pool1d_with_indices(torcia.tensor([[[1.0, 3.0, 2.0, 5.0]]]), 2)
+    (tensor([[[3., 5.]]]), tensor([[[1, 3]]]))
+    """
+    return plugins.lent("torcia.nn.functional", "torcia-nn").max_pool1d_with_indices(
+        input, kernel_size, stride, padding, dilation, ceil_mode)
+
+
+#: the public functions above that torcia exports (the others are
+#: ``torcia.nn.functional``'s only, as PyTorch's)
+PUBLIC = (max_pool1d, max_pool2d, max_pool3d, max_pool1d_with_indices, avg_pool1d,
+          adaptive_avg_pool1d, adaptive_max_pool1d)
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (
+    "adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_avg_pool3d", "adaptive_max_pool1d",
+    "adaptive_max_pool2d", "adaptive_max_pool3d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
+    "max_pool1d", "max_pool2d", "max_pool3d",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [fn.__name__ for fn in PUBLIC]
