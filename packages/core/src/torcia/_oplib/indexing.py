@@ -16,14 +16,14 @@ from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _nonzero_tuple, _readable_value, _size_at
 from torcia._oplib.elementwise import to_dtype, where
 from torcia._oplib.views import cat, contiguous, expand, permute, split
-from torcia._ops import views as _declared
-from torcia._ops.views import check_range as _check_range
-from torcia._ops.views import index_tensor as _index_tensor
+from torcia._ops import indexing as _declared
+from torcia._ops.indexing import check_range as _check_range
+from torcia._ops.indexing import index_tensor as _index_tensor
 from torcia._tensor import Tensor, _torch_name, _wrap_dim, call, check_overlap, write_inplace
 
-#: the public functions declared beside their ops in torcia._ops.views (``gather``,
+#: the public functions declared beside their ops in torcia._ops.indexing (``gather``,
 #: ``scatter``, ``index_add``...)
-globals().update({fn.__name__: fn for fn in _declared.INDEXING_PUBLIC})
+globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
 
 
 def masked_fill(input, mask, value):
@@ -800,13 +800,13 @@ dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
+METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "masked_fill", "index_put", "nonzero", "argwhere", "masked_select", "scatter_reduce",
     "index_reduce", "nonzero_static", "as_strided_scatter", "select", "tensor_split",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC
+INPLACE = tuple(fn.__name__ for fn in _declared.PUBLIC
                 if fn.__name__ in _declared.INPLACE) + (
     "index_put", "scatter_reduce", "index_reduce",
 )
@@ -824,7 +824,7 @@ FALLBACK_INPLACE = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = sorted(tuple(fn.__name__ for fn in _declared.INDEXING_PUBLIC) + (
+__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
     "argwhere", "as_strided_scatter", "diagonal_scatter", "dsplit", "fill", "getitem", "hsplit",
     "index_fill", "index_put", "index_reduce", "masked_fill", "masked_scatter", "masked_select",
     "nonzero", "nonzero_static", "put", "scatter_reduce", "select", "select_scatter", "setitem",

@@ -22,7 +22,8 @@ functions, the nn activations: :mod:`torcia._oplib` builds them) or written next
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
 ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
-``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
+``PUBLIC``; ``flip``, ``tril``... in ``views``', ``gather``, ``scatter``... in
+``indexing``'s); the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -69,7 +70,10 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
+                           ``as_strided``, ``cat``, ``flip``, ``pad``...)
+``indexing``               ``tensor[key]`` (``getitem``), the gathers and scatters
+                           (``gather``, ``scatter``, ``scatter_reduce``...), the ``index_*``
+                           ops (``index_select``, ``index_put``...) and ``masked_select``
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,
@@ -82,6 +86,7 @@ from torcia._ops import (
     complex_numbers,
     creation,
     elementwise,
+    indexing,
     linalg,
     linalg_factorizations,
     linalg_functions,
@@ -104,10 +109,10 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
-                                     spectral, linalg, linalg_solves, linalg_factorizations,
-                                     linalg_functions, creation, random, nn_rnn, nn_attention,
-                                     sparse)
+                                     nn_conv, nn_norm, nn_loss, views, indexing, complex_numbers,
+                                     special, spectral, linalg, linalg_solves,
+                                     linalg_factorizations, linalg_functions, creation, random,
+                                     nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 
