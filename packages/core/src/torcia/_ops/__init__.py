@@ -21,9 +21,9 @@ An op's public function is made from its declaration (the elementwise and specia
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
-``PUBLIC``; ``flip``, ``tril``... in ``views``', ``gather``, ``scatter``... in
-``indexing``'s); the other families' stay in :mod:`torcia._oplib`.
+ops, sorting, the views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``,
+and ``take``, ``select``... built on them) in their module's ``PUBLIC``); the other
+families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -36,7 +36,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
 ``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
-                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...)
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
 ``nn_conv``                ``linear``, the convolutions and pooling (``conv``, ``im2col``,
@@ -70,10 +70,12 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``cat``, ``flip``, ``pad``...)
-``indexing``               ``tensor[key]`` (``getitem``), the gathers and scatters
-                           (``gather``, ``scatter``, ``scatter_reduce``...), the ``index_*``
-                           ops (``index_select``, ``index_put``...) and ``masked_select``
+                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``indexing``               the gathers and scatters (``gather``, ``scatter``,
+                           ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
+                           ``index_put``...) and the masked ops (``masked_select``,
+                           ``masked_fill``), with their public functions and those built on
+                           them (``take``, ``put``, ``select``, ``tensor_split``...)
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,

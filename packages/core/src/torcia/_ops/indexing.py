@@ -1,16 +1,21 @@
 """The indexing ops, each declared once: schema, reference kernel, meta shape,
-decomposition and autocast policy. ``getitem`` (``tensor[key]``, of
-:data:`torcia.ops.VIEW`: a view of its input for a basic key) and, of ``MOVEMENT``
-(copies), the gathers and scatters (``gather``, ``scatter``, ``scatter_add``,
-``scatter_reduce``, ``take_along_dim``), the ``index_*`` ops (``index_select``,
-``index_add``, ``index_copy``, ``index_put``) and ``masked_select``.
+decomposition and autocast policy. Of :data:`torcia.ops.MOVEMENT` (copies), the gathers
+and scatters (``gather``, ``scatter``, ``scatter_add``, ``scatter_reduce``,
+``take_along_dim``), the ``index_*`` ops (``index_select``, ``index_add``, ``index_copy``,
+``index_put``) and ``masked_select``; ``masked_fill``, of ``ELEMENTWISE_OTHER``.
+``getitem`` (``tensor[key]``), a view that the views' decompositions run, is declared with
+them in :mod:`torcia._ops.views`.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy). A decomposition is written with Tensor methods, the public functions
 (:data:`torcia._opdef.PUBLIC`) and :data:`torcia._opdef.CALL` (an op by name): it runs on
 any device, and this module is below the Tensor class. The public functions of
-``gather``, ``scatter``... are at the end of this module, next to their declarations,
-with the index checks they share. Their derivatives are torcia-autograd's.
+``gather``, ``scatter``, ``masked_fill``... are at the end of this module, next to their
+declarations, with the index checks they share, and those built on them (``take``,
+``put``, ``select``, ``tensor_split``, ``index_fill``, ``masked_scatter``, the
+``*_scatter`` functions...); ``tensor[key]`` and its assignment, which write in place
+through the Tensor class, are :mod:`torcia._oplib.indexing`'s. Their derivatives are
+torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -24,7 +29,16 @@ from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
 from torcia._opdef import define
-from torcia._ops._common import along_dim, first_shape, opmath, size_at, with_size, wrap_dim
+from torcia._ops._common import (
+    along_dim,
+    first_shape,
+    opmath,
+    readable_value,
+    size_at,
+    with_size,
+    wrap_dim,
+)
+from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -69,14 +83,6 @@ def _add_at(xp, out, key, values):
 
 class Kernels:
     """The reference kernels of the indexing ops (see the module's doc)."""
-
-    def getitem(self, a, key):
-        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
-                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
-            # one index array into a vector, (array, ...): NumPy's own path for a[array],
-            # the same copy at a fifth of the cost
-            return a[key[0]]
-        return a[key]
 
     def gather(self, a, index, dim):
         # the result has the index's shape: take_along_axis would broadcast a smaller index
@@ -149,6 +155,9 @@ class Kernels:
             return xp.take_along_axis(a.reshape(-1), indices.reshape(-1), axis=0)
         return xp.take_along_axis(a, indices, axis=dim)
 
+    def masked_fill(self, a, mask, value):
+        return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
+
     def masked_select(self, a, mask):
         xp = self.xp
         shape = xp.broadcast_shapes(a.shape, mask.shape)
@@ -165,64 +174,6 @@ def _gather_shape(x, index, dim, **params):
 def _index_select_shape(x, index, dim, **params):
     dim %= max(x.ndim, 1)
     return x.shape[:dim] + index.shape + x.shape[dim + 1:], x.dtype
-
-
-def _is_stand_in(arr) -> bool:
-    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
-
-
-def _getitem_shape(x, key, **params):
-    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
-    advanced ones (arrays, and integers alongside an array) broadcast together, and their
-    dims go where the first is when they are adjacent in the key, else first. A boolean
-    mask of a meta tensor has no shape without its values."""
-    key = key if isinstance(key, tuple) else (key,)
-
-    def is_mask(k):
-        return isinstance(k, (bool, np.bool_)) or (
-            isinstance(k, np.ndarray) and k.dtype.kind == "b")
-
-    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
-    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
-                   if k is not None and k is not Ellipsis)
-    if consumed > x.ndim:
-        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
-    out, arrays, where, dim = [], [], [], 0
-    for i, k in enumerate(key):
-        if k is None:
-            out.append(1)
-        elif k is Ellipsis:
-            n = x.ndim - consumed
-            out.extend(x.shape[dim:dim + n])
-            dim += n
-        elif isinstance(k, slice):
-            out.append(len(range(*k.indices(x.shape[dim]))))
-            dim += 1
-        elif is_mask(k):
-            k = np.asarray(k)
-            if _is_stand_in(k):
-                raise NotImplementedError(
-                    "getitem: indexing a meta tensor with a boolean mask has no shape "
-                    "without the mask's values (it depends on how many are True)")
-            where.append((i, len(out)))
-            arrays.append((int(k.sum()),))
-            dim += k.ndim
-        elif isinstance(k, np.ndarray) or has_array:
-            where.append((i, len(out)))
-            arrays.append(np.shape(k))
-            dim += 1
-        else:
-            n = x.shape[dim]
-            if not -n <= k < n:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
-                                 f"size {n}")
-            dim += 1
-    out.extend(x.shape[dim:])
-    if arrays:
-        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
-        at = where[0][1] if adjacent else 0
-        out[at:at] = np.broadcast_shapes(*arrays)
-    return tuple(out), x.dtype
 
 
 def _take_along_dim_shape(x, indices, dim=None, **params):
@@ -298,22 +249,23 @@ def copied_at(a, index, source, dim):
     return _opdef.CALL("scatter", (a, _spread(index, source, dim), source), {"dim": dim})
 
 
-def masked_select(a, mask):
+def masked_filled(a, mask, value):
+    fill = value.to(a.dtype) if hasattr(value, "new_full") else a.new_full((), value)
+    return _where(mask, fill, a)
+
+
+def masked_selected(a, mask):
     shape = _opdef.PUBLIC.broadcast_shapes(a.shape, mask.shape)
     return a.expand(shape)[mask.expand(shape)]
-
-
-def _a_view(schema, kernel, **declared):
-    return define(schema, kernel, group="view", **declared)
 
 
 def _a_move(schema, kernel, **declared):
     return define(schema, kernel, group="movement", **declared)
 
 
-#: the indexing ops, in the order of torcia.ops.VIEW and MOVEMENT (after the views' own)
+#: the indexing ops, in the order of torcia.ops.MOVEMENT (after the views' own), and
+#: masked_fill, last of ELEMENTWISE_OTHER
 DECLARED = (
-    _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
     _a_move("gather(Tensor x, Tensor index, *, dim=None) -> Tensor", Kernels.gather,
             shape=_gather_shape, decomposition=gathered),
     _a_move("scatter(Tensor x, Tensor index, Tensor src, *, dim=None) -> Tensor",
@@ -327,7 +279,7 @@ DECLARED = (
                              "tensor([ 1, 13,  1,  1])")),
     _a_move("scatter_reduce(Tensor x, Tensor index, Tensor src, *, dim=None, reduce=None, "
             "include_self=True) -> Tensor",
-            Kernels.scatter_reduce, shape=first_shape,
+            Kernels.scatter_reduce, shape=first_shape, inplace=True,
             inplace_example=("[1.0, 2.0, 3.0]",
                              '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), '
                              'reduce="amax"',
@@ -343,13 +295,18 @@ DECLARED = (
             inplace_example=("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
                              "tensor([10,  1, 20])")),
     _a_move("index_put(Tensor x, Tensor values, *, key=None, accumulate=False) -> Tensor",
-            Kernels.index_put, shape=first_shape, autocast={"cuda": "promote"},
+            Kernels.index_put, shape=first_shape, autocast={"cuda": "promote"}, inplace=True,
             inplace_example=("[1, 1, 1]", "(torcia.tensor([0, 2]),), torcia.tensor([10, 20])",
                              "tensor([10,  1, 20])")),
     _a_move("take_along_dim(Tensor x, Tensor indices, *, dim=None) -> Tensor",
             Kernels.take_along_dim, shape=_take_along_dim_shape, decomposition=taken_along),
     _a_move("masked_select(Tensor x, Tensor mask) -> Tensor", Kernels.masked_select,
-            decomposition=masked_select),
+            decomposition=masked_selected),
+    define("masked_fill(Tensor x, Tensor mask, *, Scalar value=None) -> Tensor",
+           Kernels.masked_fill, shape=first_shape, decomposition=masked_filled,
+           group="elementwise_other",
+           inplace_example=("[1, 2, 3]", "torcia.tensor([True, False, True]), 0",
+                            "tensor([0, 2, 0])")),
 )
 
 
@@ -562,10 +519,499 @@ def index_copy(input, dim, index, source):
     return along_dim("index_copy", (input, index, source), {"dim": d})
 
 
-#: the public functions above that torcia exports (through torcia._oplib.indexing) and
-#: Tensor has as methods
-PUBLIC = (gather, index_select, take_along_dim, scatter, scatter_add, index_add, index_copy)
+def masked_fill(input, mask, value):
+    """Fill ``input`` with ``value`` where the bool ``mask`` (broadcast) is True.
 
-#: the names of those whose Tensor method has an in-place ``name_`` form too (declared
-#: ``inplace``)
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -2.0, 3.0])
+    >>> torcia.masked_fill(x, x < 0, 0.0)
+    tensor([1., 0., 3.])
+    """
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_fill_ only supports boolean masks, but got mask with "
+                           f"dtype {mask.dtype.name}")
+    if isinstance(value, _opdef.PUBLIC.Tensor):
+        if value.ndim:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        number = None if value._requires_grad else readable_value(value)
+        if number is None:
+            # a value in the graph (where() differentiates both), or one without a number
+            # to read (meta, batched by vmap), is a tensor operand
+            return _opdef.PUBLIC.where(mask, _opdef.PUBLIC.to_dtype(value, input.dtype), input)
+        value = number
+    return _opdef.CALL("masked_fill", (input, mask),
+                       {"value": D.checked_scalar(value, input.dtype)})
+
+
+def masked_select(input, mask):
+    """The elements of ``input`` where the bool ``mask`` (broadcast) is True, as 1-D.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, -2], [-3, 4]])
+    >>> torcia.masked_select(x, x > 0)
+    tensor([1, 4])
+    """
+    if mask.dtype is not D.bool_:
+        raise RuntimeError(f"masked_select: expected BoolTensor for mask, got {mask.dtype.name}")
+    _broadcast_check(input.shape, mask.shape)
+    return _opdef.CALL("masked_select", (input, mask), {})
+
+
+def _broadcast_check(a, b):
+    for i, (x, y) in enumerate(zip(reversed(a), reversed(b))):
+        if x != y and x != 1 and y != 1:
+            dim = max(len(a), len(b)) - 1 - i
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {dim}")
+
+
+_REDUCTIONS = ("sum", "prod", "mean", "amax", "amin")
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True):
+    """Reduce ``src`` into a copy of ``input`` at ``index`` along ``dim`` with ``reduce``
+    ("sum", "prod", "mean", "amax" or "amin"); ``include_self`` counts input's own values.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.scatter_reduce(torcia.zeros(2), 0, torcia.tensor([0, 0, 1]),
+    ...                       torcia.tensor([1.0, 2.0, 3.0]), "amax")
+    tensor([2., 3.])
+    """
+    if reduce not in _REDUCTIONS:
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = wrap_dim(dim, input.ndim)
+    index_tensor(index, "scatter_reduce")
+    check_range(index._data, size_at(input, d), d, RuntimeError)
+    if src.dtype is not input.dtype:
+        raise RuntimeError(f"scatter(): Expected self.dtype to be equal to src.dtype, got "
+                           f"{input.dtype.name} and {src.dtype.name}")
+    if input.is_complex() and reduce in ("amax", "amin"):
+        raise NotImplementedError(f'"scatter_gather_tensor_cpu_reduce_{reduce}" not '
+                                  f"implemented for '{D.torch_type_name(input.dtype)}'")
+    if input.is_complex() and (input._requires_grad or src._requires_grad) and (
+            _opdef.PUBLIC.is_grad_enabled()):
+        # its gradients are real formulas (prod's, mean's): torch refuses as well
+        raise RuntimeError("scatter_reduce does not support automatic differentiation for "
+                           "outputs with complex dtype.")
+    return _opdef.CALL("scatter_reduce", (input, index, src),
+                       {"dim": d, "reduce": reduce, "include_self": bool(include_self)})
+
+
+# ----- the public functions built on them (torcia.take, torcia.select...) ------------------
+
+
+def argwhere(input):
+    """As ``nonzero(input)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.argwhere(torcia.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    return _opdef.PUBLIC.nonzero(input)
+
+
+def take(input, index):
+    """Elements of the flattened ``input`` at ``index``; the result has ``index``'s shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.take(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([0, 3]))
+    tensor([1, 4])
+    """
+    return input.reshape(-1)[_flat_index(index, input.numel())].reshape(index.shape)
+
+
+def _flat_index(index, numel):
+    """``take``/``put``'s indices into the flattened input, negative ones counted from the
+    end, as a 1-D tensor; one outside ``[-numel, numel)`` raises PyTorch's IndexError."""
+    idx = index.reshape(-1)
+    # min and max, not a boolean selection, which vmap's batched indices cannot answer
+    check_range(idx._data, numel, 0, message=lambda bad: f"out of range: tried to access "
+                f"index {bad} on a tensor of {numel} elements.")
+    return _opdef.PUBLIC.where(idx < 0, idx + numel, idx)
+
+
+def unravel_index(indices, shape):
+    """Flat indices into ``shape`` as a tuple of coordinate tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unravel_index(torcia.tensor([5, 1]), (2, 3))
+    (tensor([1, 0]), tensor([2, 1]))
+    """
+    public = _opdef.PUBLIC
+    idx = indices if isinstance(indices, public.Tensor) else public.tensor(indices)
+    if idx.is_floating_point():
+        raise TypeError("expected 'indices' to be integer dtype, but got "
+                        f"{idx.dtype}")
+    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    total = int(np.prod(shape))
+    if not total:
+        if idx.numel():
+            raise RuntimeError("ZeroDivisionError")  # PyTorch's words
+        return tuple(public.zeros(idx.shape, dtype=D.int64, device=idx.device) for _ in shape)
+    # with tensor ops (they run on the meta device and under vmap); an index out of range
+    # wraps around, as PyTorch's (which does not check)
+    rest = idx.long() % total
+    coords = []
+    for size in reversed(shape):
+        coords.append(rest % size)
+        rest = rest // size
+    return tuple(reversed(coords))
+
+
+def index_fill(input, dim, index, value):
+    """A copy of ``input`` with the slices at ``index`` along ``dim`` set to ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.index_fill(torcia.zeros(2, 3), 1, torcia.tensor([0, 2]), 1.0)
+    tensor([[1., 0., 1.],
+            [1., 0., 1.]])
+    """
+    d = wrap_dim(dim, input.ndim)
+    size = size_at(input, d)
+    check_range(index._data, size, d, IndexError)
+    mask_shape = [1] * input.ndim
+    if input.ndim:
+        mask_shape[d] = size
+    # out of place: an index batched by vmap writes a batched mask
+    mask = _opdef.PUBLIC.zeros(size, dtype=D.bool_, device=input.device).scatter(
+        0, index.reshape(-1), True)
+    return input.masked_fill(mask.reshape(mask_shape), value)
+
+
+def masked_scatter(input, mask, source):
+    """A copy of ``input`` with the positions where ``mask`` is True filled, in order, from
+    ``source``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.zeros(4)
+    >>> mask = torcia.tensor([True, False, True, False])
+    >>> torcia.masked_scatter(x, mask, torcia.tensor([1.0, 2.0]))
+    tensor([1., 0., 2., 0.])
+    """
+    m = mask.expand(*input.shape) if mask.shape != input.shape else mask
+    flat_mask = m.reshape(-1)
+    taken = flat_mask.long().cumsum(0)  # how many masked positions up to each
+    src = source.reshape(-1)
+    # the count read from the array, as check_range reads indices: the meta device's
+    # stand-ins and vmap's batched arrays answer max()
+    if taken.numel() and int(taken._data.max()) > src.numel():
+        raise RuntimeError("masked_scatter: expected source to have at least as many "
+                           "elements as ones in mask")
+    gathered = src[(taken - 1).clamp(min=0)]
+    return _opdef.PUBLIC.where(flat_mask, gathered.to(input.dtype), input.reshape(-1)).reshape(
+        input.shape)
+
+
+def put(input, index, source, accumulate=False):
+    """A copy of ``input`` with the flattened positions ``index`` set from ``source`` (or
+    increased by it with ``accumulate``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.put(torcia.zeros(2, 2), torcia.tensor([0, 3]), torcia.tensor([5.0, 6.0]))
+    tensor([[5., 0.],
+            [0., 6.]])
+    """
+    flat = input.reshape(-1)
+    idx = _flat_index(index, flat.numel())
+    if accumulate:
+        out = flat.index_add(0, idx, source.reshape(-1).to(input.dtype))
+    else:
+        out = flat.index_copy(0, idx, source.reshape(-1).to(input.dtype))
+    return out.reshape(input.shape)
+
+
+def select_scatter(input, src, dim, index):
+    """A copy of ``input`` with ``input.select(dim, index)`` replaced by ``src``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.select_scatter(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]), 0, 1)
+    tensor([[0., 0.],
+            [1., 2.]])
+    """
+    out = input.clone()
+    key = [slice(None)] * input.ndim
+    key[dim] = index
+    out[tuple(key)] = src
+    return out
+
+
+def slice_scatter(input, src, dim=0, start=None, end=None, step=1):
+    """A copy of ``input`` with the slice ``start:end:step`` along ``dim`` replaced.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.slice_scatter(torcia.zeros(4), torcia.ones(2), start=0, step=2)
+    tensor([1., 0., 1., 0.])
+    """
+    out = input.clone()
+    key = [slice(None)] * input.ndim
+    key[dim] = slice(start, end, step)
+    out[tuple(key)] = src
+    return out
+
+
+def diagonal_scatter(input, src, offset=0, dim1=0, dim2=1):
+    """A copy of ``input`` with the diagonal ``(offset, dim1, dim2)`` replaced by ``src``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diagonal_scatter(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]))
+    tensor([[1., 0.],
+            [0., 2.]])
+    """
+    out = input.clone()
+    out.diagonal(offset, dim1, dim2).copy_(src)
+    return out
+
+
+def fill(input, value):
+    """A tensor like ``input`` filled with ``value``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fill(torcia.zeros(2), 7.0)
+    tensor([7., 7.])
+    """
+    public = _opdef.PUBLIC
+    return public.full_like(input, value.item() if isinstance(value, public.Tensor) else value)
+
+
+def fill_diagonal(input, fill_value, wrap=False):
+    """A copy of ``input`` (2-D, or N-D with equal sizes) with its main diagonal set to
+    ``fill_value``; ``wrap`` continues the diagonal below a tall matrix, as NumPy's.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.zeros(3, 2).fill_diagonal(5.0)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.]])
+    >>> torcia.zeros(5, 2).fill_diagonal(5.0, wrap=True)
+    tensor([[5., 0.],
+            [0., 5.],
+            [0., 0.],
+            [5., 0.],
+            [0., 5.]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError("dimensions must larger than 1")
+    if input.ndim > 2 and len(set(input.shape)) != 1:
+        raise RuntimeError("all dimensions of input must be of equal length")
+    mask = np.zeros(tuple(input.shape), dtype=bool)
+    np.fill_diagonal(mask, True, wrap=wrap)
+    public = _opdef.PUBLIC
+    return public.where(public.tensor(mask, device=input.device),
+                        public.full_like(input, fill_value), input)
+
+
+_INDEX_REDUCE = ("prod", "mean", "amax", "amin")
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True):  # noqa: A002
+    """Reduce the slices of ``source`` into ``input`` at ``index`` along ``dim`` with
+    ``reduce`` ("prod", "mean", "amax" or "amin"); ``include_self=False`` leaves the
+    indexed values of ``input`` out of the reduction.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(3)
+    >>> torcia.index_reduce(x, 0, torcia.tensor([0, 0, 2]), torcia.tensor([2.0, 3.0, 4.0]),
+    ...                     "prod")
+    tensor([6., 1., 4.])
+    """
+    if reduce not in _INDEX_REDUCE:
+        raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
+                           f"amin but got {reduce}.")
+    if index.ndim > 1:
+        raise IndexError("index_reduce_(): Index is supposed to be a vector")
+    if index.dtype not in (D.int64, D.int32):
+        raise IndexError(f"index_reduce_(): Expected dtype int32/int64 for index but got: "
+                         f"{index.dtype}")
+    d = dim % max(input.ndim, 1)
+    src = source if source.ndim else source.reshape(1)
+    if index.numel() != (src.shape[d] if src.ndim else 1):
+        raise IndexError(f"index_reduce_(): Number of indices ({index.numel()}) should be "
+                         f"equal to source.size(dim) ({src.shape[d]})")
+    if input.is_complex() and (not include_self or reduce in ("amax", "amin")):
+        # PyTorch's kernels: no complex one without the input's values, nor an order
+        kernel = ("index_reduce_func_exclude_input_init" if not include_self else
+                  "maximum_cpu" if reduce == "amax" else "minimum_cpu")
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{D.torch_type_name(input.dtype)}'")
+    if input.ndim == 0:
+        return input.reshape(1).scatter_reduce(0, index.reshape(-1).long(), src, reduce,
+                                               include_self=include_self).reshape(())
+    shape = [1] * input.ndim
+    shape[d] = -1
+    idx = index.reshape(-1).long().reshape(shape).expand(*src.shape)
+    return input.scatter_reduce(d, idx, src, reduce, include_self=include_self)
+
+
+def nonzero_static(input, *, size, fill_value=-1):
+    """The indices of the nonzero elements (as :func:`torcia.nonzero`), cut or padded with
+    ``fill_value`` rows to exactly ``size`` rows.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nonzero_static(torcia.tensor([0, 3, 0, 5]), size=3)
+    tensor([[ 1],
+            [ 3],
+            [-1]])
+    """
+    if size < 0:
+        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, got "
+                           f"{size}")
+    nz = input.nonzero()
+    n = nz.shape[0]
+    if n >= size:
+        return nz[:size]
+    pad = _opdef.PUBLIC.full((size - n, input.ndim), fill_value, dtype=D.int64,
+                             device=input.device)
+    return _opdef.PUBLIC.cat([nz, pad], 0)
+
+
+def as_strided_scatter(input, src, size, stride, storage_offset=None):
+    """A copy of ``input`` with ``src`` written into its ``as_strided(size, stride,
+    storage_offset)`` view (differentiable in both).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.as_strided_scatter(torcia.zeros(4), torcia.tensor([1.0, 2.0]), (2,), (2,))
+    tensor([1., 0., 2., 0.])
+    """
+    out = input.clone()
+    out.as_strided(tuple(size), tuple(stride), storage_offset or 0).copy_(src)
+    return out
+
+
+def select(input, dim, index):
+    """The slice of ``input`` at ``index`` along ``dim``, without that dimension (a view).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.select(x, 1, 0)
+    tensor([1, 3])
+    """
+    d = wrap_dim(dim, input.ndim)
+    return _opdef.PUBLIC.getitem(input, (slice(None),) * d + (index,))
+
+
+def tensor_split(input, indices_or_sections, dim=0):
+    """Split into ``n`` nearly equal pieces (the first ones larger), or at indices.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor_split(torcia.arange(7), 3)
+    (tensor([0, 1, 2]), tensor([3, 4]), tensor([5, 6]))
+    >>> torcia.tensor_split(torcia.arange(7), [1, 5])
+    (tensor([0]), tensor([1, 2, 3, 4]), tensor([5, 6]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    size = input.shape[d]
+    if isinstance(indices_or_sections, _opdef.PUBLIC.Tensor):
+        if indices_or_sections.ndim > 1 or indices_or_sections.dtype is not D.int64:
+            raise RuntimeError("tensor_split expected tensor_indices_or_sections to be a "
+                               "zero-dimensional or one-dimensional tensor of dtype long, but "
+                               f"got a tensor with {indices_or_sections.ndim} dims and dtype "
+                               f"{indices_or_sections.dtype}")
+        indices_or_sections = indices_or_sections.tolist()
+    if isinstance(indices_or_sections, int):
+        n = indices_or_sections
+        if n <= 0:
+            raise RuntimeError(f"number of sections must be larger than 0, got {n}")
+        sections = [size // n + (1 if i < size % n else 0) for i in range(n)]
+        return _opdef.PUBLIC.split(input, sections, d)
+    # each piece is input[start:end] along d, with a Python slice's reading of negative and
+    # out-of-range bounds: pieces can be empty, or overlap when the indices decrease
+    bounds = [0, *(int(i) for i in indices_or_sections), None]
+    head = (slice(None),) * d
+    getitem = _opdef.PUBLIC.getitem
+    return tuple(getitem(input, (*head, slice(a, b))) for a, b in zip(bounds, bounds[1:]))
+
+
+def _split_by(name, dim_needed, dim, example):
+    def pieces(input, indices_or_sections):
+        if input.ndim < dim_needed:
+            raise RuntimeError(f"torcia.{name} requires a tensor with at least {dim_needed} "
+                               f"dimension, but got a tensor with {input.ndim} dimensions!")
+        d = 0 if (name == "hsplit" and input.ndim == 1) else dim
+        if isinstance(indices_or_sections, int) and input.shape[d] % indices_or_sections:
+            raise RuntimeError(f"torcia.{name} attempted to split along dimension {d}, but "
+                               f"the size of the dimension {input.shape[d]} is not "
+                               f"divisible by the split_size {indices_or_sections}!")
+        return tensor_split(input, indices_or_sections, d)
+
+    pieces.__name__ = name
+    pieces.__doc__ = (f"Split ``input`` into pieces along dimension {dim}, as ``numpy.{name}``."
+                      f"\n\nExamples\n--------\n>>> import torcia\n{example}\n")
+    return pieces
+
+
+hsplit = _split_by("hsplit", 1, 1, """>>> torcia.hsplit(torcia.arange(6).reshape(2, 3), [1])
+(tensor([[0],
+        [3]]), tensor([[1, 2],
+        [4, 5]]))""")
+
+
+vsplit = _split_by("vsplit", 2, 0, """>>> torcia.vsplit(torcia.arange(6).reshape(3, 2), [1])
+(tensor([[0, 1]]), tensor([[2, 3],
+        [4, 5]]))""")
+
+
+dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia.zeros(2, 2, 4), 2)]
+[torcia.Size([2, 2, 2]), torcia.Size([2, 2, 2])]""")
+
+
+#: the public functions above that torcia exports (through torcia._oplib.indexing)
+PUBLIC = (gather, index_select, take_along_dim, scatter, scatter_add, index_add, index_copy,
+          masked_fill, masked_select, scatter_reduce, take, unravel_index, index_fill,
+          masked_scatter, put, select_scatter, slice_scatter, diagonal_scatter, fill,
+          index_reduce, argwhere, nonzero_static, as_strided_scatter, select, tensor_split,
+          hsplit, vsplit, dsplit)
+
+#: those that are Tensor methods too, under the same name
+METHODS = (gather, index_select, take_along_dim, scatter, scatter_add, index_add, index_copy,
+           masked_fill, masked_select, scatter_reduce, index_reduce, argwhere, nonzero_static,
+           as_strided_scatter, select, tensor_split)
+
+#: ... and the Tensor methods torcia._oplib.indexing sets only where torcia.linalg's,
+#: torcia.special's or the class's own have not set them
+FALLBACK_METHODS = (take, index_fill, masked_scatter, put, select_scatter, slice_scatter,
+                    diagonal_scatter, fill_diagonal, hsplit, vsplit, dsplit)
+
+#: the names of the ops whose Tensor method has an in-place ``name_`` form too (declared
+#: ``inplace``: computed out of place, then written back)
 INPLACE = tuple(d.name for d in DECLARED if d.inplace)

@@ -1,8 +1,9 @@
 """The view and movement ops, each declared once: schema, reference kernel, meta shape,
 decomposition and autocast policy. :data:`torcia.ops.VIEW` (``view``, ``permute``,
 ``expand``, ``as_strided``...: their results are views of their input, as PyTorch's) and
-``MOVEMENT`` (``cat``, ``flip``, ``repeat``, ``pad``...: copies); the indexing ops of both
-lists (``getitem``, ``gather``, ``scatter``...) are :mod:`torcia._ops.indexing`'s.
+``MOVEMENT`` (``cat``, ``flip``, ``repeat``, ``pad``...: copies); the indexing ops of
+``MOVEMENT`` (``gather``, ``scatter``, ``index_select``...) are
+:mod:`torcia._ops.indexing`'s.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy). A view's kernel returns a view of its input array; its public function (in
@@ -156,6 +157,14 @@ class Kernels:
             flat[storage_offset:], shape=size, strides=tuple(s * item for s in stride)
         )
 
+
+    def getitem(self, a, key):
+        if key.__class__ is tuple and len(key) == 2 and key[0].__class__ is np.ndarray and (
+                key[1] is Ellipsis and a.ndim == 1 and key[0].ndim):
+            # one index array into a vector, (array, ...): NumPy's own path for a[array],
+            # the same copy at a fifth of the cost
+            return a[key[0]]
+        return a[key]
 
     def detach_view(self, a):
         return a
@@ -345,6 +354,64 @@ def _diag_embed_shape(x, offset=0, dim1=-2, dim2=-1, **params):
     dims = {dim1 % ndim: n, dim2 % ndim: n}
     rest = iter(x.shape[:-1])
     return tuple(dims[i] if i in dims else next(rest) for i in range(ndim)), x.dtype
+
+
+def _is_stand_in(arr) -> bool:
+    return arr.ndim > 0 and arr.size > 1 and not any(arr.strides)
+
+
+def _getitem_shape(x, key, **params):
+    """``x[key]`` under NumPy's rules (the kernel's): basic indices keep their place; the
+    advanced ones (arrays, and integers alongside an array) broadcast together, and their
+    dims go where the first is when they are adjacent in the key, else first. A boolean
+    mask of a meta tensor has no shape without its values."""
+    key = key if isinstance(key, tuple) else (key,)
+
+    def is_mask(k):
+        return isinstance(k, (bool, np.bool_)) or (
+            isinstance(k, np.ndarray) and k.dtype.kind == "b")
+
+    has_array = any(isinstance(k, np.ndarray) or is_mask(k) for k in key)
+    consumed = sum(np.ndim(k) if is_mask(k) else 1 for k in key
+                   if k is not None and k is not Ellipsis)
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    out, arrays, where, dim = [], [], [], 0
+    for i, k in enumerate(key):
+        if k is None:
+            out.append(1)
+        elif k is Ellipsis:
+            n = x.ndim - consumed
+            out.extend(x.shape[dim:dim + n])
+            dim += n
+        elif isinstance(k, slice):
+            out.append(len(range(*k.indices(x.shape[dim]))))
+            dim += 1
+        elif is_mask(k):
+            k = np.asarray(k)
+            if _is_stand_in(k):
+                raise NotImplementedError(
+                    "getitem: indexing a meta tensor with a boolean mask has no shape "
+                    "without the mask's values (it depends on how many are True)")
+            where.append((i, len(out)))
+            arrays.append((int(k.sum()),))
+            dim += k.ndim
+        elif isinstance(k, np.ndarray) or has_array:
+            where.append((i, len(out)))
+            arrays.append(np.shape(k))
+            dim += 1
+        else:
+            n = x.shape[dim]
+            if not -n <= k < n:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with "
+                                 f"size {n}")
+            dim += 1
+    out.extend(x.shape[dim:])
+    if arrays:
+        adjacent = [i for i, _ in where] == list(range(where[0][0], where[-1][0] + 1))
+        at = where[0][1] if adjacent else 0
+        out[at:at] = np.broadcast_shapes(*arrays)
+    return tuple(out), x.dtype
 
 
 def _repeat_interleave_shape(x, repeats, dim=None, **params):
@@ -689,6 +756,7 @@ DECLARED = (
     _a_view("as_strided(Tensor x, *, size=None, stride=None, storage_offset=0) -> Tensor",
             Kernels.as_strided, shape=_as_strided_shape,
             inplace_example=("[1, 2, 3, 4]", "(2,), (2,)", "tensor([1, 3])")),
+    _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
     _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape,
             decomposition=detach_view),
     _a_move("contiguous(Tensor x) -> Tensor", Kernels.contiguous, shape=first_shape,
