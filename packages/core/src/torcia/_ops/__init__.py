@@ -21,9 +21,9 @@ An op's public function is made from its declaration (the elementwise and specia
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops, sorting, the convolutions and pooling in their module's ``PUBLIC``; ``flip``,
-``gather``... in ``views``' ``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in
-:mod:`torcia._oplib`.
+ops, sorting, the convolutions and pooling, the views (``flip``, ``tril``...) and indexing
+(``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their module's
+``PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -36,7 +36,7 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
 ``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
-                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...)
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
 ``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
@@ -72,7 +72,12 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
+                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``indexing``               the gathers and scatters (``gather``, ``scatter``,
+                           ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
+                           ``index_put``...) and the masked ops (``masked_select``,
+                           ``masked_fill``), with their public functions and those built on
+                           them (``take``, ``put``, ``select``, ``tensor_split``...)
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,
@@ -85,6 +90,7 @@ from torcia._ops import (
     complex_numbers,
     creation,
     elementwise,
+    indexing,
     linalg,
     linalg_factorizations,
     linalg_functions,
@@ -108,8 +114,8 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_pool, nn_norm, nn_loss, views, complex_numbers,
-                                     special, spectral, linalg, linalg_solves,
+                                     nn_conv, nn_pool, nn_norm, nn_loss, views, indexing,
+                                     complex_numbers, special, spectral, linalg, linalg_solves,
                                      linalg_factorizations, linalg_functions, creation, random,
                                      nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}

@@ -210,6 +210,16 @@ def floating_dtype(dtype) -> np.dtype:
     return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
 
 
+def readable_value(t):
+    """A one-element tensor's value as a Python number, or None where it holds none to read:
+    a meta tensor, or one batched by vmap (whose samples PyTorch's meta and batching
+    kernels take as tensors, without reading them)."""
+    try:
+        return t.item()
+    except RuntimeError:
+        return None
+
+
 def wrap_dim(dim, ndim: int) -> int:
     """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
 
