@@ -27,7 +27,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``random``           ``poisson``, ``binomial``, the in-place random fills
 ``spectral``         windows, ``stft``/``istft``
 ``nn_activation``    activations and softmax
-``nn_conv``          convolutions and pooling
 ``nn``               dropout, pixel shuffles, distances
 ``nn_rnn``           RNN/LSTM/GRU cells and sequences
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
@@ -35,11 +34,13 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
 ===================  =====================================================================
 
-``_common``          holds the helpers several families share. The normalisations (batch,
-layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding
-and the losses at ``torch.*`` have no module here: their public functions are written
-beside their declarations in :mod:`torcia._ops.nn_norm` and :mod:`torcia._ops.nn_loss`,
-which are registered below as families of their own.
+``_common``          holds the helpers several families share.
+
+The convolutions and pooling, the normalisations (batch, layer, group, instance and RMS
+norm, the synchronised batch-norm pieces), the embedding and the losses at ``torch.*`` have
+no module here: their public functions are all written beside their declarations, in
+:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm` and
+:mod:`torcia._ops.nn_loss`, which stand among the families in their place.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -55,13 +56,13 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     random,
     spectral,
     nn_activation,
-    nn_conv,
     nn,
     nn_rnn,
     aliases,
     runtime,
     properties,
 )
+from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -74,7 +75,8 @@ from torcia._oplib.creation import *  # noqa: F403
 from torcia._oplib.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
 from torcia._oplib.nn_activation import *  # noqa: F403
-from torcia._oplib.nn_conv import *  # noqa: F403
+from torcia._ops.nn_conv import *  # noqa: F403
+from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403
 from torcia._ops.nn_loss import *  # noqa: F403
 from torcia._oplib.nn import *  # noqa: F403
@@ -82,13 +84,12 @@ from torcia._oplib.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
-from torcia._ops import nn_loss, nn_norm
 
 #: the op families, in load order
 FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,
             creation, random,
-            spectral, nn_activation, nn_conv, nn_norm, nn_loss, nn, nn_rnn, aliases, runtime,
-            properties)
+            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
+            runtime, properties)
 
 
 #: the names ``torcia`` exports from the op library

@@ -1,8 +1,8 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
-need: dims made non-negative, named-tuple results, autocast, the cast to float,
-the call of an op along one dim, the check that an argument is a tensor and torcia-nn's
+need: dims made non-negative, named-tuple results, autocast, the cast to float, the
+check that an argument is a tensor, the call of an op along one dim and torcia-nn's
 functional module. Imports nothing of torcia but dtypes and the plugin registry, so that
 :mod:`torcia.ops` (below the Tensor) can read the declarations."""
 
@@ -210,6 +210,16 @@ def floating_dtype(dtype) -> np.dtype:
     return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
 
 
+def readable_value(t):
+    """A one-element tensor's value as a Python number, or None where it holds none to read:
+    a meta tensor, or one batched by vmap (whose samples PyTorch's meta and batching
+    kernels take as tensors, without reading them)."""
+    try:
+        return t.item()
+    except RuntimeError:
+        return None
+
+
 def wrap_dim(dim, ndim: int) -> int:
     """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
 
@@ -301,6 +311,20 @@ def autocast_as(name):
     return decorate
 
 
+def check_tensor(x, name: str, fn: str):
+    """``x``, or PyTorch's error where the argument ``name`` of ``fn`` is no tensor."""
+    if not isinstance(x, _opdef.PUBLIC.Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
+
+
+def functional():
+    """:mod:`torcia.nn.functional`, lent by torcia-nn: the public functions here that are
+    PyTorch's names of its functional forms (``torch.kl_div``...) run those."""
+    return plugins.lent("torcia.nn.functional", "torcia-nn")
+
+
 def to_float(input):
     """``input`` with an integer or bool dtype cast to the default float dtype, as ops that
     compute in floating point take it; float and complex inputs are returned as they are."""
@@ -327,17 +351,3 @@ def along_dim(name, inputs, params, view_of=None):
 def size_at(input, d) -> int:
     """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
     return input.shape[d] if input.ndim else 1
-
-
-def check_tensor(x, name: str, fn: str):
-    """``x``, or PyTorch's TypeError when it is not a tensor (argument ``name`` of ``fn``)."""
-    if not isinstance(x, _opdef.PUBLIC.Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    return x
-
-
-def functional():
-    """:mod:`torcia.nn.functional`, lent by torcia-nn: the public functions here that are
-    PyTorch's names of its functional forms (``torch.kl_div``...) run those."""
-    return plugins.lent("torcia.nn.functional", "torcia-nn")
