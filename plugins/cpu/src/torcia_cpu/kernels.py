@@ -68,10 +68,13 @@ class NativeKernels:
             return _native.matmul_batched(a, b)
         if _small_batch(a, b):
             # threads over the batch, one single-threaded GEMM per matrix, in C++: the
-            # attention products of a transformer (64 matrices of 64x64x32 a step)
-            lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-            return _native.matmul_batched(_gemm_ready(np.broadcast_to(a, lead + a.shape[-2:])),
-                                          _gemm_ready(np.broadcast_to(b, lead + b.shape[-2:])))
+            # attention products of a transformer (64 matrices of 64x64x32 a step); their
+            # batch dims equal, without the broadcasting's calls (6 us of 13 a call)
+            if a.shape[:-2] != b.shape[:-2]:
+                lead = np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+                a = np.broadcast_to(a, lead + a.shape[-2:])
+                b = np.broadcast_to(b, lead + b.shape[-2:])
+            return _native.matmul_batched(_gemm_ready(a), _gemm_ready(b))
         if _rows_product(a, b):
             a2 = _as_rows(a)
             with _own_blas_threads(_blas.product_work(*a2.shape, b.shape[1])) as (threads, team):
