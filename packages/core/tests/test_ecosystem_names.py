@@ -138,6 +138,25 @@ def test_tensor_likes_and_modes():
     assert "mul" in calls
 
 
+@pytest.mark.parametrize("first", ["module", "dispatch"])
+def test_lazily_bound_names_are_one_routed_object(first):
+    # torcia.save is bound on first use: a module name read before that, once dispatch was
+    # on, was the unrouted function (torch.serialization.save is not torch.save)
+    steps = ["import torcia.serialization as ser", "overrides.switch_on()"]
+    if first == "dispatch":
+        steps.reverse()
+    code = "\n".join(["import torcia", "from torcia import overrides", *steps,
+                      "from torcia.serialization import save",
+                      "assert save is torcia.save is ser.save",
+                      "assert overrides.routed(save) is save",
+                      "class Tagged(torcia.Tensor):",
+                      "    @classmethod",
+                      "    def __torch_function__(cls, func, types, args=(), kwargs=None):",
+                      "        return func.__name__",
+                      "assert save(torcia.ones(1).as_subclass(Tagged), 'f') == 'save'"])
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
 def test_foreach_ops_match_the_loop():
     xs = [torcia.tensor([1.0, -2.0]), torcia.tensor([[3.0], [0.5]])]
     ys = [torcia.tensor([4.0, 5.0]), torcia.tensor([[2.0], [2.0]])]

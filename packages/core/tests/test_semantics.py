@@ -854,9 +854,9 @@ def test_nanmean_checks_the_dim_before_the_dtype_and_takes_complex():
 def test_adaptive_avg_pool_to_one_is_a_mean(nd):
     # PyTorch's global-pooling shortcut: a mean over the spatial dims, which refuses
     # integer input as mean does
-    from torcia._oplib import nn_conv
+    from torcia._ops import nn_pool
 
-    pool = getattr(nn_conv, f"adaptive_avg_pool{nd}d")
+    pool = getattr(nn_pool, f"adaptive_avg_pool{nd}d")
     rng = np.random.default_rng(36)
     x = rng.normal(size=(2, 3) + (5,) * nd)
     got = pool(torcia.tensor(x), 1)

@@ -7,8 +7,9 @@ import pytest
 
 import torcia
 from torcia._oplib import nn_activation
-from torcia._oplib.nn_conv import avg_pool2d, conv1d, conv2d, conv_transpose2d, max_pool2d
 from torcia._oplib.nn_norm import batch_norm
+from torcia._ops.nn_conv import conv1d, conv2d, conv_transpose2d
+from torcia._ops.nn_pool import avg_pool2d, max_pool2d
 
 # ----- indices are never wrapped around --------------------------------------------
 

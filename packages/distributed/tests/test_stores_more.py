@@ -137,6 +137,16 @@ def test_file_store_loses_no_update_of_concurrent_processes(tmp_path):
     assert store.multi_get([f"{r}/199" for r in range(4)]) == [b"0", b"1", b"2", b"3"]
 
 
+@pytest.mark.parametrize("damage", ["foreign", "cut"])
+def test_file_store_names_a_file_that_is_not_its_table(tmp_path, damage):
+    path = tmp_path / "store"
+    FileStore(str(path)).set("key", "value")
+    blob = path.read_bytes()
+    path.write_bytes(b"#!/bin/sh\necho hello\n" if damage == "foreign" else blob[:-3])
+    with pytest.raises(DistStoreError, match=r"FileStore\('.*store'\): the file is not a "):
+        FileStore(str(path)).get("key")
+
+
 def test_tcp_store_counts_its_bookkeeping_key():
     master = TCPStore("127.0.0.1", 0, is_master=True)
     master.set("x", 1)

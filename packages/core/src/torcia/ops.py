@@ -77,11 +77,11 @@ SORTING = _ops.names("sorting")
 LINALG = _ops.names("linalg")
 
 # --- neural-network primitives (the layers of torcia-nn call these) ------------------------
-# every one declared: the activations in torcia._ops.nn_activation, linear, the convolutions
-# and pooling in nn_conv, softmax and the normalisations in nn_norm, the embedding and the
-# losses in nn_loss, dropout_mask in random, the LSTM ops in nn_rnn and flash_attention in
-# nn_attention; their *_backward ops are fused first derivatives (higher orders go through
-# differentiable ops, so they have no derivative row)
+# every one declared: the activations in torcia._ops.nn_activation, linear and the
+# convolutions in nn_conv, pooling in nn_pool, softmax and the normalisations in nn_norm, the
+# embedding and the losses in nn_loss, dropout_mask in random, the LSTM ops in nn_rnn and
+# flash_attention in nn_attention; their *_backward ops are fused first derivatives (higher
+# orders go through differentiable ops, so they have no derivative row)
 NN = _ops.names("nn")
 
 # --- sparse matrices, declared in torcia._ops.sparse: sparse_mm, the compressed-row matrix

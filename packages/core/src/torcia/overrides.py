@@ -412,6 +412,7 @@ def switch_on() -> None:
         return
     _on[0] = True
     _route_tensor()
+    _bind_lazy(sys.modules)
     for name in NAMESPACES:
         module = sys.modules.get(name)
         if module is not None:
@@ -427,7 +428,7 @@ class _RouteOnImport(importlib.abc.MetaPathFinder):
     other finders give and routes the module's functions once the module has run."""
 
     def find_spec(self, fullname, path, target=None):
-        if fullname not in NAMESPACES:
+        if fullname not in NAMESPACES and fullname not in _lazy_modules():
             return None
         for finder in sys.meta_path:
             if finder is self or not hasattr(finder, "find_spec"):
@@ -449,8 +450,26 @@ class _RoutingLoader(importlib.abc.Loader):
 
     def exec_module(self, module):
         self.loader.exec_module(module)
-        _route_module(module)
+        if module.__name__ in NAMESPACES:
+            _route_module(module)
+        else:
+            _bind_lazy((module.__name__,))
+            _route_module(sys.modules["torcia"])
         _one_object()
+
+
+def _lazy_modules():
+    return frozenset(sys.modules["torcia"]._LAZY.values())
+
+
+def _bind_lazy(loaded) -> None:
+    # torcia binds save, load and the autocast functions on first use; bound only then, a
+    # module's own name (torch.serialization.save) read earlier would stay the unrouted
+    # function while torcia.save became the routed one
+    top = sys.modules["torcia"]
+    for name, module in top._LAZY.items():
+        if module in loaded and name not in vars(top):
+            setattr(top, name, getattr(sys.modules[module], name))
 
     def __getattr__(self, name):  # get_source, is_package... for inspect and linecache
         return getattr(self.loader, name)

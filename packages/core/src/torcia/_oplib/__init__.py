@@ -27,7 +27,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``random``           ``poisson``, ``binomial``, the in-place random fills
 ``spectral``         windows, ``stft``/``istft``
 ``nn_activation``    activations and softmax
-``nn_conv``          convolutions and pooling
 ``nn_norm``          batch, layer, group, instance and RMS norm
 ``nn_loss``          the losses at ``torch.*``
 ``nn``               embedding, dropout, pixel shuffles, distances
@@ -38,6 +37,10 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ===================  =====================================================================
 
 ``_common``          holds the helpers several families share.
+
+The convolutions and pooling have no module here: their public functions are all written
+beside their declarations, in :mod:`torcia._ops.nn_conv` and :mod:`torcia._ops.nn_pool`,
+which stand among the families in their place.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -53,7 +56,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     random,
     spectral,
     nn_activation,
-    nn_conv,
     nn_norm,
     nn_loss,
     nn,
@@ -62,6 +64,7 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     runtime,
     properties,
 )
+from torcia._ops import nn_conv, nn_pool
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -74,7 +77,8 @@ from torcia._oplib.creation import *  # noqa: F403
 from torcia._oplib.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
 from torcia._oplib.nn_activation import *  # noqa: F403
-from torcia._oplib.nn_conv import *  # noqa: F403
+from torcia._ops.nn_conv import *  # noqa: F403
+from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._oplib.nn_norm import *  # noqa: F403
 from torcia._oplib.nn_loss import *  # noqa: F403
 from torcia._oplib.nn import *  # noqa: F403
@@ -86,8 +90,8 @@ from torcia._oplib.properties import *  # noqa: F403
 #: the op families, in load order
 FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,
             creation, random,
-            spectral, nn_activation, nn_conv, nn_norm, nn_loss, nn, nn_rnn, aliases, runtime,
-            properties)
+            spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
+            runtime, properties)
 
 
 #: the names ``torcia`` exports from the op library

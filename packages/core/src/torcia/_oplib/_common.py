@@ -9,7 +9,15 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia import plugins
-from torcia._ops._common import dim_tuple, return_type, size_at, to_float
+from torcia._ops._common import (
+    check_tensor,
+    dim_tuple,
+    readable_value,
+    return_type,
+    size_at,
+    to_float,
+)
+from torcia._ops.sorting import nonzero_tuple
 from torcia._tensor import Tensor, _torch_name, call
 
 # the families' names of helpers written in torcia._ops, below them
@@ -17,6 +25,9 @@ _dims = dim_tuple
 _return_type = return_type
 _to_float = to_float
 _size_at = size_at
+_check_tensor = check_tensor
+_readable_value = readable_value
+_nonzero_tuple = nonzero_tuple
 
 
 def to_dtype(input, dtype) -> Tensor:
@@ -31,15 +42,6 @@ def to_dtype(input, dtype) -> Tensor:
     if input.dtype is dtype:
         return input
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
-
-
-def _nonzero_tuple(input) -> tuple:
-    """``nonzero(input, as_tuple=True)``, which ``where(condition)`` returns too: one int64
-    index tensor per dim (one for a 0-dim tensor)."""
-    idx = call("nonzero", (input,), {})
-    if input.ndim == 0:
-        return (idx.reshape(-1),)
-    return tuple(idx[:, j] for j in range(input.ndim))
 
 
 def _operand_as(x, dt):
@@ -77,21 +79,6 @@ def _same_dtype(tensors, op):
     return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
 
 
-def _readable_value(t):
-    """A one-element tensor's value as a Python number, or None where it holds none to read:
-    a meta tensor, or one batched by vmap (whose samples PyTorch's meta and batching
-    kernels take as tensors, without reading them)."""
-    try:
-        return t.item()
-    except RuntimeError:
-        return None
-
-
-def _check_tensor(x, name: str, fn: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-    return x
 
 
 def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:

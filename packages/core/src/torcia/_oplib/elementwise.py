@@ -63,7 +63,6 @@ _INPLACE_EXAMPLES = {
                 "tensor([5.0000, 8.5000])"),
     "addcdiv": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=2",
                 "tensor([2.0000, 2.2000])"),
-    "masked_fill": ("[1, 2, 3]", "torcia.tensor([True, False, True]), 0", "tensor([0, 2, 0])"),
     "nan_to_num": ('[float("nan"), 1.0]', "nan=0.0", "tensor([0., 1.])"),
     "round": ("[1.4, 2.6]", "", "tensor([1., 3.])"),
     "index_fill": ("[1, 2, 3]", "0, torcia.tensor([0, 2]), 0", "tensor([0, 2, 0])"),

@@ -21,8 +21,9 @@ An op's public function is made from its declaration (the elementwise and specia
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops and sorting in their module's ``PUBLIC``; ``flip``, ``gather``... in ``views``'
-``PUBLIC`` and ``INDEXING_PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
+ops, sorting, the convolutions and pooling, the views (``flip``, ``tril``...) and indexing
+(``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their module's
+``PUBLIC``); the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -35,11 +36,13 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
 ``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
-                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``masked_fill``...)
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...)
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
-``nn_conv``                ``linear``, the convolutions and pooling (``conv``, ``im2col``,
-                           ``max_pool``, ``avg_pool``...) and their adjoints
+``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
+                           ``im2col``...) and their adjoints, with their public functions
+``nn_pool``                pooling (``max_pool``, ``avg_pool``, ``adaptive_max_pool``) and
+                           its adjoints, with their public functions
 ``nn_rnn``                 the LSTM step and layer (``lstm_cell``, ``lstm_layer``) and their
                            fused backward ops
 ``nn_attention``           ``flash_attention`` (scaled-dot-product attention) and its fused
@@ -69,7 +72,12 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``cat``, ``gather``, ``scatter``, ``pad``...)
+                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``indexing``               the gathers and scatters (``gather``, ``scatter``,
+                           ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
+                           ``index_put``...) and the masked ops (``masked_select``,
+                           ``masked_fill``), with their public functions and those built on
+                           them (``take``, ``put``, ``select``, ``tensor_split``...)
 ``creation``               the tensors made from their arguments alone (``zeros``,
                            ``arange``, ``eye``...)
 ``random``                 the ops that draw from a random generator (``rand``, ``normal``,
@@ -82,6 +90,7 @@ from torcia._ops import (
     complex_numbers,
     creation,
     elementwise,
+    indexing,
     linalg,
     linalg_factorizations,
     linalg_functions,
@@ -91,6 +100,7 @@ from torcia._ops import (
     nn_conv,
     nn_loss,
     nn_norm,
+    nn_pool,
     nn_rnn,
     pointwise,
     random,
@@ -104,10 +114,10 @@ from torcia._ops import (
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_norm, nn_loss, views, complex_numbers, special,
-                                     spectral, linalg, linalg_solves, linalg_factorizations,
-                                     linalg_functions, creation, random, nn_rnn, nn_attention,
-                                     sparse)
+                                     nn_conv, nn_pool, nn_norm, nn_loss, views, indexing,
+                                     complex_numbers, special, spectral, linalg, linalg_solves,
+                                     linalg_factorizations, linalg_functions, creation, random,
+                                     nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 

@@ -1,8 +1,8 @@
 """What the op families of :mod:`torcia._ops` share: the common shape rules, the kernels
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
-need: dims made non-negative, named-tuple results, autocast, the cast to float
-and the call of an op along one dim. Imports nothing of
+need: dims made non-negative, named-tuple results, autocast, the cast to float, the
+check that an argument is a tensor and the call of an op along one dim. Imports nothing of
 torcia but dtypes, so that :mod:`torcia.ops` (below the Tensor) can read the
 declarations."""
 
@@ -210,6 +210,16 @@ def floating_dtype(dtype) -> np.dtype:
     return dtype if dtype.kind == "c" or D.np_floating(dtype) else np.dtype(np.float64)
 
 
+def readable_value(t):
+    """A one-element tensor's value as a Python number, or None where it holds none to read:
+    a meta tensor, or one batched by vmap (whose samples PyTorch's meta and batching
+    kernels take as tensors, without reading them)."""
+    try:
+        return t.item()
+    except RuntimeError:
+        return None
+
+
 def wrap_dim(dim, ndim: int) -> int:
     """A dim index made non-negative, or PyTorch's IndexError when it is out of range.
 
@@ -299,6 +309,14 @@ def autocast_as(name):
         return run
 
     return decorate
+
+
+def check_tensor(x, name: str, fn: str):
+    """``x``, or PyTorch's error where the argument ``name`` of ``fn`` is no tensor."""
+    if not isinstance(x, _opdef.PUBLIC.Tensor):
+        raise TypeError(f"{fn}(): argument '{name}' (position 1) must be Tensor, not "
+                        f"{type(x).__name__}")
+    return x
 
 
 def to_float(input):

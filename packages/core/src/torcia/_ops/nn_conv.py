@@ -1,19 +1,20 @@
-"""The convolutions and pooling of :data:`torcia.ops.NN`, each declared once: schema,
-reference kernel, meta shape, decomposition, autocast policy, refusals. ``linear``,
-``conv`` (cross-correlation over 1, 2 or 3 spatial dims), ``conv_transpose``, conv's
-weight gradient ``conv_weight``, ``im2col`` and its adjoint ``col2im``, ``max_pool``,
-``avg_pool``, ``adaptive_max_pool`` and the pools' adjoints ``max_pool_backward`` and
-``avg_pool_backward`` (each an op, so that a faster backend can override it).
+"""The convolutions of :data:`torcia.ops.NN`, each declared once: schema, reference kernel,
+meta shape, decomposition, autocast policy, refusals. ``linear``, ``conv``
+(cross-correlation over 1, 2 or 3 spatial dims), ``conv_transpose``, conv's weight gradient
+``conv_weight``, ``im2col`` and its adjoint ``col2im`` (each an op, so that a faster
+backend can override it). The pooling ops are :mod:`torcia._ops.nn_pool`'s, which takes
+its windows from here.
 
 A kernel here is a method of the reference backend: ``self.xp`` is the array module
 (NumPy, or CuPy for torcia-cuda's subclass), arrays come positionally, parameters as
-keywords, multi-output ops return a tuple. The public functions in
-:mod:`torcia._oplib.nn_conv` have already checked shapes and normalised every parameter:
-inputs are batched (``N, C, *spatial``), and ``kernel_size``, ``stride``, ``dilation`` are
-tuples with one int per spatial dim; convolution ``padding`` is a tuple of ``(low, high)``
-pairs, pooling ``padding`` a tuple of ints (the same on both sides). Windows are taken
-with ``sliding_window_view`` and contracted with one batched matmul (im2col); their
-adjoint (col2im) adds strided slices, one per kernel offset. No kernel loops over pixels.
+keywords, multi-output ops return a tuple. The public functions at the end of this module
+(``conv1d``... ``conv_transpose3d``, ``convolution``, ``conv_tbc``) have already checked
+shapes and normalised every parameter: inputs are batched (``N, C, *spatial``), and
+``kernel_size``, ``stride``, ``dilation`` are tuples with one int per spatial dim;
+``padding`` is a tuple of ``(low, high)`` pairs (``im2col``'s and ``col2im``'s, of ints,
+the same on both sides). Windows are taken with ``sliding_window_view`` and contracted with
+one batched matmul (im2col); their adjoint (col2im) adds strided slices, one per kernel
+offset. No kernel loops over pixels.
 
 A decomposition is written with Tensor methods, the public functions
 (:data:`torcia._opdef.PUBLIC`) and ops by name (:func:`torcia._ops._common.op`): it runs
@@ -21,9 +22,8 @@ on any device, and this module is below the Tensor class. 1-D and 2-D windows go
 im2col (1-D as 2-D of height 1), any other number of dimensions through one strided slice
 of the input per window offset. The derivatives are torcia-autograd's.
 
-:func:`check_geometry` and :func:`pool_geometry` are also the plugins' (through
-:mod:`torcia.library`): a native kernel refuses what the reference refuses, with the same
-error.
+:func:`check_geometry` is also the plugins' (through :mod:`torcia.library`): a native
+kernel refuses what the reference refuses, with the same error.
 """
 
 from __future__ import annotations
@@ -34,15 +34,23 @@ import math
 import numpy as np
 
 from torcia import _opdef
-from torcia._dtype import np_floating as _floating
 from torcia._opdef import define
-from torcia._ops._common import BOOL, HALF, in_float32, low_precision, no_kernel, refuse
+from torcia._ops._common import (
+    BOOL,
+    HALF,
+    autocast_as,
+    check_tensor,
+    in_float32,
+    low_precision,
+    no_kernel,
+    refuse,
+)
 from torcia._ops._common import op as _op
 
 # ----- reference kernels -----------------------------------------------------------------
 
 
-def _array_windows(xp, x, kernel, stride, dilation, padding, value=0):
+def array_windows(xp, x, kernel, stride, dilation, padding, value=0):
     """A strided view of ``x`` (``N, C, *spatial``) as ``(N, C, *out, *kernel)``.
 
     ``padding`` holds one ``(low, high)`` pair per spatial dim, filled with ``value``.
@@ -61,8 +69,8 @@ def _array_windows(xp, x, kernel, stride, dilation, padding, value=0):
     return win[key]
 
 
-def _array_add_windows(xp, cols, size, stride, dilation):
-    """The adjoint of :func:`_array_windows` without padding: ``cols`` is ``(N, C, *kernel,
+def array_add_windows(xp, cols, size, stride, dilation):
+    """The adjoint of :func:`array_windows` without padding: ``cols`` is ``(N, C, *kernel,
     *positions)``; each kernel offset's values are added at their strided positions of a
     zero array of spatial ``size``."""
     nd = len(size)
@@ -99,22 +107,6 @@ def _transposed_sizes(in_sp, kernel, stride, padding, output_padding, dilation):
     return size, full
 
 
-def adaptive_bounds(size, out):
-    """(start, end): NumPy arrays of the bounds of adaptive pooling's ``out`` windows over a
-    dim of ``size``, window i spanning [floor(i size / out), ceil((i + 1) size / out))."""
-    r = np.arange(out)
-    return (r * size) // out, -((-(r + 1) * size) // out)
-
-
-def _adaptive_windows(size, out):
-    """The input positions of adaptive pooling's windows (:func:`adaptive_bounds`) as an
-    (out, width) NumPy table: each window has the width of the widest, a short one
-    repeating its last element, which cannot change a maximum."""
-    start, end = adaptive_bounds(size, out)
-    width = int((end - start).max())
-    return np.minimum(start[:, None] + np.arange(width)[None, :], end[:, None] - 1)
-
-
 _INT_MAX = 2**31 - 1
 
 
@@ -146,53 +138,6 @@ def check_geometry(kernel, stride, padding, dilation, output_padding=None, pool=
             if p > (d * (k - 1) + 1) // 2:
                 raise RuntimeError(f"pad should be at most half of effective kernel size, but "
                                    f"got pad={p}, kernel_size={k} and dilation={d}")
-
-
-def pool_geometry(size, kernel, stride, padding, dilation, ceil_mode):
-    """Output sizes of a pooling window and the extra high-side padding ``ceil_mode``
-    needs so the last (partial) window exists.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia import library
-    >>> library.pool_geometry((5,), (2,), (2,), (0,), (1,), ceil_mode=False)
-    ((2,), (0,))
-    >>> library.pool_geometry((5,), (2,), (2,), (0,), (1,), ceil_mode=True)
-    ((3,), (1,))
-    """
-    check_geometry(kernel, stride, padding, dilation, pool=True)
-    out, extra = [], []
-    for i, k, s, p, d in zip(size, kernel, stride, padding, dilation):
-        span = d * (k - 1) + 1
-        num = i + 2 * p - span
-        o = (-(-num // s) if ceil_mode else num // s) + 1
-        if ceil_mode and (o - 1) * s >= i + p:
-            # the last window would start in the padding only
-            o -= 1
-        if d > 1 and o > 0:
-            _check_windows_reach_input(i, k, s, p, d, o)
-        out.append(o)
-        extra.append(max(0, (o - 1) * s + span - (i + 2 * p)))
-    return tuple(out), tuple(extra)
-
-
-def _check_windows_reach_input(size, k, s, p, d, out):
-    """Raise when a dilated window falls on padding only (kernel 2, dilation 3, padding 1
-    over 2 elements: positions -1 and 2): it has no element to pick, and its index would
-    point outside the plane. Undilated windows within the padding limit always reach it."""
-    pos = np.arange(out)[:, None] * s - p + np.arange(k)[None, :] * d
-    empty = ~((pos >= 0) & (pos < size)).any(axis=1)
-    if empty.any():
-        raise RuntimeError(f"max_pool: window {int(empty.argmax())} of a dimension of size "
-                           f"{size} holds padding only (kernel_size={k}, stride={s}, "
-                           f"padding={p}, dilation={d}); reduce the padding or the dilation")
-
-
-def _lowest(xp, dtype):
-    if _floating(np.dtype(dtype)):
-        return -xp.inf
-    return np.iinfo(dtype).min
 
 
 def _swap_batch(xp, x):
@@ -228,21 +173,6 @@ def _array_add_columns(xp, cols, size, stride, dilation):
                     for o, d, p, s in zip(offset, dilation, pos, stride))
         out[(slice(None), slice(None)) + key] += cols[(slice(None),) + offset]
     return out
-
-
-def _avg_divisor(xp, in_sp, out_sp, kernel, stride, padding, count_include_pad,
-                 divisor_override):
-    """The divisor of each average-pooling window, broadcastable to ``(N, C, *out)``."""
-    if divisor_override:
-        return divisor_override
-    div = np.ones((), dtype=np.float64)
-    for i, o, k, s, p in zip(in_sp, out_sp, kernel, stride, padding):
-        start = np.arange(o) * s - p
-        end = np.minimum(start + k, i + p)
-        if not count_include_pad:
-            start, end = np.maximum(start, 0), np.minimum(end, i)
-        div = np.multiply.outer(div, end - start)
-    return xp.asarray(div)
 
 
 class Kernels:
@@ -326,7 +256,7 @@ class Kernels:
         """im2col(x (N, C, H, W)) -> (N, C*kh*kw, L): every sliding block as a column."""
         xp = self.xp
         n, c = x.shape[:2]
-        win = _array_windows(xp, x, kernel_size, stride, dilation, tuple((p, p) for p in padding))
+        win = array_windows(xp, x, kernel_size, stride, dilation, tuple((p, p) for p in padding))
         nd = len(kernel_size)
         # (N, C, *L, *k) -> (N, C, *k, *L)
         perm = (0, 1) + tuple(range(2 + nd, 2 + 2 * nd)) + tuple(range(2, 2 + nd))
@@ -342,127 +272,9 @@ class Kernels:
                            dilation)
         cols = cols.reshape((n, c) + tuple(kernel_size) + blocks)
         full = tuple(o + 2 * p for o, p in zip(output_size, padding))
-        out = _array_add_windows(self.xp, cols, full, stride, dilation)
+        out = array_add_windows(self.xp, cols, full, stride, dilation)
         return out[(slice(None), slice(None)) + tuple(
             slice(p, p + o) for p, o in zip(padding, output_size))]
-
-    # ----- pooling ------------------------------------------------------------------
-    def max_pool(self, x, kernel_size, stride, padding, dilation, ceil_mode):
-        """max_pool(x (N, C, *in)) -> (values, indices): indices are flat positions in
-        each input plane, as PyTorch's ``return_indices``."""
-        xp = self.xp
-        nd = len(kernel_size)
-        in_sp = x.shape[2:]
-        out_sp, extra = pool_geometry(in_sp, kernel_size, stride, padding, dilation,
-                                      ceil_mode)
-        pads = tuple((p, p + e) for p, e in zip(padding, extra))
-        lowest = _lowest(xp, x.dtype)
-        keep = (slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)
-        win = _array_windows(xp, x, kernel_size, stride, dilation, pads, lowest)[keep]
-        flat = win.reshape(x.shape[:2] + out_sp + (-1,))
-        arg = flat.argmax(axis=-1)
-        values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        # (on a device the select runs whatever the values: reading them would wait for it)
-        if any(lo or hi for lo, hi in pads) and (xp is not np or (values == lowest).any()):
-            # a window of the lowest value only names its first real element, as PyTorch
-            # does, never the padding, which holds the same value
-            real = xp.ones((1, 1) + tuple(in_sp), dtype=np.int8)
-            real = _array_windows(xp, real, kernel_size, stride, dilation, pads)[keep]
-            first_real = real.reshape((1, 1) + out_sp + (-1,)).argmax(axis=-1)
-            arg = xp.where(values == lowest, first_real, arg)
-        # window offset -> input coordinate, per dim, then a flat index into the plane
-        # (unravelled by hand: CuPy's unravel_index checks the bounds on the device, a wait)
-        offsets, rest = [], arg
-        for k in kernel_size[::-1]:
-            offsets.insert(0, rest % k)
-            rest = rest // k
-        index = xp.zeros(arg.shape, dtype=np.int64)
-        for dim in range(nd):
-            shape = [1] * (2 + nd)
-            shape[2 + dim] = out_sp[dim]
-            start = (xp.arange(out_sp[dim]) * stride[dim] - padding[dim]).reshape(shape)
-            coord = start + offsets[dim] * dilation[dim]
-            index = index * in_sp[dim] + coord
-        return values, index
-
-    def max_pool_backward(self, g, indices, input_shape):
-        """max_pool_backward(g (N, C, *out), indices) -> (N, C, *input_shape): each
-        gradient added at the input position its window's maximum came from."""
-        xp = self.xp
-        n, c = g.shape[:2]
-        plane = math.prod(input_shape)
-        rows = (xp.arange(n * c, dtype=np.int64) * plane)[:, None]
-        flat = (indices.reshape(n * c, -1) + rows).reshape(-1)
-        if xp is np:
-            out = xp.bincount(flat, weights=g.reshape(-1), minlength=n * c * plane)
-        else:  # a device's bincount reads the largest index first (a wait): scatter-add
-            out = xp.zeros(n * c * plane, dtype=np.promote_types(g.dtype, np.float32))
-            xp.add.at(out, flat, g.reshape(-1))
-        return out.astype(g.dtype, copy=False).reshape((n, c) + tuple(input_shape))
-
-    def adaptive_max_pool(self, x, output_size):
-        """adaptive_max_pool(x (N, C, *in)) -> (values, indices): window i of a dim of
-        size I spans [floor(i*I/O), ceil((i+1)*I/O))."""
-        xp = self.xp
-        nd = len(output_size)
-        in_sp = x.shape[2:]
-        idx = [_adaptive_windows(i, o) for i, o in zip(in_sp, output_size)]
-        g = x
-        for dim, pos in enumerate(idx):
-            g = xp.take(g, xp.asarray(pos.reshape(-1)), axis=2 + 2 * dim)
-            g = g.reshape(g.shape[:2 + 2 * dim] + pos.shape + g.shape[3 + 2 * dim:])
-        # g: (N, C, O1, W1, O2, W2, ...) -> (N, C, O1, O2, ..., W1*W2*...)
-        perm = (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2))
-        flat = g.transpose(perm).reshape(x.shape[:2] + tuple(output_size) + (-1,))
-        arg = flat.argmax(axis=-1)
-        values = xp.take_along_axis(flat, arg[..., None], axis=-1)[..., 0]
-        widths = tuple(p.shape[1] for p in idx)
-        offsets = xp.unravel_index(arg, widths)
-        index = xp.zeros(arg.shape, dtype=np.int64)
-        for dim in range(nd):
-            shape = [1] * (2 + nd)
-            shape[2 + dim] = output_size[dim]
-            table = xp.asarray(idx[dim])  # (O, W): input coordinate of each window slot
-            rows = xp.broadcast_to(xp.arange(output_size[dim]).reshape(shape), arg.shape)
-            coord = table[rows, offsets[dim]]
-            index = index * in_sp[dim] + coord
-        return values, index
-
-    def avg_pool(self, x, kernel_size, stride, padding, ceil_mode, count_include_pad,
-                 divisor_override):
-        """avg_pool(x (N, C, *in)) -> (N, C, *out): window sums over a divisor
-        (``divisor_override``, or the window's size within the padded or unpadded input)."""
-        xp = self.xp
-        nd = len(kernel_size)
-        ones = (1,) * nd
-        out_sp, extra = pool_geometry(x.shape[2:], kernel_size, stride, padding, ones,
-                                      ceil_mode)
-        pads = tuple((p, p + e) for p, e in zip(padding, extra))
-        win = _array_windows(xp, x, kernel_size, stride, ones, pads)
-        win = win[(slice(None), slice(None)) + tuple(slice(0, o) for o in out_sp)]
-        total = win.sum(axis=tuple(range(2 + nd, 2 + 2 * nd)))
-        div = _avg_divisor(xp, x.shape[2:], out_sp, kernel_size, stride, padding,
-                           count_include_pad, divisor_override)
-        return (total / div).astype(x.dtype, copy=False)
-
-    def avg_pool_backward(self, g, input_shape, kernel_size, stride, padding, ceil_mode,
-                          count_include_pad, divisor_override):
-        """avg_pool_backward(g (N, C, *out)) -> (N, C, *input_shape): the adjoint of
-        ``avg_pool``; each gradient spread over its window over the divisor."""
-        xp = self.xp
-        nd = len(kernel_size)
-        ones = (1,) * nd
-        out_sp = g.shape[2:]
-        div = _avg_divisor(xp, input_shape, out_sp, kernel_size, stride, padding,
-                           count_include_pad, divisor_override)
-        share = (g / div).astype(g.dtype, copy=False)
-        cols = xp.broadcast_to(share[(slice(None), slice(None)) + (None,) * nd],
-                               g.shape[:2] + tuple(kernel_size) + out_sp)
-        full = tuple(max(i + 2 * p, (o - 1) * s + k) for i, p, o, s, k in zip(
-            input_shape, padding, out_sp, stride, kernel_size))
-        out = _array_add_windows(xp, cols, full, stride, ones)
-        return xp.ascontiguousarray(out[(slice(None), slice(None)) + tuple(
-            slice(p, p + i) for p, i in zip(padding, input_shape))])
 
 
 # ----- decompositions ---------------------------------------------------------------------
@@ -478,11 +290,11 @@ def linear(x, w, b):
     return out if b is None else out + b
 
 
-def _as_2d(x, nd):
+def as_2d(x, nd):
     return x if nd == 2 else x.unsqueeze(-2)
 
 
-def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
+def tensor_windows(x, kernel, stride, padding, dilation, out, value=0.0):
     """x (N, C, *size) padded by ``padding`` ((lo, hi) per dim) with ``value``, seen through
     its windows: (N, C, K, *out), K = prod(kernel) offsets in row-major order (the order of
     a weight's flattened kernel dims)."""
@@ -500,7 +312,7 @@ def _windows(x, kernel, stride, padding, dilation, out, value=0.0):
 def _conv_nd(x, w, b, stride, padding, dilation, groups):
     n, o, nd = x.shape[0], w.shape[0], x.ndim - 2
     out = _conv_out(x.shape[2:], w.shape[2:], stride, padding, dilation)
-    cols = _windows(x, w.shape[2:], stride, padding, dilation, out)  # (N, C, K, *out)
+    cols = tensor_windows(x, w.shape[2:], stride, padding, dilation, out)  # (N, C, K, *out)
     cols = cols.reshape(n, groups, -1, math.prod(out))
     res = w.reshape(groups, o // groups, -1).matmul(cols)  # (N, g, O/g, L)
     res = res.reshape((n, o) + out)
@@ -510,17 +322,17 @@ def _conv_nd(x, w, b, stride, padding, dilation, groups):
 def _conv_weight_nd(x, g, weight_shape, stride, padding, dilation, groups):
     n, o = x.shape[0], weight_shape[0]
     out = tuple(g.shape[2:])
-    cols = _windows(x, weight_shape[2:], stride, padding, dilation, out)
+    cols = tensor_windows(x, weight_shape[2:], stride, padding, dilation, out)
     cols = cols.reshape(n, groups, -1, math.prod(out))
     gm = g.reshape(n, groups, o // groups, -1)  # (N, g, O/g, L)
     return gm.matmul(cols.transpose(2, 3)).sum(0).reshape(tuple(weight_shape))
 
 
-def _pairs(values, nd, fill):
+def as_2d_params(values, nd, fill):
     return ((fill,) + tuple(values)) if nd == 1 else tuple(values)
 
 
-def _columns(x, kernel, stride, padding, dilation, value=0.0):
+def columns(x, kernel, stride, padding, dilation, value=0.0):
     """im2col of x (N, C, H, W) after padding it by ``padding`` ((lo, hi) per dim) with
     ``value``: (N, C*kh*kw, L)."""
     (plo, phi), (qlo, qhi) = padding
@@ -534,15 +346,15 @@ def conv(x, w, b, stride, padding, dilation, groups):
     nd = x.ndim - 2
     if nd > 2:
         return _conv_nd(x, w, b, stride, padding, dilation, groups)
-    x2, w2 = _as_2d(x, nd), _as_2d(w, nd)
-    stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
-    padding = _pairs(padding, nd, (0, 0))
+    x2, w2 = as_2d(x, nd), as_2d(w, nd)
+    stride, dilation = as_2d_params(stride, nd, 1), as_2d_params(dilation, nd, 1)
+    padding = as_2d_params(padding, nd, (0, 0))
     n, o = x2.shape[0], w2.shape[0]
     kh, kw = w2.shape[2:]
     (plo, phi), (qlo, qhi) = padding
     oh = (x2.shape[2] + plo + phi - dilation[0] * (kh - 1) - 1) // stride[0] + 1
     ow = (x2.shape[3] + qlo + qhi - dilation[1] * (kw - 1) - 1) // stride[1] + 1
-    cols = _columns(x2, (kh, kw), stride, padding, dilation)  # (N, C*K, L)
+    cols = columns(x2, (kh, kw), stride, padding, dilation)  # (N, C*K, L)
     cols = cols.reshape(n, groups, -1, oh * ow)
     out = w2.reshape(groups, o // groups, -1).matmul(cols)  # (N, g, O/g, L)
     out = out.reshape(n, o, oh, ow)
@@ -555,80 +367,20 @@ def conv_weight(x, g, weight_shape, stride, padding, dilation, groups):
     nd = x.ndim - 2
     if nd > 2:
         return _conv_weight_nd(x, g, weight_shape, stride, padding, dilation, groups)
-    x2, g2 = _as_2d(x, nd), _as_2d(g, nd)
+    x2, g2 = as_2d(x, nd), as_2d(g, nd)
     shape2 = tuple(weight_shape) if nd == 2 else tuple(weight_shape[:2]) + (1,) + tuple(
         weight_shape[2:])
-    stride, dilation = _pairs(stride, nd, 1), _pairs(dilation, nd, 1)
-    padding = _pairs(padding, nd, (0, 0))
+    stride, dilation = as_2d_params(stride, nd, 1), as_2d_params(dilation, nd, 1)
+    padding = as_2d_params(padding, nd, (0, 0))
     n, o = x2.shape[0], shape2[0]
-    cols = _columns(x2, shape2[2:], stride, padding, dilation)  # (N, C*K, L)
+    cols = columns(x2, shape2[2:], stride, padding, dilation)  # (N, C*K, L)
     cols = cols.reshape(n, groups, -1, cols.shape[-1])
     gm = g2.reshape(n, groups, o // groups, -1)  # (N, g, O/g, L)
     return gm.matmul(cols.transpose(2, 3)).sum(0).reshape(tuple(weight_shape))
 
 
-def max_pool(x, kernel_size, stride, padding, dilation, ceil_mode):
-    nd = x.ndim - 2
-    if nd > 2:
-        return _max_pool_nd(x, kernel_size, stride, padding, dilation, ceil_mode)
-    x2 = _as_2d(x, nd)
-    kernel, stride = _pairs(kernel_size, nd, 1), _pairs(stride, nd, 1)
-    padding, dilation = _pairs(padding, nd, 0), _pairs(dilation, nd, 1)
-    n, c, h, w = x2.shape
-    (oh, ow), extra = pool_geometry((h, w), kernel, stride, padding, dilation, ceil_mode)
-    pads = tuple((p, p + e) for p, e in zip(padding, extra))
-    lowest = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.to_numpy()).min)
-    cols = _columns(x2, kernel, stride, pads, dilation, lowest)  # (N, C*K, L')
-    k = kernel[0] * kernel[1]
-    full_w = (w + pads[1][0] + pads[1][1] - dilation[1] * (kernel[1] - 1) - 1) // stride[1] + 1
-    cols = cols.reshape(n, c, k, -1, full_w)[:, :, :, :oh, :ow]
-    arg = cols.argmax(2, keepdim=True)  # the first maximum, as PyTorch
-    values = cols.take_along_dim(arg, 2).squeeze(2)
-    arg = arg.squeeze(2)
-    dev = x.device
-    row = (_opdef.PUBLIC.arange(oh, device=dev) * stride[0] - padding[0]).reshape(1, 1, oh, 1)
-    col = (_opdef.PUBLIC.arange(ow, device=dev) * stride[1] - padding[1]).reshape(1, 1, 1, ow)
-    row = row + _opdef.PUBLIC.div(arg, kernel[1], rounding_mode="floor") * dilation[0]
-    col = col + _opdef.PUBLIC.remainder(arg, kernel[1]) * dilation[1]
-    index = row * w + col
-    if nd == 1:
-        return values.squeeze(-2), index.squeeze(-2)
-    return values, index
-
-
-def _max_pool_nd(x, kernel, stride, padding, dilation, ceil_mode):
-    nd, size = x.ndim - 2, tuple(x.shape[2:])
-    out, extra = pool_geometry(size, kernel, stride, padding, dilation, ceil_mode)
-    pads = tuple((p, p + e) for p, e in zip(padding, extra))
-    lowest = -math.inf if x.is_floating_point() else int(np.iinfo(x.dtype.to_numpy()).min)
-    cols = _windows(x, kernel, stride, pads, dilation, out, lowest)  # (N, C, K, *out)
-    arg = cols.argmax(2, keepdim=True)  # the first maximum, as PyTorch
-    values = cols.take_along_dim(arg, 2).squeeze(2)
-    arg = arg.squeeze(2)
-    # the flat index in the input plane: each dim's window start plus its offset in arg
-    index = None
-    for i in range(nd):
-        offset = _opdef.PUBLIC.remainder(
-            _opdef.PUBLIC.div(arg, math.prod(kernel[i + 1:]), rounding_mode="floor"),
-            kernel[i])
-        start = _opdef.PUBLIC.arange(out[i], device=x.device) * stride[i] - padding[i]
-        start = start.reshape((1, 1) + (1,) * i + (out[i],) + (1,) * (nd - i - 1))
-        term = (start + offset * dilation[i]) * math.prod(size[i + 1:])
-        index = term if index is None else index + term
-    return values, index
-
-
-def max_pool_backward(g, indices, input_shape):
-    n, c = g.shape[:2]
-    plane = math.prod(input_shape)
-    out = _opdef.PUBLIC.zeros(n * c, plane, dtype=g.dtype, device=g.device)
-    out = out.scatter_add(1, indices.reshape(n * c, -1), g.reshape(n * c, -1))
-    return out.reshape((n, c) + tuple(input_shape))
-
-
-
-def _add_windows(cols, size, stride, dilation):
-    """The adjoint of :func:`_windows` without padding: ``cols`` (N, C, *kernel,
+def add_tensor_windows(cols, size, stride, dilation):
+    """The adjoint of :func:`tensor_windows` without padding: ``cols`` (N, C, *kernel,
     *positions); each kernel offset's values added at their strided positions of zeros of
     spatial ``size``."""
     nd = len(size)
@@ -644,7 +396,7 @@ def _add_windows(cols, size, stride, dilation):
     return out
 
 
-def _inner(x, padding, size):
+def inner(x, padding, size):
     """x's spatial dims cropped to ``size`` after ``padding``: its own memory."""
     key = tuple(slice(p, p + n) for p, n in zip(padding, size))
     return x[(slice(None), slice(None)) + key].contiguous()
@@ -653,7 +405,7 @@ def _inner(x, padding, size):
 def im2col(x, kernel_size, dilation, padding, stride):
     pads = tuple((p, p) for p in padding)
     out = _conv_out(x.shape[2:], kernel_size, stride, pads, dilation)
-    cols = _windows(x, kernel_size, stride, pads, dilation, out)  # (N, C, K, *out)
+    cols = tensor_windows(x, kernel_size, stride, pads, dilation, out)  # (N, C, K, *out)
     return cols.reshape(x.shape[0], -1, math.prod(out))
 
 
@@ -663,72 +415,7 @@ def col2im(cols, output_size, kernel_size, dilation, padding, stride):
     blocks = _conv_out(output_size, kernel_size, stride, pads, dilation)
     cols = cols.reshape((n, c) + tuple(kernel_size) + blocks)
     full = tuple(o + 2 * p for o, p in zip(output_size, padding))
-    return _inner(_add_windows(cols, full, stride, dilation), padding, output_size)
-
-
-def _divisor(like, in_sp, out_sp, kernel, stride, padding, count_include_pad,
-             divisor_override):
-    """avg_pool's divisor of each window (computed on the host from the geometry) as a
-    float64 tensor beside ``like``, or ``divisor_override``."""
-    div = _avg_divisor(np, in_sp, out_sp, kernel, stride, padding, count_include_pad,
-                       divisor_override)
-    return div if divisor_override else _opdef.PUBLIC.tensor(div, device=like.device)
-
-
-def avg_pool(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    ones = (1,) * len(kernel_size)
-    out, extra = pool_geometry(tuple(x.shape[2:]), kernel_size, stride, padding, ones,
-                               ceil_mode)
-    pads = tuple((p, p + e) for p, e in zip(padding, extra))
-    total = _windows(x, kernel_size, stride, pads, ones, out).sum(2)
-    div = _divisor(x, x.shape[2:], out, kernel_size, stride, padding, count_include_pad,
-                   divisor_override)
-    return (total / div).to(x.dtype)
-
-
-def avg_pool_backward(g, input_shape, kernel_size, stride, padding, ceil_mode,
-                      count_include_pad, divisor_override):
-    nd = len(kernel_size)
-    out = tuple(g.shape[2:])
-    div = _divisor(g, input_shape, out, kernel_size, stride, padding, count_include_pad,
-                   divisor_override)
-    share = (g / div).to(g.dtype).reshape(tuple(g.shape[:2]) + (1,) * nd + out)
-    cols = share.expand(tuple(g.shape[:2]) + tuple(kernel_size) + out)
-    full = tuple(max(i + 2 * p, (o - 1) * s + k) for i, p, o, s, k in zip(
-        input_shape, padding, out, stride, kernel_size))
-    return _inner(_add_windows(cols, full, stride, (1,) * nd), padding, input_shape)
-
-
-def adaptive_max_pool(x, output_size):
-    # as the reference kernel: each dim gathers fixed-width windows [floor(i I / O),
-    # ceil((i + 1) I / O)), a short one repeating its last element
-    nd, in_sp, dev = len(output_size), tuple(x.shape[2:]), x.device
-    tables = []
-    g = x
-    for dim, (i, o) in enumerate(zip(in_sp, output_size)):
-        table = _adaptive_windows(i, o)
-        tables.append(table)
-        g = g.index_select(2 + 2 * dim, _opdef.PUBLIC.tensor(table.reshape(-1), device=dev))
-        g = g.reshape(tuple(g.shape[:2 + 2 * dim]) + table.shape
-                      + tuple(g.shape[3 + 2 * dim:]))
-    # (N, C, O1, W1, O2, W2, ...) -> (N, C, O1, O2, ..., W1*W2*...)
-    perm = (0, 1) + tuple(range(2, 2 + 2 * nd, 2)) + tuple(range(3, 3 + 2 * nd, 2))
-    flat = g.permute(*perm).reshape(tuple(x.shape[:2]) + tuple(output_size) + (-1,))
-    arg = flat.argmax(-1, keepdim=True)  # the first maximum, as PyTorch
-    values = flat.gather(-1, arg).squeeze(-1)
-    arg = arg.squeeze(-1)
-    widths = [t.shape[1] for t in tables]
-    index = None
-    for dim, table in enumerate(tables):
-        offset = _opdef.PUBLIC.remainder(
-            _opdef.PUBLIC.div(arg, math.prod(widths[dim + 1:]), rounding_mode="floor"),
-            widths[dim])
-        shape = [1] * (2 + nd)
-        shape[2 + dim] = output_size[dim]
-        row = _opdef.PUBLIC.arange(output_size[dim], device=dev).reshape(tuple(shape))
-        coord = _opdef.PUBLIC.tensor(table.reshape(-1), device=dev)[row * widths[dim] + offset]
-        index = coord if index is None else index * in_sp[dim] + coord
-    return values, index
+    return inner(add_tensor_windows(cols, full, stride, dilation), padding, output_size)
 
 
 def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
@@ -744,7 +431,7 @@ def conv_transpose(x, w, b, stride, padding, output_padding, dilation, groups):
     wm = w.reshape(groups, cin // groups, -1).transpose(1, 2)
     size, full = _transposed_sizes(in_sp, kernel, stride, padding, output_padding, dilation)
     cols = wm.matmul(xm).reshape((n, groups * og) + kernel + in_sp)
-    out = _inner(_add_windows(cols, full, stride, dilation), [lo for lo, _ in padding], size)
+    out = inner(add_tensor_windows(cols, full, stride, dilation), [lo for lo, _ in padding], size)
     return out if b is None else out + b.reshape((1, -1) + (1,) * len(kernel))
 
 
@@ -788,28 +475,6 @@ def _col2im_shape(cols, output_size, kernel_size, dilation, padding, stride, **p
         cols.dtype
 
 
-def _max_pool_shape(x, kernel_size, stride, padding, dilation, ceil_mode, **params):
-    out, _ = pool_geometry(x.shape[2:], kernel_size, stride, padding, dilation, ceil_mode)
-    shape = x.shape[:2] + out
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
-def _avg_pool_shape(x, kernel_size, stride, padding, ceil_mode, *rest, **params):
-    ones = (1,) * len(kernel_size)
-    out, _ = pool_geometry(x.shape[2:], kernel_size, stride, padding, ones, ceil_mode)
-    return x.shape[:2] + out, x.dtype
-
-
-def _pool_backward_shape(g, *rest, input_shape, **params):
-    """``max_pool_backward`` and ``avg_pool_backward``: the gradient of the input."""
-    return g.shape[:2] + tuple(input_shape), g.dtype
-
-
-def _adaptive_max_pool_shape(x, output_size, **params):
-    shape = x.shape[:2] + tuple(output_size)
-    return (shape, x.dtype), (shape, np.dtype(np.int64))
-
-
 # ----- the declarations ------------------------------------------------------------------
 
 
@@ -820,6 +485,7 @@ def _nn(schema, kernel, **declared):
 #: the products and convolutions run in the low-precision dtype under autocast, as
 #: PyTorch's lists have them on both device types
 _LOWER = {"cpu": "lower", "cuda": "lower"}
+
 
 #: in :data:`torcia.ops.NN`'s order; all composites (1-D and 2-D windows through im2col)
 DECLARED = (
@@ -840,20 +506,339 @@ DECLARED = (
     _nn("col2im(Tensor cols, *, output_size=None, kernel_size=None, dilation=None, "
         "padding=None, stride=None) -> Tensor", Kernels.col2im, shape=_col2im_shape,
         decomposition=col2im),
-    _nn("max_pool(Tensor x, *, kernel_size=None, stride=None, padding=None, dilation=None, "
-        "ceil_mode=None) -> (Tensor, Tensor)", Kernels.max_pool, shape=_max_pool_shape,
-        decomposition=max_pool),
-    _nn("max_pool_backward(Tensor g, Tensor indices, *, input_shape=None) -> Tensor",
-        Kernels.max_pool_backward, shape=_pool_backward_shape,
-        decomposition=max_pool_backward),
-    _nn("avg_pool(Tensor x, *, kernel_size=None, stride=None, padding=None, ceil_mode=None, "
-        "count_include_pad=None, divisor_override=None) -> Tensor", Kernels.avg_pool,
-        shape=_avg_pool_shape, decomposition=avg_pool),
-    _nn("avg_pool_backward(Tensor g, *, input_shape=None, kernel_size=None, stride=None, "
-        "padding=None, ceil_mode=None, count_include_pad=None, divisor_override=None) "
-        "-> Tensor", Kernels.avg_pool_backward, shape=_pool_backward_shape,
-        decomposition=avg_pool_backward),
-    _nn("adaptive_max_pool(Tensor x, *, output_size=None) -> (Tensor, Tensor)",
-        Kernels.adaptive_max_pool, shape=_adaptive_max_pool_shape,
-        decomposition=adaptive_max_pool),
 )
+
+
+# ----- the public functions ----------------------------------------------------------------
+
+
+def ntuple(value, n: int, name: str) -> tuple:
+    """An int or a sequence of ``n`` ints as a tuple of ``n`` ints.
+
+    Examples
+    --------
+    >>> import torcia.library
+    >>> torcia.library.ntuple(3, 2, "kernel_size")
+    (3, 3)
+    >>> torcia.library.ntuple((1, 2), 2, "stride")
+    (1, 2)
+    """
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        return (int(value),) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise RuntimeError(f"expected {name} to be a single integer value or a list of {n} "
+                           f"values to match the convolution dimensions, but got "
+                           f"{name}={list(value)}")
+    return value
+
+
+def batched(input, nd: int, fn: str) -> tuple:
+    """``input`` with a batch dim, and whether one was added (an unbatched input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia import library
+    >>> x = torcia.zeros(3, 4)  # an unbatched (C, L) input
+    >>> batch, added = library.batched(x, 1, "conv1d")
+    >>> batch.shape, added, library.unbatch(batch, added).shape
+    (torcia.Size([1, 3, 4]), True, torcia.Size([3, 4]))
+    """
+    if input.ndim == nd + 1:
+        return input.unsqueeze(0), True
+    if input.ndim == nd + 2:
+        return input, False
+    raise RuntimeError(f"Expected {nd + 1}D (unbatched) or {nd + 2}D (batched) input to "
+                       f"{fn}, but got input of size: {list(input.shape)}")
+
+
+def unbatch(out, added: bool):
+    return out.squeeze(0) if added else out
+
+
+def _same_dtype(input, other, name: str) -> None:
+    if other is not None and other.dtype is not input.dtype:
+        raise RuntimeError(f"Input type ({_tname(input.dtype)}) and {name} type "
+                           f"({_tname(other.dtype)}) should be the same")
+
+
+def _tname(d) -> str:
+    return {"float32": "float", "float64": "double", "float16": "c10::Half",
+            "bfloat16": "c10::BFloat16"}.get(d.name, d.name)
+
+
+def _conv_padding(padding, nd, kernel, dilation, stride, fn):
+    """``padding`` (int, tuple, "valid" or "same") as (low, high) pairs."""
+    if isinstance(padding, str):
+        if padding == "valid":
+            return ((0, 0),) * nd
+        if padding == "same":
+            if any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+            pairs = []
+            for k, d in zip(kernel, dilation):
+                total = d * (k - 1)
+                pairs.append((total // 2, total - total // 2))
+            return tuple(pairs)
+        raise ValueError(f"Invalid padding string '{padding}', should be one of "
+                         "{'valid', 'same'}")
+    pad = ntuple(padding, nd, "padding")
+    if any(p < 0 for p in pad):
+        raise RuntimeError("negative padding is not supported")
+    return tuple((p, p) for p in pad)
+
+
+def _conv(nd, input, weight, bias, stride, padding, dilation, groups, fn):
+    check_tensor(input, "input", fn)
+    input, added = batched(input, nd, fn)
+    if weight.ndim != nd + 2:
+        raise RuntimeError("weight should have at least three dimensions" if nd == 1 else
+                           f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional "
+                           f"input {list(input.shape)}, but got {weight.ndim}-dimensional "
+                           f"weight of size {list(weight.shape)} instead")
+    _same_dtype(input, weight, "weight")
+    _same_dtype(input, bias, "bias")
+    groups = int(groups)
+    if groups <= 0:
+        raise RuntimeError("non-positive groups is not supported")
+    kernel = tuple(weight.shape[2:])
+    stride = ntuple(stride, nd, "stride")
+    dilation = ntuple(dilation, nd, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("dilation should be greater than zero")
+    pads = _conv_padding(padding, nd, kernel, dilation, stride, fn)
+    out_ch, c = weight.shape[0], input.shape[1]
+    if out_ch == 0:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be at least {groups} at "
+                           f"dimension 0, but got weight of size {list(weight.shape)} instead")
+    if out_ch % groups:
+        raise RuntimeError(f"Given groups={groups}, expected weight to be divisible by "
+                           f"{groups} at dimension 0, but got weight of size "
+                           f"{list(weight.shape)} instead")
+    if c != weight.shape[1] * groups:
+        raise RuntimeError(f"Given groups={groups}, weight of size {list(weight.shape)}, "
+                           f"expected input{list(input.shape)} to have "
+                           f"{weight.shape[1] * groups} channels, but got {c} channels "
+                           "instead")
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_ch):
+        raise RuntimeError(f"Given weight of size {list(weight.shape)}, expected bias to be "
+                           f"1-dimensional with {out_ch} elements, but got bias of size "
+                           f"{list(bias.shape)} instead")
+    padded = tuple(i + lo + hi for i, (lo, hi) in zip(input.shape[2:], pads))
+    span = tuple(d * (k - 1) + 1 for k, d in zip(kernel, dilation))
+    if any(p < s for p, s in zip(padded, span)):
+        raise RuntimeError(f"Calculated padded input size per channel: "
+                           f"({' x '.join(map(str, padded))}). Kernel size: "
+                           f"({' x '.join(map(str, span))}). Kernel size can't be greater "
+                           "than actual input size")
+    if c == 0:
+        # PyTorch hands an input without channels back as an empty (N, 0, *out) batch
+        out_sp = tuple((p - s) // st + 1 for p, s, st in zip(padded, span, stride))
+        empty = input.sum(dim=tuple(range(2, 2 + nd)), keepdim=True)
+        return unbatch(empty.expand((input.shape[0], 0) + out_sp).clone(), added)
+    out = _opdef.CALL("conv", (input, weight, bias), {"stride": stride, "padding": pads,
+                                                      "dilation": dilation, "groups": groups})
+    return unbatch(out, added)
+
+
+def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """1-D cross-correlation of ``input`` (N, C, L) or (C, L) with ``weight``
+    (out_channels, C / groups, k); ``padding`` may be an int, "valid" or "same".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[[1.0, 2.0, 3.0]]])
+    >>> torcia.conv1d(x, torcia.tensor([[[1.0, -1.0]]]))
+    tensor([[[-1., -1.]]])
+    """
+    return _conv(1, input, weight, bias, stride, padding, dilation, groups, "conv1d")
+
+
+def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """2-D cross-correlation of ``input`` (N, C, H, W) or (C, H, W) with ``weight``
+    (out_channels, C / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 3, 3)
+    >>> torcia.conv2d(x, torcia.ones(1, 1, 2, 2), padding=1)[0, 0]
+    tensor([[1., 2., 2., 1.],
+            [2., 4., 4., 2.],
+            [2., 4., 4., 2.],
+            [1., 2., 2., 1.]])
+    """
+    return _conv(2, input, weight, bias, stride, padding, dilation, groups, "conv2d")
+
+
+def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
+    """3-D cross-correlation of ``input`` (N, C, D, H, W) with ``weight``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2, 2)
+    >>> torcia.conv3d(x, torcia.ones(1, 1, 2, 2, 2)).flatten()
+    tensor([8.])
+    """
+    return _conv(3, input, weight, bias, stride, padding, dilation, groups, "conv3d")
+
+
+def _conv_transpose(nd, input, weight, bias, stride, padding, output_padding, groups,
+                    dilation, fn):
+    check_tensor(input, "input", fn)
+    input, added = batched(input, nd, fn)
+    if weight.ndim != nd + 2:
+        raise RuntimeError(f"Expected {nd + 2}-dimensional weight for {nd + 2}-dimensional "
+                           f"input {list(input.shape)}, but got {weight.ndim}-dimensional "
+                           f"weight of size {list(weight.shape)} instead")
+    _same_dtype(input, weight, "weight")
+    _same_dtype(input, bias, "bias")
+    if isinstance(padding, str):
+        raise ValueError(f"{fn}: padding must be an int or a tuple, not '{padding}'")
+    groups = int(groups)
+    stride = ntuple(stride, nd, "stride")
+    dilation = ntuple(dilation, nd, "dilation")
+    pad = ntuple(padding, nd, "padding")
+    out_pad = ntuple(output_padding, nd, "output_padding")
+    check_geometry(weight.shape[2:], stride, pad, dilation, out_pad)
+    for op, s, d in zip(out_pad, stride, dilation):
+        if op >= s and op >= d:
+            raise RuntimeError(f"output padding must be smaller than either stride or "
+                               f"dilation, but got output_padding: {list(out_pad)}, "
+                               f"stride: {list(stride)}, dilation: {list(dilation)}")
+    c = input.shape[1]
+    if c != weight.shape[0] or c % groups:
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected input{list(input.shape)} to have {weight.shape[0]} "
+                           f"channels, but got {c} channels instead")
+    out_ch = weight.shape[1] * groups
+    if bias is not None and (bias.ndim != 1 or bias.shape[0] != out_ch):
+        raise RuntimeError(f"Given transposed=1, weight of size {list(weight.shape)}, "
+                           f"expected bias to be 1-dimensional with {out_ch} elements, but "
+                           f"got bias of size {list(bias.shape)} instead")
+    size = [(i - 1) * s - 2 * p + d * (k - 1) + op + 1 for i, s, p, d, k, op in zip(
+        input.shape[2:], stride, pad, dilation, weight.shape[2:], out_pad)]
+    if any(s <= 0 for s in size):
+        raise RuntimeError(f"Given input size per channel: {list(input.shape[2:])}. "
+                           f"Calculated output size per channel: {size}. Output size is too "
+                           "small")
+    out = _opdef.CALL("conv_transpose", (input, weight, bias), {
+        "stride": stride, "padding": tuple((p, p) for p in pad), "output_padding": out_pad,
+        "dilation": dilation, "groups": groups})
+    return unbatch(out, added)
+
+
+def conv_transpose1d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv1d`: ``weight`` is (in_channels,
+    out_channels / groups, k).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conv_transpose1d(torcia.tensor([[[1.0, 2.0]]]), torcia.tensor([[[1.0, 1.0]]]))
+    tensor([[[1., 3., 2.]]])
+    """
+    return _conv_transpose(1, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose1d")
+
+
+def conv_transpose2d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv2d` ("deconvolution"): ``weight`` is
+    (in_channels, out_channels / groups, kh, kw).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 2, 2)
+    >>> torcia.conv_transpose2d(x, torcia.ones(1, 1, 2, 2))
+    tensor([[[[1., 2., 1.],
+              [2., 4., 2.],
+              [1., 2., 1.]]]])
+    """
+    return _conv_transpose(2, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose2d")
+
+
+def conv_transpose3d(input, weight, bias=None, stride=1, padding=0, output_padding=0,
+                     groups=1, dilation=1):
+    """The transpose (adjoint) of :func:`conv3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.ones(1, 1, 1, 1, 1)
+    >>> torcia.conv_transpose3d(x, torcia.ones(1, 2, 2, 2, 2)).shape
+    torcia.Size([1, 2, 2, 2, 2])
+    """
+    return _conv_transpose(3, input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, "conv_transpose3d")
+
+
+def convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding,
+                groups):
+    """PyTorch's generic convolution: 1-, 2- or 3-D by ``weight``'s rank, transposed or
+    not; the arguments are all positional, as ``torch.convolution``'s.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.convolution(torcia.ones(1, 1, 4), torcia.ones(1, 1, 2), None, [1], [0], [1],
+    ...                    False, [0], 1)
+    tensor([[[2., 2., 2.]]])
+    """
+    n = weight.ndim - 2
+    if n not in (1, 2, 3):
+        raise RuntimeError(f"convolution: expected a 3-D, 4-D or 5-D weight, got "
+                           f"{weight.ndim}-D")
+    if transposed:
+        fn = globals()[f"conv_transpose{n}d"]
+        return fn(input, weight, bias, stride, padding, output_padding, groups, dilation)
+    return globals()[f"conv{n}d"](input, weight, bias, stride, padding, dilation,
+                                         groups)
+
+
+@autocast_as("conv_tbc")
+def conv_tbc(input, weight, bias, pad=0):
+    """1-D convolution over a ``(time, batch, channels)`` input with a ``(kernel,
+    in_channels, out_channels)`` weight, ``pad`` zeros at each end of time.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.conv_tbc(torcia.ones(4, 1, 1), torcia.ones(2, 1, 1), torcia.zeros(1)).shape
+    torcia.Size([3, 1, 1])
+    """
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1:
+        raise RuntimeError("Bias must be 1-D")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    out = conv1d(input.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, pad)
+    return out.permute(2, 0, 1)
+
+
+#: the public functions above, which torcia exports
+PUBLIC = (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d, conv_transpose3d,
+          convolution, conv_tbc)
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (
+    "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d", "conv_transpose3d",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [fn.__name__ for fn in PUBLIC]

@@ -2,9 +2,9 @@
 each declared once: schema, reference kernel, meta shape, decomposition, autocast policy
 and refused dtypes. ``round`` (``decimals=``), ``clamp`` (min/max tensors, numbers or
 None), ``where``, ``lerp``, ``addcmul`` and ``addcdiv`` (``value=``), ``cast`` (a change
-of dtype, differentiable between float types), ``masked_fill`` and ``nan_to_num``. Their
-public functions are in :mod:`torcia._oplib.elementwise`, their derivatives
-torcia-autograd's.
+of dtype, differentiable between float types) and ``nan_to_num`` (``masked_fill``, of the
+same list, is declared with the indexing ops, :mod:`torcia._ops.indexing`). Their public
+functions are in :mod:`torcia._oplib.elementwise`, their derivatives torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -81,9 +81,6 @@ class Kernels:
             a = a.astype(np.float32)
         return a.astype(dtype)
 
-    def masked_fill(self, a, mask, value):
-        return self.xp.where(mask, self.xp.asarray(value, dtype=a.dtype), a)
-
     def nan_to_num(self, a, nan=0.0, posinf=None, neginf=None):
         if a.dtype.name == "bfloat16":
             # NumPy's nan_to_num knows kinds "f" and "c" only: through float32, whose
@@ -131,11 +128,6 @@ def lerp(start, end, weight):
     if not hasattr(weight, "new_full"):  # a number
         return start + weight * diff if abs(weight) < 0.5 else end - diff * (1 - weight)
     return _where(weight.abs() < 0.5, start + weight * diff, end - diff * (1 - weight))
-
-
-def masked_fill(a, mask, value):
-    fill = value.to(a.dtype) if hasattr(value, "new_full") else a.new_full((), value)
-    return _where(mask, fill, a)
 
 
 def nan_to_num(a, nan=0.0, posinf=None, neginf=None):
@@ -190,8 +182,6 @@ DECLARED = (
                floating_inputs=True),
     _pointwise("cast(Tensor x, *, ScalarType dtype=None) -> Tensor", Kernels.cast,
                shape=_cast_shape),
-    _pointwise("masked_fill(Tensor x, Tensor mask, *, Scalar value=None) -> Tensor",
-               Kernels.masked_fill, shape=first_shape, decomposition=masked_fill),
     _pointwise("nan_to_num(Tensor x, *, float nan=0.0, float? posinf=None, "
                "float? neginf=None) -> Tensor", Kernels.nan_to_num, shape=first_shape,
                decomposition=nan_to_num),

@@ -400,6 +400,31 @@ def histc(input, bins=100, min=0, max=0):
                                            "max": float(max)})
 
 
+def nonzero_tuple(input) -> tuple:
+    """``nonzero(input, as_tuple=True)``, which ``where(condition)`` returns too: one int64
+    index tensor per dim (one for a 0-dim tensor)."""
+    idx = _opdef.CALL("nonzero", (input,), {})
+    if input.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx[:, j] for j in range(input.ndim))
+
+
+def nonzero(input, *, as_tuple=False):
+    """Indices of the nonzero elements: an ``(n, ndim)`` int64 tensor, or one index tensor
+    per dim with ``as_tuple``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nonzero(torcia.tensor([[0, 1], [2, 0]]))
+    tensor([[0, 1],
+            [1, 0]])
+    """
+    if as_tuple:
+        return nonzero_tuple(input)
+    return _opdef.CALL("nonzero", (input,), {})
+
+
 #: the public functions above, which torcia exports and Tensor has as methods (but
 #: ``searchsorted``, a function only)
-PUBLIC = (sort, topk, kthvalue, unique, searchsorted, bincount, histc)
+PUBLIC = (sort, topk, kthvalue, unique, nonzero, searchsorted, bincount, histc)

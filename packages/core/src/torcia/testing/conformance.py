@@ -60,7 +60,8 @@ import pytest
 import torcia
 from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
-from torcia._oplib import nn, nn_activation, nn_conv, nn_norm
+from torcia._oplib import nn, nn_activation, nn_norm
+from torcia._ops import nn_conv, nn_pool
 
 
 @contextlib.contextmanager
@@ -359,7 +360,7 @@ def _nn_workload(recorder) -> None:
     with recorder.mode:
         y = nn_conv.conv2d(x, w, padding=1)
         y = nn_norm.batch_norm(y, torcia.zeros(4), torcia.ones(4), training=True)
-        y = nn_conv.max_pool2d(y, 2) + nn_conv.avg_pool2d(y, 2)
+        y = nn_pool.max_pool2d(y, 2) + nn_pool.avg_pool2d(y, 2)
         y = nn_norm.layer_norm(nn_activation.gelu(y), (3,))
         y = nn_norm.rms_norm(y, (3,), torcia.full((3,), 0.5)).flatten(1)
         z = nn_activation.log_softmax(nn_activation.silu(y), dim=1)

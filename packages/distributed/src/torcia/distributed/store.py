@@ -136,12 +136,20 @@ def _receive(sock) -> list[bytes]:
 
 
 def _unpack(data: bytes) -> list[bytes]:
-    (count,) = _HEADER.unpack_from(data, 0)
-    pos, parts = 4, []
-    for _ in range(count):
-        (n,) = _HEADER.unpack_from(data, pos)
-        parts.append(data[pos + 4:pos + 4 + n])
-        pos += 4 + n
+    """The parts :func:`_pack` packed; ValueError where ``data`` is not such a blob."""
+    try:
+        (count,) = _HEADER.unpack_from(data, 0)
+        pos, parts = 4, []
+        for _ in range(count):
+            (n,) = _HEADER.unpack_from(data, pos)
+            if pos + 4 + n > len(data):
+                raise struct.error("a part runs past the end")
+            parts.append(data[pos + 4:pos + 4 + n])
+            pos += 4 + n
+    except struct.error as exc:
+        raise ValueError(f"not a packed table ({len(data)} bytes): {exc}") from None
+    if pos != len(data):
+        raise ValueError(f"not a packed table: {len(data) - pos} bytes after its end")
     return parts
 
 
@@ -464,7 +472,12 @@ class FileStore(Store):
             try:
                 blob = f.read()
                 if blob:
-                    table.load(blob)
+                    try:
+                        table.load(blob)
+                    except ValueError as exc:
+                        raise DistStoreError(
+                            f"{self._name()}: the file is not a store's table (another "
+                            f"program's file, or one cut short): {exc}") from None
                 # blocking operations are polled here, one non-blocking try at a time
                 if op in (b"get", b"queue_pop"):
                     args = [args[0], b"0"]

@@ -24,8 +24,8 @@ real part of a complex one.
 
 Ops that are not differentiable are listed in :data:`torcia.ops.NOT_DIFFERENTIABLE`.
 
-The rows are in one module per family of ops, named as core's families of public functions
-(``torcia/_oplib/<family>.py``): ``derivatives/elementwise.py``, ``derivatives/reduce.py``,
+The rows are in one module per family of ops, named as core's family module that declares
+them (``torcia/_ops/<family>.py``): ``derivatives/elementwise.py``, ``derivatives/reduce.py``,
 ``derivatives/nn_conv.py``... This module holds the table and the helpers several families
 share, and imports the families, which register their rows in :data:`TABLE`.
 """
@@ -362,6 +362,7 @@ from torcia.autograd.derivatives import (  # noqa: E402, I001
     nn_conv,
     nn_loss,
     nn_norm,
+    nn_pool,
     nn_rnn,
     reduce,
     sorting,

@@ -1,5 +1,5 @@
-"""Backward formulas of indexing (``_oplib/indexing.py``): ``tensor[key]``, gathers and scatters,
-``index_*``, masked ops."""
+"""Backward formulas of indexing (declared in ``_ops/indexing.py``, ``masked_fill`` in
+``_ops/pointwise.py``): ``tensor[key]``, gathers and scatters, ``index_*``, masked ops."""
 
 from __future__ import annotations
 

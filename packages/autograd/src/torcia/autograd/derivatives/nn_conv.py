@@ -1,14 +1,14 @@
-"""Backward formulas of convolutions and pooling (declared in ``_ops/nn_conv.py``)."""
+"""Backward formulas of the convolutions (declared in ``_ops/nn_conv.py``)."""
 
 from __future__ import annotations
 
 from torcia.autograd.derivatives import _INPUT_WEIGHT_BIAS, _c, derivative
 from torcia.library import call
 
-# The window ops (conv, conv_transpose, conv_weight; avg_pool and avg_pool_backward; im2col
-# and col2im) are each other's adjoints, so their rows close over those ops and any order of
-# derivative works. conv, conv_transpose and conv_weight are bilinear: the gradient for one
-# operand is the adjoint with the other conjugated (PyTorch's convention for complex).
+# The window ops (conv, conv_transpose, conv_weight; im2col and col2im) are each other's
+# adjoints, so their rows close over those ops and any order of derivative works. conv,
+# conv_transpose and conv_weight are bilinear: the gradient for one operand is the adjoint
+# with the other conjugated (PyTorch's convention for complex).
 
 
 def _conv_params(stride, padding, dilation, groups):
@@ -83,54 +83,3 @@ def _(grad, _x, *, kernel_size, dilation, padding, stride):
 def _(grad, _cols, *, output_size, kernel_size, dilation, padding, stride):
     return call("im2col", (grad,), {"kernel_size": kernel_size, "dilation": dilation,
                                     "padding": padding, "stride": stride})
-
-
-def _max_pool_grad(grads, x, result):
-    """Scatter the gradient to where each window's maximum came from. Only the indices
-    are kept (``saved_outputs``), as PyTorch keeps them, so that writing into the pooled
-    values in place (a ReLU after pooling) leaves backward valid."""
-    g = grads[0]
-    if g is None:
-        return None
-    return call("max_pool_backward", (g, result[1]), {"input_shape": tuple(x.shape[2:])})
-
-
-@derivative("max_pool", saved_outputs=(1,))
-def _(grads, _x, *, result):
-    return _max_pool_grad(grads, _x, result)
-
-
-@derivative("adaptive_max_pool", saved_outputs=(1,))
-def _(grads, _x, *, result):
-    return _max_pool_grad(grads, _x, result)
-
-
-@derivative("max_pool_backward")
-def _(grad, _g, indices, *, input_shape):
-    # the adjoint of a scatter by indices is a gather by the same indices
-    n, c = grad.shape[:2]
-    flat = grad.reshape(n, c, -1).gather(2, indices.reshape(n, c, -1))
-    return flat.reshape(_g.shape), None
-
-
-def _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                divisor_override):
-    return {"kernel_size": kernel_size, "stride": stride, "padding": padding,
-            "ceil_mode": ceil_mode, "count_include_pad": count_include_pad,
-            "divisor_override": divisor_override}
-
-
-@derivative("avg_pool")
-def _(grad, _x, *, kernel_size, stride, padding, ceil_mode, count_include_pad,
-      divisor_override):
-    params = _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override)
-    return call("avg_pool_backward", (grad,), {"input_shape": tuple(_x.shape[2:]), **params})
-
-
-@derivative("avg_pool_backward")
-def _(grad, _g, *, input_shape, kernel_size, stride, padding, ceil_mode, count_include_pad,
-      divisor_override):
-    params = _avg_params(kernel_size, stride, padding, ceil_mode, count_include_pad,
-                         divisor_override)
-    return call("avg_pool", (grad,), params)
