@@ -24,6 +24,7 @@
 #include "checks.h"
 #include "gemm.h"
 #include "stages.h"
+#include "team.h"
 
 namespace py = pybind11;
 using std::int64_t;
@@ -52,6 +53,10 @@ constexpr int64_t kParallelMacs = 1 << 18;
 // kPanelAlign columns (or rows): whole vector registers of float32 for the GEMM kernels.
 constexpr int64_t kMinPanel = 64;
 constexpr int64_t kPanelAlign = 16;
+
+// Elements of a linear layer's output a thread writes its bias into at a time (the
+// elementwise ops' grain).
+constexpr int64_t kFillElements = 1 << 15;
 
 // C = A B + beta C cut for `threads` threads and run by `team` OpenMP threads: C's
 // columns (or its rows, where it has more rows than columns) in panels, each one
@@ -279,17 +284,29 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias,
   if (out.size() == 0) return out;
   const int64_t item = dt.itemsize();
   char* op = static_cast<char*>(out.mutable_data());
-  if (bp) {
-    for (int64_t i = 0; i < m; ++i) std::memcpy(op + i * n * item, bp, n * item);
-  } else {
-    std::memset(op, 0, out.nbytes());
+  Layout lx{CblasNoTrans, 1}, lw{CblasNoTrans, 1};
+  if (k != 0) {
+    lx = layout_of(fn, "x", x);
+    lw = layout_of(fn, "weight", w);
+    // the product reads w transposed: a row-major w is a transposed operand, and back
+    lw.trans = lw.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
+  }
+  py::gil_scoped_release release;
+  // the bias rows in blocks of rows over the team, as PyTorch's addmm copies its bias: on
+  // one thread this pass held a (1024, 128) x (128, 384) product on two threads 20% above
+  // PyTorch's time
+  const int64_t block = std::max<int64_t>(1, kFillElements / n);
+  const int64_t blocks = (m + block - 1) / block;
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (blocks > 1)
+  for (int64_t j = 0; j < blocks; ++j) {
+    const int64_t lo = j * block, hi = std::min(m, lo + block);
+    if (bp) {
+      for (int64_t i = lo; i < hi; ++i) std::memcpy(op + i * n * item, bp, n * item);
+    } else {
+      std::memset(op + lo * n * item, 0, (hi - lo) * n * item);
+    }
   }
   if (k == 0) return out;
-  const Layout lx = layout_of(fn, "x", x);
-  Layout lw = layout_of(fn, "weight", w);
-  // the product reads w transposed: a row-major w is a transposed operand, and back
-  lw.trans = lw.trans == CblasNoTrans ? CblasTrans : CblasNoTrans;
-  py::gil_scoped_release release;
   if (torcia_checks::is_dtype<float>(dt))
     gemm_panels<float>(threads, team, lx.trans, lw.trans, m, n, k,
                        static_cast<const float*>(x.data()), lx.ld,

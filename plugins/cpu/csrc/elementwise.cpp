@@ -9,10 +9,12 @@
 // from NumPy's pairwise float32 sums in the last bits (they are more accurate).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -370,6 +372,144 @@ py::array reduce_sum(const py::array& x, int64_t outer, int64_t r, int64_t inner
   return out;
 }
 
+// One array of a cat: where its elements are, by byte strides (any, negative and zero
+// ones too), split at the dim joined along into the outer dims (a row of the result) and
+// the inner ones (the array's part of that row, `width` bytes).
+struct Piece {
+  const char* data;
+  std::vector<int64_t> outer_strides, inner_shape, inner_strides;
+  int64_t width;
+  bool dense;  // the inner part of a row is one run of memory, in C order
+};
+
+// Element `e` onward (C order over shape) of a block with byte strides: the offset of
+// its first element.
+int64_t offset_of(int64_t e, const std::vector<int64_t>& shape,
+                  const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0 && e; --d) {
+    off += (e % shape[d]) * strides[d];
+    e /= shape[d];
+  }
+  return off;
+}
+
+// `count` elements of ITEM bytes from `src`, `stride` bytes apart, to consecutive `dst`
+template <int64_t ITEM>
+void gather(char* __restrict__ dst, const char* __restrict__ src, int64_t stride,
+            int64_t count) {
+  for (int64_t k = 0; k < count; ++k) std::memcpy(dst + k * ITEM, src + k * stride, ITEM);
+}
+
+void gather_items(int64_t item, char* dst, const char* src, int64_t stride, int64_t count) {
+  switch (item) {
+    case 1: return gather<1>(dst, src, stride, count);
+    case 2: return gather<2>(dst, src, stride, count);
+    case 4: return gather<4>(dst, src, stride, count);
+    case 8: return gather<8>(dst, src, stride, count);
+    default: return gather<16>(dst, src, stride, count);
+  }
+}
+
+// elements [e, e + count) of a piece's inner block at `base` to `dst`: along its last
+// dim a run at a time
+void copy_inner(const Piece& p, int64_t item, char* dst, const char* base, int64_t e,
+                int64_t count) {
+  if (p.dense) {
+    std::memcpy(dst, base + e * item, count * item);
+    return;
+  }
+  const int64_t last = p.inner_shape.back(), step = p.inner_strides.back();
+  while (count > 0) {
+    const int64_t j = e % last, run = std::min(count, last - j);
+    const char* from = base + offset_of(e, p.inner_shape, p.inner_strides);
+    if (step == item)
+      std::memcpy(dst, from, run * item);
+    else
+      gather_items(item, dst, from, step, run);
+    dst += run * item;
+    e += run;
+    count -= run;
+  }
+}
+
+// cat(arrays, dim) -> the arrays joined along dim, a new C-contiguous array: arrays of
+// one dtype of numbers, of one rank, their sizes equal but at dim, in any layout. A row
+// of the result (an index over the dims before dim) is the arrays' parts of it in turn;
+// the result's bytes are written in spans of kGrain float32s over the team (a copy: the
+// same bits on any number of threads).
+py::array cat(const std::vector<py::array>& arrays, int64_t dim) {
+  const std::string fn = "cat";
+  if (arrays.empty()) throw std::runtime_error(fn + ": no arrays to join");
+  const py::array& first = arrays[0];
+  const int64_t nd = first.ndim();
+  if (dim < 0 || dim >= nd)
+    throw std::runtime_error(fn + ": dim " + std::to_string(dim) + " is out of range for " +
+                             std::to_string(nd) + " dims");
+  const char kind = first.dtype().kind();
+  const int64_t item = first.itemsize();
+  if ((kind != 'b' && kind != 'i' && kind != 'u' && kind != 'f' && kind != 'c') ||
+      (item != 1 && item != 2 && item != 4 && item != 8 && item != 16))
+    throw std::runtime_error(fn + ": arrays of " + std::string(py::str(first.dtype())) +
+                             ": expected bool, integer, float or complex numbers");
+  std::vector<py::ssize_t> shape(first.shape(), first.shape() + nd);
+  shape[dim] = 0;
+  std::vector<Piece> pieces;
+  for (size_t i = 0; i < arrays.size(); ++i) {
+    const py::array& a = arrays[i];
+    const std::string name = "array " + std::to_string(i);
+    if (!torcia_checks::same_dtype(a.dtype(), first.dtype()))
+      throw std::runtime_error(fn + ": " + name + " has dtype " + std::string(py::str(a.dtype())) +
+                               ", array 0 has " + std::string(py::str(first.dtype())) +
+                               " (one dtype of numbers)");
+    bool fits = a.ndim() == nd;
+    for (int64_t d = 0; fits && d < nd; ++d) fits = d == dim || a.shape(d) == first.shape(d);
+    if (!fits)
+      throw std::runtime_error(fn + ": " + name + " has shape " + torcia_checks::shape_of(a) +
+                               ", array 0 has " + torcia_checks::shape_of(first) +
+                               " (sizes must match but at dim " + std::to_string(dim) + ")");
+    shape[dim] += a.shape(dim);
+    Piece p{static_cast<const char*>(a.data()), {}, {}, {}, item, true};
+    for (int64_t d = 0; d < dim; ++d) p.outer_strides.push_back(a.strides(d));
+    int64_t expected = item;  // a C-ordered stride; dims of size 1 take any
+    for (int64_t d = nd - 1; d >= dim; --d) {
+      p.inner_shape.insert(p.inner_shape.begin(), a.shape(d));
+      p.inner_strides.insert(p.inner_strides.begin(), a.strides(d));
+      p.dense = p.dense && (a.shape(d) == 1 || a.strides(d) == expected);
+      expected *= a.shape(d);
+    }
+    p.width = expected;
+    pieces.push_back(std::move(p));
+  }
+  py::array out(first.dtype(), shape);
+  char* dst = static_cast<char*>(out.mutable_data());
+  const int64_t total = out.nbytes();
+  int64_t row = 0;
+  for (const Piece& p : pieces) row += p.width;
+  if (total == 0) return out;
+  const std::vector<int64_t> outer_shape(first.shape(), first.shape() + dim);
+  // bytes [lo, hi) of the result: the parts of the rows they cross
+  const auto copy = [&](int64_t lo, int64_t hi) {
+    while (lo < hi) {
+      const int64_t r = lo / row;
+      int64_t at = lo - r * row;
+      size_t i = 0;
+      while (at >= pieces[i].width) at -= pieces[i++].width;
+      const Piece& p = pieces[i];
+      const int64_t len = std::min(hi - lo, p.width - at);
+      copy_inner(p, item, dst + lo, p.data + offset_of(r, outer_shape, p.outer_strides),
+                 at / item, len / item);
+      lo += len;
+    }
+  };
+  constexpr int64_t kSpan = kGrain * int64_t(sizeof(float));
+  const int64_t count = (total + kSpan - 1) / kSpan;
+  py::gil_scoped_release release;
+#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (count > 1)
+  for (int64_t c = 0; c < count; ++c) copy(c * kSpan, std::min(total, (c + 1) * kSpan));
+  return out;
+}
+
 }  // namespace
 
 void define_elementwise(py::module_& m) {
@@ -380,4 +520,5 @@ void define_elementwise(py::module_& m) {
   m.def("unary", &unary, py::arg("op"), py::arg("x"));
   m.def("reduce_sum", &reduce_sum, py::arg("x"), py::arg("outer"), py::arg("r"),
         py::arg("inner"), py::arg("mean"));
+  m.def("cat", &cat, py::arg("arrays"), py::arg("dim"));
 }

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
+from torcia_cpu import kernels as native_kernels
 from torcia_cpu.kernels import OVERRIDES, NativeKernels
 
 from torcia.library import ReferenceKernels as Reference
@@ -48,7 +49,7 @@ def _same(native, reference):
             _same(a, b)
         return
     assert native.shape == reference.shape and native.dtype == reference.dtype
-    if reference.dtype.kind in "iu":
+    if reference.dtype.kind in "iub":
         np.testing.assert_array_equal(native, reference)
     else:
         np.testing.assert_allclose(native, reference, **TOL[reference.dtype])
@@ -458,6 +459,28 @@ def test_flash_attention_and_backward(b, heads, lq, lk, e, ev, dtype, masking, d
     _both("flash_attention_backward", g, q, k, v, out, lse, mask, **params)
 
 
+@FUZZ
+@given(st.lists(st.integers(0, 5), min_size=1, max_size=3), st.integers(-3, 2),
+       st.integers(1, 4), st.sampled_from([np.float32, np.int64, np.bool_]), st.data())
+def test_cat(shape, dim, count, dtype, data):
+    """Pieces of any size along ``dim``, each in any layout (native, from a grain of one
+    element here); now and then one of another dtype or another size elsewhere (the
+    reference's promotion and error); a dim out of range."""
+    d = dim % len(shape)
+    pieces = []
+    for _ in range(count):
+        piece = list(shape)
+        piece[d] = data.draw(st.integers(0, 3))
+        pieces.append(data.draw(arrays(tuple(piece), np.float64)).astype(dtype))
+    if data.draw(st.booleans()):
+        odd = data.draw(st.integers(0, count - 1))
+        pieces[odd] = pieces[odd].astype(np.float64) if data.draw(st.booleans()) \
+            else np.zeros(tuple(n + 1 for n in pieces[odd].shape), dtype)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(native_kernels, "_GRAIN", 1)
+        _both("cat", *pieces, dim=dim)
+
+
 def test_every_override_is_fuzzed():
     fuzzed = {"matmul", "mm", "bmm", "addmm", "linear", "conv", "conv_weight",
               "conv_transpose", "max_pool", "max_pool_backward", "softmax", "log_softmax",
@@ -468,5 +491,5 @@ def test_every_override_is_fuzzed():
               "leaky_relu", "relu", "activation_backward", "layer_norm",
               "layer_norm_backward", "rms_norm", "rms_norm_backward", "batch_norm",
               "batch_norm_backward", "masked_fill", "flash_attention",
-              "flash_attention_backward", "index_add"}
+              "flash_attention_backward", "index_add", "cat"}
     assert set(OVERRIDES) == fuzzed

@@ -236,6 +236,63 @@ def test_through_torcia_with_gradients():
     assert m.shape == (3,) and m.dtype is torcia.float32
 
 
+# (shapes, dim): joined along the first, a middle and the last dim, a negative dim, an
+# empty piece, rows narrower than a span and pieces wider than one
+CATS = [([(3000, 7), (500, 7)], 0), ([(40, 300, 5), (40, 1, 5), (40, 0, 5)], 1),
+        ([(16, 64, 128)] * 3, 2), ([(2, 3, 9000), (2, 3, 20000)], -1),
+        ([(GRAIN + 3,), (GRAIN,)], 0)]
+
+
+LAYOUTS = {"c": lambda a: a, "f": np.asfortranarray,
+           "reversed": lambda a: np.flip(np.flip(a).copy()),
+           "transposed": lambda a: a if a.ndim < 2 else
+           np.ascontiguousarray(a.swapaxes(-1, -2)).swapaxes(-1, -2),
+           "strided": lambda a: np.repeat(a, 2, axis=-1)[..., ::2],
+           "broadcast": lambda a: np.broadcast_to(a[..., :1], a.shape)}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64, np.bool_, np.complex64,
+                                   np.complex128, np.float16, np.int8])
+@pytest.mark.parametrize("shapes, dim", CATS, ids=str)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_cat_is_the_reference_on_every_thread_count(shapes, dim, dtype, layout):
+    # the second piece in the layout, the others C-ordered
+    arrays = [np.asarray(RNG.standard_normal(s) * 3).astype(dtype) for s in shapes]
+    arrays[1] = LAYOUTS[layout](arrays[1])
+    np.testing.assert_array_equal(arrays[1], np.ascontiguousarray(arrays[1]))
+    want = _ref("cat")(*arrays, dim=dim)
+    before = _native.get_num_threads()
+    try:
+        for n in (1, 2, 3):
+            _native.set_num_threads(n)
+            got = kernels.NativeKernels().cat(*arrays, dim=dim)
+            assert got.dtype == want.dtype and got.shape == want.shape
+            assert got.tobytes() == want.tobytes()
+    finally:
+        _native.set_num_threads(before)
+
+
+def test_cat_hands_other_joins_to_the_reference(monkeypatch):
+    calls = []
+    monkeypatch.setattr(_native, "cat",
+                        lambda arrays, dim: calls.append(dim) or np.concatenate(arrays, dim))
+    big = np.zeros((GRAIN, 2), np.float32)
+    cat = kernels.NativeKernels().cat
+    # small, mixed dtypes, objects, sizes that differ, a dim out of range, 0-d
+    for arrays, dim in (([np.zeros(3), np.ones(2)], 0), ([big, big.astype(np.float64)], 0),
+                        ([big.astype(object)] * 2, 0)):
+        got, want = cat(*arrays, dim=dim), np.concatenate(arrays, dim)
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
+    for arrays, dim in (([big, np.zeros((GRAIN, 3), np.float32)], 0), ([big, big], 2),
+                        ([np.zeros(()), np.zeros(())], 0)):
+        with pytest.raises((ValueError, IndexError, RuntimeError)):
+            cat(*arrays, dim=dim)
+    assert not calls
+    _same(cat(big, big, dim=1), np.concatenate([big, big], 1))
+    assert calls == [1]
+
+
 def test_blocked_plugin_gives_the_same_arithmetic(with_and_without_plugin):
     script = (
         "import numpy as np, torcia\n"

@@ -355,6 +355,26 @@ def test_linear_and_addmm_on_every_layout(dtype):
             _same(NAT.addmm(c, a, m, beta, alpha), REF.addmm(c, a, m, beta, alpha), dtype)
 
 
+@pytest.mark.parametrize("bias", [True, False])
+def test_linear_writes_its_bias_rows_on_any_thread_count(bias):
+    # an output of several blocks of rows for the bias (or zeros), one of 2 and one of 1
+    # column: the same bits on 1, 2 and 3 threads, and the reference's values
+    for rows, cols in ((700, 300), (5000, 1), (2, 40000)):
+        x, w = _rand((rows, 9), np.float32), _rand((cols, 9), np.float32)
+        b = _rand((cols,), np.float32) if bias else None
+        before = _native.get_num_threads()
+        try:
+            outs = []
+            for n in (1, 2, 3):
+                _native.set_num_threads(n)
+                outs.append(_native.linear(x, w, b, 1, 1))
+        finally:
+            _native.set_num_threads(before)
+        for other in outs[1:]:
+            np.testing.assert_array_equal(other, outs[0])
+        _same(outs[0], REF.linear(x, w, b), np.float32)
+
+
 def test_only_large_products_ask_blas_for_threads(monkeypatch):
     if _blas._setter is None or torcia.get_num_threads() == 1:
         pytest.skip("no OpenBLAS thread control here, or one thread: products never go wide")

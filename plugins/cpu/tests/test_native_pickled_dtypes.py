@@ -97,6 +97,8 @@ def _workload(dtype):
     big = torcia.randn(2, 40000, dtype=dtype, requires_grad=True)
     wide = ((big * 2.0 + big) / (big.abs() + 1.0).sqrt() - big[0]).exp().sum(1).mean()
     h = h + wide * 0
+    # a cat of C-contiguous pieces above the grain (joined natively)
+    h = h + torcia.cat([big, big], 1).sum() * 0
     out, _ = nn.LSTM(64, 8).to(dtype)(h)
     cell = nn.LSTMCell(8, 8).to(dtype)
     hc = cell(out[0])

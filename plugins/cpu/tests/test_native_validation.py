@@ -175,6 +175,13 @@ CASES = {
         f"n.reduce_sum(z(4), 1, {BIG}, 1, False)", "does not match x's 4 elements"),
     "reduce_sum negative size": (
         "n.reduce_sum(z(4), -1, -4, 1, True)", "does not match x's 4 elements"),
+    "cat of nothing": ("n.cat([], 0)", "no arrays to join"),
+    "cat dim out of range": ("n.cat([z(4), z(4)], 1)", "dim 1 is out of range for 1 dims"),
+    "cat of objects": ("n.cat([np.zeros(4, object)] * 2, 0)", "arrays of object"),
+    "cat dtypes differ": ("n.cat([z(4), np.zeros(4)], 0)", "array 1 has dtype float64"),
+    "cat sizes differ": ("n.cat([z(2, 3), z(2, 4)], 0)",
+                         "array 1 has shape (2, 4), array 0 has (2, 3)"),
+    "cat ranks differ": ("n.cat([z(2, 3), z(3)], 1)", "array 1 has shape (3,)"),
     # attention
     "flash_attention 3-D query": (
         "n.flash_attention(z(2, 5, 4), z(1, 2, 5, 4), z(1, 2, 5, 4), None, False, 1.0)",
