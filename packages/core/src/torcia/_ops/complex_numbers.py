@@ -17,7 +17,7 @@ from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
-from torcia._ops._common import first_shape, floating_dtype, op, real_dtype, real_like
+from torcia._ops._common import check_tensor, first_shape, floating_dtype, op, real_dtype, real_like
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -135,12 +135,6 @@ DECLARED = (
 # ----- public functions (torcia.real, torcia.view_as_complex...): the ops' calls by name --
 
 
-def _tensor(x, name):
-    if not isinstance(x, _opdef.PUBLIC.Tensor):
-        raise TypeError(f"{name}(): argument 'input' (position 1) must be Tensor, not "
-                        f"{type(x).__name__}")
-
-
 def real(input):
     """The real parts of a complex tensor, as a view (``input`` itself when real).
 
@@ -150,7 +144,7 @@ def real(input):
     >>> torcia.real(torcia.tensor([1 + 2j, 3 - 1j]))
     tensor([1., 3.])
     """
-    _tensor(input, "real")
+    check_tensor(input, "input", "real")
     if not input.is_complex():
         return input
     return _opdef.CALL("real", (input,), {}, input)
@@ -165,7 +159,7 @@ def imag(input):
     >>> torcia.imag(torcia.tensor([1 + 2j, 3 - 1j]))
     tensor([ 2., -1.])
     """
-    _tensor(input, "imag")
+    check_tensor(input, "input", "imag")
     if not input.is_complex():
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
     return _opdef.CALL("imag", (input,), {}, input)
@@ -180,7 +174,7 @@ def view_as_real(input):
     >>> torcia.view_as_real(torcia.tensor([1 + 2j]))
     tensor([[1., 2.]])
     """
-    _tensor(input, "view_as_real")
+    check_tensor(input, "input", "view_as_real")
     if not input.is_complex():
         raise RuntimeError("view_as_real is only supported for complex tensors")
     return _opdef.CALL("view_as_real", (input,), {}, input)
@@ -196,7 +190,7 @@ def view_as_complex(input):
     >>> torcia.view_as_complex(torcia.tensor([[1.0, 2.0], [3.0, -1.0]]))
     tensor([1.+2.j, 3.-1.j])
     """
-    _tensor(input, "view_as_complex")
+    check_tensor(input, "input", "view_as_complex")
     if input.dtype not in (D.float32, D.float64):
         raise RuntimeError(f"view_as_complex is only supported for float and double tensors, "
                            f"but got a tensor of scalar type: {_torch_name(input.dtype)}")
@@ -221,7 +215,7 @@ def conj(input):
     >>> torcia.conj(torcia.tensor([1 + 2j]))
     tensor([1.-2.j])
     """
-    _tensor(input, "conj")
+    check_tensor(input, "input", "conj")
     if not input.is_complex():
         return input
     return _opdef.CALL("conj", (input,), {})
@@ -236,7 +230,7 @@ def angle(input):
     >>> torcia.angle(torcia.tensor([1j, -1.0 + 0j]))
     tensor([1.5708, 3.1416])
     """
-    _tensor(input, "angle")
+    check_tensor(input, "input", "angle")
     if input.dtype.category < 2:
         input = input.to(D.get_default_dtype())
     return _opdef.CALL("angle", (input,), {})
