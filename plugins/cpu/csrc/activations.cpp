@@ -89,8 +89,7 @@ static TORCIA_INLINE double gelu_cdf(double x, double& e) {
   return 0.5 * std::erfc(-x * kSqrt1_2);
 }
 
-// Elements per span (an OpenMP task); a single span stays on the calling thread.
-constexpr int64_t kChunk = 1 << 15;
+using torcia_team::kGrain;
 
 // y = f(x) over one span. p0, p1: softplus's beta and threshold, ELU's alpha, LeakyReLU's
 // negative slope. Both sides of a select are computed before it: a select with work in
@@ -217,9 +216,9 @@ TORCIA_CLONES_WIDE void backward_span(Act act, const T* __restrict__ g,
 template <typename Body>
 void chunked(int64_t n, Body body) {
   py::gil_scoped_release release;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
+  const int64_t chunks = (n + kGrain - 1) / kGrain;
 #pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (chunks > 1)
-  for (int64_t c = 0; c < chunks; ++c) body(c * kChunk, std::min(kChunk, n - c * kChunk));
+  for (int64_t c = 0; c < chunks; ++c) body(c * kGrain, std::min(kGrain, n - c * kGrain));
 }
 
 template <typename T>
@@ -290,20 +289,17 @@ TORCIA_CLONES_WIDE void fill_rows(const T* __restrict__ a, const uint8_t* __rest
   }
 }
 
-// fill_rows over blocks of about kChunk elements, on OpenMP threads when there are several
+// fill_rows over blocks of about kGrain elements, on OpenMP threads when there are several
 template <typename T>
 void run_fill(const py::array& a, const py::array& mask, py::array& out, double value) {
   const T* ap = static_cast<const T*>(a.data());
   const auto* m = static_cast<const uint8_t*>(mask.data());
   T* op = static_cast<T*>(out.mutable_data());
-  const int64_t rows = a.shape(0), d = a.shape(1);
-  const int64_t per = std::max<int64_t>(1, kChunk / d);
-  const int64_t blocks = (rows + per - 1) / per;
+  const int64_t d = a.shape(1);
   py::gil_scoped_release release;
-#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (blocks > 1)
-  for (int64_t c = 0; c < blocks; ++c)
-    fill_rows<T>(ap + c * per * d, m, op + c * per * d, std::min(per, rows - c * per), d,
-                 T(value));
+  torcia_team::for_row_blocks(a.shape(0), d, [&](int64_t lo, int64_t hi) {
+    fill_rows<T>(ap + lo * d, m, op + lo * d, hi - lo, d, T(value));
+  });
 }
 
 // masked_fill_rows(a (R, D), mask (D,) bool, value) -> a with value where the mask, which

@@ -54,10 +54,6 @@ constexpr int64_t kParallelMacs = 1 << 18;
 constexpr int64_t kMinPanel = 64;
 constexpr int64_t kPanelAlign = 16;
 
-// Elements of a linear layer's output a thread writes its bias into at a time (the
-// elementwise ops' grain).
-constexpr int64_t kFillElements = 1 << 15;
-
 // C = A B + beta C cut for `threads` threads and run by `team` OpenMP threads: C's
 // columns (or its rows, where it has more rows than columns) in panels, each one
 // single-threaded GEMM of the columns of B (rows of A) it needs. OpenBLAS's own threads
@@ -295,17 +291,13 @@ py::array linear(const py::array& x, const py::array& w, const py::object& bias,
   // the bias rows in blocks of rows over the team, as PyTorch's addmm copies its bias: on
   // one thread this pass held a (1024, 128) x (128, 384) product on two threads 20% above
   // PyTorch's time
-  const int64_t block = std::max<int64_t>(1, kFillElements / n);
-  const int64_t blocks = (m + block - 1) / block;
-#pragma omp parallel for num_threads(torcia_team::fixed_split()) schedule(static) if (blocks > 1)
-  for (int64_t j = 0; j < blocks; ++j) {
-    const int64_t lo = j * block, hi = std::min(m, lo + block);
+  torcia_team::for_row_blocks(m, n, [&](int64_t lo, int64_t hi) {
     if (bp) {
       for (int64_t i = lo; i < hi; ++i) std::memcpy(op + i * n * item, bp, n * item);
     } else {
       std::memset(op + lo * n * item, 0, (hi - lo) * n * item);
     }
-  }
+  });
   if (k == 0) return out;
   if (torcia_checks::is_dtype<float>(dt))
     gemm_panels<float>(threads, team, lx.trans, lw.trans, m, n, k,

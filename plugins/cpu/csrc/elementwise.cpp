@@ -28,8 +28,7 @@ using std::int64_t;
 
 namespace {
 
-// Elements per span (an OpenMP task); PyTorch's internal grain size.
-constexpr int64_t kGrain = 1 << 15;
+using torcia_team::kGrain;
 // Output columns per task of a sum over a dim with a contiguous inner part: their
 // double accumulators (8 KB) stay in L1.
 constexpr int64_t kColumns = 1024;

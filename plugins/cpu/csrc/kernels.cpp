@@ -1149,8 +1149,8 @@ py::array_t<T> softmax_backward_rows(carray<T> g, carray<T> y, bool log) {
 
 // ----- optimizer updates over many arrays at once --------------------------------------
 
-// Elements per task of the optimizer updates (the grain of the elementwise ops).
-constexpr int64_t kStepSpan = 1 << 15;
+// Elements per task of the optimizer updates: the grain of the elementwise ops.
+constexpr int64_t kStepSpan = torcia_team::kGrain;
 
 template <typename T>
 struct AdamConstants {

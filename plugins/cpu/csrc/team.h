@@ -9,13 +9,19 @@
 // (a 65536-element ReLU 7 -> 11 us, a 1M-element GELU 481 -> 507 us).
 #pragma once
 
+#include <algorithm>
 #include <atomic>
+#include <cstdint>
 
 #ifdef _OPENMP
 #include <omp.h>
 #endif
 
 namespace torcia_team {
+
+// Elements per span (an OpenMP task) of those regions: PyTorch's internal grain size, so
+// that a tensor of fewer elements stays on the calling thread.
+constexpr std::int64_t kGrain = 1 << 15;
 
 inline std::atomic<bool> crowded{false};
 
@@ -26,6 +32,16 @@ inline int fixed_split() {
 #else
   return 1;
 #endif
+}
+
+// body(lo, hi) over the rows [lo, hi) of a (rows, width) block, in blocks of about kGrain
+// elements, on the team where there are several (the caller holds no GIL)
+template <typename Body>
+void for_row_blocks(std::int64_t rows, std::int64_t width, Body body) {
+  const std::int64_t per = std::max<std::int64_t>(1, kGrain / std::max<std::int64_t>(1, width));
+  const std::int64_t blocks = (rows + per - 1) / per;
+#pragma omp parallel for num_threads(fixed_split()) schedule(static) if (blocks > 1)
+  for (std::int64_t c = 0; c < blocks; ++c) body(c * per, std::min(rows, (c + 1) * per));
 }
 
 }  // namespace torcia_team
