@@ -6,7 +6,7 @@ import warnings
 import pytest
 
 import torcia
-from torcia._oplib import nn_activation
+from torcia._ops import nn_activation
 from torcia._ops.nn_conv import conv1d, conv2d, conv_transpose2d
 from torcia._ops.nn_norm import batch_norm
 from torcia._ops.nn_pool import avg_pool2d, max_pool2d

@@ -83,7 +83,6 @@ from torcia._methods import parse_to
 from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
 from torcia._oplib import nn as _nn
-from torcia._oplib import nn_activation as _nn_activation
 from torcia._oplib import runtime as _runtime
 from torcia._oplib.views import pad
 from torcia._oprecords import (
@@ -96,6 +95,7 @@ from torcia._oprecords import (
     plugin_ops,
     primitives,
 )
+from torcia._ops import nn_activation as _nn_activation
 from torcia._ops import nn_conv as _nn_conv
 from torcia._ops import nn_loss as _nn_loss
 from torcia._ops import nn_norm as _nn_norm

@@ -26,7 +26,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
 ``random``           ``poisson``, ``binomial``, the in-place random fills
 ``spectral``         windows, ``stft``/``istft``
-``nn_activation``    activations and softmax
 ``nn``               dropout, pixel shuffles, distances
 ``nn_rnn``           RNN/LSTM/GRU cells and sequences
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
@@ -36,11 +35,12 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 ``_common``          holds the helpers several families share.
 
-The convolutions and pooling, the normalisations (batch, layer, group, instance and RMS
-norm, the synchronised batch-norm pieces), the embedding and the losses at ``torch.*`` have
-no module here: their public functions are all written beside their declarations, in
-:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm` and
-:mod:`torcia._ops.nn_loss`, which stand among the families in their place.
+The activations and softmax, the convolutions and pooling, the normalisations (batch,
+layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding and
+the losses at ``torch.*`` have no module here: their public functions are all written
+beside their declarations, in :mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`,
+:mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm` and :mod:`torcia._ops.nn_loss`,
+which stand among the families in their place.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -55,14 +55,13 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     creation,
     random,
     spectral,
-    nn_activation,
     nn,
     nn_rnn,
     aliases,
     runtime,
     properties,
 )
-from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
+from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -74,7 +73,7 @@ from torcia._oplib.complex_numbers import *  # noqa: F403
 from torcia._oplib.creation import *  # noqa: F403
 from torcia._oplib.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
-from torcia._oplib.nn_activation import *  # noqa: F403
+from torcia._ops.nn_activation import *  # noqa: F403
 from torcia._ops.nn_conv import *  # noqa: F403
 from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403

@@ -1,6 +1,6 @@
 """Helpers the op families share: argument normalisation (dims, shapes, operands), the
-cast to a dtype (``to_dtype``, exported by ``elementwise``), named-tuple results and the
-docstring examples of generated ops. It imports no family: every family may import it.
+cast to a dtype (``to_dtype``, exported by ``elementwise``) and named-tuple results. It
+imports no family: every family may import it.
 """
 
 from __future__ import annotations
@@ -78,19 +78,3 @@ def _same_dtype(tensors, op):
     for t in tensors[1:]:
         dt = D.promote_types(dt, t.dtype)
     return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]
-
-
-
-
-def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:
-    """The Examples section of a public function's docstring, made from a declaration's
-    ``examples`` (:attr:`torcia._opdef.Declaration.examples`): ``imports`` (``import``
-    statements without the keyword), then calls of ``function``, its name as a user writes
-    it (``torcia.special.i0``); "" without examples."""
-    if not examples:
-        return ""
-    lines = [f">>> import {module}\n" for module in imports]
-    for *args, result in examples:
-        call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
-        lines.append(f">>> {function}({call})\n{result}\n")
-    return "\n\nExamples\n--------\n" + "".join(lines)

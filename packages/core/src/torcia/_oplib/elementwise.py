@@ -23,11 +23,11 @@ from torcia._oplib._common import (
     _return_type,
     _tname,
     _to_float,
-    examples_section,
     to_dtype,
 )
 from torcia._oplib.views import broadcast_tensors
 from torcia._ops import DECLARED
+from torcia._ops._common import examples_section
 from torcia._ops.complex_numbers import imag
 from torcia._tensor import (
     Tensor,

@@ -18,14 +18,16 @@ they are built:
 ==============================================  ==========================================
 
 An op's public function is made from its declaration (the elementwise and special
-functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
-where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
-publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops, sorting, the convolutions and pooling, the views (``flip``, ``tril``...) and indexing
-(``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their module's
-``PUBLIC``; the normalisations, with group and instance norm, in ``nn_norm`` and the
-embedding and ``torch.*``'s losses in ``nn_loss``, which :mod:`torcia._oplib` registers as
-families); the other families' stay in :mod:`torcia._oplib`.
+functions: :mod:`torcia._oplib` builds them; the nn activations' functional forms, made in
+``nn_activation``) or written next to it where the schema cannot say it (the
+linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
+``_linalg``; the reductions, the complex-number ops, sorting, the convolutions and
+pooling, the views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and
+``take``, ``select``... built on them) in their module's ``PUBLIC``; softmax and the other
+activations at ``torcia.*`` in ``nn_activation``, the normalisations, with group and
+instance norm, in ``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``,
+which :mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 

@@ -2,9 +2,10 @@
 that are one function of the array module, the dtypes an op refuses, the
 half-precision wrapper of decompositions, and what the public functions written here
 need: dims made non-negative, named-tuple results, autocast, the cast to float, the
-check that an argument is a tensor, the call of an op along one dim and torcia-nn's
-functional module. Imports nothing of torcia but dtypes and the plugin registry, so that
-:mod:`torcia.ops` (below the Tensor) can read the declarations."""
+check that an argument is a tensor, the call of an op along one dim, torcia-nn's
+functional module and the Examples section made from a declaration's examples. Imports
+nothing of torcia but dtypes and the plugin registry, so that :mod:`torcia.ops` (below
+the Tensor) can read the declarations."""
 
 from __future__ import annotations
 
@@ -351,3 +352,17 @@ def along_dim(name, inputs, params, view_of=None):
 def size_at(input, d) -> int:
     """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
     return input.shape[d] if input.ndim else 1
+
+
+def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",)) -> str:
+    """The Examples section of a public function's docstring, made from a declaration's
+    ``examples`` (:attr:`torcia._opdef.Declaration.examples`): ``imports`` (``import``
+    statements without the keyword), then calls of ``function``, its name as a user writes
+    it (``torcia.special.i0``); "" without examples."""
+    if not examples:
+        return ""
+    lines = [f">>> import {module}\n" for module in imports]
+    for *args, result in examples:
+        call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
+        lines.append(f">>> {function}({call})\n{result}\n")
+    return "\n\nExamples\n--------\n" + "".join(lines)

@@ -6,28 +6,43 @@ module (NumPy, or CuPy for torcia-cuda's subclass) and ``self.sigmoid``/``self.e
 other kernels; arrays come positionally, parameters as keywords. A decomposition is
 written with Tensor methods only (it runs on any device, and this module is below the
 Tensor class). Each forward activation's declaration also says what its functional form
-(``torcia.nn.functional.softplus``), made from it in :mod:`torcia._oplib.nn_activation`,
-needs: its docstring and examples, whether it takes ``inplace``, the dtypes it refuses and
-the checks of its arguments. Their derivatives are in torcia-autograd.
+(``torcia.nn.functional.softplus``), made from it below, needs: its docstring and
+examples, whether it takes ``inplace``, the dtypes it refuses and the checks of its
+arguments. The public functions written below with them (softmax, log_softmax and
+softmin, whose ops ``nn_norm`` declares; ``prelu``, ``relu6``; PyTorch's ``torch.*`` names
+that run torcia-nn's forms) reach dispatch late-bound (:data:`torcia._opdef.CALL`,
+:data:`torcia._opdef.INPLACE`, :data:`torcia._opdef.PUBLIC`): ``torcia`` exports
+``__all__``, Tensor has ``METHODS`` and :data:`torcia.library.functional` the
+``FUNCTIONAL`` forms. Their derivatives are in torcia-autograd.
 """
 
 from __future__ import annotations
 
 import math
+import types
+import warnings
 
 import numpy as np
 
+from torcia import _dtype as D
+from torcia import _opdef
 from torcia._opdef import define
 from torcia._ops._common import (
     BOOL,
     COMPLEX,
     HALF,
+    autocast_as,
+    check_tensor,
+    examples_section,
     first_shape,
+    functional,
     grad_like,
     in_float32,
     low_precision,
     opmath,
+    refusal,
     refuse,
+    wrap_dim,
 )
 from torcia._ops._common import where as _where
 
@@ -244,43 +259,43 @@ class Kernels:
 
 
 @opmath
-def leaky_relu(a, negative_slope=0.01):
+def sloped_below_zero(a, negative_slope=0.01):
     refuse(_LEAKY_RELU, a)
     return _where(a > 0, a, a * negative_slope)
 
 
 @opmath
-def hardtanh(a, min_val=-1.0, max_val=1.0):
+def clamped_to_limits(a, min_val=-1.0, max_val=1.0):
     refuse(_HARDTANH, a)
     # limits of a's dtype: an integer tensor is clamped in its dtype, as PyTorch's
     return a.clamp(a.new_full((), min_val), a.new_full((), max_val))
 
 
 @opmath
-def hardsigmoid(a):
+def ramp_to_one(a):
     refuse(_HARDSIGMOID, a)
     return (a + 3).clamp(0, 6) / 6
 
 
 @opmath
-def hardswish(a):
+def times_ramp_to_one(a):
     refuse(_HARDSWISH, a)
     return a * (a + 3).clamp(0, 6) / 6
 
 
 @opmath
-def softsign(a):
+def over_one_plus_abs(a):
     return a / (1 + a.abs())
 
 
 @opmath
-def tanhshrink(a):
+def minus_tanh(a):
     refuse(_TANHSHRINK, a)
     return a - a.tanh()
 
 
 @opmath
-def silu(a):
+def times_sigmoid(a):
     refuse(_SILU, a)
     if a.is_complex():
         return a / (1 + (-a).exp())  # PyTorch's quotient: +0 for the real part of -0+0j
@@ -294,7 +309,7 @@ def silu_backward(g, a):
 
 
 @opmath
-def softplus(a, beta=1.0, threshold=20.0):
+def log_one_plus_exp(a, beta=1.0, threshold=20.0):
     refuse(_SOFTPLUS, a)
     # above the threshold the value is the input itself: log1p(exp) would overflow there
     z = a * beta
@@ -302,37 +317,37 @@ def softplus(a, beta=1.0, threshold=20.0):
 
 
 @opmath
-def mish(a):
+def times_tanh_log_one_plus_exp(a):
     refuse(_MISH, a)
-    return a * softplus(a).tanh()
+    return a * log_one_plus_exp(a).tanh()
 
 
 @opmath
-def logsigmoid(a):
+def log_of_sigmoid(a):
     refuse(_LOGSIGMOID, a)
-    return 0 - softplus(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
+    return 0 - log_one_plus_exp(-a)  # +0 at +inf, as PyTorch (a negation gives -0)
 
 
 @opmath
-def elu(a, alpha=1.0):
+def expm1_below_zero(a, alpha=1.0):
     refuse(_ELU, a)
     return _where(a > 0, a, alpha * a.expm1())
 
 
 @opmath
-def celu(a, alpha=1.0):
+def expm1_over_alpha_below_zero(a, alpha=1.0):
     refuse(_CELU, a)
     return _where(a > 0, a, alpha * (a / alpha).expm1())
 
 
 @opmath
-def selu(a):
+def scaled_expm1_below_zero(a):
     refuse(_SELU, a)
-    return _SELU_SCALE * elu(a, _SELU_ALPHA)
+    return _SELU_SCALE * expm1_below_zero(a, _SELU_ALPHA)
 
 
 @opmath
-def gelu(a, approximate="none"):
+def times_normal_cdf(a, approximate="none"):
     refuse(_GELU, a)
     if approximate == "tanh":
         inner = math.sqrt(2 / math.pi) * (a + 0.044715 * a * a * a)
@@ -387,7 +402,7 @@ def _derivative(a, activation, params):
         z = a * params["beta"]
         return _where(z > params["threshold"], one, z.sigmoid())
     if activation == "mish":
-        t = softplus(a).tanh()
+        t = log_one_plus_exp(a).tanh()
         return t + a * (1 - t * t) * a.sigmoid()
     if activation == "hardtanh":
         return (a > params["min_val"]).bitwise_and(a < params["max_val"]).to(a.dtype)
@@ -423,58 +438,59 @@ def _activation(schema, kernel, decomposition, refuses, doc, examples, **more):
 #: functional forms compute integers with the decomposition, as PyTorch's composites.
 DECLARED = (
     _activation("leaky_relu(Tensor x, *, float negative_slope=0.01) -> Tensor",
-                Kernels.leaky_relu, leaky_relu, _LEAKY_RELU,
+                Kernels.leaky_relu, sloped_below_zero, _LEAKY_RELU,
                 "``input`` where positive, else ``input * negative_slope``.",
                 (("[-2.0, 3.0]", "0.5", "tensor([-1.,  3.])"),), inplace=True),
-    _activation("elu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.elu, elu, _ELU,
+    _activation("elu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.elu, expm1_below_zero, _ELU,
                 "``input`` where positive, else ``alpha * (exp(input) - 1)``.",
                 (("[-1.0, 2.0]", "tensor([-0.6321,  2.0000])"),), inplace=True),
-    _activation("selu(Tensor x) -> Tensor", Kernels.selu, selu, _SELU,
+    _activation("selu(Tensor x) -> Tensor", Kernels.selu, scaled_expm1_below_zero, _SELU,
                 "``scale * elu(input, alpha)`` with alpha = 1.6733 and scale = 1.0507.",
                 (("[-1.0, 1.0]", "tensor([-1.1113,  1.0507])"),), inplace=True),
-    _activation("celu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.celu, celu, _CELU,
+    _activation("celu(Tensor x, *, float alpha=1.0) -> Tensor", Kernels.celu,
+                expm1_over_alpha_below_zero, _CELU,
                 "``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``.",
                 (("[-1.0, 2.0]", "tensor([-0.6321,  2.0000])"),), inplace=True,
                 checks=_check_celu),
-    _activation("gelu(Tensor x, *, str approximate='none') -> Tensor", Kernels.gelu, gelu,
-                _GELU,
+    _activation("gelu(Tensor x, *, str approximate='none') -> Tensor", Kernels.gelu,
+                times_normal_cdf, _GELU,
                 "``input * Phi(input)`` (Phi the standard normal CDF); "
                 "``approximate=\"tanh\"`` uses\n"
                 "``0.5 * x * (1 + tanh(sqrt(2 / pi) * (x + 0.044715 * x**3)))``.",
                 (("[-1.0, 0.0, 1.0]", "tensor([-0.1587,  0.0000,  0.8413])"),
                  ("[1.0]", 'approximate="tanh"', "tensor([0.8412])")),
                 checks=_check_gelu),
-    _activation("silu(Tensor x) -> Tensor", Kernels.silu, silu, _SILU,
+    _activation("silu(Tensor x) -> Tensor", Kernels.silu, times_sigmoid, _SILU,
                 "``input * sigmoid(input)``.",
                 (("[0.0, 1.0]", "tensor([0.0000, 0.7311])"),), inplace=True),
-    _activation("mish(Tensor x) -> Tensor", Kernels.mish, mish, _MISH,
+    _activation("mish(Tensor x) -> Tensor", Kernels.mish, times_tanh_log_one_plus_exp, _MISH,
                 "``input * tanh(softplus(input))``.",
                 (("[0.0, 1.0]", "tensor([0.0000, 0.8651])"),), inplace=True),
     # PyTorch runs softplus in float32 under CUDA autocast
     _activation("softplus(Tensor x, *, float beta=1.0, float threshold=20.0) -> Tensor",
-                Kernels.softplus, softplus, _SOFTPLUS,
+                Kernels.softplus, log_one_plus_exp, _SOFTPLUS,
                 "``log(1 + exp(beta * input)) / beta``, linear where "
                 "``beta * input > threshold``.",
                 (("[0.0, 30.0]", "tensor([ 0.6931, 30.0000])"),),
                 autocast={"cuda": "float32"}),
     _activation("hardtanh(Tensor x, *, float min_val=-1.0, float max_val=1.0) -> Tensor",
-                Kernels.hardtanh, hardtanh, _HARDTANH,
+                Kernels.hardtanh, clamped_to_limits, _HARDTANH,
                 "``input`` clipped to ``[min_val, max_val]``.",
                 (("[-2.0, 0.5, 2.0]", "tensor([-1.0000,  0.5000,  1.0000])"),),
                 inplace=True, checks=_check_hardtanh, floating_inputs=False),
-    _activation("hardswish(Tensor x) -> Tensor", Kernels.hardswish, hardswish, _HARDSWISH,
+    _activation("hardswish(Tensor x) -> Tensor", Kernels.hardswish, times_ramp_to_one, _HARDSWISH,
                 "``input * relu6(input + 3) / 6``.",
                 (("[0.0, 1.0, 4.0]", "tensor([0.0000, 0.6667, 4.0000])"),), inplace=True),
-    _activation("hardsigmoid(Tensor x) -> Tensor", Kernels.hardsigmoid, hardsigmoid,
+    _activation("hardsigmoid(Tensor x) -> Tensor", Kernels.hardsigmoid, ramp_to_one,
                 _HARDSIGMOID, "``relu6(input + 3) / 6``.",
                 (("[-4.0, 0.0, 1.5]", "tensor([0.0000, 0.5000, 0.7500])"),), inplace=True),
-    _activation("logsigmoid(Tensor x) -> Tensor", Kernels.logsigmoid, logsigmoid,
+    _activation("logsigmoid(Tensor x) -> Tensor", Kernels.logsigmoid, log_of_sigmoid,
                 _LOGSIGMOID, "``log(sigmoid(input))``, computed without overflow.",
                 (("[0.0, 2.0]", "tensor([-0.6931, -0.1269])"),)),
-    _activation("softsign(Tensor x) -> Tensor", Kernels.softsign, softsign, {},
+    _activation("softsign(Tensor x) -> Tensor", Kernels.softsign, over_one_plus_abs, {},
                 "``input / (1 + |input|)``.",
                 (("[-1.0, 3.0]", "tensor([-0.5000,  0.7500])"),)),
-    _activation("tanhshrink(Tensor x) -> Tensor", Kernels.tanhshrink, tanhshrink, _TANHSHRINK,
+    _activation("tanhshrink(Tensor x) -> Tensor", Kernels.tanhshrink, minus_tanh, _TANHSHRINK,
                 "``input - tanh(input)``.", (("[0.0, 1.0]", "tensor([0.0000, 0.2384])"),)),
     define("gelu_backward(Tensor g, Tensor x, *, str approximate='none') -> Tensor",
            Kernels.gelu_backward, shape=grad_like, decomposition=gelu_backward,
@@ -485,3 +501,279 @@ DECLARED = (
            Kernels.activation_backward, shape=grad_like, decomposition=activation_backward,
            group="nn"),
 )
+
+
+# ----- public functions (functional.gelu, torcia.softmax...): checks, then the ops -----
+
+
+def _runner(op):
+    """``run(input, inplace_, **params)``: the declared activation ``op`` of ``input`` (in
+    place with ``inplace_``) after its declaration's checks and refusals."""
+    name, checks, decomposition = op.name, op.checks, op.decomposition
+    # whether each dtype is refused, as dtypes are met: a call pays a dict lookup, and
+    # import does not load ml_dtypes for bfloat16's NumPy dtype
+    refused = {}
+    # what is not refused of integers is PyTorch's composite, computed in their dtype
+    # (softsign's 1 + |x| wraps: int8 127 gives -128)
+    composite = frozenset(d for d in D.ALL if op.floating_inputs and d.category < 2)
+
+    def run(input, inplace_, **params):
+        check_tensor(input, "input", name)
+        if checks is not None:
+            checks(input, **params)
+        dtype = input.dtype
+        if refused.get(dtype) is None:
+            refused[dtype] = refusal(op.refuses, dtype.to_numpy()) is not None
+        if refused[dtype]:
+            raise refusal(op.refuses, dtype.to_numpy())
+        if dtype in composite:
+            return decomposition(input, **params)
+        if inplace_:
+            return _opdef.INPLACE(lambda t: _opdef.CALL(name, (t,), params), input)
+        return _opdef.CALL(name, (input,), params)
+
+    return run
+
+
+def _public(op):
+    """The functional form of the declared activation ``op``, as ``torch.nn.functional``
+    has it: ``input``, the schema's parameters with their defaults (a float one converted
+    with ``float``), ``inplace=False`` where the declaration has ``inplace``; its docstring
+    the declaration's doc and examples."""
+    names = ["input", *op.params, *(["inplace"] if op.inplace else [])]
+    given = "".join(f", {p}=float({p})" if isinstance(default, float) else f", {p}={p}"
+                    for p, default in op.params.items())
+    # written out and compiled, so that the function has the schema's signature (for
+    # inspect.signature and for calls by keyword) at the cost of a plain call
+    source = (f"def {op.name}({', '.join(names)}):\n"
+              f"    return run(input, {'inplace' if op.inplace else 'False'}{given})\n")
+    namespace = {"__name__": __name__, "run": _runner(op)}
+    exec(source, namespace)
+    fn = namespace[op.name]
+    fn.__defaults__ = (*op.params.values(), *([False] if op.inplace else []))
+    fn.__doc__ = op.doc + examples_section(f"F.{op.name}", op.examples,
+                                           ("torcia", "torcia.nn.functional as F"))
+    return fn
+
+
+#: the functional forms made from the declarations of the activations (those of one input:
+#: the backward ops take the gradient too), named here for the functions below
+_made = types.SimpleNamespace(**{op.name: _public(op) for op in DECLARED
+                                 if len(op.inputs) == 1})
+globals().update(vars(_made))
+# also at torcia.* (as torch.celu and torch.selu), named here for __all__ below
+celu, selu = _made.celu, _made.selu
+
+
+def relu6(input, inplace=False):
+    """``min(max(0, input), 6)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.relu6(torcia.tensor([-1.0, 3.0, 9.0]))
+    tensor([0., 3., 6.])
+    """
+    return _made.hardtanh(input, 0.0, 6.0, inplace)
+
+
+@autocast_as("prelu")
+def prelu(input, weight):
+    """``input`` where positive, else ``weight * input``; ``weight`` has one element or
+    one per channel (dim 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.prelu(torcia.tensor([[-2.0, 3.0]]), torcia.tensor([0.25]))
+    tensor([[-0.5000,  3.0000]])
+    """
+    n = weight.numel()
+    if n != 1:
+        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim else 1
+        if n != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {n} and channel size = {channels}.")
+        shape = [1] * input.ndim
+        shape[1 if input.ndim >= 2 else 0] = n
+        weight = weight.reshape(shape)
+    elif weight.ndim:
+        weight = weight.reshape(())
+    return _opdef.PUBLIC.where(input > 0, input, input * weight)
+
+
+def _softmax_dim(ndim: int) -> int:
+    # PyTorch's legacy choice when dim is not given
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax(op, input, dim, dtype, name=None):
+    check_tensor(input, "input", name or op)
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+        warnings.warn(f"Implicit dimension choice for {name or op} has been deprecated. "
+                      "Change the call to include dim=X as an argument.", stacklevel=4)
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.is_floating_point():
+        last = input.ndim <= 1 or wrap_dim(dim, input.ndim) == input.ndim - 1
+        raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
+                                  f"implemented for '{D.torch_type_name(input.dtype)}'")
+    dim = wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return _opdef.CALL(op, (input.reshape(1),), {"dim": 0}).reshape(())
+    return _opdef.CALL(op, (input,), {"dim": dim})
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(input)`` normalised to sum to 1 along ``dim``; ``dtype`` casts first.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.softmax(torcia.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax("softmax", input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``input - logsumexp(input, dim)``, computed stably; ``dtype`` casts first.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.log_softmax(torcia.tensor([0.0, 0.0]), dim=0).exp()
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax("log_softmax", input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-input, dim)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softmin(torcia.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
+    return _softmax("softmax", -input, dim, dtype, name="softmin")
+
+
+def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rrelu(torcia.tensor([-2.0, 1.0]), 0.5, 0.5)
+    tensor([-1.,  1.])
+    """
+    return functional().rrelu(input, lower, upper, training)
+
+
+def rrelu_(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
+    """``torch.rrelu_``: in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([-2.0, 1.0])
+    >>> torcia.rrelu_(x, 0.25, 0.25)
+    tensor([-0.5000,  1.0000])
+    """
+    return functional().rrelu_(input, lower, upper, training)
+
+
+def threshold(input, threshold, value):
+    """``torch.threshold``: ``value`` where ``input <= threshold``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.threshold(torcia.tensor([0.5, 2.0]), 1.0, -1.0)
+    tensor([-1.,  2.])
+    """
+    return functional().threshold(input, threshold, value)
+
+
+def threshold_(input, threshold, value):
+    """``torch.threshold_``: in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([0.5, 2.0])
+    >>> torcia.threshold_(x, 1.0, 0.0)
+    tensor([0., 2.])
+    """
+    return functional().threshold_(input, threshold, value)
+
+
+def hardshrink(input, lambd=0.5):
+    """``torch.hardshrink``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hardshrink(torcia.tensor([-1.0, 0.25]))
+    tensor([-1.,  0.])
+    """
+    return functional().hardshrink(input, lambd)
+
+
+def celu_(input, alpha=1.0):
+    """``torch.celu_``: in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([-1.0, 1.0])
+    >>> torcia.celu_(x)
+    tensor([-0.6321,  1.0000])
+    """
+    return functional().celu_(input, alpha)
+
+
+def selu_(input):
+    """``torch.selu_``: in place.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([0.0, 1.0])
+    >>> torcia.selu_(x)
+    tensor([0.0000, 1.0507])
+    """
+    return functional().selu_(input)
+
+
+def prelu_method(self, weight):
+    """``Tensor.prelu(weight)``: :func:`torcia.prelu` of ``self``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.tensor([-2.0, 3.0]).prelu(torcia.tensor([0.25]))
+    tensor([-0.5000,  3.0000])
+    """
+    return functional().prelu(self, weight)
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "softmax", "log_softmax",
+)
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = (*vars(_made), "log_softmax", "prelu", "relu6", "softmax", "softmin")
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "celu", "celu_", "hardshrink", "log_softmax", "prelu", "rrelu", "rrelu_", "selu", "selu_",
+    "softmax", "threshold", "threshold_",
+]

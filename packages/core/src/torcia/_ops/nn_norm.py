@@ -6,7 +6,7 @@ A kernel here is written as a method of the reference backend: ``self.xp`` is th
 module (NumPy, or CuPy for torcia-cuda's subclass); arrays come positionally, parameters
 as keywords, and a multi-output op returns a tuple. A decomposition is written with Tensor
 methods only (it runs on any device, and this module is below the Tensor class). The
-public functions of softmax and log_softmax are in :mod:`torcia._oplib.nn_activation`;
+public functions of softmax and log_softmax are in :mod:`torcia._ops.nn_activation`;
 those of the normalisations are written below, beside their declarations, with what is
 built on them (group and instance norm, the synchronised batch-norm pieces): ``torcia``
 exports ``__all__`` and ``TOP_LEVEL`` (PyTorch's argument orders), and

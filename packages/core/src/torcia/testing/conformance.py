@@ -60,8 +60,7 @@ import pytest
 import torcia
 from torcia import _oprecords, _tensor, ops, plugins
 from torcia import backend as _backend
-from torcia._oplib import nn_activation
-from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
+from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool
 
 
 @contextlib.contextmanager
