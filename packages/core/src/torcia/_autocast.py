@@ -163,7 +163,26 @@ def autocast_as(name):
     return decorate
 
 
-_opdef.AUTOCAST_AS = autocast_as
+def autocast_where_listed(name):
+    """Autocast for a composite op that PyTorch lists on some devices only: where the
+    region's device lists ``name``, the op is one op for autocast (:func:`autocast_as`);
+    elsewhere its inner ops meet autocast one by one, as PyTorch's composite kernels."""
+    def decorate(fn):
+        listed = autocast_as(name)(fn)
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            region = AUTOCAST.region
+            if AUTOCAST.enabled and region is not None and op_policy(region.device_type, name):
+                return listed(*args, **kwargs)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    return decorate
+
+
+_opdef.AUTOCAST_AS, _opdef.AUTOCAST_WHERE_LISTED = autocast_as, autocast_where_listed
 
 
 def _flatten(args):

@@ -27,7 +27,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``random``           ``poisson``, ``binomial``, the in-place random fills
 ``spectral``         windows, ``stft``/``istft``
 ``nn``               dropout, pixel shuffles, distances
-``nn_rnn``           RNN/LSTM/GRU cells and sequences
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
@@ -37,9 +36,10 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 The activations and softmax, the convolutions and pooling, the normalisations (batch,
 layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding and
-the losses at ``torch.*`` have no module here: their public functions are all written
-beside their declarations, in :mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`,
-:mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm` and :mod:`torcia._ops.nn_loss`,
+the losses at ``torch.*``, and the RNN/LSTM/GRU cells and sequences have no module here:
+their public functions are all written beside their declarations, in
+:mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
+:mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss` and :mod:`torcia._ops.nn_rnn`,
 which stand among the families in their place.
 """
 
@@ -56,12 +56,11 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     random,
     spectral,
     nn,
-    nn_rnn,
     aliases,
     runtime,
     properties,
 )
-from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool
+from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -79,7 +78,7 @@ from torcia._ops.nn_pool import *  # noqa: F403
 from torcia._ops.nn_norm import *  # noqa: F403
 from torcia._ops.nn_loss import *  # noqa: F403
 from torcia._oplib.nn import *  # noqa: F403
-from torcia._oplib.nn_rnn import *  # noqa: F403
+from torcia._ops.nn_rnn import *  # noqa: F403
 from torcia._oplib.aliases import *  # noqa: F403
 from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403

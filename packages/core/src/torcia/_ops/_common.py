@@ -294,17 +294,19 @@ def return_type(name: str, fields: tuple) -> type:
 RETURN_TYPES: list[type] = []
 
 
-def autocast_as(name):
+def autocast_as(name, where_listed=False):
     """:func:`torcia._autocast.autocast_as` for a public function written in this package,
-    which sits below that module: the function it makes is made at the first call, from
-    :data:`torcia._opdef.AUTOCAST_AS`."""
+    which sits below that module (``where_listed``: its ``autocast_where_listed``): the
+    function it makes is made at the first call, from :data:`torcia._opdef.AUTOCAST_AS`
+    (:data:`torcia._opdef.AUTOCAST_WHERE_LISTED`)."""
     def decorate(fn):
         made = []
 
         @functools.wraps(fn)
         def run(*args, **kwargs):
             if not made:
-                made.append(_opdef.AUTOCAST_AS(name)(fn))
+                make = _opdef.AUTOCAST_WHERE_LISTED if where_listed else _opdef.AUTOCAST_AS
+                made.append(make(name)(fn))
             return made[0](*args, **kwargs)
 
         return run

@@ -9,8 +9,14 @@ A kernel is a method of the reference backend (``self.xp`` the array module, Num
 CuPy; ``self.sigmoid`` and ``self.matmul`` its kernels, which a faster backend may
 override): torcia-cpu has native kernels of all four and is tested against these. A
 decomposition is written with Tensor methods, running ``lstm_cell`` and its backward
-through :func:`torcia._ops._common.op` (this module is below the Tensor class). The public
-functions are in :mod:`torcia._oplib.nn_rnn`, the derivatives in torcia-autograd.
+through :func:`torcia._ops._common.op` (this module is below the Tensor class).
+
+The public functions at ``torcia.*`` are written below: the cells (``lstm_cell``,
+``gru_cell``, ``rnn_tanh_cell``, ``rnn_relu_cell``) and the whole-sequence ``lstm``,
+``gru``, ``rnn_tanh`` and ``rnn_relu``, built from products and elementwise ops (the
+declared ops above are torcia-nn's fused LSTM path); they reach the public functions and
+autocast late-bound (:data:`torcia._opdef.PUBLIC`, :data:`torcia._opdef.AUTOCAST_AS`).
+``torcia`` exports ``__all__``. The derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ import numpy as np
 
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import op
+from torcia._ops._common import autocast_as, op
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -107,7 +113,7 @@ def _quarters(act):
 # ----- decompositions --------------------------------------------------------------------
 
 
-def lstm_cell(gates, c):
+def lstm_step_from_gates(gates, c):
     i, f, g, o = gates.chunk(4, -1)
     i, f, g, o = i.sigmoid(), f.sigmoid(), g.tanh(), o.sigmoid()
     c_new = f * c + i * g
@@ -195,7 +201,7 @@ def _lstm_layer_backward_shape(g_out, g_cs, acts, cs, out, h0, c0, w_hh_t, **par
 #: under CUDA autocast
 DECLARED = (
     define("lstm_cell(Tensor gates, Tensor c) -> (Tensor, Tensor, Tensor)", Kernels.lstm_cell,
-           shape=_lstm_cell_shape, decomposition=lstm_cell, autocast={"cuda": "lower"},
+           shape=_lstm_cell_shape, decomposition=lstm_step_from_gates, autocast={"cuda": "lower"},
            group="nn"),
     define("lstm_cell_backward(Tensor? gh, Tensor? gc, Tensor act, Tensor c, Tensor c_new) "
            "-> (Tensor, Tensor)", Kernels.lstm_cell_backward,
@@ -208,3 +214,224 @@ DECLARED = (
            Kernels.lstm_layer_backward, shape=_lstm_layer_backward_shape,
            decomposition=lstm_layer_backward, group="nn"),
 )
+
+
+# ----- public functions (torcia.lstm_cell, torcia.gru...): built from other ops ---------
+
+
+def _lin(x, w, b):
+    out = _opdef.PUBLIC.matmul(x, w.transpose(-1, -2))
+    return out if b is None else out + b
+
+
+@autocast_as("rnn_tanh_cell", where_listed=True)
+def rnn_tanh_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step: ``tanh(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rnn_tanh_cell(torcia.ones(1, 2), torcia.zeros(1, 1), torcia.ones(1, 2),
+    ...                      torcia.ones(1, 1)).shape
+    torcia.Size([1, 1])
+    """
+    return (_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh)).tanh()
+
+
+@autocast_as("rnn_relu_cell", where_listed=True)
+def rnn_relu_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One Elman RNN step with ReLU: ``relu(input @ w_ih.T + b_ih + hx @ w_hh.T + b_hh)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w_ih, w_hh = torcia.eye(2), torcia.eye(2)
+    >>> torcia.rnn_relu_cell(torcia.tensor([[1.0, -2.0]]), torcia.zeros(1, 2), w_ih, w_hh)
+    tensor([[1., 0.]])
+    """
+    return _opdef.PUBLIC.relu(_lin(input, w_ih, b_ih) + _lin(hx, w_hh, b_hh))
+
+
+@autocast_as("lstm_cell", where_listed=True)
+def lstm_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One LSTM step: ``hx`` is ``(h, c)``, gates ordered input, forget, cell, output as
+    PyTorch's; returns ``(h', c')``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> h, c = torcia.lstm_cell(torcia.ones(1, 2), (torcia.zeros(1, 1), torcia.zeros(1, 1)),
+    ...                         torcia.ones(4, 2), torcia.ones(4, 1))
+    >>> h.shape, c.shape
+    (torcia.Size([1, 1]), torcia.Size([1, 1]))
+    """
+    h, c = hx[0], hx[1]
+    gates = _lin(input, w_ih, b_ih) + _lin(h, w_hh, b_hh)
+    i, f, g, o = gates.chunk(4, -1)
+    cy = f.sigmoid() * c + i.sigmoid() * g.tanh()
+    return o.sigmoid() * cy.tanh(), cy
+
+
+@autocast_as("gru_cell", where_listed=True)
+def gru_cell(input, hx, w_ih, w_hh, b_ih=None, b_hh=None):
+    """One GRU step, PyTorch's formulation: ``r`` and ``z`` gates, ``n = tanh(i_n + r *
+    h_n)``, ``h' = (1 - z) * n + z * h``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.gru_cell(torcia.ones(1, 2), torcia.zeros(1, 1), torcia.ones(3, 2),
+    ...                 torcia.ones(3, 1)).shape
+    torcia.Size([1, 1])
+    """
+    i_r, i_z, i_n = _lin(input, w_ih, b_ih).chunk(3, -1)
+    h_r, h_z, h_n = _lin(hx, w_hh, b_hh).chunk(3, -1)
+    r = (i_r + h_r).sigmoid()
+    z = (i_z + h_z).sigmoid()
+    n = (i_n + r * h_n).tanh()
+    return n + z * (hx - n)
+
+
+def _run_rnn(step, n_state, input, batch_sizes, hx, params, has_biases, num_layers,
+             dropout, train, bidirectional, batch_first):
+    """The layers and directions of an RNN over a padded (``batch_sizes`` None) or packed
+    sequence; ``step(x, state, weights) -> state`` with ``state[0]`` the output."""
+    num_dir = 2 if bidirectional else 1
+    per = 4 if has_biases else 2
+    groups = num_layers * num_dir
+    if len(params) not in (groups * per, groups * (per + 1)):
+        raise RuntimeError(f"rnn: expected {groups * per} parameters ({num_layers} layers, "
+                           f"{num_dir} directions, biases={bool(has_biases)}), got "
+                           f"{len(params)}")
+    per = len(params) // groups
+    states = list(hx) if isinstance(hx, (tuple, list)) else [hx]
+    if len(states) != n_state:
+        raise RuntimeError(f"rnn: expected {n_state} hidden state tensors, got {len(states)}")
+    if batch_sizes is None:
+        x = input.transpose(0, 1) if batch_first else input
+        if x.ndim != 3:
+            raise RuntimeError(f"input must have 3 dimensions, got {input.ndim}")
+        sizes = [x.shape[1]] * x.shape[0]
+        steps_in = list(x.unbind(0))
+    else:
+        sizes = [int(b) for b in batch_sizes.tolist()]
+        steps_in = list(input.split(sizes, 0))
+    finals = [[] for _ in range(n_state)]
+    for layer in range(num_layers):
+        outs = []
+        for direction in range(num_dir):
+            k = layer * num_dir + direction
+            w = params[k * per:(k + 1) * per]
+            state = [s[k] for s in states]
+            ys = [None] * len(sizes)
+            order = range(len(sizes)) if direction == 0 else reversed(range(len(sizes)))
+            for t in order:
+                bt = sizes[t]
+                full = state[0].shape[0]
+                new = step(steps_in[t], [s[:bt] for s in state], w)
+                state = [ns if bt == full else _opdef.PUBLIC.cat([ns, s[bt:]], 0)
+                         for ns, s in zip(new, state)]
+                ys[t] = new[0]
+            for j in range(n_state):
+                finals[j].append(state[j])
+            outs.append(ys)
+        steps_in = [o[0] if num_dir == 1 else _opdef.PUBLIC.cat([o[0], o[1]], -1)
+                    for o in zip(*outs)]
+        if dropout and train and layer < num_layers - 1:
+            steps_in = list(_opdef.PUBLIC.dropout(_opdef.PUBLIC.cat(steps_in, 0), dropout,
+                                                   True).split(sizes, 0))
+    if batch_sizes is None:
+        output = _opdef.PUBLIC.stack(steps_in, 0)
+        output = output.transpose(0, 1) if batch_first else output
+    else:
+        output = _opdef.PUBLIC.cat(steps_in, 0)
+    return (output, *(_opdef.PUBLIC.stack(f, 0) for f in finals))
+
+
+def _weights(w):
+    # w_ih, w_hh, then the biases (when present), then an LSTM's projection weight
+    w_ih, w_hh = w[0], w[1]
+    b_ih, b_hh = (w[2], w[3]) if len(w) >= 4 else (None, None)
+    w_hr = w[-1] if len(w) in (3, 5) else None
+    return w_ih, w_hh, b_ih, b_hh, w_hr
+
+
+def _lstm_step(x, state, w):
+    w_ih, w_hh, b_ih, b_hh, w_hr = _weights(w)
+    h, c = lstm_cell(x, state, w_ih, w_hh, b_ih, b_hh)
+    return [h if w_hr is None else _lin(h, w_hr, None), c]
+
+
+def _gru_step(x, state, w):
+    w_ih, w_hh, b_ih, b_hh, _ = _weights(w)
+    return [gru_cell(x, state[0], w_ih, w_hh, b_ih, b_hh)]
+
+
+def _tanh_step(x, state, w):
+    w_ih, w_hh, b_ih, b_hh, _ = _weights(w)
+    return [rnn_tanh_cell(x, state[0], w_ih, w_hh, b_ih, b_hh)]
+
+
+def _relu_step(x, state, w):
+    w_ih, w_hh, b_ih, b_hh, _ = _weights(w)
+    return [rnn_relu_cell(x, state[0], w_ih, w_hh, b_ih, b_hh)]
+
+
+def _sequence_fn(name, step, n_state, doc):
+    def fn(input, *args):
+        # PyTorch's two overloads: (input, hx, params, has_biases, num_layers, dropout,
+        # train, bidirectional, batch_first) for padded input, and (data, batch_sizes, hx,
+        # params, has_biases, num_layers, dropout, train, bidirectional) for packed input,
+        # told apart by where the parameter list is
+        if len(args) == 8 and isinstance(args[1], (list, tuple)):
+            hx, params, has_biases, num_layers, dropout, train, bidir, batch_first = args
+            return _run_rnn(step, n_state, input, None, hx, params, has_biases, num_layers,
+                            dropout, train, bidir, batch_first)
+        if len(args) == 8 and isinstance(args[0], _opdef.PUBLIC.Tensor):
+            batch_sizes, hx, params, has_biases, num_layers, dropout, train, bidir = args
+            return _run_rnn(step, n_state, input, batch_sizes, hx, params, has_biases,
+                            num_layers, dropout, train, bidir, False)
+        raise TypeError(f"{name}() expects (input, hx, params, has_biases, num_layers, "
+                        "dropout, train, bidirectional, batch_first) or (data, batch_sizes, "
+                        "hx, params, has_biases, num_layers, dropout, train, bidirectional)")
+
+    fn.__name__ = name
+    fn.__doc__ = doc
+    return fn
+
+
+lstm = _sequence_fn("lstm", _lstm_step, 2, """A multi-layer LSTM over a whole sequence, as
+    ``torch.lstm``: ``hx`` is ``(h0, c0)``, ``params`` the flat weight list of
+    :class:`torcia.nn.LSTM` (``w_ih, w_hh[, b_ih, b_hh][, w_hr]`` per layer and direction);
+    returns ``(output, h_n, c_n)``. A packed sequence is given as ``(data, batch_sizes,
+    hx, params, ...)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> w = [torcia.ones(4, 2), torcia.ones(4, 1)]
+    >>> out, h, c = torcia.lstm(torcia.ones(5, 3, 2), (torcia.zeros(1, 3, 1),
+    ...                         torcia.zeros(1, 3, 1)), w, False, 1, 0.0, False, False, False)
+    >>> out.shape, h.shape
+    (torcia.Size([5, 3, 1]), torcia.Size([1, 3, 1]))
+    """)
+
+
+gru = _sequence_fn("gru", _gru_step, 1, """A multi-layer GRU over a whole sequence, as
+    ``torch.gru``; returns ``(output, h_n)``. Arguments as :func:`torcia.lstm`, with one
+    hidden state tensor.""")
+
+
+rnn_tanh = _sequence_fn("rnn_tanh", _tanh_step, 1, """A multi-layer Elman RNN (tanh) over a
+    whole sequence, as ``torch.rnn_tanh``; returns ``(output, h_n)``.""")
+
+
+rnn_relu = _sequence_fn("rnn_relu", _relu_step, 1, """A multi-layer Elman RNN (ReLU) over a
+    whole sequence, as ``torch.rnn_relu``; returns ``(output, h_n)``.""")
+
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "gru", "gru_cell", "lstm", "lstm_cell", "rnn_relu", "rnn_relu_cell", "rnn_tanh",
+    "rnn_tanh_cell",
+]
