@@ -24,7 +24,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
-``random``           ``poisson``, ``binomial``, the in-place random fills
 ``spectral``         windows, ``stft``/``istft``
 ``nn``               dropout, pixel shuffles, distances
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
@@ -36,10 +35,11 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 The activations and softmax, the convolutions and pooling, the normalisations (batch,
 layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding and
-the losses at ``torch.*``, and the RNN/LSTM/GRU cells and sequences have no module here:
-their public functions are all written beside their declarations, in
-:mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
-:mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss` and :mod:`torcia._ops.nn_rnn`,
+the losses at ``torch.*``, the RNN/LSTM/GRU cells and sequences, and ``poisson``,
+``binomial`` and the in-place random fills have no module here: their public functions
+are all written beside their declarations, in :mod:`torcia._ops.nn_activation`,
+:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm`,
+:mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn` and :mod:`torcia._ops.random`,
 which stand among the families in their place.
 """
 
@@ -53,14 +53,13 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     linalg,
     complex_numbers,
     creation,
-    random,
     spectral,
     nn,
     aliases,
     runtime,
     properties,
 )
-from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
+from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn, random
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -70,7 +69,7 @@ from torcia._oplib.sorting import *  # noqa: F403
 from torcia._oplib.linalg import *  # noqa: F403
 from torcia._oplib.complex_numbers import *  # noqa: F403
 from torcia._oplib.creation import *  # noqa: F403
-from torcia._oplib.random import *  # noqa: F403
+from torcia._ops.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
 from torcia._ops.nn_activation import *  # noqa: F403
 from torcia._ops.nn_conv import *  # noqa: F403
