@@ -154,7 +154,7 @@ from torcia._oplib import (  # noqa: E402
     round,
     sum,
 )
-from torcia._oplib.creation import inclusive_range as _inclusive_range  # noqa: E402
+from torcia._ops.creation import inclusive_range as _inclusive_range  # noqa: E402
 from torcia._print import set_printoptions  # noqa: E402
 from torcia._tensor import Size, Tensor  # noqa: E402
 from torcia._tensor import result_type as _result_type  # noqa: E402

@@ -1,5 +1,5 @@
 """PyTorch's legacy tensor types: ``torcia.FloatTensor(2, 3)``, ``torcia.LongTensor(data)``,
-``isinstance(x, torcia.FloatTensor)``.
+``isinstance(x, torcia.FloatTensor)``, and the legacy constructor method ``Tensor.new``.
 
 Each type is a constructor for its dtype (sizes give an uninitialised tensor, data is
 converted) and an ``isinstance`` check on dtype and device, as in PyTorch; tensors are all
@@ -53,3 +53,16 @@ def _make(name, dtype, device_type):
 
 CPU_TYPES = {name: _make(name, dt, "cpu") for name, dt in _TYPES.items()}
 CUDA_TYPES = {name: _make(name, dt, "cuda") for name, dt in _TYPES.items()}
+
+
+def new(self, *args, **kwargs):
+    """``self.new(...)``: PyTorch's legacy constructor with ``self``'s dtype and device.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0], dtype=torcia.float64)
+    >>> x.new([1, 2]), x.new(2, 3).shape
+    (tensor([1., 2.], dtype=torcia.float64), torcia.Size([2, 3]))
+    """
+    return _legacy_new(self.dtype, args, kwargs.get("device", self.device))

@@ -11,7 +11,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia import _oplib, _shared_memory, _storage, linalg, special
+from torcia import _legacy, _oplib, _shared_memory, _storage, linalg, special
 from torcia import ops as _oplist
 from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, properties
@@ -76,7 +76,7 @@ INPLACE = tuple(n for family in _oplib.FAMILIES for n in getattr(family, "INPLAC
 FALLBACK_METHOD_FUNCTIONS = {
     "where": indexing.where_method, "cauchy_": random.cauchy_, "geometric_": random.geometric_,
     "log_normal_": random.log_normal_, "hardshrink": nn_activation.hardshrink,
-    "prelu": nn_activation.prelu_method,
+    "prelu": nn_activation.prelu_method, "new": _legacy.new,
 }
 
 

@@ -23,7 +23,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
 ``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
-``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
 ``spectral``         windows, ``stft``/``istft``
 ``nn``               dropout, pixel shuffles, distances
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
@@ -35,12 +34,14 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 The activations and softmax, the convolutions and pooling, the normalisations (batch,
 layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding and
-the losses at ``torch.*``, the RNN/LSTM/GRU cells and sequences, and ``poisson``,
-``binomial`` and the in-place random fills have no module here: their public functions
-are all written beside their declarations, in :mod:`torcia._ops.nn_activation`,
-:mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`, :mod:`torcia._ops.nn_norm`,
-:mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn` and :mod:`torcia._ops.random`,
-which stand among the families in their place.
+the losses at ``torch.*``, the RNN/LSTM/GRU cells and sequences, ``poisson``, ``binomial``
+and the in-place random fills, and the factories beyond :mod:`torcia._creation` (index
+grids, strided ``empty``, ``frombuffer``, ``torch.range``) have no module here: their
+public functions are all written beside their declarations, in
+:mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
+:mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
+:mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the
+families in their place.
 """
 
 from torcia._oplib import (  # noqa: I001 - the load order of the families
@@ -52,14 +53,13 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     sorting,
     linalg,
     complex_numbers,
-    creation,
     spectral,
     nn,
     aliases,
     runtime,
     properties,
 )
-from torcia._ops import nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn, random
+from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn, random
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -68,7 +68,7 @@ from torcia._oplib.indexing import *  # noqa: F403
 from torcia._oplib.sorting import *  # noqa: F403
 from torcia._oplib.linalg import *  # noqa: F403
 from torcia._oplib.complex_numbers import *  # noqa: F403
-from torcia._oplib.creation import *  # noqa: F403
+from torcia._ops.creation import *  # noqa: F403
 from torcia._ops.random import *  # noqa: F403
 from torcia._oplib.spectral import *  # noqa: F403
 from torcia._ops.nn_activation import *  # noqa: F403

@@ -26,9 +26,10 @@ pooling, the views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fi
 ``take``, ``select``... built on them) in their module's ``PUBLIC``; softmax and the other
 activations at ``torcia.*`` in ``nn_activation``, the normalisations, with group and
 instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
-RNN cells and sequences at ``torcia.*`` in ``nn_rnn`` and ``poisson``, ``binomial`` and
-the in-place random fills in ``random``, which :mod:`torcia._oplib` registers as
-families); the other families' stay in :mod:`torcia._oplib`.
+RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial`` and the
+in-place random fills in ``random`` and the factories beyond :mod:`torcia._creation`
+(``meshgrid``, ``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers
+as families); the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
