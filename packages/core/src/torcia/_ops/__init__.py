@@ -23,9 +23,9 @@ functions: :mod:`torcia._oplib` builds them; the nn activations' functional form
 linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
 ``_linalg``; the reductions, the complex-number ops, sorting, the convolutions and
 pooling, the views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and
-``take``, ``select``... built on them) in their module's ``PUBLIC``; softmax and the other
-activations at ``torcia.*`` in ``nn_activation``, the normalisations, with group and
-instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
+``take``, ``select``... built on them) in their module's ``PUBLIC``; the other
+activations at ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with
+group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
 RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial`` and the
 in-place random fills in ``random`` and the factories beyond :mod:`torcia._creation`
 (``meshgrid``, ``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers

@@ -8,19 +8,18 @@ written with Tensor methods only (it runs on any device, and this module is belo
 Tensor class). Each forward activation's declaration also says what its functional form
 (``torcia.nn.functional.softplus``), made from it below, needs: its docstring and
 examples, whether it takes ``inplace``, the dtypes it refuses and the checks of its
-arguments. The public functions written below with them (softmax, log_softmax and
-softmin, whose ops ``nn_norm`` declares; ``prelu``, ``relu6``; PyTorch's ``torch.*`` names
-that run torcia-nn's forms) reach dispatch late-bound (:data:`torcia._opdef.CALL`,
-:data:`torcia._opdef.INPLACE`, :data:`torcia._opdef.PUBLIC`): ``torcia`` exports
-``__all__``, Tensor has ``METHODS`` and :data:`torcia.library.functional` the
-``FUNCTIONAL`` forms. Their derivatives are in torcia-autograd.
+arguments. The public functions written below with them (``prelu``, ``relu6``; PyTorch's
+``torch.*`` names that run torcia-nn's forms) reach dispatch late-bound
+(:data:`torcia._opdef.CALL`, :data:`torcia._opdef.INPLACE`, :data:`torcia._opdef.PUBLIC`):
+``torcia`` exports ``__all__`` and :data:`torcia.library.functional` the ``FUNCTIONAL``
+forms; softmax's are ``nn_norm``'s, beside its declaration. Their derivatives are in
+torcia-autograd.
 """
 
 from __future__ import annotations
 
 import math
 import types
-import warnings
 
 import numpy as np
 
@@ -42,7 +41,6 @@ from torcia._ops._common import (
     opmath,
     refusal,
     refuse,
-    wrap_dim,
 )
 from torcia._ops._common import where as _where
 
@@ -503,7 +501,7 @@ DECLARED = (
 )
 
 
-# ----- public functions (functional.gelu, torcia.softmax...): checks, then the ops -----
+# ----- public functions (functional.gelu, torcia.prelu...): checks, then the ops -------
 
 
 def _runner(op):
@@ -601,66 +599,6 @@ def prelu(input, weight):
     elif weight.ndim:
         weight = weight.reshape(())
     return _opdef.PUBLIC.where(input > 0, input, input * weight)
-
-
-def _softmax_dim(ndim: int) -> int:
-    # PyTorch's legacy choice when dim is not given
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def _softmax(op, input, dim, dtype, name=None):
-    check_tensor(input, "input", name or op)
-    if dim is None:
-        dim = _softmax_dim(input.ndim)
-        warnings.warn(f"Implicit dimension choice for {name or op} has been deprecated. "
-                      "Change the call to include dim=X as an argument.", stacklevel=4)
-    if dtype is not None:
-        input = input.to(dtype)
-    elif not input.is_floating_point():
-        last = input.ndim <= 1 or wrap_dim(dim, input.ndim) == input.ndim - 1
-        raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
-                                  f"implemented for '{D.torch_type_name(input.dtype)}'")
-    dim = wrap_dim(dim, input.ndim)
-    if input.ndim == 0:
-        return _opdef.CALL(op, (input.reshape(1),), {"dim": 0}).reshape(())
-    return _opdef.CALL(op, (input,), {"dim": dim})
-
-
-def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``exp(input)`` normalised to sum to 1 along ``dim``; ``dtype`` casts first.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.softmax(torcia.tensor([0.0, 0.0]), dim=0)
-    tensor([0.5000, 0.5000])
-    """
-    return _softmax("softmax", input, dim, dtype)
-
-
-def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    """``input - logsumexp(input, dim)``, computed stably; ``dtype`` casts first.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.log_softmax(torcia.tensor([0.0, 0.0]), dim=0).exp()
-    tensor([0.5000, 0.5000])
-    """
-    return _softmax("log_softmax", input, dim, dtype)
-
-
-def softmin(input, dim=None, _stacklevel=3, dtype=None):
-    """``softmax(-input, dim)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> import torcia.nn.functional as F
-    >>> F.softmin(torcia.tensor([1.0, 1.0, 2.0]), dim=0)
-    tensor([0.4223, 0.4223, 0.1554])
-    """
-    return _softmax("softmax", -input, dim, dtype, name="softmin")
 
 
 def rrelu(input, lower=1.0 / 8, upper=1.0 / 3, training=False, generator=None):
@@ -763,17 +701,12 @@ def prelu_method(self, weight):
     return functional().prelu(self, weight)
 
 
-#: the functions here that are also Tensor methods, under the same name
-METHODS = (
-    "softmax", "log_softmax",
-)
-
 #: the functional forms here that ``torcia.nn.functional`` re-exports (through
 #: :data:`torcia.library.functional`)
-FUNCTIONAL = (*vars(_made), "log_softmax", "prelu", "relu6", "softmax", "softmin")
+FUNCTIONAL = (*vars(_made), "prelu", "relu6")
 
 #: the names ``torcia`` exports from here
 __all__ = [
-    "celu", "celu_", "hardshrink", "log_softmax", "prelu", "rrelu", "rrelu_", "selu", "selu_",
-    "softmax", "threshold", "threshold_",
+    "celu", "celu_", "hardshrink", "prelu", "rrelu", "rrelu_", "selu", "selu_", "threshold",
+    "threshold_",
 ]

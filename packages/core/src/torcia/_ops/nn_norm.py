@@ -6,10 +6,10 @@ A kernel here is written as a method of the reference backend: ``self.xp`` is th
 module (NumPy, or CuPy for torcia-cuda's subclass); arrays come positionally, parameters
 as keywords, and a multi-output op returns a tuple. A decomposition is written with Tensor
 methods only (it runs on any device, and this module is below the Tensor class). The
-public functions of softmax and log_softmax are in :mod:`torcia._ops.nn_activation`;
-those of the normalisations are written below, beside their declarations, with what is
-built on them (group and instance norm, the synchronised batch-norm pieces): ``torcia``
-exports ``__all__`` and ``TOP_LEVEL`` (PyTorch's argument orders), and
+public functions of softmax (with softmin) and of the normalisations are written below,
+beside their declarations, with what is built on them (group and instance norm, the
+synchronised batch-norm pieces): ``torcia`` exports ``__all__`` and ``TOP_LEVEL``
+(PyTorch's argument orders), Tensor has ``METHODS`` (``softmax``, ``log_softmax``) and
 :data:`torcia.library.functional` the ``FUNCTIONAL`` forms. They reach dispatch
 late-bound (:data:`torcia._opdef.CALL`, :data:`torcia._opdef.PUBLIC`). The derivatives are
 torcia-autograd's; the ``*_backward`` ops are fused first derivatives (higher orders go
@@ -19,6 +19,7 @@ through differentiable ops, so they have no derivative row).
 from __future__ import annotations
 
 import numbers
+import warnings
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from torcia._ops._common import (
     low_precision,
     opmath,
     widened,
+    wrap_dim,
 )
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -232,12 +234,12 @@ def _rms_norm_backward_shape(g, x, weight, normalized_ndim, eps, **params):
 # ----- decompositions --------------------------------------------------------------------
 
 
-def softmax(a, dim):
+def exp_normalised(a, dim):
     e = (a - a.amax(dim, keepdim=True)).exp()
     return e / e.sum(dim, keepdim=True)
 
 
-def log_softmax(a, dim):
+def minus_log_sum_exp(a, dim):
     shifted = a - a.amax(dim, keepdim=True)
     return shifted - shifted.exp().sum(dim, keepdim=True).log()
 
@@ -356,10 +358,10 @@ def rms_norm_backward(g, x, weight, normalized_ndim, eps):
 #: rms_norm in float32 under CUDA autocast.
 DECLARED = (
     define("softmax(Tensor x, *, int dim=None) -> Tensor", Kernels.softmax,
-           shape=first_shape, decomposition=softmax, autocast={"cuda": "float32"},
+           shape=first_shape, decomposition=exp_normalised, autocast={"cuda": "float32"},
            group="nn"),
     define("log_softmax(Tensor x, *, int dim=None) -> Tensor", Kernels.log_softmax,
-           shape=first_shape, decomposition=log_softmax, autocast={"cuda": "float32"},
+           shape=first_shape, decomposition=minus_log_sum_exp, autocast={"cuda": "float32"},
            group="nn"),
     define("softmax_backward(Tensor g, Tensor y, int dim) -> Tensor", Kernels.softmax_backward,
            shape=grad_like, decomposition=softmax_backward, group="nn"),
@@ -391,6 +393,66 @@ DECLARED = (
 
 
 # ----- public functions (torcia.rms_norm, functional.batch_norm...): checks, then the ops --
+
+
+def _softmax_dim(ndim: int) -> int:
+    # PyTorch's legacy choice when dim is not given
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax(op, input, dim, dtype, name=None):
+    check_tensor(input, "input", name or op)
+    if dim is None:
+        dim = _softmax_dim(input.ndim)
+        warnings.warn(f"Implicit dimension choice for {name or op} has been deprecated. "
+                      "Change the call to include dim=X as an argument.", stacklevel=4)
+    if dtype is not None:
+        input = input.to(dtype)
+    elif not input.is_floating_point():
+        last = input.ndim <= 1 or wrap_dim(dim, input.ndim) == input.ndim - 1
+        raise NotImplementedError(f"\"{op}{'_lastdim' if last else ''}_kernel_impl\" not "
+                                  f"implemented for '{D.torch_type_name(input.dtype)}'")
+    dim = wrap_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return _opdef.CALL(op, (input.reshape(1),), {"dim": 0}).reshape(())
+    return _opdef.CALL(op, (input,), {"dim": dim})
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``exp(input)`` normalised to sum to 1 along ``dim``; ``dtype`` casts first.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.softmax(torcia.tensor([0.0, 0.0]), dim=0)
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax("softmax", input, dim, dtype)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    """``input - logsumexp(input, dim)``, computed stably; ``dtype`` casts first.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.log_softmax(torcia.tensor([0.0, 0.0]), dim=0).exp()
+    tensor([0.5000, 0.5000])
+    """
+    return _softmax("log_softmax", input, dim, dtype)
+
+
+def softmin(input, dim=None, _stacklevel=3, dtype=None):
+    """``softmax(-input, dim)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> import torcia.nn.functional as F
+    >>> F.softmin(torcia.tensor([1.0, 1.0, 2.0]), dim=0)
+    tensor([0.4223, 0.4223, 0.1554])
+    """
+    return _softmax("softmax", -input, dim, dtype, name="softmin")
 
 
 def _check_channel_param(t, name, c):
@@ -829,13 +891,19 @@ def batch_norm_backward_elemt(grad_out, input, mean, invstd, weight, sum_dy, sum
 TOP_LEVEL = {"batch_norm": _torch_batch_norm, "layer_norm": _torch_layer_norm,
              "group_norm": _torch_group_norm}
 
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "softmax", "log_softmax",
+)
+
 #: the functional forms here that ``torcia.nn.functional`` re-exports (through
 #: :data:`torcia.library.functional`)
-FUNCTIONAL = ("batch_norm", "group_norm", "instance_norm", "layer_norm", "rms_norm")
+FUNCTIONAL = ("batch_norm", "group_norm", "instance_norm", "layer_norm", "log_softmax",
+              "rms_norm", "softmax", "softmin")
 
 #: the names ``torcia`` exports from here
 __all__ = [
     "batch_norm_backward_elemt", "batch_norm_backward_reduce", "batch_norm_elemt",
     "batch_norm_gather_stats", "batch_norm_gather_stats_with_counts", "batch_norm_stats",
-    "batch_norm_update_stats", "instance_norm", "rms_norm",
+    "batch_norm_update_stats", "instance_norm", "log_softmax", "rms_norm", "softmax",
 ]

@@ -362,10 +362,10 @@ def _nn_workload(recorder) -> None:
         y = nn_pool.max_pool2d(y, 2) + nn_pool.avg_pool2d(y, 2)
         y = nn_norm.layer_norm(nn_activation.gelu(y), (3,))
         y = nn_norm.rms_norm(y, (3,), torcia.full((3,), 0.5)).flatten(1)
-        z = nn_activation.log_softmax(nn_activation.silu(y), dim=1)
+        z = nn_norm.log_softmax(nn_activation.silu(y), dim=1)
         loss = z.sum()
         t = nn_conv.conv_transpose2d(x, torcia.randn(3, 2, 2, 2), stride=2)
-        loss = loss + nn_activation.softmax(t, dim=1).mean()
+        loss = loss + nn_norm.softmax(t, dim=1).mean()
         emb = nn_loss.embedding(torcia.tensor([[0, 2], [1, 1]]),
                                 torcia.randn(3, 4, requires_grad=grad))
         loss = loss + emb.sum() + _tensor.call(
@@ -378,7 +378,7 @@ def _nn_workload(recorder) -> None:
         out, _, _ = _tensor.call("lstm_layer", (
             torcia.randn(3, 2, 8, requires_grad=grad), torcia.randn(2, 2),
             torcia.randn(2, 2), torcia.randn(2, 8)), {})
-        log_probs = nn_activation.log_softmax(torcia.randn(5, 1, 3, requires_grad=grad), dim=2)
+        log_probs = nn_norm.log_softmax(torcia.randn(5, 1, 3, requires_grad=grad), dim=2)
         loss = loss + out.sum() + _tensor.call("ctc_loss", (
             log_probs, torcia.tensor([[1, 2]]), torcia.tensor([5]), torcia.tensor([2])),
             {"blank": 0}).sum()
