@@ -68,6 +68,12 @@ class OpDef:
         running it again gives other values; a compiler must neither fold nor merge it.
     doc : str
         What the op computes.
+    samples : callable or None
+        ``samples(rng) -> [(args, params), ...]``: calls of the kernel that the device
+        conformance kit (:mod:`torcia.testing.conformance`) runs the op on, where it cannot
+        make them from the schema (index tensors, windows, sequences, a creation op's
+        arguments): host arrays drawn from the ``numpy.random.Generator`` ``rng``, and
+        parameters, a parameter ``rng`` given as None (each call gets a fresh generator).
     """
 
     name: str
@@ -83,6 +89,7 @@ class OpDef:
     differentiable: bool = True
     random: bool = False
     doc: str = ""
+    samples: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -160,6 +167,8 @@ class Declaration:
         ``checks(input, **params)``: the checks of its public function's arguments that the
         schema cannot say (gelu's ``approximate`` is ``"none"`` or ``"tanh"``), raising
         PyTorch's error; run before the dtype's refusal.
+    samples : callable or None
+        The calls the device conformance kit runs the op on (:attr:`OpDef.samples`).
     """
 
     name: str
@@ -184,6 +193,7 @@ class Declaration:
     random: bool = False
     answers_early: Callable | None = None
     checks: Callable | None = None
+    samples: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -253,7 +263,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
            aliases: tuple = (), tags: tuple = (), operator: str = "",
            random: bool = False, answers_early: Callable | None = None,
-           checks: Callable | None = None) -> Declaration:
+           checks: Callable | None = None, samples: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -277,4 +287,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
                        tags=frozenset(tags), operator=operator, random=random,
-                       answers_early=answers_early, checks=checks)
+                       answers_early=answers_early, checks=checks, samples=samples)

@@ -351,3 +351,15 @@ def along_dim(name, inputs, params, view_of=None):
 def size_at(input, d) -> int:
     """The size of dim ``d`` (1 for a 0-dim tensor's dim 0)."""
     return input.shape[d] if input.ndim else 1
+
+
+def random_floats(rng, *shape):
+    """A float32 array of ``shape``, uniform in [-1, 1), drawn from ``rng``: an op's sample
+    input (:attr:`torcia._opdef.OpDef.samples`)."""
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def keyword_samples(*calls):
+    """The ``samples`` of an op without tensor inputs (a creation op): each call's
+    parameters (:attr:`torcia._opdef.OpDef.samples`)."""
+    return lambda rng: [((), dict(params)) for params in calls]
