@@ -20,20 +20,24 @@ they are built:
 An op's public function is made from its declaration (the elementwise and special
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
-publishes, with what they share in ``_linalg``; the reductions, the complex-number
-ops, sorting, the convolutions and pooling, the views (``flip``, ``tril``...) and indexing
-(``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their module's
-``PUBLIC``; the normalisations, with group and instance norm, in ``nn_norm`` and the
-embedding and ``torch.*``'s losses in ``nn_loss``, which :mod:`torcia._oplib` registers as
-families); the other families' stay in :mod:`torcia._oplib`.
+publishes, with what they share in ``_linalg``; the complex-number ops, sorting, the
+views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and ``take``,
+``select``... built on them) in their module's ``PUBLIC``; the reductions and the scans,
+the convolutions and pooling, the normalisations, with group and instance norm, in
+``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``, which
+:mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
 ``elementwise``            the elementwise ops of one and two inputs (``exp``, ``abs``,
                            ``isnan``, ``add``, ``div``, ``eq``...)
-``reduce``                 the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
-                           ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
+                           ``argmax``, ``median_dim``...), with their public functions
+``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
+                           ``logcumsumexp``...), with their public functions and ``diff``,
+                           ``trapezoid``, ``gradient``
 ``sorting``                sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
@@ -107,6 +111,7 @@ from torcia._ops import (
     pointwise,
     random,
     reduce,
+    scan,
     sorting,
     sparse,
     special,
@@ -115,11 +120,11 @@ from torcia._ops import (
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_pool, nn_norm, nn_loss, views, indexing,
-                                     complex_numbers, special, spectral, linalg, linalg_solves,
-                                     linalg_factorizations, linalg_functions, creation, random,
-                                     nn_rnn, nn_attention, sparse)
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
+                                     nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
+                                     indexing, complex_numbers, special, spectral, linalg,
+                                     linalg_solves, linalg_factorizations, linalg_functions,
+                                     creation, random, nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 
