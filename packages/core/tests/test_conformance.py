@@ -11,7 +11,12 @@ import subprocess
 import sys
 import textwrap
 
+import numpy as np
 import pytest
+
+import torcia
+from torcia import library, plugins
+from torcia.testing import conformance
 
 BAD_DEVICE = """
     import numpy as np
@@ -223,3 +228,49 @@ def test_the_suite_names_ten_planted_bugs_as_the_root_causes(tmp_path):
     failed_tests = [line for line in out.splitlines() if line.startswith("FAILED")]
     blamed = {line.split("[", 1)[1].split("]", 1)[0] for line in failed_tests}
     assert blamed <= set(roots), failed_tests
+
+
+class _Picking:
+    """A plugin op whose index input no generated sample makes: it declares its samples."""
+
+    @torcia.hookimpl
+    def torcia_register_ops(self, registry):
+        registry.define(
+            "picked(Tensor x, Tensor index) -> Tensor", lambda x, index: np.take(x, index),
+            samples=lambda rng: [((rng.uniform(-1, 1, 5).astype(np.float32),
+                                   np.array([4, 0, 4])), {})])
+
+
+def test_an_ops_declared_samples_are_what_the_suite_runs_it_on():
+    records = library.op_records()
+    declared = [s for s in conformance._declared(records) if s.op == "pad"]
+    assert [s.params["mode"] for s in declared] == ["constant", "reflect"]
+    # a creation op's samples are its parameters alone; a random one gets its generator
+    zeros = [s for s in conformance._declared(records) if s.op == "zeros"]
+    assert zeros[0].args == () and zeros[0].params["shape"] == (2, 3)
+    assert "rng" in [s for s in conformance._declared(records) if s.op == "rand"][0].params
+    # every declared sample runs on "cpu" and matches the reference there
+    assert all(conformance._runs_on_cpu(s) for s in conformance._declared(records))
+
+
+def test_a_plugin_ops_samples_reach_the_suite():
+    pm = plugins.manager()
+    plugin = _Picking()
+    pm.register(plugin, name="test-picking")
+    for registry in list(plugins._state.registries.values()):
+        registry.reset()  # the tables fill again, with the plugin's op
+    try:
+        records = library.op_records()
+        assert records["picked"].samples is not None
+        (sample,) = [s for s in conformance._declared(records) if s.op == "picked"]
+        assert sample.args[1].tolist() == [4, 0, 4]
+        assert conformance._runs_on_cpu(sample)
+    finally:
+        pm.unregister(plugin)
+        plugins.reset()
+    assert "picked" not in library.op_records()
+
+
+def test_define_refuses_samples_that_are_not_callable():
+    with pytest.raises(TypeError, match="samples of op 'listed' must be callable"):
+        library.plugin_ops.define("listed", np.negative, samples=[((np.zeros(2),), {})])

@@ -75,6 +75,12 @@ class OpDef:
         running it again gives other values; a compiler must neither fold nor merge it.
     doc : str
         What the op computes.
+    samples : callable or None
+        ``samples(rng) -> [(args, params), ...]``: calls of the kernel that the device
+        conformance kit (:mod:`torcia.testing.conformance`) runs the op on, where it cannot
+        make them from the schema (index tensors, windows, sequences, a creation op's
+        arguments): host arrays drawn from the ``numpy.random.Generator`` ``rng``, and
+        parameters, a parameter ``rng`` given as None (each call gets a fresh generator).
     """
 
     name: str
@@ -90,6 +96,7 @@ class OpDef:
     differentiable: bool = True
     random: bool = False
     doc: str = ""
+    samples: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -167,6 +174,8 @@ class Declaration:
         ``checks(input, **params)``: the checks of its public function's arguments that the
         schema cannot say (gelu's ``approximate`` is ``"none"`` or ``"tanh"``), raising
         PyTorch's error; run before the dtype's refusal.
+    samples : callable or None
+        The calls the device conformance kit runs the op on (:attr:`OpDef.samples`).
     """
 
     name: str
@@ -191,6 +200,7 @@ class Declaration:
     random: bool = False
     answers_early: Callable | None = None
     checks: Callable | None = None
+    samples: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -260,7 +270,7 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
            aliases: tuple = (), tags: tuple = (), operator: str = "",
            random: bool = False, answers_early: Callable | None = None,
-           checks: Callable | None = None) -> Declaration:
+           checks: Callable | None = None, samples: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -284,4 +294,4 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
                        tags=frozenset(tags), operator=operator, random=random,
-                       answers_early=answers_early, checks=checks)
+                       answers_early=answers_early, checks=checks, samples=samples)

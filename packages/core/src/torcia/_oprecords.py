@@ -151,6 +151,7 @@ def _build_builtin() -> dict[str, OpDef]:
                 decomposition=DECOMPOSITIONS.get(name),
                 backward=backward, jvp=jvp, differentiable=differentiable,
                 random=declared is not None and declared.random, doc=doc,
+                samples=declared.samples if declared is not None else None,
             )
     return records
 
@@ -161,7 +162,8 @@ class OpRegistry(Registry):
     def define(self, name: str, kernel: Callable, *, backward: Callable | None = None,
                shape: Callable | None = None, jvp: Callable | None = None,
                differentiable: bool | None = None, group: str = "plugin",
-               doc: str | None = None, random: bool = False) -> OpDef:
+               doc: str | None = None, random: bool = False,
+               samples: Callable | None = None) -> OpDef:
         """Define the op ``name``.
 
         Parameters
@@ -208,6 +210,12 @@ class OpRegistry(Registry):
             or with a default in the kernel's signature): the op is not pure, so vmap
             batches its draws as its ``randomness`` says and the compiler never folds or
             reuses it (:attr:`OpDef.random`).
+        samples : callable, optional
+            ``samples(rng) -> [(args, params), ...]``: calls of ``kernel`` on host arrays
+            drawn from the generator ``rng``, which ``pytest --torcia-device NAME`` (the
+            device conformance kit) runs the op on, on the device against ``kernel``. An
+            op whose inputs are plain tensors gets generated ones without it; one taking
+            indices, windows or sequences needs its own to be checked at all.
         """
         schema = None
         if "(" in name:
@@ -218,6 +226,9 @@ class OpRegistry(Registry):
         if not callable(kernel):
             raise TypeError(f"the kernel of op {name!r} must be callable, got "
                             f"{type(kernel).__name__}")
+        if samples is not None and not callable(samples):
+            raise TypeError(f"the samples of op {name!r} must be callable (samples(rng) -> "
+                            f"[(args, params), ...]), got {type(samples).__name__}")
         inputs, params = schema if schema is not None else _signature(kernel, group)
         if random and "rng" not in params:
             raise TypeError(f"op {name!r} is declared random but its kernel takes no "
@@ -231,6 +242,7 @@ class OpRegistry(Registry):
             backward=backward, jvp=jvp, shape=shape,
             differentiable=backward is not None if differentiable is None else differentiable,
             doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(), random=random,
+            samples=samples,
         )
         self.add(name, record)
         return record

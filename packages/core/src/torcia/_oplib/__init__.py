@@ -16,7 +16,6 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
-``reduce``           reductions and scans: ``sum``, ``max``, ``var``, ``median``, ``cumsum``...
 ``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
                      ``index_*``, masked ops
@@ -32,12 +31,13 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 
 ``_common``          holds the helpers several families share.
 
-The activations and softmax, the convolutions and pooling, the normalisations (batch,
-layer, group, instance and RMS norm, the synchronised batch-norm pieces), the embedding and
-the losses at ``torch.*``, the RNN/LSTM/GRU cells and sequences, ``poisson``, ``binomial``
-and the in-place random fills, and the factories beyond :mod:`torcia._creation` (index
-grids, strided ``empty``, ``frombuffer``, ``torch.range``) have no module here: their
-public functions are all written beside their declarations, in
+The reductions and scans, the activations and softmax, the convolutions and pooling, the
+normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
+pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
+sequences, ``poisson``, ``binomial`` and the in-place random fills, and the factories
+beyond :mod:`torcia._creation` (index grids, strided ``empty``, ``frombuffer``,
+``torch.range``) have no module here: their public functions are all written beside their
+declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
 :mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
 :mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
 :mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the
@@ -47,7 +47,6 @@ families in their place.
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
     elementwise,
-    reduce,
     views,
     indexing,
     sorting,
@@ -59,10 +58,12 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     runtime,
     properties,
 )
-from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn, random
+from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
+from torcia._ops import random, reduce, scan
 
 from torcia._oplib.elementwise import *  # noqa: F403
-from torcia._oplib.reduce import *  # noqa: F403
+from torcia._ops.reduce import *  # noqa: F403
+from torcia._ops.scan import *  # noqa: F403
 from torcia._oplib.views import *  # noqa: F403
 from torcia._oplib.indexing import *  # noqa: F403
 from torcia._oplib.sorting import *  # noqa: F403
@@ -83,7 +84,7 @@ from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, reduce, views, indexing, sorting, linalg, complex_numbers,
+FAMILIES = (elementwise, reduce, scan, views, indexing, sorting, linalg, complex_numbers,
             creation, random,
             spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
             runtime, properties)

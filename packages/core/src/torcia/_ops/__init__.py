@@ -21,23 +21,27 @@ An op's public function is made from its declaration (the elementwise and specia
 functions: :mod:`torcia._oplib` builds them; the nn activations' functional forms, made in
 ``nn_activation``) or written next to it where the schema cannot say it (the
 linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
-``_linalg``; the reductions, the complex-number ops, sorting, the convolutions and
-pooling, the views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and
-``take``, ``select``... built on them) in their module's ``PUBLIC``; the other
+``_linalg``; the complex-number ops, sorting, the views (``flip``, ``tril``...) and
+indexing (``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their
+module's ``PUBLIC``; the reductions and the scans, the convolutions and pooling, the other
 activations at ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with
-group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the
-RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial`` and the
-in-place random fills in ``random`` and the factories beyond :mod:`torcia._creation`
-(``meshgrid``, ``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers
-as families); the other families' stay in :mod:`torcia._oplib`.
+group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in
+``nn_loss``, the RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``,
+``binomial`` and the in-place random fills in ``random`` and the factories beyond
+:mod:`torcia._creation` (``meshgrid``, ``empty_strided``...) in ``creation``, which
+:mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
 ``elementwise``            the elementwise ops of one and two inputs (``exp``, ``abs``,
                            ``isnan``, ``add``, ``div``, ``eq``...)
-``reduce``                 the reductions and scans (``sum``, ``amax``, ``var``, ``max_dim``,
-                           ``argmax``, ``median_dim``, ``cumsum``, ``cummax``...)
+``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
+                           ``argmax``, ``median_dim``...), with their public functions
+``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
+                           ``logcumsumexp``...), with their public functions and ``diff``,
+                           ``trapezoid``, ``gradient``
 ``sorting``                sorting, selection and counting (``sort``, ``topk``, ``kthvalue``,
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
@@ -111,6 +115,7 @@ from torcia._ops import (
     pointwise,
     random,
     reduce,
+    scan,
     sorting,
     sparse,
     special,
@@ -119,11 +124,11 @@ from torcia._ops import (
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, sorting, nn_activation,
-                                     nn_conv, nn_pool, nn_norm, nn_loss, views, indexing,
-                                     complex_numbers, special, spectral, linalg, linalg_solves,
-                                     linalg_factorizations, linalg_functions, creation, random,
-                                     nn_rnn, nn_attention, sparse)
+DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
+                                     nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
+                                     indexing, complex_numbers, special, spectral, linalg,
+                                     linalg_solves, linalg_factorizations, linalg_functions,
+                                     creation, random, nn_rnn, nn_attention, sparse)
             for d in family.DECLARED}
 
 

@@ -368,3 +368,15 @@ def examples_section(function: str, examples: tuple, imports: tuple = ("torcia",
         call = ", ".join(f"torcia.tensor({a})" if a.startswith("[") else a for a in args)
         lines.append(f">>> {function}({call})\n{result}\n")
     return "\n\nExamples\n--------\n" + "".join(lines)
+
+
+def random_floats(rng, *shape):
+    """A float32 array of ``shape``, uniform in [-1, 1), drawn from ``rng``: an op's sample
+    input (:attr:`torcia._opdef.OpDef.samples`)."""
+    return rng.uniform(-1, 1, shape).astype(np.float32)
+
+
+def keyword_samples(*calls):
+    """The ``samples`` of an op without tensor inputs (a creation op): each call's
+    parameters (:attr:`torcia._opdef.OpDef.samples`)."""
+    return lambda rng: [((), dict(params)) for params in calls]

@@ -28,6 +28,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
+from torcia._ops._common import keyword_samples
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -154,24 +155,41 @@ def _creation(schema, kernel, shape, **fields):
                   **fields)
 
 
+_F32, _I64 = np.dtype(np.float32), np.dtype(np.int64)
+
 #: in the order of :data:`torcia.ops.CREATION` (the random ops follow)
 DECLARED = (
     _creation("zeros(int[] shape, ScalarType dtype) -> Tensor", Kernels.zeros,
-              created("shape", "dtype"), decomposition=zeros),
+              created("shape", "dtype"), decomposition=zeros,
+              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
+                                      {"shape": (4,), "dtype": _I64})),
     _creation("ones(int[] shape, ScalarType dtype) -> Tensor", Kernels.ones,
-              created("shape", "dtype"), decomposition=ones),
+              created("shape", "dtype"), decomposition=ones,
+              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
+                                      {"shape": (), "dtype": _I64})),
     _creation("full(int[] shape, Scalar fill_value, ScalarType dtype) -> Tensor", Kernels.full,
-              created("shape", "fill_value", "dtype")),
+              created("shape", "fill_value", "dtype"),
+              samples=keyword_samples({"shape": (2, 3), "fill_value": 2.5, "dtype": _F32},
+                                      {"shape": (3,), "fill_value": 7, "dtype": _I64})),
     _creation("empty(int[] shape, ScalarType dtype) -> Tensor", Kernels.empty,
-              created("shape", "dtype"), decomposition=empty),
+              created("shape", "dtype"), decomposition=empty,
+              samples=keyword_samples({"shape": (2, 3), "dtype": _F32})),
     _creation("arange(Scalar start, Scalar end, Scalar step, ScalarType dtype) -> Tensor",
-              Kernels.arange, _arange_shape),
+              Kernels.arange, _arange_shape,
+              samples=keyword_samples({"start": 0, "end": 5, "step": 1, "dtype": _I64},
+                                      {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": _F32},
+                                      {"start": 5, "end": -1, "step": -2, "dtype": _I64})),
     _creation("linspace(Scalar start, Scalar end, int steps, ScalarType dtype) -> Tensor",
-              Kernels.linspace, _linspace_shape, decomposition=linspace),
+              Kernels.linspace, _linspace_shape, decomposition=linspace,
+              samples=keyword_samples({"start": 0.0, "end": 1.0, "steps": 5, "dtype": _F32})),
     _creation("logspace(Scalar start, Scalar end, int steps, float base, ScalarType dtype) "
-              "-> Tensor", Kernels.logspace, _logspace_shape, decomposition=logspace),
+              "-> Tensor", Kernels.logspace, _logspace_shape, decomposition=logspace,
+              samples=keyword_samples({"start": 0.0, "end": 2.0, "steps": 3, "base": 10.0,
+                                       "dtype": _F32})),
     _creation("eye(int n, int m, ScalarType dtype) -> Tensor", Kernels.eye, _eye_shape,
-              decomposition=eye),
+              decomposition=eye,
+              samples=keyword_samples({"n": 3, "m": 4, "dtype": _F32},
+                                      {"n": 2, "m": 2, "dtype": _I64})),
 )
 
 

@@ -33,6 +33,7 @@ from torcia._ops._common import (
     along_dim,
     first_shape,
     opmath,
+    random_floats,
     readable_value,
     size_at,
     with_size,
@@ -280,6 +281,10 @@ DECLARED = (
     _a_move("scatter_reduce(Tensor x, Tensor index, Tensor src, *, dim=None, reduce=None, "
             "include_self=True) -> Tensor",
             Kernels.scatter_reduce, shape=first_shape, inplace=True,
+            samples=lambda rng: [
+                ((random_floats(rng, 3, 4), rng.integers(0, 4, (3, 4)), random_floats(rng, 3, 4)),
+                 {"dim": 1, "reduce": reduce, "include_self": True})
+                for reduce in ("sum", "amax")],
             inplace_example=("[1.0, 2.0, 3.0]",
                              '0, torcia.tensor([0, 0, 2]), torcia.tensor([5.0, 6.0, 7.0]), '
                              'reduce="amax"',
@@ -292,6 +297,8 @@ DECLARED = (
                              "tensor([11,  1, 21])")),
     _a_move("index_copy(Tensor x, Tensor index, Tensor source, *, dim=None) -> Tensor",
             Kernels.index_copy, shape=first_shape, decomposition=copied_at, inplace=True,
+            samples=lambda rng: [((random_floats(rng, 3, 4), np.array([0, 2]),
+                                   random_floats(rng, 2, 4)), {"dim": 0})],
             inplace_example=("[1, 1, 1]", "0, torcia.tensor([0, 2]), torcia.tensor([10, 20])",
                              "tensor([10,  1, 20])")),
     _a_move("index_put(Tensor x, Tensor values, *, key=None, accumulate=False) -> Tensor",
@@ -301,7 +308,8 @@ DECLARED = (
     _a_move("take_along_dim(Tensor x, Tensor indices, *, dim=None) -> Tensor",
             Kernels.take_along_dim, shape=_take_along_dim_shape, decomposition=taken_along),
     _a_move("masked_select(Tensor x, Tensor mask) -> Tensor", Kernels.masked_select,
-            decomposition=masked_selected),
+            decomposition=masked_selected,
+            samples=lambda rng: [((random_floats(rng, 3, 4), random_floats(rng, 3, 4) > 0), {})]),
     define("masked_fill(Tensor x, Tensor mask, *, Scalar value=None) -> Tensor",
            Kernels.masked_fill, shape=first_shape, decomposition=masked_filled,
            group="elementwise_other",

@@ -31,7 +31,7 @@ from torcia._ops._common import where as _where
 from torcia._ops._linalg import check_float, check_matrix, check_square, linalg_op
 from torcia._ops.linalg_factorizations import svd
 from torcia._ops.linalg_solves import solve
-from torcia._ops.reduce import norm, sqrt_of_sum
+from torcia._ops.reduce import p_norm, sqrt_of_sum
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -128,11 +128,11 @@ def _matrix_norm_shape(x, ord="fro", dim=(-2, -1), keepdim=False, **params):
 def linalg_norm(a, ord=None, dim=None, keepdim=False):
     if dim is not None and not isinstance(dim, int) and len(dim) == 2:
         return linalg_matrix_norm(a, "fro" if ord is None else ord, dim, keepdim)
-    return norm(a, 2.0 if ord is None else ord, dim, keepdim)
+    return p_norm(a, 2.0 if ord is None else ord, dim, keepdim)
 
 
 def linalg_vector_norm(x, ord=2.0, dim=None, keepdim=False):
-    return norm(x, ord, dim, keepdim)
+    return p_norm(x, ord, dim, keepdim)
 
 
 def linalg_matrix_norm(a, ord="fro", dim=(-2, -1), keepdim=False):

@@ -39,6 +39,7 @@ from torcia._ops._common import (
     in_float32,
     low_precision,
     opmath,
+    random_floats,
     refusal,
     refuse,
 )
@@ -497,7 +498,10 @@ DECLARED = (
            shape=grad_like, decomposition=silu_backward, floating_inputs=True, group="nn"),
     define("activation_backward(Tensor g, Tensor a, str activation, **params) -> Tensor",
            Kernels.activation_backward, shape=grad_like, decomposition=activation_backward,
-           group="nn"),
+           group="nn",
+           samples=lambda rng: [((random_floats(rng, 3, 4), random_floats(rng, 3, 4), "relu"), {}),
+                                ((random_floats(rng, 3, 4), random_floats(rng, 3, 4), "leaky_relu"),
+                                 {"negative_slope": 0.1})]),
 )
 
 

@@ -43,6 +43,7 @@ from torcia._ops._common import (
     in_float32,
     low_precision,
     no_kernel,
+    random_floats,
     refuse,
 )
 from torcia._ops._common import op as _op
@@ -482,6 +483,10 @@ def _nn(schema, kernel, **declared):
     return define(schema, kernel, group="nn", **declared)
 
 
+#: the windows of im2col's and col2im's samples
+_WINDOWS = {"kernel_size": (2, 2), "dilation": (1, 1), "padding": (0, 0), "stride": (1, 1)}
+
+
 #: the products and convolutions run in the low-precision dtype under autocast, as
 #: PyTorch's lists have them on both device types
 _LOWER = {"cpu": "lower", "cuda": "lower"}
@@ -502,10 +507,13 @@ DECLARED = (
         "dilation=None, groups=None) -> Tensor", Kernels.conv_weight,
         shape=_conv_weight_shape, decomposition=conv_weight),
     _nn("im2col(Tensor x, *, kernel_size=None, dilation=None, padding=None, stride=None) "
-        "-> Tensor", Kernels.im2col, shape=_im2col_shape, decomposition=im2col),
+        "-> Tensor", Kernels.im2col, shape=_im2col_shape, decomposition=im2col,
+        samples=lambda rng: [((random_floats(rng, 1, 2, 4, 4),), _WINDOWS)]),
     _nn("col2im(Tensor cols, *, output_size=None, kernel_size=None, dilation=None, "
         "padding=None, stride=None) -> Tensor", Kernels.col2im, shape=_col2im_shape,
-        decomposition=col2im),
+        decomposition=col2im,
+        samples=lambda rng: [((random_floats(rng, 1, 8, 9),),
+                              {"output_size": (4, 4), **_WINDOWS})]),
 )
 
 

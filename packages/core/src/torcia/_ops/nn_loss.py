@@ -28,7 +28,7 @@ from torcia import _dtype as D
 from torcia import _opdef
 from torcia._grad_mode import no_grad
 from torcia._opdef import define
-from torcia._ops._common import check_tensor, functional, op
+from torcia._ops._common import check_tensor, functional, op, random_floats
 from torcia._ops._common import where as _where
 from torcia._ops.elementwise import isfinite
 from torcia._ops.linalg_functions import vector_norm
@@ -458,6 +458,18 @@ def ctc_loss_backward(g, log_probs, targets, input_lengths, target_lengths, nll,
 #: own (their public functions pass every one). PyTorch runs the losses in float32 under
 #: autocast, on the CPU as on CUDA.
 _LOSS = {"cpu": "float32", "cuda": "float32"}
+def _nll_loss_samples(rng):
+    logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
+    return [((logp, np.array([0, 3, 1]), None), {"reduction": "mean", "ignore_index": -100}),
+            ((logp, np.array([0, 3, 1]), random_floats(rng, 4) + 2),
+             {"reduction": "sum", "ignore_index": 3})]
+
+
+def _ctc_loss_samples(rng):
+    log_probs = np.log(np.full((5, 1, 3), 1 / 3, dtype=np.float32))
+    return [((log_probs, np.array([[1, 2]]), np.array([5]), np.array([2])), {"blank": 0})]
+
+
 DECLARED = (
     define("embedding(Tensor weight, Tensor indices, *, int? padding_idx=None, "
            "bool sparse=False) -> Tensor", Kernels.embedding, shape=_embedding_shape,
@@ -467,7 +479,7 @@ DECLARED = (
            shape=_embedding_backward_shape, decomposition=embedding_backward, group="nn"),
     define("nll_loss(Tensor logp, Tensor target, Tensor? weight, *, str reduction=None, "
            "int ignore_index=None) -> Tensor", Kernels.nll_loss, shape=_loss_shape,
-           decomposition=nll_loss, autocast=_LOSS, group="nn"),
+           decomposition=nll_loss, autocast=_LOSS, group="nn", samples=_nll_loss_samples),
     define("cross_entropy(Tensor x, Tensor target, Tensor? weight, *, str reduction=None, "
            "int ignore_index=None, float label_smoothing=None) -> Tensor",
            Kernels.cross_entropy, shape=_loss_shape, decomposition=cross_entropy,
@@ -479,7 +491,7 @@ DECLARED = (
     define("ctc_loss(Tensor log_probs, Tensor targets, Tensor input_lengths, "
            "Tensor target_lengths, *, int blank=None) -> Tensor", Kernels.ctc_loss,
            shape=_ctc_loss_shape, decomposition=ctc_alignments_nll, autocast=_LOSS,
-           group="nn"),
+           group="nn", samples=_ctc_loss_samples),
     define("ctc_loss_backward(Tensor g, Tensor log_probs, Tensor targets, "
            "Tensor input_lengths, Tensor target_lengths, Tensor nll, int blank) -> Tensor",
            Kernels.ctc_loss_backward, shape=_ctc_loss_backward_shape,

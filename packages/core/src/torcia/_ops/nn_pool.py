@@ -32,7 +32,7 @@ from torcia import _opdef, plugins
 from torcia._dtype import np_floating as _floating
 from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
-from torcia._ops._common import autocast_as, check_tensor
+from torcia._ops._common import autocast_as, check_tensor, random_floats
 from torcia._ops.nn_conv import (
     add_tensor_windows,
     array_add_windows,
@@ -423,7 +423,8 @@ DECLARED = (
            decomposition=avg_pool_backward, group="nn"),
     define("adaptive_max_pool(Tensor x, *, output_size=None) -> (Tensor, Tensor)",
            Kernels.adaptive_max_pool, shape=_adaptive_max_pool_shape,
-           decomposition=adaptive_max_pool, group="nn"),
+           decomposition=adaptive_max_pool, group="nn",
+           samples=lambda rng: [((random_floats(rng, 1, 2, 5, 5),), {"output_size": (2, 3)})]),
 )
 
 

@@ -25,7 +25,7 @@ import numpy as np
 
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import autocast_as, op
+from torcia._ops._common import autocast_as, op, random_floats
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -208,7 +208,9 @@ DECLARED = (
            shape=_lstm_cell_backward_shape, decomposition=lstm_cell_backward, group="nn"),
     define("lstm_layer(Tensor x_gates, Tensor h0, Tensor c0, Tensor w_hh_t) "
            "-> (Tensor, Tensor, Tensor)", Kernels.lstm_layer, shape=_lstm_layer_shape,
-           decomposition=lstm_layer, group="nn"),
+           decomposition=lstm_layer, group="nn",
+           samples=lambda rng: [(tuple(random_floats(rng, *shape)
+                                       for shape in ((3, 2, 8), (2, 2), (2, 2), (2, 8))), {})]),
     define("lstm_layer_backward(Tensor? g_out, Tensor? g_cs, Tensor acts, Tensor cs, "
            "Tensor out, Tensor h0, Tensor c0, Tensor w_hh_t) -> (Tensor, Tensor, Tensor, Tensor)",
            Kernels.lstm_layer_backward, shape=_lstm_layer_backward_shape,

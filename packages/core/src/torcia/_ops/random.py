@@ -32,7 +32,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import on_host
+from torcia._ops._common import keyword_samples, on_host
 from torcia._ops.creation import created
 
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
@@ -157,6 +157,13 @@ def dropout_mask(shape, p, dtype, rng, device=None):
 # ----- the declarations ------------------------------------------------------------------
 
 
+_F32, _I64 = np.dtype(np.float32), np.dtype(np.int64)
+
+
+def _probabilities(rng):
+    return rng.uniform(0, 1, (3, 4)).astype(np.float32)
+
+
 def _random(schema, kernel, shape, group="creation", **fields):
     """A random op: it draws from its ``rng``, and carries no gradient."""
     return define(schema, kernel, shape=shape, differentiable=False, random=True, group=group,
@@ -167,25 +174,37 @@ def _random(schema, kernel, shape, group="creation", **fields):
 #: ``dropout_mask`` is one of :data:`torcia.ops.NN`
 DECLARED = (
     _random("rand(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.rand,
-            created("shape", "dtype", "rng")),
+            created("shape", "dtype", "rng"),
+            samples=keyword_samples({"shape": (3, 4), "dtype": _F32, "rng": None})),
     _random("randn(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.randn,
-            created("shape", "dtype", "rng")),
+            created("shape", "dtype", "rng"),
+            samples=keyword_samples({"shape": (3, 4), "dtype": _F32, "rng": None})),
     _random("randint(int[] shape, int low, int high, ScalarType dtype, Generator rng) -> Tensor",
-            Kernels.randint, created("shape", "low", "high", "dtype", "rng")),
+            Kernels.randint, created("shape", "low", "high", "dtype", "rng"),
+            samples=keyword_samples({"shape": (3, 4), "low": -3, "high": 5, "dtype": _I64,
+                                     "rng": None})),
     _random("randperm(int n, ScalarType dtype, Generator rng) -> Tensor", Kernels.randperm,
-            _randperm_shape),
+            _randperm_shape, samples=keyword_samples({"n": 7, "dtype": _I64, "rng": None})),
     _random("normal(int[] shape, float mean, float std, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.normal, _normal_shape,
-            decomposition=normal),
+            decomposition=normal,
+            samples=keyword_samples({"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": _F32,
+                                     "rng": None})),
     _random("bernoulli(Tensor p, Generator rng) -> Tensor", Kernels.bernoulli,
-            _bernoulli_shape, decomposition=bernoulli),
+            _bernoulli_shape, decomposition=bernoulli,
+            samples=lambda rng: [((_probabilities(rng),), {"rng": None})]),
     _random("multinomial(Tensor w, int num_samples, bool replacement, Generator rng) -> Tensor",
-            Kernels.multinomial, _multinomial_shape),
+            Kernels.multinomial, _multinomial_shape,
+            samples=lambda rng: [((_probabilities(rng) + 0.1,),
+                                  {"num_samples": 3, "replacement": False, "rng": None})]),
     _random("uniform(int[] shape, float low, float high, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng"),
-            decomposition=uniform),
+            decomposition=uniform,
+            samples=keyword_samples({"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": _F32,
+                                     "rng": None})),
     _random("dropout_mask(int[] shape, float p, ScalarType dtype, Generator rng) -> Tensor",
-            Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask),
+            Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask,
+            samples=keyword_samples({"shape": (3, 4), "p": 0.5, "dtype": _F32, "rng": None})),
 )
 
 

@@ -1,9 +1,8 @@
-"""The reductions and scans, each declared once: schema, reference kernel, meta shape,
+"""The reductions, each declared once: schema, reference kernel, meta shape,
 decomposition, autocast policy, the dtypes it refuses. :data:`torcia.ops.REDUCE` reduces
 over ``dim`` (a tuple of non-negative ints, or None for all) with ``keepdim``;
 ``REDUCE_INDEX`` reduces along one dim to (values, int64 indices), or to the indices
-alone (``argmax``); ``SCAN`` accumulates along one dim (``cumsum``, and ``cummax`` with
-the indices).
+alone (``argmax``). The scans (``cumsum``, ``cummax``...) are :mod:`torcia._ops.scan`'s.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
 CuPy): reductions call the array's method, whose cost on small tensors is below
@@ -12,9 +11,8 @@ accumulate type) and are rounded once. A decomposition is written with Tensor me
 (it runs on any device, and this module is below the Tensor class); where it must run an
 op itself rather than its public function (which refuses what PyTorch's argument parser
 refuses: argmax of a bool mask, an empty dim), through :func:`torcia._ops._common.op`.
-Their public functions are in :mod:`torcia._oplib.reduce`, but for those at the end of
-this module (``any``, ``cummax``...), next to their declarations; their derivatives are
-torcia-autograd's.
+Their public functions (``sum``, ``max``, ``var``, ``median``, ``quantile``...) are
+written below their declarations; their derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -27,6 +25,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._dtype import np_floating as _floating
+from torcia._dtype import torch_type_name as _torch_name
 from torcia._grad_mode import STATE as _GRAD
 from torcia._opdef import define
 from torcia._ops._common import (
@@ -39,11 +38,11 @@ from torcia._ops._common import (
     no_kernel,
     op,
     opmath,
+    readable_value,
     real_dtype,
     reduced,
     refuse,
     return_type,
-    scan_with_indices,
     size_at,
     to_float,
     values_and_indices,
@@ -55,7 +54,7 @@ from torcia._ops._common import where as _where
 
 
 class Kernels:
-    """The reference kernels of the reductions and scans (see the module's doc)."""
+    """The reference kernels of the reductions (see the module's doc)."""
 
     def sum(self, a, dim=None, keepdim=False, dtype=None):
         if dtype is None and low_precision(a):
@@ -159,16 +158,6 @@ class Kernels:
             return xp.asarray(out, dtype=np.int64).reshape((1,) * a.ndim if keepdim else ())
         return xp.argmin(a, axis=dim, keepdims=keepdim).astype(np.int64)
 
-    def cumsum(self, a, dim, dtype=None):
-        if dtype is None and low_precision(a):
-            return self.xp.cumsum(a, axis=dim, dtype=np.float32).astype(a.dtype)
-        return self.xp.cumsum(a, axis=dim, dtype=dtype)
-
-    def cumprod(self, a, dim, dtype=None):
-        if dtype is None and low_precision(a):
-            return self.xp.cumprod(a, axis=dim, dtype=np.float32).astype(a.dtype)
-        return self.xp.cumprod(a, axis=dim, dtype=dtype)
-
     def median_dim(self, a, dim=-1, keepdim=False):
         xp = self.xp
         n = a.shape[dim] if a.ndim else 1
@@ -205,28 +194,6 @@ class Kernels:
             vals, idx = xp.expand_dims(vals, dim), xp.expand_dims(idx, dim)
         return vals, idx
 
-    def cummax(self, a, dim):
-        return _cum_extreme(self.xp, a, dim, self.xp.maximum)
-
-    def cummin(self, a, dim):
-        return _cum_extreme(self.xp, a, dim, self.xp.minimum)
-
-    def logcumsumexp(self, a, dim):
-        xp = self.xp
-        if a.dtype.kind != "c":
-            return xp.logaddexp.accumulate(a, axis=dim)
-        # logaddexp has no complex loop: accumulate along dim, each step shifted by the
-        # greater real part of the two terms
-        out = xp.moveaxis(a.copy(), dim, 0)
-        with np.errstate(invalid="ignore", over="ignore"):
-            for i in range(1, out.shape[0]):
-                x, y = out[i - 1], out[i]
-                big = xp.where(x.real >= y.real, x, y)
-                small = xp.where(x.real >= y.real, y, x)
-                out[i] = big + xp.log1p(xp.exp(small - big))
-        return xp.moveaxis(out, 0, dim)
-
-
 def pick(xp, vals, idx, k, dim, keepdim):
     """Element ``k`` along ``dim`` of sorted values and their indices (``median_dim``, and
     ``kthvalue``'s kernel)."""
@@ -236,21 +203,6 @@ def pick(xp, vals, idx, k, dim, keepdim):
     if not keepdim:
         v, i = xp.squeeze(v, axis=dim), xp.squeeze(i, axis=dim)
     return v.copy(), i.astype(np.int64)
-
-
-def _cum_extreme(xp, a, dim, ufunc):
-    vals = ufunc.accumulate(a, axis=dim)
-    shape = [1] * a.ndim
-    shape[dim] = a.shape[dim]
-    pos = xp.broadcast_to(xp.arange(a.shape[dim]).reshape(shape), a.shape)
-    # the running index moves to the latest element equal to the running extreme (or NaN)
-    hit = a == vals
-    if _floating(a.dtype):
-        hit = hit | xp.isnan(a)
-    idx = xp.maximum.accumulate(xp.where(hit, pos, 0), axis=dim).astype(np.int64)
-    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
-    # (maximum's choice between them varies with the dtype's loop)
-    return xp.take_along_axis(a, idx, axis=dim), idx
 
 
 # ----- the dtypes PyTorch has no kernel for ----------------------------------------------
@@ -266,13 +218,6 @@ _AMIN = {COMPLEX: no_kernel("min_values_cpu")}
 _MAX_DIM, _MIN_DIM = _no_complex("max"), _no_complex("min")
 _ARGMAX, _ARGMIN = _no_complex("argmax"), _no_complex("argmin")
 _MEDIAN, _MODE = {COMPLEX: no_kernel("median_out")}, {COMPLEX: no_kernel("mode_cpu")}
-_CUMMAX, _CUMMIN = {COMPLEX: no_kernel("cummax_cpu")}, {COMPLEX: no_kernel("cummin_cpu")}
-
-
-def _empty(a):
-    """A scan of an empty tensor: PyTorch answers it before it looks for the dtype's
-    kernel."""
-    return a.size == 0
 
 
 def _empty_over_a_dim(a):
@@ -303,17 +248,17 @@ def nan_zero_sum(a, dim=None, keepdim=False, dtype=None):
     return clean.sum(dims, keepdim=keepdim, dtype=dtype)
 
 
-def mean(a, dim=None, keepdim=False, dtype=None):
+def sum_over_count(a, dim=None, keepdim=False, dtype=None):
     if dtype is None and a.dtype in HALF:
-        return mean(a.float(), dim, keepdim).to(a.dtype)
+        return sum_over_count(a.float(), dim, keepdim).to(a.dtype)
     dims = _dims(a, dim)
     count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
     return a.sum(dims, keepdim=keepdim, dtype=dtype) / count
 
 
-def var(a, dim=None, correction=1, keepdim=False):
+def mean_squared_deviation(a, dim=None, correction=1, keepdim=False):
     if a.dtype in HALF:
-        return var(a.float(), dim, correction, keepdim).to(a.dtype)
+        return mean_squared_deviation(a.float(), dim, correction, keepdim).to(a.dtype)
     dims = _dims(a, dim)
     count = math.prod(a.shape[d] for d in dims) if a.ndim else 1
     centred = a - a.mean(dims, keepdim=True)
@@ -323,7 +268,7 @@ def var(a, dim=None, correction=1, keepdim=False):
 
 
 @opmath
-def std(a, dim=None, correction=1, keepdim=False):
+def root_of_variance(a, dim=None, correction=1, keepdim=False):
     return op("var", a, dim=dim, correction=correction, keepdim=keepdim).sqrt()
 
 
@@ -334,7 +279,7 @@ def sqrt_of_sum(s):
     return _where(zero, s.new_zeros(()), _where(zero, s.new_ones(()), s).sqrt())
 
 
-def norm(a, p=2.0, dim=None, keepdim=False):
+def p_norm(a, p=2.0, dim=None, keepdim=False):
     x = a.abs()
     dims = _dims(x, dim)
     if p == math.inf:
@@ -351,7 +296,7 @@ def norm(a, p=2.0, dim=None, keepdim=False):
 
 
 @opmath
-def logsumexp(a, dim=None, keepdim=False):
+def shifted_log_sum_exp(a, dim=None, keepdim=False):
     dims = _dims(a, dim)
     # shifted by the greatest real part (it sets the magnitude), 0 where that is infinite
     if a.numel():
@@ -383,7 +328,7 @@ def _order_reversed(a):
     return -a if a.is_floating_point() else ~a
 
 
-def amin(a, dim=None, keepdim=False):
+def mirrored_amax(a, dim=None, keepdim=False):
     # through the mirror op: the same values, the kernel's own refusal
     refuse(_AMIN, a)
     if a.is_floating_point():
@@ -391,7 +336,7 @@ def amin(a, dim=None, keepdim=False):
     return ~(~a).amax(dim, keepdim=keepdim)
 
 
-def argmax(a, dim=None, keepdim=False):
+def first_max_index(a, dim=None, keepdim=False):
     refuse(_ARGMAX, a)
     if dim is None:
         flat = op("argmax", a.reshape(-1), dim=0)
@@ -410,7 +355,7 @@ def argmax(a, dim=None, keepdim=False):
     return n - score.amax(dim, keepdim=keepdim)
 
 
-def argmin(a, dim=None, keepdim=False):
+def first_min_index(a, dim=None, keepdim=False):
     refuse(_ARGMIN, a)
     return op("argmax", _order_reversed(a), dim=dim, keepdim=keepdim)
 
@@ -482,72 +427,6 @@ def mode_dim(a, dim=-1, keepdim=False):
     return values, index
 
 
-# scans: each position reduces the elements up to it (n^2 work along the dim)
-
-
-def _up_to(a, dim, fill):
-    """(moved, masked): ``a`` with ``dim`` moved last (..., n), and (..., n, n) whose row i
-    holds the elements 0..i, ``fill`` after them."""
-    moved = a.movedim(dim, -1)
-    n = moved.shape[-1]
-    arange = _opdef.PUBLIC.arange
-    upto = arange(n, device=a.device).unsqueeze(0) <= arange(n, device=a.device).unsqueeze(1)
-    return moved, _where(upto, moved.unsqueeze(-2), fill)
-
-
-def running_logsumexp(a, dim):
-    if not a.numel():
-        return a.clone()
-    _, rows = _up_to(a, dim, a.new_full((), -math.inf))
-    return logsumexp(rows, (-1,)).movedim(-1, dim)
-
-
-def cumprod(a, dim, dtype=None):
-    if dtype is not None:  # a NumPy dtype, as kernels are given
-        a = op("cast", a, dtype=np.dtype(dtype))
-    elif a.dtype in HALF:  # in float32, rounded once, as the reference kernel
-        return cumprod(a.float(), dim).to(a.dtype)
-    if not a.numel():
-        return a.clone()
-    _, rows = _up_to(a, dim, a.new_ones(()))
-    return rows.prod(-1).movedim(-1, dim)
-
-
-def _running_extreme(a, dim, largest):
-    """cummax (``largest``) or cummin: the running extreme (NaN once one is met) and the
-    latest index of an element equal to it."""
-    if not a.numel():  # answered before the dtype's kernel is looked for (answers_early)
-        return a.clone(), a.new_zeros(a.shape, dtype=D.int64)
-    refuse(_CUMMAX if largest else _CUMMIN, a)
-    n = a.shape[dim]
-    if a.is_floating_point():
-        fill = a.new_full((), -math.inf if largest else math.inf)
-    elif a.dtype == D.bool_:
-        fill = a.new_full((), not largest)
-    else:
-        info = np.iinfo(a.dtype.to_numpy())
-        fill = a.new_full((), int(info.min if largest else info.max))
-    moved, rows = _up_to(a, dim, fill)
-    values = rows.amax(-1) if largest else rows.amin(-1)
-    hit = moved.unsqueeze(-2) == values.unsqueeze(-1)  # [i, j]: a_j is the extreme up to i
-    if a.is_floating_point():
-        hit = hit.bitwise_or(moved.isnan().unsqueeze(-2))
-    pos = _opdef.PUBLIC.arange(n, device=a.device)
-    upto = pos.unsqueeze(0) <= pos.unsqueeze(1)
-    index = _where(hit.bitwise_and(upto), pos, pos.new_zeros(())).amax(-1)
-    index = index.movedim(-1, dim)
-    # the value is the element at the index, as PyTorch's: of 0.0 and -0.0 the latest
-    return a.gather(dim, index), index
-
-
-def running_max(a, dim):
-    return _running_extreme(a, dim, largest=True)
-
-
-def running_min(a, dim):
-    return _running_extreme(a, dim, largest=False)
-
-
 # ----- shapes ----------------------------------------------------------------------------
 
 
@@ -573,12 +452,6 @@ def reduction(kind):
     return shape_fn
 
 
-def scan(x, dim=0, dtype=None, **params):
-    if dtype is not None:
-        return x.shape, np.dtype(dtype)
-    return x.shape, np.dtype(np.int64) if x.dtype.kind in "biu" else x.dtype
-
-
 # ----- the declarations ------------------------------------------------------------------
 
 
@@ -593,11 +466,6 @@ def _along(schema, kernel, **fields):
                   group="reduce_index", **fields)
 
 
-def _scan(schema, kernel, **fields):
-    """An op of ``SCAN``: the running reduction along ``dim``."""
-    return define(schema, kernel, shape=fields.pop("shape", scan), group="scan", **fields)
-
-
 #: PyTorch runs these in float32 under CUDA autocast
 _CUDA_FLOAT32 = {"cuda": "float32"}
 _ACC, _FLOAT, _REAL = reduction("acc"), reduction("float"), reduction("real")
@@ -607,27 +475,27 @@ _DIMS = "int[]? dim=None, bool keepdim=False"
 _CORRECTION = "int[]? dim=None, int correction=1, bool keepdim=False"
 _ACCUMULATE = f"{_DIMS}, ScalarType? dtype=None"
 
-#: in the order of :data:`torcia.ops.REDUCE`, ``REDUCE_INDEX`` and ``SCAN``
+#: in the order of :data:`torcia.ops.REDUCE` and ``REDUCE_INDEX``
 DECLARED = (
     _reduce(f"sum(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.sum, _ACC,
             autocast=_CUDA_FLOAT32),
     _reduce(f"mean(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.mean, _FLOAT,
-            decomposition=mean, floating_inputs=True),
+            decomposition=sum_over_count, floating_inputs=True),
     # PyTorch runs prod in float32 under autocast on the CPU too
     _reduce(f"prod(Tensor x, *, {_ACCUMULATE}) -> Tensor", Kernels.prod, _ACC,
             autocast={"cpu": "float32", "cuda": "float32"}),
     _reduce(f"amax(Tensor x, *, {_DIMS}) -> Tensor", Kernels.amax, _SAME,
             refuses={COMPLEX: no_kernel("max_values_cpu")}, answers_early=_empty_over_a_dim),
     _reduce(f"amin(Tensor x, *, {_DIMS}) -> Tensor", Kernels.amin, _SAME,
-            decomposition=amin, refuses=_AMIN, answers_early=_empty_over_a_dim),
+            decomposition=mirrored_amax, refuses=_AMIN, answers_early=_empty_over_a_dim),
     _reduce(f"var(Tensor x, *, {_CORRECTION}) -> Tensor", Kernels.var, _REAL,
-            decomposition=var, floating_inputs=True),
+            decomposition=mean_squared_deviation, floating_inputs=True),
     _reduce(f"std(Tensor x, *, {_CORRECTION}) -> Tensor", Kernels.std, _REAL,
-            decomposition=std, floating_inputs=True),
+            decomposition=root_of_variance, floating_inputs=True),
     _reduce(f"norm(Tensor x, *, float p=2.0, {_DIMS}) -> Tensor", Kernels.norm, _REAL,
-            decomposition=norm, floating_inputs=True, autocast=_CUDA_FLOAT32),
+            decomposition=p_norm, floating_inputs=True, autocast=_CUDA_FLOAT32),
     _reduce(f"logsumexp(Tensor x, *, {_DIMS}) -> Tensor", Kernels.logsumexp, _FLOAT,
-            decomposition=logsumexp, floating_inputs=True, autocast=_CUDA_FLOAT32,
+            decomposition=shifted_log_sum_exp, floating_inputs=True, autocast=_CUDA_FLOAT32,
             tags=("special",)),
     # bool and integer results: no gradient
     _reduce(f"all(Tensor a, *, {_DIMS}) -> Tensor", Kernels.all, _BOOL,
@@ -646,29 +514,17 @@ DECLARED = (
            Kernels.min_dim, decomposition=min_dim, refuses=_MIN_DIM),
     # indices: no gradient
     _along("argmax(Tensor a, *, int? dim=None, bool keepdim=False) -> Tensor", Kernels.argmax,
-           shape=_INDEX, decomposition=argmax, differentiable=False, refuses=_ARGMAX),
+           shape=_INDEX, decomposition=first_max_index, differentiable=False, refuses=_ARGMAX),
     _along("argmin(Tensor a, *, int? dim=None, bool keepdim=False) -> Tensor", Kernels.argmin,
-           shape=_INDEX, decomposition=argmin, differentiable=False, refuses=_ARGMIN),
+           shape=_INDEX, decomposition=first_min_index, differentiable=False, refuses=_ARGMIN),
     _along("median_dim(Tensor x, *, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",
            Kernels.median_dim, decomposition=median_dim, refuses=_MEDIAN),
     _along("mode_dim(Tensor x, *, int dim=-1, bool keepdim=False) -> (Tensor, Tensor)",
            Kernels.mode_dim, decomposition=mode_dim, refuses=_MODE),
-    _scan("cumsum(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
-          Kernels.cumsum, autocast=_CUDA_FLOAT32),
-    _scan("cumprod(Tensor x, *, int? dim=None, ScalarType? dtype=None) -> Tensor",
-          Kernels.cumprod, decomposition=cumprod, autocast=_CUDA_FLOAT32),
-    _scan("cummax(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummax,
-          shape=scan_with_indices, decomposition=running_max,
-          refuses=_CUMMAX, answers_early=_empty),
-    _scan("cummin(Tensor x, *, int? dim=None) -> (Tensor, Tensor)", Kernels.cummin,
-          shape=scan_with_indices, decomposition=running_min,
-          refuses=_CUMMIN, answers_early=_empty),
-    _scan("logcumsumexp(Tensor x, *, int? dim=None) -> Tensor", Kernels.logcumsumexp,
-          decomposition=running_logsumexp),
 )
 
 
-# ----- public functions (torcia.any, torcia.cummax...): the ops' calls by name ------------
+# ----- public functions (torcia.sum, torcia.max...): checks, then the ops' calls by name --
 
 
 def acc_dtype(input, dtype):
@@ -751,60 +607,6 @@ def count_nonzero(input, dim=None):
     tensor([0, 1, 2])
     """
     return _opdef.CALL("count_nonzero", (input,), {"dim": dim_tuple(dim, input.ndim)})
-
-
-_Cummax = return_type("cummax", ("values", "indices"))
-
-
-_Cummin = return_type("cummin", ("values", "indices"))
-
-
-def cummax(input, dim):
-    """Running maximum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummax(torcia.tensor([1, 3, 2, 5]), dim=0)
-    torcia.return_types.cummax(
-    values=tensor([1, 3, 3, 5]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummax(*itself_at_zero(input))
-    return _Cummax(*along_dim("cummax", (input,), {"dim": d}))
-
-
-def cummin(input, dim):
-    """Running minimum along ``dim`` and the index where it was reached.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.cummin(torcia.tensor([4, 2, 3, 1]), dim=0)
-    torcia.return_types.cummin(
-    values=tensor([4, 2, 2, 1]),
-    indices=tensor([0, 1, 1, 3]))
-    """
-    d = wrap_dim(dim, input.ndim)
-    if not input.ndim and input.is_complex():
-        return _Cummin(*itself_at_zero(input))
-    return _Cummin(*along_dim("cummin", (input,), {"dim": d}))
-
-
-def logcumsumexp(input, dim):
-    """``log(cumsum(exp(input)))`` along ``dim``, without overflow.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.logcumsumexp(torcia.tensor([0.0, 0.0, 1000.0]), dim=0)
-    tensor([0.0000e+00, 6.9315e-01, 1.0000e+03])
-    """
-    input = to_float(input)
-    d = wrap_dim(dim, input.ndim)
-    return along_dim("logcumsumexp", (input,), {"dim": d})
 
 
 class _AllDims:
@@ -966,6 +768,458 @@ def mode(input, dim=-1, keepdim=False):
     return _Mode(v, i)
 
 
-#: the public functions above, which torcia exports and Tensor has as methods
-PUBLIC = (nansum, all, any, count_nonzero, max, min, median, mode, cummax, cummin,
-          logcumsumexp)
+def sum(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
+    """Sum over ``dim`` (int, tuple, or all); integer and bool inputs sum in int64.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.sum(x), torcia.sum(x, dim=0), x.sum(1, keepdim=True).shape
+    (tensor(10), tensor([4, 6]), torcia.Size([2, 1]))
+    """
+    if dim is ALL_DIMS and keepdim is None:
+        dim = None  # x.sum(): _over_all's first case, without the call
+    elif over_all("sum", dim, keepdim, none_ok=True):
+        dim = None
+    if dim is None and dtype is None and input._data.dtype.kind in "fc":
+        return _opdef.CALL("sum", (input,), {"dim": None, "keepdim": bool(keepdim),
+                                             "dtype": None})
+    return _opdef.CALL("sum", (input,), {"dim": dim_tuple(dim, input.ndim),
+                                         "keepdim": bool(keepdim),
+                                         "dtype": acc_dtype(input, dtype)})
+
+
+def mean(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
+    """Mean over ``dim``; the input must be floating point (or ``dtype`` given).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.mean(x)
+    tensor(2.5000)
+    >>> torcia.mean(x, dim=0, keepdim=True)
+    tensor([[2., 3.]])
+    """
+    if over_all("mean", dim, keepdim, none_ok=True):
+        dim = None
+    if dtype is None and input.dtype.category < 2:
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {_torch_name(input.dtype)}"
+        )
+    if dtype is not None:
+        input = _opdef.PUBLIC.to_dtype(input, dtype)
+    return _opdef.CALL("mean", (input,), {"dim": dim_tuple(dim, input.ndim),
+                                          "keepdim": bool(keepdim)})
+
+
+def prod(input, dim=ALL_DIMS, keepdim=None, *, dtype=None):
+    """Product over one ``dim`` (or all).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 2], [3, 4]])
+    >>> torcia.prod(x)
+    tensor(24)
+    >>> torcia.prod(x, dim=0)
+    tensor([3, 8])
+    """
+    if over_all("prod", dim, keepdim):
+        dim = None
+    return _opdef.CALL("prod", (input,), {"dim": dim_tuple(dim, input.ndim),
+                                          "keepdim": bool(keepdim),
+                                          "dtype": acc_dtype(input, dtype)})
+
+
+def amax(input, dim=(), keepdim=False):
+    """Maximum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amax(x)
+    tensor(5)
+    >>> torcia.amax(x, dim=0)
+    tensor([4, 5])
+    """
+    check_nonempty(input, dim, "amax")
+    dims = dim_tuple(dim, input.ndim) if dim != () else None
+    return _opdef.CALL("amax", (input,), {"dim": dims, "keepdim": bool(keepdim)})
+
+
+def amin(input, dim=(), keepdim=False):
+    """Minimum over ``dim`` (all dims when empty).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.amin(x, dim=1)
+    tensor([1, 2])
+    """
+    check_nonempty(input, dim, "amin")
+    dims = dim_tuple(dim, input.ndim) if dim != () else None
+    return _opdef.CALL("amin", (input,), {"dim": dims, "keepdim": bool(keepdim)})
+
+
+def argmax(input, dim=None, keepdim=False):
+    """Index of the maximum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmax(x)
+    tensor(1)
+    >>> torcia.argmax(x, dim=1)
+    tensor([1, 0])
+    """
+    return _arg_extreme("argmax", input, dim, keepdim)
+
+
+def argmin(input, dim=None, keepdim=False):
+    """Index of the minimum (of the flattened input when ``dim`` is None).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[1, 5], [4, 2]])
+    >>> torcia.argmin(x, dim=0)
+    tensor([0, 1])
+    """
+    return _arg_extreme("argmin", input, dim, keepdim)
+
+
+def _arg_extreme(op, input, dim, keepdim):
+    # refused by dtype before the dim is looked at, as PyTorch
+    if input.dtype is D.bool_ or input.is_complex():
+        kind = "bool" if input.dtype is D.bool_ else "complex"
+        raise RuntimeError(f"{op}(): does not support {kind} input")
+    check_nonempty(input, dim, op)
+    return along_dim(op, (input,), {
+        "dim": None if dim is None else wrap_dim(dim, input.ndim), "keepdim": bool(keepdim)})
+
+
+def _correction(unbiased, correction):
+    if correction is not None:
+        return correction
+    return 1 if unbiased in (None, True) else 0
+
+
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance over ``dim`` with Bessel's ``correction`` (default 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.var(torcia.tensor([1.0, 2.0, 3.0, 4.0]))
+    tensor(1.6667)
+    """
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return _opdef.CALL("var", (_float_input(input, "var"),),
+                       {"dim": dim_tuple(dim, input.ndim),
+                        "correction": _correction(unbiased, correction),
+                        "keepdim": bool(keepdim)})
+
+
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Standard deviation over ``dim`` with Bessel's ``correction`` (default 1).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, 2.0, 3.0, 4.0])
+    >>> torcia.std(x)
+    tensor(1.2910)
+    >>> torcia.std(x, correction=0)
+    tensor(1.1180)
+    """
+    if isinstance(dim, bool):
+        unbiased, dim = dim, None
+    return _opdef.CALL("std", (_float_input(input, "std"),),
+                       {"dim": dim_tuple(dim, input.ndim),
+                        "correction": _correction(unbiased, correction),
+                        "keepdim": bool(keepdim)})
+
+
+def var_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The variance and the mean over ``dim``, as :func:`var` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.var_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    return (var(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def std_mean(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """The standard deviation and the mean over ``dim``, as :func:`std` and :func:`mean`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.std_mean(torcia.tensor([1.0, 2.0, 3.0]))
+    (tensor(1.), tensor(2.))
+    """
+    return (std(input, dim, unbiased, keepdim, correction=correction),
+            mean(input, dim, keepdim))
+
+
+def _float_input(input, name):
+    if input.dtype.category < 2:
+        raise RuntimeError(f"{name}(): input dtype should be floating point, got "
+                           f"{input.dtype.name}")
+    return input
+
+
+def norm(input, p="fro", dim=None, keepdim=False, dtype=None):
+    """Vector p-norm over ``dim`` (``"fro"`` is the 2-norm of all elements).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.0, 0.0]])
+    >>> torcia.norm(x)
+    tensor(5.)
+    >>> torcia.norm(x, p=1, dim=1)
+    tensor([7., 0.])
+    """
+    if p in ("fro", None):
+        p = 2.0
+    if p == "nuc":
+        return _opdef.PUBLIC.linalg.matrix_norm(
+            input, "nuc", dim=(-2, -1) if dim is None else dim, keepdim=keepdim)
+    if dtype is not None:
+        input = _opdef.PUBLIC.to_dtype(input, dtype)
+    return _opdef.CALL("norm", (_float_input(input, "norm"),),
+                       {"p": float(p), "dim": dim_tuple(dim, input.ndim),
+                        "keepdim": bool(keepdim)})
+
+
+def logsumexp(input, dim, keepdim=False):
+    """``log(sum(exp(input)))`` over ``dim``, computed stably.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logsumexp(torcia.tensor([[0.0, 0.0], [1000.0, 1000.0]]), dim=1)
+    tensor([6.9315e-01, 1.0007e+03])
+    """
+    input = to_float(input)
+    return _opdef.CALL("logsumexp", (input,), {"dim": dim_tuple(dim, input.ndim),
+                                               "keepdim": bool(keepdim)})
+
+
+def nanmean(input, dim=None, keepdim=False, *, dtype=None):
+    """Mean over the non-NaN elements.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nanmean(torcia.tensor([1.0, float("nan"), 3.0]))
+    tensor(2.)
+    """
+    if not (input.is_floating_point() or input.is_complex()):
+        raise RuntimeError(f"nanmean(): expected input to have floating point or complex "
+                           f"dtype but got {_torch_name(input.dtype)}")
+    # the count first, as PyTorch: a dim out of range is an IndexError before nansum
+    # refuses a complex input
+    keep = ~_opdef.PUBLIC.isnan(input)
+    count = keep.sum(dim=dim, keepdim=keepdim) if dim is not None else keep.sum()
+    total = nansum(input, dim=dim, keepdim=keepdim)
+    out = total / count
+    return out if dtype is None else out.to(dtype)
+
+
+def quantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """The ``q``-th quantiles (``q`` a number or 1-D tensor in [0, 1]) along ``dim`` (of
+    the flattened input by default), interpolated as ``interpolation`` says.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.quantile(torcia.tensor([0.0, 1.0, 2.0, 3.0]), 0.5)
+    tensor(1.5000)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=False)
+
+
+def nanquantile(input, q, dim=None, keepdim=False, *, interpolation="linear"):
+    """:func:`quantile` ignoring NaNs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nanquantile(torcia.tensor([1.0, float("nan"), 3.0]), 0.5)
+    tensor(2.)
+    """
+    return _quantile(input, q, dim, keepdim, interpolation, ignore_nan=True)
+
+
+def _quantile(input, q, dim, keepdim, interpolation, ignore_nan):
+    if interpolation not in ("linear", "lower", "higher", "midpoint", "nearest"):
+        raise ValueError(f"quantile() interpolation must be one of linear, lower, higher, "
+                         f"midpoint or nearest. Got {interpolation}")
+    if not input.is_floating_point():
+        raise RuntimeError("quantile() input tensor must be either float or double dtype")
+    if isinstance(q, _opdef.PUBLIC.Tensor):
+        if q.dtype is not input.dtype:
+            raise RuntimeError("quantile() q tensor must be same dtype as the input tensor")
+        # in the graph: the interpolation's weights move with q, as torch's; a 0-dim q
+        # gives a result without the q dim, as a number does
+        qs = q.to(D.float64)
+        scalar_q = qs.ndim == 0
+        qs = qs.reshape(-1) if scalar_q else qs
+    else:
+        if not 0 <= q <= 1:
+            raise RuntimeError(f"quantile() q must be in the range [0, 1] but got {q}")
+        scalar_q = True
+        qs = _opdef.PUBLIC.tensor([float(q)], dtype=D.float64)
+    if qs.ndim > 1:
+        raise RuntimeError("quantile() q must be a scalar or 1D tensor")
+    # a q without values to read (meta, batched by vmap) is not checked, as torch's
+    if readable_value(((qs >= 0) & (qs <= 1)).all()) is False:
+        raise RuntimeError("quantile() q values must be in the range [0, 1]")
+    if dim is not None:
+        dim = wrap_dim(dim, input.ndim)
+    x = input.reshape(-1) if dim is None or not input.ndim else input.movedim(dim, -1)
+    srt = x.sort(dim=-1).values  # NaNs sort last
+    n = x.shape[-1]
+    if ignore_nan:
+        valid = (~_opdef.PUBLIC.isnan(x)).sum(-1, keepdim=True).to(D.float64)
+    else:
+        valid = _opdef.PUBLIC.full((*x.shape[:-1], 1), float(n), dtype=D.float64, device=x.device)
+    pos = (valid - 1).clamp(min=0) * qs.to(x.device)  # (..., len(q))
+    if interpolation == "lower":
+        pos = pos.floor()
+    elif interpolation == "higher":
+        pos = pos.ceil()
+    elif interpolation == "nearest":
+        pos = pos.round()
+    lo = pos.floor().long().clamp(0, builtins.max(n - 1, 0))
+    hi = pos.ceil().long().clamp(0, builtins.max(n - 1, 0))
+    a = srt.gather(-1, lo)
+    b = srt.gather(-1, hi)
+    if interpolation == "midpoint":
+        frac = (hi != lo).to(x.dtype) * 0.5
+    else:
+        frac = (pos - lo.to(D.float64)).to(x.dtype)
+    out = a + (b - a) * frac
+    if not ignore_nan:
+        has_nan = _opdef.PUBLIC.isnan(x).any(-1, keepdim=True)
+        out = _opdef.PUBLIC.where(has_nan, _opdef.PUBLIC.full_like(out, math.nan), out)
+    else:
+        out = _opdef.PUBLIC.where(valid == 0, _opdef.PUBLIC.full_like(out, math.nan), out)
+    out = out.movedim(-1, 0)  # q first, as PyTorch
+    if keepdim:
+        if dim is None:
+            out = out.reshape(out.shape[0], *([1] * input.ndim))
+        elif input.ndim:
+            out = out.unsqueeze(dim + 1)
+    elif dim is not None and not input.ndim:
+        out = out.reshape(out.shape[0])  # a 0-dim tensor's dim 0 leaves no dim
+    return out[0] if scalar_q else out
+
+
+_NanMedian = return_type("nanmedian", ("values", "indices"))
+
+
+_AMinMax = return_type("aminmax", ("min", "max"))
+
+
+def nanmedian(input, dim=ALL_DIMS, keepdim=None):
+    """The median ignoring NaNs (the lower of the two middle values, as ``median``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nanmedian(torcia.tensor([1.0, float("nan"), 3.0, 2.0]))
+    tensor(2.)
+    """
+    everything = over_all("nanmedian", dim, keepdim)
+    keepdim = bool(keepdim)
+    if not input.is_floating_point():
+        # no NaN to ignore: the median, as PyTorch computes it for integers
+        return median(input) if everything else _NanMedian(
+            *median(input, dim, keepdim))
+    if everything:
+        flat = input.reshape(-1)
+        return _quantile(flat, 0.5, None, False, "lower", ignore_nan=True)
+    if not input.ndim:
+        wrap_dim(dim, 0)
+        return _NanMedian(input.clone(),
+                          _opdef.PUBLIC.zeros((), dtype=D.int64, device=input.device))
+    dim = wrap_dim(dim, input.ndim)
+    if input.shape[dim] == 0:
+        raise IndexError(f"median(): Expected reduction dim {dim} to have non-zero size.")
+    vals = _quantile(input, 0.5, dim, keepdim, "lower", ignore_nan=True)
+    target = vals.unsqueeze(dim) if not keepdim else vals
+    hit = (input == target) & ~_opdef.PUBLIC.isnan(input)
+    positions = _opdef.PUBLIC.arange(input.shape[dim], device=input.device).reshape(
+        [-1 if k == dim else 1 for k in range(input.ndim)]).expand(*input.shape)
+    past_the_end = _opdef.PUBLIC.full(input.shape, input.shape[dim], dtype=D.int64,
+                                      device=input.device)
+    idx = _opdef.PUBLIC.where(hit, positions, past_the_end)
+    indices = idx.amin(dim, keepdim=keepdim)
+    return _NanMedian(vals, indices)
+
+
+def aminmax(input, *, dim=None, keepdim=False):
+    """``(amin, amax)`` in one call.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.aminmax(torcia.tensor([3, 1, 2]))
+    torcia.return_types.aminmax(
+    min=tensor(1),
+    max=tensor(3))
+    """
+    if dim is None:
+        lo, hi = input.amin(), input.amax()
+        if keepdim:
+            lo, hi = lo.reshape([1] * input.ndim), hi.reshape([1] * input.ndim)
+    else:
+        lo, hi = input.amin(dim, keepdim=keepdim), input.amax(dim, keepdim=keepdim)
+    return _AMinMax(lo, hi)
+
+
+def sum_to_size(input, *size):
+    """Sum ``input`` down to ``size`` (which it must broadcast to).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.ones(2, 3).sum_to_size(1, 3)
+    tensor([[2., 2., 2.]])
+    """
+    size = tuple(size[0]) if len(size) == 1 and isinstance(size[0], (list, tuple)) else size
+    lead = input.ndim - len(size)
+    out = input.sum(dim=tuple(range(lead))) if lead > 0 else input
+    dims = tuple(k for k, s in enumerate(size) if s == 1 and out.shape[k] != 1)
+    return out.sum(dim=dims, keepdim=True) if dims else out
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = ("nansum", "all", "any", "count_nonzero", "max", "min", "median", "mode", "sum",
+           "mean", "prod", "amax", "amin", "argmax", "argmin", "var", "std", "norm",
+           "logsumexp", "var_mean", "std_mean")
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = ("nanmean", "quantile", "nanquantile", "nanmedian", "aminmax",
+                    "sum_to_size")
+
+#: the names ``torcia`` exports from here
+__all__ = ["all", "amax", "amin", "aminmax", "any", "argmax", "argmin", "count_nonzero",
+           "logsumexp", "max", "mean", "median", "min", "mode", "nanmean", "nanmedian",
+           "nanquantile", "nansum", "norm", "prod", "quantile", "std", "std_mean", "sum",
+           "sum_to_size", "var", "var_mean"]

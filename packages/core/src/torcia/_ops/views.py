@@ -28,6 +28,7 @@ from torcia._ops._common import (
     dense,
     dim_tuple,
     first_shape,
+    random_floats,
     with_size,
     wrap_dim,
 )
@@ -728,6 +729,11 @@ def _a_move(schema, kernel, **declared):
     return define(schema, kernel, group="movement", **declared)
 
 
+def _pad_samples(rng):
+    return [((random_floats(rng, 3, 4),), {"pad": (1, 2), "mode": "constant", "value": 0.5}),
+            ((random_floats(rng, 1, 3, 4),), {"pad": (1, 1), "mode": "reflect", "value": 0.0})]
+
+
 #: the view and movement ops, in the order of torcia.ops.VIEW and MOVEMENT
 DECLARED = (
     _a_view("view(Tensor x, *, shape=None) -> Tensor", Kernels.view, shape=_view_shape,
@@ -755,6 +761,8 @@ DECLARED = (
             shape=_diagonal_shape, decomposition=diagonal),
     _a_view("as_strided(Tensor x, *, size=None, stride=None, storage_offset=0) -> Tensor",
             Kernels.as_strided, shape=_as_strided_shape,
+            samples=lambda rng: [((random_floats(rng, 3, 4),),
+                                  {"size": (2, 2), "stride": (1, 2), "storage_offset": 1})],
             inplace_example=("[1, 2, 3, 4]", "(2,), (2,)", "tensor([1, 3])")),
     _a_view("getitem(Tensor x, *, key=None) -> Tensor", Kernels.getitem, shape=_getitem_shape),
     _a_view("detach_view(Tensor x) -> Tensor", Kernels.detach_view, shape=first_shape,
@@ -772,7 +780,8 @@ DECLARED = (
             decomposition=tiled),
     _a_move("repeat_interleave(Tensor x, *, repeats=None, dim=None) -> Tensor",
             Kernels.repeat_interleave, shape=_repeat_interleave_shape,
-            decomposition=repeat_interleave),
+            decomposition=repeat_interleave,
+            samples=lambda rng: [((random_floats(rng, 3, 4),), {"repeats": 2, "dim": 1})]),
     _a_move("tril(Tensor x, *, diagonal=0) -> Tensor", Kernels.tril, shape=first_shape,
             decomposition=lower_triangle, inplace=True,
             inplace_example=("[[1, 2], [3, 4]]", "", "tensor([[1, 0],\n        [3, 4]])")),
@@ -786,7 +795,7 @@ DECLARED = (
     _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
             shape=_split_shape, decomposition=split),
     _a_move("pad(Tensor x, *, pad=None, mode='constant', value=0.0) -> Tensor", Kernels.pad,
-            shape=_pad_shape, decomposition=pad),
+            shape=_pad_shape, decomposition=pad, samples=_pad_samples),
     _a_move("diag(Tensor x, *, diagonal=0) -> Tensor", Kernels.diag, shape=_diag_shape,
             decomposition=diagonal_matrix),
     _a_move("diag_embed(Tensor x, *, offset=0, dim1=-2, dim2=-1) -> Tensor", Kernels.diag_embed,

@@ -23,9 +23,11 @@ failure. The plugin is registered through the ``pytest11`` entry point of torcia
 any environment with torcia-core and pytest has it.
 
 Sample inputs come from four places: generated ones for the ops whose inputs are plain
-tensors (elementwise ops, activations, reductions, products...), those of the creation
-ops, the calls core's own docstring examples make, and a small workload of NN ops (a
-convolution, pooling, normalisation, an LSTM cell and a loss, forward and backward). Each
+tensors (elementwise ops, activations, reductions, products...), those an op's record
+declares (:attr:`torcia._opdef.OpDef.samples`: the creation ops, ops taking indices,
+windows or sequences, a plugin's op given ``samples=``), the calls core's own docstring
+examples make, and a small workload of NN ops (a convolution, pooling, normalisation, an
+LSTM cell and a loss, forward and backward). Each
 sample is recorded as the op's kernel receives it, through a dispatch mode
 (``torcia.library.DispatchMode``), and kept only if it runs on "cpu" and matches the
 reference there; an op without one is reported as untested.
@@ -250,84 +252,14 @@ def _generated(records) -> list[Sample]:
     return out
 
 
-def _creation(records) -> list[Sample]:
-    """Samples of the creation ops, called as ``torcia.zeros`` and friends call them."""
+def _declared(records) -> list[Sample]:
+    """The samples the ops declare (:attr:`torcia._opdef.OpDef.samples`): the calls of
+    those whose inputs the generated samples cannot make (index tensors, windows,
+    sequences, losses, fused backward ops) and of the creation ops."""
     rng = _rng()
-    f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
-    calls = {
-        "zeros": [{"shape": (2, 3), "dtype": f32}, {"shape": (4,), "dtype": i64}],
-        "ones": [{"shape": (2, 3), "dtype": f32}, {"shape": (), "dtype": i64}],
-        "full": [{"shape": (2, 3), "fill_value": 2.5, "dtype": f32},
-                 {"shape": (3,), "fill_value": 7, "dtype": i64}],
-        "empty": [{"shape": (2, 3), "dtype": f32}],
-        "arange": [{"start": 0, "end": 5, "step": 1, "dtype": i64},
-                   {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": f32},
-                   {"start": 5, "end": -1, "step": -2, "dtype": i64}],
-        "linspace": [{"start": 0.0, "end": 1.0, "steps": 5, "dtype": f32}],
-        "logspace": [{"start": 0.0, "end": 2.0, "steps": 3, "base": 10.0, "dtype": f32}],
-        "eye": [{"n": 3, "m": 4, "dtype": f32}, {"n": 2, "m": 2, "dtype": i64}],
-        "rand": [{"shape": (3, 4), "dtype": f32, "rng": None}],
-        "randn": [{"shape": (3, 4), "dtype": f32, "rng": None}],
-        "uniform": [{"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": f32, "rng": None}],
-        "normal": [{"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": f32, "rng": None}],
-        "randint": [{"shape": (3, 4), "low": -3, "high": 5, "dtype": i64, "rng": None}],
-        "randperm": [{"n": 7, "dtype": i64, "rng": None}],
-    }
-    out = [Sample(op, f"creation{i}", (), params) for op, many in calls.items()
-           if op in records for i, params in enumerate(many)]
-    probabilities = rng.uniform(0, 1, (3, 4)).astype(np.float32)
-    if "bernoulli" in records:
-        out.append(Sample("bernoulli", "creation0", (probabilities,), {"rng": None}))
-    if "multinomial" in records:
-        out.append(Sample("multinomial", "creation0", (probabilities + 0.1,),
-                          {"num_samples": 3, "replacement": False, "rng": None}))
-    return out
-
-
-def _explicit(records) -> list[Sample]:
-    """Samples of the ops whose inputs neither the generated samples nor the examples
-    make: index tensors, windows, sequences, losses, fused backward ops."""
-    rng = _rng()
-
-    def floats(*shape):
-        return rng.uniform(-1, 1, shape).astype(np.float32)
-
-    image = floats(1, 2, 4, 4)
-    windows = {"kernel_size": (2, 2), "dilation": (1, 1), "padding": (0, 0),
-               "stride": (1, 1)}
-    log_probs = np.log(np.full((5, 1, 3), 1 / 3, dtype=np.float32))
-    logp = np.log(np.full((3, 4), 0.25, dtype=np.float32))
-    calls = {
-        "activation_backward": [((floats(3, 4), floats(3, 4), "relu"), {}),
-                                ((floats(3, 4), floats(3, 4), "leaky_relu"),
-                                 {"negative_slope": 0.1})],
-        "adaptive_max_pool": [((floats(1, 2, 5, 5),), {"output_size": (2, 3)})],
-        "as_strided": [((floats(3, 4),), {"size": (2, 2), "stride": (1, 2),
-                                          "storage_offset": 1})],
-        "bincount": [((np.array([0, 1, 1, 3]),), {"weights": None, "minlength": 0}),
-                     ((np.array([0, 2, 2]),), {"weights": floats(3), "minlength": 5})],
-        "im2col": [((image,), windows)],
-        "col2im": [((floats(1, 8, 9),), {"output_size": (4, 4), **windows})],
-        "ctc_loss": [((log_probs, np.array([[1, 2]]), np.array([5]), np.array([2])),
-                      {"blank": 0})],
-        "dropout_mask": [((), {"shape": (3, 4), "p": 0.5, "dtype": np.dtype(np.float32),
-                               "rng": None})],
-        "index_copy": [((floats(3, 4), np.array([0, 2]), floats(2, 4)), {"dim": 0})],
-        "lstm_layer": [((floats(3, 2, 8), floats(2, 2), floats(2, 2), floats(2, 8)), {})],
-        "masked_select": [((floats(3, 4), floats(3, 4) > 0), {})],
-        "nll_loss": [((logp, np.array([0, 3, 1]), None),
-                      {"reduction": "mean", "ignore_index": -100}),
-                     ((logp, np.array([0, 3, 1]), floats(4) + 2),
-                      {"reduction": "sum", "ignore_index": 3})],
-        "pad": [((floats(3, 4),), {"pad": (1, 2), "mode": "constant", "value": 0.5}),
-                ((floats(1, 3, 4),), {"pad": (1, 1), "mode": "reflect", "value": 0.0})],
-        "repeat_interleave": [((floats(3, 4),), {"repeats": 2, "dim": 1})],
-        "scatter_reduce": [((floats(3, 4), rng.integers(0, 4, (3, 4)), floats(3, 4)),
-                            {"dim": 1, "reduce": reduce, "include_self": True})
-                           for reduce in ("sum", "amax")],
-    }
-    return [Sample(op, f"explicit{i}", args, params) for op, many in calls.items()
-            if op in records for i, (args, params) in enumerate(many)]
+    return [Sample(name, f"declared{i}", tuple(args), dict(params))
+            for name, record in records.items() if record.samples is not None
+            for i, (args, params) in enumerate(record.samples(rng))]
 
 
 def _doc_examples(recorder) -> None:
@@ -405,7 +337,7 @@ def samples() -> dict[str, list[Sample]]:
     if _SAMPLES is not None:
         return _SAMPLES
     records = _oprecords.op_records()
-    found = _generated(records) + _creation(records) + _explicit(records)
+    found = _generated(records) + _declared(records)
     recorder = _Recorder()
     _doc_examples(recorder)
     _nn_workload(recorder)

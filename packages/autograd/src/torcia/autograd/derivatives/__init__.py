@@ -289,6 +289,12 @@ def _restore_dims(g, dim, keepdim, ndim):
     return g
 
 
+def _read_as(x, dtype):
+    """``x`` as a kernel with ``dtype=`` reads it: cast first (a complex input cast to a real
+    dtype loses its imaginary part, whose gradient is then zero, as torch's)."""
+    return x if dtype is None else x.to(dtype_from_numpy(dtype))
+
+
 def _count(shape, dim):
     if dim is None:
         return math.prod(shape)
@@ -365,6 +371,7 @@ from torcia.autograd.derivatives import (  # noqa: E402, I001
     nn_pool,
     nn_rnn,
     reduce,
+    scan,
     sorting,
     spectral,
     views,

@@ -1,5 +1,5 @@
-"""Backward formulas of reductions and scans (declared in ``_ops/reduce.py``): ``sum``,
-``max``, ``var``, ``norm``, ``logsumexp``, ``cumsum``."""
+"""Backward formulas of the reductions (declared in ``_ops/reduce.py``): ``sum``, ``max``,
+``var``, ``norm``, ``logsumexp``..."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from torcia.autograd.derivatives import (
     _expand_to,
     _extreme_grad,
     _norm_backward,
+    _read_as,
     _restore_dims,
     derivative,
 )
-from torcia.library import dtype_from_numpy
 
 
 @derivative("sum")
@@ -32,12 +32,6 @@ def _(grad, x, *, dim, keepdim):
 def _(grad, _x, *, dim, keepdim):
     g = _restore_dims(grad, dim, keepdim, len(_x[0]))
     return _expand_to(g, _x[0]) / _count(_x.shape, dim)
-
-
-def _read_as(x, dtype):
-    """``x`` as a kernel with ``dtype=`` reads it: cast first (a complex input cast to a real
-    dtype loses its imaginary part, whose gradient is then zero, as torch's)."""
-    return x if dtype is None else x.to(dtype_from_numpy(dtype))
 
 
 @derivative("prod")
@@ -117,32 +111,3 @@ def _(grad, x, *, dim, keepdim, result):
     g = _restore_dims(grad, dim, keepdim, x.ndim)
     r = _restore_dims(result, dim, keepdim, x.ndim)
     return g * _c((x - r).exp())
-
-
-@derivative("cumsum")
-def _(grad, _x, *, dim, dtype=None):
-    return grad.flip((dim,)).cumsum(dim).flip((dim,))
-
-
-@derivative("cumprod")
-def _(grad, x, *, dim, result, dtype=None):
-    # d out_j / d x_i = prod_{k<=j, k!=i} x_k, summed over j >= i
-    x = _read_as(x, dtype)
-    n = x.shape[dim]
-    out = []
-    for i in range(n):
-        xi = x.narrow(dim, i, 1)
-        others = torcia.cat([x.narrow(dim, 0, i), torcia.ones_like(xi),
-                             x.narrow(dim, i + 1, n - i - 1)], dim).cumprod(dim)
-        out.append((grad.narrow(dim, i, n - i) * _c(others.narrow(dim, i, n - i))).sum(
-            dim, keepdim=True))
-    return torcia.cat(out, dim)
-
-
-@derivative("logcumsumexp")
-def _(grad, x, *, dim, result):
-    # d r_j / d x_i = exp(x_i - r_j) for i <= j; shifted by the total so exp stays small
-    n = x.shape[dim]
-    total = result.narrow(dim, n - 1, 1)
-    tail = (grad * _c((total - result).exp())).flip((dim,)).cumsum(dim).flip((dim,))
-    return tail * _c((x - total).exp())
