@@ -20,7 +20,8 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
                      ``index_*``, masked ops
-``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
+``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
+                     :mod:`torcia._ops.sorting`, beside their declarations
 ``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
@@ -49,7 +50,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     reduce,
     views,
     indexing,
-    sorting,
     linalg,
     complex_numbers,
     creation,
@@ -63,12 +63,13 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     properties,
 )
 from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
+from torcia._ops import sorting
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
 from torcia._oplib.views import *  # noqa: F403
 from torcia._oplib.indexing import *  # noqa: F403
-from torcia._oplib.sorting import *  # noqa: F403
+from torcia._ops.sorting import *  # noqa: F403
 from torcia._oplib.linalg import *  # noqa: F403
 from torcia._oplib.complex_numbers import *  # noqa: F403
 from torcia._oplib.creation import *  # noqa: F403
