@@ -26,7 +26,8 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
 ``random``           ``poisson``, ``binomial``, the in-place random fills
-``spectral``         windows, ``stft``/``istft``
+``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
+                     transforms' declarations
 ``nn_activation``    activations and softmax
 ``nn``               dropout, pixel shuffles, distances
 ``nn_rnn``           RNN/LSTM/GRU cells and sequences
@@ -54,7 +55,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     complex_numbers,
     creation,
     random,
-    spectral,
     nn_activation,
     nn,
     nn_rnn,
@@ -63,7 +63,7 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     properties,
 )
 from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
-from torcia._ops import sorting
+from torcia._ops import sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
@@ -74,7 +74,7 @@ from torcia._oplib.linalg import *  # noqa: F403
 from torcia._oplib.complex_numbers import *  # noqa: F403
 from torcia._oplib.creation import *  # noqa: F403
 from torcia._oplib.random import *  # noqa: F403
-from torcia._oplib.spectral import *  # noqa: F403
+from torcia._ops.spectral import *  # noqa: F403
 from torcia._oplib.nn_activation import *  # noqa: F403
 from torcia._ops.nn_conv import *  # noqa: F403
 from torcia._ops.nn_pool import *  # noqa: F403
