@@ -16,7 +16,7 @@ import types
 import numpy as np
 
 from torcia import _dtype as D
-from torcia import _ops, _print, plugins
+from torcia import _opdef, _ops, _print, plugins
 from torcia._grad_mode import STATE as _GRAD
 from torcia._mode_order import ModeOrder
 from torcia._ops import _common as _ops_common
@@ -1261,6 +1261,9 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
     PyTorch refuses for overlapping memory raises first (``check_overlap``).
     """
     return write_inplace(op_fn, self, args, kwargs, args)
+
+
+_opdef.INPLACE = inplace
 
 
 #: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,
