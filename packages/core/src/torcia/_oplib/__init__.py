@@ -7,9 +7,9 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``views``, ``elementwise``, ``indexing`` and ``linalg`` follow in that order,
-each importing only those before it (and :mod:`torcia._ops`, below them all, where
-``conj`` and the other complex-number functions are), and the other families import
+family; ``views``, ``elementwise`` and ``indexing`` follow in that order, each importing
+only those before it (and :mod:`torcia._ops`, below them all, where ``conj``, ``matmul``
+and the other complex-number and product functions are), and the other families import
 these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here
 (what they call of those, the transforms' op calls, the norms, ``inv``, ``det``..., are
 written next to their ops' declarations in :mod:`torcia._ops`), nor a service such as
@@ -23,7 +23,8 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
                      ``index_*``, masked ops
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
                      :mod:`torcia._ops.sorting`, beside their declarations
-``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
+``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``: in
+                     :mod:`torcia._ops.linalg`, beside the products' declarations
 ``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``: in
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``creation``         index grids, strided ``empty``, ``frombuffer``, ``torch.range``
@@ -53,7 +54,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     reduce,
     views,
     indexing,
-    linalg,
     creation,
     random,
     nn_activation,
@@ -64,14 +64,14 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     properties,
 )
 from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool
-from torcia._ops import complex_numbers, sorting, spectral
+from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._oplib.reduce import *  # noqa: F403
 from torcia._oplib.views import *  # noqa: F403
 from torcia._oplib.indexing import *  # noqa: F403
 from torcia._ops.sorting import *  # noqa: F403
-from torcia._oplib.linalg import *  # noqa: F403
+from torcia._ops.linalg import *  # noqa: F403
 from torcia._ops.complex_numbers import *  # noqa: F403
 from torcia._oplib.creation import *  # noqa: F403
 from torcia._oplib.random import *  # noqa: F403
