@@ -28,6 +28,9 @@ DRAW: Callable | None = None
 #: written in :mod:`torcia._ops` that autocast takes as one op (``torcia.linalg.solve``)
 #: reach it here, that module being above the family modules
 AUTOCAST_AS: Callable | None = None
+#: ``torcia._tensor.inplace``, set by that module as it loads: the in-place public functions
+#: written in :mod:`torcia._ops` (``torcia.conj_physical_``) write their result back with it
+INPLACE: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
