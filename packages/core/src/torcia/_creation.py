@@ -154,19 +154,7 @@ def tensor(data, dtype=None, device=None, requires_grad=False, pin_memory=False)
     return _finish(_to_device(arr, dev), dev, requires_grad)
 
 
-def _dtype_arg(dtype) -> D.dtype:
-    if isinstance(dtype, D.dtype):
-        return dtype
-    if dtype in (float,):
-        return D.float64
-    if dtype in (int,):
-        return D.int64
-    if dtype in (bool,):
-        return D.bool_
-    try:
-        return D.from_numpy_dtype(dtype)
-    except TypeError:
-        raise TypeError(f"expected a torcia.dtype, got {dtype!r}") from None
+_dtype_arg = D.dtype_arg
 
 
 def as_tensor(data, dtype=None, device=None) -> Tensor:

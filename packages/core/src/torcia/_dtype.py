@@ -274,6 +274,36 @@ def torch_type_name(d: dtype) -> str:
     return _TYPE_NAMES.get(d.name) or d.name[0].upper() + d.name[1:]
 
 
+def dtype_arg(arg) -> dtype:
+    """A ``dtype=`` argument as a torcia dtype: a torcia dtype as it is, Python's ``float``,
+    ``int`` and ``bool`` as PyTorch reads them, else a NumPy dtype's match."""
+    if isinstance(arg, dtype):
+        return arg
+    if arg in (float,):
+        return float64
+    if arg in (int,):
+        return int64
+    if arg in (bool,):
+        return bool_
+    try:
+        return from_numpy_dtype(arg)
+    except TypeError:
+        raise TypeError(f"expected a torcia.dtype, got {arg!r}") from None
+
+
+# the C++ type names PyTorch's messages show ("expected dtype float", a gradient's dtype)
+_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
+              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
+              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
+              "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def cpp_type_name(d: dtype) -> str:
+    """The C++ name of a dtype in PyTorch's messages ("float", "double", "c10::Half"...)."""
+    return _CPP_NAMES[d.name]
+
+
 def promote_types(type1: dtype, type2: dtype) -> dtype:
     """The smallest dtype both arguments can be cast to, as ``torch.promote_types``.
 

@@ -31,9 +31,9 @@ AUTOCAST_AS: Callable | None = None
 #: ``torcia._autocast.autocast_where_listed``, set with :data:`AUTOCAST_AS`: the RNN cells
 #: written in :mod:`torcia._ops.nn_rnn`, one op for autocast where a device lists them
 AUTOCAST_WHERE_LISTED: Callable | None = None
-#: ``torcia._tensor.inplace``, set by that module as it loads: the public functions written
-#: in :mod:`torcia._ops` that write a result into their input (``functional.elu(x,
-#: inplace=True)``) reach it here, that module being above the family modules
+#: ``torcia._tensor.inplace``, set by that module as it loads: the in-place public functions
+#: written in :mod:`torcia._ops` (``torcia.conj_physical_``, ``functional.elu(x,
+#: inplace=True)``) write their result back with it
 INPLACE: Callable | None = None
 
 

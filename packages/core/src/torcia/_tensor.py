@@ -92,19 +92,6 @@ def _device_error(a, b):
     )
 
 
-# the C++ type names PyTorch's message shows for a gradient's dtype
-_CPP_NAMES = {"float32": "float", "float64": "double", "float16": "c10::Half",
-              "bfloat16": "c10::BFloat16", "int64": "long int", "int32": "int",
-              "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-              "bool": "bool", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
-
-
-def _cpp_name(d) -> str:
-    """The C++ name of a dtype in PyTorch's messages ("float", "double", "c10::Half"...)."""
-    return _CPP_NAMES[d.name]
-
-
 def _check_grad(t, g) -> None:
     """PyTorch's checks on ``t.grad = g``, with its messages."""
     if not isinstance(g, Tensor):
@@ -114,7 +101,7 @@ def _check_grad(t, g) -> None:
         )
     if g.dtype is not t.dtype:
         raise RuntimeError(
-            f"attempting to assign a gradient with dtype '{_CPP_NAMES[g.dtype.name]}' to a "
+            f"attempting to assign a gradient with dtype '{_cpp_name(g.dtype)}' to a "
             f"tensor with grad_dtype '{_torch_name(t.dtype)}'. The gradient must match the "
             "tensor's grad_dtype (defaults to the tensor's dtype)."
         )
@@ -1428,6 +1415,7 @@ def _check_writable(self: Tensor, out: Tensor) -> None:
 
 
 _torch_name = D.torch_type_name
+_cpp_name = D.cpp_type_name
 
 
 def canonical_device(dev):

@@ -33,8 +33,8 @@ import functools
 import numpy as np
 
 from torcia import _creation, _sparse
-from torcia._oplib.linalg import SPARSE_PRODUCTS
 from torcia._oplib.runtime import sparse_coo, sparse_csc, sparse_csr
+from torcia._ops.linalg import SPARSE_PRODUCTS
 from torcia._sparse import (
     SparseCompressedTensor,
     SparseCooTensor,

@@ -7,8 +7,9 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``complex_numbers``, ``views``, ``elementwise``, ``indexing`` and ``linalg``
-follow in that order, each importing only those before it, and the other families import
+family; ``views``, ``elementwise`` and ``indexing`` follow in that order, each importing
+only those before it (and :mod:`torcia._ops`, below them all, where ``conj``, ``matmul``
+and the other complex-number and product functions are), and the other families import
 these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here
 (what they call of those, the transforms' op calls, the norms, ``inv``, ``det``..., are
 written next to their ops' declarations in :mod:`torcia._ops`), nor a service such as
@@ -19,10 +20,14 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 ``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
                      ``index_*``, masked ops
-``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms
-``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``
-``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``
-``spectral``         windows, ``stft``/``istft``
+``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
+                     :mod:`torcia._ops.sorting`, beside their declarations
+``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``: in
+                     :mod:`torcia._ops.linalg`, beside the products' declarations
+``complex_numbers``  ``real``/``imag``, ``view_as_real``, ``conj``, ``angle``, ``polar``: in
+                     :mod:`torcia._ops.complex_numbers`, beside their declarations
+``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
+                     transforms' declarations
 ``nn``               dropout, pixel shuffles, distances
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
@@ -49,10 +54,6 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     elementwise,
     views,
     indexing,
-    sorting,
-    linalg,
-    complex_numbers,
-    spectral,
     nn,
     aliases,
     runtime,
@@ -60,18 +61,19 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
 from torcia._ops import random, reduce, scan
+from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
 from torcia._oplib.views import *  # noqa: F403
 from torcia._oplib.indexing import *  # noqa: F403
-from torcia._oplib.sorting import *  # noqa: F403
-from torcia._oplib.linalg import *  # noqa: F403
-from torcia._oplib.complex_numbers import *  # noqa: F403
+from torcia._ops.sorting import *  # noqa: F403
+from torcia._ops.linalg import *  # noqa: F403
+from torcia._ops.complex_numbers import *  # noqa: F403
 from torcia._ops.creation import *  # noqa: F403
 from torcia._ops.random import *  # noqa: F403
-from torcia._oplib.spectral import *  # noqa: F403
+from torcia._ops.spectral import *  # noqa: F403
 from torcia._ops.nn_activation import *  # noqa: F403
 from torcia._ops.nn_conv import *  # noqa: F403
 from torcia._ops.nn_pool import *  # noqa: F403

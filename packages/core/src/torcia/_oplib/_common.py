@@ -5,13 +5,12 @@ imports no family: every family may import it.
 
 from __future__ import annotations
 
-import numpy as np
-
-from torcia import _dtype as D
 from torcia._ops._common import (
     check_tensor,
     dim_tuple,
     functional,
+    operand_as,
+    promoted,
     readable_value,
     return_type,
     size_at,
@@ -29,6 +28,8 @@ _check_tensor = check_tensor
 _F = functional
 _readable_value = readable_value
 _nonzero_tuple = nonzero_tuple
+_operand_as = operand_as
+_same_dtype = promoted
 
 
 def to_dtype(input, dtype) -> Tensor:
@@ -45,36 +46,5 @@ def to_dtype(input, dtype) -> Tensor:
     return call("cast", (input,), {"dtype": dtype.to_numpy()})
 
 
-def _operand_as(x, dt):
-    """A tensor or Python-number operand of an op computing in ``dt``, converted to it: a
-    number as PyTorch's scalars, so -1 bounds a uint8 tensor at 255."""
-    if isinstance(x, Tensor):
-        return x if x.dtype is dt else to_dtype(x, dt)
-    if x is None or dt.category == 3 or x.__class__ is complex:
-        return x
-    return np.array(x).astype(dt.to_numpy())[()]
-
-
 def _tname(d):
     return _torch_name(d)
-
-
-def _same_dtype(tensors, op):
-    tensors = list(tensors)
-    if not tensors:
-        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
-    first = None
-    same = True
-    for t in tensors:
-        if not isinstance(t, Tensor):
-            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
-        if first is None:
-            first = t._data.dtype
-        elif t._data.dtype is not first:
-            same = False
-    if same:
-        return tensors
-    dt = tensors[0].dtype
-    for t in tensors[1:]:
-        dt = D.promote_types(dt, t.dtype)
-    return [t if t.dtype is dt else to_dtype(t, dt) for t in tensors]

@@ -16,12 +16,12 @@ import numpy as np
 from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _storage
-from torcia._autocast import autocast_as
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
 from torcia._ops import views as _declared
 from torcia._ops.complex_numbers import conj
+from torcia._ops.views import pad
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 
@@ -784,63 +784,6 @@ def _meta_repeated(input, repeats, d, output_size):
     shape = [input.numel()] if d is None else list(input.shape)
     shape[0 if d is None else d] = output_size
     return C.empty(shape, dtype=input.dtype, device="meta")
-
-
-def pad(input, pad, mode="constant", value=None):
-    """Pad ``input`` as ``torch.nn.functional.pad``: ``pad`` lists (left, right) amounts
-    from the last dim backwards; ``mode`` is "constant" (with ``value``, negative amounts
-    crop), "reflect", "replicate" or "circular".
-
-    Examples
-    --------
-    >>> import torcia
-    >>> from torcia._oplib.views import pad
-    >>> pad(torcia.tensor([[1, 2]]), (1, 0), value=9)
-    tensor([[9, 1, 2]])
-    """
-    pad = tuple(int(p) for p in pad)
-    if len(pad) % 2:
-        raise RuntimeError("Padding length must be divisible by 2")
-    if len(pad) // 2 > input.ndim:
-        raise RuntimeError(f"Padding length should be less than or equal to two times the "
-                           f"input dimension but got padding length {len(pad)} and input of "
-                           f"dimension {input.ndim}")
-    if mode not in ("constant", "reflect", "replicate", "circular"):
-        raise NotImplementedError(f"Unrecognised padding mode {mode}")
-    if mode != "constant":
-        if value not in (None, 0):
-            raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
-        for i in range(len(pad) // 2):
-            d = input.ndim - 1 - i
-            size, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
-            too_big = (lo >= size or hi >= size) if mode == "reflect" else (
-                (lo > size or hi > size) if mode == "circular" else size == 0)
-            if too_big or min(lo, hi) < 0:
-                raise RuntimeError(
-                    f"Argument #4: Padding size should be less than the corresponding input "
-                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
-                    f"{list(input.shape)}")
-    else:
-        for i in range(len(pad) // 2):
-            # negative amounts crop first (PyTorch narrows by them), and no crop may pass
-            # the dim's size
-            size = input.shape[input.ndim - 1 - i] + min(pad[2 * i], 0)
-            if size < 0 or size + min(pad[2 * i + 1], 0) < 0:
-                raise RuntimeError("narrow(): length must be non-negative.")
-    params = {"pad": pad, "mode": mode, "value": 0 if value is None else value}
-    if mode in _PAD_AUTOCAST:
-        return _PAD_AUTOCAST[mode](input, params)
-    return call("pad", (input,), params)
-
-
-def _pad(input, params):
-    return call("pad", (input,), params)
-
-
-# PyTorch's autocast runs reflection and replication padding in float32, constant and
-# circular padding (composites there) in the input's dtype
-_PAD_AUTOCAST = {"reflect": autocast_as("reflection_pad")(_pad),
-                 "replicate": autocast_as("replication_pad")(_pad)}
 
 
 def _each(fn, tensors):

@@ -336,6 +336,41 @@ def to_float(input):
     return _opdef.CALL("cast", (input,), {"dtype": D.get_default_dtype().to_numpy()})
 
 
+def operand_as(x, dt):
+    """A tensor or Python-number operand of an op computing in ``dt``, converted to it: a
+    number as PyTorch's scalars, so -1 bounds a uint8 tensor at 255."""
+    if isinstance(x, _opdef.PUBLIC.Tensor):
+        return x if x.dtype is dt else _opdef.CALL("cast", (x,), {"dtype": dt.to_numpy()})
+    if x is None or dt.category == 3 or x.__class__ is complex:
+        return x
+    return np.array(x).astype(dt.to_numpy())[()]
+
+
+def promoted(tensors, op):
+    """``tensors`` (a sequence of Tensors, refused otherwise in ``op``'s words) cast to
+    their promoted dtype where they do not share one."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError(f"{op}(): expected a non-empty list of Tensors")
+    first = None
+    same = True
+    tensor = _opdef.PUBLIC.Tensor
+    for t in tensors:
+        if not isinstance(t, tensor):
+            raise TypeError(f"{op}(): expected a sequence of Tensors, got {type(t).__name__}")
+        if first is None:
+            first = t._data.dtype
+        elif t._data.dtype is not first:
+            same = False
+    if same:
+        return tensors
+    dt = tensors[0].dtype
+    for t in tensors[1:]:
+        dt = D.promote_types(dt, t.dtype)
+    return [t if t.dtype is dt else _opdef.CALL("cast", (t,), {"dtype": dt.to_numpy()})
+            for t in tensors]
+
+
 def along_dim(name, inputs, params, view_of=None):
     """The op ``name`` on ``inputs`` along one dim: a 0-dim first input (and 0-dim tensors
     beside it, an index) runs as a 1-element 1-D tensor, and the results come back 0-dim,

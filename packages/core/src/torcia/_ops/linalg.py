@@ -5,19 +5,41 @@ vectors, matrices, broadcast batches) is the primitive; ``mm``, ``bmm``, ``dot``
 ``einsum`` (``equation=``) decompose into it. A product keeps its first operand's dtype
 (the public functions have checked that the operands agree). The solvers, factorizations
 and norms are in :mod:`torcia._ops.linalg_solves`, ``linalg_factorizations`` and
-``linalg_functions``. The products' public functions are in :mod:`torcia._oplib.linalg`,
-their derivatives torcia-autograd's.
+``linalg_functions``. The products' public functions are at the end of this module, next
+to their declarations, with the functions at ``torcia.*`` built on them or on
+:mod:`torcia.linalg`'s (``addmv``, ``cdist``, ``det``, ``cov``, ``vdot``...), which
+:mod:`torcia._oplib` registers as a family; their derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
 
+import builtins
 import math
 import string
+from collections.abc import Callable
 
 import numpy as np
 
+from torcia import _dtype as D
+from torcia import _opdef
+from torcia._dtype import torch_type_name as _torch_name
 from torcia._opdef import define
-from torcia._ops._common import BOOL, HALF, low_precision, no_kernel, op, refuse
+from torcia._ops import linalg_functions, linalg_solves
+from torcia._ops._common import (
+    BOOL,
+    HALF,
+    autocast_as,
+    low_precision,
+    no_kernel,
+    op,
+    operand_as,
+    promoted,
+    refuse,
+    to_float,
+    wrap_dim,
+)
+from torcia._ops.complex_numbers import complex as _complex_of
+from torcia._ops.complex_numbers import conj
 
 # ----- operands PyTorch refuses ----------------------------------------------------------
 
@@ -206,22 +228,22 @@ def _tensordot_shape(a, b, dims, **params):
 # ----- decompositions (tensors): each product one matmul ---------------------------------
 
 
-def mm(a, b):
+def matrix_product(a, b):
     return a.matmul(b)
 
 
-def dot(a, b):
+def inner_product(a, b):
     dot_operands(a, b)
     refuse(_DOT, a)
     return a.matmul(b)
 
 
-def outer(a, b):
+def outer_product(a, b):
     outer_operands(a, b)
     return a.unsqueeze(1) * b.unsqueeze(0)
 
 
-def addmm(c, a, b, beta=1, alpha=1):
+def scaled_product_sum(c, a, b, beta=1, alpha=1):
     prod = a.matmul(b)
     if alpha != 1:
         prod = prod * alpha
@@ -234,7 +256,7 @@ def _axes(ndim, axes):
     return [d % ndim for d in ((axes,) if isinstance(axes, int) else axes)]
 
 
-def tensordot(a, b, dims=2):
+def contracted(a, b, dims=2):
     # NumPy's steps: the contracted dims moved together, the product one matmul
     if isinstance(dims, int):
         da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
@@ -290,9 +312,10 @@ def _contract(x, lx, y, ly, keep):
     return xm.matmul(ym).reshape(tuple(size.get(c, 1) for c in labels)), "".join(labels)
 
 
-def einsum(*operands, equation):
+def einstein_sum(*operands, equation):
     if operands[0].dtype in HALF:  # sums in float32, rounded once, as the reference kernel
-        return einsum(*(o.float() for o in operands), equation=equation).to(operands[0].dtype)
+        return einstein_sum(*(o.float() for o in operands), equation=equation).to(
+            operands[0].dtype)
     lhs, arrow, rhs = equation.partition("->")
     terms = lhs.split(",")
     # the ellipsis as letters of its own, right-aligned as it broadcasts
@@ -335,21 +358,861 @@ DECLARED = (
     _product("matmul(Tensor a, Tensor b) -> Tensor", Kernels.matmul, matmul_shape,
              autocast=_LOWER, refuses=_MATMUL),
     _product("mm(Tensor a, Tensor b) -> Tensor", Kernels.matmul, matmul_shape,
-             decomposition=mm, autocast=_LOWER, refuses=_MATMUL),
+             decomposition=matrix_product, autocast=_LOWER, refuses=_MATMUL),
     _product("bmm(Tensor a, Tensor b) -> Tensor", Kernels.matmul, matmul_shape,
-             decomposition=mm, autocast=_LOWER, refuses=_MATMUL),
-    _product("dot(Tensor a, Tensor b) -> Tensor", Kernels.dot, _dot_shape, decomposition=dot,
-             autocast={"cuda": "promote"}, refuses=_DOT),
+             decomposition=matrix_product, autocast=_LOWER, refuses=_MATMUL),
+    _product("dot(Tensor a, Tensor b) -> Tensor", Kernels.dot, _dot_shape,
+             decomposition=inner_product, autocast={"cuda": "promote"}, refuses=_DOT),
     _product("outer(Tensor a, Tensor b) -> Tensor", Kernels.outer, _outer_shape,
-             decomposition=outer),
+             decomposition=outer_product),
     _product("einsum(Tensor *operands, *, str equation=None) -> Tensor", Kernels.einsum,
-             _einsum_shape, decomposition=einsum, autocast=_LOWER),
+             _einsum_shape, decomposition=einstein_sum, autocast=_LOWER),
     # dims=None as the records have always read it: the kernel takes dims without a default,
     # and the public function always passes them
     _product("tensordot(Tensor a, Tensor b, *, int[]? dims=None) -> Tensor", Kernels.tensordot,
-             _tensordot_shape, decomposition=tensordot,
+             _tensordot_shape, decomposition=contracted,
              autocast={"cpu": "lower", "cuda": "promote"}),
     _product("addmm(Tensor c, Tensor a, Tensor b, *, Scalar beta=1, Scalar alpha=1) -> Tensor",
-             Kernels.addmm, _addmm_shape, decomposition=addmm, autocast=_LOWER,
+             Kernels.addmm, _addmm_shape, decomposition=scaled_product_sum, autocast=_LOWER,
              refuses=_MATMUL),
 )
+
+
+# ----- public functions (torcia.matmul, torcia.addmm, torcia.det...) ---------------------
+
+
+def _matmul_dtype(a, b, name):
+    tensor = _opdef.PUBLIC.Tensor
+    if not isinstance(a, tensor) or not isinstance(b, tensor):
+        raise TypeError(f"{name}(): arguments must be Tensors")
+    if a._data.dtype != b._data.dtype and not _autocasting(a):
+        raise RuntimeError(f"expected m1 and m2 to have the same dtype, but got: "
+                           f"{a.dtype.name} != {b.dtype.name}")
+
+
+def _autocasting(t) -> bool:
+    """Whether autocast will give ``t``'s op one dtype (so a mismatch now is fine)."""
+    return _opdef.PUBLIC.is_autocast_enabled(t.device.type)
+
+
+def matmul(input, other):
+    """Matrix product with NumPy/PyTorch broadcasting of batch dims.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> (torcia.ones(2, 3) @ torcia.ones(3, 4)).shape
+    torcia.Size([2, 4])
+    """
+    tensor = _opdef.PUBLIC.Tensor
+    if input.__class__ is tensor and other.__class__ is tensor and (
+            input._data.dtype is other._data.dtype):
+        pass  # two dense tensors of one dtype (the common case): nothing to check first
+    elif input.is_sparse or other.is_sparse:
+        return _sparse_mm(input, other)
+    else:
+        _matmul_dtype(input, other, "matmul")
+    try:
+        return _opdef.CALL("matmul", (input, other), {})
+    except (ValueError, RuntimeError) as exc:
+        # the array module refused the shapes (the dispatcher words NumPy's refusal as a
+        # broadcast of the whole shapes, where matmul broadcasts batch dims only): say why in
+        # PyTorch's words; or a kernel refused something else, which is raised as it is
+        refused = exc
+    a, b = input._data.shape, other._data.shape
+    if not a or not b:
+        raise RuntimeError("both arguments to matmul need to be at least 1D, but they are "
+                           f"{len(a)}D and {len(b)}D")
+    if a[-1] != (b[-2] if len(b) > 1 else b[0]):
+        a_shape = "x".join(map(str, a if len(a) > 1 else (1,) + a))
+        b_shape = "x".join(map(str, b if len(b) > 1 else b + (1,)))
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({a_shape} and {b_shape})")
+    ba, bb = a[:-2], b[:-2]
+    n = builtins.max(len(ba), len(bb))
+    for i in range(1, n + 1):
+        x = ba[-i] if i <= len(ba) else 1
+        y = bb[-i] if i <= len(bb) else 1
+        if x != y and 1 not in (x, y):
+            raise RuntimeError(f"The size of tensor a ({x}) must match the size of tensor b "
+                               f"({y}) at non-singleton dimension {n - i}")
+    if isinstance(refused, RuntimeError):
+        raise refused
+    raise RuntimeError(f"matmul: the array module refused shapes {list(a)} and {list(b)}")
+
+
+#: The products with a sparse operand that mm and matmul hand over: torcia.sparse, the layer
+#: built on these ops, registers its ``mm`` here when it loads (import torcia loads it).
+SPARSE_PRODUCTS: dict[str, Callable] = {}
+
+
+def _sparse_mm(a, b):
+    return SPARSE_PRODUCTS["mm"](a, b)
+
+
+def mm(input, mat2):
+    """Product of two 2-D matrices (one may be a sparse COO matrix).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mm(torcia.tensor([[1.0, 2.0]]), torcia.tensor([[3.0], [4.0]]))
+    tensor([[11.]])
+    """
+    if input.is_sparse or mat2.is_sparse:
+        return _sparse_mm(input, mat2)
+    _matmul_dtype(input, mat2, "mm")
+    if input.ndim != 2 or mat2.ndim != 2:
+        raise RuntimeError(f"self must be a matrix (got {input.ndim}-D and {mat2.ndim}-D)")
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({input.shape[0]}x"
+                           f"{input.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    return _opdef.CALL("mm", (input, mat2), {})
+
+
+def bmm(input, mat2):
+    """Batched product of two 3-D tensors (b, n, m) @ (b, m, p).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(4, 2, 3)
+    >>> torcia.bmm(a, torcia.ones(4, 3, 5)).shape
+    torcia.Size([4, 2, 5])
+    """
+    _matmul_dtype(input, mat2, "bmm")
+    if input.ndim != 3 or mat2.ndim != 3:
+        raise RuntimeError(f"batch1 must be a 3D tensor (got {input.ndim}-D and {mat2.ndim}-D)")
+    if input.shape[0] != mat2.shape[0] or input.shape[2] != mat2.shape[1]:
+        raise RuntimeError(
+            f"Expected size for first two dimensions of batch2 tensor to be: "
+            f"[{input.shape[0]}, {input.shape[2]}] but got: [{mat2.shape[0]}, {mat2.shape[1]}].")
+    return _opdef.CALL("bmm", (input, mat2), {})
+
+
+def dot(input, other):
+    """Inner product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dot(torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor(11.)
+    """
+    _matmul_dtype(input, other, "dot")
+    dot_operands(input, other)
+    return _opdef.CALL("dot", (input, other), {})
+
+
+def inner(input, other):
+    """Sum of products over the last dimension: ``dot`` for vectors, and for N-D inputs a
+    result of shape ``input.shape[:-1] + other.shape[:-1]``; a 0-d operand scales.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.inner(torcia.ones(2, 3), torcia.ones(4, 3)).shape
+    torcia.Size([2, 4])
+    """
+    if input.ndim == 0 or other.ndim == 0:
+        return input * other
+    if input.ndim == 1 and other.ndim == 1:
+        return dot(input, other)
+    if input.shape[-1] != other.shape[-1]:
+        raise RuntimeError(f"inner() the last dimension must match on both input tensors but "
+                           f"got shapes {list(input.shape)} and {list(other.shape)}")
+    a = input.reshape(-1, input.shape[-1])
+    b = other.reshape(-1, other.shape[-1])
+    return (a @ b.mT).reshape(*input.shape[:-1], *other.shape[:-1])
+
+
+def outer(input, vec2):
+    """Outer product of two 1-D tensors.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.outer(torcia.tensor([1, 2]), torcia.tensor([1, 10, 100]))
+    tensor([[  1,  10, 100],
+            [  2,  20, 200]])
+    """
+    for name, v in (("self", input), ("vec2", vec2)):
+        if not isinstance(v, _opdef.PUBLIC.Tensor):
+            raise TypeError(f"outer(): argument '{name}' must be Tensor, not "
+                            f"{type(v).__name__}")
+    outer_operands(input, vec2)
+    # an elementwise product: its operands promote as mul's
+    dt = _opdef.PUBLIC.result_type(input, vec2)
+    return _opdef.CALL("outer", (operand_as(input, dt), operand_as(vec2, dt)), {})
+
+
+ger = outer
+
+
+def einsum(equation, *operands):
+    """Einstein summation, e.g. ``einsum("bij,bjk->bik", a, b)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.einsum("ij,j->i", a, torcia.tensor([1.0, 1.0]))
+    tensor([3., 7.])
+    >>> torcia.einsum("ii", a)
+    tensor(5.)
+    """
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    operands = promoted(operands, "einsum")
+    return _opdef.CALL("einsum", tuple(operands), {"equation": equation.replace(" ", "")})
+
+
+def tensordot(a, b, dims=2):
+    """Contract ``dims`` dimensions (an int, or two lists of dims) of ``a`` and ``b``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.ones(3, 4, 5)
+    >>> torcia.tensordot(a, torcia.ones(4, 5, 2)).shape
+    torcia.Size([3, 2])
+    >>> torcia.tensordot(a, torcia.ones(5, 3), dims=([0, 2], [1, 0])).shape
+    torcia.Size([4])
+    """
+    if isinstance(dims, _opdef.PUBLIC.Tensor):
+        dims = dims.tolist()
+    if isinstance(dims, int):
+        dims = (tuple(range(a.ndim - dims, a.ndim)), tuple(range(dims)))
+    else:
+        dims = (tuple(wrap_dim(d, a.ndim) for d in dims[0]),
+                tuple(wrap_dim(d, b.ndim) for d in dims[1]))
+    if len(dims[0]) == a.ndim and len(dims[1]) == b.ndim:
+        return _full_contraction(a, b, dims)
+    return _opdef.CALL("tensordot", (a, b), {"dims": dims})
+
+
+@autocast_as("dot")
+def _full_contraction(a, b, dims):
+    # PyTorch contracts every dimension through dot, which its CPU autocast leaves alone
+    return _opdef.CALL("tensordot", (a, b), {"dims": dims})
+
+
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat1 @ mat2)``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> m = torcia.tensor([[1.0, 2.0], [3.0, 4.0]])
+    >>> torcia.addmm(torcia.ones(2, 2), m, torcia.eye(2), beta=10)
+    tensor([[11., 12.],
+            [13., 14.]])
+    """
+    for name, m in (("mat1", mat1), ("mat2", mat2)):
+        if not isinstance(m, _opdef.PUBLIC.Tensor):
+            raise TypeError(f"addmm(): argument '{name}' must be Tensor, not {type(m).__name__}")
+        if m.ndim != 2:
+            raise RuntimeError(f"{name} must be a matrix, got {m.ndim}-D tensor")
+    if mat1.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mat1 and mat2 shapes cannot be multiplied ({mat1.shape[0]}x"
+                           f"{mat1.shape[1]} and {mat2.shape[0]}x{mat2.shape[1]})")
+    for a, b in ((input, mat2), (mat1, mat2)):
+        if a.dtype is not b.dtype and not _autocasting(a):
+            raise RuntimeError(f"self and mat2 must have the same dtype, but got "
+                               f"{_torch_name(a.dtype)} and {_torch_name(b.dtype)}")
+    # the bias must expand to the product's shape (expand's own error otherwise)
+    _opdef.PUBLIC.expand(input, mat1.shape[0], mat2.shape[1])
+    # beta and alpha in the inputs' dtype: an integer product scales by integers
+    return _opdef.CALL("addmm", (input, mat1, mat2), {"beta": operand_as(beta, mat1.dtype),
+                                                      "alpha": operand_as(alpha, mat1.dtype)})
+
+
+def _scaled_sum(input, product, beta, alpha):
+    """``beta * input + alpha * product``; with ``beta == 0`` ``input`` is ignored, NaN
+    and infinity included, as PyTorch's BLAS-style ops do. beta and alpha take the
+    product's dtype (an integer product scales by integers: 0.5 is 0)."""
+    beta, alpha = operand_as(beta, product.dtype), operand_as(alpha, product.dtype)
+    if alpha != 1:
+        product = product * alpha
+    if beta == 0:
+        if input.requires_grad:
+            # still in the graph, with a zero gradient, as PyTorch
+            keep = _opdef.PUBLIC.ones(tuple(product.shape), dtype=D.bool_,
+                                      device=product.device)
+            return _opdef.PUBLIC.where(keep, product, input)
+        return product  # the shapes were checked: input broadcasts to the product's
+    return (input if beta == 1 else input * beta) + product
+
+
+def _check_out_shape(input, shape, name):
+    try:
+        ok = np.broadcast_shapes(tuple(input.shape), shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise RuntimeError(f"{name}: the input of shape {list(input.shape)} cannot be "
+                           f"broadcast to the result's shape {list(shape)}")
+
+
+@autocast_as("mv")
+def mv(input, vec):
+    """Matrix-vector product: ``input`` (n, m) times ``vec`` (m,) gives (n,).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.mv(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]), torcia.tensor([1.0, -1.0]))
+    tensor([-1., -1.])
+    """
+    _matmul_dtype(input, vec, "mv")
+    if input.ndim != 2 or vec.ndim != 1:
+        raise RuntimeError(f"vector + matrix @ vector expected, got 1, {input.ndim}, "
+                           f"{vec.ndim}")
+    if input.shape[1] != vec.shape[0]:
+        raise RuntimeError(f"size mismatch, got input ({input.shape[0]}), mat "
+                           f"({input.shape[0]}x{input.shape[1]}), vec ({vec.shape[0]})")
+    return matmul(input, vec)
+
+
+@autocast_as("addmv")
+def addmv(input, mat, vec, *, beta=1, alpha=1):
+    """``beta * input + alpha * (mat @ vec)`` for a matrix ``mat`` (n, m) and a vector
+    ``vec`` (m,); ``input`` broadcasts to (n,) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addmv(torcia.ones(2), torcia.eye(2), torcia.tensor([2.0, 3.0]), alpha=2)
+    tensor([5., 7.])
+    """
+    product = mv(mat, vec)
+    _check_out_shape(input, tuple(product.shape), "addmv")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addr")
+def addr(input, vec1, vec2, *, beta=1, alpha=1):
+    """``beta * input + alpha * outer(vec1, vec2)``; ``input`` broadcasts to
+    (len(vec1), len(vec2)) and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addr(torcia.zeros(2, 2), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0]))
+    tensor([[3., 4.],
+            [6., 8.]])
+    """
+    if vec1.ndim != 1 or vec2.ndim != 1:
+        raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
+                           if vec1.ndim != 1 else
+                           f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    product = outer(vec1, vec2)
+    _check_out_shape(input, tuple(product.shape), "addr")
+    # PyTorch's addr (unlike addmm) checks the scalars against the result's dtype
+    result_type = _opdef.PUBLIC.result_type
+    integral = result_type(input, product).category < 2
+    for name, value in (("beta", beta), ("alpha", alpha)):
+        if integral and isinstance(value, (float, np.floating)):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+        if isinstance(value, (bool, np.bool_)) and result_type(input, product) is not D.bool_:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("baddbmm")
+def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * bmm(batch1, batch2)``: (b, n, m) and (b, m, p) give
+    (b, n, p); ``input`` broadcasts to that shape and is ignored when ``beta`` is 0.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.baddbmm(torcia.ones(1, 1, 1), torcia.ones(1, 1, 3), torcia.ones(1, 3, 1))
+    tensor([[[4.]]])
+    """
+    product = bmm(batch1, batch2)
+    _check_out_shape(input, tuple(product.shape), "baddbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("addbmm")
+def addbmm(input, batch1, batch2, *, beta=1, alpha=1):
+    """``beta * input + alpha * sum_i batch1[i] @ batch2[i]``: the batch of products
+    (b, n, m) @ (b, m, p) summed into one (n, p) matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.addbmm(torcia.zeros(1, 1), torcia.ones(2, 1, 3), torcia.ones(2, 3, 1))
+    tensor([[6.]])
+    """
+    product = bmm(batch1, batch2)
+    product = product.sum(0, dtype=product.dtype)  # integers keep their dtype
+    _check_out_shape(input, tuple(product.shape), "addbmm")
+    return _scaled_sum(input, product, beta, alpha)
+
+
+@autocast_as("dist")
+def dist(input, other, p=2):
+    """The ``p``-norm of ``input - other`` (broadcast), as one 0-d tensor.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dist(torcia.tensor([0.0, 0.0]), torcia.tensor([3.0, 4.0]))
+    tensor(5.)
+    """
+    return linalg_functions.vector_norm(input - other, float(p))
+
+
+@autocast_as("cdist")
+def cdist(x1, x2, p=2.0, compute_mode="use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distance between each row of ``x1`` (B, P, M) and each row of
+    ``x2`` (B, R, M): a (B, P, R) result; batch dimensions broadcast.
+
+    Computed from the differences for every ``compute_mode``: the matrix-product form that
+    PyTorch may use for ``p = 2`` loses accuracy for nearby points.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cdist(torcia.tensor([[0.0, 0.0]]), torcia.tensor([[3.0, 4.0], [0.0, 1.0]]))
+    tensor([[5., 1.]])
+    """
+    if compute_mode not in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+                            "donot_use_mm_for_euclid_dist"):
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    for name, x in (("X1", x1), ("X2", x2)):
+        if x.ndim < 2:
+            raise RuntimeError(f"cdist only supports at least 2D tensors, {name} got: "
+                               f"{x.ndim}D")
+        if not x.dtype.is_floating_point:
+            raise RuntimeError(f"cdist only supports floating-point dtypes, {name} got: "
+                               f"{x.dtype.name}")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    diff = _opdef.PUBLIC.unsqueeze(x1, -2) - _opdef.PUBLIC.unsqueeze(x2, -3)
+    return linalg_functions.vector_norm(diff, float(p), dim=-1)
+
+
+def det(input):
+    """The determinant of each square matrix (as :func:`torcia.linalg.det`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.det(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(-2.)
+    """
+    return linalg_solves.det(input)
+
+
+def slogdet(input):
+    """``(sign, logabsdet)`` of the determinant (as :func:`torcia.linalg.slogdet`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.slogdet(torcia.tensor([[-2.0, 0.0], [0.0, 3.0]]))
+    torcia.return_types.linalg_slogdet(
+    sign=tensor(-1.),
+    logabsdet=tensor(1.7918))
+    """
+    return linalg_solves.slogdet(input)
+
+
+def logdet(input):
+    """``log(det(input))``: NaN for a negative determinant, -inf for a zero one.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.logdet(torcia.eye(2) * 3)
+    tensor(2.1972)
+    """
+    sign, logabs = slogdet(input)
+    with np.errstate(divide="ignore", invalid="ignore"):  # log(0) and log(-1) are the point
+        return logabs + _opdef.PUBLIC.log(sign)
+
+
+def inverse(input):
+    """The inverse of each square matrix (as :func:`torcia.linalg.inv`).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.inverse(torcia.tensor([[2.0, 0.0], [0.0, 4.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.2500]])
+    """
+    return linalg_solves.inv(input)
+
+
+def pinverse(input, rcond=1e-15):
+    """The pseudo-inverse, singular values below ``rcond * max`` dropped.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pinverse(torcia.tensor([[2.0, 0.0], [0.0, 0.0]]))
+    tensor([[0.5000, 0.0000],
+            [0.0000, 0.0000]])
+    """
+    return linalg_solves.pinv(input, rtol=rcond)
+
+
+def cov(input, *, correction=1, fweights=None, aweights=None):
+    """Covariance of the rows of ``input`` (variables x observations; a 1-D input is one
+    variable), with optional integer frequency and float observation weights, as
+    ``numpy.cov``/PyTorch.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cov(torcia.tensor([[0.0, 1.0, 2.0], [2.0, 1.0, 0.0]]))
+    tensor([[ 1., -1.],
+            [-1.,  1.]])
+    """
+    if input.ndim > 2:
+        raise ValueError(f"cov(): expected input to have two or fewer dimensions but got an "
+                         f"input with {input.ndim} dimensions")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if x.dtype is D.bool_:
+        raise RuntimeError("cov(): bool dtype is not supported for input")
+    x = to_float(x)  # complex inputs keep their imaginary part
+    n = x.shape[1]
+    w = None
+    for name, weights in (("fweights", fweights), ("aweights", aweights)):
+        if weights is None:
+            continue
+        if weights.ndim > 1 or weights.numel() != n:
+            raise RuntimeError(f"cov(): expected {name} to have one dimension and the same "
+                               f"number of elements as the observations ({n}), but got "
+                               f"{list(weights.shape)}")
+        if name == "fweights" and weights.is_floating_point():
+            raise RuntimeError("cov(): expected fweights to have integral dtype")
+        if bool((weights < 0).any()):
+            raise RuntimeError(f"cov(): {name} cannot be negative")
+        weights = weights.to(x.dtype)
+        w = weights if w is None else w * weights
+    if w is None:
+        avg = x.mean(1, keepdim=True)
+        norm = n - correction
+    else:
+        w_sum = w.sum()
+        avg = (x * w).sum(1, keepdim=True) / w_sum
+        if aweights is None:
+            norm = w_sum - correction
+        else:
+            norm = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    xm = x - avg
+    weighted = xm if w is None else xm * w
+    if isinstance(norm, (int, float)):
+        norm = max(norm, 0)
+    else:
+        norm = norm.clamp(min=0)
+    out = (weighted @ xm.mH) / norm  # conjugated: a complex covariance is Hermitian
+    # one variable (a 1-D input, or a single row): its variance, 0-d as PyTorch
+    return out.reshape(()) if x.shape[0] == 1 else out
+
+
+def corrcoef(input):
+    """Pearson correlation coefficients of the rows of ``input``, clipped to [-1, 1].
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.corrcoef(torcia.tensor([[0.0, 1.0, 2.0], [0.0, 2.0, 4.0]]))
+    tensor([[1., 1.],
+            [1., 1.]])
+    """
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    out = c / std.unsqueeze(1) / std.unsqueeze(0)
+    if out.is_complex():
+        # clipped part by part, as PyTorch
+        return _complex_of(out.real.clamp(-1, 1), out.imag.clamp(-1, 1))
+    return out.clamp(-1, 1)
+
+
+@autocast_as("renorm")
+def renorm(input, p, dim, maxnorm):
+    """Rescale each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` to that norm.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([[3.0, 4.0], [0.3, 0.4]])
+    >>> torcia.renorm(x, 2, 0, 1.0)
+    tensor([[0.6000, 0.8000],
+            [0.3000, 0.4000]])
+    """
+    if input.ndim < 2:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           "dimensions")
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.dtype.category < 2:
+        raise RuntimeError(f"linalg.vector_norm: Expected a floating point or complex tensor "
+                           f"as input. Got {_torch_name(input.dtype)}")
+    others = tuple(d for d in range(input.ndim) if d != wrap_dim(dim, input.ndim))
+    norms = input.abs().pow(p).sum(dim=others, keepdim=True).pow(1.0 / p)
+    public = _opdef.PUBLIC
+    scale = public.where(norms > maxnorm, maxnorm / (norms + 1e-7), public.ones_like(norms))
+    return input * scale
+
+
+def kron(input, other):
+    """The Kronecker product.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.kron(torcia.eye(2), torcia.ones(1, 2))
+    tensor([[1., 1., 0., 0.],
+            [0., 0., 1., 1.]])
+    """
+    nd = max(input.ndim, other.ndim)
+    a = input.reshape((1,) * (nd - input.ndim) + tuple(input.shape))
+    b = other.reshape((1,) * (nd - other.ndim) + tuple(other.shape))
+    a_shape, b_shape = [], []
+    for k in range(nd):
+        a_shape += [a.shape[k], 1]
+        b_shape += [1, b.shape[k]]
+    out = a.reshape(a_shape) * b.reshape(b_shape)
+    return out.reshape([a.shape[k] * b.shape[k] for k in range(nd)])
+
+
+def trace(input):
+    """The sum of the main diagonal of a matrix.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.trace(torcia.tensor([[1.0, 2.0], [3.0, 4.0]]))
+    tensor(5.)
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return input.diagonal().sum()
+
+
+@autocast_as("chain_matmul")
+def chain_matmul(*matrices):
+    """The product of 2-D matrices, left to right (deprecated in PyTorch for
+    ``linalg.multi_dot``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> a = torcia.tensor([[1.0, 2.0]])
+    >>> torcia.chain_matmul(a, torcia.eye(2), a.t())
+    tensor([[5.]])
+    """
+    out = matrices[0]
+    for m in matrices[1:]:
+        out = out @ m
+    return out
+
+
+def block_diag(*tensors):
+    """A block-diagonal matrix of the (0-, 1- or 2-D) inputs.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.block_diag(torcia.tensor([[1, 2]]), torcia.tensor(3))
+    tensor([[1, 2, 0],
+            [0, 0, 3]])
+    """
+    public = _opdef.PUBLIC
+    if not tensors:
+        return public.empty(0, 0)
+    mats = [t.reshape(1, -1) if t.ndim < 2 else t for t in tensors]
+    if any(m.ndim != 2 for m in mats):
+        raise RuntimeError("torcia.block_diag: Input tensors must have 2 or fewer dimensions")
+    rows = builtins.sum(m.shape[0] for m in mats)
+    cols = builtins.sum(m.shape[1] for m in mats)
+    dtype = mats[0].dtype
+    for m in mats[1:]:
+        dtype = D.promote_types(dtype, m.dtype)
+    out = public.zeros(rows, cols, dtype=dtype, device=mats[0].device)
+    r = c = 0
+    pieces = []
+    for m in mats:
+        pieces.append((r, c, m))
+        r += m.shape[0]
+        c += m.shape[1]
+    for r, c, m in pieces:
+        pad_l, pad_r = c, cols - c - m.shape[1]
+        row = public.cat([public.zeros(m.shape[0], pad_l, dtype=dtype, device=m.device),
+                          m.to(dtype),
+                          public.zeros(m.shape[0], pad_r, dtype=dtype, device=m.device)], 1)
+        out = public.cat([out[:r], row, out[r + m.shape[0]:]], 0)
+    return out
+
+
+def pdist(input, p=2.0):
+    """The ``p``-norm distances between every pair of rows ``i < j`` of a 2-D ``input``,
+    in row-major order of the upper triangle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pdist(torcia.tensor([[0.0, 0.0], [3.0, 4.0], [0.0, 1.0]]))
+    tensor([5.0000, 1.0000, 4.2426])
+    """
+    if input.ndim != 2:
+        raise RuntimeError(f"pdist only supports 2D tensors, got: {input.ndim}D")
+    n = input.shape[0]
+    rows, cols = np.triu_indices(n, 1)
+    tensor = _opdef.PUBLIC.tensor
+    diffs = input[tensor(rows, device=input.device)] - input[tensor(cols, device=input.device)]
+    if p == 0:
+        return (diffs != 0).sum(-1).to(input.dtype)
+    if p == math.inf:
+        return diffs.abs().amax(-1)
+    return diffs.abs().pow(p).sum(-1).pow(1.0 / p)
+
+
+def norm_except_dim(v, pow=2, dim=0):  # noqa: A002 - PyTorch's argument name
+    """The ``pow``-norm of ``v`` over every dimension but ``dim`` (all, for ``dim=-1``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.norm_except_dim(torcia.tensor([[3.0, 4.0], [0.0, 1.0]]), dim=0)
+    tensor([[5.],
+            [1.]])
+    """
+    if dim == -1:
+        return v.norm(pow)
+    dims = tuple(d for d in builtins.range(v.ndim) if d != dim)
+    return v.abs().pow(pow).sum(dim=dims, keepdim=True).pow(1.0 / pow)
+
+
+def frobenius_norm(input, dim=(-2, -1), keepdim=False):
+    """The Frobenius norm over ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.frobenius_norm(torcia.tensor([[3.0, 0.0], [0.0, 4.0]]))
+    tensor(5.)
+    """
+    return input.abs().pow(2).sum(dim=dim, keepdim=keepdim).sqrt()
+
+
+def addmm_(self, mat1, mat2, *, beta=1, alpha=1):
+    """In-place :meth:`Tensor.addmm`: ``self = beta * self + alpha * (mat1 @ mat2)``."""
+    return _opdef.INPLACE(addmm, self, mat1, mat2, beta=beta, alpha=alpha)
+
+
+def nuclear_norm(input, dim=None, keepdim=False, *, dtype=None):
+    """The nuclear norm (sum of singular values) of a matrix, or of the matrices spanned
+    by the two dimensions ``dim``; differentiable.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.nuclear_norm(torcia.tensor([[3.0, 0.0], [0.0, -4.0]]))
+    tensor(7.)
+    """
+    if isinstance(dim, bool):
+        dim, keepdim = None, dim
+    if dim is None:
+        if input.ndim != 2:
+            raise RuntimeError(f"Expected a tensor with 2 dimensions, but got a tensor with "
+                               f"{input.ndim} dimension{'s' if input.ndim != 1 else ''} "
+                               "instead.")
+        dim = (-2, -1)
+    return linalg_functions.matrix_norm(input, "nuc", dim=tuple(dim), keepdim=keepdim, dtype=dtype)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    """``true_fn(*operands)`` if ``pred`` else ``false_fn(*operands)``; ``pred`` is a bool
+    or a one-element tensor (run eagerly: torcia has no graph capture to keep both).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1.0, -2.0])
+    >>> torcia.cond(x.sum() > 0, lambda v: v.cos(), lambda v: v.sin(), (x,))
+    tensor([ 0.8415, -0.9093])
+    """
+    if isinstance(pred, _opdef.PUBLIC.Tensor):
+        if pred.numel() != 1:
+            raise RuntimeError(f"Expected pred to be bool or single-element tensor, but got "
+                               f"a tensor of shape {list(pred.shape)}.")
+        pred = bool(pred.item())
+    elif not isinstance(pred, (bool, int)):
+        raise RuntimeError(f"Expected pred to be bool or tensor, but got {pred}.")
+    if not isinstance(operands, (tuple, list)):
+        raise RuntimeError(f"Expect operands to be a tuple of possibly nested dict/list/tuple "
+                           f"that only consists of tensor leaves, but got {operands}.")
+    if not callable(true_fn) or not callable(false_fn):
+        raise RuntimeError("Expect both branches to be callable.")
+    return true_fn(*operands) if pred else false_fn(*operands)
+
+
+@autocast_as("vdot")
+def vdot(input, other):
+    """``sum(conj(input) * other)`` of two 1-D tensors of one dtype.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vdot(torcia.tensor([1j, 2]), torcia.tensor([1j, 1]))
+    tensor(3.+0.j)
+    """
+    if input.ndim != 1 or other.ndim != 1:
+        raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
+                           f"tensors")
+    if input.dtype is not other.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_torch_name(input.dtype)} and {_torch_name(other.dtype)}")
+    if input.shape[0] != other.shape[0]:
+        raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and "
+                           f"src [{other.shape[0]}] to have the same number of elements, but "
+                           f"got {input.shape[0]} and {other.shape[0]} elements respectively")
+    # a dot product in the inputs' dtype (an integer sum would widen to int64)
+    return dot(conj(input) if input.dtype.category == 3 else input, other)
+
+
+#: the functions here that are also Tensor methods, under the same name
+METHODS = (
+    "matmul", "mm", "bmm", "dot", "inner", "outer", "ger", "tensordot", "addmm", "mv", "addmv",
+    "addr", "addbmm", "baddbmm", "dist", "det", "slogdet", "logdet", "inverse", "pinverse",
+    "cov", "corrcoef", "addmm_", "vdot",
+)
+
+#: ... and those with an in-place ``name_`` method (computed out of place, then written back)
+INPLACE = (
+    "addmv", "addr", "addbmm", "baddbmm",
+)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = (
+    "dist", "renorm", "kron", "trace",
+)
+
+#: ... and the in-place ``name_`` methods set the same way
+FALLBACK_INPLACE = (
+    "renorm",
+)
+
+#: the names ``torcia`` exports from here
+__all__ = [
+    "addbmm", "addmm", "addmv", "addr", "baddbmm", "block_diag", "bmm", "cdist", "chain_matmul",
+    "cond", "corrcoef", "cov", "det", "dist", "dot", "einsum", "frobenius_norm", "ger", "inner",
+    "inverse", "kron", "logdet", "matmul", "mm", "mv", "norm_except_dim", "nuclear_norm",
+    "outer", "pdist", "pinverse", "renorm", "slogdet", "tensordot", "trace", "vdot",
+]

@@ -25,6 +25,7 @@ import numpy as np
 from torcia import _opdef
 from torcia._opdef import define
 from torcia._ops._common import (
+    autocast_as,
     dense,
     dim_tuple,
     first_shape,
@@ -698,7 +699,7 @@ def repeat_interleave(a, repeats, dim=None):
     return a.index_select(dim, index)
 
 
-def pad(a, pad, mode="constant", value=0.0):  # noqa: A002 - PyTorch's name
+def padded(a, pad, mode="constant", value=0.0):
     fresh = False  # whether a is memory of its own yet (a crop alone is a view)
     for i in range(len(pad) // 2):
         d, lo, hi = a.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
@@ -795,7 +796,7 @@ DECLARED = (
     _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
             shape=_split_shape, decomposition=split),
     _a_move("pad(Tensor x, *, pad=None, mode='constant', value=0.0) -> Tensor", Kernels.pad,
-            shape=_pad_shape, decomposition=pad, samples=_pad_samples),
+            shape=_pad_shape, decomposition=padded, samples=_pad_samples),
     _a_move("diag(Tensor x, *, diagonal=0) -> Tensor", Kernels.diag, shape=_diag_shape,
             decomposition=diagonal_matrix),
     _a_move("diag_embed(Tensor x, *, offset=0, dim1=-2, dim2=-1) -> Tensor", Kernels.diag_embed,
@@ -945,8 +946,65 @@ def triu(input, diagonal=0):
     return _opdef.CALL("triu", (input,), {"diagonal": int(diagonal)})
 
 
+def pad(input, pad, mode="constant", value=None):
+    """Pad ``input`` as ``torch.nn.functional.pad``: ``pad`` lists (left, right) amounts
+    from the last dim backwards; ``mode`` is "constant" (with ``value``, negative amounts
+    crop), "reflect", "replicate" or "circular".
+
+    Examples
+    --------
+    >>> import torcia
+    >>> from torcia._ops.views import pad
+    >>> pad(torcia.tensor([[1, 2]]), (1, 0), value=9)
+    tensor([[9, 1, 2]])
+    """
+    pad = tuple(int(p) for p in pad)
+    if len(pad) % 2:
+        raise RuntimeError("Padding length must be divisible by 2")
+    if len(pad) // 2 > input.ndim:
+        raise RuntimeError(f"Padding length should be less than or equal to two times the "
+                           f"input dimension but got padding length {len(pad)} and input of "
+                           f"dimension {input.ndim}")
+    if mode not in ("constant", "reflect", "replicate", "circular"):
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if mode != "constant":
+        if value not in (None, 0):
+            raise RuntimeError(f"Padding mode \"{mode}\" doesn't take in value argument")
+        for i in range(len(pad) // 2):
+            d = input.ndim - 1 - i
+            size, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
+            too_big = (lo >= size or hi >= size) if mode == "reflect" else (
+                (lo > size or hi > size) if mode == "circular" else size == 0)
+            if too_big or min(lo, hi) < 0:
+                raise RuntimeError(
+                    f"Argument #4: Padding size should be less than the corresponding input "
+                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                    f"{list(input.shape)}")
+    else:
+        for i in range(len(pad) // 2):
+            # negative amounts crop first (PyTorch narrows by them), and no crop may pass
+            # the dim's size
+            size = input.shape[input.ndim - 1 - i] + min(pad[2 * i], 0)
+            if size < 0 or size + min(pad[2 * i + 1], 0) < 0:
+                raise RuntimeError("narrow(): length must be non-negative.")
+    params = {"pad": pad, "mode": mode, "value": 0 if value is None else value}
+    if mode in _PAD_AUTOCAST:
+        return _PAD_AUTOCAST[mode](input, params)
+    return _opdef.CALL("pad", (input,), params)
+
+
+def _pad(input, params):
+    return _opdef.CALL("pad", (input,), params)
+
+
+# PyTorch's autocast runs reflection and replication padding in float32, constant and
+# circular padding (composites there) in the input's dtype
+_PAD_AUTOCAST = {"reflect": autocast_as("reflection_pad")(_pad),
+                 "replicate": autocast_as("replication_pad")(_pad)}
+
+
 #: the public functions above that torcia exports (through torcia._oplib.views) and Tensor
-#: has as methods
+#: has as methods (``pad`` is torcia.library's, for torcia.nn.functional, and stft's)
 PUBLIC = (unfold, flip, roll, tile, diag, diag_embed, tril, triu)
 
 #: the names of those whose Tensor method has an in-place ``name_`` form too (declared

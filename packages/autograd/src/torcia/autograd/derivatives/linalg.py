@@ -1,4 +1,4 @@
-"""Backward formulas of linear algebra (``_oplib/linalg.py`` and :mod:`torcia.linalg`): products,
+"""Backward formulas of linear algebra (``_ops/linalg.py`` and :mod:`torcia.linalg`): products,
 ``einsum``, inverses, determinants, decompositions, norms."""
 
 from __future__ import annotations
