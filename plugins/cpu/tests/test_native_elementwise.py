@@ -144,7 +144,8 @@ REDUCTIONS = [((1024, 384), (0,)), ((511, 128), (0,)), ((513, 128), (0,)),
               ((GRAIN * 3 + 11,), None), ((40, 1000), None), ((40, 1000), (0,)),
               ((40, 1000), (1,)), ((7, 300, 50), (1,)), ((7, 300, 50), (0, 1)),
               ((7, 300, 50), (1, 2)), ((7, 300, 50), (0, 2)), ((2, 3000, 1100), (2,)),
-              ((1, 200000), (1,)), ((50000, 0), (1,)), ((GRAIN, 3), (0,))]
+              ((1, 200000), (1,)), ((50000, 0), (1,)), ((GRAIN, 3), (0,)),
+              ((1031, 1000), (0,)), ((4099, 384), (0,)), ((9, 2, 5000), (0,))]
 
 
 @pytest.mark.filterwarnings("ignore:Mean of empty slice")
@@ -177,7 +178,8 @@ def test_reductions_with_a_dtype_or_a_view_go_to_the_reference():
 @pytest.mark.parametrize("shape, dim", [((GRAIN * 5 + 3,), None), ((64, 3000), (0,)),
                                         ((64, 3000), (1,)), ((1, GRAIN * 4), (1,)),
                                         ((1024, 384), (0,)), ((40001, 64), (0,)),
-                                        ((3, 4000, 100), (1,))], ids=str)
+                                        ((3, 4000, 100), (1,)), ((1031, 1000), (0,)),
+                                        ((4099, 128), (0,))], ids=str)
 def test_sums_are_the_same_on_every_thread_count(shape, dim):
     # fixed spans, added in their order: the thread count does not change a bit
     x = np.asarray(RNG.standard_normal(shape), np.float32)
@@ -191,6 +193,36 @@ def test_sums_are_the_same_on_every_thread_count(shape, dim):
         _native.set_num_threads(before)
     for other in results[1:]:
         _same(other, results[0])
+
+
+def _columns_hard_to_sum(rows, cols):
+    """Columns that a float32 sum in row order rounds badly: large values beside small
+    ones, a constant that is not a float32 sum of itself, and both signs cancelling."""
+    x = np.asarray(RNG.standard_normal((rows, cols)), np.float32)
+    x[::3, 0::4] *= 1e6
+    x[:, 1::4] = 0.1
+    x[0, 2::4] = 1e8
+    x[1::2, 3::4] = -x[0::2, 3::4][:rows // 2]
+    return x
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("shape", [(4096, 128), (2051, 1000), (40, 1000)], ids=str)
+def test_column_sums_stay_within_a_few_roundings_of_float64(shape, threads):
+    # a bias gradient's sum over the rows adds eight rows pairwise in float32, their sum
+    # in double: within 3 eps of the column's sum of |x|, plus the result's own rounding
+    x = _columns_hard_to_sum(*shape)
+    before = _native.get_num_threads()
+    try:
+        _native.set_num_threads(threads)
+        got = ELEMENTWISE["sum"](x, (0,), False)
+    finally:
+        _native.set_num_threads(before)
+    wide = x.astype(np.float64)
+    want, scale = wide.sum(0), np.abs(wide).sum(0)
+    eps = np.finfo(np.float32).eps
+    assert got.dtype == np.float32 and got.shape == want.shape
+    assert np.all(np.abs(got - want) <= 3 * eps * scale + eps / 2 * np.abs(want))
 
 
 @settings(max_examples=40, deadline=None, derandomize=True)

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 import pytest
-from torcia_cpu import _blas, _native, _provider
+from torcia_cpu import _blas, _native, _provider, kernels
 from torcia_cpu.kernels import OVERRIDES, NativeKernels, adam_step, sgd_step
 
 import torcia
@@ -499,6 +499,39 @@ def test_products_on_sleeping_threads_take_the_thread_count_whatever_the_load(mo
     assert not _blas.worth_threads(lstm_step, spins=False)
     monkeypatch.setattr(torcia, "get_num_threads", lambda: 1)
     assert not _blas.worth_threads(mid, spins=False)
+
+
+@pytest.mark.parametrize("splits", [False, True], ids=["mkl", "openblas"])
+def test_a_product_gets_the_threads_its_size_and_library_give(monkeypatch, splits):
+    # kernels._product: on MKL its threads raised for the call alone (back to one after
+    # it, an error too); on OpenBLAS the panels of split(); below PARALLEL_WORK one
+    # thread on either, without measuring the load
+    calls, asked = [], []
+    monkeypatch.setattr(torcia, "get_num_threads", lambda: 2)
+    monkeypatch.setattr(_blas, "crowded", lambda: asked.append(True) or False)
+    monkeypatch.setattr(_provider, "splits_products", lambda: splits)
+    monkeypatch.setattr(_native, "set_blas_threads", calls.append)
+
+    def native(*args):
+        return args
+
+    def failing(*args):
+        raise RuntimeError("product failed")
+
+    small, mid = _blas.PARALLEL_WORK - 1, _blas.SLEEPING_WORK
+    assert kernels._product(small, native, "a") == ("a", 1, 1)
+    assert kernels._product(small, native, "a", split=False) == ("a",)
+    assert calls == [] and asked == []
+    if splits:
+        assert kernels._product(mid, native, "a") == ("a", *_blas.split(mid))
+        assert calls == []
+    else:
+        assert kernels._product(mid, native, "a") == ("a", 1, 1)
+        assert kernels._product(mid, native, "a", split=False) == ("a",)
+        assert calls == [2, 1, 2, 1]
+        with pytest.raises(RuntimeError, match="product failed"):
+            kernels._product(mid, failing)
+        assert calls[-2:] == [2, 1]
 
 
 def test_products_are_split_by_their_size_and_run_on_one_thread_when_crowded(monkeypatch):

@@ -14,7 +14,7 @@ import numpy as np
 
 from torcia.library import get_op
 from torcia_cpu import _native, _provider
-from torcia_cpu.kernels import _own_blas_threads
+from torcia_cpu.kernels import _product
 
 _U8, _I8, _F32 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.float32)
 
@@ -76,11 +76,11 @@ class QuantKernels:
         if _is(xq, _U8) and _is(wq, _I8) and wq.ndim == 2 and _int8_gemm():
             x2 = np.ascontiguousarray(xq.reshape(-1, xq.shape[-1]))
             m = x2.shape[0]
-            with _own_blas_threads(m * wq.shape[0] * wq.shape[1]):
-                out = _native.int8_linear(
-                    x2, x_zero_point, np.ascontiguousarray(wq), np.full(m, x_scale, _F32),
-                    np.ascontiguousarray(w_scales, dtype=_F32), _bias(bias),
-                    -1.0 if out_scale is None else out_scale, out_zero_point, relu)
+            out = _product(m * wq.shape[0] * wq.shape[1], _native.int8_linear,
+                           x2, x_zero_point, np.ascontiguousarray(wq), np.full(m, x_scale, _F32),
+                           np.ascontiguousarray(w_scales, dtype=_F32), _bias(bias),
+                           -1.0 if out_scale is None else out_scale, out_zero_point, relu,
+                           split=False)
             return out.reshape(*xq.shape[:-1], wq.shape[0])
         return _reference("quantized_linear")(
             xq, wq, w_scales, bias, x_scale=x_scale, x_zero_point=x_zero_point,
@@ -137,10 +137,10 @@ class QuantKernels:
                 # per output element (the GEMM's epilogue adds it), in the output's shape
                 b = np.ascontiguousarray(np.broadcast_to(
                     b, x.shape[:-1] + (wq.shape[0],)).reshape(rows))
-            with _own_blas_threads(x2.shape[0] * wq.shape[0] * wq.shape[1]):
-                out = _native.int8_linear(q, offset, np.ascontiguousarray(wq), row_scale,
-                                          np.ascontiguousarray(w_scales, dtype=_F32),
-                                          b, -1.0, 0, False)
+            out = _product(x2.shape[0] * wq.shape[0] * wq.shape[1], _native.int8_linear,
+                           q, offset, np.ascontiguousarray(wq), row_scale,
+                           np.ascontiguousarray(w_scales, dtype=_F32), b, -1.0, 0, False,
+                           split=False)
             return out.reshape(*x.shape[:-1], wq.shape[0])
         return _reference("linear_dynamic")(x, wq, w_scales, bias, per_row=per_row,
                                                  reduce_range=reduce_range)
