@@ -19,15 +19,17 @@ from torcia import _storage
 from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
-from torcia._ops import views as _declared
+from torcia._ops import movement as _moves
+from torcia._ops import views as _views
 from torcia._ops.complex_numbers import conj
-from torcia._ops.views import pad
+from torcia._ops.movement import pad
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
 
-#: the public functions declared beside their ops in torcia._ops.views (``flip``,
-#: ``unfold``...)
-globals().update({fn.__name__: fn for fn in _declared.PUBLIC})
+#: the public functions declared beside their ops in torcia._ops.views and
+#: torcia._ops.movement (``unfold``, ``flip``...)
+_DECLARED_PUBLIC = _views.PUBLIC + _moves.PUBLIC
+globals().update({fn.__name__: fn for fn in _DECLARED_PUBLIC})
 
 
 def _shape_arg(shape) -> tuple:
@@ -702,7 +704,7 @@ def fliplr(input):
     tensor([[2, 1],
             [4, 3]])
     """
-    return _declared.flip(input, (1,))
+    return _moves.flip(input, (1,))
 
 
 def flipud(input):
@@ -715,7 +717,7 @@ def flipud(input):
     tensor([[3, 4],
             [1, 2]])
     """
-    return _declared.flip(input, (0,))
+    return _moves.flip(input, (0,))
 
 
 def repeat(input, *sizes):
@@ -907,7 +909,7 @@ def diagflat(input, offset=0):
     tensor([[1, 0],
             [0, 2]])
     """
-    return _declared.diag(input.reshape(-1), offset)
+    return _moves.diag(input.reshape(-1), offset)
 
 
 def adjoint(input):
@@ -1113,7 +1115,7 @@ def resize_as(self, tensor):
 
 
 #: the functions here that are also Tensor methods, under the same name
-METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+METHODS = tuple(fn.__name__ for fn in _DECLARED_PUBLIC) + (
     "view", "reshape", "permute", "transpose", "swapaxes", "swapdims", "t", "squeeze",
     "unsqueeze", "expand", "expand_as", "broadcast_to", "flatten", "unflatten", "narrow",
     "movedim", "moveaxis", "contiguous", "clone", "diagonal", "as_strided", "detach", "split",
@@ -1123,7 +1125,7 @@ METHODS = tuple(fn.__name__ for fn in _declared.PUBLIC) + (
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = tuple(fn.__name__ for fn in _declared.PUBLIC if fn.__name__ in _declared.INPLACE)
+INPLACE = tuple(fn.__name__ for fn in _DECLARED_PUBLIC if fn.__name__ in _moves.INPLACE)
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
 #: own have not set them
@@ -1132,7 +1134,7 @@ FALLBACK_METHODS = (
 )
 
 #: the names ``torcia`` exports from here
-__all__ = sorted(tuple(fn.__name__ for fn in _declared.PUBLIC) + (
+__all__ = sorted(tuple(fn.__name__ for fn in _DECLARED_PUBLIC) + (
     "adjoint", "as_strided", "as_strided_", "atleast_1d", "atleast_2d", "atleast_3d",
     "broadcast_shapes", "broadcast_tensors", "broadcast_to", "cat", "chunk", "clone",
     "column_stack", "concat", "concatenate", "constant_pad_nd", "contiguous", "detach",

@@ -21,12 +21,12 @@ An op's public function is made from its declaration (the elementwise and specia
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the complex-number ops, sorting, the
-views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and ``take``,
-``select``... built on them) in their module's ``PUBLIC``; the reductions and the scans,
-the convolutions and pooling, the normalisations, with group and instance norm, in
-``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``, which
-:mod:`torcia._oplib` registers as families); the other families' stay in
-:mod:`torcia._oplib`.
+views and movement (``unfold``, ``flip``, ``tril``...) and indexing (``gather``,
+``masked_fill``, and ``take``, ``select``... built on them) in their module's
+``PUBLIC``; the reductions and the scans, the convolutions and pooling, the
+normalisations, with group and instance norm, in ``nn_norm`` and the embedding and
+``torch.*``'s losses in ``nn_loss``, which :mod:`torcia._oplib` registers as families);
+the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -77,8 +77,10 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``linalg_functions``       the norms and the matrix exponential of :mod:`torcia.linalg`
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
-``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``views``                  the views (``view``, ``permute``, ``expand``, ``as_strided``,
+                           ``getitem``, ``unfold``...)
+``movement``               the copies and joins (``contiguous``, ``clone``, ``cat``,
+                           ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...)
 ``indexing``               the gathers and scatters (``gather``, ``scatter``,
                            ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
                            ``index_put``...) and the masked ops (``masked_select``,
@@ -101,6 +103,7 @@ from torcia._ops import (
     linalg_factorizations,
     linalg_functions,
     linalg_solves,
+    movement,
     nn_activation,
     nn_attention,
     nn_conv,
@@ -122,9 +125,10 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
                                      nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
-                                     indexing, complex_numbers, special, spectral, linalg,
-                                     linalg_solves, linalg_factorizations, linalg_functions,
-                                     creation, random, nn_rnn, nn_attention, sparse)
+                                     movement, indexing, complex_numbers, special, spectral,
+                                     linalg, linalg_solves, linalg_factorizations,
+                                     linalg_functions, creation, random, nn_rnn, nn_attention,
+                                     sparse)
             for d in family.DECLARED}
 
 

@@ -24,7 +24,7 @@ from torcia import _opdef
 from torcia._opdef import define
 from torcia._ops._common import HALF, in_float32, low_precision, widened
 from torcia._ops._common import where as _where
-from torcia._ops.views import repeat_interleave
+from torcia._ops.movement import repeat_interleave
 
 # ----- reference kernels -----------------------------------------------------------------
 
