@@ -31,6 +31,12 @@ AUTOCAST_AS: Callable | None = None
 #: ``torcia._tensor.inplace``, set by that module as it loads: the in-place public functions
 #: written in :mod:`torcia._ops` (``torcia.conj_physical_``) write their result back with it
 INPLACE: Callable | None = None
+#: ``torcia._storage.storage_size`` and ``torcia._storage.inplace_view``, set by that module
+#: as it loads: ``as_strided`` (written in :mod:`torcia._ops.views`) checks its bounds
+#: against the storage's size, and the in-place views (``t_``, ``squeeze_``...) make their
+#: tensor a view of its old memory, that module being above the family modules
+STORAGE_SIZE: Callable | None = None
+INPLACE_VIEW: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,7 +14,7 @@ import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._oplib.views import stack
+from torcia._ops.movement import stack
 from torcia._tensor import Tensor, _legacy_new
 
 

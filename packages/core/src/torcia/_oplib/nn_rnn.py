@@ -9,8 +9,8 @@ import functools
 from torcia._autocast import autocast_as, op_policy
 from torcia._oplib.elementwise import relu
 from torcia._oplib.nn import dropout as _dropout
-from torcia._oplib.views import cat, stack
 from torcia._ops.linalg import matmul
+from torcia._ops.movement import cat, stack
 from torcia._tensor import AUTOCAST, Tensor
 
 

@@ -5,8 +5,8 @@ pieces, views as PyTorch's); the views are :mod:`torcia._ops.views`'s, the index
 ``MOVEMENT`` (``gather``, ``scatter``, ``index_select``...) :mod:`torcia._ops.indexing`'s.
 
 A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
-CuPy). A public function (in :mod:`torcia._oplib.views`, or at the end of this module:
-``flip``, ``tril``, ``pad``...) checks the arguments and calls the op by name. A
+CuPy). A public function (at the end of this module: ``cat``, ``split``, ``flip``,
+``tril``, ``pad``...) checks the arguments and calls the op by name. A
 decomposition is written with Tensor methods, the public functions
 (:data:`torcia._opdef.PUBLIC`) and :data:`torcia._opdef.CALL` (an op by name): it runs on
 any device, and this module is below the Tensor class. Their derivatives are
@@ -15,6 +15,7 @@ torcia-autograd's.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 import math
 
@@ -27,12 +28,21 @@ from torcia._ops._common import (
     dense,
     dim_tuple,
     first_shape,
+    promoted,
     random_floats,
     with_size,
     wrap_dim,
 )
 from torcia._ops._common import where as _where
-from torcia._ops.views import along, copied, diagonal_shape, view_call
+from torcia._ops.views import (
+    along,
+    copied,
+    diagonal_shape,
+    shape_arg,
+    sliced,
+    squeeze,
+    view_call,
+)
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -249,7 +259,7 @@ def upper_triangle(a, diagonal=0):
     return _triangle(a, diagonal, lower=False)
 
 
-def split(a, sections, dim=0):
+def slices_along(a, sections, dim=0):
     bounds = itertools.accumulate(sections, initial=0)
     return tuple(along(a, dim, slice(lo, lo + n)) for lo, n in zip(bounds, sections))
 
@@ -258,10 +268,10 @@ def reversed_along(a, dims):
     key = [slice(None)] * a.ndim
     for d in dims:
         key[d % a.ndim] = slice(None, None, -1)
-    return view_call("getitem", a, {"key": tuple(key)}).clone()  # a copy, as PyTorch's
+    return sliced(a, tuple(key)).clone()  # a copy, as PyTorch's
 
 
-def repeat(a, sizes):
+def repeated(a, sizes):
     sizes = tuple(sizes)
     shape = (1,) * (len(sizes) - a.ndim) + tuple(a.shape)
     # each dim n as (1, n) expanded to (r, n), then (r * n)
@@ -290,7 +300,7 @@ def tiled(a, dims):
     return a.repeat(*((1,) * (a.ndim - len(dims)) + dims))
 
 
-def stack(*tensors, dim=0):
+def unsqueezed_cat(*tensors, dim=0):
     if dim < 0:
         dim += tensors[0].ndim + 1
     return _opdef.PUBLIC.cat([t.unsqueeze(dim) for t in tensors], dim)
@@ -311,11 +321,11 @@ def rolled(a, shifts, dims):
     return out
 
 
-def clone(a):
+def same_dtype_cast(a):
     return _opdef.CALL("cast", (a,), {"dtype": a.dtype.to_numpy()})  # a copy, in any dtype
 
 
-def contiguous(a):
+def contiguous_copy(a):
     # torcia.contiguous calls the op for a non-contiguous tensor only: a contiguous copy
     return copied("contiguous", a, {}, a.shape)
 
@@ -333,7 +343,7 @@ def embedded_diagonals(a, offset=0, dim1=-2, dim2=-1):
     return out.movedim((-2, -1), (dim1, dim2))
 
 
-def repeat_interleave(a, repeats, dim=None):
+def repeated_by_index(a, repeats, dim=None):
     if dim is None:
         a, dim = a.reshape(-1), 0
     dim %= a.ndim
@@ -381,19 +391,20 @@ def _pad_samples(rng):
 #: the movement ops, in the order of torcia.ops.MOVEMENT
 DECLARED = (
     _a_move("contiguous(Tensor x) -> Tensor", Kernels.contiguous, shape=first_shape,
-            decomposition=contiguous),
-    _a_move("clone(Tensor x) -> Tensor", Kernels.clone, shape=first_shape, decomposition=clone),
+            decomposition=contiguous_copy),
+    _a_move("clone(Tensor x) -> Tensor", Kernels.clone, shape=first_shape,
+            decomposition=same_dtype_cast),
     _a_move("flip(Tensor x, *, dims=None) -> Tensor", Kernels.flip, shape=first_shape,
             decomposition=reversed_along),
     _a_move("roll(Tensor x, *, shifts=None, dims=None) -> Tensor", Kernels.roll,
             shape=first_shape, decomposition=rolled),
     _a_move("repeat(Tensor x, *, sizes=None) -> Tensor", Kernels.repeat, shape=_repeat_shape,
-            decomposition=repeat),
+            decomposition=repeated),
     _a_move("tile(Tensor x, *, dims=None) -> Tensor", Kernels.tile, shape=_tile_shape,
             decomposition=tiled),
     _a_move("repeat_interleave(Tensor x, *, repeats=None, dim=None) -> Tensor",
             Kernels.repeat_interleave, shape=_repeat_interleave_shape,
-            decomposition=repeat_interleave,
+            decomposition=repeated_by_index,
             samples=lambda rng: [((random_floats(rng, 3, 4),), {"repeats": 2, "dim": 1})]),
     _a_move("tril(Tensor x, *, diagonal=0) -> Tensor", Kernels.tril, shape=first_shape,
             decomposition=lower_triangle, inplace=True,
@@ -404,9 +415,9 @@ DECLARED = (
     _a_move("cat(Tensor[] *xs, *, dim=0) -> Tensor", Kernels.cat, shape=_joined,
             autocast={"cpu": "promote", "cuda": "promote"}),
     _a_move("stack(Tensor[] *xs, *, dim=0) -> Tensor", Kernels.stack, shape=_stacked,
-            decomposition=stack, autocast={"cpu": "promote", "cuda": "promote"}),
+            decomposition=unsqueezed_cat, autocast={"cpu": "promote", "cuda": "promote"}),
     _a_move("split(Tensor x, *, sections=None, dim=0) -> Tensor[]", Kernels.split,
-            shape=_split_shape, decomposition=split),
+            shape=_split_shape, decomposition=slices_along),
     _a_move("pad(Tensor x, *, pad=None, mode='constant', value=0.0) -> Tensor", Kernels.pad,
             shape=_pad_shape, decomposition=padded, samples=_pad_samples),
     _a_move("diag(Tensor x, *, diagonal=0) -> Tensor", Kernels.diag, shape=_diag_shape,
@@ -416,7 +427,7 @@ DECLARED = (
 )
 
 
-# ----- public functions (torcia.flip, torcia.tril...): the ops' calls by name -------------
+# ----- public functions (torcia.cat, torcia.split, torcia.flip...) ----------------------
 
 
 def flip(input, dims):
@@ -595,10 +606,450 @@ _PAD_AUTOCAST = {"reflect": autocast_as("reflection_pad")(_pad),
                  "replicate": autocast_as("replication_pad")(_pad)}
 
 
-#: the public functions above that torcia exports (through torcia._oplib.views) and Tensor
-#: has as methods (``pad`` is torcia.library's, for torcia.nn.functional, and stft's)
-PUBLIC = (flip, roll, tile, diag, diag_embed, tril, triu)
+def contiguous(input, memory_format=None):
+    """``input`` itself when C-contiguous, else a contiguous copy.
 
-#: the names of those whose Tensor method has an in-place ``name_`` form too (declared
-#: ``inplace``)
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.arange(6).reshape(2, 3).t()
+    >>> x.is_contiguous(), torcia.contiguous(x).is_contiguous()
+    (False, True)
+    """
+    if input.is_contiguous():
+        return input
+    return _opdef.CALL("contiguous", (input,), {})
+
+
+def clone(input, *, memory_format=None):
+    """A copy with its own storage (gradients flow back to ``input``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> x = torcia.tensor([1, 2])
+    >>> y = torcia.clone(x)
+    >>> y[0] = 7
+    >>> x, y
+    (tensor([1, 2]), tensor([7, 2]))
+    """
+    return _opdef.CALL("clone", (input,), {})
+
+
+def cat(tensors, dim=0):
+    """Concatenate along an existing ``dim``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.cat([torcia.zeros(1, 2), torcia.ones(2, 2)]).shape
+    torcia.Size([3, 2])
+    """
+    tensors = promoted(tensors, "cat")
+    n = tensors[0]._data.ndim
+    if dim.__class__ is int and -n <= dim < n:
+        try:
+            return _opdef.CALL("cat", tuple(tensors), {"dim": dim % n})
+        except ValueError:
+            pass  # the array module refused: find PyTorch's reason below
+    # legacy: 1-D empty tensors are skipped whatever the others' shapes
+    kept = [t for t in tensors if t._data.shape != (0,)] or tensors[:1]
+    ref = kept[0]._data.shape
+    if not ref:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    n = len(ref)
+    d = dim if dim.__class__ is int and 0 <= dim < n else wrap_dim(dim, n)
+    rest = ref[:d] + ref[d + 1:]
+    for i, t in enumerate(kept):
+        shape = t._data.shape
+        if shape[:d] + shape[d + 1:] != rest or len(shape) != n:
+            _cat_mismatch(ref, shape, d, i)
+    return _opdef.CALL("cat", tuple(kept), {"dim": d})
+
+
+def _cat_mismatch(ref, shape, d, i):
+    if len(shape) != len(ref):
+        raise RuntimeError(
+            f"Tensors must have same number of dimensions: got {len(ref)} and {len(shape)}")
+    for j in range(len(ref)):
+        if j != d and shape[j] != ref[j]:
+            raise RuntimeError(
+                f"Sizes of tensors must match except in dimension {d}. Expected size "
+                f"{ref[j]} but got size {shape[j]} for tensor number {i} in the list.")
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim=0):
+    """Join along a new ``dim``; all tensors must have the same shape.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])], dim=1)
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    tensors = promoted(tensors, "stack")
+    ref = tensors[0]
+    for i, t in enumerate(tensors):
+        if t.shape != ref.shape:
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(ref.shape)} at entry "
+                f"0 and {list(t.shape)} at entry {i}")
+    return _opdef.CALL("stack", tuple(tensors), {"dim": wrap_dim(dim, ref.ndim + 1)})
+
+
+def hstack(tensors):
+    """Concatenate ``tensors`` along their second dimension (the first for 1-D ones).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.hstack([torcia.tensor([1, 2]), torcia.tensor([3])])
+    tensor([1, 2, 3])
+    >>> torcia.hstack([torcia.ones(2, 1), torcia.zeros(2, 2)])
+    tensor([[1., 0., 0.],
+            [1., 0., 0.]])
+    """
+    return cat(tensors, 0 if tensors[0].ndim == 1 else 1)
+
+
+def vstack(tensors):
+    """Concatenate ``tensors`` along their first dimension (1-D ones as rows).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.vstack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[1, 2],
+            [3, 4]])
+    """
+    return cat([t.reshape(1, -1) if t.ndim < 2 else t for t in tensors], 0)
+
+
+def split(tensor, split_size_or_sections, dim=0):
+    """Split into chunks of a size (the last may be smaller) or of the listed sizes.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.split(torcia.arange(5), 2)
+    (tensor([0, 1]), tensor([2, 3]), tensor([4]))
+    >>> torcia.split(torcia.arange(5), [1, 4])
+    (tensor([0]), tensor([1, 2, 3, 4]))
+    """
+    d = wrap_dim(dim, tensor.ndim)
+    size = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        step = split_size_or_sections
+        if step <= 0 and size:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {size}")
+        sections = [step] * (size // step) + ([size % step] if size % step else []) if step else [0]
+    else:
+        sections = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sections) != size:
+            raise RuntimeError(
+                f"split_with_sizes expects split_sizes to sum exactly to {size} (input tensor's "
+                f"size at dimension {d}), but got split_sizes={sections}")
+    if len(sections) == 1:
+        return (view_call("view", tensor, {"shape": tuple(tensor.shape)}),)
+    outs = _opdef.CALL("split", (tensor,), {"sections": tuple(sections), "dim": d})
+    for o in outs:
+        o._vc = tensor._vc
+        o._base = tensor._base if tensor._base is not None else tensor
+    return outs
+
+
+def chunk(input, chunks, dim=0):
+    """Split into ``chunks`` pieces of equal size (the last may be smaller).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.chunk(torcia.arange(5), 2)
+    (tensor([0, 1, 2]), tensor([3, 4]))
+    """
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = input.shape[wrap_dim(dim, input.ndim)]
+    step = -(-size // chunks) if size else 1
+    return split(input, step, dim)
+
+
+def unbind(input, dim=0):
+    """The slices along ``dim``, each without that dim.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.unbind(torcia.tensor([[1, 2], [3, 4]]), dim=1)
+    (tensor([1, 3]), tensor([2, 4]))
+    """
+    d = wrap_dim(dim, input.ndim)
+    if input.shape[d] == 0:
+        return ()
+    # one split node: its backward concatenates the slices' gradients once, where a select
+    # per slice would scatter each into a zero tensor of the input's size
+    return tuple(squeeze(t, d) for t in split(input, 1, d))
+
+
+def fliplr(input):
+    """``input`` reversed along its second dimension (left-right).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.fliplr(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 1],
+            [4, 3]])
+    """
+    return flip(input, (1,))
+
+
+def flipud(input):
+    """``input`` reversed along its first dimension (up-down).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.flipud(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[3, 4],
+            [1, 2]])
+    """
+    return flip(input, (0,))
+
+
+def repeat(input, *sizes):
+    """Tile ``input`` ``sizes`` times along each dim (PyTorch's ``Tensor.repeat``).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat(torcia.tensor([1, 2]), 2, 2)
+    tensor([[1, 2, 1, 2],
+            [1, 2, 1, 2]])
+    """
+    sizes = shape_arg(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than number "
+                           "of dimensions of tensor")
+    return _opdef.CALL("repeat", (input,), {"sizes": sizes})
+
+
+def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
+    """Repeat each element ``repeats`` times (along ``dim``, or of the flattened input).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.repeat_interleave(torcia.tensor([1, 2]), 2)
+    tensor([1, 1, 2, 2])
+    >>> torcia.repeat_interleave(torcia.tensor([[1, 2], [3, 4]]), torcia.tensor([1, 2]), dim=0)
+    tensor([[1, 2],
+            [3, 4],
+            [3, 4]])
+    """
+    if repeats is None:
+        # repeat_interleave(repeats): each index i repeated repeats[i] times
+        input, repeats = _opdef.PUBLIC.arange(input.shape[0], device=input.device), input
+    if isinstance(repeats, _opdef.PUBLIC.Tensor):
+        rep = repeats._data
+    else:
+        rep = int(repeats)
+    d = None if dim is None else wrap_dim(dim, input.ndim)
+    if d is not None and not input.ndim:
+        # PyTorch reads the size of dim 0, which a 0-dim tensor lacks
+        raise IndexError("Dimension out of range (expected to be in range of [-1, 0], but got "
+                         "1)")
+    if output_size is not None and isinstance(repeats, _opdef.PUBLIC.Tensor) and "meta" in (
+            input.device.type, repeats.device.type):
+        return _meta_repeated(input, repeats, d, int(output_size))
+    out = _opdef.CALL("repeat_interleave", (input,), {"repeats": rep, "dim": d})
+    length = out.shape[0 if d is None else d]
+    if output_size is not None and output_size != length:
+        if isinstance(rep, int):
+            raise RuntimeError(f"repeat_interleave: Invalid output_size, expected {length} "
+                               f"but got {output_size}")
+        raise RuntimeError("allocated size does not match required size")
+    return out
+
+
+def _meta_repeated(input, repeats, d, output_size):
+    """repeat_interleave's result where the repeats' values cannot be read (the meta
+    device) but the caller gave its length, as PyTorch's meta kernel takes it."""
+    along = input.numel() if d is None else input.shape[d]
+    if repeats.ndim > 1 or (repeats.ndim == 1 and repeats.shape[0] not in (1, along)):
+        raise RuntimeError("repeats must have the same size as input along dim, but got "
+                           f"repeats.size(0) = {repeats.shape[0] if repeats.ndim else 1} "
+                           f"and input.size({0 if d is None else d}) = {along}")
+    shape = [input.numel()] if d is None else list(input.shape)
+    shape[0 if d is None else d] = output_size
+    return _opdef.PUBLIC.empty(shape, dtype=input.dtype, device="meta")
+
+
+def _each(fn, tensors):
+    if len(tensors) == 1 and isinstance(tensors[0], (list, tuple)):
+        return tuple(fn(t) for t in tensors[0])
+    out = tuple(fn(t) for t in tensors)
+    return out[0] if len(out) == 1 else out
+
+
+def atleast_1d(*tensors):
+    """Each tensor with at least one dimension.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_1d(torcia.tensor(5)).shape
+    torcia.Size([1])
+    """
+    return _each(lambda t: t.reshape(1) if t.ndim == 0 else t, tensors)
+
+
+def atleast_2d(*tensors):
+    """Each tensor with at least two dimensions (a vector becomes a row).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_2d(torcia.tensor([1, 2])).shape
+    torcia.Size([1, 2])
+    """
+    return _each(lambda t: t.reshape(1, -1) if t.ndim < 2 else t, tensors)
+
+
+def atleast_3d(*tensors):
+    """Each tensor with at least three dimensions, as ``numpy.atleast_3d``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.atleast_3d(torcia.tensor([1, 2])).shape
+    torcia.Size([1, 2, 1])
+    """
+    def three(t):
+        if t.ndim == 0:
+            return t.reshape(1, 1, 1)
+        if t.ndim == 1:
+            return t.reshape(1, -1, 1)
+        if t.ndim == 2:
+            return t.unsqueeze(-1)
+        return t
+    return _each(three, tensors)
+
+
+def column_stack(tensors):
+    """Stack 0-d/1-d tensors as columns (and 2-d ones side by side).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.column_stack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[1, 3],
+            [2, 4]])
+    """
+    cols = [t.reshape(-1, 1) if t.ndim < 2 else t for t in tensors]
+    return cat(cols, 1)
+
+
+def dstack(tensors):
+    """Concatenate along the third dimension after :func:`atleast_3d`.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.dstack([torcia.tensor([1, 2]), torcia.tensor([3, 4])])
+    tensor([[[1, 3],
+             [2, 4]]])
+    """
+    return cat([atleast_3d(t) for t in tensors], 2)
+
+
+def rot90(input, k=1, dims=(0, 1)):
+    """Rotate by 90 degrees ``k`` times in the plane of ``dims``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.rot90(torcia.tensor([[1, 2], [3, 4]]))
+    tensor([[2, 4],
+            [1, 3]])
+    """
+    d0, d1 = dims
+    k %= 4
+    if k == 1:
+        return input.flip([d1]).transpose(d0, d1)
+    if k == 2:
+        return input.flip([d0, d1])
+    if k == 3:
+        return input.transpose(d0, d1).flip([d1])
+    return input.clone()
+
+
+def diagflat(input, offset=0):
+    """A matrix with the flattened ``input`` on diagonal ``offset``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.diagflat(torcia.tensor([1, 2]))
+    tensor([[1, 0],
+            [0, 2]])
+    """
+    return diag(input.reshape(-1), offset)
+
+
+def split_with_sizes(input, split_sizes, dim=0):
+    """Split into pieces of the given sizes along ``dim`` (which must add up to it).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.split_with_sizes(torcia.arange(5), [2, 3])
+    (tensor([0, 1]), tensor([2, 3, 4]))
+    """
+    if builtins.sum(split_sizes) != input.shape[dim]:
+        raise RuntimeError(f"split_with_sizes expects split_sizes to sum exactly to "
+                           f"{input.shape[dim]} (input tensor's size at dimension {dim}), "
+                           f"but got split_sizes={list(split_sizes)}")
+    return split(input, list(split_sizes), dim)
+
+
+# constant_pad_nd's argument is named ``pad`` too, as PyTorch's
+_pad_fn = pad
+
+
+def constant_pad_nd(input, pad, value=0):
+    """Pad with ``value`` (``F.pad``'s constant mode).
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.constant_pad_nd(torcia.tensor([1, 2]), (1, 2), value=9)
+    tensor([9, 1, 2, 9, 9])
+    """
+    return _pad_fn(input, pad, "constant", value)
+
+
+#: the functions here that are also Tensor methods, under the same name (``pad`` is
+#: torcia.library's, for torcia.nn.functional, and stft's)
+METHODS = ("flip", "roll", "tile", "diag", "diag_embed", "tril", "triu", "contiguous", "clone",
+           "split", "chunk", "unbind", "fliplr", "flipud", "repeat", "repeat_interleave")
+
+#: ... and those with an in-place ``name_`` method (declared ``inplace``: computed out of
+#: place, then written back)
 INPLACE = tuple(d.name for d in DECLARED if d.inplace)
+
+#: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's
+#: own have not set them
+FALLBACK_METHODS = ("rot90", "diagflat", "split_with_sizes")
+
+#: the names ``torcia`` exports from here
+__all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "cat", "chunk", "clone", "column_stack",
+           "concat", "concatenate", "constant_pad_nd", "contiguous", "diag", "diag_embed",
+           "diagflat", "dstack", "flip", "fliplr", "flipud", "hstack", "repeat",
+           "repeat_interleave", "roll", "rot90", "split", "split_with_sizes", "stack", "tile",
+           "tril", "triu", "unbind", "vstack"]
