@@ -20,13 +20,14 @@ they are built:
 An op's public function is made from its declaration (the elementwise and special
 functions, the nn activations: :mod:`torcia._oplib` builds them) or written next to it
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
-publishes, with what they share in ``_linalg``; the complex-number ops, sorting, the
-views and movement (``unfold``, ``flip``, ``tril``...) and indexing (``gather``,
-``masked_fill``, and ``take``, ``select``... built on them) in their module's
-``PUBLIC``; the reductions and the scans, the convolutions and pooling, the
-normalisations, with group and instance norm, in ``nn_norm`` and the embedding and
-``torch.*``'s losses in ``nn_loss``, which :mod:`torcia._oplib` registers as families);
-the other families' stay in :mod:`torcia._oplib`.
+publishes, with what they share in ``_linalg``; the complex-number ops, sorting and
+indexing (``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their
+module's ``PUBLIC``; the reductions and the scans, the views (``view``, ``permute``, the
+in-place ``t_``...) and the movement ops (``cat``, ``split``, ``flip``...), the
+convolutions and pooling, the normalisations, with group and instance norm, in
+``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``, which
+:mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -78,9 +79,11 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
 ``views``                  the views (``view``, ``permute``, ``expand``, ``as_strided``,
-                           ``getitem``, ``unfold``...)
+                           ``getitem``, ``unfold``...), with their public functions, the
+                           in-place views and ``resize_``
 ``movement``               the copies and joins (``contiguous``, ``clone``, ``cat``,
-                           ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...)
+                           ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...),
+                           with their public functions
 ``indexing``               the gathers and scatters (``gather``, ``scatter``,
                            ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
                            ``index_put``...) and the masked ops (``masked_select``,
