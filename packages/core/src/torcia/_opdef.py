@@ -35,6 +35,12 @@ AUTOCAST_WHERE_LISTED: Callable | None = None
 #: written in :mod:`torcia._ops` (``torcia.conj_physical_``, ``functional.elu(x,
 #: inplace=True)``) write their result back with it
 INPLACE: Callable | None = None
+#: ``torcia._storage.storage_size`` and ``torcia._storage.inplace_view``, set by that module
+#: as it loads: ``as_strided`` (written in :mod:`torcia._ops.views`) checks its bounds
+#: against the storage's size, and the in-place views (``t_``, ``squeeze_``...) make their
+#: tensor a view of its old memory, that module being above the family modules
+STORAGE_SIZE: Callable | None = None
+INPLACE_VIEW: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

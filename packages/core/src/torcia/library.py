@@ -84,7 +84,6 @@ from torcia._numpy_backend import Reference as ReferenceKernels
 from torcia._opdef import OpDef
 from torcia._oplib import nn as _nn
 from torcia._oplib import runtime as _runtime
-from torcia._oplib.views import pad
 from torcia._oprecords import (
     OpRegistry,
     device_ops,
@@ -100,6 +99,7 @@ from torcia._ops import nn_conv as _nn_conv
 from torcia._ops import nn_loss as _nn_loss
 from torcia._ops import nn_norm as _nn_norm
 from torcia._ops import nn_pool as _nn_pool
+from torcia._ops.movement import pad
 from torcia._ops.nn_conv import batched, check_geometry, ntuple, unbatch
 from torcia._ops.nn_pool import pool_geometry
 from torcia._tensor import (

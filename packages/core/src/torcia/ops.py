@@ -64,8 +64,8 @@ REDUCE = _ops.names("reduce")
 REDUCE_INDEX = _ops.names("reduce_index")
 SCAN = _ops.names("scan")
 
-# --- shape and movement, declared in torcia._ops.views; VIEW return views as PyTorch's --
-VIEW = _ops.names("view")  # declared in torcia._ops.views, as MOVEMENT
+# --- shape and movement, declared in torcia._ops.views and .movement; VIEW return views --
+VIEW = _ops.names("view")  # declared in torcia._ops.views, MOVEMENT in .movement
 MOVEMENT = _ops.names("movement")
 
 # --- sorting, selection and counting, declared in torcia._ops.sorting ----------------------

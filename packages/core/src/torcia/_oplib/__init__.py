@@ -7,17 +7,20 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``views``, ``elementwise`` and ``indexing`` follow in that order, each importing
-only those before it (and :mod:`torcia._ops`, below them all, where ``conj``, ``matmul``
-and the other complex-number and product functions are), and the other families import
-these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here
-(what they call of those, the transforms' op calls, the norms, ``inv``, ``det``..., are
-written next to their ops' declarations in :mod:`torcia._ops`), nor a service such as
-:mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
+family; ``elementwise`` and ``indexing`` follow in that order, each importing only those
+before it (and :mod:`torcia._ops`, below them all, where the views, ``cat``, ``conj``,
+``matmul`` and the other functions written beside their declarations are), and the other
+families import these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which
+import from here (what they call of those, the transforms' op calls, the norms, ``inv``,
+``det``..., are written next to their ops' declarations in :mod:`torcia._ops`), nor a
+service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
-``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
+``views``            views: ``view``, ``reshape``, ``permute``, ``expand``, ``t_``,
+                     ``resize_``...: in :mod:`torcia._ops.views`, beside their declarations
+``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
+                     :mod:`torcia._ops.movement`, beside their declarations
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
                      ``index_*``, masked ops
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
@@ -52,7 +55,6 @@ families in their place.
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
     elementwise,
-    views,
     indexing,
     nn,
     aliases,
@@ -60,13 +62,14 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     properties,
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
-from torcia._ops import random, reduce, scan
+from torcia._ops import movement, random, reduce, scan, views
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
-from torcia._oplib.views import *  # noqa: F403
+from torcia._ops.views import *  # noqa: F403
+from torcia._ops.movement import *  # noqa: F403
 from torcia._oplib.indexing import *  # noqa: F403
 from torcia._ops.sorting import *  # noqa: F403
 from torcia._ops.linalg import *  # noqa: F403
@@ -86,8 +89,8 @@ from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, reduce, scan, views, indexing, sorting, linalg, complex_numbers,
-            creation, random,
+FAMILIES = (elementwise, reduce, scan, views, movement, indexing, sorting, linalg,
+            complex_numbers, creation, random,
             spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
             runtime, properties)
 

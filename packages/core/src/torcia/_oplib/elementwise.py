@@ -25,10 +25,10 @@ from torcia._oplib._common import (
     _to_float,
     to_dtype,
 )
-from torcia._oplib.views import broadcast_tensors
 from torcia._ops import DECLARED
 from torcia._ops._common import examples_section
 from torcia._ops.complex_numbers import imag
+from torcia._ops.views import broadcast_tensors
 from torcia._tensor import (
     Tensor,
     _as_operand,

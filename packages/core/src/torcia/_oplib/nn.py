@@ -11,7 +11,7 @@ from torcia import _tensor
 from torcia._autocast import autocast_as
 from torcia._creation import draw
 from torcia._oplib._common import _F
-from torcia._oplib.views import broadcast_tensors
+from torcia._ops.views import broadcast_tensors
 from torcia._tensor import Tensor, inplace
 from torcia.random import rng_of
 

@@ -21,14 +21,15 @@ An op's public function is made from its declaration (the elementwise and specia
 functions: :mod:`torcia._oplib` builds them; the nn activations' functional forms, made in
 ``nn_activation``) or written next to it where the schema cannot say it (the
 linear-algebra families, which :mod:`torcia.linalg` publishes, with what they share in
-``_linalg``; the complex-number ops, sorting, the views (``flip``, ``tril``...) and
-indexing (``gather``, ``masked_fill``, and ``take``, ``select``... built on them) in their
-module's ``PUBLIC``; the reductions and the scans, the convolutions and pooling, the other
-activations at ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with
-group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in
-``nn_loss``, the RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``,
-``binomial`` and the in-place random fills in ``random`` and the factories beyond
-:mod:`torcia._creation` (``meshgrid``, ``empty_strided``...) in ``creation``, which
+``_linalg``; the complex-number ops, sorting and indexing (``gather``, ``masked_fill``, and
+``take``, ``select``... built on them) in their module's ``PUBLIC``; the reductions and the
+scans, the views (``view``, ``permute``, the in-place ``t_``...) and the movement ops
+(``cat``, ``split``, ``flip``...), the convolutions and pooling, the other activations at
+``torcia.*`` in ``nn_activation``, softmax and the normalisations, with group and instance
+norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in ``nn_loss``, the RNN cells
+and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial`` and the in-place
+random fills in ``random`` and the factories beyond :mod:`torcia._creation`
+(``meshgrid``, ``empty_strided``...) in ``creation``, which
 :mod:`torcia._oplib` registers as families); the other families' stay in
 :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
@@ -81,8 +82,12 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 ``linalg_functions``       the norms and the matrix exponential of :mod:`torcia.linalg`
                            (``linalg_vector_norm``, ``linalg_matrix_norm``,
                            ``linalg_matrix_exp``...), with their public functions
-``views``                  the views and movement (``view``, ``permute``, ``expand``,
-                           ``as_strided``, ``getitem``, ``cat``, ``flip``, ``pad``...)
+``views``                  the views (``view``, ``permute``, ``expand``, ``as_strided``,
+                           ``getitem``, ``unfold``...), with their public functions, the
+                           in-place views and ``resize_``
+``movement``               the copies and joins (``contiguous``, ``clone``, ``cat``,
+                           ``split``, ``flip``, ``repeat``, ``tril``, ``pad``, ``diag``...),
+                           with their public functions
 ``indexing``               the gathers and scatters (``gather``, ``scatter``,
                            ``scatter_reduce``...), the ``index_*`` ops (``index_select``,
                            ``index_put``...) and the masked ops (``masked_select``,
@@ -105,6 +110,7 @@ from torcia._ops import (
     linalg_factorizations,
     linalg_functions,
     linalg_solves,
+    movement,
     nn_activation,
     nn_attention,
     nn_conv,
@@ -126,9 +132,10 @@ from torcia._ops import (
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
 DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
                                      nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
-                                     indexing, complex_numbers, special, spectral, linalg,
-                                     linalg_solves, linalg_factorizations, linalg_functions,
-                                     creation, random, nn_rnn, nn_attention, sparse)
+                                     movement, indexing, complex_numbers, special, spectral,
+                                     linalg, linalg_solves, linalg_factorizations,
+                                     linalg_functions, creation, random, nn_rnn, nn_attention,
+                                     sparse)
             for d in family.DECLARED}
 
 

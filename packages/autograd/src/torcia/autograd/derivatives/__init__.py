@@ -363,6 +363,7 @@ from torcia.autograd.derivatives import (  # noqa: E402, I001
     elementwise,
     indexing,
     linalg,
+    movement,
     nn,
     nn_activation,
     nn_conv,
