@@ -31,8 +31,8 @@ Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
 =========================  ==================================================================
-``elementwise``            the elementwise ops of one and two inputs (``exp``, ``abs``,
-                           ``isnan``, ``add``, ``div``, ``eq``...)
+``unary``                  the elementwise ops of one input (``exp``, ``abs``, ``isnan``...)
+``binary``                 the elementwise ops of two inputs (``add``, ``div``, ``eq``...)
 ``reduce``                 the reductions (``sum``, ``amax``, ``var``, ``max_dim``,
                            ``argmax``, ``median_dim``...), with their public functions
 ``scan``                   the scans (``cumsum``, ``cumprod``, ``cummax``,
@@ -93,9 +93,9 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
 """
 
 from torcia._ops import (
+    binary,
     complex_numbers,
     creation,
-    elementwise,
     indexing,
     linalg,
     linalg_factorizations,
@@ -116,11 +116,12 @@ from torcia._ops import (
     sparse,
     special,
     spectral,
+    unary,
     views,
 )
 
 #: op name -> its :class:`torcia._opdef.Declaration`, in the families' order
-DECLARED = {d.name: d for family in (elementwise, pointwise, reduce, scan, sorting,
+DECLARED = {d.name: d for family in (unary, binary, pointwise, reduce, scan, sorting,
                                      nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, views,
                                      indexing, complex_numbers, special, spectral, linalg,
                                      linalg_solves, linalg_factorizations, linalg_functions,
