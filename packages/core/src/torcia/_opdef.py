@@ -31,6 +31,9 @@ AUTOCAST_AS: Callable | None = None
 #: ``torcia._tensor.inplace``, set by that module as it loads: the in-place public functions
 #: written in :mod:`torcia._ops` (``torcia.conj_physical_``) write their result back with it
 INPLACE: Callable | None = None
+#: ``torcia._tensor.result_type``, set by that module as it loads: the public functions
+#: written in :mod:`torcia._ops` promote their operands with it (``clamp``'s bounds)
+RESULT_TYPE: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

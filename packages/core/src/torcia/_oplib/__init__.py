@@ -16,7 +16,9 @@ written next to their ops' declarations in :mod:`torcia._ops`), nor a service su
 :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
-``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
+``elementwise``      unary, binary and comparison ops, ``add``/``div``/``isclose``/``gcd``...
+``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``: in
+                     :mod:`torcia._ops.pointwise`, beside their declarations
 ``views``            views and movement: ``view``, ``permute``, ``cat``, ``split``, ``flip``...
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
                      ``index_*``, masked ops
@@ -62,10 +64,11 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     runtime,
     properties,
 )
-from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool, reduce, scan
+from torcia._ops import nn_conv, nn_loss, nn_norm, nn_pool, pointwise, reduce, scan
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
+from torcia._ops.pointwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
 from torcia._oplib.views import *  # noqa: F403
@@ -88,8 +91,8 @@ from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, reduce, scan, views, indexing, sorting, linalg, complex_numbers,
-            creation, random,
+FAMILIES = (elementwise, pointwise, reduce, scan, views, indexing, sorting, linalg,
+            complex_numbers, creation, random,
             spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
             runtime, properties)
 

@@ -12,9 +12,9 @@ from torcia import _dtype as D
 from torcia import _tensor
 from torcia._autocast import autocast_as
 from torcia._oplib._common import _F, _check_tensor, examples_section
-from torcia._oplib.elementwise import where
 from torcia._ops._common import refusal
 from torcia._ops.nn_activation import DECLARED as _DECLARED
+from torcia._ops.pointwise import where
 from torcia._tensor import _wrap_dim, call, inplace
 
 

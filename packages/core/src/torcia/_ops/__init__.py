@@ -22,11 +22,11 @@ functions, the nn activations: :mod:`torcia._oplib` builds them) or written next
 where the schema cannot say it (the linear-algebra families, which :mod:`torcia.linalg`
 publishes, with what they share in ``_linalg``; the complex-number ops, sorting, the
 views (``flip``, ``tril``...) and indexing (``gather``, ``masked_fill``, and ``take``,
-``select``... built on them) in their module's ``PUBLIC``; the reductions and the scans,
-the convolutions and pooling, the normalisations, with group and instance norm, in
-``nn_norm`` and the embedding and ``torch.*``'s losses in ``nn_loss``, which
-:mod:`torcia._oplib` registers as families); the other families' stay in
-:mod:`torcia._oplib`.
+``select``... built on them) in their module's ``PUBLIC``; ``clamp``, ``where``,
+``lerp``... in ``pointwise``, the reductions and the scans, the convolutions and pooling,
+the normalisations, with group and instance norm, in ``nn_norm`` and the embedding and
+``torch.*``'s losses in ``nn_loss``, which :mod:`torcia._oplib` registers as families);
+the other families' stay in :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
@@ -42,7 +42,8 @@ This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads
                            ``unique``, ``nonzero``, ``searchsorted``, ``bincount``,
                            ``histc``)
 ``pointwise``              the elementwise ops with parameters or three inputs (``clamp``,
-                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...)
+                           ``where``, ``lerp``, ``addcmul``, ``cast``, ``nan_to_num``...),
+                           with their public functions
 ``nn_activation``          the elementwise activations (``gelu``, ``softplus``...) and their
                            fused backward ops
 ``nn_conv``                ``linear`` and the convolutions (``conv``, ``conv_transpose``,
