@@ -16,7 +16,7 @@ from torcia import ops as _oplist
 from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, properties
 from torcia._oplib._common import _readable_value
-from torcia._ops import nn_activation, random
+from torcia._ops import nn_activation, pointwise, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,
@@ -189,7 +189,7 @@ Tensor.__rmod__ = _reflected("mod")
 Tensor.__pow__ = _forward("pow")
 Tensor.__rpow__ = _reflected("pow")
 Tensor.__matmul__ = lambda self, other: _oplib.matmul(self, other)
-Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(elementwise._tensor_arg(other), self)
+Tensor.__rmatmul__ = lambda self, other: _oplib.matmul(pointwise.tensor_arg(other), self)
 Tensor.__neg__ = lambda self: _oplib.neg(self)
 Tensor.__pos__ = lambda self: elementwise.positive(self)
 Tensor.__abs__ = lambda self: _oplib.abs(self)

@@ -42,6 +42,10 @@ INPLACE: Callable | None = None
 STORAGE_SIZE: Callable | None = None
 INPLACE_VIEW: Callable | None = None
 
+#: ``torcia._tensor.result_type``, set by that module as it loads: the public functions
+#: written in :mod:`torcia._ops` promote their operands with it (``clamp``'s bounds)
+RESULT_TYPE: Callable | None = None
+
 
 @dataclasses.dataclass(frozen=True)
 class OpDef:

@@ -1109,6 +1109,9 @@ def result_type(*operands) -> D.dtype:
     return D.result_type_of(dims, zeros, scalars)
 
 
+_opdef.RESULT_TYPE = result_type
+
+
 #: NumPy's words for a dtype it has no loop or routine for
 _NO_LOOP = ("not supported for the input types", "did not contain a loop with signature",
             "unsupported in linalg", "Invalid integer data type", "data type not inexact")

@@ -16,7 +16,9 @@ import from here (what they call of those, the transforms' op calls, the norms, 
 service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
-``elementwise``      unary, binary and comparison ops, ``add``/``clamp``/``where``/``lerp``...
+``elementwise``      unary, binary and comparison ops, ``add``/``div``/``isclose``/``gcd``...
+``pointwise``        ``clamp``, ``where``, ``lerp``, ``addcmul``, ``nan_to_num``, ``round``: in
+                     :mod:`torcia._ops.pointwise`, beside their declarations
 ``views``            views: ``view``, ``reshape``, ``permute``, ``expand``, ``t_``,
                      ``resize_``...: in :mod:`torcia._ops.views`, beside their declarations
 ``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
@@ -62,10 +64,11 @@ from torcia._oplib import (  # noqa: I001 - the load order of the families
     properties,
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
-from torcia._ops import movement, random, reduce, scan, views
+from torcia._ops import movement, pointwise, random, reduce, scan, views
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
+from torcia._ops.pointwise import *  # noqa: F403
 from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
 from torcia._ops.views import *  # noqa: F403
@@ -89,7 +92,7 @@ from torcia._oplib.runtime import *  # noqa: F403
 from torcia._oplib.properties import *  # noqa: F403
 
 #: the op families, in load order
-FAMILIES = (elementwise, reduce, scan, views, movement, indexing, sorting, linalg,
+FAMILIES = (elementwise, pointwise, reduce, scan, views, movement, indexing, sorting, linalg,
             complex_numbers, creation, random,
             spectral, nn_activation, nn_conv, nn_pool, nn_norm, nn_loss, nn, nn_rnn, aliases,
             runtime, properties)

@@ -1,38 +1,35 @@
 """Element-wise ops: the generated unary, binary and comparison functions
 (``torcia.exp``, ``torcia.mul``, ``torcia.eq``...) and the ones with their own arguments
-(``add``'s ``alpha``, ``clamp``, ``where``, ``lerp``, ``addcmul``, ``logaddexp``, ``frexp``...).
+(``add``'s ``alpha``, ``div``'s ``rounding_mode``, ``logaddexp``, ``frexp``...); those of
+the ops with parameters or three inputs (``clamp``, ``where``, ``lerp``, ``addcmul``...) are
+:mod:`torcia._ops.pointwise`'s.
 """
 
 from __future__ import annotations
 
 import builtins
 import math
-import numbers
 import re
 import types
-import warnings
 
 import numpy as np
 
 from torcia import _creation as C
 from torcia import _dtype as D
-from torcia._creation import tensor
 from torcia._oplib._common import (
-    _nonzero_tuple,
     _operand_as,
     _return_type,
-    _tname,
     _to_float,
     to_dtype,
 )
 from torcia._ops import DECLARED
 from torcia._ops._common import examples_section
 from torcia._ops.complex_numbers import imag
+from torcia._ops.pointwise import scalar_first, tensor_arg, where
 from torcia._ops.views import broadcast_tensors
 from torcia._tensor import (
     Tensor,
     _as_operand,
-    _cpp_name,
     _torch_name,
     binary,
     call,
@@ -54,17 +51,9 @@ _INPLACE_EXAMPLES = {
     "less": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 0.])"),
     "less_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
     "not_equal": ("[1.0, 2.0, 3.0]", "2", "tensor([1., 0., 1.])"),
-    "clamp": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
     "clip": ("[-2.0, 0.5, 3.0]", "-1.0, 1.0", "tensor([-1.0000,  0.5000,  1.0000])"),
     "clamp_min": ("[-2.0, 0.5, 3.0]", "0.0", "tensor([0.0000, 0.5000, 3.0000])"),
     "clamp_max": ("[-2.0, 0.5, 3.0]", "1.0", "tensor([-2.0000,  0.5000,  1.0000])"),
-    "lerp": ("[0.0, 10.0]", "torcia.tensor([10.0, 20.0]), 0.5", "tensor([ 5., 15.])"),
-    "addcmul": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=0.5",
-                "tensor([5.0000, 8.5000])"),
-    "addcdiv": ("[1.0, 1.0]", "torcia.tensor([2.0, 3.0]), torcia.tensor([4.0, 5.0]), value=2",
-                "tensor([2.0000, 2.2000])"),
-    "nan_to_num": ('[float("nan"), 1.0]', "nan=0.0", "tensor([0., 1.])"),
-    "round": ("[1.4, 2.6]", "", "tensor([1., 3.])"),
     "index_fill": ("[1, 2, 3]", "0, torcia.tensor([0, 2]), 0", "tensor([0, 2, 0])"),
     "cumsum": ("[1, 2, 3]", "0", "tensor([1, 3, 6])"),
     "cumprod": ("[1, 2, 3]", "0", "tensor([1, 2, 6])"),
@@ -161,12 +150,6 @@ def _inplace_example(name, function=False):
             f">>> {call}\n{result}\n>>> x\n{result}\n")
 
 
-def _tensor_arg(x, name="input") -> Tensor:
-    if isinstance(x, Tensor):
-        return x
-    raise TypeError(f"argument '{name}' must be Tensor, not {type(x).__name__}")
-
-
 def _unary_function(name, to_float):
     def fn(input):
         return unary(name, input, to_float)
@@ -218,21 +201,6 @@ _made = types.SimpleNamespace(**{name: _public(op) for name, op in DECLARED.item
 globals().update(vars(_made))
 
 
-def _scalar_first(op: str, value, rest: tuple, names: str):
-    """PyTorch's deprecated overloads that take the scalar first, still accepted with its
-    warning: ``add(x, 2, y)`` for ``add(x, y, alpha=2)``, ``addcmul(x, 0.5, a, b)`` for
-    ``addcmul(x, a, b, value=0.5)``. Returns ``rest`` (the tensors)."""
-    if isinstance(value, Tensor) or not isinstance(value, numbers.Number):
-        raise TypeError(f"{op}() received an invalid combination of arguments: the "
-                        f"deprecated overload {op}(Number, {names}) takes a number first, "
-                        f"got {type(value).__name__}")
-    keyword = "alpha" if op in ("add", "sub") else "value"
-    warnings.warn(f"This overload of {op} is deprecated:\n\t{op}(Number {keyword}, "
-                  f"{names})\nConsider using one of the following signatures instead:\n\t"
-                  f"{op}({names}, *, Number {keyword} = 1)", UserWarning, stacklevel=3)
-    return rest
-
-
 def add(input, other, *deprecated, alpha=1):
     """``input + alpha * other`` with broadcasting.
 
@@ -245,7 +213,8 @@ def add(input, other, *deprecated, alpha=1):
     tensor([21, 42])
     """
     if deprecated:
-        alpha, (other,) = other, _scalar_first("add", other, deprecated, "Tensor other")
+        alpha, (other,) = other, scalar_first("add", other, deprecated, "Tensor other",
+                                          "alpha")
     if alpha != 1:
         other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("add", input, other)
@@ -280,7 +249,8 @@ def sub(input, other, *deprecated, alpha=1):
                            "If you are trying to invert a mask, use the `~` or `logical_not()` "
                            "operator instead.")
     if deprecated:
-        alpha, (other,) = other, _scalar_first("sub", other, deprecated, "Tensor other")
+        alpha, (other,) = other, scalar_first("sub", other, deprecated, "Tensor other",
+                                          "alpha")
     if alpha != 1:
         other = _made.mul(other, alpha) if isinstance(other, Tensor) else other * alpha
     return binary("sub", input, other)
@@ -330,63 +300,6 @@ def float_power(input, exponent):
     dt = D.complex128 if result_type(input, exponent).category == 3 else D.float64
     return _made.pow(to_dtype(input, dt) if isinstance(input, Tensor) else input,
                      to_dtype(exponent, dt) if isinstance(exponent, Tensor) else exponent)
-
-
-def round(input, *, decimals=0):
-    """Round half to even, as PyTorch; ``decimals`` places.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.round(torcia.tensor([0.5, 1.5, 2.567]))
-    tensor([0., 2., 3.])
-    >>> torcia.round(torcia.tensor([2.567]), decimals=2)
-    tensor([2.5700])
-    """
-    return call("round", (input,), {"decimals": int(decimals)})
-
-
-def clamp(input, min=None, max=None):
-    """Limit values to [min, max]; either bound may be None, a number or a tensor.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp(torcia.tensor([-2.0, 0.5, 3.0]), min=-1, max=1)
-    tensor([-1.0000,  0.5000,  1.0000])
-    """
-    if min is None and max is None:
-        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
-    dt = result_type(input, min, max)
-    x = input if input.dtype is dt else input.to(dt)
-    return call("clamp", (x, _operand_as(min, dt), _operand_as(max, dt)), {})
-
-
-clip = clamp
-
-
-def clamp_min(input, min):
-    """``input`` clamped from below at ``min``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp_min(torcia.tensor([1, 5, 9]), 4)
-    tensor([4, 5, 9])
-    """
-    return clamp(input, min=min)
-
-
-def clamp_max(input, max):
-    """``input`` clamped from above at ``max``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.clamp_max(torcia.tensor([1, 5, 9]), 4)
-    tensor([1, 4, 4])
-    """
-    return clamp(input, max=max)
 
 
 def equal(input, other) -> bool:
@@ -439,132 +352,6 @@ def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False) -> bool:
     True
     """
     return bool(isclose(input, other, rtol, atol, equal_nan).all().item())
-
-
-def where(condition, input=None, other=None):
-    """Choose from ``input`` where ``condition`` holds, else from ``other``.
-
-    With only ``condition``, the indices where it holds (as ``nonzero(as_tuple=True)``).
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([-1.0, 2.0, -3.0])
-    >>> torcia.where(x > 0, x, torcia.zeros(3))
-    tensor([0., 2., 0.])
-    >>> torcia.where(x > 0)
-    (tensor([1]),)
-    """
-    if input is None and other is None:
-        return _nonzero_tuple(condition)
-    if condition.dtype is not D.bool_:
-        raise RuntimeError(f"where expected condition to be a boolean tensor, but got a "
-                           f"tensor with dtype {condition.dtype.name}")
-    ref = input if isinstance(input, Tensor) else other
-    if not isinstance(ref, Tensor):
-        ref = condition
-        dt = D.result_type_of((), (), [D.scalar_dtype(input), D.scalar_dtype(other)])
-    else:
-        tens = [t for t in (input, other) if isinstance(t, Tensor)]
-        dt = D.result_type_of(
-            [t.dtype for t in tens if t.ndim], [t.dtype for t in tens if not t.ndim],
-            [D.scalar_dtype(s) for s in (input, other) if not isinstance(s, Tensor)],
-        )
-    a = _cast_operand(input, dt, condition)
-    b = _cast_operand(other, dt, condition)
-    return call("where", (condition, a, b), {})
-
-
-def _cast_operand(x, dt, like):
-    if isinstance(x, Tensor):
-        return x if x.dtype is dt else x.to(dt)
-    return tensor(x, dtype=dt, device=like.device)
-
-
-def lerp(input, end, weight):
-    """``input + weight * (end - input)``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> torcia.lerp(torcia.tensor([0.0, 10.0]), torcia.tensor([10.0, 20.0]), 0.25)
-    tensor([ 2.5000, 12.5000])
-    """
-    _tensor_arg(end, "end")
-    for name, other in (("end", end), ("weight", weight)):
-        if isinstance(other, Tensor) and other.dtype is not input.dtype and (
-                name == "end" or other.ndim):
-            raise RuntimeError(f"expected dtype {_cpp_name(input.dtype)} for `{name}` but got "
-                               f"dtype {_cpp_name(other.dtype)}")
-    if input.dtype.category < 2:
-        kind = "tensor" if isinstance(weight, Tensor) else "scalar"
-        raise NotImplementedError(f'"lerp_kernel_{kind}" not implemented for '
-                                  f"'{_tname(input.dtype)}'")
-    return call("lerp", (input, end, _operand_as(weight, input.dtype)), {})
-
-
-def _pointwise3(name, input, tensor1, tensor2, value):
-    """addcmul/addcdiv: the three tensors promoted together, ``value`` cast to their dtype."""
-    _tensor_arg(tensor1, "tensor1")
-    _tensor_arg(tensor2, "tensor2")
-    dt = result_type(input, tensor1, tensor2)
-    if name == "addcdiv" and tensor1.dtype.category < 2 and tensor2.dtype.category < 2:
-        raise RuntimeError(
-            "Integer division with addcdiv is no longer supported, and in a future  release "
-            "addcdiv will perform a true division of tensor1 and tensor2. The historic "
-            "addcdiv behavior can be implemented as (input + value * torch.trunc(tensor1 / "
-            "tensor2)).to(input.dtype) for integer inputs and as (input + value * tensor1 / "
-            "tensor2) for float inputs. The future addcdiv behavior is just the latter "
-            "implementation: (input + value * tensor1 / tensor2), for all dtypes.")
-    if dt is D.bool_:
-        raise NotImplementedError(f'"{name}_cpu_out" not implemented for \'Bool\'')
-    return call(name, tuple(_operand_as(t, dt) for t in (input, tensor1, tensor2)),
-                {"value": _operand_as(value, dt)})
-
-
-def addcmul(input, tensor1, tensor2, *deprecated, value=1):
-    """``input + value * tensor1 * tensor2``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 2.0]), torcia.tensor([3.0, 4.0])
-    >>> torcia.addcmul(x, a, b, value=0.5)
-    tensor([2.5000, 5.0000])
-    """
-    if deprecated:
-        value, (tensor1, tensor2) = tensor1, _scalar_first(
-            "addcmul", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return _pointwise3("addcmul", input, tensor1, tensor2, value)
-
-
-def addcdiv(input, tensor1, tensor2, *deprecated, value=1):
-    """``input + value * tensor1 / tensor2``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x, a, b = torcia.tensor([1.0, 1.0]), torcia.tensor([1.0, 4.0]), torcia.tensor([2.0, 2.0])
-    >>> torcia.addcdiv(x, a, b, value=2)
-    tensor([2., 5.])
-    """
-    if deprecated:
-        value, (tensor1, tensor2) = tensor1, _scalar_first(
-            "addcdiv", tensor1, (tensor2, *deprecated), "Tensor tensor1, Tensor tensor2")
-    return _pointwise3("addcdiv", input, tensor1, tensor2, value)
-
-
-def nan_to_num(input, nan=0.0, posinf=None, neginf=None):
-    """``input`` with NaN, inf and -inf replaced by ``nan``, ``posinf`` and ``neginf``.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([float("nan"), float("inf"), -1.0])
-    >>> torcia.nan_to_num(x, posinf=100.0)
-    tensor([  0., 100.,  -1.])
-    """
-    return call("nan_to_num", (input,), {"nan": nan, "posinf": posinf, "neginf": neginf})
 
 
 def multiply(input, other):
@@ -741,7 +528,7 @@ def ldexp(input, other):
     >>> torcia.ldexp(torcia.tensor([1.0, 3.0]), torcia.tensor([3, -1]))
     tensor([8.0000, 1.5000])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     dt = result_type(input, other)
     if dt.category < 2:
         dt = D.get_default_dtype()
@@ -757,7 +544,7 @@ def gcd(input, other):
     >>> torcia.gcd(torcia.tensor([12, 7]), torcia.tensor([18, 5]))
     tensor([6, 1])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     a, b = _integer_operands("gcd", input, other)
     return _gcd(a, b)
 
@@ -771,7 +558,7 @@ def lcm(input, other):
     >>> torcia.lcm(torcia.tensor([4, 6]), torcia.tensor([6, 5]))
     tensor([12, 30])
     """
-    _tensor_arg(other, "other")
+    tensor_arg(other, "other")
     a, b = _integer_operands("lcm", input, other)
     g = _gcd(a, b)
     # PyTorch's kernel computes abs(a / g * b) in C's promoted type: int8 and int16 in
@@ -831,19 +618,6 @@ def rsub(input, other, *, alpha=1):
     tensor([9, 8])
     """
     return sub(other, input, alpha=alpha)
-
-
-def nan_to_num_(input, nan=0.0, posinf=None, neginf=None):
-    """In-place :func:`nan_to_num`.
-
-    Examples
-    --------
-    >>> import torcia
-    >>> x = torcia.tensor([float("nan"), 1.0])
-    >>> torcia.nan_to_num_(x, nan=-1.0)
-    tensor([-1.,  1.])
-    """
-    return input.nan_to_num_(nan=nan, posinf=posinf, neginf=neginf)
 
 
 #: the dtypes PyTorch's integer kernels (shifts, gcd, lcm) take: bool and the wider unsigned
@@ -1016,14 +790,12 @@ def float_power_(self, exponent):
 #: and these
 METHODS = tuple(vars(_made)) + (
     "equal", "isclose", "allclose", "divide", "true_divide", "multiply", "subtract",
-    "float_power", "round", "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul",
-    "addcdiv", "nan_to_num", "float_power_",
+    "float_power", "float_power_",
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
 INPLACE = tuple(name for name, op in DECLARED.items() if op.group in _KINDS and op.inplace) + (
-    "clamp", "clip", "clamp_min", "clamp_max", "lerp", "addcmul", "addcdiv", "nan_to_num",
-    "round", "multiply", "subtract", "divide", "true_divide",
+    "multiply", "subtract", "divide", "true_divide",
 )
 
 #: Tensor methods set only where ``torcia.linalg``'s, ``torcia.special``'s or the class's

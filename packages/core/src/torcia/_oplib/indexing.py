@@ -12,10 +12,11 @@ import builtins
 import numpy as np
 
 from torcia._creation import tensor
-from torcia._oplib.elementwise import to_dtype, where
+from torcia._oplib.elementwise import to_dtype
 from torcia._ops import indexing as _declared
 from torcia._ops.indexing import check_range as _check_range
 from torcia._ops.movement import contiguous
+from torcia._ops.pointwise import where
 from torcia._ops.views import expand, permute
 from torcia._tensor import Tensor, call, check_overlap, write_inplace
 

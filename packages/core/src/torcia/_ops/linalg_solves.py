@@ -40,8 +40,8 @@ from torcia._ops._linalg import (
     linalg_op,
     xp_linalg,
 )
-from torcia._ops.elementwise import isfinite
 from torcia._ops.linalg_factorizations import lu_factor_ex, svd
+from torcia._ops.unary import isfinite
 
 # ----- reference kernels -----------------------------------------------------------------
 

@@ -30,8 +30,8 @@ from torcia._grad_mode import no_grad
 from torcia._opdef import define
 from torcia._ops._common import check_tensor, functional, op, random_floats
 from torcia._ops._common import where as _where
-from torcia._ops.elementwise import isfinite
 from torcia._ops.linalg_functions import vector_norm
+from torcia._ops.unary import isfinite
 
 # ----- reference kernels -----------------------------------------------------------------
 
