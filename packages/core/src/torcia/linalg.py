@@ -21,7 +21,6 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._creation import arange, zeros
 from torcia._oplib.elementwise import to_dtype
 from torcia._oplib.views import cat
 from torcia._ops._common import return_type
@@ -37,6 +36,7 @@ from torcia._ops._linalg import (
     check_system,
     eye_like,
 )
+from torcia._ops.creation import arange, zeros
 from torcia._ops.linalg import matmul
 from torcia._ops.linalg_factorizations import (
     cholesky,

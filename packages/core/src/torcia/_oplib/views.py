@@ -13,14 +13,13 @@ import warnings
 
 import numpy as np
 
-from torcia import _creation as C
 from torcia import _dtype as D
 from torcia import _storage
-from torcia._creation import arange
 from torcia._grad_mode import STATE as _GRAD
 from torcia._oplib._common import _dims, _same_dtype
 from torcia._ops import views as _declared
 from torcia._ops.complex_numbers import conj
+from torcia._ops.creation import arange, empty
 from torcia._ops.views import pad
 from torcia._storage import storage_size
 from torcia._tensor import AUTOGRAD, Size, Tensor, _wrap_dim, call
@@ -783,7 +782,7 @@ def _meta_repeated(input, repeats, d, output_size):
                            f"and input.size({0 if d is None else d}) = {along}")
     shape = [input.numel()] if d is None else list(input.shape)
     shape[0 if d is None else d] = output_size
-    return C.empty(shape, dtype=input.dtype, device="meta")
+    return empty(shape, dtype=input.dtype, device="meta")
 
 
 def _each(fn, tensors):

@@ -27,8 +27,9 @@ module's ``PUBLIC``; the reductions and the scans, the convolutions and pooling,
 activations at ``torcia.*`` in ``nn_activation``, softmax and the normalisations, with
 group and instance norm, in ``nn_norm``, the embedding and ``torch.*``'s losses in
 ``nn_loss``, the RNN cells and sequences at ``torcia.*`` in ``nn_rnn``, ``poisson``,
-``binomial`` and the in-place random fills in ``random`` and the factories beyond
-:mod:`torcia._creation` (``meshgrid``, ``empty_strided``...) in ``creation``, which
+``binomial``, the in-place random fills and the random ops' own (``rand``, ``normal``...) in
+``random`` and the factories (``zeros``, ``arange``..., ``meshgrid``, ``empty_strided``...) in
+``creation``, which
 :mod:`torcia._oplib` registers as families); the other families' stay in
 :mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
