@@ -20,10 +20,11 @@ PUBLIC: types.ModuleType | None = None
 #: reach them here, the family modules of :mod:`torcia._ops` being below the Tensor class.
 CALL: Callable | None = None
 RAN: Callable | None = None
-#: ``draw(op, device, params)`` -> Tensor, torcia._creation's run of an op without tensor
-#: inputs on a device through the dispatch modes (vmap batches it, a tracer records it),
-#: set by that module as it loads: the random ops' decompositions draw with it
-DRAW: Callable | None = None
+#: :mod:`torcia._tensor`, set by that module as it loads: the creation and random ops'
+#: public functions, written in :mod:`torcia._ops.creation` and :mod:`torcia._ops.random`
+#: below it, make their tensors with its ``Tensor``, ``canonical_device`` and
+#: ``DECOMPOSITIONS``, and draw through its dispatch modes (``MODES``)
+TENSOR: types.ModuleType | None = None
 #: ``torcia._autocast.autocast_as``, set by that module as it loads: the public functions
 #: written in :mod:`torcia._ops` that autocast takes as one op (``torcia.linalg.solve``)
 #: reach it here, that module being above the family modules

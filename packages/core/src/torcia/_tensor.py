@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+import sys
 import threading
 import types
 
@@ -1267,6 +1268,7 @@ def inplace(op_fn, self: Tensor, *args, **kwargs) -> Tensor:
 
 
 _opdef.INPLACE = inplace
+_opdef.TENSOR = sys.modules[__name__]
 
 
 #: float dtypes whose tensors take a Python float operand in their own dtype (not bfloat16,

@@ -19,7 +19,7 @@ tensor([1., 2., 3.])
 from __future__ import annotations
 
 from torcia import _dtype as D
-from torcia._creation import arange
+from torcia._ops.creation import arange
 from torcia._ops.movement import roll
 from torcia._ops.spectral import c2c as _c2c
 from torcia._ops.spectral import c2r as _c2r

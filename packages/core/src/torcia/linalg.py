@@ -21,7 +21,6 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._creation import arange, zeros
 from torcia._oplib.elementwise import to_dtype
 from torcia._ops._common import return_type
 
@@ -36,6 +35,7 @@ from torcia._ops._linalg import (
     check_system,
     eye_like,
 )
+from torcia._ops.creation import arange, zeros
 from torcia._ops.linalg import matmul
 from torcia._ops.linalg_factorizations import (
     cholesky,

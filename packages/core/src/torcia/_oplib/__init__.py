@@ -44,10 +44,10 @@ service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s
 The reductions and scans, the activations and softmax, the convolutions and pooling, the
 normalisations (batch, layer, group, instance and RMS norm, the synchronised batch-norm
 pieces), the embedding and the losses at ``torch.*``, the RNN/LSTM/GRU cells and
-sequences, ``poisson``, ``binomial`` and the in-place random fills, and the factories
-beyond :mod:`torcia._creation` (index grids, strided ``empty``, ``frombuffer``,
-``torch.range``) have no module here: their public functions are all written beside their
-declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
+sequences, the random ops (``rand``, ``normal``...), ``poisson``, ``binomial`` and the
+in-place random fills, and the factories (``zeros``, ``arange``..., index grids, strided
+``empty``, ``frombuffer``, ``torch.range``) have no module here: their public functions
+are all written beside their declarations, in :mod:`torcia._ops.reduce`, :mod:`torcia._ops.scan`,
 :mod:`torcia._ops.nn_activation`, :mod:`torcia._ops.nn_conv`, :mod:`torcia._ops.nn_pool`,
 :mod:`torcia._ops.nn_norm`, :mod:`torcia._ops.nn_loss`, :mod:`torcia._ops.nn_rnn`,
 :mod:`torcia._ops.random` and :mod:`torcia._ops.creation`, which stand among the

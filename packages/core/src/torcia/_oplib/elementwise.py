@@ -14,7 +14,6 @@ import types
 
 import numpy as np
 
-from torcia import _creation as C
 from torcia import _dtype as D
 from torcia._oplib._common import (
     _operand_as,
@@ -25,6 +24,7 @@ from torcia._oplib._common import (
 from torcia._ops import DECLARED
 from torcia._ops._common import examples_section
 from torcia._ops.complex_numbers import imag
+from torcia._ops.creation import full_like, ones, zeros_like
 from torcia._ops.pointwise import scalar_first, tensor_arg, where
 from torcia._ops.views import broadcast_tensors
 from torcia._tensor import (
@@ -442,7 +442,7 @@ def logaddexp(input, other):
         return _logaddexp_complex(input, other)
     # shifted by the greater, which sets the magnitude
     m = _made.maximum(input, other).detach()
-    m = where(_made.isfinite(m), m, C.zeros_like(m))
+    m = where(_made.isfinite(m), m, zeros_like(m))
     return m + ((input - m).exp() + (other - m).exp()).log()
 
 
@@ -458,7 +458,7 @@ def _logaddexp_complex(x, y):
         out = (lo - hi).exp().log1p() + hi
         both_inf = ~_made.isfinite(lo.real) & (lo.real == hi.real)
         out = where(both_inf, where(lo.real < 0, lo, (lo.exp() + hi.exp()).log()), out)
-    return where(nan_x | nan_y, C.full_like(out, complex(math.nan, math.nan)), out)
+    return where(nan_x | nan_y, full_like(out, complex(math.nan, math.nan)), out)
 
 
 def _log_add_operands(input, other, name):
@@ -495,7 +495,7 @@ def heaviside(input, values):
     if input.dtype is not values.dtype:
         raise RuntimeError(f"heaviside is not yet implemented for tensors with different "
                            f"dtypes, got {input.dtype} and {values.dtype}")
-    zero = C.zeros_like(input)
+    zero = zeros_like(input)
     return where(input == 0, values.to(input.dtype), (input > 0).to(input.dtype) + zero)
 
 
@@ -605,7 +605,7 @@ def isreal(input):
     """
     if input.dtype.category == 3:
         return imag(input) == 0
-    return C.ones(*input.shape, dtype=D.bool_, device=input.device)
+    return ones(*input.shape, dtype=D.bool_, device=input.device)
 
 
 def rsub(input, other, *, alpha=1):
@@ -640,7 +640,7 @@ def _integer_operands(name, input, other):
         raise NotImplementedError(f"\"{name}_cpu\" not implemented for '{_torch_name(dt)}'")
     b = _operand_as(other, dt)
     if not isinstance(b, Tensor):
-        b = C.tensor(b, dtype=dt, device=input.device)
+        b = tensor(b, dtype=dt, device=input.device)
     return to_dtype(input, dt).detach(), b.detach()
 
 
@@ -659,7 +659,7 @@ def _powers_of_two(dt, device):
     """``1 << k`` for each bit ``k`` of the integer dtype ``dt``, wrapped into it."""
     bits = dt.itemsize * 8
     signed = dt is not D.uint8
-    return C.tensor([(1 << k) - (1 << bits if signed and k == bits - 1 else 0)
+    return tensor([(1 << k) - (1 << bits if signed and k == bits - 1 else 0)
                      for k in range(bits)], dtype=dt, device=device)
 
 
@@ -680,7 +680,7 @@ def nextafter(input, other):
     # that from a power of two towards zero, and never below the smallest subnormal.
     digits, min_exp, largest = _PRECISION[dt]
     a = to_dtype(input, dt).detach()
-    b = to_dtype(other if isinstance(other, Tensor) else C.tensor(other, device=a.device),
+    b = to_dtype(other if isinstance(other, Tensor) else tensor(other, device=a.device),
                  dt).detach()
     a, b = broadcast_tensors(a, b)
     up = b > a
@@ -692,7 +692,7 @@ def nextafter(input, other):
         out = a + where(up, step, -step)
         # -tiny + tiny is +0: the step to zero keeps a's sign, as the bit pattern's does
         out = where(out == 0, a * 0, out)
-        tiny = C.full_like(a, math.ldexp(1.0, min_exp - digits + 1))
+        tiny = full_like(a, math.ldexp(1.0, min_exp - digits + 1))
         out = where(a == 0, where(up, tiny, -tiny), out)
         out = where(a.isinf(), a.sign() * largest, out)
         out = where(a == b, b, out)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import warnings
 
-from torcia import _creation as C
 from torcia import _tensor
 from torcia._autocast import autocast_as
-from torcia._creation import draw
 from torcia._oplib._common import _F
+from torcia._ops import creation
+from torcia._ops.random import draw, drawing
 from torcia._ops.views import broadcast_tensors
 from torcia._tensor import Tensor, inplace
 from torcia.random import rng_of
@@ -24,7 +24,7 @@ def _check_p(p):
 def _dropout_mask(input, shape, p):
     dev = input._device
     if not _tensor._modes_on:  # the no-mode path: draw's, without its call
-        return Tensor._make(C.drawing(dev, "dropout_mask")(
+        return Tensor._make(drawing(dev, "dropout_mask")(
             shape=tuple(shape), p=float(p), dtype=input._data.dtype, rng=rng_of(None)), dev)
     # through dispatch: vmap batches the mask, torcia.compile replays a fresh draw
     return draw("dropout_mask", dev, (), {"shape": tuple(shape), "p": float(p),
@@ -342,8 +342,8 @@ def feature_dropout(input, p=0.5, train=True):
     if input.ndim < 2:
         raise RuntimeError("Feature dropout requires at least 2 dimensions in the input")
     if p == 1:
-        return input * C.zeros_like(input)
-    noise = C.empty(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype,
+        return input * creation.zeros_like(input)
+    noise = creation.empty(*input.shape[:2], *([1] * (input.ndim - 2)), dtype=input.dtype,
                     device=input.device).bernoulli_(1 - p)
     return input * (noise / (1 - p))
 

@@ -28,10 +28,11 @@ linear-algebra families, which :mod:`torcia.linalg` publishes, with what they sh
 the convolutions and pooling, the other activations at ``torcia.*`` in ``nn_activation``,
 softmax and the normalisations, with group and instance norm, in ``nn_norm``, the
 embedding and ``torch.*``'s losses in ``nn_loss``, the RNN cells and sequences at
-``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial`` and the in-place random fills in
-``random`` and the factories beyond :mod:`torcia._creation` (``meshgrid``,
-``empty_strided``...) in ``creation``, which :mod:`torcia._oplib` registers as families);
-the other families' stay in :mod:`torcia._oplib`.
+``torcia.*`` in ``nn_rnn``, ``poisson``, ``binomial``, the in-place random fills and the
+random ops' own (``rand``, ``normal``...) in ``random`` and the factories (``zeros``,
+``arange``..., ``meshgrid``, ``empty_strided``...) in ``creation``, which
+:mod:`torcia._oplib` registers as families); the other families' stay in
+:mod:`torcia._oplib`.
 Backward formulas are torcia-autograd's.
 This package imports nothing above :mod:`torcia._dtype`: :mod:`torcia.ops` reads it.
 
