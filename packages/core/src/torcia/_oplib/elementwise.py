@@ -15,6 +15,7 @@ import types
 import numpy as np
 
 from torcia import _dtype as D
+from torcia._creation import tensor
 from torcia._oplib._common import (
     _operand_as,
     _return_type,
