@@ -1,5 +1,6 @@
-"""Element-wise ops: the generated unary, binary and comparison functions
-(``torcia.exp``, ``torcia.mul``, ``torcia.eq``...) and the ones with their own arguments
+"""Element-wise ops: the unary, binary and comparison functions made from their
+declarations in :mod:`torcia._ops.unary` and ``binary`` (``torcia.exp``, ``torcia.mul``,
+``torcia.eq``...), exported here, and the ones with their own arguments
 (``add``'s ``alpha``, ``div``'s ``rounding_mode``, ``logaddexp``, ``frexp``...); those of
 the ops with parameters or three inputs (``clamp``, ``where``, ``lerp``, ``addcmul``...) are
 :mod:`torcia._ops.pointwise`'s.
@@ -23,6 +24,8 @@ from torcia._oplib._common import (
     to_dtype,
 )
 from torcia._ops import DECLARED
+from torcia._ops import binary as _binary_ops
+from torcia._ops import unary as _unary_ops
 from torcia._ops._common import examples_section
 from torcia._ops.complex_numbers import imag
 from torcia._ops.pointwise import scalar_first, tensor_arg, where
@@ -35,7 +38,6 @@ from torcia._tensor import (
     call,
     inplace,
     result_type,
-    unary,
 )
 
 # The example of each in-place form of a function that is not an op declared in
@@ -150,54 +152,10 @@ def _inplace_example(name, function=False):
             f">>> {call}\n{result}\n>>> x\n{result}\n")
 
 
-def _unary_function(name, to_float):
-    def fn(input):
-        return unary(name, input, to_float)
-
-    return fn
-
-
-def _binary_function(name, float_op):
-    def fn(input, other):
-        return binary(name, input, other, float_op)
-
-    return fn
-
-
-#: the first line of each kind's docstring, and the public function it is made with
-_KINDS = {
-    "unary_float": ("Elementwise ``{}`` of ``input``. Integer inputs give the default "
-                    "float dtype.", lambda name: _unary_function(name, True)),
-    "unary_same": ("Elementwise ``{}`` of ``input``.",
-                   lambda name: _unary_function(name, False)),
-    "unary_bool": ("Elementwise ``{}`` of ``input``.",
-                   lambda name: _unary_function(name, False)),
-    "binary": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
-               lambda name: _binary_function(name, False)),
-    "binary_float": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
-                     lambda name: _binary_function(name, True)),
-    "compare": ("Elementwise ``{}`` comparison; returns a bool tensor.",
-                lambda name: _binary_function(name, False)),
-}
-
-
-def _public(op):
-    """The public function of the declared elementwise ``op``: its arguments named as its
-    schema names them, its docstring its ``doc`` (or its kind's) and its examples."""
-    doc, make = _KINDS[op.group]
-    fn = make(op.name)
-    # the arguments as the schema names them (pow's second is ``exponent``)
-    fn.__code__ = fn.__code__.replace(co_varnames=op.inputs, co_name=op.name,
-                                      co_qualname=op.name)
-    fn.__name__ = fn.__qualname__ = op.name
-    fn.__doc__ = (op.doc or doc.format(op.name)) + _example(op.name)
-    return fn
-
-
-#: the public functions made from the declarations (named here for the functions below,
-#: which call them as attributes; those defined below by hand replace their globals)
-_made = types.SimpleNamespace(**{name: _public(op) for name, op in DECLARED.items()
-                                 if op.group in _KINDS})
+#: the public functions made from the declarations of torcia._ops.unary and binary
+#: (named here for the functions below, which call them as attributes; those defined below
+#: by hand replace their globals)
+_made = types.SimpleNamespace(**_unary_ops.MADE, **_binary_ops.MADE)
 globals().update(vars(_made))
 
 
@@ -794,7 +752,7 @@ METHODS = tuple(vars(_made)) + (
 )
 
 #: ... and those with an in-place ``name_`` method (computed out of place, then written back)
-INPLACE = tuple(name for name, op in DECLARED.items() if op.group in _KINDS and op.inplace) + (
+INPLACE = tuple(name for name, op in DECLARED.items() if name in vars(_made) and op.inplace) + (
     "multiply", "subtract", "divide", "true_divide",
 )
 
@@ -816,6 +774,7 @@ FALLBACK_INPLACE = (
 #: generated ones included
 __all__ = [
     _n for _n, _v in list(globals().items())
-    if not _n.startswith("_") and callable(_v) and getattr(_v, "__module__", "") == __name__
+    if not _n.startswith("_") and callable(_v)
+    and getattr(_v, "__module__", "") in (__name__, _unary_ops.__name__, _binary_ops.__name__)
     and _n != "float_power_"  # a Tensor method only, as in PyTorch
 ] + ["to_dtype"]  # defined in _common, below the families that all use it
