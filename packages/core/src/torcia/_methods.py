@@ -15,7 +15,7 @@ from torcia import _legacy, _oplib, _shared_memory, _storage, linalg, special
 from torcia import ops as _oplist
 from torcia._grad_mode import STATE
 from torcia._oplib import elementwise, indexing, properties
-from torcia._oplib._common import _readable_value
+from torcia._oplib._common import _inplace_example, _readable_value
 from torcia._ops import creation, nn_activation, pointwise, random
 from torcia._tensor import (
     AUTOGRAD,
@@ -86,7 +86,7 @@ def _make_inplace(fn):
 
     method.__name__ = fn.__name__ + "_"
     method.__doc__ = (f"In-place version of :meth:`Tensor.{fn.__name__}`."
-                      + elementwise._inplace_example(fn.__name__))
+                      + _inplace_example(fn.__name__))
     return method
 
 
@@ -108,7 +108,7 @@ def masked_fill_(self, mask, value):
     return inplace(_oplib.masked_fill, self, mask, value)
 
 
-masked_fill_.__doc__ += elementwise._inplace_example("masked_fill")
+masked_fill_.__doc__ += _inplace_example("masked_fill")
 Tensor.masked_fill_ = masked_fill_
 for _name, _fn in _storage.METHODS.items():
     setattr(Tensor, _name, _fn)
@@ -633,7 +633,7 @@ Tensor.names = property(lambda self: (None,) * self.ndim)
 
 def _add_inplace_example(fn, name, function):
     if callable(fn) and ">>>" not in (fn.__doc__ or ""):
-        example = elementwise._inplace_example(name[:-1], function=function)
+        example = _inplace_example(name[:-1], function=function)
         if example:
             fn.__doc__ = (fn.__doc__ or "").rstrip() + example
 

@@ -46,6 +46,12 @@ INPLACE_VIEW: Callable | None = None
 #: ``torcia._tensor.result_type``, set by that module as it loads: the public functions
 #: written in :mod:`torcia._ops` promote their operands with it (``clamp``'s bounds)
 RESULT_TYPE: Callable | None = None
+#: ``torcia._tensor.unary`` and ``binary`` (torcia._speedups' where they replace them), set
+#: by that module as it loads: the public functions of the elementwise ops, made in
+#: :mod:`torcia._ops.unary` and ``binary``, dispatch with them (binding them once, on
+#: their first call: the hottest path)
+UNARY: Callable | None = None
+BINARY: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)

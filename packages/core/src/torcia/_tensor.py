@@ -1459,3 +1459,4 @@ NATIVE_DISPATCH = _speedups is not None and _speedups.setup_dispatch(
     np.zeros(3, np.float32))
 if NATIVE_DISPATCH:
     call, binary, unary, binary_inplace = NATIVE_DISPATCH
+_opdef.UNARY, _opdef.BINARY = unary, binary

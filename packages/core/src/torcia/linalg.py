@@ -21,7 +21,7 @@ import numpy as np
 
 from torcia import _dtype as D
 from torcia._autocast import autocast_as
-from torcia._oplib.elementwise import to_dtype
+from torcia._oplib._common import to_dtype
 from torcia._ops._common import return_type
 
 # the functions that run one op are written next to its declaration, in the op families

@@ -25,8 +25,8 @@ import types
 
 from torcia import _dtype, _oplib
 from torcia import ops as _oplist
-from torcia._oplib._common import _to_float
-from torcia._oplib.elementwise import digamma, lgamma, sigmoid, to_dtype
+from torcia._oplib._common import _to_float, to_dtype
+from torcia._oplib.elementwise import digamma, lgamma, sigmoid
 from torcia._ops import DECLARED
 from torcia._ops._common import examples_section
 from torcia._ops.creation import arange

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from torcia import ops as _oplist
 from torcia._oplib import elementwise
-from torcia._oplib.elementwise import _example, _inplace_example
+from torcia._oplib._common import _example, _inplace_example
 from torcia._ops import movement, views
 
 #: the declared ops' other names (torcia.ops.ALIASES) and a view's

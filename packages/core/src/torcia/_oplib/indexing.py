@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from torcia._creation import tensor
-from torcia._oplib.elementwise import to_dtype
+from torcia._oplib._common import to_dtype
 from torcia._ops import indexing as _declared
 from torcia._ops.indexing import check_range as _check_range
 from torcia._ops.movement import contiguous

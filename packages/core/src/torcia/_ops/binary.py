@@ -3,8 +3,10 @@ schema, reference kernel, meta shape, decomposition, autocast policy, the dtypes
 refuses. :data:`torcia.ops.BINARY` (results in the promoted dtype), ``BINARY_FLOAT``
 (floating results) and ``COMPARE`` (bool results); their kernels and decompositions are
 written as those of the ops of one input, :mod:`torcia._ops.unary`'s (``xp.add`` itself,
-or a method of the reference backend; Tensor methods only). Their public functions are
-made in :mod:`torcia._oplib.elementwise`, their derivatives are torcia-autograd's.
+or a method of the reference backend; Tensor methods only; ``decomposed_sub``...). Their
+public functions are made here from the declarations (:data:`MADE`;
+:mod:`torcia._oplib.elementwise` exports them and replaces ``add``, ``sub`` and ``div``),
+their derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import math
 import numpy as np
 
 from torcia import _dtype as D
+from torcia import _opdef
 from torcia._opdef import define
 from torcia._ops._common import (
     BOOL,
@@ -26,7 +29,13 @@ from torcia._ops._common import (
 )
 from torcia._ops._common import refuse as _refuse
 from torcia._ops._common import where as _where
-from torcia._ops.unary import CUDA_FLOAT32, declared_fields, integers_only, logical_not
+from torcia._ops.unary import (
+    CUDA_FLOAT32,
+    declared_fields,
+    decomposed_logical_not,
+    integers_only,
+    public_function,
+)
 
 # ----- reference kernels -----------------------------------------------------------------
 
@@ -157,20 +166,20 @@ def _refuse_complex(refuses, *operands):
 
 # ----- decompositions (tensors; half precision computes in float32, see opmath) ---------
 
-def bitwise_or(a, b):
+def decomposed_bitwise_or(a, b):
     integers_only("bitwise_or", a, b)
     # exact: the bits set in one of them, and those set in both (disjoint, so xor adds them)
     return a.bitwise_xor(b).bitwise_xor(a.bitwise_and(b))
 
 
-def floor_divide(a, b):
+def decomposed_floor_divide(a, b):
     _refuse(_FLOOR_DIVIDE, a)
     # the division kernel's floor mode is the same NumPy floor division (and the same
     # error for an integer divisor of 0)
     return a.div(b, rounding_mode="floor")
 
 
-def minimum(a, b):
+def decomposed_minimum(a, b):
     _refuse_complex(_MINIMUM, a, b)
     # exact, NaN kept: the maximum of the order-reversed values (which keeps the reference
     # kernel's choice between equal values, such as 0.0 and -0.0: the second)
@@ -182,7 +191,7 @@ def minimum(a, b):
     return ~(~a).maximum(~b)
 
 
-def remainder(a, b):
+def decomposed_remainder(a, b):
     _refuse(_REMAINDER, a)
     if not hasattr(b, "dtype"):
         b = a.new_full((), b)
@@ -192,7 +201,7 @@ def remainder(a, b):
     return _where((out != 0).bitwise_and((out < 0) != (b < 0)), out + b, out)
 
 
-def hypot(a, b):
+def decomposed_hypot(a, b):
     _refuse_complex(_HYPOT, a, b)
     # the larger side times sqrt(1 + r^2), r = smaller / larger: nothing overflows; an
     # infinite side gives inf beside NaN too
@@ -203,58 +212,58 @@ def hypot(a, b):
     return _where((x == math.inf).bitwise_or(y == math.inf), out.new_full((), math.inf), out)
 
 
-def sub(a, b):
+def decomposed_sub(a, b):
     # exact: IEEE subtraction is the addition of the negation (signed zeros included), and
     # integers wrap alike
     return a + (-b)
 
 
-def fmax(a, b):
+def decomposed_fmax(a, b):
     _refuse_complex(_FMAX, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.maximum(b)))
 
 
-def fmin(a, b):
+def decomposed_fmin(a, b):
     _refuse_complex(_FMIN, a, b)
     return _where(b.isnan(), a, _where(a.isnan(), b, a.minimum(b)))
 
 
 @opmath
-def xlogy(a, b):
+def decomposed_xlogy(a, b):
     _refuse_complex(_XLOGY, a, b)
     # 0 * log(y) is 0 unless y is NaN
     return _where((a == 0).bitwise_and(b == b), a.new_zeros(()), a * b.log())
 
 
-def gt(a, b):
+def decomposed_gt(a, b):
     _refuse_complex(_GT, a, b)
     return b < a
 
 
-def le(a, b):
+def decomposed_le(a, b):
     _refuse_complex(_LE, a, b)
     return (a < b).bitwise_or(a == b)
 
 
-def ge(a, b):
+def decomposed_ge(a, b):
     _refuse_complex(_GE, a, b)
     return b <= a
 
 
-def ne(a, b):
-    return logical_not(a == b)
+def decomposed_ne(a, b):
+    return decomposed_logical_not(a == b)
 
 
 # bitwise on bools: ``&`` would dispatch logical_and again
-def logical_and(a, b):
+def decomposed_logical_and(a, b):
     return (a != 0).bitwise_and(b != 0)
 
 
-def logical_or(a, b):
+def decomposed_logical_or(a, b):
     return (a != 0).bitwise_or(b != 0)
 
 
-def logical_xor(a, b):
+def decomposed_logical_xor(a, b):
     return (a != 0) != (b != 0)
 
 
@@ -288,7 +297,7 @@ DECLARED = (
             inplace_example=("[1, 2]", "torcia.tensor([10, 20])", "tensor([11, 22])"),
             tags=("masked", "nested", "foreach"),
             operator="add"),
-    _binary("sub", ArrayFunction("subtract"), decomposition=sub,
+    _binary("sub", ArrayFunction("subtract"), decomposition=decomposed_sub,
             inplace_example=("[5, 7]", "torcia.tensor([1, 2])", "tensor([4, 5])"),
             tags=("masked", "nested", "foreach"),
             operator="sub"),
@@ -297,12 +306,12 @@ DECLARED = (
             tags=("masked", "nested", "foreach"),
             operator="mul"),
     # an integer result: no gradient
-    _binary("floor_divide", Kernels.floor_divide, decomposition=floor_divide,
+    _binary("floor_divide", Kernels.floor_divide, decomposition=decomposed_floor_divide,
             differentiable=False, refuses=_FLOOR_DIVIDE,
             example=("[7, -7]", "2", "tensor([ 3, -4])"),
             tags=("masked",),
             operator="floordiv"),
-    _binary("remainder", Kernels.remainder, decomposition=remainder, refuses=_REMAINDER,
+    _binary("remainder", Kernels.remainder, decomposition=decomposed_remainder, refuses=_REMAINDER,
             example=("[7, -7]", "3", "tensor([1, 2])"),
             tags=("masked",),
             operator="mod"),
@@ -320,14 +329,14 @@ DECLARED = (
     _binary("maximum", ArrayFunction("maximum"), refuses=_no_complex_extreme("maximum"),
             example=("[1, 5]", "[3, 2]", "tensor([3, 5])"),
             tags=("masked", "nested", "foreach")),
-    _binary("minimum", ArrayFunction("minimum"), decomposition=minimum, refuses=_MINIMUM,
+    _binary("minimum", ArrayFunction("minimum"), decomposition=decomposed_minimum, refuses=_MINIMUM,
             example=("[1, 5]", "[3, 2]", "tensor([1, 2])"),
             tags=("masked", "nested", "foreach")),
     _binary("bitwise_and", ArrayFunction("bitwise_and"), differentiable=False,
             example=("[12, 10]", "[10, 6]", "tensor([8, 2])"),
             tags=("masked",),
             operator="and"),
-    _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=bitwise_or,
+    _binary("bitwise_or", ArrayFunction("bitwise_or"), decomposition=decomposed_bitwise_or,
             differentiable=False,
             example=("[12, 10]", "[10, 6]", "tensor([14, 14])"),
             tags=("masked",),
@@ -336,10 +345,10 @@ DECLARED = (
             example=("[12, 10]", "[10, 6]", "tensor([ 6, 12])"),
             tags=("masked",),
             operator="xor"),
-    _binary("fmax", ArrayFunction("fmax"), decomposition=fmax, refuses=_FMAX,
+    _binary("fmax", ArrayFunction("fmax"), decomposition=decomposed_fmax, refuses=_FMAX,
             example=('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([2., 3.])"),
             tags=("masked",)),
-    _binary("fmin", ArrayFunction("fmin"), decomposition=fmin, refuses=_FMIN,
+    _binary("fmin", ArrayFunction("fmin"), decomposition=decomposed_fmin, refuses=_FMIN,
             example=('[1.0, float("nan")]', "[2.0, 3.0]", "tensor([1., 3.])"),
             tags=("masked",)),
     _binary_float("div", Kernels.div, params=", *, str? rounding_mode=None",
@@ -352,9 +361,9 @@ DECLARED = (
                   example=("[1.0, 0.0]", "[1.0, -1.0]", "tensor([0.7854, 3.1416])"),
                   aliases=("arctan2",),
                   tags=("masked",)),
-    _binary_float("hypot", ArrayFunction("hypot"), decomposition=hypot, refuses=_HYPOT,
+    _binary_float("hypot", ArrayFunction("hypot"), decomposition=decomposed_hypot, refuses=_HYPOT,
                   example=("[3.0, 5.0]", "[4.0, 12.0]", "tensor([ 5., 13.])")),
-    _binary_float("xlogy", Kernels.xlogy, decomposition=xlogy, refuses=_XLOGY,
+    _binary_float("xlogy", Kernels.xlogy, decomposition=decomposed_xlogy, refuses=_XLOGY,
                   example=("[0.0, 2.0]", "[3.0, 4.0]", "tensor([0.0000, 2.7726])"),
                   inplace_example=("[0.0, 2.0]", "torcia.tensor([3.0, 4.0])",
                                    "tensor([0.0000, 2.7726])"),
@@ -365,7 +374,7 @@ DECLARED = (
                               "tensor([1., 0., 1.])"),
              tags=("masked",),
              operator="eq"),
-    _compare("ne", ArrayFunction("not_equal"), decomposition=ne,
+    _compare("ne", ArrayFunction("not_equal"), decomposition=decomposed_ne,
              example=("[1, 2, 3]", "[1, 0, 3]", "tensor([False,  True, False])"),
              inplace_example=("[1.0, 2.0, 3.0]", "torcia.tensor([1.0, 0.0, 3.0])",
                               "tensor([0., 1., 0.])"),
@@ -378,32 +387,64 @@ DECLARED = (
              aliases=("less",),
              tags=("masked",),
              operator="lt"),
-    _compare("le", ArrayFunction("less_equal"), decomposition=le, refuses=_LE,
+    _compare("le", ArrayFunction("less_equal"), decomposition=decomposed_le, refuses=_LE,
              example=("[1, 2, 3]", "2", "tensor([ True,  True, False])"),
              inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([1., 1., 0.])"),
              aliases=("less_equal",),
              tags=("masked",),
              operator="le"),
-    _compare("gt", ArrayFunction("greater"), decomposition=gt, refuses=_GT,
+    _compare("gt", ArrayFunction("greater"), decomposition=decomposed_gt, refuses=_GT,
              example=("[1, 2, 3]", "2", "tensor([False, False,  True])"),
              inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([0., 0., 1.])"),
              aliases=("greater",),
              tags=("masked",),
              operator="gt"),
-    _compare("ge", ArrayFunction("greater_equal"), decomposition=ge, refuses=_GE,
+    _compare("ge", ArrayFunction("greater_equal"), decomposition=decomposed_ge, refuses=_GE,
              example=("[1, 2, 3]", "2", "tensor([False,  True,  True])"),
              inplace_example=("[1.0, 2.0, 3.0]", "2", "tensor([0., 1., 1.])"),
              aliases=("greater_equal",),
              tags=("masked",),
              operator="ge"),
-    _compare("logical_and", ArrayFunction("logical_and"), decomposition=logical_and,
+    _compare("logical_and", ArrayFunction("logical_and"), decomposition=decomposed_logical_and,
              example=("[0, 1, 2]", "[1, 1, 0]", "tensor([False,  True, False])"),
              inplace_example=("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([0, 1, 0])")),
-    _compare("logical_or", ArrayFunction("logical_or"), decomposition=logical_or,
+    _compare("logical_or", ArrayFunction("logical_or"), decomposition=decomposed_logical_or,
              example=("[0, 1, 2]", "[1, 0, 0]", "tensor([True, True, True])"),
              inplace_example=("[0, 1, 2]", "torcia.tensor([1, 0, 0])", "tensor([1, 1, 1])")),
-    _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=logical_xor,
+    _compare("logical_xor", ArrayFunction("logical_xor"), decomposition=decomposed_logical_xor,
              example=("[0, 1, 2]", "[1, 1, 0]", "tensor([ True, False,  True])"),
              inplace_example=("[0, 1, 2]", "torcia.tensor([1, 1, 0])", "tensor([1, 0, 1])")),
 )
 
+
+
+# ----- the public functions --------------------------------------------------------------
+
+
+def _dispatch(name, input, other, float_op=False):
+    """``torcia._tensor.binary``, this module being below the Tensor class: the first call
+    binds the module's name to it, so that later calls reach it as one global."""
+    global _dispatch
+    _dispatch = _opdef.BINARY
+    return _dispatch(name, input, other, float_op)
+
+
+def _binary_function(name, float_op):
+    def fn(input, other):
+        return _dispatch(name, input, other, float_op)
+
+    return fn
+
+
+#: the first line of each group's docstring, and whether the op computes in floating point
+_KINDS = {
+    "binary": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.", False),
+    "binary_float": ("Elementwise ``{}`` with broadcasting and PyTorch's type promotion.",
+                     True),
+    "compare": ("Elementwise ``{}`` comparison; returns a bool tensor.", False),
+}
+
+#: the public functions made from the declarations here, by name
+MADE = {op.name: public_function(op, _binary_function(op.name, _KINDS[op.group][1]),
+                                 _KINDS[op.group][0]) for op in DECLARED}
+globals().update(MADE)

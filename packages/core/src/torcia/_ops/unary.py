@@ -6,8 +6,10 @@ shape, decomposition, autocast policy, the dtypes it refuses. :data:`torcia.ops.
 A kernel is one function of the array module (:class:`~torcia._ops._common.ArrayFunction`:
 the table holds ``xp.exp`` itself) or a method of the reference backend (``self.xp`` the
 array module, NumPy or CuPy). A decomposition is written with Tensor methods only (it runs
-on any device, and this module is below the Tensor class). Their public functions are made
-in :mod:`torcia._oplib.elementwise`, their derivatives are torcia-autograd's.
+on any device, and this module is below the Tensor class), named for what it computes
+(``decomposed_exp2``): the op's name is its public function's, made here from the
+declaration (:data:`MADE`; :mod:`torcia._oplib.elementwise` exports them). Their
+derivatives are torcia-autograd's.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from torcia._ops._common import (
     COMPLEX,
     ArrayFunction,
     bool_like,
+    examples_section,
     first_shape,
     no_kernel,
     opmath,
@@ -210,34 +213,34 @@ _FLOOR = _rounding("floor")
 
 
 @opmath
-def relu(a):
+def decomposed_relu(a):
     _refuse(_RELU, a)
     # as PyTorch: NaN and -0.0 kept (a * 0), the gradient at 0 is 0
     return _where(a > 0, a, _where(a < 0, a.new_zeros(()), a * 0))
 
 
-def trunc(a):
+def decomposed_trunc(a):
     _refuse(_TRUNC, a)
     # -0.0 is not below 0: floor keeps it, as trunc does
     return _where(a < 0, a.ceil(), a.floor())
 
 
 @opmath
-def frac(a):
+def decomposed_frac(a):
     _refuse(_FRAC, a)
     return a - a.trunc()
 
 
 @opmath
-def rsqrt(a):
+def decomposed_rsqrt(a):
     return a.sqrt().reciprocal()
 
 
-def reciprocal(a):
+def decomposed_reciprocal(a):
     return a.new_ones(()) / a
 
 
-def abs(a):  # noqa: A001 - the op's name
+def decomposed_abs(a):
     _refuse(_ABS, a)
     if a.is_complex():
         return a.real.hypot(a.imag)
@@ -245,27 +248,27 @@ def abs(a):  # noqa: A001 - the op's name
     return _where(a.signbit() if a.is_floating_point() else a < 0, -a, a)
 
 
-def isnan(a):
+def decomposed_isnan(a):
     return a != a
 
 
-def isinf(a):
+def decomposed_isinf(a):
     if a.is_complex():
-        return isinf(a.real).bitwise_or(isinf(a.imag))
+        return decomposed_isinf(a.real).bitwise_or(decomposed_isinf(a.imag))
     if not a.is_floating_point():
         return a.new_zeros(a.shape, dtype=D.bool_)
     return a.abs() == math.inf
 
 
-def isfinite(a):
+def decomposed_isfinite(a):
     if a.is_complex():
-        return isfinite(a.real).bitwise_and(isfinite(a.imag))
+        return decomposed_isfinite(a.real).bitwise_and(decomposed_isfinite(a.imag))
     if not a.is_floating_point():
         return a.new_ones(a.shape, dtype=D.bool_)
     return (a == a).bitwise_and(a.abs() != math.inf)
 
 
-def sign(a):
+def decomposed_sign(a):
     _refuse(_SIGN, a)
     if a.dtype == D.bool_:
         return a.clone()
@@ -274,10 +277,10 @@ def sign(a):
     if not a.is_floating_point():
         return out
     # plus a zero made of a: the result is differentiable, its gradient 0 (PyTorch's)
-    return out + _where(isfinite(a), a * 0, a.new_zeros(()))
+    return out + _where(decomposed_isfinite(a), a * 0, a.new_zeros(()))
 
 
-def logical_not(a):
+def decomposed_logical_not(a):
     return a == 0
 
 
@@ -290,20 +293,20 @@ def integers_only(op, *operands):
                 f'"{op}_cpu" not implemented for \'{_torch_name(x.dtype)}\'')
 
 
-def bitwise_not(a):
+def decomposed_bitwise_not(a):
     if a.dtype == D.bool_:
-        return logical_not(a)
+        return decomposed_logical_not(a)
     integers_only("bitwise_not", a)
     return a.bitwise_xor(a.new_full((), -1))  # all ones, in two's complement
 
 
-def floor(a):
+def decomposed_floor(a):
     _refuse(_FLOOR, a)
     # exact: ceil of the negation, negated (signed zeros and integers' wrapping alike)
     return -(-a).ceil()
 
 
-def sigmoid(a):
+def decomposed_sigmoid(a):
     if a.is_complex():
         return (1 + (-a).exp()).reciprocal()
     # the reference kernel's steps, in a's dtype: 1 / (1 + e) with e = exp(-|a|), times e
@@ -325,7 +328,7 @@ _HUGE = 2.0 ** 28
 
 
 @opmath
-def tan(a):
+def decomposed_tan(a):
     return a.sin() / a.cos()
 
 
@@ -337,7 +340,7 @@ def _half_exp(m):
 
 
 @opmath
-def sinh(a):
+def decomposed_sinh(a):
     if a.is_complex():
         return (a.exp() - (-a).exp()) / 2
     near = (a.expm1() - (-a).expm1()) / 2
@@ -345,7 +348,7 @@ def sinh(a):
 
 
 @opmath
-def cosh(a):
+def decomposed_cosh(a):
     if a.is_complex():
         return (a.exp() + (-a).exp()) / 2
     m = a.abs()
@@ -353,7 +356,7 @@ def cosh(a):
 
 
 @opmath
-def tanh(a):
+def decomposed_tanh(a):
     if a.is_complex():
         e = (2 * a).exp()
         return (e - 1) / (e + 1)
@@ -364,7 +367,7 @@ def tanh(a):
 
 
 @opmath
-def asinh(a):
+def decomposed_asinh(a):
     if a.is_complex():
         return (a + (a * a + 1).sqrt()).log()
     m = a.abs()
@@ -373,7 +376,7 @@ def asinh(a):
 
 
 @opmath
-def acosh(a):
+def decomposed_acosh(a):
     if a.is_complex():
         return (a + (a + 1).sqrt() * (a - 1).sqrt()).log()
     t = a - 1
@@ -382,7 +385,7 @@ def acosh(a):
 
 
 @opmath
-def atanh(a):
+def decomposed_atanh(a):
     if a.is_complex():
         return ((1 + a).log() - (1 - a).log()) / 2
     # odd: taken at |a|, where log1p's argument is positive (near -1 it would cancel)
@@ -391,51 +394,51 @@ def atanh(a):
 
 
 @opmath
-def asin(a):
+def decomposed_asin(a):
     if a.is_complex():
-        return -1j * asinh(1j * a)
+        return -1j * decomposed_asinh(1j * a)
     return a.atan2(((1 - a) * (1 + a)).sqrt())
 
 
 @opmath
-def acos(a):
+def decomposed_acos(a):
     if a.is_complex():
-        return math.pi / 2 - asin(a)
+        return math.pi / 2 - decomposed_asin(a)
     return ((1 - a) * (1 + a)).sqrt().atan2(a)
 
 
 @opmath
-def atan(a):
+def decomposed_atan(a):
     if a.is_complex():
         return 0.5j * ((1 - 1j * a).log() - (1 + 1j * a).log())
     return a.atan2(a.new_ones(()))
 
 
 @opmath
-def exp2(a):
+def decomposed_exp2(a):
     return a.new_full((), 2.0).pow(a)
 
 
 @opmath
-def log2(a):
+def decomposed_log2(a):
     return a.log() * (1 / _LN2)
 
 
 @opmath
-def log10(a):
+def decomposed_log10(a):
     return a.log() * (1 / math.log(10.0))
 
 
-def neg(a):
+def decomposed_neg(a):
     _refuse(_NEG, a)
     if a.is_complex():
         # the torcia package's: no Tensor method makes a complex tensor of two real ones
-        return _opdef.PUBLIC.complex(neg(a.real), neg(a.imag))
+        return _opdef.PUBLIC.complex(decomposed_neg(a.real), decomposed_neg(a.imag))
     # exact: a sign flip (signed zeros too), and integers wrap alike (-1 of uint8 is 255)
     return a * a.new_full((), -1)
 
 
-def square(a):
+def decomposed_square(a):
     # a bool squares in int64, as PyTorch's pow(a, 2)
     if a.dtype == D.bool_:
         a = a.to(D.int64)
@@ -488,16 +491,16 @@ DECLARED = (
     _float("exp", ArrayFunction("exp"), autocast=CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([1.0000, 2.7183])"),
            tags=("masked", "nested", "foreach")),
-    _float("exp2", ArrayFunction("exp2"), decomposition=exp2,
+    _float("exp2", ArrayFunction("exp2"), decomposition=decomposed_exp2,
            example=("[0, 3]", "tensor([1., 8.])"),
            tags=("masked", "special")),
     _float("log", ArrayFunction("log"), autocast=CUDA_FLOAT32,
            example=("[1.0, 100.0]", "tensor([0.0000, 4.6052])"),
            tags=("masked", "nested", "foreach")),
-    _float("log2", ArrayFunction("log2"), decomposition=log2, autocast=CUDA_FLOAT32,
+    _float("log2", ArrayFunction("log2"), decomposition=decomposed_log2, autocast=CUDA_FLOAT32,
            example=("[1, 8]", "tensor([0., 3.])"),
            tags=("masked", "foreach")),
-    _float("log10", ArrayFunction("log10"), decomposition=log10, autocast=CUDA_FLOAT32,
+    _float("log10", ArrayFunction("log10"), decomposition=decomposed_log10, autocast=CUDA_FLOAT32,
            example=("[1.0, 10.0]", "tensor([0., 1.])"),
            tags=("masked", "foreach")),
     _float("log1p", Kernels.log1p, autocast=CUDA_FLOAT32,
@@ -509,10 +512,10 @@ DECLARED = (
     _float("sqrt", ArrayFunction("sqrt"),
            example=("[4, 9]", "tensor([2., 3.])"),
            tags=("masked", "nested", "foreach", "sparse")),
-    _float("rsqrt", Kernels.rsqrt, decomposition=rsqrt, autocast=CUDA_FLOAT32,
+    _float("rsqrt", Kernels.rsqrt, decomposition=decomposed_rsqrt, autocast=CUDA_FLOAT32,
            example=("[4.0, 0.25]", "tensor([0.5000, 2.0000])"),
            tags=("masked", "nested", "foreach")),
-    _float("reciprocal", Kernels.reciprocal, decomposition=reciprocal,
+    _float("reciprocal", Kernels.reciprocal, decomposition=decomposed_reciprocal,
            autocast=CUDA_FLOAT32,
            example=("[2.0, -4.0]", "tensor([ 0.5000, -0.2500])"),
            tags=("masked", "nested", "foreach")),
@@ -522,43 +525,43 @@ DECLARED = (
     _float("cos", ArrayFunction("cos"),
            example=("[0.0, 3.1416]", "tensor([ 1., -1.])"),
            tags=("masked", "nested", "foreach")),
-    _float("tan", ArrayFunction("tan"), decomposition=tan, autocast=CUDA_FLOAT32,
+    _float("tan", ArrayFunction("tan"), decomposition=decomposed_tan, autocast=CUDA_FLOAT32,
            example=("[0.0, 0.7854]", "tensor([0.0000, 1.0000])"),
            tags=("masked", "nested", "foreach", "sparse")),
-    _float("asin", ArrayFunction("arcsin"), decomposition=asin, autocast=CUDA_FLOAT32,
+    _float("asin", ArrayFunction("arcsin"), decomposition=decomposed_asin, autocast=CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([0.0000, 1.5708])"),
            aliases=("arcsin",),
            tags=("masked", "foreach", "sparse")),
-    _float("acos", ArrayFunction("arccos"), decomposition=acos, autocast=CUDA_FLOAT32,
+    _float("acos", ArrayFunction("arccos"), decomposition=decomposed_acos, autocast=CUDA_FLOAT32,
            example=("[1.0, 0.0]", "tensor([0.0000, 1.5708])"),
            aliases=("arccos",),
            tags=("masked", "foreach")),
-    _float("atan", ArrayFunction("arctan"), decomposition=atan,
+    _float("atan", ArrayFunction("arctan"), decomposition=decomposed_atan,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.7854])"),
            aliases=("arctan",),
            tags=("masked", "foreach", "sparse")),
-    _float("sinh", ArrayFunction("sinh"), decomposition=sinh, autocast=CUDA_FLOAT32,
+    _float("sinh", ArrayFunction("sinh"), decomposition=decomposed_sinh, autocast=CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([0.0000, 1.1752])"),
            tags=("masked", "foreach", "sparse")),
-    _float("cosh", ArrayFunction("cosh"), decomposition=cosh, autocast=CUDA_FLOAT32,
+    _float("cosh", ArrayFunction("cosh"), decomposition=decomposed_cosh, autocast=CUDA_FLOAT32,
            example=("[0.0, 1.0]", "tensor([1.0000, 1.5431])"),
            tags=("masked", "foreach")),
-    _float("tanh", ArrayFunction("tanh"), decomposition=tanh,
+    _float("tanh", ArrayFunction("tanh"), decomposition=decomposed_tanh,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.7616])"),
            tags=("masked", "nested", "foreach", "sparse")),
-    _float("asinh", ArrayFunction("arcsinh"), decomposition=asinh,
+    _float("asinh", ArrayFunction("arcsinh"), decomposition=decomposed_asinh,
            example=("[0.0, 1.0]", "tensor([0.0000, 0.8814])"),
            aliases=("arcsinh",),
            tags=("masked", "sparse")),
-    _float("acosh", ArrayFunction("arccosh"), decomposition=acosh,
+    _float("acosh", ArrayFunction("arccosh"), decomposition=decomposed_acosh,
            example=("[1.0, 2.0]", "tensor([0.0000, 1.3170])"),
            aliases=("arccosh",),
            tags=("masked",)),
-    _float("atanh", ArrayFunction("arctanh"), decomposition=atanh,
+    _float("atanh", ArrayFunction("arctanh"), decomposition=decomposed_atanh,
            example=("[0.0, 0.5]", "tensor([0.0000, 0.5493])"),
            aliases=("arctanh",),
            tags=("masked", "sparse")),
-    _float("sigmoid", Kernels.sigmoid, decomposition=sigmoid,
+    _float("sigmoid", Kernels.sigmoid, decomposition=decomposed_sigmoid,
            example=("[0.0, 2.0]", "tensor([0.5000, 0.8808])"),
            tags=("masked", "nested", "foreach")),
     _float("erf", Kernels.erf,
@@ -576,53 +579,53 @@ DECLARED = (
     _float("digamma", Kernels.digamma,
            example=("[1.0, 2.0]", "tensor([-0.5772,  0.4228])"),
            tags=("masked", "special")),
-    _same("neg", ArrayFunction("negative"), decomposition=neg, refuses=_NEG,
+    _same("neg", ArrayFunction("negative"), decomposition=decomposed_neg, refuses=_NEG,
           example=("[1, -2]", "tensor([-1,  2])"),
           aliases=("negative",),
           tags=("masked", "nested", "foreach"),
           operator="neg"),
-    _same("abs", ArrayFunction("abs"), shape=real_like, decomposition=abs, refuses=_ABS,
+    _same("abs", ArrayFunction("abs"), shape=real_like, decomposition=decomposed_abs, refuses=_ABS,
           example=("[-1.5, 2.0]", "tensor([1.5000, 2.0000])"),
           aliases=("absolute",),
           tags=("masked", "nested", "foreach", "sparse"),
           operator="abs"),
-    _same("sign", Kernels.sign, decomposition=sign, refuses=_SIGN,
+    _same("sign", Kernels.sign, decomposition=decomposed_sign, refuses=_SIGN,
           example=("[-2, 0, 3]", "tensor([-1,  0,  1])"),
           tags=("masked", "nested", "foreach", "sparse")),
-    _same("square", Kernels.square, shape=_square_shape, decomposition=square,
+    _same("square", Kernels.square, shape=_square_shape, decomposition=decomposed_square,
           example=("[2, -3]", "tensor([4, 9])"),
           tags=("masked", "nested", "sparse")),
-    _same("floor", ArrayFunction("floor"), decomposition=floor, refuses=_FLOOR,
+    _same("floor", ArrayFunction("floor"), decomposition=decomposed_floor, refuses=_FLOOR,
           example=("[-1.5, 1.5]", "tensor([-2.,  1.])"),
           tags=("masked", "nested", "foreach", "sparse")),
     _same("ceil", ArrayFunction("ceil"), refuses=_rounding("ceil"),
           example=("[-1.5, 1.5]", "tensor([-1.,  2.])"),
           tags=("masked", "nested", "foreach", "sparse")),
-    _same("trunc", ArrayFunction("trunc"), decomposition=trunc, refuses=_TRUNC,
+    _same("trunc", ArrayFunction("trunc"), decomposition=decomposed_trunc, refuses=_TRUNC,
           example=("[-1.5, 1.5]", "tensor([-1.,  1.])"),
           aliases=("fix",),
           tags=("masked", "nested", "foreach", "sparse")),
-    _same("frac", Kernels.frac, decomposition=frac, refuses=_FRAC,
+    _same("frac", Kernels.frac, decomposition=decomposed_frac, refuses=_FRAC,
           example=("[-1.5, 2.25]", "tensor([-0.5000,  0.2500])"),
           tags=("masked", "nested", "foreach", "sparse")),
-    _same("relu", Kernels.relu, decomposition=relu, refuses=_RELU,
+    _same("relu", Kernels.relu, decomposition=decomposed_relu, refuses=_RELU,
           example=("[-1.0, 2.0]", "tensor([0., 2.])"),
           tags=("nested", "sparse")),
     # an integer result: no gradient
-    _same("bitwise_not", ArrayFunction("invert"), decomposition=bitwise_not,
+    _same("bitwise_not", ArrayFunction("invert"), decomposition=decomposed_bitwise_not,
           differentiable=False,
           example=("[0, 5]", "tensor([-1, -6])"),
           tags=("masked", "nested"),
           operator="invert"),
-    _test("isnan", ArrayFunction("isnan"), decomposition=isnan,
+    _test("isnan", ArrayFunction("isnan"), decomposition=decomposed_isnan,
           example=('[float("nan"), 1.0]', "tensor([ True, False])"),
           tags=("masked", "nested", "sparse")),
-    _test("isinf", ArrayFunction("isinf"), decomposition=isinf,
+    _test("isinf", ArrayFunction("isinf"), decomposition=decomposed_isinf,
           example=('[float("inf"), 1.0]', "tensor([ True, False])"),
           tags=("sparse",)),
-    _test("isfinite", ArrayFunction("isfinite"), decomposition=isfinite,
+    _test("isfinite", ArrayFunction("isfinite"), decomposition=decomposed_isfinite,
           example=('[float("inf"), 1.0]', "tensor([False,  True])")),
-    _test("logical_not", ArrayFunction("logical_not"), decomposition=logical_not,
+    _test("logical_not", ArrayFunction("logical_not"), decomposition=decomposed_logical_not,
           example=("[0, 3]", "tensor([ True, False])"),
           inplace_example=("[0.0, 3.0]", "", "tensor([1., 0.])"),
           tags=("nested",),
@@ -631,3 +634,48 @@ DECLARED = (
           example=("[-1.0, 0.0, -0.0]", "tensor([ True, False,  True])"),
           tags=("masked", "sparse")),
 )
+
+
+# ----- the public functions --------------------------------------------------------------
+
+
+def _dispatch(name, input, to_float=False):
+    """``torcia._tensor.unary``, this module being below the Tensor class: the first call
+    binds the module's name to it, so that later calls reach it as one global."""
+    global _dispatch
+    _dispatch = _opdef.UNARY
+    return _dispatch(name, input, to_float)
+
+
+def public_function(op, fn, doc):
+    """``fn`` made the public function of the declared elementwise ``op``: its arguments
+    named as its schema names them, its docstring its ``doc`` (or ``doc``, its kind's first
+    line) and its examples."""
+    # the arguments as the schema names them (pow's second is ``exponent``)
+    fn.__code__ = fn.__code__.replace(co_varnames=op.inputs, co_name=op.name,
+                                      co_qualname=op.name)
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = (op.doc or doc.format(op.name)) + examples_section(f"torcia.{op.name}",
+                                                                    op.examples)
+    return fn
+
+
+def _unary_function(name, to_float):
+    def fn(input):
+        return _dispatch(name, input, to_float)
+
+    return fn
+
+
+#: the first line of each group's docstring, and whether integer inputs promote to float
+_KINDS = {
+    "unary_float": ("Elementwise ``{}`` of ``input``. Integer inputs give the default "
+                    "float dtype.", True),
+    "unary_same": ("Elementwise ``{}`` of ``input``.", False),
+    "unary_bool": ("Elementwise ``{}`` of ``input``.", False),
+}
+
+#: the public functions made from the declarations here, by name
+MADE = {op.name: public_function(op, _unary_function(op.name, _KINDS[op.group][1]),
+                                   _KINDS[op.group][0]) for op in DECLARED}
+globals().update(MADE)
