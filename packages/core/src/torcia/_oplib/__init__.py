@@ -32,7 +32,7 @@ autocast policy is ``torcia._autocast``'s).
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
                      transforms' declarations
-``nn``               dropout, pixel shuffles, distances
+``nn``               dropout
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
