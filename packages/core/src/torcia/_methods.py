@@ -14,9 +14,9 @@ from torcia import _dtype as D
 from torcia import _legacy, _oplib, _shared_memory, _storage, linalg, special
 from torcia import ops as _oplist
 from torcia._grad_mode import STATE
-from torcia._oplib import elementwise, indexing, properties
+from torcia._oplib import elementwise, properties
 from torcia._oplib._common import _inplace_example, _readable_value
-from torcia._ops import creation, nn_activation, pointwise, random
+from torcia._ops import creation, indexing, nn_activation, pointwise, random
 from torcia._tensor import (
     AUTOGRAD,
     Tensor,

@@ -42,6 +42,11 @@ INPLACE: Callable | None = None
 #: tensor a view of its old memory, that module being above the family modules
 STORAGE_SIZE: Callable | None = None
 INPLACE_VIEW: Callable | None = None
+#: ``torcia._tensor.write_inplace`` and ``torcia._tensor.check_overlap``, set by that module
+#: as it loads: ``tensor[key] = value`` (written in :mod:`torcia._ops.indexing`) writes the
+#: indexed region in place with them, checking the value's overlap itself
+WRITE_INPLACE: Callable | None = None
+CHECK_OVERLAP: Callable | None = None
 
 #: ``torcia._tensor.result_type``, set by that module as it loads: the public functions
 #: written in :mod:`torcia._ops` promote their operands with it (``clamp``'s bounds)

@@ -1377,6 +1377,9 @@ def check_overlap(self: Tensor, args=()) -> None:
                     "clone() the tensor before performing the operation.")
 
 
+_opdef.WRITE_INPLACE, _opdef.CHECK_OVERLAP = write_inplace, check_overlap
+
+
 def _address(arr) -> int:
     """The address of an array's first element (NumPy's or CuPy's)."""
     iface = getattr(arr, "__array_interface__", None)

@@ -7,13 +7,13 @@ namespace of registered custom ops (``torcia.ops.myns.myop``); these functions r
 ``METHODS`` and ``INPLACE`` (attached by :mod:`torcia._methods`).
 
 The families import each other in one direction, at their tops: ``_common`` imports no
-family; ``elementwise`` and ``indexing`` follow in that order, each importing only those
-before it (and :mod:`torcia._ops`, below them all, where the views, ``cat``, ``conj``,
-``matmul`` and the other functions written beside their declarations are), and the other
-families import these. None imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which
-import from here (what they call of those, the transforms' op calls, the norms, ``inv``,
-``det``..., are written next to their ops' declarations in :mod:`torcia._ops`), nor a
-service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s).
+family; ``elementwise`` follows, importing only it (and :mod:`torcia._ops`, below them all,
+where the views, ``cat``, ``tensor[key]``, ``conj``, ``matmul`` and the other functions
+written beside their declarations are), and the other families import these. None
+imports :mod:`torcia.linalg` or :mod:`torcia.fft`, which import from here (what they call of
+those, the transforms' op calls, the norms, ``inv``, ``det``..., are written next to their
+ops' declarations in :mod:`torcia._ops`), nor a service such as :mod:`torcia.amp` (the
+autocast policy is ``torcia._autocast``'s).
 
 ===================  =====================================================================
 ``elementwise``      unary, binary and comparison ops, ``add``/``div``/``isclose``/``gcd``...
@@ -24,7 +24,8 @@ service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s
 ``movement``         ``cat``, ``stack``, ``split``, ``flip``, ``repeat``, ``tril``: in
                      :mod:`torcia._ops.movement`, beside their declarations
 ``indexing``         ``tensor[key]``, ``select``, ``tensor_split``, gathers and scatters,
-                     ``index_*``, masked ops
+                     ``index_*``, masked ops: in :mod:`torcia._ops.indexing`, beside their
+                     declarations
 ``sorting``          ``sort``, ``topk``, ``unique``, ``searchsorted``, histograms: in
                      :mod:`torcia._ops.sorting`, beside their declarations
 ``linalg``           ``matmul``, ``mm``, ``einsum``, ``addmm``..., ``det``, ``cov``, ``vdot``: in
@@ -33,7 +34,7 @@ service such as :mod:`torcia.amp` (the autocast policy is ``torcia._autocast``'s
                      :mod:`torcia._ops.complex_numbers`, beside their declarations
 ``spectral``         windows, ``stft``/``istft``: in :mod:`torcia._ops.spectral`, beside the
                      transforms' declarations
-``nn``               dropout, pixel shuffles, distances
+``nn``               dropout
 ``aliases``          PyTorch's other names (``arccos``, ``greater``) and ``torch.abs_``...
 ``runtime``          ``finfo``/``iinfo``, constants, global switches, layouts, streams
 ``properties``       tensor queries kept as functions (``is_signed``, ``dim_order``...)
@@ -57,14 +58,13 @@ families in their place.
 from torcia._oplib import (  # noqa: I001 - the load order of the families
     _common,
     elementwise,
-    indexing,
     nn,
     aliases,
     runtime,
     properties,
 )
 from torcia._ops import creation, nn_activation, nn_conv, nn_loss, nn_norm, nn_pool, nn_rnn
-from torcia._ops import movement, pointwise, random, reduce, scan, views
+from torcia._ops import indexing, movement, pointwise, random, reduce, scan, views
 from torcia._ops import complex_numbers, linalg, sorting, spectral
 
 from torcia._oplib.elementwise import *  # noqa: F403
@@ -73,7 +73,7 @@ from torcia._ops.reduce import *  # noqa: F403
 from torcia._ops.scan import *  # noqa: F403
 from torcia._ops.views import *  # noqa: F403
 from torcia._ops.movement import *  # noqa: F403
-from torcia._oplib.indexing import *  # noqa: F403
+from torcia._ops.indexing import *  # noqa: F403
 from torcia._ops.sorting import *  # noqa: F403
 from torcia._ops.linalg import *  # noqa: F403
 from torcia._ops.complex_numbers import *  # noqa: F403

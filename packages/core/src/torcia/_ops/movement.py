@@ -4,10 +4,10 @@ decomposition and autocast policy. :data:`torcia.ops.MOVEMENT` (``contiguous``, 
 pieces, views as PyTorch's); the views are :mod:`torcia._ops.views`'s, the indexing ops of
 ``MOVEMENT`` (``gather``, ``scatter``, ``index_select``...) :mod:`torcia._ops.indexing`'s.
 
-A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or
-CuPy). A public function (at the end of this module: ``cat``, ``split``, ``flip``,
-``tril``, ``pad``...) checks the arguments and calls the op by name. A
-decomposition is written with Tensor methods, the public functions
+A kernel is a method of the reference backend (``self.xp`` the array module, NumPy or CuPy).
+A public function (at the end of this module: ``cat``, ``split``, ``flip``, ``tril``,
+``pad``..., with the pixel and channel shuffles built on them) checks the arguments and
+calls the op by name. A decomposition is written with Tensor methods, the public functions
 (:data:`torcia._opdef.PUBLIC`) and :data:`torcia._opdef.CALL` (an op by name): it runs on
 any device, and this module is below the Tensor class. Their derivatives are
 torcia-autograd's.
@@ -28,6 +28,7 @@ from torcia._ops._common import (
     dense,
     dim_tuple,
     first_shape,
+    functional,
     promoted,
     random_floats,
     with_size,
@@ -1034,6 +1035,67 @@ def constant_pad_nd(input, pad, value=0):
     return _pad_fn(input, pad, "constant", value)
 
 
+def pixel_shuffle(input, upscale_factor):
+    """(*, C * r * r, H, W) -> (*, C, H * r, W * r): channels moved into space.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_shuffle(torcia.arange(4.0).reshape(1, 4, 1, 1), 2)[0, 0]
+    tensor([[0., 1.],
+            [2., 3.]])
+    """
+    r = int(upscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_shuffle expects input to have at least 3 dimensions, but "
+                           f"got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if c % (r * r):
+        raise RuntimeError(f"pixel_shuffle expects its input's 'channel' dimension to be "
+                           f"divisible by the square of upscale_factor, but input.size(-3)={c}"
+                           f" is not divisible by {r * r}")
+    k = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(k), k, k + 3, k + 1, k + 4, k + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input, downscale_factor):
+    """(*, C, H * r, W * r) -> (*, C * r * r, H, W): the inverse of pixel_shuffle.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.pixel_unshuffle(torcia.zeros(1, 1, 4, 6), 2).shape
+    torcia.Size([1, 4, 2, 3])
+    """
+    r = int(downscale_factor)
+    if input.ndim < 3:
+        raise RuntimeError(f"pixel_unshuffle expects input to have at least 3 dimensions, "
+                           f"but got input with {input.ndim} dimension(s)")
+    *lead, c, h, w = input.shape
+    if h % r or w % r:
+        raise RuntimeError(f"pixel_unshuffle expects height and width to be divisible by "
+                           f"downscale_factor, but got input of size {list(input.shape)} "
+                           f"and downscale_factor={r}")
+    k = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(k), k, k + 2, k + 4, k + 1, k + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+def channel_shuffle(input, groups):
+    """``torch.channel_shuffle``.
+
+    Examples
+    --------
+    >>> import torcia
+    >>> torcia.channel_shuffle(torcia.arange(4.0).reshape(1, 4, 1), 2).flatten()
+    tensor([0., 2., 1., 3.])
+    """
+    return functional().channel_shuffle(input, groups)
+
+
 #: the functions here that are also Tensor methods, under the same name (``pad`` is
 #: torcia.library's, for torcia.nn.functional, and stft's)
 METHODS = ("flip", "roll", "tile", "diag", "diag_embed", "tril", "triu", "contiguous", "clone",
@@ -1048,8 +1110,12 @@ INPLACE = tuple(d.name for d in DECLARED if d.inplace)
 FALLBACK_METHODS = ("rot90", "diagflat", "split_with_sizes")
 
 #: the names ``torcia`` exports from here
-__all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "cat", "chunk", "clone", "column_stack",
-           "concat", "concatenate", "constant_pad_nd", "contiguous", "diag", "diag_embed",
-           "diagflat", "dstack", "flip", "fliplr", "flipud", "hstack", "repeat",
-           "repeat_interleave", "roll", "rot90", "split", "split_with_sizes", "stack", "tile",
-           "tril", "triu", "unbind", "vstack"]
+__all__ = ["atleast_1d", "atleast_2d", "atleast_3d", "cat", "channel_shuffle", "chunk", "clone",
+           "column_stack", "concat", "concatenate", "constant_pad_nd", "contiguous", "diag",
+           "diag_embed", "diagflat", "dstack", "flip", "fliplr", "flipud", "hstack",
+           "pixel_shuffle", "pixel_unshuffle", "repeat", "repeat_interleave", "roll", "rot90",
+           "split", "split_with_sizes", "stack", "tile", "tril", "triu", "unbind", "vstack"]
+
+#: the functional forms here that ``torcia.nn.functional`` re-exports (through
+#: :data:`torcia.library.functional`)
+FUNCTIONAL = ("pixel_shuffle", "pixel_unshuffle")
