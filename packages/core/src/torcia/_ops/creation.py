@@ -31,7 +31,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import keyword_samples
+from torcia._ops._common import FLOAT32, INT64, keyword_samples
 from torcia._ops._common import where as _where
 
 # ----- reference kernels -----------------------------------------------------------------
@@ -158,41 +158,39 @@ def _creation(schema, kernel, shape, **fields):
                   **fields)
 
 
-_F32, _I64 = np.dtype(np.float32), np.dtype(np.int64)
-
 #: in the order of :data:`torcia.ops.CREATION` (the random ops follow)
 DECLARED = (
     _creation("zeros(int[] shape, ScalarType dtype) -> Tensor", Kernels.zeros,
               created("shape", "dtype"), decomposition=zero_filled,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
-                                      {"shape": (4,), "dtype": _I64})),
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32},
+                                      {"shape": (4,), "dtype": INT64})),
     _creation("ones(int[] shape, ScalarType dtype) -> Tensor", Kernels.ones,
               created("shape", "dtype"), decomposition=one_filled,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32},
-                                      {"shape": (), "dtype": _I64})),
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32},
+                                      {"shape": (), "dtype": INT64})),
     _creation("full(int[] shape, Scalar fill_value, ScalarType dtype) -> Tensor", Kernels.full,
               created("shape", "fill_value", "dtype"),
-              samples=keyword_samples({"shape": (2, 3), "fill_value": 2.5, "dtype": _F32},
-                                      {"shape": (3,), "fill_value": 7, "dtype": _I64})),
+              samples=keyword_samples({"shape": (2, 3), "fill_value": 2.5, "dtype": FLOAT32},
+                                      {"shape": (3,), "fill_value": 7, "dtype": INT64})),
     _creation("empty(int[] shape, ScalarType dtype) -> Tensor", Kernels.empty,
               created("shape", "dtype"), decomposition=empty_as_zeros,
-              samples=keyword_samples({"shape": (2, 3), "dtype": _F32})),
+              samples=keyword_samples({"shape": (2, 3), "dtype": FLOAT32})),
     _creation("arange(Scalar start, Scalar end, Scalar step, ScalarType dtype) -> Tensor",
               Kernels.arange, _arange_shape,
-              samples=keyword_samples({"start": 0, "end": 5, "step": 1, "dtype": _I64},
-                                      {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": _F32},
-                                      {"start": 5, "end": -1, "step": -2, "dtype": _I64})),
+              samples=keyword_samples({"start": 0, "end": 5, "step": 1, "dtype": INT64},
+                                      {"start": 0.0, "end": 1.0, "step": 0.25, "dtype": FLOAT32},
+                                      {"start": 5, "end": -1, "step": -2, "dtype": INT64})),
     _creation("linspace(Scalar start, Scalar end, int steps, ScalarType dtype) -> Tensor",
               Kernels.linspace, _linspace_shape, decomposition=evenly_spaced,
-              samples=keyword_samples({"start": 0.0, "end": 1.0, "steps": 5, "dtype": _F32})),
+              samples=keyword_samples({"start": 0.0, "end": 1.0, "steps": 5, "dtype": FLOAT32})),
     _creation("logspace(Scalar start, Scalar end, int steps, float base, ScalarType dtype) "
               "-> Tensor", Kernels.logspace, _logspace_shape, decomposition=evenly_spaced_powers,
               samples=keyword_samples({"start": 0.0, "end": 2.0, "steps": 3, "base": 10.0,
-                                       "dtype": _F32})),
+                                       "dtype": FLOAT32})),
     _creation("eye(int n, int m, ScalarType dtype) -> Tensor", Kernels.eye, _eye_shape,
               decomposition=rows_equal_columns,
-              samples=keyword_samples({"n": 3, "m": 4, "dtype": _F32},
-                                      {"n": 2, "m": 2, "dtype": _I64})),
+              samples=keyword_samples({"n": 3, "m": 4, "dtype": FLOAT32},
+                                      {"n": 2, "m": 2, "dtype": INT64})),
 )
 
 

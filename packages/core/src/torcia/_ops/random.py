@@ -34,7 +34,7 @@ import numpy as np
 from torcia import _dtype as D
 from torcia import _opdef
 from torcia._opdef import define
-from torcia._ops._common import keyword_samples, on_host
+from torcia._ops._common import FLOAT32, INT64, keyword_samples, on_host
 from torcia._ops.creation import _dtype_arg, _size, created, full_like
 
 # samples drawn per block for a float32/float16 tensor (8 MiB of float64 at a time)
@@ -159,8 +159,6 @@ def dropout_mask(shape, p, dtype, rng, device=None):
 # ----- the declarations ------------------------------------------------------------------
 
 
-_F32, _I64 = np.dtype(np.float32), np.dtype(np.int64)
-
 
 def _probabilities(rng):
     return rng.uniform(0, 1, (3, 4)).astype(np.float32)
@@ -177,20 +175,20 @@ def _random(schema, kernel, shape, group="creation", **fields):
 DECLARED = (
     _random("rand(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.rand,
             created("shape", "dtype", "rng"),
-            samples=keyword_samples({"shape": (3, 4), "dtype": _F32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None})),
     _random("randn(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.randn,
             created("shape", "dtype", "rng"),
-            samples=keyword_samples({"shape": (3, 4), "dtype": _F32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None})),
     _random("randint(int[] shape, int low, int high, ScalarType dtype, Generator rng) -> Tensor",
             Kernels.randint, created("shape", "low", "high", "dtype", "rng"),
-            samples=keyword_samples({"shape": (3, 4), "low": -3, "high": 5, "dtype": _I64,
+            samples=keyword_samples({"shape": (3, 4), "low": -3, "high": 5, "dtype": INT64,
                                      "rng": None})),
     _random("randperm(int n, ScalarType dtype, Generator rng) -> Tensor", Kernels.randperm,
-            _randperm_shape, samples=keyword_samples({"n": 7, "dtype": _I64, "rng": None})),
+            _randperm_shape, samples=keyword_samples({"n": 7, "dtype": INT64, "rng": None})),
     _random("normal(int[] shape, float mean, float std, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.normal, _normal_shape,
             decomposition=scaled_randn,
-            samples=keyword_samples({"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": _F32,
+            samples=keyword_samples({"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": FLOAT32,
                                      "rng": None})),
     _random("bernoulli(Tensor p, Generator rng) -> Tensor", Kernels.bernoulli,
             _bernoulli_shape, decomposition=rand_below,
@@ -202,11 +200,11 @@ DECLARED = (
     _random("uniform(int[] shape, float low, float high, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng"),
             decomposition=uniform,
-            samples=keyword_samples({"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": _F32,
+            samples=keyword_samples({"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": FLOAT32,
                                      "rng": None})),
     _random("dropout_mask(int[] shape, float p, ScalarType dtype, Generator rng) -> Tensor",
             Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask,
-            samples=keyword_samples({"shape": (3, 4), "p": 0.5, "dtype": _F32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "p": 0.5, "dtype": FLOAT32, "rng": None})),
 )
 
 
