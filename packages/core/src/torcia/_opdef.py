@@ -59,6 +59,28 @@ UNARY: Callable | None = None
 BINARY: Callable | None = None
 
 
+def bind_on_first_call(namespace: dict, name: str, resolve: Callable[[], Callable]) -> Callable:
+    """A function for ``namespace[name]`` that, on its first call, puts ``resolve()`` (a
+    function reached through the slots above) in its own place there and calls it.
+
+    The family modules of :mod:`torcia._ops` sit below the modules that fill the slots, so
+    they cannot import what the slots hold; their hottest paths (``view``, ``tensor[key]``,
+    ``zeros``, the elementwise functions) then reach it as one module global rather than as
+    an attribute of this module at every call (``x.view(6, 4)``: 0.80 us against 0.84 us).
+
+    >>> namespace = {}
+    >>> namespace["twice"] = bind_on_first_call(namespace, "twice", lambda: lambda x: 2 * x)
+    >>> namespace["twice"](3), namespace["twice"].__name__
+    (6, '<lambda>')
+    """
+    def first_call(*args, **kwargs):
+        bound = namespace[name] = resolve()
+        return bound(*args, **kwargs)
+
+    first_call.__name__ = first_call.__qualname__ = name
+    return first_call
+
+
 @dataclasses.dataclass(frozen=True)
 class OpDef:
     """Everything known about one op.

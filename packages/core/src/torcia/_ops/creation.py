@@ -245,15 +245,12 @@ def _creator(tensors):
     return create
 
 
-def _create(op, dtype, device, requires_grad=False, **params):
-    """A tensor made by creation op ``op`` on ``device`` (its decomposition there where the
-    device has no kernel of its own). The first call replaces this function by one with
-    what it takes of :mod:`torcia._tensor` bound: looked up through
-    :data:`torcia._opdef.TENSOR` on each call, they cost ``torcia.zeros(4, 4)`` 5% of its
-    time."""
-    global _create
-    _create = _creator(_opdef.TENSOR)
-    return _create(op, dtype, device, requires_grad, **params)
+#: ``_create(op, dtype, device, requires_grad=False, **params)``: a tensor made by creation
+#: op ``op`` on ``device`` (its decomposition there where the device has no kernel of its
+#: own), made by :func:`_creator` on first call: looked up through
+#: :data:`torcia._opdef.TENSOR` on each call, what it takes of :mod:`torcia._tensor` costs
+#: ``torcia.zeros(4, 4)`` 5% of its time
+_create = _opdef.bind_on_first_call(globals(), "_create", lambda: _creator(_opdef.TENSOR))
 
 
 _dtype_arg = D.dtype_arg

@@ -1010,19 +1010,20 @@ dsplit = _split_by("dsplit", 3, 2, """>>> [t.shape for t in torcia.dsplit(torcia
 # ----- tensor[key] and its assignment --------------------------------------------------
 
 #: the Tensor class, dispatch (torcia._tensor.call), torcia.tensor and the Tensor class's
-#: in-place write and overlap check, bound by the first call of _index_key: this module is
-#: below the Tensor class, and tensor[key] is too hot to look them up at each call
+#: in-place write and overlap check, bound by the first call of ``_index_key`` (then
+#: :func:`_key_of`): this module is below the Tensor class, and tensor[key] is too hot to
+#: look them up at each call
 _Tensor = _call = _tensor_of = _write_inplace = _check_overlap = None
 
 
-def _index_key(input, key):
-    """The first call binds the Tensor class's functions above, then leaves its place to
-    :func:`_key_of`."""
-    global _Tensor, _call, _tensor_of, _write_inplace, _check_overlap, _index_key
+def _bound_key_of():
+    global _Tensor, _call, _tensor_of, _write_inplace, _check_overlap
     _Tensor, _call, _tensor_of = _opdef.PUBLIC.Tensor, _opdef.CALL, _opdef.PUBLIC.tensor
     _write_inplace, _check_overlap = _opdef.WRITE_INPLACE, _opdef.CHECK_OVERLAP
-    _index_key = _key_of
-    return _key_of(input, key)
+    return _key_of
+
+
+_index_key = _opdef.bind_on_first_call(globals(), "_index_key", _bound_key_of)
 
 
 def _basic_key(shape, key):

@@ -364,14 +364,10 @@ def detach_view(a):
     return _strided("detach_view", a, {}, a.shape, a.stride())
 
 
-def _call(op, inputs, params, view_of=None):
-    """:data:`torcia._opdef.CALL`, which dispatch sets once this module has loaded: the
-    first call binds it in its place here, so that the hottest public functions (``view``,
-    ``reshape``, ``permute``, ``transpose``, ``expand``) reach it as a global (measured:
-    ``x.view(6, 4)`` 0.80 us so, 0.84 us through ``_opdef.CALL``)."""
-    global _call
-    _call = _opdef.CALL
-    return _call(op, inputs, params, view_of)
+#: dispatch (:data:`torcia._opdef.CALL`), bound on first call: the hottest public
+#: functions (``view``, ``reshape``, ``permute``, ``transpose``, ``expand``) reach it as a
+#: global
+_call = _opdef.bind_on_first_call(globals(), "_call", lambda: _opdef.CALL)
 
 
 def view_call(op, a, params):
