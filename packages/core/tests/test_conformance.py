@@ -274,3 +274,67 @@ def test_a_plugin_ops_samples_reach_the_suite():
 def test_define_refuses_samples_that_are_not_callable():
     with pytest.raises(TypeError, match="samples of op 'listed' must be callable"):
         library.plugin_ops.define("listed", np.negative, samples=[((np.zeros(2),), {})])
+
+
+class _Coin:
+    """A plugin random op that says what its draws may be."""
+
+    @torcia.hookimpl
+    def torcia_register_ops(self, registry):
+        registry.define(
+            "coin(*, int[] shape=(4,), Generator rng=None) -> Tensor",
+            lambda shape=(4,), rng=None: rng.integers(0, 2, shape).astype(np.float32),
+            random=True, samples=lambda rng: [((), {"shape": (3,), "rng": None})],
+            draws=lambda values, **params: None if np.isin(values, (0, 1)).all()
+            else "a side other than 0 and 1")
+
+
+@pytest.mark.parametrize("op, good, bad, params, wrong", [
+    ("rand", [0.0, 0.5], [0.0, 1.0], {"shape": (2,)}, "values outside [0, 1)"),
+    ("randint", [-3, 4], [-3, 5], {"low": -3, "high": 5}, "values outside [-3, 5)"),
+    ("uniform", [-2.0, 3.0], [-2.0, 3.5], {"low": -2.0, "high": 3.0},
+     "values outside [-2.0, 3.0]"),
+    ("randperm", [2, 0, 1], [0, 2, 2], {"n": 3}, "not a permutation"),
+    ("normal", [0.0, -1e30], [0.0, np.inf], {}, "values that are not finite"),
+    ("dropout_mask", [0.0, 2.0], [0.0, 1.0], {"p": 0.5}, "values other than 0 and 1 / (1 - p)"),
+])
+def test_a_random_ops_declaration_says_what_it_cannot_draw(op, good, bad, params, wrong):
+    draws = library.op_records()[op].draws
+    assert draws(np.array(bad), **params) == wrong
+    assert draws(np.array(good), **params) is None
+
+
+def test_multinomial_without_replacement_never_draws_a_category_twice():
+    draws = library.op_records()["multinomial"].draws
+    w = np.ones((1, 3))
+    assert draws(np.array([[0, 2]]), w, num_samples=2, replacement=False) is None
+    assert draws(np.array([[2, 2]]), w, num_samples=2, replacement=False) == \
+        "a category drawn twice without replacement"
+    assert draws(np.array([[2, 2]]), w, num_samples=2, replacement=True) is None
+    assert draws(np.array([[3, 0]]), w, num_samples=2, replacement=True) == \
+        "an index outside the categories"
+
+
+def test_a_plugin_random_ops_draws_are_checked_by_its_own_rule():
+    pm = plugins.manager()
+    plugin = _Coin()
+    pm.register(plugin, name="test-coin")
+    for registry in list(plugins._state.registries.values()):
+        registry.reset()
+    try:
+        record = library.op_records()["coin"]
+        (sample,) = [s for s in conformance._declared(library.op_records()) if s.op == "coin"]
+        conformance.check(sample, "cpu")
+        want = np.zeros(3, np.float32)
+        with pytest.raises(AssertionError, match=r"coin \(.*\): a side other than 0 and 1"):
+            conformance._random_values(want + 2, want, sample, record)
+    finally:
+        pm.unregister(plugin)
+        plugins.reset()
+
+
+def test_define_refuses_draws_that_are_not_callable_or_not_on_a_random_op():
+    with pytest.raises(TypeError, match="draws of op 'listed' must be callable"):
+        library.plugin_ops.define("listed", np.negative, random=True, draws="0 or 1")
+    with pytest.raises(TypeError, match="op 'listed' gives draws= but is not declared random"):
+        library.plugin_ops.define("listed", np.negative, draws=lambda values: None)

@@ -125,6 +125,12 @@ class OpDef:
         make them from the schema (index tensors, windows, sequences, a creation op's
         arguments): host arrays drawn from the ``numpy.random.Generator`` ``rng``, and
         parameters, a parameter ``rng`` given as None (each call gets a fresh generator).
+    draws : callable or None
+        ``draws(values, *args, **params) -> str | None``, for a random op: what is wrong
+        with ``values`` (its result on the host, a NumPy array) as a draw of the call
+        ``kernel(*args, **params)``, or None when the op could have drawn them. The
+        conformance kit checks a device's draws with it, as they cannot equal the
+        reference kernel's.
     """
 
     name: str
@@ -141,6 +147,7 @@ class OpDef:
     random: bool = False
     doc: str = ""
     samples: Callable | None = None
+    draws: Callable | None = None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -220,6 +227,8 @@ class Declaration:
         PyTorch's error; run before the dtype's refusal.
     samples : callable or None
         The calls the device conformance kit runs the op on (:attr:`OpDef.samples`).
+    draws : callable or None
+        For a random op, what its draws may be (:attr:`OpDef.draws`).
     """
 
     name: str
@@ -245,6 +254,7 @@ class Declaration:
     answers_early: Callable | None = None
     checks: Callable | None = None
     samples: Callable | None = None
+    draws: Callable | None = None
 
 
 _POLICIES = ("lower", "float32", "promote")
@@ -314,7 +324,8 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
            examples: tuple = (), inplace: bool = False, inplace_example: tuple = (),
            aliases: tuple = (), tags: tuple = (), operator: str = "",
            random: bool = False, answers_early: Callable | None = None,
-           checks: Callable | None = None, samples: Callable | None = None) -> Declaration:
+           checks: Callable | None = None, samples: Callable | None = None,
+           draws: Callable | None = None) -> Declaration:
     """Declare a built-in op: its schema and everything core needs of it (see
     :class:`Declaration`). The counterpart of ``torcia.library.OpRegistry.define`` for
     the ops core ships; the backward formula stays in the autograd engine.
@@ -338,4 +349,5 @@ def define(schema: str, kernel: Callable, *, shape: Callable | None = None,
                        examples=tuple(examples), inplace=inplace,
                        inplace_example=tuple(inplace_example), aliases=tuple(aliases),
                        tags=frozenset(tags), operator=operator, random=random,
-                       answers_early=answers_early, checks=checks, samples=samples)
+                       answers_early=answers_early, checks=checks, samples=samples,
+                       draws=draws)

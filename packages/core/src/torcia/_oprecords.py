@@ -152,6 +152,7 @@ def _build_builtin() -> dict[str, OpDef]:
                 backward=backward, jvp=jvp, differentiable=differentiable,
                 random=declared is not None and declared.random, doc=doc,
                 samples=declared.samples if declared is not None else None,
+                draws=declared.draws if declared is not None else None,
             )
     return records
 
@@ -163,7 +164,7 @@ class OpRegistry(Registry):
                shape: Callable | None = None, jvp: Callable | None = None,
                differentiable: bool | None = None, group: str = "plugin",
                doc: str | None = None, random: bool = False,
-               samples: Callable | None = None) -> OpDef:
+               samples: Callable | None = None, draws: Callable | None = None) -> OpDef:
         """Define the op ``name``.
 
         Parameters
@@ -216,6 +217,12 @@ class OpRegistry(Registry):
             device conformance kit) runs the op on, on the device against ``kernel``. An
             op whose inputs are plain tensors gets generated ones without it; one taking
             indices, windows or sequences needs its own to be checked at all.
+        draws : callable, optional
+            For a random op: ``draws(values, *args, **params) -> str | None``, what is
+            wrong with ``values`` (the result of ``kernel(*args, **params)`` on a device,
+            as a host array) as a draw of that call, or None when the op could have drawn
+            them. The conformance kit checks a device's draws with it; without it, only
+            their shape and dtype.
         """
         schema = None
         if "(" in name:
@@ -229,6 +236,12 @@ class OpRegistry(Registry):
         if samples is not None and not callable(samples):
             raise TypeError(f"the samples of op {name!r} must be callable (samples(rng) -> "
                             f"[(args, params), ...]), got {type(samples).__name__}")
+        if draws is not None and not callable(draws):
+            raise TypeError(f"the draws of op {name!r} must be callable (draws(values, *args, "
+                            f"**params) -> str | None), got {type(draws).__name__}")
+        if draws is not None and not random:
+            raise TypeError(f"op {name!r} gives draws= but is not declared random=True: only "
+                            "a random op's values are checked by what they may be")
         inputs, params = schema if schema is not None else _signature(kernel, group)
         if random and "rng" not in params:
             raise TypeError(f"op {name!r} is declared random but its kernel takes no "
@@ -242,7 +255,7 @@ class OpRegistry(Registry):
             backward=backward, jvp=jvp, shape=shape,
             differentiable=backward is not None if differentiable is None else differentiable,
             doc=(doc if doc is not None else (kernel.__doc__ or "")).strip(), random=random,
-            samples=samples,
+            samples=samples, draws=draws,
         )
         self.add(name, record)
         return record

@@ -164,6 +164,49 @@ def _probabilities(rng):
     return rng.uniform(0, 1, (3, 4)).astype(np.float32)
 
 
+# what a device's draws may be (OpDef.draws): the conformance kit's check of a random op's
+# values, which cannot equal the reference kernel's
+
+
+def _in_unit_interval(values, **params):
+    return None if ((values >= 0) & (values < 1)).all() else "values outside [0, 1)"
+
+
+def _finite(values, **params):
+    return None if np.isfinite(values).all() else "values that are not finite"
+
+
+def _between(values, *, low, high, **params):
+    return None if ((values >= low) & (values <= high)).all() else \
+        f"values outside [{low}, {high}]"
+
+
+def _below_high(values, *, low, high, **params):
+    return None if ((values >= low) & (values < high)).all() else \
+        f"values outside [{low}, {high})"
+
+
+def _permutation(values, *, n, **params):
+    return None if sorted(values.tolist()) == list(range(n)) else "not a permutation"
+
+
+def _zeros_and_ones(values, p, **params):
+    return None if np.isin(values, (0, 1)).all() else "values other than 0 and 1"
+
+
+def _categories(values, w, *, num_samples, replacement, **params):
+    if not ((values >= 0) & (values < w.shape[-1])).all():
+        return "an index outside the categories"
+    if not replacement and any(len(set(row)) != len(row) for row in values.tolist()):
+        return "a category drawn twice without replacement"
+    return None
+
+
+def _scaled_keeps(values, *, p, **params):
+    return None if np.isin(values, (0, 1 / (1 - p))).all() else \
+        "values other than 0 and 1 / (1 - p)"
+
+
 def _random(schema, kernel, shape, group="creation", **fields):
     """A random op: it draws from its ``rng``, and carries no gradient."""
     return define(schema, kernel, shape=shape, differentiable=False, random=True, group=group,
@@ -175,36 +218,45 @@ def _random(schema, kernel, shape, group="creation", **fields):
 DECLARED = (
     _random("rand(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.rand,
             created("shape", "dtype", "rng"),
-            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None}),
+            draws=_in_unit_interval),
     _random("randn(int[] shape, ScalarType dtype, Generator rng) -> Tensor", Kernels.randn,
             created("shape", "dtype", "rng"),
-            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "dtype": FLOAT32, "rng": None}),
+            draws=_finite),
     _random("randint(int[] shape, int low, int high, ScalarType dtype, Generator rng) -> Tensor",
             Kernels.randint, created("shape", "low", "high", "dtype", "rng"),
             samples=keyword_samples({"shape": (3, 4), "low": -3, "high": 5, "dtype": INT64,
-                                     "rng": None})),
+                                     "rng": None}),
+            draws=_below_high),
     _random("randperm(int n, ScalarType dtype, Generator rng) -> Tensor", Kernels.randperm,
-            _randperm_shape, samples=keyword_samples({"n": 7, "dtype": INT64, "rng": None})),
+            _randperm_shape, samples=keyword_samples({"n": 7, "dtype": INT64, "rng": None}),
+            draws=_permutation),
     _random("normal(int[] shape, float mean, float std, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.normal, _normal_shape,
             decomposition=scaled_randn,
             samples=keyword_samples({"shape": (3, 4), "mean": 1.0, "std": 2.0, "dtype": FLOAT32,
-                                     "rng": None})),
+                                     "rng": None}),
+            draws=_finite),
     _random("bernoulli(Tensor p, Generator rng) -> Tensor", Kernels.bernoulli,
             _bernoulli_shape, decomposition=rand_below,
-            samples=lambda rng: [((_probabilities(rng),), {"rng": None})]),
+            samples=lambda rng: [((_probabilities(rng),), {"rng": None})],
+            draws=_zeros_and_ones),
     _random("multinomial(Tensor w, int num_samples, bool replacement, Generator rng) -> Tensor",
             Kernels.multinomial, _multinomial_shape,
             samples=lambda rng: [((_probabilities(rng) + 0.1,),
-                                  {"num_samples": 3, "replacement": False, "rng": None})]),
+                                  {"num_samples": 3, "replacement": False, "rng": None})],
+            draws=_categories),
     _random("uniform(int[] shape, float low, float high, ScalarType dtype, Generator rng) -> "
             "Tensor", Kernels.uniform, created("shape", "low", "high", "dtype", "rng"),
             decomposition=uniform,
             samples=keyword_samples({"shape": (3, 4), "low": -2.0, "high": 3.0, "dtype": FLOAT32,
-                                     "rng": None})),
+                                     "rng": None}),
+            draws=_between),
     _random("dropout_mask(int[] shape, float p, ScalarType dtype, Generator rng) -> Tensor",
             Kernels.dropout_mask, _dropout_mask_shape, group="nn", decomposition=dropout_mask,
-            samples=keyword_samples({"shape": (3, 4), "p": 0.5, "dtype": FLOAT32, "rng": None})),
+            samples=keyword_samples({"shape": (3, 4), "p": 0.5, "dtype": FLOAT32, "rng": None}),
+            draws=_scaled_keeps),
 )
 
 

@@ -8,7 +8,8 @@ a sample input:
   values), for float32 and float64, integers where the op takes them, signed inputs,
   broadcast operands, non-contiguous inputs, vectors and batches of matrices, reductions
   with and without ``keepdim``; creation ops (``zeros``, ``arange``, ``eye``...) with their
-  own samples, random ones (``rand``, ``randperm``...) by what their values must be;
+  own samples, random ones (``rand``, ``randperm``...) by what their values may be (the
+  ``draws`` their records declare);
 - **aliasing**: the contracts on memory an op must keep: an out-of-place op leaves its
   inputs as they were and returns memory of its own, a view op (``transpose``,
   ``narrow``...) returns a view of its input where the reference kernel does;
@@ -112,10 +113,6 @@ _TESTS = pathlib.Path(__file__).with_name("_conformance_tests.py")
 
 #: What ``torcia.library.device_ops`` says, in the order the summary lists them.
 _KINDS = ("native", "fallback", "decomposed", "missing")
-
-#: Ops whose values their arguments do not determine, checked by what the values may be:
-#: the random ops (their records say ``random``) and ``empty``.
-RANDOM = ops.RANDOM | {"empty"}
 
 
 @dataclasses.dataclass
@@ -546,35 +543,14 @@ def compare(got, want, sample) -> None:
         np.testing.assert_array_equal(got, want, err_msg=where)
 
 
-def _random_values(got, want, sample) -> None:
-    """A random op's draws: the reference's shape and dtype, and values it could draw."""
-    p = sample.params
+def _random_values(got, want, sample, record) -> None:
+    """A random op's draws (or ``empty``'s values): the reference's shape and dtype, and
+    values the op could draw (its record's ``draws``)."""
     where = f"{sample.op} ({sample.variant})"
     assert got.shape == want.shape, f"{where}: shape {got.shape}, expected {want.shape}"
     assert got.dtype == want.dtype, f"{where}: dtype {got.dtype}, expected {want.dtype}"
-    op = sample.op
-    if op == "rand":
-        assert ((got >= 0) & (got < 1)).all(), f"{where}: values outside [0, 1)"
-    elif op == "uniform":
-        assert ((got >= p["low"]) & (got <= p["high"])).all(), \
-            f"{where}: values outside [{p['low']}, {p['high']})"
-    elif op == "randint":
-        assert ((got >= p["low"]) & (got < p["high"])).all(), \
-            f"{where}: values outside [{p['low']}, {p['high']})"
-    elif op == "randperm":
-        assert sorted(got.tolist()) == list(range(p["n"])), f"{where}: not a permutation"
-    elif op == "bernoulli":
-        assert np.isin(got, (0, 1)).all(), f"{where}: values other than 0 and 1"
-    elif op == "multinomial":
-        assert ((got >= 0) & (got < sample.args[0].shape[-1])).all(), \
-            f"{where}: an index outside the categories"
-        if not p["replacement"]:
-            assert all(len(set(row)) == len(row) for row in got.tolist()), \
-                f"{where}: a category drawn twice without replacement"
-    elif op == "dropout_mask":
-        assert np.isin(got, (0, 1 / (1 - p["p"]))).all(), f"{where}: not 0 or 1 / (1 - p)"
-    elif op in ("randn", "normal"):
-        assert np.isfinite(got).all(), f"{where}: values that are not finite"
+    wrong = record.draws(got, *sample.args, **sample.params) if record.draws else None
+    assert wrong is None, f"{where}: {wrong}"
 
 
 def _arrays(x) -> list:
@@ -629,12 +605,13 @@ def check(sample, device) -> None:
     """The values and aliasing checks of one sample on ``device``; an AssertionError
     saying what differs."""
     host_args = _copy(sample.args)
+    record = _oprecords.op_records()[sample.op]
     with _quiet():
-        want = _oprecords.op_records()[sample.op].kernel(*host_args, **_copy(sample.params))
+        want = record.kernel(*host_args, **_copy(sample.params))
     ran = execute(sample, device)
     got = _host(ran.out)
-    if sample.op in RANDOM:
-        _random_values(got, want, sample)
+    if record.random or sample.op == "empty":
+        _random_values(got, want, sample, record)
     else:
         compare(got, want, sample)
     _aliasing(ran, sample, device, host_args, want)
