@@ -1,13 +1,14 @@
-"""Autograd's tables name op records: a row for a name no op has would never join a record
-(the records take their backward and forward formulas from these tables, so the tables
-cannot be resolved while they are built: the records are built from them)."""
+"""Autograd's tables of ops name op records: a row for a name no op has would never be read
+(the records take their backward and forward formulas from the derivative tables, and
+op_records() loads autograd to build them, so these tables are resolved here rather than
+when they are built)."""
 
 from __future__ import annotations
 
 import pytest
 
 from torcia import library
-from torcia.autograd import derivatives, forward_derivatives
+from torcia.autograd import checkpoint, derivatives, forward_derivatives, graph
 
 # the nodes the engine records itself, not ops: copies into a view, moves between devices
 ENGINE_NODES = forward_derivatives._ENGINE_OPS
@@ -17,6 +18,11 @@ TABLES = {
     "torcia.autograd.forward_derivatives.JVP": forward_derivatives.JVP,
     "torcia.autograd.forward_derivatives.PIECEWISE_CONSTANT":
         dict.fromkeys(forward_derivatives.PIECEWISE_CONSTANT),
+    # PyTorch's names of the nodes (grad_fn.name())
+    "torcia.autograd.graph._NAMES": graph._NAMES,
+    "torcia.autograd.graph._SECOND_FORM": dict.fromkeys(graph._SECOND_FORM),
+    "torcia.autograd.graph._TENSOR_FORM": graph._TENSOR_FORM,
+    "torcia.autograd.checkpoint.SAC_IGNORED_OPS": dict.fromkeys(checkpoint.SAC_IGNORED_OPS),
 }
 
 
